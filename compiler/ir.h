@@ -1,0 +1,98 @@
+/* The IR shared by every compiler pass: tensors and nodes in arrays, addressed by id.
+ *
+ * `struct tf_graph` is the object behind the public tf_graph handle: the builder API, the
+ * FlatBuffer loader and every pass read and write these arrays directly. Ids are indices; a node's
+ * output tensor records its producer. This header is also compiled as C++ (schema/ glue). */
+#ifndef TIGHTFIT_COMPILER_IR_H
+#define TIGHTFIT_COMPILER_IR_H
+
+#include "common/strmap.h"
+#include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_ir_tensor {
+  char *name;
+  tf_dtype dtype;
+  tf_tensor_kind kind;
+  tf_shape declared;            /* rank -1 for activations */
+  int32_t rank;                 /* concrete shape after inference; -1 before */
+  int64_t shape[TF_MAX_RANK];
+  int64_t bytes;                /* -1 before inference */
+  tf_init_kind init_kind;
+  double init_a, init_b;
+  char *init_file, *init_key;   /* TF_INIT_EXTERNAL */
+  int32_t producer;             /* node id or -1 */
+} tf_ir_tensor;
+
+typedef struct tf_ir_node {
+  char *name;
+  tf_op op;
+  int32_t n_inputs;
+  int32_t *inputs;              /* tensor ids; owned */
+  int32_t output;               /* tensor id */
+  tf_attrs attrs;
+} tf_ir_node;
+
+typedef struct tf_ir_symbol {
+  char *name;
+  int64_t default_value;
+  int64_t value;                /* the bound value, or default_value */
+  bool bound;
+} tf_ir_symbol;
+
+struct tf_graph {
+  char *name;
+  uint32_t version;
+  tf_ir_tensor *tensors;
+  int32_t n_tensors, cap_tensors;
+  tf_ir_node *nodes;
+  int32_t n_nodes, cap_nodes;
+  tf_ir_symbol *symbols;
+  int32_t n_symbols, cap_symbols;
+  int32_t *outputs;
+  int32_t n_outputs, cap_outputs;
+  int32_t loss;                 /* tensor id or -1 */
+  bool has_training;
+  tf_training_config training;
+  char *scope;                  /* builder: prefix of new node names */
+  tf_strmap tensor_names;       /* name -> tensor id */
+  tf_strmap node_names;         /* name -> node id */
+  tf_status status;             /* builder: first error (sticky) */
+};
+
+/* Appends a tensor; copies `name` and the init strings. Returns its id or -1 with *status set. */
+int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind,
+                         const tf_shape *declared, const tf_init *init, tf_status *status);
+/* Appends a node whose output tensor already exists; copies name and inputs. Sets the output's
+ * producer when `output` is in range. Returns the node id or -1 with *status set. */
+int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs,
+                       int32_t n_inputs, int32_t output, const tf_attrs *attrs, tf_status *status);
+/* Appends a symbol; returns its id or -1 with *status set. */
+int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, tf_status *status);
+/* Appends to the output list. */
+tf_status tf_ir_add_output(tf_graph *g, int32_t tensor);
+/* Sets the graph's name (copied). */
+tf_status tf_ir_set_name(tf_graph *g, const char *name);
+
+/* The value of a dimension under the current bindings; -1 if the symbol id is invalid or the
+ * product overflows. Sizes of -1 ("infer") return -1 too. */
+int64_t tf_ir_dim_value(const tf_graph *g, tf_dim dim);
+/* Returns a symbol id by name, or -1. */
+int32_t tf_ir_find_symbol(const tf_graph *g, const char *name);
+/* Formats a concrete shape as "[8,128,768]" into buf (always NUL-terminated). */
+const char *tf_ir_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size);
+/* Formats a declared shape as "[N,T*4,80]". */
+const char *tf_ir_format_declared(const tf_graph *g, const tf_shape *shape, char *buf, size_t size);
+/* Writes `count` elements' byte size of `dtype` into *bytes; false on overflow. */
+bool tf_ir_bytes(tf_dtype dtype, const int64_t *shape, int32_t rank, int64_t *bytes);
+
+/* Records `status` as the builder's sticky error (keeps the first; frees later ones). */
+void tf_ir_fail(tf_graph *g, tf_status status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,83 @@
+#define _POSIX_C_SOURCE 200809L
+/* Pass 1, load: a .tfg file -> IR. The FlatBuffers Verifier and structural decoding run in
+ * schema/graph_fb.cc; then semantic validation and shape inference at the symbols' defaults.
+ * Saving goes the other way and writes through a temporary file, so an interrupted save never
+ * leaves a broken file behind. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/file.h"
+#include "compiler/passes.h"
+#include "schema/graph_fb.h"
+
+tf_status tf_graph_parse(const void *data, size_t size, const char *source, tf_graph **out) {
+  *out = NULL;
+  tf_graph *g = NULL;
+  TF_RETURN_IF_ERROR(tf_graph_fb_decode(data, size, source, &g));
+  tf_status status = tf_validate_graph(g);
+  if (!status)
+    status = tf_graph_infer_shapes(g);
+  if (status) {
+    tf_graph_destroy(g);
+    return tf_status_prefix(status, "%s", source);
+  }
+  *out = g;
+  return NULL;
+}
+
+tf_status tf_graph_load(const char *path, tf_graph **out) {
+  *out = NULL;
+  void *data;
+  size_t size;
+  TF_RETURN_IF_ERROR(tf_file_read(path, &data, &size));
+  tf_status status = tf_graph_parse(data, size, path, out);
+  free(data);
+  return status;
+}
+
+tf_status tf_graph_serialize(const tf_graph *graph, void **data, size_t *size) {
+  *data = NULL;
+  *size = 0;
+  if (graph->status)
+    return tf_status_new(tf_status_code(graph->status), "graph '%s' was not built: %s", graph->name,
+                         tf_status_message(graph->status));
+  /* Builder graphs are already in topological order, so validation does not modify them. */
+  TF_RETURN_IF_ERROR(tf_validate_graph((tf_graph *)graph));
+  return tf_graph_fb_encode(graph, data, size);
+}
+
+tf_status tf_graph_save(const tf_graph *graph, const char *path) {
+  void *data;
+  size_t size;
+  TF_RETURN_IF_ERROR(tf_graph_serialize(graph, &data, &size));
+  size_t length = strlen(path) + 16;
+  char *temporary = malloc(length);
+  if (!temporary) {
+    free(data);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a path", path);
+  }
+  snprintf(temporary, length, "%s.tmp%d", path, (int)getpid());
+  tf_status status = NULL;
+  FILE *file = fopen(temporary, "wb");
+  if (!file) {
+    status = tf_status_new(TF_ERR_IO, "%s: cannot create: %s", temporary, strerror(errno));
+  } else {
+    bool written = fwrite(data, 1, size, file) == size;
+    written = fflush(file) == 0 && written;
+    written = fsync(fileno(file)) == 0 && written;
+    int saved_errno = errno;
+    written = fclose(file) == 0 && written;
+    if (!written)
+      status = tf_status_new(TF_ERR_IO, "%s: write failed: %s", temporary, strerror(saved_errno));
+    else if (rename(temporary, path) != 0)
+      status = tf_status_new(TF_ERR_IO, "%s: cannot rename %s into place: %s", path, temporary, strerror(errno));
+    if (status)
+      remove(temporary);
+  }
+  free(temporary);
+  free(data);
+  return status;
+}

@@ -1,0 +1,70 @@
+/* The op table. Order follows enum tf_op; a static assertion keeps them in step. */
+#include "compiler/ops.h"
+
+#include <string.h>
+
+#define ROW(name, lo, hi, attrs, rule, flags) {name, lo, hi, attrs, rule, flags}
+#define UNARY(name) ROW(name, 1, 1, TF_ATTR_NONE, tf_shape_unary_float, TF_OPF_ELEMENTWISE)
+#define BINARY(name) ROW(name, 2, 2, TF_ATTR_NONE, tf_shape_broadcast, TF_OPF_ELEMENTWISE | TF_OPF_BROADCAST)
+
+static const tf_op_info op_table[] = {
+    ROW("matmul", 2, 2, TF_ATTR_MATMUL, tf_shape_matmul, 0),
+    BINARY("add"), BINARY("sub"), BINARY("mul"), BINARY("div"),
+    UNARY("neg"), UNARY("exp"), UNARY("log"), UNARY("sqrt"), UNARY("rsqrt"),
+    UNARY("relu"),
+    ROW("gelu", 1, 1, TF_ATTR_GELU, tf_shape_unary_float, TF_OPF_ELEMENTWISE),
+    UNARY("silu"), UNARY("sigmoid"), UNARY("tanh"),
+    ROW("sum", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
+    ROW("mean", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
+    ROW("max", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
+    ROW("softmax", 1, 1, TF_ATTR_AXIS, tf_shape_softmax, 0),
+    ROW("log_softmax", 1, 1, TF_ATTR_AXIS, tf_shape_softmax, 0),
+    ROW("layer_norm", 2, 3, TF_ATTR_NORM, tf_shape_norm, 0),
+    ROW("rms_norm", 2, 2, TF_ATTR_NORM, tf_shape_norm, 0),
+    ROW("embedding", 2, 2, TF_ATTR_NONE, tf_shape_embedding, 0),
+    ROW("reshape", 1, 1, TF_ATTR_SHAPE, tf_shape_reshape, TF_OPF_VIEW),
+    ROW("transpose", 1, 1, TF_ATTR_TRANSPOSE, tf_shape_transpose, 0),
+    ROW("concat", 1, TF_OP_VARIADIC, TF_ATTR_AXIS, tf_shape_concat, 0),
+    ROW("slice", 1, 1, TF_ATTR_SLICE, tf_shape_slice, 0),
+    ROW("expand", 1, 1, TF_ATTR_SHAPE, tf_shape_expand, 0),
+    ROW("conv1d", 2, 3, TF_ATTR_CONV, tf_shape_conv, 0),
+    ROW("conv2d", 2, 3, TF_ATTR_CONV, tf_shape_conv, 0),
+    ROW("conv_transpose2d", 2, 3, TF_ATTR_CONV, tf_shape_conv_transpose2d, 0),
+    ROW("max_pool2d", 1, 1, TF_ATTR_POOL, tf_shape_pool2d, 0),
+    ROW("avg_pool2d", 1, 1, TF_ATTR_POOL, tf_shape_pool2d, 0),
+    ROW("dropout", 1, 1, TF_ATTR_DROPOUT, tf_shape_dropout, TF_OPF_ELEMENTWISE | TF_OPF_RANDOM),
+    ROW("attention", 3, 3, TF_ATTR_ATTENTION, tf_shape_attention, 0),
+    ROW("cast", 1, 1, TF_ATTR_CAST, tf_shape_cast, TF_OPF_ELEMENTWISE),
+    ROW("cross_entropy", 2, 2, TF_ATTR_CROSS_ENTROPY, tf_shape_cross_entropy, TF_OPF_LOSS),
+    ROW("mse", 2, 2, TF_ATTR_NONE, tf_shape_pair_loss, TF_OPF_LOSS),
+    ROW("bce_with_logits", 2, 2, TF_ATTR_NONE, tf_shape_pair_loss, TF_OPF_LOSS),
+};
+
+_Static_assert(sizeof(op_table) / sizeof(op_table[0]) == TF_OP_COUNT, "op_table must list every tf_op");
+
+const tf_op_info *tf_op_info_get(tf_op op) {
+  if ((int)op < 0 || op >= TF_OP_COUNT)
+    return NULL;
+  return &op_table[op];
+}
+
+tf_op tf_op_from_name(const char *name) {
+  for (int op = 0; op < TF_OP_COUNT; op++)
+    if (strcmp(op_table[op].name, name) == 0)
+      return (tf_op)op;
+  return TF_OP_COUNT;
+}
+
+const char *tf_op_name(tf_op op) {
+  const tf_op_info *info = tf_op_info_get(op);
+  return info ? info->name : "?";
+}
+
+const char *tf_attr_kind_name(tf_attr_kind kind) {
+  static const char *const names[TF_ATTR_COUNT] = {
+      "none", "matmul", "reduce", "axis", "norm", "shape", "transpose", "slice",
+      "conv", "pool", "dropout", "attention", "cast", "gelu", "cross_entropy"};
+  if ((int)kind < 0 || kind >= TF_ATTR_COUNT)
+    return "?";
+  return names[kind];
+}

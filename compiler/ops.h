@@ -1,0 +1,41 @@
+/* Op metadata: one row per op (name, arity, attribute family, shape rule, flags). Adding an op is
+ * adding its row here and its functions in the files the row names. */
+#ifndef TIGHTFIT_COMPILER_OPS_H
+#define TIGHTFIT_COMPILER_OPS_H
+
+#include "compiler/shape_rules.h"
+#include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  TF_OPF_ELEMENTWISE = 1u << 0, /* output element i depends on input element i only */
+  TF_OPF_BROADCAST = 1u << 1,   /* binary with numpy broadcasting */
+  TF_OPF_LOSS = 1u << 2,        /* produces a scalar loss */
+  TF_OPF_RANDOM = 1u << 3,      /* uses the counter-based RNG */
+  TF_OPF_VIEW = 1u << 4         /* only reinterprets its input (reshape) */
+};
+
+#define TF_OP_VARIADIC 64 /* max_inputs of variadic ops (concat) */
+
+typedef struct tf_op_info {
+  const char *name;
+  int8_t min_inputs, max_inputs;
+  tf_attr_kind attrs;
+  tf_shape_rule shape_rule;
+  uint32_t flags;
+} tf_op_info;
+
+/* Returns the row for `op`, or NULL when op is out of range. */
+const tf_op_info *tf_op_info_get(tf_op op);
+/* Returns the op named `name`, or TF_OP_COUNT. */
+tf_op tf_op_from_name(const char *name);
+/* Returns the name of an attribute family ("matmul", "conv", ...). */
+const char *tf_attr_kind_name(tf_attr_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,62 @@
+/* Shape and dtype rules: one function per op family computes an op's output from its inputs'
+ * concrete shapes and its attributes, or says precisely why it cannot. */
+#ifndef TIGHTFIT_COMPILER_SHAPE_RULES_H
+#define TIGHTFIT_COMPILER_SHAPE_RULES_H
+
+#include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_shape_operand {
+  const char *name;
+  tf_dtype dtype;
+  tf_tensor_kind kind;
+  int32_t rank;
+  const int64_t *shape;
+} tf_shape_operand;
+
+typedef struct tf_shape_query {
+  tf_op op;
+  const tf_attrs *attrs;
+  int32_t n_inputs;
+  const tf_shape_operand *inputs;
+  const tf_graph *graph;   /* for symbols in reshape/expand targets: tf_ir_dim_value() */
+} tf_shape_query;
+
+typedef struct tf_shape_result {
+  tf_dtype dtype;
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK];
+} tf_shape_result;
+
+/* A rule fills *out or returns a TF_ERR_SHAPE status whose message names the operands and their
+ * shapes (the caller prefixes the node and op). Arity is checked before a rule runs. */
+typedef tf_status (*tf_shape_rule)(const tf_shape_query *query, tf_shape_result *out);
+
+tf_status tf_shape_matmul(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_broadcast(const tf_shape_query *q, tf_shape_result *out);    /* add sub mul div */
+tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out);  /* neg exp ... tanh, gelu */
+tf_status tf_shape_reduce(const tf_shape_query *q, tf_shape_result *out);       /* sum mean max */
+tf_status tf_shape_softmax(const tf_shape_query *q, tf_shape_result *out);      /* softmax log_softmax */
+tf_status tf_shape_norm(const tf_shape_query *q, tf_shape_result *out);         /* layer_norm rms_norm */
+tf_status tf_shape_embedding(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_reshape(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_transpose(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_concat(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_slice(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_expand(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_conv(const tf_shape_query *q, tf_shape_result *out);         /* conv1d conv2d */
+tf_status tf_shape_conv_transpose2d(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_pool2d(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_dropout(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_attention(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_cast(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_cross_entropy(const tf_shape_query *q, tf_shape_result *out);
+tf_status tf_shape_pair_loss(const tf_shape_query *q, tf_shape_result *out);    /* mse bce_with_logits */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

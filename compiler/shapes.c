@@ -1,0 +1,139 @@
+/* Pass 2, shapes: bind symbols, then infer every tensor's concrete shape, dtype and byte size in
+ * node order. Errors name the node, its op and the shapes involved. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+#include "compiler/passes.h"
+
+tf_status tf_graph_bind(tf_graph *g, const char *name, int64_t value) {
+  int32_t symbol = tf_ir_find_symbol(g, name);
+  if (symbol < 0) {
+    char known[512] = "";
+    size_t used = 0;
+    for (int32_t i = 0; i < g->n_symbols && used < sizeof(known); i++)
+      used += (size_t)snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "", g->symbols[i].name);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "graph '%s' has no symbol '%s' (its symbols: %s)", g->name, name,
+                         g->n_symbols ? known : "none");
+  }
+  if (value < 1)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol %s=%" PRId64 ": a symbol's value must be >= 1", name,
+                         value);
+  g->symbols[symbol].value = value;
+  g->symbols[symbol].bound = true;
+  return NULL;
+}
+
+tf_status tf_graph_bind_list(tf_graph *g, const char *list) {
+  const char *p = list;
+  while (*p) {
+    while (*p == ' ' || *p == ',')
+      p++;
+    if (!*p)
+      break;
+    const char *eq = strchr(p, '=');
+    const char *end = strchr(p, ',');
+    if (!end)
+      end = p + strlen(p);
+    if (!eq || eq > end || eq == p)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "bad binding '%.*s': expected NAME=VALUE, e.g. N=8",
+                           (int)(end - p), p);
+    char name[128];
+    size_t length = (size_t)(eq - p);
+    while (length && p[length - 1] == ' ')
+      length--;
+    if (length >= sizeof(name))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol name '%.*s' is too long", (int)length, p);
+    memcpy(name, p, length);
+    name[length] = '\0';
+    char *number_end;
+    long long value = strtoll(eq + 1, &number_end, 10);
+    while (*number_end == ' ')
+      number_end++;
+    if (number_end == eq + 1 || number_end != end)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "bad value in '%.*s': expected an integer", (int)(end - p), p);
+    TF_RETURN_IF_ERROR(tf_graph_bind(g, name, value));
+    p = end;
+  }
+  return NULL;
+}
+
+tf_status tf_shapes_resolve_tensor(tf_graph *g, int32_t id) {
+  tf_ir_tensor *t = &g->tensors[id];
+  char text[256];
+  if (t->declared.rank < 0 || t->declared.rank > TF_MAX_RANK)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "tensor '%s' (%s) has no valid declared shape (rank %d)", t->name,
+                         tf_kind_name(t->kind), t->declared.rank);
+  for (int32_t i = 0; i < t->declared.rank; i++) {
+    int64_t value = tf_ir_dim_value(g, t->declared.dims[i]);
+    if (value < 0)
+      return tf_status_new(TF_ERR_SHAPE, "tensor '%s' has invalid dimension %d in %s", t->name, i,
+                           tf_ir_format_declared(g, &t->declared, text, sizeof(text)));
+    t->shape[i] = value;
+  }
+  t->rank = t->declared.rank;
+  if (!tf_ir_bytes(t->dtype, t->shape, t->rank, &t->bytes))
+    return tf_status_new(TF_ERR_SHAPE, "tensor '%s' %s: its byte size overflows 64 bits", t->name,
+                         tf_ir_format_shape(t->shape, t->rank, text, sizeof(text)));
+  return NULL;
+}
+
+tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
+  tf_ir_node *node = &g->nodes[id];
+  const tf_op_info *info = tf_op_info_get(node->op);
+  if (!info)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' has unknown op %d", node->name, (int)node->op);
+  if (node->n_inputs < info->min_inputs || node->n_inputs > info->max_inputs)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) has %d inputs; %s takes %d to %d", node->name,
+                         info->name, node->n_inputs, info->name, info->min_inputs, info->max_inputs);
+  tf_shape_operand operands[TF_OP_VARIADIC];
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    const tf_ir_tensor *in = &g->tensors[node->inputs[i]];
+    if (in->rank < 0)
+      return tf_status_new(TF_ERR_INTERNAL, "node '%s' (%s): input '%s' has no shape yet", node->name, info->name,
+                           in->name);
+    operands[i] = (tf_shape_operand){in->name, in->dtype, in->kind, in->rank, in->shape};
+  }
+  tf_shape_query query = {node->op, &node->attrs, node->n_inputs, operands, g};
+  tf_shape_result result;
+  memset(&result, 0, sizeof(result));
+  tf_status status = info->shape_rule(&query, &result);
+  if (status)
+    return tf_status_prefix(status, "node '%s' (%s)", node->name, info->name);
+  tf_ir_tensor *out = &g->tensors[node->output];
+  if (check_dtype && out->dtype != result.dtype)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) produces %s but its output '%s' is stored as %s",
+                         node->name, info->name, tf_dtype_name(result.dtype), out->name, tf_dtype_name(out->dtype));
+  out->dtype = result.dtype;
+  out->rank = result.rank;
+  memcpy(out->shape, result.shape, sizeof(out->shape));
+  char text[256];
+  if (!tf_ir_bytes(out->dtype, out->shape, out->rank, &out->bytes))
+    return tf_status_new(TF_ERR_SHAPE, "node '%s' (%s): output %s overflows 64 bits in bytes", node->name,
+                         info->name, tf_ir_format_shape(out->shape, out->rank, text, sizeof(text)));
+  return NULL;
+}
+
+/* Assumes a validated graph: ids in range and nodes in topological order. */
+tf_status tf_graph_infer_shapes(tf_graph *g) {
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    if (g->tensors[i].kind == TF_ACTIVATION) {
+      g->tensors[i].rank = -1;
+      g->tensors[i].bytes = -1;
+    } else {
+      TF_RETURN_IF_ERROR(tf_shapes_resolve_tensor(g, i));
+    }
+  }
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, i, true));
+  if (g->loss >= 0) {
+    const tf_ir_tensor *loss = &g->tensors[g->loss];
+    char text[256];
+    if (loss->rank != 0 || loss->dtype != TF_F32)
+      return tf_status_new(TF_ERR_SHAPE, "the loss '%s' must be an f32 scalar; it is %s %s", loss->name,
+                           tf_dtype_name(loss->dtype), tf_ir_format_shape(loss->shape, loss->rank, text, sizeof(text)));
+  }
+  return NULL;
+}

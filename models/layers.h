@@ -1,0 +1,89 @@
+/* Building blocks shared by the zoo's builders: parameters with formatted names, linear layers,
+ * layer norm, attention, MLP and the pre-LN transformer block (gpt, vit, asr, xtts).
+ *
+ * Conventions (they make weights exchangeable with PyTorch by name):
+ * - a Linear weight is [out, in] (nn.Linear) and is applied as matmul(x, W, false, true) + bias;
+ * - parameter names are the state_dict keys of the PyTorch reference in tests/zoo/torch_reference.py;
+ * - every function sets the builder's scope to the name of what it builds, so node names read like
+ *   "h.3.attn/attention"; callers set the scope again before building their own nodes.
+ * Errors stick in the graph (see graph.h); these functions never fail on their own. */
+#ifndef TIGHTFIT_MODELS_LAYERS_H
+#define TIGHTFIT_MODELS_LAYERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tightfit/graph.h"
+
+#define TF_LAYERS_NAME_MAX 256
+
+/* ---- initializers ---- */
+
+tf_init tf_layers_zeros(void);
+tf_init tf_layers_ones(void);
+tf_init tf_layers_normal(double std);
+/* uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for Linear and Conv weights. */
+tf_init tf_layers_fan_in_uniform(int64_t fan_in);
+
+/* ---- names and parameters ---- */
+
+/* Sets the builder's scope to a printf-formatted name. */
+void tf_layers_scope(tf_graph *g, const char *format, ...) TF_PRINTF(2, 3);
+/* Adds an f32 parameter named by `format`. */
+tf_tensor_id tf_layers_parameter(tf_graph *g, tf_shape shape, tf_init init, const char *format, ...) TF_PRINTF(4, 5);
+
+/* ---- layers ---- */
+
+/* y = x W^T (+ b): "<name>.weight" [out, in] and, when `bias`, "<name>.bias" [out] (zeros). */
+tf_tensor_id tf_layers_linear(tf_graph *g, tf_tensor_id x, int64_t in, int64_t out, bool bias, tf_init init,
+                              const char *name);
+/* Layer norm over the last axis (size d): "<name>.weight" (ones) and "<name>.bias" (zeros). */
+tf_tensor_id tf_layers_layer_norm(tf_graph *g, tf_tensor_id x, int64_t d, float epsilon, const char *name);
+/* A learned position embedding of sequence symbol `symbol`: a constant `ids_name` i32 [symbol] holding
+ * 0, 1, 2, ..., looked up in `table` [rows, d]; returns [symbol, d], which broadcasts over the batch. */
+tf_tensor_id tf_layers_positions(tf_graph *g, int32_t symbol, tf_tensor_id table, const char *ids_name);
+
+/* ---- the transformer block ---- */
+
+/* Parameter names inside a block, relative to its prefix. The cross-attention names are used by
+ * decoder blocks only (tf_layers_block with a memory). */
+typedef struct tf_block_names {
+  const char *ln_1, *qkv, *attn_out, *ln_2, *fc_in, *fc_out;
+  const char *ln_cross, *cross_q, *cross_k, *cross_v, *cross_out;
+} tf_block_names;
+
+/* GPT-2 names: ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj; cross-attention as
+ * ln_cross, cross_attn.{q,k,v,out}_proj. */
+extern const tf_block_names tf_layers_gpt2_names;
+/* timm ViT names: norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2. */
+extern const tf_block_names tf_layers_timm_names;
+
+typedef struct tf_block_config {
+  int64_t d_model, heads, ffn;
+  bool causal;              /* self-attention mask */
+  bool gelu_approximate;    /* tanh GELU (GPT-2) or exact (ViT, speech) */
+  float epsilon;            /* layer norm */
+  double init_std;          /* normal(0, std) for the linear weights */
+  double residual_init_std; /* for attn_out and fc_out, which write into the residual stream */
+  const tf_block_names *names;
+} tf_block_config;
+
+/* A pre-LN transformer block on x [N, T, d]:
+ *   x += attn(ln_1(x));  [x += cross_attn(ln_cross(x), memory)];  x += mlp(ln_2(x))
+ * Self-attention uses one fused Linear(d, 3d) sliced into q, k, v. Cross-attention runs only when
+ * `memory` [N, S, d] is not TF_NO_TENSOR, with separate q, k, v and out Linear layers (bias). */
+tf_tensor_id tf_layers_block(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *config,
+                             const char *prefix);
+
+/* Names `output` "logits" (or `output_name`) and `loss` "loss", marks the output, sets the loss and
+ * the training configuration: the common ending of a model. */
+void tf_layers_finish(tf_graph *g, tf_tensor_id output, const char *output_name, tf_tensor_id loss,
+                      const tf_training_config *training);
+
+/* The training configuration most presets use: AdamW, lr 3e-4, betas 0.9/0.999, eps 1e-8,
+ * weight decay 0.01. */
+tf_training_config tf_layers_adamw(void);
+/* SGD with momentum 0.9, lr 0.05, no weight decay (the small classifiers). */
+tf_training_config tf_layers_sgd(void);
+
+#endif

@@ -1,0 +1,803 @@
+// The .tfg format: flatc's generated C++ for schema/graph.fbs, wrapped behind the C API of
+// schema/graph_fb.h. Decoding is structural only (see the header); values are copied as written.
+//
+// Two C++ hazards shape this file. (1) A file may hold any byte where the C enums (tf_dtype, tf_op,
+// ...) expect a listed value; in C++ an enum object outside its enumerators' range is undefined,
+// and UBSan traps loading one. So enum fields of IR structs are written and read through
+// memcpy as their int storage (store_enum/load_enum), never as enum values. (2) No exception may
+// reach C: each API function catches everything and turns it into a tf_status.
+#include "schema/graph_fb.h"
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "compiler/ir.h"
+#include "flatbuffers/idl.h"
+#include "graph_generated.h"    // flatc --cpp schema/graph.fbs, in the build tree
+#include "graph_schema_text.h"  // tf_graph_schema_text[]: graph.fbs itself, embedded at build time
+
+namespace fb = tightfit::fb;
+using flatbuffers::Offset;
+using flatbuffers::uoffset_t;
+using flatbuffers::Vector;
+
+namespace {
+
+// ---- the schema mirrors graph.h: each schema value equals its C value ----
+
+#define SAME(fb_value, c_value) \
+  static_assert(static_cast<int>(fb::fb_value) == static_cast<int>(c_value), #fb_value " must equal " #c_value);
+SAME(DType_f32, TF_F32) SAME(DType_f16, TF_F16) SAME(DType_bf16, TF_BF16) SAME(DType_i32, TF_I32)
+SAME(DType_i64, TF_I64) SAME(DType_u8, TF_U8) SAME(DType_MAX, TF_DTYPE_COUNT - 1)
+SAME(TensorKind_input, TF_INPUT) SAME(TensorKind_label, TF_LABEL) SAME(TensorKind_parameter, TF_PARAMETER)
+SAME(TensorKind_constant, TF_CONSTANT) SAME(TensorKind_activation, TF_ACTIVATION)
+SAME(TensorKind_MAX, TF_KIND_COUNT - 1)
+SAME(InitKind_none, TF_INIT_NONE) SAME(InitKind_zeros, TF_INIT_ZEROS) SAME(InitKind_ones, TF_INIT_ONES)
+SAME(InitKind_normal, TF_INIT_NORMAL) SAME(InitKind_uniform, TF_INIT_UNIFORM)
+SAME(InitKind_xavier_uniform, TF_INIT_XAVIER_UNIFORM) SAME(InitKind_kaiming_normal, TF_INIT_KAIMING_NORMAL)
+SAME(InitKind_arange, TF_INIT_ARANGE) SAME(InitKind_external, TF_INIT_EXTERNAL) SAME(InitKind_fill, TF_INIT_FILL)
+SAME(InitKind_MAX, TF_INIT_COUNT - 1)
+SAME(Op_matmul, TF_OP_MATMUL) SAME(Op_add, TF_OP_ADD) SAME(Op_sub, TF_OP_SUB) SAME(Op_mul, TF_OP_MUL)
+SAME(Op_div, TF_OP_DIV) SAME(Op_neg, TF_OP_NEG) SAME(Op_exp, TF_OP_EXP) SAME(Op_log, TF_OP_LOG)
+SAME(Op_sqrt, TF_OP_SQRT) SAME(Op_rsqrt, TF_OP_RSQRT) SAME(Op_relu, TF_OP_RELU) SAME(Op_gelu, TF_OP_GELU)
+SAME(Op_silu, TF_OP_SILU) SAME(Op_sigmoid, TF_OP_SIGMOID) SAME(Op_tanh, TF_OP_TANH) SAME(Op_sum, TF_OP_SUM)
+SAME(Op_mean, TF_OP_MEAN) SAME(Op_max, TF_OP_MAX) SAME(Op_softmax, TF_OP_SOFTMAX)
+SAME(Op_log_softmax, TF_OP_LOG_SOFTMAX) SAME(Op_layer_norm, TF_OP_LAYER_NORM) SAME(Op_rms_norm, TF_OP_RMS_NORM)
+SAME(Op_embedding, TF_OP_EMBEDDING) SAME(Op_reshape, TF_OP_RESHAPE) SAME(Op_transpose, TF_OP_TRANSPOSE)
+SAME(Op_concat, TF_OP_CONCAT) SAME(Op_slice, TF_OP_SLICE) SAME(Op_expand, TF_OP_EXPAND)
+SAME(Op_conv1d, TF_OP_CONV1D) SAME(Op_conv2d, TF_OP_CONV2D) SAME(Op_conv_transpose2d, TF_OP_CONV_TRANSPOSE2D)
+SAME(Op_max_pool2d, TF_OP_MAX_POOL2D) SAME(Op_avg_pool2d, TF_OP_AVG_POOL2D) SAME(Op_dropout, TF_OP_DROPOUT)
+SAME(Op_attention, TF_OP_ATTENTION) SAME(Op_cast, TF_OP_CAST) SAME(Op_cross_entropy, TF_OP_CROSS_ENTROPY)
+SAME(Op_mse, TF_OP_MSE) SAME(Op_bce_with_logits, TF_OP_BCE_WITH_LOGITS) SAME(Op_MAX, TF_OP_COUNT - 1)
+SAME(Attrs_NONE, TF_ATTR_NONE) SAME(Attrs_MatmulAttrs, TF_ATTR_MATMUL) SAME(Attrs_ReduceAttrs, TF_ATTR_REDUCE)
+SAME(Attrs_AxisAttrs, TF_ATTR_AXIS) SAME(Attrs_NormAttrs, TF_ATTR_NORM) SAME(Attrs_ShapeAttrs, TF_ATTR_SHAPE)
+SAME(Attrs_TransposeAttrs, TF_ATTR_TRANSPOSE) SAME(Attrs_SliceAttrs, TF_ATTR_SLICE)
+SAME(Attrs_ConvAttrs, TF_ATTR_CONV) SAME(Attrs_PoolAttrs, TF_ATTR_POOL) SAME(Attrs_DropoutAttrs, TF_ATTR_DROPOUT)
+SAME(Attrs_AttentionAttrs, TF_ATTR_ATTENTION) SAME(Attrs_CastAttrs, TF_ATTR_CAST) SAME(Attrs_GeluAttrs, TF_ATTR_GELU)
+SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
+SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
+SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
+#undef SAME
+
+constexpr size_t kHeaderBytes = 2 * sizeof(uoffset_t);  // root offset + file identifier
+constexpr int kPairEntries = 2;                          // conv/pool vectors: [height, width]
+
+// ---- enums as raw integers (hazard 1 above) ----
+
+template <typename E> int32_t load_enum(const E &field) {
+  static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized");
+  int32_t value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
+template <typename E> void store_enum(E *field, int32_t value) {
+  static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized");
+  std::memcpy(field, &value, sizeof value);
+}
+
+// ---- messages ----
+
+std::string vformat(const char *fmt, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  int length = std::vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  if (length < 0)
+    return fmt;
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  std::vsnprintf(&text[0], text.size(), fmt, args);
+  text.resize(static_cast<size_t>(length));
+  return text;
+}
+
+// A status whose message starts with "source: " (no prefix when source is NULL).
+tf_status fail(tf_code code, const char *source, const char *fmt, ...) TF_PRINTF(3, 4);
+tf_status fail(tf_code code, const char *source, const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string text = vformat(fmt, args);
+  va_end(args);
+  if (source)
+    return tf_status_new(code, "%s: %s", source, text.c_str());
+  return tf_status_new(code, "%s", text.c_str());
+}
+
+// A name for messages: quoted, cut to a readable length.
+std::string quoted(const char *name) {
+  std::string text = name ? name : "";
+  if (text.size() > 80)
+    text = text.substr(0, 77) + "...";
+  return "'" + text + "'";
+}
+
+std::string quoted(const flatbuffers::String *name) { return quoted(name ? name->c_str() : ""); }
+
+// The four identifier bytes as text, non-printable bytes as \xNN.
+std::string identifier_text(const uint8_t *bytes) {
+  std::string text;
+  for (int i = 0; i < 4; i++) {
+    uint8_t c = bytes[sizeof(uoffset_t) + i];
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      text += static_cast<char>(c);
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      text += escaped;
+    }
+  }
+  return text;
+}
+
+// ---- checking raw bytes ----
+
+// FlatBuffers reads scalars in place, so the bytes must lie at an address aligned for the widest
+// scalar (8 bytes); a caller's buffer (a slice of a larger file, say) may not, and is then copied.
+class AlignedBytes {
+ public:
+  AlignedBytes(const void *data, size_t size) {
+    if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) == 0) {
+      bytes_ = static_cast<const uint8_t *>(data);
+    } else {
+      copy_.resize((size + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+      std::memcpy(copy_.data(), data, size);
+      bytes_ = reinterpret_cast<const uint8_t *>(copy_.data());
+    }
+  }
+  const uint8_t *bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint64_t> copy_;
+  const uint8_t *bytes_;
+};
+
+flatbuffers::Verifier::Options verifier_options() {
+  flatbuffers::Verifier::Options options;
+  options.max_depth = 64;         // a graph nests 4 deep (Graph, Node, Attrs, vector)
+  options.max_tables = 1u << 24;  // bounds the work on hostile input; real graphs use far fewer
+  return options;
+}
+
+// The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
+// a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
+// checks. Returns "" when the bytes are broken in another way.
+std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes,
+                          const flatbuffers::Table *graph, flatbuffers::voffset_t field,
+                          flatbuffers::voffset_t name_field, const char *what) {
+  if (!graph->VerifyOffset(verifier, field))
+    return "";
+  auto tables = graph->GetPointer<const Vector<Offset<flatbuffers::Table>> *>(field);
+  if (!tables || !verifier.VerifyVector(tables))
+    return "";
+  for (uoffset_t i = 0; i < tables->size(); i++) {
+    size_t slot = static_cast<size_t>(tables->Data() - bytes) + i * sizeof(uoffset_t);
+    uoffset_t offset = verifier.VerifyOffset(slot);
+    if (!offset)
+      return "";
+    auto table = reinterpret_cast<const flatbuffers::Table *>(bytes + slot + offset);
+    if (!table->VerifyTableStart(verifier))
+      return "";
+    verifier.EndTable();
+    if (table->GetOptionalFieldOffset(name_field) == 0)
+      return std::string(what) + " " + std::to_string(i) + " has no name (a required field)";
+  }
+  return "";
+}
+
+std::string find_missing_name(const uint8_t *bytes, size_t size) {
+  flatbuffers::Verifier verifier(bytes, size, verifier_options());
+  uoffset_t root = verifier.VerifyOffset(0);
+  if (!root)
+    return "";
+  auto graph = reinterpret_cast<const flatbuffers::Table *>(bytes + root);
+  if (!graph->VerifyTableStart(verifier))
+    return "";
+  std::string found = find_nameless(verifier, bytes, graph, fb::Graph::VT_SYMBOLS, fb::Symbol::VT_NAME, "symbol");
+  if (found.empty())
+    found = find_nameless(verifier, bytes, graph, fb::Graph::VT_TENSORS, fb::Tensor::VT_NAME, "tensor");
+  if (found.empty())
+    found = find_nameless(verifier, bytes, graph, fb::Graph::VT_NODES, fb::Node::VT_NAME, "node");
+  return found;
+}
+
+// Size, identifier and the Verifier: after this, every accessor of the generated code is safe.
+tf_status check_bytes(const void *data, size_t size, const uint8_t *bytes, const char *source) {
+  if (!data || size == 0)
+    return fail(TF_ERR_INVALID_INPUT, source, "empty input: no bytes to read");
+  if (size < kHeaderBytes)
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "%zu bytes is too short for a FlatBuffer (its header alone is %zu bytes)", size,
+                kHeaderBytes);
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is over the FlatBuffers limit of 2 GiB", size);
+  if (!fb::GraphBufferHasIdentifier(bytes))
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "file identifier is '%s', expected '%s': not a tightfit graph (.tfg) file",
+                identifier_text(bytes).c_str(), fb::GraphIdentifier());
+  flatbuffers::Verifier verifier(bytes, size, verifier_options());
+  if (!fb::VerifyGraphBuffer(verifier)) {
+    std::string nameless = find_missing_name(bytes, size);
+    if (!nameless.empty())
+      return fail(TF_ERR_INVALID_INPUT, source, "%s", nameless.c_str());
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "corrupt or truncated FlatBuffer (%zu bytes): the FlatBuffers Verifier refused it", size);
+  }
+  return nullptr;
+}
+
+// ---- decode: FlatBuffer -> IR ----
+
+// The 2.0.8 Verifier checks a vector's length field (4-byte aligned) but not the alignment of its
+// 8-byte Dim elements; reading a misaligned Dim is undefined, so such a vector is refused. (An
+// empty one has nothing to read, and builders do not align it.)
+bool dims_aligned(const Vector<const fb::Dim *> *dims) {
+  return !dims || dims->size() == 0 || reinterpret_cast<uintptr_t>(dims->Data()) % alignof(fb::Dim) == 0;
+}
+
+struct GraphDeleter {
+  void operator()(tf_graph *graph) const { tf_graph_destroy(graph); }
+};
+using GraphPointer = std::unique_ptr<tf_graph, GraphDeleter>;
+
+class Decoder {
+ public:
+  Decoder(const char *source, tf_graph *graph) : source_(source), graph_(graph) {}
+
+  tf_status symbols(const Vector<Offset<fb::Symbol>> *symbols) {
+    for (uoffset_t i = 0; symbols && i < symbols->size(); i++) {
+      const fb::Symbol *symbol = symbols->Get(i);
+      tf_status status = check_string(symbol->name(), "name");
+      if (!status)
+        tf_ir_add_symbol(graph_, symbol->name()->c_str(), symbol->default_value(), &status);
+      if (status)
+        return refuse(status, "symbol", i, symbol->name());
+    }
+    return nullptr;
+  }
+
+  tf_status tensors(const Vector<Offset<fb::Tensor>> *tensors) {
+    for (uoffset_t i = 0; tensors && i < tensors->size(); i++) {
+      const fb::Tensor *tensor = tensors->Get(i);
+      tf_status status = tensor_at(tensor);
+      if (status)
+        return refuse(status, "tensor", i, tensor->name());
+    }
+    return nullptr;
+  }
+
+  tf_status nodes(const Vector<Offset<fb::Node>> *nodes) {
+    for (uoffset_t i = 0; nodes && i < nodes->size(); i++) {
+      const fb::Node *node = nodes->Get(i);
+      tf_status status = node_at(node);
+      if (status)
+        return refuse(status, "node", i, node->name());
+    }
+    return nullptr;
+  }
+
+ private:
+  // Reports `status` (from here or from the IR) as bad input, naming the item.
+  tf_status refuse(tf_status status, const char *what, uoffset_t index, const flatbuffers::String *name) {
+    tf_code code = tf_status_code(status) == TF_ERR_OUT_OF_MEMORY ? TF_ERR_OUT_OF_MEMORY : TF_ERR_INVALID_INPUT;
+    tf_status refused = fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(),
+                             tf_status_message(status));
+    tf_status_free(status);
+    return refused;
+  }
+
+  // Strings become C strings: an embedded NUL would silently cut them.
+  static tf_status check_string(const flatbuffers::String *text, const char *field) {
+    if (text && std::memchr(text->data(), '\0', text->size()))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s contains a NUL byte", field);
+    return nullptr;
+  }
+
+  static tf_status read_dims(const Vector<const fb::Dim *> *dims, const char *field, tf_shape *shape) {
+    if (!dims_aligned(dims))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: misaligned vector of dimensions (corrupt FlatBuffer)", field);
+    if (dims->size() > TF_MAX_RANK)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u dimensions; at most %d are allowed", field,
+                           dims->size(), TF_MAX_RANK);
+    shape->rank = static_cast<int32_t>(dims->size());
+    for (uoffset_t d = 0; d < dims->size(); d++)
+      shape->dims[d] = tf_dim{dims->Get(d)->size(), dims->Get(d)->symbol()};
+    return nullptr;
+  }
+
+  static tf_status read_ints(const Vector<int32_t> *values, const char *field, int32_t limit,
+                             int32_t *out, int32_t *count) {
+    uoffset_t n = values ? values->size() : 0;
+    if (n > static_cast<uoffset_t>(limit))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u entries; at most %d are allowed", field, n, limit);
+    for (uoffset_t i = 0; i < n; i++)
+      out[i] = values->Get(i);
+    if (count)
+      *count = static_cast<int32_t>(n);
+    return nullptr;
+  }
+
+  tf_status tensor_at(const fb::Tensor *tensor) {
+    tf_shape declared{};
+    if (tensor->shape())
+      TF_RETURN_IF_ERROR(read_dims(tensor->shape(), "shape", &declared));
+    tf_init init{};
+    const fb::Initializer *initializer = tensor->init();
+    if (initializer) {
+      store_enum(&init.kind, initializer->kind());
+      init.a = initializer->a();
+      init.b = initializer->b();
+      TF_RETURN_IF_ERROR(check_string(initializer->file(), "init.file"));
+      TF_RETURN_IF_ERROR(check_string(initializer->key(), "init.key"));
+      init.file = initializer->file() ? initializer->file()->c_str() : nullptr;
+      init.key = initializer->key() ? initializer->key()->c_str() : nullptr;
+    }
+    TF_RETURN_IF_ERROR(check_string(tensor->name(), "name"));
+    tf_status status = nullptr;
+    int32_t id = tf_ir_add_tensor(graph_, tensor->name()->c_str(), TF_F32, TF_INPUT,
+                                  tensor->shape() ? &declared : nullptr, initializer ? &init : nullptr,
+                                  &status);
+    if (id < 0)
+      return status;
+    store_enum(&graph_->tensors[id].dtype, tensor->dtype());
+    store_enum(&graph_->tensors[id].kind, tensor->kind());
+    return nullptr;
+  }
+
+  tf_status node_at(const fb::Node *node) {
+    TF_RETURN_IF_ERROR(check_string(node->name(), "name"));
+    uoffset_t n_outputs = node->outputs() ? node->outputs()->size() : 0;
+    if (n_outputs != 1)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "has %u outputs; a node has exactly one in schema version %d",
+                           n_outputs, TF_SCHEMA_VERSION);
+    std::vector<int32_t> inputs;
+    if (node->inputs())
+      inputs.assign(node->inputs()->begin(), node->inputs()->end());
+    tf_attrs attrs;
+    TF_RETURN_IF_ERROR(read_attrs(node, &attrs));
+    tf_status status = nullptr;
+    int32_t id = tf_ir_add_node(graph_, node->name()->c_str(), TF_OP_MATMUL, inputs.data(),
+                                static_cast<int32_t>(inputs.size()), node->outputs()->Get(0), &attrs, &status);
+    if (id < 0)
+      return status;
+    store_enum(&graph_->nodes[id].op, node->op());
+    return nullptr;
+  }
+
+  static tf_status read_attrs(const fb::Node *node, tf_attrs *attrs) {
+    std::memset(attrs, 0, sizeof *attrs);
+    fb::Attrs type = node->attrs_type();
+    store_enum(&attrs->kind, type);
+    // An unknown type is kept as written for the semantic checks to refuse; it has no table here.
+    if (type == fb::Attrs_NONE || type > fb::Attrs_MAX)
+      return nullptr;
+    if (!node->attrs())
+      return tf_status_new(TF_ERR_INVALID_INPUT, "attrs_type is %s but the attribute table is missing",
+                           fb::EnumNameAttrs(type));
+    switch (type) {
+    case fb::Attrs_MatmulAttrs: {
+      auto table = node->attrs_as_MatmulAttrs();
+      attrs->u.matmul = tf_matmul_attrs{table->transpose_a(), table->transpose_b()};
+      break;
+    }
+    case fb::Attrs_ReduceAttrs: {
+      auto table = node->attrs_as_ReduceAttrs();
+      TF_RETURN_IF_ERROR(read_ints(table->axes(), "ReduceAttrs.axes", TF_MAX_RANK, attrs->u.reduce.axes,
+                                   &attrs->u.reduce.n_axes));
+      attrs->u.reduce.keepdims = table->keepdims();
+      break;
+    }
+    case fb::Attrs_AxisAttrs:
+      attrs->u.axis.axis = node->attrs_as_AxisAttrs()->axis();
+      break;
+    case fb::Attrs_NormAttrs:
+      attrs->u.norm.epsilon = node->attrs_as_NormAttrs()->epsilon();
+      break;
+    case fb::Attrs_ShapeAttrs: {
+      auto shape = node->attrs_as_ShapeAttrs()->shape();
+      if (shape)
+        TF_RETURN_IF_ERROR(read_dims(shape, "ShapeAttrs.shape", &attrs->u.shape.shape));
+      break;
+    }
+    case fb::Attrs_TransposeAttrs:
+      TF_RETURN_IF_ERROR(read_ints(node->attrs_as_TransposeAttrs()->perm(), "TransposeAttrs.perm",
+                                   TF_MAX_RANK, attrs->u.transpose.perm, &attrs->u.transpose.rank));
+      break;
+    case fb::Attrs_SliceAttrs: {
+      auto table = node->attrs_as_SliceAttrs();
+      attrs->u.slice = tf_slice_attrs{table->axis(), table->start(), table->end(), table->step()};
+      break;
+    }
+    case fb::Attrs_ConvAttrs: {
+      auto table = node->attrs_as_ConvAttrs();
+      tf_conv_attrs *conv = &attrs->u.conv;
+      TF_RETURN_IF_ERROR(read_ints(table->stride(), "ConvAttrs.stride", kPairEntries, conv->stride, nullptr));
+      TF_RETURN_IF_ERROR(read_ints(table->padding(), "ConvAttrs.padding", kPairEntries, conv->padding, nullptr));
+      TF_RETURN_IF_ERROR(read_ints(table->dilation(), "ConvAttrs.dilation", kPairEntries, conv->dilation, nullptr));
+      TF_RETURN_IF_ERROR(read_ints(table->output_padding(), "ConvAttrs.output_padding", kPairEntries,
+                                   conv->output_padding, nullptr));
+      conv->groups = table->groups();
+      break;
+    }
+    case fb::Attrs_PoolAttrs: {
+      auto table = node->attrs_as_PoolAttrs();
+      tf_pool_attrs *pool = &attrs->u.pool;
+      TF_RETURN_IF_ERROR(read_ints(table->kernel(), "PoolAttrs.kernel", kPairEntries, pool->kernel, nullptr));
+      TF_RETURN_IF_ERROR(read_ints(table->stride(), "PoolAttrs.stride", kPairEntries, pool->stride, nullptr));
+      TF_RETURN_IF_ERROR(read_ints(table->padding(), "PoolAttrs.padding", kPairEntries, pool->padding, nullptr));
+      break;
+    }
+    case fb::Attrs_DropoutAttrs: {
+      auto table = node->attrs_as_DropoutAttrs();
+      attrs->u.dropout = tf_dropout_attrs{table->rate(), table->seed()};
+      break;
+    }
+    case fb::Attrs_AttentionAttrs: {
+      auto table = node->attrs_as_AttentionAttrs();
+      attrs->u.attention = tf_attention_attrs{table->num_heads(), table->causal(), table->scale()};
+      break;
+    }
+    case fb::Attrs_CastAttrs:
+      store_enum(&attrs->u.cast.to, node->attrs_as_CastAttrs()->to());
+      break;
+    case fb::Attrs_GeluAttrs:
+      attrs->u.gelu.approximate = node->attrs_as_GeluAttrs()->approximate();
+      break;
+    case fb::Attrs_CrossEntropyAttrs:
+      attrs->u.cross_entropy.ignore_index = node->attrs_as_CrossEntropyAttrs()->ignore_index();
+      break;
+    case fb::Attrs_NONE:
+      break;
+    }
+    return nullptr;
+  }
+
+  const char *source_;
+  tf_graph *graph_;
+};
+
+void read_training(const fb::TrainingConfig *config, tf_training_config *out) {
+  std::memset(out, 0, sizeof *out);
+  store_enum(&out->optimizer, config->optimizer());
+  out->learning_rate = config->learning_rate();
+  out->momentum = config->momentum();
+  out->beta1 = config->beta1();
+  out->beta2 = config->beta2();
+  out->epsilon = config->epsilon();
+  out->weight_decay = config->weight_decay();
+  out->clip_norm = config->clip_norm();
+  out->global_batch = config->global_batch();
+  out->accumulate_steps = config->accumulate_steps();
+  store_enum(&out->precision, config->precision());
+  out->loss_scale = config->loss_scale();
+}
+
+tf_status decode(const void *data, size_t size, const char *source, tf_graph **out) {
+  AlignedBytes aligned(data, size);
+  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), source));
+  const fb::Graph *root = fb::GetGraph(aligned.bytes());
+  if (root->version() == 0)
+    return fail(TF_ERR_INVALID_INPUT, source, "missing schema version (Graph.version is absent or 0)");
+  if (root->version() > TF_SCHEMA_VERSION)
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "written by a newer tightfit: schema version %u; this build reads up to %d",
+                root->version(), TF_SCHEMA_VERSION);
+  const flatbuffers::String *name = root->name();
+  if (name && std::memchr(name->data(), '\0', name->size()))
+    return fail(TF_ERR_INVALID_INPUT, source, "the graph name contains a NUL byte");
+
+  tf_graph *created = nullptr;
+  TF_RETURN_IF_ERROR(tf_graph_create(name ? name->c_str() : "", &created));
+  GraphPointer graph(created);
+  graph->version = root->version();
+  Decoder decoder(source, graph.get());
+  TF_RETURN_IF_ERROR(decoder.symbols(root->symbols()));
+  TF_RETURN_IF_ERROR(decoder.tensors(root->tensors()));
+  TF_RETURN_IF_ERROR(decoder.nodes(root->nodes()));
+  for (uoffset_t i = 0; root->outputs() && i < root->outputs()->size(); i++)
+    TF_RETURN_IF_ERROR(tf_ir_add_output(graph.get(), root->outputs()->Get(i)));
+  graph->loss = root->loss();
+  if (root->training()) {
+    graph->has_training = true;
+    read_training(root->training(), &graph->training);
+  }
+  *out = graph.release();
+  return nullptr;
+}
+
+// ---- encode: IR -> FlatBuffer ----
+
+class Encoder {
+ public:
+  explicit Encoder(const tf_graph *graph) : graph_(graph), fbb_(4096) {
+    fbb_.ForceDefaults(true);  // every field written, so a dump shows every value as stored
+  }
+
+  tf_status run(void **data, size_t *size) {
+    std::vector<Offset<fb::Symbol>> symbols;
+    for (int32_t i = 0; i < graph_->n_symbols; i++) {
+      const tf_ir_symbol &symbol = graph_->symbols[i];
+      symbols.push_back(fb::CreateSymbol(fbb_, string(symbol.name), symbol.default_value));
+    }
+    std::vector<Offset<fb::Tensor>> tensors;
+    for (int32_t i = 0; i < graph_->n_tensors; i++) {
+      Offset<fb::Tensor> tensor;
+      tf_status status = tensor_at(graph_->tensors[i], &tensor);
+      if (status)
+        return tf_status_prefix(status, "tensor %d %s", i, quoted(graph_->tensors[i].name).c_str());
+      tensors.push_back(tensor);
+    }
+    std::vector<Offset<fb::Node>> nodes;
+    for (int32_t i = 0; i < graph_->n_nodes; i++) {
+      Offset<fb::Node> node;
+      tf_status status = node_at(graph_->nodes[i], &node);
+      if (status)
+        return tf_status_prefix(status, "node %d %s", i, quoted(graph_->nodes[i].name).c_str());
+      nodes.push_back(node);
+    }
+    Offset<fb::TrainingConfig> training;
+    if (graph_->has_training)
+      TF_RETURN_IF_ERROR(training_config(graph_->training, &training));
+    auto outputs = fbb_.CreateVector(graph_->outputs, static_cast<size_t>(graph_->n_outputs));
+    auto name = graph_->name ? fbb_.CreateString(graph_->name) : Offset<flatbuffers::String>();
+    auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols),
+                                fbb_.CreateVector(tensors), fbb_.CreateVector(nodes), outputs,
+                                graph_->loss, training);
+    fb::FinishGraphBuffer(fbb_, root);
+
+    *data = std::malloc(fbb_.GetSize());
+    if (!*data)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %u bytes for the graph file", fbb_.GetSize());
+    std::memcpy(*data, fbb_.GetBufferPointer(), fbb_.GetSize());
+    *size = fbb_.GetSize();
+    return nullptr;
+  }
+
+ private:
+  Offset<flatbuffers::String> string(const char *text) { return fbb_.CreateString(text ? text : ""); }
+
+  // An enum value must fit the schema's storage type (ubyte or ushort).
+  template <typename Stored>
+  static tf_status fit(int32_t value, const char *field, uint32_t max, Stored *out) {
+    if (value < 0 || static_cast<uint32_t>(value) > max)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s %d does not fit the file format (0..%u)", field, value, max);
+    *out = static_cast<Stored>(value);
+    return nullptr;
+  }
+
+  static tf_status check_rank(int32_t rank, const char *field) {
+    if (rank < 0 || rank > TF_MAX_RANK)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s has rank %d; it must be 0..%d", field, rank, TF_MAX_RANK);
+    return nullptr;
+  }
+
+  Offset<Vector<const fb::Dim *>> dims(const tf_shape &shape) {
+    std::vector<fb::Dim> dims;
+    for (int32_t d = 0; d < shape.rank; d++)
+      dims.emplace_back(shape.dims[d].size, shape.dims[d].symbol);
+    return fbb_.CreateVectorOfStructs(dims);
+  }
+
+  tf_status tensor_at(const tf_ir_tensor &tensor, Offset<fb::Tensor> *out) {
+    uint8_t dtype = 0, kind = 0, init_kind = 0;
+    TF_RETURN_IF_ERROR(fit(load_enum(tensor.dtype), "dtype", 255, &dtype));
+    TF_RETURN_IF_ERROR(fit(load_enum(tensor.kind), "kind", 255, &kind));
+    TF_RETURN_IF_ERROR(fit(load_enum(tensor.init_kind), "init kind", 255, &init_kind));
+    Offset<Vector<const fb::Dim *>> shape;
+    if (tensor.declared.rank >= 0) {  // activations (rank -1) have no declared shape
+      TF_RETURN_IF_ERROR(check_rank(tensor.declared.rank, "the declared shape"));
+      shape = dims(tensor.declared);
+    }
+    Offset<fb::Initializer> init;
+    if (init_kind != fb::InitKind_none || tensor.init_a != 0 || tensor.init_b != 0 || tensor.init_file ||
+        tensor.init_key) {
+      auto file = tensor.init_file ? fbb_.CreateString(tensor.init_file) : Offset<flatbuffers::String>();
+      auto key = tensor.init_key ? fbb_.CreateString(tensor.init_key) : Offset<flatbuffers::String>();
+      init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), tensor.init_a, tensor.init_b,
+                                   file, key);
+    }
+    *out = fb::CreateTensor(fbb_, string(tensor.name), static_cast<fb::DType>(dtype),
+                            static_cast<fb::TensorKind>(kind), shape, init);
+    return nullptr;
+  }
+
+  tf_status node_at(const tf_ir_node &node, Offset<fb::Node> *out) {
+    uint16_t op = 0;
+    TF_RETURN_IF_ERROR(fit(load_enum(node.op), "op", 0xffff, &op));
+    if (node.n_inputs < 0 || (node.n_inputs > 0 && !node.inputs))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "has %d inputs", node.n_inputs);
+    uint8_t kind = 0;
+    TF_RETURN_IF_ERROR(fit(load_enum(node.attrs.kind), "attribute kind", fb::Attrs_MAX, &kind));
+    Offset<void> attrs;
+    TF_RETURN_IF_ERROR(attrs_table(node.attrs, &attrs));
+    auto inputs = fbb_.CreateVector(node.inputs, static_cast<size_t>(node.n_inputs));
+    auto outputs = fbb_.CreateVector(&node.output, 1);
+    *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs,
+                          static_cast<fb::Attrs>(kind), attrs);
+    return nullptr;
+  }
+
+  Offset<Vector<int32_t>> pair(const int32_t values[2]) { return fbb_.CreateVector(values, kPairEntries); }
+
+  tf_status attrs_table(const tf_attrs &attrs, Offset<void> *out) {
+    const auto &u = attrs.u;
+    switch (static_cast<fb::Attrs>(load_enum(attrs.kind))) {
+    case fb::Attrs_NONE:
+      *out = Offset<void>();
+      break;
+    case fb::Attrs_MatmulAttrs:
+      *out = fb::CreateMatmulAttrs(fbb_, u.matmul.transpose_a, u.matmul.transpose_b).Union();
+      break;
+    case fb::Attrs_ReduceAttrs:
+      TF_RETURN_IF_ERROR(check_rank(u.reduce.n_axes, "ReduceAttrs.axes"));
+      *out = fb::CreateReduceAttrs(fbb_, fbb_.CreateVector(u.reduce.axes, static_cast<size_t>(u.reduce.n_axes)),
+                                   u.reduce.keepdims)
+                 .Union();
+      break;
+    case fb::Attrs_AxisAttrs:
+      *out = fb::CreateAxisAttrs(fbb_, u.axis.axis).Union();
+      break;
+    case fb::Attrs_NormAttrs:
+      *out = fb::CreateNormAttrs(fbb_, u.norm.epsilon).Union();
+      break;
+    case fb::Attrs_ShapeAttrs:
+      TF_RETURN_IF_ERROR(check_rank(u.shape.shape.rank, "ShapeAttrs.shape"));
+      *out = fb::CreateShapeAttrs(fbb_, dims(u.shape.shape)).Union();
+      break;
+    case fb::Attrs_TransposeAttrs:
+      TF_RETURN_IF_ERROR(check_rank(u.transpose.rank, "TransposeAttrs.perm"));
+      *out = fb::CreateTransposeAttrs(fbb_, fbb_.CreateVector(u.transpose.perm, static_cast<size_t>(u.transpose.rank)))
+                 .Union();
+      break;
+    case fb::Attrs_SliceAttrs:
+      *out = fb::CreateSliceAttrs(fbb_, u.slice.axis, u.slice.start, u.slice.end, u.slice.step).Union();
+      break;
+    case fb::Attrs_ConvAttrs:
+      *out = fb::CreateConvAttrs(fbb_, pair(u.conv.stride), pair(u.conv.padding), pair(u.conv.dilation),
+                                 pair(u.conv.output_padding), u.conv.groups)
+                 .Union();
+      break;
+    case fb::Attrs_PoolAttrs:
+      *out = fb::CreatePoolAttrs(fbb_, pair(u.pool.kernel), pair(u.pool.stride), pair(u.pool.padding)).Union();
+      break;
+    case fb::Attrs_DropoutAttrs:
+      *out = fb::CreateDropoutAttrs(fbb_, u.dropout.rate, u.dropout.seed).Union();
+      break;
+    case fb::Attrs_AttentionAttrs:
+      *out = fb::CreateAttentionAttrs(fbb_, u.attention.num_heads, u.attention.causal, u.attention.scale).Union();
+      break;
+    case fb::Attrs_CastAttrs: {
+      uint8_t to = 0;
+      TF_RETURN_IF_ERROR(fit(load_enum(u.cast.to), "CastAttrs.to", 255, &to));
+      *out = fb::CreateCastAttrs(fbb_, static_cast<fb::DType>(to)).Union();
+      break;
+    }
+    case fb::Attrs_GeluAttrs:
+      *out = fb::CreateGeluAttrs(fbb_, u.gelu.approximate).Union();
+      break;
+    case fb::Attrs_CrossEntropyAttrs:
+      *out = fb::CreateCrossEntropyAttrs(fbb_, u.cross_entropy.ignore_index).Union();
+      break;
+    }
+    return nullptr;
+  }
+
+  tf_status training_config(const tf_training_config &config, Offset<fb::TrainingConfig> *out) {
+    uint8_t optimizer = 0, precision = 0;
+    TF_RETURN_IF_ERROR(fit(load_enum(config.optimizer), "training optimizer", 255, &optimizer));
+    TF_RETURN_IF_ERROR(fit(load_enum(config.precision), "training precision", 255, &precision));
+    *out = fb::CreateTrainingConfig(fbb_, static_cast<fb::Optimizer>(optimizer), config.learning_rate,
+                                    config.momentum, config.beta1, config.beta2, config.epsilon,
+                                    config.weight_decay, config.clip_norm, config.global_batch,
+                                    config.accumulate_steps, static_cast<fb::Precision>(precision),
+                                    config.loss_scale);
+    return nullptr;
+  }
+
+  const tf_graph *graph_;
+  flatbuffers::FlatBufferBuilder fbb_;
+};
+
+// ---- JSON ----
+
+// What the Verifier lets through but flatc's printer cannot take: a union whose type is absent
+// or unknown (GenerateText reads the type from the field printed just before the table, and asserts
+// or fails without it) and misaligned Dim vectors (see dims_aligned).
+tf_status check_printable(const fb::Graph *root) {
+  const Vector<Offset<fb::Tensor>> *tensors = root->tensors();
+  for (uoffset_t i = 0; tensors && i < tensors->size(); i++)
+    if (!dims_aligned(tensors->Get(i)->shape()))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %u %s: misaligned vector of dimensions (corrupt FlatBuffer)",
+                           i, quoted(tensors->Get(i)->name()).c_str());
+  const Vector<Offset<fb::Node>> *nodes = root->nodes();
+  for (uoffset_t i = 0; nodes && i < nodes->size(); i++) {
+    const fb::Node *node = nodes->Get(i);
+    if (!node->attrs())
+      continue;
+    auto table = reinterpret_cast<const flatbuffers::Table *>(node);
+    bool has_type = table->GetOptionalFieldOffset(fb::Node::VT_ATTRS_TYPE) != 0;
+    if (!has_type || node->attrs_type() == fb::Attrs_NONE || node->attrs_type() > fb::Attrs_MAX)
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "node %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it",
+                           i, quoted(node->name()).c_str(), static_cast<unsigned>(node->attrs_type()),
+                           has_type ? "out of range" : "absent");
+    if (node->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(node->attrs_as_ShapeAttrs()->shape()))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "node %u %s: misaligned vector of dimensions (corrupt FlatBuffer)",
+                           i, quoted(node->name()).c_str());
+  }
+  return nullptr;
+}
+
+tf_status to_json(const void *data, size_t size, char **json) {
+  AlignedBytes aligned(data, size);
+  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), nullptr));
+  TF_RETURN_IF_ERROR(check_printable(fb::GetGraph(aligned.bytes())));
+
+  flatbuffers::IDLOptions options;
+  options.strict_json = true;                     // quoted field names: JSON that any tool reads
+  options.output_enum_identifiers = true;         // "op": "matmul", not "op": 0
+  options.output_default_scalars_in_json = true;  // show every scalar, written or default
+  options.indent_step = 2;
+  flatbuffers::Parser parser(options);
+  if (!parser.Parse(tf_graph_schema_text))
+    return tf_status_new(TF_ERR_INTERNAL, "the embedded schema/graph.fbs does not parse: %s",
+                         parser.error_.c_str());
+  std::string text;
+  if (!flatbuffers::GenerateText(parser, aligned.bytes(), &text))
+    return tf_status_new(TF_ERR_INVALID_INPUT, "a string in the graph is not valid UTF-8; JSON cannot hold it");
+
+  *json = static_cast<char *>(std::malloc(text.size() + 1));
+  if (!*json)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of JSON", text.size() + 1);
+  std::memcpy(*json, text.c_str(), text.size() + 1);
+  return nullptr;
+}
+
+// Runs `body`, turning any exception into a status: nothing thrown may cross into C.
+template <typename Body> tf_status guarded(const char *what, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+  } catch (const std::exception &error) {
+    return tf_status_new(TF_ERR_INTERNAL, "%s: unexpected C++ exception: %s", what, error.what());
+  } catch (...) {
+    return tf_status_new(TF_ERR_INTERNAL, "%s: unexpected C++ exception", what);
+  }
+}
+
+}  // namespace
+
+extern "C" tf_status tf_graph_fb_decode(const void *data, size_t size, const char *source, tf_graph **out) {
+  if (!out)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_graph_fb_decode: out is NULL");
+  *out = nullptr;
+  const char *name = source ? source : "<memory>";
+  return guarded(name, [&] { return decode(data, size, name, out); });
+}
+
+extern "C" tf_status tf_graph_fb_encode(const tf_graph *graph, void **data, size_t *size) {
+  if (!graph || !data || !size)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_graph_fb_encode: graph, data and size must not be NULL");
+  *data = nullptr;
+  *size = 0;
+  return guarded("encoding the graph", [&] {
+    Encoder encoder(graph);
+    tf_status status = encoder.run(data, size);
+    return status ? tf_status_prefix(status, "encoding graph %s", quoted(graph->name).c_str()) : nullptr;
+  });
+}
+
+extern "C" tf_status tf_graph_fb_to_json(const void *data, size_t size, char **json) {
+  if (!json)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_graph_fb_to_json: json is NULL");
+  *json = nullptr;
+  return guarded("converting the graph to JSON", [&] { return to_json(data, size, json); });
+}

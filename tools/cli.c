@@ -1,0 +1,158 @@
+#include "tools/cli.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char **value, bool *error) {
+  const char *arg = argv[*i];
+  size_t length = strlen(name);
+  if (strncmp(arg, name, length) != 0)
+    return false;
+  if (arg[length] == '=') {
+    *value = arg + length + 1;
+    return true;
+  }
+  if (arg[length] != '\0')
+    return false;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "tightfit: option %s needs a value\n", name);
+    *error = true;
+    return true;
+  }
+  *value = argv[++*i];
+  return true;
+}
+
+bool tf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+int tf_cli_usage_error(const char *command, const char *fmt, ...) {
+  fprintf(stderr, "tightfit %s: ", command);
+  va_list args;
+  va_start(args, fmt);
+  vfprintf(stderr, fmt, args);
+  va_end(args);
+  fprintf(stderr, "\n(run 'tightfit %s --help' for usage)\n", command);
+  return TF_EXIT_USAGE;
+}
+
+int tf_cli_fail(const char *command, tf_status status) {
+  tf_code code = tf_status_code(status);
+  fprintf(stderr, "tightfit %s: %s\n", command, tf_status_message(status));
+  tf_status_free(status);
+  if (code == TF_ERR_DOES_NOT_FIT)
+    return TF_EXIT_FAILED;
+  return TF_EXIT_USAGE;
+}
+
+const char *tf_cli_bytes(int64_t bytes, char *buf, size_t size) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) {
+    snprintf(buf, size, "%" PRId64 " B", bytes);
+    return buf;
+  }
+  double value = (double)bytes;
+  int unit = -1;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    unit++;
+  }
+  snprintf(buf, size, "%.2f %s", value, units[unit]);
+  return buf;
+}
+
+const char *tf_cli_count(int64_t count, char *buf, size_t size) {
+  char digits[32];
+  snprintf(digits, sizeof(digits), "%" PRId64, count < 0 ? -count : count);
+  size_t n = strlen(digits), used = 0;
+  if (count < 0 && used + 1 < size)
+    buf[used++] = '-';
+  for (size_t i = 0; i < n && used + 2 < size; i++) {
+    if (i && (n - i) % 3 == 0)
+      buf[used++] = ',';
+    buf[used++] = digits[i];
+  }
+  buf[used] = '\0';
+  return buf;
+}
+
+/* ---- JSON ---- */
+
+static void write_escaped(tf_json *j, const char *text) {
+  fputc('"', j->out);
+  for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(j->out, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(j->out, "\\u%04x", *p);
+    else
+      fputc(*p, j->out);
+  }
+  fputc('"', j->out);
+}
+
+static void json_key(tf_json *j, const char *key) {
+  if (j->depth > 0 && j->need_comma[j->depth])
+    fputc(',', j->out);
+  if (j->depth > 0) {
+    fputc('\n', j->out);
+    for (int i = 0; i < j->depth; i++)
+      fputs("  ", j->out);
+    j->need_comma[j->depth] = true;
+  }
+  if (key) {
+    write_escaped(j, key);
+    fputs(": ", j->out);
+  }
+}
+
+static void json_open(tf_json *j, const char *key, char bracket) {
+  json_key(j, key);
+  fputc(bracket, j->out);
+  if (j->depth < 31)
+    j->depth++;
+  j->need_comma[j->depth] = false;
+}
+
+static void json_close(tf_json *j, char bracket) {
+  bool had_items = j->need_comma[j->depth];
+  if (j->depth > 0)
+    j->depth--;
+  if (had_items) {
+    fputc('\n', j->out);
+    for (int i = 0; i < j->depth; i++)
+      fputs("  ", j->out);
+  }
+  fputc(bracket, j->out);
+  if (j->depth == 0)
+    fputc('\n', j->out);
+}
+
+void tf_json_begin_object(tf_json *j, const char *key) { json_open(j, key, '{'); }
+void tf_json_end_object(tf_json *j) { json_close(j, '}'); }
+void tf_json_begin_array(tf_json *j, const char *key) { json_open(j, key, '['); }
+void tf_json_end_array(tf_json *j) { json_close(j, ']'); }
+
+void tf_json_string(tf_json *j, const char *key, const char *value) {
+  json_key(j, key);
+  write_escaped(j, value);
+}
+
+void tf_json_int(tf_json *j, const char *key, int64_t value) {
+  json_key(j, key);
+  fprintf(j->out, "%" PRId64, value);
+}
+
+void tf_json_double(tf_json *j, const char *key, double value) {
+  json_key(j, key);
+  if (isfinite(value))
+    fprintf(j->out, "%.17g", value);
+  else
+    fputs("null", j->out);
+}
+
+void tf_json_bool(tf_json *j, const char *key, bool value) {
+  json_key(j, key);
+  fputs(value ? "true" : "false", j->out);
+}

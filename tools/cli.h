@@ -1,0 +1,50 @@
+/* Shared pieces of the `tightfit` command line: exit codes, option parsing, byte formatting, a
+ * small JSON writer. Each command lives in its own tools/cmd_*.c file. */
+#ifndef TIGHTFIT_TOOLS_CLI_H
+#define TIGHTFIT_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tightfit/status.h"
+
+enum { TF_EXIT_OK = 0, TF_EXIT_FAILED = 1, TF_EXIT_USAGE = 2 };
+
+typedef int (*tf_command_fn)(int argc, char **argv);
+
+int tf_cmd_zoo(int argc, char **argv);
+int tf_cmd_inspect(int argc, char **argv);
+int tf_cmd_dump(int argc, char **argv);
+
+/* True when argv[*i] is `name` ("--set") given as "--set V" or "--set=V"; *value gets V and *i
+ * advances past it. A missing value is reported and sets *error. */
+bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char **value, bool *error);
+/* True when argv[i] is "-h" or "--help". */
+bool tf_cli_is_help(const char *arg);
+/* Prints "tightfit CMD: message" to stderr and returns TF_EXIT_USAGE. */
+int tf_cli_usage_error(const char *command, const char *fmt, ...) TF_PRINTF(2, 3);
+/* Prints a failed status as "tightfit CMD: message", frees it, and returns the exit code for it. */
+int tf_cli_fail(const char *command, tf_status status);
+/* Formats bytes as "1.50 GiB" / "512 B" into buf. */
+const char *tf_cli_bytes(int64_t bytes, char *buf, size_t size);
+/* Formats an integer with thousands separators ("124,439,808"). */
+const char *tf_cli_count(int64_t count, char *buf, size_t size);
+
+/* A streaming JSON writer: commas and nesting are tracked for the caller. */
+typedef struct tf_json {
+  FILE *out;
+  int depth;
+  bool need_comma[32];
+} tf_json;
+
+void tf_json_begin_object(tf_json *j, const char *key);   /* key NULL inside arrays / at top */
+void tf_json_end_object(tf_json *j);
+void tf_json_begin_array(tf_json *j, const char *key);
+void tf_json_end_array(tf_json *j);
+void tf_json_string(tf_json *j, const char *key, const char *value);
+void tf_json_int(tf_json *j, const char *key, int64_t value);
+void tf_json_double(tf_json *j, const char *key, double value);
+void tf_json_bool(tf_json *j, const char *key, bool value);
+
+#endif

@@ -1,0 +1,64 @@
+/* `tightfit dump F.tfg`: the graph as JSON, readable by `flatc -b schema/graph.fbs F.json`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/file.h"
+#include "schema/graph_fb.h"
+#include "tools/cli.h"
+
+static void help(void) {
+  printf("usage: tightfit dump F.tfg [-o F.json]\n\n"
+         "Prints the graph file as JSON (strict, enums by name). flatc turns it back into a binary:\n"
+         "  flatc -b schema/graph.fbs F.json\n"
+         "Only the FlatBuffers Verifier runs, so dump also shows files that 'inspect' refuses.\n\n"
+         "options:\n"
+         "  -o, --output F   write the JSON to F instead of standard output\n");
+}
+
+int tf_cmd_dump(int argc, char **argv) {
+  const char *input = NULL, *output = NULL;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    const char *value;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return TF_EXIT_OK;
+    } else if (tf_cli_option(argc, argv, &i, "-o", &value, &error) ||
+               tf_cli_option(argc, argv, &i, "--output", &value, &error)) {
+      if (error)
+        return TF_EXIT_USAGE;
+      output = value;
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("dump", "unknown option '%s'", argv[i]);
+    } else if (input) {
+      return tf_cli_usage_error("dump", "one graph file at a time (got '%s' and '%s')", input, argv[i]);
+    } else {
+      input = argv[i];
+    }
+  }
+  if (!input)
+    return tf_cli_usage_error("dump", "missing the graph file");
+  void *data;
+  size_t size;
+  tf_status status = tf_file_read(input, &data, &size);
+  if (status)
+    return tf_cli_fail("dump", status);
+  char *json = NULL;
+  status = tf_graph_fb_to_json(data, size, &json);
+  free(data);
+  if (status)
+    return tf_cli_fail("dump", tf_status_prefix(status, "%s", input));
+  FILE *out = output ? fopen(output, "w") : stdout;
+  if (!out) {
+    free(json);
+    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "%s: cannot create", output));
+  }
+  bool written = fputs(json, out) >= 0;
+  if (output)
+    written = fclose(out) == 0 && written;
+  free(json);
+  if (!written)
+    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "%s: write failed", output ? output : "stdout"));
+  return TF_EXIT_OK;
+}

@@ -1,0 +1,57 @@
+/* `tightfit`: the command line. Dispatches to one tools/cmd_*.c file per command. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cli.h"
+
+typedef struct command {
+  const char *name;
+  tf_command_fn run;
+  const char *summary;
+} command;
+
+static const command commands[] = {
+    {"zoo", tf_cmd_zoo, "list the model zoo, or write a preset as a .tfg graph"},
+    {"inspect", tf_cmd_inspect, "summarise a .tfg graph: parameters, bytes, ops, symbols, inputs, loss"},
+    {"dump", tf_cmd_dump, "print a .tfg graph as JSON that flatc reads back"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: tightfit <command> [options]\n\n"
+               "tightfit compiles model graphs into training plans whose peak memory is known exactly.\n\n"
+               "commands:\n");
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n'tightfit <command> --help' describes a command.\n"
+               "exit codes: 0 success, 1 a check failed (e.g. does not fit), 2 bad usage or bad input.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return TF_EXIT_USAGE;
+  }
+  if (tf_cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+    if (argc >= 3) {
+      for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(argv[2], commands[i].name) == 0) {
+          char help[] = "--help";
+          char *help_argv[] = {argv[2], help, NULL};
+          return commands[i].run(2, help_argv);
+        }
+      }
+    }
+    usage(stdout);
+    return TF_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("tightfit 0.1.0 (graph schema version 1)\n");
+    return TF_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "tightfit: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return TF_EXIT_USAGE;
+}
