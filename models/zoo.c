@@ -234,14 +234,15 @@ static tf_status resolve_knobs(const preset_row *preset, const char *const *over
 
 /* ---- the public API ---- */
 
-tf_status tf_zoo_params(const char *name, tf_zoo_param *params, int32_t cap, int32_t *count) {
+tf_status tf_zoo_params(const char *name, const char *const *overrides, int32_t n_overrides, tf_zoo_param *params,
+                        int32_t cap, int32_t *count) {
   if (count)
     *count = 0;
   const preset_row *preset = find_preset(name);
   if (!preset)
     return unknown_preset(name);
   int64_t values[TF_ZOO_MAX_KNOBS];
-  TF_RETURN_IF_ERROR(resolve_knobs(preset, NULL, 0, values));
+  TF_RETURN_IF_ERROR(resolve_knobs(preset, overrides, n_overrides, values));
   const tf_zoo_family *family = preset->family;
   for (int32_t i = 0; params && i < cap && i < family->n_knobs; i++)
     params[i] = (tf_zoo_param){family->knobs[i].name, values[i], family->knobs[i].help};

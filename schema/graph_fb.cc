@@ -21,8 +21,8 @@
 
 #include "compiler/ir.h"
 #include "flatbuffers/idl.h"
-#include "graph_generated.h"    // flatc --cpp schema/graph.fbs, in the build tree
-#include "graph_schema_text.h"  // tf_graph_schema_text[]: graph.fbs itself, embedded at build time
+#include "graph_generated.h"   // flatc --cpp schema/graph.fbs, in the build tree
+#include "graph_schema_text.h" // tf_graph_schema_text[]: graph.fbs itself, embedded at build time
 
 namespace fb = tightfit::fb;
 using flatbuffers::Offset;
@@ -33,6 +33,7 @@ namespace {
 
 // ---- the schema mirrors graph.h: each schema value equals its C value ----
 
+// clang-format off
 #define SAME(fb_value, c_value) \
   static_assert(static_cast<int>(fb::fb_value) == static_cast<int>(c_value), #fb_value " must equal " #c_value);
 SAME(DType_f32, TF_F32) SAME(DType_f16, TF_F16) SAME(DType_bf16, TF_BF16) SAME(DType_i32, TF_I32)
@@ -66,9 +67,10 @@ SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_MAX, TF_ATTR_COU
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
 #undef SAME
+    // clang-format on
 
-constexpr size_t kHeaderBytes = 2 * sizeof(uoffset_t);  // root offset + file identifier
-constexpr int kPairEntries = 2;                          // conv/pool vectors: [height, width]
+    constexpr size_t kHeaderBytes = 2 * sizeof(uoffset_t); // root offset + file identifier
+constexpr int kPairEntries = 2;                            // conv/pool vectors: [height, width]
 
 // ---- enums as raw integers (hazard 1 above) ----
 
@@ -142,9 +144,9 @@ std::string identifier_text(const uint8_t *bytes) {
 // FlatBuffers reads scalars in place, so the bytes must lie at an address aligned for the widest
 // scalar (8 bytes); a caller's buffer (a slice of a larger file, say) may not, and is then copied.
 class AlignedBytes {
- public:
+public:
   AlignedBytes(const void *data, size_t size) {
-    if (reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) == 0) {
+    if (size == 0 || reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) == 0) {
       bytes_ = static_cast<const uint8_t *>(data);
     } else {
       copy_.resize((size + sizeof(uint64_t) - 1) / sizeof(uint64_t));
@@ -154,24 +156,23 @@ class AlignedBytes {
   }
   const uint8_t *bytes() const { return bytes_; }
 
- private:
+private:
   std::vector<uint64_t> copy_;
   const uint8_t *bytes_;
 };
 
 flatbuffers::Verifier::Options verifier_options() {
   flatbuffers::Verifier::Options options;
-  options.max_depth = 64;         // a graph nests 4 deep (Graph, Node, Attrs, vector)
-  options.max_tables = 1u << 24;  // bounds the work on hostile input; real graphs use far fewer
+  options.max_depth = 64;        // a graph nests 4 deep (Graph, Node, Attrs, vector)
+  options.max_tables = 1u << 24; // bounds the work on hostile input; real graphs use far fewer
   return options;
 }
 
 // The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
 // a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
 // checks. Returns "" when the bytes are broken in another way.
-std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes,
-                          const flatbuffers::Table *graph, flatbuffers::voffset_t field,
-                          flatbuffers::voffset_t name_field, const char *what) {
+std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes, const flatbuffers::Table *graph,
+                          flatbuffers::voffset_t field, flatbuffers::voffset_t name_field, const char *what) {
   if (!graph->VerifyOffset(verifier, field))
     return "";
   auto tables = graph->GetPointer<const Vector<Offset<flatbuffers::Table>> *>(field);
@@ -213,9 +214,8 @@ tf_status check_bytes(const void *data, size_t size, const uint8_t *bytes, const
   if (!data || size == 0)
     return fail(TF_ERR_INVALID_INPUT, source, "empty input: no bytes to read");
   if (size < kHeaderBytes)
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "%zu bytes is too short for a FlatBuffer (its header alone is %zu bytes)", size,
-                kHeaderBytes);
+    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is too short for a FlatBuffer (its header alone is %zu bytes)",
+                size, kHeaderBytes);
   if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
     return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is over the FlatBuffers limit of 2 GiB", size);
   if (!fb::GraphBufferHasIdentifier(bytes))
@@ -248,7 +248,7 @@ struct GraphDeleter {
 using GraphPointer = std::unique_ptr<tf_graph, GraphDeleter>;
 
 class Decoder {
- public:
+public:
   Decoder(const char *source, tf_graph *graph) : source_(source), graph_(graph) {}
 
   tf_status symbols(const Vector<Offset<fb::Symbol>> *symbols) {
@@ -283,12 +283,12 @@ class Decoder {
     return nullptr;
   }
 
- private:
+private:
   // Reports `status` (from here or from the IR) as bad input, naming the item.
   tf_status refuse(tf_status status, const char *what, uoffset_t index, const flatbuffers::String *name) {
     tf_code code = tf_status_code(status) == TF_ERR_OUT_OF_MEMORY ? TF_ERR_OUT_OF_MEMORY : TF_ERR_INVALID_INPUT;
-    tf_status refused = fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(),
-                             tf_status_message(status));
+    tf_status refused =
+        fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(), tf_status_message(status));
     tf_status_free(status);
     return refused;
   }
@@ -304,16 +304,16 @@ class Decoder {
     if (!dims_aligned(dims))
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: misaligned vector of dimensions (corrupt FlatBuffer)", field);
     if (dims->size() > TF_MAX_RANK)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u dimensions; at most %d are allowed", field,
-                           dims->size(), TF_MAX_RANK);
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u dimensions; at most %d are allowed", field, dims->size(),
+                           TF_MAX_RANK);
     shape->rank = static_cast<int32_t>(dims->size());
     for (uoffset_t d = 0; d < dims->size(); d++)
       shape->dims[d] = tf_dim{dims->Get(d)->size(), dims->Get(d)->symbol()};
     return nullptr;
   }
 
-  static tf_status read_ints(const Vector<int32_t> *values, const char *field, int32_t limit,
-                             int32_t *out, int32_t *count) {
+  static tf_status read_ints(const Vector<int32_t> *values, const char *field, int32_t limit, int32_t *out,
+                             int32_t *count) {
     uoffset_t n = values ? values->size() : 0;
     if (n > static_cast<uoffset_t>(limit))
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u entries; at most %d are allowed", field, n, limit);
@@ -342,8 +342,7 @@ class Decoder {
     TF_RETURN_IF_ERROR(check_string(tensor->name(), "name"));
     tf_status status = nullptr;
     int32_t id = tf_ir_add_tensor(graph_, tensor->name()->c_str(), TF_F32, TF_INPUT,
-                                  tensor->shape() ? &declared : nullptr, initializer ? &init : nullptr,
-                                  &status);
+                                  tensor->shape() ? &declared : nullptr, initializer ? &init : nullptr, &status);
     if (id < 0)
       return status;
     store_enum(&graph_->tensors[id].dtype, tensor->dtype());
@@ -389,17 +388,13 @@ class Decoder {
     }
     case fb::Attrs_ReduceAttrs: {
       auto table = node->attrs_as_ReduceAttrs();
-      TF_RETURN_IF_ERROR(read_ints(table->axes(), "ReduceAttrs.axes", TF_MAX_RANK, attrs->u.reduce.axes,
-                                   &attrs->u.reduce.n_axes));
+      TF_RETURN_IF_ERROR(
+          read_ints(table->axes(), "ReduceAttrs.axes", TF_MAX_RANK, attrs->u.reduce.axes, &attrs->u.reduce.n_axes));
       attrs->u.reduce.keepdims = table->keepdims();
       break;
     }
-    case fb::Attrs_AxisAttrs:
-      attrs->u.axis.axis = node->attrs_as_AxisAttrs()->axis();
-      break;
-    case fb::Attrs_NormAttrs:
-      attrs->u.norm.epsilon = node->attrs_as_NormAttrs()->epsilon();
-      break;
+    case fb::Attrs_AxisAttrs: attrs->u.axis.axis = node->attrs_as_AxisAttrs()->axis(); break;
+    case fb::Attrs_NormAttrs: attrs->u.norm.epsilon = node->attrs_as_NormAttrs()->epsilon(); break;
     case fb::Attrs_ShapeAttrs: {
       auto shape = node->attrs_as_ShapeAttrs()->shape();
       if (shape)
@@ -407,8 +402,8 @@ class Decoder {
       break;
     }
     case fb::Attrs_TransposeAttrs:
-      TF_RETURN_IF_ERROR(read_ints(node->attrs_as_TransposeAttrs()->perm(), "TransposeAttrs.perm",
-                                   TF_MAX_RANK, attrs->u.transpose.perm, &attrs->u.transpose.rank));
+      TF_RETURN_IF_ERROR(read_ints(node->attrs_as_TransposeAttrs()->perm(), "TransposeAttrs.perm", TF_MAX_RANK,
+                                   attrs->u.transpose.perm, &attrs->u.transpose.rank));
       break;
     case fb::Attrs_SliceAttrs: {
       auto table = node->attrs_as_SliceAttrs();
@@ -421,8 +416,8 @@ class Decoder {
       TF_RETURN_IF_ERROR(read_ints(table->stride(), "ConvAttrs.stride", kPairEntries, conv->stride, nullptr));
       TF_RETURN_IF_ERROR(read_ints(table->padding(), "ConvAttrs.padding", kPairEntries, conv->padding, nullptr));
       TF_RETURN_IF_ERROR(read_ints(table->dilation(), "ConvAttrs.dilation", kPairEntries, conv->dilation, nullptr));
-      TF_RETURN_IF_ERROR(read_ints(table->output_padding(), "ConvAttrs.output_padding", kPairEntries,
-                                   conv->output_padding, nullptr));
+      TF_RETURN_IF_ERROR(
+          read_ints(table->output_padding(), "ConvAttrs.output_padding", kPairEntries, conv->output_padding, nullptr));
       conv->groups = table->groups();
       break;
     }
@@ -444,17 +439,12 @@ class Decoder {
       attrs->u.attention = tf_attention_attrs{table->num_heads(), table->causal(), table->scale()};
       break;
     }
-    case fb::Attrs_CastAttrs:
-      store_enum(&attrs->u.cast.to, node->attrs_as_CastAttrs()->to());
-      break;
-    case fb::Attrs_GeluAttrs:
-      attrs->u.gelu.approximate = node->attrs_as_GeluAttrs()->approximate();
-      break;
+    case fb::Attrs_CastAttrs: store_enum(&attrs->u.cast.to, node->attrs_as_CastAttrs()->to()); break;
+    case fb::Attrs_GeluAttrs: attrs->u.gelu.approximate = node->attrs_as_GeluAttrs()->approximate(); break;
     case fb::Attrs_CrossEntropyAttrs:
       attrs->u.cross_entropy.ignore_index = node->attrs_as_CrossEntropyAttrs()->ignore_index();
       break;
-    case fb::Attrs_NONE:
-      break;
+    case fb::Attrs_NONE: break;
     }
     return nullptr;
   }
@@ -487,8 +477,8 @@ tf_status decode(const void *data, size_t size, const char *source, tf_graph **o
     return fail(TF_ERR_INVALID_INPUT, source, "missing schema version (Graph.version is absent or 0)");
   if (root->version() > TF_SCHEMA_VERSION)
     return fail(TF_ERR_INVALID_INPUT, source,
-                "written by a newer tightfit: schema version %u; this build reads up to %d",
-                root->version(), TF_SCHEMA_VERSION);
+                "written by a newer tightfit: schema version %u; this build reads up to %d", root->version(),
+                TF_SCHEMA_VERSION);
   const flatbuffers::String *name = root->name();
   if (name && std::memchr(name->data(), '\0', name->size()))
     return fail(TF_ERR_INVALID_INPUT, source, "the graph name contains a NUL byte");
@@ -515,9 +505,9 @@ tf_status decode(const void *data, size_t size, const char *source, tf_graph **o
 // ---- encode: IR -> FlatBuffer ----
 
 class Encoder {
- public:
+public:
   explicit Encoder(const tf_graph *graph) : graph_(graph), fbb_(4096) {
-    fbb_.ForceDefaults(true);  // every field written, so a dump shows every value as stored
+    fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
   }
 
   tf_status run(void **data, size_t *size) {
@@ -547,9 +537,8 @@ class Encoder {
       TF_RETURN_IF_ERROR(training_config(graph_->training, &training));
     auto outputs = fbb_.CreateVector(graph_->outputs, static_cast<size_t>(graph_->n_outputs));
     auto name = graph_->name ? fbb_.CreateString(graph_->name) : Offset<flatbuffers::String>();
-    auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols),
-                                fbb_.CreateVector(tensors), fbb_.CreateVector(nodes), outputs,
-                                graph_->loss, training);
+    auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols), fbb_.CreateVector(tensors),
+                                fbb_.CreateVector(nodes), outputs, graph_->loss, training);
     fb::FinishGraphBuffer(fbb_, root);
 
     *data = std::malloc(fbb_.GetSize());
@@ -560,12 +549,11 @@ class Encoder {
     return nullptr;
   }
 
- private:
+private:
   Offset<flatbuffers::String> string(const char *text) { return fbb_.CreateString(text ? text : ""); }
 
   // An enum value must fit the schema's storage type (ubyte or ushort).
-  template <typename Stored>
-  static tf_status fit(int32_t value, const char *field, uint32_t max, Stored *out) {
+  template <typename Stored> static tf_status fit(int32_t value, const char *field, uint32_t max, Stored *out) {
     if (value < 0 || static_cast<uint32_t>(value) > max)
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s %d does not fit the file format (0..%u)", field, value, max);
     *out = static_cast<Stored>(value);
@@ -591,7 +579,7 @@ class Encoder {
     TF_RETURN_IF_ERROR(fit(load_enum(tensor.kind), "kind", 255, &kind));
     TF_RETURN_IF_ERROR(fit(load_enum(tensor.init_kind), "init kind", 255, &init_kind));
     Offset<Vector<const fb::Dim *>> shape;
-    if (tensor.declared.rank >= 0) {  // activations (rank -1) have no declared shape
+    if (tensor.declared.rank >= 0) { // activations (rank -1) have no declared shape
       TF_RETURN_IF_ERROR(check_rank(tensor.declared.rank, "the declared shape"));
       shape = dims(tensor.declared);
     }
@@ -600,11 +588,10 @@ class Encoder {
         tensor.init_key) {
       auto file = tensor.init_file ? fbb_.CreateString(tensor.init_file) : Offset<flatbuffers::String>();
       auto key = tensor.init_key ? fbb_.CreateString(tensor.init_key) : Offset<flatbuffers::String>();
-      init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), tensor.init_a, tensor.init_b,
-                                   file, key);
+      init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), tensor.init_a, tensor.init_b, file, key);
     }
-    *out = fb::CreateTensor(fbb_, string(tensor.name), static_cast<fb::DType>(dtype),
-                            static_cast<fb::TensorKind>(kind), shape, init);
+    *out = fb::CreateTensor(fbb_, string(tensor.name), static_cast<fb::DType>(dtype), static_cast<fb::TensorKind>(kind),
+                            shape, init);
     return nullptr;
   }
 
@@ -629,9 +616,7 @@ class Encoder {
   tf_status attrs_table(const tf_attrs &attrs, Offset<void> *out) {
     const auto &u = attrs.u;
     switch (static_cast<fb::Attrs>(load_enum(attrs.kind))) {
-    case fb::Attrs_NONE:
-      *out = Offset<void>();
-      break;
+    case fb::Attrs_NONE: *out = Offset<void>(); break;
     case fb::Attrs_MatmulAttrs:
       *out = fb::CreateMatmulAttrs(fbb_, u.matmul.transpose_a, u.matmul.transpose_b).Union();
       break;
@@ -641,12 +626,8 @@ class Encoder {
                                    u.reduce.keepdims)
                  .Union();
       break;
-    case fb::Attrs_AxisAttrs:
-      *out = fb::CreateAxisAttrs(fbb_, u.axis.axis).Union();
-      break;
-    case fb::Attrs_NormAttrs:
-      *out = fb::CreateNormAttrs(fbb_, u.norm.epsilon).Union();
-      break;
+    case fb::Attrs_AxisAttrs: *out = fb::CreateAxisAttrs(fbb_, u.axis.axis).Union(); break;
+    case fb::Attrs_NormAttrs: *out = fb::CreateNormAttrs(fbb_, u.norm.epsilon).Union(); break;
     case fb::Attrs_ShapeAttrs:
       TF_RETURN_IF_ERROR(check_rank(u.shape.shape.rank, "ShapeAttrs.shape"));
       *out = fb::CreateShapeAttrs(fbb_, dims(u.shape.shape)).Union();
@@ -667,9 +648,7 @@ class Encoder {
     case fb::Attrs_PoolAttrs:
       *out = fb::CreatePoolAttrs(fbb_, pair(u.pool.kernel), pair(u.pool.stride), pair(u.pool.padding)).Union();
       break;
-    case fb::Attrs_DropoutAttrs:
-      *out = fb::CreateDropoutAttrs(fbb_, u.dropout.rate, u.dropout.seed).Union();
-      break;
+    case fb::Attrs_DropoutAttrs: *out = fb::CreateDropoutAttrs(fbb_, u.dropout.rate, u.dropout.seed).Union(); break;
     case fb::Attrs_AttentionAttrs:
       *out = fb::CreateAttentionAttrs(fbb_, u.attention.num_heads, u.attention.causal, u.attention.scale).Union();
       break;
@@ -679,9 +658,7 @@ class Encoder {
       *out = fb::CreateCastAttrs(fbb_, static_cast<fb::DType>(to)).Union();
       break;
     }
-    case fb::Attrs_GeluAttrs:
-      *out = fb::CreateGeluAttrs(fbb_, u.gelu.approximate).Union();
-      break;
+    case fb::Attrs_GeluAttrs: *out = fb::CreateGeluAttrs(fbb_, u.gelu.approximate).Union(); break;
     case fb::Attrs_CrossEntropyAttrs:
       *out = fb::CreateCrossEntropyAttrs(fbb_, u.cross_entropy.ignore_index).Union();
       break;
@@ -693,10 +670,9 @@ class Encoder {
     uint8_t optimizer = 0, precision = 0;
     TF_RETURN_IF_ERROR(fit(load_enum(config.optimizer), "training optimizer", 255, &optimizer));
     TF_RETURN_IF_ERROR(fit(load_enum(config.precision), "training precision", 255, &precision));
-    *out = fb::CreateTrainingConfig(fbb_, static_cast<fb::Optimizer>(optimizer), config.learning_rate,
-                                    config.momentum, config.beta1, config.beta2, config.epsilon,
-                                    config.weight_decay, config.clip_norm, config.global_batch,
-                                    config.accumulate_steps, static_cast<fb::Precision>(precision),
+    *out = fb::CreateTrainingConfig(fbb_, static_cast<fb::Optimizer>(optimizer), config.learning_rate, config.momentum,
+                                    config.beta1, config.beta2, config.epsilon, config.weight_decay, config.clip_norm,
+                                    config.global_batch, config.accumulate_steps, static_cast<fb::Precision>(precision),
                                     config.loss_scale);
     return nullptr;
   }
@@ -725,12 +701,12 @@ tf_status check_printable(const fb::Graph *root) {
     bool has_type = table->GetOptionalFieldOffset(fb::Node::VT_ATTRS_TYPE) != 0;
     if (!has_type || node->attrs_type() == fb::Attrs_NONE || node->attrs_type() > fb::Attrs_MAX)
       return tf_status_new(TF_ERR_INVALID_INPUT,
-                           "node %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it",
-                           i, quoted(node->name()).c_str(), static_cast<unsigned>(node->attrs_type()),
+                           "node %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it", i,
+                           quoted(node->name()).c_str(), static_cast<unsigned>(node->attrs_type()),
                            has_type ? "out of range" : "absent");
     if (node->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(node->attrs_as_ShapeAttrs()->shape()))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "node %u %s: misaligned vector of dimensions (corrupt FlatBuffer)",
-                           i, quoted(node->name()).c_str());
+      return tf_status_new(TF_ERR_INVALID_INPUT, "node %u %s: misaligned vector of dimensions (corrupt FlatBuffer)", i,
+                           quoted(node->name()).c_str());
   }
   return nullptr;
 }
@@ -741,14 +717,13 @@ tf_status to_json(const void *data, size_t size, char **json) {
   TF_RETURN_IF_ERROR(check_printable(fb::GetGraph(aligned.bytes())));
 
   flatbuffers::IDLOptions options;
-  options.strict_json = true;                     // quoted field names: JSON that any tool reads
-  options.output_enum_identifiers = true;         // "op": "matmul", not "op": 0
-  options.output_default_scalars_in_json = true;  // show every scalar, written or default
+  options.strict_json = true;                    // quoted field names: JSON that any tool reads
+  options.output_enum_identifiers = true;        // "op": "matmul", not "op": 0
+  options.output_default_scalars_in_json = true; // show every scalar, written or default
   options.indent_step = 2;
   flatbuffers::Parser parser(options);
   if (!parser.Parse(tf_graph_schema_text))
-    return tf_status_new(TF_ERR_INTERNAL, "the embedded schema/graph.fbs does not parse: %s",
-                         parser.error_.c_str());
+    return tf_status_new(TF_ERR_INTERNAL, "the embedded schema/graph.fbs does not parse: %s", parser.error_.c_str());
   std::string text;
   if (!flatbuffers::GenerateText(parser, aligned.bytes(), &text))
     return tf_status_new(TF_ERR_INVALID_INPUT, "a string in the graph is not valid UTF-8; JSON cannot hold it");
@@ -773,7 +748,7 @@ template <typename Body> tf_status guarded(const char *what, Body body) {
   }
 }
 
-}  // namespace
+} // namespace
 
 extern "C" tf_status tf_graph_fb_decode(const void *data, size_t size, const char *source, tf_graph **out) {
   if (!out)

@@ -69,7 +69,7 @@ static int build_preset(const char *name, const char *const *overrides, int n_ov
   }
   tf_zoo_param params[64];
   int32_t n_params = 0;
-  status = tf_zoo_params(name, params, 64, &n_params);
+  status = tf_zoo_params(name, overrides, n_overrides, params, 64, &n_params);
   if (status) {
     tf_graph_destroy(g);
     return tf_cli_fail("zoo", status);
@@ -82,7 +82,7 @@ static int build_preset(const char *name, const char *const *overrides, int n_ov
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "name", name);
     tf_json_int(&j, "parameters", parameters);
-    tf_json_begin_object(&j, "preset_knobs");
+    tf_json_begin_object(&j, "knobs");
     for (int32_t i = 0; i < n_params; i++)
       tf_json_int(&j, params[i].name, params[i].value);
     tf_json_end_object(&j);
@@ -97,11 +97,9 @@ static int build_preset(const char *name, const char *const *overrides, int n_ov
     char count[32];
     printf("%s: %s parameters, %d nodes%s%s\n", name, tf_cli_count(parameters, count, sizeof(count)),
            tf_graph_node_count(g), output ? ", written to " : "", output ? output : "");
-    printf("knobs (preset values; override with --param KNOB=V):\n");
+    printf("knobs (as built; override with --param KNOB=V):\n");
     for (int32_t i = 0; i < n_params; i++)
       printf("  %-16s %10" PRId64 "  %s\n", params[i].name, params[i].value, params[i].help);
-    for (int i = 0; i < n_overrides; i++)
-      printf("  override: %s\n", overrides[i]);
   }
   tf_graph_destroy(g);
   return TF_EXIT_OK;

@@ -26,8 +26,10 @@ typedef struct tf_zoo_param {
 int32_t tf_zoo_preset_count(void);
 const tf_zoo_preset *tf_zoo_preset_at(int32_t index);
 
-/* Fills params[0..cap) with the knobs of preset `name` and their values; *count gets the total. */
-tf_status tf_zoo_params(const char *name, tf_zoo_param *params, int32_t cap, int32_t *count) TF_MUST_USE;
+/* Fills params[0..cap) with the knobs of preset `name` and the values a build with these overrides
+ * uses (overrides and derived defaults applied); *count gets the total. */
+tf_status tf_zoo_params(const char *name, const char *const *overrides, int32_t n_overrides, tf_zoo_param *params,
+                        int32_t cap, int32_t *count) TF_MUST_USE;
 
 /* Builds preset `name` with `n_overrides` "knob=value" strings applied; an unknown preset or knob, or
  * a bad value, is an error that lists the valid ones. The caller destroys *out. */

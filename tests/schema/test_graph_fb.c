@@ -18,8 +18,8 @@
 
 /* ---- building the graph ---- */
 
-static int32_t add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind,
-                          const tf_shape *shape, const tf_init *init) {
+static int32_t add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind, const tf_shape *shape,
+                          const tf_init *init) {
   tf_status status = NULL;
   int32_t id = tf_ir_add_tensor(g, name, dtype, kind, shape, init, &status);
   if (status) {
@@ -30,8 +30,8 @@ static int32_t add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tens
   return id;
 }
 
-static void add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs,
-                     int32_t output, const tf_attrs *attrs) {
+static void add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs, int32_t output,
+                     const tf_attrs *attrs) {
   tf_status status = NULL;
   if (tf_ir_add_node(g, name, op, inputs, n_inputs, output, attrs, &status) < 0) {
     fprintf(stderr, "building the test graph: %s\n", tf_status_message(status));
@@ -150,8 +150,7 @@ static tf_attrs attrs_for(tf_op op, int32_t n_symbol, int32_t t_symbol) {
     a.kind = TF_ATTR_CROSS_ENTROPY;
     a.u.cross_entropy.ignore_index = -100;
     break;
-  default:
-    break;
+  default: break;
   }
   return a;
 }
@@ -175,8 +174,8 @@ static tf_graph *build_every_field(void) {
   tf_shape ids_shape = shape_of((const tf_dim[]){symbolic(n, 1), symbolic(t, 1)}, 2);
   tf_shape label_shape = shape_of((const tf_dim[]){symbolic(n, 1), symbolic(t, 4)}, 2);
   tf_shape image_shape = shape_of((const tf_dim[]){symbolic(n, 2), fixed(3), fixed(32), fixed(32)}, 4);
-  tf_shape rank8 = shape_of((const tf_dim[]){fixed(1), fixed(2), fixed(3), fixed(4), fixed(5), fixed(6),
-                                             fixed(7), symbolic(t, 3)}, 8);
+  tf_shape rank8 = shape_of(
+      (const tf_dim[]){fixed(1), fixed(2), fixed(3), fixed(4), fixed(5), fixed(6), fixed(7), symbolic(t, 3)}, 8);
   tf_shape vector64 = shape_of((const tf_dim[]){fixed(64)}, 1);
   tf_shape matrix = shape_of((const tf_dim[]){fixed(64), fixed(64)}, 2);
   tf_shape kernel = shape_of((const tf_dim[]){fixed(16), fixed(3), fixed(3), fixed(3)}, 4);
@@ -241,8 +240,8 @@ static tf_graph *build_every_field(void) {
   tf_status_free(tf_ir_add_output(g, tf_graph_find_tensor(g, "out_34")));
   g->loss = tf_graph_find_tensor(g, "out_36");
   g->has_training = true;
-  g->training = (tf_training_config){TF_OPTIMIZER_ADAMW, 0.0003, 0.9, 0.9, 0.999, 1e-8, 0.01, 1.0,
-                                     256, 4, TF_PRECISION_BF16, 65536.0};
+  g->training = (tf_training_config){TF_OPTIMIZER_ADAMW, 0.0003, 0.9, 0.9, 0.999, 1e-8, 0.01, 1.0, 256, 4,
+                                     TF_PRECISION_BF16,  65536.0};
   return g;
 }
 
@@ -273,9 +272,7 @@ static tf_graph *build_exact_values(void) {
 
 /* ---- comparing graphs ---- */
 
-static bool same_string(const char *a, const char *b) {
-  return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
+static bool same_string(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
 
 static bool same_shape(const tf_shape *a, const tf_shape *b) {
   if (a->rank != b->rank)
@@ -307,10 +304,11 @@ static bool same_attrs(const tf_attrs *a, const tf_attrs *b) {
   case TF_ATTR_NORM: return a->u.norm.epsilon == b->u.norm.epsilon;
   case TF_ATTR_SHAPE: return same_shape(&a->u.shape.shape, &b->u.shape.shape);
   case TF_ATTR_TRANSPOSE:
-    return a->u.transpose.rank == b->u.transpose.rank && same_ints(a->u.transpose.perm, b->u.transpose.perm, a->u.transpose.rank);
+    return a->u.transpose.rank == b->u.transpose.rank &&
+           same_ints(a->u.transpose.perm, b->u.transpose.perm, a->u.transpose.rank);
   case TF_ATTR_SLICE:
-    return a->u.slice.axis == b->u.slice.axis && a->u.slice.start == b->u.slice.start && a->u.slice.end == b->u.slice.end &&
-           a->u.slice.step == b->u.slice.step;
+    return a->u.slice.axis == b->u.slice.axis && a->u.slice.start == b->u.slice.start &&
+           a->u.slice.end == b->u.slice.end && a->u.slice.step == b->u.slice.step;
   case TF_ATTR_CONV:
     return same_ints(a->u.conv.stride, b->u.conv.stride, 2) && same_ints(a->u.conv.padding, b->u.conv.padding, 2) &&
            same_ints(a->u.conv.dilation, b->u.conv.dilation, 2) &&
@@ -332,9 +330,8 @@ static bool same_attrs(const tf_attrs *a, const tf_attrs *b) {
 static bool same_training(const tf_training_config *a, const tf_training_config *b) {
   return a->optimizer == b->optimizer && a->learning_rate == b->learning_rate && a->momentum == b->momentum &&
          a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->epsilon == b->epsilon &&
-         a->weight_decay == b->weight_decay && a->clip_norm == b->clip_norm &&
-         a->global_batch == b->global_batch && a->accumulate_steps == b->accumulate_steps &&
-         a->precision == b->precision && a->loss_scale == b->loss_scale;
+         a->weight_decay == b->weight_decay && a->clip_norm == b->clip_norm && a->global_batch == b->global_batch &&
+         a->accumulate_steps == b->accumulate_steps && a->precision == b->precision && a->loss_scale == b->loss_scale;
 }
 
 /* Checks that `b` equals `a` field by field; `what` names the comparison in failures. */
@@ -343,37 +340,37 @@ static void check_same_graph(tf_test_counts *counts, const char *what, const tf_
   CHECK(counts, b->version == TF_SCHEMA_VERSION, "%s: version %u", what, b->version);
   CHECK(counts, a->n_symbols == b->n_symbols, "%s: %d vs %d symbols", what, a->n_symbols, b->n_symbols);
   for (int32_t i = 0; i < a->n_symbols && i < b->n_symbols; i++)
-    CHECK(counts, same_string(a->symbols[i].name, b->symbols[i].name) &&
-                      a->symbols[i].default_value == b->symbols[i].default_value,
+    CHECK(counts,
+          same_string(a->symbols[i].name, b->symbols[i].name) &&
+              a->symbols[i].default_value == b->symbols[i].default_value,
           "%s: symbol %d", what, i);
   CHECK(counts, a->n_tensors == b->n_tensors, "%s: %d vs %d tensors", what, a->n_tensors, b->n_tensors);
   for (int32_t i = 0; i < a->n_tensors && i < b->n_tensors; i++) {
     const tf_ir_tensor *x = &a->tensors[i], *y = &b->tensors[i];
     CHECK(counts, same_string(x->name, y->name), "%s: tensor %d name", what, i);
-    CHECK(counts, x->dtype == y->dtype && x->kind == y->kind, "%s: tensor %d '%s' dtype/kind %d/%d vs %d/%d",
-          what, i, x->name, x->dtype, x->kind, y->dtype, y->kind);
-    CHECK(counts, same_shape(&x->declared, &y->declared), "%s: tensor %d '%s' declared shape (rank %d vs %d)",
-          what, i, x->name, x->declared.rank, y->declared.rank);
+    CHECK(counts, x->dtype == y->dtype && x->kind == y->kind, "%s: tensor %d '%s' dtype/kind %d/%d vs %d/%d", what, i,
+          x->name, x->dtype, x->kind, y->dtype, y->kind);
+    CHECK(counts, same_shape(&x->declared, &y->declared), "%s: tensor %d '%s' declared shape (rank %d vs %d)", what, i,
+          x->name, x->declared.rank, y->declared.rank);
     CHECK(counts, x->init_kind == y->init_kind && x->init_a == y->init_a && x->init_b == y->init_b,
-          "%s: tensor %d '%s' init %d(%.17g, %.17g) vs %d(%.17g, %.17g)", what, i, x->name, x->init_kind,
-          x->init_a, x->init_b, y->init_kind, y->init_a, y->init_b);
+          "%s: tensor %d '%s' init %d(%.17g, %.17g) vs %d(%.17g, %.17g)", what, i, x->name, x->init_kind, x->init_a,
+          x->init_b, y->init_kind, y->init_a, y->init_b);
     CHECK(counts, same_string(x->init_file, y->init_file) && same_string(x->init_key, y->init_key),
           "%s: tensor %d '%s' external file/key", what, i, x->name);
-    CHECK(counts, x->producer == y->producer, "%s: tensor %d '%s' producer %d vs %d", what, i, x->name,
-          x->producer, y->producer);
+    CHECK(counts, x->producer == y->producer, "%s: tensor %d '%s' producer %d vs %d", what, i, x->name, x->producer,
+          y->producer);
   }
   CHECK(counts, a->n_nodes == b->n_nodes, "%s: %d vs %d nodes", what, a->n_nodes, b->n_nodes);
   for (int32_t i = 0; i < a->n_nodes && i < b->n_nodes; i++) {
     const tf_ir_node *x = &a->nodes[i], *y = &b->nodes[i];
     CHECK(counts, same_string(x->name, y->name) && x->op == y->op, "%s: node %d name/op", what, i);
-    CHECK(counts, x->n_inputs == y->n_inputs && same_ints(x->inputs, y->inputs, x->n_inputs),
-          "%s: node %d '%s' inputs", what, i, x->name);
+    CHECK(counts, x->n_inputs == y->n_inputs && same_ints(x->inputs, y->inputs, x->n_inputs), "%s: node %d '%s' inputs",
+          what, i, x->name);
     CHECK(counts, x->output == y->output, "%s: node %d '%s' output", what, i, x->name);
     CHECK(counts, same_attrs(&x->attrs, &y->attrs), "%s: node %d '%s' attrs (kind %d vs %d)", what, i, x->name,
           x->attrs.kind, y->attrs.kind);
   }
-  CHECK(counts, a->n_outputs == b->n_outputs && same_ints(a->outputs, b->outputs, a->n_outputs), "%s: outputs",
-        what);
+  CHECK(counts, a->n_outputs == b->n_outputs && same_ints(a->outputs, b->outputs, a->n_outputs), "%s: outputs", what);
   CHECK(counts, a->loss == b->loss, "%s: loss %d vs %d", what, a->loss, b->loss);
   CHECK(counts, a->has_training == b->has_training, "%s: has_training", what);
   if (a->has_training && b->has_training)
@@ -440,8 +437,8 @@ static void check_refused(tf_test_counts *counts, const void *data, size_t size,
   tf_graph *g = NULL;
   tf_status status = tf_graph_fb_decode(data, size, source, &g);
   const char *message = tf_status_message(status);
-  CHECK(counts, status && tf_status_code(status) == TF_ERR_INVALID_INPUT, "%s: expected a refusal, got '%s'",
-        source, message);
+  CHECK(counts, status && tf_status_code(status) == TF_ERR_INVALID_INPUT, "%s: expected a refusal, got '%s'", source,
+        message);
   CHECK(counts, g == NULL, "%s: *out set on error", source);
   CHECK(counts, strncmp(message, source, strlen(source)) == 0 && strstr(message, expect),
         "%s: message '%s' should start with the source and contain '%s'", source, message, expect);
@@ -556,20 +553,20 @@ static void hand_made(uint64_t storage[6], int64_t version, bool with_tensor) {
   memset(b, 0, 48);
   put32(b + 0, 20);
   memcpy(b + 4, "TFGR", 4);
-  put16(b + 8, 12);                       /* vtable bytes: 4 + 2 x 4 fields */
-  put16(b + 10, 12);                      /* table bytes */
-  put16(b + 12, version >= 0 ? 4 : 0);    /* version */
-  put16(b + 14, 0);                       /* name */
-  put16(b + 16, 0);                       /* symbols */
-  put16(b + 18, with_tensor ? 8 : 0);     /* tensors */
-  put32(b + 20, 12);                      /* table - vtable */
+  put16(b + 8, 12);                    /* vtable bytes: 4 + 2 x 4 fields */
+  put16(b + 10, 12);                   /* table bytes */
+  put16(b + 12, version >= 0 ? 4 : 0); /* version */
+  put16(b + 14, 0);                    /* name */
+  put16(b + 16, 0);                    /* symbols */
+  put16(b + 18, with_tensor ? 8 : 0);  /* tensors */
+  put32(b + 20, 12);                   /* table - vtable */
   put32(b + 24, version >= 0 ? (uint32_t)version : 0);
-  put32(b + 28, 4);                       /* -> vector @32 */
-  put32(b + 32, 1);                       /* one element */
-  put32(b + 36, 8);                       /* -> Tensor @44 */
-  put16(b + 40, 4);                       /* Tensor vtable: no fields */
+  put32(b + 28, 4); /* -> vector @32 */
+  put32(b + 32, 1); /* one element */
+  put32(b + 36, 8); /* -> Tensor @44 */
+  put16(b + 40, 4); /* Tensor vtable: no fields */
   put16(b + 42, 4);
-  put32(b + 44, 4);                       /* table - vtable */
+  put32(b + 44, 4); /* table - vtable */
 }
 
 static void test_refusals(tf_test_counts *counts, const tf_graph *g, const char *dir) {
@@ -581,7 +578,9 @@ static void test_refusals(tf_test_counts *counts, const tf_graph *g, const char 
   printf("refusals, with their messages:\n");
   check_refused(counts, NULL, 0, "null.tfg", "empty input");
   check_refused(counts, data, 0, "empty.tfg", "empty input");
+  check_refused(counts, (const char *)data + 1, 0, "empty_odd.tfg", "empty input");
   check_refused(counts, data, 3, "three.tfg", "too short");
+  check_refused(counts, (const char *)data + 1, 7, "seven_odd.tfg", "too short");
   unsigned char *copy = malloc(size);
   memcpy(copy, data, size);
   memcpy(copy + 4, "TFPL", 4);
@@ -615,22 +614,29 @@ static void test_refusals(tf_test_counts *counts, const tf_graph *g, const char 
   static const struct {
     const char *stem, *json, *expect;
   } cases[] = {
-      {"rank9", "{\"version\": 1, \"tensors\": [{\"name\": \"x\", \"shape\": [{\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, "
-                "{\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, "
-                "{\"size\": 1, \"symbol\": -1}]}]}",
+      {"rank9",
+       "{\"version\": 1, \"tensors\": [{\"name\": \"x\", \"shape\": [{\"size\": 1, \"symbol\": -1}, {\"size\": 1, "
+       "\"symbol\": -1}, "
+       "{\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, "
+       "\"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, {\"size\": 1, \"symbol\": -1}, "
+       "{\"size\": 1, \"symbol\": -1}]}]}",
        "tensor 0 'x': shape has 9 dimensions; at most 8"},
-      {"two_outputs", "{\"version\": 1, \"tensors\": [{\"name\": \"x\"}], \"nodes\": [{\"name\": \"n\", "
-                      "\"op\": \"relu\", \"inputs\": [0], \"outputs\": [0, 0]}]}",
+      {"two_outputs",
+       "{\"version\": 1, \"tensors\": [{\"name\": \"x\"}], \"nodes\": [{\"name\": \"n\", "
+       "\"op\": \"relu\", \"inputs\": [0], \"outputs\": [0, 0]}]}",
        "node 0 'n': has 2 outputs"},
       {"no_outputs", "{\"version\": 1, \"nodes\": [{\"name\": \"n\", \"op\": \"relu\"}]}", "node 0 'n': has 0 outputs"},
-      {"axes9", "{\"version\": 1, \"nodes\": [{\"name\": \"s\", \"op\": \"sum\", \"outputs\": [0], \"attrs_type\": "
-                "\"ReduceAttrs\", \"attrs\": {\"axes\": [0, 1, 2, 3, 4, 5, 6, 7, 8]}}]}",
+      {"axes9",
+       "{\"version\": 1, \"nodes\": [{\"name\": \"s\", \"op\": \"sum\", \"outputs\": [0], \"attrs_type\": "
+       "\"ReduceAttrs\", \"attrs\": {\"axes\": [0, 1, 2, 3, 4, 5, 6, 7, 8]}}]}",
        "node 0 's': ReduceAttrs.axes has 9 entries"},
-      {"perm9", "{\"version\": 1, \"nodes\": [{\"name\": \"t\", \"op\": \"transpose\", \"outputs\": [0], "
-                "\"attrs_type\": \"TransposeAttrs\", \"attrs\": {\"perm\": [0, 1, 2, 3, 4, 5, 6, 7, 8]}}]}",
+      {"perm9",
+       "{\"version\": 1, \"nodes\": [{\"name\": \"t\", \"op\": \"transpose\", \"outputs\": [0], "
+       "\"attrs_type\": \"TransposeAttrs\", \"attrs\": {\"perm\": [0, 1, 2, 3, 4, 5, 6, 7, 8]}}]}",
        "node 0 't': TransposeAttrs.perm has 9 entries"},
-      {"stride3", "{\"version\": 1, \"nodes\": [{\"name\": \"c\", \"op\": \"conv2d\", \"outputs\": [0], "
-                  "\"attrs_type\": \"ConvAttrs\", \"attrs\": {\"stride\": [1, 1, 1]}}]}",
+      {"stride3",
+       "{\"version\": 1, \"nodes\": [{\"name\": \"c\", \"op\": \"conv2d\", \"outputs\": [0], "
+       "\"attrs_type\": \"ConvAttrs\", \"attrs\": {\"stride\": [1, 1, 1]}}]}",
        "node 0 'c': ConvAttrs.stride has 3 entries; at most 2"},
       {"version7", "{\"version\": 7, \"name\": \"future\"}", "schema version 7; this build reads up to 1"},
       {"duplicate", "{\"version\": 1, \"tensors\": [{\"name\": \"x\"}, {\"name\": \"x\"}]}",
@@ -749,8 +755,8 @@ int main(void) {
   void *data = NULL;
   size_t size = 0;
   tf_status status = tf_graph_fb_encode(g, &data, &size);
-  CHECK(&counts, tf_status_code(status) == TF_ERR_INVALID_ARGUMENT && data == NULL,
-        "encoding rank 9 should fail: %s", tf_status_message(status));
+  CHECK(&counts, tf_status_code(status) == TF_ERR_INVALID_ARGUMENT && data == NULL, "encoding rank 9 should fail: %s",
+        tf_status_message(status));
   printf("encode refuses rank %d: %s\n", TF_MAX_RANK + 1, tf_status_message(status));
   tf_status_free(status);
 

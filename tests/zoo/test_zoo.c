@@ -160,7 +160,7 @@ static void test_overrides_change_the_model(void) {
 static void test_params(void) {
   tf_zoo_param params[16];
   int32_t n = 0;
-  CHECK_OK(&counts, tf_zoo_params("gpt2-small", params, 16, &n));
+  CHECK_OK(&counts, tf_zoo_params("gpt2-small", NULL, 0, params, 16, &n));
   bool found = false;
   for (int32_t i = 0; i < n && i < 16; i++) {
     printf("gpt2-small knob %s = %" PRId64 "  (%s)\n", params[i].name, params[i].value, params[i].help);
@@ -169,7 +169,7 @@ static void test_params(void) {
   CHECK(&counts, n >= 5 && found, "gpt2-small knobs: %d, d_model=768 found: %d", n, found);
 
   /* Derived values are reported resolved. */
-  CHECK_OK(&counts, tf_zoo_params("asr-128-6-3", params, 16, &n));
+  CHECK_OK(&counts, tf_zoo_params("asr-128-6-3", NULL, 0, params, 16, &n));
   for (int32_t i = 0; i < n && i < 16; i++) {
     if (strcmp(params[i].name, "heads") == 0)
       CHECK(&counts, params[i].value == 2, "asr-128-6-3 heads %" PRId64, params[i].value);
@@ -178,10 +178,23 @@ static void test_params(void) {
   }
   /* A short array gets a prefix; the count is still the total. */
   int32_t total = 0;
-  CHECK_OK(&counts, tf_zoo_params("vit-b16", params, 2, &total));
+  CHECK_OK(&counts, tf_zoo_params("vit-b16", NULL, 0, params, 2, &total));
   CHECK(&counts, total == 7, "vit-b16 has %d knobs", total);
 
-  tf_status status = tf_zoo_params("nope", params, 16, &n);
+  /* Overrides are applied, and derived knobs follow them: asr heads = d_model / 64. */
+  const char *wider[] = {"d_model=256", "layers=1"};
+  tf_status refused = tf_zoo_params("asr-128-6-3", wider, 2, params, 16, &n);
+  CHECK(&counts, tf_status_code(refused) == TF_ERR_INVALID_ARGUMENT, "unknown knob 'layers' for asr is refused");
+  tf_status_free(refused);
+  CHECK_OK(&counts, tf_zoo_params("asr-128-6-3", wider, 1, params, 16, &n));
+  for (int32_t i = 0; i < n && i < 16; i++) {
+    if (strcmp(params[i].name, "d_model") == 0)
+      CHECK(&counts, params[i].value == 256, "asr d_model override %" PRId64, params[i].value);
+    if (strcmp(params[i].name, "heads") == 0)
+      CHECK(&counts, params[i].value == 4, "asr heads derived from d_model=256: %" PRId64, params[i].value);
+  }
+
+  tf_status status = tf_zoo_params("nope", NULL, 0, params, 16, &n);
   CHECK(&counts, tf_status_code(status) == TF_ERR_INVALID_ARGUMENT, "params of an unknown preset");
   tf_status_free(status);
 }
