@@ -117,7 +117,7 @@ tf_status fail(tf_code code, const char *source, const char *fmt, ...) {
 std::string quoted(const char *name) {
   std::string text = name ? name : "";
   if (text.size() > 80)
-    text = text.substr(0, 77) + "...";
+    text.replace(77, std::string::npos, "...");
   return "'" + text + "'";
 }
 
@@ -371,7 +371,8 @@ private:
   }
 
   static tf_status read_attrs(const fb::Node *node, tf_attrs *attrs) {
-    std::memset(attrs, 0, sizeof *attrs);
+    static const tf_attrs none{}; // static storage: every byte zero, padding included
+    *attrs = none;
     fb::Attrs type = node->attrs_type();
     store_enum(&attrs->kind, type);
     // An unknown type is kept as written for the semantic checks to refuse; it has no table here.
@@ -454,7 +455,7 @@ private:
 };
 
 void read_training(const fb::TrainingConfig *config, tf_training_config *out) {
-  std::memset(out, 0, sizeof *out);
+  *out = tf_training_config{};
   store_enum(&out->optimizer, config->optimizer());
   out->learning_rate = config->learning_rate();
   out->momentum = config->momentum();
