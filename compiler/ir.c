@@ -349,8 +349,10 @@ int64_t tf_graph_parameter_count(const tf_graph *g) {
       continue;
     int64_t count = 1;
     for (int32_t d = 0; d < t->declared.rank; d++)
-      count *= t->declared.dims[d].size;
-    total += count;
+      if (__builtin_mul_overflow(count, t->declared.dims[d].size, &count))
+        return INT64_MAX;
+    if (__builtin_add_overflow(total, count, &total))
+      return INT64_MAX;
   }
   return total;
 }

@@ -304,7 +304,7 @@ int32_t tf_graph_output_count(const tf_graph *graph);
 tf_tensor_id tf_graph_output_at(const tf_graph *graph, int32_t index);
 tf_tensor_id tf_graph_loss(const tf_graph *graph);
 const tf_training_config *tf_graph_training(const tf_graph *graph);
-/* Total elements of all parameters (parameter shapes are concrete). */
+/* Total elements of all parameters (parameter shapes are concrete); INT64_MAX if that overflows. */
 int64_t tf_graph_parameter_count(const tf_graph *graph);
 
 /* ---- names ---- */
