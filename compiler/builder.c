@@ -152,7 +152,7 @@ tf_tensor_id tf_graph_node(tf_graph *g, tf_op op, const tf_tensor_id *inputs, in
     tf_ir_fail(g, status);
     return TF_NO_TENSOR;
   }
-  int32_t node = tf_ir_add_node(g, name, op, inputs, n_inputs, output, attrs, &status);
+  int32_t node = tf_ir_add_node(g, name, op, inputs, n_inputs, &output, 1, attrs, &status);
   if (status) {
     tf_ir_fail(g, status);
     return TF_NO_TENSOR;

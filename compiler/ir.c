@@ -139,8 +139,8 @@ int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tenso
   return g->n_tensors++;
 }
 
-int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs,
-                       int32_t n_inputs, int32_t output, const tf_attrs *attrs, tf_status *status) {
+int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs,
+                       const int32_t *outputs, int32_t n_outputs, const tf_attrs *attrs, tf_status *status) {
   *status = NULL;
   if (!name || !*name) {
     *status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "node %d has an empty name", g->n_nodes);
@@ -154,6 +154,11 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
     *status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "node '%s' has %d inputs", name, n_inputs);
     return -1;
   }
+  if (n_outputs < 0 || n_outputs > TF_MAX_OUTPUTS) {
+    *status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "node '%s' has %d outputs (at most %d)", name, n_outputs,
+                            TF_MAX_OUTPUTS);
+    return -1;
+  }
   if (!reserve((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof(tf_ir_node))) {
     *status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot grow the node array past %d", g->n_nodes);
     return -1;
@@ -164,7 +169,9 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
   node->op = op;
   node->n_inputs = n_inputs;
   node->inputs = malloc(sizeof(int32_t) * (size_t)(n_inputs ? n_inputs : 1));
-  node->output = output;
+  node->n_outputs = n_outputs;
+  for (int32_t i = 0; i < n_outputs; i++)
+    node->outputs[i] = outputs[i];
   if (attrs)
     node->attrs = *attrs;
   if (!node->name || !node->inputs || !tf_strmap_put(&g->node_names, node->name, g->n_nodes)) {
@@ -175,8 +182,9 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
   }
   if (n_inputs)
     memcpy(node->inputs, inputs, sizeof(int32_t) * (size_t)n_inputs);
-  if (output >= 0 && output < g->n_tensors && g->tensors[output].producer < 0)
-    g->tensors[output].producer = g->n_nodes;
+  for (int32_t i = 0; i < n_outputs; i++)
+    if (outputs[i] >= 0 && outputs[i] < g->n_tensors && g->tensors[outputs[i]].producer < 0)
+      g->tensors[outputs[i]].producer = g->n_nodes;
   return g->n_nodes++;
 }
 
@@ -322,7 +330,7 @@ bool tf_graph_node_at(const tf_graph *g, int32_t id, tf_node_info *info) {
   info->op = n->op;
   info->n_inputs = n->n_inputs;
   info->inputs = n->inputs;
-  info->output = n->output;
+  info->output = n->n_outputs > 0 ? n->outputs[0] : TF_NO_TENSOR;
   info->attrs = &n->attrs;
   return true;
 }

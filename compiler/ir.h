@@ -32,7 +32,8 @@ typedef struct tf_ir_node {
   tf_op op;
   int32_t n_inputs;
   int32_t *inputs;              /* tensor ids; owned */
-  int32_t output;               /* tensor id */
+  int32_t n_outputs;            /* 0 for ops that only update their inputs in place (optimizer) */
+  int32_t outputs[TF_MAX_OUTPUTS]; /* tensor ids */
   tf_attrs attrs;
 } tf_ir_node;
 
@@ -66,10 +67,10 @@ struct tf_graph {
 /* Appends a tensor; copies `name` and the init strings. Returns its id or -1 with *status set. */
 int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind,
                          const tf_shape *declared, const tf_init *init, tf_status *status);
-/* Appends a node whose output tensor already exists; copies name and inputs. Sets the output's
- * producer when `output` is in range. Returns the node id or -1 with *status set. */
-int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs,
-                       int32_t n_inputs, int32_t output, const tf_attrs *attrs, tf_status *status);
+/* Appends a node whose output tensors already exist; copies name, inputs and outputs. Sets each
+ * output's producer when it is in range. Returns the node id or -1 with *status set. */
+int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs,
+                       const int32_t *outputs, int32_t n_outputs, const tf_attrs *attrs, tf_status *status);
 /* Appends a symbol; returns its id or -1 with *status set. */
 int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, tf_status *status);
 /* Appends to the output list. */

@@ -102,7 +102,7 @@ tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
   tf_status status = info->shape_rule(&query, &result);
   if (status)
     return tf_status_prefix(status, "node '%s' (%s)", node->name, info->name);
-  tf_ir_tensor *out = &g->tensors[node->output];
+  tf_ir_tensor *out = &g->tensors[node->outputs[0]];
   if (check_dtype && out->dtype != result.dtype)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) produces %s but its output '%s' is stored as %s",
                          node->name, info->name, tf_dtype_name(result.dtype), out->name, tf_dtype_name(out->dtype));

@@ -120,17 +120,21 @@ static tf_status check_node(const tf_graph *g, int32_t id, int32_t *producer) {
       return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s): input %d is tensor id %d, outside 0..%d", node->name,
                            info->name, i, input, g->n_tensors - 1);
   }
-  if (node->output < 0 || node->output >= g->n_tensors)
+  if (node->n_outputs != 1)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) has %d outputs; graph ops have one", node->name,
+                         info->name, node->n_outputs);
+  int32_t output = node->outputs[0];
+  if (output < 0 || output >= g->n_tensors)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s): output is tensor id %d, outside 0..%d", node->name,
-                         info->name, node->output, g->n_tensors - 1);
-  const tf_ir_tensor *out = &g->tensors[node->output];
+                         info->name, output, g->n_tensors - 1);
+  const tf_ir_tensor *out = &g->tensors[output];
   if (out->kind != TF_ACTIVATION)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) writes '%s', which is a %s; nodes write activations",
                          node->name, info->name, out->name, tf_kind_name(out->kind));
-  if (producer[node->output] >= 0)
+  if (producer[output] >= 0)
     return tf_status_new(TF_ERR_INVALID_INPUT, "activation '%s' is written by two nodes: '%s' and '%s'", out->name,
-                         g->nodes[producer[node->output]].name, node->name);
-  producer[node->output] = id;
+                         g->nodes[producer[output]].name, node->name);
+  producer[output] = id;
   return check_attrs(g, node, info);
 }
 
@@ -213,7 +217,7 @@ static tf_status topological_order(tf_graph *g, const int32_t *producer) {
     g->nodes = sorted;
     tf_strmap_clear(&g->node_names);
     for (int32_t i = 0; i < n; i++) {
-      g->tensors[g->nodes[i].output].producer = i;
+      g->tensors[g->nodes[i].outputs[0]].producer = i;
       if (!tf_strmap_put(&g->node_names, g->nodes[i].name, i)) {
         status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot index %d nodes", n);
         goto done;

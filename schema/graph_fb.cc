@@ -362,8 +362,9 @@ private:
     tf_attrs attrs;
     TF_RETURN_IF_ERROR(read_attrs(node, &attrs));
     tf_status status = nullptr;
+    int32_t output = node->outputs()->Get(0);
     int32_t id = tf_ir_add_node(graph_, node->name()->c_str(), TF_OP_MATMUL, inputs.data(),
-                                static_cast<int32_t>(inputs.size()), node->outputs()->Get(0), &attrs, &status);
+                                static_cast<int32_t>(inputs.size()), &output, 1, &attrs, &status);
     if (id < 0)
       return status;
     store_enum(&graph_->nodes[id].op, node->op());
@@ -606,7 +607,7 @@ private:
     Offset<void> attrs;
     TF_RETURN_IF_ERROR(attrs_table(node.attrs, &attrs));
     auto inputs = fbb_.CreateVector(node.inputs, static_cast<size_t>(node.n_inputs));
-    auto outputs = fbb_.CreateVector(&node.output, 1);
+    auto outputs = fbb_.CreateVector(node.outputs, static_cast<size_t>(node.n_outputs));
     *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs,
                           static_cast<fb::Attrs>(kind), attrs);
     return nullptr;

@@ -21,6 +21,7 @@ extern "C" {
 #define TF_MAX_RANK 8
 #define TF_SCHEMA_VERSION 1 /* the graph schema version this build writes and the newest it reads */
 #define TF_NO_TENSOR (-1)
+#define TF_MAX_OUTPUTS 4 /* outputs of one node (graph ops have one; some gradient ops three) */
 
 typedef int32_t tf_tensor_id;
 

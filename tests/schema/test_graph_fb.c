@@ -33,7 +33,7 @@ static int32_t add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tens
 static void add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs, int32_t output,
                      const tf_attrs *attrs) {
   tf_status status = NULL;
-  if (tf_ir_add_node(g, name, op, inputs, n_inputs, output, attrs, &status) < 0) {
+  if (tf_ir_add_node(g, name, op, inputs, n_inputs, &output, 1, attrs, &status) < 0) {
     fprintf(stderr, "building the test graph: %s\n", tf_status_message(status));
     tf_status_free(status);
     exit(2);
@@ -366,7 +366,8 @@ static void check_same_graph(tf_test_counts *counts, const char *what, const tf_
     CHECK(counts, same_string(x->name, y->name) && x->op == y->op, "%s: node %d name/op", what, i);
     CHECK(counts, x->n_inputs == y->n_inputs && same_ints(x->inputs, y->inputs, x->n_inputs), "%s: node %d '%s' inputs",
           what, i, x->name);
-    CHECK(counts, x->output == y->output, "%s: node %d '%s' output", what, i, x->name);
+    CHECK(counts, x->n_outputs == y->n_outputs && x->outputs[0] == y->outputs[0], "%s: node %d '%s' output", what, i,
+          x->name);
     CHECK(counts, same_attrs(&x->attrs, &y->attrs), "%s: node %d '%s' attrs (kind %d vs %d)", what, i, x->name,
           x->attrs.kind, y->attrs.kind);
   }
