@@ -133,6 +133,11 @@ tf_tensor_id tf_graph_node(tf_graph *g, tf_op op, const tf_tensor_id *inputs, in
     tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown op %d", (int)op));
     return TF_NO_TENSOR;
   }
+  if (op >= TF_OP_GRAPH_COUNT) {
+    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s is a training-only op; model graphs cannot hold it",
+                                info->name));
+    return TF_NO_TENSOR;
+  }
   if (!inputs_valid(g, info, inputs, n_inputs))
     return TF_NO_TENSOR;
   tf_attrs none;

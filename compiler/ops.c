@@ -3,7 +3,10 @@
 
 #include <string.h>
 
-#define ROW(name, lo, hi, attrs, rule, flags) {name, lo, hi, attrs, rule, flags}
+#define ROW(name, lo, hi, attrs, rule, flags) {name, lo, hi, attrs, rule, flags, 1, 0, 0}
+/* Training-only rows: outputs, shape-only inputs and in-place inputs spelled out. */
+#define GRAD(name, lo, hi, attrs, rule, outputs, shape_only, in_place) \
+  {name, lo, hi, attrs, rule, 0, outputs, shape_only, in_place}
 #define UNARY(name) ROW(name, 1, 1, TF_ATTR_NONE, tf_shape_unary_float, TF_OPF_ELEMENTWISE)
 #define BINARY(name) ROW(name, 2, 2, TF_ATTR_NONE, tf_shape_broadcast, TF_OPF_ELEMENTWISE | TF_OPF_BROADCAST)
 
@@ -38,6 +41,34 @@ static const tf_op_info op_table[] = {
     ROW("cross_entropy", 2, 2, TF_ATTR_CROSS_ENTROPY, tf_shape_cross_entropy, TF_OPF_LOSS),
     ROW("mse", 2, 2, TF_ATTR_NONE, tf_shape_pair_loss, TF_OPF_LOSS),
     ROW("bce_with_logits", 2, 2, TF_ATTR_NONE, tf_shape_pair_loss, TF_OPF_LOSS),
+    GRAD("relu_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("gelu_grad", 2, 2, TF_ATTR_GELU, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("silu_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("sigmoid_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("tanh_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("sum_to", 2, 2, TF_ATTR_NONE, tf_shape_sum_to, 1, 0x2, 0),
+    GRAD("max_grad", 3, 3, TF_ATTR_REDUCE, tf_shape_max_grad, 1, 0, 0),
+    GRAD("softmax_grad", 2, 2, TF_ATTR_AXIS, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("log_softmax_grad", 2, 2, TF_ATTR_AXIS, tf_shape_elementwise_grad, 1, 0, 0),
+    GRAD("layer_norm_grad", 3, 3, TF_ATTR_NORM, tf_shape_norm_grad, 3, 0, 0),
+    GRAD("rms_norm_grad", 3, 3, TF_ATTR_NORM, tf_shape_norm_grad, 2, 0, 0),
+    GRAD("embedding_grad", 3, 3, TF_ATTR_NONE, tf_shape_embedding_grad, 1, 0x4, 0),
+    GRAD("slice_grad", 2, 2, TF_ATTR_SLICE, tf_shape_slice_grad, 1, 0x2, 0),
+    GRAD("conv1d_grad_input", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
+    GRAD("conv1d_grad_weight", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
+    GRAD("conv2d_grad_input", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
+    GRAD("conv2d_grad_weight", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
+    GRAD("max_pool2d_grad", 2, 2, TF_ATTR_POOL, tf_shape_pool_grad, 1, 0, 0),
+    GRAD("avg_pool2d_grad", 2, 2, TF_ATTR_POOL, tf_shape_pool_grad, 1, 0x2, 0),
+    GRAD("attention_grad", 4, 4, TF_ATTR_ATTENTION, tf_shape_attention_grad, 3, 0, 0),
+    GRAD("cross_entropy_grad", 3, 3, TF_ATTR_CROSS_ENTROPY, tf_shape_loss_grad, 1, 0, 0),
+    GRAD("mse_grad", 3, 3, TF_ATTR_NONE, tf_shape_loss_grad, 1, 0, 0),
+    GRAD("bce_with_logits_grad", 3, 3, TF_ATTR_NONE, tf_shape_loss_grad, 1, 0, 0),
+    GRAD("accumulate", 2, 2, TF_ATTR_NONE, tf_shape_update, 0, 0, 0x1),
+    GRAD("zero", 1, 1, TF_ATTR_NONE, tf_shape_update, 0, 0, 0x1),
+    GRAD("global_norm_sq", 1, TF_OP_VARIADIC_INTERNAL, TF_ATTR_NONE, tf_shape_global_norm_sq, 1, 0, 0),
+    GRAD("sgd", 3, 4, TF_ATTR_OPTIMIZER, tf_shape_update, 0, 0, 0x5),
+    GRAD("adamw", 4, 5, TF_ATTR_OPTIMIZER, tf_shape_update, 0, 0, 0xd),
 };
 
 _Static_assert(sizeof(op_table) / sizeof(op_table[0]) == TF_OP_COUNT, "op_table must list every tf_op");
@@ -63,7 +94,7 @@ const char *tf_op_name(tf_op op) {
 const char *tf_attr_kind_name(tf_attr_kind kind) {
   static const char *const names[TF_ATTR_COUNT] = {
       "none", "matmul", "reduce", "axis", "norm", "shape", "transpose", "slice",
-      "conv", "pool", "dropout", "attention", "cast", "gelu", "cross_entropy"};
+      "conv", "pool", "dropout", "attention", "cast", "gelu", "cross_entropy", "optimizer"};
   if ((int)kind < 0 || kind >= TF_ATTR_COUNT)
     return "?";
   return names[kind];

@@ -88,7 +88,7 @@ tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
   if (node->n_inputs < info->min_inputs || node->n_inputs > info->max_inputs)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) has %d inputs; %s takes %d to %d", node->name,
                          info->name, node->n_inputs, info->name, info->min_inputs, info->max_inputs);
-  tf_shape_operand operands[TF_OP_VARIADIC];
+  tf_shape_operand operands[TF_OP_VARIADIC_INTERNAL];
   for (int32_t i = 0; i < node->n_inputs; i++) {
     const tf_ir_tensor *in = &g->tensors[node->inputs[i]];
     if (in->rank < 0)
@@ -97,22 +97,28 @@ tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
     operands[i] = (tf_shape_operand){in->name, in->dtype, in->kind, in->rank, in->shape};
   }
   tf_shape_query query = {node->op, &node->attrs, node->n_inputs, operands, g};
-  tf_shape_result result;
-  memset(&result, 0, sizeof(result));
-  tf_status status = info->shape_rule(&query, &result);
+  tf_shape_result results[TF_MAX_OUTPUTS];
+  memset(results, 0, sizeof(results));
+  tf_status status = info->shape_rule(&query, results);
   if (status)
     return tf_status_prefix(status, "node '%s' (%s)", node->name, info->name);
-  tf_ir_tensor *out = &g->tensors[node->outputs[0]];
-  if (check_dtype && out->dtype != result.dtype)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) produces %s but its output '%s' is stored as %s",
-                         node->name, info->name, tf_dtype_name(result.dtype), out->name, tf_dtype_name(out->dtype));
-  out->dtype = result.dtype;
-  out->rank = result.rank;
-  memcpy(out->shape, result.shape, sizeof(out->shape));
-  char text[256];
-  if (!tf_ir_bytes(out->dtype, out->shape, out->rank, &out->bytes))
-    return tf_status_new(TF_ERR_SHAPE, "node '%s' (%s): output %s overflows 64 bits in bytes", node->name,
-                         info->name, tf_ir_format_shape(out->shape, out->rank, text, sizeof(text)));
+  if (node->n_outputs != info->n_outputs)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) has %d outputs; %s has %d", node->name, info->name,
+                         node->n_outputs, info->name, info->n_outputs);
+  for (int32_t i = 0; i < node->n_outputs; i++) {
+    const tf_shape_result *result = &results[i];
+    tf_ir_tensor *out = &g->tensors[node->outputs[i]];
+    if (check_dtype && out->dtype != result->dtype)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) produces %s but its output '%s' is stored as %s",
+                           node->name, info->name, tf_dtype_name(result->dtype), out->name, tf_dtype_name(out->dtype));
+    out->dtype = result->dtype;
+    out->rank = result->rank;
+    memcpy(out->shape, result->shape, sizeof(out->shape));
+    char text[256];
+    if (!tf_ir_bytes(out->dtype, out->shape, out->rank, &out->bytes))
+      return tf_status_new(TF_ERR_SHAPE, "node '%s' (%s): output %s overflows 64 bits in bytes", node->name,
+                           info->name, tf_ir_format_shape(out->shape, out->rank, text, sizeof(text)));
+  }
   return NULL;
 }
 

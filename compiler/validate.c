@@ -107,6 +107,10 @@ static tf_status check_node(const tf_graph *g, int32_t id, int32_t *producer) {
   if (!info)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node %d '%s' has unknown op %d (this build knows ops 0..%d)", id,
                          node->name, (int)node->op, TF_OP_COUNT - 1);
+  if (node->op >= TF_OP_GRAPH_COUNT)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "node %d '%s' uses %s, a training-only op that the compiler emits; model graphs cannot hold it",
+                         id, node->name, info->name);
   if (node->n_inputs < info->min_inputs || node->n_inputs > info->max_inputs) {
     if (info->min_inputs == info->max_inputs)
       return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) has %d inputs; %s takes %d", node->name, info->name,

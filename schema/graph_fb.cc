@@ -58,12 +58,14 @@ SAME(Op_conv1d, TF_OP_CONV1D) SAME(Op_conv2d, TF_OP_CONV2D) SAME(Op_conv_transpo
 SAME(Op_max_pool2d, TF_OP_MAX_POOL2D) SAME(Op_avg_pool2d, TF_OP_AVG_POOL2D) SAME(Op_dropout, TF_OP_DROPOUT)
 SAME(Op_attention, TF_OP_ATTENTION) SAME(Op_cast, TF_OP_CAST) SAME(Op_cross_entropy, TF_OP_CROSS_ENTROPY)
 SAME(Op_mse, TF_OP_MSE) SAME(Op_bce_with_logits, TF_OP_BCE_WITH_LOGITS) SAME(Op_MAX, TF_OP_COUNT - 1)
+SAME(Op_relu_grad, TF_OP_RELU_GRAD) SAME(Op_gelu_grad, TF_OP_GELU_GRAD) SAME(Op_silu_grad, TF_OP_SILU_GRAD) SAME(Op_sigmoid_grad, TF_OP_SIGMOID_GRAD) SAME(Op_tanh_grad, TF_OP_TANH_GRAD) SAME(Op_sum_to, TF_OP_SUM_TO) SAME(Op_max_grad, TF_OP_MAX_GRAD) SAME(Op_softmax_grad, TF_OP_SOFTMAX_GRAD) SAME(Op_log_softmax_grad, TF_OP_LOG_SOFTMAX_GRAD) SAME(Op_layer_norm_grad, TF_OP_LAYER_NORM_GRAD) SAME(Op_rms_norm_grad, TF_OP_RMS_NORM_GRAD) SAME(Op_embedding_grad, TF_OP_EMBEDDING_GRAD) SAME(Op_slice_grad, TF_OP_SLICE_GRAD) SAME(Op_conv1d_grad_input, TF_OP_CONV1D_GRAD_INPUT) SAME(Op_conv1d_grad_weight, TF_OP_CONV1D_GRAD_WEIGHT) SAME(Op_conv2d_grad_input, TF_OP_CONV2D_GRAD_INPUT) SAME(Op_conv2d_grad_weight, TF_OP_CONV2D_GRAD_WEIGHT) SAME(Op_max_pool2d_grad, TF_OP_MAX_POOL2D_GRAD) SAME(Op_avg_pool2d_grad, TF_OP_AVG_POOL2D_GRAD) SAME(Op_attention_grad, TF_OP_ATTENTION_GRAD) SAME(Op_cross_entropy_grad, TF_OP_CROSS_ENTROPY_GRAD) SAME(Op_mse_grad, TF_OP_MSE_GRAD) SAME(Op_bce_with_logits_grad, TF_OP_BCE_WITH_LOGITS_GRAD) SAME(Op_accumulate, TF_OP_ACCUMULATE) SAME(Op_zero, TF_OP_ZERO) SAME(Op_global_norm_sq, TF_OP_GLOBAL_NORM_SQ) SAME(Op_sgd, TF_OP_SGD) SAME(Op_adamw, TF_OP_ADAMW)
 SAME(Attrs_NONE, TF_ATTR_NONE) SAME(Attrs_MatmulAttrs, TF_ATTR_MATMUL) SAME(Attrs_ReduceAttrs, TF_ATTR_REDUCE)
 SAME(Attrs_AxisAttrs, TF_ATTR_AXIS) SAME(Attrs_NormAttrs, TF_ATTR_NORM) SAME(Attrs_ShapeAttrs, TF_ATTR_SHAPE)
 SAME(Attrs_TransposeAttrs, TF_ATTR_TRANSPOSE) SAME(Attrs_SliceAttrs, TF_ATTR_SLICE)
 SAME(Attrs_ConvAttrs, TF_ATTR_CONV) SAME(Attrs_PoolAttrs, TF_ATTR_POOL) SAME(Attrs_DropoutAttrs, TF_ATTR_DROPOUT)
 SAME(Attrs_AttentionAttrs, TF_ATTR_ATTENTION) SAME(Attrs_CastAttrs, TF_ATTR_CAST) SAME(Attrs_GeluAttrs, TF_ATTR_GELU)
-SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
+SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_OptimizerAttrs, TF_ATTR_OPTIMIZER)
+SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
 #undef SAME
@@ -446,6 +448,12 @@ private:
     case fb::Attrs_CrossEntropyAttrs:
       attrs->u.cross_entropy.ignore_index = node->attrs_as_CrossEntropyAttrs()->ignore_index();
       break;
+    case fb::Attrs_OptimizerAttrs: {
+      auto t = node->attrs_as_OptimizerAttrs();
+      attrs->u.optimizer = tf_optimizer_attrs{t->learning_rate(), t->momentum(),     t->beta1(),     t->beta2(),
+                                              t->epsilon(),       t->weight_decay(), t->clip_norm(), t->grad_scale()};
+      break;
+    }
     case fb::Attrs_NONE: break;
     }
     return nullptr;
@@ -664,6 +672,13 @@ private:
     case fb::Attrs_CrossEntropyAttrs:
       *out = fb::CreateCrossEntropyAttrs(fbb_, u.cross_entropy.ignore_index).Union();
       break;
+    case fb::Attrs_OptimizerAttrs: {
+      const tf_optimizer_attrs &o = u.optimizer;
+      *out = fb::CreateOptimizerAttrs(fbb_, o.learning_rate, o.momentum, o.beta1, o.beta2, o.epsilon, o.weight_decay,
+                                      o.clip_norm, o.grad_scale)
+                 .Union();
+      break;
+    }
     }
     return nullptr;
   }

@@ -86,6 +86,39 @@ typedef enum tf_op {
   TF_OP_ATTENTION,
   TF_OP_CAST,
   TF_OP_CROSS_ENTROPY, TF_OP_MSE, TF_OP_BCE_WITH_LOGITS,
+  TF_OP_GRAPH_COUNT, /* ops a .tfg model graph may hold end here */
+
+  /* Training-only ops: the compiler's autodiff and optimizer passes emit them into plans; a .tfg
+   * file may not hold them. Inputs marked (shape) are read for their shape only, never their data.
+   * Gradient ops take the forward op's attributes. */
+  TF_OP_RELU_GRAD = TF_OP_GRAPH_COUNT, /* (x, dy) -> dx */
+  TF_OP_GELU_GRAD,            /* (x, dy) -> dx */
+  TF_OP_SILU_GRAD,            /* (x, dy) -> dx */
+  TF_OP_SIGMOID_GRAD,         /* (y, dy) -> dx, y = sigmoid(x) */
+  TF_OP_TANH_GRAD,            /* (y, dy) -> dx, y = tanh(x) */
+  TF_OP_SUM_TO,               /* (dy, like (shape)) -> dy summed over the axes that broadcasting added */
+  TF_OP_MAX_GRAD,             /* (x, y, dy) -> dx: dy split evenly among the maxima (reduce attrs) */
+  TF_OP_SOFTMAX_GRAD,         /* (y, dy) -> dx */
+  TF_OP_LOG_SOFTMAX_GRAD,     /* (y, dy) -> dx */
+  TF_OP_LAYER_NORM_GRAD,      /* (x, gamma, dy) -> (dx, dgamma, dbeta) */
+  TF_OP_RMS_NORM_GRAD,        /* (x, gamma, dy) -> (dx, dgamma) */
+  TF_OP_EMBEDDING_GRAD,       /* (ids, dy, table (shape)) -> dtable, rows scatter-added */
+  TF_OP_SLICE_GRAD,           /* (dy, x (shape)) -> dx: dy placed at the slice, zeros elsewhere */
+  TF_OP_CONV1D_GRAD_INPUT,    /* (dy, w, x (shape)) -> dx */
+  TF_OP_CONV1D_GRAD_WEIGHT,   /* (x, dy, w (shape)) -> dw */
+  TF_OP_CONV2D_GRAD_INPUT,    /* (dy, w, x (shape)) -> dx */
+  TF_OP_CONV2D_GRAD_WEIGHT,   /* (x, dy, w (shape)) -> dw */
+  TF_OP_MAX_POOL2D_GRAD,      /* (x, dy) -> dx: to the first maximum of each window */
+  TF_OP_AVG_POOL2D_GRAD,      /* (dy, x (shape)) -> dx */
+  TF_OP_ATTENTION_GRAD,       /* (q, k, v, dy) -> (dq, dk, dv), the forward recomputed blockwise */
+  TF_OP_CROSS_ENTROPY_GRAD,   /* (logits, labels, dloss) -> dlogits */
+  TF_OP_MSE_GRAD,             /* (prediction, target, dloss) -> dprediction */
+  TF_OP_BCE_WITH_LOGITS_GRAD, /* (logits, target, dloss) -> dlogits */
+  TF_OP_ACCUMULATE,           /* (sum, x): sum += x in place; no outputs */
+  TF_OP_ZERO,                 /* (x): x = 0 in place; no outputs */
+  TF_OP_GLOBAL_NORM_SQ,       /* (g1, g2, ...) -> f32 scalar sum of squares of every element */
+  TF_OP_SGD,                  /* (param, grad, momentum [, norm_sq]): updates param and momentum in place */
+  TF_OP_ADAMW,                /* (param, grad, m, v [, norm_sq]): updates param, m and v in place */
   TF_OP_COUNT
 } tf_op;
 
@@ -95,6 +128,8 @@ typedef enum tf_attr_kind {
   TF_ATTR_MATMUL, TF_ATTR_REDUCE, TF_ATTR_AXIS, TF_ATTR_NORM, TF_ATTR_SHAPE, TF_ATTR_TRANSPOSE,
   TF_ATTR_SLICE, TF_ATTR_CONV, TF_ATTR_POOL, TF_ATTR_DROPOUT, TF_ATTR_ATTENTION, TF_ATTR_CAST,
   TF_ATTR_GELU, TF_ATTR_CROSS_ENTROPY,
+  TF_ATTR_GRAPH_COUNT,                    /* attribute families a .tfg file may hold end here */
+  TF_ATTR_OPTIMIZER = TF_ATTR_GRAPH_COUNT, /* sgd, adamw (plans only) */
   TF_ATTR_COUNT
 } tf_attr_kind;
 
@@ -122,6 +157,12 @@ typedef struct tf_cast_attrs { tf_dtype to; } tf_cast_attrs;
 typedef struct tf_gelu_attrs { bool approximate; } tf_gelu_attrs; /* tanh approximation when true */
 /* Mean over targets != ignore_index. */
 typedef struct tf_cross_entropy_attrs { int64_t ignore_index; } tf_cross_entropy_attrs;
+/* One parameter's update. The gradient is first multiplied by grad_scale (1/k for k accumulated
+ * micro-batches), then by min(1, clip_norm / ||g||) when clip_norm > 0 (||g|| from the norm_sq
+ * input, computed over every gradient). AdamW's step count comes from the session. */
+typedef struct tf_optimizer_attrs {
+  float learning_rate, momentum, beta1, beta2, epsilon, weight_decay, clip_norm, grad_scale;
+} tf_optimizer_attrs;
 
 typedef struct tf_attrs {
   tf_attr_kind kind;
@@ -140,6 +181,7 @@ typedef struct tf_attrs {
     tf_cast_attrs cast;
     tf_gelu_attrs gelu;
     tf_cross_entropy_attrs cross_entropy;
+    tf_optimizer_attrs optimizer;
   } u;
 } tf_attrs;
 

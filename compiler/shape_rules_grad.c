@@ -1,0 +1,192 @@
+/* Shape rules of the training-only ops. A gradient op is checked by running its forward op's rule
+ * on the forward operands it names and requiring the incoming gradient to have exactly the forward
+ * output's shape: a hand-edited plan cannot make a kernel read past a buffer. */
+#include <math.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+#include "compiler/shape_rules_internal.h"
+
+/* Runs the rule of forward op `op` on `inputs` and checks that `dy` has its output's shape. */
+static tf_status check_forward(const tf_shape_query *q, tf_op op, const tf_shape_operand *inputs, int32_t n,
+                               const tf_shape_operand *dy) {
+  const tf_op_info *info = tf_op_info_get(op);
+  tf_shape_query forward = {op, q->attrs, n, inputs, q->graph};
+  tf_attrs none;
+  memset(&none, 0, sizeof(none));
+  if (info->attrs == TF_ATTR_NONE)
+    forward.attrs = &none;
+  tf_shape_result result[TF_MAX_OUTPUTS];
+  memset(result, 0, sizeof(result));
+  tf_status status = info->shape_rule(&forward, result);
+  if (status)
+    return tf_status_prefix(status, "forward %s", info->name);
+  if (result[0].rank != dy->rank || memcmp(result[0].shape, dy->shape, sizeof(int64_t) * (size_t)dy->rank) != 0)
+    return tf_status_new(TF_ERR_SHAPE, "the gradient %s does not have the forward %s output's shape %s",
+                         tf_rules_describe(dy).text, info->name, tf_rules_shape_text(result[0].shape, result[0].rank).text);
+  if (result[0].dtype != dy->dtype)
+    return tf_status_new(TF_ERR_SHAPE, "the gradient %s is %s; the forward %s output is %s", tf_rules_describe(dy).text,
+                         tf_dtype_name(dy->dtype), info->name, tf_dtype_name(result[0].dtype));
+  return NULL;
+}
+
+tf_status tf_shape_elementwise_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_elementwise_grad));
+  const tf_shape_operand *x = &q->inputs[0], *dy = &q->inputs[1];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
+  TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(x, dy));
+  TF_RETURN_IF_ERROR(tf_rules_check_shape_equal(x, dy));
+  if (q->op == TF_OP_SOFTMAX_GRAD || q->op == TF_OP_LOG_SOFTMAX_GRAD) {
+    int32_t axis;
+    TF_RETURN_IF_ERROR(tf_rules_normalize_axis(x, q->attrs->u.axis.axis, &axis));
+  }
+  tf_rules_copy_shape(out, x, x->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_sum_to(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_sum_to));
+  const tf_shape_operand *dy = &q->inputs[0], *like = &q->inputs[1];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, dy));
+  TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(dy, like));
+  int64_t broadcast[TF_MAX_RANK];
+  int32_t rank = 0, bad_axis = 0;
+  bool fits = like->rank <= dy->rank &&
+              tf_rules_broadcast(like->shape, like->rank, dy->shape, dy->rank, broadcast, &rank, &bad_axis) &&
+              rank == dy->rank && memcmp(broadcast, dy->shape, sizeof(int64_t) * (size_t)rank) == 0;
+  if (!fits)
+    return tf_status_new(TF_ERR_SHAPE, "sum_to: %s does not broadcast to %s", tf_rules_describe(like).text,
+                         tf_rules_describe(dy).text);
+  tf_rules_copy_shape(out, like, dy->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_max_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_max_grad));
+  const tf_shape_operand *x = &q->inputs[0], *y = &q->inputs[1], *dy = &q->inputs[2];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_MAX, x, 1, y));
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_MAX, x, 1, dy));
+  tf_rules_copy_shape(out, x, x->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_norm_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_norm_grad));
+  const tf_shape_operand *x = &q->inputs[0], *gamma = &q->inputs[1], *dy = &q->inputs[2];
+  tf_op forward = q->op == TF_OP_LAYER_NORM_GRAD ? TF_OP_LAYER_NORM : TF_OP_RMS_NORM;
+  TF_RETURN_IF_ERROR(check_forward(q, forward, q->inputs, 2, dy));
+  tf_rules_copy_shape(&out[0], x, x->dtype);
+  tf_rules_copy_shape(&out[1], gamma, gamma->dtype);
+  if (q->op == TF_OP_LAYER_NORM_GRAD)
+    tf_rules_copy_shape(&out[2], gamma, gamma->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_embedding_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_embedding_grad));
+  const tf_shape_operand *ids = &q->inputs[0], *dy = &q->inputs[1], *table = &q->inputs[2];
+  tf_shape_operand forward[2] = {*ids, *table};
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_EMBEDDING, forward, 2, dy));
+  tf_rules_copy_shape(out, table, table->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_slice_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_slice_grad));
+  const tf_shape_operand *dy = &q->inputs[0], *x = &q->inputs[1];
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_SLICE, x, 1, dy));
+  tf_rules_copy_shape(out, x, x->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_conv_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_conv_grad));
+  bool is_1d = q->op == TF_OP_CONV1D_GRAD_INPUT || q->op == TF_OP_CONV1D_GRAD_WEIGHT;
+  bool is_input = q->op == TF_OP_CONV1D_GRAD_INPUT || q->op == TF_OP_CONV2D_GRAD_INPUT;
+  tf_op forward_op = is_1d ? TF_OP_CONV1D : TF_OP_CONV2D;
+  /* grad_input: (dy, w, x); grad_weight: (x, dy, w). */
+  const tf_shape_operand *x = is_input ? &q->inputs[2] : &q->inputs[0];
+  const tf_shape_operand *w = is_input ? &q->inputs[1] : &q->inputs[2];
+  const tf_shape_operand *dy = is_input ? &q->inputs[0] : &q->inputs[1];
+  tf_shape_operand forward[2] = {*x, *w};
+  TF_RETURN_IF_ERROR(check_forward(q, forward_op, forward, 2, dy));
+  tf_rules_copy_shape(out, is_input ? x : w, dy->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_pool_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_pool_grad));
+  bool is_max = q->op == TF_OP_MAX_POOL2D_GRAD;
+  const tf_shape_operand *x = is_max ? &q->inputs[0] : &q->inputs[1];
+  const tf_shape_operand *dy = is_max ? &q->inputs[1] : &q->inputs[0];
+  TF_RETURN_IF_ERROR(check_forward(q, is_max ? TF_OP_MAX_POOL2D : TF_OP_AVG_POOL2D, x, 1, dy));
+  tf_rules_copy_shape(out, x, x->dtype);
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_attention_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_attention_grad));
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_ATTENTION, q->inputs, 3, &q->inputs[3]));
+  for (int32_t i = 0; i < 3; i++)
+    tf_rules_copy_shape(&out[i], &q->inputs[i], q->inputs[i].dtype);
+  return tf_rules_finish(out);
+}
+
+static tf_status check_scalar_f32(const tf_shape_operand *x) {
+  if (x->rank != 0 || x->dtype != TF_F32)
+    return tf_status_new(TF_ERR_SHAPE, "%s must be an f32 scalar", tf_rules_describe(x).text);
+  return NULL;
+}
+
+tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_loss_grad));
+  tf_op forward = q->op == TF_OP_CROSS_ENTROPY_GRAD ? TF_OP_CROSS_ENTROPY
+                  : q->op == TF_OP_MSE_GRAD         ? TF_OP_MSE
+                                                    : TF_OP_BCE_WITH_LOGITS;
+  TF_RETURN_IF_ERROR(check_forward(q, forward, q->inputs, 2, &q->inputs[2]));
+  TF_RETURN_IF_ERROR(check_scalar_f32(&q->inputs[2]));
+  tf_rules_copy_shape(out, &q->inputs[0], q->inputs[0].dtype);
+  return tf_rules_finish(out);
+}
+
+static tf_status check_optimizer_attrs(const tf_optimizer_attrs *a) {
+  float values[] = {a->learning_rate, a->momentum, a->beta1, a->beta2, a->epsilon, a->weight_decay, a->clip_norm,
+                    a->grad_scale};
+  for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+    if (!isfinite(values[i]) || values[i] < 0)
+      return tf_status_new(TF_ERR_SHAPE, "optimizer hyper-parameter %zu is %g; each must be finite and >= 0", i,
+                           (double)values[i]);
+  if (a->beta1 >= 1 || a->beta2 >= 1)
+    return tf_status_new(TF_ERR_SHAPE, "optimizer betas %g/%g must be < 1", (double)a->beta1, (double)a->beta2);
+  return NULL;
+}
+
+/* accumulate (sum, x), zero (x), sgd (param, grad, momentum [, norm_sq]),
+ * adamw (param, grad, m, v [, norm_sq]): no outputs; the state operands match the first. */
+tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_update));
+  const tf_shape_operand *first = &q->inputs[0];
+  int32_t states = q->op == TF_OP_ZERO ? 1 : q->op == TF_OP_ACCUMULATE ? 2 : q->op == TF_OP_SGD ? 3 : 4;
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, first));
+  for (int32_t i = 1; i < states; i++) {
+    TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(first, &q->inputs[i]));
+    TF_RETURN_IF_ERROR(tf_rules_check_shape_equal(first, &q->inputs[i]));
+  }
+  if (q->n_inputs > states)
+    TF_RETURN_IF_ERROR(check_scalar_f32(&q->inputs[states]));
+  if (q->op == TF_OP_SGD || q->op == TF_OP_ADAMW)
+    TF_RETURN_IF_ERROR(check_optimizer_attrs(&q->attrs->u.optimizer));
+  out->rank = 0;
+  out->dtype = TF_F32;
+  return NULL;
+}
+
+tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_global_norm_sq));
+  for (int32_t i = 0; i < q->n_inputs; i++)
+    TF_RETURN_IF_ERROR(tf_rules_check_floating(q, &q->inputs[i]));
+  out->rank = 0;
+  out->dtype = TF_F32;
+  return tf_rules_finish(out);
+}
