@@ -1,0 +1,62 @@
+/* The CPU kernels: one function per op, forward and backward, over host memory. Every kernel is
+ * written once, type-generically (kernels/cpu/real.h), and compiled twice: for f32 (what the CPU
+ * backend runs) and for f64 (the reference every backend and every gradient is checked against).
+ *
+ * A kernel trusts its arguments: the plan verifier has checked shapes, dtypes and arity before any
+ * kernel runs. Floating tensors of one call all have the kernel's compute type; index tensors
+ * (embedding ids, labels) are i32 or i64. */
+#ifndef TIGHTFIT_KERNELS_CPU_KERNELS_H
+#define TIGHTFIT_KERNELS_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_cpu_tensor {
+  void *data;
+  tf_dtype dtype;            /* for floating tensors: the compute type's (f32 or, in f64 mode, ignored) */
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK];
+  int64_t count;             /* elements */
+} tf_cpu_tensor;
+
+/* Per-run state a kernel may read. */
+typedef struct tf_cpu_context {
+  int32_t threads;           /* kernels may use up to this many threads (OpenMP) */
+  int64_t optimizer_step;    /* 1 for the first optimizer step (AdamW bias correction) */
+  int64_t micro_step;        /* global micro-batch counter: the RNG's "step" (dropout) */
+  uint64_t seed;             /* the session's RNG seed */
+} tf_cpu_context;
+
+typedef struct tf_cpu_args {
+  tf_op op;
+  const tf_attrs *attrs;
+  int32_t n_inputs;
+  const tf_cpu_tensor *inputs;
+  int32_t n_outputs;
+  const tf_cpu_tensor *outputs;
+  void *workspace;           /* tf_cpu_workspace_bytes() bytes, 64-byte aligned, or NULL when 0 */
+  int64_t workspace_bytes;
+  const tf_cpu_context *context;
+} tf_cpu_args;
+
+typedef void (*tf_cpu_kernel)(const tf_cpu_args *args);
+
+/* The kernel of `op` in f32 (f64 == false) or f64 (f64 == true); NULL when none exists. */
+tf_cpu_kernel tf_cpu_kernel_get(tf_op op, bool f64);
+
+/* Workspace bytes the kernel of `op` needs for these operand shapes and `threads` threads, in the
+ * given compute type (element size 4 or 8). The compiler plans exactly this much; kernels never
+ * allocate. */
+int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_cpu_tensor *inputs,
+                               int32_t n_outputs, const tf_cpu_tensor *outputs, int32_t threads, int32_t element_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

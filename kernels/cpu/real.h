@@ -1,0 +1,39 @@
+/* The compute type of a CPU kernel file. Each kernels/cpu/*.c file is compiled twice: with
+ * TF_REAL_F64 defined (the float64 reference) and without (f32, what the backend runs). Kernel
+ * functions are named with TF_REAL_NAME(tf_cpu_matmul) -> tf_cpu_matmul_f32 / tf_cpu_matmul_f64. */
+#ifndef TIGHTFIT_KERNELS_CPU_REAL_H
+#define TIGHTFIT_KERNELS_CPU_REAL_H
+
+#include <cblas.h>
+#include <math.h>
+
+#include "kernels/cpu/kernels.h"
+
+#define TF_REAL_CONCAT2(a, b) a##b
+#define TF_REAL_CONCAT(a, b) TF_REAL_CONCAT2(a, b)
+
+#ifdef TF_REAL_F64
+typedef double real;
+#define TF_REAL_SUFFIX _f64
+#define TF_REAL_GEMM cblas_dgemm
+#define TF_REAL_EXP exp
+#define TF_REAL_LOG log
+#define TF_REAL_SQRT sqrt
+#define TF_REAL_TANH tanh
+#define TF_REAL_ERF erf
+#define TF_REAL_FABS fabs
+#else
+typedef float real;
+#define TF_REAL_SUFFIX _f32
+#define TF_REAL_GEMM cblas_sgemm
+#define TF_REAL_EXP expf
+#define TF_REAL_LOG logf
+#define TF_REAL_SQRT sqrtf
+#define TF_REAL_TANH tanhf
+#define TF_REAL_ERF erff
+#define TF_REAL_FABS fabsf
+#endif
+
+#define TF_REAL_NAME(name) TF_REAL_CONCAT(name, TF_REAL_SUFFIX)
+
+#endif
