@@ -5,17 +5,14 @@
 // ...) expect a listed value; in C++ an enum object outside its enumerators' range is undefined,
 // and UBSan traps loading one. So enum fields of IR structs are written and read through
 // memcpy as their int storage (store_enum/load_enum), never as enum values. (2) No exception may
-// reach C: each API function catches everything and turns it into a tf_status.
+// reach C: each API function catches everything and turns it into a tf_status (guarded).
+// The helpers for both, and the Attrs union that plans share, live in schema/attrs_fb.cc.
 #include "schema/graph_fb.h"
 
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -23,11 +20,13 @@
 #include "flatbuffers/idl.h"
 #include "graph_generated.h"   // flatc --cpp schema/graph.fbs, in the build tree
 #include "graph_schema_text.h" // tf_graph_schema_text[]: graph.fbs itself, embedded at build time
+#include "schema/attrs_fb.h"
 
 namespace fb = tightfit::fb;
 using flatbuffers::Offset;
 using flatbuffers::uoffset_t;
 using flatbuffers::Vector;
+using namespace tightfit::schema;
 
 namespace {
 
@@ -69,99 +68,9 @@ SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
 #undef SAME
-    // clang-format on
-
-    constexpr size_t kHeaderBytes = 2 * sizeof(uoffset_t); // root offset + file identifier
-constexpr int kPairEntries = 2;                            // conv/pool vectors: [height, width]
-
-// ---- enums as raw integers (hazard 1 above) ----
-
-template <typename E> int32_t load_enum(const E &field) {
-  static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized");
-  int32_t value;
-  std::memcpy(&value, &field, sizeof value);
-  return value;
-}
-
-template <typename E> void store_enum(E *field, int32_t value) {
-  static_assert(sizeof(E) == sizeof(int32_t), "C enums are int-sized");
-  std::memcpy(field, &value, sizeof value);
-}
-
-// ---- messages ----
-
-std::string vformat(const char *fmt, va_list args) {
-  va_list copy;
-  va_copy(copy, args);
-  int length = std::vsnprintf(nullptr, 0, fmt, copy);
-  va_end(copy);
-  if (length < 0)
-    return fmt;
-  std::string text(static_cast<size_t>(length) + 1, '\0');
-  std::vsnprintf(&text[0], text.size(), fmt, args);
-  text.resize(static_cast<size_t>(length));
-  return text;
-}
-
-// A status whose message starts with "source: " (no prefix when source is NULL).
-tf_status fail(tf_code code, const char *source, const char *fmt, ...) TF_PRINTF(3, 4);
-tf_status fail(tf_code code, const char *source, const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  std::string text = vformat(fmt, args);
-  va_end(args);
-  if (source)
-    return tf_status_new(code, "%s: %s", source, text.c_str());
-  return tf_status_new(code, "%s", text.c_str());
-}
-
-// A name for messages: quoted, cut to a readable length.
-std::string quoted(const char *name) {
-  std::string text = name ? name : "";
-  if (text.size() > 80)
-    text.replace(77, std::string::npos, "...");
-  return "'" + text + "'";
-}
-
-std::string quoted(const flatbuffers::String *name) { return quoted(name ? name->c_str() : ""); }
-
-// The four identifier bytes as text, non-printable bytes as \xNN.
-std::string identifier_text(const uint8_t *bytes) {
-  std::string text;
-  for (int i = 0; i < 4; i++) {
-    uint8_t c = bytes[sizeof(uoffset_t) + i];
-    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
-      text += static_cast<char>(c);
-    } else {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      text += escaped;
-    }
-  }
-  return text;
-}
+// clang-format on
 
 // ---- checking raw bytes ----
-
-// FlatBuffers reads scalars in place, so the bytes must lie at an address aligned for the widest
-// scalar (8 bytes); a caller's buffer (a slice of a larger file, say) may not, and is then copied.
-class AlignedBytes {
-public:
-  AlignedBytes(const void *data, size_t size) {
-    if (size == 0 || reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) == 0) {
-      bytes_ = static_cast<const uint8_t *>(data);
-    } else {
-      copy_.resize((size + sizeof(uint64_t) - 1) / sizeof(uint64_t));
-      std::memcpy(copy_.data(), data, size);
-      bytes_ = reinterpret_cast<const uint8_t *>(copy_.data());
-    }
-  }
-  const uint8_t *bytes() const { return bytes_; }
-
-private:
-  std::vector<uint64_t> copy_;
-  const uint8_t *bytes_;
-};
 
 flatbuffers::Verifier::Options verifier_options() {
   flatbuffers::Verifier::Options options;
@@ -237,13 +146,6 @@ tf_status check_bytes(const void *data, size_t size, const uint8_t *bytes, const
 
 // ---- decode: FlatBuffer -> IR ----
 
-// The 2.0.8 Verifier checks a vector's length field (4-byte aligned) but not the alignment of its
-// 8-byte Dim elements; reading a misaligned Dim is undefined, so such a vector is refused. (An
-// empty one has nothing to read, and builders do not align it.)
-bool dims_aligned(const Vector<const fb::Dim *> *dims) {
-  return !dims || dims->size() == 0 || reinterpret_cast<uintptr_t>(dims->Data()) % alignof(fb::Dim) == 0;
-}
-
 struct GraphDeleter {
   void operator()(tf_graph *graph) const { tf_graph_destroy(graph); }
 };
@@ -295,37 +197,6 @@ private:
     return refused;
   }
 
-  // Strings become C strings: an embedded NUL would silently cut them.
-  static tf_status check_string(const flatbuffers::String *text, const char *field) {
-    if (text && std::memchr(text->data(), '\0', text->size()))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s contains a NUL byte", field);
-    return nullptr;
-  }
-
-  static tf_status read_dims(const Vector<const fb::Dim *> *dims, const char *field, tf_shape *shape) {
-    if (!dims_aligned(dims))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: misaligned vector of dimensions (corrupt FlatBuffer)", field);
-    if (dims->size() > TF_MAX_RANK)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u dimensions; at most %d are allowed", field, dims->size(),
-                           TF_MAX_RANK);
-    shape->rank = static_cast<int32_t>(dims->size());
-    for (uoffset_t d = 0; d < dims->size(); d++)
-      shape->dims[d] = tf_dim{dims->Get(d)->size(), dims->Get(d)->symbol()};
-    return nullptr;
-  }
-
-  static tf_status read_ints(const Vector<int32_t> *values, const char *field, int32_t limit, int32_t *out,
-                             int32_t *count) {
-    uoffset_t n = values ? values->size() : 0;
-    if (n > static_cast<uoffset_t>(limit))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u entries; at most %d are allowed", field, n, limit);
-    for (uoffset_t i = 0; i < n; i++)
-      out[i] = values->Get(i);
-    if (count)
-      *count = static_cast<int32_t>(n);
-    return nullptr;
-  }
-
   tf_status tensor_at(const fb::Tensor *tensor) {
     tf_shape declared{};
     if (tensor->shape())
@@ -362,7 +233,7 @@ private:
     if (node->inputs())
       inputs.assign(node->inputs()->begin(), node->inputs()->end());
     tf_attrs attrs;
-    TF_RETURN_IF_ERROR(read_attrs(node, &attrs));
+    TF_RETURN_IF_ERROR(read_attrs(node->attrs_type(), node->attrs(), &attrs));
     tf_status status = nullptr;
     int32_t output = node->outputs()->Get(0);
     int32_t id = tf_ir_add_node(graph_, node->name()->c_str(), TF_OP_MATMUL, inputs.data(),
@@ -373,111 +244,9 @@ private:
     return nullptr;
   }
 
-  static tf_status read_attrs(const fb::Node *node, tf_attrs *attrs) {
-    static const tf_attrs none{}; // static storage: every byte zero, padding included
-    *attrs = none;
-    fb::Attrs type = node->attrs_type();
-    store_enum(&attrs->kind, type);
-    // An unknown type is kept as written for the semantic checks to refuse; it has no table here.
-    if (type == fb::Attrs_NONE || type > fb::Attrs_MAX)
-      return nullptr;
-    if (!node->attrs())
-      return tf_status_new(TF_ERR_INVALID_INPUT, "attrs_type is %s but the attribute table is missing",
-                           fb::EnumNameAttrs(type));
-    switch (type) {
-    case fb::Attrs_MatmulAttrs: {
-      auto table = node->attrs_as_MatmulAttrs();
-      attrs->u.matmul = tf_matmul_attrs{table->transpose_a(), table->transpose_b()};
-      break;
-    }
-    case fb::Attrs_ReduceAttrs: {
-      auto table = node->attrs_as_ReduceAttrs();
-      TF_RETURN_IF_ERROR(
-          read_ints(table->axes(), "ReduceAttrs.axes", TF_MAX_RANK, attrs->u.reduce.axes, &attrs->u.reduce.n_axes));
-      attrs->u.reduce.keepdims = table->keepdims();
-      break;
-    }
-    case fb::Attrs_AxisAttrs: attrs->u.axis.axis = node->attrs_as_AxisAttrs()->axis(); break;
-    case fb::Attrs_NormAttrs: attrs->u.norm.epsilon = node->attrs_as_NormAttrs()->epsilon(); break;
-    case fb::Attrs_ShapeAttrs: {
-      auto shape = node->attrs_as_ShapeAttrs()->shape();
-      if (shape)
-        TF_RETURN_IF_ERROR(read_dims(shape, "ShapeAttrs.shape", &attrs->u.shape.shape));
-      break;
-    }
-    case fb::Attrs_TransposeAttrs:
-      TF_RETURN_IF_ERROR(read_ints(node->attrs_as_TransposeAttrs()->perm(), "TransposeAttrs.perm", TF_MAX_RANK,
-                                   attrs->u.transpose.perm, &attrs->u.transpose.rank));
-      break;
-    case fb::Attrs_SliceAttrs: {
-      auto table = node->attrs_as_SliceAttrs();
-      attrs->u.slice = tf_slice_attrs{table->axis(), table->start(), table->end(), table->step()};
-      break;
-    }
-    case fb::Attrs_ConvAttrs: {
-      auto table = node->attrs_as_ConvAttrs();
-      tf_conv_attrs *conv = &attrs->u.conv;
-      TF_RETURN_IF_ERROR(read_ints(table->stride(), "ConvAttrs.stride", kPairEntries, conv->stride, nullptr));
-      TF_RETURN_IF_ERROR(read_ints(table->padding(), "ConvAttrs.padding", kPairEntries, conv->padding, nullptr));
-      TF_RETURN_IF_ERROR(read_ints(table->dilation(), "ConvAttrs.dilation", kPairEntries, conv->dilation, nullptr));
-      TF_RETURN_IF_ERROR(
-          read_ints(table->output_padding(), "ConvAttrs.output_padding", kPairEntries, conv->output_padding, nullptr));
-      conv->groups = table->groups();
-      break;
-    }
-    case fb::Attrs_PoolAttrs: {
-      auto table = node->attrs_as_PoolAttrs();
-      tf_pool_attrs *pool = &attrs->u.pool;
-      TF_RETURN_IF_ERROR(read_ints(table->kernel(), "PoolAttrs.kernel", kPairEntries, pool->kernel, nullptr));
-      TF_RETURN_IF_ERROR(read_ints(table->stride(), "PoolAttrs.stride", kPairEntries, pool->stride, nullptr));
-      TF_RETURN_IF_ERROR(read_ints(table->padding(), "PoolAttrs.padding", kPairEntries, pool->padding, nullptr));
-      break;
-    }
-    case fb::Attrs_DropoutAttrs: {
-      auto table = node->attrs_as_DropoutAttrs();
-      attrs->u.dropout = tf_dropout_attrs{table->rate(), table->seed()};
-      break;
-    }
-    case fb::Attrs_AttentionAttrs: {
-      auto table = node->attrs_as_AttentionAttrs();
-      attrs->u.attention = tf_attention_attrs{table->num_heads(), table->causal(), table->scale()};
-      break;
-    }
-    case fb::Attrs_CastAttrs: store_enum(&attrs->u.cast.to, node->attrs_as_CastAttrs()->to()); break;
-    case fb::Attrs_GeluAttrs: attrs->u.gelu.approximate = node->attrs_as_GeluAttrs()->approximate(); break;
-    case fb::Attrs_CrossEntropyAttrs:
-      attrs->u.cross_entropy.ignore_index = node->attrs_as_CrossEntropyAttrs()->ignore_index();
-      break;
-    case fb::Attrs_OptimizerAttrs: {
-      auto t = node->attrs_as_OptimizerAttrs();
-      attrs->u.optimizer = tf_optimizer_attrs{t->learning_rate(), t->momentum(),     t->beta1(),     t->beta2(),
-                                              t->epsilon(),       t->weight_decay(), t->clip_norm(), t->grad_scale()};
-      break;
-    }
-    case fb::Attrs_NONE: break;
-    }
-    return nullptr;
-  }
-
   const char *source_;
   tf_graph *graph_;
 };
-
-void read_training(const fb::TrainingConfig *config, tf_training_config *out) {
-  *out = tf_training_config{};
-  store_enum(&out->optimizer, config->optimizer());
-  out->learning_rate = config->learning_rate();
-  out->momentum = config->momentum();
-  out->beta1 = config->beta1();
-  out->beta2 = config->beta2();
-  out->epsilon = config->epsilon();
-  out->weight_decay = config->weight_decay();
-  out->clip_norm = config->clip_norm();
-  out->global_batch = config->global_batch();
-  out->accumulate_steps = config->accumulate_steps();
-  store_enum(&out->precision, config->precision());
-  out->loss_scale = config->loss_scale();
-}
 
 tf_status decode(const void *data, size_t size, const char *source, tf_graph **out) {
   AlignedBytes aligned(data, size);
@@ -544,7 +313,7 @@ public:
     }
     Offset<fb::TrainingConfig> training;
     if (graph_->has_training)
-      TF_RETURN_IF_ERROR(training_config(graph_->training, &training));
+      TF_RETURN_IF_ERROR(write_training(fbb_, graph_->training, &training));
     auto outputs = fbb_.CreateVector(graph_->outputs, static_cast<size_t>(graph_->n_outputs));
     auto name = graph_->name ? fbb_.CreateString(graph_->name) : Offset<flatbuffers::String>();
     auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols), fbb_.CreateVector(tensors),
@@ -570,19 +339,6 @@ private:
     return nullptr;
   }
 
-  static tf_status check_rank(int32_t rank, const char *field) {
-    if (rank < 0 || rank > TF_MAX_RANK)
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s has rank %d; it must be 0..%d", field, rank, TF_MAX_RANK);
-    return nullptr;
-  }
-
-  Offset<Vector<const fb::Dim *>> dims(const tf_shape &shape) {
-    std::vector<fb::Dim> dims;
-    for (int32_t d = 0; d < shape.rank; d++)
-      dims.emplace_back(shape.dims[d].size, shape.dims[d].symbol);
-    return fbb_.CreateVectorOfStructs(dims);
-  }
-
   tf_status tensor_at(const tf_ir_tensor &tensor, Offset<fb::Tensor> *out) {
     uint8_t dtype = 0, kind = 0, init_kind = 0;
     TF_RETURN_IF_ERROR(fit(load_enum(tensor.dtype), "dtype", 255, &dtype));
@@ -591,7 +347,7 @@ private:
     Offset<Vector<const fb::Dim *>> shape;
     if (tensor.declared.rank >= 0) { // activations (rank -1) have no declared shape
       TF_RETURN_IF_ERROR(check_rank(tensor.declared.rank, "the declared shape"));
-      shape = dims(tensor.declared);
+      shape = write_dims(fbb_, tensor.declared);
     }
     Offset<fb::Initializer> init;
     if (init_kind != fb::InitKind_none || tensor.init_a != 0 || tensor.init_b != 0 || tensor.init_file ||
@@ -610,87 +366,12 @@ private:
     TF_RETURN_IF_ERROR(fit(load_enum(node.op), "op", 0xffff, &op));
     if (node.n_inputs < 0 || (node.n_inputs > 0 && !node.inputs))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "has %d inputs", node.n_inputs);
-    uint8_t kind = 0;
-    TF_RETURN_IF_ERROR(fit(load_enum(node.attrs.kind), "attribute kind", fb::Attrs_MAX, &kind));
+    fb::Attrs kind = fb::Attrs_NONE;
     Offset<void> attrs;
-    TF_RETURN_IF_ERROR(attrs_table(node.attrs, &attrs));
+    TF_RETURN_IF_ERROR(write_attrs(fbb_, node.attrs, &kind, &attrs));
     auto inputs = fbb_.CreateVector(node.inputs, static_cast<size_t>(node.n_inputs));
     auto outputs = fbb_.CreateVector(node.outputs, static_cast<size_t>(node.n_outputs));
-    *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs,
-                          static_cast<fb::Attrs>(kind), attrs);
-    return nullptr;
-  }
-
-  Offset<Vector<int32_t>> pair(const int32_t values[2]) { return fbb_.CreateVector(values, kPairEntries); }
-
-  tf_status attrs_table(const tf_attrs &attrs, Offset<void> *out) {
-    const auto &u = attrs.u;
-    switch (static_cast<fb::Attrs>(load_enum(attrs.kind))) {
-    case fb::Attrs_NONE: *out = Offset<void>(); break;
-    case fb::Attrs_MatmulAttrs:
-      *out = fb::CreateMatmulAttrs(fbb_, u.matmul.transpose_a, u.matmul.transpose_b).Union();
-      break;
-    case fb::Attrs_ReduceAttrs:
-      TF_RETURN_IF_ERROR(check_rank(u.reduce.n_axes, "ReduceAttrs.axes"));
-      *out = fb::CreateReduceAttrs(fbb_, fbb_.CreateVector(u.reduce.axes, static_cast<size_t>(u.reduce.n_axes)),
-                                   u.reduce.keepdims)
-                 .Union();
-      break;
-    case fb::Attrs_AxisAttrs: *out = fb::CreateAxisAttrs(fbb_, u.axis.axis).Union(); break;
-    case fb::Attrs_NormAttrs: *out = fb::CreateNormAttrs(fbb_, u.norm.epsilon).Union(); break;
-    case fb::Attrs_ShapeAttrs:
-      TF_RETURN_IF_ERROR(check_rank(u.shape.shape.rank, "ShapeAttrs.shape"));
-      *out = fb::CreateShapeAttrs(fbb_, dims(u.shape.shape)).Union();
-      break;
-    case fb::Attrs_TransposeAttrs:
-      TF_RETURN_IF_ERROR(check_rank(u.transpose.rank, "TransposeAttrs.perm"));
-      *out = fb::CreateTransposeAttrs(fbb_, fbb_.CreateVector(u.transpose.perm, static_cast<size_t>(u.transpose.rank)))
-                 .Union();
-      break;
-    case fb::Attrs_SliceAttrs:
-      *out = fb::CreateSliceAttrs(fbb_, u.slice.axis, u.slice.start, u.slice.end, u.slice.step).Union();
-      break;
-    case fb::Attrs_ConvAttrs:
-      *out = fb::CreateConvAttrs(fbb_, pair(u.conv.stride), pair(u.conv.padding), pair(u.conv.dilation),
-                                 pair(u.conv.output_padding), u.conv.groups)
-                 .Union();
-      break;
-    case fb::Attrs_PoolAttrs:
-      *out = fb::CreatePoolAttrs(fbb_, pair(u.pool.kernel), pair(u.pool.stride), pair(u.pool.padding)).Union();
-      break;
-    case fb::Attrs_DropoutAttrs: *out = fb::CreateDropoutAttrs(fbb_, u.dropout.rate, u.dropout.seed).Union(); break;
-    case fb::Attrs_AttentionAttrs:
-      *out = fb::CreateAttentionAttrs(fbb_, u.attention.num_heads, u.attention.causal, u.attention.scale).Union();
-      break;
-    case fb::Attrs_CastAttrs: {
-      uint8_t to = 0;
-      TF_RETURN_IF_ERROR(fit(load_enum(u.cast.to), "CastAttrs.to", 255, &to));
-      *out = fb::CreateCastAttrs(fbb_, static_cast<fb::DType>(to)).Union();
-      break;
-    }
-    case fb::Attrs_GeluAttrs: *out = fb::CreateGeluAttrs(fbb_, u.gelu.approximate).Union(); break;
-    case fb::Attrs_CrossEntropyAttrs:
-      *out = fb::CreateCrossEntropyAttrs(fbb_, u.cross_entropy.ignore_index).Union();
-      break;
-    case fb::Attrs_OptimizerAttrs: {
-      const tf_optimizer_attrs &o = u.optimizer;
-      *out = fb::CreateOptimizerAttrs(fbb_, o.learning_rate, o.momentum, o.beta1, o.beta2, o.epsilon, o.weight_decay,
-                                      o.clip_norm, o.grad_scale)
-                 .Union();
-      break;
-    }
-    }
-    return nullptr;
-  }
-
-  tf_status training_config(const tf_training_config &config, Offset<fb::TrainingConfig> *out) {
-    uint8_t optimizer = 0, precision = 0;
-    TF_RETURN_IF_ERROR(fit(load_enum(config.optimizer), "training optimizer", 255, &optimizer));
-    TF_RETURN_IF_ERROR(fit(load_enum(config.precision), "training precision", 255, &precision));
-    *out = fb::CreateTrainingConfig(fbb_, static_cast<fb::Optimizer>(optimizer), config.learning_rate, config.momentum,
-                                    config.beta1, config.beta2, config.epsilon, config.weight_decay, config.clip_norm,
-                                    config.global_batch, config.accumulate_steps, static_cast<fb::Precision>(precision),
-                                    config.loss_scale);
+    *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs, kind, attrs);
     return nullptr;
   }
 
@@ -750,19 +431,6 @@ tf_status to_json(const void *data, size_t size, char **json) {
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of JSON", text.size() + 1);
   std::memcpy(*json, text.c_str(), text.size() + 1);
   return nullptr;
-}
-
-// Runs `body`, turning any exception into a status: nothing thrown may cross into C.
-template <typename Body> tf_status guarded(const char *what, Body body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
-  } catch (const std::exception &error) {
-    return tf_status_new(TF_ERR_INTERNAL, "%s: unexpected C++ exception: %s", what, error.what());
-  } catch (...) {
-    return tf_status_new(TF_ERR_INTERNAL, "%s: unexpected C++ exception", what);
-  }
 }
 
 } // namespace

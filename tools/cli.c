@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char **value, bool *error) {
@@ -60,6 +61,28 @@ const char *tf_cli_bytes(int64_t bytes, char *buf, size_t size) {
   }
   snprintf(buf, size, "%.2f %s", value, units[unit]);
   return buf;
+}
+
+bool tf_cli_parse_bytes(const char *text, int64_t *bytes) {
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1},       {"B", 1},       {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
+               {"TB", 1e12},  {"KiB", 1024.0}, {"MiB", 1048576.0},    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  char *end;
+  double value = strtod(text, &end);
+  if (end == text || !(value >= 0))
+    return false;
+  for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+    if (strcmp(end, units[i].suffix) == 0) {
+      double total = value * units[i].scale;
+      if (!(total < 9.2e18))
+        return false;
+      *bytes = (int64_t)(total + 0.5);
+      return true;
+    }
+  }
+  return false;
 }
 
 const char *tf_cli_count(int64_t count, char *buf, size_t size) {

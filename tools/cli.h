@@ -16,6 +16,10 @@ typedef int (*tf_command_fn)(int argc, char **argv);
 int tf_cmd_zoo(int argc, char **argv);
 int tf_cmd_inspect(int argc, char **argv);
 int tf_cmd_dump(int argc, char **argv);
+int tf_cmd_compile(int argc, char **argv);
+int tf_cmd_check(int argc, char **argv);
+int tf_cmd_report(int argc, char **argv);
+int tf_cmd_train(int argc, char **argv);
 
 /* True when argv[*i] is `name` ("--set") given as "--set V" or "--set=V"; *value gets V and *i
  * advances past it. A missing value is reported and sets *error. */
@@ -28,6 +32,9 @@ int tf_cli_usage_error(const char *command, const char *fmt, ...) TF_PRINTF(2, 3
 int tf_cli_fail(const char *command, tf_status status);
 /* Formats bytes as "1.50 GiB" / "512 B" into buf. */
 const char *tf_cli_bytes(int64_t bytes, char *buf, size_t size);
+/* Parses a size: bytes, or a number with KB/MB/GB/TB (powers of 10) or KiB/MiB/GiB/TiB (powers of 2),
+ * e.g. "14.7GiB"; false when malformed, negative or over int64. */
+bool tf_cli_parse_bytes(const char *text, int64_t *bytes);
 /* Formats an integer with thousands separators ("124,439,808"). */
 const char *tf_cli_count(int64_t count, char *buf, size_t size);
 

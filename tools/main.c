@@ -14,6 +14,10 @@ static const command commands[] = {
     {"zoo", tf_cmd_zoo, "list the model zoo, or write a preset as a .tfg graph"},
     {"inspect", tf_cmd_inspect, "summarise a .tfg graph: parameters, bytes, ops, symbols, inputs, loss"},
     {"dump", tf_cmd_dump, "print a .tfg graph as JSON that flatc reads back"},
+    {"compile", tf_cmd_compile, "compile a graph into a training (or inference) plan with exact memory"},
+    {"train", tf_cmd_train, "train with a plan on a backend: progress, checkpoints, held-out accuracy"},
+    {"check", tf_cmd_check, "does a graph's plan fit a memory budget? (exit 0 fits, 1 does not)"},
+    {"report", tf_cmd_report, "where a .tfplan plan's memory goes: regions, roles, arena vs lower bound, peak"},
 };
 
 static void usage(FILE *out) {

@@ -1,4 +1,4 @@
-/* The compute type of a CPU kernel file. Each kernels/cpu/*.c file is compiled twice: with
+/* The compute type of a CPU kernel file. Each kernel source file is compiled twice: with
  * TF_REAL_F64 defined (the float64 reference) and without (f32, what the backend runs). Kernel
  * functions are named with TF_REAL_NAME(tf_cpu_matmul) -> tf_cpu_matmul_f32 / tf_cpu_matmul_f64. */
 #ifndef TIGHTFIT_KERNELS_CPU_REAL_H

@@ -1,0 +1,58 @@
+/* The backend contract: what the runtime needs from a device, and nothing more. A backend never
+ * sees the graph, only the plan's regions and steps. Every backend is a table of these functions
+ * (one header, one screen); the runtime counts its allocations so tests can prove the promise:
+ * after tf_session_create(), no device allocation happens until the session is destroyed. */
+#ifndef TIGHTFIT_BACKENDS_BACKEND_H
+#define TIGHTFIT_BACKENDS_BACKEND_H
+
+#include "tightfit/compiler.h"
+#include "tightfit/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-run values the steps may read (dropout keys, AdamW's step count). */
+typedef struct tf_run_state {
+  int64_t optimizer_step;   /* 1 for the first optimizer step */
+  int64_t micro_step;       /* global micro-batch counter */
+  uint64_t seed;
+} tf_run_state;
+
+typedef struct tf_backend_options {
+  int32_t device;           /* index among the backend's devices */
+  int32_t threads;          /* CPU: worker threads (<= the plan's target threads) */
+} tf_backend_options;
+
+typedef struct tf_backend_vtable {
+  const char *name;
+  /* Opens a device; *state is the backend's own. */
+  tf_status (*create)(const tf_backend_options *options, void **state);
+  void (*destroy)(void *state);
+  /* The capabilities the compiler plans for (alignment, threads, cost model). */
+  tf_target (*target)(void *state);
+  /* Allocates one region of `bytes` device bytes (zeroed); the only allocation a session makes. */
+  tf_status (*alloc_region)(void *state, int64_t bytes, void **region);
+  void (*free_region)(void *state, void *region);
+  /* Host <-> device copies into a region at an offset. */
+  tf_status (*upload)(void *state, void *region, int64_t offset, const void *host, int64_t bytes);
+  tf_status (*download)(void *state, void *region, int64_t offset, void *host, int64_t bytes);
+  /* Called once after the regions exist: build pipelines, record command buffers, check that the
+   * backend has a kernel for every step. Must not allocate device memory. */
+  tf_status (*prepare)(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);
+  /* Runs steps [begin, end) of the prepared plan; io_slot selects the double-buffer half. */
+  tf_status (*run)(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
+  /* Waits for submitted work. */
+  tf_status (*synchronize)(void *state);
+} tf_backend_vtable;
+
+/* The backend named `name` ("cpu", "vulkan", "cuda"), or NULL when this build has none. */
+const tf_backend_vtable *tf_backend_find(const char *name);
+
+/* backends/cpu */
+extern const tf_backend_vtable tf_backend_cpu;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

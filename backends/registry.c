@@ -1,0 +1,12 @@
+/* The backends this build has. */
+#include <string.h>
+
+#include "backends/backend.h"
+
+const tf_backend_vtable *tf_backend_find(const char *name) {
+  static const tf_backend_vtable *const backends[] = {&tf_backend_cpu};
+  for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+    if (strcmp(backends[i]->name, name) == 0)
+      return backends[i];
+  return NULL;
+}

@@ -1,0 +1,146 @@
+/* Pass 10, assign: offsets. The persistent regions (parameters, gradients, optimizer state, io)
+ * are laid out in order. The arena is packed greedily by size, largest first, each buffer placed
+ * in the smallest gap that fits among the buffers already placed whose live intervals intersect
+ * its own (best fit, as TFLite's and XLA's planners do). Alongside: the lower bound (the most bytes
+ * live at any one step) and the naive total (no reuse). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/training.h"
+
+typedef struct arena_item {
+  int64_t size;              /* aligned */
+  int32_t first, last;
+  int32_t id;                /* tensor id, or -(step + 1) for a step's workspace */
+  int64_t offset;
+} arena_item;
+
+static int64_t align_up(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
+
+static int by_size_desc(const void *a, const void *b) {
+  const arena_item *x = a, *y = b;
+  if (x->size != y->size)
+    return x->size < y->size ? 1 : -1;
+  if (x->first != y->first)
+    return x->first - y->first;
+  return x->id - y->id;
+}
+
+static int by_offset(const void *a, const void *b) {
+  const arena_item *const *x = a, *const *y = b;
+  return (*x)->offset < (*y)->offset ? -1 : (*x)->offset > (*y)->offset;
+}
+
+/* Places items[i] given items[0..i) already placed; `conflicts` is scratch of i pointers. */
+static void place(arena_item *items, int32_t i, arena_item **conflicts) {
+  arena_item *item = &items[i];
+  int32_t n = 0;
+  for (int32_t j = 0; j < i; j++)
+    if (items[j].first <= item->last && item->first <= items[j].last)
+      conflicts[n++] = &items[j];
+  qsort(conflicts, (size_t)n, sizeof(arena_item *), by_offset);
+  int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
+  for (int32_t k = 0; k < n; k++) {
+    int64_t gap = conflicts[k]->offset - cursor;
+    if (gap >= item->size && gap < best_gap) {
+      best = cursor;
+      best_gap = gap;
+    }
+    int64_t end = conflicts[k]->offset + conflicts[k]->size;
+    if (end > cursor)
+      cursor = end;
+  }
+  item->offset = best >= 0 ? best : cursor;
+}
+
+static tf_status assign_arena(tf_training *t) {
+  const tf_graph *g = t->g;
+  int64_t alignment = t->options.target.alignment;
+  int32_t capacity = g->n_tensors + t->n_schedule;
+  arena_item *items = malloc(sizeof(arena_item) * (size_t)(capacity ? capacity : 1));
+  arena_item **conflicts = malloc(sizeof(arena_item *) * (size_t)(capacity ? capacity : 1));
+  free(t->live_bytes);
+  t->live_bytes = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(int64_t));
+  free(t->workspace_offset);
+  t->workspace_offset = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
+  if (!items || !conflicts || !t->live_bytes || !t->workspace_offset) {
+    free(items);
+    free(conflicts);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate for %d buffers", capacity);
+  }
+  int32_t n = 0;
+  t->arena_naive = 0;
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    if (t->first[i] < 0)
+      continue;
+    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], t->last[i], i, 0};
+    for (int32_t s = t->first[i]; s <= t->last[i]; s++)
+      t->live_bytes[s] += g->tensors[i].bytes;
+  }
+  for (int32_t s = 0; s < t->n_schedule; s++) {
+    t->workspace_offset[s] = -1;
+    if (t->workspace_bytes[s] > 0) {
+      items[n++] = (arena_item){align_up(t->workspace_bytes[s], alignment), s, s, -(s + 1), 0};
+      t->live_bytes[s] += t->workspace_bytes[s];
+    }
+  }
+  for (int32_t i = 0; i < n; i++)
+    t->arena_naive += items[i].size;
+  qsort(items, (size_t)n, sizeof(arena_item), by_size_desc);
+  int64_t arena = 0;
+  for (int32_t i = 0; i < n; i++) {
+    place(items, i, conflicts);
+    if (items[i].offset + items[i].size > arena)
+      arena = items[i].offset + items[i].size;
+    if (items[i].id >= 0)
+      t->offset[items[i].id] = items[i].offset;
+    else
+      t->workspace_offset[-items[i].id - 1] = items[i].offset;
+  }
+  t->region_bytes[TF_REGION_ARENA] = arena;
+  t->arena_lower_bound = 0;
+  t->peak_step = 0;
+  for (int32_t s = 0; s < t->n_schedule; s++) {
+    if (t->live_bytes[s] > t->arena_lower_bound) {
+      t->arena_lower_bound = t->live_bytes[s];
+      t->peak_step = s;
+    }
+  }
+  free(items);
+  free(conflicts);
+  return NULL;
+}
+
+static tf_region persistent_region(const tf_training *t, int32_t id) {
+  const tf_ir_tensor *tensor = &t->g->tensors[id];
+  if (tensor->kind == TF_PARAMETER || tensor->kind == TF_CONSTANT)
+    return TF_REGION_PARAMETERS;
+  if (tensor->kind == TF_INPUT || tensor->kind == TF_LABEL)
+    return TF_REGION_IO;
+  if (t->role[id] == TF_ROLE_GRADIENT)
+    return TF_REGION_GRADIENTS;
+  if (t->role[id] == TF_ROLE_OPTIMIZER_STATE)
+    return TF_REGION_OPTIMIZER_STATE;
+  return TF_REGION_COUNT;
+}
+
+tf_status tf_assign(tf_training *t) {
+  const tf_graph *g = t->g;
+  int64_t alignment = t->options.target.alignment;
+  free(t->offset);
+  t->offset = malloc(sizeof(int64_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!t->offset)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate offsets");
+  memset(t->region_bytes, 0, sizeof(t->region_bytes));
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    t->offset[i] = -1;
+    tf_region region = persistent_region(t, i);
+    if (region == TF_REGION_COUNT)
+      continue;
+    t->offset[i] = t->region_bytes[region];
+    t->region_bytes[region] = align_up(t->region_bytes[region] + g->tensors[i].bytes, alignment);
+  }
+  /* The io region holds two copies of the micro-batch: the second half mirrors the first. */
+  t->region_bytes[TF_REGION_IO] *= 2;
+  return assign_arena(t);
+}

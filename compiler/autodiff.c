@@ -1,0 +1,152 @@
+/* Pass 3, autodiff: appends the backward graph. Which tensors need a gradient: those that depend
+ * on a trained parameter and that the loss depends on. Forward nodes are visited in reverse; each
+ * op's VJP rule (autodiff_rules.c) emits its backward nodes. Afterwards t->grad[p] holds the
+ * summed gradient of every trained parameter p (still an arena temporary; the optimizer pass
+ * accumulates it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/autodiff.h"
+#include "compiler/ops.h"
+
+static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
+
+/* depends[t]: t is a parameter or computed from one (floating only). */
+static void mark_dependents(const tf_graph *g, bool *depends) {
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    depends[i] = g->tensors[i].kind == TF_PARAMETER && is_floating(g->tensors[i].dtype);
+  for (int32_t n = 0; n < g->n_nodes; n++) {
+    const tf_ir_node *node = &g->nodes[n];
+    bool any = false;
+    for (int32_t k = 0; k < node->n_inputs; k++)
+      any = any || depends[node->inputs[k]];
+    for (int32_t k = 0; k < node->n_outputs; k++)
+      depends[node->outputs[k]] = any && is_floating(g->tensors[node->outputs[k]].dtype);
+  }
+}
+
+/* needs[t]: depends[t] and the loss is reachable from t. */
+static void mark_needs(const tf_graph *g, int32_t n_forward, int32_t loss, const bool *depends, bool *needs) {
+  memset(needs, 0, sizeof(bool) * (size_t)g->n_tensors);
+  needs[loss] = depends[loss];
+  for (int32_t n = n_forward - 1; n >= 0; n--) {
+    const tf_ir_node *node = &g->nodes[n];
+    if (!needs[node->outputs[0]])
+      continue;
+    for (int32_t k = 0; k < node->n_inputs; k++)
+      if (depends[node->inputs[k]])
+        needs[node->inputs[k]] = true;
+  }
+}
+
+int32_t tf_vjp_input(const tf_vjp *v, int32_t i) { return v->t->g->nodes[v->node].inputs[i]; }
+int32_t tf_vjp_output(const tf_vjp *v) { return v->t->g->nodes[v->node].outputs[0]; }
+
+bool tf_vjp_wants(const tf_vjp *v, int32_t i) {
+  const tf_ir_node *node = &v->t->g->nodes[v->node];
+  return i < node->n_inputs && v->needs[node->inputs[i]];
+}
+
+void tf_vjp_op_multi(tf_vjp *v, tf_op op, const int32_t *inputs, int32_t n_inputs, const tf_attrs *attrs,
+                     int32_t *outputs) {
+  for (int32_t i = 0; i < TF_MAX_OUTPUTS; i++)
+    outputs[i] = -1;
+  if (v->status)
+    return;
+  for (int32_t i = 0; i < n_inputs; i++)
+    if (inputs[i] < 0)
+      return;
+  char name[512];
+  snprintf(name, sizeof(name), "grad/%s/%s", v->t->g->nodes[v->node].name, tf_op_name(op));
+  v->status = tf_training_emit(v->t, op, inputs, n_inputs, attrs, TF_PHASE_BACKWARD, name, outputs);
+}
+
+int32_t tf_vjp_op(tf_vjp *v, tf_op op, const int32_t *inputs, int32_t n_inputs, const tf_attrs *attrs) {
+  int32_t outputs[TF_MAX_OUTPUTS];
+  tf_vjp_op_multi(v, op, inputs, n_inputs, attrs, outputs);
+  return outputs[0];
+}
+
+void tf_vjp_give(tf_vjp *v, int32_t i, int32_t gradient) {
+  if (v->status || gradient < 0 || !tf_vjp_wants(v, i))
+    return;
+  int32_t target = tf_vjp_input(v, i);
+  if (v->grads[target] < 0) {
+    v->grads[target] = gradient;
+    return;
+  }
+  int32_t sum[2] = {v->grads[target], gradient};
+  v->grads[target] = tf_vjp_op(v, TF_OP_ADD, sum, 2, NULL);
+}
+
+int32_t tf_vjp_scalar(tf_vjp *v, double value) {
+  if (v->status)
+    return -1;
+  char name[64];
+  snprintf(name, sizeof(name), "const/%g", value);
+  return tf_training_scalar(v->t, value, name, &v->status);
+}
+
+tf_attrs tf_vjp_shape_attrs(const tf_vjp *v, int32_t id) {
+  tf_attrs attrs;
+  memset(&attrs, 0, sizeof(attrs));
+  attrs.kind = TF_ATTR_SHAPE;
+  const tf_ir_tensor *t = &v->t->g->tensors[id];
+  attrs.u.shape.shape.rank = t->rank;
+  for (int32_t d = 0; d < t->rank; d++)
+    attrs.u.shape.shape.dims[d] = (tf_dim){t->shape[d], -1};
+  return attrs;
+}
+
+tf_status tf_autodiff(tf_training *t) {
+  tf_graph *g = t->g;
+  int32_t n_tensors = g->n_tensors;
+  bool *depends = malloc(sizeof(bool) * (size_t)n_tensors);
+  bool *needs = malloc(sizeof(bool) * (size_t)n_tensors);
+  /* Only forward tensors (ids < n_tensors) ever receive a gradient. */
+  int32_t *grads = malloc(sizeof(int32_t) * (size_t)(n_tensors ? n_tensors : 1));
+  tf_status status = NULL;
+  if (!depends || !needs || !grads) {
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "autodiff: cannot allocate state for %d tensors", n_tensors);
+    goto done;
+  }
+  mark_dependents(g, depends);
+  if (!depends[t->loss]) {
+    status = tf_status_new(TF_ERR_INVALID_INPUT, "the loss '%s' does not depend on any parameter: nothing to train",
+                           g->tensors[t->loss].name);
+    goto done;
+  }
+  mark_needs(g, t->n_forward_nodes, t->loss, depends, needs);
+  for (int32_t i = 0; i < n_tensors; i++)
+    grads[i] = -1;
+
+  tf_vjp v = {t, -1, -1, grads, needs, NULL};
+  grads[t->loss] = tf_training_scalar(t, 1.0, "grad/loss_seed", &v.status);
+  for (int32_t n = t->n_forward_nodes - 1; n >= 0 && !v.status; n--) {
+    const tf_ir_node *node = &g->nodes[n];
+    int32_t dy = grads[node->outputs[0]];
+    if (dy < 0 || !needs[node->outputs[0]])
+      continue;
+    tf_vjp_rule rule = tf_vjp_rule_for(node->op);
+    if (!rule) {
+      v.status = tf_status_new(TF_ERR_UNSUPPORTED, "node '%s' (%s): no gradient rule", node->name,
+                               tf_op_name(node->op));
+      break;
+    }
+    v.node = n;
+    v.dy = dy;
+    rule(&v);
+  }
+  status = v.status;
+  if (!status)
+    status = tf_training_reserve(t);
+  for (int32_t i = 0; i < n_tensors && !status; i++)
+    if (g->tensors[i].kind == TF_PARAMETER)
+      t->grad[i] = needs[i] ? grads[i] : -1;
+done:
+  free(depends);
+  free(needs);
+  free(grads);
+  return status;
+}

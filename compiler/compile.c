@@ -1,0 +1,183 @@
+/* tf_compile: the pass pipeline, the targets' default capabilities and the training options. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/passes.h"
+#include "compiler/training.h"
+
+tf_target tf_target_default(tf_target_kind kind) {
+  tf_target target;
+  memset(&target, 0, sizeof(target));
+  target.kind = kind;
+  switch (kind) {
+  case TF_TARGET_CPU:
+    target.alignment = 64;
+    target.threads = 2;
+    target.flops_per_second = 150e9;
+    target.bytes_per_second = 10e9;
+    break;
+  case TF_TARGET_VULKAN:
+    target.alignment = 256;
+    target.threads = 1;
+    target.flops_per_second = 10e12;
+    target.bytes_per_second = 500e9;
+    break;
+  default:
+    target.alignment = 256;
+    target.threads = 1;
+    target.flops_per_second = 50e12;
+    target.bytes_per_second = 2e12;
+    break;
+  }
+  return target;
+}
+
+static const char *const target_names[TF_TARGET_COUNT] = {"cpu", "vulkan", "cuda"};
+
+const char *tf_target_name(tf_target_kind kind) {
+  return (int)kind >= 0 && kind < TF_TARGET_COUNT ? target_names[kind] : "?";
+}
+
+bool tf_target_parse(const char *name, tf_target_kind *kind) {
+  for (int i = 0; i < TF_TARGET_COUNT; i++) {
+    if (strcmp(name, target_names[i]) == 0) {
+      *kind = (tf_target_kind)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+tf_compile_options tf_compile_options_default(tf_target_kind target) {
+  tf_compile_options options;
+  memset(&options, 0, sizeof(options));
+  options.target = tf_target_default(target);
+  options.training = true;
+  options.optimizer = TF_OPTIMIZER_NONE;
+  options.learning_rate = 0;
+  options.accumulate = 0;
+  options.clip_norm = -1;
+  options.weight_decay = -1;
+  return options;
+}
+
+/* The graph's training configuration with the command line's choices applied, defaults filled. */
+static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, tf_training_config *c) {
+  if (g->has_training)
+    *c = g->training;
+  else
+    memset(c, 0, sizeof(*c));
+  if (o->optimizer != TF_OPTIMIZER_NONE)
+    c->optimizer = o->optimizer;
+  if (c->optimizer == TF_OPTIMIZER_NONE)
+    c->optimizer = TF_OPTIMIZER_SGD;
+  if (o->learning_rate > 0)
+    c->learning_rate = o->learning_rate;
+  if (c->learning_rate <= 0)
+    c->learning_rate = c->optimizer == TF_OPTIMIZER_ADAMW ? 3e-4 : 0.01;
+  if (c->optimizer == TF_OPTIMIZER_ADAMW) {
+    if (c->beta1 <= 0)
+      c->beta1 = 0.9;
+    if (c->beta2 <= 0)
+      c->beta2 = 0.999;
+    if (c->epsilon <= 0)
+      c->epsilon = 1e-8;
+  }
+  if (o->weight_decay >= 0)
+    c->weight_decay = o->weight_decay;
+  if (o->clip_norm >= 0)
+    c->clip_norm = o->clip_norm;
+  if (o->accumulate > 0)
+    c->accumulate_steps = o->accumulate;
+  if (c->accumulate_steps <= 0)
+    c->accumulate_steps = 1;
+  if (c->precision != TF_PRECISION_F32)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "precision %s is not supported yet: compile in f32",
+                         c->precision == TF_PRECISION_BF16 ? "bf16" : "f16");
+  if (!isfinite(c->learning_rate) || c->beta1 >= 1 || c->beta2 >= 1)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "invalid optimizer settings: lr %g, betas %g/%g", c->learning_rate,
+                         c->beta1, c->beta2);
+  return NULL;
+}
+
+static tf_status check_options(const tf_compile_options *o) {
+  const tf_target *t = &o->target;
+  if ((int)t->kind < 0 || t->kind >= TF_TARGET_COUNT)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown target kind %d", (int)t->kind);
+  if (t->alignment < 1 || (t->alignment & (t->alignment - 1)) != 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "target alignment %lld is not a power of two",
+                         (long long)t->alignment);
+  if (t->threads < 1 || t->threads > 1024)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "target threads %d is outside 1..1024", t->threads);
+  if (o->accumulate < 0 || o->accumulate > 1 << 20)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "accumulation steps %d is outside 1..%d", o->accumulate, 1 << 20);
+  return NULL;
+}
+
+/* The compiler works on its own copy, bound to concrete shapes. */
+static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_graph **out) {
+  void *bytes;
+  size_t size;
+  TF_RETURN_IF_ERROR(tf_graph_serialize(graph, &bytes, &size));
+  tf_status status = tf_graph_parse(bytes, size, graph->name, out);
+  free(bytes);
+  if (!status && bindings)
+    status = tf_graph_bind_list(*out, bindings);
+  for (int32_t i = 0; !status && i < graph->n_symbols; i++) {
+    int32_t s = tf_ir_find_symbol(*out, graph->symbols[i].name);
+    if (graph->symbols[i].bound && s >= 0 && !(*out)->symbols[s].bound)
+      status = tf_graph_bind(*out, graph->symbols[i].name, graph->symbols[i].value);
+  }
+  if (!status)
+    status = tf_graph_infer_shapes(*out);
+  if (status) {
+    tf_graph_destroy(*out);
+    *out = NULL;
+  }
+  return status;
+}
+
+tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  *out = NULL;
+  TF_RETURN_IF_ERROR(check_options(options));
+  tf_training t;
+  memset(&t, 0, sizeof(t));
+  t.options = *options;
+  tf_status status = bound_copy(graph, options->bindings, &t.g);
+  if (!status)
+    status = resolve_config(t.g, options, &t.config);
+  if (!status)
+    status = tf_training_reserve(&t);
+  if (!status) {
+    t.loss = t.g->loss;
+    t.n_forward_nodes = t.g->n_nodes;
+    if (options->training && t.loss < 0)
+      status = tf_status_new(TF_ERR_INVALID_INPUT, "graph '%s' has no loss: compile it with --inference", graph->name);
+  }
+  if (!status && options->training)
+    status = tf_autodiff(&t);
+  if (!status && options->training)
+    status = tf_optimizer_pass(&t);
+  if (!status)
+    status = tf_schedule(&t);
+  if (!status)
+    status = tf_liveness(&t);
+  if (!status)
+    status = tf_assign(&t);
+  tf_plan *plan = NULL;
+  if (!status)
+    status = tf_emit(&t, &plan);
+  if (!status) {
+    status = tf_plan_verify(plan);
+    if (status)
+      status = tf_status_prefix(status, "internal error: the compiled plan breaks an invariant");
+  }
+  tf_training_free(&t);
+  if (status) {
+    tf_plan_destroy(plan);
+    return status;
+  }
+  *out = plan;
+  return NULL;
+}

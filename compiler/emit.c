@@ -1,0 +1,277 @@
+/* Pass 12, emit: the plan. Every tensor becomes a buffer at its assigned offset (inputs and labels
+ * twice, for double buffering), every scheduled node a step (reshape/expand targets made concrete),
+ * every workspace a buffer live at its step only; then the memory report. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+#include "compiler/training.h"
+
+static char *copy(const char *text) {
+  if (!text)
+    return NULL;
+  size_t n = strlen(text) + 1;
+  char *out = malloc(n);
+  if (out)
+    memcpy(out, text, n);
+  return out;
+}
+
+static tf_buffer_role role_of(const tf_training *t, int32_t id) {
+  switch (t->g->tensors[id].kind) {
+  case TF_PARAMETER: return TF_ROLE_PARAMETER;
+  case TF_CONSTANT: return TF_ROLE_CONSTANT;
+  case TF_INPUT: return TF_ROLE_INPUT;
+  case TF_LABEL: return TF_ROLE_LABEL;
+  default: return t->role[id];
+  }
+}
+
+static tf_region region_of(tf_buffer_role role) {
+  switch (role) {
+  case TF_ROLE_PARAMETER:
+  case TF_ROLE_CONSTANT: return TF_REGION_PARAMETERS;
+  case TF_ROLE_GRADIENT: return TF_REGION_GRADIENTS;
+  case TF_ROLE_OPTIMIZER_STATE: return TF_REGION_OPTIMIZER_STATE;
+  case TF_ROLE_INPUT:
+  case TF_ROLE_LABEL: return TF_REGION_IO;
+  default: return TF_REGION_ARENA;
+  }
+}
+
+static int64_t elements(const tf_ir_tensor *t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->rank; d++)
+    n *= t->shape[d];
+  return n;
+}
+
+/* Rough FLOPs: matmul-like ops count 2 per multiply-add; the rest a few per element. */
+static double estimate_flops(const tf_graph *g, const tf_ir_node *node) {
+  const tf_ir_tensor *out = node->n_outputs ? &g->tensors[node->outputs[0]] : &g->tensors[node->inputs[0]];
+  double n = (double)elements(out);
+  const tf_ir_tensor *a = &g->tensors[node->inputs[0]];
+  switch (node->op) {
+  case TF_OP_MATMUL: {
+    int64_t k = node->attrs.u.matmul.transpose_a ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
+    return 2.0 * n * (double)k;
+  }
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D:
+  case TF_OP_CONV_TRANSPOSE2D:
+  case TF_OP_CONV1D_GRAD_INPUT:
+  case TF_OP_CONV2D_GRAD_INPUT:
+  case TF_OP_CONV1D_GRAD_WEIGHT:
+  case TF_OP_CONV2D_GRAD_WEIGHT: {
+    /* 2 x (weight elements) x (output positions per weight) ~ 2 x weight x output / out channels */
+    int32_t w_index = node->op == TF_OP_CONV1D_GRAD_INPUT || node->op == TF_OP_CONV2D_GRAD_INPUT ? 1 : 2;
+    if (node->op <= TF_OP_CONV_TRANSPOSE2D)
+      w_index = 1;
+    const tf_ir_tensor *w = &g->tensors[node->inputs[w_index]];
+    const tf_ir_tensor *dy = &g->tensors[node->inputs[node->op <= TF_OP_CONV_TRANSPOSE2D ? 0 : 1]];
+    double spatial = (double)elements(node->op <= TF_OP_CONV_TRANSPOSE2D ? out : dy) /
+                     (double)(w->shape[0] > 0 ? w->shape[0] : 1);
+    return 2.0 * (double)elements(w) * spatial;
+  }
+  case TF_OP_ATTENTION:
+  case TF_OP_ATTENTION_GRAD: {
+    const tf_ir_tensor *k = &g->tensors[node->inputs[1]];
+    double forward = 4.0 * (double)elements(a) * (double)k->shape[1];
+    return node->op == TF_OP_ATTENTION ? forward : 2.5 * forward;
+  }
+  default: return 4.0 * n;
+  }
+}
+
+static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor, int32_t *id) {
+  const tf_ir_tensor *src = &t->g->tensors[tensor];
+  tf_plan_buffer *b = &plan->buffers[plan->n_buffers];
+  memset(b, 0, sizeof(*b));
+  b->name = copy(src->name);
+  b->role = role_of(t, tensor);
+  b->region = region_of(b->role);
+  b->offset = t->offset[tensor];
+  b->bytes = src->bytes;
+  b->dtype = src->dtype;
+  b->rank = src->rank;
+  memcpy(b->shape, src->shape, sizeof(b->shape));
+  b->first_step = b->region == TF_REGION_ARENA ? t->first[tensor] : -1;
+  b->last_step = b->region == TF_REGION_ARENA ? t->last[tensor] : -1;
+  b->init = (tf_init){src->init_kind, src->init_a, src->init_b, copy(src->init_file), copy(src->init_key)};
+  b->owner = -1;
+  b->io_twin = -1;
+  if (!b->name)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot copy a name");
+  *id = plan->n_buffers++;
+  return NULL;
+}
+
+static tf_status emit_buffers(tf_plan *plan, const tf_training *t, int32_t *buffer_of) {
+  const tf_graph *g = t->g;
+  int64_t io_half = t->region_bytes[TF_REGION_IO] / 2;
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    buffer_of[i] = -1;
+    if (t->offset[i] < 0)
+      continue;
+    TF_RETURN_IF_ERROR(add_buffer(plan, t, i, &buffer_of[i]));
+  }
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    int32_t id = buffer_of[i];
+    if (id < 0)
+      continue;
+    if (t->owner[i] >= 0)
+      plan->buffers[id].owner = buffer_of[t->owner[i]];
+    if (plan->buffers[id].region == TF_REGION_IO) {
+      int32_t twin;
+      TF_RETURN_IF_ERROR(add_buffer(plan, t, i, &twin));
+      plan->buffers[twin].offset += io_half;
+      plan->buffers[twin].io_twin = id;
+      plan->buffers[id].io_twin = twin;
+    }
+  }
+  return NULL;
+}
+
+/* Reshape/expand targets in plans are numbers: symbols are replaced by their bound values. */
+static tf_attrs concrete_attrs(const tf_graph *g, const tf_ir_node *node) {
+  tf_attrs attrs = node->attrs;
+  if (attrs.kind == TF_ATTR_SHAPE) {
+    tf_shape *shape = &attrs.u.shape.shape;
+    for (int32_t d = 0; d < shape->rank; d++)
+      if (shape->dims[d].symbol >= 0)
+        shape->dims[d] = (tf_dim){tf_ir_dim_value(g, shape->dims[d]), -1};
+  }
+  return attrs;
+}
+
+static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *buffer_of) {
+  const tf_graph *g = t->g;
+  for (int32_t s = 0; s < t->n_schedule; s++) {
+    const tf_ir_node *node = &g->nodes[t->schedule[s]];
+    tf_plan_step *step = &plan->steps[plan->n_steps++];
+    memset(step, 0, sizeof(*step));
+    step->name = copy(node->name);
+    step->op = node->op;
+    step->attrs = concrete_attrs(g, node);
+    step->phase = t->phase[t->schedule[s]];
+    step->n_inputs = node->n_inputs;
+    step->inputs = malloc(sizeof(int32_t) * (size_t)(node->n_inputs ? node->n_inputs : 1));
+    if (!step->name || !step->inputs)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot allocate step %d", s);
+    for (int32_t k = 0; k < node->n_inputs; k++)
+      step->inputs[k] = buffer_of[node->inputs[k]];
+    step->n_outputs = node->n_outputs;
+    for (int32_t k = 0; k < node->n_outputs; k++)
+      step->outputs[k] = buffer_of[node->outputs[k]];
+    step->workspace = -1;
+    step->flops = estimate_flops(g, node);
+    if (t->workspace_bytes[s] > 0) {
+      tf_plan_buffer *w = &plan->buffers[plan->n_buffers];
+      memset(w, 0, sizeof(*w));
+      char name[600];
+      snprintf(name, sizeof(name), "workspace/%s", node->name);
+      w->name = copy(name);
+      w->role = TF_ROLE_WORKSPACE;
+      w->region = TF_REGION_ARENA;
+      w->offset = t->workspace_offset[s];
+      w->bytes = t->workspace_bytes[s];
+      w->dtype = TF_U8;
+      w->rank = 1;
+      w->shape[0] = w->bytes;
+      w->first_step = w->last_step = s;
+      w->owner = w->io_twin = -1;
+      step->workspace = plan->n_buffers++;
+    }
+  }
+  return NULL;
+}
+
+static void emit_report(tf_plan *plan, const tf_training *t) {
+  tf_plan_report *r = &plan->report;
+  for (int32_t i = 0; i < plan->n_buffers; i++)
+    r->role_bytes[plan->buffers[i].role] += plan->buffers[i].bytes;
+  r->arena_lower_bound = t->arena_lower_bound;
+  r->arena_naive = t->arena_naive;
+  r->peak_step = t->peak_step;
+  r->live_bytes = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
+  if (r->live_bytes)
+    memcpy(r->live_bytes, t->live_bytes, sizeof(int64_t) * (size_t)t->n_schedule);
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    r->flops[plan->steps[s].phase] += plan->steps[s].flops;
+  char notes[1024];
+  static const char *const optimizers[] = {"none", "sgd", "adamw"};
+  if (plan->training)
+    snprintf(notes, sizeof(notes),
+             "micro-batch %" PRId64 " x %d accumulation steps = global batch %" PRId64 "\n"
+             "optimizer %s, lr %g, weight decay %g, clip %g\n"
+             "recompute: none (every saved activation is kept)\n"
+             "arena: greedy by size, best fit among buffers live at the same time\n",
+             plan->micro_batch, plan->accumulate, plan->global_batch, optimizers[t->config.optimizer],
+             t->config.learning_rate, t->config.weight_decay, t->config.clip_norm);
+  else
+    snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n", plan->micro_batch);
+  r->notes = copy(notes);
+}
+
+static int64_t batch_of(const tf_graph *g) {
+  int32_t n = tf_ir_find_symbol(g, "N");
+  return n >= 0 ? g->symbols[n].value : 1;
+}
+
+tf_status tf_emit(tf_training *t, tf_plan **out) {
+  *out = NULL;
+  const tf_graph *g = t->g;
+  tf_plan *plan = calloc(1, sizeof(tf_plan));
+  int32_t capacity = 2 * g->n_tensors + t->n_schedule;
+  int32_t *buffer_of = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (plan) {
+    plan->buffers = calloc((size_t)(capacity ? capacity : 1), sizeof(tf_plan_buffer));
+    plan->steps = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(tf_plan_step));
+    plan->symbol_names = calloc((size_t)(g->n_symbols ? g->n_symbols : 1), sizeof(char *));
+    plan->symbol_values = calloc((size_t)(g->n_symbols ? g->n_symbols : 1), sizeof(int64_t));
+  }
+  if (!plan || !buffer_of || !plan->buffers || !plan->steps || !plan->symbol_names || !plan->symbol_values) {
+    free(buffer_of);
+    tf_plan_destroy(plan);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot allocate the plan");
+  }
+  plan->version = TF_PLAN_VERSION;
+  plan->graph_name = copy(g->name);
+  plan->target = copy(tf_target_name(t->options.target.kind));
+  plan->alignment = t->options.target.alignment;
+  memcpy(plan->region_bytes, t->region_bytes, sizeof(plan->region_bytes));
+  plan->training = t->options.training;
+  plan->training_config = t->config;
+  plan->accumulate = t->options.training ? t->config.accumulate_steps : 1;
+  plan->micro_batch = batch_of(g);
+  plan->global_batch = plan->micro_batch * plan->accumulate;
+  plan->micro_steps = t->micro_steps;
+  plan->n_symbols = g->n_symbols;
+  for (int32_t i = 0; i < g->n_symbols; i++) {
+    plan->symbol_names[i] = copy(g->symbols[i].name);
+    plan->symbol_values[i] = g->symbols[i].value;
+  }
+  tf_status status = emit_buffers(plan, t, buffer_of);
+  if (!status)
+    status = emit_steps(plan, t, buffer_of);
+  if (!status) {
+    plan->loss = t->loss >= 0 ? buffer_of[t->loss] : -1;
+    if (!t->options.training && g->n_outputs > 0) {
+      plan->outputs = malloc(sizeof(int32_t) * (size_t)g->n_outputs);
+      if (!plan->outputs)
+        status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot allocate outputs");
+      for (int32_t i = 0; plan->outputs && i < g->n_outputs; i++)
+        plan->outputs[plan->n_outputs++] = buffer_of[g->outputs[i]];
+    }
+    emit_report(plan, t);
+  }
+  free(buffer_of);
+  if (status) {
+    tf_plan_destroy(plan);
+    return status;
+  }
+  *out = plan;
+  return NULL;
+}

@@ -1,0 +1,112 @@
+/* Pass 4, optimizer: per trained parameter, a gradient accumulator (gradients region) that each
+ * micro-batch adds its gradient to, the optimizer state (momentum, or Adam's two moments), and the
+ * update in the optimizer block: optional global-norm clipping, SGD or AdamW with the accumulated
+ * gradient scaled by 1/k, then the accumulator is zeroed for the next step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+#include "compiler/training.h"
+
+static tf_attrs optimizer_attrs(const tf_training *t) {
+  const tf_training_config *c = &t->config;
+  tf_attrs at;
+  memset(&at, 0, sizeof(at));
+  at.kind = TF_ATTR_OPTIMIZER;
+  at.u.optimizer = (tf_optimizer_attrs){(float)c->learning_rate, (float)c->momentum, (float)c->beta1,
+                                        (float)c->beta2,         (float)c->epsilon,  (float)c->weight_decay,
+                                        (float)c->clip_norm,     (float)(1.0 / (double)c->accumulate_steps)};
+  return at;
+}
+
+/* Sum of squares of every accumulator: chunks of at most TF_OP_VARIADIC_INTERNAL inputs, added. */
+static tf_status global_norm(tf_training *t, const int32_t *grads, int32_t n, int32_t *norm) {
+  *norm = -1;
+  for (int32_t start = 0; start < n; start += TF_OP_VARIADIC_INTERNAL) {
+    int32_t count = n - start < TF_OP_VARIADIC_INTERNAL ? n - start : TF_OP_VARIADIC_INTERNAL;
+    int32_t part;
+    TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_GLOBAL_NORM_SQ, grads + start, count, NULL, TF_PHASE_OPTIMIZER,
+                                        "optimizer/global_norm_sq", &part));
+    if (*norm < 0) {
+      *norm = part;
+    } else {
+      int32_t pair[2] = {*norm, part};
+      TF_RETURN_IF_ERROR(
+          tf_training_emit(t, TF_OP_ADD, pair, 2, NULL, TF_PHASE_OPTIMIZER, "optimizer/global_norm_sq_sum", norm));
+    }
+  }
+  return NULL;
+}
+
+static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm) {
+  tf_status status = NULL;
+  const char *name = t->g->tensors[param].name;
+  char label[512];
+  int32_t inputs[5], n = 0;
+  inputs[n++] = param;
+  inputs[n++] = accumulator;
+  if (t->config.optimizer == TF_OPTIMIZER_ADAMW) {
+    snprintf(label, sizeof(label), "adam_m(%s)", name);
+    inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+    if (!status) {
+      snprintf(label, sizeof(label), "adam_v(%s)", name);
+      inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+    }
+  } else {
+    snprintf(label, sizeof(label), "momentum(%s)", name);
+    inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+  }
+  if (status)
+    return status;
+  for (int32_t i = 2; i < n; i++)
+    t->owner[inputs[i]] = param;
+  if (norm >= 0)
+    inputs[n++] = norm;
+  tf_attrs at = optimizer_attrs(t);
+  snprintf(label, sizeof(label), "optimizer/%s", name);
+  tf_op op = t->config.optimizer == TF_OPTIMIZER_ADAMW ? TF_OP_ADAMW : TF_OP_SGD;
+  TF_RETURN_IF_ERROR(tf_training_emit(t, op, inputs, n, &at, TF_PHASE_OPTIMIZER, label, NULL));
+  snprintf(label, sizeof(label), "optimizer/zero/%s", name);
+  return tf_training_emit(t, TF_OP_ZERO, &accumulator, 1, NULL, TF_PHASE_OPTIMIZER, label, NULL);
+}
+
+tf_status tf_optimizer_pass(tf_training *t) {
+  tf_graph *g = t->g;
+  int32_t n_tensors = g->n_tensors;
+  int32_t n_params = 0;
+  for (int32_t p = 0; p < n_tensors; p++)
+    n_params += t->grad[p] >= 0;
+  int32_t *params = malloc(sizeof(int32_t) * (size_t)(n_params ? n_params : 1));
+  int32_t *accumulators = malloc(sizeof(int32_t) * (size_t)(n_params ? n_params : 1));
+  tf_status status = NULL;
+  if (!params || !accumulators)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot allocate for %d parameters", n_params);
+  int32_t k = 0;
+  for (int32_t p = 0; p < n_tensors && !status; p++) {
+    if (t->grad[p] < 0)
+      continue;
+    char label[512];
+    snprintf(label, sizeof(label), "grad(%s)", g->tensors[p].name);
+    int32_t accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
+    if (status)
+      break;
+    t->owner[accumulator] = p;
+    int32_t pair[2] = {accumulator, t->grad[p]};
+    snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
+    status = tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+    params[k] = p;
+    accumulators[k] = accumulator;
+    k++;
+  }
+  int32_t norm = -1;
+  if (!status && t->config.clip_norm > 0)
+    status = global_norm(t, accumulators, k, &norm);
+  for (int32_t i = 0; i < k && !status; i++)
+    status = update(t, params[i], accumulators[i], norm);
+  for (int32_t i = 0; i < k && !status; i++)
+    t->grad[params[i]] = accumulators[i];
+  free(params);
+  free(accumulators);
+  return status;
+}

@@ -1,0 +1,55 @@
+/* Pass 7, schedule: the execution order. The micro-batch block is the forward pass in model order,
+ * then the backward pass in the order autodiff emitted it (reverse model order), with each
+ * gradient accumulation placed right after the node that completes that gradient, so the
+ * temporary dies at once. The optimizer block follows. */
+#include <stdlib.h>
+
+#include "compiler/training.h"
+
+tf_status tf_schedule(tf_training *t) {
+  tf_graph *g = t->g;
+  free(t->schedule);
+  t->schedule = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+  /* For each node, the accumulate nodes whose source it produces (as a linked list through next). */
+  int32_t *first_accumulate = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+  int32_t *next = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+  if (!t->schedule || !first_accumulate || !next) {
+    free(first_accumulate);
+    free(next);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "schedule: cannot allocate for %d nodes", g->n_nodes);
+  }
+  for (int32_t n = 0; n < g->n_nodes; n++)
+    first_accumulate[n] = next[n] = -1;
+  for (int32_t n = g->n_nodes - 1; n >= 0; n--) {
+    if (t->phase[n] != TF_PHASE_ACCUMULATE)
+      continue;
+    int32_t producer = g->tensors[g->nodes[n].inputs[1]].producer;
+    if (producer < 0)
+      continue; /* a gradient that is a constant: schedule it first, below */
+    next[n] = first_accumulate[producer];
+    first_accumulate[producer] = n;
+  }
+  int32_t count = 0;
+  for (int32_t n = 0; n < g->n_nodes; n++) {
+    if (t->phase[n] == TF_PHASE_ACCUMULATE && g->tensors[g->nodes[n].inputs[1]].producer < 0)
+      t->schedule[count++] = n;
+  }
+  for (int32_t n = 0; n < g->n_nodes; n++) {
+    tf_phase phase = t->phase[n];
+    if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER)
+      continue;
+    t->schedule[count++] = n;
+    for (int32_t a = first_accumulate[n]; a >= 0; a = next[a])
+      t->schedule[count++] = a;
+  }
+  t->micro_steps = count;
+  for (int32_t n = 0; n < g->n_nodes; n++)
+    if (t->phase[n] == TF_PHASE_OPTIMIZER)
+      t->schedule[count++] = n;
+  t->n_schedule = count;
+  free(first_accumulate);
+  free(next);
+  if (count != g->n_nodes)
+    return tf_status_new(TF_ERR_INTERNAL, "schedule placed %d of %d nodes", count, g->n_nodes);
+  return NULL;
+}

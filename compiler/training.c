@@ -1,0 +1,140 @@
+/* The shared state of the training passes and the helpers that add tensors and nodes to the
+ * compiler's copy of the graph. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ops.h"
+#include "compiler/passes.h"
+#include "compiler/training.h"
+
+static bool grow(void **array, int32_t old_count, int32_t new_count, size_t element) {
+  void *bigger = realloc(*array, element * (size_t)(new_count ? new_count : 1));
+  if (!bigger)
+    return false;
+  *array = bigger;
+  (void)old_count;
+  return true;
+}
+
+tf_status tf_training_reserve(tf_training *t) {
+  int32_t tensors = t->g->n_tensors, nodes = t->g->n_nodes;
+  if (tensors > t->capacity_tensors) {
+    int32_t capacity = tensors * 2 + 16;
+    if (!grow((void **)&t->role, t->capacity_tensors, capacity, sizeof(tf_buffer_role)) ||
+        !grow((void **)&t->grad, t->capacity_tensors, capacity, sizeof(int32_t)) ||
+        !grow((void **)&t->owner, t->capacity_tensors, capacity, sizeof(int32_t)))
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot grow per-tensor state to %d", capacity);
+    for (int32_t i = t->capacity_tensors; i < capacity; i++) {
+      t->role[i] = TF_ROLE_ACTIVATION;
+      t->grad[i] = -1;
+      t->owner[i] = -1;
+    }
+    t->capacity_tensors = capacity;
+  }
+  if (nodes > t->capacity_nodes) {
+    int32_t capacity = nodes * 2 + 16;
+    if (!grow((void **)&t->phase, t->capacity_nodes, capacity, sizeof(tf_phase)))
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot grow per-node state to %d", capacity);
+    for (int32_t i = t->capacity_nodes; i < capacity; i++)
+      t->phase[i] = TF_PHASE_FORWARD;
+    t->capacity_nodes = capacity;
+  }
+  return NULL;
+}
+
+/* "base", or "base_2", "base_3", ... when a node or tensor already has the name. */
+static void unique_name(const tf_graph *g, const char *base, char *name, size_t size) {
+  snprintf(name, size, "%s", base);
+  for (int k = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0; k++)
+    snprintf(name, size, "%s_%d", base, k);
+}
+
+tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs, const tf_attrs *attrs,
+                           tf_phase phase, const char *name, int32_t *outputs) {
+  tf_graph *g = t->g;
+  const tf_op_info *info = tf_op_info_get(op);
+  if (!info)
+    return tf_status_new(TF_ERR_INTERNAL, "emit: unknown op %d", (int)op);
+  char node_name[512];
+  unique_name(g, name, node_name, sizeof(node_name));
+  int32_t ids[TF_MAX_OUTPUTS];
+  tf_status status = NULL;
+  for (int32_t i = 0; i < info->n_outputs; i++) {
+    char tensor_name[560];
+    if (info->n_outputs == 1)
+      snprintf(tensor_name, sizeof(tensor_name), "%s", node_name);
+    else
+      snprintf(tensor_name, sizeof(tensor_name), "%s:%d", node_name, i);
+    ids[i] = tf_ir_add_tensor(g, tensor_name, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
+    if (status)
+      return status;
+  }
+  tf_attrs none;
+  memset(&none, 0, sizeof(none));
+  int32_t node = tf_ir_add_node(g, node_name, op, inputs, n_inputs, ids, info->n_outputs, attrs ? attrs : &none,
+                                &status);
+  if (status)
+    return status;
+  TF_RETURN_IF_ERROR(tf_training_reserve(t));
+  t->phase[node] = phase;
+  TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, node, false));
+  for (int32_t i = 0; i < info->n_outputs && outputs; i++)
+    outputs[i] = ids[i];
+  return NULL;
+}
+
+int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role role, const char *name,
+                                tf_status *status) {
+  char unique[512];
+  unique_name(t->g, name, unique, sizeof(unique));
+  const tf_ir_tensor *source = &t->g->tensors[like];
+  tf_dtype dtype = source->dtype;
+  int32_t id = tf_ir_add_tensor(t->g, unique, dtype, TF_ACTIVATION, NULL, NULL, status);
+  if (*status)
+    return -1;
+  tf_ir_tensor *tensor = &t->g->tensors[id];
+  const tf_ir_tensor *origin = &t->g->tensors[like]; /* the array may have moved */
+  tensor->rank = origin->rank;
+  memcpy(tensor->shape, origin->shape, sizeof(tensor->shape));
+  tensor->bytes = origin->bytes;
+  *status = tf_training_reserve(t);
+  if (*status)
+    return -1;
+  t->role[id] = role;
+  return id;
+}
+
+int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status) {
+  char unique[512];
+  unique_name(t->g, name, unique, sizeof(unique));
+  tf_shape scalar;
+  memset(&scalar, 0, sizeof(scalar));
+  tf_init init = tf_init_make(TF_INIT_FILL, value, 0);
+  int32_t id = tf_ir_add_tensor(t->g, unique, TF_F32, TF_CONSTANT, &scalar, &init, status);
+  if (*status)
+    return -1;
+  *status = tf_shapes_resolve_tensor(t->g, id);
+  if (!*status)
+    *status = tf_training_reserve(t);
+  if (*status)
+    return -1;
+  t->role[id] = TF_ROLE_CONSTANT;
+  return id;
+}
+
+void tf_training_free(tf_training *t) {
+  tf_graph_destroy(t->g);
+  free(t->role);
+  free(t->grad);
+  free(t->owner);
+  free(t->phase);
+  free(t->schedule);
+  free(t->first);
+  free(t->last);
+  free(t->offset);
+  free(t->workspace_bytes);
+  free(t->workspace_offset);
+  free(t->live_bytes);
+  memset(t, 0, sizeof(*t));
+}

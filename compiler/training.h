@@ -1,0 +1,69 @@
+/* State shared by the passes that turn a model graph into a plan: autodiff, optimizer, schedule,
+ * liveness, assign and emit. The graph (`g`) is the compiler's own copy, bound to concrete shapes;
+ * the arrays here say what the graph alone cannot: each tensor's plan role, each node's phase, the
+ * schedule, live intervals and arena offsets. */
+#ifndef TIGHTFIT_COMPILER_TRAINING_H
+#define TIGHTFIT_COMPILER_TRAINING_H
+
+#include "compiler/ir.h"
+#include "tightfit/compiler.h"
+#include "tightfit/plan.h"
+
+typedef struct tf_training {
+  tf_graph *g;
+  tf_compile_options options;
+  tf_training_config config;   /* the graph's, with the options applied */
+  int32_t loss;                /* tensor id */
+
+  /* Per tensor (grown with the graph; index = tensor id). */
+  tf_buffer_role *role;
+  int32_t *grad;               /* parameter -> its accumulated gradient tensor (role gradient), else -1 */
+  int32_t *owner;              /* gradient / optimizer-state tensor -> its parameter, else -1 */
+  int32_t capacity_tensors;
+
+  /* Per node. */
+  tf_phase *phase;
+  int32_t capacity_nodes;
+  int32_t n_forward_nodes;     /* nodes [0, n_forward_nodes) are the model's forward pass */
+
+  /* Schedule: node ids in execution order; [0, micro_steps) is the micro-batch block. */
+  int32_t *schedule;
+  int32_t n_schedule, micro_steps;
+
+  /* Liveness and assignment, per tensor (arena tensors only; others -1). */
+  int32_t *first, *last;
+  int64_t *offset;
+  int64_t region_bytes[TF_REGION_COUNT];
+  /* Per scheduled step: its workspace bytes and, once assigned, the workspace's arena offset. */
+  int64_t *workspace_bytes, *workspace_offset;
+  int64_t arena_lower_bound, arena_naive;
+  int32_t peak_step;
+  int64_t *live_bytes;         /* n_schedule entries */
+} tf_training;
+
+/* Grows the per-tensor and per-node arrays to the graph's current size (new entries: activation,
+ * -1, forward). */
+tf_status tf_training_reserve(tf_training *t) TF_MUST_USE;
+/* Adds a node of training-only or graph op `op` whose outputs are new activations named after
+ * `name` (made unique), infers their shapes, and records the node's phase. Output ids go to
+ * outputs[0..op's n_outputs). */
+tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs, const tf_attrs *attrs,
+                           tf_phase phase, const char *name, int32_t *outputs) TF_MUST_USE;
+/* Adds a tensor of `role` (gradient, optimizer state or constant) shaped like tensor `like`. */
+int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role role, const char *name, tf_status *status);
+/* Adds a scalar f32 constant of value `value` (role constant). */
+int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
+void tf_training_free(tf_training *t);
+
+/* The passes, in pipeline order. */
+tf_status tf_autodiff(tf_training *t) TF_MUST_USE;   /* autodiff.c: backward nodes, grads per parameter */
+tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE; /* optimizer.c: accumulators, state, updates */
+tf_status tf_schedule(tf_training *t) TF_MUST_USE;   /* schedule.c: execution order and blocks */
+tf_status tf_liveness(tf_training *t) TF_MUST_USE;   /* liveness.c: live intervals, workspaces */
+tf_status tf_assign(tf_training *t) TF_MUST_USE;     /* assign.c: offsets in every region */
+tf_status tf_emit(tf_training *t, tf_plan **out) TF_MUST_USE; /* emit.c: the plan and its report */
+
+/* workspace.c: bytes of scratch the target's kernel for `node` needs. */
+int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node);
+
+#endif

@@ -1,0 +1,69 @@
+/* The runtime: a session loads a plan onto a backend, allocates each region once, initialises
+ * parameters, and runs the plan's steps. After tf_session_create() returns, no device memory is
+ * allocated until tf_session_destroy(): the session counts every allocation so that tests (and
+ * `tightfit train --check-memory`) can prove it. */
+#ifndef TIGHTFIT_RUNTIME_H
+#define TIGHTFIT_RUNTIME_H
+
+#include "tightfit/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_session tf_session;
+
+typedef struct tf_session_options {
+  const char *backend;       /* "cpu" (default), "vulkan", "cuda" */
+  int32_t device;            /* device index */
+  int32_t threads;           /* CPU threads; 0: the plan's */
+  uint64_t seed;             /* parameter initialisation and dropout */
+  const char *weights_dir;   /* where external safetensors initialisers are looked up (NULL: ".") */
+} tf_session_options;
+
+typedef struct tf_session_memory {
+  int64_t planned_bytes;     /* tf_plan_total_bytes(plan) */
+  int64_t allocated_bytes;   /* what the session asked the backend for */
+  int64_t allocations;       /* device allocations made in tf_session_create() */
+  int64_t allocations_after_create; /* must stay 0 */
+} tf_session_memory;
+
+/* Options with defaults (cpu, device 0, seed 0). */
+tf_session_options tf_session_options_default(void);
+/* Creates a session; the plan must outlive it. The caller destroys it. */
+tf_status tf_session_create(const tf_plan *plan, const tf_session_options *options, tf_session **out) TF_MUST_USE;
+void tf_session_destroy(tf_session *session);
+tf_session_memory tf_session_memory_use(const tf_session *session);
+const tf_plan *tf_session_plan(const tf_session *session);
+
+/* Copies host data into buffer `name` (an input, label or parameter; in the io region, into the
+ * half the next micro-batch uses). `bytes` must equal the buffer's size. */
+tf_status tf_session_write(tf_session *session, const char *name, const void *data, int64_t bytes) TF_MUST_USE;
+/* Copies buffer `name` to the host. */
+tf_status tf_session_read(tf_session *session, const char *name, void *data, int64_t bytes) TF_MUST_USE;
+
+/* Runs the micro-batch block once on the inputs written since the last call; *loss gets the loss
+ * (NAN when the plan has none). Alternates the io halves. */
+tf_status tf_session_micro_step(tf_session *session, double *loss) TF_MUST_USE;
+/* Runs the optimizer block once (after `accumulate` micro-steps). */
+tf_status tf_session_optimizer_step(tf_session *session) TF_MUST_USE;
+/* Runs only the forward steps (evaluation): the loss and outputs are readable afterwards. */
+tf_status tf_session_forward(tf_session *session, double *loss) TF_MUST_USE;
+/* Optimizer steps and micro-steps done so far. */
+int64_t tf_session_optimizer_steps(const tf_session *session);
+int64_t tf_session_micro_steps(const tf_session *session);
+/* Sets the counters (checkpoint resume). */
+void tf_session_set_counters(tf_session *session, int64_t optimizer_steps, int64_t micro_steps);
+
+/* Saves parameters, optimizer state and counters to a safetensors checkpoint (atomically:
+ * temporary file, fsync, rename); `metadata` adds "key=value" pairs (may be NULL). */
+tf_status tf_session_save(tf_session *session, const char *path, const char *const *metadata, int32_t n_metadata)
+    TF_MUST_USE;
+/* Loads a checkpoint saved by any backend: every parameter and optimizer state buffer must be
+ * present with its shape; counters are restored. */
+tf_status tf_session_load(tf_session *session, const char *path) TF_MUST_USE;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,215 @@
+/* Fused scaled-dot-product attention and its gradient, flash-style: O(T) memory per thread.
+ *
+ * q [N, Tq, H*D], k and v [N, Tk, H*D]; head h reads columns [h*D, (h+1)*D). Query rows go in blocks
+ * of TF_CPU_ATTENTION_BLOCK_ROWS: a block's scores [rows, Tk] are one gemm into the thread's
+ * workspace slice, turned into probabilities row by row (max-subtracted exponentials), then
+ * multiplied by V. Nothing [Tq, Tk] is kept for more than one block. Causal: key j is visible to
+ * query i when j <= i (top-left aligned, as torch's is_causal), so a block only reads the keys its
+ * last row can see. With no keys (Tk = 0) the output is 0.
+ *
+ * The gradient recomputes each block's probabilities P (no saved statistics), then
+ *   dP = dO Vᵀ,  dS = P ∘ (dP - rowsum(P ∘ dP)),  dQ = scale dS K,  dK += scale dSᵀ Q,  dV += Pᵀ dO.
+ * dK and dV sum over every query row of a head, so a thread owns whole (n, h) pairs: no races, and
+ * a fixed summation order. The forward's tasks are independent blocks of rows. */
+#include <assert.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/cpu/list.h"
+#include "kernels/cpu/real.h"
+#include "kernels/cpu/workspace.h"
+
+typedef struct attention {
+  int64_t batch, queries, keys, heads, width, depth; /* width E = heads x depth D */
+  int64_t block;                                     /* query rows per block */
+  int64_t blocks;                                    /* per head */
+  real scale;
+  bool causal;
+} attention;
+
+static attention attention_of(const tf_cpu_args *args) {
+  const tf_attention_attrs *a = &args->attrs->u.attention;
+  const tf_cpu_tensor *q = &args->inputs[0], *k = &args->inputs[1];
+  attention at;
+  at.batch = q->shape[0];
+  at.queries = q->shape[1];
+  at.keys = k->shape[1];
+  at.width = q->shape[2];
+  at.heads = a->num_heads;
+  at.depth = at.width / at.heads;
+  at.block = tf_cpu_attention_block_rows(at.queries);
+  at.blocks = at.block > 0 ? (at.queries + at.block - 1) / at.block : 0;
+  at.scale = a->scale != 0 ? (real)a->scale : (real)1 / TF_REAL_SQRT((real)at.depth);
+  at.causal = a->causal;
+  return at;
+}
+
+/* C = alpha op(A) op(B) + beta C with BLAS, accepting empty operands. */
+static void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a,
+                 int64_t lda, const real *b, int64_t ldb, real beta, real *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+    return;
+  }
+  TF_REAL_GEMM(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, (int)m,
+               (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* Keys that rows [first, first + rows) of a block may see: all, or up to the last row when causal. */
+static int64_t visible_keys(const attention *at, int64_t first, int64_t rows) {
+  if (!at->causal || first + rows > at->keys)
+    return at->keys;
+  return first + rows;
+}
+
+#ifdef TF_REAL_F64
+#define exp_nonpositive TF_REAL_EXP
+#else
+/* exp(x) for the x <= 0 of a max-subtracted softmax, in a form the compiler vectorises (libm's expf
+ * is a call per element, and would cost more than the softmax's two gemms): 2^n exp(r) with
+ * n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts), exp(r) by its degree-7 Taylor polynomial
+ * (|r| <= 0.35: truncation 5e-9, under f32 rounding). x is first clamped at -87, where exp(x) ~
+ * 1.6e-38 is still a normal float, so 2^n is built from exponent bits. The clamp compares bit
+ * patterns as integers (for x <= 0 they grow with |x|): a float compare would stop GCC from
+ * vectorising under its default -ftrapping-math. A NaN stays NaN. */
+static inline float exp_nonpositive(float x) {
+  union {
+    float f;
+    uint32_t u;
+  } in = {x}, shifted, scale;
+  in.u = in.u > 0xC2AE0000u ? 0xC2AE0000u : in.u; // -87.0f
+  x = in.f;
+  shifted.f = x * 1.44269504088896341f + 12582912.0f; // 1.5 x 2^23: rounds n into the low mantissa bits
+  float n = shifted.f - 12582912.0f;
+  float r = x - n * 0.693145751953125f - n * 1.42860682030941723212e-6f;
+  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 +
+                                                                                               r * (1.0f / 5040)))))));
+  scale.u = (shifted.u - 0x4B400000u + 127u) << 23; // the exponent field of 2^n, n in [-126, 0]
+  return p * scale.f;
+}
+#endif
+
+/* Row-wise softmax of the first `allowed` scores of a row of `keys`; the rest (masked) become 0. */
+static void softmax_row(real *row, int64_t allowed, int64_t keys) {
+  real top = allowed > 0 ? row[0] : 0;
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 1; j < allowed; j++)
+    top = row[j] > top ? row[j] : top;
+#pragma omp simd
+  for (int64_t j = 0; j < allowed; j++)
+    row[j] = exp_nonpositive(row[j] - top);
+  double sum = 0; // a double accumulator: Tk terms in f32 would lose the small ones
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < allowed; j++)
+    sum += (double)row[j];
+  real inverse = sum > 0 ? (real)(1.0 / sum) : 0;
+#pragma omp simd
+  for (int64_t j = 0; j < allowed; j++)
+    row[j] *= inverse;
+  for (int64_t j = allowed; j < keys; j++)
+    row[j] = 0;
+}
+
+/* The probabilities of query rows [first, first + rows) of one head over keys [0, keys), into
+ * p [rows, keys]: softmax(scale q kᵀ), masked entries exactly 0. */
+static void probabilities(const attention *at, const real *q_block, const real *k_head, int64_t first, int64_t rows,
+                          int64_t keys, real *p) {
+  gemm(false, true, rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, 0, p, keys);
+  for (int64_t r = 0; r < rows; r++)
+    softmax_row(p + r * keys, at->causal && first + r + 1 < keys ? first + r + 1 : keys, keys);
+}
+
+/* The most threads (<= the context's) whose workspace fits the one this call was given; 0 if none. */
+static int workers_for(const tf_cpu_args *args, const attention *at) {
+  int32_t threads = args->context->threads > 0 ? args->context->threads : 1;
+  int64_t slice = tf_cpu_attention_thread_elements(args->op, at->queries, at->keys) * (int64_t)sizeof(real);
+  int64_t workers = tf_cpu_attention_workers(args->op, at->batch, at->heads, at->queries, threads);
+  while (workers > 1 && workers * slice > args->workspace_bytes)
+    workers--;
+  return workers * slice > args->workspace_bytes ? 0 : (int)workers;
+}
+
+/* The workspace `offset` elements in; NULL when the call has none. */
+static real *workspace_at(const tf_cpu_args *args, int64_t offset) {
+  return args->workspace ? (real *)args->workspace + offset : NULL;
+}
+
+/* attention(q, k, v) -> y */
+void TF_REAL_NAME(tf_cpu_attention)(const tf_cpu_args *args) {
+  attention at = attention_of(args);
+  const real *q = args->inputs[0].data, *k = args->inputs[1].data, *v = args->inputs[2].data;
+  real *y = args->outputs[0].data;
+  if (args->outputs[0].count == 0)
+    return;
+  int workers = workers_for(args, &at);
+  assert(workers > 0);
+  if (workers == 0)
+    return;
+  int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
+  int64_t tasks = at.batch * at.heads * at.blocks;
+  // Causal blocks differ in cost, so threads take the next block when done.
+#pragma omp parallel for num_threads(workers) schedule(dynamic, 1)
+  for (int64_t task = 0; task < tasks; task++) {
+    int64_t n = task / (at.heads * at.blocks), h = task / at.blocks % at.heads;
+    int64_t first = task % at.blocks * at.block;
+    int64_t rows = first + at.block < at.queries ? at.block : at.queries - first;
+    int64_t keys = visible_keys(&at, first, rows);
+    int64_t column = h * at.depth, row_base = n * at.queries + first;
+    real *p = workspace_at(args, omp_get_thread_num() * slice);
+    probabilities(&at, q + row_base * at.width + column, k + n * at.keys * at.width + column, first, rows, keys, p);
+    gemm(false, false, rows, at.depth, keys, 1, p, keys, v + n * at.keys * at.width + column, at.width, 0,
+         y + row_base * at.width + column, at.width);
+  }
+}
+
+/* attention_grad(q, k, v, dy) -> (dq, dk, dv) */
+void TF_REAL_NAME(tf_cpu_attention_grad)(const tf_cpu_args *args) {
+  attention at = attention_of(args);
+  const real *q = args->inputs[0].data, *k = args->inputs[1].data, *v = args->inputs[2].data;
+  const real *dy = args->inputs[3].data;
+  real *dq = args->outputs[0].data, *dk = args->outputs[1].data, *dv = args->outputs[2].data;
+  if (args->outputs[0].count == 0 && args->outputs[1].count == 0)
+    return;
+  int workers = workers_for(args, &at);
+  assert(workers > 0);
+  if (workers == 0)
+    return;
+  int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
+  int64_t pairs = at.batch * at.heads;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int64_t pair = 0; pair < pairs; pair++) {
+    int64_t n = pair / at.heads, column = pair % at.heads * at.depth;
+    const real *k_head = k + n * at.keys * at.width + column, *v_head = v + n * at.keys * at.width + column;
+    real *dk_head = dk + n * at.keys * at.width + column, *dv_head = dv + n * at.keys * at.width + column;
+    for (int64_t j = 0; j < at.keys; j++) {
+      memset(dk_head + j * at.width, 0, sizeof(real) * (size_t)at.depth);
+      memset(dv_head + j * at.width, 0, sizeof(real) * (size_t)at.depth);
+    }
+    real *p = workspace_at(args, omp_get_thread_num() * slice);
+    real *dp = p ? p + at.block * at.keys : NULL;
+    for (int64_t first = 0; first < at.queries; first += at.block) {
+      int64_t rows = first + at.block < at.queries ? at.block : at.queries - first;
+      int64_t keys = visible_keys(&at, first, rows);
+      int64_t offset = (n * at.queries + first) * at.width + column;
+      probabilities(&at, q + offset, k_head, first, rows, keys, p);
+      gemm(false, true, rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, 0, dp, keys);
+      for (int64_t r = 0; r < rows; r++) {
+        real *p_row = p + r * keys, *dp_row = dp + r * keys;
+        double delta = 0;
+#pragma omp simd reduction(+ : delta)
+        for (int64_t j = 0; j < keys; j++)
+          delta += (double)p_row[j] * (double)dp_row[j];
+        for (int64_t j = 0; j < keys; j++)
+          dp_row[j] = p_row[j] * (dp_row[j] - (real)delta);
+      }
+      gemm(false, false, rows, at.depth, keys, at.scale, dp, keys, k_head, at.width, 0, dq + offset, at.width);
+      gemm(true, false, keys, at.depth, rows, at.scale, dp, keys, q + offset, at.width, 1, dk_head, at.width);
+      gemm(true, false, keys, at.depth, rows, 1, p, keys, dy + offset, at.width, 1, dv_head, at.width);
+    }
+  }
+}

@@ -1,0 +1,266 @@
+/* Convolutions: conv1d, conv2d, conv_transpose2d and the input/weight gradients of conv1d/conv2d,
+ * by im2col + gemm.
+ *
+ * Every op is one convolution from an "image" to a "response" (workspace.h): the forward ops and
+ * the weight gradient lower a block of response positions of one image into a column matrix
+ * [filter length, positions] (in the thread's workspace slice) and multiply it with the weight;
+ * grad_input and conv_transpose2d multiply the transposed weight with the response and scatter-add
+ * the column matrix back into the image (col2im). A 1x1, stride-1, unpadded convolution uses the
+ * image itself as its column matrix.
+ *
+ * Threads: forward tasks are (image, block of positions) pairs, each writing its own part of y;
+ * scattering ops own whole images; the weight gradient gives each worker a fixed, contiguous range
+ * of tasks and a private partial gradient (the first worker's is dw itself), summed in worker order.
+ * So results depend on nothing but the thread count. */
+#include <assert.h>
+#include <omp.h>
+#include <string.h>
+
+#include "kernels/cpu/list.h"
+#include "kernels/cpu/real.h"
+#include "kernels/cpu/workspace.h"
+
+/* A BLAS gemm that accepts empty operands (cblas rejects leading dimensions of 0). */
+static void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const real *a, int64_t lda,
+                 const real *b, int64_t ldb, real beta, real *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+    return;
+  }
+  TF_REAL_GEMM(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, (int)m,
+               (int)n, (int)k, (real)1, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* The response positions o of one axis whose tap at `offset` (kernel index x dilation) lands inside
+ * the image: 0 <= o * stride - padding + offset < image_length, as the range [*first, *last). */
+static void tap_range(int64_t response_length, int64_t image_length, int64_t stride, int64_t padding,
+                      int64_t offset, int64_t *first, int64_t *last) {
+  int64_t low = padding - offset, high = image_length - 1 + padding - offset;
+  int64_t begin = low <= 0 ? 0 : (low + stride - 1) / stride;
+  int64_t end = high < 0 ? 0 : high / stride + 1;
+  if (end > response_length)
+    end = response_length;
+  if (begin > end)
+    begin = end;
+  *first = begin;
+  *last = end;
+}
+
+/* Moves data between one group's image channels and the column matrix of response positions
+ * [p0, p1), rows (channel, kh, kw): with `source` (im2col) it copies the image taps into `column`,
+ * zeros for padding; with `target` (col2im) it adds `column` onto the image taps, dropping padding. */
+static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *target, int64_t p0, int64_t p1,
+                     real *column) {
+  int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width, width = g->response_width;
+  int64_t sh = g->stride[0], sw = g->stride[1], plane = g->image_height * g->image_width;
+  for (int64_t row = 0; row < g->column_rows; row++) {
+    int64_t channel = row / taps, kh = row % taps / g->kernel_width, kw = row % g->kernel_width;
+    int64_t oh_first, oh_last, ow_first, ow_last;
+    tap_range(g->response_height, g->image_height, sh, g->padding[0], kh * g->dilation[0], &oh_first, &oh_last);
+    tap_range(g->response_width, g->image_width, sw, g->padding[1], kw * g->dilation[1], &ow_first, &ow_last);
+    real *line = column + row * length;
+    for (int64_t p = p0; p < p1;) {
+      // One response row's share of the block: columns [p - p0, ...) hold ow in [ow_begin, ow_end).
+      int64_t oh = p / width, ow_begin = p % width, row_end = (oh + 1) * width < p1 ? (oh + 1) * width : p1;
+      int64_t ow_end = ow_begin + (row_end - p);
+      real *out = line + (p - p0);
+      p = row_end;
+      bool inside = oh >= oh_first && oh < oh_last;
+      int64_t lo = ow_first > ow_begin ? ow_first : ow_begin, hi = ow_last < ow_end ? ow_last : ow_end;
+      if (!inside || hi < lo)
+        lo = hi = ow_end;
+      // The image element of tap ow is base + ow * sw, inside the image for ow in [lo, hi).
+      int64_t base = channel * plane + (oh * sh - g->padding[0] + kh * g->dilation[0]) * g->image_width -
+                     g->padding[1] + kw * g->dilation[1];
+      if (target) {
+        for (int64_t ow = lo; ow < hi; ow++)
+          target[base + ow * sw] += out[ow - ow_begin];
+        continue;
+      }
+      for (int64_t ow = ow_begin; ow < lo; ow++)
+        out[ow - ow_begin] = 0;
+      if (sw == 1 && hi > lo)
+        memcpy(out + (lo - ow_begin), source + base + lo, sizeof(real) * (size_t)(hi - lo));
+      else
+        for (int64_t ow = lo; ow < hi; ow++)
+          out[ow - ow_begin] = source[base + ow * sw];
+      for (int64_t ow = hi; ow < ow_end; ow++)
+        out[ow - ow_begin] = 0;
+    }
+  }
+}
+
+/* The most threads (<= the context's) whose workspace fits the one the plan gave this call. */
+static int workers_for(const tf_cpu_args *args, const tf_cpu_conv_geometry *g) {
+  int32_t threads = args->context->threads > 0 ? args->context->threads : 1;
+  while (threads > 1 &&
+         tf_cpu_conv_workspace_elements(args->op, g, threads) * (int64_t)sizeof(real) > args->workspace_bytes)
+    threads--;
+  if (tf_cpu_conv_workspace_elements(args->op, g, threads) * (int64_t)sizeof(real) > args->workspace_bytes)
+    return 0; // a planning bug: less workspace than tf_cpu_workspace_bytes() asked for
+  return (int)tf_cpu_conv_workers(args->op, g, threads);
+}
+
+/* The workspace `offset` elements in; NULL when the call has none (no slice is then used). */
+static real *workspace_at(const tf_cpu_args *args, int64_t offset) {
+  return args->workspace ? (real *)args->workspace + offset : NULL;
+}
+
+static void add_bias(const real *bias, int64_t channels, int64_t stride, int64_t first, int64_t last, real *y) {
+  if (!bias)
+    return;
+  for (int64_t o = 0; o < channels; o++)
+    for (int64_t p = first; p < last; p++)
+      y[o * stride + p] += bias[o];
+}
+
+/* y = conv(x, w) + bias: x is the image, y the response. */
+static void convolve(const tf_cpu_args *args) {
+  if (args->outputs[0].count == 0)
+    return;
+  tf_cpu_conv_geometry g;
+  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
+  int workers = workers_for(args, &g);
+  assert(workers > 0);
+  if (workers == 0)
+    return;
+  const real *x = args->inputs[0].data, *w = args->inputs[1].data;
+  const real *bias = args->n_inputs > 2 ? args->inputs[2].data : NULL;
+  real *y = args->outputs[0].data;
+  int64_t column_size = tf_cpu_conv_column_elements(&g), tasks = g.batch * g.chunks;
+  int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
+  int64_t image_size = g.image_channels * g.image_height * g.image_width;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int64_t task = 0; task < tasks; task++) {
+    int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
+    int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+    real *column = workspace_at(args, omp_get_thread_num() * column_size);
+    real *response = y + n * g.response_channels * g.positions;
+    for (int64_t group = 0; group < g.groups; group++) {
+      const real *image = x + n * image_size + group * cg * g.image_height * g.image_width;
+      if (g.direct)
+        gemm(false, false, og, p1 - p0, g.column_rows, w + group * og * g.column_rows, g.column_rows, image + p0,
+             g.positions, 0, response + group * og * g.positions + p0, g.positions);
+      else {
+        transfer(&g, image, NULL, p0, p1, column);
+        gemm(false, false, og, p1 - p0, g.column_rows, w + group * og * g.column_rows, g.column_rows, column, p1 - p0,
+             0, response + group * og * g.positions + p0, g.positions);
+      }
+    }
+    add_bias(bias, g.response_channels, g.positions, p0, p1, response);
+  }
+}
+
+/* image = conv's transpose applied to the response (+ bias per image channel): conv grad_input
+ * and conv_transpose2d. */
+static void scatter_back(const tf_cpu_args *args, const real *response, const real *w, const real *bias,
+                         real *image) {
+  if (args->outputs[0].count == 0)
+    return;
+  tf_cpu_conv_geometry g;
+  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
+  int workers = workers_for(args, &g);
+  assert(workers > 0);
+  if (workers == 0)
+    return;
+  int64_t column_size = tf_cpu_conv_column_elements(&g);
+  int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
+  int64_t plane = g.image_height * g.image_width, image_size = g.image_channels * plane;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int64_t n = 0; n < g.batch; n++) {
+    real *column = workspace_at(args, omp_get_thread_num() * column_size);
+    real *out = image + n * image_size;
+    memset(out, 0, sizeof(real) * (size_t)image_size);
+    for (int64_t group = 0; group < g.groups; group++) {
+      const real *w_group = w + group * og * g.column_rows;
+      const real *in = response + (n * g.response_channels + group * og) * g.positions;
+      real *out_group = out + group * cg * plane;
+      for (int64_t p0 = 0; p0 < g.positions; p0 += g.chunk) {
+        int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+        if (g.direct) {
+          gemm(true, false, g.column_rows, p1 - p0, og, w_group, g.column_rows, in + p0, g.positions, 0, out_group + p0,
+               g.positions);
+          continue;
+        }
+        gemm(true, false, g.column_rows, p1 - p0, og, w_group, g.column_rows, in + p0, g.positions, 0, column, p1 - p0);
+        transfer(&g, NULL, out_group, p0, p1, column);
+      }
+    }
+    add_bias(bias, g.image_channels, plane, 0, plane, out);
+  }
+}
+
+/* dw = sum over images and positions of dy x columnᵀ, per group. */
+static void weight_gradient(const tf_cpu_args *args) {
+  if (args->outputs[0].count == 0)
+    return;
+  tf_cpu_conv_geometry g;
+  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
+  int workers = workers_for(args, &g);
+  assert(workers > 0);
+  if (workers == 0)
+    return;
+  const real *x = args->inputs[0].data, *dy = args->inputs[1].data;
+  real *dw = args->outputs[0].data;
+  int64_t column_size = tf_cpu_conv_column_elements(&g), tasks = g.batch * g.chunks;
+  int64_t weight_size = g.response_channels * g.column_rows;
+  real *partials = workspace_at(args, workers * column_size); // workers - 1 of them
+  int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
+  int64_t plane = g.image_height * g.image_width;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int64_t worker = 0; worker < workers; worker++) {
+    real *column = workspace_at(args, worker * column_size);
+    real *sum = worker == 0 ? dw : partials + (worker - 1) * tf_cpu_workspace_round(weight_size);
+    memset(sum, 0, sizeof(real) * (size_t)weight_size);
+    for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
+      int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
+      int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+      for (int64_t group = 0; group < g.groups; group++) {
+        const real *image = x + (n * g.image_channels + group * cg) * plane;
+        const real *d = dy + (n * g.response_channels + group * og) * g.positions + p0;
+        real *sum_group = sum + group * og * g.column_rows;
+        if (g.direct)
+          gemm(false, true, og, g.column_rows, p1 - p0, d, g.positions, image + p0, g.positions, 1, sum_group,
+               g.column_rows);
+        else {
+          transfer(&g, image, NULL, p0, p1, column);
+          gemm(false, true, og, g.column_rows, p1 - p0, d, g.positions, column, p1 - p0, 1, sum_group, g.column_rows);
+        }
+      }
+    }
+  }
+  if (workers == 1)
+    return;
+#pragma omp parallel for num_threads(workers) schedule(static)
+  for (int64_t i = 0; i < weight_size; i++) {
+    real total = dw[i];
+    for (int64_t worker = 1; worker < workers; worker++)
+      total += partials[(worker - 1) * tf_cpu_workspace_round(weight_size) + i];
+    dw[i] = total;
+  }
+}
+
+void TF_REAL_NAME(tf_cpu_conv1d)(const tf_cpu_args *args) { convolve(args); }
+void TF_REAL_NAME(tf_cpu_conv2d)(const tf_cpu_args *args) { convolve(args); }
+
+/* conv_transpose2d(x, w [, bias]) -> y: the adjoint of conv2d (y is conv2d's image). */
+void TF_REAL_NAME(tf_cpu_conv_transpose2d)(const tf_cpu_args *args) {
+  scatter_back(args, args->inputs[0].data, args->inputs[1].data, args->n_inputs > 2 ? args->inputs[2].data : NULL,
+               args->outputs[0].data);
+}
+
+/* conv*_grad_input(dy, w, x (shape)) -> dx. */
+void TF_REAL_NAME(tf_cpu_conv1d_grad_input)(const tf_cpu_args *args) {
+  scatter_back(args, args->inputs[0].data, args->inputs[1].data, NULL, args->outputs[0].data);
+}
+void TF_REAL_NAME(tf_cpu_conv2d_grad_input)(const tf_cpu_args *args) {
+  scatter_back(args, args->inputs[0].data, args->inputs[1].data, NULL, args->outputs[0].data);
+}
+
+/* conv*_grad_weight(x, dy, w (shape)) -> dw. */
+void TF_REAL_NAME(tf_cpu_conv1d_grad_weight)(const tf_cpu_args *args) { weight_gradient(args); }
+void TF_REAL_NAME(tf_cpu_conv2d_grad_weight)(const tf_cpu_args *args) { weight_gradient(args); }

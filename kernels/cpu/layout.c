@@ -1,0 +1,235 @@
+/* Kernels that move elements without computing: reshape, transpose, concat, slice, slice_grad and
+ * expand. They copy bytes, so they work on every dtype (position ids and labels are reshaped and
+ * sliced too); an element's size comes from tf_cpu_element_size(). */
+#include <string.h>
+
+#include "kernels/cpu/indexing.h"
+#include "kernels/cpu/list.h"
+
+#define COPY_CHUNK (1 << 20) /* bytes one task copies in a plain memcpy */
+#define TRANSPOSE_TILE 32
+
+/* n elements of `size` bytes to contiguous dst from src with a stride of `stride` elements (0 for
+ * a broadcast value, 1 for a plain copy). */
+static void copy_strided(char *dst, const char *src, int64_t stride, int64_t n, int64_t size) {
+  if (stride == 1) {
+    memcpy(dst, src, (size_t)(n * size));
+    return;
+  }
+#define COPY_AS(type)                                   \
+  do {                                                  \
+    type *d = (type *)(void *)dst;                      \
+    const type *s = (const type *)(const void *)src;    \
+    for (int64_t i = 0; i < n; i++)                     \
+      d[i] = s[i * stride];                             \
+  } while (0)
+  switch (size) {
+  case 1: COPY_AS(uint8_t); break;
+  case 2: COPY_AS(uint16_t); break;
+  case 4: COPY_AS(uint32_t); break;
+  case 8: COPY_AS(uint64_t); break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      memcpy(dst + i * size, src + i * stride * size, (size_t)size);
+  }
+#undef COPY_AS
+}
+
+static void copy_parallel(void *dst, const void *src, int64_t bytes, int threads) {
+  if (dst == src || bytes == 0)
+    return;
+  const int64_t chunks = (bytes + COPY_CHUNK - 1) / COPY_CHUNK;
+#pragma omp parallel for num_threads(threads) schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; c++) {
+    const int64_t begin = c * COPY_CHUNK, length = bytes - begin < COPY_CHUNK ? bytes - begin : COPY_CHUNK;
+    memcpy((char *)dst + begin, (const char *)src + begin, (size_t)length);
+  }
+}
+
+/* out[...] = in[...] where operand 1's strides (in elements) say where each output element comes
+ * from: the broadcast strides of expand, or the permuted strides of transpose. */
+static void gather_run(const tf_cpu_args *args, int32_t rank, int64_t *shape, int64_t (*strides)[TF_MAX_RANK]) {
+  const tf_cpu_tensor *x = &args->inputs[0], *out = &args->outputs[0];
+  const int64_t size = tf_cpu_element_size(out), count = out->count;
+  if (count == 0)
+    return;
+  tf_cpu_collapse(&rank, shape, 2, strides);
+  const char *in = x->data;
+  char *dst = out->data;
+  const int64_t inner = shape[rank - 1], in_inner = strides[1][rank - 1];
+  const int64_t chunks = (count + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (chunks > 1)
+  for (int64_t chunk = 0; chunk < chunks; chunk++) {
+    const int64_t end = chunk == chunks - 1 ? count : (chunk + 1) * TF_CPU_CHUNK;
+    for (int64_t i = chunk * TF_CPU_CHUNK; i < end;) {
+      const int64_t column = i % inner, length = inner - column < end - i ? inner - column : end - i;
+      int64_t offsets[2];
+      tf_cpu_row_offsets(i / inner, rank, shape, 2, strides, offsets);
+      copy_strided(dst + i * size, in + (offsets[1] + column * in_inner) * size, in_inner, length, size);
+      i += length;
+    }
+  }
+}
+
+void TF_REAL_NAME(tf_cpu_reshape)(const tf_cpu_args *args) {
+  copy_parallel(args->outputs[0].data, args->inputs[0].data,
+                args->outputs[0].count * tf_cpu_element_size(&args->outputs[0]), tf_cpu_threads(args));
+}
+
+void TF_REAL_NAME(tf_cpu_expand)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *out = &args->outputs[0];
+  int64_t shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
+  for (int32_t i = 0; i < out->rank; i++)
+    shape[i] = out->shape[i];
+  tf_cpu_broadcast_strides(out, out->rank, shape, strides[0]);
+  tf_cpu_broadcast_strides(&args->inputs[0], out->rank, shape, strides[1]);
+  gather_run(args, out->rank, shape, strides);
+}
+
+/* ---- transpose ---- */
+
+/* A true transpose (the input's contiguous axis is not the output's last): copies 2-D tiles so that
+ * both the strided reads and the writes stay within a few cache lines. out axis `near` has input
+ * stride 1; the output's last axis has input stride `far`. */
+static void transpose_tiled(const tf_cpu_args *args, int32_t rank, const int64_t *shape,
+                            int64_t (*strides)[TF_MAX_RANK], int32_t near) {
+  const int64_t size = tf_cpu_element_size(&args->outputs[0]);
+  const char *in = args->inputs[0].data;
+  char *dst = args->outputs[0].data;
+  const int32_t last = rank - 1;
+  const int64_t rows = shape[near], columns = shape[last];
+  const int64_t out_row_stride = strides[0][near], far = strides[1][last];
+  // Batches: every axis but `near` and `last`, enumerated through a shape with those set to 1.
+  int64_t batch_shape[TF_MAX_RANK];
+  int64_t batches = 1;
+  for (int32_t i = 0; i < rank; i++) {
+    batch_shape[i] = i == near || i == last ? 1 : shape[i];
+    batches *= batch_shape[i];
+  }
+  const int64_t row_tiles = (rows + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE;
+  const int64_t tasks = batches * row_tiles;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (args->outputs[0].count > TF_CPU_CHUNK)
+  for (int64_t task = 0; task < tasks; task++) {
+    int64_t batch = task / row_tiles, out_offset = 0, in_offset = 0;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+      const int64_t index = batch % batch_shape[i];
+      batch /= batch_shape[i];
+      out_offset += index * strides[0][i];
+      in_offset += index * strides[1][i];
+    }
+    const int64_t r0 = (task % row_tiles) * TRANSPOSE_TILE;
+    const int64_t r1 = rows - r0 < TRANSPOSE_TILE ? rows : r0 + TRANSPOSE_TILE;
+    for (int64_t c0 = 0; c0 < columns; c0 += TRANSPOSE_TILE) {
+      const int64_t c1 = columns - c0 < TRANSPOSE_TILE ? columns : c0 + TRANSPOSE_TILE;
+      for (int64_t r = r0; r < r1; r++)
+        copy_strided(dst + (out_offset + r * out_row_stride + c0) * size, in + (in_offset + r + c0 * far) * size, far,
+                     c1 - c0, size);
+    }
+  }
+}
+
+void TF_REAL_NAME(tf_cpu_transpose)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *x = &args->inputs[0], *out = &args->outputs[0];
+  const int32_t *perm = args->attrs->u.transpose.perm;
+  int64_t x_strides[TF_MAX_RANK], shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
+  int64_t stride = 1;
+  for (int32_t i = x->rank - 1; i >= 0; i--) {
+    x_strides[i] = stride;
+    stride *= x->shape[i];
+  }
+  stride = 1;
+  for (int32_t i = out->rank - 1; i >= 0; i--) {
+    shape[i] = out->shape[i];
+    strides[0][i] = stride;
+    strides[1][i] = x_strides[perm[i]];
+    stride *= shape[i];
+  }
+  int32_t rank = out->rank;
+  if (out->count == 0)
+    return;
+  tf_cpu_collapse(&rank, shape, 2, strides);
+  int32_t near = -1;
+  for (int32_t i = 0; i < rank - 1; i++)
+    if (strides[1][i] == 1)
+      near = i;
+  if (near >= 0 && shape[rank - 1] >= 4)
+    transpose_tiled(args, rank, shape, strides, near);
+  else
+    gather_run(args, rank, shape, strides);
+}
+
+/* ---- concat and slices: [outer, axis, inner] views ---- */
+
+static void split_at(const tf_cpu_tensor *t, int32_t axis, int64_t *outer, int64_t *inner) {
+  *outer = *inner = 1;
+  for (int32_t i = 0; i < axis; i++)
+    *outer *= t->shape[i];
+  for (int32_t i = axis + 1; i < t->rank; i++)
+    *inner *= t->shape[i];
+}
+
+void TF_REAL_NAME(tf_cpu_concat)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *out = &args->outputs[0];
+  const int32_t axis = args->attrs->u.axis.axis < 0 ? args->attrs->u.axis.axis + out->rank : args->attrs->u.axis.axis;
+  const int64_t size = tf_cpu_element_size(out), n = args->n_inputs;
+  int64_t outer, inner;
+  split_at(out, axis, &outer, &inner);
+  const int64_t out_row = out->shape[axis] * inner * size;
+  const int64_t tasks = outer * n;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (out->count > TF_CPU_CHUNK)
+  for (int64_t task = 0; task < tasks; task++) {
+    const int64_t o = task / n, k = task % n;
+    int64_t before = 0;
+    for (int64_t j = 0; j < k; j++)
+      before += args->inputs[j].shape[axis];
+    const int64_t bytes = args->inputs[k].shape[axis] * inner * size;
+    memcpy((char *)out->data + o * out_row + before * inner * size, (const char *)args->inputs[k].data + o * bytes,
+           (size_t)bytes);
+  }
+}
+
+/* Python's rule for a slice bound: negative counts from the end, then clamp to [0, dim]. */
+static int64_t clamp_bound(int64_t bound, int64_t dim) {
+  if (bound < 0)
+    bound += dim;
+  if (bound < 0)
+    return 0;
+  return bound > dim ? dim : bound;
+}
+
+void TF_REAL_NAME(tf_cpu_slice)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *x = &args->inputs[0], *out = &args->outputs[0];
+  const tf_slice_attrs *a = &args->attrs->u.slice;
+  const int32_t axis = a->axis < 0 ? a->axis + x->rank : a->axis;
+  const int64_t size = tf_cpu_element_size(out), dim = x->shape[axis], length = out->shape[axis];
+  const int64_t start = clamp_bound(a->start, dim), step = a->step;
+  int64_t outer, inner;
+  split_at(x, axis, &outer, &inner);
+  const int64_t row = inner * size, tasks = outer * length;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (out->count > TF_CPU_CHUNK)
+  for (int64_t task = 0; task < tasks; task++) {
+    const int64_t o = task / length, k = task % length;
+    memcpy((char *)out->data + task * row, (const char *)x->data + (o * dim + start + k * step) * row, (size_t)row);
+  }
+}
+
+/* dx = zeros of x's shape with dy placed at the slice. */
+void TF_REAL_NAME(tf_cpu_slice_grad)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *dy = &args->inputs[0], *dx = &args->outputs[0];
+  const tf_slice_attrs *a = &args->attrs->u.slice;
+  const int32_t axis = a->axis < 0 ? a->axis + dx->rank : a->axis;
+  const int64_t size = tf_cpu_element_size(dx), dim = dx->shape[axis], length = dy->shape[axis];
+  const int64_t start = clamp_bound(a->start, dim), step = a->step;
+  int64_t outer, inner;
+  split_at(dx, axis, &outer, &inner);
+  const int64_t row = inner * size, tasks = outer * dim;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (dx->count > TF_CPU_CHUNK)
+  for (int64_t task = 0; task < tasks; task++) {
+    const int64_t o = task / dim, position = task % dim - start;
+    char *target = (char *)dx->data + task * row;
+    if (position >= 0 && position % step == 0 && position / step < length)
+      memcpy(target, (const char *)dy->data + (o * length + position / step) * row, (size_t)row);
+    else
+      memset(target, 0, (size_t)row);
+  }
+}

@@ -1,0 +1,180 @@
+/* layer_norm and rms_norm over the last axis, and their gradients.
+ *
+ * Row statistics (mean, 1/sqrt(variance + eps); the variance biased, as in PyTorch) accumulate in
+ * double in a fixed order and come from one function for the forward and the backward pass, so the
+ * backward's recomputation equals the forward bit for bit.
+ *
+ * The backward runs in three parallel phases: (1) over rows, the statistics of each row, kept in
+ * the first bytes of that row of dx (which is written last); (2) over columns, dgamma and dbeta,
+ * each column summed over the rows in order, so the result does not depend on the thread count and
+ * needs no per-thread partial rows; (3) over rows, dx, reading the row's statistics back before
+ * overwriting them. Rows too short to hold the statistics (fewer than 16 bytes; 8 for rms_norm)
+ * recompute them in phase 2 instead. dx must not alias x or dy (the op table declares no in-place
+ * inputs for these ops). */
+#include <string.h>
+
+#include "kernels/cpu/indexing.h"
+#include "kernels/cpu/list.h"
+
+#define COLUMN_TILE 256
+
+typedef struct row_stats {
+  double mean, rstd; /* rms_norm: mean is 0 */
+} row_stats;
+
+static row_stats layer_stats(const real *x, int64_t n, double epsilon) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; j++)
+    sum += (double)x[j];
+  const double mean = sum / (double)n;
+  double squares = 0;
+  for (int64_t j = 0; j < n; j++) {
+    const double centred = (double)x[j] - mean;
+    squares += centred * centred;
+  }
+  row_stats s = {mean, 1.0 / sqrt(squares / (double)n + epsilon)};
+  return s;
+}
+
+static row_stats rms_stats(const real *x, int64_t n, double epsilon) {
+  double squares = 0;
+  for (int64_t j = 0; j < n; j++)
+    squares += (double)x[j] * (double)x[j];
+  row_stats s = {0.0, 1.0 / sqrt(squares / (double)n + epsilon)};
+  return s;
+}
+
+static row_stats stats_of(const real *x, int64_t n, double epsilon, bool rms) {
+  return rms ? rms_stats(x, n, epsilon) : layer_stats(x, n, epsilon);
+}
+
+/* (x - mean) rstd, centred in double: in f32, x - (float)mean would lose the low bits that matter
+ * when a row's spread is small next to its mean. */
+static inline real normalised(real x, row_stats s) { return (real)(((double)x - s.mean) * s.rstd); }
+
+/* ---- forward ---- */
+
+static void norm_forward(const tf_cpu_args *args, bool rms) {
+  const tf_cpu_tensor *x = &args->inputs[0];
+  const int64_t features = x->shape[x->rank - 1];
+  if (features == 0 || x->count == 0)
+    return;
+  const int64_t rows = x->count / features;
+  const real *in = x->data, *gamma = args->inputs[1].data;
+  const real *beta = !rms && args->n_inputs > 2 ? args->inputs[2].data : NULL;
+  real *out = args->outputs[0].data;
+  const double epsilon = (double)args->attrs->u.norm.epsilon;
+  const int threads = tf_cpu_threads(args);
+#pragma omp parallel for num_threads(threads) schedule(static) if (x->count > TF_CPU_CHUNK)
+  for (int64_t row = 0; row < rows; row++) {
+    const real *xr = in + row * features;
+    real *yr = out + row * features;
+    const row_stats s = stats_of(xr, features, epsilon, rms);
+    if (beta) {
+      for (int64_t j = 0; j < features; j++)
+        yr[j] = normalised(xr[j], s) * gamma[j] + beta[j];
+    } else {
+      for (int64_t j = 0; j < features; j++)
+        yr[j] = normalised(xr[j], s) * gamma[j];
+    }
+  }
+}
+
+/* y = (x - mean) / sqrt(var + eps) * gamma [+ beta] */
+void TF_REAL_NAME(tf_cpu_layer_norm)(const tf_cpu_args *args) { norm_forward(args, false); }
+/* y = x / sqrt(mean(x^2) + eps) * gamma */
+void TF_REAL_NAME(tf_cpu_rms_norm)(const tf_cpu_args *args) { norm_forward(args, true); }
+
+/* ---- backward ---- */
+
+/* Bytes of a row's statistics as kept in dx: layer_norm keeps mean and rstd, rms_norm rstd. */
+static size_t kept_bytes(bool rms) { return rms ? sizeof(double) : 2 * sizeof(double); }
+
+static void keep_stats(real *dx_row, row_stats s, bool rms) {
+  if (rms)
+    memcpy(dx_row, &s.rstd, sizeof(double));
+  else
+    memcpy(dx_row, &s, 2 * sizeof(double));
+}
+
+static row_stats kept_stats(const real *dx_row, bool rms) {
+  row_stats s = {0.0, 0.0};
+  if (rms)
+    memcpy(&s.rstd, dx_row, sizeof(double));
+  else
+    memcpy(&s, dx_row, 2 * sizeof(double));
+  return s;
+}
+
+static void norm_backward(const tf_cpu_args *args, bool rms) {
+  const tf_cpu_tensor *x = &args->inputs[0];
+  const int64_t features = x->shape[x->rank - 1];
+  real *dx = args->outputs[0].data, *dgamma = args->outputs[1].data;
+  real *dbeta = !rms ? args->outputs[2].data : NULL;
+  if (features == 0)
+    return;
+  const int64_t rows = x->count / features;
+  const real *in = x->data, *gamma = args->inputs[1].data, *dy = args->inputs[2].data;
+  const double epsilon = (double)args->attrs->u.norm.epsilon;
+  const int threads = tf_cpu_threads(args);
+  const bool parallel = x->count > TF_CPU_CHUNK;
+  const bool keep = (size_t)features * sizeof(real) >= kept_bytes(rms);
+
+  // Phase 1: each row's statistics, kept in the row's own dx.
+  if (keep) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+    for (int64_t row = 0; row < rows; row++)
+      keep_stats(dx + row * features, stats_of(in + row * features, features, epsilon, rms), rms);
+  }
+
+  // Phase 2: dgamma = sum over rows of dy * xhat, dbeta = sum of dy, a tile of columns per task.
+  int64_t width = (features + threads - 1) / threads;
+  width = width > COLUMN_TILE ? COLUMN_TILE : width;
+  const int64_t tiles = (features + width - 1) / width;
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+  for (int64_t tile = 0; tile < tiles; tile++) {
+    const int64_t first = tile * width, count = features - first < width ? features - first : width;
+    double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
+    for (int64_t j = 0; j < count; j++)
+      gamma_sum[j] = beta_sum[j] = 0;
+    for (int64_t row = 0; row < rows; row++) {
+      const real *xr = in + row * features + first, *dyr = dy + row * features + first;
+      const row_stats s =
+          keep ? kept_stats(dx + row * features, rms) : stats_of(in + row * features, features, epsilon, rms);
+      for (int64_t j = 0; j < count; j++) {
+        gamma_sum[j] += (double)(dyr[j] * normalised(xr[j], s));
+        beta_sum[j] += (double)dyr[j];
+      }
+    }
+    for (int64_t j = 0; j < count; j++) {
+      dgamma[first + j] = (real)gamma_sum[j];
+      if (dbeta)
+        dbeta[first + j] = (real)beta_sum[j];
+    }
+  }
+
+  // Phase 3: dx per row. With g = dy * gamma and xhat the normalised x,
+  //   layer_norm: dx = rstd (g - mean(g) - xhat mean(g xhat))
+  //   rms_norm:   dx = rstd (g - xhat mean(g xhat)),  xhat = x rstd
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
+  for (int64_t row = 0; row < rows; row++) {
+    const real *xr = in + row * features, *dyr = dy + row * features;
+    real *dxr = dx + row * features;
+    const row_stats s = keep ? kept_stats(dxr, rms) : stats_of(xr, features, epsilon, rms);
+    double g_sum = 0, gx_sum = 0;
+    for (int64_t j = 0; j < features; j++) {
+      const double g = (double)(dyr[j] * gamma[j]);
+      g_sum += g;
+      gx_sum += g * (double)normalised(xr[j], s);
+    }
+    const real rstd = (real)s.rstd, g_mean = rms ? (real)0 : (real)(g_sum / (double)features);
+    const real gx_mean = (real)(gx_sum / (double)features);
+    for (int64_t j = 0; j < features; j++)
+      dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
+  }
+}
+
+/* (x, gamma, dy) -> (dx, dgamma, dbeta) */
+void TF_REAL_NAME(tf_cpu_layer_norm_grad)(const tf_cpu_args *args) { norm_backward(args, false); }
+/* (x, gamma, dy) -> (dx, dgamma) */
+void TF_REAL_NAME(tf_cpu_rms_norm_grad)(const tf_cpu_args *args) { norm_backward(args, true); }

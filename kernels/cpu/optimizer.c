@@ -1,0 +1,90 @@
+/* Gradient bookkeeping and parameter updates: accumulate, zero, sgd and adamw. They update their
+ * inputs in place and have no outputs.
+ *
+ * The gradient an update uses is g = grad x grad_scale (1/k after k accumulated micro-batches),
+ * then, when clip_norm > 0 and the norm_sq input (global_norm_sq of the accumulated gradients) is
+ * present, g x min(1, clip_norm / (sqrt(norm_sq) grad_scale + 1e-6)): exactly
+ * torch.nn.utils.clip_grad_norm_ applied to the averaged gradients. The updates follow
+ * torch.optim.SGD and torch.optim.AdamW (PyTorch 1.13, single-tensor path) operation by
+ * operation; scalar coefficients are computed in double. */
+#include <string.h>
+
+#include "kernels/cpu/indexing.h"
+#include "kernels/cpu/list.h"
+
+/* sum += x */
+void TF_REAL_NAME(tf_cpu_accumulate)(const tf_cpu_args *args) {
+  real *sum = args->inputs[0].data;
+  const real *x = args->inputs[1].data;
+  const int64_t n = args->inputs[0].count;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
+  for (int64_t i = 0; i < n; i++)
+    sum[i] += x[i];
+}
+
+/* x = 0 */
+void TF_REAL_NAME(tf_cpu_zero)(const tf_cpu_args *args) {
+  memset(args->inputs[0].data, 0, (size_t)(args->inputs[0].count * tf_cpu_element_size(&args->inputs[0])));
+}
+
+/* The factor that turns the accumulated gradient into the one the update uses. `states` is the
+ * number of tensor operands before the optional norm_sq. */
+static double gradient_factor(const tf_cpu_args *args, int32_t states) {
+  const tf_optimizer_attrs *a = &args->attrs->u.optimizer;
+  const double grad_scale = (double)a->grad_scale;
+  if (!(a->clip_norm > 0.0f) || args->n_inputs <= states)
+    return grad_scale;
+  const double norm = sqrt((double)*(const real *)args->inputs[states].data) * grad_scale;
+  const double clip = (double)a->clip_norm / (norm + 1e-6);
+  return clip < 1.0 ? grad_scale * clip : grad_scale;
+}
+
+/* (param, grad, momentum [, norm_sq]); weight decay as L2 (added to g), dampening 0, no Nesterov:
+ *   g += wd param;  buf = momentum buf + g;  param -= lr buf   (momentum 0: param -= lr g)
+ * buf starts at zero, which equals PyTorch's first step (buf = g). */
+void TF_REAL_NAME(tf_cpu_sgd)(const tf_cpu_args *args) {
+  const tf_optimizer_attrs *a = &args->attrs->u.optimizer;
+  real *param = args->inputs[0].data, *buffer = args->inputs[2].data;
+  const real *grad = args->inputs[1].data;
+  const int64_t n = args->inputs[0].count;
+  const real factor = (real)gradient_factor(args, 3);
+  const real lr = (real)a->learning_rate, decay = (real)a->weight_decay, momentum = (real)a->momentum;
+  const bool decays = a->weight_decay != 0.0f, has_momentum = a->momentum != 0.0f;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
+  for (int64_t i = 0; i < n; i++) {
+    real g = grad[i] * factor;
+    if (decays)
+      g += decay * param[i];
+    if (has_momentum) {
+      buffer[i] = momentum * buffer[i] + g;
+      g = buffer[i];
+    }
+    param[i] -= lr * g;
+  }
+}
+
+/* (param, grad, m, v [, norm_sq]), t = the session's optimizer step (>= 1):
+ *   param *= 1 - lr wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+ *   param -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps) */
+void TF_REAL_NAME(tf_cpu_adamw)(const tf_cpu_args *args) {
+  const tf_optimizer_attrs *a = &args->attrs->u.optimizer;
+  real *param = args->inputs[0].data, *m = args->inputs[2].data, *v = args->inputs[3].data;
+  const real *grad = args->inputs[1].data;
+  const int64_t n = args->inputs[0].count;
+  const int64_t step = args->context && args->context->optimizer_step > 0 ? args->context->optimizer_step : 1;
+  const double lr = (double)a->learning_rate, beta1 = (double)a->beta1, beta2 = (double)a->beta2;
+  const real factor = (real)gradient_factor(args, 4);
+  const real decay = (real)(1.0 - lr * (double)a->weight_decay);
+  const real b1 = (real)beta1, b2 = (real)beta2, one_minus_b1 = (real)(1.0 - beta1), one_minus_b2 = (real)(1.0 - beta2);
+  const real step_size = (real)(lr / (1.0 - pow(beta1, (double)step)));
+  const real correction2_sqrt = (real)sqrt(1.0 - pow(beta2, (double)step));
+  const real epsilon = (real)a->epsilon;
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
+  for (int64_t i = 0; i < n; i++) {
+    const real g = grad[i] * factor;
+    param[i] *= decay;
+    m[i] = m[i] * b1 + one_minus_b1 * g;
+    v[i] = v[i] * b2 + one_minus_b2 * g * g;
+    param[i] -= step_size * (m[i] / (TF_REAL_SQRT(v[i]) / correction2_sqrt + epsilon));
+  }
+}

@@ -1,0 +1,155 @@
+/* Workspace sizes of every CPU kernel. Only the convolutions and fused attention need scratch; the
+ * layouts are described in kernels/cpu/workspace.h, which the kernels read too. */
+#include "kernels/cpu/workspace.h"
+
+#include <stddef.h>
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* a x b, saturated at INT64_MAX: a plan with such a size never fits, and must not wrap around. */
+static int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t product;
+  return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
+}
+
+static int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
+int64_t tf_cpu_workspace_round(int64_t elements) {
+  int64_t align = TF_CPU_WORKSPACE_ALIGN_ELEMENTS;
+  if (elements > INT64_MAX - align)
+    return INT64_MAX;
+  return (elements + align - 1) / align * align;
+}
+
+/* Splits the response positions into blocks whose column matrix stays near TF_CPU_CONV_COLUMN_LIMIT. */
+static void choose_chunks(tf_cpu_conv_geometry *g) {
+  if (g->positions == 0) {
+    g->chunk = g->chunks = 0;
+    return;
+  }
+  int64_t column = saturating_mul(g->column_rows, g->positions);
+  int64_t blocks = g->direct ? 1 : ceil_div(column, TF_CPU_CONV_COLUMN_LIMIT);
+  int64_t chunk = ceil_div(g->positions, blocks > 0 ? blocks : 1);
+  if (chunk < TF_CPU_CONV_MIN_CHUNK)
+    chunk = TF_CPU_CONV_MIN_CHUNK;
+  if (chunk > g->positions)
+    chunk = g->positions;
+  g->chunk = chunk;
+  g->chunks = ceil_div(g->positions, chunk);
+}
+
+bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cpu_tensor *inputs,
+                              const tf_cpu_tensor *outputs, tf_cpu_conv_geometry *g) {
+  const tf_cpu_tensor *image, *response, *weight;
+  switch (op) {
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D: image = &inputs[0], response = &outputs[0], weight = &inputs[1]; break;
+  case TF_OP_CONV1D_GRAD_INPUT:
+  case TF_OP_CONV2D_GRAD_INPUT: image = &inputs[2], response = &inputs[0], weight = &inputs[1]; break;
+  case TF_OP_CONV1D_GRAD_WEIGHT:
+  case TF_OP_CONV2D_GRAD_WEIGHT: image = &inputs[0], response = &inputs[1], weight = &inputs[2]; break;
+  case TF_OP_CONV_TRANSPOSE2D: image = &outputs[0], response = &inputs[0], weight = &inputs[1]; break;
+  default: return false;
+  }
+  const tf_conv_attrs *a = &attrs->u.conv;
+  bool is_1d = image->rank == 3;
+  g->batch = image->shape[0];
+  g->image_channels = image->shape[1];
+  g->response_channels = response->shape[1];
+  g->groups = a->groups;
+  if (is_1d) {
+    g->image_height = g->response_height = g->kernel_height = 1;
+    g->image_width = image->shape[2];
+    g->response_width = response->shape[2];
+    g->kernel_width = weight->shape[2];
+    g->stride[0] = g->dilation[0] = 1;
+    g->padding[0] = 0;
+    g->stride[1] = a->stride[0], g->padding[1] = a->padding[0], g->dilation[1] = a->dilation[0];
+  } else {
+    g->image_height = image->shape[2], g->image_width = image->shape[3];
+    g->response_height = response->shape[2], g->response_width = response->shape[3];
+    g->kernel_height = weight->shape[2], g->kernel_width = weight->shape[3];
+    for (int i = 0; i < 2; i++)
+      g->stride[i] = a->stride[i], g->padding[i] = a->padding[i], g->dilation[i] = a->dilation[i];
+  }
+  g->column_rows = weight->shape[1] * g->kernel_height * g->kernel_width;
+  g->positions = g->response_height * g->response_width;
+  g->direct = g->kernel_height == 1 && g->kernel_width == 1 && g->stride[0] == 1 && g->stride[1] == 1 &&
+              g->padding[0] == 0 && g->padding[1] == 0 && g->image_height == g->response_height &&
+              g->image_width == g->response_width;
+  choose_chunks(g);
+  return true;
+}
+
+int64_t tf_cpu_conv_column_elements(const tf_cpu_conv_geometry *g) {
+  if (g->direct)
+    return 0;
+  return tf_cpu_workspace_round(saturating_mul(g->column_rows, g->chunk));
+}
+
+static bool is_grad_weight(tf_op op) { return op == TF_OP_CONV1D_GRAD_WEIGHT || op == TF_OP_CONV2D_GRAD_WEIGHT; }
+
+int64_t tf_cpu_conv_workers(tf_op op, const tf_cpu_conv_geometry *g, int32_t threads) {
+  bool scatters = op == TF_OP_CONV_TRANSPOSE2D || op == TF_OP_CONV1D_GRAD_INPUT || op == TF_OP_CONV2D_GRAD_INPUT;
+  int64_t tasks = scatters ? g->batch : saturating_mul(g->batch, g->chunks);
+  int64_t workers = threads < tasks ? threads : tasks;
+  return workers > 1 ? workers : 1;
+}
+
+int64_t tf_cpu_conv_workspace_elements(tf_op op, const tf_cpu_conv_geometry *g, int32_t threads) {
+  int64_t workers = tf_cpu_conv_workers(op, g, threads);
+  int64_t total = saturating_mul(workers, tf_cpu_conv_column_elements(g));
+  if (is_grad_weight(op)) {
+    int64_t weight = tf_cpu_workspace_round(saturating_mul(g->response_channels, g->column_rows));
+    total = saturating_add(total, saturating_mul(workers - 1, weight));
+  }
+  return total;
+}
+
+int64_t tf_cpu_attention_block_rows(int64_t query_length) {
+  return query_length < TF_CPU_ATTENTION_BLOCK_ROWS ? query_length : TF_CPU_ATTENTION_BLOCK_ROWS;
+}
+
+int64_t tf_cpu_attention_thread_elements(tf_op op, int64_t query_length, int64_t key_length) {
+  int64_t block = saturating_mul(tf_cpu_attention_block_rows(query_length), key_length);
+  return tf_cpu_workspace_round(saturating_mul(op == TF_OP_ATTENTION_GRAD ? 2 : 1, block));
+}
+
+int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t query_length, int32_t threads) {
+  int64_t tasks = saturating_mul(batch, heads);
+  if (op == TF_OP_ATTENTION && query_length > 0)
+    tasks = saturating_mul(tasks, ceil_div(query_length, tf_cpu_attention_block_rows(query_length)));
+  int64_t workers = threads < tasks ? threads : tasks;
+  return workers > 1 ? workers : 1;
+}
+
+int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_cpu_tensor *inputs,
+                               int32_t n_outputs, const tf_cpu_tensor *outputs, int32_t threads, int32_t element_size) {
+  if (threads < 1)
+    threads = 1;
+  int64_t elements = 0;
+  tf_cpu_conv_geometry geometry;
+  switch (op) {
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D:
+  case TF_OP_CONV_TRANSPOSE2D:
+  case TF_OP_CONV1D_GRAD_INPUT:
+  case TF_OP_CONV1D_GRAD_WEIGHT:
+  case TF_OP_CONV2D_GRAD_INPUT:
+  case TF_OP_CONV2D_GRAD_WEIGHT:
+    tf_cpu_conv_geometry_get(op, attrs, inputs, outputs, &geometry);
+    elements = tf_cpu_conv_workspace_elements(op, &geometry, threads);
+    break;
+  case TF_OP_ATTENTION:
+  case TF_OP_ATTENTION_GRAD:
+    elements = saturating_mul(
+        tf_cpu_attention_workers(op, inputs[0].shape[0], attrs->u.attention.num_heads, inputs[0].shape[1], threads),
+        tf_cpu_attention_thread_elements(op, inputs[0].shape[1], inputs[1].shape[1]));
+    break;
+  default: elements = 0; break; // every other kernel works in its operands
+  }
+  return saturating_mul(elements, element_size);
+}

@@ -1,0 +1,82 @@
+/* Workspace layouts of the CPU kernels that need scratch memory: the convolutions (im2col column
+ * blocks, per-thread weight-gradient partials) and fused attention (per-thread score blocks).
+ *
+ * tf_cpu_workspace_bytes() (workspace.c) and the kernels (conv.c, attention.c) both size their
+ * scratch with the functions below, so the bytes the compiler plans and the bytes a kernel touches
+ * come from one formula. Sizes are in elements of the compute type; every per-thread slice is a
+ * multiple of TF_CPU_WORKSPACE_ALIGN_ELEMENTS elements, so slices stay 64-byte aligned for f32 and f64.
+ *
+ * Threads: these kernels parallelise with OpenMP and call BLAS from inside their parallel loops, so
+ * they expect a single-threaded BLAS (openblas_set_num_threads(1), or OPENBLAS_NUM_THREADS=1). A
+ * multi-threaded BLAS gives the same results, only slower (its threads and ours compete). */
+#ifndef TIGHTFIT_KERNELS_CPU_WORKSPACE_H
+#define TIGHTFIT_KERNELS_CPU_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/cpu/kernels.h"
+
+#define TF_CPU_WORKSPACE_ALIGN_ELEMENTS 16
+/* One thread's im2col block holds at most about this many elements, unless one filter's length
+ * times TF_CPU_CONV_MIN_CHUNK is larger: big images are lowered a block of output positions at a time. */
+#define TF_CPU_CONV_COLUMN_LIMIT ((int64_t)1 << 19)
+#define TF_CPU_CONV_MIN_CHUNK 256
+/* Query rows per attention block: the score block of one thread is this many rows of Tk. */
+#define TF_CPU_ATTENTION_BLOCK_ROWS 32
+
+/* Every convolution op seen as one convolution from an "image" to a "response" with a weight
+ * [response_channels, image_channels / groups, kernel_height, kernel_width]:
+ *   conv1d/conv2d and their grad ops: image = x, response = y (dy);
+ *   conv_transpose2d: image = its output y, response = its input x (it is conv2d's grad_input).
+ * conv1d is a conv2d of height 1 (kernel 1, stride 1, padding 0, dilation 1 on that axis). */
+typedef struct tf_cpu_conv_geometry {
+  int64_t batch;
+  int64_t image_channels, image_height, image_width;
+  int64_t response_channels, response_height, response_width;
+  int64_t kernel_height, kernel_width;
+  int64_t stride[2], padding[2], dilation[2]; /* [height, width] */
+  int64_t groups;
+  int64_t column_rows; /* image_channels / groups x kernel_height x kernel_width: one filter's length */
+  int64_t positions;   /* response_height x response_width */
+  int64_t chunk;       /* response positions per column block (the last block may be shorter) */
+  int64_t chunks;      /* ceil(positions / chunk); 0 when positions is 0 */
+  bool direct;         /* 1x1 kernel, stride 1, no padding: the image is its own column matrix */
+} tf_cpu_conv_geometry;
+
+/* Fills *g for conv op `op` (conv1d, conv2d, conv_transpose2d and the conv grad ops) from its
+ * operands, which the plan verifier has checked; returns false for any other op. */
+bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cpu_tensor *inputs,
+                              const tf_cpu_tensor *outputs, tf_cpu_conv_geometry *g);
+
+/* Rounds an element count up to a multiple of TF_CPU_WORKSPACE_ALIGN_ELEMENTS. */
+int64_t tf_cpu_workspace_round(int64_t elements);
+
+/* One thread's im2col block, rounded; 0 for direct convolutions. */
+int64_t tf_cpu_conv_column_elements(const tf_cpu_conv_geometry *g);
+
+/* How many threads conv op `op` uses (and has a column block for): min(threads, its tasks), at
+ * least 1. Tasks are (image, block of positions) pairs for the forward convolutions and the weight
+ * gradient, whole images for grad_input and conv_transpose2d (they scatter-add into the image).
+ * The weight gradient sums one partial per worker, in worker order. */
+int64_t tf_cpu_conv_workers(tf_op op, const tf_cpu_conv_geometry *g, int32_t threads);
+
+/* Workspace elements of conv op `op` with `threads` threads (w = tf_cpu_conv_workers()):
+ *   forward, grad_input, conv_transpose2d: w x column block;
+ *   grad_weight: w x column block + (w - 1) x rounded weight elements (the first worker
+ *   accumulates in the output itself). */
+int64_t tf_cpu_conv_workspace_elements(tf_op op, const tf_cpu_conv_geometry *g, int32_t threads);
+
+/* Query rows per attention block for query length `query_length`: min(TF_CPU_ATTENTION_BLOCK_ROWS, Tq). */
+int64_t tf_cpu_attention_block_rows(int64_t query_length);
+
+/* One thread's attention scratch, rounded: block rows x Tk for attention, twice that for
+ * attention_grad (probabilities and their gradient). */
+int64_t tf_cpu_attention_thread_elements(tf_op op, int64_t query_length, int64_t key_length);
+
+/* How many threads attention op `op` uses: min(threads, tasks), at least 1. Tasks are (batch, head,
+ * block of query rows) for attention and (batch, head) for attention_grad, whose key and value
+ * gradients accumulate over every query row of their head. */
+int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t query_length, int32_t threads);
+
+#endif

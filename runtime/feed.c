@@ -1,0 +1,257 @@
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/feed.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "runtime/npy.h"
+
+typedef struct feed_source {
+  const tf_plan_buffer *buffer;
+  tf_npy *file;
+  int64_t per_sample;        /* elements per sample in the buffer */
+  int64_t limit;             /* ids/labels must be < limit (and >= 0); 0: no check */
+  int64_t ignore;            /* a label value exempt from the check (cross-entropy ignore_index) */
+  bool has_ignore;
+  int64_t shift;             /* token stream: 0 for tokens, 1 for labels */
+  void *staging;
+} feed_source;
+
+struct tf_feed {
+  const tf_plan *plan;
+  feed_source *sources;
+  int32_t n_sources;
+  bool stream;               /* token-stream layout */
+  int64_t samples, batch, window;
+  uint64_t seed;
+  int64_t position;          /* micro-batches produced */
+  int64_t *order;            /* the current epoch's permutation (per-sample layout) */
+  int64_t order_epoch;
+};
+
+static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
+
+/* Ids of an embedding must be < its table's rows; labels of cross-entropy < its class count. */
+static void find_limits(const tf_plan *plan, int32_t id, feed_source *source) {
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (step->op == TF_OP_EMBEDDING && step->inputs[0] == id)
+      source->limit = plan->buffers[step->inputs[1]].shape[0];
+    if (step->op == TF_OP_CROSS_ENTROPY && step->inputs[1] == id) {
+      const tf_plan_buffer *logits = &plan->buffers[step->inputs[0]];
+      source->limit = logits->shape[logits->rank - 1];
+      source->ignore = step->attrs.u.cross_entropy.ignore_index;
+      source->has_ignore = true;
+    }
+  }
+}
+
+static tf_status open_source(tf_feed *feed, const char *dir, const tf_plan_buffer *b, int32_t id, feed_source *source) {
+  char path[4096];
+  source->buffer = b;
+  source->per_sample = 1;
+  for (int32_t d = 1; d < b->rank; d++)
+    source->per_sample *= b->shape[d];
+  find_limits(feed->plan, id, source);
+  snprintf(path, sizeof(path), "%s/%s.npy", dir, b->name);
+  tf_status status = tf_npy_open(path, &source->file);
+  if (status && feed->stream && b->role == TF_ROLE_LABEL) {
+    tf_status_free(status);
+    snprintf(path, sizeof(path), "%s/tokens.npy", dir);
+    source->shift = 1;
+    status = tf_npy_open(path, &source->file);
+  }
+  if (status)
+    return tf_status_prefix(status, "data for %s '%s'", tf_role_name(b->role), b->name);
+  tf_dtype dtype = tf_npy_dtype(source->file);
+  if (dtype != b->dtype)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: holds %s, but '%s' is %s", path, tf_dtype_name(dtype), b->name,
+                         tf_dtype_name(b->dtype));
+  source->staging = malloc((size_t)(b->bytes ? b->bytes : 1));
+  if (!source->staging)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", path);
+  if (feed->stream)
+    return NULL;
+  int64_t per_sample_file = 1;
+  for (int32_t d = 1; d < tf_npy_rank(source->file); d++)
+    per_sample_file *= tf_npy_shape(source->file)[d];
+  if (tf_npy_rank(source->file) < 1 || per_sample_file != source->per_sample)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: each sample has %" PRId64 " elements, but '%s' takes %" PRId64 " per sample", path,
+                         per_sample_file, b->name, source->per_sample);
+  return NULL;
+}
+
+/* A token stream: a rank-1 tokens file feeding rank-2 [N, T] integer buffers. */
+static bool is_stream(const tf_plan *plan, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/tokens.npy", dir);
+  tf_npy *file = NULL;
+  tf_status status = tf_npy_open(path, &file);
+  bool stream = !status && tf_npy_rank(file) == 1;
+  tf_status_free(status);
+  tf_npy_close(file);
+  (void)plan;
+  return stream;
+}
+
+tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_feed **out) {
+  *out = NULL;
+  tf_feed *feed = calloc(1, sizeof(tf_feed));
+  if (!feed)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
+  feed->plan = plan;
+  feed->seed = seed;
+  feed->batch = plan->micro_batch;
+  feed->order_epoch = -1;
+  feed->stream = is_stream(plan, dir);
+  feed->sources = calloc((size_t)(plan->n_buffers ? plan->n_buffers : 1), sizeof(feed_source));
+  tf_status status = feed->sources ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
+  for (int32_t i = 0; i < plan->n_buffers && !status; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    bool primary = b->io_twin < 0 || b->io_twin > i;
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || !primary)
+      continue;
+    status = open_source(feed, dir, b, i, &feed->sources[feed->n_sources]);
+    feed->n_sources++;
+  }
+  if (!status && feed->n_sources == 0)
+    status = tf_status_new(TF_ERR_INVALID_INPUT, "the plan has no inputs to feed");
+  for (int32_t k = 0; k < feed->n_sources && !status; k++) {
+    feed_source *source = &feed->sources[k];
+    int64_t samples;
+    if (feed->stream) {
+      const tf_plan_buffer *b = source->buffer;
+      if (b->rank != 2)
+        status = tf_status_new(TF_ERR_INVALID_INPUT, "a token stream feeds [N, T] buffers; '%s' has rank %d", b->name,
+                               b->rank);
+      feed->window = b->rank == 2 ? b->shape[1] : 0;
+      samples = tf_npy_count(source->file) - feed->window - 1;
+    } else {
+      samples = sample_count(source->file);
+    }
+    if (!status && (feed->samples == 0 || samples < feed->samples))
+      feed->samples = samples;
+  }
+  if (!status && feed->samples < 1)
+    status = tf_status_new(TF_ERR_INVALID_INPUT, "the data in %s has no complete sample", dir);
+  if (!status && !feed->stream) {
+    feed->order = malloc(sizeof(int64_t) * (size_t)feed->samples);
+    if (!feed->order)
+      status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: cannot order %" PRId64 " samples", feed->samples);
+  }
+  if (status) {
+    tf_feed_close(feed);
+    return status;
+  }
+  *out = feed;
+  return NULL;
+}
+
+void tf_feed_close(tf_feed *feed) {
+  if (!feed)
+    return;
+  for (int32_t k = 0; feed->sources && k < feed->n_sources; k++) {
+    tf_npy_close(feed->sources[k].file);
+    free(feed->sources[k].staging);
+  }
+  free(feed->sources);
+  free(feed->order);
+  free(feed);
+}
+
+int64_t tf_feed_samples(const tf_feed *feed) { return feed->samples; }
+int64_t tf_feed_position(const tf_feed *feed) { return feed->position; }
+void tf_feed_seek(tf_feed *feed, int64_t position) { feed->position = position; }
+
+/* Fisher-Yates with counter-based randomness: epoch e's order depends on (seed, e) only. */
+static void shuffle(tf_feed *feed, int64_t epoch) {
+  for (int64_t i = 0; i < feed->samples; i++)
+    feed->order[i] = i;
+  for (int64_t i = feed->samples - 1; i > 0; i--) {
+    int64_t j = (int64_t)(tf_rng_uniform(feed->seed, (uint64_t)epoch, 0xFEED, (uint64_t)i) * (float)(i + 1));
+    if (j > i)
+      j = i;
+    int64_t t = feed->order[i];
+    feed->order[i] = feed->order[j];
+    feed->order[j] = t;
+  }
+  feed->order_epoch = epoch;
+}
+
+static tf_status check_values(const feed_source *source, int64_t row) {
+  if (source->limit <= 0)
+    return NULL;
+  const tf_plan_buffer *b = source->buffer;
+  int64_t n = b->bytes / tf_dtype_size(b->dtype);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = b->dtype == TF_I32 ? ((const int32_t *)source->staging)[i] : ((const int64_t *)source->staging)[i];
+    if ((v < 0 || v >= source->limit) && !(source->has_ignore && v == source->ignore))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: value %" PRId64 " near sample %" PRId64 " is outside [0, %" PRId64
+                           ") for '%s'", tf_npy_path(source->file), v, row, source->limit, b->name);
+  }
+  return NULL;
+}
+
+/* Fills every source's staging buffer with sample rows[0..batch) (or windows) and uploads it. */
+static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *rows) {
+  for (int32_t k = 0; k < feed->n_sources; k++) {
+    feed_source *source = &feed->sources[k];
+    const tf_plan_buffer *b = source->buffer;
+    size_t element = (size_t)tf_dtype_size(b->dtype);
+    size_t row_bytes = (size_t)source->per_sample * element;
+    const char *data = tf_npy_data(source->file);
+    for (int64_t r = 0; r < feed->batch; r++) {
+      int64_t first = feed->stream ? rows[r] + source->shift : rows[r];
+      size_t offset = feed->stream ? (size_t)first * element : (size_t)first * row_bytes;
+      memcpy((char *)source->staging + (size_t)r * row_bytes, data + offset, row_bytes);
+    }
+    TF_RETURN_IF_ERROR(check_values(source, rows[0]));
+    TF_RETURN_IF_ERROR(tf_session_write(session, b->name, source->staging, b->bytes));
+  }
+  return NULL;
+}
+
+tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
+  int64_t rows_stack[256] = {0};
+  int64_t *rows = feed->batch <= 256 ? rows_stack : malloc(sizeof(int64_t) * (size_t)feed->batch);
+  if (!rows)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
+  for (int64_t r = 0; r < feed->batch; r++) {
+    int64_t index = feed->position * feed->batch + r;
+    if (feed->stream) {
+      rows[r] = (int64_t)(tf_rng_uniform(feed->seed, (uint64_t)index, 0x70CE, 0) * (float)feed->samples);
+      if (rows[r] >= feed->samples)
+        rows[r] = feed->samples - 1;
+    } else {
+      int64_t epoch = index / feed->samples;
+      if (epoch != feed->order_epoch)
+        shuffle(feed, epoch);
+      rows[r] = feed->order[index % feed->samples];
+    }
+  }
+  tf_status status = write_batch(feed, session, rows);
+  if (rows != rows_stack)
+    free(rows);
+  if (!status)
+    feed->position++;
+  return status;
+}
+
+tf_status tf_feed_batch_in_order(tf_feed *feed, tf_session *session, int64_t index) {
+  int64_t rows_stack[256] = {0};
+  int64_t *rows = feed->batch <= 256 ? rows_stack : malloc(sizeof(int64_t) * (size_t)feed->batch);
+  if (!rows)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
+  for (int64_t r = 0; r < feed->batch; r++) {
+    int64_t sample = (index * feed->batch + r) % feed->samples;
+    rows[r] = feed->stream ? sample * (feed->window > 0 ? feed->window : 1) % feed->samples : sample;
+  }
+  tf_status status = write_batch(feed, session, rows);
+  if (rows != rows_stack)
+    free(rows);
+  return status;
+}

@@ -1,0 +1,117 @@
+/* Plans in files: loading (decode in schema/plan_fb.cc, then every invariant in plan_verify.c),
+ * saving all or nothing (runtime/atomic_file.h: temporary file, fsync, rename), and the plan's
+ * lifetime and names. A plan file is untrusted input, so nothing reaches a caller that
+ * tf_plan_verify() has not accepted. */
+#include <stdlib.h>
+
+#include "common/file.h"
+#include "runtime/atomic_file.h"
+#include "schema/plan_fb.h"
+#include "tightfit/plan.h"
+
+void tf_plan_destroy(tf_plan *plan) {
+  if (!plan)
+    return;
+  free(plan->graph_name);
+  free(plan->target);
+  for (int32_t i = 0; plan->buffers && i < plan->n_buffers; i++) {
+    free(plan->buffers[i].name);
+    free((void *)plan->buffers[i].init.file);
+    free((void *)plan->buffers[i].init.key);
+  }
+  free(plan->buffers);
+  for (int32_t i = 0; plan->steps && i < plan->n_steps; i++) {
+    free(plan->steps[i].name);
+    free(plan->steps[i].inputs);
+  }
+  free(plan->steps);
+  for (int32_t i = 0; plan->symbol_names && i < plan->n_symbols; i++)
+    free(plan->symbol_names[i]);
+  free(plan->symbol_names);
+  free(plan->symbol_values);
+  free(plan->outputs);
+  free(plan->report.live_bytes);
+  free(plan->report.notes);
+  free(plan);
+}
+
+/* -1 for no plan or a negative region (a plan that tf_plan_verify refuses); INT64_MAX when the sum
+ * overflows, so that no caller ever allocates less than the regions hold. */
+int64_t tf_plan_total_bytes(const tf_plan *plan) {
+  if (!plan)
+    return -1;
+  int64_t total = 0;
+  for (int region = 0; region < TF_REGION_COUNT; region++) {
+    if (plan->region_bytes[region] < 0)
+      return -1;
+    if (__builtin_add_overflow(total, plan->region_bytes[region], &total))
+      return INT64_MAX;
+  }
+  return total;
+}
+
+tf_status tf_plan_serialize(const tf_plan *plan, void **data, size_t *size) {
+  if (!plan || !data || !size)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_serialize: plan, data and size must not be NULL");
+  *data = NULL;
+  *size = 0;
+  TF_RETURN_IF_ERROR(tf_plan_verify(plan));
+  return tf_plan_fb_encode(plan, data, size);
+}
+
+tf_status tf_plan_parse(const void *data, size_t size, const char *source, tf_plan **out) {
+  if (!out)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_parse: out is NULL");
+  *out = NULL;
+  const char *name = source ? source : "<memory>";
+  tf_plan *plan = NULL;
+  TF_RETURN_IF_ERROR(tf_plan_fb_decode(data, size, name, &plan));
+  tf_status status = tf_plan_verify(plan);
+  if (status) {
+    tf_plan_destroy(plan);
+    return tf_status_prefix(status, "%s", name);
+  }
+  *out = plan;
+  return NULL;
+}
+
+tf_status tf_plan_load(const char *path, tf_plan **out) {
+  if (!path || !out)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_load: path and out must not be NULL");
+  *out = NULL;
+  void *data;
+  size_t size;
+  TF_RETURN_IF_ERROR(tf_file_read(path, &data, &size));
+  tf_status status = tf_plan_parse(data, size, path, out);
+  free(data);
+  return status;
+}
+
+tf_status tf_plan_save(const tf_plan *plan, const char *path) {
+  if (!path)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_save: path is NULL");
+  void *data;
+  size_t size;
+  tf_status status = tf_plan_serialize(plan, &data, &size);
+  if (status)
+    return tf_status_prefix(status, "%s: not saved", path);
+  status = tf_atomic_file_write_all(path, data, size);
+  free(data);
+  return status;
+}
+
+const char *tf_region_name(tf_region region) {
+  static const char *const names[TF_REGION_COUNT] = {"parameters", "gradients", "optimizer_state", "arena", "io"};
+  return (int)region >= 0 && region < TF_REGION_COUNT ? names[region] : "?";
+}
+
+const char *tf_role_name(tf_buffer_role role) {
+  static const char *const names[TF_ROLE_COUNT] = {"parameter", "constant", "gradient",   "optimizer_state",
+                                                   "input",     "label",    "activation", "workspace"};
+  return (int)role >= 0 && role < TF_ROLE_COUNT ? names[role] : "?";
+}
+
+const char *tf_phase_name(tf_phase phase) {
+  static const char *const names[TF_PHASE_COUNT] = {"forward", "recompute", "backward", "accumulate", "optimizer"};
+  return (int)phase >= 0 && phase < TF_PHASE_COUNT ? names[phase] : "?";
+}

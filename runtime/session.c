@@ -1,0 +1,206 @@
+/* A session: one plan on one backend. Create verifies nothing more (the plan was verified on load
+ * or compile), allocates each region once, initialises parameters and constants, and prepares the
+ * backend; afterwards steps run with no device allocation at all. Allocations go through
+ * counted_alloc(), the only path to the backend's allocator. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "runtime/init.h"
+#include "runtime/safetensors.h"
+#include "tightfit/runtime.h"
+
+struct tf_session {
+  const tf_plan *plan;
+  const tf_backend_vtable *backend;
+  void *state;
+  void *regions[TF_REGION_COUNT];
+  tf_session_memory memory;
+  bool created;
+  uint64_t seed;
+  int64_t optimizer_steps, micro_steps;
+  int32_t io_slot;           /* the half the next micro-step reads */
+  int32_t forward_end;       /* steps [0, forward_end) are the forward phase */
+};
+
+tf_session_options tf_session_options_default(void) {
+  tf_session_options options;
+  memset(&options, 0, sizeof(options));
+  options.backend = "cpu";
+  return options;
+}
+
+static tf_status counted_alloc(tf_session *s, int64_t bytes, void **region) {
+  if (s->created)
+    s->memory.allocations_after_create++;
+  TF_RETURN_IF_ERROR(s->backend->alloc_region(s->state, bytes, region));
+  s->memory.allocations++;
+  s->memory.allocated_bytes += bytes;
+  return NULL;
+}
+
+static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir) {
+  const tf_plan_buffer *b = &s->plan->buffers[id];
+  if (b->init.kind == TF_INIT_NONE || b->bytes == 0)
+    return NULL;
+  void *host = malloc((size_t)b->bytes);
+  if (!host)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot stage '%s' (%" PRId64 " bytes)", b->name, b->bytes);
+  tf_status status = NULL;
+  if (b->init.kind == TF_INIT_EXTERNAL) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", weights_dir ? weights_dir : ".", b->init.file);
+    tf_safetensors *file = NULL;
+    tf_safetensors_tensor view;
+    status = tf_safetensors_open(path, &file);
+    if (!status)
+      status = tf_safetensors_expect(file, b->init.key, b->dtype, b->rank, b->shape, &view);
+    if (!status)
+      memcpy(host, view.data, (size_t)b->bytes);
+    tf_safetensors_close(file);
+  } else if (b->dtype == TF_F32) {
+    status = tf_init_fill_f32(&b->init, b->name, b->rank, b->shape, s->seed, host);
+  } else if (b->dtype == TF_I32) {
+    status = tf_init_fill_i32(&b->init, b->name, b->rank, b->shape, s->seed, host);
+  } else if (b->dtype == TF_I64) {
+    status = tf_init_fill_i64(&b->init, b->name, b->rank, b->shape, s->seed, host);
+  } else {
+    status = tf_status_new(TF_ERR_UNSUPPORTED, "'%s': cannot initialise %s tensors", b->name, tf_dtype_name(b->dtype));
+  }
+  if (!status)
+    status = s->backend->upload(s->state, s->regions[b->region], b->offset, host, b->bytes);
+  free(host);
+  return status ? tf_status_prefix(status, "initialising '%s'", b->name) : NULL;
+}
+
+tf_status tf_session_create(const tf_plan *plan, const tf_session_options *options, tf_session **out) {
+  *out = NULL;
+  tf_session_options defaults = tf_session_options_default();
+  if (!options)
+    options = &defaults;
+  const char *name = options->backend ? options->backend : "cpu";
+  const tf_backend_vtable *backend = tf_backend_find(name);
+  if (!backend)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "backend '%s' is not in this build (this build has: cpu)", name);
+  tf_session *s = calloc(1, sizeof(tf_session));
+  if (!s)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate a session");
+  s->plan = plan;
+  s->backend = backend;
+  s->seed = options->seed;
+  s->memory.planned_bytes = tf_plan_total_bytes(plan);
+  tf_backend_options backend_options = {options->device, options->threads > 0 ? options->threads : 2};
+  tf_status status = backend->create(&backend_options, &s->state);
+  for (int r = 0; r < TF_REGION_COUNT && !status; r++)
+    if (plan->region_bytes[r] > 0)
+      status = counted_alloc(s, plan->region_bytes[r], &s->regions[r]);
+  for (int32_t i = 0; i < plan->n_buffers && !status; i++)
+    status = init_buffer(s, i, options->weights_dir);
+  if (!status)
+    status = backend->prepare(s->state, plan, s->regions);
+  if (status) {
+    tf_session_destroy(s);
+    return tf_status_prefix(status, "session on %s", name);
+  }
+  while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
+    s->forward_end++;
+  s->created = true;
+  *out = s;
+  return NULL;
+}
+
+void tf_session_destroy(tf_session *s) {
+  if (!s)
+    return;
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    if (s->regions[r])
+      s->backend->free_region(s->state, s->regions[r]);
+  if (s->state)
+    s->backend->destroy(s->state);
+  free(s);
+}
+
+tf_session_memory tf_session_memory_use(const tf_session *s) { return s->memory; }
+const tf_plan *tf_session_plan(const tf_session *s) { return s->plan; }
+int64_t tf_session_optimizer_steps(const tf_session *s) { return s->optimizer_steps; }
+int64_t tf_session_micro_steps(const tf_session *s) { return s->micro_steps; }
+
+void tf_session_set_counters(tf_session *s, int64_t optimizer_steps, int64_t micro_steps) {
+  s->optimizer_steps = optimizer_steps;
+  s->micro_steps = micro_steps;
+}
+
+/* The buffer `name`; for io buffers, the half the next micro-step reads. */
+static tf_status find_buffer(const tf_session *s, const char *name, int64_t bytes, int32_t *id) {
+  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &s->plan->buffers[i];
+    if (strcmp(b->name, name) != 0 || b->role == TF_ROLE_WORKSPACE)
+      continue;
+    if (b->region == TF_REGION_IO && b->io_twin >= 0 && b->io_twin < i)
+      continue; /* the twin of an earlier buffer: take the primary */
+    if (bytes != b->bytes)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "buffer '%s' holds %" PRId64 " bytes, not %" PRId64, name, b->bytes,
+                           bytes);
+    *id = (b->region == TF_REGION_IO && s->io_slot == 1 && b->io_twin >= 0) ? b->io_twin : i;
+    return NULL;
+  }
+  return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the plan has no buffer named '%s'", name);
+}
+
+tf_status tf_session_write(tf_session *s, const char *name, const void *data, int64_t bytes) {
+  int32_t id;
+  TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
+  const tf_plan_buffer *b = &s->plan->buffers[id];
+  return s->backend->upload(s->state, s->regions[b->region], b->offset, data, bytes);
+}
+
+tf_status tf_session_read(tf_session *s, const char *name, void *data, int64_t bytes) {
+  int32_t id;
+  TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
+  const tf_plan_buffer *b = &s->plan->buffers[id];
+  TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+  return s->backend->download(s->state, s->regions[b->region], b->offset, data, bytes);
+}
+
+static tf_status read_loss(tf_session *s, double *loss) {
+  *loss = NAN;
+  if (s->plan->loss < 0)
+    return NULL;
+  const tf_plan_buffer *b = &s->plan->buffers[s->plan->loss];
+  float value;
+  TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+  TF_RETURN_IF_ERROR(s->backend->download(s->state, s->regions[b->region], b->offset, &value, sizeof(value)));
+  *loss = value;
+  return NULL;
+}
+
+static tf_run_state run_state(const tf_session *s) {
+  tf_run_state run = {s->optimizer_steps + 1, s->micro_steps, s->seed};
+  return run;
+}
+
+tf_status tf_session_micro_step(tf_session *s, double *loss) {
+  tf_run_state run = run_state(s);
+  TF_RETURN_IF_ERROR(s->backend->run(s->state, 0, s->plan->micro_steps, s->io_slot, &run));
+  s->micro_steps++;
+  tf_status status = read_loss(s, loss);
+  s->io_slot ^= 1;
+  return status;
+}
+
+tf_status tf_session_optimizer_step(tf_session *s) {
+  tf_run_state run = run_state(s);
+  TF_RETURN_IF_ERROR(s->backend->run(s->state, s->plan->micro_steps, s->plan->n_steps, 0, &run));
+  s->optimizer_steps++;
+  return s->backend->synchronize(s->state);
+}
+
+tf_status tf_session_forward(tf_session *s, double *loss) {
+  tf_run_state run = run_state(s);
+  TF_RETURN_IF_ERROR(s->backend->run(s->state, 0, s->forward_end, s->io_slot, &run));
+  return read_loss(s, loss);
+}

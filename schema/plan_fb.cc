@@ -1,0 +1,457 @@
+// The .tfplan format: flatc's generated C++ for schema/plan.fbs, wrapped behind the C API of
+// schema/plan_fb.h. Decoding is structural only (see the header); values are copied as written,
+// enums through memcpy (attrs_fb.h explains why), and the plan's memory comes from malloc, so that
+// the C side frees it with tf_plan_destroy(). Nothing thrown crosses into C (guarded).
+#include "schema/plan_fb.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plan_generated.h" // flatc --cpp schema/plan.fbs, in the build tree
+#include "schema/attrs_fb.h"
+
+namespace fb = tightfit::fb;
+using flatbuffers::Offset;
+using flatbuffers::uoffset_t;
+using flatbuffers::Vector;
+using namespace tightfit::schema;
+
+namespace {
+
+// ---- the schema mirrors plan.h: each schema value equals its C value ----
+
+// clang-format off
+#define SAME(fb_value, c_value) \
+  static_assert(static_cast<int>(fb::fb_value) == static_cast<int>(c_value), #fb_value " must equal " #c_value);
+SAME(Region_parameters, TF_REGION_PARAMETERS) SAME(Region_gradients, TF_REGION_GRADIENTS)
+SAME(Region_optimizer_state, TF_REGION_OPTIMIZER_STATE) SAME(Region_arena, TF_REGION_ARENA) SAME(Region_io, TF_REGION_IO)
+SAME(Region_MAX, TF_REGION_COUNT - 1)
+SAME(Role_parameter, TF_ROLE_PARAMETER) SAME(Role_constant, TF_ROLE_CONSTANT) SAME(Role_gradient, TF_ROLE_GRADIENT)
+SAME(Role_optimizer_state, TF_ROLE_OPTIMIZER_STATE) SAME(Role_input, TF_ROLE_INPUT) SAME(Role_label, TF_ROLE_LABEL)
+SAME(Role_activation, TF_ROLE_ACTIVATION) SAME(Role_workspace, TF_ROLE_WORKSPACE) SAME(Role_MAX, TF_ROLE_COUNT - 1)
+SAME(Phase_forward, TF_PHASE_FORWARD) SAME(Phase_recompute, TF_PHASE_RECOMPUTE) SAME(Phase_backward, TF_PHASE_BACKWARD)
+SAME(Phase_accumulate, TF_PHASE_ACCUMULATE) SAME(Phase_optimizer, TF_PHASE_OPTIMIZER) SAME(Phase_MAX, TF_PHASE_COUNT - 1)
+#undef SAME
+// clang-format on
+
+// ---- checking raw bytes ----
+
+flatbuffers::Verifier::Options verifier_options() {
+  flatbuffers::Verifier::Options options;
+  options.max_depth = 64;        // a plan nests 4 deep (Plan, Step, Attrs, vector)
+  options.max_tables = 1u << 24; // bounds the work on hostile input; real plans use far fewer
+  return options;
+}
+
+// Size, identifier and the Verifier: after this, every accessor of the generated code is safe
+// (vectors of 8-byte scalars still need vector_aligned before they are read).
+tf_status check_bytes(const void *data, size_t size, const uint8_t *bytes, const char *source) {
+  if (!data || size == 0)
+    return fail(TF_ERR_INVALID_INPUT, source, "empty input: no bytes to read");
+  if (size < kHeaderBytes)
+    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is too short for a FlatBuffer (its header alone is %zu bytes)",
+                size, kHeaderBytes);
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is over the FlatBuffers limit of 2 GiB", size);
+  if (!fb::PlanBufferHasIdentifier(bytes))
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "file identifier is '%s', expected '%s': not a tightfit plan (.tfplan) file",
+                identifier_text(bytes).c_str(), fb::PlanIdentifier());
+  flatbuffers::Verifier verifier(bytes, size, verifier_options());
+  if (!fb::VerifyPlanBuffer(verifier))
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "corrupt or truncated FlatBuffer (%zu bytes): the FlatBuffers Verifier refused it", size);
+  return nullptr;
+}
+
+// ---- decode: FlatBuffer -> tf_plan ----
+
+struct PlanDeleter {
+  void operator()(tf_plan *plan) const { tf_plan_destroy(plan); }
+};
+using PlanPointer = std::unique_ptr<tf_plan, PlanDeleter>;
+
+// calloc for `count` items that the C side frees; NULL for none. Throws on exhaustion (guarded
+// turns that into an out-of-memory status).
+template <typename T> T *allocate(size_t count) {
+  if (count == 0)
+    return nullptr;
+  void *memory = std::calloc(count, sizeof(T));
+  if (!memory)
+    throw std::bad_alloc();
+  return static_cast<T *>(memory);
+}
+
+// A malloc'd copy of a string (NULL when absent); an embedded NUL is refused.
+tf_status copy_string(const flatbuffers::String *text, const char *field, char **out) {
+  *out = nullptr;
+  if (!text)
+    return nullptr;
+  TF_RETURN_IF_ERROR(check_string(text, field));
+  *out = allocate<char>(text->size() + 1);
+  std::memcpy(*out, text->c_str(), text->size() + 1);
+  return nullptr;
+}
+
+// Copies a vector of exactly `count` 8-byte scalars (one per region, role or phase).
+template <typename T>
+tf_status read_fixed(const Vector<T> *values, const char *field, int count, const char *per, T *out) {
+  if (!values)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s is missing (a required field: one entry per %s)", field, per);
+  if (!vector_aligned(values))
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: misaligned vector (corrupt FlatBuffer)", field);
+  if (values->size() != static_cast<uoffset_t>(count))
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u entries; plan version %d has exactly %d (one per %s)", field,
+                         values->size(), TF_PLAN_VERSION, count, per);
+  for (int i = 0; i < count; i++)
+    out[i] = values->Get(static_cast<uoffset_t>(i));
+  return nullptr;
+}
+
+// Copies a vector of ints into a new array (NULL when empty).
+int32_t *copy_ints(const Vector<int32_t> *values) {
+  uoffset_t n = values ? values->size() : 0;
+  int32_t *out = allocate<int32_t>(n);
+  for (uoffset_t i = 0; i < n; i++)
+    out[i] = values->Get(i);
+  return out;
+}
+
+class Decoder {
+public:
+  Decoder(const char *source, tf_plan *plan) : source_(source), plan_(plan) {}
+
+  tf_status buffers(const Vector<Offset<fb::Buffer>> *buffers) {
+    uoffset_t n = buffers ? buffers->size() : 0;
+    plan_->buffers = allocate<tf_plan_buffer>(n);
+    plan_->n_buffers = static_cast<int32_t>(n);
+    for (uoffset_t i = 0; i < n; i++) {
+      tf_plan_buffer &buffer = plan_->buffers[i];
+      buffer.first_step = buffer.last_step = buffer.owner = buffer.io_twin = -1;
+      tf_status status = buffer_at(buffers->Get(i), &buffer);
+      if (status)
+        return refuse(status, "buffer", i, buffers->Get(i)->name());
+    }
+    return nullptr;
+  }
+
+  tf_status steps(const Vector<Offset<fb::Step>> *steps) {
+    uoffset_t n = steps ? steps->size() : 0;
+    plan_->steps = allocate<tf_plan_step>(n);
+    plan_->n_steps = static_cast<int32_t>(n);
+    for (uoffset_t i = 0; i < n; i++) {
+      plan_->steps[i].workspace = -1;
+      tf_status status = step_at(steps->Get(i), &plan_->steps[i]);
+      if (status)
+        return refuse(status, "step", i, steps->Get(i)->name());
+    }
+    return nullptr;
+  }
+
+  tf_status symbols(const Vector<Offset<fb::BoundSymbol>> *symbols) {
+    uoffset_t n = symbols ? symbols->size() : 0;
+    plan_->symbol_names = allocate<char *>(n);
+    plan_->symbol_values = allocate<int64_t>(n);
+    plan_->n_symbols = static_cast<int32_t>(n);
+    for (uoffset_t i = 0; i < n; i++) {
+      const fb::BoundSymbol *symbol = symbols->Get(i);
+      tf_status status = nullptr;
+      if (!symbol->name())
+        status = tf_status_new(TF_ERR_INVALID_INPUT, "has no name (a required field)");
+      else
+        status = copy_string(symbol->name(), "name", &plan_->symbol_names[i]);
+      if (status)
+        return refuse(status, "symbol", i, symbol->name());
+      plan_->symbol_values[i] = symbol->value();
+    }
+    return nullptr;
+  }
+
+  tf_status report(const fb::Report *report) {
+    if (!report)
+      return fail(TF_ERR_INVALID_INPUT, source_, "the memory report (Plan.report) is missing; it is a required field");
+    tf_plan_report &out = plan_->report;
+    tf_status status = read_fixed(report->role_bytes(), "report.role_bytes", TF_ROLE_COUNT, "buffer role",
+                                  static_cast<int64_t *>(out.role_bytes));
+    if (!status)
+      status = read_fixed(report->flops(), "report.flops", TF_PHASE_COUNT, "phase", static_cast<double *>(out.flops));
+    if (!status)
+      status = copy_string(report->notes(), "report.notes", &out.notes);
+    if (!status)
+      status = live_bytes(report->live_bytes());
+    if (status)
+      return refuse(status);
+    out.arena_lower_bound = report->arena_lower_bound();
+    out.arena_naive = report->arena_naive();
+    out.peak_step = report->peak_step();
+    return nullptr;
+  }
+
+  // Reports `status` as bad input in the plan, naming the item when there is one.
+  tf_status refuse(tf_status status, const char *what = nullptr, uoffset_t index = 0,
+                   const flatbuffers::String *name = nullptr) {
+    tf_code code = tf_status_code(status) == TF_ERR_OUT_OF_MEMORY ? TF_ERR_OUT_OF_MEMORY : TF_ERR_INVALID_INPUT;
+    tf_status refused = what ? fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(),
+                                    tf_status_message(status))
+                             : fail(code, source_, "%s", tf_status_message(status));
+    tf_status_free(status);
+    return refused;
+  }
+
+private:
+  tf_status buffer_at(const fb::Buffer *in, tf_plan_buffer *out) {
+    if (!in->name())
+      return tf_status_new(TF_ERR_INVALID_INPUT, "has no name (a required field)");
+    TF_RETURN_IF_ERROR(copy_string(in->name(), "name", &out->name));
+    store_enum(&out->role, in->role());
+    store_enum(&out->region, in->region());
+    store_enum(&out->dtype, in->dtype());
+    out->offset = in->offset();
+    out->bytes = in->bytes();
+    const Vector<int64_t> *shape = in->shape();
+    if (!vector_aligned(shape))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "shape: misaligned vector (corrupt FlatBuffer)");
+    uoffset_t rank = shape ? shape->size() : 0;
+    if (rank > TF_MAX_RANK)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "shape has %u dimensions; at most %d are allowed", rank, TF_MAX_RANK);
+    out->rank = static_cast<int32_t>(rank);
+    for (uoffset_t d = 0; d < rank; d++)
+      out->shape[d] = shape->Get(d);
+    out->first_step = in->first_step();
+    out->last_step = in->last_step();
+    if (const fb::Initializer *init = in->init()) {
+      store_enum(&out->init.kind, init->kind());
+      out->init.a = init->a();
+      out->init.b = init->b();
+      char *file = nullptr, *key = nullptr;
+      TF_RETURN_IF_ERROR(copy_string(init->file(), "init.file", &file));
+      out->init.file = file;
+      TF_RETURN_IF_ERROR(copy_string(init->key(), "init.key", &key));
+      out->init.key = key;
+    }
+    out->owner = in->owner();
+    out->io_twin = in->io_twin();
+    return nullptr;
+  }
+
+  static tf_status step_at(const fb::Step *in, tf_plan_step *out) {
+    if (!in->name())
+      return tf_status_new(TF_ERR_INVALID_INPUT, "has no name (a required field)");
+    TF_RETURN_IF_ERROR(copy_string(in->name(), "name", &out->name));
+    store_enum(&out->op, in->op());
+    TF_RETURN_IF_ERROR(read_attrs(in->attrs_type(), in->attrs(), &out->attrs));
+    store_enum(&out->phase, in->phase());
+    out->inputs = copy_ints(in->inputs());
+    out->n_inputs = in->inputs() ? static_cast<int32_t>(in->inputs()->size()) : 0;
+    TF_RETURN_IF_ERROR(read_ints(in->outputs(), "outputs", TF_MAX_OUTPUTS, out->outputs, &out->n_outputs));
+    out->workspace = in->workspace();
+    out->flops = in->flops();
+    return nullptr;
+  }
+
+  // One entry per step; absent only when there are no steps (the C struct holds no count).
+  tf_status live_bytes(const Vector<int64_t> *values) {
+    uoffset_t n = values ? values->size() : 0;
+    if (!vector_aligned(values))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "report.live_bytes: misaligned vector (corrupt FlatBuffer)");
+    if (n != static_cast<uoffset_t>(plan_->n_steps))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "report.live_bytes has %u entries for %d steps; it needs one per step",
+                           n, plan_->n_steps);
+    plan_->report.live_bytes = allocate<int64_t>(n);
+    for (uoffset_t i = 0; i < n; i++)
+      plan_->report.live_bytes[i] = values->Get(i);
+    return nullptr;
+  }
+
+  const char *source_;
+  tf_plan *plan_;
+};
+
+tf_status decode(const void *data, size_t size, const char *source, tf_plan **out) {
+  AlignedBytes aligned(data, size);
+  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), source));
+  const fb::Plan *root = fb::GetPlan(aligned.bytes());
+  if (root->version() == 0)
+    return fail(TF_ERR_INVALID_INPUT, source, "missing plan version (Plan.version is absent or 0)");
+  if (root->version() > TF_PLAN_VERSION)
+    return fail(TF_ERR_INVALID_INPUT, source,
+                "written by a newer tightfit: plan version %u; this build reads up to %d", root->version(),
+                TF_PLAN_VERSION);
+
+  PlanPointer plan(allocate<tf_plan>(1));
+  plan->loss = -1;
+  plan->report.peak_step = -1;
+  plan->version = root->version();
+  Decoder decoder(source, plan.get());
+  tf_status status = copy_string(root->graph_name(), "graph_name", &plan->graph_name);
+  if (!status)
+    status = copy_string(root->target(), "target", &plan->target);
+  if (!status)
+    status = read_fixed(root->region_bytes(), "region_bytes", TF_REGION_COUNT, "region",
+                        static_cast<int64_t *>(plan->region_bytes));
+  if (status)
+    return decoder.refuse(status);
+  plan->alignment = root->alignment();
+  TF_RETURN_IF_ERROR(decoder.buffers(root->buffers()));
+  TF_RETURN_IF_ERROR(decoder.steps(root->steps()));
+  plan->micro_steps = root->micro_steps();
+  plan->accumulate = root->accumulate();
+  plan->micro_batch = root->micro_batch();
+  plan->global_batch = root->global_batch();
+  TF_RETURN_IF_ERROR(decoder.symbols(root->symbols()));
+  plan->training = root->training();
+  if (root->training_config())
+    read_training(root->training_config(), &plan->training_config);
+  plan->loss = root->loss();
+  plan->outputs = copy_ints(root->outputs());
+  plan->n_outputs = root->outputs() ? static_cast<int32_t>(root->outputs()->size()) : 0;
+  TF_RETURN_IF_ERROR(decoder.report(root->report()));
+  *out = plan.release();
+  return nullptr;
+}
+
+// ---- encode: tf_plan -> FlatBuffer ----
+
+class Encoder {
+public:
+  explicit Encoder(const tf_plan *plan) : plan_(plan), fbb_(4096) {
+    fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
+  }
+
+  tf_status run(void **data, size_t *size) {
+    const tf_plan &p = *plan_;
+    TF_RETURN_IF_ERROR(check_count(p.n_buffers, p.buffers, "buffers"));
+    TF_RETURN_IF_ERROR(check_count(p.n_steps, p.steps, "steps"));
+    TF_RETURN_IF_ERROR(check_count(p.n_symbols, p.symbol_names, "symbols"));
+    TF_RETURN_IF_ERROR(check_count(p.n_symbols, p.symbol_values, "symbol values"));
+    TF_RETURN_IF_ERROR(check_count(p.n_outputs, p.outputs, "outputs"));
+    std::vector<Offset<fb::Buffer>> buffers;
+    for (int32_t i = 0; i < p.n_buffers; i++) {
+      Offset<fb::Buffer> buffer;
+      tf_status status = buffer_at(p.buffers[i], &buffer);
+      if (status)
+        return tf_status_prefix(status, "buffer %d %s", i, quoted(p.buffers[i].name).c_str());
+      buffers.push_back(buffer);
+    }
+    std::vector<Offset<fb::Step>> steps;
+    for (int32_t i = 0; i < p.n_steps; i++) {
+      Offset<fb::Step> step;
+      tf_status status = step_at(p.steps[i], &step);
+      if (status)
+        return tf_status_prefix(status, "step %d %s", i, quoted(p.steps[i].name).c_str());
+      steps.push_back(step);
+    }
+    std::vector<Offset<fb::BoundSymbol>> symbols;
+    for (int32_t i = 0; i < p.n_symbols; i++)
+      symbols.push_back(fb::CreateBoundSymbol(fbb_, string(p.symbol_names[i]), p.symbol_values[i]));
+    Offset<fb::TrainingConfig> training;
+    TF_RETURN_IF_ERROR(write_training(fbb_, p.training_config, &training));
+    Offset<fb::Report> report;
+    TF_RETURN_IF_ERROR(report_of(p.report, &report));
+    auto regions = fbb_.CreateVector(static_cast<const int64_t *>(p.region_bytes), TF_REGION_COUNT);
+    auto root = fb::CreatePlan(fbb_, p.version, string(p.graph_name), string(p.target), p.alignment, regions,
+                               fbb_.CreateVector(buffers), fbb_.CreateVector(steps), p.micro_steps, p.accumulate,
+                               p.micro_batch, p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
+                               fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report);
+    fb::FinishPlanBuffer(fbb_, root);
+
+    *data = std::malloc(fbb_.GetSize());
+    if (!*data)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %u bytes for the plan file", fbb_.GetSize());
+    std::memcpy(*data, fbb_.GetBufferPointer(), fbb_.GetSize());
+    *size = fbb_.GetSize();
+    return nullptr;
+  }
+
+private:
+  // NULL stays absent, so that the decoder's "has no name" is reachable from a C test.
+  Offset<flatbuffers::String> string(const char *text) {
+    return text ? fbb_.CreateString(text) : Offset<flatbuffers::String>();
+  }
+
+  template <typename T> static tf_status check_count(int32_t count, const T *items, const char *what) {
+    if (count < 0 || (count > 0 && !items))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the plan has %d %s%s", count, what,
+                           count > 0 ? " but no array holding them" : "");
+    return nullptr;
+  }
+
+  tf_status buffer_at(const tf_plan_buffer &b, Offset<fb::Buffer> *out) {
+    uint32_t role = 0, region = 0, dtype = 0, init_kind = 0;
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(b.role), "role", 255, &role));
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(b.region), "region", 255, &region));
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(b.dtype), "dtype", 255, &dtype));
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(b.init.kind), "init kind", 255, &init_kind));
+    TF_RETURN_IF_ERROR(check_rank(b.rank, "the shape"));
+    auto shape = fbb_.CreateVector(b.shape, static_cast<size_t>(b.rank));
+    Offset<fb::Initializer> init;
+    if (init_kind != fb::InitKind_none || b.init.a != 0 || b.init.b != 0 || b.init.file || b.init.key)
+      init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), b.init.a, b.init.b, string(b.init.file),
+                                   string(b.init.key));
+    *out = fb::CreateBuffer(fbb_, string(b.name), static_cast<fb::Role>(role), static_cast<fb::Region>(region),
+                            b.offset, b.bytes, static_cast<fb::DType>(dtype), shape, b.first_step, b.last_step, init,
+                            b.owner, b.io_twin);
+    return nullptr;
+  }
+
+  tf_status step_at(const tf_plan_step &s, Offset<fb::Step> *out) {
+    uint32_t op = 0, phase = 0;
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(s.op), "op", 0xffff, &op));
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(s.phase), "phase", 255, &phase));
+    TF_RETURN_IF_ERROR(check_count(s.n_inputs, s.inputs, "inputs"));
+    if (s.n_outputs < 0 || s.n_outputs > TF_MAX_OUTPUTS)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "has %d outputs; the format holds 0..%d", s.n_outputs,
+                           TF_MAX_OUTPUTS);
+    fb::Attrs kind = fb::Attrs_NONE;
+    Offset<void> attrs;
+    TF_RETURN_IF_ERROR(write_attrs(fbb_, s.attrs, &kind, &attrs));
+    auto inputs = fbb_.CreateVector(s.inputs, static_cast<size_t>(s.n_inputs));
+    auto outputs = fbb_.CreateVector(s.outputs, static_cast<size_t>(s.n_outputs));
+    *out = fb::CreateStep(fbb_, string(s.name), static_cast<fb::Op>(op), kind, attrs, static_cast<fb::Phase>(phase),
+                          inputs, outputs, s.workspace, s.flops);
+    return nullptr;
+  }
+
+  tf_status report_of(const tf_plan_report &r, Offset<fb::Report> *out) {
+    if (plan_->n_steps > 0 && !r.live_bytes)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the report has no live_bytes for the plan's %d steps",
+                           plan_->n_steps);
+    Offset<Vector<int64_t>> live;
+    if (r.live_bytes)
+      live = fbb_.CreateVector(r.live_bytes, static_cast<size_t>(plan_->n_steps));
+    auto roles = fbb_.CreateVector(static_cast<const int64_t *>(r.role_bytes), TF_ROLE_COUNT);
+    auto flops = fbb_.CreateVector(static_cast<const double *>(r.flops), TF_PHASE_COUNT);
+    *out = fb::CreateReport(fbb_, roles, r.arena_lower_bound, r.arena_naive, r.peak_step, live, flops,
+                            string(r.notes));
+    return nullptr;
+  }
+
+  const tf_plan *plan_;
+  flatbuffers::FlatBufferBuilder fbb_;
+};
+
+} // namespace
+
+extern "C" tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan **out) {
+  if (!out)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_fb_decode: out is NULL");
+  *out = nullptr;
+  const char *name = source ? source : "<memory>";
+  return guarded(name, [&] { return decode(data, size, name, out); });
+}
+
+extern "C" tf_status tf_plan_fb_encode(const tf_plan *plan, void **data, size_t *size) {
+  if (!plan || !data || !size)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_fb_encode: plan, data and size must not be NULL");
+  *data = nullptr;
+  *size = 0;
+  return guarded("encoding the plan", [&] {
+    Encoder encoder(plan);
+    tf_status status = encoder.run(data, size);
+    return status ? tf_status_prefix(status, "encoding plan %s", quoted(plan->graph_name).c_str()) : nullptr;
+  });
+}

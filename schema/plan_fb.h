@@ -1,0 +1,37 @@
+/* The .tfplan plan file (schema/plan.fbs, identifier "TFPL") behind a C API: FlatBuffer bytes <-> tf_plan.
+ *
+ * Decoding checks structure only: the FlatBuffers Verifier, the file identifier, the plan version,
+ * the fields a plan cannot do without (names, region sizes, the report), and the vector lengths the
+ * C struct bounds (a shape of at most TF_MAX_RANK dims, at most TF_MAX_OUTPUTS outputs per step,
+ * exactly one entry per region / role / phase, one live_bytes entry per step). Every value, enums
+ * included, is copied as written; the invariants are tf_plan_verify()'s job (runtime/plan_verify.c),
+ * which tf_plan_parse() runs next. Implemented in C++ (schema/plan_fb.cc); no exception crosses
+ * this API. */
+#ifndef TIGHTFIT_SCHEMA_PLAN_FB_H
+#define TIGHTFIT_SCHEMA_PLAN_FB_H
+
+#include <stddef.h>
+
+#include "tightfit/plan.h"
+#include "tightfit/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Decodes the `size` bytes at `data` (any alignment) into a new plan in *out, which the caller
+ * destroys with tf_plan_destroy(); *out is NULL on error. Error messages start with `source`
+ * (a file name; NULL reads as "<memory>"). Malformed bytes give TF_ERR_INVALID_INPUT. */
+tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan **out) TF_MUST_USE;
+
+/* Encodes `plan` as a .tfplan FlatBuffer into *data (*size bytes), which the caller frees with
+ * free(). plan->version is written as it is (tf_plan_serialize() verifies the plan first, so it is
+ * then a version this build reads). Absent strings (NULL names) are written as absent fields.
+ * Values the format cannot hold (an enum above its storage type, a rank above TF_MAX_RANK, negative
+ * counts) give TF_ERR_INVALID_ARGUMENT. */
+tf_status tf_plan_fb_encode(const tf_plan *plan, void **data, size_t *size) TF_MUST_USE;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,230 @@
+#include "op_calls.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* f32-vs-f64 tolerances, relative to the output's largest magnitude (see op_calls.h). */
+#define EXACT 0.0      /* copies, selections, comparisons */
+#define ROUNDED 2e-7   /* one or two roundings of an exact result */
+#define TRANSCENDENTAL 2e-6
+#define STATISTICS 1e-6 /* normalisations and their gradients */
+
+typedef struct builder {
+  op_call *calls;
+  int n, capacity;
+} builder;
+
+static void add_call(builder *b, tf_op op, tf_attrs attrs, double tolerance, int n_inputs, ...) {
+  if (b->n == b->capacity)
+    return;
+  op_call *c = &b->calls[b->n++];
+  memset(c, 0, sizeof(*c));
+  c->op = op;
+  c->attrs = attrs;
+  c->tolerance = tolerance;
+  c->n_inputs = n_inputs;
+  int used = snprintf(c->name, sizeof(c->name), "%s", tf_op_name(op));
+  va_list list;
+  va_start(list, n_inputs);
+  for (int i = 0; i < n_inputs; i++) {
+    c->inputs[i] = va_arg(list, th_tensor);
+    th_round_to_float(&c->inputs[i]);
+    if (used < (int)sizeof(c->name))
+      used += snprintf(c->name + used, sizeof(c->name) - (size_t)used, " %s", th_shape_text(&c->inputs[i]));
+  }
+  va_end(list);
+}
+
+#define R(lo, hi, ...) th_random(lo, hi, TH_SHAPE(__VA_ARGS__))
+#define CALL(op, attrs, tolerance, ...) \
+  add_call(b, op, attrs, tolerance, (int)(sizeof((th_tensor[]){__VA_ARGS__}) / sizeof(th_tensor)), __VA_ARGS__)
+
+static th_tensor class_labels(tf_dtype dtype, size_t rank, const int64_t *shape, int64_t classes, int64_t ignore) {
+  th_tensor t = th_zeros(dtype, rank, shape);
+  for (int64_t i = 0; i < t.count; i++) {
+    int64_t pick = th_integer(0, 9);
+    // Mostly valid classes; some ignore_index and some out of range (both skipped by the loss).
+    t.values[i] = (double)(pick == 0 ? ignore : pick == 1 ? classes + 2 : th_integer(0, classes - 1));
+  }
+  return t;
+}
+
+static void elementwise_calls(builder *b, bool large) {
+  const tf_attrs none = th_no_attrs();
+  static const tf_op binaries[] = {TF_OP_ADD, TF_OP_SUB, TF_OP_MUL, TF_OP_DIV};
+  for (int k = 0; k < 4; k++) {
+    tf_op op = binaries[k];
+    CALL(op, none, ROUNDED, R(-2, 2, 7), R(0.5, 2, 7));
+    CALL(op, none, ROUNDED, R(-2, 2, 3, 1, 5), R(0.5, 2, 4, 1));
+    CALL(op, none, ROUNDED, R(-2, 2, 2, 3, 5), R(0.5, 2, 5));
+    CALL(op, none, ROUNDED, R(0.5, 2, 1), R(-2, 2, 2, 3));
+    CALL(op, none, ROUNDED, R(-2, 2, 3, 1), th_random(0.5, 2, 0, NULL));
+    if (large) {
+      CALL(op, none, ROUNDED, R(-2, 2, 301, 257), R(0.5, 2, 257));
+      CALL(op, none, ROUNDED, R(-2, 2, 5, 1, 171), R(0.5, 2, 5, 97, 1));
+      CALL(op, none, ROUNDED, R(-2, 2, 70001), R(0.5, 2, 70001));
+    }
+  }
+  const int64_t n = large ? 100003 : 37;
+  CALL(TF_OP_NEG, none, EXACT, R(-3, 3, n));
+  CALL(TF_OP_EXP, none, TRANSCENDENTAL, R(-3, 3, n));
+  CALL(TF_OP_LOG, none, TRANSCENDENTAL, R(0.1, 5, n));
+  CALL(TF_OP_SQRT, none, ROUNDED, R(0.1, 5, n));
+  CALL(TF_OP_RSQRT, none, ROUNDED, R(0.1, 5, n));
+  CALL(TF_OP_RELU, none, EXACT, R(-3, 3, n));
+  CALL(TF_OP_GELU, th_gelu(false), TRANSCENDENTAL, R(-5, 5, n));
+  CALL(TF_OP_GELU, th_gelu(true), TRANSCENDENTAL, R(-5, 5, n));
+  CALL(TF_OP_SILU, none, TRANSCENDENTAL, R(-8, 8, n));
+  CALL(TF_OP_SIGMOID, none, TRANSCENDENTAL, R(-8, 8, n));
+  CALL(TF_OP_TANH, none, TRANSCENDENTAL, R(-3, 3, n));
+  CALL(TF_OP_RELU_GRAD, none, EXACT, R(-3, 3, n), R(-1, 1, n));
+  CALL(TF_OP_GELU_GRAD, th_gelu(false), TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
+  CALL(TF_OP_GELU_GRAD, th_gelu(true), TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
+  CALL(TF_OP_SILU_GRAD, none, TRANSCENDENTAL, R(-8, 8, n), R(-1, 1, n));
+  CALL(TF_OP_SIGMOID_GRAD, none, ROUNDED, R(0, 1, n), R(-1, 1, n));
+  CALL(TF_OP_TANH_GRAD, none, ROUNDED, R(-1, 1, n), R(-1, 1, n));
+  CALL(TF_OP_DROPOUT, th_dropout(0.25f, 5), ROUNDED, R(-3, 3, n));
+  CALL(TF_OP_DROPOUT, th_dropout(0.0f, 5), EXACT, R(-3, 3, 3, 5));
+}
+
+static void reduction_calls(builder *b, bool large) {
+  static const int32_t axis1[] = {1}, last_first[] = {-1, 0}, middle[] = {-2}, outer[] = {0, 2}, first[] = {0};
+  static const tf_op sums[] = {TF_OP_SUM, TF_OP_MEAN};
+  for (int k = 0; k < 2; k++) {
+    tf_op op = sums[k];
+    CALL(op, th_reduce(false, 1, axis1), ROUNDED, R(-2, 2, 3, 5, 7));
+    CALL(op, th_reduce(true, 2, last_first), ROUNDED, R(-2, 2, 3, 5, 7));
+    CALL(op, th_reduce(false, 0, NULL), ROUNDED, R(-2, 2, 3, 1, 7));
+    CALL(op, th_reduce(true, 2, outer), ROUNDED, R(-2, 2, 2, 3, 5, 2));
+    CALL(op, th_reduce(false, 1, middle), ROUNDED, R(-2, 2, 1, 13, 11));
+    if (large) {
+      CALL(op, th_reduce(false, 0, NULL), ROUNDED, R(-2, 2, 1000003));
+      CALL(op, th_reduce(false, 1, first), ROUNDED, R(-2, 2, 2003, 301));
+      CALL(op, th_reduce(true, 1, middle), ROUNDED, R(-2, 2, 301, 2003));
+    }
+  }
+  CALL(TF_OP_MAX, th_reduce(false, 1, middle), EXACT, R(-2, 2, 3, 5, 7));
+  CALL(TF_OP_MAX, th_reduce(true, 2, outer), EXACT, R(-2, 2, 2, 3, 5, 2));
+  CALL(TF_OP_MAX, th_reduce(false, 0, NULL), EXACT, R(-2, 2, 3, 7));
+  th_tensor x = R(-2, 2, 4, 9), x_all = R(-2, 2, 5, 3);
+  tf_attrs max_axis = th_reduce(true, 1, middle), max_all = th_reduce(false, 0, NULL);
+  // max_grad: y from the f64 max kernel (a copy, exact in f32 too) and ties planted in x.
+  x.values[1] = x.values[19] = x.values[28] = 7; // column 1, rows 0, 2 and 3
+  x_all.values[4] = x_all.values[11] = x_all.values[7] = 9;
+  th_round_to_float(&x);
+  th_round_to_float(&x_all);
+  th_tensor y = th_call(TF_OP_MAX, &max_axis, 1, &x), y_all = th_call(TF_OP_MAX, &max_all, 1, &x_all);
+  CALL(TF_OP_MAX_GRAD, max_axis, ROUNDED, x, y, R(-1, 1, 1, 9));
+  CALL(TF_OP_MAX_GRAD, max_all, ROUNDED, x_all, y_all, th_random(-1, 1, 0, NULL));
+  CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 3, 4, 5), R(0, 1, 4, 1));
+  CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 3, 4, 5), R(0, 1, 5));
+  CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 3, 4, 5), th_random(0, 1, 0, NULL));
+  CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 2, 3), R(0, 1, 2, 3));
+  if (large)
+    CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 4099, 257), R(0, 1, 257));
+  CALL(TF_OP_GLOBAL_NORM_SQ, th_no_attrs(), ROUNDED, R(-2, 2, 3, 5), R(-2, 2, 7), th_random(-2, 2, 0, NULL));
+  if (large)
+    CALL(TF_OP_GLOBAL_NORM_SQ, th_no_attrs(), ROUNDED, R(-2, 2, 1000003), R(-2, 2, 301, 7));
+}
+
+static void softmax_norm_calls(builder *b, bool large) {
+  static const tf_op softmaxes[] = {TF_OP_SOFTMAX, TF_OP_LOG_SOFTMAX};
+  static const tf_op grads[] = {TF_OP_SOFTMAX_GRAD, TF_OP_LOG_SOFTMAX_GRAD};
+  for (int k = 0; k < 2; k++) {
+    CALL(softmaxes[k], th_axis(-1), TRANSCENDENTAL, R(-5, 5, 4, 7));
+    CALL(softmaxes[k], th_axis(1), TRANSCENDENTAL, R(-5, 5, 2, 5, 3));
+    CALL(softmaxes[k], th_axis(0), TRANSCENDENTAL, R(-5, 5, 5, 67));
+    if (large)
+      CALL(softmaxes[k], th_axis(-1), TRANSCENDENTAL, R(-5, 5, 307, 1001));
+    // y: probabilities (softmax) or log-probabilities (log_softmax) of some x.
+    tf_attrs axis = th_axis(-2);
+    th_tensor logits = R(-3, 3, 3, 6, 5);
+    th_tensor y = th_call(softmaxes[k], &axis, 1, &logits);
+    CALL(grads[k], axis, TRANSCENDENTAL, y, R(-1, 1, 3, 6, 5));
+    if (large) {
+      tf_attrs last = th_axis(-1);
+      th_tensor big = R(-3, 3, 211, 997);
+      th_tensor y_big = th_call(softmaxes[k], &last, 1, &big);
+      CALL(grads[k], last, TRANSCENDENTAL, y_big, R(-1, 1, 211, 997));
+    }
+  }
+  static const int64_t features[] = {1, 2, 3, 64};
+  for (int k = 0; k < 4; k++) {
+    const int64_t d = features[k], rows = large ? 2003 : 5;
+    CALL(TF_OP_LAYER_NORM, th_norm(1e-5f), STATISTICS, R(-2, 2, rows, d), R(0.5, 1.5, d), R(-1, 1, d));
+    CALL(TF_OP_LAYER_NORM, th_norm(1e-5f), STATISTICS, R(-2, 2, 3, rows, d), R(0.5, 1.5, d));
+    CALL(TF_OP_RMS_NORM, th_norm(1e-6f), STATISTICS, R(-2, 2, rows, d), R(0.5, 1.5, d));
+    CALL(TF_OP_LAYER_NORM_GRAD, th_norm(1e-5f), STATISTICS, R(-2, 2, rows, d), R(0.5, 1.5, d), R(-1, 1, rows, d));
+    CALL(TF_OP_RMS_NORM_GRAD, th_norm(1e-6f), STATISTICS, R(-2, 2, rows, d), R(0.5, 1.5, d), R(-1, 1, rows, d));
+  }
+}
+
+static void layout_calls(builder *b, bool large) {
+  static const int32_t swap[] = {1, 0}, rotate[] = {2, 0, 1}, heads[] = {0, 2, 1, 3};
+  CALL(TF_OP_RESHAPE, th_shape_attrs(TH_SHAPE(5, -1, 3)), EXACT, R(-2, 2, 2, 15));
+  CALL(TF_OP_TRANSPOSE, th_transpose(2, swap), EXACT, R(-2, 2, 7, 5));
+  CALL(TF_OP_TRANSPOSE, th_transpose(3, rotate), EXACT, R(-2, 2, 2, 3, 5));
+  CALL(TF_OP_TRANSPOSE, th_transpose(4, heads), EXACT, R(-2, 2, 2, 3, 2, 5));
+  if (large) {
+    CALL(TF_OP_TRANSPOSE, th_transpose(2, swap), EXACT, R(-2, 2, 513, 259));
+    CALL(TF_OP_TRANSPOSE, th_transpose(4, heads), EXACT, R(-2, 2, 3, 67, 5, 64));
+    CALL(TF_OP_TRANSPOSE, th_transpose(3, rotate), EXACT, R(-2, 2, 33, 61, 65));
+  }
+  CALL(TF_OP_CONCAT, th_axis(-2), EXACT, R(-2, 2, 2, 1, 3), R(-2, 2, 2, 4, 3), R(-2, 2, 2, 2, 3));
+  CALL(TF_OP_CONCAT, th_axis(0), EXACT, R(-2, 2, 3, 2), R(-2, 2, 1, 2));
+  CALL(TF_OP_SLICE, th_slice(1, -6, 100, 2), EXACT, R(-2, 2, 3, 7, 2));
+  CALL(TF_OP_SLICE, th_slice(-1, 1, -1, 1), EXACT, R(-2, 2, 3, 5));
+  CALL(TF_OP_SLICE_GRAD, th_slice(1, -6, 100, 2), EXACT, R(-2, 2, 3, 3, 2), R(0, 1, 3, 7, 2));
+  CALL(TF_OP_SLICE_GRAD, th_slice(0, 1, 4, 1), EXACT, R(-2, 2, 3, 5), R(0, 1, 6, 5));
+  CALL(TF_OP_EXPAND, th_shape_attrs(TH_SHAPE(2, 3, 4)), EXACT, R(-2, 2, 3, 1));
+  CALL(TF_OP_EXPAND, th_shape_attrs(TH_SHAPE(4, -1)), EXACT, R(-2, 2, 1, 5));
+  if (large) {
+    CALL(TF_OP_CONCAT, th_axis(1), EXACT, R(-2, 2, 301, 100), R(-2, 2, 301, 157));
+    CALL(TF_OP_SLICE, th_slice(0, 3, -3, 3), EXACT, R(-2, 2, 2001, 67));
+    CALL(TF_OP_EXPAND, th_shape_attrs(TH_SHAPE(301, 7, 67)), EXACT, R(-2, 2, 7, 1));
+  }
+}
+
+static void loss_calls(builder *b, bool large) {
+  const int64_t rows = large ? 4001 : 7;
+  for (int k = 0; k < 2; k++) {
+    tf_dtype dtype = k ? TF_I32 : TF_I64;
+    th_tensor logits = R(-4, 4, rows, 11), ids = class_labels(dtype, TH_SHAPE(rows), 11, -100);
+    CALL(TF_OP_CROSS_ENTROPY, th_cross_entropy(-100), TRANSCENDENTAL, logits, ids);
+    CALL(TF_OP_CROSS_ENTROPY_GRAD, th_cross_entropy(-100), TRANSCENDENTAL, logits, ids, th_scalar(0.7));
+  }
+  th_tensor logits3 = R(-4, 4, 2, 3, 5), ids3 = class_labels(TF_I32, TH_SHAPE(2, 3), 5, 4);
+  CALL(TF_OP_CROSS_ENTROPY, th_cross_entropy(4), TRANSCENDENTAL, logits3, ids3);
+  CALL(TF_OP_CROSS_ENTROPY_GRAD, th_cross_entropy(4), TRANSCENDENTAL, logits3, ids3, th_scalar(1.3));
+  const int64_t n = large ? 100003 : 23;
+  CALL(TF_OP_MSE, th_no_attrs(), ROUNDED, R(-2, 2, 3, n), R(-2, 2, 3, n));
+  CALL(TF_OP_MSE_GRAD, th_no_attrs(), ROUNDED, R(-2, 2, 3, n), R(-2, 2, 3, n), th_scalar(0.9));
+  CALL(TF_OP_BCE_WITH_LOGITS, th_no_attrs(), TRANSCENDENTAL, R(-6, 6, n), R(0, 1, n));
+  CALL(TF_OP_BCE_WITH_LOGITS_GRAD, th_no_attrs(), TRANSCENDENTAL, R(-6, 6, n), R(0, 1, n), th_scalar(1.1));
+}
+
+static void optimizer_calls(builder *b, bool large) {
+  const int64_t n = large ? 100003 : 19;
+  CALL(TF_OP_ACCUMULATE, th_no_attrs(), ROUNDED, R(-2, 2, n), R(-2, 2, n));
+  CALL(TF_OP_ZERO, th_no_attrs(), EXACT, R(-2, 2, n));
+  // (param, grad, state..., norm_sq): with and without clipping, weight decay and momentum.
+  tf_attrs sgd = th_optimizer(0.1f, 0.9f, 0, 0, 0, 0.01f, 1.0f, 0.5f);
+  tf_attrs plain_sgd = th_optimizer(0.05f, 0, 0, 0, 0, 0, 0, 1);
+  tf_attrs adamw = th_optimizer(1e-3f, 0, 0.9f, 0.999f, 1e-8f, 0.1f, 0.5f, 0.25f);
+  CALL(TF_OP_SGD, sgd, ROUNDED, R(-1, 1, n), R(-1, 1, n), R(-1, 1, n), th_scalar(9.0));
+  CALL(TF_OP_SGD, plain_sgd, ROUNDED, R(-1, 1, n), R(-1, 1, n), R(-1, 1, n));
+  CALL(TF_OP_ADAMW, adamw, TRANSCENDENTAL, R(-1, 1, n), R(-1, 1, n), R(-0.1, 0.1, n), R(0.001, 0.01, n),
+       th_scalar(4.0));
+}
+
+int op_calls_build(op_call *calls, int capacity, bool large) {
+  builder state = {calls, 0, capacity}, *b = &state;
+  elementwise_calls(b, large);
+  reduction_calls(b, large);
+  softmax_norm_calls(b, large);
+  layout_calls(b, large);
+  loss_calls(b, large);
+  optimizer_calls(b, large);
+  return b->n;
+}

@@ -1,0 +1,107 @@
+/* Helpers shared by the runtime_io tests: a scratch folder, writing and reading whole files, and
+ * checking that a call was refused with the expected code and message. */
+#ifndef TIGHTFIT_TESTS_RUNTIME_IO_IO_TEST_H
+#define TIGHTFIT_TESTS_RUNTIME_IO_IO_TEST_H
+
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+/* A new scratch folder under $TMPDIR (or /tmp); NULL on failure. The caller frees it. */
+static inline char *io_scratch_create(void) {
+  const char *base = getenv("TMPDIR");
+  char pattern[4096];
+  snprintf(pattern, sizeof(pattern), "%s/tf_runtime_io_XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(pattern))
+    return NULL;
+  size_t length = strlen(pattern) + 1;
+  char *folder = malloc(length);
+  if (folder)
+    memcpy(folder, pattern, length);
+  return folder;
+}
+
+/* Removes the files in `folder` (flat), then the folder, and frees the string. */
+static inline void io_scratch_destroy(char *folder) {
+  DIR *dir = folder ? opendir(folder) : NULL;
+  if (dir) {
+    struct dirent *entry;
+    char path[4096];
+    while ((entry = readdir(dir)) != NULL) {
+      if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+        continue;
+      snprintf(path, sizeof(path), "%s/%s", folder, entry->d_name);
+      unlink(path);
+    }
+    closedir(dir);
+    rmdir(folder);
+  }
+  free(folder);
+}
+
+/* The number of entries in `folder` whose name contains ".tmp" (leftover temporaries). */
+static inline int io_count_temporaries(const char *folder) {
+  DIR *dir = opendir(folder);
+  int count = 0;
+  if (!dir)
+    return -1;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL)
+    count += strstr(entry->d_name, ".tmp") != NULL;
+  closedir(dir);
+  return count;
+}
+
+/* Writes bytes[0..size) to folder/name; path receives the full path. */
+static inline bool io_write_file(const char *folder, const char *name, const void *bytes, size_t size, char *path,
+                                 size_t capacity) {
+  snprintf(path, capacity, "%s/%s", folder, name);
+  FILE *file = fopen(path, "wb");
+  if (!file)
+    return false;
+  bool ok = fwrite(bytes, 1, size, file) == size;
+  return fclose(file) == 0 && ok;
+}
+
+/* Reads all of `path` into a new buffer (the caller frees it); NULL on failure. */
+static inline unsigned char *io_read_file(const char *path, size_t *size) {
+  FILE *file = fopen(path, "rb");
+  *size = 0;
+  if (!file)
+    return NULL;
+  size_t capacity = 1 << 16;
+  unsigned char *data = malloc(capacity);
+  while (data) {
+    *size += fread(data + *size, 1, capacity - *size, file);
+    if (*size < capacity)
+      break;
+    unsigned char *bigger = realloc(data, capacity * 2);
+    if (!bigger)
+      free(data);
+    data = bigger;
+    capacity *= 2;
+  }
+  fclose(file);
+  return data;
+}
+
+/* Checks that `status` failed with `code` and a message containing `phrase` and `path`; frees it. */
+static inline void io_check_refusal(tf_test_counts *counts, const char *what, tf_status status, tf_code code,
+                                    const char *phrase, const char *path) {
+  const char *message = tf_status_message(status);
+  bool ok = status && tf_status_code(status) == code && strstr(message, phrase) &&
+            (!path || strstr(message, path));
+  CHECK(counts, ok, "%s: expected %s containing \"%s\", got %s: %s", what, tf_code_name(code), phrase,
+        status ? tf_code_name(tf_status_code(status)) : "success", message);
+  if (ok)
+    printf("  refused %-28s %s\n", what, message);
+  tf_status_free(status);
+}
+
+#endif

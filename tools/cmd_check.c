@@ -1,0 +1,78 @@
+/* `tightfit check F.tfg --budget 16GiB`: does the compiled plan fit? For CI: exit 0 when it fits,
+ * 1 when it does not (with the shortfall and where the bytes go), 2 on bad input. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/compile_args.h"
+
+static void help(void) {
+  printf("usage: tightfit check F.tfg --budget SIZE [options] [--json]\n\n"
+         "Compiles the graph and compares the plan's total memory with the budget. SIZE is bytes or\n"
+         "a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30).\n\n"
+         "options:\n"
+         "  --budget SIZE          the device memory available (required)\n"
+         "  --json                 machine-readable result\n");
+  tf_compile_args_help();
+  printf("\nexit codes: 0 fits, 1 does not fit, 2 bad usage or a bad graph.\n");
+}
+
+int tf_cmd_check(int argc, char **argv) {
+  tf_compile_args args;
+  tf_compile_args_init(&args);
+  int64_t budget = -1;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    const char *value;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return TF_EXIT_OK;
+    } else if (tf_cli_option(argc, argv, &i, "--budget", &value, &error)) {
+      if (!error && !tf_cli_parse_bytes(value, &budget))
+        return tf_cli_usage_error("check", "--budget: '%s' is not a size (e.g. 16GiB, 512MiB, 1000000)", value);
+    } else if (tf_compile_args_take(&args, "check", argc, argv, &i, &error)) {
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("check", "unknown option '%s'", argv[i]);
+    } else if (args.graph_path) {
+      return tf_cli_usage_error("check", "one graph file at a time (got '%s' and '%s')", args.graph_path, argv[i]);
+    } else {
+      args.graph_path = argv[i];
+    }
+    if (error)
+      return TF_EXIT_USAGE;
+  }
+  if (!args.graph_path)
+    return tf_cli_usage_error("check", "missing the graph file");
+  if (budget < 0)
+    return tf_cli_usage_error("check", "missing --budget SIZE");
+  tf_plan *plan;
+  tf_status status = tf_compile_args_run(&args, &plan);
+  if (status)
+    return tf_cli_fail("check", status);
+  int64_t total = tf_plan_total_bytes(plan);
+  bool fits = total <= budget;
+  char a[32], b[32];
+  if (args.json) {
+    tf_json j = {stdout, 0, {false}};
+    tf_json_begin_object(&j, NULL);
+    tf_json_string(&j, "graph", args.graph_path);
+    tf_json_bool(&j, "fits", fits);
+    tf_json_int(&j, "budget_bytes", budget);
+    tf_json_int(&j, "shortfall_bytes", fits ? 0 : total - budget);
+    tf_json_int(&j, "micro_batch", plan->micro_batch);
+    tf_json_int(&j, "accumulate", plan->accumulate);
+    tf_compile_args_print_memory(plan, &j);
+    tf_json_end_object(&j);
+  } else if (fits) {
+    printf("%s: fits: %s of %s (%.1f%%), micro-batch %" PRId64 " x %d\n", args.graph_path,
+           tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)), 100.0 * (double)total / (double)budget,
+           plan->micro_batch, plan->accumulate);
+    tf_compile_args_print_memory(plan, NULL);
+  } else {
+    printf("%s: does not fit: needs %s, budget %s, short by %s\n", args.graph_path, tf_cli_bytes(total, a, sizeof(a)),
+           tf_cli_bytes(budget, b, sizeof(b)), tf_cli_bytes(total - budget, a, sizeof(a)));
+    tf_compile_args_print_memory(plan, NULL);
+  }
+  tf_plan_destroy(plan);
+  return fits ? TF_EXIT_OK : TF_EXIT_FAILED;
+}

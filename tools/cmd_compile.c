@@ -1,0 +1,76 @@
+/* `tightfit compile F.tfg -o P.tfplan`: a model graph -> a plan with exact memory. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/compile_args.h"
+
+static void help(void) {
+  printf("usage: tightfit compile F.tfg [options] [-o P.tfplan] [--json]\n\n"
+         "Derives the training graph (autodiff, optimizer, gradient accumulation), schedules it,\n"
+         "plans every buffer's memory and writes the plan. Prints the memory by region.\n\n"
+         "options:\n"
+         "  -o, --output P         write the plan to P (.tfplan)\n"
+         "  --json                 machine-readable summary\n");
+  tf_compile_args_help();
+  printf("\nexit codes: 0 compiled, 2 bad usage or a bad graph.\n");
+}
+
+int tf_cmd_compile(int argc, char **argv) {
+  tf_compile_args args;
+  tf_compile_args_init(&args);
+  const char *output = NULL;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    const char *value;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return TF_EXIT_OK;
+    } else if (tf_cli_option(argc, argv, &i, "-o", &value, &error) ||
+               tf_cli_option(argc, argv, &i, "--output", &value, &error)) {
+      output = value;
+    } else if (tf_compile_args_take(&args, "compile", argc, argv, &i, &error)) {
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("compile", "unknown option '%s'", argv[i]);
+    } else if (args.graph_path) {
+      return tf_cli_usage_error("compile", "one graph file at a time (got '%s' and '%s')", args.graph_path, argv[i]);
+    } else {
+      args.graph_path = argv[i];
+    }
+    if (error)
+      return TF_EXIT_USAGE;
+  }
+  if (!args.graph_path)
+    return tf_cli_usage_error("compile", "missing the graph file");
+  tf_plan *plan;
+  tf_status status = tf_compile_args_run(&args, &plan);
+  if (status)
+    return tf_cli_fail("compile", status);
+  if (output) {
+    status = tf_plan_save(plan, output);
+    if (status) {
+      tf_plan_destroy(plan);
+      return tf_cli_fail("compile", status);
+    }
+  }
+  if (args.json) {
+    tf_json j = {stdout, 0, {false}};
+    tf_json_begin_object(&j, NULL);
+    tf_json_string(&j, "graph", args.graph_path);
+    if (output)
+      tf_json_string(&j, "plan", output);
+    tf_json_int(&j, "steps", plan->n_steps);
+    tf_json_int(&j, "buffers", plan->n_buffers);
+    tf_json_int(&j, "micro_batch", plan->micro_batch);
+    tf_json_int(&j, "accumulate", plan->accumulate);
+    tf_compile_args_print_memory(plan, &j);
+    tf_json_end_object(&j);
+  } else {
+    printf("%s: %s plan for '%s': %d steps, %d buffers, micro-batch %" PRId64 " x %d%s%s\n", args.graph_path,
+           plan->training ? "training" : "inference", plan->graph_name, plan->n_steps, plan->n_buffers,
+           plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
+    tf_compile_args_print_memory(plan, NULL);
+  }
+  tf_plan_destroy(plan);
+  return TF_EXIT_OK;
+}

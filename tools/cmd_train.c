@@ -1,0 +1,312 @@
+/* `tightfit train P.tfplan --data DIR --steps S`: runs a training plan on a backend. One optimizer
+ * step = `accumulate` micro-batches + the update. Progress on a terminal, plain lines otherwise;
+ * Ctrl-C finishes the current step and saves a checkpoint when --checkpoint is given. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/feed.h"
+#include "tightfit/runtime.h"
+#include "tools/cli.h"
+
+static volatile sig_atomic_t interrupted = 0;
+static void on_interrupt(int signal_number) {
+  (void)signal_number;
+  interrupted = 1;
+}
+
+typedef struct train_args {
+  const char *plan_path, *data, *eval, *checkpoint, *backend;
+  int64_t steps, log_every, checkpoint_every;
+  int32_t threads;
+  uint64_t seed;
+  bool resume, json;
+} train_args;
+
+static void help(void) {
+  printf("usage: tightfit train P.tfplan --data DIR --steps S [options]\n\n"
+         "Trains with a compiled plan. DIR holds one .npy per input and label of the plan, named after\n"
+         "it (x.npy, labels.npy), with samples along the first axis; or a 1-D tokens.npy stream for\n"
+         "[N, T] token models (labels are the next tokens).\n\n"
+         "options:\n"
+         "  --steps S              optimizer steps to run (required)\n"
+         "  --data DIR             training data (required)\n"
+         "  --eval DIR             held-out data: loss and accuracy after training\n"
+         "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
+         "                         steps and on Ctrl-C\n"
+         "  --checkpoint-every M   (default: only at the end)\n"
+         "  --resume               continue from DIR/latest.safetensors\n"
+         "  --seed N               initialisation, data order and dropout (default 0)\n"
+         "  --threads N            CPU threads (default 2)\n"
+         "  --backend B            cpu (default)\n"
+         "  --log-every M          a line every M steps when not on a terminal (default 10)\n"
+         "  --json                 one JSON object per logged step, and a summary\n\n"
+         "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
+}
+
+static bool parse_count(const char *text, int64_t *value, int64_t min) {
+  char *end;
+  long long parsed = strtoll(text, &end, 10);
+  *value = parsed;
+  return end != text && *end == '\0' && parsed >= min;
+}
+
+static int parse_args(int argc, char **argv, train_args *a) {
+  memset(a, 0, sizeof(*a));
+  a->backend = "cpu";
+  a->log_every = 10;
+  a->threads = 2;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    const char *v;
+    int64_t n;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return -1;
+    } else if (strcmp(argv[i], "--resume") == 0) {
+      a->resume = true;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      a->json = true;
+    } else if (tf_cli_option(argc, argv, &i, "--data", &v, &error)) {
+      a->data = v;
+    } else if (tf_cli_option(argc, argv, &i, "--eval", &v, &error)) {
+      a->eval = v;
+    } else if (tf_cli_option(argc, argv, &i, "--checkpoint", &v, &error)) {
+      a->checkpoint = v;
+    } else if (tf_cli_option(argc, argv, &i, "--backend", &v, &error)) {
+      a->backend = v;
+    } else if (tf_cli_option(argc, argv, &i, "--steps", &v, &error)) {
+      if (!error && !parse_count(v, &a->steps, 1))
+        return tf_cli_usage_error("train", "--steps takes a count >= 1, got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--log-every", &v, &error)) {
+      if (!error && !parse_count(v, &a->log_every, 1))
+        return tf_cli_usage_error("train", "--log-every takes a count >= 1, got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--checkpoint-every", &v, &error)) {
+      if (!error && !parse_count(v, &a->checkpoint_every, 1))
+        return tf_cli_usage_error("train", "--checkpoint-every takes a count >= 1, got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--threads", &v, &error)) {
+      if (!error && (!parse_count(v, &n, 1) || n > 1024))
+        return tf_cli_usage_error("train", "--threads takes 1..1024, got '%s'", v);
+      a->threads = (int32_t)n;
+    } else if (tf_cli_option(argc, argv, &i, "--seed", &v, &error)) {
+      if (!error && !parse_count(v, &n, 0))
+        return tf_cli_usage_error("train", "--seed takes a number >= 0, got '%s'", v);
+      a->seed = (uint64_t)n;
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("train", "unknown option '%s'", argv[i]);
+    } else if (a->plan_path) {
+      return tf_cli_usage_error("train", "one plan at a time (got '%s' and '%s')", a->plan_path, argv[i]);
+    } else {
+      a->plan_path = argv[i];
+    }
+    if (error)
+      return TF_EXIT_USAGE;
+  }
+  if (!a->plan_path)
+    return tf_cli_usage_error("train", "missing the plan file");
+  if (!a->data)
+    return tf_cli_usage_error("train", "missing --data DIR");
+  if (!a->steps)
+    return tf_cli_usage_error("train", "missing --steps S");
+  if (a->resume && !a->checkpoint)
+    return tf_cli_usage_error("train", "--resume needs --checkpoint DIR");
+  return 0;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static tf_status save_checkpoint(tf_session *session, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/latest.safetensors", dir);
+  return tf_session_save(session, path, NULL, 0);
+}
+
+static void progress(const train_args *a, bool tty, int64_t step, int64_t total, double loss, double rate,
+                     double eta) {
+  if (a->json) {
+    printf("{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f}\n", step, loss, rate);
+    fflush(stdout);
+  } else if (tty) {
+    int width = 24, filled = (int)((double)width * (double)step / (double)total);
+    char bar[32];
+    for (int i = 0; i < width; i++)
+      bar[i] = i < filled ? '=' : ' ';
+    bar[width] = '\0';
+    fprintf(stderr, "\rstep %6" PRId64 "/%" PRId64 " [%s] loss %8.4f  %8.1f samples/s  ETA %3d:%02d ", step, total,
+            bar, loss, rate, (int)(eta / 60), (int)fmod(eta, 60));
+    fflush(stderr);
+  } else if (step % a->log_every == 0 || step == total) {
+    printf("step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s\n", step, total, loss, rate);
+    fflush(stdout);
+  }
+}
+
+/* Loss and accuracy over the held-out set: the forward steps only, logits from the buffer that
+ * cross-entropy reads (it is live until the backward pass, so intact after the forward steps). */
+static tf_status evaluate(tf_session *session, const train_args *a, double *loss, double *accuracy) {
+  const tf_plan *plan = tf_session_plan(session);
+  tf_feed *feed;
+  TF_RETURN_IF_ERROR(tf_feed_open(plan, a->eval, a->seed, &feed));
+  const tf_plan_step *ce = NULL;
+  for (int32_t s = 0; s < plan->n_steps && !ce; s++)
+    if (plan->steps[s].op == TF_OP_CROSS_ENTROPY)
+      ce = &plan->steps[s];
+  const tf_plan_buffer *logits = ce ? &plan->buffers[ce->inputs[0]] : NULL;
+  const tf_plan_buffer *labels = ce ? &plan->buffers[ce->inputs[1]] : NULL;
+  float *scores = logits ? malloc((size_t)logits->bytes) : NULL;
+  int32_t *truth = labels && labels->dtype == TF_I32 ? malloc((size_t)labels->bytes) : NULL;
+  int64_t samples = tf_feed_samples(feed), batches = (samples + plan->micro_batch - 1) / plan->micro_batch;
+  int64_t classes = logits ? logits->shape[logits->rank - 1] : 0, rows = logits ? logits->bytes / 4 / classes : 0;
+  int64_t per_sample = rows / (plan->micro_batch ? plan->micro_batch : 1);
+  double loss_sum = 0, correct = 0, counted = 0;
+  tf_status status = NULL;
+  for (int64_t b = 0; b < batches && !status; b++) {
+    double batch_loss;
+    status = tf_feed_batch_in_order(feed, session, b);
+    if (!status)
+      status = tf_session_forward(session, &batch_loss);
+    if (status)
+      break;
+    loss_sum += batch_loss;
+    if (!scores || !truth)
+      continue;
+    status = tf_session_read(session, logits->name, scores, logits->bytes);
+    if (!status)
+      status = tf_session_read(session, labels->name, truth, labels->bytes);
+    for (int64_t r = 0; r < rows && !status; r++) {
+      if (b * plan->micro_batch + r / per_sample >= samples)
+        break; /* the wrapped tail of the last batch */
+      int64_t best = 0;
+      for (int64_t c = 1; c < classes; c++)
+        if (scores[r * classes + c] > scores[r * classes + best])
+          best = c;
+      correct += best == truth[r];
+      counted++;
+    }
+  }
+  *loss = batches ? loss_sum / (double)batches : NAN;
+  *accuracy = counted ? correct / counted : NAN;
+  free(scores);
+  free(truth);
+  tf_feed_close(feed);
+  return status;
+}
+
+static int train(const train_args *a, tf_plan *plan) {
+  tf_session_options options = tf_session_options_default();
+  options.backend = a->backend;
+  options.threads = a->threads;
+  options.seed = a->seed;
+  tf_session *session = NULL;
+  tf_feed *feed = NULL;
+  tf_status status = tf_session_create(plan, &options, &session);
+  if (!status)
+    status = tf_feed_open(plan, a->data, a->seed, &feed);
+  if (!status && a->resume) {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/latest.safetensors", a->checkpoint);
+    status = tf_session_load(session, path);
+    if (!status) {
+      tf_feed_seek(feed, tf_session_micro_steps(session));
+      fprintf(stderr, "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
+    }
+  }
+  bool tty = isatty(fileno(stderr)) && !a->json;
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
+  double start = now(), loss = NAN;
+  int64_t first = tf_session_optimizer_steps(session ? session : NULL), done = 0;
+  for (int64_t step = first; !status && step < first + a->steps && !interrupted; step++) {
+    double sum = 0;
+    for (int32_t m = 0; m < plan->accumulate && !status; m++) {
+      double micro_loss;
+      status = tf_feed_next(feed, session);
+      if (!status)
+        status = tf_session_micro_step(session, &micro_loss);
+      sum += micro_loss;
+    }
+    if (!status)
+      status = tf_session_optimizer_step(session);
+    if (status)
+      break;
+    loss = sum / plan->accumulate;
+    if (!isfinite(loss)) {
+      status = tf_status_new(TF_ERR_INVALID_INPUT, "the loss became %g at step %" PRId64 ": lower the learning rate",
+                             loss, step + 1);
+      break;
+    }
+    done++;
+    double elapsed = now() - start;
+    double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
+    double eta = elapsed / (double)done * (double)(a->steps - done);
+    progress(a, tty, step + 1 - first, a->steps, loss, rate, eta);
+    if (a->checkpoint && a->checkpoint_every && (step + 1) % a->checkpoint_every == 0)
+      status = save_checkpoint(session, a->checkpoint);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  if (!status && a->checkpoint)
+    status = save_checkpoint(session, a->checkpoint);
+  double eval_loss = NAN, accuracy = NAN;
+  if (!status && a->eval && !interrupted)
+    status = evaluate(session, a, &eval_loss, &accuracy);
+  if (!status) {
+    tf_session_memory m = tf_session_memory_use(session);
+    char planned[32], allocated[32];
+    if (a->json)
+      printf("{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %.6f, \"eval_accuracy\": %.6f, "
+             "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
+             "}\n",
+             done, loss, eval_loss, accuracy, m.planned_bytes, m.allocated_bytes, m.allocations_after_create);
+    else {
+      printf("trained %" PRId64 " steps in %.2f s; final loss %.4f\n", done, now() - start, loss);
+      if (a->eval)
+        printf("held-out: loss %.4f, accuracy %.2f%%\n", eval_loss, 100 * accuracy);
+      printf("memory: planned %s, allocated %s in %" PRId64 " allocations, %" PRId64 " after create\n",
+             tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
+             tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations,
+             m.allocations_after_create);
+      if (a->checkpoint)
+        printf("checkpoint: %s/latest.safetensors\n", a->checkpoint);
+    }
+  }
+  tf_feed_close(feed);
+  tf_session_destroy(session);
+  if (status)
+    return tf_cli_fail("train", status);
+  if (interrupted) {
+    fprintf(stderr, "interrupted after %" PRId64 " steps%s\n", done, a->checkpoint ? "; checkpoint saved" : "");
+    return TF_EXIT_FAILED;
+  }
+  return TF_EXIT_OK;
+}
+
+int tf_cmd_train(int argc, char **argv) {
+  train_args a;
+  int parsed = parse_args(argc, argv, &a);
+  if (parsed)
+    return parsed < 0 ? TF_EXIT_OK : parsed;
+  tf_plan *plan;
+  tf_status status = tf_plan_load(a.plan_path, &plan);
+  if (status)
+    return tf_cli_fail("train", status);
+  if (!plan->training) {
+    tf_plan_destroy(plan);
+    return tf_cli_fail("train", tf_status_new(TF_ERR_INVALID_INPUT, "%s is an inference plan: compile without "
+                                                                    "--inference to train",
+                                              a.plan_path));
+  }
+  int code = train(&a, plan);
+  tf_plan_destroy(plan);
+  return code;
+}

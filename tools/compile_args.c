@@ -1,0 +1,143 @@
+#include "tools/compile_args.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tf_compile_args_init(tf_compile_args *args) {
+  memset(args, 0, sizeof(*args));
+  args->options = tf_compile_options_default(TF_TARGET_CPU);
+}
+
+void tf_compile_args_help(void) {
+  printf("  --set NAME=V[,NAME=V]  bind symbols, e.g. --set N=32,T=256 (repeatable)\n"
+         "  --target T             cpu (default), vulkan or cuda\n"
+         "  --threads N            CPU threads the kernel workspaces are sized for (default 2)\n"
+         "  --optimizer O          sgd or adamw (default: the graph's)\n"
+         "  --lr X                 learning rate (default: the graph's)\n"
+         "  --weight-decay X       weight decay (default: the graph's)\n"
+         "  --clip X               global gradient-norm clipping, 0 = off (default: the graph's)\n"
+         "  --accumulate K         micro-batches per optimizer step (default 1)\n"
+         "  --inference            a forward-only plan (no gradients, no optimizer)\n");
+}
+
+static bool parse_double(const char *text, double *value) {
+  char *end;
+  *value = strtod(text, &end);
+  return end != text && *end == '\0';
+}
+
+static bool parse_int(const char *text, int64_t *value) {
+  char *end;
+  long long parsed = strtoll(text, &end, 10);
+  *value = parsed;
+  return end != text && *end == '\0';
+}
+
+static bool append_binding(tf_compile_args *args, const char *list) {
+  size_t used = strlen(args->bindings);
+  size_t needed = strlen(list) + (used ? 1 : 0);
+  if (used + needed + 1 > sizeof(args->bindings))
+    return false;
+  if (used)
+    args->bindings[used++] = ',';
+  memcpy(args->bindings + used, list, strlen(list) + 1);
+  return true;
+}
+
+bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, char **argv, int *i, bool *error) {
+  const char *value;
+  double number;
+  int64_t integer;
+  tf_compile_options *o = &args->options;
+  if (strcmp(argv[*i], "--json") == 0) {
+    args->json = true;
+  } else if (strcmp(argv[*i], "--inference") == 0) {
+    o->training = false;
+  } else if (tf_cli_option(argc, argv, i, "--set", &value, error)) {
+    if (!*error && !append_binding(args, value))
+      *error = tf_cli_usage_error(command, "--set lists are too long") != 0;
+  } else if (tf_cli_option(argc, argv, i, "--target", &value, error)) {
+    tf_target_kind kind;
+    if (!*error && !tf_target_parse(value, &kind))
+      *error = tf_cli_usage_error(command, "unknown target '%s' (cpu, vulkan, cuda)", value) != 0;
+    else if (!*error) {
+      int32_t threads = o->target.threads;
+      o->target = tf_target_default(kind);
+      if (kind == TF_TARGET_CPU)
+        o->target.threads = threads;
+    }
+  } else if (tf_cli_option(argc, argv, i, "--threads", &value, error)) {
+    if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > 1024))
+      *error = tf_cli_usage_error(command, "--threads takes 1..1024, got '%s'", value) != 0;
+    else if (!*error)
+      o->target.threads = (int32_t)integer;
+  } else if (tf_cli_option(argc, argv, i, "--optimizer", &value, error)) {
+    if (!*error && strcmp(value, "sgd") == 0)
+      o->optimizer = TF_OPTIMIZER_SGD;
+    else if (!*error && strcmp(value, "adamw") == 0)
+      o->optimizer = TF_OPTIMIZER_ADAMW;
+    else if (!*error)
+      *error = tf_cli_usage_error(command, "unknown optimizer '%s' (sgd, adamw)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--lr", &value, error)) {
+    if (!*error && (!parse_double(value, &number) || !(number > 0)))
+      *error = tf_cli_usage_error(command, "--lr takes a positive number, got '%s'", value) != 0;
+    else if (!*error)
+      o->learning_rate = number;
+  } else if (tf_cli_option(argc, argv, i, "--weight-decay", &value, error)) {
+    if (!*error && (!parse_double(value, &number) || number < 0))
+      *error = tf_cli_usage_error(command, "--weight-decay takes a number >= 0, got '%s'", value) != 0;
+    else if (!*error)
+      o->weight_decay = number;
+  } else if (tf_cli_option(argc, argv, i, "--clip", &value, error)) {
+    if (!*error && (!parse_double(value, &number) || number < 0))
+      *error = tf_cli_usage_error(command, "--clip takes a number >= 0, got '%s'", value) != 0;
+    else if (!*error)
+      o->clip_norm = number;
+  } else if (tf_cli_option(argc, argv, i, "--accumulate", &value, error)) {
+    if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20)))
+      *error = tf_cli_usage_error(command, "--accumulate takes 1..%d, got '%s'", 1 << 20, value) != 0;
+    else if (!*error)
+      o->accumulate = (int32_t)integer;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan) {
+  *plan = NULL;
+  tf_graph *g;
+  TF_RETURN_IF_ERROR(tf_graph_load(args->graph_path, &g));
+  tf_compile_options options = args->options;
+  options.bindings = args->bindings[0] ? args->bindings : NULL;
+  tf_status status = tf_compile(g, &options, plan);
+  tf_graph_destroy(g);
+  return status ? tf_status_prefix(status, "%s", args->graph_path) : NULL;
+}
+
+void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
+  int64_t total = tf_plan_total_bytes(plan);
+  const tf_plan_report *r = &plan->report;
+  double ratio = r->arena_lower_bound > 0 ? (double)plan->region_bytes[TF_REGION_ARENA] / (double)r->arena_lower_bound
+                                          : 1.0;
+  if (json) {
+    tf_json_int(json, "total_bytes", total);
+    tf_json_begin_object(json, "regions");
+    for (int r_index = 0; r_index < TF_REGION_COUNT; r_index++)
+      tf_json_int(json, tf_region_name((tf_region)r_index), plan->region_bytes[r_index]);
+    tf_json_end_object(json);
+    tf_json_int(json, "arena_lower_bound", r->arena_lower_bound);
+    tf_json_int(json, "arena_naive", r->arena_naive);
+    tf_json_double(json, "arena_over_lower_bound", ratio);
+    return;
+  }
+  char a[32], b[32];
+  for (int r_index = 0; r_index < TF_REGION_COUNT; r_index++)
+    printf("  %-16s %12s  (%" PRId64 " bytes)\n", tf_region_name((tf_region)r_index),
+           tf_cli_bytes(plan->region_bytes[r_index], a, sizeof(a)), plan->region_bytes[r_index]);
+  printf("  %-16s %12s  (%" PRId64 " bytes)\n", "total", tf_cli_bytes(total, a, sizeof(a)), total);
+  printf("  arena %s vs lower bound %s (x%.3f); without reuse %s\n",
+         tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)), tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)),
+         ratio, tf_cli_bytes(r->arena_naive, a, sizeof(a)));
+}

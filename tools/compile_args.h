@@ -1,0 +1,28 @@
+/* The compile options shared by `tightfit compile` and `tightfit check`: parsing, help text, and
+ * the summary of a plan's memory both print. */
+#ifndef TIGHTFIT_TOOLS_COMPILE_ARGS_H
+#define TIGHTFIT_TOOLS_COMPILE_ARGS_H
+
+#include "tightfit/compiler.h"
+#include "tools/cli.h"
+
+typedef struct tf_compile_args {
+  tf_compile_options options;
+  char bindings[1024];       /* all --set lists joined */
+  const char *graph_path;
+  bool json;
+} tf_compile_args;
+
+/* Initialises args with the defaults (CPU target, training). */
+void tf_compile_args_init(tf_compile_args *args);
+/* Consumes argv[*i] (and its value) when it is a compile option; true when consumed. Sets *error
+ * (after printing why) on a bad value. */
+bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, char **argv, int *i, bool *error);
+/* Prints the compile options' help lines. */
+void tf_compile_args_help(void);
+/* Loads the graph and compiles it; the caller destroys *plan. */
+tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan) TF_MUST_USE;
+/* Prints the plan's regions, total and arena quality (text or JSON object members). */
+void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json);
+
+#endif
