@@ -76,6 +76,8 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     c->learning_rate = o->learning_rate;
   if (c->learning_rate <= 0)
     c->learning_rate = c->optimizer == TF_OPTIMIZER_ADAMW ? 3e-4 : 0.01;
+  if (o->epsilon > 0)
+    c->epsilon = o->epsilon;
   if (c->optimizer == TF_OPTIMIZER_ADAMW) {
     if (c->beta1 <= 0)
       c->beta1 = 0.9;

@@ -112,8 +112,8 @@ tf_status tf_atomic_file_commit(tf_atomic_file *file) {
   if (close(file->fd) != 0 && !status)
     status = tf_status_new(TF_ERR_IO, "%s: close failed: %s", file->temporary, strerror(errno));
   if (!status && rename(file->temporary, file->path) != 0)
-    status = tf_status_new(TF_ERR_IO, "%s: cannot rename %s into place: %s", file->path, file->temporary,
-                           strerror(errno));
+    status =
+        tf_status_new(TF_ERR_IO, "%s: cannot rename %s into place: %s", file->path, file->temporary, strerror(errno));
   if (status)
     unlink(file->temporary);
   else

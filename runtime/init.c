@@ -124,14 +124,13 @@ static void fill_f32(const plan *p, uint64_t seed, int64_t begin, int64_t count,
 /* Integers: a and b must be integral and every value a + i b (i in the range) must fit `bits`. */
 static tf_status fill_integer(const plan *p, const char *name, int64_t begin, int64_t count, int bits, void *out) {
   if (p->rule == NORMAL || p->rule == UNIFORM)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': random initializers need a float tensor",
-                         name);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': random initializers need a float tensor", name);
   bool arange = p->rule == ARANGE;
-  bool integral = p->a == floor(p->a) && fabs(p->a) < 0x1p63 &&
-                  (!arange || (p->b == floor(p->b) && fabs(p->b) < 0x1p63));
+  bool integral =
+      p->a == floor(p->a) && fabs(p->a) < 0x1p63 && (!arange || (p->b == floor(p->b) && fabs(p->b) < 0x1p63));
   if (!integral)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': integer tensors need integer values (a = %g, b = %g)",
-                         name, p->a, p->b);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "init of tensor '%s': integer tensors need integer values (a = %g, b = %g)", name, p->a, p->b);
   __int128 a = (__int128)(int64_t)p->a, b = arange ? (__int128)(int64_t)p->b : 0;
   __int128 low = -((__int128)1 << (bits - 1)), high = ((__int128)1 << (bits - 1)) - 1;
   if (count > 0) {
@@ -157,8 +156,9 @@ static tf_status element_count(const char *name, int32_t rank, const int64_t *sh
                          TF_MAX_RANK);
   for (int32_t d = 0; d < rank; d++)
     if (shape[d] < 0 || __builtin_mul_overflow(*count, shape[d], count))
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': dimension %d (%" PRId64
-                           ") is negative or the count overflows", name, (int)d, shape[d]);
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "init of tensor '%s': dimension %d (%" PRId64 ") is negative or the count overflows", name,
+                           (int)d, shape[d]);
   return NULL;
 }
 
@@ -170,11 +170,13 @@ tf_status tf_init_fill_range(const tf_init *init, const char *tensor_name, int32
   int64_t total;
   TF_RETURN_IF_ERROR(element_count(name, rank, shape, &total));
   if (begin < 0 || count < 0 || begin > total || count > total - begin)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': range [%" PRId64 ", %" PRId64 " + %" PRId64
-                         ") outside its %" PRId64 " elements", name, begin, begin, count, total);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "init of tensor '%s': range [%" PRId64 ", %" PRId64 " + %" PRId64 ") outside its %" PRId64
+                         " elements",
+                         name, begin, begin, count, total);
   if (count > 0 && !out)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': NULL output", name);
-  plan p;
+  plan p = {0};
   TF_RETURN_IF_ERROR(make_plan(init, tensor_name, rank, shape, &p));
   switch (dtype) {
   case TF_F32: fill_f32(&p, seed, begin, count, out); return NULL;

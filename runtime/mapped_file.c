@@ -29,8 +29,8 @@ tf_status tf_mapped_file_open(const char *path, tf_mapped_file *out) {
   else if (info.st_size > 0) {
     void *map = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED)
-      status = tf_status_new(TF_ERR_IO, "%s: cannot map %lld bytes: %s", path, (long long)info.st_size,
-                             strerror(errno));
+      status =
+          tf_status_new(TF_ERR_IO, "%s: cannot map %lld bytes: %s", path, (long long)info.st_size, strerror(errno));
     else {
       out->data = map;
       out->size = (size_t)info.st_size;

@@ -63,8 +63,8 @@ static tf_status syntax_error(const cursor *c, const char *start, const char *ex
   long offset = (long)(c->at - start);
   if (c->at >= c->end)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: npy header ends early (expected %s)", c->path, expected);
-  return tf_status_new(TF_ERR_INVALID_INPUT, "%s: bad npy header at character %ld: expected %s, found '%c'",
-                       c->path, offset, expected, *c->at >= ' ' && *c->at < 127 ? *c->at : '?');
+  return tf_status_new(TF_ERR_INVALID_INPUT, "%s: bad npy header at character %ld: expected %s, found '%c'", c->path,
+                       offset, expected, *c->at >= ' ' && *c->at < 127 ? *c->at : '?');
 }
 
 /* A quoted Python string without escapes (NumPy's keys and type strings never need them), copied
@@ -126,9 +126,9 @@ static tf_status parse_descr(cursor *c, const char *start, tf_npy *npy) {
       npy->dtype = descriptors[i].dtype;
       return NULL;
     }
-  const char *why = descr[0] == '>'   ? " (big-endian; convert with arr.astype(arr.dtype.newbyteorder('<')))"
+  const char *why = descr[0] == '>' ? " (big-endian; convert with arr.astype(arr.dtype.newbyteorder('<')))"
                     : descr[0] && descr[1] == 'O' ? " (Python objects)"
-                                      : "";
+                                                  : "";
   return tf_status_new(TF_ERR_UNSUPPORTED, "unsupported dtype '%s' in %s%s; tightfit reads <f4 <f8 <f2 <i4 <i8 |u1",
                        descr, c->path, why);
 }
@@ -165,9 +165,10 @@ static tf_status parse_header(const char *path, const char *text, size_t length,
     char key[32];
     if (!read_string(&c, key, sizeof(key)))
       return syntax_error(&c, text, "a quoted key");
-    int which = strcmp(key, "descr") == 0 ? DESCR : strcmp(key, "fortran_order") == 0 ? FORTRAN
-                                                  : strcmp(key, "shape") == 0           ? SHAPE
-                                                                                        : 0;
+    int which = strcmp(key, "descr") == 0           ? DESCR
+                : strcmp(key, "fortran_order") == 0 ? FORTRAN
+                : strcmp(key, "shape") == 0         ? SHAPE
+                                                    : 0;
     if (!which)
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: npy header has unknown key '%s'", path, key);
     if (seen & which)
@@ -180,9 +181,9 @@ static tf_status parse_header(const char *path, const char *text, size_t length,
     } else if (which == SHAPE) {
       TF_RETURN_IF_ERROR(parse_shape(&c, text, npy));
     } else if (read_word(&c, "True")) {
-      return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "%s: fortran_order is True; tightfit reads C-order arrays only (save np.ascontiguousarray(a))",
-                           path);
+      return tf_status_new(
+          TF_ERR_UNSUPPORTED,
+          "%s: fortran_order is True; tightfit reads C-order arrays only (save np.ascontiguousarray(a))", path);
     } else if (!read_word(&c, "False")) {
       return syntax_error(&c, text, "True or False for 'fortran_order'");
     }
@@ -197,7 +198,9 @@ static tf_status parse_header(const char *path, const char *text, size_t length,
     return syntax_error(&c, text, "only padding after the header dict");
   if (seen != (DESCR | FORTRAN | SHAPE))
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: npy header lacks key '%s'", path,
-                         !(seen & DESCR) ? "descr" : !(seen & FORTRAN) ? "fortran_order" : "shape");
+                         !(seen & DESCR)     ? "descr"
+                         : !(seen & FORTRAN) ? "fortran_order"
+                                             : "shape");
   return NULL;
 }
 
@@ -228,8 +231,9 @@ static tf_status check_file(const char *path, tf_npy *npy) {
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: implausible npy header length %" PRIu32 " (allowed 1..%d)", path,
                          header_bytes, MAX_HEADER_BYTES);
   if (header_bytes > size - prefix)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: truncated: npy header of %" PRIu32 " bytes, file has %zu after the preamble",
-                         path, header_bytes, size - prefix);
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: truncated: npy header of %" PRIu32 " bytes, file has %zu after the preamble", path,
+                         header_bytes, size - prefix);
   TF_RETURN_IF_ERROR(parse_header(path, (const char *)bytes + prefix, header_bytes, npy));
 
   int64_t element = tf_file_dtype_size(npy->dtype);
@@ -242,8 +246,9 @@ static tf_status check_file(const char *path, tf_npy *npy) {
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: data size overflows", path);
   size_t offset = prefix + header_bytes;
   if ((uint64_t)data_bytes != size - offset)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: header promises %" PRId64 " data bytes (%" PRId64 " x %s), file holds %zu%s",
-                         path, data_bytes, count, tf_file_dtype_name(npy->dtype), size - offset,
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: header promises %" PRId64 " data bytes (%" PRId64 " x %s), file holds %zu%s", path,
+                         data_bytes, count, tf_file_dtype_name(npy->dtype), size - offset,
                          (uint64_t)data_bytes > size - offset ? " (truncated)" : " (trailing bytes)");
   npy->count = count;
   npy->bytes = (size_t)data_bytes;

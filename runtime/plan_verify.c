@@ -52,9 +52,9 @@ static bool valid_id(const tf_plan *plan, int32_t id) { return id >= 0 && id < p
 
 /* The region a role's buffers live in. */
 static tf_region region_of_role(tf_buffer_role role) {
-  static const tf_region regions[TF_ROLE_COUNT] = {
-      TF_REGION_PARAMETERS,      TF_REGION_PARAMETERS, TF_REGION_GRADIENTS, TF_REGION_OPTIMIZER_STATE,
-      TF_REGION_IO,              TF_REGION_IO,         TF_REGION_ARENA,     TF_REGION_ARENA};
+  static const tf_region regions[TF_ROLE_COUNT] = {TF_REGION_PARAMETERS,      TF_REGION_PARAMETERS, TF_REGION_GRADIENTS,
+                                                   TF_REGION_OPTIMIZER_STATE, TF_REGION_IO,         TF_REGION_IO,
+                                                   TF_REGION_ARENA,           TF_REGION_ARENA};
   return regions[role];
 }
 
@@ -109,8 +109,7 @@ static tf_status check_program(const tf_plan *plan) {
     int64_t product;
     if (plan->micro_batch < 1)
       return INVALID("a training plan's micro_batch is %" PRId64 "; it must be >= 1", plan->micro_batch);
-    if (__builtin_mul_overflow(plan->micro_batch, (int64_t)plan->accumulate, &product) ||
-        product != plan->global_batch)
+    if (__builtin_mul_overflow(plan->micro_batch, (int64_t)plan->accumulate, &product) || product != plan->global_batch)
       return INVALID("micro_batch %" PRId64 " x accumulate %" PRId32 " must equal global_batch %" PRId64,
                      plan->micro_batch, plan->accumulate, plan->global_batch);
     if (plan->loss == -1)
@@ -157,8 +156,8 @@ static tf_status check_placement(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   int64_t region_size = plan->region_bytes[b->region];
   if (b->offset < 0 || b->offset % plan->alignment != 0)
-    return INVALID("%s is at offset %" PRId64 " in region %s: misaligned, offsets are multiples of the alignment %" PRId64
-                   " and >= 0",
+    return INVALID("%s is at offset %" PRId64
+                   " in region %s: misaligned, offsets are multiples of the alignment %" PRId64 " and >= 0",
                    tf_plan_buffer_label(plan, id).text, b->offset, tf_region_name(b->region), plan->alignment);
   if (b->offset > region_size || b->bytes > region_size - b->offset)
     return INVALID("%s at offset %" PRId64 " with %" PRId64 " bytes ends past its region %s of %" PRId64 " bytes",
@@ -170,7 +169,8 @@ static tf_status check_interval(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   if (b->region == TF_REGION_ARENA) {
     if (b->first_step < 0 || b->first_step > b->last_step || b->last_step >= plan->n_steps)
-      return INVALID("%s in the arena is live over steps [%" PRId32 ", %" PRId32 "]; arena buffers need 0 <= first_step "
+      return INVALID("%s in the arena is live over steps [%" PRId32 ", %" PRId32
+                     "]; arena buffers need 0 <= first_step "
                      "<= last_step < %" PRId32 " (the step count)",
                      tf_plan_buffer_label(plan, id).text, b->first_step, b->last_step, plan->n_steps);
   } else if (b->first_step != -1 || b->last_step != -1) {
@@ -188,8 +188,8 @@ static tf_status check_buffer(const tf_plan *plan, int32_t id) {
     return INVALID("%s has unknown role %d (roles are 0..%d)", tf_plan_buffer_label(plan, id).text, (int)b->role,
                    TF_ROLE_COUNT - 1);
   if ((int)b->region < 0 || b->region >= TF_REGION_COUNT)
-    return INVALID("%s has unknown region %d (regions are 0..%d)", tf_plan_buffer_label(plan, id).text,
-                   (int)b->region, TF_REGION_COUNT - 1);
+    return INVALID("%s has unknown region %d (regions are 0..%d)", tf_plan_buffer_label(plan, id).text, (int)b->region,
+                   TF_REGION_COUNT - 1);
   if (tf_dtype_size(b->dtype) <= 0)
     return INVALID("%s has unknown dtype %d", tf_plan_buffer_label(plan, id).text, (int)b->dtype);
   if (b->region != region_of_role(b->role))
@@ -215,8 +215,8 @@ static tf_status check_references(const tf_plan *plan, int32_t id) {
     return INVALID("%s (role %s) has owner %" PRId32 "; only gradients and optimizer state have an owner (-1)",
                    tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->owner);
   if (owned && (!valid_id(plan, b->owner) || plan->buffers[b->owner].role != TF_ROLE_PARAMETER))
-    return INVALID("%s (role %s) has owner %" PRId32 ", which is not a parameter buffer", tf_plan_buffer_label(plan, id).text,
-                   tf_role_name(b->role), b->owner);
+    return INVALID("%s (role %s) has owner %" PRId32 ", which is not a parameter buffer",
+                   tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->owner);
   bool fed = b->role == TF_ROLE_INPUT || b->role == TF_ROLE_LABEL;
   if (!fed && b->io_twin != -1)
     return INVALID("%s (role %s) has io_twin %" PRId32 "; only inputs and labels have one (-1)",
@@ -276,7 +276,8 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
                    " times per training step",
                    tf_plan_step_label(plan, s).text, plan->micro_steps, plan->accumulate);
   if ((phase == TF_PHASE_FORWARD || phase == TF_PHASE_RECOMPUTE || phase == TF_PHASE_BACKWARD) && !in_micro_block)
-    return INVALID("%s in phase %s lies in the optimizer block [%" PRId32 ", %" PRId32 "); it belongs in the micro-batch "
+    return INVALID("%s in phase %s lies in the optimizer block [%" PRId32 ", %" PRId32
+                   "); it belongs in the micro-batch "
                    "block",
                    tf_plan_step_label(plan, s).text, tf_phase_name(phase), plan->micro_steps, plan->n_steps);
   return NULL;
@@ -370,10 +371,10 @@ static tf_status check_shapes(const tf_plan *plan, int32_t s, const tf_op_info *
     const tf_shape_result *r = &results[i];
     if (b->dtype != r->dtype || b->rank != r->rank ||
         memcmp(b->shape, r->shape, sizeof(int64_t) * (size_t)b->rank) != 0)
-      return tf_status_new(TF_ERR_SHAPE, "%s writes output %" PRId32 " %s as %s but the op gives %s (wrong output shape)",
+      return tf_status_new(TF_ERR_SHAPE,
+                           "%s writes output %" PRId32 " %s as %s but the op gives %s (wrong output shape)",
                            tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, step->outputs[i]).text,
-                           shape_text(b->dtype, b->rank, b->shape).text,
-                           shape_text(r->dtype, r->rank, r->shape).text);
+                           shape_text(b->dtype, b->rank, b->shape).text, shape_text(r->dtype, r->rank, r->shape).text);
   }
   return NULL;
 }
@@ -384,8 +385,8 @@ static tf_status check_step(const tf_plan *plan, int32_t s, int32_t *writer) {
     return INVALID("step %" PRId32 " has no name", s);
   const tf_op_info *info = tf_op_info_get(step->op);
   if (!info)
-    return INVALID("step %" PRId32 " '%s' has unknown op %d (this build knows ops 0..%d)", s, step->name,
-                   (int)step->op, TF_OP_COUNT - 1);
+    return INVALID("step %" PRId32 " '%s' has unknown op %d (this build knows ops 0..%d)", s, step->name, (int)step->op,
+                   TF_OP_COUNT - 1);
   TF_RETURN_IF_ERROR(check_phase(plan, s));
   TF_RETURN_IF_ERROR(check_attrs(plan, s, info));
   if (step->n_inputs < info->min_inputs || step->n_inputs > info->max_inputs || (step->n_inputs > 0 && !step->inputs))

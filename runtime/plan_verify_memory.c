@@ -174,7 +174,8 @@ static tf_status check_arena_naive(const tf_plan *plan) {
     const tf_plan_buffer *b = &plan->buffers[id];
     if (b->region != TF_REGION_ARENA)
       continue;
-    int64_t padding = b->bytes % alignment ? alignment - b->bytes % alignment : 0, slot;
+    int64_t remainder = b->bytes % alignment, slot;
+    int64_t padding = remainder == 0 ? 0 : alignment - remainder;
     if (__builtin_add_overflow(b->bytes, padding, &slot) || __builtin_add_overflow(naive, slot, &naive))
       return INVALID("the arena buffers' aligned sizes sum past int64");
   }

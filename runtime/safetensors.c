@@ -53,12 +53,13 @@ static tf_status check_sizes(const tf_safetensors *file, uint64_t data_size) {
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: tensor '%s': the size of its shape overflows", file->path,
                            e->name);
     if (e->begin > e->end)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] run backwards",
-                           file->path, e->name, e->begin, e->end);
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] run backwards", file->path,
+                           e->name, e->begin, e->end);
     if (e->end > data_size)
       return tf_status_new(TF_ERR_INVALID_INPUT,
-                           "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] run past the end of the data (%" PRIu64
-                           " bytes)",
+                           "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+                           "] run past the end of the data (%" PRIu64 " bytes)",
                            file->path, e->name, e->begin, e->end, data_size);
     if (e->end - e->begin != (uint64_t)bytes)
       return tf_status_new(TF_ERR_INVALID_INPUT,
@@ -87,14 +88,16 @@ static tf_status check_tiling(const tf_safetensors *file, uint64_t data_size) {
                              file->path, spans[i - 1].name, spans[i - 1].begin, spans[i - 1].end, spans[i].name,
                              spans[i].begin, spans[i].end);
     else if (spans[i].begin > covered)
-      status = tf_status_new(TF_ERR_INVALID_INPUT, "%s: data bytes [%" PRIu64 ", %" PRIu64 ") before tensor '%s' belong to no tensor",
+      status = tf_status_new(TF_ERR_INVALID_INPUT,
+                             "%s: data bytes [%" PRIu64 ", %" PRIu64 ") before tensor '%s' belong to no tensor",
                              file->path, covered, spans[i].begin, spans[i].name);
     covered = spans[i].end;
   }
   if (!status && covered != data_size)
-    status = tf_status_new(TF_ERR_INVALID_INPUT, "%s: the tensors cover %" PRIu64 " of the %" PRIu64
-                           " data bytes; the rest belongs to no tensor",
-                           file->path, covered, data_size);
+    status =
+        tf_status_new(TF_ERR_INVALID_INPUT,
+                      "%s: the tensors cover %" PRIu64 " of the %" PRIu64 " data bytes; the rest belongs to no tensor",
+                      file->path, covered, data_size);
   free(spans);
   return status;
 }
@@ -103,7 +106,9 @@ typedef struct pair {
   char *key, *value;
 } pair;
 
-static int compare_pairs(const void *a, const void *b) { return strcmp(((const pair *)a)->key, ((const pair *)b)->key); }
+static int compare_pairs(const void *a, const void *b) {
+  return strcmp(((const pair *)a)->key, ((const pair *)b)->key);
+}
 
 /* Sorts the metadata by key, in place. */
 static bool sort_metadata(tf_safetensors_header *h) {
@@ -173,17 +178,19 @@ static tf_status check_file(tf_safetensors *file) {
   const unsigned char *bytes = file->map.data;
   uint64_t size = file->map.size;
   if (size < 8)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: not a safetensors file: %" PRIu64 " bytes, shorter than the 8-byte header length",
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: not a safetensors file: %" PRIu64 " bytes, shorter than the 8-byte header length",
                          file->path, size);
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; i--)
     header_bytes = header_bytes << 8 | bytes[i];
   if (header_bytes > TF_SAFETENSORS_MAX_HEADER)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: header length %" PRIu64 " exceeds the limit of %d bytes", file->path,
-                         header_bytes, TF_SAFETENSORS_MAX_HEADER);
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: header length %" PRIu64 " exceeds the limit of %d bytes",
+                         file->path, header_bytes, TF_SAFETENSORS_MAX_HEADER);
   if (header_bytes > size - 8)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: truncated: header length %" PRIu64 ", but only %" PRIu64
-                         " bytes follow it", file->path, header_bytes, size - 8);
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: truncated: header length %" PRIu64 ", but only %" PRIu64 " bytes follow it", file->path,
+                         header_bytes, size - 8);
   TF_RETURN_IF_ERROR(tf_safetensors_header_parse(file->path, bytes + 8, (size_t)header_bytes, &file->header));
   uint64_t data_size = size - 8 - header_bytes;
   TF_RETURN_IF_ERROR(check_sizes(file, data_size));

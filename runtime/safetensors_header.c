@@ -16,13 +16,20 @@
 #include <string.h>
 
 static const tf_safetensors_type types[] = {
-    {"BOOL", TF_SAFETENSORS_OTHER, 1, 0},    {"U8", TF_U8, 1, 1},
-    {"I8", TF_SAFETENSORS_OTHER, 1, 2},      {"F8_E5M2", TF_SAFETENSORS_OTHER, 1, 3},
-    {"F8_E4M3", TF_SAFETENSORS_OTHER, 1, 4}, {"I16", TF_SAFETENSORS_OTHER, 2, 5},
-    {"U16", TF_SAFETENSORS_OTHER, 2, 6},     {"F16", TF_F16, 2, 7},
-    {"BF16", TF_BF16, 2, 8},                 {"I32", TF_I32, 4, 9},
-    {"U32", TF_SAFETENSORS_OTHER, 4, 10},    {"F32", TF_F32, 4, 11},
-    {"F64", TF_FILE_F64, 8, 12},             {"I64", TF_I64, 8, 13},
+    {"BOOL", TF_SAFETENSORS_OTHER, 1, 0},
+    {"U8", TF_U8, 1, 1},
+    {"I8", TF_SAFETENSORS_OTHER, 1, 2},
+    {"F8_E5M2", TF_SAFETENSORS_OTHER, 1, 3},
+    {"F8_E4M3", TF_SAFETENSORS_OTHER, 1, 4},
+    {"I16", TF_SAFETENSORS_OTHER, 2, 5},
+    {"U16", TF_SAFETENSORS_OTHER, 2, 6},
+    {"F16", TF_F16, 2, 7},
+    {"BF16", TF_BF16, 2, 8},
+    {"I32", TF_I32, 4, 9},
+    {"U32", TF_SAFETENSORS_OTHER, 4, 10},
+    {"F32", TF_F32, 4, 11},
+    {"F64", TF_FILE_F64, 8, 12},
+    {"I64", TF_I64, 8, 13},
     {"U64", TF_SAFETENSORS_OTHER, 8, 14},
 };
 #define TYPE_COUNT (sizeof(types) / sizeof(types[0]))
@@ -213,8 +220,9 @@ static tf_status read_string(parser *p, const char *what, size_t limit, char **o
                          p->path, file_offset(p) - 1);
   size_t raw = (size_t)(close - p->at);
   if (raw > limit * 6)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: bad safetensors header: string at byte %" PRIu64
-                         " longer than %zu bytes", p->path, file_offset(p) - 1, limit);
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: bad safetensors header: string at byte %" PRIu64 " longer than %zu bytes", p->path,
+                         file_offset(p) - 1, limit);
   char *text = malloc(raw + 1);
   if (!text)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a %zu-byte string", p->path, raw);
@@ -246,8 +254,9 @@ static tf_status read_string(parser *p, const char *what, size_t limit, char **o
   text[length] = '\0';
   if (length > limit) {
     free(text);
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: bad safetensors header: string before byte %" PRIu64
-                         " longer than %zu bytes", p->path, file_offset(p), limit);
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: bad safetensors header: string before byte %" PRIu64 " longer than %zu bytes", p->path,
+                         file_offset(p), limit);
   }
   *out = text;
   return NULL;
@@ -295,7 +304,7 @@ static tf_status read_shape(parser *p, tf_safetensors_entry *entry) {
     if (entry->rank == TF_MAX_RANK)
       return tf_status_new(TF_ERR_UNSUPPORTED, "%s: tensor '%s' has more than %d dimensions", p->path, entry->name,
                            TF_MAX_RANK);
-    uint64_t dim;
+    uint64_t dim = 0;
     TF_RETURN_IF_ERROR(read_integer(p, "a dimension (a non-negative integer)", INT64_MAX, &dim));
     entry->shape[entry->rank++] = (int64_t)dim;
   } while (accept(p, ','));
@@ -319,8 +328,10 @@ static tf_status read_offsets(parser *p, tf_safetensors_entry *entry) {
 static tf_status read_field(parser *p, tf_safetensors_entry *entry, int *seen) {
   char *key;
   TF_RETURN_IF_ERROR(read_string(p, "a field name in a tensor entry", 64, &key));
-  int which = strcmp(key, "dtype") == 0 ? DTYPE : strcmp(key, "shape") == 0 ? SHAPE
-                                              : strcmp(key, "data_offsets") == 0 ? OFFSETS : 0;
+  int which = strcmp(key, "dtype") == 0          ? DTYPE
+              : strcmp(key, "shape") == 0        ? SHAPE
+              : strcmp(key, "data_offsets") == 0 ? OFFSETS
+                                                 : 0;
   tf_status status = NULL;
   if (!which)
     status = tf_status_new(TF_ERR_INVALID_INPUT, "%s: tensor '%s' has unknown field '%s'", p->path, entry->name, key);
@@ -357,7 +368,9 @@ static tf_status read_tensor(parser *p, tf_safetensors_entry *entry) {
   }
   if (seen != (DTYPE | SHAPE | OFFSETS))
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: tensor '%s' lacks field '%s'", p->path, entry->name,
-                         !(seen & DTYPE) ? "dtype" : !(seen & SHAPE) ? "shape" : "data_offsets");
+                         !(seen & DTYPE)   ? "dtype"
+                         : !(seen & SHAPE) ? "shape"
+                                           : "data_offsets");
   return NULL;
 }
 

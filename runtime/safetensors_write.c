@@ -77,13 +77,15 @@ static bool valid_text(const char *text) {
 tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *name, tf_dtype dtype, int32_t rank,
                                     const int64_t *shape, const void *data) {
   if (!valid_text(name) || !*name || strlen(name) > TF_SAFETENSORS_MAX_NAME)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: tensor name %s%s%s is not non-empty UTF-8 of at most %d bytes",
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "safetensors writer: tensor name %s%s%s is not non-empty UTF-8 of at most %d bytes",
                          name ? "'" : "", name ? name : "NULL", name ? "'" : "", TF_SAFETENSORS_MAX_NAME);
   if (strcmp(name, "__metadata__") == 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: '__metadata__' is reserved, not a tensor name");
   const tf_safetensors_type *type = tf_safetensors_type_of(dtype);
   if (!type)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "safetensors writer: tensor '%s': cannot write dtype %d", name, (int)dtype);
+    return tf_status_new(TF_ERR_UNSUPPORTED, "safetensors writer: tensor '%s': cannot write dtype %d", name,
+                         (int)dtype);
   if (rank < 0 || rank > TF_MAX_RANK || (rank > 0 && !shape))
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: tensor '%s': rank %d outside 0..%d", name,
                          (int)rank, TF_MAX_RANK);
@@ -91,8 +93,9 @@ tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *n
   int64_t count = 1, bytes;
   for (int32_t d = 0; d < rank; d++) {
     if (shape[d] < 0 || __builtin_mul_overflow(count, shape[d], &count))
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: tensor '%s': dimension %d (%" PRId64
-                           ") is negative or overflows", name, (int)d, shape[d]);
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "safetensors writer: tensor '%s': dimension %d (%" PRId64 ") is negative or overflows", name,
+                           (int)d, shape[d]);
     entry.shape[d] = shape[d];
   }
   if (__builtin_mul_overflow(count, type->size, &bytes) || (uint64_t)bytes > SIZE_MAX)

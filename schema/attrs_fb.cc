@@ -252,9 +252,9 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
     break;
   case fb::Attrs_ReduceAttrs:
     TF_RETURN_IF_ERROR(check_rank(u.reduce.n_axes, "ReduceAttrs.axes"));
-    *table =
-        fb::CreateReduceAttrs(fbb, fbb.CreateVector(u.reduce.axes, static_cast<size_t>(u.reduce.n_axes)), u.reduce.keepdims)
-            .Union();
+    *table = fb::CreateReduceAttrs(fbb, fbb.CreateVector(u.reduce.axes, static_cast<size_t>(u.reduce.n_axes)),
+                                   u.reduce.keepdims)
+                 .Union();
     break;
   case fb::Attrs_AxisAttrs: *table = fb::CreateAxisAttrs(fbb, u.axis.axis).Union(); break;
   case fb::Attrs_NormAttrs: *table = fb::CreateNormAttrs(fbb, u.norm.epsilon).Union(); break;
@@ -264,8 +264,8 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
     break;
   case fb::Attrs_TransposeAttrs:
     TF_RETURN_IF_ERROR(check_rank(u.transpose.rank, "TransposeAttrs.perm"));
-    *table =
-        fb::CreateTransposeAttrs(fbb, fbb.CreateVector(u.transpose.perm, static_cast<size_t>(u.transpose.rank))).Union();
+    *table = fb::CreateTransposeAttrs(fbb, fbb.CreateVector(u.transpose.perm, static_cast<size_t>(u.transpose.rank)))
+                 .Union();
     break;
   case fb::Attrs_SliceAttrs:
     *table = fb::CreateSliceAttrs(fbb, u.slice.axis, u.slice.start, u.slice.end, u.slice.step).Union();

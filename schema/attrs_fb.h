@@ -51,11 +51,13 @@ inline bool dims_aligned(const flatbuffers::Vector<const fb::Dim *> *dims) {
 }
 
 // The caller's bytes must lie at an address aligned for the widest scalar (8 bytes); a buffer
-// that does not (a slice of a larger file, say) is copied.
+// that does not (a slice of a larger file, say) is copied. One too large for a FlatBuffer is not
+// copied (nor read: the size check refuses it first).
 class AlignedBytes {
 public:
   AlignedBytes(const void *data, size_t size) {
-    if (size == 0 || reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) == 0) {
+    if (size == 0 || size >= FLATBUFFERS_MAX_BUFFER_SIZE ||
+        reinterpret_cast<uintptr_t>(data) % alignof(uint64_t) == 0) {
       bytes_ = static_cast<const uint8_t *>(data);
     } else {
       copy_.resize((size + sizeof(uint64_t) - 1) / sizeof(uint64_t));

@@ -68,7 +68,7 @@ SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
 #undef SAME
-// clang-format on
+    // clang-format on
 
 // ---- checking raw bytes ----
 

@@ -26,15 +26,16 @@ namespace {
 
 // clang-format off
 #define SAME(fb_value, c_value) \
-  static_assert(static_cast<int>(fb::fb_value) == static_cast<int>(c_value), #fb_value " must equal " #c_value);
-SAME(Region_parameters, TF_REGION_PARAMETERS) SAME(Region_gradients, TF_REGION_GRADIENTS)
-SAME(Region_optimizer_state, TF_REGION_OPTIMIZER_STATE) SAME(Region_arena, TF_REGION_ARENA) SAME(Region_io, TF_REGION_IO)
-SAME(Region_MAX, TF_REGION_COUNT - 1)
-SAME(Role_parameter, TF_ROLE_PARAMETER) SAME(Role_constant, TF_ROLE_CONSTANT) SAME(Role_gradient, TF_ROLE_GRADIENT)
-SAME(Role_optimizer_state, TF_ROLE_OPTIMIZER_STATE) SAME(Role_input, TF_ROLE_INPUT) SAME(Role_label, TF_ROLE_LABEL)
-SAME(Role_activation, TF_ROLE_ACTIVATION) SAME(Role_workspace, TF_ROLE_WORKSPACE) SAME(Role_MAX, TF_ROLE_COUNT - 1)
-SAME(Phase_forward, TF_PHASE_FORWARD) SAME(Phase_recompute, TF_PHASE_RECOMPUTE) SAME(Phase_backward, TF_PHASE_BACKWARD)
-SAME(Phase_accumulate, TF_PHASE_ACCUMULATE) SAME(Phase_optimizer, TF_PHASE_OPTIMIZER) SAME(Phase_MAX, TF_PHASE_COUNT - 1)
+  static_assert(static_cast<int>(fb::fb_value) == static_cast<int>(c_value), #fb_value " must equal " #c_value)
+SAME(Region_parameters, TF_REGION_PARAMETERS); SAME(Region_gradients, TF_REGION_GRADIENTS);
+SAME(Region_optimizer_state, TF_REGION_OPTIMIZER_STATE); SAME(Region_arena, TF_REGION_ARENA);
+SAME(Region_io, TF_REGION_IO); SAME(Region_MAX, TF_REGION_COUNT - 1);
+SAME(Role_parameter, TF_ROLE_PARAMETER); SAME(Role_constant, TF_ROLE_CONSTANT); SAME(Role_gradient, TF_ROLE_GRADIENT);
+SAME(Role_optimizer_state, TF_ROLE_OPTIMIZER_STATE); SAME(Role_input, TF_ROLE_INPUT); SAME(Role_label, TF_ROLE_LABEL);
+SAME(Role_activation, TF_ROLE_ACTIVATION); SAME(Role_workspace, TF_ROLE_WORKSPACE); SAME(Role_MAX, TF_ROLE_COUNT - 1);
+SAME(Phase_forward, TF_PHASE_FORWARD); SAME(Phase_recompute, TF_PHASE_RECOMPUTE); SAME(Phase_backward, TF_PHASE_BACKWARD);
+SAME(Phase_accumulate, TF_PHASE_ACCUMULATE); SAME(Phase_optimizer, TF_PHASE_OPTIMIZER);
+SAME(Phase_MAX, TF_PHASE_COUNT - 1);
 #undef SAME
 // clang-format on
 
@@ -195,9 +196,9 @@ public:
   tf_status refuse(tf_status status, const char *what = nullptr, uoffset_t index = 0,
                    const flatbuffers::String *name = nullptr) {
     tf_code code = tf_status_code(status) == TF_ERR_OUT_OF_MEMORY ? TF_ERR_OUT_OF_MEMORY : TF_ERR_INVALID_INPUT;
-    tf_status refused = what ? fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(),
-                                    tf_status_message(status))
-                             : fail(code, source_, "%s", tf_status_message(status));
+    tf_status refused =
+        what ? fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(), tf_status_message(status))
+             : fail(code, source_, "%s", tf_status_message(status));
     tf_status_free(status);
     return refused;
   }
@@ -278,9 +279,8 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan **ou
   if (root->version() == 0)
     return fail(TF_ERR_INVALID_INPUT, source, "missing plan version (Plan.version is absent or 0)");
   if (root->version() > TF_PLAN_VERSION)
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "written by a newer tightfit: plan version %u; this build reads up to %d", root->version(),
-                TF_PLAN_VERSION);
+    return fail(TF_ERR_INVALID_INPUT, source, "written by a newer tightfit: plan version %u; this build reads up to %d",
+                root->version(), TF_PLAN_VERSION);
 
   PlanPointer plan(allocate<tf_plan>(1));
   plan->loss = -1;
@@ -425,8 +425,7 @@ private:
       live = fbb_.CreateVector(r.live_bytes, static_cast<size_t>(plan_->n_steps));
     auto roles = fbb_.CreateVector(static_cast<const int64_t *>(r.role_bytes), TF_ROLE_COUNT);
     auto flops = fbb_.CreateVector(static_cast<const double *>(r.flops), TF_PHASE_COUNT);
-    *out = fb::CreateReport(fbb_, roles, r.arena_lower_bound, r.arena_naive, r.peak_step, live, flops,
-                            string(r.notes));
+    *out = fb::CreateReport(fbb_, roles, r.arena_lower_bound, r.arena_naive, r.peak_step, live, flops, string(r.notes));
     return nullptr;
   }
 

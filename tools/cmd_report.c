@@ -25,13 +25,6 @@ static void help(void) {
          "exit codes: 0 ok, 2 bad usage or a malformed plan (the message names the file and problem).\n");
 }
 
-/* Rows of the memory table: a region, then the roles it holds. */
-typedef struct row {
-  const char *label;
-  int64_t bytes;
-  int32_t count; /* buffers; -1 for region rows */
-} row;
-
 static int32_t count_role(const tf_plan *plan, tf_buffer_role role) {
   int32_t n = 0;
   for (int32_t i = 0; i < plan->n_buffers; i++)
@@ -104,87 +97,110 @@ static void print_row(const char *indent, const char *label, int64_t bytes, int3
          tf_cli_count(bytes, exact, sizeof(exact)));
 }
 
-static void print_text(const char *path, const tf_plan *plan) {
-  const tf_plan_report *r = &plan->report;
-  summary s = summarise(plan);
-  char a[64], b[64], c[64];
-  printf("%s: plan of '%s' for %s (plan version %u), %s, %d steps, %d buffers\n", path,
-         plan->graph_name ? plan->graph_name : "?", plan->target ? plan->target : "?", plan->version,
-         plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
-  printf("\n  %-40s %12s %18s\n", "memory (each region allocated once)", "size", "exact bytes");
+/* The memory table: each region, then the roles it holds. */
+static void print_memory(const tf_plan *plan, const summary *s) {
   static const struct {
     tf_region region;
     const char *label;
     tf_buffer_role roles[2];
+    const char *role_labels[2];
     int n_roles;
   } regions[] = {
-      {TF_REGION_PARAMETERS, "parameters region", {TF_ROLE_PARAMETER, TF_ROLE_CONSTANT}, 2},
-      {TF_REGION_GRADIENTS, "gradients region", {TF_ROLE_GRADIENT}, 1},
-      {TF_REGION_OPTIMIZER_STATE, "optimizer state region", {TF_ROLE_OPTIMIZER_STATE}, 1},
-      {TF_REGION_ARENA, "activations arena", {TF_ROLE_ACTIVATION, TF_ROLE_WORKSPACE}, 2},
-      {TF_REGION_IO, "io (double-buffered micro-batches)", {TF_ROLE_INPUT, TF_ROLE_LABEL}, 2},
+      {TF_REGION_PARAMETERS,
+       "parameters region",
+       {TF_ROLE_PARAMETER, TF_ROLE_CONSTANT},
+       {"parameters", "constants"},
+       2},
+      {TF_REGION_GRADIENTS, "gradients region", {TF_ROLE_GRADIENT}, {"gradients"}, 1},
+      {TF_REGION_OPTIMIZER_STATE, "optimizer state region", {TF_ROLE_OPTIMIZER_STATE}, {"optimizer state"}, 1},
+      {TF_REGION_ARENA,
+       "activations arena",
+       {TF_ROLE_ACTIVATION, TF_ROLE_WORKSPACE},
+       {"activations, without reuse", "workspaces, without reuse"},
+       2},
+      {TF_REGION_IO, "io (double-buffered micro-batches)", {TF_ROLE_INPUT, TF_ROLE_LABEL}, {"inputs", "labels"}, 2},
   };
-  static const char *const role_labels[TF_ROLE_COUNT] = {
-      "parameters", "constants", "gradients", "optimizer state", "inputs", "labels", "activations", "workspaces"};
+  printf("\n  %-40s %12s %18s\n", "memory (each region allocated once)", "size", "exact bytes");
   for (size_t i = 0; i < sizeof(regions) / sizeof(regions[0]); i++) {
     print_row("", regions[i].label, plan->region_bytes[regions[i].region], -1);
-    for (int k = 0; k < regions[i].n_roles; k++) {
-      tf_buffer_role role = regions[i].roles[k];
-      const char *label = role_labels[role];
-      if (regions[i].region == TF_REGION_ARENA)
-        label = role == TF_ROLE_ACTIVATION ? "activations, without reuse" : "workspaces, without reuse";
-      print_row("  ", label, r->role_bytes[role], count_role(plan, role));
-    }
+    for (int k = 0; k < regions[i].n_roles; k++)
+      print_row("  ", regions[i].role_labels[k], plan->report.role_bytes[regions[i].roles[k]],
+                count_role(plan, regions[i].roles[k]));
   }
-  print_row("", "total", s.total, -1);
+  print_row("", "total", s->total, -1);
+}
 
-  printf("\narena: %s; lower bound %s (the most bytes live at one step)", tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
+static void print_arena(const tf_plan *plan, const summary *s) {
+  const tf_plan_report *r = &plan->report;
+  char a[64], b[64];
+  printf("\narena: %s; lower bound %s (the most bytes live at one step)",
+         tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
          tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)));
-  if (s.ratio > 0)
-    printf(", arena / lower bound = %.3f\n", s.ratio);
+  if (s->ratio > 0)
+    printf(", arena / lower bound = %.3f\n", s->ratio);
   else
     printf("\n");
   printf("without reuse: arena %s, total %s; ", tf_cli_bytes(r->arena_naive, a, sizeof(a)),
-         tf_cli_bytes(s.naive_total, b, sizeof(b)));
-  if (s.saving >= 0)
-    printf("reuse saves %s (%s bytes, %.1f%% of that total)\n", tf_cli_bytes(s.saving, a, sizeof(a)),
-           tf_cli_count(s.saving, b, sizeof(b)),
-           s.naive_total > 0 ? 100.0 * (double)s.saving / (double)s.naive_total : 0.0);
+         tf_cli_bytes(s->naive_total, b, sizeof(b)));
+  if (s->saving >= 0)
+    printf("reuse saves %s (%s bytes, %.1f%% of that total)\n", tf_cli_bytes(s->saving, a, sizeof(a)),
+           tf_cli_count(s->saving, b, sizeof(b)),
+           s->naive_total > 0 ? 100.0 * (double)s->saving / (double)s->naive_total : 0.0);
   else
     printf("the arena is %s (%s bytes) larger: alignment padding outweighs reuse\n",
-           tf_cli_bytes(-s.saving, a, sizeof(a)), tf_cli_count(-s.saving, b, sizeof(b)));
+           tf_cli_bytes(-s->saving, a, sizeof(a)), tf_cli_count(-s->saving, b, sizeof(b)));
+}
 
-  if (r->peak_step >= 0 && r->peak_step < plan->n_steps) {
-    const tf_plan_step *peak = &plan->steps[r->peak_step];
-    printf("\npeak: step %d '%s' (%s, %s): %s live in the arena\n", r->peak_step, peak->name, tf_op_name(peak->op),
-           tf_phase_name(peak->phase), tf_cli_bytes(r->live_bytes[r->peak_step], a, sizeof(a)));
-    int32_t ids[PEAK_BUFFERS];
-    int32_t n = largest_live(plan, r->peak_step, ids, PEAK_BUFFERS);
-    for (int32_t i = 0; i < n; i++) {
-      const tf_plan_buffer *buffer = &plan->buffers[ids[i]];
-      printf("  %-32s %-10s %-22s %12s  steps [%d, %d]\n", buffer->name, tf_role_name(buffer->role),
-             shape_text(buffer, c, sizeof(c)), tf_cli_bytes(buffer->bytes, a, sizeof(a)), buffer->first_step,
-             buffer->last_step);
-    }
+static void print_peak(const tf_plan *plan) {
+  const tf_plan_report *r = &plan->report;
+  if (r->peak_step < 0 || r->peak_step >= plan->n_steps)
+    return;
+  const tf_plan_step *peak = &plan->steps[r->peak_step];
+  char bytes[64], shape[256];
+  printf("\npeak: step %d '%s' (%s, %s): %s live in the arena\n", r->peak_step, peak->name, tf_op_name(peak->op),
+         tf_phase_name(peak->phase), tf_cli_bytes(r->live_bytes[r->peak_step], bytes, sizeof(bytes)));
+  int32_t ids[PEAK_BUFFERS];
+  int32_t n = largest_live(plan, r->peak_step, ids, PEAK_BUFFERS);
+  for (int32_t i = 0; i < n; i++) {
+    const tf_plan_buffer *buffer = &plan->buffers[ids[i]];
+    printf("  %-32s %-10s %-22s %12s  steps [%d, %d]\n", buffer->name, tf_role_name(buffer->role),
+           shape_text(buffer, shape, sizeof(shape)), tf_cli_bytes(buffer->bytes, bytes, sizeof(bytes)),
+           buffer->first_step, buffer->last_step);
   }
+}
 
+static void print_program(const tf_plan *plan) {
+  const tf_plan_report *r = &plan->report;
+  char flops[64];
   printf("\nbatch: micro-batch %" PRId64 " x %d accumulation step%s = global batch %" PRId64 "\n", plan->micro_batch,
          plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->global_batch);
   printf("program: steps [0, %d) run %d time%s per training step, steps [%d, %d) once\n", plan->micro_steps,
          plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
   printf("flops:");
   for (int phase = 0; phase < TF_PHASE_COUNT; phase++)
-    printf("%s %s %s", phase ? "," : "", tf_phase_name((tf_phase)phase), flops_text(r->flops[phase], a, sizeof(a)));
+    printf("%s %s %s", phase ? "," : "", tf_phase_name((tf_phase)phase),
+           flops_text(r->flops[phase], flops, sizeof(flops)));
   printf("\n");
-  if (r->notes && r->notes[0]) {
-    printf("\nnotes:\n");
-    for (const char *line = r->notes; *line;) {
-      const char *end = strchr(line, '\n');
-      int length = end ? (int)(end - line) : (int)strlen(line);
-      printf("  %.*s\n", length, line);
-      line += length + (end ? 1 : 0);
-    }
+  if (!r->notes || !r->notes[0])
+    return;
+  printf("\nnotes:\n");
+  for (const char *line = r->notes; *line;) {
+    const char *end = strchr(line, '\n');
+    int length = end ? (int)(end - line) : (int)strlen(line);
+    printf("  %.*s\n", length, line);
+    line += length + (end ? 1 : 0);
   }
+}
+
+static void print_text(const char *path, const tf_plan *plan) {
+  summary s = summarise(plan);
+  printf("%s: plan of '%s' for %s (plan version %u), %s, %d steps, %d buffers\n", path,
+         plan->graph_name ? plan->graph_name : "?", plan->target ? plan->target : "?", plan->version,
+         plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
+  print_memory(plan, &s);
+  print_arena(plan, &s);
+  print_peak(plan);
+  print_program(plan);
 }
 
 static void print_json(const char *path, const tf_plan *plan) {

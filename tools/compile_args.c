@@ -132,12 +132,12 @@ void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
     tf_json_double(json, "arena_over_lower_bound", ratio);
     return;
   }
-  char a[32], b[32];
+  char a[32], b[32], c[32];
   for (int r_index = 0; r_index < TF_REGION_COUNT; r_index++)
     printf("  %-16s %12s  (%" PRId64 " bytes)\n", tf_region_name((tf_region)r_index),
            tf_cli_bytes(plan->region_bytes[r_index], a, sizeof(a)), plan->region_bytes[r_index]);
   printf("  %-16s %12s  (%" PRId64 " bytes)\n", "total", tf_cli_bytes(total, a, sizeof(a)), total);
   printf("  arena %s vs lower bound %s (x%.3f); without reuse %s\n",
          tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)), tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)),
-         ratio, tf_cli_bytes(r->arena_naive, a, sizeof(a)));
+         ratio, tf_cli_bytes(r->arena_naive, c, sizeof(c)));
 }

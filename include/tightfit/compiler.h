@@ -38,6 +38,7 @@ typedef struct tf_compile_options {
   int32_t accumulate;        /* micro-batches per step k; 0: the graph's, else 1 */
   double clip_norm;          /* < 0: the graph's; 0: no clipping */
   double weight_decay;       /* < 0: the graph's */
+  double epsilon;            /* AdamW epsilon; <= 0: the graph's (1e-8 if it has none) */
 } tf_compile_options;
 
 /* Options for training on `target` with everything else taken from the graph. */

@@ -94,12 +94,25 @@ static inline float exp_nonpositive(float x) {
 }
 #endif
 
+/* The largest of row[0, n), n >= 1, in 8 independent lanes (a vector register's worth). */
+static real row_max(const real *row, int64_t n) {
+  real lanes[8], top = row[0];
+  for (int l = 0; l < 8; l++)
+    lanes[l] = top;
+  int64_t done = 0;
+  for (; done + 8 <= n; done += 8)
+    for (int l = 0; l < 8; l++)
+      lanes[l] = row[done + l] > lanes[l] ? row[done + l] : lanes[l];
+  for (; done < n; done++)
+    top = row[done] > top ? row[done] : top;
+  for (int l = 0; l < 8; l++)
+    top = lanes[l] > top ? lanes[l] : top;
+  return top;
+}
+
 /* Row-wise softmax of the first `allowed` scores of a row of `keys`; the rest (masked) become 0. */
 static void softmax_row(real *row, int64_t allowed, int64_t keys) {
-  real top = allowed > 0 ? row[0] : 0;
-#pragma omp simd reduction(max : top)
-  for (int64_t j = 1; j < allowed; j++)
-    top = row[j] > top ? row[j] : top;
+  real top = allowed > 0 ? row_max(row, allowed) : 0;
 #pragma omp simd
   for (int64_t j = 0; j < allowed; j++)
     row[j] = exp_nonpositive(row[j] - top);

@@ -100,8 +100,7 @@ tf_plan *plan_fixture_small(void) {
   plan->buffers[SMALL_T].io_twin = SMALL_T_TWIN;
   plan->buffers[SMALL_T_TWIN].io_twin = SMALL_T;
   /* parameters: w [5,3] 60 B at 0; the loss seed dloss (f32 scalar, 4 B) at 64 (ends at 68). */
-  set_buffer(plan, SMALL_W, "w", TF_ROLE_PARAMETER, TF_REGION_PARAMETERS, TF_F32, 0, -1, -1, 2, (int64_t)5,
-             (int64_t)3);
+  set_buffer(plan, SMALL_W, "w", TF_ROLE_PARAMETER, TF_REGION_PARAMETERS, TF_F32, 0, -1, -1, 2, (int64_t)5, (int64_t)3);
   plan->buffers[SMALL_W].init = (tf_init){TF_INIT_NORMAL, 0.0, 0.1, NULL, NULL};
   set_buffer(plan, SMALL_DLOSS, "dloss", TF_ROLE_CONSTANT, TF_REGION_PARAMETERS, TF_F32, 64, -1, -1, 0);
   plan->buffers[SMALL_DLOSS].init = (tf_init){TF_INIT_EXTERNAL, 0, 0, copy("seed.safetensors"), copy("dloss")};
@@ -160,8 +159,8 @@ tf_plan *plan_fixture_small(void) {
   plan->symbol_names[0] = copy("N");
   plan->symbol_values[0] = 4;
   plan->training = true;
-  plan->training_config = (tf_training_config){.optimizer = TF_OPTIMIZER_SGD, .learning_rate = 0.1, .momentum = 0.9,
-                                               .global_batch = 8, .accumulate_steps = 2};
+  plan->training_config = (tf_training_config){
+      .optimizer = TF_OPTIMIZER_SGD, .learning_rate = 0.1, .momentum = 0.9, .global_batch = 8, .accumulate_steps = 2};
   plan->loss = SMALL_LOSS;
   plan->n_outputs = 1;
   plan->outputs = zeroed(1, sizeof(int32_t));

@@ -7,20 +7,35 @@
 
 /* Buffer ids of the small plan. */
 enum {
-  SMALL_X = 0, SMALL_X_TWIN, SMALL_T, SMALL_T_TWIN, /* io: input x [4,3], label t [4,5], double-buffered */
-  SMALL_W, SMALL_DLOSS,                             /* parameters: w [5,3]; constant dloss = 1 (scalar) */
-  SMALL_H, SMALL_Y, SMALL_LOSS, SMALL_DY, SMALL_DH, SMALL_DW, SMALL_WS, /* arena */
-  SMALL_GW,                                         /* gradients: gw [5,3] */
-  SMALL_MW,                                         /* optimizer state: momentum of w [5,3] */
+  SMALL_X = 0,
+  SMALL_X_TWIN,
+  SMALL_T,
+  SMALL_T_TWIN, /* io: input x [4,3], label t [4,5], double-buffered */
+  SMALL_W,
+  SMALL_DLOSS, /* parameters: w [5,3]; constant dloss = 1 (scalar) */
+  SMALL_H,
+  SMALL_Y,
+  SMALL_LOSS,
+  SMALL_DY,
+  SMALL_DH,
+  SMALL_DW,
+  SMALL_WS, /* arena */
+  SMALL_GW, /* gradients: gw [5,3] */
+  SMALL_MW, /* optimizer state: momentum of w [5,3] */
   SMALL_BUFFERS
 };
 
 /* Step numbers of the small plan. */
 enum {
-  STEP_MATMUL = 0, STEP_RELU, STEP_MSE,                 /* forward */
-  STEP_MSE_GRAD, STEP_RELU_GRAD, STEP_MATMUL_GRAD,      /* backward (matmul_grad has workspace ws) */
-  STEP_ACCUMULATE,                                      /* gw += dw */
-  STEP_SGD, STEP_ZERO,                                  /* the optimizer block */
+  STEP_MATMUL = 0,
+  STEP_RELU,
+  STEP_MSE, /* forward */
+  STEP_MSE_GRAD,
+  STEP_RELU_GRAD,
+  STEP_MATMUL_GRAD, /* backward (matmul_grad has workspace ws) */
+  STEP_ACCUMULATE,  /* gw += dw */
+  STEP_SGD,
+  STEP_ZERO, /* the optimizer block */
   SMALL_STEPS
 };
 

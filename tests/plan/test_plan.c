@@ -30,8 +30,7 @@ static void compare_buffers(const tf_plan_buffer *a, const tf_plan_buffer *b, in
   SAME(same_string(a->name, b->name), "buffer %d name", id);
   SAME(a->role == b->role && a->region == b->region && a->dtype == b->dtype, "buffer %d role/region/dtype", id);
   SAME(a->offset == b->offset && a->bytes == b->bytes, "buffer %d offset/bytes", id);
-  SAME(a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0, "buffer %d shape",
-       id);
+  SAME(a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0, "buffer %d shape", id);
   SAME(a->first_step == b->first_step && a->last_step == b->last_step, "buffer %d interval", id);
   SAME(a->init.kind == b->init.kind && a->init.a == b->init.a && a->init.b == b->init.b &&
            same_string(a->init.file, b->init.file) && same_string(a->init.key, b->init.key),
@@ -42,12 +41,10 @@ static void compare_buffers(const tf_plan_buffer *a, const tf_plan_buffer *b, in
 static void compare_steps(const tf_plan_step *a, const tf_plan_step *b, int32_t s) {
   SAME(same_string(a->name, b->name), "step %d name", s);
   SAME(a->op == b->op && a->phase == b->phase, "step %d op/phase", s);
-  SAME(a->attrs.kind == b->attrs.kind && memcmp(&a->attrs.u, &b->attrs.u, sizeof(a->attrs.u)) == 0,
-       "step %d attrs", s);
+  SAME(a->attrs.kind == b->attrs.kind && memcmp(&a->attrs.u, &b->attrs.u, sizeof(a->attrs.u)) == 0, "step %d attrs", s);
   SAME(a->n_inputs == b->n_inputs && memcmp(a->inputs, b->inputs, sizeof(int32_t) * (size_t)a->n_inputs) == 0,
        "step %d inputs", s);
-  SAME(a->n_outputs == b->n_outputs &&
-           memcmp(a->outputs, b->outputs, sizeof(int32_t) * (size_t)a->n_outputs) == 0,
+  SAME(a->n_outputs == b->n_outputs && memcmp(a->outputs, b->outputs, sizeof(int32_t) * (size_t)a->n_outputs) == 0,
        "step %d outputs", s);
   SAME(a->workspace == b->workspace && a->flops == b->flops, "step %d workspace/flops", s);
 }
@@ -68,13 +65,12 @@ static void compare_plans(const tf_plan *a, const tf_plan *b, const char *how) {
   SAME(a->micro_batch == b->micro_batch && a->global_batch == b->global_batch, "batches");
   SAME(a->n_symbols == b->n_symbols, "symbol count");
   for (int32_t i = 0; i < a->n_symbols && i < b->n_symbols; i++)
-    SAME(same_string(a->symbol_names[i], b->symbol_names[i]) && a->symbol_values[i] == b->symbol_values[i],
-         "symbol %d", i);
+    SAME(same_string(a->symbol_names[i], b->symbol_names[i]) && a->symbol_values[i] == b->symbol_values[i], "symbol %d",
+         i);
   SAME(a->training == b->training, "training");
   SAME(memcmp(&a->training_config, &b->training_config, sizeof(a->training_config)) == 0, "training config");
   SAME(a->loss == b->loss, "loss");
-  SAME(a->n_outputs == b->n_outputs &&
-           memcmp(a->outputs, b->outputs, sizeof(int32_t) * (size_t)a->n_outputs) == 0,
+  SAME(a->n_outputs == b->n_outputs && memcmp(a->outputs, b->outputs, sizeof(int32_t) * (size_t)a->n_outputs) == 0,
        "outputs");
   const tf_plan_report *ra = &a->report, *rb = &b->report;
   SAME(memcmp(ra->role_bytes, rb->role_bytes, sizeof(ra->role_bytes)) == 0, "report role bytes");
@@ -94,8 +90,7 @@ static void test_valid(void) {
   tf_plan *plan = plan_fixture_small();
   CHECK_OK(&counts, tf_plan_verify(plan));
   CHECK(&counts, tf_plan_total_bytes(plan) == SMALL_TOTAL_BYTES, "total %" PRId64, tf_plan_total_bytes(plan));
-  printf("small plan verifies; total %" PRId64 " bytes (expected %d)\n", tf_plan_total_bytes(plan),
-         SMALL_TOTAL_BYTES);
+  printf("small plan verifies; total %" PRId64 " bytes (expected %d)\n", tf_plan_total_bytes(plan), SMALL_TOTAL_BYTES);
   CHECK(&counts, tf_plan_total_bytes(NULL) == -1, "NULL plan");
   plan->region_bytes[TF_REGION_ARENA] = INT64_MAX;
   CHECK(&counts, tf_plan_total_bytes(plan) == INT64_MAX, "overflow saturates");
@@ -190,9 +185,7 @@ static void wrong_output_shape(tf_plan *p) {
   p->buffers[SMALL_Y].shape[0] = 5;
   p->buffers[SMALL_Y].shape[1] = 4;
 }
-static void wrong_output_dtype(tf_plan *p) {
-  p->buffers[SMALL_Y].dtype = TF_I32; /* same size */
-}
+static void wrong_output_dtype(tf_plan *p) { p->buffers[SMALL_Y].dtype = TF_I32; /* same size */ }
 static void bad_workspace(tf_plan *p) { p->steps[STEP_MATMUL_GRAD].workspace = SMALL_H; }
 static void workspace_out_of_range(tf_plan *p) { p->steps[STEP_MATMUL_GRAD].workspace = 99; }
 static void micro_steps_range(tf_plan *p) { p->micro_steps = SMALL_STEPS + 1; }
@@ -294,7 +287,8 @@ static const corruption corruptions[] = {
     {"a workspace no step uses", "never written", never_written},
     {"matmul without attributes", "carries none attributes", attrs_family},
     {"sgd inside the micro-batch block", "optimizer step inside the micro-batch block", optimizer_in_micro_block},
-    {"a backward step in the optimizer block", "in phase backward lies in the optimizer block", backward_in_optimizer_block},
+    {"a backward step in the optimizer block", "in phase backward lies in the optimizer block",
+     backward_in_optimizer_block},
     {"live_bytes[3] = 1", "live_bytes[3] is 1 but", live_bytes_wrong},
     {"role_bytes[gradient] = 61", "role_bytes[gradient] is 61", role_bytes_wrong},
     {"peak at step 0", "peak_step 0 is not", peak_step_wrong},
@@ -481,8 +475,7 @@ static void test_big_plan(void) {
   tf_status_free(status);
   printf("verifier: %d buffers, %d steps, arena lower bound %" PRId64 " B (%" PRId64 " buffers live at the peak): "
          "%.3f s\n",
-         plan->n_buffers, plan->n_steps, plan->report.arena_lower_bound, plan->report.arena_lower_bound / 64,
-         elapsed);
+         plan->n_buffers, plan->n_steps, plan->report.arena_lower_bound, plan->report.arena_lower_bound / 64, elapsed);
   CHECK(&counts, elapsed < 2.0, "verifying 10k buffers x 5k steps took %.3f s", elapsed);
   /* One overlap planted late in the program is found. */
   plan->buffers[plan->n_buffers - 2].offset = plan->buffers[2].offset;

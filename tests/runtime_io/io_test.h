@@ -95,8 +95,7 @@ static inline unsigned char *io_read_file(const char *path, size_t *size) {
 static inline void io_check_refusal(tf_test_counts *counts, const char *what, tf_status status, tf_code code,
                                     const char *phrase, const char *path) {
   const char *message = tf_status_message(status);
-  bool ok = status && tf_status_code(status) == code && strstr(message, phrase) &&
-            (!path || strstr(message, path));
+  bool ok = status && tf_status_code(status) == code && strstr(message, phrase) && (!path || strstr(message, path));
   CHECK(counts, ok, "%s: expected %s containing \"%s\", got %s: %s", what, tf_code_name(code), phrase,
         status ? tf_code_name(tf_status_code(status)) : "success", message);
   if (ok)

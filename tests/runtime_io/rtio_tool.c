@@ -39,7 +39,7 @@ static bool parse_dtype(const char *text, tf_dtype *dtype) {
   static const struct {
     const char *name;
     tf_dtype dtype;
-  } names[] = {{"f32", TF_F32}, {"f16", TF_F16}, {"bf16", TF_BF16}, {"i32", TF_I32},
+  } names[] = {{"f32", TF_F32}, {"f16", TF_F16}, {"bf16", TF_BF16},   {"i32", TF_I32},
                {"i64", TF_I64}, {"u8", TF_U8},   {"f64", TF_FILE_F64}};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
     if (strcmp(text, names[i].name) == 0) {
@@ -168,6 +168,7 @@ int main(int argc, char **argv) {
     return st_dump(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "st-write") == 0)
     return st_write(argv[2], argc - 3, argv + 3);
-  fprintf(stderr, "usage: rtio_tool npy-dump FILE | npy-write FILE DTYPE DIM... | st-dump FILE | st-write FILE SPEC...\n");
+  fprintf(stderr,
+          "usage: rtio_tool npy-dump FILE | npy-write FILE DTYPE DIM... | st-dump FILE | st-write FILE SPEC...\n");
   return 2;
 }

@@ -97,8 +97,8 @@ int main(void) {
   int64_t train = check_tokens("models/data/text/train_tokens.npy");
   int64_t test = check_tokens("models/data/text/test_tokens.npy");
   /* The GPL-3 text is 35,149 bytes; the split is 90 / 10. */
-  CHECK(&counts, train + test == 35149 && train == (train + test) * 9 / 10, "token split %" PRId64 " + %" PRId64,
-        train, test);
+  CHECK(&counts, train + test == 35149 && train == (train + test) * 9 / 10, "token split %" PRId64 " + %" PRId64, train,
+        test);
   printf("    %" PRId64 " + %" PRId64 " tokens, all ASCII\n", train, test);
   FILE *vocab = fopen("models/data/text/vocab.txt", "r");
   int lines = 0;

@@ -50,10 +50,10 @@ static void test_fans(void) {
   } cases[] = {
       {0, {0}, 1, 1},
       {1, {37}, 37, 37},
-      {2, {300, 400}, 400, 300},          /* nn.Linear(400, 300).weight */
-      {3, {8, 4, 5}, 20, 40},             /* conv1d [out, in, k] */
-      {4, {64, 3, 5, 5}, 75, 1600},       /* conv2d [out, in/groups, kh, kw] */
-      {4, {16, 8, 4, 4}, 128, 256},       /* conv_transpose2d [in, out/groups, kh, kw]: positional */
+      {2, {300, 400}, 400, 300},    /* nn.Linear(400, 300).weight */
+      {3, {8, 4, 5}, 20, 40},       /* conv1d [out, in, k] */
+      {4, {64, 3, 5, 5}, 75, 1600}, /* conv2d [out, in/groups, kh, kw] */
+      {4, {16, 8, 4, 4}, 128, 256}, /* conv_transpose2d [in, out/groups, kh, kw]: positional */
       {5, {2, 3, 4, 5, 6}, 360, 240},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -74,16 +74,15 @@ static void test_fans(void) {
   tf_status_free(status);
 }
 
-static void check_stats(const char *what, const float *v, int64_t n, double mean, double std, double low,
-                        double high) {
+static void check_stats(const char *what, const float *v, int64_t n, double mean, double std, double low, double high) {
   stats s = measure(v, n);
   /* Five standard errors of the mean; 2% on the standard deviation (its standard error is
    * about 0.2% at 1e5 samples). */
   double mean_tolerance = 5 * std / sqrt((double)n) + 1e-12;
-  bool ok = fabs(s.mean - mean) <= mean_tolerance && fabs(s.std - std) <= 0.02 * std + 1e-12 && s.min >= low &&
-            s.max <= high;
-  CHECK(&counts, ok, "%s: mean %.5f (expected %.5f +- %.5f), std %.5f (expected %.5f), range [%g, %g] in [%g, %g]", what,
-        s.mean, mean, mean_tolerance, s.std, std, s.min, s.max, low, high);
+  bool ok =
+      fabs(s.mean - mean) <= mean_tolerance && fabs(s.std - std) <= 0.02 * std + 1e-12 && s.min >= low && s.max <= high;
+  CHECK(&counts, ok, "%s: mean %.5f (expected %.5f +- %.5f), std %.5f (expected %.5f), range [%g, %g] in [%g, %g]",
+        what, s.mean, mean, mean_tolerance, s.std, std, s.min, s.max, low, high);
   printf("  %-34s mean %+.5f (want %+.5f)  std %.5f (want %.5f)  range [%+.4f, %+.4f]\n", what, s.mean, mean, s.std,
          std, s.min, s.max);
 }
@@ -253,8 +252,7 @@ static void test_refusals(float *v) {
   expect_error("rank 9", tf_init_fill_f32(&normal, "w", 9, nine, 1, v), TF_ERR_INVALID_ARGUMENT, "rank 9");
   expect_error("range past end", tf_init_fill_range(&normal, "w", 2, shape, 1, TF_F32, 10, 7, v),
                TF_ERR_INVALID_ARGUMENT, "outside its 16 elements");
-  expect_error("f16 range", tf_init_fill_range(&normal, "w", 2, shape, 1, TF_F16, 0, 16, v), TF_ERR_UNSUPPORTED,
-               "f16");
+  expect_error("f16 range", tf_init_fill_range(&normal, "w", 2, shape, 1, TF_F16, 0, 16, v), TF_ERR_UNSUPPORTED, "f16");
   expect_error("NULL init", tf_init_fill_f32(NULL, "w", 2, shape, 1, v), TF_ERR_INVALID_ARGUMENT, "NULL");
 
   /* An empty tensor is fine even where its fan would be zero. */

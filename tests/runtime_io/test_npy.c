@@ -17,12 +17,36 @@ static const struct {
   int64_t shape[TF_MAX_RANK];
   const char header[129];
 } golden[] = {
-    {TF_F32, 2, {3, 4}, "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }                                                          \x0a"},
-    {TF_FILE_F64, 0, {0}, "\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (), }                                                              \x0a"},
-    {TF_I32, 1, {5}, "\x93NUMPY\x01\x00v\x00{'descr': '<i4', 'fortran_order': False, 'shape': (5,), }                                                            \x0a"},
-    {TF_U8, 2, {0, 2}, "\x93NUMPY\x01\x00v\x00{'descr': '|u1', 'fortran_order': False, 'shape': (0, 2), }                                                          \x0a"},
-    {TF_F16, 8, {2, 1, 1, 1, 1, 1, 1, 3}, "\x93NUMPY\x01\x00v\x00{'descr': '<f2', 'fortran_order': False, 'shape': (2, 1, 1, 1, 1, 1, 1, 3), }                                        \x0a"},
-    {TF_I64, 1, {1234567}, "\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'fortran_order': False, 'shape': (1234567,), }                                                      \x0a"},
+    {TF_F32,
+     2,
+     {3, 4},
+     "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }                                "
+     "                          \x0a"},
+    {TF_FILE_F64,
+     0,
+     {0},
+     "\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (), }                                    "
+     "                          \x0a"},
+    {TF_I32,
+     1,
+     {5},
+     "\x93NUMPY\x01\x00v\x00{'descr': '<i4', 'fortran_order': False, 'shape': (5,), }                                  "
+     "                          \x0a"},
+    {TF_U8,
+     2,
+     {0, 2},
+     "\x93NUMPY\x01\x00v\x00{'descr': '|u1', 'fortran_order': False, 'shape': (0, 2), }                                "
+     "                          \x0a"},
+    {TF_F16,
+     8,
+     {2, 1, 1, 1, 1, 1, 1, 3},
+     "\x93NUMPY\x01\x00v\x00{'descr': '<f2', 'fortran_order': False, 'shape': (2, 1, 1, 1, 1, 1, 1, 3), }              "
+     "                          \x0a"},
+    {TF_I64,
+     1,
+     {1234567},
+     "\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'fortran_order': False, 'shape': (1234567,), }                            "
+     "                          \x0a"},
 };
 
 static int64_t count_of(int32_t rank, const int64_t *shape) {
@@ -107,8 +131,8 @@ static size_t build(unsigned char *out, int major, const char *header, size_t pa
   return prefix + header_bytes + data_bytes;
 }
 
-static void expect_values(const char *folder, const char *name, const unsigned char *file, size_t size,
-                          tf_dtype dtype, int32_t rank, const int64_t *shape, const void *data) {
+static void expect_values(const char *folder, const char *name, const unsigned char *file, size_t size, tf_dtype dtype,
+                          int32_t rank, const int64_t *shape, const void *data) {
   char path[4096];
   io_write_file(folder, name, file, size, path, sizeof(path));
   tf_npy *npy = NULL;
@@ -161,28 +185,48 @@ static void test_bad_files(const char *folder) {
   printf("malformed files:\n");
   static const unsigned char zeros[256];
   static const bad_case cases[] = {
-      {"big_endian.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8, TF_ERR_UNSUPPORTED, "unsupported dtype '>f4'"},
-      {"fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16, TF_ERR_UNSUPPORTED, "fortran_order"},
-      {"object.npy", 1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", 16, TF_ERR_UNSUPPORTED, "unsupported dtype '|O'"},
-      {"complex.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16, TF_ERR_UNSUPPORTED, "unsupported dtype '<c8'"},
-      {"bool.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", 2, TF_ERR_UNSUPPORTED, "unsupported dtype '|b1'"},
-      {"structured.npy", 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", 8, TF_ERR_UNSUPPORTED, "structured"},
-      {"missing_shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, }", 4, TF_ERR_INVALID_INPUT, "lacks key 'shape'"},
-      {"unknown_key.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1, }", 4, TF_ERR_INVALID_INPUT, "unknown key 'x'"},
-      {"repeated_key.npy", 1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 4, TF_ERR_INVALID_INPUT, "repeats key 'descr'"},
-      {"rank9.npy", 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", 1, TF_ERR_UNSUPPORTED, "more than 8 dimensions"},
-      {"negative_dim.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 0, TF_ERR_INVALID_INPUT, "non-negative dimension"},
-      {"huge_dim.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0, TF_ERR_INVALID_INPUT, "non-negative dimension"},
-      {"count_overflow.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }", 0, TF_ERR_INVALID_INPUT, "overflows"},
-      {"size_lie_short.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000,), }", 64, TF_ERR_INVALID_INPUT, "(truncated)"},
-      {"size_lie_long.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 16, TF_ERR_INVALID_INPUT, "(trailing bytes)"},
-      {"not_a_tuple.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3), }", 12, TF_ERR_INVALID_INPUT, "not a tuple"},
-      {"list_shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': [3], }", 12, TF_ERR_INVALID_INPUT, "'(' opening the shape"},
+      {"big_endian.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8, TF_ERR_UNSUPPORTED,
+       "unsupported dtype '>f4'"},
+      {"fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16, TF_ERR_UNSUPPORTED,
+       "fortran_order"},
+      {"object.npy", 1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", 16, TF_ERR_UNSUPPORTED,
+       "unsupported dtype '|O'"},
+      {"complex.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16, TF_ERR_UNSUPPORTED,
+       "unsupported dtype '<c8'"},
+      {"bool.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", 2, TF_ERR_UNSUPPORTED,
+       "unsupported dtype '|b1'"},
+      {"structured.npy", 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", 8, TF_ERR_UNSUPPORTED,
+       "structured"},
+      {"missing_shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, }", 4, TF_ERR_INVALID_INPUT,
+       "lacks key 'shape'"},
+      {"unknown_key.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1, }", 4,
+       TF_ERR_INVALID_INPUT, "unknown key 'x'"},
+      {"repeated_key.npy", 1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 4,
+       TF_ERR_INVALID_INPUT, "repeats key 'descr'"},
+      {"rank9.npy", 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }", 1,
+       TF_ERR_UNSUPPORTED, "more than 8 dimensions"},
+      {"negative_dim.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", 0, TF_ERR_INVALID_INPUT,
+       "non-negative dimension"},
+      {"huge_dim.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0,
+       TF_ERR_INVALID_INPUT, "non-negative dimension"},
+      {"count_overflow.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }", 0,
+       TF_ERR_INVALID_INPUT, "overflows"},
+      {"size_lie_short.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000,), }", 64,
+       TF_ERR_INVALID_INPUT, "(truncated)"},
+      {"size_lie_long.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 16, TF_ERR_INVALID_INPUT,
+       "(trailing bytes)"},
+      {"not_a_tuple.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3), }", 12, TF_ERR_INVALID_INPUT,
+       "not a tuple"},
+      {"list_shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': [3], }", 12, TF_ERR_INVALID_INPUT,
+       "'(' opening the shape"},
       {"garbage_header.npy", 1, "hello world", 0, TF_ERR_INVALID_INPUT, "'{' opening the header"},
       {"unterminated.npy", 1, "{'descr': '<f4', 'fortran_order': False", 0, TF_ERR_INVALID_INPUT, "ends early"},
-      {"after_dict.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4, TF_ERR_INVALID_INPUT, "only padding"},
-      {"fortran_none.npy", 1, "{'descr': '<f4', 'fortran_order': None, 'shape': (1,), }", 4, TF_ERR_INVALID_INPUT, "True or False"},
-      {"escape_in_descr.npy", 1, "{'descr': '<f\\4', 'fortran_order': False, 'shape': (1,), }", 4, TF_ERR_INVALID_INPUT, "dtype string"},
+      {"after_dict.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x", 4, TF_ERR_INVALID_INPUT,
+       "only padding"},
+      {"fortran_none.npy", 1, "{'descr': '<f4', 'fortran_order': None, 'shape': (1,), }", 4, TF_ERR_INVALID_INPUT,
+       "True or False"},
+      {"escape_in_descr.npy", 1, "{'descr': '<f\\4', 'fortran_order': False, 'shape': (1,), }", 4, TF_ERR_INVALID_INPUT,
+       "dtype string"},
   };
   unsigned char file[1024];
   char path[4096];
@@ -224,8 +268,7 @@ static void test_bad_files(const char *folder) {
     io_write_file(folder, raw[i].name, copy, raw[i].size, path, sizeof(path));
     tf_npy *npy = NULL;
     io_check_refusal(&counts, raw[i].name, tf_npy_open(path, &npy),
-                     strstr(raw[i].phrase, "version") ? TF_ERR_UNSUPPORTED : TF_ERR_INVALID_INPUT, raw[i].phrase,
-                     path);
+                     strstr(raw[i].phrase, "version") ? TF_ERR_UNSUPPORTED : TF_ERR_INVALID_INPUT, raw[i].phrase, path);
   }
   /* A 2.0 header claiming 4 GiB. */
   size_t size = build(file, 2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 64, zeros, 8);
@@ -247,8 +290,8 @@ static void test_writer_errors(const char *folder) {
   const int64_t shape[TF_MAX_RANK + 1] = {2, 2, 1, 1, 1, 1, 1, 1, 1};
   snprintf(path, sizeof(path), "%s/w.npy", folder);
   io_check_refusal(&counts, "bf16", tf_npy_write(path, TF_BF16, 2, shape, data), TF_ERR_UNSUPPORTED, "bf16", path);
-  io_check_refusal(&counts, "rank 9", tf_npy_write(path, TF_F32, 9, shape, data), TF_ERR_INVALID_ARGUMENT,
-                   "rank 9", path);
+  io_check_refusal(&counts, "rank 9", tf_npy_write(path, TF_F32, 9, shape, data), TF_ERR_INVALID_ARGUMENT, "rank 9",
+                   path);
   const int64_t negative[1] = {-2};
   io_check_refusal(&counts, "negative dim", tf_npy_write(path, TF_F32, 1, negative, data), TF_ERR_INVALID_ARGUMENT,
                    "negative", path);
@@ -256,8 +299,8 @@ static void test_writer_errors(const char *folder) {
                    "NULL data", path);
   char missing[4096];
   snprintf(missing, sizeof(missing), "%s/no/such/folder/w.npy", folder);
-  io_check_refusal(&counts, "missing folder", tf_npy_write(missing, TF_F32, 2, shape, data), TF_ERR_IO,
-                   "cannot create", missing);
+  io_check_refusal(&counts, "missing folder", tf_npy_write(missing, TF_F32, 2, shape, data), TF_ERR_IO, "cannot create",
+                   missing);
 
   /* Overwriting replaces the old file whole, and leaves no temporary behind. */
   CHECK_OK(&counts, tf_npy_write(path, TF_F32, 2, shape, data));

@@ -101,7 +101,8 @@ static void test_round_trip(const char *folder) {
   CHECK(&counts, step && strcmp(step, "42") == 0, "metadata step = %s", step ? step : "(absent)");
   CHECK(&counts, note && strcmp(note, "line\nbreak \xe2\x9c\x93 \x01") == 0, "metadata note differs");
   CHECK(&counts, tf_safetensors_metadata(file, "absent") == NULL, "absent metadata found");
-  CHECK(&counts, tf_safetensors_metadata_count(file) == 3, "metadata count %d", (int)tf_safetensors_metadata_count(file));
+  CHECK(&counts, tf_safetensors_metadata_count(file) == 3, "metadata count %d",
+        (int)tf_safetensors_metadata_count(file));
   const char *key, *value, *previous = "";
   for (int32_t i = 0; tf_safetensors_metadata_at(file, i, &key, &value); previous = key, i++)
     CHECK(&counts, strcmp(previous, key) < 0, "metadata not in key order: '%s' after '%s'", key, previous);
@@ -115,8 +116,8 @@ static void test_round_trip(const char *folder) {
       continue;
     unsigned char expected[256];
     size_t bytes = pattern_fill(expected, (size_t)(count_of(s) * tf_file_dtype_size(s->dtype)), (unsigned)k);
-    bool same = view.bytes == bytes && view.count == count_of(s) && (bytes == 0 ? view.data == NULL
-                                                                               : memcmp(view.data, expected, bytes) == 0) &&
+    bool same = view.bytes == bytes && view.count == count_of(s) &&
+                (bytes == 0 ? view.data == NULL : memcmp(view.data, expected, bytes) == 0) &&
                 (uintptr_t)view.data % (uintptr_t)tf_file_dtype_size(s->dtype) == 0;
     CHECK(&counts, same, "tensor '%s' differs", s->name);
     printf("  %-12s %-5s rank %d, %3zu bytes, aligned, equal: %s\n", view.file_dtype, tf_file_dtype_name(view.dtype),
@@ -155,8 +156,9 @@ static void test_exact_bytes(const char *folder) {
   CHECK_OK(&counts, tf_safetensors_writer_set_metadata(writer, "format", "pt"));
   CHECK_OK(&counts, tf_safetensors_writer_write(writer, path));
   tf_safetensors_writer_destroy(writer);
-  const char *json = "{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                     "\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]}}";
+  const char *json =
+      "{\"__metadata__\":{\"format\":\"pt\"},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+      "\"a\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]}}";
   size_t json_length = strlen(json), padded = (json_length + 7) / 8 * 8;
   unsigned char expected[512] = {0};
   expected[0] = (unsigned char)padded;
@@ -168,7 +170,8 @@ static void test_exact_bytes(const char *folder) {
   unsigned char *written = io_read_file(path, &size);
   bool same = written && size == 8 + padded + 11 && memcmp(written, expected, size) == 0;
   CHECK(&counts, same, "bytes differ from the reference layout (%zu bytes)", size);
-  printf("  F32 before U8 (reference order), compact JSON, %zu-byte header: %s\n", padded, same ? "identical" : "DIFFERENT");
+  printf("  F32 before U8 (reference order), compact JSON, %zu-byte header: %s\n", padded,
+         same ? "identical" : "DIFFERENT");
   free(written);
 }
 
@@ -215,7 +218,8 @@ static void test_foreign_files(const char *folder) {
         "I16 tensor not reported as other");
   const char *value = tf_safetensors_metadata(st, "k\"ey");
   CHECK(&counts, value && strcmp(value, "vAl") == 0, "escaped metadata wrong");
-  printf("  unpadded header, whitespace, escapes (\\u00e9, surrogate pair, \\/), I16 tensor, unaligned F32/I64: read\n");
+  printf(
+      "  unpadded header, whitespace, escapes (\\u00e9, surrogate pair, \\/), I16 tensor, unaligned F32/I64: read\n");
   tf_safetensors_close(st);
 
   size = st_bytes(file, "{}", 0, 8);
@@ -239,9 +243,11 @@ static void test_bad_files(const char *folder) {
   static const bad_case cases[] = {
       {"overlap", "{\"a\":" T("F32", "[2]", 0, 8) ",\"b\":" T("F32", "[2]", 4, 12) "}", 12, "overlap"},
       {"same_range", "{\"a\":" T("F32", "[2]", 0, 8) ",\"b\":" T("F32", "[2]", 0, 8) "}", 8, "overlap"},
-      {"gap", "{\"a\":" T("F32", "[1]", 0, 4) ",\"b\":" T("F32", "[1]", 8, 12) "}", 12, "[4, 8) before tensor 'b' belong to no tensor"},
+      {"gap", "{\"a\":" T("F32", "[1]", 0, 4) ",\"b\":" T("F32", "[1]", 8, 12) "}", 12,
+       "[4, 8) before tensor 'b' belong to no tensor"},
       {"past_end", "{\"a\":" T("F32", "[4]", 0, 16) "}", 8, "run past the end of the data (8 bytes)"},
-      {"size_mismatch", "{\"a\":" T("F32", "[3]", 0, 8) "}", 8, "F32 x 3 elements is 12 bytes, but data_offsets [0, 8] span 8"},
+      {"size_mismatch", "{\"a\":" T("F32", "[3]", 0, 8) "}", 8,
+       "F32 x 3 elements is 12 bytes, but data_offsets [0, 8] span 8"},
       {"backwards", "{\"a\":" T("U8", "[0]", 8, 4) "}", 8, "run backwards"},
       {"trailing_data", "{\"a\":" T("F32", "[1]", 0, 4) "}", 8, "cover 4 of the 8 data bytes"},
       {"shape_overflow", "{\"a\":" T("F64", "[4294967296,4294967296]", 0, 8) "}", 8, "overflows"},
@@ -251,14 +257,19 @@ static void test_bad_files(const char *folder) {
       {"exponent", "{\"a\":" T("F32", "[1e0]", 0, 4) "}", 4, "no fraction or exponent"},
       {"negative", "{\"a\":" T("F32", "[-1]", 0, 4) "}", 4, "a dimension"},
       {"leading_zero", "{\"a\":" T("F32", "[01]", 0, 4) "}", 4, "without leading zeros"},
-      {"huge_offset", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,99999999999999999999]}}", 4, "small enough"},
+      {"huge_offset", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,99999999999999999999]}}", 4,
+       "small enough"},
       {"true_value", "{\"a\":{\"dtype\":true,\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "a dtype string"},
       {"null_shape", "{\"a\":{\"dtype\":\"F32\",\"shape\":null,\"data_offsets\":[0,4]}}", 4, "'[' opening \"shape\""},
-      {"three_offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,4]}}", 4, "']' after two data_offsets"},
-      {"unknown_field", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", 4, "unknown field 'x'"},
+      {"three_offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,4]}}", 4,
+       "']' after two data_offsets"},
+      {"unknown_field", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", 4,
+       "unknown field 'x'"},
       {"missing_field", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "lacks field 'data_offsets'"},
-      {"repeated_field", "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "repeats field 'dtype'"},
-      {"duplicate_tensor", "{\"a\":" T("F32", "[1]", 0, 4) ",\"a\":" T("F32", "[1]", 4, 8) "}", 8, "tensor 'a' appears twice"},
+      {"repeated_field", "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+       "repeats field 'dtype'"},
+      {"duplicate_tensor", "{\"a\":" T("F32", "[1]", 0, 4) ",\"a\":" T("F32", "[1]", 4, 8) "}", 8,
+       "tensor 'a' appears twice"},
       {"duplicate_metadata", "{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, "metadata key 'k' appears twice"},
       {"two_metadata", "{\"__metadata__\":{},\"__metadata__\":{}}", 0, "appears twice"},
       {"metadata_number", "{\"__metadata__\":{\"k\":1}}", 0, "a string metadata value"},
@@ -283,7 +294,8 @@ static void test_bad_files(const char *folder) {
       {"empty_name", "{\"\":" T("U8", "[1]", 0, 1) "}", 1, "empty name"},
       {"name_not_string", "{1:" T("U8", "[1]", 0, 1) "}", 1, "a tensor name (a string)"},
       {"tensor_not_object", "{\"a\":[1]}", 0, "'{' opening a tensor entry"},
-      {"deep", "{\"a\":{\"dtype\":{\"dtype\":{\"dtype\":\"F32\"}},\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "a dtype string"},
+      {"deep", "{\"a\":{\"dtype\":{\"dtype\":{\"dtype\":\"F32\"}},\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+       "a dtype string"},
   };
   unsigned char file[4096];
   char path[4096];

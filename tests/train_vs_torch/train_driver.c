@@ -1,0 +1,105 @@
+/* Trains a zoo configuration with tightfit for the PyTorch comparison (compare.py):
+ *   train_driver DIR STEPS ACCUMULATE BINDINGS PRESET [KNOB=V ...]
+ * reads micro-batch i's inputs from DIR/data/<buffer>_<i>.npy, and writes DIR/initial.safetensors
+ * (the weights after initialisation), DIR/losses.npy (per optimizer step, the mean micro-batch
+ * loss) and DIR/final.safetensors. AdamW lr 1e-3, eps 1e-6, weight decay 0.01, clip 1.0. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/npy.h"
+#include "tightfit/compiler.h"
+#include "tightfit/runtime.h"
+#include "tightfit/zoo.h"
+
+static int fail(tf_status status) {
+  fprintf(stderr, "train_driver: %s\n", tf_status_message(status));
+  tf_status_free(status);
+  return 1;
+}
+
+/* Writes every input and label of micro-batch `index` from DIR/data. */
+static tf_status feed(tf_session *session, const tf_plan *plan, const char *dir, int64_t index) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i))
+      continue;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/data/%s_%" PRId64 ".npy", dir, b->name, index);
+    tf_npy *file;
+    TF_RETURN_IF_ERROR(tf_npy_open(path, &file));
+    tf_status status = tf_npy_count(file) * tf_dtype_size(tf_npy_dtype(file)) == b->bytes
+                           ? tf_session_write(session, b->name, tf_npy_data(file), b->bytes)
+                           : tf_status_new(TF_ERR_INVALID_INPUT, "%s: wrong size for '%s'", path, b->name);
+    tf_npy_close(file);
+    TF_RETURN_IF_ERROR(status);
+  }
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: train_driver DIR STEPS ACCUMULATE BINDINGS PRESET [KNOB=V ...]\n");
+    return 2;
+  }
+  const char *dir = argv[1];
+  int64_t steps = atoll(argv[2]);
+  int32_t accumulate = atoi(argv[3]);
+  tf_graph *g;
+  tf_status status = tf_zoo_build(argv[5], (const char *const *)argv + 6, argc - 6, &g);
+  if (status)
+    return fail(status);
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = argv[4];
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  options.learning_rate = 1e-3;
+  options.weight_decay = 0.01;
+  options.clip_norm = 1.0;
+  options.epsilon = 1e-6; /* see compare.py */
+  options.accumulate = accumulate;
+  tf_plan *plan;
+  status = tf_compile(g, &options, &plan);
+  tf_graph_destroy(g);
+  if (status)
+    return fail(status);
+  tf_session_options session_options = tf_session_options_default();
+  session_options.seed = 7;
+  tf_session *session;
+  status = tf_session_create(plan, &session_options, &session);
+  if (status)
+    return fail(status);
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/initial.safetensors", dir);
+  status = tf_session_save(session, path, NULL, 0);
+  double *losses = calloc((size_t)steps, sizeof(double));
+  for (int64_t s = 0; s < steps && !status; s++) {
+    for (int32_t m = 0; m < accumulate && !status; m++) {
+      double loss;
+      status = feed(session, plan, dir, s * accumulate + m);
+      if (!status)
+        status = tf_session_micro_step(session, &loss);
+      losses[s] += loss / accumulate;
+    }
+    if (!status)
+      status = tf_session_optimizer_step(session);
+  }
+  if (!status) {
+    snprintf(path, sizeof(path), "%s/final.safetensors", dir);
+    status = tf_session_save(session, path, NULL, 0);
+  }
+  if (!status) {
+    snprintf(path, sizeof(path), "%s/losses.npy", dir);
+    int64_t shape[1] = {steps};
+    status = tf_npy_write(path, TF_FILE_F64, 1, shape, losses);
+  }
+  tf_session_memory m = tf_session_memory_use(session);
+  printf("memory: planned %" PRId64 " bytes, allocated %" PRId64 ", allocations after create %" PRId64 "\n",
+         m.planned_bytes, m.allocated_bytes, m.allocations_after_create);
+  free(losses);
+  tf_session_destroy(session);
+  tf_plan_destroy(plan);
+  if (status)
+    return fail(status);
+  return m.planned_bytes == m.allocated_bytes && m.allocations_after_create == 0 ? 0 : 3;
+}
