@@ -2,7 +2,8 @@
  * are laid out in order. The arena is packed greedily by size, largest first, each buffer placed
  * in the smallest gap that fits among the buffers already placed whose live intervals intersect
  * its own (best fit, as TFLite's and XLA's planners do). Alongside: the lower bound (the most bytes
- * live at any one step) and the naive total (no reuse). */
+ * live at any one step, each buffer counted at its aligned size, since no two buffers can share an
+ * alignment slot) and the naive total (no reuse). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,13 +76,13 @@ static tf_status assign_arena(tf_training *t) {
       continue;
     items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], t->last[i], i, 0};
     for (int32_t s = t->first[i]; s <= t->last[i]; s++)
-      t->live_bytes[s] += g->tensors[i].bytes;
+      t->live_bytes[s] += items[n - 1].size;
   }
   for (int32_t s = 0; s < t->n_schedule; s++) {
     t->workspace_offset[s] = -1;
     if (t->workspace_bytes[s] > 0) {
       items[n++] = (arena_item){align_up(t->workspace_bytes[s], alignment), s, s, -(s + 1), 0};
-      t->live_bytes[s] += t->workspace_bytes[s];
+      t->live_bytes[s] += items[n - 1].size;
     }
   }
   for (int32_t i = 0; i < n; i++)
@@ -99,7 +100,7 @@ static tf_status assign_arena(tf_training *t) {
   }
   t->region_bytes[TF_REGION_ARENA] = arena;
   t->arena_lower_bound = 0;
-  t->peak_step = 0;
+  t->peak_step = t->n_schedule > 0 ? 0 : -1;
   for (int32_t s = 0; s < t->n_schedule; s++) {
     if (t->live_bytes[s] > t->arena_lower_bound) {
       t->arena_lower_bound = t->live_bytes[s];

@@ -79,8 +79,8 @@ tf_status tf_plan_load(const char *path, tf_plan **out) {
   if (!path || !out)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_load: path and out must not be NULL");
   *out = NULL;
-  void *data;
-  size_t size;
+  void *data = NULL;
+  size_t size = 0;
   TF_RETURN_IF_ERROR(tf_file_read(path, &data, &size));
   tf_status status = tf_plan_parse(data, size, path, out);
   free(data);
@@ -90,8 +90,8 @@ tf_status tf_plan_load(const char *path, tf_plan **out) {
 tf_status tf_plan_save(const tf_plan *plan, const char *path) {
   if (!path)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_save: path is NULL");
-  void *data;
-  size_t size;
+  void *data = NULL;
+  size_t size = 0;
   tf_status status = tf_plan_serialize(plan, &data, &size);
   if (status)
     return tf_status_prefix(status, "%s: not saved", path);

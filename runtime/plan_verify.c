@@ -283,6 +283,9 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
   return NULL;
 }
 
+/* Bit i of an op table mask (8 bits: variadic ops have up to 127 inputs, none of them flagged). */
+static bool has_bit(uint8_t mask, int32_t i) { return i < 8 && ((mask >> i) & 1u); }
+
 static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf_op_info *info) {
   const tf_plan_step *step = &plan->steps[s];
   int32_t id = step->inputs[i];
@@ -290,7 +293,7 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
     return INVALID("%s: input %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
                    tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
   const tf_plan_buffer *b = &plan->buffers[id];
-  if (info->in_place & (1u << i)) {
+  if (has_bit(info->in_place, i)) {
     bool writable = b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_GRADIENT || b->role == TF_ROLE_OPTIMIZER_STATE;
     if (!writable)
       return INVALID("%s updates input %" PRId32 " %s in place, but it has role %s in region %s; in-place operands are "
@@ -298,7 +301,7 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
                      tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
                      tf_region_name(b->region));
   }
-  if (b->region != TF_REGION_ARENA || (info->shape_only & (1u << i)))
+  if (b->region != TF_REGION_ARENA || has_bit(info->shape_only, i))
     return NULL;
   if (b->first_step >= s)
     return INVALID("%s reads input %" PRId32 " %s before it is written: it is written at step %" PRId32

@@ -134,10 +134,15 @@ tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) {
   int32_t n_starts, n_ends;
   keyed *starts = collect(plan, true, first_step_key, &n_starts);
   keyed *ends = collect(plan, true, last_step_key, &n_ends);
-  live_list live = {plan, malloc(sizeof(int32_t) * (size_t)(n_starts > 0 ? n_starts : 1)), 0};
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n_starts > 0 ? n_starts : 1));
+  if (!starts || !ends || !ids) {
+    free(starts);
+    free(ends);
+    free(ids);
+    return out_of_memory(plan);
+  }
+  live_list live = {plan, ids, 0};
   tf_status status = NULL;
-  if (!starts || !ends || !live.ids)
-    status = out_of_memory(plan);
   for (int32_t i = 0, j = 0; !status && i < n_starts; i++) {
     for (; j < n_ends && ends[j].key < starts[i].key; j++)
       erase(&live, ends[j].id);
@@ -145,7 +150,7 @@ tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) {
   }
   free(starts);
   free(ends);
-  free(live.ids);
+  free(ids);
   return status;
 }
 
@@ -166,17 +171,22 @@ static tf_status check_role_bytes(const tf_plan *plan) {
   return NULL;
 }
 
+/* A buffer's size rounded up to the plan's alignment: the slot it takes in the arena. False when
+ * that passes int64 (a hostile plan: a valid one's slots fit its arena). */
+static bool aligned_size(int64_t bytes, int64_t alignment, int64_t *slot) {
+  int64_t remainder = bytes % alignment;
+  return !__builtin_add_overflow(bytes, remainder == 0 ? 0 : alignment - remainder, slot);
+}
+
 /* Without reuse every arena buffer has a slot of its own at an aligned offset: the naive arena is
  * the sum of the buffers' sizes, each rounded up to the alignment. */
 static tf_status check_arena_naive(const tf_plan *plan) {
-  int64_t naive = 0, alignment = plan->alignment;
+  int64_t naive = 0, alignment = plan->alignment, slot;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     if (b->region != TF_REGION_ARENA)
       continue;
-    int64_t remainder = b->bytes % alignment, slot;
-    int64_t padding = remainder == 0 ? 0 : alignment - remainder;
-    if (__builtin_add_overflow(b->bytes, padding, &slot) || __builtin_add_overflow(naive, slot, &naive))
+    if (!aligned_size(b->bytes, alignment, &slot) || __builtin_add_overflow(naive, slot, &naive))
       return INVALID("the arena buffers' aligned sizes sum past int64");
   }
   if (plan->report.arena_naive != naive)
@@ -186,8 +196,10 @@ static tf_status check_arena_naive(const tf_plan *plan) {
   return NULL;
 }
 
-/* live_bytes[s] == the bytes of arena buffers live at s; the lower bound is their maximum, reached
- * at peak_step. Running sums stay within the arena: the sweep has shown live buffers disjoint. */
+/* live_bytes[s] == the bytes of arena buffers live at s, each counted at its size rounded up to the
+ * plan's alignment (no two buffers can share an alignment slot, so this is still a lower bound on
+ * any valid arena); the lower bound is their maximum, reached at peak_step. Running sums stay
+ * within the arena: the sweep has shown live buffers disjoint. */
 static tf_status check_live_bytes(const tf_plan *plan) {
   const tf_plan_report *r = &plan->report;
   if (plan->n_steps == 0) {
@@ -202,17 +214,23 @@ static tf_status check_live_bytes(const tf_plan *plan) {
   int64_t *delta = calloc((size_t)plan->n_steps + 1, sizeof(int64_t));
   if (!delta)
     return out_of_memory(plan);
-  for (int32_t id = 0; id < plan->n_buffers; id++) {
-    const tf_plan_buffer *b = &plan->buffers[id];
-    if (b->region == TF_REGION_ARENA) {
-      delta[b->first_step] += b->bytes;
-      delta[b->last_step + 1] -= b->bytes;
-    }
-  }
+  /* Overflow-checked: the slots of disjoint buffers fit the arena only up to its last padding. */
   tf_status status = NULL;
+  for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    int64_t slot;
+    if (b->region == TF_REGION_ARENA &&
+        (!aligned_size(b->bytes, plan->alignment, &slot) ||
+         __builtin_add_overflow(delta[b->first_step], slot, &delta[b->first_step]) ||
+         __builtin_sub_overflow(delta[b->last_step + 1], slot, &delta[b->last_step + 1])))
+      status = INVALID("the live arena buffers' aligned sizes sum past int64");
+  }
   int64_t live = 0, peak = 0;
   for (int32_t s = 0; s < plan->n_steps && !status; s++) {
-    live += delta[s];
+    if (__builtin_add_overflow(live, delta[s], &live)) {
+      status = INVALID("the arena bytes live at step %" PRId32 " sum past int64", s);
+      break;
+    }
     if (r->live_bytes[s] != live)
       status = INVALID("report: live_bytes[%" PRId32 "] is %" PRId64 " but the arena buffers live at step %" PRId32
                        " hold %" PRId64 " bytes",

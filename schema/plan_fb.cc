@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "plan_generated.h" // flatc --cpp schema/plan.fbs, in the build tree
+#include "flatbuffers/idl.h"
+#include "plan_generated.h"   // flatc --cpp schema/plan.fbs, in the build tree
+#include "plan_schema_text.h" // tf_plan_schema_text[]: graph.fbs + plan.fbs, embedded at build time
 #include "schema/attrs_fb.h"
 
 namespace fb = tightfit::fb;
@@ -433,6 +435,62 @@ private:
   flatbuffers::FlatBufferBuilder fbb_;
 };
 
+// ---- JSON ----
+
+// What the Verifier lets through but flatc's printer cannot take: a union whose type is absent or
+// unknown (GenerateText reads the type from the field printed before the table) and misaligned
+// vectors of 8-byte values (see vector_aligned).
+tf_status check_printable(const fb::Plan *root) {
+  const fb::Report *report = root->report();
+  bool aligned = vector_aligned(root->region_bytes()) &&
+                 (!report || (vector_aligned(report->role_bytes()) && vector_aligned(report->live_bytes()) &&
+                              vector_aligned(report->flops())));
+  for (uoffset_t i = 0; aligned && root->buffers() && i < root->buffers()->size(); i++)
+    aligned = vector_aligned(root->buffers()->Get(i)->shape());
+  if (!aligned)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "a misaligned vector of 8-byte values (corrupt FlatBuffer)");
+  const Vector<Offset<fb::Step>> *steps = root->steps();
+  for (uoffset_t i = 0; steps && i < steps->size(); i++) {
+    const fb::Step *step = steps->Get(i);
+    if (!step->attrs())
+      continue;
+    auto table = reinterpret_cast<const flatbuffers::Table *>(step);
+    bool has_type = table->GetOptionalFieldOffset(fb::Step::VT_ATTRS_TYPE) != 0;
+    if (!has_type || step->attrs_type() == fb::Attrs_NONE || step->attrs_type() > fb::Attrs_MAX)
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "step %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it", i,
+                           quoted(step->name()).c_str(), static_cast<unsigned>(step->attrs_type()),
+                           has_type ? "out of range" : "absent");
+    if (step->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(step->attrs_as_ShapeAttrs()->shape()))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "step %u %s: misaligned vector of dimensions (corrupt FlatBuffer)", i,
+                           quoted(step->name()).c_str());
+  }
+  return nullptr;
+}
+
+tf_status to_json(const void *data, size_t size, char **json) {
+  AlignedBytes aligned(data, size);
+  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), nullptr));
+  TF_RETURN_IF_ERROR(check_printable(fb::GetPlan(aligned.bytes())));
+
+  flatbuffers::IDLOptions options;
+  options.strict_json = true;                    // quoted field names: JSON that any tool reads
+  options.output_enum_identifiers = true;        // "op": "matmul", not "op": 0
+  options.output_default_scalars_in_json = true; // show every scalar, written or default
+  options.indent_step = 2;
+  flatbuffers::Parser parser(options);
+  if (!parser.Parse(tf_plan_schema_text))
+    return tf_status_new(TF_ERR_INTERNAL, "the embedded schema/plan.fbs does not parse: %s", parser.error_.c_str());
+  std::string text;
+  if (!flatbuffers::GenerateText(parser, aligned.bytes(), &text))
+    return tf_status_new(TF_ERR_INVALID_INPUT, "a string in the plan is not valid UTF-8; JSON cannot hold it");
+  *json = static_cast<char *>(std::malloc(text.size() + 1));
+  if (!*json)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of JSON", text.size() + 1);
+  std::memcpy(*json, text.c_str(), text.size() + 1);
+  return nullptr;
+}
+
 } // namespace
 
 extern "C" tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan **out) {
@@ -453,4 +511,11 @@ extern "C" tf_status tf_plan_fb_encode(const tf_plan *plan, void **data, size_t 
     tf_status status = encoder.run(data, size);
     return status ? tf_status_prefix(status, "encoding plan %s", quoted(plan->graph_name).c_str()) : nullptr;
   });
+}
+
+extern "C" tf_status tf_plan_fb_to_json(const void *data, size_t size, char **json) {
+  if (!json)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_fb_to_json: json is NULL");
+  *json = nullptr;
+  return guarded("converting the plan to JSON", [&] { return to_json(data, size, json); });
 }

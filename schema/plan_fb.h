@@ -31,6 +31,13 @@ tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, t
  * counts) give TF_ERR_INVALID_ARGUMENT. */
 tf_status tf_plan_fb_encode(const tf_plan *plan, void **data, size_t *size) TF_MUST_USE;
 
+/* Verifies the FlatBuffer at `data` and renders it as JSON text that
+ * `flatc -b -I schema schema/plan.fbs` reads back (enums by name, every scalar shown). Only the
+ * Verifier runs, so plans that tf_plan_parse() refuses can be shown too. The caller frees *json
+ * with free(). Floating point values are rounded by flatc's printer (12 decimal places for double,
+ * 6 for float). */
+tf_status tf_plan_fb_to_json(const void *data, size_t size, char **json) TF_MUST_USE;
+
 #ifdef __cplusplus
 }
 #endif

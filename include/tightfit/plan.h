@@ -66,10 +66,10 @@ typedef struct tf_plan_step {
 
 typedef struct tf_plan_report {
   int64_t role_bytes[TF_ROLE_COUNT]; /* summed buffer bytes per role (arena roles without reuse) */
-  int64_t arena_lower_bound;         /* max over steps of the bytes live at that step */
+  int64_t arena_lower_bound;         /* max over steps of the bytes live at that step (aligned sizes) */
   int64_t arena_naive;               /* every arena buffer summed, no reuse */
   int32_t peak_step;                 /* the step where the arena's live bytes peak */
-  int64_t *live_bytes;               /* n_steps entries: arena bytes live at each step */
+  int64_t *live_bytes;               /* n_steps entries: arena bytes live at each step (aligned sizes) */
   double flops[TF_PHASE_COUNT];      /* per micro-batch block (forward, recompute, backward, ...) */
   char *notes;                       /* the options chosen and why, one per line */
 } tf_plan_report;

@@ -103,8 +103,7 @@ static void binary_run(const tf_cpu_args *args, segment_fn segment) {
   real *out_data = out->data;
   const int64_t inner = shape[rank - 1], a_inner = strides[0][rank - 1], b_inner = strides[1][rank - 1];
   const int64_t chunks = (count + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
-  const int threads = tf_cpu_threads(args);
-#pragma omp parallel for num_threads(threads) schedule(static) if (chunks > 1)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (chunks > 1)
   for (int64_t chunk = 0; chunk < chunks; chunk++) {
     const int64_t end = chunk == chunks - 1 ? count : (chunk + 1) * TF_CPU_CHUNK;
     for (int64_t i = chunk * TF_CPU_CHUNK; i < end;) {
@@ -130,8 +129,7 @@ void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_se
     const real *in = args->inputs[0].data;                                                \
     real *out = args->outputs[0].data;                                                    \
     const int64_t n = args->outputs[0].count;                                             \
-    const int threads = tf_cpu_threads(args);                                             \
-    _Pragma("omp parallel for num_threads(threads) schedule(static) if (n > TF_CPU_CHUNK)") \
+    _Pragma("omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") \
     for (int64_t i = 0; i < n; i++) {                                                     \
       real x = in[i];                                                                     \
       out[i] = EXPR;                                                                      \
@@ -153,8 +151,7 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
   real *out = args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const bool approximate = args->attrs->u.gelu.approximate;
-  const int threads = tf_cpu_threads(args);
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
   for (int64_t i = 0; i < n; i++)
     out[i] = gelu_of(in[i], approximate);
 }
@@ -166,8 +163,7 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
     const real *value = args->inputs[0].data, *upstream = args->inputs[1].data;           \
     real *out = args->outputs[0].data;                                                    \
     const int64_t n = args->outputs[0].count;                                             \
-    const int threads = tf_cpu_threads(args);                                             \
-    _Pragma("omp parallel for num_threads(threads) schedule(static) if (n > TF_CPU_CHUNK)") \
+    _Pragma("omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") \
     for (int64_t i = 0; i < n; i++) {                                                     \
       real v = value[i], dy = upstream[i];                                                \
       out[i] = EXPR;                                                                      \
@@ -185,8 +181,7 @@ void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {
   real *dx = args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const bool approximate = args->attrs->u.gelu.approximate;
-  const int threads = tf_cpu_threads(args);
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
   for (int64_t i = 0; i < n; i++)
     dx[i] = dy[i] * gelu_derivative(x[i], approximate);
 }

@@ -131,7 +131,7 @@ static void transpose_tiled(const tf_cpu_args *args, int32_t rank, const int64_t
 void TF_REAL_NAME(tf_cpu_transpose)(const tf_cpu_args *args) {
   const tf_cpu_tensor *x = &args->inputs[0], *out = &args->outputs[0];
   const int32_t *perm = args->attrs->u.transpose.perm;
-  int64_t x_strides[TF_MAX_RANK], shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
+  int64_t x_strides[TF_MAX_RANK] = {0}, shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
   int64_t stride = 1;
   for (int32_t i = x->rank - 1; i >= 0; i--) {
     x_strides[i] = stride;

@@ -59,6 +59,8 @@ static int64_t counted_labels(const classes_view *v, int threads) {
 
 /* -log softmax(row)[label] = log(sum(exp(row - max))) + max - row[label]. */
 static double row_loss(const real *row, int64_t classes, int64_t label) {
+  if (classes < 1) // never: label_of() counts no label then
+    return 0.0;
   real best = -INFINITY;
   for (int64_t c = 0; c < classes; c++)
     best = row[c] > best ? row[c] : best;

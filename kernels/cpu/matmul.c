@@ -112,6 +112,12 @@ static void run_task(const product *p, int64_t task, const real *a, const real *
                (int)m, (int)n, (int)p->k, (real)1, a, (int)p->lda, b, (int)p->ldb, (real)0, c, (int)p->ldc);
 }
 
+/* Threads for `tasks` tasks: the context's, or fewer when there is less work. */
+static int team_size(const tf_cpu_args *args, int64_t tasks) {
+  int64_t limit = args->context->threads > 0 ? args->context->threads : 1;
+  return (int)(tasks < 1 ? 1 : tasks < limit ? tasks : limit);
+}
+
 void TF_REAL_NAME(tf_cpu_matmul)(const tf_cpu_args *args) {
   const tf_cpu_tensor *out = &args->outputs[0];
   if (out->count == 0)
@@ -124,10 +130,7 @@ void TF_REAL_NAME(tf_cpu_matmul)(const tf_cpu_args *args) {
   const real *a = args->inputs[0].data, *b = args->inputs[1].data;
   real *c = out->data;
   int64_t tasks = p.batches * p.splits;
-  int threads = args->context->threads > 0 ? args->context->threads : 1;
-  if (tasks < threads)
-    threads = (int)tasks;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team_size(args, tasks)) schedule(static)
   for (int64_t task = 0; task < tasks; task++)
     run_task(&p, task, a, b, c);
 }

@@ -64,8 +64,7 @@ static void norm_forward(const tf_cpu_args *args, bool rms) {
   const real *beta = !rms && args->n_inputs > 2 ? args->inputs[2].data : NULL;
   real *out = args->outputs[0].data;
   const double epsilon = (double)args->attrs->u.norm.epsilon;
-  const int threads = tf_cpu_threads(args);
-#pragma omp parallel for num_threads(threads) schedule(static) if (x->count > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (x->count > TF_CPU_CHUNK)
   for (int64_t row = 0; row < rows; row++) {
     const real *xr = in + row * features;
     real *yr = out + row * features;

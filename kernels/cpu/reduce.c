@@ -12,6 +12,7 @@
 #define MAX_BLOCKS 256      /* partial sums of a full reduction, on the stack */
 #define MIN_BLOCK 4096      /* elements per block at least */
 #define COLUMN_TILE 256     /* output columns one task accumulates at once (stack doubles) */
+#define MIN_TILE 16         /* ... and at least this many (a cache line of doubles and more) */
 
 /* The geometry of a reduction of x over a mask of axes, collapsed: size-1 axes dropped, adjacent
  * axes of the same kind (reduced or kept) merged. x is contiguous, so merging always works. */
@@ -155,22 +156,26 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
     }
   } else if (r->reduced_groups <= 1) {
     // Columns ([outer, length, inner], inner > 1): a tile of outputs accumulates row by row, so
-    // the reads stay contiguous and each output still adds its terms in order.
+    // the reads stay contiguous and each output still adds its terms in order (whatever the tile
+    // width, which is narrowed until every thread has a tile: a bias gradient has one outer row).
     const int64_t inner = r->inner, length = r->length;
-    const int64_t tiles = (inner + COLUMN_TILE - 1) / COLUMN_TILE, tasks = r->outer * tiles;
+    const int64_t wanted = r->outer >= threads ? 1 : (threads + r->outer - 1) / r->outer;
+    int64_t width = (inner + wanted - 1) / wanted;
+    width = width < MIN_TILE ? MIN_TILE : width > COLUMN_TILE ? COLUMN_TILE : width;
+    const int64_t tiles = (inner + width - 1) / width, tasks = r->outer * tiles;
 #pragma omp parallel for num_threads(threads) schedule(static) if (r->outputs * length > TF_CPU_CHUNK)
     for (int64_t task = 0; task < tasks; task++) {
-      const int64_t o = task / tiles, first = (task % tiles) * COLUMN_TILE;
-      const int64_t width = inner - first < COLUMN_TILE ? inner - first : COLUMN_TILE;
+      const int64_t o = task / tiles, first = (task % tiles) * width;
+      const int64_t count = inner - first < width ? inner - first : width;
       double sum[COLUMN_TILE];
-      for (int64_t i = 0; i < width; i++)
+      for (int64_t i = 0; i < count; i++)
         sum[i] = 0;
       for (int64_t j = 0; j < length; j++) {
         const real *row = x + (o * length + j) * inner + first;
-        for (int64_t i = 0; i < width; i++)
+        for (int64_t i = 0; i < count; i++)
           sum[i] += (double)row[i];
       }
-      for (int64_t i = 0; i < width; i++)
+      for (int64_t i = 0; i < count; i++)
         y[o * inner + first + i] = (real)(sum[i] / divisor);
     }
   } else {
@@ -271,24 +276,23 @@ void TF_REAL_NAME(tf_cpu_max_grad)(const tf_cpu_args *args) {
   real *dx = args->outputs[0].data;
   reduction r;
   reduction_from_attrs(&r, x, &args->attrs->u.reduce);
-  const int threads = tf_cpu_threads(args);
   if (r.outputs == 1 && r.reduced_groups <= 1) {
     // One group, x contiguous: count (exact integer sum, any order) and write in parallel.
     const int64_t n = r.group;
     const real best = y[0];
     int64_t maxima = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : maxima) if (n > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) reduction(+ : maxima) if (n > TF_CPU_CHUNK)
     for (int64_t i = 0; i < n; i++)
       maxima += equals_max(x_data[i], best);
     const real share = maxima > 0 ? dy[0] / (real)maxima : (real)0;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
     for (int64_t i = 0; i < n; i++)
       dx[i] = equals_max(x_data[i], best) ? share : (real)0;
     return;
   }
   const int64_t stride = r.last_reduced >= 0 ? r.stride[r.last_reduced] : 1;
   const int64_t length = r.last_reduced >= 0 ? r.shape[r.last_reduced] : 1;
-#pragma omp parallel for num_threads(threads) schedule(static) if (r.outputs * r.group > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (r.outputs * r.group > TF_CPU_CHUNK)
   for (int64_t o = 0; o < r.outputs; o++) {
     const real best = y[o];
     int64_t maxima = 0;

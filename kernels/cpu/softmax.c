@@ -28,6 +28,8 @@ static geometry geometry_of(const tf_cpu_tensor *x, int32_t axis) {
 /* ---- rows (inner == 1) ---- */
 
 static void softmax_row(const real *x, real *y, int64_t n, bool log_output) {
+  if (n == 0)
+    return;
   real best = -INFINITY;
   for (int64_t c = 0; c < n; c++)
     best = x[c] > best ? x[c] : best;
@@ -126,15 +128,14 @@ static void softmax_run(const tf_cpu_args *args, bool log_output) {
   const geometry g = geometry_of(x, args->attrs->u.axis.axis);
   const real *in = x->data;
   real *out = args->outputs[0].data;
-  const int threads = tf_cpu_threads(args);
   if (g.inner == 1) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (x->count > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (x->count > TF_CPU_CHUNK)
     for (int64_t row = 0; row < g.outer; row++)
       softmax_row(in + row * g.classes, out + row * g.classes, g.classes, log_output);
     return;
   }
   const int64_t tiles = (g.inner + TILE - 1) / TILE, tasks = g.outer * tiles;
-#pragma omp parallel for num_threads(threads) schedule(static) if (x->count > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (x->count > TF_CPU_CHUNK)
   for (int64_t task = 0; task < tasks; task++) {
     const int64_t o = task / tiles, first = (task % tiles) * TILE;
     const int64_t width = g.inner - first < TILE ? g.inner - first : TILE;
@@ -148,9 +149,8 @@ static void softmax_grad_run(const tf_cpu_args *args, bool log_output) {
   const geometry g = geometry_of(y, args->attrs->u.axis.axis);
   const real *y_data = y->data, *dy = args->inputs[1].data;
   real *dx = args->outputs[0].data;
-  const int threads = tf_cpu_threads(args);
   if (g.inner == 1) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (y->count > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (y->count > TF_CPU_CHUNK)
     for (int64_t row = 0; row < g.outer; row++) {
       const int64_t base = row * g.classes;
       softmax_grad_row(y_data + base, dy + base, dx + base, g.classes, log_output);
@@ -158,7 +158,7 @@ static void softmax_grad_run(const tf_cpu_args *args, bool log_output) {
     return;
   }
   const int64_t tiles = (g.inner + TILE - 1) / TILE, tasks = g.outer * tiles;
-#pragma omp parallel for num_threads(threads) schedule(static) if (y->count > TF_CPU_CHUNK)
+#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (y->count > TF_CPU_CHUNK)
   for (int64_t task = 0; task < tasks; task++) {
     const int64_t o = task / tiles, first = (task % tiles) * TILE;
     const int64_t width = g.inner - first < TILE ? g.inner - first : TILE;

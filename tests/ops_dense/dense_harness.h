@@ -55,7 +55,8 @@ int32_t dense_infer(tf_op op, const tf_attrs *attrs, const dense_tensor *inputs,
 
 /* Runs the kernel of `op` in f64 or f32 (inputs rounded to f32, outputs widened back) on `threads`
  * threads into the already-shaped `outputs`. Outputs and workspace are poisoned with NaN first;
- * the workspace is exactly tf_cpu_workspace_bytes() bytes between guard bytes. Records in `counts`
+ * the workspace is exactly tf_cpu_workspace_bytes() bytes between guard bytes; inputs the op table
+ * marks shape-only get NULL data. Records in `counts`
  * whether the guards held and every output element was written with a finite value; returns
  * whether all of that held. *workspace_bytes (may be NULL) receives the workspace size. */
 bool dense_run(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64, int32_t threads,

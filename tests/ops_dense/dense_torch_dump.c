@@ -142,8 +142,11 @@ static void conv_transpose_case(const char *name, const int64_t *x_shape, const 
     dense_free(rest[i]);
 }
 
-static void pool_case(const char *name, bool is_max, const int64_t *x_shape, tf_attrs a) {
+/* ties: inputs from {-1, 0, 1}, so most windows hold several maxima (the first one gets dy). */
+static void pool_case(const char *name, bool is_max, const int64_t *x_shape, tf_attrs a, bool ties) {
   dense_tensor x = dense_random(&rng, 4, x_shape, -1, 1);
+  for (int64_t i = 0; ties && i < x.count; i++)
+    x.values[i] = (double)(int)(x.values[i] * 1.5);
   dense_tensor y = run(is_max ? TF_OP_MAX_POOL2D : TF_OP_AVG_POOL2D, a, &x, 1, 0);
   dense_tensor dy = dense_random(&rng, y.rank, y.shape, -1, 1);
   dense_tensor max_args[2] = {x, dy}, avg_args[2] = {dy, x};
@@ -308,10 +311,13 @@ int main(int argc, char **argv) {
                       dense_conv_attrs(3, 2, 0, 1, 1, 2, 3, 2, 1));
   for (int is_max = 1; is_max >= 0; is_max--) {
     pool_case(is_max ? "max_pool2d k(3,2) s2 p1" : "avg_pool2d k(3,2) s2 p1", is_max, (int64_t[]){2, 3, 7, 9},
-              dense_pool_attrs(3, 2, 2, 2, 1, 1));
+              dense_pool_attrs(3, 2, 2, 2, 1, 1), false);
     pool_case(is_max ? "max_pool2d k5 s1 p2" : "avg_pool2d k5 s1 p2", is_max, (int64_t[]){1, 2, 6, 5},
-              dense_pool_attrs(5, 5, 1, 1, 2, 2));
+              dense_pool_attrs(5, 5, 1, 1, 2, 2), false);
   }
+  pool_case("max_pool2d k3 s1 p1 with ties", true, (int64_t[]){2, 3, 8, 7}, dense_pool_attrs(3, 3, 1, 1, 1, 1), true);
+  pool_case("max_pool2d k(2,3) s(2,1) p(1,1) with ties", true, (int64_t[]){1, 2, 9, 6},
+            dense_pool_attrs(2, 3, 2, 1, 1, 1), true);
   attention_case("attention Tq5 Tk7 H2", 2, 5, 7, 2, 3, false, 0);
   attention_case("attention causal Tq7 Tk5 H3", 1, 7, 5, 3, 2, true, 0);
   attention_case("attention causal Tq37 Tk41 scale 0.3", 2, 37, 41, 2, 4, true, 0.3f);

@@ -181,14 +181,14 @@ static void dump_sequence(tf_op op, tf_attrs attrs, bool clip, int64_t first_ste
   for (int step = 0; step < STEPS; step++) {
     th_context.optimizer_step = first_step + step;
     for (int p = 0; p < 2; p++) {
-      th_call(TF_OP_ZERO, NULL, 1, &sums[p]);
+      th_call(TF_OP_ZERO, NULL, &sums[p]);
       for (int m = 0; m < MICRO; m++) {
         th_tensor g = params[p];
         g.values = grads[p].values + (step * MICRO + m) * params[p].count;
-        th_call(TF_OP_ACCUMULATE, NULL, 2, &sums[p], &g);
+        th_call(TF_OP_ACCUMULATE, NULL, &sums[p], &g);
       }
     }
-    th_tensor norm_sq = th_call(TF_OP_GLOBAL_NORM_SQ, NULL, 2, &sums[0], &sums[1]);
+    th_tensor norm_sq = th_call(TF_OP_GLOBAL_NORM_SQ, NULL, &sums[0], &sums[1]);
     for (int p = 0; p < 2; p++) {
       th_tensor inputs[5] = {params[p], sums[p], states[p][0], states[p][1 % n_states], norm_sq};
       if (op == TF_OP_SGD)

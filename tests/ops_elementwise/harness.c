@@ -1,7 +1,6 @@
 #include "harness.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,13 +312,10 @@ int th_run(tf_op op, const tf_attrs *attrs, th_tensor *inputs, int n_inputs, th_
   return info->n_outputs;
 }
 
-th_tensor th_call(tf_op op, const tf_attrs *attrs, int n_inputs, ...) {
+th_tensor th_call_list(tf_op op, const tf_attrs *attrs, const th_tensor *const *list, int n_inputs) {
   th_tensor inputs[16], outputs[TF_MAX_OUTPUTS];
-  va_list list;
-  va_start(list, n_inputs);
   for (int i = 0; i < n_inputs; i++)
-    inputs[i] = *va_arg(list, const th_tensor *);
-  va_end(list);
+    inputs[i] = *list[i];
   int n = th_run(op, attrs, inputs, n_inputs, outputs, true);
   if (n < 0) {
     fprintf(stderr, "th_call(%s) failed\n", tf_op_name(op));

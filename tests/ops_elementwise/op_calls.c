@@ -1,6 +1,5 @@
 #include "op_calls.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +14,7 @@ typedef struct builder {
   int n, capacity;
 } builder;
 
-static void add_call(builder *b, tf_op op, tf_attrs attrs, double tolerance, int n_inputs, ...) {
+static void add_call(builder *b, tf_op op, tf_attrs attrs, double tolerance, const th_tensor *inputs, int n_inputs) {
   if (b->n == b->capacity)
     return;
   op_call *c = &b->calls[b->n++];
@@ -25,20 +24,18 @@ static void add_call(builder *b, tf_op op, tf_attrs attrs, double tolerance, int
   c->tolerance = tolerance;
   c->n_inputs = n_inputs;
   int used = snprintf(c->name, sizeof(c->name), "%s", tf_op_name(op));
-  va_list list;
-  va_start(list, n_inputs);
   for (int i = 0; i < n_inputs; i++) {
-    c->inputs[i] = va_arg(list, th_tensor);
+    c->inputs[i] = inputs[i];
     th_round_to_float(&c->inputs[i]);
     if (used < (int)sizeof(c->name))
       used += snprintf(c->name + used, sizeof(c->name) - (size_t)used, " %s", th_shape_text(&c->inputs[i]));
   }
-  va_end(list);
 }
 
 #define R(lo, hi, ...) th_random(lo, hi, TH_SHAPE(__VA_ARGS__))
-#define CALL(op, attrs, tolerance, ...) \
-  add_call(b, op, attrs, tolerance, (int)(sizeof((th_tensor[]){__VA_ARGS__}) / sizeof(th_tensor)), __VA_ARGS__)
+#define CALL(op, attrs, tolerance, ...)                                 \
+  add_call(b, op, attrs, tolerance, (const th_tensor[]){__VA_ARGS__}, \
+           (int)(sizeof((th_tensor[]){__VA_ARGS__}) / sizeof(th_tensor)))
 
 static th_tensor class_labels(tf_dtype dtype, size_t rank, const int64_t *shape, int64_t classes, int64_t ignore) {
   th_tensor t = th_zeros(dtype, rank, shape);
@@ -114,7 +111,7 @@ static void reduction_calls(builder *b, bool large) {
   x_all.values[4] = x_all.values[11] = x_all.values[7] = 9;
   th_round_to_float(&x);
   th_round_to_float(&x_all);
-  th_tensor y = th_call(TF_OP_MAX, &max_axis, 1, &x), y_all = th_call(TF_OP_MAX, &max_all, 1, &x_all);
+  th_tensor y = th_call(TF_OP_MAX, &max_axis, &x), y_all = th_call(TF_OP_MAX, &max_all, &x_all);
   CALL(TF_OP_MAX_GRAD, max_axis, ROUNDED, x, y, R(-1, 1, 1, 9));
   CALL(TF_OP_MAX_GRAD, max_all, ROUNDED, x_all, y_all, th_random(-1, 1, 0, NULL));
   CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 3, 4, 5), R(0, 1, 4, 1));
@@ -140,12 +137,12 @@ static void softmax_norm_calls(builder *b, bool large) {
     // y: probabilities (softmax) or log-probabilities (log_softmax) of some x.
     tf_attrs axis = th_axis(-2);
     th_tensor logits = R(-3, 3, 3, 6, 5);
-    th_tensor y = th_call(softmaxes[k], &axis, 1, &logits);
+    th_tensor y = th_call(softmaxes[k], &axis, &logits);
     CALL(grads[k], axis, TRANSCENDENTAL, y, R(-1, 1, 3, 6, 5));
     if (large) {
       tf_attrs last = th_axis(-1);
       th_tensor big = R(-3, 3, 211, 997);
-      th_tensor y_big = th_call(softmaxes[k], &last, 1, &big);
+      th_tensor y_big = th_call(softmaxes[k], &last, &big);
       CALL(grads[k], last, TRANSCENDENTAL, y_big, R(-1, 1, 211, 997));
     }
   }

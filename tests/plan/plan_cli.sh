@@ -44,11 +44,11 @@ expect_line() {
 expect_line "report: the total" "^  total +988 B +988$" "$tightfit" report "$dir/small.tfplan"
 expect_line "report: the arena" "^  activations arena +464 B +464$" "$tightfit" report "$dir/small.tfplan"
 expect_line "report: a role" "^    activations, without reuse \(6\) +384 B +384$" "$tightfit" report "$dir/small.tfplan"
-expect "report: arena vs lower bound" 0 "lower bound 244 B (the most bytes live at one step), arena / lower bound = 1.902" \
+expect "report: arena vs lower bound" 0 "lower bound 448 B (the most bytes live at one step), arena / lower bound = 1.036" \
   "$tightfit" report "$dir/small.tfplan"
 expect "report: reuse" 0 "without reuse: arena 704 B, total 1.20 KiB; reuse saves 240 B (240 bytes, 19.5% of that total)" \
   "$tightfit" report "$dir/small.tfplan"
-expect "report: the peak step" 0 "peak: step 3 'mse/grad' (mse_grad, backward): 244 B live in the arena" \
+expect "report: the peak step" 0 "peak: step 3 'mse/grad' (mse_grad, backward): 448 B live in the arena" \
   "$tightfit" report "$dir/small.tfplan"
 expect "report: batches" 0 "micro-batch 4 x 2 accumulation steps = global batch 8" \
   "$tightfit" report "$dir/small.tfplan"

@@ -166,12 +166,13 @@ tf_plan *plan_fixture_small(void) {
   plan->outputs = zeroed(1, sizeof(int32_t));
   plan->outputs[0] = SMALL_Y;
 
-  /* The report. Live arena bytes per step (see the intervals above):
-   *   0: h 80                       1: h y 160             2: h y loss 164     3: h y loss dy 244
-   *   4: h loss dy dh 244           5: loss dh dw ws 208   6: loss dw 64       7, 8: loss 4 */
-  static const int64_t live[SMALL_STEPS] = {80, 160, 164, 244, 244, 208, 64, 4, 4};
+  /* The report. Live arena bytes per step (see the intervals above), each buffer counted at its size
+   * rounded up to the alignment (h, y, dy, dh 128; loss, dw, ws 64):
+   *   0: h 128                      1: h y 256             2: h y loss 320     3: h y loss dy 448
+   *   4: h loss dy dh 448           5: loss dh dw ws 320   6: loss dw 128      7, 8: loss 64 */
+  static const int64_t live[SMALL_STEPS] = {128, 256, 320, 448, 448, 320, 128, 64, 64};
   memcpy(plan->report.live_bytes, live, sizeof(live));
-  plan->report.arena_lower_bound = 244;
+  plan->report.arena_lower_bound = 448;
   plan->report.peak_step = 3;
   /* Without reuse, each arena buffer in its own 64-byte-aligned slot: h, y, dy, dh 128 each, loss
    * 64, dw 64, ws 64. */
@@ -184,6 +185,34 @@ tf_plan *plan_fixture_small(void) {
   plan->report.flops[TF_PHASE_OPTIMIZER] = 20;
   plan->report.notes = copy("hand-built test plan\nrecompute: none\n");
   return plan;
+}
+
+void plan_fixture_fill_report(tf_plan *plan) {
+  tf_plan_report *r = &plan->report;
+  memset(r->role_bytes, 0, sizeof(r->role_bytes));
+  r->arena_naive = r->arena_lower_bound = 0;
+  r->peak_step = plan->n_steps > 0 ? 0 : -1;
+  int64_t *delta = zeroed((size_t)plan->n_steps + 1, sizeof(int64_t));
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    r->role_bytes[b->role] += b->bytes;
+    if (b->region != TF_REGION_ARENA)
+      continue;
+    int64_t slot = (b->bytes + plan->alignment - 1) / plan->alignment * plan->alignment;
+    delta[b->first_step] += slot;
+    delta[b->last_step + 1] -= slot;
+    r->arena_naive += slot;
+  }
+  int64_t live = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    live += delta[s];
+    r->live_bytes[s] = live;
+    if (live > r->arena_lower_bound) {
+      r->arena_lower_bound = live;
+      r->peak_step = s;
+    }
+  }
+  free(delta);
 }
 
 tf_plan *plan_fixture_big(int32_t steps) {
@@ -230,28 +259,7 @@ tf_plan *plan_fixture_big(int32_t steps) {
   plan->outputs = zeroed(1, sizeof(int32_t));
   plan->outputs[0] = steps; /* a_{steps-1} */
 
-  /* The report, by a difference array over the intervals. */
-  int64_t *delta = zeroed((size_t)steps + 1, sizeof(int64_t));
-  for (int32_t id = 1; id < plan->n_buffers; id++) {
-    const tf_plan_buffer *b = &plan->buffers[id];
-    plan->report.role_bytes[b->role] += b->bytes;
-    delta[b->first_step] += b->bytes;
-    delta[b->last_step + 1] -= b->bytes;
-  }
-  plan->report.role_bytes[TF_ROLE_INPUT] = 64;
-  int64_t live = 0;
-  plan->report.peak_step = 0;
-  for (int32_t s = 0; s < steps; s++) {
-    live += delta[s];
-    plan->report.live_bytes[s] = live;
-    if (live > plan->report.arena_lower_bound) {
-      plan->report.arena_lower_bound = live;
-      plan->report.peak_step = s;
-    }
-  }
-  free(delta);
-  /* every arena buffer is 64 bytes: aligned sizes equal exact ones */
-  plan->report.arena_naive = plan->report.role_bytes[TF_ROLE_ACTIVATION] + plan->report.role_bytes[TF_ROLE_WORKSPACE];
+  plan_fixture_fill_report(plan);
   plan->report.flops[TF_PHASE_FORWARD] = 10.0 * steps;
   return plan;
 }

@@ -51,4 +51,8 @@ tf_plan *plan_fixture_small(void);
  * so that up to steps/2 buffers are live at once. */
 tf_plan *plan_fixture_big(int32_t steps);
 
+/* Recomputes the report's memory numbers (role bytes, naive arena, live bytes, lower bound, peak)
+ * from the buffers, for tests that change a plan's buffers and want only their change refused. */
+void plan_fixture_fill_report(tf_plan *plan);
+
 #endif

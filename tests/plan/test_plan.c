@@ -1,8 +1,9 @@
 /* Plans: a hand-built training plan verifies; serialise -> parse and save -> load give it back field
  * by field; each of a table of corruptions is refused with a message naming the problem; hostile
  * bytes (wrong identifier, newer version, every truncation, random byte flips, missing fields) are
- * refused or decoded, never crash; and the verifier's time on a plan of 10k buffers x 5k steps.
- * Run under ASan/UBSan (TIGHTFIT_SANITIZE) to make "never crash" mean "no report" too. */
+ * refused or decoded, never crash (nor does the JSON printer); JSON through `flatc -b` round-trips; and the verifier's
+ * time on a plan of 10k buffers x 5k steps. Run under ASan/UBSan (TIGHTFIT_SANITIZE) to make "never crash" mean "no
+ * report" too. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
@@ -158,6 +159,39 @@ static void test_round_trips(const char *folder) {
   tf_plan_destroy(plan);
 }
 
+/* serialize -> JSON -> `flatc -b` -> parse: the schema and the JSON printer agree. */
+static void test_json(const char *folder) {
+  tf_plan *plan = plan_fixture_small();
+  void *data = NULL;
+  size_t size = 0;
+  char *json = NULL;
+  CHECK_OK(&counts, tf_plan_serialize(plan, &data, &size));
+  CHECK_OK(&counts, tf_plan_fb_to_json(data, size, &json));
+  CHECK(&counts, json && strstr(json, "\"op\": \"mse_grad\"") && strstr(json, "\"role\": \"workspace\""),
+        "JSON names enums");
+  char json_path[512], command[2048], plan_path[512];
+  snprintf(json_path, sizeof(json_path), "%s/small_json.json", folder);
+  snprintf(plan_path, sizeof(plan_path), "%s/small_json.tfplan", folder);
+  FILE *file = fopen(json_path, "w");
+  if (file && json) {
+    fputs(json, file);
+    fclose(file);
+  }
+  snprintf(command, sizeof(command), "'%s' -b -I '%s' -o '%s' '%s/plan.fbs' '%s'", TF_FLATC_PATH, TF_SCHEMA_DIR, folder,
+           TF_SCHEMA_DIR, json_path);
+  CHECK(&counts, system(command) == 0, "flatc -b refused the JSON: %s", command);
+  tf_plan *back = NULL;
+  CHECK_OK(&counts, tf_plan_load(plan_path, &back));
+  if (back)
+    compare_plans(plan, back, "serialize -> JSON -> flatc -b -> load");
+  tf_plan_destroy(back);
+  remove(json_path);
+  remove(plan_path);
+  free(json);
+  free(data);
+  tf_plan_destroy(plan);
+}
+
 /* ---- corruptions, each refused by tf_plan_verify with its phrase ---- */
 
 typedef struct corruption {
@@ -289,10 +323,10 @@ static const corruption corruptions[] = {
     {"sgd inside the micro-batch block", "optimizer step inside the micro-batch block", optimizer_in_micro_block},
     {"a backward step in the optimizer block", "in phase backward lies in the optimizer block",
      backward_in_optimizer_block},
-    {"live_bytes[3] = 1", "live_bytes[3] is 1 but", live_bytes_wrong},
+    {"live_bytes[3] = 1", "live_bytes[3] is 1 but the arena buffers live at step 3 hold 448 bytes", live_bytes_wrong},
     {"role_bytes[gradient] = 61", "role_bytes[gradient] is 61", role_bytes_wrong},
-    {"peak at step 0", "peak_step 0 is not", peak_step_wrong},
-    {"lower bound 200", "arena_lower_bound is 200", lower_bound_wrong},
+    {"peak at step 0", "peak_step 0 is not a step where the arena's live bytes peak (448)", peak_step_wrong},
+    {"lower bound 200", "arena_lower_bound is 200 but the most bytes live at one step is 448", lower_bound_wrong},
     {"arena_naive 1", "arena_naive is 1 but the arena buffers, each rounded up to the alignment 64, sum to 704",
      naive_wrong},
     {"negative flops in the report", "flops[backward] is -1", report_flops_nan},
@@ -397,6 +431,9 @@ static void test_hostile_bytes(void) {
 
   int truncated = 0;
   for (size_t n = 0; n < size; n++) {
+    char *json = NULL;
+    tf_status_free(tf_plan_fb_to_json(bytes, n, &json));
+    free(json);
     tf_plan *out = NULL;
     tf_status status = tf_plan_parse(bytes, n, "truncated", &out);
     truncated += status != NULL;
@@ -413,6 +450,9 @@ static void test_hostile_bytes(void) {
     int flips = 1 + (int)(next_random() % 4);
     for (int f = 0; f < flips; f++)
       bytes[next_random() % size] ^= (unsigned char)(1u << (next_random() % 8));
+    char *json = NULL;
+    tf_status_free(tf_plan_fb_to_json(bytes, size, &json)); /* shows whatever the Verifier lets through */
+    free(json);
     tf_plan *out = NULL;
     tf_status status = tf_plan_parse(bytes, size, "flipped", &out);
     if (status)
@@ -486,6 +526,30 @@ static void test_big_plan(void) {
   tf_plan_destroy(plan);
 }
 
+/* Variadic ops take up to 127 inputs; op table masks have 8 bits (a shift past 31 was undefined). */
+static void test_many_inputs(void) {
+  tf_plan *plan = plan_fixture_big(100);
+  tf_plan_step *last = &plan->steps[99];
+  free(last->inputs);
+  last->op = TF_OP_GLOBAL_NORM_SQ;
+  last->n_inputs = 127;
+  last->inputs = malloc(sizeof(int32_t) * 127);
+  for (int32_t i = 0; i < 127; i++)
+    last->inputs[i] = 1; /* a0, live to the end (the mirror read) */
+  tf_plan_buffer *out = &plan->buffers[100];
+  out->rank = 0;
+  out->bytes = 4;
+  plan_fixture_fill_report(plan);
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  last->n_inputs = 128;
+  tf_status status = tf_plan_verify(plan);
+  CHECK(&counts, status && strstr(tf_status_message(status), "has 128 inputs; global_norm_sq takes 1 to 127"),
+        "128 inputs: %s", tf_status_message(status));
+  tf_status_free(status);
+  printf("global_norm_sq with 127 inputs verifies; with 128 refused\n");
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
   char folder[] = "/tmp/tf_test_plan_XXXXXX";
   if (!mkdtemp(folder)) {
@@ -494,8 +558,10 @@ int main(void) {
   }
   test_valid();
   test_round_trips(folder);
+  test_json(folder);
   test_corruptions();
   test_hostile_bytes();
+  test_many_inputs();
   test_big_plan();
   char path[600];
   snprintf(path, sizeof(path), "%s/small.tfplan", folder);

@@ -1,0 +1,284 @@
+/* Plans end to end: every zoo family (shrunk) trains on the CPU backend with allocated bytes equal
+ * to planned bytes and no allocation after session create; report totals equal hand-computed ones;
+ * and plans of randomly generated graphs keep the memory invariants, checked here independently
+ * of tf_plan_verify (pairwise, the slow obvious way). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tightfit/compiler.h"
+#include "tightfit/runtime.h"
+#include "tightfit/zoo.h"
+
+static tf_test_counts counts;
+static uint64_t state = 0x9E3779B97F4A7C15ull;
+
+static uint64_t next_random(void) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
+static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(next_random() % (uint64_t)(hi - lo + 1)); }
+
+/* Random micro-batch data: floats in [-1, 1), integers 0 or 1 (valid ids and classes everywhere). */
+static void fill_inputs(tf_session *session, const tf_plan *plan) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i))
+      continue;
+    void *data = malloc((size_t)b->bytes);
+    int64_t n = b->bytes / tf_dtype_size(b->dtype);
+    for (int64_t k = 0; k < n; k++) {
+      if (b->dtype == TF_F32)
+        ((float *)data)[k] = (float)(next_random() % 2000) / 1000.0f - 1.0f;
+      else if (b->dtype == TF_I32)
+        ((int32_t *)data)[k] = (int32_t)(next_random() % 2);
+    }
+    tf_status_free(tf_session_write(session, b->name, data, b->bytes));
+    free(data);
+  }
+}
+
+/* Trains 3 optimizer steps; checks the memory promise and a finite loss. */
+static void train_three_steps(const char *what, const tf_plan *plan) {
+  tf_session *session = NULL;
+  tf_status status = tf_session_create(plan, NULL, &session);
+  CHECK(&counts, status == NULL, "%s: session: %s", what, tf_status_message(status));
+  tf_status_free(status);
+  if (!session)
+    return;
+  double loss = NAN;
+  for (int step = 0; step < 3; step++) {
+    for (int32_t m = 0; m < plan->accumulate; m++) {
+      fill_inputs(session, plan);
+      CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+    }
+    CHECK_OK(&counts, tf_session_optimizer_step(session));
+  }
+  tf_session_memory memory = tf_session_memory_use(session);
+  CHECK(&counts, memory.allocated_bytes == memory.planned_bytes, "%s: allocated %" PRId64 " != planned %" PRId64,
+        what, memory.allocated_bytes, memory.planned_bytes);
+  CHECK(&counts, memory.allocations_after_create == 0, "%s: %" PRId64 " allocations after create", what,
+        memory.allocations_after_create);
+  CHECK(&counts, isfinite(loss), "%s: loss %g", what, loss);
+  printf("trained %-34s 3 steps: loss %.4f, planned = allocated = %" PRId64 " bytes in %" PRId64
+         " allocations, 0 after create\n",
+         what, loss, memory.allocated_bytes, memory.allocations);
+  tf_session_destroy(session);
+}
+
+static tf_plan *compile_zoo(const char *preset, const char *const *overrides, int32_t n, const char *bindings,
+                            tf_optimizer optimizer, int32_t accumulate) {
+  tf_graph *g = NULL;
+  tf_status status = tf_zoo_build(preset, overrides, n, &g);
+  CHECK(&counts, status == NULL, "%s: build: %s", preset, tf_status_message(status));
+  tf_status_free(status);
+  if (!g)
+    return NULL;
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = bindings;
+  options.optimizer = optimizer;
+  options.accumulate = accumulate;
+  options.clip_norm = 1.0;
+  tf_plan *plan = NULL;
+  status = tf_compile(g, &options, &plan);
+  CHECK(&counts, status == NULL, "%s: compile: %s", preset, tf_status_message(status));
+  tf_status_free(status);
+  tf_graph_destroy(g);
+  return plan;
+}
+
+static void zoo_families_train(void) {
+  static const struct {
+    const char *preset;
+    const char *overrides[6];
+    const char *bindings;
+  } cases[] = {
+      {"mlp", {NULL}, "N=16"},
+      {"cnn", {NULL}, "N=8"},
+      {"gpt", {"layers=2", "d_model=32", "heads=2", NULL}, "N=2,T=16"},
+      {"gpt2-small", {"layers=1", "d_model=64", "heads=2", "vocab=300", "ctx=64", "seq=16"}, "N=2,T=16"},
+      {"vit-b16", {"image=32", "patch=8", "d_model=64", "layers=1", "heads=2", "classes=10"}, "N=2"},
+      {"asr-128-6-3", {"enc_layers=1", "dec_layers=1", "vocab=50", NULL}, "N=2,T=8,U=6"},
+      {"xtts-gpt", {"layers=1", "d_model=64", "heads=2", "text_vocab=40", "audio_vocab=30", NULL}, "N=2,Ta=12"},
+      {"dcgan", {"mels=32", "frames=16", "g_channels=8", "d_channels=8", "z_dim=10", NULL}, "N=2"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int32_t n = 0;
+    while (n < 6 && cases[i].overrides[n])
+      n++;
+    tf_plan *plan = compile_zoo(cases[i].preset, cases[i].overrides, n, cases[i].bindings, TF_OPTIMIZER_ADAMW, 2);
+    if (!plan)
+      continue;
+    train_three_steps(cases[i].preset, plan);
+    tf_plan_destroy(plan);
+  }
+}
+
+/* gpt2-small with AdamW in fp32: parameters + gradients + optimizer state = 16 bytes/parameter. */
+static void report_totals(void) {
+  const int64_t parameters = 124439808;
+  for (int adam = 0; adam < 2; adam++) {
+    tf_plan *plan = compile_zoo("gpt2-small", NULL, 0, "N=1,T=8", adam ? TF_OPTIMIZER_ADAMW : TF_OPTIMIZER_SGD, 1);
+    if (!plan)
+      continue;
+    const int64_t *roles = plan->report.role_bytes;
+    int64_t state_bytes = roles[TF_ROLE_PARAMETER] + roles[TF_ROLE_GRADIENT] + roles[TF_ROLE_OPTIMIZER_STATE];
+    int64_t expected = (adam ? 16 : 12) * parameters;
+    CHECK(&counts, state_bytes == expected, "gpt2-small %s: %" PRId64 " bytes, expected %" PRId64,
+          adam ? "adamw" : "sgd", state_bytes, expected);
+    CHECK(&counts, roles[TF_ROLE_PARAMETER] == 4 * parameters, "parameter bytes %" PRId64, roles[TF_ROLE_PARAMETER]);
+    /* Regions hold their roles plus alignment padding only: at most 63 bytes per buffer. */
+    int64_t padding = plan->region_bytes[TF_REGION_PARAMETERS] - roles[TF_ROLE_PARAMETER] - roles[TF_ROLE_CONSTANT];
+    CHECK(&counts, padding >= 0 && padding < 64 * plan->n_buffers, "padding %" PRId64, padding);
+    int64_t total = 0;
+    for (int r = 0; r < TF_REGION_COUNT; r++)
+      total += plan->region_bytes[r];
+    CHECK(&counts, total == tf_plan_total_bytes(plan), "total %" PRId64, total);
+    printf("gpt2-small %-5s: parameters + gradients + optimizer state = %" PRId64 " bytes = %d x %" PRId64 "\n",
+           adam ? "adamw" : "sgd", state_bytes, adam ? 16 : 12, parameters);
+    tf_plan_destroy(plan);
+  }
+}
+
+/* ---- random graphs ---- */
+
+/* A random DAG of shape-compatible ops over [rows, cols] tensors, ending in an mse loss. */
+static tf_graph *random_graph(int seed) {
+  tf_graph *g = NULL;
+  tf_status_free(tf_graph_create("random", &g));
+  int64_t rows = pick(1, 6), cols = pick(1, 7);
+  tf_tensor_id pool[64];
+  int32_t n = 0;
+  char name[32];
+  int32_t batch = tf_graph_symbol(g, "N", rows);
+  pool[n++] = tf_graph_input(g, "x", TF_F32, TF_SHAPE(tf_sym(batch), tf_fixed(cols)));
+  snprintf(name, sizeof(name), "w%d", seed);
+  pool[n++] = tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(cols)), tf_init_make(TF_INIT_NORMAL, 0, 1));
+  int32_t ops = (int32_t)pick(3, 30);
+  for (int32_t k = 0; k < ops && n < 60; k++) {
+    tf_tensor_id a = pool[pick(0, n - 1)], b = pool[pick(0, n - 1)], y = TF_NO_TENSOR;
+    tf_tensor_info ia, ib;
+    tf_graph_tensor(g, a, &ia);
+    tf_graph_tensor(g, b, &ib);
+    bool a_full = ia.rank == 2, b_full = ib.rank == 2;
+    switch (pick(0, 7)) {
+    case 0: y = tf_add(g, a, b); break; /* [N,C] + [C] broadcasts either way */
+    case 1: y = tf_mul(g, a, b); break;
+    case 2: y = tf_unary(g, TF_OP_TANH, a); break;
+    case 3: y = tf_unary(g, TF_OP_RELU, a); break;
+    case 4:
+      if (a_full) {
+        snprintf(name, sizeof(name), "m%d_%d", seed, k);
+        tf_tensor_id w = tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(cols), tf_fixed(cols)),
+                                            tf_init_make(TF_INIT_NORMAL, 0, 0.3));
+        y = tf_matmul(g, a, w, false, pick(0, 1));
+      }
+      break;
+    case 5:
+      if (a_full)
+        y = tf_softmax(g, a, -1);
+      break;
+    case 6:
+      if (a_full && b_full) {
+        tf_tensor_id both[2] = {a, b};
+        tf_tensor_id wide = tf_concat(g, both, 2, 1);
+        y = tf_slice(g, wide, 1, pick(0, cols), pick(0, cols) + cols, 1);
+        tf_tensor_info iy;
+        tf_graph_tensor(g, y, &iy);
+        if (iy.shape[1] != cols)
+          y = TF_NO_TENSOR;
+      }
+      break;
+    default:
+      if (a_full) {
+        int32_t axis = 0;
+        y = tf_reduce(g, TF_OP_MEAN, a, &axis, 1, false);
+      }
+      break;
+    }
+    if (y != TF_NO_TENSOR && !tf_graph_status(g))
+      pool[n++] = y;
+  }
+  /* Adding the first parameter makes the loss depend on at least one. */
+  tf_tensor_id last = tf_add(g, pool[n - 1], pool[1]);
+  tf_tensor_info info;
+  tf_graph_tensor(g, last, &info);
+  if (info.rank != 2)
+    last = tf_add(g, pool[0], last);
+  tf_tensor_id target = tf_graph_label(g, "target", TF_F32, TF_SHAPE(tf_sym(batch), tf_fixed(cols)));
+  tf_graph_set_loss(g, tf_mse(g, last, target));
+  return g;
+}
+
+/* Pairwise: no two arena buffers live at a common step overlap; persistent buffers never do. */
+static int64_t independent_overlaps(const tf_plan *plan) {
+  int64_t overlaps = 0;
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    for (int32_t j = i + 1; j < plan->n_buffers; j++) {
+      const tf_plan_buffer *a = &plan->buffers[i], *b = &plan->buffers[j];
+      if (a->region != b->region || a->bytes == 0 || b->bytes == 0)
+        continue;
+      bool same_time = a->region != TF_REGION_ARENA || (a->first_step <= b->last_step && b->first_step <= a->last_step);
+      bool same_space = a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+      overlaps += same_time && same_space;
+    }
+  }
+  return overlaps;
+}
+
+static void random_graphs(void) {
+  int compiled = 0;
+  double worst_ratio = 0;
+  for (int seed = 0; seed < 300; seed++) {
+    tf_graph *g = random_graph(seed);
+    if (tf_graph_status(g)) {
+      tf_graph_destroy(g);
+      continue;
+    }
+    for (int training = 0; training < 2; training++) {
+      tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+      options.training = training;
+      options.accumulate = (int32_t)pick(1, 3);
+      tf_plan *plan = NULL;
+      tf_status status = tf_compile(g, &options, &plan);
+      CHECK(&counts, status == NULL, "random graph %d: %s", seed, tf_status_message(status));
+      tf_status_free(status);
+      if (!plan)
+        continue;
+      compiled++;
+      int64_t overlaps = independent_overlaps(plan);
+      CHECK(&counts, overlaps == 0, "random graph %d: %" PRId64 " overlapping buffer pairs", seed, overlaps);
+      int64_t arena = plan->region_bytes[TF_REGION_ARENA];
+      CHECK(&counts, arena >= plan->report.arena_lower_bound && arena <= plan->report.arena_naive,
+            "random graph %d: arena %" PRId64 " outside [%" PRId64 ", %" PRId64 "]", seed, arena,
+            plan->report.arena_lower_bound, plan->report.arena_naive);
+      if (plan->report.arena_lower_bound > 0) {
+        double ratio = (double)arena / (double)plan->report.arena_lower_bound;
+        worst_ratio = ratio > worst_ratio ? ratio : worst_ratio;
+      }
+      if (training && seed % 10 == 0) {
+        char what[32];
+        snprintf(what, sizeof(what), "random graph %d", seed);
+        train_three_steps(what, plan);
+      }
+      tf_plan_destroy(plan);
+    }
+    tf_graph_destroy(g);
+  }
+  CHECK(&counts, compiled > 500, "only %d random plans compiled", compiled);
+  CHECK(&counts, worst_ratio <= 1.5, "random graphs: arena / lower bound up to %.3f", worst_ratio);
+  printf("random graphs: %d plans, no overlaps, worst arena / lower bound %.3f\n", compiled, worst_ratio);
+}
+
+int main(void) {
+  zoo_families_train();
+  report_totals();
+  random_graphs();
+  return tf_test_finish("plans", &counts);
+}
