@@ -2,6 +2,7 @@
  * step = `accumulate` micro-batches + the update. Progress on a terminal, plain lines otherwise;
  * Ctrl-C finishes the current step and saves a checkpoint when --checkpoint is given. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/feed.h"
 #include "tightfit/runtime.h"
 #include "tools/cli.h"
+#include "tools/evaluate.h"
 
 static volatile sig_atomic_t interrupted = 0;
 static void on_interrupt(int signal_number) {
@@ -126,6 +129,8 @@ static double now(void) {
 }
 
 static tf_status save_checkpoint(tf_session *session, const char *dir) {
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    return tf_status_new(TF_ERR_IO, "%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
   char path[4096];
   snprintf(path, sizeof(path), "%s/latest.safetensors", dir);
   return tf_session_save(session, path, NULL, 0);
@@ -149,57 +154,6 @@ static void progress(const train_args *a, bool tty, int64_t step, int64_t total,
     printf("step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s\n", step, total, loss, rate);
     fflush(stdout);
   }
-}
-
-/* Loss and accuracy over the held-out set: the forward steps only, logits from the buffer that
- * cross-entropy reads (it is live until the backward pass, so intact after the forward steps). */
-static tf_status evaluate(tf_session *session, const train_args *a, double *loss, double *accuracy) {
-  const tf_plan *plan = tf_session_plan(session);
-  tf_feed *feed;
-  TF_RETURN_IF_ERROR(tf_feed_open(plan, a->eval, a->seed, &feed));
-  const tf_plan_step *ce = NULL;
-  for (int32_t s = 0; s < plan->n_steps && !ce; s++)
-    if (plan->steps[s].op == TF_OP_CROSS_ENTROPY)
-      ce = &plan->steps[s];
-  const tf_plan_buffer *logits = ce ? &plan->buffers[ce->inputs[0]] : NULL;
-  const tf_plan_buffer *labels = ce ? &plan->buffers[ce->inputs[1]] : NULL;
-  float *scores = logits ? malloc((size_t)logits->bytes) : NULL;
-  int32_t *truth = labels && labels->dtype == TF_I32 ? malloc((size_t)labels->bytes) : NULL;
-  int64_t samples = tf_feed_samples(feed), batches = (samples + plan->micro_batch - 1) / plan->micro_batch;
-  int64_t classes = logits ? logits->shape[logits->rank - 1] : 0, rows = logits ? logits->bytes / 4 / classes : 0;
-  int64_t per_sample = rows / (plan->micro_batch ? plan->micro_batch : 1);
-  double loss_sum = 0, correct = 0, counted = 0;
-  tf_status status = NULL;
-  for (int64_t b = 0; b < batches && !status; b++) {
-    double batch_loss;
-    status = tf_feed_batch_in_order(feed, session, b);
-    if (!status)
-      status = tf_session_forward(session, &batch_loss);
-    if (status)
-      break;
-    loss_sum += batch_loss;
-    if (!scores || !truth)
-      continue;
-    status = tf_session_read(session, logits->name, scores, logits->bytes);
-    if (!status)
-      status = tf_session_read(session, labels->name, truth, labels->bytes);
-    for (int64_t r = 0; r < rows && !status; r++) {
-      if (b * plan->micro_batch + r / per_sample >= samples)
-        break; /* the wrapped tail of the last batch */
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; c++)
-        if (scores[r * classes + c] > scores[r * classes + best])
-          best = c;
-      correct += best == truth[r];
-      counted++;
-    }
-  }
-  *loss = batches ? loss_sum / (double)batches : NAN;
-  *accuracy = counted ? correct / counted : NAN;
-  free(scores);
-  free(truth);
-  tf_feed_close(feed);
-  return status;
 }
 
 static int train(const train_args *a, tf_plan *plan) {
@@ -259,7 +213,7 @@ static int train(const train_args *a, tf_plan *plan) {
     status = save_checkpoint(session, a->checkpoint);
   double eval_loss = NAN, accuracy = NAN;
   if (!status && a->eval && !interrupted)
-    status = evaluate(session, a, &eval_loss, &accuracy);
+    status = tf_tool_evaluate(session, a->eval, a->seed, NULL, &eval_loss, &accuracy);
   if (!status) {
     tf_session_memory m = tf_session_memory_use(session);
     char planned[32], allocated[32];

@@ -1,5 +1,7 @@
 /* `tightfit`: the command line. Dispatches to one tools/cmd_*.c file per command. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/cli.h"
@@ -16,6 +18,7 @@ static const command commands[] = {
     {"dump", tf_cmd_dump, "print a .tfg graph as JSON that flatc reads back"},
     {"compile", tf_cmd_compile, "compile a graph into a training (or inference) plan with exact memory"},
     {"train", tf_cmd_train, "train with a plan on a backend: progress, checkpoints, held-out accuracy"},
+    {"run", tf_cmd_run, "inference with a plan: loss, accuracy, outputs as .npy"},
     {"check", tf_cmd_check, "does a graph's plan fit a memory budget? (exit 0 fits, 1 does not)"},
     {"report", tf_cmd_report, "where a .tfplan plan's memory goes: regions, roles, arena vs lower bound, peak"},
 };
@@ -31,6 +34,9 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  /* OpenMP's default active spin-wait collapses when the cores are shared (CI, a laptop under load):
+   * idle kernel threads sleep instead, unless the user chose otherwise. */
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   if (argc < 2) {
     usage(stderr);
     return TF_EXIT_USAGE;

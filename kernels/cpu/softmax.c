@@ -28,14 +28,15 @@ static geometry geometry_of(const tf_cpu_tensor *x, int32_t axis) {
 /* ---- rows (inner == 1) ---- */
 
 static void softmax_row(const real *x, real *y, int64_t n, bool log_output) {
-  if (n == 0)
+  if (n < 1)
     return;
-  real best = -INFINITY;
-  for (int64_t c = 0; c < n; c++)
+  real best = x[0];
+  for (int64_t c = 1; c < n; c++)
     best = x[c] > best ? x[c] : best;
   double sum = 0;
   if (log_output) {
-    for (int64_t c = 0; c < n; c++)
+    sum = (double)TF_REAL_EXP(x[0] - best);
+    for (int64_t c = 1; c < n; c++)
       sum += (double)TF_REAL_EXP(x[c] - best);
     // (x - best) - log(sum), not x - (best + log(sum)): near-zero outputs keep their precision.
     const real log_sum = (real)log(sum);

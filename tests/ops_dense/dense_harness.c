@@ -172,6 +172,13 @@ static tf_cpu_tensor view_of(const dense_tensor *t, bool f64, unsigned char **bl
 bool dense_run(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64, int32_t threads,
                const dense_tensor *inputs, int32_t n_inputs, dense_tensor *outputs, int32_t n_outputs,
                int64_t *workspace_bytes) {
+  return dense_run_planned(counts, op, attrs, f64, threads, threads, inputs, n_inputs, outputs, n_outputs,
+                           workspace_bytes);
+}
+
+bool dense_run_planned(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64, int32_t threads,
+                       int32_t planned_threads, const dense_tensor *inputs, int32_t n_inputs, dense_tensor *outputs,
+                       int32_t n_outputs, int64_t *workspace_bytes) {
   tf_cpu_tensor in[8], out[TF_MAX_OUTPUTS];
   unsigned char *in_blocks[8], *out_blocks[TF_MAX_OUTPUTS];
   int64_t in_bytes[8], out_bytes[TF_MAX_OUTPUTS];
@@ -186,7 +193,7 @@ bool dense_run(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64
     memset(out[i].data, 0xFF, (size_t)out_bytes[i]); // NaN in f32 and f64: every element must be written
   }
   int32_t element = f64 ? 8 : 4;
-  int64_t bytes = tf_cpu_workspace_bytes(op, attrs, n_inputs, in, n_outputs, out, threads, element);
+  int64_t bytes = tf_cpu_workspace_bytes(op, attrs, n_inputs, in, n_outputs, out, planned_threads, element);
   unsigned char *workspace = guarded_alloc(bytes);
   memset(workspace + GUARD_BYTES, 0xFF, (size_t)bytes); // NaN: a kernel must not read scratch it did not write
   tf_cpu_context context = {threads, 1, 0, 1234};

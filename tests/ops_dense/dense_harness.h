@@ -63,6 +63,12 @@ bool dense_run(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64
                const dense_tensor *inputs, int32_t n_inputs, dense_tensor *outputs, int32_t n_outputs,
                int64_t *workspace_bytes);
 
+/* dense_run() with the workspace planned for `planned_threads` threads while the kernel runs with
+ * `threads`: the backend may run fewer threads than the plan was made for. */
+bool dense_run_planned(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64, int32_t threads,
+                       int32_t planned_threads, const dense_tensor *inputs, int32_t n_inputs, dense_tensor *outputs,
+                       int32_t n_outputs, int64_t *workspace_bytes);
+
 /* dense_infer() + dense_run(); returns the number of outputs or -1. */
 int32_t dense_call(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, bool f64, int32_t threads,
                    const dense_tensor *inputs, int32_t n_inputs, dense_tensor *outputs);

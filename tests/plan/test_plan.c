@@ -1,9 +1,9 @@
-/* Plans: a hand-built training plan verifies; serialise -> parse and save -> load give it back field
- * by field; each of a table of corruptions is refused with a message naming the problem; hostile
- * bytes (wrong identifier, newer version, every truncation, random byte flips, missing fields) are
- * refused or decoded, never crash (nor does the JSON printer); JSON through `flatc -b` round-trips; and the verifier's
- * time on a plan of 10k buffers x 5k steps. Run under ASan/UBSan (TIGHTFIT_SANITIZE) to make "never crash" mean "no
- * report" too. */
+/* Plans: a hand-built training plan verifies; serialise -> parse, save -> load and JSON -> `flatc -b`
+ * give it back field by field; each of a table of corruptions is refused with a message naming the
+ * problem; hostile bytes (wrong identifier, newer version, every truncation, random byte flips,
+ * missing fields) are refused or decoded, never crash (nor does the JSON printer); and the
+ * verifier's time on a plan of 10k buffers x 5k steps. Run under ASan/UBSan (TIGHTFIT_SANITIZE)
+ * to make "never crash" mean "no report" too. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>

@@ -1,0 +1,84 @@
+/* `tightfit run P.tfplan --data DIR`: inference. Runs the forward steps over every sample of DIR in
+ * order, with weights from a checkpoint; prints the loss and accuracy when the data has labels and
+ * writes the graph's outputs as .npy files. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tightfit/runtime.h"
+#include "tools/cli.h"
+#include "tools/evaluate.h"
+
+static void help(void) {
+  printf("usage: tightfit run P.tfplan --data DIR [--weights CKPT.safetensors] [--output DIR] [--json]\n\n"
+         "Runs the plan's forward steps on every sample of DIR (as `train` reads it), in order.\n"
+         "Compile an inference plan with `tightfit compile --inference`; a training plan works too.\n\n"
+         "options:\n"
+         "  --data DIR       the inputs (and labels, for loss and accuracy)\n"
+         "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
+         "  --output DIR     write each graph output to DIR/<name>.npy (inference plans)\n"
+         "  --threads N      CPU threads (default 2)\n"
+         "  --json           machine-readable result\n");
+}
+
+int tf_cmd_run(int argc, char **argv) {
+  const char *plan_path = NULL, *data = NULL, *weights = NULL, *output = NULL;
+  bool json = false;
+  int32_t threads = 2;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    const char *v;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return TF_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (tf_cli_option(argc, argv, &i, "--data", &v, &error)) {
+      data = v;
+    } else if (tf_cli_option(argc, argv, &i, "--weights", &v, &error)) {
+      weights = v;
+    } else if (tf_cli_option(argc, argv, &i, "--output", &v, &error)) {
+      output = v;
+    } else if (tf_cli_option(argc, argv, &i, "--threads", &v, &error)) {
+      threads = error ? 0 : (int32_t)strtol(v, NULL, 10);
+      if (!error && (threads < 1 || threads > 1024))
+        return tf_cli_usage_error("run", "--threads takes 1..1024, got '%s'", v);
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("run", "unknown option '%s'", argv[i]);
+    } else if (plan_path) {
+      return tf_cli_usage_error("run", "one plan at a time (got '%s' and '%s')", plan_path, argv[i]);
+    } else {
+      plan_path = argv[i];
+    }
+    if (error)
+      return TF_EXIT_USAGE;
+  }
+  if (!plan_path)
+    return tf_cli_usage_error("run", "missing the plan file");
+  if (!data)
+    return tf_cli_usage_error("run", "missing --data DIR");
+  tf_plan *plan;
+  tf_status status = tf_plan_load(plan_path, &plan);
+  if (status)
+    return tf_cli_fail("run", status);
+  tf_session_options options = tf_session_options_default();
+  options.threads = threads;
+  tf_session *session = NULL;
+  status = tf_session_create(plan, &options, &session);
+  if (!status && weights)
+    status = tf_session_load(session, weights);
+  double loss = 0, accuracy = 0;
+  if (!status)
+    status = tf_tool_evaluate(session, data, 0, output, &loss, &accuracy);
+  if (!status) {
+    if (json)
+      printf("{\"loss\": %.6f, \"accuracy\": %.6f}\n", loss, accuracy);
+    else
+      printf("%s on %s: loss %.4f, accuracy %.2f%%%s%s\n", plan_path, data, loss, 100 * accuracy,
+             output ? "; outputs in " : "", output ? output : "");
+  }
+  tf_session_destroy(session);
+  tf_plan_destroy(plan);
+  return status ? tf_cli_fail("run", status) : TF_EXIT_OK;
+}
