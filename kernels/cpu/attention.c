@@ -69,7 +69,9 @@ static int64_t visible_keys(const attention *at, int64_t first, int64_t rows) {
 
 #ifdef TF_REAL_F64
 #define exp_nonpositive TF_REAL_EXP
+#define SIMD_EXP_LOOP /* libm's exp is a call: nothing to vectorise */
 #else
+#define SIMD_EXP_LOOP _Pragma("omp simd")
 /* exp(x) for the x <= 0 of a max-subtracted softmax, in a form the compiler vectorises (libm's expf
  * is a call per element, and would cost more than the softmax's two gemms): 2^n exp(r) with
  * n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts), exp(r) by its degree-7 Taylor polynomial
@@ -113,7 +115,7 @@ static real row_max(const real *row, int64_t n) {
 /* Row-wise softmax of the first `allowed` scores of a row of `keys`; the rest (masked) become 0. */
 static void softmax_row(real *row, int64_t allowed, int64_t keys) {
   real top = allowed > 0 ? row_max(row, allowed) : 0;
-#pragma omp simd
+  SIMD_EXP_LOOP
   for (int64_t j = 0; j < allowed; j++)
     row[j] = exp_nonpositive(row[j] - top);
   double sum = 0; // a double accumulator: Tk terms in f32 would lose the small ones

@@ -91,12 +91,30 @@ static double bf16_to_double(uint16_t h) {
 
 static void load_reals(const tf_cpu_tensor *t, int64_t begin, int64_t n, double *out) {
   switch (t->dtype) {
-  case TF_F16: for (int64_t i = 0; i < n; i++) out[i] = half_to_double(((const uint16_t *)t->data)[begin + i]); break;
-  case TF_BF16: for (int64_t i = 0; i < n; i++) out[i] = bf16_to_double(((const uint16_t *)t->data)[begin + i]); break;
-  case TF_I32: for (int64_t i = 0; i < n; i++) out[i] = (double)((const int32_t *)t->data)[begin + i]; break;
-  case TF_I64: for (int64_t i = 0; i < n; i++) out[i] = (double)((const int64_t *)t->data)[begin + i]; break;
-  case TF_U8: for (int64_t i = 0; i < n; i++) out[i] = (double)((const uint8_t *)t->data)[begin + i]; break;
-  default: for (int64_t i = 0; i < n; i++) out[i] = (double)((const real *)t->data)[begin + i]; break;
+  case TF_F16:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = half_to_double(((const uint16_t *)t->data)[begin + i]);
+    break;
+  case TF_BF16:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = bf16_to_double(((const uint16_t *)t->data)[begin + i]);
+    break;
+  case TF_I32:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = (double)((const int32_t *)t->data)[begin + i];
+    break;
+  case TF_I64:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = (double)((const int64_t *)t->data)[begin + i];
+    break;
+  case TF_U8:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = (double)((const uint8_t *)t->data)[begin + i];
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = (double)((const real *)t->data)[begin + i];
+    break;
   }
 }
 
@@ -128,20 +146,47 @@ static uint8_t to_u8(double v) {
 
 static void store_reals(const tf_cpu_tensor *t, int64_t begin, int64_t n, const double *in) {
   switch (t->dtype) {
-  case TF_F16: for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[begin + i] = half_from_double(in[i]); break;
-  case TF_BF16: for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[begin + i] = bf16_from_double(in[i]); break;
-  case TF_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)t->data)[begin + i] = to_i32(in[i]); break;
-  case TF_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)t->data)[begin + i] = to_i64(in[i]); break;
-  case TF_U8: for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[begin + i] = to_u8(in[i]); break;
-  default: for (int64_t i = 0; i < n; i++) ((real *)t->data)[begin + i] = (real)in[i]; break;
+  case TF_F16:
+    for (int64_t i = 0; i < n; i++)
+      ((uint16_t *)t->data)[begin + i] = half_from_double(in[i]);
+    break;
+  case TF_BF16:
+    for (int64_t i = 0; i < n; i++)
+      ((uint16_t *)t->data)[begin + i] = bf16_from_double(in[i]);
+    break;
+  case TF_I32:
+    for (int64_t i = 0; i < n; i++)
+      ((int32_t *)t->data)[begin + i] = to_i32(in[i]);
+    break;
+  case TF_I64:
+    for (int64_t i = 0; i < n; i++)
+      ((int64_t *)t->data)[begin + i] = to_i64(in[i]);
+    break;
+  case TF_U8:
+    for (int64_t i = 0; i < n; i++)
+      ((uint8_t *)t->data)[begin + i] = to_u8(in[i]);
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      ((real *)t->data)[begin + i] = (real)in[i];
+    break;
   }
 }
 
 static void load_integers(const tf_cpu_tensor *t, int64_t begin, int64_t n, int64_t *out) {
   switch (t->dtype) {
-  case TF_I32: for (int64_t i = 0; i < n; i++) out[i] = ((const int32_t *)t->data)[begin + i]; break;
-  case TF_U8: for (int64_t i = 0; i < n; i++) out[i] = ((const uint8_t *)t->data)[begin + i]; break;
-  default: for (int64_t i = 0; i < n; i++) out[i] = ((const int64_t *)t->data)[begin + i]; break;
+  case TF_I32:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = ((const int32_t *)t->data)[begin + i];
+    break;
+  case TF_U8:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = ((const uint8_t *)t->data)[begin + i];
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      out[i] = ((const int64_t *)t->data)[begin + i];
+    break;
   }
 }
 
@@ -156,8 +201,14 @@ static void store_integers(const tf_cpu_tensor *t, int64_t begin, int64_t n, con
       ((int32_t *)t->data)[begin + i] = value;
     }
     break;
-  case TF_U8: for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[begin + i] = (uint8_t)(uint64_t)in[i]; break;
-  default: for (int64_t i = 0; i < n; i++) ((int64_t *)t->data)[begin + i] = in[i]; break;
+  case TF_U8:
+    for (int64_t i = 0; i < n; i++)
+      ((uint8_t *)t->data)[begin + i] = (uint8_t)(uint64_t)in[i];
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++)
+      ((int64_t *)t->data)[begin + i] = in[i];
+    break;
   }
 }
 

@@ -7,9 +7,9 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 
-#define SQRT_HALF 0.70710678118654752440        /* 1/sqrt(2) */
-#define INV_SQRT_2PI 0.39894228040143267794     /* 1/sqrt(2 pi) */
-#define SQRT_2_OVER_PI 0.79788456080286535588   /* sqrt(2/pi) */
+#define SQRT_HALF 0.70710678118654752440      /* 1/sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143267794   /* 1/sqrt(2 pi) */
+#define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2/pi) */
 #define GELU_CUBIC 0.044715
 
 /* ---- scalar functions, in the compute type ---- */
@@ -51,38 +51,40 @@ typedef void (*segment_fn)(const real *a, int64_t a_stride, const real *b, int64
 
 /* The four stride patterns get their own loops so that the compiler vectorises the common ones
  * (same shape, and a trailing bias vector after tf_cpu_collapse). */
-#define DEFINE_SEGMENT(name, EXPR)                                                                          \
-  static void name##_segment(const real *a, int64_t a_stride, const real *b, int64_t b_stride, real *out,   \
-                             int64_t n) {                                                                   \
-    if (a_stride == 1 && b_stride == 1) {                                                                   \
-      for (int64_t i = 0; i < n; i++) {                                                                     \
-        real x = a[i], y = b[i];                                                                            \
-        out[i] = EXPR;                                                                                      \
-      }                                                                                                     \
-    } else if (a_stride == 1) {                                                                             \
-      const real y = b[0];                                                                                  \
-      for (int64_t i = 0; i < n; i++) {                                                                     \
-        real x = a[i];                                                                                      \
-        out[i] = EXPR;                                                                                      \
-      }                                                                                                     \
-    } else if (b_stride == 1) {                                                                             \
-      const real x = a[0];                                                                                  \
-      for (int64_t i = 0; i < n; i++) {                                                                     \
-        real y = b[i];                                                                                      \
-        out[i] = EXPR;                                                                                      \
-      }                                                                                                     \
-    } else {                                                                                                \
-      const real x = a[0], y = b[0];                                                                        \
-      const real value = EXPR;                                                                              \
-      for (int64_t i = 0; i < n; i++)                                                                       \
-        out[i] = value;                                                                                     \
-    }                                                                                                       \
+#define DEFINE_SEGMENT(name, EXPR)                                                                                     \
+  static void name##_segment(const real *a, int64_t a_stride, const real *b, int64_t b_stride, real *out, int64_t n) { \
+    if (a_stride == 1 && b_stride == 1) {                                                                              \
+      for (int64_t i = 0; i < n; i++) {                                                                                \
+        real x = a[i], y = b[i];                                                                                       \
+        out[i] = EXPR;                                                                                                 \
+      }                                                                                                                \
+    } else if (a_stride == 1) {                                                                                        \
+      const real y = b[0];                                                                                             \
+      for (int64_t i = 0; i < n; i++) {                                                                                \
+        real x = a[i];                                                                                                 \
+        out[i] = EXPR;                                                                                                 \
+      }                                                                                                                \
+    } else if (b_stride == 1) {                                                                                        \
+      const real x = a[0];                                                                                             \
+      for (int64_t i = 0; i < n; i++) {                                                                                \
+        real y = b[i];                                                                                                 \
+        out[i] = EXPR;                                                                                                 \
+      }                                                                                                                \
+    } else {                                                                                                           \
+      const real x = a[0], y = b[0];                                                                                   \
+      const real value = EXPR;                                                                                         \
+      for (int64_t i = 0; i < n; i++)                                                                                  \
+        out[i] = value;                                                                                                \
+    }                                                                                                                  \
   }
 
+// clang-format would read "x * y" as a declaration.
+// clang-format off
 DEFINE_SEGMENT(add, x + y)
 DEFINE_SEGMENT(sub, x - y)
 DEFINE_SEGMENT(mul, x * y)
 DEFINE_SEGMENT(div, x / y)
+// clang-format on
 
 /* out = a (op) b with numpy broadcasting of both operands to the output's shape. The iteration
  * space is collapsed to as few axes as possible, cut into fixed chunks of output elements, and each
@@ -124,16 +126,19 @@ void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_se
 
 /* ---- unaries: y[i] = EXPR(x) ---- */
 
-#define DEFINE_UNARY(name, EXPR)                                                          \
-  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) {                             \
-    const real *in = args->inputs[0].data;                                                \
-    real *out = args->outputs[0].data;                                                    \
-    const int64_t n = args->outputs[0].count;                                             \
-    _Pragma("omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") \
-    for (int64_t i = 0; i < n; i++) {                                                     \
-      real x = in[i];                                                                     \
-      out[i] = EXPR;                                                                      \
-    }                                                                                     \
+#define DEFINE_UNARY(name, EXPR)                                                                                       \
+  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) {                                                          \
+    const real *in = args->inputs[0].data;                                                                             \
+    real *out = args->outputs[0].data;                                                                                 \
+    const int64_t n = args->outputs[0].count;                                                                          \
+    _Pragma(                                                                                                           \
+        "omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") for (int64_t i =  \
+                                                                                                              0;       \
+                                                                                                          i < n;       \
+                                                                                                          i++) {       \
+      real x = in[i];                                                                                                  \
+      out[i] = EXPR;                                                                                                   \
+    }                                                                                                                  \
   }
 
 DEFINE_UNARY(neg, -x)
@@ -142,7 +147,7 @@ DEFINE_UNARY(log, TF_REAL_LOG(x))
 DEFINE_UNARY(sqrt, TF_REAL_SQRT(x))
 DEFINE_UNARY(rsqrt, (real)1 / TF_REAL_SQRT(x))
 DEFINE_UNARY(relu, x > 0 ? x : (real)0)
-DEFINE_UNARY(silu, x * sigmoid_of(x))
+DEFINE_UNARY(silu, x *sigmoid_of(x))
 DEFINE_UNARY(sigmoid, sigmoid_of(x))
 DEFINE_UNARY(tanh, TF_REAL_TANH(x))
 
@@ -158,23 +163,26 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
 
 /* ---- activation gradients: dx[i] = EXPR(v, dy), v = x or y as the op's comment in graph.h says ---- */
 
-#define DEFINE_GRAD(name, EXPR)                                                           \
-  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) {                             \
-    const real *value = args->inputs[0].data, *upstream = args->inputs[1].data;           \
-    real *out = args->outputs[0].data;                                                    \
-    const int64_t n = args->outputs[0].count;                                             \
-    _Pragma("omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") \
-    for (int64_t i = 0; i < n; i++) {                                                     \
-      real v = value[i], dy = upstream[i];                                                \
-      out[i] = EXPR;                                                                      \
-    }                                                                                     \
+#define DEFINE_GRAD(name, EXPR)                                                                                        \
+  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) {                                                          \
+    const real *value = args->inputs[0].data, *upstream = args->inputs[1].data;                                        \
+    real *out = args->outputs[0].data;                                                                                 \
+    const int64_t n = args->outputs[0].count;                                                                          \
+    _Pragma(                                                                                                           \
+        "omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") for (int64_t i =  \
+                                                                                                              0;       \
+                                                                                                          i < n;       \
+                                                                                                          i++) {       \
+      real v = value[i], dy = upstream[i];                                                                             \
+      out[i] = EXPR;                                                                                                   \
+    }                                                                                                                  \
   }
 
 /* relu'(0) = 0, as in PyTorch's threshold_backward. */
 DEFINE_GRAD(relu_grad, v > 0 ? dy : (real)0)
-DEFINE_GRAD(silu_grad, dy * silu_derivative(v))
-DEFINE_GRAD(sigmoid_grad, dy * v * ((real)1 - v))
-DEFINE_GRAD(tanh_grad, dy * ((real)1 - v * v))
+DEFINE_GRAD(silu_grad, dy *silu_derivative(v))
+DEFINE_GRAD(sigmoid_grad, dy *v *((real)1 - v))
+DEFINE_GRAD(tanh_grad, dy *((real)1 - v * v))
 
 void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {
   const real *x = args->inputs[0].data, *dy = args->inputs[1].data;

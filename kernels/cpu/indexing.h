@@ -17,9 +17,7 @@ static inline int tf_cpu_threads(const tf_cpu_args *args) {
   return threads < 1 ? 1 : threads;
 }
 
-static inline bool tf_cpu_is_integer(tf_dtype dtype) {
-  return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8;
-}
+static inline bool tf_cpu_is_integer(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
 
 /* Bytes per stored element: integer dtypes and 16-bit floats as declared; an f32 tensor holds the
  * compute type (a double in the f64 build, see kernels.h). */

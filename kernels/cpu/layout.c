@@ -16,12 +16,12 @@ static void copy_strided(char *dst, const char *src, int64_t stride, int64_t n, 
     memcpy(dst, src, (size_t)(n * size));
     return;
   }
-#define COPY_AS(type)                                   \
-  do {                                                  \
-    type *d = (type *)(void *)dst;                      \
-    const type *s = (const type *)(const void *)src;    \
-    for (int64_t i = 0; i < n; i++)                     \
-      d[i] = s[i * stride];                             \
+#define COPY_AS(type)                                                                                                  \
+  do {                                                                                                                 \
+    type *d = (type *)(void *)dst;                                                                                     \
+    const type *s = (const type *)(const void *)src;                                                                   \
+    for (int64_t i = 0; i < n; i++)                                                                                    \
+      d[i] = s[i * stride];                                                                                            \
   } while (0)
   switch (size) {
   case 1: COPY_AS(uint8_t); break;

@@ -44,8 +44,8 @@ static classes_view classes_view_of(const tf_cpu_args *args) {
 
 /* The label of `row`, or -1 when it does not count: ignore_index, or outside [0, classes). */
 static int64_t label_of(const classes_view *v, int64_t row) {
-  const int64_t label = v->labels->dtype == TF_I32 ? ((const int32_t *)v->labels->data)[row]
-                                                   : ((const int64_t *)v->labels->data)[row];
+  const int64_t label =
+      v->labels->dtype == TF_I32 ? ((const int32_t *)v->labels->data)[row] : ((const int64_t *)v->labels->data)[row];
   return label == v->ignore_index || label < 0 || label >= v->classes ? -1 : label;
 }
 
@@ -167,7 +167,9 @@ static double mean_loss(const tf_cpu_args *args, bool bce) {
 }
 
 /* mean((p - t)^2) */
-void TF_REAL_NAME(tf_cpu_mse)(const tf_cpu_args *args) { *(real *)args->outputs[0].data = (real)mean_loss(args, false); }
+void TF_REAL_NAME(tf_cpu_mse)(const tf_cpu_args *args) {
+  *(real *)args->outputs[0].data = (real)mean_loss(args, false);
+}
 
 /* mean(max(x, 0) - x t + log1p(exp(-|x|))) */
 void TF_REAL_NAME(tf_cpu_bce_with_logits)(const tf_cpu_args *args) {

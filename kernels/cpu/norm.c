@@ -9,7 +9,7 @@
  * each column summed over the rows in order, so the result does not depend on the thread count and
  * needs no per-thread partial rows; (3) over rows, dx, reading the row's statistics back before
  * overwriting them. Rows too short to hold the statistics (fewer than 16 bytes; 8 for rms_norm)
- * recompute them in phase 2 instead. dx must not alias x or dy (the op table declares no in-place
+ * recompute them in phases 2 and 3 instead. dx must not alias x or dy (the op table declares no in-place
  * inputs for these ops). */
 #include <string.h>
 

@@ -9,10 +9,10 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 
-#define MAX_BLOCKS 256      /* partial sums of a full reduction, on the stack */
-#define MIN_BLOCK 4096      /* elements per block at least */
-#define COLUMN_TILE 256     /* output columns one task accumulates at once (stack doubles) */
-#define MIN_TILE 16         /* ... and at least this many (a cache line of doubles and more) */
+#define MAX_BLOCKS 256  /* partial sums of a full reduction, on the stack */
+#define MIN_BLOCK 4096  /* elements per block at least */
+#define COLUMN_TILE 256 /* output columns one task accumulates at once (stack doubles) */
+#define MIN_TILE 16     /* ... and at least this many (a cache line of doubles and more) */
 
 /* The geometry of a reduction of x over a mask of axes, collapsed: size-1 axes dropped, adjacent
  * axes of the same kind (reduced or kept) merged. x is contiguous, so merging always works. */
@@ -20,10 +20,10 @@ typedef struct reduction {
   int32_t rank;
   int64_t shape[TF_MAX_RANK], stride[TF_MAX_RANK];
   bool reduced[TF_MAX_RANK];
-  int64_t outputs, group;         /* output elements; input elements per output */
-  int32_t reduced_groups;         /* runs of reduced axes after merging */
-  int64_t outer, length, inner;   /* with at most one reduced run: x is [outer, length, inner] */
-  int32_t last_reduced;           /* the innermost reduced axis, or -1 */
+  int64_t outputs, group;       /* output elements; input elements per output */
+  int32_t reduced_groups;       /* runs of reduced axes after merging */
+  int64_t outer, length, inner; /* with at most one reduced run: x is [outer, length, inner] */
+  int32_t last_reduced;         /* the innermost reduced axis, or -1 */
 } reduction;
 
 static void reduction_init(reduction *r, const tf_cpu_tensor *x, const bool *reduced_axes) {
@@ -101,15 +101,15 @@ static int64_t run_offset(const reduction *r, int64_t run) {
 }
 
 /* Walks output o's group as runs: for each, `offset` (from x) and the run's stride and length. */
-#define FOR_EACH_RUN(r, o, offset, BODY)                                                       \
-  do {                                                                                         \
-    const int64_t base_ = output_base(r, o);                                                   \
-    const int64_t length_ = (r)->last_reduced >= 0 ? (r)->shape[(r)->last_reduced] : 1;        \
-    const int64_t runs_ = (r)->group / (length_ > 0 ? length_ : 1);                            \
-    for (int64_t run_ = 0; run_ < runs_; run_++) {                                             \
-      const int64_t offset = base_ + run_offset(r, run_);                                      \
-      BODY                                                                                     \
-    }                                                                                          \
+#define FOR_EACH_RUN(r, o, offset, BODY)                                                                               \
+  do {                                                                                                                 \
+    const int64_t base_ = output_base(r, o);                                                                           \
+    const int64_t length_ = (r)->last_reduced >= 0 ? (r)->shape[(r)->last_reduced] : 1;                                \
+    const int64_t runs_ = (r)->group / (length_ > 0 ? length_ : 1);                                                    \
+    for (int64_t run_ = 0; run_ < runs_; run_++) {                                                                     \
+      const int64_t offset = base_ + run_offset(r, run_);                                                              \
+      BODY                                                                                                             \
+    }                                                                                                                  \
   } while (0)
 
 /* ---- sums ---- */
@@ -228,24 +228,24 @@ void TF_REAL_NAME(tf_cpu_global_norm_sq)(const tf_cpu_args *args) {
 
 /* NaN wins, as in torch.amax: once best is NaN no comparison replaces it. `value != value` is
  * false for integers and folds away. */
-#define DEFINE_MAX(suffix, type, LOWEST)                                                              \
-  static void max_##suffix(const reduction *r, const void *in, void *out, int threads) {              \
-    const type *x = in;                                                                               \
-    type *y = out;                                                                                    \
-    _Pragma("omp parallel for num_threads(threads) schedule(static) if (r->outputs * r->group > TF_CPU_CHUNK)") \
-    for (int64_t o = 0; o < r->outputs; o++) {                                                        \
-      type best = LOWEST;                                                                             \
-      const int64_t stride = r->last_reduced >= 0 ? r->stride[r->last_reduced] : 1;                   \
-      const int64_t length = r->last_reduced >= 0 ? r->shape[r->last_reduced] : 1;                   \
-      FOR_EACH_RUN(r, o, offset, {                                                                    \
-        for (int64_t j = 0; j < length; j++) {                                                        \
-          type value = x[offset + j * stride];                                                        \
-          if (value > best || value != value)                                                         \
-            best = value;                                                                             \
-        }                                                                                             \
-      });                                                                                             \
-      y[o] = best;                                                                                    \
-    }                                                                                                 \
+#define DEFINE_MAX(suffix, type, LOWEST)                                                                               \
+  static void max_##suffix(const reduction *r, const void *in, void *out, int threads) {                               \
+    const type *x = in;                                                                                                \
+    type *y = out;                                                                                                     \
+    _Pragma("omp parallel for num_threads(threads) schedule(static) if (r->outputs * r->group > TF_CPU_CHUNK)") for (  \
+        int64_t o = 0; o < r->outputs; o++) {                                                                          \
+      type best = LOWEST;                                                                                              \
+      const int64_t stride = r->last_reduced >= 0 ? r->stride[r->last_reduced] : 1;                                    \
+      const int64_t length = r->last_reduced >= 0 ? r->shape[r->last_reduced] : 1;                                     \
+      FOR_EACH_RUN(r, o, offset, {                                                                                     \
+        for (int64_t j = 0; j < length; j++) {                                                                         \
+          type value = x[offset + j * stride];                                                                         \
+          if (value > best || value != value)                                                                          \
+            best = value;                                                                                              \
+        }                                                                                                              \
+      });                                                                                                              \
+      y[o] = best;                                                                                                     \
+    }                                                                                                                  \
   }
 
 DEFINE_MAX(real, real, -INFINITY)

@@ -5,9 +5,9 @@ Runs DUMP (dump_torch_cases) into a temporary directory, recomputes every entry 
 torch float64 (forward ops, gradients through autograd or ATen's backward ops, optimizer steps with
 torch.optim.SGD / AdamW and clip_grad_norm_, dropout masks through an independent Philox port) and
 compares: max |ours - torch| / max(max |torch|, 1e-3) <= 1e-10 (the floor matters only where the
-exact result is 0 and torch returns rounding noise, e.g. layer_norm over one feature). Casts are compared bit for bit
-with torch (f32 build) or numpy (double -> f16). Prints the worst error per op. Exits 77 (skip)
-when torch is missing.
+exact result is 0 and torch returns rounding noise, e.g. layer_norm over one feature). Casts are
+compared bit for bit with torch (f32 build) or numpy (double -> f16). Prints the worst error per op.
+Exits 77 (skip) when torch is missing.
 
 usage: compare_with_torch.py DUMP
 """
@@ -199,6 +199,9 @@ def sequence_reference(entry, load):
     else:
         opt = torch.optim.AdamW(params, lr=a["lr"], betas=(a["beta1"], a["beta2"]), eps=a["epsilon"],
                                 weight_decay=a["weight_decay"])
+        for p in params:  # the session's step counter starts at first_step; the moments at zero
+            opt.state[p] = {"step": torch.tensor(float(entry["first_step"] - 1)), "exp_avg": torch.zeros_like(p),
+                            "exp_avg_sq": torch.zeros_like(p)}
     for step in range(grads[0].shape[0]):
         for p, g in zip(params, grads):
             total = g[step][0].copy()
@@ -300,11 +303,11 @@ def main():
             if not ok:
                 failures += 1
                 print(f"FAIL {entry['name']}: error {error:.3g}")
-            worst[key] = max(worst.get(key, 0.0), error)
+            worst[key] = max(worst.get(key, 0 if kind == "cast" else 0.0), error)
         print(f"torch {torch.__version__} float64 reference, {len(entries)} entries; worst "
               f"max|ours-torch|/max(max|torch|,1e-3) per op (limit {TOLERANCE:g}); casts: differing elements")
         for key, error in worst.items():
-            print(f"  {key:58s} {error:9.2e}" if not isinstance(error, int) else f"  {key:58s} {error:9d}")
+            print(f"  {key:70s} {error:9d}" if isinstance(error, int) else f"  {key:70s} {error:9.2e}")
         print(f"ops_elementwise vs torch: {len(entries) - failures} passed, {failures} failed")
         return 1 if failures else 0
 

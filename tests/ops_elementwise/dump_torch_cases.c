@@ -30,7 +30,8 @@ static const char *write_npy(const char *stem, const char *descr, int32_t rank, 
   int used = snprintf(header, sizeof(header), "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
   size_t count = 1;
   for (int32_t i = 0; i < rank; i++) {
-    used += snprintf(header + used, sizeof(header) - (size_t)used, "%" PRId64 "%s", shape[i], rank == 1 ? "," : (i + 1 < rank ? ", " : ""));
+    used += snprintf(header + used, sizeof(header) - (size_t)used, "%" PRId64 "%s", shape[i],
+                     rank == 1 ? "," : (i + 1 < rank ? ", " : ""));
     count *= (size_t)shape[i];
   }
   used += snprintf(header + used, sizeof(header) - (size_t)used, "), }");
@@ -44,8 +45,8 @@ static const char *write_npy(const char *stem, const char *descr, int32_t rank, 
     perror(path);
     exit(2);
   }
-  const unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(used & 0xff),
-                                      (unsigned char)(used >> 8)};
+  const unsigned char preamble[10] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(used & 0xff), (unsigned char)(used >> 8)};
   fwrite(preamble, 1, sizeof(preamble), f);
   fwrite(header, 1, (size_t)used, f);
   fwrite(data, element_size, count, f);
@@ -121,7 +122,8 @@ static void write_attrs(const tf_attrs *a) {
   }
   default: break;
   }
-  fprintf(manifest, "}, \"context\": {\"seed\": %" PRIu64 ", \"micro_step\": %" PRId64 ", \"optimizer_step\": %" PRId64 "}",
+  fprintf(manifest,
+          "}, \"context\": {\"seed\": %" PRIu64 ", \"micro_step\": %" PRId64 ", \"optimizer_step\": %" PRId64 "}",
           th_context.seed, th_context.micro_step, th_context.optimizer_step);
 }
 
@@ -163,7 +165,7 @@ static void dump_calls(void) {
 #define STEPS 4
 #define MICRO 3
 
-static void dump_sequence(tf_op op, tf_attrs attrs, bool clip, int64_t first_step) {
+static void dump_sequence(const char *label, tf_op op, tf_attrs attrs, bool clip, int64_t first_step) {
   th_tensor params[2] = {th_random(-1, 1, TH_SHAPE(5, 3)), th_random(-1, 1, TH_SHAPE(7))};
   th_tensor initial[2], sums[2], states[2][2], grads[2];
   const int n_states = op == TF_OP_SGD ? 1 : 2;
@@ -201,11 +203,10 @@ static void dump_sequence(tf_op op, tf_attrs attrs, bool clip, int64_t first_ste
   }
   th_context.optimizer_step = 1;
   begin_entry("sequence");
-  fprintf(manifest, ", \"name\": \"%s %s, %d steps from step %" PRId64 ", %d micro-batches\", \"op\": \"%s\"",
-          tf_op_name(op), clip ? "with clipping" : "without clipping", STEPS, first_step, MICRO, tf_op_name(op));
+  fprintf(manifest, ", \"name\": \"%s %s, %s, %d steps from step %" PRId64 ", %d micro-batches\", \"op\": \"%s\"",
+          tf_op_name(op), label, clip ? "clipped" : "not clipped", STEPS, first_step, MICRO, tf_op_name(op));
   write_attrs(&attrs);
-  fprintf(manifest, ", \"clip\": %s, \"first_step\": %" PRId64 ", \"params\": [", clip ? "true" : "false",
-          first_step);
+  fprintf(manifest, ", \"clip\": %s, \"first_step\": %" PRId64 ", \"params\": [", clip ? "true" : "false", first_step);
   for (int p = 0; p < 2; p++) {
     fprintf(manifest, "%s{\"init\": \"%s\"", p ? ", " : "", write_tensor(&initial[p]));
     fprintf(manifest, ", \"grads\": \"%s\"", write_tensor(&grads[p]));
@@ -229,7 +230,8 @@ static void run_cast(bool f64, tf_dtype from, tf_dtype to, const void *in, void 
 
 static const char *descr_of(tf_dtype dtype, bool f64) {
   switch (dtype) {
-  case TF_F16: case TF_BF16: return "<u2";
+  case TF_F16:
+  case TF_BF16: return "<u2";
   case TF_I32: return "<i4";
   case TF_I64: return "<i8";
   case TF_U8: return "|u1";
@@ -252,17 +254,37 @@ static void dump_cast(bool f64, tf_dtype from, tf_dtype to, const void *in, int6
 
 static void dump_casts(void) {
   // Floats spanning every f16/bf16 regime, with ties, limits and specials planted.
-  static const double specials[] = {0.0, -0.0, 1.0, 1.0 + 0x1p-11, 1.0 + 3 * 0x1p-11, 1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8,
-                                    65504, 65519.99, 65520, -65520, 0x1p-24, 0x1p-25, 3 * 0x1p-26, 0x1p-14,
-                                    0x1p-14 - 0x1p-25, 3.3895313892515355e38, 1e-40, 1e30, 2.5, -7.75};
+  static const double specials[] = {0.0,
+                                    -0.0,
+                                    1.0,
+                                    1.0 + 0x1p-11,
+                                    1.0 + 3 * 0x1p-11,
+                                    1.0 + 0x1p-8,
+                                    1.0 + 3 * 0x1p-8,
+                                    65504,
+                                    65519.99,
+                                    65520,
+                                    -65520,
+                                    0x1p-24,
+                                    0x1p-25,
+                                    3 * 0x1p-26,
+                                    0x1p-14,
+                                    0x1p-14 - 0x1p-25,
+                                    3.3895313892515355e38,
+                                    1e-40,
+                                    1e30,
+                                    2.5,
+                                    -7.75};
   const int64_t n = 4096, n_special = (int64_t)(sizeof(specials) / sizeof(specials[0]));
   float *floats = th_alloc(sizeof(float) * (size_t)n);
   double *doubles = th_alloc(sizeof(double) * (size_t)n);
   for (int64_t i = 0; i < n; i++) {
     double magnitude = pow(10.0, th_uniform(-9, 6)) * (th_integer(0, 1) ? 1 : -1);
-    doubles[i] = i < n_special ? specials[i] : i == n_special ? INFINITY : i == n_special + 1 ? -INFINITY
-                 : i == n_special + 2                         ? NAN
-                                                              : magnitude;
+    doubles[i] = i < n_special        ? specials[i]
+                 : i == n_special     ? INFINITY
+                 : i == n_special + 1 ? -INFINITY
+                 : i == n_special + 2 ? NAN
+                                      : magnitude;
     floats[i] = (float)doubles[i];
   }
   dump_cast(false, TF_F32, TF_F16, floats, n);
@@ -313,12 +335,13 @@ int main(int argc, char **argv) {
   tf_attrs sgd_plain = th_optimizer(0.05f, 0, 0, 0, 0, 0, 0, 1.0f / MICRO);
   tf_attrs adamw = th_optimizer(0.01f, 0, 0.9f, 0.999f, 1e-8f, 0.05f, 0.5f, 1.0f / MICRO);
   tf_attrs adamw_loose = th_optimizer(0.002f, 0, 0.8f, 0.99f, 1e-6f, 0, 100.0f, 1.0f / MICRO);
-  dump_sequence(TF_OP_SGD, sgd, true, 1);
-  dump_sequence(TF_OP_SGD, sgd, false, 1);
-  dump_sequence(TF_OP_SGD, sgd_plain, false, 1);
-  dump_sequence(TF_OP_ADAMW, adamw, true, 1);
-  dump_sequence(TF_OP_ADAMW, adamw, false, 1);
-  dump_sequence(TF_OP_ADAMW, adamw_loose, true, 1);
+  dump_sequence("momentum 0.9, decay 0.01", TF_OP_SGD, sgd, true, 1);
+  dump_sequence("momentum 0.9, decay 0.01", TF_OP_SGD, sgd, false, 1);
+  dump_sequence("no momentum, no decay", TF_OP_SGD, sgd_plain, false, 1);
+  dump_sequence("decay 0.05", TF_OP_ADAMW, adamw, true, 1);
+  dump_sequence("decay 0.05", TF_OP_ADAMW, adamw, false, 1);
+  dump_sequence("betas 0.8/0.99, no decay, clip 100", TF_OP_ADAMW, adamw_loose, true, 1);
+  dump_sequence("decay 0.05, from step 1000", TF_OP_ADAMW, adamw, true, 1000);
   dump_casts();
   fprintf(manifest, "\n]\n");
   fclose(manifest);

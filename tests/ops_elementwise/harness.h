@@ -68,8 +68,8 @@ int th_run(tf_op op, const tf_attrs *attrs, th_tensor *inputs, int n_inputs, th_
 /* th_run in f64 returning the first output (an empty tensor for in-place ops); aborts the test on
  * a refusal (a bug in the test). th_call(op, attrs, &a, &b, ...) lists the inputs. */
 th_tensor th_call_list(tf_op op, const tf_attrs *attrs, const th_tensor *const *inputs, int n_inputs);
-#define th_call(op, attrs, ...)                                                          \
-  th_call_list(op, attrs, (const th_tensor *const[]){__VA_ARGS__},                        \
+#define th_call(op, attrs, ...)                                                                                        \
+  th_call_list(op, attrs, (const th_tensor *const[]){__VA_ARGS__},                                                     \
                (int)(sizeof((const th_tensor *const[]){__VA_ARGS__}) / sizeof(const th_tensor *)))
 
 /* max |a - b| / max(max |b|, floor): the error of a against reference b, relative to b's scale. */

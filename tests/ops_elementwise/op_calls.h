@@ -11,12 +11,12 @@
 #define OP_CALL_MAX_INPUTS 5
 
 typedef struct op_call {
-  char name[96];      /* "add [3,1,5] [4,1]" */
+  char name[96]; /* "add [3,1,5] [4,1]" */
   tf_op op;
   tf_attrs attrs;
   int n_inputs;
   th_tensor inputs[OP_CALL_MAX_INPUTS];
-  double tolerance;   /* f32 vs f64: max |y32 - y64| / max(max |y64|, 1e-6) */
+  double tolerance; /* f32 vs f64: max |y32 - y64| / max(max |y64|, 1e-6) */
 } op_call;
 
 /* Fills calls[0..n) and returns n (at most `capacity`). `large` adds tensors of 10^5 elements and

@@ -34,15 +34,15 @@ static void check_16_bit(tf_test_counts *counts) {
       {1.0 + 3 * 0x1p-8, 0x3C0C, 0x3F82},  // bf16 tie: to even (up)
       {65504, 0x7BFF, 0x4780},
       {65519.99, 0x7BFF, 0x4780},
-      {65520, 0x7C00, 0x4780},             // half overflow: rounds to infinity
+      {65520, 0x7C00, 0x4780}, // half overflow: rounds to infinity
       {-1e6, 0xFC00, 0xC974},
-      {0x1p-24, 0x0001, 0x3380},           // smallest half subnormal
-      {0x1p-25, 0x0000, 0x3300},           // exactly half of it: ties to even, 0
+      {0x1p-24, 0x0001, 0x3380}, // smallest half subnormal
+      {0x1p-25, 0x0000, 0x3300}, // exactly half of it: ties to even, 0
       {3 * 0x1p-26, 0x0001, 0x3340},
-      {0x1p-14 - 0x1p-25, 0x0400, 0x3880}, // rounds up into the smallest normal
+      {0x1p-14 - 0x1p-25, 0x0400, 0x3880},     // rounds up into the smallest normal
       {3.4028234663852886e38, 0x7C00, 0x7F80}, // FLT_MAX: bf16 rounds to infinity
       {3.3895313892515355e38, 0x7C00, 0x7F7F}, // largest bf16
-      {0x1p-133, 0x0000, 0x0001},          // smallest bf16 subnormal
+      {0x1p-133, 0x0000, 0x0001},              // smallest bf16 subnormal
       {INFINITY, 0x7C00, 0x7F80},
       {-INFINITY, 0xFC00, 0xFF80},
   };

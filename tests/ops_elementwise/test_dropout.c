@@ -79,8 +79,8 @@ int main(void) {
     for (int o = 0; o < 3; o++) {
       const int64_t differ = mask_differences(&y, others[o]);
       CHECK(&counts, fabs((double)differ - independent) < 0.02 * independent,
-            "rate %g: another %s changes %lld mask bits, expected about %.0f", (double)rate, what[o],
-            (long long)differ, independent);
+            "rate %g: another %s changes %lld mask bits, expected about %.0f", (double)rate, what[o], (long long)differ,
+            independent);
     }
     printf("  reproducible (1 and 4 threads, f32 and f64), backward mask equal, new masks for another micro-step, "
            "node seed and session seed\n");

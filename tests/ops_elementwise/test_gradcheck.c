@@ -79,8 +79,8 @@ static void grad_of_x(const grad_case *c, const th_tensor *y, const th_tensor *d
   g[0] = th_call(op, &c->attrs, IN(0), dy);
 }
 static void grad_of_y(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
-  tf_op op = c->op == TF_OP_SIGMOID ? TF_OP_SIGMOID_GRAD
-             : c->op == TF_OP_TANH  ? TF_OP_TANH_GRAD
+  tf_op op = c->op == TF_OP_SIGMOID   ? TF_OP_SIGMOID_GRAD
+             : c->op == TF_OP_TANH    ? TF_OP_TANH_GRAD
              : c->op == TF_OP_SOFTMAX ? TF_OP_SOFTMAX_GRAD
                                       : TF_OP_LOG_SOFTMAX_GRAD;
   g[0] = th_call(op, &c->attrs, y, dy);
@@ -96,7 +96,8 @@ static void grad_sum_mean(const grad_case *c, const th_tensor *y, const th_tenso
     count *= kept[axis];
     kept[axis] = 1;
   }
-  tf_attrs to_kept = th_shape_attrs((size_t)IN(0)->rank, kept), to_x = th_shape_attrs((size_t)IN(0)->rank, IN(0)->shape);
+  tf_attrs to_kept = th_shape_attrs((size_t)IN(0)->rank, kept),
+           to_x = th_shape_attrs((size_t)IN(0)->rank, IN(0)->shape);
   th_tensor reshaped = a->keepdims ? *dy : th_call(TF_OP_RESHAPE, &to_kept, dy);
   g[0] = th_call(TF_OP_EXPAND, &to_x, &reshaped);
   if (c->op == TF_OP_MEAN) {
@@ -226,12 +227,12 @@ static grad_case make(const char *label, tf_op op, tf_attrs attrs, backward_fn b
 }
 
 #define R(lo, hi, ...) th_random(lo, hi, TH_SHAPE(__VA_ARGS__))
-#define CASE(label, op, attrs, backward, ...)                                                        \
-  do {                                                                                               \
-    const th_tensor in_[] = {__VA_ARGS__};                                                           \
-    grad_case c_ = make(label, op, attrs, backward, (int)(sizeof(in_) / sizeof(in_[0])), in_);       \
-    check_case(counts, &c_);                                                                         \
-    th_release();                                                                                    \
+#define CASE(label, op, attrs, backward, ...)                                                                          \
+  do {                                                                                                                 \
+    const th_tensor in_[] = {__VA_ARGS__};                                                                             \
+    grad_case c_ = make(label, op, attrs, backward, (int)(sizeof(in_) / sizeof(in_[0])), in_);                         \
+    check_case(counts, &c_);                                                                                           \
+    th_release();                                                                                                      \
   } while (0)
 
 static th_tensor labels(tf_dtype dtype, size_t rank, const int64_t *shape, int64_t classes) {
@@ -242,9 +243,14 @@ static th_tensor labels(tf_dtype dtype, size_t rank, const int64_t *shape, int64
 }
 
 static void binary_cases(tf_test_counts *counts) {
-  static const struct { const char *label; tf_op op; backward_fn fn; } ops[] = {
-      {"add (sum_to)", TF_OP_ADD, grad_add}, {"sub (sum_to)", TF_OP_SUB, grad_sub},
-      {"mul (sum_to)", TF_OP_MUL, grad_mul}, {"div (sum_to)", TF_OP_DIV, grad_div}};
+  static const struct {
+    const char *label;
+    tf_op op;
+    backward_fn fn;
+  } ops[] = {{"add (sum_to)", TF_OP_ADD, grad_add},
+             {"sub (sum_to)", TF_OP_SUB, grad_sub},
+             {"mul (sum_to)", TF_OP_MUL, grad_mul},
+             {"div (sum_to)", TF_OP_DIV, grad_div}};
   for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
     tf_attrs none = th_no_attrs();
     CASE(ops[k].label, ops[k].op, none, ops[k].fn, R(-2, 2, 7), R(0.5, 2, 7));
@@ -303,8 +309,7 @@ static void norm_cases(tf_test_counts *counts) {
   static const int64_t features[] = {1, 3, 7, 20};
   for (size_t k = 0; k < sizeof(features) / sizeof(features[0]); k++) {
     int64_t d = features[k];
-    CASE("layer_norm_grad", TF_OP_LAYER_NORM, th_norm(1e-5f), grad_norm, R(-2, 2, 5, d), R(0.5, 1.5, d),
-         R(-1, 1, d));
+    CASE("layer_norm_grad", TF_OP_LAYER_NORM, th_norm(1e-5f), grad_norm, R(-2, 2, 5, d), R(0.5, 1.5, d), R(-1, 1, d));
     CASE("layer_norm_grad", TF_OP_LAYER_NORM, th_norm(1e-3f), grad_norm, R(-2, 2, 2, 3, d), R(0.5, 1.5, d));
     CASE("rms_norm_grad", TF_OP_RMS_NORM, th_norm(1e-5f), grad_norm, R(-2, 2, 2, 3, d), R(0.5, 1.5, d));
   }
