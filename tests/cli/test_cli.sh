@@ -1,0 +1,70 @@
+#!/bin/sh
+# The command line end to end: exit codes of compile / check / train / run, the README's accuracy
+# claim, and exact resume (100 steps + resume 100 == 200 steps, checkpoints byte for byte).
+# usage: test_cli.sh TIGHTFIT   (run from the repository root)
+tf=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+passed=0 failed=0
+expect() { # expect CODE DESCRIPTION COMMAND...
+  want=$1 what=$2
+  shift 2
+  "$@" > "$dir/out" 2> "$dir/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then
+    passed=$((passed + 1))
+    echo "ok: $what (exit $got)"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $what: exit $got, expected $want"
+    cat "$dir/out" "$dir/err"
+  fi
+}
+check() { # check DESCRIPTION CONDITION
+  if eval "$2"; then passed=$((passed + 1)); echo "ok: $1"; else failed=$((failed + 1)); echo "FAIL: $1"; fi
+}
+
+expect 0 "zoo mlp" "$tf" zoo mlp -o "$dir/mlp.tfg"
+expect 0 "compile" "$tf" compile "$dir/mlp.tfg" --set N=32 -o "$dir/mlp.tfplan"
+expect 2 "compile: unknown option" "$tf" compile "$dir/mlp.tfg" --bogus
+expect 2 "compile: missing file" "$tf" compile "$dir/none.tfg"
+expect 2 "compile: unknown symbol" "$tf" compile "$dir/mlp.tfg" --set Q=3
+expect 0 "check: fits in 1MiB" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 1MiB
+grep -q "fits" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check did not say fits"; }
+expect 1 "check: does not fit in 100KB" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 100KB
+grep -q "short by" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check gave no shortfall"; }
+expect 2 "check: bad size" "$tf" check "$dir/mlp.tfg" --budget 12XB
+expect 2 "check: no budget" "$tf" check "$dir/mlp.tfg"
+expect 2 "train: missing data" "$tf" train "$dir/mlp.tfplan" --steps 3
+expect 2 "train: data of another model" "$tf" train "$dir/mlp.tfplan" --steps 3 --data models/data/text/train
+expect 2 "report: not a plan" "$tf" report "$dir/mlp.tfg"
+
+expect 0 "train 300 steps on digits" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train \
+  --eval models/data/digits/test --steps 300 --json
+accuracy=$(sed -n 's/.*"eval_accuracy": \([0-9.]*\).*/\1/p' "$dir/out")
+echo "held-out accuracy after 300 steps: $accuracy"
+check "held-out accuracy >= 0.95" "awk 'BEGIN { exit !($accuracy >= 0.95) }'"
+grep -q '"allocations_after_create": 0' "$dir/out" && passed=$((passed + 1)) || {
+  failed=$((failed + 1)); echo "FAIL: allocations after create"; }
+
+expect 0 "train 200 steps straight" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 200 \
+  --checkpoint "$dir/straight"
+expect 0 "train 100 steps" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 100 \
+  --checkpoint "$dir/split"
+expect 0 "resume 100 steps" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 100 \
+  --checkpoint "$dir/split" --resume
+check "resumed checkpoint == straight checkpoint, byte for byte" \
+  "cmp -s '$dir/straight/latest.safetensors' '$dir/split/latest.safetensors'"
+expect 2 "resume without a checkpoint" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 \
+  --checkpoint "$dir/nothing" --resume
+
+expect 0 "compile inference" "$tf" compile "$dir/mlp.tfg" --inference --set N=40 -o "$dir/infer.tfplan"
+expect 0 "run with weights" "$tf" run "$dir/infer.tfplan" --data models/data/digits/test \
+  --weights "$dir/straight/latest.safetensors" --output "$dir" --json
+check "run wrote logits.npy" "[ -s '$dir/logits.npy' ]"
+expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models/data/digits/train --steps 1
+for command in zoo inspect dump compile check report train run; do
+  expect 0 "$command --help" "$tf" "$command" --help
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
