@@ -221,13 +221,14 @@ static void vjp_transpose(tf_vjp *v) {
   tf_vjp_give(v, 0, op1(v, TF_OP_TRANSPOSE, v->dy, &inverse));
 }
 
+/* Emitting nodes may move the node array: read the forward node through its id every time. */
 static void vjp_concat(tf_vjp *v) {
-  const tf_ir_node *node = &v->t->g->nodes[v->node];
   int32_t rank = tensor(v, v->dy)->rank;
   int32_t axis = attrs(v)->u.axis.axis < 0 ? attrs(v)->u.axis.axis + rank : attrs(v)->u.axis.axis;
+  int32_t n_inputs = v->t->g->nodes[v->node].n_inputs;
   int64_t start = 0;
-  for (int32_t i = 0; i < node->n_inputs; i++) {
-    int64_t length = tensor(v, node->inputs[i])->shape[axis];
+  for (int32_t i = 0; i < n_inputs; i++) {
+    int64_t length = tensor(v, tf_vjp_input(v, i))->shape[axis];
     if (tf_vjp_wants(v, i)) {
       tf_attrs at;
       memset(&at, 0, sizeof(at));

@@ -159,6 +159,11 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
                             TF_MAX_OUTPUTS);
     return -1;
   }
+  /* Callers may pass attributes (or inputs) that live in this very node array, which may move. */
+  tf_attrs copied_attrs;
+  memset(&copied_attrs, 0, sizeof(copied_attrs));
+  if (attrs)
+    copied_attrs = *attrs;
   if (!reserve((void **)&g->nodes, &g->cap_nodes, g->n_nodes, sizeof(tf_ir_node))) {
     *status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot grow the node array past %d", g->n_nodes);
     return -1;
@@ -172,8 +177,7 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
   node->n_outputs = n_outputs;
   for (int32_t i = 0; i < n_outputs; i++)
     node->outputs[i] = outputs[i];
-  if (attrs)
-    node->attrs = *attrs;
+  node->attrs = copied_attrs;
   if (!node->name || !node->inputs || !tf_strmap_put(&g->node_names, node->name, g->n_nodes)) {
     free(node->name);
     free(node->inputs);

@@ -1,0 +1,66 @@
+/* Planner quality and compile time for every zoo preset at two batch sizes (training, AdamW, fp32).
+ * Quality: the arena against the lower bound (the most bytes live at one step: no assignment can
+ * do better) and against no reuse. Compile time: the whole tf_compile (copy, shapes, autodiff,
+ * optimizer, schedule, liveness, assign, emit, verify), best of 3. Not a test: prints a table. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "tightfit/compiler.h"
+#include "tightfit/zoo.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(void) {
+  static const char *const batches[2] = {"N=1", "N=8"};
+  printf("%-14s %-5s %7s %7s %12s %12s %12s %8s %9s %10s\n", "preset", "batch", "steps", "buffers", "arena MiB",
+         "bound MiB", "no-reuse MiB", "arena/lb", "total GiB", "compile ms");
+  double worst = 0, slowest = 0;
+  for (int32_t p = 0; p < tf_zoo_preset_count(); p++) {
+    const char *name = tf_zoo_preset_at(p)->name;
+    tf_graph *g;
+    tf_status status = tf_zoo_build(name, NULL, 0, &g);
+    if (status) {
+      fprintf(stderr, "%s: %s\n", name, tf_status_message(status));
+      tf_status_free(status);
+      return 1;
+    }
+    for (int b = 0; b < 2; b++) {
+      tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+      options.bindings = batches[b];
+      options.optimizer = TF_OPTIMIZER_ADAMW;
+      double best = 1e30;
+      tf_plan *plan = NULL;
+      for (int repeat = 0; repeat < 3; repeat++) {
+        tf_plan_destroy(plan);
+        double start = now();
+        status = tf_compile(g, &options, &plan);
+        double elapsed = now() - start;
+        if (status) {
+          fprintf(stderr, "%s %s: %s\n", name, batches[b], tf_status_message(status));
+          tf_status_free(status);
+          return 1;
+        }
+        best = elapsed < best ? elapsed : best;
+      }
+      const tf_plan_report *r = &plan->report;
+      double ratio = (double)plan->region_bytes[TF_REGION_ARENA] / (double)r->arena_lower_bound;
+      printf("%-14s %-5s %7d %7d %12.1f %12.1f %12.1f %8.4f %9.2f %10.1f\n", name, batches[b], plan->n_steps,
+             plan->n_buffers, (double)plan->region_bytes[TF_REGION_ARENA] / 1048576.0,
+             (double)r->arena_lower_bound / 1048576.0, (double)r->arena_naive / 1048576.0, ratio,
+             (double)tf_plan_total_bytes(plan) / 1073741824.0, best * 1e3);
+      worst = ratio > worst ? ratio : worst;
+      slowest = best > slowest ? best : slowest;
+      tf_plan_destroy(plan);
+    }
+    tf_graph_destroy(g);
+  }
+  printf("\nworst arena / lower bound: %.4f (goal <= 1.05); slowest compile: %.1f ms (goal for xtts-gpt < 2000)\n",
+         worst, slowest * 1e3);
+  return 0;
+}
