@@ -112,6 +112,10 @@ static tf_status check_options(const tf_compile_options *o) {
                          (long long)t->alignment);
   if (t->threads < 1 || t->threads > 1024)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "target threads %d is outside 1..1024", t->threads);
+  if ((int)o->remat < 0 || o->remat > TF_REMAT_AUTO)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown recompute mode %d", (int)o->remat);
+  if (o->remat == TF_REMAT_AUTO && o->remat_budget <= 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "recompute 'auto' needs a budget in bytes");
   if (o->accumulate < 0 || o->accumulate > 1 << 20)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "accumulation steps %d is outside 1..%d", o->accumulate, 1 << 20);
   return NULL;
@@ -140,12 +144,14 @@ static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_grap
   return status;
 }
 
-tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+/* The whole pipeline once, with `drop` segments recomputed in auto mode. */
+static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, int32_t drop, tf_plan **out,
+                              int32_t *n_segments) {
   *out = NULL;
-  TF_RETURN_IF_ERROR(check_options(options));
   tf_training t;
   memset(&t, 0, sizeof(t));
   t.options = *options;
+  t.options_remat_drop = drop;
   tf_status status = bound_copy(graph, options->bindings, &t.g);
   if (!status)
     status = resolve_config(t.g, options, &t.config);
@@ -162,6 +168,8 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
   if (!status && options->training)
     status = tf_optimizer_pass(&t);
   if (!status)
+    status = tf_remat(&t);
+  if (!status)
     status = tf_schedule(&t);
   if (!status)
     status = tf_liveness(&t);
@@ -175,6 +183,8 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
     if (status)
       status = tf_status_prefix(status, "internal error: the compiled plan breaks an invariant");
   }
+  if (n_segments)
+    *n_segments = t.n_segments;
   tf_training_free(&t);
   if (status) {
     tf_plan_destroy(plan);
@@ -182,4 +192,56 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
   }
   *out = plan;
   return NULL;
+}
+
+/* auto: the fewest recomputed segments whose plan fits remat_budget, by binary search over the
+ * count with the exact plan each time (plan sizes fall as more segments are dropped). If even
+ * dropping all does not fit, the smallest plan is returned; the caller compares it to the budget. */
+static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  int32_t n_segments = 0;
+  tf_plan *best = NULL;
+  TF_RETURN_IF_ERROR(run_pipeline(graph, options, 0, &best, &n_segments));
+  if (tf_plan_total_bytes(best) <= options->remat_budget || n_segments == 0) {
+    *out = best;
+    return NULL;
+  }
+  tf_plan *all = NULL;
+  tf_status status = run_pipeline(graph, options, n_segments, &all, NULL);
+  if (status || tf_plan_total_bytes(all) > options->remat_budget) {
+    tf_plan_destroy(best);
+    *out = all;
+    return status;
+  }
+  tf_plan_destroy(best);
+  best = all;
+  int32_t lo = 0, hi = n_segments; /* lo does not fit, hi fits */
+  while (hi - lo > 1 && !status) {
+    int32_t mid = lo + (hi - lo) / 2;
+    tf_plan *plan = NULL;
+    status = run_pipeline(graph, options, mid, &plan, NULL);
+    if (status)
+      break;
+    if (tf_plan_total_bytes(plan) <= options->remat_budget) {
+      tf_plan_destroy(best);
+      best = plan;
+      hi = mid;
+    } else {
+      tf_plan_destroy(plan);
+      lo = mid;
+    }
+  }
+  if (status) {
+    tf_plan_destroy(best);
+    return status;
+  }
+  *out = best;
+  return NULL;
+}
+
+tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  *out = NULL;
+  TF_RETURN_IF_ERROR(check_options(options));
+  if (options->remat == TF_REMAT_AUTO && options->training)
+    return compile_auto(graph, options, out);
+  return run_pipeline(graph, options, 0, out, NULL);
 }

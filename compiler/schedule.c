@@ -1,10 +1,25 @@
 /* Pass 7, schedule: the execution order. The micro-batch block is the forward pass in model order,
  * then the backward pass in the order autodiff emitted it (reverse model order), with each
  * gradient accumulation placed right after the node that completes that gradient, so the
- * temporary dies at once. The optimizer block follows. */
+ * temporary dies at once. Recompute nodes (remat) are placed just before their first reader. The
+ * optimizer block follows. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "compiler/training.h"
+
+/* Appends the recompute nodes that node n's inputs need (depth first), then nothing else. */
+static void place_recompute(const tf_training *t, int32_t n, bool *placed, int32_t *schedule, int32_t *count) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  for (int32_t k = 0; k < node->n_inputs; k++) {
+    int32_t producer = t->g->tensors[node->inputs[k]].producer;
+    if (producer >= 0 && t->phase[producer] == TF_PHASE_RECOMPUTE && !placed[producer]) {
+      place_recompute(t, producer, placed, schedule, count);
+      placed[producer] = true;
+      schedule[(*count)++] = producer;
+    }
+  }
+}
 
 tf_status tf_schedule(tf_training *t) {
   tf_graph *g = t->g;
@@ -14,6 +29,12 @@ tf_status tf_schedule(tf_training *t) {
   int32_t *first_accumulate = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
   int32_t *next = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
   if (!t->schedule || !first_accumulate || !next) {
+    free(first_accumulate);
+    free(next);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "schedule: cannot allocate for %d nodes", g->n_nodes);
+  }
+  bool *placed = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof(bool));
+  if (!placed) {
     free(first_accumulate);
     free(next);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "schedule: cannot allocate for %d nodes", g->n_nodes);
@@ -36,8 +57,9 @@ tf_status tf_schedule(tf_training *t) {
   }
   for (int32_t n = 0; n < g->n_nodes; n++) {
     tf_phase phase = t->phase[n];
-    if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER)
+    if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER || phase == TF_PHASE_RECOMPUTE)
       continue;
+    place_recompute(t, n, placed, t->schedule, &count);
     t->schedule[count++] = n;
     for (int32_t a = first_accumulate[n]; a >= 0; a = next[a])
       t->schedule[count++] = a;
@@ -49,6 +71,7 @@ tf_status tf_schedule(tf_training *t) {
   t->n_schedule = count;
   free(first_accumulate);
   free(next);
+  free(placed);
   if (count != g->n_nodes)
     return tf_status_new(TF_ERR_INTERNAL, "schedule placed %d of %d nodes", count, g->n_nodes);
   return NULL;

@@ -39,6 +39,9 @@ typedef struct tf_training {
   int64_t arena_lower_bound, arena_naive;
   int32_t peak_step;
   int64_t *live_bytes;         /* n_schedule entries */
+  char remat_notes[256];       /* what remat chose, for the report */
+  int32_t options_remat_drop;  /* auto: how many segments to drop (the driver searches it) */
+  int32_t n_segments;          /* set by remat: segments found */
 } tf_training;
 
 /* Grows the per-tensor and per-node arrays to the graph's current size (new entries: activation,
@@ -54,6 +57,9 @@ int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role rol
 /* Adds a scalar f32 constant of value `value` (role constant). */
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
 void tf_training_free(tf_training *t);
+
+/* remat.c: activation recompute (options.remat); records what it chose in *notes (may be NULL). */
+tf_status tf_remat(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;   /* autodiff.c: backward nodes, grads per parameter */

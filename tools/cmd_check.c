@@ -9,9 +9,10 @@
 static void help(void) {
   printf("usage: tightfit check F.tfg --budget SIZE [options] [--json]\n\n"
          "Compiles the graph and compares the plan's total memory with the budget. SIZE is bytes or\n"
-         "a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30).\n\n"
+         "a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30). With --global-batch G,\n"
+         "searches micro-batch, accumulation and recompute for the fastest plan that fits.\n\n"
+         "In CI:  tightfit check model.tfg --budget 14.7GiB --global-batch 32 --set T=1024 || exit 1\n\n"
          "options:\n"
-         "  --budget SIZE          the device memory available (required)\n"
          "  --json                 machine-readable result\n");
   tf_compile_args_help();
   printf("\nexit codes: 0 fits, 1 does not fit, 2 bad usage or a bad graph.\n");
@@ -20,16 +21,11 @@ static void help(void) {
 int tf_cmd_check(int argc, char **argv) {
   tf_compile_args args;
   tf_compile_args_init(&args);
-  int64_t budget = -1;
   for (int i = 1; i < argc; i++) {
     bool error = false;
-    const char *value;
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
-    } else if (tf_cli_option(argc, argv, &i, "--budget", &value, &error)) {
-      if (!error && !tf_cli_parse_bytes(value, &budget))
-        return tf_cli_usage_error("check", "--budget: '%s' is not a size (e.g. 16GiB, 512MiB, 1000000)", value);
     } else if (tf_compile_args_take(&args, "check", argc, argv, &i, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("check", "unknown option '%s'", argv[i]);
@@ -43,14 +39,18 @@ int tf_cmd_check(int argc, char **argv) {
   }
   if (!args.graph_path)
     return tf_cli_usage_error("check", "missing the graph file");
+  int64_t budget = args.budget;
   if (budget < 0)
     return tf_cli_usage_error("check", "missing --budget SIZE");
   tf_plan *plan;
-  tf_status status = tf_compile_args_run(&args, &plan);
+  tf_budget_result search;
+  tf_status status = tf_compile_args_run(&args, &plan, &search);
   if (status)
     return tf_cli_fail("check", status);
   int64_t total = tf_plan_total_bytes(plan);
   bool fits = total <= budget;
+  static const char *const remat_names[] = {"none", "checkpoints", "auto"};
+  const char *remat = args.global_batch > 0 ? remat_names[search.remat] : remat_names[args.options.remat];
   char a[32], b[32];
   if (args.json) {
     tf_json j = {stdout, 0, {false}};
@@ -61,17 +61,33 @@ int tf_cmd_check(int argc, char **argv) {
     tf_json_int(&j, "shortfall_bytes", fits ? 0 : total - budget);
     tf_json_int(&j, "micro_batch", plan->micro_batch);
     tf_json_int(&j, "accumulate", plan->accumulate);
+    tf_json_int(&j, "global_batch", plan->global_batch);
+    tf_json_string(&j, "remat", remat);
+    if (args.global_batch > 0) {
+      tf_json_int(&j, "configurations_tried", search.tried);
+      tf_json_double(&j, "estimated_seconds_per_step", search.seconds_per_step);
+    }
     tf_compile_args_print_memory(plan, &j);
     tf_json_end_object(&j);
   } else if (fits) {
-    printf("%s: fits: %s of %s (%.1f%%), micro-batch %" PRId64 " x %d\n", args.graph_path,
-           tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)), 100.0 * (double)total / (double)budget,
-           plan->micro_batch, plan->accumulate);
+    printf("%s: fits: %s of %s (%.1f%%), micro-batch %" PRId64 " x %d accumulation = global batch %" PRId64
+           ", recompute %s\n",
+           args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
+           100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat);
     tf_compile_args_print_memory(plan, NULL);
+    if (args.global_batch > 0)
+      printf("search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,
+             search.seconds_per_step, search.summary);
   } else {
-    printf("%s: does not fit: needs %s, budget %s, short by %s\n", args.graph_path, tf_cli_bytes(total, a, sizeof(a)),
-           tf_cli_bytes(budget, b, sizeof(b)), tf_cli_bytes(total - budget, a, sizeof(a)));
+    char c[32];
+    printf("%s: does not fit: %s needs %s, budget %s, short by %s\n", args.graph_path,
+           args.global_batch > 0 ? "the smallest plan found" : "the plan", tf_cli_bytes(total, a, sizeof(a)),
+           tf_cli_bytes(budget, b, sizeof(b)), tf_cli_bytes(total - budget, c, sizeof(c)));
+    printf("smallest: micro-batch %" PRId64 " x %d, recompute %s; where the bytes go:\n", plan->micro_batch,
+           plan->accumulate, remat);
     tf_compile_args_print_memory(plan, NULL);
+    if (args.global_batch > 0)
+      printf("search (%d plans compiled):\n%s", search.tried, search.summary);
   }
   tf_plan_destroy(plan);
   return fits ? TF_EXIT_OK : TF_EXIT_FAILED;

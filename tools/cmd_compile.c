@@ -43,7 +43,8 @@ int tf_cmd_compile(int argc, char **argv) {
   if (!args.graph_path)
     return tf_cli_usage_error("compile", "missing the graph file");
   tf_plan *plan;
-  tf_status status = tf_compile_args_run(&args, &plan);
+  tf_budget_result search;
+  tf_status status = tf_compile_args_run(&args, &plan, &search);
   if (status)
     return tf_cli_fail("compile", status);
   if (output) {
@@ -70,6 +71,9 @@ int tf_cmd_compile(int argc, char **argv) {
            plan->training ? "training" : "inference", plan->graph_name, plan->n_steps, plan->n_buffers,
            plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
     tf_compile_args_print_memory(plan, NULL);
+    if (args.global_batch > 0)
+      printf("search (%d plans compiled):\n%s%s\n", search.tried, search.summary,
+             search.fits ? "" : "nothing fits the budget: this is the smallest plan");
   }
   tf_plan_destroy(plan);
   return TF_EXIT_OK;

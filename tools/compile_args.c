@@ -7,6 +7,8 @@
 void tf_compile_args_init(tf_compile_args *args) {
   memset(args, 0, sizeof(*args));
   args->options = tf_compile_options_default(TF_TARGET_CPU);
+  args->budget = -1;
+  args->global_batch = -1;
 }
 
 void tf_compile_args_help(void) {
@@ -18,7 +20,12 @@ void tf_compile_args_help(void) {
          "  --weight-decay X       weight decay (default: the graph's)\n"
          "  --clip X               global gradient-norm clipping, 0 = off (default: the graph's)\n"
          "  --accumulate K         micro-batches per optimizer step (default 1)\n"
-         "  --inference            a forward-only plan (no gradients, no optimizer)\n");
+         "  --inference            a forward-only plan (no gradients, no optimizer)\n"
+         "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
+         "                         boundaries), auto (recompute the least that fits --budget)\n"
+         "  --budget SIZE          device memory to fit: 512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
+         "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N\n"
+         "                         and recompute for the fastest plan that fits\n");
 }
 
 static bool parse_double(const char *text, double *value) {
@@ -54,6 +61,23 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
     args->json = true;
   } else if (strcmp(argv[*i], "--inference") == 0) {
     o->training = false;
+  } else if (tf_cli_option(argc, argv, i, "--remat", &value, error)) {
+    if (!*error && strcmp(value, "none") == 0)
+      o->remat = TF_REMAT_NONE;
+    else if (!*error && strcmp(value, "checkpoints") == 0)
+      o->remat = TF_REMAT_CHECKPOINTS;
+    else if (!*error && strcmp(value, "auto") == 0)
+      o->remat = TF_REMAT_AUTO;
+    else if (!*error)
+      *error = tf_cli_usage_error(command, "unknown recompute mode '%s' (none, checkpoints, auto)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--budget", &value, error)) {
+    if (!*error && !tf_cli_parse_bytes(value, &args->budget))
+      *error = tf_cli_usage_error(command, "--budget: '%s' is not a size (e.g. 16GiB, 512MiB, 1000000)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--global-batch", &value, error)) {
+    if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20)))
+      *error = tf_cli_usage_error(command, "--global-batch takes 1..%d, got '%s'", 1 << 20, value) != 0;
+    else if (!*error)
+      args->global_batch = integer;
   } else if (tf_cli_option(argc, argv, i, "--set", &value, error)) {
     if (!*error && !append_binding(args, value))
       *error = tf_cli_usage_error(command, "--set lists are too long") != 0;
@@ -105,13 +129,30 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
   return true;
 }
 
-tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan) {
+tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_budget_result *search) {
   *plan = NULL;
+  if (search)
+    memset(search, 0, sizeof(*search));
+  if (args->global_batch > 0 && args->budget < 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--global-batch needs --budget SIZE");
   tf_graph *g;
   TF_RETURN_IF_ERROR(tf_graph_load(args->graph_path, &g));
   tf_compile_options options = args->options;
   options.bindings = args->bindings[0] ? args->bindings : NULL;
-  tf_status status = tf_compile(g, &options, plan);
+  tf_status status = NULL;
+  if (args->global_batch > 0) {
+    tf_budget_options budget = {options, args->budget, args->global_batch, true};
+    tf_budget_result local;
+    status = tf_compile_budget(g, &budget, plan, search ? search : &local);
+  } else {
+    if (options.remat == TF_REMAT_AUTO) {
+      if (args->budget < 0)
+        status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "--remat auto needs --budget SIZE");
+      options.remat_budget = args->budget;
+    }
+    if (!status)
+      status = tf_compile(g, &options, plan);
+  }
   tf_graph_destroy(g);
   return status ? tf_status_prefix(status, "%s", args->graph_path) : NULL;
 }

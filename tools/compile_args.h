@@ -10,6 +10,8 @@ typedef struct tf_compile_args {
   tf_compile_options options;
   char bindings[1024];       /* all --set lists joined */
   const char *graph_path;
+  int64_t budget;            /* --budget, or -1 */
+  int64_t global_batch;      /* --global-batch, or -1: with --budget, search N, k and recompute */
   bool json;
 } tf_compile_args;
 
@@ -20,8 +22,9 @@ void tf_compile_args_init(tf_compile_args *args);
 bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, char **argv, int *i, bool *error);
 /* Prints the compile options' help lines. */
 void tf_compile_args_help(void);
-/* Loads the graph and compiles it; the caller destroys *plan. */
-tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan) TF_MUST_USE;
+/* Loads the graph and compiles it (searching micro-batch, accumulation and recompute when
+ * --global-batch is given); the caller destroys *plan. *search (may be NULL) describes the search. */
+tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_budget_result *search) TF_MUST_USE;
 /* Prints the plan's regions, total and arena quality (text or JSON object members). */
 void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json);
 

@@ -29,6 +29,12 @@ tf_target tf_target_default(tf_target_kind kind);
 bool tf_target_parse(const char *name, tf_target_kind *kind);
 const char *tf_target_name(tf_target_kind kind);
 
+typedef enum tf_remat_mode {
+  TF_REMAT_NONE = 0,     /* keep every activation the backward pass reads */
+  TF_REMAT_CHECKPOINTS,  /* keep only segment boundaries (the residual stream), recompute the rest */
+  TF_REMAT_AUTO          /* recompute the least that makes the plan fit remat_budget */
+} tf_remat_mode;
+
 typedef struct tf_compile_options {
   tf_target target;
   const char *bindings;      /* "N=8,T=128": symbols bound for this plan (NULL: defaults) */
@@ -39,6 +45,8 @@ typedef struct tf_compile_options {
   double clip_norm;          /* < 0: the graph's; 0: no clipping */
   double weight_decay;       /* < 0: the graph's */
   double epsilon;            /* AdamW epsilon; <= 0: the graph's (1e-8 if it has none) */
+  tf_remat_mode remat;
+  int64_t remat_budget;      /* TF_REMAT_AUTO: total plan bytes to fit */
 } tf_compile_options;
 
 /* Options for training on `target` with everything else taken from the graph. */
@@ -47,6 +55,33 @@ tf_compile_options tf_compile_options_default(tf_target_kind target);
 /* Compiles `graph` (not modified) into a new plan, verified before it is returned; the caller
  * destroys *out with tf_plan_destroy(). */
 tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) TF_MUST_USE;
+
+/* The budget search: the fastest plan (by the target's cost model) that fits `budget` bytes while
+ * training on `global_batch` samples per optimizer step. It tries every micro-batch N that divides
+ * the global batch (accumulation k = global_batch / N) and, for each, no recompute then the least
+ * recompute that fits (TF_REMAT_AUTO). */
+typedef struct tf_budget_options {
+  tf_compile_options base;   /* bindings may set other symbols (T=1024); N is searched */
+  int64_t budget;            /* bytes */
+  int64_t global_batch;      /* samples per optimizer step */
+  bool allow_remat;
+} tf_budget_options;
+
+typedef struct tf_budget_result {
+  bool fits;
+  int64_t micro_batch;
+  int32_t accumulate;
+  tf_remat_mode remat;
+  int64_t total_bytes;       /* of the chosen plan; when nothing fits, the smallest plan found */
+  double seconds_per_step;   /* the cost model's estimate */
+  int32_t tried;             /* configurations compiled */
+  char summary[1024];        /* what was tried and why this was chosen, one line each */
+} tf_budget_result;
+
+/* Searches; on success *out is the chosen plan (or, when nothing fits, the smallest one found, with
+ * result->fits false and status NULL). Errors only for bad input. */
+tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *options, tf_plan **out,
+                            tf_budget_result *result) TF_MUST_USE;
 
 #ifdef __cplusplus
 }

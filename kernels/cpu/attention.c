@@ -20,6 +20,12 @@
 #include "kernels/cpu/real.h"
 #include "kernels/cpu/workspace.h"
 
+// The omp simd loops below are a request, not a requirement: clang, when sanitizers keep it from
+// vectorising them, would otherwise warn at each.
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
 typedef struct attention {
   int64_t batch, queries, keys, heads, width, depth; /* width E = heads x depth D */
   int64_t block;                                     /* query rows per block */
@@ -134,6 +140,8 @@ static void softmax_row(real *row, int64_t allowed, int64_t keys) {
  * p [rows, keys]: softmax(scale q kᵀ), masked entries exactly 0. */
 static void probabilities(const attention *at, const real *q_block, const real *k_head, int64_t first, int64_t rows,
                           int64_t keys, real *p) {
+  if (keys == 0) // no keys (Tk = 0): the caller's products come out 0
+    return;
   gemm(false, true, rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, 0, p, keys);
   for (int64_t r = 0; r < rows; r++)
     softmax_row(p + r * keys, at->causal && first + r + 1 < keys ? first + r + 1 : keys, keys);
@@ -213,7 +221,7 @@ void TF_REAL_NAME(tf_cpu_attention_grad)(const tf_cpu_args *args) {
       int64_t offset = (n * at.queries + first) * at.width + column;
       probabilities(&at, q + offset, k_head, first, rows, keys, p);
       gemm(false, true, rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, 0, dp, keys);
-      for (int64_t r = 0; r < rows; r++) {
+      for (int64_t r = 0; keys > 0 && r < rows; r++) {
         real *p_row = p + r * keys, *dp_row = dp + r * keys;
         double delta = 0;
 #pragma omp simd reduction(+ : delta)

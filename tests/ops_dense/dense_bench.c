@@ -11,7 +11,7 @@
 #include "dense_harness.h"
 #include "kernels/cpu/list.h"
 
-#define REPEATS 7
+#define REPEATS 11
 
 static tf_cpu_tensor make(int32_t rank, const int64_t *shape, tf_dtype dtype) {
   tf_cpu_tensor t;

@@ -421,6 +421,53 @@ static void check_matmuls(tf_test_counts *c) {
   check_matmul(c, 4, (int64_t[]){2, 3, 17, 19}, 2, (int64_t[]){19, 23}, false, false);
 }
 
+/* Empty operands (a zero batch, K = 0, Tk = 0, no ids): kernels must write every output element
+ * (zeros where nothing is summed) and touch nothing else. */
+static void check_empty(tf_test_counts *c) {
+  struct {
+    const char *label;
+    tf_op op;
+    tf_attrs attrs;
+    int32_t n;
+    int32_t ranks[4];
+    int64_t shapes[4][4];
+  } cases[] = {
+      {"matmul K = 0", TF_OP_MATMUL, dense_matmul_attrs(false, false), 2, {2, 2}, {{3, 0}, {0, 4}}},
+      {"matmul batch 0", TF_OP_MATMUL, dense_matmul_attrs(false, true), 2, {3, 2}, {{0, 3, 2}, {4, 2}}},
+      {"conv2d batch 0", TF_OP_CONV2D, dense_conv_attrs(1, 1, 1, 1, 1, 1, 1, 0, 0), 2, {4, 4},
+       {{0, 2, 5, 5}, {3, 2, 3, 3}}},
+      {"conv2d_grad_weight batch 0", TF_OP_CONV2D_GRAD_WEIGHT, dense_conv_attrs(1, 1, 1, 1, 1, 1, 1, 0, 0), 3,
+       {4, 4, 4}, {{0, 2, 5, 5}, {0, 3, 5, 5}, {3, 2, 3, 3}}},
+      {"attention Tk = 0", TF_OP_ATTENTION, dense_attention_attrs(2, false, 0), 3, {3, 3, 3},
+       {{2, 3, 4}, {2, 0, 4}, {2, 0, 4}}},
+      {"attention_grad Tk = 0", TF_OP_ATTENTION_GRAD, dense_attention_attrs(2, true, 0), 4, {3, 3, 3, 3},
+       {{2, 3, 4}, {2, 0, 4}, {2, 0, 4}, {2, 3, 4}}},
+      {"attention_grad Tq = 0", TF_OP_ATTENTION_GRAD, dense_attention_attrs(1, false, 0), 4, {3, 3, 3, 3},
+       {{1, 0, 4}, {1, 5, 4}, {1, 5, 4}, {1, 0, 4}}},
+      {"max_pool2d batch 0", TF_OP_MAX_POOL2D, dense_pool_attrs(2, 2, 2, 2, 0, 0), 1, {4}, {{0, 3, 4, 4}}},
+      {"embedding_grad no ids", TF_OP_EMBEDDING_GRAD, dense_no_attrs(), 3, {1, 2, 2}, {{0}, {0, 3}, {5, 3}}},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    dense_tensor in[4], out[TF_MAX_OUTPUTS];
+    for (int32_t j = 0; j < cases[i].n; j++)
+      in[j] = dense_random(&rng, cases[i].ranks[j], cases[i].shapes[j], -1, 1);
+    if (cases[i].op == TF_OP_EMBEDDING_GRAD)
+      in[0].dtype = TF_I64;
+    for (int f64 = 0; f64 < 2; f64++) {
+      int32_t k = dense_call(c, cases[i].op, &cases[i].attrs, f64, 2, in, cases[i].n, out);
+      double largest = 0;
+      for (int32_t j = 0; j < k; j++)
+        largest = fmax(largest, dense_max_abs(&out[j]));
+      bool zero = k > 0 && largest == 0;
+      printf("%-4s %-44s %s outputs all zero\n", zero ? "ok" : "FAIL", cases[i].label, f64 ? "f64" : "f32");
+      CHECK(c, zero, "%s (%s): outputs not all zero (largest %g)", cases[i].label, f64 ? "f64" : "f32", largest);
+      if (k > 0)
+        dense_free_all(out, k);
+    }
+    dense_free_all(in, cases[i].n);
+  }
+}
+
 int main(void) {
   dense_setup();
   tf_test_counts counts = {0, 0};
@@ -431,6 +478,7 @@ int main(void) {
   check_embedding(&counts, TF_I32, 2, (int64_t[]){3, 5}, 7, 5);
   check_embedding(&counts, TF_I64, 1, (int64_t[]){11}, 4, 33);
   check_embedding(&counts, TF_I64, 3, (int64_t[]){2, 2, 3}, 3, 17);
+  check_empty(&counts);
   printf("\nworst finite-difference error per gradient (tolerance %.0e, h = %.0e):\n", FD_TOLERANCE, FD_STEP);
   for (int i = 0; i < 32 && worst_by_op[i].op; i++)
     printf("  %-24s %.2e\n", worst_by_op[i].op, worst_by_op[i].worst);

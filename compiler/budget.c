@@ -1,0 +1,126 @@
+/* Pass 11, budget: the outer search over micro-batch N, accumulation k (N x k = the global batch)
+ * and recompute, for the plan with the least estimated step time that fits the budget. Each
+ * candidate is compiled for real, so every number compared is an exact plan size; the cost model
+ * only ranks the candidates that fit. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/ir.h"
+#include "tightfit/compiler.h"
+
+/* Step time: FLOPs at the target's throughput plus a fixed cost per executed step (kernel launch,
+ * synchronisation), times the micro-batches per optimizer step. */
+static double estimate_seconds(const tf_plan *plan, const tf_target *target) {
+  double flops = 0;
+  for (int32_t s = 0; s < plan->micro_steps; s++)
+    flops += plan->steps[s].flops;
+  double per_step = target->kind == TF_TARGET_CPU ? 2e-6 : 10e-6;
+  double micro = flops / target->flops_per_second + per_step * plan->micro_steps;
+  double optimizer = 0;
+  for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
+    optimizer += plan->steps[s].flops;
+  return plan->accumulate * micro + optimizer / target->flops_per_second;
+}
+
+static void append(char *summary, int64_t n, int32_t k, const char *mode, int64_t bytes, double seconds,
+                   const char *verdict) {
+  size_t used = strlen(summary);
+  if (used < 1023)
+    snprintf(summary + used, 1024 - used, "N=%" PRId64 " x k=%d, recompute %s: %.2f GiB, %.3f s/step%s\n", n, k,
+             mode, (double)bytes / 1073741824.0, seconds, verdict);
+}
+
+/* Keeps `plan` as the best and/or the smallest so far; frees whatever no longer has a role. */
+static void keep(tf_plan *plan, bool better, tf_plan **best, tf_plan **smallest) {
+  tf_plan *old_best = *best, *old_smallest = *smallest;
+  if (better)
+    *best = plan;
+  if (!*smallest || tf_plan_total_bytes(plan) < tf_plan_total_bytes(*smallest))
+    *smallest = plan;
+  if (old_best && old_best != *best && old_best != *smallest)
+    tf_plan_destroy(old_best);
+  if (old_smallest && old_smallest != old_best && old_smallest != *best && old_smallest != *smallest)
+    tf_plan_destroy(old_smallest);
+  if (plan != *best && plan != *smallest)
+    tf_plan_destroy(plan);
+}
+
+static tf_status try_one(const tf_graph *graph, const tf_budget_options *o, int64_t n, tf_remat_mode remat,
+                         tf_plan **plan) {
+  char bindings[1100];
+  if (o->base.bindings && *o->base.bindings)
+    snprintf(bindings, sizeof(bindings), "%s,N=%" PRId64, o->base.bindings, n);
+  else
+    snprintf(bindings, sizeof(bindings), "N=%" PRId64, n);
+  tf_compile_options options = o->base;
+  options.bindings = bindings;
+  options.accumulate = (int32_t)(o->global_batch / n);
+  options.remat = remat;
+  options.remat_budget = o->budget;
+  return tf_compile(graph, &options, plan);
+}
+
+tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, tf_plan **out,
+                            tf_budget_result *result) {
+  *out = NULL;
+  memset(result, 0, sizeof(*result));
+  if (o->global_batch < 1 || o->global_batch > (1 << 20))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "global batch %" PRId64 " is outside 1..%d", o->global_batch, 1 << 20);
+  if (o->budget <= 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the budget must be positive");
+  if (tf_ir_find_symbol(graph, "N") < 0)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "graph '%s' has no batch symbol N to search", graph->name);
+  if (o->base.bindings && strstr(o->base.bindings, "N="))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--set N=... and --global-batch both fix the batch: give one");
+  tf_plan *best = NULL, *smallest = NULL;
+  double best_seconds = 0;
+  tf_status status = NULL;
+  for (int64_t n = o->global_batch; n >= 1 && !status; n--) {
+    if (o->global_batch % n != 0)
+      continue;
+    int32_t k = (int32_t)(o->global_batch / n);
+    for (int attempt = 0; attempt < (o->allow_remat ? 2 : 1) && !status; attempt++) {
+      tf_remat_mode remat = attempt ? TF_REMAT_AUTO : TF_REMAT_NONE;
+      tf_plan *plan = NULL;
+      status = try_one(graph, o, n, remat, &plan);
+      if (status)
+        break;
+      result->tried++;
+      int64_t bytes = tf_plan_total_bytes(plan);
+      double seconds = estimate_seconds(plan, &o->base.target);
+      bool fits = bytes <= o->budget;
+      bool better = fits && (!best || seconds < best_seconds);
+      append(result->summary, n, k, attempt ? "auto" : "none", bytes, seconds,
+             fits ? (better ? " (fits, fastest so far)" : " (fits)") : " (does not fit)");
+      if (better) {
+        best_seconds = seconds;
+        result->remat = remat;
+      }
+      keep(plan, better, &best, &smallest);
+      if (fits)
+        break; /* no need to recompute at this micro-batch */
+    }
+  }
+  if (status) {
+    if (smallest != best)
+      tf_plan_destroy(smallest);
+    tf_plan_destroy(best);
+    return status;
+  }
+  if (!best && !smallest)
+    return tf_status_new(TF_ERR_INTERNAL, "budget search compiled nothing");
+  tf_plan *chosen = best ? best : smallest;
+  if (smallest != chosen)
+    tf_plan_destroy(smallest);
+  result->fits = best != NULL;
+  result->micro_batch = chosen->micro_batch;
+  result->accumulate = chosen->accumulate;
+  result->total_bytes = tf_plan_total_bytes(chosen);
+  result->seconds_per_step = estimate_seconds(chosen, &o->base.target);
+  if (!best)
+    result->remat = TF_REMAT_AUTO;
+  *out = chosen;
+  return NULL;
+}
