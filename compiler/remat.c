@@ -83,6 +83,64 @@ done:
   return count;
 }
 
+/* Keeps every s-th cut, s chosen to minimise the modelled peak of checkpointing: the kept cuts'
+ * bytes plus the largest merged segment's saved bytes (recomputed all at once during its backward).
+ * Transformers keep every cut (the residual stream is small next to a layer's activations); a
+ * chain of equal layers keeps about sqrt(n), the classic scheme. Returns the kept count. */
+static int32_t keep_every_sth_cut(const tf_training *t, const bool *saved, int32_t *cuts, int32_t n_cuts) {
+  const tf_graph *g = t->g;
+  if (n_cuts < 2)
+    return n_cuts;
+  int64_t *inside = calloc((size_t)n_cuts + 1, sizeof(int64_t)); /* saved bytes strictly inside e_i */
+  int64_t *cut_bytes = calloc((size_t)n_cuts, sizeof(int64_t));
+  if (!inside || !cut_bytes) {
+    free(inside);
+    free(cut_bytes);
+    return n_cuts;
+  }
+  for (int32_t c = 0, start = 0; c <= n_cuts; c++) {
+    int32_t end = c < n_cuts ? cuts[c] : t->n_forward_nodes - 1;
+    for (int32_t p = start; p <= end; p++) {
+      int32_t out = g->nodes[p].outputs[0];
+      if (!saved[out])
+        continue;
+      if (c < n_cuts && p == end)
+        cut_bytes[c] = g->tensors[out].bytes;
+      else
+        inside[c] += g->tensors[out].bytes;
+    }
+    start = end + 1;
+  }
+  int32_t best_stride = 1;
+  int64_t best_peak = INT64_MAX;
+  for (int32_t stride = 1; stride <= n_cuts; stride++) {
+    int64_t kept = 0, largest = 0, current = 0;
+    for (int32_t c = 0; c <= n_cuts; c++) {
+      current += inside[c];
+      bool keep = c < n_cuts && (c + 1) % stride == 0;
+      if (c == n_cuts || keep) {
+        largest = current > largest ? current : largest;
+        current = 0;
+        if (keep)
+          kept += cut_bytes[c];
+      } else {
+        current += cut_bytes[c];
+      }
+    }
+    if (kept + largest < best_peak) {
+      best_peak = kept + largest;
+      best_stride = stride;
+    }
+  }
+  int32_t n_kept = 0;
+  for (int32_t c = 0; c < n_cuts; c++)
+    if ((c + 1) % best_stride == 0)
+      cuts[n_kept++] = cuts[c];
+  free(inside);
+  free(cut_bytes);
+  return n_kept;
+}
+
 static int by_ratio(const void *a, const void *b) {
   const segment *x = a, *y = b;
   double rx = (double)x->saved_bytes / (x->flops + 1.0), ry = (double)y->saved_bytes / (y->flops + 1.0);
@@ -176,6 +234,7 @@ tf_status tf_remat(tf_training *t) {
     goto done;
   }
   int32_t n_cuts = find_cuts(t, cuts), n_segments = 0;
+  n_cuts = keep_every_sth_cut(t, saved, cuts, n_cuts);
   for (int32_t c = 0, start = 0; c <= n_cuts; c++) {
     int32_t end = c < n_cuts ? cuts[c] : n - 1;
     if (end < start)

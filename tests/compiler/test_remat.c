@@ -1,0 +1,213 @@
+/* Recompute and the budget search. (1) Gradients with recompute equal those without, bit for bit
+ * on the CPU backend (dropout included: masks are keyed by a counter, not drawn from a stream).
+ * (2) The promise under search: for zoo families and a spread of budgets, the chosen plan fits,
+ * trains 3 steps, allocates exactly its planned bytes once and nothing after. (3) Recompute lowers
+ * the peak, and auto never recomputes more than checkpoints. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tightfit/compiler.h"
+#include "tightfit/runtime.h"
+#include "tightfit/zoo.h"
+
+static tf_test_counts counts;
+
+static void fill(tf_session *session, const tf_plan *plan, uint32_t salt) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i))
+      continue;
+    void *data = malloc((size_t)b->bytes);
+    int64_t n = b->bytes / tf_dtype_size(b->dtype);
+    uint32_t x = 12345u + salt;
+    for (int64_t k = 0; k < n; k++) {
+      x = x * 1664525u + 1013904223u;
+      if (b->dtype == TF_F32)
+        ((float *)data)[k] = (float)(x >> 8) / 16777216.0f - 0.5f;
+      else
+        ((int32_t *)data)[k] = (int32_t)((x >> 8) % 2);
+    }
+    tf_status_free(tf_session_write(session, b->name, data, b->bytes));
+    free(data);
+  }
+}
+
+static tf_graph *zoo(const char *preset, const char *const *overrides, int32_t n) {
+  tf_graph *g = NULL;
+  tf_status status = tf_zoo_build(preset, overrides, n, &g);
+  CHECK(&counts, status == NULL, "%s: %s", preset, tf_status_message(status));
+  tf_status_free(status);
+  return g;
+}
+
+/* A layered MLP with dropout between layers: cuts at every layer, dropout inside each segment. */
+static tf_graph *dropout_mlp(void) {
+  tf_graph *g = NULL;
+  tf_status_free(tf_graph_create("dropout_mlp", &g));
+  int32_t batch = tf_graph_symbol(g, "N", 4);
+  tf_tensor_id x = tf_graph_input(g, "x", TF_F32, TF_SHAPE(tf_sym(batch), tf_fixed(16)));
+  for (int layer = 0; layer < 4; layer++) {
+    char name[32];
+    snprintf(name, sizeof(name), "w%d", layer);
+    tf_tensor_id w = tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(16), tf_fixed(16)),
+                                        tf_init_make(TF_INIT_NORMAL, 0, 0.3));
+    tf_tensor_id h = tf_unary(g, TF_OP_TANH, tf_matmul(g, x, w, false, true));
+    x = tf_add(g, x, tf_dropout(g, h, 0.25f));
+  }
+  tf_tensor_id target = tf_graph_label(g, "target", TF_F32, TF_SHAPE(tf_sym(batch), tf_fixed(16)));
+  tf_graph_set_loss(g, tf_mse(g, x, target));
+  return g;
+}
+
+/* Trains one micro-step under `remat` and returns the gradient region's bytes (malloc'd). */
+static uint8_t *gradients_after_one_step(const tf_graph *g, const char *bindings, tf_remat_mode remat,
+                                         int64_t *arena, int64_t *bytes, double *flops) {
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = bindings;
+  options.remat = remat;
+  tf_plan *plan = NULL;
+  tf_status status = tf_compile(g, &options, &plan);
+  CHECK(&counts, status == NULL, "compile remat %d: %s", remat, tf_status_message(status));
+  tf_status_free(status);
+  if (!plan)
+    return NULL;
+  *arena = plan->region_bytes[TF_REGION_ARENA];
+  *flops = plan->report.flops[TF_PHASE_RECOMPUTE];
+  tf_session *session = NULL;
+  tf_session_options session_options = tf_session_options_default();
+  session_options.seed = 3;
+  CHECK_OK(&counts, tf_session_create(plan, &session_options, &session));
+  uint8_t *all = NULL;
+  *bytes = 0;
+  if (session) {
+    double loss;
+    fill(session, plan, 0);
+    CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+    for (int32_t i = 0; i < plan->n_buffers; i++) {
+      const tf_plan_buffer *b = &plan->buffers[i];
+      if (b->role != TF_ROLE_GRADIENT)
+        continue;
+      all = realloc(all, (size_t)(*bytes + b->bytes + 4));
+      CHECK_OK(&counts, tf_session_read(session, b->name, all + *bytes, b->bytes));
+      *bytes += b->bytes;
+    }
+    all = realloc(all, (size_t)(*bytes + 8));
+    memcpy(all + *bytes, &loss, 8); /* the loss too */
+    *bytes += 8;
+    tf_session_destroy(session);
+  }
+  tf_plan_destroy(plan);
+  return all;
+}
+
+static void bitwise_equal_gradients(const char *what, tf_graph *g, const char *bindings) {
+  int64_t arena[2], bytes[2];
+  double flops[2];
+  uint8_t *plain = gradients_after_one_step(g, bindings, TF_REMAT_NONE, &arena[0], &bytes[0], &flops[0]);
+  uint8_t *recomputed = gradients_after_one_step(g, bindings, TF_REMAT_CHECKPOINTS, &arena[1], &bytes[1], &flops[1]);
+  bool same = plain && recomputed && bytes[0] == bytes[1] && memcmp(plain, recomputed, (size_t)bytes[0]) == 0;
+  CHECK(&counts, same, "%s: gradients with recompute differ from those without", what);
+  CHECK(&counts, flops[1] > 0 && flops[0] == 0, "%s: recompute flops %g (none) and %g (checkpoints)", what, flops[0],
+        flops[1]);
+  CHECK(&counts, arena[1] < arena[0], "%s: the arena did not shrink (%" PRId64 " -> %" PRId64 ")", what, arena[0],
+        arena[1]);
+  printf("%-28s gradients + loss (%" PRId64 " bytes) bitwise equal with recompute; arena %.1f -> %.1f KiB, "
+         "recompute %.2f MFLOP\n",
+         what, bytes[0], (double)arena[0] / 1024, (double)arena[1] / 1024, flops[1] / 1e6);
+  free(plain);
+  free(recomputed);
+  tf_graph_destroy(g);
+}
+
+static void train_three(const char *what, const tf_plan *plan) {
+  tf_session *session = NULL;
+  CHECK_OK(&counts, tf_session_create(plan, NULL, &session));
+  if (!session)
+    return;
+  double loss = NAN;
+  for (int step = 0; step < 3; step++) {
+    for (int32_t m = 0; m < plan->accumulate; m++) {
+      fill(session, plan, (uint32_t)(step * 7 + m));
+      CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+    }
+    CHECK_OK(&counts, tf_session_optimizer_step(session));
+  }
+  tf_session_memory m = tf_session_memory_use(session);
+  CHECK(&counts, m.allocated_bytes == m.planned_bytes && m.allocations_after_create == 0 && isfinite(loss),
+        "%s: allocated %" PRId64 " planned %" PRId64 " after create %" PRId64 " loss %g", what, m.allocated_bytes,
+        m.planned_bytes, m.allocations_after_create, loss);
+  tf_session_destroy(session);
+}
+
+/* For each family, budgets from generous to tight: the search's plan fits and trains. */
+static void budgets_hold(void) {
+  static const struct {
+    const char *preset;
+    const char *overrides[6];
+    const char *bindings;
+  } cases[] = {
+      {"gpt", {"layers=3", "d_model=32", "heads=2", NULL}, "T=32"},
+      {"cnn", {NULL}, NULL},
+      {"asr-128-6-3", {"enc_layers=2", "dec_layers=1", "vocab=50", "d_model=64", "heads=2", NULL}, "T=8,U=6"},
+      {"vit-b16", {"image=32", "patch=8", "d_model=64", "layers=2", "heads=2", "classes=10"}, NULL},
+      {"dcgan", {"mels=32", "frames=16", "g_channels=8", "d_channels=8", "z_dim=10", NULL}, NULL},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    int32_t n = 0;
+    while (n < 6 && cases[c].overrides[n])
+      n++;
+    tf_graph *g = zoo(cases[c].preset, cases[c].overrides, n);
+    if (!g)
+      continue;
+    /* The largest and the smallest plan bracket the budgets. */
+    tf_budget_options options = {tf_compile_options_default(TF_TARGET_CPU), INT64_MAX / 4, 8, true};
+    options.base.bindings = cases[c].bindings;
+    options.base.optimizer = TF_OPTIMIZER_ADAMW;
+    tf_budget_result result;
+    tf_plan *plan = NULL;
+    CHECK_OK(&counts, tf_compile_budget(g, &options, &plan, &result));
+    int64_t high = plan ? tf_plan_total_bytes(plan) : 0;
+    tf_plan_destroy(plan);
+    int fitted = 0, refused = 0;
+    for (int step = 0; step < 8; step++) {
+      options.budget = high - (int64_t)((double)high * 0.1 * step);
+      plan = NULL;
+      tf_status status = tf_compile_budget(g, &options, &plan, &result);
+      CHECK(&counts, status == NULL, "%s: %s", cases[c].preset, tf_status_message(status));
+      tf_status_free(status);
+      if (!plan)
+        continue;
+      int64_t total = tf_plan_total_bytes(plan);
+      CHECK(&counts, result.fits == (total <= options.budget), "%s: fits flag wrong", cases[c].preset);
+      CHECK(&counts, plan->micro_batch * plan->accumulate == 8, "%s: global batch %" PRId64, cases[c].preset,
+            plan->micro_batch * plan->accumulate);
+      if (result.fits) {
+        char what[96];
+        snprintf(what, sizeof(what), "%s budget %" PRId64, cases[c].preset, options.budget);
+        train_three(what, plan);
+        fitted++;
+      } else {
+        refused++;
+      }
+      tf_plan_destroy(plan);
+    }
+    CHECK(&counts, fitted >= 2, "%s: only %d budgets fitted", cases[c].preset, fitted);
+    printf("%-12s 8 budgets from %.2f MiB down by 10%%: %d fit (trained 3 steps each, allocated == planned), "
+           "%d below the smallest plan\n",
+           cases[c].preset, (double)high / 1048576.0, fitted, refused);
+    tf_graph_destroy(g);
+  }
+}
+
+int main(void) {
+  bitwise_equal_gradients("gpt 2 layers", zoo("gpt", (const char *const[]){"layers=2", "d_model=32", "heads=2"}, 3),
+                          "N=2,T=16");
+  bitwise_equal_gradients("cnn", zoo("cnn", NULL, 0), "N=4");
+  bitwise_equal_gradients("mlp with dropout", dropout_mlp(), "N=4");
+  budgets_hold();
+  return tf_test_finish("remat", &counts);
+}
