@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
 #include "runtime/atomic_file.h"
 #include "tools/cli.h"
 
@@ -89,7 +88,7 @@ int32_t tf_timeline_bins(const tf_timeline *t, int32_t max_bins, int32_t *steps,
 /* ---- drawing ---- */
 
 enum {
-  WIDTH = 1280,
+  WIDTH = 1340,
   HEIGHT = 640,
   PLOT_LEFT = 96,
   PLOT_RIGHT = 950,
@@ -227,7 +226,7 @@ static void draw_phases(const picture *p, int32_t n_bins, int32_t width) {
   }
 }
 
-static void draw_grid(const picture *p, double *unit_out) {
+static void draw_grid(const picture *p) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   tf_text *t = p->text;
   int unit = 0;
@@ -236,7 +235,6 @@ static void draw_grid(const picture *p, double *unit_out) {
     scale *= 1024;
     unit++;
   }
-  *unit_out = scale;
   double step = nice_step(p->y_max / scale / 7, unit == 0);
   for (int k = 0; k * step * scale <= p->y_max * (1 + 1e-9) && k < 64; k++) {
     double y = y_at(p, k * step * scale);
@@ -474,8 +472,7 @@ tf_status tf_report_svg_element(tf_text *text, const tf_plan *plan, const tf_svg
   draw_header(&p);
   if (n_bins > 0)
     draw_phases(&p, n_bins, width);
-  double unit;
-  draw_grid(&p, &unit);
+  draw_grid(&p);
   draw_bands(&p, bins, n_bins, width);
   draw_lines(&p);
   draw_axes(&p, width);

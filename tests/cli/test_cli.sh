@@ -33,6 +33,16 @@ expect 0 "check: fits in 1MiB" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 1M
 grep -q "fits" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check did not say fits"; }
 expect 1 "check: does not fit in 100KB" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 100KB
 grep -q "short by" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check gave no shortfall"; }
+expect 0 "check: search fits" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 64
+grep -q "micro-batch 64 x 1" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: search choice"; cat "$dir/out"; }
+expect 1 "check: search finds nothing" "$tf" check "$dir/mlp.tfg" --budget 200KB --global-batch 64
+grep -q "smallest plan found" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: no smallest plan"; }
+expect 0 "check: search --json" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 64 --json
+grep -q '"fits": true' "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: json fits"; }
+expect 2 "check: global batch and N both" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 64 --set N=4
+expect 2 "check: global batch 0" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 0
+expect 2 "compile: remat auto without budget" "$tf" compile "$dir/mlp.tfg" --remat auto
+expect 0 "compile: remat checkpoints" "$tf" compile "$dir/mlp.tfg" --remat checkpoints --set N=32
 expect 2 "check: bad size" "$tf" check "$dir/mlp.tfg" --budget 12XB
 expect 2 "check: no budget" "$tf" check "$dir/mlp.tfg"
 expect 2 "train: missing data" "$tf" train "$dir/mlp.tfplan" --steps 3
