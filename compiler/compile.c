@@ -112,8 +112,10 @@ static tf_status check_options(const tf_compile_options *o) {
                          (long long)t->alignment);
   if (t->threads < 1 || t->threads > 1024)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "target threads %d is outside 1..1024", t->threads);
-  if ((int)o->remat < 0 || o->remat > TF_REMAT_AUTO)
+  if ((int)o->remat < 0 || o->remat > TF_REMAT_LIST)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown recompute mode %d", (int)o->remat);
+  if (o->remat == TF_REMAT_LIST && (o->remat_list_count < 0 || (o->remat_list_count > 0 && !o->remat_list)))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "recompute 'list' needs its names");
   if (o->remat == TF_REMAT_AUTO && o->remat_budget <= 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "recompute 'auto' needs a budget in bytes");
   if (o->accumulate < 0 || o->accumulate > 1 << 20)
@@ -145,13 +147,30 @@ static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_grap
 }
 
 /* The whole pipeline once, with `drop` segments recomputed in auto mode. */
+static char *copy_name(const char *name) {
+  size_t n = strlen(name) + 1;
+  char *out = malloc(n);
+  if (out)
+    memcpy(out, name, n);
+  return out;
+}
+
+void tf_compile_free_names(char **names, int32_t count) {
+  for (int32_t i = 0; names && i < count; i++)
+    free(names[i]);
+  free(names);
+}
+
+/* The whole pipeline once (`drop` segments recomputed in auto mode). With `saved`, also returns
+ * the names of the saved activations (remat's candidates). */
 static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, int32_t drop, tf_plan **out,
-                              int32_t *n_segments) {
+                              int32_t *n_segments, char ***saved, int32_t *n_saved) {
   *out = NULL;
   tf_training t;
   memset(&t, 0, sizeof(t));
   t.options = *options;
   t.options_remat_drop = drop;
+  t.collect_saved = saved != NULL;
   tf_status status = bound_copy(graph, options->bindings, &t.g);
   if (!status)
     status = resolve_config(t.g, options, &t.config);
@@ -185,6 +204,16 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   }
   if (n_segments)
     *n_segments = t.n_segments;
+  if (!status && saved) {
+    *saved = calloc((size_t)(t.n_saved ? t.n_saved : 1), sizeof(char *));
+    *n_saved = 0;
+    for (int32_t i = 0; *saved && i < t.n_saved; i++) {
+      (*saved)[i] = copy_name(t.g->tensors[t.saved_list[i]].name);
+      (*n_saved)++;
+    }
+    if (!*saved)
+      status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot list the saved activations");
+  }
   tf_training_free(&t);
   if (status) {
     tf_plan_destroy(plan);
@@ -200,13 +229,13 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
 static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   int32_t n_segments = 0;
   tf_plan *best = NULL;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, options, 0, &best, &n_segments));
+  TF_RETURN_IF_ERROR(run_pipeline(graph, options, 0, &best, &n_segments, NULL, NULL));
   if (tf_plan_total_bytes(best) <= options->remat_budget || n_segments == 0) {
     *out = best;
     return NULL;
   }
   tf_plan *all = NULL;
-  tf_status status = run_pipeline(graph, options, n_segments, &all, NULL);
+  tf_status status = run_pipeline(graph, options, n_segments, &all, NULL, NULL, NULL);
   if (status || tf_plan_total_bytes(all) > options->remat_budget) {
     tf_plan_destroy(best);
     *out = all;
@@ -218,7 +247,7 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   while (hi - lo > 1 && !status) {
     int32_t mid = lo + (hi - lo) / 2;
     tf_plan *plan = NULL;
-    status = run_pipeline(graph, options, mid, &plan, NULL);
+    status = run_pipeline(graph, options, mid, &plan, NULL, NULL, NULL);
     if (status)
       break;
     if (tf_plan_total_bytes(plan) <= options->remat_budget) {
@@ -238,10 +267,105 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   return NULL;
 }
 
+/* auto on graphs too small or too unstructured for segments (at most 48 saved activations): greedy
+ * over single activations, each candidate judged by an exact plan: drop the one with the most bytes
+ * saved per recomputed FLOP, until the plan fits or nothing helps. O(candidates^2) compiles. */
+enum { GENERAL_GREEDY_LIMIT = 48 };
+
+static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options *options, char **names, int32_t n,
+                                tf_plan **out) {
+  const char **chosen = calloc((size_t)(n ? n : 1), sizeof(char *));
+  bool *used = calloc((size_t)(n ? n : 1), sizeof(bool));
+  tf_compile_options o = *options;
+  o.remat = TF_REMAT_LIST;
+  o.remat_list = chosen;
+  o.remat_list_count = 0;
+  tf_plan *current = NULL;
+  tf_status status = chosen && used ? run_pipeline(graph, &o, 0, &current, NULL, NULL, NULL)
+                                    : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  int32_t plateau = 0; /* moves that saved nothing, allowed since two drops can free what one cannot */
+  while (!status && tf_plan_total_bytes(current) > options->remat_budget && plateau <= n) {
+    int32_t best = -1, flat = -1;
+    double best_score = 0, flat_cost = INFINITY;
+    tf_plan *best_plan = NULL, *flat_plan = NULL;
+    for (int32_t i = 0; i < n && !status; i++) {
+      if (used[i])
+        continue;
+      chosen[o.remat_list_count] = names[i];
+      o.remat_list_count++;
+      tf_plan *trial = NULL;
+      status = run_pipeline(graph, &o, 0, &trial, NULL, NULL, NULL);
+      o.remat_list_count--;
+      if (status)
+        break;
+      double saved = (double)(tf_plan_total_bytes(current) - tf_plan_total_bytes(trial));
+      double cost = trial->report.flops[TF_PHASE_RECOMPUTE] - current->report.flops[TF_PHASE_RECOMPUTE] + 1.0;
+      double score = saved / cost;
+      if (saved > 0 && score > best_score) {
+        best_score = score;
+        best = i;
+        tf_plan_destroy(best_plan);
+        best_plan = trial;
+      } else if (saved == 0 && cost < flat_cost) {
+        flat_cost = cost;
+        flat = i;
+        tf_plan_destroy(flat_plan);
+        flat_plan = trial;
+      } else {
+        tf_plan_destroy(trial);
+      }
+    }
+    if (!status && best < 0 && flat >= 0) {
+      best = flat;
+      best_plan = flat_plan;
+      flat_plan = NULL;
+      plateau++;
+    }
+    tf_plan_destroy(flat_plan);
+    if (status || best < 0) {
+      tf_plan_destroy(best_plan);
+      break;
+    }
+    used[best] = true;
+    chosen[o.remat_list_count++] = names[best];
+    tf_plan_destroy(current);
+    current = best_plan;
+  }
+  free(chosen);
+  free(used);
+  if (status) {
+    tf_plan_destroy(current);
+    return status;
+  }
+  *out = current;
+  return NULL;
+}
+
 tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   *out = NULL;
   TF_RETURN_IF_ERROR(check_options(options));
-  if (options->remat == TF_REMAT_AUTO && options->training)
-    return compile_auto(graph, options, out);
-  return run_pipeline(graph, options, 0, out, NULL);
+  if (options->remat == TF_REMAT_AUTO && options->training) {
+    char **names = NULL;
+    int32_t n = 0;
+    TF_RETURN_IF_ERROR(tf_compile_saved_activations(graph, options, &names, &n));
+    tf_status status = n <= GENERAL_GREEDY_LIMIT ? compile_greedy(graph, options, names, n, out)
+                                                 : compile_auto(graph, options, out);
+    tf_compile_free_names(names, n);
+    return status;
+  }
+  return run_pipeline(graph, options, 0, out, NULL, NULL, NULL);
+}
+
+tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_options *options, char ***names,
+                                       int32_t *count) {
+  *names = NULL;
+  *count = 0;
+  TF_RETURN_IF_ERROR(check_options(options));
+  tf_compile_options plain = *options;
+  plain.remat = TF_REMAT_NONE;
+  plain.training = true;
+  tf_plan *plan = NULL;
+  tf_status status = run_pipeline(graph, &plain, 0, &plan, NULL, names, count);
+  tf_plan_destroy(plan);
+  return status;
 }

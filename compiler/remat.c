@@ -217,11 +217,55 @@ static tf_status rewrite_readers(tf_training *t, const bool *dropped, int32_t *r
   return r.status;
 }
 
+static tf_status collect_saved(tf_training *t) {
+  bool *saved = find_saved(t);
+  if (!saved)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  t->saved_list = malloc(sizeof(int32_t) * (size_t)(t->g->n_tensors ? t->g->n_tensors : 1));
+  t->n_saved = 0;
+  for (int32_t n = 0; t->saved_list && n < t->n_forward_nodes; n++)
+    if (saved[t->g->nodes[n].outputs[0]])
+      t->saved_list[t->n_saved++] = t->g->nodes[n].outputs[0];
+  free(saved);
+  return t->saved_list ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
+}
+
+/* TF_REMAT_LIST: exactly the named saved activations. */
+static tf_status remat_list(tf_training *t) {
+  tf_graph *g = t->g;
+  bool *dropped = calloc((size_t)(g->n_tensors * 2 + 16), sizeof(bool));
+  if (!dropped)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  tf_status status = NULL;
+  for (int32_t i = 0; i < t->options.remat_list_count && !status; i++) {
+    int32_t id = tf_strmap_get(&g->tensor_names, t->options.remat_list[i]);
+    int32_t producer = id >= 0 ? g->tensors[id].producer : -1;
+    if (producer < 0 || producer >= t->n_forward_nodes || id == t->loss)
+      status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "cannot recompute '%s': not an activation of the forward pass",
+                             t->options.remat_list[i]);
+    else
+      dropped[id] = true;
+  }
+  int32_t recomputed = 0;
+  if (!status)
+    status = rewrite_readers(t, dropped, &recomputed);
+  snprintf(t->remat_notes, sizeof(t->remat_notes), "recompute: %d listed activations, %d forward nodes recomputed",
+           t->options.remat_list_count, recomputed);
+  free(dropped);
+  return status;
+}
+
 tf_status tf_remat(tf_training *t) {
   tf_remat_mode mode = t->options.remat;
   snprintf(t->remat_notes, sizeof(t->remat_notes), "recompute: none (every saved activation is kept)");
-  if (mode == TF_REMAT_NONE || !t->options.training)
+  if (!t->options.training)
     return NULL;
+  if (t->collect_saved)
+    TF_RETURN_IF_ERROR(collect_saved(t));
+  if (mode == TF_REMAT_NONE)
+    return NULL;
+  if (mode == TF_REMAT_LIST)
+    return remat_list(t);
   tf_graph *g = t->g;
   int32_t n = t->n_forward_nodes;
   int32_t *cuts = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));

@@ -136,5 +136,6 @@ void tf_training_free(tf_training *t) {
   free(t->workspace_bytes);
   free(t->workspace_offset);
   free(t->live_bytes);
+  free(t->saved_list);
   memset(t, 0, sizeof(*t));
 }

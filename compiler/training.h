@@ -42,6 +42,9 @@ typedef struct tf_training {
   char remat_notes[256];       /* what remat chose, for the report */
   int32_t options_remat_drop;  /* auto: how many segments to drop (the driver searches it) */
   int32_t n_segments;          /* set by remat: segments found */
+  int32_t *saved_list;         /* set by remat when asked (collect_saved): saved activations, forward order */
+  int32_t n_saved;
+  bool collect_saved;
 } tf_training;
 
 /* Grows the per-tensor and per-node arrays to the graph's current size (new entries: activation,

@@ -1,17 +1,22 @@
-/* `tightfit dump F.tfg`: the graph as JSON, readable by `flatc -b schema/graph.fbs F.json`. */
+/* `tightfit dump F.tfg|P.tfplan`: a graph or a plan as JSON, readable by
+ * `flatc -b schema/graph.fbs F.json` (graphs) or `flatc -b schema/plan.fbs P.json` (plans). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/file.h"
 #include "schema/graph_fb.h"
+#include "schema/plan_fb.h"
 #include "tools/cli.h"
 
 static void help(void) {
-  printf("usage: tightfit dump F.tfg [-o F.json]\n\n"
-         "Prints the graph file as JSON (strict, enums by name). flatc turns it back into a binary:\n"
-         "  flatc -b schema/graph.fbs F.json\n"
-         "Only the FlatBuffers Verifier runs, so dump also shows files that 'inspect' refuses.\n\n"
+  printf("usage: tightfit dump F.tfg|P.tfplan [-o F.json]\n\n"
+         "Prints a graph or a plan file as JSON (strict, enums by name); the file identifier says\n"
+         "which. flatc turns it back into a binary:\n"
+         "  flatc -b schema/graph.fbs F.json     (graphs)\n"
+         "  flatc -b schema/plan.fbs P.json      (plans)\n"
+         "Only the FlatBuffers Verifier runs, so dump also shows files that 'inspect' or 'report'\n"
+         "refuse.\n\n"
          "options:\n"
          "  -o, --output F   write the JSON to F instead of standard output\n");
 }
@@ -45,7 +50,8 @@ int tf_cmd_dump(int argc, char **argv) {
   if (status)
     return tf_cli_fail("dump", status);
   char *json = NULL;
-  status = tf_graph_fb_to_json(data, size, &json);
+  bool is_plan = size >= 8 && memcmp((const char *)data + 4, "TFPL", 4) == 0;
+  status = is_plan ? tf_plan_fb_to_json(data, size, &json) : tf_graph_fb_to_json(data, size, &json);
   free(data);
   if (status)
     return tf_cli_fail("dump", tf_status_prefix(status, "%s", input));

@@ -10,81 +10,32 @@
 #include "compiler/ops.h"
 #include "tightfit/plan.h"
 #include "tools/cli.h"
-
-#define PEAK_BUFFERS 8 /* the largest buffers shown at the peak step */
+#include "tools/report.h"
+#include "tools/report_html.h"
+#include "tools/report_svg.h"
 
 static void help(void) {
-  printf("usage: tightfit report P.tfplan [--json]\n\n"
+  printf("usage: tightfit report P.tfplan [--json] [--svg F] [--html F] [--budget SIZE]\n\n"
          "Loads a plan (FlatBuffers Verifier and every plan invariant) and shows where its memory goes:\n"
          "each region and the buffer roles inside it, in human units and exact bytes; the arena against\n"
          "its lower bound (the most bytes live at one step) and against no reuse; the peak step and the\n"
          "largest buffers live there; micro-batch, accumulation and global batch; estimated FLOPs per\n"
          "phase; and the compiler's notes.\n\n"
          "options:\n"
-         "  --json   machine-readable output\n\n"
-         "exit codes: 0 ok, 2 bad usage or a malformed plan (the message names the file and problem).\n");
-}
-
-static int32_t count_role(const tf_plan *plan, tf_buffer_role role) {
-  int32_t n = 0;
-  for (int32_t i = 0; i < plan->n_buffers; i++)
-    n += plan->buffers[i].role == role;
-  return n;
-}
-
-static const char *flops_text(double flops, char *buf, size_t size) {
-  static const char *const units[] = {"", "K", "M", "G", "T", "P", "E"};
-  int unit = 0;
-  while (flops >= 1000 && unit < 6) {
-    flops /= 1000;
-    unit++;
-  }
-  snprintf(buf, size, unit ? "%.2f %sFLOP" : "%.0f %sFLOP", flops, units[unit]);
-  return buf;
-}
-
-static const char *shape_text(const tf_plan_buffer *b, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, "%s [", tf_dtype_name(b->dtype));
-  for (int32_t d = 0; d < b->rank && used < size; d++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, d ? "," : "", b->shape[d]);
-  if (used < size)
-    snprintf(buf + used, size - used, "]");
-  return buf;
-}
-
-/* Arena buffers live at `step`, largest first (ties by id); returns how many, at most `limit`. */
-static int32_t largest_live(const tf_plan *plan, int32_t step, int32_t *ids, int32_t limit) {
-  int32_t n = 0;
-  for (int32_t id = 0; id < plan->n_buffers; id++) {
-    const tf_plan_buffer *b = &plan->buffers[id];
-    if (b->region != TF_REGION_ARENA || b->first_step > step || b->last_step < step)
-      continue;
-    int32_t at = n < limit ? n++ : limit;
-    while (at > 0 && plan->buffers[ids[at - 1]].bytes < b->bytes)
-      at--;
-    if (at >= limit)
-      continue;
-    memmove(&ids[at + 1], &ids[at], sizeof(int32_t) * (size_t)(n - 1 - at));
-    ids[at] = id;
-  }
-  return n;
-}
-
-typedef struct summary {
-  int64_t total, naive_total, saving;
-  double ratio; /* arena / lower bound; 0 without a lower bound */
-} summary;
-
-static summary summarise(const tf_plan *plan) {
-  summary s;
-  s.total = tf_plan_total_bytes(plan);
-  /* The same regions with an arena that reuses nothing: what the plan would need without liveness. */
-  s.naive_total = s.total - plan->region_bytes[TF_REGION_ARENA] + plan->report.arena_naive;
-  s.saving = s.naive_total - s.total;
-  s.ratio = plan->report.arena_lower_bound > 0
-                ? (double)plan->region_bytes[TF_REGION_ARENA] / (double)plan->report.arena_lower_bound
-                : 0.0;
-  return s;
+         "  --json          machine-readable output\n"
+         "  --svg F         also write the memory timeline picture to F (SVG): bytes in use at every plan\n"
+         "                  step, stacked by category (parameters + constants, gradients, optimizer state\n"
+         "                  and io as constant bands; the arena's live activations and workspaces on top),\n"
+         "                  with the peak step marked, the phases shaded and the plan's total as a line.\n"
+         "                  Plans of more than 2000 steps are drawn in bins that keep each bin's maximum.\n"
+         "  --html F        also write a self-contained HTML page to F: the same picture inlined and the\n"
+         "                  report's tables (no scripts, no network, no other files)\n"
+         "  --budget SIZE   draw a budget line (e.g. 16GiB, 512MiB, 8GB) and say whether the plan's total\n"
+         "                  fits it; the title of the picture says when it does not\n\n"
+         "The outputs combine: the text or JSON report is printed as usual, with a line (or a JSON field)\n"
+         "naming each file written. Files are written atomically (a temporary file, then renamed).\n\n"
+         "exit codes: 0 ok, 2 bad usage, a malformed plan or a file that cannot be written (the message\n"
+         "names the file and problem).\n");
 }
 
 static void print_row(const char *indent, const char *label, int64_t bytes, int32_t count) {
@@ -97,40 +48,16 @@ static void print_row(const char *indent, const char *label, int64_t bytes, int3
          tf_cli_count(bytes, exact, sizeof(exact)));
 }
 
-/* The memory table: each region, then the roles it holds. */
-static void print_memory(const tf_plan *plan, const summary *s) {
-  static const struct {
-    tf_region region;
-    const char *label;
-    tf_buffer_role roles[2];
-    const char *role_labels[2];
-    int n_roles;
-  } regions[] = {
-      {TF_REGION_PARAMETERS,
-       "parameters region",
-       {TF_ROLE_PARAMETER, TF_ROLE_CONSTANT},
-       {"parameters", "constants"},
-       2},
-      {TF_REGION_GRADIENTS, "gradients region", {TF_ROLE_GRADIENT}, {"gradients"}, 1},
-      {TF_REGION_OPTIMIZER_STATE, "optimizer state region", {TF_ROLE_OPTIMIZER_STATE}, {"optimizer state"}, 1},
-      {TF_REGION_ARENA,
-       "activations arena",
-       {TF_ROLE_ACTIVATION, TF_ROLE_WORKSPACE},
-       {"activations, without reuse", "workspaces, without reuse"},
-       2},
-      {TF_REGION_IO, "io (double-buffered micro-batches)", {TF_ROLE_INPUT, TF_ROLE_LABEL}, {"inputs", "labels"}, 2},
-  };
+/* The memory table: each region, then the roles it holds, then the total. */
+static void print_memory(const tf_plan *plan) {
+  tf_report_row rows[TF_REPORT_MAX_ROWS];
+  int n = tf_report_memory_rows(plan, rows);
   printf("\n  %-40s %12s %18s\n", "memory (each region allocated once)", "size", "exact bytes");
-  for (size_t i = 0; i < sizeof(regions) / sizeof(regions[0]); i++) {
-    print_row("", regions[i].label, plan->region_bytes[regions[i].region], -1);
-    for (int k = 0; k < regions[i].n_roles; k++)
-      print_row("  ", regions[i].role_labels[k], plan->report.role_bytes[regions[i].roles[k]],
-                count_role(plan, regions[i].roles[k]));
-  }
-  print_row("", "total", s->total, -1);
+  for (int i = 0; i < n; i++)
+    print_row(rows[i].depth ? "  " : "", rows[i].label, rows[i].bytes, rows[i].count);
 }
 
-static void print_arena(const tf_plan *plan, const summary *s) {
+static void print_arena(const tf_plan *plan, const tf_report_summary *s) {
   const tf_plan_report *r = &plan->report;
   char a[64], b[64];
   printf("\narena: %s; lower bound %s (the most bytes live at one step)",
@@ -159,12 +86,12 @@ static void print_peak(const tf_plan *plan) {
   char bytes[64], shape[256];
   printf("\npeak: step %d '%s' (%s, %s): %s live in the arena\n", r->peak_step, peak->name, tf_op_name(peak->op),
          tf_phase_name(peak->phase), tf_cli_bytes(r->live_bytes[r->peak_step], bytes, sizeof(bytes)));
-  int32_t ids[PEAK_BUFFERS];
-  int32_t n = largest_live(plan, r->peak_step, ids, PEAK_BUFFERS);
+  int32_t ids[TF_REPORT_PEAK_BUFFERS];
+  int32_t n = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS);
   for (int32_t i = 0; i < n; i++) {
     const tf_plan_buffer *buffer = &plan->buffers[ids[i]];
     printf("  %-32s %-10s %-22s %12s  steps [%d, %d]\n", buffer->name, tf_role_name(buffer->role),
-           shape_text(buffer, shape, sizeof(shape)), tf_cli_bytes(buffer->bytes, bytes, sizeof(bytes)),
+           tf_report_shape_text(buffer, shape, sizeof(shape)), tf_cli_bytes(buffer->bytes, bytes, sizeof(bytes)),
            buffer->first_step, buffer->last_step);
   }
 }
@@ -179,7 +106,7 @@ static void print_program(const tf_plan *plan) {
   printf("flops:");
   for (int phase = 0; phase < TF_PHASE_COUNT; phase++)
     printf("%s %s %s", phase ? "," : "", tf_phase_name((tf_phase)phase),
-           flops_text(r->flops[phase], flops, sizeof(flops)));
+           tf_report_flops_text(r->flops[phase], flops, sizeof(flops)));
   printf("\n");
   if (!r->notes || !r->notes[0])
     return;
@@ -192,20 +119,45 @@ static void print_program(const tf_plan *plan) {
   }
 }
 
-static void print_text(const char *path, const tf_plan *plan) {
-  summary s = summarise(plan);
+/* What the picture options asked for, echoed in the text and JSON outputs. */
+typedef struct picture_outputs {
+  const char *svg, *html; /* files written, or NULL */
+  int64_t budget;         /* > 0 when --budget was given */
+} picture_outputs;
+
+static void print_outputs(const tf_plan *plan, const picture_outputs *outputs) {
+  if (outputs->budget > 0) {
+    int64_t total = tf_plan_total_bytes(plan);
+    char budget[32], bytes[32], difference[32];
+    bool over = total > outputs->budget;
+    printf("\nbudget: %s; the plan's total %s %s %s%s\n", tf_cli_bytes(outputs->budget, budget, sizeof(budget)),
+           tf_cli_bytes(total, bytes, sizeof(bytes)), over ? "exceeds it by" : "fits, with",
+           tf_cli_bytes(over ? total - outputs->budget : outputs->budget - total, difference, sizeof(difference)),
+           over ? "" : " to spare");
+  }
+  if (outputs->svg || outputs->html)
+    printf("\n");
+  if (outputs->svg)
+    printf("wrote the memory timeline (SVG) to %s\n", outputs->svg);
+  if (outputs->html)
+    printf("wrote the HTML report to %s\n", outputs->html);
+}
+
+static void print_text(const char *path, const tf_plan *plan, const picture_outputs *outputs) {
+  tf_report_summary s = tf_report_summarise(plan);
   printf("%s: plan of '%s' for %s (plan version %u), %s, %d steps, %d buffers\n", path,
          plan->graph_name ? plan->graph_name : "?", plan->target ? plan->target : "?", plan->version,
          plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
-  print_memory(plan, &s);
+  print_memory(plan);
   print_arena(plan, &s);
   print_peak(plan);
   print_program(plan);
+  print_outputs(plan, outputs);
 }
 
-static void print_json(const char *path, const tf_plan *plan) {
+static void print_json(const char *path, const tf_plan *plan, const picture_outputs *outputs) {
   const tf_plan_report *r = &plan->report;
-  summary s = summarise(plan);
+  tf_report_summary s = tf_report_summarise(plan);
   tf_json j = {stdout, 0, {false}};
   tf_json_begin_object(&j, NULL);
   tf_json_string(&j, "file", path);
@@ -224,7 +176,7 @@ static void print_json(const char *path, const tf_plan *plan) {
   for (int role = 0; role < TF_ROLE_COUNT; role++) {
     tf_json_begin_object(&j, tf_role_name((tf_buffer_role)role));
     tf_json_int(&j, "bytes", r->role_bytes[role]);
-    tf_json_int(&j, "buffers", count_role(plan, (tf_buffer_role)role));
+    tf_json_int(&j, "buffers", tf_report_count_role(plan, (tf_buffer_role)role));
     tf_json_end_object(&j);
   }
   tf_json_end_object(&j);
@@ -242,8 +194,8 @@ static void print_json(const char *path, const tf_plan *plan) {
     tf_json_string(&j, "phase", tf_phase_name(peak->phase));
     tf_json_int(&j, "live_bytes", r->live_bytes[r->peak_step]);
     tf_json_begin_array(&j, "largest_buffers");
-    int32_t ids[PEAK_BUFFERS];
-    int32_t n = largest_live(plan, r->peak_step, ids, PEAK_BUFFERS);
+    int32_t ids[TF_REPORT_PEAK_BUFFERS];
+    int32_t n = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS);
     for (int32_t i = 0; i < n; i++) {
       const tf_plan_buffer *b = &plan->buffers[ids[i]];
       tf_json_begin_object(&j, NULL);
@@ -275,19 +227,33 @@ static void print_json(const char *path, const tf_plan *plan) {
     tf_json_int(&j, NULL, r->live_bytes[step]);
   tf_json_end_array(&j);
   tf_json_string(&j, "notes", r->notes ? r->notes : "");
+  if (outputs->budget > 0) {
+    tf_json_int(&j, "budget_bytes", outputs->budget);
+    tf_json_bool(&j, "fits_budget", s.total <= outputs->budget);
+  }
+  if (outputs->svg)
+    tf_json_string(&j, "svg_file", outputs->svg);
+  if (outputs->html)
+    tf_json_string(&j, "html_file", outputs->html);
   tf_json_end_object(&j);
   printf("\n");
 }
 
 int tf_cmd_report(int argc, char **argv) {
-  const char *path = NULL;
-  bool json = false;
+  const char *path = NULL, *budget_text = NULL;
+  bool json = false, error = false;
+  picture_outputs outputs = {NULL, NULL, 0};
   for (int i = 1; i < argc; i++) {
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (tf_cli_option(argc, argv, &i, "--svg", &outputs.svg, &error) ||
+               tf_cli_option(argc, argv, &i, "--html", &outputs.html, &error) ||
+               tf_cli_option(argc, argv, &i, "--budget", &budget_text, &error)) {
+      if (error)
+        return TF_EXIT_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return tf_cli_usage_error("report", "unknown option '%s'", argv[i]);
     } else if (path) {
@@ -298,14 +264,28 @@ int tf_cmd_report(int argc, char **argv) {
   }
   if (!path)
     return tf_cli_usage_error("report", "missing the plan file");
+  if (budget_text && (!tf_cli_parse_bytes(budget_text, &outputs.budget) || outputs.budget <= 0))
+    return tf_cli_usage_error("report", "--budget '%s' is not a size above 0 (e.g. 16GiB, 512MiB, 8GB)", budget_text);
+  if ((outputs.svg && !outputs.svg[0]) || (outputs.html && !outputs.html[0]))
+    return tf_cli_usage_error("report", "--svg and --html need a file name");
   tf_plan *plan;
   tf_status status = tf_plan_load(path, &plan);
   if (status)
     return tf_cli_fail("report", status);
+  /* Files first: a file that cannot be written fails the command before anything is printed. */
+  tf_svg_options options = {path, outputs.budget, 0};
+  if (outputs.svg)
+    status = tf_report_svg_save(outputs.svg, plan, &options);
+  if (!status && outputs.html)
+    status = tf_report_html_save(outputs.html, plan, &options);
+  if (status) {
+    tf_plan_destroy(plan);
+    return tf_cli_fail("report", status);
+  }
   if (json)
-    print_json(path, plan);
+    print_json(path, plan, &outputs);
   else
-    print_text(path, plan);
+    print_text(path, plan, &outputs);
   tf_plan_destroy(plan);
   return TF_EXIT_OK;
 }

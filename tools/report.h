@@ -61,5 +61,7 @@ void tf_text_vprintf(tf_text *text, const char *fmt, va_list args) TF_PRINTF(2, 
  * and control characters become '?', so names from any plan keep the document well-formed.
  * At most `max_chars` characters are kept (an ellipsis marks a cut); 0 means no limit. */
 void tf_text_escaped(tf_text *text, const char *value, size_t max_chars);
+/* Like tf_text_escaped() on the `length` bytes at `value` (which need no NUL). */
+void tf_text_escaped_span(tf_text *text, const char *value, size_t length, size_t max_chars);
 
 #endif

@@ -145,9 +145,10 @@ void tf_text_printf(tf_text *text, const char *fmt, ...) {
   va_end(args);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when the bytes there are not one. Overlong
- * forms, surrogates and code points past U+10FFFF are refused, as an XML parser would. */
-static int utf8_length(const unsigned char *p) {
+/* Length of the valid UTF-8 sequence at p (1..4, within `left` bytes), or 0 when the bytes there
+ * are not one. Overlong forms, surrogates and code points past U+10FFFF are refused, as an XML
+ * parser would. */
+static int utf8_length(const unsigned char *p, size_t left) {
   unsigned c = p[0];
   int n;
   unsigned min;
@@ -161,6 +162,8 @@ static int utf8_length(const unsigned char *p) {
     n = 4, min = 0x10000, c &= 0x07;
   else
     return 0;
+  if ((size_t)n > left)
+    return 0;
   for (int i = 1; i < n; i++) {
     if ((p[i] & 0xC0) != 0x80)
       return 0;
@@ -171,31 +174,34 @@ static int utf8_length(const unsigned char *p) {
   return n;
 }
 
-void tf_text_escaped(tf_text *text, const char *value, size_t max_chars) {
-  const unsigned char *p = (const unsigned char *)(value ? value : "");
-  for (size_t chars = 0; *p; chars++) {
+void tf_text_escaped_span(tf_text *text, const char *value, size_t length, size_t max_chars) {
+  const unsigned char *p = (const unsigned char *)value, *end = p + length;
+  for (size_t chars = 0; p < end; chars++) {
     if (max_chars && chars == max_chars) {
       tf_text_append(text, "\xE2\x80\xA6", 3); /* U+2026 HORIZONTAL ELLIPSIS */
       return;
     }
+    int n = 1;
     switch (*p) {
     case '&': tf_text_append(text, "&amp;", 5); break;
     case '<': tf_text_append(text, "&lt;", 4); break;
     case '>': tf_text_append(text, "&gt;", 4); break;
     case '"': tf_text_append(text, "&quot;", 6); break;
     case '\'': tf_text_append(text, "&#39;", 5); break;
-    default: {
-      int n = utf8_length(p);
+    default:
+      n = utf8_length(p, (size_t)(end - p));
       if (n == 0 || (*p < 0x20 && *p != '\t') || *p == 0x7F) {
         tf_text_append(text, "?", 1);
         n = 1;
       } else {
         tf_text_append(text, (const char *)p, (size_t)n);
       }
-      p += n;
-      continue;
     }
-    }
-    p++;
+    p += n;
   }
+}
+
+void tf_text_escaped(tf_text *text, const char *value, size_t max_chars) {
+  if (value)
+    tf_text_escaped_span(text, value, strlen(value), max_chars);
 }

@@ -103,7 +103,8 @@ static const char *const band_colors[TF_BAND_COUNT] = {"#4e79a7", "#f28e2b", "#7
 static const char *const band_labels[TF_BAND_COUNT] = {"parameters + constants", "gradients", "optimizer state",
                                                         "io (micro-batches)", "activations (arena, live)",
                                                         "workspace (arena, live)"};
-static const char *const phase_colors[TF_PHASE_COUNT] = {"#e8f1fb", "#fff4d6", "#f0eaf8", "#e6f5ea", "#fdebdc"};
+/* The phase strip: forward, recompute, backward, accumulate, optimizer. */
+static const char *const phase_colors[TF_PHASE_COUNT] = {"#6f9fd8", "#e8a33d", "#a58bd0", "#59b36b", "#e07b39"};
 #define BUDGET_COLOR "#c62828"
 #define PEAK_COLOR "#8b0000"
 
@@ -198,31 +199,64 @@ static void draw_header(const picture *p) {
   tf_text_printf(t, "</text>\n");
 }
 
-/* Light backgrounds per phase run, labelled where wide enough; bins take the phase of their
- * first step, so a plan of any length draws at most one rectangle per bin. */
+/* The three sections a reader looks for: forward, backward (with the recompute and accumulate steps
+ * interleaved in it) and optimizer. */
+typedef enum section { SECTION_FORWARD, SECTION_BACKWARD, SECTION_OPTIMIZER } section;
+
+static section section_of(tf_phase phase) {
+  if (phase == TF_PHASE_FORWARD)
+    return SECTION_FORWARD;
+  return phase == TF_PHASE_OPTIMIZER ? SECTION_OPTIMIZER : SECTION_BACKWARD;
+}
+
+/* The end (exclusive) of the run of bins from `b` whose first steps share a section (or, with
+ * `exact`, a phase), and that run's step range. Bins take the phase of their first step, so a
+ * plan of any length draws at most one shape per bin. */
+static int32_t run_end(const picture *p, int32_t b, int32_t n_bins, int32_t width, bool exact, int32_t *first,
+                       int32_t *last) {
+  const tf_plan_step *steps = p->plan->steps;
+  tf_phase phase = steps[(int64_t)b * width].phase;
+  int32_t end = b + 1;
+  while (end < n_bins && (exact ? steps[(int64_t)end * width].phase == phase
+                                : section_of(steps[(int64_t)end * width].phase) == section_of(phase)))
+    end++;
+  *first = (int32_t)((int64_t)b * width);
+  *last = (int32_t)((int64_t)end * width < p->plan->n_steps ? (int64_t)end * width : p->plan->n_steps);
+  return end;
+}
+
+/* Shaded sections with their names and boundaries, and above the plot a thin strip with every
+ * step's own phase, where the interleaving of backward, recompute and accumulate steps shows. */
 static void draw_phases(const picture *p, int32_t n_bins, int32_t width) {
+  static const char *const section_names[] = {"forward", "backward", "optimizer"};
+  static const char *const section_colors[] = {"#eaf2fb", "#f3eff9", "#fdf0e4"};
   tf_text *t = p->text;
-  const tf_plan *plan = p->plan;
-  for (int32_t b = 0; b < n_bins;) {
-    tf_phase phase = plan->steps[(int64_t)b * width].phase;
-    int32_t end = b + 1;
-    while (end < n_bins && plan->steps[(int64_t)end * width].phase == phase)
-      end++;
-    int32_t first = b * width, last = (int32_t)((int64_t)end * width < plan->n_steps ? (int64_t)end * width
-                                                                                       : plan->n_steps);
+  int32_t first, last;
+  for (int32_t b = 0, end; b < n_bins; b = end) {
+    end = run_end(p, b, n_bins, width, false, &first, &last);
+    section which = section_of(p->plan->steps[first].phase);
     double x0 = x_at(p, first), x1 = x_at(p, last);
-    const char *color = (unsigned)phase < TF_PHASE_COUNT ? phase_colors[phase] : "#f4f4f4";
     tf_text_printf(t,
-                   "<rect class=\"phase\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
+                   "<rect class=\"section\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\">"
                    "<title>%s: steps [%" PRId32 ", %" PRId32 ")</title></rect>\n",
-                   x0, PLOT_TOP, x1 - x0, PLOT_BOTTOM - PLOT_TOP, color, tf_phase_name(phase), first, last);
+                   x0, PLOT_TOP, x1 - x0, PLOT_BOTTOM - PLOT_TOP, section_colors[which], section_names[which], first,
+                   last);
     if (first > 0)
-      tf_text_printf(t, "<line class=\"boundary\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x0, PLOT_TOP, x0,
-                     PLOT_BOTTOM);
+      tf_text_printf(t, "<line class=\"boundary\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x0, PLOT_TOP - 10,
+                     x0, PLOT_BOTTOM);
     if (x1 - x0 >= 64)
       tf_text_printf(t, "<text class=\"phase-label\" x=\"%.1f\" y=\"%d\">%s</text>\n", (x0 + x1) / 2, PLOT_TOP + 15,
-                     tf_phase_name(phase));
-    b = end;
+                     section_names[which]);
+  }
+  for (int32_t b = 0, end; b < n_bins; b = end) {
+    end = run_end(p, b, n_bins, width, true, &first, &last);
+    tf_phase phase = p->plan->steps[first].phase;
+    double x0 = x_at(p, first), x1 = x_at(p, last);
+    tf_text_printf(t,
+                   "<rect x=\"%.1f\" y=\"%d\" width=\"%.2f\" height=\"8\" fill=\"%s\"><title>%s: steps [%" PRId32
+                   ", %" PRId32 ")</title></rect>\n",
+                   x0, PLOT_TOP - 10, x1 - x0, (unsigned)phase < TF_PHASE_COUNT ? phase_colors[phase] : "#999",
+                   tf_phase_name(phase), first, last);
   }
 }
 
@@ -239,8 +273,13 @@ static void draw_grid(const picture *p) {
   for (int k = 0; k * step * scale <= p->y_max * (1 + 1e-9) && k < 64; k++) {
     double y = y_at(p, k * step * scale);
     tf_text_printf(t, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y, PLOT_RIGHT, y);
-    tf_text_printf(t, "<text class=\"tick-y\" x=\"%d\" y=\"%.1f\">%.4g %s</text>\n", PLOT_LEFT - 8, y + 4, k * step,
-                   units[unit]);
+    tf_text_printf(t, "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT - 5, y, PLOT_LEFT,
+                   y);
+    if (k == 0)
+      tf_text_printf(t, "<text class=\"tick-y\" x=\"%d\" y=\"%.1f\">0</text>\n", PLOT_LEFT - 8, y + 4);
+    else
+      tf_text_printf(t, "<text class=\"tick-y\" x=\"%d\" y=\"%.1f\">%.4g %s</text>\n", PLOT_LEFT - 8, y + 4, k * step,
+                     units[unit]);
   }
   double x_step = nice_step(p->x_steps / 10.0, true);
   for (int k = 0; k * x_step <= p->x_steps && k < 64; k++) {
@@ -334,10 +373,15 @@ static void draw_axes(const picture *p, int32_t width) {
   tf_text_printf(t, "<text class=\"axis-label\" transform=\"translate(%d %d) rotate(-90)\">bytes in use</text>\n",
                  PLOT_LEFT - 72, (PLOT_TOP + PLOT_BOTTOM) / 2);
   const tf_plan *plan = p->plan;
-  tf_text_printf(t, "<text class=\"caption\" x=\"%d\" y=\"%d\">steps [0, %" PRId32 ") run %" PRId32
-                    " time%s per training step, steps [%" PRId32 ", %" PRId32 ") once",
-                 PLOT_LEFT - 60, PLOT_BOTTOM + 64, plan->micro_steps, plan->accumulate,
-                 plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
+  tf_text_printf(t, "<text class=\"caption\" x=\"%d\" y=\"%d\">", PLOT_LEFT - 60, PLOT_BOTTOM + 64);
+  if (plan->micro_steps < plan->n_steps)
+    tf_text_printf(t, "steps [0, %" PRId32 ") run %" PRId32 " time%s per training step, steps [%" PRId32 ", %" PRId32
+                      ") once",
+                   plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps,
+                   plan->n_steps);
+  else
+    tf_text_printf(t, "steps [0, %" PRId32 ") run %" PRId32 " time%s per %s", plan->n_steps, plan->accumulate,
+                   plan->accumulate == 1 ? "" : "s", plan->training ? "training step" : "batch");
   if (width > 1)
     tf_text_printf(t, "; each x point shows the most bytes of %" PRId32 " consecutive steps", width);
   tf_text_printf(t, "</text>\n");
@@ -394,7 +438,8 @@ static void draw_legend(const picture *p) {
     y += 22;
   }
   y += 8;
-  tf_text_printf(t, "<text class=\"legend-title\" x=\"%d\" y=\"%d\">phases (background)</text>\n", LEGEND_LEFT, y);
+  tf_text_printf(t, "<text class=\"legend-title\" x=\"%d\" y=\"%d\">phases (strip above the plot)</text>\n", LEGEND_LEFT,
+                 y);
   y += 22;
   bool present[TF_PHASE_COUNT] = {false};
   for (int32_t s = 0; s < p->plan->n_steps; s++)

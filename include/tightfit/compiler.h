@@ -32,7 +32,8 @@ const char *tf_target_name(tf_target_kind kind);
 typedef enum tf_remat_mode {
   TF_REMAT_NONE = 0,     /* keep every activation the backward pass reads */
   TF_REMAT_CHECKPOINTS,  /* keep only segment boundaries (the residual stream), recompute the rest */
-  TF_REMAT_AUTO          /* recompute the least that makes the plan fit remat_budget */
+  TF_REMAT_AUTO,         /* recompute the least that makes the plan fit remat_budget */
+  TF_REMAT_LIST          /* recompute exactly the activations named in remat_list */
 } tf_remat_mode;
 
 typedef struct tf_compile_options {
@@ -47,7 +48,16 @@ typedef struct tf_compile_options {
   double epsilon;            /* AdamW epsilon; <= 0: the graph's (1e-8 if it has none) */
   tf_remat_mode remat;
   int64_t remat_budget;      /* TF_REMAT_AUTO: total plan bytes to fit */
+  const char *const *remat_list; /* TF_REMAT_LIST: names of saved activations to recompute */
+  int32_t remat_list_count;
 } tf_compile_options;
+
+/* The activations a training plan of `graph` saves for the backward pass (the candidates for
+ * recompute), by name, in forward order: *names[0..*count) is allocated (the array and each name);
+ * free with tf_compile_free_names(). */
+tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_options *options, char ***names,
+                                       int32_t *count) TF_MUST_USE;
+void tf_compile_free_names(char **names, int32_t count);
 
 /* Options for training on `target` with everything else taken from the graph. */
 tf_compile_options tf_compile_options_default(tf_target_kind target);

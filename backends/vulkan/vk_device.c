@@ -1,0 +1,261 @@
+/* Opening a device: the loader (dlopen'ed), the instance (with the validation layer and a
+ * messenger that counts its messages when TIGHTFIT_VULKAN_VALIDATION=1), the physical device by
+ * index, a check of the limits the shaders rely on, the logical device and one compute queue. */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/vulkan/vk_internal.h"
+
+#define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+
+tf_status vk_check(VkResult result, const char *what) {
+  if (result == VK_SUCCESS)
+    return NULL;
+  return tf_status_new(result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY
+                           ? TF_ERR_OUT_OF_MEMORY
+                           : TF_ERR_BACKEND,
+                       "vulkan: %s failed (VkResult %d)", what, (int)result);
+}
+
+/* Counts warnings and errors; keeps the first message for the status that reports them. */
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                 VkDebugUtilsMessageTypeFlagsEXT types,
+                                                 const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+  vk_state *vk = user;
+  if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+    return VK_FALSE;
+  if (vk->validation_messages++ == 0)
+    snprintf(vk->first_message, sizeof(vk->first_message), "%s", data && data->pMessage ? data->pMessage : "?");
+  return VK_FALSE;
+}
+
+tf_status vk_validation_status(vk_state *vk) {
+  if (vk->validation_messages == vk->reported_messages)
+    return NULL;
+  int32_t fresh = vk->validation_messages - vk->reported_messages;
+  vk->reported_messages = vk->validation_messages;
+  return tf_status_new(TF_ERR_INTERNAL, "vulkan: the validation layer reported %d message(s); the first: %s", fresh,
+                       vk->first_message);
+}
+
+static tf_status open_loader(vk_state *vk) {
+  const char *names[] = {"libvulkan.so.1", "libvulkan.so"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !vk->loader; i++)
+    vk->loader = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!vk->loader)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "vulkan: no Vulkan loader (libvulkan.so.1 could not be opened: %s); install libvulkan1 "
+                         "and a driver (e.g. mesa-vulkan-drivers)",
+                         dlerror());
+  // POSIX guarantees that a function pointer survives the round trip through void *.
+  void *symbol = dlsym(vk->loader, "vkGetInstanceProcAddr");
+  memcpy(&vk->fn.GetInstanceProcAddr, &symbol, sizeof(symbol));
+  if (!vk->fn.GetInstanceProcAddr)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader has no vkGetInstanceProcAddr");
+#define LOAD_GLOBAL(name)                                                                                              \
+  vk->fn.name = (PFN_vk##name)vk->fn.GetInstanceProcAddr(NULL, "vk" #name);                                            \
+  if (!vk->fn.name)                                                                                                    \
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader lacks vk" #name);
+  VK_GLOBAL_FUNCTIONS(LOAD_GLOBAL)
+#undef LOAD_GLOBAL
+  return NULL;
+}
+
+static bool has_layer(vk_state *vk, const char *name) {
+  uint32_t count = 0;
+  if (vk->fn.EnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
+    return false;
+  VkLayerProperties *layers = calloc(count, sizeof(VkLayerProperties));
+  bool found = false;
+  if (layers && vk->fn.EnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS)
+    for (uint32_t i = 0; i < count && !found; i++)
+      found = strcmp(layers[i].layerName, name) == 0;
+  free(layers);
+  return found;
+}
+
+static tf_status create_instance(vk_state *vk) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_VALIDATION");
+  vk->validation = requested && strcmp(requested, "1") == 0;
+  if (vk->validation && !has_layer(vk, VALIDATION_LAYER))
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "vulkan: TIGHTFIT_VULKAN_VALIDATION=1 but the layer %s is not installed "
+                         "(vulkan-validationlayers)",
+                         VALIDATION_LAYER);
+  VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "tightfit", 1, "tightfit", 1, VK_API_VERSION_1_1};
+  const char *layers[] = {VALIDATION_LAYER};
+  const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  VkDebugUtilsMessengerCreateInfoEXT messenger = {VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                          VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                          VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  messenger.pfnUserCallback = on_message;
+  messenger.pUserData = vk;
+  VkInstanceCreateInfo info = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  if (vk->validation) {
+    // Chained, the messenger also hears vkCreateInstance and vkDestroyInstance.
+    info.pNext = &messenger;
+    info.enabledLayerCount = 1;
+    info.ppEnabledLayerNames = layers;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = extensions;
+  }
+  VkResult result = vk->fn.CreateInstance(&info, NULL, &vk->instance);
+  if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: no Vulkan 1.1 driver is installed (VK_ERROR_INCOMPATIBLE_DRIVER)");
+  TF_RETURN_IF_ERROR(vk_check(result, "vkCreateInstance"));
+#define LOAD_INSTANCE(name)                                                                                            \
+  vk->fn.name = (PFN_vk##name)vk->fn.GetInstanceProcAddr(vk->instance, "vk" #name);                                    \
+  if (!vk->fn.name)                                                                                                    \
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the instance lacks vk" #name);
+  VK_INSTANCE_FUNCTIONS(LOAD_INSTANCE)
+#undef LOAD_INSTANCE
+  if (vk->validation) {
+    vk->fn.CreateDebugUtilsMessengerEXT =
+        (PFN_vkCreateDebugUtilsMessengerEXT)vk->fn.GetInstanceProcAddr(vk->instance, "vkCreateDebugUtilsMessengerEXT");
+    vk->fn.DestroyDebugUtilsMessengerEXT = (PFN_vkDestroyDebugUtilsMessengerEXT)vk->fn.GetInstanceProcAddr(
+        vk->instance, "vkDestroyDebugUtilsMessengerEXT");
+    if (!vk->fn.CreateDebugUtilsMessengerEXT || !vk->fn.DestroyDebugUtilsMessengerEXT)
+      return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: %s lacks the debug messenger", VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDebugUtilsMessengerEXT(vk->instance, &messenger, NULL, &vk->messenger),
+                                "vkCreateDebugUtilsMessengerEXT"));
+  }
+  return NULL;
+}
+
+/* The limits the shaders and the recorder rely on, each named when a device falls short. */
+static tf_status check_limits(const VkPhysicalDeviceProperties *p) {
+  const VkPhysicalDeviceLimits *l = &p->limits;
+  struct {
+    const char *name;
+    uint64_t have, need;
+  } checks[] = {
+      {"maxPerStageDescriptorStorageBuffers", l->maxPerStageDescriptorStorageBuffers, VK_OPERANDS + 1},
+      {"maxDescriptorSetStorageBuffers", l->maxDescriptorSetStorageBuffers, VK_OPERANDS + 1},
+      {"maxPushConstantsSize", l->maxPushConstantsSize, VK_PUSH_WORDS * 4},
+      {"maxComputeWorkGroupInvocations", l->maxComputeWorkGroupInvocations, VK_INVOCATIONS},
+      {"maxComputeWorkGroupSize[0]", l->maxComputeWorkGroupSize[0], VK_INVOCATIONS},
+      {"maxComputeWorkGroupSize[1]", l->maxComputeWorkGroupSize[1], 16},
+      {"maxComputeSharedMemorySize", l->maxComputeSharedMemorySize, 16384},
+      {"maxComputeWorkGroupCount[0]", l->maxComputeWorkGroupCount[0], VK_GROUP_LIMIT},
+      {"maxComputeWorkGroupCount[1]", l->maxComputeWorkGroupCount[1], VK_GROUP_LIMIT},
+      {"maxComputeWorkGroupCount[2]", l->maxComputeWorkGroupCount[2], VK_GROUP_LIMIT},
+  };
+  for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+    if (checks[i].have < checks[i].need)
+      return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' has %s = %llu; tightfit's shaders need %llu",
+                           p->deviceName, checks[i].name, (unsigned long long)checks[i].have,
+                           (unsigned long long)checks[i].need);
+  return NULL;
+}
+
+static tf_status choose_device(vk_state *vk, int32_t index) {
+  uint32_t count = 0;
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &count, NULL), "vkEnumeratePhysicalDevices"));
+  if (count == 0)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (is a driver such as "
+                                             "mesa-vulkan-drivers installed?)");
+  VkPhysicalDevice *devices = calloc(count, sizeof(VkPhysicalDevice));
+  if (!devices)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot list %u devices", count);
+  tf_status status = vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &count, devices), "vkEnumeratePhysicalDevices");
+  if (!status && (index < 0 || (uint32_t)index >= count)) {
+    char names[1024] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < count && used < sizeof(names); i++) {
+      VkPhysicalDeviceProperties p;
+      vk->fn.GetPhysicalDeviceProperties(devices[i], &p);
+      used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%u: %s", i ? ", " : "", i, p.deviceName);
+    }
+    status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: no device %d; this machine has %u (%s)", index, count, names);
+  }
+  if (!status)
+    vk->physical = devices[index];
+  free(devices);
+  TF_RETURN_IF_ERROR(status);
+  vk->fn.GetPhysicalDeviceProperties(vk->physical, &vk->properties);
+  vk->fn.GetPhysicalDeviceMemoryProperties(vk->physical, &vk->memory_properties);
+  if (vk->properties.apiVersion < VK_API_VERSION_1_1)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' supports Vulkan %u.%u; tightfit needs 1.1",
+                         vk->properties.deviceName, VK_API_VERSION_MAJOR(vk->properties.apiVersion),
+                         VK_API_VERSION_MINOR(vk->properties.apiVersion));
+  TF_RETURN_IF_ERROR(check_limits(&vk->properties));
+  uint32_t families = 0;
+  vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->physical, &families, NULL);
+  VkQueueFamilyProperties *family = calloc(families ? families : 1, sizeof(VkQueueFamilyProperties));
+  if (!family)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot list queue families");
+  vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->physical, &families, family);
+  // Prefer a compute queue without graphics (a dedicated compute engine), else any compute queue.
+  uint32_t chosen = UINT32_MAX;
+  for (uint32_t i = 0; i < families; i++) {
+    if (!(family[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || family[i].queueCount == 0)
+      continue;
+    if (chosen == UINT32_MAX || !(family[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+      chosen = i;
+  }
+  free(family);
+  if (chosen == UINT32_MAX)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' has no compute queue", vk->properties.deviceName);
+  vk->queue_family = chosen;
+  return NULL;
+}
+
+static tf_status create_device(vk_state *vk) {
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue.queueFamilyIndex = vk->queue_family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+  VkDeviceCreateInfo info = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue;
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDevice(vk->physical, &info, NULL, &vk->device), "vkCreateDevice"));
+#define LOAD_DEVICE(name)                                                                                              \
+  vk->fn.name = (PFN_vk##name)vk->fn.GetDeviceProcAddr(vk->device, "vk" #name);                                        \
+  if (!vk->fn.name)                                                                                                    \
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' lacks vk" #name, vk->properties.deviceName);
+  VK_DEVICE_FUNCTIONS(LOAD_DEVICE)
+#undef LOAD_DEVICE
+  vk->fn.GetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
+  VkCommandPoolCreateInfo pool = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = vk->queue_family;
+  return vk_check(vk->fn.CreateCommandPool(vk->device, &pool, NULL, &vk->command_pool), "vkCreateCommandPool");
+}
+
+tf_status vk_device_open(vk_state *vk, int32_t device_index) {
+  TF_RETURN_IF_ERROR(open_loader(vk));
+  TF_RETURN_IF_ERROR(create_instance(vk));
+  TF_RETURN_IF_ERROR(choose_device(vk, device_index));
+  TF_RETURN_IF_ERROR(create_device(vk));
+  return vk_validation_status(vk);
+}
+
+void vk_device_close(vk_state *vk) {
+  if (vk->device) {
+    vk->fn.DeviceWaitIdle(vk->device);
+    if (vk->command_pool)
+      vk->fn.DestroyCommandPool(vk->device, vk->command_pool, NULL);
+    vk->fn.DestroyDevice(vk->device, NULL);
+  }
+  if (vk->messenger)
+    vk->fn.DestroyDebugUtilsMessengerEXT(vk->instance, vk->messenger, NULL);
+  if (vk->instance)
+    vk->fn.DestroyInstance(vk->instance, NULL);
+  // Validation messages nobody has seen yet (object leaks reported at destruction) are a bug in
+  // this backend; in validation mode (tests) they must not pass silently.
+  if (vk->validation && vk->validation_messages > vk->reported_messages) {
+    fprintf(stderr, "tightfit vulkan: the validation layer reported %d unreported message(s); the first: %s\n",
+            vk->validation_messages - vk->reported_messages, vk->first_message);
+    abort();
+  }
+  if (vk->loader)
+    dlclose(vk->loader);
+}

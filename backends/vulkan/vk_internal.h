@@ -1,0 +1,202 @@
+/* Shared by the Vulkan backend's files: the backend state, the lowered program (what a plan step
+ * becomes: dispatches, fills, copies) and the functions each file offers the others.
+ *
+ * Files, one concern each:
+ *   vk_device.c    instance, validation messenger, physical device choice, logical device, queue
+ *   vk_memory.c    regions (one VkBuffer + VkDeviceMemory each), staging, upload/download
+ *   vk_pipelines.c shader modules and compute pipelines from the embedded SPIR-V, the layouts
+ *   vk_lower*.c    plan step -> commands (pure host logic, no Vulkan calls), one op family a file
+ *   vk_record.c    descriptor sets, barriers, command buffers recorded in prepare, run()
+ *   vk_backend.c   the vtable */
+#ifndef TIGHTFIT_BACKENDS_VULKAN_VK_INTERNAL_H
+#define TIGHTFIT_BACKENDS_VULKAN_VK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "backends/vulkan/vulkan.h"
+
+/* Vulkan entry points, loaded at run time from the loader (libvulkan.so.1, dlopen'ed) so that a
+ * machine without one gets an error naming it instead of a binary that does not start. They live
+ * in the state (no global mutable state): call them as vk->fn.CreateBuffer(...). */
+#define VK_GLOBAL_FUNCTIONS(X) X(CreateInstance) X(EnumerateInstanceLayerProperties) X(EnumerateInstanceExtensionProperties)
+#define VK_INSTANCE_FUNCTIONS(X) \
+  X(DestroyInstance) X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties) \
+  X(GetPhysicalDeviceMemoryProperties) X(GetPhysicalDeviceQueueFamilyProperties) X(CreateDevice) \
+  X(GetDeviceProcAddr)
+#define VK_DEVICE_FUNCTIONS(X) \
+  X(DestroyDevice) X(GetDeviceQueue) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers) \
+  X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) X(ResetCommandBuffer) X(QueueSubmit) \
+  X(CreateFence) X(DestroyFence) X(WaitForFences) X(ResetFences) X(CreateBuffer) X(DestroyBuffer) \
+  X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory) X(MapMemory) \
+  X(UnmapMemory) X(CmdCopyBuffer) X(CmdFillBuffer) X(CmdPipelineBarrier) X(CmdBindPipeline) \
+  X(CmdBindDescriptorSets) X(CmdPushConstants) X(CmdDispatch) X(CreateShaderModule) X(DestroyShaderModule) \
+  X(CreateComputePipelines) X(DestroyPipeline) X(CreatePipelineLayout) X(DestroyPipelineLayout) \
+  X(CreateDescriptorSetLayout) X(DestroyDescriptorSetLayout) X(CreateDescriptorPool) X(DestroyDescriptorPool) \
+  X(AllocateDescriptorSets) X(UpdateDescriptorSets) X(DeviceWaitIdle)
+
+typedef struct vk_functions {
+  PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
+#define VK_FUNCTION_FIELD(name) PFN_vk##name name;
+  VK_GLOBAL_FUNCTIONS(VK_FUNCTION_FIELD)
+  VK_INSTANCE_FUNCTIONS(VK_FUNCTION_FIELD)
+  VK_DEVICE_FUNCTIONS(VK_FUNCTION_FIELD)
+#undef VK_FUNCTION_FIELD
+  PFN_vkCreateDebugUtilsMessengerEXT CreateDebugUtilsMessengerEXT;
+  PFN_vkDestroyDebugUtilsMessengerEXT DestroyDebugUtilsMessengerEXT;
+} vk_functions;
+
+/* Operand bindings 0..VK_OPERANDS-1 of descriptor set 0; the run-state buffer is binding VK_OPERANDS. */
+#define VK_OPERANDS 8
+#define VK_RUN_STATE_BINDING VK_OPERANDS
+#define VK_PUSH_WORDS 32 /* 128 bytes: the minimum maxPushConstantsSize */
+#define VK_ADAM_SLOTS 8  /* distinct (beta1, beta2) pairs whose corrections the run state carries */
+#define VK_GROUP_LIMIT 65535u /* workgroups per dimension every device allows */
+#define VK_INVOCATIONS 256u   /* invocations per workgroup the shaders use at most */
+
+/* Every embedded shader (a SPIR-V module per variant; see backends/vulkan/CMakeLists.txt). */
+#define VK_SHADER_LIST(X) \
+  X(binary) X(unary) X(layout) X(reduce) X(softmax) X(norm) X(embedding) X(matmul) X(conv_forward) \
+  X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout)
+
+typedef enum vk_shader {
+#define VK_SHADER_ENUM(name) VK_SHADER_##name,
+  VK_SHADER_LIST(VK_SHADER_ENUM)
+#undef VK_SHADER_ENUM
+  VK_SHADER_COUNT
+} vk_shader;
+
+typedef enum vk_command_kind {
+  VK_COMMAND_DISPATCH = 0, /* a compute dispatch */
+  VK_COMMAND_FILL,         /* buffers[0] = 0 (vkCmdFillBuffer) */
+  VK_COMMAND_COPY          /* buffers[1] = buffers[0], `bytes` bytes (vkCmdCopyBuffer) */
+} vk_command_kind;
+
+/* One command of a lowered step. Bindings name plan buffers (the primary of an io pair; the
+ * recorder substitutes the twin for io half 1), or -1 for the dummy binding. */
+typedef struct vk_command {
+  vk_command_kind kind;
+  vk_shader shader;
+  int32_t n_bindings;
+  int32_t buffers[VK_OPERANDS];
+  uint32_t writes;           /* bit i: binding i is written */
+  uint32_t push[VK_PUSH_WORDS];
+  uint32_t groups[3];
+  int64_t bytes;             /* COPY */
+} vk_command;
+
+/* The lowered plan: the commands of step s are [step_first[s], step_first[s + 1]). */
+typedef struct vk_program {
+  vk_command *commands;
+  int32_t n_commands, capacity;
+  int32_t *step_first;
+  int32_t n_adam_slots;
+  float adam_beta[VK_ADAM_SLOTS][2];
+} vk_program;
+
+/* What lowering may assume about the device. */
+typedef struct vk_limits {
+  uint64_t max_storage_range;
+  uint32_t max_shared_bytes;
+} vk_limits;
+
+/* ---- vk_lower.c: plan -> program ---- */
+
+/* Lowers every step of `plan`; refuses (naming the step) what no shader implements. The caller
+ * frees the program with vk_program_free(). */
+tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_program *program);
+void vk_program_free(vk_program *program);
+
+/* ---- the state ---- */
+
+typedef struct vk_region {
+  VkBuffer buffer;
+  VkDeviceMemory memory;
+  int64_t bytes;             /* the plan's size */
+  int64_t allocated;         /* the VkDeviceMemory's size */
+} vk_region;
+
+typedef struct vk_host_buffer {
+  VkBuffer buffer;
+  VkDeviceMemory memory;
+  void *mapped;
+  int64_t bytes;
+} vk_host_buffer;
+
+/* A command buffer recorded for steps [begin, end) on one io half. */
+typedef struct vk_recording {
+  int32_t begin, end, io_slot;
+  VkCommandBuffer commands;
+} vk_recording;
+
+#define VK_MAX_RECORDINGS 8
+
+typedef struct vk_state {
+  /* vk_device.c */
+  void *loader;                  /* dlopen handle of libvulkan.so.1 */
+  vk_functions fn;
+  VkInstance instance;
+  VkDebugUtilsMessengerEXT messenger;
+  bool validation;
+  int32_t validation_messages;   /* errors and warnings the layer reported */
+  char first_message[512];
+  int32_t reported_messages;     /* how many of them an error status has carried already */
+  VkPhysicalDevice physical;
+  VkPhysicalDeviceProperties properties;
+  VkPhysicalDeviceMemoryProperties memory_properties;
+  VkDevice device;
+  uint32_t queue_family;
+  VkQueue queue;
+  VkCommandPool command_pool;
+  /* vk_memory.c */
+  vk_host_buffer staging, run_state;
+  VkCommandBuffer transfer;
+  VkFence transfer_fence;
+  int64_t region_bytes, allocations, live_allocations;
+  /* vk_pipelines.c */
+  VkDescriptorSetLayout set_layout;
+  VkPipelineLayout pipeline_layout;
+  VkShaderModule modules[VK_SHADER_COUNT];
+  VkPipeline pipelines[VK_SHADER_COUNT];
+  /* vk_record.c */
+  const tf_plan *plan;
+  vk_region *regions[TF_REGION_COUNT];
+  vk_program program;
+  VkDescriptorPool descriptor_pool;
+  VkDescriptorSet *sets;         /* per command and io half: sets[2 * command + half] */
+  vk_recording recordings[VK_MAX_RECORDINGS];
+  int32_t n_recordings;
+  VkFence run_fence;
+  bool run_pending;
+} vk_state;
+
+/* ---- vk_device.c ---- */
+tf_status vk_device_open(vk_state *vk, int32_t device_index);
+void vk_device_close(vk_state *vk);
+/* An error status for a failed Vulkan call `what`, or NULL when result is VK_SUCCESS. */
+tf_status vk_check(VkResult result, const char *what);
+/* An error carrying validation messages the layer reported since the last call, or NULL. */
+tf_status vk_validation_status(vk_state *vk);
+
+/* ---- vk_memory.c ---- */
+tf_status vk_memory_open(vk_state *vk);   /* staging, run state, transfer command buffer */
+void vk_memory_close(vk_state *vk);
+tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out);
+void vk_region_free(vk_state *vk, vk_region *region);
+tf_status vk_region_upload(vk_state *vk, vk_region *region, int64_t offset, const void *host, int64_t bytes);
+tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, void *host, int64_t bytes);
+
+/* ---- vk_pipelines.c ---- */
+tf_status vk_pipelines_create(vk_state *vk);
+void vk_pipelines_destroy(vk_state *vk);
+const char *vk_shader_name(vk_shader shader);
+
+/* ---- vk_record.c ---- */
+tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);
+tf_status vk_record_run(vk_state *vk, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
+tf_status vk_record_wait(vk_state *vk);
+void vk_record_release(vk_state *vk);
+
+#endif

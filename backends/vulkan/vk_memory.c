@@ -1,0 +1,214 @@
+/* Device memory: one VkBuffer + one VkDeviceMemory per plan region (device-local, storage and
+ * transfer usage, zeroed at allocation), and the two host-visible buffers of the fixed overhead
+ * (vulkan.h): staging for upload/download, and the run state. Copies go through the staging
+ * buffer in chunks, each a one-shot submission of the transfer command buffer that waits on its
+ * fence; a barrier at its start orders it after any compute work submitted before it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/vulkan/vk_internal.h"
+
+/* A memory type allowed by `bits` with all of `wanted`, or UINT32_MAX. */
+static uint32_t memory_type(const vk_state *vk, uint32_t bits, VkMemoryPropertyFlags wanted) {
+  for (uint32_t i = 0; i < vk->memory_properties.memoryTypeCount; i++)
+    if ((bits & (1u << i)) && (vk->memory_properties.memoryTypes[i].propertyFlags & wanted) == wanted)
+      return i;
+  return UINT32_MAX;
+}
+
+/* A buffer of `bytes` with its own memory, of the first type in `preferences` that exists. */
+static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags usage,
+                               const VkMemoryPropertyFlags *preferences, int n_preferences, VkBuffer *buffer,
+                               VkDeviceMemory *memory, int64_t *allocated) {
+  VkBufferCreateInfo info = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = (VkDeviceSize)bytes;
+  info.usage = usage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateBuffer(vk->device, &info, NULL, buffer), "vkCreateBuffer"));
+  VkMemoryRequirements requirements;
+  vk->fn.GetBufferMemoryRequirements(vk->device, *buffer, &requirements);
+  uint32_t type = UINT32_MAX;
+  for (int i = 0; i < n_preferences && type == UINT32_MAX; i++)
+    type = memory_type(vk, requirements.memoryTypeBits, preferences[i]);
+  if (type == UINT32_MAX)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' has no suitable memory type for a buffer of %lld bytes",
+                         vk->properties.deviceName, (long long)bytes);
+  VkMemoryAllocateInfo allocate = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  allocate.allocationSize = requirements.size;
+  allocate.memoryTypeIndex = type;
+  VkResult result = vk->fn.AllocateMemory(vk->device, &allocate, NULL, memory);
+  if (result != VK_SUCCESS)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate %lld bytes of device memory on '%s' (VkResult %d)",
+                         (long long)requirements.size, vk->properties.deviceName, (int)result);
+  vk->allocations++;
+  vk->live_allocations++;
+  *allocated = (int64_t)requirements.size;
+  return vk_check(vk->fn.BindBufferMemory(vk->device, *buffer, *memory, 0), "vkBindBufferMemory");
+}
+
+static void destroy_buffer(vk_state *vk, VkBuffer buffer, VkDeviceMemory memory) {
+  if (buffer)
+    vk->fn.DestroyBuffer(vk->device, buffer, NULL);
+  if (memory) {
+    vk->fn.FreeMemory(vk->device, memory, NULL);
+    vk->live_allocations--;
+  }
+}
+
+static tf_status create_host_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags usage, vk_host_buffer *out) {
+  // Device-local and host-visible (resizable BAR, unified memory) first, plain host memory else.
+  const VkMemoryPropertyFlags preferences[] = {
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT};
+  int64_t allocated;
+  // Staging is read by the host only after a copy: the device-local host-visible types are often
+  // uncached for reads, so staging asks for plain host memory.
+  int first = usage & VK_BUFFER_USAGE_STORAGE_BUFFER_BIT ? 0 : 1;
+  TF_RETURN_IF_ERROR(create_buffer(vk, bytes, usage, preferences + first, 2 - first, &out->buffer, &out->memory,
+                                   &allocated));
+  out->bytes = bytes;
+  return vk_check(vk->fn.MapMemory(vk->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped), "vkMapMemory");
+}
+
+tf_status vk_memory_open(vk_state *vk) {
+  TF_RETURN_IF_ERROR(create_host_buffer(vk, TF_VULKAN_STAGING_BYTES,
+                                        VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, &vk->staging));
+  TF_RETURN_IF_ERROR(create_host_buffer(vk, TF_VULKAN_RUN_STATE_BYTES, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, &vk->run_state));
+  memset(vk->run_state.mapped, 0, (size_t)TF_VULKAN_RUN_STATE_BYTES);
+  VkCommandBufferAllocateInfo info = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  info.commandPool = vk->command_pool;
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.AllocateCommandBuffers(vk->device, &info, &vk->transfer), "vkAllocateCommandBuffers"));
+  VkFenceCreateInfo fence = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  return vk_check(vk->fn.CreateFence(vk->device, &fence, NULL, &vk->transfer_fence), "vkCreateFence");
+}
+
+static void close_host_buffer(vk_state *vk, vk_host_buffer *b) {
+  if (b->mapped)
+    vk->fn.UnmapMemory(vk->device, b->memory);
+  destroy_buffer(vk, b->buffer, b->memory);
+  memset(b, 0, sizeof(*b));
+}
+
+void vk_memory_close(vk_state *vk) {
+  if (!vk->device)
+    return;
+  if (vk->transfer_fence)
+    vk->fn.DestroyFence(vk->device, vk->transfer_fence, NULL);
+  if (vk->transfer)
+    vk->fn.FreeCommandBuffers(vk->device, vk->command_pool, 1, &vk->transfer);
+  close_host_buffer(vk, &vk->staging);
+  close_host_buffer(vk, &vk->run_state);
+}
+
+/* ---- one-shot transfers ---- */
+
+static tf_status transfer_begin(vk_state *vk) {
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetCommandBuffer(vk->transfer, 0), "vkResetCommandBuffer"));
+  VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.BeginCommandBuffer(vk->transfer, &begin), "vkBeginCommandBuffer"));
+  // Earlier submissions (compute or transfer) finish their reads and writes before this copy.
+  VkMemoryBarrier barrier = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  vk->fn.CmdPipelineBarrier(vk->transfer, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+  return NULL;
+}
+
+/* Ends, submits and waits; `to_host` makes the copy's writes visible to host reads. */
+static tf_status transfer_submit(vk_state *vk, bool to_host) {
+  if (to_host) {
+    VkMemoryBarrier barrier = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk->fn.CmdPipelineBarrier(vk->transfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier,
+                              0, NULL, 0, NULL);
+  }
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.EndCommandBuffer(vk->transfer), "vkEndCommandBuffer"));
+  VkSubmitInfo submit = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &vk->transfer;
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetFences(vk->device, 1, &vk->transfer_fence), "vkResetFences"));
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.QueueSubmit(vk->queue, 1, &submit, vk->transfer_fence), "vkQueueSubmit"));
+  TF_RETURN_IF_ERROR(
+      vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->transfer_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  return vk_validation_status(vk);
+}
+
+/* ---- regions ---- */
+
+tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out) {
+  *out = NULL;
+  // vkCmdFillBuffer works in 4-byte words and a buffer cannot be empty: round to 16 bytes.
+  int64_t size = bytes > 0 ? (bytes + 15) / 16 * 16 : 16;
+  vk_region *region = calloc(1, sizeof(vk_region));
+  if (!region)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate a region record");
+  region->bytes = bytes;
+  const VkMemoryPropertyFlags preferences[] = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0};
+  tf_status status =
+      create_buffer(vk, size,
+                    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                    preferences, 2, &region->buffer, &region->memory, &region->allocated);
+  if (!status) {
+    vk->region_bytes += region->allocated;
+    status = transfer_begin(vk);
+  }
+  if (!status) {
+    vk->fn.CmdFillBuffer(vk->transfer, region->buffer, 0, VK_WHOLE_SIZE, 0);
+    status = transfer_submit(vk, false);
+  }
+  if (status) {
+    vk_region_free(vk, region);
+    return tf_status_prefix(status, "vulkan: a region of %lld bytes", (long long)bytes);
+  }
+  *out = region;
+  return NULL;
+}
+
+void vk_region_free(vk_state *vk, vk_region *region) {
+  if (!region)
+    return;
+  if (region->memory)
+    vk->region_bytes -= region->allocated;
+  destroy_buffer(vk, region->buffer, region->memory);
+  free(region);
+}
+
+static tf_status check_range(const vk_region *region, int64_t offset, int64_t bytes, const char *what) {
+  if (offset < 0 || bytes < 0 || offset > region->bytes || bytes > region->bytes - offset)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: %s of %lld bytes at offset %lld lies outside a region of %lld",
+                         what, (long long)bytes, (long long)offset, (long long)region->bytes);
+  return NULL;
+}
+
+tf_status vk_region_upload(vk_state *vk, vk_region *region, int64_t offset, const void *host, int64_t bytes) {
+  TF_RETURN_IF_ERROR(check_range(region, offset, bytes, "upload"));
+  for (int64_t done = 0; done < bytes;) {
+    int64_t chunk = bytes - done < vk->staging.bytes ? bytes - done : vk->staging.bytes;
+    memcpy(vk->staging.mapped, (const char *)host + done, (size_t)chunk);
+    TF_RETURN_IF_ERROR(transfer_begin(vk));
+    VkBufferCopy copy = {0, (VkDeviceSize)(offset + done), (VkDeviceSize)chunk};
+    vk->fn.CmdCopyBuffer(vk->transfer, vk->staging.buffer, region->buffer, 1, &copy);
+    TF_RETURN_IF_ERROR(transfer_submit(vk, false));
+    done += chunk;
+  }
+  return NULL;
+}
+
+tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, void *host, int64_t bytes) {
+  TF_RETURN_IF_ERROR(check_range(region, offset, bytes, "download"));
+  for (int64_t done = 0; done < bytes;) {
+    int64_t chunk = bytes - done < vk->staging.bytes ? bytes - done : vk->staging.bytes;
+    TF_RETURN_IF_ERROR(transfer_begin(vk));
+    VkBufferCopy copy = {(VkDeviceSize)(offset + done), 0, (VkDeviceSize)chunk};
+    vk->fn.CmdCopyBuffer(vk->transfer, region->buffer, vk->staging.buffer, 1, &copy);
+    TF_RETURN_IF_ERROR(transfer_submit(vk, true));
+    memcpy((char *)host + done, vk->staging.mapped, (size_t)chunk);
+    done += chunk;
+  }
+  return NULL;
+}

@@ -1,0 +1,39 @@
+/* The Vulkan backend's public face: its vtable (for backends/registry.c) and the one query that
+ * backend.h has no slot for, the device memory it holds (tests prove the memory promise with it).
+ *
+ * Fixed overhead: besides one VkDeviceMemory per plan region (exactly the region's bytes, rounded up
+ * to a multiple of 16 only when the plan's size is not one), the backend allocates two host-visible
+ * buffers when it is created, and nothing else, ever:
+ *   - a staging buffer of TF_VULKAN_STAGING_BYTES through which upload() and download() move data in
+ *     chunks (a copy larger than it takes several submissions);
+ *   - the run-state buffer of TF_VULKAN_RUN_STATE_BYTES that carries the per-run values (AdamW's step
+ *     corrections, the dropout key) to the shaders, written by the host before each submission.
+ * Pipelines, descriptor sets and command buffers are driver objects in host memory. */
+#ifndef TIGHTFIT_BACKENDS_VULKAN_VULKAN_H
+#define TIGHTFIT_BACKENDS_VULKAN_VULKAN_H
+
+#include "backends/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TF_VULKAN_STAGING_BYTES ((int64_t)8 << 20)
+#define TF_VULKAN_RUN_STATE_BYTES ((int64_t)256)
+
+extern const tf_backend_vtable tf_backend_vulkan;
+
+typedef struct tf_vulkan_memory {
+  int64_t region_bytes;      /* sum of the regions' VkDeviceMemory sizes */
+  int64_t overhead_bytes;    /* the fixed overhead above (staging + run state) */
+  int64_t allocations;       /* vkAllocateMemory calls so far (regions + 2) */
+  int64_t live_allocations;  /* ... not yet freed */
+} tf_vulkan_memory;
+
+/* The device memory a Vulkan backend state (from tf_backend_vulkan.create) holds now. */
+tf_vulkan_memory tf_vulkan_memory_use(void *state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
