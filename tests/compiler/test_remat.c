@@ -150,7 +150,10 @@ static void budgets_hold(void) {
     const char *overrides[6];
     const char *bindings;
   } cases[] = {
+      {"mlp", {NULL}, NULL},
       {"gpt", {"layers=3", "d_model=32", "heads=2", NULL}, "T=32"},
+      {"gpt2-small", {"layers=2", "d_model=32", "heads=2", "vocab=100", "ctx=32", "seq=16"}, "T=16"},
+      {"xtts-gpt", {"layers=2", "d_model=32", "heads=2", "text_vocab=40", "audio_vocab=30", NULL}, "Ta=12"},
       {"cnn", {NULL}, NULL},
       {"asr-128-6-3", {"enc_layers=2", "dec_layers=1", "vocab=50", "d_model=64", "heads=2", NULL}, "T=8,U=6"},
       {"vit-b16", {"image=32", "patch=8", "d_model=64", "layers=2", "heads=2", "classes=10"}, NULL},

@@ -1,0 +1,81 @@
+/* The Vulkan backend's vtable: a thin layer over the files named in vk_internal.h. */
+#include <stdlib.h>
+
+#include "backends/vulkan/vk_internal.h"
+
+static void vulkan_destroy(void *state) {
+  vk_state *vk = state;
+  if (!vk)
+    return;
+  vk_record_release(vk);
+  vk_pipelines_destroy(vk);
+  vk_memory_close(vk);
+  vk_device_close(vk);
+  free(vk);
+}
+
+static tf_status vulkan_create(const tf_backend_options *options, void **state) {
+  *state = NULL;
+  vk_state *vk = calloc(1, sizeof(vk_state));
+  if (!vk)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan backend: cannot allocate its state");
+  tf_status status = vk_device_open(vk, options ? options->device : 0);
+  if (!status)
+    status = vk_memory_open(vk);
+  if (status) {
+    vulkan_destroy(vk);
+    return status;
+  }
+  *state = vk;
+  return NULL;
+}
+
+static tf_target vulkan_target(void *state) {
+  const vk_state *vk = state;
+  tf_target target = tf_target_default(TF_TARGET_VULKAN);
+  // Offsets must suit the device's storage-buffer binding alignment (at least the default's).
+  int64_t align = (int64_t)vk->properties.limits.minStorageBufferOffsetAlignment;
+  if (align > target.alignment)
+    target.alignment = align;
+  return target;
+}
+
+static tf_status vulkan_alloc_region(void *state, int64_t bytes, void **region) {
+  vk_region *out = NULL;
+  tf_status status = vk_region_alloc(state, bytes, &out);
+  *region = out;
+  return status;
+}
+
+static void vulkan_free_region(void *state, void *region) { vk_region_free(state, region); }
+
+static tf_status vulkan_upload(void *state, void *region, int64_t offset, const void *host, int64_t bytes) {
+  return vk_region_upload(state, region, offset, host, bytes);
+}
+
+static tf_status vulkan_download(void *state, void *region, int64_t offset, void *host, int64_t bytes) {
+  return vk_region_download(state, region, offset, host, bytes);
+}
+
+static tf_status vulkan_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
+  return tf_status_prefix(vk_record_prepare(state, plan, regions), "vulkan backend on '%s'",
+                          ((vk_state *)state)->properties.deviceName);
+}
+
+static tf_status vulkan_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
+  return vk_record_run(state, begin, end, io_slot, run);
+}
+
+static tf_status vulkan_synchronize(void *state) { return vk_record_wait(state); }
+
+tf_vulkan_memory tf_vulkan_memory_use(void *state) {
+  const vk_state *vk = state;
+  tf_vulkan_memory m = {vk->region_bytes, vk->staging.bytes + vk->run_state.bytes, vk->allocations,
+                        vk->live_allocations};
+  return m;
+}
+
+const tf_backend_vtable tf_backend_vulkan = {
+    "vulkan",        vulkan_create,  vulkan_destroy, vulkan_target,     vulkan_alloc_region, vulkan_free_region,
+    vulkan_upload,   vulkan_download, vulkan_prepare, vulkan_run, vulkan_synchronize,
+};

@@ -1,0 +1,270 @@
+/* The lowering driver: a table from op to the function that lowers it (the vk_lower*.c files), the
+ * dtype policy, and the helpers every family uses. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/vulkan/vk_lower.h"
+#include "compiler/ops.h"
+
+static const vk_lower_fn lowerings[TF_OP_COUNT] = {
+    [TF_OP_MATMUL] = vk_lower_matmul,
+    [TF_OP_ADD] = vk_lower_binary,
+    [TF_OP_SUB] = vk_lower_binary,
+    [TF_OP_MUL] = vk_lower_binary,
+    [TF_OP_DIV] = vk_lower_binary,
+    [TF_OP_NEG] = vk_lower_unary,
+    [TF_OP_EXP] = vk_lower_unary,
+    [TF_OP_LOG] = vk_lower_unary,
+    [TF_OP_SQRT] = vk_lower_unary,
+    [TF_OP_RSQRT] = vk_lower_unary,
+    [TF_OP_RELU] = vk_lower_unary,
+    [TF_OP_GELU] = vk_lower_unary,
+    [TF_OP_SILU] = vk_lower_unary,
+    [TF_OP_SIGMOID] = vk_lower_unary,
+    [TF_OP_TANH] = vk_lower_unary,
+    [TF_OP_SUM] = vk_lower_reduce,
+    [TF_OP_MEAN] = vk_lower_reduce,
+    [TF_OP_MAX] = vk_lower_reduce,
+    [TF_OP_SOFTMAX] = vk_lower_softmax,
+    [TF_OP_LOG_SOFTMAX] = vk_lower_softmax,
+    [TF_OP_LAYER_NORM] = vk_lower_norm,
+    [TF_OP_RMS_NORM] = vk_lower_norm,
+    [TF_OP_EMBEDDING] = vk_lower_embedding,
+    [TF_OP_RESHAPE] = vk_lower_layout,
+    [TF_OP_TRANSPOSE] = vk_lower_layout,
+    [TF_OP_CONCAT] = vk_lower_layout,
+    [TF_OP_SLICE] = vk_lower_layout,
+    [TF_OP_EXPAND] = vk_lower_layout,
+    [TF_OP_CONV1D] = vk_lower_conv,
+    [TF_OP_CONV2D] = vk_lower_conv,
+    [TF_OP_MAX_POOL2D] = vk_lower_pool,
+    [TF_OP_AVG_POOL2D] = vk_lower_pool,
+    [TF_OP_DROPOUT] = vk_lower_dropout,
+    [TF_OP_ATTENTION] = vk_lower_attention,
+    [TF_OP_CROSS_ENTROPY] = vk_lower_loss,
+    [TF_OP_MSE] = vk_lower_loss,
+    [TF_OP_BCE_WITH_LOGITS] = vk_lower_loss,
+    [TF_OP_RELU_GRAD] = vk_lower_unary,
+    [TF_OP_GELU_GRAD] = vk_lower_unary,
+    [TF_OP_SILU_GRAD] = vk_lower_unary,
+    [TF_OP_SIGMOID_GRAD] = vk_lower_unary,
+    [TF_OP_TANH_GRAD] = vk_lower_unary,
+    [TF_OP_SUM_TO] = vk_lower_reduce,
+    [TF_OP_MAX_GRAD] = vk_lower_reduce,
+    [TF_OP_SOFTMAX_GRAD] = vk_lower_softmax,
+    [TF_OP_LOG_SOFTMAX_GRAD] = vk_lower_softmax,
+    [TF_OP_LAYER_NORM_GRAD] = vk_lower_norm,
+    [TF_OP_RMS_NORM_GRAD] = vk_lower_norm,
+    [TF_OP_EMBEDDING_GRAD] = vk_lower_embedding,
+    [TF_OP_SLICE_GRAD] = vk_lower_layout,
+    [TF_OP_CONV1D_GRAD_INPUT] = vk_lower_conv,
+    [TF_OP_CONV1D_GRAD_WEIGHT] = vk_lower_conv,
+    [TF_OP_CONV2D_GRAD_INPUT] = vk_lower_conv,
+    [TF_OP_CONV2D_GRAD_WEIGHT] = vk_lower_conv,
+    [TF_OP_MAX_POOL2D_GRAD] = vk_lower_pool,
+    [TF_OP_AVG_POOL2D_GRAD] = vk_lower_pool,
+    [TF_OP_ATTENTION_GRAD] = vk_lower_attention,
+    [TF_OP_CROSS_ENTROPY_GRAD] = vk_lower_loss,
+    [TF_OP_MSE_GRAD] = vk_lower_loss,
+    [TF_OP_BCE_WITH_LOGITS_GRAD] = vk_lower_loss,
+    [TF_OP_ACCUMULATE] = vk_lower_binary,
+    [TF_OP_ZERO] = vk_lower_zero,
+    [TF_OP_GLOBAL_NORM_SQ] = vk_lower_global_norm_sq,
+    [TF_OP_SGD] = vk_lower_optimizer,
+    [TF_OP_ADAMW] = vk_lower_optimizer,
+};
+
+static bool moves_bytes_only(tf_op op) {
+  return op == TF_OP_RESHAPE || op == TF_OP_TRANSPOSE || op == TF_OP_CONCAT || op == TF_OP_SLICE ||
+         op == TF_OP_EXPAND || op == TF_OP_SLICE_GRAD;
+}
+
+/* The shaders compute in f32 and index with i32 (ids, labels); layout ops move 4- and 8-byte
+ * elements of any dtype. f16/bf16 storage would be a shader variant per dtype (see shaders/README). */
+static tf_status check_dtypes(const vk_lower *l) {
+  const tf_op_info *info = tf_op_info_get(l->step->op);
+  for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
+    bool input = k < l->step->n_inputs;
+    if (input && ((info->shape_only >> k) & 1u))
+      continue;
+    const tf_plan_buffer *b = vk_buffer(l, input ? vk_in(l, k) : vk_out(l, k - l->step->n_inputs));
+    if (moves_bytes_only(l->step->op)) {
+      if (l->step->op == TF_OP_RESHAPE || tf_dtype_size(b->dtype) == 4 || tf_dtype_size(b->dtype) == 8)
+        continue;
+    } else if (b->dtype == TF_F32 || b->dtype == TF_I32) {
+      continue;
+    }
+    return vk_refuse(l, "buffer '%s' is %s; the Vulkan shaders take f32 data and i32 ids and labels%s", b->name,
+                     tf_dtype_name(b->dtype), b->dtype == TF_I64 ? " (store ids and labels as i32)" : "");
+  }
+  return NULL;
+}
+
+tf_status vk_refuse(const vk_lower *l, const char *fmt, ...) {
+  char why[512];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(why, sizeof(why), fmt, args);
+  va_end(args);
+  return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: step %d '%s' (%s): %s", l->index, l->step->name,
+                       tf_op_name(l->step->op), why);
+}
+
+static tf_status append(vk_lower *l, vk_command **out) {
+  vk_program *p = l->program;
+  if (p->n_commands == p->capacity) {
+    int32_t capacity = p->capacity ? 2 * p->capacity : 256;
+    vk_command *grown = realloc(p->commands, sizeof(vk_command) * (size_t)capacity);
+    if (!grown)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot hold %d commands", capacity);
+    p->commands = grown;
+    p->capacity = capacity;
+  }
+  *out = &p->commands[p->n_commands++];
+  memset(*out, 0, sizeof(**out));
+  for (int i = 0; i < VK_OPERANDS; i++)
+    (*out)->buffers[i] = -1;
+  return NULL;
+}
+
+tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,
+                           const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+  if (n > VK_OPERANDS || push_bytes > sizeof(((vk_command *)0)->push))
+    return tf_status_new(TF_ERR_INTERNAL, "vulkan: a dispatch of %d bindings and %zu push bytes", n, push_bytes);
+  if (gx == 0 || gy == 0 || gz == 0)
+    return NULL;
+  vk_command *c;
+  TF_RETURN_IF_ERROR(append(l, &c));
+  c->kind = VK_COMMAND_DISPATCH;
+  c->shader = shader;
+  c->n_bindings = n;
+  for (int32_t i = 0; i < n; i++)
+    c->buffers[i] = buffers[i];
+  c->writes = writes;
+  memcpy(c->push, push, push_bytes);
+  c->groups[0] = gx;
+  c->groups[1] = gy;
+  c->groups[2] = gz;
+  return NULL;
+}
+
+tf_status vk_emit_fill(vk_lower *l, int32_t buffer) {
+  if (vk_buffer(l, buffer)->bytes == 0)
+    return NULL;
+  vk_command *c;
+  TF_RETURN_IF_ERROR(append(l, &c));
+  c->kind = VK_COMMAND_FILL;
+  c->buffers[0] = buffer;
+  return NULL;
+}
+
+tf_status vk_emit_copy(vk_lower *l, int32_t from, int32_t to, int64_t bytes) {
+  const tf_plan_buffer *a = vk_buffer(l, from), *b = vk_buffer(l, to);
+  if (bytes == 0 || (a->region == b->region && a->offset == b->offset))
+    return NULL;
+  vk_command *c;
+  TF_RETURN_IF_ERROR(append(l, &c));
+  c->kind = VK_COMMAND_COPY;
+  c->buffers[0] = from;
+  c->buffers[1] = to;
+  c->bytes = bytes;
+  return NULL;
+}
+
+int64_t vk_count(const tf_plan_buffer *b) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < b->rank; d++)
+    count *= b->shape[d];
+  return count;
+}
+
+uint32_t vk_groups(int64_t items, int64_t per_group) {
+  int64_t groups = (items + per_group - 1) / per_group;
+  if (groups < 1)
+    return 1;
+  return groups > VK_GROUP_LIMIT ? VK_GROUP_LIMIT : (uint32_t)groups;
+}
+
+tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what) {
+  if (count < 0 || count >= ((int64_t)1 << 31))
+    return vk_refuse(l, "%s has %lld elements; the shaders index with 31 bits", what, (long long)count);
+  return NULL;
+}
+
+void vk_collapse(int32_t *rank, int64_t *shape, int n, int64_t (*strides)[TF_MAX_RANK]) {
+  int32_t kept = 0;
+  for (int32_t i = 0; i < *rank; i++) {
+    if (shape[i] == 1)
+      continue;
+    bool merge = kept > 0;
+    for (int k = 0; merge && k < n; k++)
+      merge = strides[k][kept - 1] == strides[k][i] * shape[i];
+    if (merge) {
+      shape[kept - 1] *= shape[i];
+      for (int k = 0; k < n; k++)
+        strides[k][kept - 1] = strides[k][i];
+      continue;
+    }
+    shape[kept] = shape[i];
+    for (int k = 0; k < n; k++)
+      strides[k][kept] = strides[k][i];
+    kept++;
+  }
+  if (kept == 0) {
+    shape[0] = 1;
+    for (int k = 0; k < n; k++)
+      strides[k][0] = 0;
+    kept = 1;
+  }
+  *rank = kept;
+}
+
+void vk_contiguous_strides(const tf_plan_buffer *b, int64_t *strides) {
+  int64_t stride = 1;
+  for (int32_t i = b->rank - 1; i >= 0; i--) {
+    strides[i] = stride;
+    stride *= b->shape[i];
+  }
+}
+
+void vk_broadcast_strides(const tf_plan_buffer *b, int32_t rank, const int64_t *shape, int64_t *strides) {
+  int64_t stride = 1;
+  for (int32_t i = rank - 1; i >= 0; i--) {
+    int32_t axis = i - (rank - b->rank);
+    int64_t dim = axis >= 0 ? b->shape[axis] : 1;
+    strides[i] = dim == 1 && shape[i] != 1 ? 0 : stride;
+    stride *= dim;
+  }
+}
+
+uint32_t vk_float_bits(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_program *program) {
+  memset(program, 0, sizeof(*program));
+  program->step_first = calloc((size_t)plan->n_steps + 1, sizeof(int32_t));
+  if (!program->step_first)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot lower %d steps", plan->n_steps);
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    vk_lower l = {plan, &plan->steps[s], s, program, limits};
+    program->step_first[s] = program->n_commands;
+    vk_lower_fn lower = (int)l.step->op >= 0 && l.step->op < TF_OP_COUNT ? lowerings[l.step->op] : NULL;
+    if (!lower)
+      return vk_refuse(&l, "the Vulkan backend has no shader for this op yet");
+    TF_RETURN_IF_ERROR(check_dtypes(&l));
+    TF_RETURN_IF_ERROR(lower(&l));
+  }
+  program->step_first[plan->n_steps] = program->n_commands;
+  return NULL;
+}
+
+void vk_program_free(vk_program *program) {
+  free(program->commands);
+  free(program->step_first);
+  memset(program, 0, sizeof(*program));
+}

@@ -1,0 +1,69 @@
+/* Lowering: what one plan step becomes on the Vulkan backend (a few dispatches, fills or copies).
+ * Shared by the vk_lower*.c files, one op family each. Pure host logic: nothing here calls Vulkan,
+ * so each lowering can be read next to its shader (shaders/<family>.comp) and its CPU kernel. */
+#ifndef TIGHTFIT_BACKENDS_VULKAN_VK_LOWER_H
+#define TIGHTFIT_BACKENDS_VULKAN_VK_LOWER_H
+
+#include "backends/vulkan/vk_internal.h"
+
+typedef struct vk_lower {
+  const tf_plan *plan;
+  const tf_plan_step *step;
+  int32_t index;             /* the step's index in the plan */
+  vk_program *program;
+  const vk_limits *limits;
+} vk_lower;
+
+typedef tf_status (*vk_lower_fn)(vk_lower *l);
+
+/* ---- families (one file each) ---- */
+tf_status vk_lower_binary(vk_lower *l);      /* add sub mul div accumulate */
+tf_status vk_lower_unary(vk_lower *l);       /* neg ... tanh, gelu and the activation gradients */
+tf_status vk_lower_zero(vk_lower *l);
+tf_status vk_lower_dropout(vk_lower *l);
+tf_status vk_lower_layout(vk_lower *l);      /* reshape transpose expand slice slice_grad concat */
+tf_status vk_lower_reduce(vk_lower *l);      /* sum mean max sum_to max_grad */
+tf_status vk_lower_global_norm_sq(vk_lower *l);
+tf_status vk_lower_softmax(vk_lower *l);     /* softmax log_softmax and their gradients */
+tf_status vk_lower_matmul(vk_lower *l);
+tf_status vk_lower_conv(vk_lower *l);        /* conv1d conv2d and their input/weight gradients */
+tf_status vk_lower_attention(vk_lower *l);   /* attention attention_grad */
+tf_status vk_lower_norm(vk_lower *l);        /* layer_norm rms_norm and gradients */
+tf_status vk_lower_embedding(vk_lower *l);   /* embedding embedding_grad */
+tf_status vk_lower_pool(vk_lower *l);        /* max/avg pool2d and gradients */
+tf_status vk_lower_loss(vk_lower *l);        /* cross_entropy mse bce_with_logits and gradients */
+tf_status vk_lower_optimizer(vk_lower *l);   /* sgd adamw */
+
+/* ---- emitting commands ---- */
+
+/* Appends a dispatch of `shader` binding buffers[0..n) (plan buffer ids, -1: the dummy), `writes`
+ * bit i set when binding i is written, with `push_bytes` of push constants and a grid of groups. */
+tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,
+                           const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+tf_status vk_emit_fill(vk_lower *l, int32_t buffer);                     /* buffer = 0 */
+tf_status vk_emit_copy(vk_lower *l, int32_t from, int32_t to, int64_t bytes);
+/* An UNSUPPORTED status naming the step, its op and `why` (printf-style). */
+tf_status vk_refuse(const vk_lower *l, const char *fmt, ...) TF_PRINTF(2, 3);
+
+/* ---- operands ---- */
+static inline int32_t vk_in(const vk_lower *l, int32_t k) { return l->step->inputs[k]; }
+static inline int32_t vk_out(const vk_lower *l, int32_t k) { return l->step->outputs[k]; }
+static inline const tf_plan_buffer *vk_buffer(const vk_lower *l, int32_t id) { return &l->plan->buffers[id]; }
+int64_t vk_count(const tf_plan_buffer *b);
+/* Workgroups for `items` work items of `per_group` each, capped at VK_GROUP_LIMIT (the shaders
+ * loop over the rest with a grid stride); at least 1. */
+uint32_t vk_groups(int64_t items, int64_t per_group);
+/* Refuses counts the 32-bit shader indices cannot address. */
+tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what);
+
+/* Merges adjacent axes that every operand walks contiguously (strides[k][i] == strides[k][i+1] x
+ * shape[i+1]) and drops axes of size 1; *rank becomes at least 1. strides holds n rows. */
+void vk_collapse(int32_t *rank, int64_t *shape, int n, int64_t (*strides)[TF_MAX_RANK]);
+/* Row-major strides of `b`; numpy broadcast strides of `b` against `shape` of `rank`. */
+void vk_contiguous_strides(const tf_plan_buffer *b, int64_t *strides);
+void vk_broadcast_strides(const tf_plan_buffer *b, int32_t rank, const int64_t *shape, int64_t *strides);
+
+/* A float as push-constant bits. */
+uint32_t vk_float_bits(float value);
+
+#endif
