@@ -30,6 +30,7 @@ uint grid_size() { return gl_NumWorkGroups.x * gl_WorkGroupSize.x; }
 void kahan_add(inout float sum, inout float carry, float value) {
   precise float y = value - carry;
   precise float t = sum + y;
-  carry = (t - sum) - y;
+  precise float c = (t - sum) - y;
+  carry = c;
   sum = t;
 }

@@ -175,9 +175,19 @@ static void budgets_hold(void) {
     CHECK_OK(&counts, tf_compile_budget(g, &options, &plan, &result));
     int64_t high = plan ? tf_plan_total_bytes(plan) : 0;
     tf_plan_destroy(plan);
+    /* A budget of one byte fits nothing: the search returns its smallest plan. */
+    options.budget = 1;
+    plan = NULL;
+    CHECK_OK(&counts, tf_compile_budget(g, &options, &plan, &result));
+    int64_t low = plan ? tf_plan_total_bytes(plan) : 0;
+    CHECK(&counts, !result.fits, "%s: one byte fits", cases[c].preset);
+    tf_plan_destroy(plan);
     int fitted = 0, refused = 0;
-    for (int step = 0; step < 8; step++) {
-      options.budget = high - (int64_t)((double)high * 0.1 * step);
+    for (int step = 0; step <= 8; step++) {
+      /* Eight budgets from the largest to the smallest plan, then one byte less than the smallest. */
+      options.budget = step < 8 ? high - (high - low) * step / 7 : low - 1;
+      if (step == 7)
+        options.budget = low;
       plan = NULL;
       tf_status status = tf_compile_budget(g, &options, &plan, &result);
       CHECK(&counts, status == NULL, "%s: %s", cases[c].preset, tf_status_message(status));
@@ -186,6 +196,8 @@ static void budgets_hold(void) {
         continue;
       int64_t total = tf_plan_total_bytes(plan);
       CHECK(&counts, result.fits == (total <= options.budget), "%s: fits flag wrong", cases[c].preset);
+      CHECK(&counts, result.fits == (step < 8), "%s: budget %" PRId64 " (smallest plan %" PRId64 "): fits = %d",
+            cases[c].preset, options.budget, low, result.fits);
       CHECK(&counts, plan->micro_batch * plan->accumulate == 8, "%s: global batch %" PRId64, cases[c].preset,
             plan->micro_batch * plan->accumulate);
       if (result.fits) {
@@ -198,10 +210,9 @@ static void budgets_hold(void) {
       }
       tf_plan_destroy(plan);
     }
-    CHECK(&counts, fitted >= 2, "%s: only %d budgets fitted", cases[c].preset, fitted);
-    printf("%-12s 8 budgets from %.2f MiB down by 10%%: %d fit (trained 3 steps each, allocated == planned), "
-           "%d below the smallest plan\n",
-           cases[c].preset, (double)high / 1048576.0, fitted, refused);
+    printf("%-12s budgets from %.3f down to %.3f MiB (the smallest plan): %d fit and trained 3 steps with "
+           "allocated == planned; %d below it refused\n",
+           cases[c].preset, (double)high / 1048576.0, (double)low / 1048576.0, fitted, refused);
     tf_graph_destroy(g);
   }
 }

@@ -1,0 +1,208 @@
+#version 450
+// Tiled GEMM: matmul with transposes and broadcast batches (kernels/cpu/matmul.c), and, compiled
+// with -DMODE=1/2/3, the convolutions as implicit GEMMs (kernels/cpu/conv.c) whose operand loads
+// gather the im2col matrix on the fly, so no column matrix (no workspace) is ever stored:
+//   MODE 0 matmul           C[m, n] = sum_k A[m, k] B[k, n], batch z
+//   MODE 1 conv forward     y[img, g*og + o, p]  = sum_r w[g*og + o, r] col_img[r, p] (+ bias), z = (img, g)
+//   MODE 2 conv grad weight dw[g*og + o, r]      = sum_(img, p) dy[img, g*og + o, p] col_img[r, p], z = g
+//   MODE 3 conv grad input  dx[img, g*cg + c, q] = sum_(o, tap) w[g*og + o, c, tap] dy[img, g*og + o, p(q, tap)]
+//
+// A workgroup of 16 x 16 invocations computes a 64 x 64 tile of C, each invocation 4 x 4 outputs
+// (rows ty + 16 i, columns tx + 16 j); K advances 16 at a time through shared memory, loaded with
+// consecutive invocations on each operand's contiguous axis. Edges are bounds-checked (zeros), so
+// any size works. Later: subgroup operations, VK_KHR_cooperative_matrix, wider tiles per device.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#ifndef MODE
+#define MODE 0
+#endif
+#define BM 64
+#define BN 64
+#define BK 16
+
+layout(local_size_x = 16, local_size_y = 16) in;
+layout(std430, set = 0, binding = 0) readonly buffer A { ELEMENT a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { ELEMENT b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer C { ELEMENT c[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
+
+#if MODE == 0
+layout(push_constant) uniform Push {
+  uint m, n, k;
+  uint flags;          // bit 0: A transposed (stored [K, M]), bit 1: B transposed (stored [N, K])
+  uint lda, ldb;       // row strides as stored
+  uint batch_rank;     // collapsed batch axes (<= 4)
+  uint reserved;
+  uint batch_shape[4];
+  uint a_batch_stride[4];
+  uint b_batch_stride[4];
+} pc;
+#else
+layout(push_constant) uniform Push {
+  uint m, n, k;
+  uint flags;          // bit 2: bias (forward)
+  uint batch;          // images
+  uint channels, height, width;            // the image
+  uint out_channels, out_height, out_width; // the response
+  uint kernel_h, kernel_w;
+  uint stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  uint groups;
+} pc;
+#endif
+
+shared float tile_a[BK][BM + 1];
+shared float tile_b[BK][BN + 1];
+
+uint a_base, b_base, c_base; // MODE 0: element offsets of this batch entry
+uint image, group_index;     // conv modes
+
+// The image element feeding column-matrix row r at response position p of `img`, or 0 (padding).
+float image_tap(uint img, uint r, uint p) {
+  uint taps = pc.kernel_h * pc.kernel_w;
+  uint channel = r / taps, tap = r % taps;
+  int ih = int((p / pc.out_width) * pc.stride_h + (tap / pc.kernel_w) * pc.dilation_h) - int(pc.pad_h);
+  int iw = int((p % pc.out_width) * pc.stride_w + (tap % pc.kernel_w) * pc.dilation_w) - int(pc.pad_w);
+  if (ih < 0 || iw < 0 || ih >= int(pc.height) || iw >= int(pc.width))
+    return 0.0;
+  uint cg = pc.channels / pc.groups;
+  uint plane = ((img * pc.channels) + group_index * cg + channel) * pc.height * pc.width;
+  return TO_F32(b[plane + uint(ih) * pc.width + uint(iw)]);
+}
+
+// A(row, kk) and B(kk, col), zero outside [0, m) x [0, k) and [0, k) x [0, n).
+float load_a(uint row, uint kk) {
+  if (row >= pc.m || kk >= pc.k)
+    return 0.0;
+#if MODE == 0
+  return TO_F32(a[a_base + ((pc.flags & 1u) != 0u ? kk * pc.lda + row : row * pc.lda + kk)]);
+#elif MODE == 1
+  uint og = pc.out_channels / pc.groups;
+  return TO_F32(a[(group_index * og + row) * pc.k + kk]);
+#elif MODE == 2
+  uint og = pc.out_channels / pc.groups, positions = pc.out_height * pc.out_width;
+  uint img = kk / positions, p = kk % positions;
+  return TO_F32(a[((img * pc.out_channels) + group_index * og + row) * positions + p]);
+#else
+  uint og = pc.out_channels / pc.groups, taps = pc.kernel_h * pc.kernel_w, cg = pc.channels / pc.groups;
+  uint o = kk / taps, tap = kk % taps;
+  return TO_F32(a[((group_index * og + o) * cg + row) * taps + tap]);
+#endif
+}
+
+float load_b(uint kk, uint col) {
+  if (kk >= pc.k || col >= pc.n)
+    return 0.0;
+#if MODE == 0
+  return TO_F32(b[b_base + ((pc.flags & 2u) != 0u ? col * pc.ldb + kk : kk * pc.ldb + col)]);
+#elif MODE == 1
+  return image_tap(image, kk, col);
+#elif MODE == 2
+  uint positions = pc.out_height * pc.out_width;
+  return image_tap(kk / positions, col, kk % positions);
+#else
+  // dy at the response position whose tap `tap` lands on image position `col`, if one does.
+  uint og = pc.out_channels / pc.groups, taps = pc.kernel_h * pc.kernel_w;
+  uint o = kk / taps, tap = kk % taps;
+  int hh = int(col / pc.width) + int(pc.pad_h) - int((tap / pc.kernel_w) * pc.dilation_h);
+  int ww = int(col % pc.width) + int(pc.pad_w) - int((tap % pc.kernel_w) * pc.dilation_w);
+  if (hh < 0 || ww < 0 || hh % int(pc.stride_h) != 0 || ww % int(pc.stride_w) != 0)
+    return 0.0;
+  uint oh = uint(hh) / pc.stride_h, ow = uint(ww) / pc.stride_w;
+  if (oh >= pc.out_height || ow >= pc.out_width)
+    return 0.0;
+  return TO_F32(b[((image * pc.out_channels) + group_index * og + o) * pc.out_height * pc.out_width +
+                  oh * pc.out_width + ow]);
+#endif
+}
+
+// Whether consecutive invocations should walk k (else m / n) when loading a tile.
+bool a_walks_k() {
+#if MODE == 0
+  return (pc.flags & 1u) == 0u;
+#else
+  return true;
+#endif
+}
+
+bool b_walks_k() {
+#if MODE == 0
+  return (pc.flags & 2u) != 0u;
+#elif MODE == 2
+  return true;
+#else
+  return false;
+#endif
+}
+
+void store_c(uint row, uint col, float value) {
+  if (row >= pc.m || col >= pc.n)
+    return;
+#if MODE == 0
+  c[c_base + row * pc.n + col] = FROM_F32(value);
+#elif MODE == 1
+  uint og = pc.out_channels / pc.groups, channel = group_index * og + row;
+  if ((pc.flags & 4u) != 0u)
+    value += TO_F32(bias[channel]);
+  c[(image * pc.out_channels + channel) * pc.n + col] = FROM_F32(value);
+#elif MODE == 2
+  uint og = pc.out_channels / pc.groups;
+  c[(group_index * og + row) * pc.n + col] = FROM_F32(value);
+#else
+  uint cg = pc.channels / pc.groups;
+  c[(image * pc.channels + group_index * cg + row) * pc.n + col] = FROM_F32(value);
+#endif
+}
+
+void main() {
+  uint z = gl_WorkGroupID.z;
+#if MODE == 0
+  a_base = 0u;
+  b_base = 0u;
+  uint rest = z;
+  for (int d = int(pc.batch_rank) - 1; d >= 0; d--) {
+    uint index = rest % pc.batch_shape[d];
+    rest /= pc.batch_shape[d];
+    a_base += index * pc.a_batch_stride[d];
+    b_base += index * pc.b_batch_stride[d];
+  }
+  c_base = z * pc.m * pc.n;
+#elif MODE == 2
+  group_index = z;
+#else
+  image = z / pc.groups;
+  group_index = z % pc.groups;
+#endif
+  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
+  uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+  float acc[4][4];
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      acc[i][j] = 0.0;
+  bool a_k = a_walks_k(), b_k = b_walks_k();
+  for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
+    for (uint r = 0u; r < 4u; r++) {
+      uint e = tid + 256u * r;
+      uint kk = a_k ? e % BK : e / BM, mm = a_k ? e / BK : e % BM;
+      tile_a[kk][mm] = load_a(row0 + mm, k0 + kk);
+      kk = b_k ? e % BK : e / BN;
+      uint nn = b_k ? e / BK : e % BN;
+      tile_b[kk][nn] = load_b(k0 + kk, col0 + nn);
+    }
+    barrier();
+    for (uint kk = 0u; kk < BK; kk++) {
+      float av[4], bv[4];
+      for (uint i = 0u; i < 4u; i++) {
+        av[i] = tile_a[kk][ty + 16u * i];
+        bv[i] = tile_b[kk][tx + 16u * i];
+      }
+      for (uint i = 0u; i < 4u; i++)
+        for (uint j = 0u; j < 4u; j++)
+          acc[i][j] += av[i] * bv[j];
+    }
+    barrier();
+  }
+  for (uint i = 0u; i < 4u; i++)
+    for (uint j = 0u; j < 4u; j++)
+      store_c(row0 + ty + 16u * i, col0 + tx + 16u * j, acc[i][j]);
+}

@@ -1,0 +1,149 @@
+#version 450
+// layer_norm and rms_norm over the last axis and their gradients (kernels/cpu/norm.c).
+//
+// Forward: a workgroup per row (mean, then the centred variance, by tree sums). Backward, three
+// dispatches like the CPU's phases, with no workspace: (1) STATS: a workgroup per row writes the
+// row's mean and rstd into the first two floats of its dx row; (2) PARAMS: an invocation per column
+// sums dgamma and dbeta over the rows, in row order, reading the kept statistics; (3) INPUT: a
+// workgroup per row reads its statistics back, then overwrites the row with dx. Rows too short to
+// keep them (layer_norm with one feature) recompute them instead.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Gamma { ELEMENT gamma[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Third { ELEMENT third[]; }; // beta, or dy
+layout(std430, set = 0, binding = 3) buffer Out { ELEMENT out_data[]; };         // y, or dx
+layout(std430, set = 0, binding = 4) writeonly buffer DGamma { ELEMENT dgamma[]; };
+layout(std430, set = 0, binding = 5) writeonly buffer DBeta { ELEMENT dbeta[]; };
+
+#define FORWARD 0
+#define STATS 1
+#define PARAMS 2
+#define INPUT 3
+
+layout(push_constant) uniform Push {
+  uint rows;
+  uint features;
+  float epsilon;
+  uint mode;
+  uint rms;       // rms_norm: no mean, no beta
+  uint has_beta;  // forward: a beta operand; backward: a dbeta output
+  uint keep;      // backward: statistics kept in dx rows
+} pc;
+
+shared float partial[256];
+
+float tree(float value) {
+  uint t = gl_LocalInvocationID.x;
+  partial[t] = value;
+  barrier();
+  for (uint s = 128u; s > 0u; s >>= 1) {
+    if (t < s)
+      partial[t] += partial[t + s];
+    barrier();
+  }
+  float result = partial[0];
+  barrier();
+  return result;
+}
+
+// (mean, rstd) of a row by the whole workgroup.
+vec2 row_stats(uint base) {
+  uint t = gl_LocalInvocationID.x;
+  float mean = 0.0;
+  if (pc.rms == 0u) {
+    float sum = 0.0, carry = 0.0;
+    for (uint j = t; j < pc.features; j += 256u)
+      kahan_add(sum, carry, TO_F32(x[base + j]));
+    mean = tree(sum) / float(pc.features);
+  }
+  float squares = 0.0, carry = 0.0;
+  for (uint j = t; j < pc.features; j += 256u) {
+    float centred = TO_F32(x[base + j]) - mean;
+    kahan_add(squares, carry, centred * centred);
+  }
+  return vec2(mean, 1.0 / sqrt(tree(squares) / float(pc.features) + pc.epsilon));
+}
+
+// The same statistics by one invocation (rows too short to keep them).
+vec2 row_stats_serial(uint base) {
+  float mean = 0.0;
+  if (pc.rms == 0u) {
+    for (uint j = 0u; j < pc.features; j++)
+      mean += TO_F32(x[base + j]);
+    mean /= float(pc.features);
+  }
+  float squares = 0.0;
+  for (uint j = 0u; j < pc.features; j++) {
+    float centred = TO_F32(x[base + j]) - mean;
+    squares += centred * centred;
+  }
+  return vec2(mean, 1.0 / sqrt(squares / float(pc.features) + pc.epsilon));
+}
+
+vec2 kept_stats(uint row) {
+  uint base = row * pc.features;
+  if (pc.rms != 0u)
+    return vec2(0.0, TO_F32(out_data[base]));
+  return vec2(TO_F32(out_data[base]), TO_F32(out_data[base + 1u]));
+}
+
+void params(uint column) {
+  float g_sum = 0.0, g_carry = 0.0, b_sum = 0.0, b_carry = 0.0;
+  for (uint row = 0u; row < pc.rows; row++) {
+    uint at = row * pc.features + column;
+    vec2 s = pc.keep != 0u ? kept_stats(row) : row_stats_serial(row * pc.features);
+    float d = TO_F32(third[at]);
+    kahan_add(g_sum, g_carry, d * ((TO_F32(x[at]) - s.x) * s.y));
+    kahan_add(b_sum, b_carry, d);
+  }
+  dgamma[column] = FROM_F32(g_sum);
+  if (pc.has_beta != 0u)
+    dbeta[column] = FROM_F32(b_sum);
+}
+
+void main() {
+  if (pc.mode == PARAMS) {
+    for (uint column = gl_GlobalInvocationID.x; column < pc.features; column += grid_size())
+      params(column);
+    return;
+  }
+  uint t = gl_LocalInvocationID.x;
+  for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
+    uint base = row * pc.features;
+    if (pc.mode == FORWARD) {
+      vec2 s = row_stats(base);
+      for (uint j = t; j < pc.features; j += 256u) {
+        float value = (TO_F32(x[base + j]) - s.x) * s.y * TO_F32(gamma[j]);
+        out_data[base + j] = FROM_F32(pc.has_beta != 0u ? value + TO_F32(third[j]) : value);
+      }
+    } else if (pc.mode == STATS) {
+      vec2 s = row_stats(base);
+      if (t == 0u) {
+        if (pc.rms != 0u) {
+          out_data[base] = FROM_F32(s.y);
+        } else {
+          out_data[base] = FROM_F32(s.x);
+          out_data[base + 1u] = FROM_F32(s.y);
+        }
+      }
+    } else {
+      // Every invocation reads the statistics before the tree's barriers; only then is the row written.
+      vec2 s = pc.keep != 0u ? kept_stats(row) : row_stats(base);
+      float g_sum = 0.0, g_carry = 0.0, gx_sum = 0.0, gx_carry = 0.0;
+      for (uint j = t; j < pc.features; j += 256u) {
+        float g = TO_F32(third[base + j]) * TO_F32(gamma[j]);
+        kahan_add(g_sum, g_carry, g);
+        kahan_add(gx_sum, gx_carry, g * ((TO_F32(x[base + j]) - s.x) * s.y));
+      }
+      float g_mean = pc.rms != 0u ? 0.0 : tree(g_sum) / float(pc.features);
+      float gx_mean = tree(gx_sum) / float(pc.features);
+      for (uint j = t; j < pc.features; j += 256u) {
+        float xhat = (TO_F32(x[base + j]) - s.x) * s.y;
+        out_data[base + j] = FROM_F32(s.y * (TO_F32(third[base + j]) * TO_F32(gamma[j]) - g_mean - xhat * gx_mean));
+      }
+    }
+  }
+}

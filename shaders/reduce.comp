@@ -1,0 +1,145 @@
+#version 450
+// Reductions over axes (kernels/cpu/reduce.c): sum, mean, max, sum_to, max_grad, and one input's
+// share of global_norm_sq.
+//
+// The host collapses x's axes into at most 4 kept and 4 reduced runs; output o's elements are
+// x[base(o) + offset(j)] for j in [0, group). Either each invocation owns outputs and walks their
+// groups serially (per_thread: many outputs, e.g. a bias gradient), or a workgroup owns an output
+// and reduces a tree in shared memory (few, long groups). Sums are compensated (Kahan). Both orders
+// are fixed, so results do not depend on scheduling.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Yin { ELEMENT y_in[]; };   // max_grad: max(x)
+layout(std430, set = 0, binding = 2) readonly buffer DY { ELEMENT dy[]; };      // max_grad: dy
+layout(std430, set = 0, binding = 3) buffer Out { ELEMENT out_data[]; };
+
+#define SUM 0
+#define MAX 1
+#define MAX_GRAD 2
+#define NORM_SQ 3
+
+layout(push_constant) uniform Push {
+  uint outputs;
+  uint group;
+  uint mode;
+  uint per_thread;
+  uint n_kept;
+  uint n_reduced;
+  float divisor;    // mean: the group size; else 1
+  uint accumulate;  // NORM_SQ: add to out[0] (every input of global_norm_sq after the first)
+  uint kept_shape[4];
+  uint kept_stride[4];
+  uint reduced_shape[4];
+  uint reduced_stride[4];
+} pc;
+
+shared float partial[256];
+shared uint tally[256];
+
+uint base_of(uint o) {
+  uint offset = 0;
+  for (int d = int(pc.n_kept) - 1; d >= 0; d--) {
+    offset += (o % pc.kept_shape[d]) * pc.kept_stride[d];
+    o /= pc.kept_shape[d];
+  }
+  return offset;
+}
+
+uint offset_of(uint j) {
+  uint offset = 0;
+  for (int d = int(pc.n_reduced) - 1; d >= 0; d--) {
+    offset += (j % pc.reduced_shape[d]) * pc.reduced_stride[d];
+    j /= pc.reduced_shape[d];
+  }
+  return offset;
+}
+
+// NaN wins, as in torch.amax.
+float max_of(float best, float value) { return (value > best || isnan(value)) ? value : best; }
+bool is_maximum(float value, float best) { return value == best || (isnan(value) && isnan(best)); }
+
+// This invocation's part of output o's group: elements first, first + step, ...
+float walk(uint base, uint first, uint step) {
+  if (pc.mode == MAX) {
+    float best = -1.0 / 0.0;
+    for (uint j = first; j < pc.group; j += step)
+      best = max_of(best, TO_F32(x[base + offset_of(j)]));
+    return best;
+  }
+  float sum = 0.0, carry = 0.0;
+  for (uint j = first; j < pc.group; j += step) {
+    float v = TO_F32(x[base + offset_of(j)]);
+    kahan_add(sum, carry, pc.mode == NORM_SQ ? v * v : v);
+  }
+  return sum;
+}
+
+float tree(float value) {
+  uint t = gl_LocalInvocationID.x;
+  partial[t] = value;
+  barrier();
+  for (uint s = 128u; s > 0u; s >>= 1) {
+    if (t < s)
+      partial[t] = pc.mode == MAX ? max_of(partial[t], partial[t + s]) : partial[t] + partial[t + s];
+    barrier();
+  }
+  float result = partial[0];
+  barrier();
+  return result;
+}
+
+uint tree_count(uint value) {
+  uint t = gl_LocalInvocationID.x;
+  tally[t] = value;
+  barrier();
+  for (uint s = 128u; s > 0u; s >>= 1) {
+    if (t < s)
+      tally[t] += tally[t + s];
+    barrier();
+  }
+  uint result = tally[0];
+  barrier();
+  return result;
+}
+
+void finish(uint o, float value) {
+  if (pc.mode == NORM_SQ)
+    out_data[0] = FROM_F32((pc.accumulate != 0u ? TO_F32(out_data[0]) : 0.0) + value);
+  else
+    out_data[o] = FROM_F32(pc.mode == SUM ? value / pc.divisor : value);
+}
+
+// dx = dy / (number of maxima) at every maximum of the group, 0 elsewhere (workgroup per output).
+void max_grad(uint o) {
+  uint base = base_of(o), t = gl_LocalInvocationID.x;
+  float best = TO_F32(y_in[o]);
+  uint mine = 0u;
+  for (uint j = t; j < pc.group; j += 256u)
+    mine += is_maximum(TO_F32(x[base + offset_of(j)]), best) ? 1u : 0u;
+  uint maxima = tree_count(mine);
+  float share = maxima > 0u ? TO_F32(dy[o]) / float(maxima) : 0.0;
+  for (uint j = t; j < pc.group; j += 256u) {
+    uint at = base + offset_of(j);
+    out_data[at] = FROM_F32(is_maximum(TO_F32(x[at]), best) ? share : 0.0);
+  }
+}
+
+void main() {
+  if (pc.per_thread != 0u) {
+    for (uint o = gl_GlobalInvocationID.x; o < pc.outputs; o += grid_size())
+      finish(o, walk(base_of(o), 0u, 1u));
+    return;
+  }
+  for (uint o = gl_WorkGroupID.x; o < pc.outputs; o += gl_NumWorkGroups.x) {
+    if (pc.mode == MAX_GRAD) {
+      max_grad(o);
+      continue;
+    }
+    float value = tree(walk(base_of(o), gl_LocalInvocationID.x, 256u));
+    if (gl_LocalInvocationID.x == 0u)
+      finish(o, value);
+  }
+}

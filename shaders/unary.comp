@@ -1,0 +1,106 @@
+#version 450
+// Float unaries y = f(x) and activation gradients dx = dy f'(v) (kernels/cpu/elementwise.c):
+// v is x, except y for sigmoid_grad and tanh_grad, as graph.h says.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer V { ELEMENT v[]; };
+layout(std430, set = 0, binding = 1) readonly buffer DY { ELEMENT dy[]; }; // gradients only
+layout(std430, set = 0, binding = 2) writeonly buffer Y { ELEMENT y[]; };
+
+layout(push_constant) uniform Push {
+  uint count;
+  uint op;
+} pc;
+
+// Forward ops 0..10, gradients 16..21 (backends/vulkan/vk_lower_elementwise.c has the table).
+#define NEG 0
+#define EXP 1
+#define LOG 2
+#define SQRT 3
+#define RSQRT 4
+#define RELU 5
+#define GELU 6
+#define GELU_TANH 7
+#define SILU 8
+#define SIGMOID 9
+#define TANH 10
+#define RELU_GRAD 16
+#define GELU_GRAD 17
+#define GELU_TANH_GRAD 18
+#define SILU_GRAD 19
+#define SIGMOID_GRAD 20
+#define TANH_GRAD 21
+
+const float SQRT_HALF = 0.70710678118654752440;
+const float INV_SQRT_2PI = 0.39894228040143267794;
+const float SQRT_2_OVER_PI = 0.79788456080286535588;
+const float GELU_CUBIC = 0.044715;
+
+// erfc(z) for z >= 0 with a relative error below 1.2e-7 (Numerical Recipes' erfcc, Chebyshev).
+float erfc_positive(float z) {
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float p = -z * z - 1.26551223 +
+            t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+            t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  return t * exp(p);
+}
+
+// The normal CDF 0.5 (1 + erf(x / sqrt 2)), accurate in relative terms on the negative side too.
+float normal_cdf(float x) {
+  float e = erfc_positive(abs(x) * SQRT_HALF);
+  return x >= 0.0 ? 1.0 - 0.5 * e : 0.5 * e;
+}
+
+// tanh without inf/inf for large |x|: tanh(15) rounds to 1 in f32 already.
+float tanh_of(float x) { return tanh(clamp(x, -15.0, 15.0)); }
+
+float sigmoid_of(float x) { return 1.0 / (1.0 + exp(-x)); }
+
+float forward(uint op, float x) {
+  switch (op) {
+  case NEG: return -x;
+  case EXP: return exp(x);
+  case LOG: return log(x);
+  case SQRT: return sqrt(x);
+  case RSQRT: return 1.0 / sqrt(x);
+  case RELU: return x > 0.0 ? x : 0.0;
+  case GELU: return x * normal_cdf(x);
+  case GELU_TANH: return 0.5 * x * (1.0 + tanh_of(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)));
+  case SILU: return x * sigmoid_of(x);
+  case SIGMOID: return sigmoid_of(x);
+  default: return tanh_of(x);
+  }
+}
+
+float derivative(uint op, float v) {
+  switch (op) {
+  case RELU_GRAD: return v > 0.0 ? 1.0 : 0.0;
+  case GELU_GRAD: return normal_cdf(v) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
+  case GELU_TANH_GRAD: {
+    float t = tanh_of(SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v));
+    float inner = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * v * v);
+    return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * inner;
+  }
+  case SILU_GRAD: {
+    float s = sigmoid_of(v);
+    return s * (1.0 + v * (1.0 - s));
+  }
+  case SIGMOID_GRAD: return v * (1.0 - v);
+  default: return 1.0 - v * v;
+  }
+}
+
+void main() {
+  for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
+    float x = TO_F32(v[i]);
+    if (pc.op < RELU_GRAD) {
+      y[i] = FROM_F32(forward(pc.op, x));
+    } else {
+      float g = TO_F32(dy[i]);
+      // relu_grad selects rather than multiplies: dy stays exact (and 0 * inf does not make NaN).
+      y[i] = FROM_F32(pc.op == RELU_GRAD ? (x > 0.0 ? g : 0.0) : g * derivative(pc.op, x));
+    }
+  }
+}
