@@ -68,6 +68,15 @@ check "resumed checkpoint == straight checkpoint, byte for byte" \
 expect 2 "resume without a checkpoint" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 \
   --checkpoint "$dir/nothing" --resume
 
+# A character GPT on the GPL text: the loss must fall.
+expect 0 "zoo gpt" "$tf" zoo gpt --param layers=1 --param d_model=32 --param heads=2 -o "$dir/gpt.tfg"
+expect 0 "compile gpt" "$tf" compile "$dir/gpt.tfg" --set N=8,T=32 --lr 3e-3 -o "$dir/gpt.tfplan"
+expect 0 "train gpt on text" "$tf" train "$dir/gpt.tfplan" --data models/data/text/train --steps 60 --json
+first=$(sed -n '1s/.*"loss": \([0-9.]*\).*/\1/p' "$dir/out")
+last=$(sed -n 's/.*"final_loss": \([0-9.]*\).*/\1/p' "$dir/out")
+echo "gpt char model: loss $first at step 1 -> $last after 60 steps"
+check "gpt loss falls by at least 25%" "awk 'BEGIN { exit !($last < 0.75 * $first) }'"
+
 expect 0 "compile inference" "$tf" compile "$dir/mlp.tfg" --inference --set N=40 -o "$dir/infer.tfplan"
 expect 0 "run with weights" "$tf" run "$dir/infer.tfplan" --data models/data/digits/test \
   --weights "$dir/straight/latest.safetensors" --output "$dir" --json
