@@ -54,7 +54,36 @@ static void place(arena_item *items, int32_t i, arena_item **conflicts) {
   item->offset = best >= 0 ? best : cursor;
 }
 
+/* The tensor whose memory `id` ends up on, following reshape aliases. */
+static int32_t alias_root(const tf_training *t, int32_t id) {
+  while (t->alias_of[id] >= 0)
+    id = t->alias_of[id];
+  return id;
+}
+
+/* A reshape whose input is last read by it gets no memory of its own: its output lies on the input
+ * (same bytes, same element order), recorded as alias_of; the pair is one item in the packing. */
+static tf_status find_aliases(tf_training *t) {
+  const tf_graph *g = t->g;
+  free(t->alias_of);
+  t->alias_of = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!t->alias_of)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: out of memory");
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    t->alias_of[i] = -1;
+  for (int32_t s = 0; s < t->n_schedule; s++) {
+    const tf_ir_node *node = &g->nodes[t->schedule[s]];
+    if (node->op != TF_OP_RESHAPE)
+      continue;
+    int32_t x = node->inputs[0], y = node->outputs[0];
+    if (t->first[x] >= 0 && t->last[x] == s && t->first[y] == s && g->tensors[x].bytes == g->tensors[y].bytes)
+      t->alias_of[y] = x;
+  }
+  return NULL;
+}
+
 static tf_status assign_arena(tf_training *t) {
+  TF_RETURN_IF_ERROR(find_aliases(t));
   const tf_graph *g = t->g;
   int64_t alignment = t->options.target.alignment;
   int32_t capacity = g->n_tensors + t->n_schedule;
@@ -71,13 +100,28 @@ static tf_status assign_arena(tf_training *t) {
   }
   int32_t n = 0;
   t->arena_naive = 0;
+  /* Each alias chain is one item, live from its root's first step to its last member's last step. */
+  int32_t *item_last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!item_last) {
+    free(items);
+    free(conflicts);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: out of memory");
+  }
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    item_last[i] = t->last[i];
   for (int32_t i = 0; i < g->n_tensors; i++) {
-    if (t->first[i] < 0)
+    int32_t root = t->first[i] >= 0 ? alias_root(t, i) : i;
+    if (root != i && t->last[i] > item_last[root])
+      item_last[root] = t->last[i];
+  }
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    if (t->first[i] < 0 || t->alias_of[i] >= 0)
       continue;
-    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], t->last[i], i, 0};
-    for (int32_t s = t->first[i]; s <= t->last[i]; s++)
+    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], item_last[i], i, 0};
+    for (int32_t s = t->first[i]; s <= item_last[i]; s++)
       t->live_bytes[s] += items[n - 1].size;
   }
+  free(item_last);
   for (int32_t s = 0; s < t->n_schedule; s++) {
     t->workspace_offset[s] = -1;
     if (t->workspace_bytes[s] > 0) {
@@ -85,8 +129,12 @@ static tf_status assign_arena(tf_training *t) {
       t->live_bytes[s] += items[n - 1].size;
     }
   }
-  for (int32_t i = 0; i < n; i++)
-    t->arena_naive += items[i].size;
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    if (t->first[i] >= 0)
+      t->arena_naive += align_up(g->tensors[i].bytes, alignment);
+  for (int32_t s = 0; s < t->n_schedule; s++)
+    if (t->workspace_bytes[s] > 0)
+      t->arena_naive += align_up(t->workspace_bytes[s], alignment);
   qsort(items, (size_t)n, sizeof(arena_item), by_size_desc);
   int64_t arena = 0;
   for (int32_t i = 0; i < n; i++) {
@@ -99,6 +147,9 @@ static tf_status assign_arena(tf_training *t) {
       t->workspace_offset[-items[i].id - 1] = items[i].offset;
   }
   t->region_bytes[TF_REGION_ARENA] = arena;
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    if (t->first[i] >= 0 && t->alias_of[i] >= 0)
+      t->offset[i] = t->offset[alias_root(t, i)];
   t->arena_lower_bound = 0;
   t->peak_step = t->n_schedule > 0 ? 0 : -1;
   for (int32_t s = 0; s < t->n_schedule; s++) {

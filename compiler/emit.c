@@ -102,6 +102,7 @@ static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor,
   b->init = (tf_init){src->init_kind, src->init_a, src->init_b, copy(src->init_file), copy(src->init_key)};
   b->owner = -1;
   b->io_twin = -1;
+  b->alias_of = -1;
   if (!b->name)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot copy a name");
   *id = plan->n_buffers++;
@@ -121,6 +122,8 @@ static tf_status emit_buffers(tf_plan *plan, const tf_training *t, int32_t *buff
     int32_t id = buffer_of[i];
     if (id < 0)
       continue;
+    if (t->alias_of && t->alias_of[i] >= 0)
+      plan->buffers[id].alias_of = buffer_of[t->alias_of[i]];
     if (t->owner[i] >= 0)
       plan->buffers[id].owner = buffer_of[t->owner[i]];
     if (plan->buffers[id].region == TF_REGION_IO) {
@@ -181,7 +184,7 @@ static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *
       w->rank = 1;
       w->shape[0] = w->bytes;
       w->first_step = w->last_step = s;
-      w->owner = w->io_twin = -1;
+      w->owner = w->io_twin = w->alias_of = -1;
       step->workspace = plan->n_buffers++;
     }
   }

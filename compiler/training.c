@@ -137,5 +137,6 @@ void tf_training_free(tf_training *t) {
   free(t->workspace_offset);
   free(t->live_bytes);
   free(t->saved_list);
+  free(t->alias_of);
   memset(t, 0, sizeof(*t));
 }

@@ -32,6 +32,7 @@ typedef struct tf_training {
 
   /* Liveness and assignment, per tensor (arena tensors only; others -1). */
   int32_t *first, *last;
+  int32_t *alias_of;           /* a reshape output placed on its input (that input's id), else -1 */
   int64_t *offset;
   int64_t region_bytes[TF_REGION_COUNT];
   /* Per scheduled step: its workspace bytes and, once assigned, the workspace's arena offset. */

@@ -207,6 +207,32 @@ static tf_status check_buffer(const tf_plan *plan, int32_t id) {
   return NULL;
 }
 
+/* An alias is a reshape's output on its input's memory: both arena activations with the same offset
+ * and bytes, the input's last step is the reshape that writes the output. Only the step's operand
+ * ids are read here (steps are validated later), each checked for range first. */
+static tf_status check_alias(const tf_plan *plan, int32_t id) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  if (b->alias_of == -1)
+    return NULL;
+  if (!valid_id(plan, b->alias_of) || b->alias_of == id)
+    return INVALID("%s has alias_of %" PRId32 ", not another buffer", tf_plan_buffer_label(plan, id).text, b->alias_of);
+  const tf_plan_buffer *a = &plan->buffers[b->alias_of];
+  bool shape_ok = a->region == TF_REGION_ARENA && b->region == TF_REGION_ARENA && a->role == TF_ROLE_ACTIVATION &&
+                  b->role == TF_ROLE_ACTIVATION && a->offset == b->offset && a->bytes == b->bytes &&
+                  a->dtype == b->dtype && a->alias_of != id;
+  int32_t s = b->first_step;
+  const tf_plan_step *step = s >= 0 && s < plan->n_steps ? &plan->steps[s] : NULL;
+  bool step_ok = step && step->op == TF_OP_RESHAPE && step->n_inputs >= 1 && step->inputs &&
+                 step->inputs[0] == b->alias_of && step->n_outputs >= 1 && step->outputs[0] == id &&
+                 a->last_step == s;
+  if (!shape_ok || !step_ok)
+    return INVALID("%s aliases %s, but an alias must be a reshape's output on the same offset and bytes as its input, "
+                   "which the reshape reads last (input live to step %" PRId32 ", output from step %" PRId32 ")",
+                   tf_plan_buffer_label(plan, id).text, tf_plan_buffer_label(plan, b->alias_of).text, a->last_step,
+                   b->first_step);
+  return NULL;
+}
+
 /* owner and io_twin point at buffers that check_buffer has accepted. */
 static tf_status check_references(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
@@ -422,8 +448,10 @@ static tf_status check_written(const tf_plan *plan, const int32_t *writer) {
 static tf_status check_buffers_and_steps(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers; id++)
     TF_RETURN_IF_ERROR(check_buffer(plan, id));
-  for (int32_t id = 0; id < plan->n_buffers; id++)
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
     TF_RETURN_IF_ERROR(check_references(plan, id));
+    TF_RETURN_IF_ERROR(check_alias(plan, id));
+  }
   TF_RETURN_IF_ERROR(tf_plan_check_persistent_disjoint(plan));
   TF_RETURN_IF_ERROR(tf_plan_check_arena_disjoint(plan));
   int32_t *writer = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));

@@ -108,6 +108,11 @@ static tf_status overlap(const tf_plan *plan, int32_t a, int32_t b, int32_t step
 static tf_status insert(live_list *live, int32_t id) {
   const tf_plan_buffer *b = &live->plan->buffers[id];
   int32_t at = lower_bound(live, b->offset);
+  /* An alias (checked valid) takes its input's place: the input dies at this very step. */
+  if (b->alias_of >= 0 && at < live->count && live->ids[at] == b->alias_of) {
+    live->ids[at] = id;
+    return NULL;
+  }
   if (at > 0) {
     const tf_plan_buffer *before = &live->plan->buffers[live->ids[at - 1]];
     if (before->offset + before->bytes > b->offset)
@@ -219,9 +224,11 @@ static tf_status check_live_bytes(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     int64_t slot;
+    /* An alias shares its input's bytes at the reshape step: it counts from the step after. */
+    int32_t from = b->alias_of >= 0 ? b->first_step + 1 : b->first_step;
     if (b->region == TF_REGION_ARENA &&
         (!aligned_size(b->bytes, plan->alignment, &slot) ||
-         __builtin_add_overflow(delta[b->first_step], slot, &delta[b->first_step]) ||
+         __builtin_add_overflow(delta[from], slot, &delta[from]) ||
          __builtin_sub_overflow(delta[b->last_step + 1], slot, &delta[b->last_step + 1])))
       status = INVALID("the live arena buffers' aligned sizes sum past int64");
   }

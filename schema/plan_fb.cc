@@ -134,7 +134,7 @@ public:
     plan_->n_buffers = static_cast<int32_t>(n);
     for (uoffset_t i = 0; i < n; i++) {
       tf_plan_buffer &buffer = plan_->buffers[i];
-      buffer.first_step = buffer.last_step = buffer.owner = buffer.io_twin = -1;
+      buffer.first_step = buffer.last_step = buffer.owner = buffer.io_twin = buffer.alias_of = -1;
       tf_status status = buffer_at(buffers->Get(i), &buffer);
       if (status)
         return refuse(status, "buffer", i, buffers->Get(i)->name());
@@ -238,6 +238,7 @@ private:
     }
     out->owner = in->owner();
     out->io_twin = in->io_twin();
+    out->alias_of = in->alias_of();
     return nullptr;
   }
 
@@ -396,7 +397,7 @@ private:
                                    string(b.init.key));
     *out = fb::CreateBuffer(fbb_, string(b.name), static_cast<fb::Role>(role), static_cast<fb::Region>(region),
                             b.offset, b.bytes, static_cast<fb::DType>(dtype), shape, b.first_step, b.last_step, init,
-                            b.owner, b.io_twin);
+                            b.owner, b.io_twin, b.alias_of);
     return nullptr;
   }
 

@@ -150,13 +150,14 @@ static void write_program(tf_text *t, const tf_plan *plan) {
   const tf_plan_report *r = &plan->report;
   char flops[64];
   tf_text_printf(t, "<h2>Batch and program</h2>\n");
-  tf_text_printf(t, "<p id=\"batch\">micro-batch %" PRId64 " &#215; %" PRId32 " accumulation step%s = global batch %" PRId64
-                    "</p>\n",
+  tf_text_printf(t,
+                 "<p id=\"batch\">micro-batch %" PRId64 " &#215; %" PRId32
+                 " accumulation step%s = global batch %" PRId64 "</p>\n",
                  plan->micro_batch, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->global_batch);
-  tf_text_printf(t, "<p>steps [0, %" PRId32 ") run %" PRId32 " time%s per training step, steps [%" PRId32 ", %" PRId32
-                    ") once</p>\n",
-                 plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps,
-                 plan->n_steps);
+  tf_text_printf(
+      t,
+      "<p>steps [0, %" PRId32 ") run %" PRId32 " time%s per training step, steps [%" PRId32 ", %" PRId32 ") once</p>\n",
+      plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
   tf_text_printf(t, "<table id=\"flops\">\n<tr><th>phase</th><th>estimated FLOPs</th></tr>\n");
   for (int phase = 0; phase < TF_PHASE_COUNT; phase++)
     tf_text_printf(t, "<tr><td>%s</td><td class=\"num\">%s</td></tr>\n", tf_phase_name((tf_phase)phase),

@@ -47,7 +47,8 @@ tf_status tf_timeline_create(const tf_plan *plan, tf_timeline *out) {
     /* The same slot the planner and the verifier count: the size rounded up to the alignment. */
     int64_t slot = (b->bytes + alignment - 1) / alignment * alignment;
     int64_t *delta = b->role == TF_ROLE_WORKSPACE ? out->workspace_bytes : out->activation_bytes;
-    delta[b->first_step] += slot;
+    /* An alias shares its input's slot at the reshape step: it counts from the step after. */
+    delta[b->alias_of >= 0 ? b->first_step + 1 : b->first_step] += slot;
     delta[b->last_step + 1] -= slot;
   }
   for (int32_t s = 1; s < plan->n_steps; s++) {
@@ -99,10 +100,10 @@ enum {
 };
 
 static const char *const band_colors[TF_BAND_COUNT] = {"#4e79a7", "#f28e2b", "#76b7b2",
-                                                        "#9c9c9c", "#e15759", "#edc948"};
-static const char *const band_labels[TF_BAND_COUNT] = {"parameters + constants", "gradients", "optimizer state",
-                                                        "io (micro-batches)", "activations (arena, live)",
-                                                        "workspace (arena, live)"};
+                                                       "#9c9c9c", "#e15759", "#edc948"};
+static const char *const band_labels[TF_BAND_COUNT] = {"parameters + constants",    "gradients",
+                                                       "optimizer state",           "io (micro-batches)",
+                                                       "activations (arena, live)", "workspace (arena, live)"};
 /* The phase strip: forward, recompute, backward, accumulate, optimizer. */
 static const char *const phase_colors[TF_PHASE_COUNT] = {"#6f9fd8", "#e8a33d", "#a58bd0", "#59b36b", "#e07b39"};
 #define BUDGET_COLOR "#c62828"
@@ -120,9 +121,7 @@ typedef struct picture {
   int32_t peak_step;  /* -1 without steps */
 } picture;
 
-static double x_at(const picture *p, double step) {
-  return PLOT_LEFT + (PLOT_RIGHT - PLOT_LEFT) * step / p->x_steps;
-}
+static double x_at(const picture *p, double step) { return PLOT_LEFT + (PLOT_RIGHT - PLOT_LEFT) * step / p->x_steps; }
 
 static double y_at(const picture *p, double bytes) { return PLOT_BOTTOM - (PLOT_BOTTOM - PLOT_TOP) * bytes / p->y_max; }
 
@@ -156,17 +155,22 @@ void tf_report_peak_label(tf_text *text, const tf_plan *plan, const tf_timeline 
 }
 
 static void title(const picture *p, tf_text *heading) {
-  char total[32], budget[32], over[32];
+  char total[32];
   tf_text_printf(heading, "Memory timeline of '");
   tf_text_escaped(heading, p->plan->graph_name ? p->plan->graph_name : "?", 60);
   tf_text_printf(heading, "' (%s, %s): plan total %s", p->plan->target ? p->plan->target : "?",
                  p->plan->training ? "training" : "inference", human(p->total, total, sizeof(total)));
-  if (p->options->budget > 0 && p->total > p->options->budget)
-    tf_text_printf(heading, " \xE2\x80\x94 exceeds the %s budget by %s",
-                   human(p->options->budget, budget, sizeof(budget)),
+  if (p->options->budget <= 0)
+    return;
+  char budget[32];
+  human(p->options->budget, budget, sizeof(budget));
+  if (p->total > p->options->budget) {
+    char over[32];
+    tf_text_printf(heading, " \xE2\x80\x94 exceeds the %s budget by %s", budget,
                    human(p->total - p->options->budget, over, sizeof(over)));
-  else if (p->options->budget > 0)
-    tf_text_printf(heading, " \xE2\x80\x94 fits the %s budget", human(p->options->budget, budget, sizeof(budget)));
+  } else {
+    tf_text_printf(heading, " \xE2\x80\x94 fits the %s budget", budget);
+  }
 }
 
 static void draw_header(const picture *p) {
@@ -188,8 +192,9 @@ static void draw_header(const picture *p) {
     tf_text_escaped(t, p->options->source, 80);
     tf_text_printf(t, ": ");
   }
-  tf_text_printf(t, "%" PRId32 " steps, micro-batch %" PRId64 " \xC3\x97 %" PRId32 " = global batch %" PRId64
-                    "; arena %s, lower bound %s",
+  tf_text_printf(t,
+                 "%" PRId32 " steps, micro-batch %" PRId64 " \xC3\x97 %" PRId32 " = global batch %" PRId64
+                 "; arena %s, lower bound %s",
                  plan->n_steps, plan->micro_batch, plan->accumulate, plan->global_batch,
                  human(plan->region_bytes[TF_REGION_ARENA], arena, sizeof(arena)),
                  human(plan->report.arena_lower_bound, bound, sizeof(bound)));
@@ -272,9 +277,10 @@ static void draw_grid(const picture *p) {
   double step = nice_step(p->y_max / scale / 7, unit == 0);
   for (int k = 0; k * step * scale <= p->y_max * (1 + 1e-9) && k < 64; k++) {
     double y = y_at(p, k * step * scale);
-    tf_text_printf(t, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y, PLOT_RIGHT, y);
-    tf_text_printf(t, "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT - 5, y, PLOT_LEFT,
+    tf_text_printf(t, "<line class=\"grid\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y, PLOT_RIGHT,
                    y);
+    tf_text_printf(t, "<line class=\"tick\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT - 5, y,
+                   PLOT_LEFT, y);
     if (k == 0)
       tf_text_printf(t, "<text class=\"tick-y\" x=\"%d\" y=\"%.1f\">0</text>\n", PLOT_LEFT - 8, y + 4);
     else
@@ -334,22 +340,27 @@ static void draw_bands(const picture *p, const int32_t *bins, int32_t n_bins, in
 
 static void draw_lines(const picture *p) {
   tf_text *t = p->text;
-  char bytes[32], arena[32], over[32];
+  char bytes[32], arena[32];
   double y = y_at(p, (double)p->total);
   tf_text_printf(t, "<line class=\"total\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y, PLOT_RIGHT,
                  y);
-  tf_text_printf(t, "<text class=\"line-label halo\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">plan total %s (arena %s)</text>\n",
-                 PLOT_RIGHT - 4, y - 5, human(p->total, bytes, sizeof(bytes)),
-                 human(p->plan->region_bytes[TF_REGION_ARENA], arena, sizeof(arena)));
+  tf_text_printf(
+      t, "<text class=\"line-label halo\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">plan total %s (arena %s)</text>\n",
+      PLOT_RIGHT - 4, y - 5, human(p->total, bytes, sizeof(bytes)),
+      human(p->plan->region_bytes[TF_REGION_ARENA], arena, sizeof(arena)));
   if (p->options->budget > 0) {
     y = y_at(p, (double)p->options->budget);
-    tf_text_printf(t, "<line class=\"budget\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y, PLOT_RIGHT,
-                   y);
-    tf_text_printf(t, "<text id=\"budget-label\" class=\"line-label halo\" x=\"%d\" y=\"%.1f\" fill=\"" BUDGET_COLOR
-                      "\">budget %s",
+    tf_text_printf(t, "<line class=\"budget\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y,
+                   PLOT_RIGHT, y);
+    tf_text_printf(t,
+                   "<text id=\"budget-label\" class=\"line-label halo\" x=\"%d\" y=\"%.1f\" fill=\"" BUDGET_COLOR
+                   "\">budget %s",
                    PLOT_LEFT + 4, y - 5, human(p->options->budget, bytes, sizeof(bytes)));
-    if (p->total > p->options->budget)
-      tf_text_printf(t, ": the plan's total exceeds it by %s", human(p->total - p->options->budget, over, sizeof(over)));
+    if (p->total > p->options->budget) {
+      char over[32];
+      tf_text_printf(t, ": the plan's total exceeds it by %s",
+                     human(p->total - p->options->budget, over, sizeof(over)));
+    }
     tf_text_printf(t, "</text>\n");
   }
   if (p->peak_step < 0)
@@ -375,10 +386,9 @@ static void draw_axes(const picture *p, int32_t width) {
   const tf_plan *plan = p->plan;
   tf_text_printf(t, "<text class=\"caption\" x=\"%d\" y=\"%d\">", PLOT_LEFT - 60, PLOT_BOTTOM + 64);
   if (plan->micro_steps < plan->n_steps)
-    tf_text_printf(t, "steps [0, %" PRId32 ") run %" PRId32 " time%s per training step, steps [%" PRId32 ", %" PRId32
-                      ") once",
-                   plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps,
-                   plan->n_steps);
+    tf_text_printf(
+        t, "steps [0, %" PRId32 ") run %" PRId32 " time%s per training step, steps [%" PRId32 ", %" PRId32 ") once",
+        plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
   else
     tf_text_printf(t, "steps [0, %" PRId32 ") run %" PRId32 " time%s per %s", plan->n_steps, plan->accumulate,
                    plan->accumulate == 1 ? "" : "s", plan->training ? "training step" : "batch");
@@ -388,8 +398,9 @@ static void draw_axes(const picture *p, int32_t width) {
 }
 
 static void legend_swatch(tf_text *t, int y, const char *color, const char *label, const char *value) {
-  tf_text_printf(t, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\" stroke=\"#555\" stroke-width=\"0.5\"/>\n",
-                 LEGEND_LEFT, y - 11, color);
+  tf_text_printf(
+      t, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\" stroke=\"#555\" stroke-width=\"0.5\"/>\n",
+      LEGEND_LEFT, y - 11, color);
   tf_text_printf(t, "<text x=\"%d\" y=\"%d\">%s</text>", LEGEND_LEFT + 22, y, label);
   if (value)
     tf_text_printf(t, "<text class=\"legend-value\" x=\"%d\" y=\"%d\">%s</text>", WIDTH - 12, y, value);
@@ -409,8 +420,9 @@ static void draw_legend(const picture *p) {
   const tf_timeline *tl = p->timeline;
   char value[64], label[160];
   int y = PLOT_TOP + 4;
-  tf_text_printf(t, "<g class=\"legend\">\n<text class=\"legend-title\" x=\"%d\" y=\"%d\">bytes in use, top to bottom</text>\n",
-                 LEGEND_LEFT, y);
+  tf_text_printf(
+      t, "<g class=\"legend\">\n<text class=\"legend-title\" x=\"%d\" y=\"%d\">bytes in use, top to bottom</text>\n",
+      LEGEND_LEFT, y);
   y += 24;
   for (int band = TF_BAND_COUNT - 1; band >= 0; band--, y += 22) {
     if (band >= TF_TIMELINE_PERSISTENT_BANDS) {
@@ -438,8 +450,8 @@ static void draw_legend(const picture *p) {
     y += 22;
   }
   y += 8;
-  tf_text_printf(t, "<text class=\"legend-title\" x=\"%d\" y=\"%d\">phases (strip above the plot)</text>\n", LEGEND_LEFT,
-                 y);
+  tf_text_printf(t, "<text class=\"legend-title\" x=\"%d\" y=\"%d\">phases (strip above the plot)</text>\n",
+                 LEGEND_LEFT, y);
   y += 22;
   bool present[TF_PHASE_COUNT] = {false};
   for (int32_t s = 0; s < p->plan->n_steps; s++)
@@ -497,7 +509,7 @@ tf_status tf_report_svg_element(tf_text *text, const tf_plan *plan, const tf_svg
   int32_t n_bins = tf_timeline_bins(&timeline, max_points, bins, &width);
 
   picture p = {plan, &timeline, options, text, plan->n_steps > 0 ? plan->n_steps : 1, 0, tf_plan_total_bytes(plan),
-               0, -1};
+               0,    -1};
   if (plan->report.peak_step >= 0 && plan->report.peak_step < plan->n_steps) {
     p.peak_step = plan->report.peak_step;
     p.peak_total = timeline.persistent_total + arena_live(&timeline, p.peak_step);

@@ -16,8 +16,8 @@ typedef enum tf_timeline_band {
   TF_BAND_GRADIENTS,
   TF_BAND_OPTIMIZER_STATE,
   TF_BAND_IO,
-  TF_BAND_ACTIVATIONS,    /* arena, live at the step */
-  TF_BAND_WORKSPACE,      /* arena, live at the step */
+  TF_BAND_ACTIVATIONS, /* arena, live at the step */
+  TF_BAND_WORKSPACE,   /* arena, live at the step */
   TF_BAND_COUNT
 } tf_timeline_band;
 
@@ -44,9 +44,9 @@ void tf_timeline_destroy(tf_timeline *timeline);
 int32_t tf_timeline_bins(const tf_timeline *timeline, int32_t max_bins, int32_t *steps, int32_t *width);
 
 typedef struct tf_svg_options {
-  const char *source;  /* the plan's file name, for the title; NULL for none */
-  int64_t budget;      /* > 0: draw a budget line at this many bytes and compare the total with it */
-  int32_t max_points;  /* x points at most; <= 0: TF_TIMELINE_MAX_POINTS */
+  const char *source; /* the plan's file name, for the title; NULL for none */
+  int64_t budget;     /* > 0: draw a budget line at this many bytes and compare the total with it */
+  int32_t max_points; /* x points at most; <= 0: TF_TIMELINE_MAX_POINTS */
 } tf_svg_options;
 
 /* Appends the timeline picture as one <svg> element (no XML declaration, so it can be inlined in

@@ -49,6 +49,8 @@ typedef struct tf_plan_buffer {
   tf_init init;              /* parameters and constants; strings owned by the plan */
   int32_t owner;             /* gradients and optimizer state: the parameter buffer they belong to; else -1 */
   int32_t io_twin;           /* inputs and labels: the other half of the double buffer; else -1 */
+  int32_t alias_of;          /* a reshape's output placed on its input, which dies at that reshape: the
+                              * same offset and bytes, live from the reshape step on; else -1 */
 } tf_plan_buffer;
 
 typedef struct tf_plan_step {

@@ -38,7 +38,7 @@ static void set_buffer(tf_plan *plan, int32_t id, const char *name, tf_buffer_ro
   b->offset = offset;
   b->first_step = first;
   b->last_step = last;
-  b->owner = b->io_twin = -1;
+  b->owner = b->io_twin = b->alias_of = -1;
   b->rank = rank;
   int64_t elements = 1;
   va_list dims;

@@ -160,8 +160,7 @@ static bool well_formed(const char *text, int *elements, char *why, size_t why_s
     p += n;
   }
   if (depth != 0 || roots != 1) {
-    snprintf(why, why_size, "%d element(s) left open (<%s>), %d root(s)", depth, depth ? stack[depth - 1] : "",
-             roots);
+    snprintf(why, why_size, "%d element(s) left open (<%s>), %d root(s)", depth, depth ? stack[depth - 1] : "", roots);
     return false;
   }
   return true;
@@ -206,13 +205,17 @@ static void check_stacking(tf_test_counts *c, const char *label, const tf_plan *
         "%s: the bands and the arena make the plan's total", label);
   int32_t stack_mismatches = 0, brute_mismatches = 0;
   int64_t max_stack = 0, workspace_seen = 0;
+  int32_t aliases = 0;
+  for (int32_t id = 0; id < plan->n_buffers; id++)
+    aliases += plan->buffers[id].alias_of >= 0;
   for (int32_t s = 0; s < plan->n_steps; s++) {
     int64_t stack = t->activation_bytes[s] + t->workspace_bytes[s];
     stack_mismatches += stack != plan->report.live_bytes[s];
     int64_t activations = 0, workspaces = 0;
     for (int32_t id = 0; id < plan->n_buffers; id++) {
       const tf_plan_buffer *b = &plan->buffers[id];
-      if (b->region != TF_REGION_ARENA || b->first_step > s || b->last_step < s)
+      int32_t from = b->alias_of >= 0 ? b->first_step + 1 : b->first_step; /* an alias shares its input's bytes */
+      if (b->region != TF_REGION_ARENA || from > s || b->last_step < s)
         continue;
       if (b->role == TF_ROLE_WORKSPACE)
         workspaces += aligned(b->bytes, plan->alignment);
@@ -231,8 +234,9 @@ static void check_stacking(tf_test_counts *c, const char *label, const tf_plan *
   CHECK(c, max_stack == plan->report.arena_lower_bound, "%s: the tallest stack %" PRId64 " != lower bound %" PRId64,
         label, max_stack, plan->report.arena_lower_bound);
   printf("  %-28s %5d steps: stack == live_bytes at every step, bands == regions (%" PRId64
-         " persistent bytes), tallest arena stack %" PRId64 " == lower bound, workspace present: %s\n",
-         label, plan->n_steps, persistent, max_stack, workspace_seen > 0 ? "yes" : "no");
+         " persistent bytes), tallest arena stack %" PRId64
+         " == lower bound, workspace present: %s, %d reshape aliases\n",
+         label, plan->n_steps, persistent, max_stack, workspace_seen > 0 ? "yes" : "no", aliases);
 }
 
 /* Every bin's chosen step holds its bin's maximum; the peak step is among the chosen steps. */
@@ -287,7 +291,8 @@ static void check_svg(tf_test_counts *c, const char *label, const tf_plan *plan,
         expected.data ? expected.data : "");
   CHECK(c, strstr(text.data, "class=\"peak\"") != NULL, "%s: no peak line", label);
   for (int band = 0; band < TF_BAND_COUNT; band++) {
-    static const char *const legend[] = {"parameters + constants", "gradients", "optimizer state", "io (micro-batches)",
+    static const char *const legend[] = {"parameters + constants",    "gradients",
+                                         "optimizer state",           "io (micro-batches)",
                                          "activations (arena, live)", "workspace (arena, live)"};
     CHECK(c, strstr(text.data, legend[band]) != NULL, "%s: legend lacks '%s'", label, legend[band]);
   }
@@ -405,7 +410,10 @@ static void check_plan(tf_test_counts *c, const char *label, tf_plan *plan, int6
 
 static void check_text_buffer(tf_test_counts *c) {
   tf_text text = {0};
-  tf_text_escaped(&text, "ab\xc3\xa9" "cdef", 3);
+  tf_text_escaped(&text,
+                  "ab\xc3\xa9"
+                  "cdef",
+                  3);
   CHECK(c, text.data && strcmp(text.data, "ab\xc3\xa9\xe2\x80\xa6") == 0, "escape with a limit: '%s'",
         text.data ? text.data : "");
   text.size = 0;
@@ -421,9 +429,11 @@ static void check_text_buffer(tf_test_counts *c) {
 
 /* The well-formedness check itself refuses what an XML parser refuses. */
 static void check_checker(tf_test_counts *c) {
-  static const char *const good[] = {"<a/>", "<?xml version=\"1.0\"?>\n<a x=\"1&amp;2\"><b>t &lt; &#39;</b><!-- c --></a>\n"};
-  static const char *const bad[] = {"<a><b></a></b>", "<a x=1/>", "<a>&bogus;</a>", "<a>\xff</a>", "<a></a><b/>",
-                                    "<a>", "<a x=\"<\"/>", "<a>\x01</a>", "text<a/>"};
+  static const char *const good[] = {"<a/>",
+                                     "<?xml version=\"1.0\"?>\n<a x=\"1&amp;2\"><b>t &lt; &#39;</b><!-- c --></a>\n"};
+  static const char *const bad[] = {"<a><b></a></b>", "<a x=1/>",    "<a>&bogus;</a>",
+                                    "<a>\xff</a>",    "<a></a><b/>", "<a>",
+                                    "<a x=\"<\"/>",   "<a>\x01</a>", "text<a/>"};
   char why[256];
   int elements, refused = 0;
   for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
