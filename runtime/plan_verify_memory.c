@@ -224,8 +224,7 @@ static tf_status check_live_bytes(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     int64_t slot;
-    /* An alias shares its input's bytes at the reshape step: it counts from the step after. */
-    int32_t from = b->alias_of >= 0 ? b->first_step + 1 : b->first_step;
+    int32_t from = tf_plan_buffer_counted_from(b);
     if (b->region == TF_REGION_ARENA &&
         (!aligned_size(b->bytes, plan->alignment, &slot) ||
          __builtin_add_overflow(delta[from], slot, &delta[from]) ||

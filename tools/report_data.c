@@ -29,7 +29,7 @@ int32_t tf_report_largest_live(const tf_plan *plan, int32_t step, int32_t *ids, 
   int32_t n = 0;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    int32_t from = b->alias_of >= 0 ? b->first_step + 1 : b->first_step; /* an alias shares its input's bytes */
+    int32_t from = tf_plan_buffer_counted_from(b);
     if (b->region != TF_REGION_ARENA || from > step || b->last_step < step)
       continue;
     int32_t at = n < limit ? n++ : limit;

@@ -47,8 +47,7 @@ tf_status tf_timeline_create(const tf_plan *plan, tf_timeline *out) {
     /* The same slot the planner and the verifier count: the size rounded up to the alignment. */
     int64_t slot = (b->bytes + alignment - 1) / alignment * alignment;
     int64_t *delta = b->role == TF_ROLE_WORKSPACE ? out->workspace_bytes : out->activation_bytes;
-    /* An alias shares its input's slot at the reshape step: it counts from the step after. */
-    delta[b->alias_of >= 0 ? b->first_step + 1 : b->first_step] += slot;
+    delta[tf_plan_buffer_counted_from(b)] += slot;
     delta[b->last_step + 1] -= slot;
   }
   for (int32_t s = 1; s < plan->n_steps; s++) {

@@ -109,6 +109,10 @@ void tf_plan_destroy(tf_plan *plan);
  * only buffers already written. The message names the buffer or step and the numbers. */
 tf_status tf_plan_verify(const tf_plan *plan) TF_MUST_USE;
 
+/* The first step at which an arena buffer's bytes count as live: its first step, or the step after
+ * for an alias (at the reshape step it shares its input's bytes). Every live-bytes sum uses this. */
+int32_t tf_plan_buffer_counted_from(const tf_plan_buffer *buffer);
+
 /* Total bytes of all regions: what a session allocates (before a backend's fixed overhead). */
 int64_t tf_plan_total_bytes(const tf_plan *plan);
 

@@ -214,7 +214,7 @@ static void check_stacking(tf_test_counts *c, const char *label, const tf_plan *
     int64_t activations = 0, workspaces = 0;
     for (int32_t id = 0; id < plan->n_buffers; id++) {
       const tf_plan_buffer *b = &plan->buffers[id];
-      int32_t from = b->alias_of >= 0 ? b->first_step + 1 : b->first_step; /* an alias shares its input's bytes */
+      int32_t from = tf_plan_buffer_counted_from(b);
       if (b->region != TF_REGION_ARENA || from > s || b->last_step < s)
         continue;
       if (b->role == TF_ROLE_WORKSPACE)
