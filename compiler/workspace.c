@@ -6,6 +6,7 @@
 #include "compiler/ops.h"
 #include "compiler/training.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cuda/workspace.h"
 
 static tf_cpu_tensor operand(const tf_graph *g, int32_t id) {
   tf_cpu_tensor t;
@@ -21,7 +22,25 @@ static tf_cpu_tensor operand(const tf_graph *g, int32_t id) {
   return t;
 }
 
+/* CUDA: kernels/cuda/workspace.h, the formulas the CUDA kernels carve their workspace with. */
+static int64_t cuda_workspace_bytes(const tf_graph *g, const tf_ir_node *node) {
+  tf_cuda_tensor inputs[TF_OP_VARIADIC_INTERNAL], outputs[TF_MAX_OUTPUTS];
+  int32_t n_inputs = node->n_inputs < TF_OP_VARIADIC_INTERNAL ? node->n_inputs : TF_OP_VARIADIC_INTERNAL;
+  for (int32_t i = 0; i < n_inputs + node->n_outputs; i++) {
+    tf_cpu_tensor t = operand(g, i < n_inputs ? node->inputs[i] : node->outputs[i - n_inputs]);
+    tf_cuda_tensor *c = i < n_inputs ? &inputs[i] : &outputs[i - n_inputs];
+    memset(c, 0, sizeof(*c));
+    c->dtype = t.dtype;
+    c->rank = t.rank;
+    c->count = t.count;
+    memcpy(c->shape, t.shape, sizeof(c->shape));
+  }
+  return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
+}
+
 int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node) {
+  if (target->kind == TF_TARGET_CUDA)
+    return cuda_workspace_bytes(g, node);
   if (target->kind != TF_TARGET_CPU)
     return 0;
   tf_cpu_tensor inputs[TF_OP_VARIADIC_INTERNAL], outputs[TF_MAX_OUTPUTS];

@@ -19,11 +19,13 @@ layout(std430, set = 0, binding = 8) readonly buffer RunState {
   uint seed_lo;
   uint seed_hi;
   uint reserved[3];
-  vec2 adam[8];          // per (beta1, beta2) slot: 1 / (1 - beta1^t), sqrt(1 - beta2^t)
+  vec2 adam[8];          // per (lr, beta1, beta2) slot: lr / (1 - beta1^t), sqrt(1 - beta2^t)
 } run_state;
 
-// Grid-stride loops: the host caps a dispatch at 65535 groups; invocations walk the rest.
-uint grid_size() { return gl_NumWorkGroups.x * gl_WorkGroupSize.x; }
+// Grid-stride loops: the host caps a dispatch at 65535 groups; invocations walk the rest. A macro,
+// not a function: gl_WorkGroupSize is only known after the shader's local_size declaration, which
+// follows this include.
+#define grid_size() (gl_NumWorkGroups.x * gl_WorkGroupSize.x)
 
 // Compensated (Kahan) addition: long sequential sums keep f32 accuracy. `precise` forbids the
 // compiler from reassociating the correction away.

@@ -3,7 +3,8 @@
 // dispatch per input) and slice_grad's placement are all dst[dst_base + sum(i_d dst_stride_d)] =
 // src[src_base + sum(i_d src_stride_d)] over an iteration shape of at most 6 axes. Elements are
 // 32-bit words: the host describes an 8-byte element as an extra innermost axis of 2 words, so
-// any dtype of 4 or 8 bytes moves bit for bit.
+// any dtype of 4 or 8 bytes moves bit for bit. cast between f32 and i32 is the same walk with a
+// conversion (kernels/cpu/cast.c: truncation toward zero, saturated, NaN to 0; to f32 rounded).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -19,7 +20,19 @@ layout(push_constant) uniform Push {
   uint shape[6];
   uint src_stride[6];
   uint dst_stride[6];
+  uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32
 } pc;
+
+uint converted(uint word) {
+  if (pc.convert == 1u) {
+    float v = uintBitsToFloat(word);
+    int r = isnan(v) ? 0 : v >= 2147483648.0 ? 2147483647 : v <= -2147483648.0 ? int(0x80000000u) : int(v);
+    return uint(r);
+  }
+  if (pc.convert == 2u)
+    return floatBitsToUint(float(int(word)));
+  return word;
+}
 
 void main() {
   for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
@@ -30,6 +43,6 @@ void main() {
       s += index * pc.src_stride[axis];
       d += index * pc.dst_stride[axis];
     }
-    dst[d] = src[s];
+    dst[d] = converted(src[s]);
   }
 }

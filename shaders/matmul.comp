@@ -6,12 +6,16 @@
 //   MODE 1 conv forward     y[img, g*og + o, p]  = sum_r w[g*og + o, r] col_img[r, p] (+ bias), z = (img, g)
 //   MODE 2 conv grad weight dw[g*og + o, r]      = sum_(img, p) dy[img, g*og + o, p] col_img[r, p], z = g
 //   MODE 3 conv grad input  dx[img, g*cg + c, q] = sum_(o, tap) w[g*og + o, c, tap] dy[img, g*og + o, p(q, tap)]
+//          (also conv_transpose2d, the same adjoint with x as dy, plus a bias per output channel)
 //
-// A workgroup of 16 x 16 invocations computes a 64 x 64 tile of C, each invocation 4 x 4 outputs
-// (rows ty + 16 i, columns tx + 16 j); K advances 16 at a time through shared memory, loaded with
-// consecutive invocations on each operand's contiguous axis. Edges are bounds-checked (zeros), so
-// any size works. Later: subgroup operations, VK_KHR_cooperative_matrix, wider tiles per device.
+// A workgroup of 16 x 16 invocations computes a 64 x 64 tile of C, each invocation a 4 x 4 block
+// (rows 4 ty.., columns 4 tx..); K advances 16 at a time through shared memory, loaded with
+// consecutive invocations on each operand's contiguous axis and read back as vec4 (one 16-byte read
+// per operand and k: the float4 scheme of GPU SGEMMs, and no per-lane gathers on lavapipe). Edges
+// are bounds-checked (zeros), so any size works. Later: subgroup operations,
+// VK_KHR_cooperative_matrix, larger blocks and vector global loads per device.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 #ifndef MODE
@@ -41,7 +45,7 @@ layout(push_constant) uniform Push {
 #else
 layout(push_constant) uniform Push {
   uint m, n, k;
-  uint flags;          // bit 2: bias (forward)
+  uint flags;          // bit 2: bias (conv forward, conv_transpose2d)
   uint batch;          // images
   uint channels, height, width;            // the image
   uint out_channels, out_height, out_width; // the response
@@ -51,12 +55,14 @@ layout(push_constant) uniform Push {
 } pc;
 #endif
 
-shared float tile_a[BK][BM + 1];
-shared float tile_b[BK][BN + 1];
+// One padding vec4 per row spreads the transposing stores over the banks.
+shared vec4 tile_a[BK][BM / 4 + 1];
+shared vec4 tile_b[BK][BN / 4 + 1];
 
 uint a_base, b_base, c_base; // MODE 0: element offsets of this batch entry
 uint image, group_index;     // conv modes
 
+#if MODE != 0
 // The image element feeding column-matrix row r at response position p of `img`, or 0 (padding).
 float image_tap(uint img, uint r, uint p) {
   uint taps = pc.kernel_h * pc.kernel_w;
@@ -69,6 +75,7 @@ float image_tap(uint img, uint r, uint p) {
   uint plane = ((img * pc.channels) + group_index * cg + channel) * pc.height * pc.width;
   return TO_F32(b[plane + uint(ih) * pc.width + uint(iw)]);
 }
+#endif
 
 // A(row, kk) and B(kk, col), zero outside [0, m) x [0, k) and [0, k) x [0, n).
 float load_a(uint row, uint kk) {
@@ -149,8 +156,10 @@ void store_c(uint row, uint col, float value) {
   uint og = pc.out_channels / pc.groups;
   c[(group_index * og + row) * pc.n + col] = FROM_F32(value);
 #else
-  uint cg = pc.channels / pc.groups;
-  c[(image * pc.channels + group_index * cg + row) * pc.n + col] = FROM_F32(value);
+  uint cg = pc.channels / pc.groups, channel = group_index * cg + row;
+  if ((pc.flags & 4u) != 0u) // conv_transpose2d: a bias per image channel
+    value += TO_F32(bias[channel]);
+  c[(image * pc.channels + channel) * pc.n + col] = FROM_F32(value);
 #endif
 }
 
@@ -175,34 +184,28 @@ void main() {
 #endif
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
   uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
-  float acc[4][4];
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++)
-      acc[i][j] = 0.0;
+  vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0)); // acc[i][j]: C[4 ty + i, 4 tx + j]
   bool a_k = a_walks_k(), b_k = b_walks_k();
   for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
-    for (uint r = 0u; r < 4u; r++) {
+    [[unroll]] for (uint r = 0u; r < 4u; r++) {
       uint e = tid + 256u * r;
       uint kk = a_k ? e % BK : e / BM, mm = a_k ? e / BK : e % BM;
-      tile_a[kk][mm] = load_a(row0 + mm, k0 + kk);
+      tile_a[kk][mm >> 2][mm & 3u] = load_a(row0 + mm, k0 + kk);
       kk = b_k ? e % BK : e / BN;
       uint nn = b_k ? e / BK : e % BN;
-      tile_b[kk][nn] = load_b(k0 + kk, col0 + nn);
+      tile_b[kk][nn >> 2][nn & 3u] = load_b(k0 + kk, col0 + nn);
     }
     barrier();
-    for (uint kk = 0u; kk < BK; kk++) {
-      float av[4], bv[4];
-      for (uint i = 0u; i < 4u; i++) {
-        av[i] = tile_a[kk][ty + 16u * i];
-        bv[i] = tile_b[kk][tx + 16u * i];
-      }
-      for (uint i = 0u; i < 4u; i++)
-        for (uint j = 0u; j < 4u; j++)
-          acc[i][j] += av[i] * bv[j];
+    [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
+      vec4 av = tile_a[kk][ty], bv = tile_b[kk][tx];
+      acc[0] += av.x * bv;
+      acc[1] += av.y * bv;
+      acc[2] += av.z * bv;
+      acc[3] += av.w * bv;
     }
     barrier();
   }
-  for (uint i = 0u; i < 4u; i++)
-    for (uint j = 0u; j < 4u; j++)
-      store_c(row0 + ty + 16u * i, col0 + tx + 16u * j, acc[i][j]);
+  [[unroll]] for (uint i = 0u; i < 4u; i++)
+    [[unroll]] for (uint j = 0u; j < 4u; j++)
+      store_c(row0 + 4u * ty + i, col0 + 4u * tx + j, acc[i][j]);
 }

@@ -10,7 +10,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
-layout(local_size_x = 256) in;
+#define WG 64u // rows are usually a few hundred to a few thousand features
+layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Gamma { ELEMENT gamma[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Third { ELEMENT third[]; }; // beta, or dy
@@ -33,13 +34,13 @@ layout(push_constant) uniform Push {
   uint keep;      // backward: statistics kept in dx rows
 } pc;
 
-shared float partial[256];
+shared float partial[WG];
 
 float tree(float value) {
   uint t = gl_LocalInvocationID.x;
   partial[t] = value;
   barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) {
+  for (uint s = WG / 2u; s > 0u; s >>= 1) {
     if (t < s)
       partial[t] += partial[t + s];
     barrier();
@@ -55,12 +56,12 @@ vec2 row_stats(uint base) {
   float mean = 0.0;
   if (pc.rms == 0u) {
     float sum = 0.0, carry = 0.0;
-    for (uint j = t; j < pc.features; j += 256u)
+    for (uint j = t; j < pc.features; j += WG)
       kahan_add(sum, carry, TO_F32(x[base + j]));
     mean = tree(sum) / float(pc.features);
   }
   float squares = 0.0, carry = 0.0;
-  for (uint j = t; j < pc.features; j += 256u) {
+  for (uint j = t; j < pc.features; j += WG) {
     float centred = TO_F32(x[base + j]) - mean;
     kahan_add(squares, carry, centred * centred);
   }
@@ -104,18 +105,13 @@ void params(uint column) {
     dbeta[column] = FROM_F32(b_sum);
 }
 
-void main() {
-  if (pc.mode == PARAMS) {
-    for (uint column = gl_GlobalInvocationID.x; column < pc.features; column += grid_size())
-      params(column);
-    return;
-  }
+void rows() {
   uint t = gl_LocalInvocationID.x;
   for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
     uint base = row * pc.features;
     if (pc.mode == FORWARD) {
       vec2 s = row_stats(base);
-      for (uint j = t; j < pc.features; j += 256u) {
+      for (uint j = t; j < pc.features; j += WG) {
         float value = (TO_F32(x[base + j]) - s.x) * s.y * TO_F32(gamma[j]);
         out_data[base + j] = FROM_F32(pc.has_beta != 0u ? value + TO_F32(third[j]) : value);
       }
@@ -133,17 +129,27 @@ void main() {
       // Every invocation reads the statistics before the tree's barriers; only then is the row written.
       vec2 s = pc.keep != 0u ? kept_stats(row) : row_stats(base);
       float g_sum = 0.0, g_carry = 0.0, gx_sum = 0.0, gx_carry = 0.0;
-      for (uint j = t; j < pc.features; j += 256u) {
+      for (uint j = t; j < pc.features; j += WG) {
         float g = TO_F32(third[base + j]) * TO_F32(gamma[j]);
         kahan_add(g_sum, g_carry, g);
         kahan_add(gx_sum, gx_carry, g * ((TO_F32(x[base + j]) - s.x) * s.y));
       }
       float g_mean = pc.rms != 0u ? 0.0 : tree(g_sum) / float(pc.features);
       float gx_mean = tree(gx_sum) / float(pc.features);
-      for (uint j = t; j < pc.features; j += 256u) {
+      for (uint j = t; j < pc.features; j += WG) {
         float xhat = (TO_F32(x[base + j]) - s.x) * s.y;
         out_data[base + j] = FROM_F32(s.y * (TO_F32(third[base + j]) * TO_F32(gamma[j]) - g_mean - xhat * gx_mean));
       }
     }
+  }
+}
+
+// No early return from main in shaders with barriers (lavapipe leaks a coroutine frame then).
+void main() {
+  if (pc.mode == PARAMS) {
+    for (uint column = gl_GlobalInvocationID.x; column < pc.features; column += grid_size())
+      params(column);
+  } else {
+    rows();
   }
 }

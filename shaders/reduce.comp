@@ -127,19 +127,20 @@ void max_grad(uint o) {
   }
 }
 
+// No early return from main in shaders with barriers (lavapipe leaks a coroutine frame then).
 void main() {
   if (pc.per_thread != 0u) {
     for (uint o = gl_GlobalInvocationID.x; o < pc.outputs; o += grid_size())
       finish(o, walk(base_of(o), 0u, 1u));
-    return;
-  }
-  for (uint o = gl_WorkGroupID.x; o < pc.outputs; o += gl_NumWorkGroups.x) {
-    if (pc.mode == MAX_GRAD) {
-      max_grad(o);
-      continue;
+  } else {
+    for (uint o = gl_WorkGroupID.x; o < pc.outputs; o += gl_NumWorkGroups.x) {
+      if (pc.mode == MAX_GRAD) {
+        max_grad(o);
+        continue;
+      }
+      float value = tree(walk(base_of(o), gl_LocalInvocationID.x, 256u));
+      if (gl_LocalInvocationID.x == 0u)
+        finish(o, value);
     }
-    float value = tree(walk(base_of(o), gl_LocalInvocationID.x, 256u));
-    if (gl_LocalInvocationID.x == 0u)
-      finish(o, value);
   }
 }

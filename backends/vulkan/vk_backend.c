@@ -76,6 +76,6 @@ tf_vulkan_memory tf_vulkan_memory_use(void *state) {
 }
 
 const tf_backend_vtable tf_backend_vulkan = {
-    "vulkan",        vulkan_create,  vulkan_destroy, vulkan_target,     vulkan_alloc_region, vulkan_free_region,
-    vulkan_upload,   vulkan_download, vulkan_prepare, vulkan_run, vulkan_synchronize,
+    "vulkan",      vulkan_create,   vulkan_destroy, vulkan_target, vulkan_alloc_region, vulkan_free_region,
+    vulkan_upload, vulkan_download, vulkan_prepare, vulkan_run,    vulkan_synchronize,
 };

@@ -87,28 +87,34 @@ static tf_status create_instance(vk_state *vk) {
                          VALIDATION_LAYER);
   VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "tightfit", 1, "tightfit", 1, VK_API_VERSION_1_1};
   const char *layers[] = {VALIDATION_LAYER};
-  const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-  VkDebugUtilsMessengerCreateInfoEXT messenger = {VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
+  VkDebugUtilsMessengerCreateInfoEXT messenger = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger.messageSeverity =
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                          VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+  messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger.pfnUserCallback = on_message;
   messenger.pUserData = vk;
-  VkInstanceCreateInfo info = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  // Synchronization validation too: it checks the barriers vk_record.c places between commands.
+  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.pNext = &messenger;
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
+  VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pApplicationInfo = &app;
   if (vk->validation) {
     // Chained, the messenger also hears vkCreateInstance and vkDestroyInstance.
-    info.pNext = &messenger;
+    info.pNext = &features;
     info.enabledLayerCount = 1;
     info.ppEnabledLayerNames = layers;
-    info.enabledExtensionCount = 1;
+    info.enabledExtensionCount = 2;
     info.ppEnabledExtensionNames = extensions;
   }
   VkResult result = vk->fn.CreateInstance(&info, NULL, &vk->instance);
   if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: no Vulkan 1.1 driver is installed (VK_ERROR_INCOMPATIBLE_DRIVER)");
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "vulkan: no Vulkan 1.1 driver is installed (VK_ERROR_INCOMPATIBLE_DRIVER)");
   TF_RETURN_IF_ERROR(vk_check(result, "vkCreateInstance"));
 #define LOAD_INSTANCE(name)                                                                                            \
   vk->fn.name = (PFN_vk##name)vk->fn.GetInstanceProcAddr(vk->instance, "vk" #name);                                    \
@@ -121,8 +127,12 @@ static tf_status create_instance(vk_state *vk) {
         (PFN_vkCreateDebugUtilsMessengerEXT)vk->fn.GetInstanceProcAddr(vk->instance, "vkCreateDebugUtilsMessengerEXT");
     vk->fn.DestroyDebugUtilsMessengerEXT = (PFN_vkDestroyDebugUtilsMessengerEXT)vk->fn.GetInstanceProcAddr(
         vk->instance, "vkDestroyDebugUtilsMessengerEXT");
-    if (!vk->fn.CreateDebugUtilsMessengerEXT || !vk->fn.DestroyDebugUtilsMessengerEXT)
-      return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: %s lacks the debug messenger", VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    vk->fn.SetDebugUtilsObjectNameEXT =
+        (PFN_vkSetDebugUtilsObjectNameEXT)vk->fn.GetInstanceProcAddr(vk->instance, "vkSetDebugUtilsObjectNameEXT");
+    if (!vk->fn.CreateDebugUtilsMessengerEXT || !vk->fn.DestroyDebugUtilsMessengerEXT ||
+        !vk->fn.SetDebugUtilsObjectNameEXT)
+      return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: %s lacks the debug messenger",
+                           VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDebugUtilsMessengerEXT(vk->instance, &messenger, NULL, &vk->messenger),
                                 "vkCreateDebugUtilsMessengerEXT"));
   }
@@ -157,14 +167,16 @@ static tf_status check_limits(const VkPhysicalDeviceProperties *p) {
 
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &count, NULL), "vkEnumeratePhysicalDevices"));
+  TF_RETURN_IF_ERROR(
+      vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &count, NULL), "vkEnumeratePhysicalDevices"));
   if (count == 0)
     return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (is a driver such as "
                                              "mesa-vulkan-drivers installed?)");
   VkPhysicalDevice *devices = calloc(count, sizeof(VkPhysicalDevice));
   if (!devices)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot list %u devices", count);
-  tf_status status = vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &count, devices), "vkEnumeratePhysicalDevices");
+  tf_status status =
+      vk_check(vk->fn.EnumeratePhysicalDevices(vk->instance, &count, devices), "vkEnumeratePhysicalDevices");
   if (!status && (index < 0 || (uint32_t)index >= count)) {
     char names[1024] = "";
     size_t used = 0;
@@ -173,7 +185,8 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
       vk->fn.GetPhysicalDeviceProperties(devices[i], &p);
       used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%u: %s", i ? ", " : "", i, p.deviceName);
     }
-    status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: no device %d; this machine has %u (%s)", index, count, names);
+    status =
+        tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: no device %d; this machine has %u (%s)", index, count, names);
   }
   if (!status)
     vk->physical = devices[index];
@@ -209,11 +222,11 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
 
 static tf_status create_device(vk_state *vk) {
   float priority = 1.0f;
-  VkDeviceQueueCreateInfo queue = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue.queueFamilyIndex = vk->queue_family;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
-  VkDeviceCreateInfo info = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDevice(vk->physical, &info, NULL, &vk->device), "vkCreateDevice"));
@@ -224,7 +237,7 @@ static tf_status create_device(vk_state *vk) {
   VK_DEVICE_FUNCTIONS(LOAD_DEVICE)
 #undef LOAD_DEVICE
   vk->fn.GetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
-  VkCommandPoolCreateInfo pool = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool.queueFamilyIndex = vk->queue_family;
   return vk_check(vk->fn.CreateCommandPool(vk->device, &pool, NULL, &vk->command_pool), "vkCreateCommandPool");
@@ -256,6 +269,7 @@ void vk_device_close(vk_state *vk) {
             vk->validation_messages - vk->reported_messages, vk->first_message);
     abort();
   }
-  if (vk->loader)
-    dlclose(vk->loader);
+  // The loader stays loaded (dlopen counts references, so this is not a growing leak): unloading it
+  // would unload the driver too, whose worker threads and caches may outlive the device (lavapipe's
+  // do), and leak reports inside it could no longer be attributed to the driver's library.
 }

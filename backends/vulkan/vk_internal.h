@@ -21,21 +21,26 @@
 /* Vulkan entry points, loaded at run time from the loader (libvulkan.so.1, dlopen'ed) so that a
  * machine without one gets an error naming it instead of a binary that does not start. They live
  * in the state (no global mutable state): call them as vk->fn.CreateBuffer(...). */
-#define VK_GLOBAL_FUNCTIONS(X) X(CreateInstance) X(EnumerateInstanceLayerProperties) X(EnumerateInstanceExtensionProperties)
+// clang-format off
+#define VK_GLOBAL_FUNCTIONS(X) \
+  X(CreateInstance) X(EnumerateInstanceLayerProperties) X(EnumerateInstanceExtensionProperties)
 #define VK_INSTANCE_FUNCTIONS(X) \
   X(DestroyInstance) X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties) \
   X(GetPhysicalDeviceMemoryProperties) X(GetPhysicalDeviceQueueFamilyProperties) X(CreateDevice) \
   X(GetDeviceProcAddr)
 #define VK_DEVICE_FUNCTIONS(X) \
-  X(DestroyDevice) X(GetDeviceQueue) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers) \
-  X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) X(ResetCommandBuffer) X(QueueSubmit) \
-  X(CreateFence) X(DestroyFence) X(WaitForFences) X(ResetFences) X(CreateBuffer) X(DestroyBuffer) \
-  X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory) X(MapMemory) \
-  X(UnmapMemory) X(CmdCopyBuffer) X(CmdFillBuffer) X(CmdPipelineBarrier) X(CmdBindPipeline) \
-  X(CmdBindDescriptorSets) X(CmdPushConstants) X(CmdDispatch) X(CreateShaderModule) X(DestroyShaderModule) \
-  X(CreateComputePipelines) X(DestroyPipeline) X(CreatePipelineLayout) X(DestroyPipelineLayout) \
-  X(CreateDescriptorSetLayout) X(DestroyDescriptorSetLayout) X(CreateDescriptorPool) X(DestroyDescriptorPool) \
-  X(AllocateDescriptorSets) X(UpdateDescriptorSets) X(DeviceWaitIdle)
+  X(DestroyDevice) X(GetDeviceQueue) X(CreateCommandPool) X(DestroyCommandPool) \
+  X(AllocateCommandBuffers) X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) \
+  X(ResetCommandBuffer) X(QueueSubmit) X(CreateFence) X(DestroyFence) \
+  X(WaitForFences) X(ResetFences) X(CreateBuffer) X(DestroyBuffer) \
+  X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory) X(BindBufferMemory) \
+  X(MapMemory) X(UnmapMemory) X(CmdCopyBuffer) X(CmdFillBuffer) \
+  X(CmdPipelineBarrier) X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdPushConstants) \
+  X(CmdDispatch) X(CreateShaderModule) X(DestroyShaderModule) X(CreateComputePipelines) \
+  X(DestroyPipeline) X(CreatePipelineLayout) X(DestroyPipelineLayout) X(CreateDescriptorSetLayout) \
+  X(DestroyDescriptorSetLayout) X(CreateDescriptorPool) X(DestroyDescriptorPool) X(AllocateDescriptorSets) \
+  X(UpdateDescriptorSets) X(DeviceWaitIdle)
+// clang-format on
 
 typedef struct vk_functions {
   PFN_vkGetInstanceProcAddr GetInstanceProcAddr;
@@ -46,26 +51,29 @@ typedef struct vk_functions {
 #undef VK_FUNCTION_FIELD
   PFN_vkCreateDebugUtilsMessengerEXT CreateDebugUtilsMessengerEXT;
   PFN_vkDestroyDebugUtilsMessengerEXT DestroyDebugUtilsMessengerEXT;
+  PFN_vkSetDebugUtilsObjectNameEXT SetDebugUtilsObjectNameEXT; /* validation mode only */
 } vk_functions;
 
 /* Operand bindings 0..VK_OPERANDS-1 of descriptor set 0; the run-state buffer is binding VK_OPERANDS. */
 #define VK_OPERANDS 8
 #define VK_RUN_STATE_BINDING VK_OPERANDS
-#define VK_PUSH_WORDS 32 /* 128 bytes: the minimum maxPushConstantsSize */
-#define VK_ADAM_SLOTS 8  /* distinct (beta1, beta2) pairs whose corrections the run state carries */
+#define VK_PUSH_WORDS 32      /* 128 bytes: the minimum maxPushConstantsSize */
+#define VK_ADAM_SLOTS 8       /* distinct (beta1, beta2) pairs whose corrections the run state carries */
 #define VK_GROUP_LIMIT 65535u /* workgroups per dimension every device allows */
 #define VK_INVOCATIONS 256u   /* invocations per workgroup the shaders use at most */
 
 /* Every embedded shader (a SPIR-V module per variant; see backends/vulkan/CMakeLists.txt). */
+// clang-format off
 #define VK_SHADER_LIST(X) \
-  X(binary) X(unary) X(layout) X(reduce) X(softmax) X(norm) X(embedding) X(matmul) X(conv_forward) \
-  X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout)
+  X(binary) X(unary) X(layout) X(reduce) X(softmax) X(norm) X(embedding) X(matmul) \
+  X(conv_forward) X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout)
+// clang-format on
 
 typedef enum vk_shader {
 #define VK_SHADER_ENUM(name) VK_SHADER_##name,
   VK_SHADER_LIST(VK_SHADER_ENUM)
 #undef VK_SHADER_ENUM
-  VK_SHADER_COUNT
+      VK_SHADER_COUNT
 } vk_shader;
 
 typedef enum vk_command_kind {
@@ -81,10 +89,10 @@ typedef struct vk_command {
   vk_shader shader;
   int32_t n_bindings;
   int32_t buffers[VK_OPERANDS];
-  uint32_t writes;           /* bit i: binding i is written */
+  uint32_t writes; /* bit i: binding i is written */
   uint32_t push[VK_PUSH_WORDS];
   uint32_t groups[3];
-  int64_t bytes;             /* COPY */
+  int64_t bytes; /* COPY */
 } vk_command;
 
 /* The lowered plan: the commands of step s are [step_first[s], step_first[s + 1]). */
@@ -93,7 +101,7 @@ typedef struct vk_program {
   int32_t n_commands, capacity;
   int32_t *step_first;
   int32_t n_adam_slots;
-  float adam_beta[VK_ADAM_SLOTS][2];
+  float adam_key[VK_ADAM_SLOTS][3]; /* (learning rate, beta1, beta2) of each AdamW slot */
 } vk_program;
 
 /* What lowering may assume about the device. */
@@ -114,8 +122,8 @@ void vk_program_free(vk_program *program);
 typedef struct vk_region {
   VkBuffer buffer;
   VkDeviceMemory memory;
-  int64_t bytes;             /* the plan's size */
-  int64_t allocated;         /* the VkDeviceMemory's size */
+  int64_t bytes;     /* the plan's size */
+  int64_t allocated; /* the VkDeviceMemory's size */
 } vk_region;
 
 typedef struct vk_host_buffer {
@@ -135,14 +143,14 @@ typedef struct vk_recording {
 
 typedef struct vk_state {
   /* vk_device.c */
-  void *loader;                  /* dlopen handle of libvulkan.so.1 */
+  void *loader; /* dlopen handle of libvulkan.so.1, never closed (vk_device_close) */
   vk_functions fn;
   VkInstance instance;
   VkDebugUtilsMessengerEXT messenger;
   bool validation;
-  int32_t validation_messages;   /* errors and warnings the layer reported */
+  int32_t validation_messages; /* errors and warnings the layer reported */
   char first_message[512];
-  int32_t reported_messages;     /* how many of them an error status has carried already */
+  int32_t reported_messages; /* how many of them an error status has carried already */
   VkPhysicalDevice physical;
   VkPhysicalDeviceProperties properties;
   VkPhysicalDeviceMemoryProperties memory_properties;
@@ -165,7 +173,7 @@ typedef struct vk_state {
   vk_region *regions[TF_REGION_COUNT];
   vk_program program;
   VkDescriptorPool descriptor_pool;
-  VkDescriptorSet *sets;         /* per command and io half: sets[2 * command + half] */
+  VkDescriptorSet *sets; /* per command and io half: sets[2 * command + half] */
   vk_recording recordings[VK_MAX_RECORDINGS];
   int32_t n_recordings;
   VkFence run_fence;
@@ -181,7 +189,7 @@ tf_status vk_check(VkResult result, const char *what);
 tf_status vk_validation_status(vk_state *vk);
 
 /* ---- vk_memory.c ---- */
-tf_status vk_memory_open(vk_state *vk);   /* staging, run state, transfer command buffer */
+tf_status vk_memory_open(vk_state *vk); /* staging, run state, transfer command buffer */
 void vk_memory_close(vk_state *vk);
 tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out);
 void vk_region_free(vk_state *vk, vk_region *region);

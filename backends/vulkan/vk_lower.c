@@ -39,10 +39,12 @@ static const vk_lower_fn lowerings[TF_OP_COUNT] = {
     [TF_OP_EXPAND] = vk_lower_layout,
     [TF_OP_CONV1D] = vk_lower_conv,
     [TF_OP_CONV2D] = vk_lower_conv,
+    [TF_OP_CONV_TRANSPOSE2D] = vk_lower_conv,
     [TF_OP_MAX_POOL2D] = vk_lower_pool,
     [TF_OP_AVG_POOL2D] = vk_lower_pool,
     [TF_OP_DROPOUT] = vk_lower_dropout,
     [TF_OP_ATTENTION] = vk_lower_attention,
+    [TF_OP_CAST] = vk_lower_cast,
     [TF_OP_CROSS_ENTROPY] = vk_lower_loss,
     [TF_OP_MSE] = vk_lower_loss,
     [TF_OP_BCE_WITH_LOGITS] = vk_lower_loss,
@@ -74,6 +76,28 @@ static const vk_lower_fn lowerings[TF_OP_COUNT] = {
     [TF_OP_GLOBAL_NORM_SQ] = vk_lower_global_norm_sq,
     [TF_OP_SGD] = vk_lower_optimizer,
     [TF_OP_ADAMW] = vk_lower_optimizer,
+};
+
+/* Bindings each shader may write. One SPIR-V module serves several passes (norm.comp's statistics,
+ * parameter and input passes), and a write in any pass counts for every dispatch of the module, as
+ * synchronization validation sees it: the recorder places its barriers by these masks. */
+static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
+    [VK_SHADER_binary] = 0x4,
+    [VK_SHADER_unary] = 0x4,
+    [VK_SHADER_layout] = 0x2,
+    [VK_SHADER_reduce] = 0x8,
+    [VK_SHADER_softmax] = 0x4,
+    [VK_SHADER_norm] = 0x38,
+    [VK_SHADER_embedding] = 0x4,
+    [VK_SHADER_matmul] = 0x4,
+    [VK_SHADER_conv_forward] = 0x4,
+    [VK_SHADER_conv_grad_weight] = 0x4,
+    [VK_SHADER_conv_grad_input] = 0x4,
+    [VK_SHADER_attention] = 0x70,
+    [VK_SHADER_pool] = 0x4,
+    [VK_SHADER_loss] = 0x8,
+    [VK_SHADER_optimizer] = 0xd,
+    [VK_SHADER_dropout] = 0x2,
 };
 
 static bool moves_bytes_only(tf_op op) {
@@ -112,21 +136,26 @@ tf_status vk_refuse(const vk_lower *l, const char *fmt, ...) {
                        tf_op_name(l->step->op), why);
 }
 
-static tf_status append(vk_lower *l, vk_command **out) {
+/* A new, cleared command at the end of the program; NULL when host memory runs out. */
+static vk_command *append(vk_lower *l) {
   vk_program *p = l->program;
   if (p->n_commands == p->capacity) {
     int32_t capacity = p->capacity ? 2 * p->capacity : 256;
     vk_command *grown = realloc(p->commands, sizeof(vk_command) * (size_t)capacity);
     if (!grown)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot hold %d commands", capacity);
+      return NULL;
     p->commands = grown;
     p->capacity = capacity;
   }
-  *out = &p->commands[p->n_commands++];
-  memset(*out, 0, sizeof(**out));
+  vk_command *c = &p->commands[p->n_commands++];
+  memset(c, 0, sizeof(*c));
   for (int i = 0; i < VK_OPERANDS; i++)
-    (*out)->buffers[i] = -1;
-  return NULL;
+    c->buffers[i] = -1;
+  return c;
+}
+
+static tf_status out_of_memory(const vk_lower *l) {
+  return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot hold the commands of step %d", l->index);
 }
 
 tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,
@@ -135,14 +164,15 @@ tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32
     return tf_status_new(TF_ERR_INTERNAL, "vulkan: a dispatch of %d bindings and %zu push bytes", n, push_bytes);
   if (gx == 0 || gy == 0 || gz == 0)
     return NULL;
-  vk_command *c;
-  TF_RETURN_IF_ERROR(append(l, &c));
+  vk_command *c = append(l);
+  if (!c)
+    return out_of_memory(l);
   c->kind = VK_COMMAND_DISPATCH;
   c->shader = shader;
   c->n_bindings = n;
   for (int32_t i = 0; i < n; i++)
     c->buffers[i] = buffers[i];
-  c->writes = writes;
+  c->writes = writes | (writable_bindings[shader] & ((1u << n) - 1u));
   memcpy(c->push, push, push_bytes);
   c->groups[0] = gx;
   c->groups[1] = gy;
@@ -153,8 +183,9 @@ tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32
 tf_status vk_emit_fill(vk_lower *l, int32_t buffer) {
   if (vk_buffer(l, buffer)->bytes == 0)
     return NULL;
-  vk_command *c;
-  TF_RETURN_IF_ERROR(append(l, &c));
+  vk_command *c = append(l);
+  if (!c)
+    return out_of_memory(l);
   c->kind = VK_COMMAND_FILL;
   c->buffers[0] = buffer;
   return NULL;
@@ -164,8 +195,9 @@ tf_status vk_emit_copy(vk_lower *l, int32_t from, int32_t to, int64_t bytes) {
   const tf_plan_buffer *a = vk_buffer(l, from), *b = vk_buffer(l, to);
   if (bytes == 0 || (a->region == b->region && a->offset == b->offset))
     return NULL;
-  vk_command *c;
-  TF_RETURN_IF_ERROR(append(l, &c));
+  vk_command *c = append(l);
+  if (!c)
+    return out_of_memory(l);
   c->kind = VK_COMMAND_COPY;
   c->buffers[0] = from;
   c->buffers[1] = to;
@@ -257,6 +289,7 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
     if (!lower)
       return vk_refuse(&l, "the Vulkan backend has no shader for this op yet");
     TF_RETURN_IF_ERROR(check_dtypes(&l));
+    // cppcheck-suppress returnDanglingLifetime ; a tf_status is a fresh heap object, not a view of l
     TF_RETURN_IF_ERROR(lower(&l));
   }
   program->step_first[plan->n_steps] = program->n_commands;

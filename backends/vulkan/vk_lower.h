@@ -9,7 +9,7 @@
 typedef struct vk_lower {
   const tf_plan *plan;
   const tf_plan_step *step;
-  int32_t index;             /* the step's index in the plan */
+  int32_t index; /* the step's index in the plan */
   vk_program *program;
   const vk_limits *limits;
 } vk_lower;
@@ -17,22 +17,23 @@ typedef struct vk_lower {
 typedef tf_status (*vk_lower_fn)(vk_lower *l);
 
 /* ---- families (one file each) ---- */
-tf_status vk_lower_binary(vk_lower *l);      /* add sub mul div accumulate */
-tf_status vk_lower_unary(vk_lower *l);       /* neg ... tanh, gelu and the activation gradients */
+tf_status vk_lower_binary(vk_lower *l); /* add sub mul div accumulate */
+tf_status vk_lower_unary(vk_lower *l);  /* neg ... tanh, gelu and the activation gradients */
 tf_status vk_lower_zero(vk_lower *l);
 tf_status vk_lower_dropout(vk_lower *l);
-tf_status vk_lower_layout(vk_lower *l);      /* reshape transpose expand slice slice_grad concat */
-tf_status vk_lower_reduce(vk_lower *l);      /* sum mean max sum_to max_grad */
+tf_status vk_lower_cast(vk_lower *l);   /* between f32 and i32 */
+tf_status vk_lower_layout(vk_lower *l); /* reshape transpose expand slice slice_grad concat */
+tf_status vk_lower_reduce(vk_lower *l); /* sum mean max sum_to max_grad */
 tf_status vk_lower_global_norm_sq(vk_lower *l);
-tf_status vk_lower_softmax(vk_lower *l);     /* softmax log_softmax and their gradients */
+tf_status vk_lower_softmax(vk_lower *l); /* softmax log_softmax and their gradients */
 tf_status vk_lower_matmul(vk_lower *l);
-tf_status vk_lower_conv(vk_lower *l);        /* conv1d conv2d and their input/weight gradients */
-tf_status vk_lower_attention(vk_lower *l);   /* attention attention_grad */
-tf_status vk_lower_norm(vk_lower *l);        /* layer_norm rms_norm and gradients */
-tf_status vk_lower_embedding(vk_lower *l);   /* embedding embedding_grad */
-tf_status vk_lower_pool(vk_lower *l);        /* max/avg pool2d and gradients */
-tf_status vk_lower_loss(vk_lower *l);        /* cross_entropy mse bce_with_logits and gradients */
-tf_status vk_lower_optimizer(vk_lower *l);   /* sgd adamw */
+tf_status vk_lower_conv(vk_lower *l);      /* conv1d conv2d conv_transpose2d, input/weight gradients */
+tf_status vk_lower_attention(vk_lower *l); /* attention attention_grad */
+tf_status vk_lower_norm(vk_lower *l);      /* layer_norm rms_norm and gradients */
+tf_status vk_lower_embedding(vk_lower *l); /* embedding embedding_grad */
+tf_status vk_lower_pool(vk_lower *l);      /* max/avg pool2d and gradients */
+tf_status vk_lower_loss(vk_lower *l);      /* cross_entropy mse bce_with_logits and gradients */
+tf_status vk_lower_optimizer(vk_lower *l); /* sgd adamw */
 
 /* ---- emitting commands ---- */
 
@@ -40,7 +41,7 @@ tf_status vk_lower_optimizer(vk_lower *l);   /* sgd adamw */
  * bit i set when binding i is written, with `push_bytes` of push constants and a grid of groups. */
 tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,
                            const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
-tf_status vk_emit_fill(vk_lower *l, int32_t buffer);                     /* buffer = 0 */
+tf_status vk_emit_fill(vk_lower *l, int32_t buffer); /* buffer = 0 */
 tf_status vk_emit_copy(vk_lower *l, int32_t from, int32_t to, int64_t bytes);
 /* An UNSUPPORTED status naming the step, its op and `why` (printf-style). */
 tf_status vk_refuse(const vk_lower *l, const char *fmt, ...) TF_PRINTF(2, 3);

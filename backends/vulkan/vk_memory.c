@@ -20,7 +20,7 @@ static uint32_t memory_type(const vk_state *vk, uint32_t bits, VkMemoryPropertyF
 static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags usage,
                                const VkMemoryPropertyFlags *preferences, int n_preferences, VkBuffer *buffer,
                                VkDeviceMemory *memory, int64_t *allocated) {
-  VkBufferCreateInfo info = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = (VkDeviceSize)bytes;
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
@@ -31,14 +31,16 @@ static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags u
   for (int i = 0; i < n_preferences && type == UINT32_MAX; i++)
     type = memory_type(vk, requirements.memoryTypeBits, preferences[i]);
   if (type == UINT32_MAX)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' has no suitable memory type for a buffer of %lld bytes",
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "vulkan: device '%s' has no suitable memory type for a buffer of %lld bytes",
                          vk->properties.deviceName, (long long)bytes);
-  VkMemoryAllocateInfo allocate = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  VkMemoryAllocateInfo allocate = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   allocate.allocationSize = requirements.size;
   allocate.memoryTypeIndex = type;
   VkResult result = vk->fn.AllocateMemory(vk->device, &allocate, NULL, memory);
   if (result != VK_SUCCESS)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate %lld bytes of device memory on '%s' (VkResult %d)",
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY,
+                         "vulkan: cannot allocate %lld bytes of device memory on '%s' (VkResult %d)",
                          (long long)requirements.size, vk->properties.deviceName, (int)result);
   vk->allocations++;
   vk->live_allocations++;
@@ -64,23 +66,25 @@ static tf_status create_host_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFl
   // Staging is read by the host only after a copy: the device-local host-visible types are often
   // uncached for reads, so staging asks for plain host memory.
   int first = usage & VK_BUFFER_USAGE_STORAGE_BUFFER_BIT ? 0 : 1;
-  TF_RETURN_IF_ERROR(create_buffer(vk, bytes, usage, preferences + first, 2 - first, &out->buffer, &out->memory,
-                                   &allocated));
+  TF_RETURN_IF_ERROR(
+      create_buffer(vk, bytes, usage, preferences + first, 2 - first, &out->buffer, &out->memory, &allocated));
   out->bytes = bytes;
   return vk_check(vk->fn.MapMemory(vk->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped), "vkMapMemory");
 }
 
 tf_status vk_memory_open(vk_state *vk) {
-  TF_RETURN_IF_ERROR(create_host_buffer(vk, TF_VULKAN_STAGING_BYTES,
-                                        VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, &vk->staging));
-  TF_RETURN_IF_ERROR(create_host_buffer(vk, TF_VULKAN_RUN_STATE_BYTES, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, &vk->run_state));
+  TF_RETURN_IF_ERROR(create_host_buffer(
+      vk, TF_VULKAN_STAGING_BYTES, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, &vk->staging));
+  TF_RETURN_IF_ERROR(
+      create_host_buffer(vk, TF_VULKAN_RUN_STATE_BYTES, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, &vk->run_state));
   memset(vk->run_state.mapped, 0, (size_t)TF_VULKAN_RUN_STATE_BYTES);
-  VkCommandBufferAllocateInfo info = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  VkCommandBufferAllocateInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   info.commandPool = vk->command_pool;
   info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   info.commandBufferCount = 1;
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.AllocateCommandBuffers(vk->device, &info, &vk->transfer), "vkAllocateCommandBuffers"));
-  VkFenceCreateInfo fence = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  TF_RETURN_IF_ERROR(
+      vk_check(vk->fn.AllocateCommandBuffers(vk->device, &info, &vk->transfer), "vkAllocateCommandBuffers"));
+  VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   return vk_check(vk->fn.CreateFence(vk->device, &fence, NULL, &vk->transfer_fence), "vkCreateFence");
 }
 
@@ -106,11 +110,11 @@ void vk_memory_close(vk_state *vk) {
 
 static tf_status transfer_begin(vk_state *vk) {
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetCommandBuffer(vk->transfer, 0), "vkResetCommandBuffer"));
-  VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.BeginCommandBuffer(vk->transfer, &begin), "vkBeginCommandBuffer"));
   // Earlier submissions (compute or transfer) finish their reads and writes before this copy.
-  VkMemoryBarrier barrier = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   vk->fn.CmdPipelineBarrier(vk->transfer, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -121,14 +125,14 @@ static tf_status transfer_begin(vk_state *vk) {
 /* Ends, submits and waits; `to_host` makes the copy's writes visible to host reads. */
 static tf_status transfer_submit(vk_state *vk, bool to_host) {
   if (to_host) {
-    VkMemoryBarrier barrier = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vk->fn.CmdPipelineBarrier(vk->transfer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier,
                               0, NULL, 0, NULL);
   }
   TF_RETURN_IF_ERROR(vk_check(vk->fn.EndCommandBuffer(vk->transfer), "vkEndCommandBuffer"));
-  VkSubmitInfo submit = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &vk->transfer;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetFences(vk->device, 1, &vk->transfer_fence), "vkResetFences"));
@@ -149,10 +153,10 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out) {
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate a region record");
   region->bytes = bytes;
   const VkMemoryPropertyFlags preferences[] = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0};
-  tf_status status =
-      create_buffer(vk, size,
-                    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                    preferences, 2, &region->buffer, &region->memory, &region->allocated);
+  tf_status status = create_buffer(vk, size,
+                                   VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                   preferences, 2, &region->buffer, &region->memory, &region->allocated);
   if (!status) {
     vk->region_bytes += region->allocated;
     status = transfer_begin(vk);
@@ -180,8 +184,9 @@ void vk_region_free(vk_state *vk, vk_region *region) {
 
 static tf_status check_range(const vk_region *region, int64_t offset, int64_t bytes, const char *what) {
   if (offset < 0 || bytes < 0 || offset > region->bytes || bytes > region->bytes - offset)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: %s of %lld bytes at offset %lld lies outside a region of %lld",
-                         what, (long long)bytes, (long long)offset, (long long)region->bytes);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "vulkan: %s of %lld bytes at offset %lld lies outside a region of %lld", what,
+                         (long long)bytes, (long long)offset, (long long)region->bytes);
   return NULL;
 }
 

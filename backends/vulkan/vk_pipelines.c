@@ -1,5 +1,5 @@
 /* Compute pipelines from the SPIR-V embedded at build time (backends/vulkan/CMakeLists.txt turns
- * each shaders/*.comp variant into a C array). Every pipeline shares one layout: descriptor set 0
+ * each shader variant of shaders/ into a C array). Every pipeline shares one layout: descriptor set 0
  * with VK_OPERANDS storage buffers plus the run state, and 128 bytes of push constants. Only the
  * shaders a plan uses are compiled, once, in prepare. */
 #include <string.h>
@@ -37,35 +37,36 @@ static tf_status create_layouts(vk_state *vk) {
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
-  VkDescriptorSetLayoutCreateInfo set = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  VkDescriptorSetLayoutCreateInfo set = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   set.bindingCount = VK_OPERANDS + 1;
   set.pBindings = bindings;
-  TF_RETURN_IF_ERROR(
-      vk_check(vk->fn.CreateDescriptorSetLayout(vk->device, &set, NULL, &vk->set_layout), "vkCreateDescriptorSetLayout"));
+  TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDescriptorSetLayout(vk->device, &set, NULL, &vk->set_layout),
+                              "vkCreateDescriptorSetLayout"));
   VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_WORDS * 4};
-  VkPipelineLayoutCreateInfo layout = {VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  VkPipelineLayoutCreateInfo layout = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   layout.setLayoutCount = 1;
   layout.pSetLayouts = &vk->set_layout;
   layout.pushConstantRangeCount = 1;
   layout.pPushConstantRanges = &push;
-  return vk_check(vk->fn.CreatePipelineLayout(vk->device, &layout, NULL, &vk->pipeline_layout), "vkCreatePipelineLayout");
+  return vk_check(vk->fn.CreatePipelineLayout(vk->device, &layout, NULL, &vk->pipeline_layout),
+                  "vkCreatePipelineLayout");
 }
 
 static tf_status create_pipeline(vk_state *vk, vk_shader shader) {
-  VkShaderModuleCreateInfo module = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  VkShaderModuleCreateInfo module = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   module.codeSize = *shaders[shader].bytes;
   module.pCode = shaders[shader].code;
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateShaderModule(vk->device, &module, NULL, &vk->modules[shader]),
-                              "vkCreateShaderModule"));
-  VkComputePipelineCreateInfo info = {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  TF_RETURN_IF_ERROR(
+      vk_check(vk->fn.CreateShaderModule(vk->device, &module, NULL, &vk->modules[shader]), "vkCreateShaderModule"));
+  VkComputePipelineCreateInfo info = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = vk->modules[shader];
   info.stage.pName = "main";
   info.layout = vk->pipeline_layout;
-  tf_status status = vk_check(vk->fn.CreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL,
-                                                            &vk->pipelines[shader]),
-                              "vkCreateComputePipelines");
+  tf_status status =
+      vk_check(vk->fn.CreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, &vk->pipelines[shader]),
+               "vkCreateComputePipelines");
   return tf_status_prefix(status, "shader '%s'", shaders[shader].name);
 }
 

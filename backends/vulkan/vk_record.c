@@ -16,6 +16,7 @@
  * command that reads or writes what a pending command wrote, or writes what one reads. Each command
  * buffer starts with a barrier against everything submitted before it. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,10 +25,10 @@
 /* The run-state buffer as shaders/common.glsl declares it. */
 typedef struct run_state_layout {
   uint32_t optimizer_step;
-  uint32_t step_mix[2];      /* micro_step x 0x9E3779B97F4A7C15 (the dropout counter's mix) */
+  uint32_t step_mix[2]; /* micro_step x 0x9E3779B97F4A7C15 (the dropout counter's mix) */
   uint32_t seed[2];
   uint32_t reserved[3];
-  float adam[VK_ADAM_SLOTS][2]; /* 1 / (1 - beta1^t), sqrt(1 - beta2^t) */
+  float adam[VK_ADAM_SLOTS][2]; /* lr / (1 - beta1^t), sqrt(1 - beta2^t) */
 } run_state_layout;
 
 _Static_assert(sizeof(run_state_layout) <= TF_VULKAN_RUN_STATE_BYTES, "the run state must fit its buffer");
@@ -47,7 +48,7 @@ static int32_t buffer_on_half(const tf_plan *plan, int32_t id, int32_t half) {
   if (id < 0)
     return -1;
   if (half == 1 && plan->buffers[id].io_twin >= 0)
-    return plan->buffers[id].io_twin;
+    id = plan->buffers[id].io_twin;
   return plan->buffers[id].bytes > 0 ? id : -1;
 }
 
@@ -86,6 +87,23 @@ static tf_status check_bindings(const vk_state *vk) {
   return NULL;
 }
 
+/* In validation mode, names descriptor set `set` after its step, so that messages say which. */
+static void name_set(const vk_state *vk, VkDescriptorSet set, int32_t command, int32_t half) {
+  if (!vk->fn.SetDebugUtilsObjectNameEXT)
+    return;
+  int32_t step = 0;
+  while (step + 1 < vk->plan->n_steps && vk->program.step_first[step + 1] <= command)
+    step++;
+  char name[256];
+  snprintf(name, sizeof(name), "step %d '%s' (%s), command %d, io half %d", step, vk->plan->steps[step].name,
+           tf_op_name(vk->plan->steps[step].op), command - vk->program.step_first[step], half);
+  VkDebugUtilsObjectNameInfoEXT info = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT};
+  info.objectType = VK_OBJECT_TYPE_DESCRIPTOR_SET;
+  info.objectHandle = (uint64_t)set;
+  info.pObjectName = name;
+  vk->fn.SetDebugUtilsObjectNameEXT(vk->device, &info);
+}
+
 static tf_status allocate_sets(vk_state *vk) {
   const vk_program *program = &vk->program;
   uint32_t n_sets = 0;
@@ -98,7 +116,7 @@ static tf_status allocate_sets(vk_state *vk) {
   if (n_sets == 0)
     return NULL;
   VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, n_sets * (VK_OPERANDS + 1)};
-  VkDescriptorPoolCreateInfo pool = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  VkDescriptorPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pool.maxSets = n_sets;
   pool.poolSizeCount = 1;
   pool.pPoolSizes = &size;
@@ -110,23 +128,24 @@ static tf_status allocate_sets(vk_state *vk) {
       continue;
     int32_t halves = uses_io_twin(vk->plan, command) ? 2 : 1;
     for (int32_t half = 0; half < halves; half++) {
-      VkDescriptorSetAllocateInfo info = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+      VkDescriptorSetAllocateInfo info = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
       info.descriptorPool = vk->descriptor_pool;
       info.descriptorSetCount = 1;
       info.pSetLayouts = &vk->set_layout;
-      TF_RETURN_IF_ERROR(
-          vk_check(vk->fn.AllocateDescriptorSets(vk->device, &info, &vk->sets[2 * c + half]), "vkAllocateDescriptorSets"));
+      TF_RETURN_IF_ERROR(vk_check(vk->fn.AllocateDescriptorSets(vk->device, &info, &vk->sets[2 * c + half]),
+                                  "vkAllocateDescriptorSets"));
       VkDescriptorBufferInfo buffers[VK_OPERANDS + 1];
       VkWriteDescriptorSet writes[VK_OPERANDS + 1];
       for (int32_t i = 0; i <= VK_OPERANDS; i++) {
-        int32_t id = i < command->n_bindings ? buffer_on_half(vk->plan, command->buffers[i], half) : -1;
+        int32_t id =
+            i < VK_OPERANDS && i < command->n_bindings ? buffer_on_half(vk->plan, command->buffers[i], half) : -1;
         descriptor_of(vk, i == VK_RUN_STATE_BINDING ? -1 : id, &buffers[i]);
         if (buffers[i].range > vk->properties.limits.maxStorageBufferRange)
           return tf_status_new(TF_ERR_UNSUPPORTED,
                                "vulkan: buffer '%s' (%llu bytes) exceeds the device's maxStorageBufferRange (%u)",
                                vk->plan->buffers[id].name, (unsigned long long)buffers[i].range,
                                vk->properties.limits.maxStorageBufferRange);
-        VkWriteDescriptorSet w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        VkWriteDescriptorSet w = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         w.dstSet = vk->sets[2 * c + half];
         w.dstBinding = (uint32_t)i;
         w.descriptorCount = 1;
@@ -135,6 +154,7 @@ static tf_status allocate_sets(vk_state *vk) {
         writes[i] = w;
       }
       vk->fn.UpdateDescriptorSets(vk->device, VK_OPERANDS + 1, writes, 0, NULL);
+      name_set(vk, vk->sets[2 * c + half], c, half);
     }
     if (halves == 1)
       vk->sets[2 * c + 1] = vk->sets[2 * c];
@@ -171,10 +191,10 @@ static bool push_range(hazards *h, bool write, byte_range r) {
 }
 
 static void barrier(const vk_state *vk, VkCommandBuffer commands) {
-  VkMemoryBarrier b = {VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  b.dstAccessMask =
-      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                    VK_ACCESS_TRANSFER_WRITE_BIT;
   VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   vk->fn.CmdPipelineBarrier(commands, stages, stages, 0, 1, &b, 0, NULL, 0, NULL);
 }
@@ -220,7 +240,7 @@ static void record_command(const vk_state *vk, VkCommandBuffer commands, int32_t
 }
 
 static tf_status record(vk_state *vk, int32_t begin, int32_t end, int32_t half, VkCommandBuffer commands) {
-  VkCommandBufferBeginInfo info = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  VkCommandBufferBeginInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   TF_RETURN_IF_ERROR(vk_check(vk->fn.BeginCommandBuffer(commands, &info), "vkBeginCommandBuffer"));
   barrier(vk, commands);
   hazards h = {NULL, NULL, 0, 0, 0};
@@ -270,11 +290,12 @@ static tf_status recording_for(vk_state *vk, int32_t begin, int32_t end, int32_t
   vk_recording *r;
   if (vk->n_recordings < VK_MAX_RECORDINGS) {
     r = &vk->recordings[vk->n_recordings];
-    VkCommandBufferAllocateInfo info = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    VkCommandBufferAllocateInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     info.commandPool = vk->command_pool;
     info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     info.commandBufferCount = 1;
-    TF_RETURN_IF_ERROR(vk_check(vk->fn.AllocateCommandBuffers(vk->device, &info, &r->commands), "vkAllocateCommandBuffers"));
+    TF_RETURN_IF_ERROR(
+        vk_check(vk->fn.AllocateCommandBuffers(vk->device, &info, &r->commands), "vkAllocateCommandBuffers"));
     vk->n_recordings++;
   } else {
     // Full: re-record the last ad-hoc one (the blocks recorded in prepare come first and stay).
@@ -299,7 +320,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
   TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, &vk->program));
   TF_RETURN_IF_ERROR(vk_pipelines_create(vk));
   TF_RETURN_IF_ERROR(allocate_sets(vk));
-  VkFenceCreateInfo fence = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateFence(vk->device, &fence, NULL, &vk->run_fence), "vkCreateFence"));
   int32_t forward_end = 0;
   while (forward_end < plan->n_steps && plan->steps[forward_end].phase == TF_PHASE_FORWARD)
@@ -310,8 +331,8 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
       if (blocks[b][0] >= blocks[b][1])
         continue;
       VkCommandBuffer ignored;
-      TF_RETURN_IF_ERROR(
-          recording_for(vk, blocks[b][0], blocks[b][1], effective_half(vk, blocks[b][0], blocks[b][1], half), &ignored));
+      TF_RETURN_IF_ERROR(recording_for(vk, blocks[b][0], blocks[b][1],
+                                       effective_half(vk, blocks[b][0], blocks[b][1], half), &ignored));
     }
   return vk_validation_status(vk);
 }
@@ -326,11 +347,12 @@ static void write_run_state(vk_state *vk, const tf_run_state *run) {
   state.step_mix[1] = (uint32_t)(mix >> 32);
   state.seed[0] = (uint32_t)run->seed;
   state.seed[1] = (uint32_t)(run->seed >> 32);
-  // As kernels/cpu/optimizer.c: the corrections in double from the float betas, then rounded.
+  // As kernels/cpu/optimizer.c: lr / (1 - beta1^t) and sqrt(1 - beta2^t) in double from the float
+  // attributes, then rounded once.
   for (int32_t s = 0; s < vk->program.n_adam_slots; s++) {
-    double beta1 = (double)vk->program.adam_beta[s][0], beta2 = (double)vk->program.adam_beta[s][1];
-    state.adam[s][0] = (float)(1.0 / (1.0 - pow(beta1, (double)t)));
-    state.adam[s][1] = (float)sqrt(1.0 - pow(beta2, (double)t));
+    const float *key = vk->program.adam_key[s];
+    state.adam[s][0] = (float)((double)key[0] / (1.0 - pow((double)key[1], (double)t)));
+    state.adam[s][1] = (float)sqrt(1.0 - pow((double)key[2], (double)t));
   }
   memcpy(vk->run_state.mapped, &state, sizeof(state));
 }
@@ -346,7 +368,7 @@ tf_status vk_record_run(vk_state *vk, int32_t begin, int32_t end, int32_t io_slo
   // The run state is read by the previous submission until it completes.
   TF_RETURN_IF_ERROR(vk_record_wait(vk));
   write_run_state(vk, run);
-  VkSubmitInfo submit = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &commands;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetFences(vk->device, 1, &vk->run_fence), "vkResetFences"));
@@ -359,7 +381,8 @@ tf_status vk_record_wait(vk_state *vk) {
   if (!vk->run_pending)
     return vk_validation_status(vk);
   vk->run_pending = false;
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->run_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  TF_RETURN_IF_ERROR(
+      vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->run_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
   return vk_validation_status(vk);
 }
 

@@ -24,10 +24,10 @@ extern "C" {
 extern const tf_backend_vtable tf_backend_vulkan;
 
 typedef struct tf_vulkan_memory {
-  int64_t region_bytes;      /* sum of the regions' VkDeviceMemory sizes */
-  int64_t overhead_bytes;    /* the fixed overhead above (staging + run state) */
-  int64_t allocations;       /* vkAllocateMemory calls so far (regions + 2) */
-  int64_t live_allocations;  /* ... not yet freed */
+  int64_t region_bytes;     /* sum of the regions' VkDeviceMemory sizes */
+  int64_t overhead_bytes;   /* the fixed overhead above (staging + run state) */
+  int64_t allocations;      /* vkAllocateMemory calls so far (regions + 2) */
+  int64_t live_allocations; /* ... not yet freed */
 } tf_vulkan_memory;
 
 /* The device memory a Vulkan backend state (from tf_backend_vulkan.create) holds now. */

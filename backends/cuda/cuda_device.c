@@ -1,0 +1,282 @@
+/* The CUDA backend: device selection, the streams and the cuBLAS handle, one cudaMalloc per plan
+ * region, and the memory accounting behind tf_cuda_memory_use(). Preparing and running the plan is
+ * cuda_graphs.c; copies are cuda_transfer.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+
+tf_status tf_cuda_status(cudaError_t error, const char *what) {
+  if (error == cudaSuccess)
+    return NULL;
+  return tf_status_new(TF_ERR_BACKEND, "cuda backend: %s: %s (%s)", what, cudaGetErrorString(error),
+                       cudaGetErrorName(error));
+}
+
+static tf_status cublas_check(cublasStatus_t status, const char *what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return NULL;
+  return tf_status_new(TF_ERR_BACKEND, "cuda backend: %s: %s", what, cublasGetStatusString(status));
+}
+
+/* ---- the device ---- */
+
+/* Why there is no device to use: no driver, a driver too old for this runtime, or no device. */
+static tf_status no_device(cudaError_t error) {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (error == cudaErrorNoDevice)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "cuda backend: no CUDA device (the driver reports none)");
+  if (driver == 0)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda backend: no NVIDIA driver (libcuda.so.1 is missing or did not load): %s",
+                         cudaGetErrorString(error));
+  if (error == cudaErrorInsufficientDriver)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda backend: the NVIDIA driver supports CUDA %d.%d, this build's runtime needs %d.%d",
+                         driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+  return tf_status_new(TF_ERR_UNSUPPORTED, "cuda backend: no usable CUDA device: %s (%s)", cudaGetErrorString(error),
+                       cudaGetErrorName(error));
+}
+
+static tf_status select_device(cuda_state *s, int32_t device) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess)
+    return no_device(error);
+  if (count == 0)
+    return no_device(cudaErrorNoDevice);
+  if (device < 0 || device >= count)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "cuda backend: device %d does not exist (this machine has %d)",
+                         device, count);
+  struct cudaDeviceProp props;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
+  snprintf(s->name, sizeof(s->name), "%s", props.name);
+  if (props.major * 10 + props.minor < 75)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda backend: device %d (%s) has compute capability %d.%d; the CUDA kernels need 7.5 or newer",
+                         device, props.name, props.major, props.minor);
+  s->device = device;
+  s->memory.device_total = (int64_t)props.totalGlobalMem;
+  return NULL;
+}
+
+/* ---- NVML (optional): device memory in use before and after the context exists ---- */
+
+typedef struct nvml_memory {
+  unsigned long long total, free, used;
+} nvml_memory;
+
+typedef struct nvml_api {
+  void *library;
+  int (*shutdown)(void);
+  int (*memory_info)(void *device, nvml_memory *memory);
+  void *device;
+} nvml_api;
+
+static bool nvml_open(nvml_api *nvml, int32_t device) {
+  memset(nvml, 0, sizeof(*nvml));
+  char bus_id[64];
+  if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof(bus_id), device) != cudaSuccess)
+    return false;
+  nvml->library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!nvml->library)
+    return false;
+  int (*init)(void);
+  int (*by_bus_id)(const char *, void **);
+  *(void **)&init = dlsym(nvml->library, "nvmlInit_v2");
+  *(void **)&by_bus_id = dlsym(nvml->library, "nvmlDeviceGetHandleByPciBusId_v2");
+  *(void **)&nvml->shutdown = dlsym(nvml->library, "nvmlShutdown");
+  *(void **)&nvml->memory_info = dlsym(nvml->library, "nvmlDeviceGetMemoryInfo");
+  if (!init || !by_bus_id || !nvml->shutdown || !nvml->memory_info || init() != 0) {
+    dlclose(nvml->library);
+    nvml->library = NULL;
+    return false;
+  }
+  if (by_bus_id(bus_id, &nvml->device) != 0) {
+    nvml->shutdown();
+    dlclose(nvml->library);
+    nvml->library = NULL;
+    return false;
+  }
+  return true;
+}
+
+static int64_t nvml_used(const nvml_api *nvml) {
+  nvml_memory memory;
+  if (!nvml->library || nvml->memory_info(nvml->device, &memory) != 0)
+    return -1;
+  return (int64_t)memory.used;
+}
+
+static void nvml_close(nvml_api *nvml) {
+  if (!nvml->library)
+    return;
+  nvml->shutdown();
+  dlclose(nvml->library);
+}
+
+static int64_t free_now(void) {
+  size_t free_bytes = 0, total = 0;
+  return cudaMemGetInfo(&free_bytes, &total) == cudaSuccess ? (int64_t)free_bytes : -1;
+}
+
+int64_t tf_cuda_memory_free_now(void *state) {
+  cuda_state *s = state;
+  if (cudaSetDevice(s->device) != cudaSuccess)
+    return -1;
+  return free_now();
+}
+
+tf_cuda_memory tf_cuda_memory_use(void *state) { return ((cuda_state *)state)->memory; }
+
+/* ---- create and destroy ---- */
+
+static void cuda_destroy(void *state);
+
+/* The context, streams, cuBLAS (no TF32, no workspace of its own), events and run-value slots. */
+static tf_status open_device(cuda_state *s) {
+  nvml_api nvml;
+  bool have_nvml = nvml_open(&nvml, s->device);
+  int64_t used_before = have_nvml ? nvml_used(&nvml) : -1;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  tf_status status = tf_cuda_status(cudaFree(NULL), "creating the context");
+  int64_t used_after = have_nvml ? nvml_used(&nvml) : -1;
+  nvml_close(&nvml);
+  TF_RETURN_IF_ERROR(status);
+  s->memory.context_bytes = used_before >= 0 && used_after >= 0 ? used_after - used_before : -1;
+  const int64_t free_before = free_now();
+  s->memory.used_after_context = free_before >= 0 ? s->memory.device_total - free_before : -1;
+
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking), "creating a stream"));
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking), "creating a stream"));
+  TF_RETURN_IF_ERROR(cublas_check(cublasCreate(&s->cublas), "cublasCreate"));
+  TF_RETURN_IF_ERROR(cublas_check(cublasSetStream(s->cublas, s->compute), "cublasSetStream"));
+  TF_RETURN_IF_ERROR(cublas_check(cublasSetMathMode(s->cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
+  TF_RETURN_IF_ERROR(cublas_check(cublasSetWorkspace(s->cublas, NULL, 0), "cublasSetWorkspace"));
+  for (int i = 0; i < CUDA_SLOT_COUNT; i++)
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreateWithFlags(&s->slot_read[i], cudaEventDisableTiming),
+                                      "creating an event"));
+  for (int half = 0; half < 2; half++) {
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreateWithFlags(&s->uploaded[half], cudaEventDisableTiming),
+                                      "creating an event"));
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreateWithFlags(&s->consumed[half], cudaEventDisableTiming),
+                                      "creating an event"));
+  }
+  const size_t slot_bytes = sizeof(tf_cuda_run_values) * CUDA_SLOT_COUNT;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaHostAlloc((void **)&s->slots_host, slot_bytes, cudaHostAllocMapped),
+                                    "allocating the run values (pinned host memory)"));
+  memset(s->slots_host, 0, slot_bytes);
+  s->memory.pinned_host_bytes += (int64_t)slot_bytes;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaHostGetDevicePointer((void **)&s->slots_device, s->slots_host, 0),
+                                    "mapping the run values"));
+  const int64_t free_after = free_now();
+  s->memory.library_bytes = free_before >= 0 && free_after >= 0 ? free_before - free_after : -1;
+  return NULL;
+}
+
+static tf_status cuda_create(const tf_backend_options *options, void **state) {
+  *state = NULL;
+  cuda_state *s = calloc(1, sizeof(cuda_state));
+  if (!s)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot allocate its state");
+  s->memory.context_bytes = s->memory.used_after_context = s->memory.library_bytes = -1;
+  s->memory.free_after_prepare = -1;
+  tf_status status = select_device(s, options ? options->device : 0);
+  if (!status)
+    status = open_device(s);
+  if (status) {
+    cuda_destroy(s);
+    return status;
+  }
+  *state = s;
+  return NULL;
+}
+
+static void cuda_destroy(void *state) {
+  cuda_state *s = state;
+  if (!s)
+    return;
+  if (s->compute || s->copy)
+    cudaSetDevice(s->device);
+  if (s->compute)
+    cudaStreamSynchronize(s->compute);
+  if (s->copy)
+    cudaStreamSynchronize(s->copy);
+  tf_cuda_release_plan(s);
+  for (int i = 0; i < CUDA_SLOT_COUNT; i++)
+    if (s->slot_read[i])
+      cudaEventDestroy(s->slot_read[i]);
+  for (int half = 0; half < 2; half++) {
+    if (s->uploaded[half])
+      cudaEventDestroy(s->uploaded[half]);
+    if (s->consumed[half])
+      cudaEventDestroy(s->consumed[half]);
+  }
+  if (s->slots_host)
+    cudaFreeHost(s->slots_host);
+  if (s->cublas)
+    cublasDestroy(s->cublas);
+  if (s->copy)
+    cudaStreamDestroy(s->copy);
+  if (s->compute)
+    cudaStreamDestroy(s->compute);
+  free(s);
+}
+
+static tf_target cuda_target(void *state) { return tf_target_default(TF_TARGET_CUDA); }
+
+/* ---- regions ---- */
+
+static tf_status cuda_alloc_region(void *state, int64_t bytes, void **region) {
+  cuda_state *s = state;
+  *region = NULL;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  const int64_t free_before = free_now();
+  cudaError_t error = cudaMalloc(region, (size_t)(bytes > 0 ? bytes : 1));
+  if (error != cudaSuccess) {
+    *region = NULL;
+    cudaGetLastError(); /* an allocation failure is not sticky: clear it */
+    return tf_status_new(TF_ERR_BACKEND, "cuda backend: cudaMalloc of a %lld-byte region failed: %s (free: %lld of %lld)",
+                         (long long)bytes, cudaGetErrorString(error), (long long)free_before,
+                         (long long)s->memory.device_total);
+  }
+  s->memory.allocations++;
+  s->memory.live_allocations++;
+  // On the compute stream, and waited for: the legacy stream's cudaMemset would not be ordered
+  // before the uploads that follow on our non-blocking streams.
+  tf_status status = tf_cuda_status(cudaMemsetAsync(*region, 0, (size_t)bytes, s->compute), "zeroing a region");
+  if (!status)
+    status = tf_cuda_status(cudaStreamSynchronize(s->compute), "zeroing a region");
+  if (status) {
+    cudaFree(*region);
+    *region = NULL;
+    s->memory.live_allocations--;
+    return status;
+  }
+  const int64_t free_after = free_now();
+  s->memory.region_bytes += bytes;
+  if (free_before >= 0 && free_after >= 0 && s->memory.region_device_bytes >= 0)
+    s->memory.region_device_bytes += free_before - free_after;
+  else
+    s->memory.region_device_bytes = -1;
+  return NULL;
+}
+
+static void cuda_free_region(void *state, void *region) {
+  cuda_state *s = state;
+  if (!region)
+    return;
+  cudaSetDevice(s->device);
+  if (cudaFree(region) == cudaSuccess)
+    s->memory.live_allocations--;
+}
+
+const tf_backend_vtable tf_backend_cuda = {
+    "cuda",          cuda_create,      cuda_destroy, cuda_target,     cuda_alloc_region, cuda_free_region,
+    tf_cuda_upload,  tf_cuda_download, tf_cuda_prepare, tf_cuda_run, tf_cuda_synchronize,
+};

@@ -1,0 +1,261 @@
+/* Preparing and running a plan on CUDA.
+ *
+ * prepare() checks that every step has a kernel that supports its operands and the workspace its
+ * CUDA kernel needs (kernels/cuda/workspace.h: a plan compiled for another target has other
+ * workspaces), builds each step's launch arguments once per io half, then captures CUDA graphs:
+ * the micro-batch block [0, micro_steps) and the forward prefix [0, forward_end) for each io half,
+ * and the optimizer block [micro_steps, n_steps). run() replays the graph of its range; any other
+ * range is launched step by step (no graph, no allocation). TIGHTFIT_CUDA_GRAPHS=0 in the
+ * environment launches everything step by step (to tell a graph problem from a kernel problem).
+ *
+ * Per-run values: each graph reads its own slot of mapped pinned host memory (tf_cuda_run_values),
+ * which run() writes before the replay, after waiting for the previous replay that read the slot.
+ * The kernels read the slot when they run, so a captured graph needs no parameter updates. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "kernels/cuda/workspace.h"
+
+static tf_cuda_tensor tensor_of(const tf_plan *plan, void *const *regions, int32_t id) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  tf_cuda_tensor t;
+  memset(&t, 0, sizeof(t));
+  t.data = (char *)regions[b->region] + b->offset;
+  t.dtype = b->dtype;
+  t.rank = b->rank;
+  t.count = 1;
+  for (int32_t d = 0; d < b->rank; d++) {
+    t.shape[d] = b->shape[d];
+    t.count *= b->shape[d];
+  }
+  return t;
+}
+
+static tf_status step_error(const tf_plan *plan, int32_t s, const char *message) {
+  const tf_plan_step *step = &plan->steps[s];
+  return tf_status_new(TF_ERR_UNSUPPORTED, "cuda backend: step %d '%s' (%s): %s", s, step->name, tf_op_name(step->op),
+                       message);
+}
+
+/* The launch arguments of step `s` for both io halves, and the checks that need them. */
+static tf_status prepare_step(cuda_state *cs, int32_t s) {
+  const tf_plan *plan = cs->plan;
+  const tf_plan_step *step = &plan->steps[s];
+  cuda_step *prepared = &cs->steps[s];
+  for (int32_t k = 0; k < step->n_outputs; k++)
+    prepared->outputs[k] = tensor_of(plan, cs->regions, step->outputs[k]);
+  for (int32_t half = 0; half < 2; half++) {
+    prepared->inputs[half] = calloc((size_t)(step->n_inputs ? step->n_inputs : 1), sizeof(tf_cuda_tensor));
+    if (!prepared->inputs[half])
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot prepare step %d", s);
+    for (int32_t k = 0; k < step->n_inputs; k++) {
+      int32_t id = step->inputs[k];
+      if (half == 1 && plan->buffers[id].io_twin >= 0)
+        id = plan->buffers[id].io_twin;
+      prepared->inputs[half][k] = tensor_of(plan, cs->regions, id);
+    }
+    tf_cuda_args *args = &prepared->args[half];
+    args->op = step->op;
+    args->attrs = &step->attrs;
+    args->n_inputs = step->n_inputs;
+    args->inputs = prepared->inputs[half];
+    args->n_outputs = step->n_outputs;
+    args->outputs = prepared->outputs;
+    args->stream = cs->compute;
+    args->cublas = cs->cublas;
+    args->run = &cs->slots_device[s < plan->micro_steps ? half : CUDA_SLOT_OTHER];
+    if (step->workspace >= 0) {
+      const tf_plan_buffer *w = &plan->buffers[step->workspace];
+      args->workspace = (char *)cs->regions[TF_REGION_ARENA] + w->offset;
+      args->workspace_bytes = w->bytes;
+    }
+  }
+  const tf_cuda_args *args = &prepared->args[0];
+  const char *unsupported = tf_cuda_kernel_check(args);
+  if (unsupported)
+    return step_error(plan, s, unsupported);
+  const int64_t needed = tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, args->inputs,
+                                                 step->n_outputs, args->outputs);
+  if (args->workspace_bytes < needed) {
+    char message[256];
+    snprintf(message, sizeof(message),
+             "its CUDA kernel needs %lld workspace bytes and the plan gives it %lld: this plan was compiled for the "
+             "'%s' target; compile it for 'cuda'",
+             (long long)needed, (long long)args->workspace_bytes, plan->target ? plan->target : "?");
+    return step_error(plan, s, message);
+  }
+  if (needed > 0 && ((uintptr_t)args->workspace % TF_CUDA_WORKSPACE_ALIGN) != 0)
+    return step_error(plan, s, "its workspace is not 256-byte aligned (compile the plan for the 'cuda' target)");
+  return NULL;
+}
+
+/* The io buffers and their halves (the primary buffer is half 0, its io_twin half 1). */
+static tf_status prepare_io(cuda_state *s) {
+  const tf_plan *plan = s->plan;
+  const int64_t io_bytes = plan->region_bytes[TF_REGION_IO];
+  if (io_bytes <= 0)
+    return NULL;
+  s->io_buffers = calloc((size_t)plan->n_buffers, sizeof(cuda_io_buffer));
+  if (!s->io_buffers)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot list the io buffers");
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if (b->region != TF_REGION_IO)
+      continue;
+    cuda_io_buffer *io = &s->io_buffers[s->n_io_buffers++];
+    io->offset = b->offset;
+    io->bytes = b->bytes;
+    io->half = b->io_twin >= 0 && b->io_twin < i ? 1 : 0;
+  }
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaHostAlloc((void **)&s->io_mirror, (size_t)io_bytes, cudaHostAllocDefault),
+                                    "allocating the io mirror (pinned host memory)"));
+  s->memory.pinned_host_bytes += io_bytes;
+  return NULL;
+}
+
+/* Enqueues steps [begin, end) for io half `half` on the compute stream. */
+static tf_status enqueue(cuda_state *s, int32_t begin, int32_t end, int32_t half) {
+  for (int32_t i = begin; i < end; i++) {
+    const char *error = tf_cuda_kernel_launch(&s->steps[i].args[half]);
+    if (error)
+      return tf_status_new(TF_ERR_BACKEND, "cuda backend: step %d '%s' (%s): %s", i, s->plan->steps[i].name,
+                           tf_op_name(s->plan->steps[i].op), error);
+  }
+  return NULL;
+}
+
+static tf_status capture(cuda_state *s, int32_t begin, int32_t end, int32_t half, cudaGraphExec_t *out) {
+  *out = NULL;
+  if (begin >= end)
+    return NULL;
+  cudaGraph_t graph = NULL;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamBeginCapture(s->compute, cudaStreamCaptureModeThreadLocal),
+                                    "beginning a graph capture"));
+  tf_status status = enqueue(s, begin, end, half);
+  cudaError_t ended = cudaStreamEndCapture(s->compute, &graph);
+  if (!status)
+    status = tf_cuda_status(ended, "capturing a CUDA graph");
+  if (!status)
+    status = tf_cuda_status(cudaGraphInstantiate(out, graph, 0), "instantiating a CUDA graph");
+  if (graph)
+    cudaGraphDestroy(graph);
+  if (!status)
+    s->memory.graphs++;
+  return status ? tf_status_prefix(status, "steps [%d, %d) on io half %d", begin, end, half) : NULL;
+}
+
+void tf_cuda_release_plan(cuda_state *s) {
+  for (int kind = 0; kind < CUDA_GRAPH_KINDS; kind++)
+    for (int half = 0; half < 2; half++)
+      if (s->graphs[kind][half]) {
+        cudaGraphExecDestroy(s->graphs[kind][half]);
+        s->graphs[kind][half] = NULL;
+      }
+  for (int32_t i = 0; i < s->n_steps && s->steps; i++) {
+    free(s->steps[i].inputs[0]);
+    free(s->steps[i].inputs[1]);
+  }
+  free(s->steps);
+  s->steps = NULL;
+  s->n_steps = 0;
+  free(s->io_buffers);
+  s->io_buffers = NULL;
+  s->n_io_buffers = 0;
+  if (s->io_mirror)
+    cudaFreeHost(s->io_mirror);
+  s->io_mirror = NULL;
+  s->prepared = false;
+}
+
+static bool graphs_wanted(void) {
+  const char *value = getenv("TIGHTFIT_CUDA_GRAPHS");
+  return !value || strcmp(value, "0") != 0;
+}
+
+tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
+  cuda_state *s = state;
+  tf_cuda_release_plan(s);
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  const int64_t free_before = tf_cuda_memory_free_now(s);
+  s->plan = plan;
+  memcpy(s->regions, regions, sizeof(s->regions));
+  s->steps = calloc((size_t)(plan->n_steps ? plan->n_steps : 1), sizeof(cuda_step));
+  if (!s->steps)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot prepare %d steps", plan->n_steps);
+  s->n_steps = plan->n_steps;
+  for (int32_t i = 0; i < plan->n_steps; i++)
+    TF_RETURN_IF_ERROR(prepare_step(s, i));
+  TF_RETURN_IF_ERROR(prepare_io(s));
+  s->forward_end = 0;
+  while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
+    s->forward_end++;
+  s->use_graphs = graphs_wanted();
+  for (int32_t half = 0; half < 2 && s->use_graphs; half++) {
+    TF_RETURN_IF_ERROR(capture(s, 0, plan->micro_steps, half, &s->graphs[CUDA_GRAPH_MICRO][half]));
+    if (s->forward_end != plan->micro_steps)
+      TF_RETURN_IF_ERROR(capture(s, 0, s->forward_end, half, &s->graphs[CUDA_GRAPH_FORWARD][half]));
+  }
+  if (s->use_graphs)
+    TF_RETURN_IF_ERROR(capture(s, plan->micro_steps, plan->n_steps, 0, &s->graphs[CUDA_GRAPH_OPTIMIZER][0]));
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamSynchronize(s->compute), "preparing"));
+  const int64_t free_after = tf_cuda_memory_free_now(s);
+  s->memory.graph_bytes = free_before >= 0 && free_after >= 0 ? free_before - free_after : -1;
+  s->memory.free_after_prepare = free_after;
+  s->prepared = true;
+  return NULL;
+}
+
+/* The graph that runs exactly [begin, end) on `half`, or NULL. */
+static cudaGraphExec_t graph_for(const cuda_state *s, int32_t begin, int32_t end, int32_t half) {
+  const tf_plan *plan = s->plan;
+  if (begin == 0 && end == plan->micro_steps)
+    return s->graphs[CUDA_GRAPH_MICRO][half];
+  if (begin == 0 && end == s->forward_end)
+    return s->graphs[CUDA_GRAPH_FORWARD][half];
+  if (begin == plan->micro_steps && end == plan->n_steps)
+    return s->graphs[CUDA_GRAPH_OPTIMIZER][0];
+  return NULL;
+}
+
+tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
+  cuda_state *s = state;
+  if (!s->prepared)
+    return tf_status_new(TF_ERR_INTERNAL, "cuda backend: run before prepare");
+  if (begin < 0 || end > s->n_steps || begin > end)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "cuda backend: steps [%d, %d) outside the plan's %d", begin, end,
+                         s->n_steps);
+  if (begin == end)
+    return NULL;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  const int32_t half = io_slot & 1;
+  const bool reads_io = begin < s->plan->micro_steps;
+  const int slot = reads_io ? half : CUDA_SLOT_OTHER;
+  if (end > s->plan->micro_steps && reads_io) /* a range across both blocks: one slot for both */
+    for (int32_t i = s->plan->micro_steps; i < end; i++)
+      s->steps[i].args[half].run = &s->slots_device[slot];
+  // The last replay that read this slot must be done before the host overwrites it.
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventSynchronize(s->slot_read[slot]), "waiting for a run"));
+  tf_cuda_run_values *values = &s->slots_host[slot];
+  values->optimizer_step = run->optimizer_step;
+  values->micro_step = run->micro_step;
+  values->seed = run->seed;
+  atomic_thread_fence(memory_order_seq_cst);
+  if (reads_io)
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->compute, s->uploaded[half], 0), "waiting for inputs"));
+  cudaGraphExec_t graph = s->use_graphs ? graph_for(s, begin, end, half) : NULL;
+  tf_status status = graph ? tf_cuda_status(cudaGraphLaunch(graph, s->compute), "launching a CUDA graph")
+                           : enqueue(s, begin, end, half);
+  if (end > s->plan->micro_steps && reads_io)
+    for (int32_t i = s->plan->micro_steps; i < end; i++)
+      s->steps[i].args[half].run = &s->slots_device[CUDA_SLOT_OTHER];
+  TF_RETURN_IF_ERROR(status);
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventRecord(s->slot_read[slot], s->compute), "recording a run"));
+  if (reads_io)
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventRecord(s->consumed[half], s->compute), "recording a run"));
+  return NULL;
+}

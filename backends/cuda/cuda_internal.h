@@ -1,0 +1,71 @@
+/* The CUDA backend's state, shared by its files: cuda_device.c (device, streams, cuBLAS, regions,
+ * memory accounting), cuda_transfer.c (uploads, downloads, synchronisation) and cuda_graphs.c
+ * (prepare: the step table and the CUDA graphs; run). */
+#ifndef TIGHTFIT_BACKENDS_CUDA_CUDA_INTERNAL_H
+#define TIGHTFIT_BACKENDS_CUDA_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda.h"
+#include "kernels/cuda/kernels.h"
+
+/* Run-value slots, each read by the graphs of one kind: the micro-batch block on io half 0 and 1,
+ * and everything else (the optimizer block, partial ranges). */
+enum { CUDA_SLOT_HALF0 = 0, CUDA_SLOT_HALF1, CUDA_SLOT_OTHER, CUDA_SLOT_COUNT };
+/* Captured ranges: [0, micro_steps), [0, forward_end) per io half; [micro_steps, n_steps). */
+enum { CUDA_GRAPH_MICRO = 0, CUDA_GRAPH_FORWARD, CUDA_GRAPH_OPTIMIZER, CUDA_GRAPH_KINDS };
+
+typedef struct cuda_step {
+  tf_cuda_tensor *inputs[2]; /* per io half: inputs and labels come from that half */
+  tf_cuda_tensor outputs[TF_MAX_OUTPUTS];
+  tf_cuda_args args[2];
+} cuda_step;
+
+typedef struct cuda_io_buffer {
+  int64_t offset, bytes;
+  int32_t half;
+} cuda_io_buffer;
+
+typedef struct cuda_state {
+  int32_t device;
+  char name[256];
+  cudaStream_t compute, copy; /* steps run on compute; io uploads on copy */
+  cublasHandle_t cublas;
+  tf_cuda_memory memory;
+
+  /* Per-run values: CUDA_SLOT_COUNT entries of mapped pinned memory, and when each was last read. */
+  tf_cuda_run_values *slots_host, *slots_device;
+  cudaEvent_t slot_read[CUDA_SLOT_COUNT];
+
+  /* io double buffer: a pinned mirror of the io region; per half, when its upload finished and when
+   * the steps that read it finished. */
+  unsigned char *io_mirror;
+  cudaEvent_t uploaded[2], consumed[2];
+  cuda_io_buffer *io_buffers;
+  int32_t n_io_buffers;
+
+  /* The prepared plan. */
+  const tf_plan *plan;
+  void *regions[TF_REGION_COUNT];
+  bool prepared;
+  cuda_step *steps;
+  int32_t n_steps, forward_end;
+  bool use_graphs;
+  cudaGraphExec_t graphs[CUDA_GRAPH_KINDS][2];
+} cuda_state;
+
+/* A status for a failed CUDA runtime call (NULL when `error` is cudaSuccess). */
+tf_status tf_cuda_status(cudaError_t error, const char *what);
+
+/* cuda_transfer.c */
+tf_status tf_cuda_upload(void *state, void *region, int64_t offset, const void *host, int64_t bytes);
+tf_status tf_cuda_download(void *state, void *region, int64_t offset, void *host, int64_t bytes);
+tf_status tf_cuda_synchronize(void *state);
+
+/* cuda_graphs.c */
+tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);
+tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
+void tf_cuda_release_plan(cuda_state *s);
+
+#endif

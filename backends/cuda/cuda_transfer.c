@@ -1,0 +1,70 @@
+/* Host <-> device copies for the CUDA backend.
+ *
+ * Input micro-batches (io region, once the plan is prepared) are double-buffered: the host data is
+ * copied into a pinned mirror of the io region and sent with cudaMemcpyAsync on the copy stream,
+ * which first waits until the steps that last read that io half have finished; the next run on that
+ * half waits (on the device) until its upload has landed. So uploading micro-batch i + 1 overlaps
+ * the steps of micro-batch i. Every other copy (parameters at creation, checkpoints, reads of the
+ * loss) is synchronous: both streams drain first. */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+
+/* The io half the bytes [offset, offset + bytes) of the io region belong to, or -1. */
+static int32_t io_half_of(const cuda_state *s, int64_t offset, int64_t bytes) {
+  for (int32_t i = 0; i < s->n_io_buffers; i++) {
+    const cuda_io_buffer *b = &s->io_buffers[i];
+    if (offset >= b->offset && offset + bytes <= b->offset + b->bytes)
+      return b->half;
+  }
+  return -1;
+}
+
+static tf_status drain(cuda_state *s) {
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamSynchronize(s->copy), "waiting for uploads"));
+  return tf_cuda_status(cudaStreamSynchronize(s->compute), "waiting for the steps");
+}
+
+tf_status tf_cuda_upload(void *state, void *region, int64_t offset, const void *host, int64_t bytes) {
+  cuda_state *s = state;
+  if (bytes <= 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  char *target = (char *)region + offset;
+  const int32_t half = s->prepared && region == s->regions[TF_REGION_IO] ? io_half_of(s, offset, bytes) : -1;
+  if (half >= 0 && s->io_mirror) {
+    // The mirror's bytes may still be on their way to the device from the last upload of this half.
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventSynchronize(s->uploaded[half]), "waiting for an upload"));
+    memcpy(s->io_mirror + offset, host, (size_t)bytes);
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->copy, s->consumed[half], 0), "ordering an upload"));
+    TF_RETURN_IF_ERROR(tf_cuda_status(
+        cudaMemcpyAsync(target, s->io_mirror + offset, (size_t)bytes, cudaMemcpyHostToDevice, s->copy),
+        "uploading a micro-batch"));
+    return tf_cuda_status(cudaEventRecord(s->uploaded[half], s->copy), "recording an upload");
+  }
+  TF_RETURN_IF_ERROR(drain(s));
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaMemcpyAsync(target, host, (size_t)bytes, cudaMemcpyHostToDevice, s->compute),
+                                    "uploading"));
+  return tf_cuda_status(cudaStreamSynchronize(s->compute), "uploading");
+}
+
+tf_status tf_cuda_download(void *state, void *region, int64_t offset, void *host, int64_t bytes) {
+  cuda_state *s = state;
+  if (bytes <= 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  TF_RETURN_IF_ERROR(drain(s));
+  TF_RETURN_IF_ERROR(tf_cuda_status(
+      cudaMemcpyAsync(host, (const char *)region + offset, (size_t)bytes, cudaMemcpyDeviceToHost, s->compute),
+      "downloading"));
+  return tf_cuda_status(cudaStreamSynchronize(s->compute), "downloading");
+}
+
+tf_status tf_cuda_synchronize(void *state) {
+  cuda_state *s = state;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  TF_RETURN_IF_ERROR(drain(s));
+  /* A kernel fault surfaces at the synchronisation after it; it is sticky, so say so. */
+  return tf_cuda_status(cudaGetLastError(), "a step failed on the device");
+}

@@ -1,0 +1,222 @@
+/* The products: matmul (shaders/matmul.comp), the convolutions (conv1d, conv2d, their gradients,
+ * conv_transpose2d) as implicit GEMMs (the same shader with MODE 1..3: no column matrix, no
+ * workspace) and fused attention (shaders/attention.comp). */
+#include <math.h>
+#include <string.h>
+
+#include "backends/vulkan/vk_lower.h"
+#include "kernels/cpu/workspace.h"
+
+#define TILE 64 /* rows and columns of C per workgroup (matmul.comp's BM, BN) */
+
+typedef struct matmul_push {
+  uint32_t m, n, k, flags, lda, ldb, batch_rank, reserved;
+  uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
+} matmul_push;
+
+typedef struct conv_push {
+  uint32_t m, n, k, flags, batch;
+  uint32_t channels, height, width, out_channels, out_height, out_width;
+  uint32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
+} conv_push;
+
+typedef struct attention_push {
+  uint32_t batch, queries, keys, heads, depth, width;
+  float scale;
+  uint32_t causal, mode, keep;
+} attention_push;
+
+_Static_assert(sizeof(conv_push) <= VK_PUSH_WORDS * 4, "conv push constants");
+
+static tf_status check_grid(const vk_lower *l, int64_t m, int64_t n, int64_t batches) {
+  if ((m + TILE - 1) / TILE > VK_GROUP_LIMIT || (n + TILE - 1) / TILE > VK_GROUP_LIMIT || batches > VK_GROUP_LIMIT)
+    return vk_refuse(l, "a product of %lld x %lld in %lld batches exceeds the dispatch grid", (long long)m,
+                     (long long)n, (long long)batches);
+  return NULL;
+}
+
+/* Element strides of x's batch axes aligned to the output's `batch_rank` axes (0 where broadcast). */
+static void batch_strides(const tf_plan_buffer *x, int32_t batch_rank, int64_t *strides) {
+  int32_t x_batch_rank = x->rank - 2;
+  int64_t stride = x->shape[x->rank - 2] * x->shape[x->rank - 1];
+  for (int32_t i = batch_rank - 1; i >= 0; i--) {
+    int32_t axis = i - (batch_rank - x_batch_rank);
+    strides[i] = axis < 0 || x->shape[axis] == 1 ? 0 : stride;
+    if (axis >= 0)
+      stride *= x->shape[axis];
+  }
+}
+
+tf_status vk_lower_matmul(vk_lower *l) {
+  const tf_plan_buffer *a = vk_buffer(l, vk_in(l, 0)), *b = vk_buffer(l, vk_in(l, 1)), *c = vk_buffer(l, vk_out(l, 0));
+  bool ta = l->step->attrs.u.matmul.transpose_a, tb = l->step->attrs.u.matmul.transpose_b;
+  int64_t m = c->shape[c->rank - 2], n = c->shape[c->rank - 1], k = ta ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
+  if (vk_count(c) == 0)
+    return NULL;
+  int32_t batch_rank = c->rank - 2;
+  int64_t shape[TF_MAX_RANK] = {0}, strides[3][TF_MAX_RANK] = {{0}}, batches = 1, b_batches = 1;
+  for (int32_t i = 0; i < batch_rank; i++)
+    batches *= (shape[i] = c->shape[i]);
+  for (int32_t i = 0; i < b->rank - 2; i++)
+    b_batches *= b->shape[i];
+  batch_strides(a, batch_rank, strides[0]);
+  batch_strides(b, batch_rank, strides[1]);
+  int64_t stride = m * n;
+  for (int32_t i = batch_rank - 1; i >= 0; i--) {
+    strides[2][i] = stride;
+    stride *= shape[i];
+  }
+  // One B for every batch entry and A not transposed: A's and C's batch entries are consecutive
+  // row blocks, so the whole product is one GEMM (a linear layer over [N, T, E]).
+  if (!ta && b_batches == 1) {
+    m *= batches;
+    batches = 1;
+    batch_rank = 0;
+  }
+  if (batch_rank > 0)
+    vk_collapse(&batch_rank, shape, 3, strides);
+  if (batches == 1)
+    batch_rank = 0;
+  if (batch_rank > 4)
+    return vk_refuse(l, "%d batch axes after merging; the matmul shader takes 4", batch_rank);
+  TF_RETURN_IF_ERROR(check_grid(l, m, n, batches));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(a), a->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(b), b->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(c), c->name));
+  matmul_push push;
+  memset(&push, 0, sizeof(push));
+  push.m = (uint32_t)m;
+  push.n = (uint32_t)n;
+  push.k = (uint32_t)k;
+  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u);
+  push.lda = (uint32_t)a->shape[a->rank - 1];
+  push.ldb = (uint32_t)b->shape[b->rank - 1];
+  push.batch_rank = (uint32_t)batch_rank;
+  for (int32_t i = 0; i < batch_rank; i++) {
+    push.batch_shape[i] = (uint32_t)shape[i];
+    push.a_batch_stride[i] = (uint32_t)strides[0][i];
+    push.b_batch_stride[i] = (uint32_t)strides[1][i];
+  }
+  int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0), -1};
+  return vk_emit_dispatch(l, VK_SHADER_matmul, 4, buffers, 0x4, &push, sizeof(push), (uint32_t)((n + TILE - 1) / TILE),
+                          (uint32_t)((m + TILE - 1) / TILE), (uint32_t)batches);
+}
+
+static tf_cpu_tensor tensor_of(const tf_plan_buffer *b) {
+  tf_cpu_tensor t;
+  memset(&t, 0, sizeof(t));
+  t.dtype = b->dtype;
+  t.rank = b->rank;
+  t.count = vk_count(b);
+  for (int32_t d = 0; d < b->rank; d++)
+    t.shape[d] = b->shape[d];
+  return t;
+}
+
+tf_status vk_lower_conv(vk_lower *l) {
+  tf_op op = l->step->op;
+  tf_cpu_tensor inputs[3], output = tensor_of(vk_buffer(l, vk_out(l, 0)));
+  for (int32_t k = 0; k < l->step->n_inputs; k++)
+    inputs[k] = tensor_of(vk_buffer(l, vk_in(l, k)));
+  tf_cpu_conv_geometry g;
+  if (!tf_cpu_conv_geometry_get(op, &l->step->attrs, inputs, &output, &g))
+    return vk_refuse(l, "not a convolution");
+  if (output.count == 0)
+    return NULL;
+  conv_push push = {0};
+  int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups, batches;
+  int64_t m, n, k;
+  vk_shader shader;
+  int32_t buffers[4] = {-1, -1, vk_out(l, 0), -1};
+  if (op == TF_OP_CONV1D || op == TF_OP_CONV2D) {
+    shader = VK_SHADER_conv_forward;
+    m = og, n = g.positions, k = g.column_rows, batches = g.batch * g.groups;
+    buffers[0] = vk_in(l, 1); // w
+    buffers[1] = vk_in(l, 0); // x
+    if (l->step->n_inputs > 2) {
+      buffers[3] = vk_in(l, 2);
+      push.flags = 4u;
+    }
+  } else if (op == TF_OP_CONV1D_GRAD_WEIGHT || op == TF_OP_CONV2D_GRAD_WEIGHT) {
+    shader = VK_SHADER_conv_grad_weight;
+    m = og, n = g.column_rows, k = g.batch * g.positions, batches = g.groups;
+    buffers[0] = vk_in(l, 1); // dy
+    buffers[1] = vk_in(l, 0); // x
+  } else {
+    // conv*_grad_input(dy, w) and conv_transpose2d(x, w [, bias]): the adjoint of the convolution.
+    shader = VK_SHADER_conv_grad_input;
+    m = cg, n = g.image_height * g.image_width, k = og * g.kernel_height * g.kernel_width, batches = g.batch * g.groups;
+    buffers[0] = vk_in(l, 1); // w
+    buffers[1] = vk_in(l, 0); // dy, or conv_transpose2d's x
+    if (op == TF_OP_CONV_TRANSPOSE2D && l->step->n_inputs > 2) {
+      buffers[3] = vk_in(l, 2);
+      push.flags = 4u;
+    }
+  }
+  TF_RETURN_IF_ERROR(check_grid(l, m, n, batches));
+  for (int32_t i = 0; i < l->step->n_inputs; i++)
+    TF_RETURN_IF_ERROR(vk_check_count(l, inputs[i].count, "an operand"));
+  TF_RETURN_IF_ERROR(vk_check_count(l, output.count, "the output"));
+  push.m = (uint32_t)m, push.n = (uint32_t)n, push.k = (uint32_t)k;
+  push.batch = (uint32_t)g.batch;
+  push.channels = (uint32_t)g.image_channels, push.height = (uint32_t)g.image_height;
+  push.width = (uint32_t)g.image_width;
+  push.out_channels = (uint32_t)g.response_channels, push.out_height = (uint32_t)g.response_height;
+  push.out_width = (uint32_t)g.response_width;
+  push.kernel_h = (uint32_t)g.kernel_height, push.kernel_w = (uint32_t)g.kernel_width;
+  push.stride_h = (uint32_t)g.stride[0], push.stride_w = (uint32_t)g.stride[1];
+  push.pad_h = (uint32_t)g.padding[0], push.pad_w = (uint32_t)g.padding[1];
+  push.dilation_h = (uint32_t)g.dilation[0], push.dilation_w = (uint32_t)g.dilation[1];
+  push.groups = (uint32_t)g.groups;
+  return vk_emit_dispatch(l, shader, 4, buffers, 0x4, &push, sizeof(push), (uint32_t)((n + TILE - 1) / TILE),
+                          (uint32_t)((m + TILE - 1) / TILE), (uint32_t)batches);
+}
+
+enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
+
+tf_status vk_lower_attention(vk_lower *l) {
+  const tf_attention_attrs *a = &l->step->attrs.u.attention;
+  const tf_plan_buffer *q = vk_buffer(l, vk_in(l, 0)), *k = vk_buffer(l, vk_in(l, 1));
+  attention_push push;
+  memset(&push, 0, sizeof(push));
+  push.batch = (uint32_t)q->shape[0];
+  push.queries = (uint32_t)q->shape[1];
+  push.keys = (uint32_t)k->shape[1];
+  push.width = (uint32_t)q->shape[2];
+  push.heads = (uint32_t)a->num_heads;
+  push.depth = push.heads ? push.width / push.heads : 0;
+  push.scale = a->scale != 0 ? a->scale : 1.0f / sqrtf((float)push.depth);
+  push.causal = a->causal;
+  if (push.depth > 128)
+    return vk_refuse(l, "heads of width %u; the attention shader takes at most 128", push.depth);
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(q), q->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(k), k->name));
+  int64_t query_items = (int64_t)push.batch * push.heads * push.queries;
+  int64_t key_items = (int64_t)push.batch * push.heads * push.keys;
+  if (l->step->op == TF_OP_ATTENTION) {
+    if (query_items == 0 || push.depth == 0)
+      return NULL;
+    push.mode = ATTENTION_FORWARD;
+    int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), -1, vk_out(l, 0)};
+    return vk_emit_dispatch(l, VK_SHADER_attention, 5, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, 64),
+                            1, 1);
+  }
+  if (push.depth == 0)
+    return NULL;
+  int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
+  push.keep = push.depth >= 3;
+  if (push.keep) {
+    push.mode = ATTENTION_STATS;
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_attention, 7, buffers, 0x10, &push, sizeof(push),
+                                        vk_groups(query_items, 64), 1, 1));
+  }
+  push.mode = ATTENTION_KV;
+  if (key_items > 0)
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_attention, 7, buffers, 0x60, &push, sizeof(push),
+                                        vk_groups(key_items, 64), 1, 1));
+  push.mode = ATTENTION_QUERY;
+  if (query_items == 0)
+    return NULL;
+  return vk_emit_dispatch(l, VK_SHADER_attention, 7, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, 64), 1,
+                          1);
+}

@@ -1,0 +1,147 @@
+/* Steps that move elements without computing (kernels/cpu/layout.c): reshape is a buffer copy;
+ * transpose, expand, slice, slice_grad and concat are strided gathers (shaders/layout.comp) of
+ * 32-bit words, an 8-byte element being two of them; cast between f32 and i32 is a gather that
+ * converts. */
+#include <string.h>
+
+#include "backends/vulkan/vk_lower.h"
+
+#define GATHER_RANK 6
+
+typedef struct layout_push {
+  uint32_t count, rank, src_base, dst_base;
+  uint32_t shape[GATHER_RANK], src_stride[GATHER_RANK], dst_stride[GATHER_RANK];
+  uint32_t convert; /* 0: copy, 1: f32 -> i32, 2: i32 -> f32 */
+} layout_push;
+
+/* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
+ * elements of `size` bytes (4 or 8), converted by `convert` (4-byte elements). */
+static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_t rank, const int64_t *shape_in,
+                                   const int64_t *src_stride, const int64_t *dst_stride, int64_t src_base,
+                                   int64_t dst_base, int64_t size, uint32_t convert) {
+  int64_t shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
+  int64_t words = size / 4, count = 1;
+  for (int32_t i = 0; i < rank; i++) {
+    shape[i] = shape_in[i];
+    strides[0][i] = src_stride[i] * words;
+    strides[1][i] = dst_stride[i] * words;
+    count *= shape[i];
+  }
+  if (count == 0)
+    return NULL;
+  vk_collapse(&rank, shape, 2, strides);
+  if (words == 2) {
+    if (rank >= TF_MAX_RANK)
+      return vk_refuse(l, "the copy needs %d strided axes; the layout shader walks %d", rank + 1, GATHER_RANK);
+    // The two words of an element: an innermost axis walked contiguously by both sides.
+    shape[rank] = 2;
+    strides[0][rank] = strides[1][rank] = 1;
+    rank++;
+    vk_collapse(&rank, shape, 2, strides);
+  }
+  if (rank > GATHER_RANK)
+    return vk_refuse(l, "the copy needs %d strided axes; the layout shader walks %d", rank, GATHER_RANK);
+  count *= words;
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, "the copy"));
+  layout_push push;
+  memset(&push, 0, sizeof(push));
+  push.count = (uint32_t)count;
+  push.rank = (uint32_t)rank;
+  push.src_base = (uint32_t)(src_base * words);
+  push.dst_base = (uint32_t)(dst_base * words);
+  push.convert = convert;
+  for (int32_t i = 0; i < rank; i++) {
+    push.shape[i] = (uint32_t)shape[i];
+    push.src_stride[i] = (uint32_t)strides[0][i];
+    push.dst_stride[i] = (uint32_t)strides[1][i];
+  }
+  int32_t buffers[2] = {src, dst};
+  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+}
+
+static tf_status gather(vk_lower *l, int32_t src, int32_t dst, int32_t rank, const int64_t *shape,
+                        const int64_t *src_stride, const int64_t *dst_stride, int64_t src_base, int64_t dst_base,
+                        int64_t size) {
+  return gather_converting(l, src, dst, rank, shape, src_stride, dst_stride, src_base, dst_base, size, 0);
+}
+
+/* Python's rule for a slice bound: negative counts from the end, then clamp to [0, dim]. */
+static int64_t clamp_bound(int64_t bound, int64_t dim) {
+  if (bound < 0)
+    bound += dim;
+  if (bound < 0)
+    return 0;
+  return bound > dim ? dim : bound;
+}
+
+static tf_status lower_transpose(vk_lower *l, const tf_plan_buffer *x, const tf_plan_buffer *out, int64_t size) {
+  int64_t x_strides[TF_MAX_RANK], src[TF_MAX_RANK], dst[TF_MAX_RANK];
+  vk_contiguous_strides(x, x_strides);
+  vk_contiguous_strides(out, dst);
+  for (int32_t i = 0; i < out->rank; i++)
+    src[i] = x_strides[l->step->attrs.u.transpose.perm[i]];
+  return gather(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, src, dst, 0, 0, size);
+}
+
+static tf_status lower_expand(vk_lower *l, const tf_plan_buffer *x, const tf_plan_buffer *out, int64_t size) {
+  int64_t src[TF_MAX_RANK], dst[TF_MAX_RANK];
+  vk_broadcast_strides(x, out->rank, out->shape, src);
+  vk_contiguous_strides(out, dst);
+  return gather(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, src, dst, 0, 0, size);
+}
+
+/* slice: out = x[..., start::step (length), ...]; slice_grad: dx = 0, dx[..., start::step, ...] = dy.
+ * `whole` is x (dx), `part` the sliced tensor (out, dy). */
+static tf_status lower_slice(vk_lower *l, const tf_plan_buffer *whole, const tf_plan_buffer *part, int64_t size,
+                             bool gradient) {
+  const tf_slice_attrs *a = &l->step->attrs.u.slice;
+  int32_t axis = a->axis < 0 ? a->axis + whole->rank : a->axis;
+  int64_t whole_strides[TF_MAX_RANK], part_strides[TF_MAX_RANK];
+  vk_contiguous_strides(whole, whole_strides);
+  vk_contiguous_strides(part, part_strides);
+  int64_t base = clamp_bound(a->start, whole->shape[axis]) * whole_strides[axis];
+  whole_strides[axis] *= a->step;
+  if (!gradient)
+    return gather(l, vk_in(l, 0), vk_out(l, 0), part->rank, part->shape, whole_strides, part_strides, base, 0, size);
+  TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, 0)));
+  return gather(l, vk_in(l, 0), vk_out(l, 0), part->rank, part->shape, part_strides, whole_strides, 0, base, size);
+}
+
+static tf_status lower_concat(vk_lower *l, const tf_plan_buffer *out, int64_t size) {
+  int32_t axis = l->step->attrs.u.axis.axis < 0 ? l->step->attrs.u.axis.axis + out->rank : l->step->attrs.u.axis.axis;
+  int64_t out_strides[TF_MAX_RANK], before = 0;
+  vk_contiguous_strides(out, out_strides);
+  for (int32_t k = 0; k < l->step->n_inputs; k++) {
+    const tf_plan_buffer *x = vk_buffer(l, vk_in(l, k));
+    int64_t x_strides[TF_MAX_RANK];
+    vk_contiguous_strides(x, x_strides);
+    TF_RETURN_IF_ERROR(gather(l, vk_in(l, k), vk_out(l, 0), x->rank, x->shape, x_strides, out_strides, 0,
+                              before * out_strides[axis], size));
+    before += x->shape[axis];
+  }
+  return NULL;
+}
+
+tf_status vk_lower_layout(vk_lower *l) {
+  const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
+  int64_t size = tf_dtype_size(out->dtype);
+  switch (l->step->op) {
+  case TF_OP_RESHAPE: return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
+  case TF_OP_TRANSPOSE: return lower_transpose(l, x, out, size);
+  case TF_OP_EXPAND: return lower_expand(l, x, out, size);
+  case TF_OP_SLICE: return lower_slice(l, x, out, size, false);
+  case TF_OP_SLICE_GRAD: return lower_slice(l, out, x, size, true);
+  case TF_OP_CONCAT: return lower_concat(l, out, size);
+  default: return vk_refuse(l, "not a layout op");
+  }
+}
+
+tf_status vk_lower_cast(vk_lower *l) {
+  const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
+  if (x->dtype == out->dtype)
+    return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
+  int64_t strides[TF_MAX_RANK];
+  vk_contiguous_strides(out, strides);
+  uint32_t convert = x->dtype == TF_F32 ? 1u : 2u; // the dtype check allows f32 and i32 only
+  return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4, convert);
+}

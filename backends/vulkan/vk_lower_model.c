@@ -1,0 +1,208 @@
+/* The model-layer steps: normalisation (shaders/norm.comp), embedding (shaders/embedding.comp),
+ * pooling (shaders/pool.comp), the losses (shaders/loss.comp) and the optimizers
+ * (shaders/optimizer.comp). */
+#include <string.h>
+
+#include "backends/vulkan/vk_lower.h"
+
+typedef struct norm_push {
+  uint32_t rows, features;
+  float epsilon;
+  uint32_t mode, rms, has_beta, keep;
+} norm_push;
+
+typedef struct embedding_push {
+  uint32_t count, depth, rows, mode, chunk_rows, chunks;
+} embedding_push;
+
+typedef struct pool_push {
+  uint32_t planes, height, width, out_height, out_width;
+  uint32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, mode;
+} pool_push;
+
+typedef struct loss_push {
+  uint32_t count, classes;
+  int32_t ignore_low, ignore_high;
+  uint32_t mode;
+} loss_push;
+
+typedef struct optimizer_push {
+  uint32_t count, adamw, has_norm, slot;
+  float learning_rate, momentum, weight_decay, decay;
+  float beta1, beta2, one_minus_beta1, one_minus_beta2, epsilon, clip_norm, grad_scale;
+} optimizer_push;
+
+enum { NORM_FORWARD = 0, NORM_STATS, NORM_PARAMS, NORM_INPUT };
+
+tf_status vk_lower_norm(vk_lower *l) {
+  tf_op op = l->step->op;
+  const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
+  bool rms = op == TF_OP_RMS_NORM || op == TF_OP_RMS_NORM_GRAD;
+  int64_t features = x->shape[x->rank - 1], count = vk_count(x);
+  if (features == 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, x->name));
+  norm_push push = {
+      (uint32_t)(count / features), (uint32_t)features, l->step->attrs.u.norm.epsilon, NORM_FORWARD, rms, 0, 0};
+  uint32_t row_groups = vk_groups(push.rows, 1);
+  if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
+    push.has_beta = !rms && l->step->n_inputs > 2;
+    int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
+    return count ? vk_emit_dispatch(l, VK_SHADER_norm, 4, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+  }
+  // (x, gamma, dy) -> (dx, dgamma [, dbeta]): statistics kept in dx rows of >= 2 floats (1 for rms).
+  push.has_beta = !rms;
+  push.keep = features >= (rms ? 1 : 2);
+  int32_t buffers[6] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_out(l, 0), vk_out(l, 1), rms ? -1 : vk_out(l, 2)};
+  if (push.keep && count) {
+    push.mode = NORM_STATS;
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_norm, 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
+  }
+  push.mode = NORM_PARAMS;
+  TF_RETURN_IF_ERROR(
+      vk_emit_dispatch(l, VK_SHADER_norm, 6, buffers, 0x30, &push, sizeof(push), vk_groups(features, 256), 1, 1));
+  push.mode = NORM_INPUT;
+  return count ? vk_emit_dispatch(l, VK_SHADER_norm, 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+}
+
+tf_status vk_lower_embedding(vk_lower *l) {
+  const tf_plan_buffer *ids = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
+  bool gradient = l->step->op == TF_OP_EMBEDDING_GRAD;
+  const tf_plan_buffer *table = gradient ? out : vk_buffer(l, vk_in(l, 1));
+  if (ids->dtype != TF_I32)
+    return vk_refuse(l, "ids '%s' are %s; the Vulkan shaders take i32 ids", ids->name, tf_dtype_name(ids->dtype));
+  embedding_push push = {(uint32_t)vk_count(ids), (uint32_t)table->shape[1], (uint32_t)table->shape[0], gradient, 0, 0};
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(out), out->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(table), table->name));
+  if (vk_count(out) == 0)
+    return NULL;
+  int32_t buffers[3] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0)};
+  if (!gradient)
+    return vk_emit_dispatch(l, VK_SHADER_embedding, 3, buffers, 0x4, &push, sizeof(push),
+                            vk_groups((int64_t)push.count * push.depth, 256), 1, 1);
+  // Invocations own (chunk of table rows, column): about 16384 of them, each walking every id.
+  int64_t chunks = (16384 + push.depth - 1) / push.depth;
+  chunks = chunks < 1 ? 1 : chunks > push.rows ? push.rows : chunks;
+  push.chunk_rows = (uint32_t)((push.rows + chunks - 1) / chunks);
+  push.chunks = (push.rows + push.chunk_rows - 1) / push.chunk_rows;
+  return vk_emit_dispatch(l, VK_SHADER_embedding, 3, buffers, 0x4, &push, sizeof(push),
+                          vk_groups((int64_t)push.chunks * push.depth, 256), 1, 1);
+}
+
+enum { POOL_MAX = 0, POOL_AVG, POOL_MAX_GRAD, POOL_AVG_GRAD };
+
+tf_status vk_lower_pool(vk_lower *l) {
+  tf_op op = l->step->op;
+  // image: x (forward, max grad) or dx (avg grad); pooled: y or dy.
+  const tf_plan_buffer *image = vk_buffer(l, op == TF_OP_AVG_POOL2D_GRAD ? vk_out(l, 0) : vk_in(l, 0));
+  const tf_plan_buffer *pooled = vk_buffer(l, op == TF_OP_MAX_POOL2D || op == TF_OP_AVG_POOL2D ? vk_out(l, 0)
+                                              : op == TF_OP_MAX_POOL2D_GRAD                    ? vk_in(l, 1)
+                                                                                               : vk_in(l, 0));
+  const tf_pool_attrs *a = &l->step->attrs.u.pool;
+  pool_push push = {(uint32_t)(image->shape[0] * image->shape[1]),
+                    (uint32_t)image->shape[2],
+                    (uint32_t)image->shape[3],
+                    (uint32_t)pooled->shape[2],
+                    (uint32_t)pooled->shape[3],
+                    (uint32_t)a->kernel[0],
+                    (uint32_t)a->kernel[1],
+                    (uint32_t)a->stride[0],
+                    (uint32_t)a->stride[1],
+                    (uint32_t)a->padding[0],
+                    (uint32_t)a->padding[1],
+                    op == TF_OP_MAX_POOL2D        ? POOL_MAX
+                    : op == TF_OP_AVG_POOL2D      ? POOL_AVG
+                    : op == TF_OP_MAX_POOL2D_GRAD ? POOL_MAX_GRAD
+                                                  : POOL_AVG_GRAD};
+  const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(image), image->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(pooled), pooled->name));
+  if (vk_count(out) == 0)
+    return NULL;
+  if (op == TF_OP_MAX_POOL2D && (push.height == 0 || push.width == 0))
+    return vk_emit_fill(l, vk_out(l, 0)); // windows of padding only: no element to take
+  int32_t buffers[3] = {vk_in(l, 0), op == TF_OP_MAX_POOL2D_GRAD ? vk_in(l, 1) : -1, vk_out(l, 0)};
+  return vk_emit_dispatch(l, VK_SHADER_pool, 3, buffers, 0x4, &push, sizeof(push), vk_groups(vk_count(out), 256), 1, 1);
+}
+
+enum { LOSS_CE = 0, LOSS_CE_GRAD, LOSS_MSE, LOSS_MSE_GRAD, LOSS_BCE, LOSS_BCE_GRAD };
+
+tf_status vk_lower_loss(vk_lower *l) {
+  tf_op op = l->step->op;
+  const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
+  bool cross_entropy = op == TF_OP_CROSS_ENTROPY || op == TF_OP_CROSS_ENTROPY_GRAD;
+  bool gradient = op == TF_OP_CROSS_ENTROPY_GRAD || op == TF_OP_MSE_GRAD || op == TF_OP_BCE_WITH_LOGITS_GRAD;
+  int64_t count = vk_count(x), classes = cross_entropy ? x->shape[x->rank - 1] : 1;
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, x->name));
+  int64_t ignore = cross_entropy ? l->step->attrs.u.cross_entropy.ignore_index : 0;
+  loss_push push = {(uint32_t)(classes > 0 ? count / classes : 0), (uint32_t)classes, (int32_t)(uint32_t)ignore,
+                    (int32_t)(uint32_t)((uint64_t)ignore >> 32), 0};
+  switch (op) {
+  case TF_OP_CROSS_ENTROPY: push.mode = LOSS_CE; break;
+  case TF_OP_CROSS_ENTROPY_GRAD: push.mode = LOSS_CE_GRAD; break;
+  case TF_OP_MSE: push.mode = LOSS_MSE; break;
+  case TF_OP_MSE_GRAD: push.mode = LOSS_MSE_GRAD; break;
+  case TF_OP_BCE_WITH_LOGITS: push.mode = LOSS_BCE; break;
+  default: push.mode = LOSS_BCE_GRAD; break;
+  }
+  int32_t buffers[5] = {vk_in(l, 0), cross_entropy ? -1 : vk_in(l, 1), gradient ? vk_in(l, 2) : -1, vk_out(l, 0),
+                        cross_entropy ? vk_in(l, 1) : -1};
+  if (gradient && count == 0)
+    return NULL;
+  uint32_t groups = gradient ? vk_groups(push.count, 256) : 1;
+  return vk_emit_dispatch(l, VK_SHADER_loss, 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
+}
+
+/* The run-state slot carrying AdamW's corrections for (lr, beta1, beta2); -1 when all are taken. */
+static int32_t adam_slot(vk_program *program, const tf_optimizer_attrs *a) {
+  for (int32_t s = 0; s < program->n_adam_slots; s++) {
+    const float *key = program->adam_key[s];
+    if (key[0] == a->learning_rate && key[1] == a->beta1 && key[2] == a->beta2)
+      return s;
+  }
+  if (program->n_adam_slots == VK_ADAM_SLOTS)
+    return -1;
+  float *key = program->adam_key[program->n_adam_slots];
+  key[0] = a->learning_rate;
+  key[1] = a->beta1;
+  key[2] = a->beta2;
+  return program->n_adam_slots++;
+}
+
+tf_status vk_lower_optimizer(vk_lower *l) {
+  const tf_optimizer_attrs *a = &l->step->attrs.u.optimizer;
+  bool adamw = l->step->op == TF_OP_ADAMW;
+  int32_t states = adamw ? 4 : 3;
+  const tf_plan_buffer *param = vk_buffer(l, vk_in(l, 0));
+  int64_t count = vk_count(param);
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, param->name));
+  optimizer_push push;
+  memset(&push, 0, sizeof(push));
+  push.count = (uint32_t)count;
+  push.adamw = adamw;
+  push.has_norm = l->step->n_inputs > states;
+  if (adamw) {
+    int32_t slot = adam_slot(l->program, a);
+    if (slot < 0)
+      return vk_refuse(l, "more than %d distinct (learning rate, beta1, beta2) AdamW settings", VK_ADAM_SLOTS);
+    push.slot = (uint32_t)slot;
+  }
+  double lr = (double)a->learning_rate, beta1 = (double)a->beta1, beta2 = (double)a->beta2;
+  push.learning_rate = a->learning_rate;
+  push.momentum = a->momentum;
+  push.weight_decay = a->weight_decay;
+  push.decay = (float)(1.0 - lr * (double)a->weight_decay);
+  push.beta1 = a->beta1;
+  push.beta2 = a->beta2;
+  push.one_minus_beta1 = (float)(1.0 - beta1);
+  push.one_minus_beta2 = (float)(1.0 - beta2);
+  push.epsilon = a->epsilon;
+  push.clip_norm = a->clip_norm;
+  push.grad_scale = a->grad_scale;
+  if (count == 0)
+    return NULL;
+  int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), adamw ? vk_in(l, 3) : -1,
+                        push.has_norm ? vk_in(l, states) : -1};
+  return vk_emit_dispatch(l, VK_SHADER_optimizer, 5, buffers, adamw ? 0xdu : 0x5u, &push, sizeof(push),
+                          vk_groups(count, 256), 1, 1);
+}

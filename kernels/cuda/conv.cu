@@ -1,0 +1,214 @@
+/* Convolutions: conv1d, conv2d, conv_transpose2d and the input/weight gradients of conv1d/conv2d, by
+ * im2col + cuBLAS, with the image/response view of kernels/cuda/workspace.h (conv1d is a conv2d of
+ * height 1). Per group and per chunk of images (as many as fit TF_CUDA_CONV_COLUMN_LIMIT):
+ *   forward:            column block [images][K][P] = im2col(x), y = W_g · column (strided-batched);
+ *   grad_input and
+ *   conv_transpose2d:   column = W_gᵀ · dy, then col2im as a gather: each image element sums its
+ *                       taps in (kh, kw) order, the CPU's order, without atomics;
+ *   grad_weight:        dW_g += dy_n · column_nᵀ, one gemm per image in image order (beta 1 after
+ *                       the first): deterministic, no atomics.
+ * 1x1, stride-1, unpadded convolutions use the image itself as the column matrix. cuBLAS works in
+ * the workspace after the column block. */
+#include <limits.h>
+
+#include "kernels/cuda/common.cuh"
+
+namespace tf_cuda {
+namespace {
+
+__global__ void im2col(const float *x, float *column, tf_cuda_conv_geometry g, int64_t first_image, int64_t images,
+                       int64_t group) {
+  const int64_t K = g.column_rows, P = g.positions, taps = g.kernel_height * g.kernel_width;
+  const int64_t cg = g.image_channels / g.groups;
+  TF_CUDA_GRID_STRIDE(t, images * K * P) {
+    const int64_t p = t % P, row = t / P % K, b = t / (K * P);
+    const int64_t c = row / taps, kh = row % taps / g.kernel_width, kw = row % g.kernel_width;
+    const int64_t oh = p / g.response_width, ow = p % g.response_width;
+    const int64_t ih = oh * g.stride[0] - g.padding[0] + kh * g.dilation[0];
+    const int64_t iw = ow * g.stride[1] - g.padding[1] + kw * g.dilation[1];
+    const bool inside = ih >= 0 && ih < g.image_height && iw >= 0 && iw < g.image_width;
+    const int64_t channel = (first_image + b) * g.image_channels + group * cg + c;
+    column[t] = inside ? x[(channel * g.image_height + ih) * g.image_width + iw] : 0.0f;
+  }
+}
+
+/* image[b, group channels] = the sum of each element's taps in the column block. */
+__global__ void col2im(const float *column, float *image, tf_cuda_conv_geometry g, int64_t first_image,
+                       int64_t images, int64_t group) {
+  const int64_t K = g.column_rows, P = g.positions, plane = g.image_height * g.image_width;
+  const int64_t cg = g.image_channels / g.groups;
+  TF_CUDA_GRID_STRIDE(t, images * cg * plane) {
+    const int64_t w = t % g.image_width, h = t / g.image_width % g.image_height, c = t / plane % cg;
+    const int64_t b = t / (plane * cg);
+    const float *block = column + b * K * P;
+    float sum = 0.0f;
+    for (int64_t kh = 0; kh < g.kernel_height; kh++) {
+      const int64_t oh_scaled = h + g.padding[0] - kh * g.dilation[0];
+      if (oh_scaled < 0 || oh_scaled % g.stride[0] != 0 || oh_scaled / g.stride[0] >= g.response_height)
+        continue;
+      const int64_t oh = oh_scaled / g.stride[0];
+      for (int64_t kw = 0; kw < g.kernel_width; kw++) {
+        const int64_t ow_scaled = w + g.padding[1] - kw * g.dilation[1];
+        if (ow_scaled < 0 || ow_scaled % g.stride[1] != 0 || ow_scaled / g.stride[1] >= g.response_width)
+          continue;
+        const int64_t row = (c * g.kernel_height + kh) * g.kernel_width + kw;
+        sum += block[row * P + oh * g.response_width + ow_scaled / g.stride[1]];
+      }
+    }
+    image[((first_image + b) * g.image_channels + group * cg + c) * plane + h * g.image_width + w] = sum;
+  }
+}
+
+/* y[n, c, i] += bias[c] over [batch, channels, plane]. */
+__global__ void add_bias(float *y, const float *bias, int64_t channels, int64_t plane, int64_t n) {
+  TF_CUDA_GRID_STRIDE(t, n) { y[t] += bias[t / plane % channels]; }
+}
+
+/* Row-major C = op(A) op(B) (+ beta C), strided-batched. */
+const char *gemm(cublasHandle_t handle, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                 int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta, float *c, int64_t ldc,
+                 int64_t stride_c, int64_t batch) {
+  const float alpha = 1.0f;
+  return cublas_status(cublasSgemmStridedBatched(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                 (int)n, (int)m, (int)k, &alpha, b, (int)ldb, (long long)stride_b, a,
+                                                 (int)lda, (long long)stride_a, &beta, c, (int)ldc,
+                                                 (long long)stride_c, (int)batch));
+}
+
+struct Call {
+  tf_cuda_conv_geometry g;
+  cublasHandle_t handle;
+  cudaStream_t stream;
+  float *column;
+  int64_t K, P, og, cg, plane;
+};
+
+/* y = conv(x, w) (+ bias). */
+const char *forward(const Call &c, const float *x, const float *w, float *y) {
+  const tf_cuda_conv_geometry &g = c.g;
+  for (int64_t group = 0; group < g.groups; group++) {
+    const float *w_group = w + group * c.og * c.K;
+    if (g.direct) {
+      TF_CUDA_TRY(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P, c.P,
+                       g.image_channels * c.P, 0.0f, y + group * c.og * c.P, c.P, g.response_channels * c.P, g.batch));
+      continue;
+    }
+    for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
+      const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
+      im2col<<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
+      TF_CUDA_TRY(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
+                       y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P,
+                       images));
+    }
+  }
+  return launch_status();
+}
+
+/* image = the transposed convolution of the response (grad_input, conv_transpose2d). */
+const char *scatter_back(const Call &c, const float *response, const float *w, float *image) {
+  const tf_cuda_conv_geometry &g = c.g;
+  for (int64_t group = 0; group < g.groups; group++) {
+    const float *w_group = w + group * c.og * c.K;
+    const float *dy = response + group * c.og * c.P;
+    if (g.direct) {
+      TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P, g.response_channels * c.P,
+                       0.0f, image + group * c.cg * c.plane, c.P, g.image_channels * c.plane, g.batch));
+      continue;
+    }
+    for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
+      const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
+      TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy + first * g.response_channels * c.P,
+                       c.P, g.response_channels * c.P, 0.0f, c.column, c.P, c.K * c.P, images));
+      col2im<<<blocks_for(images * c.cg * c.plane), kThreads, 0, c.stream>>>(c.column, image, g, first, images,
+                                                                             group);
+    }
+  }
+  return launch_status();
+}
+
+/* dw = sum over images of dy_n column_nᵀ, per group, in image order. */
+const char *weight_gradient(const Call &c, const float *x, const float *dy, float *dw) {
+  const tf_cuda_conv_geometry &g = c.g;
+  for (int64_t group = 0; group < g.groups; group++) {
+    float *dw_group = dw + group * c.og * c.K;
+    for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
+      const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
+      if (!g.direct)
+        im2col<<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
+      for (int64_t b = 0; b < images; b++) {
+        const int64_t n = first + b;
+        const float *columns = g.direct ? x + (n * g.image_channels + group * c.cg) * c.P : c.column + b * c.K * c.P;
+        TF_CUDA_TRY(gemm(c.handle, false, true, c.og, c.K, c.P, dy + (n * g.response_channels + group * c.og) * c.P,
+                         c.P, 0, columns, c.P, 0, n == 0 ? 0.0f : 1.0f, dw_group, c.K, 0, 1));
+      }
+    }
+  }
+  return launch_status();
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+} // namespace
+
+const char *check_conv(const tf_cuda_args *args) {
+  tf_cuda_conv_geometry g;
+  tf_cuda_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
+  if (!fits_int(g.column_rows) || !fits_int(g.positions) || !fits_int(g.batch) || !fits_int(g.response_channels) ||
+      !fits_int(g.image_height * g.image_width))
+    return "a convolution dimension exceeds cuBLAS's 32-bit int";
+  return NULL;
+}
+
+TF_CUDA_LAUNCHER(conv) {
+  Call c;
+  tf_cuda_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &c.g);
+  const tf_cuda_conv_geometry &g = c.g;
+  c.handle = (cublasHandle_t)args->cublas;
+  c.stream = stream_of(args);
+  c.column = (float *)args->workspace;
+  c.K = g.column_rows, c.P = g.positions, c.og = g.response_channels / g.groups, c.cg = g.image_channels / g.groups;
+  c.plane = g.image_height * g.image_width;
+  const tf_cuda_tensor *out = &args->outputs[0];
+  if (out->count == 0)
+    return NULL;
+  const int64_t column_bytes = tf_cuda_conv_column_bytes(&g);
+  TF_CUDA_TRY(cublas_status(cublasSetWorkspace(c.handle, (char *)args->workspace + column_bytes,
+                                               (size_t)(args->workspace_bytes - column_bytes))));
+  const float *in0 = (const float *)args->inputs[0].data, *in1 = (const float *)args->inputs[1].data;
+  float *y = (float *)out->data;
+  /* A product over nothing (no taps or no channels) leaves zeros, as BLAS does with k = 0. */
+  const bool empty = c.K == 0 || c.og == 0 || c.P == 0 || g.batch == 0;
+  switch (args->op) {
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D:
+    if (empty)
+      TF_CUDA_TRY(zero(out, c.stream));
+    else
+      TF_CUDA_TRY(forward(c, in0, in1, y));
+    if (args->n_inputs > 2) {
+      add_bias<<<blocks_for(out->count), kThreads, 0, c.stream>>>(y, (const float *)args->inputs[2].data,
+                                                                   g.response_channels, c.P, out->count);
+      TF_CUDA_TRY(launch_status());
+    }
+    return NULL;
+  case TF_OP_CONV_TRANSPOSE2D:
+  case TF_OP_CONV1D_GRAD_INPUT:
+  case TF_OP_CONV2D_GRAD_INPUT:
+    if (empty)
+      TF_CUDA_TRY(zero(out, c.stream));
+    else
+      TF_CUDA_TRY(scatter_back(c, in0, in1, y));
+    if (args->op == TF_OP_CONV_TRANSPOSE2D && args->n_inputs > 2) {
+      add_bias<<<blocks_for(out->count), kThreads, 0, c.stream>>>(y, (const float *)args->inputs[2].data,
+                                                                   g.image_channels, c.plane, out->count);
+      TF_CUDA_TRY(launch_status());
+    }
+    return NULL;
+  default:
+    if (empty)
+      return zero(out, c.stream);
+    return weight_gradient(c, in0, in1, y);
+  }
+}
+
+} // namespace tf_cuda

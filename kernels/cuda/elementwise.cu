@@ -1,0 +1,179 @@
+/* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
+ * (neg ... tanh, gelu) and the activation gradients (relu_grad ... tanh_grad), as
+ * kernels/cpu/elementwise.c computes them. Each output element is computed by one thread from its
+ * own inputs, so an output may alias an input of its own shape. The transcendental functions are
+ * CUDA's (expf, erff, tanhf: within 2 ulp of glibc's); nothing is built with fast math. */
+#include "kernels/cuda/common.cuh"
+
+namespace tf_cuda {
+namespace {
+
+#define SQRT_HALF 0.70710678118654752440f
+#define INV_SQRT_2PI 0.39894228040143267794f
+#define SQRT_2_OVER_PI 0.79788456080286535588f
+#define GELU_CUBIC 0.044715f
+
+__device__ inline float sigmoid_of(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ inline float gelu_of(float x, bool approximate) {
+  if (approximate) {
+    float inner = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  }
+  return 0.5f * x * (1.0f + erff(x * SQRT_HALF));
+}
+
+__device__ inline float gelu_derivative(float x, bool approximate) {
+  if (approximate) {
+    float inner = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x);
+    float t = tanhf(inner);
+    float inner_derivative = SQRT_2_OVER_PI * (1.0f + (float)(3 * 0.044715) * x * x);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner_derivative;
+  }
+  float cdf = 0.5f * (1.0f + erff(x * SQRT_HALF));
+  float pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
+  return cdf + x * pdf;
+}
+
+/* ---- binaries ---- */
+
+template <int OP> __device__ inline float binary_op(float x, float y) {
+  switch (OP) {
+  case TF_OP_ADD: return x + y;
+  case TF_OP_SUB: return x - y;
+  case TF_OP_MUL: return x * y;
+  default: return x / y;
+  }
+}
+
+/* Both operands walk the output contiguously (or one is a scalar: stride 0). */
+template <int OP>
+__global__ void binary_flat(const float *a, int64_t a_step, const float *b, int64_t b_step, float *out, int64_t n) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = binary_op<OP>(a[i * a_step], b[i * b_step]); }
+}
+
+template <int OP> __global__ void binary_strided(const float *a, const float *b, float *out, int64_t n, Strides s) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = binary_op<OP>(a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]); }
+}
+
+template <int OP> const char *binary_run(const tf_cuda_args *args) {
+  const tf_cuda_tensor *a = &args->inputs[0], *b = &args->inputs[1], *out = &args->outputs[0];
+  const int64_t n = out->count;
+  if (n == 0)
+    return NULL;
+  Strides s;
+  s.rank = out->rank;
+  for (int32_t i = 0; i < out->rank; i++)
+    s.shape[i] = out->shape[i];
+  broadcast_strides(a, s.rank, s.shape, s.stride[0]);
+  broadcast_strides(b, s.rank, s.shape, s.stride[1]);
+  collapse(&s, 2);
+  const float *x = (const float *)a->data, *y = (const float *)b->data;
+  float *z = (float *)out->data;
+  cudaStream_t stream = stream_of(args);
+  if (s.rank == 1 && s.stride[0][0] <= 1 && s.stride[1][0] <= 1)
+    binary_flat<OP><<<blocks_for(n), kThreads, 0, stream>>>(x, s.stride[0][0], y, s.stride[1][0], z, n);
+  else
+    binary_strided<OP><<<blocks_for(n), kThreads, 0, stream>>>(x, y, z, n, s);
+  return launch_status();
+}
+
+/* ---- unaries ---- */
+
+template <int OP> __device__ inline float unary_op(float x, bool approximate) {
+  switch (OP) {
+  case TF_OP_NEG: return -x;
+  case TF_OP_EXP: return expf(x);
+  case TF_OP_LOG: return logf(x);
+  case TF_OP_SQRT: return sqrtf(x);
+  case TF_OP_RSQRT: return 1.0f / sqrtf(x);
+  case TF_OP_RELU: return x > 0 ? x : 0.0f;
+  case TF_OP_GELU: return gelu_of(x, approximate);
+  case TF_OP_SILU: return x * sigmoid_of(x);
+  case TF_OP_SIGMOID: return sigmoid_of(x);
+  default: return tanhf(x);
+  }
+}
+
+template <int OP> __global__ void unary_kernel(const float *in, float *out, int64_t n, bool approximate) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = unary_op<OP>(in[i], approximate); }
+}
+
+template <int OP> const char *unary_run(const tf_cuda_args *args) {
+  const int64_t n = args->outputs[0].count;
+  if (n == 0)
+    return NULL;
+  bool approximate = OP == TF_OP_GELU && args->attrs->u.gelu.approximate;
+  unary_kernel<OP><<<blocks_for(n), kThreads, 0, stream_of(args)>>>((const float *)args->inputs[0].data,
+                                                                    (float *)args->outputs[0].data, n, approximate);
+  return launch_status();
+}
+
+/* ---- activation gradients: dx = f(v, dy), v = x or y as graph.h says ---- */
+
+template <int OP> __device__ inline float grad_op(float v, float dy, bool approximate) {
+  switch (OP) {
+  case TF_OP_RELU_GRAD: return v > 0 ? dy : 0.0f;
+  case TF_OP_GELU_GRAD: return dy * gelu_derivative(v, approximate);
+  case TF_OP_SILU_GRAD: {
+    float s = sigmoid_of(v);
+    return dy * (s * (1.0f + v * (1.0f - s)));
+  }
+  case TF_OP_SIGMOID_GRAD: return dy * v * (1.0f - v);
+  default: return dy * (1.0f - v * v);
+  }
+}
+
+template <int OP>
+__global__ void grad_kernel(const float *value, const float *upstream, float *out, int64_t n, bool approximate) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = grad_op<OP>(value[i], upstream[i], approximate); }
+}
+
+template <int OP> const char *grad_run(const tf_cuda_args *args) {
+  const int64_t n = args->outputs[0].count;
+  if (n == 0)
+    return NULL;
+  bool approximate = OP == TF_OP_GELU_GRAD && args->attrs->u.gelu.approximate;
+  grad_kernel<OP><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(
+      (const float *)args->inputs[0].data, (const float *)args->inputs[1].data, (float *)args->outputs[0].data, n,
+      approximate);
+  return launch_status();
+}
+
+} // namespace
+
+TF_CUDA_LAUNCHER(binary) {
+  switch (args->op) {
+  case TF_OP_ADD: return binary_run<TF_OP_ADD>(args);
+  case TF_OP_SUB: return binary_run<TF_OP_SUB>(args);
+  case TF_OP_MUL: return binary_run<TF_OP_MUL>(args);
+  default: return binary_run<TF_OP_DIV>(args);
+  }
+}
+
+TF_CUDA_LAUNCHER(unary) {
+  switch (args->op) {
+  case TF_OP_NEG: return unary_run<TF_OP_NEG>(args);
+  case TF_OP_EXP: return unary_run<TF_OP_EXP>(args);
+  case TF_OP_LOG: return unary_run<TF_OP_LOG>(args);
+  case TF_OP_SQRT: return unary_run<TF_OP_SQRT>(args);
+  case TF_OP_RSQRT: return unary_run<TF_OP_RSQRT>(args);
+  case TF_OP_RELU: return unary_run<TF_OP_RELU>(args);
+  case TF_OP_GELU: return unary_run<TF_OP_GELU>(args);
+  case TF_OP_SILU: return unary_run<TF_OP_SILU>(args);
+  case TF_OP_SIGMOID: return unary_run<TF_OP_SIGMOID>(args);
+  default: return unary_run<TF_OP_TANH>(args);
+  }
+}
+
+TF_CUDA_LAUNCHER(activation_grad) {
+  switch (args->op) {
+  case TF_OP_RELU_GRAD: return grad_run<TF_OP_RELU_GRAD>(args);
+  case TF_OP_GELU_GRAD: return grad_run<TF_OP_GELU_GRAD>(args);
+  case TF_OP_SILU_GRAD: return grad_run<TF_OP_SILU_GRAD>(args);
+  case TF_OP_SIGMOID_GRAD: return grad_run<TF_OP_SIGMOID_GRAD>(args);
+  default: return grad_run<TF_OP_TANH_GRAD>(args);
+  }
+}
+
+} // namespace tf_cuda

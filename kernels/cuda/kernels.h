@@ -1,0 +1,68 @@
+/* The CUDA kernels: one launcher per op, forward and backward, that enqueues the op's work on a
+ * stream over device memory. Launchers never allocate, never synchronise and never read device
+ * memory on the host, so a whole block of steps can be captured into a CUDA graph and replayed.
+ *
+ * Semantics are those of the CPU kernels (the .c files of kernels/cpu), op by op; the comments in each .cu
+ * file say where the order of floating-point additions differs. Floating tensors are f32 (cast
+ * also reads and writes f16, bf16 and the integer dtypes; the layout ops and max move any dtype).
+ *
+ * This header is plain C (no CUDA headers): the backend (C) and the tests include it. */
+#ifndef TIGHTFIT_KERNELS_CUDA_KERNELS_H
+#define TIGHTFIT_KERNELS_CUDA_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tf_cuda_tensor {
+  void *data;                /* device memory */
+  tf_dtype dtype;
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK];
+  int64_t count;             /* elements */
+} tf_cuda_tensor;
+
+/* Per-run values (tf_run_state), in memory the device reads while the steps run: the backend keeps
+ * them in mapped pinned host memory, written before each replay, so captured graphs stay valid. */
+typedef struct tf_cuda_run_values {
+  int64_t optimizer_step;    /* 1 for the first optimizer step (AdamW bias correction) */
+  int64_t micro_step;        /* the dropout RNG's step */
+  uint64_t seed;             /* the session's RNG seed */
+  int64_t reserved;
+} tf_cuda_run_values;
+
+typedef struct tf_cuda_args {
+  tf_op op;
+  const tf_attrs *attrs;
+  int32_t n_inputs;
+  const tf_cuda_tensor *inputs;
+  int32_t n_outputs;
+  const tf_cuda_tensor *outputs;
+  void *workspace;           /* device memory of tf_cuda_workspace_bytes() bytes, 256-byte aligned; NULL when 0 */
+  int64_t workspace_bytes;
+  const tf_cuda_run_values *run; /* a device-readable pointer */
+  void *stream;              /* cudaStream_t */
+  void *cublas;              /* cublasHandle_t bound to `stream`, pedantic math (no TF32) */
+} tf_cuda_args;
+
+/* Whether the CUDA kernels implement `op` at all. */
+bool tf_cuda_kernel_exists(tf_op op);
+
+/* Checks what the launcher cannot do for these operands (an unsupported dtype, a head width
+ * above the attention kernels' limit, a size above cuBLAS's int range); NULL when it can, else a
+ * static message. The plan verifier has already checked shapes and arity. */
+const char *tf_cuda_kernel_check(const tf_cuda_args *args);
+
+/* Enqueues the op on args->stream; NULL on success, else a static message (a CUDA or cuBLAS error
+ * string). Sets the cuBLAS workspace to args->workspace before any cuBLAS call. */
+const char *tf_cuda_kernel_launch(const tf_cuda_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,132 @@
+/* matmul: C = op(A) op(B) over numpy-broadcast batch dims, with cuBLAS (f32, pedantic math: no
+ * TF32), as kernels/cpu/matmul.c. Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ,
+ * so B goes first. A product whose B has no batch and whose A is not transposed is one gemm over
+ * the flattened rows of A; otherwise the batch axes are merged where every operand walks them
+ * contiguously, the innermost run is one strided-batched gemm (stride 0 where broadcast) and any
+ * remaining outer axes are a host loop over such calls (each captured into the graph). cuBLAS
+ * works in the step's workspace (cublasSetWorkspace), never in memory of its own. */
+#include <limits.h>
+
+#include "kernels/cuda/common.cuh"
+
+namespace tf_cuda {
+namespace {
+
+struct Product {
+  bool transpose_a, transpose_b;
+  int64_t m, n, k, lda, ldb;
+  int32_t batch_rank; /* merged batch axes */
+  int64_t batch_shape[TF_MAX_RANK], a_stride[TF_MAX_RANK], b_stride[TF_MAX_RANK], c_stride[TF_MAX_RANK];
+};
+
+/* Element strides of operand x's batch axes aligned to the output's from the right, 0 where broadcast. */
+void batch_strides(const tf_cuda_tensor *x, int32_t batch_rank, const int64_t *batch_shape, int64_t *strides) {
+  const int32_t x_batch_rank = x->rank - 2;
+  int64_t stride = x->shape[x->rank - 2] * x->shape[x->rank - 1];
+  for (int32_t i = batch_rank - 1; i >= 0; i--) {
+    const int32_t axis = i - (batch_rank - x_batch_rank);
+    if (axis < 0) {
+      strides[i] = 0;
+      continue;
+    }
+    strides[i] = x->shape[axis] == 1 && batch_shape[i] != 1 ? 0 : stride;
+    stride *= x->shape[axis];
+  }
+}
+
+Product plan_product(const tf_cuda_args *args) {
+  const tf_cuda_tensor *a = &args->inputs[0], *b = &args->inputs[1], *c = &args->outputs[0];
+  Product p;
+  memset(&p, 0, sizeof(p));
+  p.transpose_a = args->attrs->u.matmul.transpose_a;
+  p.transpose_b = args->attrs->u.matmul.transpose_b;
+  p.m = c->shape[c->rank - 2];
+  p.n = c->shape[c->rank - 1];
+  p.k = p.transpose_a ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
+  p.lda = a->shape[a->rank - 1];
+  p.ldb = b->shape[b->rank - 1];
+  int32_t rank = c->rank - 2;
+  int64_t shape[TF_MAX_RANK], sa[TF_MAX_RANK], sb[TF_MAX_RANK], sc[TF_MAX_RANK];
+  int64_t b_batches = 1, stride = p.m * p.n;
+  for (int32_t i = 0; i < rank; i++)
+    shape[i] = c->shape[i];
+  for (int32_t i = 0; i < b->rank - 2; i++)
+    b_batches *= b->shape[i];
+  batch_strides(a, rank, shape, sa);
+  batch_strides(b, rank, shape, sb);
+  for (int32_t i = rank - 1; i >= 0; i--) {
+    sc[i] = stride;
+    stride *= shape[i];
+  }
+  if (!p.transpose_a && b_batches == 1) { /* the batch entries of A and C are consecutive row blocks */
+    for (int32_t i = 0; i < rank; i++)
+      p.m *= shape[i];
+    rank = 0;
+  }
+  /* Merge batch axes (dropping size-1 ones) where all three operands walk them contiguously. */
+  for (int32_t i = 0; i < rank; i++) {
+    if (shape[i] == 1)
+      continue;
+    const int32_t last = p.batch_rank - 1;
+    if (last >= 0 && p.a_stride[last] == sa[i] * shape[i] && p.b_stride[last] == sb[i] * shape[i] &&
+        p.c_stride[last] == sc[i] * shape[i]) {
+      p.batch_shape[last] *= shape[i];
+      p.a_stride[last] = sa[i], p.b_stride[last] = sb[i], p.c_stride[last] = sc[i];
+      continue;
+    }
+    p.batch_shape[p.batch_rank] = shape[i];
+    p.a_stride[p.batch_rank] = sa[i], p.b_stride[p.batch_rank] = sb[i], p.c_stride[p.batch_rank] = sc[i];
+    p.batch_rank++;
+  }
+  return p;
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+} // namespace
+
+const char *check_matmul(const tf_cuda_args *args) {
+  Product p = plan_product(args);
+  int64_t inner = p.batch_rank > 0 ? p.batch_shape[p.batch_rank - 1] : 1;
+  if (!fits_int(p.m) || !fits_int(p.n) || !fits_int(p.k) || !fits_int(p.lda) || !fits_int(p.ldb) || !fits_int(inner))
+    return "a matmul dimension exceeds cuBLAS's 32-bit int";
+  return NULL;
+}
+
+TF_CUDA_LAUNCHER(matmul) {
+  const tf_cuda_tensor *out = &args->outputs[0];
+  cudaStream_t stream = stream_of(args);
+  if (out->count == 0)
+    return NULL;
+  Product p = plan_product(args);
+  if (p.k == 0)
+    return zero(out, stream);
+  cublasHandle_t handle = (cublasHandle_t)args->cublas;
+  TF_CUDA_TRY(cublas_status(cublasSetWorkspace(handle, args->workspace, (size_t)args->workspace_bytes)));
+  const float alpha = 1.0f, beta = 0.0f;
+  const float *a = (const float *)args->inputs[0].data, *b = (const float *)args->inputs[1].data;
+  float *c = (float *)out->data;
+  const cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int32_t inner = p.batch_rank - 1;
+  const int64_t count = inner >= 0 ? p.batch_shape[inner] : 1;
+  int64_t outer = 1;
+  for (int32_t i = 0; i < inner; i++)
+    outer *= p.batch_shape[i];
+  for (int64_t index = 0; index < outer; index++) {
+    int64_t a_offset = 0, b_offset = 0, c_offset = 0, rest = index;
+    for (int32_t i = inner - 1; i >= 0; i--) {
+      const int64_t at = rest % p.batch_shape[i];
+      rest /= p.batch_shape[i];
+      a_offset += at * p.a_stride[i], b_offset += at * p.b_stride[i], c_offset += at * p.c_stride[i];
+    }
+    TF_CUDA_TRY(cublas_status(cublasSgemmStridedBatched(
+        handle, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset, (int)p.ldb,
+        inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
+        inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
+        inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count)));
+  }
+  return launch_status();
+}
+
+} // namespace tf_cuda

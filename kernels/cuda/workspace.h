@@ -1,0 +1,288 @@
+/* Workspace of every CUDA kernel: the bytes the compiler plans in the arena for a step on the cuda
+ * target (compiler/workspace.c) and the layout the launchers carve out of it (the .cu files of kernels/cuda).
+ * Header-only and plain C (also valid C++): the compiler, which never links CUDA code, and the
+ * kernels read the same formulas, so the planned bytes and the touched bytes cannot drift apart.
+ *
+ * What needs scratch, and why:
+ *   - matmul and every convolution: a cuBLAS workspace of TF_CUDA_CUBLAS_WORKSPACE bytes, handed to
+ *     cublasSetWorkspace() so that cuBLAS never allocates memory of its own; convolutions first hold
+ *     an im2col column block of up to TF_CUDA_CONV_COLUMN_LIMIT floats (several images at once);
+ *   - reductions to few outputs (sum, mean, max, sum_to, global_norm_sq, the losses, the norms'
+ *     dgamma/dbeta): per-block partial sums in double, added in a fixed order by a second kernel,
+ *     so the results are deterministic without floating-point atomics;
+ *   - layer_norm_grad / rms_norm_grad: each row's statistics (mean, rstd in double);
+ *   - embedding_grad: the (id, position) keys, sorted so that each table row sums its positions in
+ *     order (deterministic, no atomics);
+ *   - attention_grad: each query row's log-sum-exp and dO.O (O(T), never [T, T]);
+ *   - sgd / adamw: the update's scalar coefficients, computed once on the device per run.
+ * Every section starts at a multiple of TF_CUDA_WORKSPACE_ALIGN bytes (cuBLAS wants 256). */
+#ifndef TIGHTFIT_KERNELS_CUDA_WORKSPACE_H
+#define TIGHTFIT_KERNELS_CUDA_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/cuda/kernels.h"
+
+#define TF_CUDA_WORKSPACE_ALIGN 256
+#define TF_CUDA_CUBLAS_WORKSPACE ((int64_t)4 << 20) /* cuBLAS's recommended size before Hopper */
+#define TF_CUDA_CONV_COLUMN_LIMIT ((int64_t)1 << 22) /* floats in one im2col block (16 MiB) */
+#define TF_CUDA_REDUCE_BLOCK_ELEMENTS 8192            /* elements per partial of a full reduction, at least */
+#define TF_CUDA_REDUCE_MAX_PARTIALS 512
+#define TF_CUDA_COLUMN_MIN_RUN 128                    /* rows one thread sums in a split column reduction, at least */
+#define TF_CUDA_COLUMN_THREADS 65536                  /* threads a split column reduction aims for */
+#define TF_CUDA_COLUMN_MAX_SPLITS 1024
+#define TF_CUDA_OPTIMIZER_COEFFICIENTS 64             /* bytes: sgd/adamw scalars */
+
+static inline int64_t tf_cuda_round_up(int64_t bytes) {
+  return (bytes + TF_CUDA_WORKSPACE_ALIGN - 1) / TF_CUDA_WORKSPACE_ALIGN * TF_CUDA_WORKSPACE_ALIGN;
+}
+
+static inline int64_t tf_cuda_ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+/* Partial sums of a full reduction of n contiguous elements. */
+static inline int64_t tf_cuda_full_partials(int64_t n) {
+  int64_t partials = tf_cuda_ceil_div(n, TF_CUDA_REDUCE_BLOCK_ELEMENTS);
+  if (partials < 1)
+    partials = 1;
+  return partials > TF_CUDA_REDUCE_MAX_PARTIALS ? TF_CUDA_REDUCE_MAX_PARTIALS : partials;
+}
+
+/* Row ranges a column reduction (outputs columns, each summing `length` rows) is split into. */
+static inline int64_t tf_cuda_column_splits(int64_t outputs, int64_t length) {
+  if (outputs <= 0 || length <= 0)
+    return 1;
+  int64_t by_length = tf_cuda_ceil_div(length, TF_CUDA_COLUMN_MIN_RUN);
+  int64_t by_threads = TF_CUDA_COLUMN_THREADS / outputs;
+  int64_t splits = by_length < by_threads ? by_length : by_threads;
+  if (splits < 1)
+    splits = 1;
+  return splits > TF_CUDA_COLUMN_MAX_SPLITS ? TF_CUDA_COLUMN_MAX_SPLITS : splits;
+}
+
+/* ---- reductions over axes ---- */
+
+typedef enum tf_cuda_reduce_kind {
+  TF_CUDA_REDUCE_FULL = 0, /* one output: the input is one contiguous group */
+  TF_CUDA_REDUCE_ROWS,     /* the innermost axis is reduced: a warp per output, lanes along it */
+  TF_CUDA_REDUCE_COLUMNS   /* the innermost axis is kept: a thread per output, split over rows */
+} tf_cuda_reduce_kind;
+
+/* A reduction's geometry after dropping size-1 axes and merging neighbours of the same kind (x
+ * is contiguous, so merging always works), as kernels/cpu/reduce.c does. */
+typedef struct tf_cuda_reduction {
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK], stride[TF_MAX_RANK];
+  bool reduced[TF_MAX_RANK];
+  int64_t outputs, group;
+  tf_cuda_reduce_kind kind;
+  int64_t splits;  /* columns: row ranges (1: no partials) */
+  int64_t length;  /* columns: the rows each output sums when the reduced axes are one run; else 0 */
+} tf_cuda_reduction;
+
+static inline void tf_cuda_reduction_init(tf_cuda_reduction *r, int32_t rank, const int64_t *shape,
+                                          const bool *reduced_axes) {
+  memset(r, 0, sizeof(*r));
+  for (int32_t i = 0; i < rank; i++) {
+    if (shape[i] == 1)
+      continue;
+    if (r->rank > 0 && r->reduced[r->rank - 1] == reduced_axes[i]) {
+      r->shape[r->rank - 1] *= shape[i];
+      continue;
+    }
+    r->shape[r->rank] = shape[i];
+    r->reduced[r->rank] = reduced_axes[i];
+    r->rank++;
+  }
+  int64_t stride = 1;
+  int32_t reduced_runs = 0;
+  r->outputs = r->group = 1;
+  for (int32_t i = r->rank - 1; i >= 0; i--) {
+    r->stride[i] = stride;
+    stride *= r->shape[i];
+    if (r->reduced[i]) {
+      r->group *= r->shape[i];
+      reduced_runs++;
+    } else {
+      r->outputs *= r->shape[i];
+    }
+  }
+  r->splits = 1;
+  if (r->outputs == 1) {
+    r->kind = TF_CUDA_REDUCE_FULL;
+  } else if (r->rank > 0 && r->reduced[r->rank - 1]) {
+    r->kind = TF_CUDA_REDUCE_ROWS;
+  } else {
+    r->kind = TF_CUDA_REDUCE_COLUMNS;
+    if (reduced_runs == 1) {
+      r->length = r->group;
+      r->splits = tf_cuda_column_splits(r->outputs, r->group);
+    }
+  }
+}
+
+/* sum, mean, max, max_grad (reduce attrs on x) and sum_to (dy onto like's shape). */
+static inline void tf_cuda_reduction_of(tf_op op, const tf_attrs *attrs, const tf_cuda_tensor *inputs,
+                                        tf_cuda_reduction *r) {
+  bool reduced[TF_MAX_RANK];
+  const tf_cuda_tensor *x = &inputs[0];
+  if (op == TF_OP_SUM_TO) {
+    const int32_t offset = x->rank - inputs[1].rank;
+    for (int32_t i = 0; i < x->rank; i++)
+      reduced[i] = i < offset || inputs[1].shape[i - offset] == 1;
+  } else {
+    const tf_reduce_attrs *a = &attrs->u.reduce;
+    for (int32_t i = 0; i < TF_MAX_RANK; i++)
+      reduced[i] = a->n_axes == 0;
+    for (int32_t i = 0; i < a->n_axes; i++)
+      reduced[a->axes[i] < 0 ? a->axes[i] + x->rank : a->axes[i]] = true;
+  }
+  tf_cuda_reduction_init(r, x->rank, x->shape, reduced);
+}
+
+static inline int64_t tf_cuda_reduction_workspace(const tf_cuda_reduction *r, tf_op op) {
+  if (op == TF_OP_MAX_GRAD)
+    return r->kind == TF_CUDA_REDUCE_FULL ? 8 : 0; /* the count of maxima */
+  if (r->kind == TF_CUDA_REDUCE_FULL)
+    return 8 * tf_cuda_full_partials(r->group);
+  if (r->kind == TF_CUDA_REDUCE_COLUMNS && r->splits > 1)
+    return 8 * r->splits * r->outputs;
+  return 0;
+}
+
+/* ---- convolutions ---- */
+
+/* Every convolution as one from an "image" to a "response" with weight [response_channels,
+ * image_channels / groups, kh, kw] (kernels/cpu/workspace.h): conv_transpose2d's image is its
+ * output, the grad ops' image is x. conv1d is a conv2d of height 1. */
+typedef struct tf_cuda_conv_geometry {
+  int64_t batch, image_channels, image_height, image_width;
+  int64_t response_channels, response_height, response_width;
+  int64_t kernel_height, kernel_width, stride[2], padding[2], dilation[2], groups;
+  int64_t column_rows;   /* image_channels / groups x kh x kw */
+  int64_t positions;     /* response_height x response_width */
+  int64_t chunk_images;  /* images lowered into one column block */
+  bool direct;           /* 1x1, stride 1, no padding, same size: the image is its own column matrix */
+} tf_cuda_conv_geometry;
+
+static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cuda_tensor *inputs,
+                                             const tf_cuda_tensor *outputs, tf_cuda_conv_geometry *g) {
+  const tf_cuda_tensor *image, *response, *weight;
+  switch (op) {
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D: image = &inputs[0], response = &outputs[0], weight = &inputs[1]; break;
+  case TF_OP_CONV1D_GRAD_INPUT:
+  case TF_OP_CONV2D_GRAD_INPUT: image = &inputs[2], response = &inputs[0], weight = &inputs[1]; break;
+  case TF_OP_CONV1D_GRAD_WEIGHT:
+  case TF_OP_CONV2D_GRAD_WEIGHT: image = &inputs[0], response = &inputs[1], weight = &inputs[2]; break;
+  case TF_OP_CONV_TRANSPOSE2D: image = &outputs[0], response = &inputs[0], weight = &inputs[1]; break;
+  default: return false;
+  }
+  const tf_conv_attrs *a = &attrs->u.conv;
+  memset(g, 0, sizeof(*g));
+  g->batch = image->shape[0];
+  g->image_channels = image->shape[1];
+  g->response_channels = response->shape[1];
+  g->groups = a->groups > 0 ? a->groups : 1;
+  if (image->rank == 3) {
+    g->image_height = g->response_height = g->kernel_height = 1;
+    g->image_width = image->shape[2];
+    g->response_width = response->shape[2];
+    g->kernel_width = weight->shape[2];
+    g->stride[0] = g->dilation[0] = 1;
+    g->stride[1] = a->stride[0], g->padding[1] = a->padding[0], g->dilation[1] = a->dilation[0];
+  } else {
+    g->image_height = image->shape[2], g->image_width = image->shape[3];
+    g->response_height = response->shape[2], g->response_width = response->shape[3];
+    g->kernel_height = weight->shape[2], g->kernel_width = weight->shape[3];
+    for (int i = 0; i < 2; i++)
+      g->stride[i] = a->stride[i], g->padding[i] = a->padding[i], g->dilation[i] = a->dilation[i];
+  }
+  g->column_rows = weight->shape[1] * g->kernel_height * g->kernel_width;
+  g->positions = g->response_height * g->response_width;
+  g->direct = g->kernel_height == 1 && g->kernel_width == 1 && g->stride[0] == 1 && g->stride[1] == 1 &&
+              g->padding[0] == 0 && g->padding[1] == 0 && g->image_height == g->response_height &&
+              g->image_width == g->response_width;
+  int64_t per_image = g->column_rows * g->positions;
+  g->chunk_images = per_image > 0 ? TF_CUDA_CONV_COLUMN_LIMIT / per_image : g->batch;
+  if (g->chunk_images < 1)
+    g->chunk_images = 1;
+  if (g->chunk_images > g->batch)
+    g->chunk_images = g->batch > 0 ? g->batch : 1;
+  return true;
+}
+
+/* Bytes of the im2col block (0 for direct convolutions); the cuBLAS workspace follows it. */
+static inline int64_t tf_cuda_conv_column_bytes(const tf_cuda_conv_geometry *g) {
+  return g->direct ? 0 : tf_cuda_round_up(4 * g->chunk_images * g->column_rows * g->positions);
+}
+
+/* ---- the rest ---- */
+
+/* Rows x classes of a cross-entropy's logits, as partial blocks. */
+static inline int64_t tf_cuda_loss_partials(const tf_cuda_tensor *x) { return tf_cuda_full_partials(x->count); }
+
+/* The sort keys of embedding_grad: the ids' count rounded up to a power of two. */
+static inline int64_t tf_cuda_embedding_keys(int64_t ids) {
+  int64_t n = 1;
+  while (n < ids)
+    n <<= 1;
+  return ids > 0 ? n : 0;
+}
+
+/* Workspace bytes of the CUDA kernel of `op` for these operands. */
+static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs,
+                                              const tf_cuda_tensor *inputs, int32_t n_outputs,
+                                              const tf_cuda_tensor *outputs) {
+  (void)n_outputs;
+  tf_cuda_reduction r;
+  tf_cuda_conv_geometry g;
+  memset(&g, 0, sizeof(g));
+  switch (op) {
+  case TF_OP_MATMUL: return outputs[0].count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D:
+  case TF_OP_CONV_TRANSPOSE2D:
+  case TF_OP_CONV1D_GRAD_INPUT:
+  case TF_OP_CONV1D_GRAD_WEIGHT:
+  case TF_OP_CONV2D_GRAD_INPUT:
+  case TF_OP_CONV2D_GRAD_WEIGHT:
+    tf_cuda_conv_geometry_get(op, attrs, inputs, outputs, &g);
+    return tf_cuda_conv_column_bytes(&g) + TF_CUDA_CUBLAS_WORKSPACE;
+  case TF_OP_SUM:
+  case TF_OP_MEAN:
+  case TF_OP_MAX:
+  case TF_OP_SUM_TO:
+  case TF_OP_MAX_GRAD:
+    tf_cuda_reduction_of(op, attrs, inputs, &r);
+    return tf_cuda_reduction_workspace(&r, op);
+  case TF_OP_GLOBAL_NORM_SQ: {
+    int64_t partials = 0;
+    for (int32_t i = 0; i < n_inputs; i++)
+      partials += tf_cuda_full_partials(inputs[i].count);
+    return 8 * partials;
+  }
+  case TF_OP_LAYER_NORM_GRAD:
+  case TF_OP_RMS_NORM_GRAD: {
+    const tf_cuda_tensor *x = &inputs[0];
+    int64_t features = x->rank > 0 ? x->shape[x->rank - 1] : 1, rows = features > 0 ? x->count / features : 0;
+    int64_t splits = tf_cuda_column_splits(features, rows);
+    return tf_cuda_round_up(16 * rows) + 16 * splits * features;
+  }
+  case TF_OP_EMBEDDING_GRAD: return 8 * tf_cuda_embedding_keys(inputs[0].count);
+  case TF_OP_ATTENTION_GRAD: {
+    int64_t rows = inputs[0].shape[0] * inputs[0].shape[1] * (int64_t)attrs->u.attention.num_heads;
+    return tf_cuda_round_up(4 * rows) + 4 * rows;
+  }
+  case TF_OP_CROSS_ENTROPY: return 16 * tf_cuda_loss_partials(&inputs[0]);
+  case TF_OP_MSE:
+  case TF_OP_BCE_WITH_LOGITS: return 8 * tf_cuda_loss_partials(&inputs[0]);
+  case TF_OP_CROSS_ENTROPY_GRAD: return 8;
+  case TF_OP_SGD:
+  case TF_OP_ADAMW: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
+  default: return 0;
+  }
+}
+
+#endif

@@ -1,0 +1,157 @@
+#version 450
+// The losses and their gradients (kernels/cpu/loss.c): cross_entropy over the last axis (mean over
+// labels that count: not ignore_index, inside [0, classes)), mse and bce_with_logits (means over
+// every element). A loss is one workgroup's compensated tree sum, so it is deterministic. The
+// gradients are elementwise; cross_entropy_grad's invocations each own a row, and every workgroup
+// first counts the labels that count (the mean's divisor) itself, so no workspace is needed.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(local_size_x = 256) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };          // logits or predictions
+layout(std430, set = 0, binding = 1) readonly buffer Target { ELEMENT target[]; }; // mse, bce
+layout(std430, set = 0, binding = 2) readonly buffer DLoss { ELEMENT dloss[]; };   // gradients
+layout(std430, set = 0, binding = 3) writeonly buffer Out { ELEMENT out_data[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Labels { int labels[]; };     // cross_entropy
+
+#define CROSS_ENTROPY 0
+#define CROSS_ENTROPY_GRAD 1
+#define MSE 2
+#define MSE_GRAD 3
+#define BCE 4
+#define BCE_GRAD 5
+
+layout(push_constant) uniform Push {
+  uint count;         // rows (cross_entropy) or elements
+  uint classes;
+  int ignore_low;     // ignore_index, as two words (it is an int64)
+  int ignore_high;
+  uint mode;
+} pc;
+
+shared float partial[256];
+shared uint tally[256];
+
+// The label of `row`, or -1 when it does not count.
+int label_of(uint row) {
+  int label = labels[row];
+  bool ignored = pc.ignore_low == label && pc.ignore_high == (label < 0 ? -1 : 0);
+  return ignored || label < 0 || uint(label) >= pc.classes ? -1 : label;
+}
+
+float log1p_of(float e) {
+  float u = 1.0 + e;
+  return u == 1.0 ? e : log(u) * e / (u - 1.0);
+}
+
+float term(uint i) {
+  float p = TO_F32(x[i]);
+  if (pc.mode == MSE) {
+    float d = p - TO_F32(target[i]);
+    return d * d;
+  }
+  if (pc.mode == BCE)
+    return max(p, 0.0) - p * TO_F32(target[i]) + log1p_of(exp(-abs(p)));
+  int label = label_of(i);
+  if (label < 0)
+    return 0.0;
+  uint base = i * pc.classes;
+  float best = TO_F32(x[base]);
+  for (uint c = 1u; c < pc.classes; c++)
+    best = max(best, TO_F32(x[base + c]));
+  float sum = 0.0, carry = 0.0;
+  for (uint c = 0u; c < pc.classes; c++)
+    kahan_add(sum, carry, exp(TO_F32(x[base + c]) - best));
+  return log(sum) + (best - TO_F32(x[base + uint(label)]));
+}
+
+float tree(float value) {
+  uint t = gl_LocalInvocationID.x;
+  partial[t] = value;
+  barrier();
+  for (uint s = 128u; s > 0u; s >>= 1) {
+    if (t < s)
+      partial[t] += partial[t + s];
+    barrier();
+  }
+  float result = partial[0];
+  barrier();
+  return result;
+}
+
+uint tree_count(uint value) {
+  uint t = gl_LocalInvocationID.x;
+  tally[t] = value;
+  barrier();
+  for (uint s = 128u; s > 0u; s >>= 1) {
+    if (t < s)
+      tally[t] += tally[t + s];
+    barrier();
+  }
+  uint result = tally[0];
+  barrier();
+  return result;
+}
+
+uint counted_labels() {
+  uint mine = 0u;
+  for (uint row = gl_LocalInvocationID.x; row < pc.count; row += 256u)
+    mine += label_of(row) >= 0 ? 1u : 0u;
+  return tree_count(mine);
+}
+
+// One workgroup: the mean of the per-element (per-row) terms.
+void loss_value() {
+  uint t = gl_LocalInvocationID.x;
+  float sum = 0.0, carry = 0.0;
+  for (uint i = t; i < pc.count; i += 256u)
+    kahan_add(sum, carry, term(i));
+  float total = tree(sum);
+  uint n = pc.mode == CROSS_ENTROPY ? counted_labels() : pc.count;
+  if (t == 0u)
+    out_data[0] = FROM_F32(n > 0u ? total / float(n) : 0.0);
+}
+
+void pair_gradient() {
+  float upstream = TO_F32(dloss[0]);
+  float scale = pc.count > 0u ? (pc.mode == MSE_GRAD ? 2.0 : 1.0) * upstream / float(pc.count) : 0.0;
+  for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
+    float p = TO_F32(x[i]), y = TO_F32(target[i]);
+    out_data[i] = FROM_F32(pc.mode == MSE_GRAD ? scale * (p - y) : scale * (1.0 / (1.0 + exp(-p)) - y));
+  }
+}
+
+void cross_entropy_gradient() {
+  uint n = counted_labels();
+  float scale = n > 0u ? TO_F32(dloss[0]) / float(n) : 0.0;
+  for (uint row = gl_GlobalInvocationID.x; row < pc.count; row += grid_size()) {
+    uint base = row * pc.classes;
+    int label = label_of(row);
+    if (label < 0) {
+      for (uint c = 0u; c < pc.classes; c++)
+        out_data[base + c] = FROM_F32(0.0);
+      continue;
+    }
+    float best = -1.0 / 0.0;
+    for (uint c = 0u; c < pc.classes; c++)
+      best = max(best, TO_F32(x[base + c]));
+    float sum = 0.0, carry = 0.0;
+    for (uint c = 0u; c < pc.classes; c++)
+      kahan_add(sum, carry, exp(TO_F32(x[base + c]) - best));
+    for (uint c = 0u; c < pc.classes; c++) {
+      float d = exp(TO_F32(x[base + c]) - best) / sum * scale;
+      out_data[base + c] = FROM_F32(c == uint(label) ? d - scale : d);
+    }
+  }
+}
+
+// No early return from main in shaders with barriers: lavapipe runs them as coroutines and leaks a
+// coroutine frame when main returns early.
+void main() {
+  if (pc.mode == CROSS_ENTROPY || pc.mode == MSE || pc.mode == BCE)
+    loss_value();
+  else if (pc.mode == MSE_GRAD || pc.mode == BCE_GRAD)
+    pair_gradient();
+  else
+    cross_entropy_gradient();
+}

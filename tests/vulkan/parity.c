@@ -1,0 +1,210 @@
+/* Backend parity helpers (parity.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "parity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+
+/* One backend stays open (reachable from here, so not a leak) until the process ends: the loader
+ * unloads the driver when its last instance goes, and LeakSanitizer could then not attribute the
+ * driver's own leaks to its library, which is how lsan_driver.supp recognises them. */
+static void *pinned_backend;
+
+int parity_vulkan_available(void) {
+  // Every Vulkan test runs under the validation layer; any message it reports fails the test.
+  setenv("TIGHTFIT_VULKAN_VALIDATION", "1", 1);
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  if (!vulkan) {
+    printf("SKIP: this build has no Vulkan backend\n");
+    return 77;
+  }
+  tf_backend_options options = {0, 1};
+  void *state = NULL;
+  tf_status status = vulkan->create(&options, &state);
+  if (status && strstr(tf_status_message(status), "VK_LAYER_KHRONOS_validation")) {
+    printf("note: %s; running without the validation layer\n", tf_status_message(status));
+    tf_status_free(status);
+    unsetenv("TIGHTFIT_VULKAN_VALIDATION");
+    status = vulkan->create(&options, &state);
+  }
+  if (status) {
+    int code = tf_status_code(status) == TF_ERR_UNSUPPORTED ? 77 : 1;
+    printf("%s: %s\n", code == 77 ? "SKIP" : "FAIL", tf_status_message(status));
+    tf_status_free(status);
+    return code;
+  }
+  pinned_backend = state;
+  return 0;
+}
+
+/* splitmix64: the test data, reproducible on any machine. */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static double uniform(uint64_t *state) { return (double)(next_random(state) >> 11) * (1.0 / 9007199254740992.0); }
+
+static float normal(uint64_t *state) {
+  double u1 = uniform(state) + 1e-12, u2 = uniform(state);
+  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+tf_status parity_feed(tf_session *session, const tf_plan *plan, const parity_data *data) {
+  uint64_t state = data->seed;
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i))
+      continue;
+    int64_t n = b->bytes / tf_dtype_size(b->dtype);
+    void *host = malloc((size_t)(b->bytes ? b->bytes : 1));
+    if (!host)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "parity: cannot stage '%s'", b->name);
+    for (int64_t k = 0; k < n; k++) {
+      if (b->dtype == TF_I32) {
+        int32_t value = (int32_t)(next_random(&state) % (uint64_t)(data->int_high > 0 ? data->int_high : 1));
+        ((int32_t *)host)[k] = data->int_special != INT32_MIN && k % 7 == 3 ? data->int_special : value;
+      } else {
+        ((float *)host)[k] = normal(&state);
+      }
+    }
+    tf_status status = tf_session_write(session, b->name, host, b->bytes);
+    free(host);
+    TF_RETURN_IF_ERROR(status);
+  }
+  return NULL;
+}
+
+tf_status parity_open(const tf_graph *graph, const tf_compile_options *options, tf_plan *plans[2],
+                      tf_session *sessions[2]) {
+  static const char *const backends[2] = {"cpu", "vulkan"};
+  plans[0] = plans[1] = NULL;
+  sessions[0] = sessions[1] = NULL;
+  for (int b = 0; b < 2; b++) {
+    tf_compile_options o = *options;
+    o.target = tf_target_default(b ? TF_TARGET_VULKAN : TF_TARGET_CPU);
+    TF_RETURN_IF_ERROR(tf_compile(graph, &o, &plans[b]));
+    tf_session_options s = tf_session_options_default();
+    s.backend = backends[b];
+    s.seed = 11;
+    TF_RETURN_IF_ERROR(tf_status_prefix(tf_session_create(plans[b], &s, &sessions[b]), "%s", backends[b]));
+  }
+  return NULL;
+}
+
+void parity_close(tf_plan *plans[2], tf_session *sessions[2]) {
+  for (int b = 0; b < 2; b++) {
+    tf_session_destroy(sessions[b]);
+    tf_plan_destroy(plans[b]);
+  }
+}
+
+bool parity_compare_buffer(tf_test_counts *counts, tf_session *sessions[2], const tf_plan_buffer *buffer,
+                           parity_tolerance tolerance, parity_result *result) {
+  int64_t n = buffer->bytes / 4;
+  float *values[2] = {malloc((size_t)buffer->bytes + 4), malloc((size_t)buffer->bytes + 4)};
+  bool ok = values[0] && values[1];
+  for (int b = 0; b < 2 && ok; b++) {
+    tf_status status = tf_session_read(sessions[b], buffer->name, values[b], buffer->bytes);
+    CHECK(counts, status == NULL, "reading '%s': %s", buffer->name, tf_status_message(status));
+    ok = status == NULL;
+    tf_status_free(status);
+  }
+  int64_t worst_at = -1;
+  double worst = 0;
+  for (int64_t i = 0; i < n && ok; i++) {
+    double cpu = values[0][i], vulkan = values[1][i], error = fabs(cpu - vulkan);
+    double ratio = error == 0 ? 0 : error / (tolerance.atol + tolerance.rtol * fabs(cpu));
+    if (!(ratio <= worst)) { // NaN counts as the worst
+      worst = isnan(ratio) ? INFINITY : ratio;
+      worst_at = i;
+    }
+  }
+  if (ok && worst_at >= 0) {
+    double error = fabs((double)values[0][worst_at] - (double)values[1][worst_at]);
+    if (worst > result->worst_ratio) {
+      result->worst_ratio = worst;
+      snprintf(result->worst_buffer, sizeof(result->worst_buffer), "%s", buffer->name);
+    }
+    if (error > result->worst_abs)
+      result->worst_abs = error;
+    CHECK(counts, worst <= 1.0, "'%s'[%lld]: cpu %.9g, vulkan %.9g (%.3g x the tolerance)", buffer->name,
+          (long long)worst_at, values[0][worst_at], values[1][worst_at], worst);
+    ok = worst <= 1.0;
+  }
+  free(values[0]);
+  free(values[1]);
+  return ok;
+}
+
+/* Runs `plans` once (forward for inference, a micro-step for training) and compares the results. */
+static void run_and_compare(tf_test_counts *counts, const char *label, tf_plan *plans[2], tf_session *sessions[2],
+                            const parity_data *data, parity_tolerance tolerance, parity_result *result) {
+  bool training = plans[0]->training;
+  double loss[2] = {0, 0};
+  for (int b = 0; b < 2; b++) {
+    tf_status status = parity_feed(sessions[b], plans[b], data);
+    if (!status)
+      status = training ? tf_session_micro_step(sessions[b], &loss[b]) : tf_session_forward(sessions[b], &loss[b]);
+    CHECK(counts, status == NULL, "%s: %s", label, tf_status_message(status));
+    tf_status_free(status);
+  }
+  for (int32_t i = 0; i < plans[0]->n_buffers; i++) {
+    const tf_plan_buffer *b = &plans[0]->buffers[i];
+    bool wanted = training ? b->role == TF_ROLE_GRADIENT : false;
+    for (int32_t k = 0; k < plans[0]->n_outputs && !training; k++)
+      wanted = wanted || plans[0]->outputs[k] == i;
+    if (wanted && b->dtype == TF_F32)
+      parity_compare_buffer(counts, sessions, b, tolerance, result);
+  }
+  if (!isnan(loss[0]) || !isnan(loss[1])) {
+    double error = fabs(loss[0] - loss[1]), ratio = error / (tolerance.atol + tolerance.rtol * fabs(loss[0]));
+    CHECK(counts, ratio <= 1.0, "%s: loss cpu %.9g, vulkan %.9g", label, loss[0], loss[1]);
+    if (ratio > result->worst_ratio) {
+      result->worst_ratio = ratio;
+      snprintf(result->worst_buffer, sizeof(result->worst_buffer), "loss");
+    }
+  }
+}
+
+static void check_plans(tf_test_counts *counts, const char *label, const tf_graph *graph, const parity_data *data,
+                        parity_tolerance tolerance, int plans_wanted) {
+  parity_result result;
+  memset(&result, 0, sizeof(result));
+  int failed_before = counts->failed;
+  for (int training = 0; training < plans_wanted; training++) {
+    tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+    options.training = training;
+    options.optimizer = TF_OPTIMIZER_SGD;
+    options.learning_rate = 0.1;
+    options.accumulate = 1;
+    options.clip_norm = 0;
+    tf_plan *plans[2];
+    tf_session *sessions[2];
+    tf_status status = parity_open(graph, &options, plans, sessions);
+    CHECK(counts, status == NULL, "%s (%s): %s", label, training ? "training" : "inference", tf_status_message(status));
+    if (!status)
+      run_and_compare(counts, label, plans, sessions, data, tolerance, &result);
+    tf_status_free(status);
+    parity_close(plans, sessions);
+  }
+  printf("%-4s %-40s worst |error| %.3g, %.3f of the tolerance (atol %.0e, rtol %.0e) in %s\n",
+         counts->failed == failed_before ? "ok" : "FAIL", label, result.worst_abs, result.worst_ratio, tolerance.atol,
+         tolerance.rtol, result.worst_buffer[0] ? result.worst_buffer : "-");
+}
+
+void parity_check_graph(tf_test_counts *counts, const char *label, const tf_graph *graph, const parity_data *data,
+                        parity_tolerance tolerance) {
+  check_plans(counts, label, graph, data, tolerance, 2);
+}
+
+void parity_check_inference(tf_test_counts *counts, const char *label, const tf_graph *graph, const parity_data *data,
+                            parity_tolerance tolerance) {
+  check_plans(counts, label, graph, data, tolerance, 1);
+}

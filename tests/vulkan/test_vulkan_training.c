@@ -1,0 +1,306 @@
+/* Whole training runs on Vulkan against the CPU backend, and the promises around them:
+ *   - mlp, cnn and a 2-layer gpt train 20 optimizer steps with equal data; every step's loss agrees
+ *     within 1e-4 relative (AdamW with global-norm clipping; the cnn accumulates 2 micro-batches);
+ *   - SGD (momentum, weight decay) and AdamW leave the same parameters and optimizer state;
+ *   - memory: the session allocates exactly the plan's bytes, nothing after create; the backend
+ *     holds the regions plus its documented fixed overhead (staging + run state) and allocates
+ *     nothing in prepare or while running;
+ *   - a checkpoint saved on Vulkan loads on the CPU backend bit for bit and training continues.
+ * Runs under the validation layer; prints SKIP and exits 77 without a Vulkan device. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/vulkan/vulkan.h"
+#include "parity.h"
+#include "tightfit/zoo.h"
+
+static tf_test_counts counts;
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static tf_graph *build(const char *preset, const char *const *overrides, int32_t n) {
+  tf_graph *g = NULL;
+  tf_status status = tf_zoo_build(preset, overrides, n, &g);
+  CHECK(&counts, status == NULL, "%s: %s", preset, tf_status_message(status));
+  tf_status_free(status);
+  return g;
+}
+
+/* One optimizer step on session b: `accumulate` micro-steps on data from `seed`, then the update;
+ * returns the mean micro-batch loss. */
+static double train_step(tf_session *s, const tf_plan *plan, const parity_data *data, int64_t step, double *seconds) {
+  double loss_sum = 0, start = now();
+  for (int32_t m = 0; m < plan->accumulate; m++) {
+    parity_data d = *data;
+    d.seed = data->seed + (uint64_t)(step * plan->accumulate + m) * 7919u;
+    double loss = NAN;
+    tf_status status = parity_feed(s, plan, &d);
+    if (!status)
+      status = tf_session_micro_step(s, &loss);
+    CHECK(&counts, status == NULL, "micro-step: %s", tf_status_message(status));
+    tf_status_free(status);
+    loss_sum += loss;
+  }
+  tf_status status = tf_session_optimizer_step(s);
+  CHECK(&counts, status == NULL, "optimizer step: %s", tf_status_message(status));
+  tf_status_free(status);
+  *seconds += now() - start;
+  return loss_sum / plan->accumulate;
+}
+
+static void test_training(const char *label, const char *preset, const char *const *overrides, int32_t n_overrides,
+                          const char *bindings, int32_t accumulate, int32_t classes) {
+  tf_graph *g = build(preset, overrides, n_overrides);
+  if (!g)
+    return;
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = bindings;
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  options.learning_rate = 1e-3;
+  options.weight_decay = 0.01;
+  options.clip_norm = 1.0;
+  options.accumulate = accumulate;
+  tf_plan *plans[2];
+  tf_session *sessions[2];
+  tf_status status = parity_open(g, &options, plans, sessions);
+  CHECK(&counts, status == NULL, "%s: %s", label, tf_status_message(status));
+  tf_status_free(status);
+  double worst = 0, seconds[2] = {0, 0}, first[2] = {0, 0}, last[2] = {0, 0};
+  parity_data data = {100, classes, INT32_MIN};
+  for (int64_t step = 0; step < 20 && !status && counts.failed == 0; step++) {
+    double loss[2];
+    for (int b = 0; b < 2; b++)
+      loss[b] = train_step(sessions[b], plans[b], &data, step, &seconds[b]);
+    double relative = fabs(loss[1] - loss[0]) / fabs(loss[0]);
+    worst = relative > worst || isnan(relative) ? relative : worst;
+    CHECK(&counts, relative <= 1e-4, "%s step %" PRId64 ": cpu loss %.9g, vulkan %.9g", label, step, loss[0], loss[1]);
+    for (int b = 0; b < 2; b++) {
+      if (step == 0)
+        first[b] = loss[b];
+      last[b] = loss[b];
+    }
+  }
+  printf("%-36s 20 steps x %d micro-batches: loss %.6f -> %.6f (cpu), %.6f -> %.6f (vulkan); worst relative "
+         "difference %.2e (limit 1e-4); %.1f ms/step cpu, %.1f ms/step vulkan (lavapipe)\n",
+         label, accumulate, first[0], last[0], first[1], last[1], worst, seconds[0] * 50, seconds[1] * 50);
+  parity_close(plans, sessions);
+  tf_graph_destroy(g);
+}
+
+/* Every parameter and optimizer-state buffer equal within `tolerance` after `steps` steps. */
+/* AdamW's update m / (sqrt(v) + eps) does not depend on the gradient's scale, so for gradients near
+ * eps the last-bit differences of two summation orders become visible in the parameters; an eps of
+ * 1e-2 keeps this comparison about the update formula (the training runs above use 1e-8). */
+static void test_optimizer(const char *label, tf_optimizer optimizer, double momentum_or_beta) {
+  const char *overrides[] = {"hidden=37"};
+  tf_graph *g = build("mlp", overrides, 1);
+  if (!g)
+    return;
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = "N=5";
+  options.optimizer = optimizer;
+  options.learning_rate = 0.05;
+  options.weight_decay = 0.1;
+  options.clip_norm = 0.5;
+  options.accumulate = 2;
+  options.epsilon = 1e-2;
+  tf_graph_set_training(g, &(tf_training_config){optimizer, 0.05, momentum_or_beta, 0.9, 0.99, 1e-6, 0.1, 0.5, 0, 2,
+                                                 TF_PRECISION_F32, 0});
+  tf_plan *plans[2];
+  tf_session *sessions[2];
+  tf_status status = parity_open(g, &options, plans, sessions);
+  CHECK(&counts, status == NULL, "%s: %s", label, tf_status_message(status));
+  tf_status_free(status);
+  parity_data data = {7, 10, INT32_MIN};
+  double seconds = 0;
+  for (int64_t step = 0; step < 3 && !status; step++)
+    for (int b = 0; b < 2; b++)
+      train_step(sessions[b], plans[b], &data, step, &seconds);
+  parity_result result;
+  memset(&result, 0, sizeof(result));
+  parity_tolerance tolerance = {1e-6, 1e-5};
+  int compared = 0;
+  for (int32_t i = 0; i < plans[0]->n_buffers && !status; i++) {
+    const tf_plan_buffer *b = &plans[0]->buffers[i];
+    if (b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE) {
+      parity_compare_buffer(&counts, sessions, b, tolerance, &result);
+      compared++;
+    }
+  }
+  printf("%-36s 3 steps x 2 micro-batches, clip 0.5: %d parameter and state buffers, worst |error| %.3g (%.3f of atol "
+         "1e-6 + rtol 1e-5) in %s\n",
+         label, compared, result.worst_abs, result.worst_ratio, result.worst_buffer);
+  parity_close(plans, sessions);
+  tf_graph_destroy(g);
+}
+
+static void test_memory(void) {
+  tf_graph *g = build("cnn", NULL, 0);
+  if (!g)
+    return;
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  options.bindings = "N=4";
+  tf_plan *plan = NULL;
+  tf_status status = tf_compile(g, &options, &plan);
+  CHECK(&counts, status == NULL, "compile: %s", tf_status_message(status));
+  tf_status_free(status);
+  tf_graph_destroy(g);
+  if (!plan)
+    return;
+  // The session: the plan's bytes exactly, once.
+  tf_session_options session_options = tf_session_options_default();
+  session_options.backend = "vulkan";
+  tf_session *session = NULL;
+  status = tf_session_create(plan, &session_options, &session);
+  CHECK(&counts, status == NULL, "session: %s", tf_status_message(status));
+  tf_status_free(status);
+  parity_data data = {5, 10, INT32_MIN};
+  double seconds = 0;
+  for (int64_t step = 0; session && step < 3; step++)
+    train_step(session, plan, &data, step, &seconds);
+  int64_t regions = 0;
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    regions += plan->region_bytes[r] > 0;
+  if (session) {
+    tf_session_memory m = tf_session_memory_use(session);
+    CHECK(&counts, m.allocated_bytes == m.planned_bytes && m.planned_bytes == tf_plan_total_bytes(plan),
+          "session allocated %" PRId64 " bytes for a plan of %" PRId64, m.allocated_bytes, m.planned_bytes);
+    CHECK(&counts, m.allocations == regions && m.allocations_after_create == 0,
+          "%" PRId64 " allocations (%" PRId64 " regions), %" PRId64 " after create", m.allocations, regions,
+          m.allocations_after_create);
+    printf("memory (session): planned %" PRId64 " bytes, allocated %" PRId64 " in %" PRId64 " allocations, %" PRId64
+           " after create\n",
+           m.planned_bytes, m.allocated_bytes, m.allocations, m.allocations_after_create);
+  }
+  tf_session_destroy(session);
+
+  // The backend itself: its VkDeviceMemory is the regions plus the fixed overhead, and prepare()
+  // and run() allocate nothing.
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  tf_backend_options backend_options = {0, 1};
+  void *state = NULL;
+  status = vulkan->create(&backend_options, &state);
+  CHECK(&counts, status == NULL, "backend: %s", tf_status_message(status));
+  tf_status_free(status);
+  if (state) {
+    tf_vulkan_memory created = tf_vulkan_memory_use(state);
+    void *region[TF_REGION_COUNT] = {NULL};
+    for (int r = 0; r < TF_REGION_COUNT && !status; r++)
+      if (plan->region_bytes[r] > 0)
+        status = vulkan->alloc_region(state, plan->region_bytes[r], &region[r]);
+    tf_vulkan_memory allocated = tf_vulkan_memory_use(state);
+    if (!status)
+      status = vulkan->prepare(state, plan, region);
+    tf_run_state run = {1, 0, 0};
+    for (int i = 0; i < 4 && !status; i++) {
+      status = vulkan->run(state, 0, plan->micro_steps, i & 1, &run);
+      if (!status)
+        status = vulkan->run(state, plan->micro_steps, plan->n_steps, 0, &run);
+    }
+    if (!status)
+      status = vulkan->synchronize(state);
+    CHECK(&counts, status == NULL, "backend: %s", tf_status_message(status));
+    tf_status_free(status);
+    tf_vulkan_memory after = tf_vulkan_memory_use(state);
+    CHECK(&counts, created.allocations == 2 && created.region_bytes == 0, "create: %" PRId64 " allocations",
+          created.allocations);
+    CHECK(&counts, created.overhead_bytes == TF_VULKAN_STAGING_BYTES + TF_VULKAN_RUN_STATE_BYTES,
+          "fixed overhead %" PRId64 " bytes", created.overhead_bytes);
+    CHECK(&counts, allocated.region_bytes == tf_plan_total_bytes(plan) && allocated.allocations == 2 + regions,
+          "regions: %" PRId64 " bytes in %" PRId64 " allocations for a plan of %" PRId64, allocated.region_bytes,
+          allocated.allocations, tf_plan_total_bytes(plan));
+    CHECK(&counts, after.allocations == allocated.allocations && after.live_allocations == 2 + regions,
+          "prepare and run allocated: %" PRId64 " -> %" PRId64, allocated.allocations, after.allocations);
+    printf("memory (backend): regions %" PRId64 " bytes (plan %" PRId64 ") + fixed overhead %" PRId64
+           " bytes (staging %" PRId64 " + run state %" PRId64 "); %" PRId64 " vkAllocateMemory calls, none in "
+           "prepare or run\n",
+           allocated.region_bytes, tf_plan_total_bytes(plan), created.overhead_bytes, TF_VULKAN_STAGING_BYTES,
+           TF_VULKAN_RUN_STATE_BYTES, after.allocations);
+    for (int r = 0; r < TF_REGION_COUNT; r++)
+      if (region[r])
+        vulkan->free_region(state, region[r]);
+    CHECK(&counts, tf_vulkan_memory_use(state).live_allocations == 2, "regions freed");
+    vulkan->destroy(state);
+  }
+  tf_plan_destroy(plan);
+}
+
+/* Trains 3 steps on Vulkan, saves, loads the checkpoint on the CPU backend; the state must be equal
+ * bit for bit, and 2 more steps on each must agree. */
+static void test_checkpoint(void) {
+  tf_graph *g = build("mlp", NULL, 0);
+  if (!g)
+    return;
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = "N=8";
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  tf_plan *plans[2];
+  tf_session *sessions[2];
+  tf_status status = parity_open(g, &options, plans, sessions);
+  CHECK(&counts, status == NULL, "checkpoint: %s", tf_status_message(status));
+  tf_status_free(status);
+  tf_graph_destroy(g);
+  char path[] = "/tmp/tightfit_vulkan_checkpoint_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(&counts, fd >= 0, "mkstemp");
+  if (fd >= 0)
+    close(fd);
+  parity_data data = {21, 10, INT32_MIN};
+  double seconds = 0;
+  for (int64_t step = 0; step < 3 && sessions[1]; step++)
+    train_step(sessions[1], plans[1], &data, step, &seconds);
+  CHECK_OK(&counts, tf_session_save(sessions[1], path, NULL, 0));
+  CHECK_OK(&counts, tf_session_load(sessions[0], path));
+  CHECK(&counts, tf_session_optimizer_steps(sessions[0]) == 3, "counters restored: %" PRId64,
+        tf_session_optimizer_steps(sessions[0]));
+  parity_result result;
+  memset(&result, 0, sizeof(result));
+  int compared = 0;
+  for (int32_t i = 0; i < plans[0]->n_buffers; i++) {
+    const tf_plan_buffer *b = &plans[0]->buffers[i];
+    if (b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE) {
+      parity_compare_buffer(&counts, sessions, b, (parity_tolerance){0, 0}, &result);
+      compared++;
+    }
+  }
+  double worst = 0;
+  for (int64_t step = 3; step < 5; step++) {
+    double loss[2];
+    for (int b = 0; b < 2; b++)
+      loss[b] = train_step(sessions[b], plans[b], &data, step, &seconds);
+    double relative = fabs(loss[1] - loss[0]) / fabs(loss[0]);
+    worst = relative > worst ? relative : worst;
+    CHECK(&counts, relative <= 1e-4, "resumed step %" PRId64 ": cpu %.9g, vulkan %.9g", step, loss[0], loss[1]);
+  }
+  printf("checkpoint saved on vulkan after 3 steps, loaded on cpu: %d buffers bit-identical (worst |error| %g); 2 "
+         "more steps agree to %.2e relative\n",
+         compared, result.worst_abs, worst);
+  remove(path);
+  parity_close(plans, sessions);
+}
+
+int main(void) {
+  int available = parity_vulkan_available();
+  if (available != 0)
+    return available;
+  test_training("mlp (N=16)", "mlp", NULL, 0, "N=16", 1, 10);
+  test_training("cnn (N=8, accumulate 2)", "cnn", NULL, 0, "N=8", 2, 10);
+  const char *gpt[] = {"layers=2", "seq=64"};
+  test_training("gpt (2 layers, N=2, T=64)", "gpt", gpt, 2, "N=2", 1, 128);
+  test_optimizer("sgd momentum 0.9, weight decay 0.1", TF_OPTIMIZER_SGD, 0.9);
+  test_optimizer("adamw, weight decay 0.1, eps 1e-2", TF_OPTIMIZER_ADAMW, 0.0);
+  test_memory();
+  test_checkpoint();
+  return tf_test_finish("vulkan training", &counts);
+}

@@ -1,0 +1,70 @@
+/* Matmul throughput on each backend: vulkan_matmul_bench [M K N] [repeats] (default 512 512 512, 20).
+ * Runs an inference plan of one [M,K] x [K,N] product through sessions (the CPU backend's OpenBLAS
+ * sgemm with its default 2 threads, and Vulkan) and prints GFLOP/s over the repeats after a warm-up.
+ * Not a test: numbers depend on the machine (on lavapipe, the Vulkan device is the CPU too). */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tightfit/compiler.h"
+#include "tightfit/runtime.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int fail(tf_status status) {
+  fprintf(stderr, "vulkan_matmul_bench: %s\n", tf_status_message(status));
+  tf_status_free(status);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  int64_t m = argc > 3 ? atoll(argv[1]) : 512, k = argc > 3 ? atoll(argv[2]) : 512, n = argc > 3 ? atoll(argv[3]) : 512;
+  int repeats = argc > 4 ? atoi(argv[4]) : argc == 2 ? atoi(argv[1]) : 20;
+  tf_graph *g = NULL;
+  tf_status status = tf_graph_create("matmul", &g);
+  if (status)
+    return fail(status);
+  tf_init init = tf_init_make(TF_INIT_NORMAL, 0.0, 1.0);
+  tf_tensor_id a = tf_graph_parameter(g, "a", TF_F32, TF_SHAPE(tf_fixed(m), tf_fixed(k)), init);
+  tf_tensor_id b = tf_graph_parameter(g, "b", TF_F32, TF_SHAPE(tf_fixed(k), tf_fixed(n)), init);
+  tf_tensor_id y = tf_matmul(g, a, b, false, false);
+  tf_graph_rename(g, y, "y");
+  tf_graph_add_output(g, y);
+  static const char *const backends[2] = {"cpu", "vulkan"};
+  float *result = malloc(sizeof(float) * (size_t)(m * n));
+  for (int i = 0; i < 2 && !status && result; i++) {
+    tf_compile_options options = tf_compile_options_default(i ? TF_TARGET_VULKAN : TF_TARGET_CPU);
+    options.training = false;
+    tf_plan *plan = NULL;
+    tf_session *session = NULL;
+    status = tf_compile(g, &options, &plan);
+    tf_session_options session_options = tf_session_options_default();
+    session_options.backend = backends[i];
+    if (!status)
+      status = tf_session_create(plan, &session_options, &session);
+    double loss, start = 0;
+    for (int r = -2; r < repeats && !status; r++) {
+      if (r == 0) // after two warm-up runs (pipeline compilation, caches)
+        start = now();
+      status = tf_session_forward(session, &loss);
+    }
+    // Reading the output waits for the last submission.
+    if (!status)
+      status = tf_session_read(session, "y", result, (int64_t)sizeof(float) * m * n);
+    double seconds = (now() - start) / repeats;
+    if (!status)
+      printf("%-6s matmul [%" PRId64 ",%" PRId64 "]x[%" PRId64 ",%" PRId64 "]: %.3f ms, %.1f GFLOP/s\n", backends[i], m,
+             k, k, n, seconds * 1e3, 2.0 * (double)m * (double)n * (double)k / seconds * 1e-9);
+    tf_session_destroy(session);
+    tf_plan_destroy(plan);
+  }
+  free(result);
+  tf_graph_destroy(g);
+  return status ? fail(status) : 0;
+}
