@@ -49,6 +49,14 @@ typedef struct tf_backend_vtable {
 /* The backend named `name` ("cpu", "vulkan", "cuda"), or NULL when this build has none. */
 const tf_backend_vtable *tf_backend_find(const char *name);
 
+/* Describes the devices of every backend in this build, one line each ("cpu:0 ...", "vulkan:0
+ * ..."), into `text`; a backend whose devices cannot be listed gets a line saying why. */
+void tf_backend_describe_devices(char *text, size_t size);
+
+/* Parses "cpu", "vulkan", "vulkan:1", "cuda:0" into a backend name (copied into `name`) and a device
+ * index; false when malformed. */
+bool tf_backend_parse_device(const char *text, char *name, size_t size, int32_t *device);
+
 /* backends/cpu */
 extern const tf_backend_vtable tf_backend_cpu;
 

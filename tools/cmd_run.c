@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tightfit/runtime.h"
+#include "backends/backend.h"
 #include "tools/cli.h"
 #include "tools/evaluate.h"
 
@@ -19,13 +20,15 @@ static void help(void) {
          "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
          "  --output DIR     write each graph output to DIR/<name>.npy (inference plans)\n"
          "  --threads N      CPU threads (default 2)\n"
+         "  --device D       cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
          "  --json           machine-readable result\n");
 }
 
 int tf_cmd_run(int argc, char **argv) {
   const char *plan_path = NULL, *data = NULL, *weights = NULL, *output = NULL;
   bool json = false;
-  int32_t threads = 2;
+  int32_t threads = 2, device = 0;
+  char backend[32] = "cpu";
   for (int i = 1; i < argc; i++) {
     bool error = false;
     const char *v;
@@ -36,6 +39,9 @@ int tf_cmd_run(int argc, char **argv) {
       json = true;
     } else if (tf_cli_option(argc, argv, &i, "--data", &v, &error)) {
       data = v;
+    } else if (tf_cli_option(argc, argv, &i, "--device", &v, &error)) {
+      if (!error && !tf_backend_parse_device(v, backend, sizeof(backend), &device))
+        return tf_cli_usage_error("run", "--device takes cpu, vulkan:N or cuda:N, got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--weights", &v, &error)) {
       weights = v;
     } else if (tf_cli_option(argc, argv, &i, "--output", &v, &error)) {
@@ -64,6 +70,8 @@ int tf_cmd_run(int argc, char **argv) {
     return tf_cli_fail("run", status);
   tf_session_options options = tf_session_options_default();
   options.threads = threads;
+  options.backend = backend;
+  options.device = device;
   tf_session *session = NULL;
   status = tf_session_create(plan, &options, &session);
   if (!status && weights)

@@ -15,6 +15,7 @@
 
 #include "runtime/feed.h"
 #include "tightfit/runtime.h"
+#include "backends/backend.h"
 #include "tools/cli.h"
 #include "tools/evaluate.h"
 
@@ -27,7 +28,8 @@ static void on_interrupt(int signal_number) {
 typedef struct train_args {
   const char *plan_path, *data, *eval, *checkpoint, *backend;
   int64_t steps, log_every, checkpoint_every;
-  int32_t threads;
+  int32_t threads, device;
+  char backend_name[32];
   uint64_t seed;
   bool resume, json;
 } train_args;
@@ -47,7 +49,7 @@ static void help(void) {
          "  --resume               continue from DIR/latest.safetensors\n"
          "  --seed N               initialisation, data order and dropout (default 0)\n"
          "  --threads N            CPU threads (default 2)\n"
-         "  --backend B            cpu (default)\n"
+         "  --device D             cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
          "  --log-every M          a line every M steps when not on a terminal (default 10)\n"
          "  --json                 one JSON object per logged step, and a summary\n\n"
          "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
@@ -82,8 +84,11 @@ static int parse_args(int argc, char **argv, train_args *a) {
       a->eval = v;
     } else if (tf_cli_option(argc, argv, &i, "--checkpoint", &v, &error)) {
       a->checkpoint = v;
-    } else if (tf_cli_option(argc, argv, &i, "--backend", &v, &error)) {
-      a->backend = v;
+    } else if (tf_cli_option(argc, argv, &i, "--backend", &v, &error) ||
+               tf_cli_option(argc, argv, &i, "--device", &v, &error)) {
+      if (!error && !tf_backend_parse_device(v, a->backend_name, sizeof(a->backend_name), &a->device))
+        return tf_cli_usage_error("train", "--device takes cpu, vulkan:N or cuda:N, got '%s'", v);
+      a->backend = a->backend_name;
     } else if (tf_cli_option(argc, argv, &i, "--steps", &v, &error)) {
       if (!error && !parse_count(v, &a->steps, 1))
         return tf_cli_usage_error("train", "--steps takes a count >= 1, got '%s'", v);
@@ -159,6 +164,7 @@ static void progress(const train_args *a, bool tty, int64_t step, int64_t total,
 static int train(const train_args *a, tf_plan *plan) {
   tf_session_options options = tf_session_options_default();
   options.backend = a->backend;
+  options.device = a->device;
   options.threads = a->threads;
   options.seed = a->seed;
   tf_session *session = NULL;
@@ -179,7 +185,7 @@ static int train(const train_args *a, tf_plan *plan) {
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
   double start = now(), loss = NAN;
-  int64_t first = tf_session_optimizer_steps(session ? session : NULL), done = 0;
+  int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   for (int64_t step = first; !status && step < first + a->steps && !interrupted; step++) {
     double sum = 0;
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {

@@ -19,6 +19,7 @@ static const command commands[] = {
     {"compile", tf_cmd_compile, "compile a graph into a training (or inference) plan with exact memory"},
     {"train", tf_cmd_train, "train with a plan on a backend: progress, checkpoints, held-out accuracy"},
     {"run", tf_cmd_run, "inference with a plan: loss, accuracy, outputs as .npy"},
+    {"devices", tf_cmd_devices, "list the devices this build can run plans on (cpu, vulkan:N, cuda:N)"},
     {"check", tf_cmd_check, "does a graph's plan fit a memory budget? (exit 0 fits, 1 does not)"},
     {"report", tf_cmd_report, "where a .tfplan plan's memory goes: regions, roles, arena vs lower bound, peak"},
 };

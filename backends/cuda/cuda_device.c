@@ -57,11 +57,33 @@ static tf_status select_device(cuda_state *s, int32_t device) {
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
   snprintf(s->name, sizeof(s->name), "%s", props.name);
   if (props.major * 10 + props.minor < 75)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "cuda backend: device %d (%s) has compute capability %d.%d; the CUDA kernels need 7.5 or newer",
-                         device, props.name, props.major, props.minor);
+    return tf_status_new(
+        TF_ERR_UNSUPPORTED,
+        "cuda backend: device %d (%s) has compute capability %d.%d; the CUDA kernels need 7.5 or newer", device,
+        props.name, props.major, props.minor);
   s->device = device;
   s->memory.device_total = (int64_t)props.totalGlobalMem;
+  return NULL;
+}
+
+tf_status tf_cuda_describe_devices(char *text, size_t size) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess)
+    return no_device(error);
+  if (count == 0)
+    return no_device(cudaErrorNoDevice);
+  size_t used = 0;
+  if (size > 0)
+    text[0] = '\0';
+  for (int device = 0; device < count && used < size; device++) {
+    struct cudaDeviceProp props;
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
+    const bool usable = props.major * 10 + props.minor >= 75;
+    used += (size_t)snprintf(text + used, size - used, "cuda:%d  %s, compute capability %d.%d, %.1f GiB%s\n", device,
+                             props.name, props.major, props.minor, (double)props.totalGlobalMem / (1 << 30),
+                             usable ? "" : " (unusable: the kernels need compute capability 7.5)");
+  }
   return NULL;
 }
 
@@ -152,28 +174,29 @@ static tf_status open_device(cuda_state *s) {
   const int64_t free_before = free_now();
   s->memory.used_after_context = free_before >= 0 ? s->memory.device_total - free_before : -1;
 
-  TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking), "creating a stream"));
+  TF_RETURN_IF_ERROR(
+      tf_cuda_status(cudaStreamCreateWithFlags(&s->compute, cudaStreamNonBlocking), "creating a stream"));
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamCreateWithFlags(&s->copy, cudaStreamNonBlocking), "creating a stream"));
   TF_RETURN_IF_ERROR(cublas_check(cublasCreate(&s->cublas), "cublasCreate"));
   TF_RETURN_IF_ERROR(cublas_check(cublasSetStream(s->cublas, s->compute), "cublasSetStream"));
   TF_RETURN_IF_ERROR(cublas_check(cublasSetMathMode(s->cublas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"));
   TF_RETURN_IF_ERROR(cublas_check(cublasSetWorkspace(s->cublas, NULL, 0), "cublasSetWorkspace"));
   for (int i = 0; i < CUDA_SLOT_COUNT; i++)
-    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreateWithFlags(&s->slot_read[i], cudaEventDisableTiming),
-                                      "creating an event"));
+    TF_RETURN_IF_ERROR(
+        tf_cuda_status(cudaEventCreateWithFlags(&s->slot_read[i], cudaEventDisableTiming), "creating an event"));
   for (int half = 0; half < 2; half++) {
-    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreateWithFlags(&s->uploaded[half], cudaEventDisableTiming),
-                                      "creating an event"));
-    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreateWithFlags(&s->consumed[half], cudaEventDisableTiming),
-                                      "creating an event"));
+    TF_RETURN_IF_ERROR(
+        tf_cuda_status(cudaEventCreateWithFlags(&s->uploaded[half], cudaEventDisableTiming), "creating an event"));
+    TF_RETURN_IF_ERROR(
+        tf_cuda_status(cudaEventCreateWithFlags(&s->consumed[half], cudaEventDisableTiming), "creating an event"));
   }
   const size_t slot_bytes = sizeof(tf_cuda_run_values) * CUDA_SLOT_COUNT;
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaHostAlloc((void **)&s->slots_host, slot_bytes, cudaHostAllocMapped),
                                     "allocating the run values (pinned host memory)"));
   memset(s->slots_host, 0, slot_bytes);
   s->memory.pinned_host_bytes += (int64_t)slot_bytes;
-  TF_RETURN_IF_ERROR(tf_cuda_status(cudaHostGetDevicePointer((void **)&s->slots_device, s->slots_host, 0),
-                                    "mapping the run values"));
+  TF_RETURN_IF_ERROR(
+      tf_cuda_status(cudaHostGetDevicePointer((void **)&s->slots_device, s->slots_host, 0), "mapping the run values"));
   const int64_t free_after = free_now();
   s->memory.library_bytes = free_before >= 0 && free_after >= 0 ? free_before - free_after : -1;
   return NULL;
@@ -241,9 +264,9 @@ static tf_status cuda_alloc_region(void *state, int64_t bytes, void **region) {
   if (error != cudaSuccess) {
     *region = NULL;
     cudaGetLastError(); /* an allocation failure is not sticky: clear it */
-    return tf_status_new(TF_ERR_BACKEND, "cuda backend: cudaMalloc of a %lld-byte region failed: %s (free: %lld of %lld)",
-                         (long long)bytes, cudaGetErrorString(error), (long long)free_before,
-                         (long long)s->memory.device_total);
+    return tf_status_new(
+        TF_ERR_BACKEND, "cuda backend: cudaMalloc of a %lld-byte region failed: %s (free: %lld of %lld)",
+        (long long)bytes, cudaGetErrorString(error), (long long)free_before, (long long)s->memory.device_total);
   }
   s->memory.allocations++;
   s->memory.live_allocations++;
@@ -277,6 +300,6 @@ static void cuda_free_region(void *state, void *region) {
 }
 
 const tf_backend_vtable tf_backend_cuda = {
-    "cuda",          cuda_create,      cuda_destroy, cuda_target,     cuda_alloc_region, cuda_free_region,
-    tf_cuda_upload,  tf_cuda_download, tf_cuda_prepare, tf_cuda_run, tf_cuda_synchronize,
+    "cuda",         cuda_create,      cuda_destroy,    cuda_target, cuda_alloc_region,   cuda_free_region,
+    tf_cuda_upload, tf_cuda_download, tf_cuda_prepare, tf_cuda_run, tf_cuda_synchronize,
 };

@@ -6,7 +6,9 @@
  * the micro-batch block [0, micro_steps) and the forward prefix [0, forward_end) for each io half,
  * and the optimizer block [micro_steps, n_steps). run() replays the graph of its range; any other
  * range is launched step by step (no graph, no allocation). TIGHTFIT_CUDA_GRAPHS=0 in the
- * environment launches everything step by step (to tell a graph problem from a kernel problem).
+ * environment launches everything step by step (to tell a graph problem from a kernel problem); the
+ * plan is then still captured once and thrown away, so that every kernel module is loaded (CUDA
+ * loads modules lazily, and loading takes device memory) before prepare() returns.
  *
  * Per-run values: each graph reads its own slot of mapped pinned host memory (tf_cuda_run_values),
  * which run() writes before the replay, after waiting for the previous replay that read the slot.
@@ -79,8 +81,8 @@ static tf_status prepare_step(cuda_state *cs, int32_t s) {
   const char *unsupported = tf_cuda_kernel_check(args);
   if (unsupported)
     return step_error(plan, s, unsupported);
-  const int64_t needed = tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, args->inputs,
-                                                 step->n_outputs, args->outputs);
+  const int64_t needed =
+      tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, args->inputs, step->n_outputs, args->outputs);
   if (args->workspace_bytes < needed) {
     char message[256];
     snprintf(message, sizeof(message),
@@ -129,8 +131,11 @@ static tf_status enqueue(cuda_state *s, int32_t begin, int32_t end, int32_t half
   return NULL;
 }
 
+/* Captures steps [begin, end) on `half` into *out; with out NULL, only captures (which loads every
+ * kernel the steps use: lazily loaded modules take their device memory now, not at a later launch). */
 static tf_status capture(cuda_state *s, int32_t begin, int32_t end, int32_t half, cudaGraphExec_t *out) {
-  *out = NULL;
+  if (out)
+    *out = NULL;
   if (begin >= end)
     return NULL;
   cudaGraph_t graph = NULL;
@@ -140,11 +145,11 @@ static tf_status capture(cuda_state *s, int32_t begin, int32_t end, int32_t half
   cudaError_t ended = cudaStreamEndCapture(s->compute, &graph);
   if (!status)
     status = tf_cuda_status(ended, "capturing a CUDA graph");
-  if (!status)
+  if (!status && out)
     status = tf_cuda_status(cudaGraphInstantiate(out, graph, 0), "instantiating a CUDA graph");
   if (graph)
     cudaGraphDestroy(graph);
-  if (!status)
+  if (!status && out)
     s->memory.graphs++;
   return status ? tf_status_prefix(status, "steps [%d, %d) on io half %d", begin, end, half) : NULL;
 }
@@ -202,6 +207,8 @@ tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[
   }
   if (s->use_graphs)
     TF_RETURN_IF_ERROR(capture(s, plan->micro_steps, plan->n_steps, 0, &s->graphs[CUDA_GRAPH_OPTIMIZER][0]));
+  else
+    TF_RETURN_IF_ERROR(capture(s, 0, plan->n_steps, 0, NULL));
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamSynchronize(s->compute), "preparing"));
   const int64_t free_after = tf_cuda_memory_free_now(s);
   s->memory.graph_bytes = free_before >= 0 && free_after >= 0 ? free_before - free_after : -1;

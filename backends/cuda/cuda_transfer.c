@@ -38,14 +38,14 @@ tf_status tf_cuda_upload(void *state, void *region, int64_t offset, const void *
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventSynchronize(s->uploaded[half]), "waiting for an upload"));
     memcpy(s->io_mirror + offset, host, (size_t)bytes);
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->copy, s->consumed[half], 0), "ordering an upload"));
-    TF_RETURN_IF_ERROR(tf_cuda_status(
-        cudaMemcpyAsync(target, s->io_mirror + offset, (size_t)bytes, cudaMemcpyHostToDevice, s->copy),
-        "uploading a micro-batch"));
+    TF_RETURN_IF_ERROR(
+        tf_cuda_status(cudaMemcpyAsync(target, s->io_mirror + offset, (size_t)bytes, cudaMemcpyHostToDevice, s->copy),
+                       "uploading a micro-batch"));
     return tf_cuda_status(cudaEventRecord(s->uploaded[half], s->copy), "recording an upload");
   }
   TF_RETURN_IF_ERROR(drain(s));
-  TF_RETURN_IF_ERROR(tf_cuda_status(cudaMemcpyAsync(target, host, (size_t)bytes, cudaMemcpyHostToDevice, s->compute),
-                                    "uploading"));
+  TF_RETURN_IF_ERROR(
+      tf_cuda_status(cudaMemcpyAsync(target, host, (size_t)bytes, cudaMemcpyHostToDevice, s->compute), "uploading"));
   return tf_cuda_status(cudaStreamSynchronize(s->compute), "uploading");
 }
 

@@ -273,3 +273,41 @@ void vk_device_close(vk_state *vk) {
   // would unload the driver too, whose worker threads and caches may outlive the device (lavapipe's
   // do), and leak reports inside it could no longer be attributed to the driver's library.
 }
+
+tf_status tf_vulkan_describe_devices(char *text, size_t size) {
+  vk_state vk;
+  memset(&vk, 0, sizeof(vk));
+  text[0] = '\0';
+  tf_status status = open_loader(&vk);
+  if (!status)
+    status = create_instance(&vk);
+  uint32_t count = 0;
+  if (!status)
+    status = vk_check(vk.fn.EnumeratePhysicalDevices(vk.instance, &count, NULL), "vkEnumeratePhysicalDevices");
+  VkPhysicalDevice *devices = !status && count ? calloc(count, sizeof(VkPhysicalDevice)) : NULL;
+  if (!status && count && devices)
+    status = vk_check(vk.fn.EnumeratePhysicalDevices(vk.instance, &count, devices), "vkEnumeratePhysicalDevices");
+  static const char *const types[] = {"other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU"};
+  size_t used = 0;
+  for (uint32_t i = 0; !status && devices && i < count && used < size; i++) {
+    VkPhysicalDeviceProperties p;
+    VkPhysicalDeviceMemoryProperties m;
+    vk.fn.GetPhysicalDeviceProperties(devices[i], &p);
+    vk.fn.GetPhysicalDeviceMemoryProperties(devices[i], &m);
+    used += (size_t)snprintf(text + used, size - used, "vulkan:%u  %s (%s, Vulkan %u.%u)", i, p.deviceName,
+                             p.deviceType <= 4 ? types[p.deviceType] : "?", VK_API_VERSION_MAJOR(p.apiVersion),
+                             VK_API_VERSION_MINOR(p.apiVersion));
+    for (uint32_t h = 0; h < m.memoryHeapCount && used < size; h++)
+      used += (size_t)snprintf(text + used, size - used, "%s heap %u: %.2f GiB%s", h ? "," : ";", h,
+                               (double)m.memoryHeaps[h].size / 1073741824.0,
+                               (m.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "");
+    if (used < size)
+      used += (size_t)snprintf(text + used, size - used, "\n");
+  }
+  if (!status && count == 0)
+    status = tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (is a driver such as "
+                                               "mesa-vulkan-drivers installed?)");
+  free(devices);
+  vk_device_close(&vk);
+  return status;
+}

@@ -33,6 +33,10 @@ typedef struct tf_vulkan_memory {
 /* The device memory a Vulkan backend state (from tf_backend_vulkan.create) holds now. */
 tf_vulkan_memory tf_vulkan_memory_use(void *state);
 
+/* Describes every Vulkan device (index, name, type, API version, memory heaps) into `text`, one
+ * device per line; an error says what is missing (no loader, no device). */
+tf_status tf_vulkan_describe_devices(char *text, size_t size) TF_MUST_USE;
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,9 +89,9 @@ template <int DPL> __device__ inline void load_spread(float (&x)[DPL], const flo
 
 /* Forward (dy == NULL: writes y) or the backward's statistics (writes lse and delta). */
 template <int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32) forward_rows(const float *q, const float *k, const float *v,
-                                                            const float *dy, float *y, float *lse, float *delta,
-                                                            Dims d) {
+__global__ void __launch_bounds__(kRows * 32)
+    forward_rows(const float *q, const float *k, const float *v, const float *dy, float *y, float *lse, float *delta,
+                 Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
@@ -163,9 +163,9 @@ __global__ void __launch_bounds__(kRows * 32) forward_rows(const float *q, const
 
 /* dQ: a warp per query row over the key tiles. */
 template <int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32) query_gradient(const float *q, const float *k, const float *v,
-                                                              const float *dy, const float *lse, const float *delta,
-                                                              float *dq, Dims d) {
+__global__ void __launch_bounds__(kRows * 32)
+    query_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse,
+                   const float *delta, float *dq, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
@@ -217,15 +217,16 @@ __global__ void __launch_bounds__(kRows * 32) query_gradient(const float *q, con
 
 /* dK and dV: a warp per key row over the query tiles (row_blocks counts key blocks here). */
 template <int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32) key_gradient(const float *q, const float *k, const float *v,
-                                                            const float *dy, const float *lse, const float *delta,
-                                                            float *dk, float *dv, Dims d) {
+__global__ void __launch_bounds__(kRows * 32)
+    key_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse, const float *delta,
+                 float *dk, float *dv, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
   const int64_t first_key = blockIdx.x % d.row_blocks * kRows, j = first_key + warp;
   const bool active = j < d.keys;
-  const float *q_head = q + n * d.queries * d.width + h * d.depth, *dy_head = dy + n * d.queries * d.width + h * d.depth;
+  const float *q_head = q + n * d.queries * d.width + h * d.depth,
+              *dy_head = dy + n * d.queries * d.width + h * d.depth;
   const float *lse_head = lse + (n * d.heads + h) * d.queries, *delta_head = delta + (n * d.heads + h) * d.queries;
   const int64_t key_at = (n * d.keys + (active ? j : 0)) * d.width + h * d.depth;
   float k_reg[DPL], v_reg[DPL], dk_acc[DPL], dv_acc[DPL];
@@ -303,8 +304,8 @@ template <int DPL, bool STAGED> const char *run_backward(const tf_cuda_args *arg
   float *lse = (float *)args->workspace, *delta = (float *)((char *)args->workspace + tf_cuda_round_up(4 * rows));
   if (d.queries > 0) {
     const unsigned blocks = (unsigned)(d.batch * d.heads * d.row_blocks);
-    forward_rows<DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(q, k, v, dy, NULL, lse,
-                                                                                               delta, d);
+    forward_rows<DPL, STAGED>
+        <<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(q, k, v, dy, NULL, lse, delta, d);
     query_gradient<DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(
         q, k, v, dy, lse, delta, (float *)args->outputs[0].data, d);
   }
@@ -314,9 +315,9 @@ template <int DPL, bool STAGED> const char *run_backward(const tf_cuda_args *arg
       TF_CUDA_TRY(zero(&args->outputs[1], stream));
       return zero(&args->outputs[2], stream);
     }
-    key_gradient<DPL, STAGED><<<(unsigned)(kd.batch * kd.heads * kd.row_blocks), kRows * 32,
-                                shared_bytes(kd, STAGED, true), stream>>>(
-        q, k, v, dy, lse, delta, (float *)args->outputs[1].data, (float *)args->outputs[2].data, kd);
+    key_gradient<DPL, STAGED>
+        <<<(unsigned)(kd.batch * kd.heads * kd.row_blocks), kRows * 32, shared_bytes(kd, STAGED, true), stream>>>(
+            q, k, v, dy, lse, delta, (float *)args->outputs[1].data, (float *)args->outputs[2].data, kd);
   }
   return launch_status();
 }
@@ -342,10 +343,11 @@ const char *check_attention(const tf_cuda_args *args) {
   const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
   if (depth > kMaxDepth)
     return "the CUDA attention kernels support head widths D <= 512";
-  const int64_t rows = args->inputs[0].shape[0] * args->attrs->u.attention.num_heads *
-                       ((args->inputs[0].shape[1] > args->inputs[1].shape[1] ? args->inputs[0].shape[1]
-                                                                              : args->inputs[1].shape[1]) +
-                        kRows - 1) / kRows;
+  const int64_t rows =
+      args->inputs[0].shape[0] * args->attrs->u.attention.num_heads *
+      ((args->inputs[0].shape[1] > args->inputs[1].shape[1] ? args->inputs[0].shape[1] : args->inputs[1].shape[1]) +
+       kRows - 1) /
+      kRows;
   if (rows > INT32_MAX)
     return "attention has more than 2^31 row blocks";
   return NULL;

@@ -76,10 +76,10 @@ __device__ inline void store_real(void *data, tf_dtype dtype, int64_t i, double 
     ((int32_t *)data)[i] = v != v ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
     break;
   case TF_I64:
-    ((int64_t *)data)[i] = v != v                          ? 0
-                           : v >= 9223372036854775808.0    ? INT64_MAX
-                           : v < -9223372036854775808.0    ? INT64_MIN
-                                                           : (int64_t)v;
+    ((int64_t *)data)[i] = v != v                       ? 0
+                           : v >= 9223372036854775808.0 ? INT64_MAX
+                           : v < -9223372036854775808.0 ? INT64_MIN
+                                                        : (int64_t)v;
     break;
   case TF_U8: ((uint8_t *)data)[i] = v != v || v <= 0.0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v; break;
   default: ((float *)data)[i] = (float)v; break;

@@ -164,28 +164,28 @@ inline const char *zero(const tf_cuda_tensor *t, cudaStream_t stream) {
 /* ---- launchers, one per op family file ---- */
 
 #define TF_CUDA_LAUNCHER(name) const char *launch_##name(const tf_cuda_args *args)
-TF_CUDA_LAUNCHER(binary);           /* elementwise.cu: add, sub, mul, div */
-TF_CUDA_LAUNCHER(unary);            /* neg ... tanh, gelu */
-TF_CUDA_LAUNCHER(activation_grad);  /* relu_grad ... tanh_grad */
-TF_CUDA_LAUNCHER(reduce);           /* reduce.cu: sum, mean, max, sum_to */
+TF_CUDA_LAUNCHER(binary);          /* elementwise.cu: add, sub, mul, div */
+TF_CUDA_LAUNCHER(unary);           /* neg ... tanh, gelu */
+TF_CUDA_LAUNCHER(activation_grad); /* relu_grad ... tanh_grad */
+TF_CUDA_LAUNCHER(reduce);          /* reduce.cu: sum, mean, max, sum_to */
 TF_CUDA_LAUNCHER(max_grad);
 TF_CUDA_LAUNCHER(global_norm_sq);
-TF_CUDA_LAUNCHER(softmax);          /* softmax.cu: softmax, log_softmax and their grads */
-TF_CUDA_LAUNCHER(norm);             /* norm.cu: layer_norm, rms_norm */
+TF_CUDA_LAUNCHER(softmax); /* softmax.cu: softmax, log_softmax and their grads */
+TF_CUDA_LAUNCHER(norm);    /* norm.cu: layer_norm, rms_norm */
 TF_CUDA_LAUNCHER(norm_grad);
-TF_CUDA_LAUNCHER(embedding);        /* embedding.cu */
+TF_CUDA_LAUNCHER(embedding); /* embedding.cu */
 TF_CUDA_LAUNCHER(embedding_grad);
-TF_CUDA_LAUNCHER(layout);           /* layout.cu: reshape, transpose, concat, slice, slice_grad, expand */
-TF_CUDA_LAUNCHER(matmul);           /* matmul.cu */
-TF_CUDA_LAUNCHER(conv);             /* conv.cu: every convolution op */
-TF_CUDA_LAUNCHER(pool);             /* pool.cu */
-TF_CUDA_LAUNCHER(dropout);          /* random.cu */
-TF_CUDA_LAUNCHER(attention);        /* attention.cu */
+TF_CUDA_LAUNCHER(layout);    /* layout.cu: reshape, transpose, concat, slice, slice_grad, expand */
+TF_CUDA_LAUNCHER(matmul);    /* matmul.cu */
+TF_CUDA_LAUNCHER(conv);      /* conv.cu: every convolution op */
+TF_CUDA_LAUNCHER(pool);      /* pool.cu */
+TF_CUDA_LAUNCHER(dropout);   /* random.cu */
+TF_CUDA_LAUNCHER(attention); /* attention.cu */
 TF_CUDA_LAUNCHER(attention_grad);
-TF_CUDA_LAUNCHER(cast);             /* cast.cu */
-TF_CUDA_LAUNCHER(loss);             /* loss.cu: cross_entropy, mse, bce_with_logits */
+TF_CUDA_LAUNCHER(cast); /* cast.cu */
+TF_CUDA_LAUNCHER(loss); /* loss.cu: cross_entropy, mse, bce_with_logits */
 TF_CUDA_LAUNCHER(loss_grad);
-TF_CUDA_LAUNCHER(optimizer);        /* optimizer.cu: accumulate, zero, sgd, adamw */
+TF_CUDA_LAUNCHER(optimizer); /* optimizer.cu: accumulate, zero, sgd, adamw */
 
 /* Checks beyond dtypes (table.cu does those): NULL when supported. */
 const char *check_attention(const tf_cuda_args *args);

@@ -33,8 +33,8 @@ __global__ void im2col(const float *x, float *column, tf_cuda_conv_geometry g, i
 }
 
 /* image[b, group channels] = the sum of each element's taps in the column block. */
-__global__ void col2im(const float *column, float *image, tf_cuda_conv_geometry g, int64_t first_image,
-                       int64_t images, int64_t group) {
+__global__ void col2im(const float *column, float *image, tf_cuda_conv_geometry g, int64_t first_image, int64_t images,
+                       int64_t group) {
   const int64_t K = g.column_rows, P = g.positions, plane = g.image_height * g.image_width;
   const int64_t cg = g.image_channels / g.groups;
   TF_CUDA_GRID_STRIDE(t, images * cg * plane) {
@@ -71,8 +71,8 @@ const char *gemm(cublasHandle_t handle, bool ta, bool tb, int64_t m, int64_t n, 
   const float alpha = 1.0f;
   return cublas_status(cublasSgemmStridedBatched(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                                  (int)n, (int)m, (int)k, &alpha, b, (int)ldb, (long long)stride_b, a,
-                                                 (int)lda, (long long)stride_a, &beta, c, (int)ldc,
-                                                 (long long)stride_c, (int)batch));
+                                                 (int)lda, (long long)stride_a, &beta, c, (int)ldc, (long long)stride_c,
+                                                 (int)batch));
 }
 
 struct Call {
@@ -97,8 +97,7 @@ const char *forward(const Call &c, const float *x, const float *w, float *y) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
       im2col<<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
       TF_CUDA_TRY(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
-                       y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P,
-                       images));
+                       y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P, images));
     }
   }
   return launch_status();
@@ -111,16 +110,15 @@ const char *scatter_back(const Call &c, const float *response, const float *w, f
     const float *w_group = w + group * c.og * c.K;
     const float *dy = response + group * c.og * c.P;
     if (g.direct) {
-      TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P, g.response_channels * c.P,
-                       0.0f, image + group * c.cg * c.plane, c.P, g.image_channels * c.plane, g.batch));
+      TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P, g.response_channels * c.P, 0.0f,
+                       image + group * c.cg * c.plane, c.P, g.image_channels * c.plane, g.batch));
       continue;
     }
     for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
       TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy + first * g.response_channels * c.P,
                        c.P, g.response_channels * c.P, 0.0f, c.column, c.P, c.K * c.P, images));
-      col2im<<<blocks_for(images * c.cg * c.plane), kThreads, 0, c.stream>>>(c.column, image, g, first, images,
-                                                                             group);
+      col2im<<<blocks_for(images * c.cg * c.plane), kThreads, 0, c.stream>>>(c.column, image, g, first, images, group);
     }
   }
   return launch_status();
@@ -187,7 +185,7 @@ TF_CUDA_LAUNCHER(conv) {
       TF_CUDA_TRY(forward(c, in0, in1, y));
     if (args->n_inputs > 2) {
       add_bias<<<blocks_for(out->count), kThreads, 0, c.stream>>>(y, (const float *)args->inputs[2].data,
-                                                                   g.response_channels, c.P, out->count);
+                                                                  g.response_channels, c.P, out->count);
       TF_CUDA_TRY(launch_status());
     }
     return NULL;
@@ -200,7 +198,7 @@ TF_CUDA_LAUNCHER(conv) {
       TF_CUDA_TRY(scatter_back(c, in0, in1, y));
     if (args->op == TF_OP_CONV_TRANSPOSE2D && args->n_inputs > 2) {
       add_bias<<<blocks_for(out->count), kThreads, 0, c.stream>>>(y, (const float *)args->inputs[2].data,
-                                                                   g.image_channels, c.plane, out->count);
+                                                                  g.image_channels, c.plane, out->count);
       TF_CUDA_TRY(launch_status());
     }
     return NULL;

@@ -134,9 +134,9 @@ template <int OP> const char *grad_run(const tf_cuda_args *args) {
   if (n == 0)
     return NULL;
   bool approximate = OP == TF_OP_GELU_GRAD && args->attrs->u.gelu.approximate;
-  grad_kernel<OP><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(
-      (const float *)args->inputs[0].data, (const float *)args->inputs[1].data, (float *)args->outputs[0].data, n,
-      approximate);
+  grad_kernel<OP><<<blocks_for(n), kThreads, 0, stream_of(args)>>>((const float *)args->inputs[0].data,
+                                                                   (const float *)args->inputs[1].data,
+                                                                   (float *)args->outputs[0].data, n, approximate);
   return launch_status();
 }
 

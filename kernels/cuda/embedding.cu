@@ -112,9 +112,9 @@ TF_CUDA_LAUNCHER(embedding) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
-  lookup<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(ids->data, ids->dtype == TF_I64,
-                                                           (const float *)table->data, table->shape[0],
-                                                           table->shape[1], (float *)args->outputs[0].data, n);
+  lookup<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(ids->data, ids->dtype == TF_I64, (const float *)table->data,
+                                                          table->shape[0], table->shape[1],
+                                                          (float *)args->outputs[0].data, n);
   return launch_status();
 }
 

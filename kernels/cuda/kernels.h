@@ -20,19 +20,19 @@ extern "C" {
 #endif
 
 typedef struct tf_cuda_tensor {
-  void *data;                /* device memory */
+  void *data; /* device memory */
   tf_dtype dtype;
   int32_t rank;
   int64_t shape[TF_MAX_RANK];
-  int64_t count;             /* elements */
+  int64_t count; /* elements */
 } tf_cuda_tensor;
 
 /* Per-run values (tf_run_state), in memory the device reads while the steps run: the backend keeps
  * them in mapped pinned host memory, written before each replay, so captured graphs stay valid. */
 typedef struct tf_cuda_run_values {
-  int64_t optimizer_step;    /* 1 for the first optimizer step (AdamW bias correction) */
-  int64_t micro_step;        /* the dropout RNG's step */
-  uint64_t seed;             /* the session's RNG seed */
+  int64_t optimizer_step; /* 1 for the first optimizer step (AdamW bias correction) */
+  int64_t micro_step;     /* the dropout RNG's step */
+  uint64_t seed;          /* the session's RNG seed */
   int64_t reserved;
 } tf_cuda_run_values;
 
@@ -43,11 +43,11 @@ typedef struct tf_cuda_args {
   const tf_cuda_tensor *inputs;
   int32_t n_outputs;
   const tf_cuda_tensor *outputs;
-  void *workspace;           /* device memory of tf_cuda_workspace_bytes() bytes, 256-byte aligned; NULL when 0 */
+  void *workspace; /* device memory of tf_cuda_workspace_bytes() bytes, 256-byte aligned; NULL when 0 */
   int64_t workspace_bytes;
   const tf_cuda_run_values *run; /* a device-readable pointer */
-  void *stream;              /* cudaStream_t */
-  void *cublas;              /* cublasHandle_t bound to `stream`, pedantic math (no TF32) */
+  void *stream;                  /* cudaStream_t */
+  void *cublas;                  /* cublasHandle_t bound to `stream`, pedantic math (no TF32) */
 } tf_cuda_args;
 
 /* Whether the CUDA kernels implement `op` at all. */

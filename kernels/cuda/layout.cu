@@ -96,7 +96,7 @@ template <typename T> const char *run(const tf_cuda_args *args) {
       const int64_t length = in->shape[axis];
       if (in->count > 0)
         place_rows<T><<<blocks_for(in->count), kThreads, 0, stream>>>((const T *)in->data, (T *)out->data, outer,
-                                                                       length, inner, out->shape[axis], before);
+                                                                      length, inner, out->shape[axis], before);
       before += length;
     }
     break;
@@ -107,9 +107,9 @@ template <typename T> const char *run(const tf_cuda_args *args) {
     int64_t outer, inner;
     split_at(x, axis, &outer, &inner);
     if (n > 0)
-      take_rows<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)x->data, (T *)out->data, outer,
-                                                            out->shape[axis], inner, x->shape[axis],
-                                                            clamp_bound(a->start, x->shape[axis]), a->step);
+      take_rows<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)x->data, (T *)out->data, outer, out->shape[axis],
+                                                           inner, x->shape[axis], clamp_bound(a->start, x->shape[axis]),
+                                                           a->step);
     break;
   }
   default: { /* slice_grad(dy, x (shape)) -> dx */
@@ -119,8 +119,8 @@ template <typename T> const char *run(const tf_cuda_args *args) {
     split_at(out, axis, &outer, &inner);
     if (n > 0)
       scatter_rows<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)x->data, (T *)out->data, outer,
-                                                               out->shape[axis], inner, x->shape[axis],
-                                                               clamp_bound(a->start, out->shape[axis]), a->step);
+                                                              out->shape[axis], inner, x->shape[axis],
+                                                              clamp_bound(a->start, out->shape[axis]), a->step);
     break;
   }
   }
@@ -136,8 +136,8 @@ TF_CUDA_LAUNCHER(layout) {
     /* A plan may place a reshape's output on its input (alias_of): nothing to move. */
     if (out->data == x->data || out->count == 0)
       return NULL;
-    cudaError_t e = cudaMemcpyAsync(out->data, x->data, (size_t)(out->count * size), cudaMemcpyDeviceToDevice,
-                                    stream_of(args));
+    cudaError_t e =
+        cudaMemcpyAsync(out->data, x->data, (size_t)(out->count * size), cudaMemcpyDeviceToDevice, stream_of(args));
     return e == cudaSuccess ? NULL : cudaGetErrorString(e);
   }
   switch (size) {

@@ -115,7 +115,8 @@ __global__ void cross_entropy_grad(const float *logits, const void *labels, bool
 
 __device__ inline float bce_term(float x, float t) { return (x > 0 ? x : 0.0f) - x * t + log1pf(expf(-fabsf(x))); }
 
-template <bool BCE> __global__ void pair_partials(const float *p, const float *t, int64_t n, int64_t partials, double *out) {
+template <bool BCE>
+__global__ void pair_partials(const float *p, const float *t, int64_t n, int64_t partials, double *out) {
   __shared__ double scratch[kWarps];
   const int64_t chunk = (n + partials - 1) / partials;
   const int64_t begin = blockIdx.x * chunk, end = begin + chunk < n ? begin + chunk : n;
@@ -144,7 +145,8 @@ __global__ void pair_finish(const double *partials, int64_t count, int64_t n, fl
 }
 
 /* mse: dp = 2 (p - t) dloss / n; bce: dx = (sigmoid(x) - t) dloss / n. */
-template <bool BCE> __global__ void pair_grad(const float *p, const float *t, const float *dloss, float *dp, int64_t n) {
+template <bool BCE>
+__global__ void pair_grad(const float *p, const float *t, const float *dloss, float *dp, int64_t n) {
   const float scale = n > 0 ? (float)((BCE ? 1.0 : 2.0) * (double)dloss[0] / (double)n) : 0.0f;
   TF_CUDA_GRID_STRIDE(i, n) { dp[i] = BCE ? scale * (1.0f / (1.0f + expf(-p[i])) - t[i]) : scale * (p[i] - t[i]); }
 }
@@ -190,7 +192,7 @@ TF_CUDA_LAUNCHER(loss_grad) {
     long long *count = (long long *)args->workspace;
     count_labels<<<1, kThreads, 0, stream>>>(args->inputs[1].data, wide, rows, classes, ignore, count);
     cross_entropy_grad<<<blocks_for(rows * 32), kThreads, 0, stream>>>((const float *)x->data, args->inputs[1].data,
-                                                                        wide, dloss, count, dx, rows, classes, ignore);
+                                                                       wide, dloss, count, dx, rows, classes, ignore);
     return launch_status();
   }
   const float *p = (const float *)x->data, *t = (const float *)args->inputs[1].data;

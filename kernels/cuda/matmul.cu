@@ -120,11 +120,11 @@ TF_CUDA_LAUNCHER(matmul) {
       rest /= p.batch_shape[i];
       a_offset += at * p.a_stride[i], b_offset += at * p.b_stride[i], c_offset += at * p.c_stride[i];
     }
-    TF_CUDA_TRY(cublas_status(cublasSgemmStridedBatched(
-        handle, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset, (int)p.ldb,
-        inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
-        inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
-        inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count)));
+    TF_CUDA_TRY(cublas_status(
+        cublasSgemmStridedBatched(handle, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset, (int)p.ldb,
+                                  inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
+                                  inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
+                                  inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count)));
   }
   return launch_status();
 }

@@ -36,8 +36,8 @@ __device__ inline Stats row_stats(const float *x, int64_t n, double epsilon, boo
 
 __device__ inline float normalised(float x, Stats s) { return (float)(((double)x - s.mean) * s.rstd); }
 
-__global__ void norm_forward(const float *x, const float *gamma, const float *beta, float *y, int64_t rows,
-                             int64_t n, double epsilon, bool rms) {
+__global__ void norm_forward(const float *x, const float *gamma, const float *beta, float *y, int64_t rows, int64_t n,
+                             double epsilon, bool rms) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
   for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
@@ -154,8 +154,7 @@ TF_CUDA_LAUNCHER(norm_grad) {
   cudaStream_t stream = stream_of(args);
   if (rows > 0)
     keep_stats<<<blocks_for(rows * 32), kThreads, 0, stream>>>(in, stats, rows, n, epsilon, rms);
-  column_sums<<<blocks_for(n * splits), kThreads, 0, stream>>>(in, dy, stats, dgamma, dbeta, partials, rows, n,
-                                                                splits);
+  column_sums<<<blocks_for(n * splits), kThreads, 0, stream>>>(in, dy, stats, dgamma, dbeta, partials, rows, n, splits);
   if (splits > 1)
     column_finish<<<blocks_for(n), kThreads, 0, stream>>>(partials, dgamma, dbeta, n, splits);
   if (rows > 0)

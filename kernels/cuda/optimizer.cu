@@ -94,11 +94,10 @@ TF_CUDA_LAUNCHER(optimizer) {
   coefficients<<<1, 1, 0, stream>>>(*a, norm_sq, args->run, is_adamw, c);
   if (is_adamw) {
     const double lr = (double)a->learning_rate, beta1 = (double)a->beta1, beta2 = (double)a->beta2;
-    adamw<<<blocks_for(n), kThreads, 0, stream>>>(param, grad, (float *)args->inputs[2].data,
-                                                  (float *)args->inputs[3].data, n, c,
-                                                  (float)(1.0 - lr * (double)a->weight_decay), (float)beta1,
-                                                  (float)beta2, (float)(1.0 - beta1), (float)(1.0 - beta2),
-                                                  (float)a->epsilon);
+    adamw<<<blocks_for(n), kThreads, 0, stream>>>(
+        param, grad, (float *)args->inputs[2].data, (float *)args->inputs[3].data, n, c,
+        (float)(1.0 - lr * (double)a->weight_decay), (float)beta1, (float)beta2, (float)(1.0 - beta1),
+        (float)(1.0 - beta2), (float)a->epsilon);
   } else {
     sgd<<<blocks_for(n), kThreads, 0, stream>>>(param, grad, (float *)args->inputs[2].data, n, c,
                                                 (float)a->learning_rate, (float)a->weight_decay,

@@ -123,8 +123,8 @@ TF_CUDA_LAUNCHER(pool) {
     Pooling p = pooling_of(a, &args->inputs[0], out);
     if (p.height == 0 || p.width == 0) /* windows of padding only: no element to take */
       return zero(out, stream);
-    max_pool<<<blocks_for(out->count), kThreads, 0, stream>>>((const float *)args->inputs[0].data,
-                                                              (float *)out->data, p);
+    max_pool<<<blocks_for(out->count), kThreads, 0, stream>>>((const float *)args->inputs[0].data, (float *)out->data,
+                                                              p);
     break;
   }
   case TF_OP_AVG_POOL2D:

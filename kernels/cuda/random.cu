@@ -1,7 +1,8 @@
 /* dropout: element i is kept with probability 1 - rate and scaled by 1 / (1 - rate), with the mask a
  * pure function of (session seed, micro-step, the node's seed, i): common/rng.c's Philox4x32-10 and
  * its counter layout, ported operation by operation, so the masks equal the CPU's bit for bit. The
- * seed and micro-step are read from the run values at run time (a replayed graph sees new ones). */
+ * seed and micro-step are read from the run values at run time (a replayed graph sees new ones), copied
+ * into the step's workspace first. */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -32,9 +33,18 @@ __device__ inline float rng_uniform(uint64_t seed, uint64_t step, uint64_t strea
   return (float)(c[0] >> 8) * (1.0f / 16777216.0f);
 }
 
+/* The run values live in host memory the device reads over the bus: one thread copies them next to
+ * the step (its workspace), so the many threads below read device memory. */
+__global__ void copy_run(const tf_cuda_run_values *run, tf_cuda_run_values *copy) {
+  tf_cuda_run_values values = {0, 0, 0, 0};
+  if (run)
+    values = *run;
+  *copy = values;
+}
+
 __global__ void dropout_kernel(const float *x, float *y, int64_t n, float rate, float scale, uint64_t stream,
                                const tf_cuda_run_values *run) {
-  const uint64_t seed = run ? run->seed : 0, step = run ? (uint64_t)run->micro_step : 0;
+  const uint64_t seed = run->seed, step = (uint64_t)run->micro_step;
   TF_CUDA_GRID_STRIDE(i, n) { y[i] = rng_uniform(seed, step, stream, (uint64_t)i) >= rate ? x[i] * scale : 0.0f; }
 }
 
@@ -54,8 +64,10 @@ TF_CUDA_LAUNCHER(dropout) {
     return e == cudaSuccess ? NULL : cudaGetErrorString(e);
   }
   const float scale = (float)(1.0 / (1.0 - (double)rate));
+  tf_cuda_run_values *run = (tf_cuda_run_values *)args->workspace;
+  copy_run<<<1, 1, 0, stream_of(args)>>>(args->run, run);
   dropout_kernel<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(x, y, n, rate, scale, args->attrs->u.dropout.seed,
-                                                                  args->run);
+                                                                  run);
   return launch_status();
 }
 

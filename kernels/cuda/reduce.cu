@@ -185,8 +185,8 @@ const char *reduce_run(const tf_cuda_args *args, const tf_cuda_reduction &r, dou
   } else {
     columns_kernel<MODE, T><<<blocks_for(r.outputs * r.splits), kThreads, 0, stream>>>(x, y, partials, r, divisor);
     if (r.splits > 1)
-      columns_finish<MODE, T><<<blocks_for(r.outputs), kThreads, 0, stream>>>(partials, y, r.outputs, r.splits,
-                                                                               divisor);
+      columns_finish<MODE, T>
+          <<<blocks_for(r.outputs), kThreads, 0, stream>>>(partials, y, r.outputs, r.splits, divisor);
   }
   return launch_status();
 }
@@ -280,7 +280,7 @@ TF_CUDA_LAUNCHER(global_norm_sq) {
   for (int32_t i = 0; i < args->n_inputs; i++) {
     const int64_t n = tf_cuda_full_partials(args->inputs[i].count);
     full_partials<SUM, float, true><<<(unsigned)n, kThreads, 0, stream>>>((const float *)args->inputs[i].data,
-                                                                           args->inputs[i].count, n, partials + used);
+                                                                          args->inputs[i].count, n, partials + used);
     used += n;
   }
   full_finish<SUM, float><<<1, kThreads, 0, stream>>>(partials, used, (float *)args->outputs[0].data, 1.0);

@@ -132,8 +132,8 @@ template <bool LOG> const char *backward(const tf_cuda_args *args) {
   if (y->count == 0)
     return NULL;
   if (g.inner == 1)
-    softmax_grad_rows<LOG><<<blocks_for(g.outer * 32), kThreads, 0, stream_of(args)>>>(y_data, dy, dx, g.outer,
-                                                                                        g.classes);
+    softmax_grad_rows<LOG>
+        <<<blocks_for(g.outer * 32), kThreads, 0, stream_of(args)>>>(y_data, dy, dx, g.outer, g.classes);
   else
     softmax_grad_columns<LOG><<<blocks_for(g.outer * g.inner), kThreads, 0, stream_of(args)>>>(y_data, dy, dx, g);
   return launch_status();

@@ -29,39 +29,43 @@ bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || 
 launcher launcher_of(tf_op op) {
   switch (op) {
     CASE(TF_OP_MATMUL, matmul)
-    CASE(TF_OP_ADD, binary) CASE(TF_OP_SUB, binary) CASE(TF_OP_MUL, binary) CASE(TF_OP_DIV, binary)
-    CASE(TF_OP_NEG, unary) CASE(TF_OP_EXP, unary) CASE(TF_OP_LOG, unary) CASE(TF_OP_SQRT, unary)
-    CASE(TF_OP_RSQRT, unary) CASE(TF_OP_RELU, unary) CASE(TF_OP_GELU, unary) CASE(TF_OP_SILU, unary)
-    CASE(TF_OP_SIGMOID, unary) CASE(TF_OP_TANH, unary)
-    CASE(TF_OP_SUM, reduce) CASE(TF_OP_MEAN, reduce) CASE(TF_OP_MAX, reduce)
-    CASE(TF_OP_SOFTMAX, softmax) CASE(TF_OP_LOG_SOFTMAX, softmax)
-    CASE(TF_OP_LAYER_NORM, norm) CASE(TF_OP_RMS_NORM, norm)
-    CASE(TF_OP_EMBEDDING, embedding)
-    CASE(TF_OP_RESHAPE, layout) CASE(TF_OP_TRANSPOSE, layout) CASE(TF_OP_CONCAT, layout) CASE(TF_OP_SLICE, layout)
-    CASE(TF_OP_EXPAND, layout)
-    CASE(TF_OP_CONV1D, conv) CASE(TF_OP_CONV2D, conv) CASE(TF_OP_CONV_TRANSPOSE2D, conv)
-    CASE(TF_OP_MAX_POOL2D, pool) CASE(TF_OP_AVG_POOL2D, pool)
-    CASE(TF_OP_DROPOUT, dropout)
-    CASE(TF_OP_ATTENTION, attention)
-    CASE(TF_OP_CAST, cast)
-    CASE(TF_OP_CROSS_ENTROPY, loss) CASE(TF_OP_MSE, loss) CASE(TF_OP_BCE_WITH_LOGITS, loss)
-    CASE(TF_OP_RELU_GRAD, activation_grad) CASE(TF_OP_GELU_GRAD, activation_grad)
-    CASE(TF_OP_SILU_GRAD, activation_grad) CASE(TF_OP_SIGMOID_GRAD, activation_grad)
-    CASE(TF_OP_TANH_GRAD, activation_grad)
-    CASE(TF_OP_SUM_TO, reduce) CASE(TF_OP_MAX_GRAD, max_grad)
-    CASE(TF_OP_SOFTMAX_GRAD, softmax) CASE(TF_OP_LOG_SOFTMAX_GRAD, softmax)
-    CASE(TF_OP_LAYER_NORM_GRAD, norm_grad) CASE(TF_OP_RMS_NORM_GRAD, norm_grad)
-    CASE(TF_OP_EMBEDDING_GRAD, embedding_grad)
-    CASE(TF_OP_SLICE_GRAD, layout)
-    CASE(TF_OP_CONV1D_GRAD_INPUT, conv) CASE(TF_OP_CONV1D_GRAD_WEIGHT, conv)
-    CASE(TF_OP_CONV2D_GRAD_INPUT, conv) CASE(TF_OP_CONV2D_GRAD_WEIGHT, conv)
-    CASE(TF_OP_MAX_POOL2D_GRAD, pool) CASE(TF_OP_AVG_POOL2D_GRAD, pool)
-    CASE(TF_OP_ATTENTION_GRAD, attention_grad)
-    CASE(TF_OP_CROSS_ENTROPY_GRAD, loss_grad) CASE(TF_OP_MSE_GRAD, loss_grad)
-    CASE(TF_OP_BCE_WITH_LOGITS_GRAD, loss_grad)
-    CASE(TF_OP_ACCUMULATE, optimizer) CASE(TF_OP_ZERO, optimizer) CASE(TF_OP_GLOBAL_NORM_SQ, global_norm_sq)
-    CASE(TF_OP_SGD, optimizer) CASE(TF_OP_ADAMW, optimizer)
-  default: return NULL;
+    CASE(TF_OP_ADD, binary)
+    CASE(TF_OP_SUB, binary) CASE(TF_OP_MUL, binary) CASE(TF_OP_DIV, binary) CASE(TF_OP_NEG, unary) CASE(
+        TF_OP_EXP, unary) CASE(TF_OP_LOG, unary) CASE(TF_OP_SQRT, unary) CASE(TF_OP_RSQRT, unary)
+        CASE(TF_OP_RELU, unary) CASE(TF_OP_GELU, unary) CASE(TF_OP_SILU, unary) CASE(TF_OP_SIGMOID, unary) CASE(
+            TF_OP_TANH, unary) CASE(TF_OP_SUM, reduce) CASE(TF_OP_MEAN, reduce) CASE(TF_OP_MAX, reduce)
+            CASE(TF_OP_SOFTMAX, softmax) CASE(TF_OP_LOG_SOFTMAX, softmax) CASE(TF_OP_LAYER_NORM, norm) CASE(
+                TF_OP_RMS_NORM, norm) CASE(TF_OP_EMBEDDING, embedding) CASE(TF_OP_RESHAPE, layout) CASE(TF_OP_TRANSPOSE,
+                                                                                                        layout)
+                CASE(TF_OP_CONCAT, layout) CASE(TF_OP_SLICE, layout) CASE(TF_OP_EXPAND, layout) CASE(TF_OP_CONV1D, conv)
+                    CASE(TF_OP_CONV2D, conv) CASE(TF_OP_CONV_TRANSPOSE2D, conv) CASE(TF_OP_MAX_POOL2D, pool)
+                        CASE(TF_OP_AVG_POOL2D, pool) CASE(TF_OP_DROPOUT, dropout) CASE(TF_OP_ATTENTION, attention)
+                            CASE(TF_OP_CAST, cast) CASE(TF_OP_CROSS_ENTROPY, loss) CASE(TF_OP_MSE, loss) CASE(
+                                TF_OP_BCE_WITH_LOGITS, loss) CASE(TF_OP_RELU_GRAD, activation_grad)
+                                CASE(TF_OP_GELU_GRAD, activation_grad) CASE(TF_OP_SILU_GRAD, activation_grad)
+                                    CASE(TF_OP_SIGMOID_GRAD, activation_grad) CASE(TF_OP_TANH_GRAD, activation_grad)
+                                        CASE(TF_OP_SUM_TO, reduce) CASE(TF_OP_MAX_GRAD, max_grad) CASE(
+                                            TF_OP_SOFTMAX_GRAD, softmax) CASE(TF_OP_LOG_SOFTMAX_GRAD, softmax)
+                                            CASE(TF_OP_LAYER_NORM_GRAD, norm_grad) CASE(TF_OP_RMS_NORM_GRAD, norm_grad)
+                                                CASE(TF_OP_EMBEDDING_GRAD, embedding_grad)
+                                                    CASE(TF_OP_SLICE_GRAD, layout) CASE(TF_OP_CONV1D_GRAD_INPUT, conv)
+                                                        CASE(TF_OP_CONV1D_GRAD_WEIGHT,
+                                                             conv) CASE(TF_OP_CONV2D_GRAD_INPUT, conv)
+                                                            CASE(TF_OP_CONV2D_GRAD_WEIGHT,
+                                                                 conv) CASE(TF_OP_MAX_POOL2D_GRAD, pool)
+                                                                CASE(TF_OP_AVG_POOL2D_GRAD,
+                                                                     pool) CASE(TF_OP_ATTENTION_GRAD, attention_grad)
+                                                                    CASE(TF_OP_CROSS_ENTROPY_GRAD, loss_grad)
+                                                                        CASE(TF_OP_MSE_GRAD, loss_grad)
+                                                                            CASE(TF_OP_BCE_WITH_LOGITS_GRAD, loss_grad)
+                                                                                CASE(TF_OP_ACCUMULATE, optimizer)
+                                                                                    CASE(TF_OP_ZERO, optimizer)
+                                                                                        CASE(TF_OP_GLOBAL_NORM_SQ,
+                                                                                             global_norm_sq)
+                                                                                            CASE(TF_OP_SGD, optimizer)
+                                                                                                CASE(TF_OP_ADAMW,
+                                                                                                     optimizer) default
+        : return NULL;
   }
 }
 

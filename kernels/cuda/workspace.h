@@ -14,7 +14,8 @@
  *   - embedding_grad: the (id, position) keys, sorted so that each table row sums its positions in
  *     order (deterministic, no atomics);
  *   - attention_grad: each query row's log-sum-exp and dO.O (O(T), never [T, T]);
- *   - sgd / adamw: the update's scalar coefficients, computed once on the device per run.
+ *   - sgd / adamw: the update's scalar coefficients, computed once on the device per run;
+ *   - dropout: a device copy of the run values (seed, micro-step), which live in host memory.
  * Every section starts at a multiple of TF_CUDA_WORKSPACE_ALIGN bytes (cuBLAS wants 256). */
 #ifndef TIGHTFIT_KERNELS_CUDA_WORKSPACE_H
 #define TIGHTFIT_KERNELS_CUDA_WORKSPACE_H
@@ -26,14 +27,14 @@
 #include "kernels/cuda/kernels.h"
 
 #define TF_CUDA_WORKSPACE_ALIGN 256
-#define TF_CUDA_CUBLAS_WORKSPACE ((int64_t)4 << 20) /* cuBLAS's recommended size before Hopper */
+#define TF_CUDA_CUBLAS_WORKSPACE ((int64_t)4 << 20)  /* cuBLAS's recommended size before Hopper */
 #define TF_CUDA_CONV_COLUMN_LIMIT ((int64_t)1 << 22) /* floats in one im2col block (16 MiB) */
-#define TF_CUDA_REDUCE_BLOCK_ELEMENTS 8192            /* elements per partial of a full reduction, at least */
+#define TF_CUDA_REDUCE_BLOCK_ELEMENTS 8192           /* elements per partial of a full reduction, at least */
 #define TF_CUDA_REDUCE_MAX_PARTIALS 512
-#define TF_CUDA_COLUMN_MIN_RUN 128                    /* rows one thread sums in a split column reduction, at least */
-#define TF_CUDA_COLUMN_THREADS 65536                  /* threads a split column reduction aims for */
+#define TF_CUDA_COLUMN_MIN_RUN 128   /* rows one thread sums in a split column reduction, at least */
+#define TF_CUDA_COLUMN_THREADS 65536 /* threads a split column reduction aims for */
 #define TF_CUDA_COLUMN_MAX_SPLITS 1024
-#define TF_CUDA_OPTIMIZER_COEFFICIENTS 64             /* bytes: sgd/adamw scalars */
+#define TF_CUDA_OPTIMIZER_COEFFICIENTS 64 /* bytes: sgd/adamw scalars */
 
 static inline int64_t tf_cuda_round_up(int64_t bytes) {
   return (bytes + TF_CUDA_WORKSPACE_ALIGN - 1) / TF_CUDA_WORKSPACE_ALIGN * TF_CUDA_WORKSPACE_ALIGN;
@@ -77,8 +78,8 @@ typedef struct tf_cuda_reduction {
   bool reduced[TF_MAX_RANK];
   int64_t outputs, group;
   tf_cuda_reduce_kind kind;
-  int64_t splits;  /* columns: row ranges (1: no partials) */
-  int64_t length;  /* columns: the rows each output sums when the reduced axes are one run; else 0 */
+  int64_t splits; /* columns: row ranges (1: no partials) */
+  int64_t length; /* columns: the rows each output sums when the reduced axes are one run; else 0 */
 } tf_cuda_reduction;
 
 static inline void tf_cuda_reduction_init(tf_cuda_reduction *r, int32_t rank, const int64_t *shape,
@@ -160,10 +161,10 @@ typedef struct tf_cuda_conv_geometry {
   int64_t batch, image_channels, image_height, image_width;
   int64_t response_channels, response_height, response_width;
   int64_t kernel_height, kernel_width, stride[2], padding[2], dilation[2], groups;
-  int64_t column_rows;   /* image_channels / groups x kh x kw */
-  int64_t positions;     /* response_height x response_width */
-  int64_t chunk_images;  /* images lowered into one column block */
-  bool direct;           /* 1x1, stride 1, no padding, same size: the image is its own column matrix */
+  int64_t column_rows;  /* image_channels / groups x kh x kw */
+  int64_t positions;    /* response_height x response_width */
+  int64_t chunk_images; /* images lowered into one column block */
+  bool direct;          /* 1x1, stride 1, no padding, same size: the image is its own column matrix */
 } tf_cuda_conv_geometry;
 
 static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cuda_tensor *inputs,
@@ -254,9 +255,7 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   case TF_OP_MEAN:
   case TF_OP_MAX:
   case TF_OP_SUM_TO:
-  case TF_OP_MAX_GRAD:
-    tf_cuda_reduction_of(op, attrs, inputs, &r);
-    return tf_cuda_reduction_workspace(&r, op);
+  case TF_OP_MAX_GRAD: tf_cuda_reduction_of(op, attrs, inputs, &r); return tf_cuda_reduction_workspace(&r, op);
   case TF_OP_GLOBAL_NORM_SQ: {
     int64_t partials = 0;
     for (int32_t i = 0; i < n_inputs; i++)
@@ -281,6 +280,7 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   case TF_OP_CROSS_ENTROPY_GRAD: return 8;
   case TF_OP_SGD:
   case TF_OP_ADAMW: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
+  case TF_OP_DROPOUT: return attrs->u.dropout.rate > 0.0f ? (int64_t)sizeof(tf_cuda_run_values) : 0;
   default: return 0;
   }
 }

@@ -82,7 +82,11 @@ expect 0 "run with weights" "$tf" run "$dir/infer.tfplan" --data models/data/dig
   --weights "$dir/straight/latest.safetensors" --output "$dir" --json
 check "run wrote logits.npy" "[ -s '$dir/logits.npy' ]"
 expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models/data/digits/train --steps 1
-for command in zoo inspect dump compile check report train run; do
+expect 0 "devices" "$tf" devices
+grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: devices lists no cpu"; }
+expect 2 "train: bad device" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:x
+expect 2 "train: unknown backend" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device tpu:0
+for command in zoo inspect dump compile check report train run devices; do
   expect 0 "$command --help" "$tf" "$command" --help
 done
 echo "$passed passed, $failed failed"

@@ -99,17 +99,47 @@ tf_status cuda_test_feed(tf_session *session, const tf_plan *plan, const cuda_te
 cuda_tolerance cuda_test_tolerance(tf_op op) {
   static const cuda_tolerance exact = {0, 0}, math = {2e-6, 2e-5}, sums = {1e-5, 1e-4}, update = {1e-7, 1e-6};
   switch (op) {
-  case TF_OP_NEG: case TF_OP_RELU: case TF_OP_RELU_GRAD: case TF_OP_RESHAPE: case TF_OP_TRANSPOSE:
-  case TF_OP_CONCAT: case TF_OP_SLICE: case TF_OP_SLICE_GRAD: case TF_OP_EXPAND: case TF_OP_DROPOUT:
-  case TF_OP_CAST: case TF_OP_EMBEDDING: case TF_OP_EMBEDDING_GRAD: case TF_OP_MAX: case TF_OP_MAX_GRAD:
-  case TF_OP_MAX_POOL2D: case TF_OP_MAX_POOL2D_GRAD: case TF_OP_AVG_POOL2D: case TF_OP_AVG_POOL2D_GRAD:
-  case TF_OP_ACCUMULATE: case TF_OP_ZERO: case TF_OP_ADD: case TF_OP_SUB: case TF_OP_MUL:
-    return exact;
-  case TF_OP_SGD: case TF_OP_ADAMW: return update; /* same operations; pow() may differ in the last bit */
-  case TF_OP_DIV: case TF_OP_EXP: case TF_OP_LOG: case TF_OP_SQRT: case TF_OP_RSQRT: case TF_OP_GELU:
-  case TF_OP_SILU: case TF_OP_SIGMOID: case TF_OP_TANH: case TF_OP_GELU_GRAD: case TF_OP_SILU_GRAD:
-  case TF_OP_SIGMOID_GRAD: case TF_OP_TANH_GRAD: case TF_OP_MSE_GRAD: case TF_OP_BCE_WITH_LOGITS_GRAD:
-    return math;
+  case TF_OP_NEG:
+  case TF_OP_RELU:
+  case TF_OP_RELU_GRAD:
+  case TF_OP_RESHAPE:
+  case TF_OP_TRANSPOSE:
+  case TF_OP_CONCAT:
+  case TF_OP_SLICE:
+  case TF_OP_SLICE_GRAD:
+  case TF_OP_EXPAND:
+  case TF_OP_DROPOUT:
+  case TF_OP_CAST:
+  case TF_OP_EMBEDDING:
+  case TF_OP_EMBEDDING_GRAD:
+  case TF_OP_MAX:
+  case TF_OP_MAX_GRAD:
+  case TF_OP_MAX_POOL2D:
+  case TF_OP_MAX_POOL2D_GRAD:
+  case TF_OP_AVG_POOL2D:
+  case TF_OP_AVG_POOL2D_GRAD:
+  case TF_OP_ACCUMULATE:
+  case TF_OP_ZERO:
+  case TF_OP_ADD:
+  case TF_OP_SUB:
+  case TF_OP_MUL: return exact;
+  case TF_OP_SGD:
+  case TF_OP_ADAMW: return update; /* same operations; pow() may differ in the last bit */
+  case TF_OP_DIV:
+  case TF_OP_EXP:
+  case TF_OP_LOG:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT:
+  case TF_OP_GELU:
+  case TF_OP_SILU:
+  case TF_OP_SIGMOID:
+  case TF_OP_TANH:
+  case TF_OP_GELU_GRAD:
+  case TF_OP_SILU_GRAD:
+  case TF_OP_SIGMOID_GRAD:
+  case TF_OP_TANH_GRAD:
+  case TF_OP_MSE_GRAD:
+  case TF_OP_BCE_WITH_LOGITS_GRAD: return math;
   default: return sums;
   }
 }
@@ -118,13 +148,13 @@ cuda_tolerance cuda_test_tolerance(tf_op op) {
 
 typedef struct harness {
   const tf_plan *plan;
-  void **host;              /* per buffer (io twins share their primary's) */
-  char *device;             /* one allocation; buffer i at offsets[i] */
+  void **host;  /* per buffer (io twins share their primary's) */
+  char *device; /* one allocation; buffer i at offsets[i] */
   int64_t *offsets;
   void *cpu_workspace, *cuda_workspace;
   cudaStream_t stream;
   cublasHandle_t cublas;
-  tf_cuda_run_values *run;  /* device memory */
+  tf_cuda_run_values *run; /* device memory */
 } harness;
 
 static int32_t storage_of(const tf_plan *plan, int32_t id) {
@@ -172,7 +202,8 @@ static bool harness_open(tf_test_counts *counts, const char *label, harness *h, 
     tf_cpu_tensor in[TF_OP_VARIADIC_INTERNAL], out[TF_MAX_OUTPUTS];
     tf_cuda_tensor cin[TF_OP_VARIADIC_INTERNAL], cout[TF_MAX_OUTPUTS];
     for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
-      const tf_plan_buffer *b = &plan->buffers[k < step->n_inputs ? step->inputs[k] : step->outputs[k - step->n_inputs]];
+      const tf_plan_buffer *b =
+          &plan->buffers[k < step->n_inputs ? step->inputs[k] : step->outputs[k - step->n_inputs]];
       tf_cpu_tensor *t = k < step->n_inputs ? &in[k] : &out[k - step->n_inputs];
       tf_cuda_tensor *c = k < step->n_inputs ? &cin[k] : &cout[k - step->n_inputs];
       memset(t, 0, sizeof(*t));
@@ -275,9 +306,17 @@ static bool run_step(tf_test_counts *counts, const char *label, harness *h, int3
       return false;
   }
   tf_cuda_run_values run = {3, 5, 11, 0};
-  tf_cuda_args args = {step->op, &step->attrs, step->n_inputs, cin, step->n_outputs, cout, h->cuda_workspace,
+  tf_cuda_args args = {step->op,
+                       &step->attrs,
+                       step->n_inputs,
+                       cin,
+                       step->n_outputs,
+                       cout,
+                       h->cuda_workspace,
                        tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, cin, step->n_outputs, cout),
-                       h->run, h->stream, h->cublas};
+                       h->run,
+                       h->stream,
+                       h->cublas};
   const char *unsupported = tf_cuda_kernel_check(&args);
   CHECK(counts, unsupported == NULL, "%s: step %d (%s): %s", label, s, tf_op_name(step->op), unsupported);
   if (unsupported || !cuda_ok(counts, cudaMemcpy(h->run, &run, sizeof(run), cudaMemcpyHostToDevice), label, "run"))
@@ -287,9 +326,12 @@ static bool run_step(tf_test_counts *counts, const char *label, harness *h, int3
   if (error || !cuda_ok(counts, cudaStreamSynchronize(h->stream), label, tf_op_name(step->op)))
     return false;
   tf_cpu_context context = {2, 3, 5, 11};
-  tf_cpu_args cpu = {step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, h->cpu_workspace,
-                     tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, 2, 4),
-                     &context};
+  tf_cpu_args cpu = {
+      step->op,         &step->attrs,
+      step->n_inputs,   in,
+      step->n_outputs,  out,
+      h->cpu_workspace, tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, 2, 4),
+      &context};
   tf_cpu_kernel_get(step->op, false)(&cpu);
   double worst = 0;
   for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
@@ -298,8 +340,9 @@ static bool run_step(tf_test_counts *counts, const char *label, harness *h, int3
       continue;
     const tf_plan_buffer *b = &plan->buffers[ids[k]];
     void *values = malloc((size_t)(b->bytes + 8));
-    if (!values || !cuda_ok(counts, cudaMemcpy(values, h->device + h->offsets[ids[k]], (size_t)b->bytes,
-                                               cudaMemcpyDeviceToHost), label, "downloading")) {
+    if (!values ||
+        !cuda_ok(counts, cudaMemcpy(values, h->device + h->offsets[ids[k]], (size_t)b->bytes, cudaMemcpyDeviceToHost),
+                 label, "downloading")) {
       free(values);
       return false;
     }

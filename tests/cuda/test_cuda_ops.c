@@ -104,8 +104,8 @@ static void test_matmul(void) {
       {"matmul broadcast [1,3,13,5]x[2,1,5,7]", TF_SHAPE(d(1), d(3), d(13), d(5)), TF_SHAPE(d(2), d(1), d(5), d(7)),
        false, false},
       {"matmul broadcast A^T [3,5,13]x[5,7]", TF_SHAPE(d(3), d(5), d(13)), TF_SHAPE(d(5), d(7)), true, false},
-      {"matmul [2,1,3,4,6]x[3,1,6,5] (loops)", TF_SHAPE(d(2), d(1), d(3), d(4), d(6)),
-       TF_SHAPE(d(3), d(1), d(6), d(5)), false, false},
+      {"matmul [2,1,3,4,6]x[3,1,6,5] (loops)", TF_SHAPE(d(2), d(1), d(3), d(4), d(6)), TF_SHAPE(d(3), d(1), d(6), d(5)),
+       false, false},
       {"matmul [131,257]x[257,65]", TF_SHAPE(d(131), d(257)), TF_SHAPE(d(257), d(65)), false, false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -122,15 +122,16 @@ static void test_elementwise(void) {
     snprintf(label, sizeof(label), "%s [5,7,3] (+) [7,1]", tf_op_name(binaries[i]));
     tf_graph *g = begin("binary");
     tf_tensor_id a = param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
-    tf_tensor_id b = binaries[i] == TF_OP_DIV ? positive(g, "b", TF_SHAPE(d(7), d(1))) : param(g, "b", TF_SHAPE(d(7), d(1)));
+    tf_tensor_id b =
+        binaries[i] == TF_OP_DIV ? positive(g, "b", TF_SHAPE(d(7), d(1))) : param(g, "b", TF_SHAPE(d(7), d(1)));
     finish_probe(g, tf_graph_node(g, binaries[i], (tf_tensor_id[]){a, b}, 2, NULL));
     run(label, g, FLOATS);
   }
   tf_graph *g = begin("binary");
   finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(1))), param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
   run("add [1] + [4,1,259]", g, FLOATS);
-  const tf_op unaries[] = {TF_OP_NEG, TF_OP_EXP, TF_OP_LOG, TF_OP_SQRT, TF_OP_RSQRT, TF_OP_RELU, TF_OP_SILU,
-                           TF_OP_SIGMOID, TF_OP_TANH};
+  const tf_op unaries[] = {TF_OP_NEG,  TF_OP_EXP,  TF_OP_LOG,     TF_OP_SQRT, TF_OP_RSQRT,
+                           TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH};
   for (size_t i = 0; i < sizeof(unaries) / sizeof(unaries[0]); i++) {
     bool needs_positive = unaries[i] == TF_OP_LOG || unaries[i] == TF_OP_SQRT || unaries[i] == TF_OP_RSQRT;
     g = begin("unary");
@@ -204,14 +205,17 @@ static void test_softmax_and_norms(void) {
       g = begin("norm");
       tf_tensor_id x = param(g, "x", TF_SHAPE(d(rows[i]), d(widths[i])));
       tf_tensor_id gamma = param(g, "gamma", TF_SHAPE(d(widths[i])));
-      tf_tensor_id y = kind == 2 ? tf_rms_norm(g, x, gamma, 1e-5f)
-                                 : tf_layer_norm(g, x, gamma, kind == 0 ? param(g, "beta", TF_SHAPE(d(widths[i])))
-                                                                        : TF_NO_TENSOR, 1e-5f);
+      tf_tensor_id y =
+          kind == 2
+              ? tf_rms_norm(g, x, gamma, 1e-5f)
+              : tf_layer_norm(g, x, gamma, kind == 0 ? param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
       finish_probe(g, y);
       char label[64];
       snprintf(label, sizeof(label), "%s (+ grad) [%lld,%lld]",
-               kind == 0 ? "layer_norm" : kind == 1 ? "layer_norm no beta" : "rms_norm", (long long)rows[i],
-               (long long)widths[i]);
+               kind == 0   ? "layer_norm"
+               : kind == 1 ? "layer_norm no beta"
+                           : "rms_norm",
+               (long long)rows[i], (long long)widths[i]);
       run(label, g, FLOATS);
     }
 }
@@ -266,18 +270,42 @@ static void test_conv_and_pool(void) {
     tf_conv_attrs attrs;
     bool bias, transpose;
   } cases[] = {
-      {"conv2d 3x3 pad 1 [2,3,9,11]", TF_SHAPE(d(2), d(3), d(9), d(11)), TF_SHAPE(d(4), d(3), d(3), d(3)),
-       {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}, true, false},
-      {"conv2d stride 2 dilation 2", TF_SHAPE(d(2), d(3), d(13), d(10)), TF_SHAPE(d(5), d(3), d(3), d(2)),
-       {{2, 2}, {0, 1}, {2, 2}, {0, 0}, 1}, false, false},
-      {"conv2d groups 2, 1x1 (direct)", TF_SHAPE(d(3), d(4), d(7), d(7)), TF_SHAPE(d(6), d(2), d(1), d(1)),
-       {{1, 1}, {0, 0}, {1, 1}, {0, 0}, 2}, true, false},
-      {"conv2d groups 2, 3x3 stride 3", TF_SHAPE(d(1), d(4), d(8), d(7)), TF_SHAPE(d(6), d(2), d(3), d(3)),
-       {{3, 3}, {1, 1}, {1, 1}, {0, 0}, 2}, false, false},
-      {"conv2d [9,16,64,64] 3x3 (2 im2col chunks)", TF_SHAPE(d(9), d(16), d(64), d(64)),
-       TF_SHAPE(d(3), d(16), d(3), d(3)), {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1}, true, false},
-      {"conv_transpose2d stride 2 pad 1 out_pad 1", TF_SHAPE(d(2), d(4), d(5), d(6)), TF_SHAPE(d(4), d(3), d(3), d(3)),
-       {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}, true, true},
+      {"conv2d 3x3 pad 1 [2,3,9,11]",
+       TF_SHAPE(d(2), d(3), d(9), d(11)),
+       TF_SHAPE(d(4), d(3), d(3), d(3)),
+       {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1},
+       true,
+       false},
+      {"conv2d stride 2 dilation 2",
+       TF_SHAPE(d(2), d(3), d(13), d(10)),
+       TF_SHAPE(d(5), d(3), d(3), d(2)),
+       {{2, 2}, {0, 1}, {2, 2}, {0, 0}, 1},
+       false,
+       false},
+      {"conv2d groups 2, 1x1 (direct)",
+       TF_SHAPE(d(3), d(4), d(7), d(7)),
+       TF_SHAPE(d(6), d(2), d(1), d(1)),
+       {{1, 1}, {0, 0}, {1, 1}, {0, 0}, 2},
+       true,
+       false},
+      {"conv2d groups 2, 3x3 stride 3",
+       TF_SHAPE(d(1), d(4), d(8), d(7)),
+       TF_SHAPE(d(6), d(2), d(3), d(3)),
+       {{3, 3}, {1, 1}, {1, 1}, {0, 0}, 2},
+       false,
+       false},
+      {"conv2d [9,16,64,64] 3x3 (2 im2col chunks)",
+       TF_SHAPE(d(9), d(16), d(64), d(64)),
+       TF_SHAPE(d(3), d(16), d(3), d(3)),
+       {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1},
+       true,
+       false},
+      {"conv_transpose2d stride 2 pad 1 out_pad 1",
+       TF_SHAPE(d(2), d(4), d(5), d(6)),
+       TF_SHAPE(d(4), d(3), d(3), d(3)),
+       {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
+       true,
+       true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = begin("conv");
@@ -359,9 +387,9 @@ static void test_losses(void) {
 
 /* ---- cast over every dtype pair, on values that test the rules ---- */
 
-static const float SPECIALS[] = {0.0f,   -0.0f,  1.5f,     -2.5f,   0.1f,   65504.0f, 65520.0f, 1e-8f,
-                                 6e-8f,  -3e-5f, NAN,      -NAN,    INFINITY, -INFINITY, 3e9f,   -3e9f,
-                                 300.7f, -1.0f,  255.5f,   256.0f,  16777217.0f, 1e20f, -1e20f, 2.5f, 3.5f};
+static const float SPECIALS[] = {0.0f,   -0.0f,  1.5f,        -2.5f,    0.1f,      65504.0f, 65520.0f, 1e-8f,  6e-8f,
+                                 -3e-5f, NAN,    -NAN,        INFINITY, -INFINITY, 3e9f,     -3e9f,    300.7f, -1.0f,
+                                 255.5f, 256.0f, 16777217.0f, 1e20f,    -1e20f,    2.5f,     3.5f};
 #define N_SPECIALS ((int64_t)(sizeof(SPECIALS) / sizeof(SPECIALS[0])))
 
 static tf_cpu_tensor host_tensor(void *data, tf_dtype dtype) {
@@ -405,9 +433,11 @@ static void test_cast_matrix(void) {
       attrs.kind = TF_ATTR_CAST;
       attrs.u.cast.to = dtypes[to];
       tf_cuda_args args = {TF_OP_CAST, &attrs, 1, &cx, 1, &cy, NULL, 0, NULL, NULL, NULL};
-      const int64_t from_bytes = N_SPECIALS * tf_dtype_size(dtypes[from]), to_bytes = N_SPECIALS * tf_dtype_size(dtypes[to]);
+      const int64_t from_bytes = N_SPECIALS * tf_dtype_size(dtypes[from]),
+                    to_bytes = N_SPECIALS * tf_dtype_size(dtypes[to]);
       const char *error = cudaMemcpy(device, source, (size_t)from_bytes, cudaMemcpyHostToDevice) == cudaSuccess
-                              ? tf_cuda_kernel_launch(&args) : "upload";
+                              ? tf_cuda_kernel_launch(&args)
+                              : "upload";
       if (!error && cudaMemcpy(actual, cy.data, (size_t)to_bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
         error = "download";
       CHECK(&counts, error == NULL, "cast %s -> %s: %s", tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]), error);
@@ -436,7 +466,8 @@ static void test_reshape_alias(void) {
   attrs.kind = TF_ATTR_SHAPE;
   tf_cuda_args args = {TF_OP_RESHAPE, &attrs, 1, &x, 1, &y, NULL, 0, NULL, NULL, NULL};
   const char *error = cudaMemcpy(device, host, sizeof(host), cudaMemcpyHostToDevice) == cudaSuccess
-                          ? tf_cuda_kernel_launch(&args) : "upload";
+                          ? tf_cuda_kernel_launch(&args)
+                          : "upload";
   if (!error && cudaMemcpy(back, device, sizeof(back), cudaMemcpyDeviceToHost) != cudaSuccess)
     error = "download";
   CHECK(&counts, error == NULL && memcmp(host, back, sizeof(host)) == 0, "reshape onto its input: %s",
@@ -447,7 +478,7 @@ static void test_reshape_alias(void) {
 
 static void check_coverage(void) {
 #define TF_CUDA_COVERED(op, name)                                                                                      \
-  CHECK(&counts, coverage.steps[op] > 0, "op %s never ran on CUDA", #name);                                           \
+  CHECK(&counts, coverage.steps[op] > 0, "op %s never ran on CUDA", #name);                                            \
   printf("  %-22s %5d steps, worst %.3f of its tolerance\n", #name, coverage.steps[op], coverage.worst[op]);
   printf("coverage (kernels/cpu/list.h):\n");
   TF_CPU_KERNEL_LIST(TF_CUDA_COVERED)

@@ -33,8 +33,7 @@ typedef struct model {
 static const model MODELS[] = {
     {"mlp", "mlp", "N=8", {NULL}, 0, 10},
     {"cnn", "cnn", "N=4", {NULL}, 0, 10},
-    {"gpt 2 layers", "gpt", "N=4,T=16",
-     {"layers=2", "d_model=64", "heads=4", "vocab=64", "ctx=32", "seq=16"}, 6, 64},
+    {"gpt 2 layers", "gpt", "N=4,T=16", {"layers=2", "d_model=64", "heads=4", "vocab=64", "ctx=32", "seq=16"}, 6, 64},
 };
 
 static tf_compile_options training_options(const model *m, tf_target_kind target) {
@@ -162,8 +161,9 @@ static void test_memory(const model *m) {
     CHECK(&counts, use.allocations == regions, "%" PRId64 " allocations for %d regions", use.allocations, regions);
     CHECK(&counts, use.allocations_after_create == 0, "%" PRId64 " allocations after create",
           use.allocations_after_create);
-    CHECK(&counts, free_end == free_created, "free device memory %" PRId64 " after create, %" PRId64
-          " after the first step, %" PRId64 " after 100 steps", free_created, free_first, free_end);
+    CHECK(&counts, free_end == free_created,
+          "free device memory %" PRId64 " after create, %" PRId64 " after the first step, %" PRId64 " after 100 steps",
+          free_created, free_first, free_end);
     printf("%-4s memory (%s): planned %" PRId64 " bytes in %d regions, allocated %" PRId64
            "; session create took %" PRId64 " bytes of free device memory; free after create %" PRId64
            ", after step 1 %" PRId64 ", after step 100 %" PRId64 "\n",
@@ -193,9 +193,9 @@ static void test_memory(const model *m) {
           mem.allocations);
     CHECK(&counts, llabs(mem.region_device_bytes - mem.region_bytes) <= slack,
           "regions took %" PRId64 " device bytes for %" PRId64, mem.region_device_bytes, mem.region_bytes);
-    printf("     backend report: regions %" PRId64 " bytes asked, %" PRId64 " bytes of device memory taken; context %"
-           PRId64 " (used after context %" PRId64 "), cuBLAS+streams %" PRId64 ", %d CUDA graphs %" PRId64
-           ", pinned host %" PRId64 "\n",
+    printf("     backend report: regions %" PRId64 " bytes asked, %" PRId64
+           " bytes of device memory taken; context %" PRId64 " (used after context %" PRId64
+           "), cuBLAS+streams %" PRId64 ", %d CUDA graphs %" PRId64 ", pinned host %" PRId64 "\n",
            mem.region_bytes, mem.region_device_bytes, mem.context_bytes, mem.used_after_context, mem.library_bytes,
            mem.graphs, mem.graph_bytes, mem.pinned_host_bytes);
     for (int r = 0; r < TF_REGION_COUNT; r++)
@@ -213,7 +213,8 @@ static bool same_buffer(tf_session *a, tf_session *b, const tf_plan_buffer *buff
   void *x = malloc((size_t)buffer->bytes + 1), *y = malloc((size_t)buffer->bytes + 1);
   bool same = x && y;
   if (same) {
-    tf_status s1 = tf_session_read(a, buffer->name, x, buffer->bytes), s2 = tf_session_read(b, buffer->name, y, buffer->bytes);
+    tf_status s1 = tf_session_read(a, buffer->name, x, buffer->bytes),
+              s2 = tf_session_read(b, buffer->name, y, buffer->bytes);
     same = !s1 && !s2 && memcmp(x, y, (size_t)buffer->bytes) == 0;
     tf_status_free(s1);
     tf_status_free(s2);
