@@ -45,8 +45,12 @@ void tf_backend_describe_devices(char *text, size_t size) {
     used += (size_t)snprintf(text + used, size - used, "vulkan: not in this build\n");
 #endif
 #ifdef TIGHTFIT_CUDA
-  if (used < size)
-    snprintf(text + used, size - used, "cuda: built; `tightfit train --device cuda:N` opens device N\n");
+  if (used < size) {
+    tf_status status = tf_cuda_describe_devices(text + used, size - used);
+    if (status)
+      snprintf(text + used, size - used, "cuda: %s\n", tf_status_message(status));
+    tf_status_free(status);
+  }
 #else
   if (used < size)
     snprintf(text + used, size - used, "cuda: not in this build\n");
