@@ -82,7 +82,10 @@ expect 0 "run with weights" "$tf" run "$dir/infer.tfplan" --data models/data/dig
   --weights "$dir/straight/latest.safetensors" --output "$dir" --json
 check "run wrote logits.npy" "[ -s '$dir/logits.npy' ]"
 expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models/data/digits/train --steps 1
-expect 0 "devices" "$tf" devices
+# Listing Vulkan devices loads and unloads the driver; lavapipe leaks a small cache that LeakSanitizer
+# then reports from an unloaded ("unknown") module, which no suppression can name. Leak checks of
+# tightfit's own code run in every other command here and in the Vulkan suite.
+expect 0 "devices" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
 grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: devices lists no cpu"; }
 expect 2 "train: bad device" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:x
 expect 2 "train: unknown backend" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device tpu:0
