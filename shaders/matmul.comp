@@ -21,15 +21,38 @@
 #ifndef MODE
 #define MODE 0
 #endif
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+// The subgroup variant (compiled with -DSUBGROUP=1, chosen where the device has subgroup shuffles):
+// no shared memory and no barriers. 64 invocations form 8 clusters of 8 consecutive subgroup lanes
+// (so every cluster lies within one subgroup on a device whose subgroup size is a power of two >= 8:
+// vk_device.c checks). Cluster c computes rows [8c, 8c + 8) of a 64 x 32 tile, lane l of it the
+// 8 x 4 block at columns 4l..4l+3. K advances 8 at a time: lane l loads A[row, k0 + l] for its cluster's 8 rows (one
+// coalesced load per row), then for each of the 8 k the cluster reads every row's value from the
+// lane that loaded it (subgroupShuffle) and its own 4 columns of B.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#define ROWS 8u
+#define BM 64
+#define BN 32
+layout(local_size_x = 64) in;
+#else
 #define BM 64
 #define BN 64
 #define BK 16
-
 layout(local_size_x = 16, local_size_y = 16) in;
+#endif
 layout(std430, set = 0, binding = 0) readonly buffer A { ELEMENT a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { ELEMENT b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer C { ELEMENT c[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
+#if SUBGROUP && MODE == 0
+// B again, as vec4: read so when the host sets flag bit 3 (B not transposed, and n, ldb and every
+// batch stride of B multiples of 4, so each lane's 4 columns are one aligned vec4).
+layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
+#endif
 
 #if MODE == 0
 layout(push_constant) uniform Push {
@@ -55,9 +78,11 @@ layout(push_constant) uniform Push {
 } pc;
 #endif
 
+#if !SUBGROUP
 // One padding vec4 per row spreads the transposing stores over the banks.
 shared vec4 tile_a[BK][BM / 4 + 1];
 shared vec4 tile_b[BK][BN / 4 + 1];
+#endif
 
 uint a_base, b_base, c_base; // MODE 0: element offsets of this batch entry
 uint image, group_index;     // conv modes
@@ -163,8 +188,8 @@ void store_c(uint row, uint col, float value) {
 #endif
 }
 
-void main() {
-  uint z = gl_WorkGroupID.z;
+// Sets the batch entry's bases (MODE 0) or the image and group (conv modes) of workgroup slice z.
+void select_batch(uint z) {
 #if MODE == 0
   a_base = 0u;
   b_base = 0u;
@@ -182,6 +207,46 @@ void main() {
   image = z / pc.groups;
   group_index = z % pc.groups;
 #endif
+}
+
+#if SUBGROUP
+// B(kk, col .. col + 3), zeros outside.
+vec4 load_b4(uint kk, uint col) {
+#if MODE == 0
+  if ((pc.flags & 8u) != 0u)
+    return kk < pc.k && col < pc.n ? vec4(b4[(b_base + kk * pc.ldb + col) >> 2]) : vec4(0.0);
+#endif
+  return vec4(load_b(kk, col), load_b(kk, col + 1u), load_b(kk, col + 2u), load_b(kk, col + 3u));
+}
+
+void main() {
+  select_batch(gl_WorkGroupID.z);
+  uint lane = gl_SubgroupInvocationID & 7u, cluster = gl_SubgroupInvocationID & ~7u;
+  // Clusters are numbered through the subgroups (not by local index: the lanes of a cluster must
+  // share a subgroup whatever the mapping of invocations to subgroups).
+  uint cluster_index = gl_SubgroupID * (gl_SubgroupSize >> 3) + (gl_SubgroupInvocationID >> 3);
+  uint row0 = gl_WorkGroupID.y * BM + cluster_index * ROWS;
+  uint col0 = gl_WorkGroupID.x * BN + lane * 4u;
+  vec4 acc[ROWS]; // acc[i][j]: C[row0 + i, col0 + j]
+  [[unroll]] for (uint i = 0u; i < ROWS; i++)
+    acc[i] = vec4(0.0);
+  for (uint k0 = 0u; k0 < pc.k; k0 += 8u) {
+    float mine[ROWS]; // A[row0 + i, k0 + lane]
+    [[unroll]] for (uint i = 0u; i < ROWS; i++)
+      mine[i] = load_a(row0 + i, k0 + lane);
+    [[unroll]] for (uint kk = 0u; kk < 8u; kk++) {
+      vec4 bv = load_b4(k0 + kk, col0);
+      [[unroll]] for (uint i = 0u; i < ROWS; i++)
+        acc[i] += subgroupShuffle(mine[i], cluster + kk) * bv;
+    }
+  }
+  [[unroll]] for (uint i = 0u; i < ROWS; i++)
+    [[unroll]] for (uint j = 0u; j < 4u; j++)
+      store_c(row0 + i, col0 + j, acc[i][j]);
+}
+#else
+void main() {
+  select_batch(gl_WorkGroupID.z);
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
   uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
   vec4 acc[4] = vec4[4](vec4(0.0), vec4(0.0), vec4(0.0), vec4(0.0)); // acc[i][j]: C[4 ty + i, 4 tx + j]
@@ -209,3 +274,4 @@ void main() {
     [[unroll]] for (uint j = 0u; j < 4u; j++)
       store_c(row0 + 4u * ty + i, col0 + 4u * tx + j, acc[i][j]);
 }
+#endif

@@ -79,3 +79,7 @@ const tf_backend_vtable tf_backend_vulkan = {
     "vulkan",      vulkan_create,   vulkan_destroy, vulkan_target, vulkan_alloc_region, vulkan_free_region,
     vulkan_upload, vulkan_download, vulkan_prepare, vulkan_run,    vulkan_synchronize,
 };
+
+uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }
+
+const char *tf_vulkan_device_name(void *state) { return ((const vk_state *)state)->properties.deviceName; }

@@ -165,6 +165,26 @@ static tf_status check_limits(const VkPhysicalDeviceProperties *p) {
   return NULL;
 }
 
+/* The subgroup size the *_sg shader variants may assume, or 0 when they must not run: they need
+ * compute-stage subgroups with basic, arithmetic and shuffle operations and a power-of-two size of
+ * at least 8 (their clusters of 8 lanes, see shaders/README.md). TIGHTFIT_VULKAN_SUBGROUPS=0 turns
+ * them off (the tests run every op both ways). */
+static uint32_t usable_subgroup_size(vk_state *vk) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
+  if (requested && strcmp(requested, "0") == 0)
+    return 0;
+  VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &subgroup;
+  vk->fn.GetPhysicalDeviceProperties2(vk->physical, &properties);
+  VkSubgroupFeatureFlags needed =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  uint32_t size = subgroup.subgroupSize;
+  bool usable = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                (subgroup.supportedOperations & needed) == needed && size >= 8 && (size & (size - 1)) == 0;
+  return usable ? size : 0;
+}
+
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
   TF_RETURN_IF_ERROR(
@@ -199,6 +219,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
                          vk->properties.deviceName, VK_API_VERSION_MAJOR(vk->properties.apiVersion),
                          VK_API_VERSION_MINOR(vk->properties.apiVersion));
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
+  vk->subgroup_size = usable_subgroup_size(vk);
   uint32_t families = 0;
   vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->physical, &families, NULL);
   VkQueueFamilyProperties *family = calloc(families ? families : 1, sizeof(VkQueueFamilyProperties));

@@ -27,7 +27,7 @@
 #define VK_INSTANCE_FUNCTIONS(X) \
   X(DestroyInstance) X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties) \
   X(GetPhysicalDeviceMemoryProperties) X(GetPhysicalDeviceQueueFamilyProperties) X(CreateDevice) \
-  X(GetDeviceProcAddr)
+  X(GetDeviceProcAddr) X(GetPhysicalDeviceProperties2)
 #define VK_DEVICE_FUNCTIONS(X) \
   X(DestroyDevice) X(GetDeviceQueue) X(CreateCommandPool) X(DestroyCommandPool) \
   X(AllocateCommandBuffers) X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) \
@@ -66,7 +66,8 @@ typedef struct vk_functions {
 // clang-format off
 #define VK_SHADER_LIST(X) \
   X(binary) X(unary) X(layout) X(reduce) X(softmax) X(norm) X(embedding) X(matmul) \
-  X(conv_forward) X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout)
+  X(conv_forward) X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout) \
+  X(matmul_sg) X(conv_forward_sg) X(conv_grad_weight_sg) X(conv_grad_input_sg)
 // clang-format on
 
 typedef enum vk_shader {
@@ -104,10 +105,13 @@ typedef struct vk_program {
   float adam_key[VK_ADAM_SLOTS][3]; /* (learning rate, beta1, beta2) of each AdamW slot */
 } vk_program;
 
-/* What lowering may assume about the device. */
+/* What lowering may assume about the device. `subgroup_size` is nonzero when the *_sg shader
+ * variants may run: compute-stage subgroups with basic, arithmetic and shuffle operations, a
+ * power-of-two size of at least 8 (see vk_device.c), and TIGHTFIT_VULKAN_SUBGROUPS not 0. */
 typedef struct vk_limits {
   uint64_t max_storage_range;
   uint32_t max_shared_bytes;
+  uint32_t subgroup_size;
 } vk_limits;
 
 /* ---- vk_lower.c: plan -> program ---- */
@@ -154,6 +158,7 @@ typedef struct vk_state {
   VkPhysicalDevice physical;
   VkPhysicalDeviceProperties properties;
   VkPhysicalDeviceMemoryProperties memory_properties;
+  uint32_t subgroup_size; /* 0: the subgroup shader variants are not used (vk_limits) */
   VkDevice device;
   uint32_t queue_family;
   VkQueue queue;

@@ -7,7 +7,23 @@
 #include "backends/vulkan/vk_lower.h"
 #include "kernels/cpu/workspace.h"
 
-#define TILE 64 /* rows and columns of C per workgroup (matmul.comp's BM, BN) */
+/* The tile of C a workgroup computes (matmul.comp's BM x BN): 64 x 64, or 64 x 32 in the subgroup
+ * variant. */
+#define TILE_M 64
+static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 : 64; }
+
+/* The subgroup variant of a product shader where the device allows it. */
+static vk_shader product_shader(const vk_lower *l, vk_shader plain) {
+  if (!l->limits->subgroup_size)
+    return plain;
+  switch (plain) {
+  case VK_SHADER_matmul: return VK_SHADER_matmul_sg;
+  case VK_SHADER_conv_forward: return VK_SHADER_conv_forward_sg;
+  case VK_SHADER_conv_grad_weight: return VK_SHADER_conv_grad_weight_sg;
+  case VK_SHADER_conv_grad_input: return VK_SHADER_conv_grad_input_sg;
+  default: return plain;
+  }
+}
 
 typedef struct matmul_push {
   uint32_t m, n, k, flags, lda, ldb, batch_rank, reserved;
@@ -29,7 +45,8 @@ typedef struct attention_push {
 _Static_assert(sizeof(conv_push) <= VK_PUSH_WORDS * 4, "conv push constants");
 
 static tf_status check_grid(const vk_lower *l, int64_t m, int64_t n, int64_t batches) {
-  if ((m + TILE - 1) / TILE > VK_GROUP_LIMIT || (n + TILE - 1) / TILE > VK_GROUP_LIMIT || batches > VK_GROUP_LIMIT)
+  if ((m + TILE_M - 1) / TILE_M > VK_GROUP_LIMIT || (n + tile_n(l) - 1) / tile_n(l) > VK_GROUP_LIMIT ||
+      batches > VK_GROUP_LIMIT)
     return vk_refuse(l, "a product of %lld x %lld in %lld batches exceeds the dispatch grid", (long long)m,
                      (long long)n, (long long)batches);
   return NULL;
@@ -45,6 +62,15 @@ static void batch_strides(const tf_plan_buffer *x, int32_t batch_rank, int64_t *
     if (axis >= 0)
       stride *= x->shape[axis];
   }
+}
+
+/* Whether the subgroup variant may read B as aligned vec4s (matmul.comp's flag bit 3): B not
+ * transposed, and its row length, width and batch strides multiples of 4 (offsets are aligned). */
+static bool b_reads_vec4(bool tb, int64_t n, const tf_plan_buffer *b, int32_t batch_rank, const int64_t *strides) {
+  bool aligned = !tb && n % 4 == 0 && b->shape[b->rank - 1] % 4 == 0;
+  for (int32_t i = 0; i < batch_rank; i++)
+    aligned = aligned && strides[i] % 4 == 0;
+  return aligned;
 }
 
 tf_status vk_lower_matmul(vk_lower *l) {
@@ -88,7 +114,7 @@ tf_status vk_lower_matmul(vk_lower *l) {
   push.m = (uint32_t)m;
   push.n = (uint32_t)n;
   push.k = (uint32_t)k;
-  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u);
+  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (b_reads_vec4(tb, n, b, batch_rank, strides[1]) ? 8u : 0u);
   push.lda = (uint32_t)a->shape[a->rank - 1];
   push.ldb = (uint32_t)b->shape[b->rank - 1];
   push.batch_rank = (uint32_t)batch_rank;
@@ -98,8 +124,9 @@ tf_status vk_lower_matmul(vk_lower *l) {
     push.b_batch_stride[i] = (uint32_t)strides[1][i];
   }
   int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0), -1};
-  return vk_emit_dispatch(l, VK_SHADER_matmul, 4, buffers, 0x4, &push, sizeof(push), (uint32_t)((n + TILE - 1) / TILE),
-                          (uint32_t)((m + TILE - 1) / TILE), (uint32_t)batches);
+  return vk_emit_dispatch(l, product_shader(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
+                          (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
+                          (uint32_t)batches);
 }
 
 static tf_cpu_tensor tensor_of(const tf_plan_buffer *b) {
@@ -168,8 +195,9 @@ tf_status vk_lower_conv(vk_lower *l) {
   push.pad_h = (uint32_t)g.padding[0], push.pad_w = (uint32_t)g.padding[1];
   push.dilation_h = (uint32_t)g.dilation[0], push.dilation_w = (uint32_t)g.dilation[1];
   push.groups = (uint32_t)g.groups;
-  return vk_emit_dispatch(l, shader, 4, buffers, 0x4, &push, sizeof(push), (uint32_t)((n + TILE - 1) / TILE),
-                          (uint32_t)((m + TILE - 1) / TILE), (uint32_t)batches);
+  return vk_emit_dispatch(l, product_shader(l, shader), 4, buffers, 0x4, &push, sizeof(push),
+                          (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
+                          (uint32_t)batches);
 }
 
 enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };

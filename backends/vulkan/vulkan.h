@@ -33,6 +33,13 @@ typedef struct tf_vulkan_memory {
 /* The device memory a Vulkan backend state (from tf_backend_vulkan.create) holds now. */
 tf_vulkan_memory tf_vulkan_memory_use(void *state);
 
+/* The subgroup size the backend's subgroup shader variants (shaders/README.md) run with on this
+ * state's device, or 0 when they are off (the device lacks them, or TIGHTFIT_VULKAN_SUBGROUPS=0). */
+uint32_t tf_vulkan_subgroup_size(void *state);
+
+/* The device's name (VkPhysicalDeviceProperties::deviceName) for this state. */
+const char *tf_vulkan_device_name(void *state);
+
 /* Describes every Vulkan device (index, name, type, API version, memory heaps) into `text`, one
  * device per line; an error says what is missing (no loader, no device). */
 tf_status tf_vulkan_describe_devices(char *text, size_t size) TF_MUST_USE;

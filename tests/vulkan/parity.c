@@ -3,16 +3,38 @@
 #include "parity.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/vulkan/vulkan.h"
 
 /* One backend stays open (reachable from here, so not a leak) until the process ends: the loader
  * unloads the driver when its last instance goes, and LeakSanitizer could then not attribute the
  * driver's own leaks to its library, which is how lsan_driver.supp recognises them. */
 static void *pinned_backend;
+
+/* Says which shader variants run, and fails when that is not what was asked for: none with
+ * TIGHTFIT_VULKAN_SUBGROUPS=0, and the subgroup ones on lavapipe (which has them), so CI exercises
+ * both. */
+static int check_subgroups(void *state) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
+  bool off = requested && strcmp(requested, "0") == 0;
+  uint32_t size = tf_vulkan_subgroup_size(state);
+  const char *name = tf_vulkan_device_name(state);
+  printf("device %s: subgroup shader variants %s (%u lanes)\n", name, size ? "on" : "off", size);
+  if (off && size != 0) {
+    printf("FAIL: TIGHTFIT_VULKAN_SUBGROUPS=0 but the subgroup variants are on\n");
+    return 1;
+  }
+  if (!off && strstr(name, "llvmpipe") && size == 0) {
+    printf("FAIL: lavapipe has subgroup shuffles and arithmetic, yet the subgroup variants are off\n");
+    return 1;
+  }
+  return 0;
+}
 
 int parity_vulkan_available(void) {
   // Every Vulkan test runs under the validation layer; any message it reports fails the test.
@@ -38,7 +60,7 @@ int parity_vulkan_available(void) {
     return code;
   }
   pinned_backend = state;
-  return 0;
+  return check_subgroups(state);
 }
 
 /* splitmix64: the test data, reproducible on any machine. */
