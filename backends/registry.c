@@ -29,6 +29,15 @@ const tf_backend_vtable *tf_backend_find(const char *name) {
   return NULL;
 }
 
+/* "<backend>: unavailable: <why>", without the message's own "<backend>: " prefix. */
+static void describe_failure(char *text, size_t size, const char *backend, tf_status status) {
+  const char *why = tf_status_message(status);
+  size_t length = strlen(backend);
+  if (strncmp(why, backend, length) == 0 && why[length] == ':' && why[length + 1] == ' ')
+    why += length + 2;
+  snprintf(text, size, "%s: unavailable: %s\n", backend, why);
+}
+
 void tf_backend_describe_devices(char *text, size_t size) {
   size_t used = (size_t)snprintf(text, size, "cpu:0  this machine's CPU, %ld cores online (OpenBLAS + OpenMP kernels)\n",
                                  sysconf(_SC_NPROCESSORS_ONLN));
@@ -36,7 +45,7 @@ void tf_backend_describe_devices(char *text, size_t size) {
   if (used < size) {
     tf_status status = tf_vulkan_describe_devices(text + used, size - used);
     if (status)
-      snprintf(text + used, size - used, "vulkan: %s\n", tf_status_message(status));
+      describe_failure(text + used, size - used, "vulkan", status);
     tf_status_free(status);
     used = strlen(text);
   }
@@ -48,7 +57,7 @@ void tf_backend_describe_devices(char *text, size_t size) {
   if (used < size) {
     tf_status status = tf_cuda_describe_devices(text + used, size - used);
     if (status)
-      snprintf(text + used, size - used, "cuda: %s\n", tf_status_message(status));
+      describe_failure(text + used, size - used, "cuda", status);
     tf_status_free(status);
   }
 #else

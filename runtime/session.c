@@ -99,7 +99,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   tf_status status = backend->create(&backend_options, &s->state);
   for (int r = 0; r < TF_REGION_COUNT && !status; r++)
     if (plan->region_bytes[r] > 0)
-      status = counted_alloc(s, plan->region_bytes[r], &s->regions[r]);
+      status = tf_status_prefix(counted_alloc(s, plan->region_bytes[r], &s->regions[r]), "the %s region",
+                                tf_region_name((tf_region)r));
   for (int32_t i = 0; i < plan->n_buffers && !status; i++)
     status = init_buffer(s, i, options->weights_dir);
   if (!status)

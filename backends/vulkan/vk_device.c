@@ -41,15 +41,19 @@ tf_status vk_validation_status(vk_state *vk) {
                        vk->first_message);
 }
 
+/* The Vulkan loader: TIGHTFIT_VULKAN_LOADER (a path) when set, else libvulkan.so.1 from the system. */
 static tf_status open_loader(vk_state *vk) {
+  const char *chosen = getenv("TIGHTFIT_VULKAN_LOADER");
   const char *names[] = {"libvulkan.so.1", "libvulkan.so"};
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !vk->loader; i++)
+  if (chosen && chosen[0])
+    vk->loader = dlopen(chosen, RTLD_NOW | RTLD_LOCAL);
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !vk->loader && !(chosen && chosen[0]); i++)
     vk->loader = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!vk->loader)
     return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "vulkan: no Vulkan loader (libvulkan.so.1 could not be opened: %s); install libvulkan1 "
-                         "and a driver (e.g. mesa-vulkan-drivers)",
-                         dlerror());
+                         "vulkan: no Vulkan loader (%s could not be opened: %s); install libvulkan1 and a driver "
+                         "(e.g. mesa-vulkan-drivers)",
+                         chosen && chosen[0] ? chosen : "libvulkan.so.1", dlerror());
   // POSIX guarantees that a function pointer survives the round trip through void *.
   void *symbol = dlsym(vk->loader, "vkGetInstanceProcAddr");
   memcpy(&vk->fn.GetInstanceProcAddr, &symbol, sizeof(symbol));
@@ -165,6 +169,15 @@ static tf_status check_limits(const VkPhysicalDeviceProperties *p) {
   return NULL;
 }
 
+/* Whether a device's subgroups suit the *_sg shader variants (see usable_subgroup_size). */
+static bool subgroup_variants_allowed(const VkPhysicalDeviceSubgroupProperties *subgroup) {
+  VkSubgroupFeatureFlags needed =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  uint32_t size = subgroup->subgroupSize;
+  return (subgroup->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+         (subgroup->supportedOperations & needed) == needed && size >= 8 && (size & (size - 1)) == 0;
+}
+
 /* The subgroup size the *_sg shader variants may assume, or 0 when they must not run: they need
  * compute-stage subgroups with basic, arithmetic and shuffle operations and a power-of-two size of
  * at least 8 (their clusters of 8 lanes, see shaders/README.md). TIGHTFIT_VULKAN_SUBGROUPS=0 turns
@@ -177,12 +190,7 @@ static uint32_t usable_subgroup_size(vk_state *vk) {
   VkPhysicalDeviceProperties2 properties = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   properties.pNext = &subgroup;
   vk->fn.GetPhysicalDeviceProperties2(vk->physical, &properties);
-  VkSubgroupFeatureFlags needed =
-      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
-  uint32_t size = subgroup.subgroupSize;
-  bool usable = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                (subgroup.supportedOperations & needed) == needed && size >= 8 && (size & (size - 1)) == 0;
-  return usable ? size : 0;
+  return subgroup_variants_allowed(&subgroup) ? subgroup.subgroupSize : 0;
 }
 
 static tf_status choose_device(vk_state *vk, int32_t index) {
@@ -322,8 +330,13 @@ tf_status tf_vulkan_describe_devices(char *text, size_t size) {
       used += (size_t)snprintf(text + used, size - used, "%s heap %u: %.2f GiB%s", h ? "," : ";", h,
                                (double)m.memoryHeaps[h].size / 1073741824.0,
                                (m.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "");
+    VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties.pNext = &subgroup;
+    vk.fn.GetPhysicalDeviceProperties2(devices[i], &properties);
     if (used < size)
-      used += (size_t)snprintf(text + used, size - used, "\n");
+      used += (size_t)snprintf(text + used, size - used, "; subgroups of %u%s\n", subgroup.subgroupSize,
+                               subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)");
   }
   if (!status && count == 0)
     status = tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (is a driver such as "

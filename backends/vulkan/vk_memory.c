@@ -16,6 +16,31 @@ static uint32_t memory_type(const vk_state *vk, uint32_t bits, VkMemoryPropertyF
   return UINT32_MAX;
 }
 
+/* Refuses `bytes` that no heap holding a memory type of the first available preference could hold,
+ * naming the largest such heap (asked before vkCreateBuffer, which fails with no size named). */
+static tf_status check_heaps(const vk_state *vk, int64_t bytes, const VkMemoryPropertyFlags *preferences,
+                             int n_preferences) {
+  const VkPhysicalDeviceMemoryProperties *m = &vk->memory_properties;
+  for (int p = 0; p < n_preferences; p++) {
+    uint32_t largest = UINT32_MAX;
+    for (uint32_t i = 0; i < m->memoryTypeCount; i++) {
+      uint32_t heap = m->memoryTypes[i].heapIndex;
+      if ((m->memoryTypes[i].propertyFlags & preferences[p]) == preferences[p] &&
+          (largest == UINT32_MAX || m->memoryHeaps[heap].size > m->memoryHeaps[largest].size))
+        largest = heap;
+    }
+    if (largest == UINT32_MAX)
+      continue;
+    if ((VkDeviceSize)bytes <= m->memoryHeaps[largest].size)
+      return NULL;
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY,
+                         "vulkan: %lld bytes do not fit device '%s': its memory heap %u has %lld bytes (%.2f GiB)",
+                         (long long)bytes, vk->properties.deviceName, largest, (long long)m->memoryHeaps[largest].size,
+                         (double)m->memoryHeaps[largest].size / 1073741824.0);
+  }
+  return NULL;
+}
+
 /* A buffer of `bytes` with its own memory, of the first type in `preferences` that exists. */
 static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags usage,
                                const VkMemoryPropertyFlags *preferences, int n_preferences, VkBuffer *buffer,
@@ -24,7 +49,13 @@ static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags u
   info.size = (VkDeviceSize)bytes;
   info.usage = usage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateBuffer(vk->device, &info, NULL, buffer), "vkCreateBuffer"));
+  TF_RETURN_IF_ERROR(check_heaps(vk, bytes, preferences, n_preferences));
+  VkResult created = vk->fn.CreateBuffer(vk->device, &info, NULL, buffer);
+  if (created == VK_ERROR_OUT_OF_DEVICE_MEMORY || created == VK_ERROR_OUT_OF_HOST_MEMORY)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: device '%s' cannot create a buffer of %lld bytes (%s)",
+                         vk->properties.deviceName, (long long)bytes,
+                         created == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "out of device memory" : "out of host memory");
+  TF_RETURN_IF_ERROR(vk_check(created, "vkCreateBuffer"));
   VkMemoryRequirements requirements;
   vk->fn.GetBufferMemoryRequirements(vk->device, *buffer, &requirements);
   uint32_t type = UINT32_MAX;

@@ -87,6 +87,14 @@ expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models
 # tightfit's own code run in every other command here and in the Vulkan suite.
 expect 0 "devices" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
 grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: devices lists no cpu"; }
+# No Vulkan driver (the loader finds no ICD): listed as unavailable with the reason; training on it
+# fails at session creation with the reason, before any step.
+expect 0 "devices without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
+check "devices names the missing driver" 'grep -q "^vulkan: unavailable: no Vulkan 1.1 driver" "$dir/out"'
+expect 2 "train without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
+  "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:0
+check "train names the missing driver" 'grep -q "no Vulkan 1.1 driver" "$dir/err"'
 expect 2 "train: bad device" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:x
 expect 2 "train: unknown backend" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device tpu:0
 for command in zoo inspect dump compile check report train run devices; do

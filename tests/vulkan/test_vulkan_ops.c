@@ -3,9 +3,12 @@
  * plan (loss = sum(op(...) x probe), probe random) the gradients its backward ops produce. Sizes are
  * awkward on purpose: 1, primes, not multiples of the workgroup or tile sizes. Runs under the
  * validation layer; prints SKIP and exits 77 without a Vulkan device. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "parity.h"
 
 static tf_test_counts counts;
@@ -357,6 +360,47 @@ static void test_losses(void) {
   }
 }
 
+/* A plan larger than the device's memory fails at session creation (the only place it can), naming
+ * the region and the heap. */
+static void test_out_of_memory(void) {
+  tf_graph *g = begin("huge");
+  // 2^38 floats: 1 TiB of parameters, beyond any heap.
+  finish_probe(g, tf_unary(g, TF_OP_RELU, param(g, "huge", TF_SHAPE(d((int64_t)1 << 38)))));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  tf_plan *plan = NULL;
+  CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  tf_graph_destroy(g);
+  tf_session_options session_options = tf_session_options_default();
+  session_options.backend = "vulkan";
+  tf_session *session = NULL;
+  tf_status status = plan ? tf_session_create(plan, &session_options, &session) : NULL;
+  CHECK(&counts,
+        tf_status_code(status) == TF_ERR_OUT_OF_MEMORY && strstr(tf_status_message(status), "parameters region") &&
+            strstr(tf_status_message(status), "heap"),
+        "1 TiB of parameters: %s", tf_status_message(status));
+  printf("ok   refused: %s\n", tf_status_message(status));
+  tf_status_free(status);
+  tf_plan_destroy(plan);
+}
+
+/* A loader that cannot be opened is named, with what to install. */
+static void test_no_loader(void) {
+  setenv("TIGHTFIT_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  tf_backend_options options = {0, 1};
+  void *state = NULL;
+  tf_status status = vulkan->create(&options, &state);
+  CHECK(&counts,
+        tf_status_code(status) == TF_ERR_UNSUPPORTED && strstr(tf_status_message(status), "no Vulkan loader") &&
+            strstr(tf_status_message(status), "/nonexistent/libvulkan.so.1"),
+        "missing loader: %s", tf_status_message(status));
+  printf("ok   refused: %s\n", tf_status_message(status));
+  tf_status_free(status);
+  if (state)
+    vulkan->destroy(state);
+  unsetenv("TIGHTFIT_VULKAN_LOADER");
+}
+
 /* What the backend refuses, it refuses at session creation with a message naming the cause. */
 static void test_refusals(void) {
   tf_graph *g = begin("i64 ids");
@@ -381,6 +425,8 @@ static void test_refusals(void) {
   printf("ok   refused: %s\n", tf_status_message(status));
   tf_status_free(status);
   tf_plan_destroy(plan);
+  test_out_of_memory();
+  test_no_loader();
 }
 
 int main(void) {
