@@ -8,6 +8,10 @@
 // workgroup per row reads its statistics back, then overwrites the row with dx. Rows too short to
 // keep them (layer_norm with one feature) recompute them instead.
 #extension GL_GOOGLE_include_directive : require
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 
 #define WG 64u // rows are usually a few hundred to a few thousand features
@@ -36,6 +40,21 @@ layout(push_constant) uniform Push {
 
 shared float partial[WG];
 
+#if SUBGROUP
+// The subgroup variant: subgroupAdd within each subgroup, then the subgroups' partials added in
+// subgroup order by every invocation (one barrier instead of six; a fixed order on a device).
+float tree(float value) {
+  float reduced = subgroupAdd(value);
+  if (subgroupElect())
+    partial[gl_SubgroupID] = reduced;
+  barrier();
+  float result = partial[0];
+  for (uint i = 1u; i < gl_NumSubgroups; i++)
+    result += partial[i];
+  barrier();
+  return result;
+}
+#else
 float tree(float value) {
   uint t = gl_LocalInvocationID.x;
   partial[t] = value;
@@ -49,6 +68,7 @@ float tree(float value) {
   barrier();
   return result;
 }
+#endif
 
 // (mean, rstd) of a row by the whole workgroup.
 vec2 row_stats(uint base) {

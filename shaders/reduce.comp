@@ -8,6 +8,10 @@
 // and reduces a tree in shared memory (few, long groups). Sums are compensated (Kahan). Both orders
 // are fixed, so results do not depend on scheduling.
 #extension GL_GOOGLE_include_directive : require
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
@@ -77,6 +81,40 @@ float walk(uint base, uint first, uint step) {
   return sum;
 }
 
+#if SUBGROUP
+// The subgroup variant: each subgroup reduces its lanes (subgroupAdd / subgroupMax, NaN counted
+// apart because subgroupMax need not propagate it), then every invocation combines the subgroups'
+// partials in subgroup order: one barrier instead of eight, and still a fixed order on a device.
+float tree(float value) {
+  float reduced;
+  if (pc.mode == MAX) {
+    uint nans = subgroupAdd(isnan(value) ? 1u : 0u);
+    reduced = nans > 0u ? uintBitsToFloat(0x7fc00000u) : subgroupMax(value);
+  } else {
+    reduced = subgroupAdd(value);
+  }
+  if (subgroupElect())
+    partial[gl_SubgroupID] = reduced;
+  barrier();
+  float result = partial[0];
+  for (uint i = 1u; i < gl_NumSubgroups; i++)
+    result = pc.mode == MAX ? max_of(result, partial[i]) : result + partial[i];
+  barrier();
+  return result;
+}
+
+uint tree_count(uint value) {
+  uint reduced = subgroupAdd(value);
+  if (subgroupElect())
+    tally[gl_SubgroupID] = reduced;
+  barrier();
+  uint result = 0u;
+  for (uint i = 0u; i < gl_NumSubgroups; i++)
+    result += tally[i];
+  barrier();
+  return result;
+}
+#else
 float tree(float value) {
   uint t = gl_LocalInvocationID.x;
   partial[t] = value;
@@ -104,6 +142,7 @@ uint tree_count(uint value) {
   barrier();
   return result;
 }
+#endif
 
 void finish(uint o, float value) {
   if (pc.mode == NORM_SQ)

@@ -98,6 +98,14 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss] = 0x8,
     [VK_SHADER_optimizer] = 0xd,
     [VK_SHADER_dropout] = 0x2,
+    [VK_SHADER_matmul_sg] = 0x4,
+    [VK_SHADER_conv_forward_sg] = 0x4,
+    [VK_SHADER_conv_grad_weight_sg] = 0x4,
+    [VK_SHADER_conv_grad_input_sg] = 0x4,
+    [VK_SHADER_softmax_sg] = 0x4,
+    [VK_SHADER_loss_sg] = 0x8,
+    [VK_SHADER_norm_sg] = 0x38,
+    [VK_SHADER_reduce_sg] = 0x8,
 };
 
 static bool moves_bytes_only(tf_op op) {
@@ -160,6 +168,9 @@ static tf_status out_of_memory(const vk_lower *l) {
 
 tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,
                            const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+  if (writable_bindings[shader] == 0)
+    return tf_status_new(TF_ERR_INTERNAL, "vulkan: shader '%s' has no entry in writable_bindings (vk_lower.c)",
+                         vk_shader_name(shader));
   if (n > VK_OPERANDS || push_bytes > sizeof(((vk_command *)0)->push))
     return tf_status_new(TF_ERR_INTERNAL, "vulkan: a dispatch of %d bindings and %zu push bytes", n, push_bytes);
   if (gx == 0 || gy == 0 || gz == 0)

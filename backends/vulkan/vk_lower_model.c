@@ -34,6 +34,9 @@ typedef struct optimizer_push {
 
 enum { NORM_FORWARD = 0, NORM_STATS, NORM_PARAMS, NORM_INPUT };
 
+/* norm.comp, or its subgroup variant (its row sums add subgroups, then their partials). */
+static vk_shader norm_shader(const vk_lower *l) { return l->limits->subgroup_size ? VK_SHADER_norm_sg : VK_SHADER_norm; }
+
 tf_status vk_lower_norm(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -48,7 +51,7 @@ tf_status vk_lower_norm(vk_lower *l) {
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
-    return count ? vk_emit_dispatch(l, VK_SHADER_norm, 4, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+    return count ? vk_emit_dispatch(l, norm_shader(l), 4, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
   }
   // (x, gamma, dy) -> (dx, dgamma [, dbeta]): statistics kept in dx rows of >= 2 floats (1 for rms).
   push.has_beta = !rms;
@@ -56,13 +59,13 @@ tf_status vk_lower_norm(vk_lower *l) {
   int32_t buffers[6] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_out(l, 0), vk_out(l, 1), rms ? -1 : vk_out(l, 2)};
   if (push.keep && count) {
     push.mode = NORM_STATS;
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_norm, 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, norm_shader(l), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
   }
   push.mode = NORM_PARAMS;
   TF_RETURN_IF_ERROR(
-      vk_emit_dispatch(l, VK_SHADER_norm, 6, buffers, 0x30, &push, sizeof(push), vk_groups(features, 256), 1, 1));
+      vk_emit_dispatch(l, norm_shader(l), 6, buffers, 0x30, &push, sizeof(push), vk_groups(features, 256), 1, 1));
   push.mode = NORM_INPUT;
-  return count ? vk_emit_dispatch(l, VK_SHADER_norm, 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+  return count ? vk_emit_dispatch(l, norm_shader(l), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
 }
 
 tf_status vk_lower_embedding(vk_lower *l) {
