@@ -163,6 +163,28 @@ static void test_reductions(void) {
     finish_probe(g, tf_reduce(g, cases[i].op, x, cases[i].axes, cases[i].n_axes, cases[i].keepdims));
     run(cases[i].label, g, FLOATS, SUMS);
   }
+  // Few, long groups: a workgroup (and, with subgroups, its subgroups) reduces each.
+  struct {
+    const char *label;
+    tf_op op;
+    int32_t axis, n_axes;
+  } long_cases[] = {
+      {"sum all [37,101]", TF_OP_SUM, 0, 0},
+      {"mean axis -1 [3,1031]->[3]", TF_OP_MEAN, 0, 0},
+      {"max all [37,101] (+ max_grad)", TF_OP_MAX, 0, 0},
+      {"max axis 0 [37,101] (+ max_grad)", TF_OP_MAX, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof(long_cases) / sizeof(long_cases[0]); i++) {
+    tf_graph *g = begin("reduce");
+    if (long_cases[i].op == TF_OP_MEAN) {
+      int32_t last[1] = {-1};
+      finish_probe(g, tf_reduce(g, TF_OP_MEAN, param(g, "x", TF_SHAPE(d(3), d(1031))), last, 1, false));
+    } else {
+      tf_tensor_id x = param(g, "x", TF_SHAPE(d(37), d(101)));
+      finish_probe(g, tf_reduce(g, long_cases[i].op, x, &long_cases[i].axis, long_cases[i].n_axes, false));
+    }
+    run(long_cases[i].label, g, FLOATS, SUMS);
+  }
   tf_graph *g = begin("sum_to");
   finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(300), d(37))), param(g, "bias", TF_SHAPE(d(37)))));
   run("sum_to (bias gradient) [300,37]->[37]", g, FLOATS, SUMS);
@@ -184,7 +206,7 @@ static void test_softmax(void) {
 }
 
 static void test_norms(void) {
-  int64_t widths[] = {37, 300, 1};
+  int64_t widths[] = {37, 300, 1, 1031};
   for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
     for (int kind = 0; kind < 3; kind++) {
       tf_graph *g = begin("norm");
