@@ -4,8 +4,23 @@
 // every element). A loss is one workgroup's compensated tree sum, so it is deterministic. The
 // gradients are elementwise; cross_entropy_grad's invocations each own a row, and every workgroup
 // first counts the labels that count (the mean's divisor) itself, so no workspace is needed.
+//
+// The subgroup variant (-DSUBGROUP=1) gives each cross_entropy row to a cluster of 8 consecutive
+// subgroup lanes instead of one invocation: lane l reads classes l, l + 8, ... (coalesced), keeps
+// its own max and compensated sum, and the cluster combines them with shuffles (xor 4, 2, 1). The
+// loss is still one workgroup's: its 32 clusters take rows c, c + 32, ..., and their sums meet in
+// the same tree, placed by cluster number (a fixed order). cross_entropy_grad: 32 rows per
+// workgroup. mse and bce_with_logits are elementwise and unchanged.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };          // logits or predictions
@@ -65,9 +80,65 @@ float term(uint i) {
   return log(sum) + (best - TO_F32(x[base + uint(label)]));
 }
 
-float tree(float value) {
+#if SUBGROUP
+#define CLUSTERS 32u  // per workgroup: 256 / CLUSTER
+#include "cluster.glsl"
+
+// -log softmax(row)[label], the same on every lane of the cluster. The max keeps the CPU forward's
+// NaN rule (it starts from the first class): NaN exactly when the first class is.
+float cluster_row_loss(uint row, uint label) {
+  uint base = row * pc.classes;
+  float best = cluster_max(lane_max(base)), first = TO_F32(x[base]);
+  best = isnan(first) ? first : best;
+  return log(row_sum_of_exps(base, best)) + (best - TO_F32(x[base + label]));
+}
+
+// This cluster's compensated sum of its rows' losses (rows c, c + 32, ...), from lane 0; 0 from the
+// other lanes, so the tree counts each cluster once.
+float cluster_loss_sum() {
+  float sum = 0.0, carry = 0.0;
+  for (uint row = cluster_number(); row < pc.count; row += CLUSTERS) {
+    int label = label_of(row);
+    if (label >= 0)
+      kahan_add(sum, carry, cluster_row_loss(row, uint(label)));
+  }
+  return cluster_lane() == 0u ? sum - carry : 0.0;
+}
+
+void zero_row(uint base) {
+  for (uint c0 = 0u; c0 < pc.classes; c0 += CLUSTER)
+    if (c0 + cluster_lane() < pc.classes)
+      out_data[base + c0 + cluster_lane()] = FROM_F32(0.0);
+}
+
+// (softmax(row) - onehot(label)) scale on a row that counts. The max skips every NaN, as the CPU
+// gradient's does (it starts from -inf).
+void counted_row_gradient(uint base, uint label, float scale) {
+  float best = cluster_max(lane_max(base)), sum = row_sum_of_exps(base, best);
+  for (uint c0 = 0u; c0 < pc.classes; c0 += CLUSTER) {
+    uint c = c0 + cluster_lane();
+    if (c < pc.classes) {
+      float d = exp(TO_F32(x[base + c]) - best) / sum * scale;
+      out_data[base + c] = FROM_F32(c == label ? d - scale : d);
+    }
+  }
+}
+
+// No early returns here either (the shader has barriers; see main).
+void cross_entropy_gradient_row(uint row, float scale) {
+  int label = label_of(row);
+  if (label < 0)
+    zero_row(row * pc.classes);
+  else
+    counted_row_gradient(row * pc.classes, uint(label), scale);
+}
+#endif
+
+// The sum of every invocation's value, each placed at `slot` (a permutation of 0..255), in a fixed
+// tree order.
+float tree(uint slot, float value) {
   uint t = gl_LocalInvocationID.x;
-  partial[t] = value;
+  partial[slot] = value;
   barrier();
   for (uint s = 128u; s > 0u; s >>= 1) {
     if (t < s)
@@ -103,10 +174,19 @@ uint counted_labels() {
 // One workgroup: the mean of the per-element (per-row) terms.
 void loss_value() {
   uint t = gl_LocalInvocationID.x;
-  float sum = 0.0, carry = 0.0;
-  for (uint i = t; i < pc.count; i += 256u)
-    kahan_add(sum, carry, term(i));
-  float total = tree(sum);
+  float total;
+#if SUBGROUP
+  // Slots by cluster number: which rows a partial sum holds decides where it enters the tree.
+  if (pc.mode == CROSS_ENTROPY)
+    total = tree(cluster_number() * CLUSTER + cluster_lane(), cluster_loss_sum());
+  else
+#endif
+  {
+    float sum = 0.0, carry = 0.0;
+    for (uint i = t; i < pc.count; i += 256u)
+      kahan_add(sum, carry, term(i));
+    total = tree(t, sum);
+  }
   uint n = pc.mode == CROSS_ENTROPY ? counted_labels() : pc.count;
   if (t == 0u)
     out_data[0] = FROM_F32(n > 0u ? total / float(n) : 0.0);
@@ -124,6 +204,15 @@ void pair_gradient() {
 void cross_entropy_gradient() {
   uint n = counted_labels();
   float scale = n > 0u ? TO_F32(dloss[0]) / float(n) : 0.0;
+#if SUBGROUP
+  // The loop is workgroup-uniform and the row test cluster-uniform: shuffles see whole clusters.
+  uint cluster = cluster_number(), stride = gl_NumWorkGroups.x * CLUSTERS;
+  for (uint first = gl_WorkGroupID.x * CLUSTERS; first < pc.count; first += stride) {
+    uint row = first + cluster;
+    if (row < pc.count)
+      cross_entropy_gradient_row(row, scale);
+  }
+#else
   for (uint row = gl_GlobalInvocationID.x; row < pc.count; row += grid_size()) {
     uint base = row * pc.classes;
     int label = label_of(row);
@@ -143,6 +232,7 @@ void cross_entropy_gradient() {
       out_data[base + c] = FROM_F32(c == uint(label) ? d - scale : d);
     }
   }
+#endif
 }
 
 // No early return from main in shaders with barriers: lavapipe runs them as coroutines and leaks a

@@ -130,6 +130,27 @@ tf_status vk_lower_pool(vk_lower *l) {
 
 enum { LOSS_CE = 0, LOSS_CE_GRAD, LOSS_MSE, LOSS_MSE_GRAD, LOSS_BCE, LOSS_BCE_GRAD };
 
+/* Rows per workgroup of cross_entropy_grad in loss.comp's subgroup variant: 256 invocations in
+ * clusters of 8 lanes, a cluster per row. */
+#define LOSS_ROWS_PER_GROUP 32
+
+/* The subgroup variant where the device allows it: a cluster of 8 lanes per cross_entropy row
+ * (coalesced reads along the classes); mse and bce run there unchanged. */
+static vk_shader loss_shader(const vk_lower *l) {
+  return l->limits->subgroup_size ? VK_SHADER_loss_sg : VK_SHADER_loss;
+}
+
+/* A loss is one workgroup (its tree sum is deterministic). A gradient gives each invocation an
+ * element, cross_entropy_grad a row: per invocation, or per cluster of 8 lanes in the subgroup
+ * variant. */
+static uint32_t loss_groups(const vk_lower *l, const loss_push *push, bool gradient) {
+  if (!gradient)
+    return 1;
+  if (push->mode == LOSS_CE_GRAD && l->limits->subgroup_size)
+    return vk_groups(push->count, LOSS_ROWS_PER_GROUP);
+  return vk_groups(push->count, 256);
+}
+
 tf_status vk_lower_loss(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -152,8 +173,8 @@ tf_status vk_lower_loss(vk_lower *l) {
                         cross_entropy ? vk_in(l, 1) : -1};
   if (gradient && count == 0)
     return NULL;
-  uint32_t groups = gradient ? vk_groups(push.count, 256) : 1;
-  return vk_emit_dispatch(l, VK_SHADER_loss, 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
+  uint32_t groups = loss_groups(l, &push, gradient);
+  return vk_emit_dispatch(l, loss_shader(l), 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
 /* The run-state slot carrying AdamW's corrections for (lr, beta1, beta2); -1 when all are taken. */

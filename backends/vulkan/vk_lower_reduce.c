@@ -54,6 +54,11 @@ static tf_status geometry(vk_lower *l, const tf_plan_buffer *x, const bool *redu
   return NULL;
 }
 
+/* reduce.comp, or its subgroup variant (the same results up to the order of the in-group sums). */
+static vk_shader reduce_shader(const vk_lower *l) {
+  return l->limits->subgroup_size ? VK_SHADER_reduce_sg : VK_SHADER_reduce;
+}
+
 tf_status vk_lower_reduce(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -88,7 +93,7 @@ tf_status vk_lower_reduce(vk_lower *l) {
     buffers[2] = vk_in(l, 2);
   }
   uint32_t groups = push.per_thread ? vk_groups(push.outputs, 256) : vk_groups(push.outputs, 1);
-  return vk_emit_dispatch(l, VK_SHADER_reduce, 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
+  return vk_emit_dispatch(l, reduce_shader(l), 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
 tf_status vk_lower_global_norm_sq(vk_lower *l) {
@@ -108,9 +113,19 @@ tf_status vk_lower_global_norm_sq(vk_lower *l) {
     push.accumulate = k > 0;
     // One workgroup per input, each adding its share to the scalar after the previous one.
     int32_t buffers[4] = {vk_in(l, k), -1, -1, vk_out(l, 0)};
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_reduce, 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, reduce_shader(l), 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
   }
   return NULL;
+}
+
+/* Rows per workgroup of softmax.comp's subgroup variant: 64 invocations in clusters of 8 lanes. */
+#define SOFTMAX_ROWS_PER_GROUP 8
+
+/* Whether the subgroup variant (a cluster of 8 lanes per row, coalesced) runs: only where the lines
+ * are contiguous rows. With inner > 1 the plain shader's neighbouring invocations already read
+ * neighbouring columns, so its per-invocation walk is coalesced and stays. */
+static bool softmax_by_clusters(const vk_lower *l, const softmax_push *push) {
+  return l->limits->subgroup_size != 0 && push->inner == 1;
 }
 
 tf_status vk_lower_softmax(vk_lower *l) {
@@ -132,5 +147,8 @@ tf_status vk_lower_softmax(vk_lower *l) {
     return NULL;
   bool gradient = op == TF_OP_SOFTMAX_GRAD || op == TF_OP_LOG_SOFTMAX_GRAD;
   int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
+  if (softmax_by_clusters(l, &push))
+    return vk_emit_dispatch(l, VK_SHADER_softmax_sg, 3, buffers, 0x4, &push, sizeof(push),
+                            vk_groups(push.lines, SOFTMAX_ROWS_PER_GROUP), 1, 1);
   return vk_emit_dispatch(l, VK_SHADER_softmax, 3, buffers, 0x4, &push, sizeof(push), vk_groups(push.lines, 64), 1, 1);
 }

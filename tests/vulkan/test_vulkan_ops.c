@@ -203,6 +203,17 @@ static void test_softmax(void) {
       snprintf(label, sizeof(label), "%s axis %d (+ grad) [3,13,5]", log_output ? "log_softmax" : "softmax", axis);
       run(label, g, FLOATS, SUMS);
     }
+  // Long rows (the subgroup variant's clusters, 1031 is prime), and a long non-last axis.
+  for (int log_output = 0; log_output < 2; log_output++)
+    for (int rank = 2; rank < 4; rank++) {
+      tf_graph *g = begin("softmax");
+      tf_tensor_id x = param(g, "x", rank == 2 ? TF_SHAPE(d(3), d(1031)) : TF_SHAPE(d(4), d(1031), d(3)));
+      finish_probe(g, log_output ? tf_log_softmax(g, x, 1) : tf_softmax(g, x, 1));
+      char label[64];
+      snprintf(label, sizeof(label), "%s axis 1 (+ grad) %s", log_output ? "log_softmax" : "softmax",
+               rank == 2 ? "[3,1031]" : "[4,1031,3]");
+      run(label, g, FLOATS, SUMS);
+    }
 }
 
 static void test_norms(void) {
@@ -373,6 +384,12 @@ static void test_losses(void) {
   finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
   parity_data data = {4, 67, INT32_MIN};
   run("cross_entropy [2,300,67] (+ grad)", g, data, SUMS);
+  // Long rows, labels past the last class (they do not count) and ignored ones.
+  g = begin("cross_entropy");
+  labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(37)));
+  finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(37), d(1031))), labels, -100));
+  parity_data long_rows = {5, 1034, -100};
+  run("cross_entropy [37,1031], labels out of range (+ grad)", g, long_rows, SUMS);
   for (int bce = 0; bce < 2; bce++) {
     g = begin("pair loss");
     tf_tensor_id target = tf_graph_label(g, "target", TF_F32, TF_SHAPE(d(7), d(19)));

@@ -1,0 +1,65 @@
+// Clusters of 8 lanes for the subgroup variants of the row shaders (softmax.comp, loss.comp; see
+// shaders/README.md). Include after the shader's `x` buffer and its push constants (`pc.classes`),
+// in a shader compiled with GL_KHR_shader_subgroup_basic and _shuffle.
+//
+// Every loop over a row's classes runs to the same bound on all lanes of its cluster (loads and
+// stores are guarded instead), so the whole cluster reaches each shuffle together.
+#define CLUSTER 8u // lanes per row
+
+uint cluster_lane() { return gl_SubgroupInvocationID & 7u; }
+
+// Clusters are numbered through the subgroups as in matmul.comp (not by local index: a cluster's
+// lanes must share a subgroup whatever the mapping of invocations to subgroups).
+uint cluster_number() { return gl_SubgroupID * (gl_SubgroupSize >> 3) + (gl_SubgroupInvocationID >> 3); }
+
+// The max over this lane's classes of the row at `base`, NaN skipped (the CPU's
+// `v > best ? v : best`), started at -inf so that no NaN enters the butterfly (the max of non-NaN
+// values does not depend on the order).
+float lane_max(uint base) {
+  float best = -1.0 / 0.0;
+  for (uint c0 = 0u; c0 < pc.classes; c0 += CLUSTER) {
+    if (c0 + cluster_lane() < pc.classes) {
+      float v = TO_F32(x[base + c0 + cluster_lane()]);
+      best = v > best ? v : best;
+    }
+  }
+  return best;
+}
+
+// The cluster's max. Masks 4, 2, 1 stay inside the 8-lane cluster on any power-of-two subgroup of
+// at least 8 lanes; only shuffles are needed (lavapipe lacks the clustered operations).
+float cluster_max(float best) {
+  best = max(best, subgroupShuffleXor(best, 4u));
+  best = max(best, subgroupShuffleXor(best, 2u));
+  return max(best, subgroupShuffleXor(best, 1u));
+}
+
+// Adds the partner lane's compensated sum (sum - carry) to this lane's. The rounding error of the
+// two sums' addition is recovered exactly (two-sum), so both partners end with the same bits and
+// the carries keep what each lane's Kahan sum kept.
+void combine_sums(inout float sum, inout float carry, uint mask) {
+  float other = subgroupShuffleXor(sum, mask), other_carry = subgroupShuffleXor(carry, mask);
+  precise float total = sum + other;
+  precise float part = total - sum;
+  precise float error = (sum - (total - part)) + (other - part);
+  precise float carried = (carry + other_carry) - error;
+  sum = total;
+  carry = carried;
+}
+
+// The cluster's total of the lanes' compensated sums; every lane gets the same value.
+float cluster_sum(float sum, float carry) {
+  combine_sums(sum, carry, 4u);
+  combine_sums(sum, carry, 2u);
+  combine_sums(sum, carry, 1u);
+  return sum - carry;
+}
+
+// The sum of exp(x - best) over the row at `base`, the same on every lane of the cluster.
+float row_sum_of_exps(uint base, float best) {
+  float sum = 0.0, carry = 0.0;
+  for (uint c0 = 0u; c0 < pc.classes; c0 += CLUSTER)
+    if (c0 + cluster_lane() < pc.classes)
+      kahan_add(sum, carry, exp(TO_F32(x[base + c0 + cluster_lane()]) - best));
+  return cluster_sum(sum, carry);
+}
