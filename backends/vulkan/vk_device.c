@@ -228,6 +228,12 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
                          VK_API_VERSION_MINOR(vk->properties.apiVersion));
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
   vk->subgroup_size = usable_subgroup_size(vk);
+  // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
+  // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
+  // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with
+  // the refusal lifted, softmax over 30,000 classes by one invocation a row gives zeros past
+  // class ~25,000.)
+  vk->loop_limit = strncmp(vk->properties.deviceName, "llvmpipe", 8) == 0 ? 65535 : 0;
   uint32_t families = 0;
   vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->physical, &families, NULL);
   VkQueueFamilyProperties *family = calloc(families ? families : 1, sizeof(VkQueueFamilyProperties));

@@ -113,6 +113,7 @@ typedef struct vk_limits {
   uint64_t max_storage_range;
   uint32_t max_shared_bytes;
   uint32_t subgroup_size;
+  int64_t loop_limit; /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
 } vk_limits;
 
 /* ---- vk_lower.c: plan -> program ---- */
@@ -160,6 +161,7 @@ typedef struct vk_state {
   VkPhysicalDeviceProperties properties;
   VkPhysicalDeviceMemoryProperties memory_properties;
   uint32_t subgroup_size; /* 0: the subgroup shader variants are not used (vk_limits) */
+  int64_t loop_limit;     /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;
   VkQueue queue;

@@ -230,6 +230,20 @@ uint32_t vk_groups(int64_t items, int64_t per_group) {
   return groups > VK_GROUP_LIMIT ? VK_GROUP_LIMIT : (uint32_t)groups;
 }
 
+tf_status vk_check_loops(const vk_lower *l, int64_t iterations) {
+  if (l->limits->loop_limit > 0 && iterations > l->limits->loop_limit)
+    return vk_refuse(l,
+                     "its shader may run about %lld loop iterations per invocation, and this device (lavapipe) ends "
+                     "every loop after %lld in all, silently; run this plan on a GPU or the CPU backend",
+                     (long long)iterations, (long long)l->limits->loop_limit);
+  return NULL;
+}
+
+int64_t vk_grid_rounds(int64_t items, int64_t per_group) {
+  int64_t groups = vk_groups(items, per_group);
+  return (items + groups * per_group - 1) / (groups * per_group);
+}
+
 tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what) {
   if (count < 0 || count >= ((int64_t)1 << 31))
     return vk_refuse(l, "%s has %lld elements; the shaders index with 31 bits", what, (long long)count);

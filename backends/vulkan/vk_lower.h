@@ -54,6 +54,12 @@ int64_t vk_count(const tf_plan_buffer *b);
 /* Workgroups for `items` work items of `per_group` each, capped at VK_GROUP_LIMIT (the shaders
  * loop over the rest with a grid stride); at least 1. */
 uint32_t vk_groups(int64_t items, int64_t per_group);
+/* Refuses a dispatch whose invocations may each run more than the device's loop limit of loop
+ * iterations in all (lavapipe's; see vk_limits), naming the step. `iterations` is an estimate
+ * from above. */
+tf_status vk_check_loops(const vk_lower *l, int64_t iterations);
+/* Rounds of a grid-stride loop over `items`, `per_group` a workgroup, with vk_groups' cap. */
+int64_t vk_grid_rounds(int64_t items, int64_t per_group);
 /* Refuses counts the 32-bit shader indices cannot address. */
 tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what);
 

@@ -106,6 +106,7 @@ tf_status vk_lower_matmul(vk_lower *l) {
   if (batch_rank > 4)
     return vk_refuse(l, "%d batch axes after merging; the matmul shader takes 4", batch_rank);
   TF_RETURN_IF_ERROR(check_grid(l, m, n, batches));
+  TF_RETURN_IF_ERROR(vk_check_loops(l, (k + 7) / 8 + 8)); // K in steps of 8 (16 without subgroups)
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(a), a->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(b), b->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(c), c->name));
@@ -181,6 +182,7 @@ tf_status vk_lower_conv(vk_lower *l) {
     }
   }
   TF_RETURN_IF_ERROR(check_grid(l, m, n, batches));
+  TF_RETURN_IF_ERROR(vk_check_loops(l, (k + 7) / 8 + 8));
   for (int32_t i = 0; i < l->step->n_inputs; i++)
     TF_RETURN_IF_ERROR(vk_check_count(l, inputs[i].count, "an operand"));
   TF_RETURN_IF_ERROR(vk_check_count(l, output.count, "the output"));
@@ -220,6 +222,12 @@ tf_status vk_lower_attention(vk_lower *l) {
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(q), q->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(k), k->name));
   int64_t query_items = (int64_t)push.batch * push.heads * push.queries;
+  // A query (or key) walks every key (query) with a few passes over the head width each.
+  int64_t longest = push.keys > push.queries ? push.keys : push.queries;
+  int64_t items = query_items > (int64_t)push.batch * push.heads * push.keys ? query_items
+                                                                            : (int64_t)push.batch * push.heads * push.keys;
+  TF_RETURN_IF_ERROR(vk_check_loops(
+      l, vk_grid_rounds(items, 64) * (3 * longest * ((int64_t)push.depth + 1) + 4 * (int64_t)push.depth)));
   int64_t key_items = (int64_t)push.batch * push.heads * push.keys;
   if (l->step->op == TF_OP_ATTENTION) {
     if (query_items == 0 || push.depth == 0)

@@ -48,6 +48,13 @@ tf_status vk_lower_norm(vk_lower *l) {
   norm_push push = {
       (uint32_t)(count / features), (uint32_t)features, l->step->attrs.u.norm.epsilon, NORM_FORWARD, rms, 0, 0};
   uint32_t row_groups = vk_groups(push.rows, 1);
+  // A workgroup walks its rows a 64th at a time, a few times; the parameter pass walks every row
+  // per column (and re-derives short rows' statistics).
+  int64_t rounds = vk_grid_rounds(push.rows, 1), walk = (features + 63) / 64;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, rounds * (4 * walk + 12)));
+  if (op == TF_OP_LAYER_NORM_GRAD || op == TF_OP_RMS_NORM_GRAD)
+    TF_RETURN_IF_ERROR(vk_check_loops(
+        l, vk_grid_rounds(features, 256) * (int64_t)push.rows * (features >= (rms ? 1 : 2) ? 1 : 2 * features + 1)));
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
@@ -88,6 +95,9 @@ tf_status vk_lower_embedding(vk_lower *l) {
   chunks = chunks < 1 ? 1 : chunks > push.rows ? push.rows : chunks;
   push.chunk_rows = (uint32_t)((push.rows + chunks - 1) / chunks);
   push.chunks = (push.rows + push.chunk_rows - 1) / push.chunk_rows;
+  // Each gradient task clears its chunk of rows, then reads every id.
+  TF_RETURN_IF_ERROR(
+      vk_check_loops(l, vk_grid_rounds((int64_t)push.chunks * push.depth, 256) * (push.chunk_rows + push.count)));
   return vk_emit_dispatch(l, VK_SHADER_embedding, 3, buffers, 0x4, &push, sizeof(push),
                           vk_groups((int64_t)push.chunks * push.depth, 256), 1, 1);
 }
@@ -151,6 +161,19 @@ static uint32_t loss_groups(const vk_lower *l, const loss_push *push, bool gradi
   return vk_groups(push->count, 256);
 }
 
+/* Loop iterations per invocation, from above: a loss walks a 256th of the elements, or of the
+ * rows (a 32nd with clusters) three times over the classes (an eighth of them with clusters); a
+ * gradient counts the labels (a 256th of the rows), then walks its rows' classes. */
+static int64_t loss_loops(const vk_lower *l, const loss_push *push, bool gradient, int64_t count) {
+  bool clusters = l->limits->subgroup_size != 0;
+  int64_t walk = clusters ? (push->classes + 7) / 8 : push->classes;
+  if (push->mode == LOSS_CE)
+    return ((push->count + (clusters ? 31 : 255)) / (clusters ? 32 : 256)) * (3 * walk + 1) + 8;
+  if (push->mode == LOSS_CE_GRAD)
+    return (push->count + 255) / 256 + vk_grid_rounds(push->count, clusters ? LOSS_ROWS_PER_GROUP : 256) * (3 * walk + 1);
+  return gradient ? vk_grid_rounds(count, 256) : (count + 255) / 256 + 8;
+}
+
 tf_status vk_lower_loss(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -174,6 +197,7 @@ tf_status vk_lower_loss(vk_lower *l) {
   if (gradient && count == 0)
     return NULL;
   uint32_t groups = loss_groups(l, &push, gradient);
+  TF_RETURN_IF_ERROR(vk_check_loops(l, loss_loops(l, &push, gradient, count)));
   return vk_emit_dispatch(l, loss_shader(l), 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 

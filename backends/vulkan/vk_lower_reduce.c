@@ -93,6 +93,9 @@ tf_status vk_lower_reduce(vk_lower *l) {
     buffers[2] = vk_in(l, 2);
   }
   uint32_t groups = push.per_thread ? vk_groups(push.outputs, 256) : vk_groups(push.outputs, 1);
+  // An invocation walks whole groups (per_thread) or a 256th of each (twice for max_grad).
+  int64_t walk = push.per_thread ? push.group : 2 * ((push.group + 255) / 256) + 8;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.outputs, push.per_thread ? 256 : 1) * (walk + 1)));
   return vk_emit_dispatch(l, reduce_shader(l), 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
@@ -113,6 +116,7 @@ tf_status vk_lower_global_norm_sq(vk_lower *l) {
     push.accumulate = k > 0;
     // One workgroup per input, each adding its share to the scalar after the previous one.
     int32_t buffers[4] = {vk_in(l, k), -1, -1, vk_out(l, 0)};
+    TF_RETURN_IF_ERROR(vk_check_loops(l, (count + 255) / 256 + 8));
     TF_RETURN_IF_ERROR(vk_emit_dispatch(l, reduce_shader(l), 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
   }
   return NULL;
@@ -147,7 +151,11 @@ tf_status vk_lower_softmax(vk_lower *l) {
     return NULL;
   bool gradient = op == TF_OP_SOFTMAX_GRAD || op == TF_OP_LOG_SOFTMAX_GRAD;
   int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
-  if (softmax_by_clusters(l, &push))
+  // Three walks of a line (max, sum, outputs), each over its classes or a lane's eighth of them.
+  bool clusters = softmax_by_clusters(l, &push);
+  int64_t walk = clusters ? (push.classes + 7) / 8 : push.classes;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.lines, clusters ? SOFTMAX_ROWS_PER_GROUP : 64) * (3 * walk + 1)));
+  if (clusters)
     return vk_emit_dispatch(l, VK_SHADER_softmax_sg, 3, buffers, 0x4, &push, sizeof(push),
                             vk_groups(push.lines, SOFTMAX_ROWS_PER_GROUP), 1, 1);
   return vk_emit_dispatch(l, VK_SHADER_softmax, 3, buffers, 0x4, &push, sizeof(push), vk_groups(push.lines, 64), 1, 1);

@@ -317,7 +317,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
     vk->regions[r] = regions[r];
   TF_RETURN_IF_ERROR(check_bindings(vk));
   vk_limits limits = {vk->properties.limits.maxStorageBufferRange, vk->properties.limits.maxComputeSharedMemorySize,
-                      vk->subgroup_size};
+                      vk->subgroup_size, vk->loop_limit};
   TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, &vk->program));
   TF_RETURN_IF_ERROR(vk_pipelines_create(vk));
   TF_RETURN_IF_ERROR(allocate_sets(vk));

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/vulkan/vulkan.h"
 #include "parity.h"
 
 static tf_test_counts counts;
@@ -422,6 +423,69 @@ static void test_out_of_memory(void) {
   tf_plan_destroy(plan);
 }
 
+/* Whether the device is lavapipe, whose shader loops end silently after 65,535 iterations per
+ * invocation: steps that could need more are refused (vk_check_loops), not run wrong. */
+static bool on_lavapipe(void) {
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  tf_backend_options options = {0, 1};
+  void *state = NULL;
+  tf_status status = vulkan->create(&options, &state);
+  bool lavapipe = !status && strstr(tf_vulkan_device_name(state), "llvmpipe") != NULL;
+  tf_status_free(status);
+  if (state)
+    vulkan->destroy(state);
+  return lavapipe;
+}
+
+/* The session-creation status of `graph`'s training plan on Vulkan (NULL: created). */
+static tf_status create_training(tf_graph *g) {
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  tf_plan *plan = NULL;
+  tf_status status = tf_compile(g, &options, &plan);
+  tf_session_options session_options = tf_session_options_default();
+  session_options.backend = "vulkan";
+  tf_session *session = NULL;
+  if (!status)
+    status = tf_session_create(plan, &session_options, &session);
+  tf_session_destroy(session);
+  tf_plan_destroy(plan);
+  return status;
+}
+
+/* Long rows on lavapipe: 3 walks of 30,000 classes exceed its loop limit one invocation per row
+ * (refused without subgroups) but not a cluster of 8 lanes per row (checked against the CPU); 1,024
+ * keys of width 64 exceed it in attention either way. */
+static void test_loop_limit(void) {
+  if (!on_lavapipe()) {
+    printf("ok   loop limit: not lavapipe, nothing to refuse\n");
+    return;
+  }
+  const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
+  bool subgroups = !(requested && strcmp(requested, "0") == 0);
+  tf_graph *g = begin("softmax");
+  finish_probe(g, tf_softmax(g, param(g, "x", TF_SHAPE(d(2), d(30000))), 1));
+  if (subgroups) {
+    run("softmax [2,30000] (+ grad), within lavapipe's loop limit", g, FLOATS, SUMS);
+  } else {
+    tf_status status = create_training(g);
+    tf_graph_destroy(g);
+    CHECK(&counts, status && strstr(tf_status_message(status), "65535"), "softmax [2,30000]: %s",
+          status ? tf_status_message(status) : "created");
+    printf("ok   refused: %s\n", status ? tf_status_message(status) : "-");
+    tf_status_free(status);
+  }
+  g = begin("attention");
+  tf_tensor_id q = param(g, "q", TF_SHAPE(d(1), d(1024), d(64)));
+  finish_probe(g, tf_attention(g, q, param(g, "k", TF_SHAPE(d(1), d(1024), d(64))),
+                               param(g, "v", TF_SHAPE(d(1), d(1024), d(64))), 1, true));
+  tf_status status = create_training(g);
+  tf_graph_destroy(g);
+  CHECK(&counts, status && strstr(tf_status_message(status), "65535"), "attention over 1024 keys: %s",
+        status ? tf_status_message(status) : "created");
+  printf("ok   refused: %s\n", status ? tf_status_message(status) : "-");
+  tf_status_free(status);
+}
+
 /* A loader that cannot be opened is named, with what to install. */
 static void test_no_loader(void) {
   setenv("TIGHTFIT_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);
@@ -465,6 +529,7 @@ static void test_refusals(void) {
   tf_status_free(status);
   tf_plan_destroy(plan);
   test_out_of_memory();
+  test_loop_limit();
   test_no_loader();
 }
 
