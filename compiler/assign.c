@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/ops.h"
 #include "compiler/training.h"
 
 typedef struct arena_item {
@@ -61,8 +62,30 @@ static int32_t alias_root(const tf_training *t, int32_t id) {
   return id;
 }
 
-/* A reshape whose input is last read by it gets no memory of its own: its output lies on the input
- * (same bytes, same element order), recorded as alias_of; the pair is one item in the packing. */
+/* The input of step s whose memory output 0 may take (tf_op_output_may_alias): read last by the step,
+ * the output's dtype and bytes, and no other input of the step on the same memory; -1 if none. */
+static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *node) {
+  const tf_graph *g = t->g;
+  int32_t y = node->n_outputs > 0 ? node->outputs[0] : -1;
+  if (y < 0 || t->first[y] != s)
+    return -1;
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    int32_t x = node->inputs[i];
+    if (!tf_op_output_may_alias(node->op, i) || t->first[x] < 0 || t->last[x] != s ||
+        g->tensors[x].dtype != g->tensors[y].dtype || g->tensors[x].bytes != g->tensors[y].bytes)
+      continue;
+    bool shared = false;
+    for (int32_t j = 0; j < node->n_inputs && !shared; j++)
+      shared = j != i && t->first[node->inputs[j]] >= 0 && alias_root(t, node->inputs[j]) == alias_root(t, x);
+    if (!shared)
+      return x;
+  }
+  return -1;
+}
+
+/* A step whose output may take an input's memory (a reshape; see tf_op_output_may_alias) gets no
+ * memory of its own for it when that input dies there: the output lies on the input, recorded as
+ * alias_of; the pair is one item in the packing. */
 static tf_status find_aliases(tf_training *t) {
   const tf_graph *g = t->g;
   free(t->alias_of);
@@ -73,11 +96,9 @@ static tf_status find_aliases(tf_training *t) {
     t->alias_of[i] = -1;
   for (int32_t s = 0; s < t->n_schedule; s++) {
     const tf_ir_node *node = &g->nodes[t->schedule[s]];
-    if (node->op != TF_OP_RESHAPE)
-      continue;
-    int32_t x = node->inputs[0], y = node->outputs[0];
-    if (t->first[x] >= 0 && t->last[x] == s && t->first[y] == s && g->tensors[x].bytes == g->tensors[y].bytes)
-      t->alias_of[y] = x;
+    int32_t x = aliased_input(t, s, node);
+    if (x >= 0)
+      t->alias_of[node->outputs[0]] = x;
   }
   return NULL;
 }

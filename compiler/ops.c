@@ -73,6 +73,18 @@ static const tf_op_info op_table[] = {
 
 _Static_assert(sizeof(op_table) / sizeof(op_table[0]) == TF_OP_COUNT, "op_table must list every tf_op");
 
+bool tf_op_output_may_alias(tf_op op, int32_t input) {
+  switch (op) {
+  case TF_OP_RESHAPE: return input == 0;
+  // dlogits on the logits: the largest activation of a language model and its gradient, both
+  // live at the start of the backward pass otherwise. Every kernel (kernels/cpu/loss.c,
+  // kernels/cuda/loss.cu, shaders/loss.comp) reads a row's logits (max, sums) before writing the
+  // row, and then each element once, just before writing its gradient.
+  case TF_OP_CROSS_ENTROPY_GRAD: return input == 0;
+  default: return false;
+  }
+}
+
 const tf_op_info *tf_op_info_get(tf_op op) {
   if ((int)op < 0 || op >= TF_OP_COUNT)
     return NULL;

@@ -207,9 +207,30 @@ static tf_status check_buffer(const tf_plan *plan, int32_t id) {
   return NULL;
 }
 
-/* An alias is a reshape's output on its input's memory: both arena activations with the same offset
- * and bytes, the input's last step is the reshape that writes the output. Only the step's operand
- * ids are read here (steps are validated later), each checked for range first. */
+/* Whether step s reads `id` as an input that its op lets output 0 lie on (tf_op_output_may_alias),
+ * and no other arena input of the step overlaps that memory. Operand ids are range-checked here:
+ * steps are validated later. */
+static bool alias_step_ok(const tf_plan *plan, const tf_plan_step *step, int32_t id) {
+  const tf_plan_buffer *a = &plan->buffers[id];
+  int32_t aliased = -1;
+  for (int32_t i = 0; i < step->n_inputs && step->inputs; i++) {
+    int32_t in = step->inputs[i];
+    if (!valid_id(plan, in))
+      return false;
+    if (in == id && aliased < 0 && tf_op_output_may_alias(step->op, i)) {
+      aliased = i;
+      continue;
+    }
+    const tf_plan_buffer *other = &plan->buffers[in];
+    if (other->region == TF_REGION_ARENA && other->offset < a->offset + a->bytes && a->offset < other->offset + other->bytes)
+      return false;
+  }
+  return aliased >= 0;
+}
+
+/* An alias is an output on its input's memory (a reshape's, or another op's that
+ * tf_op_output_may_alias allows): both arena activations with the same offset, bytes and dtype, the
+ * input's last step is the one that writes the output. */
 static tf_status check_alias(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   if (b->alias_of == -1)
@@ -222,12 +243,12 @@ static tf_status check_alias(const tf_plan *plan, int32_t id) {
                   a->dtype == b->dtype && a->alias_of != id;
   int32_t s = b->first_step;
   const tf_plan_step *step = s >= 0 && s < plan->n_steps ? &plan->steps[s] : NULL;
-  bool step_ok = step && step->op == TF_OP_RESHAPE && step->n_inputs >= 1 && step->inputs &&
-                 step->inputs[0] == b->alias_of && step->n_outputs >= 1 && step->outputs[0] == id &&
-                 a->last_step == s;
+  bool step_ok = step && step->n_outputs >= 1 && step->outputs[0] == id && a->last_step == s &&
+                 alias_step_ok(plan, step, b->alias_of);
   if (!shape_ok || !step_ok)
-    return INVALID("%s aliases %s, but an alias must be a reshape's output on the same offset and bytes as its input, "
-                   "which the reshape reads last (input live to step %" PRId32 ", output from step %" PRId32 ")",
+    return INVALID("%s aliases %s, but an alias must be the output of a step that may write over that input (a "
+                   "reshape, cross_entropy_grad), on the same offset and bytes, and the step must read the input last "
+                   "and no other overlapping input (input live to step %" PRId32 ", output from step %" PRId32 ")",
                    tf_plan_buffer_label(plan, id).text, tf_plan_buffer_label(plan, b->alias_of).text, a->last_step,
                    b->first_step);
   return NULL;

@@ -225,7 +225,7 @@ static int64_t independent_overlaps(const tf_plan *plan) {
       if (a->region != b->region || a->bytes == 0 || b->bytes == 0)
         continue;
       bool same_time = a->region != TF_REGION_ARENA || (a->first_step <= b->last_step && b->first_step <= a->last_step);
-      /* A reshape's output may lie on its input, which dies at that reshape (alias_of). */
+      /* An output may lie on its input, which dies at that step (alias_of: reshape, cross_entropy_grad). */
       bool alias = b->alias_of == i || a->alias_of == j;
       if (alias) {
         const tf_plan_buffer *input = b->alias_of == i ? a : b, *output = b->alias_of == i ? b : a;
@@ -282,8 +282,9 @@ static void random_graphs(void) {
   printf("random graphs: %d plans, no overlaps, worst arena / lower bound %.3f\n", compiled, worst_ratio);
 }
 
-/* The verifier's alias rule: a compiled plan with reshape aliases verifies; removing an alias leaves a
- * real overlap; claiming one for a step that is not a reshape is refused. */
+/* The verifier's alias rule: a compiled plan with aliases verifies; removing an alias leaves a real
+ * overlap; claiming one for a step whose op may not write over its input is refused. The logits'
+ * gradient lies on the logits, which die at cross_entropy_grad. */
 static void alias_rule(void) {
   tf_plan *plan = compile_zoo("gpt", (const char *const[]){"layers=2", "d_model=32", "heads=2"}, 3, "N=2,T=16",
                               TF_OPTIMIZER_ADAMW, 1);
@@ -299,6 +300,15 @@ static void alias_rule(void) {
   }
   CHECK(&counts, aliased >= 0 && other >= 0, "gpt plan without a reshape alias (%d) or a plain buffer (%d)", aliased,
         other);
+  int32_t dlogits_aliased = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (step->op != TF_OP_CROSS_ENTROPY_GRAD)
+      continue;
+    const tf_plan_buffer *dx = &plan->buffers[step->outputs[0]], *logits = &plan->buffers[step->inputs[0]];
+    dlogits_aliased += dx->alias_of == step->inputs[0] && dx->offset == logits->offset && logits->last_step == s;
+  }
+  CHECK(&counts, dlogits_aliased == 1, "the logits' gradient does not lie on the logits (%d)", dlogits_aliased);
   if (aliased >= 0 && other >= 0) {
     int32_t saved = plan->buffers[aliased].alias_of;
     plan->buffers[aliased].alias_of = -1;
@@ -314,7 +324,8 @@ static void alias_rule(void) {
     tf_status_free(status);
     plan->buffers[other].alias_of = -1;
     CHECK_OK(&counts, tf_plan_verify(plan));
-    printf("alias rule: a plan with reshape aliases verifies; without its alias it overlaps; a false alias is refused\n");
+    printf("alias rule: a plan with aliases (reshapes, dlogits on the logits) verifies; without its alias it "
+           "overlaps; a false alias is refused\n");
   }
   tf_plan_destroy(plan);
 }
