@@ -8,9 +8,26 @@
 // of its head's slice of dq (no workspace); KV, an invocation per (n, h, key row), sums
 // dk_j = scale sum_i dS_ij q_i and dv_j = sum_i P_ij dO_i; Q overwrites dq with scale sum_j dS_ij k_j.
 // Heads narrower than 3 recompute the statistics instead. Head width D <= 128.
+//
+// The subgroup variant (-DSUBGROUP=1) gives each row to a cluster of 8 consecutive subgroup lanes
+// (shaders/cluster.glsl) instead of one invocation: lane l owns the head-width elements
+// d = l, l + 8, ... (each load of the cluster is 8 consecutive words), a dot product is the lanes'
+// partial sums added by a butterfly of shuffles (xor 4, 2, 1), and every lane then holds the same
+// score and runs the same online softmax, so the walks over keys (queries) and their sums over
+// keys are the plain shader's, done by all 8 lanes at once. A lane's loops over the head width run
+// ceil(depth / 8) times: 8x fewer loop iterations per invocation (lavapipe's limit), 8 lanes per row.
+// 64 invocations: 8 rows per workgroup.
 // Later: a workgroup per block of query rows with K/V tiles in shared memory (flash-attention).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+
+#ifndef SUBGROUP
+#define SUBGROUP 0
+#endif
+#if SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 
 #define MAX_DEPTH 128
 
@@ -39,6 +56,173 @@ layout(push_constant) uniform Push {
 uint q_at(uint n, uint i, uint h) { return (n * pc.queries + i) * pc.width + h * pc.depth; }
 uint k_at(uint n, uint j, uint h) { return (n * pc.keys + j) * pc.width + h * pc.depth; }
 uint visible(uint i) { return pc.causal != 0u ? min(i + 1u, pc.keys) : pc.keys; }
+
+#if SUBGROUP
+#define CLUSTER_NO_ROW_HELPERS
+#include "cluster.glsl"
+#define ROWS_PER_GROUP 8u // 64 invocations / CLUSTER
+#define SHARE (MAX_DEPTH / 8) // the most head-width elements a lane owns
+
+// Every loop over a lane's share runs to the same bound on all lanes (parts() = ceil(depth / 8))
+// and guards its loads and stores with d < depth, so the whole cluster reaches each shuffle, and
+// a lane's registers past the head hold zeros.
+uint parts() { return (pc.depth + CLUSTER - 1u) / CLUSTER; }
+
+float score(uint qi, uint kj, uint lane) {
+  float s = 0.0;
+  for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
+    if (d < pc.depth)
+      s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
+  return pc.scale * cluster_add(s);
+}
+
+// (score, dO . v) of query qi and key kj in one walk over the lane's share.
+vec2 scores(uint qi, uint kj, uint lane) {
+  float s = 0.0, g = 0.0;
+  for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
+    if (d < pc.depth) {
+      s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
+      g += TO_F32(d_out[qi + d]) * TO_F32(v[kj + d]);
+    }
+  }
+  return vec2(pc.scale * cluster_add(s), cluster_add(g));
+}
+
+// (max, sum of exp(s - max), delta) of query row i, the same on every lane of the cluster.
+vec3 statistics(uint n, uint h, uint i, uint lane) {
+  uint qi = q_at(n, i, h), last = visible(i);
+  float best = -1.0 / 0.0, sum = 0.0;
+  for (uint j = 0u; j < last; j++) {
+    float s = score(qi, k_at(n, j, h), lane);
+    if (s > best) {
+      sum *= exp(best - s);
+      best = s;
+    }
+    sum += exp(s - best);
+  }
+  float delta = 0.0, carry = 0.0;
+  for (uint j = 0u; j < last; j++) {
+    vec2 s = scores(qi, k_at(n, j, h), lane);
+    kahan_add(delta, carry, exp(s.x - best) / sum * s.y);
+  }
+  return vec3(best, sum, delta);
+}
+
+// The statistics kept in dq's first three floats of row i: lane l < 3 reads word l, which is in
+// its own share (depth >= 3 when kept), and the cluster shares the three by shuffles. No lane
+// reads a word another lane of the row overwrites in the QUERY pass.
+vec3 kept(uint n, uint h, uint i, uint lane) {
+  if (pc.keep == 0u)
+    return statistics(n, h, i, lane);
+  float mine = lane < 3u ? TO_F32(out_data[q_at(n, i, h) + lane]) : 0.0;
+  return vec3(cluster_read(mine, 0u), cluster_read(mine, 1u), cluster_read(mine, 2u));
+}
+
+void forward(uint n, uint h, uint i, uint lane) {
+  float query[SHARE], acc[SHARE];
+  uint qi = q_at(n, i, h), last = visible(i);
+  for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
+    query[e] = d < pc.depth ? TO_F32(q[qi + d]) : 0.0;
+    acc[e] = 0.0;
+  }
+  float best = -1.0 / 0.0, sum = 0.0;
+  for (uint j = 0u; j < last; j++) {
+    uint kj = k_at(n, j, h);
+    float s = 0.0;
+    for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
+      if (d < pc.depth)
+        s += query[e] * TO_F32(k[kj + d]);
+    s = pc.scale * cluster_add(s);
+    if (s > best) { // cluster-uniform: every lane holds the same s
+      float correction = exp(best - s);
+      sum *= correction;
+      for (uint e = 0u; e < parts(); e++)
+        acc[e] *= correction;
+      best = s;
+    }
+    float p = exp(s - best);
+    sum += p;
+    for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
+      if (d < pc.depth)
+        acc[e] += p * TO_F32(v[kj + d]);
+  }
+  float inverse = sum > 0.0 ? 1.0 / sum : 0.0;
+  for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
+    if (d < pc.depth)
+      out_data[qi + d] = FROM_F32(acc[e] * inverse);
+}
+
+void key_gradients(uint n, uint h, uint j, uint lane) {
+  float gk[SHARE], gv[SHARE];
+  for (uint e = 0u; e < parts(); e++)
+    gk[e] = gv[e] = 0.0;
+  uint kj = k_at(n, j, h);
+  for (uint i = pc.causal != 0u ? j : 0u; i < pc.queries; i++) {
+    uint qi = q_at(n, i, h);
+    vec3 s = kept(n, h, i, lane);
+    vec2 sg = scores(qi, kj, lane);
+    float p = exp(sg.x - s.x) / s.y;
+    float ds = p * (sg.y - s.z);
+    for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
+      if (d < pc.depth) {
+        gk[e] += pc.scale * ds * TO_F32(q[qi + d]);
+        gv[e] += p * TO_F32(d_out[qi + d]);
+      }
+    }
+  }
+  for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
+    if (d < pc.depth) {
+      dk[kj + d] = FROM_F32(gk[e]);
+      dv[kj + d] = FROM_F32(gv[e]);
+    }
+  }
+}
+
+void query_gradient(uint n, uint h, uint i, uint lane) {
+  float acc[SHARE];
+  for (uint e = 0u; e < parts(); e++)
+    acc[e] = 0.0;
+  uint qi = q_at(n, i, h), last = visible(i);
+  vec3 s = kept(n, h, i, lane);
+  for (uint j = 0u; j < last; j++) {
+    uint kj = k_at(n, j, h);
+    vec2 sg = scores(qi, kj, lane);
+    float p = exp(sg.x - s.x) / s.y;
+    float ds = pc.scale * p * (sg.y - s.z);
+    for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
+      if (d < pc.depth)
+        acc[e] += ds * TO_F32(k[kj + d]);
+  }
+  for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
+    if (d < pc.depth)
+      out_data[qi + d] = FROM_F32(acc[e]);
+}
+
+void main() {
+  uint lane = cluster_lane(), cluster = cluster_number();
+  uint rows = pc.mode == KV ? pc.keys : pc.queries;
+  uint items = pc.batch * pc.heads * rows;
+  // The loop is workgroup-uniform and the item test cluster-uniform: shuffles see whole clusters.
+  uint stride = gl_NumWorkGroups.x * ROWS_PER_GROUP;
+  for (uint first = gl_WorkGroupID.x * ROWS_PER_GROUP; first < items; first += stride) {
+    uint item = first + cluster;
+    if (item >= items)
+      continue;
+    uint row = item % rows, h = (item / rows) % pc.heads, n = item / (rows * pc.heads);
+    if (pc.mode == FORWARD) {
+      forward(n, h, row, lane);
+    } else if (pc.mode == STATS) {
+      vec3 s = statistics(n, h, row, lane);
+      if (lane < 3u) // lane l writes word l, in its own share: see kept()
+        out_data[q_at(n, row, h) + lane] = FROM_F32(lane == 0u ? s.x : lane == 1u ? s.y : s.z);
+    } else if (pc.mode == KV) {
+      key_gradients(n, h, row, lane);
+    } else {
+      query_gradient(n, h, row, lane);
+    }
+  }
+}
+#else
 
 float score(uint qi, uint kj) {
   float s = 0.0;
@@ -170,3 +354,4 @@ void main() {
     }
   }
 }
+#endif

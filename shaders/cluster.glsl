@@ -12,6 +12,9 @@ uint cluster_lane() { return gl_SubgroupInvocationID & 7u; }
 // lanes must share a subgroup whatever the mapping of invocations to subgroups).
 uint cluster_number() { return gl_SubgroupID * (gl_SubgroupSize >> 3) + (gl_SubgroupInvocationID >> 3); }
 
+// A shader whose rows are not an `x` buffer of `pc.classes` (attention.comp) defines
+// CLUSTER_NO_ROW_HELPERS before the include and keeps the lane and butterfly helpers only.
+#ifndef CLUSTER_NO_ROW_HELPERS
 // The max over this lane's classes of the row at `base`, NaN skipped (the CPU's
 // `v > best ? v : best`), started at -inf so that no NaN enters the butterfly (the max of non-NaN
 // values does not depend on the order).
@@ -25,6 +28,7 @@ float lane_max(uint base) {
   }
   return best;
 }
+#endif
 
 // The cluster's max. Masks 4, 2, 1 stay inside the 8-lane cluster on any power-of-two subgroup of
 // at least 8 lanes; only shuffles are needed (lavapipe lacks the clustered operations).
@@ -55,6 +59,19 @@ float cluster_sum(float sum, float carry) {
   return sum - carry;
 }
 
+// The cluster's total of the lanes' plain (uncompensated) partial sums, added pairwise: lane l
+// and lane l ^ m add the same two values, so all 8 lanes end with the same bits and a branch on
+// the result stays cluster-uniform.
+float cluster_add(float part) {
+  part += subgroupShuffleXor(part, 4u);
+  part += subgroupShuffleXor(part, 2u);
+  return part + subgroupShuffleXor(part, 1u);
+}
+
+// `value` as lane `lane` (< CLUSTER) of this lane's cluster holds it.
+float cluster_read(float value, uint lane) { return subgroupShuffle(value, (gl_SubgroupInvocationID & ~7u) | lane); }
+
+#ifndef CLUSTER_NO_ROW_HELPERS
 // The sum of exp(x - best) over the row at `base`, the same on every lane of the cluster.
 float row_sum_of_exps(uint base, float best) {
   float sum = 0.0, carry = 0.0;
@@ -63,3 +80,4 @@ float row_sum_of_exps(uint base, float best) {
       kahan_add(sum, carry, exp(TO_F32(x[base + c0 + cluster_lane()]) - best));
   return cluster_sum(sum, carry);
 }
+#endif

@@ -5,10 +5,38 @@
 // writes it before each submission). Sizes come in push constants (at most 128 bytes).
 //
 // Element types: every shader names its storage type through ELEMENT and converts with TO_F32 /
-// FROM_F32, so an f16 or bf16 variant is a -D away (GL_EXT_shader_16bit_storage); today all are f32.
-#ifndef ELEMENT
+// FROM_F32 (arithmetic stays f32). Today the embedded variants are all f32; -DELEMENT_F16 or
+// -DELEMENT_BF16 selects 16-bit storage, and the build compiles and validates every shader that way
+// too (backends/vulkan/CMakeLists.txt, tightfit_shader_precisions), so the structure stays ready for
+// the f16/bf16 variants a mixed-precision plan will need.
+#if defined(ELEMENT_F16)
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define ELEMENT float16_t
+#define ELEMENT4 f16vec4
+#define TO_F32(x) float(x)
+#define TO_F32_4(x) vec4(x)
+#define FROM_F32(x) float16_t(x)
+#elif defined(ELEMENT_BF16)
+// bfloat16 as the high half of an f32's bits (no GLSL type in glslang 12): round to nearest even.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#define ELEMENT uint16_t
+#define ELEMENT4 u16vec4
+#define TO_F32(x) uintBitsToFloat(uint(x) << 16)
+#define TO_F32_4(x) uintBitsToFloat(uvec4(x) << 16)
+#define FROM_F32(x) bf16_from_f32(x)
+uint16_t bf16_from_f32(float value) {
+  uint bits = floatBitsToUint(value);
+  if (isnan(value))
+    return uint16_t((bits >> 16) | 0x40u);
+  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+#else
 #define ELEMENT float
+#define ELEMENT4 vec4
 #define TO_F32(x) (x)
+#define TO_F32_4(x) (x)
 #define FROM_F32(x) (x)
 #endif
 

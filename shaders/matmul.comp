@@ -51,7 +51,7 @@ layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
 #if SUBGROUP && MODE == 0
 // B again, as vec4: read so when the host sets flag bit 3 (B not transposed, and n, ldb and every
 // batch stride of B multiples of 4, so each lane's 4 columns are one aligned vec4).
-layout(std430, set = 0, binding = 1) readonly buffer B4 { vec4 b4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B4 { ELEMENT4 b4[]; };
 #endif
 
 #if MODE == 0
@@ -214,7 +214,7 @@ void select_batch(uint z) {
 vec4 load_b4(uint kk, uint col) {
 #if MODE == 0
   if ((pc.flags & 8u) != 0u)
-    return kk < pc.k && col < pc.n ? vec4(b4[(b_base + kk * pc.ldb + col) >> 2]) : vec4(0.0);
+    return kk < pc.k && col < pc.n ? TO_F32_4(b4[(b_base + kk * pc.ldb + col) >> 2]) : vec4(0.0);
 #endif
   return vec4(load_b(kk, col), load_b(kk, col + 1u), load_b(kk, col + 2u), load_b(kk, col + 3u));
 }

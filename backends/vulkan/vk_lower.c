@@ -106,6 +106,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss_sg] = 0x8,
     [VK_SHADER_norm_sg] = 0x38,
     [VK_SHADER_reduce_sg] = 0x8,
+    [VK_SHADER_attention_sg] = 0x70,
 };
 
 static bool moves_bytes_only(tf_op op) {

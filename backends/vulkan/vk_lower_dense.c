@@ -204,6 +204,21 @@ tf_status vk_lower_conv(vk_lower *l) {
 
 enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
 
+/* Loop iterations one invocation of attention.comp may run in all, from above. An invocation
+ * walks its head-width `elements` (depth, or ceil(depth / 8) for a lane of the subgroup variant)
+ * a few times per key (query) it visits, each of its grid rounds; without kept statistics
+ * (depth < 3) the gradient also recomputes a query's statistics, two walks over the keys, for
+ * each query it visits. */
+static int64_t attention_loops(const attention_push *p, int64_t elements, int64_t items, int64_t rows_per_group,
+                               bool gradient) {
+  double longest = p->keys > p->queries ? p->keys : p->queries;
+  double per_row = 3 * longest * (double)(elements + 1) + 4 * (double)elements;
+  if (gradient && p->depth < 3)
+    per_row += (double)p->queries * p->keys * (double)(3 * elements + 2);
+  double loops = (double)vk_grid_rounds(items, rows_per_group) * (per_row + 1);
+  return loops < 1e18 ? (int64_t)loops : (int64_t)1e18; // in double: queries x keys x ... may pass int64
+}
+
 tf_status vk_lower_attention(vk_lower *l) {
   const tf_attention_attrs *a = &l->step->attrs.u.attention;
   const tf_plan_buffer *q = vk_buffer(l, vk_in(l, 0)), *k = vk_buffer(l, vk_in(l, 1));
@@ -221,21 +236,23 @@ tf_status vk_lower_attention(vk_lower *l) {
     return vk_refuse(l, "heads of width %u; the attention shader takes at most 128", push.depth);
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(q), q->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(k), k->name));
+  // The subgroup variant gives a row to a cluster of 8 lanes, each owning every 8th element of it.
+  bool clusters = l->limits->subgroup_size != 0;
+  vk_shader shader = clusters ? VK_SHADER_attention_sg : VK_SHADER_attention;
+  int64_t rows_per_group = clusters ? 8 : 64;
+  int64_t elements = clusters ? ((int64_t)push.depth + 7) / 8 : push.depth;
   int64_t query_items = (int64_t)push.batch * push.heads * push.queries;
-  // A query (or key) walks every key (query) with a few passes over the head width each.
-  int64_t longest = push.keys > push.queries ? push.keys : push.queries;
-  int64_t items = query_items > (int64_t)push.batch * push.heads * push.keys ? query_items
-                                                                            : (int64_t)push.batch * push.heads * push.keys;
-  TF_RETURN_IF_ERROR(vk_check_loops(
-      l, vk_grid_rounds(items, 64) * (3 * longest * ((int64_t)push.depth + 1) + 4 * (int64_t)push.depth)));
   int64_t key_items = (int64_t)push.batch * push.heads * push.keys;
-  if (l->step->op == TF_OP_ATTENTION) {
+  int64_t items = query_items > key_items ? query_items : key_items;
+  bool gradient = l->step->op != TF_OP_ATTENTION;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, attention_loops(&push, elements, items, rows_per_group, gradient)));
+  if (!gradient) {
     if (query_items == 0 || push.depth == 0)
       return NULL;
     push.mode = ATTENTION_FORWARD;
     int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), -1, vk_out(l, 0)};
-    return vk_emit_dispatch(l, VK_SHADER_attention, 5, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, 64),
-                            1, 1);
+    return vk_emit_dispatch(l, shader, 5, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, rows_per_group), 1,
+                            1);
   }
   if (push.depth == 0)
     return NULL;
@@ -243,16 +260,16 @@ tf_status vk_lower_attention(vk_lower *l) {
   push.keep = push.depth >= 3;
   if (push.keep) {
     push.mode = ATTENTION_STATS;
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_attention, 7, buffers, 0x10, &push, sizeof(push),
-                                        vk_groups(query_items, 64), 1, 1));
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, shader, 7, buffers, 0x10, &push, sizeof(push),
+                                        vk_groups(query_items, rows_per_group), 1, 1));
   }
   push.mode = ATTENTION_KV;
   if (key_items > 0)
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_attention, 7, buffers, 0x60, &push, sizeof(push),
-                                        vk_groups(key_items, 64), 1, 1));
+    TF_RETURN_IF_ERROR(
+        vk_emit_dispatch(l, shader, 7, buffers, 0x60, &push, sizeof(push), vk_groups(key_items, rows_per_group), 1, 1));
   push.mode = ATTENTION_QUERY;
   if (query_items == 0)
     return NULL;
-  return vk_emit_dispatch(l, VK_SHADER_attention, 7, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, 64), 1,
+  return vk_emit_dispatch(l, shader, 7, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, rows_per_group), 1,
                           1);
 }

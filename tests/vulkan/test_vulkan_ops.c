@@ -361,6 +361,17 @@ static void test_attention(void) {
       {"attention Tq 5, Tk 9, 2 heads of 7", 5, 9, 14, 2, false},
       {"attention causal, heads of 2 (recompute)", 6, 6, 12, 6, true},
       {"attention causal Tq 9 > Tk 4", 9, 4, 8, 1, true},
+      // The subgroup variant's clusters of 8 lanes: heads not a multiple of 8 wide (a lane's share
+      // ends early), of 1 (recomputed statistics, 7 idle lanes) and of 3 (statistics kept in lanes
+      // 0..2), keys != queries, long rows, the widest head.
+      {"attention Tq 11, Tk 13, 2 heads of 15", 11, 13, 30, 2, false},
+      {"attention causal Tq 13 > Tk 11, 2 heads of 15", 13, 11, 30, 2, true},
+      {"attention causal Tq 6 < Tk 10, 2 heads of 3", 6, 10, 6, 2, true},
+      {"attention Tq 9, Tk 5, 3 heads of 1 (recompute)", 9, 5, 3, 3, false},
+      {"attention causal, 3 heads of 1 (recompute)", 7, 7, 3, 3, true},
+      {"attention Tq 33, Tk 17, 2 heads of 128", 33, 17, 256, 2, false},
+      {"attention [2,257,64] 1 head", 257, 257, 64, 1, false},
+      {"attention causal [2,257,64] 1 head", 257, 257, 64, 1, true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = begin("attention");
@@ -370,6 +381,16 @@ static void test_attention(void) {
     finish_probe(g, tf_attention(g, q, k, v, cases[i].heads, cases[i].causal));
     run(cases[i].label, g, FLOATS, SUMS);
   }
+  // 524,292 rows: more than 65535 workgroups of 8 (the subgroup variant's grid), so a second
+  // grid-stride round. The forward only: lavapipe runs a cluster's row about as slowly as a plain
+  // invocation's 8 rows, so the gradient's three passes would add some 6 seconds.
+  tf_graph *g = begin("attention");
+  tf_shape shape = TF_SHAPE(d(2), d(3), d(3 * 87382));
+  finish_probe(g, tf_attention(g, param(g, "q", shape), param(g, "k", shape), param(g, "v", shape), 87382, true));
+  if (!tf_graph_status(g))
+    parity_check_inference(&counts, "attention causal [2,3,262146], 87382 heads of 3 (2 grid rounds)", g, &FLOATS,
+                           SUMS);
+  tf_graph_destroy(g);
 }
 
 static void test_losses(void) {
@@ -446,8 +467,8 @@ static void test_out_of_memory(void) {
 }
 
 /* Long rows on lavapipe: 3 walks of 30,000 classes exceed its loop limit one invocation per row
- * (refused without subgroups) but not a cluster of 8 lanes per row (checked against the CPU); 1,024
- * keys of width 64 exceed it in attention either way. */
+ * (refused without subgroups) but not a cluster of 8 lanes per row (checked against the CPU); so do
+ * attention's walks over 1,024 keys of width 64, and 4,096 keys exceed it either way. */
 static void test_loop_limit(void) {
   if (!on_lavapipe()) {
     printf("ok   loop limit: not lavapipe, nothing to refuse\n");
@@ -467,16 +488,22 @@ static void test_loop_limit(void) {
     printf("ok   refused: %s\n", status ? tf_status_message(status) : "-");
     tf_status_free(status);
   }
-  g = begin("attention");
-  tf_tensor_id q = param(g, "q", TF_SHAPE(d(1), d(1024), d(64)));
-  finish_probe(g, tf_attention(g, q, param(g, "k", TF_SHAPE(d(1), d(1024), d(64))),
-                               param(g, "v", TF_SHAPE(d(1), d(1024), d(64))), 1, true));
-  tf_status status = create_training(g);
-  tf_graph_destroy(g);
-  CHECK(&counts, status && strstr(tf_status_message(status), "65535"), "attention over 1024 keys: %s",
-        status ? tf_status_message(status) : "created");
-  printf("ok   refused: %s\n", status ? tf_status_message(status) : "-");
-  tf_status_free(status);
+  for (int64_t keys = 1024; keys <= 4096; keys *= 4) {
+    g = begin("attention");
+    tf_tensor_id q = param(g, "q", TF_SHAPE(d(1), d(keys), d(64)));
+    finish_probe(g, tf_attention(g, q, param(g, "k", TF_SHAPE(d(1), d(keys), d(64))),
+                                 param(g, "v", TF_SHAPE(d(1), d(keys), d(64))), 1, true));
+    if (subgroups && keys == 1024) {
+      run("attention causal [1,1024,64] (+ grad), within lavapipe's loop limit", g, FLOATS, SUMS);
+      continue;
+    }
+    tf_status status = create_training(g);
+    tf_graph_destroy(g);
+    CHECK(&counts, status && strstr(tf_status_message(status), "65535"), "attention over %lld keys: %s",
+          (long long)keys, status ? tf_status_message(status) : "created");
+    printf("ok   refused: %s\n", status ? tf_status_message(status) : "-");
+    tf_status_free(status);
+  }
 }
 
 /* A loader that cannot be opened is named, with what to install. */
