@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cuda_test.h"
+#include "op_graphs.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cuda/kernels.h"
 
@@ -20,42 +21,6 @@ static tf_test_counts counts;
 static cuda_op_coverage coverage;
 
 typedef enum variant { SGD = 0, ADAMW } variant;
-
-static tf_dim d(int64_t size) { return tf_fixed(size); }
-
-static tf_graph *begin(const char *name) {
-  tf_graph *g = NULL;
-  tf_status status = tf_graph_create(name, &g);
-  CHECK(&counts, status == NULL, "%s", tf_status_message(status));
-  tf_status_free(status);
-  return g;
-}
-
-static tf_tensor_id param(tf_graph *g, const char *name, tf_shape shape) {
-  return tf_graph_parameter(g, name, TF_F32, shape, tf_init_make(TF_INIT_NORMAL, 0.0, 1.0));
-}
-
-static tf_tensor_id positive(tf_graph *g, const char *name, tf_shape shape) {
-  return tf_graph_parameter(g, name, TF_F32, shape, tf_init_make(TF_INIT_UNIFORM, 0.5, 2.0));
-}
-
-/* Marks y as the output and makes the loss sum(y x probe). */
-static void finish_probe(tf_graph *g, tf_tensor_id y) {
-  tf_tensor_info info;
-  if (!tf_graph_tensor(g, y, &info))
-    return;
-  tf_shape shape = {info.rank, {{0, -1}}};
-  for (int32_t i = 0; i < info.rank; i++)
-    shape.dims[i] = d(info.shape[i]);
-  tf_tensor_id probe = tf_graph_input(g, "probe", TF_F32, shape);
-  tf_graph_add_output(g, y);
-  tf_graph_set_loss(g, tf_reduce(g, TF_OP_SUM, tf_mul(g, y, probe), NULL, 0, false));
-}
-
-static void finish_loss(tf_graph *g, tf_tensor_id loss) {
-  tf_graph_add_output(g, loss);
-  tf_graph_set_loss(g, loss);
-}
 
 static void run_variant(const char *label, tf_graph *g, cuda_test_data data, variant v) {
   if (!g)
@@ -109,8 +74,8 @@ static void test_matmul(void) {
       {"matmul [131,257]x[257,65]", TF_SHAPE(d(131), d(257)), TF_SHAPE(d(257), d(65)), false, false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("matmul");
-    finish_probe(g, tf_matmul(g, param(g, "a", cases[i].a), param(g, "b", cases[i].b), cases[i].ta, cases[i].tb));
+    tf_graph *g = tf_test_graph_begin(&counts, "matmul");
+    tf_test_finish_probe(g, tf_matmul(g, tf_test_param(g, "a", cases[i].a), tf_test_param(g, "b", cases[i].b), cases[i].ta, cases[i].tb));
     run_variant(cases[i].label, g, FLOATS, i % 2 ? ADAMW : SGD);
   }
 }
@@ -120,34 +85,34 @@ static void test_elementwise(void) {
   for (size_t i = 0; i < 4; i++) {
     char label[64];
     snprintf(label, sizeof(label), "%s [5,7,3] (+) [7,1]", tf_op_name(binaries[i]));
-    tf_graph *g = begin("binary");
-    tf_tensor_id a = param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
+    tf_graph *g = tf_test_graph_begin(&counts, "binary");
+    tf_tensor_id a = tf_test_param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
     tf_tensor_id b =
-        binaries[i] == TF_OP_DIV ? positive(g, "b", TF_SHAPE(d(7), d(1))) : param(g, "b", TF_SHAPE(d(7), d(1)));
-    finish_probe(g, tf_graph_node(g, binaries[i], (tf_tensor_id[]){a, b}, 2, NULL));
+        binaries[i] == TF_OP_DIV ? tf_test_positive(g, "b", TF_SHAPE(d(7), d(1))) : tf_test_param(g, "b", TF_SHAPE(d(7), d(1)));
+    tf_test_finish_probe(g, tf_graph_node(g, binaries[i], (tf_tensor_id[]){a, b}, 2, NULL));
     run(label, g, FLOATS);
   }
-  tf_graph *g = begin("binary");
-  finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(1))), param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
+  tf_graph *g = tf_test_graph_begin(&counts, "binary");
+  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
   run("add [1] + [4,1,259]", g, FLOATS);
   const tf_op unaries[] = {TF_OP_NEG,  TF_OP_EXP,  TF_OP_LOG,     TF_OP_SQRT, TF_OP_RSQRT,
                            TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH};
   for (size_t i = 0; i < sizeof(unaries) / sizeof(unaries[0]); i++) {
     bool needs_positive = unaries[i] == TF_OP_LOG || unaries[i] == TF_OP_SQRT || unaries[i] == TF_OP_RSQRT;
-    g = begin("unary");
+    g = tf_test_graph_begin(&counts, "unary");
     tf_shape shape = TF_SHAPE(d(3), d(257));
-    finish_probe(g, tf_unary(g, unaries[i], needs_positive ? positive(g, "x", shape) : param(g, "x", shape)));
+    tf_test_finish_probe(g, tf_unary(g, unaries[i], needs_positive ? tf_test_positive(g, "x", shape) : tf_test_param(g, "x", shape)));
     char label[64];
     snprintf(label, sizeof(label), "%s (+ grad) [3,257]", tf_op_name(unaries[i]));
     run(label, g, FLOATS);
   }
   for (int approximate = 0; approximate < 2; approximate++) {
-    g = begin("gelu");
-    finish_probe(g, tf_gelu(g, param(g, "x", TF_SHAPE(d(3), d(257))), approximate));
+    g = tf_test_graph_begin(&counts, "gelu");
+    tf_test_finish_probe(g, tf_gelu(g, tf_test_param(g, "x", TF_SHAPE(d(3), d(257))), approximate));
     run(approximate ? "gelu tanh (+ grad)" : "gelu erf (+ grad)", g, FLOATS);
   }
-  g = begin("dropout");
-  finish_probe(g, tf_dropout(g, param(g, "x", TF_SHAPE(d(7), d(131))), 0.3f));
+  g = tf_test_graph_begin(&counts, "dropout");
+  tf_test_finish_probe(g, tf_dropout(g, tf_test_param(g, "x", TF_SHAPE(d(7), d(131))), 0.3f));
   run("dropout 0.3 (+ grad) [7,131]", g, FLOATS);
 }
 
@@ -172,44 +137,44 @@ static void test_reductions(void) {
       {"max all (+ max_grad)", TF_OP_MAX, {0}, 0, false, 5, 7, 11},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("reduce");
-    tf_tensor_id x = param(g, "x", TF_SHAPE(d(cases[i].a), d(cases[i].b), d(cases[i].c)));
-    finish_probe(g, tf_reduce(g, cases[i].op, x, cases[i].axes, cases[i].n_axes, cases[i].keepdims));
+    tf_graph *g = tf_test_graph_begin(&counts, "reduce");
+    tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(cases[i].a), d(cases[i].b), d(cases[i].c)));
+    tf_test_finish_probe(g, tf_reduce(g, cases[i].op, x, cases[i].axes, cases[i].n_axes, cases[i].keepdims));
     run(cases[i].label, g, FLOATS);
   }
-  tf_graph *g = begin("sum_to");
-  finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(3000), d(37))), param(g, "bias", TF_SHAPE(d(37)))));
+  tf_graph *g = tf_test_graph_begin(&counts, "sum_to");
+  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(37))), tf_test_param(g, "bias", TF_SHAPE(d(37)))));
   run("sum_to (bias gradient) [3000,37]->[37]", g, FLOATS);
-  g = begin("sum_to");
-  finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(3000), d(3))), param(g, "bias", TF_SHAPE(d(3000), d(1)))));
+  g = tf_test_graph_begin(&counts, "sum_to");
+  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(3))), tf_test_param(g, "bias", TF_SHAPE(d(3000), d(1)))));
   run("sum_to (rows) [3000,3]->[3000,1]", g, FLOATS);
 }
 
 static void test_softmax_and_norms(void) {
   for (int log_output = 0; log_output < 2; log_output++)
     for (int axis = 1; axis < 3; axis++) {
-      tf_graph *g = begin("softmax");
-      tf_tensor_id x = param(g, "x", TF_SHAPE(d(3), d(13), d(5)));
-      finish_probe(g, log_output ? tf_log_softmax(g, x, axis) : tf_softmax(g, x, axis));
+      tf_graph *g = tf_test_graph_begin(&counts, "softmax");
+      tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(3), d(13), d(5)));
+      tf_test_finish_probe(g, log_output ? tf_log_softmax(g, x, axis) : tf_softmax(g, x, axis));
       char label[64];
       snprintf(label, sizeof(label), "%s axis %d (+ grad) [3,13,5]", log_output ? "log_softmax" : "softmax", axis);
       run_variant(label, g, FLOATS, axis == 1 ? ADAMW : SGD);
     }
-  tf_graph *g = begin("softmax");
-  finish_probe(g, tf_softmax(g, param(g, "x", TF_SHAPE(d(4), d(1000))), -1));
+  tf_graph *g = tf_test_graph_begin(&counts, "softmax");
+  tf_test_finish_probe(g, tf_softmax(g, tf_test_param(g, "x", TF_SHAPE(d(4), d(1000))), -1));
   run("softmax [4,1000] (+ grad)", g, FLOATS);
   const int64_t rows[] = {6, 6, 6, 700};
   const int64_t widths[] = {37, 300, 1, 37};
   for (size_t i = 0; i < 4; i++)
     for (int kind = 0; kind < 3; kind++) {
-      g = begin("norm");
-      tf_tensor_id x = param(g, "x", TF_SHAPE(d(rows[i]), d(widths[i])));
-      tf_tensor_id gamma = param(g, "gamma", TF_SHAPE(d(widths[i])));
+      g = tf_test_graph_begin(&counts, "norm");
+      tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(rows[i]), d(widths[i])));
+      tf_tensor_id gamma = tf_test_param(g, "gamma", TF_SHAPE(d(widths[i])));
       tf_tensor_id y =
           kind == 2
               ? tf_rms_norm(g, x, gamma, 1e-5f)
-              : tf_layer_norm(g, x, gamma, kind == 0 ? param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
-      finish_probe(g, y);
+              : tf_layer_norm(g, x, gamma, kind == 0 ? tf_test_param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
+      tf_test_finish_probe(g, y);
       char label[64];
       snprintf(label, sizeof(label), "%s (+ grad) [%lld,%lld]",
                kind == 0   ? "layer_norm"
@@ -232,33 +197,33 @@ static void test_embedding_and_layout(void) {
       {"embedding i64 ids [4,300] of 50 (global sort)", 4, 300, 50, 33, INT32_MIN, TF_I64},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("embedding");
+    tf_graph *g = tf_test_graph_begin(&counts, "embedding");
     tf_tensor_id ids = tf_graph_input(g, "ids", cases[i].ids, TF_SHAPE(d(cases[i].n), d(cases[i].t)));
-    finish_probe(g, tf_embedding(g, ids, param(g, "table", TF_SHAPE(d(cases[i].vocab), d(cases[i].depth)))));
+    tf_test_finish_probe(g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(cases[i].vocab), d(cases[i].depth)))));
     cuda_test_data data = {2, (int32_t)cases[i].vocab, cases[i].special};
     run(cases[i].label, g, data);
   }
-  tf_graph *g = begin("reshape");
-  finish_probe(g, tf_reshape(g, param(g, "x", TF_SHAPE(d(6), d(35))), TF_SHAPE(d(3), d(70))));
+  tf_graph *g = tf_test_graph_begin(&counts, "reshape");
+  tf_test_finish_probe(g, tf_reshape(g, tf_test_param(g, "x", TF_SHAPE(d(6), d(35))), TF_SHAPE(d(3), d(70))));
   run("reshape [6,35]->[3,70]", g, FLOATS);
-  g = begin("transpose");
-  finish_probe(g, tf_transpose(g, param(g, "x", TF_SHAPE(d(3), d(5), d(7))), (int32_t[]){2, 0, 1}, 3));
+  g = tf_test_graph_begin(&counts, "transpose");
+  tf_test_finish_probe(g, tf_transpose(g, tf_test_param(g, "x", TF_SHAPE(d(3), d(5), d(7))), (int32_t[]){2, 0, 1}, 3));
   run("transpose [3,5,7] perm 2,0,1", g, FLOATS);
-  g = begin("concat");
-  tf_tensor_id parts[3] = {param(g, "a", TF_SHAPE(d(2), d(3), d(5))), param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
-                           param(g, "c", TF_SHAPE(d(2), d(4), d(5)))};
-  finish_probe(g, tf_concat(g, parts, 3, 1));
+  g = tf_test_graph_begin(&counts, "concat");
+  tf_tensor_id parts[3] = {tf_test_param(g, "a", TF_SHAPE(d(2), d(3), d(5))), tf_test_param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
+                           tf_test_param(g, "c", TF_SHAPE(d(2), d(4), d(5)))};
+  tf_test_finish_probe(g, tf_concat(g, parts, 3, 1));
   run("concat axis 1", g, FLOATS);
-  g = begin("slice");
-  finish_probe(g, tf_slice(g, param(g, "x", TF_SHAPE(d(4), d(13), d(3))), 1, 1, -1, 3));
+  g = tf_test_graph_begin(&counts, "slice");
+  tf_test_finish_probe(g, tf_slice(g, tf_test_param(g, "x", TF_SHAPE(d(4), d(13), d(3))), 1, 1, -1, 3));
   run("slice axis 1 [1:-1:3] (+ slice_grad)", g, FLOATS);
-  g = begin("expand");
-  finish_probe(g, tf_expand(g, param(g, "x", TF_SHAPE(d(1), d(5), d(1))), TF_SHAPE(d(4), d(5), d(3))));
+  g = tf_test_graph_begin(&counts, "expand");
+  tf_test_finish_probe(g, tf_expand(g, tf_test_param(g, "x", TF_SHAPE(d(1), d(5), d(1))), TF_SHAPE(d(4), d(5), d(3))));
   run("expand [1,5,1]->[4,5,3]", g, FLOATS);
   const tf_dtype halves[] = {TF_F16, TF_BF16};
   for (int i = 0; i < 2; i++) {
-    g = begin("cast");
-    finish_probe(g, tf_cast(g, tf_cast(g, param(g, "x", TF_SHAPE(d(7), d(19))), halves[i]), TF_F32));
+    g = tf_test_graph_begin(&counts, "cast");
+    tf_test_finish_probe(g, tf_cast(g, tf_cast(g, tf_test_param(g, "x", TF_SHAPE(d(7), d(19))), halves[i]), TF_F32));
     run(i ? "cast f32->bf16->f32 (+ grad)" : "cast f32->f16->f32 (+ grad)", g, FLOATS);
   }
 }
@@ -308,17 +273,17 @@ static void test_conv_and_pool(void) {
        true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("conv");
+    tf_graph *g = tf_test_graph_begin(&counts, "conv");
     int64_t channels = cases[i].transpose ? cases[i].w.dims[1].size : cases[i].w.dims[0].size;
-    tf_tensor_id bias = cases[i].bias ? param(g, "bias", TF_SHAPE(d(channels))) : TF_NO_TENSOR;
-    tf_tensor_id x = param(g, "x", cases[i].x), w = param(g, "w", cases[i].w);
-    finish_probe(g, cases[i].transpose ? tf_conv_transpose2d(g, x, w, bias, &cases[i].attrs)
+    tf_tensor_id bias = cases[i].bias ? tf_test_param(g, "bias", TF_SHAPE(d(channels))) : TF_NO_TENSOR;
+    tf_tensor_id x = tf_test_param(g, "x", cases[i].x), w = tf_test_param(g, "w", cases[i].w);
+    tf_test_finish_probe(g, cases[i].transpose ? tf_conv_transpose2d(g, x, w, bias, &cases[i].attrs)
                                        : tf_conv2d(g, x, w, bias, &cases[i].attrs));
     run_variant(cases[i].label, g, FLOATS, i % 2 ? ADAMW : SGD);
   }
-  tf_graph *g = begin("conv1d");
-  finish_probe(g, tf_conv1d(g, param(g, "x", TF_SHAPE(d(2), d(3), d(13))), param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
-                            param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
+  tf_graph *g = tf_test_graph_begin(&counts, "conv1d");
+  tf_test_finish_probe(g, tf_conv1d(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(13))), tf_test_param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
+                            tf_test_param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
   run("conv1d stride 2 pad 1 [2,3,13]", g, FLOATS);
   struct {
     const char *label;
@@ -331,8 +296,8 @@ static void test_conv_and_pool(void) {
       {"avg_pool2d 2x3 stride 2", TF_OP_AVG_POOL2D, {{2, 3}, {2, 2}, {0, 0}}},
   };
   for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
-    g = begin("pool");
-    finish_probe(g, tf_pool2d(g, pools[i].op, param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &pools[i].attrs));
+    g = tf_test_graph_begin(&counts, "pool");
+    tf_test_finish_probe(g, tf_pool2d(g, pools[i].op, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &pools[i].attrs));
     run(pools[i].label, g, FLOATS);
   }
 }
@@ -354,33 +319,33 @@ static void test_attention(void) {
       {"attention T 40, head of 300", 40, 40, 300, 1, false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("attention");
-    tf_tensor_id q = param(g, "q", TF_SHAPE(d(2), d(cases[i].queries), d(cases[i].width)));
-    tf_tensor_id k = param(g, "k", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
-    tf_tensor_id v = param(g, "v", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
-    finish_probe(g, tf_attention(g, q, k, v, cases[i].heads, cases[i].causal));
+    tf_graph *g = tf_test_graph_begin(&counts, "attention");
+    tf_tensor_id q = tf_test_param(g, "q", TF_SHAPE(d(2), d(cases[i].queries), d(cases[i].width)));
+    tf_tensor_id k = tf_test_param(g, "k", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
+    tf_tensor_id v = tf_test_param(g, "v", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
+    tf_test_finish_probe(g, tf_attention(g, q, k, v, cases[i].heads, cases[i].causal));
     run_variant(cases[i].label, g, FLOATS, i % 2 ? ADAMW : SGD);
   }
 }
 
 static void test_losses(void) {
   for (int ignore = 0; ignore < 2; ignore++) {
-    tf_graph *g = begin("cross_entropy");
+    tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
     tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(9)));
-    finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(9), d(13))), labels, -100));
+    tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(9), d(13))), labels, -100));
     cuda_test_data data = {3, 13, ignore ? -100 : INT32_MIN};
     run(ignore ? "cross_entropy, ignore_index (+ grad)" : "cross_entropy (+ grad) [9,13]", g, data);
   }
-  tf_graph *g = begin("cross_entropy");
+  tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I64, TF_SHAPE(d(2), d(300)));
-  finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
+  tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
   cuda_test_data data = {4, 67, INT32_MIN};
   run_variant("cross_entropy i64 labels [2,300,67] (+ grad)", g, data, ADAMW);
   for (int bce = 0; bce < 2; bce++) {
-    g = begin("pair loss");
+    g = tf_test_graph_begin(&counts, "pair loss");
     tf_tensor_id target = tf_graph_label(g, "target", TF_F32, TF_SHAPE(d(7), d(19)));
-    tf_tensor_id p = param(g, "p", TF_SHAPE(d(7), d(19)));
-    finish_loss(g, bce ? tf_bce_with_logits(g, p, target) : tf_mse(g, p, target));
+    tf_tensor_id p = tf_test_param(g, "p", TF_SHAPE(d(7), d(19)));
+    tf_test_finish_loss(g, bce ? tf_bce_with_logits(g, p, target) : tf_mse(g, p, target));
     run(bce ? "bce_with_logits (+ grad) [7,19]" : "mse (+ grad) [7,19]", g, FLOATS);
   }
 }

@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "backends/vulkan/vulkan.h"
+#include "op_graphs.h"
 #include "parity.h"
 
 static tf_test_counts counts;
@@ -19,42 +20,6 @@ static tf_test_counts counts;
 static const parity_tolerance EXACT = {1e-6, 1e-6};
 static const parity_tolerance MATH = {2e-6, 2e-5};
 static const parity_tolerance SUMS = {1e-5, 1e-4};
-
-static tf_dim d(int64_t size) { return tf_fixed(size); }
-
-static tf_graph *begin(const char *name) {
-  tf_graph *g = NULL;
-  tf_status status = tf_graph_create(name, &g);
-  CHECK(&counts, status == NULL, "%s", tf_status_message(status));
-  tf_status_free(status);
-  return g;
-}
-
-static tf_tensor_id param(tf_graph *g, const char *name, tf_shape shape) {
-  return tf_graph_parameter(g, name, TF_F32, shape, tf_init_make(TF_INIT_NORMAL, 0.0, 1.0));
-}
-
-static tf_tensor_id positive(tf_graph *g, const char *name, tf_shape shape) {
-  return tf_graph_parameter(g, name, TF_F32, shape, tf_init_make(TF_INIT_UNIFORM, 0.5, 2.0));
-}
-
-/* Marks y as the output and makes the loss sum(y x probe), so dloss/dy = probe. */
-static void finish_probe(tf_graph *g, tf_tensor_id y) {
-  tf_tensor_info info;
-  if (!tf_graph_tensor(g, y, &info))
-    return;
-  tf_shape shape = {info.rank, {{0, -1}}};
-  for (int32_t i = 0; i < info.rank; i++)
-    shape.dims[i] = d(info.shape[i]);
-  tf_tensor_id probe = tf_graph_input(g, "probe", TF_F32, shape);
-  tf_graph_add_output(g, y);
-  tf_graph_set_loss(g, tf_reduce(g, TF_OP_SUM, tf_mul(g, y, probe), NULL, 0, false));
-}
-
-static void finish_loss(tf_graph *g, tf_tensor_id loss) {
-  tf_graph_add_output(g, loss);
-  tf_graph_set_loss(g, loss);
-}
 
 static void run(const char *label, tf_graph *g, parity_data data, parity_tolerance tolerance) {
   if (!g)
@@ -87,8 +52,8 @@ static void test_matmul(void) {
       {"matmul [131,257]x[257,65]", TF_SHAPE(d(131), d(257)), TF_SHAPE(d(257), d(65)), false, false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("matmul");
-    finish_probe(g, tf_matmul(g, param(g, "a", cases[i].a), param(g, "b", cases[i].b), cases[i].ta, cases[i].tb));
+    tf_graph *g = tf_test_graph_begin(&counts, "matmul");
+    tf_test_finish_probe(g, tf_matmul(g, tf_test_param(g, "a", cases[i].a), tf_test_param(g, "b", cases[i].b), cases[i].ta, cases[i].tb));
     run(cases[i].label, g, FLOATS, SUMS);
   }
 }
@@ -98,18 +63,18 @@ static void test_binary(void) {
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     char label[64];
     snprintf(label, sizeof(label), "%s [5,7,3] (+) [7,1]", tf_op_name(ops[i]));
-    tf_graph *g = begin("binary");
-    tf_tensor_id a = param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
-    tf_tensor_id b = ops[i] == TF_OP_DIV ? positive(g, "b", TF_SHAPE(d(7), d(1))) : param(g, "b", TF_SHAPE(d(7), d(1)));
+    tf_graph *g = tf_test_graph_begin(&counts, "binary");
+    tf_tensor_id a = tf_test_param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
+    tf_tensor_id b = ops[i] == TF_OP_DIV ? tf_test_positive(g, "b", TF_SHAPE(d(7), d(1))) : tf_test_param(g, "b", TF_SHAPE(d(7), d(1)));
     tf_tensor_id y = ops[i] == TF_OP_ADD   ? tf_add(g, a, b)
                      : ops[i] == TF_OP_SUB ? tf_sub(g, a, b)
                      : ops[i] == TF_OP_MUL ? tf_mul(g, a, b)
                                            : tf_div(g, a, b);
-    finish_probe(g, y);
+    tf_test_finish_probe(g, y);
     run(label, g, FLOATS, SUMS);
   }
-  tf_graph *g = begin("binary");
-  finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(1))), param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
+  tf_graph *g = tf_test_graph_begin(&counts, "binary");
+  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
   run("add [1] + [4,1,259]", g, FLOATS, SUMS);
 }
 
@@ -118,27 +83,27 @@ static void test_unary(void) {
                        TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH};
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     bool needs_positive = ops[i] == TF_OP_LOG || ops[i] == TF_OP_SQRT || ops[i] == TF_OP_RSQRT;
-    tf_graph *g = begin("unary");
+    tf_graph *g = tf_test_graph_begin(&counts, "unary");
     tf_shape shape = TF_SHAPE(d(3), d(257));
-    finish_probe(g, tf_unary(g, ops[i], needs_positive ? positive(g, "x", shape) : param(g, "x", shape)));
+    tf_test_finish_probe(g, tf_unary(g, ops[i], needs_positive ? tf_test_positive(g, "x", shape) : tf_test_param(g, "x", shape)));
     char label[64];
     snprintf(label, sizeof(label), "%s (+ grad) [3,257]", tf_op_name(ops[i]));
     run(label, g, FLOATS, MATH);
   }
   for (int approximate = 0; approximate < 2; approximate++) {
-    tf_graph *g = begin("gelu");
-    finish_probe(g, tf_gelu(g, param(g, "x", TF_SHAPE(d(3), d(257))), approximate));
+    tf_graph *g = tf_test_graph_begin(&counts, "gelu");
+    tf_test_finish_probe(g, tf_gelu(g, tf_test_param(g, "x", TF_SHAPE(d(3), d(257))), approximate));
     run(approximate ? "gelu tanh (+ grad) [3,257]" : "gelu erf (+ grad) [3,257]", g, FLOATS, MATH);
   }
-  tf_graph *g = begin("cast");
+  tf_graph *g = tf_test_graph_begin(&counts, "cast");
   tf_tensor_id wide =
       tf_graph_parameter(g, "x", TF_F32, TF_SHAPE(d(5), d(67)), tf_init_make(TF_INIT_UNIFORM, -3e9, 3e9));
-  finish_probe(g, tf_cast(g, tf_cast(g, wide, TF_I32), TF_F32));
+  tf_test_finish_probe(g, tf_cast(g, tf_cast(g, wide, TF_I32), TF_F32));
   if (!tf_graph_status(g))
     parity_check_inference(&counts, "cast f32 -> i32 (saturating) -> f32", g, &FLOATS, EXACT);
   tf_graph_destroy(g);
-  g = begin("dropout");
-  finish_probe(g, tf_dropout(g, param(g, "x", TF_SHAPE(d(7), d(131))), 0.3f));
+  g = tf_test_graph_begin(&counts, "dropout");
+  tf_test_finish_probe(g, tf_dropout(g, tf_test_param(g, "x", TF_SHAPE(d(7), d(131))), 0.3f));
   run("dropout 0.3 (+ grad) [7,131]", g, FLOATS, EXACT);
 }
 
@@ -159,9 +124,9 @@ static void test_reductions(void) {
       {"max all (+ max_grad)", TF_OP_MAX, {0}, 0, false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("reduce");
-    tf_tensor_id x = param(g, "x", TF_SHAPE(d(5), d(7), d(11)));
-    finish_probe(g, tf_reduce(g, cases[i].op, x, cases[i].axes, cases[i].n_axes, cases[i].keepdims));
+    tf_graph *g = tf_test_graph_begin(&counts, "reduce");
+    tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(5), d(7), d(11)));
+    tf_test_finish_probe(g, tf_reduce(g, cases[i].op, x, cases[i].axes, cases[i].n_axes, cases[i].keepdims));
     run(cases[i].label, g, FLOATS, SUMS);
   }
   // Few, long groups: a workgroup (and, with subgroups, its subgroups) reduces each.
@@ -176,30 +141,30 @@ static void test_reductions(void) {
       {"max axis 0 [37,101] (+ max_grad)", TF_OP_MAX, 0, 1},
   };
   for (size_t i = 0; i < sizeof(long_cases) / sizeof(long_cases[0]); i++) {
-    tf_graph *g = begin("reduce");
+    tf_graph *g = tf_test_graph_begin(&counts, "reduce");
     if (long_cases[i].op == TF_OP_MEAN) {
       int32_t last[1] = {-1};
-      finish_probe(g, tf_reduce(g, TF_OP_MEAN, param(g, "x", TF_SHAPE(d(3), d(1031))), last, 1, false));
+      tf_test_finish_probe(g, tf_reduce(g, TF_OP_MEAN, tf_test_param(g, "x", TF_SHAPE(d(3), d(1031))), last, 1, false));
     } else {
-      tf_tensor_id x = param(g, "x", TF_SHAPE(d(37), d(101)));
-      finish_probe(g, tf_reduce(g, long_cases[i].op, x, &long_cases[i].axis, long_cases[i].n_axes, false));
+      tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(37), d(101)));
+      tf_test_finish_probe(g, tf_reduce(g, long_cases[i].op, x, &long_cases[i].axis, long_cases[i].n_axes, false));
     }
     run(long_cases[i].label, g, FLOATS, SUMS);
   }
-  tf_graph *g = begin("sum_to");
-  finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(300), d(37))), param(g, "bias", TF_SHAPE(d(37)))));
+  tf_graph *g = tf_test_graph_begin(&counts, "sum_to");
+  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(300), d(37))), tf_test_param(g, "bias", TF_SHAPE(d(37)))));
   run("sum_to (bias gradient) [300,37]->[37]", g, FLOATS, SUMS);
-  g = begin("sum_to");
-  finish_probe(g, tf_add(g, param(g, "a", TF_SHAPE(d(3000), d(3))), param(g, "bias", TF_SHAPE(d(3000), d(1)))));
+  g = tf_test_graph_begin(&counts, "sum_to");
+  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(3))), tf_test_param(g, "bias", TF_SHAPE(d(3000), d(1)))));
   run("sum_to (rows) [3000,3]->[3000,1]", g, FLOATS, SUMS);
 }
 
 static void test_softmax(void) {
   for (int log_output = 0; log_output < 2; log_output++)
     for (int axis = 1; axis < 3; axis++) {
-      tf_graph *g = begin("softmax");
-      tf_tensor_id x = param(g, "x", TF_SHAPE(d(3), d(13), d(5)));
-      finish_probe(g, log_output ? tf_log_softmax(g, x, axis) : tf_softmax(g, x, axis));
+      tf_graph *g = tf_test_graph_begin(&counts, "softmax");
+      tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(3), d(13), d(5)));
+      tf_test_finish_probe(g, log_output ? tf_log_softmax(g, x, axis) : tf_softmax(g, x, axis));
       char label[64];
       snprintf(label, sizeof(label), "%s axis %d (+ grad) [3,13,5]", log_output ? "log_softmax" : "softmax", axis);
       run(label, g, FLOATS, SUMS);
@@ -207,9 +172,9 @@ static void test_softmax(void) {
   // Long rows (the subgroup variant's clusters, 1031 is prime), and a long non-last axis.
   for (int log_output = 0; log_output < 2; log_output++)
     for (int rank = 2; rank < 4; rank++) {
-      tf_graph *g = begin("softmax");
-      tf_tensor_id x = param(g, "x", rank == 2 ? TF_SHAPE(d(3), d(1031)) : TF_SHAPE(d(4), d(1031), d(3)));
-      finish_probe(g, log_output ? tf_log_softmax(g, x, 1) : tf_softmax(g, x, 1));
+      tf_graph *g = tf_test_graph_begin(&counts, "softmax");
+      tf_tensor_id x = tf_test_param(g, "x", rank == 2 ? TF_SHAPE(d(3), d(1031)) : TF_SHAPE(d(4), d(1031), d(3)));
+      tf_test_finish_probe(g, log_output ? tf_log_softmax(g, x, 1) : tf_softmax(g, x, 1));
       char label[64];
       snprintf(label, sizeof(label), "%s axis 1 (+ grad) %s", log_output ? "log_softmax" : "softmax",
                rank == 2 ? "[3,1031]" : "[4,1031,3]");
@@ -221,14 +186,14 @@ static void test_norms(void) {
   int64_t widths[] = {37, 300, 1, 1031};
   for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
     for (int kind = 0; kind < 3; kind++) {
-      tf_graph *g = begin("norm");
-      tf_tensor_id x = param(g, "x", TF_SHAPE(d(6), d(widths[i])));
-      tf_tensor_id gamma = param(g, "gamma", TF_SHAPE(d(widths[i])));
+      tf_graph *g = tf_test_graph_begin(&counts, "norm");
+      tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(6), d(widths[i])));
+      tf_tensor_id gamma = tf_test_param(g, "gamma", TF_SHAPE(d(widths[i])));
       tf_tensor_id y =
           kind == 2
               ? tf_rms_norm(g, x, gamma, 1e-5f)
-              : tf_layer_norm(g, x, gamma, kind == 0 ? param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
-      finish_probe(g, y);
+              : tf_layer_norm(g, x, gamma, kind == 0 ? tf_test_param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
+      tf_test_finish_probe(g, y);
       char label[64];
       snprintf(label, sizeof(label), "%s (+ grad) [6,%lld]",
                kind == 0   ? "layer_norm"
@@ -241,32 +206,32 @@ static void test_norms(void) {
 
 static void test_embedding(void) {
   for (int special = 0; special < 2; special++) {
-    tf_graph *g = begin("embedding");
+    tf_graph *g = tf_test_graph_begin(&counts, "embedding");
     tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(3), d(5)));
-    finish_probe(g, tf_embedding(g, ids, param(g, "table", TF_SHAPE(d(11), d(7)))));
+    tf_test_finish_probe(g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(11), d(7)))));
     parity_data data = {2, 11, special ? -1 : INT32_MIN};
     run(special ? "embedding, out-of-range ids (+ grad)" : "embedding (+ grad) [3,5] ids, [11,7]", g, data, SUMS);
   }
 }
 
 static void test_layout(void) {
-  tf_graph *g = begin("reshape");
-  finish_probe(g, tf_reshape(g, param(g, "x", TF_SHAPE(d(6), d(35))), TF_SHAPE(d(3), d(70))));
+  tf_graph *g = tf_test_graph_begin(&counts, "reshape");
+  tf_test_finish_probe(g, tf_reshape(g, tf_test_param(g, "x", TF_SHAPE(d(6), d(35))), TF_SHAPE(d(3), d(70))));
   run("reshape [6,35]->[3,70]", g, FLOATS, EXACT);
-  g = begin("transpose");
+  g = tf_test_graph_begin(&counts, "transpose");
   int32_t perm[3] = {2, 0, 1};
-  finish_probe(g, tf_transpose(g, param(g, "x", TF_SHAPE(d(3), d(5), d(7))), perm, 3));
+  tf_test_finish_probe(g, tf_transpose(g, tf_test_param(g, "x", TF_SHAPE(d(3), d(5), d(7))), perm, 3));
   run("transpose [3,5,7] perm 2,0,1", g, FLOATS, EXACT);
-  g = begin("concat");
-  tf_tensor_id parts[3] = {param(g, "a", TF_SHAPE(d(2), d(3), d(5))), param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
-                           param(g, "c", TF_SHAPE(d(2), d(4), d(5)))};
-  finish_probe(g, tf_concat(g, parts, 3, 1));
+  g = tf_test_graph_begin(&counts, "concat");
+  tf_tensor_id parts[3] = {tf_test_param(g, "a", TF_SHAPE(d(2), d(3), d(5))), tf_test_param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
+                           tf_test_param(g, "c", TF_SHAPE(d(2), d(4), d(5)))};
+  tf_test_finish_probe(g, tf_concat(g, parts, 3, 1));
   run("concat axis 1", g, FLOATS, EXACT);
-  g = begin("slice");
-  finish_probe(g, tf_slice(g, param(g, "x", TF_SHAPE(d(4), d(13), d(3))), 1, 1, -1, 3));
+  g = tf_test_graph_begin(&counts, "slice");
+  tf_test_finish_probe(g, tf_slice(g, tf_test_param(g, "x", TF_SHAPE(d(4), d(13), d(3))), 1, 1, -1, 3));
   run("slice axis 1 [1:-1:3] (+ slice_grad)", g, FLOATS, EXACT);
-  g = begin("expand");
-  finish_probe(g, tf_expand(g, param(g, "x", TF_SHAPE(d(1), d(5), d(1))), TF_SHAPE(d(4), d(5), d(3))));
+  g = tf_test_graph_begin(&counts, "expand");
+  tf_test_finish_probe(g, tf_expand(g, tf_test_param(g, "x", TF_SHAPE(d(1), d(5), d(1))), TF_SHAPE(d(4), d(5), d(3))));
   run("expand [1,5,1]->[4,5,3]", g, FLOATS, SUMS);
 }
 
@@ -299,9 +264,9 @@ static void test_conv(void) {
        false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("conv");
-    tf_tensor_id bias = cases[i].bias ? param(g, "bias", TF_SHAPE(d(cases[i].w.dims[0].size))) : TF_NO_TENSOR;
-    finish_probe(g, tf_conv2d(g, param(g, "x", cases[i].x), param(g, "w", cases[i].w), bias, &cases[i].attrs));
+    tf_graph *g = tf_test_graph_begin(&counts, "conv");
+    tf_tensor_id bias = cases[i].bias ? tf_test_param(g, "bias", TF_SHAPE(d(cases[i].w.dims[0].size))) : TF_NO_TENSOR;
+    tf_test_finish_probe(g, tf_conv2d(g, tf_test_param(g, "x", cases[i].x), tf_test_param(g, "w", cases[i].w), bias, &cases[i].attrs));
     run(cases[i].label, g, FLOATS, SUMS);
   }
   struct {
@@ -319,15 +284,15 @@ static void test_conv(void) {
        {{1, 2}, {0, 1}, {2, 1}, {0, 0}, 2}},
   };
   for (size_t i = 0; i < sizeof(transposed) / sizeof(transposed[0]); i++) {
-    tf_graph *g = begin("conv_transpose2d");
+    tf_graph *g = tf_test_graph_begin(&counts, "conv_transpose2d");
     int64_t channels = transposed[i].w.dims[1].size * transposed[i].attrs.groups;
-    finish_probe(g, tf_conv_transpose2d(g, param(g, "x", transposed[i].x), param(g, "w", transposed[i].w),
-                                        param(g, "bias", TF_SHAPE(d(channels))), &transposed[i].attrs));
+    tf_test_finish_probe(g, tf_conv_transpose2d(g, tf_test_param(g, "x", transposed[i].x), tf_test_param(g, "w", transposed[i].w),
+                                        tf_test_param(g, "bias", TF_SHAPE(d(channels))), &transposed[i].attrs));
     run(transposed[i].label, g, FLOATS, SUMS);
   }
-  tf_graph *g = begin("conv1d");
-  finish_probe(g, tf_conv1d(g, param(g, "x", TF_SHAPE(d(2), d(3), d(13))), param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
-                            param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
+  tf_graph *g = tf_test_graph_begin(&counts, "conv1d");
+  tf_test_finish_probe(g, tf_conv1d(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(13))), tf_test_param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
+                            tf_test_param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
   run("conv1d stride 2 pad 1 [2,3,13]", g, FLOATS, SUMS);
 }
 
@@ -343,8 +308,8 @@ static void test_pool(void) {
       {"avg_pool2d 2x3 stride 2", TF_OP_AVG_POOL2D, {{2, 3}, {2, 2}, {0, 0}}},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("pool");
-    finish_probe(g, tf_pool2d(g, cases[i].op, param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &cases[i].attrs));
+    tf_graph *g = tf_test_graph_begin(&counts, "pool");
+    tf_test_finish_probe(g, tf_pool2d(g, cases[i].op, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &cases[i].attrs));
     run(cases[i].label, g, FLOATS, SUMS);
   }
 }
@@ -374,19 +339,19 @@ static void test_attention(void) {
       {"attention causal [2,257,64] 1 head", 257, 257, 64, 1, true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_graph *g = begin("attention");
-    tf_tensor_id q = param(g, "q", TF_SHAPE(d(2), d(cases[i].queries), d(cases[i].width)));
-    tf_tensor_id k = param(g, "k", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
-    tf_tensor_id v = param(g, "v", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
-    finish_probe(g, tf_attention(g, q, k, v, cases[i].heads, cases[i].causal));
+    tf_graph *g = tf_test_graph_begin(&counts, "attention");
+    tf_tensor_id q = tf_test_param(g, "q", TF_SHAPE(d(2), d(cases[i].queries), d(cases[i].width)));
+    tf_tensor_id k = tf_test_param(g, "k", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
+    tf_tensor_id v = tf_test_param(g, "v", TF_SHAPE(d(2), d(cases[i].keys), d(cases[i].width)));
+    tf_test_finish_probe(g, tf_attention(g, q, k, v, cases[i].heads, cases[i].causal));
     run(cases[i].label, g, FLOATS, SUMS);
   }
   // 524,292 rows: more than 65535 workgroups of 8 (the subgroup variant's grid), so a second
   // grid-stride round. The forward only: lavapipe runs a cluster's row about as slowly as a plain
   // invocation's 8 rows, so the gradient's three passes would add some 6 seconds.
-  tf_graph *g = begin("attention");
+  tf_graph *g = tf_test_graph_begin(&counts, "attention");
   tf_shape shape = TF_SHAPE(d(2), d(3), d(3 * 87382));
-  finish_probe(g, tf_attention(g, param(g, "q", shape), param(g, "k", shape), param(g, "v", shape), 87382, true));
+  tf_test_finish_probe(g, tf_attention(g, tf_test_param(g, "q", shape), tf_test_param(g, "k", shape), tf_test_param(g, "v", shape), 87382, true));
   if (!tf_graph_status(g))
     parity_check_inference(&counts, "attention causal [2,3,262146], 87382 heads of 3 (2 grid rounds)", g, &FLOATS,
                            SUMS);
@@ -395,28 +360,28 @@ static void test_attention(void) {
 
 static void test_losses(void) {
   for (int ignore = 0; ignore < 2; ignore++) {
-    tf_graph *g = begin("cross_entropy");
+    tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
     tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(9)));
-    finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(9), d(13))), labels, -100));
+    tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(9), d(13))), labels, -100));
     parity_data data = {3, 13, ignore ? -100 : INT32_MIN};
     run(ignore ? "cross_entropy, ignore_index (+ grad)" : "cross_entropy (+ grad) [9,13]", g, data, SUMS);
   }
-  tf_graph *g = begin("cross_entropy");
+  tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(2), d(300)));
-  finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
+  tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
   parity_data data = {4, 67, INT32_MIN};
   run("cross_entropy [2,300,67] (+ grad)", g, data, SUMS);
   // Long rows, labels past the last class (they do not count) and ignored ones.
-  g = begin("cross_entropy");
+  g = tf_test_graph_begin(&counts, "cross_entropy");
   labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(37)));
-  finish_loss(g, tf_cross_entropy(g, param(g, "logits", TF_SHAPE(d(37), d(1031))), labels, -100));
+  tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(37), d(1031))), labels, -100));
   parity_data long_rows = {5, 1034, -100};
   run("cross_entropy [37,1031], labels out of range (+ grad)", g, long_rows, SUMS);
   for (int bce = 0; bce < 2; bce++) {
-    g = begin("pair loss");
+    g = tf_test_graph_begin(&counts, "pair loss");
     tf_tensor_id target = tf_graph_label(g, "target", TF_F32, TF_SHAPE(d(7), d(19)));
-    tf_tensor_id p = param(g, "p", TF_SHAPE(d(7), d(19)));
-    finish_loss(g, bce ? tf_bce_with_logits(g, p, target) : tf_mse(g, p, target));
+    tf_tensor_id p = tf_test_param(g, "p", TF_SHAPE(d(7), d(19)));
+    tf_test_finish_loss(g, bce ? tf_bce_with_logits(g, p, target) : tf_mse(g, p, target));
     run(bce ? "bce_with_logits (+ grad) [7,19]" : "mse (+ grad) [7,19]", g, FLOATS, SUMS);
   }
 }
@@ -453,9 +418,9 @@ static tf_status create_training(tf_graph *g) {
 /* A plan larger than the device's memory fails at session creation (the only place it can), naming
  * the region and the heap. */
 static void test_out_of_memory(void) {
-  tf_graph *g = begin("huge");
+  tf_graph *g = tf_test_graph_begin(&counts, "huge");
   // 2^38 floats: 1 TiB of parameters, beyond any heap.
-  finish_probe(g, tf_unary(g, TF_OP_RELU, param(g, "huge", TF_SHAPE(d((int64_t)1 << 38)))));
+  tf_test_finish_probe(g, tf_unary(g, TF_OP_RELU, tf_test_param(g, "huge", TF_SHAPE(d((int64_t)1 << 38)))));
   tf_status status = create_training(g);
   tf_graph_destroy(g);
   CHECK(&counts,
@@ -476,8 +441,8 @@ static void test_loop_limit(void) {
   }
   const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
   bool subgroups = !(requested && strcmp(requested, "0") == 0);
-  tf_graph *g = begin("softmax");
-  finish_probe(g, tf_softmax(g, param(g, "x", TF_SHAPE(d(2), d(30000))), 1));
+  tf_graph *g = tf_test_graph_begin(&counts, "softmax");
+  tf_test_finish_probe(g, tf_softmax(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(30000))), 1));
   if (subgroups) {
     run("softmax [2,30000] (+ grad), within lavapipe's loop limit", g, FLOATS, SUMS);
   } else {
@@ -489,10 +454,10 @@ static void test_loop_limit(void) {
     tf_status_free(status);
   }
   for (int64_t keys = 1024; keys <= 4096; keys *= 4) {
-    g = begin("attention");
-    tf_tensor_id q = param(g, "q", TF_SHAPE(d(1), d(keys), d(64)));
-    finish_probe(g, tf_attention(g, q, param(g, "k", TF_SHAPE(d(1), d(keys), d(64))),
-                                 param(g, "v", TF_SHAPE(d(1), d(keys), d(64))), 1, true));
+    g = tf_test_graph_begin(&counts, "attention");
+    tf_tensor_id q = tf_test_param(g, "q", TF_SHAPE(d(1), d(keys), d(64)));
+    tf_test_finish_probe(g, tf_attention(g, q, tf_test_param(g, "k", TF_SHAPE(d(1), d(keys), d(64))),
+                                 tf_test_param(g, "v", TF_SHAPE(d(1), d(keys), d(64))), 1, true));
     if (subgroups && keys == 1024) {
       run("attention causal [1,1024,64] (+ grad), within lavapipe's loop limit", g, FLOATS, SUMS);
       continue;
@@ -526,9 +491,9 @@ static void test_no_loader(void) {
 
 /* What the backend refuses, it refuses at session creation with a message naming the cause. */
 static void test_refusals(void) {
-  tf_graph *g = begin("i64 ids");
+  tf_graph *g = tf_test_graph_begin(&counts, "i64 ids");
   tf_tensor_id ids = tf_graph_input(g, "ids", TF_I64, TF_SHAPE(d(3)));
-  finish_probe(g, tf_embedding(g, ids, param(g, "table", TF_SHAPE(d(5), d(4)))));
+  tf_test_finish_probe(g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(5), d(4)))));
   tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
   tf_plan *plan = NULL;
   CHECK_OK(&counts, tf_compile(g, &options, &plan));
