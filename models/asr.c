@@ -1,7 +1,5 @@
 /* asr: a transformer encoder-decoder speech recogniser (Whisper-like): log-mel frames in, text
  * tokens out. The encoder subsamples the frames 4x with two strided convolutions. */
-#include <stdio.h>
-
 #include "models/family.h"
 #include "models/layers.h"
 
@@ -64,12 +62,7 @@ static tf_tensor_id encoder(tf_graph *g, const int64_t *k, int32_t batch, int32_
   x = tf_add(g, x, positions);
 
   tf_block_config block = block_config(k);
-  char prefix[TF_LAYERS_NAME_MAX];
-  for (int64_t i = 0; i < k[ENC_LAYERS]; i++) {
-    snprintf(prefix, sizeof(prefix), "encoder.blocks.%lld", (long long)i);
-    x = tf_layers_block(g, x, TF_NO_TENSOR, &block, prefix);
-  }
-  return tf_layers_layer_norm(g, x, d, 1e-5f, "encoder.ln_f");
+  return tf_layers_stack(g, x, TF_NO_TENSOR, &block, k[ENC_LAYERS], "encoder.blocks", "encoder.ln_f");
 }
 
 /* tokens [N, U] -> embed_tokens + positions -> blocks (causal self-attention, cross-attention to
@@ -87,12 +80,7 @@ static tf_tensor_id decoder(tf_graph *g, const int64_t *k, int32_t batch, int32_
 
   tf_block_config block = block_config(k);
   block.causal = true;
-  char prefix[TF_LAYERS_NAME_MAX];
-  for (int64_t i = 0; i < k[DEC_LAYERS]; i++) {
-    snprintf(prefix, sizeof(prefix), "decoder.blocks.%lld", (long long)i);
-    x = tf_layers_block(g, x, memory, &block, prefix);
-  }
-  x = tf_layers_layer_norm(g, x, d, 1e-5f, "decoder.ln_f");
+  x = tf_layers_stack(g, x, memory, &block, k[DEC_LAYERS], "decoder.blocks", "decoder.ln_f");
   tf_graph_set_scope(g, "decoder.head");
   return tf_matmul(g, x, embed_tokens, false, true); /* tied to the token embedding */
 }

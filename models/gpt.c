@@ -1,7 +1,5 @@
 /* gpt: a GPT-2-style decoder-only language model (pre-LN blocks, learned positions, tied head). */
 #include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
 
 #include "models/family.h"
 #include "models/layers.h"
@@ -40,24 +38,8 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_graph_set_scope(g, "wte");
   tf_tensor_id x = tf_add(g, tf_embedding(g, tokens, wte), positions);
 
-  /* GPT-2 scales the weights that write into the residual stream by 1/sqrt(2 x layers). */
-  tf_block_config block = {
-      .d_model = d,
-      .heads = k[HEADS],
-      .ffn = 4 * d,
-      .causal = true,
-      .gelu_approximate = true,
-      .epsilon = 1e-5f,
-      .init_std = 0.02,
-      .residual_init_std = 0.02 / sqrt(2.0 * (double)k[LAYERS]),
-      .names = &tf_layers_gpt2_names,
-  };
-  char prefix[TF_LAYERS_NAME_MAX];
-  for (int64_t i = 0; i < k[LAYERS]; i++) {
-    snprintf(prefix, sizeof(prefix), "h.%lld", (long long)i);
-    x = tf_layers_block(g, x, TF_NO_TENSOR, &block, prefix);
-  }
-  x = tf_layers_layer_norm(g, x, d, 1e-5f, "ln_f");
+  tf_block_config block = tf_layers_gpt2_block(d, k[HEADS], k[LAYERS]);
+  x = tf_layers_stack(g, x, TF_NO_TENSOR, &block, k[LAYERS], "h", "ln_f");
 
   tf_graph_set_scope(g, "lm_head");
   tf_tensor_id logits = tf_matmul(g, x, wte, false, true); /* tied to the token embedding */

@@ -1,4 +1,4 @@
-/* Shared building blocks of the zoo: linear, layer norm, attention, MLP, the pre-LN block. */
+/* Shared building blocks of the zoo: linear, layer norm, attention, MLP, the pre-LN block, the stack. */
 #include "models/layers.h"
 
 #include <math.h>
@@ -157,6 +157,30 @@ tf_tensor_id tf_layers_block(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, c
   h = mlp(g, h, c, prefix);
   tf_graph_set_scope(g, prefix);
   return tf_add(g, x, h);
+}
+
+tf_block_config tf_layers_gpt2_block(int64_t d_model, int64_t heads, int64_t layers) {
+  return (tf_block_config){
+      .d_model = d_model,
+      .heads = heads,
+      .ffn = 4 * d_model,
+      .causal = true,
+      .gelu_approximate = true,
+      .epsilon = 1e-5f,
+      .init_std = 0.02,
+      .residual_init_std = 0.02 / sqrt(2.0 * (double)layers),
+      .names = &tf_layers_gpt2_names,
+  };
+}
+
+tf_tensor_id tf_layers_stack(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *config,
+                             int64_t count, const char *prefix, const char *norm_name) {
+  char name[TF_LAYERS_NAME_MAX];
+  for (int64_t i = 0; i < count; i++) {
+    snprintf(name, sizeof(name), "%s.%lld", prefix, (long long)i);
+    x = tf_layers_block(g, x, memory, config, name);
+  }
+  return tf_layers_layer_norm(g, x, config->d_model, config->epsilon, norm_name);
 }
 
 void tf_layers_finish(tf_graph *g, tf_tensor_id output, const char *output_name, tf_tensor_id loss,

@@ -1,5 +1,5 @@
 /* Building blocks shared by the zoo's builders: parameters with formatted names, linear layers,
- * layer norm, attention, MLP and the pre-LN transformer block (gpt, vit, asr, xtts).
+ * layer norm, attention, MLP, the pre-LN transformer block and a stack of them (gpt, vit, asr, xtts).
  *
  * Conventions (they make weights exchangeable with PyTorch by name):
  * - a Linear weight is [out, in] (nn.Linear) and is applied as matmul(x, W, false, true) + bias;
@@ -74,6 +74,16 @@ typedef struct tf_block_config {
  * `memory` [N, S, d] is not TF_NO_TENSOR, with separate q, k, v and out Linear layers (bias). */
 tf_tensor_id tf_layers_block(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *config,
                              const char *prefix);
+
+/* The GPT-2 block of a model with `layers` blocks: ffn 4 x d_model, causal, tanh GELU, epsilon
+ * 1e-5, normal(0, 0.02) weights, and 0.02 / sqrt(2 x layers) for those that write into the residual
+ * stream; GPT-2 names (gpt, xtts). */
+tf_block_config tf_layers_gpt2_block(int64_t d_model, int64_t heads, int64_t layers);
+
+/* `count` blocks on x, named "<prefix>.0" ... "<prefix>.<count - 1>", then a layer norm `norm_name`
+ * (the config's width and epsilon): the stack of a transformer. `memory` as in tf_layers_block. */
+tf_tensor_id tf_layers_stack(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *config,
+                             int64_t count, const char *prefix, const char *norm_name);
 
 /* Names `output` "logits" (or `output_name`) and `loss` "loss", marks the output, sets the loss and
  * the training configuration: the common ending of a model. */

@@ -1,7 +1,6 @@
 /* vit: a Vision Transformer classifier (ViT-Base/16 by default); names follow timm's
  * VisionTransformer so that its checkpoints map by name. */
 #include <inttypes.h>
-#include <stdio.h>
 
 #include "models/family.h"
 #include "models/layers.h"
@@ -68,12 +67,7 @@ static void build(tf_graph *g, const int64_t *k) {
       .residual_init_std = 0.02,
       .names = &tf_layers_timm_names,
   };
-  char prefix[TF_LAYERS_NAME_MAX];
-  for (int64_t i = 0; i < k[LAYERS]; i++) {
-    snprintf(prefix, sizeof(prefix), "blocks.%lld", (long long)i);
-    x = tf_layers_block(g, x, TF_NO_TENSOR, &block, prefix);
-  }
-  x = tf_layers_layer_norm(g, x, d, 1e-6f, "norm");
+  x = tf_layers_stack(g, x, TF_NO_TENSOR, &block, k[LAYERS], "blocks", "norm");
 
   tf_graph_set_scope(g, "pool");
   x = tf_slice(g, x, 1, 0, 1, 1); /* the class token */

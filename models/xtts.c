@@ -6,7 +6,6 @@
  * label -100) while the audio length is the symbol Ta: splitting the concatenation takes a slice at
  * the text length, and slice bounds are numbers, not symbols (tf_slice_attrs). */
 #include <inttypes.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -68,23 +67,8 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_graph_set_scope(g, "inputs");
   tf_tensor_id x = tf_concat(g, (const tf_tensor_id[]){text, codes}, 2, 1); /* [N, text_length + Ta, d] */
 
-  tf_block_config block = {
-      .d_model = d,
-      .heads = k[HEADS],
-      .ffn = 4 * d,
-      .causal = true,
-      .gelu_approximate = true,
-      .epsilon = 1e-5f,
-      .init_std = 0.02,
-      .residual_init_std = 0.02 / sqrt(2.0 * (double)k[LAYERS]),
-      .names = &tf_layers_gpt2_names,
-  };
-  char prefix[TF_LAYERS_NAME_MAX];
-  for (int64_t i = 0; i < k[LAYERS]; i++) {
-    snprintf(prefix, sizeof(prefix), "h.%lld", (long long)i);
-    x = tf_layers_block(g, x, TF_NO_TENSOR, &block, prefix);
-  }
-  x = tf_layers_layer_norm(g, x, d, 1e-5f, "final_norm");
+  tf_block_config block = tf_layers_gpt2_block(d, k[HEADS], k[LAYERS]);
+  x = tf_layers_stack(g, x, TF_NO_TENSOR, &block, k[LAYERS], "h", "final_norm");
 
   tf_graph_set_scope(g, "split");
   tf_tensor_id text_part = tf_slice(g, x, 1, 0, text_length, 1);

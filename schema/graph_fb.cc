@@ -6,21 +6,21 @@
 // and UBSan traps loading one. So enum fields of IR structs are written and read through
 // memcpy as their int storage (store_enum/load_enum), never as enum values. (2) No exception may
 // reach C: each API function catches everything and turns it into a tf_status (guarded).
-// The helpers for both, and the Attrs union that plans share, live in schema/attrs_fb.cc.
+// The helpers for both, and the Attrs union that plans share, live in schema/attrs_fb.cc; what
+// both formats do with a whole file (checks, JSON) in schema/fb_file.cc.
 #include "schema/graph_fb.h"
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/ir.h"
-#include "flatbuffers/idl.h"
 #include "graph_generated.h"   // flatc --cpp schema/graph.fbs, in the build tree
 #include "graph_schema_text.h" // tf_graph_schema_text[]: graph.fbs itself, embedded at build time
 #include "schema/attrs_fb.h"
+#include "schema/fb_file.h"
 
 namespace fb = tightfit::fb;
 using flatbuffers::Offset;
@@ -70,14 +70,7 @@ SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SA
 #undef SAME
     // clang-format on
 
-// ---- checking raw bytes ----
-
-flatbuffers::Verifier::Options verifier_options() {
-  flatbuffers::Verifier::Options options;
-  options.max_depth = 64;        // a graph nests 4 deep (Graph, Node, Attrs, vector)
-  options.max_tables = 1u << 24; // bounds the work on hostile input; real graphs use far fewer
-  return options;
-}
+// ---- the file format ----
 
 // The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
 // a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
@@ -120,29 +113,29 @@ std::string find_missing_name(const uint8_t *bytes, size_t size) {
   return found;
 }
 
-// Size, identifier and the Verifier: after this, every accessor of the generated code is safe.
-tf_status check_bytes(const void *data, size_t size, const uint8_t *bytes, const char *source) {
-  if (!data || size == 0)
-    return fail(TF_ERR_INVALID_INPUT, source, "empty input: no bytes to read");
-  if (size < kHeaderBytes)
-    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is too short for a FlatBuffer (its header alone is %zu bytes)",
-                size, kHeaderBytes);
-  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
-    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is over the FlatBuffers limit of 2 GiB", size);
-  if (!fb::GraphBufferHasIdentifier(bytes))
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "file identifier is '%s', expected '%s': not a tightfit graph (.tfg) file",
-                identifier_text(bytes).c_str(), fb::GraphIdentifier());
-  flatbuffers::Verifier verifier(bytes, size, verifier_options());
-  if (!fb::VerifyGraphBuffer(verifier)) {
-    std::string nameless = find_missing_name(bytes, size);
-    if (!nameless.empty())
-      return fail(TF_ERR_INVALID_INPUT, source, "%s", nameless.c_str());
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "corrupt or truncated FlatBuffer (%zu bytes): the FlatBuffers Verifier refused it", size);
-  }
+// What the Verifier lets through but flatc's printer cannot take: misaligned Dim vectors (see
+// dims_aligned) and attribute unions it cannot print (check_attrs_printable).
+tf_status check_printable(const uint8_t *bytes) {
+  const fb::Graph *root = fb::GetGraph(bytes);
+  const Vector<Offset<fb::Tensor>> *tensors = root->tensors();
+  for (uoffset_t i = 0; tensors && i < tensors->size(); i++)
+    if (!dims_aligned(tensors->Get(i)->shape()))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %u %s: misaligned vector of dimensions (corrupt FlatBuffer)",
+                           i, quoted(tensors->Get(i)->name()).c_str());
+  const Vector<Offset<fb::Node>> *nodes = root->nodes();
+  for (uoffset_t i = 0; nodes && i < nodes->size(); i++)
+    TF_RETURN_IF_ERROR(check_attrs_printable(nodes->Get(i), "node", i));
   return nullptr;
 }
+
+// clang-format off
+const FileFormat kGraphFile = {
+    "graph", "graph (.tfg)", fb::GraphIdentifier(),           // noun, description, identifier
+    "schema version", "Graph.version", TF_SCHEMA_VERSION,      // the version field
+    "schema/graph.fbs", tf_graph_schema_text,                  // for flatc's JSON printer
+    fb::VerifyGraphBuffer, find_missing_name, check_printable, // verify, explain_refusal, check_printable
+};
+// clang-format on
 
 // ---- decode: FlatBuffer -> IR ----
 
@@ -156,47 +149,24 @@ public:
   Decoder(const char *source, tf_graph *graph) : source_(source), graph_(graph) {}
 
   tf_status symbols(const Vector<Offset<fb::Symbol>> *symbols) {
-    for (uoffset_t i = 0; symbols && i < symbols->size(); i++) {
-      const fb::Symbol *symbol = symbols->Get(i);
+    return decode_each(symbols, source_, "symbol", [&](const fb::Symbol *symbol, uoffset_t) {
       tf_status status = check_string(symbol->name(), "name");
       if (!status)
         tf_ir_add_symbol(graph_, symbol->name()->c_str(), symbol->default_value(), &status);
-      if (status)
-        return refuse(status, "symbol", i, symbol->name());
-    }
-    return nullptr;
+      return status;
+    });
   }
 
   tf_status tensors(const Vector<Offset<fb::Tensor>> *tensors) {
-    for (uoffset_t i = 0; tensors && i < tensors->size(); i++) {
-      const fb::Tensor *tensor = tensors->Get(i);
-      tf_status status = tensor_at(tensor);
-      if (status)
-        return refuse(status, "tensor", i, tensor->name());
-    }
-    return nullptr;
+    return decode_each(tensors, source_, "tensor",
+                       [&](const fb::Tensor *tensor, uoffset_t) { return tensor_at(tensor); });
   }
 
   tf_status nodes(const Vector<Offset<fb::Node>> *nodes) {
-    for (uoffset_t i = 0; nodes && i < nodes->size(); i++) {
-      const fb::Node *node = nodes->Get(i);
-      tf_status status = node_at(node);
-      if (status)
-        return refuse(status, "node", i, node->name());
-    }
-    return nullptr;
+    return decode_each(nodes, source_, "node", [&](const fb::Node *node, uoffset_t) { return node_at(node); });
   }
 
 private:
-  // Reports `status` (from here or from the IR) as bad input, naming the item.
-  tf_status refuse(tf_status status, const char *what, uoffset_t index, const flatbuffers::String *name) {
-    tf_code code = tf_status_code(status) == TF_ERR_OUT_OF_MEMORY ? TF_ERR_OUT_OF_MEMORY : TF_ERR_INVALID_INPUT;
-    tf_status refused =
-        fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(), tf_status_message(status));
-    tf_status_free(status);
-    return refused;
-  }
-
   tf_status tensor_at(const fb::Tensor *tensor) {
     tf_shape declared{};
     if (tensor->shape())
@@ -250,14 +220,9 @@ private:
 
 tf_status decode(const void *data, size_t size, const char *source, tf_graph **out) {
   AlignedBytes aligned(data, size);
-  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), source));
+  TF_RETURN_IF_ERROR(check_file(data, size, aligned.bytes(), source, kGraphFile));
   const fb::Graph *root = fb::GetGraph(aligned.bytes());
-  if (root->version() == 0)
-    return fail(TF_ERR_INVALID_INPUT, source, "missing schema version (Graph.version is absent or 0)");
-  if (root->version() > TF_SCHEMA_VERSION)
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "written by a newer tightfit: schema version %u; this build reads up to %d", root->version(),
-                TF_SCHEMA_VERSION);
+  TF_RETURN_IF_ERROR(check_version(root->version(), source, kGraphFile));
   const flatbuffers::String *name = root->name();
   if (name && std::memchr(name->data(), '\0', name->size()))
     return fail(TF_ERR_INVALID_INPUT, source, "the graph name contains a NUL byte");
@@ -289,6 +254,9 @@ public:
     fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
   }
 
+  // The name that messages give the graph.
+  static const char *name_of(const tf_graph &graph) { return graph.name; }
+
   tf_status run(void **data, size_t *size) {
     std::vector<Offset<fb::Symbol>> symbols;
     for (int32_t i = 0; i < graph_->n_symbols; i++) {
@@ -296,21 +264,13 @@ public:
       symbols.push_back(fb::CreateSymbol(fbb_, string(symbol.name), symbol.default_value));
     }
     std::vector<Offset<fb::Tensor>> tensors;
-    for (int32_t i = 0; i < graph_->n_tensors; i++) {
-      Offset<fb::Tensor> tensor;
-      tf_status status = tensor_at(graph_->tensors[i], &tensor);
-      if (status)
-        return tf_status_prefix(status, "tensor %d %s", i, quoted(graph_->tensors[i].name).c_str());
-      tensors.push_back(tensor);
-    }
+    TF_RETURN_IF_ERROR(encode_each(
+        graph_->tensors, graph_->n_tensors, "tensor",
+        [&](const tf_ir_tensor &tensor, Offset<fb::Tensor> *out) { return tensor_at(tensor, out); }, &tensors));
     std::vector<Offset<fb::Node>> nodes;
-    for (int32_t i = 0; i < graph_->n_nodes; i++) {
-      Offset<fb::Node> node;
-      tf_status status = node_at(graph_->nodes[i], &node);
-      if (status)
-        return tf_status_prefix(status, "node %d %s", i, quoted(graph_->nodes[i].name).c_str());
-      nodes.push_back(node);
-    }
+    TF_RETURN_IF_ERROR(encode_each(
+        graph_->nodes, graph_->n_nodes, "node",
+        [&](const tf_ir_node &node, Offset<fb::Node> *out) { return node_at(node, out); }, &nodes));
     Offset<fb::TrainingConfig> training;
     if (graph_->has_training)
       TF_RETURN_IF_ERROR(write_training(fbb_, graph_->training, &training));
@@ -319,31 +279,17 @@ public:
     auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols), fbb_.CreateVector(tensors),
                                 fbb_.CreateVector(nodes), outputs, graph_->loss, training);
     fb::FinishGraphBuffer(fbb_, root);
-
-    *data = std::malloc(fbb_.GetSize());
-    if (!*data)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %u bytes for the graph file", fbb_.GetSize());
-    std::memcpy(*data, fbb_.GetBufferPointer(), fbb_.GetSize());
-    *size = fbb_.GetSize();
-    return nullptr;
+    return copy_finished(fbb_, kGraphFile, data, size);
   }
 
 private:
   Offset<flatbuffers::String> string(const char *text) { return fbb_.CreateString(text ? text : ""); }
 
-  // An enum value must fit the schema's storage type (ubyte or ushort).
-  template <typename Stored> static tf_status fit(int32_t value, const char *field, uint32_t max, Stored *out) {
-    if (value < 0 || static_cast<uint32_t>(value) > max)
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s %d does not fit the file format (0..%u)", field, value, max);
-    *out = static_cast<Stored>(value);
-    return nullptr;
-  }
-
   tf_status tensor_at(const tf_ir_tensor &tensor, Offset<fb::Tensor> *out) {
-    uint8_t dtype = 0, kind = 0, init_kind = 0;
-    TF_RETURN_IF_ERROR(fit(load_enum(tensor.dtype), "dtype", 255, &dtype));
-    TF_RETURN_IF_ERROR(fit(load_enum(tensor.kind), "kind", 255, &kind));
-    TF_RETURN_IF_ERROR(fit(load_enum(tensor.init_kind), "init kind", 255, &init_kind));
+    uint32_t dtype = 0, kind = 0, init_kind = 0;
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.dtype), "dtype", 255, &dtype));
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.kind), "kind", 255, &kind));
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.init_kind), "init kind", 255, &init_kind));
     Offset<Vector<const fb::Dim *>> shape;
     if (tensor.declared.rank >= 0) { // activations (rank -1) have no declared shape
       TF_RETURN_IF_ERROR(check_rank(tensor.declared.rank, "the declared shape"));
@@ -362,8 +308,8 @@ private:
   }
 
   tf_status node_at(const tf_ir_node &node, Offset<fb::Node> *out) {
-    uint16_t op = 0;
-    TF_RETURN_IF_ERROR(fit(load_enum(node.op), "op", 0xffff, &op));
+    uint32_t op = 0;
+    TF_RETURN_IF_ERROR(fit_enum(load_enum(node.op), "op", 0xffff, &op));
     if (node.n_inputs < 0 || (node.n_inputs > 0 && !node.inputs))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "has %d inputs", node.n_inputs);
     fb::Attrs kind = fb::Attrs_NONE;
@@ -379,85 +325,16 @@ private:
   flatbuffers::FlatBufferBuilder fbb_;
 };
 
-// ---- JSON ----
-
-// What the Verifier lets through but flatc's printer cannot take: a union whose type is absent
-// or unknown (GenerateText reads the type from the field printed just before the table, and asserts
-// or fails without it) and misaligned Dim vectors (see dims_aligned).
-tf_status check_printable(const fb::Graph *root) {
-  const Vector<Offset<fb::Tensor>> *tensors = root->tensors();
-  for (uoffset_t i = 0; tensors && i < tensors->size(); i++)
-    if (!dims_aligned(tensors->Get(i)->shape()))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %u %s: misaligned vector of dimensions (corrupt FlatBuffer)",
-                           i, quoted(tensors->Get(i)->name()).c_str());
-  const Vector<Offset<fb::Node>> *nodes = root->nodes();
-  for (uoffset_t i = 0; nodes && i < nodes->size(); i++) {
-    const fb::Node *node = nodes->Get(i);
-    if (!node->attrs())
-      continue;
-    auto table = reinterpret_cast<const flatbuffers::Table *>(node);
-    bool has_type = table->GetOptionalFieldOffset(fb::Node::VT_ATTRS_TYPE) != 0;
-    if (!has_type || node->attrs_type() == fb::Attrs_NONE || node->attrs_type() > fb::Attrs_MAX)
-      return tf_status_new(TF_ERR_INVALID_INPUT,
-                           "node %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it", i,
-                           quoted(node->name()).c_str(), static_cast<unsigned>(node->attrs_type()),
-                           has_type ? "out of range" : "absent");
-    if (node->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(node->attrs_as_ShapeAttrs()->shape()))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "node %u %s: misaligned vector of dimensions (corrupt FlatBuffer)", i,
-                           quoted(node->name()).c_str());
-  }
-  return nullptr;
-}
-
-tf_status to_json(const void *data, size_t size, char **json) {
-  AlignedBytes aligned(data, size);
-  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), nullptr));
-  TF_RETURN_IF_ERROR(check_printable(fb::GetGraph(aligned.bytes())));
-
-  flatbuffers::IDLOptions options;
-  options.strict_json = true;                    // quoted field names: JSON that any tool reads
-  options.output_enum_identifiers = true;        // "op": "matmul", not "op": 0
-  options.output_default_scalars_in_json = true; // show every scalar, written or default
-  options.indent_step = 2;
-  flatbuffers::Parser parser(options);
-  if (!parser.Parse(tf_graph_schema_text))
-    return tf_status_new(TF_ERR_INTERNAL, "the embedded schema/graph.fbs does not parse: %s", parser.error_.c_str());
-  std::string text;
-  if (!flatbuffers::GenerateText(parser, aligned.bytes(), &text))
-    return tf_status_new(TF_ERR_INVALID_INPUT, "a string in the graph is not valid UTF-8; JSON cannot hold it");
-
-  *json = static_cast<char *>(std::malloc(text.size() + 1));
-  if (!*json)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of JSON", text.size() + 1);
-  std::memcpy(*json, text.c_str(), text.size() + 1);
-  return nullptr;
-}
-
 } // namespace
 
 extern "C" tf_status tf_graph_fb_decode(const void *data, size_t size, const char *source, tf_graph **out) {
-  if (!out)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_graph_fb_decode: out is NULL");
-  *out = nullptr;
-  const char *name = source ? source : "<memory>";
-  return guarded(name, [&] { return decode(data, size, name, out); });
+  return decode_file(data, size, source, kGraphFile, out, decode);
 }
 
 extern "C" tf_status tf_graph_fb_encode(const tf_graph *graph, void **data, size_t *size) {
-  if (!graph || !data || !size)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_graph_fb_encode: graph, data and size must not be NULL");
-  *data = nullptr;
-  *size = 0;
-  return guarded("encoding the graph", [&] {
-    Encoder encoder(graph);
-    tf_status status = encoder.run(data, size);
-    return status ? tf_status_prefix(status, "encoding graph %s", quoted(graph->name).c_str()) : nullptr;
-  });
+  return encode_file<Encoder>(graph, kGraphFile, data, size);
 }
 
 extern "C" tf_status tf_graph_fb_to_json(const void *data, size_t size, char **json) {
-  if (!json)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_graph_fb_to_json: json is NULL");
-  *json = nullptr;
-  return guarded("converting the graph to JSON", [&] { return to_json(data, size, json); });
+  return file_to_json(data, size, kGraphFile, json);
 }

@@ -1,20 +1,20 @@
 // The .tfplan format: flatc's generated C++ for schema/plan.fbs, wrapped behind the C API of
 // schema/plan_fb.h. Decoding is structural only (see the header); values are copied as written,
 // enums through memcpy (attrs_fb.h explains why), and the plan's memory comes from malloc, so that
-// the C side frees it with tf_plan_destroy(). Nothing thrown crosses into C (guarded).
+// the C side frees it with tf_plan_destroy(). Nothing thrown crosses into C (guarded). What both
+// formats do with a whole file (checks, JSON) lives in schema/fb_file.cc.
 #include "schema/plan_fb.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <string>
 #include <vector>
 
-#include "flatbuffers/idl.h"
 #include "plan_generated.h"   // flatc --cpp schema/plan.fbs, in the build tree
 #include "plan_schema_text.h" // tf_plan_schema_text[]: graph.fbs + plan.fbs, embedded at build time
 #include "schema/attrs_fb.h"
+#include "schema/fb_file.h"
 
 namespace fb = tightfit::fb;
 using flatbuffers::Offset;
@@ -41,35 +41,34 @@ SAME(Phase_MAX, TF_PHASE_COUNT - 1);
 #undef SAME
 // clang-format on
 
-// ---- checking raw bytes ----
+// ---- the file format ----
 
-flatbuffers::Verifier::Options verifier_options() {
-  flatbuffers::Verifier::Options options;
-  options.max_depth = 64;        // a plan nests 4 deep (Plan, Step, Attrs, vector)
-  options.max_tables = 1u << 24; // bounds the work on hostile input; real plans use far fewer
-  return options;
-}
-
-// Size, identifier and the Verifier: after this, every accessor of the generated code is safe
-// (vectors of 8-byte scalars still need vector_aligned before they are read).
-tf_status check_bytes(const void *data, size_t size, const uint8_t *bytes, const char *source) {
-  if (!data || size == 0)
-    return fail(TF_ERR_INVALID_INPUT, source, "empty input: no bytes to read");
-  if (size < kHeaderBytes)
-    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is too short for a FlatBuffer (its header alone is %zu bytes)",
-                size, kHeaderBytes);
-  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
-    return fail(TF_ERR_INVALID_INPUT, source, "%zu bytes is over the FlatBuffers limit of 2 GiB", size);
-  if (!fb::PlanBufferHasIdentifier(bytes))
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "file identifier is '%s', expected '%s': not a tightfit plan (.tfplan) file",
-                identifier_text(bytes).c_str(), fb::PlanIdentifier());
-  flatbuffers::Verifier verifier(bytes, size, verifier_options());
-  if (!fb::VerifyPlanBuffer(verifier))
-    return fail(TF_ERR_INVALID_INPUT, source,
-                "corrupt or truncated FlatBuffer (%zu bytes): the FlatBuffers Verifier refused it", size);
+// What the Verifier lets through but flatc's printer cannot take: misaligned vectors of 8-byte
+// values (see vector_aligned) and attribute unions it cannot print (check_attrs_printable).
+tf_status check_printable(const uint8_t *bytes) {
+  const fb::Plan *root = fb::GetPlan(bytes);
+  const fb::Report *report = root->report();
+  bool aligned = vector_aligned(root->region_bytes()) &&
+                 (!report || (vector_aligned(report->role_bytes()) && vector_aligned(report->live_bytes()) &&
+                              vector_aligned(report->flops())));
+  for (uoffset_t i = 0; aligned && root->buffers() && i < root->buffers()->size(); i++)
+    aligned = vector_aligned(root->buffers()->Get(i)->shape());
+  if (!aligned)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "a misaligned vector of 8-byte values (corrupt FlatBuffer)");
+  const Vector<Offset<fb::Step>> *steps = root->steps();
+  for (uoffset_t i = 0; steps && i < steps->size(); i++)
+    TF_RETURN_IF_ERROR(check_attrs_printable(steps->Get(i), "step", i));
   return nullptr;
 }
+
+// clang-format off
+const FileFormat kPlanFile = {
+    "plan", "plan (.tfplan)", fb::PlanIdentifier(),     // noun, description, identifier
+    "plan version", "Plan.version", TF_PLAN_VERSION,     // the version field
+    "schema/plan.fbs", tf_plan_schema_text,              // for flatc's JSON printer
+    fb::VerifyPlanBuffer, nullptr, check_printable,      // verify, explain_refusal, check_printable
+};
+// clang-format on
 
 // ---- decode: FlatBuffer -> tf_plan ----
 
@@ -132,27 +131,21 @@ public:
     uoffset_t n = buffers ? buffers->size() : 0;
     plan_->buffers = allocate<tf_plan_buffer>(n);
     plan_->n_buffers = static_cast<int32_t>(n);
-    for (uoffset_t i = 0; i < n; i++) {
+    return decode_each(buffers, source_, "buffer", [&](const fb::Buffer *in, uoffset_t i) {
       tf_plan_buffer &buffer = plan_->buffers[i];
       buffer.first_step = buffer.last_step = buffer.owner = buffer.io_twin = buffer.alias_of = -1;
-      tf_status status = buffer_at(buffers->Get(i), &buffer);
-      if (status)
-        return refuse(status, "buffer", i, buffers->Get(i)->name());
-    }
-    return nullptr;
+      return buffer_at(in, &buffer);
+    });
   }
 
   tf_status steps(const Vector<Offset<fb::Step>> *steps) {
     uoffset_t n = steps ? steps->size() : 0;
     plan_->steps = allocate<tf_plan_step>(n);
     plan_->n_steps = static_cast<int32_t>(n);
-    for (uoffset_t i = 0; i < n; i++) {
+    return decode_each(steps, source_, "step", [&](const fb::Step *in, uoffset_t i) {
       plan_->steps[i].workspace = -1;
-      tf_status status = step_at(steps->Get(i), &plan_->steps[i]);
-      if (status)
-        return refuse(status, "step", i, steps->Get(i)->name());
-    }
-    return nullptr;
+      return step_at(in, &plan_->steps[i]);
+    });
   }
 
   tf_status symbols(const Vector<Offset<fb::BoundSymbol>> *symbols) {
@@ -160,18 +153,13 @@ public:
     plan_->symbol_names = allocate<char *>(n);
     plan_->symbol_values = allocate<int64_t>(n);
     plan_->n_symbols = static_cast<int32_t>(n);
-    for (uoffset_t i = 0; i < n; i++) {
-      const fb::BoundSymbol *symbol = symbols->Get(i);
-      tf_status status = nullptr;
+    return decode_each(symbols, source_, "symbol", [&](const fb::BoundSymbol *symbol, uoffset_t i) -> tf_status {
       if (!symbol->name())
-        status = tf_status_new(TF_ERR_INVALID_INPUT, "has no name (a required field)");
-      else
-        status = copy_string(symbol->name(), "name", &plan_->symbol_names[i]);
-      if (status)
-        return refuse(status, "symbol", i, symbol->name());
+        return tf_status_new(TF_ERR_INVALID_INPUT, "has no name (a required field)");
+      TF_RETURN_IF_ERROR(copy_string(symbol->name(), "name", &plan_->symbol_names[i]));
       plan_->symbol_values[i] = symbol->value();
-    }
-    return nullptr;
+      return nullptr;
+    });
   }
 
   tf_status report(const fb::Report *report) {
@@ -187,22 +175,11 @@ public:
     if (!status)
       status = live_bytes(report->live_bytes());
     if (status)
-      return refuse(status);
+      return refuse(status, source_);
     out.arena_lower_bound = report->arena_lower_bound();
     out.arena_naive = report->arena_naive();
     out.peak_step = report->peak_step();
     return nullptr;
-  }
-
-  // Reports `status` as bad input in the plan, naming the item when there is one.
-  tf_status refuse(tf_status status, const char *what = nullptr, uoffset_t index = 0,
-                   const flatbuffers::String *name = nullptr) {
-    tf_code code = tf_status_code(status) == TF_ERR_OUT_OF_MEMORY ? TF_ERR_OUT_OF_MEMORY : TF_ERR_INVALID_INPUT;
-    tf_status refused =
-        what ? fail(code, source_, "%s %u %s: %s", what, index, quoted(name).c_str(), tf_status_message(status))
-             : fail(code, source_, "%s", tf_status_message(status));
-    tf_status_free(status);
-    return refused;
   }
 
 private:
@@ -277,13 +254,9 @@ private:
 
 tf_status decode(const void *data, size_t size, const char *source, tf_plan **out) {
   AlignedBytes aligned(data, size);
-  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), source));
+  TF_RETURN_IF_ERROR(check_file(data, size, aligned.bytes(), source, kPlanFile));
   const fb::Plan *root = fb::GetPlan(aligned.bytes());
-  if (root->version() == 0)
-    return fail(TF_ERR_INVALID_INPUT, source, "missing plan version (Plan.version is absent or 0)");
-  if (root->version() > TF_PLAN_VERSION)
-    return fail(TF_ERR_INVALID_INPUT, source, "written by a newer tightfit: plan version %u; this build reads up to %d",
-                root->version(), TF_PLAN_VERSION);
+  TF_RETURN_IF_ERROR(check_version(root->version(), source, kPlanFile));
 
   PlanPointer plan(allocate<tf_plan>(1));
   plan->loss = -1;
@@ -297,7 +270,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan **ou
     status = read_fixed(root->region_bytes(), "region_bytes", TF_REGION_COUNT, "region",
                         static_cast<int64_t *>(plan->region_bytes));
   if (status)
-    return decoder.refuse(status);
+    return refuse(status, source);
   plan->alignment = root->alignment();
   TF_RETURN_IF_ERROR(decoder.buffers(root->buffers()));
   TF_RETURN_IF_ERROR(decoder.steps(root->steps()));
@@ -325,6 +298,9 @@ public:
     fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
   }
 
+  // The name that messages give the plan: its graph's.
+  static const char *name_of(const tf_plan &plan) { return plan.graph_name; }
+
   tf_status run(void **data, size_t *size) {
     const tf_plan &p = *plan_;
     TF_RETURN_IF_ERROR(check_count(p.n_buffers, p.buffers, "buffers"));
@@ -333,21 +309,13 @@ public:
     TF_RETURN_IF_ERROR(check_count(p.n_symbols, p.symbol_values, "symbol values"));
     TF_RETURN_IF_ERROR(check_count(p.n_outputs, p.outputs, "outputs"));
     std::vector<Offset<fb::Buffer>> buffers;
-    for (int32_t i = 0; i < p.n_buffers; i++) {
-      Offset<fb::Buffer> buffer;
-      tf_status status = buffer_at(p.buffers[i], &buffer);
-      if (status)
-        return tf_status_prefix(status, "buffer %d %s", i, quoted(p.buffers[i].name).c_str());
-      buffers.push_back(buffer);
-    }
+    TF_RETURN_IF_ERROR(encode_each(
+        p.buffers, p.n_buffers, "buffer",
+        [&](const tf_plan_buffer &buffer, Offset<fb::Buffer> *out) { return buffer_at(buffer, out); }, &buffers));
     std::vector<Offset<fb::Step>> steps;
-    for (int32_t i = 0; i < p.n_steps; i++) {
-      Offset<fb::Step> step;
-      tf_status status = step_at(p.steps[i], &step);
-      if (status)
-        return tf_status_prefix(status, "step %d %s", i, quoted(p.steps[i].name).c_str());
-      steps.push_back(step);
-    }
+    TF_RETURN_IF_ERROR(encode_each(
+        p.steps, p.n_steps, "step", [&](const tf_plan_step &step, Offset<fb::Step> *out) { return step_at(step, out); },
+        &steps));
     std::vector<Offset<fb::BoundSymbol>> symbols;
     for (int32_t i = 0; i < p.n_symbols; i++)
       symbols.push_back(fb::CreateBoundSymbol(fbb_, string(p.symbol_names[i]), p.symbol_values[i]));
@@ -361,13 +329,7 @@ public:
                                p.micro_batch, p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
                                fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report);
     fb::FinishPlanBuffer(fbb_, root);
-
-    *data = std::malloc(fbb_.GetSize());
-    if (!*data)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %u bytes for the plan file", fbb_.GetSize());
-    std::memcpy(*data, fbb_.GetBufferPointer(), fbb_.GetSize());
-    *size = fbb_.GetSize();
-    return nullptr;
+    return copy_finished(fbb_, kPlanFile, data, size);
   }
 
 private:
@@ -436,87 +398,16 @@ private:
   flatbuffers::FlatBufferBuilder fbb_;
 };
 
-// ---- JSON ----
-
-// What the Verifier lets through but flatc's printer cannot take: a union whose type is absent or
-// unknown (GenerateText reads the type from the field printed before the table) and misaligned
-// vectors of 8-byte values (see vector_aligned).
-tf_status check_printable(const fb::Plan *root) {
-  const fb::Report *report = root->report();
-  bool aligned = vector_aligned(root->region_bytes()) &&
-                 (!report || (vector_aligned(report->role_bytes()) && vector_aligned(report->live_bytes()) &&
-                              vector_aligned(report->flops())));
-  for (uoffset_t i = 0; aligned && root->buffers() && i < root->buffers()->size(); i++)
-    aligned = vector_aligned(root->buffers()->Get(i)->shape());
-  if (!aligned)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "a misaligned vector of 8-byte values (corrupt FlatBuffer)");
-  const Vector<Offset<fb::Step>> *steps = root->steps();
-  for (uoffset_t i = 0; steps && i < steps->size(); i++) {
-    const fb::Step *step = steps->Get(i);
-    if (!step->attrs())
-      continue;
-    auto table = reinterpret_cast<const flatbuffers::Table *>(step);
-    bool has_type = table->GetOptionalFieldOffset(fb::Step::VT_ATTRS_TYPE) != 0;
-    if (!has_type || step->attrs_type() == fb::Attrs_NONE || step->attrs_type() > fb::Attrs_MAX)
-      return tf_status_new(TF_ERR_INVALID_INPUT,
-                           "step %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it", i,
-                           quoted(step->name()).c_str(), static_cast<unsigned>(step->attrs_type()),
-                           has_type ? "out of range" : "absent");
-    if (step->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(step->attrs_as_ShapeAttrs()->shape()))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "step %u %s: misaligned vector of dimensions (corrupt FlatBuffer)", i,
-                           quoted(step->name()).c_str());
-  }
-  return nullptr;
-}
-
-tf_status to_json(const void *data, size_t size, char **json) {
-  AlignedBytes aligned(data, size);
-  TF_RETURN_IF_ERROR(check_bytes(data, size, aligned.bytes(), nullptr));
-  TF_RETURN_IF_ERROR(check_printable(fb::GetPlan(aligned.bytes())));
-
-  flatbuffers::IDLOptions options;
-  options.strict_json = true;                    // quoted field names: JSON that any tool reads
-  options.output_enum_identifiers = true;        // "op": "matmul", not "op": 0
-  options.output_default_scalars_in_json = true; // show every scalar, written or default
-  options.indent_step = 2;
-  flatbuffers::Parser parser(options);
-  if (!parser.Parse(tf_plan_schema_text))
-    return tf_status_new(TF_ERR_INTERNAL, "the embedded schema/plan.fbs does not parse: %s", parser.error_.c_str());
-  std::string text;
-  if (!flatbuffers::GenerateText(parser, aligned.bytes(), &text))
-    return tf_status_new(TF_ERR_INVALID_INPUT, "a string in the plan is not valid UTF-8; JSON cannot hold it");
-  *json = static_cast<char *>(std::malloc(text.size() + 1));
-  if (!*json)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of JSON", text.size() + 1);
-  std::memcpy(*json, text.c_str(), text.size() + 1);
-  return nullptr;
-}
-
 } // namespace
 
 extern "C" tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan **out) {
-  if (!out)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_fb_decode: out is NULL");
-  *out = nullptr;
-  const char *name = source ? source : "<memory>";
-  return guarded(name, [&] { return decode(data, size, name, out); });
+  return decode_file(data, size, source, kPlanFile, out, decode);
 }
 
 extern "C" tf_status tf_plan_fb_encode(const tf_plan *plan, void **data, size_t *size) {
-  if (!plan || !data || !size)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_fb_encode: plan, data and size must not be NULL");
-  *data = nullptr;
-  *size = 0;
-  return guarded("encoding the plan", [&] {
-    Encoder encoder(plan);
-    tf_status status = encoder.run(data, size);
-    return status ? tf_status_prefix(status, "encoding plan %s", quoted(plan->graph_name).c_str()) : nullptr;
-  });
+  return encode_file<Encoder>(plan, kPlanFile, data, size);
 }
 
 extern "C" tf_status tf_plan_fb_to_json(const void *data, size_t size, char **json) {
-  if (!json)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_fb_to_json: json is NULL");
-  *json = nullptr;
-  return guarded("converting the plan to JSON", [&] { return to_json(data, size, json); });
+  return file_to_json(data, size, kPlanFile, json);
 }

@@ -26,6 +26,40 @@ bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char *
   return true;
 }
 
+bool tf_cli_output_option(int argc, char **argv, int *i, const char **output, bool *error) {
+  const char *value;
+  if (!tf_cli_option(argc, argv, i, "-o", &value, error) && !tf_cli_option(argc, argv, i, "--output", &value, error))
+    return false;
+  if (!*error)
+    *output = value;
+  return true;
+}
+
+bool tf_cli_list_option(const char *command, int argc, char **argv, int *i, const char *name, const char **values,
+                        int limit, int *count, bool *error) {
+  const char *value;
+  if (!tf_cli_option(argc, argv, i, name, &value, error))
+    return false;
+  if (*error)
+    return true;
+  if (*count == limit) {
+    tf_cli_usage_error(command, "too many %s options (at most %d)", name, limit);
+    *error = true;
+    return true;
+  }
+  values[(*count)++] = value;
+  return true;
+}
+
+bool tf_cli_positional(const char *command, const char *arg, const char *what, const char **slot) {
+  if (*slot) {
+    tf_cli_usage_error(command, "one %s at a time (got '%s' and '%s')", what, *slot, arg);
+    return false;
+  }
+  *slot = arg;
+  return true;
+}
+
 bool tf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 
 int tf_cli_usage_error(const char *command, const char *fmt, ...) {

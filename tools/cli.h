@@ -26,6 +26,17 @@ int tf_cmd_devices(int argc, char **argv);
 /* True when argv[*i] is `name` ("--set") given as "--set V" or "--set=V"; *value gets V and *i
  * advances past it. A missing value is reported and sets *error. */
 bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char **value, bool *error);
+/* tf_cli_option for "-o" and "--output": true when argv[*i] is either; *output gets the value
+ * (unchanged when it is missing, which sets *error). */
+bool tf_cli_output_option(int argc, char **argv, int *i, const char **output, bool *error);
+/* True when argv[*i] is the repeatable option `name` ("--set"); its value is appended to
+ * values[*count], which holds at most `limit`. A missing value or one too many is reported as
+ * `command`'s usage error and sets *error. */
+bool tf_cli_list_option(const char *command, int argc, char **argv, int *i, const char *name, const char **values,
+                        int limit, int *count, bool *error);
+/* Takes `arg`, which matched none of `command`'s options, as its one positional argument `what`
+ * ("graph file") into *slot. When *slot is already taken, prints the usage error and returns false. */
+bool tf_cli_positional(const char *command, const char *arg, const char *what, const char **slot);
 /* True when argv[i] is "-h" or "--help". */
 bool tf_cli_is_help(const char *arg);
 /* Prints "tightfit CMD: message" to stderr and returns TF_EXIT_USAGE. */

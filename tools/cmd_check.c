@@ -29,10 +29,8 @@ int tf_cmd_check(int argc, char **argv) {
     } else if (tf_compile_args_take(&args, "check", argc, argv, &i, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("check", "unknown option '%s'", argv[i]);
-    } else if (args.graph_path) {
-      return tf_cli_usage_error("check", "one graph file at a time (got '%s' and '%s')", args.graph_path, argv[i]);
-    } else {
-      args.graph_path = argv[i];
+    } else if (!tf_cli_positional("check", argv[i], "graph file", &args.graph_path)) {
+      return TF_EXIT_USAGE;
     }
     if (error)
       return TF_EXIT_USAGE;

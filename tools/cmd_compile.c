@@ -22,20 +22,15 @@ int tf_cmd_compile(int argc, char **argv) {
   const char *output = NULL;
   for (int i = 1; i < argc; i++) {
     bool error = false;
-    const char *value;
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
-    } else if (tf_cli_option(argc, argv, &i, "-o", &value, &error) ||
-               tf_cli_option(argc, argv, &i, "--output", &value, &error)) {
-      output = value;
-    } else if (tf_compile_args_take(&args, "compile", argc, argv, &i, &error)) {
+    } else if (tf_cli_output_option(argc, argv, &i, &output, &error) ||
+               tf_compile_args_take(&args, "compile", argc, argv, &i, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("compile", "unknown option '%s'", argv[i]);
-    } else if (args.graph_path) {
-      return tf_cli_usage_error("compile", "one graph file at a time (got '%s' and '%s')", args.graph_path, argv[i]);
-    } else {
-      args.graph_path = argv[i];
+    } else if (!tf_cli_positional("compile", argv[i], "graph file", &args.graph_path)) {
+      return TF_EXIT_USAGE;
     }
     if (error)
       return TF_EXIT_USAGE;

@@ -25,22 +25,17 @@ int tf_cmd_dump(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
   for (int i = 1; i < argc; i++) {
     bool error = false;
-    const char *value;
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
-    } else if (tf_cli_option(argc, argv, &i, "-o", &value, &error) ||
-               tf_cli_option(argc, argv, &i, "--output", &value, &error)) {
-      if (error)
-        return TF_EXIT_USAGE;
-      output = value;
+    } else if (tf_cli_output_option(argc, argv, &i, &output, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("dump", "unknown option '%s'", argv[i]);
-    } else if (input) {
-      return tf_cli_usage_error("dump", "one graph file at a time (got '%s' and '%s')", input, argv[i]);
-    } else {
-      input = argv[i];
+    } else if (!tf_cli_positional("dump", argv[i], "graph file", &input)) {
+      return TF_EXIT_USAGE;
     }
+    if (error)
+      return TF_EXIT_USAGE;
   }
   if (!input)
     return tf_cli_usage_error("dump", "missing the graph file");

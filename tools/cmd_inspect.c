@@ -239,25 +239,19 @@ int tf_cmd_inspect(int argc, char **argv) {
   bool json = false;
   for (int i = 1; i < argc; i++) {
     bool error = false;
-    const char *value;
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (tf_cli_option(argc, argv, &i, "--set", &value, &error)) {
-      if (error)
-        return TF_EXIT_USAGE;
-      if (n_bindings == 32)
-        return tf_cli_usage_error("inspect", "too many --set options (at most 32)");
-      bindings[n_bindings++] = value;
+    } else if (tf_cli_list_option("inspect", argc, argv, &i, "--set", bindings, 32, &n_bindings, &error)) {
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return tf_cli_usage_error("inspect", "unknown option '%s'", argv[i]);
-    } else if (path) {
-      return tf_cli_usage_error("inspect", "one graph file at a time (got '%s' and '%s')", path, argv[i]);
-    } else {
-      path = argv[i];
+    } else if (!tf_cli_positional("inspect", argv[i], "graph file", &path)) {
+      return TF_EXIT_USAGE;
     }
+    if (error)
+      return TF_EXIT_USAGE;
   }
   if (!path)
     return tf_cli_usage_error("inspect", "missing the graph file");

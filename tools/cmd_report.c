@@ -256,10 +256,8 @@ int tf_cmd_report(int argc, char **argv) {
         return TF_EXIT_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       return tf_cli_usage_error("report", "unknown option '%s'", argv[i]);
-    } else if (path) {
-      return tf_cli_usage_error("report", "one plan file at a time (got '%s' and '%s')", path, argv[i]);
-    } else {
-      path = argv[i];
+    } else if (!tf_cli_positional("report", argv[i], "plan file", &path)) {
+      return TF_EXIT_USAGE;
     }
   }
   if (!path)

@@ -52,10 +52,8 @@ int tf_cmd_run(int argc, char **argv) {
         return tf_cli_usage_error("run", "--threads takes 1..1024, got '%s'", v);
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("run", "unknown option '%s'", argv[i]);
-    } else if (plan_path) {
-      return tf_cli_usage_error("run", "one plan at a time (got '%s' and '%s')", plan_path, argv[i]);
-    } else {
-      plan_path = argv[i];
+    } else if (!tf_cli_positional("run", argv[i], "plan", &plan_path)) {
+      return TF_EXIT_USAGE;
     }
     if (error)
       return TF_EXIT_USAGE;

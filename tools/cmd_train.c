@@ -108,10 +108,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
       a->seed = (uint64_t)n;
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("train", "unknown option '%s'", argv[i]);
-    } else if (a->plan_path) {
-      return tf_cli_usage_error("train", "one plan at a time (got '%s' and '%s')", a->plan_path, argv[i]);
-    } else {
-      a->plan_path = argv[i];
+    } else if (!tf_cli_positional("train", argv[i], "plan", &a->plan_path)) {
+      return TF_EXIT_USAGE;
     }
     if (error)
       return TF_EXIT_USAGE;

@@ -112,30 +112,20 @@ int tf_cmd_zoo(int argc, char **argv) {
   bool json = false;
   for (int i = 1; i < argc; i++) {
     bool error = false;
-    const char *value;
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (tf_cli_option(argc, argv, &i, "--param", &value, &error)) {
-      if (error)
-        return TF_EXIT_USAGE;
-      if (n_overrides == 64)
-        return tf_cli_usage_error("zoo", "too many --param options (at most 64)");
-      overrides[n_overrides++] = value;
-    } else if (tf_cli_option(argc, argv, &i, "-o", &value, &error) ||
-               tf_cli_option(argc, argv, &i, "--output", &value, &error)) {
-      if (error)
-        return TF_EXIT_USAGE;
-      output = value;
+    } else if (tf_cli_list_option("zoo", argc, argv, &i, "--param", overrides, 64, &n_overrides, &error) ||
+               tf_cli_output_option(argc, argv, &i, &output, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("zoo", "unknown option '%s'", argv[i]);
-    } else if (name) {
-      return tf_cli_usage_error("zoo", "one preset at a time (got '%s' and '%s')", name, argv[i]);
-    } else {
-      name = argv[i];
+    } else if (!tf_cli_positional("zoo", argv[i], "preset", &name)) {
+      return TF_EXIT_USAGE;
     }
+    if (error)
+      return TF_EXIT_USAGE;
   }
   if (!name) {
     if (output || n_overrides)
