@@ -7,6 +7,7 @@
 
 #include "tightfit/compiler.h"
 #include "tightfit/plan.h"
+#include "tightfit/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,8 @@ typedef struct tf_backend_vtable {
   tf_status (*run)(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
   /* Waits for submitted work. */
   tf_status (*synchronize)(void *state);
+  /* What the device measured of its memory (tf_device_memory); NULL when the backend cannot say. */
+  tf_status (*memory)(void *state, tf_device_memory *out);
 } tf_backend_vtable;
 
 /* The backend named `name` ("cpu", "vulkan", "cuda"), or NULL when this build has none. */

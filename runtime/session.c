@@ -128,6 +128,13 @@ void tf_session_destroy(tf_session *s) {
 }
 
 tf_session_memory tf_session_memory_use(const tf_session *s) { return s->memory; }
+
+tf_status tf_session_device_memory(const tf_session *s, tf_device_memory *out) {
+  *out = (tf_device_memory){-1, -1, -1, -1};
+  if (!s->backend->memory)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "the %s backend does not measure device memory", s->backend->name);
+  return s->backend->memory(s->state, out);
+}
 const tf_plan *tf_session_plan(const tf_session *s) { return s->plan; }
 int64_t tf_session_optimizer_steps(const tf_session *s) { return s->optimizer_steps; }
 int64_t tf_session_micro_steps(const tf_session *s) { return s->micro_steps; }

@@ -20,6 +20,23 @@
 #include "tools/evaluate.h"
 
 static volatile sig_atomic_t interrupted = 0;
+/* "device memory: ..." as the backend measured it (Vulkan, CUDA); nothing for the CPU backend. */
+static void print_device_memory(const tf_session *session) {
+  tf_device_memory d;
+  tf_status status = tf_session_device_memory(session, &d);
+  if (status) {
+    tf_status_free(status);
+    return;
+  }
+  char regions[32], measured[32], overhead[32], context[32];
+  printf("device memory: regions %s (the device counts %s), backend overhead %s", tf_cli_bytes(d.region_bytes, regions, sizeof(regions)),
+         d.region_device_bytes >= 0 ? tf_cli_bytes(d.region_device_bytes, measured, sizeof(measured)) : "?",
+         d.overhead_bytes >= 0 ? tf_cli_bytes(d.overhead_bytes, overhead, sizeof(overhead)) : "?");
+  if (d.context_bytes >= 0)
+    printf(", driver context %s", tf_cli_bytes(d.context_bytes, context, sizeof(context)));
+  printf("\n");
+}
+
 static void on_interrupt(int signal_number) {
   (void)signal_number;
   interrupted = 1;
@@ -234,6 +251,7 @@ static int train(const train_args *a, tf_plan *plan) {
              tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
              tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations,
              m.allocations_after_create);
+      print_device_memory(session);
       if (a->checkpoint)
         printf("checkpoint: %s/latest.safetensors\n", a->checkpoint);
     }

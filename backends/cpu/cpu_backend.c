@@ -166,5 +166,5 @@ static tf_status cpu_synchronize(void *state) { return NULL; }
 
 const tf_backend_vtable tf_backend_cpu = {
     "cpu",      cpu_create, cpu_destroy,  cpu_target, cpu_alloc_region, cpu_free_region, cpu_upload,
-    cpu_download, cpu_prepare, cpu_run, cpu_synchronize,
+    cpu_download, cpu_prepare, cpu_run, cpu_synchronize, NULL,
 };

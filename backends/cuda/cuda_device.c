@@ -299,7 +299,16 @@ static void cuda_free_region(void *state, void *region) {
     s->memory.live_allocations--;
 }
 
+/* From the cudaMemGetInfo snapshots (tf_cuda_memory): the backend's overhead is what creating cuBLAS,
+ * streams and events and instantiating the graphs took; the context's is NVML's measure. */
+static tf_status cuda_memory(void *state, tf_device_memory *out) {
+  const tf_cuda_memory *m = &((const cuda_state *)state)->memory;
+  *out = (tf_device_memory){m->region_bytes, m->region_device_bytes, m->library_bytes + m->graph_bytes,
+                            m->context_bytes};
+  return NULL;
+}
+
 const tf_backend_vtable tf_backend_cuda = {
     "cuda",         cuda_create,      cuda_destroy,    cuda_target, cuda_alloc_region,   cuda_free_region,
-    tf_cuda_upload, tf_cuda_download, tf_cuda_prepare, tf_cuda_run, tf_cuda_synchronize,
+    tf_cuda_upload, tf_cuda_download, tf_cuda_prepare, tf_cuda_run, tf_cuda_synchronize, cuda_memory,
 };

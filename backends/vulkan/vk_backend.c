@@ -40,6 +40,14 @@ static tf_target vulkan_target(void *state) {
   return target;
 }
 
+/* The regions' VkDeviceMemory sizes and the fixed overhead (vulkan.h); the context is the driver's. */
+static tf_status vulkan_memory(void *state, tf_device_memory *out) {
+  const vk_state *vk = state;
+  tf_vulkan_memory m = tf_vulkan_memory_use(state);
+  *out = (tf_device_memory){vk->region_asked, m.region_bytes, m.overhead_bytes, -1};
+  return NULL;
+}
+
 static tf_status vulkan_alloc_region(void *state, int64_t bytes, void **region) {
   vk_region *out = NULL;
   tf_status status = vk_region_alloc(state, bytes, &out);
@@ -77,7 +85,7 @@ tf_vulkan_memory tf_vulkan_memory_use(void *state) {
 
 const tf_backend_vtable tf_backend_vulkan = {
     "vulkan",      vulkan_create,   vulkan_destroy, vulkan_target, vulkan_alloc_region, vulkan_free_region,
-    vulkan_upload, vulkan_download, vulkan_prepare, vulkan_run,    vulkan_synchronize,
+    vulkan_upload, vulkan_download, vulkan_prepare, vulkan_run,    vulkan_synchronize, vulkan_memory,
 };
 
 uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }

@@ -170,7 +170,7 @@ typedef struct vk_state {
   vk_host_buffer staging, run_state;
   VkCommandBuffer transfer;
   VkFence transfer_fence;
-  int64_t region_bytes, allocations, live_allocations;
+  int64_t region_bytes, region_asked, allocations, live_allocations; /* region_asked: the plan's bytes */
   /* vk_pipelines.c */
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout pipeline_layout;

@@ -190,6 +190,7 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out) {
                                    preferences, 2, &region->buffer, &region->memory, &region->allocated);
   if (!status) {
     vk->region_bytes += region->allocated;
+    vk->region_asked += bytes;
     status = transfer_begin(vk);
   }
   if (!status) {
@@ -207,8 +208,10 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out) {
 void vk_region_free(vk_state *vk, vk_region *region) {
   if (!region)
     return;
-  if (region->memory)
+  if (region->memory) {
     vk->region_bytes -= region->allocated;
+    vk->region_asked -= region->bytes;
+  }
   destroy_buffer(vk, region->buffer, region->memory);
   free(region);
 }

@@ -28,12 +28,23 @@ typedef struct tf_session_memory {
   int64_t allocations_after_create; /* must stay 0 */
 } tf_session_memory;
 
+/* What the device measured for a session (tf_session_device_memory); -1 where the backend cannot
+ * tell. */
+typedef struct tf_device_memory {
+  int64_t region_bytes;        /* asked for by the session's regions: the plan's bytes */
+  int64_t region_device_bytes; /* the device's measure of them (its allocation rounding included) */
+  int64_t overhead_bytes;      /* the backend's own device memory: staging, libraries, CUDA graphs */
+  int64_t context_bytes;       /* the driver context's (CUDA) */
+} tf_device_memory;
+
 /* Options with defaults (cpu, device 0, seed 0). */
 tf_session_options tf_session_options_default(void);
 /* Creates a session; the plan must outlive it. The caller destroys it. */
 tf_status tf_session_create(const tf_plan *plan, const tf_session_options *options, tf_session **out) TF_MUST_USE;
 void tf_session_destroy(tf_session *session);
 tf_session_memory tf_session_memory_use(const tf_session *session);
+/* What the device measured (Vulkan, CUDA); TF_ERR_UNSUPPORTED for a backend that cannot say (cpu). */
+tf_status tf_session_device_memory(const tf_session *session, tf_device_memory *out) TF_MUST_USE;
 const tf_plan *tf_session_plan(const tf_session *session);
 
 /* Copies host data into buffer `name` (an input, label or parameter; in the io region, into the

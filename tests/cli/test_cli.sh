@@ -87,6 +87,7 @@ expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models
 # tightfit's own code run in every other command here and in the Vulkan suite.
 expect 0 "devices" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
 grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: devices lists no cpu"; }
+cp "$dir/out" "$dir/devices.out"
 # No Vulkan driver (the loader finds no ICD): listed as unavailable with the reason; training on it
 # fails at session creation with the reason, before any step.
 expect 0 "devices without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
@@ -95,6 +96,16 @@ check "devices names the missing driver" 'grep -q "^vulkan: unavailable: no Vulk
 expect 2 "train without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:0
 check "train names the missing driver" 'grep -q "no Vulkan 1.1 driver" "$dir/err"'
+# On a Vulkan device (lavapipe in CI): the session's memory and what the device measured.
+if grep -q "^vulkan:0" "$dir/devices.out" 2>/dev/null; then
+  expect 0 "compile for vulkan" "$tf" compile "$dir/mlp.tfg" --target vulkan --set N=32 -o "$dir/mlp_vk.tfplan"
+  expect 0 "train on vulkan:0" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+    "$tf" train "$dir/mlp_vk.tfplan" --data models/data/digits/train --steps 5 --device vulkan:0
+  check "train on vulkan prints the device's measure" \
+    'grep -q "^device memory: regions .*, backend overhead 8.00 MiB" "$dir/out"'
+else
+  echo "skip: no Vulkan device, the device-memory line is not checked"
+fi
 expect 2 "train: bad device" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:x
 expect 2 "train: unknown backend" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device tpu:0
 for command in zoo inspect dump compile check report train run devices; do

@@ -66,6 +66,12 @@ static void train_three_steps(const char *what, const tf_plan *plan) {
   CHECK(&counts, memory.allocations_after_create == 0, "%s: %" PRId64 " allocations after create", what,
         memory.allocations_after_create);
   CHECK(&counts, isfinite(loss), "%s: loss %g", what, loss);
+  // The CPU backend does not measure device memory, and says so.
+  tf_device_memory device;
+  status = tf_session_device_memory(session, &device);
+  CHECK(&counts, tf_status_code(status) == TF_ERR_UNSUPPORTED && device.region_bytes == -1,
+        "%s: the cpu backend's device memory: %s", what, tf_status_message(status));
+  tf_status_free(status);
   printf("trained %-34s 3 steps: loss %.4f, planned = allocated = %" PRId64 " bytes in %" PRId64
          " allocations, 0 after create\n",
          what, loss, memory.allocated_bytes, memory.allocations);

@@ -164,6 +164,15 @@ static void test_memory(const model *m) {
     CHECK(&counts, free_end == free_created,
           "free device memory %" PRId64 " after create, %" PRId64 " after the first step, %" PRId64 " after 100 steps",
           free_created, free_first, free_end);
+    // The session's view of the device (what `tightfit train` prints): the regions as asked and as measured.
+    tf_device_memory device;
+    tf_status device_status = tf_session_device_memory(session, &device);
+    CHECK(&counts,
+          device_status == NULL && device.region_bytes == use.planned_bytes &&
+              device.region_device_bytes >= device.region_bytes && device.overhead_bytes >= 0,
+          "device memory: %s; regions %" PRId64 " (measured %" PRId64 "), overhead %" PRId64,
+          tf_status_message(device_status), device.region_bytes, device.region_device_bytes, device.overhead_bytes);
+    tf_status_free(device_status);
     printf("%-4s memory (%s): planned %" PRId64 " bytes in %d regions, allocated %" PRId64
            "; session create took %" PRId64 " bytes of free device memory; free after create %" PRId64
            ", after step 1 %" PRId64 ", after step 100 %" PRId64 "\n",

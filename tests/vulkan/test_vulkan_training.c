@@ -182,6 +182,18 @@ static void test_memory(void) {
     printf("memory (session): planned %" PRId64 " bytes, allocated %" PRId64 " in %" PRId64 " allocations, %" PRId64
            " after create\n",
            m.planned_bytes, m.allocated_bytes, m.allocations, m.allocations_after_create);
+    // What the device holds, as the session reports it: the regions (the plan's bytes, rounded up
+    // to 16 per region at most) and the fixed overhead.
+    tf_device_memory device;
+    status = tf_session_device_memory(session, &device);
+    CHECK(&counts, status == NULL, "device memory: %s", tf_status_message(status));
+    tf_status_free(status);
+    CHECK(&counts,
+          device.region_bytes == tf_plan_total_bytes(plan) && device.region_device_bytes >= device.region_bytes &&
+              device.region_device_bytes < device.region_bytes + 16 * regions &&
+              device.overhead_bytes == TF_VULKAN_STAGING_BYTES + TF_VULKAN_RUN_STATE_BYTES && device.context_bytes == -1,
+          "device memory: regions %" PRId64 " (device %" PRId64 "), overhead %" PRId64 ", context %" PRId64,
+          device.region_bytes, device.region_device_bytes, device.overhead_bytes, device.context_bytes);
   }
   tf_session_destroy(session);
 
