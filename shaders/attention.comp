@@ -58,7 +58,6 @@ uint k_at(uint n, uint j, uint h) { return (n * pc.keys + j) * pc.width + h * pc
 uint visible(uint i) { return pc.causal != 0u ? min(i + 1u, pc.keys) : pc.keys; }
 
 #if SUBGROUP
-#define CLUSTER_NO_ROW_HELPERS
 #include "cluster.glsl"
 #define ROWS_PER_GROUP 8u // 64 invocations / CLUSTER
 #define SHARE (MAX_DEPTH / 8) // the most head-width elements a lane owns

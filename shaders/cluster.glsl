@@ -1,34 +1,19 @@
-// Clusters of 8 lanes for the subgroup variants of the row shaders (softmax.comp, loss.comp; see
-// shaders/README.md). Include after the shader's `x` buffer and its push constants (`pc.classes`),
-// in a shader compiled with GL_KHR_shader_subgroup_basic and _shuffle.
+// Clusters of 8 lanes for the subgroup variants (matmul.comp, softmax.comp, loss.comp,
+// attention.comp; see shaders/README.md): the lane and cluster numbers and the butterflies. Include in
+// a shader compiled with GL_KHR_shader_subgroup_basic and _shuffle; row walks are in cluster_rows.glsl.
 //
-// Every loop over a row's classes runs to the same bound on all lanes of its cluster (loads and
-// stores are guarded instead), so the whole cluster reaches each shuffle together.
+// Every loop around a shuffle runs to the same bound on all lanes of its cluster (loads and stores
+// are guarded instead), so the whole cluster reaches each shuffle together.
+#ifndef TIGHTFIT_CLUSTER_GLSL
+#define TIGHTFIT_CLUSTER_GLSL
 #define CLUSTER 8u // lanes per row
 
 uint cluster_lane() { return gl_SubgroupInvocationID & 7u; }
 
-// Clusters are numbered through the subgroups as in matmul.comp (not by local index: a cluster's
-// lanes must share a subgroup whatever the mapping of invocations to subgroups).
+// Clusters are numbered through the subgroups, not by local index: a cluster's lanes must share a
+// subgroup whatever the mapping of invocations to subgroups.
 uint cluster_number() { return gl_SubgroupID * (gl_SubgroupSize >> 3) + (gl_SubgroupInvocationID >> 3); }
 
-// A shader whose rows are not an `x` buffer of `pc.classes` (attention.comp) defines
-// CLUSTER_NO_ROW_HELPERS before the include and keeps the lane and butterfly helpers only.
-#ifndef CLUSTER_NO_ROW_HELPERS
-// The max over this lane's classes of the row at `base`, NaN skipped (the CPU's
-// `v > best ? v : best`), started at -inf so that no NaN enters the butterfly (the max of non-NaN
-// values does not depend on the order).
-float lane_max(uint base) {
-  float best = -1.0 / 0.0;
-  for (uint c0 = 0u; c0 < pc.classes; c0 += CLUSTER) {
-    if (c0 + cluster_lane() < pc.classes) {
-      float v = TO_F32(x[base + c0 + cluster_lane()]);
-      best = v > best ? v : best;
-    }
-  }
-  return best;
-}
-#endif
 
 // The cluster's max. Masks 4, 2, 1 stay inside the 8-lane cluster on any power-of-two subgroup of
 // at least 8 lanes; only shuffles are needed (lavapipe lacks the clustered operations).
@@ -70,14 +55,4 @@ float cluster_add(float part) {
 
 // `value` as lane `lane` (< CLUSTER) of this lane's cluster holds it.
 float cluster_read(float value, uint lane) { return subgroupShuffle(value, (gl_SubgroupInvocationID & ~7u) | lane); }
-
-#ifndef CLUSTER_NO_ROW_HELPERS
-// The sum of exp(x - best) over the row at `base`, the same on every lane of the cluster.
-float row_sum_of_exps(uint base, float best) {
-  float sum = 0.0, carry = 0.0;
-  for (uint c0 = 0u; c0 < pc.classes; c0 += CLUSTER)
-    if (c0 + cluster_lane() < pc.classes)
-      kahan_add(sum, carry, exp(TO_F32(x[base + c0 + cluster_lane()]) - best));
-  return cluster_sum(sum, carry);
-}
 #endif

@@ -82,7 +82,7 @@ float term(uint i) {
 
 #if SUBGROUP
 #define CLUSTERS 32u  // per workgroup: 256 / CLUSTER
-#include "cluster.glsl"
+#include "cluster_rows.glsl"
 
 // -log softmax(row)[label], the same on every lane of the cluster. The max keeps the CPU forward's
 // NaN rule (it starts from the first class): NaN exactly when the first class is.

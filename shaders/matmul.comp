@@ -12,8 +12,8 @@
 // (rows 4 ty.., columns 4 tx..); K advances 16 at a time through shared memory, loaded with
 // consecutive invocations on each operand's contiguous axis and read back as vec4 (one 16-byte read
 // per operand and k: the float4 scheme of GPU SGEMMs, and no per-lane gathers on lavapipe). Edges
-// are bounds-checked (zeros), so any size works. Later: subgroup operations,
-// VK_KHR_cooperative_matrix, larger blocks and vector global loads per device.
+// are bounds-checked (zeros), so any size works. The subgroup variant is described below; no
+// VK_KHR_cooperative_matrix variant (shaders/README.md says why).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -29,11 +29,12 @@
 // no shared memory and no barriers. 64 invocations form 8 clusters of 8 consecutive subgroup lanes
 // (so every cluster lies within one subgroup on a device whose subgroup size is a power of two >= 8:
 // vk_device.c checks). Cluster c computes rows [8c, 8c + 8) of a 64 x 32 tile, lane l of it the
-// 8 x 4 block at columns 4l..4l+3. K advances 8 at a time: lane l loads A[row, k0 + l] for its cluster's 8 rows (one
-// coalesced load per row), then for each of the 8 k the cluster reads every row's value from the
+// 8 x 4 block at columns 4l..4l+3. K advances 8 at a time: lane l loads A[row, k0 + l] for its
+// cluster's 8 rows (one coalesced load per row), then for each of the 8 k the cluster reads every row's value from the
 // lane that loaded it (subgroupShuffle) and its own 4 columns of B.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#include "cluster.glsl"
 #define ROWS 8u
 #define BM 64
 #define BN 32
@@ -221,11 +222,8 @@ vec4 load_b4(uint kk, uint col) {
 
 void main() {
   select_batch(gl_WorkGroupID.z);
-  uint lane = gl_SubgroupInvocationID & 7u, cluster = gl_SubgroupInvocationID & ~7u;
-  // Clusters are numbered through the subgroups (not by local index: the lanes of a cluster must
-  // share a subgroup whatever the mapping of invocations to subgroups).
-  uint cluster_index = gl_SubgroupID * (gl_SubgroupSize >> 3) + (gl_SubgroupInvocationID >> 3);
-  uint row0 = gl_WorkGroupID.y * BM + cluster_index * ROWS;
+  uint lane = cluster_lane();
+  uint row0 = gl_WorkGroupID.y * BM + cluster_number() * ROWS;
   uint col0 = gl_WorkGroupID.x * BN + lane * 4u;
   vec4 acc[ROWS]; // acc[i][j]: C[row0 + i, col0 + j]
   [[unroll]] for (uint i = 0u; i < ROWS; i++)
@@ -237,7 +235,7 @@ void main() {
     [[unroll]] for (uint kk = 0u; kk < 8u; kk++) {
       vec4 bv = load_b4(k0 + kk, col0);
       [[unroll]] for (uint i = 0u; i < ROWS; i++)
-        acc[i] += subgroupShuffle(mine[i], cluster + kk) * bv;
+        acc[i] += cluster_read(mine[i], kk) * bv;
     }
   }
   [[unroll]] for (uint i = 0u; i < ROWS; i++)

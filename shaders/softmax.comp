@@ -42,7 +42,7 @@ layout(push_constant) uniform Push {
 // Every loop over a row's classes runs to the same bound on all lanes of its cluster (loads and
 // stores are guarded instead), so the whole cluster reaches each shuffle together.
 #define ROWS_PER_GROUP 8u  // 64 invocations / CLUSTER
-#include "cluster.glsl"
+#include "cluster_rows.glsl"
 
 // The row max with the CPU's NaN rule (it starts from the first class): NaN exactly when the first
 // class is, other NaNs skipped.

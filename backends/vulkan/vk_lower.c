@@ -98,16 +98,38 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss] = 0x8,
     [VK_SHADER_optimizer] = 0xd,
     [VK_SHADER_dropout] = 0x2,
-    [VK_SHADER_matmul_sg] = 0x4,
-    [VK_SHADER_conv_forward_sg] = 0x4,
-    [VK_SHADER_conv_grad_weight_sg] = 0x4,
-    [VK_SHADER_conv_grad_input_sg] = 0x4,
-    [VK_SHADER_softmax_sg] = 0x4,
-    [VK_SHADER_loss_sg] = 0x8,
-    [VK_SHADER_norm_sg] = 0x38,
-    [VK_SHADER_reduce_sg] = 0x8,
-    [VK_SHADER_attention_sg] = 0x70,
 };
+
+/* Each shader with a subgroup variant (shaders/README.md, "Subgroup variants"), and that variant: the
+ * same bindings, push constants and writes, another SPIR-V module. */
+static const struct {
+  vk_shader plain, subgroup;
+} subgroup_variants[] = {
+    {VK_SHADER_matmul, VK_SHADER_matmul_sg},
+    {VK_SHADER_conv_forward, VK_SHADER_conv_forward_sg},
+    {VK_SHADER_conv_grad_weight, VK_SHADER_conv_grad_weight_sg},
+    {VK_SHADER_conv_grad_input, VK_SHADER_conv_grad_input_sg},
+    {VK_SHADER_softmax, VK_SHADER_softmax_sg},
+    {VK_SHADER_loss, VK_SHADER_loss_sg},
+    {VK_SHADER_norm, VK_SHADER_norm_sg},
+    {VK_SHADER_reduce, VK_SHADER_reduce_sg},
+    {VK_SHADER_attention, VK_SHADER_attention_sg},
+};
+
+vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
+  for (size_t i = 0; l->limits->subgroup_size && i < sizeof(subgroup_variants) / sizeof(subgroup_variants[0]); i++)
+    if (subgroup_variants[i].plain == plain)
+      return subgroup_variants[i].subgroup;
+  return plain;
+}
+
+/* The shader a subgroup variant was compiled from (itself for a plain shader). */
+static vk_shader plain_of(vk_shader shader) {
+  for (size_t i = 0; i < sizeof(subgroup_variants) / sizeof(subgroup_variants[0]); i++)
+    if (subgroup_variants[i].subgroup == shader)
+      return subgroup_variants[i].plain;
+  return shader;
+}
 
 static bool moves_bytes_only(tf_op op) {
   return op == TF_OP_RESHAPE || op == TF_OP_TRANSPOSE || op == TF_OP_CONCAT || op == TF_OP_SLICE ||
@@ -169,7 +191,8 @@ static tf_status out_of_memory(const vk_lower *l) {
 
 tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,
                            const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-  if (writable_bindings[shader] == 0)
+  uint32_t writable = writable_bindings[plain_of(shader)];
+  if (writable == 0)
     return tf_status_new(TF_ERR_INTERNAL, "vulkan: shader '%s' has no entry in writable_bindings (vk_lower.c)",
                          vk_shader_name(shader));
   if (n > VK_OPERANDS || push_bytes > sizeof(((vk_command *)0)->push))
@@ -184,7 +207,7 @@ tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32
   c->n_bindings = n;
   for (int32_t i = 0; i < n; i++)
     c->buffers[i] = buffers[i];
-  c->writes = writes | (writable_bindings[shader] & ((1u << n) - 1u));
+  c->writes = writes | (writable & ((1u << n) - 1u));
   memcpy(c->push, push, push_bytes);
   c->groups[0] = gx;
   c->groups[1] = gy;

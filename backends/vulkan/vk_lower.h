@@ -37,6 +37,10 @@ tf_status vk_lower_optimizer(vk_lower *l); /* sgd adamw */
 
 /* ---- emitting commands ---- */
 
+/* The subgroup variant of `plain` when the device runs them (vk_limits.subgroup_size) and one
+ * exists, else `plain`. */
+vk_shader vk_variant(const vk_lower *l, vk_shader plain);
+
 /* Appends a dispatch of `shader` binding buffers[0..n) (plan buffer ids, -1: the dummy), `writes`
  * bit i set when binding i is written, with `push_bytes` of push constants and a grid of groups. */
 tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32_t *buffers, uint32_t writes,

@@ -12,19 +12,6 @@
 #define TILE_M 64
 static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 : 64; }
 
-/* The subgroup variant of a product shader where the device allows it. */
-static vk_shader product_shader(const vk_lower *l, vk_shader plain) {
-  if (!l->limits->subgroup_size)
-    return plain;
-  switch (plain) {
-  case VK_SHADER_matmul: return VK_SHADER_matmul_sg;
-  case VK_SHADER_conv_forward: return VK_SHADER_conv_forward_sg;
-  case VK_SHADER_conv_grad_weight: return VK_SHADER_conv_grad_weight_sg;
-  case VK_SHADER_conv_grad_input: return VK_SHADER_conv_grad_input_sg;
-  default: return plain;
-  }
-}
-
 typedef struct matmul_push {
   uint32_t m, n, k, flags, lda, ldb, batch_rank, reserved;
   uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
@@ -125,7 +112,7 @@ tf_status vk_lower_matmul(vk_lower *l) {
     push.b_batch_stride[i] = (uint32_t)strides[1][i];
   }
   int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0), -1};
-  return vk_emit_dispatch(l, product_shader(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
+  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
                           (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
                           (uint32_t)batches);
 }
@@ -197,7 +184,7 @@ tf_status vk_lower_conv(vk_lower *l) {
   push.pad_h = (uint32_t)g.padding[0], push.pad_w = (uint32_t)g.padding[1];
   push.dilation_h = (uint32_t)g.dilation[0], push.dilation_w = (uint32_t)g.dilation[1];
   push.groups = (uint32_t)g.groups;
-  return vk_emit_dispatch(l, product_shader(l, shader), 4, buffers, 0x4, &push, sizeof(push),
+  return vk_emit_dispatch(l, vk_variant(l, shader), 4, buffers, 0x4, &push, sizeof(push),
                           (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
                           (uint32_t)batches);
 }
@@ -237,8 +224,8 @@ tf_status vk_lower_attention(vk_lower *l) {
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(q), q->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(k), k->name));
   // The subgroup variant gives a row to a cluster of 8 lanes, each owning every 8th element of it.
-  bool clusters = l->limits->subgroup_size != 0;
-  vk_shader shader = clusters ? VK_SHADER_attention_sg : VK_SHADER_attention;
+  vk_shader shader = vk_variant(l, VK_SHADER_attention);
+  bool clusters = shader != VK_SHADER_attention;
   int64_t rows_per_group = clusters ? 8 : 64;
   int64_t elements = clusters ? ((int64_t)push.depth + 7) / 8 : push.depth;
   int64_t query_items = (int64_t)push.batch * push.heads * push.queries;

@@ -34,9 +34,6 @@ typedef struct optimizer_push {
 
 enum { NORM_FORWARD = 0, NORM_STATS, NORM_PARAMS, NORM_INPUT };
 
-/* norm.comp, or its subgroup variant (its row sums add subgroups, then their partials). */
-static vk_shader norm_shader(const vk_lower *l) { return l->limits->subgroup_size ? VK_SHADER_norm_sg : VK_SHADER_norm; }
-
 tf_status vk_lower_norm(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -58,7 +55,7 @@ tf_status vk_lower_norm(vk_lower *l) {
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
-    return count ? vk_emit_dispatch(l, norm_shader(l), 4, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+    return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 4, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
   }
   // (x, gamma, dy) -> (dx, dgamma [, dbeta]): statistics kept in dx rows of >= 2 floats (1 for rms).
   push.has_beta = !rms;
@@ -66,13 +63,13 @@ tf_status vk_lower_norm(vk_lower *l) {
   int32_t buffers[6] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_out(l, 0), vk_out(l, 1), rms ? -1 : vk_out(l, 2)};
   if (push.keep && count) {
     push.mode = NORM_STATS;
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, norm_shader(l), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
   }
   push.mode = NORM_PARAMS;
   TF_RETURN_IF_ERROR(
-      vk_emit_dispatch(l, norm_shader(l), 6, buffers, 0x30, &push, sizeof(push), vk_groups(features, 256), 1, 1));
+      vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, &push, sizeof(push), vk_groups(features, 256), 1, 1));
   push.mode = NORM_INPUT;
-  return count ? vk_emit_dispatch(l, norm_shader(l), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+  return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
 }
 
 tf_status vk_lower_embedding(vk_lower *l) {
@@ -144,12 +141,6 @@ enum { LOSS_CE = 0, LOSS_CE_GRAD, LOSS_MSE, LOSS_MSE_GRAD, LOSS_BCE, LOSS_BCE_GR
  * clusters of 8 lanes, a cluster per row. */
 #define LOSS_ROWS_PER_GROUP 32
 
-/* The subgroup variant where the device allows it: a cluster of 8 lanes per cross_entropy row
- * (coalesced reads along the classes); mse and bce run there unchanged. */
-static vk_shader loss_shader(const vk_lower *l) {
-  return l->limits->subgroup_size ? VK_SHADER_loss_sg : VK_SHADER_loss;
-}
-
 /* A loss is one workgroup (its tree sum is deterministic). A gradient gives each invocation an
  * element, cross_entropy_grad a row: per invocation, or per cluster of 8 lanes in the subgroup
  * variant. */
@@ -198,7 +189,7 @@ tf_status vk_lower_loss(vk_lower *l) {
     return NULL;
   uint32_t groups = loss_groups(l, &push, gradient);
   TF_RETURN_IF_ERROR(vk_check_loops(l, loss_loops(l, &push, gradient, count)));
-  return vk_emit_dispatch(l, loss_shader(l), 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
+  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_loss), 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
 /* The run-state slot carrying AdamW's corrections for (lr, beta1, beta2); -1 when all are taken. */

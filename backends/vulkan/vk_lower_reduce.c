@@ -54,11 +54,6 @@ static tf_status geometry(vk_lower *l, const tf_plan_buffer *x, const bool *redu
   return NULL;
 }
 
-/* reduce.comp, or its subgroup variant (the same results up to the order of the in-group sums). */
-static vk_shader reduce_shader(const vk_lower *l) {
-  return l->limits->subgroup_size ? VK_SHADER_reduce_sg : VK_SHADER_reduce;
-}
-
 tf_status vk_lower_reduce(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -96,7 +91,7 @@ tf_status vk_lower_reduce(vk_lower *l) {
   // An invocation walks whole groups (per_thread) or a 256th of each (twice for max_grad).
   int64_t walk = push.per_thread ? push.group : 2 * ((push.group + 255) / 256) + 8;
   TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.outputs, push.per_thread ? 256 : 1) * (walk + 1)));
-  return vk_emit_dispatch(l, reduce_shader(l), 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
+  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_reduce), 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
 tf_status vk_lower_global_norm_sq(vk_lower *l) {
@@ -117,20 +112,13 @@ tf_status vk_lower_global_norm_sq(vk_lower *l) {
     // One workgroup per input, each adding its share to the scalar after the previous one.
     int32_t buffers[4] = {vk_in(l, k), -1, -1, vk_out(l, 0)};
     TF_RETURN_IF_ERROR(vk_check_loops(l, (count + 255) / 256 + 8));
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, reduce_shader(l), 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_reduce), 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
   }
   return NULL;
 }
 
 /* Rows per workgroup of softmax.comp's subgroup variant: 64 invocations in clusters of 8 lanes. */
 #define SOFTMAX_ROWS_PER_GROUP 8
-
-/* Whether the subgroup variant (a cluster of 8 lanes per row, coalesced) runs: only where the lines
- * are contiguous rows. With inner > 1 the plain shader's neighbouring invocations already read
- * neighbouring columns, so its per-invocation walk is coalesced and stays. */
-static bool softmax_by_clusters(const vk_lower *l, const softmax_push *push) {
-  return l->limits->subgroup_size != 0 && push->inner == 1;
-}
 
 tf_status vk_lower_softmax(vk_lower *l) {
   tf_op op = l->step->op;
@@ -151,12 +139,12 @@ tf_status vk_lower_softmax(vk_lower *l) {
     return NULL;
   bool gradient = op == TF_OP_SOFTMAX_GRAD || op == TF_OP_LOG_SOFTMAX_GRAD;
   int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
+  // The subgroup variant (a cluster of 8 lanes per row, coalesced) only for contiguous rows: with
+  // inner > 1 the plain shader's neighbouring invocations already read neighbouring columns.
+  vk_shader shader = push.inner == 1 ? vk_variant(l, VK_SHADER_softmax) : VK_SHADER_softmax;
+  int64_t per_group = shader == VK_SHADER_softmax ? 64 : SOFTMAX_ROWS_PER_GROUP;
   // Three walks of a line (max, sum, outputs), each over its classes or a lane's eighth of them.
-  bool clusters = softmax_by_clusters(l, &push);
-  int64_t walk = clusters ? (push.classes + 7) / 8 : push.classes;
-  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.lines, clusters ? SOFTMAX_ROWS_PER_GROUP : 64) * (3 * walk + 1)));
-  if (clusters)
-    return vk_emit_dispatch(l, VK_SHADER_softmax_sg, 3, buffers, 0x4, &push, sizeof(push),
-                            vk_groups(push.lines, SOFTMAX_ROWS_PER_GROUP), 1, 1);
-  return vk_emit_dispatch(l, VK_SHADER_softmax, 3, buffers, 0x4, &push, sizeof(push), vk_groups(push.lines, 64), 1, 1);
+  int64_t walk = shader == VK_SHADER_softmax ? push.classes : (push.classes + 7) / 8;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.lines, per_group) * (3 * walk + 1)));
+  return vk_emit_dispatch(l, shader, 3, buffers, 0x4, &push, sizeof(push), vk_groups(push.lines, per_group), 1, 1);
 }
