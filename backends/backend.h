@@ -25,6 +25,17 @@ typedef struct tf_backend_options {
   int32_t threads;          /* CPU: worker threads (<= the plan's target threads) */
 } tf_backend_options;
 
+/* What a device offers before any session exists (tf_backend_vtable.capacity): what `tightfit check
+ * --device cuda:N` compares a plan with. -1 where the backend cannot tell. */
+typedef struct tf_device_capacity {
+  char name[256];           /* the device's name as the driver gives it */
+  int64_t total_bytes;      /* the device's memory */
+  int64_t free_bytes;       /* what a new process could allocate now, before its own context exists */
+  int64_t context_bytes;    /* measured: the driver context this process creates (CUDA) */
+  int64_t library_bytes;    /* measured: library handles and their default workspaces (cuBLAS) */
+  int64_t granularity;      /* measured: the allocation granularity regions are rounded up to */
+} tf_device_capacity;
+
 typedef struct tf_backend_vtable {
   const char *name;
   /* Opens a device; *state is the backend's own. */
@@ -47,6 +58,9 @@ typedef struct tf_backend_vtable {
   tf_status (*synchronize)(void *state);
   /* What the device measured of its memory (tf_device_memory); NULL when the backend cannot say. */
   tf_status (*memory)(void *state, tf_device_memory *out);
+  /* Opens device options->device, measures what it offers (tf_device_capacity), and closes it
+   * again; NULL when the backend cannot say (cpu). Needs no plan. */
+  tf_status (*capacity)(const tf_backend_options *options, tf_device_capacity *out);
 } tf_backend_vtable;
 
 /* The backend named `name` ("cpu", "vulkan", "cuda"), or NULL when this build has none. */

@@ -37,7 +37,7 @@ static void keep(tf_plan *plan, bool better, tf_plan **best, tf_plan **smallest)
   tf_plan *old_best = *best, *old_smallest = *smallest;
   if (better)
     *best = plan;
-  if (!*smallest || tf_plan_total_bytes(plan) < tf_plan_total_bytes(*smallest))
+  if (!*smallest || tf_plan_device_total(plan) < tf_plan_device_total(*smallest))
     *smallest = plan;
   if (old_best && old_best != *best && old_best != *smallest)
     tf_plan_destroy(old_best);
@@ -88,7 +88,7 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
       if (status)
         break;
       result->tried++;
-      int64_t bytes = tf_plan_total_bytes(plan);
+      int64_t bytes = tf_plan_device_total(plan);
       double seconds = estimate_seconds(plan, &o->base.target);
       bool fits = bytes <= o->budget;
       bool better = fits && (!best || seconds < best_seconds);
@@ -117,7 +117,7 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
   result->fits = best != NULL;
   result->micro_batch = chosen->micro_batch;
   result->accumulate = chosen->accumulate;
-  result->total_bytes = tf_plan_total_bytes(chosen);
+  result->total_bytes = tf_plan_device_total(chosen);
   result->seconds_per_step = estimate_seconds(chosen, &o->base.target);
   if (!best)
     result->remat = TF_REMAT_AUTO;

@@ -1,53 +1,10 @@
-/* tf_compile: the pass pipeline, the targets' default capabilities and the training options. */
+/* tf_compile: the pass pipeline and the training options. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler/passes.h"
 #include "compiler/training.h"
-
-tf_target tf_target_default(tf_target_kind kind) {
-  tf_target target;
-  memset(&target, 0, sizeof(target));
-  target.kind = kind;
-  switch (kind) {
-  case TF_TARGET_CPU:
-    target.alignment = 64;
-    target.threads = 2;
-    target.flops_per_second = 150e9;
-    target.bytes_per_second = 10e9;
-    break;
-  case TF_TARGET_VULKAN:
-    target.alignment = 256;
-    target.threads = 1;
-    target.flops_per_second = 10e12;
-    target.bytes_per_second = 500e9;
-    break;
-  default:
-    target.alignment = 256;
-    target.threads = 1;
-    target.flops_per_second = 50e12;
-    target.bytes_per_second = 2e12;
-    break;
-  }
-  return target;
-}
-
-static const char *const target_names[TF_TARGET_COUNT] = {"cpu", "vulkan", "cuda"};
-
-const char *tf_target_name(tf_target_kind kind) {
-  return (int)kind >= 0 && kind < TF_TARGET_COUNT ? target_names[kind] : "?";
-}
-
-bool tf_target_parse(const char *name, tf_target_kind *kind) {
-  for (int i = 0; i < TF_TARGET_COUNT; i++) {
-    if (strcmp(name, target_names[i]) == 0) {
-      *kind = (tf_target_kind)i;
-      return true;
-    }
-  }
-  return false;
-}
 
 tf_compile_options tf_compile_options_default(tf_target_kind target) {
   tf_compile_options options;
@@ -230,13 +187,13 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   int32_t n_segments = 0;
   tf_plan *best = NULL;
   TF_RETURN_IF_ERROR(run_pipeline(graph, options, 0, &best, &n_segments, NULL, NULL));
-  if (tf_plan_total_bytes(best) <= options->remat_budget || n_segments == 0) {
+  if (tf_plan_device_total(best) <= options->remat_budget || n_segments == 0) {
     *out = best;
     return NULL;
   }
   tf_plan *all = NULL;
   tf_status status = run_pipeline(graph, options, n_segments, &all, NULL, NULL, NULL);
-  if (status || tf_plan_total_bytes(all) > options->remat_budget) {
+  if (status || tf_plan_device_total(all) > options->remat_budget) {
     tf_plan_destroy(best);
     *out = all;
     return status;
@@ -250,7 +207,7 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
     status = run_pipeline(graph, options, mid, &plan, NULL, NULL, NULL);
     if (status)
       break;
-    if (tf_plan_total_bytes(plan) <= options->remat_budget) {
+    if (tf_plan_device_total(plan) <= options->remat_budget) {
       tf_plan_destroy(best);
       best = plan;
       hi = mid;
@@ -284,7 +241,7 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
   tf_status status = chosen && used ? run_pipeline(graph, &o, 0, &current, NULL, NULL, NULL)
                                     : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int32_t plateau = 0; /* moves that saved nothing, allowed since two drops can free what one cannot */
-  while (!status && tf_plan_total_bytes(current) > options->remat_budget && plateau <= n) {
+  while (!status && tf_plan_device_total(current) > options->remat_budget && plateau <= n) {
     int32_t best = -1, flat = -1;
     double best_score = 0, flat_cost = INFINITY;
     tf_plan *best_plan = NULL, *flat_plan = NULL;
@@ -298,7 +255,7 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
       o.remat_list_count--;
       if (status)
         break;
-      double saved = (double)(tf_plan_total_bytes(current) - tf_plan_total_bytes(trial));
+      double saved = (double)(tf_plan_device_total(current) - tf_plan_device_total(trial));
       double cost = trial->report.flops[TF_PHASE_RECOMPUTE] - current->report.flops[TF_PHASE_RECOMPUTE] + 1.0;
       double score = saved / cost;
       if (saved > 0 && score > best_score) {

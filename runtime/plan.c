@@ -50,6 +50,27 @@ int64_t tf_plan_total_bytes(const tf_plan *plan) {
   return total;
 }
 
+/* Like tf_plan_total_bytes(): -1 for a negative part, INT64_MAX on overflow. */
+int64_t tf_plan_overhead_bytes(const tf_plan *plan) {
+  if (!plan)
+    return -1;
+  int64_t total = 0;
+  for (int32_t i = 0; i < plan->overhead.n_parts && i < TF_MAX_OVERHEAD_PARTS; i++) {
+    if (plan->overhead.parts[i].bytes < 0)
+      return -1;
+    if (__builtin_add_overflow(total, plan->overhead.parts[i].bytes, &total))
+      return INT64_MAX;
+  }
+  return total;
+}
+
+int64_t tf_plan_device_total(const tf_plan *plan) {
+  int64_t regions = tf_plan_total_bytes(plan), overhead = tf_plan_overhead_bytes(plan), total;
+  if (regions < 0 || overhead < 0)
+    return -1;
+  return __builtin_add_overflow(regions, overhead, &total) ? INT64_MAX : total;
+}
+
 tf_status tf_plan_serialize(const tf_plan *plan, void **data, size_t *size) {
   if (!plan || !data || !size)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_serialize: plan, data and size must not be NULL");

@@ -95,6 +95,25 @@ static tf_status check_header(const tf_plan *plan) {
   return NULL;
 }
 
+/* The device overhead: at most TF_MAX_OVERHEAD_PARTS named parts of >= 0 bytes whose sum, with
+ * the regions', stays inside int64 (a budget is compared with that sum). */
+static tf_status check_overhead(const tf_plan *plan) {
+  const tf_device_overhead *o = &plan->overhead;
+  if (o->n_parts < 0 || o->n_parts > TF_MAX_OVERHEAD_PARTS)
+    return INVALID("%" PRId32 " device overhead parts; a plan holds 0..%d", o->n_parts, TF_MAX_OVERHEAD_PARTS);
+  for (int32_t i = 0; i < o->n_parts; i++) {
+    const tf_overhead_part *part = &o->parts[i];
+    if (!memchr(part->name, 0, sizeof(part->name)) || !memchr(part->source, 0, sizeof(part->source)) ||
+        part->name[0] == '\0')
+      return INVALID("device overhead part %" PRId32 " has no name or an unterminated one", i);
+    if (part->bytes < 0)
+      return INVALID("device overhead part '%s' has %" PRId64 " bytes; a size is >= 0", part->name, part->bytes);
+  }
+  if (tf_plan_device_total(plan) == INT64_MAX)
+    return INVALID("the regions and the device overhead sum past int64");
+  return NULL;
+}
+
 static tf_status check_program(const tf_plan *plan) {
   if (plan->micro_steps < 0 || plan->micro_steps > plan->n_steps)
     return INVALID("micro_steps is %" PRId32 "; the micro-batch block is steps [0, micro_steps) of %" PRId32
@@ -493,6 +512,7 @@ tf_status tf_plan_verify(const tf_plan *plan) {
   if (!plan)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_verify: plan is NULL");
   TF_RETURN_IF_ERROR(check_header(plan));
+  TF_RETURN_IF_ERROR(check_overhead(plan));
   TF_RETURN_IF_ERROR(check_program(plan));
   TF_RETURN_IF_ERROR(check_buffers_and_steps(plan));
   return tf_plan_check_report(plan);

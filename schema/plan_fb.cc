@@ -123,6 +123,18 @@ int32_t *copy_ints(const Vector<int32_t> *values) {
   return out;
 }
 
+// Copies a required string into a fixed array of `size` bytes; absent, too long or with a NUL is refused.
+tf_status copy_fixed(const flatbuffers::String *text, const char *field, char *out, size_t size) {
+  if (!text)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "has no %s (a required field)", field);
+  TF_RETURN_IF_ERROR(check_string(text, field));
+  if (text->size() >= size)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u bytes; at most %zu are allowed", field, text->size(),
+                         size - 1);
+  std::memcpy(out, text->c_str(), text->size() + 1);
+  return nullptr;
+}
+
 class Decoder {
 public:
   Decoder(const char *source, tf_plan *plan) : source_(source), plan_(plan) {}
@@ -158,6 +170,21 @@ public:
         return tf_status_new(TF_ERR_INVALID_INPUT, "has no name (a required field)");
       TF_RETURN_IF_ERROR(copy_string(symbol->name(), "name", &plan_->symbol_names[i]));
       plan_->symbol_values[i] = symbol->value();
+      return nullptr;
+    });
+  }
+
+  tf_status overhead(const Vector<Offset<fb::OverheadPart>> *parts) {
+    uoffset_t n = parts ? parts->size() : 0;
+    if (n > TF_MAX_OVERHEAD_PARTS)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: overhead has %u parts; a plan holds at most %d", source_, n,
+                           TF_MAX_OVERHEAD_PARTS);
+    plan_->overhead.n_parts = static_cast<int32_t>(n);
+    return decode_each(parts, source_, "overhead part", [&](const fb::OverheadPart *in, uoffset_t i) -> tf_status {
+      tf_overhead_part &part = plan_->overhead.parts[i];
+      TF_RETURN_IF_ERROR(copy_fixed(in->name(), "name", part.name, sizeof(part.name)));
+      TF_RETURN_IF_ERROR(copy_fixed(in->source(), "source", part.source, sizeof(part.source)));
+      part.bytes = in->bytes();
       return nullptr;
     });
   }
@@ -286,6 +313,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan **ou
   plan->outputs = copy_ints(root->outputs());
   plan->n_outputs = root->outputs() ? static_cast<int32_t>(root->outputs()->size()) : 0;
   TF_RETURN_IF_ERROR(decoder.report(root->report()));
+  TF_RETURN_IF_ERROR(decoder.overhead(root->overhead()));
   *out = plan.release();
   return nullptr;
 }
@@ -323,11 +351,14 @@ public:
     TF_RETURN_IF_ERROR(write_training(fbb_, p.training_config, &training));
     Offset<fb::Report> report;
     TF_RETURN_IF_ERROR(report_of(p.report, &report));
+    std::vector<Offset<fb::OverheadPart>> overhead;
+    TF_RETURN_IF_ERROR(overhead_of(p.overhead, &overhead));
     auto regions = fbb_.CreateVector(static_cast<const int64_t *>(p.region_bytes), TF_REGION_COUNT);
     auto root = fb::CreatePlan(fbb_, p.version, string(p.graph_name), string(p.target), p.alignment, regions,
                                fbb_.CreateVector(buffers), fbb_.CreateVector(steps), p.micro_steps, p.accumulate,
                                p.micro_batch, p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
-                               fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report);
+                               fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
+                               overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead));
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }
@@ -378,6 +409,20 @@ private:
     auto outputs = fbb_.CreateVector(s.outputs, static_cast<size_t>(s.n_outputs));
     *out = fb::CreateStep(fbb_, string(s.name), static_cast<fb::Op>(op), kind, attrs, static_cast<fb::Phase>(phase),
                           inputs, outputs, s.workspace, s.flops);
+    return nullptr;
+  }
+
+  tf_status overhead_of(const tf_device_overhead &o, std::vector<Offset<fb::OverheadPart>> *out) {
+    if (o.n_parts < 0 || o.n_parts > TF_MAX_OVERHEAD_PARTS)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the plan has %d overhead parts; the format holds 0..%d", o.n_parts,
+                           TF_MAX_OVERHEAD_PARTS);
+    for (int32_t i = 0; i < o.n_parts; i++) {
+      const tf_overhead_part &part = o.parts[i];
+      if (memchr(part.name, 0, sizeof(part.name)) == nullptr || memchr(part.source, 0, sizeof(part.source)) == nullptr)
+        return tf_status_new(TF_ERR_INVALID_ARGUMENT, "overhead part %d: name or source is not terminated", i);
+      out->push_back(fb::CreateOverheadPart(fbb_, fbb_.CreateString(part.name), part.bytes,
+                                            fbb_.CreateString(part.source)));
+    }
     return nullptr;
   }
 

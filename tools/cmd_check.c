@@ -7,11 +7,13 @@
 #include "tools/compile_args.h"
 
 static void help(void) {
-  printf("usage: tightfit check F.tfg --budget SIZE [options] [--json]\n\n"
-         "Compiles the graph and compares the plan's total memory with the budget. SIZE is bytes or\n"
-         "a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30). With --global-batch G,\n"
-         "searches micro-batch, accumulation and recompute for the fastest plan that fits.\n\n"
-         "In CI:  tightfit check model.tfg --budget 14.7GiB --global-batch 32 --set T=1024 || exit 1\n\n"
+  printf("usage: tightfit check F.tfg (--gpu NAME | --budget SIZE --target T | --device D) [options] [--json]\n\n"
+         "Compiles the graph and compares the plan's device total (its regions plus the target's device\n"
+         "overhead: context, libraries, CUDA graphs, allocation rounding, staging) with the budget. SIZE\n"
+         "is bytes or a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30). --gpu NAME\n"
+         "takes a named card's memory and target; --device cuda:0 measures this machine's device. With\n"
+         "--global-batch G, searches micro-batch, accumulation and recompute for the fastest plan that fits.\n\n"
+         "In CI:  tightfit check model.tfg --gpu t4 --global-batch 32 --set T=1024 || exit 1\n\n"
          "options:\n"
          "  --json                 machine-readable result\n");
   tf_compile_args_help();
@@ -37,15 +39,19 @@ int tf_cmd_check(int argc, char **argv) {
   }
   if (!args.graph_path)
     return tf_cli_usage_error("check", "missing the graph file");
-  int64_t budget = args.budget;
-  if (budget < 0)
-    return tf_cli_usage_error("check", "missing --budget SIZE");
-  tf_plan *plan;
-  tf_budget_result search;
-  tf_status status = tf_compile_args_run(&args, &plan, &search);
+  tf_status status = tf_compile_args_resolve(&args);
   if (status)
     return tf_cli_fail("check", status);
-  int64_t total = tf_plan_total_bytes(plan);
+  int64_t budget = args.budget;
+  if (budget < 0)
+    return tf_cli_usage_error("check", "missing --budget SIZE, --gpu NAME or --device D");
+  tf_compile_args_warn_target(&args, "check");
+  tf_plan *plan;
+  tf_budget_result search;
+  status = tf_compile_args_run(&args, &plan, &search);
+  if (status)
+    return tf_cli_fail("check", status);
+  int64_t total = tf_plan_device_total(plan);
   bool fits = total <= budget;
   static const char *const remat_names[] = {"none", "checkpoints", "auto"};
   const char *remat = args.global_batch > 0 ? remat_names[search.remat] : remat_names[args.options.remat];
@@ -54,6 +60,8 @@ int tf_cmd_check(int argc, char **argv) {
     tf_json j = {stdout, 0, {false}};
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "graph", args.graph_path);
+    tf_json_string(&j, "assumed", args.target_note);
+    tf_json_bool(&j, "target_given", args.target_given);
     tf_json_bool(&j, "fits", fits);
     tf_json_int(&j, "budget_bytes", budget);
     tf_json_int(&j, "shortfall_bytes", fits ? 0 : total - budget);
@@ -68,7 +76,8 @@ int tf_cmd_check(int argc, char **argv) {
     tf_compile_args_print_memory(plan, &j);
     tf_json_end_object(&j);
   } else if (fits) {
-    printf("%s: fits: %s of %s (%.1f%%), micro-batch %" PRId64 " x %d accumulation = global batch %" PRId64
+    printf("%s: %s\n", args.graph_path, args.target_note);
+    printf("%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64 " x %d accumulation = global batch %" PRId64
            ", recompute %s\n",
            args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
            100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat);
@@ -77,10 +86,8 @@ int tf_cmd_check(int argc, char **argv) {
       printf("search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,
              search.seconds_per_step, search.summary);
   } else {
-    char c[32];
-    printf("%s: does not fit: %s needs %s, budget %s, short by %s\n", args.graph_path,
-           args.global_batch > 0 ? "the smallest plan found" : "the plan", tf_cli_bytes(total, a, sizeof(a)),
-           tf_cli_bytes(budget, b, sizeof(b)), tf_cli_bytes(total - budget, c, sizeof(c)));
+    printf("%s: %s\n", args.graph_path, args.target_note);
+    tf_compile_args_print_shortfall(&args, plan, NULL);
     printf("smallest: micro-batch %" PRId64 " x %d, recompute %s; where the bytes go:\n", plan->micro_batch,
            plan->accumulate, remat);
     tf_compile_args_print_memory(plan, NULL);

@@ -13,7 +13,34 @@ static void help(void) {
          "  -o, --output P         write the plan to P (.tfplan)\n"
          "  --json                 machine-readable summary\n");
   tf_compile_args_help();
-  printf("\nexit codes: 0 compiled, 2 bad usage or a bad graph.\n");
+  printf("\nWith a budget (--budget, --gpu or --device) the plan's device total must fit it: a plan that\n"
+         "does not is not written, and the shortfall is printed (exit 1), as `tightfit check` does.\n"
+         "\nexit codes: 0 compiled (and fits the budget, when one was given), 1 does not fit the budget,\n"
+         "2 bad usage or a bad graph.\n");
+}
+
+/* A plan over its budget: the verdict, where the bytes go, and nothing written (exit 1). */
+static int refuse_over_budget(const tf_compile_args *args, tf_plan *plan, const tf_budget_result *search) {
+  if (args->json) {
+    tf_json j = {stdout, 0, {false}};
+    tf_json_begin_object(&j, NULL);
+    tf_json_string(&j, "graph", args->graph_path);
+    tf_json_string(&j, "assumed", args->target_note);
+    tf_compile_args_print_shortfall(args, plan, &j);
+    tf_json_bool(&j, "written", false);
+    tf_compile_args_print_memory(plan, &j);
+    tf_json_end_object(&j);
+  } else {
+    printf("%s: %s\n", args->graph_path, args->target_note);
+    tf_compile_args_print_shortfall(args, plan, NULL);
+    tf_compile_args_print_memory(plan, NULL);
+    if (args->global_batch > 0)
+      printf("search (%d plans compiled):\n%s", search->tried, search->summary);
+    printf("no plan written: try --remat auto, a smaller micro-batch (--global-batch G searches both), or a "
+           "larger budget\n");
+  }
+  tf_plan_destroy(plan);
+  return TF_EXIT_FAILED;
 }
 
 int tf_cmd_compile(int argc, char **argv) {
@@ -37,11 +64,18 @@ int tf_cmd_compile(int argc, char **argv) {
   }
   if (!args.graph_path)
     return tf_cli_usage_error("compile", "missing the graph file");
-  tf_plan *plan;
-  tf_budget_result search;
-  tf_status status = tf_compile_args_run(&args, &plan, &search);
+  tf_status status = tf_compile_args_resolve(&args);
   if (status)
     return tf_cli_fail("compile", status);
+  if (args.budget >= 0)
+    tf_compile_args_warn_target(&args, "compile");
+  tf_plan *plan;
+  tf_budget_result search;
+  status = tf_compile_args_run(&args, &plan, &search);
+  if (status)
+    return tf_cli_fail("compile", status);
+  if (args.budget >= 0 && tf_plan_device_total(plan) > args.budget)
+    return refuse_over_budget(&args, plan, &search);
   if (output) {
     status = tf_plan_save(plan, output);
     if (status) {
@@ -59,6 +93,10 @@ int tf_cmd_compile(int argc, char **argv) {
     tf_json_int(&j, "buffers", plan->n_buffers);
     tf_json_int(&j, "micro_batch", plan->micro_batch);
     tf_json_int(&j, "accumulate", plan->accumulate);
+    if (args.budget >= 0) {
+      tf_json_bool(&j, "fits", true);
+      tf_json_int(&j, "budget_bytes", args.budget);
+    }
     tf_compile_args_print_memory(plan, &j);
     tf_json_end_object(&j);
   } else {
@@ -66,9 +104,13 @@ int tf_cmd_compile(int argc, char **argv) {
            plan->training ? "training" : "inference", plan->graph_name, plan->n_steps, plan->n_buffers,
            plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
     tf_compile_args_print_memory(plan, NULL);
+    if (args.budget >= 0) {
+      char a[32], b[32];
+      printf("fits the budget: %s (device total) of %s; %s\n", tf_cli_bytes(tf_plan_device_total(plan), a, sizeof(a)),
+             tf_cli_bytes(args.budget, b, sizeof(b)), args.target_note);
+    }
     if (args.global_batch > 0)
-      printf("search (%d plans compiled):\n%s%s\n", search.tried, search.summary,
-             search.fits ? "" : "nothing fits the budget: this is the smallest plan");
+      printf("search (%d plans compiled):\n%s", search.tried, search.summary);
   }
   tf_plan_destroy(plan);
   return TF_EXIT_OK;

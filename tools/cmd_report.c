@@ -57,6 +57,20 @@ static void print_memory(const tf_plan *plan) {
     print_row(rows[i].depth ? "  " : "", rows[i].label, rows[i].bytes, rows[i].count);
 }
 
+/* Each overhead part with its full source: where the figure comes from and how it is measured. */
+static void print_overhead(const tf_plan *plan) {
+  if (plan->overhead.n_parts == 0) {
+    printf("\ndevice overhead: none (the %s target's regions are all it holds)\n", plan->target ? plan->target : "?");
+    return;
+  }
+  char bytes[32];
+  printf("\ndevice overhead on %s (device total = regions + these parts):\n", plan->target ? plan->target : "?");
+  for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
+    const tf_overhead_part *part = &plan->overhead.parts[i];
+    printf("  %-12s %12s  %s\n", part->name, tf_cli_bytes(part->bytes, bytes, sizeof(bytes)), part->source);
+  }
+}
+
 static void print_arena(const tf_plan *plan, const tf_report_summary *s) {
   const tf_plan_report *r = &plan->report;
   char a[64], b[64];
@@ -127,10 +141,10 @@ typedef struct picture_outputs {
 
 static void print_outputs(const tf_plan *plan, const picture_outputs *outputs) {
   if (outputs->budget > 0) {
-    int64_t total = tf_plan_total_bytes(plan);
+    int64_t total = tf_plan_device_total(plan);
     char budget[32], bytes[32], difference[32];
     bool over = total > outputs->budget;
-    printf("\nbudget: %s; the plan's total %s %s %s%s\n", tf_cli_bytes(outputs->budget, budget, sizeof(budget)),
+    printf("\nbudget: %s; the plan's device total %s %s %s%s\n", tf_cli_bytes(outputs->budget, budget, sizeof(budget)),
            tf_cli_bytes(total, bytes, sizeof(bytes)), over ? "exceeds it by" : "fits, with",
            tf_cli_bytes(over ? total - outputs->budget : outputs->budget - total, difference, sizeof(difference)),
            over ? "" : " to spare");
@@ -149,6 +163,7 @@ static void print_text(const char *path, const tf_plan *plan, const picture_outp
          plan->graph_name ? plan->graph_name : "?", plan->target ? plan->target : "?", plan->version,
          plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
   print_memory(plan);
+  print_overhead(plan);
   print_arena(plan, &s);
   print_peak(plan);
   print_program(plan);
@@ -168,6 +183,17 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
   tf_json_int(&j, "steps", plan->n_steps);
   tf_json_int(&j, "buffers", plan->n_buffers);
   tf_json_int(&j, "total_bytes", s.total);
+  tf_json_int(&j, "overhead_bytes", tf_plan_overhead_bytes(plan));
+  tf_json_int(&j, "device_total_bytes", tf_plan_device_total(plan));
+  tf_json_begin_array(&j, "overhead");
+  for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
+    tf_json_begin_object(&j, NULL);
+    tf_json_string(&j, "name", plan->overhead.parts[i].name);
+    tf_json_int(&j, "bytes", plan->overhead.parts[i].bytes);
+    tf_json_string(&j, "source", plan->overhead.parts[i].source);
+    tf_json_end_object(&j);
+  }
+  tf_json_end_array(&j);
   tf_json_begin_object(&j, "regions");
   for (int region = 0; region < TF_REGION_COUNT; region++)
     tf_json_int(&j, tf_region_name((tf_region)region), plan->region_bytes[region]);

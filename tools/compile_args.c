@@ -1,6 +1,8 @@
 #include "tools/compile_args.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,11 @@ void tf_compile_args_init(tf_compile_args *args) {
 
 void tf_compile_args_help(void) {
   printf("  --set NAME=V[,NAME=V]  bind symbols, e.g. --set N=32,T=256 (repeatable)\n"
-         "  --target T             cpu (default), vulkan or cuda\n"
+         "  --target T             cpu (default), vulkan or cuda: the device overhead model and cost model\n"
+         "  --gpu NAME             a named card (t4, a100-80gb, ...; docs/gpus.md): its target, and its\n"
+         "                         memory as the budget\n"
+         "  --device D             cuda:N or vulkan:N on this machine: its free memory as the budget (unless\n"
+         "                         --budget) and its measured context, library and rounding overhead\n"
          "  --threads N            CPU threads the kernel workspaces are sized for (default 2)\n"
          "  --optimizer O          sgd or adamw (default: the graph's)\n"
          "  --lr X                 learning rate (default: the graph's)\n"
@@ -23,22 +29,27 @@ void tf_compile_args_help(void) {
          "  --inference            a forward-only plan (no gradients, no optimizer)\n"
          "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
          "                         boundaries), auto (recompute the least that fits --budget)\n"
-         "  --budget SIZE          device memory to fit: 512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
+         "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
+         "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
          "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N\n"
          "                         and recompute for the fastest plan that fits\n");
 }
 
+/* A finite number, the whole text (NaN, Inf and out-of-range values are refused). */
 static bool parse_double(const char *text, double *value) {
   char *end;
+  errno = 0;
   *value = strtod(text, &end);
-  return end != text && *end == '\0';
+  return end != text && *end == '\0' && errno == 0 && isfinite(*value);
 }
 
+/* A decimal integer, the whole text, inside int64 (strtoll's saturation is refused). */
 static bool parse_int(const char *text, int64_t *value) {
   char *end;
+  errno = 0;
   long long parsed = strtoll(text, &end, 10);
   *value = parsed;
-  return end != text && *end == '\0';
+  return end != text && *end == '\0' && errno == 0;
 }
 
 static bool append_binding(tf_compile_args *args, const char *list) {
@@ -71,8 +82,16 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
     else if (!*error)
       *error = tf_cli_usage_error(command, "unknown recompute mode '%s' (none, checkpoints, auto)", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--budget", &value, error)) {
-    if (!*error && !tf_cli_parse_bytes(value, &args->budget))
-      *error = tf_cli_usage_error(command, "--budget: '%s' is not a size (e.g. 16GiB, 512MiB, 1000000)", value) != 0;
+    if (!*error && (!tf_cli_parse_bytes(value, &args->budget) || args->budget <= 0))
+      *error = tf_cli_usage_error(command, "--budget: '%s' is not a positive size (e.g. 16GiB, 512MiB, 1000000)",
+                                  value) != 0;
+    args->budget_given = true;
+  } else if (tf_cli_option(argc, argv, i, "--gpu", &value, error)) {
+    args->gpu = value;
+    args->target_given = true;
+  } else if (tf_cli_option(argc, argv, i, "--device", &value, error)) {
+    args->device = value;
+    args->target_given = true;
   } else if (tf_cli_option(argc, argv, i, "--global-batch", &value, error)) {
     if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20)))
       *error = tf_cli_usage_error(command, "--global-batch takes 1..%d, got '%s'", 1 << 20, value) != 0;
@@ -90,6 +109,7 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->target = tf_target_default(kind);
       if (kind == TF_TARGET_CPU)
         o->target.threads = threads;
+      args->target_given = args->target_option = true;
     }
   } else if (tf_cli_option(argc, argv, i, "--threads", &value, error)) {
     if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > 1024))
@@ -157,17 +177,61 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   return status ? tf_status_prefix(status, "%s", args->graph_path) : NULL;
 }
 
+static void print_overhead_json(const tf_plan *plan, tf_json *json) {
+  tf_json_begin_array(json, "overhead");
+  for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
+    const tf_overhead_part *part = &plan->overhead.parts[i];
+    tf_json_begin_object(json, NULL);
+    tf_json_string(json, "name", part->name);
+    tf_json_int(json, "bytes", part->bytes);
+    tf_json_string(json, "source", part->source);
+    tf_json_end_object(json);
+  }
+  tf_json_end_array(json);
+  tf_json_int(json, "overhead_bytes", tf_plan_overhead_bytes(plan));
+  tf_json_int(json, "device_total_bytes", tf_plan_device_total(plan));
+}
+
+static void print_line(const char *label, int64_t bytes) {
+  char text[32];
+  printf("  %-16s %12s  (%" PRId64 " bytes)\n", label, tf_cli_bytes(bytes, text, sizeof(text)), bytes);
+}
+
+/* The first word of a part's source: "default", "exact" or "measured" (report prints it whole). */
+static const char *kind_of_source(const char *source, char *word, size_t size) {
+  size_t n = strcspn(source, ":");
+  snprintf(word, size, "%.*s", (int)(n < size ? n : size - 1), source);
+  return word;
+}
+
+/* "regions + overhead parts = device total", one line each; a target without overhead says so. */
+static void print_overhead_text(const tf_plan *plan) {
+  if (plan->overhead.n_parts == 0) {
+    printf("  device overhead: none on the %s target (device total = total)\n", plan->target);
+    return;
+  }
+  char text[32], word[32];
+  for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
+    const tf_overhead_part *part = &plan->overhead.parts[i];
+    printf("  + %-14s %12s  (%" PRId64 " bytes, %s)\n", part->name, tf_cli_bytes(part->bytes, text, sizeof(text)),
+           part->bytes, kind_of_source(part->source, word, sizeof(word)));
+  }
+  print_line("device total", tf_plan_device_total(plan));
+}
+
 void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
   int64_t total = tf_plan_total_bytes(plan);
   const tf_plan_report *r = &plan->report;
   double ratio = r->arena_lower_bound > 0 ? (double)plan->region_bytes[TF_REGION_ARENA] / (double)r->arena_lower_bound
                                           : 1.0;
   if (json) {
+    tf_json_string(json, "target", plan->target);
     tf_json_int(json, "total_bytes", total);
     tf_json_begin_object(json, "regions");
     for (int r_index = 0; r_index < TF_REGION_COUNT; r_index++)
       tf_json_int(json, tf_region_name((tf_region)r_index), plan->region_bytes[r_index]);
     tf_json_end_object(json);
+    print_overhead_json(plan, json);
     tf_json_int(json, "arena_lower_bound", r->arena_lower_bound);
     tf_json_int(json, "arena_naive", r->arena_naive);
     tf_json_double(json, "arena_over_lower_bound", ratio);
@@ -175,10 +239,24 @@ void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
   }
   char a[32], b[32], c[32];
   for (int r_index = 0; r_index < TF_REGION_COUNT; r_index++)
-    printf("  %-16s %12s  (%" PRId64 " bytes)\n", tf_region_name((tf_region)r_index),
-           tf_cli_bytes(plan->region_bytes[r_index], a, sizeof(a)), plan->region_bytes[r_index]);
-  printf("  %-16s %12s  (%" PRId64 " bytes)\n", "total", tf_cli_bytes(total, a, sizeof(a)), total);
+    print_line(tf_region_name((tf_region)r_index), plan->region_bytes[r_index]);
+  print_line(plan->overhead.n_parts ? "regions total" : "total", total);
+  print_overhead_text(plan);
   printf("  arena %s vs lower bound %s (x%.3f); without reuse %s\n",
          tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)), tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)),
          ratio, tf_cli_bytes(r->arena_naive, c, sizeof(c)));
+}
+
+void tf_compile_args_print_shortfall(const tf_compile_args *args, const tf_plan *plan, tf_json *json) {
+  int64_t total = tf_plan_device_total(plan);
+  if (json) {
+    tf_json_bool(json, "fits", false);
+    tf_json_int(json, "budget_bytes", args->budget);
+    tf_json_int(json, "shortfall_bytes", total - args->budget);
+    return;
+  }
+  char a[32], b[32], c[32];
+  printf("%s: does not fit: %s needs %s (device total), budget %s, short by %s\n", args->graph_path,
+         args->global_batch > 0 ? "the smallest plan found" : "the plan", tf_cli_bytes(total, a, sizeof(a)),
+         tf_cli_bytes(args->budget, b, sizeof(b)), tf_cli_bytes(total - args->budget, c, sizeof(c)));
 }

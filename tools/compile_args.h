@@ -10,7 +10,13 @@ typedef struct tf_compile_args {
   tf_compile_options options;
   char bindings[1024];       /* all --set lists joined */
   const char *graph_path;
-  int64_t budget;            /* --budget, or -1 */
+  int64_t budget;            /* --budget (or what --gpu / --device set), or -1 */
+  bool budget_given;         /* --budget was on the command line */
+  bool target_given;         /* --target, --gpu or --device chose the target */
+  bool target_option;        /* --target itself was given (it wins over --gpu's target) */
+  const char *gpu;           /* --gpu NAME, or NULL */
+  const char *device;        /* --device cuda:N | vulkan:N, or NULL */
+  char target_note[512];     /* which target and budget were assumed, and why (tf_compile_args_resolve) */
   int64_t global_batch;      /* --global-batch, or -1: with --budget, search N, k and recompute */
   bool json;
 } tf_compile_args;
@@ -20,12 +26,22 @@ void tf_compile_args_init(tf_compile_args *args);
 /* Consumes argv[*i] (and its value) when it is a compile option; true when consumed. Sets *error
  * (after printing why) on a bad value. */
 bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, char **argv, int *i, bool *error);
+/* After parsing: applies --gpu (budget and target from the GPU table) and --device (target, budget
+ * and overhead measured on this machine's device), and fills args->target_note. Errors name the
+ * option: an unknown GPU, a device that cannot be opened, --gpu with --budget. */
+tf_status tf_compile_args_resolve(tf_compile_args *args) TF_MUST_USE;
+/* Prints, to stderr, the warning `command` gives when no --target, --gpu or --device was given. */
+void tf_compile_args_warn_target(const tf_compile_args *args, const char *command);
+/* Prints the budget verdict of a plan that misses args->budget: the device total, the budget and
+ * the shortfall, then the memory breakdown (text, or JSON members). */
+void tf_compile_args_print_shortfall(const tf_compile_args *args, const tf_plan *plan, tf_json *json);
 /* Prints the compile options' help lines. */
 void tf_compile_args_help(void);
 /* Loads the graph and compiles it (searching micro-batch, accumulation and recompute when
  * --global-batch is given); the caller destroys *plan. *search (may be NULL) describes the search. */
 tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_budget_result *search) TF_MUST_USE;
-/* Prints the plan's regions, total and arena quality (text or JSON object members). */
+/* Prints the plan's regions, device overhead parts, device total and arena quality (text or JSON
+ * object members). */
 void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json);
 
 #endif

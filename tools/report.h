@@ -37,7 +37,7 @@ typedef struct tf_report_row {
   int32_t count; /* buffers, or -1 for region and total rows */
 } tf_report_row;
 
-#define TF_REPORT_MAX_ROWS 16
+#define TF_REPORT_MAX_ROWS (16 + TF_MAX_OVERHEAD_PARTS + 3)
 /* Fills rows[0..TF_REPORT_MAX_ROWS) with the memory table; returns the number of rows. */
 int tf_report_memory_rows(const tf_plan *plan, tf_report_row *rows);
 

@@ -72,7 +72,15 @@ int tf_report_memory_rows(const tf_plan *plan, tf_report_row *rows) {
       rows[n++] = (tf_report_row){regions[i].role_labels[k], 1, plan->report.role_bytes[regions[i].roles[k]],
                                   tf_report_count_role(plan, regions[i].roles[k])};
   }
-  rows[n++] = (tf_report_row){"total", 0, tf_plan_total_bytes(plan), -1};
+  if (plan->overhead.n_parts == 0) {
+    rows[n++] = (tf_report_row){"total", 0, tf_plan_total_bytes(plan), -1};
+    return n;
+  }
+  rows[n++] = (tf_report_row){"regions total", 0, tf_plan_total_bytes(plan), -1};
+  rows[n++] = (tf_report_row){"device overhead", 0, tf_plan_overhead_bytes(plan), -1};
+  for (int32_t i = 0; i < plan->overhead.n_parts && i < TF_MAX_OVERHEAD_PARTS; i++)
+    rows[n++] = (tf_report_row){plan->overhead.parts[i].name, 1, plan->overhead.parts[i].bytes, -1};
+  rows[n++] = (tf_report_row){"device total", 0, tf_plan_device_total(plan), -1};
   return n;
 }
 

@@ -56,9 +56,9 @@ static void write_heading(tf_text *t, const tf_plan *plan, const tf_svg_options 
                  plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
   if (options->budget > 0) {
     char budget[32], total[32], difference[32];
-    int64_t plan_total = tf_plan_total_bytes(plan);
+    int64_t plan_total = tf_plan_device_total(plan);
     bool over = plan_total > options->budget;
-    tf_text_printf(t, "<p id=\"budget\" class=\"%s\">budget %s: the plan's total %s %s by %s</p>\n",
+    tf_text_printf(t, "<p id=\"budget\" class=\"%s\">budget %s: the plan's device total %s %s by %s</p>\n",
                    over ? "over" : "fits", tf_cli_bytes(options->budget, budget, sizeof(budget)),
                    tf_cli_bytes(plan_total, total, sizeof(total)), over ? "exceeds it" : "fits, with room to spare",
                    tf_cli_bytes(over ? plan_total - options->budget : options->budget - plan_total, difference,

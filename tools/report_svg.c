@@ -115,7 +115,7 @@ typedef struct picture {
   tf_text *text;
   int32_t x_steps;    /* the x axis spans steps [0, x_steps) */
   double y_max;       /* bytes at the top of the plot */
-  int64_t total;      /* the plan's total: what a session allocates */
+  int64_t total;      /* the plan's device total: the regions and the target's device overhead */
   int64_t peak_total; /* persistent + arena live at the peak step; 0 without steps */
   int32_t peak_step;  /* -1 without steps */
 } picture;
@@ -157,7 +157,7 @@ static void title(const picture *p, tf_text *heading) {
   char total[32];
   tf_text_printf(heading, "Memory timeline of '");
   tf_text_escaped(heading, p->plan->graph_name ? p->plan->graph_name : "?", 60);
-  tf_text_printf(heading, "' (%s, %s): plan total %s", p->plan->target ? p->plan->target : "?",
+  tf_text_printf(heading, "' (%s, %s): device total %s", p->plan->target ? p->plan->target : "?",
                  p->plan->training ? "training" : "inference", human(p->total, total, sizeof(total)));
   if (p->options->budget <= 0)
     return;
@@ -344,7 +344,7 @@ static void draw_lines(const picture *p) {
   tf_text_printf(t, "<line class=\"total\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>\n", PLOT_LEFT, y, PLOT_RIGHT,
                  y);
   tf_text_printf(
-      t, "<text class=\"line-label halo\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">plan total %s (arena %s)</text>\n",
+      t, "<text class=\"line-label halo\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">device total %s (arena %s)</text>\n",
       PLOT_RIGHT - 4, y - 5, human(p->total, bytes, sizeof(bytes)),
       human(p->plan->region_bytes[TF_REGION_ARENA], arena, sizeof(arena)));
   if (p->options->budget > 0) {
@@ -357,7 +357,7 @@ static void draw_lines(const picture *p) {
                    PLOT_LEFT + 4, y - 5, human(p->options->budget, bytes, sizeof(bytes)));
     if (p->total > p->options->budget) {
       char over[32];
-      tf_text_printf(t, ": the plan's total exceeds it by %s",
+      tf_text_printf(t, ": the device total exceeds it by %s",
                      human(p->total - p->options->budget, over, sizeof(over)));
     }
     tf_text_printf(t, "</text>\n");
@@ -507,7 +507,7 @@ tf_status tf_report_svg_element(tf_text *text, const tf_plan *plan, const tf_svg
   int32_t width;
   int32_t n_bins = tf_timeline_bins(&timeline, max_points, bins, &width);
 
-  picture p = {plan, &timeline, options, text, plan->n_steps > 0 ? plan->n_steps : 1, 0, tf_plan_total_bytes(plan),
+  picture p = {plan, &timeline, options, text, plan->n_steps > 0 ? plan->n_steps : 1, 0, tf_plan_device_total(plan),
                0,    -1};
   if (plan->report.peak_step >= 0 && plan->report.peak_step < plan->n_steps) {
     p.peak_step = plan->report.peak_step;

@@ -83,9 +83,23 @@ tf_vulkan_memory tf_vulkan_memory_use(void *state) {
   return m;
 }
 
+_Static_assert(TF_VULKAN_STAGING_BYTES + TF_VULKAN_RUN_STATE_BYTES == TF_TARGET_VULKAN_STAGING_BYTES,
+               "the Vulkan target's overhead model counts exactly the buffers this backend creates");
+
 const tf_backend_vtable tf_backend_vulkan = {
-    "vulkan",      vulkan_create,   vulkan_destroy, vulkan_target, vulkan_alloc_region, vulkan_free_region,
-    vulkan_upload, vulkan_download, vulkan_prepare, vulkan_run,    vulkan_synchronize, vulkan_memory,
+    .name = "vulkan",
+    .create = vulkan_create,
+    .destroy = vulkan_destroy,
+    .target = vulkan_target,
+    .alloc_region = vulkan_alloc_region,
+    .free_region = vulkan_free_region,
+    .upload = vulkan_upload,
+    .download = vulkan_download,
+    .prepare = vulkan_prepare,
+    .run = vulkan_run,
+    .synchronize = vulkan_synchronize,
+    .memory = vulkan_memory,
+    .capacity = vk_capacity,
 };
 
 uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }

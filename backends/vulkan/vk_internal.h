@@ -27,7 +27,8 @@
 #define VK_INSTANCE_FUNCTIONS(X) \
   X(DestroyInstance) X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties) \
   X(GetPhysicalDeviceMemoryProperties) X(GetPhysicalDeviceQueueFamilyProperties) X(CreateDevice) \
-  X(GetDeviceProcAddr) X(GetPhysicalDeviceProperties2)
+  X(GetDeviceProcAddr) X(GetPhysicalDeviceProperties2) X(GetPhysicalDeviceMemoryProperties2) \
+  X(EnumerateDeviceExtensionProperties)
 #define VK_DEVICE_FUNCTIONS(X) \
   X(DestroyDevice) X(GetDeviceQueue) X(CreateCommandPool) X(DestroyCommandPool) \
   X(AllocateCommandBuffers) X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) \
@@ -191,6 +192,8 @@ typedef struct vk_state {
 /* ---- vk_device.c ---- */
 tf_status vk_device_open(vk_state *vk, int32_t device_index);
 void vk_device_close(vk_state *vk);
+/* The backend contract's `capacity`: opens device options->device, measures it, closes it. */
+tf_status vk_capacity(const tf_backend_options *options, tf_device_capacity *out);
 /* An error status for a failed Vulkan call `what`, or NULL when result is VK_SUCCESS. */
 tf_status vk_check(VkResult result, const char *what);
 /* An error carrying validation messages the layer reported since the last call, or NULL. */

@@ -1,33 +1,17 @@
 /* The compiler: a model graph -> a training (or inference) plan whose memory is exact.
  * Pipeline (one file per pass in compiler/): load, shapes, autodiff, optimizer, schedule,
  * liveness, assign, emit. The compiler never calls a backend: a target is described by the plain
- * capabilities struct below. */
+ * capabilities struct of tightfit/target.h. */
 #ifndef TIGHTFIT_COMPILER_H
 #define TIGHTFIT_COMPILER_H
 
 #include "tightfit/graph.h"
 #include "tightfit/plan.h"
+#include "tightfit/target.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum tf_target_kind { TF_TARGET_CPU = 0, TF_TARGET_VULKAN, TF_TARGET_CUDA, TF_TARGET_COUNT } tf_target_kind;
-
-/* What a backend tells the compiler, and nothing more. */
-typedef struct tf_target {
-  tf_target_kind kind;
-  int64_t alignment;         /* buffer offsets are multiples of this (bytes, a power of two) */
-  int32_t threads;           /* CPU: worker threads kernel workspaces are sized for */
-  double flops_per_second;   /* cost model: sustained matmul throughput */
-  double bytes_per_second;   /* cost model: memory bandwidth */
-} tf_target;
-
-/* The default capabilities of a target kind (CPU: 64-byte alignment, 2 threads). */
-tf_target tf_target_default(tf_target_kind kind);
-/* Parses "cpu", "vulkan", "cuda"; false when unknown. */
-bool tf_target_parse(const char *name, tf_target_kind *kind);
-const char *tf_target_name(tf_target_kind kind);
 
 typedef enum tf_remat_mode {
   TF_REMAT_NONE = 0,     /* keep every activation the backward pass reads */
@@ -47,7 +31,7 @@ typedef struct tf_compile_options {
   double weight_decay;       /* < 0: the graph's */
   double epsilon;            /* AdamW epsilon; <= 0: the graph's (1e-8 if it has none) */
   tf_remat_mode remat;
-  int64_t remat_budget;      /* TF_REMAT_AUTO: total plan bytes to fit */
+  int64_t remat_budget;      /* TF_REMAT_AUTO: the device total (regions + overhead) to fit */
   const char *const *remat_list; /* TF_REMAT_LIST: names of saved activations to recompute */
   int32_t remat_list_count;
 } tf_compile_options;
@@ -72,7 +56,7 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
  * recompute that fits (TF_REMAT_AUTO). */
 typedef struct tf_budget_options {
   tf_compile_options base;   /* bindings may set other symbols (T=1024); N is searched */
-  int64_t budget;            /* bytes */
+  int64_t budget;            /* bytes the device total (regions + overhead) must fit */
   int64_t global_batch;      /* samples per optimizer step */
   bool allow_remat;
 } tf_budget_options;
@@ -82,7 +66,7 @@ typedef struct tf_budget_result {
   int64_t micro_batch;
   int32_t accumulate;
   tf_remat_mode remat;
-  int64_t total_bytes;       /* of the chosen plan; when nothing fits, the smallest plan found */
+  int64_t total_bytes;       /* device total (regions + overhead) of the chosen plan, or of the smallest found */
   double seconds_per_step;   /* the cost model's estimate */
   int32_t tried;             /* configurations compiled */
   char summary[1024];        /* what was tried and why this was chosen, one line each */

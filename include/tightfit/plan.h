@@ -66,6 +66,24 @@ typedef struct tf_plan_step {
   double flops;              /* estimated floating-point operations */
 } tf_plan_step;
 
+/* The device memory a backend needs beyond the plan's regions (DESIGN: "device overhead"), as named
+ * parts: the CUDA context, library handles, module code, CUDA-graph memory, allocation rounding,
+ * Vulkan staging. Each part says where its figure comes from ("default: ...", "measured on ..."). */
+#define TF_MAX_OVERHEAD_PARTS 8
+#define TF_OVERHEAD_NAME_BYTES 32
+#define TF_OVERHEAD_SOURCE_BYTES 224
+
+typedef struct tf_overhead_part {
+  char name[TF_OVERHEAD_NAME_BYTES];     /* "context", "libraries", "rounding", ... */
+  int64_t bytes;                         /* >= 0 */
+  char source[TF_OVERHEAD_SOURCE_BYTES]; /* why this figure */
+} tf_overhead_part;
+
+typedef struct tf_device_overhead {
+  int32_t n_parts;
+  tf_overhead_part parts[TF_MAX_OVERHEAD_PARTS];
+} tf_device_overhead;
+
 typedef struct tf_plan_report {
   int64_t role_bytes[TF_ROLE_COUNT]; /* summed buffer bytes per role (arena roles without reuse) */
   int64_t arena_lower_bound;         /* max over steps of the bytes live at that step (aligned sizes) */
@@ -98,6 +116,7 @@ typedef struct tf_plan {
   int32_t n_outputs;
   int32_t *outputs;          /* buffer ids of the graph's outputs */
   tf_plan_report report;
+  tf_device_overhead overhead; /* the target's device overhead for this plan (none on the CPU) */
 } tf_plan;
 
 /* Destroys a plan and everything it owns; NULL is allowed. */
@@ -115,6 +134,11 @@ int32_t tf_plan_buffer_counted_from(const tf_plan_buffer *buffer);
 
 /* Total bytes of all regions: what a session allocates (before a backend's fixed overhead). */
 int64_t tf_plan_total_bytes(const tf_plan *plan);
+/* The sum of the plan's device overhead parts. */
+int64_t tf_plan_overhead_bytes(const tf_plan *plan);
+/* Regions + device overhead: everything the device holds while the plan runs; what a budget is
+ * compared with. */
+int64_t tf_plan_device_total(const tf_plan *plan);
 
 /* Writes a plan (after verifying it) to `path` through a temporary file. */
 tf_status tf_plan_save(const tf_plan *plan, const char *path) TF_MUST_USE;

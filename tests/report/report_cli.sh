@@ -42,7 +42,7 @@ expect "text + --svg + --html" 0 "wrote the memory timeline (SVG) to $dir/t.svg"
   "$tightfit" report "$plan" --svg "$dir/t.svg" --html="$dir/r.html" --budget 12MiB
 file_check "the text report is printed too" -n "$(grep -F 'arena / lower bound' "$dir/out")"
 file_check "the HTML line names its file" -n "$(grep -F "wrote the HTML report to $dir/r.html" "$dir/out")"
-file_check "the budget line in the text" -n "$(grep -E "^budget: 12.00 MiB; the plan's total .* exceeds it by" "$dir/out")"
+file_check "the budget line in the text" -n "$(grep -E "^budget: 12.00 MiB; the plan's device total .* exceeds it by" "$dir/out")"
 file_check "the SVG was written" -s "$dir/t.svg"
 file_check "the HTML was written" -s "$dir/r.html"
 file_check "the SVG is an SVG" -n "$(grep -F '<svg xmlns="http://www.w3.org/2000/svg"' "$dir/t.svg")"

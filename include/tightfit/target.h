@@ -1,0 +1,79 @@
+/* Targets: what a backend tells the compiler (capabilities, cost model) and the device memory it
+ * needs beyond a plan's regions (the device overhead model). Plain data: `compile` works for any
+ * target on any machine. The named-GPU table turns `--gpu t4` into a budget. */
+#ifndef TIGHTFIT_TARGET_H
+#define TIGHTFIT_TARGET_H
+
+#include "tightfit/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The Vulkan backend's host-visible buffers (staging 8 MiB + run state 256 B), which the default
+ * Vulkan overhead model counts; backends/vulkan asserts its constants add up to it. */
+#define TF_TARGET_VULKAN_STAGING_BYTES (((int64_t)8 << 20) + 256)
+
+typedef enum tf_target_kind { TF_TARGET_CPU = 0, TF_TARGET_VULKAN, TF_TARGET_CUDA, TF_TARGET_COUNT } tf_target_kind;
+
+/* A backend's device overhead, modelled: fixed parts (context, libraries, module code, staging),
+ * each region rounded up to the allocation granularity, and device bytes per captured CUDA-graph
+ * step. tf_target_plan_overhead() turns it into a plan's named parts. */
+typedef struct tf_overhead_model {
+  int32_t n_fixed;
+  tf_overhead_part fixed[TF_MAX_OVERHEAD_PARTS - 2]; /* two slots stay for rounding and graphs */
+  int64_t granularity;                   /* regions round up to a multiple of this; <= 1: no rounding */
+  char granularity_source[TF_OVERHEAD_SOURCE_BYTES];
+  int64_t graph_base_bytes;              /* CUDA graphs: per plan ... */
+  int64_t graph_step_bytes;              /* ... plus per captured step; both 0: no graphs */
+  char graph_source[TF_OVERHEAD_SOURCE_BYTES];
+} tf_overhead_model;
+
+/* What a backend tells the compiler, and nothing more. */
+typedef struct tf_target {
+  tf_target_kind kind;
+  int64_t alignment;         /* buffer offsets are multiples of this (bytes, a power of two) */
+  int32_t threads;           /* CPU: worker threads kernel workspaces are sized for */
+  double flops_per_second;   /* cost model: sustained matmul throughput */
+  double bytes_per_second;   /* cost model: memory bandwidth */
+  tf_overhead_model overhead;/* the device memory a session needs beyond its regions */
+} tf_target;
+
+/* The default capabilities and overhead model of a target kind (CPU: 64-byte alignment, 2 threads,
+ * no overhead; CUDA and Vulkan: conservative defaults, each part's source named; docs/memory.md). */
+tf_target tf_target_default(tf_target_kind kind);
+/* Parses "cpu", "vulkan", "cuda"; false when unknown. */
+bool tf_target_parse(const char *name, tf_target_kind *kind);
+const char *tf_target_name(tf_target_kind kind);
+
+/* The overhead parts of a plan with these region sizes and CUDA-graph steps (graph_steps: the
+ * steps a backend captures, see tf_target_graph_steps) on `target`: the fixed parts, then
+ * "rounding" and "graphs" where they are not zero. */
+void tf_target_plan_overhead(const tf_target *target, const int64_t region_bytes[TF_REGION_COUNT], int64_t graph_steps,
+                             tf_device_overhead *out);
+/* The steps a CUDA backend captures into graphs for `plan`: the micro-batch block and the forward
+ * prefix once per io half, and the optimizer block once. */
+int64_t tf_target_graph_steps(const tf_plan *plan);
+/* Replaces the fixed part `name` (adding it when absent) with a measured figure; false when the
+ * model has no room left. */
+bool tf_target_set_part(tf_target *target, const char *name, int64_t bytes, const char *source);
+
+/* A named GPU: the memory it reports to a process (the conservative figure of docs/gpus.md), and the
+ * target it is used through. */
+typedef struct tf_gpu {
+  const char *name;          /* "t4", "a100-80gb", ... */
+  const char *description;   /* "NVIDIA Tesla T4 16 GB" */
+  tf_target_kind target;
+  int64_t bytes;             /* the memory the card reports to processes */
+  const char *source;        /* where the figure comes from */
+} tf_gpu;
+
+/* The GPU named `name` (case-insensitive), or NULL. */
+const tf_gpu *tf_gpu_find(const char *name);
+/* The table: *count entries. */
+const tf_gpu *tf_gpu_list(int32_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

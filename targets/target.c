@@ -1,0 +1,110 @@
+/* The targets' default capabilities and device overhead models. Every overhead figure is a
+ * conservative default with its source, until a GPU session measures it (docs/memory.md says how);
+ * `--device cuda:N` replaces the measurable parts with this machine's figures. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tightfit/target.h"
+
+#define MIB ((int64_t)1 << 20)
+#define KIB ((int64_t)1 << 10)
+
+static void add_part(tf_overhead_model *model, const char *name, int64_t bytes, const char *source) {
+  tf_overhead_part *part = &model->fixed[model->n_fixed++];
+  snprintf(part->name, sizeof(part->name), "%s", name);
+  part->bytes = bytes;
+  snprintf(part->source, sizeof(part->source), "%s", source);
+}
+
+static void cuda_overhead(tf_overhead_model *m) {
+  add_part(m, "context", 768 * MIB,
+           "default: the CUDA context (lazy module loading; its local-memory reserve grows with the SM count); "
+           "PyTorch processes show 0.3-0.6 GiB after their first CUDA call; --device cuda:N measures it");
+  add_part(m, "libraries", 64 * MIB,
+           "default: the cuBLAS handle (its workspace is in the arena, cublasSetWorkspace); cuBLAS 12 keeps up to "
+           "32 MiB per handle on Hopper when none is set; --device cuda:N measures it");
+  add_part(m, "module_code", 128 * MIB,
+           "default: device code of tightfit's kernels and of the cuBLAS kernels loaded on first use (lazy "
+           "loading, all loaded by the warm-up before capture); not yet measured on a GPU");
+  m->granularity = 2 * MIB;
+  snprintf(m->granularity_source, sizeof(m->granularity_source), "%s",
+           "default: cudaMalloc rounds each region up to the allocation granularity, 2 MiB on current GPUs "
+           "(cuMemGetAllocationGranularity); --device cuda:N measures it");
+  m->graph_base_bytes = 32 * MIB;
+  m->graph_step_bytes = 16 * KIB;
+  snprintf(m->graph_source, sizeof(m->graph_source), "%s",
+           "default: CUDA-graph executables, 32 MiB + 16 KiB per captured step (micro-batch and forward blocks "
+           "twice, optimizer block once); not yet measured on a GPU");
+}
+
+static void vulkan_overhead(tf_overhead_model *m) {
+  add_part(m, "driver", 256 * MIB,
+           "default: the Vulkan driver's own device memory for a logical device (queues, descriptor and shader "
+           "heaps); not yet measured on a GPU (lavapipe's is host memory)");
+  add_part(m, "staging", TF_TARGET_VULKAN_STAGING_BYTES,
+           "exact: the staging (8 MiB) and run-state (256 B) buffers the Vulkan backend creates with the device "
+           "(backends/vulkan/vulkan.h)");
+  m->granularity = 2 * MIB;
+  snprintf(m->granularity_source, sizeof(m->granularity_source), "%s",
+           "default: vkAllocateMemory rounds each region up to the driver's page size; 2 MiB (large pages) assumed");
+}
+
+tf_target tf_target_default(tf_target_kind kind) {
+  tf_target target;
+  memset(&target, 0, sizeof(target));
+  target.kind = kind;
+  switch (kind) {
+  case TF_TARGET_CPU:
+    target.alignment = 64;
+    target.threads = 2;
+    target.flops_per_second = 150e9;
+    target.bytes_per_second = 10e9;
+    break; /* no overhead: the regions are host memory, and a plan's region sizes are already aligned */
+  case TF_TARGET_VULKAN:
+    target.alignment = 256;
+    target.threads = 1;
+    target.flops_per_second = 10e12;
+    target.bytes_per_second = 500e9;
+    vulkan_overhead(&target.overhead);
+    break;
+  default:
+    target.alignment = 256;
+    target.threads = 1;
+    target.flops_per_second = 50e12;
+    target.bytes_per_second = 2e12;
+    cuda_overhead(&target.overhead);
+    break;
+  }
+  return target;
+}
+
+static const char *const target_names[TF_TARGET_COUNT] = {"cpu", "vulkan", "cuda"};
+
+const char *tf_target_name(tf_target_kind kind) {
+  return (int)kind >= 0 && kind < TF_TARGET_COUNT ? target_names[kind] : "?";
+}
+
+bool tf_target_parse(const char *name, tf_target_kind *kind) {
+  for (int i = 0; i < TF_TARGET_COUNT; i++) {
+    if (strcmp(name, target_names[i]) == 0) {
+      *kind = (tf_target_kind)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool tf_target_set_part(tf_target *target, const char *name, int64_t bytes, const char *source) {
+  tf_overhead_model *m = &target->overhead;
+  for (int32_t i = 0; i < m->n_fixed; i++) {
+    if (strcmp(m->fixed[i].name, name) == 0) {
+      m->fixed[i].bytes = bytes;
+      snprintf(m->fixed[i].source, sizeof(m->fixed[i].source), "%s", source);
+      return true;
+    }
+  }
+  if (m->n_fixed >= (int32_t)(sizeof(m->fixed) / sizeof(m->fixed[0])))
+    return false;
+  add_part(m, name, bytes, source);
+  return true;
+}

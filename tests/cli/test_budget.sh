@@ -1,0 +1,131 @@
+#!/bin/sh
+# Budgets count the device (issue 12): `check` and `compile` compare regions + the target's device
+# overhead with the budget; --gpu and --device set it; a check without a target warns; `compile`
+# refuses a plan over its budget (exit 1, nothing written). The sums are redone here from the JSON
+# parts (python3), not taken from the device total the CLI prints.
+# usage: test_budget.sh TIGHTFIT   (run from the repository root)
+tf=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+passed=0 failed=0
+expect() { # expect CODE DESCRIPTION COMMAND...
+  want=$1 what=$2
+  shift 2
+  "$@" > "$dir/out" 2> "$dir/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then
+    passed=$((passed + 1)); echo "ok: $what (exit $got)"
+  else
+    failed=$((failed + 1)); echo "FAIL: $what: exit $got, expected $want"; cat "$dir/out" "$dir/err"
+  fi
+}
+check() { # check DESCRIPTION CONDITION
+  if eval "$2"; then passed=$((passed + 1)); echo "ok: $1"; else failed=$((failed + 1)); echo "FAIL: $1"; fi
+}
+# The JSON's regions + overhead parts, summed independently, must equal device_total_bytes and fit
+# budget_bytes with room for every part; prints "regions overhead device budget".
+sums() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+regions = sum(j["regions"].values())
+overhead = sum(p["bytes"] for p in j["overhead"])
+assert all(p["source"] and p["bytes"] >= 0 for p in j["overhead"]), "every part has a source"
+assert regions == j["total_bytes"], (regions, j["total_bytes"])
+assert regions + overhead == j["device_total_bytes"], (regions, overhead, j["device_total_bytes"])
+print(regions, overhead, j["device_total_bytes"], j.get("budget_bytes", -1), len(j["overhead"]))
+PY
+}
+
+for m in xtts-gpt asr-256-12-6 vit-b16 dcgan gpt2-small mlp; do "$tf" zoo $m -o "$dir/$m.tfg" > /dev/null; done
+
+# The seed scenarios answer with the device total, and no "fits" leaves less room than the overhead.
+scenario() { # scenario NAME EXPECTED-EXIT ARGS...
+  name=$1 want=$2
+  shift 2
+  expect "$want" "seed scenario $name" "$tf" check "$@" --optimizer adamw --json
+  if s=$(sums "$dir/out"); then
+    set -- $s
+    echo "  $name: regions $1 + overhead $2 ($5 parts) = device $3, budget $4"
+    check "$name: a CUDA plan carries at least 900 MiB of device overhead" "[ $2 -gt 943718400 ] && [ $5 -ge 5 ]"
+    if [ "$want" -eq 0 ]; then
+      check "$name: regions + overhead fit the budget" "[ $3 -le $4 ]"
+    else
+      check "$name: regions + overhead exceed the budget" "[ $3 -gt $4 ]"
+    fi
+  else
+    failed=$((failed + 1)); echo "FAIL: $name: the JSON does not add up"
+  fi
+}
+scenario "xtts-gpt G=32 on 16 GiB cuda" 0 "$dir/xtts-gpt.tfg" --target cuda --budget 16GiB --global-batch 32 --set Ta=605
+scenario "xtts-gpt G=32 on a T4" 0 "$dir/xtts-gpt.tfg" --gpu t4 --global-batch 32 --set Ta=605
+scenario "asr-256-12-6 G=8 on a T4" 0 "$dir/asr-256-12-6.tfg" --gpu t4 --global-batch 8 --set T=750,U=448
+scenario "vit-b16 G=256 on 16 GiB cuda" 0 "$dir/vit-b16.tfg" --target cuda --budget 16GiB --global-batch 256
+scenario "dcgan G=64 on a T4" 0 "$dir/dcgan.tfg" --gpu t4 --global-batch 64
+# The old xtts answer (micro-batch 8 x 4 without recompute: 15.82 GiB of regions) no longer fits 16 GiB.
+scenario "xtts-gpt N=8 k=4 without recompute in 16 GiB" 1 "$dir/xtts-gpt.tfg" --target cuda --budget 16GiB \
+  --set Ta=605,N=8 --accumulate 4
+
+# Which target was assumed, and the warning when none was given.
+expect 0 "check without a target" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 1MiB
+check "it warns on stderr that it assumed the cpu target" "grep -q 'warning: no --target, --gpu or --device' '$dir/err'"
+check "it says which target it assumed" "grep -q 'target cpu (the default' '$dir/out'"
+expect 0 "check --target cuda" "$tf" check "$dir/mlp.tfg" --set N=32 --target cuda --budget 2GiB
+check "no warning with a target" "[ ! -s '$dir/err' ]"
+check "the overhead lines are printed" "grep -q '+ context' '$dir/out' && grep -q 'device total' '$dir/out'"
+expect 1 "check: 100 MiB is under the CUDA overhead" "$tf" check "$dir/mlp.tfg" --set N=32 --target cuda --budget 100MiB
+check "the shortfall names the device total" "grep -q 'does not fit: the plan needs .* (device total)' '$dir/out'"
+expect 0 "check: the same 100 MiB fits the cpu target" "$tf" check "$dir/mlp.tfg" --set N=32 --target cpu --budget 100MiB
+expect 0 "check --gpu a100-80gb" "$tf" check "$dir/mlp.tfg" --set N=32 --gpu A100-80GB
+check "the budget is the card's 79.14 GiB" "grep -q 'budget 79.14 GiB' '$dir/out'"
+expect 2 "check --gpu unknown" "$tf" check "$dir/mlp.tfg" --gpu quantum-9000
+check "the error lists the known names" "grep -q 'no GPU named .quantum-9000. (known: t4' '$dir/err'"
+expect 2 "check --gpu with --budget" "$tf" check "$dir/mlp.tfg" --gpu t4 --budget 1GiB
+expect 2 "check --device cpu:0" "$tf" check "$dir/mlp.tfg" --device cpu:0
+expect 2 "check without a budget" "$tf" check "$dir/mlp.tfg"
+expect 2 "check --budget 0" "$tf" check "$dir/mlp.tfg" --budget 0
+expect 2 "compile --lr nan" "$tf" compile "$dir/mlp.tfg" --lr nan
+expect 2 "compile --accumulate past int64" "$tf" compile "$dir/mlp.tfg" --accumulate 99999999999999999999
+
+# --device: Vulkan (lavapipe) where a driver is installed; CUDA only with a GPU.
+if "$tf" devices 2>/dev/null | grep -q '^vulkan:0'; then
+  expect 0 "check --device vulkan:0" "$tf" check "$dir/mlp.tfg" --set N=32 --device vulkan:0 --json
+  check "the device's memory is the budget and the target vulkan" \
+    "grep -q '\"target\": \"vulkan\"' '$dir/out' && grep -q 'device vulkan:0' '$dir/out'"
+  sums "$dir/out" > /dev/null && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: vulkan sums"; }
+else
+  echo "skip: --device vulkan:0 (no Vulkan driver)"
+fi
+expect 2 "check --device vulkan:99" "$tf" check "$dir/mlp.tfg" --device vulkan:99
+if command -v nvidia-smi > /dev/null && nvidia-smi > /dev/null 2>&1; then
+  expect 0 "check --device cuda:0" "$tf" check "$dir/mlp.tfg" --set N=32 --device cuda:0
+  check "cuda parts are measured" "grep -q 'measured' '$dir/out'"
+else
+  expect 2 "check --device cuda:0 without a GPU" "$tf" check "$dir/mlp.tfg" --device cuda:0
+  check "the error says why" "grep -qi 'cuda' '$dir/err'"
+fi
+
+# compile honours a budget it was given.
+expect 1 "compile --remat auto --budget 3GiB (gpt2-small needs 3.77 GiB)" "$tf" compile "$dir/gpt2-small.tfg" \
+  --set N=8,T=1024 --optimizer adamw --remat auto --budget 3GiB -o "$dir/g2.tfplan"
+check "nothing was written" "[ ! -e '$dir/g2.tfplan' ]"
+check "the shortfall is printed" "grep -q 'does not fit: the plan needs 3.77 GiB (device total), budget 3.00 GiB' '$dir/out'"
+expect 0 "compile --remat auto --budget 4GiB fits" "$tf" compile "$dir/gpt2-small.tfg" \
+  --set N=8,T=1024 --optimizer adamw --remat auto --budget 4GiB --target cpu -o "$dir/g2.tfplan"
+check "the plan was written" "[ -s '$dir/g2.tfplan' ]"
+expect 1 "compile --global-batch 8 for vit-b16 in 1.5 GiB of CUDA finds nothing" "$tf" compile "$dir/vit-b16.tfg" \
+  --target cuda --budget 1.5GiB --global-batch 8 --optimizer adamw -o "$dir/big.tfplan"
+check "nothing was written" "[ ! -e '$dir/big.tfplan' ]"
+check "the smallest plan's shortfall is printed" "grep -q 'does not fit: the smallest plan found needs' '$dir/out'"
+
+# The plan file keeps the parts; report shows them with their sources and sums them the same way.
+expect 0 "compile --gpu t4 writes a plan" "$tf" compile "$dir/mlp.tfg" --set N=32 --gpu t4 -o "$dir/t4.tfplan"
+expect 0 "report --json on it" "$tf" report "$dir/t4.tfplan" --json
+sums "$dir/out" > "$dir/sums" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: report sums"; }
+expect 0 "report text" "$tf" report "$dir/t4.tfplan"
+check "report names each part's source" "grep -q 'context .* default: the CUDA context' '$dir/out'"
+expect 0 "report --budget compares the device total" "$tf" report "$dir/t4.tfplan" --budget 500MiB
+check "over a budget the regions alone would fit" "grep -q \"budget: 500.00 MiB; the plan's device total .* exceeds it\" '$dir/out'"
+
+echo "test_budget: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,115 @@
+/* Which device a plan is compiled for, as `compile` and `check` are told: --target (the defaults of
+ * a target kind), --gpu NAME (a named card's memory as the budget, its target), or --device
+ * cuda:N | vulkan:N (this machine's device, asked for its free memory and measured overhead). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "tools/compile_args.h"
+
+static tf_status resolve_gpu(tf_compile_args *args) {
+  const tf_gpu *gpu = tf_gpu_find(args->gpu);
+  if (!gpu) {
+    char names[1024] = "";
+    int32_t count = 0;
+    const tf_gpu *list = tf_gpu_list(&count);
+    for (int32_t i = 0; i < count; i++)
+      snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", list[i].name);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--gpu: no GPU named '%s' (known: %s; or give --budget SIZE)",
+                         args->gpu, names);
+  }
+  if (args->budget_given)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--gpu %s sets the budget to the card's memory; give --gpu or --budget, not both", args->gpu);
+  if (!args->target_option) {
+    int32_t threads = args->options.target.threads;
+    args->options.target = tf_target_default(gpu->target);
+    args->options.target.threads = threads;
+  }
+  args->budget = gpu->bytes;
+  char bytes[32];
+  snprintf(args->target_note, sizeof(args->target_note),
+           "target %s; budget %s (%" PRId64 " bytes): what the %s reports to processes (--gpu %s; "
+           "docs/gpus.md)",
+           tf_target_name(args->options.target.kind), tf_cli_bytes(gpu->bytes, bytes, sizeof(bytes)), gpu->bytes,
+           gpu->description, gpu->name);
+  return NULL;
+}
+
+/* The measured parts replace the target's defaults where the device could measure them. */
+static void apply_measured(tf_target *target, const tf_device_capacity *c) {
+  char source[TF_OVERHEAD_SOURCE_BYTES];
+  if (c->context_bytes >= 0) {
+    snprintf(source, sizeof(source), "measured on %.64s: the driver's device memory once this process's %s exists",
+             c->name, target->kind == TF_TARGET_CUDA ? "CUDA context" : "logical device");
+    tf_target_set_part(target, target->kind == TF_TARGET_CUDA ? "context" : "driver", c->context_bytes, source);
+  }
+  if (c->library_bytes >= 0) {
+    snprintf(source, sizeof(source), "measured on %.64s: device memory taken by creating the cuBLAS handle", c->name);
+    tf_target_set_part(target, "libraries", c->library_bytes, source);
+  }
+  if (c->granularity > 0) {
+    target->overhead.granularity = c->granularity;
+    snprintf(target->overhead.granularity_source, sizeof(target->overhead.granularity_source),
+             "measured on %.64s: each region rounds up to the allocation granularity, %" PRId64 " bytes", c->name,
+             c->granularity);
+  }
+}
+
+static tf_status resolve_device(tf_compile_args *args) {
+  char name[16];
+  int32_t index = 0;
+  tf_target_kind kind;
+  if (!tf_backend_parse_device(args->device, name, sizeof(name), &index) || !tf_target_parse(name, &kind) ||
+      kind == TF_TARGET_CPU)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--device: '%s' is not cuda:N or vulkan:N", args->device);
+  if (args->gpu)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "give --gpu or --device, not both");
+  const tf_backend_vtable *backend = tf_backend_find(name);
+  if (!backend || !backend->capacity)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "--device %s: this build has no %s backend that can measure a device",
+                         args->device, name);
+  tf_device_capacity capacity;
+  tf_backend_options options = {index, 1};
+  TF_RETURN_IF_ERROR(tf_status_prefix(backend->capacity(&options, &capacity), "--device %s", args->device));
+  int32_t threads = args->options.target.threads;
+  args->options.target = tf_target_default(kind);
+  args->options.target.threads = threads;
+  apply_measured(&args->options.target, &capacity);
+  const char *what = "set by --budget";
+  if (!args->budget_given) {
+    args->budget = capacity.free_bytes >= 0 ? capacity.free_bytes : capacity.total_bytes;
+    what = capacity.free_bytes >= 0 ? "the memory the driver says this process may use now"
+                                    : "the device's memory (the driver does not say what is free)";
+  }
+  char budget[32];
+  snprintf(args->target_note, sizeof(args->target_note),
+           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults",
+           name, args->device, capacity.name, tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
+  return NULL;
+}
+
+tf_status tf_compile_args_resolve(tf_compile_args *args) {
+  if (args->device)
+    return resolve_device(args);
+  if (args->gpu)
+    return resolve_gpu(args);
+  const char *kind = tf_target_name(args->options.target.kind);
+  if (args->target_given)
+    snprintf(args->target_note, sizeof(args->target_note), "target %s (--target %s)", kind, kind);
+  else
+    snprintf(args->target_note, sizeof(args->target_note),
+             "target %s (the default: no --target, --gpu or --device given)%s", kind,
+             args->options.target.kind == TF_TARGET_CPU ? "; no device overhead is counted" : "");
+  return NULL;
+}
+
+void tf_compile_args_warn_target(const tf_compile_args *args, const char *command) {
+  if (args->target_given)
+    return;
+  fprintf(stderr,
+          "tightfit %s: warning: no --target, --gpu or --device given: assuming the cpu target, which counts no "
+          "device overhead; for a GPU say --gpu NAME (e.g. --gpu t4), --target cuda|vulkan, or --device cuda:0\n",
+          command);
+}
