@@ -1,5 +1,6 @@
 /* Pass 2, shapes: bind symbols, then infer every tensor's concrete shape, dtype and byte size in
  * node order. Errors name the node, its op and the shapes involved. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +50,15 @@ tf_status tf_graph_bind_list(tf_graph *g, const char *list) {
     memcpy(name, p, length);
     name[length] = '\0';
     char *number_end;
+    errno = 0;
     long long value = strtoll(eq + 1, &number_end, 10);
+    bool out_of_range = errno == ERANGE;
     while (*number_end == ' ')
       number_end++;
     if (number_end == eq + 1 || number_end != end)
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "bad value in '%.*s': expected an integer", (int)(end - p), p);
+    if (out_of_range)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "'%.*s': the value does not fit 64 bits", (int)(end - p), p);
     TF_RETURN_IF_ERROR(tf_graph_bind(g, name, value));
     p = end;
   }
@@ -122,6 +127,45 @@ tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
   return NULL;
 }
 
+/* The symbols a tensor's declared shape uses, as "T=512" pairs (what a user bound). */
+static void describe_bindings(const tf_graph *g, const tf_ir_tensor *t, char *text, size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (int32_t d = 0; d < t->declared.rank && used < size; d++) {
+    int32_t symbol = t->declared.dims[d].symbol;
+    if (symbol >= 0 && symbol < g->n_symbols)
+      used += (size_t)snprintf(text + used, size - used, "%s%s=%" PRId64, used ? ", " : "", g->symbols[symbol].name,
+                               g->symbols[symbol].value);
+  }
+}
+
+/* Embedding ids that are constants (position ids: arange over a bound length) are known at compile
+ * time: each must index a row of the table. Without this check a context longer than the position
+ * table (--set T=512 on a 256-row table) would compile and read past it. */
+static tf_status check_constant_ids(const tf_graph *g, const tf_ir_node *node) {
+  const tf_ir_tensor *ids = &g->tensors[node->inputs[0]], *table = &g->tensors[node->inputs[1]];
+  if (ids->kind != TF_CONSTANT || (ids->init_kind != TF_INIT_ARANGE && ids->init_kind != TF_INIT_FILL))
+    return NULL;
+  int64_t count = 1;
+  for (int32_t d = 0; d < ids->rank; d++)
+    count *= ids->shape[d];
+  if (count == 0)
+    return NULL;
+  double first = ids->init_a, step = ids->init_kind == TF_INIT_ARANGE ? ids->init_b : 0.0;
+  double last = first + step * (double)(count - 1);
+  double low = first < last ? first : last, high = first < last ? last : first;
+  int64_t rows = table->shape[0];
+  if (low >= 0 && high < (double)rows)
+    return NULL;
+  char bound[256];
+  describe_bindings(g, ids, bound, sizeof(bound));
+  return tf_status_new(TF_ERR_SHAPE,
+                       "node '%s' (embedding): the ids '%s' run from %.0f to %.0f%s%s%s, but the table '%s' has %" PRId64
+                       " rows (ids 0..%" PRId64 "): bind a smaller value, or give the model a larger table",
+                       node->name, ids->name, low, high, bound[0] ? " (with " : "", bound, bound[0] ? ")" : "",
+                       table->name, rows, rows - 1);
+}
+
 /* Assumes a validated graph: ids in range and nodes in topological order. */
 tf_status tf_graph_infer_shapes(tf_graph *g) {
   for (int32_t i = 0; i < g->n_tensors; i++) {
@@ -134,6 +178,9 @@ tf_status tf_graph_infer_shapes(tf_graph *g) {
   }
   for (int32_t i = 0; i < g->n_nodes; i++)
     TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, i, true));
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == TF_OP_EMBEDDING)
+      TF_RETURN_IF_ERROR(check_constant_ids(g, &g->nodes[i]));
   if (g->loss >= 0) {
     const tf_ir_tensor *loss = &g->tensors[g->loss];
     char text[256];
