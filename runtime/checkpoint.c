@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "runtime/safetensors.h"
 #include "tightfit/runtime.h"
 
@@ -53,6 +54,9 @@ tf_status tf_session_save(tf_session *s, const char *path, const char *const *me
     status = add_metadata(writer, "tightfit.optimizer_step", tf_session_optimizer_steps(s));
   if (!status)
     status = add_metadata(writer, "tightfit.micro_step", tf_session_micro_steps(s));
+  /* The accumulation lets a loader check the two counters against each other (read_counters). */
+  if (!status)
+    status = add_metadata(writer, "tightfit.accumulate", plan->accumulate);
   if (!status)
     status = tf_safetensors_writer_set_metadata(writer, "tightfit.graph", plan->graph_name);
   for (int32_t i = 0; i < n_metadata && !status; i++)
@@ -66,23 +70,99 @@ tf_status tf_session_save(tf_session *s, const char *path, const char *const *me
   return status;
 }
 
-static bool parse_counter(const tf_safetensors *file, const char *key, int64_t *value) {
+/* Counters are at most 2^53: the optimizer raises beta to the step count as a double (exact only up
+ * to 2^53), and the data feed multiplies micro-steps by the micro-batch in int64. A real run counts
+ * far less (2^53 steps at a million steps per second is 285 years), so anything above is a damaged or
+ * hostile file, refused before it can overflow later. */
+#define COUNTER_MAX TF_CHECKED_EXACT_DOUBLE_MAX
+
+/* The metadata value `key` of `path` as a count in [minimum, maximum]; *present is false (and no
+ * error) when the key is absent. Errors name the file, the key and the value. */
+static tf_status parse_counter(const tf_safetensors *file, const char *path, const char *key, int64_t minimum,
+                               int64_t maximum, int64_t *value, bool *present) {
   const char *text = tf_safetensors_metadata(file, key);
+  *present = text != NULL;
   if (!text)
-    return false;
-  char *end;
-  long long parsed = strtoll(text, &end, 10);
-  if (end == text || *end || parsed < 0)
-    return false;
-  *value = parsed;
-  return true;
+    return NULL;
+  /* A hostile value may be megabytes long: quote only its start. */
+  const int quoted = 40;
+  const char *ellipsis = strlen(text) > (size_t)quoted ? "..." : "";
+  switch (tf_parse_i64(text, minimum, maximum, value)) {
+  case TF_PARSE_OK: return NULL;
+  case TF_PARSE_SYNTAX:
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: metadata '%s' is '%.*s%s', not a decimal integer", path, key,
+                         quoted, text, ellipsis);
+  case TF_PARSE_RANGE: break;
+  }
+  return tf_status_new(TF_ERR_INVALID_INPUT, "%s: metadata '%s' is %.*s%s, outside %" PRId64 "..%" PRId64 "%s", path,
+                       key, quoted, text, ellipsis, minimum, maximum,
+                       maximum == COUNTER_MAX ? " (2^53: step counters must stay exact as doubles)" : "");
+}
+
+typedef struct counters {
+  int64_t optimizer_steps, micro_steps;
+} counters;
+
+/* optimizer_step x k <= micro_step < (optimizer_step + 1) x k, for the writer's accumulation k. */
+static tf_status check_accumulation(const char *path, counters steps, int64_t accumulate) {
+  int64_t first, past;
+  if (!tf_checked_mul_i64(steps.optimizer_steps, accumulate, &first) || !tf_checked_add_i64(first, accumulate, &past))
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: metadata 'tightfit.optimizer_step' %" PRId64 " x 'tightfit.accumulate' %" PRId64
+                         " micro-steps overflows int64",
+                         path, steps.optimizer_steps, accumulate);
+  if (steps.micro_steps >= first && steps.micro_steps < past)
+    return NULL;
+  char needed[64];
+  if (accumulate == 1)
+    snprintf(needed, sizeof(needed), "needs it to be %" PRId64, first);
+  else
+    snprintf(needed, sizeof(needed), "needs it in %" PRId64 "..%" PRId64, first, past - 1);
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "%s: metadata 'tightfit.micro_step' is %" PRId64 ", but 'tightfit.optimizer_step' %" PRId64
+                       " x 'tightfit.accumulate' %" PRId64 " %s",
+                       path, steps.micro_steps, steps.optimizer_steps, accumulate, needed);
+}
+
+/* The step counters of checkpoint `path`, checked against each other and against `plan`: every
+ * optimizer step follows at least one micro-step; with the accumulation the writer recorded (k),
+ * optimizer_step x k <= micro_step < (optimizer_step + 1) x k (a save between optimizer steps gives
+ * equality); and the samples the feed skips on resume (micro_step x micro-batch) stay within 2^53. */
+static tf_status read_counters(const tf_safetensors *file, const char *path, const tf_plan *plan, counters *out) {
+  bool has_optimizer, has_micro, has_accumulate;
+  int64_t accumulate = 0;
+  TF_RETURN_IF_ERROR(
+      parse_counter(file, path, "tightfit.optimizer_step", 0, COUNTER_MAX, &out->optimizer_steps, &has_optimizer));
+  TF_RETURN_IF_ERROR(parse_counter(file, path, "tightfit.micro_step", 0, COUNTER_MAX, &out->micro_steps, &has_micro));
+  TF_RETURN_IF_ERROR(parse_counter(file, path, "tightfit.accumulate", 1, INT32_MAX, &accumulate, &has_accumulate));
+  if (!has_optimizer || !has_micro)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: not a tightfit checkpoint (no '%s' counter in its metadata)", path,
+                         has_optimizer ? "tightfit.micro_step" : "tightfit.optimizer_step");
+  const int64_t optimizer_steps = out->optimizer_steps, micro_steps = out->micro_steps;
+  if (micro_steps < optimizer_steps)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: metadata 'tightfit.micro_step' is %" PRId64
+                         ", fewer than 'tightfit.optimizer_step' %" PRId64
+                         " (every optimizer step follows at least one micro-step)",
+                         path, micro_steps, optimizer_steps);
+  if (has_accumulate)
+    TF_RETURN_IF_ERROR(check_accumulation(path, *out, accumulate));
+  int64_t samples = 0;
+  if (plan->micro_batch > 0 && (!tf_checked_mul_i64(micro_steps, plan->micro_batch, &samples) || samples > COUNTER_MAX))
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: metadata 'tightfit.micro_step' is %" PRId64 ": resuming would skip %" PRId64
+                         " micro-batches of %" PRId64 " samples, more than 2^53 samples",
+                         path, micro_steps, micro_steps, plan->micro_batch);
+  return NULL;
 }
 
 tf_status tf_session_load(tf_session *s, const char *path) {
   const tf_plan *plan = tf_session_plan(s);
   tf_safetensors *file = NULL;
   TF_RETURN_IF_ERROR(tf_safetensors_open(path, &file));
-  tf_status status = NULL;
+  /* The counters first: a refused checkpoint leaves the session as it was. */
+  counters steps = {0, 0};
+  tf_status status = read_counters(file, path, plan, &steps);
   for (int32_t i = 0; i < plan->n_buffers && !status; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
     if (!is_saved(b))
@@ -92,13 +172,8 @@ tf_status tf_session_load(tf_session *s, const char *path) {
     if (!status)
       status = tf_session_write(s, b->name, view.data, b->bytes);
   }
-  int64_t optimizer_steps = 0, micro_steps = 0;
-  if (!status && (!parse_counter(file, "tightfit.optimizer_step", &optimizer_steps) ||
-                  !parse_counter(file, "tightfit.micro_step", &micro_steps)))
-    status = tf_status_new(TF_ERR_INVALID_INPUT, "%s: not a tightfit checkpoint (no step counters in its metadata)",
-                           path);
   if (!status)
-    tf_session_set_counters(s, optimizer_steps, micro_steps);
+    tf_session_set_counters(s, steps.optimizer_steps, steps.micro_steps);
   tf_safetensors_close(file);
   return status ? tf_status_prefix(status, "loading checkpoint") : NULL;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "runtime/atomic_file.h"
 #include "runtime/mapped_file.h"
 
@@ -24,19 +25,26 @@ struct tf_npy {
   void *copy; /* the data, when its place in the file is not aligned to the element size */
   const void *data;
   tf_dtype dtype;
+  char dtype_description[32]; /* "float64 ('<f8')" */
   int32_t rank;
   int64_t shape[TF_MAX_RANK];
   int64_t count;
   size_t bytes;
 };
 
+/* The types read, with NumPy's names for messages; the first row of a dtype is the one written. */
 static const struct {
   const char *descr;
   tf_dtype dtype;
+  const char *numpy_name;
 } descriptors[] = {
-    {"<f4", TF_F32}, {"<f8", TF_FILE_F64}, {"<f2", TF_F16}, {"<i4", TF_I32},
-    {"<i8", TF_I64}, {"|u1", TF_U8},       {"<u1", TF_U8},  {">u1", TF_U8},
+    {"<f4", TF_F32, "float32"}, {"<f8", TF_FILE_F64, "float64"}, {"<f2", TF_F16, "float16"}, {"<i4", TF_I32, "int32"},
+    {"<i8", TF_I64, "int64"},   {"|u1", TF_U8, "uint8"},         {"<u1", TF_U8, "uint8"},    {">u1", TF_U8, "uint8"},
 };
+#define DESCRIPTOR_COUNT (sizeof(descriptors) / sizeof(descriptors[0]))
+
+/* What tightfit reads, for messages about what it does not. */
+#define READABLE_TYPES "float32 '<f4', float64 '<f8', float16 '<f2', int32 '<i4', int64 '<i8', uint8 '|u1'"
 
 /* ---- reading the header dict ---- */
 
@@ -114,23 +122,59 @@ static bool read_dimension(cursor *c, int64_t *value) {
   return true;
 }
 
+/* NumPy's name for the type string `descr` ("<u2" -> "uint16", ">f4" -> "big-endian float32"), written
+ * into text[capacity]; "an unknown type" for anything NumPy would not write. */
+static const char *numpy_type_name(const char *descr, char *text, size_t capacity) {
+  static const struct {
+    char kind;
+    const char *name;
+    bool sized; /* the name takes the width in bits */
+  } kinds[] = {{'f', "float", true},       {'i', "int", true},         {'u', "uint", true},
+               {'c', "complex", true},     {'b', "bool", false},       {'O', "Python objects", false},
+               {'U', "str", false},        {'S', "bytes", false},      {'V', "void", false},
+               {'M', "datetime64", false}, {'m', "timedelta64", false}};
+  const char order = descr[0];
+  if ((order != '<' && order != '>' && order != '|' && order != '=') || !descr[1]) {
+    snprintf(text, capacity, "an unknown type");
+    return text;
+  }
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+    if (kinds[i].kind != descr[1])
+      continue;
+    int64_t bytes = 0;
+    bool has_width = descr[2] && tf_parse_i64(descr + 2, 1, 1 << 20, &bytes) == TF_PARSE_OK;
+    const char *endian = order == '>' && bytes > 1 ? "big-endian " : "";
+    if (kinds[i].sized && has_width)
+      snprintf(text, capacity, "%s%s%" PRId64, endian, kinds[i].name, 8 * bytes);
+    else
+      snprintf(text, capacity, "%s%s", endian, kinds[i].name);
+    return text;
+  }
+  snprintf(text, capacity, "an unknown type");
+  return text;
+}
+
 static tf_status parse_descr(cursor *c, const char *start, tf_npy *npy) {
   skip_space(c);
   if (c->at < c->end && *c->at == '[')
-    return tf_status_new(TF_ERR_UNSUPPORTED, "unsupported dtype (a structured record type) in %s", c->path);
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s: holds a structured record type: unsupported dtype; tightfit reads " READABLE_TYPES,
+                         c->path);
   char descr[32];
   if (!read_string(c, descr, sizeof(descr)))
     return syntax_error(c, start, "a dtype string for 'descr'");
-  for (size_t i = 0; i < sizeof(descriptors) / sizeof(descriptors[0]); i++)
+  for (size_t i = 0; i < DESCRIPTOR_COUNT; i++)
     if (strcmp(descr, descriptors[i].descr) == 0) {
       npy->dtype = descriptors[i].dtype;
+      snprintf(npy->dtype_description, sizeof(npy->dtype_description), "%s ('%s')", descriptors[i].numpy_name,
+               descriptors[i].descr);
       return NULL;
     }
-  const char *why = descr[0] == '>' ? " (big-endian; convert with arr.astype(arr.dtype.newbyteorder('<')))"
-                    : descr[0] && descr[1] == 'O' ? " (Python objects)"
-                                                  : "";
-  return tf_status_new(TF_ERR_UNSUPPORTED, "unsupported dtype '%s' in %s%s; tightfit reads <f4 <f8 <f2 <i4 <i8 |u1",
-                       descr, c->path, why);
+  char name[64];
+  numpy_type_name(descr, name, sizeof(name));
+  const char *how = descr[0] == '>' ? " (convert with arr.astype(arr.dtype.newbyteorder('<')))" : "";
+  return tf_status_new(TF_ERR_UNSUPPORTED, "%s: holds %s: unsupported dtype '%s'%s; tightfit reads " READABLE_TYPES,
+                       c->path, name, descr, how);
 }
 
 static tf_status parse_shape(cursor *c, const char *start, tf_npy *npy) {
@@ -237,13 +281,13 @@ static tf_status check_file(const char *path, tf_npy *npy) {
   TF_RETURN_IF_ERROR(parse_header(path, (const char *)bytes + prefix, header_bytes, npy));
 
   int64_t element = tf_file_dtype_size(npy->dtype);
-  int64_t count = 1;
-  for (int32_t d = 0; d < npy->rank; d++)
-    if (__builtin_mul_overflow(count, npy->shape[d], &count))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: element count overflows", path);
-  int64_t data_bytes;
-  if (__builtin_mul_overflow(count, element, &data_bytes))
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: data size overflows", path);
+  int64_t count, data_bytes;
+  if (!tf_checked_product_i64(npy->shape, npy->rank, &count))
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: the element count of its %d-dimensional shape overflows int64",
+                         path, (int)npy->rank);
+  if (!tf_checked_mul_i64(count, element, &data_bytes))
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %" PRId64 " elements of %" PRId64 " bytes overflow int64", path,
+                         count, element);
   size_t offset = prefix + header_bytes;
   if ((uint64_t)data_bytes != size - offset)
     return tf_status_new(TF_ERR_INVALID_INPUT,
@@ -298,6 +342,7 @@ void tf_npy_close(tf_npy *npy) {
 }
 
 tf_dtype tf_npy_dtype(const tf_npy *npy) { return npy->dtype; }
+const char *tf_npy_dtype_description(const tf_npy *npy) { return npy->dtype_description; }
 int32_t tf_npy_rank(const tf_npy *npy) { return npy->rank; }
 const int64_t *tf_npy_shape(const tf_npy *npy) { return npy->shape; }
 int64_t tf_npy_count(const tf_npy *npy) { return npy->count; }
@@ -308,7 +353,7 @@ const char *tf_npy_path(const tf_npy *npy) { return npy->path; }
 /* ---- writing ---- */
 
 static const char *descriptor_of(tf_dtype dtype) {
-  for (size_t i = 0; i < sizeof(descriptors) / sizeof(descriptors[0]); i++)
+  for (size_t i = 0; i < DESCRIPTOR_COUNT; i++)
     if (descriptors[i].dtype == dtype)
       return descriptors[i].descr;
   return NULL;
@@ -328,11 +373,11 @@ tf_status tf_npy_write(const char *path, tf_dtype dtype, int32_t rank, const int
     if (shape[d] < 0)
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: dimension %d is negative (%" PRId64 ")", path, (int)d,
                            shape[d]);
-    if (__builtin_mul_overflow(count, shape[d], &count))
+    if (!tf_checked_mul_i64(count, shape[d], &count))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: element count overflows", path);
   }
   int64_t data_bytes;
-  if (__builtin_mul_overflow(count, tf_file_dtype_size(dtype), &data_bytes) || (uint64_t)data_bytes > SIZE_MAX)
+  if (!tf_checked_mul_i64(count, tf_file_dtype_size(dtype), &data_bytes) || (uint64_t)data_bytes > SIZE_MAX)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: data size overflows", path);
   if (data_bytes > 0 && !data)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: NULL data for %" PRId64 " elements", path, count);

@@ -1,8 +1,9 @@
 /* NumPy .npy files (format versions 1.0, 2.0 and 3.0), read memory-mapped and written atomically.
  *
  * Supported element types: '<f4' f32, '<f8' f64 (TF_FILE_F64), '<f2' f16, '<i4' i32, '<i8' i64,
- * '|u1' u8. Only C (row-major) order, rank <= TF_MAX_RANK. The reader checks the header strictly
- * (exactly the keys descr, fortran_order, shape) and that the file holds exactly the data the header
+ * '|u1' u8. Any other type is refused naming it as NumPy does: "x.npy: holds uint16: unsupported dtype
+ * '<u2'; tightfit reads float32 '<f4', ...". Only C (row-major) order, rank <= TF_MAX_RANK. The reader checks the
+ * header strictly (exactly the keys descr, fortran_order, shape) and that the file holds exactly the data the header
  * promises; errors name the file and the problem. The data pointer is aligned to the element size
  * (the mapping itself when the file is aligned, as every NumPy-written file is; else a copy). */
 #ifndef TIGHTFIT_RUNTIME_NPY_H
@@ -30,6 +31,11 @@ void tf_npy_close(tf_npy *npy);
 
 /* The element type: a graph dtype or TF_FILE_F64. */
 tf_dtype tf_npy_dtype(const tf_npy *npy);
+
+/* The element type as NumPy and the file name it, for messages: "float64 ('<f8')", "int32 ('<i4')"
+ * (borrowed; valid until tf_npy_close). Use it rather than tf_dtype_name(), which has no name for
+ * TF_FILE_F64 ("?"): "x.npy: holds float64 ('<f8'), but 'x' is f32". */
+const char *tf_npy_dtype_description(const tf_npy *npy);
 
 /* The rank (0 for a scalar) and the shape (rank entries, borrowed). */
 int32_t tf_npy_rank(const tf_npy *npy);

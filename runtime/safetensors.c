@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "runtime/mapped_file.h"
 #include "runtime/safetensors_header.h"
 
@@ -18,12 +19,11 @@ struct tf_safetensors {
   void *copy;                   /* aligned copies of tensors the file leaves unaligned */
 };
 
+/* The product of the shape, or -1 when it overflows int64 (dimensions are non-negative: the header
+ * parser reads no sign). */
 static int64_t element_count(const tf_safetensors_entry *entry) {
-  int64_t count = 1;
-  for (int32_t d = 0; d < entry->rank; d++)
-    if (__builtin_mul_overflow(count, entry->shape[d], &count))
-      return -1;
-  return count;
+  int64_t count;
+  return tf_checked_product_i64(entry->shape, entry->rank, &count) ? count : -1;
 }
 
 static int compare_by_name(const void *a, const void *b) {
@@ -49,9 +49,10 @@ static tf_status check_sizes(const tf_safetensors *file, uint64_t data_size) {
   for (int32_t i = 0; i < file->header.n_tensors; i++) {
     const tf_safetensors_entry *e = &file->header.tensors[i];
     int64_t count = element_count(e), bytes;
-    if (count < 0 || __builtin_mul_overflow(count, e->type->size, &bytes))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: tensor '%s': the size of its shape overflows", file->path,
-                           e->name);
+    if (count < 0 || !tf_checked_mul_i64(count, e->type->size, &bytes))
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s: tensor '%s': the size of its %d-dimensional shape overflows int64", file->path, e->name,
+                           (int)e->rank);
     if (e->begin > e->end)
       return tf_status_new(TF_ERR_INVALID_INPUT,
                            "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] run backwards", file->path,
@@ -126,18 +127,23 @@ static bool sort_metadata(tf_safetensors_header *h) {
   return true;
 }
 
+/* Sorts the tensors by name and the metadata by key, refusing duplicates of either. Runs before the
+ * offsets are checked: a name given twice is reported as the duplicate it is, not as the overlap or
+ * gap its two entries also make. */
 static tf_status index_names(tf_safetensors *file) {
   tf_safetensors_header *h = &file->header;
   if (h->n_tensors > 1)
     qsort(h->tensors, (size_t)h->n_tensors, sizeof(tf_safetensors_entry), compare_by_name);
   for (int32_t i = 1; i < h->n_tensors; i++)
     if (strcmp(h->tensors[i - 1].name, h->tensors[i].name) == 0)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: tensor '%s' appears twice", file->path, h->tensors[i].name);
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: duplicate name (tensor '%s' appears twice in the header)",
+                           file->path, h->tensors[i].name);
   if (!sort_metadata(h))
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot sort the metadata", file->path);
   for (int32_t i = 1; i < h->n_metadata; i++)
     if (strcmp(h->keys[i - 1], h->keys[i]) == 0)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: metadata key '%s' appears twice", file->path, h->keys[i]);
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: duplicate metadata key (metadata key '%s' appears twice)",
+                           file->path, h->keys[i]);
   return NULL;
 }
 
@@ -148,6 +154,8 @@ static tf_status place_data(tf_safetensors *file, uint64_t data_start) {
   file->data = calloc((size_t)(h->n_tensors ? h->n_tensors : 1), sizeof(void *));
   if (!file->data)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate the tensor index", file->path);
+  /* No overflow: the tiling check has bounded the spans' sum by the data size, which is mapped, and
+   * rounding adds at most 7 bytes per tensor. */
   size_t copy_bytes = 0;
   for (int32_t i = 0; i < h->n_tensors; i++) {
     const tf_safetensors_entry *e = &h->tensors[i];
@@ -193,9 +201,9 @@ static tf_status check_file(tf_safetensors *file) {
                          header_bytes, size - 8);
   TF_RETURN_IF_ERROR(tf_safetensors_header_parse(file->path, bytes + 8, (size_t)header_bytes, &file->header));
   uint64_t data_size = size - 8 - header_bytes;
+  TF_RETURN_IF_ERROR(index_names(file));
   TF_RETURN_IF_ERROR(check_sizes(file, data_size));
   TF_RETURN_IF_ERROR(check_tiling(file, data_size));
-  TF_RETURN_IF_ERROR(index_names(file));
   return place_data(file, 8 + header_bytes);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "runtime/atomic_file.h"
 #include "runtime/safetensors_header.h"
 
@@ -92,13 +93,13 @@ tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *n
   writer_entry entry = {.type = type, .rank = rank, .data = data};
   int64_t count = 1, bytes;
   for (int32_t d = 0; d < rank; d++) {
-    if (shape[d] < 0 || __builtin_mul_overflow(count, shape[d], &count))
+    if (shape[d] < 0 || !tf_checked_mul_i64(count, shape[d], &count))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                            "safetensors writer: tensor '%s': dimension %d (%" PRId64 ") is negative or overflows", name,
                            (int)d, shape[d]);
     entry.shape[d] = shape[d];
   }
-  if (__builtin_mul_overflow(count, type->size, &bytes) || (uint64_t)bytes > SIZE_MAX)
+  if (!tf_checked_mul_i64(count, type->size, &bytes) || (uint64_t)bytes > SIZE_MAX)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: tensor '%s': size overflows", name);
   if (bytes > 0 && !data)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: tensor '%s': NULL data for %" PRId64 " bytes",
@@ -294,7 +295,13 @@ tf_status tf_safetensors_writer_write(const tf_safetensors_writer *writer, const
   qsort(order, (size_t)n, sizeof(*order), compare_names);
   for (int32_t i = 1; i < n && !status; i++)
     if (strcmp(order[i - 1]->name, order[i]->name) == 0)
-      status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: tensor '%s' was added twice", path, order[i]->name);
+      status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: duplicate name (tensor '%s' was added twice)", path,
+                             order[i]->name);
+  int64_t data_bytes = 0;
+  for (int32_t i = 0; i < n && !status; i++)
+    if (!tf_checked_add_i64(data_bytes, (int64_t)order[i]->bytes, &data_bytes))
+      status =
+          tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: the %d tensors hold more than 2^63 bytes together", path, (int)n);
   text header = {0};
   if (!status) {
     qsort(order, (size_t)n, sizeof(*order), compare_layout);
