@@ -30,6 +30,7 @@ struct tf_feed {
   int64_t position;          /* micro-batches produced */
   int64_t *order;            /* the current epoch's permutation (per-sample layout) */
   int64_t order_epoch;
+  int64_t *rows;             /* the next micro-batch's sample rows (or window starts) */
 };
 
 static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
@@ -143,6 +144,12 @@ tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_f
     if (!feed->order)
       status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: cannot order %" PRId64 " samples", feed->samples);
   }
+  /* Allocated here, once: a training step must not touch the heap (tests/alloc_probe checks). */
+  if (!status) {
+    feed->rows = malloc(sizeof(int64_t) * (size_t)(feed->batch > 0 ? feed->batch : 1));
+    if (!feed->rows)
+      status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: cannot hold a micro-batch of %" PRId64 " rows", feed->batch);
+  }
   if (status) {
     tf_feed_close(feed);
     return status;
@@ -160,6 +167,7 @@ void tf_feed_close(tf_feed *feed) {
   }
   free(feed->sources);
   free(feed->order);
+  free(feed->rows);
   free(feed);
 }
 
@@ -216,10 +224,7 @@ static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *
 }
 
 tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
-  int64_t rows_stack[256] = {0};
-  int64_t *rows = feed->batch <= 256 ? rows_stack : malloc(sizeof(int64_t) * (size_t)feed->batch);
-  if (!rows)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
+  int64_t *rows = feed->rows;
   for (int64_t r = 0; r < feed->batch; r++) {
     int64_t index = feed->position * feed->batch + r;
     if (feed->stream) {
@@ -233,25 +238,16 @@ tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
       rows[r] = feed->order[index % feed->samples];
     }
   }
-  tf_status status = write_batch(feed, session, rows);
-  if (rows != rows_stack)
-    free(rows);
-  if (!status)
-    feed->position++;
-  return status;
+  TF_RETURN_IF_ERROR(write_batch(feed, session, rows));
+  feed->position++;
+  return NULL;
 }
 
 tf_status tf_feed_batch_in_order(tf_feed *feed, tf_session *session, int64_t index) {
-  int64_t rows_stack[256] = {0};
-  int64_t *rows = feed->batch <= 256 ? rows_stack : malloc(sizeof(int64_t) * (size_t)feed->batch);
-  if (!rows)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
+  int64_t *rows = feed->rows;
   for (int64_t r = 0; r < feed->batch; r++) {
     int64_t sample = (index * feed->batch + r) % feed->samples;
     rows[r] = feed->stream ? sample * (feed->window > 0 ? feed->window : 1) % feed->samples : sample;
   }
-  tf_status status = write_batch(feed, session, rows);
-  if (rows != rows_stack)
-    free(rows);
-  return status;
+  return write_batch(feed, session, rows);
 }

@@ -17,14 +17,16 @@ typedef struct tf_feed tf_feed;
 /* Opens the files in `dir` for every input and label of the plan; `seed` orders the samples. */
 tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_feed **out) TF_MUST_USE;
 void tf_feed_close(tf_feed *feed);
-/* Writes the next micro-batch into the session. */
+/* Writes the next micro-batch into the session. Allocates nothing: open made every buffer it uses
+ * (a training step stays off the heap; tests/alloc_probe measures it). */
 tf_status tf_feed_next(tf_feed *feed, tf_session *session) TF_MUST_USE;
 /* Samples (or windows) in one epoch; the micro-batches `next` has produced so far. */
 int64_t tf_feed_samples(const tf_feed *feed);
 int64_t tf_feed_position(const tf_feed *feed);
 /* Skips ahead to micro-batch `position` (checkpoint resume reproduces the same order). */
 void tf_feed_seek(tf_feed *feed, int64_t position);
-/* For evaluation: micro-batch `index` in file order (no shuffling; the last batch wraps). */
+/* For evaluation: micro-batch `index` in file order (no shuffling; the last batch wraps). Allocates
+ * nothing either. */
 tf_status tf_feed_batch_in_order(tf_feed *feed, tf_session *session, int64_t index) TF_MUST_USE;
 
 #endif

@@ -1,7 +1,13 @@
 /* A session: one plan on one backend. Create verifies nothing more (the plan was verified on load
  * or compile), allocates each region once, initialises parameters and constants, and prepares the
- * backend; afterwards steps run with no device allocation at all. Allocations go through
- * counted_alloc(), the only path to the backend's allocator. */
+ * backend; afterwards steps run with no device allocation at all. Regions are allocated through
+ * counted_alloc(), the only caller of the backend's allocator.
+ *
+ * The memory figures are the backend's own: the bytes come from what its allocation calls counted
+ * (tf_backend_vtable.memory, which every backend in the tree has), not from the plan, and a change
+ * in what the backend holds after create counts as an allocation after create. Tests do not rest
+ * on these figures alone: tests/alloc_probe counts every heap allocation of the process from
+ * outside the library, which on the CPU backend and on lavapipe includes the device's. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
@@ -19,7 +25,9 @@ struct tf_session {
   const tf_backend_vtable *backend;
   void *state;
   void *regions[TF_REGION_COUNT];
-  tf_session_memory memory;
+  tf_session_memory memory;  /* planned bytes and the session's alloc_region calls */
+  int64_t asked_bytes;       /* bytes those calls asked for: the figure when the backend measures none */
+  tf_device_memory created_measure; /* the backend's measure when create returned */
   bool created;
   uint64_t seed;
   int64_t optimizer_steps, micro_steps;
@@ -39,8 +47,19 @@ static tf_status counted_alloc(tf_session *s, int64_t bytes, void **region) {
     s->memory.allocations_after_create++;
   TF_RETURN_IF_ERROR(s->backend->alloc_region(s->state, bytes, region));
   s->memory.allocations++;
-  s->memory.allocated_bytes += bytes;
+  s->asked_bytes += bytes;
   return NULL;
+}
+
+/* What the backend says it holds; false (and -1s) when it does not measure. */
+static bool backend_measure(const tf_session *s, tf_device_memory *out) {
+  *out = (tf_device_memory){-1, -1, -1, -1};
+  if (!s->backend->memory || !s->state)
+    return false;
+  tf_status status = s->backend->memory(s->state, out);
+  bool measured = status == NULL && out->region_bytes >= 0;
+  tf_status_free(status);
+  return measured;
 }
 
 static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir) {
@@ -111,6 +130,7 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   }
   while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
     s->forward_end++;
+  backend_measure(s, &s->created_measure);
   s->created = true;
   *out = s;
   return NULL;
@@ -127,7 +147,22 @@ void tf_session_destroy(tf_session *s) {
   free(s);
 }
 
-tf_session_memory tf_session_memory_use(const tf_session *s) { return s->memory; }
+/* Region bytes as the backend counted them at its allocation calls (what it was asked for; its
+ * rounding shows in tf_session_device_memory). When the regions it holds differ from what it held
+ * when create returned, something allocated (or freed) device memory since: that counts as one
+ * allocation after create at least, since the backend's measure has no call count. */
+tf_session_memory tf_session_memory_use(const tf_session *s) {
+  tf_session_memory m = s->memory;
+  m.allocated_bytes = s->asked_bytes;
+  tf_device_memory now;
+  if (backend_measure(s, &now)) {
+    m.allocated_bytes = now.region_bytes;
+    bool changed = now.region_bytes != s->created_measure.region_bytes ||
+                   now.region_device_bytes != s->created_measure.region_device_bytes;
+    m.allocations_after_create += changed;
+  }
+  return m;
+}
 
 tf_status tf_session_device_memory(const tf_session *s, tf_device_memory *out) {
   *out = (tf_device_memory){-1, -1, -1, -1};
@@ -193,7 +228,32 @@ static tf_run_state run_state(const tf_session *s) {
   return run;
 }
 
+#ifdef TF_TEST_BREAK_STEP_ALLOC
+/* Test-only breakage: tests/alloc_probe compiles this file a second time with the macro set, to
+ * prove that its checks fail when a step allocates. 1: a block the size of the plan's largest
+ * region, allocated and freed every micro-step (a device allocation on a host-memory device);
+ * 2: a small block leaked every micro-step. The library itself never defines the macro. */
+static void break_step_alloc(const tf_session *s) {
+  if (TF_TEST_BREAK_STEP_ALLOC == 1) {
+    int64_t largest = 0;
+    for (int r = 0; r < TF_REGION_COUNT; r++)
+      largest = s->plan->region_bytes[r] > largest ? s->plan->region_bytes[r] : largest;
+    char *volatile block = malloc((size_t)largest); /* volatile: the compiler may not drop the pair */
+    if (block)
+      block[0] = 1;
+    free(block);
+  } else {
+    char *volatile leaked = malloc(24);
+    if (leaked)
+      leaked[0] = 1;
+  }
+}
+#endif
+
 tf_status tf_session_micro_step(tf_session *s, double *loss) {
+#ifdef TF_TEST_BREAK_STEP_ALLOC
+  break_step_alloc(s);
+#endif
   tf_run_state run = run_state(s);
   TF_RETURN_IF_ERROR(s->backend->run(s->state, 0, s->plan->micro_steps, s->io_slot, &run));
   s->micro_steps++;

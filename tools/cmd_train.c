@@ -1,7 +1,8 @@
 /* `tightfit train P.tfplan --data DIR --steps S`: runs a training plan on a backend. One optimizer
  * step = `accumulate` micro-batches + the update. Progress on a terminal, plain lines otherwise;
  * Ctrl-C finishes the current step and saves a checkpoint when --checkpoint is given. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* dlsym(RTLD_DEFAULT) */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -20,7 +21,27 @@
 #include "tools/evaluate.h"
 
 static volatile sig_atomic_t interrupted = 0;
-/* "device memory: ..." as the backend measured it (Vulkan, CUDA); nothing for the CPU backend. */
+
+/* Phase marks for the allocation probe (tests/alloc_probe), a library a test preloads to count heap
+ * allocations from outside tightfit; the phases let it tell the steps from the setup. Without the
+ * probe dlsym finds nothing and marking does nothing. Looked up once: a failed dlsym allocates its
+ * error message, which would be an allocation per step. */
+struct tf_probe_counts;
+typedef int (*probe_mark_fn)(const char *phase, struct tf_probe_counts *ended);
+
+static probe_mark_fn find_probe(void) {
+  probe_mark_fn mark;
+  void *symbol = dlsym(RTLD_DEFAULT, "tf_probe_mark");
+  memcpy(&mark, &symbol, sizeof(mark)); /* ISO C has no object-to-function pointer cast */
+  return mark;
+}
+
+static void mark_phase(probe_mark_fn mark, const char *phase) {
+  if (mark)
+    mark(phase, NULL);
+}
+
+/* "device memory: ..." as the backend measured it (on the CPU backend: its regions as allocated). */
 static void print_device_memory(const tf_session *session) {
   tf_device_memory d;
   tf_status status = tf_session_device_memory(session, &d);
@@ -184,7 +205,10 @@ static int train(const train_args *a, tf_plan *plan) {
   options.seed = a->seed;
   tf_session *session = NULL;
   tf_feed *feed = NULL;
+  probe_mark_fn probe = find_probe();
+  mark_phase(probe, "train: create");
   tf_status status = tf_session_create(plan, &options, &session);
+  mark_phase(probe, "train: feed");
   if (!status)
     status = tf_feed_open(plan, a->data, a->seed, &feed);
   if (!status && a->resume) {
@@ -197,11 +221,18 @@ static int train(const train_args *a, tf_plan *plan) {
     }
   }
   bool tty = isatty(fileno(stderr)) && !a->json;
+  /* stdio allocates stdout's buffer at its first write, which would be the first progress line,
+   * inside a step; setvbuf allocates it now. Fully buffered is safe: progress() flushes each line. */
+  setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
   double start = now(), loss = NAN;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
+  mark_phase(probe, "train: warm-up");
   for (int64_t step = first; !status && step < first + a->steps && !interrupted; step++) {
+    /* Two steps warm up (first-touch work in libraries), then every step must allocate nothing. */
+    if (step == first + 2)
+      mark_phase(probe, "train: steps");
     double sum = 0;
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {
       double micro_loss;
@@ -228,6 +259,7 @@ static int train(const train_args *a, tf_plan *plan) {
     if (a->checkpoint && a->checkpoint_every && (step + 1) % a->checkpoint_every == 0)
       status = save_checkpoint(session, a->checkpoint);
   }
+  mark_phase(probe, "train: finish");
   if (tty)
     fprintf(stderr, "\n");
   if (!status && a->checkpoint)
@@ -255,6 +287,7 @@ static int train(const train_args *a, tf_plan *plan) {
       if (a->checkpoint)
         printf("checkpoint: %s/latest.safetensors\n", a->checkpoint);
     }
+    fflush(stdout); /* fully buffered (see setvbuf above): before any message on stderr */
   }
   tf_feed_close(feed);
   tf_session_destroy(session);

@@ -1,5 +1,7 @@
 /* The CPU backend: regions are 64-byte aligned host allocations, steps call the f32 kernels of
- * kernels/cpu with pointers prepared once (one set per io half). */
+ * kernels/cpu with pointers prepared once (one set per io half). It records each region as its
+ * aligned_alloc call made it and reports them through memory(): the session's figures are these,
+ * not a sum over the plan. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +17,22 @@ typedef struct cpu_step {
   tf_cpu_tensor outputs[TF_MAX_OUTPUTS];
 } cpu_step;
 
+/* A live region as its aligned_alloc call made it. */
+typedef struct cpu_region {
+  char *data;
+  int64_t bytes;             /* asked of alloc_region */
+  int64_t host_bytes;        /* given to aligned_alloc: rounded up to the 64-byte alignment */
+} cpu_region;
+
 typedef struct cpu_state {
   int32_t threads;
   const tf_plan *plan;
   cpu_step *steps;
   int32_t n_steps;
+  cpu_region regions[TF_REGION_COUNT]; /* a session holds one per plan region at most */
 } cpu_state;
+
+#define CPU_REGION_ALIGN 64
 
 /* OpenBLAS (the pthreads build Debian ships) would start its own threads inside each of our
  * OpenMP tasks and spin-wait between calls, fighting the kernels' threads for the cores (measured:
@@ -57,15 +69,43 @@ static tf_target cpu_target(void *state) {
 }
 
 static tf_status cpu_alloc_region(void *state, int64_t bytes, void **region) {
-  size_t size = (size_t)((bytes + 63) / 64 * 64);
-  *region = aligned_alloc(64, size ? size : 64);
-  if (!*region)
+  cpu_state *cpu = state;
+  cpu_region *slot = NULL;
+  for (int r = 0; r < TF_REGION_COUNT && !slot; r++)
+    slot = cpu->regions[r].data ? NULL : &cpu->regions[r];
+  if (!slot)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "cpu backend: more than %d live regions", TF_REGION_COUNT);
+  int64_t rounded = (bytes + CPU_REGION_ALIGN - 1) / CPU_REGION_ALIGN * CPU_REGION_ALIGN;
+  int64_t host_bytes = rounded > 0 ? rounded : CPU_REGION_ALIGN;
+  slot->data = aligned_alloc(CPU_REGION_ALIGN, (size_t)host_bytes);
+  if (!slot->data)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cpu backend: cannot allocate a region of %lld bytes", (long long)bytes);
-  memset(*region, 0, size);
+  memset(slot->data, 0, (size_t)host_bytes);
+  slot->bytes = bytes;
+  slot->host_bytes = host_bytes;
+  *region = slot->data;
   return NULL;
 }
 
-static void cpu_free_region(void *state, void *region) { free(region); }
+static void cpu_free_region(void *state, void *region) {
+  cpu_state *cpu = state;
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    if (region && cpu->regions[r].data == region)
+      cpu->regions[r] = (cpu_region){NULL, 0, 0};
+  free(region);
+}
+
+/* Device memory is host memory here: the regions as counted at their aligned_alloc calls. What
+ * OpenBLAS and libgomp hold is not known to the backend, hence no overhead figure. */
+static tf_status cpu_memory(void *state, tf_device_memory *out) {
+  const cpu_state *cpu = state;
+  *out = (tf_device_memory){0, 0, -1, -1};
+  for (int r = 0; r < TF_REGION_COUNT; r++) {
+    out->region_bytes += cpu->regions[r].bytes;
+    out->region_device_bytes += cpu->regions[r].host_bytes;
+  }
+  return NULL;
+}
 
 static tf_status cpu_upload(void *state, void *region, int64_t offset, const void *host, int64_t bytes) {
   memcpy((char *)region + offset, host, (size_t)bytes);
@@ -165,6 +205,16 @@ static tf_status cpu_run(void *state, int32_t begin, int32_t end, int32_t io_slo
 static tf_status cpu_synchronize(void *state) { return NULL; }
 
 const tf_backend_vtable tf_backend_cpu = {
-    "cpu",      cpu_create, cpu_destroy,  cpu_target, cpu_alloc_region, cpu_free_region, cpu_upload,
-    cpu_download, cpu_prepare, cpu_run, cpu_synchronize, NULL,
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .target = cpu_target,
+    .alloc_region = cpu_alloc_region,
+    .free_region = cpu_free_region,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .prepare = cpu_prepare,
+    .run = cpu_run,
+    .synchronize = cpu_synchronize,
+    .memory = cpu_memory,
 };

@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
 #include "kernels/cpu/workspace.h"
 
@@ -51,21 +53,6 @@ static attention attention_of(const tf_cpu_args *args) {
   return at;
 }
 
-/* C = alpha op(A) op(B) + beta C with BLAS, accepting empty operands. */
-static void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a,
-                 int64_t lda, const real *b, int64_t ldb, real beta, real *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++)
-        c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
-    return;
-  }
-  TF_REAL_GEMM(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, (int)m,
-               (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
 /* Keys that rows [first, first + rows) of a block may see: all, or up to the last row when causal. */
 static int64_t visible_keys(const attention *at, int64_t first, int64_t rows) {
   if (!at->causal || first + rows > at->keys)
@@ -95,8 +82,9 @@ static inline float exp_nonpositive(float x) {
   shifted.f = x * 1.44269504088896341f + 12582912.0f; // 1.5 x 2^23: rounds n into the low mantissa bits
   float n = shifted.f - 12582912.0f;
   float r = x - n * 0.693145751953125f - n * 1.42860682030941723212e-6f;
-  float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 +
-                                                                                               r * (1.0f / 5040)))))));
+  float p =
+      1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 +
+                                          r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
   scale.u = (shifted.u - 0x4B400000u + 127u) << 23; // the exponent field of 2^n, n in [-126, 0]
   return p * scale.f;
 }
@@ -136,13 +124,23 @@ static void softmax_row(real *row, int64_t allowed, int64_t keys) {
     row[j] = 0;
 }
 
+/* sum of a[j] b[j] over [0, n) in double. Its own function because the parallel loop that uses it
+ * is a macro argument (kernels/cpu/parallel.h), where a #pragma line cannot stand. */
+static double row_dot(const real *a, const real *b, int64_t n) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; j++)
+    sum += (double)a[j] * (double)b[j];
+  return sum;
+}
+
 /* The probabilities of query rows [first, first + rows) of one head over keys [0, keys), into
  * p [rows, keys]: softmax(scale q kᵀ), masked entries exactly 0. */
 static void probabilities(const attention *at, const real *q_block, const real *k_head, int64_t first, int64_t rows,
                           int64_t keys, real *p) {
   if (keys == 0) // no keys (Tk = 0): the caller's products come out 0
     return;
-  gemm(false, true, rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, 0, p, keys);
+  tf_cpu_gemm(false, true, rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, 0, p, keys);
   for (int64_t r = 0; r < rows; r++)
     softmax_row(p + r * keys, at->causal && first + r + 1 < keys ? first + r + 1 : keys, keys);
 }
@@ -176,18 +174,18 @@ void TF_REAL_NAME(tf_cpu_attention)(const tf_cpu_args *args) {
   int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
   int64_t tasks = at.batch * at.heads * at.blocks;
   // Causal blocks differ in cost, so threads take the next block when done.
-#pragma omp parallel for num_threads(workers) schedule(dynamic, 1)
-  for (int64_t task = 0; task < tasks; task++) {
-    int64_t n = task / (at.heads * at.blocks), h = task / at.blocks % at.heads;
-    int64_t first = task % at.blocks * at.block;
-    int64_t rows = first + at.block < at.queries ? at.block : at.queries - first;
-    int64_t keys = visible_keys(&at, first, rows);
-    int64_t column = h * at.depth, row_base = n * at.queries + first;
-    real *p = workspace_at(args, omp_get_thread_num() * slice);
-    probabilities(&at, q + row_base * at.width + column, k + n * at.keys * at.width + column, first, rows, keys, p);
-    gemm(false, false, rows, at.depth, keys, 1, p, keys, v + n * at.keys * at.width + column, at.width, 0,
-         y + row_base * at.width + column, at.width);
-  }
+  TF_CPU_PARALLEL_FOR_DYNAMIC(
+      workers, for (int64_t task = 0; task < tasks; task++) {
+        int64_t n = task / (at.heads * at.blocks), h = task / at.blocks % at.heads;
+        int64_t first = task % at.blocks * at.block;
+        int64_t rows = first + at.block < at.queries ? at.block : at.queries - first;
+        int64_t keys = visible_keys(&at, first, rows);
+        int64_t column = h * at.depth, row_base = n * at.queries + first;
+        real *p = workspace_at(args, omp_get_thread_num() * slice);
+        probabilities(&at, q + row_base * at.width + column, k + n * at.keys * at.width + column, first, rows, keys, p);
+        tf_cpu_gemm(false, false, rows, at.depth, keys, 1, p, keys, v + n * at.keys * at.width + column, at.width, 0,
+                    y + row_base * at.width + column, at.width);
+      });
 }
 
 /* attention_grad(q, k, v, dy) -> (dq, dk, dv) */
@@ -204,35 +202,34 @@ void TF_REAL_NAME(tf_cpu_attention_grad)(const tf_cpu_args *args) {
     return;
   int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
   int64_t pairs = at.batch * at.heads;
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int64_t pair = 0; pair < pairs; pair++) {
-    int64_t n = pair / at.heads, column = pair % at.heads * at.depth;
-    const real *k_head = k + n * at.keys * at.width + column, *v_head = v + n * at.keys * at.width + column;
-    real *dk_head = dk + n * at.keys * at.width + column, *dv_head = dv + n * at.keys * at.width + column;
-    for (int64_t j = 0; j < at.keys; j++) {
-      memset(dk_head + j * at.width, 0, sizeof(real) * (size_t)at.depth);
-      memset(dv_head + j * at.width, 0, sizeof(real) * (size_t)at.depth);
-    }
-    real *p = workspace_at(args, omp_get_thread_num() * slice);
-    real *dp = p ? p + at.block * at.keys : NULL;
-    for (int64_t first = 0; first < at.queries; first += at.block) {
-      int64_t rows = first + at.block < at.queries ? at.block : at.queries - first;
-      int64_t keys = visible_keys(&at, first, rows);
-      int64_t offset = (n * at.queries + first) * at.width + column;
-      probabilities(&at, q + offset, k_head, first, rows, keys, p);
-      gemm(false, true, rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, 0, dp, keys);
-      for (int64_t r = 0; keys > 0 && r < rows; r++) {
-        real *p_row = p + r * keys, *dp_row = dp + r * keys;
-        double delta = 0;
-#pragma omp simd reduction(+ : delta)
-        for (int64_t j = 0; j < keys; j++)
-          delta += (double)p_row[j] * (double)dp_row[j];
-        for (int64_t j = 0; j < keys; j++)
-          dp_row[j] = p_row[j] * (dp_row[j] - (real)delta);
-      }
-      gemm(false, false, rows, at.depth, keys, at.scale, dp, keys, k_head, at.width, 0, dq + offset, at.width);
-      gemm(true, false, keys, at.depth, rows, at.scale, dp, keys, q + offset, at.width, 1, dk_head, at.width);
-      gemm(true, false, keys, at.depth, rows, 1, p, keys, dy + offset, at.width, 1, dv_head, at.width);
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      workers, for (int64_t pair = 0; pair < pairs; pair++) {
+        int64_t n = pair / at.heads, column = pair % at.heads * at.depth;
+        const real *k_head = k + n * at.keys * at.width + column, *v_head = v + n * at.keys * at.width + column;
+        real *dk_head = dk + n * at.keys * at.width + column, *dv_head = dv + n * at.keys * at.width + column;
+        for (int64_t j = 0; j < at.keys; j++) {
+          memset(dk_head + j * at.width, 0, sizeof(real) * (size_t)at.depth);
+          memset(dv_head + j * at.width, 0, sizeof(real) * (size_t)at.depth);
+        }
+        real *p = workspace_at(args, omp_get_thread_num() * slice);
+        real *dp = p ? p + at.block * at.keys : NULL;
+        for (int64_t first = 0; first < at.queries; first += at.block) {
+          int64_t rows = first + at.block < at.queries ? at.block : at.queries - first;
+          int64_t keys = visible_keys(&at, first, rows);
+          int64_t offset = (n * at.queries + first) * at.width + column;
+          probabilities(&at, q + offset, k_head, first, rows, keys, p);
+          tf_cpu_gemm(false, true, rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, 0, dp, keys);
+          for (int64_t r = 0; keys > 0 && r < rows; r++) {
+            real *p_row = p + r * keys, *dp_row = dp + r * keys;
+            const double delta = row_dot(p_row, dp_row, keys);
+            for (int64_t j = 0; j < keys; j++)
+              dp_row[j] = p_row[j] * (dp_row[j] - (real)delta);
+          }
+          tf_cpu_gemm(false, false, rows, at.depth, keys, at.scale, dp, keys, k_head, at.width, 0, dq + offset,
+                      at.width);
+          tf_cpu_gemm(true, false, keys, at.depth, rows, at.scale, dp, keys, q + offset, at.width, 1, dk_head,
+                      at.width);
+          tf_cpu_gemm(true, false, keys, at.depth, rows, 1, p, keys, dy + offset, at.width, 1, dv_head, at.width);
+        }
+      });
 }

@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #define BLOCK 256
 
@@ -222,17 +223,17 @@ void TF_REAL_NAME(tf_cpu_cast)(const tf_cpu_args *args) {
   }
   const bool integers = tf_cpu_is_integer(x->dtype) && tf_cpu_is_integer(y->dtype);
   const int64_t blocks = (n + BLOCK - 1) / BLOCK;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t b = 0; b < blocks; b++) {
-    const int64_t begin = b * BLOCK, count = n - begin < BLOCK ? n - begin : BLOCK;
-    if (integers) {
-      int64_t buffer[BLOCK];
-      load_integers(x, begin, count, buffer);
-      store_integers(y, begin, count, buffer);
-    } else {
-      double buffer[BLOCK];
-      load_reals(x, begin, count, buffer);
-      store_reals(y, begin, count, buffer);
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t b = 0; b < blocks; b++) {
+        const int64_t begin = b * BLOCK, count = n - begin < BLOCK ? n - begin : BLOCK;
+        if (integers) {
+          int64_t buffer[BLOCK];
+          load_integers(x, begin, count, buffer);
+          store_integers(y, begin, count, buffer);
+        } else {
+          double buffer[BLOCK];
+          load_reals(x, begin, count, buffer);
+          store_reals(y, begin, count, buffer);
+        }
+      });
 }

@@ -16,29 +16,16 @@
 #include <omp.h>
 #include <string.h>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
 #include "kernels/cpu/workspace.h"
 
-/* A BLAS gemm that accepts empty operands (cblas rejects leading dimensions of 0). */
-static void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const real *a, int64_t lda,
-                 const real *b, int64_t ldb, real beta, real *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++)
-        c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
-    return;
-  }
-  TF_REAL_GEMM(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, (int)m,
-               (int)n, (int)k, (real)1, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-}
-
 /* The response positions o of one axis whose tap at `offset` (kernel index x dilation) lands inside
  * the image: 0 <= o * stride - padding + offset < image_length, as the range [*first, *last). */
-static void tap_range(int64_t response_length, int64_t image_length, int64_t stride, int64_t padding,
-                      int64_t offset, int64_t *first, int64_t *last) {
+static void tap_range(int64_t response_length, int64_t image_length, int64_t stride, int64_t padding, int64_t offset,
+                      int64_t *first, int64_t *last) {
   int64_t low = padding - offset, high = image_length - 1 + padding - offset;
   int64_t begin = low <= 0 ? 0 : (low + stride - 1) / stride;
   int64_t end = high < 0 ? 0 : high / stride + 1;
@@ -134,31 +121,30 @@ static void convolve(const tf_cpu_args *args) {
   int64_t column_size = tf_cpu_conv_column_elements(&g), tasks = g.batch * g.chunks;
   int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
   int64_t image_size = g.image_channels * g.image_height * g.image_width;
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int64_t task = 0; task < tasks; task++) {
-    int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
-    int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
-    real *column = workspace_at(args, omp_get_thread_num() * column_size);
-    real *response = y + n * g.response_channels * g.positions;
-    for (int64_t group = 0; group < g.groups; group++) {
-      const real *image = x + n * image_size + group * cg * g.image_height * g.image_width;
-      if (g.direct)
-        gemm(false, false, og, p1 - p0, g.column_rows, w + group * og * g.column_rows, g.column_rows, image + p0,
-             g.positions, 0, response + group * og * g.positions + p0, g.positions);
-      else {
-        transfer(&g, image, NULL, p0, p1, column);
-        gemm(false, false, og, p1 - p0, g.column_rows, w + group * og * g.column_rows, g.column_rows, column, p1 - p0,
-             0, response + group * og * g.positions + p0, g.positions);
-      }
-    }
-    add_bias(bias, g.response_channels, g.positions, p0, p1, response);
-  }
+  TF_CPU_PARALLEL_FOR(
+      workers, for (int64_t task = 0; task < tasks; task++) {
+        int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
+        int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+        real *column = workspace_at(args, omp_get_thread_num() * column_size);
+        real *response = y + n * g.response_channels * g.positions;
+        for (int64_t group = 0; group < g.groups; group++) {
+          const real *image = x + n * image_size + group * cg * g.image_height * g.image_width;
+          if (g.direct)
+            tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
+                        image + p0, g.positions, 0, response + group * og * g.positions + p0, g.positions);
+          else {
+            transfer(&g, image, NULL, p0, p1, column);
+            tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
+                        column, p1 - p0, 0, response + group * og * g.positions + p0, g.positions);
+          }
+        }
+        add_bias(bias, g.response_channels, g.positions, p0, p1, response);
+      });
 }
 
 /* image = conv's transpose applied to the response (+ bias per image channel): conv grad_input
  * and conv_transpose2d. */
-static void scatter_back(const tf_cpu_args *args, const real *response, const real *w, const real *bias,
-                         real *image) {
+static void scatter_back(const tf_cpu_args *args, const real *response, const real *w, const real *bias, real *image) {
   if (args->outputs[0].count == 0)
     return;
   tf_cpu_conv_geometry g;
@@ -170,28 +156,29 @@ static void scatter_back(const tf_cpu_args *args, const real *response, const re
   int64_t column_size = tf_cpu_conv_column_elements(&g);
   int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
   int64_t plane = g.image_height * g.image_width, image_size = g.image_channels * plane;
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int64_t n = 0; n < g.batch; n++) {
-    real *column = workspace_at(args, omp_get_thread_num() * column_size);
-    real *out = image + n * image_size;
-    memset(out, 0, sizeof(real) * (size_t)image_size);
-    for (int64_t group = 0; group < g.groups; group++) {
-      const real *w_group = w + group * og * g.column_rows;
-      const real *in = response + (n * g.response_channels + group * og) * g.positions;
-      real *out_group = out + group * cg * plane;
-      for (int64_t p0 = 0; p0 < g.positions; p0 += g.chunk) {
-        int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
-        if (g.direct) {
-          gemm(true, false, g.column_rows, p1 - p0, og, w_group, g.column_rows, in + p0, g.positions, 0, out_group + p0,
-               g.positions);
-          continue;
+  TF_CPU_PARALLEL_FOR(
+      workers, for (int64_t n = 0; n < g.batch; n++) {
+        real *column = workspace_at(args, omp_get_thread_num() * column_size);
+        real *out = image + n * image_size;
+        memset(out, 0, sizeof(real) * (size_t)image_size);
+        for (int64_t group = 0; group < g.groups; group++) {
+          const real *w_group = w + group * og * g.column_rows;
+          const real *in = response + (n * g.response_channels + group * og) * g.positions;
+          real *out_group = out + group * cg * plane;
+          for (int64_t p0 = 0; p0 < g.positions; p0 += g.chunk) {
+            int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+            if (g.direct) {
+              tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
+                          out_group + p0, g.positions);
+              continue;
+            }
+            tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
+                        column, p1 - p0);
+            transfer(&g, NULL, out_group, p0, p1, column);
+          }
         }
-        gemm(true, false, g.column_rows, p1 - p0, og, w_group, g.column_rows, in + p0, g.positions, 0, column, p1 - p0);
-        transfer(&g, NULL, out_group, p0, p1, column);
-      }
-    }
-    add_bias(bias, g.image_channels, plane, 0, plane, out);
-  }
+        add_bias(bias, g.image_channels, plane, 0, plane, out);
+      });
 }
 
 /* dw = sum over images and positions of dy x columnᵀ, per group. */
@@ -211,37 +198,38 @@ static void weight_gradient(const tf_cpu_args *args) {
   real *partials = workspace_at(args, workers * column_size); // workers - 1 of them
   int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
   int64_t plane = g.image_height * g.image_width;
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int64_t worker = 0; worker < workers; worker++) {
-    real *column = workspace_at(args, worker * column_size);
-    real *sum = worker == 0 ? dw : partials + (worker - 1) * tf_cpu_workspace_round(weight_size);
-    memset(sum, 0, sizeof(real) * (size_t)weight_size);
-    for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
-      int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
-      int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
-      for (int64_t group = 0; group < g.groups; group++) {
-        const real *image = x + (n * g.image_channels + group * cg) * plane;
-        const real *d = dy + (n * g.response_channels + group * og) * g.positions + p0;
-        real *sum_group = sum + group * og * g.column_rows;
-        if (g.direct)
-          gemm(false, true, og, g.column_rows, p1 - p0, d, g.positions, image + p0, g.positions, 1, sum_group,
-               g.column_rows);
-        else {
-          transfer(&g, image, NULL, p0, p1, column);
-          gemm(false, true, og, g.column_rows, p1 - p0, d, g.positions, column, p1 - p0, 1, sum_group, g.column_rows);
+  TF_CPU_PARALLEL_FOR(
+      workers, for (int64_t worker = 0; worker < workers; worker++) {
+        real *column = workspace_at(args, worker * column_size);
+        real *sum = worker == 0 ? dw : partials + (worker - 1) * tf_cpu_workspace_round(weight_size);
+        memset(sum, 0, sizeof(real) * (size_t)weight_size);
+        for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
+          int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
+          int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+          for (int64_t group = 0; group < g.groups; group++) {
+            const real *image = x + (n * g.image_channels + group * cg) * plane;
+            const real *d = dy + (n * g.response_channels + group * og) * g.positions + p0;
+            real *sum_group = sum + group * og * g.column_rows;
+            if (g.direct)
+              tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, image + p0, g.positions, 1,
+                          sum_group, g.column_rows);
+            else {
+              transfer(&g, image, NULL, p0, p1, column);
+              tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, column, p1 - p0, 1, sum_group,
+                          g.column_rows);
+            }
+          }
         }
-      }
-    }
-  }
+      });
   if (workers == 1)
     return;
-#pragma omp parallel for num_threads(workers) schedule(static)
-  for (int64_t i = 0; i < weight_size; i++) {
-    real total = dw[i];
-    for (int64_t worker = 1; worker < workers; worker++)
-      total += partials[(worker - 1) * tf_cpu_workspace_round(weight_size) + i];
-    dw[i] = total;
-  }
+  TF_CPU_PARALLEL_FOR(
+      workers, for (int64_t i = 0; i < weight_size; i++) {
+        real total = dw[i];
+        for (int64_t worker = 1; worker < workers; worker++)
+          total += partials[(worker - 1) * tf_cpu_workspace_round(weight_size) + i];
+        dw[i] = total;
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_conv1d)(const tf_cpu_args *args) { convolve(args); }

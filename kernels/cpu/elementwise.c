@@ -6,6 +6,7 @@
  * each element is read before it is written, so nothing here is declared restrict. */
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #define SQRT_HALF 0.70710678118654752440      /* 1/sqrt(2) */
 #define INV_SQRT_2PI 0.39894228040143267794   /* 1/sqrt(2 pi) */
@@ -105,18 +106,18 @@ static void binary_run(const tf_cpu_args *args, segment_fn segment) {
   real *out_data = out->data;
   const int64_t inner = shape[rank - 1], a_inner = strides[0][rank - 1], b_inner = strides[1][rank - 1];
   const int64_t chunks = (count + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (chunks > 1)
-  for (int64_t chunk = 0; chunk < chunks; chunk++) {
-    const int64_t end = chunk == chunks - 1 ? count : (chunk + 1) * TF_CPU_CHUNK;
-    for (int64_t i = chunk * TF_CPU_CHUNK; i < end;) {
-      const int64_t column = i % inner, length = inner - column < end - i ? inner - column : end - i;
-      int64_t offsets[2];
-      tf_cpu_row_offsets(i / inner, rank, shape, 2, strides, offsets);
-      segment(a_data + offsets[0] + column * a_inner, a_inner, b_data + offsets[1] + column * b_inner, b_inner,
-              out_data + i, length);
-      i += length;
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
+        const int64_t end = chunk == chunks - 1 ? count : (chunk + 1) * TF_CPU_CHUNK;
+        for (int64_t i = chunk * TF_CPU_CHUNK; i < end;) {
+          const int64_t column = i % inner, length = inner - column < end - i ? inner - column : end - i;
+          int64_t offsets[2];
+          tf_cpu_row_offsets(i / inner, rank, shape, 2, strides, offsets);
+          segment(a_data + offsets[0] + column * a_inner, a_inner, b_data + offsets[1] + column * b_inner, b_inner,
+                  out_data + i, length);
+          i += length;
+        }
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_add)(const tf_cpu_args *args) { binary_run(args, add_segment); }
@@ -131,14 +132,11 @@ void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_se
     const real *in = args->inputs[0].data;                                                                             \
     real *out = args->outputs[0].data;                                                                                 \
     const int64_t n = args->outputs[0].count;                                                                          \
-    _Pragma(                                                                                                           \
-        "omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") for (int64_t i =  \
-                                                                                                              0;       \
-                                                                                                          i < n;       \
-                                                                                                          i++) {       \
-      real x = in[i];                                                                                                  \
-      out[i] = EXPR;                                                                                                   \
-    }                                                                                                                  \
+    TF_CPU_PARALLEL_FOR(                                                                                               \
+        tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) {                         \
+          real x = in[i];                                                                                              \
+          out[i] = EXPR;                                                                                               \
+        });                                                                                                            \
   }
 
 DEFINE_UNARY(neg, -x)
@@ -156,9 +154,9 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
   real *out = args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const bool approximate = args->attrs->u.gelu.approximate;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++)
-    out[i] = gelu_of(in[i], approximate);
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK),
+      for (int64_t i = 0; i < n; i++) { out[i] = gelu_of(in[i], approximate); });
 }
 
 /* ---- activation gradients: dx[i] = EXPR(v, dy), v = x or y as the op's comment in graph.h says ---- */
@@ -168,14 +166,11 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
     const real *value = args->inputs[0].data, *upstream = args->inputs[1].data;                                        \
     real *out = args->outputs[0].data;                                                                                 \
     const int64_t n = args->outputs[0].count;                                                                          \
-    _Pragma(                                                                                                           \
-        "omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)") for (int64_t i =  \
-                                                                                                              0;       \
-                                                                                                          i < n;       \
-                                                                                                          i++) {       \
-      real v = value[i], dy = upstream[i];                                                                             \
-      out[i] = EXPR;                                                                                                   \
-    }                                                                                                                  \
+    TF_CPU_PARALLEL_FOR(                                                                                               \
+        tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) {                         \
+          real v = value[i], dy = upstream[i];                                                                         \
+          out[i] = EXPR;                                                                                               \
+        });                                                                                                            \
   }
 
 /* relu'(0) = 0, as in PyTorch's threshold_backward. */
@@ -189,7 +184,7 @@ void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {
   real *dx = args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const bool approximate = args->attrs->u.gelu.approximate;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++)
-    dx[i] = dy[i] * gelu_derivative(x[i], approximate);
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK),
+      for (int64_t i = 0; i < n; i++) { dx[i] = dy[i] * gelu_derivative(x[i], approximate); });
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
 
 /* Columns per gradient task: a multiple of 16 elements (64 bytes in f32), so threads never share a
@@ -30,14 +31,14 @@ void TF_REAL_NAME(tf_cpu_embedding)(const tf_cpu_args *args) {
   real *y = args->outputs[0].data;
   if (depth == 0)
     return;
-#pragma omp parallel for num_threads(threads_of(args)) schedule(static)
-  for (int64_t i = 0; i < ids->count; i++) {
-    int64_t id = id_at(ids, i);
-    if (id >= 0 && id < rows)
-      memcpy(y + i * depth, weights + id * depth, sizeof(real) * (size_t)depth);
-    else
-      memset(y + i * depth, 0, sizeof(real) * (size_t)depth);
-  }
+  TF_CPU_PARALLEL_FOR(
+      threads_of(args), for (int64_t i = 0; i < ids->count; i++) {
+        int64_t id = id_at(ids, i);
+        if (id >= 0 && id < rows)
+          memcpy(y + i * depth, weights + id * depth, sizeof(real) * (size_t)depth);
+        else
+          memset(y + i * depth, 0, sizeof(real) * (size_t)depth);
+      });
 }
 
 /* embedding_grad(ids, dy [..., D], table (shape) [V, D]) -> dtable [V, D] */
@@ -52,19 +53,19 @@ void TF_REAL_NAME(tf_cpu_embedding_grad)(const tf_cpu_args *args) {
   int64_t width = (depth + threads - 1) / threads;
   width = (width + COLUMN_QUANTUM - 1) / COLUMN_QUANTUM * COLUMN_QUANTUM;
   int64_t tasks = (depth + width - 1) / width;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t task = 0; task < tasks; task++) {
-    int64_t first = task * width, count = first + width < depth ? width : depth - first;
-    for (int64_t r = 0; r < rows; r++)
-      memset(dtable + r * depth + first, 0, sizeof(real) * (size_t)count);
-    for (int64_t i = 0; i < ids->count; i++) {
-      int64_t id = id_at(ids, i);
-      if (id < 0 || id >= rows)
-        continue;
-      real *target = dtable + id * depth + first;
-      const real *source = dy + i * depth + first;
-      for (int64_t c = 0; c < count; c++)
-        target[c] += source[c];
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      threads, for (int64_t task = 0; task < tasks; task++) {
+        int64_t first = task * width, count = first + width < depth ? width : depth - first;
+        for (int64_t r = 0; r < rows; r++)
+          memset(dtable + r * depth + first, 0, sizeof(real) * (size_t)count);
+        for (int64_t i = 0; i < ids->count; i++) {
+          int64_t id = id_at(ids, i);
+          if (id < 0 || id >= rows)
+            continue;
+          real *target = dtable + id * depth + first;
+          const real *source = dy + i * depth + first;
+          for (int64_t c = 0; c < count; c++)
+            target[c] += source[c];
+        }
+      });
 }

@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #define COPY_CHUNK (1 << 20) /* bytes one task copies in a plain memcpy */
 #define TRANSPOSE_TILE 32
@@ -39,11 +40,11 @@ static void copy_parallel(void *dst, const void *src, int64_t bytes, int threads
   if (dst == src || bytes == 0)
     return;
   const int64_t chunks = (bytes + COPY_CHUNK - 1) / COPY_CHUNK;
-#pragma omp parallel for num_threads(threads) schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; c++) {
-    const int64_t begin = c * COPY_CHUNK, length = bytes - begin < COPY_CHUNK ? bytes - begin : COPY_CHUNK;
-    memcpy((char *)dst + begin, (const char *)src + begin, (size_t)length);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(threads, chunks > 1), for (int64_t c = 0; c < chunks; c++) {
+        const int64_t begin = c * COPY_CHUNK, length = bytes - begin < COPY_CHUNK ? bytes - begin : COPY_CHUNK;
+        memcpy((char *)dst + begin, (const char *)src + begin, (size_t)length);
+      });
 }
 
 /* out[...] = in[...] where operand 1's strides (in elements) say where each output element comes
@@ -58,17 +59,17 @@ static void gather_run(const tf_cpu_args *args, int32_t rank, int64_t *shape, in
   char *dst = out->data;
   const int64_t inner = shape[rank - 1], in_inner = strides[1][rank - 1];
   const int64_t chunks = (count + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (chunks > 1)
-  for (int64_t chunk = 0; chunk < chunks; chunk++) {
-    const int64_t end = chunk == chunks - 1 ? count : (chunk + 1) * TF_CPU_CHUNK;
-    for (int64_t i = chunk * TF_CPU_CHUNK; i < end;) {
-      const int64_t column = i % inner, length = inner - column < end - i ? inner - column : end - i;
-      int64_t offsets[2];
-      tf_cpu_row_offsets(i / inner, rank, shape, 2, strides, offsets);
-      copy_strided(dst + i * size, in + (offsets[1] + column * in_inner) * size, in_inner, length, size);
-      i += length;
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
+        const int64_t end = chunk == chunks - 1 ? count : (chunk + 1) * TF_CPU_CHUNK;
+        for (int64_t i = chunk * TF_CPU_CHUNK; i < end;) {
+          const int64_t column = i % inner, length = inner - column < end - i ? inner - column : end - i;
+          int64_t offsets[2];
+          tf_cpu_row_offsets(i / inner, rank, shape, 2, strides, offsets);
+          copy_strided(dst + i * size, in + (offsets[1] + column * in_inner) * size, in_inner, length, size);
+          i += length;
+        }
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_reshape)(const tf_cpu_args *args) {
@@ -111,24 +112,25 @@ static void transpose_tiled(const tf_cpu_args *args, int32_t rank, const int64_t
   }
   const int64_t row_tiles = (rows + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE;
   const int64_t tasks = batches * row_tiles;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (args->outputs[0].count > TF_CPU_CHUNK)
-  for (int64_t task = 0; task < tasks; task++) {
-    int64_t batch = task / row_tiles, out_offset = 0, in_offset = 0;
-    for (int32_t i = rank - 1; i >= 0; i--) {
-      const int64_t index = batch % batch_shape[i];
-      batch /= batch_shape[i];
-      out_offset += index * strides[0][i];
-      in_offset += index * strides[1][i];
-    }
-    const int64_t r0 = (task % row_tiles) * TRANSPOSE_TILE;
-    const int64_t r1 = rows - r0 < TRANSPOSE_TILE ? rows : r0 + TRANSPOSE_TILE;
-    for (int64_t c0 = 0; c0 < columns; c0 += TRANSPOSE_TILE) {
-      const int64_t c1 = columns - c0 < TRANSPOSE_TILE ? columns : c0 + TRANSPOSE_TILE;
-      for (int64_t r = r0; r < r1; r++)
-        copy_strided(dst + (out_offset + r * out_row_stride + c0) * size, in + (in_offset + r + c0 * far) * size, far,
-                     c1 - c0, size);
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), args->outputs[0].count > TF_CPU_CHUNK),
+      for (int64_t task = 0; task < tasks; task++) {
+        int64_t batch = task / row_tiles, out_offset = 0, in_offset = 0;
+        for (int32_t i = rank - 1; i >= 0; i--) {
+          const int64_t index = batch % batch_shape[i];
+          batch /= batch_shape[i];
+          out_offset += index * strides[0][i];
+          in_offset += index * strides[1][i];
+        }
+        const int64_t r0 = (task % row_tiles) * TRANSPOSE_TILE;
+        const int64_t r1 = rows - r0 < TRANSPOSE_TILE ? rows : r0 + TRANSPOSE_TILE;
+        for (int64_t c0 = 0; c0 < columns; c0 += TRANSPOSE_TILE) {
+          const int64_t c1 = columns - c0 < TRANSPOSE_TILE ? columns : c0 + TRANSPOSE_TILE;
+          for (int64_t r = r0; r < r1; r++)
+            copy_strided(dst + (out_offset + r * out_row_stride + c0) * size, in + (in_offset + r + c0 * far) * size,
+                         far, c1 - c0, size);
+        }
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_transpose)(const tf_cpu_args *args) {
@@ -179,16 +181,16 @@ void TF_REAL_NAME(tf_cpu_concat)(const tf_cpu_args *args) {
   split_at(out, axis, &outer, &inner);
   const int64_t out_row = out->shape[axis] * inner * size;
   const int64_t tasks = outer * n;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (out->count > TF_CPU_CHUNK)
-  for (int64_t task = 0; task < tasks; task++) {
-    const int64_t o = task / n, k = task % n;
-    int64_t before = 0;
-    for (int64_t j = 0; j < k; j++)
-      before += args->inputs[j].shape[axis];
-    const int64_t bytes = args->inputs[k].shape[axis] * inner * size;
-    memcpy((char *)out->data + o * out_row + before * inner * size, (const char *)args->inputs[k].data + o * bytes,
-           (size_t)bytes);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), out->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+        const int64_t o = task / n, k = task % n;
+        int64_t before = 0;
+        for (int64_t j = 0; j < k; j++)
+          before += args->inputs[j].shape[axis];
+        const int64_t bytes = args->inputs[k].shape[axis] * inner * size;
+        memcpy((char *)out->data + o * out_row + before * inner * size, (const char *)args->inputs[k].data + o * bytes,
+               (size_t)bytes);
+      });
 }
 
 /* Python's rule for a slice bound: negative counts from the end, then clamp to [0, dim]. */
@@ -209,11 +211,11 @@ void TF_REAL_NAME(tf_cpu_slice)(const tf_cpu_args *args) {
   int64_t outer, inner;
   split_at(x, axis, &outer, &inner);
   const int64_t row = inner * size, tasks = outer * length;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (out->count > TF_CPU_CHUNK)
-  for (int64_t task = 0; task < tasks; task++) {
-    const int64_t o = task / length, k = task % length;
-    memcpy((char *)out->data + task * row, (const char *)x->data + (o * dim + start + k * step) * row, (size_t)row);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), out->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+        const int64_t o = task / length, k = task % length;
+        memcpy((char *)out->data + task * row, (const char *)x->data + (o * dim + start + k * step) * row, (size_t)row);
+      });
 }
 
 /* dx = zeros of x's shape with dy placed at the slice. */
@@ -226,13 +228,13 @@ void TF_REAL_NAME(tf_cpu_slice_grad)(const tf_cpu_args *args) {
   int64_t outer, inner;
   split_at(dx, axis, &outer, &inner);
   const int64_t row = inner * size, tasks = outer * dim;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (dx->count > TF_CPU_CHUNK)
-  for (int64_t task = 0; task < tasks; task++) {
-    const int64_t o = task / dim, position = task % dim - start;
-    char *target = (char *)dx->data + task * row;
-    if (position >= 0 && position % step == 0 && position / step < length)
-      memcpy(target, (const char *)dy->data + (o * length + position / step) * row, (size_t)row);
-    else
-      memset(target, 0, (size_t)row);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), dx->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+        const int64_t o = task / dim, position = task % dim - start;
+        char *target = (char *)dx->data + task * row;
+        if (position >= 0 && position % step == 0 && position / step < length)
+          memcpy(target, (const char *)dy->data + (o * length + position / step) * row, (size_t)row);
+        else
+          memset(target, 0, (size_t)row);
+      });
 }

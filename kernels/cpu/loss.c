@@ -7,6 +7,7 @@
  * the thread count. A mean over nothing (no label counts, or an empty tensor) is 0. */
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #ifdef TF_REAL_F64
 #define LOG1P log1p
@@ -51,9 +52,9 @@ static int64_t label_of(const classes_view *v, int64_t row) {
 
 static int64_t counted_labels(const classes_view *v, int threads) {
   int64_t count = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : count) if (v->rows > TF_CPU_CHUNK)
-  for (int64_t row = 0; row < v->rows; row++)
-    count += label_of(v, row) >= 0;
+  TF_CPU_PARALLEL_SUM(
+      tf_cpu_team(threads, v->rows > TF_CPU_CHUNK), count,
+      for (int64_t row = 0; row < v->rows; row++) { count += label_of(v, row) >= 0; });
   return count;
 }
 
@@ -74,21 +75,21 @@ void TF_REAL_NAME(tf_cpu_cross_entropy)(const tf_cpu_args *args) {
   const int64_t blocks = block_count(v.rows, v.classes, &size);
   double partial[MAX_BLOCKS];
   int64_t counts[MAX_BLOCKS];
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (blocks > 1)
-  for (int64_t b = 0; b < blocks; b++) {
-    const int64_t end = b == blocks - 1 ? v.rows : (b + 1) * size;
-    double sum = 0;
-    int64_t count = 0;
-    for (int64_t row = b * size; row < end; row++) {
-      const int64_t label = label_of(&v, row);
-      if (label < 0)
-        continue;
-      sum += row_loss(v.logits + row * v.classes, v.classes, label);
-      count++;
-    }
-    partial[b] = sum;
-    counts[b] = count;
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), blocks > 1), for (int64_t b = 0; b < blocks; b++) {
+        const int64_t end = b == blocks - 1 ? v.rows : (b + 1) * size;
+        double sum = 0;
+        int64_t count = 0;
+        for (int64_t row = b * size; row < end; row++) {
+          const int64_t label = label_of(&v, row);
+          if (label < 0)
+            continue;
+          sum += row_loss(v.logits + row * v.classes, v.classes, label);
+          count++;
+        }
+        partial[b] = sum;
+        counts[b] = count;
+      });
   double total = 0;
   int64_t count = 0;
   for (int64_t b = 0; b < blocks; b++) {
@@ -107,29 +108,29 @@ void TF_REAL_NAME(tf_cpu_cross_entropy_grad)(const tf_cpu_args *args) {
   const real scale = count > 0 ? (real)((double)dloss / (double)count) : (real)0;
   real *dx = args->outputs[0].data;
   const int64_t classes = v.classes;
-#pragma omp parallel for num_threads(threads) schedule(static) if (v.rows * classes > TF_CPU_CHUNK)
-  for (int64_t row = 0; row < v.rows; row++) {
-    const real *x = v.logits + row * classes;
-    real *d = dx + row * classes;
-    const int64_t label = label_of(&v, row);
-    if (label < 0) {
-      for (int64_t c = 0; c < classes; c++)
-        d[c] = 0;
-      continue;
-    }
-    real best = -INFINITY;
-    for (int64_t c = 0; c < classes; c++)
-      best = x[c] > best ? x[c] : best;
-    double sum = 0;
-    for (int64_t c = 0; c < classes; c++) {
-      d[c] = TF_REAL_EXP(x[c] - best);
-      sum += (double)d[c];
-    }
-    const real total = (real)sum;
-    for (int64_t c = 0; c < classes; c++)
-      d[c] = d[c] / total * scale;
-    d[label] -= scale;
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(threads, v.rows * classes > TF_CPU_CHUNK), for (int64_t row = 0; row < v.rows; row++) {
+        const real *x = v.logits + row * classes;
+        real *d = dx + row * classes;
+        const int64_t label = label_of(&v, row);
+        if (label < 0) {
+          for (int64_t c = 0; c < classes; c++)
+            d[c] = 0;
+          continue;
+        }
+        real best = -INFINITY;
+        for (int64_t c = 0; c < classes; c++)
+          best = x[c] > best ? x[c] : best;
+        double sum = 0;
+        for (int64_t c = 0; c < classes; c++) {
+          d[c] = TF_REAL_EXP(x[c] - best);
+          sum += (double)d[c];
+        }
+        const real total = (real)sum;
+        for (int64_t c = 0; c < classes; c++)
+          d[c] = d[c] / total * scale;
+        d[label] -= scale;
+      });
 }
 
 /* ---- mse and bce_with_logits: means of per-element terms ---- */
@@ -145,21 +146,21 @@ static double mean_loss(const tf_cpu_args *args, bool bce) {
   int64_t size;
   const int64_t blocks = block_count(n, 1, &size);
   double partial[MAX_BLOCKS];
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (blocks > 1)
-  for (int64_t b = 0; b < blocks; b++) {
-    const int64_t end = b == blocks - 1 ? n : (b + 1) * size;
-    double sum = 0;
-    if (bce) {
-      for (int64_t i = b * size; i < end; i++)
-        sum += (double)bce_term(p[i], t[i]);
-    } else {
-      for (int64_t i = b * size; i < end; i++) {
-        const real d = p[i] - t[i];
-        sum += (double)(d * d);
-      }
-    }
-    partial[b] = sum;
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), blocks > 1), for (int64_t b = 0; b < blocks; b++) {
+        const int64_t end = b == blocks - 1 ? n : (b + 1) * size;
+        double sum = 0;
+        if (bce) {
+          for (int64_t i = b * size; i < end; i++)
+            sum += (double)bce_term(p[i], t[i]);
+        } else {
+          for (int64_t i = b * size; i < end; i++) {
+            const real d = p[i] - t[i];
+            sum += (double)(d * d);
+          }
+        }
+        partial[b] = sum;
+      });
   double total = 0;
   for (int64_t b = 0; b < blocks; b++)
     total += partial[b];
@@ -183,9 +184,9 @@ void TF_REAL_NAME(tf_cpu_mse_grad)(const tf_cpu_args *args) {
   real *dp = args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const real scale = n > 0 ? (real)(2.0 * (double)dloss / (double)n) : (real)0;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++)
-    dp[i] = scale * (p[i] - t[i]);
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK),
+      for (int64_t i = 0; i < n; i++) { dp[i] = scale * (p[i] - t[i]); });
 }
 
 /* dx = (sigmoid(x) - t) dloss / n */
@@ -195,7 +196,7 @@ void TF_REAL_NAME(tf_cpu_bce_with_logits_grad)(const tf_cpu_args *args) {
   real *dx = args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const real scale = n > 0 ? (real)((double)dloss / (double)n) : (real)0;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++)
-    dx[i] = scale * ((real)1 / ((real)1 + TF_REAL_EXP(-x[i])) - t[i]);
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK),
+      for (int64_t i = 0; i < n; i++) { dx[i] = scale * ((real)1 / ((real)1 + TF_REAL_EXP(-x[i])) - t[i]); });
 }

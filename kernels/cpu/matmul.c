@@ -7,7 +7,9 @@
  * do not depend on scheduling. BLAS itself is expected to run single-threaded (workspace.h). */
 #include <string.h>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
 
 /* Below this many multiply-adds a product is not cut across threads. */
@@ -21,8 +23,8 @@ typedef struct product {
   int64_t batch_shape[TF_MAX_RANK];
   int64_t a_stride[TF_MAX_RANK], b_stride[TF_MAX_RANK]; /* per output batch axis, 0 where broadcast */
   int64_t batches;
-  int64_t splits;        /* blocks per product */
-  bool split_rows;       /* blocks of rows of C (else of columns) */
+  int64_t splits;  /* blocks per product */
+  bool split_rows; /* blocks of rows of C (else of columns) */
 } product;
 
 /* Element strides of operand x's batch axes, aligned to the output's batch axes from the right. */
@@ -106,10 +108,7 @@ static void run_task(const product *p, int64_t task, const real *a, const real *
     b += p->transpose_b ? first * p->ldb : first;
     c += first;
   }
-  if (m == 0 || n == 0)
-    return;
-  TF_REAL_GEMM(CblasRowMajor, p->transpose_a ? CblasTrans : CblasNoTrans, p->transpose_b ? CblasTrans : CblasNoTrans,
-               (int)m, (int)n, (int)p->k, (real)1, a, (int)p->lda, b, (int)p->ldb, (real)0, c, (int)p->ldc);
+  tf_cpu_gemm(p->transpose_a, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, 0, c, p->ldc);
 }
 
 /* Threads for `tasks` tasks: the context's, or fewer when there is less work. */
@@ -130,7 +129,6 @@ void TF_REAL_NAME(tf_cpu_matmul)(const tf_cpu_args *args) {
   const real *a = args->inputs[0].data, *b = args->inputs[1].data;
   real *c = out->data;
   int64_t tasks = p.batches * p.splits;
-#pragma omp parallel for num_threads(team_size(args, tasks)) schedule(static)
-  for (int64_t task = 0; task < tasks; task++)
-    run_task(&p, task, a, b, c);
+  TF_CPU_PARALLEL_FOR(
+      team_size(args, tasks), for (int64_t task = 0; task < tasks; task++) { run_task(&p, task, a, b, c); });
 }

@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #define COLUMN_TILE 256
 
@@ -64,19 +65,19 @@ static void norm_forward(const tf_cpu_args *args, bool rms) {
   const real *beta = !rms && args->n_inputs > 2 ? args->inputs[2].data : NULL;
   real *out = args->outputs[0].data;
   const double epsilon = (double)args->attrs->u.norm.epsilon;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (x->count > TF_CPU_CHUNK)
-  for (int64_t row = 0; row < rows; row++) {
-    const real *xr = in + row * features;
-    real *yr = out + row * features;
-    const row_stats s = stats_of(xr, features, epsilon, rms);
-    if (beta) {
-      for (int64_t j = 0; j < features; j++)
-        yr[j] = normalised(xr[j], s) * gamma[j] + beta[j];
-    } else {
-      for (int64_t j = 0; j < features; j++)
-        yr[j] = normalised(xr[j], s) * gamma[j];
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), x->count > TF_CPU_CHUNK), for (int64_t row = 0; row < rows; row++) {
+        const real *xr = in + row * features;
+        real *yr = out + row * features;
+        const row_stats s = stats_of(xr, features, epsilon, rms);
+        if (beta) {
+          for (int64_t j = 0; j < features; j++)
+            yr[j] = normalised(xr[j], s) * gamma[j] + beta[j];
+        } else {
+          for (int64_t j = 0; j < features; j++)
+            yr[j] = normalised(xr[j], s) * gamma[j];
+        }
+      });
 }
 
 /* y = (x - mean) / sqrt(var + eps) * gamma [+ beta] */
@@ -121,56 +122,57 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
 
   // Phase 1: each row's statistics, kept in the row's own dx.
   if (keep) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
-    for (int64_t row = 0; row < rows; row++)
-      keep_stats(dx + row * features, stats_of(in + row * features, features, epsilon, rms), rms);
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, parallel), for (int64_t row = 0; row < rows; row++) {
+          keep_stats(dx + row * features, stats_of(in + row * features, features, epsilon, rms), rms);
+        });
   }
 
   // Phase 2: dgamma = sum over rows of dy * xhat, dbeta = sum of dy, a tile of columns per task.
   int64_t width = (features + threads - 1) / threads;
   width = width > COLUMN_TILE ? COLUMN_TILE : width;
   const int64_t tiles = (features + width - 1) / width;
-#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
-  for (int64_t tile = 0; tile < tiles; tile++) {
-    const int64_t first = tile * width, count = features - first < width ? features - first : width;
-    double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
-    for (int64_t j = 0; j < count; j++)
-      gamma_sum[j] = beta_sum[j] = 0;
-    for (int64_t row = 0; row < rows; row++) {
-      const real *xr = in + row * features + first, *dyr = dy + row * features + first;
-      const row_stats s =
-          keep ? kept_stats(dx + row * features, rms) : stats_of(in + row * features, features, epsilon, rms);
-      for (int64_t j = 0; j < count; j++) {
-        gamma_sum[j] += (double)(dyr[j] * normalised(xr[j], s));
-        beta_sum[j] += (double)dyr[j];
-      }
-    }
-    for (int64_t j = 0; j < count; j++) {
-      dgamma[first + j] = (real)gamma_sum[j];
-      if (dbeta)
-        dbeta[first + j] = (real)beta_sum[j];
-    }
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(threads, parallel), for (int64_t tile = 0; tile < tiles; tile++) {
+        const int64_t first = tile * width, count = features - first < width ? features - first : width;
+        double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
+        for (int64_t j = 0; j < count; j++)
+          gamma_sum[j] = beta_sum[j] = 0;
+        for (int64_t row = 0; row < rows; row++) {
+          const real *xr = in + row * features + first, *dyr = dy + row * features + first;
+          const row_stats s =
+              keep ? kept_stats(dx + row * features, rms) : stats_of(in + row * features, features, epsilon, rms);
+          for (int64_t j = 0; j < count; j++) {
+            gamma_sum[j] += (double)(dyr[j] * normalised(xr[j], s));
+            beta_sum[j] += (double)dyr[j];
+          }
+        }
+        for (int64_t j = 0; j < count; j++) {
+          dgamma[first + j] = (real)gamma_sum[j];
+          if (dbeta)
+            dbeta[first + j] = (real)beta_sum[j];
+        }
+      });
 
   // Phase 3: dx per row. With g = dy * gamma and xhat the normalised x,
   //   layer_norm: dx = rstd (g - mean(g) - xhat mean(g xhat))
   //   rms_norm:   dx = rstd (g - xhat mean(g xhat)),  xhat = x rstd
-#pragma omp parallel for num_threads(threads) schedule(static) if (parallel)
-  for (int64_t row = 0; row < rows; row++) {
-    const real *xr = in + row * features, *dyr = dy + row * features;
-    real *dxr = dx + row * features;
-    const row_stats s = keep ? kept_stats(dxr, rms) : stats_of(xr, features, epsilon, rms);
-    double g_sum = 0, gx_sum = 0;
-    for (int64_t j = 0; j < features; j++) {
-      const double g = (double)(dyr[j] * gamma[j]);
-      g_sum += g;
-      gx_sum += g * (double)normalised(xr[j], s);
-    }
-    const real rstd = (real)s.rstd, g_mean = rms ? (real)0 : (real)(g_sum / (double)features);
-    const real gx_mean = (real)(gx_sum / (double)features);
-    for (int64_t j = 0; j < features; j++)
-      dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(threads, parallel), for (int64_t row = 0; row < rows; row++) {
+        const real *xr = in + row * features, *dyr = dy + row * features;
+        real *dxr = dx + row * features;
+        const row_stats s = keep ? kept_stats(dxr, rms) : stats_of(xr, features, epsilon, rms);
+        double g_sum = 0, gx_sum = 0;
+        for (int64_t j = 0; j < features; j++) {
+          const double g = (double)(dyr[j] * gamma[j]);
+          g_sum += g;
+          gx_sum += g * (double)normalised(xr[j], s);
+        }
+        const real rstd = (real)s.rstd, g_mean = rms ? (real)0 : (real)(g_sum / (double)features);
+        const real gx_mean = (real)(gx_sum / (double)features);
+        for (int64_t j = 0; j < features; j++)
+          dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
+      });
 }
 
 /* (x, gamma, dy) -> (dx, dgamma, dbeta) */

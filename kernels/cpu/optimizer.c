@@ -11,15 +11,15 @@
 
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 /* sum += x */
 void TF_REAL_NAME(tf_cpu_accumulate)(const tf_cpu_args *args) {
   real *sum = args->inputs[0].data;
   const real *x = args->inputs[1].data;
   const int64_t n = args->inputs[0].count;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++)
-    sum[i] += x[i];
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) { sum[i] += x[i]; });
 }
 
 /* x = 0 */
@@ -50,17 +50,17 @@ void TF_REAL_NAME(tf_cpu_sgd)(const tf_cpu_args *args) {
   const real factor = (real)gradient_factor(args, 3);
   const real lr = (real)a->learning_rate, decay = (real)a->weight_decay, momentum = (real)a->momentum;
   const bool decays = a->weight_decay != 0.0f, has_momentum = a->momentum != 0.0f;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++) {
-    real g = grad[i] * factor;
-    if (decays)
-      g += decay * param[i];
-    if (has_momentum) {
-      buffer[i] = momentum * buffer[i] + g;
-      g = buffer[i];
-    }
-    param[i] -= lr * g;
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) {
+        real g = grad[i] * factor;
+        if (decays)
+          g += decay * param[i];
+        if (has_momentum) {
+          buffer[i] = momentum * buffer[i] + g;
+          g = buffer[i];
+        }
+        param[i] -= lr * g;
+      });
 }
 
 /* (param, grad, m, v [, norm_sq]), t = the session's optimizer step (>= 1):
@@ -79,12 +79,12 @@ void TF_REAL_NAME(tf_cpu_adamw)(const tf_cpu_args *args) {
   const real step_size = (real)(lr / (1.0 - pow(beta1, (double)step)));
   const real correction2_sqrt = (real)sqrt(1.0 - pow(beta2, (double)step));
   const real epsilon = (real)a->epsilon;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-  for (int64_t i = 0; i < n; i++) {
-    const real g = grad[i] * factor;
-    param[i] *= decay;
-    m[i] = m[i] * b1 + one_minus_b1 * g;
-    v[i] = v[i] * b2 + one_minus_b2 * g * g;
-    param[i] -= step_size * (m[i] / (TF_REAL_SQRT(v[i]) / correction2_sqrt + epsilon));
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) {
+        const real g = grad[i] * factor;
+        param[i] *= decay;
+        m[i] = m[i] * b1 + one_minus_b1 * g;
+        v[i] = v[i] * b2 + one_minus_b2 * g * g;
+        param[i] -= step_size * (m[i] / (TF_REAL_SQRT(v[i]) / correction2_sqrt + epsilon));
+      });
 }

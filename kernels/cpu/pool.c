@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
 
 typedef struct pooling {
@@ -58,14 +59,14 @@ void TF_REAL_NAME(tf_cpu_max_pool2d)(const tf_cpu_args *args) {
     memset(y, 0, sizeof(real) * (size_t)args->outputs[0].count);
     return;
   }
-#pragma omp parallel for num_threads(threads_of(args)) schedule(static)
-  for (int64_t plane = 0; plane < p.planes; plane++) {
-    const real *in = x + plane * p.height * p.width;
-    real *out = y + plane * p.out_height * p.out_width;
-    for (int64_t oh = 0; oh < p.out_height; oh++)
-      for (int64_t ow = 0; ow < p.out_width; ow++)
-        out[oh * p.out_width + ow] = in[first_maximum(&p, in, oh, ow)];
-  }
+  TF_CPU_PARALLEL_FOR(
+      threads_of(args), for (int64_t plane = 0; plane < p.planes; plane++) {
+        const real *in = x + plane * p.height * p.width;
+        real *out = y + plane * p.out_height * p.out_width;
+        for (int64_t oh = 0; oh < p.out_height; oh++)
+          for (int64_t ow = 0; ow < p.out_width; ow++)
+            out[oh * p.out_width + ow] = in[first_maximum(&p, in, oh, ow)];
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_avg_pool2d)(const tf_cpu_args *args) {
@@ -73,21 +74,21 @@ void TF_REAL_NAME(tf_cpu_avg_pool2d)(const tf_cpu_args *args) {
   const real *x = args->inputs[0].data;
   real *y = args->outputs[0].data;
   real scale = (real)1 / (real)(p.kernel[0] * p.kernel[1]);
-#pragma omp parallel for num_threads(threads_of(args)) schedule(static)
-  for (int64_t plane = 0; plane < p.planes; plane++) {
-    const real *in = x + plane * p.height * p.width;
-    real *out = y + plane * p.out_height * p.out_width;
-    for (int64_t oh = 0; oh < p.out_height; oh++)
-      for (int64_t ow = 0; ow < p.out_width; ow++) {
-        int64_t h0, h1, w0, w1;
-        window(&p, oh, ow, &h0, &h1, &w0, &w1);
-        real sum = 0;
-        for (int64_t h = h0; h < h1; h++)
-          for (int64_t w = w0; w < w1; w++)
-            sum += in[h * p.width + w];
-        out[oh * p.out_width + ow] = sum * scale;
-      }
-  }
+  TF_CPU_PARALLEL_FOR(
+      threads_of(args), for (int64_t plane = 0; plane < p.planes; plane++) {
+        const real *in = x + plane * p.height * p.width;
+        real *out = y + plane * p.out_height * p.out_width;
+        for (int64_t oh = 0; oh < p.out_height; oh++)
+          for (int64_t ow = 0; ow < p.out_width; ow++) {
+            int64_t h0, h1, w0, w1;
+            window(&p, oh, ow, &h0, &h1, &w0, &w1);
+            real sum = 0;
+            for (int64_t h = h0; h < h1; h++)
+              for (int64_t w = w0; w < w1; w++)
+                sum += in[h * p.width + w];
+            out[oh * p.out_width + ow] = sum * scale;
+          }
+      });
 }
 
 /* max_pool2d_grad(x, dy) -> dx: each dy to the first maximum of its window. */
@@ -97,16 +98,16 @@ void TF_REAL_NAME(tf_cpu_max_pool2d_grad)(const tf_cpu_args *args) {
   real *dx = args->outputs[0].data;
   if (p.height == 0 || p.width == 0)
     return;
-#pragma omp parallel for num_threads(threads_of(args)) schedule(static)
-  for (int64_t plane = 0; plane < p.planes; plane++) {
-    const real *in = x + plane * p.height * p.width;
-    const real *d_out = dy + plane * p.out_height * p.out_width;
-    real *d_in = dx + plane * p.height * p.width;
-    memset(d_in, 0, sizeof(real) * (size_t)(p.height * p.width));
-    for (int64_t oh = 0; oh < p.out_height; oh++)
-      for (int64_t ow = 0; ow < p.out_width; ow++)
-        d_in[first_maximum(&p, in, oh, ow)] += d_out[oh * p.out_width + ow];
-  }
+  TF_CPU_PARALLEL_FOR(
+      threads_of(args), for (int64_t plane = 0; plane < p.planes; plane++) {
+        const real *in = x + plane * p.height * p.width;
+        const real *d_out = dy + plane * p.out_height * p.out_width;
+        real *d_in = dx + plane * p.height * p.width;
+        memset(d_in, 0, sizeof(real) * (size_t)(p.height * p.width));
+        for (int64_t oh = 0; oh < p.out_height; oh++)
+          for (int64_t ow = 0; ow < p.out_width; ow++)
+            d_in[first_maximum(&p, in, oh, ow)] += d_out[oh * p.out_width + ow];
+      });
 }
 
 /* avg_pool2d_grad(dy, x (shape)) -> dx: each dy spread evenly over its whole window. */
@@ -115,19 +116,19 @@ void TF_REAL_NAME(tf_cpu_avg_pool2d_grad)(const tf_cpu_args *args) {
   const real *dy = args->inputs[0].data;
   real *dx = args->outputs[0].data;
   real scale = (real)1 / (real)(p.kernel[0] * p.kernel[1]);
-#pragma omp parallel for num_threads(threads_of(args)) schedule(static)
-  for (int64_t plane = 0; plane < p.planes; plane++) {
-    const real *d_out = dy + plane * p.out_height * p.out_width;
-    real *d_in = dx + plane * p.height * p.width;
-    memset(d_in, 0, sizeof(real) * (size_t)(p.height * p.width));
-    for (int64_t oh = 0; oh < p.out_height; oh++)
-      for (int64_t ow = 0; ow < p.out_width; ow++) {
-        int64_t h0, h1, w0, w1;
-        window(&p, oh, ow, &h0, &h1, &w0, &w1);
-        real share = d_out[oh * p.out_width + ow] * scale;
-        for (int64_t h = h0; h < h1; h++)
-          for (int64_t w = w0; w < w1; w++)
-            d_in[h * p.width + w] += share;
-      }
-  }
+  TF_CPU_PARALLEL_FOR(
+      threads_of(args), for (int64_t plane = 0; plane < p.planes; plane++) {
+        const real *d_out = dy + plane * p.out_height * p.out_width;
+        real *d_in = dx + plane * p.height * p.width;
+        memset(d_in, 0, sizeof(real) * (size_t)(p.height * p.width));
+        for (int64_t oh = 0; oh < p.out_height; oh++)
+          for (int64_t ow = 0; ow < p.out_width; ow++) {
+            int64_t h0, h1, w0, w1;
+            window(&p, oh, ow, &h0, &h1, &w0, &w1);
+            real share = d_out[oh * p.out_width + ow] * scale;
+            for (int64_t h = h0; h < h1; h++)
+              for (int64_t w = w0; w < w1; w++)
+                d_in[h * p.width + w] += share;
+          }
+      });
 }

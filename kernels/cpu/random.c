@@ -8,6 +8,7 @@
 #include "common/rng.h"
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 void TF_REAL_NAME(tf_cpu_dropout)(const tf_cpu_args *args) {
   const real *x = args->inputs[0].data;
@@ -23,7 +24,8 @@ void TF_REAL_NAME(tf_cpu_dropout)(const tf_cpu_args *args) {
   const uint64_t seed = context ? context->seed : 0, stream = args->attrs->u.dropout.seed;
   const uint64_t step = context ? (uint64_t)context->micro_step : 0;
   const real scale = (real)(1.0 / (1.0 - (double)rate));
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK / 16)
-  for (int64_t i = 0; i < n; i++)
-    y[i] = tf_rng_uniform(seed, step, stream, (uint64_t)i) >= rate ? x[i] * scale : (real)0;
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK / 16), for (int64_t i = 0; i < n; i++) {
+        y[i] = tf_rng_uniform(seed, step, stream, (uint64_t)i) >= rate ? x[i] * scale : (real)0;
+      });
 }

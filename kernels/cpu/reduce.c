@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #define MAX_BLOCKS 256  /* partial sums of a full reduction, on the stack */
 #define MIN_BLOCK 4096  /* elements per block at least */
@@ -120,19 +121,19 @@ static double blocked_sum(const real *x, int64_t n, bool squares, int threads) {
   block = block < MIN_BLOCK ? MIN_BLOCK : block;
   const int64_t blocks = (n + block - 1) / block;
   double partial[MAX_BLOCKS];
-#pragma omp parallel for num_threads(threads) schedule(static) if (blocks > 1)
-  for (int64_t b = 0; b < blocks; b++) {
-    const int64_t end = b == blocks - 1 ? n : (b + 1) * block;
-    double sum = 0;
-    if (squares) {
-      for (int64_t i = b * block; i < end; i++)
-        sum += (double)x[i] * (double)x[i];
-    } else {
-      for (int64_t i = b * block; i < end; i++)
-        sum += (double)x[i];
-    }
-    partial[b] = sum;
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(threads, blocks > 1), for (int64_t b = 0; b < blocks; b++) {
+        const int64_t end = b == blocks - 1 ? n : (b + 1) * block;
+        double sum = 0;
+        if (squares) {
+          for (int64_t i = b * block; i < end; i++)
+            sum += (double)x[i] * (double)x[i];
+        } else {
+          for (int64_t i = b * block; i < end; i++)
+            sum += (double)x[i];
+        }
+        partial[b] = sum;
+      });
   double total = 0;
   for (int64_t b = 0; b < blocks; b++)
     total += partial[b];
@@ -147,13 +148,13 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
   } else if (r->reduced_groups <= 1 && r->inner == 1) {
     // Rows: each output is a contiguous run.
     const int64_t length = r->length;
-#pragma omp parallel for num_threads(threads) schedule(static) if (r->outputs * length > TF_CPU_CHUNK)
-    for (int64_t o = 0; o < r->outputs; o++) {
-      double sum = 0;
-      for (int64_t j = 0; j < length; j++)
-        sum += (double)x[o * length + j];
-      y[o] = (real)(sum / divisor);
-    }
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, r->outputs * length > TF_CPU_CHUNK), for (int64_t o = 0; o < r->outputs; o++) {
+          double sum = 0;
+          for (int64_t j = 0; j < length; j++)
+            sum += (double)x[o * length + j];
+          y[o] = (real)(sum / divisor);
+        });
   } else if (r->reduced_groups <= 1) {
     // Columns ([outer, length, inner], inner > 1): a tile of outputs accumulates row by row, so
     // the reads stay contiguous and each output still adds its terms in order (whatever the tile
@@ -163,32 +164,32 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
     int64_t width = (inner + wanted - 1) / wanted;
     width = width < MIN_TILE ? MIN_TILE : width > COLUMN_TILE ? COLUMN_TILE : width;
     const int64_t tiles = (inner + width - 1) / width, tasks = r->outer * tiles;
-#pragma omp parallel for num_threads(threads) schedule(static) if (r->outputs * length > TF_CPU_CHUNK)
-    for (int64_t task = 0; task < tasks; task++) {
-      const int64_t o = task / tiles, first = (task % tiles) * width;
-      const int64_t count = inner - first < width ? inner - first : width;
-      double sum[COLUMN_TILE];
-      for (int64_t i = 0; i < count; i++)
-        sum[i] = 0;
-      for (int64_t j = 0; j < length; j++) {
-        const real *row = x + (o * length + j) * inner + first;
-        for (int64_t i = 0; i < count; i++)
-          sum[i] += (double)row[i];
-      }
-      for (int64_t i = 0; i < count; i++)
-        y[o * inner + first + i] = (real)(sum[i] / divisor);
-    }
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, r->outputs * length > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+          const int64_t o = task / tiles, first = (task % tiles) * width;
+          const int64_t count = inner - first < width ? inner - first : width;
+          double sum[COLUMN_TILE];
+          for (int64_t i = 0; i < count; i++)
+            sum[i] = 0;
+          for (int64_t j = 0; j < length; j++) {
+            const real *row = x + (o * length + j) * inner + first;
+            for (int64_t i = 0; i < count; i++)
+              sum[i] += (double)row[i];
+          }
+          for (int64_t i = 0; i < count; i++)
+            y[o * inner + first + i] = (real)(sum[i] / divisor);
+        });
   } else {
-#pragma omp parallel for num_threads(threads) schedule(static) if (r->outputs * r->group > TF_CPU_CHUNK)
-    for (int64_t o = 0; o < r->outputs; o++) {
-      double sum = 0;
-      const int64_t stride = r->stride[r->last_reduced], length = r->shape[r->last_reduced];
-      FOR_EACH_RUN(r, o, offset, {
-        for (int64_t j = 0; j < length; j++)
-          sum += (double)x[offset + j * stride];
-      });
-      y[o] = (real)(sum / divisor);
-    }
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, r->outputs * r->group > TF_CPU_CHUNK), for (int64_t o = 0; o < r->outputs; o++) {
+          double sum = 0;
+          const int64_t stride = r->stride[r->last_reduced], length = r->shape[r->last_reduced];
+          FOR_EACH_RUN(r, o, offset, {
+            for (int64_t j = 0; j < length; j++)
+              sum += (double)x[offset + j * stride];
+          });
+          y[o] = (real)(sum / divisor);
+        });
   }
 }
 
@@ -232,20 +233,20 @@ void TF_REAL_NAME(tf_cpu_global_norm_sq)(const tf_cpu_args *args) {
   static void max_##suffix(const reduction *r, const void *in, void *out, int threads) {                               \
     const type *x = in;                                                                                                \
     type *y = out;                                                                                                     \
-    _Pragma("omp parallel for num_threads(threads) schedule(static) if (r->outputs * r->group > TF_CPU_CHUNK)") for (  \
-        int64_t o = 0; o < r->outputs; o++) {                                                                          \
-      type best = LOWEST;                                                                                              \
-      const int64_t stride = r->last_reduced >= 0 ? r->stride[r->last_reduced] : 1;                                    \
-      const int64_t length = r->last_reduced >= 0 ? r->shape[r->last_reduced] : 1;                                     \
-      FOR_EACH_RUN(r, o, offset, {                                                                                     \
-        for (int64_t j = 0; j < length; j++) {                                                                         \
-          type value = x[offset + j * stride];                                                                         \
-          if (value > best || value != value)                                                                          \
-            best = value;                                                                                              \
-        }                                                                                                              \
-      });                                                                                                              \
-      y[o] = best;                                                                                                     \
-    }                                                                                                                  \
+    TF_CPU_PARALLEL_FOR(                                                                                               \
+        tf_cpu_team(threads, r->outputs * r->group > TF_CPU_CHUNK), for (int64_t o = 0; o < r->outputs; o++) {         \
+          type best = LOWEST;                                                                                          \
+          const int64_t stride = r->last_reduced >= 0 ? r->stride[r->last_reduced] : 1;                                \
+          const int64_t length = r->last_reduced >= 0 ? r->shape[r->last_reduced] : 1;                                 \
+          FOR_EACH_RUN(r, o, offset, {                                                                                 \
+            for (int64_t j = 0; j < length; j++) {                                                                     \
+              type value = x[offset + j * stride];                                                                     \
+              if (value > best || value != value)                                                                      \
+                best = value;                                                                                          \
+            }                                                                                                          \
+          });                                                                                                          \
+          y[o] = best;                                                                                                 \
+        });                                                                                                            \
   }
 
 DEFINE_MAX(real, real, -INFINITY)
@@ -281,29 +282,29 @@ void TF_REAL_NAME(tf_cpu_max_grad)(const tf_cpu_args *args) {
     const int64_t n = r.group;
     const real best = y[0];
     int64_t maxima = 0;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) reduction(+ : maxima) if (n > TF_CPU_CHUNK)
-    for (int64_t i = 0; i < n; i++)
-      maxima += equals_max(x_data[i], best);
+    TF_CPU_PARALLEL_SUM(
+        tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), maxima,
+        for (int64_t i = 0; i < n; i++) { maxima += equals_max(x_data[i], best); });
     const real share = maxima > 0 ? dy[0] / (real)maxima : (real)0;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (n > TF_CPU_CHUNK)
-    for (int64_t i = 0; i < n; i++)
-      dx[i] = equals_max(x_data[i], best) ? share : (real)0;
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK),
+        for (int64_t i = 0; i < n; i++) { dx[i] = equals_max(x_data[i], best) ? share : (real)0; });
     return;
   }
   const int64_t stride = r.last_reduced >= 0 ? r.stride[r.last_reduced] : 1;
   const int64_t length = r.last_reduced >= 0 ? r.shape[r.last_reduced] : 1;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (r.outputs * r.group > TF_CPU_CHUNK)
-  for (int64_t o = 0; o < r.outputs; o++) {
-    const real best = y[o];
-    int64_t maxima = 0;
-    FOR_EACH_RUN(&r, o, offset, {
-      for (int64_t j = 0; j < length; j++)
-        maxima += equals_max(x_data[offset + j * stride], best);
-    });
-    const real share = maxima > 0 ? dy[o] / (real)maxima : (real)0;
-    FOR_EACH_RUN(&r, o, offset, {
-      for (int64_t j = 0; j < length; j++)
-        dx[offset + j * stride] = equals_max(x_data[offset + j * stride], best) ? share : (real)0;
-    });
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), r.outputs * r.group > TF_CPU_CHUNK), for (int64_t o = 0; o < r.outputs; o++) {
+        const real best = y[o];
+        int64_t maxima = 0;
+        FOR_EACH_RUN(&r, o, offset, {
+          for (int64_t j = 0; j < length; j++)
+            maxima += equals_max(x_data[offset + j * stride], best);
+        });
+        const real share = maxima > 0 ? dy[o] / (real)maxima : (real)0;
+        FOR_EACH_RUN(&r, o, offset, {
+          for (int64_t j = 0; j < length; j++)
+            dx[offset + j * stride] = equals_max(x_data[offset + j * stride], best) ? share : (real)0;
+        });
+      });
 }

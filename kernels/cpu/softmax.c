@@ -7,6 +7,7 @@
  * subtracted before exp, so no finite input overflows. */
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
+#include "kernels/cpu/parallel.h"
 
 #define TILE 64
 
@@ -130,19 +131,20 @@ static void softmax_run(const tf_cpu_args *args, bool log_output) {
   const real *in = x->data;
   real *out = args->outputs[0].data;
   if (g.inner == 1) {
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (x->count > TF_CPU_CHUNK)
-    for (int64_t row = 0; row < g.outer; row++)
-      softmax_row(in + row * g.classes, out + row * g.classes, g.classes, log_output);
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(tf_cpu_threads(args), x->count > TF_CPU_CHUNK), for (int64_t row = 0; row < g.outer; row++) {
+          softmax_row(in + row * g.classes, out + row * g.classes, g.classes, log_output);
+        });
     return;
   }
   const int64_t tiles = (g.inner + TILE - 1) / TILE, tasks = g.outer * tiles;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (x->count > TF_CPU_CHUNK)
-  for (int64_t task = 0; task < tasks; task++) {
-    const int64_t o = task / tiles, first = (task % tiles) * TILE;
-    const int64_t width = g.inner - first < TILE ? g.inner - first : TILE;
-    const int64_t base = o * g.classes * g.inner + first;
-    softmax_tile(in + base, out + base, &g, width, log_output);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), x->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+        const int64_t o = task / tiles, first = (task % tiles) * TILE;
+        const int64_t width = g.inner - first < TILE ? g.inner - first : TILE;
+        const int64_t base = o * g.classes * g.inner + first;
+        softmax_tile(in + base, out + base, &g, width, log_output);
+      });
 }
 
 static void softmax_grad_run(const tf_cpu_args *args, bool log_output) {
@@ -151,21 +153,21 @@ static void softmax_grad_run(const tf_cpu_args *args, bool log_output) {
   const real *y_data = y->data, *dy = args->inputs[1].data;
   real *dx = args->outputs[0].data;
   if (g.inner == 1) {
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (y->count > TF_CPU_CHUNK)
-    for (int64_t row = 0; row < g.outer; row++) {
-      const int64_t base = row * g.classes;
-      softmax_grad_row(y_data + base, dy + base, dx + base, g.classes, log_output);
-    }
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(tf_cpu_threads(args), y->count > TF_CPU_CHUNK), for (int64_t row = 0; row < g.outer; row++) {
+          const int64_t base = row * g.classes;
+          softmax_grad_row(y_data + base, dy + base, dx + base, g.classes, log_output);
+        });
     return;
   }
   const int64_t tiles = (g.inner + TILE - 1) / TILE, tasks = g.outer * tiles;
-#pragma omp parallel for num_threads(tf_cpu_threads(args)) schedule(static) if (y->count > TF_CPU_CHUNK)
-  for (int64_t task = 0; task < tasks; task++) {
-    const int64_t o = task / tiles, first = (task % tiles) * TILE;
-    const int64_t width = g.inner - first < TILE ? g.inner - first : TILE;
-    const int64_t base = o * g.classes * g.inner + first;
-    softmax_grad_tile(y_data + base, dy + base, dx + base, &g, width, log_output);
-  }
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), y->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+        const int64_t o = task / tiles, first = (task % tiles) * TILE;
+        const int64_t width = g.inner - first < TILE ? g.inner - first : TILE;
+        const int64_t base = o * g.classes * g.inner + first;
+        softmax_grad_tile(y_data + base, dy + base, dx + base, &g, width, log_output);
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_softmax)(const tf_cpu_args *args) { softmax_run(args, false); }

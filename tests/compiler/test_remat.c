@@ -1,20 +1,24 @@
 /* Recompute and the budget search. (1) Gradients with recompute equal those without, bit for bit
  * on the CPU backend (dropout included: masks are keyed by a counter, not drawn from a stream).
  * (2) The promise under search: for zoo families and a spread of budgets, the chosen plan fits,
- * trains 3 steps, allocates exactly its planned bytes once and nothing after. (3) Recompute lowers
- * the peak, and auto never recomputes more than checkpoints. */
+ * trains 3 steps, allocates exactly its planned bytes once and nothing after, measured from outside
+ * the library by the allocation probe (tests/alloc_probe). (3) Recompute lowers the peak, and auto
+ * never recomputes more than checkpoints. */
+#define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_probe/probe_client.h"
 #include "check.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
 
 static tf_test_counts counts;
+static tf_probe probe;
 
 static void fill(tf_session *session, const tf_plan *plan, uint32_t salt) {
   for (int32_t i = 0; i < plan->n_buffers; i++) {
@@ -123,18 +127,41 @@ static void bitwise_equal_gradients(const char *what, tf_graph *g, const char *b
   tf_graph_destroy(g);
 }
 
+/* Adds what the probe counted since the last mark to *into, and begins `next`. */
+static void measure(tf_probe_tally *into, const char *next) {
+  tf_probe_counts phase = tf_probe_phase(&probe, next);
+  tf_probe_tally total = tf_probe_total(&phase);
+  tf_probe_tally_add(into, &total);
+}
+
+/* Trains 3 steps. The probe measures the training calls only (making test data allocates): no
+ * region-sized allocation after create, and none at all in the third step (probe_client.h). */
 static void train_three(const char *what, const tf_plan *plan) {
   tf_session *session = NULL;
   CHECK_OK(&counts, tf_session_create(plan, NULL, &session));
   if (!session)
     return;
+  tf_probe_tally warm_up = {0}, last = {0};
   double loss = NAN;
   for (int step = 0; step < 3; step++) {
+    tf_probe_tally *into = step < 2 ? &warm_up : &last;
     for (int32_t m = 0; m < plan->accumulate; m++) {
       fill(session, plan, (uint32_t)(step * 7 + m));
+      tf_probe_phase(&probe, "micro-step");
       CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+      measure(into, "~test data");
     }
+    tf_probe_phase(&probe, "optimizer step");
     CHECK_OK(&counts, tf_session_optimizer_step(session));
+    measure(into, "~test data");
+  }
+  if (probe.mark) {
+    int64_t limit = tf_probe_region_limit(plan);
+    int64_t largest = warm_up.largest > last.largest ? warm_up.largest : last.largest;
+    CHECK(&counts, largest < limit && last.allocations == 0,
+          "%s: measured after create: largest heap allocation %" PRId64 " bytes (limit %" PRId64 "), %" PRId64
+          " allocations in the third step",
+          what, largest, limit, last.allocations);
   }
   tf_session_memory m = tf_session_memory_use(session);
   CHECK(&counts, m.allocated_bytes == m.planned_bytes && m.allocations_after_create == 0 && isfinite(loss),
@@ -211,13 +238,19 @@ static void budgets_hold(void) {
       tf_plan_destroy(plan);
     }
     printf("%-12s budgets from %.3f down to %.3f MiB (the smallest plan): %d fit and trained 3 steps with "
-           "allocated == planned; %d below it refused\n",
-           cases[c].preset, (double)high / 1048576.0, (double)low / 1048576.0, fitted, refused);
+           "allocated == planned%s; %d below it refused\n",
+           cases[c].preset, (double)high / 1048576.0, (double)low / 1048576.0, fitted,
+           probe.mark ? " and, measured, no heap allocation in step 3" : "", refused);
     tf_graph_destroy(g);
   }
 }
 
 int main(void) {
+  probe = tf_probe_attach(NULL);
+  if (probe.mark)
+    printf("allocation probe: %s\n", tf_probe_mode_name(probe.mode));
+  else
+    printf("allocation probe: SKIP, the memory promise is not measured here: %s\n", probe.absent);
   bitwise_equal_gradients("gpt 2 layers", zoo("gpt", (const char *const[]){"layers=2", "d_model=32", "heads=2"}, 3),
                           "N=2,T=16");
   bitwise_equal_gradients("cnn", zoo("cnn", NULL, 0), "N=4");

@@ -2,12 +2,17 @@
  *   train_driver DIR STEPS ACCUMULATE BINDINGS PRESET [KNOB=V ...]
  * reads micro-batch i's inputs from DIR/data/<buffer>_<i>.npy, and writes DIR/initial.safetensors
  * (the weights after initialisation), DIR/losses.npy (per optimizer step, the mean micro-batch
- * loss) and DIR/final.safetensors. AdamW lr 1e-3, eps 1e-6, weight decay 0.01, clip 1.0. */
+ * loss) and DIR/final.safetensors. AdamW lr 1e-3, eps 1e-6, weight decay 0.01, clip 1.0.
+ * The allocation probe (tests/alloc_probe) measures the training calls from outside the library:
+ * no region-sized heap allocation after create, none at all after 2 warm-up steps; exit status 3
+ * when either fails. */
+#define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_probe/probe_client.h"
 #include "runtime/npy.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
@@ -38,7 +43,15 @@ static tf_status feed(tf_session *session, const tf_plan *plan, const char *dir,
   return NULL;
 }
 
+/* Adds what the probe counted since the last mark to *into, and begins `next`. */
+static void measure(const tf_probe *probe, tf_probe_tally *into, const char *next) {
+  tf_probe_counts phase = tf_probe_phase(probe, next);
+  tf_probe_tally total = tf_probe_total(&phase);
+  tf_probe_tally_add(into, &total);
+}
+
 int main(int argc, char **argv) {
+  tf_probe probe = tf_probe_attach(argv);
   if (argc < 6) {
     fprintf(stderr, "usage: train_driver DIR STEPS ACCUMULATE BINDINGS PRESET [KNOB=V ...]\n");
     return 2;
@@ -73,16 +86,23 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof(path), "%s/initial.safetensors", dir);
   status = tf_session_save(session, path, NULL, 0);
   double *losses = calloc((size_t)steps, sizeof(double));
+  // The probe counts the training calls only: reading the .npy files allocates.
+  tf_probe_tally warm_up = {0}, measured = {0};
   for (int64_t s = 0; s < steps && !status; s++) {
+    tf_probe_tally *into = s < 2 ? &warm_up : &measured;
     for (int32_t m = 0; m < accumulate && !status; m++) {
-      double loss;
+      double loss = 0;
       status = feed(session, plan, dir, s * accumulate + m);
+      tf_probe_phase(&probe, "micro-step");
       if (!status)
         status = tf_session_micro_step(session, &loss);
+      measure(&probe, into, "~test data");
       losses[s] += loss / accumulate;
     }
+    tf_probe_phase(&probe, "optimizer step");
     if (!status)
       status = tf_session_optimizer_step(session);
+    measure(&probe, into, "~test data");
   }
   if (!status) {
     snprintf(path, sizeof(path), "%s/final.safetensors", dir);
@@ -96,10 +116,20 @@ int main(int argc, char **argv) {
   tf_session_memory m = tf_session_memory_use(session);
   printf("memory: planned %" PRId64 " bytes, allocated %" PRId64 ", allocations after create %" PRId64 "\n",
          m.planned_bytes, m.allocated_bytes, m.allocations_after_create);
+  const int64_t limit = tf_probe_region_limit(plan);
+  const int64_t largest = warm_up.largest > measured.largest ? warm_up.largest : measured.largest;
+  const bool flat = !probe.mark || (largest < limit && measured.allocations == 0);
+  if (probe.mark)
+    printf("measured (%s): largest heap allocation after create %" PRId64 " bytes (limit %" PRId64 "), %" PRId64
+           " heap allocations in the %" PRId64 " steps after 2 warm-up steps%s\n",
+           tf_probe_mode_name(probe.mode), largest, limit, measured.allocations, steps > 2 ? steps - 2 : 0,
+           flat ? "" : ": FAIL");
+  else
+    printf("allocation probe: SKIP, the memory promise is not measured: %s\n", probe.absent);
   free(losses);
   tf_session_destroy(session);
   tf_plan_destroy(plan);
   if (status)
     return fail(status);
-  return m.planned_bytes == m.allocated_bytes && m.allocations_after_create == 0 ? 0 : 3;
+  return m.planned_bytes == m.allocated_bytes && m.allocations_after_create == 0 && flat ? 0 : 3;
 }

@@ -4,10 +4,13 @@
  *   - SGD (momentum, weight decay) and AdamW leave the same parameters and optimizer state;
  *   - memory: the session allocates exactly the plan's bytes, nothing after create; the backend
  *     holds the regions plus its documented fixed overhead (staging + run state) and allocates
- *     nothing in prepare or while running;
+ *     nothing in prepare or while running; measured from outside by the allocation probe
+ *     (tests/alloc_probe), the program's side of the heap gets no region-sized allocation after
+ *     create and none at all after two warm-up steps (lavapipe's and the validation layer's own
+ *     allocations are the driver's side, bounded in tests/alloc_probe);
  *   - a checkpoint saved on Vulkan loads on the CPU backend bit for bit and training continues.
  * Runs under the validation layer; prints SKIP and exits 77 without a Vulkan device. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,12 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc_probe/probe_client.h"
 #include "backends/backend.h"
 #include "backends/vulkan/vulkan.h"
 #include "parity.h"
 #include "tightfit/zoo.h"
 
 static tf_test_counts counts;
+static tf_probe probe;
 
 static double now(void) {
   struct timespec t;
@@ -145,6 +150,58 @@ static void test_optimizer(const char *label, tf_optimizer optimizer, double mom
   tf_graph_destroy(g);
 }
 
+/* Adds what the probe counted since the last mark, both sides, to *into, and begins `next`. */
+static void measure(tf_probe_counts *into, const char *next) {
+  tf_probe_counts phase = tf_probe_phase(&probe, next);
+  tf_probe_tally_add(&into->program, &phase.program);
+  tf_probe_tally_add(&into->driver, &phase.driver);
+}
+
+/* train_step() with the probe measuring the training calls alone (making test data allocates). */
+static void measured_step(tf_session *s, const tf_plan *plan, const parity_data *data, int64_t step,
+                          tf_probe_counts *into) {
+  for (int32_t m = 0; m < plan->accumulate; m++) {
+    parity_data d = *data;
+    d.seed = data->seed + (uint64_t)(step * plan->accumulate + m) * 7919u;
+    double loss = NAN;
+    tf_status status = parity_feed(s, plan, &d);
+    tf_probe_phase(&probe, "micro-step");
+    if (!status)
+      status = tf_session_micro_step(s, &loss);
+    measure(into, "~test data");
+    CHECK(&counts, status == NULL, "micro-step: %s", tf_status_message(status));
+    tf_status_free(status);
+  }
+  tf_probe_phase(&probe, "optimizer step");
+  tf_status status = tf_session_optimizer_step(s);
+  measure(into, "~test data");
+  CHECK(&counts, status == NULL, "optimizer step: %s", tf_status_message(status));
+  tf_status_free(status);
+}
+
+/* The probe's view of the steps after create, the program's side (probe_client.h): no
+ * region-sized allocation, and none at all after the warm-up. Only an interposing probe tells
+ * the program's allocations from lavapipe's. */
+static void check_measured(const tf_plan *plan, const tf_probe_counts *warm_up, const tf_probe_counts *measured) {
+  if (probe.mode != TF_PROBE_INTERPOSED) {
+    printf("memory (measured): SKIP, %s\n",
+           probe.mark ? "a sanitizer build's probe does not tell the program's allocations from the driver's"
+                      : probe.absent);
+    return;
+  }
+  const int64_t limit = tf_probe_region_limit(plan);
+  const int64_t largest =
+      warm_up->program.largest > measured->program.largest ? warm_up->program.largest : measured->program.largest;
+  CHECK(&counts, largest < limit && measured->program.allocations == 0,
+        "measured after create: the program's largest heap allocation %" PRId64 " bytes (limit %" PRId64 "), %" PRId64
+        " in the step after 2 warm-up steps",
+        largest, limit, measured->program.allocations);
+  printf("memory (measured): after create the program's largest heap allocation is %" PRId64 " bytes (limit %" PRId64
+         "), %" PRId64 " after the warm-up; the driver (lavapipe + validation layer) made %" PRId64
+         " in that step, %" PRId64 " bytes of them still held\n",
+         largest, limit, measured->program.allocations, measured->driver.allocations, measured->driver.held);
+}
+
 static void test_memory(void) {
   tf_graph *g = build("cnn", NULL, 0);
   if (!g)
@@ -166,9 +223,13 @@ static void test_memory(void) {
   CHECK(&counts, status == NULL, "session: %s", tf_status_message(status));
   tf_status_free(status);
   parity_data data = {5, 10, INT32_MIN};
-  double seconds = 0;
+  tf_probe_counts warm_up, measured;
+  memset(&warm_up, 0, sizeof(warm_up));
+  memset(&measured, 0, sizeof(measured));
   for (int64_t step = 0; session && step < 3; step++)
-    train_step(session, plan, &data, step, &seconds);
+    measured_step(session, plan, &data, step, step < 2 ? &warm_up : &measured);
+  if (session)
+    check_measured(plan, &warm_up, &measured);
   int64_t regions = 0;
   for (int r = 0; r < TF_REGION_COUNT; r++)
     regions += plan->region_bytes[r] > 0;
@@ -303,6 +364,7 @@ static void test_checkpoint(void) {
 }
 
 int main(void) {
+  probe = tf_probe_attach(NULL);
   int available = parity_vulkan_available();
   if (available != 0)
     return available;

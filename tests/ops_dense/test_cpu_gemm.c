@@ -1,0 +1,130 @@
+/* kernels/cpu/gemm.h, the CPU kernels' one BLAS entry: (1) every shape, with and without the
+ * columns it computes itself, against a float64 triple loop, for alpha/beta and transposes; (2) the
+ * reason it exists, measured from outside by the allocation probe (tests/alloc_probe): a plain
+ * cblas_sgemm of such a shape allocates on CPUs where OpenBLAS takes its AVX-512 small kernel
+ * (printed, not required: other CPUs do not), and tf_cpu_gemm never does. */
+#define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "alloc_probe/probe_client.h"
+#include "check.h"
+#include "kernels/cpu/gemm.h"
+
+static tf_test_counts counts;
+
+static float *random_matrix(int64_t count, uint32_t *state) {
+  float *m = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+  for (int64_t i = 0; i < count; i++) {
+    *state = *state * 1664525u + 1013904223u;
+    m[i] = (float)((*state >> 8) / 16777216.0 * 2.0 - 1.0);
+  }
+  return m;
+}
+
+/* C = alpha op(A) op(B) + beta C0 in float64, row-major. */
+static double reference(bool ta, bool tb, int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+                        int64_t i, int64_t j) {
+  double sum = 0;
+  for (int64_t p = 0; p < k; p++)
+    sum += (double)(ta ? a[p * lda + i] : a[i * lda + p]) * (double)(tb ? b[j * ldb + p] : b[p * ldb + j]);
+  return sum;
+}
+
+static void check_shape(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta) {
+  uint32_t state = (uint32_t)(m * 131 + n * 17 + k);
+  int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n + 3; /* a C wider than n: its padding must stay */
+  float *a = random_matrix(ta ? k * m : m * k, &state), *b = random_matrix(tb ? n * k : k * n, &state);
+  float *c = random_matrix(m * ldc, &state), *c0 = malloc(sizeof(float) * (size_t)(m * ldc > 0 ? m * ldc : 1));
+  for (int64_t i = 0; i < m * ldc; i++)
+    c0[i] = c[i];
+  tf_cpu_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  double worst = 0, scale = 1e-30;
+  bool padding_kept = true;
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < n; j++) {
+      double want =
+          alpha * reference(ta, tb, k, a, lda, b, ldb, i, j) + (beta == 0 ? 0 : beta * (double)c0[i * ldc + j]);
+      worst = fmax(worst, fabs((double)c[i * ldc + j] - want));
+      scale = fmax(scale, fabs(want));
+    }
+    for (int64_t j = n; j < ldc; j++)
+      padding_kept = padding_kept && c[i * ldc + j] == c0[i * ldc + j];
+  }
+  double error = worst / scale;
+  bool own_columns = tf_cpu_gemm_would_copy(ta, tb, m, n, k);
+  printf("%-4s %s%s m=%-4lld n=%-4lld k=%-4lld alpha %g beta %g%s: error %.2e\n",
+         error < 1e-5 && padding_kept ? "ok" : "FAIL", ta ? "A^T" : "A", tb ? "B^T" : "B", (long long)m, (long long)n,
+         (long long)k, alpha, beta, own_columns ? " (last n % 16 columns by loops)" : "", error);
+  CHECK(&counts, error < 1e-5, "m=%lld n=%lld k=%lld: relative error %.3e", (long long)m, (long long)n, (long long)k,
+        error);
+  CHECK(&counts, padding_kept, "m=%lld n=%lld k=%lld: wrote past column n", (long long)m, (long long)n, (long long)k);
+  free(a);
+  free(b);
+  free(c);
+  free(c0);
+}
+
+static void check_values(void) {
+  /* Shapes on both sides of every condition of tf_cpu_gemm_would_copy (gemm.h). */
+  const int64_t shapes[][3] = {{5, 33, 40},     {7, 8, 32},  {3, 1, 64},  {64, 24, 32}, {9, 40, 100},
+                               {1, 17, 31},     {6, 16, 64}, {6, 25, 48}, {12, 9, 33},  {100, 100, 100},
+                               {101, 100, 100}, {0, 9, 40},  {4, 0, 40},  {4, 9, 0},    {3, 200, 50}};
+  int64_t taken = 0;
+  for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+    for (int t = 0; t < 4; t++) {
+      bool ta = t & 1, tb = t & 2;
+      taken += tf_cpu_gemm_would_copy(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2]);
+      check_shape(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 1, 0);
+    }
+    check_shape(false, false, shapes[s][0], shapes[s][1], shapes[s][2], 0.5f, 1);
+    check_shape(false, false, shapes[s][0], shapes[s][1], shapes[s][2], -2, 0.25f);
+  }
+  CHECK(&counts, taken == 7, "%lld shapes took the own-columns path, not 7", (long long)taken);
+}
+
+/* Allocations in one product, the program's side (the probe also counts the driver's). */
+static int64_t allocations_in(const tf_probe *probe, bool plain_blas, int64_t m, int64_t n, int64_t k) {
+  uint32_t state = 7;
+  float *a = random_matrix(m * k, &state), *b = random_matrix(k * n, &state), *c = random_matrix(m * n, &state);
+  tf_probe_phase(probe, "product");
+  if (plain_blas)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1, a, (int)k, b, (int)n, 0, c,
+                (int)n);
+  else
+    tf_cpu_gemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n);
+  tf_probe_tally seen = tf_probe_phase(probe, "~after product").program;
+  free(a);
+  free(b);
+  free(c);
+  return seen.allocations;
+}
+
+static void check_allocations(char **argv) {
+  tf_probe probe = tf_probe_attach(argv);
+  if (!probe.mark) {
+    printf("SKIP allocation checks: %s\n", probe.absent);
+    return;
+  }
+  char why[256];
+  CHECK(&counts, tf_probe_calibrate(&probe, why, sizeof(why)), "%s", why);
+  const int64_t shapes[][3] = {{2, 33, 64}, {8, 40, 100}, {64, 24, 32}, {3, 8, 512}};
+  for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+    int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    allocations_in(&probe, false, m, n, k); /* first-touch work in OpenBLAS, if any */
+    int64_t blas = allocations_in(&probe, true, m, n, k), ours = allocations_in(&probe, false, m, n, k);
+    printf("%-4s m=%lld n=%lld k=%lld: cblas_sgemm made %lld heap allocations, tf_cpu_gemm %lld\n",
+           ours == 0 ? "ok" : "FAIL", (long long)m, (long long)n, (long long)k, (long long)blas, (long long)ours);
+    CHECK(&counts, ours == 0, "tf_cpu_gemm m=%lld n=%lld k=%lld allocated %lld times", (long long)m, (long long)n,
+          (long long)k, (long long)ours);
+  }
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  check_allocations(argv);
+  check_values();
+  return tf_test_finish("cpu gemm", &counts);
+}
