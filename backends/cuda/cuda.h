@@ -7,7 +7,9 @@
  *   - the CUDA context (the driver's, created or retained when the backend is created) and the
  *     cuBLAS handle, whose workspace is never its own: every cuBLAS call gets a slice of the plan's
  *     arena through cublasSetWorkspace();
- *   - what instantiating the CUDA graphs costs (measured in prepare).
+ *   - what the first launch of each kernel and cuBLAS call loads (modules, cuBLAS's state) and what
+ *     instantiating the CUDA graphs costs: prepare() runs every step once before it captures, so
+ *     both happen, and are measured, inside prepare().
  * Per-run values (AdamW's step, the dropout RNG's step and seed) live in mapped pinned host memory,
  * and input micro-batches are staged in a pinned host mirror of the io region: host memory, not
  * device memory. Nothing is allocated after tf_session_create() returns. */
@@ -33,12 +35,16 @@ typedef struct tf_cuda_memory {
   int64_t library_bytes;       /* cuBLAS handle, streams, events: the drop in free memory across creating them */
   int64_t region_bytes;        /* asked for by alloc_region(): the plan's bytes */
   int64_t region_device_bytes; /* the drop in free memory across the region allocations */
-  int64_t graph_bytes;         /* the drop in free memory across prepare() (CUDA graph instantiation) */
+  int64_t graph_bytes;         /* the drop in free memory across prepare(): kernel modules and cuBLAS state loaded
+                                * by the warm-up, CUDA graph instantiation */
   int64_t free_after_prepare;  /* free device memory when prepare() returned */
   int64_t pinned_host_bytes;   /* pinned host memory: the io mirror and the run values */
+  int64_t warmup_host_bytes;   /* host memory prepare()'s warm-up held at its peak for its copy of the regions
+                                * (cuda_warmup.c), freed before prepare() returned */
   int64_t allocations;         /* cudaMalloc calls so far (one per region) */
   int64_t live_allocations;    /* ... not yet freed */
-  int32_t graphs;              /* CUDA graphs instantiated (0 when TIGHTFIT_CUDA_GRAPHS=0: eager launches) */
+  int32_t graphs;              /* CUDA graphs instantiated (0 with TIGHTFIT_CUDA_GRAPHS=0 or TIGHTFIT_CUDA_SYNC=1:
+                                * step-by-step launches, no stream capture at all) */
 } tf_cuda_memory;
 
 /* The memory report of a CUDA backend state (from tf_backend_cuda.create). */

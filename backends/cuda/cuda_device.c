@@ -1,7 +1,15 @@
 /* The CUDA backend: device selection, the streams and the cuBLAS handle, one cudaMalloc per plan
- * region, and the memory accounting behind tf_cuda_memory_use(). Preparing and running the plan is
- * cuda_graphs.c; copies are cuda_transfer.c. */
+ * region, the memory accounting behind tf_cuda_memory_use(), and the capacity measurement (what a
+ * device offers before any session exists). Preparing and running the plan is cuda_graphs.c (and
+ * cuda_warmup.c); copies are cuda_transfer.c.
+ *
+ * Two driver libraries are dlopen'ed when present, never linked, so that a build with CUDA still
+ * starts on a machine without a driver: NVML (libnvidia-ml.so.1) to measure the context's memory,
+ * and the driver API (libcuda.so.1, which the CUDA runtime loads anyway) for the allocation
+ * granularity and whether a primary context exists already. <cuda.h> is included for its types
+ * only. */
 #define _POSIX_C_SOURCE 200809L
+#include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +32,20 @@ static tf_status cublas_check(cublasStatus_t status, const char *what) {
 
 /* ---- the device ---- */
 
-/* Why there is no device to use: no driver, a driver too old for this runtime, or no device. */
+/* Why there is no device to use: no driver, a driver too old for this runtime, or no device. Any
+ * other error is not an absence but a broken setup (a driver/library mismatch, a device that
+ * failed or is in use), reported as a backend error so that it is never mistaken for "no GPU". */
 static tf_status no_device(cudaError_t error) {
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   if (error == cudaErrorNoDevice)
     return tf_status_new(TF_ERR_UNSUPPORTED, "cuda backend: no CUDA device (the driver reports none)");
+  if (error == cudaErrorStubLibrary)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda backend: no NVIDIA driver (only the CUDA toolkit's stub "
+                         "libcuda.so was found: %s)",
+                         cudaGetErrorString(error));
   if (driver == 0)
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "cuda backend: no NVIDIA driver (libcuda.so.1 is missing or did not load): %s",
@@ -39,8 +54,8 @@ static tf_status no_device(cudaError_t error) {
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "cuda backend: the NVIDIA driver supports CUDA %d.%d, this build's runtime needs %d.%d",
                          driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
-  return tf_status_new(TF_ERR_UNSUPPORTED, "cuda backend: no usable CUDA device: %s (%s)", cudaGetErrorString(error),
-                       cudaGetErrorName(error));
+  return tf_status_new(TF_ERR_BACKEND, "cuda backend: CUDA failed to initialise (driver %d.%d): %s (%s)", driver / 1000,
+                       driver % 1000 / 10, cudaGetErrorString(error), cudaGetErrorName(error));
 }
 
 static tf_status select_device(cuda_state *s, int32_t device) {
@@ -103,8 +118,10 @@ typedef struct nvml_api {
 static bool nvml_open(nvml_api *nvml, int32_t device) {
   memset(nvml, 0, sizeof(*nvml));
   char bus_id[64];
-  if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof(bus_id), device) != cudaSuccess)
+  if (cudaDeviceGetPCIBusId(bus_id, (int)sizeof(bus_id), device) != cudaSuccess) {
+    cudaGetLastError(); /* NVML is optional: leave no error behind for a later check to find */
     return false;
+  }
   nvml->library = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!nvml->library)
     return false;
@@ -140,6 +157,81 @@ static void nvml_close(nvml_api *nvml) {
     return;
   nvml->shutdown();
   dlclose(nvml->library);
+}
+
+/* NVML's free bytes of the device (what any process could allocate now), or -1 without NVML. */
+static int64_t nvml_free(int32_t device) {
+  nvml_api nvml;
+  if (!nvml_open(&nvml, device))
+    return -1;
+  nvml_memory memory;
+  const int64_t free_bytes = nvml.memory_info(nvml.device, &memory) == 0 ? (int64_t)memory.free : -1;
+  nvml_close(&nvml);
+  return free_bytes;
+}
+
+/* ---- the driver API (optional): allocation granularity, primary context state ---- */
+
+typedef struct driver_api {
+  void *library;
+  CUresult (*device_get)(CUdevice *device, int ordinal);
+  CUresult (*primary_context_state)(CUdevice device, unsigned int *flags, int *active);
+  CUresult (*granularity)(size_t *granularity, const CUmemAllocationProp *prop,
+                          CUmemAllocationGranularity_flags option);
+} driver_api;
+
+/* false (and every entry NULL) when libcuda.so.1 or cuInit/cuDeviceGet are missing; the other two
+ * entries may be NULL on an old driver. */
+static bool driver_open(driver_api *driver) {
+  memset(driver, 0, sizeof(*driver));
+  driver->library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver->library)
+    return false;
+  CUresult (*init)(unsigned int);
+  *(void **)&init = dlsym(driver->library, "cuInit");
+  *(void **)&driver->device_get = dlsym(driver->library, "cuDeviceGet");
+  *(void **)&driver->primary_context_state = dlsym(driver->library, "cuDevicePrimaryCtxGetState");
+  *(void **)&driver->granularity = dlsym(driver->library, "cuMemGetAllocationGranularity");
+  if (!init || !driver->device_get || init(0) != CUDA_SUCCESS) {
+    dlclose(driver->library);
+    memset(driver, 0, sizeof(*driver));
+    return false;
+  }
+  return true;
+}
+
+static void driver_close(driver_api *driver) {
+  if (driver->library)
+    dlclose(driver->library);
+  memset(driver, 0, sizeof(*driver));
+}
+
+/* 1 when the device's primary context (the one the runtime uses) exists, 0 when not, -1 when
+ * unknown. Runtime device indices are driver ordinals (both follow CUDA_VISIBLE_DEVICES). */
+static int primary_context_active(const driver_api *driver, int32_t device) {
+  CUdevice handle;
+  unsigned int flags = 0;
+  int active = 0;
+  if (!driver->primary_context_state || driver->device_get(&handle, device) != CUDA_SUCCESS ||
+      driver->primary_context_state(handle, &flags, &active) != CUDA_SUCCESS)
+    return -1;
+  return active ? 1 : 0;
+}
+
+/* The minimum granularity of device memory allocations (what the VMM API rounds a physical
+ * allocation to, and cudaMalloc a large one: typically 2 MiB), or -1. */
+static int64_t allocation_granularity(const driver_api *driver, int32_t device) {
+  if (!driver->granularity)
+    return -1;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  size_t granularity = 0;
+  if (driver->granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+    return -1;
+  return granularity > 0 ? (int64_t)granularity : -1;
 }
 
 static int64_t free_now(void) {
@@ -303,12 +395,90 @@ static void cuda_free_region(void *state, void *region) {
  * streams and events and instantiating the graphs took; the context's is NVML's measure. */
 static tf_status cuda_memory(void *state, tf_device_memory *out) {
   const tf_cuda_memory *m = &((const cuda_state *)state)->memory;
-  *out = (tf_device_memory){m->region_bytes, m->region_device_bytes, m->library_bytes + m->graph_bytes,
-                            m->context_bytes};
+  *out =
+      (tf_device_memory){m->region_bytes, m->region_device_bytes, m->library_bytes + m->graph_bytes, m->context_bytes};
   return NULL;
 }
 
+/* ---- capacity: what a device offers before any session exists ---- */
+
+/* Fills `out` from state `s` just opened (open_device) on a device whose primary context existed
+ * already (`existed` 1), did not (0) or may have (-1); `free_before` is NVML's free bytes taken
+ * before the context. */
+static void fill_capacity(const cuda_state *s, int existed, int64_t free_before, const driver_api *driver,
+                          tf_device_capacity *out) {
+  const tf_cuda_memory *m = &s->memory;
+  // A context that existed before was not created here: what creating one costs is unknown, and
+  // NVML's difference (about 0) would understate it.
+  out->context_bytes = existed == 1 ? -1 : m->context_bytes;
+  const int64_t free_after_context = m->used_after_context >= 0 ? m->device_total - m->used_after_context : -1;
+  if (free_before >= 0)
+    out->free_bytes = free_before;
+  else if (free_after_context >= 0 && out->context_bytes >= 0)
+    out->free_bytes = free_after_context + out->context_bytes;
+  out->library_bytes = m->library_bytes;
+  out->granularity = allocation_granularity(driver, s->device);
+}
+
+/* Makes `previous` the calling thread's device again after measuring `device`, where that cannot
+ * cost anything: since CUDA 12, cudaSetDevice() creates the device's primary context, so a device
+ * whose context does not exist (the thread never used it, or only by default) is left alone. */
+static void restore_current_device(const driver_api *driver, int previous, int32_t device) {
+  if (previous >= 0 && previous != device && primary_context_active(driver, previous) == 1 &&
+      cudaSetDevice(previous) != cudaSuccess)
+    cudaGetLastError(); /* best effort: the measurement itself succeeded */
+}
+
+/* Opens device options->device exactly as a session does (select_device, open_device: context,
+ * streams, cuBLAS, events, run values) and reads what that measured; then destroys what it created
+ * (cuda_destroy: cuBLAS, streams, events, pinned memory). The primary context is kept, not reset:
+ * cudaDeviceReset() would destroy every allocation and handle of any other session of this process
+ * on the device, and a session opened next reuses the context. Its memory stays in use until the
+ * process exits; a later session's context_bytes is then 0 (it found the context there). */
+static tf_status cuda_capacity(const tf_backend_options *options, tf_device_capacity *out) {
+  memset(out, 0, sizeof(*out));
+  out->total_bytes = out->free_bytes = out->context_bytes = out->library_bytes = out->granularity = -1;
+  cuda_state *s = calloc(1, sizeof(cuda_state));
+  if (!s)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot allocate its state");
+  s->memory.context_bytes = s->memory.used_after_context = s->memory.library_bytes = -1;
+  tf_status status = select_device(s, options ? options->device : 0);
+  if (status) {
+    free(s);
+    return status;
+  }
+  snprintf(out->name, sizeof(out->name), "%s", s->name);
+  out->total_bytes = s->memory.device_total;
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) {
+    cudaGetLastError();
+    previous = -1;
+  }
+  driver_api driver;
+  driver_open(&driver);
+  const int existed = primary_context_active(&driver, s->device);
+  const int64_t free_before = nvml_free(s->device); /* before open_device creates the context */
+  status = open_device(s);
+  if (!status)
+    fill_capacity(s, existed, free_before, &driver, out);
+  cuda_destroy(s);
+  restore_current_device(&driver, previous, options ? options->device : 0);
+  driver_close(&driver);
+  return status ? tf_status_prefix(status, "measuring cuda:%d", options ? options->device : 0) : NULL;
+}
+
 const tf_backend_vtable tf_backend_cuda = {
-    "cuda",         cuda_create,      cuda_destroy,    cuda_target, cuda_alloc_region,   cuda_free_region,
-    tf_cuda_upload, tf_cuda_download, tf_cuda_prepare, tf_cuda_run, tf_cuda_synchronize, cuda_memory,
+    .name = "cuda",
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .target = cuda_target,
+    .alloc_region = cuda_alloc_region,
+    .free_region = cuda_free_region,
+    .upload = tf_cuda_upload,
+    .download = tf_cuda_download,
+    .prepare = tf_cuda_prepare,
+    .run = tf_cuda_run,
+    .synchronize = tf_cuda_synchronize,
+    .memory = cuda_memory,
+    .capacity = cuda_capacity,
 };

@@ -2,18 +2,27 @@
  *
  * prepare() checks that every step has a kernel that supports its operands and the workspace its
  * CUDA kernel needs (kernels/cuda/workspace.h: a plan compiled for another target has other
- * workspaces), builds each step's launch arguments once per io half, then captures CUDA graphs:
- * the micro-batch block [0, micro_steps) and the forward prefix [0, forward_end) for each io half,
- * and the optimizer block [micro_steps, n_steps). run() replays the graph of its range; any other
- * range is launched step by step (no graph, no allocation). TIGHTFIT_CUDA_GRAPHS=0 in the
- * environment launches everything step by step (to tell a graph problem from a kernel problem); the
- * plan is then still captured once and thrown away, so that every kernel module is loaded (CUDA
- * loads modules lazily, and loading takes device memory) before prepare() returns.
+ * workspaces), builds each step's launch arguments once per io half, then warms up: every step runs
+ * once, eagerly and step by step, each waited for and checked (cuda_warmup.c, which restores the
+ * regions afterwards). Only then does it capture CUDA graphs: the micro-batch block
+ * [0, micro_steps) and the forward prefix [0, forward_end) for each io half, and the optimizer block
+ * [micro_steps, n_steps). Warming up first means that nothing happens for the first time inside a
+ * capture or after prepare() returns: lazily loaded kernel modules, cuBLAS's first-call setup and
+ * kernel selection, and any first-launch device allocation are done, and measured, in prepare();
+ * and a kernel that fails on this device fails here, named, not inside an anonymous graph replay.
+ *
+ * run() replays the graph of its range; any other range is launched step by step (no graph, no
+ * allocation). Two switches in the environment, read by prepare():
+ *   - TIGHTFIT_CUDA_GRAPHS=0: no stream capture at all; every range is launched step by step (to
+ *     tell a graph problem from a kernel problem). The warm-up already loaded every module.
+ *   - TIGHTFIT_CUDA_SYNC=1 (any value but empty or 0): no graphs either, and run() waits for each
+ *     step, so a failure is reported at the step that caused it, with its name, op and operands.
  *
  * Per-run values: each graph reads its own slot of mapped pinned host memory (tf_cuda_run_values),
  * which run() writes before the replay, after waiting for the previous replay that read the slot.
  * The kernels read the slot when they run, so a captured graph needs no parameter updates. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,22 +129,101 @@ static tf_status prepare_io(cuda_state *s) {
   return NULL;
 }
 
-/* Enqueues steps [begin, end) for io half `half` on the compute stream. */
+/* Appends printf-formatted text to text[*used..size), truncating at `size`. */
+TF_PRINTF(4, 5) static void append(char *text, size_t size, size_t *used, const char *fmt, ...) {
+  if (*used >= size)
+    return;
+  va_list args;
+  va_start(args, fmt);
+  const int written = vsnprintf(text + *used, size - *used, fmt, args);
+  va_end(args);
+  *used = written < 0 ? size : *used + (size_t)written;
+}
+
+/* Appends " 'name' (region +offset, N bytes)" for buffer `id`, after ", " unless it is the first. */
+static void append_buffer(const tf_plan *plan, int32_t id, bool first, char *text, size_t size, size_t *used) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  append(text, size, used, "%s '%s' (%s +%lld, %lld bytes)", first ? "" : ",", b->name, tf_region_name(b->region),
+         (long long)b->offset, (long long)b->bytes);
+}
+
+/* The operands of step `s` on io half `half` (inputs and labels from that half), as
+ * "inputs: ...; outputs: ...; workspace: ...", truncated to `size`. */
+static void describe_operands(const tf_plan *plan, int32_t s, int32_t half, char *text, size_t size) {
+  const tf_plan_step *step = &plan->steps[s];
+  size_t used = 0;
+  text[0] = '\0';
+  append(text, size, &used, "inputs:");
+  for (int32_t k = 0; k < step->n_inputs; k++) {
+    int32_t id = step->inputs[k];
+    if (half == 1 && plan->buffers[id].io_twin >= 0)
+      id = plan->buffers[id].io_twin;
+    append_buffer(plan, id, k == 0, text, size, &used);
+  }
+  append(text, size, &used, "; outputs:%s", step->n_outputs == 0 ? " none (it updates inputs in place)" : "");
+  for (int32_t k = 0; k < step->n_outputs; k++)
+    append_buffer(plan, step->outputs[k], k == 0, text, size, &used);
+  if (step->workspace >= 0) {
+    append(text, size, &used, "; workspace:");
+    append_buffer(plan, step->workspace, true, text, size, &used);
+  }
+}
+
+/* A failure of step `i` on `half`, naming the step, its op and its operands. */
+static tf_status step_failure(const cuda_state *cs, int32_t i, int32_t half, const char *what, const char *error,
+                              const char *error_name) {
+  const tf_plan_step *step = &cs->plan->steps[i];
+  char where[32] = "";
+  if (i < cs->plan->micro_steps) /* only the micro-batch block reads an io half */
+    snprintf(where, sizeof(where), ", io half %d", half);
+  char operands[4096];
+  describe_operands(cs->plan, i, half, operands, sizeof(operands));
+  return tf_status_new(TF_ERR_BACKEND, "cuda backend: step %d '%s' (%s, %s phase%s): %s: %s%s%s%s; %s", i, step->name,
+                       tf_op_name(step->op), tf_phase_name(step->phase), where, what, error, error_name ? " (" : "",
+                       error_name ? error_name : "", error_name ? ")" : "", operands);
+}
+
+static tf_status step_cuda_failure(const cuda_state *cs, int32_t i, int32_t half, const char *what, cudaError_t error) {
+  return step_failure(cs, i, half, what, cudaGetErrorString(error), cudaGetErrorName(error));
+}
+
+tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t i, int32_t half) {
+  // An error left by earlier asynchronous work (an upload, or steps launched without waiting) would
+  // otherwise be picked up by this step's launch check and blamed on it.
+  cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess)
+    return step_cuda_failure(s, i, half, "before it was launched, CUDA already reported an error from earlier work",
+                             error);
+  const char *launch_error = tf_cuda_kernel_launch(&s->steps[i].args[half]);
+  if (launch_error)
+    return step_failure(s, i, half, "launching it failed", launch_error, NULL);
+  error = cudaStreamSynchronize(s->compute);
+  if (error == cudaSuccess)
+    error = cudaGetLastError();
+  return error == cudaSuccess ? NULL : step_cuda_failure(s, i, half, "it failed on the device", error);
+}
+
+/* Enqueues steps [begin, end) for io half `half` on the compute stream, without waiting. */
 static tf_status enqueue(cuda_state *s, int32_t begin, int32_t end, int32_t half) {
   for (int32_t i = begin; i < end; i++) {
     const char *error = tf_cuda_kernel_launch(&s->steps[i].args[half]);
     if (error)
-      return tf_status_new(TF_ERR_BACKEND, "cuda backend: step %d '%s' (%s): %s", i, s->plan->steps[i].name,
-                           tf_op_name(s->plan->steps[i].op), error);
+      return step_failure(s, i, half, "launching it failed", error, NULL);
   }
   return NULL;
 }
 
-/* Captures steps [begin, end) on `half` into *out; with out NULL, only captures (which loads every
- * kernel the steps use: lazily loaded modules take their device memory now, not at a later launch). */
+/* Runs steps [begin, end) one at a time, each waited for and checked (TIGHTFIT_CUDA_SYNC=1). */
+static tf_status run_synchronously(cuda_state *s, int32_t begin, int32_t end, int32_t half) {
+  for (int32_t i = begin; i < end; i++)
+    TF_RETURN_IF_ERROR(tf_cuda_step_run_checked(s, i, half));
+  return NULL;
+}
+
+/* Captures steps [begin, end) on `half` into *out (NULL for an empty range). The warm-up has run
+ * every step before, so capturing only records launches: nothing is loaded or allocated here. */
 static tf_status capture(cuda_state *s, int32_t begin, int32_t end, int32_t half, cudaGraphExec_t *out) {
-  if (out)
-    *out = NULL;
+  *out = NULL;
   if (begin >= end)
     return NULL;
   cudaGraph_t graph = NULL;
@@ -145,13 +233,24 @@ static tf_status capture(cuda_state *s, int32_t begin, int32_t end, int32_t half
   cudaError_t ended = cudaStreamEndCapture(s->compute, &graph);
   if (!status)
     status = tf_cuda_status(ended, "capturing a CUDA graph");
-  if (!status && out)
+  if (!status)
     status = tf_cuda_status(cudaGraphInstantiate(out, graph, 0), "instantiating a CUDA graph");
   if (graph)
     cudaGraphDestroy(graph);
-  if (!status && out)
+  if (!status)
     s->memory.graphs++;
   return status ? tf_status_prefix(status, "steps [%d, %d) on io half %d", begin, end, half) : NULL;
+}
+
+/* Captures the graphs of every range run() replays. */
+static tf_status capture_graphs(cuda_state *s) {
+  const tf_plan *plan = s->plan;
+  for (int32_t half = 0; half < 2; half++) {
+    TF_RETURN_IF_ERROR(capture(s, 0, plan->micro_steps, half, &s->graphs[CUDA_GRAPH_MICRO][half]));
+    if (s->forward_end != plan->micro_steps)
+      TF_RETURN_IF_ERROR(capture(s, 0, s->forward_end, half, &s->graphs[CUDA_GRAPH_FORWARD][half]));
+  }
+  return capture(s, plan->micro_steps, plan->n_steps, 0, &s->graphs[CUDA_GRAPH_OPTIMIZER][0]);
 }
 
 void tf_cuda_release_plan(cuda_state *s) {
@@ -177,9 +276,12 @@ void tf_cuda_release_plan(cuda_state *s) {
   s->prepared = false;
 }
 
-static bool graphs_wanted(void) {
-  const char *value = getenv("TIGHTFIT_CUDA_GRAPHS");
-  return !value || strcmp(value, "0") != 0;
+/* Environment variable `name`: `unset` when it is unset or empty, else whether it is not "0". */
+static bool env_flag(const char *name, bool unset) {
+  const char *value = getenv(name);
+  if (!value || value[0] == '\0')
+    return unset;
+  return strcmp(value, "0") != 0;
 }
 
 tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
@@ -199,16 +301,11 @@ tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[
   s->forward_end = 0;
   while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
     s->forward_end++;
-  s->use_graphs = graphs_wanted();
-  for (int32_t half = 0; half < 2 && s->use_graphs; half++) {
-    TF_RETURN_IF_ERROR(capture(s, 0, plan->micro_steps, half, &s->graphs[CUDA_GRAPH_MICRO][half]));
-    if (s->forward_end != plan->micro_steps)
-      TF_RETURN_IF_ERROR(capture(s, 0, s->forward_end, half, &s->graphs[CUDA_GRAPH_FORWARD][half]));
-  }
+  s->sync_steps = env_flag("TIGHTFIT_CUDA_SYNC", false);
+  s->use_graphs = env_flag("TIGHTFIT_CUDA_GRAPHS", true) && !s->sync_steps;
+  TF_RETURN_IF_ERROR(tf_cuda_warm_up(s));
   if (s->use_graphs)
-    TF_RETURN_IF_ERROR(capture(s, plan->micro_steps, plan->n_steps, 0, &s->graphs[CUDA_GRAPH_OPTIMIZER][0]));
-  else
-    TF_RETURN_IF_ERROR(capture(s, 0, plan->n_steps, 0, NULL));
+    TF_RETURN_IF_ERROR(capture_graphs(s));
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamSynchronize(s->compute), "preparing"));
   const int64_t free_after = tf_cuda_memory_free_now(s);
   s->memory.graph_bytes = free_before >= 0 && free_after >= 0 ? free_before - free_after : -1;
@@ -255,8 +352,9 @@ tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, 
   if (reads_io)
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->compute, s->uploaded[half], 0), "waiting for inputs"));
   cudaGraphExec_t graph = s->use_graphs ? graph_for(s, begin, end, half) : NULL;
-  tf_status status = graph ? tf_cuda_status(cudaGraphLaunch(graph, s->compute), "launching a CUDA graph")
-                           : enqueue(s, begin, end, half);
+  tf_status status = graph           ? tf_cuda_status(cudaGraphLaunch(graph, s->compute), "launching a CUDA graph")
+                     : s->sync_steps ? run_synchronously(s, begin, end, half)
+                                     : enqueue(s, begin, end, half);
   if (end > s->plan->micro_steps && reads_io)
     for (int32_t i = s->plan->micro_steps; i < end; i++)
       s->steps[i].args[half].run = &s->slots_device[CUDA_SLOT_OTHER];

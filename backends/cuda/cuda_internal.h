@@ -1,6 +1,7 @@
 /* The CUDA backend's state, shared by its files: cuda_device.c (device, streams, cuBLAS, regions,
- * memory accounting), cuda_transfer.c (uploads, downloads, synchronisation) and cuda_graphs.c
- * (prepare: the step table and the CUDA graphs; run). */
+ * memory accounting, the capacity measurement), cuda_transfer.c (uploads, downloads,
+ * synchronisation), cuda_graphs.c (prepare: the step table and the CUDA graphs; run) and
+ * cuda_warmup.c (every step run once eagerly in prepare, the regions restored afterwards). */
 #ifndef TIGHTFIT_BACKENDS_CUDA_CUDA_INTERNAL_H
 #define TIGHTFIT_BACKENDS_CUDA_CUDA_INTERNAL_H
 
@@ -51,7 +52,8 @@ typedef struct cuda_state {
   bool prepared;
   cuda_step *steps;
   int32_t n_steps, forward_end;
-  bool use_graphs;
+  bool use_graphs; /* TIGHTFIT_CUDA_GRAPHS unset or not 0, and not sync_steps */
+  bool sync_steps; /* TIGHTFIT_CUDA_SYNC=1: run() waits for each step and names the one that failed */
   cudaGraphExec_t graphs[CUDA_GRAPH_KINDS][2];
 } cuda_state;
 
@@ -67,5 +69,15 @@ tf_status tf_cuda_synchronize(void *state);
 tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);
 tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
 void tf_cuda_release_plan(cuda_state *s);
+/* Launches step `step` for io half `half` on the compute stream and waits for it; on any error
+ * (a CUDA error pending before it, its launch, its execution) a status naming the step, its op and
+ * every operand's buffer, region, offset and bytes. */
+tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t step, int32_t half);
+
+/* cuda_warmup.c */
+/* Runs every step of the prepared plan once, eagerly and step by step (tf_cuda_step_run_checked),
+ * then puts every region back byte for byte as it was: module loading, cuBLAS's first-call setup
+ * and any other first-launch cost happen here, outside stream capture. */
+tf_status tf_cuda_warm_up(cuda_state *s);
 
 #endif

@@ -16,34 +16,79 @@
 #include "kernels/cuda/workspace.h"
 #include "runtime/init.h"
 
+/* "CUDA x.y" from a version number such as 13000. */
+static void version_text(int version, char *text, size_t size) {
+  snprintf(text, size, "CUDA %d.%d", version / 1000, version % 1000 / 10);
+}
+
+static int skip(const char *why) {
+  printf("SKIP: %s\n", why);
+  return 77;
+}
+
+/* Skips only when there is nothing to test on: no driver (libcuda.so.1 missing, or only the
+ * toolkit's stub), a driver too old for this runtime, or no device. Everything else a GPU machine
+ * can answer (a failed initialisation, a device that is busy or lost, an unusable device) fails, so
+ * that a broken GPU setup is never reported as Skipped. Creates no context (test_cuda_first_run
+ * measures the first one). */
 int cuda_test_device(void) {
-  int count = 0;
-  cudaError_t error = cudaGetDeviceCount(&count);
-  if (error != cudaSuccess) {
-    printf("SKIP: no CUDA device (cudaGetDeviceCount: %s: %s)\n", cudaGetErrorName(error), cudaGetErrorString(error));
-    return 77;
+  int driver = 0, runtime = 0, count = 0;
+  const cudaError_t driver_error = cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  char why[512], driver_text[32], runtime_text[32];
+  version_text(driver, driver_text, sizeof(driver_text));
+  version_text(runtime, runtime_text, sizeof(runtime_text));
+  if (driver_error == cudaErrorStubLibrary || error == cudaErrorStubLibrary)
+    return skip("no NVIDIA driver: only the CUDA toolkit's stub libcuda.so was found (cudaErrorStubLibrary)");
+  if (driver_error != cudaSuccess) {
+    printf("FAIL: cudaDriverGetVersion: %s: %s\n", cudaGetErrorName(driver_error), cudaGetErrorString(driver_error));
+    return 1;
   }
-  if (count == 0) {
-    printf("SKIP: no CUDA device (cudaGetDeviceCount returned 0)\n");
-    return 77;
+  if (driver == 0) { /* what cudaDriverGetVersion reports when no driver is installed */
+    snprintf(why, sizeof(why),
+             "no NVIDIA driver: libcuda.so.1 is missing or did not load (cudaDriverGetVersion reports 0; "
+             "cudaGetDeviceCount: %s)",
+             cudaGetErrorName(error));
+    return skip(why);
+  }
+  if (error == cudaErrorInsufficientDriver) {
+    snprintf(why, sizeof(why),
+             "the NVIDIA driver supports %s, this build's runtime needs %s (cudaErrorInsufficientDriver)", driver_text,
+             runtime_text);
+    return skip(why);
+  }
+  if (error == cudaErrorNoDevice || (error == cudaSuccess && count == 0)) {
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    snprintf(why, sizeof(why), "no CUDA device: the NVIDIA driver (%s) reports none (%s; CUDA_VISIBLE_DEVICES %s%s%s)",
+             driver_text, error == cudaSuccess ? "cudaGetDeviceCount returned 0" : "cudaErrorNoDevice",
+             visible ? "is '" : "unset", visible ? visible : "", visible ? "'" : "");
+    return skip(why);
+  }
+  if (error != cudaSuccess) {
+    printf("FAIL: an NVIDIA driver (%s) is present but cudaGetDeviceCount failed: %s: %s\n", driver_text,
+           cudaGetErrorName(error), cudaGetErrorString(error));
+    return 1;
   }
   struct cudaDeviceProp props;
-  error = cudaGetDeviceProperties(&props, 0);
-  if (error != cudaSuccess) {
-    printf("SKIP: no CUDA device (cudaGetDeviceProperties: %s)\n", cudaGetErrorString(error));
-    return 77;
+  const cudaError_t props_error = cudaGetDeviceProperties(&props, 0);
+  if (props_error != cudaSuccess) {
+    printf("FAIL: cudaGetDeviceProperties(device 0): %s: %s\n", cudaGetErrorName(props_error),
+           cudaGetErrorString(props_error));
+    return 1;
   }
   if (props.major * 10 + props.minor < 75) {
-    printf("SKIP: no CUDA device (device 0, %s, has compute capability %d.%d; the kernels need 7.5)\n", props.name,
-           props.major, props.minor);
-    return 77;
+    printf("FAIL: device 0 (%s) has compute capability %d.%d; the CUDA kernels need 7.5 or newer (choose another "
+           "device with CUDA_VISIBLE_DEVICES)\n",
+           props.name, props.major, props.minor);
+    return 1;
   }
   if (!tf_backend_find("cuda")) {
     printf("FAIL: this build has no CUDA backend, but the CUDA tests were built\n");
     return 1;
   }
-  printf("CUDA device 0: %s, compute capability %d.%d, %.1f GiB\n", props.name, props.major, props.minor,
-         (double)props.totalGlobalMem / (1 << 30));
+  printf("CUDA device 0: %s, compute capability %d.%d, %.1f GiB; driver %s, runtime %s\n", props.name, props.major,
+         props.minor, (double)props.totalGlobalMem / (1 << 30), driver_text, runtime_text);
   return 0;
 }
 
@@ -92,6 +137,19 @@ tf_status cuda_test_feed(tf_session *session, const tf_plan *plan, const cuda_te
     TF_RETURN_IF_ERROR(status);
   }
   return NULL;
+}
+
+tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t int_high, int64_t first_batch,
+                               double *loss) {
+  *loss = 0;
+  for (int32_t k = 0; k < plan->accumulate; k++) {
+    cuda_test_data data = {1000 + (uint64_t)(first_batch + k), int_high, INT32_MIN};
+    double micro = 0;
+    TF_RETURN_IF_ERROR(cuda_test_feed(session, plan, &data));
+    TF_RETURN_IF_ERROR(tf_session_micro_step(session, &micro));
+    *loss += micro / plan->accumulate;
+  }
+  return tf_session_optimizer_step(session);
 }
 
 /* ---- tolerances ---- */

@@ -1,7 +1,7 @@
-/* Shared by the CUDA tests: the device check that turns "no GPU here" into a visible skip, test data,
- * and the step-by-step parity harness: every step of a compiled plan run by the CPU f32 kernel and
- * by the CUDA kernel on the same inputs, outputs compared, the CPU's results carried on (so an error
- * is caught at the step that makes it, not smeared over the steps after). */
+/* Shared by the CUDA tests: the device check that turns "no GPU here" (and only that) into a
+ * visible skip, test data, and the step-by-step parity harness: every step of a compiled plan run by
+ * the CPU f32 kernel and by the CUDA kernel on the same inputs, outputs compared, the CPU's results
+ * carried on (so an error is caught at the step that makes it, not smeared over the steps after). */
 #ifndef TIGHTFIT_TESTS_CUDA_CUDA_TEST_H
 #define TIGHTFIT_TESTS_CUDA_CUDA_TEST_H
 
@@ -11,8 +11,10 @@
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 
-/* 0 when device 0 is a usable CUDA device (printing which); else prints
- * "SKIP: no CUDA device (<reason>)" and returns 77 (ctest's SKIP_RETURN_CODE). */
+/* 0 when device 0 is a usable CUDA device (printing which). Prints "SKIP: <why>" and returns 77
+ * (ctest's SKIP_RETURN_CODE) only when there is no NVIDIA driver, the driver is too old for this
+ * runtime, or there is no device; any other CUDA error, or a device below compute capability 7.5,
+ * prints "FAIL: <why>" and returns 1. Creates no CUDA context. */
 int cuda_test_device(void);
 
 /* splitmix64 and the values drawn from it: reproducible on any machine. */
@@ -28,6 +30,11 @@ typedef struct cuda_test_data {
 
 /* Writes every input and label of `plan` into the session's next micro-batch. */
 tf_status cuda_test_feed(tf_session *session, const tf_plan *plan, const cuda_test_data *data);
+
+/* One optimizer step: plan->accumulate micro-batches fed from batch `first_batch` on (seed 1000 +
+ * batch, integers in [0, int_high)), then the update; *loss = the mean micro-batch loss. */
+tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t int_high, int64_t first_batch,
+                               double *loss);
 
 /* Per op: how many steps ran and the worst error seen (a fraction of the op's tolerance). */
 typedef struct cuda_op_coverage {
