@@ -7,16 +7,18 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "runtime/data_check.h"
 #include "runtime/npy.h"
 
 typedef struct feed_source {
   const tf_plan_buffer *buffer;
   tf_npy *file;
-  int64_t per_sample;        /* elements per sample in the buffer */
-  int64_t limit;             /* ids/labels must be < limit (and >= 0); 0: no check */
-  int64_t ignore;            /* a label value exempt from the check (cross-entropy ignore_index) */
+  int64_t per_sample; /* elements per sample in the buffer */
+  int64_t limit;      /* ids/labels must be < limit (and >= 0); 0: no check */
+  int64_t ignore;     /* a label value exempt from the check (cross-entropy ignore_index) */
   bool has_ignore;
-  int64_t shift;             /* token stream: 0 for tokens, 1 for labels */
+  int64_t shift;        /* token stream: 0 for tokens, 1 for labels */
+  char limit_what[192]; /* what `limit` counts, for messages */
   void *staging;
 } feed_source;
 
@@ -24,13 +26,13 @@ struct tf_feed {
   const tf_plan *plan;
   feed_source *sources;
   int32_t n_sources;
-  bool stream;               /* token-stream layout */
+  bool stream; /* token-stream layout */
   int64_t samples, batch, window;
   uint64_t seed;
-  int64_t position;          /* micro-batches produced */
-  int64_t *order;            /* the current epoch's permutation (per-sample layout) */
+  int64_t position; /* micro-batches produced */
+  int64_t *order;   /* the current epoch's permutation (per-sample layout) */
   int64_t order_epoch;
-  int64_t *rows;             /* the next micro-batch's sample rows (or window starts) */
+  int64_t *rows; /* the next micro-batch's sample rows (or window starts) */
 };
 
 static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
@@ -39,14 +41,30 @@ static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_
 static void find_limits(const tf_plan *plan, int32_t id, feed_source *source) {
   for (int32_t s = 0; s < plan->n_steps; s++) {
     const tf_plan_step *step = &plan->steps[s];
-    if (step->op == TF_OP_EMBEDDING && step->inputs[0] == id)
-      source->limit = plan->buffers[step->inputs[1]].shape[0];
+    if (step->op == TF_OP_EMBEDDING && step->inputs[0] == id) {
+      const tf_plan_buffer *table = &plan->buffers[step->inputs[1]];
+      source->limit = table->shape[0];
+      snprintf(source->limit_what, sizeof(source->limit_what), "the rows of the embedding table '%s'", table->name);
+    }
     if (step->op == TF_OP_CROSS_ENTROPY && step->inputs[1] == id) {
       const tf_plan_buffer *logits = &plan->buffers[step->inputs[0]];
       source->limit = logits->shape[logits->rank - 1];
+      snprintf(source->limit_what, sizeof(source->limit_what), "the classes of the logits '%s'", logits->name);
       source->ignore = step->attrs.u.cross_entropy.ignore_index;
       source->has_ignore = true;
     }
+  }
+}
+
+/* NumPy's name of a graph dtype, for the advice in messages (bf16 has none). */
+static const char *numpy_name(tf_dtype dtype) {
+  switch (dtype) {
+  case TF_F32: return "float32";
+  case TF_F16: return "float16";
+  case TF_I32: return "int32";
+  case TF_I64: return "int64";
+  case TF_U8: return "uint8";
+  default: return "float32 (NumPy has no bfloat16)";
   }
 }
 
@@ -69,8 +87,9 @@ static tf_status open_source(tf_feed *feed, const char *dir, const tf_plan_buffe
     return tf_status_prefix(status, "data for %s '%s'", tf_role_name(b->role), b->name);
   tf_dtype dtype = tf_npy_dtype(source->file);
   if (dtype != b->dtype)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: holds %s, but '%s' is %s", path, tf_dtype_name(dtype), b->name,
-                         tf_dtype_name(b->dtype));
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: holds %s, but '%s' is %s (save it as numpy.%s)", path,
+                         tf_npy_dtype_description(source->file), b->name, tf_dtype_name(b->dtype),
+                         numpy_name(b->dtype));
   source->staging = malloc((size_t)(b->bytes ? b->bytes : 1));
   if (!source->staging)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", path);
@@ -99,6 +118,57 @@ static bool is_stream(const tf_plan *plan, const char *dir) {
   return stream;
 }
 
+/* A token stream: every [N, T] buffer reads a window of T tokens at a random start; a label source
+ * reading the inputs' file is shifted by one token. A source whose file holds `count` tokens has
+ * count - T - shift + 1 windows. Per-sample layout: every file holds one row per sample, and all
+ * must agree (a labels file of 10 rows beside 1,437 inputs is an error, not 10 samples). */
+static tf_status count_samples(tf_feed *feed, feed_source *source, const feed_source *first) {
+  int64_t samples;
+  if (feed->stream) {
+    const tf_plan_buffer *b = source->buffer;
+    if (b->rank != 2)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "a token stream feeds [N, T] buffers; '%s' has rank %d", b->name,
+                           b->rank);
+    feed->window = b->shape[1];
+    if (tf_npy_count(source->file) != tf_npy_count(first->file))
+      return tf_status_new(
+          TF_ERR_INVALID_INPUT,
+          "%s holds %" PRId64 " tokens but %s holds %" PRId64 ": the token files of one stream must be equally long",
+          tf_npy_path(source->file), tf_npy_count(source->file), tf_npy_path(first->file), tf_npy_count(first->file));
+    samples = tf_npy_count(source->file) - feed->window - source->shift + 1;
+  } else {
+    samples = sample_count(source->file);
+    if (samples != sample_count(first->file))
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s holds %" PRId64 " samples but %s holds %" PRId64
+                           ": every input and label file must hold one row per sample",
+                           tf_npy_path(source->file), samples, tf_npy_path(first->file), sample_count(first->file));
+  }
+  if (source == first || samples < feed->samples)
+    feed->samples = samples;
+  return NULL;
+}
+
+static tf_status no_sample(const tf_feed *feed, const char *dir) {
+  if (!feed->stream)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "the data in %s has no sample (its files hold 0 rows)", dir);
+  const feed_source *source = &feed->sources[0];
+  for (int32_t k = 1; k < feed->n_sources; k++)
+    source = feed->sources[k].shift > source->shift ? &feed->sources[k] : source;
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "the data in %s has no complete sample: %s holds %" PRId64 " tokens, and a window of %" PRId64
+                       " tokens%s needs at least %" PRId64,
+                       dir, tf_npy_path(source->file), tf_npy_count(source->file), feed->window,
+                       source->shift ? " with its labels one token ahead" : "", feed->window + source->shift);
+}
+
+/* Every value of the source's file, once (data_check.h): finite features, ids and labels in range. */
+static tf_status check_source(const tf_feed *feed, const feed_source *source) {
+  tf_data_rule rule = {source->buffer->name, feed->stream,       source->per_sample, source->limit,
+                       source->limit_what,   source->has_ignore, source->ignore};
+  return tf_data_check_file(source->file, &rule);
+}
+
 tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_feed **out) {
   *out = NULL;
   tf_feed *feed = calloc(1, sizeof(tf_feed));
@@ -121,24 +191,12 @@ tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_f
   }
   if (!status && feed->n_sources == 0)
     status = tf_status_new(TF_ERR_INVALID_INPUT, "the plan has no inputs to feed");
-  for (int32_t k = 0; k < feed->n_sources && !status; k++) {
-    feed_source *source = &feed->sources[k];
-    int64_t samples;
-    if (feed->stream) {
-      const tf_plan_buffer *b = source->buffer;
-      if (b->rank != 2)
-        status = tf_status_new(TF_ERR_INVALID_INPUT, "a token stream feeds [N, T] buffers; '%s' has rank %d", b->name,
-                               b->rank);
-      feed->window = b->rank == 2 ? b->shape[1] : 0;
-      samples = tf_npy_count(source->file) - feed->window - 1;
-    } else {
-      samples = sample_count(source->file);
-    }
-    if (!status && (feed->samples == 0 || samples < feed->samples))
-      feed->samples = samples;
-  }
+  for (int32_t k = 0; k < feed->n_sources && !status; k++)
+    status = count_samples(feed, &feed->sources[k], &feed->sources[0]);
   if (!status && feed->samples < 1)
-    status = tf_status_new(TF_ERR_INVALID_INPUT, "the data in %s has no complete sample", dir);
+    status = no_sample(feed, dir);
+  for (int32_t k = 0; k < feed->n_sources && !status; k++)
+    status = check_source(feed, &feed->sources[k]);
   if (!status && !feed->stream) {
     feed->order = malloc(sizeof(int64_t) * (size_t)feed->samples);
     if (!feed->order)
@@ -190,16 +248,26 @@ static void shuffle(tf_feed *feed, int64_t epoch) {
   feed->order_epoch = epoch;
 }
 
-static tf_status check_values(const feed_source *source, int64_t row) {
+/* Re-checks a micro-batch's ids and labels before upload: the files were checked whole at open, but
+ * a file changed under its mapping must not send a kernel past its table. */
+static tf_status check_values(const tf_feed *feed, const feed_source *source, const int64_t *rows) {
   if (source->limit <= 0)
     return NULL;
   const tf_plan_buffer *b = source->buffer;
   int64_t n = b->bytes / tf_dtype_size(b->dtype);
   for (int64_t i = 0; i < n; i++) {
     int64_t v = b->dtype == TF_I32 ? ((const int32_t *)source->staging)[i] : ((const int64_t *)source->staging)[i];
-    if ((v < 0 || v >= source->limit) && !(source->has_ignore && v == source->ignore))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: value %" PRId64 " near sample %" PRId64 " is outside [0, %" PRId64
-                           ") for '%s'", tf_npy_path(source->file), v, row, source->limit, b->name);
+    if ((v < 0 || v >= source->limit) && !(source->has_ignore && v == source->ignore)) {
+      const int64_t row = rows[i / source->per_sample], element = i % source->per_sample;
+      const int64_t index = feed->stream ? row + source->shift + element : row * source->per_sample + element;
+      tf_data_rule rule = {b->name,       feed->stream,       source->per_sample,
+                           source->limit, source->limit_what, source->has_ignore,
+                           source->ignore};
+      char where[96];
+      tf_data_position(&rule, index, where, sizeof(where));
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s is %" PRId64 ", outside [0, %" PRId64 ") for '%s' (%s)",
+                           tf_npy_path(source->file), where, v, source->limit, b->name, source->limit_what);
+    }
   }
   return NULL;
 }
@@ -217,7 +285,7 @@ static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *
       size_t offset = feed->stream ? (size_t)first * element : (size_t)first * row_bytes;
       memcpy((char *)source->staging + (size_t)r * row_bytes, data + offset, row_bytes);
     }
-    TF_RETURN_IF_ERROR(check_values(source, rows[0]));
+    TF_RETURN_IF_ERROR(check_values(feed, source, rows));
     TF_RETURN_IF_ERROR(tf_session_write(session, b->name, source->staging, b->bytes));
   }
   return NULL;

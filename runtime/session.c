@@ -25,14 +25,14 @@ struct tf_session {
   const tf_backend_vtable *backend;
   void *state;
   void *regions[TF_REGION_COUNT];
-  tf_session_memory memory;  /* planned bytes and the session's alloc_region calls */
-  int64_t asked_bytes;       /* bytes those calls asked for: the figure when the backend measures none */
+  tf_session_memory memory;         /* planned bytes and the session's alloc_region calls */
+  int64_t asked_bytes;              /* bytes those calls asked for: the figure when the backend measures none */
   tf_device_memory created_measure; /* the backend's measure when create returned */
   bool created;
   uint64_t seed;
   int64_t optimizer_steps, micro_steps;
-  int32_t io_slot;           /* the half the next micro-step reads */
-  int32_t forward_end;       /* steps [0, forward_end) are the forward phase */
+  int32_t io_slot;     /* the half the next micro-step reads */
+  int32_t forward_end; /* steps [0, forward_end) are the forward phase */
 };
 
 tf_session_options tf_session_options_default(void) {
@@ -104,8 +104,9 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   const char *name = options->backend ? options->backend : "cpu";
   const tf_backend_vtable *backend = tf_backend_find(name);
   if (!backend)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "backend '%s' is not in this build (run `tightfit devices` to list "
-                                             "what it has)",
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "backend '%s' is not in this build (run `tightfit devices` to list "
+                         "what it has)",
                          name);
   tf_session *s = calloc(1, sizeof(tf_session));
   if (!s)
@@ -209,6 +210,19 @@ tf_status tf_session_read(tf_session *s, const char *name, void *data, int64_t b
   const tf_plan_buffer *b = &s->plan->buffers[id];
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
   return s->backend->download(s->state, s->regions[b->region], b->offset, data, bytes);
+}
+
+tf_status tf_session_read_range(tf_session *s, int32_t buffer, int64_t offset, void *data, int64_t bytes) {
+  if (buffer < 0 || buffer >= s->plan->n_buffers)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "no buffer %d: the plan has %d", buffer, s->plan->n_buffers);
+  const tf_plan_buffer *b = &s->plan->buffers[buffer];
+  if (offset < 0 || bytes < 0 || offset > b->bytes || bytes > b->bytes - offset)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "bytes [%" PRId64 ", %" PRId64 " + %" PRId64 ") are not inside buffer '%s' of %" PRId64
+                         " bytes",
+                         offset, offset, bytes, b->name, b->bytes);
+  TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+  return s->backend->download(s->state, s->regions[b->region], b->offset + offset, data, bytes);
 }
 
 static tf_status read_loss(tf_session *s, double *loss) {

@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tightfit/runtime.h"
 #include "backends/backend.h"
+#include "tightfit/runtime.h"
 #include "tools/cli.h"
 #include "tools/evaluate.h"
+#include "tools/finite_check.h"
 
 static void help(void) {
   printf("usage: tightfit run P.tfplan --data DIR [--weights CKPT.safetensors] [--output DIR] [--json]\n\n"
@@ -74,6 +75,8 @@ int tf_cmd_run(int argc, char **argv) {
   status = tf_session_create(plan, &options, &session);
   if (!status && weights)
     status = tf_session_load(session, weights);
+  if (!status && weights)
+    status = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, weights, "refusing to run with non-finite weights");
   double loss = 0, accuracy = 0;
   if (!status)
     status = tf_tool_evaluate(session, data, 0, output, &loss, &accuracy);

@@ -10,15 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
+#include "common/checked.h"
 #include "runtime/feed.h"
 #include "tightfit/runtime.h"
-#include "backends/backend.h"
 #include "tools/cli.h"
 #include "tools/evaluate.h"
+#include "tools/finite_check.h"
 
 static volatile sig_atomic_t interrupted = 0;
 
@@ -50,7 +52,8 @@ static void print_device_memory(const tf_session *session) {
     return;
   }
   char regions[32], measured[32], overhead[32], context[32];
-  printf("device memory: regions %s (the device counts %s), backend overhead %s", tf_cli_bytes(d.region_bytes, regions, sizeof(regions)),
+  printf("device memory: regions %s (the device counts %s), backend overhead %s",
+         tf_cli_bytes(d.region_bytes, regions, sizeof(regions)),
          d.region_device_bytes >= 0 ? tf_cli_bytes(d.region_device_bytes, measured, sizeof(measured)) : "?",
          d.overhead_bytes >= 0 ? tf_cli_bytes(d.overhead_bytes, overhead, sizeof(overhead)) : "?");
   if (d.context_bytes >= 0)
@@ -66,6 +69,8 @@ static void on_interrupt(int signal_number) {
 typedef struct train_args {
   const char *plan_path, *data, *eval, *checkpoint, *backend;
   int64_t steps, log_every, checkpoint_every;
+  int64_t check_finite_steps; /* --check-finite: the first steps whose gradients are scanned; -1: all */
+  bool check_finite;          /* false: --check-finite off */
   int32_t threads, device;
   char backend_name[32];
   uint64_t seed;
@@ -89,21 +94,27 @@ static void help(void) {
          "  --threads N            CPU threads (default 2)\n"
          "  --device D             cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
          "  --log-every M          a line every M steps when not on a terminal (default 10)\n"
+         "  --check-finite K       scan the gradients for NaN/Inf before the optimizer step of the first\n"
+         "                         K steps (default 10; 'all' for every step), and the weights before\n"
+         "                         each checkpoint; 'off' turns both off. The loss is checked at every\n"
+         "                         step, and loaded checkpoints always. A non-finite value stops the run\n"
+         "                         before any weight or checkpoint is overwritten.\n"
          "  --json                 one JSON object per logged step, and a summary\n\n"
          "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
 }
 
+/* A count in [min, 2^53] (step counters stay exact as doubles, and a checkpoint's step plus --steps
+ * cannot overflow); never saturates ("99999999999999999999" is refused). */
 static bool parse_count(const char *text, int64_t *value, int64_t min) {
-  char *end;
-  long long parsed = strtoll(text, &end, 10);
-  *value = parsed;
-  return end != text && *end == '\0' && parsed >= min;
+  return tf_parse_i64(text, min, TF_CHECKED_EXACT_DOUBLE_MAX, value) == TF_PARSE_OK;
 }
 
 static int parse_args(int argc, char **argv, train_args *a) {
   memset(a, 0, sizeof(*a));
   a->backend = "cpu";
   a->log_every = 10;
+  a->check_finite = true;
+  a->check_finite_steps = 10;
   a->threads = 2;
   for (int i = 1; i < argc; i++) {
     bool error = false;
@@ -129,10 +140,16 @@ static int parse_args(int argc, char **argv, train_args *a) {
       a->backend = a->backend_name;
     } else if (tf_cli_option(argc, argv, &i, "--steps", &v, &error)) {
       if (!error && !parse_count(v, &a->steps, 1))
-        return tf_cli_usage_error("train", "--steps takes a count >= 1, got '%s'", v);
+        return tf_cli_usage_error("train", "--steps takes a count in 1..2^53, got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--log-every", &v, &error)) {
       if (!error && !parse_count(v, &a->log_every, 1))
         return tf_cli_usage_error("train", "--log-every takes a count >= 1, got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--check-finite", &v, &error)) {
+      a->check_finite = error || strcmp(v, "off") != 0;
+      if (!error && strcmp(v, "all") == 0)
+        a->check_finite_steps = -1;
+      else if (!error && a->check_finite && !parse_count(v, &a->check_finite_steps, 0))
+        return tf_cli_usage_error("train", "--check-finite takes a step count, 'all' or 'off', got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--checkpoint-every", &v, &error)) {
       if (!error && !parse_count(v, &a->checkpoint_every, 1))
         return tf_cli_usage_error("train", "--checkpoint-every takes a count >= 1, got '%s'", v);
@@ -169,7 +186,15 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static tf_status save_checkpoint(tf_session *session, const char *dir) {
+/* Saves DIR/latest.safetensors, after checking (unless --check-finite off) that the weights are
+ * finite: a NaN checkpoint never replaces a good one. */
+static tf_status save_checkpoint(tf_session *session, const char *dir, bool check_finite) {
+  if (check_finite) {
+    char when[96];
+    snprintf(when, sizeof(when), "after step %" PRId64, tf_session_optimizer_steps(session));
+    TF_RETURN_IF_ERROR(tf_tool_check_finite(session, TF_TOOL_WEIGHTS, when,
+                                            "no checkpoint written (the last one, if any, is left as it was)"));
+  }
   if (mkdir(dir, 0755) != 0 && errno != EEXIST)
     return tf_status_new(TF_ERR_IO, "%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
   char path[4096];
@@ -177,8 +202,7 @@ static tf_status save_checkpoint(tf_session *session, const char *dir) {
   return tf_session_save(session, path, NULL, 0);
 }
 
-static void progress(const train_args *a, bool tty, int64_t step, int64_t total, double loss, double rate,
-                     double eta) {
+static void progress(const train_args *a, bool tty, int64_t step, int64_t total, double loss, double rate, double eta) {
   if (a->json) {
     printf("{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f}\n", step, loss, rate);
     fflush(stdout);
@@ -188,13 +212,34 @@ static void progress(const train_args *a, bool tty, int64_t step, int64_t total,
     for (int i = 0; i < width; i++)
       bar[i] = i < filled ? '=' : ' ';
     bar[width] = '\0';
-    fprintf(stderr, "\rstep %6" PRId64 "/%" PRId64 " [%s] loss %8.4f  %8.1f samples/s  ETA %3d:%02d ", step, total,
-            bar, loss, rate, (int)(eta / 60), (int)fmod(eta, 60));
+    fprintf(stderr, "\rstep %6" PRId64 "/%" PRId64 " [%s] loss %8.4f  %8.1f samples/s  ETA %3d:%02d ", step, total, bar,
+            loss, rate, (int)(eta / 60), (int)fmod(eta, 60));
     fflush(stderr);
   } else if (step % a->log_every == 0 || step == total) {
     printf("step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s\n", step, total, loss, rate);
     fflush(stdout);
   }
+}
+
+static const char *const NOT_UPDATED = "stopped before the optimizer step: no weight was overwritten";
+
+static tf_status nonfinite_loss(int64_t step, int32_t micro, int32_t accumulate, double loss) {
+  char micro_batch[48] = "";
+  if (accumulate > 1)
+    snprintf(micro_batch, sizeof(micro_batch), " (micro-batch %d of %d)", micro + 1, accumulate);
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "step %" PRId64 "%s: the loss is %s; %s (lower the learning rate, or clip gradients)", step + 1,
+                       micro_batch,
+                       isnan(loss) ? "nan"
+                       : loss < 0  ? "-inf"
+                                   : "inf",
+                       NOT_UPDATED);
+}
+
+static tf_status check_gradients(tf_session *session, int64_t step) {
+  char when[48];
+  snprintf(when, sizeof(when), "step %" PRId64, step + 1);
+  return tf_tool_check_finite(session, TF_TOOL_GRADIENTS, when, NOT_UPDATED);
 }
 
 static int train(const train_args *a, tf_plan *plan) {
@@ -215,6 +260,8 @@ static int train(const train_args *a, tf_plan *plan) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/latest.safetensors", a->checkpoint);
     status = tf_session_load(session, path);
+    if (!status)
+      status = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, path, "refusing to resume from non-finite weights");
     if (!status) {
       tf_feed_seek(feed, tf_session_micro_steps(session));
       fprintf(stderr, "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
@@ -239,31 +286,30 @@ static int train(const train_args *a, tf_plan *plan) {
       status = tf_feed_next(feed, session);
       if (!status)
         status = tf_session_micro_step(session, &micro_loss);
+      if (!status && !isfinite(micro_loss))
+        status = nonfinite_loss(step, m, plan->accumulate, micro_loss);
       sum += micro_loss;
     }
+    if (!status && a->check_finite && (a->check_finite_steps < 0 || step - first < a->check_finite_steps))
+      status = check_gradients(session, step);
     if (!status)
       status = tf_session_optimizer_step(session);
     if (status)
       break;
     loss = sum / plan->accumulate;
-    if (!isfinite(loss)) {
-      status = tf_status_new(TF_ERR_INVALID_INPUT, "the loss became %g at step %" PRId64 ": lower the learning rate",
-                             loss, step + 1);
-      break;
-    }
     done++;
     double elapsed = now() - start;
     double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
     double eta = elapsed / (double)done * (double)(a->steps - done);
     progress(a, tty, step + 1 - first, a->steps, loss, rate, eta);
     if (a->checkpoint && a->checkpoint_every && (step + 1) % a->checkpoint_every == 0)
-      status = save_checkpoint(session, a->checkpoint);
+      status = save_checkpoint(session, a->checkpoint, a->check_finite);
   }
   mark_phase(probe, "train: finish");
   if (tty)
     fprintf(stderr, "\n");
   if (!status && a->checkpoint)
-    status = save_checkpoint(session, a->checkpoint);
+    status = save_checkpoint(session, a->checkpoint, a->check_finite);
   double eval_loss = NAN, accuracy = NAN;
   if (!status && a->eval && !interrupted)
     status = tf_tool_evaluate(session, a->eval, a->seed, NULL, &eval_loss, &accuracy);
@@ -281,8 +327,7 @@ static int train(const train_args *a, tf_plan *plan) {
         printf("held-out: loss %.4f, accuracy %.2f%%\n", eval_loss, 100 * accuracy);
       printf("memory: planned %s, allocated %s in %" PRId64 " allocations, %" PRId64 " after create\n",
              tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
-             tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations,
-             m.allocations_after_create);
+             tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations, m.allocations_after_create);
       print_device_memory(session);
       if (a->checkpoint)
         printf("checkpoint: %s/latest.safetensors\n", a->checkpoint);
@@ -311,8 +356,9 @@ int tf_cmd_train(int argc, char **argv) {
     return tf_cli_fail("train", status);
   if (!plan->training) {
     tf_plan_destroy(plan);
-    return tf_cli_fail("train", tf_status_new(TF_ERR_INVALID_INPUT, "%s is an inference plan: compile without "
-                                                                    "--inference to train",
+    return tf_cli_fail("train", tf_status_new(TF_ERR_INVALID_INPUT,
+                                              "%s is an inference plan: compile without "
+                                              "--inference to train",
                                               a.plan_path));
   }
   int code = train(&a, plan);

@@ -14,17 +14,17 @@ extern "C" {
 typedef struct tf_session tf_session;
 
 typedef struct tf_session_options {
-  const char *backend;       /* "cpu" (default), "vulkan", "cuda" */
-  int32_t device;            /* device index */
-  int32_t threads;           /* CPU threads; 0: the plan's */
-  uint64_t seed;             /* parameter initialisation and dropout */
-  const char *weights_dir;   /* where external safetensors initialisers are looked up (NULL: ".") */
+  const char *backend;     /* "cpu" (default), "vulkan", "cuda" */
+  int32_t device;          /* device index */
+  int32_t threads;         /* CPU threads; 0: the plan's */
+  uint64_t seed;           /* parameter initialisation and dropout */
+  const char *weights_dir; /* where external safetensors initialisers are looked up (NULL: ".") */
 } tf_session_options;
 
 typedef struct tf_session_memory {
-  int64_t planned_bytes;     /* tf_plan_total_bytes(plan) */
-  int64_t allocated_bytes;   /* what the session asked the backend for */
-  int64_t allocations;       /* device allocations made in tf_session_create() */
+  int64_t planned_bytes;            /* tf_plan_total_bytes(plan) */
+  int64_t allocated_bytes;          /* what the session asked the backend for */
+  int64_t allocations;              /* device allocations made in tf_session_create() */
   int64_t allocations_after_create; /* must stay 0 */
 } tf_session_memory;
 
@@ -53,6 +53,23 @@ tf_status tf_session_write(tf_session *session, const char *name, const void *da
 /* Copies buffer `name` to the host. */
 tf_status tf_session_read(tf_session *session, const char *name, void *data, int64_t bytes) TF_MUST_USE;
 
+/* Copies bytes [offset, offset + bytes) of plan buffer `buffer` (an index into the plan's buffers)
+ * to the host; allocates nothing. */
+tf_status tf_session_read_range(tf_session *session, int32_t buffer, int64_t offset, void *data,
+                                int64_t bytes) TF_MUST_USE;
+
+/* Where tf_session_find_nonfinite() found a NaN or an infinity. */
+typedef struct tf_nonfinite {
+  int32_t buffer; /* the plan buffer; -1 when every buffer checked is finite */
+  int64_t index;  /* the element in it */
+  double value;   /* NAN, INFINITY or -INFINITY */
+} tf_nonfinite;
+
+/* Scans, in plan order, every floating-point buffer whose role is in `roles` (a mask of
+ * 1u << TF_ROLE_*) for the first NaN or infinity, reading the device in fixed chunks through the
+ * caller's stack: no allocation, so it may run between training steps. */
+tf_status tf_session_find_nonfinite(tf_session *session, uint32_t roles, tf_nonfinite *out) TF_MUST_USE;
+
 /* Runs the micro-batch block once on the inputs written since the last call; *loss gets the loss
  * (NAN when the plan has none). Alternates the io halves. */
 tf_status tf_session_micro_step(tf_session *session, double *loss) TF_MUST_USE;
@@ -68,8 +85,8 @@ void tf_session_set_counters(tf_session *session, int64_t optimizer_steps, int64
 
 /* Saves parameters, optimizer state and counters to a safetensors checkpoint (atomically:
  * temporary file, fsync, rename); `metadata` adds "key=value" pairs (may be NULL). */
-tf_status tf_session_save(tf_session *session, const char *path, const char *const *metadata, int32_t n_metadata)
-    TF_MUST_USE;
+tf_status tf_session_save(tf_session *session, const char *path, const char *const *metadata,
+                          int32_t n_metadata) TF_MUST_USE;
 /* Loads a checkpoint saved by any backend: every parameter and optimizer state buffer must be
  * present with its shape; counters are restored. */
 tf_status tf_session_load(tf_session *session, const char *path) TF_MUST_USE;

@@ -1,0 +1,210 @@
+/* Data validation at feed open (data_check.h): a scan of every value, and a cache of files that
+ * passed. The scans go in blocks: a branch-free pass over a block (which the compiler vectorises)
+ * says whether it holds a bad value, and only then a second pass finds the first one. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include "runtime/data_check.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/file.h"
+#include "runtime/atomic_file.h"
+
+#define SCAN_BLOCK 4096
+#define CACHE_VERSION "tightfit data check 1"
+
+void tf_data_position(const tf_data_rule *rule, int64_t index, char *text, size_t size) {
+  if (rule->stream)
+    snprintf(text, size, "token %" PRId64, index);
+  else if (rule->per_sample <= 1)
+    snprintf(text, size, "sample %" PRId64, index);
+  else
+    snprintf(text, size, "sample %" PRId64 ", element %" PRId64, index / rule->per_sample, index % rule->per_sample);
+}
+
+/* ---- the scans: each returns the index of the first bad element, or -1 ---- */
+
+static int64_t first_nonfinite_f32(const uint32_t *bits, int64_t n) {
+  for (int64_t start = 0; start < n; start += SCAN_BLOCK) {
+    const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; i++)
+      any |= (bits[i] & 0x7F800000u) == 0x7F800000u;
+    for (int64_t i = start; any && i < end; i++)
+      if ((bits[i] & 0x7F800000u) == 0x7F800000u)
+        return i;
+  }
+  return -1;
+}
+
+/* f16 (exponent 0x7C00) and bf16 (0x7F80): all exponent bits set is an infinity or a NaN. */
+static int64_t first_nonfinite_16(const uint16_t *bits, int64_t n, uint16_t exponent) {
+  for (int64_t start = 0; start < n; start += SCAN_BLOCK) {
+    const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; i++)
+      any |= (bits[i] & exponent) == exponent;
+    for (int64_t i = start; any && i < end; i++)
+      if ((bits[i] & exponent) == exponent)
+        return i;
+  }
+  return -1;
+}
+
+/* Outside [0, limit) and not the ignored label; the unsigned compare catches negatives too. */
+#define OUT_OF_RANGE(v, limit, rule)                                                                                   \
+  ((uint64_t)(v) >= (uint64_t)(limit) && !((rule)->has_ignore && (v) == (rule)->ignore))
+
+static int64_t first_out_of_range_i32(const int32_t *values, int64_t n, const tf_data_rule *rule) {
+  const int64_t limit = rule->limit;
+  for (int64_t start = 0; start < n; start += SCAN_BLOCK) {
+    const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; i++)
+      any |= OUT_OF_RANGE((int64_t)values[i], limit, rule);
+    for (int64_t i = start; any && i < end; i++)
+      if (OUT_OF_RANGE((int64_t)values[i], limit, rule))
+        return i;
+  }
+  return -1;
+}
+
+static int64_t first_out_of_range_i64(const int64_t *values, int64_t n, const tf_data_rule *rule) {
+  const int64_t limit = rule->limit;
+  for (int64_t start = 0; start < n; start += SCAN_BLOCK) {
+    const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;
+    uint32_t any = 0;
+    for (int64_t i = start; i < end; i++)
+      any |= OUT_OF_RANGE(values[i], limit, rule);
+    for (int64_t i = start; any && i < end; i++)
+      if (OUT_OF_RANGE(values[i], limit, rule))
+        return i;
+  }
+  return -1;
+}
+
+/* "nan", "inf" or "-inf" for a non-finite value of `file` at `index`. */
+static const char *nonfinite_name(const tf_npy *file, int64_t index) {
+  const void *data = tf_npy_data(file);
+  bool nan, negative;
+  if (tf_npy_dtype(file) == TF_F32) {
+    uint32_t bits = ((const uint32_t *)data)[index];
+    nan = (bits & 0x007FFFFFu) != 0;
+    negative = bits >> 31;
+  } else {
+    uint16_t bits = ((const uint16_t *)data)[index];
+    uint16_t mantissa = tf_npy_dtype(file) == TF_F16 ? 0x03FF : 0x007F;
+    nan = (bits & mantissa) != 0;
+    negative = bits >> 15;
+  }
+  return nan ? "nan" : negative ? "-inf" : "inf";
+}
+
+static tf_status scan(const tf_npy *file, const tf_data_rule *rule) {
+  const int64_t n = tf_npy_count(file);
+  const void *data = tf_npy_data(file);
+  const tf_dtype dtype = tf_npy_dtype(file);
+  char where[96];
+  int64_t bad = -1;
+  if (dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16) {
+    bad =
+        dtype == TF_F32 ? first_nonfinite_f32(data, n) : first_nonfinite_16(data, n, dtype == TF_F16 ? 0x7C00 : 0x7F80);
+    if (bad < 0)
+      return NULL;
+    tf_data_position(rule, bad, where, sizeof(where));
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s: %s is %s: '%s' takes finite values only (one non-finite input makes every weight NaN "
+                         "within a few steps); clean the data or drop that sample",
+                         tf_npy_path(file), where, nonfinite_name(file, bad), rule->tensor);
+  }
+  if (rule->limit <= 0 || (dtype != TF_I32 && dtype != TF_I64))
+    return NULL;
+  bad = dtype == TF_I32 ? first_out_of_range_i32(data, n, rule) : first_out_of_range_i64(data, n, rule);
+  if (bad < 0)
+    return NULL;
+  int64_t value = dtype == TF_I32 ? ((const int32_t *)data)[bad] : ((const int64_t *)data)[bad];
+  tf_data_position(rule, bad, where, sizeof(where));
+  return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s is %" PRId64 ", outside [0, %" PRId64 ") for '%s' (%s)",
+                       tf_npy_path(file), where, value, rule->limit, rule->tensor, rule->limit_what);
+}
+
+/* ---- the cache of files that passed ---- */
+
+/* The cache folder (see data_check.h) into `dir`; false when the cache is off or has no home. */
+static bool cache_dir(char *dir, size_t size) {
+  const char *set = getenv("TIGHTFIT_CACHE_DIR");
+  if (set)
+    return *set && strcmp(set, "off") != 0 && snprintf(dir, size, "%s", set) < (int)size;
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg == '/')
+    return snprintf(dir, size, "%s/tightfit", xdg) < (int)size;
+  return home && *home && snprintf(dir, size, "%s/.cache/tightfit", home) < (int)size;
+}
+
+/* mkdir -p, best effort. */
+static void make_folders(const char *dir) {
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+    return;
+  for (char *slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/')) {
+    if (slash)
+      *slash = '\0';
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+      return;
+    if (!slash)
+      return;
+    *slash = '/';
+  }
+}
+
+/* The entry that identifies this file's contents and the rule: its text (the key) and the cache
+ * file's name (a hash of the key). False when the file cannot be identified. */
+static bool cache_entry(const tf_npy *file, const tf_data_rule *rule, char *key, size_t key_size, char *path,
+                        size_t path_size) {
+  char dir[PATH_MAX], real[PATH_MAX];
+  struct stat st;
+  if (!cache_dir(dir, sizeof(dir)) || !realpath(tf_npy_path(file), real) || stat(real, &st) != 0)
+    return false;
+  int length = snprintf(
+      key, key_size,
+      "%s\n%s\nsize %lld mtime %lld.%09ld\nstream %d per_sample %" PRId64 " limit %" PRId64 " ignore %d %" PRId64 "\n",
+      CACHE_VERSION, real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, rule->stream,
+      rule->per_sample, rule->limit, rule->has_ignore, rule->ignore);
+  if (length < 0 || length >= (int)key_size)
+    return false;
+  uint64_t hash = 1469598103934665603ull; /* FNV-1a */
+  for (const char *c = key; *c; c++)
+    hash = (hash ^ (unsigned char)*c) * 1099511628211ull;
+  return snprintf(path, path_size, "%s/data-%016" PRIx64 ".ok", dir, hash) < (int)path_size;
+}
+
+static bool cache_holds(const char *path, const char *key) {
+  void *data = NULL;
+  size_t size = 0;
+  tf_status status = tf_file_read_bounded(path, 2 * PATH_MAX + 512, "data check cache", &data, &size);
+  bool hit = status == NULL && size == strlen(key) && memcmp(data, key, size) == 0;
+  tf_status_free(status);
+  free(data);
+  return hit;
+}
+
+tf_status tf_data_check_file(const tf_npy *file, const tf_data_rule *rule) {
+  char key[2 * PATH_MAX + 512], path[PATH_MAX + 64];
+  bool cached = cache_entry(file, rule, key, sizeof(key), path, sizeof(path));
+  if (cached && cache_holds(path, key))
+    return NULL;
+  TF_RETURN_IF_ERROR(scan(file, rule));
+  if (cached) {
+    char dir[PATH_MAX];
+    if (cache_dir(dir, sizeof(dir)))
+      make_folders(dir);
+    tf_status_free(tf_atomic_file_write_all(path, key, strlen(key)));
+  }
+  return NULL;
+}

@@ -1,0 +1,60 @@
+/* tf_session_find_nonfinite (tightfit/runtime.h): the check behind `tightfit train --check-finite`
+ * and the check of loaded weights. Buffers are read in chunks through a stack array, so the scan
+ * allocates nothing and can run between training steps (tests/alloc_probe watches those). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tightfit/runtime.h"
+
+enum { CHUNK_BYTES = 16 << 10 };
+
+/* The value of a non-finite element: NaN, or an infinity of its sign. */
+static double nonfinite_value(bool nan, bool negative) { return nan ? NAN : negative ? -INFINITY : INFINITY; }
+
+/* The first non-finite element of `count` elements of `dtype` at `data`, or -1; *value gets it. */
+static int64_t first_nonfinite(tf_dtype dtype, const void *data, int64_t count, double *value) {
+  if (dtype == TF_F32) {
+    const uint32_t *bits = data;
+    for (int64_t i = 0; i < count; i++)
+      if ((bits[i] & 0x7F800000u) == 0x7F800000u) {
+        *value = nonfinite_value((bits[i] & 0x007FFFFFu) != 0, bits[i] >> 31);
+        return i;
+      }
+    return -1;
+  }
+  const uint16_t exponent = dtype == TF_F16 ? 0x7C00 : 0x7F80, mantissa = dtype == TF_F16 ? 0x03FF : 0x007F;
+  const uint16_t *bits = data;
+  for (int64_t i = 0; i < count; i++)
+    if ((bits[i] & exponent) == exponent) {
+      *value = nonfinite_value((bits[i] & mantissa) != 0, bits[i] >> 15);
+      return i;
+    }
+  return -1;
+}
+
+static bool is_float(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
+
+tf_status tf_session_find_nonfinite(tf_session *session, uint32_t roles, tf_nonfinite *out) {
+  *out = (tf_nonfinite){-1, -1, 0};
+  const tf_plan *plan = tf_session_plan(session);
+  _Alignas(8) unsigned char chunk[CHUNK_BYTES];
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (!(roles & (1u << b->role)) || !is_float(b->dtype) || b->bytes == 0)
+      continue;
+    const int64_t element = tf_dtype_size(b->dtype), per_chunk = CHUNK_BYTES / element;
+    for (int64_t first = 0; first * element < b->bytes; first += per_chunk) {
+      const int64_t bytes = b->bytes - first * element < CHUNK_BYTES ? b->bytes - first * element : CHUNK_BYTES;
+      TF_RETURN_IF_ERROR(tf_session_read_range(session, id, first * element, chunk, bytes));
+      double value = 0;
+      int64_t bad = first_nonfinite(b->dtype, chunk, bytes / element, &value);
+      if (bad >= 0) {
+        *out = (tf_nonfinite){id, first + bad, value};
+        return NULL;
+      }
+    }
+  }
+  return NULL;
+}
