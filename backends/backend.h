@@ -5,9 +5,8 @@
 #ifndef TIGHTFIT_BACKENDS_BACKEND_H
 #define TIGHTFIT_BACKENDS_BACKEND_H
 
-#include "tightfit/compiler.h"
 #include "tightfit/plan.h"
-#include "tightfit/runtime.h"
+#include "tightfit/target.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -269,7 +269,7 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
         plan->outputs[plan->n_outputs++] = buffer_of[g->outputs[i]];
     }
     emit_report(plan, t);
-    tf_target_plan_overhead(&t->options.target, plan->region_bytes, tf_target_graph_steps(plan), &plan->overhead);
+    tf_target_plan_overhead(&t->options.target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
   }
   free(buffer_of);
   if (status) {

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "common/file.h"
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 
 #define SCAN_BLOCK 4096
 #define CACHE_VERSION "tightfit data check 1"

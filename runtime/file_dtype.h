@@ -6,7 +6,8 @@
 
 #include <stdint.h>
 
-#include "tightfit/graph.h"
+#include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "tightfit/graph.h"
+#include "tightfit/types.h"
 #include "tightfit/status.h"
 
 #ifdef __cplusplus

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "common/file.h"
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 #include "schema/plan_fb.h"
 #include "tightfit/plan.h"
 
@@ -51,6 +51,14 @@ int64_t tf_plan_total_bytes(const tf_plan *plan) {
 }
 
 /* Like tf_plan_total_bytes(): -1 for a negative part, INT64_MAX on overflow. */
+int64_t tf_plan_graph_steps(const tf_plan *plan) {
+  int64_t forward = 0;
+  while (forward < plan->micro_steps && plan->steps[forward].phase == TF_PHASE_FORWARD)
+    forward++;
+  int64_t optimizer = plan->n_steps > plan->micro_steps ? plan->n_steps - plan->micro_steps : 0;
+  return 2 * (int64_t)plan->micro_steps + 2 * forward + optimizer;
+}
+
 int64_t tf_plan_overhead_bytes(const tf_plan *plan) {
   if (!plan)
     return -1;

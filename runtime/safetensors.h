@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "runtime/file_dtype.h"
-#include "tightfit/graph.h"
+#include "tightfit/types.h"
 #include "tightfit/status.h"
 
 #ifdef __cplusplus

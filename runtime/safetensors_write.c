@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 #include "runtime/safetensors_header.h"
 
 typedef struct writer_entry {

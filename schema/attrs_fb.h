@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "graph_generated.h" // flatc --cpp schema/graph.fbs, in the build tree
-#include "tightfit/graph.h"
+#include "tightfit/types.h"
 #include "tightfit/status.h"
 
 namespace tightfit {

@@ -53,11 +53,3 @@ void tf_target_plan_overhead(const tf_target *target, const int64_t region_bytes
     append(out, "graphs", saturating_add(m->graph_base_bytes, saturating_mul(m->graph_step_bytes, graph_steps)),
            m->graph_source);
 }
-
-int64_t tf_target_graph_steps(const tf_plan *plan) {
-  int64_t forward = 0;
-  while (forward < plan->micro_steps && plan->steps[forward].phase == TF_PHASE_FORWARD)
-    forward++;
-  int64_t optimizer = plan->n_steps > plan->micro_steps ? plan->n_steps - plan->micro_steps : 0;
-  return 2 * (int64_t)plan->micro_steps + 2 * forward + optimizer;
-}

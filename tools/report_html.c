@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "compiler/ops.h"
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 #include "tools/cli.h"
 
 static const char *const style_sheet =

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 #include "tools/cli.h"
 
 /* ---- stacking ---- */

@@ -8,7 +8,8 @@
 #ifndef TIGHTFIT_PLAN_H
 #define TIGHTFIT_PLAN_H
 
-#include "tightfit/graph.h"
+#include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,14 +17,6 @@ extern "C" {
 
 #define TF_PLAN_VERSION 1
 
-typedef enum tf_region {
-  TF_REGION_PARAMETERS = 0, /* parameters and constants */
-  TF_REGION_GRADIENTS,      /* one accumulated gradient per trained parameter */
-  TF_REGION_OPTIMIZER_STATE,/* momentum / Adam moments */
-  TF_REGION_ARENA,          /* activations, backward temporaries, kernel workspaces: reused by liveness */
-  TF_REGION_IO,             /* one micro-batch of inputs and labels, double-buffered */
-  TF_REGION_COUNT
-} tf_region;
 
 typedef enum tf_buffer_role {
   TF_ROLE_PARAMETER = 0, TF_ROLE_CONSTANT, TF_ROLE_GRADIENT, TF_ROLE_OPTIMIZER_STATE,
@@ -66,23 +59,6 @@ typedef struct tf_plan_step {
   double flops;              /* estimated floating-point operations */
 } tf_plan_step;
 
-/* The device memory a backend needs beyond the plan's regions (DESIGN: "device overhead"), as named
- * parts: the CUDA context, library handles, module code, CUDA-graph memory, allocation rounding,
- * Vulkan staging. Each part says where its figure comes from ("default: ...", "measured on ..."). */
-#define TF_MAX_OVERHEAD_PARTS 8
-#define TF_OVERHEAD_NAME_BYTES 32
-#define TF_OVERHEAD_SOURCE_BYTES 224
-
-typedef struct tf_overhead_part {
-  char name[TF_OVERHEAD_NAME_BYTES];     /* "context", "libraries", "rounding", ... */
-  int64_t bytes;                         /* >= 0 */
-  char source[TF_OVERHEAD_SOURCE_BYTES]; /* why this figure */
-} tf_overhead_part;
-
-typedef struct tf_device_overhead {
-  int32_t n_parts;
-  tf_overhead_part parts[TF_MAX_OVERHEAD_PARTS];
-} tf_device_overhead;
 
 typedef struct tf_plan_report {
   int64_t role_bytes[TF_ROLE_COUNT]; /* summed buffer bytes per role (arena roles without reuse) */
@@ -136,6 +112,9 @@ int32_t tf_plan_buffer_counted_from(const tf_plan_buffer *buffer);
 int64_t tf_plan_total_bytes(const tf_plan *plan);
 /* The sum of the plan's device overhead parts. */
 int64_t tf_plan_overhead_bytes(const tf_plan *plan);
+/* The steps a CUDA backend captures into graphs for `plan`: the micro-batch block and the forward
+ * prefix once per io half, and the optimizer block once (what the "graphs" overhead part scales with). */
+int64_t tf_plan_graph_steps(const tf_plan *plan);
 /* Regions + device overhead: everything the device holds while the plan runs; what a budget is
  * compared with. */
 int64_t tf_plan_device_total(const tf_plan *plan);

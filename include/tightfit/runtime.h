@@ -6,6 +6,7 @@
 #define TIGHTFIT_RUNTIME_H
 
 #include "tightfit/plan.h"
+#include "tightfit/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,14 +29,6 @@ typedef struct tf_session_memory {
   int64_t allocations_after_create; /* must stay 0 */
 } tf_session_memory;
 
-/* What the device measured for a session (tf_session_device_memory); -1 where the backend cannot
- * tell. */
-typedef struct tf_device_memory {
-  int64_t region_bytes;        /* asked for by the session's regions: the plan's bytes */
-  int64_t region_device_bytes; /* the device's measure of them (its allocation rounding included) */
-  int64_t overhead_bytes;      /* the backend's own device memory: staging, libraries, CUDA graphs */
-  int64_t context_bytes;       /* the driver context's (CUDA) */
-} tf_device_memory;
 
 /* Options with defaults (cpu, device 0, seed 0). */
 tf_session_options tf_session_options_default(void);

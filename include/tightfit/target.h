@@ -4,7 +4,8 @@
 #ifndef TIGHTFIT_TARGET_H
 #define TIGHTFIT_TARGET_H
 
-#include "tightfit/plan.h"
+#include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,13 +48,10 @@ bool tf_target_parse(const char *name, tf_target_kind *kind);
 const char *tf_target_name(tf_target_kind kind);
 
 /* The overhead parts of a plan with these region sizes and CUDA-graph steps (graph_steps: the
- * steps a backend captures, see tf_target_graph_steps) on `target`: the fixed parts, then
+ * steps a backend captures, see tf_plan_graph_steps) on `target`: the fixed parts, then
  * "rounding" and "graphs" where they are not zero. */
 void tf_target_plan_overhead(const tf_target *target, const int64_t region_bytes[TF_REGION_COUNT], int64_t graph_steps,
                              tf_device_overhead *out);
-/* The steps a CUDA backend captures into graphs for `plan`: the micro-batch block and the forward
- * prefix once per io half, and the optimizer block once. */
-int64_t tf_target_graph_steps(const tf_plan *plan);
 /* Replaces the fixed part `name` (adding it when absent) with a measured figure; false when the
  * model has no room left. */
 bool tf_target_set_part(tf_target *target, const char *name, int64_t bytes, const char *source);
@@ -72,6 +70,15 @@ typedef struct tf_gpu {
 const tf_gpu *tf_gpu_find(const char *name);
 /* The table: *count entries. */
 const tf_gpu *tf_gpu_list(int32_t *count);
+
+/* What the device measured for a session (tf_session_device_memory); -1 where the backend cannot
+ * tell. */
+typedef struct tf_device_memory {
+  int64_t region_bytes;        /* asked for by the session's regions: the plan's bytes */
+  int64_t region_device_bytes; /* the device's measure of them (its allocation rounding included) */
+  int64_t overhead_bytes;      /* the backend's own device memory: staging, libraries, CUDA graphs */
+  int64_t context_bytes;       /* the driver context's (CUDA) */
+} tf_device_memory;
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tightfit/graph.h"
+#include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -70,7 +70,7 @@ static void test_measured_part(tf_test_counts *c) {
 static void test_plan_file(tf_test_counts *c) {
   tf_plan *plan = plan_fixture_small();
   tf_target cuda = tf_target_default(TF_TARGET_CUDA);
-  tf_target_plan_overhead(&cuda, plan->region_bytes, tf_target_graph_steps(plan), &plan->overhead);
+  tf_target_plan_overhead(&cuda, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
   int64_t overhead = 0;
   for (int32_t i = 0; i < plan->overhead.n_parts; i++)
     overhead += plan->overhead.parts[i].bytes;

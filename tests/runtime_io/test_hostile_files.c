@@ -21,7 +21,7 @@
 #include "common/checked.h"
 #include "common/file.h"
 #include "io_test.h"
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 #include "runtime/mapped_file.h"
 #include "runtime/npy.h"
 #include "runtime/safetensors.h"

@@ -1,7 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 /* Temporary file + fsync + rename. The temporary name matches the repository's ignore pattern
  * (*.tmp[0-9]*) so a leftover from a crash is never committed by accident. */
-#include "runtime/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -20,8 +20,8 @@
  * target, and the next save removes it. Temporaries of running processes, this one included, are
  * kept: they may be saves in progress. (A process in another PID namespace sharing the folder looks
  * dead; its save then fails at the rename with an error, and its target is not damaged.) */
-#ifndef TIGHTFIT_RUNTIME_ATOMIC_FILE_H
-#define TIGHTFIT_RUNTIME_ATOMIC_FILE_H
+#ifndef TIGHTFIT_COMMON_ATOMIC_FILE_H
+#define TIGHTFIT_COMMON_ATOMIC_FILE_H
 
 #include <stddef.h>
 

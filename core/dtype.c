@@ -1,0 +1,18 @@
+/* Names and sizes of the core vocabulary (tightfit/types.h): element types, initialisers. */
+#include "tightfit/types.h"
+
+const char *tf_dtype_name(tf_dtype dtype) {
+  static const char *const names[TF_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32", "i64", "u8"};
+  return (int)dtype >= 0 && dtype < TF_DTYPE_COUNT ? names[dtype] : "?";
+}
+
+int64_t tf_dtype_size(tf_dtype dtype) {
+  static const int64_t sizes[TF_DTYPE_COUNT] = {4, 2, 2, 4, 8, 1};
+  return (int)dtype >= 0 && dtype < TF_DTYPE_COUNT ? sizes[dtype] : 0;
+}
+
+const char *tf_init_name(tf_init_kind kind) {
+  static const char *const names[TF_INIT_COUNT] = {"none", "zeros", "ones", "normal", "uniform",
+                                                   "xavier_uniform", "kaiming_normal", "arange", "external", "fill"};
+  return (int)kind >= 0 && kind < TF_INIT_COUNT ? names[kind] : "?";
+}
