@@ -1,0 +1,149 @@
+#!/bin/sh
+# The error catalogue (issue 18, item 6): every row of docs/errors.md is a test. The rows are read
+# from the document itself, so the two cannot drift: each row's command runs (under `timeout 20`,
+# with `<dir>` replaced by this run's temporary folder and `tightfit` by the binary under test),
+# and must exit with the row's code and print (stdout + stderr) the row's message. A sanitizer
+# report, a signal or a timeout fails the row.
+#
+# usage: test_errors.sh TIGHTFIT [DOC]            check every row (run from the repository root)
+#        test_errors.sh TIGHTFIT [DOC] --print    print each row's actual exit code and output, with
+#                                                 the temporary folder as <dir>, to refresh the document
+# The inputs are built here: graphs and plans by tightfit itself, bad .npy data and safetensors files
+# by make_inputs.py (/usr/bin/python3 with numpy; without it the test is skipped, exit 77).
+tf=$1
+doc=docs/errors.md
+mode=check
+for arg in "$2" "$3"; do
+  case $arg in
+  --print) mode=print ;;
+  "") ;;
+  *) doc=$arg ;;
+  esac
+done
+here=$(dirname "$0")
+python=/usr/bin/python3
+if [ -z "$tf" ] || [ ! -x "$tf" ]; then
+  echo "usage: test_errors.sh TIGHTFIT [DOC] [--print]" >&2
+  exit 2
+fi
+if ! "$python" -c 'import numpy' > /dev/null 2>&1; then
+  echo "skipped: $python with numpy is needed to write the bad .npy and safetensors inputs"
+  exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+# The feed remembers data files that passed its checks; keep that memory out of $HOME.
+TIGHTFIT_CACHE_DIR=$dir/cache
+export TIGHTFIT_CACHE_DIR
+tab=$(printf '\t')
+
+# ---- the inputs (docs/errors.md says how each is made) ----
+setup() { # setup DESCRIPTION COMMAND...: a step that must succeed
+  what=$1
+  shift
+  if ! "$@" > "$dir/setup.out" 2>&1; then
+    echo "FAIL: setup: $what:"
+    cat "$dir/setup.out"
+    exit 1
+  fi
+}
+setup "zoo mlp" "$tf" zoo mlp -o "$dir/mlp.tfg"
+setup "zoo gpt" "$tf" zoo gpt -o "$dir/gpt.tfg"
+setup "zoo gpt2-small" "$tf" zoo gpt2-small -o "$dir/gpt2-small.tfg"
+setup "compile mlp" "$tf" compile "$dir/mlp.tfg" --set N=32 -o "$dir/mlp.tfplan"
+setup "compile mlp --inference" "$tf" compile "$dir/mlp.tfg" --set N=32 --inference -o "$dir/infer.tfplan"
+setup "compile gpt" "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 -o "$dir/gpt.tfplan"
+setup "train mlp 2 steps with a checkpoint" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train \
+  --steps 2 --checkpoint "$dir/ck"
+setup "make_inputs.py" "$python" "$here/make_inputs.py" "$dir"
+# Plans: cut, empty, short, a root offset past the end, another identifier.
+head -c 300 "$dir/mlp.tfplan" > "$dir/cut.tfplan"
+: > "$dir/empty.tfplan"
+printf 'TF' > "$dir/short.tfplan"
+printf '\377\377\377\177TFPL\000\000\000\000' > "$dir/root_past_end.tfplan"
+{ head -c 4 "$dir/mlp.tfplan"; printf 'XXXX'; tail -c +9 "$dir/mlp.tfplan"; } > "$dir/identifier.tfplan"
+# Paths that are not regular files.
+mkfifo "$dir/pipe.tfg"
+mkdir "$dir/folder.tfg" "$dir/empty_data"
+
+# ---- the rows: | id | input | `command` | exit | `message` | ----
+# A `\|` in a cell is a literal '|'; a cell in double backticks may hold single ones.
+awk -F'|' '
+  function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+  function unspan(s) {
+    if (s ~ /^`` .* ``$/) return substr(s, 4, length(s) - 6)
+    if (s ~ /^`.*`$/) return substr(s, 2, length(s) - 2)
+    return s
+  }
+  /^\| *E[0-9]+ *\|/ {
+    line = $0
+    gsub(/\\\|/, "\001", line)
+    n = split(line, cell, "|")
+    if (n != 7) { printf "BAD\t%d\t%s\n", NR, $0; next }
+    for (i = 2; i <= 6; i++) { cell[i] = unspan(trim(cell[i])); gsub(/\001/, "|", cell[i]) }
+    printf "%s\t%s\t%s\t%s\n", cell[2], cell[4], cell[5], cell[6]
+  }' "$doc" > "$dir/rows.tsv"
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "ok: $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $1"; }
+
+while IFS="$tab" read -r id command want message; do
+  if [ "$id" = BAD ]; then
+    fail "$doc line $command: a row needs 5 cells: $want"
+    continue
+  fi
+  # `<dir>` is this run's folder; mktemp's names hold no characters that the shell would expand.
+  command=$(printf '%s\n' "$command" | sed "s#<dir>#$dir#g")
+  message=$(printf '%s\n' "$message" | sed "s#<dir>#$dir#g")
+  eval "set -- $command"
+  if [ -z "$message" ] && [ "$mode" = check ]; then
+    fail "$id: the row has no message"
+    continue
+  fi
+  if [ "$1" != tightfit ]; then
+    fail "$id: the command must start with 'tightfit': $command"
+    continue
+  fi
+  shift
+  timeout 20 "$tf" "$@" > "$dir/out" 2>&1 < /dev/null
+  got=$?
+  if [ "$mode" = print ]; then
+    printf '%s\t%s\t' "$id" "$got"
+    sed "s#$dir#<dir>#g" "$dir/out" | awk '{ printf "%s\\n", $0 }'
+    echo
+    continue
+  fi
+  first=$(head -n 1 "$dir/out" | sed "s#$dir#<dir>#g")
+  if [ "$got" -eq 124 ]; then
+    fail "$id: still running after 20 s: $command"
+  elif [ "$got" -gt 128 ]; then
+    fail "$id: killed by signal $((got - 128)): $command"
+  elif grep -q -e 'Sanitizer' -e 'runtime error' "$dir/out"; then
+    fail "$id: sanitizer report: $command"
+    sed 's/^/    /' "$dir/out"
+  elif [ "$got" != "$want" ]; then
+    fail "$id: exit $got, expected $want: $first"
+  elif ! grep -qF -- "$message" "$dir/out"; then
+    fail "$id: exit $got, but the output lacks the documented message"
+    echo "    expected: $(printf '%s\n' "$message" | sed "s#$dir#<dir>#g")"
+    sed "s#$dir#<dir>#g; s/^/    got:      /" "$dir/out" | head -n 20
+  else
+    pass "$id (exit $got): $(printf '%s\n' "$message" | sed "s#$dir#<dir>#g")"
+  fi
+done < "$dir/rows.tsv"
+[ "$mode" = print ] && exit 0
+
+# The catalogue itself: at least 40 rows, each id once, numbered E01, E02, ... in order.
+rows=$(grep -c . "$dir/rows.tsv")
+if [ "$rows" -ge 40 ]; then pass "$doc has $rows rows (at least 40)"; else fail "$doc has $rows rows; at least 40 are needed"; fi
+misnumbered=$(awk -F"$tab" '$1 != sprintf("E%02d", NR) { printf "row %d is %s, expected %s", NR, $1, sprintf("E%02d", NR); exit }' \
+  "$dir/rows.tsv")
+if [ -z "$misnumbered" ]; then
+  pass "the ids run E01..$(printf 'E%02d' "$rows") in order, each once"
+else
+  fail "the ids must run E01, E02, ... in order: $misnumbered"
+fi
+
+echo "test_errors: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
