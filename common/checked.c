@@ -15,12 +15,11 @@ tf_parse_result tf_parse_i64(const char *text, int64_t minimum, int64_t maximum,
   if (!text || minimum > maximum)
     return TF_PARSE_SYNTAX;
   const char *at = text;
+  /* A '-' is always read as a sign: "-1" where counts start at 0 is a number out of range, not
+   * text that is not a number. */
   bool negative = *at == '-';
-  if (negative) {
-    if (minimum >= 0)
-      return TF_PARSE_SYNTAX;
+  if (negative)
     at++;
-  }
   if (*at < '0' || *at > '9')
     return TF_PARSE_SYNTAX;
   /* Accumulate the magnitude as a negative number: -INT64_MIN does not exist, INT64_MIN does. Once

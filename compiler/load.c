@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "common/file.h"
 #include "compiler/passes.h"
 #include "schema/graph_fb.h"
@@ -53,31 +54,9 @@ tf_status tf_graph_save(const tf_graph *graph, const char *path) {
   void *data;
   size_t size;
   TF_RETURN_IF_ERROR(tf_graph_serialize(graph, &data, &size));
-  size_t length = strlen(path) + 16;
-  char *temporary = malloc(length);
-  if (!temporary) {
-    free(data);
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a path", path);
-  }
-  snprintf(temporary, length, "%s.tmp%d", path, (int)getpid());
-  tf_status status = NULL;
-  FILE *file = fopen(temporary, "wb");
-  if (!file) {
-    status = tf_status_new(TF_ERR_IO, "%s: cannot create: %s", temporary, strerror(errno));
-  } else {
-    bool written = fwrite(data, 1, size, file) == size;
-    written = fflush(file) == 0 && written;
-    written = fsync(fileno(file)) == 0 && written;
-    int saved_errno = errno;
-    written = fclose(file) == 0 && written;
-    if (!written)
-      status = tf_status_new(TF_ERR_IO, "%s: write failed: %s", temporary, strerror(saved_errno));
-    else if (rename(temporary, path) != 0)
-      status = tf_status_new(TF_ERR_IO, "%s: cannot rename %s into place: %s", path, temporary, strerror(errno));
-    if (status)
-      remove(temporary);
-  }
-  free(temporary);
+  /* The atomic writer: through a symbolic link to its file, refusing FIFOs, devices and folders,
+   * never leaving a half-written graph (common/atomic_file.h). */
+  tf_status status = tf_atomic_file_write_all(path, data, size);
   free(data);
   return status;
 }

@@ -1,9 +1,11 @@
 /* `tightfit dump F.tfg|P.tfplan`: a graph or a plan as JSON, readable by
  * `flatc -b schema/graph.fbs F.json` (graphs) or `flatc -b schema/plan.fbs P.json` (plans). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
 #include "common/file.h"
 #include "schema/graph_fb.h"
 #include "schema/plan_fb.h"
@@ -50,16 +52,16 @@ int tf_cmd_dump(int argc, char **argv) {
   free(data);
   if (status)
     return tf_cli_fail("dump", tf_status_prefix(status, "%s", input));
-  FILE *out = output ? fopen(output, "w") : stdout;
-  if (!out) {
+  /* -o goes through the atomic writer, like every other output: through a symbolic link to its file,
+   * never over a FIFO, a device or a folder, and never half-written. */
+  if (output) {
+    status = tf_atomic_file_write_all(output, json, strlen(json));
     free(json);
-    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "%s: cannot create", output));
+    return status ? tf_cli_fail("dump", status) : TF_EXIT_OK;
   }
-  bool written = fputs(json, out) >= 0;
-  if (output)
-    written = fclose(out) == 0 && written;
+  bool written = fputs(json, stdout) >= 0 && fflush(stdout) == 0;
   free(json);
   if (!written)
-    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "%s: write failed", output ? output : "stdout"));
+    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "stdout: write failed: %s", strerror(errno)));
   return TF_EXIT_OK;
 }

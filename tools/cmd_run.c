@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "common/checked.h"
 #include "tightfit/runtime.h"
 #include "tools/cli.h"
 #include "tools/evaluate.h"
@@ -48,9 +49,10 @@ int tf_cmd_run(int argc, char **argv) {
     } else if (tf_cli_option(argc, argv, &i, "--output", &v, &error)) {
       output = v;
     } else if (tf_cli_option(argc, argv, &i, "--threads", &v, &error)) {
-      threads = error ? 0 : (int32_t)strtol(v, NULL, 10);
-      if (!error && (threads < 1 || threads > 1024))
+      int64_t parsed = 0;
+      if (!error && tf_parse_i64(v, 1, 1024, &parsed) != TF_PARSE_OK)
         return tf_cli_usage_error("run", "--threads takes 1..1024, got '%s'", v);
+      threads = (int32_t)parsed;
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("run", "unknown option '%s'", argv[i]);
     } else if (!tf_cli_positional("run", argv[i], "plan", &plan_path)) {

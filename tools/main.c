@@ -51,6 +51,9 @@ int main(int argc, char **argv) {
           return commands[i].run(2, help_argv);
         }
       }
+      fprintf(stderr, "tightfit help: unknown command '%s'\n\n", argv[2]);
+      usage(stderr);
+      return TF_EXIT_USAGE;
     }
     usage(stdout);
     return TF_EXIT_OK;

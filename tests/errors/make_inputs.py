@@ -155,3 +155,35 @@ edit_checkpoint("ck_accumulate_zero/latest.safetensors", {"tightfit.accumulate":
 edit_checkpoint("ck_micro_ahead/latest.safetensors", {"tightfit.micro_step": "3"})
 edit_checkpoint("ck_renamed.safetensors", rename=("hidden.0.weight", "hidden.0.weights"))
 edit_checkpoint("ck_reshaped.safetensors", reshape=("hidden.0.weight", [64, 128]))
+edit_checkpoint("ck_step_negative/latest.safetensors", {"tightfit.optimizer_step": "-1"})
+
+
+def checkpoint_with_value(target, tensor, element, value):
+    """The mlp checkpoint with one element of `tensor` (f32) replaced by `value` (NaN, inf)."""
+    raw = bytearray(open(os.path.join(out, "ck", "latest.safetensors"), "rb").read())
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    struct.pack_into("<f", raw, 8 + n + header[tensor]["data_offsets"][0] + 4 * element, value)
+    os.makedirs(os.path.dirname(os.path.join(out, target)), exist_ok=True)
+    open(os.path.join(out, target), "wb").write(raw)
+
+
+checkpoint_with_value("ck_inf/latest.safetensors", "head.weight", 3, float("inf"))
+
+# ---- data values, checked at feed open ----
+bad = x.copy()
+bad[77, 5] = np.nan
+np.save(os.path.join(folder("data_nan"), "x.npy"), bad)
+path = folder("data_short_labels", with_labels=False)
+np.save(os.path.join(path, "x.npy"), x)
+np.save(os.path.join(path, "labels.npy"), labels[:10])
+path = folder("data_label_range", with_labels=False)
+np.save(os.path.join(path, "x.npy"), x)
+bad = labels.copy()
+bad[50] = 10
+np.save(os.path.join(path, "labels.npy"), bad)
+tokens = np.load("models/data/text/train/tokens.npy")
+bad = tokens.copy()
+bad[50] = 999
+np.save(os.path.join(folder("tokens_range", with_labels=False), "tokens.npy"), bad)
+np.save(os.path.join(folder("tokens_short", with_labels=False), "tokens.npy"), tokens[:64])

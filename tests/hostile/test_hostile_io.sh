@@ -76,6 +76,15 @@ if [ -L "$dir/link.tfplan" ] && [ "$magic" = "TFPL" ]; then
 else
   fail "-o through a link: link.tfplan is $(ls -l "$dir/link.tfplan"), real.tfplan starts '$magic'"
 fi
+printf 'old' > "$dir/real.tfg"
+ln -s real.tfg "$dir/link.tfg"
+succeed "zoo -o a symbolic link" "$tf" zoo mlp -o "$dir/link.tfg"
+magic=$(head -c 8 "$dir/real.tfg" | tail -c 4)
+if [ -L "$dir/link.tfg" ] && [ "$magic" = "TFGR" ]; then
+  pass "zoo -o link.tfg wrote the graph into real.tfg; the link is still a link (it replaced the link before)"
+else
+  fail "zoo -o through a link: link.tfg is $(ls -l "$dir/link.tfg"), real.tfg starts '$magic'"
+fi
 
 mkfifo "$dir/out.fifo"
 refuse "compile -o a FIFO" "out.fifo: not a regular file (it is a FIFO)" \

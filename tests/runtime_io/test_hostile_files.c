@@ -57,7 +57,7 @@ static void test_checked(void) {
       {"-9223372036854775809", INT64_MIN, 0, TF_PARSE_RANGE, 0},
       {"9007199254740993", 0, (int64_t)1 << 53, TF_PARSE_RANGE, 0},
       {"9007199254740992", 0, (int64_t)1 << 53, TF_PARSE_OK, (int64_t)1 << 53},
-      {"-1", 0, 100, TF_PARSE_SYNTAX, 0}, /* no sign where none is allowed */
+      {"-1", 0, 100, TF_PARSE_RANGE, 0}, /* a number, below the minimum (not "not a number") */
       {"-1", -5, 100, TF_PARSE_OK, -1},
       {"0", 1, 100, TF_PARSE_RANGE, 0},
       {"", 0, 100, TF_PARSE_SYNTAX, 0},
@@ -403,7 +403,7 @@ static void test_counters(const char *folder) {
        "metadata 'tightfit.micro_step' is 300000000000000000, outside 0..9007199254740992"},
       {"optimizer_step INT64_MAX", "9223372036854775807", "9223372036854775807", "1",
        "metadata 'tightfit.optimizer_step' is 9223372036854775807, outside 0..9007199254740992"},
-      {"negative micro_step", "0", "-1", "2", "metadata 'tightfit.micro_step' is '-1', not a decimal integer"},
+      {"negative micro_step", "0", "-1", "2", "metadata 'tightfit.micro_step' is -1, outside 0..9007199254740992"},
       {"micro_step with a space", "0", " 4", "2", "metadata 'tightfit.micro_step' is ' 4', not a decimal integer"},
       {"micro_step with trailing text", "2", "4steps", "2", "is '4steps', not a decimal integer"},
       {"accumulate 0", "2", "4", "0", "metadata 'tightfit.accumulate' is 0, outside 1..2147483647"},
