@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "compiler/autodiff.h"
-#include "compiler/ops.h"
+#include "core/ops.h"
 
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "compiler/passes.h"
 
 tf_dim tf_fixed(int64_t size) { return (tf_dim){size, -1}; }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "compiler/training.h"
 
 static char *copy(const char *text) {

@@ -248,16 +248,6 @@ int64_t tf_ir_dim_value(const tf_graph *g, tf_dim dim) {
   return value;
 }
 
-const char *tf_ir_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size) {
-  size_t used = 0;
-  buf[0] = '\0';
-  used += (size_t)snprintf(buf, size, "[");
-  for (int32_t i = 0; i < rank && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, i ? "," : "", shape[i]);
-  if (used < size)
-    snprintf(buf + used, size - used, "]");
-  return buf;
-}
 
 const char *tf_ir_format_declared(const tf_graph *g, const tf_shape *shape, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "[");

@@ -83,8 +83,6 @@ tf_status tf_ir_set_name(tf_graph *g, const char *name);
 int64_t tf_ir_dim_value(const tf_graph *g, tf_dim dim);
 /* Returns a symbol id by name, or -1. */
 int32_t tf_ir_find_symbol(const tf_graph *g, const char *name);
-/* Formats a concrete shape as "[8,128,768]" into buf (always NUL-terminated). */
-const char *tf_ir_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size);
 /* Formats a declared shape as "[N,T*4,80]". */
 const char *tf_ir_format_declared(const tf_graph *g, const tf_shape *shape, char *buf, size_t size);
 /* Writes `count` elements' byte size of `dtype` into *bytes; false on overflow. */

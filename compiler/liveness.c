@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "compiler/training.h"
 
 static bool in_arena(const tf_training *t, int32_t id) {

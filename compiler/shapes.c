@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
 #include "compiler/passes.h"
+#include "core/ops.h"
 
 tf_status tf_graph_bind(tf_graph *g, const char *name, int64_t value) {
   int32_t symbol = tf_ir_find_symbol(g, name);
@@ -20,8 +20,7 @@ tf_status tf_graph_bind(tf_graph *g, const char *name, int64_t value) {
                          g->n_symbols ? known : "none");
   }
   if (value < 1)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol %s=%" PRId64 ": a symbol's value must be >= 1", name,
-                         value);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol %s=%" PRId64 ": a symbol's value must be >= 1", name, value);
   g->symbols[symbol].value = value;
   g->symbols[symbol].bound = true;
   return NULL;
@@ -39,8 +38,8 @@ tf_status tf_graph_bind_list(tf_graph *g, const char *list) {
     if (!end)
       end = p + strlen(p);
     if (!eq || eq > end || eq == p)
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "bad binding '%.*s': expected NAME=VALUE, e.g. N=8",
-                           (int)(end - p), p);
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "bad binding '%.*s': expected NAME=VALUE, e.g. N=8", (int)(end - p),
+                           p);
     char name[128];
     size_t length = (size_t)(eq - p);
     while (length && p[length - 1] == ' ')
@@ -81,9 +80,12 @@ tf_status tf_shapes_resolve_tensor(tf_graph *g, int32_t id) {
   t->rank = t->declared.rank;
   if (!tf_ir_bytes(t->dtype, t->shape, t->rank, &t->bytes))
     return tf_status_new(TF_ERR_SHAPE, "tensor '%s' %s: its byte size overflows 64 bits", t->name,
-                         tf_ir_format_shape(t->shape, t->rank, text, sizeof(text)));
+                         tf_format_shape(t->shape, t->rank, text, sizeof(text)));
   return NULL;
 }
+
+/* A shape rule's view of the graph's symbols (core/shape_rules.h). */
+static int64_t graph_dim_value(const void *graph, tf_dim dim) { return tf_ir_dim_value(graph, dim); }
 
 tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
   tf_ir_node *node = &g->nodes[id];
@@ -101,7 +103,7 @@ tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
                            in->name);
     operands[i] = (tf_shape_operand){in->name, in->dtype, in->kind, in->rank, in->shape};
   }
-  tf_shape_query query = {node->op, &node->attrs, node->n_inputs, operands, g};
+  tf_shape_query query = {node->op, &node->attrs, node->n_inputs, operands, graph_dim_value, g};
   tf_shape_result results[TF_MAX_OUTPUTS];
   memset(results, 0, sizeof(results));
   tf_status status = info->shape_rule(&query, results);
@@ -121,8 +123,8 @@ tf_status tf_shapes_infer_node(tf_graph *g, int32_t id, bool check_dtype) {
     memcpy(out->shape, result->shape, sizeof(out->shape));
     char text[256];
     if (!tf_ir_bytes(out->dtype, out->shape, out->rank, &out->bytes))
-      return tf_status_new(TF_ERR_SHAPE, "node '%s' (%s): output %s overflows 64 bits in bytes", node->name,
-                           info->name, tf_ir_format_shape(out->shape, out->rank, text, sizeof(text)));
+      return tf_status_new(TF_ERR_SHAPE, "node '%s' (%s): output %s overflows 64 bits in bytes", node->name, info->name,
+                           tf_format_shape(out->shape, out->rank, text, sizeof(text)));
   }
   return NULL;
 }
@@ -159,11 +161,12 @@ static tf_status check_constant_ids(const tf_graph *g, const tf_ir_node *node) {
     return NULL;
   char bound[256];
   describe_bindings(g, ids, bound, sizeof(bound));
-  return tf_status_new(TF_ERR_SHAPE,
-                       "node '%s' (embedding): the ids '%s' run from %.0f to %.0f%s%s%s, but the table '%s' has %" PRId64
-                       " rows (ids 0..%" PRId64 "): bind a smaller value, or give the model a larger table",
-                       node->name, ids->name, low, high, bound[0] ? " (with " : "", bound, bound[0] ? ")" : "",
-                       table->name, rows, rows - 1);
+  return tf_status_new(
+      TF_ERR_SHAPE,
+      "node '%s' (embedding): the ids '%s' run from %.0f to %.0f%s%s%s, but the table '%s' has %" PRId64
+      " rows (ids 0..%" PRId64 "): bind a smaller value, or give the model a larger table",
+      node->name, ids->name, low, high, bound[0] ? " (with " : "", bound, bound[0] ? ")" : "", table->name, rows,
+      rows - 1);
 }
 
 /* Assumes a validated graph: ids in range and nodes in topological order. */
@@ -186,7 +189,7 @@ tf_status tf_graph_infer_shapes(tf_graph *g) {
     char text[256];
     if (loss->rank != 0 || loss->dtype != TF_F32)
       return tf_status_new(TF_ERR_SHAPE, "the loss '%s' must be an f32 scalar; it is %s %s", loss->name,
-                           tf_dtype_name(loss->dtype), tf_ir_format_shape(loss->shape, loss->rank, text, sizeof(text)));
+                           tf_dtype_name(loss->dtype), tf_format_shape(loss->shape, loss->rank, text, sizeof(text)));
   }
   return NULL;
 }

@@ -3,7 +3,7 @@
  * the Vulkan and CUDA backends add theirs here when they exist. */
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "compiler/training.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/workspace.h"

@@ -1,6 +1,9 @@
 /* Names and sizes of the core vocabulary (tightfit/types.h): element types, initialisers. */
 #include "tightfit/types.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+
 const char *tf_dtype_name(tf_dtype dtype) {
   static const char *const names[TF_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32", "i64", "u8"};
   return (int)dtype >= 0 && dtype < TF_DTYPE_COUNT ? names[dtype] : "?";
@@ -12,7 +15,18 @@ int64_t tf_dtype_size(tf_dtype dtype) {
 }
 
 const char *tf_init_name(tf_init_kind kind) {
-  static const char *const names[TF_INIT_COUNT] = {"none", "zeros", "ones", "normal", "uniform",
+  static const char *const names[TF_INIT_COUNT] = {"none",           "zeros",          "ones",   "normal",   "uniform",
                                                    "xavier_uniform", "kaiming_normal", "arange", "external", "fill"};
   return (int)kind >= 0 && kind < TF_INIT_COUNT ? names[kind] : "?";
+}
+
+const char *tf_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  used += (size_t)snprintf(buf, size, "[");
+  for (int32_t i = 0; i < rank && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, i ? "," : "", shape[i]);
+  if (used < size)
+    snprintf(buf + used, size - used, "]");
+  return buf;
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "runtime/plan_verify_internal.h"
 
 #define INVALID(...) tf_status_new(TF_ERR_INVALID_INPUT, __VA_ARGS__)
@@ -429,7 +429,7 @@ static tf_status check_shapes(const tf_plan *plan, int32_t s, const tf_op_info *
   tf_shape_operand operands[TF_OP_VARIADIC_INTERNAL];
   for (int32_t i = 0; i < step->n_inputs; i++)
     operands[i] = operand_of(&plan->buffers[step->inputs[i]]);
-  tf_shape_query query = {step->op, &step->attrs, step->n_inputs, operands, NULL};
+  tf_shape_query query = {step->op, &step->attrs, step->n_inputs, operands, NULL, NULL};
   tf_shape_result results[TF_MAX_OUTPUTS];
   memset(results, 0, sizeof(results));
   tf_status status = info->shape_rule(&query, results);

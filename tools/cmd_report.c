@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "tightfit/plan.h"
 #include "tools/cli.h"
 #include "tools/report.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "kernels/cpu/kernels.h"
 
 typedef struct cpu_step {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
-#include "compiler/ops.h"
+#include "core/ops.h"
 
 static const vk_lower_fn lowerings[TF_OP_COUNT] = {
     [TF_OP_MATMUL] = vk_lower_matmul,

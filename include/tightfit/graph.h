@@ -23,14 +23,6 @@ extern "C" {
 #define TF_NO_TENSOR (-1)
 typedef int32_t tf_tensor_id;
 
-typedef enum tf_tensor_kind {
-  TF_INPUT = 0,   /* fed per micro-batch from data */
-  TF_LABEL,       /* fed per micro-batch; targets of the loss */
-  TF_PARAMETER,   /* trained weights, with an initializer */
-  TF_CONSTANT,    /* fixed values (e.g. position ids), with an initializer */
-  TF_ACTIVATION,  /* produced by exactly one node */
-  TF_KIND_COUNT
-} tf_tensor_kind;
 
 
 /* Read-only views returned by the query functions; pointers are borrowed from the graph. */

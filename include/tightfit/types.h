@@ -16,6 +16,15 @@ extern "C" {
 #define TF_MAX_OUTPUTS 4 /* outputs of one node (graph ops have one; some gradient ops three) */
 
 
+typedef enum tf_tensor_kind {
+  TF_INPUT = 0,   /* fed per micro-batch from data */
+  TF_LABEL,       /* fed per micro-batch; targets of the loss */
+  TF_PARAMETER,   /* trained weights, with an initializer */
+  TF_CONSTANT,    /* fixed values (e.g. position ids), with an initializer */
+  TF_ACTIVATION,  /* produced by exactly one node */
+  TF_KIND_COUNT
+} tf_tensor_kind;
+
 typedef enum tf_dtype { TF_F32 = 0, TF_F16, TF_BF16, TF_I32, TF_I64, TF_U8, TF_DTYPE_COUNT } tf_dtype;
 
 
@@ -223,6 +232,8 @@ const char *tf_op_name(tf_op op);      /* "matmul", ...; "?" when out of range *
 const char *tf_dtype_name(tf_dtype dtype);
 int64_t tf_dtype_size(tf_dtype dtype); /* bytes per element; 0 when out of range */
 const char *tf_init_name(tf_init_kind kind); /* "normal", ...; "?" when out of range */
+/* "[2,3,4]" for messages, into `buf` (at most `size` bytes); returns buf. */
+const char *tf_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/workspace.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "kernels/cpu/list.h"
 
 #define GUARD_BYTES 256
@@ -110,7 +110,7 @@ int32_t dense_infer(tf_op op, const tf_attrs *attrs, const dense_tensor *inputs,
   for (int32_t i = 0; i < n_inputs; i++)
     operands[i] = (tf_shape_operand){"x", inputs[i].dtype, TF_ACTIVATION, inputs[i].rank, inputs[i].shape};
   const tf_op_info *info = tf_op_info_get(op);
-  tf_shape_query query = {op, attrs, n_inputs, operands, NULL};
+  tf_shape_query query = {op, attrs, n_inputs, operands, NULL, NULL};
   tf_shape_result results[TF_MAX_OUTPUTS];
   memset(results, 0, sizeof(results));
   tf_status status = info->shape_rule(&query, results);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "kernels/cpu/list.h"
 #include "op_calls.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "kernels/cpu/list.h"
 
 /* ---- allocation ---- */
@@ -289,7 +289,7 @@ int th_run(tf_op op, const tf_attrs *attrs, th_tensor *inputs, int n_inputs, th_
   for (int i = 0; i < n_inputs; i++)
     operands[i] = (tf_shape_operand){"input", inputs[i].dtype, TF_ACTIVATION, inputs[i].rank, inputs[i].shape};
   tf_attrs none = th_no_attrs();
-  tf_shape_query query = {op, attrs ? attrs : &none, n_inputs, operands, NULL};
+  tf_shape_query query = {op, attrs ? attrs : &none, n_inputs, operands, NULL, NULL};
   tf_shape_result results[TF_MAX_OUTPUTS];
   memset(results, 0, sizeof(results));
   tf_status status = info->shape_rule(&query, results);

@@ -60,7 +60,7 @@ tf_attrs th_optimizer(float lr, float momentum, float beta1, float beta2, float 
 extern tf_cpu_context th_context;
 
 /* Runs op's kernel (f64 or f32) on `inputs`; outputs[0..n) receive the op's outputs, shaped by the
- * op's shape rule (compiler/ops.c), and in-place inputs are updated. Returns the number of outputs,
+ * op's shape rule (core/ops.c), and in-place inputs are updated. Returns the number of outputs,
  * or -1 after printing why the shape rule refused the call. In f32 runs every floating value is
  * rounded to float on the way in. */
 int th_run(tf_op op, const tf_attrs *attrs, th_tensor *inputs, int n_inputs, th_tensor *outputs, bool f64);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "compiler/ops.h"
+#include "core/ops.h"
 #include "op_calls.h"
 
 #define MAX_CALLS 512

@@ -2,7 +2,7 @@
  *   - common/checked: the strict integer parser refuses what strtoll saturates or half-reads;
  *   - readers (tf_file_read, .npy, safetensors) refuse a FIFO, /dev/zero and a folder at once (an
  *     alarm fails the test instead of letting a blocking open hang it), and files above their bound;
- *   - outputs (runtime/atomic_file) write through symbolic links, refuse FIFOs, folders and device
+ *   - outputs (common/atomic_file) write through symbolic links, refuse FIFOs, folders and device
  *     nodes without replacing them, and clean up the temporaries of saves killed mid-write;
  *   - checkpoint counters out of range or inconsistent are refused naming file, key and value, and
  *     leave the session untouched;

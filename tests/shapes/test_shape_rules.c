@@ -1,4 +1,4 @@
-/* Tests of the shape and dtype rules (compiler/shape_rules*.c), called directly with hand-built
+/* Tests of the shape and dtype rules (core/shape_rules*.c), called directly with hand-built
  * queries. For every op family: a correct case with its exact output shape and dtype, broadcasting
  * and negative axes where they apply, every error path with the operand names or numbers that its
  * message must mention, and int64 overflow. Convolutions and pools are in test_shape_rules_conv.c, the random sweep in
@@ -47,7 +47,7 @@ static void test_common(tf_test_counts *c) {
   EXPECT_SHAPE(c, "[BIG,0] is empty, not an overflow",
                RULE(tf_shape_unary_float, TF_OP_EXP, NULL, T("empty", TF_F32, BIG, 0)), TF_F32, BIG, 0);
   expect_error(c, "rule called without a query", tf_shape_matmul(NULL, &out), TF_ERR_INTERNAL, "without a query", NULL);
-  tf_shape_query no_inputs = {TF_OP_EXP, NULL, 1, NULL, NULL};
+  tf_shape_query no_inputs = {TF_OP_EXP, NULL, 1, NULL, NULL, NULL};
   expect_error(c, "rule called with inputs NULL", tf_shape_unary_float(&no_inputs, &out), TF_ERR_INTERNAL, "inputs",
                NULL);
   tf_shape_operand unnamed = {NULL, TF_I32, TF_INPUT, 1, (const int64_t[]){3}};

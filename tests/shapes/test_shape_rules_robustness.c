@@ -4,7 +4,6 @@
  * crash, and each op must both accept and refuse some queries. */
 #include "shape_cases.h"
 
-
 enum { SEED_INPUTS = 3, SEED_DIMS = TF_MAX_RANK + 1 };
 
 /* A valid query for one op, which the sweep then corrupts a little at a time. */
@@ -221,7 +220,7 @@ static void test_robustness(tf_test_counts *c) {
     for (int32_t i = 0; i < SEED_INPUTS; i++)
       seed.inputs[i].shape = seed.shapes[i]; // returned by value: point into this copy
     tf_shape_result out;
-    tf_shape_query q = {(tf_op)op, &seed.attrs, seed.n_inputs, seed.inputs, g};
+    tf_shape_query q = {(tf_op)op, &seed.attrs, seed.n_inputs, seed.inputs, graph_dim_value, g};
     tf_status seed_status = info->shape_rule(&q, &out);
     CHECK(c, seed_status == NULL, "seed query for %s refused: %s", info->name, tf_status_message(seed_status));
     tf_status_free(seed_status);
@@ -231,7 +230,8 @@ static void test_robustness(tf_test_counts *c) {
       for (int32_t i = 0; i < SEED_INPUTS; i++)
         s.inputs[i].shape = s.shapes[i];
       mutate(&state, info, &s);
-      q = (tf_shape_query){(tf_op)op, &s.attrs, s.n_inputs, s.inputs, next_random(&state) % 4 ? g : NULL};
+      q = next_random(&state) % 4 ? (tf_shape_query){(tf_op)op, &s.attrs, s.n_inputs, s.inputs, graph_dim_value, g}
+                                  : (tf_shape_query){(tf_op)op, &s.attrs, s.n_inputs, s.inputs, NULL, NULL};
       tf_status result = info->shape_rule(&q, &out);
       if (result) {
         refused++;

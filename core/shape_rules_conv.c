@@ -3,8 +3,7 @@
  * may hold any int64 dim and any int32 stride, padding or dilation. */
 #include <inttypes.h>
 
-#include "compiler/ir.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/shape_rules_internal.h"
 
 static const char *const spatial_names[2] = {"height", "width"};
 

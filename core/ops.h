@@ -1,10 +1,10 @@
 /* Op metadata: one row per op (name, arity, attribute family, shape rule, flags). Adding an op is
  * adding its row here and its functions in the files the row names. */
-#ifndef TIGHTFIT_COMPILER_OPS_H
-#define TIGHTFIT_COMPILER_OPS_H
+#ifndef TIGHTFIT_CORE_OPS_H
+#define TIGHTFIT_CORE_OPS_H
 
-#include "compiler/shape_rules.h"
-#include "tightfit/graph.h"
+#include "core/shape_rules.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,14 +4,14 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/ops.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/ops.h"
+#include "core/shape_rules_internal.h"
 
 /* Runs the rule of forward op `op` on `inputs` and checks that `dy` has its output's shape. */
 static tf_status check_forward(const tf_shape_query *q, tf_op op, const tf_shape_operand *inputs, int32_t n,
                                const tf_shape_operand *dy) {
   const tf_op_info *info = tf_op_info_get(op);
-  tf_shape_query forward = {op, q->attrs, n, inputs, q->graph};
+  tf_shape_query forward = {op, q->attrs, n, inputs, q->dim_value, q->context};
   tf_attrs none;
   memset(&none, 0, sizeof(none));
   if (info->attrs == TF_ATTR_NONE)
@@ -23,7 +23,8 @@ static tf_status check_forward(const tf_shape_query *q, tf_op op, const tf_shape
     return tf_status_prefix(status, "forward %s", info->name);
   if (result[0].rank != dy->rank || memcmp(result[0].shape, dy->shape, sizeof(int64_t) * (size_t)dy->rank) != 0)
     return tf_status_new(TF_ERR_SHAPE, "the gradient %s does not have the forward %s output's shape %s",
-                         tf_rules_describe(dy).text, info->name, tf_rules_shape_text(result[0].shape, result[0].rank).text);
+                         tf_rules_describe(dy).text, info->name,
+                         tf_rules_shape_text(result[0].shape, result[0].rank).text);
   if (result[0].dtype != dy->dtype)
     return tf_status_new(TF_ERR_SHAPE, "the gradient %s is %s; the forward %s output is %s", tf_rules_describe(dy).text,
                          tf_dtype_name(dy->dtype), info->name, tf_dtype_name(result[0].dtype));
@@ -151,8 +152,8 @@ tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out) {
 }
 
 static tf_status check_optimizer_attrs(const tf_optimizer_attrs *a) {
-  float values[] = {a->learning_rate, a->momentum, a->beta1, a->beta2, a->epsilon, a->weight_decay, a->clip_norm,
-                    a->grad_scale};
+  float values[] = {a->learning_rate, a->momentum,     a->beta1,     a->beta2,
+                    a->epsilon,       a->weight_decay, a->clip_norm, a->grad_scale};
   for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
     if (!isfinite(values[i]) || values[i] < 0)
       return tf_status_new(TF_ERR_SHAPE, "optimizer hyper-parameter %zu is %g; each must be finite and >= 0", i,

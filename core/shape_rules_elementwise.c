@@ -3,8 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include "compiler/ir.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/shape_rules_internal.h"
 
 tf_status tf_shape_broadcast(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_broadcast));

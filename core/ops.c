@@ -1,5 +1,5 @@
 /* The op table. Order follows enum tf_op; a static assertion keeps them in step. */
-#include "compiler/ops.h"
+#include "core/ops.h"
 
 #include <string.h>
 

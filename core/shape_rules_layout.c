@@ -2,8 +2,7 @@
  * concat, slice, expand. Targets of reshape/expand may use symbols, resolved through the graph. */
 #include <inttypes.h>
 
-#include "compiler/ir.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/shape_rules_internal.h"
 
 #define UNRESOLVED (-1) /* a target dim {-1,-1}: "infer" for reshape, "keep" for expand */
 
@@ -20,11 +19,11 @@ static tf_status resolve_target(const tf_shape_query *q, int64_t values[TF_MAX_R
       values[i] = UNRESOLVED;
       continue;
     }
-    // Without a graph there is no symbol table to look in; tf_ir_dim_value would dereference NULL.
-    if (dim.symbol >= 0 && !q->graph)
+    // Without a symbol table (a plan's shapes are concrete) a symbol cannot be resolved.
+    if (dim.symbol >= 0 && !q->dim_value)
       return tf_status_new(TF_ERR_SHAPE, "target dim %" PRId32 " of %s uses symbol %" PRId32 " but no graph binds it",
                            i, tf_op_name(q->op), dim.symbol);
-    values[i] = q->graph ? tf_ir_dim_value(q->graph, dim) : dim.size;
+    values[i] = q->dim_value ? q->dim_value(q->context, dim) : dim.size;
     if (values[i] < 0) {
       if (dim.symbol >= 0)
         return tf_status_new(TF_ERR_SHAPE,

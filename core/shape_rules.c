@@ -4,16 +4,15 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "compiler/ir.h"
-#include "compiler/ops.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/ops.h"
+#include "core/shape_rules_internal.h"
 
 tf_rules_text tf_rules_shape_text(const int64_t *shape, int32_t rank) {
   tf_rules_text t = {{0}};
   if (rank < 0 || rank > TF_MAX_RANK || (rank > 0 && !shape))
     snprintf(t.text, sizeof(t.text), "<rank %" PRId32 ">", rank);
   else
-    tf_ir_format_shape(shape, rank, t.text, sizeof(t.text));
+    tf_format_shape(shape, rank, t.text, sizeof(t.text));
   return t;
 }
 

@@ -3,8 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include "compiler/ir.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/shape_rules_internal.h"
 
 /* The [rows, cols] of an operand's trailing matrix, after an optional transpose. */
 typedef struct matrix_dims {

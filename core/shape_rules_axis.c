@@ -3,8 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include "compiler/ir.h"
-#include "compiler/shape_rules_internal.h"
+#include "core/shape_rules_internal.h"
 
 /* Marks the axes that attrs reduce in reduced[]; n_axes == 0 means every axis. */
 static tf_status reduced_axes(const tf_shape_operand *x, const tf_reduce_attrs *attrs, bool reduced[TF_MAX_RANK]) {

@@ -1,9 +1,10 @@
 /* Shape and dtype rules: one function per op family computes an op's output from its inputs'
  * concrete shapes and its attributes, or says precisely why it cannot. */
-#ifndef TIGHTFIT_COMPILER_SHAPE_RULES_H
-#define TIGHTFIT_COMPILER_SHAPE_RULES_H
+#ifndef TIGHTFIT_CORE_SHAPE_RULES_H
+#define TIGHTFIT_CORE_SHAPE_RULES_H
 
-#include "tightfit/graph.h"
+#include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +23,10 @@ typedef struct tf_shape_query {
   const tf_attrs *attrs;
   int32_t n_inputs;
   const tf_shape_operand *inputs;
-  const tf_graph *graph;   /* for symbols in reshape/expand targets: tf_ir_dim_value() */
+  /* Symbols in reshape/expand targets: the value of `dim` (size x its symbol), -1 when unknown.
+   * NULL where nothing binds symbols (a plan's shapes are concrete). */
+  int64_t (*dim_value)(const void *context, tf_dim dim);
+  const void *context;
 } tf_shape_query;
 
 typedef struct tf_shape_result {
@@ -36,25 +40,25 @@ typedef struct tf_shape_result {
 typedef tf_status (*tf_shape_rule)(const tf_shape_query *query, tf_shape_result *out);
 
 tf_status tf_shape_matmul(const tf_shape_query *q, tf_shape_result *out);
-tf_status tf_shape_broadcast(const tf_shape_query *q, tf_shape_result *out);    /* add sub mul div */
-tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out);  /* neg exp ... tanh, gelu */
-tf_status tf_shape_reduce(const tf_shape_query *q, tf_shape_result *out);       /* sum mean max */
-tf_status tf_shape_softmax(const tf_shape_query *q, tf_shape_result *out);      /* softmax log_softmax */
-tf_status tf_shape_norm(const tf_shape_query *q, tf_shape_result *out);         /* layer_norm rms_norm */
+tf_status tf_shape_broadcast(const tf_shape_query *q, tf_shape_result *out);   /* add sub mul div */
+tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out); /* neg exp ... tanh, gelu */
+tf_status tf_shape_reduce(const tf_shape_query *q, tf_shape_result *out);      /* sum mean max */
+tf_status tf_shape_softmax(const tf_shape_query *q, tf_shape_result *out);     /* softmax log_softmax */
+tf_status tf_shape_norm(const tf_shape_query *q, tf_shape_result *out);        /* layer_norm rms_norm */
 tf_status tf_shape_embedding(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_reshape(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_transpose(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_concat(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_slice(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_expand(const tf_shape_query *q, tf_shape_result *out);
-tf_status tf_shape_conv(const tf_shape_query *q, tf_shape_result *out);         /* conv1d conv2d */
+tf_status tf_shape_conv(const tf_shape_query *q, tf_shape_result *out); /* conv1d conv2d */
 tf_status tf_shape_conv_transpose2d(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_pool2d(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_dropout(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_attention(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_cast(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_cross_entropy(const tf_shape_query *q, tf_shape_result *out);
-tf_status tf_shape_pair_loss(const tf_shape_query *q, tf_shape_result *out);    /* mse bce_with_logits */
+tf_status tf_shape_pair_loss(const tf_shape_query *q, tf_shape_result *out); /* mse bce_with_logits */
 
 /* Training-only ops (compiler/shape_rules_grad.c). Multi-output ops fill out[0..n_outputs). */
 tf_status tf_shape_elementwise_grad(const tf_shape_query *q, tf_shape_result *out); /* (x|y, dy) -> dx */
@@ -67,7 +71,7 @@ tf_status tf_shape_conv_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_pool_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_attention_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
-tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out);          /* accumulate zero sgd adamw */
+tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */
 tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out);
 
 #ifdef __cplusplus

@@ -4,10 +4,10 @@
  * any op (operands, arity, attribute family), then checks its own op's semantics, then ends with
  * tf_rules_finish(), which keeps the output's element count inside int64. Errors are TF_ERR_SHAPE
  * statuses naming operands as "'name' [d0,d1,...]". */
-#ifndef TIGHTFIT_COMPILER_SHAPE_RULES_INTERNAL_H
-#define TIGHTFIT_COMPILER_SHAPE_RULES_INTERNAL_H
+#ifndef TIGHTFIT_CORE_SHAPE_RULES_INTERNAL_H
+#define TIGHTFIT_CORE_SHAPE_RULES_INTERNAL_H
 
-#include "compiler/shape_rules.h"
+#include "core/shape_rules.h"
 
 /* Big enough for a long tensor name and TF_MAX_RANK 20-digit dims. Returned by value so that a
  * call can sit inside a printf argument list (C11 keeps the temporary until the full expression
