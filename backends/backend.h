@@ -14,25 +14,25 @@ extern "C" {
 
 /* Per-run values the steps may read (dropout keys, AdamW's step count). */
 typedef struct tf_run_state {
-  int64_t optimizer_step;   /* 1 for the first optimizer step */
-  int64_t micro_step;       /* global micro-batch counter */
+  int64_t optimizer_step; /* 1 for the first optimizer step */
+  int64_t micro_step;     /* global micro-batch counter */
   uint64_t seed;
 } tf_run_state;
 
 typedef struct tf_backend_options {
-  int32_t device;           /* index among the backend's devices */
-  int32_t threads;          /* CPU: worker threads (<= the plan's target threads) */
+  int32_t device;  /* index among the backend's devices */
+  int32_t threads; /* CPU: worker threads (<= the plan's target threads) */
 } tf_backend_options;
 
 /* What a device offers before any session exists (tf_backend_vtable.capacity): what `tightfit check
  * --device cuda:N` compares a plan with. -1 where the backend cannot tell. */
 typedef struct tf_device_capacity {
-  char name[256];           /* the device's name as the driver gives it */
-  int64_t total_bytes;      /* the device's memory */
-  int64_t free_bytes;       /* what a new process could allocate now, before its own context exists */
-  int64_t context_bytes;    /* measured: the driver context this process creates (CUDA) */
-  int64_t library_bytes;    /* measured: library handles and their default workspaces (cuBLAS) */
-  int64_t granularity;      /* measured: the allocation granularity regions are rounded up to */
+  char name[256];        /* the device's name as the driver gives it */
+  int64_t total_bytes;   /* the device's memory */
+  int64_t free_bytes;    /* what a new process could allocate now, before its own context exists */
+  int64_t context_bytes; /* measured: the driver context this process creates (CUDA) */
+  int64_t library_bytes; /* measured: library handles and their default workspaces (cuBLAS) */
+  int64_t granularity;   /* measured: the allocation granularity regions are rounded up to */
 } tf_device_capacity;
 
 typedef struct tf_backend_vtable {

@@ -39,8 +39,9 @@ static void describe_failure(char *text, size_t size, const char *backend, tf_st
 }
 
 void tf_backend_describe_devices(char *text, size_t size) {
-  size_t used = (size_t)snprintf(text, size, "cpu:0  this machine's CPU, %ld cores online (OpenBLAS + OpenMP kernels)\n",
-                                 sysconf(_SC_NPROCESSORS_ONLN));
+  size_t used =
+      (size_t)snprintf(text, size, "cpu:0  this machine's CPU, %ld cores online (OpenBLAS + OpenMP kernels)\n",
+                       sysconf(_SC_NPROCESSORS_ONLN));
 #ifdef TIGHTFIT_VULKAN
   if (used < size) {
     tf_status status = tf_vulkan_describe_devices(text + used, size - used);

@@ -120,8 +120,8 @@ int main(void) {
       if (ratio > worst)
         worst = ratio;
       if (ratio > 1.05)
-        printf("graph %d (%d saved activations), budget %" PRId64 ": auto %s recompute %.0f FLOP, optimum %.0f\n",
-               seed, k, budget, fits ? "fits with" : "does not fit;", ours, optimum);
+        printf("graph %d (%d saved activations), budget %" PRId64 ": auto %s recompute %.0f FLOP, optimum %.0f\n", seed,
+               k, budget, fits ? "fits with" : "does not fit;", ours, optimum);
       tf_status_free(status);
       tf_plan_destroy(plan);
     }
@@ -130,7 +130,7 @@ int main(void) {
     tf_compile_free_names(names, k);
     tf_graph_destroy(g);
   }
-  printf("auto vs brute force: %d budgets on small graphs, %d optimal, %d within 5%%, worst ratio %.3f\n", cases,
-         exact, within, worst);
+  printf("auto vs brute force: %d budgets on small graphs, %d optimal, %d within 5%%, worst ratio %.3f\n", cases, exact,
+         within, worst);
   return 0;
 }

@@ -62,8 +62,8 @@ typedef enum tf_parse_result {
 } tf_parse_result;
 
 /* Parses `text` as exactly one decimal integer in [minimum, maximum] into *value: an optional '-'
- * (a negative number below `minimum` is TF_PARSE_RANGE), then one or more digits, nothing else (no spaces, '+', "0x", exponent or
- * trailing text). Unlike strtoll it never saturates: "99999999999999999999" is TF_PARSE_RANGE, not
+ * (a negative number below `minimum` is TF_PARSE_RANGE), then one or more digits, nothing else (no spaces, '+', "0x",
+ * exponent or trailing text). Unlike strtoll it never saturates: "99999999999999999999" is TF_PARSE_RANGE, not
  * INT64_MAX. *value is written only on TF_PARSE_OK. Does not read errno or the locale. */
 tf_parse_result tf_parse_i64(const char *text, int64_t minimum, int64_t maximum, int64_t *value);
 

@@ -68,9 +68,7 @@ tf_status tf_status_prefix(tf_status status, const char *fmt, ...) {
 
 tf_code tf_status_code(const struct tf_status_s *status) { return status ? status->code : TF_OK; }
 
-const char *tf_status_message(const struct tf_status_s *status) {
-  return status ? status->message : "";
-}
+const char *tf_status_message(const struct tf_status_s *status) { return status ? status->message : ""; }
 
 const char *tf_code_name(tf_code code) {
   switch (code) {

@@ -26,8 +26,7 @@ int32_t tf_strmap_get(const tf_strmap *map, const char *key) {
 
 static bool grow(tf_strmap *map) {
   int32_t capacity = map->capacity ? map->capacity * 2 : 64;
-  tf_strmap bigger = {calloc((size_t)capacity, sizeof(char *)), calloc((size_t)capacity, sizeof(int32_t)), 0,
-                      capacity};
+  tf_strmap bigger = {calloc((size_t)capacity, sizeof(char *)), calloc((size_t)capacity, sizeof(int32_t)), 0, capacity};
   if (!bigger.keys || !bigger.values) {
     free(bigger.keys);
     free(bigger.values);

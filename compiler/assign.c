@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 
 typedef struct arena_item {
-  int64_t size;              /* aligned */
+  int64_t size; /* aligned */
   int32_t first, last;
-  int32_t id;                /* tensor id, or -(step + 1) for a step's workspace */
+  int32_t id; /* tensor id, or -(step + 1) for a step's workspace */
   int64_t offset;
 } arena_item;
 

@@ -130,8 +130,8 @@ tf_status tf_autodiff(tf_training *t) {
       continue;
     tf_vjp_rule rule = tf_vjp_rule_for(node->op);
     if (!rule) {
-      v.status = tf_status_new(TF_ERR_UNSUPPORTED, "node '%s' (%s): no gradient rule", node->name,
-                               tf_op_name(node->op));
+      v.status =
+          tf_status_new(TF_ERR_UNSUPPORTED, "node '%s' (%s): no gradient rule", node->name, tf_op_name(node->op));
       break;
     }
     v.node = n;

@@ -9,11 +9,11 @@
 
 typedef struct tf_vjp {
   tf_training *t;
-  int32_t node;            /* the forward node */
-  int32_t dy;              /* gradient of its output */
-  int32_t *grads;          /* per tensor: gradient so far, or -1 */
-  const bool *needs;       /* per tensor: a gradient must flow to it */
-  tf_status status;        /* first error; helpers do nothing after one */
+  int32_t node;      /* the forward node */
+  int32_t dy;        /* gradient of its output */
+  int32_t *grads;    /* per tensor: gradient so far, or -1 */
+  const bool *needs; /* per tensor: a gradient must flow to it */
+  tf_status status;  /* first error; helpers do nothing after one */
 } tf_vjp;
 
 typedef void (*tf_vjp_rule)(tf_vjp *v);

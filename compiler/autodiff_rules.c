@@ -240,9 +240,7 @@ static void vjp_concat(tf_vjp *v) {
   }
 }
 
-static void vjp_slice(tf_vjp *v) {
-  tf_vjp_give(v, 0, op2(v, TF_OP_SLICE_GRAD, v->dy, tf_vjp_input(v, 0), attrs(v)));
-}
+static void vjp_slice(tf_vjp *v) { tf_vjp_give(v, 0, op2(v, TF_OP_SLICE_GRAD, v->dy, tf_vjp_input(v, 0), attrs(v))); }
 
 static void vjp_expand(tf_vjp *v) { tf_vjp_give(v, 0, reduce_to(v, v->dy, tf_vjp_input(v, 0))); }
 

@@ -28,8 +28,8 @@ static void append(char *summary, int64_t n, int32_t k, const char *mode, int64_
                    const char *verdict) {
   size_t used = strlen(summary);
   if (used < 1023)
-    snprintf(summary + used, 1024 - used, "N=%" PRId64 " x k=%d, recompute %s: %.2f GiB, %.3f s/step%s\n", n, k,
-             mode, (double)bytes / 1073741824.0, seconds, verdict);
+    snprintf(summary + used, 1024 - used, "N=%" PRId64 " x k=%d, recompute %s: %.2f GiB, %.3f s/step%s\n", n, k, mode,
+             (double)bytes / 1073741824.0, seconds, verdict);
 }
 
 /* Keeps `plan` as the best and/or the smallest so far; frees whatever no longer has a role. */
@@ -67,7 +67,8 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
   *out = NULL;
   memset(result, 0, sizeof(*result));
   if (o->global_batch < 1 || o->global_batch > (1 << 20))
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "global batch %" PRId64 " is outside 1..%d", o->global_batch, 1 << 20);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "global batch %" PRId64 " is outside 1..%d", o->global_batch,
+                         1 << 20);
   if (o->budget <= 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the budget must be positive");
   if (tf_ir_find_symbol(graph, "N") < 0)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/passes.h"
+#include "core/ops.h"
 
 tf_dim tf_fixed(int64_t size) { return (tf_dim){size, -1}; }
 tf_dim tf_sym(int32_t symbol) { return (tf_dim){1, symbol}; }
@@ -104,8 +104,7 @@ static void unique_node_name(const tf_graph *g, const char *op_name, char *name,
   const char *scope = g->scope ? g->scope : "";
   const char *slash = g->scope ? "/" : "";
   snprintf(name, size, "%s%s%s", scope, slash, op_name);
-  for (int suffix = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0;
-       suffix++)
+  for (int suffix = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0; suffix++)
     snprintf(name, size, "%s%s%s_%d", scope, slash, op_name, suffix);
 }
 
@@ -134,8 +133,8 @@ tf_tensor_id tf_graph_node(tf_graph *g, tf_op op, const tf_tensor_id *inputs, in
     return TF_NO_TENSOR;
   }
   if (op >= TF_OP_GRAPH_COUNT) {
-    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s is a training-only op; model graphs cannot hold it",
-                                info->name));
+    tf_ir_fail(
+        g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s is a training-only op; model graphs cannot hold it", info->name));
     return TF_NO_TENSOR;
   }
   if (!inputs_valid(g, info, inputs, n_inputs))
@@ -201,7 +200,8 @@ void tf_graph_add_output(tf_graph *g, tf_tensor_id id) {
   if (g->status)
     return;
   if (id < 0 || id >= g->n_tensors)
-    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "output: tensor id %d is outside 0..%d", id, g->n_tensors - 1));
+    tf_ir_fail(g,
+               tf_status_new(TF_ERR_INVALID_ARGUMENT, "output: tensor id %d is outside 0..%d", id, g->n_tensors - 1));
   else
     tf_ir_fail(g, tf_ir_add_output(g, id));
 }
@@ -268,10 +268,10 @@ tf_tensor_id tf_div(tf_graph *g, tf_tensor_id a, tf_tensor_id b) { return node2(
 
 tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x) {
   const tf_op_info *info = tf_op_info_get(op);
-  if (!g->status && (!info || !(info->flags & TF_OPF_ELEMENTWISE) || info->attrs != TF_ATTR_NONE ||
-                     info->max_inputs != 1)) {
-    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_unary: %s is not an attribute-free unary op",
-                                tf_op_name(op)));
+  if (!g->status &&
+      (!info || !(info->flags & TF_OPF_ELEMENTWISE) || info->attrs != TF_ATTR_NONE || info->max_inputs != 1)) {
+    tf_ir_fail(
+        g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_unary: %s is not an attribute-free unary op", tf_op_name(op)));
     return TF_NO_TENSOR;
   }
   return node1(g, op, x, NULL);
@@ -289,7 +289,8 @@ tf_tensor_id tf_reduce(tf_graph *g, tf_op op, tf_tensor_id x, const int32_t *axe
     return TF_NO_TENSOR;
   }
   if (!g->status && (n_axes < 0 || n_axes > TF_MAX_RANK)) {
-    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: %d axes (at most %d)", tf_op_name(op), n_axes, TF_MAX_RANK));
+    tf_ir_fail(g,
+               tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: %d axes (at most %d)", tf_op_name(op), n_axes, TF_MAX_RANK));
     return TF_NO_TENSOR;
   }
   tf_attrs attrs = attrs_of(TF_ATTR_REDUCE);
@@ -336,8 +337,8 @@ tf_tensor_id tf_reshape(tf_graph *g, tf_tensor_id x, tf_shape shape) {
 
 tf_tensor_id tf_transpose(tf_graph *g, tf_tensor_id x, const int32_t *perm, int32_t rank) {
   if (!g->status && (rank < 0 || rank > TF_MAX_RANK)) {
-    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "transpose: permutation length %d (at most %d)", rank,
-                                TF_MAX_RANK));
+    tf_ir_fail(
+        g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "transpose: permutation length %d (at most %d)", rank, TF_MAX_RANK));
     return TF_NO_TENSOR;
   }
   tf_attrs attrs = attrs_of(TF_ATTR_TRANSPOSE);

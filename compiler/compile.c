@@ -305,8 +305,8 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
     char **names = NULL;
     int32_t n = 0;
     TF_RETURN_IF_ERROR(tf_compile_saved_activations(graph, options, &names, &n));
-    tf_status status = n <= GENERAL_GREEDY_LIMIT ? compile_greedy(graph, options, names, n, out)
-                                                 : compile_auto(graph, options, out);
+    tf_status status =
+        n <= GENERAL_GREEDY_LIMIT ? compile_greedy(graph, options, names, n, out) : compile_auto(graph, options, out);
     tf_compile_free_names(names, n);
     return status;
   }

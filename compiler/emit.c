@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 
 static char *copy(const char *text) {
   if (!text)
@@ -71,8 +71,8 @@ static double estimate_flops(const tf_graph *g, const tf_ir_node *node) {
       w_index = 1;
     const tf_ir_tensor *w = &g->tensors[node->inputs[w_index]];
     const tf_ir_tensor *dy = &g->tensors[node->inputs[node->op <= TF_OP_CONV_TRANSPOSE2D ? 0 : 1]];
-    double spatial = (double)elements(node->op <= TF_OP_CONV_TRANSPOSE2D ? out : dy) /
-                     (double)(w->shape[0] > 0 ? w->shape[0] : 1);
+    double spatial =
+        (double)elements(node->op <= TF_OP_CONV_TRANSPOSE2D ? out : dy) / (double)(w->shape[0] > 0 ? w->shape[0] : 1);
     return 2.0 * (double)elements(w) * spatial;
   }
   case TF_OP_ATTENTION:

@@ -94,8 +94,8 @@ tf_status tf_ir_set_name(tf_graph *g, const char *name) {
   return NULL;
 }
 
-int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind,
-                         const tf_shape *declared, const tf_init *init, tf_status *status) {
+int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind, const tf_shape *declared,
+                         const tf_init *init, tf_status *status) {
   *status = NULL;
   if (!name || !*name) {
     *status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "tensor %d has an empty name", g->n_tensors);
@@ -203,8 +203,8 @@ int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, t
     return -1;
   }
   if (default_value < 1) {
-    *status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol '%s' has default %" PRId64 "; it must be >= 1",
-                            name, default_value);
+    *status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol '%s' has default %" PRId64 "; it must be >= 1", name,
+                            default_value);
     return -1;
   }
   if (!reserve((void **)&g->symbols, &g->cap_symbols, g->n_symbols, sizeof(tf_ir_symbol))) {
@@ -248,7 +248,6 @@ int64_t tf_ir_dim_value(const tf_graph *g, tf_dim dim) {
   return value;
 }
 
-
 const char *tf_ir_format_declared(const tf_graph *g, const tf_shape *shape, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "[");
   for (int32_t i = 0; i < shape->rank && i < TF_MAX_RANK && used < size; i++) {
@@ -258,8 +257,7 @@ const char *tf_ir_format_declared(const tf_graph *g, const tf_shape *shape, char
       if (d.size == 1)
         used += (size_t)snprintf(buf + used, size - used, "%s%s", sep, g->symbols[d.symbol].name);
       else
-        used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64 "*%s", sep, d.size,
-                                 g->symbols[d.symbol].name);
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64 "*%s", sep, d.size, g->symbols[d.symbol].name);
     } else if (d.symbol >= 0) {
       used += (size_t)snprintf(buf + used, size - used, "%s<symbol %d?>", sep, d.symbol);
     } else {
@@ -294,9 +292,7 @@ tf_tensor_id tf_graph_output_at(const tf_graph *g, int32_t index) {
   return index >= 0 && index < g->n_outputs ? g->outputs[index] : TF_NO_TENSOR;
 }
 
-const tf_training_config *tf_graph_training(const tf_graph *g) {
-  return g->has_training ? &g->training : NULL;
-}
+const tf_training_config *tf_graph_training(const tf_graph *g) { return g->has_training ? &g->training : NULL; }
 
 bool tf_graph_tensor(const tf_graph *g, tf_tensor_id id, tf_tensor_info *info) {
   if (id < 0 || id >= g->n_tensors)
@@ -329,8 +325,7 @@ bool tf_graph_node_at(const tf_graph *g, int32_t id, tf_node_info *info) {
   return true;
 }
 
-bool tf_graph_symbol_at(const tf_graph *g, int32_t id, const char **name, int64_t *default_value,
-                        int64_t *value) {
+bool tf_graph_symbol_at(const tf_graph *g, int32_t id, const char **name, int64_t *default_value, int64_t *value) {
   if (id < 0 || id >= g->n_symbols)
     return false;
   *name = g->symbols[id].name;
@@ -339,9 +334,7 @@ bool tf_graph_symbol_at(const tf_graph *g, int32_t id, const char **name, int64_
   return true;
 }
 
-tf_tensor_id tf_graph_find_tensor(const tf_graph *g, const char *name) {
-  return tf_strmap_get(&g->tensor_names, name);
-}
+tf_tensor_id tf_graph_find_tensor(const tf_graph *g, const char *name) { return tf_strmap_get(&g->tensor_names, name); }
 
 int64_t tf_graph_parameter_count(const tf_graph *g) {
   int64_t total = 0;
@@ -365,4 +358,3 @@ const char *tf_kind_name(tf_tensor_kind kind) {
   static const char *const names[TF_KIND_COUNT] = {"input", "label", "parameter", "constant", "activation"};
   return (int)kind >= 0 && kind < TF_KIND_COUNT ? names[kind] : "?";
 }
-

@@ -17,22 +17,22 @@ typedef struct tf_ir_tensor {
   char *name;
   tf_dtype dtype;
   tf_tensor_kind kind;
-  tf_shape declared;            /* rank -1 for activations */
-  int32_t rank;                 /* concrete shape after inference; -1 before */
+  tf_shape declared; /* rank -1 for activations */
+  int32_t rank;      /* concrete shape after inference; -1 before */
   int64_t shape[TF_MAX_RANK];
-  int64_t bytes;                /* -1 before inference */
+  int64_t bytes; /* -1 before inference */
   tf_init_kind init_kind;
   double init_a, init_b;
-  char *init_file, *init_key;   /* TF_INIT_EXTERNAL */
-  int32_t producer;             /* node id or -1 */
+  char *init_file, *init_key; /* TF_INIT_EXTERNAL */
+  int32_t producer;           /* node id or -1 */
 } tf_ir_tensor;
 
 typedef struct tf_ir_node {
   char *name;
   tf_op op;
   int32_t n_inputs;
-  int32_t *inputs;              /* tensor ids; owned */
-  int32_t n_outputs;            /* 0 for ops that only update their inputs in place (optimizer) */
+  int32_t *inputs;                 /* tensor ids; owned */
+  int32_t n_outputs;               /* 0 for ops that only update their inputs in place (optimizer) */
   int32_t outputs[TF_MAX_OUTPUTS]; /* tensor ids */
   tf_attrs attrs;
 } tf_ir_node;
@@ -40,7 +40,7 @@ typedef struct tf_ir_node {
 typedef struct tf_ir_symbol {
   char *name;
   int64_t default_value;
-  int64_t value;                /* the bound value, or default_value */
+  int64_t value; /* the bound value, or default_value */
   bool bound;
 } tf_ir_symbol;
 
@@ -55,18 +55,18 @@ struct tf_graph {
   int32_t n_symbols, cap_symbols;
   int32_t *outputs;
   int32_t n_outputs, cap_outputs;
-  int32_t loss;                 /* tensor id or -1 */
+  int32_t loss; /* tensor id or -1 */
   bool has_training;
   tf_training_config training;
-  char *scope;                  /* builder: prefix of new node names */
-  tf_strmap tensor_names;       /* name -> tensor id */
-  tf_strmap node_names;         /* name -> node id */
-  tf_status status;             /* builder: first error (sticky) */
+  char *scope;            /* builder: prefix of new node names */
+  tf_strmap tensor_names; /* name -> tensor id */
+  tf_strmap node_names;   /* name -> node id */
+  tf_status status;       /* builder: first error (sticky) */
 };
 
 /* Appends a tensor; copies `name` and the init strings. Returns its id or -1 with *status set. */
-int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind,
-                         const tf_shape *declared, const tf_init *init, tf_status *status);
+int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind, const tf_shape *declared,
+                         const tf_init *init, tf_status *status);
 /* Appends a node whose output tensors already exist; copies name, inputs and outputs. Sets each
  * output's producer when it is in range. Returns the node id or -1 with *status set. */
 int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs,

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 
 static bool in_arena(const tf_training *t, int32_t id) {
   return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION;

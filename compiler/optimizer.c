@@ -6,17 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 
 static tf_attrs optimizer_attrs(const tf_training *t) {
   const tf_training_config *c = &t->config;
   tf_attrs at;
   memset(&at, 0, sizeof(at));
   at.kind = TF_ATTR_OPTIMIZER;
-  at.u.optimizer = (tf_optimizer_attrs){(float)c->learning_rate, (float)c->momentum, (float)c->beta1,
-                                        (float)c->beta2,         (float)c->epsilon,  (float)c->weight_decay,
-                                        (float)c->clip_norm,     (float)(1.0 / (double)c->accumulate_steps)};
+  at.u.optimizer = (tf_optimizer_attrs){
+      (float)c->learning_rate, (float)c->momentum,     (float)c->beta1,     (float)c->beta2,
+      (float)c->epsilon,       (float)c->weight_decay, (float)c->clip_norm, (float)(1.0 / (double)c->accumulate_steps)};
   return at;
 }
 

@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 
 typedef struct segment {
-  int32_t first, last;       /* forward node range, inclusive */
-  int64_t saved_bytes;       /* saved activations inside, the cut excluded */
-  double flops;              /* forward cost of recomputing it */
+  int32_t first, last; /* forward node range, inclusive */
+  int64_t saved_bytes; /* saved activations inside, the cut excluded */
+  double flops;        /* forward cost of recomputing it */
   int32_t index;
 } segment;
 
@@ -159,7 +159,7 @@ static int64_t elements_of(const tf_ir_tensor *t) {
 typedef struct rewrite {
   tf_training *t;
   const bool *dropped;
-  int32_t *memo;             /* tensor -> its recomputed copy */
+  int32_t *memo; /* tensor -> its recomputed copy */
   int32_t recomputed;
   tf_status status;
 } rewrite;

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/passes.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 
 static bool grow(void **array, int32_t old_count, int32_t new_count, size_t element) {
   void *bigger = realloc(*array, element * (size_t)(new_count ? new_count : 1));
@@ -72,8 +72,8 @@ tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int3
   }
   tf_attrs none;
   memset(&none, 0, sizeof(none));
-  int32_t node = tf_ir_add_node(g, node_name, op, inputs, n_inputs, ids, info->n_outputs, attrs ? attrs : &none,
-                                &status);
+  int32_t node =
+      tf_ir_add_node(g, node_name, op, inputs, n_inputs, ids, info->n_outputs, attrs ? attrs : &none, &status);
   if (status)
     return status;
   TF_RETURN_IF_ERROR(tf_training_reserve(t));

@@ -12,19 +12,19 @@
 typedef struct tf_training {
   tf_graph *g;
   tf_compile_options options;
-  tf_training_config config;   /* the graph's, with the options applied */
-  int32_t loss;                /* tensor id */
+  tf_training_config config; /* the graph's, with the options applied */
+  int32_t loss;              /* tensor id */
 
   /* Per tensor (grown with the graph; index = tensor id). */
   tf_buffer_role *role;
-  int32_t *grad;               /* parameter -> its accumulated gradient tensor (role gradient), else -1 */
-  int32_t *owner;              /* gradient / optimizer-state tensor -> its parameter, else -1 */
+  int32_t *grad;  /* parameter -> its accumulated gradient tensor (role gradient), else -1 */
+  int32_t *owner; /* gradient / optimizer-state tensor -> its parameter, else -1 */
   int32_t capacity_tensors;
 
   /* Per node. */
   tf_phase *phase;
   int32_t capacity_nodes;
-  int32_t n_forward_nodes;     /* nodes [0, n_forward_nodes) are the model's forward pass */
+  int32_t n_forward_nodes; /* nodes [0, n_forward_nodes) are the model's forward pass */
 
   /* Schedule: node ids in execution order; [0, micro_steps) is the micro-batch block. */
   int32_t *schedule;
@@ -32,18 +32,18 @@ typedef struct tf_training {
 
   /* Liveness and assignment, per tensor (arena tensors only; others -1). */
   int32_t *first, *last;
-  int32_t *alias_of;           /* a reshape output placed on its input (that input's id), else -1 */
+  int32_t *alias_of; /* a reshape output placed on its input (that input's id), else -1 */
   int64_t *offset;
   int64_t region_bytes[TF_REGION_COUNT];
   /* Per scheduled step: its workspace bytes and, once assigned, the workspace's arena offset. */
   int64_t *workspace_bytes, *workspace_offset;
   int64_t arena_lower_bound, arena_naive;
   int32_t peak_step;
-  int64_t *live_bytes;         /* n_schedule entries */
-  char remat_notes[256];       /* what remat chose, for the report */
-  int32_t options_remat_drop;  /* auto: how many segments to drop (the driver searches it) */
-  int32_t n_segments;          /* set by remat: segments found */
-  int32_t *saved_list;         /* set by remat when asked (collect_saved): saved activations, forward order */
+  int64_t *live_bytes;        /* n_schedule entries */
+  char remat_notes[256];      /* what remat chose, for the report */
+  int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
+  int32_t n_segments;         /* set by remat: segments found */
+  int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
   int32_t n_saved;
   bool collect_saved;
 } tf_training;
@@ -66,11 +66,11 @@ void tf_training_free(tf_training *t);
 tf_status tf_remat(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
-tf_status tf_autodiff(tf_training *t) TF_MUST_USE;   /* autodiff.c: backward nodes, grads per parameter */
-tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE; /* optimizer.c: accumulators, state, updates */
-tf_status tf_schedule(tf_training *t) TF_MUST_USE;   /* schedule.c: execution order and blocks */
-tf_status tf_liveness(tf_training *t) TF_MUST_USE;   /* liveness.c: live intervals, workspaces */
-tf_status tf_assign(tf_training *t) TF_MUST_USE;     /* assign.c: offsets in every region */
+tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */
+tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
+tf_status tf_schedule(tf_training *t) TF_MUST_USE;            /* schedule.c: execution order and blocks */
+tf_status tf_liveness(tf_training *t) TF_MUST_USE;            /* liveness.c: live intervals, workspaces */
+tf_status tf_assign(tf_training *t) TF_MUST_USE;              /* assign.c: offsets in every region */
 tf_status tf_emit(tf_training *t, tf_plan **out) TF_MUST_USE; /* emit.c: the plan and its report */
 
 /* workspace.c: bytes of scratch the target's kernel for `node` needs. */

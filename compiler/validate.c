@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/passes.h"
+#include "core/ops.h"
 
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
@@ -17,8 +17,9 @@ static tf_status check_declared_dims(const tf_graph *g, const tf_ir_tensor *t, i
       return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %d '%s': dimension %d names unknown symbol %d (%d declared)",
                            id, t->name, d, dim.symbol, g->n_symbols);
     if (dim.symbol >= 0 && dim.size < 1)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %d '%s': dimension %d is %" PRId64 "*%s; a multiple must be >= 1",
-                           id, t->name, d, dim.size, g->symbols[dim.symbol].name);
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "tensor %d '%s': dimension %d is %" PRId64 "*%s; a multiple must be >= 1", id, t->name, d,
+                           dim.size, g->symbols[dim.symbol].name);
     if (dim.symbol < 0 && dim.size < 0)
       return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %d '%s': dimension %d is negative (%" PRId64 ")", id, t->name,
                            d, dim.size);
@@ -77,8 +78,9 @@ static tf_status check_target_shape(const tf_graph *g, const tf_ir_node *node) {
     bool symbolic_ok = dim.symbol >= 0 && dim.symbol < g->n_symbols && dim.size >= 1;
     bool fixed_ok = dim.symbol == -1 && dim.size >= -1;
     if (!symbolic_ok && !fixed_ok)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s): target dimension %d {size %" PRId64 ", symbol %d} is invalid",
-                           node->name, tf_op_name(node->op), d, dim.size, dim.symbol);
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "node '%s' (%s): target dimension %d {size %" PRId64 ", symbol %d} is invalid", node->name,
+                           tf_op_name(node->op), d, dim.size, dim.symbol);
   }
   return NULL;
 }
@@ -90,8 +92,7 @@ static tf_status check_attrs(const tf_graph *g, const tf_ir_node *node, const tf
                          tf_attr_kind_name(info->attrs));
   if (info->attrs == TF_ATTR_SHAPE)
     return check_target_shape(g, node);
-  if (info->attrs == TF_ATTR_REDUCE &&
-      (node->attrs.u.reduce.n_axes < 0 || node->attrs.u.reduce.n_axes > TF_MAX_RANK))
+  if (info->attrs == TF_ATTR_REDUCE && (node->attrs.u.reduce.n_axes < 0 || node->attrs.u.reduce.n_axes > TF_MAX_RANK))
     return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) lists %d axes", node->name, info->name,
                          node->attrs.u.reduce.n_axes);
   if (info->attrs == TF_ATTR_TRANSPOSE &&
@@ -108,9 +109,10 @@ static tf_status check_node(const tf_graph *g, int32_t id, int32_t *producer) {
     return tf_status_new(TF_ERR_INVALID_INPUT, "node %d '%s' has unknown op %d (this build knows ops 0..%d)", id,
                          node->name, (int)node->op, TF_OP_COUNT - 1);
   if (node->op >= TF_OP_GRAPH_COUNT)
-    return tf_status_new(TF_ERR_INVALID_INPUT,
-                         "node %d '%s' uses %s, a training-only op that the compiler emits; model graphs cannot hold it",
-                         id, node->name, info->name);
+    return tf_status_new(
+        TF_ERR_INVALID_INPUT,
+        "node %d '%s' uses %s, a training-only op that the compiler emits; model graphs cannot hold it", id, node->name,
+        info->name);
   if (node->n_inputs < info->min_inputs || node->n_inputs > info->max_inputs) {
     if (info->min_inputs == info->max_inputs)
       return tf_status_new(TF_ERR_INVALID_INPUT, "node '%s' (%s) has %d inputs; %s takes %d", node->name, info->name,
@@ -244,15 +246,16 @@ static tf_status check_training(const tf_graph *g) {
     return tf_status_new(TF_ERR_INVALID_INPUT, "training config: unknown optimizer %d", (int)c->optimizer);
   if ((int)c->precision < 0 || c->precision > TF_PRECISION_F16)
     return tf_status_new(TF_ERR_INVALID_INPUT, "training config: unknown precision %d", (int)c->precision);
-  double values[] = {c->learning_rate, c->momentum, c->beta1, c->beta2, c->epsilon, c->weight_decay,
-                     c->clip_norm, c->loss_scale};
+  double values[] = {c->learning_rate, c->momentum,     c->beta1,     c->beta2,
+                     c->epsilon,       c->weight_decay, c->clip_norm, c->loss_scale};
   for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
     if (!isfinite(values[i]) || values[i] < 0)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "training config: hyper-parameter %zu is %g; it must be finite and >= 0",
-                           i, values[i]);
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "training config: hyper-parameter %zu is %g; it must be finite and >= 0", i, values[i]);
   if (c->global_batch < 0 || c->accumulate_steps < 0)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "training config: global batch %" PRId64 " / accumulation %d is negative",
-                         c->global_batch, c->accumulate_steps);
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "training config: global batch %" PRId64 " / accumulation %d is negative", c->global_batch,
+                         c->accumulate_steps);
   return NULL;
 }
 

@@ -3,8 +3,8 @@
  * the Vulkan and CUDA backends add theirs here when they exist. */
 #include <string.h>
 
-#include "core/ops.h"
 #include "compiler/training.h"
+#include "core/ops.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/workspace.h"
 
@@ -49,6 +49,5 @@ int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_
     inputs[i] = operand(g, node->inputs[i]);
   for (int32_t i = 0; i < node->n_outputs; i++)
     outputs[i] = operand(g, node->outputs[i]);
-  return tf_cpu_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs, target->threads,
-                                4);
+  return tf_cpu_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs, target->threads, 4);
 }

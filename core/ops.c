@@ -3,20 +3,30 @@
 
 #include <string.h>
 
-#define ROW(name, lo, hi, attrs, rule, flags) {name, lo, hi, attrs, rule, flags, 1, 0, 0}
+#define ROW(name, lo, hi, attrs, rule, flags)                                                                          \
+  { name, lo, hi, attrs, rule, flags, 1, 0, 0 }
 /* Training-only rows: outputs, shape-only inputs and in-place inputs spelled out. */
-#define GRAD(name, lo, hi, attrs, rule, outputs, shape_only, in_place) \
-  {name, lo, hi, attrs, rule, 0, outputs, shape_only, in_place}
+#define GRAD(name, lo, hi, attrs, rule, outputs, shape_only, in_place)                                                 \
+  { name, lo, hi, attrs, rule, 0, outputs, shape_only, in_place }
 #define UNARY(name) ROW(name, 1, 1, TF_ATTR_NONE, tf_shape_unary_float, TF_OPF_ELEMENTWISE)
 #define BINARY(name) ROW(name, 2, 2, TF_ATTR_NONE, tf_shape_broadcast, TF_OPF_ELEMENTWISE | TF_OPF_BROADCAST)
 
 static const tf_op_info op_table[] = {
     ROW("matmul", 2, 2, TF_ATTR_MATMUL, tf_shape_matmul, 0),
-    BINARY("add"), BINARY("sub"), BINARY("mul"), BINARY("div"),
-    UNARY("neg"), UNARY("exp"), UNARY("log"), UNARY("sqrt"), UNARY("rsqrt"),
+    BINARY("add"),
+    BINARY("sub"),
+    BINARY("mul"),
+    BINARY("div"),
+    UNARY("neg"),
+    UNARY("exp"),
+    UNARY("log"),
+    UNARY("sqrt"),
+    UNARY("rsqrt"),
     UNARY("relu"),
     ROW("gelu", 1, 1, TF_ATTR_GELU, tf_shape_unary_float, TF_OPF_ELEMENTWISE),
-    UNARY("silu"), UNARY("sigmoid"), UNARY("tanh"),
+    UNARY("silu"),
+    UNARY("sigmoid"),
+    UNARY("tanh"),
     ROW("sum", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
     ROW("mean", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
     ROW("max", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
@@ -105,8 +115,8 @@ const char *tf_op_name(tf_op op) {
 
 const char *tf_attr_kind_name(tf_attr_kind kind) {
   static const char *const names[TF_ATTR_COUNT] = {
-      "none", "matmul", "reduce", "axis", "norm", "shape", "transpose", "slice",
-      "conv", "pool", "dropout", "attention", "cast", "gelu", "cross_entropy", "optimizer"};
+      "none", "matmul", "reduce",  "axis",      "norm", "shape", "transpose",     "slice",
+      "conv", "pool",   "dropout", "attention", "cast", "gelu",  "cross_entropy", "optimizer"};
   if ((int)kind < 0 || kind >= TF_ATTR_COUNT)
     return "?";
   return names[kind];

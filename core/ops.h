@@ -18,7 +18,7 @@ enum {
   TF_OPF_VIEW = 1u << 4         /* only reinterprets its input (reshape) */
 };
 
-#define TF_OP_VARIADIC 64 /* max_inputs of variadic graph ops (concat) */
+#define TF_OP_VARIADIC 64           /* max_inputs of variadic graph ops (concat) */
 #define TF_OP_VARIADIC_INTERNAL 127 /* max_inputs of global_norm_sq; the compiler chains longer lists */
 
 typedef struct tf_op_info {
@@ -27,9 +27,9 @@ typedef struct tf_op_info {
   tf_attr_kind attrs;
   tf_shape_rule shape_rule;
   uint32_t flags;
-  int8_t n_outputs;    /* 0: the op only updates inputs in place */
-  uint8_t shape_only;  /* bit i set: input i is read for its shape only (liveness ignores it) */
-  uint8_t in_place;    /* bit i set: input i is written in place */
+  int8_t n_outputs;   /* 0: the op only updates inputs in place */
+  uint8_t shape_only; /* bit i set: input i is read for its shape only (liveness ignores it) */
+  uint8_t in_place;   /* bit i set: input i is written in place */
 } tf_op_info;
 
 /* Returns the row for `op`, or NULL when op is out of range. */

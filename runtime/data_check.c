@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/file.h"
 #include "common/atomic_file.h"
+#include "common/file.h"
 
 #define SCAN_BLOCK 4096
 #define CACHE_VERSION "tightfit data check 1"

@@ -19,8 +19,8 @@
 
 #include <stdint.h>
 
-#include "tightfit/types.h"
 #include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {

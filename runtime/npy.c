@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/checked.h"
 #include "common/atomic_file.h"
+#include "common/checked.h"
 #include "runtime/mapped_file.h"
 
 /* NumPy's own reader refuses headers past 10 000 characters; alignment padding (at most 4 KiB in

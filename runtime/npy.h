@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "runtime/file_dtype.h"
-#include "tightfit/types.h"
 #include "tightfit/status.h"
+#include "tightfit/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,8 +4,8 @@
  * tf_plan_verify() has not accepted. */
 #include <stdlib.h>
 
-#include "common/file.h"
 #include "common/atomic_file.h"
+#include "common/file.h"
 #include "schema/plan_fb.h"
 #include "tightfit/plan.h"
 

@@ -241,7 +241,8 @@ static bool alias_step_ok(const tf_plan *plan, const tf_plan_step *step, int32_t
       continue;
     }
     const tf_plan_buffer *other = &plan->buffers[in];
-    if (other->region == TF_REGION_ARENA && other->offset < a->offset + a->bytes && a->offset < other->offset + other->bytes)
+    if (other->region == TF_REGION_ARENA && other->offset < a->offset + a->bytes &&
+        a->offset < other->offset + other->bytes)
       return false;
   }
   return aliased >= 0;

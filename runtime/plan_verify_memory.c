@@ -226,8 +226,7 @@ static tf_status check_live_bytes(const tf_plan *plan) {
     int64_t slot;
     int32_t from = tf_plan_buffer_counted_from(b);
     if (b->region == TF_REGION_ARENA &&
-        (!aligned_size(b->bytes, plan->alignment, &slot) ||
-         __builtin_add_overflow(delta[from], slot, &delta[from]) ||
+        (!aligned_size(b->bytes, plan->alignment, &slot) || __builtin_add_overflow(delta[from], slot, &delta[from]) ||
          __builtin_sub_overflow(delta[b->last_step + 1], slot, &delta[b->last_step + 1])))
       status = INVALID("the live arena buffers' aligned sizes sum past int64");
   }

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/checked.h"
 #include "common/atomic_file.h"
+#include "common/checked.h"
 #include "runtime/safetensors_header.h"
 
 typedef struct writer_entry {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "graph_generated.h" // flatc --cpp schema/graph.fbs, in the build tree
-#include "tightfit/types.h"
 #include "tightfit/status.h"
+#include "tightfit/types.h"
 
 namespace tightfit {
 namespace schema {

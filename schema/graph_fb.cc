@@ -70,13 +70,13 @@ SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SA
 #undef SAME
     // clang-format on
 
-// ---- the file format ----
+    // ---- the file format ----
 
-// The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
-// a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
-// checks. Returns "" when the bytes are broken in another way.
-std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes, const flatbuffers::Table *graph,
-                          flatbuffers::voffset_t field, flatbuffers::voffset_t name_field, const char *what) {
+    // The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
+    // a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
+    // checks. Returns "" when the bytes are broken in another way.
+    std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes, const flatbuffers::Table *graph,
+                              flatbuffers::voffset_t field, flatbuffers::voffset_t name_field, const char *what) {
   if (!graph->VerifyOffset(verifier, field))
     return "";
   auto tables = graph->GetPointer<const Vector<Offset<flatbuffers::Table>> *>(field);

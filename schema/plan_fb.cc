@@ -354,11 +354,12 @@ public:
     std::vector<Offset<fb::OverheadPart>> overhead;
     TF_RETURN_IF_ERROR(overhead_of(p.overhead, &overhead));
     auto regions = fbb_.CreateVector(static_cast<const int64_t *>(p.region_bytes), TF_REGION_COUNT);
-    auto root = fb::CreatePlan(fbb_, p.version, string(p.graph_name), string(p.target), p.alignment, regions,
-                               fbb_.CreateVector(buffers), fbb_.CreateVector(steps), p.micro_steps, p.accumulate,
-                               p.micro_batch, p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
-                               fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
-                               overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead));
+    auto root =
+        fb::CreatePlan(fbb_, p.version, string(p.graph_name), string(p.target), p.alignment, regions,
+                       fbb_.CreateVector(buffers), fbb_.CreateVector(steps), p.micro_steps, p.accumulate, p.micro_batch,
+                       p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
+                       fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
+                       overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead));
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }
@@ -420,8 +421,8 @@ private:
       const tf_overhead_part &part = o.parts[i];
       if (memchr(part.name, 0, sizeof(part.name)) == nullptr || memchr(part.source, 0, sizeof(part.source)) == nullptr)
         return tf_status_new(TF_ERR_INVALID_ARGUMENT, "overhead part %d: name or source is not terminated", i);
-      out->push_back(fb::CreateOverheadPart(fbb_, fbb_.CreateString(part.name), part.bytes,
-                                            fbb_.CreateString(part.source)));
+      out->push_back(
+          fb::CreateOverheadPart(fbb_, fbb_.CreateString(part.name), part.bytes, fbb_.CreateString(part.source)));
     }
     return nullptr;
   }

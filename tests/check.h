@@ -11,24 +11,24 @@ typedef struct tf_test_counts {
   int passed, failed;
 } tf_test_counts;
 
-#define CHECK(counts, cond, ...)                                   \
-  do {                                                             \
-    if (cond) {                                                    \
-      (counts)->passed++;                                          \
-    } else {                                                       \
-      (counts)->failed++;                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fprintf(stderr, "\n");                                       \
-    }                                                              \
+#define CHECK(counts, cond, ...)                                                                                       \
+  do {                                                                                                                 \
+    if (cond) {                                                                                                        \
+      (counts)->passed++;                                                                                              \
+    } else {                                                                                                           \
+      (counts)->failed++;                                                                                              \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                  \
+      fprintf(stderr, __VA_ARGS__);                                                                                    \
+      fprintf(stderr, "\n");                                                                                           \
+    }                                                                                                                  \
   } while (0)
 
 /* Checks that `status` is OK (printing its message otherwise) and frees it. */
-#define CHECK_OK(counts, status_expr)                                                      \
-  do {                                                                                     \
-    tf_status check_status_ = (status_expr);                                               \
-    CHECK(counts, check_status_ == NULL, "%s", tf_status_message(check_status_));          \
-    tf_status_free(check_status_);                                                         \
+#define CHECK_OK(counts, status_expr)                                                                                  \
+  do {                                                                                                                 \
+    tf_status check_status_ = (status_expr);                                                                           \
+    CHECK(counts, check_status_ == NULL, "%s", tf_status_message(check_status_));                                      \
+    tf_status_free(check_status_);                                                                                     \
   } while (0)
 
 static inline int tf_test_finish(const char *suite, const tf_test_counts *counts) {

@@ -101,8 +101,8 @@ bool tf_cli_parse_bytes(const char *text, int64_t *bytes) {
   static const struct {
     const char *suffix;
     double scale;
-  } units[] = {{"", 1},       {"B", 1},       {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
-               {"TB", 1e12},  {"KiB", 1024.0}, {"MiB", 1048576.0},    {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  } units[] = {{"", 1},      {"B", 1},        {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+               {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
   char *end;
   double value = strtod(text, &end);
   if (end == text || !(value >= 0))

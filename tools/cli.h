@@ -58,7 +58,7 @@ typedef struct tf_json {
   bool need_comma[32];
 } tf_json;
 
-void tf_json_begin_object(tf_json *j, const char *key);   /* key NULL inside arrays / at top */
+void tf_json_begin_object(tf_json *j, const char *key); /* key NULL inside arrays / at top */
 void tf_json_end_object(tf_json *j);
 void tf_json_begin_array(tf_json *j, const char *key);
 void tf_json_end_array(tf_json *j);

@@ -77,8 +77,8 @@ int tf_cmd_check(int argc, char **argv) {
     tf_json_end_object(&j);
   } else if (fits) {
     printf("%s: %s\n", args.graph_path, args.target_note);
-    printf("%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64 " x %d accumulation = global batch %" PRId64
-           ", recompute %s\n",
+    printf("%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64
+           " x %d accumulation = global batch %" PRId64 ", recompute %s\n",
            args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
            100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat);
     tf_compile_args_print_memory(plan, NULL);

@@ -91,8 +91,9 @@ static void print_tensor_list(const tf_graph *g, tf_tensor_kind kind, const char
       printf("%s:\n", title);
     any = true;
     char declared[256], concrete[256], bytes[32];
-    printf("  %-28s %-4s %-18s = %-18s %s\n", t.name, tf_dtype_name(t.dtype), declared_shape(g, &t, declared, sizeof(declared)),
-           concrete_shape(&t, concrete, sizeof(concrete)), tf_cli_bytes(t.bytes, bytes, sizeof(bytes)));
+    printf("  %-28s %-4s %-18s = %-18s %s\n", t.name, tf_dtype_name(t.dtype),
+           declared_shape(g, &t, declared, sizeof(declared)), concrete_shape(&t, concrete, sizeof(concrete)),
+           tf_cli_bytes(t.bytes, bytes, sizeof(bytes)));
   }
 }
 

@@ -85,8 +85,8 @@ static tf_status resolve_device(tf_compile_args *args) {
   }
   char budget[32];
   snprintf(args->target_note, sizeof(args->target_note),
-           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults",
-           name, args->device, capacity.name, tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
+           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults", name,
+           args->device, capacity.name, tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
   return NULL;
 }
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ops.h"
 #include "common/atomic_file.h"
+#include "core/ops.h"
 #include "tools/cli.h"
 
 static const char *const style_sheet =

@@ -13,15 +13,15 @@
 typedef struct cpu_step {
   tf_cpu_kernel kernel;
   tf_cpu_args args;
-  tf_cpu_tensor *inputs[2];  /* per io half */
+  tf_cpu_tensor *inputs[2]; /* per io half */
   tf_cpu_tensor outputs[TF_MAX_OUTPUTS];
 } cpu_step;
 
 /* A live region as its aligned_alloc call made it. */
 typedef struct cpu_region {
   char *data;
-  int64_t bytes;             /* asked of alloc_region */
-  int64_t host_bytes;        /* given to aligned_alloc: rounded up to the 64-byte alignment */
+  int64_t bytes;      /* asked of alloc_region */
+  int64_t host_bytes; /* given to aligned_alloc: rounded up to the 64-byte alignment */
 } cpu_region;
 
 typedef struct cpu_state {
@@ -141,8 +141,9 @@ static tf_status check_dtypes(const tf_plan *plan, int32_t s) {
   for (int32_t k = 0; k < step->n_inputs; k++) {
     tf_dtype dtype = plan->buffers[step->inputs[k]].dtype;
     if (is_floating(dtype) && dtype != TF_F32)
-      return tf_status_new(TF_ERR_UNSUPPORTED, "cpu backend: step %d '%s' (%s) reads %s data; the CPU kernels compute in f32",
-                           s, step->name, tf_op_name(step->op), tf_dtype_name(dtype));
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "cpu backend: step %d '%s' (%s) reads %s data; the CPU kernels compute in f32", s,
+                           step->name, tf_op_name(step->op), tf_dtype_name(dtype));
   }
   return NULL;
 }

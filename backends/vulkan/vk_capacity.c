@@ -36,8 +36,8 @@ static bool has_memory_budget(vk_state *vk) {
 }
 
 static void read_budget(vk_state *vk, uint32_t heap, tf_device_capacity *out) {
-  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {.sType =
-                                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
   VkPhysicalDeviceMemoryProperties2 properties = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
                                                   .pNext = &budget};
   vk->fn.GetPhysicalDeviceMemoryProperties2(vk->physical, &properties);

@@ -50,12 +50,14 @@ tf_status vk_lower_norm(vk_lower *l) {
   int64_t rounds = vk_grid_rounds(push.rows, 1), walk = (features + 63) / 64;
   TF_RETURN_IF_ERROR(vk_check_loops(l, rounds * (4 * walk + 12)));
   if (op == TF_OP_LAYER_NORM_GRAD || op == TF_OP_RMS_NORM_GRAD)
-    TF_RETURN_IF_ERROR(vk_check_loops(
-        l, vk_grid_rounds(features, 256) * (int64_t)push.rows * (features >= (rms ? 1 : 2) ? 1 : 2 * features + 1)));
+    TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(features, 256) * (int64_t)push.rows *
+                                             (features >= (rms ? 1 : 2) ? 1 : 2 * features + 1)));
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
-    return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 4, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+    return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 4, buffers, 0x8, &push, sizeof(push), row_groups,
+                                    1, 1)
+                 : NULL;
   }
   // (x, gamma, dy) -> (dx, dgamma [, dbeta]): statistics kept in dx rows of >= 2 floats (1 for rms).
   push.has_beta = !rms;
@@ -63,13 +65,16 @@ tf_status vk_lower_norm(vk_lower *l) {
   int32_t buffers[6] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_out(l, 0), vk_out(l, 1), rms ? -1 : vk_out(l, 2)};
   if (push.keep && count) {
     push.mode = NORM_STATS;
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
+    TF_RETURN_IF_ERROR(
+        vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
   }
   push.mode = NORM_PARAMS;
-  TF_RETURN_IF_ERROR(
-      vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, &push, sizeof(push), vk_groups(features, 256), 1, 1));
+  TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, &push, sizeof(push),
+                                      vk_groups(features, 256), 1, 1));
   push.mode = NORM_INPUT;
-  return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1) : NULL;
+  return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1,
+                                  1)
+               : NULL;
 }
 
 tf_status vk_lower_embedding(vk_lower *l) {
@@ -161,7 +166,8 @@ static int64_t loss_loops(const vk_lower *l, const loss_push *push, bool gradien
   if (push->mode == LOSS_CE)
     return ((push->count + (clusters ? 31 : 255)) / (clusters ? 32 : 256)) * (3 * walk + 1) + 8;
   if (push->mode == LOSS_CE_GRAD)
-    return (push->count + 255) / 256 + vk_grid_rounds(push->count, clusters ? LOSS_ROWS_PER_GROUP : 256) * (3 * walk + 1);
+    return (push->count + 255) / 256 +
+           vk_grid_rounds(push->count, clusters ? LOSS_ROWS_PER_GROUP : 256) * (3 * walk + 1);
   return gradient ? vk_grid_rounds(count, 256) : (count + 255) / 256 + 8;
 }
 

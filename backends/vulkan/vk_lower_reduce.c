@@ -112,7 +112,8 @@ tf_status vk_lower_global_norm_sq(vk_lower *l) {
     // One workgroup per input, each adding its share to the scalar after the previous one.
     int32_t buffers[4] = {vk_in(l, k), -1, -1, vk_out(l, 0)};
     TF_RETURN_IF_ERROR(vk_check_loops(l, (count + 255) / 256 + 8));
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_reduce), 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
+    TF_RETURN_IF_ERROR(
+        vk_emit_dispatch(l, vk_variant(l, VK_SHADER_reduce), 4, buffers, 0x8, &push, sizeof(push), 1, 1, 1));
   }
   return NULL;
 }

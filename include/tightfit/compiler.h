@@ -14,24 +14,24 @@ extern "C" {
 #endif
 
 typedef enum tf_remat_mode {
-  TF_REMAT_NONE = 0,     /* keep every activation the backward pass reads */
-  TF_REMAT_CHECKPOINTS,  /* keep only segment boundaries (the residual stream), recompute the rest */
-  TF_REMAT_AUTO,         /* recompute the least that makes the plan fit remat_budget */
-  TF_REMAT_LIST          /* recompute exactly the activations named in remat_list */
+  TF_REMAT_NONE = 0,    /* keep every activation the backward pass reads */
+  TF_REMAT_CHECKPOINTS, /* keep only segment boundaries (the residual stream), recompute the rest */
+  TF_REMAT_AUTO,        /* recompute the least that makes the plan fit remat_budget */
+  TF_REMAT_LIST         /* recompute exactly the activations named in remat_list */
 } tf_remat_mode;
 
 typedef struct tf_compile_options {
   tf_target target;
-  const char *bindings;      /* "N=8,T=128": symbols bound for this plan (NULL: defaults) */
-  bool training;             /* false: an inference plan, forward only */
-  tf_optimizer optimizer;    /* TF_OPTIMIZER_NONE: the graph's (SGD if it has none) */
-  double learning_rate;      /* <= 0: the graph's */
-  int32_t accumulate;        /* micro-batches per step k; 0: the graph's, else 1 */
-  double clip_norm;          /* < 0: the graph's; 0: no clipping */
-  double weight_decay;       /* < 0: the graph's */
-  double epsilon;            /* AdamW epsilon; <= 0: the graph's (1e-8 if it has none) */
+  const char *bindings;   /* "N=8,T=128": symbols bound for this plan (NULL: defaults) */
+  bool training;          /* false: an inference plan, forward only */
+  tf_optimizer optimizer; /* TF_OPTIMIZER_NONE: the graph's (SGD if it has none) */
+  double learning_rate;   /* <= 0: the graph's */
+  int32_t accumulate;     /* micro-batches per step k; 0: the graph's, else 1 */
+  double clip_norm;       /* < 0: the graph's; 0: no clipping */
+  double weight_decay;    /* < 0: the graph's */
+  double epsilon;         /* AdamW epsilon; <= 0: the graph's (1e-8 if it has none) */
   tf_remat_mode remat;
-  int64_t remat_budget;      /* TF_REMAT_AUTO: the device total (regions + overhead) to fit */
+  int64_t remat_budget;          /* TF_REMAT_AUTO: the device total (regions + overhead) to fit */
   const char *const *remat_list; /* TF_REMAT_LIST: names of saved activations to recompute */
   int32_t remat_list_count;
 } tf_compile_options;
@@ -55,9 +55,9 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
  * the global batch (accumulation k = global_batch / N) and, for each, no recompute then the least
  * recompute that fits (TF_REMAT_AUTO). */
 typedef struct tf_budget_options {
-  tf_compile_options base;   /* bindings may set other symbols (T=1024); N is searched */
-  int64_t budget;            /* bytes the device total (regions + overhead) must fit */
-  int64_t global_batch;      /* samples per optimizer step */
+  tf_compile_options base; /* bindings may set other symbols (T=1024); N is searched */
+  int64_t budget;          /* bytes the device total (regions + overhead) must fit */
+  int64_t global_batch;    /* samples per optimizer step */
   bool allow_remat;
 } tf_budget_options;
 
@@ -66,10 +66,10 @@ typedef struct tf_budget_result {
   int64_t micro_batch;
   int32_t accumulate;
   tf_remat_mode remat;
-  int64_t total_bytes;       /* device total (regions + overhead) of the chosen plan, or of the smallest found */
-  double seconds_per_step;   /* the cost model's estimate */
-  int32_t tried;             /* configurations compiled */
-  char summary[1024];        /* what was tried and why this was chosen, one line each */
+  int64_t total_bytes;     /* device total (regions + overhead) of the chosen plan, or of the smallest found */
+  double seconds_per_step; /* the cost model's estimate */
+  int32_t tried;           /* configurations compiled */
+  char summary[1024];      /* what was tried and why this was chosen, one line each */
 } tf_budget_result;
 
 /* Searches; on success *out is the chosen plan (or, when nothing fits, the smallest one found, with

@@ -23,19 +23,17 @@ extern "C" {
 #define TF_NO_TENSOR (-1)
 typedef int32_t tf_tensor_id;
 
-
-
 /* Read-only views returned by the query functions; pointers are borrowed from the graph. */
 typedef struct tf_tensor_info {
   const char *name;
   tf_dtype dtype;
   tf_tensor_kind kind;
-  tf_shape declared;     /* as written; rank -1 for activations whose shape is inferred */
-  int32_t rank;          /* inferred, concrete shape (after tf_graph_infer_shapes) */
+  tf_shape declared; /* as written; rank -1 for activations whose shape is inferred */
+  int32_t rank;      /* inferred, concrete shape (after tf_graph_infer_shapes) */
   int64_t shape[TF_MAX_RANK];
-  int64_t bytes;         /* dtype size x elements; -1 before inference */
+  int64_t bytes; /* dtype size x elements; -1 before inference */
   tf_init init;
-  int32_t producer;      /* node id, or -1 */
+  int32_t producer; /* node id, or -1 */
 } tf_tensor_info;
 
 typedef struct tf_node_info {
@@ -68,11 +66,9 @@ void tf_graph_set_scope(tf_graph *graph, const char *scope);
 tf_tensor_id tf_graph_input(tf_graph *graph, const char *name, tf_dtype dtype, tf_shape shape);
 tf_tensor_id tf_graph_label(tf_graph *graph, const char *name, tf_dtype dtype, tf_shape shape);
 /* Adds a parameter; its shape must be concrete (no symbols). */
-tf_tensor_id tf_graph_parameter(tf_graph *graph, const char *name, tf_dtype dtype, tf_shape shape,
-                                tf_init init);
+tf_tensor_id tf_graph_parameter(tf_graph *graph, const char *name, tf_dtype dtype, tf_shape shape, tf_init init);
 /* Adds a constant; its shape may use symbols (e.g. position ids of length T). */
-tf_tensor_id tf_graph_constant(tf_graph *graph, const char *name, tf_dtype dtype, tf_shape shape,
-                               tf_init init);
+tf_tensor_id tf_graph_constant(tf_graph *graph, const char *name, tf_dtype dtype, tf_shape shape, tf_init init);
 /* Adds a node of any op; returns its output tensor. The op constructors below wrap this. */
 tf_tensor_id tf_graph_node(tf_graph *graph, tf_op op, const tf_tensor_id *inputs, int32_t n_inputs,
                            const tf_attrs *attrs);
@@ -90,7 +86,7 @@ tf_dim tf_fixed(int64_t size);
 tf_dim tf_sym(int32_t symbol);
 tf_dim tf_sym_times(int32_t symbol, int64_t multiple);
 tf_shape tf_shape_from(const tf_dim *dims, int32_t rank);
-#define TF_SHAPE(...) \
+#define TF_SHAPE(...)                                                                                                  \
   tf_shape_from((const tf_dim[]){__VA_ARGS__}, (int32_t)(sizeof((tf_dim[]){__VA_ARGS__}) / sizeof(tf_dim)))
 tf_init tf_init_make(tf_init_kind kind, double a, double b);
 
@@ -116,15 +112,14 @@ tf_tensor_id tf_concat(tf_graph *g, const tf_tensor_id *xs, int32_t n, int32_t a
 tf_tensor_id tf_slice(tf_graph *g, tf_tensor_id x, int32_t axis, int64_t start, int64_t end, int64_t step);
 tf_tensor_id tf_expand(tf_graph *g, tf_tensor_id x, tf_shape shape);
 /* bias may be TF_NO_TENSOR. */
-tf_tensor_id tf_conv1d(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias, int32_t stride,
-                       int32_t padding, int32_t dilation, int32_t groups);
+tf_tensor_id tf_conv1d(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias, int32_t stride, int32_t padding,
+                       int32_t dilation, int32_t groups);
 tf_tensor_id tf_conv2d(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias, const tf_conv_attrs *a);
 tf_tensor_id tf_conv_transpose2d(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias,
                                  const tf_conv_attrs *a);
 tf_tensor_id tf_pool2d(tf_graph *g, tf_op op, tf_tensor_id x, const tf_pool_attrs *a); /* max/avg */
 tf_tensor_id tf_dropout(tf_graph *g, tf_tensor_id x, float rate);
-tf_tensor_id tf_attention(tf_graph *g, tf_tensor_id q, tf_tensor_id k, tf_tensor_id v, int32_t num_heads,
-                          bool causal);
+tf_tensor_id tf_attention(tf_graph *g, tf_tensor_id q, tf_tensor_id k, tf_tensor_id v, int32_t num_heads, bool causal);
 tf_tensor_id tf_cast(tf_graph *g, tf_tensor_id x, tf_dtype to);
 tf_tensor_id tf_cross_entropy(tf_graph *g, tf_tensor_id logits, tf_tensor_id labels, int64_t ignore_index);
 tf_tensor_id tf_mse(tf_graph *g, tf_tensor_id prediction, tf_tensor_id target);
@@ -159,8 +154,7 @@ int32_t tf_graph_symbol_count(const tf_graph *graph);
 bool tf_graph_tensor(const tf_graph *graph, tf_tensor_id id, tf_tensor_info *info);
 bool tf_graph_node_at(const tf_graph *graph, int32_t id, tf_node_info *info);
 /* Symbol `id`: its name, default and bound value (the default when unbound). */
-bool tf_graph_symbol_at(const tf_graph *graph, int32_t id, const char **name, int64_t *default_value,
-                        int64_t *value);
+bool tf_graph_symbol_at(const tf_graph *graph, int32_t id, const char **name, int64_t *default_value, int64_t *value);
 tf_tensor_id tf_graph_find_tensor(const tf_graph *graph, const char *name);
 int32_t tf_graph_output_count(const tf_graph *graph);
 tf_tensor_id tf_graph_output_at(const tf_graph *graph, int32_t index);

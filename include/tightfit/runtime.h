@@ -29,7 +29,6 @@ typedef struct tf_session_memory {
   int64_t allocations_after_create; /* must stay 0 */
 } tf_session_memory;
 
-
 /* Options with defaults (cpu, device 0, seed 0). */
 tf_session_options tf_session_options_default(void);
 /* Creates a session; the plan must outlive it. The caller destroys it. */

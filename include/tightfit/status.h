@@ -53,11 +53,11 @@ const char *tf_code_name(tf_code code);
 void tf_status_free(tf_status status);
 
 /* Returns from the enclosing function with the status of `expr` if it failed. */
-#define TF_RETURN_IF_ERROR(expr)      \
-  do {                                \
-    tf_status tf_status_tmp_ = (expr); \
-    if (tf_status_tmp_ != NULL)       \
-      return tf_status_tmp_;          \
+#define TF_RETURN_IF_ERROR(expr)                                                                                       \
+  do {                                                                                                                 \
+    tf_status tf_status_tmp_ = (expr);                                                                                 \
+    if (tf_status_tmp_ != NULL)                                                                                        \
+      return tf_status_tmp_;                                                                                           \
   } while (0)
 
 #ifdef __cplusplus

@@ -23,21 +23,21 @@ typedef enum tf_target_kind { TF_TARGET_CPU = 0, TF_TARGET_VULKAN, TF_TARGET_CUD
 typedef struct tf_overhead_model {
   int32_t n_fixed;
   tf_overhead_part fixed[TF_MAX_OVERHEAD_PARTS - 2]; /* two slots stay for rounding and graphs */
-  int64_t granularity;                   /* regions round up to a multiple of this; <= 1: no rounding */
+  int64_t granularity;                               /* regions round up to a multiple of this; <= 1: no rounding */
   char granularity_source[TF_OVERHEAD_SOURCE_BYTES];
-  int64_t graph_base_bytes;              /* CUDA graphs: per plan ... */
-  int64_t graph_step_bytes;              /* ... plus per captured step; both 0: no graphs */
+  int64_t graph_base_bytes; /* CUDA graphs: per plan ... */
+  int64_t graph_step_bytes; /* ... plus per captured step; both 0: no graphs */
   char graph_source[TF_OVERHEAD_SOURCE_BYTES];
 } tf_overhead_model;
 
 /* What a backend tells the compiler, and nothing more. */
 typedef struct tf_target {
   tf_target_kind kind;
-  int64_t alignment;         /* buffer offsets are multiples of this (bytes, a power of two) */
-  int32_t threads;           /* CPU: worker threads kernel workspaces are sized for */
-  double flops_per_second;   /* cost model: sustained matmul throughput */
-  double bytes_per_second;   /* cost model: memory bandwidth */
-  tf_overhead_model overhead;/* the device memory a session needs beyond its regions */
+  int64_t alignment;          /* buffer offsets are multiples of this (bytes, a power of two) */
+  int32_t threads;            /* CPU: worker threads kernel workspaces are sized for */
+  double flops_per_second;    /* cost model: sustained matmul throughput */
+  double bytes_per_second;    /* cost model: memory bandwidth */
+  tf_overhead_model overhead; /* the device memory a session needs beyond its regions */
 } tf_target;
 
 /* The default capabilities and overhead model of a target kind (CPU: 64-byte alignment, 2 threads,
@@ -59,11 +59,11 @@ bool tf_target_set_part(tf_target *target, const char *name, int64_t bytes, cons
 /* A named GPU: the memory it reports to a process (the conservative figure of docs/gpus.md), and the
  * target it is used through. */
 typedef struct tf_gpu {
-  const char *name;          /* "t4", "a100-80gb", ... */
-  const char *description;   /* "NVIDIA Tesla T4 16 GB" */
+  const char *name;        /* "t4", "a100-80gb", ... */
+  const char *description; /* "NVIDIA Tesla T4 16 GB" */
   tf_target_kind target;
-  int64_t bytes;             /* the memory the card reports to processes */
-  const char *source;        /* where the figure comes from */
+  int64_t bytes;      /* the memory the card reports to processes */
+  const char *source; /* where the figure comes from */
 } tf_gpu;
 
 /* The GPU named `name` (case-insensitive), or NULL. */

@@ -15,18 +15,16 @@ extern "C" {
 #define TF_MAX_RANK 8
 #define TF_MAX_OUTPUTS 4 /* outputs of one node (graph ops have one; some gradient ops three) */
 
-
 typedef enum tf_tensor_kind {
-  TF_INPUT = 0,   /* fed per micro-batch from data */
-  TF_LABEL,       /* fed per micro-batch; targets of the loss */
-  TF_PARAMETER,   /* trained weights, with an initializer */
-  TF_CONSTANT,    /* fixed values (e.g. position ids), with an initializer */
-  TF_ACTIVATION,  /* produced by exactly one node */
+  TF_INPUT = 0,  /* fed per micro-batch from data */
+  TF_LABEL,      /* fed per micro-batch; targets of the loss */
+  TF_PARAMETER,  /* trained weights, with an initializer */
+  TF_CONSTANT,   /* fixed values (e.g. position ids), with an initializer */
+  TF_ACTIVATION, /* produced by exactly one node */
   TF_KIND_COUNT
 } tf_tensor_kind;
 
 typedef enum tf_dtype { TF_F32 = 0, TF_F16, TF_BF16, TF_I32, TF_I64, TF_U8, TF_DTYPE_COUNT } tf_dtype;
-
 
 /* One dimension: `size` when symbol < 0, else size x (value of `symbol`); size is then >= 1.
  * In reshape/expand targets, {size = -1, symbol = -1} means "infer" / "keep". */
@@ -41,16 +39,16 @@ typedef struct tf_shape {
 } tf_shape;
 
 typedef enum tf_init_kind {
-  TF_INIT_NONE = 0,      /* inputs, labels and activations */
+  TF_INIT_NONE = 0, /* inputs, labels and activations */
   TF_INIT_ZEROS,
   TF_INIT_ONES,
-  TF_INIT_NORMAL,        /* mean = a, std = b */
-  TF_INIT_UNIFORM,       /* low = a, high = b */
-  TF_INIT_XAVIER_UNIFORM,/* gain = a; fans by the convention in docs/format.md */
-  TF_INIT_KAIMING_NORMAL,/* gain = a: std = gain / sqrt(fan_in) */
-  TF_INIT_ARANGE,        /* start = a, step = b, along the flattened tensor */
-  TF_INIT_EXTERNAL,      /* tensor `key` of safetensors file `file` (relative to the .tfg) */
-  TF_INIT_FILL,          /* every element = a */
+  TF_INIT_NORMAL,         /* mean = a, std = b */
+  TF_INIT_UNIFORM,        /* low = a, high = b */
+  TF_INIT_XAVIER_UNIFORM, /* gain = a; fans by the convention in docs/format.md */
+  TF_INIT_KAIMING_NORMAL, /* gain = a: std = gain / sqrt(fan_in) */
+  TF_INIT_ARANGE,         /* start = a, step = b, along the flattened tensor */
+  TF_INIT_EXTERNAL,       /* tensor `key` of safetensors file `file` (relative to the .tfg) */
+  TF_INIT_FILL,           /* every element = a */
   TF_INIT_COUNT
 } tf_init_kind;
 
@@ -64,91 +62,159 @@ typedef struct tf_init {
 /* The v1 op set. Values are stored in files: append only, never renumber. */
 typedef enum tf_op {
   TF_OP_MATMUL = 0,
-  TF_OP_ADD, TF_OP_SUB, TF_OP_MUL, TF_OP_DIV,
-  TF_OP_NEG, TF_OP_EXP, TF_OP_LOG, TF_OP_SQRT, TF_OP_RSQRT,
-  TF_OP_RELU, TF_OP_GELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH,
-  TF_OP_SUM, TF_OP_MEAN, TF_OP_MAX,
-  TF_OP_SOFTMAX, TF_OP_LOG_SOFTMAX,
-  TF_OP_LAYER_NORM, TF_OP_RMS_NORM,
+  TF_OP_ADD,
+  TF_OP_SUB,
+  TF_OP_MUL,
+  TF_OP_DIV,
+  TF_OP_NEG,
+  TF_OP_EXP,
+  TF_OP_LOG,
+  TF_OP_SQRT,
+  TF_OP_RSQRT,
+  TF_OP_RELU,
+  TF_OP_GELU,
+  TF_OP_SILU,
+  TF_OP_SIGMOID,
+  TF_OP_TANH,
+  TF_OP_SUM,
+  TF_OP_MEAN,
+  TF_OP_MAX,
+  TF_OP_SOFTMAX,
+  TF_OP_LOG_SOFTMAX,
+  TF_OP_LAYER_NORM,
+  TF_OP_RMS_NORM,
   TF_OP_EMBEDDING,
-  TF_OP_RESHAPE, TF_OP_TRANSPOSE, TF_OP_CONCAT, TF_OP_SLICE, TF_OP_EXPAND,
-  TF_OP_CONV1D, TF_OP_CONV2D, TF_OP_CONV_TRANSPOSE2D,
-  TF_OP_MAX_POOL2D, TF_OP_AVG_POOL2D,
+  TF_OP_RESHAPE,
+  TF_OP_TRANSPOSE,
+  TF_OP_CONCAT,
+  TF_OP_SLICE,
+  TF_OP_EXPAND,
+  TF_OP_CONV1D,
+  TF_OP_CONV2D,
+  TF_OP_CONV_TRANSPOSE2D,
+  TF_OP_MAX_POOL2D,
+  TF_OP_AVG_POOL2D,
   TF_OP_DROPOUT,
   TF_OP_ATTENTION,
   TF_OP_CAST,
-  TF_OP_CROSS_ENTROPY, TF_OP_MSE, TF_OP_BCE_WITH_LOGITS,
+  TF_OP_CROSS_ENTROPY,
+  TF_OP_MSE,
+  TF_OP_BCE_WITH_LOGITS,
   TF_OP_GRAPH_COUNT, /* ops a .tfg model graph may hold end here */
 
   /* Training-only ops: the compiler's autodiff and optimizer passes emit them into plans; a .tfg
    * file may not hold them. Inputs marked (shape) are read for their shape only, never their data.
    * Gradient ops take the forward op's attributes. */
   TF_OP_RELU_GRAD = TF_OP_GRAPH_COUNT, /* (x, dy) -> dx */
-  TF_OP_GELU_GRAD,            /* (x, dy) -> dx */
-  TF_OP_SILU_GRAD,            /* (x, dy) -> dx */
-  TF_OP_SIGMOID_GRAD,         /* (y, dy) -> dx, y = sigmoid(x) */
-  TF_OP_TANH_GRAD,            /* (y, dy) -> dx, y = tanh(x) */
-  TF_OP_SUM_TO,               /* (dy, like (shape)) -> dy summed over the axes that broadcasting added */
-  TF_OP_MAX_GRAD,             /* (x, y, dy) -> dx: dy split evenly among the maxima (reduce attrs) */
-  TF_OP_SOFTMAX_GRAD,         /* (y, dy) -> dx */
-  TF_OP_LOG_SOFTMAX_GRAD,     /* (y, dy) -> dx */
-  TF_OP_LAYER_NORM_GRAD,      /* (x, gamma, dy) -> (dx, dgamma, dbeta) */
-  TF_OP_RMS_NORM_GRAD,        /* (x, gamma, dy) -> (dx, dgamma) */
-  TF_OP_EMBEDDING_GRAD,       /* (ids, dy, table (shape)) -> dtable, rows scatter-added */
-  TF_OP_SLICE_GRAD,           /* (dy, x (shape)) -> dx: dy placed at the slice, zeros elsewhere */
-  TF_OP_CONV1D_GRAD_INPUT,    /* (dy, w, x (shape)) -> dx */
-  TF_OP_CONV1D_GRAD_WEIGHT,   /* (x, dy, w (shape)) -> dw */
-  TF_OP_CONV2D_GRAD_INPUT,    /* (dy, w, x (shape)) -> dx */
-  TF_OP_CONV2D_GRAD_WEIGHT,   /* (x, dy, w (shape)) -> dw */
-  TF_OP_MAX_POOL2D_GRAD,      /* (x, dy) -> dx: to the first maximum of each window */
-  TF_OP_AVG_POOL2D_GRAD,      /* (dy, x (shape)) -> dx */
-  TF_OP_ATTENTION_GRAD,       /* (q, k, v, dy) -> (dq, dk, dv), the forward recomputed blockwise */
-  TF_OP_CROSS_ENTROPY_GRAD,   /* (logits, labels, dloss) -> dlogits */
-  TF_OP_MSE_GRAD,             /* (prediction, target, dloss) -> dprediction */
-  TF_OP_BCE_WITH_LOGITS_GRAD, /* (logits, target, dloss) -> dlogits */
-  TF_OP_ACCUMULATE,           /* (sum, x): sum += x in place; no outputs */
-  TF_OP_ZERO,                 /* (x): x = 0 in place; no outputs */
-  TF_OP_GLOBAL_NORM_SQ,       /* (g1, g2, ...) -> f32 scalar sum of squares of every element */
-  TF_OP_SGD,                  /* (param, grad, momentum [, norm_sq]): updates param and momentum in place */
-  TF_OP_ADAMW,                /* (param, grad, m, v [, norm_sq]): updates param, m and v in place */
+  TF_OP_GELU_GRAD,                     /* (x, dy) -> dx */
+  TF_OP_SILU_GRAD,                     /* (x, dy) -> dx */
+  TF_OP_SIGMOID_GRAD,                  /* (y, dy) -> dx, y = sigmoid(x) */
+  TF_OP_TANH_GRAD,                     /* (y, dy) -> dx, y = tanh(x) */
+  TF_OP_SUM_TO,                        /* (dy, like (shape)) -> dy summed over the axes that broadcasting added */
+  TF_OP_MAX_GRAD,                      /* (x, y, dy) -> dx: dy split evenly among the maxima (reduce attrs) */
+  TF_OP_SOFTMAX_GRAD,                  /* (y, dy) -> dx */
+  TF_OP_LOG_SOFTMAX_GRAD,              /* (y, dy) -> dx */
+  TF_OP_LAYER_NORM_GRAD,               /* (x, gamma, dy) -> (dx, dgamma, dbeta) */
+  TF_OP_RMS_NORM_GRAD,                 /* (x, gamma, dy) -> (dx, dgamma) */
+  TF_OP_EMBEDDING_GRAD,                /* (ids, dy, table (shape)) -> dtable, rows scatter-added */
+  TF_OP_SLICE_GRAD,                    /* (dy, x (shape)) -> dx: dy placed at the slice, zeros elsewhere */
+  TF_OP_CONV1D_GRAD_INPUT,             /* (dy, w, x (shape)) -> dx */
+  TF_OP_CONV1D_GRAD_WEIGHT,            /* (x, dy, w (shape)) -> dw */
+  TF_OP_CONV2D_GRAD_INPUT,             /* (dy, w, x (shape)) -> dx */
+  TF_OP_CONV2D_GRAD_WEIGHT,            /* (x, dy, w (shape)) -> dw */
+  TF_OP_MAX_POOL2D_GRAD,               /* (x, dy) -> dx: to the first maximum of each window */
+  TF_OP_AVG_POOL2D_GRAD,               /* (dy, x (shape)) -> dx */
+  TF_OP_ATTENTION_GRAD,                /* (q, k, v, dy) -> (dq, dk, dv), the forward recomputed blockwise */
+  TF_OP_CROSS_ENTROPY_GRAD,            /* (logits, labels, dloss) -> dlogits */
+  TF_OP_MSE_GRAD,                      /* (prediction, target, dloss) -> dprediction */
+  TF_OP_BCE_WITH_LOGITS_GRAD,          /* (logits, target, dloss) -> dlogits */
+  TF_OP_ACCUMULATE,                    /* (sum, x): sum += x in place; no outputs */
+  TF_OP_ZERO,                          /* (x): x = 0 in place; no outputs */
+  TF_OP_GLOBAL_NORM_SQ,                /* (g1, g2, ...) -> f32 scalar sum of squares of every element */
+  TF_OP_SGD,                           /* (param, grad, momentum [, norm_sq]): updates param and momentum in place */
+  TF_OP_ADAMW,                         /* (param, grad, m, v [, norm_sq]): updates param, m and v in place */
   TF_OP_COUNT
 } tf_op;
 
 /* Attribute families: one FlatBuffers table each (schema/graph.fbs). */
 typedef enum tf_attr_kind {
   TF_ATTR_NONE = 0,
-  TF_ATTR_MATMUL, TF_ATTR_REDUCE, TF_ATTR_AXIS, TF_ATTR_NORM, TF_ATTR_SHAPE, TF_ATTR_TRANSPOSE,
-  TF_ATTR_SLICE, TF_ATTR_CONV, TF_ATTR_POOL, TF_ATTR_DROPOUT, TF_ATTR_ATTENTION, TF_ATTR_CAST,
-  TF_ATTR_GELU, TF_ATTR_CROSS_ENTROPY,
-  TF_ATTR_GRAPH_COUNT,                    /* attribute families a .tfg file may hold end here */
+  TF_ATTR_MATMUL,
+  TF_ATTR_REDUCE,
+  TF_ATTR_AXIS,
+  TF_ATTR_NORM,
+  TF_ATTR_SHAPE,
+  TF_ATTR_TRANSPOSE,
+  TF_ATTR_SLICE,
+  TF_ATTR_CONV,
+  TF_ATTR_POOL,
+  TF_ATTR_DROPOUT,
+  TF_ATTR_ATTENTION,
+  TF_ATTR_CAST,
+  TF_ATTR_GELU,
+  TF_ATTR_CROSS_ENTROPY,
+  TF_ATTR_GRAPH_COUNT,                     /* attribute families a .tfg file may hold end here */
   TF_ATTR_OPTIMIZER = TF_ATTR_GRAPH_COUNT, /* sgd, adamw (plans only) */
   TF_ATTR_COUNT
 } tf_attr_kind;
 
-typedef struct tf_matmul_attrs { bool transpose_a, transpose_b; } tf_matmul_attrs;
+typedef struct tf_matmul_attrs {
+  bool transpose_a, transpose_b;
+} tf_matmul_attrs;
 /* sum/mean/max: axes may be negative; n_axes == 0 reduces over every axis. */
-typedef struct tf_reduce_attrs { int32_t n_axes; int32_t axes[TF_MAX_RANK]; bool keepdims; } tf_reduce_attrs;
-typedef struct tf_axis_attrs { int32_t axis; } tf_axis_attrs; /* softmax, log_softmax, concat */
-typedef struct tf_norm_attrs { float epsilon; } tf_norm_attrs;  /* layer_norm, rms_norm: last axis */
-typedef struct tf_shape_attrs { tf_shape shape; } tf_shape_attrs; /* reshape, expand */
-typedef struct tf_transpose_attrs { int32_t rank; int32_t perm[TF_MAX_RANK]; } tf_transpose_attrs;
+typedef struct tf_reduce_attrs {
+  int32_t n_axes;
+  int32_t axes[TF_MAX_RANK];
+  bool keepdims;
+} tf_reduce_attrs;
+typedef struct tf_axis_attrs {
+  int32_t axis;
+} tf_axis_attrs; /* softmax, log_softmax, concat */
+typedef struct tf_norm_attrs {
+  float epsilon;
+} tf_norm_attrs; /* layer_norm, rms_norm: last axis */
+typedef struct tf_shape_attrs {
+  tf_shape shape;
+} tf_shape_attrs; /* reshape, expand */
+typedef struct tf_transpose_attrs {
+  int32_t rank;
+  int32_t perm[TF_MAX_RANK];
+} tf_transpose_attrs;
 /* Python slicing semantics on one axis: negative start/end count from the end, clamped; step >= 1. */
-typedef struct tf_slice_attrs { int32_t axis; int64_t start, end, step; } tf_slice_attrs;
+typedef struct tf_slice_attrs {
+  int32_t axis;
+  int64_t start, end, step;
+} tf_slice_attrs;
 /* conv1d uses index 0 only; conv2d/conv_transpose2d use [height, width]. */
 typedef struct tf_conv_attrs {
   int32_t stride[2], padding[2], dilation[2], output_padding[2];
   int32_t groups;
 } tf_conv_attrs;
 /* avg_pool2d divides by the full window, padding included (PyTorch's count_include_pad=True). */
-typedef struct tf_pool_attrs { int32_t kernel[2], stride[2], padding[2]; } tf_pool_attrs;
+typedef struct tf_pool_attrs {
+  int32_t kernel[2], stride[2], padding[2];
+} tf_pool_attrs;
 /* Masks from a counter-based RNG keyed by (seed, step, node, element). */
-typedef struct tf_dropout_attrs { float rate; uint64_t seed; } tf_dropout_attrs;
+typedef struct tf_dropout_attrs {
+  float rate;
+  uint64_t seed;
+} tf_dropout_attrs;
 /* q [N, Tq, H*D], k and v [N, Tk, H*D] -> [N, Tq, H*D]; scale 0 means 1/sqrt(D). */
-typedef struct tf_attention_attrs { int32_t num_heads; bool causal; float scale; } tf_attention_attrs;
-typedef struct tf_cast_attrs { tf_dtype to; } tf_cast_attrs;
-typedef struct tf_gelu_attrs { bool approximate; } tf_gelu_attrs; /* tanh approximation when true */
+typedef struct tf_attention_attrs {
+  int32_t num_heads;
+  bool causal;
+  float scale;
+} tf_attention_attrs;
+typedef struct tf_cast_attrs {
+  tf_dtype to;
+} tf_cast_attrs;
+typedef struct tf_gelu_attrs {
+  bool approximate;
+} tf_gelu_attrs; /* tanh approximation when true */
 /* Mean over targets != ignore_index. */
-typedef struct tf_cross_entropy_attrs { int64_t ignore_index; } tf_cross_entropy_attrs;
+typedef struct tf_cross_entropy_attrs {
+  int64_t ignore_index;
+} tf_cross_entropy_attrs;
 /* One parameter's update. The gradient is first multiplied by grad_scale (1/k for k accumulated
  * micro-batches), then by min(1, clip_norm / ||g||) when clip_norm > 0 (||g|| from the norm_sq
  * input, computed over every gradient). AdamW's step count comes from the session. */
@@ -179,32 +245,32 @@ typedef struct tf_attrs {
 
 typedef enum tf_optimizer { TF_OPTIMIZER_NONE = 0, TF_OPTIMIZER_SGD, TF_OPTIMIZER_ADAMW } tf_optimizer;
 typedef enum tf_precision {
-  TF_PRECISION_F32 = 0,   /* everything in f32 */
-  TF_PRECISION_BF16,      /* f32 master weights, bf16 compute */
-  TF_PRECISION_F16        /* f32 master weights, f16 compute with loss scaling */
+  TF_PRECISION_F32 = 0, /* everything in f32 */
+  TF_PRECISION_BF16,    /* f32 master weights, bf16 compute */
+  TF_PRECISION_F16      /* f32 master weights, f16 compute with loss scaling */
 } tf_precision;
 
 /* How the graph wants to be trained; the compiler's command-line options override fields. */
 typedef struct tf_training_config {
   tf_optimizer optimizer;
   double learning_rate;
-  double momentum;                 /* SGD */
-  double beta1, beta2, epsilon;    /* AdamW */
+  double momentum;              /* SGD */
+  double beta1, beta2, epsilon; /* AdamW */
   double weight_decay;
-  double clip_norm;                /* 0: no global-norm clipping */
-  int64_t global_batch;            /* 0: the bound value of the batch symbol */
-  int32_t accumulate_steps;        /* 0: let the compiler choose */
+  double clip_norm;         /* 0: no global-norm clipping */
+  int64_t global_batch;     /* 0: the bound value of the batch symbol */
+  int32_t accumulate_steps; /* 0: let the compiler choose */
   tf_precision precision;
-  double loss_scale;               /* f16: initial dynamic loss scale */
+  double loss_scale; /* f16: initial dynamic loss scale */
 } tf_training_config;
 
 /* The memory regions of a plan, each allocated once by a session. */
 typedef enum tf_region {
-  TF_REGION_PARAMETERS = 0, /* parameters and constants */
-  TF_REGION_GRADIENTS,      /* one accumulated gradient per trained parameter */
-  TF_REGION_OPTIMIZER_STATE,/* momentum / Adam moments */
-  TF_REGION_ARENA,          /* activations, backward temporaries, kernel workspaces: reused by liveness */
-  TF_REGION_IO,             /* one micro-batch of inputs and labels, double-buffered */
+  TF_REGION_PARAMETERS = 0,  /* parameters and constants */
+  TF_REGION_GRADIENTS,       /* one accumulated gradient per trained parameter */
+  TF_REGION_OPTIMIZER_STATE, /* momentum / Adam moments */
+  TF_REGION_ARENA,           /* activations, backward temporaries, kernel workspaces: reused by liveness */
+  TF_REGION_IO,              /* one micro-batch of inputs and labels, double-buffered */
   TF_REGION_COUNT
 } tf_region;
 
@@ -228,9 +294,9 @@ typedef struct tf_device_overhead {
 
 /* Names and sizes: "matmul", ...; "f32", ...; "?" when out of range. Bytes per element (0 when out
  * of range). */
-const char *tf_op_name(tf_op op);      /* "matmul", ...; "?" when out of range */
+const char *tf_op_name(tf_op op); /* "matmul", ...; "?" when out of range */
 const char *tf_dtype_name(tf_dtype dtype);
-int64_t tf_dtype_size(tf_dtype dtype); /* bytes per element; 0 when out of range */
+int64_t tf_dtype_size(tf_dtype dtype);       /* bytes per element; 0 when out of range */
 const char *tf_init_name(tf_init_kind kind); /* "normal", ...; "?" when out of range */
 /* "[2,3,4]" for messages, into `buf` (at most `size` bytes); returns buf. */
 const char *tf_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size);

@@ -17,9 +17,9 @@ typedef struct tf_zoo_preset {
 } tf_zoo_preset;
 
 typedef struct tf_zoo_param {
-  const char *name;        /* "layers" */
-  int64_t value;           /* the preset's value */
-  const char *help;        /* one line */
+  const char *name; /* "layers" */
+  int64_t value;    /* the preset's value */
+  const char *help; /* one line */
 } tf_zoo_param;
 
 /* Number of presets, and preset `index` (NULL when out of range). */
@@ -33,8 +33,7 @@ tf_status tf_zoo_params(const char *name, const char *const *overrides, int32_t 
 
 /* Builds preset `name` with `n_overrides` "knob=value" strings applied; an unknown preset or knob, or
  * a bad value, is an error that lists the valid ones. The caller destroys *out. */
-tf_status tf_zoo_build(const char *name, const char *const *overrides, int32_t n_overrides,
-                       tf_graph **out) TF_MUST_USE;
+tf_status tf_zoo_build(const char *name, const char *const *overrides, int32_t n_overrides, tf_graph **out) TF_MUST_USE;
 
 #ifdef __cplusplus
 }

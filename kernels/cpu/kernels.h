@@ -20,18 +20,18 @@ extern "C" {
 
 typedef struct tf_cpu_tensor {
   void *data;
-  tf_dtype dtype;            /* for floating tensors: the compute type's (f32 or, in f64 mode, ignored) */
+  tf_dtype dtype; /* for floating tensors: the compute type's (f32 or, in f64 mode, ignored) */
   int32_t rank;
   int64_t shape[TF_MAX_RANK];
-  int64_t count;             /* elements */
+  int64_t count; /* elements */
 } tf_cpu_tensor;
 
 /* Per-run state a kernel may read. */
 typedef struct tf_cpu_context {
-  int32_t threads;           /* kernels may use up to this many threads (OpenMP) */
-  int64_t optimizer_step;    /* 1 for the first optimizer step (AdamW bias correction) */
-  int64_t micro_step;        /* global micro-batch counter: the RNG's "step" (dropout) */
-  uint64_t seed;             /* the session's RNG seed */
+  int32_t threads;        /* kernels may use up to this many threads (OpenMP) */
+  int64_t optimizer_step; /* 1 for the first optimizer step (AdamW bias correction) */
+  int64_t micro_step;     /* global micro-batch counter: the RNG's "step" (dropout) */
+  uint64_t seed;          /* the session's RNG seed */
 } tf_cpu_context;
 
 typedef struct tf_cpu_args {
@@ -41,7 +41,7 @@ typedef struct tf_cpu_args {
   const tf_cpu_tensor *inputs;
   int32_t n_outputs;
   const tf_cpu_tensor *outputs;
-  void *workspace;           /* tf_cpu_workspace_bytes() bytes, 64-byte aligned, or NULL when 0 */
+  void *workspace; /* tf_cpu_workspace_bytes() bytes, 64-byte aligned, or NULL when 0 */
   int64_t workspace_bytes;
   const tf_cpu_context *context;
 } tf_cpu_args;

@@ -23,53 +23,78 @@ bool moves_bytes(tf_op op) {
 
 bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
-#define CASE(op, fn)                                                                                                   \
-  case op: return launch_##fn;
-
 launcher launcher_of(tf_op op) {
   switch (op) {
-    CASE(TF_OP_MATMUL, matmul)
-    CASE(TF_OP_ADD, binary)
-    CASE(TF_OP_SUB, binary) CASE(TF_OP_MUL, binary) CASE(TF_OP_DIV, binary) CASE(TF_OP_NEG, unary) CASE(
-        TF_OP_EXP, unary) CASE(TF_OP_LOG, unary) CASE(TF_OP_SQRT, unary) CASE(TF_OP_RSQRT, unary)
-        CASE(TF_OP_RELU, unary) CASE(TF_OP_GELU, unary) CASE(TF_OP_SILU, unary) CASE(TF_OP_SIGMOID, unary) CASE(
-            TF_OP_TANH, unary) CASE(TF_OP_SUM, reduce) CASE(TF_OP_MEAN, reduce) CASE(TF_OP_MAX, reduce)
-            CASE(TF_OP_SOFTMAX, softmax) CASE(TF_OP_LOG_SOFTMAX, softmax) CASE(TF_OP_LAYER_NORM, norm) CASE(
-                TF_OP_RMS_NORM, norm) CASE(TF_OP_EMBEDDING, embedding) CASE(TF_OP_RESHAPE, layout) CASE(TF_OP_TRANSPOSE,
-                                                                                                        layout)
-                CASE(TF_OP_CONCAT, layout) CASE(TF_OP_SLICE, layout) CASE(TF_OP_EXPAND, layout) CASE(TF_OP_CONV1D, conv)
-                    CASE(TF_OP_CONV2D, conv) CASE(TF_OP_CONV_TRANSPOSE2D, conv) CASE(TF_OP_MAX_POOL2D, pool)
-                        CASE(TF_OP_AVG_POOL2D, pool) CASE(TF_OP_DROPOUT, dropout) CASE(TF_OP_ATTENTION, attention)
-                            CASE(TF_OP_CAST, cast) CASE(TF_OP_CROSS_ENTROPY, loss) CASE(TF_OP_MSE, loss) CASE(
-                                TF_OP_BCE_WITH_LOGITS, loss) CASE(TF_OP_RELU_GRAD, activation_grad)
-                                CASE(TF_OP_GELU_GRAD, activation_grad) CASE(TF_OP_SILU_GRAD, activation_grad)
-                                    CASE(TF_OP_SIGMOID_GRAD, activation_grad) CASE(TF_OP_TANH_GRAD, activation_grad)
-                                        CASE(TF_OP_SUM_TO, reduce) CASE(TF_OP_MAX_GRAD, max_grad) CASE(
-                                            TF_OP_SOFTMAX_GRAD, softmax) CASE(TF_OP_LOG_SOFTMAX_GRAD, softmax)
-                                            CASE(TF_OP_LAYER_NORM_GRAD, norm_grad) CASE(TF_OP_RMS_NORM_GRAD, norm_grad)
-                                                CASE(TF_OP_EMBEDDING_GRAD, embedding_grad)
-                                                    CASE(TF_OP_SLICE_GRAD, layout) CASE(TF_OP_CONV1D_GRAD_INPUT, conv)
-                                                        CASE(TF_OP_CONV1D_GRAD_WEIGHT,
-                                                             conv) CASE(TF_OP_CONV2D_GRAD_INPUT, conv)
-                                                            CASE(TF_OP_CONV2D_GRAD_WEIGHT,
-                                                                 conv) CASE(TF_OP_MAX_POOL2D_GRAD, pool)
-                                                                CASE(TF_OP_AVG_POOL2D_GRAD,
-                                                                     pool) CASE(TF_OP_ATTENTION_GRAD, attention_grad)
-                                                                    CASE(TF_OP_CROSS_ENTROPY_GRAD, loss_grad)
-                                                                        CASE(TF_OP_MSE_GRAD, loss_grad)
-                                                                            CASE(TF_OP_BCE_WITH_LOGITS_GRAD, loss_grad)
-                                                                                CASE(TF_OP_ACCUMULATE, optimizer)
-                                                                                    CASE(TF_OP_ZERO, optimizer)
-                                                                                        CASE(TF_OP_GLOBAL_NORM_SQ,
-                                                                                             global_norm_sq)
-                                                                                            CASE(TF_OP_SGD, optimizer)
-                                                                                                CASE(TF_OP_ADAMW,
-                                                                                                     optimizer) default
-        : return NULL;
+  case TF_OP_MATMUL: return launch_matmul;
+  case TF_OP_ADD: return launch_binary;
+  case TF_OP_SUB: return launch_binary;
+  case TF_OP_MUL: return launch_binary;
+  case TF_OP_DIV: return launch_binary;
+  case TF_OP_NEG: return launch_unary;
+  case TF_OP_EXP: return launch_unary;
+  case TF_OP_LOG: return launch_unary;
+  case TF_OP_SQRT: return launch_unary;
+  case TF_OP_RSQRT: return launch_unary;
+  case TF_OP_RELU: return launch_unary;
+  case TF_OP_GELU: return launch_unary;
+  case TF_OP_SILU: return launch_unary;
+  case TF_OP_SIGMOID: return launch_unary;
+  case TF_OP_TANH: return launch_unary;
+  case TF_OP_SUM: return launch_reduce;
+  case TF_OP_MEAN: return launch_reduce;
+  case TF_OP_MAX: return launch_reduce;
+  case TF_OP_SOFTMAX: return launch_softmax;
+  case TF_OP_LOG_SOFTMAX: return launch_softmax;
+  case TF_OP_LAYER_NORM: return launch_norm;
+  case TF_OP_RMS_NORM: return launch_norm;
+  case TF_OP_EMBEDDING: return launch_embedding;
+  case TF_OP_RESHAPE: return launch_layout;
+  case TF_OP_TRANSPOSE: return launch_layout;
+  case TF_OP_CONCAT: return launch_layout;
+  case TF_OP_SLICE: return launch_layout;
+  case TF_OP_EXPAND: return launch_layout;
+  case TF_OP_CONV1D: return launch_conv;
+  case TF_OP_CONV2D: return launch_conv;
+  case TF_OP_CONV_TRANSPOSE2D: return launch_conv;
+  case TF_OP_MAX_POOL2D: return launch_pool;
+  case TF_OP_AVG_POOL2D: return launch_pool;
+  case TF_OP_DROPOUT: return launch_dropout;
+  case TF_OP_ATTENTION: return launch_attention;
+  case TF_OP_CAST: return launch_cast;
+  case TF_OP_CROSS_ENTROPY: return launch_loss;
+  case TF_OP_MSE: return launch_loss;
+  case TF_OP_BCE_WITH_LOGITS: return launch_loss;
+  case TF_OP_RELU_GRAD: return launch_activation_grad;
+  case TF_OP_GELU_GRAD: return launch_activation_grad;
+  case TF_OP_SILU_GRAD: return launch_activation_grad;
+  case TF_OP_SIGMOID_GRAD: return launch_activation_grad;
+  case TF_OP_TANH_GRAD: return launch_activation_grad;
+  case TF_OP_SUM_TO: return launch_reduce;
+  case TF_OP_MAX_GRAD: return launch_max_grad;
+  case TF_OP_SOFTMAX_GRAD: return launch_softmax;
+  case TF_OP_LOG_SOFTMAX_GRAD: return launch_softmax;
+  case TF_OP_LAYER_NORM_GRAD: return launch_norm_grad;
+  case TF_OP_RMS_NORM_GRAD: return launch_norm_grad;
+  case TF_OP_EMBEDDING_GRAD: return launch_embedding_grad;
+  case TF_OP_SLICE_GRAD: return launch_layout;
+  case TF_OP_CONV1D_GRAD_INPUT: return launch_conv;
+  case TF_OP_CONV1D_GRAD_WEIGHT: return launch_conv;
+  case TF_OP_CONV2D_GRAD_INPUT: return launch_conv;
+  case TF_OP_CONV2D_GRAD_WEIGHT: return launch_conv;
+  case TF_OP_MAX_POOL2D_GRAD: return launch_pool;
+  case TF_OP_AVG_POOL2D_GRAD: return launch_pool;
+  case TF_OP_ATTENTION_GRAD: return launch_attention_grad;
+  case TF_OP_CROSS_ENTROPY_GRAD: return launch_loss_grad;
+  case TF_OP_MSE_GRAD: return launch_loss_grad;
+  case TF_OP_BCE_WITH_LOGITS_GRAD: return launch_loss_grad;
+  case TF_OP_ACCUMULATE: return launch_optimizer;
+  case TF_OP_ZERO: return launch_optimizer;
+  case TF_OP_GLOBAL_NORM_SQ: return launch_global_norm_sq;
+  case TF_OP_SGD: return launch_optimizer;
+  case TF_OP_ADAMW: return launch_optimizer;
+  default: return NULL;
   }
 }
-
-#undef CASE
 
 const char *check_dtypes(const tf_cuda_args *args) {
   if (moves_bytes(args->op))

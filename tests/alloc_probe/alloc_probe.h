@@ -29,10 +29,10 @@
 
 /* How the probe sees allocations (tf_probe_mark's result). */
 enum {
-  TF_PROBE_OFF = 0,         /* loaded, but it counts nothing (a sanitizer build without hooks) */
-  TF_PROBE_INTERPOSED = 1,  /* it replaced malloc, calloc, realloc, free and the aligned allocators */
-  TF_PROBE_HOOKED = 2,      /* sanitizer build: __sanitizer_install_malloc_and_free_hooks; all counts
-                             * are the program's (no driver split) */
+  TF_PROBE_OFF = 0,        /* loaded, but it counts nothing (a sanitizer build without hooks) */
+  TF_PROBE_INTERPOSED = 1, /* it replaced malloc, calloc, realloc, free and the aligned allocators */
+  TF_PROBE_HOOKED = 2,     /* sanitizer build: __sanitizer_install_malloc_and_free_hooks; all counts
+                            * are the program's (no driver split) */
 };
 
 /* The heap activity of one phase, for one side. An allocation is any call that returned new heap
@@ -40,12 +40,12 @@ enum {
  * valloc, pvalloc. A release is free() of a non-NULL block, or the old block of such a realloc. */
 typedef struct tf_probe_tally {
   int64_t allocations;
-  int64_t bytes;            /* the sizes those calls asked for */
-  int64_t largest;          /* the largest single request */
-  int64_t frees;            /* releases */
-  int64_t held;             /* bytes allocated minus bytes released in the phase (the allocator's
-                             * usable sizes): what the phase left on the heap, negative when it
-                             * released more than it took */
+  int64_t bytes;   /* the sizes those calls asked for */
+  int64_t largest; /* the largest single request */
+  int64_t frees;   /* releases */
+  int64_t held;    /* bytes allocated minus bytes released in the phase (the allocator's
+                    * usable sizes): what the phase left on the heap, negative when it
+                    * released more than it took */
 } tf_probe_tally;
 
 typedef struct tf_probe_counts {

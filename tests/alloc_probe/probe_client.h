@@ -42,9 +42,9 @@
 #define TF_PROBE_FLOOR_BYTES ((int64_t)4 << 10)
 
 typedef struct tf_probe {
-  tf_probe_mark_fn mark;     /* NULL: no probe in this process */
-  int mode;                  /* TF_PROBE_INTERPOSED or TF_PROBE_HOOKED when counting */
-  char absent[1400];         /* why there is none, for the SKIP line */
+  tf_probe_mark_fn mark; /* NULL: no probe in this process */
+  int mode;              /* TF_PROBE_INTERPOSED or TF_PROBE_HOOKED when counting */
+  char absent[1400];     /* why there is none, for the SKIP line */
 } tf_probe;
 
 static inline const char *tf_probe_mode_name(int mode) {
@@ -83,8 +83,9 @@ static inline tf_probe tf_probe_attach(char **argv) {
     memcpy(&probe.mark, &symbol, sizeof(probe.mark)); /* ISO C has no object-to-function cast */
     probe.mode = probe.mark("~attached", NULL);
     if (probe.mode == TF_PROBE_OFF) {
-      snprintf(probe.absent, sizeof(probe.absent), "the probe is loaded but counts nothing (a sanitizer build "
-                                                   "without __sanitizer_install_malloc_and_free_hooks?)");
+      snprintf(probe.absent, sizeof(probe.absent),
+               "the probe is loaded but counts nothing (a sanitizer build "
+               "without __sanitizer_install_malloc_and_free_hooks?)");
       probe.mark = NULL;
     }
     return probe;

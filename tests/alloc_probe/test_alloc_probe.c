@@ -42,7 +42,7 @@ typedef struct family {
   const char *preset;
   const char *overrides[7];
   const char *bindings;
-  bool vulkan;               /* also run on Vulkan (lavapipe compiles shaders slowly: a few) */
+  bool vulkan; /* also run on Vulkan (lavapipe compiles shaders slowly: a few) */
 } family;
 
 static const family families[] = {
@@ -269,11 +269,11 @@ static void judge(const char *what, const tf_plan *plan, const measured *m, bool
         what, feed_allocations, MEASURED_STEPS, write_allocations, MEASURED_STEPS);
   // The session's own figures, now backed by the measurement above.
   CHECK(&counts, m->memory.allocated_bytes == tf_plan_total_bytes(plan) && m->memory.allocations_after_create == 0,
-        "%s: the session reports %" PRId64 " bytes allocated for a plan of %" PRId64 ", %" PRId64 " after create",
-        what, m->memory.allocated_bytes, tf_plan_total_bytes(plan), m->memory.allocations_after_create);
+        "%s: the session reports %" PRId64 " bytes allocated for a plan of %" PRId64 ", %" PRId64 " after create", what,
+        m->memory.allocated_bytes, tf_plan_total_bytes(plan), m->memory.allocations_after_create);
   CHECK(&counts, isfinite(m->loss), "%s: loss %g", what, m->loss);
-  printf("%s: %d warm-up + 2 x %d measured steps of %d micro-batches, loss %.4f\n", what, WARM_UP_STEPS,
-         MEASURED_STEPS, plan->accumulate, m->loss);
+  printf("%s: %d warm-up + 2 x %d measured steps of %d micro-batches, loss %.4f\n", what, WARM_UP_STEPS, MEASURED_STEPS,
+         plan->accumulate, m->loss);
   print_tally("tf_session_create", "all", &create); /* an unsplit phase: only the sum means anything */
   print_phase("warm-up", &m->warm_up, gpu);
   print_phase("steps through the feed", &m->feed_steps, gpu);

@@ -97,12 +97,12 @@ bool tf_interp_run(tf_interp *interp, int32_t begin, int32_t end) {
     void *workspace = NULL;
     int64_t workspace_bytes = 0;
     /* The plan sized workspaces for f32; the f64 kernels ask for their own size. */
-    workspace_bytes = tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, inputs, step->n_outputs,
-                                             outputs, interp->context.threads, 8);
+    workspace_bytes = tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, inputs, step->n_outputs, outputs,
+                                             interp->context.threads, 8);
     if (workspace_bytes > 0)
       workspace = aligned_alloc(64, (size_t)((workspace_bytes + 63) / 64 * 64));
-    tf_cpu_args args = {step->op,  &step->attrs, step->n_inputs,  inputs,          step->n_outputs,
-                        outputs,   workspace,    workspace_bytes, &interp->context};
+    tf_cpu_args args = {step->op, &step->attrs, step->n_inputs,  inputs,          step->n_outputs,
+                        outputs,  workspace,    workspace_bytes, &interp->context};
     kernel(&args);
     free(workspace);
   }

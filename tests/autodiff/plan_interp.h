@@ -9,7 +9,7 @@
 
 typedef struct tf_interp {
   const tf_plan *plan;
-  void **data;               /* per buffer: double for floating dtypes, else the dtype's own type */
+  void **data; /* per buffer: double for floating dtypes, else the dtype's own type */
   tf_cpu_context context;
 } tf_interp;
 

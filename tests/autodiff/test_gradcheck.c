@@ -115,8 +115,8 @@ static void check_case(gradcheck_case *c) {
       if (error > worst)
         worst = error;
       checked++;
-      CHECK(&counts, error < 1e-5, "%s: d loss / d %s[%" PRId64 "]: autodiff %.10g, finite difference %.10g",
-            c->name, plan->buffers[p].name, i, grad[i], numeric);
+      CHECK(&counts, error < 1e-5, "%s: d loss / d %s[%" PRId64 "]: autodiff %.10g, finite difference %.10g", c->name,
+            plan->buffers[p].name, i, grad[i], numeric);
     }
   }
   CHECK(&counts, checked > 0, "%s: no gradient was checked", c->name);
@@ -135,9 +135,7 @@ static tf_graph *new_graph(const char *name) {
 #define F(n) tf_fixed(n)
 
 static void matmul_cases(void) {
-  static const struct {
-    bool ta, tb;
-  } combos[4] = {{false, false}, {false, true}, {true, false}, {true, true}};
+  static const struct { bool ta, tb; } combos[4] = {{false, false}, {false, true}, {true, false}, {true, true}};
   for (int i = 0; i < 4; i++) {
     tf_graph *g = new_graph("matmul");
     bool ta = combos[i].ta, tb = combos[i].tb;
@@ -173,9 +171,9 @@ static void unary_cases(void) {
   static const struct {
     tf_op op;
     value_kind values;
-  } ops[] = {{TF_OP_NEG, VALUES_ANY},      {TF_OP_EXP, VALUES_ANY},     {TF_OP_LOG, VALUES_POSITIVE},
+  } ops[] = {{TF_OP_NEG, VALUES_ANY},       {TF_OP_EXP, VALUES_ANY},        {TF_OP_LOG, VALUES_POSITIVE},
              {TF_OP_SQRT, VALUES_POSITIVE}, {TF_OP_RSQRT, VALUES_POSITIVE}, {TF_OP_RELU, VALUES_SPREAD},
-             {TF_OP_SILU, VALUES_ANY},     {TF_OP_SIGMOID, VALUES_ANY}, {TF_OP_TANH, VALUES_ANY}};
+             {TF_OP_SILU, VALUES_ANY},      {TF_OP_SIGMOID, VALUES_ANY},    {TF_OP_TANH, VALUES_ANY}};
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     tf_graph *g = new_graph("unary");
     tf_tensor_id x = param(g, "x", S(F(3), F(7)));
@@ -228,8 +226,10 @@ static void norm_cases(void) {
     else
       y = tf_layer_norm(g, x, gamma, kind == 0 ? param(g, "beta", S(F(6))) : TF_NO_TENSOR, 1e-5f);
     finish_with_mse(g, y, S(F(2), F(3), F(6)));
-    check_case(&(gradcheck_case){kind == 0 ? "layer_norm" : kind == 1 ? "layer_norm no beta" : "rms_norm", g,
-                                 VALUES_ANY});
+    check_case(&(gradcheck_case){kind == 0   ? "layer_norm"
+                                 : kind == 1 ? "layer_norm no beta"
+                                             : "rms_norm",
+                                 g, VALUES_ANY});
   }
   tf_graph *g = new_graph("embedding");
   tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, S(F(2), F(5)));

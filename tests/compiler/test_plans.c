@@ -79,8 +79,7 @@ static void check_measured(const char *what, const tf_plan *plan, const tf_probe
   int64_t largest = warm_up->largest > last->largest ? warm_up->largest : last->largest;
   CHECK(&counts, largest < limit, "%s: region-sized allocation after create: %" PRId64 " bytes (limit %" PRId64 ")",
         what, largest, limit);
-  CHECK(&counts, last->allocations == 0, "%s: %" PRId64 " heap allocations in the third step", what,
-        last->allocations);
+  CHECK(&counts, last->allocations == 0, "%s: %" PRId64 " heap allocations in the third step", what, last->allocations);
 }
 
 /* Trains 3 optimizer steps; checks the memory promise and a finite loss. The session's figures
@@ -112,8 +111,8 @@ static void train_three_steps(const char *what, const tf_plan *plan) {
   tf_probe_tally warm_up_total = tf_probe_total(&warm_up), last_total = tf_probe_total(&last);
   check_measured(what, plan, &warm_up_total, &last_total);
   tf_session_memory memory = tf_session_memory_use(session);
-  CHECK(&counts, memory.allocated_bytes == memory.planned_bytes, "%s: allocated %" PRId64 " != planned %" PRId64,
-        what, memory.allocated_bytes, memory.planned_bytes);
+  CHECK(&counts, memory.allocated_bytes == memory.planned_bytes, "%s: allocated %" PRId64 " != planned %" PRId64, what,
+        memory.allocated_bytes, memory.planned_bytes);
   CHECK(&counts, memory.allocations_after_create == 0, "%s: %" PRId64 " allocations after create", what,
         memory.allocations_after_create);
   CHECK(&counts, isfinite(loss), "%s: loss %g", what, loss);
@@ -125,7 +124,8 @@ static void train_three_steps(const char *what, const tf_plan *plan) {
   tf_device_memory device;
   status = tf_session_device_memory(session, &device);
   CHECK(&counts,
-        status == NULL && device.region_bytes == memory.planned_bytes && device.region_device_bytes >= device.region_bytes &&
+        status == NULL && device.region_bytes == memory.planned_bytes &&
+            device.region_device_bytes >= device.region_bytes &&
             device.region_device_bytes < device.region_bytes + 64 * regions,
         "%s: the cpu backend's device memory: regions %" PRId64 ", as allocated %" PRId64 ", for a plan of %" PRId64
         ": %s",
@@ -133,8 +133,7 @@ static void train_three_steps(const char *what, const tf_plan *plan) {
   tf_status_free(status);
   if (probe.mark)
     printf("trained %-34s 3 steps: loss %.4f, planned = allocated = %" PRId64 " bytes in %" PRId64
-           " allocations; measured after create: largest heap allocation %" PRId64 " bytes, %" PRId64
-           " in step 3\n",
+           " allocations; measured after create: largest heap allocation %" PRId64 " bytes, %" PRId64 " in step 3\n",
            what, loss, memory.allocated_bytes, memory.allocations,
            warm_up_total.largest > last_total.largest ? warm_up_total.largest : last_total.largest,
            last_total.allocations);
@@ -364,8 +363,8 @@ static void alias_rule(void) {
   for (int32_t i = 0; i < plan->n_buffers; i++) {
     if (plan->buffers[i].alias_of >= 0 && aliased < 0)
       aliased = i;
-    if (plan->buffers[i].region == TF_REGION_ARENA && plan->buffers[i].alias_of < 0 && plan->buffers[i].first_step > 0 &&
-        plan->steps[plan->buffers[i].first_step].op != TF_OP_RESHAPE && other < 0)
+    if (plan->buffers[i].region == TF_REGION_ARENA && plan->buffers[i].alias_of < 0 &&
+        plan->buffers[i].first_step > 0 && plan->steps[plan->buffers[i].first_step].op != TF_OP_RESHAPE && other < 0)
       other = i;
   }
   CHECK(&counts, aliased >= 0 && other >= 0, "gpt plan without a reshape alias (%d) or a plain buffer (%d)", aliased,

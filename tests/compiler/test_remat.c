@@ -57,8 +57,8 @@ static tf_graph *dropout_mlp(void) {
   for (int layer = 0; layer < 4; layer++) {
     char name[32];
     snprintf(name, sizeof(name), "w%d", layer);
-    tf_tensor_id w = tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(16), tf_fixed(16)),
-                                        tf_init_make(TF_INIT_NORMAL, 0, 0.3));
+    tf_tensor_id w =
+        tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(16), tf_fixed(16)), tf_init_make(TF_INIT_NORMAL, 0, 0.3));
     tf_tensor_id h = tf_unary(g, TF_OP_TANH, tf_matmul(g, x, w, false, true));
     x = tf_add(g, x, tf_dropout(g, h, 0.25f));
   }
@@ -68,8 +68,8 @@ static tf_graph *dropout_mlp(void) {
 }
 
 /* Trains one micro-step under `remat` and returns the gradient region's bytes (malloc'd). */
-static uint8_t *gradients_after_one_step(const tf_graph *g, const char *bindings, tf_remat_mode remat,
-                                         int64_t *arena, int64_t *bytes, double *flops) {
+static uint8_t *gradients_after_one_step(const tf_graph *g, const char *bindings, tf_remat_mode remat, int64_t *arena,
+                                         int64_t *bytes, double *flops) {
   tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
   options.bindings = bindings;
   options.remat = remat;

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "cuda_test.h"
-#include "op_graphs.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cuda/kernels.h"
+#include "op_graphs.h"
 
 static tf_test_counts counts;
 static cuda_op_coverage coverage;
@@ -75,7 +75,8 @@ static void test_matmul(void) {
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "matmul");
-    tf_test_finish_probe(g, tf_matmul(g, tf_test_param(g, "a", cases[i].a), tf_test_param(g, "b", cases[i].b), cases[i].ta, cases[i].tb));
+    tf_test_finish_probe(g, tf_matmul(g, tf_test_param(g, "a", cases[i].a), tf_test_param(g, "b", cases[i].b),
+                                      cases[i].ta, cases[i].tb));
     run_variant(cases[i].label, g, FLOATS, i % 2 ? ADAMW : SGD);
   }
 }
@@ -87,13 +88,14 @@ static void test_elementwise(void) {
     snprintf(label, sizeof(label), "%s [5,7,3] (+) [7,1]", tf_op_name(binaries[i]));
     tf_graph *g = tf_test_graph_begin(&counts, "binary");
     tf_tensor_id a = tf_test_param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
-    tf_tensor_id b =
-        binaries[i] == TF_OP_DIV ? tf_test_positive(g, "b", TF_SHAPE(d(7), d(1))) : tf_test_param(g, "b", TF_SHAPE(d(7), d(1)));
+    tf_tensor_id b = binaries[i] == TF_OP_DIV ? tf_test_positive(g, "b", TF_SHAPE(d(7), d(1)))
+                                              : tf_test_param(g, "b", TF_SHAPE(d(7), d(1)));
     tf_test_finish_probe(g, tf_graph_node(g, binaries[i], (tf_tensor_id[]){a, b}, 2, NULL));
     run(label, g, FLOATS);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "binary");
-  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
+  tf_test_finish_probe(
+      g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
   run("add [1] + [4,1,259]", g, FLOATS);
   const tf_op unaries[] = {TF_OP_NEG,  TF_OP_EXP,  TF_OP_LOG,     TF_OP_SQRT, TF_OP_RSQRT,
                            TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH};
@@ -101,7 +103,8 @@ static void test_elementwise(void) {
     bool needs_positive = unaries[i] == TF_OP_LOG || unaries[i] == TF_OP_SQRT || unaries[i] == TF_OP_RSQRT;
     g = tf_test_graph_begin(&counts, "unary");
     tf_shape shape = TF_SHAPE(d(3), d(257));
-    tf_test_finish_probe(g, tf_unary(g, unaries[i], needs_positive ? tf_test_positive(g, "x", shape) : tf_test_param(g, "x", shape)));
+    tf_test_finish_probe(
+        g, tf_unary(g, unaries[i], needs_positive ? tf_test_positive(g, "x", shape) : tf_test_param(g, "x", shape)));
     char label[64];
     snprintf(label, sizeof(label), "%s (+ grad) [3,257]", tf_op_name(unaries[i]));
     run(label, g, FLOATS);
@@ -143,10 +146,12 @@ static void test_reductions(void) {
     run(cases[i].label, g, FLOATS);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "sum_to");
-  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(37))), tf_test_param(g, "bias", TF_SHAPE(d(37)))));
+  tf_test_finish_probe(
+      g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(37))), tf_test_param(g, "bias", TF_SHAPE(d(37)))));
   run("sum_to (bias gradient) [3000,37]->[37]", g, FLOATS);
   g = tf_test_graph_begin(&counts, "sum_to");
-  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(3))), tf_test_param(g, "bias", TF_SHAPE(d(3000), d(1)))));
+  tf_test_finish_probe(
+      g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(3))), tf_test_param(g, "bias", TF_SHAPE(d(3000), d(1)))));
   run("sum_to (rows) [3000,3]->[3000,1]", g, FLOATS);
 }
 
@@ -171,9 +176,9 @@ static void test_softmax_and_norms(void) {
       tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(rows[i]), d(widths[i])));
       tf_tensor_id gamma = tf_test_param(g, "gamma", TF_SHAPE(d(widths[i])));
       tf_tensor_id y =
-          kind == 2
-              ? tf_rms_norm(g, x, gamma, 1e-5f)
-              : tf_layer_norm(g, x, gamma, kind == 0 ? tf_test_param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
+          kind == 2 ? tf_rms_norm(g, x, gamma, 1e-5f)
+                    : tf_layer_norm(g, x, gamma,
+                                    kind == 0 ? tf_test_param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
       tf_test_finish_probe(g, y);
       char label[64];
       snprintf(label, sizeof(label), "%s (+ grad) [%lld,%lld]",
@@ -199,7 +204,8 @@ static void test_embedding_and_layout(void) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "embedding");
     tf_tensor_id ids = tf_graph_input(g, "ids", cases[i].ids, TF_SHAPE(d(cases[i].n), d(cases[i].t)));
-    tf_test_finish_probe(g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(cases[i].vocab), d(cases[i].depth)))));
+    tf_test_finish_probe(
+        g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(cases[i].vocab), d(cases[i].depth)))));
     cuda_test_data data = {2, (int32_t)cases[i].vocab, cases[i].special};
     run(cases[i].label, g, data);
   }
@@ -210,7 +216,8 @@ static void test_embedding_and_layout(void) {
   tf_test_finish_probe(g, tf_transpose(g, tf_test_param(g, "x", TF_SHAPE(d(3), d(5), d(7))), (int32_t[]){2, 0, 1}, 3));
   run("transpose [3,5,7] perm 2,0,1", g, FLOATS);
   g = tf_test_graph_begin(&counts, "concat");
-  tf_tensor_id parts[3] = {tf_test_param(g, "a", TF_SHAPE(d(2), d(3), d(5))), tf_test_param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
+  tf_tensor_id parts[3] = {tf_test_param(g, "a", TF_SHAPE(d(2), d(3), d(5))),
+                           tf_test_param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
                            tf_test_param(g, "c", TF_SHAPE(d(2), d(4), d(5)))};
   tf_test_finish_probe(g, tf_concat(g, parts, 3, 1));
   run("concat axis 1", g, FLOATS);
@@ -278,12 +285,13 @@ static void test_conv_and_pool(void) {
     tf_tensor_id bias = cases[i].bias ? tf_test_param(g, "bias", TF_SHAPE(d(channels))) : TF_NO_TENSOR;
     tf_tensor_id x = tf_test_param(g, "x", cases[i].x), w = tf_test_param(g, "w", cases[i].w);
     tf_test_finish_probe(g, cases[i].transpose ? tf_conv_transpose2d(g, x, w, bias, &cases[i].attrs)
-                                       : tf_conv2d(g, x, w, bias, &cases[i].attrs));
+                                               : tf_conv2d(g, x, w, bias, &cases[i].attrs));
     run_variant(cases[i].label, g, FLOATS, i % 2 ? ADAMW : SGD);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "conv1d");
-  tf_test_finish_probe(g, tf_conv1d(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(13))), tf_test_param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
-                            tf_test_param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
+  tf_test_finish_probe(g, tf_conv1d(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(13))),
+                                    tf_test_param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
+                                    tf_test_param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
   run("conv1d stride 2 pad 1 [2,3,13]", g, FLOATS);
   struct {
     const char *label;
@@ -297,7 +305,8 @@ static void test_conv_and_pool(void) {
   };
   for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
     g = tf_test_graph_begin(&counts, "pool");
-    tf_test_finish_probe(g, tf_pool2d(g, pools[i].op, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &pools[i].attrs));
+    tf_test_finish_probe(
+        g, tf_pool2d(g, pools[i].op, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &pools[i].attrs));
     run(pools[i].label, g, FLOATS);
   }
 }

@@ -85,8 +85,7 @@ int main(int argc, char **argv) {
   tf_cpu_tensor at[8] = {MAKE(8, 512, 512), MAKE(8, 512, 512), MAKE(8, 512, 512), MAKE(8, 512, 512),
                          MAKE(8, 512, 512), MAKE(8, 512, 512), MAKE(8, 512, 512), MAKE(8, 512, 512)};
   bench("attention N8 T512 H8 D64 causal", TF_OP_ATTENTION, causal, at, 3, &at[4], 1, attention_flops, threads);
-  bench("attention_grad (same shapes)", TF_OP_ATTENTION_GRAD, causal, at, 4, &at[5], 3, attention_flops * 2.5,
-        threads);
+  bench("attention_grad (same shapes)", TF_OP_ATTENTION_GRAD, causal, at, 4, &at[5], 3, attention_flops * 2.5, threads);
   release(at, 8);
   return 0;
 }

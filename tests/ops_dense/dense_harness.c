@@ -197,8 +197,7 @@ bool dense_run_planned(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, 
   unsigned char *workspace = guarded_alloc(bytes);
   memset(workspace + GUARD_BYTES, 0xFF, (size_t)bytes); // NaN: a kernel must not read scratch it did not write
   tf_cpu_context context = {threads, 1, 0, 1234};
-  tf_cpu_args args = {op,  attrs, n_inputs, in, n_outputs, out, bytes ? workspace + GUARD_BYTES : NULL,
-                      bytes, &context};
+  tf_cpu_args args = {op, attrs, n_inputs, in, n_outputs, out, bytes ? workspace + GUARD_BYTES : NULL, bytes, &context};
   dense_kernel(op, f64)(&args);
 
   bool ok = guards_intact(workspace, bytes);
@@ -275,8 +274,8 @@ tf_attrs dense_conv_attrs(int32_t stride_h, int32_t stride_w, int32_t pad_h, int
   tf_attrs a;
   memset(&a, 0, sizeof(a));
   a.kind = TF_ATTR_CONV;
-  a.u.conv = (tf_conv_attrs){{stride_h, stride_w}, {pad_h, pad_w}, {dilation_h, dilation_w},
-                             {output_pad_h, output_pad_w}, groups};
+  a.u.conv = (tf_conv_attrs){
+      {stride_h, stride_w}, {pad_h, pad_w}, {dilation_h, dilation_w}, {output_pad_h, output_pad_w}, groups};
   return a;
 }
 

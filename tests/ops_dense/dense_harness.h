@@ -21,7 +21,8 @@ typedef struct dense_tensor {
 } dense_tensor;
 
 #define DENSE_RANK(...) ((int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
-#define DENSE_SHAPE(...) DENSE_RANK(__VA_ARGS__), (const int64_t[]){__VA_ARGS__}
+#define DENSE_SHAPE(...)                                                                                               \
+  DENSE_RANK(__VA_ARGS__), (const int64_t[]) { __VA_ARGS__ }
 
 typedef struct dense_rng {
   uint64_t state;

@@ -23,8 +23,8 @@ static void write_npy(const char *name, const dense_tensor *t) {
   snprintf(path, sizeof(path), "%s/%s", directory, name);
   int used = 0;
   for (int32_t i = 0; i < t->rank; i++)
-    used += snprintf(shape + used, sizeof(shape) - (size_t)used, "%" PRId64 ",%s", t->shape[i],
-                     i + 1 < t->rank ? " " : "");
+    used +=
+        snprintf(shape + used, sizeof(shape) - (size_t)used, "%" PRId64 ",%s", t->shape[i], i + 1 < t->rank ? " " : "");
   if (t->rank > 1)
     shape[used - 1] = '\0'; // "(2, 3)" but "(5,)"
   bool ids = t->dtype == TF_I32 || t->dtype == TF_I64;
@@ -38,8 +38,8 @@ static void write_npy(const char *name, const dense_tensor *t) {
     fprintf(stderr, "cannot write %s\n", path);
     exit(2);
   }
-  unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((total - 10) & 0xFF),
-                                (unsigned char)((total - 10) >> 8)};
+  unsigned char preamble[10] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((total - 10) & 0xFF), (unsigned char)((total - 10) >> 8)};
   fwrite(preamble, 1, 10, f);
   fwrite(header, 1, (size_t)(total - 10), f);
   for (int64_t i = 0; i < t->count; i++) { // x86-64 is little-endian, as '<' says
@@ -177,8 +177,8 @@ static void attention_case(const char *name, int64_t batch, int64_t tq, int64_t 
   dense_tensor dv = run(TF_OP_ATTENTION_GRAD, a, in, 4, 2);
   char json[200];
   // scale: the f32 attribute's exact value, which the f64 kernel uses (0: 1/sqrt(D)).
-  snprintf(json, sizeof(json), "\"num_heads\": %d, \"causal\": %s, \"scale\": %.17g", heads,
-           causal ? "true" : "false", (double)scale);
+  snprintf(json, sizeof(json), "\"num_heads\": %d, \"causal\": %s, \"scale\": %.17g", heads, causal ? "true" : "false",
+           (double)scale);
   begin_case(name, "attention", json);
   bool first = true;
   tensor("q", &in[0], &first), tensor("k", &in[1], &first), tensor("v", &in[2], &first);
@@ -257,7 +257,8 @@ static void matmul_case(const char *name, int32_t rank_a, const int64_t *a_shape
   }
   dense_tensor da = sum_to(&da_full, &a), db = sum_to(&db_full, &b);
   char json[100];
-  snprintf(json, sizeof(json), "\"transpose_a\": %s, \"transpose_b\": %s", ta ? "true" : "false", tb ? "true" : "false");
+  snprintf(json, sizeof(json), "\"transpose_a\": %s, \"transpose_b\": %s", ta ? "true" : "false",
+           tb ? "true" : "false");
   begin_case(name, "matmul", json);
   bool first = true;
   tensor("a", &a, &first), tensor("b", &b, &first), tensor("dy", &dy, &first), tensor("y", &y, &first);
@@ -290,8 +291,8 @@ int main(int argc, char **argv) {
     matmul_case(name, 4, ta ? (int64_t[]){3, 1, 7, 5} : (int64_t[]){3, 1, 5, 7}, 3,
                 tb ? (int64_t[]){2, 6, 7} : (int64_t[]){2, 7, 6}, ta, tb);
     snprintf(name, sizeof(name), "matmul linear %s%s", ta ? "A^T" : "A", tb ? "B^T" : "B");
-    matmul_case(name, 3, ta ? (int64_t[]){4, 9, 11} : (int64_t[]){4, 11, 9}, 2, tb ? (int64_t[]){13, 9} : (int64_t[]){9, 13},
-                ta, tb);
+    matmul_case(name, 3, ta ? (int64_t[]){4, 9, 11} : (int64_t[]){4, 11, 9}, 2,
+                tb ? (int64_t[]){13, 9} : (int64_t[]){9, 13}, ta, tb);
   }
   conv_case("conv2d s(2,3) p(2,1) d(2,1) g2 bias", false, (int64_t[]){2, 4, 9, 8}, (int64_t[]){6, 2, 3, 3},
             dense_conv_attrs(2, 3, 2, 1, 2, 1, 2, 0, 0), true);

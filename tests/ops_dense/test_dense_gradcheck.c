@@ -151,8 +151,7 @@ static void check_conv(tf_test_counts *c, const char *label, bool is_1d, const i
   char text[160];
   snprintf(text, sizeof(text), "%s x%s w%s", label, dense_shape_text(&in[0], 0), dense_shape_text(&in[1], 1));
   check_against_differences(c, text, is_1d ? "conv1d_grad_input" : "conv2d_grad_input", op, &attrs, in, n, 0, &r, dx);
-  check_against_differences(c, text, is_1d ? "conv1d_grad_weight" : "conv2d_grad_weight", op, &attrs, in, n, 1, &r,
-                            dw);
+  check_against_differences(c, text, is_1d ? "conv1d_grad_weight" : "conv2d_grad_weight", op, &attrs, in, n, 1, &r, dw);
   dense_free_all(in, n);
   dense_free_all(y, 1);
   dense_free(&r);
@@ -223,8 +222,8 @@ static void check_convolutions(tf_test_counts *c) {
   // conv_transpose2d through the compiler's formulas
   check_conv_transpose(c, "conv_transpose2d s(2,1) p(1,0) op(1,0)", (int64_t[]){2, 4, 3, 5}, (int64_t[]){4, 3, 3, 3},
                        dense_conv_attrs(2, 1, 1, 0, 1, 1, 1, 1, 0));
-  check_conv_transpose(c, "conv_transpose2d s(3,2) d(1,2) op(2,1) g3", (int64_t[]){1, 6, 4, 4},
-                       (int64_t[]){6, 2, 2, 3}, dense_conv_attrs(3, 2, 0, 1, 1, 2, 3, 2, 1));
+  check_conv_transpose(c, "conv_transpose2d s(3,2) d(1,2) op(2,1) g3", (int64_t[]){1, 6, 4, 4}, (int64_t[]){6, 2, 2, 3},
+                       dense_conv_attrs(3, 2, 0, 1, 1, 2, 3, 2, 1));
   check_conv_transpose(c, "conv_transpose2d 1x1 direct", (int64_t[]){2, 2, 3, 3}, (int64_t[]){2, 5, 1, 1},
                        dense_conv_attrs(1, 1, 0, 0, 1, 1, 1, 0, 0));
 }
@@ -258,8 +257,8 @@ static void check_pools(tf_test_counts *c) {
                dense_pool_attrs(3, 2, 2, 2, 1, 1));
     check_pool(c, is_max ? "max k2 s(1,2) p(0,1)" : "avg k2 s(1,2) p(0,1)", is_max, (int64_t[]){1, 2, 8, 5},
                dense_pool_attrs(2, 2, 1, 2, 0, 1));
-    check_pool(c, is_max ? "max k5 s1 p2 (overlapping)" : "avg k5 s1 p2 (overlapping)", is_max,
-               (int64_t[]){1, 1, 5, 5}, dense_pool_attrs(5, 5, 1, 1, 2, 2));
+    check_pool(c, is_max ? "max k5 s1 p2 (overlapping)" : "avg k5 s1 p2 (overlapping)", is_max, (int64_t[]){1, 1, 5, 5},
+               dense_pool_attrs(5, 5, 1, 1, 2, 2));
     check_pool(c, is_max ? "max k(1,3) s(3,1)" : "avg k(1,3) s(3,1)", is_max, (int64_t[]){3, 2, 7, 4},
                dense_pool_attrs(1, 3, 3, 1, 0, 1));
   }
@@ -379,8 +378,9 @@ static void check_matmul(tf_test_counts *c, int32_t rank_a, const int64_t *a_sha
     return;
   }
   dense_tensor dy = dense_random(&rng, y[0].rank, y[0].shape, -1, 1), *a = &in[0], *b = &in[1];
-  dense_tensor da_full = !ta ? matmul_of(c, &dy, b, false, !tb) : tb ? matmul_of(c, b, &dy, true, true)
-                                                                     : matmul_of(c, b, &dy, false, true);
+  dense_tensor da_full = !ta  ? matmul_of(c, &dy, b, false, !tb)
+                         : tb ? matmul_of(c, b, &dy, true, true)
+                              : matmul_of(c, b, &dy, false, true);
   dense_tensor db_full;
   if (b->rank == 2 && a->rank > 2 && !ta) {
     dense_tensor a2 = flat_rows(a), dy2 = flat_rows(&dy);
@@ -414,8 +414,8 @@ static void check_matmuls(tf_test_counts *c) {
     check_matmul(c, 3, ta ? (int64_t[]){2, k, m} : (int64_t[]){2, m, k}, 2, tb ? (int64_t[]){n, k} : (int64_t[]){k, n},
                  ta, tb);
     // rank-2 a shared by a batched b
-    check_matmul(c, 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k}, 4, tb ? (int64_t[]){2, 1, n, k}
-                                                                              : (int64_t[]){2, 1, k, n}, ta, tb);
+    check_matmul(c, 2, ta ? (int64_t[]){k, m} : (int64_t[]){m, k}, 4,
+                 tb ? (int64_t[]){2, 1, n, k} : (int64_t[]){2, 1, k, n}, ta, tb);
   }
   check_matmul(c, 3, (int64_t[]){1, 1, 11}, 3, (int64_t[]){13, 11, 1}, false, false); // m = n = 1, batch from b
   check_matmul(c, 4, (int64_t[]){2, 3, 17, 19}, 2, (int64_t[]){19, 23}, false, false);
@@ -434,15 +434,35 @@ static void check_empty(tf_test_counts *c) {
   } cases[] = {
       {"matmul K = 0", TF_OP_MATMUL, dense_matmul_attrs(false, false), 2, {2, 2}, {{3, 0}, {0, 4}}},
       {"matmul batch 0", TF_OP_MATMUL, dense_matmul_attrs(false, true), 2, {3, 2}, {{0, 3, 2}, {4, 2}}},
-      {"conv2d batch 0", TF_OP_CONV2D, dense_conv_attrs(1, 1, 1, 1, 1, 1, 1, 0, 0), 2, {4, 4},
+      {"conv2d batch 0",
+       TF_OP_CONV2D,
+       dense_conv_attrs(1, 1, 1, 1, 1, 1, 1, 0, 0),
+       2,
+       {4, 4},
        {{0, 2, 5, 5}, {3, 2, 3, 3}}},
-      {"conv2d_grad_weight batch 0", TF_OP_CONV2D_GRAD_WEIGHT, dense_conv_attrs(1, 1, 1, 1, 1, 1, 1, 0, 0), 3,
-       {4, 4, 4}, {{0, 2, 5, 5}, {0, 3, 5, 5}, {3, 2, 3, 3}}},
-      {"attention Tk = 0", TF_OP_ATTENTION, dense_attention_attrs(2, false, 0), 3, {3, 3, 3},
+      {"conv2d_grad_weight batch 0",
+       TF_OP_CONV2D_GRAD_WEIGHT,
+       dense_conv_attrs(1, 1, 1, 1, 1, 1, 1, 0, 0),
+       3,
+       {4, 4, 4},
+       {{0, 2, 5, 5}, {0, 3, 5, 5}, {3, 2, 3, 3}}},
+      {"attention Tk = 0",
+       TF_OP_ATTENTION,
+       dense_attention_attrs(2, false, 0),
+       3,
+       {3, 3, 3},
        {{2, 3, 4}, {2, 0, 4}, {2, 0, 4}}},
-      {"attention_grad Tk = 0", TF_OP_ATTENTION_GRAD, dense_attention_attrs(2, true, 0), 4, {3, 3, 3, 3},
+      {"attention_grad Tk = 0",
+       TF_OP_ATTENTION_GRAD,
+       dense_attention_attrs(2, true, 0),
+       4,
+       {3, 3, 3, 3},
        {{2, 3, 4}, {2, 0, 4}, {2, 0, 4}, {2, 3, 4}}},
-      {"attention_grad Tq = 0", TF_OP_ATTENTION_GRAD, dense_attention_attrs(1, false, 0), 4, {3, 3, 3, 3},
+      {"attention_grad Tq = 0",
+       TF_OP_ATTENTION_GRAD,
+       dense_attention_attrs(1, false, 0),
+       4,
+       {3, 3, 3, 3},
        {{1, 0, 4}, {1, 5, 4}, {1, 5, 4}, {1, 0, 4}}},
       {"max_pool2d batch 0", TF_OP_MAX_POOL2D, dense_pool_attrs(2, 2, 2, 2, 0, 0), 1, {4}, {{0, 3, 4, 4}}},
       {"embedding_grad no ids", TF_OP_EMBEDDING_GRAD, dense_no_attrs(), 3, {1, 2, 2}, {{0}, {0, 3}, {5, 3}}},

@@ -37,8 +37,7 @@ static void test_cuda_model(tf_test_counts *c) {
   }
   const tf_overhead_part *context = part_named(&o, "context");
   CHECK(c, context && context->bytes >= ((int64_t)512 << 20), "the CUDA context default is at least 512 MiB");
-  printf("cuda overhead of 5 small regions and 1000 graph steps: %d parts, rounding %" PRId64 ", graphs %" PRId64
-         "\n",
+  printf("cuda overhead of 5 small regions and 1000 graph steps: %d parts, rounding %" PRId64 ", graphs %" PRId64 "\n",
          o.n_parts, rounding ? rounding->bytes : -1, graphs ? graphs->bytes : -1);
 }
 
@@ -81,8 +80,9 @@ static void test_plan_file(tf_test_counts *c) {
   CHECK_OK(c, tf_plan_serialize(plan, &data, &size));
   tf_plan *loaded = NULL;
   CHECK_OK(c, tf_plan_parse(data, size, "memory", &loaded));
-  CHECK(c, loaded && loaded->overhead.n_parts == plan->overhead.n_parts &&
-               memcmp(&loaded->overhead, &plan->overhead, sizeof(plan->overhead)) == 0,
+  CHECK(c,
+        loaded && loaded->overhead.n_parts == plan->overhead.n_parts &&
+            memcmp(&loaded->overhead, &plan->overhead, sizeof(plan->overhead)) == 0,
         "the overhead parts round-trip byte for byte");
   tf_plan_destroy(loaded);
   free(data);
@@ -101,8 +101,7 @@ static void test_plan_file(tf_test_counts *c) {
   plan->overhead = saved;
   plan->overhead.parts[0].bytes = INT64_MAX - 10;
   status = tf_plan_verify(plan);
-  CHECK(c, status && strstr(tf_status_message(status), "past int64"), "overflowing sum: %s",
-        tf_status_message(status));
+  CHECK(c, status && strstr(tf_status_message(status), "past int64"), "overflowing sum: %s", tf_status_message(status));
   tf_status_free(status);
   plan->overhead = saved;
   plan->overhead.n_parts = TF_MAX_OVERHEAD_PARTS + 1;

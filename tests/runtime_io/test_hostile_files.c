@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "common/atomic_file.h"
 #include "common/checked.h"
 #include "common/file.h"
 #include "io_test.h"
-#include "common/atomic_file.h"
 #include "runtime/mapped_file.h"
 #include "runtime/npy.h"
 #include "runtime/safetensors.h"

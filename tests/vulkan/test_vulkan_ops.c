@@ -53,7 +53,8 @@ static void test_matmul(void) {
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "matmul");
-    tf_test_finish_probe(g, tf_matmul(g, tf_test_param(g, "a", cases[i].a), tf_test_param(g, "b", cases[i].b), cases[i].ta, cases[i].tb));
+    tf_test_finish_probe(g, tf_matmul(g, tf_test_param(g, "a", cases[i].a), tf_test_param(g, "b", cases[i].b),
+                                      cases[i].ta, cases[i].tb));
     run(cases[i].label, g, FLOATS, SUMS);
   }
 }
@@ -65,7 +66,8 @@ static void test_binary(void) {
     snprintf(label, sizeof(label), "%s [5,7,3] (+) [7,1]", tf_op_name(ops[i]));
     tf_graph *g = tf_test_graph_begin(&counts, "binary");
     tf_tensor_id a = tf_test_param(g, "a", TF_SHAPE(d(5), d(7), d(3)));
-    tf_tensor_id b = ops[i] == TF_OP_DIV ? tf_test_positive(g, "b", TF_SHAPE(d(7), d(1))) : tf_test_param(g, "b", TF_SHAPE(d(7), d(1)));
+    tf_tensor_id b = ops[i] == TF_OP_DIV ? tf_test_positive(g, "b", TF_SHAPE(d(7), d(1)))
+                                         : tf_test_param(g, "b", TF_SHAPE(d(7), d(1)));
     tf_tensor_id y = ops[i] == TF_OP_ADD   ? tf_add(g, a, b)
                      : ops[i] == TF_OP_SUB ? tf_sub(g, a, b)
                      : ops[i] == TF_OP_MUL ? tf_mul(g, a, b)
@@ -74,7 +76,8 @@ static void test_binary(void) {
     run(label, g, FLOATS, SUMS);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "binary");
-  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
+  tf_test_finish_probe(
+      g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
   run("add [1] + [4,1,259]", g, FLOATS, SUMS);
 }
 
@@ -85,7 +88,8 @@ static void test_unary(void) {
     bool needs_positive = ops[i] == TF_OP_LOG || ops[i] == TF_OP_SQRT || ops[i] == TF_OP_RSQRT;
     tf_graph *g = tf_test_graph_begin(&counts, "unary");
     tf_shape shape = TF_SHAPE(d(3), d(257));
-    tf_test_finish_probe(g, tf_unary(g, ops[i], needs_positive ? tf_test_positive(g, "x", shape) : tf_test_param(g, "x", shape)));
+    tf_test_finish_probe(
+        g, tf_unary(g, ops[i], needs_positive ? tf_test_positive(g, "x", shape) : tf_test_param(g, "x", shape)));
     char label[64];
     snprintf(label, sizeof(label), "%s (+ grad) [3,257]", tf_op_name(ops[i]));
     run(label, g, FLOATS, MATH);
@@ -152,10 +156,12 @@ static void test_reductions(void) {
     run(long_cases[i].label, g, FLOATS, SUMS);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "sum_to");
-  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(300), d(37))), tf_test_param(g, "bias", TF_SHAPE(d(37)))));
+  tf_test_finish_probe(
+      g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(300), d(37))), tf_test_param(g, "bias", TF_SHAPE(d(37)))));
   run("sum_to (bias gradient) [300,37]->[37]", g, FLOATS, SUMS);
   g = tf_test_graph_begin(&counts, "sum_to");
-  tf_test_finish_probe(g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(3))), tf_test_param(g, "bias", TF_SHAPE(d(3000), d(1)))));
+  tf_test_finish_probe(
+      g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(3000), d(3))), tf_test_param(g, "bias", TF_SHAPE(d(3000), d(1)))));
   run("sum_to (rows) [3000,3]->[3000,1]", g, FLOATS, SUMS);
 }
 
@@ -190,9 +196,9 @@ static void test_norms(void) {
       tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(6), d(widths[i])));
       tf_tensor_id gamma = tf_test_param(g, "gamma", TF_SHAPE(d(widths[i])));
       tf_tensor_id y =
-          kind == 2
-              ? tf_rms_norm(g, x, gamma, 1e-5f)
-              : tf_layer_norm(g, x, gamma, kind == 0 ? tf_test_param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
+          kind == 2 ? tf_rms_norm(g, x, gamma, 1e-5f)
+                    : tf_layer_norm(g, x, gamma,
+                                    kind == 0 ? tf_test_param(g, "beta", TF_SHAPE(d(widths[i]))) : TF_NO_TENSOR, 1e-5f);
       tf_test_finish_probe(g, y);
       char label[64];
       snprintf(label, sizeof(label), "%s (+ grad) [6,%lld]",
@@ -223,7 +229,8 @@ static void test_layout(void) {
   tf_test_finish_probe(g, tf_transpose(g, tf_test_param(g, "x", TF_SHAPE(d(3), d(5), d(7))), perm, 3));
   run("transpose [3,5,7] perm 2,0,1", g, FLOATS, EXACT);
   g = tf_test_graph_begin(&counts, "concat");
-  tf_tensor_id parts[3] = {tf_test_param(g, "a", TF_SHAPE(d(2), d(3), d(5))), tf_test_param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
+  tf_tensor_id parts[3] = {tf_test_param(g, "a", TF_SHAPE(d(2), d(3), d(5))),
+                           tf_test_param(g, "b", TF_SHAPE(d(2), d(1), d(5))),
                            tf_test_param(g, "c", TF_SHAPE(d(2), d(4), d(5)))};
   tf_test_finish_probe(g, tf_concat(g, parts, 3, 1));
   run("concat axis 1", g, FLOATS, EXACT);
@@ -266,7 +273,8 @@ static void test_conv(void) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "conv");
     tf_tensor_id bias = cases[i].bias ? tf_test_param(g, "bias", TF_SHAPE(d(cases[i].w.dims[0].size))) : TF_NO_TENSOR;
-    tf_test_finish_probe(g, tf_conv2d(g, tf_test_param(g, "x", cases[i].x), tf_test_param(g, "w", cases[i].w), bias, &cases[i].attrs));
+    tf_test_finish_probe(
+        g, tf_conv2d(g, tf_test_param(g, "x", cases[i].x), tf_test_param(g, "w", cases[i].w), bias, &cases[i].attrs));
     run(cases[i].label, g, FLOATS, SUMS);
   }
   struct {
@@ -286,13 +294,15 @@ static void test_conv(void) {
   for (size_t i = 0; i < sizeof(transposed) / sizeof(transposed[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "conv_transpose2d");
     int64_t channels = transposed[i].w.dims[1].size * transposed[i].attrs.groups;
-    tf_test_finish_probe(g, tf_conv_transpose2d(g, tf_test_param(g, "x", transposed[i].x), tf_test_param(g, "w", transposed[i].w),
-                                        tf_test_param(g, "bias", TF_SHAPE(d(channels))), &transposed[i].attrs));
+    tf_test_finish_probe(g, tf_conv_transpose2d(g, tf_test_param(g, "x", transposed[i].x),
+                                                tf_test_param(g, "w", transposed[i].w),
+                                                tf_test_param(g, "bias", TF_SHAPE(d(channels))), &transposed[i].attrs));
     run(transposed[i].label, g, FLOATS, SUMS);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "conv1d");
-  tf_test_finish_probe(g, tf_conv1d(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(13))), tf_test_param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
-                            tf_test_param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
+  tf_test_finish_probe(g, tf_conv1d(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(13))),
+                                    tf_test_param(g, "w", TF_SHAPE(d(5), d(3), d(3))),
+                                    tf_test_param(g, "bias", TF_SHAPE(d(5))), 2, 1, 1, 1));
   run("conv1d stride 2 pad 1 [2,3,13]", g, FLOATS, SUMS);
 }
 
@@ -309,7 +319,8 @@ static void test_pool(void) {
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "pool");
-    tf_test_finish_probe(g, tf_pool2d(g, cases[i].op, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &cases[i].attrs));
+    tf_test_finish_probe(
+        g, tf_pool2d(g, cases[i].op, tf_test_param(g, "x", TF_SHAPE(d(2), d(3), d(9), d(7))), &cases[i].attrs));
     run(cases[i].label, g, FLOATS, SUMS);
   }
 }
@@ -351,7 +362,8 @@ static void test_attention(void) {
   // invocation's 8 rows, so the gradient's three passes would add some 6 seconds.
   tf_graph *g = tf_test_graph_begin(&counts, "attention");
   tf_shape shape = TF_SHAPE(d(2), d(3), d(3 * 87382));
-  tf_test_finish_probe(g, tf_attention(g, tf_test_param(g, "q", shape), tf_test_param(g, "k", shape), tf_test_param(g, "v", shape), 87382, true));
+  tf_test_finish_probe(g, tf_attention(g, tf_test_param(g, "q", shape), tf_test_param(g, "k", shape),
+                                       tf_test_param(g, "v", shape), 87382, true));
   if (!tf_graph_status(g))
     parity_check_inference(&counts, "attention causal [2,3,262146], 87382 heads of 3 (2 grid rounds)", g, &FLOATS,
                            SUMS);
@@ -457,7 +469,7 @@ static void test_loop_limit(void) {
     g = tf_test_graph_begin(&counts, "attention");
     tf_tensor_id q = tf_test_param(g, "q", TF_SHAPE(d(1), d(keys), d(64)));
     tf_test_finish_probe(g, tf_attention(g, q, tf_test_param(g, "k", TF_SHAPE(d(1), d(keys), d(64))),
-                                 tf_test_param(g, "v", TF_SHAPE(d(1), d(keys), d(64))), 1, true));
+                                         tf_test_param(g, "v", TF_SHAPE(d(1), d(keys), d(64))), 1, true));
     if (subgroups && keys == 1024) {
       run("attention causal [1,1024,64] (+ grad), within lavapipe's loop limit", g, FLOATS, SUMS);
       continue;

@@ -252,7 +252,8 @@ static void test_memory(void) {
     CHECK(&counts,
           device.region_bytes == tf_plan_total_bytes(plan) && device.region_device_bytes >= device.region_bytes &&
               device.region_device_bytes < device.region_bytes + 16 * regions &&
-              device.overhead_bytes == TF_VULKAN_STAGING_BYTES + TF_VULKAN_RUN_STATE_BYTES && device.context_bytes == -1,
+              device.overhead_bytes == TF_VULKAN_STAGING_BYTES + TF_VULKAN_RUN_STATE_BYTES &&
+              device.context_bytes == -1,
           "device memory: regions %" PRId64 " (device %" PRId64 "), overhead %" PRId64 ", context %" PRId64,
           device.region_bytes, device.region_device_bytes, device.overhead_bytes, device.context_bytes);
   }
