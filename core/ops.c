@@ -91,6 +91,30 @@ bool tf_op_output_may_alias(tf_op op, int32_t input) {
   // kernels/cuda/loss.cu, shaders/loss.comp) reads a row's logits (max, sums) before writing the
   // row, and then each element once, just before writing its gradient.
   case TF_OP_CROSS_ENTROPY_GRAD: return input == 0;
+  // Elementwise ops and activation gradients: every kernel computes output element i from input
+  // element i (the aliased input has the output's shape, so it is not broadcast) in the same loop
+  // iteration, invocation or thread that then writes it, reading before writing and declaring
+  // nothing restrict: kernels/cpu/elementwise.c, kernels/cuda/elementwise.cu, shaders/binary.comp
+  // and shaders/unary.comp.
+  case TF_OP_ADD:
+  case TF_OP_SUB:
+  case TF_OP_MUL:
+  case TF_OP_DIV:
+  case TF_OP_RELU_GRAD:
+  case TF_OP_GELU_GRAD:
+  case TF_OP_SILU_GRAD:
+  case TF_OP_SIGMOID_GRAD:
+  case TF_OP_TANH_GRAD: return input == 0 || input == 1;
+  case TF_OP_NEG:
+  case TF_OP_EXP:
+  case TF_OP_LOG:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT:
+  case TF_OP_RELU:
+  case TF_OP_GELU:
+  case TF_OP_SILU:
+  case TF_OP_SIGMOID:
+  case TF_OP_TANH: return input == 0;
   default: return false;
   }
 }

@@ -37,7 +37,8 @@ const tf_op_info *tf_op_info_get(tf_op op);
 /* Whether output 0 of `op` may lie on input `input`'s memory when that input is read last by the
  * step and has the output's dtype and bytes: reshape (input 0), and ops whose kernels on every
  * backend read each element of that input only at the position of the output element they then
- * write, and only before writing it (cross_entropy_grad: the logits). */
+ * write, and only before writing it (cross_entropy_grad: the logits; elementwise unaries, binaries
+ * and activation gradients: any input). */
 bool tf_op_output_may_alias(tf_op op, int32_t input);
 /* Returns the op named `name`, or TF_OP_COUNT. */
 tf_op tf_op_from_name(const char *name);

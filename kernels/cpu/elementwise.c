@@ -139,15 +139,17 @@ void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_se
         });                                                                                                            \
   }
 
+// clang-format off
 DEFINE_UNARY(neg, -x)
 DEFINE_UNARY(exp, TF_REAL_EXP(x))
 DEFINE_UNARY(log, TF_REAL_LOG(x))
 DEFINE_UNARY(sqrt, TF_REAL_SQRT(x))
 DEFINE_UNARY(rsqrt, (real)1 / TF_REAL_SQRT(x))
 DEFINE_UNARY(relu, x > 0 ? x : (real)0)
-DEFINE_UNARY(silu, x *sigmoid_of(x))
+DEFINE_UNARY(silu, x * sigmoid_of(x))
 DEFINE_UNARY(sigmoid, sigmoid_of(x))
 DEFINE_UNARY(tanh, TF_REAL_TANH(x))
+// clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
   const real *in = args->inputs[0].data;
@@ -173,11 +175,14 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
         });                                                                                                            \
   }
 
-/* relu'(0) = 0, as in PyTorch's threshold_backward. */
+/* relu'(0) = 0, as in PyTorch's threshold_backward. clang-format would read "dy * f(v)" as a
+ * declaration. */
+// clang-format off
 DEFINE_GRAD(relu_grad, v > 0 ? dy : (real)0)
-DEFINE_GRAD(silu_grad, dy *silu_derivative(v))
-DEFINE_GRAD(sigmoid_grad, dy *v *((real)1 - v))
-DEFINE_GRAD(tanh_grad, dy *((real)1 - v * v))
+DEFINE_GRAD(silu_grad, dy * silu_derivative(v))
+DEFINE_GRAD(sigmoid_grad, dy * v * ((real)1 - v))
+DEFINE_GRAD(tanh_grad, dy * ((real)1 - v * v))
+// clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {
   const real *x = args->inputs[0].data, *dy = args->inputs[1].data;

@@ -378,6 +378,19 @@ static void alias_rule(void) {
     dlogits_aliased += dx->alias_of == step->inputs[0] && dx->offset == logits->offset && logits->last_step == s;
   }
   CHECK(&counts, dlogits_aliased == 1, "the logits' gradient does not lie on the logits (%d)", dlogits_aliased);
+  /* Elementwise steps whose output lies on an input that dies there (a bias add on its matmul, an
+   * activation gradient on the upstream gradient). */
+  int32_t elementwise_aliased = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    const tf_plan_buffer *y = &plan->buffers[step->outputs[0]];
+    if (step->op == TF_OP_RESHAPE || step->op == TF_OP_CROSS_ENTROPY_GRAD || step->n_outputs < 1 || y->alias_of < 0)
+      continue;
+    for (int32_t i = 0; i < step->n_inputs; i++)
+      elementwise_aliased += y->alias_of == step->inputs[i] && plan->buffers[step->inputs[i]].last_step == s;
+  }
+  printf("alias rule: %d elementwise steps write over an input that dies there\n", elementwise_aliased);
+  CHECK(&counts, elementwise_aliased >= 4, "only %d elementwise steps write in place", elementwise_aliased);
   if (aliased >= 0 && other >= 0) {
     int32_t saved = plan->buffers[aliased].alias_of;
     plan->buffers[aliased].alias_of = -1;
