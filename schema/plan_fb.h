@@ -4,7 +4,7 @@
  * the fields a plan cannot do without (names, region sizes, the report), and the vector lengths the
  * C struct bounds (a shape of at most TF_MAX_RANK dims, at most TF_MAX_OUTPUTS outputs per step,
  * exactly one entry per region / role / phase, one live_bytes entry per step). Every value, enums
- * included, is copied as written; the invariants are tf_plan_verify()'s job (runtime/plan_verify.c),
+ * included, is copied as written; the invariants are tf_plan_verify()'s job (plan/plan_verify.c),
  * which tf_plan_parse() runs next. Implemented in C++ (schema/plan_fb.cc); no exception crosses
  * this API. */
 #ifndef TIGHTFIT_SCHEMA_PLAN_FB_H

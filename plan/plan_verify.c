@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/ops.h"
-#include "runtime/plan_verify_internal.h"
+#include "plan/plan_verify_internal.h"
 
 #define INVALID(...) tf_status_new(TF_ERR_INVALID_INPUT, __VA_ARGS__)
 

@@ -1,7 +1,7 @@
-/* Pieces of tf_plan_verify() shared by runtime/plan_verify.c (header, buffers, steps) and
- * runtime/plan_verify_memory.c (disjointness and the report); not used elsewhere. */
-#ifndef TIGHTFIT_RUNTIME_PLAN_VERIFY_INTERNAL_H
-#define TIGHTFIT_RUNTIME_PLAN_VERIFY_INTERNAL_H
+/* Pieces of tf_plan_verify() shared by plan/plan_verify.c (header, buffers, steps) and
+ * plan/plan_verify_memory.c (disjointness and the report); not used elsewhere. */
+#ifndef TIGHTFIT_PLAN_PLAN_VERIFY_INTERNAL_H
+#define TIGHTFIT_PLAN_PLAN_VERIFY_INTERNAL_H
 
 #include "tightfit/plan.h"
 

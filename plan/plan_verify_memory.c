@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/plan_verify_internal.h"
+#include "plan/plan_verify_internal.h"
 
 #define INVALID(...) tf_status_new(TF_ERR_INVALID_INPUT, __VA_ARGS__)
 
