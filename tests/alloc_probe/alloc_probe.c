@@ -169,7 +169,23 @@ static bool driver_on_stack(void) {
 
 typedef struct tally {
   _Atomic int64_t allocations, bytes, largest, frees, held;
+  atomic_flag top_lock;      /* guards top: a spin of a few instructions, never an allocation */
+  int64_t top[TF_PROBE_TOP]; /* the largest requests, largest first */
 } tally;
+
+/* Inserts `size` into t->top when it is among the TF_PROBE_TOP largest so far. */
+static void note_top(tally *t, int64_t size) {
+  while (atomic_flag_test_and_set_explicit(&t->top_lock, memory_order_acquire)) {
+  }
+  int32_t at = TF_PROBE_TOP;
+  while (at > 0 && t->top[at - 1] < size)
+    at--;
+  if (at < TF_PROBE_TOP) {
+    memmove(&t->top[at + 1], &t->top[at], sizeof(int64_t) * (size_t)(TF_PROBE_TOP - 1 - at));
+    t->top[at] = size;
+  }
+  atomic_flag_clear_explicit(&t->top_lock, memory_order_release);
+}
 
 static tally driver_tally, program_tally;
 static _Atomic(const char *) phase_name = "~start";
@@ -224,6 +240,7 @@ static void record_allocation(size_t size, size_t usable, const void *caller) {
   atomic_fetch_add_explicit(&t->allocations, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&t->bytes, (int64_t)size, memory_order_relaxed);
   atomic_fetch_add_explicit(&t->held, (int64_t)usable, memory_order_relaxed);
+  note_top(t, (int64_t)size);
   int64_t largest = atomic_load_explicit(&t->largest, memory_order_relaxed);
   while ((int64_t)size > largest &&
          !atomic_compare_exchange_weak_explicit(&t->largest, &largest, (int64_t)size, memory_order_relaxed,
@@ -247,7 +264,13 @@ static void record_release(size_t usable, const void *caller) {
 
 static tf_probe_tally take(tally *t) {
   tf_probe_tally out = {atomic_exchange(&t->allocations, 0), atomic_exchange(&t->bytes, 0),
-                        atomic_exchange(&t->largest, 0), atomic_exchange(&t->frees, 0), atomic_exchange(&t->held, 0)};
+                        atomic_exchange(&t->largest, 0),     atomic_exchange(&t->frees, 0),
+                        atomic_exchange(&t->held, 0),        {0}};
+  while (atomic_flag_test_and_set_explicit(&t->top_lock, memory_order_acquire)) {
+  }
+  memcpy(out.top, t->top, sizeof(out.top));
+  memset(t->top, 0, sizeof(t->top));
+  atomic_flag_clear_explicit(&t->top_lock, memory_order_release);
   return out;
 }
 

@@ -27,6 +27,9 @@
  * minutes instead of seconds. */
 #define TF_PROBE_UNSPLIT '~'
 
+/* How many of a phase's largest requests a tally keeps (tf_probe_tally.top). */
+#define TF_PROBE_TOP 64
+
 /* How the probe sees allocations (tf_probe_mark's result). */
 enum {
   TF_PROBE_OFF = 0,        /* loaded, but it counts nothing (a sanitizer build without hooks) */
@@ -46,6 +49,9 @@ typedef struct tf_probe_tally {
   int64_t held;    /* bytes allocated minus bytes released in the phase (the allocator's
                     * usable sizes): what the phase left on the heap, negative when it
                     * released more than it took */
+  /* The TF_PROBE_TOP largest requests of the phase, largest first (0 past the last): enough to see
+   * each region of a plan allocated at its size among a session create's other allocations. */
+  int64_t top[TF_PROBE_TOP];
 } tf_probe_tally;
 
 typedef struct tf_probe_counts {

@@ -40,6 +40,8 @@
 #define TF_PROBE_LIBRARY "libtf_alloc_probe.so"
 #define TF_PROBE_CAP_BYTES ((int64_t)64 << 10)
 #define TF_PROBE_FLOOR_BYTES ((int64_t)4 << 10)
+/* The CPU backend's region alignment (backends/cpu/cpu_backend.c): what a region request is rounded to. */
+#define TF_PROBE_CPU_REGION_ALIGN 64
 
 typedef struct tf_probe {
   tf_probe_mark_fn mark; /* NULL: no probe in this process */
@@ -160,6 +162,34 @@ static inline int64_t tf_probe_region_limit(const tf_plan *plan) {
                                          : smallest;
 }
 
+/* The regions of `plan` as the process allocated them, seen from outside: each region of at least
+ * TF_PROBE_FLOOR_BYTES must appear among the largest requests of `seen` (the phase around tf_session_create) at its
+ * bytes rounded up to `align` (the backend's allocation granularity), once per region. False, with
+ * the first region missing in `why`, otherwise. */
+static inline bool tf_probe_regions_allocated(const tf_plan *plan, const tf_probe_tally *seen, int64_t align, char *why,
+                                              size_t size) {
+  bool used[TF_PROBE_TOP] = {false};
+  for (int r = 0; r < TF_REGION_COUNT; r++) {
+    int64_t bytes = plan->region_bytes[r];
+    if (bytes < TF_PROBE_FLOOR_BYTES)
+      continue; /* tiny regions (an io region of a few samples) drown among create's bookkeeping */
+    int64_t rounded = (bytes + align - 1) / align * align;
+    bool found = false;
+    for (int i = 0; i < TF_PROBE_TOP && !found; i++)
+      if (!used[i] && seen->top[i] == rounded)
+        used[i] = found = true;
+    if (!found) {
+      snprintf(why, size,
+               "region %d (%" PRId64 " bytes, %" PRId64 " rounded to %" PRId64 ") was not allocated at that size: "
+               "the largest requests were %" PRId64 ", %" PRId64 ", %" PRId64 ", ...",
+               r, bytes, rounded, align, seen->top[0], seen->top[1], seen->top[2]);
+      return false;
+    }
+  }
+  snprintf(why, size, "every region allocated at its planned size (rounded to %" PRId64 ")", align);
+  return true;
+}
+
 /* Adds `more` to `total`: phases, or the two sides, measured as one. */
 static inline void tf_probe_tally_add(tf_probe_tally *total, const tf_probe_tally *more) {
   total->allocations += more->allocations;
@@ -167,6 +197,10 @@ static inline void tf_probe_tally_add(tf_probe_tally *total, const tf_probe_tall
   total->frees += more->frees;
   total->held += more->held;
   total->largest = more->largest > total->largest ? more->largest : total->largest;
+  int64_t merged[TF_PROBE_TOP];
+  for (int i = 0, a = 0, b = 0; i < TF_PROBE_TOP; i++)
+    merged[i] = total->top[a] >= more->top[b] ? total->top[a++] : more->top[b++];
+  memcpy(total->top, merged, sizeof(merged));
 }
 
 /* Both sides of a phase as one tally. */

@@ -244,6 +244,13 @@ static void judge(const char *what, const tf_plan *plan, const measured *m, bool
         "%s: the probe saw no allocation of the largest region (%" PRId64 " bytes) in tf_session_create; largest "
         "seen %" PRId64,
         what, largest_region, create.largest);
+  /* On the CPU, device memory is host memory: every region must be one request of its planned bytes
+   * (rounded to the backend's 64-byte alignment), seen by the probe, not taken from the session. */
+  if (!gpu) {
+    char why[300];
+    CHECK(&counts, tf_probe_regions_allocated(plan, &create, TF_PROBE_CPU_REGION_ALIGN, why, sizeof(why)), "%s: %s",
+          what, why);
+  }
   const struct {
     const char *phase;
     tf_probe_tally judged;
@@ -267,7 +274,8 @@ static void judge(const char *what, const tf_plan *plan, const measured *m, bool
         "%s: heap allocations per step after warm-up: %" PRId64 " in %d steps through the feed, %" PRId64
         " in %d steps through tf_session_write (bound 0; TF_PROBE_BACKTRACE=steps shows where they come from)",
         what, feed_allocations, MEASURED_STEPS, write_allocations, MEASURED_STEPS);
-  // The session's own figures, now backed by the measurement above.
+  // The session's own figures, now backed by the measurements above (regions at their sizes, no
+  // region-sized or per-step allocation after create).
   CHECK(&counts, m->memory.allocated_bytes == tf_plan_total_bytes(plan) && m->memory.allocations_after_create == 0,
         "%s: the session reports %" PRId64 " bytes allocated for a plan of %" PRId64 ", %" PRId64 " after create", what,
         m->memory.allocated_bytes, tf_plan_total_bytes(plan), m->memory.allocations_after_create);

@@ -88,8 +88,16 @@ static void train_three_steps(const char *what, const tf_plan *plan) {
   inputs in;
   inputs_make(&in, plan);
   tf_session *session = NULL;
+  tf_probe_phase(&probe, "~create");
   tf_status status = tf_session_create(plan, NULL, &session);
+  tf_probe_counts created = tf_probe_phase(&probe, "~created");
   CHECK(&counts, status == NULL, "%s: session: %s", what, tf_status_message(status));
+  if (probe.mark && session) {
+    char why[300];
+    tf_probe_tally create = tf_probe_total(&created);
+    CHECK(&counts, tf_probe_regions_allocated(plan, &create, TF_PROBE_CPU_REGION_ALIGN, why, sizeof(why)), "%s: %s",
+          what, why);
+  }
   tf_status_free(status);
   if (!session) {
     inputs_free(&in);

@@ -138,9 +138,17 @@ static void measure(tf_probe_tally *into, const char *next) {
  * region-sized allocation after create, and none at all in the third step (probe_client.h). */
 static void train_three(const char *what, const tf_plan *plan) {
   tf_session *session = NULL;
+  tf_probe_phase(&probe, "~create");
   CHECK_OK(&counts, tf_session_create(plan, NULL, &session));
+  tf_probe_counts created = tf_probe_phase(&probe, "~test data");
   if (!session)
     return;
+  if (probe.mark) {
+    char why[300];
+    tf_probe_tally create = tf_probe_total(&created);
+    CHECK(&counts, tf_probe_regions_allocated(plan, &create, TF_PROBE_CPU_REGION_ALIGN, why, sizeof(why)), "%s: %s",
+          what, why);
+  }
   tf_probe_tally warm_up = {0}, last = {0};
   double loss = NAN;
   for (int step = 0; step < 3; step++) {

@@ -79,9 +79,15 @@ int main(int argc, char **argv) {
   tf_session_options session_options = tf_session_options_default();
   session_options.seed = 7;
   tf_session *session;
+  tf_probe_phase(&probe, "~create");
   status = tf_session_create(plan, &session_options, &session);
+  tf_probe_counts create_counts = tf_probe_phase(&probe, "~test data");
+  tf_probe_tally created = tf_probe_total(&create_counts);
   if (status)
     return fail(status);
+  char regions_why[300] = "";
+  const bool regions_seen = !probe.mark || tf_probe_regions_allocated(plan, &created, TF_PROBE_CPU_REGION_ALIGN,
+                                                                      regions_why, sizeof(regions_why));
   char path[4096];
   snprintf(path, sizeof(path), "%s/initial.safetensors", dir);
   status = tf_session_save(session, path, NULL, 0);
@@ -126,10 +132,12 @@ int main(int argc, char **argv) {
            flat ? "" : ": FAIL");
   else
     printf("allocation probe: SKIP, the memory promise is not measured: %s\n", probe.absent);
+  if (probe.mark)
+    printf("measured: %s\n", regions_why);
   free(losses);
   tf_session_destroy(session);
   tf_plan_destroy(plan);
   if (status)
     return fail(status);
-  return m.planned_bytes == m.allocated_bytes && m.allocations_after_create == 0 && flat ? 0 : 3;
+  return m.planned_bytes == m.allocated_bytes && m.allocations_after_create == 0 && flat && regions_seen ? 0 : 3;
 }
