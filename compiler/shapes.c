@@ -26,6 +26,21 @@ tf_status tf_graph_bind(tf_graph *g, const char *name, int64_t value) {
   return NULL;
 }
 
+/* Whether the list `list` binds `name` (of `length` bytes) before position `here`. */
+static bool bound_before(const char *list, const char *here, const char *name, size_t length) {
+  for (const char *p = list; p < here; p++) {
+    bool starts = p == list || p[-1] == ',' || p[-1] == ' ';
+    if (starts && strncmp(p, name, length) == 0) {
+      const char *after = p + length;
+      while (*after == ' ')
+        after++;
+      if (*after == '=')
+        return true;
+    }
+  }
+  return false;
+}
+
 tf_status tf_graph_bind_list(tf_graph *g, const char *list) {
   const char *p = list;
   while (*p) {
@@ -48,6 +63,8 @@ tf_status tf_graph_bind_list(tf_graph *g, const char *list) {
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "symbol name '%.*s' is too long", (int)length, p);
     memcpy(name, p, length);
     name[length] = '\0';
+    if (bound_before(list, p, name, length))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "'%s' binds %s twice; give each symbol one value", list, name);
     char *number_end;
     errno = 0;
     long long value = strtoll(eq + 1, &number_end, 10);

@@ -52,28 +52,6 @@ static bool parse_int(const char *text, int64_t *value) {
   return end != text && *end == '\0' && errno == 0;
 }
 
-/* The first symbol bound twice across `earlier` and `list` ("N=3,N=4", or --set N=3 --set N=4),
- * copied into `name`; false when every symbol is bound once. Duplicates would let the last value win
- * silently. */
-static bool bound_twice(const char *earlier, const char *list, char *name, size_t size) {
-  char all[2200];
-  snprintf(all, sizeof(all), "%s%s%s", earlier, *earlier ? "," : "", list);
-  for (const char *p = all; *p;) {
-    const char *end = strchr(p, ','), *eq = strchr(p, '=');
-    size_t length = (size_t)((eq && (!end || eq < end) ? eq : end ? end : p + strlen(p)) - p);
-    for (const char *q = end ? end + 1 : p + strlen(p); *q;) {
-      const char *q_end = strchr(q, ',');
-      if (strncmp(p, q, length) == 0 && q[length] == '=' && length > 0) {
-        snprintf(name, size, "%.*s", (int)length, p);
-        return true;
-      }
-      q = q_end ? q_end + 1 : q + strlen(q);
-    }
-    p = end ? end + 1 : p + strlen(p);
-  }
-  return false;
-}
-
 static bool append_binding(tf_compile_args *args, const char *list) {
   size_t used = strlen(args->bindings);
   size_t needed = strlen(list) + (used ? 1 : 0);
@@ -120,10 +98,7 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
     else if (!*error)
       args->global_batch = integer;
   } else if (tf_cli_option(argc, argv, i, "--set", &value, error)) {
-    char twice[64];
-    if (!*error && bound_twice(args->bindings, value, twice, sizeof(twice)))
-      *error = tf_cli_usage_error(command, "--set binds '%s' twice; give each symbol one value", twice) != 0;
-    else if (!*error && !append_binding(args, value))
+    if (!*error && !append_binding(args, value))
       *error = tf_cli_usage_error(command, "--set lists are too long") != 0;
   } else if (tf_cli_option(argc, argv, i, "--target", &value, error)) {
     tf_target_kind kind;

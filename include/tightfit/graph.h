@@ -140,7 +140,7 @@ tf_status tf_graph_parse(const void *data, size_t size, const char *source, tf_g
 
 /* Binds symbol `name` to `value` (>= 1) for the next shape inference. */
 tf_status tf_graph_bind(tf_graph *graph, const char *name, int64_t value) TF_MUST_USE;
-/* Binds every "NAME=VALUE" of a comma-separated list, e.g. "N=8,T=256". */
+/* Binds every "NAME=VALUE" of a comma-separated list, e.g. "N=8,T=256"; a symbol bound twice is an error. */
 tf_status tf_graph_bind_list(tf_graph *graph, const char *list) TF_MUST_USE;
 /* Infers every tensor's concrete shape and byte size from the bound symbols (defaults otherwise). */
 tf_status tf_graph_infer_shapes(tf_graph *graph) TF_MUST_USE;
