@@ -1,15 +1,16 @@
-/* Kernel workspace per op and target: the one thing about kernels the planner must know. The CPU
- * formulas live beside the CPU kernels (kernels/cpu/workspace.c) so that both change together;
- * the Vulkan and CUDA backends add theirs here when they exist. */
+/* Kernel workspace per op and target: the one thing about kernels the planner must know. The
+ * formulas live in core/ (core/workspace_cpu.c, core/workspace_cuda.h), which the kernels include
+ * too, so the planned bytes and the bytes a kernel touches come from one formula; Vulkan kernels
+ * need no workspace. */
 #include <string.h>
 
 #include "compiler/training.h"
 #include "core/ops.h"
-#include "kernels/cpu/kernels.h"
-#include "kernels/cuda/workspace.h"
+#include "core/workspace_cpu.h"
+#include "core/workspace_cuda.h"
 
-static tf_cpu_tensor operand(const tf_graph *g, int32_t id) {
-  tf_cpu_tensor t;
+static tf_tensor_ref operand(const tf_graph *g, int32_t id) {
+  tf_tensor_ref t;
   memset(&t, 0, sizeof(t));
   const tf_ir_tensor *source = &g->tensors[id];
   t.dtype = source->dtype;
@@ -22,32 +23,22 @@ static tf_cpu_tensor operand(const tf_graph *g, int32_t id) {
   return t;
 }
 
-/* CUDA: kernels/cuda/workspace.h, the formulas the CUDA kernels carve their workspace with. */
-static int64_t cuda_workspace_bytes(const tf_graph *g, const tf_ir_node *node) {
-  tf_cuda_tensor inputs[TF_OP_VARIADIC_INTERNAL], outputs[TF_MAX_OUTPUTS];
-  int32_t n_inputs = node->n_inputs < TF_OP_VARIADIC_INTERNAL ? node->n_inputs : TF_OP_VARIADIC_INTERNAL;
-  for (int32_t i = 0; i < n_inputs + node->n_outputs; i++) {
-    tf_cpu_tensor t = operand(g, i < n_inputs ? node->inputs[i] : node->outputs[i - n_inputs]);
-    tf_cuda_tensor *c = i < n_inputs ? &inputs[i] : &outputs[i - n_inputs];
-    memset(c, 0, sizeof(*c));
-    c->dtype = t.dtype;
-    c->rank = t.rank;
-    c->count = t.count;
-    memcpy(c->shape, t.shape, sizeof(c->shape));
-  }
-  return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
-}
-
-int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node) {
-  if (target->kind == TF_TARGET_CUDA)
-    return cuda_workspace_bytes(g, node);
-  if (target->kind != TF_TARGET_CPU)
-    return 0;
-  tf_cpu_tensor inputs[TF_OP_VARIADIC_INTERNAL], outputs[TF_MAX_OUTPUTS];
+/* The node's operands (shapes only) into inputs[] and outputs[]; returns how many inputs. */
+static int32_t operands(const tf_graph *g, const tf_ir_node *node, tf_tensor_ref *inputs, tf_tensor_ref *outputs) {
   int32_t n_inputs = node->n_inputs < TF_OP_VARIADIC_INTERNAL ? node->n_inputs : TF_OP_VARIADIC_INTERNAL;
   for (int32_t i = 0; i < n_inputs; i++)
     inputs[i] = operand(g, node->inputs[i]);
   for (int32_t i = 0; i < node->n_outputs; i++)
     outputs[i] = operand(g, node->outputs[i]);
+  return n_inputs;
+}
+
+int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node) {
+  if (target->kind != TF_TARGET_CUDA && target->kind != TF_TARGET_CPU)
+    return 0;
+  tf_tensor_ref inputs[TF_OP_VARIADIC_INTERNAL], outputs[TF_MAX_OUTPUTS];
+  int32_t n_inputs = operands(g, node, inputs, outputs);
+  if (target->kind == TF_TARGET_CUDA)
+    return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
   return tf_cpu_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs, target->threads, 4);
 }

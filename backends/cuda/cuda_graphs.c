@@ -1,7 +1,7 @@
 /* Preparing and running a plan on CUDA.
  *
  * prepare() checks that every step has a kernel that supports its operands and the workspace its
- * CUDA kernel needs (kernels/cuda/workspace.h: a plan compiled for another target has other
+ * CUDA kernel needs (core/workspace_cuda.h: a plan compiled for another target has other
  * workspaces), builds each step's launch arguments once per io half, then warms up: every step runs
  * once, eagerly and step by step, each waited for and checked (cuda_warmup.c, which restores the
  * regions afterwards). Only then does it capture CUDA graphs: the micro-batch block
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda_internal.h"
-#include "kernels/cuda/workspace.h"
+#include "core/workspace_cuda.h"
 
 static tf_cuda_tensor tensor_of(const tf_plan *plan, void *const *regions, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
-#include "kernels/cpu/workspace.h"
+#include "core/workspace_cpu.h"
 
 /* The tile of C a workgroup computes (matmul.comp's BM x BN): 64 x 64, or 64 x 32 in the subgroup
  * variant. */
@@ -117,8 +117,8 @@ tf_status vk_lower_matmul(vk_lower *l) {
                           (uint32_t)batches);
 }
 
-static tf_cpu_tensor tensor_of(const tf_plan_buffer *b) {
-  tf_cpu_tensor t;
+static tf_tensor_ref tensor_of(const tf_plan_buffer *b) {
+  tf_tensor_ref t;
   memset(&t, 0, sizeof(t));
   t.dtype = b->dtype;
   t.rank = b->rank;
@@ -130,7 +130,7 @@ static tf_cpu_tensor tensor_of(const tf_plan_buffer *b) {
 
 tf_status vk_lower_conv(vk_lower *l) {
   tf_op op = l->step->op;
-  tf_cpu_tensor inputs[3], output = tensor_of(vk_buffer(l, vk_out(l, 0)));
+  tf_tensor_ref inputs[3], output = tensor_of(vk_buffer(l, vk_out(l, 0)));
   for (int32_t k = 0; k < l->step->n_inputs; k++)
     inputs[k] = tensor_of(vk_buffer(l, vk_in(l, k)));
   tf_cpu_conv_geometry g;

@@ -16,11 +16,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/workspace_cpu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
-#include "kernels/cpu/workspace.h"
 
 // The omp simd loops below are a request, not a requirement: clang, when sanitizers keep it from
 // vectorising them, would otherwise warn at each.

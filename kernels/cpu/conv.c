@@ -16,11 +16,11 @@
 #include <omp.h>
 #include <string.h>
 
+#include "core/workspace_cpu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
-#include "kernels/cpu/workspace.h"
 
 /* The response positions o of one axis whose tap at `offset` (kernel index x dilation) lands inside
  * the image: 0 <= o * stride - padding + offset < image_length, as the range [*first, *last). */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/tensor.h"
 #include "tightfit/status.h"
 #include "tightfit/types.h"
 
@@ -18,13 +19,7 @@
 extern "C" {
 #endif
 
-typedef struct tf_cpu_tensor {
-  void *data;
-  tf_dtype dtype; /* for floating tensors: the compute type's (f32 or, in f64 mode, ignored) */
-  int32_t rank;
-  int64_t shape[TF_MAX_RANK];
-  int64_t count; /* elements */
-} tf_cpu_tensor;
+typedef tf_tensor_ref tf_cpu_tensor;
 
 /* Per-run state a kernel may read. */
 typedef struct tf_cpu_context {
@@ -50,12 +45,6 @@ typedef void (*tf_cpu_kernel)(const tf_cpu_args *args);
 
 /* The kernel of `op` in f32 (f64 == false) or f64 (f64 == true); NULL when none exists. */
 tf_cpu_kernel tf_cpu_kernel_get(tf_op op, bool f64);
-
-/* Workspace bytes the kernel of `op` needs for these operand shapes and `threads` threads, in the
- * given compute type (element size 4 or 8). The compiler plans exactly this much; kernels never
- * allocate. */
-int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_cpu_tensor *inputs,
-                               int32_t n_outputs, const tf_cpu_tensor *outputs, int32_t threads, int32_t element_size);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "core/workspace_cuda.h"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/workspace.h"
 
 namespace tf_cuda {
 

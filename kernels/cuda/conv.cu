@@ -1,5 +1,5 @@
 /* Convolutions: conv1d, conv2d, conv_transpose2d and the input/weight gradients of conv1d/conv2d, by
- * im2col + cuBLAS, with the image/response view of kernels/cuda/workspace.h (conv1d is a conv2d of
+ * im2col + cuBLAS, with the image/response view of core/workspace_cuda.h (conv1d is a conv2d of
  * height 1). Per group and per chunk of images (as many as fit TF_CUDA_CONV_COLUMN_LIMIT):
  *   forward:            column block [images][K][P] = im2col(x), y = W_g · column (strided-batched);
  *   grad_input and

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/tensor.h"
+#include "core/workspace_cuda.h"
 #include "tightfit/status.h"
 #include "tightfit/types.h"
 
@@ -20,13 +22,7 @@
 extern "C" {
 #endif
 
-typedef struct tf_cuda_tensor {
-  void *data; /* device memory */
-  tf_dtype dtype;
-  int32_t rank;
-  int64_t shape[TF_MAX_RANK];
-  int64_t count; /* elements */
-} tf_cuda_tensor;
+typedef tf_tensor_ref tf_cuda_tensor;
 
 /* Per-run values (tf_run_state), in memory the device reads while the steps run: the backend keeps
  * them in mapped pinned host memory, written before each replay, so captured graphs stay valid. */
@@ -36,6 +32,11 @@ typedef struct tf_cuda_run_values {
   uint64_t seed;          /* the session's RNG seed */
   int64_t reserved;
 } tf_cuda_run_values;
+#ifdef __cplusplus
+static_assert(sizeof(tf_cuda_run_values) == TF_CUDA_RUN_VALUES_BYTES, "core/workspace_cuda.h plans this size");
+#else
+_Static_assert(sizeof(tf_cuda_run_values) == TF_CUDA_RUN_VALUES_BYTES, "core/workspace_cuda.h plans this size");
+#endif
 
 typedef struct tf_cuda_args {
   tf_op op;

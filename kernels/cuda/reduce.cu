@@ -1,5 +1,5 @@
 /* Reductions over axes: sum, mean, max, sum_to (the broadcast gradient), max_grad and
- * global_norm_sq, with the geometry of kernels/cuda/workspace.h:
+ * global_norm_sq, with the geometry of core/workspace_cuda.h:
  *   full (one output): per-block partials in the workspace, added by one block in a fixed order;
  *   rows (innermost axis reduced): a warp per output, lanes along the group, a shuffle tree;
  *   columns (innermost axis kept): a thread per output walking its group in order, optionally

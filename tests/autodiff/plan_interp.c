@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/workspace_cpu.h"
+
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
 int64_t tf_interp_count(const tf_interp *interp, int32_t id) {

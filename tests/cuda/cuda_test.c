@@ -11,9 +11,10 @@
 
 #include "backends/backend.h"
 #include "core/ops.h"
+#include "core/workspace_cpu.h"
+#include "core/workspace_cuda.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/workspace.h"
 #include "runtime/init.h"
 
 /* "CUDA x.y" from a version number such as 13000. */

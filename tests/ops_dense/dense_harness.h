@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "core/workspace_cpu.h"
 #include "kernels/cpu/kernels.h"
 
 /* A tensor of the tests: floating values (dtype TF_F32, held in f64 here) or ids (TF_I32/TF_I64). */
@@ -43,7 +44,7 @@ void dense_free(dense_tensor *t);
 /* Frees n tensors. */
 void dense_free_all(dense_tensor *ts, int32_t n);
 
-/* Makes BLAS single-threaded, as the kernels expect (kernels/cpu/workspace.h). */
+/* Makes BLAS single-threaded, as the kernels expect (core/workspace_cpu.h). */
 void dense_setup(void);
 
 /* The f32 or f64 kernel of one of the dense ops; NULL for any other op. */

@@ -1,7 +1,7 @@
 /* Workspace layouts of the CPU kernels that need scratch memory: the convolutions (im2col column
  * blocks, per-thread weight-gradient partials) and fused attention (per-thread score blocks).
  *
- * tf_cpu_workspace_bytes() (workspace.c) and the kernels (conv.c, attention.c) both size their
+ * tf_cpu_workspace_bytes() (core/workspace_cpu.c) and the kernels (kernels/cpu/conv.c, attention.c) both size their
  * scratch with the functions below, so the bytes the compiler plans and the bytes a kernel touches
  * come from one formula. Sizes are in elements of the compute type; every per-thread slice is a
  * multiple of TF_CPU_WORKSPACE_ALIGN_ELEMENTS elements, so slices stay 64-byte aligned for f32 and f64.
@@ -9,13 +9,13 @@
  * Threads: these kernels parallelise with OpenMP and call BLAS from inside their parallel loops, so
  * they expect a single-threaded BLAS (openblas_set_num_threads(1), or OPENBLAS_NUM_THREADS=1). A
  * multi-threaded BLAS gives the same results, only slower (its threads and ours compete). */
-#ifndef TIGHTFIT_KERNELS_CPU_WORKSPACE_H
-#define TIGHTFIT_KERNELS_CPU_WORKSPACE_H
+#ifndef TIGHTFIT_CORE_WORKSPACE_CPU_H
+#define TIGHTFIT_CORE_WORKSPACE_CPU_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kernels/cpu/kernels.h"
+#include "core/tensor.h"
 
 #define TF_CPU_WORKSPACE_ALIGN_ELEMENTS 16
 /* One thread's im2col block holds at most about this many elements, unless one filter's length
@@ -46,8 +46,8 @@ typedef struct tf_cpu_conv_geometry {
 
 /* Fills *g for conv op `op` (conv1d, conv2d, conv_transpose2d and the conv grad ops) from its
  * operands, which the plan verifier has checked; returns false for any other op. */
-bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cpu_tensor *inputs,
-                              const tf_cpu_tensor *outputs, tf_cpu_conv_geometry *g);
+bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
+                              const tf_tensor_ref *outputs, tf_cpu_conv_geometry *g);
 
 /* Rounds an element count up to a multiple of TF_CPU_WORKSPACE_ALIGN_ELEMENTS. */
 int64_t tf_cpu_workspace_round(int64_t elements);
@@ -78,5 +78,11 @@ int64_t tf_cpu_attention_thread_elements(tf_op op, int64_t query_length, int64_t
  * block of query rows) for attention and (batch, head) for attention_grad, whose key and value
  * gradients accumulate over every query row of their head. */
 int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t query_length, int32_t threads);
+
+/* Workspace bytes the CPU kernel of `op` needs for these operand shapes and `threads` threads, in
+ * the given compute type (element size 4 or 8). The compiler plans exactly this much; kernels never
+ * allocate. */
+int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
+                               int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads, int32_t element_size);
 
 #endif

@@ -17,14 +17,14 @@
  *   - sgd / adamw: the update's scalar coefficients, computed once on the device per run;
  *   - dropout: a device copy of the run values (seed, micro-step), which live in host memory.
  * Every section starts at a multiple of TF_CUDA_WORKSPACE_ALIGN bytes (cuBLAS wants 256). */
-#ifndef TIGHTFIT_KERNELS_CUDA_WORKSPACE_H
-#define TIGHTFIT_KERNELS_CUDA_WORKSPACE_H
+#ifndef TIGHTFIT_CORE_WORKSPACE_CUDA_H
+#define TIGHTFIT_CORE_WORKSPACE_CUDA_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/cuda/kernels.h"
+#include "core/tensor.h"
 
 #define TF_CUDA_WORKSPACE_ALIGN 256
 #define TF_CUDA_CUBLAS_WORKSPACE ((int64_t)4 << 20)  /* cuBLAS's recommended size before Hopper */
@@ -35,6 +35,7 @@
 #define TF_CUDA_COLUMN_THREADS 65536 /* threads a split column reduction aims for */
 #define TF_CUDA_COLUMN_MAX_SPLITS 1024
 #define TF_CUDA_OPTIMIZER_COEFFICIENTS 64 /* bytes: sgd/adamw scalars */
+#define TF_CUDA_RUN_VALUES_BYTES 32       /* bytes: tf_cuda_run_values (kernels/cuda/kernels.h checks) */
 
 static inline int64_t tf_cuda_round_up(int64_t bytes) {
   return (bytes + TF_CUDA_WORKSPACE_ALIGN - 1) / TF_CUDA_WORKSPACE_ALIGN * TF_CUDA_WORKSPACE_ALIGN;
@@ -124,10 +125,10 @@ static inline void tf_cuda_reduction_init(tf_cuda_reduction *r, int32_t rank, co
 }
 
 /* sum, mean, max, max_grad (reduce attrs on x) and sum_to (dy onto like's shape). */
-static inline void tf_cuda_reduction_of(tf_op op, const tf_attrs *attrs, const tf_cuda_tensor *inputs,
+static inline void tf_cuda_reduction_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
                                         tf_cuda_reduction *r) {
   bool reduced[TF_MAX_RANK];
-  const tf_cuda_tensor *x = &inputs[0];
+  const tf_tensor_ref *x = &inputs[0];
   if (op == TF_OP_SUM_TO) {
     const int32_t offset = x->rank - inputs[1].rank;
     for (int32_t i = 0; i < x->rank; i++)
@@ -155,7 +156,7 @@ static inline int64_t tf_cuda_reduction_workspace(const tf_cuda_reduction *r, tf
 /* ---- convolutions ---- */
 
 /* Every convolution as one from an "image" to a "response" with weight [response_channels,
- * image_channels / groups, kh, kw] (kernels/cpu/workspace.h): conv_transpose2d's image is its
+ * image_channels / groups, kh, kw] (core/workspace_cpu.h): conv_transpose2d's image is its
  * output, the grad ops' image is x. conv1d is a conv2d of height 1. */
 typedef struct tf_cuda_conv_geometry {
   int64_t batch, image_channels, image_height, image_width;
@@ -167,9 +168,9 @@ typedef struct tf_cuda_conv_geometry {
   bool direct;          /* 1x1, stride 1, no padding, same size: the image is its own column matrix */
 } tf_cuda_conv_geometry;
 
-static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cuda_tensor *inputs,
-                                             const tf_cuda_tensor *outputs, tf_cuda_conv_geometry *g) {
-  const tf_cuda_tensor *image, *response, *weight;
+static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
+                                             const tf_tensor_ref *outputs, tf_cuda_conv_geometry *g) {
+  const tf_tensor_ref *image, *response, *weight;
   switch (op) {
   case TF_OP_CONV1D:
   case TF_OP_CONV2D: image = &inputs[0], response = &outputs[0], weight = &inputs[1]; break;
@@ -222,7 +223,7 @@ static inline int64_t tf_cuda_conv_column_bytes(const tf_cuda_conv_geometry *g) 
 /* ---- the rest ---- */
 
 /* Rows x classes of a cross-entropy's logits, as partial blocks. */
-static inline int64_t tf_cuda_loss_partials(const tf_cuda_tensor *x) { return tf_cuda_full_partials(x->count); }
+static inline int64_t tf_cuda_loss_partials(const tf_tensor_ref *x) { return tf_cuda_full_partials(x->count); }
 
 /* The sort keys of embedding_grad: the ids' count rounded up to a power of two. */
 static inline int64_t tf_cuda_embedding_keys(int64_t ids) {
@@ -234,8 +235,8 @@ static inline int64_t tf_cuda_embedding_keys(int64_t ids) {
 
 /* Workspace bytes of the CUDA kernel of `op` for these operands. */
 static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs,
-                                              const tf_cuda_tensor *inputs, int32_t n_outputs,
-                                              const tf_cuda_tensor *outputs) {
+                                              const tf_tensor_ref *inputs, int32_t n_outputs,
+                                              const tf_tensor_ref *outputs) {
   (void)n_outputs;
   tf_cuda_reduction r;
   tf_cuda_conv_geometry g;
@@ -264,7 +265,7 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   }
   case TF_OP_LAYER_NORM_GRAD:
   case TF_OP_RMS_NORM_GRAD: {
-    const tf_cuda_tensor *x = &inputs[0];
+    const tf_tensor_ref *x = &inputs[0];
     int64_t features = x->rank > 0 ? x->shape[x->rank - 1] : 1, rows = features > 0 ? x->count / features : 0;
     int64_t splits = tf_cuda_column_splits(features, rows);
     return tf_cuda_round_up(16 * rows) + 16 * splits * features;
@@ -280,7 +281,7 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   case TF_OP_CROSS_ENTROPY_GRAD: return 8;
   case TF_OP_SGD:
   case TF_OP_ADAMW: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
-  case TF_OP_DROPOUT: return attrs->u.dropout.rate > 0.0f ? (int64_t)sizeof(tf_cuda_run_values) : 0;
+  case TF_OP_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;
   default: return 0;
   }
 }

@@ -1,6 +1,6 @@
 /* Workspace sizes of every CPU kernel. Only the convolutions and fused attention need scratch; the
- * layouts are described in kernels/cpu/workspace.h, which the kernels read too. */
-#include "kernels/cpu/workspace.h"
+ * layouts are described in core/workspace_cpu.h, which the kernels read too. */
+#include "core/workspace_cpu.h"
 
 #include <stddef.h>
 
@@ -41,9 +41,9 @@ static void choose_chunks(tf_cpu_conv_geometry *g) {
   g->chunks = ceil_div(g->positions, chunk);
 }
 
-bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_cpu_tensor *inputs,
-                              const tf_cpu_tensor *outputs, tf_cpu_conv_geometry *g) {
-  const tf_cpu_tensor *image, *response, *weight;
+bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
+                              const tf_tensor_ref *outputs, tf_cpu_conv_geometry *g) {
+  const tf_tensor_ref *image, *response, *weight;
   switch (op) {
   case TF_OP_CONV1D:
   case TF_OP_CONV2D: image = &inputs[0], response = &outputs[0], weight = &inputs[1]; break;
@@ -126,8 +126,8 @@ int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t
   return workers > 1 ? workers : 1;
 }
 
-int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_cpu_tensor *inputs,
-                               int32_t n_outputs, const tf_cpu_tensor *outputs, int32_t threads, int32_t element_size) {
+int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
+                               int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads, int32_t element_size) {
   if (threads < 1)
     threads = 1;
   int64_t elements = 0;
