@@ -93,9 +93,15 @@ tf_status tf_plan_parse(const void *data, size_t size, const char *source, tf_pl
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_parse: out is NULL");
   *out = NULL;
   const char *name = source ? source : "<memory>";
-  tf_plan *plan = NULL;
-  TF_RETURN_IF_ERROR(tf_plan_fb_decode(data, size, name, &plan));
-  tf_status status = tf_plan_verify(plan);
+  tf_plan *plan = calloc(1, sizeof(*plan));
+  if (!plan)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: out of memory for the plan", name);
+  tf_status status = tf_plan_fb_decode(data, size, name, plan);
+  if (status) {
+    tf_plan_destroy(plan);
+    return status;
+  }
+  status = tf_plan_verify(plan);
   if (status) {
     tf_plan_destroy(plan);
     return tf_status_prefix(status, "%s", name);

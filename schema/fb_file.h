@@ -112,14 +112,14 @@ tf_status check_attrs_printable(const Item *item, const char *what, flatbuffers:
 
 // ---- the C entry points ----
 
-// The body of tf_graph_fb_decode and tf_plan_fb_decode: checks `out`, names the input (`source`, or
-// "<memory>" when NULL) and runs decode(data, size, name, out) under guarded().
-template <typename Item, typename Decode>
-tf_status decode_file(const void *data, size_t size, const char *source, const FileFormat &format, Item **out,
+// The body of tf_graph_fb_decode and tf_plan_fb_decode: checks `out` (what the decoded values go
+// into), names the input (`source`, or "<memory>" when NULL) and runs decode(data, size, name, out)
+// under guarded().
+template <typename Target, typename Decode>
+tf_status decode_file(const void *data, size_t size, const char *source, const FileFormat &format, Target *out,
                       Decode decode) {
   if (!out)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_%s_fb_decode: out is NULL", format.noun);
-  *out = nullptr;
   const char *name = source ? source : "<memory>";
   return guarded(name, [&] { return decode(data, size, name, out); });
 }

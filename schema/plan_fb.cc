@@ -72,11 +72,6 @@ const FileFormat kPlanFile = {
 
 // ---- decode: FlatBuffer -> tf_plan ----
 
-struct PlanDeleter {
-  void operator()(tf_plan *plan) const { tf_plan_destroy(plan); }
-};
-using PlanPointer = std::unique_ptr<tf_plan, PlanDeleter>;
-
 // calloc for `count` items that the C side frees; NULL for none. Throws on exhaustion (guarded
 // turns that into an out-of-memory status).
 template <typename T> T *allocate(size_t count) {
@@ -279,17 +274,16 @@ private:
   tf_plan *plan_;
 };
 
-tf_status decode(const void *data, size_t size, const char *source, tf_plan **out) {
+tf_status decode(const void *data, size_t size, const char *source, tf_plan *plan) {
   AlignedBytes aligned(data, size);
   TF_RETURN_IF_ERROR(check_file(data, size, aligned.bytes(), source, kPlanFile));
   const fb::Plan *root = fb::GetPlan(aligned.bytes());
   TF_RETURN_IF_ERROR(check_version(root->version(), source, kPlanFile));
 
-  PlanPointer plan(allocate<tf_plan>(1));
   plan->loss = -1;
   plan->report.peak_step = -1;
   plan->version = root->version();
-  Decoder decoder(source, plan.get());
+  Decoder decoder(source, plan);
   tf_status status = copy_string(root->graph_name(), "graph_name", &plan->graph_name);
   if (!status)
     status = copy_string(root->target(), "target", &plan->target);
@@ -314,7 +308,6 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan **ou
   plan->n_outputs = root->outputs() ? static_cast<int32_t>(root->outputs()->size()) : 0;
   TF_RETURN_IF_ERROR(decoder.report(root->report()));
   TF_RETURN_IF_ERROR(decoder.overhead(root->overhead()));
-  *out = plan.release();
   return nullptr;
 }
 
@@ -446,8 +439,8 @@ private:
 
 } // namespace
 
-extern "C" tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan **out) {
-  return decode_file(data, size, source, kPlanFile, out, decode);
+extern "C" tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan *plan) {
+  return decode_file(data, size, source, kPlanFile, plan, decode);
 }
 
 extern "C" tf_status tf_plan_fb_encode(const tf_plan *plan, void **data, size_t *size) {

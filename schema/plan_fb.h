@@ -12,17 +12,18 @@
 
 #include <stddef.h>
 
-#include "tightfit/plan.h"
+#include "tightfit/plan_types.h"
 #include "tightfit/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Decodes the `size` bytes at `data` (any alignment) into a new plan in *out, which the caller
- * destroys with tf_plan_destroy(); *out is NULL on error. Error messages start with `source`
- * (a file name; NULL reads as "<memory>"). Malformed bytes give TF_ERR_INVALID_INPUT. */
-tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan **out) TF_MUST_USE;
+/* Decodes the `size` bytes at `data` (any alignment) into *plan, which the caller has zeroed; the
+ * arrays and strings it fills are malloc'd and, on success and on error alike, the caller's to free
+ * (tf_plan_destroy() frees a partly filled plan too). Error messages start with `source` (a file
+ * name; NULL reads as "<memory>"). Malformed bytes give TF_ERR_INVALID_INPUT. */
+tf_status tf_plan_fb_decode(const void *data, size_t size, const char *source, tf_plan *plan) TF_MUST_USE;
 
 /* Encodes `plan` as a .tfplan FlatBuffer into *data (*size bytes), which the caller frees with
  * free(). plan->version is written as it is (tf_plan_serialize() verifies the plan first, so it is

@@ -1,0 +1,104 @@
+/* The plan's data: plain structs that mirror schema/plan.fbs, filled by the FlatBuffers shim
+ * (schema/plan_fb.h) and read by the runtime and backends. What a plan means, its invariants and
+ * the functions over it (verify, load, save, sums) are in tightfit/plan.h. */
+#ifndef TIGHTFIT_PLAN_TYPES_H
+#define TIGHTFIT_PLAN_TYPES_H
+
+#include "tightfit/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TF_PLAN_VERSION 1
+
+typedef enum tf_buffer_role {
+  TF_ROLE_PARAMETER = 0,
+  TF_ROLE_CONSTANT,
+  TF_ROLE_GRADIENT,
+  TF_ROLE_OPTIMIZER_STATE,
+  TF_ROLE_INPUT,
+  TF_ROLE_LABEL,
+  TF_ROLE_ACTIVATION,
+  TF_ROLE_WORKSPACE,
+  TF_ROLE_COUNT
+} tf_buffer_role;
+
+typedef enum tf_phase {
+  TF_PHASE_FORWARD = 0,
+  TF_PHASE_RECOMPUTE,
+  TF_PHASE_BACKWARD,
+  TF_PHASE_ACCUMULATE,
+  TF_PHASE_OPTIMIZER,
+  TF_PHASE_COUNT
+} tf_phase;
+
+typedef struct tf_plan_buffer {
+  char *name;
+  tf_buffer_role role;
+  tf_region region;
+  int64_t offset; /* within the region, a multiple of the plan's alignment */
+  int64_t bytes;  /* exactly dtype size x elements */
+  tf_dtype dtype;
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK];
+  int32_t first_step, last_step; /* arena: live from its writing step to its last reader; else -1, -1 */
+  tf_init init;                  /* parameters and constants; strings owned by the plan */
+  int32_t owner;                 /* gradients and optimizer state: the parameter buffer they belong to; else -1 */
+  int32_t io_twin;               /* inputs and labels: the other half of the double buffer; else -1 */
+  int32_t alias_of;              /* a reshape's output placed on its input, which dies at that reshape: the
+                                  * same offset and bytes, live from the reshape step on; else -1 */
+} tf_plan_buffer;
+
+typedef struct tf_plan_step {
+  char *name; /* the graph node it comes from, for messages */
+  tf_op op;
+  tf_attrs attrs; /* reshape/expand targets hold numbers only */
+  tf_phase phase;
+  int32_t n_inputs;
+  int32_t *inputs; /* buffer ids */
+  int32_t n_outputs;
+  int32_t outputs[TF_MAX_OUTPUTS];
+  int32_t workspace; /* a workspace buffer live at this step only, or -1 */
+  double flops;      /* estimated floating-point operations */
+} tf_plan_step;
+
+typedef struct tf_plan_report {
+  int64_t role_bytes[TF_ROLE_COUNT]; /* summed buffer bytes per role (arena roles without reuse) */
+  int64_t arena_lower_bound;         /* max over steps of the bytes live at that step (aligned sizes) */
+  int64_t arena_naive;               /* every arena buffer summed, no reuse */
+  int32_t peak_step;                 /* the step where the arena's live bytes peak */
+  int64_t *live_bytes;               /* n_steps entries: arena bytes live at each step (aligned sizes) */
+  double flops[TF_PHASE_COUNT];      /* per micro-batch block (forward, recompute, backward, ...) */
+  char *notes;                       /* the options chosen and why, one per line */
+} tf_plan_report;
+
+typedef struct tf_plan {
+  uint32_t version;
+  char *graph_name;
+  char *target; /* "cpu", "vulkan", "cuda" */
+  int64_t alignment;
+  int64_t region_bytes[TF_REGION_COUNT];
+  int32_t n_buffers;
+  tf_plan_buffer *buffers;
+  int32_t n_steps;
+  tf_plan_step *steps;
+  int32_t micro_steps;
+  int32_t accumulate;                /* k >= 1 */
+  int64_t micro_batch, global_batch; /* micro_batch x accumulate == global_batch */
+  int32_t n_symbols;
+  char **symbol_names;
+  int64_t *symbol_values;
+  bool training; /* false: an inference plan (forward steps only) */
+  tf_training_config training_config;
+  int32_t loss; /* buffer id of the loss, or -1 */
+  int32_t n_outputs;
+  int32_t *outputs; /* buffer ids of the graph's outputs */
+  tf_plan_report report;
+  tf_device_overhead overhead; /* the target's device overhead for this plan (none on the CPU) */
+} tf_plan;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
