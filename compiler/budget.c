@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/ir.h"
+#include "graph/ir.h"
 #include "tightfit/compiler.h"
 
 /* Step time: FLOPs at the target's throughput plus a fixed cost per executed step (kernel launch,

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/passes.h"
 #include "compiler/training.h"
+#include "graph/passes.h"
 
 tf_compile_options tf_compile_options_default(tf_target_kind target) {
   tf_compile_options options;

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/passes.h"
 #include "compiler/training.h"
 #include "core/ops.h"
+#include "graph/passes.h"
 
 static bool grow(void **array, int32_t old_count, int32_t new_count, size_t element) {
   void *bigger = realloc(*array, element * (size_t)(new_count ? new_count : 1));

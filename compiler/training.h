@@ -5,7 +5,7 @@
 #ifndef TIGHTFIT_COMPILER_TRAINING_H
 #define TIGHTFIT_COMPILER_TRAINING_H
 
-#include "compiler/ir.h"
+#include "graph/ir.h"
 #include "tightfit/compiler.h"
 #include "tightfit/plan.h"
 

@@ -3,7 +3,7 @@
 //
 // Two C++ hazards shape this file. (1) A file may hold any byte where the C enums (tf_dtype, tf_op,
 // ...) expect a listed value; in C++ an enum object outside its enumerators' range is undefined,
-// and UBSan traps loading one. So enum fields of IR structs are written and read through
+// and UBSan traps loading one. So enum fields of the C structs are written and read through
 // memcpy as their int storage (store_enum/load_enum), never as enum values. (2) No exception may
 // reach C: each API function catches everything and turns it into a tf_status (guarded).
 // The helpers for both, and the Attrs union that plans share, live in schema/attrs_fb.cc; what
@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ir.h"
 #include "graph_generated.h"   // flatc --cpp schema/graph.fbs, in the build tree
 #include "graph_schema_text.h" // tf_graph_schema_text[]: graph.fbs itself, embedded at build time
 #include "schema/attrs_fb.h"
@@ -137,23 +136,16 @@ const FileFormat kGraphFile = {
 };
 // clang-format on
 
-// ---- decode: FlatBuffer -> IR ----
-
-struct GraphDeleter {
-  void operator()(tf_graph *graph) const { tf_graph_destroy(graph); }
-};
-using GraphPointer = std::unique_ptr<tf_graph, GraphDeleter>;
+// ---- decode: FlatBuffer -> sink ----
 
 class Decoder {
 public:
-  Decoder(const char *source, tf_graph *graph) : source_(source), graph_(graph) {}
+  Decoder(const char *source, const tf_graph_fb_sink *sink) : source_(source), sink_(sink) {}
 
   tf_status symbols(const Vector<Offset<fb::Symbol>> *symbols) {
     return decode_each(symbols, source_, "symbol", [&](const fb::Symbol *symbol, uoffset_t) {
-      tf_status status = check_string(symbol->name(), "name");
-      if (!status)
-        tf_ir_add_symbol(graph_, symbol->name()->c_str(), symbol->default_value(), &status);
-      return status;
+      TF_RETURN_IF_ERROR(check_string(symbol->name(), "name"));
+      return sink_->symbol(sink_->context, symbol->name()->c_str(), symbol->default_value());
     });
   }
 
@@ -183,14 +175,13 @@ private:
       init.key = initializer->key() ? initializer->key()->c_str() : nullptr;
     }
     TF_RETURN_IF_ERROR(check_string(tensor->name(), "name"));
-    tf_status status = nullptr;
-    int32_t id = tf_ir_add_tensor(graph_, tensor->name()->c_str(), TF_F32, TF_INPUT,
-                                  tensor->shape() ? &declared : nullptr, initializer ? &init : nullptr, &status);
-    if (id < 0)
-      return status;
-    store_enum(&graph_->tensors[id].dtype, tensor->dtype());
-    store_enum(&graph_->tensors[id].kind, tensor->kind());
-    return nullptr;
+    tf_graph_fb_tensor item{};
+    item.name = tensor->name()->c_str();
+    store_enum(&item.dtype, tensor->dtype());
+    store_enum(&item.kind, tensor->kind());
+    item.shape = tensor->shape() ? &declared : nullptr;
+    item.init = initializer ? &init : nullptr;
+    return sink_->tensor(sink_->context, &item);
   }
 
   tf_status node_at(const fb::Node *node) {
@@ -204,21 +195,23 @@ private:
       inputs.assign(node->inputs()->begin(), node->inputs()->end());
     tf_attrs attrs;
     TF_RETURN_IF_ERROR(read_attrs(node->attrs_type(), node->attrs(), &attrs));
-    tf_status status = nullptr;
     int32_t output = node->outputs()->Get(0);
-    int32_t id = tf_ir_add_node(graph_, node->name()->c_str(), TF_OP_MATMUL, inputs.data(),
-                                static_cast<int32_t>(inputs.size()), &output, 1, &attrs, &status);
-    if (id < 0)
-      return status;
-    store_enum(&graph_->nodes[id].op, node->op());
-    return nullptr;
+    tf_graph_fb_node item{};
+    item.name = node->name()->c_str();
+    store_enum(&item.op, node->op());
+    item.n_inputs = static_cast<int32_t>(inputs.size());
+    item.inputs = inputs.data();
+    item.n_outputs = 1;
+    item.outputs = &output;
+    item.attrs = &attrs;
+    return sink_->node(sink_->context, &item);
   }
 
   const char *source_;
-  tf_graph *graph_;
+  const tf_graph_fb_sink *sink_;
 };
 
-tf_status decode(const void *data, size_t size, const char *source, tf_graph **out) {
+tf_status decode(const void *data, size_t size, const char *source, const tf_graph_fb_sink *sink) {
   AlignedBytes aligned(data, size);
   TF_RETURN_IF_ERROR(check_file(data, size, aligned.bytes(), source, kGraphFile));
   const fb::Graph *root = fb::GetGraph(aligned.bytes());
@@ -227,53 +220,56 @@ tf_status decode(const void *data, size_t size, const char *source, tf_graph **o
   if (name && std::memchr(name->data(), '\0', name->size()))
     return fail(TF_ERR_INVALID_INPUT, source, "the graph name contains a NUL byte");
 
-  tf_graph *created = nullptr;
-  TF_RETURN_IF_ERROR(tf_graph_create(name ? name->c_str() : "", &created));
-  GraphPointer graph(created);
-  graph->version = root->version();
-  Decoder decoder(source, graph.get());
+  TF_RETURN_IF_ERROR(sink->begin(sink->context, name ? name->c_str() : "", root->version()));
+  Decoder decoder(source, sink);
   TF_RETURN_IF_ERROR(decoder.symbols(root->symbols()));
   TF_RETURN_IF_ERROR(decoder.tensors(root->tensors()));
   TF_RETURN_IF_ERROR(decoder.nodes(root->nodes()));
   for (uoffset_t i = 0; root->outputs() && i < root->outputs()->size(); i++)
-    TF_RETURN_IF_ERROR(tf_ir_add_output(graph.get(), root->outputs()->Get(i)));
-  graph->loss = root->loss();
-  if (root->training()) {
-    graph->has_training = true;
-    read_training(root->training(), &graph->training);
-  }
-  *out = graph.release();
+    TF_RETURN_IF_ERROR(sink->output(sink->context, root->outputs()->Get(i)));
+  tf_training_config training{};
+  if (root->training())
+    read_training(root->training(), &training);
+  sink->finish(sink->context, root->loss(), root->training() ? &training : nullptr);
   return nullptr;
 }
 
-// ---- encode: IR -> FlatBuffer ----
+// ---- encode: source -> FlatBuffer ----
 
 class Encoder {
 public:
-  explicit Encoder(const tf_graph *graph) : graph_(graph), fbb_(4096) {
+  explicit Encoder(const tf_graph_fb_source *graph) : graph_(graph), fbb_(4096) {
     fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
   }
 
   // The name that messages give the graph.
-  static const char *name_of(const tf_graph &graph) { return graph.name; }
+  static const char *name_of(const tf_graph_fb_source &graph) { return graph.name; }
 
   tf_status run(void **data, size_t *size) {
     std::vector<Offset<fb::Symbol>> symbols;
     for (int32_t i = 0; i < graph_->n_symbols; i++) {
-      const tf_ir_symbol &symbol = graph_->symbols[i];
-      symbols.push_back(fb::CreateSymbol(fbb_, string(symbol.name), symbol.default_value));
+      const char *name = nullptr;
+      int64_t default_value = 0;
+      graph_->symbol_at(graph_->context, i, &name, &default_value);
+      symbols.push_back(fb::CreateSymbol(fbb_, string(name), default_value));
     }
+    std::vector<tf_graph_fb_tensor> tensor_items(static_cast<size_t>(graph_->n_tensors));
+    for (int32_t i = 0; i < graph_->n_tensors; i++)
+      graph_->tensor_at(graph_->context, i, &tensor_items[static_cast<size_t>(i)]);
     std::vector<Offset<fb::Tensor>> tensors;
     TF_RETURN_IF_ERROR(encode_each(
-        graph_->tensors, graph_->n_tensors, "tensor",
-        [&](const tf_ir_tensor &tensor, Offset<fb::Tensor> *out) { return tensor_at(tensor, out); }, &tensors));
+        tensor_items.data(), graph_->n_tensors, "tensor",
+        [&](const tf_graph_fb_tensor &tensor, Offset<fb::Tensor> *out) { return tensor_at(tensor, out); }, &tensors));
+    std::vector<tf_graph_fb_node> node_items(static_cast<size_t>(graph_->n_nodes));
+    for (int32_t i = 0; i < graph_->n_nodes; i++)
+      graph_->node_at(graph_->context, i, &node_items[static_cast<size_t>(i)]);
     std::vector<Offset<fb::Node>> nodes;
     TF_RETURN_IF_ERROR(encode_each(
-        graph_->nodes, graph_->n_nodes, "node",
-        [&](const tf_ir_node &node, Offset<fb::Node> *out) { return node_at(node, out); }, &nodes));
+        node_items.data(), graph_->n_nodes, "node",
+        [&](const tf_graph_fb_node &node, Offset<fb::Node> *out) { return node_at(node, out); }, &nodes));
     Offset<fb::TrainingConfig> training;
-    if (graph_->has_training)
-      TF_RETURN_IF_ERROR(write_training(fbb_, graph_->training, &training));
+    if (graph_->training)
+      TF_RETURN_IF_ERROR(write_training(fbb_, *graph_->training, &training));
     auto outputs = fbb_.CreateVector(graph_->outputs, static_cast<size_t>(graph_->n_outputs));
     auto name = graph_->name ? fbb_.CreateString(graph_->name) : Offset<flatbuffers::String>();
     auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols), fbb_.CreateVector(tensors),
@@ -285,53 +281,55 @@ public:
 private:
   Offset<flatbuffers::String> string(const char *text) { return fbb_.CreateString(text ? text : ""); }
 
-  tf_status tensor_at(const tf_ir_tensor &tensor, Offset<fb::Tensor> *out) {
+  tf_status tensor_at(const tf_graph_fb_tensor &tensor, Offset<fb::Tensor> *out) {
     uint32_t dtype = 0, kind = 0, init_kind = 0;
     TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.dtype), "dtype", 255, &dtype));
     TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.kind), "kind", 255, &kind));
-    TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.init_kind), "init kind", 255, &init_kind));
+    if (tensor.init)
+      TF_RETURN_IF_ERROR(fit_enum(load_enum(tensor.init->kind), "init kind", 255, &init_kind));
     Offset<Vector<const fb::Dim *>> shape;
-    if (tensor.declared.rank >= 0) { // activations (rank -1) have no declared shape
-      TF_RETURN_IF_ERROR(check_rank(tensor.declared.rank, "the declared shape"));
-      shape = write_dims(fbb_, tensor.declared);
+    if (tensor.shape) { // activations have no declared shape
+      TF_RETURN_IF_ERROR(check_rank(tensor.shape->rank, "the declared shape"));
+      shape = write_dims(fbb_, *tensor.shape);
     }
     Offset<fb::Initializer> init;
-    if (init_kind != fb::InitKind_none || tensor.init_a != 0 || tensor.init_b != 0 || tensor.init_file ||
-        tensor.init_key) {
-      auto file = tensor.init_file ? fbb_.CreateString(tensor.init_file) : Offset<flatbuffers::String>();
-      auto key = tensor.init_key ? fbb_.CreateString(tensor.init_key) : Offset<flatbuffers::String>();
-      init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), tensor.init_a, tensor.init_b, file, key);
+    const tf_init *given = tensor.init;
+    if (given && (init_kind != fb::InitKind_none || given->a != 0 || given->b != 0 || given->file || given->key)) {
+      auto file = given->file ? fbb_.CreateString(given->file) : Offset<flatbuffers::String>();
+      auto key = given->key ? fbb_.CreateString(given->key) : Offset<flatbuffers::String>();
+      init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), given->a, given->b, file, key);
     }
     *out = fb::CreateTensor(fbb_, string(tensor.name), static_cast<fb::DType>(dtype), static_cast<fb::TensorKind>(kind),
                             shape, init);
     return nullptr;
   }
 
-  tf_status node_at(const tf_ir_node &node, Offset<fb::Node> *out) {
+  tf_status node_at(const tf_graph_fb_node &node, Offset<fb::Node> *out) {
     uint32_t op = 0;
     TF_RETURN_IF_ERROR(fit_enum(load_enum(node.op), "op", 0xffff, &op));
     if (node.n_inputs < 0 || (node.n_inputs > 0 && !node.inputs))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "has %d inputs", node.n_inputs);
     fb::Attrs kind = fb::Attrs_NONE;
     Offset<void> attrs;
-    TF_RETURN_IF_ERROR(write_attrs(fbb_, node.attrs, &kind, &attrs));
+    TF_RETURN_IF_ERROR(write_attrs(fbb_, *node.attrs, &kind, &attrs));
     auto inputs = fbb_.CreateVector(node.inputs, static_cast<size_t>(node.n_inputs));
     auto outputs = fbb_.CreateVector(node.outputs, static_cast<size_t>(node.n_outputs));
     *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs, kind, attrs);
     return nullptr;
   }
 
-  const tf_graph *graph_;
+  const tf_graph_fb_source *graph_;
   flatbuffers::FlatBufferBuilder fbb_;
 };
 
 } // namespace
 
-extern "C" tf_status tf_graph_fb_decode(const void *data, size_t size, const char *source, tf_graph **out) {
-  return decode_file(data, size, source, kGraphFile, out, decode);
+extern "C" tf_status tf_graph_fb_decode(const void *data, size_t size, const char *source,
+                                        const tf_graph_fb_sink *sink) {
+  return decode_file(data, size, source, kGraphFile, sink, decode);
 }
 
-extern "C" tf_status tf_graph_fb_encode(const tf_graph *graph, void **data, size_t *size) {
+extern "C" tf_status tf_graph_fb_encode(const tf_graph_fb_source *graph, void **data, size_t *size) {
   return encode_file<Encoder>(graph, kGraphFile, data, size);
 }
 

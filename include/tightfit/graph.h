@@ -19,7 +19,6 @@
 extern "C" {
 #endif
 
-#define TF_SCHEMA_VERSION 1 /* the graph schema version this build writes and the newest it reads */
 #define TF_NO_TENSOR (-1)
 typedef int32_t tf_tensor_id;
 

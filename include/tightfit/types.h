@@ -13,7 +13,8 @@ extern "C" {
 #endif
 
 #define TF_MAX_RANK 8
-#define TF_MAX_OUTPUTS 4 /* outputs of one node (graph ops have one; some gradient ops three) */
+#define TF_SCHEMA_VERSION 1 /* the graph schema version this build writes and the newest it reads */
+#define TF_MAX_OUTPUTS 4    /* outputs of one node (graph ops have one; some gradient ops three) */
 
 typedef enum tf_tensor_kind {
   TF_INPUT = 0,  /* fed per micro-batch from data */

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "compiler/ir.h"
+#include "graph/graph_file.h"
+#include "graph/ir.h"
 #include "schema/graph_fb.h"
 
 /* ---- building the graph ---- */
@@ -383,9 +384,9 @@ static void check_same_graph(tf_test_counts *counts, const char *what, const tf_
 static tf_graph *round_trip(tf_test_counts *counts, const tf_graph *g, const char *what) {
   void *data = NULL;
   size_t size = 0;
-  CHECK_OK(counts, tf_graph_fb_encode(g, &data, &size));
+  CHECK_OK(counts, tf_graph_encode(g, &data, &size));
   tf_graph *back = NULL;
-  CHECK_OK(counts, tf_graph_fb_decode(data, size, what, &back));
+  CHECK_OK(counts, tf_graph_decode(data, size, what, &back));
   free(data);
   return back;
 }
@@ -436,7 +437,7 @@ static void *flatc_binary(const char *dir, const char *stem, const char *json, s
 static void check_refused(tf_test_counts *counts, const void *data, size_t size, const char *source,
                           const char *expect) {
   tf_graph *g = NULL;
-  tf_status status = tf_graph_fb_decode(data, size, source, &g);
+  tf_status status = tf_graph_decode(data, size, source, &g);
   const char *message = tf_status_message(status);
   CHECK(counts, status && tf_status_code(status) == TF_ERR_INVALID_INPUT, "%s: expected a refusal, got '%s'", source,
         message);
@@ -471,12 +472,12 @@ static void test_binary_round_trip(tf_test_counts *counts, const tf_graph *g, co
   /* The same bytes at an odd address decode the same. */
   void *data = NULL;
   size_t size = 0;
-  CHECK_OK(counts, tf_graph_fb_encode(g, &data, &size));
+  CHECK_OK(counts, tf_graph_encode(g, &data, &size));
   unsigned char *shifted = malloc(size + 1);
   if (data && shifted) {
     memcpy(shifted + 1, data, size);
     tf_graph *unaligned = NULL;
-    CHECK_OK(counts, tf_graph_fb_decode(shifted + 1, size, "unaligned.tfg", &unaligned));
+    CHECK_OK(counts, tf_graph_decode(shifted + 1, size, "unaligned.tfg", &unaligned));
     if (unaligned)
       check_same_graph(counts, "unaligned input", g, unaligned);
     tf_graph_destroy(unaligned);
@@ -490,7 +491,7 @@ static void test_json(tf_test_counts *counts, const tf_graph *g, const char *dir
   void *data = NULL;
   size_t size = 0;
   char *json = NULL;
-  CHECK_OK(counts, tf_graph_fb_encode(g, &data, &size));
+  CHECK_OK(counts, tf_graph_encode(g, &data, &size));
   CHECK_OK(counts, tf_graph_fb_to_json(data, size, &json));
   free(data);
   if (!json)
@@ -527,7 +528,7 @@ static void test_json(tf_test_counts *counts, const tf_graph *g, const char *dir
   CHECK(counts, tfg != NULL, "flatc -b refused the JSON from tf_graph_fb_to_json");
   if (tfg) {
     tf_graph *back = NULL;
-    CHECK_OK(counts, tf_graph_fb_decode(tfg, tfg_size, "every_field.json.tfg", &back));
+    CHECK_OK(counts, tf_graph_decode(tfg, tfg_size, "every_field.json.tfg", &back));
     if (back)
       check_same_graph(counts, "JSON round trip", g, back);
     tf_graph_destroy(back);
@@ -573,7 +574,7 @@ static void hand_made(uint64_t storage[6], int64_t version, bool with_tensor) {
 static void test_refusals(tf_test_counts *counts, const tf_graph *g, const char *dir) {
   void *data = NULL;
   size_t size = 0;
-  CHECK_OK(counts, tf_graph_fb_encode(g, &data, &size));
+  CHECK_OK(counts, tf_graph_encode(g, &data, &size));
   if (!data)
     return;
   printf("refusals, with their messages:\n");
@@ -602,7 +603,7 @@ static void test_refusals(tf_test_counts *counts, const tf_graph *g, const char 
   check_refused(counts, storage, 48, "nameless.tfg", "tensor 0 has no name");
   hand_made(storage, 1, false);
   tf_graph *minimal = NULL;
-  CHECK_OK(counts, tf_graph_fb_decode(storage, 48, "minimal.tfg", &minimal));
+  CHECK_OK(counts, tf_graph_decode(storage, 48, "minimal.tfg", &minimal));
   CHECK(counts, minimal && minimal->n_tensors == 0 && minimal->loss == -1 && !minimal->has_training,
         "a graph with only a version decodes to an empty graph");
   tf_graph_destroy(minimal);
@@ -674,7 +675,7 @@ static tf_graph *decode_hostile(tf_test_counts *counts, const void *bytes, size_
   unsigned char *exact = malloc(size ? size : 1);
   memcpy(exact, bytes, size);
   tf_graph *g = NULL;
-  tf_status status = tf_graph_fb_decode(exact, size, "hostile.tfg", &g);
+  tf_status status = tf_graph_decode(exact, size, "hostile.tfg", &g);
   CHECK(counts, (status == NULL) == (g != NULL), "decode result and *out disagree: %s", tf_status_message(status));
   CHECK(counts, !status || tf_status_code(status) == TF_ERR_INVALID_INPUT, "unexpected code: %s",
         tf_status_message(status));
@@ -682,7 +683,7 @@ static tf_graph *decode_hostile(tf_test_counts *counts, const void *bytes, size_
   if (g) {
     void *again = NULL;
     size_t again_size = 0;
-    tf_status_free(tf_graph_fb_encode(g, &again, &again_size));
+    tf_status_free(tf_graph_encode(g, &again, &again_size));
     free(again);
   }
   char *json = NULL;
@@ -697,7 +698,7 @@ static tf_graph *decode_hostile(tf_test_counts *counts, const void *bytes, size_
 static void test_hostile_bytes(tf_test_counts *counts, const tf_graph *g) {
   void *data = NULL;
   size_t size = 0;
-  CHECK_OK(counts, tf_graph_fb_encode(g, &data, &size));
+  CHECK_OK(counts, tf_graph_encode(g, &data, &size));
   if (!data)
     return;
   /* A FlatBuffer is written back to front, so its last bytes may be padding after the first
@@ -754,7 +755,7 @@ int main(void) {
   g->tensors[0].declared.rank = TF_MAX_RANK + 1;
   void *data = NULL;
   size_t size = 0;
-  tf_status status = tf_graph_fb_encode(g, &data, &size);
+  tf_status status = tf_graph_encode(g, &data, &size);
   CHECK(&counts, tf_status_code(status) == TF_ERR_INVALID_ARGUMENT && data == NULL, "encoding rank 9 should fail: %s",
         tf_status_message(status));
   printf("encode refuses rank %d: %s\n", TF_MAX_RANK + 1, tf_status_message(status));

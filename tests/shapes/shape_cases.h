@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "compiler/ir.h"
 #include "core/ops.h"
 #include "core/shape_rules.h"
+#include "graph/ir.h"
 
-/* The graph's symbols, as compiler/shapes.c hands them to a shape rule. */
+/* The graph's symbols, as graph/shapes.c hands them to a shape rule. */
 static inline int64_t graph_dim_value(const void *graph, tf_dim dim) { return tf_ir_dim_value(graph, dim); }
 
 #define BIG INT64_MAX

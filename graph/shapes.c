@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/passes.h"
 #include "core/ops.h"
+#include "graph/passes.h"
 
 tf_status tf_graph_bind(tf_graph *g, const char *name, int64_t value) {
   int32_t symbol = tf_ir_find_symbol(g, name);

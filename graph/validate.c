@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/passes.h"
 #include "core/ops.h"
+#include "graph/passes.h"
 
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 

@@ -1,9 +1,9 @@
 /* Entry points of the compiler passes that other passes, the builder and the loader call. Each
  * pass lives in its own file, named after it. */
-#ifndef TIGHTFIT_COMPILER_PASSES_H
-#define TIGHTFIT_COMPILER_PASSES_H
+#ifndef TIGHTFIT_GRAPH_PASSES_H
+#define TIGHTFIT_GRAPH_PASSES_H
 
-#include "compiler/ir.h"
+#include "graph/ir.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,13 +11,13 @@
 
 #include "common/atomic_file.h"
 #include "common/file.h"
-#include "compiler/passes.h"
-#include "schema/graph_fb.h"
+#include "graph/graph_file.h"
+#include "graph/passes.h"
 
 tf_status tf_graph_parse(const void *data, size_t size, const char *source, tf_graph **out) {
   *out = NULL;
   tf_graph *g = NULL;
-  TF_RETURN_IF_ERROR(tf_graph_fb_decode(data, size, source, &g));
+  TF_RETURN_IF_ERROR(tf_graph_decode(data, size, source, &g));
   tf_status status = tf_validate_graph(g);
   if (!status)
     status = tf_graph_infer_shapes(g);
@@ -47,7 +47,7 @@ tf_status tf_graph_serialize(const tf_graph *graph, void **data, size_t *size) {
                          tf_status_message(graph->status));
   /* Builder graphs are already in topological order, so validation does not modify them. */
   TF_RETURN_IF_ERROR(tf_validate_graph((tf_graph *)graph));
-  return tf_graph_fb_encode(graph, data, size);
+  return tf_graph_encode(graph, data, size);
 }
 
 tf_status tf_graph_save(const tf_graph *graph, const char *path) {

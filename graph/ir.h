@@ -2,9 +2,9 @@
  *
  * `struct tf_graph` is the object behind the public tf_graph handle: the builder API, the
  * FlatBuffer loader and every pass read and write these arrays directly. Ids are indices; a node's
- * output tensor records its producer. This header is also compiled as C++ (schema/ glue). */
-#ifndef TIGHTFIT_COMPILER_IR_H
-#define TIGHTFIT_COMPILER_IR_H
+ * output tensor records its producer. */
+#ifndef TIGHTFIT_GRAPH_IR_H
+#define TIGHTFIT_GRAPH_IR_H
 
 #include "common/strmap.h"
 #include "tightfit/graph.h"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/passes.h"
 #include "core/ops.h"
+#include "graph/passes.h"
 
 tf_dim tf_fixed(int64_t size) { return (tf_dim){size, -1}; }
 tf_dim tf_sym(int32_t symbol) { return (tf_dim){1, symbol}; }

@@ -1,6 +1,6 @@
 /* The IR's storage: growing arrays of tensors, nodes and symbols, name maps, and the read-only
  * queries of the public API. */
-#include "compiler/ir.h"
+#include "graph/ir.h"
 
 #include <inttypes.h>
 #include <stdio.h>
