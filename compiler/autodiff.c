@@ -1,8 +1,9 @@
 /* Pass 3, autodiff: appends the backward graph. Which tensors need a gradient: those that depend
  * on a trained parameter and that the loss depends on. Forward nodes are visited in reverse; each
- * op's VJP rule (autodiff_rules.c) emits its backward nodes. Afterwards t->grad[p] holds the
- * summed gradient of every trained parameter p (still an arena temporary; the optimizer pass
- * accumulates it). */
+ * op's VJP rule (autodiff_rules.c) emits its backward nodes. Gradients of a tensor with several
+ * consumers are summed, except a parameter's: afterwards t->grad[p] holds the first gradient part
+ * of every trained parameter p and t->extra_parts the others (arena temporaries each; the
+ * optimizer pass accumulates each part as it is produced). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,12 +69,34 @@ int32_t tf_vjp_op(tf_vjp *v, tf_op op, const int32_t *inputs, int32_t n_inputs, 
   return outputs[0];
 }
 
+/* Records another gradient part of parameter `param` (tf_training.extra_parts). */
+static void add_extra_part(tf_vjp *v, int32_t param, int32_t part) {
+  tf_training *t = v->t;
+  if (t->n_extra_parts == t->capacity_extra_parts) {
+    int32_t capacity = t->capacity_extra_parts ? 2 * t->capacity_extra_parts : 16;
+    int32_t *grown = realloc(t->extra_parts, sizeof(int32_t) * 2 * (size_t)capacity);
+    if (!grown) {
+      v->status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "autodiff: cannot record %d gradient parts", capacity);
+      return;
+    }
+    t->extra_parts = grown;
+    t->capacity_extra_parts = capacity;
+  }
+  t->extra_parts[2 * t->n_extra_parts] = param;
+  t->extra_parts[2 * t->n_extra_parts + 1] = part;
+  t->n_extra_parts++;
+}
+
 void tf_vjp_give(tf_vjp *v, int32_t i, int32_t gradient) {
   if (v->status || gradient < 0 || !tf_vjp_wants(v, i))
     return;
   int32_t target = tf_vjp_input(v, i);
   if (v->grads[target] < 0) {
     v->grads[target] = gradient;
+    return;
+  }
+  if (v->t->g->tensors[target].kind == TF_PARAMETER) {
+    add_extra_part(v, target, gradient);
     return;
   }
   int32_t sum[2] = {v->grads[target], gradient};

@@ -1,7 +1,7 @@
 /* Pass 4, optimizer: per trained parameter, a gradient accumulator (gradients region) that each
- * micro-batch adds its gradient to, the optimizer state (momentum, or Adam's two moments), and the
- * update in the optimizer block: optional global-norm clipping, SGD or AdamW with the accumulated
- * gradient scaled by 1/k, then the accumulator is zeroed for the next step. */
+ * micro-batch adds its gradient to (each part of it on its own, for parameters used twice), the optimizer state
+ * (momentum, or Adam's two moments), and the update in the optimizer block: optional global-norm clipping, SGD or AdamW
+ * with the accumulated gradient scaled by 1/k, then the accumulator is zeroed for the next step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +95,13 @@ tf_status tf_optimizer_pass(tf_training *t) {
     int32_t pair[2] = {accumulator, t->grad[p]};
     snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
     status = tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+    for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
+      if (t->extra_parts[2 * e] != p)
+        continue;
+      int32_t part[2] = {accumulator, t->extra_parts[2 * e + 1]};
+      snprintf(label, sizeof(label), "accumulate/%s/part%d", g->tensors[p].name, e + 2);
+      status = tf_training_emit(t, TF_OP_ACCUMULATE, part, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+    }
     params[k] = p;
     accumulators[k] = accumulator;
     k++;

@@ -127,6 +127,7 @@ void tf_training_free(tf_training *t) {
   tf_graph_destroy(t->g);
   free(t->role);
   free(t->grad);
+  free(t->extra_parts);
   free(t->owner);
   free(t->phase);
   free(t->schedule);

@@ -20,6 +20,11 @@ typedef struct tf_training {
   int32_t *grad;  /* parameter -> its accumulated gradient tensor (role gradient), else -1 */
   int32_t *owner; /* gradient / optimizer-state tensor -> its parameter, else -1 */
   int32_t capacity_tensors;
+  /* Gradient parts of parameters used more than once (tied weights), after the first (which is
+   * grad[p] after autodiff): pairs (parameter, part). The optimizer pass accumulates each part on
+   * its own, right after the step that produces it, so no part waits for the others in the arena. */
+  int32_t *extra_parts;
+  int32_t n_extra_parts, capacity_extra_parts;
 
   /* Per node. */
   tf_phase *phase;
