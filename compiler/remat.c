@@ -6,7 +6,8 @@
  * use. Recomputed tensors are bit-identical: the same kernels on the same inputs, dropout keyed by
  * the same (seed, micro-step, node) counter.
  *
- * Modes: none; checkpoints (drop every segment: keep only the cuts); auto, which drops the first
+ * Modes: none; checkpoints (drop every segment but the last, the loss head, whose recompute would
+ * free nothing: keep only the cuts); auto, which drops the first
  * t->options' remat count of segments in order of saved bytes per recomputed FLOP (the driver in
  * compile.c binary-searches that count against the budget with exact re-simulation). */
 #include <stdio.h>
@@ -295,11 +296,15 @@ tf_status tf_remat(tf_training *t) {
     n_segments++;
     start = end + 1;
   }
-  t->n_segments = n_segments;
-  int32_t drop = mode == TF_REMAT_CHECKPOINTS ? n_segments : t->options_remat_drop;
-  if (drop > n_segments)
-    drop = n_segments;
-  qsort(segments, (size_t)n_segments, sizeof(segment), by_ratio);
+  /* The last segment (the loss head: final norm, logits, loss) is never dropped: its backward runs
+   * right after its forward, with nothing in between, so recomputing it would put the same bytes
+   * back at the same place for a second forward's FLOPs (the lm_head matmul, in a language model). */
+  int32_t droppable = n_segments > 0 ? n_segments - 1 : 0;
+  t->n_segments = droppable;
+  int32_t drop = mode == TF_REMAT_CHECKPOINTS ? droppable : t->options_remat_drop;
+  if (drop > droppable)
+    drop = droppable;
+  qsort(segments, (size_t)droppable, sizeof(segment), by_ratio);
   int64_t dropped_bytes = 0;
   int32_t dropped_count = 0;
   for (int32_t i = 0; i < drop; i++) {
@@ -323,9 +328,9 @@ tf_status tf_remat(tf_training *t) {
   int32_t recomputed = 0;
   status = rewrite_readers(t, dropped, &recomputed);
   snprintf(t->remat_notes, sizeof(t->remat_notes),
-           "recompute: %s, %d of %d segments (cut at %d layer boundaries): %d activations (%.1f MiB) dropped, "
-           "%d forward nodes recomputed",
-           mode == TF_REMAT_CHECKPOINTS ? "checkpoints" : "auto", drop, n_segments, n_cuts, dropped_count,
+           "recompute: %s, %d of %d segments (cut at %d layer boundaries; the loss head is kept): %d activations "
+           "(%.1f MiB) dropped, %d forward nodes recomputed",
+           mode == TF_REMAT_CHECKPOINTS ? "checkpoints" : "auto", drop, droppable, n_cuts, dropped_count,
            (double)dropped_bytes / 1048576.0, recomputed);
 done:
   free(cuts);
