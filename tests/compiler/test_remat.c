@@ -253,6 +253,78 @@ static void budgets_hold(void) {
   }
 }
 
+static tf_plan *compile_with(const tf_graph *g, const char *bindings, tf_remat_mode remat) {
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = bindings;
+  options.remat = remat;
+  tf_plan *plan = NULL;
+  tf_status status = tf_compile(g, &options, &plan);
+  CHECK(&counts, status == NULL, "compile remat %d: %s", remat, tf_status_message(status));
+  tf_status_free(status);
+  return plan;
+}
+
+/* The step of `plan` that writes buffer `id`, or -1. */
+static int32_t writer_of(const tf_plan *plan, int32_t id) {
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    for (int32_t o = 0; o < plan->steps[s].n_outputs; o++)
+      if (plan->steps[s].outputs[o] == id)
+        return s;
+  return -1;
+}
+
+/* No waste around the loss head and tied weights (issue 15): with checkpoints, the step that
+ * computes the logits (the input of cross_entropy) is never recomputed, since its backward follows
+ * its forward at once; and every accumulate step comes right after the step that writes the
+ * gradient part it adds (only other accumulates between), with the tied embedding getting two such
+ * parts, so no part waits in the arena for another. */
+static void no_waste_at_the_head(void) {
+  /* gpt2-small's shape (vocabulary 50257, tied head) at 2 layers: its forward has one cut, so the
+   * head's segment is the last of two. */
+  tf_graph *g = zoo("gpt2-small", (const char *const[]){"layers=2"}, 1);
+  tf_plan *plan = g ? compile_with(g, "N=1,T=16", TF_REMAT_CHECKPOINTS) : NULL;
+  if (!plan) {
+    tf_graph_destroy(g);
+    return;
+  }
+  int32_t logits_step = -1, recomputed = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    if (plan->steps[s].op == TF_OP_CROSS_ENTROPY && plan->steps[s].phase == TF_PHASE_FORWARD)
+      logits_step = writer_of(plan, plan->steps[s].inputs[0]);
+  CHECK(&counts, logits_step >= 0, "gpt2-small checkpoints: the cross_entropy step and its logits' writer are found");
+  for (int32_t s = 0; logits_step >= 0 && s < plan->n_steps; s++) {
+    char expected[600];
+    snprintf(expected, sizeof(expected), "recompute/%s", plan->steps[logits_step].name);
+    recomputed += plan->steps[s].phase == TF_PHASE_RECOMPUTE;
+    CHECK(&counts, strcmp(plan->steps[s].name, expected) != 0,
+          "gpt2-small checkpoints: step %d recomputes the logits (%s)", s, plan->steps[s].name);
+  }
+  CHECK(&counts, recomputed > 0, "gpt2-small checkpoints: %d recompute steps (the layers are still recomputed)",
+        recomputed);
+  int32_t most_parts = 0;
+  for (int32_t s = 0; s < plan->micro_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (step->op != TF_OP_ACCUMULATE)
+      continue;
+    int32_t writer = writer_of(plan, step->inputs[1]), before = s - 1;
+    while (before >= 0 && plan->steps[before].op == TF_OP_ACCUMULATE)
+      before--;
+    CHECK(&counts, writer < 0 || writer == before, "%s: adds a part written at step %d, not at step %d right before",
+          step->name, writer, before);
+    int32_t parts = 0;
+    for (int32_t a = 0; a < plan->micro_steps; a++)
+      parts += plan->steps[a].op == TF_OP_ACCUMULATE && plan->steps[a].inputs[0] == step->inputs[0];
+    most_parts = parts > most_parts ? parts : most_parts;
+  }
+  CHECK(&counts, most_parts == 2,
+        "gpt2-small: the tied embedding's gradient arrives in %d accumulated parts (expected 2)", most_parts);
+  printf("no waste at the head: logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
+         "parts\n",
+         logits_step, recomputed, most_parts);
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
 int main(void) {
   probe = tf_probe_attach(NULL);
   if (probe.mark)
@@ -263,6 +335,7 @@ int main(void) {
                           "N=2,T=16");
   bitwise_equal_gradients("cnn", zoo("cnn", NULL, 0), "N=4");
   bitwise_equal_gradients("mlp with dropout", dropout_mlp(), "N=4");
+  no_waste_at_the_head();
   budgets_hold();
   return tf_test_finish("remat", &counts);
 }
