@@ -1,5 +1,6 @@
 /* tf_compile: the pass pipeline and the training options. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,31 @@ static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_grap
   return status;
 }
 
+/* Schedule, liveness and assignment for one order. */
+static tf_status place_in_order(tf_training *t, bool memory_aware) {
+  TF_RETURN_IF_ERROR(memory_aware ? tf_schedule_memory(t) : tf_schedule(t));
+  TF_RETURN_IF_ERROR(tf_liveness(t));
+  return tf_assign(t);
+}
+
+/* Tries the model order and the memory-aware order (schedule_memory.c) and keeps the one whose
+ * arena is smaller (the model order on a tie), so a plan never gets a larger arena from the
+ * reordering. Inference plans keep the model order. */
+static tf_status schedule_and_assign(tf_training *t) {
+  TF_RETURN_IF_ERROR(place_in_order(t, false));
+  int64_t model = t->region_bytes[TF_REGION_ARENA];
+  snprintf(t->schedule_notes, sizeof(t->schedule_notes), "schedule: model order");
+  if (!t->options.training)
+    return NULL;
+  TF_RETURN_IF_ERROR(place_in_order(t, true));
+  int64_t memory = t->region_bytes[TF_REGION_ARENA];
+  bool keep_memory = memory < model;
+  snprintf(t->schedule_notes, sizeof(t->schedule_notes),
+           "schedule: %s (arena %.2f MiB in the memory-aware order, %.2f MiB in model order)",
+           keep_memory ? "memory-aware order" : "model order", (double)memory / 1048576.0, (double)model / 1048576.0);
+  return keep_memory ? NULL : place_in_order(t, false);
+}
+
 /* The whole pipeline once, with `drop` segments recomputed in auto mode. */
 static char *copy_name(const char *name) {
   size_t n = strlen(name) + 1;
@@ -146,11 +172,7 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   if (!status)
     status = tf_remat(&t);
   if (!status)
-    status = tf_schedule(&t);
-  if (!status)
-    status = tf_liveness(&t);
-  if (!status)
-    status = tf_assign(&t);
+    status = schedule_and_assign(&t);
   tf_plan *plan = NULL;
   if (!status)
     status = tf_emit(&t, &plan);

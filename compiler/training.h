@@ -46,6 +46,7 @@ typedef struct tf_training {
   int32_t peak_step;
   int64_t *live_bytes;        /* n_schedule entries */
   char remat_notes[256];      /* what remat chose, for the report */
+  char schedule_notes[256];   /* which order the schedule kept and both arenas, for the report */
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
   int32_t n_segments;         /* set by remat: segments found */
   int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
@@ -74,6 +75,7 @@ tf_status tf_remat(tf_training *t) TF_MUST_USE;
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */
 tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
 tf_status tf_schedule(tf_training *t) TF_MUST_USE;            /* schedule.c: execution order and blocks */
+tf_status tf_schedule_memory(tf_training *t) TF_MUST_USE;     /* schedule_memory.c: a lower-peak order */
 tf_status tf_liveness(tf_training *t) TF_MUST_USE;            /* liveness.c: live intervals, workspaces */
 tf_status tf_assign(tf_training *t) TF_MUST_USE;              /* assign.c: offsets in every region */
 tf_status tf_emit(tf_training *t, tf_plan **out) TF_MUST_USE; /* emit.c: the plan and its report */

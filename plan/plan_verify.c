@@ -337,6 +337,10 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
   if (!plan->training && phase != TF_PHASE_FORWARD)
     return INVALID("%s is in phase %s in an inference plan, which runs forward steps only",
                    tf_plan_step_label(plan, s).text, tf_phase_name(phase));
+  if (phase == TF_PHASE_FORWARD && s > 0 && plan->steps[s - 1].phase != TF_PHASE_FORWARD)
+    return INVALID("%s is a forward step after step %" PRId32 " in phase %s; the forward steps are a prefix of the "
+                   "micro-batch block (a loss is evaluated by running them alone)",
+                   tf_plan_step_label(plan, s).text, s - 1, tf_phase_name(plan->steps[s - 1].phase));
   bool in_micro_block = s < plan->micro_steps;
   if (phase == TF_PHASE_OPTIMIZER && in_micro_block)
     return INVALID("%s is an optimizer step inside the micro-batch block [0, %" PRId32 "), which runs %" PRId32

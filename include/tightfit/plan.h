@@ -1,7 +1,8 @@
 /* A plan: what the compiler emits and the runtime executes. Memory is a few regions, each
  * allocated once; every tensor is a buffer at a fixed offset in one of them; the program is a list
  * of steps. Steps [0, micro_steps) are the micro-batch block, run `accumulate` times per training
- * step; steps [micro_steps, n_steps) are the optimizer block, run once after them.
+ * step, with its forward steps first (a loss is evaluated by running them alone); steps
+ * [micro_steps, n_steps) are the optimizer block, run once after them.
  *
  * A plan file (.tfplan, FlatBuffers identifier TFPL) is untrusted input: tf_plan_load() runs
  * tf_plan_verify(), which checks every invariant below, and refuses a plan that breaks one. The
