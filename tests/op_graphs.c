@@ -1,4 +1,4 @@
-/* Small graphs for the per-op backend checks (op_graphs.h). */
+/* Small graphs for the per-op checks (op_graphs.h). */
 #include "op_graphs.h"
 
 tf_graph *tf_test_graph_begin(tf_test_counts *counts, const char *name) {

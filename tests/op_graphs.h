@@ -1,6 +1,6 @@
-/* Small graphs for the per-op backend checks (tests/vulkan, tests/cuda): every floating operand a
- * parameter, so one training plan checks an op's forward output and the gradients of its backward
- * ops against the CPU kernels. */
+/* Small graphs for the per-op checks (the conformance suite's cases, tests/conformance, and the
+ * backend drivers' own checks): every floating operand a parameter, so one training plan checks an
+ * op's forward output and the gradients of its backward ops against the CPU kernels. */
 #ifndef TIGHTFIT_TESTS_OP_GRAPHS_H
 #define TIGHTFIT_TESTS_OP_GRAPHS_H
 

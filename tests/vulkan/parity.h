@@ -1,7 +1,7 @@
-/* Backend parity for the Vulkan tests: run one graph on the CPU backend and on Vulkan with the same
- * parameters and data, and compare what comes out. Each graph is compiled twice (for the cpu and
- * the vulkan target: their alignment and workspaces differ); both sessions share the seed, so the
- * parameters start equal. */
+/* Backend parity for the Vulkan training tests: run one graph on the CPU backend and on Vulkan with
+ * the same parameters and data, and compare what comes out. Each graph is compiled twice (for the
+ * cpu and the vulkan target: their alignment and workspaces differ); both sessions share the seed,
+ * so the parameters start equal. The per-op checks are the conformance suite's (tests/conformance). */
 #ifndef TIGHTFIT_TESTS_VULKAN_PARITY_H
 #define TIGHTFIT_TESTS_VULKAN_PARITY_H
 
@@ -44,14 +44,5 @@ void parity_close(tf_plan *plans[2], tf_session *sessions[2]);
  * failure recorded in counts) when it is out of tolerance or cannot be read. */
 bool parity_compare_buffer(tf_test_counts *counts, tf_session *sessions[2], const tf_plan_buffer *buffer,
                            parity_tolerance tolerance, parity_result *result);
-
-/* The op-by-op check: an inference plan's outputs after tf_session_forward, then a training plan's
- * loss and every gradient after one micro-step. Prints one line for `label`. */
-void parity_check_graph(tf_test_counts *counts, const char *label, const tf_graph *graph, const parity_data *data,
-                        parity_tolerance tolerance);
-
-/* Only the inference plan's outputs (graphs with nothing to train, e.g. through integer casts). */
-void parity_check_inference(tf_test_counts *counts, const char *label, const tf_graph *graph, const parity_data *data,
-                            parity_tolerance tolerance);
 
 #endif

@@ -1,0 +1,397 @@
+/* THE table of op cases: every backend runs every row (conformance.h). A row names a graph builder
+ * and its operands; together the rows' plans hold every op of the op table, and the suite fails
+ * for an op that none holds. Sizes are awkward on purpose (1, primes, not multiples of 32, of the
+ * Vulkan workgroups or of the CUDA tiles), and some rows are large enough to take the kernels'
+ * other paths: split column sums, multi-block partials, the embedding sort across blocks, several
+ * im2col chunks, every attention head-width variant, the subgroup variants' clusters, a second
+ * grid-stride round. Unless a row says otherwise its data is f32 normal values, its training uses
+ * SGD (conformance.h) and its end-to-end tolerance is the "sums" one. */
+#include <string.h>
+
+#include "conformance.h"
+#include "op_graphs.h"
+
+/* A shape of fixed sizes, usable in a static table. */
+typedef struct dims {
+  int32_t rank;
+  int64_t size[6];
+} dims;
+#define DIMS(...)                                                                                                      \
+  {                                                                                                                    \
+    (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), { __VA_ARGS__ }                                     \
+  }
+
+typedef struct conf_case conf_case;
+
+struct conf_case {
+  const char *label;
+  void (*build)(tf_graph *g, const conf_case *c); /* adds the op and finishes the graph (op_graphs.h) */
+  tf_op op;                                       /* for builders of a family: which op */
+  dims shapes[3];                                 /* the operands' shapes, in the builder's order */
+  int32_t axes[4], n_axes;                        /* reduce axes; softmax, concat, slice axis; permutation */
+  int64_t slice[3];                               /* start, end, step */
+  bool keepdims, transpose_a, transpose_b, approximate, beta, bias, causal;
+  int32_t heads;
+  tf_dtype dtype; /* cast's round trip; ids and labels */
+  int64_t ignore_index;
+  tf_conv_attrs conv; /* conv1d: stride, padding, dilation [0] */
+  tf_pool_attrs pool;
+  conf_settings settings;
+};
+
+static tf_shape shape_of(const dims *s) {
+  tf_shape shape;
+  memset(&shape, 0, sizeof(shape));
+  shape.rank = s->rank;
+  for (int32_t i = 0; i < s->rank; i++)
+    shape.dims[i] = d(s->size[i]);
+  return shape;
+}
+
+static tf_tensor_id param(tf_graph *g, const char *name, const dims *s) { return tf_test_param(g, name, shape_of(s)); }
+
+/* ---- builders ---- */
+
+static void build_matmul(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(
+      g, tf_matmul(g, param(g, "a", &c->shapes[0]), param(g, "b", &c->shapes[1]), c->transpose_a, c->transpose_b));
+}
+
+static void build_binary(tf_graph *g, const conf_case *c) {
+  tf_tensor_id a = param(g, "a", &c->shapes[0]);
+  tf_tensor_id b =
+      c->op == TF_OP_DIV ? tf_test_positive(g, "b", shape_of(&c->shapes[1])) : param(g, "b", &c->shapes[1]);
+  tf_test_finish_probe(g, tf_graph_node(g, c->op, (tf_tensor_id[]){a, b}, 2, NULL));
+}
+
+static void build_unary(tf_graph *g, const conf_case *c) {
+  const bool positive = c->op == TF_OP_LOG || c->op == TF_OP_SQRT || c->op == TF_OP_RSQRT;
+  tf_tensor_id x = positive ? tf_test_positive(g, "x", shape_of(&c->shapes[0])) : param(g, "x", &c->shapes[0]);
+  tf_test_finish_probe(g, c->op == TF_OP_GELU ? tf_gelu(g, x, c->approximate) : tf_unary(g, c->op, x));
+}
+
+static void build_dropout(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_dropout(g, param(g, "x", &c->shapes[0]), 0.3f));
+}
+
+/* f32 -> dtype -> f32 (a single f32 -> f32 cast when dtype is f32). */
+static void build_cast(tf_graph *g, const conf_case *c) {
+  tf_tensor_id y = tf_cast(g, param(g, "x", &c->shapes[0]), c->dtype);
+  tf_test_finish_probe(g, c->dtype == TF_F32 ? y : tf_cast(g, y, TF_F32));
+}
+
+/* Values up to 3e9 through i32, which saturates: nothing to train (the integers cut the gradient). */
+static void build_cast_saturating(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x =
+      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -3e9, 3e9));
+  tf_test_finish_probe(g, tf_cast(g, tf_cast(g, x, TF_I32), TF_F32));
+}
+
+static void build_reduce(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_reduce(g, c->op, param(g, "x", &c->shapes[0]), c->axes, c->n_axes, c->keepdims));
+}
+
+/* a + bias broadcast: the bias gradient is a sum_to. */
+static void build_bias_add(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_add(g, param(g, "a", &c->shapes[0]), param(g, "bias", &c->shapes[1])));
+}
+
+static void build_softmax(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x = param(g, "x", &c->shapes[0]);
+  tf_test_finish_probe(g, c->op == TF_OP_LOG_SOFTMAX ? tf_log_softmax(g, x, c->axes[0]) : tf_softmax(g, x, c->axes[0]));
+}
+
+/* x [rows, width], gamma (and beta) [width]. */
+static void build_norm(tf_graph *g, const conf_case *c) {
+  const dims width = DIMS(c->shapes[0].size[1]);
+  tf_tensor_id x = param(g, "x", &c->shapes[0]), gamma = param(g, "gamma", &width);
+  tf_test_finish_probe(g, c->op == TF_OP_RMS_NORM
+                              ? tf_rms_norm(g, x, gamma, 1e-5f)
+                              : tf_layer_norm(g, x, gamma, c->beta ? param(g, "beta", &width) : TF_NO_TENSOR, 1e-5f));
+}
+
+static void build_embedding(tf_graph *g, const conf_case *c) {
+  tf_tensor_id ids = tf_graph_input(g, "ids", c->dtype, shape_of(&c->shapes[0]));
+  tf_test_finish_probe(g, tf_embedding(g, ids, param(g, "table", &c->shapes[1])));
+}
+
+static void build_reshape(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_reshape(g, param(g, "x", &c->shapes[0]), shape_of(&c->shapes[1])));
+}
+
+static void build_transpose(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_transpose(g, param(g, "x", &c->shapes[0]), c->axes, c->n_axes));
+}
+
+static void build_concat(tf_graph *g, const conf_case *c) {
+  tf_tensor_id parts[3] = {param(g, "a", &c->shapes[0]), param(g, "b", &c->shapes[1]), param(g, "c", &c->shapes[2])};
+  tf_test_finish_probe(g, tf_concat(g, parts, 3, c->axes[0]));
+}
+
+static void build_slice(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_slice(g, param(g, "x", &c->shapes[0]), c->axes[0], c->slice[0], c->slice[1], c->slice[2]));
+}
+
+static void build_expand(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_expand(g, param(g, "x", &c->shapes[0]), shape_of(&c->shapes[1])));
+}
+
+/* conv2d or conv_transpose2d of x (shapes[0]) with w (shapes[1]). */
+static void build_conv(tf_graph *g, const conf_case *c) {
+  const bool transposed = c->op == TF_OP_CONV_TRANSPOSE2D;
+  const dims channels = DIMS(transposed ? c->shapes[1].size[1] * c->conv.groups : c->shapes[1].size[0]);
+  tf_tensor_id bias = c->bias ? param(g, "bias", &channels) : TF_NO_TENSOR;
+  tf_tensor_id x = param(g, "x", &c->shapes[0]), w = param(g, "w", &c->shapes[1]);
+  tf_test_finish_probe(g,
+                       transposed ? tf_conv_transpose2d(g, x, w, bias, &c->conv) : tf_conv2d(g, x, w, bias, &c->conv));
+}
+
+static void build_conv1d(tf_graph *g, const conf_case *c) {
+  const dims channels = DIMS(c->shapes[1].size[0]);
+  tf_tensor_id bias = c->bias ? param(g, "bias", &channels) : TF_NO_TENSOR;
+  tf_test_finish_probe(g, tf_conv1d(g, param(g, "x", &c->shapes[0]), param(g, "w", &c->shapes[1]), bias,
+                                    c->conv.stride[0], c->conv.padding[0], c->conv.dilation[0], c->conv.groups));
+}
+
+static void build_pool(tf_graph *g, const conf_case *c) {
+  tf_test_finish_probe(g, tf_pool2d(g, c->op, param(g, "x", &c->shapes[0]), &c->pool));
+}
+
+/* q [N, Tq, width], k and v [N, Tk, width]. */
+static void build_attention(tf_graph *g, const conf_case *c) {
+  tf_tensor_id q = param(g, "q", &c->shapes[0]), k = param(g, "k", &c->shapes[1]), v = param(g, "v", &c->shapes[1]);
+  tf_test_finish_probe(g, tf_attention(g, q, k, v, c->heads, c->causal));
+}
+
+/* logits (shapes[0]), labels of dtype (shapes[1]). */
+static void build_cross_entropy(tf_graph *g, const conf_case *c) {
+  tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[1]));
+  tf_test_finish_loss(g, tf_cross_entropy(g, param(g, "logits", &c->shapes[0]), labels, c->ignore_index));
+}
+
+static void build_pair_loss(tf_graph *g, const conf_case *c) {
+  tf_tensor_id target = tf_graph_label(g, "target", TF_F32, shape_of(&c->shapes[0]));
+  tf_tensor_id p = param(g, "p", &c->shapes[0]);
+  tf_test_finish_loss(g, c->op == TF_OP_BCE_WITH_LOGITS ? tf_bce_with_logits(g, p, target) : tf_mse(g, p, target));
+}
+
+/* ---- the table ---- */
+
+#define ADAMW .settings.optimizer = CONF_ADAMW
+#define MATH .settings.family = CONF_MATH
+#define EXACT .settings.family = CONF_EXACT
+#define LONG_SUMS .settings.family = CONF_LONG_SUMS
+#define CONV(sh, sw, ph, pw, dh, dw, oh, ow, g)                                                                        \
+  { {sh, sw}, {ph, pw}, {dh, dw}, {oh, ow}, g }
+#define POOL(kh, kw, sh, sw, ph, pw)                                                                                   \
+  {                                                                                                                    \
+    {kh, kw}, {sh, sw}, { ph, pw }                                                                                     \
+  }
+
+static const conf_case cases[] = {
+    /* matmul: transposes, batches, broadcasting, a 1x1, and one large enough for several tiles */
+    {"matmul [13,67]x[67,29]", build_matmul, .shapes = {DIMS(13, 67), DIMS(67, 29)}},
+    {"matmul A^T [67,13]", build_matmul, .shapes = {DIMS(67, 13), DIMS(67, 29)}, .transpose_a = true, ADAMW},
+    {"matmul B^T [29,67]", build_matmul, .shapes = {DIMS(13, 67), DIMS(29, 67)}, .transpose_b = true},
+    {"matmul A^T B^T", build_matmul, .shapes = {DIMS(67, 13), DIMS(29, 67)}, .transpose_a = true, .transpose_b = true,
+     ADAMW},
+    {"matmul [1,1]x[1,1]", build_matmul, .shapes = {DIMS(1, 1), DIMS(1, 1)}},
+    {"matmul batched [3,13,67]x[3,67,29]", build_matmul, .shapes = {DIMS(3, 13, 67), DIMS(3, 67, 29)}, ADAMW},
+    {"matmul linear [2,3,13,5]x[5,7]", build_matmul, .shapes = {DIMS(2, 3, 13, 5), DIMS(5, 7)}},
+    {"matmul broadcast [1,3,13,5]x[2,1,5,7]", build_matmul, .shapes = {DIMS(1, 3, 13, 5), DIMS(2, 1, 5, 7)}, ADAMW},
+    {"matmul broadcast A^T [3,5,13]x[5,7]", build_matmul, .shapes = {DIMS(3, 5, 13), DIMS(5, 7)}, .transpose_a = true},
+    {"matmul [2,1,3,4,6]x[3,1,6,5] (loops)", build_matmul, .shapes = {DIMS(2, 1, 3, 4, 6), DIMS(3, 1, 6, 5)}, ADAMW},
+    {"matmul [131,257]x[257,65]", build_matmul, .shapes = {DIMS(131, 257), DIMS(257, 65)}},
+
+    /* elementwise binaries with broadcasting, unaries and their gradients, dropout, cast */
+    {"add [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_ADD, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
+    {"sub [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_SUB, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
+    {"mul [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_MUL, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
+    {"div [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_DIV, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
+    {"add [1] + [4,1,259]", build_binary, .op = TF_OP_ADD, .shapes = {DIMS(1), DIMS(4, 1, 259)}},
+    {"neg (+ grad) [3,257]", build_unary, .op = TF_OP_NEG, .shapes = {DIMS(3, 257)}, MATH},
+    {"exp (+ grad) [3,257]", build_unary, .op = TF_OP_EXP, .shapes = {DIMS(3, 257)}, MATH},
+    {"log (+ grad) [3,257]", build_unary, .op = TF_OP_LOG, .shapes = {DIMS(3, 257)}, MATH},
+    {"sqrt (+ grad) [3,257]", build_unary, .op = TF_OP_SQRT, .shapes = {DIMS(3, 257)}, MATH},
+    {"rsqrt (+ grad) [3,257]", build_unary, .op = TF_OP_RSQRT, .shapes = {DIMS(3, 257)}, MATH},
+    {"relu (+ grad) [3,257]", build_unary, .op = TF_OP_RELU, .shapes = {DIMS(3, 257)}, MATH},
+    {"silu (+ grad) [3,257]", build_unary, .op = TF_OP_SILU, .shapes = {DIMS(3, 257)}, MATH},
+    {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},
+    {"tanh (+ grad) [3,257]", build_unary, .op = TF_OP_TANH, .shapes = {DIMS(3, 257)}, MATH},
+    {"gelu erf (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, MATH},
+    {"gelu tanh (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, .approximate = true, MATH},
+    {"dropout 0.3 (+ grad) [7,131]", build_dropout, .shapes = {DIMS(7, 131)}, EXACT},
+    {"cast f32->f32 (+ grad) [7,19]", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_F32, EXACT},
+    {"cast f32->f16->f32 (+ grad)", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_F16, EXACT,
+     .settings.needs = CONF_NEEDS_HALF},
+    {"cast f32->bf16->f32 (+ grad)", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_BF16, EXACT,
+     .settings.needs = CONF_NEEDS_HALF},
+    {"cast f32 -> i32 (saturating) -> f32", build_cast_saturating, .shapes = {DIMS(5, 67)}, EXACT,
+     .settings.forward_only = true},
+
+    /* reductions: axes, keepdims, strided groups, few long groups, partials, split columns */
+    {"sum axis 0 [5,7,11]", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(5, 7, 11)}, .axes = {0}, .n_axes = 1},
+    {"sum axes 1,2 keepdims", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(5, 7, 11)}, .axes = {1, 2}, .n_axes = 2,
+     .keepdims = true},
+    {"sum all [5,7,11]", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(5, 7, 11)}},
+    {"sum all [3,300,257] (partials)", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(3, 300, 257)}},
+    {"sum axes 0,2 (strided)", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(5, 7, 11)}, .axes = {0, 2}, .n_axes = 2},
+    {"sum axis 0 [1000,3,7] (split columns)", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(1000, 3, 7)}, .axes = {0},
+     .n_axes = 1},
+    {"sum all [37,101]", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(37, 101)}},
+    {"mean axis -1", build_reduce, .op = TF_OP_MEAN, .shapes = {DIMS(5, 7, 11)}, .axes = {-1}, .n_axes = 1},
+    {"mean axes 0,2 keepdims", build_reduce, .op = TF_OP_MEAN, .shapes = {DIMS(5, 7, 11)}, .axes = {0, 2}, .n_axes = 2,
+     .keepdims = true},
+    {"mean axis -1 [3,1031]->[3]", build_reduce, .op = TF_OP_MEAN, .shapes = {DIMS(3, 1031)}, .axes = {-1},
+     .n_axes = 1},
+    {"max axis 1 (+ max_grad)", build_reduce, .op = TF_OP_MAX, .shapes = {DIMS(5, 7, 11)}, .axes = {1}, .n_axes = 1},
+    {"max axis 2 (+ max_grad)", build_reduce, .op = TF_OP_MAX, .shapes = {DIMS(5, 7, 11)}, .axes = {2}, .n_axes = 1},
+    {"max all (+ max_grad)", build_reduce, .op = TF_OP_MAX, .shapes = {DIMS(5, 7, 11)}},
+    {"max all [37,101] (+ max_grad)", build_reduce, .op = TF_OP_MAX, .shapes = {DIMS(37, 101)}},
+    {"max axis 0 [37,101] (+ max_grad)", build_reduce, .op = TF_OP_MAX, .shapes = {DIMS(37, 101)}, .axes = {0},
+     .n_axes = 1},
+    {"sum_to (bias gradient) [300,37]->[37]", build_bias_add, .shapes = {DIMS(300, 37), DIMS(37)}},
+    {"sum_to (bias gradient) [3000,37]->[37]", build_bias_add, .shapes = {DIMS(3000, 37), DIMS(37)}, LONG_SUMS},
+    {"sum_to (rows) [3000,3]->[3000,1]", build_bias_add, .shapes = {DIMS(3000, 3), DIMS(3000, 1)}},
+
+    /* softmax and log_softmax over the last and a middle axis, long rows (1031 is prime) */
+    {"softmax axis 1 (+ grad) [3,13,5]", build_softmax, .op = TF_OP_SOFTMAX, .shapes = {DIMS(3, 13, 5)}, .axes = {1},
+     ADAMW},
+    {"softmax axis 2 (+ grad) [3,13,5]", build_softmax, .op = TF_OP_SOFTMAX, .shapes = {DIMS(3, 13, 5)}, .axes = {2}},
+    {"log_softmax axis 1 (+ grad) [3,13,5]", build_softmax, .op = TF_OP_LOG_SOFTMAX, .shapes = {DIMS(3, 13, 5)},
+     .axes = {1}, ADAMW},
+    {"log_softmax axis 2 (+ grad) [3,13,5]", build_softmax, .op = TF_OP_LOG_SOFTMAX, .shapes = {DIMS(3, 13, 5)},
+     .axes = {2}},
+    {"softmax [4,1000] (+ grad)", build_softmax, .op = TF_OP_SOFTMAX, .shapes = {DIMS(4, 1000)}, .axes = {-1}},
+    {"softmax axis 1 (+ grad) [3,1031]", build_softmax, .op = TF_OP_SOFTMAX, .shapes = {DIMS(3, 1031)}, .axes = {1}},
+    {"softmax axis 1 (+ grad) [4,1031,3]", build_softmax, .op = TF_OP_SOFTMAX, .shapes = {DIMS(4, 1031, 3)},
+     .axes = {1}},
+    {"log_softmax axis 1 (+ grad) [3,1031]", build_softmax, .op = TF_OP_LOG_SOFTMAX, .shapes = {DIMS(3, 1031)},
+     .axes = {1}},
+    {"log_softmax axis 1 (+ grad) [4,1031,3]", build_softmax, .op = TF_OP_LOG_SOFTMAX, .shapes = {DIMS(4, 1031, 3)},
+     .axes = {1}},
+
+    /* layer_norm (with and without beta) and rms_norm: widths 1, prime, long; many rows */
+    {"layer_norm (+ grad) [6,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 37)}, .beta = true},
+    {"layer_norm no beta (+ grad) [6,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 37)}},
+    {"rms_norm (+ grad) [6,37]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 37)}},
+    {"layer_norm (+ grad) [6,300]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 300)}, .beta = true},
+    {"layer_norm no beta (+ grad) [6,300]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 300)}},
+    {"rms_norm (+ grad) [6,300]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 300)}},
+    {"layer_norm (+ grad) [6,1]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1)}, .beta = true},
+    {"layer_norm no beta (+ grad) [6,1]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1)}},
+    {"rms_norm (+ grad) [6,1]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 1)}},
+    {"layer_norm (+ grad) [6,1031]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1031)}, .beta = true},
+    {"layer_norm no beta (+ grad) [6,1031]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1031)}},
+    {"rms_norm (+ grad) [6,1031]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 1031)}},
+    {"layer_norm (+ grad) [700,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(700, 37)}, .beta = true},
+    {"layer_norm no beta (+ grad) [700,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(700, 37)}},
+    {"rms_norm (+ grad) [700,37]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(700, 37)}},
+
+    /* embedding: out-of-range ids (rows of zeros, no gradient), the sort across blocks */
+    {"embedding (+ grad) [3,5] ids, [11,7]", build_embedding, .shapes = {DIMS(3, 5), DIMS(11, 7)}, .dtype = TF_I32,
+     .settings.data = {2, 11}},
+    {"embedding, out-of-range ids (+ grad)", build_embedding, .shapes = {DIMS(3, 5), DIMS(11, 7)}, .dtype = TF_I32,
+     .settings.data = {2, 11, -1, true}},
+    {"embedding i64 ids [4,300] of 50 (global sort)", build_embedding, .shapes = {DIMS(4, 300), DIMS(50, 33)},
+     .dtype = TF_I64, .settings.data = {2, 50}, .settings.needs = CONF_NEEDS_I64},
+
+    /* layout */
+    {"reshape [6,35]->[3,70]", build_reshape, .shapes = {DIMS(6, 35), DIMS(3, 70)}, EXACT},
+    {"transpose [3,5,7] perm 2,0,1", build_transpose, .shapes = {DIMS(3, 5, 7)}, .axes = {2, 0, 1}, .n_axes = 3, EXACT},
+    {"concat axis 1", build_concat, .shapes = {DIMS(2, 3, 5), DIMS(2, 1, 5), DIMS(2, 4, 5)}, .axes = {1}, EXACT},
+    {"slice axis 1 [1:-1:3] (+ slice_grad)", build_slice, .shapes = {DIMS(4, 13, 3)}, .axes = {1}, .slice = {1, -1, 3},
+     EXACT},
+    {"expand [1,5,1]->[4,5,3]", build_expand, .shapes = {DIMS(1, 5, 1), DIMS(4, 5, 3)}},
+
+    /* convolutions and pooling */
+    {"conv2d 3x3 pad 1 [2,3,9,11]", build_conv, .op = TF_OP_CONV2D, .shapes = {DIMS(2, 3, 9, 11), DIMS(4, 3, 3, 3)},
+     .conv = CONV(1, 1, 1, 1, 1, 1, 0, 0, 1), .bias = true},
+    {"conv2d stride 2 dilation 2", build_conv, .op = TF_OP_CONV2D, .shapes = {DIMS(2, 3, 13, 10), DIMS(5, 3, 3, 2)},
+     .conv = CONV(2, 2, 0, 1, 2, 2, 0, 0, 1), ADAMW},
+    {"conv2d groups 2, 1x1 (direct)", build_conv, .op = TF_OP_CONV2D, .shapes = {DIMS(3, 4, 7, 7), DIMS(6, 2, 1, 1)},
+     .conv = CONV(1, 1, 0, 0, 1, 1, 0, 0, 2), .bias = true},
+    {"conv2d groups 2, 3x3 stride 3", build_conv, .op = TF_OP_CONV2D, .shapes = {DIMS(1, 4, 8, 7), DIMS(6, 2, 3, 3)},
+     .conv = CONV(3, 3, 1, 1, 1, 1, 0, 0, 2), ADAMW},
+    {"conv2d [9,16,64,64] 3x3 (2 im2col chunks)", build_conv, .op = TF_OP_CONV2D,
+     .shapes = {DIMS(9, 16, 64, 64), DIMS(3, 16, 3, 3)}, .conv = CONV(1, 1, 1, 1, 1, 1, 0, 0, 1), .bias = true,
+     LONG_SUMS},
+    {"conv_transpose2d stride 2 pad 1 out_pad 1", build_conv, .op = TF_OP_CONV_TRANSPOSE2D,
+     .shapes = {DIMS(2, 4, 5, 6), DIMS(4, 3, 3, 3)}, .conv = CONV(2, 2, 1, 1, 1, 1, 1, 1, 1), .bias = true, ADAMW},
+    {"conv_transpose2d groups 2, dilation 2", build_conv, .op = TF_OP_CONV_TRANSPOSE2D,
+     .shapes = {DIMS(1, 4, 5, 5), DIMS(4, 2, 3, 2)}, .conv = CONV(1, 2, 0, 1, 2, 1, 0, 0, 2), .bias = true},
+    {"conv1d stride 2 pad 1 [2,3,13]", build_conv1d, .shapes = {DIMS(2, 3, 13), DIMS(5, 3, 3)},
+     .conv = CONV(2, 0, 1, 0, 1, 0, 0, 0, 1), .bias = true},
+    {"max_pool2d 2x2 stride 2 [2,3,9,7]", build_pool, .op = TF_OP_MAX_POOL2D, .shapes = {DIMS(2, 3, 9, 7)},
+     .pool = POOL(2, 2, 2, 2, 0, 0)},
+    {"max_pool2d 3x3 stride 2 pad 1", build_pool, .op = TF_OP_MAX_POOL2D, .shapes = {DIMS(2, 3, 9, 7)},
+     .pool = POOL(3, 3, 2, 2, 1, 1)},
+    {"avg_pool2d 3x3 stride 1 pad 1", build_pool, .op = TF_OP_AVG_POOL2D, .shapes = {DIMS(2, 3, 9, 7)},
+     .pool = POOL(3, 3, 1, 1, 1, 1)},
+    {"avg_pool2d 2x3 stride 2", build_pool, .op = TF_OP_AVG_POOL2D, .shapes = {DIMS(2, 3, 9, 7)},
+     .pool = POOL(2, 3, 2, 2, 0, 0)},
+
+    /* attention: heads of 1 to 300 lanes, causal with Tq > Tk and Tq < Tk, long rows, the
+     * subgroup variant's clusters of 8 lanes (a lane's share ending early, idle lanes) */
+    {"attention [2,5,12] 3 heads", build_attention, .shapes = {DIMS(2, 5, 12), DIMS(2, 5, 12)}, .heads = 3},
+    {"attention causal [2,7,12] 3 heads", build_attention, .shapes = {DIMS(2, 7, 12), DIMS(2, 7, 12)}, .heads = 3,
+     .causal = true, ADAMW},
+    {"attention Tq 5, Tk 9, 2 heads of 7", build_attention, .shapes = {DIMS(2, 5, 14), DIMS(2, 9, 14)}, .heads = 2},
+    {"attention causal, heads of 2 (recompute)", build_attention, .shapes = {DIMS(2, 6, 12), DIMS(2, 6, 12)},
+     .heads = 6, .causal = true, ADAMW},
+    {"attention causal Tq 9 > Tk 4", build_attention, .shapes = {DIMS(2, 9, 8), DIMS(2, 4, 8)}, .heads = 1,
+     .causal = true, ADAMW},
+    {"attention Tq 11, Tk 13, 2 heads of 15", build_attention, .shapes = {DIMS(2, 11, 30), DIMS(2, 13, 30)}, .heads = 2,
+     ADAMW},
+    {"attention causal Tq 13 > Tk 11, 2 heads of 15", build_attention, .shapes = {DIMS(2, 13, 30), DIMS(2, 11, 30)},
+     .heads = 2, .causal = true},
+    {"attention causal Tq 6 < Tk 10, 2 heads of 3", build_attention, .shapes = {DIMS(2, 6, 6), DIMS(2, 10, 6)},
+     .heads = 2, .causal = true, ADAMW},
+    {"attention Tq 9, Tk 5, 3 heads of 1 (recompute)", build_attention, .shapes = {DIMS(2, 9, 3), DIMS(2, 5, 3)},
+     .heads = 3},
+    {"attention causal, 3 heads of 1 (recompute)", build_attention, .shapes = {DIMS(2, 7, 3), DIMS(2, 7, 3)},
+     .heads = 3, .causal = true, ADAMW},
+    {"attention Tq 33, Tk 17, 2 heads of 128", build_attention, .shapes = {DIMS(2, 33, 256), DIMS(2, 17, 256)},
+     .heads = 2},
+    {"attention [2,257,64] 1 head", build_attention, .shapes = {DIMS(2, 257, 64), DIMS(2, 257, 64)}, .heads = 1, ADAMW},
+    {"attention causal [2,257,64] 1 head", build_attention, .shapes = {DIMS(2, 257, 64), DIMS(2, 257, 64)}, .heads = 1,
+     .causal = true},
+    {"attention causal T 70, heads of 64", build_attention, .shapes = {DIMS(2, 70, 128), DIMS(2, 70, 128)}, .heads = 2,
+     .causal = true},
+    {"attention Tq 37, Tk 45, head of 100", build_attention, .shapes = {DIMS(2, 37, 100), DIMS(2, 45, 100)}, .heads = 1,
+     ADAMW},
+    {"attention causal T 33, head of 200", build_attention, .shapes = {DIMS(2, 33, 200), DIMS(2, 33, 200)}, .heads = 1,
+     .causal = true, .settings.needs = CONF_NEEDS_WIDE_HEADS},
+    {"attention T 40, head of 300", build_attention, .shapes = {DIMS(2, 40, 300), DIMS(2, 40, 300)}, .heads = 1, ADAMW,
+     .settings.needs = CONF_NEEDS_WIDE_HEADS},
+    /* 524,292 rows: more than 65535 workgroups of 8 (Vulkan's subgroup grid), so a second
+     * grid-stride round. The forward only: lavapipe would spend some 6 s on the gradient. */
+    {"attention causal [2,3,262146], 87382 heads of 3", build_attention,
+     .shapes = {DIMS(2, 3, 3 * 87382), DIMS(2, 3, 3 * 87382)}, .heads = 87382, .causal = true,
+     .settings.forward_only = true},
+
+    /* losses: ignored labels, labels past the last class, long rows, i64 labels */
+    {"cross_entropy (+ grad) [9,13]", build_cross_entropy, .shapes = {DIMS(9, 13), DIMS(9)}, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {3, 13}},
+    {"cross_entropy, ignore_index (+ grad)", build_cross_entropy, .shapes = {DIMS(9, 13), DIMS(9)}, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {3, 13, -100, true}},
+    {"cross_entropy [2,300,67] (+ grad)", build_cross_entropy, .shapes = {DIMS(2, 300, 67), DIMS(2, 300)},
+     .dtype = TF_I32, .ignore_index = -1, .settings.data = {4, 67}},
+    {"cross_entropy i64 labels [2,300,67] (+ grad)", build_cross_entropy, .shapes = {DIMS(2, 300, 67), DIMS(2, 300)},
+     .dtype = TF_I64, .ignore_index = -1, .settings.data = {4, 67}, ADAMW, .settings.needs = CONF_NEEDS_I64},
+    {"cross_entropy [37,1031], labels out of range", build_cross_entropy, .shapes = {DIMS(37, 1031), DIMS(37)},
+     .dtype = TF_I32, .ignore_index = -100, .settings.data = {5, 1034, -100, true}},
+    {"mse (+ grad) [7,19]", build_pair_loss, .op = TF_OP_MSE, .shapes = {DIMS(7, 19)}},
+    {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
+};
+
+void conf_run_table(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage) {
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const conf_case *c = &cases[i];
+    tf_graph *g = tf_test_graph_begin(counts, "conformance");
+    if (!g)
+      continue;
+    c->build(g, c);
+    conf_check_graph(counts, backend, coverage, c->label, g, &c->settings);
+  }
+}

@@ -1,0 +1,459 @@
+/* The conformance harness (conformance.h): one graph on one backend, through the backend's own
+ * table (backends/backend.h) as a session drives it, against the CPU kernels on the host. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "conformance.h"
+#include "core/ops.h"
+#include "core/workspace_cpu.h"
+#include "kernels/cpu/kernels.h"
+#include "report.h"
+#include "runtime/init.h"
+#include "tightfit/compiler.h"
+
+#define THREADS 2 /* the backend's and the reference kernels' */
+#define SEED 11   /* the session seed: initial parameters and dropout masks */
+#define MAX_OPERANDS (TF_OP_VARIADIC_INTERNAL + TF_MAX_OUTPUTS)
+
+/* ---- data ---- */
+
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static float normal(uint64_t *state) {
+  double u1 = (double)(next_random(state) >> 11) * (1.0 / 9007199254740992.0) + 1e-12;
+  double u2 = (double)(next_random(state) >> 11) * (1.0 / 9007199254740992.0);
+  return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static void fill(void *host, const tf_plan_buffer *b, const conf_data *data, uint64_t *state) {
+  const int64_t n = b->bytes / tf_dtype_size(b->dtype);
+  const uint64_t high = (uint64_t)(data->int_high > 0 ? data->int_high : 1);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t value = (int64_t)(next_random(state) % high);
+    if (data->special && k % 7 == 3)
+      value = data->int_special;
+    switch (b->dtype) {
+    case TF_I32: ((int32_t *)host)[k] = (int32_t)value; break;
+    case TF_I64: ((int64_t *)host)[k] = value; break;
+    case TF_U8: ((uint8_t *)host)[k] = (uint8_t)value; break;
+    default: ((float *)host)[k] = normal(state); break;
+    }
+  }
+}
+
+/* The bytes every buffer outside the arena starts with, as the device stores them: parameters and
+ * constants from their initialisers, inputs and labels from `data` (the second io half from other
+ * values), gradients and optimizer state zero. Arena buffers get NULL (never uploaded). */
+static void **initial_values(tf_test_counts *counts, const char *label, const tf_plan *plan, const conf_data *data) {
+  void **values = calloc((size_t)plan->n_buffers, sizeof(void *));
+  uint64_t halves[2] = {data->seed ? data->seed : 1, (data->seed ? data->seed : 1) + 7919};
+  for (int32_t i = 0; values && i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if (b->region == TF_REGION_ARENA)
+      continue;
+    values[i] = calloc(1, (size_t)b->bytes + 8);
+    if (!values[i])
+      continue;
+    tf_status status = NULL;
+    if (b->role == TF_ROLE_INPUT || b->role == TF_ROLE_LABEL)
+      fill(values[i], b, data, &halves[b->io_twin >= 0 && b->io_twin < i]);
+    else if (b->init.kind != TF_INIT_NONE && b->dtype == TF_F32)
+      status = tf_init_fill_f32(&b->init, b->name, b->rank, b->shape, SEED, values[i]);
+    else if (b->init.kind != TF_INIT_NONE && b->dtype == TF_I32)
+      status = tf_init_fill_i32(&b->init, b->name, b->rank, b->shape, SEED, values[i]);
+    else if (b->init.kind != TF_INIT_NONE && b->dtype == TF_I64)
+      status = tf_init_fill_i64(&b->init, b->name, b->rank, b->shape, SEED, values[i]);
+    CHECK(counts, status == NULL, "%s: initialising '%s': %s", label, b->name, tf_status_message(status));
+    tf_status_free(status);
+  }
+  return values;
+}
+
+static void free_values(void **values, int32_t n) {
+  for (int32_t i = 0; values && i < n; i++)
+    free(values[i]);
+  free(values);
+}
+
+/* ---- host copies of a plan's buffers, and the CPU kernels over them ---- */
+
+static int64_t elements(const tf_plan_buffer *b) { return b->bytes / tf_dtype_size(b->dtype); }
+
+/* f32 data as float (f64 false) or double (f64 true), every other dtype as stored. */
+typedef struct host {
+  const tf_plan *plan;
+  bool f64;
+  void **mem;
+} host;
+
+static size_t host_bytes(const tf_plan_buffer *b, bool f64) {
+  return (size_t)(b->dtype == TF_F32 && f64 ? elements(b) * 8 : b->bytes);
+}
+
+/* Every buffer zero, then the initial values where there are some. */
+static bool host_open(host *h, const tf_plan *plan, bool f64, void *const *initial) {
+  h->plan = plan;
+  h->f64 = f64;
+  h->mem = calloc((size_t)plan->n_buffers, sizeof(void *));
+  for (int32_t i = 0; h->mem && i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    h->mem[i] = calloc(1, host_bytes(b, f64) + 8);
+    if (!h->mem[i])
+      return false;
+    if (!initial[i])
+      continue;
+    if (b->dtype == TF_F32 && f64)
+      for (int64_t k = 0; k < elements(b); k++)
+        ((double *)h->mem[i])[k] = ((const float *)initial[i])[k];
+    else
+      memcpy(h->mem[i], initial[i], (size_t)b->bytes);
+  }
+  return h->mem != NULL;
+}
+
+static void host_close(host *h) {
+  free_values(h->mem, h->plan->n_buffers);
+  h->mem = NULL;
+}
+
+/* The buffer operand k of step s reads or writes (inputs, then outputs) on io half `half`. */
+static int32_t operand(const tf_plan *plan, const tf_plan_step *step, int32_t k, int32_t half) {
+  if (k >= step->n_inputs)
+    return step->outputs[k - step->n_inputs];
+  const int32_t id = step->inputs[k];
+  return half == 1 && plan->buffers[id].io_twin >= 0 ? plan->buffers[id].io_twin : id;
+}
+
+/* Runs the f32 or f64 CPU kernel of step s with operand k at data[k]. */
+static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data, const tf_run_state *run) {
+  const tf_plan_step *step = &plan->steps[s];
+  tf_cpu_tensor tensors[MAX_OPERANDS];
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+    const tf_plan_buffer *b = &plan->buffers[operand(plan, step, k, 0)];
+    tf_cpu_tensor *t = &tensors[k];
+    memset(t, 0, sizeof(*t));
+    t->data = data[k];
+    t->dtype = b->dtype;
+    t->rank = b->rank;
+    t->count = elements(b);
+    memcpy(t->shape, b->shape, sizeof(b->shape));
+  }
+  const tf_cpu_tensor *in = tensors, *out = tensors + step->n_inputs;
+  const int64_t bytes =
+      tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, THREADS, f64 ? 8 : 4);
+  void *workspace = bytes > 0 ? aligned_alloc(64, (size_t)(bytes + 63) / 64 * 64) : NULL;
+  tf_cpu_context context = {THREADS, run->optimizer_step, run->micro_step, run->seed};
+  tf_cpu_args args = {step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, workspace, bytes, &context};
+  tf_cpu_kernel_get(step->op, f64)(&args);
+  free(workspace);
+}
+
+/* Steps [begin, end) on the host's own buffers. */
+static void host_run(host *h, int32_t begin, int32_t end, int32_t half, const tf_run_state *run) {
+  for (int32_t s = begin; s < end; s++) {
+    const tf_plan_step *step = &h->plan->steps[s];
+    void *data[MAX_OPERANDS];
+    for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++)
+      data[k] = h->mem[operand(h->plan, step, k, half)];
+    cpu_step(h->plan, s, h->f64, data, run);
+  }
+}
+
+/* ---- the backend, driven through its table as tf_session drives it ---- */
+
+typedef struct device {
+  const tf_backend_vtable *backend;
+  void *state;
+  void *regions[TF_REGION_COUNT];
+} device;
+
+static tf_status device_open(device *d, const char *name, const tf_plan *plan) {
+  memset(d, 0, sizeof(*d));
+  d->backend = tf_backend_find(name);
+  if (!d->backend)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "this build has no '%s' backend", name);
+  tf_backend_options options = {0, THREADS};
+  TF_RETURN_IF_ERROR(d->backend->create(&options, &d->state));
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    if (plan->region_bytes[r] > 0)
+      TF_RETURN_IF_ERROR(d->backend->alloc_region(d->state, plan->region_bytes[r], &d->regions[r]));
+  return d->backend->prepare(d->state, plan, d->regions);
+}
+
+static void device_close(device *d) {
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    if (d->regions[r])
+      d->backend->free_region(d->state, d->regions[r]);
+  if (d->state)
+    d->backend->destroy(d->state);
+  memset(d, 0, sizeof(*d));
+}
+
+static tf_status device_upload(device *d, const tf_plan_buffer *b, const void *data) {
+  return b->bytes ? d->backend->upload(d->state, d->regions[b->region], b->offset, data, b->bytes) : NULL;
+}
+
+static tf_status device_download(device *d, const tf_plan_buffer *b, void *data) {
+  TF_RETURN_IF_ERROR(d->backend->synchronize(d->state));
+  return b->bytes ? d->backend->download(d->state, d->regions[b->region], b->offset, data, b->bytes) : NULL;
+}
+
+static tf_status device_run(device *d, int32_t begin, int32_t end, int32_t half, const tf_run_state *run) {
+  TF_RETURN_IF_ERROR(d->backend->run(d->state, begin, end, half, run));
+  return d->backend->synchronize(d->state);
+}
+
+/* ---- one plan ---- */
+
+typedef struct plan_check {
+  tf_test_counts *counts;
+  const conf_backend *backend;
+  conf_coverage *coverage;
+  const char *label;
+  const tf_plan *plan;
+  device device;
+  conf_result *result;
+} plan_check;
+
+/* The bytes the device gets for a buffer of a f64 host: f32 data rounded to float. */
+static void *device_bytes(const host *h, int32_t id) {
+  const tf_plan_buffer *b = &h->plan->buffers[id];
+  void *bytes = malloc((size_t)b->bytes + 8);
+  if (bytes && b->dtype == TF_F32)
+    for (int64_t k = 0; k < elements(b); k++)
+      ((float *)bytes)[k] = (float)((const double *)h->mem[id])[k];
+  else if (bytes)
+    memcpy(bytes, h->mem[id], (size_t)b->bytes);
+  return bytes;
+}
+
+/* Records a failed backend call (at step s, or -1 for a block of steps) and frees the status. */
+static bool device_ok(plan_check *c, tf_status status, int32_t s, const char *what) {
+  if (status && s >= 0) {
+    const tf_plan_step *step = &c->plan->steps[s];
+    CHECK(c->counts, false, "%s on %s: step %d '%s' (%s): %s: %s", c->label, c->backend->name, s, step->name,
+          tf_op_name(step->op), what, tf_status_message(status));
+  } else {
+    CHECK(c->counts, status == NULL, "%s on %s: %s: %s", c->label, c->backend->name, what, tf_status_message(status));
+  }
+  tf_status_free(status);
+  return status == NULL;
+}
+
+/* Step s alone on the backend, from the f64 state rounded to float; its outputs and in-place
+ * updates against the f64 kernel (whose results the state then carries, rounded) and the f32 one. */
+static bool check_step(plan_check *c, host *reference, int32_t s) {
+  static const tf_run_state run = {3, 5, SEED}; /* AdamW's third step, micro-batch 5 */
+  const tf_plan *plan = c->plan;
+  const tf_plan_step *step = &plan->steps[s];
+  const tf_op_info *info = tf_op_info_get(step->op);
+  const int32_t n = step->n_inputs + step->n_outputs;
+  void *cpu[MAX_OPERANDS], *ref[MAX_OPERANDS];
+  bool ok = true;
+  for (int32_t k = 0; k < n; k++) {
+    const int32_t id = operand(plan, step, k, 0);
+    const tf_plan_buffer *b = &plan->buffers[id];
+    ref[k] = reference->mem[id];
+    cpu[k] = k < step->n_inputs ? device_bytes(reference, id) : calloc(1, (size_t)b->bytes + 8);
+    if (!cpu[k]) {
+      CHECK(c->counts, false, "%s: out of host memory", c->label);
+      for (int32_t j = 0; j < k; j++)
+        free(cpu[j]);
+      return false;
+    }
+    // Shape-only inputs are not live at the step (their bytes may lie under its outputs).
+    const bool shape_only = k < step->n_inputs && k < 8 && ((info->shape_only >> k) & 1u);
+    if (ok && k < step->n_inputs && !shape_only)
+      ok = device_ok(c, device_upload(&c->device, b, cpu[k]), s, "uploading an input");
+  }
+  ok = ok && device_ok(c, device_run(&c->device, s, s + 1, 0, &run), s, "running it");
+  cpu_step(plan, s, false, cpu, &run);
+  cpu_step(plan, s, true, ref, &run);
+  conf_step_errors errors = {0, 0, 0, 0};
+  for (int32_t k = 0; ok && k < n; k++) {
+    const bool written = k >= step->n_inputs || (k < 8 && ((info->in_place >> k) & 1u));
+    if (!written)
+      continue;
+    const int32_t id = operand(plan, step, k, 0);
+    const tf_plan_buffer *b = &plan->buffers[id];
+    void *got = malloc((size_t)b->bytes + 8);
+    ok = got && device_ok(c, device_download(&c->device, b, got), s, "downloading an output");
+    if (ok)
+      conf_compare_step(c->counts, c->backend->name, c->label, plan, s, id, got, ref[k], cpu[k], &errors);
+    free(got);
+    if (b->dtype == TF_F32) /* carry the reference on as float, as the device will get it */
+      for (int64_t e = 0; e < elements(b); e++)
+        ((double *)ref[k])[e] = (float)((double *)ref[k])[e];
+  }
+  for (int32_t k = 0; k < n; k++)
+    free(cpu[k]);
+  if (ok)
+    conf_record_step(c->coverage, c->result, plan, s, &errors);
+  return ok;
+}
+
+/* What a stage of an end-to-end run compares: the graph's outputs, the loss, and the buffers outside
+ * the arena whose role is in `roles` (a mask of 1u << role). */
+enum { STAGE_OUTPUTS = 1u << TF_ROLE_COUNT, STAGE_LOSS = 2u << TF_ROLE_COUNT };
+
+static void compare_stage(plan_check *c, const host *cpu, uint32_t what, const char *stage, conf_tolerance tolerance) {
+  const tf_plan *plan = c->plan;
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    bool wanted =
+        (((what >> b->role) & 1u) && b->region != TF_REGION_ARENA) || (i == plan->loss && (what & STAGE_LOSS));
+    for (int32_t k = 0; k < plan->n_outputs && (what & STAGE_OUTPUTS); k++)
+      wanted = wanted || plan->outputs[k] == i;
+    if (!wanted || b->bytes == 0)
+      continue;
+    void *got = malloc((size_t)b->bytes + 8);
+    if (got && device_ok(c, device_download(&c->device, b, got), -1, "downloading a result"))
+      conf_compare_end(c->counts, c->backend->name, c->label, stage, b, got, cpu->mem[i], tolerance, c->result);
+    free(got);
+  }
+}
+
+/* The plan as a session runs it from the initial values (the forward pass alone, then a training
+ * step: `accumulate` micro-steps on alternating io halves and the optimizer step), against the f32
+ * kernels on the host: the outputs and loss after the forward pass, the loss and gradients after
+ * each micro-step, the parameters, optimizer state and gradients after the update. */
+static void check_end_to_end(plan_check *c, void *const *initial, conf_tolerance tolerance) {
+  const tf_plan *plan = c->plan;
+  host cpu;
+  bool ok = host_open(&cpu, plan, false, initial);
+  CHECK(c->counts, ok, "%s: out of host memory", c->label);
+  for (int32_t i = 0; ok && i < plan->n_buffers; i++)
+    if (initial[i])
+      ok = device_ok(c, device_upload(&c->device, &plan->buffers[i], initial[i]), -1, "uploading an initial value");
+  int32_t forward_end = 0;
+  while (forward_end < plan->n_steps && plan->steps[forward_end].phase == TF_PHASE_FORWARD)
+    forward_end++;
+  tf_run_state run = {1, 0, SEED};
+  if (ok && (ok = device_ok(c, device_run(&c->device, 0, forward_end, 0, &run), -1, "running the forward pass"))) {
+    host_run(&cpu, 0, forward_end, 0, &run);
+    compare_stage(c, &cpu, STAGE_OUTPUTS | STAGE_LOSS, plan->training ? "forward pass" : "inference", tolerance);
+  }
+  for (int32_t k = 0; ok && plan->training && k < plan->accumulate; k++) {
+    run.micro_step = k;
+    ok = device_ok(c, device_run(&c->device, 0, plan->micro_steps, k & 1, &run), -1, "running a micro-step");
+    host_run(&cpu, 0, plan->micro_steps, k & 1, &run);
+    char stage[32];
+    snprintf(stage, sizeof(stage), "micro-step %d", k + 1);
+    if (ok)
+      compare_stage(c, &cpu, STAGE_LOSS | 1u << TF_ROLE_GRADIENT, stage, tolerance);
+  }
+  if (ok && plan->training) {
+    run.micro_step = plan->accumulate;
+    ok = device_ok(c, device_run(&c->device, plan->micro_steps, plan->n_steps, 0, &run), -1,
+                   "running the optimizer step");
+    host_run(&cpu, plan->micro_steps, plan->n_steps, 0, &run);
+  }
+  if (ok && plan->training)
+    compare_stage(c, &cpu, 1u << TF_ROLE_PARAMETER | 1u << TF_ROLE_OPTIMIZER_STATE | 1u << TF_ROLE_GRADIENT,
+                  "optimizer step", tolerance);
+  if (cpu.mem)
+    host_close(&cpu);
+}
+
+/* What became of one plan on the backend. */
+typedef enum plan_outcome { PLAN_CHECKED, PLAN_FAILED, PLAN_REFUSED, PLAN_SKIPPED } plan_outcome;
+
+static plan_outcome check_plan(plan_check *c, const conf_settings *settings, bool step_by_step) {
+  const tf_plan *plan = c->plan;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_op op = plan->steps[s].op;
+    if (c->backend->claims && !c->backend->claims(op)) {
+      snprintf(c->result->note, sizeof(c->result->note), "skipped: %s has no %s kernel", c->backend->name,
+               tf_op_name(op));
+      c->coverage->skipped++;
+      return PLAN_SKIPPED;
+    }
+  }
+  tf_status status = device_open(&c->device, c->backend->name, plan);
+  if (settings->needs & c->backend->refuses) {
+    CHECK(c->counts, tf_status_code(status) == TF_ERR_UNSUPPORTED,
+          "%s on %s: needs what the backend refuses, yet session creation gave: %s", c->label, c->backend->name,
+          status ? tf_status_message(status) : "success");
+    snprintf(c->result->note, sizeof(c->result->note), "%s: %s",
+             status ? "refused as expected" : "was not refused (needs what the backend refuses)",
+             status ? tf_status_message(status) : "session created");
+    tf_status_free(status);
+    device_close(&c->device);
+    c->coverage->refused++;
+    return PLAN_REFUSED;
+  }
+  const bool opened = device_ok(c, status, -1, "creating a session");
+  void **initial = opened ? initial_values(c->counts, c->label, plan, &settings->data) : NULL;
+  host reference = {plan, true, NULL};
+  bool ok = initial && host_open(&reference, plan, true, initial);
+  for (int32_t s = 0; ok && step_by_step && s < plan->n_steps; s++)
+    ok = check_step(c, &reference, s);
+  if (ok)
+    check_end_to_end(c, initial, conf_tolerance_family(settings->family));
+  if (reference.mem)
+    host_close(&reference);
+  free_values(initial, plan->n_buffers);
+  device_close(&c->device);
+  return ok ? PLAN_CHECKED : PLAN_FAILED;
+}
+
+static void set_training(tf_graph *graph, conf_optimizer optimizer) {
+  tf_training_config config;
+  memset(&config, 0, sizeof(config));
+  const bool adamw = optimizer == CONF_ADAMW;
+  config.optimizer = adamw ? TF_OPTIMIZER_ADAMW : TF_OPTIMIZER_SGD;
+  config.learning_rate = adamw ? 1e-2 : 0.1;
+  config.momentum = 0.9;
+  config.weight_decay = 0.01;
+  config.clip_norm = adamw ? 0.0 : 0.5;
+  config.accumulate_steps = adamw ? 1 : 2;
+  tf_graph_set_training(graph, &config);
+}
+
+void conf_check_graph(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage, const char *label,
+                      tf_graph *graph, const conf_settings *settings) {
+  if (!graph)
+    return;
+  const struct tf_status_s *error = tf_graph_status(graph);
+  CHECK(counts, error == NULL, "%s: %s", label, tf_status_message(error));
+  if (error) {
+    tf_graph_destroy(graph);
+    return;
+  }
+  if (!settings->forward_only)
+    set_training(graph, settings->optimizer);
+  const int failed_before = counts->failed;
+  conf_result result;
+  memset(&result, 0, sizeof(result));
+  plan_outcome outcome = PLAN_CHECKED;
+  // The training plan step by step and end to end, then the inference plan end to end (step by
+  // step too when it is the only one).
+  for (int training = settings->forward_only ? 0 : 1; training >= 0 && outcome == PLAN_CHECKED; training--) {
+    tf_compile_options options = tf_compile_options_default(backend->target);
+    options.training = training;
+    tf_plan *plan = NULL;
+    tf_status status = tf_compile(graph, &options, &plan);
+    CHECK(counts, status == NULL, "%s: compiling the %s plan: %s", label, training ? "training" : "inference",
+          tf_status_message(status));
+    tf_status_free(status);
+    if (!plan)
+      break;
+    for (int32_t s = 0; s < plan->n_steps; s++)
+      coverage->in_table[plan->steps[s].op] = true;
+    plan_check check = {counts, backend, coverage, label, plan, {NULL, NULL, {NULL}}, &result};
+    outcome = check_plan(&check, settings, training || settings->forward_only);
+    result.steps += training || settings->forward_only ? plan->n_steps : 0;
+    tf_plan_destroy(plan);
+  }
+  tf_graph_destroy(graph);
+  conf_print_result(counts->failed == failed_before, backend->name, label, &result);
+}

@@ -1,0 +1,132 @@
+/* The suite's tolerances (conformance.h), in one place. Only f32 data has one: integer, f16 and
+ * bf16 outputs (casts, ids, labels) must equal the reference bit for bit.
+ *
+ * Against the f64 reference, each op is held to what a float32 implementation of it can reach, in
+ * classes (the worst of the CPU and lavapipe, measured, is well inside each; test_conformance_cpu
+ * and test_vulkan_ops print it per op):
+ *   exact    ops that only move, select or negate float values (a float input gives a float output
+ *            exactly), and zero: 0;
+ *   rounded  one or two roundings per element (add, div, dropout's scaling, an integer cast to
+ *            f32): 2.4e-7 |ref|, two ulps;
+ *   math     one libm-class function per element (and the loss gradients, a few of them): 2e-6
+ *            |ref| + 1e-6 max |ref|, the second term for results near 0 (a GPU's log is accurate
+ *            to 2^-21 absolute near 1);
+ *   sums     reductions and products: 1e-5 |ref| + 1e-5 max(1, max |ref|): float error grows with
+ *            the terms, which cancellation can leave far above the result (a loss summing to 3e-4
+ *            from terms of 1), and the data is of order 1; lavapipe's longest sum (a weight
+ *            gradient over 36,864 terms) reaches 0.7e-5 of its buffer's largest value;
+ *   update   the optimizers, a few operations on values of the parameters' scale: 2e-6 |ref| +
+ *            5e-7 max |ref|.
+ * Against the f32 CPU kernel, the tolerances are those test_cuda_ops has always used. */
+#include "conformance.h"
+
+conf_tolerance conf_tolerance_f64(tf_op op) {
+  static const conf_tolerance exact = {0, 0, 0}, rounded = {0, 2.4e-7, 0}, math = {1e-6, 2e-6, 0},
+                              sums = {1e-5, 1e-5, 1}, update = {5e-7, 2e-6, 0};
+  switch (op) {
+  case TF_OP_NEG:
+  case TF_OP_RELU:
+  case TF_OP_RELU_GRAD:
+  case TF_OP_RESHAPE:
+  case TF_OP_TRANSPOSE:
+  case TF_OP_CONCAT:
+  case TF_OP_SLICE:
+  case TF_OP_SLICE_GRAD:
+  case TF_OP_EXPAND:
+  case TF_OP_EMBEDDING:
+  case TF_OP_MAX:
+  case TF_OP_MAX_POOL2D:
+  case TF_OP_ZERO: return exact;
+  case TF_OP_CAST:
+  case TF_OP_ADD:
+  case TF_OP_SUB:
+  case TF_OP_MUL:
+  case TF_OP_DIV:
+  case TF_OP_ACCUMULATE:
+  case TF_OP_DROPOUT:
+  case TF_OP_MAX_GRAD: return rounded;
+  case TF_OP_EXP:
+  case TF_OP_LOG:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT:
+  case TF_OP_GELU:
+  case TF_OP_SILU:
+  case TF_OP_SIGMOID:
+  case TF_OP_TANH:
+  case TF_OP_GELU_GRAD:
+  case TF_OP_SILU_GRAD:
+  case TF_OP_SIGMOID_GRAD:
+  case TF_OP_TANH_GRAD:
+  case TF_OP_SOFTMAX:
+  case TF_OP_CROSS_ENTROPY_GRAD:
+  case TF_OP_MSE_GRAD:
+  case TF_OP_BCE_WITH_LOGITS_GRAD: return math;
+  case TF_OP_SGD:
+  case TF_OP_ADAMW: return update;
+  default: return sums;
+  }
+}
+
+conf_tolerance conf_tolerance_f32(tf_op op) {
+  static const conf_tolerance exact = {0, 0, 1}, math = {2e-6, 2e-5, 1}, sums = {1e-5, 1e-4, 1},
+                              update = {1e-7, 1e-6, 1};
+  switch (op) {
+  case TF_OP_NEG:
+  case TF_OP_RELU:
+  case TF_OP_RELU_GRAD:
+  case TF_OP_RESHAPE:
+  case TF_OP_TRANSPOSE:
+  case TF_OP_CONCAT:
+  case TF_OP_SLICE:
+  case TF_OP_SLICE_GRAD:
+  case TF_OP_EXPAND:
+  case TF_OP_DROPOUT:
+  case TF_OP_CAST:
+  case TF_OP_EMBEDDING:
+  case TF_OP_EMBEDDING_GRAD:
+  case TF_OP_MAX:
+  case TF_OP_MAX_GRAD:
+  case TF_OP_MAX_POOL2D:
+  case TF_OP_MAX_POOL2D_GRAD:
+  case TF_OP_AVG_POOL2D:
+  case TF_OP_AVG_POOL2D_GRAD:
+  case TF_OP_ACCUMULATE:
+  case TF_OP_ZERO:
+  case TF_OP_ADD:
+  case TF_OP_SUB:
+  case TF_OP_MUL: return exact;
+  case TF_OP_SGD:
+  case TF_OP_ADAMW: return update; /* same operations; pow() may differ in the last bit */
+  case TF_OP_DIV:
+  case TF_OP_EXP:
+  case TF_OP_LOG:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT:
+  case TF_OP_GELU:
+  case TF_OP_SILU:
+  case TF_OP_SIGMOID:
+  case TF_OP_TANH:
+  case TF_OP_GELU_GRAD:
+  case TF_OP_SILU_GRAD:
+  case TF_OP_SIGMOID_GRAD:
+  case TF_OP_TANH_GRAD:
+  case TF_OP_MSE_GRAD:
+  case TF_OP_BCE_WITH_LOGITS_GRAD: return math;
+  default: return sums;
+  }
+}
+
+/* test_vulkan_ops' families: elementwise math is within a few ulps of the CPU's libm; sums and
+ * products add in another order (tree or tile order), so their error grows with the terms; over
+ * tens of thousands of terms it grows with the largest result too (a CUDA-only case until now,
+ * held per step to max(1, max |cpu|) x 1e-5). */
+conf_tolerance conf_tolerance_family(conf_family family) {
+  static const conf_tolerance exact = {1e-6, 1e-6, -1}, math = {2e-6, 2e-5, -1}, sums = {1e-5, 1e-4, -1},
+                              long_sums = {1e-5, 1e-4, 1};
+  switch (family) {
+  case CONF_EXACT: return exact;
+  case CONF_MATH: return math;
+  case CONF_LONG_SUMS: return long_sums;
+  default: return sums;
+  }
+}
