@@ -364,33 +364,42 @@ static bool run_step(tf_test_counts *counts, const char *label, harness *h, int3
                                        label, "uploading an input"))
       return false;
   }
-  tf_cuda_run_values run = {3, 5, 11, 0};
-  tf_cuda_args args = {step->op,
-                       &step->attrs,
-                       step->n_inputs,
-                       cin,
-                       step->n_outputs,
-                       cout,
-                       h->cuda_workspace,
-                       tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, cin, step->n_outputs, cout),
-                       h->run,
-                       h->stream,
-                       h->cublas};
-  const char *unsupported = tf_cuda_kernel_check(&args);
-  CHECK(counts, unsupported == NULL, "%s: step %d (%s): %s", label, s, tf_op_name(step->op), unsupported);
-  if (unsupported || !cuda_ok(counts, cudaMemcpy(h->run, &run, sizeof(run), cudaMemcpyHostToDevice), label, "run"))
+  tf_cuda_run_values run = {.optimizer_step = 3, .micro_step = 5, .seed = 11, .reserved = 0};
+  tf_cuda_args args = {.op = step->op,
+                       .attrs = &step->attrs,
+                       .n_inputs = step->n_inputs,
+                       .inputs = cin,
+                       .n_outputs = step->n_outputs,
+                       .outputs = cout,
+                       .workspace = h->cuda_workspace,
+                       .workspace_bytes =
+                           tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, cin, step->n_outputs, cout),
+                       .run = h->run,
+                       .stream = h->stream,
+                       .cublas = h->cublas};
+  tf_status unsupported = tf_cuda_kernel_check(&args);
+  CHECK(counts, unsupported == NULL, "%s: step %d: %s", label, s, tf_status_message(unsupported));
+  const bool supported = unsupported == NULL;
+  tf_status_free(unsupported);
+  if (!supported || !cuda_ok(counts, cudaMemcpy(h->run, &run, sizeof(run), cudaMemcpyHostToDevice), label, "run"))
     return false;
-  const char *error = tf_cuda_kernel_launch(&args);
-  CHECK(counts, error == NULL, "%s: step %d '%s' (%s): launch: %s", label, s, step->name, tf_op_name(step->op), error);
-  if (error || !cuda_ok(counts, cudaStreamSynchronize(h->stream), label, tf_op_name(step->op)))
+  tf_status error = tf_cuda_kernel_launch(&args);
+  CHECK(counts, error == NULL, "%s: step %d '%s': %s", label, s, step->name, tf_status_message(error));
+  const bool launched = error == NULL;
+  tf_status_free(error);
+  if (!launched || !cuda_ok(counts, cudaStreamSynchronize(h->stream), label, tf_op_name(step->op)))
     return false;
-  tf_cpu_context context = {2, 3, 5, 11};
-  tf_cpu_args cpu = {
-      step->op,         &step->attrs,
-      step->n_inputs,   in,
-      step->n_outputs,  out,
-      h->cpu_workspace, tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, 2, 4),
-      &context};
+  tf_cpu_context context = {.threads = 2, .optimizer_step = 3, .micro_step = 5, .seed = 11};
+  tf_cpu_args cpu = {.op = step->op,
+                     .attrs = &step->attrs,
+                     .n_inputs = step->n_inputs,
+                     .inputs = in,
+                     .n_outputs = step->n_outputs,
+                     .outputs = out,
+                     .workspace = h->cpu_workspace,
+                     .workspace_bytes =
+                         tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, 2, 4),
+                     .context = &context};
   tf_cpu_kernel_get(step->op, false)(&cpu);
   double worst = 0;
   for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {

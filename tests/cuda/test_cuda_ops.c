@@ -383,6 +383,20 @@ static void cpu_cast(const tf_cpu_tensor *x, const tf_cpu_tensor *y) {
   tf_cpu_kernel_get(TF_OP_CAST, false)(&args);
 }
 
+/* Uploads `bytes` of `host` to `device`, launches `args`, then downloads `result_bytes` of `result` into
+ * `back`: NULL, or the first failure (the caller frees it). */
+static tf_status round_trip(const tf_cuda_args *args, void *device, const void *host, size_t bytes, void *back,
+                            const void *result, size_t result_bytes) {
+  cudaError_t error = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+  if (error != cudaSuccess)
+    return tf_status_new(TF_ERR_BACKEND, "upload: %s", cudaGetErrorString(error));
+  TF_RETURN_IF_ERROR(tf_cuda_kernel_launch(args));
+  error = cudaMemcpy(back, result, result_bytes, cudaMemcpyDeviceToHost);
+  if (error != cudaSuccess)
+    return tf_status_new(TF_ERR_BACKEND, "download: %s", cudaGetErrorString(error));
+  return NULL;
+}
+
 static void test_cast_matrix(void) {
   const tf_dtype dtypes[] = {TF_F32, TF_F16, TF_BF16, TF_I32, TF_I64, TF_U8};
   char *device = NULL;
@@ -406,15 +420,14 @@ static void test_cast_matrix(void) {
       memset(&attrs, 0, sizeof(attrs));
       attrs.kind = TF_ATTR_CAST;
       attrs.u.cast.to = dtypes[to];
-      tf_cuda_args args = {TF_OP_CAST, &attrs, 1, &cx, 1, &cy, NULL, 0, NULL, NULL, NULL};
+      tf_cuda_args args = {
+          .op = TF_OP_CAST, .attrs = &attrs, .n_inputs = 1, .inputs = &cx, .n_outputs = 1, .outputs = &cy};
       const int64_t from_bytes = N_SPECIALS * tf_dtype_size(dtypes[from]),
                     to_bytes = N_SPECIALS * tf_dtype_size(dtypes[to]);
-      const char *error = cudaMemcpy(device, source, (size_t)from_bytes, cudaMemcpyHostToDevice) == cudaSuccess
-                              ? tf_cuda_kernel_launch(&args)
-                              : "upload";
-      if (!error && cudaMemcpy(actual, cy.data, (size_t)to_bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-        error = "download";
-      CHECK(&counts, error == NULL, "cast %s -> %s: %s", tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]), error);
+      tf_status error = round_trip(&args, device, source, (size_t)from_bytes, actual, cy.data, (size_t)to_bytes);
+      CHECK(&counts, error == NULL, "cast %s -> %s: %s", tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]),
+            tf_status_message(error));
+      tf_status_free(error);
       CHECK(&counts, memcmp(expected, actual, (size_t)to_bytes) == 0, "cast %s -> %s differs from the CPU's",
             tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]));
       pairs++;
@@ -438,14 +451,12 @@ static void test_reshape_alias(void) {
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_SHAPE;
-  tf_cuda_args args = {TF_OP_RESHAPE, &attrs, 1, &x, 1, &y, NULL, 0, NULL, NULL, NULL};
-  const char *error = cudaMemcpy(device, host, sizeof(host), cudaMemcpyHostToDevice) == cudaSuccess
-                          ? tf_cuda_kernel_launch(&args)
-                          : "upload";
-  if (!error && cudaMemcpy(back, device, sizeof(back), cudaMemcpyDeviceToHost) != cudaSuccess)
-    error = "download";
+  tf_cuda_args args = {
+      .op = TF_OP_RESHAPE, .attrs = &attrs, .n_inputs = 1, .inputs = &x, .n_outputs = 1, .outputs = &y};
+  tf_status error = round_trip(&args, device, host, sizeof(host), back, device, sizeof(back));
   CHECK(&counts, error == NULL && memcmp(host, back, sizeof(host)) == 0, "reshape onto its input: %s",
-        error ? error : "changed the data");
+        error ? tf_status_message(error) : "changed the data");
+  tf_status_free(error);
   printf("ok   reshape onto its own input is a no-op\n");
   cudaFree(device);
 }
