@@ -402,9 +402,10 @@ static void test_losses(void) {
  * invocation: steps that could need more are refused (vk_check_loops), not run wrong. */
 static bool on_lavapipe(void) {
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
+  CHECK(&counts, status == NULL, "vulkan backend: %s", tf_status_message(status));
   bool lavapipe = !status && strstr(tf_vulkan_device_name(state), "llvmpipe") != NULL;
   tf_status_free(status);
   if (state)
@@ -547,5 +548,6 @@ int main(void) {
   test_attention();
   test_losses();
   test_refusals();
+  parity_check_validation(&counts);
   return tf_test_finish("vulkan ops", &counts);
 }

@@ -377,5 +377,6 @@ int main(void) {
   test_optimizer("adamw, weight decay 0.1, eps 1e-2", TF_OPTIMIZER_ADAMW, 0.0);
   test_memory();
   test_checkpoint();
+  parity_check_validation(&counts);
   return tf_test_finish("vulkan training", &counts);
 }
