@@ -86,8 +86,10 @@ static tf_status vulkan_synchronize(void *state) { return vk_validation_status(s
 
 tf_vulkan_memory tf_vulkan_memory_use(void *state) {
   const vk_state *vk = state;
-  tf_vulkan_memory m = {vk->region_bytes, vk->staging.bytes + vk->run_state.bytes, vk->allocations,
-                        vk->live_allocations};
+  tf_vulkan_memory m = {.region_bytes = vk->region_bytes,
+                        .overhead_bytes = vk->staging.bytes + vk->run_state.bytes,
+                        .allocations = vk->allocations,
+                        .live_allocations = vk->live_allocations};
   return m;
 }
 

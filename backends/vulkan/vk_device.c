@@ -123,7 +123,12 @@ static tf_status create_instance(vk_state *vk) {
                          "vulkan: TIGHTFIT_VULKAN_VALIDATION=1 but the layer %s is not installed "
                          "(vulkan-validationlayers)",
                          VALIDATION_LAYER);
-  VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO, NULL, "tightfit", 1, "tightfit", 1, VK_API_VERSION_1_1};
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                           .pApplicationName = "tightfit",
+                           .applicationVersion = 1,
+                           .pEngineName = "tightfit",
+                           .engineVersion = 1,
+                           .apiVersion = VK_API_VERSION_1_1};
   const char *layers[] = {VALIDATION_LAYER};
   const char *extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
   VkDebugUtilsMessengerCreateInfoEXT messenger = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
@@ -184,16 +189,18 @@ static tf_status check_limits(const VkPhysicalDeviceProperties *p) {
     const char *name;
     uint64_t have, need;
   } checks[] = {
-      {"maxPerStageDescriptorStorageBuffers", l->maxPerStageDescriptorStorageBuffers, VK_OPERANDS + 1},
-      {"maxDescriptorSetStorageBuffers", l->maxDescriptorSetStorageBuffers, VK_OPERANDS + 1},
-      {"maxPushConstantsSize", l->maxPushConstantsSize, VK_PUSH_WORDS * 4},
-      {"maxComputeWorkGroupInvocations", l->maxComputeWorkGroupInvocations, VK_INVOCATIONS},
-      {"maxComputeWorkGroupSize[0]", l->maxComputeWorkGroupSize[0], VK_INVOCATIONS},
-      {"maxComputeWorkGroupSize[1]", l->maxComputeWorkGroupSize[1], 16},
-      {"maxComputeSharedMemorySize", l->maxComputeSharedMemorySize, 16384},
-      {"maxComputeWorkGroupCount[0]", l->maxComputeWorkGroupCount[0], VK_GROUP_LIMIT},
-      {"maxComputeWorkGroupCount[1]", l->maxComputeWorkGroupCount[1], VK_GROUP_LIMIT},
-      {"maxComputeWorkGroupCount[2]", l->maxComputeWorkGroupCount[2], VK_GROUP_LIMIT},
+      {.name = "maxPerStageDescriptorStorageBuffers",
+       .have = l->maxPerStageDescriptorStorageBuffers,
+       .need = VK_OPERANDS + 1},
+      {.name = "maxDescriptorSetStorageBuffers", .have = l->maxDescriptorSetStorageBuffers, .need = VK_OPERANDS + 1},
+      {.name = "maxPushConstantsSize", .have = l->maxPushConstantsSize, .need = VK_PUSH_WORDS * 4},
+      {.name = "maxComputeWorkGroupInvocations", .have = l->maxComputeWorkGroupInvocations, .need = VK_INVOCATIONS},
+      {.name = "maxComputeWorkGroupSize[0]", .have = l->maxComputeWorkGroupSize[0], .need = VK_INVOCATIONS},
+      {.name = "maxComputeWorkGroupSize[1]", .have = l->maxComputeWorkGroupSize[1], .need = 16},
+      {.name = "maxComputeSharedMemorySize", .have = l->maxComputeSharedMemorySize, .need = 16384},
+      {.name = "maxComputeWorkGroupCount[0]", .have = l->maxComputeWorkGroupCount[0], .need = VK_GROUP_LIMIT},
+      {.name = "maxComputeWorkGroupCount[1]", .have = l->maxComputeWorkGroupCount[1], .need = VK_GROUP_LIMIT},
+      {.name = "maxComputeWorkGroupCount[2]", .have = l->maxComputeWorkGroupCount[2], .need = VK_GROUP_LIMIT},
   };
   for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
     if (checks[i].have < checks[i].need)

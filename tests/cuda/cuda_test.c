@@ -144,7 +144,7 @@ tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t
                                double *loss) {
   *loss = 0;
   for (int32_t k = 0; k < plan->accumulate; k++) {
-    cuda_test_data data = {1000 + (uint64_t)(first_batch + k), int_high, INT32_MIN};
+    cuda_test_data data = {.seed = 1000 + (uint64_t)(first_batch + k), .int_high = int_high, .int_special = INT32_MIN};
     double micro = 0;
     TF_RETURN_IF_ERROR(cuda_test_feed(session, plan, &data));
     TF_RETURN_IF_ERROR(tf_session_micro_step(session, &micro));
@@ -156,7 +156,8 @@ tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t
 /* ---- tolerances ---- */
 
 cuda_tolerance cuda_test_tolerance(tf_op op) {
-  static const cuda_tolerance exact = {0, 0}, math = {2e-6, 2e-5}, sums = {1e-5, 1e-4}, update = {1e-7, 1e-6};
+  static const cuda_tolerance exact = {.atol = 0, .rtol = 0}, math = {.atol = 2e-6, .rtol = 2e-5},
+                              sums = {.atol = 1e-5, .rtol = 1e-4}, update = {.atol = 1e-7, .rtol = 1e-6};
   switch (op) {
   case TF_OP_NEG:
   case TF_OP_RELU:

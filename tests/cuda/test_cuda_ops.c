@@ -51,7 +51,7 @@ static void run_variant(const char *label, tf_graph *g, cuda_test_data data, var
 
 static void run(const char *label, tf_graph *g, cuda_test_data data) { run_variant(label, g, data, SGD); }
 
-static const cuda_test_data FLOATS = {1, 0, INT32_MIN};
+static const cuda_test_data FLOATS = {.seed = 1, .int_high = 0, .int_special = INT32_MIN};
 
 static void test_matmul(void) {
   struct {
@@ -59,19 +59,45 @@ static void test_matmul(void) {
     tf_shape a, b;
     bool ta, tb;
   } cases[] = {
-      {"matmul [13,67]x[67,29]", TF_SHAPE(d(13), d(67)), TF_SHAPE(d(67), d(29)), false, false},
-      {"matmul A^T", TF_SHAPE(d(67), d(13)), TF_SHAPE(d(67), d(29)), true, false},
-      {"matmul B^T", TF_SHAPE(d(13), d(67)), TF_SHAPE(d(29), d(67)), false, true},
-      {"matmul A^T B^T", TF_SHAPE(d(67), d(13)), TF_SHAPE(d(29), d(67)), true, true},
-      {"matmul [1,1]x[1,1]", TF_SHAPE(d(1), d(1)), TF_SHAPE(d(1), d(1)), false, false},
-      {"matmul batched [3,13,67]x[3,67,29]", TF_SHAPE(d(3), d(13), d(67)), TF_SHAPE(d(3), d(67), d(29)), false, false},
-      {"matmul linear [2,3,13,5]x[5,7]", TF_SHAPE(d(2), d(3), d(13), d(5)), TF_SHAPE(d(5), d(7)), false, false},
-      {"matmul broadcast [1,3,13,5]x[2,1,5,7]", TF_SHAPE(d(1), d(3), d(13), d(5)), TF_SHAPE(d(2), d(1), d(5), d(7)),
-       false, false},
-      {"matmul broadcast A^T [3,5,13]x[5,7]", TF_SHAPE(d(3), d(5), d(13)), TF_SHAPE(d(5), d(7)), true, false},
-      {"matmul [2,1,3,4,6]x[3,1,6,5] (loops)", TF_SHAPE(d(2), d(1), d(3), d(4), d(6)), TF_SHAPE(d(3), d(1), d(6), d(5)),
-       false, false},
-      {"matmul [131,257]x[257,65]", TF_SHAPE(d(131), d(257)), TF_SHAPE(d(257), d(65)), false, false},
+      {.label = "matmul [13,67]x[67,29]",
+       .a = TF_SHAPE(d(13), d(67)),
+       .b = TF_SHAPE(d(67), d(29)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul A^T", .a = TF_SHAPE(d(67), d(13)), .b = TF_SHAPE(d(67), d(29)), .ta = true, .tb = false},
+      {.label = "matmul B^T", .a = TF_SHAPE(d(13), d(67)), .b = TF_SHAPE(d(29), d(67)), .ta = false, .tb = true},
+      {.label = "matmul A^T B^T", .a = TF_SHAPE(d(67), d(13)), .b = TF_SHAPE(d(29), d(67)), .ta = true, .tb = true},
+      {.label = "matmul [1,1]x[1,1]", .a = TF_SHAPE(d(1), d(1)), .b = TF_SHAPE(d(1), d(1)), .ta = false, .tb = false},
+      {.label = "matmul batched [3,13,67]x[3,67,29]",
+       .a = TF_SHAPE(d(3), d(13), d(67)),
+       .b = TF_SHAPE(d(3), d(67), d(29)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul linear [2,3,13,5]x[5,7]",
+       .a = TF_SHAPE(d(2), d(3), d(13), d(5)),
+       .b = TF_SHAPE(d(5), d(7)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul broadcast [1,3,13,5]x[2,1,5,7]",
+       .a = TF_SHAPE(d(1), d(3), d(13), d(5)),
+       .b = TF_SHAPE(d(2), d(1), d(5), d(7)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul broadcast A^T [3,5,13]x[5,7]",
+       .a = TF_SHAPE(d(3), d(5), d(13)),
+       .b = TF_SHAPE(d(5), d(7)),
+       .ta = true,
+       .tb = false},
+      {.label = "matmul [2,1,3,4,6]x[3,1,6,5] (loops)",
+       .a = TF_SHAPE(d(2), d(1), d(3), d(4), d(6)),
+       .b = TF_SHAPE(d(3), d(1), d(6), d(5)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul [131,257]x[257,65]",
+       .a = TF_SHAPE(d(131), d(257)),
+       .b = TF_SHAPE(d(257), d(65)),
+       .ta = false,
+       .tb = false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "matmul");
@@ -127,17 +153,94 @@ static void test_reductions(void) {
     bool keepdims;
     int64_t a, b, c;
   } cases[] = {
-      {"sum axis 0 [5,7,11]", TF_OP_SUM, {0}, 1, false, 5, 7, 11},
-      {"sum axes 1,2 keepdims", TF_OP_SUM, {1, 2}, 2, true, 5, 7, 11},
-      {"sum all [5,7,11]", TF_OP_SUM, {0}, 0, false, 5, 7, 11},
-      {"sum all [3,300,257] (partials)", TF_OP_SUM, {0}, 0, false, 3, 300, 257},
-      {"sum axes 0,2 (strided)", TF_OP_SUM, {0, 2}, 2, false, 5, 7, 11},
-      {"sum axis 0 [1000,3,7] (split columns)", TF_OP_SUM, {0}, 1, false, 1000, 3, 7},
-      {"mean axis -1", TF_OP_MEAN, {-1}, 1, false, 5, 7, 11},
-      {"mean axes 0,2 keepdims", TF_OP_MEAN, {0, 2}, 2, true, 5, 7, 11},
-      {"max axis 1 (+ max_grad)", TF_OP_MAX, {1}, 1, false, 5, 7, 11},
-      {"max axis 2 (+ max_grad)", TF_OP_MAX, {2}, 1, false, 5, 7, 11},
-      {"max all (+ max_grad)", TF_OP_MAX, {0}, 0, false, 5, 7, 11},
+      {.label = "sum axis 0 [5,7,11]",
+       .op = TF_OP_SUM,
+       .axes = {0},
+       .n_axes = 1,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "sum axes 1,2 keepdims",
+       .op = TF_OP_SUM,
+       .axes = {1, 2},
+       .n_axes = 2,
+       .keepdims = true,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "sum all [5,7,11]",
+       .op = TF_OP_SUM,
+       .axes = {0},
+       .n_axes = 0,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "sum all [3,300,257] (partials)",
+       .op = TF_OP_SUM,
+       .axes = {0},
+       .n_axes = 0,
+       .keepdims = false,
+       .a = 3,
+       .b = 300,
+       .c = 257},
+      {.label = "sum axes 0,2 (strided)",
+       .op = TF_OP_SUM,
+       .axes = {0, 2},
+       .n_axes = 2,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "sum axis 0 [1000,3,7] (split columns)",
+       .op = TF_OP_SUM,
+       .axes = {0},
+       .n_axes = 1,
+       .keepdims = false,
+       .a = 1000,
+       .b = 3,
+       .c = 7},
+      {.label = "mean axis -1",
+       .op = TF_OP_MEAN,
+       .axes = {-1},
+       .n_axes = 1,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "mean axes 0,2 keepdims",
+       .op = TF_OP_MEAN,
+       .axes = {0, 2},
+       .n_axes = 2,
+       .keepdims = true,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "max axis 1 (+ max_grad)",
+       .op = TF_OP_MAX,
+       .axes = {1},
+       .n_axes = 1,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "max axis 2 (+ max_grad)",
+       .op = TF_OP_MAX,
+       .axes = {2},
+       .n_axes = 1,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
+      {.label = "max all (+ max_grad)",
+       .op = TF_OP_MAX,
+       .axes = {0},
+       .n_axes = 0,
+       .keepdims = false,
+       .a = 5,
+       .b = 7,
+       .c = 11},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "reduce");
@@ -197,16 +300,34 @@ static void test_embedding_and_layout(void) {
     int32_t special;
     tf_dtype ids;
   } cases[] = {
-      {"embedding (+ grad) [3,5] ids, [11,7]", 3, 5, 11, 7, INT32_MIN, TF_I32},
-      {"embedding, out-of-range ids (+ grad)", 3, 5, 11, 7, -1, TF_I32},
-      {"embedding i64 ids [4,300] of 50 (global sort)", 4, 300, 50, 33, INT32_MIN, TF_I64},
+      {.label = "embedding (+ grad) [3,5] ids, [11,7]",
+       .n = 3,
+       .t = 5,
+       .vocab = 11,
+       .depth = 7,
+       .special = INT32_MIN,
+       .ids = TF_I32},
+      {.label = "embedding, out-of-range ids (+ grad)",
+       .n = 3,
+       .t = 5,
+       .vocab = 11,
+       .depth = 7,
+       .special = -1,
+       .ids = TF_I32},
+      {.label = "embedding i64 ids [4,300] of 50 (global sort)",
+       .n = 4,
+       .t = 300,
+       .vocab = 50,
+       .depth = 33,
+       .special = INT32_MIN,
+       .ids = TF_I64},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "embedding");
     tf_tensor_id ids = tf_graph_input(g, "ids", cases[i].ids, TF_SHAPE(d(cases[i].n), d(cases[i].t)));
     tf_test_finish_probe(
         g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(cases[i].vocab), d(cases[i].depth)))));
-    cuda_test_data data = {2, (int32_t)cases[i].vocab, cases[i].special};
+    cuda_test_data data = {.seed = 2, .int_high = (int32_t)cases[i].vocab, .int_special = cases[i].special};
     run(cases[i].label, g, data);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "reshape");
@@ -242,42 +363,42 @@ static void test_conv_and_pool(void) {
     tf_conv_attrs attrs;
     bool bias, transpose;
   } cases[] = {
-      {"conv2d 3x3 pad 1 [2,3,9,11]",
-       TF_SHAPE(d(2), d(3), d(9), d(11)),
-       TF_SHAPE(d(4), d(3), d(3), d(3)),
-       {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1},
-       true,
-       false},
-      {"conv2d stride 2 dilation 2",
-       TF_SHAPE(d(2), d(3), d(13), d(10)),
-       TF_SHAPE(d(5), d(3), d(3), d(2)),
-       {{2, 2}, {0, 1}, {2, 2}, {0, 0}, 1},
-       false,
-       false},
-      {"conv2d groups 2, 1x1 (direct)",
-       TF_SHAPE(d(3), d(4), d(7), d(7)),
-       TF_SHAPE(d(6), d(2), d(1), d(1)),
-       {{1, 1}, {0, 0}, {1, 1}, {0, 0}, 2},
-       true,
-       false},
-      {"conv2d groups 2, 3x3 stride 3",
-       TF_SHAPE(d(1), d(4), d(8), d(7)),
-       TF_SHAPE(d(6), d(2), d(3), d(3)),
-       {{3, 3}, {1, 1}, {1, 1}, {0, 0}, 2},
-       false,
-       false},
-      {"conv2d [9,16,64,64] 3x3 (2 im2col chunks)",
-       TF_SHAPE(d(9), d(16), d(64), d(64)),
-       TF_SHAPE(d(3), d(16), d(3), d(3)),
-       {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1},
-       true,
-       false},
-      {"conv_transpose2d stride 2 pad 1 out_pad 1",
-       TF_SHAPE(d(2), d(4), d(5), d(6)),
-       TF_SHAPE(d(4), d(3), d(3), d(3)),
-       {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1},
-       true,
-       true},
+      {.label = "conv2d 3x3 pad 1 [2,3,9,11]",
+       .x = TF_SHAPE(d(2), d(3), d(9), d(11)),
+       .w = TF_SHAPE(d(4), d(3), d(3), d(3)),
+       .attrs = {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 1},
+       .bias = true,
+       .transpose = false},
+      {.label = "conv2d stride 2 dilation 2",
+       .x = TF_SHAPE(d(2), d(3), d(13), d(10)),
+       .w = TF_SHAPE(d(5), d(3), d(3), d(2)),
+       .attrs = {.stride = {2, 2}, .padding = {0, 1}, .dilation = {2, 2}, .output_padding = {0, 0}, .groups = 1},
+       .bias = false,
+       .transpose = false},
+      {.label = "conv2d groups 2, 1x1 (direct)",
+       .x = TF_SHAPE(d(3), d(4), d(7), d(7)),
+       .w = TF_SHAPE(d(6), d(2), d(1), d(1)),
+       .attrs = {.stride = {1, 1}, .padding = {0, 0}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 2},
+       .bias = true,
+       .transpose = false},
+      {.label = "conv2d groups 2, 3x3 stride 3",
+       .x = TF_SHAPE(d(1), d(4), d(8), d(7)),
+       .w = TF_SHAPE(d(6), d(2), d(3), d(3)),
+       .attrs = {.stride = {3, 3}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 2},
+       .bias = false,
+       .transpose = false},
+      {.label = "conv2d [9,16,64,64] 3x3 (2 im2col chunks)",
+       .x = TF_SHAPE(d(9), d(16), d(64), d(64)),
+       .w = TF_SHAPE(d(3), d(16), d(3), d(3)),
+       .attrs = {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 1},
+       .bias = true,
+       .transpose = false},
+      {.label = "conv_transpose2d stride 2 pad 1 out_pad 1",
+       .x = TF_SHAPE(d(2), d(4), d(5), d(6)),
+       .w = TF_SHAPE(d(4), d(3), d(3), d(3)),
+       .attrs = {.stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {1, 1}, .groups = 1},
+       .bias = true,
+       .transpose = true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "conv");
@@ -298,10 +419,18 @@ static void test_conv_and_pool(void) {
     tf_op op;
     tf_pool_attrs attrs;
   } pools[] = {
-      {"max_pool2d 2x2 stride 2 [2,3,9,7]", TF_OP_MAX_POOL2D, {{2, 2}, {2, 2}, {0, 0}}},
-      {"max_pool2d 3x3 stride 2 pad 1", TF_OP_MAX_POOL2D, {{3, 3}, {2, 2}, {1, 1}}},
-      {"avg_pool2d 3x3 stride 1 pad 1", TF_OP_AVG_POOL2D, {{3, 3}, {1, 1}, {1, 1}}},
-      {"avg_pool2d 2x3 stride 2", TF_OP_AVG_POOL2D, {{2, 3}, {2, 2}, {0, 0}}},
+      {.label = "max_pool2d 2x2 stride 2 [2,3,9,7]",
+       .op = TF_OP_MAX_POOL2D,
+       .attrs = {.kernel = {2, 2}, .stride = {2, 2}, .padding = {0, 0}}},
+      {.label = "max_pool2d 3x3 stride 2 pad 1",
+       .op = TF_OP_MAX_POOL2D,
+       .attrs = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}},
+      {.label = "avg_pool2d 3x3 stride 1 pad 1",
+       .op = TF_OP_AVG_POOL2D,
+       .attrs = {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}},
+      {.label = "avg_pool2d 2x3 stride 2",
+       .op = TF_OP_AVG_POOL2D,
+       .attrs = {.kernel = {2, 3}, .stride = {2, 2}, .padding = {0, 0}}},
   };
   for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
     g = tf_test_graph_begin(&counts, "pool");
@@ -318,14 +447,34 @@ static void test_attention(void) {
     int32_t heads;
     bool causal;
   } cases[] = {
-      {"attention [2,5,12] 3 heads", 5, 5, 12, 3, false},
-      {"attention causal [2,7,12] 3 heads", 7, 7, 12, 3, true},
-      {"attention Tq 5, Tk 9, 2 heads of 7", 5, 9, 14, 2, false},
-      {"attention causal Tq 9 > Tk 4", 9, 4, 8, 1, true},
-      {"attention causal T 70, heads of 64", 70, 70, 128, 2, true},
-      {"attention Tq 37, Tk 45, head of 100", 37, 45, 100, 1, false},
-      {"attention causal T 33, head of 200", 33, 33, 200, 1, true},
-      {"attention T 40, head of 300", 40, 40, 300, 1, false},
+      {.label = "attention [2,5,12] 3 heads", .queries = 5, .keys = 5, .width = 12, .heads = 3, .causal = false},
+      {.label = "attention causal [2,7,12] 3 heads", .queries = 7, .keys = 7, .width = 12, .heads = 3, .causal = true},
+      {.label = "attention Tq 5, Tk 9, 2 heads of 7",
+       .queries = 5,
+       .keys = 9,
+       .width = 14,
+       .heads = 2,
+       .causal = false},
+      {.label = "attention causal Tq 9 > Tk 4", .queries = 9, .keys = 4, .width = 8, .heads = 1, .causal = true},
+      {.label = "attention causal T 70, heads of 64",
+       .queries = 70,
+       .keys = 70,
+       .width = 128,
+       .heads = 2,
+       .causal = true},
+      {.label = "attention Tq 37, Tk 45, head of 100",
+       .queries = 37,
+       .keys = 45,
+       .width = 100,
+       .heads = 1,
+       .causal = false},
+      {.label = "attention causal T 33, head of 200",
+       .queries = 33,
+       .keys = 33,
+       .width = 200,
+       .heads = 1,
+       .causal = true},
+      {.label = "attention T 40, head of 300", .queries = 40, .keys = 40, .width = 300, .heads = 1, .causal = false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "attention");
@@ -342,13 +491,13 @@ static void test_losses(void) {
     tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
     tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(9)));
     tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(9), d(13))), labels, -100));
-    cuda_test_data data = {3, 13, ignore ? -100 : INT32_MIN};
+    cuda_test_data data = {.seed = 3, .int_high = 13, .int_special = ignore ? -100 : INT32_MIN};
     run(ignore ? "cross_entropy, ignore_index (+ grad)" : "cross_entropy (+ grad) [9,13]", g, data);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I64, TF_SHAPE(d(2), d(300)));
   tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
-  cuda_test_data data = {4, 67, INT32_MIN};
+  cuda_test_data data = {.seed = 4, .int_high = 67, .int_special = INT32_MIN};
   run_variant("cross_entropy i64 labels [2,300,67] (+ grad)", g, data, ADAMW);
   for (int bce = 0; bce < 2; bce++) {
     g = tf_test_graph_begin(&counts, "pair loss");
@@ -378,8 +527,9 @@ static void cpu_cast(const tf_cpu_tensor *x, const tf_cpu_tensor *y) {
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_CAST;
   attrs.u.cast.to = y->dtype;
-  tf_cpu_context context = {1, 1, 0, 0};
-  tf_cpu_args args = {TF_OP_CAST, &attrs, 1, x, 1, y, NULL, 0, &context};
+  tf_cpu_context context = {.threads = 1, .optimizer_step = 1, .micro_step = 0, .seed = 0};
+  tf_cpu_args args = {
+      .op = TF_OP_CAST, .attrs = &attrs, .n_inputs = 1, .inputs = x, .n_outputs = 1, .outputs = y, .context = &context};
   tf_cpu_kernel_get(TF_OP_CAST, false)(&args);
 }
 
@@ -414,8 +564,10 @@ static void test_cast_matrix(void) {
       tf_cpu_tensor y = host_tensor(expected, dtypes[to]);
       cpu_cast(&specials, &x); /* the specials as `from` values, by the CPU's rules */
       cpu_cast(&x, &y);
-      tf_cuda_tensor cx = {device, dtypes[from], 1, {N_SPECIALS}, N_SPECIALS};
-      tf_cuda_tensor cy = {device + 8 * N_SPECIALS, dtypes[to], 1, {N_SPECIALS}, N_SPECIALS};
+      tf_cuda_tensor cx = {
+          .data = device, .dtype = dtypes[from], .rank = 1, .shape = {N_SPECIALS}, .count = N_SPECIALS};
+      tf_cuda_tensor cy = {
+          .data = device + 8 * N_SPECIALS, .dtype = dtypes[to], .rank = 1, .shape = {N_SPECIALS}, .count = N_SPECIALS};
       tf_attrs attrs;
       memset(&attrs, 0, sizeof(attrs));
       attrs.kind = TF_ATTR_CAST;
@@ -447,7 +599,8 @@ static void test_reshape_alias(void) {
     CHECK(&counts, false, "reshape alias: cudaMalloc");
     return;
   }
-  tf_cuda_tensor x = {device, TF_F32, 2, {3, 4}, 12}, y = {device, TF_F32, 2, {2, 6}, 12};
+  tf_cuda_tensor x = {.data = device, .dtype = TF_F32, .rank = 2, .shape = {3, 4}, .count = 12};
+  tf_cuda_tensor y = {.data = device, .dtype = TF_F32, .rank = 2, .shape = {2, 6}, .count = 12};
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_SHAPE;

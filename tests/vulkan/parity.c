@@ -45,7 +45,7 @@ int parity_vulkan_available(void) {
     printf("SKIP: this build has no Vulkan backend\n");
     return 77;
   }
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
   if (status && strstr(tf_status_message(status), "VK_LAYER_KHRONOS_validation")) {

@@ -17,9 +17,9 @@ static tf_test_counts counts;
 
 /* Tolerances, stated per family: elementwise math is within a few ulps of the CPU's libm; sums
  * and products add in another order (tree or tile order), so their error grows with the terms. */
-static const parity_tolerance EXACT = {1e-6, 1e-6};
-static const parity_tolerance MATH = {2e-6, 2e-5};
-static const parity_tolerance SUMS = {1e-5, 1e-4};
+static const parity_tolerance EXACT = {.atol = 1e-6, .rtol = 1e-6};
+static const parity_tolerance MATH = {.atol = 2e-6, .rtol = 2e-5};
+static const parity_tolerance SUMS = {.atol = 1e-5, .rtol = 1e-4};
 
 static void run(const char *label, tf_graph *g, parity_data data, parity_tolerance tolerance) {
   if (!g)
@@ -31,7 +31,7 @@ static void run(const char *label, tf_graph *g, parity_data data, parity_toleran
   tf_graph_destroy(g);
 }
 
-static const parity_data FLOATS = {1, 0, INT32_MIN};
+static const parity_data FLOATS = {.seed = 1, .int_high = 0, .int_special = INT32_MIN};
 
 static void test_matmul(void) {
   struct {
@@ -39,17 +39,48 @@ static void test_matmul(void) {
     tf_shape a, b;
     bool ta, tb;
   } cases[] = {
-      {"matmul [13,67]x[67,29]", TF_SHAPE(d(13), d(67)), TF_SHAPE(d(67), d(29)), false, false},
-      {"matmul A^T [67,13]", TF_SHAPE(d(67), d(13)), TF_SHAPE(d(67), d(29)), true, false},
-      {"matmul B^T [29,67]", TF_SHAPE(d(13), d(67)), TF_SHAPE(d(29), d(67)), false, true},
-      {"matmul A^T B^T", TF_SHAPE(d(67), d(13)), TF_SHAPE(d(29), d(67)), true, true},
-      {"matmul [1,1]x[1,1]", TF_SHAPE(d(1), d(1)), TF_SHAPE(d(1), d(1)), false, false},
-      {"matmul batched [3,13,67]x[3,67,29]", TF_SHAPE(d(3), d(13), d(67)), TF_SHAPE(d(3), d(67), d(29)), false, false},
-      {"matmul linear [2,3,13,5]x[5,7]", TF_SHAPE(d(2), d(3), d(13), d(5)), TF_SHAPE(d(5), d(7)), false, false},
-      {"matmul broadcast [1,3,13,5]x[2,1,5,7]", TF_SHAPE(d(1), d(3), d(13), d(5)), TF_SHAPE(d(2), d(1), d(5), d(7)),
-       false, false},
-      {"matmul broadcast A^T [3,5,13]x[5,7]", TF_SHAPE(d(3), d(5), d(13)), TF_SHAPE(d(5), d(7)), true, false},
-      {"matmul [131,257]x[257,65]", TF_SHAPE(d(131), d(257)), TF_SHAPE(d(257), d(65)), false, false},
+      {.label = "matmul [13,67]x[67,29]",
+       .a = TF_SHAPE(d(13), d(67)),
+       .b = TF_SHAPE(d(67), d(29)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul A^T [67,13]",
+       .a = TF_SHAPE(d(67), d(13)),
+       .b = TF_SHAPE(d(67), d(29)),
+       .ta = true,
+       .tb = false},
+      {.label = "matmul B^T [29,67]",
+       .a = TF_SHAPE(d(13), d(67)),
+       .b = TF_SHAPE(d(29), d(67)),
+       .ta = false,
+       .tb = true},
+      {.label = "matmul A^T B^T", .a = TF_SHAPE(d(67), d(13)), .b = TF_SHAPE(d(29), d(67)), .ta = true, .tb = true},
+      {.label = "matmul [1,1]x[1,1]", .a = TF_SHAPE(d(1), d(1)), .b = TF_SHAPE(d(1), d(1)), .ta = false, .tb = false},
+      {.label = "matmul batched [3,13,67]x[3,67,29]",
+       .a = TF_SHAPE(d(3), d(13), d(67)),
+       .b = TF_SHAPE(d(3), d(67), d(29)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul linear [2,3,13,5]x[5,7]",
+       .a = TF_SHAPE(d(2), d(3), d(13), d(5)),
+       .b = TF_SHAPE(d(5), d(7)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul broadcast [1,3,13,5]x[2,1,5,7]",
+       .a = TF_SHAPE(d(1), d(3), d(13), d(5)),
+       .b = TF_SHAPE(d(2), d(1), d(5), d(7)),
+       .ta = false,
+       .tb = false},
+      {.label = "matmul broadcast A^T [3,5,13]x[5,7]",
+       .a = TF_SHAPE(d(3), d(5), d(13)),
+       .b = TF_SHAPE(d(5), d(7)),
+       .ta = true,
+       .tb = false},
+      {.label = "matmul [131,257]x[257,65]",
+       .a = TF_SHAPE(d(131), d(257)),
+       .b = TF_SHAPE(d(257), d(65)),
+       .ta = false,
+       .tb = false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "matmul");
@@ -118,14 +149,14 @@ static void test_reductions(void) {
     int32_t axes[3], n_axes;
     bool keepdims;
   } cases[] = {
-      {"sum axis 0 [5,7,11]", TF_OP_SUM, {0}, 1, false},
-      {"sum axes 1,2 keepdims", TF_OP_SUM, {1, 2}, 2, true},
-      {"sum all", TF_OP_SUM, {0}, 0, false},
-      {"sum axes 0,2 (strided)", TF_OP_SUM, {0, 2}, 2, false},
-      {"mean axis -1", TF_OP_MEAN, {-1}, 1, false},
-      {"mean axes 0,2", TF_OP_MEAN, {0, 2}, 2, true},
-      {"max axis 1 (+ max_grad)", TF_OP_MAX, {1}, 1, false},
-      {"max all (+ max_grad)", TF_OP_MAX, {0}, 0, false},
+      {.label = "sum axis 0 [5,7,11]", .op = TF_OP_SUM, .axes = {0}, .n_axes = 1, .keepdims = false},
+      {.label = "sum axes 1,2 keepdims", .op = TF_OP_SUM, .axes = {1, 2}, .n_axes = 2, .keepdims = true},
+      {.label = "sum all", .op = TF_OP_SUM, .axes = {0}, .n_axes = 0, .keepdims = false},
+      {.label = "sum axes 0,2 (strided)", .op = TF_OP_SUM, .axes = {0, 2}, .n_axes = 2, .keepdims = false},
+      {.label = "mean axis -1", .op = TF_OP_MEAN, .axes = {-1}, .n_axes = 1, .keepdims = false},
+      {.label = "mean axes 0,2", .op = TF_OP_MEAN, .axes = {0, 2}, .n_axes = 2, .keepdims = true},
+      {.label = "max axis 1 (+ max_grad)", .op = TF_OP_MAX, .axes = {1}, .n_axes = 1, .keepdims = false},
+      {.label = "max all (+ max_grad)", .op = TF_OP_MAX, .axes = {0}, .n_axes = 0, .keepdims = false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "reduce");
@@ -139,10 +170,10 @@ static void test_reductions(void) {
     tf_op op;
     int32_t axis, n_axes;
   } long_cases[] = {
-      {"sum all [37,101]", TF_OP_SUM, 0, 0},
-      {"mean axis -1 [3,1031]->[3]", TF_OP_MEAN, 0, 0},
-      {"max all [37,101] (+ max_grad)", TF_OP_MAX, 0, 0},
-      {"max axis 0 [37,101] (+ max_grad)", TF_OP_MAX, 0, 1},
+      {.label = "sum all [37,101]", .op = TF_OP_SUM, .axis = 0, .n_axes = 0},
+      {.label = "mean axis -1 [3,1031]->[3]", .op = TF_OP_MEAN, .axis = 0, .n_axes = 0},
+      {.label = "max all [37,101] (+ max_grad)", .op = TF_OP_MAX, .axis = 0, .n_axes = 0},
+      {.label = "max axis 0 [37,101] (+ max_grad)", .op = TF_OP_MAX, .axis = 0, .n_axes = 1},
   };
   for (size_t i = 0; i < sizeof(long_cases) / sizeof(long_cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "reduce");
@@ -215,7 +246,7 @@ static void test_embedding(void) {
     tf_graph *g = tf_test_graph_begin(&counts, "embedding");
     tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(3), d(5)));
     tf_test_finish_probe(g, tf_embedding(g, ids, tf_test_param(g, "table", TF_SHAPE(d(11), d(7)))));
-    parity_data data = {2, 11, special ? -1 : INT32_MIN};
+    parity_data data = {.seed = 2, .int_high = 11, .int_special = special ? -1 : INT32_MIN};
     run(special ? "embedding, out-of-range ids (+ grad)" : "embedding (+ grad) [3,5] ids, [11,7]", g, data, SUMS);
   }
 }
@@ -249,26 +280,26 @@ static void test_conv(void) {
     tf_conv_attrs attrs;
     bool bias;
   } cases[] = {
-      {"conv2d 3x3 pad 1 [2,3,9,11]",
-       TF_SHAPE(d(2), d(3), d(9), d(11)),
-       TF_SHAPE(d(4), d(3), d(3), d(3)),
-       {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 1},
-       true},
-      {"conv2d stride 2 dilation 2",
-       TF_SHAPE(d(2), d(3), d(13), d(10)),
-       TF_SHAPE(d(5), d(3), d(3), d(2)),
-       {{2, 2}, {0, 1}, {2, 2}, {0, 0}, 1},
-       false},
-      {"conv2d groups 2, 1x1",
-       TF_SHAPE(d(3), d(4), d(7), d(7)),
-       TF_SHAPE(d(6), d(2), d(1), d(1)),
-       {{1, 1}, {0, 0}, {1, 1}, {0, 0}, 2},
-       true},
-      {"conv2d groups 2, 3x3 stride 3",
-       TF_SHAPE(d(1), d(4), d(8), d(7)),
-       TF_SHAPE(d(6), d(2), d(3), d(3)),
-       {{3, 3}, {1, 1}, {1, 1}, {0, 0}, 2},
-       false},
+      {.label = "conv2d 3x3 pad 1 [2,3,9,11]",
+       .x = TF_SHAPE(d(2), d(3), d(9), d(11)),
+       .w = TF_SHAPE(d(4), d(3), d(3), d(3)),
+       .attrs = {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 1},
+       .bias = true},
+      {.label = "conv2d stride 2 dilation 2",
+       .x = TF_SHAPE(d(2), d(3), d(13), d(10)),
+       .w = TF_SHAPE(d(5), d(3), d(3), d(2)),
+       .attrs = {.stride = {2, 2}, .padding = {0, 1}, .dilation = {2, 2}, .output_padding = {0, 0}, .groups = 1},
+       .bias = false},
+      {.label = "conv2d groups 2, 1x1",
+       .x = TF_SHAPE(d(3), d(4), d(7), d(7)),
+       .w = TF_SHAPE(d(6), d(2), d(1), d(1)),
+       .attrs = {.stride = {1, 1}, .padding = {0, 0}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 2},
+       .bias = true},
+      {.label = "conv2d groups 2, 3x3 stride 3",
+       .x = TF_SHAPE(d(1), d(4), d(8), d(7)),
+       .w = TF_SHAPE(d(6), d(2), d(3), d(3)),
+       .attrs = {.stride = {3, 3}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {0, 0}, .groups = 2},
+       .bias = false},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "conv");
@@ -282,14 +313,14 @@ static void test_conv(void) {
     tf_shape x, w;
     tf_conv_attrs attrs;
   } transposed[] = {
-      {"conv_transpose2d stride 2 pad 1 out_pad 1",
-       TF_SHAPE(d(2), d(4), d(5), d(6)),
-       TF_SHAPE(d(4), d(3), d(3), d(3)),
-       {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 1}},
-      {"conv_transpose2d groups 2, dilation 2",
-       TF_SHAPE(d(1), d(4), d(5), d(5)),
-       TF_SHAPE(d(4), d(2), d(3), d(2)),
-       {{1, 2}, {0, 1}, {2, 1}, {0, 0}, 2}},
+      {.label = "conv_transpose2d stride 2 pad 1 out_pad 1",
+       .x = TF_SHAPE(d(2), d(4), d(5), d(6)),
+       .w = TF_SHAPE(d(4), d(3), d(3), d(3)),
+       .attrs = {.stride = {2, 2}, .padding = {1, 1}, .dilation = {1, 1}, .output_padding = {1, 1}, .groups = 1}},
+      {.label = "conv_transpose2d groups 2, dilation 2",
+       .x = TF_SHAPE(d(1), d(4), d(5), d(5)),
+       .w = TF_SHAPE(d(4), d(2), d(3), d(2)),
+       .attrs = {.stride = {1, 2}, .padding = {0, 1}, .dilation = {2, 1}, .output_padding = {0, 0}, .groups = 2}},
   };
   for (size_t i = 0; i < sizeof(transposed) / sizeof(transposed[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "conv_transpose2d");
@@ -312,10 +343,18 @@ static void test_pool(void) {
     tf_op op;
     tf_pool_attrs attrs;
   } cases[] = {
-      {"max_pool2d 2x2 stride 2 [2,3,9,7]", TF_OP_MAX_POOL2D, {{2, 2}, {2, 2}, {0, 0}}},
-      {"max_pool2d 3x3 stride 2 pad 1", TF_OP_MAX_POOL2D, {{3, 3}, {2, 2}, {1, 1}}},
-      {"avg_pool2d 3x3 stride 1 pad 1", TF_OP_AVG_POOL2D, {{3, 3}, {1, 1}, {1, 1}}},
-      {"avg_pool2d 2x3 stride 2", TF_OP_AVG_POOL2D, {{2, 3}, {2, 2}, {0, 0}}},
+      {.label = "max_pool2d 2x2 stride 2 [2,3,9,7]",
+       .op = TF_OP_MAX_POOL2D,
+       .attrs = {.kernel = {2, 2}, .stride = {2, 2}, .padding = {0, 0}}},
+      {.label = "max_pool2d 3x3 stride 2 pad 1",
+       .op = TF_OP_MAX_POOL2D,
+       .attrs = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}},
+      {.label = "avg_pool2d 3x3 stride 1 pad 1",
+       .op = TF_OP_AVG_POOL2D,
+       .attrs = {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}},
+      {.label = "avg_pool2d 2x3 stride 2",
+       .op = TF_OP_AVG_POOL2D,
+       .attrs = {.kernel = {2, 3}, .stride = {2, 2}, .padding = {0, 0}}},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "pool");
@@ -332,22 +371,67 @@ static void test_attention(void) {
     int32_t heads;
     bool causal;
   } cases[] = {
-      {"attention [2,5,12] 3 heads", 5, 5, 12, 3, false},
-      {"attention causal [2,7,12] 3 heads", 7, 7, 12, 3, true},
-      {"attention Tq 5, Tk 9, 2 heads of 7", 5, 9, 14, 2, false},
-      {"attention causal, heads of 2 (recompute)", 6, 6, 12, 6, true},
-      {"attention causal Tq 9 > Tk 4", 9, 4, 8, 1, true},
+      {.label = "attention [2,5,12] 3 heads", .queries = 5, .keys = 5, .width = 12, .heads = 3, .causal = false},
+      {.label = "attention causal [2,7,12] 3 heads", .queries = 7, .keys = 7, .width = 12, .heads = 3, .causal = true},
+      {.label = "attention Tq 5, Tk 9, 2 heads of 7",
+       .queries = 5,
+       .keys = 9,
+       .width = 14,
+       .heads = 2,
+       .causal = false},
+      {.label = "attention causal, heads of 2 (recompute)",
+       .queries = 6,
+       .keys = 6,
+       .width = 12,
+       .heads = 6,
+       .causal = true},
+      {.label = "attention causal Tq 9 > Tk 4", .queries = 9, .keys = 4, .width = 8, .heads = 1, .causal = true},
       // The subgroup variant's clusters of 8 lanes: heads not a multiple of 8 wide (a lane's share
       // ends early), of 1 (recomputed statistics, 7 idle lanes) and of 3 (statistics kept in lanes
       // 0..2), keys != queries, long rows, the widest head.
-      {"attention Tq 11, Tk 13, 2 heads of 15", 11, 13, 30, 2, false},
-      {"attention causal Tq 13 > Tk 11, 2 heads of 15", 13, 11, 30, 2, true},
-      {"attention causal Tq 6 < Tk 10, 2 heads of 3", 6, 10, 6, 2, true},
-      {"attention Tq 9, Tk 5, 3 heads of 1 (recompute)", 9, 5, 3, 3, false},
-      {"attention causal, 3 heads of 1 (recompute)", 7, 7, 3, 3, true},
-      {"attention Tq 33, Tk 17, 2 heads of 128", 33, 17, 256, 2, false},
-      {"attention [2,257,64] 1 head", 257, 257, 64, 1, false},
-      {"attention causal [2,257,64] 1 head", 257, 257, 64, 1, true},
+      {.label = "attention Tq 11, Tk 13, 2 heads of 15",
+       .queries = 11,
+       .keys = 13,
+       .width = 30,
+       .heads = 2,
+       .causal = false},
+      {.label = "attention causal Tq 13 > Tk 11, 2 heads of 15",
+       .queries = 13,
+       .keys = 11,
+       .width = 30,
+       .heads = 2,
+       .causal = true},
+      {.label = "attention causal Tq 6 < Tk 10, 2 heads of 3",
+       .queries = 6,
+       .keys = 10,
+       .width = 6,
+       .heads = 2,
+       .causal = true},
+      {.label = "attention Tq 9, Tk 5, 3 heads of 1 (recompute)",
+       .queries = 9,
+       .keys = 5,
+       .width = 3,
+       .heads = 3,
+       .causal = false},
+      {.label = "attention causal, 3 heads of 1 (recompute)",
+       .queries = 7,
+       .keys = 7,
+       .width = 3,
+       .heads = 3,
+       .causal = true},
+      {.label = "attention Tq 33, Tk 17, 2 heads of 128",
+       .queries = 33,
+       .keys = 17,
+       .width = 256,
+       .heads = 2,
+       .causal = false},
+      {.label = "attention [2,257,64] 1 head", .queries = 257, .keys = 257, .width = 64, .heads = 1, .causal = false},
+      {.label = "attention causal [2,257,64] 1 head",
+       .queries = 257,
+       .keys = 257,
+       .width = 64,
+       .heads = 1,
+       .causal = true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     tf_graph *g = tf_test_graph_begin(&counts, "attention");
@@ -375,19 +459,19 @@ static void test_losses(void) {
     tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
     tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(9)));
     tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(9), d(13))), labels, -100));
-    parity_data data = {3, 13, ignore ? -100 : INT32_MIN};
+    parity_data data = {.seed = 3, .int_high = 13, .int_special = ignore ? -100 : INT32_MIN};
     run(ignore ? "cross_entropy, ignore_index (+ grad)" : "cross_entropy (+ grad) [9,13]", g, data, SUMS);
   }
   tf_graph *g = tf_test_graph_begin(&counts, "cross_entropy");
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(2), d(300)));
   tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(2), d(300), d(67))), labels, -1));
-  parity_data data = {4, 67, INT32_MIN};
+  parity_data data = {.seed = 4, .int_high = 67, .int_special = INT32_MIN};
   run("cross_entropy [2,300,67] (+ grad)", g, data, SUMS);
   // Long rows, labels past the last class (they do not count) and ignored ones.
   g = tf_test_graph_begin(&counts, "cross_entropy");
   labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(d(37)));
   tf_test_finish_loss(g, tf_cross_entropy(g, tf_test_param(g, "logits", TF_SHAPE(d(37), d(1031))), labels, -100));
-  parity_data long_rows = {5, 1034, -100};
+  parity_data long_rows = {.seed = 5, .int_high = 1034, .int_special = -100};
   run("cross_entropy [37,1031], labels out of range (+ grad)", g, long_rows, SUMS);
   for (int bce = 0; bce < 2; bce++) {
     g = tf_test_graph_begin(&counts, "pair loss");
@@ -488,7 +572,7 @@ static void test_loop_limit(void) {
 static void test_no_loader(void) {
   setenv("TIGHTFIT_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
   CHECK(&counts,
