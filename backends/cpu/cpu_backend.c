@@ -99,7 +99,7 @@ static void cpu_free_region(void *state, void *region) {
  * OpenBLAS and libgomp hold is not known to the backend, hence no overhead figure. */
 static tf_status cpu_memory(void *state, tf_device_memory *out) {
   const cpu_state *cpu = state;
-  *out = (tf_device_memory){0, 0, -1, -1};
+  *out = (tf_device_memory){.region_bytes = 0, .region_device_bytes = 0, .overhead_bytes = -1, .context_bytes = -1};
   for (int r = 0; r < TF_REGION_COUNT; r++) {
     out->region_bytes += cpu->regions[r].bytes;
     out->region_device_bytes += cpu->regions[r].host_bytes;
@@ -193,7 +193,8 @@ static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regio
 
 static tf_status cpu_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
   cpu_state *cpu = state;
-  tf_cpu_context context = {cpu->threads, run->optimizer_step, run->micro_step, run->seed};
+  tf_cpu_context context = {
+      .threads = cpu->threads, .optimizer_step = run->optimizer_step, .micro_step = run->micro_step, .seed = run->seed};
   for (int32_t s = begin; s < end; s++) {
     cpu_step *step = &cpu->steps[s];
     step->args.inputs = step->inputs[io_slot & 1];

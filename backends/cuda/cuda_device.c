@@ -395,8 +395,10 @@ static void cuda_free_region(void *state, void *region) {
  * streams and events and instantiating the graphs took; the context's is NVML's measure. */
 static tf_status cuda_memory(void *state, tf_device_memory *out) {
   const tf_cuda_memory *m = &((const cuda_state *)state)->memory;
-  *out =
-      (tf_device_memory){m->region_bytes, m->region_device_bytes, m->library_bytes + m->graph_bytes, m->context_bytes};
+  *out = (tf_device_memory){.region_bytes = m->region_bytes,
+                            .region_device_bytes = m->region_device_bytes,
+                            .overhead_bytes = m->library_bytes + m->graph_bytes,
+                            .context_bytes = m->context_bytes};
   return NULL;
 }
 

@@ -47,10 +47,10 @@ static tf_cuda_tensor tensor_of(const tf_plan *plan, void *const *regions, int32
   return t;
 }
 
-static tf_status step_error(const tf_plan *plan, int32_t s, const char *message) {
+/* `status` (NULL stays NULL) prefixed with step `s`: what prepare() refuses. */
+static tf_status step_error(const tf_plan *plan, int32_t s, tf_status status) {
   const tf_plan_step *step = &plan->steps[s];
-  return tf_status_new(TF_ERR_UNSUPPORTED, "cuda backend: step %d '%s' (%s): %s", s, step->name, tf_op_name(step->op),
-                       message);
+  return tf_status_prefix(status, "cuda backend: step %d '%s' (%s)", s, step->name, tf_op_name(step->op));
 }
 
 /* The launch arguments of step `s` for both io halves, and the checks that need them. */
@@ -87,21 +87,23 @@ static tf_status prepare_step(cuda_state *cs, int32_t s) {
     }
   }
   const tf_cuda_args *args = &prepared->args[0];
-  const char *unsupported = tf_cuda_kernel_check(args);
-  if (unsupported)
-    return step_error(plan, s, unsupported);
+  TF_RETURN_IF_ERROR(step_error(plan, s, tf_cuda_kernel_check(args)));
   const int64_t needed =
       tf_cuda_workspace_bytes(step->op, &step->attrs, step->n_inputs, args->inputs, step->n_outputs, args->outputs);
-  if (args->workspace_bytes < needed) {
-    char message[256];
-    snprintf(message, sizeof(message),
-             "its CUDA kernel needs %lld workspace bytes and the plan gives it %lld: this plan was compiled for the "
-             "'%s' target; compile it for 'cuda'",
-             (long long)needed, (long long)args->workspace_bytes, plan->target ? plan->target : "?");
-    return step_error(plan, s, message);
-  }
+  if (args->workspace_bytes < needed)
+    return step_error(plan, s,
+                      tf_status_new(TF_ERR_UNSUPPORTED,
+                                    "its CUDA kernel needs %lld workspace bytes and the plan gives it %lld: this plan "
+                                    "was compiled for the '%s' target; compile it for 'cuda'",
+                                    (long long)needed, (long long)args->workspace_bytes,
+                                    plan->target ? plan->target : "?"));
   if (needed > 0 && ((uintptr_t)args->workspace % TF_CUDA_WORKSPACE_ALIGN) != 0)
-    return step_error(plan, s, "its workspace is not 256-byte aligned (compile the plan for the 'cuda' target)");
+    return step_error(
+        plan, s,
+        tf_status_new(TF_ERR_UNSUPPORTED,
+                      "its workspace at arena offset %lld is not %d-byte aligned (compile the plan for the 'cuda' "
+                      "target)",
+                      (long long)plan->buffers[step->workspace].offset, TF_CUDA_WORKSPACE_ALIGN));
   return NULL;
 }
 
@@ -169,22 +171,35 @@ static void describe_operands(const tf_plan *plan, int32_t s, int32_t half, char
   }
 }
 
-/* A failure of step `i` on `half`, naming the step, its op and its operands. */
-static tf_status step_failure(const cuda_state *cs, int32_t i, int32_t half, const char *what, const char *error,
-                              const char *error_name) {
+/* A failure (`code`, `what`: `error`) of step `i` on `half`, naming the step, its op and its operands. */
+static tf_status step_failure(const cuda_state *cs, int32_t i, int32_t half, tf_code code, const char *what,
+                              const char *error) {
   const tf_plan_step *step = &cs->plan->steps[i];
   char where[32] = "";
   if (i < cs->plan->micro_steps) /* only the micro-batch block reads an io half */
     snprintf(where, sizeof(where), ", io half %d", half);
   char operands[4096];
   describe_operands(cs->plan, i, half, operands, sizeof(operands));
-  return tf_status_new(TF_ERR_BACKEND, "cuda backend: step %d '%s' (%s, %s phase%s): %s: %s%s%s%s; %s", i, step->name,
-                       tf_op_name(step->op), tf_phase_name(step->phase), where, what, error, error_name ? " (" : "",
-                       error_name ? error_name : "", error_name ? ")" : "", operands);
+  return tf_status_new(code, "cuda backend: step %d '%s' (%s, %s phase%s): %s: %s; %s", i, step->name,
+                       tf_op_name(step->op), tf_phase_name(step->phase), where, what, error, operands);
 }
 
 static tf_status step_cuda_failure(const cuda_state *cs, int32_t i, int32_t half, const char *what, cudaError_t error) {
-  return step_failure(cs, i, half, what, cudaGetErrorString(error), cudaGetErrorName(error));
+  char text[256];
+  snprintf(text, sizeof(text), "%s (%s)", cudaGetErrorString(error), cudaGetErrorName(error));
+  return step_failure(cs, i, half, TF_ERR_BACKEND, what, text);
+}
+
+/* Launches step `i` on `half`; a failure of the launcher (tf_cuda_kernel_launch's status, freed here)
+ * comes back naming the step and its operands too. */
+static tf_status step_launch(const cuda_state *cs, int32_t i, int32_t half) {
+  tf_status launched = tf_cuda_kernel_launch(&cs->steps[i].args[half]);
+  if (!launched)
+    return NULL;
+  tf_status status =
+      step_failure(cs, i, half, tf_status_code(launched), "launching it failed", tf_status_message(launched));
+  tf_status_free(launched);
+  return status;
 }
 
 tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t i, int32_t half) {
@@ -194,9 +209,7 @@ tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t i, int32_t half) {
   if (error != cudaSuccess)
     return step_cuda_failure(s, i, half, "before it was launched, CUDA already reported an error from earlier work",
                              error);
-  const char *launch_error = tf_cuda_kernel_launch(&s->steps[i].args[half]);
-  if (launch_error)
-    return step_failure(s, i, half, "launching it failed", launch_error, NULL);
+  TF_RETURN_IF_ERROR(step_launch(s, i, half));
   error = cudaStreamSynchronize(s->compute);
   if (error == cudaSuccess)
     error = cudaGetLastError();
@@ -205,11 +218,8 @@ tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t i, int32_t half) {
 
 /* Enqueues steps [begin, end) for io half `half` on the compute stream, without waiting. */
 static tf_status enqueue(cuda_state *s, int32_t begin, int32_t end, int32_t half) {
-  for (int32_t i = begin; i < end; i++) {
-    const char *error = tf_cuda_kernel_launch(&s->steps[i].args[half]);
-    if (error)
-      return step_failure(s, i, half, "launching it failed", error, NULL);
-  }
+  for (int32_t i = begin; i < end; i++)
+    TF_RETURN_IF_ERROR(step_launch(s, i, half));
   return NULL;
 }
 

@@ -1,4 +1,7 @@
-/* The Vulkan backend's vtable: a thin layer over the files named in vk_internal.h. */
+/* The Vulkan backend's vtable: a thin layer over the files named in vk_internal.h. Every fallible
+ * entry returns through vk_validation_status, so that a message of the validation layer fails the
+ * call during which it came (or, when it came during a void call, the next fallible one); those of
+ * the final destroy go to tf_vulkan_validation_unreported() (vulkan.h). */
 #include <stdlib.h>
 
 #include "backends/vulkan/vk_internal.h"
@@ -11,6 +14,7 @@ static void vulkan_destroy(void *state) {
   vk_pipelines_destroy(vk);
   vk_memory_close(vk);
   vk_device_close(vk);
+  vk_validation_keep(vk);
   free(vk);
 }
 
@@ -22,6 +26,7 @@ static tf_status vulkan_create(const tf_backend_options *options, void **state) 
   tf_status status = vk_device_open(vk, options ? options->device : 0);
   if (!status)
     status = vk_memory_open(vk);
+  status = vk_validation_status(vk, status);
   if (status) {
     vulkan_destroy(vk);
     return status;
@@ -42,44 +47,49 @@ static tf_target vulkan_target(void *state) {
 
 /* The regions' VkDeviceMemory sizes and the fixed overhead (vulkan.h); the context is the driver's. */
 static tf_status vulkan_memory(void *state, tf_device_memory *out) {
-  const vk_state *vk = state;
+  vk_state *vk = state;
   tf_vulkan_memory m = tf_vulkan_memory_use(state);
-  *out = (tf_device_memory){vk->region_asked, m.region_bytes, m.overhead_bytes, -1};
-  return NULL;
+  *out = (tf_device_memory){.region_bytes = vk->region_asked,
+                            .region_device_bytes = m.region_bytes,
+                            .overhead_bytes = m.overhead_bytes,
+                            .context_bytes = -1};
+  return vk_validation_status(vk, NULL);
 }
 
 static tf_status vulkan_alloc_region(void *state, int64_t bytes, void **region) {
   vk_region *out = NULL;
   tf_status status = vk_region_alloc(state, bytes, &out);
   *region = out;
-  return status;
+  return vk_validation_status(state, status);
 }
 
 static void vulkan_free_region(void *state, void *region) { vk_region_free(state, region); }
 
 static tf_status vulkan_upload(void *state, void *region, int64_t offset, const void *host, int64_t bytes) {
-  return vk_region_upload(state, region, offset, host, bytes);
+  return vk_validation_status(state, vk_region_upload(state, region, offset, host, bytes));
 }
 
 static tf_status vulkan_download(void *state, void *region, int64_t offset, void *host, int64_t bytes) {
-  return vk_region_download(state, region, offset, host, bytes);
+  return vk_validation_status(state, vk_region_download(state, region, offset, host, bytes));
 }
 
 static tf_status vulkan_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
-  return tf_status_prefix(vk_record_prepare(state, plan, regions), "vulkan backend on '%s'",
-                          ((vk_state *)state)->properties.deviceName);
+  return tf_status_prefix(vk_validation_status(state, vk_record_prepare(state, plan, regions)),
+                          "vulkan backend on '%s'", ((vk_state *)state)->properties.deviceName);
 }
 
 static tf_status vulkan_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
-  return vk_record_run(state, begin, end, io_slot, run);
+  return vk_validation_status(state, vk_record_run(state, begin, end, io_slot, run));
 }
 
-static tf_status vulkan_synchronize(void *state) { return vk_record_wait(state); }
+static tf_status vulkan_synchronize(void *state) { return vk_validation_status(state, vk_record_wait(state)); }
 
 tf_vulkan_memory tf_vulkan_memory_use(void *state) {
   const vk_state *vk = state;
-  tf_vulkan_memory m = {vk->region_bytes, vk->staging.bytes + vk->run_state.bytes, vk->allocations,
-                        vk->live_allocations};
+  tf_vulkan_memory m = {.region_bytes = vk->region_bytes,
+                        .overhead_bytes = vk->staging.bytes + vk->run_state.bytes,
+                        .allocations = vk->allocations,
+                        .live_allocations = vk->live_allocations};
   return m;
 }
 

@@ -67,6 +67,7 @@ tf_status vk_capacity(const tf_backend_options *options, tf_device_capacity *out
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate a device query");
   tf_status status = vulkan_capacity_of(vk, options ? options->device : 0, out);
   vk_device_close(vk);
+  status = vk_validation_status(vk, status);
   free(vk);
   return status;
 }

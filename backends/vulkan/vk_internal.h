@@ -156,8 +156,8 @@ typedef struct vk_state {
   VkDebugUtilsMessengerEXT messenger;
   bool validation;
   int32_t validation_messages; /* errors and warnings the layer reported */
-  char first_message[512];
-  int32_t reported_messages; /* how many of them an error status has carried already */
+  char first_message[512];     /* the first of those not yet reported */
+  int32_t reported_messages;   /* how many of them an error status has carried already */
   VkPhysicalDevice physical;
   VkPhysicalDeviceProperties properties;
   VkPhysicalDeviceMemoryProperties memory_properties;
@@ -191,13 +191,21 @@ typedef struct vk_state {
 
 /* ---- vk_device.c ---- */
 tf_status vk_device_open(vk_state *vk, int32_t device_index);
+/* Destroys the device and the instance. Messages the validation layer reports meanwhile (leaked
+ * objects) stay counted in `vk` for vk_validation_status or vk_validation_keep. */
 void vk_device_close(vk_state *vk);
 /* The backend contract's `capacity`: opens device options->device, measures it, closes it. */
 tf_status vk_capacity(const tf_backend_options *options, tf_device_capacity *out);
 /* An error status for a failed Vulkan call `what`, or NULL when result is VK_SUCCESS. */
 tf_status vk_check(VkResult result, const char *what);
-/* An error carrying validation messages the layer reported since the last call, or NULL. */
-tf_status vk_validation_status(vk_state *vk);
+/* The validation layer's messages surface through this: every fallible entry point (vk_backend.c's
+ * vtable, vk_capacity, tf_vulkan_describe_devices) returns vk_validation_status(vk, its status).
+ * It returns `status` when the layer reported nothing since the last call; else (freeing `status`)
+ * an error naming how many messages and the first, with `status`'s code and message when the call
+ * failed too, TF_ERR_INTERNAL when it did not. */
+tf_status vk_validation_status(vk_state *vk, tf_status status);
+/* For the void destroy: adds the messages no status carried to tf_vulkan_validation_unreported(). */
+void vk_validation_keep(vk_state *vk);
 
 /* ---- vk_memory.c ---- */
 tf_status vk_memory_open(vk_state *vk); /* staging, run state, transfer command buffer */

@@ -105,15 +105,15 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
 static const struct {
   vk_shader plain, subgroup;
 } subgroup_variants[] = {
-    {VK_SHADER_matmul, VK_SHADER_matmul_sg},
-    {VK_SHADER_conv_forward, VK_SHADER_conv_forward_sg},
-    {VK_SHADER_conv_grad_weight, VK_SHADER_conv_grad_weight_sg},
-    {VK_SHADER_conv_grad_input, VK_SHADER_conv_grad_input_sg},
-    {VK_SHADER_softmax, VK_SHADER_softmax_sg},
-    {VK_SHADER_loss, VK_SHADER_loss_sg},
-    {VK_SHADER_norm, VK_SHADER_norm_sg},
-    {VK_SHADER_reduce, VK_SHADER_reduce_sg},
-    {VK_SHADER_attention, VK_SHADER_attention_sg},
+    {.plain = VK_SHADER_matmul, .subgroup = VK_SHADER_matmul_sg},
+    {.plain = VK_SHADER_conv_forward, .subgroup = VK_SHADER_conv_forward_sg},
+    {.plain = VK_SHADER_conv_grad_weight, .subgroup = VK_SHADER_conv_grad_weight_sg},
+    {.plain = VK_SHADER_conv_grad_input, .subgroup = VK_SHADER_conv_grad_input_sg},
+    {.plain = VK_SHADER_softmax, .subgroup = VK_SHADER_softmax_sg},
+    {.plain = VK_SHADER_loss, .subgroup = VK_SHADER_loss_sg},
+    {.plain = VK_SHADER_norm, .subgroup = VK_SHADER_norm_sg},
+    {.plain = VK_SHADER_reduce, .subgroup = VK_SHADER_reduce_sg},
+    {.plain = VK_SHADER_attention, .subgroup = VK_SHADER_attention_sg},
 };
 
 vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
@@ -332,7 +332,7 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
   if (!program->step_first)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot lower %d steps", plan->n_steps);
   for (int32_t s = 0; s < plan->n_steps; s++) {
-    vk_lower l = {plan, &plan->steps[s], s, program, limits};
+    vk_lower l = {.plan = plan, .step = &plan->steps[s], .index = s, .program = program, .limits = limits};
     program->step_first[s] = program->n_commands;
     vk_lower_fn lower = (int)l.step->op >= 0 && l.step->op < TF_OP_COUNT ? lowerings[l.step->op] : NULL;
     if (!lower)

@@ -84,7 +84,7 @@ tf_status vk_lower_unary(vk_lower *l) {
   if (count == 0)
     return NULL;
   TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
-  unary_push push = {(uint32_t)count, (uint32_t)code};
+  unary_push push = {.count = (uint32_t)count, .op = (uint32_t)code};
   int32_t buffers[3] = {vk_in(l, 0), code >= 16 ? vk_in(l, 1) : -1, vk_out(l, 0)};
   return vk_emit_dispatch(l, VK_SHADER_unary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }
@@ -101,8 +101,11 @@ tf_status vk_lower_dropout(vk_lower *l) {
     return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
   TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
   uint64_t stream = l->step->attrs.u.dropout.seed;
-  dropout_push push = {(uint32_t)count, rate, (float)(1.0 / (1.0 - (double)rate)), (uint32_t)stream,
-                       (uint32_t)(stream >> 32)};
+  dropout_push push = {.count = (uint32_t)count,
+                       .rate = rate,
+                       .scale = (float)(1.0 / (1.0 - (double)rate)),
+                       .stream_lo = (uint32_t)stream,
+                       .stream_hi = (uint32_t)(stream >> 32)};
   int32_t buffers[2] = {vk_in(l, 0), vk_out(l, 0)};
   return vk_emit_dispatch(l, VK_SHADER_dropout, 2, buffers, 0x2, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }

@@ -42,8 +42,13 @@ tf_status vk_lower_norm(vk_lower *l) {
   if (features == 0)
     return NULL;
   TF_RETURN_IF_ERROR(vk_check_count(l, count, x->name));
-  norm_push push = {
-      (uint32_t)(count / features), (uint32_t)features, l->step->attrs.u.norm.epsilon, NORM_FORWARD, rms, 0, 0};
+  norm_push push = {.rows = (uint32_t)(count / features),
+                    .features = (uint32_t)features,
+                    .epsilon = l->step->attrs.u.norm.epsilon,
+                    .mode = NORM_FORWARD,
+                    .rms = rms,
+                    .has_beta = 0,
+                    .keep = 0};
   uint32_t row_groups = vk_groups(push.rows, 1);
   // A workgroup walks its rows a 64th at a time, a few times; the parameter pass walks every row
   // per column (and re-derives short rows' statistics).
@@ -83,7 +88,12 @@ tf_status vk_lower_embedding(vk_lower *l) {
   const tf_plan_buffer *table = gradient ? out : vk_buffer(l, vk_in(l, 1));
   if (ids->dtype != TF_I32)
     return vk_refuse(l, "ids '%s' are %s; the Vulkan shaders take i32 ids", ids->name, tf_dtype_name(ids->dtype));
-  embedding_push push = {(uint32_t)vk_count(ids), (uint32_t)table->shape[1], (uint32_t)table->shape[0], gradient, 0, 0};
+  embedding_push push = {.count = (uint32_t)vk_count(ids),
+                         .depth = (uint32_t)table->shape[1],
+                         .rows = (uint32_t)table->shape[0],
+                         .mode = gradient,
+                         .chunk_rows = 0,
+                         .chunks = 0};
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(out), out->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(table), table->name));
   if (vk_count(out) == 0)
@@ -114,21 +124,21 @@ tf_status vk_lower_pool(vk_lower *l) {
                                               : op == TF_OP_MAX_POOL2D_GRAD                    ? vk_in(l, 1)
                                                                                                : vk_in(l, 0));
   const tf_pool_attrs *a = &l->step->attrs.u.pool;
-  pool_push push = {(uint32_t)(image->shape[0] * image->shape[1]),
-                    (uint32_t)image->shape[2],
-                    (uint32_t)image->shape[3],
-                    (uint32_t)pooled->shape[2],
-                    (uint32_t)pooled->shape[3],
-                    (uint32_t)a->kernel[0],
-                    (uint32_t)a->kernel[1],
-                    (uint32_t)a->stride[0],
-                    (uint32_t)a->stride[1],
-                    (uint32_t)a->padding[0],
-                    (uint32_t)a->padding[1],
-                    op == TF_OP_MAX_POOL2D        ? POOL_MAX
-                    : op == TF_OP_AVG_POOL2D      ? POOL_AVG
-                    : op == TF_OP_MAX_POOL2D_GRAD ? POOL_MAX_GRAD
-                                                  : POOL_AVG_GRAD};
+  pool_push push = {.planes = (uint32_t)(image->shape[0] * image->shape[1]),
+                    .height = (uint32_t)image->shape[2],
+                    .width = (uint32_t)image->shape[3],
+                    .out_height = (uint32_t)pooled->shape[2],
+                    .out_width = (uint32_t)pooled->shape[3],
+                    .kernel_h = (uint32_t)a->kernel[0],
+                    .kernel_w = (uint32_t)a->kernel[1],
+                    .stride_h = (uint32_t)a->stride[0],
+                    .stride_w = (uint32_t)a->stride[1],
+                    .pad_h = (uint32_t)a->padding[0],
+                    .pad_w = (uint32_t)a->padding[1],
+                    .mode = op == TF_OP_MAX_POOL2D        ? POOL_MAX
+                            : op == TF_OP_AVG_POOL2D      ? POOL_AVG
+                            : op == TF_OP_MAX_POOL2D_GRAD ? POOL_MAX_GRAD
+                                                          : POOL_AVG_GRAD};
   const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(image), image->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(pooled), pooled->name));
@@ -179,8 +189,11 @@ tf_status vk_lower_loss(vk_lower *l) {
   int64_t count = vk_count(x), classes = cross_entropy ? x->shape[x->rank - 1] : 1;
   TF_RETURN_IF_ERROR(vk_check_count(l, count, x->name));
   int64_t ignore = cross_entropy ? l->step->attrs.u.cross_entropy.ignore_index : 0;
-  loss_push push = {(uint32_t)(classes > 0 ? count / classes : 0), (uint32_t)classes, (int32_t)(uint32_t)ignore,
-                    (int32_t)(uint32_t)((uint64_t)ignore >> 32), 0};
+  loss_push push = {.count = (uint32_t)(classes > 0 ? count / classes : 0),
+                    .classes = (uint32_t)classes,
+                    .ignore_low = (int32_t)(uint32_t)ignore,
+                    .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
+                    .mode = 0};
   switch (op) {
   case TF_OP_CROSS_ENTROPY: push.mode = LOSS_CE; break;
   case TF_OP_CROSS_ENTROPY_GRAD: push.mode = LOSS_CE_GRAD; break;

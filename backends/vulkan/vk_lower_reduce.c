@@ -131,11 +131,13 @@ tf_status vk_lower_softmax(vk_lower *l) {
   for (int32_t i = axis + 1; i < x->rank; i++)
     inner *= x->shape[i];
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(x), x->name));
-  softmax_push push = {(uint32_t)(outer * inner), (uint32_t)x->shape[axis], (uint32_t)inner,
-                       op == TF_OP_SOFTMAX        ? 0u
-                       : op == TF_OP_LOG_SOFTMAX  ? 1u
-                       : op == TF_OP_SOFTMAX_GRAD ? 2u
-                                                  : 3u};
+  softmax_push push = {.lines = (uint32_t)(outer * inner),
+                       .classes = (uint32_t)x->shape[axis],
+                       .inner = (uint32_t)inner,
+                       .mode = op == TF_OP_SOFTMAX        ? 0u
+                               : op == TF_OP_LOG_SOFTMAX  ? 1u
+                               : op == TF_OP_SOFTMAX_GRAD ? 2u
+                                                          : 3u};
   if (vk_count(x) == 0)
     return NULL;
   bool gradient = op == TF_OP_SOFTMAX_GRAD || op == TF_OP_LOG_SOFTMAX_GRAD;

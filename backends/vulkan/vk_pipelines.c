@@ -19,7 +19,8 @@ typedef struct embedded_shader {
 } embedded_shader;
 
 static const embedded_shader shaders[VK_SHADER_COUNT] = {
-#define VK_SHADER_ROW(name) {#name, tf_vk_spirv_##name, &tf_vk_spirv_##name##_bytes},
+#define VK_SHADER_ROW(shader)                                                                                          \
+  [VK_SHADER_##shader] = {.name = #shader, .code = tf_vk_spirv_##shader, .bytes = &tf_vk_spirv_##shader##_bytes},
     VK_SHADER_LIST(VK_SHADER_ROW)
 #undef VK_SHADER_ROW
 };
@@ -42,7 +43,7 @@ static tf_status create_layouts(vk_state *vk) {
   set.pBindings = bindings;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDescriptorSetLayout(vk->device, &set, NULL, &vk->set_layout),
                               "vkCreateDescriptorSetLayout"));
-  VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_WORDS * 4};
+  VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = VK_PUSH_WORDS * 4};
   VkPipelineLayoutCreateInfo layout = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   layout.setLayoutCount = 1;
   layout.pSetLayouts = &vk->set_layout;
@@ -80,7 +81,7 @@ tf_status vk_pipelines_create(vk_state *vk) {
   for (int s = 0; s < VK_SHADER_COUNT; s++)
     if (used[s] && !vk->pipelines[s])
       TF_RETURN_IF_ERROR(create_pipeline(vk, (vk_shader)s));
-  return vk_validation_status(vk);
+  return NULL;
 }
 
 void vk_pipelines_destroy(vk_state *vk) {

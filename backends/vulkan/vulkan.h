@@ -40,6 +40,14 @@ uint32_t tf_vulkan_subgroup_size(void *state);
 /* The device's name (VkPhysicalDeviceProperties::deviceName) for this state. */
 const char *tf_vulkan_device_name(void *state);
 
+/* For tests, which must fail on any message of the validation layer (TIGHTFIT_VULKAN_VALIDATION=1):
+ * a message fails the backend call during which it came, or the next fallible one, as an error
+ * status naming it. Those no status could carry (reported while a backend state was destroyed, such
+ * as leaked objects, or after its last fallible call) are counted here, over every Vulkan backend
+ * state this process has destroyed: returns their number (0: none) and copies the first into
+ * `first` (`size` bytes, may be NULL). The library itself never prints them. */
+int32_t tf_vulkan_validation_unreported(char *first, size_t size);
+
 /* Describes every Vulkan device (index, name, type, API version, memory heaps) into `text`, one
  * device per line; an error says what is missing (no loader, no device). */
 tf_status tf_vulkan_describe_devices(char *text, size_t size) TF_MUST_USE;

@@ -286,7 +286,7 @@ size_t shared_bytes(const Dims &d, bool staged, bool stats) {
   return staged ? (size_t)(2 * kTile * (d.depth + 1) + (stats ? 2 * kTile : 0)) * sizeof(float) : 0;
 }
 
-template <int DPL, bool STAGED> const char *run_forward(const tf_cuda_args *args) {
+template <int DPL, bool STAGED> tf_status run_forward(const tf_cuda_args *args) {
   Dims d = dims_of(args, args->inputs[0].shape[1]);
   const unsigned blocks = (unsigned)(d.batch * d.heads * d.row_blocks);
   forward_rows<DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream_of(args)>>>(
@@ -295,7 +295,7 @@ template <int DPL, bool STAGED> const char *run_forward(const tf_cuda_args *args
   return launch_status();
 }
 
-template <int DPL, bool STAGED> const char *run_backward(const tf_cuda_args *args) {
+template <int DPL, bool STAGED> tf_status run_backward(const tf_cuda_args *args) {
   const float *q = (const float *)args->inputs[0].data, *k = (const float *)args->inputs[1].data;
   const float *v = (const float *)args->inputs[2].data, *dy = (const float *)args->inputs[3].data;
   cudaStream_t stream = stream_of(args);
@@ -312,7 +312,7 @@ template <int DPL, bool STAGED> const char *run_backward(const tf_cuda_args *arg
   Dims kd = dims_of(args, args->inputs[1].shape[1]);
   if (kd.keys > 0) {
     if (d.queries == 0) { /* no query reaches any key */
-      TF_CUDA_TRY(zero(&args->outputs[1], stream));
+      TF_RETURN_IF_ERROR(zero(&args->outputs[1], stream));
       return zero(&args->outputs[2], stream);
     }
     key_gradient<DPL, STAGED>
@@ -322,7 +322,7 @@ template <int DPL, bool STAGED> const char *run_backward(const tf_cuda_args *arg
   return launch_status();
 }
 
-template <bool BACKWARD> const char *dispatch(const tf_cuda_args *args) {
+template <bool BACKWARD> tf_status dispatch(const tf_cuda_args *args) {
   const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
   if (args->inputs[0].shape[0] == 0 || depth == 0)
     return NULL;
@@ -339,17 +339,24 @@ template <bool BACKWARD> const char *dispatch(const tf_cuda_args *args) {
 
 } // namespace
 
-const char *check_attention(const tf_cuda_args *args) {
-  const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
+tf_status check_attention(const tf_cuda_args *args) {
+  const int64_t heads = args->attrs->u.attention.num_heads, width = args->inputs[0].shape[2];
+  const int64_t depth = width / heads;
   if (depth > kMaxDepth)
-    return "the CUDA attention kernels support head widths D <= 512";
-  const int64_t rows =
-      args->inputs[0].shape[0] * args->attrs->u.attention.num_heads *
-      ((args->inputs[0].shape[1] > args->inputs[1].shape[1] ? args->inputs[0].shape[1] : args->inputs[1].shape[1]) +
-       kRows - 1) /
-      kRows;
-  if (rows > INT32_MAX)
-    return "attention has more than 2^31 row blocks";
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda %s kernel: head width %lld (%lld features / %lld heads) is above the CUDA attention "
+                         "kernels' limit of %d",
+                         tf_op_name(args->op), (long long)depth, (long long)width, (long long)heads, kMaxDepth);
+  const int64_t batch = args->inputs[0].shape[0];
+  const int64_t longest =
+      args->inputs[0].shape[1] > args->inputs[1].shape[1] ? args->inputs[0].shape[1] : args->inputs[1].shape[1];
+  const int64_t blocks = batch * heads * ((longest + kRows - 1) / kRows);
+  if (blocks > INT32_MAX)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda %s kernel: %lld row blocks (batch %lld x %lld heads x %lld rows / %d per block) exceed "
+                         "the grid limit of %d",
+                         tf_op_name(args->op), (long long)blocks, (long long)batch, (long long)heads,
+                         (long long)longest, kRows, INT32_MAX);
   return NULL;
 }
 

@@ -123,9 +123,7 @@ TF_CUDA_LAUNCHER(cast) {
   if (x->dtype == y->dtype) {
     if (x->data == y->data)
       return NULL;
-    cudaError_t e = cudaMemcpyAsync(y->data, x->data, (size_t)(n * element_size(y->dtype)), cudaMemcpyDeviceToDevice,
-                                    stream_of(args));
-    return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+    return copy(y->data, x->data, n * element_size(y->dtype), stream_of(args));
   }
   cast_kernel<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(x->data, x->dtype, y->data, y->dtype, n,
                                                                is_integer(x->dtype) && is_integer(y->dtype));

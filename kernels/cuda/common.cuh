@@ -5,7 +5,10 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/workspace_cuda.h"
 #include "kernels/cuda/kernels.h"
@@ -26,22 +29,52 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
 
 inline cudaStream_t stream_of(const tf_cuda_args *args) { return (cudaStream_t)args->stream; }
 
-/* The static message of the last launch error, or NULL. */
-inline const char *launch_status() {
-  cudaError_t error = cudaGetLastError();
-  return error == cudaSuccess ? NULL : cudaGetErrorString(error);
+/* Failures are tf_status values (tightfit/status.h), as everywhere else in the library: NULL on
+ * success, else a status the caller frees. Allocating it is the only thing the error path does, so
+ * launchers stay capturable; tf_cuda_kernel_launch() prefixes the op. */
+inline const char *error_string(cudaError_t error) { return cudaGetErrorString(error); }
+inline const char *error_name(cudaError_t error) { return cudaGetErrorName(error); }
+inline const char *error_string(cublasStatus_t error) { return cublasGetStatusString(error); }
+inline const char *error_name(cublasStatus_t error) { return cublasGetStatusName(error); }
+static_assert(cudaSuccess == 0 && CUBLAS_STATUS_SUCCESS == 0, "call_status takes 0 for success");
+
+/* NULL when the CUDA or cuBLAS call that returned `error` succeeded, else a TF_ERR_BACKEND status
+ * "WHAT failed: ERROR (NAME)", WHAT being `fmt` formatted (the call and its sizes). */
+template <typename Error> TF_PRINTF(2, 3) tf_status call_status(Error error, const char *fmt, ...) {
+  if (error == Error(0))
+    return NULL;
+  char what[256];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(what, sizeof(what), fmt, args);
+  va_end(args);
+  return tf_status_new(TF_ERR_BACKEND, "%s failed: %s (%s)", what, error_string(error), error_name(error));
 }
 
-inline const char *cublas_status(cublasStatus_t status) {
-  return status == CUBLAS_STATUS_SUCCESS ? NULL : cublasGetStatusString(status);
+/* The error of the last kernel launch on this thread (cudaGetLastError, which also clears it), or NULL. */
+inline tf_status launch_status() { return call_status(cudaGetLastError(), "launching a kernel"); }
+
+/* Points cuBLAS at its share of the step's workspace, before any cuBLAS call of the step. */
+inline tf_status cublas_workspace(cublasHandle_t handle, void *workspace, int64_t bytes) {
+  return call_status(cublasSetWorkspace(handle, workspace, (size_t)bytes), "cublasSetWorkspace (%lld bytes)",
+                     (long long)bytes);
 }
 
-#define TF_CUDA_TRY(expr)                                                                                              \
-  do {                                                                                                                 \
-    const char *tf_cuda_error_ = (expr);                                                                               \
-    if (tf_cuda_error_)                                                                                                \
-      return tf_cuda_error_;                                                                                           \
-  } while (0)
+/* A dimension handed to cuBLAS, which takes int. */
+struct IntDimension {
+  const char *name;
+  int64_t value;
+};
+
+/* NULL when every dimension of the op in `args` fits cuBLAS's 32-bit int, else a TF_ERR_UNSUPPORTED status
+ * naming the op and the first dimension that does not. */
+inline tf_status check_int_dimensions(const tf_cuda_args *args, const IntDimension *dimensions, int count) {
+  for (int i = 0; i < count; i++)
+    if (dimensions[i].value < 0 || dimensions[i].value > INT_MAX)
+      return tf_status_new(TF_ERR_UNSUPPORTED, "cuda %s kernel: %s is %lld, outside cuBLAS's 32-bit int (0..%d)",
+                           tf_op_name(args->op), dimensions[i].name, (long long)dimensions[i].value, INT_MAX);
+  return NULL;
+}
 
 #define TF_CUDA_GRID_STRIDE(i, n)                                                                                      \
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
@@ -154,16 +187,23 @@ inline int element_size(tf_dtype dtype) {
 }
 
 /* Memset of a whole tensor (capturable). */
-inline const char *zero(const tf_cuda_tensor *t, cudaStream_t stream) {
+inline tf_status zero(const tf_cuda_tensor *t, cudaStream_t stream) {
   if (t->count == 0)
     return NULL;
-  cudaError_t e = cudaMemsetAsync(t->data, 0, (size_t)(t->count * element_size(t->dtype)), stream);
-  return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+  const int64_t bytes = t->count * element_size(t->dtype);
+  return call_status(cudaMemsetAsync(t->data, 0, (size_t)bytes, stream), "cudaMemsetAsync of %lld bytes",
+                     (long long)bytes);
+}
+
+/* Device-to-device copy of `bytes` (capturable). */
+inline tf_status copy(void *to, const void *from, int64_t bytes, cudaStream_t stream) {
+  return call_status(cudaMemcpyAsync(to, from, (size_t)bytes, cudaMemcpyDeviceToDevice, stream),
+                     "cudaMemcpyAsync of %lld bytes (device to device)", (long long)bytes);
 }
 
 /* ---- launchers, one per op family file ---- */
 
-#define TF_CUDA_LAUNCHER(name) const char *launch_##name(const tf_cuda_args *args)
+#define TF_CUDA_LAUNCHER(name) tf_status launch_##name(const tf_cuda_args *args)
 TF_CUDA_LAUNCHER(binary);          /* elementwise.cu: add, sub, mul, div */
 TF_CUDA_LAUNCHER(unary);           /* neg ... tanh, gelu */
 TF_CUDA_LAUNCHER(activation_grad); /* relu_grad ... tanh_grad */
@@ -187,10 +227,11 @@ TF_CUDA_LAUNCHER(loss); /* loss.cu: cross_entropy, mse, bce_with_logits */
 TF_CUDA_LAUNCHER(loss_grad);
 TF_CUDA_LAUNCHER(optimizer); /* optimizer.cu: accumulate, zero, sgd, adamw */
 
-/* Checks beyond dtypes (table.cu does those): NULL when supported. */
-const char *check_attention(const tf_cuda_args *args);
-const char *check_matmul(const tf_cuda_args *args);
-const char *check_conv(const tf_cuda_args *args);
+/* Checks beyond dtypes (table.cu does those): NULL when supported, else TF_ERR_UNSUPPORTED naming the
+ * numbers. */
+tf_status check_attention(const tf_cuda_args *args);
+tf_status check_matmul(const tf_cuda_args *args);
+tf_status check_conv(const tf_cuda_args *args);
 
 } // namespace tf_cuda
 

@@ -9,7 +9,6 @@
  *                       the first): deterministic, no atomics.
  * 1x1, stride-1, unpadded convolutions use the image itself as the column matrix. cuBLAS works in
  * the workspace after the column block. */
-#include <limits.h>
 
 #include "kernels/cuda/common.cuh"
 
@@ -65,14 +64,16 @@ __global__ void add_bias(float *y, const float *bias, int64_t channels, int64_t 
 }
 
 /* Row-major C = op(A) op(B) (+ beta C), strided-batched. */
-const char *gemm(cublasHandle_t handle, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                 int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta, float *c, int64_t ldc,
-                 int64_t stride_c, int64_t batch) {
+tf_status gemm(cublasHandle_t handle, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+               int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta, float *c, int64_t ldc,
+               int64_t stride_c, int64_t batch) {
   const float alpha = 1.0f;
-  return cublas_status(cublasSgemmStridedBatched(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                 (int)n, (int)m, (int)k, &alpha, b, (int)ldb, (long long)stride_b, a,
-                                                 (int)lda, (long long)stride_a, &beta, c, (int)ldc, (long long)stride_c,
-                                                 (int)batch));
+  return call_status(cublasSgemmStridedBatched(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                               (int)n, (int)m, (int)k, &alpha, b, (int)ldb, (long long)stride_b, a,
+                                               (int)lda, (long long)stride_a, &beta, c, (int)ldc, (long long)stride_c,
+                                               (int)batch),
+                     "cublasSgemmStridedBatched (m %lld, n %lld, k %lld, batch %lld)", (long long)m, (long long)n,
+                     (long long)k, (long long)batch);
 }
 
 struct Call {
@@ -84,40 +85,44 @@ struct Call {
 };
 
 /* y = conv(x, w) (+ bias). */
-const char *forward(const Call &c, const float *x, const float *w, float *y) {
+tf_status forward(const Call &c, const float *x, const float *w, float *y) {
   const tf_cuda_conv_geometry &g = c.g;
   for (int64_t group = 0; group < g.groups; group++) {
     const float *w_group = w + group * c.og * c.K;
     if (g.direct) {
-      TF_CUDA_TRY(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P, c.P,
-                       g.image_channels * c.P, 0.0f, y + group * c.og * c.P, c.P, g.response_channels * c.P, g.batch));
+      TF_RETURN_IF_ERROR(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P, c.P,
+                              g.image_channels * c.P, 0.0f, y + group * c.og * c.P, c.P, g.response_channels * c.P,
+                              g.batch));
       continue;
     }
     for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
       im2col<<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
-      TF_CUDA_TRY(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
-                       y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P, images));
+      TF_RETURN_IF_ERROR(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
+                              y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P,
+                              images));
     }
   }
   return launch_status();
 }
 
 /* image = the transposed convolution of the response (grad_input, conv_transpose2d). */
-const char *scatter_back(const Call &c, const float *response, const float *w, float *image) {
+tf_status scatter_back(const Call &c, const float *response, const float *w, float *image) {
   const tf_cuda_conv_geometry &g = c.g;
   for (int64_t group = 0; group < g.groups; group++) {
     const float *w_group = w + group * c.og * c.K;
     const float *dy = response + group * c.og * c.P;
     if (g.direct) {
-      TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P, g.response_channels * c.P, 0.0f,
-                       image + group * c.cg * c.plane, c.P, g.image_channels * c.plane, g.batch));
+      TF_RETURN_IF_ERROR(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P,
+                              g.response_channels * c.P, 0.0f, image + group * c.cg * c.plane, c.P,
+                              g.image_channels * c.plane, g.batch));
       continue;
     }
     for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
-      TF_CUDA_TRY(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy + first * g.response_channels * c.P,
-                       c.P, g.response_channels * c.P, 0.0f, c.column, c.P, c.K * c.P, images));
+      TF_RETURN_IF_ERROR(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0,
+                              dy + first * g.response_channels * c.P, c.P, g.response_channels * c.P, 0.0f, c.column,
+                              c.P, c.K * c.P, images));
       col2im<<<blocks_for(images * c.cg * c.plane), kThreads, 0, c.stream>>>(c.column, image, g, first, images, group);
     }
   }
@@ -125,7 +130,7 @@ const char *scatter_back(const Call &c, const float *response, const float *w, f
 }
 
 /* dw = sum over images of dy_n column_nᵀ, per group, in image order. */
-const char *weight_gradient(const Call &c, const float *x, const float *dy, float *dw) {
+tf_status weight_gradient(const Call &c, const float *x, const float *dy, float *dw) {
   const tf_cuda_conv_geometry &g = c.g;
   for (int64_t group = 0; group < g.groups; group++) {
     float *dw_group = dw + group * c.og * c.K;
@@ -136,25 +141,27 @@ const char *weight_gradient(const Call &c, const float *x, const float *dy, floa
       for (int64_t b = 0; b < images; b++) {
         const int64_t n = first + b;
         const float *columns = g.direct ? x + (n * g.image_channels + group * c.cg) * c.P : c.column + b * c.K * c.P;
-        TF_CUDA_TRY(gemm(c.handle, false, true, c.og, c.K, c.P, dy + (n * g.response_channels + group * c.og) * c.P,
-                         c.P, 0, columns, c.P, 0, n == 0 ? 0.0f : 1.0f, dw_group, c.K, 0, 1));
+        TF_RETURN_IF_ERROR(gemm(c.handle, false, true, c.og, c.K, c.P,
+                                dy + (n * g.response_channels + group * c.og) * c.P, c.P, 0, columns, c.P, 0,
+                                n == 0 ? 0.0f : 1.0f, dw_group, c.K, 0, 1));
       }
     }
   }
   return launch_status();
 }
 
-bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
 } // namespace
 
-const char *check_conv(const tf_cuda_args *args) {
+tf_status check_conv(const tf_cuda_args *args) {
   tf_cuda_conv_geometry g;
   tf_cuda_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
-  if (!fits_int(g.column_rows) || !fits_int(g.positions) || !fits_int(g.batch) || !fits_int(g.response_channels) ||
-      !fits_int(g.image_height * g.image_width))
-    return "a convolution dimension exceeds cuBLAS's 32-bit int";
-  return NULL;
+  const IntDimension dimensions[] = {
+      {.name = "the column rows (channels per group x taps)", .value = g.column_rows},
+      {.name = "the output positions", .value = g.positions},
+      {.name = "the batch", .value = g.batch},
+      {.name = "the output channels", .value = g.response_channels},
+      {.name = "the image plane (height x width)", .value = g.image_height * g.image_width}};
+  return check_int_dimensions(args, dimensions, (int)(sizeof(dimensions) / sizeof(dimensions[0])));
 }
 
 TF_CUDA_LAUNCHER(conv) {
@@ -170,8 +177,8 @@ TF_CUDA_LAUNCHER(conv) {
   if (out->count == 0)
     return NULL;
   const int64_t column_bytes = tf_cuda_conv_column_bytes(&g);
-  TF_CUDA_TRY(cublas_status(cublasSetWorkspace(c.handle, (char *)args->workspace + column_bytes,
-                                               (size_t)(args->workspace_bytes - column_bytes))));
+  TF_RETURN_IF_ERROR(
+      cublas_workspace(c.handle, (char *)args->workspace + column_bytes, args->workspace_bytes - column_bytes));
   const float *in0 = (const float *)args->inputs[0].data, *in1 = (const float *)args->inputs[1].data;
   float *y = (float *)out->data;
   /* A product over nothing (no taps or no channels) leaves zeros, as BLAS does with k = 0. */
@@ -180,26 +187,26 @@ TF_CUDA_LAUNCHER(conv) {
   case TF_OP_CONV1D:
   case TF_OP_CONV2D:
     if (empty)
-      TF_CUDA_TRY(zero(out, c.stream));
+      TF_RETURN_IF_ERROR(zero(out, c.stream));
     else
-      TF_CUDA_TRY(forward(c, in0, in1, y));
+      TF_RETURN_IF_ERROR(forward(c, in0, in1, y));
     if (args->n_inputs > 2) {
       add_bias<<<blocks_for(out->count), kThreads, 0, c.stream>>>(y, (const float *)args->inputs[2].data,
                                                                   g.response_channels, c.P, out->count);
-      TF_CUDA_TRY(launch_status());
+      TF_RETURN_IF_ERROR(launch_status());
     }
     return NULL;
   case TF_OP_CONV_TRANSPOSE2D:
   case TF_OP_CONV1D_GRAD_INPUT:
   case TF_OP_CONV2D_GRAD_INPUT:
     if (empty)
-      TF_CUDA_TRY(zero(out, c.stream));
+      TF_RETURN_IF_ERROR(zero(out, c.stream));
     else
-      TF_CUDA_TRY(scatter_back(c, in0, in1, y));
+      TF_RETURN_IF_ERROR(scatter_back(c, in0, in1, y));
     if (args->op == TF_OP_CONV_TRANSPOSE2D && args->n_inputs > 2) {
       add_bias<<<blocks_for(out->count), kThreads, 0, c.stream>>>(y, (const float *)args->inputs[2].data,
                                                                   g.image_channels, c.plane, out->count);
-      TF_CUDA_TRY(launch_status());
+      TF_RETURN_IF_ERROR(launch_status());
     }
     return NULL;
   default:

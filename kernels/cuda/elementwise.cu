@@ -56,7 +56,7 @@ template <int OP> __global__ void binary_strided(const float *a, const float *b,
   TF_CUDA_GRID_STRIDE(i, n) { out[i] = binary_op<OP>(a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]); }
 }
 
-template <int OP> const char *binary_run(const tf_cuda_args *args) {
+template <int OP> tf_status binary_run(const tf_cuda_args *args) {
   const tf_cuda_tensor *a = &args->inputs[0], *b = &args->inputs[1], *out = &args->outputs[0];
   const int64_t n = out->count;
   if (n == 0)
@@ -99,7 +99,7 @@ template <int OP> __global__ void unary_kernel(const float *in, float *out, int6
   TF_CUDA_GRID_STRIDE(i, n) { out[i] = unary_op<OP>(in[i], approximate); }
 }
 
-template <int OP> const char *unary_run(const tf_cuda_args *args) {
+template <int OP> tf_status unary_run(const tf_cuda_args *args) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
@@ -129,7 +129,7 @@ __global__ void grad_kernel(const float *value, const float *upstream, float *ou
   TF_CUDA_GRID_STRIDE(i, n) { out[i] = grad_op<OP>(value[i], upstream[i], approximate); }
 }
 
-template <int OP> const char *grad_run(const tf_cuda_args *args) {
+template <int OP> tf_status grad_run(const tf_cuda_args *args) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;

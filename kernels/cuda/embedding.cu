@@ -92,7 +92,7 @@ __global__ void add_runs(const uint64_t *keys, int64_t count, const float *dy, i
 }
 
 /* Sorts `padded` keys (a power of two) ascending. */
-const char *sort_keys(uint64_t *keys, int64_t padded, cudaStream_t stream) {
+tf_status sort_keys(uint64_t *keys, int64_t padded, cudaStream_t stream) {
   const unsigned local_blocks = (unsigned)((padded + kSortBlock - 1) / kSortBlock);
   const int64_t local_limit = padded < kSortBlock ? padded : kSortBlock;
   sort_local<<<local_blocks, kThreads, 0, stream>>>(keys, padded, 2, 1, local_limit);
@@ -122,13 +122,13 @@ TF_CUDA_LAUNCHER(embedding_grad) {
   const tf_cuda_tensor *ids = &args->inputs[0], *dtable = &args->outputs[0];
   const int64_t rows = dtable->shape[0], depth = dtable->shape[1], count = ids->count;
   cudaStream_t stream = stream_of(args);
-  TF_CUDA_TRY(zero(dtable, stream));
+  TF_RETURN_IF_ERROR(zero(dtable, stream));
   if (count == 0 || depth == 0 || rows == 0)
     return NULL;
   uint64_t *keys = (uint64_t *)args->workspace;
   const int64_t padded = tf_cuda_embedding_keys(count);
   make_keys<<<blocks_for(padded), kThreads, 0, stream>>>(ids->data, ids->dtype == TF_I64, count, rows, keys, padded);
-  TF_CUDA_TRY(sort_keys(keys, padded, stream));
+  TF_RETURN_IF_ERROR(sort_keys(keys, padded, stream));
   const int threads = depth < kThreads ? (int)((depth + 31) / 32 * 32) : kThreads;
   add_runs<<<(unsigned)(count < kMaxBlocks ? count : kMaxBlocks), threads, 0, stream>>>(
       keys, count, (const float *)args->inputs[1].data, depth, (float *)dtable->data);

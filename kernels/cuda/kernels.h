@@ -1,6 +1,7 @@
 /* The CUDA kernels: one launcher per op, forward and backward, that enqueues the op's work on a
- * stream over device memory. Launchers never allocate, never synchronise and never read device
- * memory on the host, so a whole block of steps can be captured into a CUDA graph and replayed.
+ * stream over device memory. Launchers never allocate (but the tf_status they return on failure),
+ * never synchronise and never read device memory on the host, so a whole block of steps can be
+ * captured into a CUDA graph and replayed.
  *
  * Semantics are those of the CPU kernels (the .c files of kernels/cpu), op by op; the comments in each .cu
  * file say where the order of floating-point additions differs. Floating tensors are f32 (cast
@@ -57,12 +58,15 @@ bool tf_cuda_kernel_exists(tf_op op);
 
 /* Checks what the launcher cannot do for these operands (an unsupported dtype, a head width
  * above the attention kernels' limit, a size above cuBLAS's int range); NULL when it can, else a
- * static message. The plan verifier has already checked shapes and arity. */
-const char *tf_cuda_kernel_check(const tf_cuda_args *args);
+ * TF_ERR_UNSUPPORTED status (the caller frees it) naming the op and the numbers involved. The plan
+ * verifier has already checked shapes and arity. */
+tf_status tf_cuda_kernel_check(const tf_cuda_args *args);
 
-/* Enqueues the op on args->stream; NULL on success, else a static message (a CUDA or cuBLAS error
- * string). Sets the cuBLAS workspace to args->workspace before any cuBLAS call. */
-const char *tf_cuda_kernel_launch(const tf_cuda_args *args);
+/* Enqueues the op on args->stream; NULL on success, else a TF_ERR_BACKEND status (the caller frees
+ * it) naming the op, the CUDA or cuBLAS call that failed with its sizes, and the error's text and
+ * name. Sets the cuBLAS workspace to args->workspace before any cuBLAS call. Capturable: no
+ * allocation but the status on the error path, no synchronisation. */
+tf_status tf_cuda_kernel_launch(const tf_cuda_args *args);
 
 #ifdef __cplusplus
 }

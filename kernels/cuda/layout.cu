@@ -58,7 +58,7 @@ int64_t clamp_bound(int64_t bound, int64_t dim) {
   return bound > dim ? dim : bound;
 }
 
-template <typename T> const char *run(const tf_cuda_args *args) {
+template <typename T> tf_status run(const tf_cuda_args *args) {
   const tf_cuda_tensor *x = &args->inputs[0], *out = &args->outputs[0];
   cudaStream_t stream = stream_of(args);
   const int64_t n = out->count;
@@ -136,9 +136,7 @@ TF_CUDA_LAUNCHER(layout) {
     /* A plan may place a reshape's output on its input (alias_of): nothing to move. */
     if (out->data == x->data || out->count == 0)
       return NULL;
-    cudaError_t e =
-        cudaMemcpyAsync(out->data, x->data, (size_t)(out->count * size), cudaMemcpyDeviceToDevice, stream_of(args));
-    return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+    return copy(out->data, x->data, out->count * size, stream_of(args));
   }
   switch (size) {
   case 1: return run<Bytes<1>::type>(args);

@@ -5,7 +5,6 @@
  * contiguously, the innermost run is one strided-batched gemm (stride 0 where broadcast) and any
  * remaining outer axes are a host loop over such calls (each captured into the graph). cuBLAS
  * works in the step's workspace (cublasSetWorkspace), never in memory of its own. */
-#include <limits.h>
 
 #include "kernels/cuda/common.cuh"
 
@@ -81,16 +80,18 @@ Product plan_product(const tf_cuda_args *args) {
   return p;
 }
 
-bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+/* The count of the innermost, strided-batched axis (1 without batch axes). */
+int64_t batch_of(const Product &p) { return p.batch_rank > 0 ? p.batch_shape[p.batch_rank - 1] : 1; }
 
 } // namespace
 
-const char *check_matmul(const tf_cuda_args *args) {
+tf_status check_matmul(const tf_cuda_args *args) {
   Product p = plan_product(args);
-  int64_t inner = p.batch_rank > 0 ? p.batch_shape[p.batch_rank - 1] : 1;
-  if (!fits_int(p.m) || !fits_int(p.n) || !fits_int(p.k) || !fits_int(p.lda) || !fits_int(p.ldb) || !fits_int(inner))
-    return "a matmul dimension exceeds cuBLAS's 32-bit int";
-  return NULL;
+  const IntDimension dimensions[] = {
+      {.name = "m", .value = p.m},     {.name = "n", .value = p.n},     {.name = "k", .value = p.k},
+      {.name = "lda", .value = p.lda}, {.name = "ldb", .value = p.ldb}, {.name = "batch", .value = batch_of(p)},
+  };
+  return check_int_dimensions(args, dimensions, (int)(sizeof(dimensions) / sizeof(dimensions[0])));
 }
 
 TF_CUDA_LAUNCHER(matmul) {
@@ -102,14 +103,14 @@ TF_CUDA_LAUNCHER(matmul) {
   if (p.k == 0)
     return zero(out, stream);
   cublasHandle_t handle = (cublasHandle_t)args->cublas;
-  TF_CUDA_TRY(cublas_status(cublasSetWorkspace(handle, args->workspace, (size_t)args->workspace_bytes)));
+  TF_RETURN_IF_ERROR(cublas_workspace(handle, args->workspace, args->workspace_bytes));
   const float alpha = 1.0f, beta = 0.0f;
   const float *a = (const float *)args->inputs[0].data, *b = (const float *)args->inputs[1].data;
   float *c = (float *)out->data;
   const cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t inner = p.batch_rank - 1;
-  const int64_t count = inner >= 0 ? p.batch_shape[inner] : 1;
+  const int64_t count = batch_of(p);
   int64_t outer = 1;
   for (int32_t i = 0; i < inner; i++)
     outer *= p.batch_shape[i];
@@ -120,11 +121,13 @@ TF_CUDA_LAUNCHER(matmul) {
       rest /= p.batch_shape[i];
       a_offset += at * p.a_stride[i], b_offset += at * p.b_stride[i], c_offset += at * p.c_stride[i];
     }
-    TF_CUDA_TRY(cublas_status(
+    TF_RETURN_IF_ERROR(call_status(
         cublasSgemmStridedBatched(handle, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset, (int)p.ldb,
                                   inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
                                   inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
-                                  inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count)));
+                                  inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count),
+        "cublasSgemmStridedBatched (m %lld, n %lld, k %lld, batch %lld)", (long long)p.m, (long long)p.n,
+        (long long)p.k, (long long)count));
   }
   return launch_status();
 }

@@ -13,7 +13,14 @@ struct Pooling {
 };
 
 Pooling pooling_of(const tf_pool_attrs *a, const tf_cuda_tensor *x, const tf_cuda_tensor *y) {
-  Pooling p = {x->shape[0] * x->shape[1], x->shape[2], x->shape[3], y->shape[2], y->shape[3], {0}, {0}, {0}};
+  Pooling p = {.planes = x->shape[0] * x->shape[1],
+               .height = x->shape[2],
+               .width = x->shape[3],
+               .out_height = y->shape[2],
+               .out_width = y->shape[3],
+               .kernel = {0},
+               .stride = {0},
+               .padding = {0}};
   for (int i = 0; i < 2; i++)
     p.kernel[i] = a->kernel[i], p.stride[i] = a->stride[i], p.padding[i] = a->padding[i];
   return p;

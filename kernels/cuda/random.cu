@@ -60,8 +60,7 @@ TF_CUDA_LAUNCHER(dropout) {
   if (!(rate > 0.0f)) {
     if (x == y)
       return NULL;
-    cudaError_t e = cudaMemcpyAsync(y, x, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream_of(args));
-    return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+    return copy(y, x, n * (int64_t)sizeof(float), stream_of(args));
   }
   const float scale = (float)(1.0 / (1.0 - (double)rate));
   tf_cuda_run_values *run = (tf_cuda_run_values *)args->workspace;

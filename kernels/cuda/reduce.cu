@@ -167,7 +167,7 @@ __global__ void columns_finish(const typename Acc<MODE, T>::type *partials, T *y
 }
 
 template <int MODE, typename T>
-const char *reduce_run(const tf_cuda_args *args, const tf_cuda_reduction &r, double divisor) {
+tf_status reduce_run(const tf_cuda_args *args, const tf_cuda_reduction &r, double divisor) {
   typedef typename Acc<MODE, T>::type A;
   const T *x = (const T *)args->inputs[0].data;
   T *y = (T *)args->outputs[0].data;
@@ -260,9 +260,8 @@ TF_CUDA_LAUNCHER(max_grad) {
     return NULL;
   if (r.kind == TF_CUDA_REDUCE_FULL) {
     unsigned long long *count = (unsigned long long *)args->workspace;
-    cudaError_t e = cudaMemsetAsync(count, 0, sizeof(*count), stream);
-    if (e != cudaSuccess)
-      return cudaGetErrorString(e);
+    TF_RETURN_IF_ERROR(call_status(cudaMemsetAsync(count, 0, sizeof(*count), stream), "cudaMemsetAsync of %d bytes",
+                                   (int)sizeof(*count)));
     count_maxima<<<blocks_for(r.group), kThreads, 0, stream>>>(x, r.group, y, count);
     spread_full<<<blocks_for(r.group), kThreads, 0, stream>>>(x, r.group, y, dy, count, dx);
   } else if (r.kind == TF_CUDA_REDUCE_ROWS) {

@@ -110,7 +110,7 @@ template <bool LOG> __global__ void softmax_grad_columns(const float *y, const f
   }
 }
 
-template <bool LOG> const char *forward(const tf_cuda_args *args) {
+template <bool LOG> tf_status forward(const tf_cuda_args *args) {
   const tf_cuda_tensor *x = &args->inputs[0];
   const Geometry g = geometry_of(x, args->attrs->u.axis.axis);
   const float *in = (const float *)x->data;
@@ -124,7 +124,7 @@ template <bool LOG> const char *forward(const tf_cuda_args *args) {
   return launch_status();
 }
 
-template <bool LOG> const char *backward(const tf_cuda_args *args) {
+template <bool LOG> tf_status backward(const tf_cuda_args *args) {
   const tf_cuda_tensor *y = &args->inputs[0];
   const Geometry g = geometry_of(y, args->attrs->u.axis.axis);
   const float *y_data = (const float *)y->data, *dy = (const float *)args->inputs[1].data;

@@ -4,7 +4,7 @@
 namespace tf_cuda {
 namespace {
 
-typedef const char *(*launcher)(const tf_cuda_args *args);
+typedef tf_status (*launcher)(const tf_cuda_args *args);
 
 /* Ops that move bytes of any dtype (or only set them): no compute type. */
 bool moves_bytes(tf_op op) {
@@ -96,19 +96,28 @@ launcher launcher_of(tf_op op) {
   }
 }
 
-const char *check_dtypes(const tf_cuda_args *args) {
+tf_status check_dtypes(const tf_cuda_args *args) {
   if (moves_bytes(args->op))
     return NULL;
   for (int32_t i = 0; i < args->n_inputs; i++)
     if (is_floating(args->inputs[i].dtype) && args->inputs[i].dtype != TF_F32)
-      return "the CUDA kernels compute in f32 (an operand is f16 or bf16; only cast reads those)";
+      return tf_status_new(
+          TF_ERR_UNSUPPORTED, "cuda %s kernel: input %d is %s; the CUDA kernels compute in f32 (only cast reads %s)",
+          tf_op_name(args->op), (int)i, tf_dtype_name(args->inputs[i].dtype), tf_dtype_name(args->inputs[i].dtype));
   for (int32_t i = 0; i < args->n_outputs; i++)
     if (is_floating(args->outputs[i].dtype) && args->outputs[i].dtype != TF_F32)
-      return "the CUDA kernels compute in f32 (an output is f16 or bf16; only cast writes those)";
+      return tf_status_new(
+          TF_ERR_UNSUPPORTED, "cuda %s kernel: output %d is %s; the CUDA kernels compute in f32 (only cast writes %s)",
+          tf_op_name(args->op), (int)i, tf_dtype_name(args->outputs[i].dtype), tf_dtype_name(args->outputs[i].dtype));
   if (args->op == TF_OP_MAX && args->inputs[0].dtype != TF_F32 && args->inputs[0].dtype != TF_I32 &&
       args->inputs[0].dtype != TF_I64 && args->inputs[0].dtype != TF_U8)
-    return "max reads f32, i32, i64 or u8";
+    return tf_status_new(TF_ERR_UNSUPPORTED, "cuda max kernel: its input is %s; max reads f32, i32, i64 or u8",
+                         tf_dtype_name(args->inputs[0].dtype));
   return NULL;
+}
+
+tf_status no_kernel(tf_op op) {
+  return tf_status_new(TF_ERR_UNSUPPORTED, "no CUDA kernel for op %d (%s)", (int)op, tf_op_name(op));
 }
 
 } // namespace
@@ -118,10 +127,10 @@ extern "C" bool tf_cuda_kernel_exists(tf_op op) {
   return (int)op >= 0 && op < TF_OP_COUNT && tf_cuda::launcher_of(op) != NULL;
 }
 
-extern "C" const char *tf_cuda_kernel_check(const tf_cuda_args *args) {
+extern "C" tf_status tf_cuda_kernel_check(const tf_cuda_args *args) {
   if (!tf_cuda_kernel_exists(args->op))
-    return "no CUDA kernel for this op";
-  TF_CUDA_TRY(tf_cuda::check_dtypes(args));
+    return tf_cuda::no_kernel(args->op);
+  TF_RETURN_IF_ERROR(tf_cuda::check_dtypes(args));
   switch (args->op) {
   case TF_OP_ATTENTION:
   case TF_OP_ATTENTION_GRAD: return tf_cuda::check_attention(args);
@@ -137,8 +146,8 @@ extern "C" const char *tf_cuda_kernel_check(const tf_cuda_args *args) {
   }
 }
 
-extern "C" const char *tf_cuda_kernel_launch(const tf_cuda_args *args) {
+extern "C" tf_status tf_cuda_kernel_launch(const tf_cuda_args *args) {
   if (!tf_cuda_kernel_exists(args->op))
-    return "no CUDA kernel for this op";
-  return tf_cuda::launcher_of(args->op)(args);
+    return tf_cuda::no_kernel(args->op);
+  return tf_status_prefix(tf_cuda::launcher_of(args->op)(args), "cuda %s kernel", tf_op_name(args->op));
 }

@@ -151,8 +151,17 @@ static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data
   const int64_t bytes =
       tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, THREADS, f64 ? 8 : 4);
   void *workspace = bytes > 0 ? aligned_alloc(64, (size_t)(bytes + 63) / 64 * 64) : NULL;
-  tf_cpu_context context = {THREADS, run->optimizer_step, run->micro_step, run->seed};
-  tf_cpu_args args = {step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, workspace, bytes, &context};
+  tf_cpu_context context = {
+      .threads = THREADS, .optimizer_step = run->optimizer_step, .micro_step = run->micro_step, .seed = run->seed};
+  tf_cpu_args args = {.op = step->op,
+                      .attrs = &step->attrs,
+                      .n_inputs = step->n_inputs,
+                      .inputs = in,
+                      .n_outputs = step->n_outputs,
+                      .outputs = out,
+                      .workspace = workspace,
+                      .workspace_bytes = bytes,
+                      .context = &context};
   tf_cpu_kernel_get(step->op, f64)(&args);
   free(workspace);
 }

@@ -14,7 +14,7 @@ int main(void) {
          tf_backend_find("cuda") ? ", cuda (test_cuda_ops)" : "");
   tf_test_counts counts = {0, 0};
   static conf_coverage coverage;
-  const conf_backend cpu = {"cpu", TF_TARGET_CPU, NULL, 0};
+  const conf_backend cpu = {.name = "cpu", .target = TF_TARGET_CPU, .claims = NULL, .refuses = 0};
   conf_run_table(&counts, &cpu, &coverage);
   conf_check_coverage(&counts, &cpu, &coverage);
   return tf_test_finish("conformance on cpu", &counts);

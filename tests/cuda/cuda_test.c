@@ -137,7 +137,7 @@ tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t
                                double *loss) {
   *loss = 0;
   for (int32_t k = 0; k < plan->accumulate; k++) {
-    cuda_test_data data = {1000 + (uint64_t)(first_batch + k), int_high, INT32_MIN};
+    cuda_test_data data = {.seed = 1000 + (uint64_t)(first_batch + k), .int_high = int_high, .int_special = INT32_MIN};
     double micro = 0;
     TF_RETURN_IF_ERROR(cuda_test_feed(session, plan, &data));
     TF_RETURN_IF_ERROR(tf_session_micro_step(session, &micro));

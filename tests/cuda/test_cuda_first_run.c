@@ -53,7 +53,7 @@ static void test_capacity(void) {
     return;
   const int failed_before = counts.failed;
   const bool nvml = nvml_present();
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   tf_device_capacity first, second;
   CHECK_OK(&counts, cuda->capacity(&options, &first));
   print_capacity("first (no context before)", &first);

@@ -40,9 +40,24 @@ static void cpu_cast(const tf_cpu_tensor *x, const tf_cpu_tensor *y) {
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_CAST;
   attrs.u.cast.to = y->dtype;
-  tf_cpu_context context = {1, 1, 0, 0};
-  tf_cpu_args args = {TF_OP_CAST, &attrs, 1, x, 1, y, NULL, 0, &context};
+  tf_cpu_context context = {.threads = 1, .optimizer_step = 1, .micro_step = 0, .seed = 0};
+  tf_cpu_args args = {
+      .op = TF_OP_CAST, .attrs = &attrs, .n_inputs = 1, .inputs = x, .n_outputs = 1, .outputs = y, .context = &context};
   tf_cpu_kernel_get(TF_OP_CAST, false)(&args);
+}
+
+/* Uploads `bytes` of `host` to `device`, launches `args`, then downloads `result_bytes` of `result` into
+ * `back`: NULL, or the first failure (the caller frees it). */
+static tf_status round_trip(const tf_cuda_args *args, void *device, const void *host, size_t bytes, void *back,
+                            const void *result, size_t result_bytes) {
+  cudaError_t error = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
+  if (error != cudaSuccess)
+    return tf_status_new(TF_ERR_BACKEND, "upload: %s", cudaGetErrorString(error));
+  TF_RETURN_IF_ERROR(tf_cuda_kernel_launch(args));
+  error = cudaMemcpy(back, result, result_bytes, cudaMemcpyDeviceToHost);
+  if (error != cudaSuccess)
+    return tf_status_new(TF_ERR_BACKEND, "download: %s", cudaGetErrorString(error));
+  return NULL;
 }
 
 static void test_cast_matrix(void) {
@@ -62,21 +77,22 @@ static void test_cast_matrix(void) {
       tf_cpu_tensor y = host_tensor(expected, dtypes[to]);
       cpu_cast(&specials, &x); /* the specials as `from` values, by the CPU's rules */
       cpu_cast(&x, &y);
-      tf_cuda_tensor cx = {device, dtypes[from], 1, {N_SPECIALS}, N_SPECIALS};
-      tf_cuda_tensor cy = {device + 8 * N_SPECIALS, dtypes[to], 1, {N_SPECIALS}, N_SPECIALS};
+      tf_cuda_tensor cx = {
+          .data = device, .dtype = dtypes[from], .rank = 1, .shape = {N_SPECIALS}, .count = N_SPECIALS};
+      tf_cuda_tensor cy = {
+          .data = device + 8 * N_SPECIALS, .dtype = dtypes[to], .rank = 1, .shape = {N_SPECIALS}, .count = N_SPECIALS};
       tf_attrs attrs;
       memset(&attrs, 0, sizeof(attrs));
       attrs.kind = TF_ATTR_CAST;
       attrs.u.cast.to = dtypes[to];
-      tf_cuda_args args = {TF_OP_CAST, &attrs, 1, &cx, 1, &cy, NULL, 0, NULL, NULL, NULL};
+      tf_cuda_args args = {
+          .op = TF_OP_CAST, .attrs = &attrs, .n_inputs = 1, .inputs = &cx, .n_outputs = 1, .outputs = &cy};
       const int64_t from_bytes = N_SPECIALS * tf_dtype_size(dtypes[from]),
                     to_bytes = N_SPECIALS * tf_dtype_size(dtypes[to]);
-      const char *error = cudaMemcpy(device, source, (size_t)from_bytes, cudaMemcpyHostToDevice) == cudaSuccess
-                              ? tf_cuda_kernel_launch(&args)
-                              : "upload";
-      if (!error && cudaMemcpy(actual, cy.data, (size_t)to_bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-        error = "download";
-      CHECK(&counts, error == NULL, "cast %s -> %s: %s", tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]), error);
+      tf_status error = round_trip(&args, device, source, (size_t)from_bytes, actual, cy.data, (size_t)to_bytes);
+      CHECK(&counts, error == NULL, "cast %s -> %s: %s", tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]),
+            tf_status_message(error));
+      tf_status_free(error);
       CHECK(&counts, memcmp(expected, actual, (size_t)to_bytes) == 0, "cast %s -> %s differs from the CPU's",
             tf_dtype_name(dtypes[from]), tf_dtype_name(dtypes[to]));
       pairs++;
@@ -95,18 +111,17 @@ static void test_reshape_alias(void) {
     CHECK(&counts, false, "reshape alias: cudaMalloc");
     return;
   }
-  tf_cuda_tensor x = {device, TF_F32, 2, {3, 4}, 12}, y = {device, TF_F32, 2, {2, 6}, 12};
+  tf_cuda_tensor x = {.data = device, .dtype = TF_F32, .rank = 2, .shape = {3, 4}, .count = 12};
+  tf_cuda_tensor y = {.data = device, .dtype = TF_F32, .rank = 2, .shape = {2, 6}, .count = 12};
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_SHAPE;
-  tf_cuda_args args = {TF_OP_RESHAPE, &attrs, 1, &x, 1, &y, NULL, 0, NULL, NULL, NULL};
-  const char *error = cudaMemcpy(device, host, sizeof(host), cudaMemcpyHostToDevice) == cudaSuccess
-                          ? tf_cuda_kernel_launch(&args)
-                          : "upload";
-  if (!error && cudaMemcpy(back, device, sizeof(back), cudaMemcpyDeviceToHost) != cudaSuccess)
-    error = "download";
+  tf_cuda_args args = {
+      .op = TF_OP_RESHAPE, .attrs = &attrs, .n_inputs = 1, .inputs = &x, .n_outputs = 1, .outputs = &y};
+  tf_status error = round_trip(&args, device, host, sizeof(host), back, device, sizeof(back));
   CHECK(&counts, error == NULL && memcmp(host, back, sizeof(host)) == 0, "reshape onto its input: %s",
-        error ? error : "changed the data");
+        error ? tf_status_message(error) : "changed the data");
+  tf_status_free(error);
   printf("ok   reshape onto its own input is a no-op\n");
   cudaFree(device);
 }
@@ -115,7 +130,7 @@ int main(void) {
   int available = cuda_test_device();
   if (available != 0)
     return available;
-  const conf_backend cuda = {"cuda", TF_TARGET_CUDA, cuda_claims, 0};
+  const conf_backend cuda = {.name = "cuda", .target = TF_TARGET_CUDA, .claims = cuda_claims, .refuses = 0};
   conf_run_table(&counts, &cuda, &coverage);
   test_cast_matrix();
   test_reshape_alias();

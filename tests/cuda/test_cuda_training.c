@@ -176,7 +176,7 @@ static void test_memory(const model *m) {
 
   /* The backend's own report: the same plan through the vtable. */
   const tf_backend_vtable *cuda = tf_backend_find("cuda");
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL, *region_of[TF_REGION_COUNT] = {NULL};
   tf_status status = cuda->create(&options, &state);
   for (int r = 0; r < TF_REGION_COUNT && !status; r++)

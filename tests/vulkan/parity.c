@@ -37,14 +37,15 @@ static int check_subgroups(void *state) {
 }
 
 int parity_vulkan_available(void) {
-  // Every Vulkan test runs under the validation layer; any message it reports fails the test.
+  // Every Vulkan test runs under the validation layer; any message it reports fails the test
+  // (parity.h says how).
   setenv("TIGHTFIT_VULKAN_VALIDATION", "1", 1);
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
   if (!vulkan) {
     printf("SKIP: this build has no Vulkan backend\n");
     return 77;
   }
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
   if (status && strstr(tf_status_message(status), "VK_LAYER_KHRONOS_validation")) {
@@ -61,6 +62,16 @@ int parity_vulkan_available(void) {
   }
   pinned_backend = state;
   return check_subgroups(state);
+}
+
+void parity_check_validation(tf_test_counts *counts) {
+  char first[512];
+  const int32_t unreported = tf_vulkan_validation_unreported(first, sizeof(first));
+  CHECK(counts, unreported == 0,
+        "the validation layer reported %d message(s) that no status carried (while a backend was destroyed); the "
+        "first: %s",
+        unreported, first);
+  printf("%-4s validation messages no status carried: %d\n", unreported == 0 ? "ok" : "FAIL", unreported);
 }
 
 /* splitmix64: the test data, reproducible on any machine. */

@@ -23,8 +23,15 @@ typedef struct parity_result {
 } parity_result;
 
 /* Opens a Vulkan backend once with validation on: 0 when one exists, 77 (after printing SKIP) when
- * the machine has no Vulkan loader or device. */
+ * the machine has no Vulkan loader or device. From then on any message of the validation layer
+ * fails the test: as the error status of the backend call during which it came (every status is
+ * checked), or, for those no status could carry (a backend's destroy), at parity_check_validation. */
 int parity_vulkan_available(void);
+
+/* Records a failure in `counts` when the validation layer reported messages that no status carried
+ * (tf_vulkan_validation_unreported), naming the first, and prints the count. Call it last, after
+ * every session is destroyed. */
+void parity_check_validation(tf_test_counts *counts);
 
 /* Fills every input and label of `plan` with data from `seed`: f32 normal values, i32 values in
  * [0, int_high) with every 7th one replaced by `int_special` when int_special != INT32_MIN. */

@@ -19,8 +19,10 @@
 
 static tf_test_counts counts;
 static conf_coverage coverage;
-static const conf_backend backend = {"vulkan", TF_TARGET_VULKAN, NULL,
-                                     CONF_NEEDS_I64 | CONF_NEEDS_HALF | CONF_NEEDS_WIDE_HEADS};
+static const conf_backend backend = {.name = "vulkan",
+                                     .target = TF_TARGET_VULKAN,
+                                     .claims = NULL,
+                                     .refuses = CONF_NEEDS_I64 | CONF_NEEDS_HALF | CONF_NEEDS_WIDE_HEADS};
 static const conf_settings FLOATS = {{1, 0, 0, false}, CONF_SGD, CONF_SUMS, false, 0};
 
 /* Whether the device is lavapipe, whose shader loops end silently after 65,535 iterations per
@@ -164,5 +166,6 @@ int main(void) {
   conf_run_table(&counts, &backend, &coverage);
   test_refusals();
   conf_check_coverage(&counts, &backend, &coverage);
+  parity_check_validation(&counts);
   return tf_test_finish("vulkan ops", &counts);
 }

@@ -82,7 +82,7 @@ static void test_training(const char *label, const char *preset, const char *con
   CHECK(&counts, status == NULL, "%s: %s", label, tf_status_message(status));
   tf_status_free(status);
   double worst = 0, seconds[2] = {0, 0}, first[2] = {0, 0}, last[2] = {0, 0};
-  parity_data data = {100, classes, INT32_MIN};
+  parity_data data = {.seed = 100, .int_high = classes, .int_special = INT32_MIN};
   for (int64_t step = 0; step < 20 && !status && counts.failed == 0; step++) {
     double loss[2];
     for (int b = 0; b < 2; b++)
@@ -120,21 +120,31 @@ static void test_optimizer(const char *label, tf_optimizer optimizer, double mom
   options.clip_norm = 0.5;
   options.accumulate = 2;
   options.epsilon = 1e-2;
-  tf_graph_set_training(g, &(tf_training_config){optimizer, 0.05, momentum_or_beta, 0.9, 0.99, 1e-6, 0.1, 0.5, 0, 2,
-                                                 TF_PRECISION_F32, 0});
+  tf_graph_set_training(g, &(tf_training_config){.optimizer = optimizer,
+                                                 .learning_rate = 0.05,
+                                                 .momentum = momentum_or_beta,
+                                                 .beta1 = 0.9,
+                                                 .beta2 = 0.99,
+                                                 .epsilon = 1e-6,
+                                                 .weight_decay = 0.1,
+                                                 .clip_norm = 0.5,
+                                                 .global_batch = 0,
+                                                 .accumulate_steps = 2,
+                                                 .precision = TF_PRECISION_F32,
+                                                 .loss_scale = 0});
   tf_plan *plans[2];
   tf_session *sessions[2];
   tf_status status = parity_open(g, &options, plans, sessions);
   CHECK(&counts, status == NULL, "%s: %s", label, tf_status_message(status));
   tf_status_free(status);
-  parity_data data = {7, 10, INT32_MIN};
+  parity_data data = {.seed = 7, .int_high = 10, .int_special = INT32_MIN};
   double seconds = 0;
   for (int64_t step = 0; step < 3 && !status; step++)
     for (int b = 0; b < 2; b++)
       train_step(sessions[b], plans[b], &data, step, &seconds);
   parity_result result;
   memset(&result, 0, sizeof(result));
-  parity_tolerance tolerance = {1e-6, 1e-5};
+  parity_tolerance tolerance = {.atol = 1e-6, .rtol = 1e-5};
   int compared = 0;
   for (int32_t i = 0; i < plans[0]->n_buffers && !status; i++) {
     const tf_plan_buffer *b = &plans[0]->buffers[i];
@@ -222,7 +232,7 @@ static void test_memory(void) {
   status = tf_session_create(plan, &session_options, &session);
   CHECK(&counts, status == NULL, "session: %s", tf_status_message(status));
   tf_status_free(status);
-  parity_data data = {5, 10, INT32_MIN};
+  parity_data data = {.seed = 5, .int_high = 10, .int_special = INT32_MIN};
   tf_probe_counts warm_up, measured;
   memset(&warm_up, 0, sizeof(warm_up));
   memset(&measured, 0, sizeof(measured));
@@ -262,7 +272,7 @@ static void test_memory(void) {
   // The backend itself: its VkDeviceMemory is the regions plus the fixed overhead, and prepare()
   // and run() allocate nothing.
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
-  tf_backend_options backend_options = {0, 1};
+  tf_backend_options backend_options = {.device = 0, .threads = 1};
   void *state = NULL;
   status = vulkan->create(&backend_options, &state);
   CHECK(&counts, status == NULL, "backend: %s", tf_status_message(status));
@@ -276,7 +286,7 @@ static void test_memory(void) {
     tf_vulkan_memory allocated = tf_vulkan_memory_use(state);
     if (!status)
       status = vulkan->prepare(state, plan, region);
-    tf_run_state run = {1, 0, 0};
+    tf_run_state run = {.optimizer_step = 1, .micro_step = 0, .seed = 0};
     for (int i = 0; i < 4 && !status; i++) {
       status = vulkan->run(state, 0, plan->micro_steps, i & 1, &run);
       if (!status)
@@ -330,7 +340,7 @@ static void test_checkpoint(void) {
   CHECK(&counts, fd >= 0, "mkstemp");
   if (fd >= 0)
     close(fd);
-  parity_data data = {21, 10, INT32_MIN};
+  parity_data data = {.seed = 21, .int_high = 10, .int_special = INT32_MIN};
   double seconds = 0;
   for (int64_t step = 0; step < 3 && sessions[1]; step++)
     train_step(sessions[1], plans[1], &data, step, &seconds);
@@ -344,7 +354,7 @@ static void test_checkpoint(void) {
   for (int32_t i = 0; i < plans[0]->n_buffers; i++) {
     const tf_plan_buffer *b = &plans[0]->buffers[i];
     if (b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE) {
-      parity_compare_buffer(&counts, sessions, b, (parity_tolerance){0, 0}, &result);
+      parity_compare_buffer(&counts, sessions, b, (parity_tolerance){.atol = 0, .rtol = 0}, &result);
       compared++;
     }
   }
@@ -377,5 +387,6 @@ int main(void) {
   test_optimizer("adamw, weight decay 0.1, eps 1e-2", TF_OPTIMIZER_ADAMW, 0.0);
   test_memory();
   test_checkpoint();
+  parity_check_validation(&counts);
   return tf_test_finish("vulkan training", &counts);
 }

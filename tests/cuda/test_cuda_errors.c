@@ -1,0 +1,113 @@
+/* The CUDA kernels' error values (kernels/cuda/kernels.h), checked on any machine that builds them:
+ * what tf_cuda_kernel_check refuses, as a TF_ERR_UNSUPPORTED status naming the op and the numbers
+ * (host logic only, no GPU needed); and, where there is no CUDA device, what tf_cuda_kernel_launch
+ * returns when CUDA or cuBLAS refuses a launch: a TF_ERR_BACKEND status naming the op, the call and
+ * the error. With a device those launches would run for real on null pointers, so they are left to
+ * test_cuda_ops there. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/cuda/kernels.h"
+
+static tf_test_counts counts;
+
+/* A tensor of `dtype` and `rank` dims from `shape`, at no memory (checks read only the shapes). */
+static tf_cuda_tensor tensor(tf_dtype dtype, int32_t rank, const int64_t *shape) {
+  tf_cuda_tensor t = {.data = NULL, .dtype = dtype, .rank = rank, .count = 1};
+  for (int32_t d = 0; d < rank; d++) {
+    t.shape[d] = shape[d];
+    t.count *= shape[d];
+  }
+  return t;
+}
+
+/* Checks that `status` has `code` and contains each of `wanted` (NULL-terminated), prints it, frees it. */
+static void expect(const char *label, tf_status status, tf_code code, const char *const *wanted) {
+  bool found = true;
+  for (int i = 0; wanted[i]; i++)
+    found = found && strstr(tf_status_message(status), wanted[i]) != NULL;
+  CHECK(&counts, tf_status_code(status) == code && found, "%s: got %s: '%s'", label,
+        tf_code_name(tf_status_code(status)), tf_status_message(status));
+  printf("%-4s %s: %s: %s\n", tf_status_code(status) == code && found ? "ok" : "FAIL", label,
+         tf_code_name(tf_status_code(status)), tf_status_message(status));
+  tf_status_free(status);
+}
+
+/* One op's arguments over tensors without memory; `args` points into the case, which stays put. */
+typedef struct op_case {
+  tf_attrs attrs;
+  tf_cuda_tensor inputs[3], output;
+  tf_cuda_args args;
+} op_case;
+
+static void case_init(op_case *c, tf_op op, tf_attr_kind kind, int32_t n_inputs) {
+  memset(c, 0, sizeof(*c));
+  c->attrs.kind = kind;
+  c->args = (tf_cuda_args){
+      .op = op, .attrs = &c->attrs, .n_inputs = n_inputs, .inputs = c->inputs, .n_outputs = 1, .outputs = &c->output};
+}
+
+/* add of two [4] tensors, the first of dtype `first`. */
+static void add_case(op_case *c, tf_dtype first) {
+  const int64_t four[] = {4};
+  case_init(c, TF_OP_ADD, TF_ATTR_NONE, 2);
+  c->inputs[0] = tensor(first, 1, four);
+  c->inputs[1] = c->output = tensor(TF_F32, 1, four);
+}
+
+/* matmul [2, k] x [k, 3]. */
+static void matmul_case(op_case *c, int64_t k) {
+  const int64_t a[] = {2, k}, b[] = {k, 3}, product[] = {2, 3};
+  case_init(c, TF_OP_MATMUL, TF_ATTR_MATMUL, 2);
+  c->inputs[0] = tensor(TF_F32, 2, a);
+  c->inputs[1] = tensor(TF_F32, 2, b);
+  c->output = tensor(TF_F32, 2, product);
+}
+
+static void test_checks(void) {
+  op_case c;
+  add_case(&c, TF_F16);
+  expect("add of an f16 operand", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda add kernel", "input 0 is f16", NULL});
+  c.args.op = TF_OP_COUNT;
+  expect("an op number past the table", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"no CUDA kernel for op", NULL});
+  expect("launching it", tf_cuda_kernel_launch(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"no CUDA kernel for op", NULL});
+
+  const int64_t qkv[] = {1, 4, 1280};
+  case_init(&c, TF_OP_ATTENTION, TF_ATTR_ATTENTION, 3);
+  c.attrs.u.attention.num_heads = 2;
+  c.inputs[0] = c.inputs[1] = c.inputs[2] = c.output = tensor(TF_F32, 3, qkv);
+  expect(
+      "attention, heads of 640", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+      (const char *const[]){"cuda attention kernel", "head width 640 (1280 features / 2 heads)", "limit of 512", NULL});
+
+  matmul_case(&c, (int64_t)1 << 31);
+  expect("matmul, k = 2^31", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda matmul kernel", "k is 2147483648", "32-bit int", NULL});
+}
+
+/* Without a device every launch fails: CUDA's launch error, or cuBLAS's refusal of a null handle. */
+static void test_launch_failures(void) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+    printf("ok   launch failures: this machine has %d CUDA device(s); test_cuda_ops launches for real\n", devices);
+    return;
+  }
+  op_case c;
+  add_case(&c, TF_F32);
+  expect("add without a device", tf_cuda_kernel_launch(&c.args), TF_ERR_BACKEND,
+         (const char *const[]){"cuda add kernel: launching a kernel failed: ", "(cuda", NULL});
+  matmul_case(&c, 5);
+  expect("matmul without a cuBLAS handle", tf_cuda_kernel_launch(&c.args), TF_ERR_BACKEND,
+         (const char *const[]){"cuda matmul kernel: cublasSetWorkspace (0 bytes) failed: ", "(CUBLAS_STATUS_", NULL});
+}
+
+int main(void) {
+  test_checks();
+  test_launch_failures();
+  return tf_test_finish("cuda errors", &counts);
+}
