@@ -6,7 +6,7 @@
  * multiples of 32), and some cases are large enough to take the kernels' other paths: split column
  * sums, multi-block partials, the embedding sort across blocks, several im2col chunks, every
  * attention head-width variant. cast is also checked over every dtype pair on special values. At
- * the end every op of kernels/cpu/list.h must have run. Exits 77 without a CUDA device. */
+ * the end every op of the op table (core/op_table.h) must have run. Exits 77 without a CUDA device. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -451,11 +451,12 @@ static void test_reshape_alias(void) {
 }
 
 static void check_coverage(void) {
-#define TF_CUDA_COVERED(op, name)                                                                                      \
-  CHECK(&counts, coverage.steps[op] > 0, "op %s never ran on CUDA", #name);                                            \
-  printf("  %-22s %5d steps, worst %.3f of its tolerance\n", #name, coverage.steps[op], coverage.worst[op]);
-  printf("coverage (kernels/cpu/list.h):\n");
-  TF_CPU_KERNEL_LIST(TF_CUDA_COVERED)
+#define TF_CUDA_COVERED(ID, name, ...)                                                                                 \
+  CHECK(&counts, coverage.steps[TF_OP_##ID] > 0, "op %s never ran on CUDA", #name);                                    \
+  printf("  %-22s %5d steps, worst %.3f of its tolerance\n", #name, coverage.steps[TF_OP_##ID],                        \
+         coverage.worst[TF_OP_##ID]);
+  printf("coverage (every row of core/op_table.h):\n");
+  TF_OP_TABLE(TF_CUDA_COVERED)
 #undef TF_CUDA_COVERED
 }
 
