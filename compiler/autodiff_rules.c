@@ -152,6 +152,10 @@ static void vjp_gelu(tf_vjp *v) { vjp_from_input(v, TF_OP_GELU_GRAD); }
 static void vjp_silu(tf_vjp *v) { vjp_from_input(v, TF_OP_SILU_GRAD); }
 static void vjp_sigmoid(tf_vjp *v) { vjp_from_output(v, TF_OP_SIGMOID_GRAD); }
 static void vjp_tanh(tf_vjp *v) { vjp_from_output(v, TF_OP_TANH_GRAD); }
+/* y = log(1 + e^x): dx = dy sigmoid(x), from the existing kernels. */
+static void vjp_softplus(tf_vjp *v) {
+  tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, op1(v, TF_OP_SIGMOID, tf_vjp_input(v, 0), NULL), NULL));
+}
 static void vjp_softmax(tf_vjp *v) { vjp_from_output(v, TF_OP_SOFTMAX_GRAD); }
 static void vjp_log_softmax(tf_vjp *v) { vjp_from_output(v, TF_OP_LOG_SOFTMAX_GRAD); }
 

@@ -207,7 +207,10 @@
       NONE,      OPTIMIZER,          none,             sgd,                  optimizer,       optimizer)               \
   /* (param, grad, m, v [, norm_sq]): updates param, m and v in place */                                               \
   X(ADAMW,                adamw,                66, TRAINING, 4,  5,   0,  0,   0xd, OPTIMIZER,     update,            \
-      NONE,      OPTIMIZER,          none,             adamw,                optimizer,       optimizer)
+      NONE,      OPTIMIZER,          none,             adamw,                optimizer,       optimizer)               \
+  /* Ops added since, of either scope: each takes the next number. */                                                  \
+  X(SOFTPLUS,             softplus,             67, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               softplus,         softplus,             unary,           unary)
 // clang-format on
 
 #endif

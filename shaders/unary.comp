@@ -45,6 +45,12 @@ float tanh_of(float x) { return tanh(clamp(x, -15.0, 15.0)); }
 
 float sigmoid_of(float x) { return 1.0 / (1.0 + exp(-x)); }
 
+// log(1 + e) without GLSL's missing log1p: exact where 1 + e rounds to 1 (Goldberg's correction).
+float log1p_of(float e) {
+  float u = 1.0 + e;
+  return u == 1.0 ? e : log(u) * (e / (u - 1.0));
+}
+
 float gelu_tanh(float x) { return 0.5 * x * (1.0 + tanh_of(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x))); }
 
 float forward(uint op, float x) {
@@ -59,6 +65,7 @@ float forward(uint op, float x) {
   case TF_OP_SILU: return x * sigmoid_of(x);
   case TF_OP_SIGMOID: return sigmoid_of(x);
   case TF_OP_TANH: return tanh_of(x);
+  case TF_OP_SOFTPLUS: return x > 20.0 ? x : log1p_of(exp(x));
   }
   return MISSING;
 }

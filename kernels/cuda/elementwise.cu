@@ -1,5 +1,5 @@
 /* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
- * (neg ... tanh, gelu) and the activation gradients (relu_grad ... tanh_grad), as
+ * (neg ... tanh, gelu, softplus) and the activation gradients (relu_grad ... tanh_grad), as
  * kernels/cpu/elementwise.c computes them. Each output element is computed by one thread from its
  * own inputs, so an output may alias an input of its own shape. The transcendental functions are
  * CUDA's (expf, erff, tanhf: within 2 ulp of glibc's); nothing is built with fast math. */
@@ -93,6 +93,7 @@ template <int OP> __device__ inline float unary_op(float x, bool approximate) {
   case TF_OP_SILU: return x * sigmoid_of(x);
   case TF_OP_SIGMOID: return sigmoid_of(x);
   case TF_OP_TANH: return tanhf(x);
+  case TF_OP_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }

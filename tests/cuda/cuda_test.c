@@ -193,6 +193,7 @@ cuda_tolerance cuda_test_tolerance(tf_op op) {
   case TF_OP_SILU:
   case TF_OP_SIGMOID:
   case TF_OP_TANH:
+  case TF_OP_SOFTPLUS:
   case TF_OP_GELU_GRAD:
   case TF_OP_SILU_GRAD:
   case TF_OP_SIGMOID_GRAD:

@@ -98,7 +98,7 @@ static void test_elementwise(void) {
       g, tf_add(g, tf_test_param(g, "a", TF_SHAPE(d(1))), tf_test_param(g, "b", TF_SHAPE(d(4), d(1), d(259)))));
   run("add [1] + [4,1,259]", g, FLOATS);
   const tf_op unaries[] = {TF_OP_NEG,  TF_OP_EXP,  TF_OP_LOG,     TF_OP_SQRT, TF_OP_RSQRT,
-                           TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH};
+                           TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH, TF_OP_SOFTPLUS};
   for (size_t i = 0; i < sizeof(unaries) / sizeof(unaries[0]); i++) {
     bool needs_positive = unaries[i] == TF_OP_LOG || unaries[i] == TF_OP_SQRT || unaries[i] == TF_OP_RSQRT;
     g = tf_test_graph_begin(&counts, "unary");

@@ -83,7 +83,7 @@ static void test_binary(void) {
 
 static void test_unary(void) {
   const tf_op ops[] = {TF_OP_NEG,  TF_OP_EXP,  TF_OP_LOG,     TF_OP_SQRT, TF_OP_RSQRT,
-                       TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH};
+                       TF_OP_RELU, TF_OP_SILU, TF_OP_SIGMOID, TF_OP_TANH, TF_OP_SOFTPLUS};
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     bool needs_positive = ops[i] == TF_OP_LOG || ops[i] == TF_OP_SQRT || ops[i] == TF_OP_RSQRT;
     tf_graph *g = tf_test_graph_begin(&counts, "unary");
