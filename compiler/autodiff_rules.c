@@ -152,6 +152,10 @@ static void vjp_gelu(tf_vjp *v) { vjp_from_input(v, TF_OP_GELU_GRAD); }
 static void vjp_silu(tf_vjp *v) { vjp_from_input(v, TF_OP_SILU_GRAD); }
 static void vjp_sigmoid(tf_vjp *v) { vjp_from_output(v, TF_OP_SIGMOID_GRAD); }
 static void vjp_tanh(tf_vjp *v) { vjp_from_output(v, TF_OP_TANH_GRAD); }
+/* y = log(1 + e^x): dx = dy sigmoid(x), from the existing kernels. */
+static void vjp_softplus(tf_vjp *v) {
+  tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, op1(v, TF_OP_SIGMOID, tf_vjp_input(v, 0), NULL), NULL));
+}
 static void vjp_softmax(tf_vjp *v) { vjp_from_output(v, TF_OP_SOFTMAX_GRAD); }
 static void vjp_log_softmax(tf_vjp *v) { vjp_from_output(v, TF_OP_LOG_SOFTMAX_GRAD); }
 
@@ -330,50 +334,17 @@ static void vjp_bce_with_logits(tf_vjp *v) {
   tf_vjp_give(v, 0, op3(v, TF_OP_BCE_WITH_LOGITS_GRAD, tf_vjp_input(v, 0), tf_vjp_input(v, 1), v->dy, NULL));
 }
 
-static const tf_vjp_rule rules[TF_OP_GRAPH_COUNT] = {
-    [TF_OP_MATMUL] = vjp_matmul,
-    [TF_OP_ADD] = vjp_add,
-    [TF_OP_SUB] = vjp_sub,
-    [TF_OP_MUL] = vjp_mul,
-    [TF_OP_DIV] = vjp_div,
-    [TF_OP_NEG] = vjp_neg,
-    [TF_OP_EXP] = vjp_exp,
-    [TF_OP_LOG] = vjp_log,
-    [TF_OP_SQRT] = vjp_sqrt,
-    [TF_OP_RSQRT] = vjp_rsqrt,
-    [TF_OP_RELU] = vjp_relu,
-    [TF_OP_GELU] = vjp_gelu,
-    [TF_OP_SILU] = vjp_silu,
-    [TF_OP_SIGMOID] = vjp_sigmoid,
-    [TF_OP_TANH] = vjp_tanh,
-    [TF_OP_SUM] = vjp_sum,
-    [TF_OP_MEAN] = vjp_mean,
-    [TF_OP_MAX] = vjp_max,
-    [TF_OP_SOFTMAX] = vjp_softmax,
-    [TF_OP_LOG_SOFTMAX] = vjp_log_softmax,
-    [TF_OP_LAYER_NORM] = vjp_norm,
-    [TF_OP_RMS_NORM] = vjp_norm,
-    [TF_OP_EMBEDDING] = vjp_embedding,
-    [TF_OP_RESHAPE] = vjp_reshape,
-    [TF_OP_TRANSPOSE] = vjp_transpose,
-    [TF_OP_CONCAT] = vjp_concat,
-    [TF_OP_SLICE] = vjp_slice,
-    [TF_OP_EXPAND] = vjp_expand,
-    [TF_OP_CONV1D] = vjp_conv,
-    [TF_OP_CONV2D] = vjp_conv,
-    [TF_OP_CONV_TRANSPOSE2D] = vjp_conv_transpose2d,
-    [TF_OP_MAX_POOL2D] = vjp_max_pool2d,
-    [TF_OP_AVG_POOL2D] = vjp_avg_pool2d,
-    [TF_OP_DROPOUT] = vjp_dropout,
-    [TF_OP_ATTENTION] = vjp_attention,
-    [TF_OP_CAST] = vjp_cast,
-    [TF_OP_CROSS_ENTROPY] = vjp_cross_entropy,
-    [TF_OP_MSE] = vjp_mse,
-    [TF_OP_BCE_WITH_LOGITS] = vjp_bce_with_logits,
-};
+/* The vjp column of the op table (core/op_table.h): vjp_<vjp>, or none. */
+#define vjp_none NULL
+#define RULE(ID, op_name, number, scope, min, max, outputs, shape_only, in_place, attrs, shape, alias, workspace, vjp, \
+             ...)                                                                                                      \
+  [TF_OP_##ID] = vjp_##vjp,
+static const tf_vjp_rule rules[TF_OP_COUNT] = {TF_OP_TABLE(RULE)};
+#undef RULE
+#undef vjp_none
 
 tf_vjp_rule tf_vjp_rule_for(tf_op op) {
-  if ((int)op < 0 || op >= TF_OP_GRAPH_COUNT)
+  if ((int)op < 0 || op >= TF_OP_COUNT)
     return NULL;
   return rules[op];
 }

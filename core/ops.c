@@ -1,128 +1,55 @@
-/* The op table. Order follows enum tf_op; a static assertion keeps them in step. */
+/* The op table's core columns as rows (core/op_table.h), and the lookups over them. */
 #include "core/ops.h"
 
 #include <string.h>
 
-#define ROW(name, lo, hi, attrs, rule, flags)                                                                          \
-  { name, lo, hi, attrs, rule, flags, 1, 0, 0 }
-/* Training-only rows: outputs, shape-only inputs and in-place inputs spelled out. */
-#define GRAD(name, lo, hi, attrs, rule, outputs, shape_only, in_place)                                                 \
-  { name, lo, hi, attrs, rule, 0, outputs, shape_only, in_place }
-#define UNARY(name) ROW(name, 1, 1, TF_ATTR_NONE, tf_shape_unary_float, TF_OPF_ELEMENTWISE)
-#define BINARY(name) ROW(name, 2, 2, TF_ATTR_NONE, tf_shape_broadcast, TF_OPF_ELEMENTWISE | TF_OPF_BROADCAST)
+/* Rows are indexed by op number: the table lists the numbers 0, 1, 2, ... in order. */
+#define POSITION(ID, ...) POSITION_##ID,
+enum { TF_OP_TABLE(POSITION) TF_OP_ROWS };
+#undef POSITION
+#define IN_ORDER(ID, name, number, ...) _Static_assert(POSITION_##ID == number, #name ": rows out of number order");
+TF_OP_TABLE(IN_ORDER)
+#undef IN_ORDER
+_Static_assert((int)TF_OP_ROWS == (int)TF_OP_COUNT, "one row per op");
 
-static const tf_op_info op_table[] = {
-    ROW("matmul", 2, 2, TF_ATTR_MATMUL, tf_shape_matmul, 0),
-    BINARY("add"),
-    BINARY("sub"),
-    BINARY("mul"),
-    BINARY("div"),
-    UNARY("neg"),
-    UNARY("exp"),
-    UNARY("log"),
-    UNARY("sqrt"),
-    UNARY("rsqrt"),
-    UNARY("relu"),
-    ROW("gelu", 1, 1, TF_ATTR_GELU, tf_shape_unary_float, TF_OPF_ELEMENTWISE),
-    UNARY("silu"),
-    UNARY("sigmoid"),
-    UNARY("tanh"),
-    ROW("sum", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
-    ROW("mean", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
-    ROW("max", 1, 1, TF_ATTR_REDUCE, tf_shape_reduce, 0),
-    ROW("softmax", 1, 1, TF_ATTR_AXIS, tf_shape_softmax, 0),
-    ROW("log_softmax", 1, 1, TF_ATTR_AXIS, tf_shape_softmax, 0),
-    ROW("layer_norm", 2, 3, TF_ATTR_NORM, tf_shape_norm, 0),
-    ROW("rms_norm", 2, 2, TF_ATTR_NORM, tf_shape_norm, 0),
-    ROW("embedding", 2, 2, TF_ATTR_NONE, tf_shape_embedding, 0),
-    ROW("reshape", 1, 1, TF_ATTR_SHAPE, tf_shape_reshape, TF_OPF_VIEW),
-    ROW("transpose", 1, 1, TF_ATTR_TRANSPOSE, tf_shape_transpose, 0),
-    ROW("concat", 1, TF_OP_VARIADIC, TF_ATTR_AXIS, tf_shape_concat, 0),
-    ROW("slice", 1, 1, TF_ATTR_SLICE, tf_shape_slice, 0),
-    ROW("expand", 1, 1, TF_ATTR_SHAPE, tf_shape_expand, 0),
-    ROW("conv1d", 2, 3, TF_ATTR_CONV, tf_shape_conv, 0),
-    ROW("conv2d", 2, 3, TF_ATTR_CONV, tf_shape_conv, 0),
-    ROW("conv_transpose2d", 2, 3, TF_ATTR_CONV, tf_shape_conv_transpose2d, 0),
-    ROW("max_pool2d", 1, 1, TF_ATTR_POOL, tf_shape_pool2d, 0),
-    ROW("avg_pool2d", 1, 1, TF_ATTR_POOL, tf_shape_pool2d, 0),
-    ROW("dropout", 1, 1, TF_ATTR_DROPOUT, tf_shape_dropout, TF_OPF_ELEMENTWISE | TF_OPF_RANDOM),
-    ROW("attention", 3, 3, TF_ATTR_ATTENTION, tf_shape_attention, 0),
-    ROW("cast", 1, 1, TF_ATTR_CAST, tf_shape_cast, TF_OPF_ELEMENTWISE),
-    ROW("cross_entropy", 2, 2, TF_ATTR_CROSS_ENTROPY, tf_shape_cross_entropy, TF_OPF_LOSS),
-    ROW("mse", 2, 2, TF_ATTR_NONE, tf_shape_pair_loss, TF_OPF_LOSS),
-    ROW("bce_with_logits", 2, 2, TF_ATTR_NONE, tf_shape_pair_loss, TF_OPF_LOSS),
-    GRAD("relu_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("gelu_grad", 2, 2, TF_ATTR_GELU, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("silu_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("sigmoid_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("tanh_grad", 2, 2, TF_ATTR_NONE, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("sum_to", 2, 2, TF_ATTR_NONE, tf_shape_sum_to, 1, 0x2, 0),
-    GRAD("max_grad", 3, 3, TF_ATTR_REDUCE, tf_shape_max_grad, 1, 0, 0),
-    GRAD("softmax_grad", 2, 2, TF_ATTR_AXIS, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("log_softmax_grad", 2, 2, TF_ATTR_AXIS, tf_shape_elementwise_grad, 1, 0, 0),
-    GRAD("layer_norm_grad", 3, 3, TF_ATTR_NORM, tf_shape_norm_grad, 3, 0, 0),
-    GRAD("rms_norm_grad", 3, 3, TF_ATTR_NORM, tf_shape_norm_grad, 2, 0, 0),
-    GRAD("embedding_grad", 3, 3, TF_ATTR_NONE, tf_shape_embedding_grad, 1, 0x4, 0),
-    GRAD("slice_grad", 2, 2, TF_ATTR_SLICE, tf_shape_slice_grad, 1, 0x2, 0),
-    GRAD("conv1d_grad_input", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
-    GRAD("conv1d_grad_weight", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
-    GRAD("conv2d_grad_input", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
-    GRAD("conv2d_grad_weight", 3, 3, TF_ATTR_CONV, tf_shape_conv_grad, 1, 0x4, 0),
-    GRAD("max_pool2d_grad", 2, 2, TF_ATTR_POOL, tf_shape_pool_grad, 1, 0, 0),
-    GRAD("avg_pool2d_grad", 2, 2, TF_ATTR_POOL, tf_shape_pool_grad, 1, 0x2, 0),
-    GRAD("attention_grad", 4, 4, TF_ATTR_ATTENTION, tf_shape_attention_grad, 3, 0, 0),
-    GRAD("cross_entropy_grad", 3, 3, TF_ATTR_CROSS_ENTROPY, tf_shape_loss_grad, 1, 0, 0),
-    GRAD("mse_grad", 3, 3, TF_ATTR_NONE, tf_shape_loss_grad, 1, 0, 0),
-    GRAD("bce_with_logits_grad", 3, 3, TF_ATTR_NONE, tf_shape_loss_grad, 1, 0, 0),
-    GRAD("accumulate", 2, 2, TF_ATTR_NONE, tf_shape_update, 0, 0, 0x1),
-    GRAD("zero", 1, 1, TF_ATTR_NONE, tf_shape_update, 0, 0, 0x1),
-    GRAD("global_norm_sq", 1, TF_OP_VARIADIC_INTERNAL, TF_ATTR_NONE, tf_shape_global_norm_sq, 1, 0, 0),
-    GRAD("sgd", 3, 4, TF_ATTR_OPTIMIZER, tf_shape_update, 0, 0, 0x5),
-    GRAD("adamw", 4, 5, TF_ATTR_OPTIMIZER, tf_shape_update, 0, 0, 0xd),
-};
+/* The variadic arities the compiler relies on are the table's. */
+#define MAX_INPUTS(ID, name, number, scope, min, max, ...) MAX_INPUTS_##ID = max,
+enum { TF_OP_TABLE(MAX_INPUTS) };
+#undef MAX_INPUTS
+_Static_assert(MAX_INPUTS_CONCAT == TF_OP_VARIADIC, "concat takes TF_OP_VARIADIC inputs");
+_Static_assert(MAX_INPUTS_GLOBAL_NORM_SQ == TF_OP_VARIADIC_INTERNAL, "global_norm_sq takes TF_OP_VARIADIC_INTERNAL");
 
-_Static_assert(sizeof(op_table) / sizeof(op_table[0]) == TF_OP_COUNT, "op_table must list every tf_op");
-
-bool tf_op_output_may_alias(tf_op op, int32_t input) {
-  switch (op) {
-  case TF_OP_RESHAPE: return input == 0;
-  // dlogits on the logits: the largest activation of a language model and its gradient, both
-  // live at the start of the backward pass otherwise. Every kernel (kernels/cpu/loss.c,
-  // kernels/cuda/loss.cu, shaders/loss.comp) reads a row's logits (max, sums) before writing the
-  // row, and then each element once, just before writing its gradient.
-  case TF_OP_CROSS_ENTROPY_GRAD: return input == 0;
-  // Elementwise ops and activation gradients: every kernel computes output element i from input
-  // element i (the aliased input has the output's shape, so it is not broadcast) in the same loop
-  // iteration, invocation or thread that then writes it, reading before writing and declaring
-  // nothing restrict: kernels/cpu/elementwise.c, kernels/cuda/elementwise.cu, shaders/binary.comp
-  // and shaders/unary.comp.
-  case TF_OP_ADD:
-  case TF_OP_SUB:
-  case TF_OP_MUL:
-  case TF_OP_DIV:
-  case TF_OP_RELU_GRAD:
-  case TF_OP_GELU_GRAD:
-  case TF_OP_SILU_GRAD:
-  case TF_OP_SIGMOID_GRAD:
-  case TF_OP_TANH_GRAD: return input == 0 || input == 1;
-  case TF_OP_NEG:
-  case TF_OP_EXP:
-  case TF_OP_LOG:
-  case TF_OP_SQRT:
-  case TF_OP_RSQRT:
-  case TF_OP_RELU:
-  case TF_OP_GELU:
-  case TF_OP_SILU:
-  case TF_OP_SIGMOID:
-  case TF_OP_TANH: return input == 0;
-  default: return false;
-  }
-}
+#define ROW(ID, op_name, number, op_scope, min, max, outputs, shape_only_mask, in_place_mask, attrs_family, shape,     \
+            alias_rule, ...)                                                                                           \
+  [TF_OP_##ID] = {.name = #op_name,                                                                                    \
+                  .scope = TF_SCOPE_##op_scope,                                                                        \
+                  .min_inputs = min,                                                                                   \
+                  .max_inputs = max,                                                                                   \
+                  .n_outputs = outputs,                                                                                \
+                  .shape_only = shape_only_mask,                                                                       \
+                  .in_place = in_place_mask,                                                                           \
+                  .attrs = TF_ATTR_##attrs_family,                                                                     \
+                  .shape_rule = tf_shape_##shape,                                                                      \
+                  .alias = TF_ALIAS_##alias_rule},
+static const tf_op_info op_table[TF_OP_COUNT] = {TF_OP_TABLE(ROW)};
+#undef ROW
 
 const tf_op_info *tf_op_info_get(tf_op op) {
   if ((int)op < 0 || op >= TF_OP_COUNT)
     return NULL;
   return &op_table[op];
+}
+
+bool tf_op_in_graphs(tf_op op) {
+  const tf_op_info *info = tf_op_info_get(op);
+  return info && info->scope == TF_SCOPE_GRAPH;
+}
+
+bool tf_op_output_may_alias(tf_op op, int32_t input) {
+  const tf_op_info *info = tf_op_info_get(op);
+  if (!info || input < 0 || input >= info->max_inputs)
+    return false;
+  return info->alias == TF_ALIAS_ANY_INPUT || (info->alias == TF_ALIAS_INPUT0 && input == 0);
 }
 
 tf_op tf_op_from_name(const char *name) {

@@ -1,5 +1,6 @@
-/* Op metadata: one row per op (name, arity, attribute family, shape rule, flags). Adding an op is
- * adding its row here and its functions in the files the row names. */
+/* Op metadata: the core columns of the op table (core/op_table.h) as one tf_op_info row per op
+ * (name, scope, arity, attribute family, shape rule, alias rule). Adding an op is adding its row
+ * to the table and its functions in the files the row names (docs/adding-an-op.md). */
 #ifndef TIGHTFIT_CORE_OPS_H
 #define TIGHTFIT_CORE_OPS_H
 
@@ -10,35 +11,49 @@
 extern "C" {
 #endif
 
-enum {
-  TF_OPF_ELEMENTWISE = 1u << 0, /* output element i depends on input element i only */
-  TF_OPF_BROADCAST = 1u << 1,   /* binary with numpy broadcasting */
-  TF_OPF_LOSS = 1u << 2,        /* produces a scalar loss */
-  TF_OPF_RANDOM = 1u << 3,      /* uses the counter-based RNG */
-  TF_OPF_VIEW = 1u << 4         /* only reinterprets its input (reshape) */
-};
-
 #define TF_OP_VARIADIC 64           /* max_inputs of variadic graph ops (concat) */
 #define TF_OP_VARIADIC_INTERNAL 127 /* max_inputs of global_norm_sq; the compiler chains longer lists */
 
+/* Where an op may appear (the scope column). */
+typedef enum tf_op_scope {
+  TF_SCOPE_GRAPH = 0, /* model graphs (.tfg) and plans */
+  TF_SCOPE_TRAINING   /* plans only: the compiler's autodiff and optimizer passes emit it */
+} tf_op_scope;
+
+/* Which inputs output 0 may lie on (the alias column; tf_op_output_may_alias). An op gets INPUT0 or
+ * ANY_INPUT only when the kernels of every backend read each element of that input only at the
+ * position of the output element they then write, and only before writing it, in the same loop
+ * iteration, invocation or thread, declaring nothing restrict: kernels/cpu/elementwise.c,
+ * kernels/cuda/elementwise.cu, shaders/unary.comp and shaders/binary.comp for the element-wise
+ * ops. cross_entropy_grad lies on the logits, the largest activation of a language model and its
+ * gradient, both live at the start of the backward pass otherwise: every kernel
+ * (kernels/cpu/loss.c, kernels/cuda/loss.cu, shaders/loss.comp) reads a row's logits (max, sums)
+ * before writing the row, and then each element once, just before writing its gradient. reshape
+ * only reinterprets its input. */
+typedef enum tf_alias_rule {
+  TF_ALIAS_NONE = 0,  /* never */
+  TF_ALIAS_INPUT0,    /* input 0 */
+  TF_ALIAS_ANY_INPUT, /* any input (binaries and activation gradients, whose inputs have the output's shape) */
+} tf_alias_rule;
+
 typedef struct tf_op_info {
   const char *name;
+  tf_op_scope scope;
   int8_t min_inputs, max_inputs;
-  tf_attr_kind attrs;
-  tf_shape_rule shape_rule;
-  uint32_t flags;
   int8_t n_outputs;   /* 0: the op only updates inputs in place */
   uint8_t shape_only; /* bit i set: input i is read for its shape only (liveness ignores it) */
   uint8_t in_place;   /* bit i set: input i is written in place */
+  tf_attr_kind attrs;
+  tf_shape_rule shape_rule;
+  tf_alias_rule alias;
 } tf_op_info;
 
 /* Returns the row for `op`, or NULL when op is out of range. */
 const tf_op_info *tf_op_info_get(tf_op op);
+/* Whether a model graph (.tfg) may hold `op` (false for training-only ops and out-of-range values). */
+bool tf_op_in_graphs(tf_op op);
 /* Whether output 0 of `op` may lie on input `input`'s memory when that input is read last by the
- * step and has the output's dtype and bytes: reshape (input 0), and ops whose kernels on every
- * backend read each element of that input only at the position of the output element they then
- * write, and only before writing it (cross_entropy_grad: the logits; elementwise unaries, binaries
- * and activation gradients: any input). */
+ * step and has the output's dtype and bytes (the alias column: tf_alias_rule). */
 bool tf_op_output_may_alias(tf_op op, int32_t input);
 /* Returns the op named `name`, or TF_OP_COUNT. */
 tf_op tf_op_from_name(const char *name);

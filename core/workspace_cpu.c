@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "core/workspace.h"
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* a x b, saturated at INT64_MAX: a plan with such a size never fits, and must not wrap around. */
@@ -132,24 +134,18 @@ int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs
     threads = 1;
   int64_t elements = 0;
   tf_cpu_conv_geometry geometry;
-  switch (op) {
-  case TF_OP_CONV1D:
-  case TF_OP_CONV2D:
-  case TF_OP_CONV_TRANSPOSE2D:
-  case TF_OP_CONV1D_GRAD_INPUT:
-  case TF_OP_CONV1D_GRAD_WEIGHT:
-  case TF_OP_CONV2D_GRAD_INPUT:
-  case TF_OP_CONV2D_GRAD_WEIGHT:
+  switch (tf_op_workspace_rule(op)) {
+  case TF_WORKSPACE_CONV:
     tf_cpu_conv_geometry_get(op, attrs, inputs, outputs, &geometry);
     elements = tf_cpu_conv_workspace_elements(op, &geometry, threads);
     break;
-  case TF_OP_ATTENTION:
-  case TF_OP_ATTENTION_GRAD:
+  case TF_WORKSPACE_ATTENTION:
+  case TF_WORKSPACE_ATTENTION_GRAD:
     elements = saturating_mul(
         tf_cpu_attention_workers(op, inputs[0].shape[0], attrs->u.attention.num_heads, inputs[0].shape[1], threads),
         tf_cpu_attention_thread_elements(op, inputs[0].shape[1], inputs[1].shape[1]));
     break;
-  default: elements = 0; break; // every other kernel works in its operands
+  default: elements = 0; break; // the other rules need scratch on CUDA only
   }
   return saturating_mul(elements, element_size);
 }

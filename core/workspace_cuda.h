@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/tensor.h"
+#include "core/workspace.h"
 
 #define TF_CUDA_WORKSPACE_ALIGN 256
 #define TF_CUDA_CUBLAS_WORKSPACE ((int64_t)4 << 20)  /* cuBLAS's recommended size before Hopper */
@@ -241,47 +242,34 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   tf_cuda_reduction r;
   tf_cuda_conv_geometry g;
   memset(&g, 0, sizeof(g));
-  switch (op) {
-  case TF_OP_MATMUL: return outputs[0].count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
-  case TF_OP_CONV1D:
-  case TF_OP_CONV2D:
-  case TF_OP_CONV_TRANSPOSE2D:
-  case TF_OP_CONV1D_GRAD_INPUT:
-  case TF_OP_CONV1D_GRAD_WEIGHT:
-  case TF_OP_CONV2D_GRAD_INPUT:
-  case TF_OP_CONV2D_GRAD_WEIGHT:
+  switch (tf_op_workspace_rule(op)) {
+  case TF_WORKSPACE_MATMUL: return outputs[0].count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
+  case TF_WORKSPACE_CONV:
     tf_cuda_conv_geometry_get(op, attrs, inputs, outputs, &g);
     return tf_cuda_conv_column_bytes(&g) + TF_CUDA_CUBLAS_WORKSPACE;
-  case TF_OP_SUM:
-  case TF_OP_MEAN:
-  case TF_OP_MAX:
-  case TF_OP_SUM_TO:
-  case TF_OP_MAX_GRAD: tf_cuda_reduction_of(op, attrs, inputs, &r); return tf_cuda_reduction_workspace(&r, op);
-  case TF_OP_GLOBAL_NORM_SQ: {
+  case TF_WORKSPACE_REDUCE: tf_cuda_reduction_of(op, attrs, inputs, &r); return tf_cuda_reduction_workspace(&r, op);
+  case TF_WORKSPACE_GLOBAL_NORM_SQ: {
     int64_t partials = 0;
     for (int32_t i = 0; i < n_inputs; i++)
       partials += tf_cuda_full_partials(inputs[i].count);
     return 8 * partials;
   }
-  case TF_OP_LAYER_NORM_GRAD:
-  case TF_OP_RMS_NORM_GRAD: {
+  case TF_WORKSPACE_NORM_GRAD: {
     const tf_tensor_ref *x = &inputs[0];
     int64_t features = x->rank > 0 ? x->shape[x->rank - 1] : 1, rows = features > 0 ? x->count / features : 0;
     int64_t splits = tf_cuda_column_splits(features, rows);
     return tf_cuda_round_up(16 * rows) + 16 * splits * features;
   }
-  case TF_OP_EMBEDDING_GRAD: return 8 * tf_cuda_embedding_keys(inputs[0].count);
-  case TF_OP_ATTENTION_GRAD: {
+  case TF_WORKSPACE_EMBEDDING_GRAD: return 8 * tf_cuda_embedding_keys(inputs[0].count);
+  case TF_WORKSPACE_ATTENTION_GRAD: {
     int64_t rows = inputs[0].shape[0] * inputs[0].shape[1] * (int64_t)attrs->u.attention.num_heads;
     return tf_cuda_round_up(4 * rows) + 4 * rows;
   }
-  case TF_OP_CROSS_ENTROPY: return 16 * tf_cuda_loss_partials(&inputs[0]);
-  case TF_OP_MSE:
-  case TF_OP_BCE_WITH_LOGITS: return 8 * tf_cuda_loss_partials(&inputs[0]);
-  case TF_OP_CROSS_ENTROPY_GRAD: return 8;
-  case TF_OP_SGD:
-  case TF_OP_ADAMW: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
-  case TF_OP_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;
+  case TF_WORKSPACE_CROSS_ENTROPY: return 16 * tf_cuda_loss_partials(&inputs[0]);
+  case TF_WORKSPACE_PAIR_LOSS: return 8 * tf_cuda_loss_partials(&inputs[0]);
+  case TF_WORKSPACE_CROSS_ENTROPY_GRAD: return 8;
+  case TF_WORKSPACE_OPTIMIZER: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
+  case TF_WORKSPACE_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;
   default: return 0;
   }
 }

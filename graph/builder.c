@@ -132,7 +132,7 @@ tf_tensor_id tf_graph_node(tf_graph *g, tf_op op, const tf_tensor_id *inputs, in
     tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown op %d", (int)op));
     return TF_NO_TENSOR;
   }
-  if (op >= TF_OP_GRAPH_COUNT) {
+  if (info->scope != TF_SCOPE_GRAPH) {
     tf_ir_fail(
         g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s is a training-only op; model graphs cannot hold it", info->name));
     return TF_NO_TENSOR;
@@ -269,7 +269,7 @@ tf_tensor_id tf_div(tf_graph *g, tf_tensor_id a, tf_tensor_id b) { return node2(
 tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x) {
   const tf_op_info *info = tf_op_info_get(op);
   if (!g->status &&
-      (!info || !(info->flags & TF_OPF_ELEMENTWISE) || info->attrs != TF_ATTR_NONE || info->max_inputs != 1)) {
+      (!info || info->shape_rule != tf_shape_unary_float || info->attrs != TF_ATTR_NONE || info->max_inputs != 1)) {
     tf_ir_fail(
         g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_unary: %s is not an attribute-free unary op", tf_op_name(op)));
     return TF_NO_TENSOR;

@@ -108,7 +108,7 @@ static tf_status check_node(const tf_graph *g, int32_t id, int32_t *producer) {
   if (!info)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node %d '%s' has unknown op %d (this build knows ops 0..%d)", id,
                          node->name, (int)node->op, TF_OP_COUNT - 1);
-  if (node->op >= TF_OP_GRAPH_COUNT)
+  if (info->scope != TF_SCOPE_GRAPH)
     return tf_status_new(
         TF_ERR_INVALID_INPUT,
         "node %d '%s' uses %s, a training-only op that the compiler emits; model graphs cannot hold it", id, node->name,

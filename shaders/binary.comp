@@ -4,6 +4,7 @@
 // strides (0 where broadcast) to at most 8.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "op_codes.glsl"
 
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer A { ELEMENT a[]; };
@@ -12,7 +13,7 @@ layout(std430, set = 0, binding = 2) writeonly buffer Y { ELEMENT y[]; };
 
 layout(push_constant) uniform Push {
   uint count;
-  uint op;        // 0 add, 1 sub, 2 mul, 3 div
+  uint op;        // the tf_op number (op_codes.glsl): add, sub, mul or div
   uint rank;
   uint reserved;
   uint shape[8];
@@ -32,10 +33,11 @@ void main() {
     float x = TO_F32(a[ia]), z = TO_F32(b[ib]);
     float r;
     switch (pc.op) {
-    case 0: r = x + z; break;
-    case 1: r = x - z; break;
-    case 2: r = x * z; break;
-    default: r = x / z; break;
+    case TF_OP_ADD: r = x + z; break;
+    case TF_OP_SUB: r = x - z; break;
+    case TF_OP_MUL: r = x * z; break;
+    case TF_OP_DIV: r = x / z; break;
+    default: r = uintBitsToFloat(0x7fc00000u); break; // NaN: an op without a case here
     }
     y[i] = FROM_F32(r);
   }

@@ -1,8 +1,9 @@
 #version 450
 // Float unaries y = f(x) and activation gradients dx = dy f'(v) (kernels/cpu/elementwise.c):
-// v is x, except y for sigmoid_grad and tanh_grad, as graph.h says.
+// v is x, except y for sigmoid_grad and tanh_grad, as core/op_table.h says.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "op_codes.glsl"
 
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer V { ELEMENT v[]; };
@@ -11,27 +12,13 @@ layout(std430, set = 0, binding = 2) writeonly buffer Y { ELEMENT y[]; };
 
 layout(push_constant) uniform Push {
   uint count;
-  uint op;
+  uint op;          // the tf_op number: TF_OP_* from op_codes.glsl (generated from core/op_table.h)
+  uint approximate; // gelu, gelu_grad: the tanh form
+  uint gradient;    // 0: y = f(x); 1: dx = dy f'(v), dy at binding 1
 } pc;
 
-// Forward ops 0..10, gradients 16..21 (backends/vulkan/vk_lower_elementwise.c has the table).
-#define NEG 0
-#define EXP 1
-#define LOG 2
-#define SQRT 3
-#define RSQRT 4
-#define RELU 5
-#define GELU 6
-#define GELU_TANH 7
-#define SILU 8
-#define SIGMOID 9
-#define TANH 10
-#define RELU_GRAD 16
-#define GELU_GRAD 17
-#define GELU_TANH_GRAD 18
-#define SILU_GRAD 19
-#define SIGMOID_GRAD 20
-#define TANH_GRAD 21
+// What an op without a case here computes: NaN, so that the parity tests see it.
+#define MISSING uintBitsToFloat(0x7fc00000u)
 
 const float SQRT_HALF = 0.70710678118654752440;
 const float INV_SQRT_2PI = 0.39894228040143267794;
@@ -58,49 +45,59 @@ float tanh_of(float x) { return tanh(clamp(x, -15.0, 15.0)); }
 
 float sigmoid_of(float x) { return 1.0 / (1.0 + exp(-x)); }
 
+// log(1 + e) without GLSL's missing log1p: exact where 1 + e rounds to 1 (Goldberg's correction).
+float log1p_of(float e) {
+  float u = 1.0 + e;
+  return u == 1.0 ? e : log(u) * (e / (u - 1.0));
+}
+
+float gelu_tanh(float x) { return 0.5 * x * (1.0 + tanh_of(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x))); }
+
 float forward(uint op, float x) {
   switch (op) {
-  case NEG: return -x;
-  case EXP: return exp(x);
-  case LOG: return log(x);
-  case SQRT: return sqrt(x);
-  case RSQRT: return 1.0 / sqrt(x);
-  case RELU: return x > 0.0 ? x : 0.0;
-  case GELU: return x * normal_cdf(x);
-  case GELU_TANH: return 0.5 * x * (1.0 + tanh_of(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x)));
-  case SILU: return x * sigmoid_of(x);
-  case SIGMOID: return sigmoid_of(x);
-  default: return tanh_of(x);
+  case TF_OP_NEG: return -x;
+  case TF_OP_EXP: return exp(x);
+  case TF_OP_LOG: return log(x);
+  case TF_OP_SQRT: return sqrt(x);
+  case TF_OP_RSQRT: return 1.0 / sqrt(x);
+  case TF_OP_RELU: return x > 0.0 ? x : 0.0;
+  case TF_OP_GELU: return pc.approximate != 0u ? gelu_tanh(x) : x * normal_cdf(x);
+  case TF_OP_SILU: return x * sigmoid_of(x);
+  case TF_OP_SIGMOID: return sigmoid_of(x);
+  case TF_OP_TANH: return tanh_of(x);
+  case TF_OP_SOFTPLUS: return x > 20.0 ? x : log1p_of(exp(x));
   }
+  return MISSING;
 }
 
 float derivative(uint op, float v) {
   switch (op) {
-  case RELU_GRAD: return v > 0.0 ? 1.0 : 0.0;
-  case GELU_GRAD: return normal_cdf(v) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
-  case GELU_TANH_GRAD: {
-    float t = tanh_of(SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v));
-    float inner = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * v * v);
-    return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * inner;
-  }
-  case SILU_GRAD: {
+  case TF_OP_GELU_GRAD:
+    if (pc.approximate != 0u) {
+      float t = tanh_of(SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v));
+      float inner = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * v * v);
+      return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * inner;
+    }
+    return normal_cdf(v) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
+  case TF_OP_SILU_GRAD: {
     float s = sigmoid_of(v);
     return s * (1.0 + v * (1.0 - s));
   }
-  case SIGMOID_GRAD: return v * (1.0 - v);
-  default: return 1.0 - v * v;
+  case TF_OP_SIGMOID_GRAD: return v * (1.0 - v);
+  case TF_OP_TANH_GRAD: return 1.0 - v * v;
   }
+  return MISSING;
 }
 
 void main() {
   for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
     float x = TO_F32(v[i]);
-    if (pc.op < RELU_GRAD) {
+    if (pc.gradient == 0u) {
       y[i] = FROM_F32(forward(pc.op, x));
     } else {
       float g = TO_F32(dy[i]);
       // relu_grad selects rather than multiplies: dy stays exact (and 0 * inf does not make NaN).
-      y[i] = FROM_F32(pc.op == RELU_GRAD ? (x > 0.0 ? g : 0.0) : g * derivative(pc.op, x));
+      y[i] = FROM_F32(pc.op == TF_OP_RELU_GRAD ? (x > 0.0 ? g : 0.0) : g * derivative(pc.op, x));
     }
   }
 }

@@ -1,5 +1,5 @@
-/* The lowering driver: a table from op to the function that lowers it (the vk_lower*.c files), the
- * dtype policy, and the helpers every family uses. */
+/* The lowering driver: a table from op to the function that lowers it (the vk_lower*.c files, as
+ * the op table names them), the dtype policy, and the helpers every family uses. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,75 +8,12 @@
 #include "backends/vulkan/vk_lower.h"
 #include "core/ops.h"
 
-static const vk_lower_fn lowerings[TF_OP_COUNT] = {
-    [TF_OP_MATMUL] = vk_lower_matmul,
-    [TF_OP_ADD] = vk_lower_binary,
-    [TF_OP_SUB] = vk_lower_binary,
-    [TF_OP_MUL] = vk_lower_binary,
-    [TF_OP_DIV] = vk_lower_binary,
-    [TF_OP_NEG] = vk_lower_unary,
-    [TF_OP_EXP] = vk_lower_unary,
-    [TF_OP_LOG] = vk_lower_unary,
-    [TF_OP_SQRT] = vk_lower_unary,
-    [TF_OP_RSQRT] = vk_lower_unary,
-    [TF_OP_RELU] = vk_lower_unary,
-    [TF_OP_GELU] = vk_lower_unary,
-    [TF_OP_SILU] = vk_lower_unary,
-    [TF_OP_SIGMOID] = vk_lower_unary,
-    [TF_OP_TANH] = vk_lower_unary,
-    [TF_OP_SUM] = vk_lower_reduce,
-    [TF_OP_MEAN] = vk_lower_reduce,
-    [TF_OP_MAX] = vk_lower_reduce,
-    [TF_OP_SOFTMAX] = vk_lower_softmax,
-    [TF_OP_LOG_SOFTMAX] = vk_lower_softmax,
-    [TF_OP_LAYER_NORM] = vk_lower_norm,
-    [TF_OP_RMS_NORM] = vk_lower_norm,
-    [TF_OP_EMBEDDING] = vk_lower_embedding,
-    [TF_OP_RESHAPE] = vk_lower_layout,
-    [TF_OP_TRANSPOSE] = vk_lower_layout,
-    [TF_OP_CONCAT] = vk_lower_layout,
-    [TF_OP_SLICE] = vk_lower_layout,
-    [TF_OP_EXPAND] = vk_lower_layout,
-    [TF_OP_CONV1D] = vk_lower_conv,
-    [TF_OP_CONV2D] = vk_lower_conv,
-    [TF_OP_CONV_TRANSPOSE2D] = vk_lower_conv,
-    [TF_OP_MAX_POOL2D] = vk_lower_pool,
-    [TF_OP_AVG_POOL2D] = vk_lower_pool,
-    [TF_OP_DROPOUT] = vk_lower_dropout,
-    [TF_OP_ATTENTION] = vk_lower_attention,
-    [TF_OP_CAST] = vk_lower_cast,
-    [TF_OP_CROSS_ENTROPY] = vk_lower_loss,
-    [TF_OP_MSE] = vk_lower_loss,
-    [TF_OP_BCE_WITH_LOGITS] = vk_lower_loss,
-    [TF_OP_RELU_GRAD] = vk_lower_unary,
-    [TF_OP_GELU_GRAD] = vk_lower_unary,
-    [TF_OP_SILU_GRAD] = vk_lower_unary,
-    [TF_OP_SIGMOID_GRAD] = vk_lower_unary,
-    [TF_OP_TANH_GRAD] = vk_lower_unary,
-    [TF_OP_SUM_TO] = vk_lower_reduce,
-    [TF_OP_MAX_GRAD] = vk_lower_reduce,
-    [TF_OP_SOFTMAX_GRAD] = vk_lower_softmax,
-    [TF_OP_LOG_SOFTMAX_GRAD] = vk_lower_softmax,
-    [TF_OP_LAYER_NORM_GRAD] = vk_lower_norm,
-    [TF_OP_RMS_NORM_GRAD] = vk_lower_norm,
-    [TF_OP_EMBEDDING_GRAD] = vk_lower_embedding,
-    [TF_OP_SLICE_GRAD] = vk_lower_layout,
-    [TF_OP_CONV1D_GRAD_INPUT] = vk_lower_conv,
-    [TF_OP_CONV1D_GRAD_WEIGHT] = vk_lower_conv,
-    [TF_OP_CONV2D_GRAD_INPUT] = vk_lower_conv,
-    [TF_OP_CONV2D_GRAD_WEIGHT] = vk_lower_conv,
-    [TF_OP_MAX_POOL2D_GRAD] = vk_lower_pool,
-    [TF_OP_AVG_POOL2D_GRAD] = vk_lower_pool,
-    [TF_OP_ATTENTION_GRAD] = vk_lower_attention,
-    [TF_OP_CROSS_ENTROPY_GRAD] = vk_lower_loss,
-    [TF_OP_MSE_GRAD] = vk_lower_loss,
-    [TF_OP_BCE_WITH_LOGITS_GRAD] = vk_lower_loss,
-    [TF_OP_ACCUMULATE] = vk_lower_binary,
-    [TF_OP_ZERO] = vk_lower_zero,
-    [TF_OP_GLOBAL_NORM_SQ] = vk_lower_global_norm_sq,
-    [TF_OP_SGD] = vk_lower_optimizer,
-    [TF_OP_ADAMW] = vk_lower_optimizer,
-};
+/* The op table's vulkan column (core/op_table.h): vk_lower_<vulkan>. */
+#define LOWERING(ID, name, number, scope, min, max, outputs, shape_only, in_place, attrs, shape, alias, workspace,     \
+                 vjp, cpu, cuda, vulkan)                                                                               \
+  [TF_OP_##ID] = vk_lower_##vulkan,
+static const vk_lower_fn lowerings[TF_OP_COUNT] = {TF_OP_TABLE(LOWERING)};
+#undef LOWERING
 
 /* Bindings each shader may write. One SPIR-V module serves several passes (norm.comp's statistics,
  * parameter and input passes), and a write in any pass counts for every dispatch of the module, as

@@ -10,8 +10,10 @@ typedef struct binary_push {
   uint32_t shape[8], a_stride[8], b_stride[8];
 } binary_push;
 
+/* op: the tf_op number (shaders switch on op_codes.glsl, generated from the op table); approximate:
+ * gelu's tanh form; gradient: dx = dy f'(v), with dy at binding 1. */
 typedef struct unary_push {
-  uint32_t count, op;
+  uint32_t count, op, approximate, gradient;
 } unary_push;
 
 typedef struct dropout_push {
@@ -34,7 +36,7 @@ tf_status vk_lower_binary(vk_lower *l) {
   binary_push push;
   memset(&push, 0, sizeof(push));
   push.count = (uint32_t)count;
-  push.op = op == TF_OP_SUB ? 1 : op == TF_OP_MUL ? 2 : op == TF_OP_DIV ? 3 : 0;
+  push.op = op == TF_OP_ACCUMULATE ? TF_OP_ADD : op; // the tf_op number: shaders/binary.comp switches on it
   int32_t rank = out->rank;
   int64_t shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
   for (int32_t i = 0; i < rank; i++)
@@ -52,40 +54,18 @@ tf_status vk_lower_binary(vk_lower *l) {
   return vk_emit_dispatch(l, VK_SHADER_binary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }
 
-/* shaders/unary.comp's op codes. */
-static int unary_code(const tf_plan_step *step) {
-  bool approximate = step->attrs.kind == TF_ATTR_GELU && step->attrs.u.gelu.approximate;
-  switch (step->op) {
-  case TF_OP_NEG: return 0;
-  case TF_OP_EXP: return 1;
-  case TF_OP_LOG: return 2;
-  case TF_OP_SQRT: return 3;
-  case TF_OP_RSQRT: return 4;
-  case TF_OP_RELU: return 5;
-  case TF_OP_GELU: return approximate ? 7 : 6;
-  case TF_OP_SILU: return 8;
-  case TF_OP_SIGMOID: return 9;
-  case TF_OP_TANH: return 10;
-  case TF_OP_RELU_GRAD: return 16;
-  case TF_OP_GELU_GRAD: return approximate ? 18 : 17;
-  case TF_OP_SILU_GRAD: return 19;
-  case TF_OP_SIGMOID_GRAD: return 20;
-  case TF_OP_TANH_GRAD: return 21;
-  default: return -1;
-  }
-}
-
 tf_status vk_lower_unary(vk_lower *l) {
-  int code = unary_code(l->step);
-  if (code < 0)
-    return vk_refuse(l, "not a unary op");
+  const tf_plan_step *step = l->step;
   const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
   int64_t count = vk_count(out);
   if (count == 0)
     return NULL;
   TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
-  unary_push push = {.count = (uint32_t)count, .op = (uint32_t)code};
-  int32_t buffers[3] = {vk_in(l, 0), code >= 16 ? vk_in(l, 1) : -1, vk_out(l, 0)};
+  bool approximate = step->attrs.kind == TF_ATTR_GELU && step->attrs.u.gelu.approximate;
+  bool gradient = step->n_inputs == 2;
+  unary_push push = {
+      .count = (uint32_t)count, .op = (uint32_t)step->op, .approximate = approximate, .gradient = gradient};
+  int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
   return vk_emit_dispatch(l, VK_SHADER_unary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }
 

@@ -95,7 +95,9 @@ tf_tensor_id tf_add(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
 tf_tensor_id tf_sub(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
 tf_tensor_id tf_mul(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
 tf_tensor_id tf_div(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
-tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x); /* neg, exp, ..., tanh (not gelu) */
+/* Any attribute-free float unary: an op whose row in core/op_table.h has shape rule unary_float and
+ * attrs NONE (neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, ...; not gelu). */
+tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x);
 tf_tensor_id tf_gelu(tf_graph *g, tf_tensor_id x, bool approximate);
 tf_tensor_id tf_reduce(tf_graph *g, tf_op op, tf_tensor_id x, const int32_t *axes, int32_t n_axes,
                        bool keepdims); /* sum, mean, max */

@@ -1,12 +1,15 @@
 /* The vocabulary beneath everything (the core layer, shared/DESIGN.md): element types, shapes, the
  * op numbers and their attributes. Graphs, plans, kernels and backends all speak it; it depends on
- * nothing but the C library, so a kernel or a plan reader needs no graph or compiler header. */
+ * nothing but the C library and the op table (core/op_table.h, macros only), so a kernel or a plan
+ * reader needs no graph or compiler header. */
 #ifndef TIGHTFIT_TYPES_H
 #define TIGHTFIT_TYPES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/op_table.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,82 +63,16 @@ typedef struct tf_init {
   const char *key;
 } tf_init;
 
-/* The v1 op set. Values are stored in files: append only, never renumber. */
+/* The ops: TF_OP_<ID> = <number> for every row of the op table (core/op_table.h), in number order.
+ * Graph and plan files store the numbers: a row's number never changes, new ops append. */
+// clang-format off
 typedef enum tf_op {
-  TF_OP_MATMUL = 0,
-  TF_OP_ADD,
-  TF_OP_SUB,
-  TF_OP_MUL,
-  TF_OP_DIV,
-  TF_OP_NEG,
-  TF_OP_EXP,
-  TF_OP_LOG,
-  TF_OP_SQRT,
-  TF_OP_RSQRT,
-  TF_OP_RELU,
-  TF_OP_GELU,
-  TF_OP_SILU,
-  TF_OP_SIGMOID,
-  TF_OP_TANH,
-  TF_OP_SUM,
-  TF_OP_MEAN,
-  TF_OP_MAX,
-  TF_OP_SOFTMAX,
-  TF_OP_LOG_SOFTMAX,
-  TF_OP_LAYER_NORM,
-  TF_OP_RMS_NORM,
-  TF_OP_EMBEDDING,
-  TF_OP_RESHAPE,
-  TF_OP_TRANSPOSE,
-  TF_OP_CONCAT,
-  TF_OP_SLICE,
-  TF_OP_EXPAND,
-  TF_OP_CONV1D,
-  TF_OP_CONV2D,
-  TF_OP_CONV_TRANSPOSE2D,
-  TF_OP_MAX_POOL2D,
-  TF_OP_AVG_POOL2D,
-  TF_OP_DROPOUT,
-  TF_OP_ATTENTION,
-  TF_OP_CAST,
-  TF_OP_CROSS_ENTROPY,
-  TF_OP_MSE,
-  TF_OP_BCE_WITH_LOGITS,
-  TF_OP_GRAPH_COUNT, /* ops a .tfg model graph may hold end here */
-
-  /* Training-only ops: the compiler's autodiff and optimizer passes emit them into plans; a .tfg
-   * file may not hold them. Inputs marked (shape) are read for their shape only, never their data.
-   * Gradient ops take the forward op's attributes. */
-  TF_OP_RELU_GRAD = TF_OP_GRAPH_COUNT, /* (x, dy) -> dx */
-  TF_OP_GELU_GRAD,                     /* (x, dy) -> dx */
-  TF_OP_SILU_GRAD,                     /* (x, dy) -> dx */
-  TF_OP_SIGMOID_GRAD,                  /* (y, dy) -> dx, y = sigmoid(x) */
-  TF_OP_TANH_GRAD,                     /* (y, dy) -> dx, y = tanh(x) */
-  TF_OP_SUM_TO,                        /* (dy, like (shape)) -> dy summed over the axes that broadcasting added */
-  TF_OP_MAX_GRAD,                      /* (x, y, dy) -> dx: dy split evenly among the maxima (reduce attrs) */
-  TF_OP_SOFTMAX_GRAD,                  /* (y, dy) -> dx */
-  TF_OP_LOG_SOFTMAX_GRAD,              /* (y, dy) -> dx */
-  TF_OP_LAYER_NORM_GRAD,               /* (x, gamma, dy) -> (dx, dgamma, dbeta) */
-  TF_OP_RMS_NORM_GRAD,                 /* (x, gamma, dy) -> (dx, dgamma) */
-  TF_OP_EMBEDDING_GRAD,                /* (ids, dy, table (shape)) -> dtable, rows scatter-added */
-  TF_OP_SLICE_GRAD,                    /* (dy, x (shape)) -> dx: dy placed at the slice, zeros elsewhere */
-  TF_OP_CONV1D_GRAD_INPUT,             /* (dy, w, x (shape)) -> dx */
-  TF_OP_CONV1D_GRAD_WEIGHT,            /* (x, dy, w (shape)) -> dw */
-  TF_OP_CONV2D_GRAD_INPUT,             /* (dy, w, x (shape)) -> dx */
-  TF_OP_CONV2D_GRAD_WEIGHT,            /* (x, dy, w (shape)) -> dw */
-  TF_OP_MAX_POOL2D_GRAD,               /* (x, dy) -> dx: to the first maximum of each window */
-  TF_OP_AVG_POOL2D_GRAD,               /* (dy, x (shape)) -> dx */
-  TF_OP_ATTENTION_GRAD,                /* (q, k, v, dy) -> (dq, dk, dv), the forward recomputed blockwise */
-  TF_OP_CROSS_ENTROPY_GRAD,            /* (logits, labels, dloss) -> dlogits */
-  TF_OP_MSE_GRAD,                      /* (prediction, target, dloss) -> dprediction */
-  TF_OP_BCE_WITH_LOGITS_GRAD,          /* (logits, target, dloss) -> dlogits */
-  TF_OP_ACCUMULATE,                    /* (sum, x): sum += x in place; no outputs */
-  TF_OP_ZERO,                          /* (x): x = 0 in place; no outputs */
-  TF_OP_GLOBAL_NORM_SQ,                /* (g1, g2, ...) -> f32 scalar sum of squares of every element */
-  TF_OP_SGD,                           /* (param, grad, momentum [, norm_sq]): updates param and momentum in place */
-  TF_OP_ADAMW,                         /* (param, grad, m, v [, norm_sq]): updates param, m and v in place */
+#define TF_OP_ENUM(ID, name, number, ...) TF_OP_##ID = number,
+  TF_OP_TABLE(TF_OP_ENUM)
+#undef TF_OP_ENUM
   TF_OP_COUNT
 } tf_op;
+// clang-format on
 
 /* Attribute families: one FlatBuffers table each (schema/graph.fbs). */
 typedef enum tf_attr_kind {

@@ -1,5 +1,5 @@
 /* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
- * (neg ... tanh, gelu) and the gradients of the activations (relu_grad ... tanh_grad).
+ * (neg ... tanh, gelu, softplus) and the gradients of the activations (relu_grad ... tanh_grad).
  *
  * Every output element is computed by exactly one thread from its own inputs, so results do not
  * depend on the thread count. The output may alias an input of its own shape (in-place fusion):
@@ -12,6 +12,9 @@
 #define INV_SQRT_2PI 0.39894228040143267794   /* 1/sqrt(2 pi) */
 #define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2/pi) */
 #define GELU_CUBIC 0.044715
+/* softplus returns x itself above this (PyTorch's threshold): log1p(e^x) - x < 2.1e-9 there, and
+ * e^x would overflow f32 from 89 on. */
+#define SOFTPLUS_THRESHOLD 20
 
 /* ---- scalar functions, in the compute type ---- */
 
@@ -149,6 +152,7 @@ DEFINE_UNARY(relu, x > 0 ? x : (real)0)
 DEFINE_UNARY(silu, x * sigmoid_of(x))
 DEFINE_UNARY(sigmoid, sigmoid_of(x))
 DEFINE_UNARY(tanh, TF_REAL_TANH(x))
+DEFINE_UNARY(softplus, x > (real)SOFTPLUS_THRESHOLD ? x : TF_REAL_LOG1P(TF_REAL_EXP(x)))
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {

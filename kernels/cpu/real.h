@@ -18,6 +18,7 @@ typedef double real;
 #define TF_REAL_GEMM cblas_dgemm
 #define TF_REAL_EXP exp
 #define TF_REAL_LOG log
+#define TF_REAL_LOG1P log1p
 #define TF_REAL_SQRT sqrt
 #define TF_REAL_TANH tanh
 #define TF_REAL_ERF erf
@@ -28,6 +29,7 @@ typedef float real;
 #define TF_REAL_GEMM cblas_sgemm
 #define TF_REAL_EXP expf
 #define TF_REAL_LOG logf
+#define TF_REAL_LOG1P log1pf
 #define TF_REAL_SQRT sqrtf
 #define TF_REAL_TANH tanhf
 #define TF_REAL_ERF erff

@@ -1,5 +1,6 @@
 /* Helpers shared by the CUDA kernel files: launch geometry, warp and block reductions, strided
- * index arithmetic, and the per-op launcher declarations (table.cu dispatches to them). */
+ * index arithmetic, and the launchers: their declarations and which op each serves (table.cu
+ * dispatches to them). */
 #ifndef TIGHTFIT_KERNELS_CUDA_COMMON_CUH
 #define TIGHTFIT_KERNELS_CUDA_COMMON_CUH
 
@@ -226,6 +227,16 @@ TF_CUDA_LAUNCHER(cast); /* cast.cu */
 TF_CUDA_LAUNCHER(loss); /* loss.cu: cross_entropy, mse, bce_with_logits */
 TF_CUDA_LAUNCHER(loss_grad);
 TF_CUDA_LAUNCHER(optimizer); /* optimizer.cu: accumulate, zero, sgd, adamw */
+
+typedef tf_status (*launcher)(const tf_cuda_args *args);
+
+/* Each op's launcher, indexed by op: the op table's cuda column (core/op_table.h). A constant
+ * expression, so a launcher serving several ops can instantiate its templates for its own rows. */
+#define TF_CUDA_LAUNCHER_OF(ID, name, number, scope, min, max, outputs, shape_only, in_place, attrs, shape, alias,     \
+                            workspace, vjp, cpu, cuda, ...)                                                            \
+  launch_##cuda,
+constexpr launcher kLaunchers[TF_OP_COUNT] = {TF_OP_TABLE(TF_CUDA_LAUNCHER_OF)};
+#undef TF_CUDA_LAUNCHER_OF
 
 /* Checks beyond dtypes (table.cu does those): NULL when supported, else TF_ERR_UNSUPPORTED naming the
  * numbers. */

@@ -1,5 +1,5 @@
 /* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
- * (neg ... tanh, gelu) and the activation gradients (relu_grad ... tanh_grad), as
+ * (neg ... tanh, gelu, softplus) and the activation gradients (relu_grad ... tanh_grad), as
  * kernels/cpu/elementwise.c computes them. Each output element is computed by one thread from its
  * own inputs, so an output may alias an input of its own shape. The transcendental functions are
  * CUDA's (expf, erff, tanhf: within 2 ulp of glibc's); nothing is built with fast math. */
@@ -42,7 +42,8 @@ template <int OP> __device__ inline float binary_op(float x, float y) {
   case TF_OP_ADD: return x + y;
   case TF_OP_SUB: return x - y;
   case TF_OP_MUL: return x * y;
-  default: return x / y;
+  case TF_OP_DIV: return x / y;
+  default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
 
@@ -91,7 +92,9 @@ template <int OP> __device__ inline float unary_op(float x, bool approximate) {
   case TF_OP_GELU: return gelu_of(x, approximate);
   case TF_OP_SILU: return x * sigmoid_of(x);
   case TF_OP_SIGMOID: return sigmoid_of(x);
-  default: return tanhf(x);
+  case TF_OP_TANH: return tanhf(x);
+  case TF_OP_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+  default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
 
@@ -120,7 +123,8 @@ template <int OP> __device__ inline float grad_op(float v, float dy, bool approx
     return dy * (s * (1.0f + v * (1.0f - s)));
   }
   case TF_OP_SIGMOID_GRAD: return dy * v * (1.0f - v);
-  default: return dy * (1.0f - v * v);
+  case TF_OP_TANH_GRAD: return dy * (1.0f - v * v);
+  default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
 
@@ -140,40 +144,39 @@ template <int OP> tf_status grad_run(const tf_cuda_args *args) {
   return launch_status();
 }
 
+tf_status not_elementwise(const tf_cuda_args *args) {
+  return tf_status_new(TF_ERR_INTERNAL, "cuda element-wise kernels: op %d (%s) is not an element-wise op",
+                       (int)args->op, tf_op_name(args->op));
+}
+
+/* Runs op OP's kernel: its row of the op table (core/op_table.h) names one of this file's
+ * launchers, which instantiates its template for OP. */
+template <int OP> tf_status run(const tf_cuda_args *args) {
+  if constexpr (kLaunchers[OP] == launch_binary)
+    return binary_run<OP>(args);
+  else if constexpr (kLaunchers[OP] == launch_unary)
+    return unary_run<OP>(args);
+  else if constexpr (kLaunchers[OP] == launch_activation_grad)
+    return grad_run<OP>(args);
+  else
+    return not_elementwise(args);
+}
+
+/* args->op as a template argument: a case per row of the op table. */
+tf_status dispatch(const tf_cuda_args *args) {
+  switch (args->op) {
+#define TF_CUDA_ELEMENTWISE_CASE(ID, ...)                                                                              \
+  case TF_OP_##ID: return run<TF_OP_##ID>(args);
+    TF_OP_TABLE(TF_CUDA_ELEMENTWISE_CASE)
+#undef TF_CUDA_ELEMENTWISE_CASE
+  default: return not_elementwise(args);
+  }
+}
+
 } // namespace
 
-TF_CUDA_LAUNCHER(binary) {
-  switch (args->op) {
-  case TF_OP_ADD: return binary_run<TF_OP_ADD>(args);
-  case TF_OP_SUB: return binary_run<TF_OP_SUB>(args);
-  case TF_OP_MUL: return binary_run<TF_OP_MUL>(args);
-  default: return binary_run<TF_OP_DIV>(args);
-  }
-}
-
-TF_CUDA_LAUNCHER(unary) {
-  switch (args->op) {
-  case TF_OP_NEG: return unary_run<TF_OP_NEG>(args);
-  case TF_OP_EXP: return unary_run<TF_OP_EXP>(args);
-  case TF_OP_LOG: return unary_run<TF_OP_LOG>(args);
-  case TF_OP_SQRT: return unary_run<TF_OP_SQRT>(args);
-  case TF_OP_RSQRT: return unary_run<TF_OP_RSQRT>(args);
-  case TF_OP_RELU: return unary_run<TF_OP_RELU>(args);
-  case TF_OP_GELU: return unary_run<TF_OP_GELU>(args);
-  case TF_OP_SILU: return unary_run<TF_OP_SILU>(args);
-  case TF_OP_SIGMOID: return unary_run<TF_OP_SIGMOID>(args);
-  default: return unary_run<TF_OP_TANH>(args);
-  }
-}
-
-TF_CUDA_LAUNCHER(activation_grad) {
-  switch (args->op) {
-  case TF_OP_RELU_GRAD: return grad_run<TF_OP_RELU_GRAD>(args);
-  case TF_OP_GELU_GRAD: return grad_run<TF_OP_GELU_GRAD>(args);
-  case TF_OP_SILU_GRAD: return grad_run<TF_OP_SILU_GRAD>(args);
-  case TF_OP_SIGMOID_GRAD: return grad_run<TF_OP_SIGMOID_GRAD>(args);
-  default: return grad_run<TF_OP_TANH_GRAD>(args);
-  }
-}
+TF_CUDA_LAUNCHER(binary) { return dispatch(args); }
+TF_CUDA_LAUNCHER(unary) { return dispatch(args); }
+TF_CUDA_LAUNCHER(activation_grad) { return dispatch(args); }
 
 } // namespace tf_cuda

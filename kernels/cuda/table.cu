@@ -4,8 +4,6 @@
 namespace tf_cuda {
 namespace {
 
-typedef tf_status (*launcher)(const tf_cuda_args *args);
-
 /* Ops that move bytes of any dtype (or only set them): no compute type. */
 bool moves_bytes(tf_op op) {
   switch (op) {
@@ -23,78 +21,7 @@ bool moves_bytes(tf_op op) {
 
 bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
-launcher launcher_of(tf_op op) {
-  switch (op) {
-  case TF_OP_MATMUL: return launch_matmul;
-  case TF_OP_ADD: return launch_binary;
-  case TF_OP_SUB: return launch_binary;
-  case TF_OP_MUL: return launch_binary;
-  case TF_OP_DIV: return launch_binary;
-  case TF_OP_NEG: return launch_unary;
-  case TF_OP_EXP: return launch_unary;
-  case TF_OP_LOG: return launch_unary;
-  case TF_OP_SQRT: return launch_unary;
-  case TF_OP_RSQRT: return launch_unary;
-  case TF_OP_RELU: return launch_unary;
-  case TF_OP_GELU: return launch_unary;
-  case TF_OP_SILU: return launch_unary;
-  case TF_OP_SIGMOID: return launch_unary;
-  case TF_OP_TANH: return launch_unary;
-  case TF_OP_SUM: return launch_reduce;
-  case TF_OP_MEAN: return launch_reduce;
-  case TF_OP_MAX: return launch_reduce;
-  case TF_OP_SOFTMAX: return launch_softmax;
-  case TF_OP_LOG_SOFTMAX: return launch_softmax;
-  case TF_OP_LAYER_NORM: return launch_norm;
-  case TF_OP_RMS_NORM: return launch_norm;
-  case TF_OP_EMBEDDING: return launch_embedding;
-  case TF_OP_RESHAPE: return launch_layout;
-  case TF_OP_TRANSPOSE: return launch_layout;
-  case TF_OP_CONCAT: return launch_layout;
-  case TF_OP_SLICE: return launch_layout;
-  case TF_OP_EXPAND: return launch_layout;
-  case TF_OP_CONV1D: return launch_conv;
-  case TF_OP_CONV2D: return launch_conv;
-  case TF_OP_CONV_TRANSPOSE2D: return launch_conv;
-  case TF_OP_MAX_POOL2D: return launch_pool;
-  case TF_OP_AVG_POOL2D: return launch_pool;
-  case TF_OP_DROPOUT: return launch_dropout;
-  case TF_OP_ATTENTION: return launch_attention;
-  case TF_OP_CAST: return launch_cast;
-  case TF_OP_CROSS_ENTROPY: return launch_loss;
-  case TF_OP_MSE: return launch_loss;
-  case TF_OP_BCE_WITH_LOGITS: return launch_loss;
-  case TF_OP_RELU_GRAD: return launch_activation_grad;
-  case TF_OP_GELU_GRAD: return launch_activation_grad;
-  case TF_OP_SILU_GRAD: return launch_activation_grad;
-  case TF_OP_SIGMOID_GRAD: return launch_activation_grad;
-  case TF_OP_TANH_GRAD: return launch_activation_grad;
-  case TF_OP_SUM_TO: return launch_reduce;
-  case TF_OP_MAX_GRAD: return launch_max_grad;
-  case TF_OP_SOFTMAX_GRAD: return launch_softmax;
-  case TF_OP_LOG_SOFTMAX_GRAD: return launch_softmax;
-  case TF_OP_LAYER_NORM_GRAD: return launch_norm_grad;
-  case TF_OP_RMS_NORM_GRAD: return launch_norm_grad;
-  case TF_OP_EMBEDDING_GRAD: return launch_embedding_grad;
-  case TF_OP_SLICE_GRAD: return launch_layout;
-  case TF_OP_CONV1D_GRAD_INPUT: return launch_conv;
-  case TF_OP_CONV1D_GRAD_WEIGHT: return launch_conv;
-  case TF_OP_CONV2D_GRAD_INPUT: return launch_conv;
-  case TF_OP_CONV2D_GRAD_WEIGHT: return launch_conv;
-  case TF_OP_MAX_POOL2D_GRAD: return launch_pool;
-  case TF_OP_AVG_POOL2D_GRAD: return launch_pool;
-  case TF_OP_ATTENTION_GRAD: return launch_attention_grad;
-  case TF_OP_CROSS_ENTROPY_GRAD: return launch_loss_grad;
-  case TF_OP_MSE_GRAD: return launch_loss_grad;
-  case TF_OP_BCE_WITH_LOGITS_GRAD: return launch_loss_grad;
-  case TF_OP_ACCUMULATE: return launch_optimizer;
-  case TF_OP_ZERO: return launch_optimizer;
-  case TF_OP_GLOBAL_NORM_SQ: return launch_global_norm_sq;
-  case TF_OP_SGD: return launch_optimizer;
-  case TF_OP_ADAMW: return launch_optimizer;
-  default: return NULL;
-  }
-}
+launcher launcher_of(tf_op op) { return kLaunchers[op]; }
 
 tf_status check_dtypes(const tf_cuda_args *args) {
   if (moves_bytes(args->op))

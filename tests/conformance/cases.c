@@ -70,6 +70,13 @@ static void build_unary(tf_graph *g, const conf_case *c) {
   tf_test_finish_probe(g, c->op == TF_OP_GELU ? tf_gelu(g, x, c->approximate) : tf_unary(g, c->op, x));
 }
 
+/* softplus over [-30, 30]: both branches (x > 20 returns x) and the tiny outputs of log1p(exp(x)). */
+static void build_softplus_wide(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x =
+      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -30.0, 30.0));
+  tf_test_finish_probe(g, tf_unary(g, TF_OP_SOFTPLUS, x));
+}
+
 static void build_dropout(tf_graph *g, const conf_case *c) {
   tf_test_finish_probe(g, tf_dropout(g, param(g, "x", &c->shapes[0]), 0.3f));
 }
@@ -218,6 +225,9 @@ static const conf_case cases[] = {
     {"silu (+ grad) [3,257]", build_unary, .op = TF_OP_SILU, .shapes = {DIMS(3, 257)}, MATH},
     {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},
     {"tanh (+ grad) [3,257]", build_unary, .op = TF_OP_TANH, .shapes = {DIMS(3, 257)}, MATH},
+    {"softplus (+ grad) [3,257]", build_unary, .op = TF_OP_SOFTPLUS, .shapes = {DIMS(3, 257)}, MATH},
+    {"softplus over [-30, 30] (+ grad) [5,131]", build_softplus_wide, .op = TF_OP_SOFTPLUS, .shapes = {DIMS(5, 131)},
+     MATH},
     {"gelu erf (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, MATH},
     {"gelu tanh (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, .approximate = true, MATH},
     {"dropout 0.3 (+ grad) [7,131]", build_dropout, .shapes = {DIMS(7, 131)}, EXACT},

@@ -104,7 +104,8 @@ def optimizer_step(op, a, param, grad, states, norm_sq, step):
 def reference(op, a, context, ins):
     x = ins[0]
     unary = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
-             "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
+             "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
+             "softplus": F.softplus}
     if op in ("add", "sub", "mul", "div"):
         return [getattr(torch, op)(x, ins[1])]
     if op in unary:

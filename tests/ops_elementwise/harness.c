@@ -191,69 +191,12 @@ typedef struct kernel_pair {
   tf_cpu_kernel f32, f64;
 } kernel_pair;
 
-static kernel_pair kernel_pair_of(tf_cpu_kernel f32, tf_cpu_kernel f64) { return (kernel_pair){f32, f64}; }
-
-/* Calls the kernels through list.h's declarations, not table.c, so that these tests link with only
- * this family's kernel files. */
+/* The kernels of `op` from the op table's cpu column (kernels/cpu/table.c). */
 static kernel_pair kernel_of(tf_op op) {
-#define TH_KERNEL(op_value, name)                                                                                      \
-  case op_value: return kernel_pair_of(tf_cpu_##name##_f32, tf_cpu_##name##_f64)
-  switch (op) {
-    TH_KERNEL(TF_OP_ADD, add);
-    TH_KERNEL(TF_OP_SUB, sub);
-    TH_KERNEL(TF_OP_MUL, mul);
-    TH_KERNEL(TF_OP_DIV, div);
-    TH_KERNEL(TF_OP_NEG, neg);
-    TH_KERNEL(TF_OP_EXP, exp);
-    TH_KERNEL(TF_OP_LOG, log);
-    TH_KERNEL(TF_OP_SQRT, sqrt);
-    TH_KERNEL(TF_OP_RSQRT, rsqrt);
-    TH_KERNEL(TF_OP_RELU, relu);
-    TH_KERNEL(TF_OP_GELU, gelu);
-    TH_KERNEL(TF_OP_SILU, silu);
-    TH_KERNEL(TF_OP_SIGMOID, sigmoid);
-    TH_KERNEL(TF_OP_TANH, tanh);
-    TH_KERNEL(TF_OP_SUM, sum);
-    TH_KERNEL(TF_OP_MEAN, mean);
-    TH_KERNEL(TF_OP_MAX, max);
-    TH_KERNEL(TF_OP_SOFTMAX, softmax);
-    TH_KERNEL(TF_OP_LOG_SOFTMAX, log_softmax);
-    TH_KERNEL(TF_OP_LAYER_NORM, layer_norm);
-    TH_KERNEL(TF_OP_RMS_NORM, rms_norm);
-    TH_KERNEL(TF_OP_RESHAPE, reshape);
-    TH_KERNEL(TF_OP_TRANSPOSE, transpose);
-    TH_KERNEL(TF_OP_CONCAT, concat);
-    TH_KERNEL(TF_OP_SLICE, slice);
-    TH_KERNEL(TF_OP_EXPAND, expand);
-    TH_KERNEL(TF_OP_DROPOUT, dropout);
-    TH_KERNEL(TF_OP_CAST, cast);
-    TH_KERNEL(TF_OP_CROSS_ENTROPY, cross_entropy);
-    TH_KERNEL(TF_OP_MSE, mse);
-    TH_KERNEL(TF_OP_BCE_WITH_LOGITS, bce_with_logits);
-    TH_KERNEL(TF_OP_RELU_GRAD, relu_grad);
-    TH_KERNEL(TF_OP_GELU_GRAD, gelu_grad);
-    TH_KERNEL(TF_OP_SILU_GRAD, silu_grad);
-    TH_KERNEL(TF_OP_SIGMOID_GRAD, sigmoid_grad);
-    TH_KERNEL(TF_OP_TANH_GRAD, tanh_grad);
-    TH_KERNEL(TF_OP_SUM_TO, sum_to);
-    TH_KERNEL(TF_OP_MAX_GRAD, max_grad);
-    TH_KERNEL(TF_OP_SOFTMAX_GRAD, softmax_grad);
-    TH_KERNEL(TF_OP_LOG_SOFTMAX_GRAD, log_softmax_grad);
-    TH_KERNEL(TF_OP_LAYER_NORM_GRAD, layer_norm_grad);
-    TH_KERNEL(TF_OP_RMS_NORM_GRAD, rms_norm_grad);
-    TH_KERNEL(TF_OP_SLICE_GRAD, slice_grad);
-    TH_KERNEL(TF_OP_CROSS_ENTROPY_GRAD, cross_entropy_grad);
-    TH_KERNEL(TF_OP_MSE_GRAD, mse_grad);
-    TH_KERNEL(TF_OP_BCE_WITH_LOGITS_GRAD, bce_with_logits_grad);
-    TH_KERNEL(TF_OP_ACCUMULATE, accumulate);
-    TH_KERNEL(TF_OP_ZERO, zero);
-    TH_KERNEL(TF_OP_GLOBAL_NORM_SQ, global_norm_sq);
-    TH_KERNEL(TF_OP_SGD, sgd);
-    TH_KERNEL(TF_OP_ADAMW, adamw);
-  default: break;
-  }
-#undef TH_KERNEL
-  fprintf(stderr, "no kernel of this family for op %s\n", tf_op_name(op));
+  kernel_pair pair = {tf_cpu_kernel_get(op, false), tf_cpu_kernel_get(op, true)};
+  if (pair.f32 && pair.f64)
+    return pair;
+  fprintf(stderr, "no CPU kernel for op %s\n", tf_op_name(op));
   abort();
 }
 

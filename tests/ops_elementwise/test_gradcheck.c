@@ -73,6 +73,11 @@ static void grad_rsqrt(const grad_case *c, const th_tensor *y, const th_tensor *
   th_tensor scaled = th_call(TF_OP_MUL, NULL, dy, &cube), half = th_scalar(-0.5);
   g[0] = th_call(TF_OP_MUL, NULL, &scaled, &half);
 }
+/* As compiler/autodiff_rules.c writes it: softplus: dx = dy sigmoid(x). */
+static void grad_softplus(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
+  th_tensor s = th_call(TF_OP_SIGMOID, NULL, IN(0));
+  g[0] = th_call(TF_OP_MUL, NULL, dy, &s);
+}
 /* Activation gradient kernels: (x, dy) or (y, dy). */
 static void grad_of_x(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
   tf_op op = c->op == TF_OP_RELU ? TF_OP_RELU_GRAD : c->op == TF_OP_GELU ? TF_OP_GELU_GRAD : TF_OP_SILU_GRAD;
@@ -275,6 +280,8 @@ static void unary_cases(tf_test_counts *counts) {
   CASE("silu_grad", TF_OP_SILU, none, grad_of_x, R(-6, 6, 5, 11));
   CASE("sigmoid_grad", TF_OP_SIGMOID, none, grad_of_y, R(-6, 6, 5, 11));
   CASE("tanh_grad", TF_OP_TANH, none, grad_of_y, R(-3, 3, 5, 11));
+  CASE("softplus (sigmoid, mul)", TF_OP_SOFTPLUS, none, grad_softplus, R(-6, 6, 3, 7));
+  CASE("softplus (sigmoid, mul)", TF_OP_SOFTPLUS, none, grad_softplus, R(21, 30, 3, 7)); // x itself past 20
   CASE("dropout (dropout of dy)", TF_OP_DROPOUT, th_dropout(0.3f, 77), grad_dropout, R(-2, 2, 4, 13));
 }
 

@@ -1,0 +1,216 @@
+/* The op table: one row per op, the one place that says what an op is and what implements it in
+ * each layer (shared/DESIGN.md, "Layout"). Every per-op table of the code base is generated from
+ * this list, each by expanding TF_OP_TABLE(X) with its own X, or checked against it at compile time:
+ *
+ *   include/tightfit/types.h      enum tf_op: TF_OP_<ID> = <number>
+ *   core/ops.c                    the tf_op_info rows; static checks: rows in number order
+ *   core/workspace.h              tf_op_workspace_rule(), which core/workspace_cpu.c and _cuda.h switch on
+ *   schema/graph_fb.cc            static checks: schema/graph.fbs's Op.<name> == TF_OP_<ID>, every row
+ *   compiler/autodiff_rules.c     the VJP rule of each op
+ *   kernels/cpu/list.h, table.c   the CPU kernels' declarations and dispatch
+ *   kernels/cuda/common.cuh       each op's launcher (kLaunchers); elementwise.cu instantiates per row
+ *   backends/vulkan/vk_lower.c    each op's lowering
+ *   shaders/gen_op_codes.c        op_codes.glsl (#define TF_OP_<ID> <number>u), which the shaders switch on
+ *
+ * Columns, in order (a row takes two lines; the header above the table abbreviates some):
+ *   ID               the enum constant TF_OP_<ID>.
+ *   name             tf_op_name(), the name in graphs, plans and the IR; schema/graph.fbs's Op.<name>.
+ *   number (#)       graph and plan files store it: never change a row's number. A new op takes the
+ *                    next number, at the end of the table (core/ops.c checks the order).
+ *   scope            GRAPH: a model graph (.tfg) may hold it; TRAINING: only the compiler emits it,
+ *                    into plans.
+ *   min, max         inputs (64 is TF_OP_VARIADIC: concat; 127 TF_OP_VARIADIC_INTERNAL: global_norm_sq).
+ *   outputs (out)    0: the op only updates inputs in place.
+ *   shape_only (so)  bit i: input i is read for its shape only (liveness ignores it).
+ *   in_place (ip)    bit i: input i is written in place.
+ *   attrs            the attribute family TF_ATTR_<attrs>.
+ *   shape            the shape rule tf_shape_<shape> (core/shape_rules.h).
+ *   alias            which inputs output 0 may share memory with: TF_ALIAS_<alias> (core/ops.h says when).
+ *   workspace        the CPU and CUDA kernels' scratch formula: TF_WORKSPACE_<workspace> (core/workspace.h).
+ *   vjp              the gradient rule vjp_<vjp> (compiler/autodiff_rules.c); none: no gradient.
+ *   cpu              the CPU kernels tf_cpu_<cpu>_f32 and tf_cpu_<cpu>_f64 (kernels/cpu).
+ *   cuda             the CUDA launcher launch_<cuda> (kernels/cuda).
+ *   vulkan           the Vulkan lowering vk_lower_<vulkan> (backends/vulkan); the unary and binary
+ *                    shaders take the op number itself as their op code.
+ *
+ * The vjp, cpu, cuda and vulkan columns name functions of higher layers. They are plain tokens here:
+ * only the layer that expands a column turns its tokens into symbols, so core references nothing
+ * above it. docs/adding-an-op.md walks through adding a row. */
+#ifndef TIGHTFIT_CORE_OP_TABLE_H
+#define TIGHTFIT_CORE_OP_TABLE_H
+
+// clang-format off
+/*  ID                    name                  #   scope     min max  out so   ip   attrs          shape
+ *    alias      workspace           vjp               cpu                   cuda             vulkan */
+#define TF_OP_TABLE(X)                                                                                                 \
+  X(MATMUL,               matmul,               0,  GRAPH,    2,  2,   1,  0,   0,   MATMUL,        matmul,            \
+      NONE,      MATMUL,             matmul,           matmul,               matmul,          matmul)                  \
+  X(ADD,                  add,                  1,  GRAPH,    2,  2,   1,  0,   0,   NONE,          broadcast,         \
+      ANY_INPUT, NONE,               add,              add,                  binary,          binary)                  \
+  X(SUB,                  sub,                  2,  GRAPH,    2,  2,   1,  0,   0,   NONE,          broadcast,         \
+      ANY_INPUT, NONE,               sub,              sub,                  binary,          binary)                  \
+  X(MUL,                  mul,                  3,  GRAPH,    2,  2,   1,  0,   0,   NONE,          broadcast,         \
+      ANY_INPUT, NONE,               mul,              mul,                  binary,          binary)                  \
+  X(DIV,                  div,                  4,  GRAPH,    2,  2,   1,  0,   0,   NONE,          broadcast,         \
+      ANY_INPUT, NONE,               div,              div,                  binary,          binary)                  \
+  X(NEG,                  neg,                  5,  GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               neg,              neg,                  unary,           unary)                   \
+  X(EXP,                  exp,                  6,  GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               exp,              exp,                  unary,           unary)                   \
+  X(LOG,                  log,                  7,  GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               log,              log,                  unary,           unary)                   \
+  X(SQRT,                 sqrt,                 8,  GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               sqrt,             sqrt,                 unary,           unary)                   \
+  X(RSQRT,                rsqrt,                9,  GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               rsqrt,            rsqrt,                unary,           unary)                   \
+  X(RELU,                 relu,                 10, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               relu,             relu,                 unary,           unary)                   \
+  X(GELU,                 gelu,                 11, GRAPH,    1,  1,   1,  0,   0,   GELU,          unary_float,       \
+      INPUT0,    NONE,               gelu,             gelu,                 unary,           unary)                   \
+  X(SILU,                 silu,                 12, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               silu,             silu,                 unary,           unary)                   \
+  X(SIGMOID,              sigmoid,              13, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               sigmoid,          sigmoid,              unary,           unary)                   \
+  X(TANH,                 tanh,                 14, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               tanh,             tanh,                 unary,           unary)                   \
+  X(SUM,                  sum,                  15, GRAPH,    1,  1,   1,  0,   0,   REDUCE,        reduce,            \
+      NONE,      REDUCE,             sum,              sum,                  reduce,          reduce)                  \
+  X(MEAN,                 mean,                 16, GRAPH,    1,  1,   1,  0,   0,   REDUCE,        reduce,            \
+      NONE,      REDUCE,             mean,             mean,                 reduce,          reduce)                  \
+  X(MAX,                  max,                  17, GRAPH,    1,  1,   1,  0,   0,   REDUCE,        reduce,            \
+      NONE,      REDUCE,             max,              max,                  reduce,          reduce)                  \
+  X(SOFTMAX,              softmax,              18, GRAPH,    1,  1,   1,  0,   0,   AXIS,          softmax,           \
+      NONE,      NONE,               softmax,          softmax,              softmax,         softmax)                 \
+  X(LOG_SOFTMAX,          log_softmax,          19, GRAPH,    1,  1,   1,  0,   0,   AXIS,          softmax,           \
+      NONE,      NONE,               log_softmax,      log_softmax,          softmax,         softmax)                 \
+  X(LAYER_NORM,           layer_norm,           20, GRAPH,    2,  3,   1,  0,   0,   NORM,          norm,              \
+      NONE,      NONE,               norm,             layer_norm,           norm,            norm)                    \
+  X(RMS_NORM,             rms_norm,             21, GRAPH,    2,  2,   1,  0,   0,   NORM,          norm,              \
+      NONE,      NONE,               norm,             rms_norm,             norm,            norm)                    \
+  X(EMBEDDING,            embedding,            22, GRAPH,    2,  2,   1,  0,   0,   NONE,          embedding,         \
+      NONE,      NONE,               embedding,        embedding,            embedding,       embedding)               \
+  X(RESHAPE,              reshape,              23, GRAPH,    1,  1,   1,  0,   0,   SHAPE,         reshape,           \
+      INPUT0,    NONE,               reshape,          reshape,              layout,          layout)                  \
+  X(TRANSPOSE,            transpose,            24, GRAPH,    1,  1,   1,  0,   0,   TRANSPOSE,     transpose,         \
+      NONE,      NONE,               transpose,        transpose,            layout,          layout)                  \
+  X(CONCAT,               concat,               25, GRAPH,    1,  64,  1,  0,   0,   AXIS,          concat,            \
+      NONE,      NONE,               concat,           concat,               layout,          layout)                  \
+  X(SLICE,                slice,                26, GRAPH,    1,  1,   1,  0,   0,   SLICE,         slice,             \
+      NONE,      NONE,               slice,            slice,                layout,          layout)                  \
+  X(EXPAND,               expand,               27, GRAPH,    1,  1,   1,  0,   0,   SHAPE,         expand,            \
+      NONE,      NONE,               expand,           expand,               layout,          layout)                  \
+  X(CONV1D,               conv1d,               28, GRAPH,    2,  3,   1,  0,   0,   CONV,          conv,              \
+      NONE,      CONV,               conv,             conv1d,               conv,            conv)                    \
+  X(CONV2D,               conv2d,               29, GRAPH,    2,  3,   1,  0,   0,   CONV,          conv,              \
+      NONE,      CONV,               conv,             conv2d,               conv,            conv)                    \
+  X(CONV_TRANSPOSE2D,     conv_transpose2d,     30, GRAPH,    2,  3,   1,  0,   0,   CONV,          conv_transpose2d,  \
+      NONE,      CONV,               conv_transpose2d, conv_transpose2d,     conv,            conv)                    \
+  X(MAX_POOL2D,           max_pool2d,           31, GRAPH,    1,  1,   1,  0,   0,   POOL,          pool2d,            \
+      NONE,      NONE,               max_pool2d,       max_pool2d,           pool,            pool)                    \
+  X(AVG_POOL2D,           avg_pool2d,           32, GRAPH,    1,  1,   1,  0,   0,   POOL,          pool2d,            \
+      NONE,      NONE,               avg_pool2d,       avg_pool2d,           pool,            pool)                    \
+  X(DROPOUT,              dropout,              33, GRAPH,    1,  1,   1,  0,   0,   DROPOUT,       dropout,           \
+      NONE,      DROPOUT,            dropout,          dropout,              dropout,         dropout)                 \
+  X(ATTENTION,            attention,            34, GRAPH,    3,  3,   1,  0,   0,   ATTENTION,     attention,         \
+      NONE,      ATTENTION,          attention,        attention,            attention,       attention)               \
+  X(CAST,                 cast,                 35, GRAPH,    1,  1,   1,  0,   0,   CAST,          cast,              \
+      NONE,      NONE,               cast,             cast,                 cast,            cast)                    \
+  X(CROSS_ENTROPY,        cross_entropy,        36, GRAPH,    2,  2,   1,  0,   0,   CROSS_ENTROPY, cross_entropy,     \
+      NONE,      CROSS_ENTROPY,      cross_entropy,    cross_entropy,        loss,            loss)                    \
+  X(MSE,                  mse,                  37, GRAPH,    2,  2,   1,  0,   0,   NONE,          pair_loss,         \
+      NONE,      PAIR_LOSS,          mse,              mse,                  loss,            loss)                    \
+  X(BCE_WITH_LOGITS,      bce_with_logits,      38, GRAPH,    2,  2,   1,  0,   0,   NONE,          pair_loss,         \
+      NONE,      PAIR_LOSS,          bce_with_logits,  bce_with_logits,      loss,            loss)                    \
+  /* Training-only ops: the compiler's autodiff and optimizer passes emit them into plans; a .tfg                      \
+   * model graph may not hold them. Inputs marked (shape) are read for their shape only, never                         \
+   * their data (the shape_only column). Gradient ops take the forward op's attributes. */                             \
+  /* (x, dy) -> dx */                                                                                                  \
+  X(RELU_GRAD,            relu_grad,            39, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             relu_grad,            activation_grad, unary)                   \
+  /* (x, dy) -> dx */                                                                                                  \
+  X(GELU_GRAD,            gelu_grad,            40, TRAINING, 2,  2,   1,  0,   0,   GELU,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             gelu_grad,            activation_grad, unary)                   \
+  /* (x, dy) -> dx */                                                                                                  \
+  X(SILU_GRAD,            silu_grad,            41, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             silu_grad,            activation_grad, unary)                   \
+  /* (y, dy) -> dx, y = sigmoid(x) */                                                                                  \
+  X(SIGMOID_GRAD,         sigmoid_grad,         42, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             sigmoid_grad,         activation_grad, unary)                   \
+  /* (y, dy) -> dx, y = tanh(x) */                                                                                     \
+  X(TANH_GRAD,            tanh_grad,            43, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             tanh_grad,            activation_grad, unary)                   \
+  /* (dy, like (shape)) -> dy summed over the axes that broadcasting added */                                          \
+  X(SUM_TO,               sum_to,               44, TRAINING, 2,  2,   1,  0x2, 0,   NONE,          sum_to,            \
+      NONE,      REDUCE,             none,             sum_to,               reduce,          reduce)                  \
+  /* (x, y, dy) -> dx: dy split evenly among the maxima (reduce attrs) */                                              \
+  X(MAX_GRAD,             max_grad,             45, TRAINING, 3,  3,   1,  0,   0,   REDUCE,        max_grad,          \
+      NONE,      REDUCE,             none,             max_grad,             max_grad,        reduce)                  \
+  /* (y, dy) -> dx */                                                                                                  \
+  X(SOFTMAX_GRAD,         softmax_grad,         46, TRAINING, 2,  2,   1,  0,   0,   AXIS,          elementwise_grad,  \
+      NONE,      NONE,               none,             softmax_grad,         softmax,         softmax)                 \
+  /* (y, dy) -> dx */                                                                                                  \
+  X(LOG_SOFTMAX_GRAD,     log_softmax_grad,     47, TRAINING, 2,  2,   1,  0,   0,   AXIS,          elementwise_grad,  \
+      NONE,      NONE,               none,             log_softmax_grad,     softmax,         softmax)                 \
+  /* (x, gamma, dy) -> (dx, dgamma, dbeta) */                                                                          \
+  X(LAYER_NORM_GRAD,      layer_norm_grad,      48, TRAINING, 3,  3,   3,  0,   0,   NORM,          norm_grad,         \
+      NONE,      NORM_GRAD,          none,             layer_norm_grad,      norm_grad,       norm)                    \
+  /* (x, gamma, dy) -> (dx, dgamma) */                                                                                 \
+  X(RMS_NORM_GRAD,        rms_norm_grad,        49, TRAINING, 3,  3,   2,  0,   0,   NORM,          norm_grad,         \
+      NONE,      NORM_GRAD,          none,             rms_norm_grad,        norm_grad,       norm)                    \
+  /* (ids, dy, table (shape)) -> dtable, rows scatter-added */                                                         \
+  X(EMBEDDING_GRAD,       embedding_grad,       50, TRAINING, 3,  3,   1,  0x4, 0,   NONE,          embedding_grad,    \
+      NONE,      EMBEDDING_GRAD,     none,             embedding_grad,       embedding_grad,  embedding)               \
+  /* (dy, x (shape)) -> dx: dy placed at the slice, zeros elsewhere */                                                 \
+  X(SLICE_GRAD,           slice_grad,           51, TRAINING, 2,  2,   1,  0x2, 0,   SLICE,         slice_grad,        \
+      NONE,      NONE,               none,             slice_grad,           layout,          layout)                  \
+  /* (dy, w, x (shape)) -> dx */                                                                                       \
+  X(CONV1D_GRAD_INPUT,    conv1d_grad_input,    52, TRAINING, 3,  3,   1,  0x4, 0,   CONV,          conv_grad,         \
+      NONE,      CONV,               none,             conv1d_grad_input,    conv,            conv)                    \
+  /* (x, dy, w (shape)) -> dw */                                                                                       \
+  X(CONV1D_GRAD_WEIGHT,   conv1d_grad_weight,   53, TRAINING, 3,  3,   1,  0x4, 0,   CONV,          conv_grad,         \
+      NONE,      CONV,               none,             conv1d_grad_weight,   conv,            conv)                    \
+  /* (dy, w, x (shape)) -> dx */                                                                                       \
+  X(CONV2D_GRAD_INPUT,    conv2d_grad_input,    54, TRAINING, 3,  3,   1,  0x4, 0,   CONV,          conv_grad,         \
+      NONE,      CONV,               none,             conv2d_grad_input,    conv,            conv)                    \
+  /* (x, dy, w (shape)) -> dw */                                                                                       \
+  X(CONV2D_GRAD_WEIGHT,   conv2d_grad_weight,   55, TRAINING, 3,  3,   1,  0x4, 0,   CONV,          conv_grad,         \
+      NONE,      CONV,               none,             conv2d_grad_weight,   conv,            conv)                    \
+  /* (x, dy) -> dx: to the first maximum of each window */                                                             \
+  X(MAX_POOL2D_GRAD,      max_pool2d_grad,      56, TRAINING, 2,  2,   1,  0,   0,   POOL,          pool_grad,         \
+      NONE,      NONE,               none,             max_pool2d_grad,      pool,            pool)                    \
+  /* (dy, x (shape)) -> dx */                                                                                          \
+  X(AVG_POOL2D_GRAD,      avg_pool2d_grad,      57, TRAINING, 2,  2,   1,  0x2, 0,   POOL,          pool_grad,         \
+      NONE,      NONE,               none,             avg_pool2d_grad,      pool,            pool)                    \
+  /* (q, k, v, dy) -> (dq, dk, dv), the forward recomputed blockwise */                                                \
+  X(ATTENTION_GRAD,       attention_grad,       58, TRAINING, 4,  4,   3,  0,   0,   ATTENTION,     attention_grad,    \
+      NONE,      ATTENTION_GRAD,     none,             attention_grad,       attention_grad,  attention)               \
+  /* (logits, labels, dloss) -> dlogits */                                                                             \
+  X(CROSS_ENTROPY_GRAD,   cross_entropy_grad,   59, TRAINING, 3,  3,   1,  0,   0,   CROSS_ENTROPY, loss_grad,         \
+      INPUT0,    CROSS_ENTROPY_GRAD, none,             cross_entropy_grad,   loss_grad,       loss)                    \
+  /* (prediction, target, dloss) -> dprediction */                                                                     \
+  X(MSE_GRAD,             mse_grad,             60, TRAINING, 3,  3,   1,  0,   0,   NONE,          loss_grad,         \
+      NONE,      NONE,               none,             mse_grad,             loss_grad,       loss)                    \
+  /* (logits, target, dloss) -> dlogits */                                                                             \
+  X(BCE_WITH_LOGITS_GRAD, bce_with_logits_grad, 61, TRAINING, 3,  3,   1,  0,   0,   NONE,          loss_grad,         \
+      NONE,      NONE,               none,             bce_with_logits_grad, loss_grad,       loss)                    \
+  /* (sum, x): sum += x in place; no outputs */                                                                        \
+  X(ACCUMULATE,           accumulate,           62, TRAINING, 2,  2,   0,  0,   0x1, NONE,          update,            \
+      NONE,      NONE,               none,             accumulate,           optimizer,       binary)                  \
+  /* (x): x = 0 in place; no outputs */                                                                                \
+  X(ZERO,                 zero,                 63, TRAINING, 1,  1,   0,  0,   0x1, NONE,          update,            \
+      NONE,      NONE,               none,             zero,                 optimizer,       zero)                    \
+  /* (g1, g2, ...) -> f32 scalar sum of squares of every element */                                                    \
+  X(GLOBAL_NORM_SQ,       global_norm_sq,       64, TRAINING, 1,  127, 1,  0,   0,   NONE,          global_norm_sq,    \
+      NONE,      GLOBAL_NORM_SQ,     none,             global_norm_sq,       global_norm_sq,  global_norm_sq)          \
+  /* (param, grad, momentum [, norm_sq]): updates param and momentum in place */                                       \
+  X(SGD,                  sgd,                  65, TRAINING, 3,  4,   0,  0,   0x5, OPTIMIZER,     update,            \
+      NONE,      OPTIMIZER,          none,             sgd,                  optimizer,       optimizer)               \
+  /* (param, grad, m, v [, norm_sq]): updates param, m and v in place */                                               \
+  X(ADAMW,                adamw,                66, TRAINING, 4,  5,   0,  0,   0xd, OPTIMIZER,     update,            \
+      NONE,      OPTIMIZER,          none,             adamw,                optimizer,       optimizer)               \
+  /* Ops added since, of either scope: each takes the next number. */                                                  \
+  X(SOFTPLUS,             softplus,             67, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               softplus,         softplus,             unary,           unary)
+// clang-format on
+
+#endif
