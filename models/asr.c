@@ -99,4 +99,5 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_layers_finish(g, logits, NULL, loss, &training);
 }
 
-const tf_zoo_family tf_zoo_family_asr = {"asr", knobs, KNOB_COUNT, check, build};
+const tf_zoo_family tf_zoo_family_asr = {
+    .name = "asr", .knobs = knobs, .n_knobs = KNOB_COUNT, .check = check, .build = build};

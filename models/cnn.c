@@ -46,4 +46,5 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_layers_finish(g, logits, NULL, loss, &training);
 }
 
-const tf_zoo_family tf_zoo_family_cnn = {"cnn", knobs, KNOB_COUNT, NULL, build};
+const tf_zoo_family tf_zoo_family_cnn = {
+    .name = "cnn", .knobs = knobs, .n_knobs = KNOB_COUNT, .check = NULL, .build = build};

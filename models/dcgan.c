@@ -125,4 +125,5 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_layers_finish(g, g_loss, "generator_loss", d_loss, &training);
 }
 
-const tf_zoo_family tf_zoo_family_dcgan = {"dcgan", knobs, KNOB_COUNT, check, build};
+const tf_zoo_family tf_zoo_family_dcgan = {
+    .name = "dcgan", .knobs = knobs, .n_knobs = KNOB_COUNT, .check = check, .build = build};

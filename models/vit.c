@@ -79,4 +79,5 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_layers_finish(g, logits, NULL, loss, &training);
 }
 
-const tf_zoo_family tf_zoo_family_vit = {"vit", knobs, KNOB_COUNT, check, build};
+const tf_zoo_family tf_zoo_family_vit = {
+    .name = "vit", .knobs = knobs, .n_knobs = KNOB_COUNT, .check = check, .build = build};

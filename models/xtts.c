@@ -90,4 +90,5 @@ static void build(tf_graph *g, const int64_t *k) {
   tf_layers_finish(g, audio_logits, "audio_logits", loss, &training);
 }
 
-const tf_zoo_family tf_zoo_family_xtts = {"xtts", knobs, KNOB_COUNT, check, build};
+const tf_zoo_family tf_zoo_family_xtts = {
+    .name = "xtts", .knobs = knobs, .n_knobs = KNOB_COUNT, .check = check, .build = build};

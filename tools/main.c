@@ -13,15 +13,27 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"zoo", tf_cmd_zoo, "list the model zoo, or write a preset as a .tfg graph"},
-    {"inspect", tf_cmd_inspect, "summarise a .tfg graph: parameters, bytes, ops, symbols, inputs, loss"},
-    {"dump", tf_cmd_dump, "print a .tfg graph as JSON that flatc reads back"},
-    {"compile", tf_cmd_compile, "compile a graph into a training (or inference) plan with exact memory"},
-    {"train", tf_cmd_train, "train with a plan on a backend: progress, checkpoints, held-out accuracy"},
-    {"run", tf_cmd_run, "inference with a plan: loss, accuracy, outputs as .npy"},
-    {"devices", tf_cmd_devices, "list the devices this build can run plans on (cpu, vulkan:N, cuda:N)"},
-    {"check", tf_cmd_check, "does a graph's plan fit a memory budget? (exit 0 fits, 1 does not)"},
-    {"report", tf_cmd_report, "where a .tfplan plan's memory goes: regions, roles, arena vs lower bound, peak"},
+    {.name = "zoo", .run = tf_cmd_zoo, .summary = "list the model zoo, or write a preset as a .tfg graph"},
+    {.name = "inspect",
+     .run = tf_cmd_inspect,
+     .summary = "summarise a .tfg graph: parameters, bytes, ops, symbols, inputs, loss"},
+    {.name = "dump", .run = tf_cmd_dump, .summary = "print a .tfg graph as JSON that flatc reads back"},
+    {.name = "compile",
+     .run = tf_cmd_compile,
+     .summary = "compile a graph into a training (or inference) plan with exact memory"},
+    {.name = "train",
+     .run = tf_cmd_train,
+     .summary = "train with a plan on a backend: progress, checkpoints, held-out accuracy"},
+    {.name = "run", .run = tf_cmd_run, .summary = "inference with a plan: loss, accuracy, outputs as .npy"},
+    {.name = "devices",
+     .run = tf_cmd_devices,
+     .summary = "list the devices this build can run plans on (cpu, vulkan:N, cuda:N)"},
+    {.name = "check",
+     .run = tf_cmd_check,
+     .summary = "does a graph's plan fit a memory budget? (exit 0 fits, 1 does not)"},
+    {.name = "report",
+     .run = tf_cmd_report,
+     .summary = "where a .tfplan plan's memory goes: regions, roles, arena vs lower bound, peak"},
 };
 
 static void usage(FILE *out) {
