@@ -52,8 +52,13 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     c->accumulate_steps = o->accumulate;
   if (c->accumulate_steps <= 0)
     c->accumulate_steps = 1;
-  if (c->precision != TF_PRECISION_F32)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "precision %s is not supported yet: compile in f32",
+  if (o->set_precision)
+    c->precision = o->precision;
+  if ((int)c->precision < 0 || c->precision > TF_PRECISION_F16)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown precision %d (0 f32, 1 bf16, 2 f16)", (int)c->precision);
+  if (c->precision != TF_PRECISION_F32 && o->target.kind == TF_TARGET_VULKAN)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "precision %s: the vulkan backend stores no f16/bf16 tensors yet; compile in f32 for vulkan",
                          c->precision == TF_PRECISION_BF16 ? "bf16" : "f16");
   if (!isfinite(c->learning_rate) || c->beta1 >= 1 || c->beta2 >= 1)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "invalid optimizer settings: lr %g, betas %g/%g", c->learning_rate,
@@ -171,6 +176,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
     status = tf_optimizer_pass(&t);
   if (!status)
     status = tf_remat(&t);
+  if (!status)
+    status = tf_precision_pass(&t);
   if (!status)
     status = schedule_and_assign(&t);
   tf_plan *plan = NULL;

@@ -211,9 +211,11 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
              "optimizer %s, lr %g, weight decay %g, clip %g\n"
              "%s\n"
              "%s\n"
+             "%s\n"
              "arena: greedy by size, best fit among buffers live at the same time\n",
              plan->micro_batch, plan->accumulate, plan->global_batch, optimizers[t->config.optimizer],
-             t->config.learning_rate, t->config.weight_decay, t->config.clip_norm, t->remat_notes, t->schedule_notes);
+             t->config.learning_rate, t->config.weight_decay, t->config.clip_norm, t->remat_notes, t->precision_notes,
+             t->schedule_notes);
   else
     snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n", plan->micro_batch);
   r->notes = copy(notes);

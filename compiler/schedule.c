@@ -1,8 +1,8 @@
 /* Pass 7, schedule: the execution order. The micro-batch block is the forward pass in model order,
  * then the backward pass in the order autodiff emitted it (reverse model order), with each
  * gradient accumulation placed right after the node that completes that gradient, so the
- * temporary dies at once. Recompute nodes (remat) are placed just before their first reader. The
- * optimizer block follows. */
+ * temporary dies at once (and so is each node that names another in t->follows: precision's casts). Recompute nodes
+ * (remat) are placed just before their first reader. The optimizer block follows. */
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -42,9 +42,9 @@ tf_status tf_schedule(tf_training *t) {
   for (int32_t n = 0; n < g->n_nodes; n++)
     first_accumulate[n] = next[n] = -1;
   for (int32_t n = g->n_nodes - 1; n >= 0; n--) {
-    if (t->phase[n] != TF_PHASE_ACCUMULATE)
-      continue;
-    int32_t producer = g->tensors[g->nodes[n].inputs[1]].producer;
+    int32_t producer = t->follows[n];
+    if (producer < 0 && t->phase[n] == TF_PHASE_ACCUMULATE)
+      producer = g->tensors[g->nodes[n].inputs[1]].producer;
     if (producer < 0)
       continue; /* a gradient that is a constant: schedule it first, below */
     next[n] = first_accumulate[producer];
@@ -57,7 +57,8 @@ tf_status tf_schedule(tf_training *t) {
   }
   for (int32_t n = 0; n < g->n_nodes; n++) {
     tf_phase phase = t->phase[n];
-    if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER || phase == TF_PHASE_RECOMPUTE)
+    if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER || phase == TF_PHASE_RECOMPUTE ||
+        t->follows[n] >= 0)
       continue;
     place_recompute(t, n, placed, t->schedule, &count);
     t->schedule[count++] = n;

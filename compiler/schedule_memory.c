@@ -18,7 +18,8 @@ typedef struct scheduler {
   const tf_graph *g;
   bool *placed;              /* per node */
   int32_t *readers_left;     /* per tensor: reads by nodes not yet placed */
-  int32_t *first_accumulate; /* per node: the accumulate nodes whose part it writes (list through next) */
+  int32_t *first_accumulate; /* per node: the accumulates whose part it writes and the nodes that follow
+                              * it (t->follows), a list through next */
   int32_t *next;
   int32_t *previous_on_accumulator; /* per accumulate node: the one before it on the same accumulator, or -1 */
   int32_t *next_on_accumulator;     /* ... and the one after it, or -1 */
@@ -40,7 +41,8 @@ static bool in_arena(const tf_training *t, int32_t id) {
 
 static bool is_candidate(const tf_training *t, int32_t n) {
   tf_phase phase = t->phase[n];
-  return phase != TF_PHASE_OPTIMIZER && phase != TF_PHASE_RECOMPUTE && phase != TF_PHASE_ACCUMULATE;
+  return phase != TF_PHASE_OPTIMIZER && phase != TF_PHASE_RECOMPUTE && phase != TF_PHASE_ACCUMULATE &&
+         t->follows[n] < 0;
 }
 
 static bool reads(const tf_op_info *info, int32_t k) { return !(k < 8 && ((info->shape_only >> k) & 1u)); }
@@ -139,6 +141,10 @@ static void place(scheduler *s, int32_t n) {
   /* Accumulates keep their order on each accumulator (the order of floating-point additions, so
    * every schedule gives bit-identical gradients): one whose predecessor waits is placed with it. */
   for (int32_t a = s->first_accumulate[n]; a >= 0; a = s->next[a]) {
+    if (s->t->phase[a] != TF_PHASE_ACCUMULATE) {
+      place(s, a); /* a node that follows n (t->follows) */
+      continue;
+    }
     s->part_written[a] = true;
     int32_t before = s->previous_on_accumulator[a];
     if (!s->placed[a] && (before < 0 || s->placed[before]))
@@ -201,9 +207,9 @@ static bool prepare(scheduler *s) {
         s->readers_left[g->nodes[n].inputs[k]]++;
   }
   for (int32_t n = g->n_nodes - 1; n >= 0; n--) {
-    if (s->t->phase[n] != TF_PHASE_ACCUMULATE)
-      continue;
-    int32_t producer = g->tensors[g->nodes[n].inputs[1]].producer;
+    int32_t producer = s->t->follows[n];
+    if (producer < 0 && s->t->phase[n] == TF_PHASE_ACCUMULATE)
+      producer = g->tensors[g->nodes[n].inputs[1]].producer;
     if (producer >= 0) {
       s->next[n] = s->first_accumulate[producer];
       s->first_accumulate[producer] = n;
@@ -269,7 +275,7 @@ tf_status tf_schedule_memory(tf_training *t) {
       s.ready[s.n_ready++] = n;
   int32_t forward_left = 0;
   for (int32_t n = 0; n < g->n_nodes; n++)
-    forward_left += t->phase[n] == TF_PHASE_FORWARD;
+    forward_left += t->phase[n] == TF_PHASE_FORWARD && is_candidate(t, n);
   while (s.n_ready > 0) {
     /* The forward pass stays a prefix of the block: the runtime evaluates a loss by running the
      * forward steps alone (plan.h). */

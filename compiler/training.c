@@ -34,10 +34,13 @@ tf_status tf_training_reserve(tf_training *t) {
   }
   if (nodes > t->capacity_nodes) {
     int32_t capacity = nodes * 2 + 16;
-    if (!grow((void **)&t->phase, t->capacity_nodes, capacity, sizeof(tf_phase)))
+    if (!grow((void **)&t->phase, t->capacity_nodes, capacity, sizeof(tf_phase)) ||
+        !grow((void **)&t->follows, t->capacity_nodes, capacity, sizeof(int32_t)))
       return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot grow per-node state to %d", capacity);
-    for (int32_t i = t->capacity_nodes; i < capacity; i++)
+    for (int32_t i = t->capacity_nodes; i < capacity; i++) {
       t->phase[i] = TF_PHASE_FORWARD;
+      t->follows[i] = -1;
+    }
     t->capacity_nodes = capacity;
   }
   return NULL;
@@ -127,6 +130,7 @@ void tf_training_free(tf_training *t) {
   tf_graph_destroy(t->g);
   free(t->role);
   free(t->grad);
+  free(t->follows);
   free(t->extra_parts);
   free(t->owner);
   free(t->phase);

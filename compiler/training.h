@@ -28,6 +28,7 @@ typedef struct tf_training {
 
   /* Per node. */
   tf_phase *phase;
+  int32_t *follows; /* a node the schedule places right after another (precision's casts): that node, else -1 */
   int32_t capacity_nodes;
   int32_t n_forward_nodes; /* nodes [0, n_forward_nodes) are the model's forward pass */
 
@@ -47,6 +48,7 @@ typedef struct tf_training {
   int64_t *live_bytes;        /* n_schedule entries */
   char remat_notes[256];      /* what remat chose, for the report */
   char schedule_notes[256];   /* which order the schedule kept and both arenas, for the report */
+  char precision_notes[256];  /* what the precision pass stored in half, for the report */
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
   int32_t n_segments;         /* set by remat: segments found */
   int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
@@ -67,6 +69,10 @@ int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role rol
 /* Adds a scalar f32 constant of value `value` (role constant). */
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
 void tf_training_free(tf_training *t);
+
+/* precision.c: the saved activations stored in bf16/f16 (config.precision), read back through f32
+ * casts just before their readers; records what it did for the report. */
+tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
 
 /* remat.c: activation recompute (options.remat); records what it chose in *notes (may be NULL). */
 tf_status tf_remat(tf_training *t) TF_MUST_USE;

@@ -29,6 +29,9 @@ void tf_compile_args_help(void) {
          "  --inference            a forward-only plan (no gradients, no optimizer)\n"
          "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
          "                         boundaries), auto (recompute the least that fits --budget)\n"
+         "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
+         "                         the backward pass stored in half precision; weights, gradients,\n"
+         "                         optimizer state and all arithmetic stay f32 (cpu and cuda targets)\n"
          "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
          "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
          "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N\n"
@@ -81,6 +84,16 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->remat = TF_REMAT_AUTO;
     else if (!*error)
       *error = tf_cli_usage_error(command, "unknown recompute mode '%s' (none, checkpoints, auto)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--precision", &value, error)) {
+    o->set_precision = true;
+    if (!*error && (strcmp(value, "fp32") == 0 || strcmp(value, "f32") == 0))
+      o->precision = TF_PRECISION_F32;
+    else if (!*error && strcmp(value, "bf16") == 0)
+      o->precision = TF_PRECISION_BF16;
+    else if (!*error && (strcmp(value, "fp16") == 0 || strcmp(value, "f16") == 0))
+      o->precision = TF_PRECISION_F16;
+    else if (!*error)
+      *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--budget", &value, error)) {
     if (!*error && (!tf_cli_parse_bytes(value, &args->budget) || args->budget <= 0))
       *error = tf_cli_usage_error(command, "--budget: '%s' is not a positive size (e.g. 16GiB, 512MiB, 1000000)",

@@ -34,6 +34,8 @@ typedef struct tf_compile_options {
   int64_t remat_budget;          /* TF_REMAT_AUTO: the device total (regions + overhead) to fit */
   const char *const *remat_list; /* TF_REMAT_LIST: names of saved activations to recompute */
   int32_t remat_list_count;
+  bool set_precision;     /* false: the graph's training precision */
+  tf_precision precision; /* with set_precision: f32, or bf16/f16 storage of the saved activations */
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for
