@@ -39,7 +39,20 @@ static tf_status global_norm(tf_training *t, const int32_t *grads, int32_t n, in
   return NULL;
 }
 
-static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm) {
+/* With one micro-batch per step (k = 1) nothing needs summing across micro-batches: the step
+ * that computes a parameter's (first) gradient part writes it straight into the gradients region,
+ * and the optimizer never zeroes it (the next step overwrites it). Possible when that part is an
+ * activation of the backward pass, shaped and typed like the parameter. */
+static bool writes_directly(const tf_training *t, int32_t param, int32_t part) {
+  const tf_graph *g = t->g;
+  const tf_ir_tensor *x = &g->tensors[part];
+  int32_t producer = x->producer;
+  return t->config.accumulate_steps == 1 && producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
+         x->kind == TF_ACTIVATION && t->role[part] == TF_ROLE_ACTIVATION && x->dtype == g->tensors[param].dtype &&
+         x->bytes == g->tensors[param].bytes && x->rank == g->tensors[param].rank;
+}
+
+static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm, bool direct) {
   tf_status status = NULL;
   const char *name = t->g->tensors[param].name;
   char label[512];
@@ -67,6 +80,8 @@ static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int3
   snprintf(label, sizeof(label), "optimizer/%s", name);
   tf_op op = t->config.optimizer == TF_OPTIMIZER_ADAMW ? TF_OP_ADAMW : TF_OP_SGD;
   TF_RETURN_IF_ERROR(tf_training_emit(t, op, inputs, n, &at, TF_PHASE_OPTIMIZER, label, NULL));
+  if (direct)
+    return NULL;
   snprintf(label, sizeof(label), "optimizer/zero/%s", name);
   return tf_training_emit(t, TF_OP_ZERO, &accumulator, 1, NULL, TF_PHASE_OPTIMIZER, label, NULL);
 }
@@ -79,22 +94,29 @@ tf_status tf_optimizer_pass(tf_training *t) {
     n_params += t->grad[p] >= 0;
   int32_t *params = malloc(sizeof(int32_t) * (size_t)(n_params ? n_params : 1));
   int32_t *accumulators = malloc(sizeof(int32_t) * (size_t)(n_params ? n_params : 1));
+  bool *direct = malloc(sizeof(bool) * (size_t)(n_params ? n_params : 1));
   tf_status status = NULL;
-  if (!params || !accumulators)
+  if (!params || !accumulators || !direct)
     status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot allocate for %d parameters", n_params);
   int32_t k = 0;
   for (int32_t p = 0; p < n_tensors && !status; p++) {
     if (t->grad[p] < 0)
       continue;
     char label[512];
-    snprintf(label, sizeof(label), "grad(%s)", g->tensors[p].name);
-    int32_t accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
-    if (status)
-      break;
+    int32_t accumulator = t->grad[p];
+    direct[k] = writes_directly(t, p, accumulator);
+    if (direct[k]) {
+      t->role[accumulator] = TF_ROLE_GRADIENT;
+    } else {
+      snprintf(label, sizeof(label), "grad(%s)", g->tensors[p].name);
+      accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
+      if (status)
+        break;
+      int32_t pair[2] = {accumulator, t->grad[p]};
+      snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
+      status = tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+    }
     t->owner[accumulator] = p;
-    int32_t pair[2] = {accumulator, t->grad[p]};
-    snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
-    status = tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
     for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
       if (t->extra_parts[2 * e] != p)
         continue;
@@ -110,10 +132,11 @@ tf_status tf_optimizer_pass(tf_training *t) {
   if (!status && t->config.clip_norm > 0)
     status = global_norm(t, accumulators, k, &norm);
   for (int32_t i = 0; i < k && !status; i++)
-    status = update(t, params[i], accumulators[i], norm);
+    status = update(t, params[i], accumulators[i], norm, direct[i]);
   for (int32_t i = 0; i < k && !status; i++)
     t->grad[params[i]] = accumulators[i];
   free(params);
   free(accumulators);
+  free(direct);
   return status;
 }

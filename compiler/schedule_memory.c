@@ -150,11 +150,9 @@ static void place(scheduler *s, int32_t n) {
     if (!s->placed[a] && (before < 0 || s->placed[before]))
       place(s, a);
   }
-  if (s->t->phase[n] == TF_PHASE_ACCUMULATE) {
-    int32_t after = s->next_on_accumulator[n];
-    if (after >= 0 && !s->placed[after] && s->part_written[after])
-      place(s, after);
-  }
+  int32_t after = s->next_on_accumulator[n]; /* n: an accumulate, or the step writing the accumulator */
+  if (after >= 0 && !s->placed[after] && s->part_written[after])
+    place(s, after);
   for (int32_t d = s->dependents_start[n]; d < s->dependents_start[n + 1]; d++) {
     int32_t dependent = s->dependents[d];
     if (--s->waiting[dependent] == 0)
@@ -192,10 +190,13 @@ static bool prepare(scheduler *s) {
     s->previous_on_accumulator[n] = s->next_on_accumulator[n] = -1;
     if (s->t->phase[n] != TF_PHASE_ACCUMULATE)
       continue;
+    /* The first accumulate on an accumulator that a step writes (k = 1: the gradient written in
+     * place, optimizer.c) waits for that step. */
     int32_t accumulator = g->nodes[n].inputs[0];
-    s->previous_on_accumulator[n] = last_on[accumulator];
-    if (last_on[accumulator] >= 0)
-      s->next_on_accumulator[last_on[accumulator]] = n;
+    int32_t before = last_on[accumulator] >= 0 ? last_on[accumulator] : g->tensors[accumulator].producer;
+    s->previous_on_accumulator[n] = before;
+    if (before >= 0)
+      s->next_on_accumulator[before] = n;
     last_on[accumulator] = n;
   }
   free(last_on);

@@ -385,7 +385,7 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
   return NULL;
 }
 
-/* writer[b]: the step that writes arena buffer b, -1 until one does. */
+/* writer[b]: the step that writes arena buffer b (or gradient b, with accumulate 1), -1 until one does. */
 static tf_status check_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
   const tf_plan_step *step = &plan->steps[s];
   for (int32_t i = 0; i < step->n_outputs; i++) {
@@ -394,10 +394,21 @@ static tf_status check_outputs(const tf_plan *plan, int32_t s, int32_t *writer) 
       return INVALID("%s: output %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
                      tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
     const tf_plan_buffer *b = &plan->buffers[id];
-    if (b->role != TF_ROLE_ACTIVATION)
-      return INVALID("%s writes output %" PRId32 " to %s, role %s in region %s; step outputs are arena activations",
+    /* With one micro-batch per step, a backward step may write a parameter's gradient straight into
+     * the gradients region (once; check_gradient_reads orders its readers after it). */
+    bool gradient = b->role == TF_ROLE_GRADIENT && plan->accumulate == 1 && s < plan->micro_steps &&
+                    plan->steps[s].phase == TF_PHASE_BACKWARD;
+    if (b->role != TF_ROLE_ACTIVATION && !gradient)
+      return INVALID("%s writes output %" PRId32 " to %s, role %s in region %s; step outputs are arena activations, "
+                     "or gradients written by a backward step when the plan accumulates 1 micro-batch",
                      tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
                      tf_region_name(b->region));
+    if (gradient) {
+      if (writer[id] >= 0)
+        return INVALID("%s writes %s twice", tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
+      writer[id] = s;
+      continue;
+    }
     if (b->first_step != s)
       return INVALID("%s writes output %s, whose first_step is %" PRId32 ": an output's live interval starts at the "
                      "step that writes it (output first_step mismatch)",
@@ -488,6 +499,22 @@ static tf_status check_written(const tf_plan *plan, const int32_t *writer) {
   return NULL;
 }
 
+/* A gradient that a step writes (accumulate 1) is read, and updated in place, only after that step:
+ * before it, the region holds the previous step's gradient. */
+static tf_status check_gradient_reads(const tf_plan *plan, const int32_t *writer) {
+  for (int32_t s = 0; s < plan->micro_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    for (int32_t i = 0; i < step->n_inputs; i++) {
+      int32_t id = step->inputs[i];
+      if (plan->buffers[id].role == TF_ROLE_GRADIENT && writer[id] >= s)
+        return INVALID("%s reads input %" PRId32 " %s before step %" PRId32
+                       " writes it: the gradient would be the previous step's (read before write)",
+                       tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, writer[id]);
+    }
+  }
+  return NULL;
+}
+
 /* ---- the whole ---- */
 
 static tf_status check_buffers_and_steps(const tf_plan *plan) {
@@ -509,6 +536,8 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
     status = check_step(plan, s, writer);
   if (!status)
     status = check_written(plan, writer);
+  if (!status)
+    status = check_gradient_reads(plan, writer);
   free(writer);
   return status;
 }

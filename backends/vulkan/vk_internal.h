@@ -156,7 +156,7 @@ typedef struct vk_state {
   VkDebugUtilsMessengerEXT messenger;
   bool validation;
   int32_t validation_messages; /* errors and warnings the layer reported */
-  char first_message[512];     /* the first of those not yet reported */
+  char first_message[2048];    /* the first of those not yet reported */
   int32_t reported_messages;   /* how many of them an error status has carried already */
   VkPhysicalDevice physical;
   VkPhysicalDeviceProperties properties;

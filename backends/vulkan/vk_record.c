@@ -200,19 +200,30 @@ static void barrier(const vk_state *vk, VkCommandBuffer commands) {
   vk->fn.CmdPipelineBarrier(commands, stages, stages, 0, 1, &b, 0, NULL, 0, NULL);
 }
 
-/* The ranges command `c` touches on io half `half`; returns how many (at most VK_OPERANDS). */
+/* The ranges command `c` touches on io half `half`; returns how many (at most VK_OPERANDS + 1).
+ * A dispatch also reads the run-state buffer (binding VK_RUN_STATE_BINDING), which also stands in
+ * for absent operands (the dummy binding): a shader that may write such a slot counts as writing it,
+ * as the validation layer's synchronisation checks count it, so the next dispatch waits. */
 static int32_t ranges_of(const vk_state *vk, const vk_command *c, int32_t half, byte_range *ranges, bool *written) {
   int32_t n = c->kind == VK_COMMAND_DISPATCH ? c->n_bindings : c->kind == VK_COMMAND_COPY ? 2 : 1;
   uint32_t writes = c->kind == VK_COMMAND_DISPATCH ? c->writes : c->kind == VK_COMMAND_COPY ? 0x2u : 0x1u;
+  const byte_range run_state = {.region = TF_REGION_COUNT, .begin = 0, .end = 1};
   int32_t kept = 0;
+  bool dummy_written = false;
   for (int32_t i = 0; i < n; i++) {
     int32_t id = buffer_on_half(vk->plan, c->buffers[i], half);
-    if (id < 0)
+    if (id < 0) {
+      dummy_written = dummy_written || ((writes >> i) & 1u);
       continue;
+    }
     const tf_plan_buffer *b = &vk->plan->buffers[id];
     byte_range r = {.region = b->region, .begin = b->offset, .end = b->offset + b->bytes};
     ranges[kept] = r;
     written[kept++] = (writes >> i) & 1u;
+  }
+  if (c->kind == VK_COMMAND_DISPATCH) {
+    ranges[kept] = run_state;
+    written[kept++] = dummy_written;
   }
   return kept;
 }
@@ -249,8 +260,8 @@ static tf_status record(vk_state *vk, int32_t begin, int32_t end, int32_t half, 
   bool ok = true;
   const vk_program *program = &vk->program;
   for (int32_t index = program->step_first[begin]; index < program->step_first[end] && ok; index++) {
-    byte_range ranges[VK_OPERANDS];
-    bool written[VK_OPERANDS];
+    byte_range ranges[VK_OPERANDS + 1];
+    bool written[VK_OPERANDS + 1];
     int32_t n = ranges_of(vk, &program->commands[index], half, ranges, written);
     bool wait = false;
     for (int32_t i = 0; i < n && !wait; i++)

@@ -22,8 +22,10 @@ void tf_plan_destroy(tf_plan *plan);
 
 /* Checks every invariant: buffers inside their regions with exact, aligned sizes; buffers of
  * persistent regions disjoint; arena buffers live at a common step disjoint in memory; each step's
- * op, arity and operand shapes valid (the op's shape rule reproduces its outputs); every step reads
- * only buffers already written. The message names the buffer or step and the numbers. */
+ * op, arity and operand shapes valid (the op's shape rule reproduces its outputs); step outputs
+ * are arena activations, or (accumulate 1) gradients a backward step writes once; every step reads
+ * only buffers already written; forward steps come first. The message names the buffer or step and
+ * the numbers. */
 tf_status tf_plan_verify(const tf_plan *plan) TF_MUST_USE;
 
 /* The first step at which an arena buffer's bytes count as live: its first step, or the step after

@@ -276,8 +276,8 @@ static int32_t writer_of(const tf_plan *plan, int32_t id) {
 /* No waste around the loss head and tied weights (issue 15): with checkpoints, the step that
  * computes the logits (the input of cross_entropy) is never recomputed, since its backward follows
  * its forward at once; and every accumulate step comes right after the step that writes the
- * gradient part it adds (only other accumulates between), with the tied embedding getting two such
- * parts, so no part waits in the arena for another. */
+ * gradient part it adds (only other accumulates between), with the tied embedding getting two
+ * parts (the first written straight into the gradient, k = 1), so no part waits in the arena. */
 static void no_waste_at_the_head(void) {
   /* gpt2-small's shape (vocabulary 50257, tied head) at 2 layers: its forward has one cut, so the
    * head's segment is the last of two. */
@@ -311,13 +311,18 @@ static void no_waste_at_the_head(void) {
       before--;
     CHECK(&counts, writer < 0 || writer == before, "%s: adds a part written at step %d, not at step %d right before",
           step->name, writer, before);
-    int32_t parts = 0;
+    /* With one micro-batch per step the first part is written straight into the gradient. */
+    int32_t direct = writer_of(plan, step->inputs[0]);
+    CHECK(&counts, direct < s, "%s: accumulates into %s before step %d writes it", step->name,
+          plan->buffers[step->inputs[0]].name, direct);
+    int32_t parts = direct >= 0;
     for (int32_t a = 0; a < plan->micro_steps; a++)
       parts += plan->steps[a].op == TF_OP_ACCUMULATE && plan->steps[a].inputs[0] == step->inputs[0];
     most_parts = parts > most_parts ? parts : most_parts;
   }
   CHECK(&counts, most_parts == 2,
-        "gpt2-small: the tied embedding's gradient arrives in %d accumulated parts (expected 2)", most_parts);
+        "gpt2-small: the tied embedding's gradient arrives in %d parts, written then accumulated (expected 2)",
+        most_parts);
   printf("no waste at the head: logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
          "parts\n",
          logits_step, recomputed, most_parts);

@@ -263,6 +263,7 @@ static void unknown_dtype(tf_plan *p) { p->buffers[SMALL_H].dtype = (tf_dtype)17
 static void unknown_role(tf_plan *p) { p->buffers[SMALL_H].role = (tf_buffer_role)8; }
 static void unknown_phase(tf_plan *p) { p->steps[STEP_RELU].phase = (tf_phase)5; }
 static void forward_after_backward(tf_plan *p) { p->steps[STEP_RELU_GRAD].phase = TF_PHASE_FORWARD; }
+static void gradient_written_with_accumulation(tf_plan *p) { p->steps[STEP_MATMUL_GRAD].outputs[0] = SMALL_GW; }
 static void step_without_name(tf_plan *p) {
   free(p->steps[STEP_RELU].name);
   p->steps[STEP_RELU].name = NULL;
@@ -325,6 +326,9 @@ static const corruption corruptions[] = {
     {"a backward step in the optimizer block", "in phase backward lies in the optimizer block",
      backward_in_optimizer_block},
     {"a forward step after a backward one", "is a forward step after step 3 in phase backward", forward_after_backward},
+    {"a backward step writing the gradient while accumulating 2",
+     "or gradients written by a backward step when the plan accumulates 1 micro-batch",
+     gradient_written_with_accumulation},
     {"live_bytes[3] = 1", "live_bytes[3] is 1 but the arena buffers live at step 3 hold 448 bytes", live_bytes_wrong},
     {"role_bytes[gradient] = 61", "role_bytes[gradient] is 61", role_bytes_wrong},
     {"peak at step 0", "peak_step 0 is not a step where the arena's live bytes peak (448)", peak_step_wrong},
