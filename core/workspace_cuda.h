@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/conv_operands.h"
 #include "core/tensor.h"
 #include "core/workspace.h"
 
@@ -172,16 +173,8 @@ typedef struct tf_cuda_conv_geometry {
 static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
                                              const tf_tensor_ref *outputs, tf_cuda_conv_geometry *g) {
   const tf_tensor_ref *image, *response, *weight;
-  switch (op) {
-  case TF_OP_CONV1D:
-  case TF_OP_CONV2D: image = &inputs[0], response = &outputs[0], weight = &inputs[1]; break;
-  case TF_OP_CONV1D_GRAD_INPUT:
-  case TF_OP_CONV2D_GRAD_INPUT: image = &inputs[2], response = &inputs[0], weight = &inputs[1]; break;
-  case TF_OP_CONV1D_GRAD_WEIGHT:
-  case TF_OP_CONV2D_GRAD_WEIGHT: image = &inputs[0], response = &inputs[1], weight = &inputs[2]; break;
-  case TF_OP_CONV_TRANSPOSE2D: image = &outputs[0], response = &inputs[0], weight = &inputs[1]; break;
-  default: return false;
-  }
+  if (!tf_conv_operands(op, inputs, outputs, &image, &response, &weight))
+    return false;
   const tf_conv_attrs *a = &attrs->u.conv;
   memset(g, 0, sizeof(*g));
   g->batch = image->shape[0];

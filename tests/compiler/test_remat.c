@@ -67,9 +67,7 @@ static tf_graph *dropout_mlp(void) {
   return g;
 }
 
-/* Trains one micro-step under `remat` and returns the gradient region's bytes (malloc'd). */
-static uint8_t *gradients_after_one_step(const tf_graph *g, const char *bindings, tf_remat_mode remat, int64_t *arena,
-                                         int64_t *bytes, double *flops) {
+static tf_plan *compile_with(const tf_graph *g, const char *bindings, tf_remat_mode remat) {
   tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
   options.bindings = bindings;
   options.remat = remat;
@@ -77,6 +75,13 @@ static uint8_t *gradients_after_one_step(const tf_graph *g, const char *bindings
   tf_status status = tf_compile(g, &options, &plan);
   CHECK(&counts, status == NULL, "compile remat %d: %s", remat, tf_status_message(status));
   tf_status_free(status);
+  return plan;
+}
+
+/* Trains one micro-step under `remat` and returns the gradient region's bytes (malloc'd). */
+static uint8_t *gradients_after_one_step(const tf_graph *g, const char *bindings, tf_remat_mode remat, int64_t *arena,
+                                         int64_t *bytes, double *flops) {
+  tf_plan *plan = compile_with(g, bindings, remat);
   if (!plan)
     return NULL;
   *arena = plan->region_bytes[TF_REGION_ARENA];
@@ -251,17 +256,6 @@ static void budgets_hold(void) {
            probe.mark ? " and, measured, no heap allocation in step 3" : "", refused);
     tf_graph_destroy(g);
   }
-}
-
-static tf_plan *compile_with(const tf_graph *g, const char *bindings, tf_remat_mode remat) {
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
-  options.bindings = bindings;
-  options.remat = remat;
-  tf_plan *plan = NULL;
-  tf_status status = tf_compile(g, &options, &plan);
-  CHECK(&counts, status == NULL, "compile remat %d: %s", remat, tf_status_message(status));
-  tf_status_free(status);
-  return plan;
 }
 
 /* The step of `plan` that writes buffer `id`, or -1. */
