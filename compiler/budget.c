@@ -24,12 +24,16 @@ static double estimate_seconds(const tf_plan *plan, const tf_target *target) {
   return plan->accumulate * micro + optimizer / target->flops_per_second;
 }
 
-static void append(char *summary, int64_t n, int32_t k, const char *mode, int64_t bytes, double seconds,
-                   const char *verdict) {
+static void append(char *summary, int64_t n, int32_t k, const char *mode, const char *precision, int64_t bytes,
+                   double seconds, const char *verdict) {
   size_t used = strlen(summary);
   if (used < 1023)
-    snprintf(summary + used, 1024 - used, "N=%" PRId64 " x k=%d, recompute %s: %.2f GiB, %.3f s/step%s\n", n, k, mode,
-             (double)bytes / 1073741824.0, seconds, verdict);
+    snprintf(summary + used, 1024 - used, "N=%" PRId64 " x k=%d, recompute %s, %s: %.2f GiB, %.3f s/step%s\n", n, k,
+             mode, precision, (double)bytes / 1073741824.0, seconds, verdict);
+}
+
+static const char *precision_name(tf_precision precision) {
+  return precision == TF_PRECISION_BF16 ? "bf16" : precision == TF_PRECISION_F16 ? "f16" : "f32";
 }
 
 /* Keeps `plan` as the best and/or the smallest so far; frees whatever no longer has a role. */
@@ -47,7 +51,7 @@ static void keep(tf_plan *plan, bool better, tf_plan **best, tf_plan **smallest)
     tf_plan_destroy(plan);
 }
 
-static tf_status try_one(const tf_graph *graph, const tf_budget_options *o, int64_t n, tf_remat_mode remat,
+static tf_status try_one(const tf_graph *graph, const tf_budget_options *o, int64_t n, tf_remat_mode remat, bool half,
                          tf_plan **plan) {
   char bindings[1100];
   if (o->base.bindings && *o->base.bindings)
@@ -59,6 +63,10 @@ static tf_status try_one(const tf_graph *graph, const tf_budget_options *o, int6
   options.accumulate = (int32_t)(o->global_batch / n);
   options.remat = remat;
   options.remat_budget = o->budget;
+  if (half) {
+    options.set_precision = true;
+    options.precision = o->precision;
+  }
   return tf_compile(graph, &options, plan);
 }
 
@@ -82,10 +90,15 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
     if (o->global_batch % n != 0)
       continue;
     int32_t k = (int32_t)(o->global_batch / n);
-    for (int attempt = 0; attempt < (o->allow_remat ? 2 : 1) && !status; attempt++) {
-      tf_remat_mode remat = attempt ? TF_REMAT_AUTO : TF_REMAT_NONE;
+    /* At each micro-batch, in order of cost: as it is, half storage (a cast each way), recompute,
+     * both; the first that fits ends this micro-batch's attempts. */
+    for (int attempt = 0; attempt < 4 && !status; attempt++) {
+      tf_remat_mode remat = attempt >= 2 ? TF_REMAT_AUTO : TF_REMAT_NONE;
+      bool half = attempt % 2 == 1;
+      if ((remat == TF_REMAT_AUTO && !o->allow_remat) || (half && !o->allow_precision))
+        continue;
       tf_plan *plan = NULL;
-      status = try_one(graph, o, n, remat, &plan);
+      status = try_one(graph, o, n, remat, half, &plan);
       if (status)
         break;
       result->tried++;
@@ -93,11 +106,13 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
       double seconds = estimate_seconds(plan, &o->base.target);
       bool fits = bytes <= o->budget;
       bool better = fits && (!best || seconds < best_seconds);
-      append(result->summary, n, k, attempt ? "auto" : "none", bytes, seconds,
+      append(result->summary, n, k, remat == TF_REMAT_AUTO ? "auto" : "none",
+             precision_name(plan->training_config.precision), bytes, seconds,
              fits ? (better ? " (fits, fastest so far)" : " (fits)") : " (does not fit)");
       if (better) {
         best_seconds = seconds;
         result->remat = remat;
+        result->precision = plan->training_config.precision;
       }
       keep(plan, better, &best, &smallest);
       if (fits)
@@ -120,8 +135,10 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
   result->accumulate = chosen->accumulate;
   result->total_bytes = tf_plan_device_total(chosen);
   result->seconds_per_step = estimate_seconds(chosen, &o->base.target);
-  if (!best)
-    result->remat = TF_REMAT_AUTO;
+  if (!best) {
+    result->remat = o->allow_remat ? TF_REMAT_AUTO : TF_REMAT_NONE;
+    result->precision = chosen->training_config.precision;
+  }
   *out = chosen;
   return NULL;
 }

@@ -55,6 +55,9 @@ int tf_cmd_check(int argc, char **argv) {
   bool fits = total <= budget;
   static const char *const remat_names[] = {"none", "checkpoints", "auto"};
   const char *remat = args.global_batch > 0 ? remat_names[search.remat] : remat_names[args.options.remat];
+  static const char *const precision_names[] = {"f32", "bf16", "f16"};
+  const tf_precision stored = plan->training_config.precision;
+  const char *precision = (int)stored >= 0 && stored <= TF_PRECISION_F16 ? precision_names[stored] : "?";
   char a[32], b[32];
   if (args.json) {
     tf_json j = {stdout, 0, {false}};
@@ -69,6 +72,7 @@ int tf_cmd_check(int argc, char **argv) {
     tf_json_int(&j, "accumulate", plan->accumulate);
     tf_json_int(&j, "global_batch", plan->global_batch);
     tf_json_string(&j, "remat", remat);
+    tf_json_string(&j, "precision", precision);
     if (args.global_batch > 0) {
       tf_json_int(&j, "configurations_tried", search.tried);
       tf_json_double(&j, "estimated_seconds_per_step", search.seconds_per_step);
@@ -78,9 +82,10 @@ int tf_cmd_check(int argc, char **argv) {
   } else if (fits) {
     printf("%s: %s\n", args.graph_path, args.target_note);
     printf("%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64
-           " x %d accumulation = global batch %" PRId64 ", recompute %s\n",
+           " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations\n",
            args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
-           100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat);
+           100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat,
+           precision);
     tf_compile_args_print_memory(plan, NULL);
     if (args.global_batch > 0)
       printf("search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,
@@ -88,8 +93,8 @@ int tf_cmd_check(int argc, char **argv) {
   } else {
     printf("%s: %s\n", args.graph_path, args.target_note);
     tf_compile_args_print_shortfall(&args, plan, NULL);
-    printf("smallest: micro-batch %" PRId64 " x %d, recompute %s; where the bytes go:\n", plan->micro_batch,
-           plan->accumulate, remat);
+    printf("smallest: micro-batch %" PRId64 " x %d, recompute %s, %s activations; where the bytes go:\n",
+           plan->micro_batch, plan->accumulate, remat, precision);
     tf_compile_args_print_memory(plan, NULL);
     if (args.global_batch > 0)
       printf("search (%d plans compiled):\n%s", search.tried, search.summary);

@@ -35,7 +35,9 @@ void tf_compile_args_help(void) {
          "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
          "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
          "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N\n"
-         "                         and recompute for the fastest plan that fits\n");
+         "                         and recompute for the fastest plan that fits\n"
+         "  --allow-precision P    with --global-batch: the search may also store the saved\n"
+         "                         activations in P (bf16 or fp16), tried before recompute\n");
 }
 
 /* A finite number, the whole text (NaN, Inf and out-of-range values are refused). */
@@ -94,6 +96,14 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->precision = TF_PRECISION_F16;
     else if (!*error)
       *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--allow-precision", &value, error)) {
+    args->allow_precision = true;
+    if (!*error && strcmp(value, "bf16") == 0)
+      args->allowed_precision = TF_PRECISION_BF16;
+    else if (!*error && (strcmp(value, "fp16") == 0 || strcmp(value, "f16") == 0))
+      args->allowed_precision = TF_PRECISION_F16;
+    else if (!*error)
+      *error = tf_cli_usage_error(command, "--allow-precision takes bf16 or fp16, got '%s'", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--budget", &value, error)) {
     if (!*error && (!tf_cli_parse_bytes(value, &args->budget) || args->budget <= 0))
       *error = tf_cli_usage_error(command, "--budget: '%s' is not a positive size (e.g. 16GiB, 512MiB, 1000000)",
@@ -168,13 +178,22 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
     memset(search, 0, sizeof(*search));
   if (args->global_batch > 0 && args->budget < 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--global-batch needs --budget SIZE");
+  if (args->allow_precision && args->global_batch <= 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--allow-precision lets the --global-batch search choose; give --global-batch G (or say "
+                         "--precision P to compile in P)");
   tf_graph *g;
   TF_RETURN_IF_ERROR(tf_graph_load(args->graph_path, &g));
   tf_compile_options options = args->options;
   options.bindings = args->bindings[0] ? args->bindings : NULL;
   tf_status status = NULL;
   if (args->global_batch > 0) {
-    tf_budget_options budget = {options, args->budget, args->global_batch, true};
+    tf_budget_options budget = {.base = options,
+                                .budget = args->budget,
+                                .global_batch = args->global_batch,
+                                .allow_remat = true,
+                                .allow_precision = args->allow_precision,
+                                .precision = args->allowed_precision};
     tf_budget_result local;
     status = tf_compile_budget(g, &budget, plan, search ? search : &local);
   } else {

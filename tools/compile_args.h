@@ -18,6 +18,8 @@ typedef struct tf_compile_args {
   const char *device;    /* --device cuda:N | vulkan:N, or NULL */
   char target_note[512]; /* which target and budget were assumed, and why (tf_compile_args_resolve) */
   int64_t global_batch;  /* --global-batch, or -1: with --budget, search N, k and recompute */
+  bool allow_precision;  /* --allow-precision P: the search may also store activations in P */
+  tf_precision allowed_precision;
   bool json;
 } tf_compile_args;
 

@@ -55,12 +55,15 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
 /* The budget search: the fastest plan (by the target's cost model) that fits `budget` bytes while
  * training on `global_batch` samples per optimizer step. It tries every micro-batch N that divides
  * the global batch (accumulation k = global_batch / N) and, for each, no recompute then the least
- * recompute that fits (TF_REMAT_AUTO). */
+ * recompute that fits (TF_REMAT_AUTO); with allow_precision, half-precision storage first before
+ * recompute at each step of that order (cheaper than recomputing). */
 typedef struct tf_budget_options {
   tf_compile_options base; /* bindings may set other symbols (T=1024); N is searched */
   int64_t budget;          /* bytes the device total (regions + overhead) must fit */
   int64_t global_batch;    /* samples per optimizer step */
   bool allow_remat;
+  bool allow_precision;   /* also try storing the saved activations in `precision` */
+  tf_precision precision; /* with allow_precision: bf16 or f16 */
 } tf_budget_options;
 
 typedef struct tf_budget_result {
@@ -68,6 +71,7 @@ typedef struct tf_budget_result {
   int64_t micro_batch;
   int32_t accumulate;
   tf_remat_mode remat;
+  tf_precision precision;  /* of the chosen plan */
   int64_t total_bytes;     /* device total (regions + overhead) of the chosen plan, or of the smallest found */
   double seconds_per_step; /* the cost model's estimate */
   int32_t tried;           /* configurations compiled */

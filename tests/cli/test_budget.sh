@@ -118,6 +118,18 @@ expect 1 "compile --global-batch 8 for vit-b16 in 1.5 GiB of CUDA finds nothing"
 check "nothing was written" "[ ! -e '$dir/big.tfplan' ]"
 check "the smallest plan's shortfall is printed" "grep -q 'does not fit: the smallest plan found needs' '$dir/out'"
 
+# The search may choose half-precision storage when allowed, before recompute (issue 14).
+expect 0 "check --allow-precision bf16: gpt2-small 8 x 1024 in 8 GiB" "$tf" check "$dir/gpt2-small.tfg" --target cuda \
+  --budget 8GiB --global-batch 8 --set T=1024 --optimizer adamw --allow-precision bf16
+check "bf16 storage is chosen at micro-batch 8, without recompute" \
+  "grep -q 'micro-batch 8 x 1 accumulation = global batch 8, recompute none, bf16 activations' '$dir/out'"
+check "the search shows the f32 plan that did not fit" "grep -q 'N=8 x k=1, recompute none, f32: .*(does not fit)' '$dir/out'"
+expect 0 "the same search without it recomputes" "$tf" check "$dir/gpt2-small.tfg" --target cuda --budget 8GiB \
+  --global-batch 8 --set T=1024 --optimizer adamw
+check "recompute auto, f32" "grep -q 'recompute auto, f32 activations' '$dir/out'"
+expect 2 "--allow-precision without --global-batch" "$tf" check "$dir/gpt2-small.tfg" --target cuda --budget 8GiB \
+  --set N=8,T=1024 --allow-precision bf16
+
 # The plan file keeps the parts; report shows them with their sources and sums them the same way.
 expect 0 "compile --gpu t4 writes a plan" "$tf" compile "$dir/mlp.tfg" --set N=32 --gpu t4 -o "$dir/t4.tfplan"
 expect 0 "report --json on it" "$tf" report "$dir/t4.tfplan" --json

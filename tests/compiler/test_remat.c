@@ -207,7 +207,10 @@ static void budgets_hold(void) {
     if (!g)
       continue;
     /* The largest and the smallest plan bracket the budgets. */
-    tf_budget_options options = {tf_compile_options_default(TF_TARGET_CPU), INT64_MAX / 4, 8, true};
+    tf_budget_options options = {.base = tf_compile_options_default(TF_TARGET_CPU),
+                                 .budget = INT64_MAX / 4,
+                                 .global_batch = 8,
+                                 .allow_remat = true};
     options.base.bindings = cases[c].bindings;
     options.base.optimizer = TF_OPTIMIZER_ADAMW;
     tf_budget_result result;

@@ -126,7 +126,8 @@ static void test_budget_counts_overhead(tf_test_counts *c) {
     int64_t regions = tf_plan_total_bytes(plan), device = tf_plan_device_total(plan);
     CHECK(c, device > regions + ((int64_t)900 << 20), "cuda device total %" PRId64 " > regions %" PRId64 " + 900 MiB",
           device, regions);
-    tf_budget_options budget = {options, regions + (device - regions) / 2, 16, true};
+    tf_budget_options budget = {
+        .base = options, .budget = regions + (device - regions) / 2, .global_batch = 16, .allow_remat = true};
     budget.base.bindings = NULL;
     tf_plan *chosen = NULL;
     tf_budget_result result;
