@@ -62,36 +62,55 @@ static bool backend_measure(const tf_session *s, tf_device_memory *out) {
   return measured;
 }
 
+/* Host staging for initial values: at most this many bytes at a time, so that creating a session
+ * never holds a second copy of a large parameter (gpt2-small's 147 MiB embedding) in host memory,
+ * which on the CPU backend is the device's. */
+#define TF_SESSION_STAGING_BYTES ((int64_t)1 << 20)
+
+/* Fills host[0, count) with elements [begin, begin + count) of buffer b's initial value. */
+static tf_status stage_elements(const tf_session *s, const tf_plan_buffer *b, const tf_safetensors_tensor *view,
+                                int64_t begin, int64_t count, void *host) {
+  int64_t element = tf_dtype_size(b->dtype);
+  if (b->init.kind == TF_INIT_EXTERNAL) {
+    memcpy(host, (const char *)view->data + begin * element, (size_t)(count * element));
+    return NULL;
+  }
+  if (b->dtype != TF_F32 && b->dtype != TF_I32 && b->dtype != TF_I64)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "'%s': cannot initialise %s tensors", b->name, tf_dtype_name(b->dtype));
+  return tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, b->dtype, begin, count, host);
+}
+
 static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir) {
   const tf_plan_buffer *b = &s->plan->buffers[id];
   if (b->init.kind == TF_INIT_NONE || b->bytes == 0)
     return NULL;
-  void *host = malloc((size_t)b->bytes);
+  int64_t element = tf_dtype_size(b->dtype);
+  if (element <= 0)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "initialising '%s': dtype %s has no size", b->name,
+                         tf_dtype_name(b->dtype));
+  int64_t total = b->bytes / element, per_chunk = TF_SESSION_STAGING_BYTES / element;
+  int64_t chunk_bytes = (total < per_chunk ? total : per_chunk) * element;
+  void *host = malloc((size_t)chunk_bytes);
   if (!host)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot stage '%s' (%" PRId64 " bytes)", b->name, b->bytes);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot stage '%s' (%" PRId64 " bytes)", b->name, chunk_bytes);
   tf_status status = NULL;
+  tf_safetensors *file = NULL;
+  tf_safetensors_tensor view;
+  memset(&view, 0, sizeof(view));
   if (b->init.kind == TF_INIT_EXTERNAL) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", weights_dir ? weights_dir : ".", b->init.file);
-    tf_safetensors *file = NULL;
-    tf_safetensors_tensor view;
     status = tf_safetensors_open(path, &file);
     if (!status)
       status = tf_safetensors_expect(file, b->init.key, b->dtype, b->rank, b->shape, &view);
-    if (!status)
-      memcpy(host, view.data, (size_t)b->bytes);
-    tf_safetensors_close(file);
-  } else if (b->dtype == TF_F32) {
-    status = tf_init_fill_f32(&b->init, b->name, b->rank, b->shape, s->seed, host);
-  } else if (b->dtype == TF_I32) {
-    status = tf_init_fill_i32(&b->init, b->name, b->rank, b->shape, s->seed, host);
-  } else if (b->dtype == TF_I64) {
-    status = tf_init_fill_i64(&b->init, b->name, b->rank, b->shape, s->seed, host);
-  } else {
-    status = tf_status_new(TF_ERR_UNSUPPORTED, "'%s': cannot initialise %s tensors", b->name, tf_dtype_name(b->dtype));
   }
-  if (!status)
-    status = s->backend->upload(s->state, s->regions[b->region], b->offset, host, b->bytes);
+  for (int64_t begin = 0; begin < total && !status; begin += per_chunk) {
+    int64_t count = total - begin < per_chunk ? total - begin : per_chunk;
+    status = stage_elements(s, b, &view, begin, count, host);
+    if (!status)
+      status = s->backend->upload(s->state, s->regions[b->region], b->offset + begin * element, host, count * element);
+  }
+  tf_safetensors_close(file);
   free(host);
   return status ? tf_status_prefix(status, "initialising '%s'", b->name) : NULL;
 }

@@ -166,6 +166,9 @@ static inline int64_t tf_probe_region_limit(const tf_plan *plan) {
  * TF_PROBE_FLOOR_BYTES must appear among the largest requests of `seen` (the phase around tf_session_create) at its
  * bytes rounded up to `align` (the backend's allocation granularity), once per region. False, with
  * the first region missing in `why`, otherwise. */
+/* The largest request during create that is not a region: init staging is 1 MiB. */
+#define TF_PROBE_STAGING_LIMIT ((int64_t)2 << 20)
+
 static inline bool tf_probe_regions_allocated(const tf_plan *plan, const tf_probe_tally *seen, int64_t align, char *why,
                                               size_t size) {
   bool used[TF_PROBE_TOP] = {false};
@@ -186,7 +189,19 @@ static inline bool tf_probe_regions_allocated(const tf_plan *plan, const tf_prob
       return false;
     }
   }
-  snprintf(why, size, "every region allocated at its planned size (rounded to %" PRId64 ")", align);
+  /* Nothing else that large: staging a tensor's initial value whole would hold a second copy of it
+   * (session.c stages at most 1 MiB at a time). */
+  for (int i = 0; i < TF_PROBE_TOP; i++)
+    if (!used[i] && seen->top[i] > TF_PROBE_STAGING_LIMIT) {
+      snprintf(why, size,
+               "a request of %" PRId64 " bytes that is no region came during create (above %" PRId64
+               " bytes: a second copy of a tensor?)",
+               seen->top[i], (int64_t)TF_PROBE_STAGING_LIMIT);
+      return false;
+    }
+  snprintf(why, size,
+           "every region allocated at its planned size (rounded to %" PRId64 "), nothing else above %" PRId64 " bytes",
+           align, (int64_t)TF_PROBE_STAGING_LIMIT);
   return true;
 }
 

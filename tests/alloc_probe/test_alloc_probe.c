@@ -54,6 +54,8 @@ static const family families[] = {
     {"asr-128-6-3", {"enc_layers=1", "dec_layers=1", "vocab=50", NULL}, "N=2,T=8,U=6", false},
     {"xtts-gpt", {"layers=1", "d_model=64", "heads=2", "text_vocab=40", "audio_vocab=30", NULL}, "N=2,Ta=12", false},
     {"dcgan", {"mels=32", "frames=16", "g_channels=8", "d_channels=8", "z_dim=10", NULL}, "N=2", false},
+    /* A 4 MiB weight: creating the session must not stage it whole (a second copy in host memory). */
+    {"mlp", {"hidden=1024", NULL}, "N=4", false},
 };
 
 /* What one training run measured, phase by phase. */
