@@ -4,7 +4,6 @@
 
 #include <stddef.h>
 
-#include "core/conv_operands.h"
 #include "core/workspace.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -46,35 +45,8 @@ static void choose_chunks(tf_cpu_conv_geometry *g) {
 
 bool tf_cpu_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
                               const tf_tensor_ref *outputs, tf_cpu_conv_geometry *g) {
-  const tf_tensor_ref *image, *response, *weight;
-  if (!tf_conv_operands(op, inputs, outputs, &image, &response, &weight))
+  if (!tf_conv_geometry_fill(op, attrs, inputs, outputs, g))
     return false;
-  const tf_conv_attrs *a = &attrs->u.conv;
-  bool is_1d = image->rank == 3;
-  g->batch = image->shape[0];
-  g->image_channels = image->shape[1];
-  g->response_channels = response->shape[1];
-  g->groups = a->groups;
-  if (is_1d) {
-    g->image_height = g->response_height = g->kernel_height = 1;
-    g->image_width = image->shape[2];
-    g->response_width = response->shape[2];
-    g->kernel_width = weight->shape[2];
-    g->stride[0] = g->dilation[0] = 1;
-    g->padding[0] = 0;
-    g->stride[1] = a->stride[0], g->padding[1] = a->padding[0], g->dilation[1] = a->dilation[0];
-  } else {
-    g->image_height = image->shape[2], g->image_width = image->shape[3];
-    g->response_height = response->shape[2], g->response_width = response->shape[3];
-    g->kernel_height = weight->shape[2], g->kernel_width = weight->shape[3];
-    for (int i = 0; i < 2; i++)
-      g->stride[i] = a->stride[i], g->padding[i] = a->padding[i], g->dilation[i] = a->dilation[i];
-  }
-  g->column_rows = weight->shape[1] * g->kernel_height * g->kernel_width;
-  g->positions = g->response_height * g->response_width;
-  g->direct = g->kernel_height == 1 && g->kernel_width == 1 && g->stride[0] == 1 && g->stride[1] == 1 &&
-              g->padding[0] == 0 && g->padding[1] == 0 && g->image_height == g->response_height &&
-              g->image_width == g->response_width;
   choose_chunks(g);
   return true;
 }

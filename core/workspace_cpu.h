@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/conv_geometry.h"
 #include "core/tensor.h"
 
 #define TF_CPU_WORKSPACE_ALIGN_ELEMENTS 16
@@ -25,24 +26,9 @@
 /* Query rows per attention block: the score block of one thread is this many rows of Tk. */
 #define TF_CPU_ATTENTION_BLOCK_ROWS 32
 
-/* Every convolution op seen as one convolution from an "image" to a "response" with a weight
- * [response_channels, image_channels / groups, kernel_height, kernel_width]:
- *   conv1d/conv2d and their grad ops: image = x, response = y (dy);
- *   conv_transpose2d: image = its output y, response = its input x (it is conv2d's grad_input).
- * conv1d is a conv2d of height 1 (kernel 1, stride 1, padding 0, dilation 1 on that axis). */
-typedef struct tf_cpu_conv_geometry {
-  int64_t batch;
-  int64_t image_channels, image_height, image_width;
-  int64_t response_channels, response_height, response_width;
-  int64_t kernel_height, kernel_width;
-  int64_t stride[2], padding[2], dilation[2]; /* [height, width] */
-  int64_t groups;
-  int64_t column_rows; /* image_channels / groups x kernel_height x kernel_width: one filter's length */
-  int64_t positions;   /* response_height x response_width */
-  int64_t chunk;       /* response positions per column block (the last block may be shorter) */
-  int64_t chunks;      /* ceil(positions / chunk); 0 when positions is 0 */
-  bool direct;         /* 1x1 kernel, stride 1, no padding: the image is its own column matrix */
-} tf_cpu_conv_geometry;
+/* The convolution geometry (core/conv_geometry.h); the CPU blocks it by response positions (chunk,
+ * chunks). */
+typedef tf_conv_geometry tf_cpu_conv_geometry;
 
 /* Fills *g for conv op `op` (conv1d, conv2d, conv_transpose2d and the conv grad ops) from its
  * operands, which the plan verifier has checked; returns false for any other op. */

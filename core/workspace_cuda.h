@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/conv_operands.h"
+#include "core/conv_geometry.h"
 #include "core/tensor.h"
 #include "core/workspace.h"
 
@@ -157,49 +157,13 @@ static inline int64_t tf_cuda_reduction_workspace(const tf_cuda_reduction *r, tf
 
 /* ---- convolutions ---- */
 
-/* Every convolution as one from an "image" to a "response" with weight [response_channels,
- * image_channels / groups, kh, kw] (core/workspace_cpu.h): conv_transpose2d's image is its
- * output, the grad ops' image is x. conv1d is a conv2d of height 1. */
-typedef struct tf_cuda_conv_geometry {
-  int64_t batch, image_channels, image_height, image_width;
-  int64_t response_channels, response_height, response_width;
-  int64_t kernel_height, kernel_width, stride[2], padding[2], dilation[2], groups;
-  int64_t column_rows;  /* image_channels / groups x kh x kw */
-  int64_t positions;    /* response_height x response_width */
-  int64_t chunk_images; /* images lowered into one column block */
-  bool direct;          /* 1x1, stride 1, no padding, same size: the image is its own column matrix */
-} tf_cuda_conv_geometry;
+/* The convolution geometry (core/conv_geometry.h); CUDA blocks it by images (chunk_images). */
+typedef tf_conv_geometry tf_cuda_conv_geometry;
 
 static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
                                              const tf_tensor_ref *outputs, tf_cuda_conv_geometry *g) {
-  const tf_tensor_ref *image, *response, *weight;
-  if (!tf_conv_operands(op, inputs, outputs, &image, &response, &weight))
+  if (!tf_conv_geometry_fill(op, attrs, inputs, outputs, g))
     return false;
-  const tf_conv_attrs *a = &attrs->u.conv;
-  memset(g, 0, sizeof(*g));
-  g->batch = image->shape[0];
-  g->image_channels = image->shape[1];
-  g->response_channels = response->shape[1];
-  g->groups = a->groups > 0 ? a->groups : 1;
-  if (image->rank == 3) {
-    g->image_height = g->response_height = g->kernel_height = 1;
-    g->image_width = image->shape[2];
-    g->response_width = response->shape[2];
-    g->kernel_width = weight->shape[2];
-    g->stride[0] = g->dilation[0] = 1;
-    g->stride[1] = a->stride[0], g->padding[1] = a->padding[0], g->dilation[1] = a->dilation[0];
-  } else {
-    g->image_height = image->shape[2], g->image_width = image->shape[3];
-    g->response_height = response->shape[2], g->response_width = response->shape[3];
-    g->kernel_height = weight->shape[2], g->kernel_width = weight->shape[3];
-    for (int i = 0; i < 2; i++)
-      g->stride[i] = a->stride[i], g->padding[i] = a->padding[i], g->dilation[i] = a->dilation[i];
-  }
-  g->column_rows = weight->shape[1] * g->kernel_height * g->kernel_width;
-  g->positions = g->response_height * g->response_width;
-  g->direct = g->kernel_height == 1 && g->kernel_width == 1 && g->stride[0] == 1 && g->stride[1] == 1 &&
-              g->padding[0] == 0 && g->padding[1] == 0 && g->image_height == g->response_height &&
-              g->image_width == g->response_width;
   int64_t per_image = g->column_rows * g->positions;
   g->chunk_images = per_image > 0 ? TF_CUDA_CONV_COLUMN_LIMIT / per_image : g->batch;
   if (g->chunk_images < 1)
