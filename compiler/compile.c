@@ -116,22 +116,23 @@ static tf_status place_in_order(tf_training *t, bool memory_aware) {
   return tf_assign(t);
 }
 
-/* Tries the model order and the memory-aware order (schedule_memory.c) and keeps the one whose
+/* Tries the memory-aware order (schedule_memory.c) and the model order and keeps the one whose
  * arena is smaller (the model order on a tie), so a plan never gets a larger arena from the
- * reordering. Inference plans keep the model order. */
+ * reordering; only a win of the memory-aware order places a second time. Inference plans keep the
+ * model order. */
 static tf_status schedule_and_assign(tf_training *t) {
-  TF_RETURN_IF_ERROR(place_in_order(t, false));
-  int64_t model = t->region_bytes[TF_REGION_ARENA];
   snprintf(t->schedule_notes, sizeof(t->schedule_notes), "schedule: model order");
   if (!t->options.training)
-    return NULL;
+    return place_in_order(t, false);
   TF_RETURN_IF_ERROR(place_in_order(t, true));
   int64_t memory = t->region_bytes[TF_REGION_ARENA];
+  TF_RETURN_IF_ERROR(place_in_order(t, false));
+  int64_t model = t->region_bytes[TF_REGION_ARENA];
   bool keep_memory = memory < model;
   snprintf(t->schedule_notes, sizeof(t->schedule_notes),
            "schedule: %s (arena %.2f MiB in the memory-aware order, %.2f MiB in model order)",
            keep_memory ? "memory-aware order" : "model order", (double)memory / 1048576.0, (double)model / 1048576.0);
-  return keep_memory ? NULL : place_in_order(t, false);
+  return keep_memory ? place_in_order(t, true) : NULL;
 }
 
 /* The whole pipeline once, with `drop` segments recomputed in auto mode. */

@@ -153,6 +153,11 @@ static void test_memory(const model *m) {
     CHECK(&counts, use.allocations == regions, "%" PRId64 " allocations for %d regions", use.allocations, regions);
     CHECK(&counts, use.allocations_after_create == 0, "%" PRId64 " allocations after create",
           use.allocations_after_create);
+    /* The device's own counter, from outside the runtime: create took at least the planned bytes
+     * (plus the context and libraries), so the regions are really there. */
+    CHECK(&counts, free_before - free_created >= use.planned_bytes,
+          "session create took %" PRId64 " bytes of free device memory for %" PRId64 " planned bytes",
+          free_before - free_created, use.planned_bytes);
     CHECK(&counts, free_end == free_created,
           "free device memory %" PRId64 " after create, %" PRId64 " after the first step, %" PRId64 " after 100 steps",
           free_created, free_first, free_end);
