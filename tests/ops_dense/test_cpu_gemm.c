@@ -114,9 +114,19 @@ static void check_allocations(char **argv) {
   for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
     int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
     allocations_in(&probe, false, m, n, k); /* first-touch work in OpenBLAS, if any */
-    int64_t blas = allocations_in(&probe, true, m, n, k), ours = allocations_in(&probe, false, m, n, k);
-    printf("%-4s m=%lld n=%lld k=%lld: cblas_sgemm made %lld heap allocations, tf_cpu_gemm %lld\n",
-           ours == 0 ? "ok" : "FAIL", (long long)m, (long long)n, (long long)k, (long long)blas, (long long)ours);
+    int64_t blas = allocations_in(&probe, true, m, n, k), ours = INT64_MAX, most = 0;
+    /* The probe counts the whole process, so an allocation another thread makes inside the window is
+     * counted too (seen once in CI under load: 2 for a shape that makes none). A product's own
+     * allocations happen on every call, so the fewest over a few calls is the product's count. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+      int64_t seen = allocations_in(&probe, false, m, n, k);
+      ours = seen < ours ? seen : ours;
+      most = seen > most ? seen : most;
+    }
+    printf("%-4s m=%lld n=%lld k=%lld: cblas_sgemm made %lld heap allocations, tf_cpu_gemm %lld (most in one of 3 "
+           "calls: %lld)\n",
+           ours == 0 ? "ok" : "FAIL", (long long)m, (long long)n, (long long)k, (long long)blas, (long long)ours,
+           (long long)most);
     CHECK(&counts, ours == 0, "tf_cpu_gemm m=%lld n=%lld k=%lld allocated %lld times", (long long)m, (long long)n,
           (long long)k, (long long)ours);
   }
