@@ -21,7 +21,8 @@ typedef enum tf_workspace_rule {
   TF_WORKSPACE_PAIR_LOSS,          /* CUDA: loss partials (mse, bce_with_logits) */
   TF_WORKSPACE_CROSS_ENTROPY_GRAD, /* CUDA: the count of labels not ignored */
   TF_WORKSPACE_OPTIMIZER,          /* CUDA: the update's scalar coefficients */
-  TF_WORKSPACE_DROPOUT             /* CUDA: a device copy of the run values */
+  TF_WORKSPACE_DROPOUT,            /* CUDA: a device copy of the run values */
+  TF_WORKSPACE_LINEAR_CROSS_ENTROPY /* one chunk of logits (core/linear_loss.h) and its row statistics */
 } tf_workspace_rule;
 
 /* The workspace rule of `op` (TF_WORKSPACE_NONE when out of range). */

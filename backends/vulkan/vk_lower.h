@@ -34,6 +34,7 @@ tf_status vk_lower_embedding(vk_lower *l); /* embedding embedding_grad */
 tf_status vk_lower_pool(vk_lower *l);      /* max/avg pool2d and gradients */
 tf_status vk_lower_loss(vk_lower *l);      /* cross_entropy mse bce_with_logits and gradients */
 tf_status vk_lower_optimizer(vk_lower *l); /* sgd adamw */
+tf_status vk_lower_linear_cross_entropy(vk_lower *l); /* linear_cross_entropy and its gradient */
 
 /* ---- emitting commands ---- */
 
