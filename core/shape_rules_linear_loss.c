@@ -36,7 +36,8 @@ static tf_status check_operands(const tf_shape_query *q) {
   const tf_shape_operand *x = &q->inputs[0];
   TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
   if (x->rank < 1)
-    return tf_status_new(TF_ERR_SHAPE, "x %s is a scalar; features must be on the last axis", tf_rules_describe(x).text);
+    return tf_status_new(TF_ERR_SHAPE, "x %s is a scalar; features must be on the last axis",
+                         tf_rules_describe(x).text);
   const tf_cross_entropy_attrs *a = &q->attrs->u.cross_entropy;
   if (a->chunk_rows < 0)
     return tf_status_new(TF_ERR_SHAPE, "chunk_rows %" PRId64 " must be >= 0 (0: every row at once)", a->chunk_rows);

@@ -14,8 +14,8 @@ typedef struct linear_loss_push {
 static tf_status dispatch(vk_lower *l, linear_loss_push push, uint32_t mode, int64_t items, int64_t loops) {
   push.mode = mode;
   const bool gradient = l->step->op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD;
-  int32_t buffers[6] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), gradient ? vk_in(l, 3) : -1, vk_out(l, 0),
-                        gradient ? vk_out(l, 1) : -1};
+  int32_t buffers[6] = {
+      vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), gradient ? vk_in(l, 3) : -1, vk_out(l, 0), gradient ? vk_out(l, 1) : -1};
   uint32_t writes = mode == MODE_DWEIGHT ? 0x20 : 0x10;
   uint32_t groups = mode == MODE_LOSS ? 1 : vk_groups(items, 256);
   int64_t rounds = mode == MODE_LOSS ? (items + 255) / 256 : vk_grid_rounds(items, 256);

@@ -38,8 +38,8 @@ static head head_of(const tf_cpu_args *args) {
 
 /* The label of `row`, or -1 when it does not count: ignore_index, or outside [0, classes). */
 static int64_t label_of(const head *h, int64_t row) {
-  const int64_t label = h->labels->dtype == TF_I32 ? ((const int32_t *)h->labels->data)[row]
-                                                   : ((const int64_t *)h->labels->data)[row];
+  const int64_t label =
+      h->labels->dtype == TF_I32 ? ((const int32_t *)h->labels->data)[row] : ((const int64_t *)h->labels->data)[row];
   return label == h->ignore_index || label < 0 || label >= h->g.classes ? -1 : label;
 }
 
@@ -153,8 +153,8 @@ static void chunk_dx(const head *h, int64_t first, int64_t rows, real *dx) {
       tf_cpu_team(h->threads, blocks > 1), for (int64_t b = 0; b < blocks; b++) {
         const int64_t begin = b * ROW_BLOCK, end = begin + ROW_BLOCK < rows ? begin + ROW_BLOCK : rows;
         tf_cpu_gemm(false, !g->transpose_weight, end - begin, g->features, g->classes, 1,
-                    h->logits + begin * g->classes, g->classes, h->weight, ldw, 0,
-                    dx + (first + begin) * g->features, g->features);
+                    h->logits + begin * g->classes, g->classes, h->weight, ldw, 0, dx + (first + begin) * g->features,
+                    g->features);
       });
 }
 

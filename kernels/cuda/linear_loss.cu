@@ -167,8 +167,8 @@ TF_CUDA_LAUNCHER(linear_cross_entropy) {
   for (int64_t first = 0; first < h.g.rows; first += h.g.chunk_rows) {
     const int64_t rows = h.g.rows - first < h.g.chunk_rows ? h.g.rows - first : h.g.chunk_rows;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
-    chunk_losses<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows,
-                                                                     h.g.classes, h.ignore, h.row_losses);
+    chunk_losses<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, h.g.classes,
+                                                                   h.ignore, h.row_losses);
     TF_RETURN_IF_ERROR(launch_status());
   }
   finish<<<1, kThreads, 0, h.stream>>>(h.row_losses, h.g.rows, h.count, loss);
@@ -188,19 +188,19 @@ TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
     const int64_t rows = g.rows - first < g.chunk_rows ? g.rows - first : g.chunk_rows;
     const float *x = h.x + first * g.features;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
-    chunk_gradient<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows,
-                                                                       g.classes, h.ignore, dloss, h.count);
+    chunk_gradient<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
+                                                                     h.ignore, dloss, h.count);
     TF_RETURN_IF_ERROR(launch_status());
     /* dx rows = dlogits weight ([V, d]) or dlogits weightᵀ ([d, V]) */
     TF_RETURN_IF_ERROR(gemm(h, false, !g.transpose_weight, rows, g.features, g.classes, h.logits, g.classes, h.weight,
                             weight_stride(g), 0.0f, dx + first * g.features, g.features));
     const float beta = first == 0 ? 0.0f : 1.0f;
     if (g.transpose_weight) /* dweight [V, d] (+)= dlogitsᵀ x */
-      TF_RETURN_IF_ERROR(
-          gemm(h, true, false, g.classes, g.features, rows, h.logits, g.classes, x, g.features, beta, dweight, g.features));
+      TF_RETURN_IF_ERROR(gemm(h, true, false, g.classes, g.features, rows, h.logits, g.classes, x, g.features, beta,
+                              dweight, g.features));
     else /* dweight [d, V] (+)= xᵀ dlogits */
-      TF_RETURN_IF_ERROR(
-          gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, g.classes, beta, dweight, g.classes));
+      TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, g.classes, beta,
+                              dweight, g.classes));
   }
   return NULL;
 }

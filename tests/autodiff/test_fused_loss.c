@@ -73,7 +73,8 @@ static int32_t count_op(const tf_plan *plan, tf_op op) {
 static int32_t gradient_of(const tf_plan *plan, const char *parameter) {
   for (int32_t b = 0; b < plan->n_buffers; b++) {
     const tf_plan_buffer *buffer = &plan->buffers[b];
-    if (buffer->role == TF_ROLE_GRADIENT && buffer->owner >= 0 && strcmp(plan->buffers[buffer->owner].name, parameter) == 0)
+    if (buffer->role == TF_ROLE_GRADIENT && buffer->owner >= 0 &&
+        strcmp(plan->buffers[buffer->owner].name, parameter) == 0)
       return b;
   }
   return -1;
@@ -91,7 +92,10 @@ static void fill(tf_interp *in, const head_case *c) {
     } else if (buffer->role == TF_ROLE_LABEL) {
       int32_t *labels = in->data[b];
       for (int64_t i = 0; i < n; i++) /* rows 3 and 8 ignored, row 6 out of range */
-        labels[i] = c->label_pattern == 1 ? -100 : i == 3 || i == 8 ? -100 : i == 6 ? CLASSES : (int32_t)((i * 3) % CLASSES);
+        labels[i] = c->label_pattern == 1 ? -100
+                    : i == 3 || i == 8    ? -100
+                    : i == 6              ? CLASSES
+                                          : (int32_t)((i * 3) % CLASSES);
     } else if (buffer->role == TF_ROLE_INPUT) {
       int32_t *tokens = in->data[b];
       for (int64_t i = 0; i < n; i++)
@@ -115,7 +119,8 @@ static void check_case(const head_case *c) {
         "%s: --fuse-loss off fused anyway", c->name);
   for (int32_t b = 0; b < fused->n_buffers; b++) {
     const tf_plan_buffer *buffer = &fused->buffers[b];
-    CHECK(&counts, !(buffer->rank >= 1 && buffer->shape[buffer->rank - 1] == CLASSES && buffer->role == TF_ROLE_ACTIVATION),
+    CHECK(&counts,
+          !(buffer->rank >= 1 && buffer->shape[buffer->rank - 1] == CLASSES && buffer->role == TF_ROLE_ACTIVATION),
           "%s: the fused plan holds a logits-shaped activation '%s'", c->name, buffer->name);
   }
   tf_interp a, b;
@@ -127,8 +132,8 @@ static void check_case(const head_case *c) {
         "%s: a step has no f64 kernel", c->name);
   double loss_a = *(double *)a.data[fused->loss], loss_b = *(double *)b.data[plain->loss];
   double worst = relative(loss_a, loss_b);
-  CHECK(&counts, worst <= 1e-10 || (loss_a == 0 && loss_b == 0), "%s: loss %.17g fused, %.17g unfused", c->name,
-        loss_a, loss_b);
+  CHECK(&counts, worst <= 1e-10 || (loss_a == 0 && loss_b == 0), "%s: loss %.17g fused, %.17g unfused", c->name, loss_a,
+        loss_b);
   int gradients = 0;
   for (int32_t g = 0; g < fused->n_buffers; g++) {
     if (fused->buffers[g].role != TF_ROLE_GRADIENT)
@@ -145,8 +150,8 @@ static void check_case(const head_case *c) {
     for (int64_t i = 0; i < tf_interp_count(&a, g); i++) {
       double error = fabs(ga[i] - gb[i]) / fmax(scale, 1e-30);
       worst = fmax(worst, error);
-      CHECK(&counts, error <= 1e-10 || (ga[i] == 0 && gb[i] == 0), "%s: %s[%lld] %.17g fused, %.17g unfused",
-            c->name, fused->buffers[g].name, (long long)i, ga[i], gb[i]);
+      CHECK(&counts, error <= 1e-10 || (ga[i] == 0 && gb[i] == 0), "%s: %s[%lld] %.17g fused, %.17g unfused", c->name,
+            fused->buffers[g].name, (long long)i, ga[i], gb[i]);
     }
     gradients++;
   }
