@@ -316,14 +316,25 @@ static int train(const train_args *a, tf_plan *plan) {
   if (!status) {
     tf_session_memory m = tf_session_memory_use(session);
     char planned[32], allocated[32];
-    if (a->json)
-      printf("{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %.6f, \"eval_accuracy\": %.6f, "
+    if (a->json) {
+      char eval_text[2][32]; /* null where there is no number (no --eval, no logits to score) */
+      const double evals[2] = {eval_loss, accuracy};
+      for (int i = 0; i < 2; i++) {
+        if (isfinite(evals[i]))
+          snprintf(eval_text[i], sizeof(eval_text[i]), "%.6f", evals[i]);
+        else
+          snprintf(eval_text[i], sizeof(eval_text[i]), "null");
+      }
+      printf("{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
              "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
              "}\n",
-             done, loss, eval_loss, accuracy, m.planned_bytes, m.allocated_bytes, m.allocations_after_create);
-    else {
+             done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes, m.allocations_after_create);
+    } else {
       printf("trained %" PRId64 " steps in %.2f s; final loss %.4f\n", done, now() - start, loss);
-      if (a->eval)
+      if (a->eval && isnan(accuracy))
+        printf("held-out: loss %.4f (no accuracy: the plan has no logits to read, e.g. a fused loss head)\n",
+               eval_loss);
+      else if (a->eval)
         printf("held-out: loss %.4f, accuracy %.2f%%\n", eval_loss, 100 * accuracy);
       printf("memory: planned %s, allocated %s in %" PRId64 " allocations, %" PRId64 " after create\n",
              tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),

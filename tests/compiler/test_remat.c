@@ -67,15 +67,20 @@ static tf_graph *dropout_mlp(void) {
   return g;
 }
 
-static tf_plan *compile_with(const tf_graph *g, const char *bindings, tf_remat_mode remat) {
+static tf_plan *compile_fused(const tf_graph *g, const char *bindings, tf_remat_mode remat, tf_fuse_loss fuse) {
   tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
   options.bindings = bindings;
   options.remat = remat;
+  options.fuse_loss = fuse;
   tf_plan *plan = NULL;
   tf_status status = tf_compile(g, &options, &plan);
   CHECK(&counts, status == NULL, "compile remat %d: %s", remat, tf_status_message(status));
   tf_status_free(status);
   return plan;
+}
+
+static tf_plan *compile_with(const tf_graph *g, const char *bindings, tf_remat_mode remat) {
+  return compile_fused(g, bindings, remat, TF_FUSE_LOSS_AUTO);
 }
 
 /* Trains one micro-step under `remat` and returns the gradient region's bytes (malloc'd). */
@@ -275,19 +280,25 @@ static int32_t writer_of(const tf_plan *plan, int32_t id) {
  * its forward at once; and every accumulate step comes right after the step that writes the
  * gradient part it adds (only other accumulates between), with the tied embedding getting two
  * parts (the first written straight into the gradient, k = 1), so no part waits in the arena. */
-static void no_waste_at_the_head(void) {
+static void no_waste_at_the_head(tf_fuse_loss fuse) {
   /* gpt2-small's shape (vocabulary 50257, tied head) at 2 layers: its forward has one cut, so the
-   * head's segment is the last of two. */
+   * head's segment is the last of two. Fused (linear_cross_entropy), the loss step itself computes
+   * the logits. */
   tf_graph *g = zoo("gpt2-small", (const char *const[]){"layers=2"}, 1);
-  tf_plan *plan = g ? compile_with(g, "N=1,T=16", TF_REMAT_CHECKPOINTS) : NULL;
+  tf_plan *plan = g ? compile_fused(g, "N=1,T=16", TF_REMAT_CHECKPOINTS, fuse) : NULL;
   if (!plan) {
     tf_graph_destroy(g);
     return;
   }
   int32_t logits_step = -1, recomputed = 0;
-  for (int32_t s = 0; s < plan->n_steps; s++)
-    if (plan->steps[s].op == TF_OP_CROSS_ENTROPY && plan->steps[s].phase == TF_PHASE_FORWARD)
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    if (plan->steps[s].phase != TF_PHASE_FORWARD)
+      continue;
+    if (plan->steps[s].op == TF_OP_CROSS_ENTROPY && fuse == TF_FUSE_LOSS_OFF)
       logits_step = writer_of(plan, plan->steps[s].inputs[0]);
+    if (plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY && fuse == TF_FUSE_LOSS_ON)
+      logits_step = s;
+  }
   CHECK(&counts, logits_step >= 0, "gpt2-small checkpoints: the cross_entropy step and its logits' writer are found");
   for (int32_t s = 0; logits_step >= 0 && s < plan->n_steps; s++) {
     char expected[600];
@@ -320,9 +331,9 @@ static void no_waste_at_the_head(void) {
   CHECK(&counts, most_parts == 2,
         "gpt2-small: the tied embedding's gradient arrives in %d parts, written then accumulated (expected 2)",
         most_parts);
-  printf("no waste at the head: logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
+  printf("no waste at the head (%s): logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
          "parts\n",
-         logits_step, recomputed, most_parts);
+         fuse == TF_FUSE_LOSS_ON ? "fused" : "unfused", logits_step, recomputed, most_parts);
   tf_plan_destroy(plan);
   tf_graph_destroy(g);
 }
@@ -337,7 +348,8 @@ int main(void) {
                           "N=2,T=16");
   bitwise_equal_gradients("cnn", zoo("cnn", NULL, 0), "N=4");
   bitwise_equal_gradients("mlp with dropout", dropout_mlp(), "N=4");
-  no_waste_at_the_head();
+  no_waste_at_the_head(TF_FUSE_LOSS_OFF);
+  no_waste_at_the_head(TF_FUSE_LOSS_ON);
   budgets_hold();
   return tf_test_finish("remat", &counts);
 }
