@@ -331,9 +331,10 @@ static void no_waste_at_the_head(tf_fuse_loss fuse) {
   CHECK(&counts, most_parts == 2,
         "gpt2-small: the tied embedding's gradient arrives in %d parts, written then accumulated (expected 2)",
         most_parts);
-  printf("no waste at the head (%s): logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
-         "parts\n",
-         fuse == TF_FUSE_LOSS_ON ? "fused" : "unfused", logits_step, recomputed, most_parts);
+  printf(
+      "no waste at the head (%s): logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
+      "parts\n",
+      fuse == TF_FUSE_LOSS_ON ? "fused" : "unfused", logits_step, recomputed, most_parts);
   tf_plan_destroy(plan);
   tf_graph_destroy(g);
 }
