@@ -13,6 +13,7 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/xent_row.h"
 
 #define ROW_BLOCK 16 /* rows of a chunk per task: products and loss partials */
 
@@ -65,22 +66,6 @@ static void chunk_logits(const head *h, int64_t first, int64_t rows) {
       });
 }
 
-static real row_max(const real *row, int64_t classes) {
-  real best = row[0];
-  for (int64_t c = 1; c < classes; c++)
-    best = row[c] > best ? row[c] : best;
-  return best;
-}
-
-/* -log softmax(row)[label] = log(sum(exp(row - max))) + max - row[label]. */
-static double row_loss(const real *row, int64_t classes, int64_t label) {
-  const real best = row_max(row, classes);
-  double sum = 0;
-  for (int64_t c = 0; c < classes; c++)
-    sum += (double)TF_REAL_EXP(row[c] - best);
-  return log(sum) + ((double)best - (double)row[label]);
-}
-
 /* The chunk's loss terms, summed in double per ROW_BLOCK rows and the blocks in order. */
 static double chunk_loss(const head *h, int64_t first, int64_t rows) {
   const int64_t blocks = row_blocks(rows);
@@ -97,7 +82,7 @@ static double chunk_loss(const head *h, int64_t first, int64_t rows) {
           for (int64_t r = begin; r < end; r++) {
             const int64_t label = label_of(h, first + r);
             if (label >= 0)
-              sum += row_loss(h->logits + r * h->g.classes, h->g.classes, label);
+              sum += tf_cpu_xent_row_loss(h->logits + r * h->g.classes, h->g.classes, label);
           }
           partial[b] = sum;
         });
@@ -126,22 +111,7 @@ static void chunk_gradient(const head *h, int64_t first, int64_t rows, real scal
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, rows * classes > TF_CPU_CHUNK), for (int64_t r = 0; r < rows; r++) {
         real *d = h->logits + r * classes;
-        const int64_t label = label_of(h, first + r);
-        if (label < 0) {
-          for (int64_t c = 0; c < classes; c++)
-            d[c] = 0;
-          continue;
-        }
-        const real best = row_max(d, classes);
-        double sum = 0;
-        for (int64_t c = 0; c < classes; c++) {
-          d[c] = TF_REAL_EXP(d[c] - best);
-          sum += (double)d[c];
-        }
-        const real total = (real)sum;
-        for (int64_t c = 0; c < classes; c++)
-          d[c] = d[c] / total * scale;
-        d[label] -= scale;
+        tf_cpu_xent_row_gradient(d, d, classes, label_of(h, first + r), scale);
       });
 }
 

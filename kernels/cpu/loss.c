@@ -8,6 +8,7 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/xent_row.h"
 
 #ifdef TF_REAL_F64
 #define LOG1P log1p
@@ -58,17 +59,6 @@ static int64_t counted_labels(const classes_view *v, int threads) {
   return count;
 }
 
-/* -log softmax(row)[label] = log(sum(exp(row - max))) + max - row[label]. */
-static double row_loss(const real *row, int64_t classes, int64_t label) {
-  real best = row[0]; // classes >= 1: label_of() counts no label otherwise
-  for (int64_t c = 1; c < classes; c++)
-    best = row[c] > best ? row[c] : best;
-  double sum = (double)TF_REAL_EXP(row[0] - best);
-  for (int64_t c = 1; c < classes; c++)
-    sum += (double)TF_REAL_EXP(row[c] - best);
-  return log(sum) + ((double)best - (double)row[label]);
-}
-
 void TF_REAL_NAME(tf_cpu_cross_entropy)(const tf_cpu_args *args) {
   const classes_view v = classes_view_of(args);
   int64_t size;
@@ -84,7 +74,7 @@ void TF_REAL_NAME(tf_cpu_cross_entropy)(const tf_cpu_args *args) {
           const int64_t label = label_of(&v, row);
           if (label < 0)
             continue;
-          sum += row_loss(v.logits + row * v.classes, v.classes, label);
+          sum += tf_cpu_xent_row_loss(v.logits + row * v.classes, v.classes, label);
           count++;
         }
         partial[b] = sum;
@@ -110,26 +100,7 @@ void TF_REAL_NAME(tf_cpu_cross_entropy_grad)(const tf_cpu_args *args) {
   const int64_t classes = v.classes;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(threads, v.rows * classes > TF_CPU_CHUNK), for (int64_t row = 0; row < v.rows; row++) {
-        const real *x = v.logits + row * classes;
-        real *d = dx + row * classes;
-        const int64_t label = label_of(&v, row);
-        if (label < 0) {
-          for (int64_t c = 0; c < classes; c++)
-            d[c] = 0;
-          continue;
-        }
-        real best = -INFINITY;
-        for (int64_t c = 0; c < classes; c++)
-          best = x[c] > best ? x[c] : best;
-        double sum = 0;
-        for (int64_t c = 0; c < classes; c++) {
-          d[c] = TF_REAL_EXP(x[c] - best);
-          sum += (double)d[c];
-        }
-        const real total = (real)sum;
-        for (int64_t c = 0; c < classes; c++)
-          d[c] = d[c] / total * scale;
-        d[label] -= scale;
+        tf_cpu_xent_row_gradient(v.logits + row * classes, dx + row * classes, classes, label_of(&v, row), scale);
       });
 }
 

@@ -4,6 +4,7 @@
  * products are cuBLAS gemms (pedantic f32, as matmul.cu); a warp reduces each row. The loss is each
  * row's term in double, summed in a fixed order by one block: deterministic, no atomics. */
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/xent_row.cuh"
 
 namespace tf_cuda {
 namespace {
@@ -41,45 +42,21 @@ Head head_of(const tf_cuda_args *args) {
   return h;
 }
 
-__device__ inline int64_t label_at(const void *labels, bool wide, int64_t row, int64_t classes, int64_t ignore) {
-  const int64_t label = wide ? ((const int64_t *)labels)[row] : (int64_t)((const int32_t *)labels)[row];
-  return label == ignore || label < 0 || label >= classes ? -1 : label;
-}
-
-__global__ void count_labels(const void *labels, bool wide, int64_t rows, int64_t classes, int64_t ignore,
-                             long long *count) {
-  __shared__ long long scratch[kThreads / 32];
-  long long mine = 0;
-  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x)
-    mine += label_at(labels, wide, row, classes, ignore) >= 0;
-  mine = block_sum(mine, scratch);
-  if (threadIdx.x == 0)
-    *count = mine;
-}
-
 /* row_losses[first + r] = -log softmax(logits[r])[label] (0 where the label does not count). */
 __global__ void chunk_losses(const float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
                              int64_t classes, int64_t ignore, double *row_losses) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
   for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
-    const int64_t label = label_at(labels, wide, first + r, classes, ignore);
+    const int64_t label = xent_label_at(labels, wide, first + r, classes, ignore);
     if (label < 0) {
       if (lane == 0)
         row_losses[first + r] = 0;
       continue;
     }
-    const float *x = logits + r * classes;
-    float best = -INFINITY;
-    for (int64_t c = lane; c < classes; c += 32)
-      best = x[c] > best ? x[c] : best;
-    best = warp_max(best);
-    double sum = 0;
-    for (int64_t c = lane; c < classes; c += 32)
-      sum += (double)expf(x[c] - best);
-    sum = warp_sum(sum);
+    const double loss = xent_row_loss(logits + r * classes, classes, label, lane);
     if (lane == 0)
-      row_losses[first + r] = log(sum) + ((double)best - (double)x[label]);
+      row_losses[first + r] = loss;
   }
 }
 
@@ -101,26 +78,7 @@ __global__ void chunk_gradient(float *logits, const void *labels, bool wide, int
   const float scale = *count > 0 ? (float)((double)dloss[0] / (double)*count) : 0.0f;
   for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
     float *d = logits + r * classes;
-    const int64_t label = label_at(labels, wide, first + r, classes, ignore);
-    if (label < 0) {
-      for (int64_t c = lane; c < classes; c += 32)
-        d[c] = 0.0f;
-      continue;
-    }
-    float best = -INFINITY;
-    for (int64_t c = lane; c < classes; c += 32)
-      best = d[c] > best ? d[c] : best;
-    best = warp_max(best);
-    double sum = 0;
-    for (int64_t c = lane; c < classes; c += 32) {
-      d[c] = expf(d[c] - best);
-      sum += (double)d[c];
-    }
-    const float total = (float)warp_sum(sum);
-    for (int64_t c = lane; c < classes; c += 32)
-      d[c] = d[c] / total * scale;
-    if (lane == label % 32)
-      d[label] -= scale;
+    xent_row_gradient(d, d, classes, xent_label_at(labels, wide, first + r, classes, ignore), scale, lane);
   }
 }
 
@@ -143,7 +101,7 @@ tf_status chunk_logits(const Head &h, int64_t first, int64_t rows) {
 }
 
 tf_status count(const Head &h) {
-  count_labels<<<1, kThreads, 0, h.stream>>>(h.labels, h.wide, h.g.rows, h.g.classes, h.ignore, h.count);
+  xent_count_labels<<<1, kThreads, 0, h.stream>>>(h.labels, h.wide, h.g.rows, h.g.classes, h.ignore, h.count);
   return launch_status();
 }
 

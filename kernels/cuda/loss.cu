@@ -4,6 +4,7 @@
  * per cross-entropy row) added in a fixed order by one block: deterministic, no atomics. A mean over
  * nothing is 0. */
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/xent_row.cuh"
 
 namespace tf_cuda {
 namespace {
@@ -15,11 +16,6 @@ struct Partial {
   long long count;
 };
 
-__device__ inline int64_t label_at(const void *labels, bool wide, int64_t row, int64_t classes, int64_t ignore) {
-  const int64_t label = wide ? ((const int64_t *)labels)[row] : (int64_t)((const int32_t *)labels)[row];
-  return label == ignore || label < 0 || label >= classes ? -1 : label;
-}
-
 /* Block b sums the losses of rows [b * chunk, (b + 1) * chunk), a warp per row. */
 __global__ void cross_entropy_partials(const float *logits, const void *labels, bool wide, int64_t rows,
                                        int64_t classes, int64_t ignore, int64_t partials, Partial *out) {
@@ -29,19 +25,10 @@ __global__ void cross_entropy_partials(const float *logits, const void *labels, 
   const int64_t begin = blockIdx.x * chunk, end = begin + chunk < rows ? begin + chunk : rows;
   Partial mine = {0, 0};
   for (int64_t row = begin + warp; row < end; row += kWarps) {
-    const int64_t label = label_at(labels, wide, row, classes, ignore);
+    const int64_t label = xent_label_at(labels, wide, row, classes, ignore);
     if (label < 0)
       continue;
-    const float *x = logits + row * classes;
-    float best = -INFINITY;
-    for (int64_t c = lane; c < classes; c += 32)
-      best = x[c] > best ? x[c] : best;
-    best = warp_max(best);
-    double sum = 0;
-    for (int64_t c = lane; c < classes; c += 32)
-      sum += (double)expf(x[c] - best);
-    sum = warp_sum(sum);
-    mine.sum += log(sum) + ((double)best - (double)x[label]);
+    mine.sum += xent_row_loss(logits + row * classes, classes, label, lane);
     mine.count++;
   }
   if (lane == 0)
@@ -68,17 +55,6 @@ __global__ void cross_entropy_finish(const Partial *partials, int64_t n, float *
     *loss = count > 0 ? (float)(sum / (double)count) : 0.0f;
 }
 
-__global__ void count_labels(const void *labels, bool wide, int64_t rows, int64_t classes, int64_t ignore,
-                             long long *count) {
-  __shared__ long long scratch[kWarps];
-  long long mine = 0;
-  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x)
-    mine += label_at(labels, wide, row, classes, ignore) >= 0;
-  mine = block_sum(mine, scratch);
-  if (threadIdx.x == 0)
-    *count = mine;
-}
-
 /* dlogits = (softmax(row) - onehot(label)) dloss / count on rows that count, 0 elsewhere. */
 __global__ void cross_entropy_grad(const float *logits, const void *labels, bool wide, const float *dloss,
                                    const long long *count, float *dx, int64_t rows, int64_t classes, int64_t ignore) {
@@ -86,28 +62,8 @@ __global__ void cross_entropy_grad(const float *logits, const void *labels, bool
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
   const float scale = *count > 0 ? (float)((double)dloss[0] / (double)*count) : 0.0f;
   for (int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
-    const float *x = logits + row * classes;
-    float *d = dx + row * classes;
-    const int64_t label = label_at(labels, wide, row, classes, ignore);
-    if (label < 0) {
-      for (int64_t c = lane; c < classes; c += 32)
-        d[c] = 0.0f;
-      continue;
-    }
-    float best = -INFINITY;
-    for (int64_t c = lane; c < classes; c += 32)
-      best = x[c] > best ? x[c] : best;
-    best = warp_max(best);
-    double sum = 0;
-    for (int64_t c = lane; c < classes; c += 32) {
-      d[c] = expf(x[c] - best);
-      sum += (double)d[c];
-    }
-    const float total = (float)warp_sum(sum);
-    for (int64_t c = lane; c < classes; c += 32)
-      d[c] = d[c] / total * scale;
-    if (lane == label % 32)
-      d[label] -= scale;
+    xent_row_gradient(logits + row * classes, dx + row * classes, classes,
+                      xent_label_at(labels, wide, row, classes, ignore), scale, lane);
   }
 }
 
@@ -190,7 +146,7 @@ TF_CUDA_LAUNCHER(loss_grad) {
     const bool wide = args->inputs[1].dtype == TF_I64;
     const int64_t ignore = args->attrs->u.cross_entropy.ignore_index;
     long long *count = (long long *)args->workspace;
-    count_labels<<<1, kThreads, 0, stream>>>(args->inputs[1].data, wide, rows, classes, ignore, count);
+    xent_count_labels<<<1, kThreads, 0, stream>>>(args->inputs[1].data, wide, rows, classes, ignore, count);
     cross_entropy_grad<<<blocks_for(rows * 32), kThreads, 0, stream>>>((const float *)x->data, args->inputs[1].data,
                                                                        wide, dloss, count, dx, rows, classes, ignore);
     return launch_status();

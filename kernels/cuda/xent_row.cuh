@@ -1,0 +1,70 @@
+/* One row of cross-entropy for a warp, shared by cross_entropy (loss.cu) and the fused loss head
+ * (linear_loss.cu), as kernels/cpu/xent_row.h. */
+#ifndef TIGHTFIT_KERNELS_CUDA_XENT_ROW_CUH
+#define TIGHTFIT_KERNELS_CUDA_XENT_ROW_CUH
+
+#include "kernels/cuda/common.cuh"
+
+namespace tf_cuda {
+
+/* The label of `row`, or -1 when it does not count: ignore_index, or outside [0, classes). */
+__device__ inline int64_t xent_label_at(const void *labels, bool wide, int64_t row, int64_t classes, int64_t ignore) {
+  const int64_t label = wide ? ((const int64_t *)labels)[row] : (int64_t)((const int32_t *)labels)[row];
+  return label == ignore || label < 0 || label >= classes ? -1 : label;
+}
+
+/* -log softmax(x)[label], on every lane of the warp (lane l reads classes l, l + 32, ...). */
+__device__ inline double xent_row_loss(const float *x, int64_t classes, int64_t label, int lane) {
+  float best = -INFINITY;
+  for (int64_t c = lane; c < classes; c += 32)
+    best = x[c] > best ? x[c] : best;
+  best = warp_max(best);
+  double sum = 0;
+  for (int64_t c = lane; c < classes; c += 32)
+    sum += (double)expf(x[c] - best);
+  sum = warp_sum(sum);
+  return log(sum) + ((double)best - (double)x[label]);
+}
+
+/* d = (softmax(x) - onehot(label)) scale, or 0 when label < 0; d may be x. A warp per row. */
+__device__ inline void xent_row_gradient(const float *x, float *d, int64_t classes, int64_t label, float scale,
+                                         int lane) {
+  if (label < 0) {
+    for (int64_t c = lane; c < classes; c += 32)
+      d[c] = 0.0f;
+    return;
+  }
+  float best = -INFINITY;
+  for (int64_t c = lane; c < classes; c += 32)
+    best = x[c] > best ? x[c] : best;
+  best = warp_max(best);
+  double sum = 0;
+  for (int64_t c = lane; c < classes; c += 32) {
+    d[c] = expf(x[c] - best);
+    sum += (double)d[c];
+  }
+  const float total = (float)warp_sum(sum);
+  for (int64_t c = lane; c < classes; c += 32)
+    d[c] = d[c] / total * scale;
+  if (lane == label % 32)
+    d[label] -= scale;
+}
+
+namespace {
+
+/* *count = the labels that count (one block; each .cu file that includes this has its own copy). */
+__global__ void xent_count_labels(const void *labels, bool wide, int64_t rows, int64_t classes, int64_t ignore,
+                                  long long *count) {
+  __shared__ long long scratch[kThreads / 32];
+  long long mine = 0;
+  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x)
+    mine += xent_label_at(labels, wide, row, classes, ignore) >= 0;
+  mine = block_sum(mine, scratch);
+  if (threadIdx.x == 0)
+    *count = mine;
+}
+
+} // namespace
+} // namespace tf_cuda
+
+#endif
