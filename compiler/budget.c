@@ -32,6 +32,42 @@ static void append(char *summary, int64_t n, int32_t k, const char *mode, const 
              mode, precision, (double)bytes / 1073741824.0, seconds, verdict);
 }
 
+/* What a plan holds, part by part: its regions, then the device overhead. */
+typedef struct plan_parts {
+  int64_t bytes[TF_REGION_COUNT + 1];
+} plan_parts;
+
+static plan_parts parts_of(const tf_plan *plan) {
+  plan_parts p;
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    p.bytes[r] = plan->region_bytes[r];
+  p.bytes[TF_REGION_COUNT] = tf_plan_overhead_bytes(plan);
+  return p;
+}
+
+/* One summary line: what the choice saved at its micro-batch, per part, against the plain plan
+ * (f32, no recompute) tried first there. */
+static void append_saving(char *summary, const char *choice, int64_t n, const plan_parts *plain,
+                          const plan_parts *chosen) {
+  size_t used = strlen(summary);
+  if (used + 1 >= 1024)
+    return;
+  int64_t total = 0;
+  char *end = summary + used;
+  size_t left = 1024 - used;
+  int written = snprintf(end, left, "  %s saved at N=%" PRId64 " against f32 without recompute:", choice, n);
+  for (int r = 0; r <= TF_REGION_COUNT && written > 0 && (size_t)written < left; r++) {
+    int64_t saved = plain->bytes[r] - chosen->bytes[r];
+    total += saved;
+    if (saved != 0)
+      written +=
+          snprintf(end + written, left - (size_t)written, " %s %.2f MiB,",
+                   r < TF_REGION_COUNT ? tf_region_name((tf_region)r) : "device overhead", (double)saved / 1048576.0);
+  }
+  if (written > 0 && (size_t)written < left)
+    snprintf(end + written, left - (size_t)written, " in all %.2f MiB\n", (double)total / 1048576.0);
+}
+
 static const char *precision_name(tf_precision precision) {
   return precision == TF_PRECISION_BF16 ? "bf16" : precision == TF_PRECISION_F16 ? "f16" : "f32";
 }
@@ -92,6 +128,8 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
     int32_t k = (int32_t)(o->global_batch / n);
     /* At each micro-batch, in order of cost: as it is, half storage (a cast each way), recompute,
      * both; the first that fits ends this micro-batch's attempts. */
+    plan_parts plain;
+    memset(&plain, 0, sizeof(plain));
     for (int attempt = 0; attempt < 4 && !status; attempt++) {
       tf_remat_mode remat = attempt >= 2 ? TF_REMAT_AUTO : TF_REMAT_NONE;
       bool half = attempt % 2 == 1;
@@ -109,6 +147,16 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
       append(result->summary, n, k, remat == TF_REMAT_AUTO ? "auto" : "none",
              precision_name(plan->training_config.precision), bytes, seconds,
              fits ? (better ? " (fits, fastest so far)" : " (fits)") : " (does not fit)");
+      if (attempt == 0)
+        plain = parts_of(plan);
+      if (fits && attempt > 0) {
+        plan_parts chosen = parts_of(plan);
+        append_saving(result->summary,
+                      half && remat == TF_REMAT_AUTO ? "half storage + recompute"
+                      : half                         ? "half storage"
+                                                     : "recompute",
+                      n, &plain, &chosen);
+      }
       if (better) {
         best_seconds = seconds;
         result->remat = remat;
