@@ -28,14 +28,6 @@ int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes) {
   return chunk > rows ? (rows > 0 ? rows : 1) : chunk;
 }
 
-static int32_t readers(const tf_graph *g, int32_t tensor) {
-  int32_t n = 0;
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    for (int32_t k = 0; k < g->nodes[i].n_inputs; k++)
-      n += g->nodes[i].inputs[k] == tensor;
-  return n;
-}
-
 /* The matmul feeding the loss node's logits when the pair can fuse, else -1. */
 static int32_t fusable_matmul(const tf_training *t, int32_t loss_node) {
   const tf_graph *g = t->g;
@@ -48,7 +40,7 @@ static int32_t fusable_matmul(const tf_training *t, int32_t loss_node) {
     return -1;
   const tf_ir_tensor *x = &g->tensors[g->nodes[m].inputs[0]], *w = &g->tensors[g->nodes[m].inputs[1]];
   const tf_ir_tensor *out = &g->tensors[logits];
-  if (w->rank != 2 || x->rank < 2 || x->dtype != TF_F32 || w->dtype != TF_F32 || readers(g, logits) != 1)
+  if (w->rank != 2 || x->rank < 2 || x->dtype != TF_F32 || w->dtype != TF_F32 || tf_training_readers(g, logits) != 1)
     return -1;
   const int64_t classes = out->shape[out->rank - 1];
   if (t->options.fuse_loss == TF_FUSE_LOSS_AUTO && classes < TF_FUSE_LOSS_AUTO_CLASSES)

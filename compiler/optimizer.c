@@ -52,6 +52,25 @@ static bool writes_directly(const tf_training *t, int32_t param, int32_t part) {
          x->bytes == g->tensors[param].bytes && x->rank == g->tensors[param].rank;
 }
 
+/* Adds gradient part `part` to `accumulator`. A part that embedding_grad writes and nothing reads
+ * is scattered straight into the accumulator instead (its node becomes embedding_grad_accumulate),
+ * so the dense [V, d] part never exists; any other part goes through accumulate. */
+static tf_status add_part(tf_training *t, int32_t accumulator, int32_t part, const char *label) {
+  tf_graph *g = t->g;
+  const int32_t producer = g->tensors[part].producer;
+  if (producer >= 0 && g->nodes[producer].op == TF_OP_EMBEDDING_GRAD && t->phase[producer] == TF_PHASE_BACKWARD &&
+      tf_training_readers(g, part) == 0 && g->tensors[part].dtype == g->tensors[accumulator].dtype) {
+    tf_ir_node *node = &g->nodes[producer];
+    node->op = TF_OP_EMBEDDING_GRAD_ACCUMULATE;
+    node->inputs[2] = accumulator; /* was the table, read for its shape */
+    node->n_outputs = 0;
+    g->tensors[part].producer = -1;
+    return NULL;
+  }
+  int32_t pair[2] = {accumulator, part};
+  return tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+}
+
 static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm, bool direct) {
   tf_status status = NULL;
   const char *name = t->g->tensors[param].name;
@@ -112,17 +131,15 @@ tf_status tf_optimizer_pass(tf_training *t) {
       accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
       if (status)
         break;
-      int32_t pair[2] = {accumulator, t->grad[p]};
       snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
-      status = tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+      status = add_part(t, accumulator, t->grad[p], label);
     }
     t->owner[accumulator] = p;
     for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
       if (t->extra_parts[2 * e] != p)
         continue;
-      int32_t part[2] = {accumulator, t->extra_parts[2 * e + 1]};
       snprintf(label, sizeof(label), "accumulate/%s/part%d", g->tensors[p].name, e + 2);
-      status = tf_training_emit(t, TF_OP_ACCUMULATE, part, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
+      status = add_part(t, accumulator, t->extra_parts[2 * e + 1], label);
     }
     params[k] = p;
     accumulators[k] = accumulator;

@@ -145,3 +145,11 @@ void tf_training_free(tf_training *t) {
   free(t->alias_of);
   memset(t, 0, sizeof(*t));
 }
+
+int32_t tf_training_readers(const tf_graph *g, int32_t tensor) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    for (int32_t k = 0; k < g->nodes[i].n_inputs; k++)
+      n += g->nodes[i].inputs[k] == tensor;
+  return n;
+}

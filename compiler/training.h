@@ -74,6 +74,9 @@ void tf_training_free(tf_training *t);
  * casts just before their readers; records what it did for the report. */
 tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
 
+/* How many node inputs read `tensor`. */
+int32_t tf_training_readers(const tf_graph *g, int32_t tensor);
+
 /* fuse_loss.c: matmul -> cross_entropy becomes linear_cross_entropy (options.fuse_loss). Runs on
  * the bound graph before autodiff. */
 tf_status tf_fuse_loss_pass(tf_training *t) TF_MUST_USE;

@@ -218,7 +218,11 @@
   /* (x, weight, labels, dloss) -> (dx, dweight), the logits recomputed chunk by chunk */                           \
   X(LINEAR_CROSS_ENTROPY_GRAD, linear_cross_entropy_grad, 69, TRAINING, 4, 4, 2, 0, 0, CROSS_ENTROPY,               \
       linear_cross_entropy_grad, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_grad,                        \
-      linear_cross_entropy_grad, linear_cross_entropy)
+      linear_cross_entropy_grad, linear_cross_entropy)                                                           \
+  /* (ids, dy, sum): sum += embedding_grad(ids, dy) in place, a gradient part scattered straight into */             \
+  /* the parameter's gradient (compiler/optimizer.c); no outputs */                                                   \
+  X(EMBEDDING_GRAD_ACCUMULATE, embedding_grad_accumulate, 70, TRAINING, 3, 3, 0, 0, 0x4, NONE, embedding_grad,      \
+      NONE, EMBEDDING_GRAD, none, embedding_grad_accumulate, embedding_grad, embedding)
 // clang-format on
 
 #endif

@@ -89,6 +89,8 @@ tf_status tf_shape_embedding_grad(const tf_shape_query *q, tf_shape_result *out)
   const tf_shape_operand *ids = &q->inputs[0], *dy = &q->inputs[1], *table = &q->inputs[2];
   tf_shape_operand forward[2] = {*ids, *table};
   TF_RETURN_IF_ERROR(check_forward(q, TF_OP_EMBEDDING, forward, 2, dy));
+  if (q->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE) /* the sum is updated in place: no output */
+    return tf_rules_check_same_dtype(dy, table);
   tf_rules_copy_shape(out, table, table->dtype);
   return tf_rules_finish(out);
 }

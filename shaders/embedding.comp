@@ -17,7 +17,7 @@ layout(push_constant) uniform Push {
   uint count;       // ids
   uint depth;       // D
   uint rows;        // V
-  uint mode;        // 0 forward, 1 gradient
+  uint mode;        // 0 forward, 1 gradient, 2 gradient added to what out_data holds
   uint chunk_rows;  // gradient: table rows per chunk
   uint chunks;
 } pc;
@@ -35,7 +35,7 @@ void main() {
   for (uint task = gl_GlobalInvocationID.x; task < tasks; task += grid_size()) {
     uint column = task % pc.depth, first = (task / pc.depth) * pc.chunk_rows;
     uint last = min(first + pc.chunk_rows, pc.rows);
-    for (uint r = first; r < last; r++)
+    for (uint r = first; r < last && pc.mode == 1u; r++)
       out_data[r * pc.depth + column] = FROM_F32(0.0);
     // Sums stay in the output: each element has one owner, which reads back only its own writes.
     for (uint i = 0u; i < pc.count; i++) {

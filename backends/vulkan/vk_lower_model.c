@@ -83,22 +83,25 @@ tf_status vk_lower_norm(vk_lower *l) {
 }
 
 tf_status vk_lower_embedding(vk_lower *l) {
-  const tf_plan_buffer *ids = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
-  bool gradient = l->step->op == TF_OP_EMBEDDING_GRAD;
+  /* embedding_grad_accumulate adds to its input 2 in place: the gradient without the zeroing */
+  bool accumulate = l->step->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE;
+  bool gradient = l->step->op == TF_OP_EMBEDDING_GRAD || accumulate;
+  int32_t out_id = accumulate ? vk_in(l, 2) : vk_out(l, 0);
+  const tf_plan_buffer *ids = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, out_id);
   const tf_plan_buffer *table = gradient ? out : vk_buffer(l, vk_in(l, 1));
   if (ids->dtype != TF_I32)
     return vk_refuse(l, "ids '%s' are %s; the Vulkan shaders take i32 ids", ids->name, tf_dtype_name(ids->dtype));
   embedding_push push = {.count = (uint32_t)vk_count(ids),
                          .depth = (uint32_t)table->shape[1],
                          .rows = (uint32_t)table->shape[0],
-                         .mode = gradient,
+                         .mode = accumulate ? 2 : gradient,
                          .chunk_rows = 0,
                          .chunks = 0};
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(out), out->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(table), table->name));
   if (vk_count(out) == 0)
     return NULL;
-  int32_t buffers[3] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0)};
+  int32_t buffers[3] = {vk_in(l, 0), vk_in(l, 1), out_id};
   if (!gradient)
     return vk_emit_dispatch(l, VK_SHADER_embedding, 3, buffers, 0x4, &push, sizeof(push),
                             vk_groups((int64_t)push.count * push.depth, 256), 1, 1);

@@ -41,13 +41,13 @@ void TF_REAL_NAME(tf_cpu_embedding)(const tf_cpu_args *args) {
       });
 }
 
-/* embedding_grad(ids, dy [..., D], table (shape) [V, D]) -> dtable [V, D] */
-void TF_REAL_NAME(tf_cpu_embedding_grad)(const tf_cpu_args *args) {
+/* dtable [V, D] (+)= the dy rows scatter-added by id: zeroed first unless `accumulate`. */
+static void scatter_rows(const tf_cpu_args *args, const tf_cpu_tensor *table, bool accumulate) {
   const tf_cpu_tensor *ids = &args->inputs[0];
   const real *dy = args->inputs[1].data;
-  int64_t rows = args->outputs[0].shape[0], depth = args->outputs[0].shape[1];
-  real *dtable = args->outputs[0].data;
-  if (args->outputs[0].count == 0)
+  int64_t rows = table->shape[0], depth = table->shape[1];
+  real *dtable = table->data;
+  if (table->count == 0)
     return;
   int threads = threads_of(args);
   int64_t width = (depth + threads - 1) / threads;
@@ -56,7 +56,7 @@ void TF_REAL_NAME(tf_cpu_embedding_grad)(const tf_cpu_args *args) {
   TF_CPU_PARALLEL_FOR(
       threads, for (int64_t task = 0; task < tasks; task++) {
         int64_t first = task * width, count = first + width < depth ? width : depth - first;
-        for (int64_t r = 0; r < rows; r++)
+        for (int64_t r = 0; r < rows && !accumulate; r++)
           memset(dtable + r * depth + first, 0, sizeof(real) * (size_t)count);
         for (int64_t i = 0; i < ids->count; i++) {
           int64_t id = id_at(ids, i);
@@ -68,4 +68,12 @@ void TF_REAL_NAME(tf_cpu_embedding_grad)(const tf_cpu_args *args) {
             target[c] += source[c];
         }
       });
+}
+
+/* embedding_grad(ids, dy [..., D], table (shape) [V, D]) -> dtable [V, D] */
+void TF_REAL_NAME(tf_cpu_embedding_grad)(const tf_cpu_args *args) { scatter_rows(args, &args->outputs[0], false); }
+
+/* embedding_grad_accumulate(ids, dy [..., D], sum [V, D]): sum += the dy rows scattered by id. */
+void TF_REAL_NAME(tf_cpu_embedding_grad_accumulate)(const tf_cpu_args *args) {
+  scatter_rows(args, &args->inputs[2], true);
 }

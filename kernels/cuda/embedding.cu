@@ -118,11 +118,15 @@ TF_CUDA_LAUNCHER(embedding) {
   return launch_status();
 }
 
+/* embedding_grad writes dtable; embedding_grad_accumulate adds to its input 2 (the run sums add to
+ * what the table holds either way). */
 TF_CUDA_LAUNCHER(embedding_grad) {
-  const tf_cuda_tensor *ids = &args->inputs[0], *dtable = &args->outputs[0];
+  const bool accumulate = args->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE;
+  const tf_cuda_tensor *ids = &args->inputs[0], *dtable = accumulate ? &args->inputs[2] : &args->outputs[0];
   const int64_t rows = dtable->shape[0], depth = dtable->shape[1], count = ids->count;
   cudaStream_t stream = stream_of(args);
-  TF_RETURN_IF_ERROR(zero(dtable, stream));
+  if (!accumulate)
+    TF_RETURN_IF_ERROR(zero(dtable, stream));
   if (count == 0 || depth == 0 || rows == 0)
     return NULL;
   uint64_t *keys = (uint64_t *)args->workspace;

@@ -309,7 +309,6 @@ static void no_waste_at_the_head(tf_fuse_loss fuse) {
   }
   CHECK(&counts, recomputed > 0, "gpt2-small checkpoints: %d recompute steps (the layers are still recomputed)",
         recomputed);
-  int32_t most_parts = 0;
   for (int32_t s = 0; s < plan->micro_steps; s++) {
     const tf_plan_step *step = &plan->steps[s];
     if (step->op != TF_OP_ACCUMULATE)
@@ -319,18 +318,28 @@ static void no_waste_at_the_head(tf_fuse_loss fuse) {
       before--;
     CHECK(&counts, writer < 0 || writer == before, "%s: adds a part written at step %d, not at step %d right before",
           step->name, writer, before);
+    CHECK(&counts, writer < 0 || plan->steps[writer].op != TF_OP_EMBEDDING_GRAD,
+          "%s: an embedding_grad part goes through the arena instead of being scattered into the gradient", step->name);
     /* With one micro-batch per step the first part is written straight into the gradient. */
     int32_t direct = writer_of(plan, step->inputs[0]);
     CHECK(&counts, direct < s, "%s: accumulates into %s before step %d writes it", step->name,
           plan->buffers[step->inputs[0]].name, direct);
-    int32_t parts = direct >= 0;
-    for (int32_t a = 0; a < plan->micro_steps; a++)
-      parts += plan->steps[a].op == TF_OP_ACCUMULATE && plan->steps[a].inputs[0] == step->inputs[0];
+  }
+  /* Parts per gradient: the step that writes it, then each accumulate or scatter into it. */
+  int32_t most_parts = 0;
+  for (int32_t b = 0; b < plan->n_buffers; b++) {
+    if (plan->buffers[b].role != TF_ROLE_GRADIENT)
+      continue;
+    int32_t parts = writer_of(plan, b) >= 0;
+    for (int32_t a = 0; a < plan->micro_steps; a++) {
+      const tf_plan_step *step = &plan->steps[a];
+      parts += (step->op == TF_OP_ACCUMULATE && step->inputs[0] == b) ||
+               (step->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE && step->inputs[2] == b);
+    }
     most_parts = parts > most_parts ? parts : most_parts;
   }
   CHECK(&counts, most_parts == 2,
-        "gpt2-small: the tied embedding's gradient arrives in %d parts, written then accumulated (expected 2)",
-        most_parts);
+        "gpt2-small: the tied embedding's gradient arrives in %d parts, written then added (expected 2)", most_parts);
   printf(
       "no waste at the head (%s): logits written at step %d never recomputed (%d recompute steps); tied gradient in %d "
       "parts\n",

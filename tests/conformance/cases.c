@@ -306,7 +306,11 @@ static const conf_case cases[] = {
     {"layer_norm no beta (+ grad) [700,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(700, 37)}},
     {"rms_norm (+ grad) [700,37]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(700, 37)}},
 
-    /* embedding: out-of-range ids (rows of zeros, no gradient), the sort across blocks */
+    /* embedding: out-of-range ids (rows of zeros, no gradient), the sort across blocks. With SGD
+     * (2 micro-batches) the gradient is scattered into the accumulator (embedding_grad_accumulate);
+     * with AdamW (1) embedding_grad writes it straight into the gradients region. */
+    {"embedding (+ grad, written directly) [3,5] ids, [11,7]", build_embedding, .shapes = {DIMS(3, 5), DIMS(11, 7)},
+     .dtype = TF_I32, .settings.data = {2, 11}, ADAMW},
     {"embedding (+ grad) [3,5] ids, [11,7]", build_embedding, .shapes = {DIMS(3, 5), DIMS(11, 7)}, .dtype = TF_I32,
      .settings.data = {2, 11}},
     {"embedding, out-of-range ids (+ grad)", build_embedding, .shapes = {DIMS(3, 5), DIMS(11, 7)}, .dtype = TF_I32,
