@@ -1,0 +1,51 @@
+# libtightfit.so: every layer's static library in one shared library (for Python's ctypes and for
+# programs built against an installed tightfit), exporting only the tf_ symbols (cmake/tightfit.map).
+# The static layer libraries stay what the tools and tests link, so the layering checks
+# (scripts/check-layers, scripts/check-links) read the same per-layer archives as before.
+include(GNUInstallDirs)
+find_package(OpenMP REQUIRED COMPONENTS C) # imported targets are per directory (kernels/cpu found it too)
+
+set(tf_shared_layers tightfit_common tightfit_core tightfit_schema tightfit_graph tightfit_plan tightfit_targets
+                     tightfit_compiler tightfit_cpu_kernels tightfit_backends tightfit_runtime tightfit_models)
+foreach(optional tightfit_vulkan_shaders tightfit_cuda_kernels)
+  if(TARGET ${optional})
+    list(APPEND tf_shared_layers ${optional})
+  endif()
+endforeach()
+set(tf_whole_archives)
+foreach(layer ${tf_shared_layers})
+  list(APPEND tf_whole_archives $<TARGET_FILE:${layer}>)
+endforeach()
+
+# No sources of its own: the archives, linked whole (every object, not only those some other object
+# needs), are the library. The system libraries the layers use follow them.
+add_library(tightfit_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/shared_library.c)
+add_dependencies(tightfit_shared ${tf_shared_layers})
+set_target_properties(tightfit_shared PROPERTIES OUTPUT_NAME tightfit VERSION ${PROJECT_VERSION}
+                      SOVERSION ${PROJECT_VERSION_MAJOR} LINKER_LANGUAGE CXX
+                      LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/tightfit.map)
+target_link_options(tightfit_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/tightfit.map
+                    -Wl,--no-undefined)
+target_link_libraries(tightfit_shared PRIVATE -Wl,--whole-archive ${tf_whole_archives} -Wl,--no-whole-archive
+                      ${TF_OPENBLAS} OpenMP::OpenMP_C ${TF_FLATBUFFERS_LIBRARY} ${CMAKE_DL_LIBS} m)
+if(TARGET tightfit_cuda_kernels)
+  target_link_libraries(tightfit_shared PRIVATE CUDA::cudart CUDA::cublas)
+endif()
+
+# ---- install: the CLI, the shared library, the public headers, tightfit.pc ----
+install(TARGETS tightfit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS tightfit_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tightfit DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h")
+# tightfit/types.h includes "core/op_table.h" (the op table is data both sides of the API read); a
+# quoted include looks beside the including header first, so it goes to include/tightfit/core/.
+install(FILES ${PROJECT_SOURCE_DIR}/core/op_table.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tightfit/core)
+# The .pc names its prefix relative to where it lies (${pcfiledir}), so `cmake --install build
+# --prefix P` works for any P chosen at install time.
+set(tf_pc_up "")
+string(REPLACE "/" ";" tf_pc_parts "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+foreach(part ${tf_pc_parts})
+  string(APPEND tf_pc_up "/..")
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/tightfit.pc.in ${PROJECT_BINARY_DIR}/tightfit.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tightfit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
