@@ -3,13 +3,13 @@
 # The static layer libraries stay what the tools and tests link, so the layering checks
 # (scripts/check-layers, scripts/check-links) read the same per-layer archives as before.
 include(GNUInstallDirs)
-find_package(OpenMP REQUIRED COMPONENTS C) # imported targets are per directory (kernels/cpu found it too)
 
-set(tf_shared_layers tightfit_common tightfit_core tightfit_schema tightfit_graph tightfit_plan tightfit_targets
-                     tightfit_compiler tightfit_cpu_kernels tightfit_backends tightfit_runtime tightfit_models)
-foreach(optional tightfit_vulkan_shaders tightfit_cuda_kernels)
-  if(TARGET ${optional})
-    list(APPEND tf_shared_layers ${optional})
+# Every tf_add_layer library, and those the layers' folders define themselves.
+get_property(tf_shared_layers GLOBAL PROPERTY TF_LAYER_LIBRARIES)
+foreach(other tightfit_schema tightfit_cpu_kernels tightfit_vulkan_shaders tightfit_cuda_kernels tightfit_models
+              tightfit_tools)
+  if(TARGET ${other})
+    list(APPEND tf_shared_layers ${other})
   endif()
 endforeach()
 set(tf_whole_archives)
@@ -17,8 +17,9 @@ foreach(layer ${tf_shared_layers})
   list(APPEND tf_whole_archives $<TARGET_FILE:${layer}>)
 endforeach()
 
-# No sources of its own: the archives, linked whole (every object, not only those some other object
-# needs), are the library. The system libraries the layers use follow them.
+# No code of its own: the archives, linked whole (every object, not only those another object
+# needs), are the library. The layer targets follow, for the system libraries they link (BLAS,
+# OpenMP, FlatBuffers, Vulkan's loader, CUDA); their archives add nothing a second time.
 add_library(tightfit_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/shared_library.c)
 add_dependencies(tightfit_shared ${tf_shared_layers})
 set_target_properties(tightfit_shared PROPERTIES OUTPUT_NAME tightfit VERSION ${PROJECT_VERSION}
@@ -27,10 +28,7 @@ set_target_properties(tightfit_shared PROPERTIES OUTPUT_NAME tightfit VERSION ${
 target_link_options(tightfit_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/tightfit.map
                     -Wl,--no-undefined)
 target_link_libraries(tightfit_shared PRIVATE -Wl,--whole-archive ${tf_whole_archives} -Wl,--no-whole-archive
-                      ${TF_OPENBLAS} OpenMP::OpenMP_C ${TF_FLATBUFFERS_LIBRARY} ${CMAKE_DL_LIBS} m)
-if(TARGET tightfit_cuda_kernels)
-  target_link_libraries(tightfit_shared PRIVATE CUDA::cudart CUDA::cublas)
-endif()
+                      ${tf_shared_layers})
 
 # ---- install: the CLI, the shared library, the public headers, tightfit.pc ----
 install(TARGETS tightfit_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
