@@ -25,8 +25,11 @@ add_dependencies(tightfit_shared ${tf_shared_layers})
 set_target_properties(tightfit_shared PROPERTIES OUTPUT_NAME tightfit VERSION ${PROJECT_VERSION}
                       SOVERSION ${PROJECT_VERSION_MAJOR} LINKER_LANGUAGE CXX
                       LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/tightfit.map)
-target_link_options(tightfit_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/tightfit.map
-                    -Wl,--no-undefined)
+target_link_options(tightfit_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/tightfit.map)
+if(NOT TIGHTFIT_SANITIZE)
+  # Every symbol resolved at link time (clang's sanitizer runtimes are only found at load time).
+  target_link_options(tightfit_shared PRIVATE -Wl,--no-undefined)
+endif()
 target_link_libraries(tightfit_shared PRIVATE -Wl,--whole-archive ${tf_whole_archives} -Wl,--no-whole-archive
                       ${tf_shared_layers})
 
