@@ -50,3 +50,7 @@ foreach(part ${tf_pc_parts})
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tightfit.pc.in ${PROJECT_BINARY_DIR}/tightfit.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tightfit.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# The Python package: on the path of Debian's python3 for the /usr prefix; for another prefix,
+# PYTHONPATH=<prefix>/lib/python3/dist-packages. It finds <prefix>/<libdir>/libtightfit.so itself.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/tightfit DESTINATION lib/python3/dist-packages
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

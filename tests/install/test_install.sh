@@ -28,6 +28,15 @@ LD_LIBRARY_PATH="$libdir" ldd "$dir/consumer" | grep -q "$dir/prefix.*libtightfi
 LD_LIBRARY_PATH="$libdir" "$dir/consumer" || fail "consumer exited $?"
 [ -x "$dir/prefix/bin/tightfit" ] && "$dir/prefix/bin/tightfit" --version > /dev/null || fail "the installed CLI does not run"
 echo "ok: the installed tightfit CLI runs"
+# The installed Python package finds the installed library by itself (no TIGHTFIT_LIBRARY).
+PYTHONPATH="$dir/prefix/lib/python3/dist-packages" TIGHTFIT_LIBRARY= /usr/bin/python3 -c "
+import tightfit, sys
+path = tightfit.library_path()
+assert path.startswith('$dir/prefix'), path
+result = tightfit.check(tightfit.zoo('mlp'), budget='1MiB', set={'N': 32})
+assert result['fits'] and result['categories']['total'] == 397120, result
+print('ok: the installed Python package loads', path.replace('$dir', 'PREFIX-PARENT'), 'and checks mlp')
+" || fail "the installed Python package"
 others=$(nm -D --defined-only "$libdir/libtightfit.so" | awk '$3 !~ /^tf_/ {print $3}' | head -5)
 [ -z "$others" ] || fail "libtightfit.so exports symbols other than tf_*: $others"
 echo "ok: libtightfit.so exports $(nm -D --defined-only "$libdir/libtightfit.so" | wc -l) symbols, all tf_*"
