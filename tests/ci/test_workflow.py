@@ -71,6 +71,9 @@ def run(command, cwd):
 
 source = os.path.abspath(sys.argv[1])
 workflow = sys.argv[2] if len(sys.argv) > 2 else ".github/workflows/memory-budget.yml"
+if subprocess.run(["git", "-C", source, "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+    print(f"SKIP: {source} is not a git checkout with a commit to clone")
+    sys.exit(77)
 steps = read_steps(os.path.join(source, workflow))
 print(f"{workflow}: {len(steps)} steps")
 work = tempfile.mkdtemp(prefix="tightfit-ci-")
