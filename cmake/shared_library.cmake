@@ -1,5 +1,6 @@
 # libtightfit.so: every layer's static library in one shared library (for Python's ctypes and for
-# programs built against an installed tightfit), exporting only the tf_ symbols (cmake/tightfit.map).
+# programs built against an installed tightfit), exporting exactly the functions and data the public
+# headers declare (the version script cmake/export_list.cmake writes from include/tightfit/*.h).
 # The static layer libraries stay what the tools and tests link, so the layering checks
 # (scripts/check-layers, scripts/check-links) read the same per-layer archives as before.
 include(GNUInstallDirs)
@@ -20,12 +21,23 @@ endforeach()
 # No code of its own: the archives, linked whole (every object, not only those another object
 # needs), are the library. The layer targets follow, for the system libraries they link (BLAS,
 # OpenMP, FlatBuffers, Vulkan's loader, CUDA); their archives add nothing a second time.
+file(GLOB tf_public_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/tightfit/*.h)
+set(tf_export_map ${PROJECT_BINARY_DIR}/tightfit.map)
+add_custom_command(
+  OUTPUT ${tf_export_map}
+  COMMAND ${CMAKE_COMMAND} -DTF_HEADERS_DIR=${PROJECT_SOURCE_DIR}/include/tightfit -DTF_OUTPUT=${tf_export_map}
+          -P ${PROJECT_SOURCE_DIR}/cmake/export_list.cmake
+  DEPENDS ${tf_public_headers} ${PROJECT_SOURCE_DIR}/cmake/export_list.cmake
+  COMMENT "Listing the public API libtightfit.so exports"
+  VERBATIM)
+add_custom_target(tightfit_export_map DEPENDS ${tf_export_map})
 add_library(tightfit_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/shared_library.c)
+add_dependencies(tightfit_shared tightfit_export_map)
 add_dependencies(tightfit_shared ${tf_shared_layers})
 set_target_properties(tightfit_shared PROPERTIES OUTPUT_NAME tightfit VERSION ${PROJECT_VERSION}
                       SOVERSION ${PROJECT_VERSION_MAJOR} LINKER_LANGUAGE CXX
-                      LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/tightfit.map)
-target_link_options(tightfit_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/tightfit.map)
+                      LINK_DEPENDS ${tf_export_map})
+target_link_options(tightfit_shared PRIVATE -Wl,--version-script=${tf_export_map})
 if(NOT TIGHTFIT_SANITIZE)
   # Every symbol resolved at link time (clang's sanitizer runtimes are only found at load time).
   target_link_options(tightfit_shared PRIVATE -Wl,--no-undefined)

@@ -37,7 +37,13 @@ result = tightfit.check(tightfit.zoo('mlp'), budget='1MiB', set={'N': 32})
 assert result['fits'] and result['categories']['total'] == 397120, result
 print('ok: the installed Python package loads', path.replace('$dir', 'PREFIX-PARENT'), 'and checks mlp')
 " || fail "the installed Python package"
-others=$(nm -D --defined-only "$libdir/libtightfit.so" | awk '$3 !~ /^tf_/ {print $3}' | head -5)
-[ -z "$others" ] || fail "libtightfit.so exports symbols other than tf_*: $others"
-echo "ok: libtightfit.so exports $(nm -D --defined-only "$libdir/libtightfit.so" | wc -l) symbols, all tf_*"
+# Exactly the public API is exported: every exported symbol is declared in an installed header.
+nm -D --defined-only "$libdir/libtightfit.so" | awk '{print $3}' | sort > "$dir/exported"
+cat "$dir/prefix/include/tightfit/"*.h | grep -o 'tf_[a-z0-9_]*' | sort -u > "$dir/declared"
+others=$(comm -23 "$dir/exported" "$dir/declared" | head -5)
+[ -z "$others" ] || fail "libtightfit.so exports symbols no public header declares: $others"
+for needed in tf_compile tf_session_create tf_layers_linear tf_feed_open tf_cli_run_captured; do
+  grep -qx "$needed" "$dir/exported" || fail "libtightfit.so does not export $needed"
+done
+echo "ok: libtightfit.so exports $(wc -l < "$dir/exported") symbols, each declared in a public header"
 echo "install: all passed"
