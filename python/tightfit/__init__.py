@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import tempfile
+import warnings
 import weakref
 
 from . import _lib
@@ -387,9 +388,20 @@ def _graph_path(graph):
 
 def _run(command, args, allowed=(0,)):
     code, out, err = _lib.run_cli([command] + args)
+    lines = [line for line in err.splitlines() if not line.startswith("(run 'tightfit")]
     if code not in allowed:
-        message = "\n".join(line for line in err.splitlines() if not line.startswith("(run 'tightfit"))
-        raise TightfitError(message.strip() or f"tightfit {command} failed (exit {code})", code)
+        message = "\n".join(line for line in lines if "warning:" not in line).strip()
+        if not message and code == 1:
+            try:
+                result = json.loads(out)
+                message = (f"tightfit {command}: the plan does not fit: device total {result['device_total_bytes']} "
+                           f"bytes, budget {result['budget_bytes']}, short by {result['shortfall_bytes']}")
+            except (ValueError, KeyError):
+                message = out.strip()
+        raise TightfitError(message or f"tightfit {command} failed (exit {code})", code)
+    for line in lines:
+        if "warning:" in line:
+            warnings.warn(line, stacklevel=3)
     return code, out, err
 
 

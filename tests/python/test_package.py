@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+import warnings
+
 import numpy as np
 
 import tightfit
@@ -74,7 +76,11 @@ ok(set(expected) <= set(result) and result["fits"] is True and result["exit_code
    f"check: fits, and every field of check --json ({len(expected)}) is there")
 ok(result["categories"] == expected["categories"] and result["regions"] == expected["regions"],
    f"check: categories equal the CLI's {result['categories']}")
-small = tightfit.check(tightfit.zoo("mlp"), budget="100KiB", set={"N": 32})
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    small = tightfit.check(tightfit.zoo("mlp"), budget="100KiB", set={"N": 32})
+ok(any("assuming the cpu target" in str(w.message) for w in caught),
+   "check without a target: the CLI's warning comes as a Python warning")
 ok(small["fits"] is False and small["exit_code"] == 1 and small["shortfall_bytes"] == 397120 - 100 * 1024,
    f"check: a budget too small is a result (fits False, shortfall {small['shortfall_bytes']})")
 ok(tightfit.check(g, gpu="t4", set={"N": 32}, remat="checkpoints", precision="bf16")["remat"] == "checkpoints",
@@ -110,6 +116,8 @@ raises("an unknown zoo preset", "nosuch", tightfit.zoo, "nosuch")
 raises("an unknown zoo knob", "wings", tightfit.zoo, "mlp", wings=3)
 raises("check without a budget", "missing --budget", tightfit.check, g)
 raises("an unknown compile option", "unknown option '--warp'", tightfit.compile, g, warp=9)
+raises("compile with a budget the plan misses", "does not fit: device total 397120 bytes, budget 102400",
+       tightfit.compile, g, set={"N": 32}, budget="100KiB")
 raises("a bad symbol binding", "N", tightfit.compile, g, set={"N": 0})
 raises("a batch of the wrong size", "x", session.write, "x", xs[:5])
 raises("a name that is not an input", "not an input or label", session.write, "weights", xs[:5])
