@@ -307,6 +307,14 @@ static void vjp_attention(tf_vjp *v) {
     tf_vjp_give(v, i, out[i]);
 }
 
+static void vjp_linear_cross_entropy(tf_vjp *v) {
+  int32_t in[4] = {tf_vjp_input(v, 0), tf_vjp_input(v, 1), tf_vjp_input(v, 2), v->dy};
+  int32_t out[TF_MAX_OUTPUTS];
+  tf_vjp_op_multi(v, TF_OP_LINEAR_CROSS_ENTROPY_GRAD, in, 4, attrs(v), out);
+  tf_vjp_give(v, 0, out[0]);
+  tf_vjp_give(v, 1, out[1]);
+}
+
 static void vjp_cast(tf_vjp *v) {
   tf_attrs at;
   memset(&at, 0, sizeof(at));

@@ -164,6 +164,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   if (!status)
     status = resolve_config(t.g, options, &t.config);
   if (!status)
+    status = tf_fuse_loss_pass(&t);
+  if (!status)
     status = tf_training_reserve(&t);
   if (!status) {
     t.loss = t.g->loss;

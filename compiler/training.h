@@ -74,6 +74,12 @@ void tf_training_free(tf_training *t);
  * casts just before their readers; records what it did for the report. */
 tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
 
+/* fuse_loss.c: matmul -> cross_entropy becomes linear_cross_entropy (options.fuse_loss). Runs on
+ * the bound graph before autodiff. */
+tf_status tf_fuse_loss_pass(tf_training *t) TF_MUST_USE;
+/* The rows of logits a fused loss head computes at a time when the options do not say. */
+int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);
+
 /* remat.c: activation recompute (options.remat); records what it chose in *notes (may be NULL). */
 tf_status tf_remat(tf_training *t) TF_MUST_USE;
 

@@ -210,7 +210,15 @@
       NONE,      OPTIMIZER,          none,             adamw,                optimizer,       optimizer)               \
   /* Ops added since, of either scope: each takes the next number. */                                                  \
   X(SOFTPLUS,             softplus,             67, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
-      INPUT0,    NONE,               softplus,         softplus,             unary,           unary)
+      INPUT0,    NONE,               softplus,         softplus,             unary,           unary)                   \
+  /* (x [.., d], weight [V, d] (or [d, V]), labels [..]) -> f32 mean cross-entropy of x weightᵀ, computed */         \
+  /* chunk_rows rows at a time: the [rows, V] logits never exist (compiler/fuse_loss.c) */                            \
+  X(LINEAR_CROSS_ENTROPY, linear_cross_entropy, 68, GRAPH,    3,  3,   1,  0,   0,   CROSS_ENTROPY, linear_cross_entropy, \
+      NONE,      LINEAR_CROSS_ENTROPY, linear_cross_entropy, linear_cross_entropy, linear_cross_entropy, linear_cross_entropy) \
+  /* (x, weight, labels, dloss) -> (dx, dweight), the logits recomputed chunk by chunk */                           \
+  X(LINEAR_CROSS_ENTROPY_GRAD, linear_cross_entropy_grad, 69, TRAINING, 4, 4, 2, 0, 0, CROSS_ENTROPY,               \
+      linear_cross_entropy_grad, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_grad,                        \
+      linear_cross_entropy_grad, linear_cross_entropy)
 // clang-format on
 
 #endif

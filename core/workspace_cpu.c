@@ -2,6 +2,8 @@
  * layouts are described in core/workspace_cpu.h, which the kernels read too. */
 #include "core/workspace_cpu.h"
 
+#include "core/linear_loss.h"
+
 #include <stddef.h>
 
 #include "core/workspace.h"
@@ -110,6 +112,11 @@ int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs
         tf_cpu_attention_workers(op, inputs[0].shape[0], attrs->u.attention.num_heads, inputs[0].shape[1], threads),
         tf_cpu_attention_thread_elements(op, inputs[0].shape[1], inputs[1].shape[1]));
     break;
+  case TF_WORKSPACE_LINEAR_CROSS_ENTROPY: {
+    tf_linear_loss_geometry g = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);
+    elements = tf_cpu_workspace_round(saturating_mul(g.chunk_rows, g.classes));
+    break;
+  }
   default: elements = 0; break; // the other rules need scratch on CUDA only
   }
   return saturating_mul(elements, element_size);

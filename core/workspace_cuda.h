@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/conv_geometry.h"
+#include "core/linear_loss.h"
 #include "core/tensor.h"
 #include "core/workspace.h"
 
@@ -191,6 +192,22 @@ static inline int64_t tf_cuda_embedding_keys(int64_t ids) {
   return ids > 0 ? n : 0;
 }
 
+/* linear_cross_entropy and its gradient (kernels/cuda/linear_loss.cu): one chunk of logits, each
+ * row's loss (double), the count of labels, then the cuBLAS workspace; each part 256-byte aligned. */
+typedef struct tf_cuda_linear_loss_layout {
+  int64_t logits, row_losses, count, cublas, total;
+} tf_cuda_linear_loss_layout;
+
+static inline tf_cuda_linear_loss_layout tf_cuda_linear_loss_layout_of(const tf_linear_loss_geometry *g) {
+  tf_cuda_linear_loss_layout l;
+  l.logits = 0;
+  l.row_losses = tf_cuda_round_up(4 * tf_linear_loss_chunk_elements(g));
+  l.count = l.row_losses + tf_cuda_round_up(8 * g->rows);
+  l.cublas = l.count + tf_cuda_round_up(8);
+  l.total = l.cublas + TF_CUDA_CUBLAS_WORKSPACE;
+  return l;
+}
+
 /* Workspace bytes of the CUDA kernel of `op` for these operands. */
 static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs,
                                               const tf_tensor_ref *inputs, int32_t n_outputs,
@@ -226,6 +243,10 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   case TF_WORKSPACE_PAIR_LOSS: return 8 * tf_cuda_loss_partials(&inputs[0]);
   case TF_WORKSPACE_CROSS_ENTROPY_GRAD: return 8;
   case TF_WORKSPACE_OPTIMIZER: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
+  case TF_WORKSPACE_LINEAR_CROSS_ENTROPY: {
+    tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);
+    return tf_cuda_linear_loss_layout_of(&lg).total;
+  }
   case TF_WORKSPACE_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;
   default: return 0;
   }

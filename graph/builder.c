@@ -431,6 +431,16 @@ tf_tensor_id tf_cross_entropy(tf_graph *g, tf_tensor_id logits, tf_tensor_id lab
   return node2(g, TF_OP_CROSS_ENTROPY, logits, labels, &attrs);
 }
 
+tf_tensor_id tf_linear_cross_entropy(tf_graph *g, tf_tensor_id x, tf_tensor_id weight, bool transpose_weight,
+                                     tf_tensor_id labels, int64_t ignore_index, int64_t chunk_rows) {
+  tf_attrs attrs = attrs_of(TF_ATTR_CROSS_ENTROPY);
+  attrs.u.cross_entropy.ignore_index = ignore_index;
+  attrs.u.cross_entropy.transpose_weight = transpose_weight;
+  attrs.u.cross_entropy.chunk_rows = chunk_rows;
+  tf_tensor_id inputs[3] = {x, weight, labels};
+  return tf_graph_node(g, TF_OP_LINEAR_CROSS_ENTROPY, inputs, 3, &attrs);
+}
+
 tf_tensor_id tf_mse(tf_graph *g, tf_tensor_id prediction, tf_tensor_id target) {
   return node2(g, TF_OP_MSE, prediction, target, NULL);
 }

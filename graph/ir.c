@@ -358,3 +358,21 @@ const char *tf_kind_name(tf_tensor_kind kind) {
   static const char *const names[TF_KIND_COUNT] = {"input", "label", "parameter", "constant", "activation"};
   return (int)kind >= 0 && kind < TF_KIND_COUNT ? names[kind] : "?";
 }
+
+tf_status tf_ir_remove_node(tf_graph *g, int32_t node) {
+  if (node < 0 || node >= g->n_nodes)
+    return tf_status_new(TF_ERR_INTERNAL, "remove node %d: out of range (%d nodes)", node, g->n_nodes);
+  free(g->nodes[node].name);
+  free(g->nodes[node].inputs);
+  memmove(&g->nodes[node], &g->nodes[node + 1], sizeof(tf_ir_node) * (size_t)(g->n_nodes - node - 1));
+  g->n_nodes--;
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    int32_t *producer = &g->tensors[i].producer;
+    *producer = *producer == node ? -1 : *producer > node ? *producer - 1 : *producer;
+  }
+  tf_strmap_clear(&g->node_names);
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (!tf_strmap_put(&g->node_names, g->nodes[i].name, i))
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot index %d nodes", g->n_nodes);
+  return NULL;
+}

@@ -71,6 +71,9 @@ int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tenso
  * output's producer when it is in range. Returns the node id or -1 with *status set. */
 int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs,
                        const int32_t *outputs, int32_t n_outputs, const tf_attrs *attrs, tf_status *status);
+/* Removes node `node`: later nodes move down one id, producers follow, and its outputs keep no
+ * producer (the caller makes sure nothing reads them). */
+tf_status tf_ir_remove_node(tf_graph *g, int32_t node) TF_MUST_USE;
 /* Appends a symbol; returns its id or -1 with *status set. */
 int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, tf_status *status);
 /* Appends to the output list. */

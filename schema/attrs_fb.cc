@@ -190,9 +190,11 @@ tf_status read_attrs(fb::Attrs type, const void *table, tf_attrs *attrs) {
   }
   case fb::Attrs_CastAttrs: store_enum(&attrs->u.cast.to, static_cast<const fb::CastAttrs *>(table)->to()); break;
   case fb::Attrs_GeluAttrs: attrs->u.gelu.approximate = static_cast<const fb::GeluAttrs *>(table)->approximate(); break;
-  case fb::Attrs_CrossEntropyAttrs:
-    attrs->u.cross_entropy.ignore_index = static_cast<const fb::CrossEntropyAttrs *>(table)->ignore_index();
+  case fb::Attrs_CrossEntropyAttrs: {
+    auto t = static_cast<const fb::CrossEntropyAttrs *>(table);
+    attrs->u.cross_entropy = tf_cross_entropy_attrs{t->ignore_index(), t->transpose_weight(), t->chunk_rows()};
     break;
+  }
   case fb::Attrs_OptimizerAttrs: {
     auto t = static_cast<const fb::OptimizerAttrs *>(table);
     attrs->u.optimizer = tf_optimizer_attrs{t->learning_rate(), t->momentum(),     t->beta1(),     t->beta2(),
@@ -291,7 +293,9 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
   }
   case fb::Attrs_GeluAttrs: *table = fb::CreateGeluAttrs(fbb, u.gelu.approximate).Union(); break;
   case fb::Attrs_CrossEntropyAttrs:
-    *table = fb::CreateCrossEntropyAttrs(fbb, u.cross_entropy.ignore_index).Union();
+    *table = fb::CreateCrossEntropyAttrs(fbb, u.cross_entropy.ignore_index, u.cross_entropy.transpose_weight,
+                                         u.cross_entropy.chunk_rows)
+                 .Union();
     break;
   case fb::Attrs_OptimizerAttrs: {
     const tf_optimizer_attrs &o = u.optimizer;

@@ -32,6 +32,11 @@ void tf_compile_args_help(void) {
          "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
          "                         the backward pass stored in half precision; weights, gradients,\n"
          "                         optimizer state and all arithmetic stay f32 (cpu and cuda targets)\n"
+         "  --fuse-loss F          auto (default: when the classes are >= 8192), on or off: compute a\n"
+         "                         matmul -> cross_entropy loss head in row chunks, so the [rows, V]\n"
+         "                         logits and their gradient never exist (training plans)\n"
+         "  --loss-chunk R         rows of logits a fused loss head computes at a time (default: 1/32\n"
+         "                         of the rows, at least 64, at most 64 MiB of logits)\n"
          "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
          "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
          "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N\n"
@@ -96,6 +101,20 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->precision = TF_PRECISION_F16;
     else if (!*error)
       *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--fuse-loss", &value, error)) {
+    if (!*error && strcmp(value, "auto") == 0)
+      o->fuse_loss = TF_FUSE_LOSS_AUTO;
+    else if (!*error && strcmp(value, "on") == 0)
+      o->fuse_loss = TF_FUSE_LOSS_ON;
+    else if (!*error && strcmp(value, "off") == 0)
+      o->fuse_loss = TF_FUSE_LOSS_OFF;
+    else if (!*error)
+      *error = tf_cli_usage_error(command, "--fuse-loss takes auto, on or off, got '%s'", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--loss-chunk", &value, error)) {
+    if (!*error && (!parse_int(value, &integer) || integer < 1))
+      *error = tf_cli_usage_error(command, "--loss-chunk takes a positive row count, got '%s'", value) != 0;
+    else if (!*error)
+      o->loss_chunk_rows = integer;
   } else if (tf_cli_option(argc, argv, i, "--allow-precision", &value, error)) {
     args->allow_precision = true;
     if (!*error && strcmp(value, "bf16") == 0)

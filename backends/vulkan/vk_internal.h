@@ -69,7 +69,7 @@ typedef struct vk_functions {
   X(binary) X(unary) X(layout) X(reduce) X(softmax) X(norm) X(embedding) X(matmul) \
   X(conv_forward) X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout) \
   X(matmul_sg) X(conv_forward_sg) X(conv_grad_weight_sg) X(conv_grad_input_sg) X(softmax_sg) X(loss_sg) \
-  X(norm_sg) X(reduce_sg) X(attention_sg)
+  X(norm_sg) X(reduce_sg) X(attention_sg) X(linear_loss)
 // clang-format on
 
 typedef enum vk_shader {

@@ -20,6 +20,9 @@ typedef enum tf_remat_mode {
   TF_REMAT_LIST         /* recompute exactly the activations named in remat_list */
 } tf_remat_mode;
 
+typedef enum tf_fuse_loss { TF_FUSE_LOSS_AUTO = 0, TF_FUSE_LOSS_OFF, TF_FUSE_LOSS_ON } tf_fuse_loss;
+#define TF_FUSE_LOSS_AUTO_CLASSES 8192
+
 typedef struct tf_compile_options {
   tf_target target;
   const char *bindings;   /* "N=8,T=128": symbols bound for this plan (NULL: defaults) */
@@ -36,6 +39,11 @@ typedef struct tf_compile_options {
   int32_t remat_list_count;
   bool set_precision;     /* false: the graph's training precision */
   tf_precision precision; /* with set_precision: f32, or bf16/f16 storage of the saved activations */
+  /* The fused loss head (compiler/fuse_loss.c): matmul(x, W) -> cross_entropy whose logits nothing
+   * else reads becomes linear_cross_entropy, so the [rows, V] logits never exist. AUTO fuses when
+   * V >= TF_FUSE_LOSS_AUTO_CLASSES; training plans only. */
+  tf_fuse_loss fuse_loss;
+  int64_t loss_chunk_rows; /* rows of logits a fused head computes at a time; 0: the compiler's choice */
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

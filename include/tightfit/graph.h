@@ -123,6 +123,11 @@ tf_tensor_id tf_dropout(tf_graph *g, tf_tensor_id x, float rate);
 tf_tensor_id tf_attention(tf_graph *g, tf_tensor_id q, tf_tensor_id k, tf_tensor_id v, int32_t num_heads, bool causal);
 tf_tensor_id tf_cast(tf_graph *g, tf_tensor_id x, tf_dtype to);
 tf_tensor_id tf_cross_entropy(tf_graph *g, tf_tensor_id logits, tf_tensor_id labels, int64_t ignore_index);
+/* cross_entropy(matmul(x, weight, false, transpose_weight), labels) without the logits: computed
+ * chunk_rows rows at a time (0: every row at once). The compiler makes this of that pattern itself
+ * (tf_compile_options.fuse_loss). */
+tf_tensor_id tf_linear_cross_entropy(tf_graph *g, tf_tensor_id x, tf_tensor_id weight, bool transpose_weight,
+                                     tf_tensor_id labels, int64_t ignore_index, int64_t chunk_rows);
 tf_tensor_id tf_mse(tf_graph *g, tf_tensor_id prediction, tf_tensor_id target);
 tf_tensor_id tf_bce_with_logits(tf_graph *g, tf_tensor_id logits, tf_tensor_id target);
 

@@ -149,9 +149,12 @@ typedef struct tf_cast_attrs {
 typedef struct tf_gelu_attrs {
   bool approximate;
 } tf_gelu_attrs; /* tanh approximation when true */
-/* Mean over targets != ignore_index. */
+/* Mean over targets != ignore_index. linear_cross_entropy also reads transpose_weight (weight is
+ * [V, d] when true, [d, V] when false) and chunk_rows (rows of logits computed at a time; 0: all). */
 typedef struct tf_cross_entropy_attrs {
   int64_t ignore_index;
+  bool transpose_weight;
+  int64_t chunk_rows;
 } tf_cross_entropy_attrs;
 /* One parameter's update. The gradient is first multiplied by grad_scale (1/k for k accumulated
  * micro-batches), then by min(1, clip_norm / ||g||) when clip_norm > 0 (||g|| from the norm_sq

@@ -226,7 +226,9 @@ TF_CUDA_LAUNCHER(attention_grad);
 TF_CUDA_LAUNCHER(cast); /* cast.cu */
 TF_CUDA_LAUNCHER(loss); /* loss.cu: cross_entropy, mse, bce_with_logits */
 TF_CUDA_LAUNCHER(loss_grad);
-TF_CUDA_LAUNCHER(optimizer); /* optimizer.cu: accumulate, zero, sgd, adamw */
+TF_CUDA_LAUNCHER(optimizer);            /* optimizer.cu: accumulate, zero, sgd, adamw */
+TF_CUDA_LAUNCHER(linear_cross_entropy); /* linear_loss.cu */
+TF_CUDA_LAUNCHER(linear_cross_entropy_grad);
 
 typedef tf_status (*launcher)(const tf_cuda_args *args);
 
@@ -243,6 +245,7 @@ constexpr launcher kLaunchers[TF_OP_COUNT] = {TF_OP_TABLE(TF_CUDA_LAUNCHER_OF)};
 tf_status check_attention(const tf_cuda_args *args);
 tf_status check_matmul(const tf_cuda_args *args);
 tf_status check_conv(const tf_cuda_args *args);
+tf_status check_linear_loss(const tf_cuda_args *args);
 
 } // namespace tf_cuda
 

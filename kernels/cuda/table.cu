@@ -62,6 +62,8 @@ extern "C" tf_status tf_cuda_kernel_check(const tf_cuda_args *args) {
   case TF_OP_ATTENTION:
   case TF_OP_ATTENTION_GRAD: return tf_cuda::check_attention(args);
   case TF_OP_MATMUL: return tf_cuda::check_matmul(args);
+  case TF_OP_LINEAR_CROSS_ENTROPY:
+  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD: return tf_cuda::check_linear_loss(args);
   case TF_OP_CONV1D:
   case TF_OP_CONV2D:
   case TF_OP_CONV_TRANSPOSE2D:

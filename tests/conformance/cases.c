@@ -34,6 +34,7 @@ struct conf_case {
   int32_t heads;
   tf_dtype dtype; /* cast's round trip; ids and labels */
   int64_t ignore_index;
+  int64_t chunk_rows; /* linear_cross_entropy */
   tf_conv_attrs conv; /* conv1d: stride, padding, dilation [0] */
   tf_pool_attrs pool;
   conf_settings settings;
@@ -174,6 +175,13 @@ static void build_attention(tf_graph *g, const conf_case *c) {
 static void build_cross_entropy(tf_graph *g, const conf_case *c) {
   tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[1]));
   tf_test_finish_loss(g, tf_cross_entropy(g, param(g, "logits", &c->shapes[0]), labels, c->ignore_index));
+}
+
+/* x (shapes[0]), weight (shapes[1]: [V, d] with transpose_b, else [d, V]), labels of dtype (shapes[2]). */
+static void build_linear_cross_entropy(tf_graph *g, const conf_case *c) {
+  tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[2]));
+  tf_tensor_id x = param(g, "x", &c->shapes[0]), w = param(g, "w", &c->shapes[1]);
+  tf_test_finish_loss(g, tf_linear_cross_entropy(g, x, w, c->transpose_b, labels, c->ignore_index, c->chunk_rows));
 }
 
 static void build_pair_loss(tf_graph *g, const conf_case *c) {
@@ -391,6 +399,16 @@ static const conf_case cases[] = {
      .dtype = TF_I64, .ignore_index = -1, .settings.data = {4, 67}, ADAMW, .settings.needs = CONF_NEEDS_I64},
     {"cross_entropy [37,1031], labels out of range", build_cross_entropy, .shapes = {DIMS(37, 1031), DIMS(37)},
      .dtype = TF_I32, .ignore_index = -100, .settings.data = {5, 1034, -100, true}},
+    /* the fused loss head: chunks that do not divide the rows, ignored labels, both weight layouts */
+    {"linear_cross_entropy (+ grad) [2,9,16] x [37,16]^T, chunk 4", build_linear_cross_entropy,
+     .shapes = {DIMS(2, 9, 16), DIMS(37, 16), DIMS(2, 9)}, .transpose_b = true, .chunk_rows = 4, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {6, 37, -100, true}},
+    {"linear_cross_entropy (+ grad) [23,8] x [8,1031], chunk 5, out of range", build_linear_cross_entropy,
+     .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5, .dtype = TF_I32, .ignore_index = -1,
+     .settings.data = {7, 1034}},
+    {"linear_cross_entropy i64 labels [3,4,6] x [11,6]^T, one chunk", build_linear_cross_entropy,
+     .shapes = {DIMS(3, 4, 6), DIMS(11, 6), DIMS(3, 4)}, .transpose_b = true, .dtype = TF_I64, .ignore_index = -100,
+     .settings.data = {8, 11, -100, true}, .settings.needs = CONF_NEEDS_I64},
     {"mse (+ grad) [7,19]", build_pair_loss, .op = TF_OP_MSE, .shapes = {DIMS(7, 19)}},
     {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
 };

@@ -106,6 +106,12 @@ static seed_query make_seed(tf_op op) {
     SEED(&s, 0, TF_F32, 4, 10);
     SEED(&s, 1, TF_I64, 4);
     break;
+  case TF_OP_LINEAR_CROSS_ENTROPY:
+    s.attrs.u.cross_entropy.transpose_weight = true;
+    SEED(&s, 0, TF_F32, 4, 3);
+    SEED(&s, 1, TF_F32, 5, 3);
+    SEED(&s, 2, TF_I64, 4);
+    break;
   default: break; // elementwise ops and losses: two [2,3] f32 operands
   }
   return s;
@@ -160,6 +166,7 @@ static void mutate_attrs(uint64_t *state, tf_attrs *attrs) {
   case TF_ATTR_REDUCE: attrs->u.reduce.keepdims = flag; break;
   case TF_ATTR_ATTENTION: attrs->u.attention.causal = flag; break;
   case TF_ATTR_GELU: attrs->u.gelu.approximate = flag; break;
+  case TF_ATTR_CROSS_ENTROPY: attrs->u.cross_entropy.transpose_weight = flag; break;
   default: break;
   }
 }

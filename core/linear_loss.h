@@ -1,0 +1,39 @@
+/* The geometry of the fused loss head, linear_cross_entropy(x, weight, labels) and its gradient:
+ * x [.., d] is `rows` rows of d features, weight [V, d] (transpose_weight) or [d, V], and the
+ * [rows, V] logits are computed `chunk_rows` rows at a time into the step's workspace. The CPU and
+ * CUDA kernels and the workspace formulas all read it from here. */
+#ifndef TIGHTFIT_CORE_LINEAR_LOSS_H
+#define TIGHTFIT_CORE_LINEAR_LOSS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+typedef struct tf_linear_loss_geometry {
+  int64_t rows, features, classes;
+  int64_t chunk_rows; /* 1..rows (0 when rows is 0) */
+  int64_t chunks;
+  bool transpose_weight;
+} tf_linear_loss_geometry;
+
+/* The geometry of an op whose inputs are (x, weight, ...), shapes checked by the plan verifier. */
+static inline tf_linear_loss_geometry tf_linear_loss_geometry_of(const tf_attrs *attrs, const tf_tensor_ref *x,
+                                                                 const tf_tensor_ref *weight) {
+  tf_linear_loss_geometry g;
+  g.transpose_weight = attrs->u.cross_entropy.transpose_weight;
+  g.features = x->rank > 0 ? x->shape[x->rank - 1] : 1;
+  g.rows = g.features > 0 ? x->count / g.features : 0;
+  g.classes = weight->shape[g.transpose_weight ? 0 : 1];
+  int64_t chunk = attrs->u.cross_entropy.chunk_rows;
+  g.chunk_rows = chunk <= 0 || chunk > g.rows ? g.rows : chunk;
+  g.chunks = g.chunk_rows > 0 ? (g.rows + g.chunk_rows - 1) / g.chunk_rows : 0;
+  return g;
+}
+
+/* Elements of one chunk's logits (or their gradient): chunk_rows x classes. */
+static inline int64_t tf_linear_loss_chunk_elements(const tf_linear_loss_geometry *g) {
+  return g->chunk_rows * g->classes;
+}
+
+#endif

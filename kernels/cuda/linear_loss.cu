@@ -1,0 +1,208 @@
+/* The fused loss head, as kernels/cpu/linear_loss.c: linear_cross_entropy(x, weight, labels) and its
+ * gradient (dx, dweight), chunk_rows rows of logits at a time in the workspace
+ * (core/workspace_cuda.h's tf_cuda_linear_loss_layout), so the [rows, V] logits never exist. The
+ * products are cuBLAS gemms (pedantic f32, as matmul.cu); a warp reduces each row. The loss is each
+ * row's term in double, summed in a fixed order by one block: deterministic, no atomics. */
+#include "kernels/cuda/common.cuh"
+
+namespace tf_cuda {
+namespace {
+
+struct Head {
+  tf_linear_loss_geometry g;
+  const float *x, *weight;
+  const void *labels;
+  bool wide;
+  int64_t ignore;
+  float *logits;
+  double *row_losses;
+  long long *count;
+  void *cublas_space;
+  cudaStream_t stream;
+  cublasHandle_t handle;
+};
+
+Head head_of(const tf_cuda_args *args) {
+  Head h;
+  h.g = tf_linear_loss_geometry_of(args->attrs, &args->inputs[0], &args->inputs[1]);
+  const tf_cuda_linear_loss_layout layout = tf_cuda_linear_loss_layout_of(&h.g);
+  char *space = (char *)args->workspace;
+  h.x = (const float *)args->inputs[0].data;
+  h.weight = (const float *)args->inputs[1].data;
+  h.labels = args->inputs[2].data;
+  h.wide = args->inputs[2].dtype == TF_I64;
+  h.ignore = args->attrs->u.cross_entropy.ignore_index;
+  h.logits = (float *)(space + layout.logits);
+  h.row_losses = (double *)(space + layout.row_losses);
+  h.count = (long long *)(space + layout.count);
+  h.cublas_space = space + layout.cublas;
+  h.stream = stream_of(args);
+  h.handle = (cublasHandle_t)args->cublas;
+  return h;
+}
+
+__device__ inline int64_t label_at(const void *labels, bool wide, int64_t row, int64_t classes, int64_t ignore) {
+  const int64_t label = wide ? ((const int64_t *)labels)[row] : (int64_t)((const int32_t *)labels)[row];
+  return label == ignore || label < 0 || label >= classes ? -1 : label;
+}
+
+__global__ void count_labels(const void *labels, bool wide, int64_t rows, int64_t classes, int64_t ignore,
+                             long long *count) {
+  __shared__ long long scratch[kThreads / 32];
+  long long mine = 0;
+  for (int64_t row = threadIdx.x; row < rows; row += blockDim.x)
+    mine += label_at(labels, wide, row, classes, ignore) >= 0;
+  mine = block_sum(mine, scratch);
+  if (threadIdx.x == 0)
+    *count = mine;
+}
+
+/* row_losses[first + r] = -log softmax(logits[r])[label] (0 where the label does not count). */
+__global__ void chunk_losses(const float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
+                             int64_t classes, int64_t ignore, double *row_losses) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+    const int64_t label = label_at(labels, wide, first + r, classes, ignore);
+    if (label < 0) {
+      if (lane == 0)
+        row_losses[first + r] = 0;
+      continue;
+    }
+    const float *x = logits + r * classes;
+    float best = -INFINITY;
+    for (int64_t c = lane; c < classes; c += 32)
+      best = x[c] > best ? x[c] : best;
+    best = warp_max(best);
+    double sum = 0;
+    for (int64_t c = lane; c < classes; c += 32)
+      sum += (double)expf(x[c] - best);
+    sum = warp_sum(sum);
+    if (lane == 0)
+      row_losses[first + r] = log(sum) + ((double)best - (double)x[label]);
+  }
+}
+
+__global__ void finish(const double *row_losses, int64_t rows, const long long *count, float *loss) {
+  __shared__ double scratch[kThreads / 32];
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+    sum += row_losses[i];
+  sum = block_sum(sum, scratch);
+  if (threadIdx.x == 0)
+    *loss = *count > 0 ? (float)(sum / (double)*count) : 0.0f;
+}
+
+/* In place: logits[r] becomes (softmax - onehot(label)) dloss / count, 0 where the label does not count. */
+__global__ void chunk_gradient(float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
+                               int64_t classes, int64_t ignore, const float *dloss, const long long *count) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  const float scale = *count > 0 ? (float)((double)dloss[0] / (double)*count) : 0.0f;
+  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+    float *d = logits + r * classes;
+    const int64_t label = label_at(labels, wide, first + r, classes, ignore);
+    if (label < 0) {
+      for (int64_t c = lane; c < classes; c += 32)
+        d[c] = 0.0f;
+      continue;
+    }
+    float best = -INFINITY;
+    for (int64_t c = lane; c < classes; c += 32)
+      best = d[c] > best ? d[c] : best;
+    best = warp_max(best);
+    double sum = 0;
+    for (int64_t c = lane; c < classes; c += 32) {
+      d[c] = expf(d[c] - best);
+      sum += (double)d[c];
+    }
+    const float total = (float)warp_sum(sum);
+    for (int64_t c = lane; c < classes; c += 32)
+      d[c] = d[c] / total * scale;
+    if (lane == label % 32)
+      d[label] -= scale;
+  }
+}
+
+/* Row-major C [m, n] = op(A) op(B) as column-major Cᵀ = op(B)ᵀ op(A)ᵀ. */
+tf_status gemm(const Head &h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  const float alpha = 1.0f;
+  return call_status(cublasSgemm(h.handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+                                 (int)m, (int)k, &alpha, b, (int)ldb, a, (int)lda, &beta, c, (int)ldc),
+                     "cublasSgemm (m %lld, n %lld, k %lld)", (long long)m, (long long)n, (long long)k);
+}
+
+int64_t weight_stride(const tf_linear_loss_geometry &g) { return g.transpose_weight ? g.features : g.classes; }
+
+/* logits[0 .. rows) = x[first ..] weightᵀ (or x weight). */
+tf_status chunk_logits(const Head &h, int64_t first, int64_t rows) {
+  const tf_linear_loss_geometry &g = h.g;
+  return gemm(h, false, g.transpose_weight, rows, g.classes, g.features, h.x + first * g.features, g.features, h.weight,
+              weight_stride(g), 0.0f, h.logits, g.classes);
+}
+
+tf_status count(const Head &h) {
+  count_labels<<<1, kThreads, 0, h.stream>>>(h.labels, h.wide, h.g.rows, h.g.classes, h.ignore, h.count);
+  return launch_status();
+}
+
+} // namespace
+
+tf_status check_linear_loss(const tf_cuda_args *args) {
+  const tf_linear_loss_geometry g = tf_linear_loss_geometry_of(args->attrs, &args->inputs[0], &args->inputs[1]);
+  const IntDimension dimensions[] = {
+      {.name = "chunk rows", .value = g.chunk_rows},
+      {.name = "classes", .value = g.classes},
+      {.name = "features", .value = g.features},
+  };
+  return check_int_dimensions(args, dimensions, (int)(sizeof(dimensions) / sizeof(dimensions[0])));
+}
+
+TF_CUDA_LAUNCHER(linear_cross_entropy) {
+  const Head h = head_of(args);
+  float *loss = (float *)args->outputs[0].data;
+  TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.cublas_space, TF_CUDA_CUBLAS_WORKSPACE));
+  TF_RETURN_IF_ERROR(count(h));
+  for (int64_t first = 0; first < h.g.rows; first += h.g.chunk_rows) {
+    const int64_t rows = h.g.rows - first < h.g.chunk_rows ? h.g.rows - first : h.g.chunk_rows;
+    TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
+    chunk_losses<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, h.g.classes,
+                                                                   h.ignore, h.row_losses);
+    TF_RETURN_IF_ERROR(launch_status());
+  }
+  finish<<<1, kThreads, 0, h.stream>>>(h.row_losses, h.g.rows, h.count, loss);
+  return launch_status();
+}
+
+TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
+  const Head h = head_of(args);
+  const tf_linear_loss_geometry &g = h.g;
+  const float *dloss = (const float *)args->inputs[3].data;
+  float *dx = (float *)args->outputs[0].data, *dweight = (float *)args->outputs[1].data;
+  if (g.rows == 0)
+    return zero(&args->outputs[1], h.stream);
+  TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.cublas_space, TF_CUDA_CUBLAS_WORKSPACE));
+  TF_RETURN_IF_ERROR(count(h));
+  for (int64_t first = 0; first < g.rows; first += g.chunk_rows) {
+    const int64_t rows = g.rows - first < g.chunk_rows ? g.rows - first : g.chunk_rows;
+    const float *x = h.x + first * g.features;
+    TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
+    chunk_gradient<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
+                                                                     h.ignore, dloss, h.count);
+    TF_RETURN_IF_ERROR(launch_status());
+    /* dx rows = dlogits weight ([V, d]) or dlogits weightᵀ ([d, V]) */
+    TF_RETURN_IF_ERROR(gemm(h, false, !g.transpose_weight, rows, g.features, g.classes, h.logits, g.classes, h.weight,
+                            weight_stride(g), 0.0f, dx + first * g.features, g.features));
+    const float beta = first == 0 ? 0.0f : 1.0f;
+    if (g.transpose_weight) /* dweight [V, d] (+)= dlogitsᵀ x */
+      TF_RETURN_IF_ERROR(gemm(h, true, false, g.classes, g.features, rows, h.logits, g.classes, x, g.features, beta,
+                              dweight, g.features));
+    else /* dweight [d, V] (+)= xᵀ dlogits */
+      TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, g.classes, beta,
+                              dweight, g.classes));
+  }
+  return NULL;
+}
+
+} // namespace tf_cuda

@@ -1,0 +1,178 @@
+/* The fused loss head against the graph it replaces, in float64: a training plan compiled with
+ * --fuse-loss on (linear_cross_entropy, the logits computed chunk_rows rows at a time) and one
+ * compiled with it off (matmul -> cross_entropy) run by the f64 interpreter on the same values; the
+ * loss and every parameter's gradient must agree to 1e-10. Cases: the weight as [V, d] and as
+ * [d, V], a chunk that does not divide the rows, ignored and out-of-range labels, every row
+ * ignored, one chunk, and a weight tied to an embedding (its gradient has two parts). The fused
+ * plan must hold no [rows, V] buffer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "plan_interp.h"
+#include "tightfit/compiler.h"
+
+static tf_test_counts counts;
+
+typedef struct head_case {
+  const char *name;
+  bool transpose_weight, tied;
+  int64_t chunk_rows;
+  int label_pattern; /* 0: some ignored and out of range; 1: every label ignored */
+} head_case;
+
+enum { BATCH = 2, TIME = 5, FEATURES = 4, CLASSES = 7 };
+
+static tf_graph *build(const head_case *c) {
+  tf_graph *g = NULL;
+  tf_status_free(tf_graph_create("head", &g));
+  tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)));
+  tf_shape w_shape = c->transpose_weight ? TF_SHAPE(tf_fixed(CLASSES), tf_fixed(FEATURES))
+                                         : TF_SHAPE(tf_fixed(FEATURES), tf_fixed(CLASSES));
+  tf_tensor_id w = tf_graph_parameter(g, "w", TF_F32, w_shape, tf_init_make(TF_INIT_NORMAL, 0, 1));
+  tf_tensor_id x;
+  if (c->tied) { /* x = tanh(embedding(tokens, w)): w is read twice */
+    tf_tensor_id tokens = tf_graph_input(g, "tokens", TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)));
+    x = tf_unary(g, TF_OP_TANH, tf_embedding(g, tokens, w));
+  } else {
+    x = tf_graph_parameter(g, "x", TF_F32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME), tf_fixed(FEATURES)),
+                           tf_init_make(TF_INIT_NORMAL, 0, 1));
+  }
+  tf_tensor_id logits = tf_matmul(g, x, w, false, c->transpose_weight);
+  tf_graph_add_output(g, logits);
+  tf_graph_set_loss(g, tf_cross_entropy(g, logits, labels, -100));
+  return g;
+}
+
+static tf_plan *compile(const head_case *c, tf_fuse_loss fuse) {
+  tf_graph *g = build(c);
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.optimizer = TF_OPTIMIZER_SGD;
+  options.target.threads = 1;
+  options.fuse_loss = fuse;
+  options.loss_chunk_rows = c->chunk_rows;
+  tf_plan *plan = NULL;
+  tf_status status = tf_graph_status(g) ? tf_status_new(TF_ERR_INTERNAL, "%s", tf_status_message(tf_graph_status(g)))
+                                        : tf_compile(g, &options, &plan);
+  CHECK(&counts, status == NULL, "%s: compile (fuse %d): %s", c->name, (int)fuse, tf_status_message(status));
+  tf_status_free(status);
+  tf_graph_destroy(g);
+  return plan;
+}
+
+static int32_t count_op(const tf_plan *plan, tf_op op) {
+  int32_t n = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    n += plan->steps[s].op == op;
+  return n;
+}
+
+/* The gradient buffer of the parameter named `parameter`, or -1. */
+static int32_t gradient_of(const tf_plan *plan, const char *parameter) {
+  for (int32_t b = 0; b < plan->n_buffers; b++) {
+    const tf_plan_buffer *buffer = &plan->buffers[b];
+    if (buffer->role == TF_ROLE_GRADIENT && buffer->owner >= 0 &&
+        strcmp(plan->buffers[buffer->owner].name, parameter) == 0)
+      return b;
+  }
+  return -1;
+}
+
+/* Fills parameters (by name, the same in both plans) and integer inputs deterministically. */
+static void fill(tf_interp *in, const head_case *c) {
+  for (int32_t b = 0; b < in->plan->n_buffers; b++) {
+    const tf_plan_buffer *buffer = &in->plan->buffers[b];
+    int64_t n = tf_interp_count(in, b);
+    if (buffer->role == TF_ROLE_PARAMETER) {
+      double *x = in->data[b];
+      for (int64_t i = 0; i < n; i++)
+        x[i] = sin(0.7 * (double)i + (double)strlen(buffer->name)) * 1.5;
+    } else if (buffer->role == TF_ROLE_LABEL) {
+      int32_t *labels = in->data[b];
+      for (int64_t i = 0; i < n; i++) /* rows 3 and 8 ignored, row 6 out of range */
+        labels[i] = c->label_pattern == 1 ? -100
+                    : i == 3 || i == 8    ? -100
+                    : i == 6              ? CLASSES
+                                          : (int32_t)((i * 3) % CLASSES);
+    } else if (buffer->role == TF_ROLE_INPUT) {
+      int32_t *tokens = in->data[b];
+      for (int64_t i = 0; i < n; i++)
+        tokens[i] = (int32_t)((i * 5 + 2) % CLASSES);
+    }
+  }
+}
+
+static double relative(double a, double b) { return fabs(a - b) / fmax(1e-30, fmax(fabs(a), fabs(b))); }
+
+static void check_case(const head_case *c) {
+  tf_plan *fused = compile(c, TF_FUSE_LOSS_ON), *plain = compile(c, TF_FUSE_LOSS_OFF);
+  if (!fused || !plain) {
+    tf_plan_destroy(fused);
+    tf_plan_destroy(plain);
+    return;
+  }
+  CHECK(&counts, count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY) == 1 && count_op(fused, TF_OP_CROSS_ENTROPY) == 0,
+        "%s: the fused plan has no linear_cross_entropy step", c->name);
+  CHECK(&counts, count_op(plain, TF_OP_CROSS_ENTROPY) == 1 && count_op(plain, TF_OP_LINEAR_CROSS_ENTROPY) == 0,
+        "%s: --fuse-loss off fused anyway", c->name);
+  for (int32_t b = 0; b < fused->n_buffers; b++) {
+    const tf_plan_buffer *buffer = &fused->buffers[b];
+    CHECK(&counts,
+          !(buffer->rank >= 1 && buffer->shape[buffer->rank - 1] == CLASSES && buffer->role == TF_ROLE_ACTIVATION),
+          "%s: the fused plan holds a logits-shaped activation '%s'", c->name, buffer->name);
+  }
+  tf_interp a, b;
+  tf_interp_init(&a, fused);
+  tf_interp_init(&b, plain);
+  fill(&a, c);
+  fill(&b, c);
+  CHECK(&counts, tf_interp_run(&a, 0, fused->micro_steps) && tf_interp_run(&b, 0, plain->micro_steps),
+        "%s: a step has no f64 kernel", c->name);
+  double loss_a = *(double *)a.data[fused->loss], loss_b = *(double *)b.data[plain->loss];
+  double worst = relative(loss_a, loss_b);
+  CHECK(&counts, worst <= 1e-10 || (loss_a == 0 && loss_b == 0), "%s: loss %.17g fused, %.17g unfused", c->name, loss_a,
+        loss_b);
+  int gradients = 0;
+  for (int32_t g = 0; g < fused->n_buffers; g++) {
+    if (fused->buffers[g].role != TF_ROLE_GRADIENT)
+      continue;
+    int32_t twin = gradient_of(plain, fused->buffers[fused->buffers[g].owner].name);
+    CHECK(&counts, twin >= 0, "%s: the unfused plan has no gradient of '%s'", c->name,
+          fused->buffers[fused->buffers[g].owner].name);
+    if (twin < 0)
+      continue;
+    const double *ga = a.data[g], *gb = b.data[twin];
+    double scale = 0;
+    for (int64_t i = 0; i < tf_interp_count(&a, g); i++)
+      scale = fmax(scale, fabs(gb[i]));
+    for (int64_t i = 0; i < tf_interp_count(&a, g); i++) {
+      double error = fabs(ga[i] - gb[i]) / fmax(scale, 1e-30);
+      worst = fmax(worst, error);
+      CHECK(&counts, error <= 1e-10 || (ga[i] == 0 && gb[i] == 0), "%s: %s[%lld] %.17g fused, %.17g unfused", c->name,
+            fused->buffers[g].name, (long long)i, ga[i], gb[i]);
+    }
+    gradients++;
+  }
+  CHECK(&counts, gradients == (c->tied ? 1 : 2), "%s: %d gradients compared", c->name, gradients);
+  printf("ok   %-34s loss %.12f, %d gradient(s), worst relative difference %.2e\n", c->name, loss_a, gradients, worst);
+  tf_interp_free(&a);
+  tf_interp_free(&b);
+  tf_plan_destroy(fused);
+  tf_plan_destroy(plain);
+}
+
+int main(void) {
+  const head_case cases[] = {
+      {"weight [V, d], chunk 3 of 10 rows", true, false, 3, 0},
+      {"weight [d, V], chunk 4 of 10 rows", false, false, 4, 0},
+      {"one chunk of all 10 rows", true, false, 10, 0},
+      {"chunk of 1 row", false, false, 1, 0},
+      {"every label ignored", true, false, 3, 1},
+      {"tied to an embedding, chunk 3", true, true, 3, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    check_case(&cases[i]);
+  return tf_test_finish("fused loss head", &counts);
+}
