@@ -33,7 +33,7 @@ PYTHONPATH="$dir/prefix/lib/python3/dist-packages" TIGHTFIT_LIBRARY= /usr/bin/py
 import tightfit, sys
 path = tightfit.library_path()
 assert path.startswith('$dir/prefix'), path
-result = tightfit.check(tightfit.zoo('mlp'), budget='1MiB', set={'N': 32})
+result = tightfit.check(tightfit.zoo('mlp'), budget='1MiB', target='cpu', set={'N': 32})
 assert result['fits'] and result['categories']['total'] == 397120, result
 print('ok: the installed Python package loads', path.replace('$dir', 'PREFIX-PARENT'), 'and checks mlp')
 " || fail "the installed Python package"

@@ -23,7 +23,7 @@ except tightfit.TightfitError as error:
     sys.exit(1)
 parameters = sum(p.numel() for p in module.parameters())
 plan = tightfit.compile(graph, set={"N": batch})
-result = tightfit.check(graph, budget="1MiB", set={"N": batch})
+result = tightfit.check(graph, budget="1MiB", target="cpu", set={"N": batch})
 failed = 0
 if result["regions"]["parameters"] < 4 * parameters:
     print(f"FAIL: the parameters region ({result['regions']['parameters']} bytes) is smaller than the module's "
