@@ -1,7 +1,7 @@
 /* asr: a transformer encoder-decoder speech recogniser (Whisper-like): log-mel frames in, text
  * tokens out. The encoder subsamples the frames 4x with two strided convolutions. */
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { D_MODEL, ENC_LAYERS, DEC_LAYERS, HEADS, VOCAB, MELS, MAX_FRAMES, MAX_TOKENS, FFN, KNOB_COUNT };
 

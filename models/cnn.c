@@ -1,6 +1,6 @@
 /* cnn: a small convolutional image classifier (8x8 digits by default). */
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { IMAGE, CHANNELS, CLASSES, KNOB_COUNT };
 
@@ -12,13 +12,7 @@ static const tf_zoo_knob knobs[KNOB_COUNT] = {
 
 /* conv2d 3x3 (padding 1) + bias, relu, max_pool2d 2x2: the channels change, the size halves. */
 static tf_tensor_id stage(tf_graph *g, tf_tensor_id x, int64_t in, int64_t out, const char *name) {
-  int64_t fan_in = in * 3 * 3;
-  tf_tensor_id weight = tf_layers_parameter(g, TF_SHAPE(tf_fixed(out), tf_fixed(in), tf_fixed(3), tf_fixed(3)),
-                                            tf_layers_fan_in_uniform(fan_in), "%s.weight", name);
-  tf_tensor_id bias = tf_layers_parameter(g, TF_SHAPE(tf_fixed(out)), tf_layers_zeros(), "%s.bias", name);
-  tf_graph_set_scope(g, name);
-  tf_conv_attrs conv = {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 1};
-  x = tf_conv2d(g, x, weight, bias, &conv);
+  x = tf_layers_conv2d(g, x, in, out, 3, 1, 1, name);
   x = tf_unary(g, TF_OP_RELU, x);
   tf_pool_attrs pool = {.kernel = {2, 2}, .stride = {2, 2}};
   return tf_pool2d(g, TF_OP_MAX_POOL2D, x, &pool);

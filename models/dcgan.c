@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { Z_DIM, G_CHANNELS, D_CHANNELS, MELS, FRAMES, KNOB_COUNT };
 

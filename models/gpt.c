@@ -2,7 +2,7 @@
 #include <inttypes.h>
 
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { VOCAB, CTX, D_MODEL, LAYERS, HEADS, SEQ, KNOB_COUNT };
 

@@ -1,5 +1,5 @@
 /* Shared building blocks of the zoo: linear, layer norm, attention, MLP, the pre-LN block, the stack. */
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -77,6 +77,17 @@ tf_tensor_id tf_layers_layer_norm(tf_graph *g, tf_tensor_id x, int64_t d, float 
   return tf_layer_norm(g, x, gamma, beta, epsilon);
 }
 
+tf_tensor_id tf_layers_conv2d(tf_graph *g, tf_tensor_id x, int64_t in, int64_t out, int64_t kernel, int32_t stride,
+                              int32_t padding, const char *name) {
+  tf_tensor_id weight =
+      tf_layers_parameter(g, TF_SHAPE(tf_fixed(out), tf_fixed(in), tf_fixed(kernel), tf_fixed(kernel)),
+                          tf_layers_fan_in_uniform(in * kernel * kernel), "%s.weight", name);
+  tf_tensor_id bias = tf_layers_parameter(g, TF_SHAPE(tf_fixed(out)), tf_layers_zeros(), "%s.bias", name);
+  tf_graph_set_scope(g, name);
+  tf_conv_attrs conv = {.stride = {stride, stride}, .padding = {padding, padding}, .dilation = {1, 1}, .groups = 1};
+  return tf_conv2d(g, x, weight, bias, &conv);
+}
+
 tf_tensor_id tf_layers_positions(tf_graph *g, int32_t symbol, tf_tensor_id table, const char *ids_name) {
   tf_tensor_id ids =
       tf_graph_constant(g, ids_name, TF_I32, TF_SHAPE(tf_sym(symbol)), tf_init_make(TF_INIT_ARANGE, 0.0, 1.0));
@@ -103,7 +114,7 @@ static void scope_parent(tf_graph *g, const char *prefix, const char *name) {
   tf_graph_set_scope(g, scope);
 }
 
-static tf_tensor_id self_attention(tf_graph *g, tf_tensor_id x, const tf_block_config *c, const char *prefix) {
+tf_tensor_id tf_layers_self_attention(tf_graph *g, tf_tensor_id x, const tf_block_config *c, const char *prefix) {
   char name[TF_LAYERS_NAME_MAX];
   int64_t d = c->d_model;
   tf_tensor_id qkv =
@@ -117,8 +128,8 @@ static tf_tensor_id self_attention(tf_graph *g, tf_tensor_id x, const tf_block_c
                           join(name, prefix, c->names->attn_out));
 }
 
-static tf_tensor_id cross_attention(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *c,
-                                    const char *prefix) {
+tf_tensor_id tf_layers_cross_attention(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *c,
+                                       const char *prefix) {
   char name[TF_LAYERS_NAME_MAX];
   int64_t d = c->d_model;
   tf_init init = tf_layers_normal(c->init_std);
@@ -131,7 +142,7 @@ static tf_tensor_id cross_attention(tf_graph *g, tf_tensor_id x, tf_tensor_id me
                           join(name, prefix, c->names->cross_out));
 }
 
-static tf_tensor_id mlp(tf_graph *g, tf_tensor_id x, const tf_block_config *c, const char *prefix) {
+tf_tensor_id tf_layers_mlp(tf_graph *g, tf_tensor_id x, const tf_block_config *c, const char *prefix) {
   char name[TF_LAYERS_NAME_MAX];
   tf_tensor_id h = tf_layers_linear(g, x, c->d_model, c->ffn, true, tf_layers_normal(c->init_std),
                                     join(name, prefix, c->names->fc_in));
@@ -144,17 +155,17 @@ tf_tensor_id tf_layers_block(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, c
                              const char *prefix) {
   char name[TF_LAYERS_NAME_MAX];
   tf_tensor_id h = tf_layers_layer_norm(g, x, c->d_model, c->epsilon, join(name, prefix, c->names->ln_1));
-  h = self_attention(g, h, c, prefix);
+  h = tf_layers_self_attention(g, h, c, prefix);
   tf_graph_set_scope(g, prefix);
   x = tf_add(g, x, h);
   if (memory != TF_NO_TENSOR) {
     h = tf_layers_layer_norm(g, x, c->d_model, c->epsilon, join(name, prefix, c->names->ln_cross));
-    h = cross_attention(g, h, memory, c, prefix);
+    h = tf_layers_cross_attention(g, h, memory, c, prefix);
     tf_graph_set_scope(g, prefix);
     x = tf_add(g, x, h);
   }
   h = tf_layers_layer_norm(g, x, c->d_model, c->epsilon, join(name, prefix, c->names->ln_2));
-  h = mlp(g, h, c, prefix);
+  h = tf_layers_mlp(g, h, c, prefix);
   tf_graph_set_scope(g, prefix);
   return tf_add(g, x, h);
 }

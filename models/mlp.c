@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { INPUTS, HIDDEN, LAYERS, CLASSES, KNOB_COUNT };
 

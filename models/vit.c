@@ -3,7 +3,7 @@
 #include <inttypes.h>
 
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { IMAGE, PATCH, D_MODEL, LAYERS, HEADS, CLASSES, MLP, KNOB_COUNT };
 

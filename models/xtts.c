@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "models/family.h"
-#include "models/layers.h"
+#include "tightfit/layers.h"
 
 enum { LAYERS, D_MODEL, HEADS, TEXT_VOCAB, AUDIO_VOCAB, TEXT_POSITIONS, AUDIO_POSITIONS, TEXT_LENGTH, KNOB_COUNT };
 

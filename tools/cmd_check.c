@@ -1,9 +1,12 @@
 /* `tightfit check F.tfg --budget 16GiB`: does the compiled plan fit? For CI: exit 0 when it fits,
  * 1 when it does not (with the shortfall and where the bytes go), 2 on bad input. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "tools/baseline.h"
 #include "tools/compile_args.h"
 
 static void help(void) {
@@ -15,19 +18,46 @@ static void help(void) {
          "--global-batch G, searches micro-batch, accumulation and recompute for the fastest plan that fits.\n\n"
          "In CI:  tightfit check model.tfg --gpu t4 --global-batch 32 --set T=1024 || exit 1\n\n"
          "options:\n"
-         "  --json                 machine-readable result\n");
+         "  --json                 machine-readable result (with a \"categories\" object: parameters,\n"
+         "                         gradients, optimizer_state, activations, workspace, inputs,\n"
+         "                         device_overhead, total; what --baseline compares)\n"
+         "  --baseline FILE        an earlier `check --json` result of the same graph and target: print\n"
+         "                         the change per category, and exit 1 when the device total grew by\n"
+         "                         more than --max-growth\n"
+         "  --max-growth P%%       the growth of the total --baseline allows (default 0%%; e.g. 5%%, 0.5%%)\n");
   tf_compile_args_help();
-  printf("\nexit codes: 0 fits, 1 does not fit, 2 bad usage or a bad graph.\n");
+  printf("\nexit codes: 0 fits (and grew no more than allowed), 1 does not fit or grew more than\n"
+         "--max-growth over --baseline, 2 bad usage, a bad graph or a bad baseline file.\n");
+}
+
+/* "5%", "0.5%" -> 0.05, 0.005; the sign is required so that "0.05" cannot silently mean 0.05%. */
+static bool parse_percent(const char *text, double *share) {
+  char *end;
+  double value = strtod(text, &end);
+  if (end == text || strcmp(end, "%") != 0 || !isfinite(value) || value < 0 || value > 1e6)
+    return false;
+  *share = value / 100.0;
+  return true;
 }
 
 int tf_cmd_check(int argc, char **argv) {
   tf_compile_args args;
   tf_compile_args_init(&args);
+  const char *baseline_path = NULL, *max_growth_text = NULL;
+  double max_growth = 0.0;
   for (int i = 1; i < argc; i++) {
     bool error = false;
+    const char *v;
     if (tf_cli_is_help(argv[i])) {
       help();
       return TF_EXIT_OK;
+    } else if (tf_cli_option(argc, argv, &i, "--baseline", &v, &error)) {
+      baseline_path = v;
+    } else if (tf_cli_option(argc, argv, &i, "--max-growth", &v, &error)) {
+      max_growth_text = v;
+      if (!error && !parse_percent(v, &max_growth))
+        return tf_cli_usage_error("check",
+                                  "--max-growth takes a percentage with its sign, such as 5%% or 0.5%%, got '%s'", v);
     } else if (tf_compile_args_take(&args, "check", argc, argv, &i, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("check", "unknown option '%s'", argv[i]);
@@ -39,6 +69,16 @@ int tf_cmd_check(int argc, char **argv) {
   }
   if (!args.graph_path)
     return tf_cli_usage_error("check", "missing the graph file");
+  if (max_growth_text && !baseline_path)
+    return tf_cli_usage_error("check", "--max-growth %s needs --baseline FILE (the result it is compared with)",
+                              max_growth_text);
+  /* The baseline is read first: a bad file fails in milliseconds, before any compile. */
+  tf_categories baseline, current;
+  if (baseline_path) {
+    tf_status read = tf_categories_read(baseline_path, &baseline);
+    if (read)
+      return tf_cli_fail("check", read);
+  }
   tf_status status = tf_compile_args_resolve(&args);
   if (status)
     return tf_cli_fail("check", status);
@@ -53,6 +93,16 @@ int tf_cmd_check(int argc, char **argv) {
     return tf_cli_fail("check", status);
   int64_t total = tf_plan_device_total(plan);
   bool fits = total <= budget;
+  tf_categories_of_plan(plan, &current);
+  bool grew = false;
+  if (baseline_path) {
+    status = tf_categories_check_same_model(baseline_path, &baseline, &current);
+    if (status) {
+      tf_plan_destroy(plan);
+      return tf_cli_fail("check", status);
+    }
+    grew = tf_categories_growth(&baseline, &current) > max_growth;
+  }
   static const char *const remat_names[] = {"none", "checkpoints", "auto"};
   const char *remat = args.global_batch > 0 ? remat_names[search.remat] : remat_names[args.options.remat];
   static const char *const precision_names[] = {"f32", "bf16", "f16"};
@@ -78,6 +128,9 @@ int tf_cmd_check(int argc, char **argv) {
       tf_json_double(&j, "estimated_seconds_per_step", search.seconds_per_step);
     }
     tf_compile_args_print_memory(plan, &j);
+    tf_categories_json(&current, &j);
+    if (baseline_path)
+      tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, NULL, &j);
     tf_json_end_object(&j);
   } else if (fits) {
     printf("%s: %s\n", args.graph_path, args.target_note);
@@ -99,6 +152,9 @@ int tf_cmd_check(int argc, char **argv) {
     if (args.global_batch > 0)
       printf("search (%d plans compiled):\n%s", search.tried, search.summary);
   }
+  /* With --json the diff also goes to stderr, so a CI log shows it while stdout is the result file. */
+  if (baseline_path)
+    tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, args.json ? stderr : stdout, NULL);
   tf_plan_destroy(plan);
-  return fits ? TF_EXIT_OK : TF_EXIT_FAILED;
+  return fits && !grew ? TF_EXIT_OK : TF_EXIT_FAILED;
 }

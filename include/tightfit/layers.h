@@ -1,5 +1,6 @@
-/* Building blocks shared by the zoo's builders: parameters with formatted names, linear layers,
- * layer norm, attention, MLP, the pre-LN transformer block and a stack of them (gpt, vit, asr, xtts).
+/* Layer helpers over the graph builder (tightfit/graph.h): parameters with formatted names, linear
+ * and conv layers, layer norm, attention, MLP, the pre-LN transformer block and a stack of them. The
+ * zoo builds its models with them (gpt, vit, asr, xtts, cnn, mlp); so can a program or Python.
  *
  * Conventions (they make weights exchangeable with PyTorch by name):
  * - a Linear weight is [out, in] (nn.Linear) and is applied as matmul(x, W, false, true) + bias;
@@ -7,13 +8,17 @@
  * - every function sets the builder's scope to the name of what it builds, so node names read like
  *   "h.3.attn/attention"; callers set the scope again before building their own nodes.
  * Errors stick in the graph (see graph.h); these functions never fail on their own. */
-#ifndef TIGHTFIT_MODELS_LAYERS_H
-#define TIGHTFIT_MODELS_LAYERS_H
+#ifndef TIGHTFIT_LAYERS_H
+#define TIGHTFIT_LAYERS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define TF_LAYERS_NAME_MAX 256
 
@@ -37,6 +42,10 @@ tf_tensor_id tf_layers_parameter(tf_graph *g, tf_shape shape, tf_init init, cons
 /* y = x W^T (+ b): "<name>.weight" [out, in] and, when `bias`, "<name>.bias" [out] (zeros). */
 tf_tensor_id tf_layers_linear(tf_graph *g, tf_tensor_id x, int64_t in, int64_t out, bool bias, tf_init init,
                               const char *name);
+/* conv2d with a square `kernel`, `stride` and `padding` on x [N, in, H, W] + bias: "<name>.weight"
+ * [out, in, kernel, kernel] (fan-in uniform, as PyTorch's nn.Conv2d) and "<name>.bias" [out] (zeros). */
+tf_tensor_id tf_layers_conv2d(tf_graph *g, tf_tensor_id x, int64_t in, int64_t out, int64_t kernel, int32_t stride,
+                              int32_t padding, const char *name);
 /* Layer norm over the last axis (size d): "<name>.weight" (ones) and "<name>.bias" (zeros). */
 tf_tensor_id tf_layers_layer_norm(tf_graph *g, tf_tensor_id x, int64_t d, float epsilon, const char *name);
 /* A learned position embedding of sequence symbol `symbol`: a constant `ids_name` i32 [symbol] holding
@@ -68,6 +77,15 @@ typedef struct tf_block_config {
   const tf_block_names *names;
 } tf_block_config;
 
+/* The block's parts on x [N, T, d], named "<prefix>.<names->...>": self-attention (one fused
+ * Linear(d, 3d) sliced into q, k, v, then the out projection), cross-attention over memory [N, S, d]
+ * (separate q, k, v, out Linear layers), and the MLP (Linear(d, ffn), GELU, Linear(ffn, d)). No
+ * layer norm or residual: tf_layers_block adds those. */
+tf_tensor_id tf_layers_self_attention(tf_graph *g, tf_tensor_id x, const tf_block_config *config, const char *prefix);
+tf_tensor_id tf_layers_cross_attention(tf_graph *g, tf_tensor_id x, tf_tensor_id memory, const tf_block_config *config,
+                                       const char *prefix);
+tf_tensor_id tf_layers_mlp(tf_graph *g, tf_tensor_id x, const tf_block_config *config, const char *prefix);
+
 /* A pre-LN transformer block on x [N, T, d]:
  *   x += attn(ln_1(x));  [x += cross_attn(ln_cross(x), memory)];  x += mlp(ln_2(x))
  * Self-attention uses one fused Linear(d, 3d) sliced into q, k, v. Cross-attention runs only when
@@ -96,4 +114,7 @@ tf_training_config tf_layers_adamw(void);
 /* SGD with momentum 0.9, lr 0.05, no weight decay (the small classifiers). */
 tf_training_config tf_layers_sgd(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,656 @@
+"""tightfit from Python: build or load a graph, compile it into a plan whose memory is exact, check a
+budget, and train from numpy arrays. Pure Python over libtightfit.so (ctypes); see docs/python.md.
+
+    import tightfit
+    graph = tightfit.zoo("mlp")                              # or tightfit.load("m.tfg"), tightfit.Graph(...)
+    result = tightfit.check(graph, budget="1MiB", set={"N": 32})   # the fields of `tightfit check --json`
+    plan = tightfit.compile(graph, set={"N": 32}, optimizer="adamw")
+    session = tightfit.Session(plan, seed=0)
+    losses = session.train({"x": x, "labels": labels}, steps=10)
+
+Every failure raises tightfit.TightfitError carrying the library's message.
+"""
+import ctypes
+import json
+import math
+import os
+import shutil
+import tempfile
+import warnings
+import weakref
+
+from . import _lib
+from ._lib import TightfitError
+
+__all__ = ["TightfitError", "Graph", "Plan", "Session", "BlockConfig", "load", "zoo", "compile", "check", "report",
+           "from_torch", "library_path"]
+
+NO_TENSOR = -1
+_OPS = {"neg": 5, "exp": 6, "log": 7, "sqrt": 8, "rsqrt": 9, "relu": 10, "silu": 12, "sigmoid": 13, "tanh": 14,
+        "softplus": 67, "sum": 15, "mean": 16, "max": 17, "max_pool2d": 31, "avg_pool2d": 32}
+
+
+def library_path():
+    """The path of the libtightfit.so this package loaded."""
+    return _lib.lib._name
+
+
+def _workdir():
+    """A temporary folder removed when the object that holds it is collected."""
+    return tempfile.mkdtemp(prefix="tightfit-")
+
+
+def _bytes(text):
+    return None if text is None else str(text).encode()
+
+
+# ---- graphs ----
+
+class BlockConfig:
+    """A transformer block's configuration (tf_block_config): widths, mask, GELU flavour, layer norm
+    epsilon, init std and parameter names ("gpt2" or "timm")."""
+
+    def __init__(self, d_model, heads, ffn=None, causal=False, gelu_approximate=False, epsilon=1e-5, init_std=0.02,
+                 residual_init_std=None, names="gpt2"):
+        if names not in ("gpt2", "timm"):
+            raise TightfitError(f"BlockConfig: names must be 'gpt2' or 'timm', got {names!r}")
+        self.c = _lib.BlockConfig(d_model=d_model, heads=heads, ffn=4 * d_model if ffn is None else ffn,
+                                  causal=causal, gelu_approximate=gelu_approximate, epsilon=epsilon, init_std=init_std,
+                                  residual_init_std=init_std if residual_init_std is None else residual_init_std,
+                                  names=_lib.GPT2_NAMES if names == "gpt2" else _lib.TIMM_NAMES)
+
+    @classmethod
+    def gpt2(cls, d_model, heads, layers):
+        """GPT-2's block of a `layers`-block model (tf_layers_gpt2_block)."""
+        config = cls(d_model, heads)
+        config.c = _lib.lib.tf_layers_gpt2_block(d_model, heads, layers)
+        return config
+
+
+class Graph:
+    """A model graph (tf_graph). Builder methods return tensor ids (ints); the first error stops the
+    graph and is raised as TightfitError naming the node, op and shapes."""
+
+    def __init__(self, name="graph", _handle=None, _dir=None):
+        if _handle is None:
+            handle = _lib.c_graph_p()
+            _lib.check(_lib.lib.tf_graph_create(_bytes(name), ctypes.byref(handle)), "Graph")
+            _handle = handle.value
+        self._g = _handle
+        self._symbols = {}
+        self._dir = _dir  # where files the graph references (external weights) live
+        self._source = None  # the .tfg it was loaded from, while unchanged
+        self._finalizer = weakref.finalize(self, _lib.lib.tf_graph_destroy, _handle)
+
+    # -- errors --
+    def _checked(self, tensor, what):
+        self._source = None
+        if tensor == NO_TENSOR or tensor is None:
+            status = _lib.lib.tf_graph_status(self._g)
+            message = _lib.lib.tf_status_message(status).decode("utf-8", "replace") if status else "failed"
+            raise TightfitError(f"{what}: {message}", "invalid argument")
+        return tensor
+
+    def status(self):
+        """Raises the graph's first builder error, if any."""
+        status = _lib.lib.tf_graph_status(self._g)
+        if status:
+            raise TightfitError(_lib.lib.tf_status_message(status).decode("utf-8", "replace"))
+
+    # -- shapes and initializers --
+    def symbol(self, name, default=1):
+        """Declares a symbolic dimension (N, T, ...) with its default value; returns its name."""
+        index = _lib.lib.tf_graph_symbol(self._g, _bytes(name), int(default))
+        if index < 0:
+            self._checked(NO_TENSOR, f"symbol {name!r}")
+        self._symbols[name] = index
+        return name
+
+    def _shape(self, dims):
+        if len(dims) > _lib.MAX_RANK:
+            raise TightfitError(f"shape {list(dims)}: rank {len(dims)} is over {_lib.MAX_RANK}")
+        shape = _lib.Shape(rank=len(dims))
+        for i, d in enumerate(dims):
+            multiple = 1
+            if isinstance(d, tuple):
+                d, multiple = d
+            if isinstance(d, str):
+                if d not in self._symbols:
+                    raise TightfitError(f"shape {list(dims)}: unknown symbol {d!r}; declare it with "
+                                        f"graph.symbol({d!r}, default)")
+                shape.dims[i] = _lib.Dim(size=multiple, symbol=self._symbols[d])
+            else:
+                shape.dims[i] = _lib.Dim(size=int(d), symbol=-1)
+        return shape
+
+    @staticmethod
+    def _init(spec):
+        """'zeros', 'ones', ('normal', std), ('uniform', low, high), ('fan_in_uniform', fan_in),
+        ('fill', value), ('arange', start, step)."""
+        if isinstance(spec, str):
+            spec = (spec,)
+        kind, *args = spec
+        if kind == "fan_in_uniform":
+            bound = 1.0 / math.sqrt(args[0])
+            return _lib.Init(kind=_lib.INIT["uniform"], a=-bound, b=bound)
+        if kind == "normal":
+            return _lib.Init(kind=_lib.INIT["normal"], a=0.0, b=float(args[0]) if args else 1.0)
+        if kind not in _lib.INIT:
+            raise TightfitError(f"unknown initializer {kind!r} (zeros, ones, normal, uniform, fan_in_uniform, fill, "
+                                "arange, xavier_uniform, kaiming_normal)")
+        values = [float(a) for a in args] + [0.0, 0.0]
+        return _lib.Init(kind=_lib.INIT[kind], a=values[0], b=values[1])
+
+    @staticmethod
+    def _dtype(dtype):
+        if dtype not in _lib.DTYPES:
+            raise TightfitError(f"unknown dtype {dtype!r} (f32, f16, bf16, i32, i64, u8)")
+        return _lib.DTYPES[dtype]
+
+    # -- tensors --
+    def input(self, name, shape, dtype="f32"):
+        return self._checked(_lib.lib.tf_graph_input(self._g, _bytes(name), self._dtype(dtype), self._shape(shape)),
+                             f"input {name!r}")
+
+    def label(self, name, shape, dtype="i32"):
+        return self._checked(_lib.lib.tf_graph_label(self._g, _bytes(name), self._dtype(dtype), self._shape(shape)),
+                             f"label {name!r}")
+
+    def parameter(self, name, shape, init="zeros", dtype="f32"):
+        return self._checked(_lib.lib.tf_graph_parameter(self._g, _bytes(name), self._dtype(dtype), self._shape(shape),
+                                                         self._init(init)), f"parameter {name!r}")
+
+    def constant(self, name, shape, init, dtype="f32"):
+        return self._checked(_lib.lib.tf_graph_constant(self._g, _bytes(name), self._dtype(dtype), self._shape(shape),
+                                                        self._init(init)), f"constant {name!r}")
+
+    def scope(self, name):
+        """Prefix for the names of the nodes built next."""
+        _lib.lib.tf_graph_set_scope(self._g, _bytes(name))
+
+    # -- ops (include/tightfit/graph.h) --
+    def matmul(self, a, b, transpose_a=False, transpose_b=False):
+        return self._checked(_lib.lib.tf_matmul(self._g, a, b, transpose_a, transpose_b), "matmul")
+
+    def add(self, a, b):
+        return self._checked(_lib.lib.tf_add(self._g, a, b), "add")
+
+    def sub(self, a, b):
+        return self._checked(_lib.lib.tf_sub(self._g, a, b), "sub")
+
+    def mul(self, a, b):
+        return self._checked(_lib.lib.tf_mul(self._g, a, b), "mul")
+
+    def div(self, a, b):
+        return self._checked(_lib.lib.tf_div(self._g, a, b), "div")
+
+    def unary(self, op, x):
+        """neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, softplus."""
+        if op not in _OPS or _OPS[op] > 14 and op != "softplus":
+            raise TightfitError(f"unary: unknown op {op!r}")
+        return self._checked(_lib.lib.tf_unary(self._g, _OPS[op], x), op)
+
+    def relu(self, x):
+        return self.unary("relu", x)
+
+    def tanh(self, x):
+        return self.unary("tanh", x)
+
+    def sigmoid(self, x):
+        return self.unary("sigmoid", x)
+
+    def gelu(self, x, approximate=False):
+        return self._checked(_lib.lib.tf_gelu(self._g, x, approximate), "gelu")
+
+    def reduce(self, op, x, axes, keepdims=False):
+        """op: sum, mean or max over `axes`."""
+        array = (ctypes.c_int32 * len(axes))(*axes)
+        return self._checked(_lib.lib.tf_reduce(self._g, _OPS[op], x, array, len(axes), keepdims), op)
+
+    def softmax(self, x, axis=-1):
+        return self._checked(_lib.lib.tf_softmax(self._g, x, axis), "softmax")
+
+    def log_softmax(self, x, axis=-1):
+        return self._checked(_lib.lib.tf_log_softmax(self._g, x, axis), "log_softmax")
+
+    def layer_norm(self, x, gamma, beta=NO_TENSOR, epsilon=1e-5):
+        return self._checked(_lib.lib.tf_layer_norm(self._g, x, gamma, beta, epsilon), "layer_norm")
+
+    def rms_norm(self, x, gamma, epsilon=1e-6):
+        return self._checked(_lib.lib.tf_rms_norm(self._g, x, gamma, epsilon), "rms_norm")
+
+    def embedding(self, ids, table):
+        return self._checked(_lib.lib.tf_embedding(self._g, ids, table), "embedding")
+
+    def reshape(self, x, shape):
+        return self._checked(_lib.lib.tf_reshape(self._g, x, self._shape(shape)), "reshape")
+
+    def transpose(self, x, perm):
+        array = (ctypes.c_int32 * len(perm))(*perm)
+        return self._checked(_lib.lib.tf_transpose(self._g, x, array, len(perm)), "transpose")
+
+    def concat(self, xs, axis):
+        array = (_lib.c_tensor * len(xs))(*xs)
+        return self._checked(_lib.lib.tf_concat(self._g, array, len(xs), axis), "concat")
+
+    def slice(self, x, axis, start, end, step=1):
+        return self._checked(_lib.lib.tf_slice(self._g, x, axis, start, end, step), "slice")
+
+    def conv2d(self, x, weight, bias=NO_TENSOR, stride=1, padding=0, dilation=1, groups=1):
+        attrs = _lib.ConvAttrs(stride=(stride, stride), padding=(padding, padding), dilation=(dilation, dilation),
+                               groups=groups)
+        return self._checked(_lib.lib.tf_conv2d(self._g, x, weight, bias, ctypes.byref(attrs)), "conv2d")
+
+    def pool2d(self, op, x, kernel, stride=None, padding=0):
+        """op: max_pool2d or avg_pool2d."""
+        stride = kernel if stride is None else stride
+        attrs = _lib.PoolAttrs(kernel=(kernel, kernel), stride=(stride, stride), padding=(padding, padding))
+        return self._checked(_lib.lib.tf_pool2d(self._g, _OPS[op], x, ctypes.byref(attrs)), op)
+
+    def dropout(self, x, rate):
+        return self._checked(_lib.lib.tf_dropout(self._g, x, rate), "dropout")
+
+    def attention(self, q, k, v, heads, causal=False):
+        return self._checked(_lib.lib.tf_attention(self._g, q, k, v, heads, causal), "attention")
+
+    def cross_entropy(self, logits, labels, ignore_index=-100):
+        return self._checked(_lib.lib.tf_cross_entropy(self._g, logits, labels, ignore_index), "cross_entropy")
+
+    def mse(self, prediction, target):
+        return self._checked(_lib.lib.tf_mse(self._g, prediction, target), "mse")
+
+    def bce_with_logits(self, logits, target):
+        return self._checked(_lib.lib.tf_bce_with_logits(self._g, logits, target), "bce_with_logits")
+
+    # -- layer helpers (include/tightfit/layers.h) --
+    def linear(self, x, d_in, d_out, name, bias=True, init=None):
+        """y = x W^T + b: "<name>.weight" [out, in] (default init: PyTorch's fan-in uniform), "<name>.bias"."""
+        init = self._init(init or ("fan_in_uniform", d_in))
+        return self._checked(_lib.lib.tf_layers_linear(self._g, x, d_in, d_out, bias, init, _bytes(name)),
+                             f"linear {name!r}")
+
+    def norm(self, x, d, name, epsilon=1e-5):
+        """Layer norm over the last axis with "<name>.weight" and "<name>.bias"."""
+        return self._checked(_lib.lib.tf_layers_layer_norm(self._g, x, d, epsilon, _bytes(name)), f"norm {name!r}")
+
+    def conv(self, x, d_in, d_out, kernel, name, stride=1, padding=0):
+        """conv2d + bias with "<name>.weight" [out, in, k, k] and "<name>.bias"."""
+        return self._checked(_lib.lib.tf_layers_conv2d(self._g, x, d_in, d_out, kernel, stride, padding,
+                                                       _bytes(name)), f"conv {name!r}")
+
+    def positions(self, symbol, table, ids_name):
+        """A learned position embedding over `symbol`: rows 0..symbol-1 of `table`."""
+        return self._checked(_lib.lib.tf_layers_positions(self._g, self._symbols[symbol], table, _bytes(ids_name)),
+                             "positions")
+
+    def self_attention(self, x, config, prefix):
+        return self._checked(_lib.lib.tf_layers_self_attention(self._g, x, ctypes.byref(config.c), _bytes(prefix)),
+                             f"self_attention {prefix!r}")
+
+    def cross_attention(self, x, memory, config, prefix):
+        return self._checked(_lib.lib.tf_layers_cross_attention(self._g, x, memory, ctypes.byref(config.c),
+                                                                _bytes(prefix)), f"cross_attention {prefix!r}")
+
+    def mlp(self, x, config, prefix):
+        return self._checked(_lib.lib.tf_layers_mlp(self._g, x, ctypes.byref(config.c), _bytes(prefix)),
+                             f"mlp {prefix!r}")
+
+    def block(self, x, config, prefix, memory=NO_TENSOR):
+        """A pre-LN transformer block (with cross-attention over `memory` when given)."""
+        return self._checked(_lib.lib.tf_layers_block(self._g, x, memory, ctypes.byref(config.c), _bytes(prefix)),
+                             f"block {prefix!r}")
+
+    def stack(self, x, config, count, prefix, norm_name, memory=NO_TENSOR):
+        """`count` blocks "<prefix>.0" ... then a layer norm `norm_name`."""
+        return self._checked(_lib.lib.tf_layers_stack(self._g, x, memory, ctypes.byref(config.c), count,
+                                                      _bytes(prefix), _bytes(norm_name)), f"stack {prefix!r}")
+
+    def finish(self, output, loss, optimizer="sgd", output_name=None, **training):
+        """Names the output "logits" (or output_name) and the loss "loss", marks them, and stores the
+        training configuration: SGD (lr 0.05, momentum 0.9) or AdamW (lr 3e-4, weight decay 0.01),
+        any field (learning_rate, momentum, beta1, beta2, epsilon, weight_decay, clip_norm) overridden."""
+        if optimizer not in ("sgd", "adamw"):
+            raise TightfitError(f"finish: optimizer must be 'sgd' or 'adamw', got {optimizer!r}")
+        config = _lib.lib.tf_layers_sgd() if optimizer == "sgd" else _lib.lib.tf_layers_adamw()
+        for key, value in training.items():
+            if key not in dict(_lib.TrainingConfig._fields_) or key in ("optimizer", "precision"):
+                raise TightfitError(f"finish: unknown training field {key!r}")
+            setattr(config, key, value)
+        self._source = None
+        _lib.lib.tf_layers_finish(self._g, output, _bytes(output_name), loss, ctypes.byref(config))
+        self.status()
+
+    # -- files --
+    def save(self, path):
+        """Writes the graph as a .tfg file."""
+        _lib.check(_lib.lib.tf_graph_save(self._g, _bytes(path)), "save")
+
+    def _file(self):
+        """A .tfg of this graph for the command line, beside the files it references."""
+        if self._source:
+            return self._source
+        if self._dir is None:
+            self._dir = _workdir()
+            weakref.finalize(self, shutil.rmtree, self._dir, True)
+        path = os.path.join(self._dir, "graph.tfg")
+        self.save(path)
+        return path
+
+
+def load(path):
+    """Loads a .tfg graph file."""
+    handle = _lib.c_graph_p()
+    _lib.check(_lib.lib.tf_graph_load(_bytes(path), ctypes.byref(handle)))
+    graph = Graph(_handle=handle.value)
+    graph._source = os.fspath(path)
+    return graph
+
+
+def zoo(name, **knobs):
+    """Builds zoo preset `name` with knobs overridden (`tightfit zoo NAME --param k=v`)."""
+    overrides = [f"{k}={v}".encode() for k, v in knobs.items()]
+    array = (ctypes.c_char_p * max(1, len(overrides)))(*overrides)
+    handle = _lib.c_graph_p()
+    _lib.check(_lib.lib.tf_zoo_build(_bytes(name), array, len(overrides), ctypes.byref(handle)), f"zoo {name!r}")
+    return Graph(_handle=handle.value)
+
+
+# ---- compile, check, report: exactly the command line's options and results ----
+
+def _options(options):
+    """Keyword arguments to `tightfit compile` flags: set={"N": 32} -> --set N=32; global_batch=32 ->
+    --global-batch 32; inference=True -> --inference; max_growth=0.05 -> --max-growth 5%."""
+    args = []
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if key == "set":
+            value = ",".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else value
+        elif key == "max_growth" and not isinstance(value, str):
+            value = f"{100.0 * value:g}%"
+        if value is True:
+            args.append(flag)
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def _graph_path(graph):
+    if isinstance(graph, Graph):
+        path = graph._file()
+        return path, os.path.dirname(os.path.abspath(path))
+    if isinstance(graph, (str, os.PathLike)):
+        path = os.fspath(graph)
+        return path, os.path.dirname(os.path.abspath(path))
+    raise TightfitError(f"expected a tightfit.Graph or a .tfg path, got {type(graph).__name__}")
+
+
+def _run(command, args, allowed=(0,)):
+    code, out, err = _lib.run_cli([command] + args)
+    lines = [line for line in err.splitlines() if not line.startswith("(run 'tightfit")]
+    if code not in allowed:
+        message = "\n".join(line for line in lines if "warning:" not in line).strip()
+        if not message and code == 1:
+            try:
+                result = json.loads(out)
+                message = (f"tightfit {command}: the plan does not fit: device total {result['device_total_bytes']} "
+                           f"bytes, budget {result['budget_bytes']}, short by {result['shortfall_bytes']}")
+            except (ValueError, KeyError):
+                message = out.strip()
+        raise TightfitError(message or f"tightfit {command} failed (exit {code})", code)
+    for line in lines:
+        if "warning:" in line:
+            warnings.warn(line, stacklevel=3)
+    return code, out, err
+
+
+def check(graph, **options):
+    """`tightfit check GRAPH --json` with the compile options as keywords (budget="16GiB", gpu="t4",
+    target="cuda", set={"N": 8}, global_batch=32, remat="auto", precision="bf16", baseline="prev.json",
+    max_growth=0.05, ...). Returns the JSON result as a dict (fits, budget_bytes, regions, overhead,
+    categories, ...); a plan that does not fit (or grew past max_growth) is a result, not an error."""
+    path, _ = _graph_path(graph)
+    code, out, err = _run("check", [path, "--json"] + _options(options), allowed=(0, 1))
+    result = json.loads(out)
+    result["exit_code"] = code
+    return result
+
+
+class Plan:
+    """A compiled plan (tf_plan), loaded from its .tfplan file."""
+
+    def __init__(self, path, weights_dir=None, summary=None):
+        handle = _lib.c_plan_p()
+        _lib.check(_lib.lib.tf_plan_load(_bytes(path), ctypes.byref(handle)))
+        self._p = handle.value
+        self._finalizer = weakref.finalize(self, _lib.lib.tf_plan_destroy, self._p)
+        self.path = path
+        self.weights_dir = weights_dir
+        self.summary = summary
+        head = ctypes.cast(self._p, ctypes.POINTER(_lib.PlanHead)).contents
+        self.graph_name = head.graph_name.decode()
+        self.target = head.target.decode()
+        self.micro_batch, self.accumulate, self.global_batch = head.micro_batch, head.accumulate, head.global_batch
+        self.inputs = {}  # name -> (dtype, shape) of each input and label (one micro-batch)
+        for i in range(head.n_buffers):
+            b = head.buffers[i]
+            if b.role in (_lib.ROLE_INPUT, _lib.ROLE_LABEL):
+                self.inputs.setdefault(b.name.decode(), (_lib.DTYPE_NAMES[b.dtype], tuple(b.shape[:b.rank])))
+
+    @property
+    def total_bytes(self):
+        """Every region: what a session allocates."""
+        return _lib.lib.tf_plan_total_bytes(self._p)
+
+    @property
+    def device_total_bytes(self):
+        """The regions plus the target's device overhead: what a budget must hold."""
+        return _lib.lib.tf_plan_device_total(self._p)
+
+    def save(self, path):
+        _lib.check(_lib.lib.tf_plan_save(self._p, _bytes(path)), "save")
+
+    def report(self, budget=None):
+        """`tightfit report PLAN --json` as a dict."""
+        return report(self.path, budget=budget)
+
+
+def compile(graph, output=None, **options):
+    """`tightfit compile GRAPH -o PLAN` with the compile options as keywords (see check()); returns the
+    Plan. `output` keeps the .tfplan there (default: a temporary file). A budget the plan misses raises."""
+    path, graph_dir = _graph_path(graph)
+    if output is None:
+        folder = _workdir()
+        output = os.path.join(folder, "plan.tfplan")
+    else:
+        folder = None
+    code, out, err = _run("compile", [path, "-o", output, "--json"] + _options(options))
+    plan = Plan(output, weights_dir=graph_dir, summary=json.loads(out))
+    if folder:
+        weakref.finalize(plan, shutil.rmtree, folder, True)
+    return plan
+
+
+def report(plan_path, budget=None):
+    """`tightfit report PLAN --json` as a dict."""
+    args = [os.fspath(plan_path), "--json"] + (["--budget", str(budget)] if budget is not None else [])
+    return json.loads(_run("report", args)[1])
+
+
+# ---- training ----
+
+class Session:
+    """A plan loaded onto a backend (tf_session): regions allocated once, parameters initialised."""
+
+    def __init__(self, plan, seed=0, threads=2, device="cpu"):
+        if not isinstance(plan, Plan):
+            plan = Plan(os.fspath(plan))
+        self.plan = plan
+        self.seed = seed
+        backend, _, index = device.partition(":")
+        options = _lib.lib.tf_session_options_default()
+        options.backend = _bytes(backend)
+        options.device = int(index or 0)
+        options.threads = threads
+        options.seed = seed
+        options.weights_dir = _bytes(plan.weights_dir)
+        handle = _lib.c_session_p()
+        _lib.check(_lib.lib.tf_session_create(plan._p, ctypes.byref(options), ctypes.byref(handle)), "Session")
+        self._s = handle.value
+        self._finalizer = weakref.finalize(self, _lib.lib.tf_session_destroy, self._s)
+
+    def _array(self, name, value):
+        import numpy as np
+        if name not in self.plan.inputs:
+            raise TightfitError(f"{name!r} is not an input or label of plan '{self.plan.graph_name}' (it has: "
+                                + ", ".join(sorted(self.plan.inputs)) + ")")
+        dtype, shape = self.plan.inputs[name]
+        numpy_dtype = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "u8": np.uint8}.get(dtype)
+        if numpy_dtype is None:
+            raise TightfitError(f"{name!r}: feeding {dtype} from numpy is not supported")
+        return np.ascontiguousarray(value, dtype=numpy_dtype), shape
+
+    def write(self, name, value):
+        """Copies a numpy array (one micro-batch) into buffer `name`."""
+        array, _ = self._array(name, value)
+        _lib.check(_lib.lib.tf_session_write(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
+
+    def read(self, name, shape=None, dtype="f32"):
+        """Copies buffer `name` to a new numpy array (shape: the plan's for inputs, else give it)."""
+        import numpy as np
+        if name in self.plan.inputs:
+            dtype, shape = self.plan.inputs[name]
+        if shape is None:
+            raise TightfitError(f"read {name!r}: give its shape")
+        array = np.empty(shape, dtype={"f32": np.float32, "i32": np.int32, "i64": np.int64}[dtype])
+        _lib.check(_lib.lib.tf_session_read(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
+        return array
+
+    def step(self, batch):
+        """One optimizer step on `batch` (name -> array holding accumulate x micro-batch samples);
+        returns the mean loss over its micro-batches."""
+        k, n = self.plan.accumulate, self.plan.micro_batch
+        total = 0.0
+        for m in range(k):
+            for name, value in batch.items():
+                array, shape = self._array(name, value)
+                rows = shape[0] if shape else 1
+                if k > 1:
+                    array = array[m * rows:(m + 1) * rows]
+                self.write(name, array)
+            total += self._micro_step(m)
+        _lib.check(_lib.lib.tf_session_optimizer_step(self._s), "optimizer step")
+        return total / k
+
+    def _micro_step(self, m):
+        loss = ctypes.c_double()
+        _lib.check(_lib.lib.tf_session_micro_step(self._s, ctypes.byref(loss)), "micro step")
+        if not math.isfinite(loss.value):
+            raise TightfitError(f"step {self.steps + 1} (micro-batch {m + 1}): the loss is {loss.value}; stopped "
+                                "before the optimizer step: no weight was overwritten")
+        return loss.value
+
+    def forward(self, batch):
+        """The loss of a forward pass on one micro-batch (no update)."""
+        for name, value in batch.items():
+            self.write(name, value)
+        loss = ctypes.c_double()
+        _lib.check(_lib.lib.tf_session_forward(self._s, ctypes.byref(loss)), "forward")
+        return loss.value
+
+    def train(self, data, steps, seed=None):
+        """`steps` optimizer steps drawing micro-batches as `tightfit train --data` does (a fresh seeded
+        permutation of the samples each epoch): same plan, seed and data give the CLI's losses.
+        `data`: name -> numpy array with samples along axis 0 (one per input and label; or "tokens"
+        for token models), or a folder of .npy files. Returns the loss of each step."""
+        import numpy as np
+        folder = None
+        if isinstance(data, (str, os.PathLike)):
+            directory = os.fspath(data)
+        else:
+            folder = directory = _workdir()
+            for name, value in data.items():
+                array = np.asarray(value)
+                if name in self.plan.inputs:
+                    array, _ = self._array(name, array)
+                np.save(os.path.join(directory, f"{name}.npy"), array)
+        feed = _lib.c_feed_p()
+        try:
+            _lib.check(_lib.lib.tf_feed_open(self.plan._p, _bytes(directory), self.seed if seed is None else seed,
+                                             ctypes.byref(feed)), "train")
+            losses = []
+            for _ in range(steps):
+                total = 0.0
+                for m in range(self.plan.accumulate):
+                    _lib.check(_lib.lib.tf_feed_next(feed, self._s), "train")
+                    total += self._micro_step(m)
+                _lib.check(_lib.lib.tf_session_optimizer_step(self._s), "optimizer step")
+                losses.append(total / self.plan.accumulate)
+            return losses
+        finally:
+            if feed.value:
+                _lib.lib.tf_feed_close(feed)
+            if folder:
+                shutil.rmtree(folder, True)
+
+    @property
+    def steps(self):
+        return _lib.lib.tf_session_optimizer_steps(self._s)
+
+    def memory(self):
+        """Planned vs allocated bytes and allocation counts (tf_session_memory_use)."""
+        m = _lib.lib.tf_session_memory_use(self._s)
+        return {name: getattr(m, name) for name, _ in _lib.SessionMemory._fields_}
+
+    def save(self, path):
+        """A safetensors checkpoint (parameters, optimizer state, counters)."""
+        _lib.check(_lib.lib.tf_session_save(self._s, _bytes(path), None, 0), "save")
+
+    def load(self, path):
+        _lib.check(_lib.lib.tf_session_load(self._s, _bytes(path)), "load")
+
+
+# ---- PyTorch ----
+
+def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
+               name=None, opset_version=None):
+    """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
+    it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
+    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits") adds a `labels` input and the loss.
+    The graph's weights are the module's, in a safetensors file beside the graph's temporary files."""
+    if not _lib.HAS_ONNX:
+        raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
+                            "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
+    if loss not in _lib.ONNX_LOSSES:
+        raise TightfitError(f"from_torch: loss must be one of cross_entropy, mse, bce_with_logits or None, got {loss!r}")
+    import torch
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    names = list(input_names) if input_names else (
+        ["x"] if len(example_inputs) == 1 else [f"x{i}" for i in range(len(example_inputs))])
+    directory = _workdir()
+    onnx_path = os.path.join(directory, "model.onnx")
+    dynamic_axes = {n: {0: batch_symbol} for n in names + ["output"]} if dynamic_batch else None
+    kwargs = {} if opset_version is None else {"opset_version": opset_version}
+    module.eval()
+    with torch.no_grad():
+        torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
+                          dynamic_axes=dynamic_axes, **kwargs)
+    options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
+        else _lib.OnnxOptions(ignore_index=-100)
+    options.weights_path = _bytes(os.path.join(directory, "weights.safetensors"))
+    options.symbol_defaults = _bytes(f"{batch_symbol}={example_inputs[0].shape[0]}") if dynamic_batch else None
+    options.loss = _lib.ONNX_LOSSES[loss]
+    options.graph_name = _bytes(name or type(module).__name__)
+    handle = _lib.c_graph_p()
+    try:
+        _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
+                   "from_torch")
+    except TightfitError:
+        shutil.rmtree(directory, True)
+        raise
+    graph = Graph(_handle=handle.value, _dir=directory)
+    weakref.finalize(graph, shutil.rmtree, directory, True)
+    return graph

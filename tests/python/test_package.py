@@ -1,0 +1,132 @@
+"""The Python package (python/tightfit, issue 17): build, check and train `mlp` from Python.
+
+- a graph built with the Python builder and the public layer helpers equals the zoo's mlp (plan
+  bytes), and `check` returns the fields of `tightfit check --json`, the report those of
+  `tightfit report --json`;
+- 10 training steps from numpy arrays: the loss falls, and every step's loss equals what the CLI
+  prints for the same plan, seed and data (`tightfit train --json`);
+- bad inputs raise TightfitError carrying the library's message.
+usage: test_package.py TIGHTFIT-CLI   (run from the repository root, PYTHONPATH=python)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import warnings
+
+import numpy as np
+
+import tightfit
+
+cli = sys.argv[1]
+passed = failed = 0
+
+
+def ok(condition, what, detail=""):
+    global passed, failed
+    if condition:
+        passed += 1
+        print(f"ok: {what}")
+    else:
+        failed += 1
+        print(f"FAIL: {what} {detail}")
+
+
+def raises(what, needle, function, *args, **kwargs):
+    try:
+        function(*args, **kwargs)
+    except tightfit.TightfitError as error:
+        ok(needle in str(error), f"{what} raises TightfitError: {error}", f"(expected '{needle}' in the message)")
+        return
+    except Exception as error:  # noqa: BLE001  (the wrong kind of error is a failure, shown)
+        ok(False, what, f"raised {type(error).__name__}: {error}")
+        return
+    ok(False, what, "did not raise")
+
+
+print("library:", tightfit.library_path())
+work = tempfile.mkdtemp()
+
+# ---- build: the Python builder with the layer helpers gives the zoo's mlp ----
+g = tightfit.Graph("mlp")
+n = g.symbol("N", 8)
+x = g.input("x", [n, 64])
+labels = g.label("labels", [n], dtype="i32")
+h = x
+for i, (d_in, d_out) in enumerate([(64, 128), (128, 128)]):
+    h = g.relu(g.linear(h, d_in, d_out, f"hidden.{i}"))
+logits = g.linear(h, 128, 10, "head")
+g.scope("loss")
+g.finish(logits, g.cross_entropy(logits, labels), optimizer="sgd")
+built = tightfit.compile(g, set={"N": 32})
+zoo = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32})
+ok(built.total_bytes == zoo.total_bytes == 397120,
+   f"the Python-built mlp plans {built.total_bytes} bytes, the zoo's {zoo.total_bytes}")
+ok(built.inputs == {"x": ("f32", (32, 64)), "labels": ("i32", (32,))}, f"plan inputs {built.inputs}")
+ok((built.micro_batch, built.accumulate) == (32, 1), "micro-batch 32 x 1")
+
+# ---- check and report: the CLI's JSON fields ----
+graph_path = os.path.join(work, "mlp.tfg")
+subprocess.run([cli, "zoo", "mlp", "-o", graph_path], check=True, capture_output=True)
+result = tightfit.check(g, budget="1MiB", set={"N": 32})
+expected = json.loads(subprocess.run([cli, "check", graph_path, "--budget", "1MiB", "--set", "N=32", "--json"],
+                                     capture_output=True, text=True).stdout)
+ok(set(expected) <= set(result) and result["fits"] is True and result["exit_code"] == 0,
+   f"check: fits, and every field of check --json ({len(expected)}) is there")
+ok(result["categories"] == expected["categories"] and result["regions"] == expected["regions"],
+   f"check: categories equal the CLI's {result['categories']}")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    small = tightfit.check(tightfit.zoo("mlp"), budget="100KiB", set={"N": 32})
+ok(any("assuming the cpu target" in str(w.message) for w in caught),
+   "check without a target: the CLI's warning comes as a Python warning")
+ok(small["fits"] is False and small["exit_code"] == 1 and small["shortfall_bytes"] == 397120 - 100 * 1024,
+   f"check: a budget too small is a result (fits False, shortfall {small['shortfall_bytes']})")
+ok(tightfit.check(g, gpu="t4", set={"N": 32}, remat="checkpoints", precision="bf16")["remat"] == "checkpoints",
+   "check: --gpu, --remat and --precision options pass through")
+report = zoo.report()
+ok(report["total_bytes"] == 397120 and report["micro_batch"] == 32 and "peak" in report,
+   f"report: total {report['total_bytes']}, peak step {report['peak']['step']}")
+
+# ---- train 10 steps from numpy arrays: the loss falls and equals the CLI's ----
+data = "models/data/digits/train"
+xs, ys = np.load(f"{data}/x.npy"), np.load(f"{data}/labels.npy")
+session = tightfit.Session(zoo, seed=0)
+losses = session.train({"x": xs, "labels": ys}, steps=10)
+ok(len(losses) == 10 and losses[-1] < losses[0], f"10 steps, loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+plan_path = os.path.join(work, "mlp.tfplan")
+zoo.save(plan_path)
+out = subprocess.run([cli, "train", plan_path, "--data", data, "--steps", "10", "--seed", "0", "--log-every", "1",
+                      "--json"], capture_output=True, text=True, check=True).stdout
+cli_losses = [json.loads(line)["loss"] for line in out.splitlines() if line.startswith('{"step"')]
+ok(len(cli_losses) == 10 and all(abs(a - b) < 1e-6 for a, b in zip(losses, cli_losses)),
+   f"every step's loss equals the CLI's (last: Python {losses[-1]:.6f}, CLI {cli_losses[-1]:.6f})",
+   f"{losses} vs {cli_losses}")
+memory = session.memory()
+ok(memory["allocated_bytes"] == memory["planned_bytes"] == 397120 and memory["allocations_after_create"] == 0,
+   f"session memory {memory}")
+before = session.forward({"x": xs[:32], "labels": ys[:32]})
+step_loss = session.step({"x": xs[:32], "labels": ys[:32]})
+ok(abs(step_loss - before) < 1e-5 and session.steps == 11, f"step() on one batch: loss {step_loss:.6f}, 11 steps")
+
+# ---- bad inputs raise with the library's message ----
+raises("load of a missing file", "nope.tfg", tightfit.load, os.path.join(work, "nope.tfg"))
+raises("an unknown zoo preset", "nosuch", tightfit.zoo, "nosuch")
+raises("an unknown zoo knob", "wings", tightfit.zoo, "mlp", wings=3)
+raises("check without a budget", "missing --budget", tightfit.check, g)
+raises("an unknown compile option", "unknown option '--warp'", tightfit.compile, g, warp=9)
+raises("compile with a budget the plan misses", "does not fit: device total 397120 bytes, budget 102400",
+       tightfit.compile, g, set={"N": 32}, budget="100KiB")
+raises("a bad symbol binding", "N", tightfit.compile, g, set={"N": 0})
+raises("a batch of the wrong size", "x", session.write, "x", xs[:5])
+raises("a name that is not an input", "not an input or label", session.write, "weights", xs[:5])
+raises("a shape mismatch in the builder", "matmul", g.matmul, x, labels)
+raises("an undeclared symbol", "unknown symbol 'T'", g.input, "tokens", ["T"])
+bad = {"x": xs, "labels": np.full(len(ys), 99, dtype=np.int32)}
+raises("labels past the class count", "labels", tightfit.Session(zoo).train, bad, 1)
+raises("a folder without data", "x.npy", tightfit.Session(zoo).train, work, 1)
+raises("a session on a device that is not there", "nosuch", tightfit.Session, zoo, device="nosuch:0")
+
+print(f"python package: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
