@@ -22,6 +22,7 @@ int tf_cmd_report(int argc, char **argv);
 int tf_cmd_train(int argc, char **argv);
 int tf_cmd_run(int argc, char **argv);
 int tf_cmd_devices(int argc, char **argv);
+int tf_cmd_import(int argc, char **argv);
 
 /* True when argv[*i] is `name` ("--set") given as "--set V" or "--set=V"; *value gets V and *i
  * advances past it. A missing value is reported and sets *error. */
