@@ -31,11 +31,11 @@ typedef struct ox_value {
 } ox_value;
 
 typedef enum ox_fused {
-  OX_PLAIN = 0, /* the ONNX node itself */
-  OX_GELU_ERF,  /* x * 0.5 * (1 + erf(x / sqrt 2)): inputs {x} */
-  OX_ATTENTION, /* reshape-transpose-matmul-scale-(causal mask)-softmax-matmul-transpose-reshape:
-                   inputs {q, k, v, q's 4-d shape} */
-  OX_SKIPPED,   /* folded into a later node; emitted only if something else reads its outputs */
+  OX_PLAIN = 0,  /* the ONNX node itself */
+  OX_GELU_ERF,   /* x * 0.5 * (1 + erf(x / sqrt 2)): inputs {x} */
+  OX_ATTENTION,  /* reshape-transpose-matmul-scale-(causal mask)-softmax-matmul-transpose-reshape:
+                    inputs {q, k, v, q's 4-d shape} */
+  OX_LAYER_NORM, /* (x - mean) / sqrt(var + eps) * gamma + beta, last axis: inputs {x, gamma, beta}, eps in scale */
 } ox_fused;
 
 typedef struct ox_node {

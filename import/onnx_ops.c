@@ -873,6 +873,14 @@ static tf_status emit_attention(ox_import *im, const ox_node *node) {
   return set_tensor(im, node, 0, tf_graph_node(im->graph, TF_OP_ATTENTION, ids, 3, &attrs));
 }
 
+static tf_status emit_layer_norm(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, gamma, beta;
+  TF_RETURN_IF_ERROR(tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(tensor_of(im, node, 1, &gamma));
+  TF_RETURN_IF_ERROR(tensor_of(im, node, 2, &beta));
+  return set_tensor(im, node, 0, tf_layer_norm(im->graph, x, gamma, beta, (float)node->scale));
+}
+
 /* ---- the table ---- */
 
 typedef struct ox_converter_row {
@@ -936,6 +944,7 @@ tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   switch (node->fused) {
   case OX_GELU_ERF: return emit_gelu_erf(im, node);
   case OX_ATTENTION: return emit_attention(im, node);
+  case OX_LAYER_NORM: return emit_layer_norm(im, node);
   default: break;
   }
   ox_converter convert = find_converter(node->proto->op_type);

@@ -2,6 +2,7 @@
  *   x * 0.5 * (1 + erf(x / sqrt 2))                        -> gelu (exact)
  *   view/transpose q, k, v; q @ k^T; scale; causal mask;    -> attention (fused, causal or not)
  *     softmax; @ v; transpose; view back
+ *   (x - mean) / sqrt(var + eps) * gamma + beta             -> layer_norm (the opset < 17 spelling)
  *   MatMul(x, Transpose(W)) with W 2-d                      -> matmul with transpose_b
  * A rewritten node takes the pattern's real inputs; the nodes it covers are then emitted only when
  * something else reads them (ox_mark_live), so a pattern used elsewhere stays correct. */
@@ -184,6 +185,56 @@ static void match_attention(ox_import *im, ox_node *top) {
   top->scale = scale;
 }
 
+/* ReduceMean over the last axis only, keeping it. */
+static bool is_last_axis_mean(const ox_node *node) {
+  int64_t axes[TF_MAX_RANK];
+  return is_op(node, "ReduceMean") && ox_attr_ints(node, "axes", axes, TF_MAX_RANK) == 1 && axes[0] == -1 &&
+         ox_attr_int(node, "keepdims", 1) == 1;
+}
+
+/* Add(Mul(Div(Sub(x, mean(x)), Sqrt(Add(mean(Pow(Sub, 2)), eps))), gamma), beta), operands of Add and
+ * Mul in either order. */
+static void match_layer_norm(ox_import *im, ox_node *top) {
+  if (!is_op(top, "Add"))
+    return;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *scale = producer(im, in(top, side));
+    const char *beta = in(top, 1 - side);
+    if (!is_op(scale, "Mul") || !beta || producer(im, beta))
+      continue;
+    for (int32_t j = 0; j < 2; j++) {
+      ox_node *div = producer(im, in(scale, j));
+      const char *gamma = in(scale, 1 - j);
+      if (!is_op(div, "Div") || !gamma || producer(im, gamma))
+        continue;
+      ox_node *centre = producer(im, in(div, 0)), *root = producer(im, in(div, 1));
+      if (!is_op(centre, "Sub") || !is_op(root, "Sqrt"))
+        continue;
+      ox_node *mean = producer(im, in(centre, 1));
+      if (!is_last_axis_mean(mean) || !same(in(mean, 0), in(centre, 0)))
+        continue;
+      ox_node *shift = producer(im, in(root, 0));
+      double epsilon;
+      if (!is_op(shift, "Add") || !scalar_of(im, in(shift, 1), &epsilon))
+        continue;
+      ox_node *variance = producer(im, in(shift, 0));
+      if (!is_last_axis_mean(variance))
+        continue;
+      ox_node *square = producer(im, in(variance, 0));
+      if (!is_op(square, "Pow") || !same(in(square, 0), in(div, 0)) || !is_scalar(im, in(square, 1), 2.0, 0))
+        continue;
+      top->fused = OX_LAYER_NORM;
+      top->fused_inputs[0] = in(centre, 0);
+      top->fused_inputs[1] = gamma;
+      top->fused_inputs[2] = beta;
+      top->inputs = top->fused_inputs;
+      top->n_inputs = 3;
+      top->scale = epsilon;
+      return;
+    }
+  }
+}
+
 /* MatMul(x, Transpose(W, perm [1, 0])) and Gemm(x, Transpose(W)): W read transposed. */
 static void match_transposed_operand(ox_import *im, ox_node *node) {
   static const int64_t swap[2] = {1, 0};
@@ -205,6 +256,7 @@ void ox_rewrite_patterns(ox_import *im) {
   for (int32_t i = 0; i < im->n_nodes; i++) {
     match_gelu(im, &im->nodes[i]);
     match_attention(im, &im->nodes[i]);
+    match_layer_norm(im, &im->nodes[i]);
   }
   for (int32_t i = 0; i < im->n_nodes; i++)
     match_transposed_operand(im, &im->nodes[i]);
