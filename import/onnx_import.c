@@ -208,6 +208,8 @@ static tf_status add_values(ox_import *im) {
     const Onnx__TensorProto *t = g->initializer[i];
     if (!t->name || !*t->name)
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: initializer %zu has no name", im->source, i);
+    if (ox_value_find(im, t->name))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: two initializers are named '%s'", im->source, t->name);
     ox_value *v = ox_value_get(im, t->name);
     if (!v)
       return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", im->source);

@@ -32,7 +32,7 @@ static bool scalar_of(ox_import *im, const char *name, double *value) {
   ox_node *p = producer(im, name);
   if (is_op(p, "Constant")) {
     for (size_t i = 0; i < p->proto->n_attribute; i++)
-      if (strcmp(p->proto->attribute[i]->name, "value") == 0)
+      if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0)
         t = p->proto->attribute[i]->t;
   } else if (!p) {
     ox_value *v = name ? ox_value_find(im, name) : NULL;

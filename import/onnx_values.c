@@ -43,8 +43,8 @@ ox_known *ox_known_new(bool is_float, tf_dtype dtype, int32_t rank, const int64_
     return NULL;
   int64_t count = 1;
   for (int32_t i = 0; i < rank; i++) {
-    if (shape[i] < 0 || (shape[i] > 0 && count > ((int64_t)1 << 40) / shape[i]))
-      return NULL;
+    if (shape[i] < 0 || (shape[i] > 0 && count > ((int64_t)1 << 26) / shape[i]))
+      return NULL; /* known values are shape data and small constants: at most 2^26 elements */
     count *= shape[i];
   }
   ox_known *k = calloc(1, sizeof(ox_known));
@@ -161,23 +161,24 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
     shape[i] = t->dims[i];
   }
   bool is_float = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
-  ox_known *k = ox_known_new(is_float, dtype, (int32_t)t->n_dims, shape);
-  if (!k)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: too many elements (or no memory)", what);
-  int64_t count = k->count, bytes = element_bytes(type);
+  // The element count is checked against the data present before anything is allocated for it.
+  int64_t count = 1, bytes = element_bytes(type);
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (shape[i] > 0 && count > ((int64_t)1 << 40) / shape[i])
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: too many elements", what);
+    count *= shape[i];
+  }
   size_t typed = is_float ? (type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? t->n_float_data : t->n_double_data)
                  : type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? t->n_int64_data
                                                                 : t->n_int32_data;
-  if (t->has_raw_data) {
-    if ((int64_t)t->raw_data.len != count * bytes) {
-      ox_known_free(k);
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: raw data has %zu bytes, its shape needs %" PRId64, what,
-                           t->raw_data.len, count * bytes);
-    }
-  } else if ((int64_t)typed != count) {
-    ox_known_free(k);
+  if (t->has_raw_data && (int64_t)t->raw_data.len != count * bytes)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: raw data has %zu bytes, its shape needs %" PRId64, what,
+                         t->raw_data.len, count * bytes);
+  if (!t->has_raw_data && (int64_t)typed != count)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu values, its shape needs %" PRId64, what, typed, count);
-  }
+  ox_known *k = ox_known_new(is_float, dtype, (int32_t)t->n_dims, shape);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for %" PRId64 " elements", what, count);
   for (int64_t i = 0; i < count; i++) {
     if (t->has_raw_data) {
       if (is_float)
@@ -275,23 +276,32 @@ static tf_status make_parameter(ox_import *im, const ox_node *node, ox_value *v)
     v->initializer = NULL;
     return ox_tensor(im, node, v->name, &v->tensor);
   }
-  ox_known *k;
-  TF_RETURN_IF_ERROR(ox_known_from_tensor(t, what, &k)); /* validates sizes and dims */
-  int64_t count = k->count;
+  if (t->n_dims > TF_MAX_RANK)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: rank %zu is over tightfit's %d", what, t->n_dims, TF_MAX_RANK);
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: data in an external file is not supported", what);
+  int32_t rank = (int32_t)t->n_dims;
+  int64_t shape[TF_MAX_RANK], count = 1;
   tf_dim dims[TF_MAX_RANK];
-  for (int32_t i = 0; i < k->rank; i++)
-    dims[i] = tf_fixed(k->shape[i]);
-  int32_t rank = k->rank;
-  int64_t shape[TF_MAX_RANK];
-  memcpy(shape, k->shape, sizeof(shape));
-  float *data = malloc((size_t)(count ? count : 1) * sizeof(float));
-  if (!data) {
-    ox_known_free(k);
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for its values", what);
+  for (int32_t i = 0; i < rank; i++) {
+    shape[i] = t->dims[i];
+    if (shape[i] < 1 || count > ((int64_t)1 << 40) / shape[i])
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s: dimension %" PRId32 " is %" PRId64 " (parameters need sizes "
+                           "of at least 1, and at most 2^40 elements)",
+                           what, i, shape[i]);
+    count *= shape[i];
+    dims[i] = tf_fixed(shape[i]);
   }
-  for (int64_t i = 0; i < count; i++)
-    data[i] = (float)k->reals[i];
-  ox_known_free(k);
+  // Copied straight from the model as f32: a parameter never passes through the doubles of ox_known.
+  bool raw = t->has_raw_data;
+  if (raw ? (int64_t)t->raw_data.len != count * 4 : (int64_t)t->n_float_data != count)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu %s, its shape needs %" PRId64 " floats", what,
+                         raw ? t->raw_data.len : t->n_float_data, raw ? "bytes of raw data" : "values", count);
+  float *data = malloc((size_t)count * sizeof(float));
+  if (!data)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for its values", what);
+  memcpy(data, raw ? (const void *)t->raw_data.data : (const void *)t->float_data, (size_t)count * sizeof(float));
   tf_init init;
   TF_RETURN_IF_ERROR(add_weights(im, v->name, TF_F32, rank, shape, data, data, &init));
   v->tensor = tf_graph_parameter(im->graph, v->name, TF_F32, tf_shape_from(dims, rank), init);

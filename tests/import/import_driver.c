@@ -38,8 +38,8 @@ static tf_status feed(tf_session *session, const tf_plan *plan, const char *dir)
   return NULL;
 }
 
-static tf_status open_session(const tf_graph *g, const char *dir, const char *bindings, bool training,
-                              tf_plan **plan, tf_session **session) {
+static tf_status open_session(const tf_graph *g, const char *dir, const char *bindings, bool training, tf_plan **plan,
+                              tf_session **session) {
   tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
   options.bindings = bindings;
   options.training = training;

@@ -127,7 +127,7 @@ def main():
              ["axis.onnx", "'x'", "axis 0"]),
             ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Abs (2 nodes", "CumSum (1 node"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
-            ("short initializer", write("weights.onnx", bad_weights), ["weights.onnx", "'w'", "raw data has 12 bytes"]),
+            ("short initializer", write("weights.onnx", bad_weights), ["weights.onnx", "'w'", "12 bytes of raw data"]),
             ("no graph", write("nograph.onnx", field_varint(1, 7)), ["nograph.onnx", "no graph"]),
         ]
         for what, onnx, words in cases:
