@@ -45,7 +45,7 @@ static void beside(const char *path, const char *name, char *out, size_t size) {
 
 static int finish(const char *onnx_path, const char *output, const char *weights_path, const tf_onnx_options *options,
                   bool json) {
-  char graph_tmp[4200], weights_tmp[4200];
+  char graph_tmp[4400], weights_tmp[4400];
   snprintf(graph_tmp, sizeof(graph_tmp), "%s.import-%ld.tmp", output, (long)getpid());
   snprintf(weights_tmp, sizeof(weights_tmp), "%s.import-%ld.tmp", weights_path, (long)getpid());
   tf_onnx_options o = *options;
