@@ -719,6 +719,22 @@ static tf_status convert_cast(ox_import *im, const ox_node *node) {
   return set_tensor(im, node, 0, dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));
 }
 
+/* Only a zero Pad: torch exports one before every avg_pool2d (count_include_pad), padding 0 or not. */
+static tf_status convert_pad(ox_import *im, const ox_node *node) {
+  int64_t pads[2 * TF_MAX_RANK];
+  int32_t n = 0;
+  if (im->opset >= 11)
+    TF_RETURN_IF_ERROR(fixed_ints(im, node, 1, pads, 2 * TF_MAX_RANK, &n));
+  else if ((n = ox_attr_ints(node, "pads", pads, 2 * TF_MAX_RANK)) > 2 * TF_MAX_RANK)
+    return fail(im, node, TF_ERR_INVALID_INPUT, "too many pads");
+  for (int32_t i = 0; i < n; i++)
+    if (pads[i] != 0)
+      return fail(im, node, TF_ERR_UNSUPPORTED, "non-zero padding (only the pooling and convolution pads are)");
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(tensor_of(im, node, 0, &x));
+  return set_tensor(im, node, 0, x);
+}
+
 static tf_status convert_identity(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(need_input(im, node, 0));
   ox_value *from = ox_value_find(im, input(node, 0));
@@ -925,6 +941,7 @@ static const ox_converter_row converters[] = {
     {"Dropout", convert_dropout},
     {"Cast", convert_cast},
     {"Identity", convert_identity},
+    {"Pad", convert_pad},
     {"Constant", convert_constant},
     {"Shape", convert_shape},
     {"Range", convert_range},
