@@ -40,8 +40,8 @@ bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out) {
 }
 
 int64_t ox_symbol_prime(int32_t symbol) {
-  static const int64_t primes[OX_MAX_SYMBOLS] = {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079,
-                                                 10091, 10093, 10099, 10103, 10111, 10133, 10139, 10141};
+  static const int64_t primes[OX_MAX_SYMBOLS] = {100003, 100019, 100043, 100049, 100057, 100069, 100103, 100109,
+                                                 100129, 100151, 100153, 100169, 100183, 100189, 100193, 100207};
   return symbol >= 0 && symbol < OX_MAX_SYMBOLS ? primes[symbol] : 0;
 }
 

@@ -60,9 +60,12 @@ typedef struct ox_weight {
   void *owned;
 } ox_weight;
 
-/* While importing, symbol i is bound to the i-th prime from 10007 up, so that a size the builder
- * inferred decodes back into (multiple, symbol): sizes below OX_SYMBOL_PRIME_MIN are fixed. */
-#define OX_SYMBOL_PRIME_MIN 10007
+/* While importing, symbol i is bound to the i-th prime from 100003 up, so that a size the builder
+ * inferred decodes back into (multiple, symbol). A size that is a multiple of one symbol's prime
+ * (times less than OX_SYMBOL_PRIME_MIN) is that symbol's multiple; one of no symbol's primes is
+ * fixed; anything else (N*T) has no name. Inputs' fixed sizes must be below OX_SYMBOL_PRIME_MIN.
+ * Primes this large keep the attention scores [N, H, T, T] of a decomposed export within int64. */
+#define OX_SYMBOL_PRIME_MIN 100003
 #define OX_MAX_SYMBOLS 16
 int64_t ox_symbol_prime(int32_t symbol);
 

@@ -389,14 +389,20 @@ void ox_tensor_dims(const ox_import *im, tf_tensor_id id, int32_t *rank, tf_dim 
     dims[i] = tf_fixed(size);
     if (size < OX_SYMBOL_PRIME_MIN)
       continue;
+    bool multiple_of_any = false;
     dims[i] = (tf_dim){-1, -1};
     for (int32_t s = 0; s < im->n_symbols; s++) {
       int64_t prime = ox_symbol_prime(s);
-      if (size % prime == 0 && size / prime < OX_SYMBOL_PRIME_MIN) {
+      if (size % prime != 0)
+        continue;
+      multiple_of_any = true;
+      if (size / prime < OX_SYMBOL_PRIME_MIN) {
         dims[i] = tf_sym_times(s, size / prime);
         break;
       }
     }
+    if (!multiple_of_any && size / OX_SYMBOL_PRIME_MIN < OX_SYMBOL_PRIME_MIN)
+      dims[i] = tf_fixed(size); /* a fixed size of 100003 or more, e.g. a long audio axis */
   }
 }
 
