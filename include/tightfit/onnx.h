@@ -20,7 +20,8 @@ typedef enum tf_onnx_loss {
   TF_ONNX_LOSS_BCE_WITH_LOGITS, /* float label of the output's shape */
 } tf_onnx_loss;
 
-/* What `tightfit import` sets from its flags; tf_onnx_options_default() gives the defaults. */
+/* What `tightfit import` sets from its flags. Start from tf_onnx_options_default(): a zeroed struct
+ * has ignore_index 0, which would drop class 0 from a cross-entropy loss. */
 typedef struct tf_onnx_options {
   /* Where the initializers' values are written (safetensors, atomically). NULL: beside the ONNX
    * file, its name with .safetensors for .onnx. */
