@@ -44,10 +44,11 @@ typedef struct ox_node {
   int32_t n_inputs;
   const char *const *inputs; /* the proto's inputs, or fused_inputs ("" for an absent optional input) */
   const char *fused_inputs[4];
-  bool transpose_b; /* MatMul/Gemm: input 1 read through a dropped 2-d Transpose */
-  bool causal;      /* attention */
-  double scale;     /* attention: scores are multiplied by this */
-  bool live;        /* some graph output depends on it */
+  bool transpose_b;        /* MatMul/Gemm: input 1 read through a dropped 2-d Transpose */
+  bool causal;             /* attention */
+  int32_t pool_padding[2]; /* AveragePool: the padding of a Pad of zeros folded into it */
+  double scale;            /* attention: scores are multiplied by this; layer norm: epsilon */
+  bool live;               /* some graph output depends on it */
 } ox_node;
 
 /* One tensor of the weights file: an initializer's or a constant's values (`owned` is freed). */

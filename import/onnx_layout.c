@@ -18,7 +18,7 @@ static tf_status reshape_to(ox_import *im, const ox_node *node, tf_tensor_id x, 
     unknown += dims[i].size == -1 && dims[i].symbol < 0;
   if (unknown > 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                "the target shape has %" PRId32 " axes tightfit cannot name (products of symbols, or -1)", unknown);
+                   "the target shape has %" PRId32 " axes tightfit cannot name (products of symbols, or -1)", unknown);
   return ox_set_tensor(im, node, 0, tf_reshape(im->graph, x, tf_shape_from(dims, rank)));
 }
 
@@ -278,9 +278,9 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   }
   if (axis != 0 || rank != 2)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                "Gather by computed indices is an embedding lookup: axis 0 of a 2-d table (got axis %" PRId64
-                " of rank %" PRId32 ")",
-                axis, rank);
+                   "Gather by computed indices is an embedding lookup: axis 0 of a 2-d table (got axis %" PRId64
+                   " of rank %" PRId32 ")",
+                   axis, rank);
   tf_tensor_id ids;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
   return ox_set_tensor(im, node, 0, tf_embedding(im->graph, ids, data));
@@ -389,7 +389,7 @@ tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
     if (k->ints[i].size == -1 && k->ints[i].symbol < 0) {
       ox_known_free(k);
       return ox_fail(im, node, TF_ERR_UNSUPPORTED, "axis %" PRId64 " of '%s' is a product of symbols", start + i,
-                  ox_input(node, 0));
+                     ox_input(node, 0));
     }
   }
   return ox_set_known(im, node, 0, k);
@@ -407,8 +407,8 @@ tf_status ox_convert_range(ox_import *im, const ox_node *node) {
   tf_dim l = limit->ints[0];
   if (d != 1 || (l.symbol >= 0 && s != 0))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                "Range with a step other than 1, or from a start other than 0 to a "
-                "symbolic limit");
+                   "Range with a step other than 1, or from a start other than 0 to a "
+                   "symbolic limit");
   tf_dim length = l.symbol >= 0 ? l : tf_fixed(l.size - s > 0 ? l.size - s : 0);
   // A symbolic length (torch.arange(x.shape[1])) is a constant of symbolic shape: position ids.
   char name[300];
@@ -442,4 +442,3 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
                                       tf_shape_from(dims, (int32_t)shape->count), tf_init_make(TF_INIT_FILL, value, 0));
   return ox_set_tensor(im, node, 0, id);
 }
-

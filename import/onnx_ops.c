@@ -398,14 +398,16 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
   }
   if (dilation[0] != 1 || dilation[1] != 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "dilated pooling");
-  if (op == TF_OP_AVG_POOL2D && (a.padding[0] || a.padding[1]) && !ox_attr_int(node, "count_include_pad", 0))
+  if (node->pool_padding[0] || node->pool_padding[1]) { /* a Pad of zeros folded in: counted, like tf */
+    a.padding[0] = node->pool_padding[0];
+    a.padding[1] = node->pool_padding[1];
+  } else if (op == TF_OP_AVG_POOL2D && (a.padding[0] || a.padding[1]) && !ox_attr_int(node, "count_include_pad", 0))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "padded average pooling must count the padding (count_include_pad=1)");
   return ox_set_tensor(im, node, 0, tf_pool2d(im->graph, op, x, &a));
 }
 
 static tf_status convert_max_pool(ox_import *im, const ox_node *node) {
-  if (node->proto->n_output > 1 && node->proto->output[1] && *node->proto->output[1])
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the Indices output");
+  // The Indices output is left without a value: a node that reads it fails with "has no value".
   return pool(im, node, TF_OP_MAX_POOL2D);
 }
 static tf_status convert_average_pool(ox_import *im, const ox_node *node) { return pool(im, node, TF_OP_AVG_POOL2D); }
@@ -421,8 +423,8 @@ static tf_status convert_dropout(ox_import *im, const ox_node *node) {
     TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &r));
     rate = r->count == 1 ? (r->is_float ? r->reals[0] : (double)r->ints[0].size) : rate;
   }
-  if (node->proto->n_output > 1 && node->proto->output[1] && *node->proto->output[1])
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the mask output");
+  // The mask output (torch names it in training exports) is left without a value: a node that
+  // reads it fails with "has no value".
   return ox_set_tensor(im, node, 0, rate == 0 ? x : tf_dropout(im->graph, x, (float)rate));
 }
 

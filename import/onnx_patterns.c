@@ -4,6 +4,8 @@
  *     softmax; @ v; transpose; view back
  *   (x - mean) / sqrt(var + eps) * gamma + beta             -> layer_norm (the opset < 17 spelling)
  *   MatMul(x, Transpose(W)) with W 2-d                      -> matmul with transpose_b
+ *   AveragePool(Pad(x, zeros around H and W))               -> avg_pool2d with padding (torch's
+ *                                                              avg_pool2d(padding=p) export)
  * A rewritten node takes the pattern's real inputs; the nodes it covers are then emitted only when
  * something else reads them (ox_mark_live), so a pattern used elsewhere stays correct. */
 #include <math.h>
@@ -252,14 +254,68 @@ static void match_transposed_operand(ox_import *im, ox_node *node) {
   node->transpose_b = true;
 }
 
+/* The integers of a Constant node or known initializer named `name`, at most max; -1 otherwise. */
+static int32_t ints_of(ox_import *im, const char *name, int64_t *out, int32_t max) {
+  const Onnx__TensorProto *t = NULL;
+  ox_node *p = producer(im, name);
+  if (is_op(p, "Constant")) {
+    for (size_t i = 0; i < p->proto->n_attribute; i++)
+      if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0)
+        t = p->proto->attribute[i]->t;
+  }
+  ox_known *k = NULL;
+  const ox_known *known = NULL;
+  if (t) {
+    tf_status status = ox_known_from_tensor(t, "pattern", &k);
+    tf_status_free(status);
+    known = k;
+  } else if (!p && name) {
+    ox_value *v = ox_value_find(im, name);
+    known = v ? v->known : NULL;
+  }
+  int32_t n = known && !known->is_float && known->count <= max ? (int32_t)known->count : -1;
+  for (int32_t i = 0; i < n; i++)
+    out[i] = known->ints[i].symbol < 0 ? known->ints[i].size : -1;
+  ox_known_free(k);
+  return n;
+}
+
+static void match_padded_pool(ox_import *im, ox_node *node) {
+  if (!is_op(node, "AveragePool"))
+    return;
+  ox_node *pad = producer(im, in(node, 0));
+  if (!is_op(pad, "Pad") || (in(pad, 2) && !is_scalar(im, in(pad, 2), 0, 0)))
+    return;
+  const Onnx__AttributeProto *mode = ox_attr(pad, "mode");
+  if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
+    return;
+  int64_t pads[8], own[4];
+  int32_t n = im->opset >= 11 ? ints_of(im, in(pad, 1), pads, 8) : ox_attr_ints(pad, "pads", pads, 8);
+  int32_t n_own = ox_attr_ints(node, "pads", own, 4);
+  for (int32_t i = 0; i < n_own && i < 4; i++)
+    if (own[i] != 0)
+      return;
+  // [N, C, H, W] begins then ends: zero on N and C, the same at both ends of H and of W.
+  if (n != 8 || pads[0] || pads[1] || pads[4] || pads[5] || pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 ||
+      pads[3] < 0)
+    return;
+  node->fused_inputs[0] = in(pad, 0);
+  node->inputs = node->fused_inputs;
+  node->n_inputs = 1;
+  node->pool_padding[0] = (int32_t)pads[2];
+  node->pool_padding[1] = (int32_t)pads[3];
+}
+
 void ox_rewrite_patterns(ox_import *im) {
   for (int32_t i = 0; i < im->n_nodes; i++) {
     match_gelu(im, &im->nodes[i]);
     match_attention(im, &im->nodes[i]);
     match_layer_norm(im, &im->nodes[i]);
   }
-  for (int32_t i = 0; i < im->n_nodes; i++)
+  for (int32_t i = 0; i < im->n_nodes; i++) {
     match_transposed_operand(im, &im->nodes[i]);
+    match_padded_pool(im, &im->nodes[i]);
+  }
 }
 
 void ox_mark_live(ox_import *im) {

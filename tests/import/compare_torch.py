@@ -59,7 +59,7 @@ class Ops(torch.nn.Module):
 
     def forward(self, x):
         h = torch.sigmoid(self.conv(x))
-        h = torch.tanh(self.deconv(F.avg_pool2d(h, 2)))
+        h = torch.tanh(self.deconv(F.avg_pool2d(h, 3, stride=2, padding=1)))
         h = torch.cat([h, x[:, :1]], dim=1).flatten(1)
         h = self.fc(h)
         h = h - h.sum(dim=1, keepdim=True) / 16 + h[:, 0].unsqueeze(1)
