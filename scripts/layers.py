@@ -13,5 +13,6 @@ MAY_USE = {
     "kernels": {"core", "common"},
     "backends": {"kernels", "plan", "targets", "schema", "core", "common"},
     "runtime": {"backends", "kernels", "plan", "targets", "schema", "core", "common"},
+    "import": {"graph", "runtime", "backends", "kernels", "plan", "targets", "schema", "core", "common"},
     "tools": None,  # tools/, models/: the top, may use anything
 }

@@ -81,6 +81,17 @@ int tf_cli_fail(const char *command, tf_status status) {
   return TF_EXIT_USAGE;
 }
 
+const char *tf_cli_folder_of(const char *path, char *buf, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(buf, size, ".");
+  else if (slash == path)
+    snprintf(buf, size, "/");
+  else
+    snprintf(buf, size, "%.*s", (int)(slash - path), path);
+  return buf;
+}
+
 const char *tf_cli_bytes(int64_t bytes, char *buf, size_t size) {
   static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) {

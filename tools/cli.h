@@ -22,6 +22,7 @@ int tf_cmd_report(int argc, char **argv);
 int tf_cmd_train(int argc, char **argv);
 int tf_cmd_run(int argc, char **argv);
 int tf_cmd_devices(int argc, char **argv);
+int tf_cmd_import(int argc, char **argv);
 
 /* True when argv[*i] is `name` ("--set") given as "--set V" or "--set=V"; *value gets V and *i
  * advances past it. A missing value is reported and sets *error. */
@@ -43,6 +44,9 @@ bool tf_cli_is_help(const char *arg);
 int tf_cli_usage_error(const char *command, const char *fmt, ...) TF_PRINTF(2, 3);
 /* Prints a failed status as "tightfit CMD: message", frees it, and returns the exit code for it. */
 int tf_cli_fail(const char *command, tf_status status);
+/* The folder of `path` into buf ("." when it has none); returns buf. Sessions look up a plan's
+ * external weights (from `tightfit import`) there. */
+const char *tf_cli_folder_of(const char *path, char *buf, size_t size);
 /* Formats bytes as "1.50 GiB" / "512 B" into buf. */
 const char *tf_cli_bytes(int64_t bytes, char *buf, size_t size);
 /* Parses a size: bytes, or a number with KB/MB/GB/TB (powers of 10) or KiB/MiB/GiB/TiB (powers of 2),

@@ -73,6 +73,8 @@ int tf_cmd_run(int argc, char **argv) {
   options.threads = threads;
   options.backend = backend;
   options.device = device;
+  char folder[4096];
+  options.weights_dir = tf_cli_folder_of(plan_path, folder, sizeof(folder)); /* imported weights */
   tf_session *session = NULL;
   status = tf_session_create(plan, &options, &session);
   if (!status && weights)

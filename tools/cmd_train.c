@@ -248,6 +248,8 @@ static int train(const train_args *a, tf_plan *plan) {
   options.device = a->device;
   options.threads = a->threads;
   options.seed = a->seed;
+  char folder[4096];
+  options.weights_dir = tf_cli_folder_of(a->plan_path, folder, sizeof(folder)); /* imported weights */
   tf_session *session = NULL;
   tf_feed *feed = NULL;
   probe_mark_fn probe = find_probe();

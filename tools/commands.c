@@ -15,6 +15,9 @@ typedef struct command {
 
 static const command commands[] = {
     {.name = "zoo", .run = tf_cmd_zoo, .summary = "list the model zoo, or write a preset as a .tfg graph"},
+    {.name = "import",
+     .run = tf_cmd_import,
+     .summary = "import an ONNX model (torch.onnx.export) as a .tfg graph and its weights"},
     {.name = "inspect",
      .run = tf_cmd_inspect,
      .summary = "summarise a .tfg graph: parameters, bytes, ops, symbols, inputs, loss"},

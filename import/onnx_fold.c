@@ -1,0 +1,264 @@
+/* ONNX operators on values known at import time: the Shape / Gather / Unsqueeze / Concat / Cast
+ * arithmetic that torch.onnx.export writes for `x.view(n, t, h, d)`, and scalar float constants. An
+ * integer may be a multiple of one symbol (N, 3*T); arithmetic that leaves that form is refused. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import/onnx_fold.h"
+
+/* a op b on two (possibly symbolic) integers; false when the result is not one symbol's multiple. */
+static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
+  bool fa = a.symbol < 0, fb = b.symbol < 0;
+  switch (op) {
+  case '+':
+  case '-': {
+    int64_t bs = op == '+' ? b.size : -b.size;
+    if (fa && fb)
+      *out = tf_fixed(a.size + bs);
+    else if (fb && b.size == 0)
+      *out = a;
+    else if (fa && a.size == 0 && op == '+')
+      *out = b;
+    else if (!fa && !fb && a.symbol == b.symbol && a.size + bs >= 1)
+      *out = tf_sym_times(a.symbol, a.size + bs);
+    else
+      return false;
+    return true;
+  }
+  case '*':
+    if (fa && fb)
+      *out = tf_fixed(a.size * b.size);
+    else if (fb && b.size >= 1)
+      *out = tf_sym_times(a.symbol, a.size * b.size);
+    else if (fa && a.size >= 1)
+      *out = tf_sym_times(b.symbol, a.size * b.size);
+    else
+      return false;
+    return true;
+  case '/':
+    if (b.size == 0)
+      return false;
+    if (fa && fb) {
+      int64_t q = a.size / b.size;
+      if ((a.size % b.size != 0) && ((a.size < 0) != (b.size < 0)))
+        q--; /* floor, as ONNX integer Div of torch's // */
+      *out = tf_fixed(q);
+    } else if (fb && b.size >= 1 && a.size % b.size == 0) {
+      *out = tf_sym_times(a.symbol, a.size / b.size);
+    } else if (!fa && !fb && a.symbol == b.symbol && a.size % b.size == 0) {
+      *out = tf_fixed(a.size / b.size);
+    } else {
+      return false;
+    }
+    return true;
+  default: return false;
+  }
+}
+
+static double fold_real(char op, double a, double b) {
+  switch (op) {
+  case '+': return a + b;
+  case '-': return a - b;
+  case '*': return a * b;
+  case '/': return a / b;
+  default: return pow(a, b);
+  }
+}
+
+/* The broadcast shape of a and b (numpy rules); false when they do not broadcast. */
+static bool broadcast(const ox_known *a, const ox_known *b, int32_t *rank, int64_t *shape) {
+  *rank = a->rank > b->rank ? a->rank : b->rank;
+  for (int32_t i = 0; i < *rank; i++) {
+    int32_t ia = i - (*rank - a->rank), ib = i - (*rank - b->rank);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return false;
+    shape[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+/* The flat index into `k` of element `flat` of a broadcast result of `shape`. */
+static int64_t source_index(const ox_known *k, int32_t rank, const int64_t *shape, int64_t flat) {
+  int64_t index = 0, stride = 1;
+  for (int32_t i = rank - 1; i >= 0; i--) {
+    int64_t coordinate = flat % shape[i];
+    flat /= shape[i];
+    int32_t ik = i - (rank - k->rank);
+    if (ik >= 0) {
+      if (k->shape[ik] != 1)
+        index += coordinate * stride;
+      stride *= k->shape[ik];
+    }
+  }
+  return index;
+}
+
+tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, const char *what, ox_known **out) {
+  *out = NULL;
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK];
+  if (!broadcast(a, b, &rank, shape))
+    return tf_status_new(TF_ERR_SHAPE, "%s: known operands of shapes that do not broadcast", what);
+  bool is_float = a->is_float || b->is_float;
+  ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : a->dtype, rank, shape);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", what);
+  for (int64_t i = 0; i < k->count; i++) {
+    int64_t ia = source_index(a, rank, shape, i), ib = source_index(b, rank, shape, i);
+    if (is_float) {
+      double x = a->is_float ? a->reals[ia] : (double)a->ints[ia].size;
+      double y = b->is_float ? b->reals[ib] : (double)b->ints[ib].size;
+      if ((!a->is_float && a->ints[ia].symbol >= 0) || (!b->is_float && b->ints[ib].symbol >= 0)) {
+        ox_known_free(k);
+        return tf_status_new(TF_ERR_UNSUPPORTED, "%s: float arithmetic on a symbolic size", what);
+      }
+      k->reals[i] = fold_real(op, x, y);
+    } else if (!fold_int(op, a->ints[ia], b->ints[ib], &k->ints[i])) {
+      ox_known_free(k);
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "%s: '%c' of sizes %" PRId64 "%s and %" PRId64 "%s is not one symbol's multiple", what, op,
+                           a->ints[ia].size, a->ints[ia].symbol >= 0 ? "*symbol" : "", b->ints[ib].size,
+                           b->ints[ib].symbol >= 0 ? "*symbol" : "");
+    }
+  }
+  *out = k;
+  return NULL;
+}
+
+tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) {
+  bool is_float = to == TF_F32 || to == TF_F16 || to == TF_BF16;
+  *out = ox_known_new(is_float, to, x->rank, x->shape);
+  if (!*out)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a cast");
+  for (int64_t i = 0; i < x->count; i++) {
+    if (is_float && !x->is_float) {
+      if (x->ints[i].symbol >= 0) {
+        ox_known_free(*out);
+        *out = NULL;
+        return tf_status_new(TF_ERR_UNSUPPORTED, "a symbolic size cast to a float");
+      }
+      (*out)->reals[i] = (double)x->ints[i].size;
+    } else if (is_float) {
+      (*out)->reals[i] = x->reals[i];
+    } else if (x->is_float) {
+      (*out)->ints[i] = tf_fixed((int64_t)x->reals[i]);
+    } else {
+      (*out)->ints[i] = x->ints[i];
+    }
+  }
+  return NULL;
+}
+
+ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape) {
+  ox_known *k = ox_known_new(x->is_float, x->dtype, rank, shape);
+  if (!k || k->count != x->count) {
+    ox_known_free(k);
+    return NULL;
+  }
+  if (x->is_float)
+    memcpy(k->reals, x->reals, (size_t)x->count * sizeof(double));
+  else
+    memcpy(k->ints, x->ints, (size_t)x->count * sizeof(tf_dim));
+  return k;
+}
+
+tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) {
+  *out = NULL;
+  if (axis < 0)
+    axis += data->rank;
+  if (axis < 0 || axis >= data->rank || data->rank + indices->rank - 1 > TF_MAX_RANK)
+    return tf_status_new(TF_ERR_SHAPE, "Gather axis %" PRId32 " of a rank-%" PRId32 " value", axis, data->rank);
+  int64_t shape[TF_MAX_RANK];
+  int32_t rank = 0;
+  for (int32_t i = 0; i < axis; i++)
+    shape[rank++] = data->shape[i];
+  for (int32_t i = 0; i < indices->rank; i++)
+    shape[rank++] = indices->shape[i];
+  for (int32_t i = axis + 1; i < data->rank; i++)
+    shape[rank++] = data->shape[i];
+  ox_known *k = ox_known_new(data->is_float, data->dtype, rank, shape);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Gather");
+  int64_t outer = 1, inner = 1, n = data->shape[axis];
+  for (int32_t i = 0; i < axis; i++)
+    outer *= data->shape[i];
+  for (int32_t i = axis + 1; i < data->rank; i++)
+    inner *= data->shape[i];
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int64_t j = 0; j < indices->count; j++) {
+      if (indices->is_float || indices->ints[j].symbol >= 0) {
+        ox_known_free(k);
+        return tf_status_new(TF_ERR_INVALID_INPUT, "Gather index %" PRId64 " is not an integer", j);
+      }
+      int64_t index = indices->ints[j].size;
+      if (index < 0)
+        index += n;
+      if (index < 0 || index >= n) {
+        ox_known_free(k);
+        return tf_status_new(TF_ERR_INVALID_INPUT, "Gather index %" PRId64 " out of range [0, %" PRId64 ")",
+                             indices->ints[j].size, n);
+      }
+      for (int64_t i = 0; i < inner; i++, at++) {
+        int64_t from = (o * n + index) * inner + i;
+        if (k->is_float)
+          k->reals[at] = data->reals[from];
+        else
+          k->ints[at] = data->ints[from];
+      }
+    }
+  }
+  *out = k;
+  return NULL;
+}
+
+tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, ox_known **out) {
+  *out = NULL;
+  if (n < 1)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "Concat of nothing");
+  const ox_known *first = parts[0];
+  if (axis < 0)
+    axis += first->rank;
+  if (axis < 0 || axis >= first->rank)
+    return tf_status_new(TF_ERR_SHAPE, "Concat axis out of range for rank %" PRId32, first->rank);
+  int64_t shape[TF_MAX_RANK];
+  memcpy(shape, first->shape, sizeof(shape));
+  shape[axis] = 0;
+  bool is_float = false;
+  for (int32_t p = 0; p < n; p++) {
+    if (parts[p]->rank != first->rank)
+      return tf_status_new(TF_ERR_SHAPE, "Concat of ranks %" PRId32 " and %" PRId32, first->rank, parts[p]->rank);
+    for (int32_t d = 0; d < first->rank; d++)
+      if (d != axis && parts[p]->shape[d] != first->shape[d])
+        return tf_status_new(TF_ERR_SHAPE, "Concat parts differ at axis %" PRId32, d);
+    shape[axis] += parts[p]->shape[axis];
+    is_float = is_float || parts[p]->is_float;
+  }
+  ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : first->dtype, first->rank, shape);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Concat");
+  int64_t outer = 1, inner = 1;
+  for (int32_t i = 0; i < axis; i++)
+    outer *= shape[i];
+  for (int32_t i = axis + 1; i < first->rank; i++)
+    inner *= shape[i];
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; o++) {
+    for (int32_t p = 0; p < n; p++) {
+      int64_t block = parts[p]->shape[axis] * inner;
+      for (int64_t i = 0; i < block; i++, at++) {
+        int64_t from = o * block + i;
+        if (!is_float)
+          k->ints[at] = parts[p]->ints[from];
+        else
+          k->reals[at] = parts[p]->is_float ? parts[p]->reals[from] : (double)parts[p]->ints[from].size;
+      }
+    }
+  }
+  *out = k;
+  return NULL;
+}

@@ -1,0 +1,19 @@
+/* Folding ONNX operators whose inputs are all known at import time (import/onnx_fold.c). Each
+ * function returns a new known value in *out (the caller frees it with ox_known_free()). */
+#ifndef TIGHTFIT_IMPORT_ONNX_FOLD_H
+#define TIGHTFIT_IMPORT_ONNX_FOLD_H
+
+#include "import/onnx_internal.h"
+
+/* a op b with numpy broadcasting; op is '+', '-', '*', '/' or '^' (Pow); `what` names the node. */
+tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, const char *what, ox_known **out) TF_MUST_USE;
+/* x converted to `to` (floats truncate towards zero when cast to integers). */
+tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) TF_MUST_USE;
+/* x with the same elements and a new shape of the same element count; NULL when it differs. */
+ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape);
+/* ONNX Gather of `indices` along `axis` of `data`. */
+tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) TF_MUST_USE;
+/* ONNX Concat of n parts along `axis`. */
+tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, ox_known **out) TF_MUST_USE;
+
+#endif

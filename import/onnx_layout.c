@@ -1,0 +1,444 @@
+/* ONNX layout and value operators (the converters of onnx_ops.c's table for them): reshapes,
+ * transposes, concatenation, slicing, gathering, casts and the constant/shape operators, which fold
+ * when their inputs are known at import time and otherwise add graph ops. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import/onnx_convert.h"
+#include "import/onnx_fold.h"
+
+/* ---- layout ---- */
+
+/* Reshape of x to `rank` dims, each fixed, symbolic, or {-1,-1} (inferred). */
+static tf_status reshape_to(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_dim *dims, int32_t rank) {
+  int32_t unknown = 0;
+  for (int32_t i = 0; i < rank; i++)
+    unknown += dims[i].size == -1 && dims[i].symbol < 0;
+  if (unknown > 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "the target shape has %" PRId32 " axes tightfit cannot name (products of symbols, or -1)", unknown);
+  return ox_set_tensor(im, node, 0, tf_reshape(im->graph, x, tf_shape_from(dims, rank)));
+}
+
+tf_status ox_convert_reshape(ox_import *im, const ox_node *node) {
+  const ox_known *shape;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &shape));
+  if (shape->is_float || shape->rank != 1 || shape->count > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the shape must be at most %d integers", TF_MAX_RANK);
+  if (ox_is_known(im, ox_input(node, 0))) {
+    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+    int64_t target[TF_MAX_RANK], product = 1, infer = -1;
+    for (int64_t i = 0; i < shape->count; i++) {
+      if (shape->ints[i].symbol >= 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "symbolic reshape of a known value");
+      target[i] = shape->ints[i].size == 0 && i < x->rank ? x->shape[i] : shape->ints[i].size;
+      if (target[i] == -1)
+        infer = i;
+      else
+        product *= target[i];
+    }
+    if (infer >= 0 && product > 0)
+      target[infer] = x->count / product;
+    ox_known *k = ox_fold_copy(x, (int32_t)shape->count, target);
+    if (!k)
+      return ox_fail(im, node, TF_ERR_SHAPE, "reshape changes the element count");
+    return ox_set_known(im, node, 0, k);
+  }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t in_rank;
+  tf_dim in_dims[TF_MAX_RANK], dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &in_rank, in_dims);
+  bool allow_zero = ox_attr_int(node, "allowzero", 0) != 0;
+  for (int64_t i = 0; i < shape->count; i++) {
+    tf_dim d = shape->ints[i];
+    if (d.symbol < 0 && d.size == 0 && !allow_zero)
+      d = i < in_rank ? in_dims[i] : d;
+    else if (d.symbol < 0 && d.size == -1)
+      d = (tf_dim){-1, -1};
+    dims[i] = d;
+  }
+  return reshape_to(im, node, x, dims, (int32_t)shape->count);
+}
+
+tf_status ox_convert_flatten(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank;
+  tf_dim in_dims[TF_MAX_RANK], dims[2];
+  ox_tensor_dims(im, x, &rank, in_dims);
+  int64_t axis = ox_attr_int(node, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, rank);
+  // [prod(dims[:axis]), prod(dims[axis:])]: a leading symbol stays named when the rest is fixed.
+  int64_t tail = 1;
+  bool tail_fixed = true;
+  for (int32_t i = (int32_t)axis; i < rank; i++) {
+    tail_fixed = tail_fixed && in_dims[i].symbol < 0 && in_dims[i].size >= 0;
+    tail *= in_dims[i].size;
+  }
+  dims[0] = axis == 0 ? tf_fixed(1) : axis == 1 ? in_dims[0] : (tf_dim){-1, -1};
+  dims[1] = tail_fixed ? tf_fixed(tail) : (tf_dim){-1, -1};
+  return reshape_to(im, node, x, dims, 2);
+}
+
+/* Unsqueeze/Squeeze: axes from the attribute (before opset 13) or input 1. */
+static tf_status axes_of(ox_import *im, const ox_node *node, int64_t *axes, int32_t *n) {
+  *n = 0;
+  if (im->opset >= 13)
+    return ox_input(node, 1) ? ox_fixed_ints(im, node, 1, axes, TF_MAX_RANK, n) : NULL;
+  *n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
+  if (*n > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
+  if (*n < 0)
+    *n = 0;
+  return NULL;
+}
+
+static tf_status squeeze_like(ox_import *im, const ox_node *node, bool unsqueeze) {
+  int64_t axes[TF_MAX_RANK];
+  int32_t n;
+  TF_RETURN_IF_ERROR(axes_of(im, node, axes, &n));
+  bool known = ox_is_known(im, ox_input(node, 0));
+  int32_t rank = 0;
+  tf_dim in_dims[TF_MAX_RANK], dims[TF_MAX_RANK];
+  tf_tensor_id x = TF_NO_TENSOR;
+  const ox_known *k = NULL;
+  if (known) {
+    k = ox_value_find(im, ox_input(node, 0))->known;
+    rank = k->rank;
+    for (int32_t i = 0; i < rank; i++)
+      in_dims[i] = tf_fixed(k->shape[i]);
+  } else {
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    ox_tensor_dims(im, x, &rank, in_dims);
+  }
+  int32_t out_rank = unsqueeze ? rank + n : rank;
+  if (out_rank > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "rank %" PRId32 " is over %d", out_rank, TF_MAX_RANK);
+  bool marked[TF_MAX_RANK * 2] = {false};
+  for (int32_t i = 0; i < n; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + out_rank : axes[i];
+    if (a < 0 || a >= out_rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range", axes[i]);
+    marked[a] = true;
+  }
+  int32_t m = 0;
+  if (unsqueeze) {
+    for (int32_t i = 0, j = 0; i < out_rank; i++)
+      dims[m++] = marked[i] ? tf_fixed(1) : in_dims[j++];
+  } else {
+    for (int32_t i = 0; i < rank; i++) {
+      bool drop = n == 0 ? (in_dims[i].symbol < 0 && in_dims[i].size == 1) : marked[i];
+      if (drop && !(in_dims[i].symbol < 0 && in_dims[i].size == 1))
+        return ox_fail(im, node, TF_ERR_SHAPE, "cannot squeeze axis %" PRId32 ": its size is not 1", i);
+      if (!drop)
+        dims[m++] = in_dims[i];
+    }
+  }
+  if (known) {
+    int64_t shape[TF_MAX_RANK];
+    for (int32_t i = 0; i < m; i++)
+      shape[i] = dims[i].size;
+    ox_known *copy = ox_fold_copy(k, m, shape);
+    if (!copy)
+      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+    return ox_set_known(im, node, 0, copy);
+  }
+  return reshape_to(im, node, x, dims, m);
+}
+
+tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node) { return squeeze_like(im, node, true); }
+tf_status ox_convert_squeeze(ox_import *im, const ox_node *node) { return squeeze_like(im, node, false); }
+
+tf_status ox_convert_transpose(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank = ox_rank_of(im, x);
+  int64_t perm64[TF_MAX_RANK];
+  int32_t perm[TF_MAX_RANK];
+  int32_t n = ox_attr_ints(node, "perm", perm64, TF_MAX_RANK);
+  if (n > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "perm is too long");
+  for (int32_t i = 0; i < rank; i++)
+    perm[i] = n < 0 ? rank - 1 - i : (int32_t)perm64[i];
+  if (n >= 0 && n != rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "perm has %" PRId32 " axes for a rank-%" PRId32 " input", n, rank);
+  return ox_set_tensor(im, node, 0, tf_transpose(im->graph, x, perm, rank));
+}
+
+tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
+  int64_t axis = ox_attr_int(node, "axis", 0);
+  int32_t n = node->n_inputs;
+  if (n < 1 || n > 64)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 " inputs (1 to 64)", n);
+  bool all_known = true;
+  for (int32_t i = 0; i < n; i++)
+    all_known = all_known && ox_is_known(im, ox_input(node, i));
+  if (all_known) {
+    const ox_known *parts[64];
+    for (int32_t i = 0; i < n; i++)
+      parts[i] = ox_value_find(im, ox_input(node, i))->known;
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_fold_concat(parts, n, (int32_t)axis, &k));
+    return ox_set_known(im, node, 0, k);
+  }
+  tf_tensor_id ids[64];
+  for (int32_t i = 0; i < n; i++)
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &ids[i]));
+  if (axis < 0)
+    axis += ox_rank_of(im, ids[0]);
+  return ox_set_tensor(im, node, 0, tf_concat(im->graph, ids, n, (int32_t)axis));
+}
+
+tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t starts[TF_MAX_RANK], axes[TF_MAX_RANK], steps[TF_MAX_RANK];
+  int32_t n_starts = 0, n_axes = -1, n_steps = -1;
+  const ox_known *ends;
+  if (im->opset < 10)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Slice before opset 10");
+  TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, starts, TF_MAX_RANK, &n_starts));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &ends));
+  if (ox_input(node, 3))
+    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 3, axes, TF_MAX_RANK, &n_axes));
+  if (ox_input(node, 4))
+    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 4, steps, TF_MAX_RANK, &n_steps));
+  if (ends->is_float || ends->count != n_starts || (n_axes >= 0 && n_axes != n_starts) ||
+      (n_steps >= 0 && n_steps != n_starts))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "starts, ends, axes and steps differ in length");
+  tf_tensor_id y = x;
+  for (int32_t i = 0; i < n_starts; i++) {
+    int64_t axis = n_axes >= 0 ? axes[i] : i;
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range", axis);
+    int64_t step = n_steps >= 0 ? steps[i] : 1;
+    if (step < 1)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "step %" PRId64 " (only positive steps)", step);
+    tf_dim end = ends->ints[i];
+    int64_t end_value = end.size;
+    if (end.symbol >= 0) {
+      // A symbolic end is fine when it is the whole axis (x[:, :T] with T the axis' size).
+      if (dims[axis].symbol != end.symbol || dims[axis].size != end.size)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end that is not the whole axis %" PRId64, axis);
+      end_value = INT64_MAX;
+    }
+    y = tf_slice(im->graph, y, (int32_t)axis, starts[i], end_value, step);
+  }
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  int64_t axis = ox_attr_int(node, "axis", 0);
+  if (ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_fold_gather(ox_value_find(im, ox_input(node, 0))->known,
+                                      ox_value_find(im, ox_input(node, 1))->known, (int32_t)axis, &k));
+    return ox_set_known(im, node, 0, k);
+  }
+  tf_tensor_id data;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &data));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, data, &rank, dims);
+  if (axis < 0)
+    axis += rank;
+  if (ox_is_known(im, ox_input(node, 1))) {
+    // x[:, i]: a slice of width one, then the axis dropped.
+    const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
+    if (index->count != 1 || index->is_float || index->ints[0].symbol >= 0 || axis < 0 || axis >= rank)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather of a tensor by several known indices");
+    int64_t i = index->ints[0].size;
+    tf_tensor_id y = tf_slice(im->graph, data, (int32_t)axis, i, i == -1 ? INT64_MAX : i + 1, 1);
+    tf_dim out[TF_MAX_RANK];
+    int32_t m = 0;
+    for (int32_t d = 0; d < rank; d++)
+      if (d != axis)
+        out[m++] = dims[d];
+    for (int32_t d = index->rank; d > 0; d--) // a rank-1 index keeps the axis
+      out[m++] = tf_fixed(1);
+    if (index->rank == 1) { // keep the axis where it was
+      for (int32_t d = m - 1; d > axis; d--)
+        out[d] = out[d - 1];
+      out[axis] = tf_fixed(1);
+    }
+    return reshape_to(im, node, y, out, m);
+  }
+  if (axis != 0 || rank != 2)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Gather by computed indices is an embedding lookup: axis 0 of a 2-d table (got axis %" PRId64
+                   " of rank %" PRId32 ")",
+                   axis, rank);
+  tf_tensor_id ids;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
+  return ox_set_tensor(im, node, 0, tf_embedding(im->graph, ids, data));
+}
+
+tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
+  int64_t to_onnx = ox_attr_int(node, "to", 0);
+  tf_dtype to;
+  if (!ox_dtype((int32_t)to_onnx, &to))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cast to %s (%" PRId64 ")", ox_dtype_name((int32_t)to_onnx), to_onnx);
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  if (ox_is_known(im, ox_input(node, 0))) {
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_fold_cast(ox_value_find(im, ox_input(node, 0))->known, to, &k));
+    return ox_set_known(im, node, 0, k);
+  }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));
+}
+
+/* Only a zero Pad: torch exports one before every avg_pool2d (count_include_pad), padding 0 or not. */
+tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
+  int64_t pads[2 * TF_MAX_RANK];
+  int32_t n = 0;
+  if (im->opset >= 11)
+    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, pads, 2 * TF_MAX_RANK, &n));
+  else if ((n = ox_attr_ints(node, "pads", pads, 2 * TF_MAX_RANK)) > 2 * TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many pads");
+  for (int32_t i = 0; i < n; i++)
+    if (pads[i] != 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "non-zero padding (only the pooling and convolution pads are)");
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  return ox_set_tensor(im, node, 0, x);
+}
+
+tf_status ox_convert_identity(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  ox_value *from = ox_value_find(im, ox_input(node, 0));
+  if (!from)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "input '%s' has no value", ox_input(node, 0));
+  if (from->known && from->tensor == TF_NO_TENSOR && !from->initializer) {
+    ox_known *k = ox_fold_copy(from->known, from->known->rank, from->known->shape);
+    return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x)); /* a tied initializer stays one parameter */
+  return ox_set_tensor(im, node, 0, x);
+}
+
+tf_status ox_convert_constant(ox_import *im, const ox_node *node) {
+  char what[512], label[256];
+  snprintf(what, sizeof(what), "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+  const Onnx__AttributeProto *a;
+  ox_known *k = NULL;
+  if ((a = ox_attr(node, "value")) && a->t) {
+    TF_RETURN_IF_ERROR(ox_known_from_tensor(a->t, what, &k));
+  } else if ((a = ox_attr(node, "value_float")) && a->has_f) {
+    if ((k = ox_known_new(true, TF_F32, 0, NULL)))
+      k->reals[0] = a->f;
+  } else if ((a = ox_attr(node, "value_int")) && a->has_i) {
+    if ((k = ox_known_new(false, TF_I64, 0, NULL)))
+      k->ints[0] = tf_fixed(a->i);
+  } else if ((a = ox_attr(node, "value_ints"))) {
+    int64_t n = (int64_t)a->n_ints;
+    if ((k = ox_known_new(false, TF_I64, 1, &n)))
+      for (int64_t i = 0; i < n; i++)
+        k->ints[i] = tf_fixed(a->ints[i]);
+  } else if ((a = ox_attr(node, "value_floats"))) {
+    int64_t n = (int64_t)a->n_floats;
+    if ((k = ox_known_new(true, TF_F32, 1, &n)))
+      for (int64_t i = 0; i < n; i++)
+        k->reals[i] = a->floats[i];
+  } else {
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "no value, value_float, value_int(s) or value_floats attribute");
+  }
+  return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+}
+
+tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  if (ox_is_known(im, ox_input(node, 0))) {
+    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+    rank = x->rank;
+    for (int32_t i = 0; i < rank; i++)
+      dims[i] = tf_fixed(x->shape[i]);
+  } else {
+    tf_tensor_id x;
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    ox_tensor_dims(im, x, &rank, dims);
+  }
+  int64_t start = ox_attr_int(node, "start", 0), end = ox_attr_int(node, "end", rank);
+  start = start < 0 ? start + rank : start;
+  end = end < 0 ? end + rank : end;
+  start = start < 0 ? 0 : start > rank ? rank : start;
+  end = end < start ? start : end > rank ? rank : end;
+  int64_t n = end - start;
+  ox_known *k = ox_known_new(false, TF_I64, 1, &n);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < n; i++) {
+    k->ints[i] = dims[start + i];
+    if (k->ints[i].size == -1 && k->ints[i].symbol < 0) {
+      ox_known_free(k);
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "axis %" PRId64 " of '%s' is a product of symbols", start + i,
+                     ox_input(node, 0));
+    }
+  }
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_range(ox_import *im, const ox_node *node) {
+  const ox_known *start, *limit, *delta;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &start));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &limit));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &delta));
+  if (start->count != 1 || limit->count != 1 || delta->count != 1 || start->is_float || limit->is_float ||
+      delta->is_float || start->ints[0].symbol >= 0 || delta->ints[0].symbol >= 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Range of integers with a fixed start and step");
+  int64_t s = start->ints[0].size, d = delta->ints[0].size;
+  tf_dim l = limit->ints[0];
+  if (d != 1 || (l.symbol >= 0 && s != 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Range with a step other than 1, or from a start other than 0 to a "
+                   "symbolic limit");
+  tf_dim length = l.symbol >= 0 ? l : tf_fixed(l.size - s > 0 ? l.size - s : 0);
+  // A symbolic length (torch.arange(x.shape[1])) is a constant of symbolic shape: position ids.
+  char name[300];
+  snprintf(name, sizeof(name), "%s", node->proto->output[0]);
+  tf_tensor_id id = tf_graph_constant(im->graph, name, limit->dtype == TF_I32 ? TF_I32 : TF_I64,
+                                      tf_shape_from(&length, 1), tf_init_make(TF_INIT_ARANGE, (double)s, 1));
+  return ox_set_tensor(im, node, 0, id);
+}
+
+tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
+  const ox_known *shape;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &shape));
+  if (shape->is_float || shape->count > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the shape must be at most %d integers", TF_MAX_RANK);
+  double value = 0;
+  tf_dtype dtype = TF_F32;
+  const Onnx__AttributeProto *a = ox_attr(node, "value");
+  if (a && a->t) {
+    ox_known *k;
+    char what[512], label[256];
+    snprintf(what, sizeof(what), "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+    TF_RETURN_IF_ERROR(ox_known_from_tensor(a->t, what, &k));
+    value = k->count < 1 ? 0 : k->is_float ? k->reals[0] : (double)k->ints[0].size;
+    dtype = k->is_float ? TF_F32 : k->dtype;
+    ox_known_free(k);
+  }
+  tf_dim dims[TF_MAX_RANK];
+  for (int64_t i = 0; i < shape->count; i++)
+    dims[i] = shape->ints[i];
+  tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], dtype,
+                                      tf_shape_from(dims, (int32_t)shape->count), tf_init_make(TF_INIT_FILL, value, 0));
+  return ox_set_tensor(im, node, 0, id);
+}

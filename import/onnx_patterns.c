@@ -1,0 +1,338 @@
+/* Patterns that torch.onnx.export spells as several operators and tightfit has one op for:
+ *   x * 0.5 * (1 + erf(x / sqrt 2))                        -> gelu (exact)
+ *   view/transpose q, k, v; q @ k^T; scale; causal mask;    -> attention (fused, causal or not)
+ *     softmax; @ v; transpose; view back
+ *   (x - mean) / sqrt(var + eps) * gamma + beta             -> layer_norm (the opset < 17 spelling)
+ *   MatMul(x, Transpose(W)) with W 2-d                      -> matmul with transpose_b
+ *   AveragePool(Pad(x, zeros around H and W))               -> avg_pool2d with padding (torch's
+ *                                                              avg_pool2d(padding=p) export)
+ * A rewritten node takes the pattern's real inputs; the nodes it covers are then emitted only when
+ * something else reads them (ox_mark_live), so a pattern used elsewhere stays correct. */
+#include <math.h>
+#include <string.h>
+
+#include "import/onnx_internal.h"
+
+static ox_node *producer(ox_import *im, const char *name) {
+  int32_t index = name ? tf_strmap_get(&im->producers, name) : -1;
+  return index < 0 ? NULL : &im->nodes[index];
+}
+
+static bool is_op(const ox_node *node, const char *op_type) {
+  return node && node->fused == OX_PLAIN && strcmp(node->proto->op_type, op_type) == 0;
+}
+
+static const char *in(const ox_node *node, int32_t i) {
+  return node && i < node->n_inputs && node->inputs[i] && *node->inputs[i] ? node->inputs[i] : NULL;
+}
+
+static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+/* The one number of a Constant node or initializer named `name`. */
+static bool scalar_of(ox_import *im, const char *name, double *value) {
+  const Onnx__TensorProto *t = NULL;
+  ox_node *p = producer(im, name);
+  if (is_op(p, "Constant")) {
+    for (size_t i = 0; i < p->proto->n_attribute; i++)
+      if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0)
+        t = p->proto->attribute[i]->t;
+  } else if (!p) {
+    ox_value *v = name ? ox_value_find(im, name) : NULL;
+    t = v ? v->initializer : NULL;
+  }
+  if (!t)
+    return false;
+  ox_known *k;
+  tf_status status = ox_known_from_tensor(t, "pattern", &k);
+  if (status) {
+    tf_status_free(status);
+    return false;
+  }
+  bool one = k->count == 1;
+  if (one)
+    *value = k->is_float ? k->reals[0] : (double)k->ints[0].size;
+  ox_known_free(k);
+  return one;
+}
+
+static bool is_scalar(ox_import *im, const char *name, double expected, double tolerance) {
+  double value;
+  return scalar_of(im, name, &value) && fabs(value - expected) <= tolerance;
+}
+
+static bool perm_is(const ox_node *node, const int64_t *perm, int32_t n) {
+  int64_t found[TF_MAX_RANK];
+  return ox_attr_ints(node, "perm", found, TF_MAX_RANK) == n && memcmp(found, perm, (size_t)n * sizeof(int64_t)) == 0;
+}
+
+/* x when `add` is Add(Erf(x / sqrt2 or x * 1/sqrt2), 1) */
+static const char *erf_plus_one_of(ox_import *im, const ox_node *add) {
+  if (!is_op(add, "Add"))
+    return NULL;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *erf = producer(im, in(add, side));
+    if (!is_op(erf, "Erf") || !is_scalar(im, in(add, 1 - side), 1.0, 0))
+      continue;
+    ox_node *scale = producer(im, in(erf, 0));
+    if (is_op(scale, "Div") && is_scalar(im, in(scale, 1), sqrt(2.0), 1e-5))
+      return in(scale, 0);
+    if (is_op(scale, "Mul") && is_scalar(im, in(scale, 1), sqrt(0.5), 1e-6))
+      return in(scale, 0);
+  }
+  return NULL;
+}
+
+/* Mul(Mul(x, erf_plus_one), 0.5), Mul(Mul(x, 0.5), erf_plus_one) and the operands swapped. */
+static void match_gelu(ox_import *im, ox_node *top) {
+  if (!is_op(top, "Mul"))
+    return;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *inner = producer(im, in(top, side));
+    const char *other = in(top, 1 - side);
+    if (!is_op(inner, "Mul"))
+      continue;
+    for (int32_t j = 0; j < 2; j++) {
+      const char *x = NULL;
+      if (is_scalar(im, other, 0.5, 0)) {
+        const char *erf_x = erf_plus_one_of(im, producer(im, in(inner, 1 - j)));
+        x = same(erf_x, in(inner, j)) ? erf_x : NULL;
+      } else if (is_scalar(im, in(inner, 1 - j), 0.5, 0)) {
+        const char *erf_x = erf_plus_one_of(im, producer(im, other));
+        x = same(erf_x, in(inner, j)) ? erf_x : NULL;
+      }
+      if (x) {
+        top->fused = OX_GELU_ERF;
+        top->fused_inputs[0] = x;
+        top->inputs = top->fused_inputs;
+        top->n_inputs = 1;
+        return;
+      }
+    }
+  }
+}
+
+/* q3 and its 4-d shape when `node` is Transpose(Reshape(q3, shape), perm). */
+static bool split_heads(ox_import *im, const ox_node *node, const int64_t *perm, const char **x, const char **shape) {
+  if (!is_op(node, "Transpose") || !perm_is(node, perm, 4))
+    return false;
+  ox_node *reshape = producer(im, in(node, 0));
+  if (!is_op(reshape, "Reshape"))
+    return false;
+  *x = in(reshape, 0);
+  *shape = in(reshape, 1);
+  return *x && *shape;
+}
+
+/* True when `cond` is [Cast](Not(Trilu(ones, upper=0))): masked where j > i. */
+static bool is_causal_mask(ox_import *im, const char *cond) {
+  ox_node *node = producer(im, cond);
+  if (is_op(node, "Cast"))
+    node = producer(im, in(node, 0));
+  if (!is_op(node, "Not"))
+    return false;
+  ox_node *trilu = producer(im, in(node, 0));
+  if (!is_op(trilu, "Trilu") || ox_attr_int(trilu, "upper", 1) != 0)
+    return false;
+  return !in(trilu, 1) || is_scalar(im, in(trilu, 1), 0, 0);
+}
+
+static void match_attention(ox_import *im, ox_node *top) {
+  static const int64_t heads_first[4] = {0, 2, 1, 3}, keys_transposed[4] = {0, 2, 3, 1}, swap_last[4] = {0, 1, 3, 2};
+  if (!is_op(top, "Reshape"))
+    return;
+  ox_node *merge = producer(im, in(top, 0));
+  if (!is_op(merge, "Transpose") || !perm_is(merge, heads_first, 4))
+    return;
+  ox_node *mix = producer(im, in(merge, 0));
+  if (!is_op(mix, "MatMul"))
+    return;
+  ox_node *softmax = producer(im, in(mix, 0));
+  if (!is_op(softmax, "Softmax") || (ox_attr_int(softmax, "axis", -1) != -1 && ox_attr_int(softmax, "axis", -1) != 3))
+    return;
+  ox_node *scores = producer(im, in(softmax, 0));
+  bool causal = false;
+  if (is_op(scores, "Where")) {
+    double fill;
+    if (!is_causal_mask(im, in(scores, 0)) || !scalar_of(im, in(scores, 1), &fill) || !(isinf(fill) && fill < 0))
+      return;
+    causal = true;
+    scores = producer(im, in(scores, 2));
+  }
+  double scale = 1.0, c;
+  if ((is_op(scores, "Div") || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c) && c != 0) {
+    scale = is_op(scores, "Div") ? 1.0 / c : c;
+    scores = producer(im, in(scores, 0));
+  }
+  if (!is_op(scores, "MatMul"))
+    return;
+  const char *q, *k, *v, *q_shape, *k_shape, *v_shape;
+  if (!split_heads(im, producer(im, in(scores, 0)), heads_first, &q, &q_shape))
+    return;
+  ox_node *keys = producer(im, in(scores, 1));
+  if (!split_heads(im, keys, keys_transposed, &k, &k_shape)) {
+    if (!is_op(keys, "Transpose") || !perm_is(keys, swap_last, 4) ||
+        !split_heads(im, producer(im, in(keys, 0)), heads_first, &k, &k_shape))
+      return;
+  }
+  if (!split_heads(im, producer(im, in(mix, 1)), heads_first, &v, &v_shape))
+    return;
+  top->fused = OX_ATTENTION;
+  top->fused_inputs[0] = q;
+  top->fused_inputs[1] = k;
+  top->fused_inputs[2] = v;
+  top->fused_inputs[3] = q_shape;
+  top->inputs = top->fused_inputs;
+  top->n_inputs = 4;
+  top->causal = causal;
+  top->scale = scale;
+}
+
+/* ReduceMean over the last axis only, keeping it. */
+static bool is_last_axis_mean(const ox_node *node) {
+  int64_t axes[TF_MAX_RANK];
+  return is_op(node, "ReduceMean") && ox_attr_ints(node, "axes", axes, TF_MAX_RANK) == 1 && axes[0] == -1 &&
+         ox_attr_int(node, "keepdims", 1) == 1;
+}
+
+/* Add(Mul(Div(Sub(x, mean(x)), Sqrt(Add(mean(Pow(Sub, 2)), eps))), gamma), beta), operands of Add and
+ * Mul in either order. */
+static void match_layer_norm(ox_import *im, ox_node *top) {
+  if (!is_op(top, "Add"))
+    return;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *scale = producer(im, in(top, side));
+    const char *beta = in(top, 1 - side);
+    if (!is_op(scale, "Mul") || !beta || producer(im, beta))
+      continue;
+    for (int32_t j = 0; j < 2; j++) {
+      ox_node *div = producer(im, in(scale, j));
+      const char *gamma = in(scale, 1 - j);
+      if (!is_op(div, "Div") || !gamma || producer(im, gamma))
+        continue;
+      ox_node *centre = producer(im, in(div, 0)), *root = producer(im, in(div, 1));
+      if (!is_op(centre, "Sub") || !is_op(root, "Sqrt"))
+        continue;
+      ox_node *mean = producer(im, in(centre, 1));
+      if (!is_last_axis_mean(mean) || !same(in(mean, 0), in(centre, 0)))
+        continue;
+      ox_node *shift = producer(im, in(root, 0));
+      double epsilon;
+      if (!is_op(shift, "Add") || !scalar_of(im, in(shift, 1), &epsilon))
+        continue;
+      ox_node *variance = producer(im, in(shift, 0));
+      if (!is_last_axis_mean(variance))
+        continue;
+      ox_node *square = producer(im, in(variance, 0));
+      if (!is_op(square, "Pow") || !same(in(square, 0), in(div, 0)) || !is_scalar(im, in(square, 1), 2.0, 0))
+        continue;
+      top->fused = OX_LAYER_NORM;
+      top->fused_inputs[0] = in(centre, 0);
+      top->fused_inputs[1] = gamma;
+      top->fused_inputs[2] = beta;
+      top->inputs = top->fused_inputs;
+      top->n_inputs = 3;
+      top->scale = epsilon;
+      return;
+    }
+  }
+}
+
+/* MatMul(x, Transpose(W, perm [1, 0])) and Gemm(x, Transpose(W)): W read transposed. */
+static void match_transposed_operand(ox_import *im, ox_node *node) {
+  static const int64_t swap[2] = {1, 0};
+  if (!is_op(node, "MatMul") && !is_op(node, "Gemm"))
+    return;
+  ox_node *transpose = producer(im, in(node, 1));
+  if (!is_op(transpose, "Transpose") || !perm_is(transpose, swap, 2) || !in(transpose, 0))
+    return;
+  int32_t n = node->n_inputs < 4 ? node->n_inputs : 4;
+  for (int32_t i = 0; i < n; i++)
+    node->fused_inputs[i] = node->inputs[i];
+  node->fused_inputs[1] = in(transpose, 0);
+  node->inputs = node->fused_inputs;
+  node->n_inputs = n;
+  node->transpose_b = true;
+}
+
+/* The integers of a Constant node or known initializer named `name`, at most max; -1 otherwise. */
+static int32_t ints_of(ox_import *im, const char *name, int64_t *out, int32_t max) {
+  const Onnx__TensorProto *t = NULL;
+  ox_node *p = producer(im, name);
+  if (is_op(p, "Constant")) {
+    for (size_t i = 0; i < p->proto->n_attribute; i++)
+      if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0)
+        t = p->proto->attribute[i]->t;
+  }
+  ox_known *k = NULL;
+  const ox_known *known = NULL;
+  if (t) {
+    tf_status status = ox_known_from_tensor(t, "pattern", &k);
+    tf_status_free(status);
+    known = k;
+  } else if (!p && name) {
+    ox_value *v = ox_value_find(im, name);
+    known = v ? v->known : NULL;
+  }
+  int32_t n = known && !known->is_float && known->count <= max ? (int32_t)known->count : -1;
+  for (int32_t i = 0; i < n; i++)
+    out[i] = known->ints[i].symbol < 0 ? known->ints[i].size : -1;
+  ox_known_free(k);
+  return n;
+}
+
+static void match_padded_pool(ox_import *im, ox_node *node) {
+  if (!is_op(node, "AveragePool"))
+    return;
+  ox_node *pad = producer(im, in(node, 0));
+  if (!is_op(pad, "Pad") || (in(pad, 2) && !is_scalar(im, in(pad, 2), 0, 0)))
+    return;
+  const Onnx__AttributeProto *mode = ox_attr(pad, "mode");
+  if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
+    return;
+  int64_t pads[8], own[4];
+  int32_t n = im->opset >= 11 ? ints_of(im, in(pad, 1), pads, 8) : ox_attr_ints(pad, "pads", pads, 8);
+  int32_t n_own = ox_attr_ints(node, "pads", own, 4);
+  for (int32_t i = 0; i < n_own && i < 4; i++)
+    if (own[i] != 0)
+      return;
+  // [N, C, H, W] begins then ends: zero on N and C, the same at both ends of H and of W.
+  if (n != 8 || pads[0] || pads[1] || pads[4] || pads[5] || pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 ||
+      pads[3] < 0)
+    return;
+  node->fused_inputs[0] = in(pad, 0);
+  node->inputs = node->fused_inputs;
+  node->n_inputs = 1;
+  node->pool_padding[0] = (int32_t)pads[2];
+  node->pool_padding[1] = (int32_t)pads[3];
+}
+
+void ox_rewrite_patterns(ox_import *im) {
+  for (int32_t i = 0; i < im->n_nodes; i++) {
+    match_gelu(im, &im->nodes[i]);
+    match_attention(im, &im->nodes[i]);
+    match_layer_norm(im, &im->nodes[i]);
+  }
+  for (int32_t i = 0; i < im->n_nodes; i++) {
+    match_transposed_operand(im, &im->nodes[i]);
+    match_padded_pool(im, &im->nodes[i]);
+  }
+}
+
+void ox_mark_live(ox_import *im) {
+  // Walk back from the outputs; nodes come in topological order, so one backward sweep suffices.
+  for (size_t i = 0; i < im->onnx->n_output; i++) {
+    ox_node *p = producer(im, im->onnx->output[i]->name);
+    if (p)
+      p->live = true;
+  }
+  for (int32_t i = im->n_nodes - 1; i >= 0; i--) {
+    ox_node *node = &im->nodes[i];
+    if (!node->live)
+      continue;
+    for (int32_t j = 0; j < node->n_inputs; j++) {
+      ox_node *p = producer(im, in(node, j));
+      if (p)
+        p->live = true;
+    }
+  }
+}

@@ -1,0 +1,434 @@
+/* ONNX values: decoding tensors into known values, turning initializers into parameters and known
+ * values into constants on first use, and reading a tensor's symbolic shape back from the builder. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/ir.h"
+#include "import/onnx_internal.h"
+
+ox_value *ox_value_find(ox_import *im, const char *name) {
+  int32_t index = tf_strmap_get(&im->value_ids, name);
+  return index < 0 ? NULL : &im->values[index];
+}
+
+ox_value *ox_value_get(ox_import *im, const char *name) {
+  ox_value *found = ox_value_find(im, name);
+  if (found)
+    return found;
+  if (im->n_values == im->cap_values) {
+    int32_t capacity = im->cap_values ? im->cap_values * 2 : 64;
+    ox_value *grown = realloc(im->values, (size_t)capacity * sizeof(ox_value));
+    if (!grown)
+      return NULL;
+    im->values = grown;
+    im->cap_values = capacity;
+    // The map holds names, not pointers, so growing the array keeps it valid.
+  }
+  ox_value *v = &im->values[im->n_values];
+  memset(v, 0, sizeof(*v));
+  v->name = name;
+  v->tensor = TF_NO_TENSOR;
+  if (!tf_strmap_put(&im->value_ids, name, im->n_values))
+    return NULL;
+  im->n_values++;
+  return v;
+}
+
+ox_known *ox_known_new(bool is_float, tf_dtype dtype, int32_t rank, const int64_t *shape) {
+  if (rank < 0 || rank > TF_MAX_RANK)
+    return NULL;
+  int64_t count = 1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (shape[i] < 0 || (shape[i] > 0 && count > ((int64_t)1 << 26) / shape[i]))
+      return NULL; /* known values are shape data and small constants: at most 2^26 elements */
+    count *= shape[i];
+  }
+  ox_known *k = calloc(1, sizeof(ox_known));
+  if (!k)
+    return NULL;
+  k->is_float = is_float;
+  k->dtype = dtype;
+  k->rank = rank;
+  for (int32_t i = 0; i < rank; i++)
+    k->shape[i] = shape[i];
+  k->count = count;
+  size_t n = (size_t)(count ? count : 1);
+  if (is_float)
+    k->reals = calloc(n, sizeof(double));
+  else
+    k->ints = calloc(n, sizeof(tf_dim));
+  if (!k->reals && !k->ints) {
+    free(k);
+    return NULL;
+  }
+  for (int64_t i = 0; !is_float && i < count; i++)
+    k->ints[i] = tf_fixed(0);
+  return k;
+}
+
+void ox_known_free(ox_known *known) {
+  if (!known)
+    return;
+  free(known->ints);
+  free(known->reals);
+  free(known);
+}
+
+bool ox_dtype(int32_t type, tf_dtype *out) {
+  switch (type) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = TF_F32; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = TF_F16; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = TF_BF16; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = TF_I32; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = TF_I64; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = TF_U8; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = TF_U8; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *out = TF_F32; return true; /* constants only: narrowed */
+  default: return false;
+  }
+}
+
+const char *ox_dtype_name(int32_t type) {
+  const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&onnx__tensor_proto__data_type__descriptor, type);
+  return v ? v->name : "unknown";
+}
+
+/* Element `i` of `size`-byte little-endian raw data as a double or an integer. */
+static double raw_real(const uint8_t *raw, int32_t type, int64_t i) {
+  if (type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
+    double d;
+    memcpy(&d, raw + i * 8, 8);
+    return d;
+  }
+  float f;
+  memcpy(&f, raw + i * 4, 4);
+  return f;
+}
+
+static int64_t raw_int(const uint8_t *raw, int32_t type, int64_t i) {
+  switch (type) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: {
+    int64_t v;
+    memcpy(&v, raw + i * 8, 8);
+    return v;
+  }
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: {
+    int32_t v;
+    memcpy(&v, raw + i * 4, 4);
+    return v;
+  }
+  default: return raw[i]; /* UINT8, BOOL */
+  }
+}
+
+static int64_t element_bytes(int32_t type) {
+  switch (type) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return 4;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return 8;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return 1;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return 2;
+  default: return 0;
+  }
+}
+
+tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_known **out) {
+  *out = NULL;
+  int32_t type = t->data_type;
+  tf_dtype dtype;
+  if (!ox_dtype(type, &dtype) || type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+      type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: element type %s (%" PRId32 ") is not supported", what,
+                         ox_dtype_name(type), type);
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s: data in an external file is not supported (export the model "
+                         "in one file, under 2 GiB)",
+                         what);
+  if (t->n_dims > TF_MAX_RANK)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: rank %zu is over tightfit's %d", what, t->n_dims, TF_MAX_RANK);
+  int64_t shape[TF_MAX_RANK];
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (t->dims[i] < 0)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: dimension %zu is %" PRId64, what, i, t->dims[i]);
+    shape[i] = t->dims[i];
+  }
+  bool is_float = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+  // The element count is checked against the data present before anything is allocated for it.
+  int64_t count = 1, bytes = element_bytes(type);
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (shape[i] > 0 && count > ((int64_t)1 << 40) / shape[i])
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: too many elements", what);
+    count *= shape[i];
+  }
+  size_t typed = is_float ? (type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? t->n_float_data : t->n_double_data)
+                 : type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? t->n_int64_data
+                                                                : t->n_int32_data;
+  if (t->has_raw_data && (int64_t)t->raw_data.len != count * bytes)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: raw data has %zu bytes, its shape needs %" PRId64, what,
+                         t->raw_data.len, count * bytes);
+  if (!t->has_raw_data && (int64_t)typed != count)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu values, its shape needs %" PRId64, what, typed, count);
+  ox_known *k = ox_known_new(is_float, dtype, (int32_t)t->n_dims, shape);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for %" PRId64 " elements", what, count);
+  for (int64_t i = 0; i < count; i++) {
+    if (t->has_raw_data) {
+      if (is_float)
+        k->reals[i] = raw_real(t->raw_data.data, type, i);
+      else
+        k->ints[i] = tf_fixed(raw_int(t->raw_data.data, type, i));
+    } else if (type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+      k->reals[i] = t->float_data[i];
+    } else if (type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
+      k->reals[i] = t->double_data[i];
+    } else if (type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+      k->ints[i] = tf_fixed(t->int64_data[i]);
+    } else {
+      k->ints[i] = tf_fixed(t->int32_data[i]);
+    }
+  }
+  *out = k;
+  return NULL;
+}
+
+const char *ox_node_label(const ox_node *node, char *buf, size_t size) {
+  if (!node) {
+    snprintf(buf, size, "the graph");
+    return buf;
+  }
+  const char *name = node->proto->name && *node->proto->name ? node->proto->name
+                     : node->proto->n_output                 ? node->proto->output[0]
+                                                             : "?";
+  snprintf(buf, size, "node '%s' (%s)", name, node->proto->op_type);
+  return buf;
+}
+
+tf_status ox_graph_error(ox_import *im, const ox_node *node) {
+  const struct tf_status_s *error = tf_graph_status(im->graph);
+  if (!error)
+    return NULL;
+  char label[256];
+  return tf_status_new(tf_status_code(error), "%s: %s: %s", im->source, ox_node_label(node, label, sizeof(label)),
+                       tf_status_message(error));
+}
+
+tf_status ox_need_known(ox_import *im, const ox_node *node, const char *name, const ox_known **out) {
+  ox_value *v = ox_value_find(im, name);
+  char label[256];
+  if (v && !v->known && v->initializer) {
+    char what[512];
+    snprintf(what, sizeof(what), "%s: initializer '%s'", im->source, name);
+    TF_RETURN_IF_ERROR(ox_known_from_tensor(v->initializer, what, &v->known));
+  }
+  if (!v || !v->known)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s: %s: input '%s' must be known when importing (a constant, or computed from "
+                         "shapes), but it is computed from the data",
+                         im->source, ox_node_label(node, label, sizeof(label)), name);
+  *out = v->known;
+  return NULL;
+}
+
+/* Adds a weights-file entry for `name` and returns the init that references it. */
+static tf_status add_weights(ox_import *im, const char *name, tf_dtype dtype, int32_t rank, const int64_t *shape,
+                             const void *data, void *owned, tf_init *init) {
+  if (im->n_weights == im->cap_weights) {
+    int32_t capacity = im->cap_weights ? im->cap_weights * 2 : 32;
+    ox_weight *grown = realloc(im->weights, (size_t)capacity * sizeof(ox_weight));
+    if (!grown) {
+      free(owned);
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for the weights list", im->source);
+    }
+    im->weights = grown;
+    im->cap_weights = capacity;
+  }
+  ox_weight *w = &im->weights[im->n_weights++];
+  memset(w, 0, sizeof(*w));
+  w->name = name;
+  w->dtype = dtype;
+  w->rank = rank;
+  for (int32_t i = 0; i < rank; i++)
+    w->shape[i] = shape[i];
+  w->data = data;
+  w->owned = owned;
+  *init = (tf_init){TF_INIT_EXTERNAL, 0, 0, im->weights_ref, name};
+  return NULL;
+}
+
+/* A parameter for float initializer `t`, its values referenced in the weights file. */
+static tf_status make_parameter(ox_import *im, const ox_node *node, ox_value *v) {
+  const Onnx__TensorProto *t = v->initializer;
+  char what[512];
+  snprintf(what, sizeof(what), "%s: initializer '%s'", im->source, v->name);
+  if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+    // Integer initializers are known values; only float ones are trained.
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_known_from_tensor(t, what, &k));
+    v->known = k;
+    v->initializer = NULL;
+    return ox_tensor(im, node, v->name, &v->tensor);
+  }
+  if (t->n_dims > TF_MAX_RANK)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: rank %zu is over tightfit's %d", what, t->n_dims, TF_MAX_RANK);
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: data in an external file is not supported", what);
+  int32_t rank = (int32_t)t->n_dims;
+  int64_t shape[TF_MAX_RANK], count = 1;
+  tf_dim dims[TF_MAX_RANK];
+  for (int32_t i = 0; i < rank; i++) {
+    shape[i] = t->dims[i];
+    if (shape[i] < 1 || count > ((int64_t)1 << 40) / shape[i])
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s: dimension %" PRId32 " is %" PRId64 " (parameters need sizes "
+                           "of at least 1, and at most 2^40 elements)",
+                           what, i, shape[i]);
+    count *= shape[i];
+    dims[i] = tf_fixed(shape[i]);
+  }
+  // Copied straight from the model as f32: a parameter never passes through the doubles of ox_known.
+  bool raw = t->has_raw_data;
+  if (raw ? (int64_t)t->raw_data.len != count * 4 : (int64_t)t->n_float_data != count)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu %s, its shape needs %" PRId64 " floats", what,
+                         raw ? t->raw_data.len : t->n_float_data, raw ? "bytes of raw data" : "values", count);
+  float *data = malloc((size_t)count * sizeof(float));
+  if (!data)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for its values", what);
+  memcpy(data, raw ? (const void *)t->raw_data.data : (const void *)t->float_data, (size_t)count * sizeof(float));
+  tf_init init;
+  TF_RETURN_IF_ERROR(add_weights(im, v->name, TF_F32, rank, shape, data, data, &init));
+  v->tensor = tf_graph_parameter(im->graph, v->name, TF_F32, tf_shape_from(dims, rank), init);
+  return ox_graph_error(im, node);
+}
+
+/* A constant holding known value `k` (fixed shape): one fill value, or an entry in the weights file. */
+static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) {
+  const ox_known *k = v->known;
+  char label[256];
+  tf_dim dims[TF_MAX_RANK];
+  for (int32_t i = 0; i < k->rank; i++)
+    dims[i] = tf_fixed(k->shape[i]);
+  bool uniform = true;
+  for (int64_t i = 0; i < k->count; i++) {
+    if (!k->is_float && k->ints[i].symbol >= 0)
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "%s: %s: value '%s' holds a symbolic size (from Shape) and is used as data; only "
+                           "shape arguments may be symbolic",
+                           im->source, ox_node_label(node, label, sizeof(label)), v->name);
+    if (i > 0 && (k->is_float ? k->reals[i] != k->reals[0] : k->ints[i].size != k->ints[0].size))
+      uniform = false;
+  }
+  tf_dtype dtype = k->is_float ? TF_F32 : k->dtype == TF_I32 ? TF_I32 : TF_I64;
+  char name[300];
+  snprintf(name, sizeof(name), "%s", v->name);
+  while (tf_graph_find_tensor(im->graph, name) != TF_NO_TENSOR)
+    strncat(name, "_", sizeof(name) - strlen(name) - 1);
+  if (uniform) {
+    double fill = k->count == 0 ? 0 : k->is_float ? k->reals[0] : (double)k->ints[0].size;
+    v->tensor =
+        tf_graph_constant(im->graph, name, dtype, tf_shape_from(dims, k->rank), tf_init_make(TF_INIT_FILL, fill, 0));
+    return ox_graph_error(im, node);
+  }
+  int64_t size = tf_dtype_size(dtype);
+  void *data = malloc((size_t)(k->count * size));
+  if (!data)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for constant '%s'", im->source, v->name);
+  for (int64_t i = 0; i < k->count; i++) {
+    if (dtype == TF_F32)
+      ((float *)data)[i] = (float)k->reals[i];
+    else if (dtype == TF_I32)
+      ((int32_t *)data)[i] = (int32_t)k->ints[i].size;
+    else
+      ((int64_t *)data)[i] = k->ints[i].size;
+  }
+  char *key = strdup(name);
+  if (!key || !tf_strmap_put(&im->owned_names, key, 0)) {
+    free(key);
+    free(data);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for constant '%s'", im->source, v->name);
+  }
+  tf_init init;
+  TF_RETURN_IF_ERROR(add_weights(im, key, dtype, k->rank, k->shape, data, data, &init));
+  v->tensor = tf_graph_constant(im->graph, key, dtype, tf_shape_from(dims, k->rank), init);
+  return ox_graph_error(im, node);
+}
+
+tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_tensor_id *out) {
+  *out = TF_NO_TENSOR;
+  ox_value *v = ox_value_find(im, name);
+  char label[256];
+  if (!v)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s: input '%s' is produced by no node, input or initializer",
+                         im->source, ox_node_label(node, label, sizeof(label)), name);
+  if (v->tensor == TF_NO_TENSOR && v->initializer)
+    TF_RETURN_IF_ERROR(make_parameter(im, node, v));
+  else if (v->tensor == TF_NO_TENSOR && v->known)
+    TF_RETURN_IF_ERROR(make_constant(im, node, v));
+  if (v->tensor == TF_NO_TENSOR)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s: input '%s' has no value", im->source,
+                         ox_node_label(node, label, sizeof(label)), name);
+  *out = v->tensor;
+  return NULL;
+}
+
+void ox_tensor_dims(const ox_import *im, tf_tensor_id id, int32_t *rank, tf_dim *dims) {
+  tf_tensor_info info;
+  *rank = 0;
+  if (!tf_graph_tensor(im->graph, id, &info) || info.rank < 0)
+    return;
+  *rank = info.rank;
+  for (int32_t i = 0; i < info.rank; i++) {
+    int64_t size = info.shape[i];
+    dims[i] = tf_fixed(size);
+    if (size < OX_SYMBOL_PRIME_MIN)
+      continue;
+    bool multiple_of_any = false;
+    dims[i] = (tf_dim){-1, -1};
+    for (int32_t s = 0; s < im->n_symbols; s++) {
+      int64_t prime = ox_symbol_prime(s);
+      if (size % prime != 0)
+        continue;
+      multiple_of_any = true;
+      if (size / prime < OX_SYMBOL_PRIME_MIN) {
+        dims[i] = tf_sym_times(s, size / prime);
+        break;
+      }
+    }
+    if (!multiple_of_any && size / OX_SYMBOL_PRIME_MIN < OX_SYMBOL_PRIME_MIN)
+      dims[i] = tf_fixed(size); /* a fixed size of 100003 or more, e.g. a long audio axis */
+  }
+}
+
+const Onnx__AttributeProto *ox_attr(const ox_node *node, const char *name) {
+  for (size_t i = 0; i < node->proto->n_attribute; i++)
+    if (node->proto->attribute[i]->name && strcmp(node->proto->attribute[i]->name, name) == 0)
+      return node->proto->attribute[i];
+  return NULL;
+}
+
+int64_t ox_attr_int(const ox_node *node, const char *name, int64_t fallback) {
+  const Onnx__AttributeProto *a = ox_attr(node, name);
+  return a && a->has_i ? a->i : fallback;
+}
+
+double ox_attr_float(const ox_node *node, const char *name, double fallback) {
+  const Onnx__AttributeProto *a = ox_attr(node, name);
+  return a && a->has_f ? a->f : fallback;
+}
+
+int32_t ox_attr_ints(const ox_node *node, const char *name, int64_t *out, int32_t max) {
+  const Onnx__AttributeProto *a = ox_attr(node, name);
+  if (!a)
+    return -1;
+  int32_t n = (int32_t)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
+  for (int32_t i = 0; i < n; i++)
+    out[i] = a->ints[i];
+  return a->n_ints > (size_t)max ? max + 1 : n;
+}

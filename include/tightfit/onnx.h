@@ -1,0 +1,61 @@
+/* Importing ONNX models (the import layer, docs/import.md): an ONNX file exported from PyTorch
+ * becomes a tightfit graph whose parameters are the model's initializers. The initializers' values
+ * go to a safetensors file that the graph's parameters reference (TF_INIT_EXTERNAL), so a session
+ * starts from the exported weights. Dynamic axes become symbols named after their dim_param. */
+#ifndef TIGHTFIT_ONNX_H
+#define TIGHTFIT_ONNX_H
+
+#include <stdint.h>
+
+#include "tightfit/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tf_onnx_loss {
+  TF_ONNX_LOSS_NONE = 0,        /* inference graph: outputs only */
+  TF_ONNX_LOSS_CROSS_ENTROPY,   /* integer label [output shape without its last axis] */
+  TF_ONNX_LOSS_MSE,             /* float label of the output's shape */
+  TF_ONNX_LOSS_BCE_WITH_LOGITS, /* float label of the output's shape */
+} tf_onnx_loss;
+
+/* What `tightfit import` sets from its flags. Start from tf_onnx_options_default(): a zeroed struct
+ * has ignore_index 0, which would drop class 0 from a cross-entropy loss. */
+typedef struct tf_onnx_options {
+  /* Where the initializers' values are written (safetensors, atomically). NULL: beside the ONNX
+   * file, its name with .safetensors for .onnx. */
+  const char *weights_path;
+  /* The file name the graph's parameters reference, relative to the graph file (and to a
+   * session's weights_dir). NULL: the last component of the weights path. */
+  const char *weights_ref;
+  /* Symbol defaults, "N=8,T=64"; symbols not listed default to 1. NULL: all 1. */
+  const char *symbol_defaults;
+  tf_onnx_loss loss;      /* adds a label input `labels` and the loss on the (first) output */
+  int64_t ignore_index;   /* cross_entropy: label value that does not count (default -100) */
+  const char *label_name; /* NULL: "labels" */
+  const char *graph_name; /* NULL: the ONNX graph's name, or "onnx" */
+} tf_onnx_options;
+
+/* The defaults: weights beside the ONNX file, no loss, ignore_index -100. */
+tf_onnx_options tf_onnx_options_default(void);
+
+/* Reads `onnx_path` and builds a graph (the caller destroys *out with tf_graph_destroy()); writes
+ * the weights file only when the whole graph was built. `options` may be NULL (the defaults).
+ * Unsupported operators are all listed (name, count, first node) in one TF_ERR_UNSUPPORTED. */
+tf_status tf_onnx_import(const char *onnx_path, const tf_onnx_options *options, tf_graph **out) TF_MUST_USE;
+
+/* Like tf_onnx_import() on `size` bytes in memory (`source` names them in errors); writes no weights
+ * file unless options->weights_path is set (the fuzzer's entry). */
+tf_status tf_onnx_import_bytes(const void *data, size_t size, const char *source, const tf_onnx_options *options,
+                               tf_graph **out) TF_MUST_USE;
+
+/* "none", "cross_entropy", "mse", "bce_with_logits"; tf_onnx_loss_parse() is its inverse (false when
+ * `name` is none of them). */
+const char *tf_onnx_loss_name(tf_onnx_loss loss);
+bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+/* libFuzzer target for the ONNX importer: any byte string must give a graph or a clean error with a
+ * message, never a crash, leak or undefined behaviour. tf_onnx_import_bytes decodes the protobuf
+ * (protobuf-c), folds shapes, rewrites patterns and builds the graph; with no weights path it writes
+ * nothing. A graph that imports must serialise and infer its shapes at N=3 (docs/fuzzing.md). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "tests/fuzz/fuzz_support.h"
+#include "tightfit/onnx.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  unsigned char *input = fuzz_heap_copy(data, size);
+  tf_onnx_options options = tf_onnx_options_default();
+  options.loss = size % 2 ? TF_ONNX_LOSS_CROSS_ENTROPY : TF_ONNX_LOSS_NONE; /* both paths, deterministically */
+  tf_graph *g = NULL;
+  tf_status status = tf_onnx_import_bytes(input, size, "fuzz.onnx", &options, &g);
+  if (status && !tf_status_message(status)[0])
+    __builtin_trap(); /* an error must say what went wrong */
+  if (!status) {
+    void *bytes = NULL;
+    size_t n = 0;
+    tf_status_free(tf_graph_serialize(g, &bytes, &n));
+    free(bytes);
+    tf_status_free(tf_graph_bind_list(g, "N=3"));
+    tf_status_free(tf_graph_infer_shapes(g));
+  }
+  tf_status_free(status);
+  tf_graph_destroy(g);
+  free(input);
+  return 0;
+}

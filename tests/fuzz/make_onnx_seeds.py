@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Writes the ONNX importer's fuzz seeds to tests/fuzz/corpus/onnx/ (run with /usr/bin/python3).
+
+Hand-encoded models (tests/import/import_errors.py's protobuf encoder, byte-for-byte deterministic):
+a Relu, a Conv with weights, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
+exact-GELU pattern, a Softmax + Flatten + Transpose, and an opset-3 model the importer refuses. Each
+is under 1 KiB."""
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "import"))
+from import_errors import field_bytes, field_float, field_varint, model, node, tensor, value_info  # noqa: E402
+
+
+def const_node(name, output, dims, ints=None, floats=None):
+    if ints is not None:
+        t = b"".join(field_varint(1, d) for d in dims) + field_varint(2, 7) + field_bytes(9, struct.pack(f"<{len(ints)}q", *ints))
+    else:
+        t = b"".join(field_varint(1, d) for d in dims) + field_varint(2, 1) + field_bytes(9, struct.pack(f"<{len(floats)}f", *floats))
+    attribute = field_bytes(5, field_bytes(1, "value") + field_bytes(5, t) + field_varint(20, 4))
+    return node("Constant", [], [output], name, attribute)
+
+
+def ints_attribute(name, values):
+    return field_bytes(5, field_bytes(1, name) + b"".join(field_varint(8, v) for v in values) + field_varint(20, 7))
+
+
+def int_attribute(name, value):
+    return field_bytes(5, field_bytes(1, name) + field_varint(3, value) + field_varint(20, 2))
+
+
+SEEDS = {
+    "relu.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
+                       [value_info("y", 1, ["N", 4])]),
+    "conv.onnx": model([node("Conv", ["x", "w", "b"], ["y"], "conv", ints_attribute("pads", [1, 1, 1, 1]) +
+                             ints_attribute("kernel_shape", [3, 3]))],
+                       [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 2, 4, 4])],
+                       [tensor("w", [2, 1, 3, 3], [0.25] * 18), tensor("b", [2], [0.5, -0.5])]),
+    "reshape.onnx": model([
+        node("MatMul", ["x", "w"], ["h"], "mm"),
+        node("Add", ["h", "b"], ["a"], "add"),
+        node("Shape", ["a"], ["s"], "shape"),
+        const_node("c0", "zero", [], ints=[0]),
+        node("Gather", ["s", "zero"], ["n"], "gather", int_attribute("axis", 0)),
+        const_node("c1", "axes", [1], ints=[0]),
+        node("Unsqueeze", ["n", "axes"], ["n1"], "unsqueeze"),
+        const_node("c2", "rest", [2], ints=[2, 2]),
+        node("Concat", ["n1", "rest"], ["shape4"], "concat", int_attribute("axis", 0)),
+        node("Reshape", ["a", "shape4"], ["y"], "reshape"),
+    ], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 2, 2])],
+        [tensor("w", [4, 4], [0.1 * i for i in range(16)]), tensor("b", [4], [1, 2, 3, 4])]),
+    "gelu.onnx": model([
+        const_node("k0", "sqrt2", [], floats=[2 ** 0.5]),
+        node("Div", ["x", "sqrt2"], ["d"], "div"),
+        node("Erf", ["d"], ["e"], "erf"),
+        const_node("k1", "one", [], floats=[1.0]),
+        node("Add", ["e", "one"], ["p"], "add"),
+        node("Mul", ["x", "p"], ["m"], "mul"),
+        const_node("k2", "half", [], floats=[0.5]),
+        node("Mul", ["m", "half"], ["y"], "mul_half"),
+    ], [value_info("x", 1, ["N", "T", 8])], [value_info("y", 1, ["N", "T", 8])]),
+    "softmax.onnx": model([
+        node("Transpose", ["x"], ["t"], "transpose", ints_attribute("perm", [0, 2, 1])),
+        node("Softmax", ["t"], ["s"], "softmax", int_attribute("axis", -1)),
+        node("Flatten", ["s"], ["y"], "flatten", int_attribute("axis", 1)),
+    ], [value_info("x", 1, ["N", 3, 5])], [value_info("y", 1, ["N", 15])]),
+    "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
+                         [value_info("y", 1, ["N", 4])], opset=3),
+}
+
+
+def main():
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "onnx")
+    os.makedirs(folder, exist_ok=True)
+    for name, data in SEEDS.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+        print(f"{name}: {len(data)} bytes")
+    _ = field_float
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""The command-line path of an imported model, run from another folder than the files': export the
+zoo's cnn, `tightfit import --loss cross_entropy --weights w.safetensors`, `compile` an inference
+plan and `run` it (its outputs must equal PyTorch's to 1e-5), then `compile` a training plan and
+`train` 3 steps (the weights are found beside the plan, whatever the working folder).
+
+usage: import_cli.py TIGHTFIT       exits 77 (ctest skip) without torch
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as error:
+    print(f"import_cli.py: skipped, cannot import torch ({error})")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "zoo"))
+import torch_reference  # noqa: E402
+
+
+def run(args, cwd):
+    result = subprocess.run(args, capture_output=True, text=True, cwd=cwd)
+    print("$", " ".join(os.path.basename(a) if a.startswith("/tmp") else a for a in args))
+    print((result.stdout + result.stderr).strip())
+    if result.returncode != 0:
+        raise SystemExit(f"import_cli: FAIL (exit {result.returncode})")
+    return result.stdout
+
+
+def main():
+    tightfit = os.path.abspath(sys.argv[1])
+    torch.manual_seed(0)
+    module = torch_reference.build("cnn").eval()
+    with tempfile.TemporaryDirectory(prefix="tf-import-cli-") as folder, \
+            tempfile.TemporaryDirectory(prefix="tf-elsewhere-") as elsewhere:
+        x = np.random.default_rng(0).standard_normal((8, 1, 8, 8)).astype(np.float32)
+        labels = np.arange(8, dtype=np.int64) % 10
+        os.makedirs(os.path.join(folder, "data"))
+        np.save(os.path.join(folder, "data", "x.npy"), x)
+        np.save(os.path.join(folder, "data", "labels.npy"), labels)
+        onnx = os.path.join(folder, "cnn.onnx")
+        torch.onnx.export(module, (torch.from_numpy(x[:4]),), onnx, input_names=["x"], output_names=["logits"],
+                          dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}}, opset_version=14,
+                          do_constant_folding=False)
+        graph = os.path.join(folder, "cnn.tfg")
+        run([tightfit, "import", onnx, "-o", graph, "--loss", "cross_entropy", "--weights", "w.safetensors"],
+            elsewhere)
+        if not os.path.exists(os.path.join(folder, "w.safetensors")):
+            raise SystemExit("import_cli: FAIL (no w.safetensors beside the graph)")
+        infer = os.path.join(folder, "infer.tfplan")
+        run([tightfit, "compile", graph, "--inference", "--set", "N=4", "-o", infer], elsewhere)
+        outputs = os.path.join(folder, "out")
+        os.makedirs(outputs)
+        run([tightfit, "run", infer, "--data", os.path.join(folder, "data"), "--output", outputs], elsewhere)
+        ours = np.load(os.path.join(outputs, "logits.npy")).reshape(8, 10)
+        with torch.no_grad():
+            theirs = module(torch.from_numpy(x)).numpy()
+        error = float(np.max(np.abs(ours - theirs)))
+        print(f"run vs PyTorch: max |difference| {error:.2e} over {ours.size} logits")
+        train = os.path.join(folder, "train.tfplan")
+        run([tightfit, "compile", graph, "--set", "N=4", "--optimizer", "sgd", "--lr", "0.05", "-o", train],
+            elsewhere)
+        run([tightfit, "train", train, "--data", os.path.join(folder, "data"), "--steps", "3"], elsewhere)
+        if error > 1e-5:
+            raise SystemExit("import_cli: FAIL (outputs differ)")
+    print("import_cli: PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

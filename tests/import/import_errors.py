@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""`tightfit import` on bad input: each case must exit 2 with a message naming the file (and the
+node and reason where there is one), never crash, and leave no graph or weights file behind.
+The bad models are written by a small protobuf encoder below (no onnx package needed); the
+unsupported-operator model comes from torch.onnx.export.
+
+usage: import_errors.py TIGHTFIT       exits 77 (ctest skip) without torch
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+except ImportError as error:
+    print(f"import_errors.py: skipped, cannot import torch ({error})")
+    sys.exit(77)
+
+
+# ---- a minimal protobuf encoder for onnx.proto's messages ----
+
+def varint(n):
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field_varint(number, value):
+    return varint(number << 3) + varint(value)
+
+
+def field_bytes(number, value):
+    if isinstance(value, str):
+        value = value.encode()
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def field_float(number, value):
+    return varint(number << 3 | 5) + struct.pack("<f", value)
+
+
+def value_info(name, elem_type, dims):
+    shape = b"".join(field_bytes(1, field_varint(1, d) if isinstance(d, int) else field_bytes(2, d)) for d in dims)
+    tensor = field_varint(1, elem_type) + field_bytes(2, shape)
+    return field_bytes(1, name) + field_bytes(2, field_bytes(1, tensor))
+
+
+def tensor(name, dims, floats):
+    return (b"".join(field_varint(1, d) for d in dims) + field_varint(2, 1) + field_bytes(8, name) +
+            field_bytes(9, struct.pack(f"<{len(floats)}f", *floats)))
+
+
+def node(op_type, inputs, outputs, name, attributes=b""):
+    return (b"".join(field_bytes(1, i) for i in inputs) + b"".join(field_bytes(2, o) for o in outputs) +
+            field_bytes(3, name) + field_bytes(4, op_type) + attributes)
+
+
+def attribute_string(name, value):
+    return field_bytes(5, field_bytes(1, name) + field_bytes(4, value) + field_varint(20, 3))
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=14, ir_version=7):
+    graph = (b"".join(field_bytes(1, n) for n in nodes) + field_bytes(2, "g") +
+             b"".join(field_bytes(5, t) for t in initializers) +
+             b"".join(field_bytes(11, i) for i in inputs) + b"".join(field_bytes(12, o) for o in outputs))
+    return field_varint(1, ir_version) + field_bytes(7, graph) + field_bytes(8, field_bytes(1, "") + field_varint(2, opset))
+
+
+def relu_model(**kwargs):
+    return model([node("Relu", ["x"], ["y"], "relu0")], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                 **kwargs)
+
+
+class Unsupported(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x).abs().cumsum(1).abs()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    tightfit = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="tf-import-errors-") as folder:
+        def path(name):
+            return os.path.join(folder, name)
+
+        def write(name, data):
+            with open(path(name), "wb") as f:
+                f.write(data)
+            return path(name)
+
+        good = write("good.onnx", relu_model())
+        torch.onnx.export(Unsupported(), (torch.randn(2, 4),), path("unsupported.onnx"), input_names=["x"],
+                          dynamic_axes={"x": {0: "N"}}, opset_version=14)
+        with open(path("unsupported.onnx"), "rb") as f:
+            exported = f.read()
+        conv = model([node("Conv", ["x", "w"], ["y"], "conv_same", attribute_string("auto_pad", "SAME_UPPER"))],
+                     [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4])],
+                     [tensor("w", [1, 1, 3, 3], [0.1] * 9)])
+        bad_weights = model([node("MatMul", ["x", "w"], ["y"], "mm")], [value_info("x", 1, ["N", 4])],
+                            [value_info("y", 1, ["N", 4])], [tensor("w", [4, 4], [0.5] * 3)])
+        cases = [
+            # (what, file, words every message must hold)
+            ("missing file", path("missing.onnx"), ["missing.onnx"]),
+            ("not protobuf", write("text.onnx", b"this is not an onnx model\n" * 4), ["text.onnx", "not an ONNX"]),
+            ("truncated", write("truncated.onnx", exported[: len(exported) // 2]), ["truncated.onnx", "not an ONNX"]),
+            ("empty", write("empty.onnx", b""), ["empty.onnx"]),
+            ("opset 3", write("opset.onnx", relu_model(opset=3)), ["opset.onnx", "opset 3"]),
+            ("opset 99", write("opset99.onnx", relu_model(opset=99)), ["opset99.onnx", "opset 99"]),
+            ("string input", write("dtype.onnx", model([node("Relu", ["x"], ["y"], "r")],
+                                                        [value_info("x", 8, ["N", 4])], [value_info("y", 1, ["N"])])),
+             ["dtype.onnx", "'x'", "STRING"]),
+            ("unnamed dynamic axis", write("axis.onnx", model([node("Relu", ["x"], ["y"], "r")],
+                                                              [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
+             ["axis.onnx", "'x'", "axis 0"]),
+            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Abs (2 nodes", "CumSum (1 node"]),
+            ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
+            ("short initializer", write("weights.onnx", bad_weights), ["weights.onnx", "'w'", "12 bytes of raw data"]),
+            ("no graph", write("nograph.onnx", field_varint(1, 7)), ["nograph.onnx", "no graph"]),
+        ]
+        for what, onnx, words in cases:
+            out = path("out.tfg")
+            result = subprocess.run([tightfit, "import", onnx, "-o", out], capture_output=True, text=True)
+            message = result.stderr.strip()
+            left = sorted(f for f in os.listdir(folder) if f.startswith("out"))
+            ok = result.returncode == 2 and all(w in message for w in words) and not left
+            print(f"{what}: exit {result.returncode}, left {left or 'nothing'}: {message}")
+            if not ok:
+                failures.append(f"{what}: wanted exit 2, no files and {words}")
+        result = subprocess.run([tightfit, "import", good, "-o", path("out.tfg")], capture_output=True, text=True)
+        print(f"good model: exit {result.returncode}: {result.stdout.strip()}")
+        if result.returncode != 0 or not os.path.exists(path("out.tfg")):
+            failures.append("the good model did not import")
+        result = subprocess.run([tightfit, "import", "--help"], capture_output=True, text=True)
+        if result.returncode != 0 or "--loss" not in result.stdout:
+            failures.append("import --help")
+    for failure in failures:
+        print("FAIL:", failure)
+    print("import_errors:", "FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

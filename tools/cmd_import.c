@@ -1,0 +1,162 @@
+/* `tightfit import M.onnx -o M.tfg`: an ONNX model (e.g. from torch.onnx.export) as a tightfit
+ * graph, its initializers in a safetensors file beside it. Both files are written under temporary
+ * names and renamed only when the import succeeded, so a failed import leaves nothing behind. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tightfit/onnx.h"
+#include "tools/cli.h"
+
+static void help(void) {
+  printf("usage: tightfit import M.onnx -o M.tfg [--weights NAME] [--loss L [--ignore-index I]]\n"
+         "                       [--label NAME] [--set SYM=V,...] [--name NAME] [--json]\n\n"
+         "Imports an ONNX model as a graph. Its initializers become parameters whose values are written\n"
+         "to a safetensors file beside the graph, which the graph references, so `compile` and `train`\n"
+         "start from them. Dynamic axes become symbols named after their dim_param (N, T, ...).\n"
+         "Unsupported operators are listed (name, count, first node) and nothing is written.\n"
+         "Operators and export tips: docs/import.md.\n\n"
+         "options:\n"
+         "  -o, --output F     the graph file to write (.tfg)\n"
+         "  --weights NAME     the weights file's name, in the graph's folder (default: F's name with\n"
+         "                     .safetensors for .tfg)\n"
+         "  --loss L           add a label input and loss L on the first output, for training:\n"
+         "                     cross_entropy (integer labels, the output's shape without its last axis),\n"
+         "                     mse or bce_with_logits (float labels of the output's shape)\n"
+         "  --ignore-index I   cross_entropy: labels equal to I do not count (default -100)\n"
+         "  --label NAME       the label input's name (default labels)\n"
+         "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
+         "  --name NAME        the graph's name (default: the ONNX graph's)\n"
+         "  --json             machine-readable result\n");
+}
+
+/* dirname(path) + "/" + name into out. */
+static void beside(const char *path, const char *name, char *out, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (slash)
+    snprintf(out, size, "%.*s/%s", (int)(slash - path), path, name);
+  else
+    snprintf(out, size, "%s", name);
+}
+
+static int finish(const char *onnx_path, const char *output, const char *weights_path, const tf_onnx_options *options,
+                  bool json) {
+  char graph_tmp[4400], weights_tmp[4400];
+  snprintf(graph_tmp, sizeof(graph_tmp), "%s.import-%ld.tmp", output, (long)getpid());
+  snprintf(weights_tmp, sizeof(weights_tmp), "%s.import-%ld.tmp", weights_path, (long)getpid());
+  tf_onnx_options o = *options;
+  o.weights_path = weights_tmp;
+  tf_graph *g = NULL;
+  tf_status status = tf_onnx_import(onnx_path, &o, &g);
+  if (!status)
+    status = tf_graph_save(g, graph_tmp);
+  bool has_weights = access(weights_tmp, F_OK) == 0;
+  if (!status && has_weights && rename(weights_tmp, weights_path) != 0)
+    status = tf_status_new(TF_ERR_IO, "cannot rename %s to %s: %s", weights_tmp, weights_path, strerror(errno));
+  if (!status && rename(graph_tmp, output) != 0)
+    status = tf_status_new(TF_ERR_IO, "cannot rename %s to %s: %s", graph_tmp, output, strerror(errno));
+  if (status) {
+    remove(graph_tmp);
+    remove(weights_tmp);
+    tf_graph_destroy(g);
+    return tf_cli_fail("import", status);
+  }
+  int64_t parameters = tf_graph_parameter_count(g);
+  if (json) {
+    tf_json j = {stdout, 0, {false}};
+    tf_json_begin_object(&j, NULL);
+    tf_json_string(&j, "onnx", onnx_path);
+    tf_json_string(&j, "graph", output);
+    tf_json_string(&j, "weights", has_weights ? weights_path : "");
+    tf_json_string(&j, "name", tf_graph_name(g));
+    tf_json_int(&j, "parameters", parameters);
+    tf_json_int(&j, "nodes", tf_graph_node_count(g));
+    tf_json_string(&j, "loss", tf_onnx_loss_name(options->loss));
+    tf_json_begin_array(&j, "symbols");
+    for (int32_t i = 0; i < tf_graph_symbol_count(g); i++) {
+      const char *name;
+      int64_t d, v;
+      if (tf_graph_symbol_at(g, i, &name, &d, &v))
+        tf_json_string(&j, NULL, name);
+    }
+    tf_json_end_array(&j);
+    tf_json_end_object(&j);
+    printf("\n");
+  } else {
+    char count[32], symbols[256] = "";
+    size_t used = 0;
+    for (int32_t i = 0; i < tf_graph_symbol_count(g) && used < sizeof(symbols); i++) {
+      const char *name;
+      int64_t d, v;
+      if (tf_graph_symbol_at(g, i, &name, &d, &v))
+        used += (size_t)snprintf(symbols + used, sizeof(symbols) - used, "%s%s=%" PRId64, i ? ", " : "", name, d);
+    }
+    printf("%s: imported '%s': %s parameters, %d nodes, symbols %s; loss %s\n", onnx_path, tf_graph_name(g),
+           tf_cli_count(parameters, count, sizeof(count)), tf_graph_node_count(g), used ? symbols : "none",
+           tf_onnx_loss_name(options->loss));
+    printf("written to %s%s%s\n", output, has_weights ? ", weights to " : "", has_weights ? weights_path : "");
+  }
+  tf_graph_destroy(g);
+  return TF_EXIT_OK;
+}
+
+int tf_cmd_import(int argc, char **argv) {
+  const char *onnx_path = NULL, *output = NULL, *weights = NULL;
+  tf_onnx_options options = tf_onnx_options_default();
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    const char *v;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return TF_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (tf_cli_output_option(argc, argv, &i, &output, &error)) {
+    } else if (tf_cli_option(argc, argv, &i, "--weights", &weights, &error)) {
+    } else if (tf_cli_option(argc, argv, &i, "--loss", &v, &error)) {
+      if (!error && !tf_onnx_loss_parse(v, &options.loss))
+        return tf_cli_usage_error("import", "--loss '%s': use cross_entropy, mse or bce_with_logits", v);
+    } else if (tf_cli_option(argc, argv, &i, "--ignore-index", &v, &error)) {
+      char *end;
+      if (!error) {
+        errno = 0;
+        options.ignore_index = strtoll(v, &end, 10);
+        if (errno || end == v || *end)
+          return tf_cli_usage_error("import", "--ignore-index '%s' is not an integer", v);
+      }
+    } else if (tf_cli_option(argc, argv, &i, "--label", &options.label_name, &error) ||
+               tf_cli_option(argc, argv, &i, "--set", &options.symbol_defaults, &error) ||
+               tf_cli_option(argc, argv, &i, "--name", &options.graph_name, &error)) {
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("import", "unknown option '%s'", argv[i]);
+    } else if (!tf_cli_positional("import", argv[i], "ONNX file", &onnx_path)) {
+      return TF_EXIT_USAGE;
+    }
+    if (error)
+      return TF_EXIT_USAGE;
+  }
+  if (!onnx_path)
+    return tf_cli_usage_error("import", "which ONNX file? (tightfit import M.onnx -o M.tfg)");
+  if (!output)
+    return tf_cli_usage_error("import", "-o F.tfg is required");
+  if (weights && strchr(weights, '/'))
+    return tf_cli_usage_error("import", "--weights takes a file name, written in the graph's folder (got '%s')",
+                              weights);
+  char default_name[4096], weights_path[4200];
+  if (!weights) {
+    const char *slash = strrchr(output, '/');
+    const char *base = slash ? slash + 1 : output;
+    size_t length = strlen(base);
+    bool tfg = length > 4 && strcmp(base + length - 4, ".tfg") == 0;
+    snprintf(default_name, sizeof(default_name), "%.*s.safetensors", (int)(tfg ? length - 4 : length), base);
+    weights = default_name;
+  }
+  beside(output, weights, weights_path, sizeof(weights_path));
+  options.weights_ref = weights;
+  return finish(onnx_path, output, weights_path, &options, json);
+}
