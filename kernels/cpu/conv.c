@@ -37,48 +37,64 @@ static void tap_range(int64_t response_length, int64_t image_length, int64_t str
   *last = end;
 }
 
+#define TAP_MAP_PIECE 4096 /* response positions one tap map covers (16 KiB on the stack) */
+
+/* For tap (kh, kw) and response positions [p0, p1): the offset of each one's image element from
+ * its channel's plane, or -1 for padding, into map[p - p0]. The tap is in range for the same
+ * response rows and columns at every position (tap_range). */
+static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64_t p0, int64_t p1, int32_t *map) {
+  const int64_t width = g->response_width, sh = g->stride[0], sw = g->stride[1];
+  int64_t oh_first, oh_last, ow_first, ow_last;
+  tap_range(g->response_height, g->image_height, sh, g->padding[0], kh * g->dilation[0], &oh_first, &oh_last);
+  tap_range(g->response_width, g->image_width, sw, g->padding[1], kw * g->dilation[1], &ow_first, &ow_last);
+  const int64_t origin = (kh * g->dilation[0] - g->padding[0]) * g->image_width - g->padding[1] + kw * g->dilation[1];
+  for (int64_t p = p0; p < p1;) { // one response row at a time
+    const int64_t oh = p / width, ow_begin = p % width;
+    const int64_t count = width - ow_begin < p1 - p ? width - ow_begin : p1 - p;
+    const int64_t low = oh >= oh_first && oh < oh_last ? ow_first : width, high = ow_last;
+    const int64_t base = origin + oh * sh * g->image_width;
+    int32_t *row = map + (p - p0);
+    for (int64_t i = 0; i < count; i++) {
+      const int64_t ow = ow_begin + i;
+      row[i] = ow >= low && ow < high ? (int32_t)(base + ow * sw) : -1;
+    }
+    p += count;
+  }
+}
+
 /* Moves data between one group's image channels and the column matrix of response positions
  * [p0, p1), rows (channel, kh, kw): with `source` (im2col) it copies the image taps into `column`,
- * zeros for padding; with `target` (col2im) it adds `column` onto the image taps, dropping padding. */
+ * zeros for padding; with `target` (col2im) it adds `column` onto the image taps, dropping padding.
+ * Each tap's offsets are mapped once (map_tap), in pieces of TAP_MAP_PIECE positions, and used
+ * for every channel: on small images a row of the column matrix is a few elements per response
+ * row, and working out the padding of each such part per channel cost more than the copy. col2im
+ * adds each image element's terms in a fixed order (tap, then position). */
 static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *target, int64_t p0, int64_t p1,
                      real *column) {
-  int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width, width = g->response_width;
-  int64_t sh = g->stride[0], sw = g->stride[1], plane = g->image_height * g->image_width;
-  for (int64_t row = 0; row < g->column_rows; row++) {
-    int64_t channel = row / taps, kh = row % taps / g->kernel_width, kw = row % g->kernel_width;
-    int64_t oh_first, oh_last, ow_first, ow_last;
-    tap_range(g->response_height, g->image_height, sh, g->padding[0], kh * g->dilation[0], &oh_first, &oh_last);
-    tap_range(g->response_width, g->image_width, sw, g->padding[1], kw * g->dilation[1], &ow_first, &ow_last);
-    real *line = column + row * length;
-    for (int64_t p = p0; p < p1;) {
-      // One response row's share of the block: columns [p - p0, ...) hold ow in [ow_begin, ow_end).
-      int64_t oh = p / width, ow_begin = p % width, row_end = (oh + 1) * width < p1 ? (oh + 1) * width : p1;
-      int64_t ow_end = ow_begin + (row_end - p);
-      real *out = line + (p - p0);
-      p = row_end;
-      bool inside = oh >= oh_first && oh < oh_last;
-      int64_t lo = ow_first > ow_begin ? ow_first : ow_begin, hi = ow_last < ow_end ? ow_last : ow_end;
-      if (!inside || hi < lo)
-        lo = hi = ow_end;
-      // The image element of tap ow is base + ow * sw, inside the image for ow in [lo, hi).
-      int64_t base = channel * plane + (oh * sh - g->padding[0] + kh * g->dilation[0]) * g->image_width -
-                     g->padding[1] + kw * g->dilation[1];
-      if (target) {
-        for (int64_t ow = lo; ow < hi; ow++)
-          target[base + ow * sw] += out[ow - ow_begin];
-        continue;
+  const int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width;
+  const int64_t plane = g->image_height * g->image_width, channels = g->column_rows / taps;
+  int32_t map[TAP_MAP_PIECE];
+  for (int64_t tap = 0; tap < taps; tap++)
+    for (int64_t q0 = 0; q0 < length; q0 += TAP_MAP_PIECE) {
+      const int64_t q1 = length - q0 < TAP_MAP_PIECE ? length : q0 + TAP_MAP_PIECE;
+      map_tap(g, tap / g->kernel_width, tap % g->kernel_width, p0 + q0, p0 + q1, map);
+      for (int64_t channel = 0; channel < channels; channel++) {
+        real *line = column + (channel * taps + tap) * length + q0;
+        if (target) {
+          real *image = target + channel * plane;
+          for (int64_t q = 0; q < q1 - q0; q++)
+            if (map[q] >= 0)
+              image[map[q]] += line[q];
+        } else {
+          const real *image = source + channel * plane;
+          for (int64_t q = 0; q < q1 - q0; q++) {
+            const int32_t at = map[q];
+            const real value = image[at < 0 ? 0 : at]; // a load from anywhere in the plane: no branch
+            line[q] = at < 0 ? 0 : value;
+          }
+        }
       }
-      for (int64_t ow = ow_begin; ow < lo; ow++)
-        out[ow - ow_begin] = 0;
-      if (sw == 1 && hi > lo)
-        memcpy(out + (lo - ow_begin), source + base + lo, sizeof(real) * (size_t)(hi - lo));
-      else
-        for (int64_t ow = lo; ow < hi; ow++)
-          out[ow - ow_begin] = source[base + ow * sw];
-      for (int64_t ow = hi; ow < ow_end; ow++)
-        out[ow - ow_begin] = 0;
     }
-  }
 }
 
 /* The most threads (<= the context's) whose workspace fits the one the plan gave this call. */
