@@ -8,6 +8,7 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vector_math.h"
 
 #ifdef TF_REAL_F64
 #define LOG1P log1p
@@ -63,10 +64,24 @@ static double row_loss(const real *row, int64_t classes, int64_t label) {
   real best = row[0]; // classes >= 1: label_of() counts no label otherwise
   for (int64_t c = 1; c < classes; c++)
     best = row[c] > best ? row[c] : best;
-  double sum = (double)TF_REAL_EXP(row[0] - best);
-  for (int64_t c = 1; c < classes; c++)
-    sum += (double)TF_REAL_EXP(row[c] - best);
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < classes; c++)
+    sum += (double)TF_CPU_VECTOR_EXP(row[c] - best);
   return log(sum) + ((double)best - (double)row[label]);
+}
+
+/* d = e^{x - best} over a row of logits; returns their sum in double (omp simd lanes, then the
+ * lanes in order). Its own function because the loop that uses it is a macro argument
+ * (kernels/cpu/parallel.h), where a #pragma cannot stand. */
+static double row_exponentials(const real *x, real best, real *d, int64_t classes) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < classes; c++) {
+    d[c] = TF_CPU_VECTOR_EXP(x[c] - best);
+    sum += (double)d[c];
+  }
+  return sum;
 }
 
 void TF_REAL_NAME(tf_cpu_cross_entropy)(const tf_cpu_args *args) {
@@ -121,12 +136,7 @@ void TF_REAL_NAME(tf_cpu_cross_entropy_grad)(const tf_cpu_args *args) {
         real best = -INFINITY;
         for (int64_t c = 0; c < classes; c++)
           best = x[c] > best ? x[c] : best;
-        double sum = 0;
-        for (int64_t c = 0; c < classes; c++) {
-          d[c] = TF_REAL_EXP(x[c] - best);
-          sum += (double)d[c];
-        }
-        const real total = (real)sum;
+        const real total = (real)row_exponentials(x, best, d, classes);
         for (int64_t c = 0; c < classes; c++)
           d[c] = d[c] / total * scale;
         d[label] -= scale;
@@ -198,5 +208,5 @@ void TF_REAL_NAME(tf_cpu_bce_with_logits_grad)(const tf_cpu_args *args) {
   const real scale = n > 0 ? (real)((double)dloss / (double)n) : (real)0;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK),
-      for (int64_t i = 0; i < n; i++) { dx[i] = scale * ((real)1 / ((real)1 + TF_REAL_EXP(-x[i])) - t[i]); });
+      for (int64_t i = 0; i < n; i++) { dx[i] = scale * ((real)1 / ((real)1 + TF_CPU_VECTOR_EXP(-x[i])) - t[i]); });
 }

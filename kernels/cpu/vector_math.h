@@ -111,4 +111,12 @@ static inline float tf_cpu_math_half_erfc(float a, float e) {
   return 0.5f * t * e * q;
 }
 
+/* exp in the kernel file's compute type (kernels/cpu/real.h): libm's in the f64 build (the
+ * reference), tf_cpu_math_exp in the f32 build. */
+#ifdef TF_REAL_F64
+#define TF_CPU_VECTOR_EXP exp
+#else
+#define TF_CPU_VECTOR_EXP tf_cpu_math_exp
+#endif
+
 #endif
