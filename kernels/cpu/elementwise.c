@@ -221,7 +221,7 @@ static void grad_run(const tf_cpu_args *args, grad_span span) {
 
 /* y[i] = EXPR(x): the span alone, and the span with its kernel. */
 #define DEFINE_UNARY_SPAN(name, EXPR)                                                                                  \
-  static void name##_span(const real *in, real *out, int64_t n) {                                                      \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *in, real *out, int64_t n) {                                 \
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
       real x = in[i];                                                                                                  \
       out[i] = EXPR;                                                                                                   \
@@ -252,7 +252,7 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
 
 /* dx[i] = EXPR(v, dy), v = x or y as the op's comment in graph.h says: the span, and with its kernel. */
 #define DEFINE_GRAD_SPAN(name, EXPR)                                                                                   \
-  static void name##_span(const real *value, const real *upstream, real *out, int64_t n) {                             \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *value, const real *upstream, real *out, int64_t n) {        \
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
       real v = value[i], dy = upstream[i];                                                                             \
       out[i] = EXPR;                                                                                                   \

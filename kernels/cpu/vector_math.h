@@ -111,6 +111,16 @@ static inline float tf_cpu_math_half_erfc(float a, float e) {
   return 0.5f * t * e * q;
 }
 
+/* On x86-64 Linux with GCC, a loop function marked TF_CPU_VECTOR_CLONES is built twice, for the
+ * baseline (SSE2, 4 floats a vector) and for AVX2 (8), and the loader picks the one the CPU runs
+ * (an ifunc). AVX2 without FMA: the same operations on wider vectors, so both give the same bits.
+ * Elsewhere (aarch64, clang, the f64 reference) it is nothing. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(TF_REAL_F64)
+#define TF_CPU_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TF_CPU_VECTOR_CLONES
+#endif
+
 /* exp in the kernel file's compute type (kernels/cpu/real.h): libm's in the f64 build (the
  * reference), tf_cpu_math_exp in the f32 build. */
 #ifdef TF_REAL_F64
