@@ -37,12 +37,12 @@ static void tap_range(int64_t response_length, int64_t image_length, int64_t str
   *last = end;
 }
 
-#define TAP_MAP_PIECE 4096 /* response positions one tap map covers (16 KiB on the stack) */
+#define TAP_MAP_PIECE 2048 /* response positions one tap map covers (16 KiB on the stack) */
 
 /* For tap (kh, kw) and response positions [p0, p1): the offset of each one's image element from
  * its channel's plane, or -1 for padding, into map[p - p0]. The tap is in range for the same
  * response rows and columns at every position (tap_range). */
-static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64_t p0, int64_t p1, int32_t *map) {
+static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64_t p0, int64_t p1, int64_t *map) {
   const int64_t width = g->response_width, sh = g->stride[0], sw = g->stride[1];
   int64_t oh_first, oh_last, ow_first, ow_last;
   tap_range(g->response_height, g->image_height, sh, g->padding[0], kh * g->dilation[0], &oh_first, &oh_last);
@@ -53,10 +53,10 @@ static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64
     const int64_t count = width - ow_begin < p1 - p ? width - ow_begin : p1 - p;
     const int64_t low = oh >= oh_first && oh < oh_last ? ow_first : width, high = ow_last;
     const int64_t base = origin + oh * sh * g->image_width;
-    int32_t *row = map + (p - p0);
+    int64_t *row = map + (p - p0);
     for (int64_t i = 0; i < count; i++) {
       const int64_t ow = ow_begin + i;
-      row[i] = ow >= low && ow < high ? (int32_t)(base + ow * sw) : -1;
+      row[i] = ow >= low && ow < high ? base + ow * sw : -1;
     }
     p += count;
   }
@@ -67,12 +67,12 @@ static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64
  * mapping it again per image cost as much as the copies. Used while taps x positions fit. */
 typedef struct tap_maps {
   int64_t p0, p1; /* the block mapped; p1 = -1 when none */
-  int32_t offsets[TAP_MAP_PIECE];
+  int64_t offsets[TAP_MAP_PIECE];
 } tap_maps;
 
 /* The maps of block [p0, p1) for every tap (mapping it unless it is the one held), or NULL when
  * they do not fit. */
-static const int32_t *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g, int64_t p0, int64_t p1) {
+static const int64_t *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g, int64_t p0, int64_t p1) {
   const int64_t taps = g->kernel_height * g->kernel_width, length = p1 - p0;
   if (taps * length > TAP_MAP_PIECE)
     return NULL;
@@ -94,14 +94,14 @@ static const int32_t *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g
  * when NULL, each tap is mapped here in pieces of TAP_MAP_PIECE positions. col2im adds each image
  * element's terms in a fixed order (tap, then position). */
 static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *target, int64_t p0, int64_t p1,
-                     real *column, const int32_t *all_taps) {
+                     real *column, const int64_t *all_taps) {
   const int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width;
   const int64_t plane = g->image_height * g->image_width, channels = g->column_rows / taps;
-  int32_t piece[TAP_MAP_PIECE];
+  int64_t piece[TAP_MAP_PIECE];
   for (int64_t tap = 0; tap < taps; tap++)
     for (int64_t q0 = 0; q0 < length; q0 += TAP_MAP_PIECE) {
       const int64_t q1 = length - q0 < TAP_MAP_PIECE ? length : q0 + TAP_MAP_PIECE;
-      const int32_t *map = all_taps ? all_taps + tap * length : piece;
+      const int64_t *map = all_taps ? all_taps + tap * length : piece;
       if (!all_taps)
         map_tap(g, tap / g->kernel_width, tap % g->kernel_width, p0 + q0, p0 + q1, piece);
       for (int64_t channel = 0; channel < channels; channel++) {
@@ -114,7 +114,7 @@ static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *ta
         } else {
           const real *image = source + channel * plane;
           for (int64_t q = 0; q < q1 - q0; q++) {
-            const int32_t at = map[q];
+            const int64_t at = map[q];
             const real value = image[at < 0 ? 0 : at]; // a load from anywhere in the plane: no branch
             line[q] = at < 0 ? 0 : value;
           }
