@@ -9,11 +9,11 @@
  * image itself as its column matrix.
  *
  * Threads: forward tasks are (image, block of positions) pairs, each writing its own part of y;
- * scattering ops own whole images; the weight gradient gives each worker a fixed, contiguous range
- * of tasks and a private partial gradient (the first worker's is dw itself), summed in worker order.
+ * scattering ops own whole images; the weight gradient gives each worker a private partial
+ * gradient (the first worker's is dw itself), summed in worker order. Every worker takes a fixed,
+ * contiguous range of tasks (and keeps its tap maps from one to the next, transfer()).
  * So results depend on nothing but the thread count. */
 #include <assert.h>
-#include <omp.h>
 #include <string.h>
 
 #include "core/workspace_cpu.h"
@@ -37,48 +37,90 @@ static void tap_range(int64_t response_length, int64_t image_length, int64_t str
   *last = end;
 }
 
+#define TAP_MAP_PIECE 2048 /* response positions one tap map covers (16 KiB on the stack) */
+
+/* For tap (kh, kw) and response positions [p0, p1): the offset of each one's image element from
+ * its channel's plane, or -1 for padding, into map[p - p0]. The tap is in range for the same
+ * response rows and columns at every position (tap_range). */
+static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64_t p0, int64_t p1, int64_t *map) {
+  const int64_t width = g->response_width, sh = g->stride[0], sw = g->stride[1];
+  int64_t oh_first, oh_last, ow_first, ow_last;
+  tap_range(g->response_height, g->image_height, sh, g->padding[0], kh * g->dilation[0], &oh_first, &oh_last);
+  tap_range(g->response_width, g->image_width, sw, g->padding[1], kw * g->dilation[1], &ow_first, &ow_last);
+  const int64_t origin = (kh * g->dilation[0] - g->padding[0]) * g->image_width - g->padding[1] + kw * g->dilation[1];
+  for (int64_t p = p0; p < p1;) { // one response row at a time
+    const int64_t oh = p / width, ow_begin = p % width;
+    const int64_t count = width - ow_begin < p1 - p ? width - ow_begin : p1 - p;
+    const int64_t low = oh >= oh_first && oh < oh_last ? ow_first : width, high = ow_last;
+    const int64_t base = origin + oh * sh * g->image_width;
+    int64_t *row = map + (p - p0);
+    for (int64_t i = 0; i < count; i++) {
+      const int64_t ow = ow_begin + i;
+      row[i] = ow >= low && ow < high ? base + ow * sw : -1;
+    }
+    p += count;
+  }
+}
+
+/* Every tap's map of one block of response positions [p0, p1), tap after tap, kept by a thread
+ * from one task to the next: on small images every task has the same block (one per image), and
+ * mapping it again per image cost as much as the copies. Used while taps x positions fit. */
+typedef struct tap_maps {
+  int64_t p0, p1; /* the block mapped; p1 = -1 when none */
+  int64_t offsets[TAP_MAP_PIECE];
+} tap_maps;
+
+/* The maps of block [p0, p1) for every tap (mapping it unless it is the one held), or NULL when
+ * they do not fit. */
+static const int64_t *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g, int64_t p0, int64_t p1) {
+  const int64_t taps = g->kernel_height * g->kernel_width, length = p1 - p0;
+  if (taps * length > TAP_MAP_PIECE)
+    return NULL;
+  if (maps->p0 != p0 || maps->p1 != p1) {
+    for (int64_t tap = 0; tap < taps; tap++)
+      map_tap(g, tap / g->kernel_width, tap % g->kernel_width, p0, p1, maps->offsets + tap * length);
+    maps->p0 = p0;
+    maps->p1 = p1;
+  }
+  return maps->offsets;
+}
+
 /* Moves data between one group's image channels and the column matrix of response positions
  * [p0, p1), rows (channel, kh, kw): with `source` (im2col) it copies the image taps into `column`,
- * zeros for padding; with `target` (col2im) it adds `column` onto the image taps, dropping padding. */
+ * zeros for padding; with `target` (col2im) it adds `column` onto the image taps, dropping padding.
+ * Each tap's offsets (map_tap) are used for every channel: on small images a row of the column
+ * matrix is a few elements per response row, and working out the padding of each such part per
+ * channel cost more than the copy. `all_taps` holds every tap's map of the block (tap_maps_get);
+ * when NULL, each tap is mapped here in pieces of TAP_MAP_PIECE positions. col2im adds each image
+ * element's terms in a fixed order (tap, then position). */
 static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *target, int64_t p0, int64_t p1,
-                     real *column) {
-  int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width, width = g->response_width;
-  int64_t sh = g->stride[0], sw = g->stride[1], plane = g->image_height * g->image_width;
-  for (int64_t row = 0; row < g->column_rows; row++) {
-    int64_t channel = row / taps, kh = row % taps / g->kernel_width, kw = row % g->kernel_width;
-    int64_t oh_first, oh_last, ow_first, ow_last;
-    tap_range(g->response_height, g->image_height, sh, g->padding[0], kh * g->dilation[0], &oh_first, &oh_last);
-    tap_range(g->response_width, g->image_width, sw, g->padding[1], kw * g->dilation[1], &ow_first, &ow_last);
-    real *line = column + row * length;
-    for (int64_t p = p0; p < p1;) {
-      // One response row's share of the block: columns [p - p0, ...) hold ow in [ow_begin, ow_end).
-      int64_t oh = p / width, ow_begin = p % width, row_end = (oh + 1) * width < p1 ? (oh + 1) * width : p1;
-      int64_t ow_end = ow_begin + (row_end - p);
-      real *out = line + (p - p0);
-      p = row_end;
-      bool inside = oh >= oh_first && oh < oh_last;
-      int64_t lo = ow_first > ow_begin ? ow_first : ow_begin, hi = ow_last < ow_end ? ow_last : ow_end;
-      if (!inside || hi < lo)
-        lo = hi = ow_end;
-      // The image element of tap ow is base + ow * sw, inside the image for ow in [lo, hi).
-      int64_t base = channel * plane + (oh * sh - g->padding[0] + kh * g->dilation[0]) * g->image_width -
-                     g->padding[1] + kw * g->dilation[1];
-      if (target) {
-        for (int64_t ow = lo; ow < hi; ow++)
-          target[base + ow * sw] += out[ow - ow_begin];
-        continue;
+                     real *column, const int64_t *all_taps) {
+  const int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width;
+  const int64_t plane = g->image_height * g->image_width, channels = g->column_rows / taps;
+  int64_t piece[TAP_MAP_PIECE];
+  for (int64_t tap = 0; tap < taps; tap++)
+    for (int64_t q0 = 0; q0 < length; q0 += TAP_MAP_PIECE) {
+      const int64_t q1 = length - q0 < TAP_MAP_PIECE ? length : q0 + TAP_MAP_PIECE;
+      const int64_t *map = all_taps ? all_taps + tap * length : piece;
+      if (!all_taps)
+        map_tap(g, tap / g->kernel_width, tap % g->kernel_width, p0 + q0, p0 + q1, piece);
+      for (int64_t channel = 0; channel < channels; channel++) {
+        real *line = column + (channel * taps + tap) * length + q0;
+        if (target) {
+          real *image = target + channel * plane;
+          for (int64_t q = 0; q < q1 - q0; q++)
+            if (map[q] >= 0)
+              image[map[q]] += line[q];
+        } else {
+          const real *image = source + channel * plane;
+          for (int64_t q = 0; q < q1 - q0; q++) {
+            const int64_t at = map[q];
+            const real value = image[at < 0 ? 0 : at]; // a load from anywhere in the plane: no branch
+            line[q] = at < 0 ? 0 : value;
+          }
+        }
       }
-      for (int64_t ow = ow_begin; ow < lo; ow++)
-        out[ow - ow_begin] = 0;
-      if (sw == 1 && hi > lo)
-        memcpy(out + (lo - ow_begin), source + base + lo, sizeof(real) * (size_t)(hi - lo));
-      else
-        for (int64_t ow = lo; ow < hi; ow++)
-          out[ow - ow_begin] = source[base + ow * sw];
-      for (int64_t ow = hi; ow < ow_end; ow++)
-        out[ow - ow_begin] = 0;
     }
-  }
 }
 
 /* The most threads (<= the context's) whose workspace fits the one the plan gave this call. */
@@ -121,24 +163,29 @@ static void convolve(const tf_cpu_args *args) {
   int64_t column_size = tf_cpu_conv_column_elements(&g), tasks = g.batch * g.chunks;
   int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
   int64_t image_size = g.image_channels * g.image_height * g.image_width;
+  // Each worker takes a contiguous range of tasks, so that its tap maps carry from one to the next.
   TF_CPU_PARALLEL_FOR(
-      workers, for (int64_t task = 0; task < tasks; task++) {
-        int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
-        int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
-        real *column = workspace_at(args, omp_get_thread_num() * column_size);
-        real *response = y + n * g.response_channels * g.positions;
-        for (int64_t group = 0; group < g.groups; group++) {
-          const real *image = x + n * image_size + group * cg * g.image_height * g.image_width;
-          if (g.direct)
-            tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
-                        image + p0, g.positions, 0, response + group * og * g.positions + p0, g.positions);
-          else {
-            transfer(&g, image, NULL, p0, p1, column);
-            tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
-                        column, p1 - p0, 0, response + group * og * g.positions + p0, g.positions);
+      workers, for (int64_t worker = 0; worker < workers; worker++) {
+        real *column = workspace_at(args, worker * column_size);
+        tap_maps maps; // no initialiser: it would zero the 16 KiB of offsets
+        maps.p0 = 0, maps.p1 = -1;
+        for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
+          int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
+          int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+          real *response = y + n * g.response_channels * g.positions;
+          for (int64_t group = 0; group < g.groups; group++) {
+            const real *image = x + n * image_size + group * cg * g.image_height * g.image_width;
+            if (g.direct)
+              tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
+                          image + p0, g.positions, 0, response + group * og * g.positions + p0, g.positions);
+            else {
+              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1));
+              tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
+                          column, p1 - p0, 0, response + group * og * g.positions + p0, g.positions);
+            }
           }
+          add_bias(bias, g.response_channels, g.positions, p0, p1, response);
         }
-        add_bias(bias, g.response_channels, g.positions, p0, p1, response);
       });
 }
 
@@ -156,28 +203,33 @@ static void scatter_back(const tf_cpu_args *args, const real *response, const re
   int64_t column_size = tf_cpu_conv_column_elements(&g);
   int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
   int64_t plane = g.image_height * g.image_width, image_size = g.image_channels * plane;
+  // Each worker takes a contiguous range of images, so that its tap maps carry from one to the next.
   TF_CPU_PARALLEL_FOR(
-      workers, for (int64_t n = 0; n < g.batch; n++) {
-        real *column = workspace_at(args, omp_get_thread_num() * column_size);
-        real *out = image + n * image_size;
-        memset(out, 0, sizeof(real) * (size_t)image_size);
-        for (int64_t group = 0; group < g.groups; group++) {
-          const real *w_group = w + group * og * g.column_rows;
-          const real *in = response + (n * g.response_channels + group * og) * g.positions;
-          real *out_group = out + group * cg * plane;
-          for (int64_t p0 = 0; p0 < g.positions; p0 += g.chunk) {
-            int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
-            if (g.direct) {
+      workers, for (int64_t worker = 0; worker < workers; worker++) {
+        real *column = workspace_at(args, worker * column_size);
+        tap_maps maps; // no initialiser: it would zero the 16 KiB of offsets
+        maps.p0 = 0, maps.p1 = -1;
+        for (int64_t n = g.batch * worker / workers; n < g.batch * (worker + 1) / workers; n++) {
+          real *out = image + n * image_size;
+          memset(out, 0, sizeof(real) * (size_t)image_size);
+          for (int64_t group = 0; group < g.groups; group++) {
+            const real *w_group = w + group * og * g.column_rows;
+            const real *in = response + (n * g.response_channels + group * og) * g.positions;
+            real *out_group = out + group * cg * plane;
+            for (int64_t p0 = 0; p0 < g.positions; p0 += g.chunk) {
+              int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+              if (g.direct) {
+                tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
+                            out_group + p0, g.positions);
+                continue;
+              }
               tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
-                          out_group + p0, g.positions);
-              continue;
+                          column, p1 - p0);
+              transfer(&g, NULL, out_group, p0, p1, column, tap_maps_get(&maps, &g, p0, p1));
             }
-            tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
-                        column, p1 - p0);
-            transfer(&g, NULL, out_group, p0, p1, column);
           }
+          add_bias(bias, g.image_channels, plane, 0, plane, out);
         }
-        add_bias(bias, g.image_channels, plane, 0, plane, out);
       });
 }
 
@@ -202,6 +254,8 @@ static void weight_gradient(const tf_cpu_args *args) {
       workers, for (int64_t worker = 0; worker < workers; worker++) {
         real *column = workspace_at(args, worker * column_size);
         real *sum = worker == 0 ? dw : partials + (worker - 1) * tf_cpu_workspace_round(weight_size);
+        tap_maps maps; // no initialiser: it would zero the 16 KiB of offsets
+        maps.p0 = 0, maps.p1 = -1;
         memset(sum, 0, sizeof(real) * (size_t)weight_size);
         for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
           int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
@@ -214,7 +268,7 @@ static void weight_gradient(const tf_cpu_args *args) {
               tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, image + p0, g.positions, 1,
                           sum_group, g.column_rows);
             else {
-              transfer(&g, image, NULL, p0, p1, column);
+              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1));
               tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, column, p1 - p0, 1, sum_group,
                           g.column_rows);
             }

@@ -202,39 +202,87 @@ static int64_t clamp_bound(int64_t bound, int64_t dim) {
   return bound > dim ? dim : bound;
 }
 
-void TF_REAL_NAME(tf_cpu_slice)(const tf_cpu_args *args) {
-  const tf_cpu_tensor *x = &args->inputs[0], *out = &args->outputs[0];
+/* A slice as [outer, dim, inner] views: positions start + k step (k < length) of the axis. */
+typedef struct slice_view {
+  int64_t outer, dim, inner, start, step, length, size; /* size: bytes per element */
+} slice_view;
+
+static slice_view slice_view_of(const tf_cpu_args *args, const tf_cpu_tensor *whole, const tf_cpu_tensor *part) {
   const tf_slice_attrs *a = &args->attrs->u.slice;
-  const int32_t axis = a->axis < 0 ? a->axis + x->rank : a->axis;
-  const int64_t size = tf_cpu_element_size(out), dim = x->shape[axis], length = out->shape[axis];
-  const int64_t start = clamp_bound(a->start, dim), step = a->step;
-  int64_t outer, inner;
-  split_at(x, axis, &outer, &inner);
-  const int64_t row = inner * size, tasks = outer * length;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(tf_cpu_threads(args), out->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
-        const int64_t o = task / length, k = task % length;
-        memcpy((char *)out->data + task * row, (const char *)x->data + (o * dim + start + k * step) * row, (size_t)row);
-      });
+  const int32_t axis = a->axis < 0 ? a->axis + whole->rank : a->axis;
+  slice_view v;
+  split_at(whole, axis, &v.outer, &v.inner);
+  v.dim = whole->shape[axis];
+  v.length = part->shape[axis];
+  v.start = clamp_bound(a->start, v.dim);
+  v.step = a->step;
+  v.size = tf_cpu_element_size(whole);
+  return v;
 }
 
-/* dx = zeros of x's shape with dy placed at the slice. */
+/* Copies the slice's positions of one [dim, inner] row of the whole (`whole`) to or from one
+ * [length, inner] row of the part: to the part when `to_part`, else to the whole (slice_grad,
+ * whose other positions the caller zeroes). A step of 1 is one block; a row of single elements
+ * (inner == 1, a slice along the last axis) is a strided loop, not a memcpy per element. */
+static void move_slice_row(const slice_view *v, char *whole, char *part, bool to_part) {
+  const int64_t row = v->inner * v->size;
+  char *first = whole + v->start * row;
+  if (v->step == 1) {
+    if (to_part)
+      memcpy(part, first, (size_t)(v->length * row));
+    else
+      memcpy(first, part, (size_t)(v->length * row));
+    return;
+  }
+  if (v->inner == 1 && to_part) {
+    copy_strided(part, first, v->step, v->length, v->size);
+    return;
+  }
+  for (int64_t k = 0; k < v->length; k++) {
+    if (to_part)
+      memcpy(part + k * row, first + k * v->step * row, (size_t)row);
+    else
+      memcpy(first + k * v->step * row, part + k * row, (size_t)row);
+  }
+}
+
+/* Zeroes the positions of one [dim, inner] row of dx that the slice does not cover. */
+static void zero_outside_slice(const slice_view *v, char *whole) {
+  const int64_t row = v->inner * v->size;
+  if (v->length == 0) {
+    memset(whole, 0, (size_t)(v->dim * row));
+    return;
+  }
+  const int64_t last = v->start + (v->length - 1) * v->step; // the last position the slice covers
+  memset(whole, 0, (size_t)(v->start * row));
+  memset(whole + (last + 1) * row, 0, (size_t)((v->dim - last - 1) * row));
+  if (v->step == 1)
+    return;
+  for (int64_t k = 0; k + 1 < v->length; k++) // the gaps between covered positions
+    memset(whole + (v->start + k * v->step + 1) * row, 0, (size_t)((v->step - 1) * row));
+}
+
+/* Rows of the whole are the tasks: each moves at most dim x inner elements, in a few blocks. */
+void TF_REAL_NAME(tf_cpu_slice)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *x = &args->inputs[0], *out = &args->outputs[0];
+  const slice_view v = slice_view_of(args, x, out);
+  const int64_t whole_row = v.dim * v.inner * v.size, part_row = v.length * v.inner * v.size;
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), out->count > TF_CPU_CHUNK && v.outer > 1),
+      for (int64_t o = 0; o < v.outer;
+           o++) { move_slice_row(&v, (char *)x->data + o * whole_row, (char *)out->data + o * part_row, true); });
+}
+
+/* dx = zeros of x's shape with dy placed at the slice: each element of dx written once. */
 void TF_REAL_NAME(tf_cpu_slice_grad)(const tf_cpu_args *args) {
   const tf_cpu_tensor *dy = &args->inputs[0], *dx = &args->outputs[0];
-  const tf_slice_attrs *a = &args->attrs->u.slice;
-  const int32_t axis = a->axis < 0 ? a->axis + dx->rank : a->axis;
-  const int64_t size = tf_cpu_element_size(dx), dim = dx->shape[axis], length = dy->shape[axis];
-  const int64_t start = clamp_bound(a->start, dim), step = a->step;
-  int64_t outer, inner;
-  split_at(dx, axis, &outer, &inner);
-  const int64_t row = inner * size, tasks = outer * dim;
+  const slice_view v = slice_view_of(args, dx, dy);
+  const int64_t whole_row = v.dim * v.inner * v.size, part_row = v.length * v.inner * v.size;
   TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(tf_cpu_threads(args), dx->count > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
-        const int64_t o = task / dim, position = task % dim - start;
-        char *target = (char *)dx->data + task * row;
-        if (position >= 0 && position % step == 0 && position / step < length)
-          memcpy(target, (const char *)dy->data + (o * length + position / step) * row, (size_t)row);
-        else
-          memset(target, 0, (size_t)row);
+      tf_cpu_team(tf_cpu_threads(args), dx->count > TF_CPU_CHUNK && v.outer > 1),
+      for (int64_t o = 0; o < v.outer; o++) {
+        char *whole = (char *)dx->data + o * whole_row;
+        zero_outside_slice(&v, whole);
+        move_slice_row(&v, whole, (char *)dy->data + o * part_row, false);
       });
 }

@@ -35,18 +35,21 @@ static void window(const pooling *p, int64_t oh, int64_t ow, int64_t *h0, int64_
 
 /* The index in `plane` of the first maximum (row-major) of window (oh, ow); the first NaN wins, so
  * NaN propagates as in PyTorch. The window is never empty (see above, and the empty-image check). */
-static int64_t first_maximum(const pooling *p, const real *plane, int64_t oh, int64_t ow) {
+static inline int64_t first_maximum(const pooling *p, const real *plane, int64_t oh, int64_t ow) {
   int64_t h0, h1, w0, w1;
   window(p, oh, ow, &h0, &h1, &w0, &w1);
   int64_t best = h0 * p->width + w0;
   real best_value = plane[best];
+  if (isnan(best_value))
+    return best;
   for (int64_t h = h0; h < h1; h++)
     for (int64_t w = w0; w < w1; w++) {
-      real value = plane[h * p->width + w];
-      if (isnan(best_value))
-        return best;
-      if (value > best_value || isnan(value))
-        best = h * p->width + w, best_value = value;
+      const int64_t at = h * p->width + w;
+      const real value = plane[at];
+      if (value > best_value)
+        best = at, best_value = value;
+      else if (isnan(value)) // a NaN compares false: it is the first NaN, which wins
+        return at;
     }
   return best;
 }

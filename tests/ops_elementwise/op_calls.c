@@ -175,11 +175,17 @@ static void layout_calls(builder *b, bool large) {
   CALL(TF_OP_SLICE, th_slice(-1, 1, -1, 1), EXACT, R(-2, 2, 3, 5));
   CALL(TF_OP_SLICE_GRAD, th_slice(1, -6, 100, 2), EXACT, R(-2, 2, 3, 3, 2), R(0, 1, 3, 7, 2));
   CALL(TF_OP_SLICE_GRAD, th_slice(0, 1, 4, 1), EXACT, R(-2, 2, 3, 5), R(0, 1, 6, 5));
+  // Along the last axis with a step: single elements, strided (the slice kernels' loop path).
+  CALL(TF_OP_SLICE, th_slice(-1, 1, 8, 3), EXACT, R(-2, 2, 3, 8));
+  CALL(TF_OP_SLICE_GRAD, th_slice(-1, 1, 8, 3), EXACT, R(-2, 2, 3, 3), R(0, 1, 3, 8));
   CALL(TF_OP_EXPAND, th_shape_attrs(TH_SHAPE(2, 3, 4)), EXACT, R(-2, 2, 3, 1));
   CALL(TF_OP_EXPAND, th_shape_attrs(TH_SHAPE(4, -1)), EXACT, R(-2, 2, 1, 5));
   if (large) {
     CALL(TF_OP_CONCAT, th_axis(1), EXACT, R(-2, 2, 301, 100), R(-2, 2, 301, 157));
     CALL(TF_OP_SLICE, th_slice(0, 3, -3, 3), EXACT, R(-2, 2, 2001, 67));
+    // The k third of a fused qkv projection [N T, 3E] and its gradient, on the parallel path.
+    CALL(TF_OP_SLICE, th_slice(-1, 128, 256, 1), EXACT, R(-2, 2, 512, 384));
+    CALL(TF_OP_SLICE_GRAD, th_slice(-1, 128, 256, 1), EXACT, R(-2, 2, 512, 128), R(0, 1, 512, 384));
     CALL(TF_OP_EXPAND, th_shape_attrs(TH_SHAPE(301, 7, 67)), EXACT, R(-2, 2, 7, 1));
   }
 }
