@@ -22,6 +22,7 @@ typedef enum tf_remat_mode {
 
 typedef enum tf_fuse_loss { TF_FUSE_LOSS_AUTO = 0, TF_FUSE_LOSS_OFF, TF_FUSE_LOSS_ON } tf_fuse_loss;
 #define TF_FUSE_LOSS_AUTO_CLASSES 8192
+#define TF_FUSE_LOSS_AUTO_BYTES ((int64_t)128 << 20)
 
 typedef struct tf_compile_options {
   tf_target target;
@@ -41,7 +42,8 @@ typedef struct tf_compile_options {
   tf_precision precision; /* with set_precision: f32, or bf16/f16 storage of the saved activations */
   /* The fused loss head (compiler/fuse_loss.c): matmul(x, W) -> cross_entropy whose logits nothing
    * else reads becomes linear_cross_entropy, so the [rows, V] logits never exist. AUTO fuses when
-   * V >= TF_FUSE_LOSS_AUTO_CLASSES; training plans only. */
+   * V >= TF_FUSE_LOSS_AUTO_CLASSES and the f32 logits take TF_FUSE_LOSS_AUTO_BYTES or more (the
+   * fused head recomputes the logits for the gradient: a step costs more); training plans only. */
   tf_fuse_loss fuse_loss;
   int64_t loss_chunk_rows; /* rows of logits a fused head computes at a time; 0: the compiler's choice */
 } tf_compile_options;

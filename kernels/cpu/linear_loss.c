@@ -5,9 +5,9 @@
  * gradient dlogits = (softmax - onehot) dloss / count, which two products take to dx (rows of the
  * chunk) and dweight (summed over chunks) (backward).
  *
- * Every product is cut into blocks of rows (or, for dweight, of classes) that the threads share,
- * each block one single-threaded gemm; loss terms are summed in double in blocks that depend only
- * on the chunk's rows, in order: results do not depend on the thread count. */
+ * Every product is cut into spans of its output of fixed sizes that the threads share, each span one
+ * single-threaded gemm over its own slice of the weight; loss terms are summed in double in blocks
+ * that depend only on the chunk's rows, in order: results do not depend on the thread count. */
 #include "core/linear_loss.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/indexing.h"
@@ -15,7 +15,7 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/xent_row.h"
 
-#define ROW_BLOCK 16 /* rows of a chunk per task: products and loss partials */
+#define ROW_BLOCK 16 /* rows of a chunk per task of the loss partials */
 
 typedef struct head {
   tf_linear_loss_geometry g;
@@ -53,16 +53,24 @@ static int64_t counted_labels(const head *h) {
 
 static int64_t row_blocks(int64_t rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
 
-/* logits[0 .. rows) = x[first .. first + rows) weightᵀ, ROW_BLOCK rows a task. */
+/* Spans of a product's output the threads share, each one gemm: fixed sizes, so every element is
+ * computed by the same call whatever the thread count, and each span reads its own slice of the
+ * weight, so a chunk reads the weight once per product (16-row tasks read all of it each). */
+#define CLASS_SPAN 2048  /* logits columns, dweight rows ([V, d]) or columns ([d, V]) */
+#define FEATURE_SPAN 128 /* dx columns, dweight rows ([d, V]) */
+
+static int64_t spans(int64_t n, int64_t span) { return (n + span - 1) / span; }
+
+/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight), CLASS_SPAN columns a task. */
 static void chunk_logits(const head *h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry *g = &h->g;
-  const int64_t blocks = row_blocks(rows), ldw = g->transpose_weight ? g->features : g->classes;
+  const int64_t n = spans(g->classes, CLASS_SPAN), ldw = g->transpose_weight ? g->features : g->classes;
   TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(h->threads, blocks > 1), for (int64_t b = 0; b < blocks; b++) {
-        const int64_t begin = b * ROW_BLOCK, end = begin + ROW_BLOCK < rows ? begin + ROW_BLOCK : rows;
-        tf_cpu_gemm(false, g->transpose_weight, end - begin, g->classes, g->features, 1,
-                    h->x + (first + begin) * g->features, g->features, h->weight, ldw, 0,
-                    h->logits + begin * g->classes, g->classes);
+      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
+        const int64_t begin = b * CLASS_SPAN, end = begin + CLASS_SPAN < g->classes ? begin + CLASS_SPAN : g->classes;
+        const real *w = h->weight + (g->transpose_weight ? begin * g->features : begin);
+        tf_cpu_gemm(false, g->transpose_weight, rows, end - begin, g->features, 1, h->x + first * g->features,
+                    g->features, w, ldw, 0, h->logits + begin, g->classes);
       });
 }
 
@@ -115,31 +123,31 @@ static void chunk_gradient(const head *h, int64_t first, int64_t rows, real scal
       });
 }
 
-/* dx[first .. first + rows) = dlogits weight (or weightᵀ), ROW_BLOCK rows a task. */
+/* dx[first .. first + rows) = dlogits weight (or weightᵀ), FEATURE_SPAN columns a task. */
 static void chunk_dx(const head *h, int64_t first, int64_t rows, real *dx) {
   const tf_linear_loss_geometry *g = &h->g;
-  const int64_t blocks = row_blocks(rows), ldw = g->transpose_weight ? g->features : g->classes;
+  const int64_t n = spans(g->features, FEATURE_SPAN), ldw = g->transpose_weight ? g->features : g->classes;
   TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(h->threads, blocks > 1), for (int64_t b = 0; b < blocks; b++) {
-        const int64_t begin = b * ROW_BLOCK, end = begin + ROW_BLOCK < rows ? begin + ROW_BLOCK : rows;
-        tf_cpu_gemm(false, !g->transpose_weight, end - begin, g->features, g->classes, 1,
-                    h->logits + begin * g->classes, g->classes, h->weight, ldw, 0, dx + (first + begin) * g->features,
-                    g->features);
+      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
+        const int64_t begin = b * FEATURE_SPAN;
+        const int64_t end = begin + FEATURE_SPAN < g->features ? begin + FEATURE_SPAN : g->features;
+        const real *w = h->weight + (g->transpose_weight ? begin : begin * g->classes);
+        tf_cpu_gemm(false, !g->transpose_weight, rows, end - begin, g->classes, 1, h->logits, g->classes, w, ldw, 0,
+                    dx + first * g->features + begin, g->features);
       });
 }
 
-/* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]): blocks of classes
- * (rows of [V, d]) or of features (rows of [d, V]), a task each; beta 0 on the first chunk. */
+/* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]), a span of its rows a
+ * task (CLASS_SPAN classes, or FEATURE_SPAN features); beta 0 on the first chunk. */
 static void chunk_dweight(const head *h, int64_t first, int64_t rows, real beta, real *dweight) {
   const tf_linear_loss_geometry *g = &h->g;
   const real *x = h->x + first * g->features;
   const int64_t out_rows = g->transpose_weight ? g->classes : g->features;
   const int64_t width = g->transpose_weight ? g->features : g->classes;
-  const int64_t blocks = (out_rows + ROW_BLOCK * 4 - 1) / (ROW_BLOCK * 4);
+  const int64_t span = g->transpose_weight ? CLASS_SPAN : FEATURE_SPAN, n = spans(out_rows, span);
   TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(h->threads, blocks > 1), for (int64_t b = 0; b < blocks; b++) {
-        const int64_t begin = b * ROW_BLOCK * 4;
-        const int64_t end = begin + ROW_BLOCK * 4 < out_rows ? begin + ROW_BLOCK * 4 : out_rows;
+      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
+        const int64_t begin = b * span, end = begin + span < out_rows ? begin + span : out_rows;
         if (g->transpose_weight) /* dweight[begin..end) = dlogits[:, begin..end)ᵀ x */
           tf_cpu_gemm(true, false, end - begin, width, rows, 1, h->logits + begin, g->classes, x, g->features, beta,
                       dweight + begin * width, width);
