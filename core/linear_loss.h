@@ -13,7 +13,6 @@
 typedef struct tf_linear_loss_geometry {
   int64_t rows, features, classes;
   int64_t chunk_rows; /* 1..rows (0 when rows is 0) */
-  int64_t chunks;
   bool transpose_weight;
 } tf_linear_loss_geometry;
 
@@ -27,7 +26,6 @@ static inline tf_linear_loss_geometry tf_linear_loss_geometry_of(const tf_attrs 
   g.classes = weight->shape[g.transpose_weight ? 0 : 1];
   int64_t chunk = attrs->u.cross_entropy.chunk_rows;
   g.chunk_rows = chunk <= 0 || chunk > g.rows ? g.rows : chunk;
-  g.chunks = g.chunk_rows > 0 ? (g.rows + g.chunk_rows - 1) / g.chunk_rows : 0;
   return g;
 }
 
