@@ -12,11 +12,12 @@
 extern "C" {
 #endif
 
-/* Per-run values the steps may read (dropout keys, AdamW's step count). */
+/* Per-run values the steps may read (dropout keys, AdamW's step count, the loss scale). */
 typedef struct tf_run_state {
   int64_t optimizer_step; /* 1 for the first optimizer step */
   int64_t micro_step;     /* global micro-batch counter */
   uint64_t seed;
+  int32_t loss_scale_log2; /* the loss was scaled by 2^this: updates multiply the gradients by 2^-this */
 } tf_run_state;
 
 typedef struct tf_backend_options {

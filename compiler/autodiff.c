@@ -146,6 +146,7 @@ tf_status tf_autodiff(tf_training *t) {
 
   tf_vjp v = {t, -1, -1, grads, needs, NULL};
   grads[t->loss] = tf_training_scalar(t, 1.0, "grad/loss_seed", &v.status);
+  t->loss_seed = grads[t->loss];
   for (int32_t n = t->n_forward_nodes - 1; n >= 0 && !v.status; n--) {
     const tf_ir_node *node = &g->nodes[n];
     int32_t dy = grads[node->outputs[0]];

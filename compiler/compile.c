@@ -56,6 +56,19 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     c->precision = o->precision;
   if ((int)c->precision < 0 || c->precision > TF_PRECISION_F16)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown precision %d (0 f32, 1 bf16, 2 f16)", (int)c->precision);
+  if (o->loss_scale > 0)
+    c->loss_scale = o->loss_scale;
+  if (c->precision != TF_PRECISION_F16)
+    c->loss_scale = 0; /* only f16 plans scale the loss */
+  else if (c->loss_scale == 0)
+    c->loss_scale = 65536.0; /* torch.cuda.amp.GradScaler's initial scale */
+  int exponent;
+  if (c->loss_scale != 0 && (frexp(c->loss_scale, &exponent) != 0.5 || exponent - 1 < TF_LOSS_SCALE_MIN_LOG2 ||
+                             exponent - 1 > TF_LOSS_SCALE_MAX_LOG2))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "loss scale %g: it must be a power of two from 2^%d to 2^%d (scaling by a power of two is "
+                         "exact, so the scaled step updates the weights as the unscaled one would)",
+                         c->loss_scale, TF_LOSS_SCALE_MIN_LOG2, TF_LOSS_SCALE_MAX_LOG2);
   if (c->precision != TF_PRECISION_F32 && o->target.kind == TF_TARGET_VULKAN)
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "precision %s: the vulkan backend stores no f16/bf16 tensors yet; compile in f32 for vulkan",
@@ -169,6 +182,7 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
     status = tf_training_reserve(&t);
   if (!status) {
     t.loss = t.g->loss;
+    t.loss_seed = t.overflow_check = -1;
     t.n_forward_nodes = t.g->n_nodes;
     if (options->training && t.loss < 0)
       status = tf_status_new(TF_ERR_INVALID_INPUT, "graph '%s' has no loss: compile it with --inference", graph->name);

@@ -1,7 +1,7 @@
 /* Pass 9, liveness: each arena tensor's interval [the step that writes it, the last step that reads
  * it] over the schedule, and each step's kernel workspace. Shape-only inputs are not reads. The
  * loss (and, in inference plans, the graph's outputs) stays live to the end of the micro-batch
- * block, where the runtime reads it. */
+ * block, where the runtime reads it; the overflow check to the end of the program. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +50,9 @@ tf_status tf_liveness(tf_training *t) {
   int32_t end = t->micro_steps > 0 ? t->micro_steps - 1 : 0;
   if (t->loss >= 0 && in_arena(t, t->loss) && t->last[t->loss] < end)
     t->last[t->loss] = end;
+  /* The runtime reads the overflow check after the whole optimizer block. */
+  if (t->overflow_check >= 0 && in_arena(t, t->overflow_check) && t->first[t->overflow_check] >= 0)
+    t->last[t->overflow_check] = t->n_schedule - 1;
   /* Training plans keep only the loss: holding, say, the logits through the backward pass would
    * cost their full size at the peak. Inference plans keep every output. */
   for (int32_t i = 0; i < g->n_outputs && !t->options.training; i++) {

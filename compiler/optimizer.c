@@ -1,7 +1,16 @@
 /* Pass 4, optimizer: per trained parameter, a gradient accumulator (gradients region) that each
  * micro-batch adds its gradient to (each part of it on its own, for parameters used twice), the optimizer state
  * (momentum, or Adam's two moments), and the update in the optimizer block: optional global-norm clipping, SGD or AdamW
- * with the accumulated gradient scaled by 1/k, then the accumulator is zeroed for the next step. */
+ * with the accumulated gradient scaled by 1/k, then the accumulator is zeroed for the next step.
+ *
+ * f16 plans scale the loss (dynamic loss scaling): the runtime writes the scale S, a power of two,
+ * into the loss gradient's seed and passes 1/S to the updates with each run. Every update of such a
+ * plan also reads the sum of squares of all accumulated gradients (the same global_norm_sq that
+ * clipping reads) and leaves its parameter and state untouched when that sum is not finite; the
+ * runtime reads the sum after the optimizer block (t->overflow_check, live to the end) to learn
+ * that the step was skipped and to adjust S. Scaling by a power of two is exact in f32 (barring
+ * overflow, which the check catches), so a scaled step updates the weights bit for bit as an
+ * unscaled one would. Plans that clip read the same sum and skip the same way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,8 +155,9 @@ tf_status tf_optimizer_pass(tf_training *t) {
     k++;
   }
   int32_t norm = -1;
-  if (!status && t->config.clip_norm > 0)
+  if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.precision == TF_PRECISION_F16))
     status = global_norm(t, accumulators, k, &norm);
+  t->overflow_check = norm;
   for (int32_t i = 0; i < k && !status; i++)
     status = update(t, params[i], accumulators[i], norm, direct[i]);
   for (int32_t i = 0; i < k && !status; i++)

@@ -14,6 +14,8 @@ typedef struct tf_training {
   tf_compile_options options;
   tf_training_config config; /* the graph's, with the options applied */
   int32_t loss;              /* tensor id */
+  int32_t loss_seed;         /* the loss gradient's seed (f32 scalar constant, 1: f16 plans scale it), or -1 */
+  int32_t overflow_check;    /* the sum of squares every update reads and skips on when not finite, or -1 */
 
   /* Per tensor (grown with the graph; index = tensor id). */
   tf_buffer_role *role;

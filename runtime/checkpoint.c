@@ -57,6 +57,13 @@ tf_status tf_session_save(tf_session *s, const char *path, const char *const *me
   /* The accumulation lets a loader check the two counters against each other (read_counters). */
   if (!status)
     status = add_metadata(writer, "tightfit.accumulate", plan->accumulate);
+  const tf_session_scaling scaling = tf_session_scaling_state(s);
+  if (!status)
+    status = add_metadata(writer, "tightfit.skipped_steps", scaling.skipped_steps);
+  if (!status && scaling.scaled)
+    status = add_metadata(writer, "tightfit.loss_scale_log2", scaling.loss_scale_log2);
+  if (!status && scaling.scaled)
+    status = add_metadata(writer, "tightfit.loss_scale_good_steps", scaling.good_steps);
   if (!status)
     status = tf_safetensors_writer_set_metadata(writer, "tightfit.graph", plan->graph_name);
   for (int32_t i = 0; i < n_metadata && !status; i++)
@@ -101,6 +108,8 @@ static tf_status parse_counter(const tf_safetensors *file, const char *path, con
 
 typedef struct counters {
   int64_t optimizer_steps, micro_steps;
+  bool has_scale; /* the writer scaled its loss (f16) */
+  int64_t loss_scale_log2, good_steps, skipped_steps;
 } counters;
 
 /* optimizer_step x k <= micro_step < (optimizer_step + 1) x k, for the writer's accumulation k. */
@@ -147,6 +156,13 @@ static tf_status read_counters(const tf_safetensors *file, const char *path, con
                          path, micro_steps, optimizer_steps);
   if (has_accumulate)
     TF_RETURN_IF_ERROR(check_accumulation(path, *out, accumulate));
+  bool has_skipped, has_good;
+  TF_RETURN_IF_ERROR(
+      parse_counter(file, path, "tightfit.skipped_steps", 0, optimizer_steps, &out->skipped_steps, &has_skipped));
+  TF_RETURN_IF_ERROR(parse_counter(file, path, "tightfit.loss_scale_log2", TF_LOSS_SCALE_MIN_LOG2,
+                                   TF_LOSS_SCALE_MAX_LOG2, &out->loss_scale_log2, &out->has_scale));
+  TF_RETURN_IF_ERROR(
+      parse_counter(file, path, "tightfit.loss_scale_good_steps", 0, COUNTER_MAX, &out->good_steps, &has_good));
   int64_t samples = 0;
   if (plan->micro_batch > 0 && (!tf_checked_mul_i64(micro_steps, plan->micro_batch, &samples) || samples > COUNTER_MAX))
     return tf_status_new(TF_ERR_INVALID_INPUT,
@@ -161,7 +177,8 @@ tf_status tf_session_load(tf_session *s, const char *path) {
   tf_safetensors *file = NULL;
   TF_RETURN_IF_ERROR(tf_safetensors_open(path, &file));
   /* The counters first: a refused checkpoint leaves the session as it was. */
-  counters steps = {0, 0};
+  counters steps;
+  memset(&steps, 0, sizeof(steps));
   tf_status status = read_counters(file, path, plan, &steps);
   for (int32_t i = 0; i < plan->n_buffers && !status; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
@@ -172,8 +189,13 @@ tf_status tf_session_load(tf_session *s, const char *path) {
     if (!status)
       status = tf_session_write(s, b->name, view.data, b->bytes);
   }
-  if (!status)
+  if (!status) {
+    /* A checkpoint of a plan that did not scale its loss keeps this plan's current scale. */
+    const tf_session_scaling scaling = tf_session_scaling_state(s);
     tf_session_set_counters(s, steps.optimizer_steps, steps.micro_steps);
+    status = tf_session_set_scaling(s, steps.has_scale ? (int32_t)steps.loss_scale_log2 : scaling.loss_scale_log2,
+                                    steps.has_scale ? steps.good_steps : 0, steps.skipped_steps);
+  }
   tf_safetensors_close(file);
   return status ? tf_status_prefix(status, "loading checkpoint") : NULL;
 }

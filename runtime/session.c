@@ -33,6 +33,8 @@ struct tf_session {
   int64_t optimizer_steps, micro_steps;
   int32_t io_slot;     /* the half the next micro-step reads */
   int32_t forward_end; /* steps [0, forward_end) are the forward phase */
+  tf_session_scaling scaling;
+  int64_t growth_interval; /* f16: good steps after which the loss scale doubles */
 };
 
 tf_session_options tf_session_options_default(void) {
@@ -115,6 +117,30 @@ static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir)
   return status ? tf_status_prefix(status, "initialising '%s'", b->name) : NULL;
 }
 
+/* Writes the loss scale 2^loss_scale_log2 into the loss gradient's seed (f16 plans). */
+static tf_status write_seed(tf_session *s) {
+  if (!s->scaling.scaled)
+    return NULL;
+  const tf_plan_buffer *b = &s->plan->buffers[s->plan->loss_scale_seed];
+  const float scale = ldexpf(1.0f, s->scaling.loss_scale_log2);
+  return s->backend->upload(s->state, s->regions[b->region], b->offset, &scale, sizeof(scale));
+}
+
+/* The plan's initial loss scale, checked by tf_plan_verify to be 2^e within range. */
+static tf_status start_scaling(tf_session *s, int64_t growth_interval) {
+  if (growth_interval < 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "loss scale growth interval %" PRId64 ": it must be >= 1 (0: 2000)",
+                         growth_interval);
+  s->growth_interval = growth_interval > 0 ? growth_interval : 2000;
+  s->scaling.scaled = s->plan->loss_scale_seed >= 0;
+  if (!s->scaling.scaled)
+    return NULL;
+  int exponent;
+  frexp(s->plan->training_config.loss_scale, &exponent);
+  s->scaling.loss_scale_log2 = s->scaling.previous_log2 = exponent - 1;
+  return write_seed(s);
+}
+
 tf_status tf_session_create(const tf_plan *plan, const tf_session_options *options, tf_session **out) {
   *out = NULL;
   tf_session_options defaults = tf_session_options_default();
@@ -144,6 +170,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
     status = init_buffer(s, i, options->weights_dir);
   if (!status)
     status = backend->prepare(s->state, plan, s->regions);
+  if (!status)
+    status = start_scaling(s, options->loss_scale_growth_interval);
   if (status) {
     tf_session_destroy(s);
     return tf_status_prefix(status, "session on %s", name);
@@ -256,8 +284,11 @@ static tf_status read_loss(tf_session *s, double *loss) {
   return NULL;
 }
 
+/* A skipped update does not count as one for AdamW's bias corrections (torch.cuda.amp.GradScaler
+ * skips optimizer.step() alike). */
 static tf_run_state run_state(const tf_session *s) {
-  tf_run_state run = {s->optimizer_steps + 1, s->micro_steps, s->seed};
+  tf_run_state run = {s->optimizer_steps - s->scaling.skipped_steps + 1, s->micro_steps, s->seed,
+                      s->scaling.scaled ? s->scaling.loss_scale_log2 : 0};
   return run;
 }
 
@@ -295,11 +326,59 @@ tf_status tf_session_micro_step(tf_session *s, double *loss) {
   return status;
 }
 
+/* After an optimizer step: was its update skipped (the overflow check not finite)? Then, for f16
+ * plans, the loss scale halves; after growth_interval good steps in a row it doubles (as
+ * torch.cuda.amp.GradScaler does), within TF_LOSS_SCALE_MIN_LOG2..MAX_LOG2. */
+static tf_status follow_overflow_check(tf_session *s) {
+  tf_session_scaling *c = &s->scaling;
+  c->previous_log2 = c->loss_scale_log2;
+  c->last_skipped = false;
+  if (s->plan->overflow_check < 0)
+    return NULL;
+  const tf_plan_buffer *b = &s->plan->buffers[s->plan->overflow_check];
+  float sum_of_squares;
+  TF_RETURN_IF_ERROR(
+      s->backend->download(s->state, s->regions[b->region], b->offset, &sum_of_squares, sizeof(sum_of_squares)));
+  c->last_skipped = !isfinite(sum_of_squares);
+  if (c->last_skipped) {
+    c->skipped_steps++;
+    c->good_steps = 0;
+    if (c->scaled && c->loss_scale_log2 > TF_LOSS_SCALE_MIN_LOG2)
+      c->loss_scale_log2--;
+  } else if (c->scaled && ++c->good_steps >= s->growth_interval) {
+    c->good_steps = 0;
+    if (c->loss_scale_log2 < TF_LOSS_SCALE_MAX_LOG2)
+      c->loss_scale_log2++;
+  }
+  return c->loss_scale_log2 != c->previous_log2 ? write_seed(s) : NULL;
+}
+
 tf_status tf_session_optimizer_step(tf_session *s) {
   tf_run_state run = run_state(s);
   TF_RETURN_IF_ERROR(s->backend->run(s->state, s->plan->micro_steps, s->plan->n_steps, 0, &run));
   s->optimizer_steps++;
-  return s->backend->synchronize(s->state);
+  TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+  return follow_overflow_check(s);
+}
+
+tf_session_scaling tf_session_scaling_state(const tf_session *s) { return s->scaling; }
+
+tf_status tf_session_set_scaling(tf_session *s, int32_t loss_scale_log2, int64_t good_steps, int64_t skipped_steps) {
+  if (good_steps < 0 || skipped_steps < 0 || skipped_steps > s->optimizer_steps)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "loss scaling state: %" PRId64 " good steps and %" PRId64 " skipped steps (of %" PRId64
+                         " optimizer steps) are out of range",
+                         good_steps, skipped_steps, s->optimizer_steps);
+  if (s->scaling.scaled && (loss_scale_log2 < TF_LOSS_SCALE_MIN_LOG2 || loss_scale_log2 > TF_LOSS_SCALE_MAX_LOG2))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "loss scale 2^%" PRId32 " is outside 2^%d..2^%d", loss_scale_log2,
+                         TF_LOSS_SCALE_MIN_LOG2, TF_LOSS_SCALE_MAX_LOG2);
+  s->scaling.good_steps = good_steps;
+  s->scaling.skipped_steps = skipped_steps;
+  s->scaling.last_skipped = false;
+  if (!s->scaling.scaled)
+    return NULL;
+  s->scaling.loss_scale_log2 = s->scaling.previous_log2 = loss_scale_log2;
+  return write_seed(s);
 }
 
 tf_status tf_session_forward(tf_session *s, double *loss) {

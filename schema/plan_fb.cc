@@ -280,7 +280,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   const fb::Plan *root = fb::GetPlan(aligned.bytes());
   TF_RETURN_IF_ERROR(check_version(root->version(), source, kPlanFile));
 
-  plan->loss = -1;
+  plan->loss = plan->loss_scale_seed = plan->overflow_check = -1;
   plan->report.peak_step = -1;
   plan->version = root->version();
   Decoder decoder(source, plan);
@@ -304,6 +304,8 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   if (root->training_config())
     read_training(root->training_config(), &plan->training_config);
   plan->loss = root->loss();
+  plan->loss_scale_seed = root->loss_scale_seed();
+  plan->overflow_check = root->overflow_check();
   plan->outputs = copy_ints(root->outputs());
   plan->n_outputs = root->outputs() ? static_cast<int32_t>(root->outputs()->size()) : 0;
   TF_RETURN_IF_ERROR(decoder.report(root->report()));
@@ -352,7 +354,8 @@ public:
                        fbb_.CreateVector(buffers), fbb_.CreateVector(steps), p.micro_steps, p.accumulate, p.micro_batch,
                        p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
                        fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
-                       overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead));
+                       overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead),
+                       p.loss_scale_seed, p.overflow_check);
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }

@@ -46,7 +46,8 @@ layout(std430, set = 0, binding = 8) readonly buffer RunState {
   uint step_mix_hi;
   uint seed_lo;
   uint seed_hi;
-  uint reserved[3];
+  float gradient_unscale; // 2^-e for a loss scaled by 2^e: sgd/adamw take it out of the gradients
+  uint reserved[2];
   vec2 adam[8];          // per (lr, beta1, beta2) slot: lr / (1 - beta1^t), sqrt(1 - beta2^t)
 } run_state;
 

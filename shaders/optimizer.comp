@@ -1,7 +1,8 @@
 #version 450
 // sgd and adamw (kernels/cpu/optimizer.c), in place, operation by operation as the CPU kernels.
-// The gradient is scaled by grad_scale and, with clipping, min(1, clip / (sqrt(norm_sq) grad_scale
-// + 1e-6)). AdamW's step size lr / (1 - beta1^t) and sqrt(1 - beta2^t) depend on the step t: the
+// The gradient is scaled by grad_scale 2^-e (2^e the run's loss scale, from the run state) and,
+// with clipping, min(1, clip / (sqrt(norm_sq) grad_scale 2^-e + 1e-6)). A norm_sq that is not
+// finite (an overflowed gradient) skips the update: nothing is written. AdamW's step size lr / (1 - beta1^t) and sqrt(1 - beta2^t) depend on the step t: the
 // host computes them in double for each run and passes them in the run state (slot `slot`).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -28,14 +29,17 @@ layout(push_constant) uniform Push {
 } pc;
 
 float gradient_factor() {
+  float grad_scale = pc.grad_scale * run_state.gradient_unscale; // exact: a power of two
   if (!(pc.clip_norm > 0.0) || pc.has_norm == 0u)
-    return pc.grad_scale;
-  float norm = sqrt(norm_sq[0]) * pc.grad_scale;
+    return grad_scale;
+  float norm = sqrt(norm_sq[0]) * grad_scale;
   float clip = pc.clip_norm / (norm + 1e-6);
-  return clip < 1.0 ? pc.grad_scale * clip : pc.grad_scale;
+  return clip < 1.0 ? grad_scale * clip : grad_scale;
 }
 
 void main() {
+  if (pc.has_norm != 0u && (isnan(norm_sq[0]) || isinf(norm_sq[0])))
+    return; // no barrier in this shader: an early return is safe on lavapipe too
   float factor = gradient_factor();
   vec2 adam = run_state.adam[pc.slot];
   for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {

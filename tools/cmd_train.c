@@ -69,6 +69,7 @@ static void on_interrupt(int signal_number) {
 typedef struct train_args {
   const char *plan_path, *data, *eval, *checkpoint, *backend;
   int64_t steps, log_every, checkpoint_every;
+  int64_t loss_scale_window;  /* fp16: good steps before the loss scale doubles; 0: the runtime's 2000 */
   int64_t check_finite_steps; /* --check-finite: the first steps whose gradients are scanned; -1: all */
   bool check_finite;          /* false: --check-finite off */
   int32_t threads, device;
@@ -99,6 +100,11 @@ static void help(void) {
          "                         each checkpoint; 'off' turns both off. The loss is checked at every\n"
          "                         step, and loaded checkpoints always. A non-finite value stops the run\n"
          "                         before any weight or checkpoint is overwritten.\n"
+         "  --loss-scale-window N  fp16 plans: double the loss scale after N steps in a row without\n"
+         "                         overflow (default 2000). A step whose gradients are not finite is\n"
+         "                         skipped (weights and optimizer state unchanged) and halves the\n"
+         "                         scale; the log says so. A skip at scale 1 stops the run. Plans that\n"
+         "                         clip skip such a step too, and stop.\n"
          "  --json                 one JSON object per logged step, and a summary\n\n"
          "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
 }
@@ -141,6 +147,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
     } else if (tf_cli_option(argc, argv, &i, "--steps", &v, &error)) {
       if (!error && !parse_count(v, &a->steps, 1))
         return tf_cli_usage_error("train", "--steps takes a count in 1..2^53, got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--loss-scale-window", &v, &error)) {
+      if (!error && !parse_count(v, &a->loss_scale_window, 1))
+        return tf_cli_usage_error("train", "--loss-scale-window takes a count >= 1, got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--log-every", &v, &error)) {
       if (!error && !parse_count(v, &a->log_every, 1))
         return tf_cli_usage_error("train", "--log-every takes a count >= 1, got '%s'", v);
@@ -202,9 +211,15 @@ static tf_status save_checkpoint(tf_session *session, const char *dir, bool chec
   return tf_session_save(session, path, NULL, 0);
 }
 
-static void progress(const train_args *a, bool tty, int64_t step, int64_t total, double loss, double rate, double eta) {
+static void progress(const train_args *a, bool tty, const tf_session *session, int64_t step, int64_t total, double loss,
+                     double rate, double eta) {
   if (a->json) {
-    printf("{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f}\n", step, loss, rate);
+    const tf_session_scaling c = tf_session_scaling_state(session);
+    char scaling[96] = "";
+    if (c.scaled)
+      snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped\": %s", ldexp(1.0, c.previous_log2),
+               c.last_skipped ? "true" : "false");
+    printf("{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f%s}\n", step, loss, rate, scaling);
     fflush(stdout);
   } else if (tty) {
     int width = 24, filled = (int)((double)width * (double)step / (double)total);
@@ -236,6 +251,40 @@ static tf_status nonfinite_loss(int64_t step, int32_t micro, int32_t accumulate,
                        NOT_UPDATED);
 }
 
+/* After an optimizer step: says when the update was skipped or the loss scale changed, and stops
+ * the run where skipping cannot help (a plan that does not scale its loss, or scale 1 already). */
+static tf_status follow_scaling(const train_args *a, bool tty, tf_session *session, int64_t step) {
+  const tf_session_scaling c = tf_session_scaling_state(session);
+  if (c.last_skipped && !c.scaled)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "step %" PRId64 ": the gradients' sum of squares, which clipping reads, is not finite (a "
+                         "gradient is inf or NaN, or they are beyond 1e19); the update was skipped: no weight was "
+                         "overwritten (lower the learning rate)",
+                         step + 1);
+  if (c.last_skipped && c.previous_log2 == TF_LOSS_SCALE_MIN_LOG2)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "step %" PRId64 ": a gradient is not finite even at loss scale 1; the update was skipped: "
+                         "no weight was overwritten. Gradients are f32, so the overflow is not theirs: an activation "
+                         "beyond f16's range (65504) stored in f16? Compile with --precision bf16",
+                         step + 1);
+  if (a->json || c.loss_scale_log2 == c.previous_log2)
+    return NULL; /* the JSON step line carries the scale and the skip */
+  char line[160];
+  if (c.last_skipped)
+    snprintf(line, sizeof(line), "step %" PRId64 ": a gradient overflowed: update skipped, loss scale %.0f -> %.0f",
+             step + 1, ldexp(1.0, c.previous_log2), ldexp(1.0, c.loss_scale_log2));
+  else
+    snprintf(line, sizeof(line), "step %" PRId64 ": loss scale %.0f -> %.0f after %" PRId64 " steps without overflow",
+             step + 1, ldexp(1.0, c.previous_log2), ldexp(1.0, c.loss_scale_log2),
+             a->loss_scale_window ? a->loss_scale_window : 2000);
+  if (tty)
+    fprintf(stderr, "\r%-100s\n", line);
+  else
+    printf("%s\n", line);
+  fflush(tty ? stderr : stdout);
+  return NULL;
+}
+
 static tf_status check_gradients(tf_session *session, int64_t step) {
   char when[48];
   snprintf(when, sizeof(when), "step %" PRId64, step + 1);
@@ -248,6 +297,7 @@ static int train(const train_args *a, tf_plan *plan) {
   options.device = a->device;
   options.threads = a->threads;
   options.seed = a->seed;
+  options.loss_scale_growth_interval = a->loss_scale_window;
   char folder[4096];
   options.weights_dir = tf_cli_folder_of(a->plan_path, folder, sizeof(folder)); /* imported weights */
   tf_session *session = NULL;
@@ -292,10 +342,14 @@ static int train(const train_args *a, tf_plan *plan) {
         status = nonfinite_loss(step, m, plan->accumulate, micro_loss);
       sum += micro_loss;
     }
-    if (!status && a->check_finite && (a->check_finite_steps < 0 || step - first < a->check_finite_steps))
+    /* A plan that scales its loss checks every step's gradients itself and skips the update. */
+    if (!status && a->check_finite && plan->loss_scale_seed < 0 &&
+        (a->check_finite_steps < 0 || step - first < a->check_finite_steps))
       status = check_gradients(session, step);
     if (!status)
       status = tf_session_optimizer_step(session);
+    if (!status)
+      status = follow_scaling(a, tty, session, step);
     if (status)
       break;
     loss = sum / plan->accumulate;
@@ -303,7 +357,7 @@ static int train(const train_args *a, tf_plan *plan) {
     double elapsed = now() - start;
     double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
     double eta = elapsed / (double)done * (double)(a->steps - done);
-    progress(a, tty, step + 1 - first, a->steps, loss, rate, eta);
+    progress(a, tty, session, step + 1 - first, a->steps, loss, rate, eta);
     if (a->checkpoint && a->checkpoint_every && (step + 1) % a->checkpoint_every == 0)
       status = save_checkpoint(session, a->checkpoint, a->check_finite);
   }
@@ -317,6 +371,7 @@ static int train(const train_args *a, tf_plan *plan) {
     status = tf_tool_evaluate(session, a->eval, a->seed, NULL, &eval_loss, &accuracy);
   if (!status) {
     tf_session_memory m = tf_session_memory_use(session);
+    const tf_session_scaling c = tf_session_scaling_state(session);
     char planned[32], allocated[32];
     if (a->json) {
       char eval_text[2][32]; /* null where there is no number (no --eval, no logits to score) */
@@ -327,12 +382,20 @@ static int train(const train_args *a, tf_plan *plan) {
         else
           snprintf(eval_text[i], sizeof(eval_text[i]), "null");
       }
+      char scaling[96] = "";
+      if (c.scaled)
+        snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped_steps\": %" PRId64,
+                 ldexp(1.0, c.loss_scale_log2), c.skipped_steps);
       printf("{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
              "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
-             "}\n",
-             done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes, m.allocations_after_create);
+             "%s}\n",
+             done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes, m.allocations_after_create,
+             scaling);
     } else {
       printf("trained %" PRId64 " steps in %.2f s; final loss %.4f\n", done, now() - start, loss);
+      if (c.scaled)
+        printf("loss scale %.0f; %" PRId64 " step%s skipped in all (gradients not finite)\n",
+               ldexp(1.0, c.loss_scale_log2), c.skipped_steps, c.skipped_steps == 1 ? "" : "s");
       if (a->eval && isnan(accuracy))
         printf("held-out: loss %.4f (no accuracy: the plan has no logits to read, e.g. a fused loss head)\n",
                eval_loss);

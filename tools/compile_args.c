@@ -32,6 +32,10 @@ void tf_compile_args_help(void) {
          "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
          "                         the backward pass stored in half precision; weights, gradients,\n"
          "                         optimizer state and all arithmetic stay f32 (cpu and cuda targets)\n"
+         "  --loss-scale S         fp16: the initial dynamic loss scale, a power of two from 1 to 2^24\n"
+         "                         (default: the graph's, else 65536); train halves it and skips the\n"
+         "                         update when a gradient overflows, and doubles it after a run of\n"
+         "                         good steps (train --loss-scale-window)\n"
          "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
          "                         on or off: compute a matmul -> cross_entropy loss head in row\n"
          "                         chunks, so the [rows, V] logits and their gradient never exist; the\n"
@@ -102,6 +106,15 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->precision = TF_PRECISION_F16;
     else if (!*error)
       *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--loss-scale", &value, error)) {
+    double scale = 0;
+    int exponent = 0;
+    if (!*error && (!parse_double(value, &scale) || frexp(scale, &exponent) != 0.5 ||
+                    exponent - 1 < TF_LOSS_SCALE_MIN_LOG2 || exponent - 1 > TF_LOSS_SCALE_MAX_LOG2))
+      *error = tf_cli_usage_error(command, "--loss-scale takes a power of two from 1 to %d, got '%s'",
+                                  1 << TF_LOSS_SCALE_MAX_LOG2, value) != 0;
+    else if (!*error)
+      o->loss_scale = scale;
   } else if (tf_cli_option(argc, argv, i, "--fuse-loss", &value, error)) {
     if (!*error && strcmp(value, "auto") == 0)
       o->fuse_loss = TF_FUSE_LOSS_AUTO;

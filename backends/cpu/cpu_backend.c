@@ -193,8 +193,11 @@ static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regio
 
 static tf_status cpu_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
   cpu_state *cpu = state;
-  tf_cpu_context context = {
-      .threads = cpu->threads, .optimizer_step = run->optimizer_step, .micro_step = run->micro_step, .seed = run->seed};
+  tf_cpu_context context = {.threads = cpu->threads,
+                            .optimizer_step = run->optimizer_step,
+                            .micro_step = run->micro_step,
+                            .seed = run->seed,
+                            .loss_scale_log2 = run->loss_scale_log2};
   for (int32_t s = begin; s < end; s++) {
     cpu_step *step = &cpu->steps[s];
     step->args.inputs = step->inputs[io_slot & 1];

@@ -358,6 +358,7 @@ tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, 
   values->optimizer_step = run->optimizer_step;
   values->micro_step = run->micro_step;
   values->seed = run->seed;
+  values->loss_scale_log2 = run->loss_scale_log2;
   atomic_thread_fence(memory_order_seq_cst);
   if (reads_io)
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->compute, s->uploaded[half], 0), "waiting for inputs"));

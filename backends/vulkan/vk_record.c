@@ -27,7 +27,8 @@ typedef struct run_state_layout {
   uint32_t optimizer_step;
   uint32_t step_mix[2]; /* micro_step x 0x9E3779B97F4A7C15 (the dropout counter's mix) */
   uint32_t seed[2];
-  uint32_t reserved[3];
+  float gradient_unscale; /* 2^-e for a loss scaled by 2^e: sgd/adamw take it out of the gradients */
+  uint32_t reserved[2];
   float adam[VK_ADAM_SLOTS][2]; /* lr / (1 - beta1^t), sqrt(1 - beta2^t) */
 } run_state_layout;
 
@@ -363,6 +364,7 @@ static void write_run_state(vk_state *vk, const tf_run_state *run) {
   state.step_mix[1] = (uint32_t)(mix >> 32);
   state.seed[0] = (uint32_t)run->seed;
   state.seed[1] = (uint32_t)(run->seed >> 32);
+  state.gradient_unscale = (float)ldexp(1.0, -run->loss_scale_log2);
   // As kernels/cpu/optimizer.c: lr / (1 - beta1^t) and sqrt(1 - beta2^t) in double from the float
   // attributes, then rounded once.
   for (int32_t s = 0; s < vk->program.n_adam_slots; s++) {

@@ -40,6 +40,7 @@ typedef struct tf_compile_options {
   int32_t remat_list_count;
   bool set_precision;     /* false: the graph's training precision */
   tf_precision precision; /* with set_precision: f32, or bf16/f16 storage of the saved activations */
+  double loss_scale;      /* > 0: f16's initial dynamic loss scale, a power of two; 0: the graph's (or 2^16) */
   /* The fused loss head (compiler/fuse_loss.c): matmul(x, W) -> cross_entropy whose logits nothing
    * else reads becomes linear_cross_entropy, so the [rows, V] logits never exist. AUTO fuses when
    * V >= TF_FUSE_LOSS_AUTO_CLASSES and the f32 logits take TF_FUSE_LOSS_AUTO_BYTES or more (the

@@ -96,6 +96,13 @@ typedef struct tf_plan {
   int32_t *outputs; /* buffer ids of the graph's outputs */
   tf_plan_report report;
   tf_device_overhead overhead; /* the target's device overhead for this plan (none on the CPU) */
+  /* f16 plans (dynamic loss scaling): the loss gradient's seed, an f32 scalar constant the runtime
+   * sets to the loss scale; else -1. */
+  int32_t loss_scale_seed;
+  /* The f32 scalar sum of squares of the accumulated gradients, written in the optimizer block and
+   * live to its end: every update reads it and is skipped when it is not finite, and the runtime
+   * reads it after the block to learn so; -1 when the updates read none (no f16, no clipping). */
+  int32_t overflow_check;
 } tf_plan;
 
 #ifdef __cplusplus

@@ -20,6 +20,9 @@ typedef struct tf_session_options {
   int32_t threads;         /* CPU threads; 0: the plan's */
   uint64_t seed;           /* parameter initialisation and dropout */
   const char *weights_dir; /* where external safetensors initialisers are looked up (NULL: ".") */
+  /* f16 plans: optimizer steps in a row without overflow after which the loss scale doubles (0:
+   * 2000, torch.cuda.amp.GradScaler's growth_interval) */
+  int64_t loss_scale_growth_interval;
 } tf_session_options;
 
 typedef struct tf_session_memory {
@@ -65,7 +68,10 @@ tf_status tf_session_find_nonfinite(tf_session *session, uint32_t roles, tf_nonf
 /* Runs the micro-batch block once on the inputs written since the last call; *loss gets the loss
  * (NAN when the plan has none). Alternates the io halves. */
 tf_status tf_session_micro_step(tf_session *session, double *loss) TF_MUST_USE;
-/* Runs the optimizer block once (after `accumulate` micro-steps). */
+/* Runs the optimizer block once (after `accumulate` micro-steps). When the plan has an overflow
+ * check (f16 plans, plans that clip) and a gradient is not finite, the update is skipped:
+ * parameters and optimizer state stay bit for bit as they were; tf_session_scaling() says so. An
+ * f16 plan then halves its loss scale, and doubles it after the growth interval of good steps. */
 tf_status tf_session_optimizer_step(tf_session *session) TF_MUST_USE;
 /* Runs only the forward steps (evaluation): the loss and outputs are readable afterwards. */
 tf_status tf_session_forward(tf_session *session, double *loss) TF_MUST_USE;
@@ -74,6 +80,22 @@ int64_t tf_session_optimizer_steps(const tf_session *session);
 int64_t tf_session_micro_steps(const tf_session *session);
 /* Sets the counters (checkpoint resume). */
 void tf_session_set_counters(tf_session *session, int64_t optimizer_steps, int64_t micro_steps);
+
+/* Dynamic loss scaling and skipped updates, as of the last optimizer step. */
+typedef struct tf_session_scaling {
+  bool scaled;             /* the plan scales its loss (f16); else the scale stays 1 */
+  int32_t loss_scale_log2; /* the loss scale the next step uses is 2^loss_scale_log2 */
+  int32_t previous_log2;   /* the scale the last optimizer step used */
+  int64_t good_steps;      /* updates since the scale last changed or an update was skipped */
+  int64_t skipped_steps;   /* optimizer steps whose update was skipped, in all */
+  bool last_skipped;       /* the last optimizer step's update was skipped (a gradient not finite) */
+} tf_session_scaling;
+tf_session_scaling tf_session_scaling_state(const tf_session *session);
+/* Restores the scaling state (checkpoint resume): the scale 2^loss_scale_log2 (within
+ * TF_LOSS_SCALE_MIN_LOG2..MAX_LOG2; ignored by plans that do not scale), the good-step run and the
+ * skipped count; TF_ERR_INVALID_ARGUMENT when out of range. */
+tf_status tf_session_set_scaling(tf_session *session, int32_t loss_scale_log2, int64_t good_steps,
+                                 int64_t skipped_steps) TF_MUST_USE;
 
 /* Saves parameters, optimizer state and counters to a safetensors checkpoint (atomically:
  * temporary file, fsync, rename); `metadata` adds "key=value" pairs (may be NULL). */

@@ -202,8 +202,13 @@ typedef struct tf_training_config {
   int64_t global_batch;     /* 0: the bound value of the batch symbol */
   int32_t accumulate_steps; /* 0: let the compiler choose */
   tf_precision precision;
-  double loss_scale; /* f16: initial dynamic loss scale */
+  double loss_scale; /* f16: initial dynamic loss scale (0: 2^16), a power of two in the range below */
 } tf_training_config;
+
+/* The dynamic loss scale of f16 plans stays a power of two 2^e, TF_LOSS_SCALE_MIN_LOG2 <= e <=
+ * TF_LOSS_SCALE_MAX_LOG2: never below 1, where scaling the f32 gradients could underflow. */
+#define TF_LOSS_SCALE_MIN_LOG2 0
+#define TF_LOSS_SCALE_MAX_LOG2 24
 
 /* The memory regions of a plan, each allocated once by a session. */
 typedef enum tf_region {

@@ -23,10 +23,11 @@ typedef tf_tensor_ref tf_cpu_tensor;
 
 /* Per-run state a kernel may read. */
 typedef struct tf_cpu_context {
-  int32_t threads;        /* kernels may use up to this many threads (OpenMP) */
-  int64_t optimizer_step; /* 1 for the first optimizer step (AdamW bias correction) */
-  int64_t micro_step;     /* global micro-batch counter: the RNG's "step" (dropout) */
-  uint64_t seed;          /* the session's RNG seed */
+  int32_t threads;         /* kernels may use up to this many threads (OpenMP) */
+  int64_t optimizer_step;  /* 1 for the first optimizer step (AdamW bias correction) */
+  int64_t micro_step;      /* global micro-batch counter: the RNG's "step" (dropout) */
+  uint64_t seed;           /* the session's RNG seed */
+  int32_t loss_scale_log2; /* sgd/adamw multiply the gradients by 2^-loss_scale_log2 (0: unscaled) */
 } tf_cpu_context;
 
 typedef struct tf_cpu_args {

@@ -1,10 +1,13 @@
 /* Gradient bookkeeping and parameter updates: accumulate, zero, sgd and adamw. They update their
  * inputs in place and have no outputs.
  *
- * The gradient an update uses is g = grad x grad_scale (1/k after k accumulated micro-batches),
- * then, when clip_norm > 0 and the norm_sq input (global_norm_sq of the accumulated gradients) is
- * present, g x min(1, clip_norm / (sqrt(norm_sq) grad_scale + 1e-6)): exactly
- * torch.nn.utils.clip_grad_norm_ applied to the averaged gradients. The updates follow
+ * The gradient an update uses is g = grad x grad_scale x 2^-e (1/k after k accumulated
+ * micro-batches; 2^e the run's loss scale, 1 unless the plan scales the loss), then, when
+ * clip_norm > 0 and the norm_sq input (global_norm_sq of the accumulated gradients) is present,
+ * g x min(1, clip_norm / (sqrt(norm_sq) grad_scale 2^-e + 1e-6)): exactly
+ * torch.nn.utils.clip_grad_norm_ applied to the averaged gradients. When the norm_sq input is
+ * present and not finite (a gradient overflowed), the update changes nothing: parameter and
+ * state stay bit for bit as they were (the skipped step of dynamic loss scaling). The updates follow
  * torch.optim.SGD and torch.optim.AdamW (PyTorch 1.13, single-tensor path) operation by
  * operation; scalar coefficients are computed in double. */
 #include <string.h>
@@ -31,12 +34,19 @@ void TF_REAL_NAME(tf_cpu_zero)(const tf_cpu_args *args) {
  * number of tensor operands before the optional norm_sq. */
 static double gradient_factor(const tf_cpu_args *args, int32_t states) {
   const tf_optimizer_attrs *a = &args->attrs->u.optimizer;
-  const double grad_scale = (double)a->grad_scale;
+  const int32_t loss_scale_log2 = args->context ? args->context->loss_scale_log2 : 0;
+  const double grad_scale = ldexp((double)a->grad_scale, -loss_scale_log2);
   if (!(a->clip_norm > 0.0f) || args->n_inputs <= states)
     return grad_scale;
   const double norm = sqrt((double)*(const real *)args->inputs[states].data) * grad_scale;
   const double clip = (double)a->clip_norm / (norm + 1e-6);
   return clip < 1.0 ? grad_scale * clip : grad_scale;
+}
+
+/* True when the update must be skipped: its norm_sq input (after `states` tensor operands) is
+ * present and not finite. */
+static bool overflowed(const tf_cpu_args *args, int32_t states) {
+  return args->n_inputs > states && !isfinite((double)*(const real *)args->inputs[states].data);
 }
 
 /* (param, grad, momentum [, norm_sq]); weight decay as L2 (added to g), dampening 0, no Nesterov:
@@ -47,6 +57,8 @@ void TF_REAL_NAME(tf_cpu_sgd)(const tf_cpu_args *args) {
   real *param = args->inputs[0].data, *buffer = args->inputs[2].data;
   const real *grad = args->inputs[1].data;
   const int64_t n = args->inputs[0].count;
+  if (overflowed(args, 3))
+    return;
   const real factor = (real)gradient_factor(args, 3);
   const real lr = (real)a->learning_rate, decay = (real)a->weight_decay, momentum = (real)a->momentum;
   const bool decays = a->weight_decay != 0.0f, has_momentum = a->momentum != 0.0f;
@@ -71,6 +83,8 @@ void TF_REAL_NAME(tf_cpu_adamw)(const tf_cpu_args *args) {
   real *param = args->inputs[0].data, *m = args->inputs[2].data, *v = args->inputs[3].data;
   const real *grad = args->inputs[1].data;
   const int64_t n = args->inputs[0].count;
+  if (overflowed(args, 4))
+    return;
   const int64_t step = args->context && args->context->optimizer_step > 0 ? args->context->optimizer_step : 1;
   const double lr = (double)a->learning_rate, beta1 = (double)a->beta1, beta2 = (double)a->beta2;
   const real factor = (real)gradient_factor(args, 4);

@@ -28,10 +28,10 @@ typedef tf_tensor_ref tf_cuda_tensor;
 /* Per-run values (tf_run_state), in memory the device reads while the steps run: the backend keeps
  * them in mapped pinned host memory, written before each replay, so captured graphs stay valid. */
 typedef struct tf_cuda_run_values {
-  int64_t optimizer_step; /* 1 for the first optimizer step (AdamW bias correction) */
-  int64_t micro_step;     /* the dropout RNG's step */
-  uint64_t seed;          /* the session's RNG seed */
-  int64_t reserved;
+  int64_t optimizer_step;  /* 1 for the first optimizer step (AdamW bias correction) */
+  int64_t micro_step;      /* the dropout RNG's step */
+  uint64_t seed;           /* the session's RNG seed */
+  int64_t loss_scale_log2; /* sgd/adamw multiply the gradients by 2^-loss_scale_log2 (0: unscaled) */
 } tf_cuda_run_values;
 #ifdef __cplusplus
 static_assert(sizeof(tf_cuda_run_values) == TF_CUDA_RUN_VALUES_BYTES, "core/workspace_cuda.h plans this size");

@@ -1,7 +1,9 @@
 /* Gradient bookkeeping and parameter updates, as kernels/cpu/optimizer.c: accumulate, zero, sgd and
  * adamw update their inputs in place. The scalar coefficients (the gradient factor from grad_scale
  * and global-norm clipping; AdamW's bias corrections from the run's optimizer step) are computed
- * in double by one thread into the step's workspace, exactly as the CPU computes them; the
+ * in double by one thread into the step's workspace, exactly as the CPU computes them (with the
+ * run's loss scale 2^e taken out of the gradient, and the update skipped, parameter and state
+ * untouched, when the norm_sq input is present and not finite); the
  * element-wise updates then use explicitly rounded f32 operations (__fmul_rn, ...) so that no
  * multiply-add is fused: the same operations in the same order as the CPU, bit for bit. */
 #include "kernels/cuda/common.cuh"
@@ -11,19 +13,22 @@ namespace {
 
 struct Coefficients {
   float factor, step_size, correction2_sqrt;
+  int skip; /* the norm_sq input is not finite: change nothing */
 };
+static_assert(sizeof(Coefficients) <= TF_CUDA_OPTIMIZER_COEFFICIENTS, "core/workspace_cuda.h plans the workspace");
 
 /* states: tensor operands before the optional norm_sq (3 for sgd, 4 for adamw). */
 __global__ void coefficients(tf_optimizer_attrs a, const float *norm_sq, const tf_cuda_run_values *run, bool adamw,
                              Coefficients *out) {
-  const double grad_scale = (double)a.grad_scale;
+  const int loss_scale_log2 = run ? (int)run->loss_scale_log2 : 0;
+  const double grad_scale = ldexp((double)a.grad_scale, -loss_scale_log2);
   double factor = grad_scale;
   if (a.clip_norm > 0.0f && norm_sq) {
     const double norm = sqrt((double)norm_sq[0]) * grad_scale;
     const double clip = (double)a.clip_norm / (norm + 1e-6);
     factor = clip < 1.0 ? grad_scale * clip : grad_scale;
   }
-  Coefficients c = {(float)factor, 0.0f, 0.0f};
+  Coefficients c = {(float)factor, 0.0f, 0.0f, norm_sq && !isfinite(norm_sq[0]) ? 1 : 0};
   if (adamw) {
     const int64_t step = run && run->optimizer_step > 0 ? run->optimizer_step : 1;
     const double lr = (double)a.learning_rate, beta1 = (double)a.beta1, beta2 = (double)a.beta2;
@@ -41,6 +46,8 @@ __global__ void accumulate(float *sum, const float *x, int64_t n) {
 __global__ void sgd(float *param, const float *grad, float *buffer, int64_t n, const Coefficients *c, float lr,
                     float decay, bool decays, float momentum, bool has_momentum) {
   const float factor = c->factor;
+  if (c->skip)
+    return;
   TF_CUDA_GRID_STRIDE(i, n) {
     float g = __fmul_rn(grad[i], factor);
     if (decays)
@@ -59,6 +66,8 @@ __global__ void sgd(float *param, const float *grad, float *buffer, int64_t n, c
 __global__ void adamw(float *param, const float *grad, float *m, float *v, int64_t n, const Coefficients *c,
                       float decay, float b1, float b2, float one_minus_b1, float one_minus_b2, float epsilon) {
   const float factor = c->factor, step_size = c->step_size, correction2_sqrt = c->correction2_sqrt;
+  if (c->skip)
+    return;
   TF_CUDA_GRID_STRIDE(i, n) {
     const float g = __fmul_rn(grad[i], factor);
     const float p = __fmul_rn(param[i], decay);

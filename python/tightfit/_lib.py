@@ -136,7 +136,8 @@ ROLE_INPUT, ROLE_LABEL = 4, 5
 
 class SessionOptions(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_char_p), ("device", ctypes.c_int32), ("threads", ctypes.c_int32),
-                ("seed", ctypes.c_uint64), ("weights_dir", ctypes.c_char_p)]
+                ("seed", ctypes.c_uint64), ("weights_dir", ctypes.c_char_p),
+                ("loss_scale_growth_interval", ctypes.c_int64)]
 
 
 class SessionMemory(ctypes.Structure):

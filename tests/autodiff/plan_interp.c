@@ -40,7 +40,7 @@ bool tf_interp_init(tf_interp *interp, const tf_plan *plan) {
   memset(interp, 0, sizeof(*interp));
   interp->plan = plan;
   interp->data = calloc((size_t)plan->n_buffers, sizeof(void *));
-  interp->context = (tf_cpu_context){1, 1, 0, 1234};
+  interp->context = (tf_cpu_context){.threads = 1, .optimizer_step = 1, .seed = 1234};
   if (!interp->data)
     return false;
   for (int32_t i = 0; i < plan->n_buffers; i++) {

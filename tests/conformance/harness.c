@@ -151,8 +151,11 @@ static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data
   const int64_t bytes =
       tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, THREADS, f64 ? 8 : 4);
   void *workspace = bytes > 0 ? aligned_alloc(64, (size_t)(bytes + 63) / 64 * 64) : NULL;
-  tf_cpu_context context = {
-      .threads = THREADS, .optimizer_step = run->optimizer_step, .micro_step = run->micro_step, .seed = run->seed};
+  tf_cpu_context context = {.threads = THREADS,
+                            .optimizer_step = run->optimizer_step,
+                            .micro_step = run->micro_step,
+                            .seed = run->seed,
+                            .loss_scale_log2 = run->loss_scale_log2};
   tf_cpu_args args = {.op = step->op,
                       .attrs = &step->attrs,
                       .n_inputs = step->n_inputs,
@@ -261,7 +264,8 @@ static bool device_ok(plan_check *c, tf_status status, int32_t s, const char *wh
 /* Step s alone on the backend, from the f64 state rounded to float; its outputs and in-place
  * updates against the f64 kernel (whose results the state then carries, rounded) and the f32 one. */
 static bool check_step(plan_check *c, host *reference, int32_t s) {
-  static const tf_run_state run = {3, 5, SEED}; /* AdamW's third step, micro-batch 5 */
+  /* AdamW's third step, micro-batch 5, the loss scaled by 2^3: every backend's updates take it out */
+  static const tf_run_state run = {.optimizer_step = 3, .micro_step = 5, .seed = SEED, .loss_scale_log2 = 3};
   const tf_plan *plan = c->plan;
   const tf_plan_step *step = &plan->steps[s];
   const tf_op_info *info = tf_op_info_get(step->op);
@@ -346,7 +350,7 @@ static void check_end_to_end(plan_check *c, void *const *initial, conf_tolerance
   int32_t forward_end = 0;
   while (forward_end < plan->n_steps && plan->steps[forward_end].phase == TF_PHASE_FORWARD)
     forward_end++;
-  tf_run_state run = {1, 0, SEED};
+  tf_run_state run = {.optimizer_step = 1, .micro_step = 0, .seed = SEED};
   if (ok && (ok = device_ok(c, device_run(&c->device, 0, forward_end, 0, &run), -1, "running the forward pass"))) {
     host_run(&cpu, 0, forward_end, 0, &run);
     compare_stage(c, &cpu, STAGE_OUTPUTS | STAGE_LOSS, plan->training ? "forward pass" : "inference", tolerance);

@@ -34,7 +34,7 @@ static void bench(const char *label, tf_op op, tf_attrs attrs, tf_cpu_tensor *in
                   int32_t n_out, double flops, int32_t threads) {
   int64_t bytes = tf_cpu_workspace_bytes(op, &attrs, n_in, in, n_out, out, threads, 4);
   void *workspace = bytes ? aligned_alloc(64, (size_t)(bytes + 63) / 64 * 64) : NULL;
-  tf_cpu_context context = {threads, 1, 0, 1};
+  tf_cpu_context context = {.threads = threads, .optimizer_step = 1, .seed = 1};
   tf_cpu_args args = {op, &attrs, n_in, in, n_out, out, workspace, bytes, &context};
   tf_cpu_kernel kernel = dense_kernel(op, false);
   double best = 1e30;

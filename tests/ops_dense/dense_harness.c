@@ -196,7 +196,7 @@ bool dense_run_planned(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, 
   int64_t bytes = tf_cpu_workspace_bytes(op, attrs, n_inputs, in, n_outputs, out, planned_threads, element);
   unsigned char *workspace = guarded_alloc(bytes);
   memset(workspace + GUARD_BYTES, 0xFF, (size_t)bytes); // NaN: a kernel must not read scratch it did not write
-  tf_cpu_context context = {threads, 1, 0, 1234};
+  tf_cpu_context context = {.threads = threads, .optimizer_step = 1, .seed = 1234};
   tf_cpu_args args = {op, attrs, n_inputs, in, n_outputs, out, bytes ? workspace + GUARD_BYTES : NULL, bytes, &context};
   dense_kernel(op, f64)(&args);
 

@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   th_seed(99);
-  th_context = (tf_cpu_context){2, 1, 5, 424242};
+  th_context = (tf_cpu_context){.threads = 2, .optimizer_step = 1, .micro_step = 5, .seed = 424242};
   fprintf(manifest, "[");
   dump_calls();
   tf_attrs sgd = th_optimizer(0.1f, 0.9f, 0, 0, 0, 0.01f, 0.5f, 1.0f / MICRO);

@@ -185,7 +185,7 @@ tf_attrs th_optimizer(float lr, float momentum, float beta1, float beta2, float 
 
 /* ---- running kernels ---- */
 
-tf_cpu_context th_context = {1, 1, 0, 1234};
+tf_cpu_context th_context = {.threads = 1, .optimizer_step = 1, .seed = 1234};
 
 typedef struct kernel_pair {
   tf_cpu_kernel f32, f64;

@@ -31,7 +31,7 @@ int main(void) {
   th_tensor x = th_random(0.5, 2, TH_SHAPE(N)), dy = th_random(-2, -0.5, TH_SHAPE(N));
   th_round_to_float(&x);
   th_round_to_float(&dy);
-  th_context = (tf_cpu_context){1, 1, 17, 2024};
+  th_context = (tf_cpu_context){.threads = 1, .optimizer_step = 1, .micro_step = 17, .seed = 2024};
 
   static const float rates[] = {0.1f, 0.5f, 0.9f};
   for (int k = 0; k < 3; k++) {

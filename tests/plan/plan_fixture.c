@@ -81,7 +81,7 @@ static tf_plan *new_plan(int32_t n_buffers, int32_t n_steps) {
   plan->n_steps = n_steps;
   plan->steps = zeroed((size_t)n_steps, sizeof(tf_plan_step));
   plan->report.live_bytes = zeroed((size_t)n_steps, sizeof(int64_t));
-  plan->loss = -1;
+  plan->loss = plan->loss_scale_seed = plan->overflow_check = -1;
   return plan;
 }
 
