@@ -483,7 +483,7 @@ def report(plan_path, budget=None):
 class Session:
     """A plan loaded onto a backend (tf_session): regions allocated once, parameters initialised."""
 
-    def __init__(self, plan, seed=0, threads=2, device="cpu"):
+    def __init__(self, plan, seed=0, threads=2, device="cpu", loss_scale_window=0):
         if not isinstance(plan, Plan):
             plan = Plan(os.fspath(plan))
         self.plan = plan
@@ -495,6 +495,7 @@ class Session:
         options.threads = threads
         options.seed = seed
         options.weights_dir = _bytes(plan.weights_dir)
+        options.loss_scale_growth_interval = loss_scale_window
         handle = _lib.c_session_p()
         _lib.check(_lib.lib.tf_session_create(plan._p, ctypes.byref(options), ctypes.byref(handle)), "Session")
         self._s = handle.value
@@ -540,8 +541,26 @@ class Session:
                     array = array[m * rows:(m + 1) * rows]
                 self.write(name, array)
             total += self._micro_step(m)
-        _lib.check(_lib.lib.tf_session_optimizer_step(self._s), "optimizer step")
+        self._optimizer_step()
         return total / k
+
+    def _optimizer_step(self):
+        """The optimizer block; raises where `tightfit train` stops: a skipped update (a gradient not
+        finite) of a plan that does not scale its loss, or of an fp16 plan already at loss scale 1."""
+        _lib.check(_lib.lib.tf_session_optimizer_step(self._s), "optimizer step")
+        c = _lib.lib.tf_session_scaling_state(self._s)
+        if c.last_skipped and (not c.scaled or c.previous_log2 == 0):
+            raise TightfitError(f"step {self.steps}: a gradient is not finite"
+                                + (" even at loss scale 1" if c.scaled else "")
+                                + "; the update was skipped: no weight was overwritten")
+
+    @property
+    def scaling(self):
+        """Dynamic loss scaling (fp16 plans) and skipped updates as of the last optimizer step:
+        scaled, loss_scale, skipped_steps, last_skipped, good_steps."""
+        c = _lib.lib.tf_session_scaling_state(self._s)
+        return {"scaled": c.scaled, "loss_scale": 2.0 ** c.loss_scale_log2 if c.scaled else 1.0,
+                "skipped_steps": c.skipped_steps, "last_skipped": c.last_skipped, "good_steps": c.good_steps}
 
     def _micro_step(self, m):
         loss = ctypes.c_double()
@@ -585,7 +604,7 @@ class Session:
                 for m in range(self.plan.accumulate):
                     _lib.check(_lib.lib.tf_feed_next(feed, self._s), "train")
                     total += self._micro_step(m)
-                _lib.check(_lib.lib.tf_session_optimizer_step(self._s), "optimizer step")
+                self._optimizer_step()
                 losses.append(total / self.plan.accumulate)
             return losses
         finally:

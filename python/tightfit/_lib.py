@@ -145,6 +145,12 @@ class SessionMemory(ctypes.Structure):
                 ("allocations", ctypes.c_int64), ("allocations_after_create", ctypes.c_int64)]
 
 
+class SessionScaling(ctypes.Structure):
+    """tf_session_scaling (include/tightfit/runtime.h)."""
+    _fields_ = [("scaled", ctypes.c_bool), ("loss_scale_log2", ctypes.c_int32), ("previous_log2", ctypes.c_int32),
+                ("good_steps", ctypes.c_int64), ("skipped_steps", ctypes.c_int64), ("last_skipped", ctypes.c_bool)]
+
+
 class OnnxOptions(ctypes.Structure):
     """tf_onnx_options (include/tightfit/onnx.h)."""
     _fields_ = [("weights_path", ctypes.c_char_p), ("weights_ref", ctypes.c_char_p),
@@ -240,6 +246,7 @@ _declare("tf_session_options_default", SessionOptions)
 _declare("tf_session_create", c_status, c_plan_p, ctypes.POINTER(SessionOptions), ctypes.POINTER(c_session_p))
 _declare("tf_session_destroy", None, c_session_p)
 _declare("tf_session_memory_use", SessionMemory, c_session_p)
+_declare("tf_session_scaling_state", SessionScaling, c_session_p)
 _declare("tf_session_write", c_status, c_session_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64)
 _declare("tf_session_read", c_status, c_session_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64)
 _declare("tf_session_micro_step", c_status, c_session_p, ctypes.POINTER(ctypes.c_double))

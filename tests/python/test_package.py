@@ -114,6 +114,20 @@ before = session.forward({"x": xs[:32], "labels": ys[:32]})
 step_loss = session.step({"x": xs[:32], "labels": ys[:32]})
 ok(abs(step_loss - before) < 1e-5 and session.steps == 11, f"step() on one batch: loss {step_loss:.6f}, 11 steps")
 
+# ---- fp16: the loss scale and skipped steps, as `tightfit train` has them ----
+half = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, precision="fp16", loss_scale=1024)
+scaled = tightfit.Session(half, seed=0, loss_scale_window=4)
+scaled_losses = scaled.train({"x": xs, "labels": ys}, steps=9)
+ok(scaled.scaling == {"scaled": True, "loss_scale": 4096.0, "skipped_steps": 0, "last_skipped": False,
+                      "good_steps": 1}, f"fp16: 9 good steps with a window of 4 double 1024 twice: {scaled.scaling}")
+big = {"x": xs[:32] * 1e7 + 1e7, "labels": ys[:32]}
+before_skip = scaled.read("hidden.0.weight", shape=(64, 128))
+scaled.step(big)
+ok(scaled.scaling["last_skipped"] and scaled.scaling["loss_scale"] == 2048.0 and
+   (scaled.read("hidden.0.weight", shape=(64, 128)) == before_skip).all(),
+   f"fp16: an overflowing batch skips the update (weights unchanged) and halves the scale: {scaled.scaling}")
+ok(tightfit.Session(zoo).scaling["scaled"] is False, "an f32 plan does not scale its loss")
+
 # ---- bad inputs raise with the library's message ----
 raises("load of a missing file", "nope.tfg", tightfit.load, os.path.join(work, "nope.tfg"))
 raises("an unknown zoo preset", "nosuch", tightfit.zoo, "nosuch")
