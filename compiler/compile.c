@@ -58,8 +58,8 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown precision %d (0 f32, 1 bf16, 2 f16)", (int)c->precision);
   if (o->loss_scale > 0)
     c->loss_scale = o->loss_scale;
-  if (c->precision != TF_PRECISION_F16)
-    c->loss_scale = 0; /* only f16 plans scale the loss */
+  if (!tf_training_stores_f16(g, c))
+    c->loss_scale = 0; /* only plans that store f16 scale the loss */
   else if (c->loss_scale == 0)
     c->loss_scale = 65536.0; /* torch.cuda.amp.GradScaler's initial scale */
   int exponent;

@@ -270,7 +270,7 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
     status = emit_steps(plan, t, buffer_of);
   if (!status) {
     plan->loss = t->loss >= 0 ? buffer_of[t->loss] : -1;
-    plan->loss_scale_seed = t->config.precision == TF_PRECISION_F16 && t->loss_seed >= 0 ? buffer_of[t->loss_seed] : -1;
+    plan->loss_scale_seed = t->config.loss_scale > 0 && t->loss_seed >= 0 ? buffer_of[t->loss_seed] : -1;
     plan->overflow_check = t->overflow_check >= 0 ? buffer_of[t->overflow_check] : -1;
     if (!t->options.training && g->n_outputs > 0) {
       plan->outputs = malloc(sizeof(int32_t) * (size_t)g->n_outputs);

@@ -3,7 +3,8 @@
  * (momentum, or Adam's two moments), and the update in the optimizer block: optional global-norm clipping, SGD or AdamW
  * with the accumulated gradient scaled by 1/k, then the accumulator is zeroed for the next step.
  *
- * f16 plans scale the loss (dynamic loss scaling): the runtime writes the scale S, a power of two,
+ * Plans that store f16 activations (an f16 policy or a node's f16 override; config.loss_scale > 0)
+ * scale the loss (dynamic loss scaling): the runtime writes the scale S, a power of two,
  * into the loss gradient's seed and passes 1/S to the updates with each run. Every update of such a
  * plan also reads the sum of squares of all accumulated gradients (the same global_norm_sq that
  * clipping reads) and leaves its parameter and state untouched when that sum is not finite; the
@@ -155,7 +156,7 @@ tf_status tf_optimizer_pass(tf_training *t) {
     k++;
   }
   int32_t norm = -1;
-  if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.precision == TF_PRECISION_F16))
+  if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.loss_scale > 0))
     status = global_norm(t, accumulators, k, &norm);
   t->overflow_check = norm;
   for (int32_t i = 0; i < k && !status; i++)

@@ -1,11 +1,19 @@
-/* Pass 5, precision (config.precision bf16 or f16): the activations kept for the backward pass are
- * stored in half precision. Every kernel still computes in f32 from f32 operands, as the CPU
- * kernels do for every op, so the numbers change only where a saved activation is rounded to the
- * half type: the forward pass runs exactly as in f32 (its readers read the f32 tensor), and each
- * backward or recompute reader reads an f32 copy cast back from the stored half, made just
- * before its first reader. Weights, gradients, optimizer state and the loss stay f32; gradients
- * never pass through a half type, so f16 needs no loss scaling here (an activation beyond f16's
- * range becomes infinite, and the run's loss check stops it).
+/* Pass 5, precision (config.precision bf16 or f16, or a node's override): the activations kept for
+ * the backward pass are stored in half precision. Every kernel still computes in f32 from f32
+ * operands, as the CPU kernels do for every op, so the numbers change only where a saved
+ * activation is rounded to the half type: the forward pass runs exactly as in f32 (its readers
+ * read the f32 tensor), and each backward or recompute reader reads an f32 copy cast back from the
+ * stored half, made just before its first reader. Weights, gradients, optimizer state and the loss
+ * stay f32; gradients never pass through a half type. An activation beyond f16's range (65504)
+ * becomes infinite in its stored copy and makes the gradients non-finite: plans that store f16
+ * check every step's gradients and skip such an update (dynamic loss scaling, compiler/optimizer.c).
+ *
+ * A node's precision override (Node.precision, tf_graph_set_node_precision) decides the storage of
+ * the saved activations that node produces, whatever the policy: f32 keeps them f32 under a half
+ * policy (a numerically sensitive node), bf16/f16 stores them in that type under f32 or the other
+ * half policy. An override asking half for the loss or the loss op's inputs is ignored, with a
+ * note, not refused: those stay f32 for the memory reason given at classify(), and whether a node
+ * feeds the loss can depend on the compile options (the fused loss head moves the loss input).
  *
  * Runs after remat, so it stores what recompute keeps (checkpoints included); the cast down is
  * placed right after the activation's producer (t->follows), the cast back as a recompute node. */
@@ -23,13 +31,17 @@ static bool reads_input(const tf_ir_node *node, int32_t k) {
   return !(k < 8 && ((info->shape_only >> k) & 1u));
 }
 
-/* stored[tensor]: an f32 forward activation that a backward or recompute node reads, except the
- * loss and the loss op's inputs (the logits): their backward reader is the first backward step, so
- * a half copy would live beside its f32 copy at the moment the peak is reached, costing bytes. */
-static bool *find_stored(const tf_training *t) {
+/* What the pass may do with each tensor: SAVED, an f32 forward activation that a backward or
+ * recompute node reads; FEEDS_LOSS, such an activation that is the loss or an input of the loss op
+ * (the logits), which stays f32 whatever the policy or an override says: its backward reader is the
+ * first backward step, so a half copy would live beside its f32 copy at the moment the peak is
+ * reached, costing bytes instead of saving them. */
+enum { NOT_SAVED = 0, SAVED, FEEDS_LOSS };
+
+static unsigned char *classify(const tf_training *t) {
   const tf_graph *g = t->g;
-  bool *stored = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(bool));
-  if (!stored)
+  unsigned char *kept = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), 1);
+  if (!kept)
     return NULL;
   int32_t loss_node = t->loss >= 0 ? g->tensors[t->loss].producer : -1;
   for (int32_t n = 0; n < g->n_nodes; n++) {
@@ -39,16 +51,16 @@ static bool *find_stored(const tf_training *t) {
     for (int32_t k = 0; k < node->n_inputs; k++) {
       int32_t in = node->inputs[k];
       int32_t producer = g->tensors[in].producer;
-      bool loss_input = false;
+      if (!reads_input(node, k) || producer < 0 || t->phase[producer] != TF_PHASE_FORWARD ||
+          g->tensors[in].kind != TF_ACTIVATION || g->tensors[in].dtype != TF_F32 || t->role[in] != TF_ROLE_ACTIVATION)
+        continue;
+      bool loss_input = in == t->loss;
       for (int32_t j = 0; loss_node >= 0 && j < g->nodes[loss_node].n_inputs; j++)
         loss_input = loss_input || g->nodes[loss_node].inputs[j] == in;
-      if (reads_input(node, k) && producer >= 0 && t->phase[producer] == TF_PHASE_FORWARD && in != t->loss &&
-          !loss_input && g->tensors[in].kind == TF_ACTIVATION && g->tensors[in].dtype == TF_F32 &&
-          t->role[in] == TF_ROLE_ACTIVATION)
-        stored[in] = true;
+      kept[in] = loss_input ? FEEDS_LOSS : SAVED;
     }
   }
-  return stored;
+  return kept;
 }
 
 static tf_attrs cast_to(tf_dtype dtype) {
@@ -83,29 +95,93 @@ static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t
   return NULL;
 }
 
+/* The storage type of a saved activation: its producer's override, else the policy. */
+static tf_dtype storage_type(tf_precision policy, tf_precision override) {
+  tf_precision chosen = override == TF_PRECISION_INHERIT ? policy : override;
+  return chosen == TF_PRECISION_F32 ? TF_F32 : half_type(chosen);
+}
+
+static bool asks_half(tf_precision override) { return override == TF_PRECISION_BF16 || override == TF_PRECISION_F16; }
+
+/* The vulkan backend has no f16/bf16 tensors yet: compile.c refuses a half policy for it, and a
+ * half override is refused here the same way (one place to lift both when the backend gains them). */
+static tf_status check_target(const tf_training *t) {
+  if (t->options.target.kind != TF_TARGET_VULKAN)
+    return NULL;
+  for (int32_t n = 0; n < t->g->n_nodes; n++)
+    if (asks_half(t->g->nodes[n].precision))
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "precision override %s on node '%s': the vulkan backend stores no f16/bf16 tensors yet; "
+                           "compile in f32 for vulkan",
+                           tf_precision_name(t->g->nodes[n].precision), t->g->nodes[n].name);
+  return NULL;
+}
+
+/* What the overrides did, for the note: nodes whose override decided a saved activation's type,
+ * nodes whose half override was ignored (their output feeds the loss), nodes that save nothing. */
+typedef struct override_counts {
+  int32_t nodes, applied, ignored, nothing_saved;
+} override_counts;
+
+static override_counts count_overrides(const tf_training *t, const unsigned char *kept, int32_t n_nodes) {
+  override_counts c = {0, 0, 0, 0};
+  const tf_graph *g = t->g;
+  for (int32_t n = 0; n < n_nodes; n++) {
+    const tf_ir_node *node = &g->nodes[n];
+    if (node->precision == TF_PRECISION_INHERIT)
+      continue;
+    bool saved = false, feeds_loss = false;
+    for (int32_t i = 0; i < node->n_outputs; i++) {
+      saved = saved || kept[node->outputs[i]] == SAVED;
+      feeds_loss = feeds_loss || kept[node->outputs[i]] == FEEDS_LOSS;
+    }
+    c.nodes++;
+    if (saved)
+      c.applied++;
+    else if (feeds_loss && asks_half(node->precision))
+      c.ignored++;
+    else
+      c.nothing_saved++;
+  }
+  return c;
+}
+
 tf_status tf_precision_pass(tf_training *t) {
-  tf_precision precision = t->config.precision;
-  if (precision == TF_PRECISION_F32 || !t->options.training) {
+  tf_precision policy = t->config.precision;
+  if (!t->options.training) {
     snprintf(t->precision_notes, sizeof(t->precision_notes), "precision: f32");
     return NULL;
   }
-  bool *stored = find_stored(t);
-  if (!stored)
+  TF_RETURN_IF_ERROR(check_target(t));
+  unsigned char *kept = classify(t);
+  if (!kept)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "precision: out of memory");
-  tf_dtype half = half_type(precision);
-  int32_t n_tensors = t->g->n_tensors, n_nodes = t->g->n_nodes, count = 0;
+  int32_t n_tensors = t->g->n_tensors, n_nodes = t->g->n_nodes;
+  override_counts overrides = count_overrides(t, kept, n_nodes);
+  int32_t stored[TF_DTYPE_COUNT] = {0}; /* saved activations by storage type */
   int64_t saved = 0;
   tf_status status = NULL;
   for (int32_t x = 0; x < n_tensors && !status; x++) {
-    if (!stored[x])
+    if (kept[x] != SAVED)
       continue;
-    status = store_in_half(t, x, half, n_nodes, &saved);
-    count++;
+    tf_dtype type = storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
+    stored[type]++;
+    if (type != TF_F32)
+      status = store_in_half(t, x, type, n_nodes, &saved);
   }
-  free(stored);
-  snprintf(t->precision_notes, sizeof(t->precision_notes),
-           "precision: %s storage for the %d activations kept for the backward pass (%.1f MiB less than f32); "
-           "weights, gradients, optimizer state and every kernel's arithmetic in f32",
-           tf_dtype_name(half), count, (double)saved / 1048576.0);
+  free(kept);
+  if (overrides.nodes > 0)
+    snprintf(t->precision_notes, sizeof(t->precision_notes),
+             "precision: policy %s; node overrides applied on %d nodes, ignored on %d (feeds the loss: stays f32), "
+             "%d with nothing saved; stored %d bf16, %d f16, kept %d f32 (%.1f MiB less than f32); arithmetic in f32",
+             tf_precision_name(policy), overrides.applied, overrides.ignored, overrides.nothing_saved, stored[TF_BF16],
+             stored[TF_F16], stored[TF_F32], (double)saved / 1048576.0);
+  else if (policy == TF_PRECISION_F32)
+    snprintf(t->precision_notes, sizeof(t->precision_notes), "precision: f32");
+  else
+    snprintf(t->precision_notes, sizeof(t->precision_notes),
+             "precision: %s storage for the %d activations kept for the backward pass (%.1f MiB less than f32); "
+             "weights, gradients, optimizer state and every kernel's arithmetic in f32",
+             tf_dtype_name(half_type(policy)), stored[half_type(policy)], (double)saved / 1048576.0);
   return status;
 }

@@ -108,6 +108,13 @@ int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role rol
   return id;
 }
 
+bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config) {
+  bool f16 = config->precision == TF_PRECISION_F16;
+  for (int32_t n = 0; n < g->n_nodes && !f16; n++)
+    f16 = g->nodes[n].precision == TF_PRECISION_F16;
+  return f16;
+}
+
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status) {
   char unique[512];
   unique_name(t->g, name, unique, sizeof(unique));

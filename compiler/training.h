@@ -68,6 +68,9 @@ tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int3
                            tf_phase phase, const char *name, int32_t *outputs) TF_MUST_USE;
 /* Adds a tensor of `role` (gradient, optimizer state or constant) shaped like tensor `like`. */
 int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role role, const char *name, tf_status *status);
+/* Whether a plan of `g` under `config` may store f16 activations (an f16 policy, or a node's f16
+ * override): such plans scale their loss and skip overflowed updates (compiler/optimizer.c). */
+bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config);
 /* Adds a scalar f32 constant of value `value` (role constant). */
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
 void tf_training_free(tf_training *t);

@@ -1,4 +1,4 @@
-/* Names and sizes of the core vocabulary (tightfit/types.h): element types, initialisers. */
+/* Names and sizes of the core vocabulary (tightfit/types.h): element types, initialisers, precisions. */
 #include "tightfit/types.h"
 
 #include <inttypes.h>
@@ -18,6 +18,13 @@ const char *tf_init_name(tf_init_kind kind) {
   static const char *const names[TF_INIT_COUNT] = {"none",           "zeros",          "ones",   "normal",   "uniform",
                                                    "xavier_uniform", "kaiming_normal", "arange", "external", "fill"};
   return (int)kind >= 0 && kind < TF_INIT_COUNT ? names[kind] : "?";
+}
+
+const char *tf_precision_name(tf_precision precision) {
+  static const char *const names[] = {"f32", "bf16", "f16"};
+  if (precision == TF_PRECISION_INHERIT)
+    return "inherit";
+  return (int)precision >= 0 && precision <= TF_PRECISION_F16 ? names[precision] : "?";
 }
 
 const char *tf_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size) {

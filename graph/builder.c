@@ -229,6 +229,18 @@ void tf_graph_set_training(tf_graph *g, const tf_training_config *config) {
   g->has_training = true;
 }
 
+tf_status tf_graph_set_node_precision(tf_graph *g, int32_t node, tf_precision precision) {
+  if (node < 0 || node >= g->n_nodes)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "precision override: node id %d is outside 0..%d", node,
+                         g->n_nodes - 1);
+  if (precision != TF_PRECISION_INHERIT && ((int)precision < 0 || precision > TF_PRECISION_F16))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "precision override of node '%s': unknown precision %d (-1 inherit, 0 f32, 1 bf16, 2 f16)",
+                         g->nodes[node].name, (int)precision);
+  g->nodes[node].precision = precision;
+  return NULL;
+}
+
 /* ---- op constructors ---- */
 
 static tf_tensor_id node1(tf_graph *g, tf_op op, tf_tensor_id x, const tf_attrs *attrs) {

@@ -44,6 +44,7 @@ static tf_status add_node(void *context, const tf_graph_fb_node *node) {
   if (id < 0)
     return status;
   g->nodes[id].op = node->op;
+  g->nodes[id].precision = node->precision;
   return NULL;
 }
 
@@ -113,6 +114,7 @@ static void node_at(const void *context, int32_t i, tf_graph_fb_node *out) {
       .n_outputs = n->n_outputs,
       .outputs = n->outputs,
       .attrs = &n->attrs,
+      .precision = n->precision,
   };
 }
 

@@ -178,6 +178,7 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
   for (int32_t i = 0; i < n_outputs; i++)
     node->outputs[i] = outputs[i];
   node->attrs = copied_attrs;
+  node->precision = TF_PRECISION_INHERIT;
   if (!node->name || !node->inputs || !tf_strmap_put(&g->node_names, node->name, g->n_nodes)) {
     free(node->name);
     free(node->inputs);
@@ -322,8 +323,11 @@ bool tf_graph_node_at(const tf_graph *g, int32_t id, tf_node_info *info) {
   info->inputs = n->inputs;
   info->output = n->n_outputs > 0 ? n->outputs[0] : TF_NO_TENSOR;
   info->attrs = &n->attrs;
+  info->precision = n->precision;
   return true;
 }
+
+int32_t tf_graph_find_node(const tf_graph *g, const char *name) { return tf_strmap_get(&g->node_names, name); }
 
 bool tf_graph_symbol_at(const tf_graph *g, int32_t id, const char **name, int64_t *default_value, int64_t *value) {
   if (id < 0 || id >= g->n_symbols)

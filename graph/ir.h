@@ -35,6 +35,7 @@ typedef struct tf_ir_node {
   int32_t n_outputs;               /* 0 for ops that only update their inputs in place (optimizer) */
   int32_t outputs[TF_MAX_OUTPUTS]; /* tensor ids */
   tf_attrs attrs;
+  tf_precision precision; /* storage override for the activations it saves; TF_PRECISION_INHERIT: none */
 } tf_ir_node;
 
 typedef struct tf_ir_symbol {
@@ -68,7 +69,8 @@ struct tf_graph {
 int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tensor_kind kind, const tf_shape *declared,
                          const tf_init *init, tf_status *status);
 /* Appends a node whose output tensors already exist; copies name, inputs and outputs. Sets each
- * output's producer when it is in range. Returns the node id or -1 with *status set. */
+ * output's producer when it is in range; the node has no precision override. Returns the node id
+ * or -1 with *status set. */
 int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *inputs, int32_t n_inputs,
                        const int32_t *outputs, int32_t n_outputs, const tf_attrs *attrs, tf_status *status);
 /* Removes node `node`: later nodes move down one id, producers follow, and its outputs keep no

@@ -141,6 +141,10 @@ static tf_status check_node(const tf_graph *g, int32_t id, int32_t *producer) {
     return tf_status_new(TF_ERR_INVALID_INPUT, "activation '%s' is written by two nodes: '%s' and '%s'", out->name,
                          g->nodes[producer[output]].name, node->name);
   producer[output] = id;
+  if (node->precision != TF_PRECISION_INHERIT && ((int)node->precision < 0 || node->precision > TF_PRECISION_F16))
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "node %d '%s' (%s) has unknown precision override %d (0 f32, 1 bf16, 2 f16)", id, node->name,
+                         info->name, (int)node->precision);
   return check_attrs(g, node, info);
 }
 

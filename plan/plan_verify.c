@@ -571,8 +571,8 @@ static tf_status check_loss_scaling(const tf_plan *plan) {
     if (!valid_id(plan, seed))
       return INVALID("loss_scale_seed is buffer id %" PRId32 ", outside 0..%" PRId32 " (or -1)", seed,
                      plan->n_buffers - 1);
-    if (!plan->training || plan->training_config.precision != TF_PRECISION_F16)
-      return INVALID("loss_scale_seed is set (%s), but only f16 training plans scale the loss",
+    if (!plan->training)
+      return INVALID("loss_scale_seed is set (%s), but only training plans scale the loss",
                      tf_plan_buffer_label(plan, seed).text);
     if (!is_f32_scalar(plan, seed, TF_REGION_PARAMETERS) || plan->buffers[seed].role != TF_ROLE_CONSTANT)
       return INVALID("loss_scale_seed %s must be an f32 scalar constant in the parameters region",

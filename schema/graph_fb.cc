@@ -58,16 +58,19 @@ SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_OptimizerAttrs, 
 SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
+SAME(Precision_MAX, TF_PRECISION_F16)
+// A node without an override has no Node.precision (a null optional scalar): inherit is no stored value.
+static_assert(TF_PRECISION_INHERIT < 0, "TF_PRECISION_INHERIT must not be a stored Precision value");
 #undef SAME
-    // clang-format on
+// clang-format on
 
-    // ---- the file format ----
+// ---- the file format ----
 
-    // The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
-    // a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
-    // checks. Returns "" when the bytes are broken in another way.
-    std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes, const flatbuffers::Table *graph,
-                              flatbuffers::voffset_t field, flatbuffers::voffset_t name_field, const char *what) {
+// The Verifier only says yes or no. After a no, this walk looks for the one refusal worth naming,
+// a symbol, tensor or node without its required name; each step is guarded by the Verifier's own
+// checks. Returns "" when the bytes are broken in another way.
+std::string find_nameless(flatbuffers::Verifier &verifier, const uint8_t *bytes, const flatbuffers::Table *graph,
+                          flatbuffers::voffset_t field, flatbuffers::voffset_t name_field, const char *what) {
   if (!graph->VerifyOffset(verifier, field))
     return "";
   auto tables = graph->GetPointer<const Vector<Offset<flatbuffers::Table>> *>(field);
@@ -196,6 +199,8 @@ private:
     item.n_outputs = 1;
     item.outputs = &output;
     item.attrs = &attrs;
+    flatbuffers::Optional<fb::Precision> precision = node->precision();
+    store_enum(&item.precision, precision ? static_cast<int32_t>(*precision) : TF_PRECISION_INHERIT);
     return sink_->node(sink_->context, &item);
   }
 
@@ -304,9 +309,16 @@ private:
     fb::Attrs kind = fb::Attrs_NONE;
     Offset<void> attrs;
     TF_RETURN_IF_ERROR(write_attrs(fbb_, *node.attrs, &kind, &attrs));
+    // No override writes no field, so a graph without overrides encodes as it did before they existed.
+    flatbuffers::Optional<fb::Precision> precision = flatbuffers::nullopt;
+    if (load_enum(node.precision) != TF_PRECISION_INHERIT) {
+      uint32_t value = 0;
+      TF_RETURN_IF_ERROR(fit_enum(load_enum(node.precision), "precision override", 255, &value));
+      precision = static_cast<fb::Precision>(value);
+    }
     auto inputs = fbb_.CreateVector(node.inputs, static_cast<size_t>(node.n_inputs));
     auto outputs = fbb_.CreateVector(node.outputs, static_cast<size_t>(node.n_outputs));
-    *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs, kind, attrs);
+    *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs, kind, attrs, precision);
     return nullptr;
   }
 

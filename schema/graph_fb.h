@@ -37,6 +37,7 @@ typedef struct tf_graph_fb_node {
   int32_t n_outputs;
   const int32_t *outputs;
   const tf_attrs *attrs;
+  tf_precision precision; /* the override as stored; TF_PRECISION_INHERIT when the file has none */
 } tf_graph_fb_node;
 
 /* What a decoded graph is handed to, in file order: begin, every symbol, tensor and node, every

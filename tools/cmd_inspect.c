@@ -1,5 +1,6 @@
 /* `tightfit inspect F.tfg`: what a graph holds, in numbers: parameters and their bytes, tensors by
- * kind, ops by type, symbols, inputs, outputs, the loss and the training configuration. */
+ * kind, ops by type, precision overrides, symbols, inputs, outputs, the loss and the training
+ * configuration. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,8 @@ static void help(void) {
   printf("usage: tightfit inspect F.tfg [--set N=8,T=256 ...] [--json]\n\n"
          "Loads the graph (FlatBuffers Verifier, semantic checks, shape inference) and summarises it:\n"
          "parameters (count and bytes), tensors by kind, ops by type, symbols, inputs, labels,\n"
-         "outputs, the loss and the training configuration. Shapes are inferred at the symbols'\n"
-         "defaults unless --set binds them.\n\n"
+         "outputs, the loss, the nodes' precision overrides and the training configuration.\n"
+         "Shapes are inferred at the symbols' defaults unless --set binds them.\n\n"
          "options:\n"
          "  --set NAME=V[,NAME=V]  bind symbols (repeatable)\n"
          "  --json                 machine-readable output\n\n"
@@ -97,6 +98,22 @@ static void print_tensor_list(const tf_graph *g, tf_tensor_kind kind, const char
   }
 }
 
+/* The nodes whose precision override differs from inheriting the policy, one line, when any. */
+static void print_overrides(const tf_graph *g) {
+  int32_t shown = 0;
+  for (int32_t i = 0; i < tf_graph_node_count(g); i++) {
+    tf_node_info node;
+    tf_graph_node_at(g, i, &node);
+    if (node.precision == TF_PRECISION_INHERIT)
+      continue;
+    printf("%s %s %s", shown ? "," : "precision overrides (saved activations):", node.name,
+           tf_precision_name(node.precision));
+    shown++;
+  }
+  if (shown)
+    printf("\n");
+}
+
 static void print_text(const char *path, const tf_graph *g, const kind_totals *totals, const op_count *ops,
                        int32_t n_op_types) {
   char a[64], b[64];
@@ -135,6 +152,7 @@ static void print_text(const char *path, const tf_graph *g, const kind_totals *t
   printf("ops: %d nodes of %d types\n", tf_graph_node_count(g), n_op_types);
   for (int32_t i = 0; i < n_op_types; i++)
     printf("  %-18s %6d\n", tf_op_name(ops[i].op), ops[i].count);
+  print_overrides(g);
   const tf_training_config *c = tf_graph_training(g);
   if (c) {
     static const char *const optimizers[] = {"none", "sgd", "adamw"};
@@ -211,6 +229,14 @@ static void print_json(const char *path, const tf_graph *g, const kind_totals *t
   tf_json_begin_object(&j, "ops");
   for (int32_t i = 0; i < n_op_types; i++)
     tf_json_int(&j, tf_op_name(ops[i].op), ops[i].count);
+  tf_json_end_object(&j);
+  tf_json_begin_object(&j, "precision_overrides"); /* node name -> f32/bf16/f16; empty when none */
+  for (int32_t i = 0; i < tf_graph_node_count(g); i++) {
+    tf_node_info node;
+    tf_graph_node_at(g, i, &node);
+    if (node.precision != TF_PRECISION_INHERIT)
+      tf_json_string(&j, node.name, tf_precision_name(node.precision));
+  }
   tf_json_end_object(&j);
   const tf_training_config *c = tf_graph_training(g);
   if (c) {

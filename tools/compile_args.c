@@ -36,6 +36,11 @@ void tf_compile_args_help(void) {
          "                         (default: the graph's, else 65536); train halves it and skips the\n"
          "                         update when a gradient overflows, and doubles it after a run of\n"
          "                         good steps (train --loss-scale-window)\n"
+         "  --precision-override NODE=P\n"
+         "                         store the activations node NODE saves for the backward pass in P\n"
+         "                         (f32, bf16, fp16, or inherit), whatever --precision says; the\n"
+         "                         graph's own overrides otherwise (repeatable; tightfit dump names\n"
+         "                         the nodes)\n"
          "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
          "                         on or off: compute a matmul -> cross_entropy loss head in row\n"
          "                         chunks, so the [rows, V] logits and their gradient never exist; the\n"
@@ -65,6 +70,45 @@ static bool parse_int(const char *text, int64_t *value) {
   long long parsed = strtoll(text, &end, 10);
   *value = parsed;
   return end != text && *end == '\0' && errno == 0;
+}
+
+/* "NODE=P" -> the node's name (into node) and P; false when malformed or P is unknown. */
+static bool split_override(const char *text, char *node, size_t size, tf_precision *precision) {
+  const char *equals = strrchr(text, '=');
+  if (!equals || equals == text || (size_t)(equals - text) >= size)
+    return false;
+  memcpy(node, text, (size_t)(equals - text));
+  node[equals - text] = '\0';
+  const char *value = equals + 1;
+  if (strcmp(value, "f32") == 0 || strcmp(value, "fp32") == 0)
+    *precision = TF_PRECISION_F32;
+  else if (strcmp(value, "bf16") == 0)
+    *precision = TF_PRECISION_BF16;
+  else if (strcmp(value, "f16") == 0 || strcmp(value, "fp16") == 0)
+    *precision = TF_PRECISION_F16;
+  else if (strcmp(value, "inherit") == 0)
+    *precision = TF_PRECISION_INHERIT;
+  else
+    return false;
+  return true;
+}
+
+/* Applies every --precision-override to the loaded graph; an unknown node is an error naming it. */
+static tf_status apply_overrides(const tf_compile_args *args, tf_graph *g) {
+  for (int32_t i = 0; i < args->n_precision_overrides; i++) {
+    char node[512];
+    tf_precision precision;
+    if (!split_override(args->precision_overrides[i], node, sizeof(node), &precision))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--precision-override '%s' is not NODE=P",
+                           args->precision_overrides[i]);
+    int32_t id = tf_graph_find_node(g, node);
+    if (id < 0)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "--precision-override: the graph has no node named '%s' (tightfit dump lists the nodes)",
+                           node);
+    TF_RETURN_IF_ERROR(tf_graph_set_node_precision(g, id, precision));
+  }
+  return NULL;
 }
 
 static bool append_binding(tf_compile_args *args, const char *list) {
@@ -115,6 +159,17 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
                                   1 << TF_LOSS_SCALE_MAX_LOG2, value) != 0;
     else if (!*error)
       o->loss_scale = scale;
+  } else if (tf_cli_option(argc, argv, i, "--precision-override", &value, error)) {
+    char node[512];
+    tf_precision precision;
+    if (!*error && !split_override(value, node, sizeof(node), &precision))
+      *error = tf_cli_usage_error(command, "--precision-override takes NODE=P (P: f32, bf16, fp16, inherit), got '%s'",
+                                  value) != 0;
+    else if (!*error && args->n_precision_overrides >= TF_COMPILE_ARGS_MAX_OVERRIDES)
+      *error =
+          tf_cli_usage_error(command, "at most %d --precision-override options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
+    else if (!*error)
+      args->precision_overrides[args->n_precision_overrides++] = value;
   } else if (tf_cli_option(argc, argv, i, "--fuse-loss", &value, error)) {
     if (!*error && strcmp(value, "auto") == 0)
       o->fuse_loss = TF_FUSE_LOSS_AUTO;
@@ -219,8 +274,8 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   TF_RETURN_IF_ERROR(tf_graph_load(args->graph_path, &g));
   tf_compile_options options = args->options;
   options.bindings = args->bindings[0] ? args->bindings : NULL;
-  tf_status status = NULL;
-  if (args->global_batch > 0) {
+  tf_status status = apply_overrides(args, g);
+  if (!status && args->global_batch > 0) {
     tf_budget_options budget = {.base = options,
                                 .budget = args->budget,
                                 .global_batch = args->global_batch,
@@ -229,7 +284,7 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
                                 .precision = args->allowed_precision};
     tf_budget_result local;
     status = tf_compile_budget(g, &budget, plan, search ? search : &local);
-  } else {
+  } else if (!status) {
     if (options.remat == TF_REMAT_AUTO) {
       if (args->budget < 0)
         status = tf_status_new(TF_ERR_INVALID_ARGUMENT, "--remat auto needs --budget SIZE");

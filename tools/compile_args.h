@@ -6,6 +6,8 @@
 #include "tightfit/compiler.h"
 #include "tools/cli.h"
 
+#define TF_COMPILE_ARGS_MAX_OVERRIDES 64
+
 typedef struct tf_compile_args {
   tf_compile_options options;
   char bindings[1024]; /* all --set lists joined */
@@ -20,6 +22,8 @@ typedef struct tf_compile_args {
   int64_t global_batch;  /* --global-batch, or -1: with --budget, search N, k and recompute */
   bool allow_precision;  /* --allow-precision P: the search may also store activations in P */
   tf_precision allowed_precision;
+  const char *precision_overrides[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --precision-override NODE=P, as given */
+  int32_t n_precision_overrides;
   bool json;
 } tf_compile_args;
 

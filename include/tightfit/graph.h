@@ -42,6 +42,7 @@ typedef struct tf_node_info {
   const tf_tensor_id *inputs;
   tf_tensor_id output;
   const tf_attrs *attrs;
+  tf_precision precision; /* override of the precision policy (tf_graph_set_node_precision), or INHERIT */
 } tf_node_info;
 
 typedef struct tf_graph tf_graph;
@@ -79,6 +80,9 @@ void tf_graph_add_output(tf_graph *graph, tf_tensor_id id);
 void tf_graph_set_loss(tf_graph *graph, tf_tensor_id id);
 /* Sets the training configuration stored with the graph. */
 void tf_graph_set_training(tf_graph *graph, const tf_training_config *config);
+/* Overrides the precision policy for the activations node `node` saves for the backward pass: F32,
+ * BF16 or F16 stores them in that type (arithmetic stays f32); INHERIT drops the override. */
+tf_status tf_graph_set_node_precision(tf_graph *graph, int32_t node, tf_precision precision) TF_MUST_USE;
 
 /* Shape helpers. */
 tf_dim tf_fixed(int64_t size);
@@ -162,6 +166,8 @@ bool tf_graph_node_at(const tf_graph *graph, int32_t id, tf_node_info *info);
 /* Symbol `id`: its name, default and bound value (the default when unbound). */
 bool tf_graph_symbol_at(const tf_graph *graph, int32_t id, const char **name, int64_t *default_value, int64_t *value);
 tf_tensor_id tf_graph_find_tensor(const tf_graph *graph, const char *name);
+/* The id of the node named `name`, or -1. */
+int32_t tf_graph_find_node(const tf_graph *graph, const char *name);
 int32_t tf_graph_output_count(const tf_graph *graph);
 tf_tensor_id tf_graph_output_at(const tf_graph *graph, int32_t index);
 tf_tensor_id tf_graph_loss(const tf_graph *graph);

@@ -186,9 +186,10 @@ typedef struct tf_attrs {
 
 typedef enum tf_optimizer { TF_OPTIMIZER_NONE = 0, TF_OPTIMIZER_SGD, TF_OPTIMIZER_ADAMW } tf_optimizer;
 typedef enum tf_precision {
-  TF_PRECISION_F32 = 0, /* everything in f32 */
-  TF_PRECISION_BF16,    /* f32 master weights, bf16 compute */
-  TF_PRECISION_F16      /* f32 master weights, f16 compute with loss scaling */
+  TF_PRECISION_INHERIT = -1, /* a node's override only: none, the policy decides (never stored in a file) */
+  TF_PRECISION_F32 = 0,      /* everything in f32 */
+  TF_PRECISION_BF16,         /* f32 master weights, bf16 compute */
+  TF_PRECISION_F16           /* f32 master weights, f16 compute with loss scaling */
 } tf_precision;
 
 /* How the graph wants to be trained; the compiler's command-line options override fields. */
@@ -244,6 +245,8 @@ const char *tf_op_name(tf_op op); /* "matmul", ...; "?" when out of range */
 const char *tf_dtype_name(tf_dtype dtype);
 int64_t tf_dtype_size(tf_dtype dtype);       /* bytes per element; 0 when out of range */
 const char *tf_init_name(tf_init_kind kind); /* "normal", ...; "?" when out of range */
+/* "f32", "bf16", "f16", or "inherit" (TF_PRECISION_INHERIT); "?" when out of range. */
+const char *tf_precision_name(tf_precision precision);
 /* "[2,3,4]" for messages, into `buf` (at most `size` bytes); returns buf. */
 const char *tf_format_shape(const int64_t *shape, int32_t rank, char *buf, size_t size);
 

@@ -288,7 +288,7 @@ static void missing_live_bytes(tf_plan *p) {
   p->report.live_bytes = NULL;
 }
 static void sgd_bad_hyperparameter(tf_plan *p) { p->steps[STEP_SGD].attrs.u.optimizer.learning_rate = -1; }
-static void seed_in_f32_plan(tf_plan *p) { p->loss_scale_seed = SMALL_DLOSS; }
+static void seed_in_arena(tf_plan *p) { p->loss_scale_seed = SMALL_LOSS; }
 static void seed_out_of_range(tf_plan *p) { p->loss_scale_seed = 99; }
 static void overflow_check_not_scalar(tf_plan *p) { p->overflow_check = SMALL_H; }
 static void seed_without_overflow_check(tf_plan *p) {
@@ -371,7 +371,7 @@ static const corruption corruptions[] = {
     {"an external initializer without a file", "names no file or key", external_without_file},
     {"no live_bytes", "live_bytes is missing", missing_live_bytes},
     {"sgd with a negative learning rate", "each must be finite and >= 0", sgd_bad_hyperparameter},
-    {"a loss scale seed in an f32 plan", "only f16 training plans scale the loss", seed_in_f32_plan},
+    {"the loss as the loss scale seed", "must be an f32 scalar constant in the parameters region", seed_in_arena},
     {"loss scale seed id 99", "loss_scale_seed is buffer id 99", seed_out_of_range},
     {"an overflow check of [4,5]", "must be an f32 scalar in the arena", overflow_check_not_scalar},
     {"a scaled plan without an overflow check", "a scaled plan must detect overflow", seed_without_overflow_check},

@@ -12,7 +12,9 @@
  *   (c) the scale and its counters survive a checkpoint (written one step after the skip): a
  *       resumed session continues bit for bit as the run did (AdamW's count leaves the skip out), and
  *       its good-step run carries on to the next doubling;
- *   (d) an f32 plan that clips skips an overflowed step the same way, without a scale. */
+ *   (d) an f32 plan that clips skips an overflowed step the same way, without a scale;
+ *   (e) an f32 plan with one node's saved activations overridden to f16 scales its loss too; a bf16
+ *       override alone does not. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
@@ -306,6 +308,35 @@ static void clipped_f32(const char *backend) {
   tf_plan_destroy(plan);
 }
 
+/* (e) */
+static void overrides(void) {
+  static const tf_precision kinds[2] = {TF_PRECISION_F16, TF_PRECISION_BF16};
+  for (int i = 0; i < 2; i++) {
+    tf_graph *g = NULL;
+    tf_plan *plan = NULL;
+    tf_status status = tf_zoo_build("mlp", NULL, 0, &g);
+    if (!status)
+      status = tf_graph_set_node_precision(g, tf_graph_find_node(g, "hidden.0/relu"), kinds[i]);
+    if (!status) {
+      tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+      o.bindings = "N=8";
+      status = tf_compile(g, &o, &plan);
+    }
+    CHECK_OK(&counts, status);
+    if (plan) {
+      const bool scaled =
+          plan->loss_scale_seed >= 0 && plan->overflow_check >= 0 && plan->training_config.loss_scale == 65536;
+      const bool plain = plan->loss_scale_seed == -1 && plan->overflow_check == -1;
+      CHECK(&counts, i == 0 ? scaled : plain, "f32 plan with a %s override: seed %d, check %d, scale %g",
+            i == 0 ? "f16" : "bf16", plan->loss_scale_seed, plan->overflow_check, plan->training_config.loss_scale);
+      printf("%-4s cpu    (e) an f32 plan with a %s override of hidden.0/relu %s its loss\n",
+             (i == 0 ? scaled : plain) ? "ok" : "FAIL", i == 0 ? "f16" : "bf16", i == 0 ? "scales" : "does not scale");
+    }
+    tf_plan_destroy(plan);
+    tf_graph_destroy(g);
+  }
+}
+
 /* Whether `backend` can open a device (a SKIP line when cuda cannot; a failure for the others). */
 static bool device_opens(const char *backend) {
   tf_plan *plan = compile_mlp("cpu", TF_PRECISION_F32, 0, 0);
@@ -319,6 +350,7 @@ static bool device_opens(const char *backend) {
 
 int main(void) {
   static const char *const backends[] = {"cpu", "vulkan", "cuda"};
+  overrides();
   for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
     if (!tf_backend_find(backends[i])) {
       printf("SKIP %s: not in this build\n", backends[i]);

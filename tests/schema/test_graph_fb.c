@@ -1,7 +1,9 @@
 /* The .tfg format (schema/graph_fb.h): a graph that uses every field survives encode -> decode and
  * encode -> JSON -> `flatc -b` -> decode unchanged, and malformed bytes (empty, short, wrong
  * identifier, every truncation, random byte flips, hand-made buffers) are refused with a clear
- * message or decoded, never crash. Run under ASan/UBSan (TIGHTFIT_SANITIZE) to make "never crash"
+ * message or decoded, never crash. Per-node precision overrides survive save -> load, old files
+ * load with none, a graph without them is written as if the field did not exist, and an unknown
+ * value is refused naming the node. Run under ASan/UBSan (TIGHTFIT_SANITIZE) to make "never crash"
  * mean "no report" too. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -16,6 +18,7 @@
 #include "graph/graph_file.h"
 #include "graph/ir.h"
 #include "schema/graph_fb.h"
+#include "tightfit/graph.h"
 
 /* ---- building the graph ---- */
 
@@ -237,6 +240,10 @@ static tf_graph *build_every_field(void) {
     snprintf(name, sizeof name, "node_%d", op);
     add_node(g, name, (tf_op)op, inputs, n_inputs, out, &attrs);
   }
+  /* Precision overrides of each value on three nodes; the others inherit. */
+  g->nodes[TF_OP_MATMUL].precision = TF_PRECISION_F32;
+  g->nodes[TF_OP_RELU].precision = TF_PRECISION_BF16;
+  g->nodes[TF_OP_LAYER_NORM].precision = TF_PRECISION_F16;
   tf_status_free(tf_ir_add_output(g, tf_graph_find_tensor(g, "out_18")));
   tf_status_free(tf_ir_add_output(g, tf_graph_find_tensor(g, "out_34")));
   g->loss = tf_graph_find_tensor(g, "out_36");
@@ -263,6 +270,7 @@ static tf_graph *build_exact_values(void) {
   int32_t out = add_tensor(g, "out", TF_F32, TF_ACTIVATION, NULL, NULL);
   tf_attrs norm = {.kind = TF_ATTR_NORM, .u.norm.epsilon = 1e-30f};
   add_node(g, "odd", (tf_op)65535, (const int32_t[]){a, -5, 1 << 30}, 3, out, &norm);
+  g->nodes[0].precision = (tf_precision)200;
   tf_attrs cast = {.kind = TF_ATTR_CAST, .u.cast.to = (tf_dtype)99};
   add_node(g, "no_inputs", TF_OP_CAST, NULL, 0, 12345, &cast);
   tf_status_free(tf_ir_add_output(g, -3));
@@ -371,6 +379,8 @@ static void check_same_graph(tf_test_counts *counts, const char *what, const tf_
           x->name);
     CHECK(counts, same_attrs(&x->attrs, &y->attrs), "%s: node %d '%s' attrs (kind %d vs %d)", what, i, x->name,
           x->attrs.kind, y->attrs.kind);
+    CHECK(counts, x->precision == y->precision, "%s: node %d '%s' precision override %d vs %d", what, i, x->name,
+          x->precision, y->precision);
   }
   CHECK(counts, a->n_outputs == b->n_outputs && same_ints(a->outputs, b->outputs, a->n_outputs), "%s: outputs", what);
   CHECK(counts, a->loss == b->loss, "%s: loss %d vs %d", what, a->loss, b->loss);
@@ -465,7 +475,8 @@ static void test_binary_round_trip(tf_test_counts *counts, const tf_graph *g, co
   if (back) {
     check_same_graph(counts, "exact values", exact, back);
     printf("binary round trip of exact values (1/3, 1e-300, 1e-30f, INT64_MAX dims, out-of-range enums "
-           "dtype 77 / kind 250 / init 200 / op 65535 / cast to 99, empty strings, no training): equal\n");
+           "dtype 77 / kind 250 / init 200 / op 65535 / cast to 99 / precision override 200, empty strings, no "
+           "training): equal\n");
   }
   tf_graph_destroy(back);
 
@@ -515,8 +526,21 @@ static void test_json(tf_test_counts *counts, const tf_graph *g, const char *dir
     snprintf(needle, sizeof needle, "\"kind\": \"%s\"", tf_init_name((tf_init_kind)k));
     missing += !strstr(json, needle);
   }
-  CHECK(counts, missing == 0, "%d op/dtype/kind/init names missing from the JSON", missing);
-  printf("JSON (%zu bytes) names every op, dtype, tensor kind and init kind as graph.h does\n", strlen(json));
+  /* Three nodes' overrides by name and the training policy; every other node inherits (null). */
+  int precisions = 0, nulls = 0;
+  for (const char *at = strstr(json, "\"precision\": \""); at; at = strstr(at + 1, "\"precision\": \""))
+    precisions++;
+  for (const char *at = strstr(json, "\"precision\": null"); at; at = strstr(at + 1, "\"precision\": null"))
+    nulls++;
+  missing += !strstr(json, "\"precision\": \"f32\"") + !strstr(json, "\"precision\": \"f16\"");
+  CHECK(counts, precisions == 4 && nulls == TF_OP_COUNT - 3,
+        "the JSON holds %d named precisions (3 node overrides and the training policy expected) and %d null (%d "
+        "expected)",
+        precisions, nulls, TF_OP_COUNT - 3);
+  CHECK(counts, missing == 0, "%d op/dtype/kind/init/precision names missing from the JSON", missing);
+  printf("JSON (%zu bytes) names every op, dtype, tensor kind, init kind and override as graph.h does; %d named "
+         "precisions, %d null (inherit)\n",
+         strlen(json), precisions, nulls);
 
   if (!dir) {
     printf("SKIP JSON -> flatc -b -> decode: flatc is not on PATH\n");
@@ -737,6 +761,107 @@ static void test_hostile_bytes(tf_test_counts *counts, const tf_graph *g) {
   free(data);
 }
 
+/* A small graph through the public builder: x [4, 8] -> matmul -> relu -> matmul -> cross_entropy. */
+static tf_graph *build_small(tf_test_counts *counts) {
+  tf_graph *g = NULL;
+  CHECK_OK(counts, tf_graph_create("small", &g));
+  if (!g)
+    return NULL;
+  tf_tensor_id x = tf_graph_input(g, "x", TF_F32, TF_SHAPE(tf_fixed(4), tf_fixed(8)));
+  tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(tf_fixed(4)));
+  tf_init init = tf_init_make(TF_INIT_NORMAL, 0, 0.1);
+  tf_tensor_id w1 = tf_graph_parameter(g, "w1", TF_F32, TF_SHAPE(tf_fixed(8), tf_fixed(8)), init);
+  tf_tensor_id w2 = tf_graph_parameter(g, "w2", TF_F32, TF_SHAPE(tf_fixed(8), tf_fixed(3)), init);
+  tf_tensor_id h = tf_unary(g, TF_OP_RELU, tf_matmul(g, x, w1, false, false));
+  tf_graph_set_loss(g, tf_cross_entropy(g, tf_matmul(g, h, w2, false, false), labels, -100));
+  CHECK(counts, tf_graph_status(g) == NULL, "building the small graph: %s", tf_status_message(tf_graph_status(g)));
+  return g;
+}
+
+static tf_precision precision_of(const tf_graph *g, int32_t node) {
+  tf_node_info info;
+  return tf_graph_node_at(g, node, &info) ? info.precision : (tf_precision)-99;
+}
+
+/* Per-node precision overrides through the public API and files. */
+static void test_precision_overrides(tf_test_counts *counts) {
+  /* Files written before the field existed load with no override on any node. */
+  const char *old[] = {"tests/data/compat/mlp.tfg", "tests/data/compat/cnn.tfg", "tests/data/compat/gpt.tfg",
+                       "tests/data/compat/dcgan.tfg", "tests/data/compat/asr-128-6-3.tfg"};
+  for (size_t f = 0; f < sizeof(old) / sizeof(old[0]); f++) {
+    tf_graph *g = NULL;
+    CHECK_OK(counts, tf_graph_load(old[f], &g));
+    int32_t overridden = 0;
+    for (int32_t n = 0; g && n < tf_graph_node_count(g); n++)
+      overridden += precision_of(g, n) != TF_PRECISION_INHERIT;
+    CHECK(counts, g && overridden == 0, "%s: %d nodes carry a precision override", old[f], overridden);
+    printf("old file %-34s %3d nodes, %d overrides\n", old[f], g ? tf_graph_node_count(g) : -1, overridden);
+    tf_graph_destroy(g);
+  }
+
+  tf_graph *g = build_small(counts);
+  if (!g)
+    return;
+  void *plain = NULL, *data = NULL;
+  size_t plain_size = 0, size = 0;
+  CHECK_OK(counts, tf_graph_serialize(g, &plain, &plain_size));
+  /* Nodes: 0 matmul, 1 relu, 2 matmul, 3 cross_entropy. */
+  const tf_precision set[] = {TF_PRECISION_BF16, TF_PRECISION_F32, TF_PRECISION_INHERIT, TF_PRECISION_F16};
+  for (int32_t n = 0; n < 4; n++)
+    CHECK_OK(counts, tf_graph_set_node_precision(g, n, set[n]));
+  char dir[] = "/tmp/tightfit_override_XXXXXX", path[64];
+  CHECK(counts, mkdtemp(dir) != NULL, "mkdtemp");
+  snprintf(path, sizeof path, "%s/small.tfg", dir);
+  CHECK_OK(counts, tf_graph_save(g, path));
+  tf_graph *back = NULL;
+  CHECK_OK(counts, tf_graph_load(path, &back));
+  for (int32_t n = 0; back && n < 4; n++)
+    CHECK(counts, precision_of(back, n) == set[n], "saved and loaded: node %d override %d, set %d", n,
+          precision_of(back, n), set[n]);
+  printf("save -> load keeps the overrides bf16, f32, inherit, f16 of the 4 nodes of a built graph\n");
+  tf_graph_destroy(back);
+  unlink(path);
+  rmdir(dir);
+
+  /* Back to inherit everywhere: the bytes are those of the graph that never had an override. */
+  for (int32_t n = 0; n < 4; n++)
+    CHECK_OK(counts, tf_graph_set_node_precision(g, n, TF_PRECISION_INHERIT));
+  CHECK_OK(counts, tf_graph_serialize(g, &data, &size));
+  CHECK(counts, data && plain && size == plain_size && memcmp(data, plain, size) == 0,
+        "a graph without overrides encodes to %zu bytes, the same graph before any override %zu (or other bytes)", size,
+        plain_size);
+  printf("without overrides the graph encodes to the same %zu bytes as before any was set\n", size);
+  free(data);
+
+  /* The setter refuses what is not a precision or not a node, naming the node. */
+  tf_status status = tf_graph_set_node_precision(g, 1, (tf_precision)7);
+  CHECK(counts, tf_status_code(status) == TF_ERR_INVALID_ARGUMENT && strstr(tf_status_message(status), "'relu"),
+        "precision 7: %s", tf_status_message(status));
+  printf("set_node_precision(7): %s\n", tf_status_message(status));
+  tf_status_free(status);
+  status = tf_graph_set_node_precision(g, 4, TF_PRECISION_F32);
+  CHECK(counts, tf_status_code(status) == TF_ERR_INVALID_ARGUMENT, "node 4 of 4: %s", tf_status_message(status));
+  tf_status_free(status);
+
+  /* A file holding precision 7 on a node decodes (structure) and is refused by load, naming it. */
+  g->nodes[1].precision = (tf_precision)7;
+  data = NULL;
+  CHECK_OK(counts, tf_graph_encode(g, &data, &size));
+  tf_graph *bad = NULL;
+  status = tf_graph_parse(data, size, "override7.tfg", &bad);
+  const char *message = tf_status_message(status);
+  CHECK(counts,
+        tf_status_code(status) == TF_ERR_INVALID_INPUT && bad == NULL && strstr(message, "override7.tfg") &&
+            strstr(message, "node 1 '") && strstr(message, "unknown precision override 7"),
+        "a stored override 7: %s", status ? message : "accepted");
+  printf("  refused override7.tfg -> %s\n", message);
+  tf_status_free(status);
+  tf_graph_destroy(bad);
+  free(data);
+  free(plain);
+  tf_graph_destroy(g);
+}
+
 int main(void) {
   tf_test_counts counts = {0, 0};
   tf_graph *g = build_every_field();
@@ -750,6 +875,7 @@ int main(void) {
   test_json(&counts, g, dir);
   test_refusals(&counts, g, dir);
   test_hostile_bytes(&counts, g);
+  test_precision_overrides(&counts);
 
   /* Encoding refuses what the format cannot hold. */
   g->tensors[0].declared.rank = TF_MAX_RANK + 1;
