@@ -1,35 +1,139 @@
-/* Pass 11, budget: the outer search over micro-batch N, accumulation k (N x k = the global batch)
- * and recompute, for the plan with the least estimated step time that fits the budget. Each
- * candidate is compiled for real, so every number compared is an exact plan size; the cost model
- * only ranks the candidates that fit. */
+/* Pass 11, budget: the outer search over micro-batch N, accumulation k (N x k = the global batch),
+ * recompute, half storage and the fused loss head's chunk, for the plan with the least estimated
+ * step time that fits the budget. Each candidate is compiled for real, so every number compared is
+ * an exact plan size; the cost model only ranks the candidates that fit. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/training.h"
+#include "core/linear_loss.h"
 #include "graph/ir.h"
 #include "tightfit/compiler.h"
 
+/* The smallest chunk the search gives a fused loss head, and its step. 64 rows is the smallest
+ * chunk measured (docs/performance.md: gpt2-small cut to 2 layers at 2 x 128 on the CPU, 1.46x the
+ * unfused step in 64-row chunks against 1.25x in 256); below it the products get too thin for the
+ * gemm, which the cost model does not see. Steps of 32 rows keep the chunk a multiple of the
+ * kernels' tiles and the search to a few compiles. */
+#define LOSS_CHUNK_FLOOR 64
+#define LOSS_CHUNK_STEP 32
+
+/* A plan's loss head: the fused one (linear_cross_entropy and its gradient), or a matmul feeding
+ * cross_entropy over TF_FUSE_LOSS_AUTO_CLASSES classes or more that the rewrite could fuse. */
+typedef struct loss_head {
+  bool fused, fusable;
+  int64_t rows, classes;
+  int64_t chunk_rows; /* fused: rows of logits computed at a time */
+  int64_t workspace;  /* fused: the larger workspace of its forward and gradient steps, bytes */
+} loss_head;
+
+static tf_tensor_ref shape_of(const tf_plan_buffer *b) {
+  tf_tensor_ref t;
+  memset(&t, 0, sizeof(t));
+  t.dtype = b->dtype;
+  t.rank = b->rank;
+  t.count = 1;
+  for (int32_t d = 0; d < b->rank; d++) {
+    t.shape[d] = b->shape[d];
+    t.count *= b->shape[d];
+  }
+  return t;
+}
+
+static tf_linear_loss_geometry head_geometry(const tf_plan *plan, const tf_plan_step *step) {
+  tf_tensor_ref x = shape_of(&plan->buffers[step->inputs[0]]), weight = shape_of(&plan->buffers[step->inputs[1]]);
+  return tf_linear_loss_geometry_of(&step->attrs, &x, &weight);
+}
+
+static bool is_fused_head(tf_op op) {
+  return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD;
+}
+
+static int32_t writer_of(const tf_plan *plan, int32_t buffer) {
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    for (int32_t o = 0; o < plan->steps[s].n_outputs; o++)
+      if (plan->steps[s].outputs[o] == buffer)
+        return s;
+  return -1;
+}
+
+static loss_head head_of(const tf_plan *plan) {
+  loss_head h;
+  memset(&h, 0, sizeof(h));
+  for (int32_t s = 0; s < plan->micro_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (is_fused_head(step->op)) {
+      tf_linear_loss_geometry g = head_geometry(plan, step);
+      int64_t workspace = step->workspace >= 0 ? plan->buffers[step->workspace].bytes : 0;
+      h.fused = true;
+      h.rows = g.rows;
+      h.classes = g.classes;
+      h.chunk_rows = g.chunk_rows;
+      h.workspace = workspace > h.workspace ? workspace : h.workspace;
+    } else if (step->op == TF_OP_CROSS_ENTROPY && step->phase == TF_PHASE_FORWARD && !h.fused) {
+      const tf_plan_buffer *logits = &plan->buffers[step->inputs[0]];
+      int32_t producer = writer_of(plan, step->inputs[0]);
+      int64_t classes = logits->rank > 0 ? logits->shape[logits->rank - 1] : 0;
+      h.fusable = producer >= 0 && plan->steps[producer].op == TF_OP_MATMUL && logits->dtype == TF_F32 &&
+                  classes >= TF_FUSE_LOSS_AUTO_CLASSES;
+      h.classes = classes;
+      h.rows = classes > 0 ? logits->bytes / 4 / classes : 0;
+    }
+  }
+  h.fusable = h.fusable && !h.fused;
+  return h;
+}
+
+/* The fused head's passes over its weight: each chunk reads the weight in the forward product and,
+ * in the gradient, in the logits' recompute and in dx, and reads and writes dweight: 5 passes at the
+ * target's memory bandwidth. gpt2-small cut to 2 layers at 2 x 128 on the CPU (docs/performance.md,
+ * 1 thread): with the head's extra product this adds 0.21, 0.29 and 0.44 s to the unfused step in
+ * 1, 2 and 4 chunks; measured 0.25, 0.32 and 0.46 s. Only kernels that chunk into a workspace count
+ * (CPU, CUDA). */
+static double head_pass_seconds(const tf_plan *plan, const tf_target *target) {
+  if (target->bytes_per_second <= 0)
+    return 0;
+  double bytes = 0;
+  for (int32_t s = 0; s < plan->micro_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (!is_fused_head(step->op) || step->workspace < 0)
+      continue;
+    tf_linear_loss_geometry g = head_geometry(plan, step);
+    int64_t chunks = g.chunk_rows > 0 ? (g.rows + g.chunk_rows - 1) / g.chunk_rows : 0;
+    double passes = step->op == TF_OP_LINEAR_CROSS_ENTROPY ? 1 : 4;
+    bytes += (double)chunks * passes * (double)plan->buffers[step->inputs[1]].bytes;
+  }
+  return bytes / target->bytes_per_second;
+}
+
 /* Step time: FLOPs at the target's throughput plus a fixed cost per executed step (kernel launch,
- * synchronisation), times the micro-batches per optimizer step. */
+ * synchronisation) and the fused loss head's weight passes, times the micro-batches per optimizer
+ * step. */
 static double estimate_seconds(const tf_plan *plan, const tf_target *target) {
   double flops = 0;
   for (int32_t s = 0; s < plan->micro_steps; s++)
     flops += plan->steps[s].flops;
   double per_step = target->kind == TF_TARGET_CPU ? 2e-6 : 10e-6;
-  double micro = flops / target->flops_per_second + per_step * plan->micro_steps;
+  double micro = flops / target->flops_per_second + per_step * plan->micro_steps + head_pass_seconds(plan, target);
   double optimizer = 0;
   for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
     optimizer += plan->steps[s].flops;
   return plan->accumulate * micro + optimizer / target->flops_per_second;
 }
 
-static void append(char *summary, int64_t n, int32_t k, const char *mode, const char *precision, int64_t bytes,
-                   double seconds, const char *verdict) {
-  size_t used = strlen(summary);
-  if (used < 1023)
-    snprintf(summary + used, 1024 - used, "N=%" PRId64 " x k=%d, recompute %s, %s: %.2f GiB, %.3f s/step%s\n", n, k,
-             mode, precision, (double)bytes / 1073741824.0, seconds, verdict);
+/* Appends one formatted line (or as much as fits) to the search's summary. */
+static void say(tf_budget_result *result, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void say(tf_budget_result *result, const char *format, ...) {
+  size_t used = strlen(result->summary), size = sizeof(result->summary);
+  if (used + 1 >= size)
+    return;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(result->summary + used, size - used, format, args);
+  va_end(args);
 }
 
 /* What a plan holds, part by part: its regions, then the device overhead. */
@@ -47,64 +151,222 @@ static plan_parts parts_of(const tf_plan *plan) {
 
 /* One summary line: what the choice saved at its micro-batch, per part, against the plain plan
  * (f32, no recompute) tried first there. */
-static void append_saving(char *summary, const char *choice, int64_t n, const plan_parts *plain,
+static void append_saving(tf_budget_result *result, const char *choice, int64_t n, const plan_parts *plain,
                           const plan_parts *chosen) {
-  size_t used = strlen(summary);
-  if (used + 1 >= 1024)
-    return;
+  char line[512];
   int64_t total = 0;
-  char *end = summary + used;
-  size_t left = 1024 - used;
-  int written = snprintf(end, left, "  %s saved at N=%" PRId64 " against f32 without recompute:", choice, n);
-  for (int r = 0; r <= TF_REGION_COUNT && written > 0 && (size_t)written < left; r++) {
+  int written = snprintf(line, sizeof(line), "  %s saved at N=%" PRId64 " against f32 without recompute:", choice, n);
+  for (int r = 0; r <= TF_REGION_COUNT && written > 0 && (size_t)written < sizeof(line); r++) {
     int64_t saved = plain->bytes[r] - chosen->bytes[r];
     total += saved;
     if (saved != 0)
       written +=
-          snprintf(end + written, left - (size_t)written, " %s %.2f MiB,",
+          snprintf(line + written, sizeof(line) - (size_t)written, " %s %.2f MiB,",
                    r < TF_REGION_COUNT ? tf_region_name((tf_region)r) : "device overhead", (double)saved / 1048576.0);
   }
-  if (written > 0 && (size_t)written < left)
-    snprintf(end + written, left - (size_t)written, " in all %.2f MiB\n", (double)total / 1048576.0);
+  say(result, "%s in all %.2f MiB\n", line, (double)total / 1048576.0);
 }
 
 static const char *precision_name(tf_precision precision) {
   return precision == TF_PRECISION_BF16 ? "bf16" : precision == TF_PRECISION_F16 ? "f16" : "f32";
 }
 
+/* One configuration to compile. */
+typedef struct config {
+  int64_t n;
+  tf_remat_mode remat;
+  bool half;
+  bool fuse;          /* the loss head fused where --fuse-loss auto left it unfused */
+  int64_t chunk_rows; /* > 0: the fused head's chunk, chosen by the search */
+} config;
+
+/* What one compiled configuration was, read before the plan may be freed. */
+typedef struct outcome {
+  bool fits;
+  int64_t bytes; /* device total */
+  plan_parts parts;
+  loss_head head;
+} outcome;
+
+typedef struct search {
+  const tf_graph *graph;
+  const tf_budget_options *o;
+  tf_budget_result *result;
+  tf_plan *best, *smallest;
+  double best_seconds;
+} search;
+
 /* Keeps `plan` as the best and/or the smallest so far; frees whatever no longer has a role. */
-static void keep(tf_plan *plan, bool better, tf_plan **best, tf_plan **smallest) {
-  tf_plan *old_best = *best, *old_smallest = *smallest;
+static void keep(search *s, tf_plan *plan, bool better) {
+  tf_plan *old_best = s->best, *old_smallest = s->smallest;
   if (better)
-    *best = plan;
-  if (!*smallest || tf_plan_device_total(plan) < tf_plan_device_total(*smallest))
-    *smallest = plan;
-  if (old_best && old_best != *best && old_best != *smallest)
+    s->best = plan;
+  if (!s->smallest || tf_plan_device_total(plan) < tf_plan_device_total(s->smallest))
+    s->smallest = plan;
+  if (old_best && old_best != s->best && old_best != s->smallest)
     tf_plan_destroy(old_best);
-  if (old_smallest && old_smallest != old_best && old_smallest != *best && old_smallest != *smallest)
+  if (old_smallest && old_smallest != old_best && old_smallest != s->best && old_smallest != s->smallest)
     tf_plan_destroy(old_smallest);
-  if (plan != *best && plan != *smallest)
+  if (plan != s->best && plan != s->smallest)
     tf_plan_destroy(plan);
 }
 
-static tf_status try_one(const tf_graph *graph, const tf_budget_options *o, int64_t n, tf_remat_mode remat, bool half,
-                         tf_plan **plan) {
+/* Compiles `c`, says so in the summary and keeps the plan if it is the best or the smallest. */
+static tf_status try_config(search *s, const config *c, outcome *out) {
+  const tf_budget_options *o = s->o;
   char bindings[1100];
   if (o->base.bindings && *o->base.bindings)
-    snprintf(bindings, sizeof(bindings), "%s,N=%" PRId64, o->base.bindings, n);
+    snprintf(bindings, sizeof(bindings), "%s,N=%" PRId64, o->base.bindings, c->n);
   else
-    snprintf(bindings, sizeof(bindings), "N=%" PRId64, n);
+    snprintf(bindings, sizeof(bindings), "N=%" PRId64, c->n);
   tf_compile_options options = o->base;
   options.bindings = bindings;
-  options.accumulate = (int32_t)(o->global_batch / n);
-  options.remat = remat;
+  options.accumulate = (int32_t)(o->global_batch / c->n);
+  options.remat = c->remat;
   options.remat_budget = o->budget;
-  if (half) {
+  if (c->half) {
     options.set_precision = true;
     options.precision = o->precision;
   }
-  return tf_compile(graph, &options, plan);
+  if (c->fuse)
+    options.fuse_loss = TF_FUSE_LOSS_ON;
+  if (c->chunk_rows > 0)
+    options.loss_chunk_rows = c->chunk_rows;
+  tf_plan *plan = NULL;
+  TF_RETURN_IF_ERROR(tf_compile(s->graph, &options, &plan));
+  s->result->tried++;
+  out->bytes = tf_plan_device_total(plan);
+  out->fits = out->bytes <= o->budget;
+  out->parts = parts_of(plan);
+  out->head = head_of(plan);
+  double seconds = estimate_seconds(plan, &o->base.target);
+  bool better = out->fits && (!s->best || seconds < s->best_seconds);
+  char head[64] = "";
+  if (c->fuse || c->chunk_rows > 0)
+    snprintf(head, sizeof(head), "%s, loss chunk %" PRId64 " rows", c->fuse ? ", fused loss head" : "",
+             out->head.chunk_rows);
+  say(s->result, "N=%" PRId64 " x k=%d, recompute %s, %s%s: %.2f GiB, %.3f s/step%s\n", c->n, options.accumulate,
+      c->remat == TF_REMAT_AUTO ? "auto" : "none", precision_name(plan->training_config.precision), head,
+      (double)out->bytes / 1073741824.0, seconds,
+      out->fits ? (better ? " (fits, fastest so far)" : " (fits)") : " (does not fit)");
+  if (better) {
+    s->best_seconds = seconds;
+    s->result->remat = c->remat;
+    s->result->precision = plan->training_config.precision;
+  }
+  keep(s, plan, better);
+  return NULL;
 }
+
+/* The chunk of candidate i: LOSS_CHUNK_FLOOR, then a step of rows more each. */
+static int64_t chunk_at(int32_t i) { return LOSS_CHUNK_FLOOR + (int64_t)i * LOSS_CHUNK_STEP; }
+
+/* The loss head of a configuration `c` whose plan (`as_is`) does not fit: fused where --fuse-loss
+ * auto left it unfused, then the largest chunk on the grid below the default that fits. The
+ * workspace is one chunk of f32 logits (4 x classes bytes a row; core/workspace_cpu.c,
+ * core/workspace_cuda.h) plus parts that do not depend on the chunk, so taking r rows off the chunk
+ * takes about 4 x classes x r bytes off the plan at most, and no chunk takes off more than the whole
+ * workspace (a plan over by more is not searched). The first probe is the largest chunk that takes
+ * off enough; one that fits is followed by the next chunk up, and a binary search finishes: the
+ * chunk found fits and the next one up does not. An explicit --loss-chunk is kept, --fuse-loss off
+ * never fused, and a head without a workspace (Vulkan) has nothing to shrink. Sets *fitted when a
+ * plan fits; `next` names what the search tries after this (for the note). */
+static tf_status fit_loss_head(search *s, const config *c, const outcome *as_is, const char *next, bool *fitted) {
+  const tf_compile_options *base = &s->o->base;
+  if (base->fuse_loss == TF_FUSE_LOSS_OFF || (!as_is->head.fused && !as_is->head.fusable))
+    return NULL;
+  config head = *c;
+  outcome start = *as_is;
+  if (!start.head.fused) {
+    if (base->fuse_loss != TF_FUSE_LOSS_AUTO)
+      return NULL;
+    head.fuse = true;
+    TF_RETURN_IF_ERROR(try_config(s, &head, &start));
+    if (!start.head.fused)
+      return NULL; /* the rewrite did not match after all */
+    say(s->result,
+        "  loss head fused at N=%" PRId64
+        " (tried before %s; auto fuses only at 128 MiB of logits or more): device total "
+        "%.2f MiB less, in %" PRId64 "-row chunks%s\n",
+        c->n, next, (double)(as_is->bytes - start.bytes) / 1048576.0, start.head.chunk_rows,
+        start.fits ? "" : ", still over");
+    if (start.fits) {
+      *fitted = true;
+      return NULL;
+    }
+  }
+  const int64_t first = start.head.chunk_rows, over = start.bytes - s->o->budget;
+  if (base->loss_chunk_rows > 0 || start.head.workspace == 0 || first <= LOSS_CHUNK_FLOOR ||
+      over > start.head.workspace)
+    return NULL; /* the user's chunk; nothing to shrink; or more over than the whole workspace */
+  const int32_t count = (int32_t)((first - LOSS_CHUNK_FLOOR - 1) / LOSS_CHUNK_STEP + 1);
+  const int64_t row_bytes = 4 * start.head.classes;
+  const int64_t wanted = first - (over + row_bytes - 1) / row_bytes;
+  int32_t lo = -1, hi = count; /* chunk_at(lo) fits (-1: none known), chunk_at(hi) does not (count: first) */
+  int32_t probe = wanted < LOSS_CHUNK_FLOOR ? 0 : (int32_t)((wanted - LOSS_CHUNK_FLOOR) / LOSS_CHUNK_STEP);
+  probe = probe >= count ? count - 1 : probe;
+  bool fitted_before = false;
+  outcome at_lo;
+  memset(&at_lo, 0, sizeof(at_lo));
+  while (hi - lo > 1) {
+    head.chunk_rows = chunk_at(probe);
+    outcome tried;
+    TF_RETURN_IF_ERROR(try_config(s, &head, &tried));
+    if (tried.fits) {
+      lo = probe;
+      at_lo = tried;
+      probe = fitted_before ? lo + (hi - lo) / 2 : lo + 1;
+      fitted_before = true;
+    } else {
+      hi = probe;
+      probe = lo < 0 ? 0 : lo + (hi - lo) / 2; /* past the bound: the peak is elsewhere, try the floor */
+    }
+    if (probe <= lo || probe >= hi)
+      probe = lo + (hi - lo) / 2;
+  }
+  if (lo < 0)
+    return NULL;
+  say(s->result,
+      "  loss chunk %" PRId64 " rows chosen at N=%" PRId64
+      " (tried before %s): workspace %.2f MiB less than the default "
+      "%" PRId64 "-row chunk, device total %.2f MiB less; %" PRId64 " rows does not fit\n",
+      chunk_at(lo), c->n, next, (double)(start.head.workspace - at_lo.head.workspace) / 1048576.0, first,
+      (double)(start.bytes - at_lo.bytes) / 1048576.0, hi < count ? chunk_at(hi) : first);
+  *fitted = true;
+  return NULL;
+}
+
+/* A line in the chosen plan's notes when the search changed its loss head. */
+static void note_head(tf_plan *plan, const tf_compile_options *base) {
+  loss_head h = head_of(plan);
+  if (!h.fused || !plan->report.notes)
+    return;
+  int64_t usual = base->loss_chunk_rows > 0 ? base->loss_chunk_rows : tf_fuse_loss_chunk_rows(h.rows, h.classes);
+  usual = usual > h.rows ? h.rows : usual;
+  bool fused_here = base->fuse_loss == TF_FUSE_LOSS_AUTO &&
+                    (h.classes < TF_FUSE_LOSS_AUTO_CLASSES || 4 * h.rows * h.classes < TF_FUSE_LOSS_AUTO_BYTES);
+  char line[300];
+  if (fused_here)
+    snprintf(line, sizeof(line),
+             "loss head: fused by the budget search (auto fuses only at 128 MiB of logits or more), %" PRId64
+             "-row chunks\n",
+             h.chunk_rows);
+  else if (h.chunk_rows != usual)
+    snprintf(line, sizeof(line),
+             "loss head: %" PRId64 "-row chunks chosen by the budget search (the default %" PRId64
+             "-row chunk does not fit)\n",
+             h.chunk_rows, usual);
+  else
+    return;
+  size_t used = strlen(plan->report.notes), more = strlen(line);
+  char *notes = realloc(plan->report.notes, used + more + 1);
+  if (!notes)
+    return; /* the note is lost, the plan is whole */
+  memcpy(notes + used, line, more + 1);
+  plan->report.notes = notes;
+}
+
+static const char *const level_names[] = {"half storage", "recompute", "half storage + recompute"};
 
 tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, tf_plan **out,
                             tf_budget_result *result) {
@@ -119,74 +381,72 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
     return tf_status_new(TF_ERR_INVALID_INPUT, "graph '%s' has no batch symbol N to search", graph->name);
   if (o->base.bindings && strstr(o->base.bindings, "N="))
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--set N=... and --global-batch both fix the batch: give one");
-  tf_plan *best = NULL, *smallest = NULL;
-  double best_seconds = 0;
+  search s = {.graph = graph, .o = o, .result = result};
   tf_status status = NULL;
   for (int64_t n = o->global_batch; n >= 1 && !status; n--) {
     if (o->global_batch % n != 0)
       continue;
-    int32_t k = (int32_t)(o->global_batch / n);
-    /* At each micro-batch, in order of cost: as it is, half storage (a cast each way), recompute,
-     * both; the first that fits ends this micro-batch's attempts. */
+    /* At each micro-batch, levels in order of cost: as it is, half storage (a cast each way),
+     * recompute, both; the first level that fits as it is ends this micro-batch's attempts. A level
+     * that does not fit tries its loss head before the next level (fit_loss_head: fused where
+     * --fuse-loss auto left it unfused, then the largest chunk that fits): the head changes no
+     * stored precision and recomputes no layer, it costs weight passes per extra chunk (and, fused,
+     * one more product), which estimate_seconds counts. Those can cost more than a cast or a little
+     * recompute, so a level that fits only through its head does not end the micro-batch: the
+     * next levels are compiled as they are (no second head search) until one fits, and the faster
+     * plan is kept, as across micro-batches. */
     plan_parts plain;
     memset(&plain, 0, sizeof(plain));
+    bool head_fitted = false;
     for (int attempt = 0; attempt < 4 && !status; attempt++) {
-      tf_remat_mode remat = attempt >= 2 ? TF_REMAT_AUTO : TF_REMAT_NONE;
-      bool half = attempt % 2 == 1;
-      if ((remat == TF_REMAT_AUTO && !o->allow_remat) || (half && !o->allow_precision))
+      config c = {.n = n, .remat = attempt >= 2 ? TF_REMAT_AUTO : TF_REMAT_NONE, .half = attempt % 2 == 1};
+      if ((c.remat == TF_REMAT_AUTO && !o->allow_remat) || (c.half && !o->allow_precision))
         continue;
-      tf_plan *plan = NULL;
-      status = try_one(graph, o, n, remat, half, &plan);
+      outcome as_is;
+      status = try_config(&s, &c, &as_is);
       if (status)
         break;
-      result->tried++;
-      int64_t bytes = tf_plan_device_total(plan);
-      double seconds = estimate_seconds(plan, &o->base.target);
-      bool fits = bytes <= o->budget;
-      bool better = fits && (!best || seconds < best_seconds);
-      append(result->summary, n, k, remat == TF_REMAT_AUTO ? "auto" : "none",
-             precision_name(plan->training_config.precision), bytes, seconds,
-             fits ? (better ? " (fits, fastest so far)" : " (fits)") : " (does not fit)");
       if (attempt == 0)
-        plain = parts_of(plan);
-      if (fits && attempt > 0) {
-        plan_parts chosen = parts_of(plan);
-        append_saving(result->summary,
-                      half && remat == TF_REMAT_AUTO ? "half storage + recompute"
-                      : half                         ? "half storage"
-                                                     : "recompute",
-                      n, &plain, &chosen);
+        plain = as_is.parts;
+      if (as_is.fits) {
+        if (attempt > 0)
+          append_saving(result, level_names[attempt - 1], n, &plain, &as_is.parts);
+        break; /* no need for a dearer level at this micro-batch */
       }
-      if (better) {
-        best_seconds = seconds;
-        result->remat = remat;
-        result->precision = plan->training_config.precision;
-      }
-      keep(plan, better, &best, &smallest);
-      if (fits)
-        break; /* no need to recompute at this micro-batch */
+      if (head_fitted)
+        continue;
+      const char *next = "giving up on this micro-batch";
+      for (int later = attempt + 1; later < 4; later++)
+        if ((later < 2 || o->allow_remat) && (later % 2 == 0 || o->allow_precision)) {
+          next = level_names[later - 1];
+          break;
+        }
+      status = fit_loss_head(&s, &c, &as_is, next, &head_fitted);
     }
   }
   if (status) {
-    if (smallest != best)
-      tf_plan_destroy(smallest);
-    tf_plan_destroy(best);
+    if (s.smallest != s.best)
+      tf_plan_destroy(s.smallest);
+    tf_plan_destroy(s.best);
     return status;
   }
-  if (!best && !smallest)
+  if (!s.best && !s.smallest)
     return tf_status_new(TF_ERR_INTERNAL, "budget search compiled nothing");
-  tf_plan *chosen = best ? best : smallest;
-  if (smallest != chosen)
-    tf_plan_destroy(smallest);
-  result->fits = best != NULL;
+  tf_plan *chosen = s.best ? s.best : s.smallest;
+  if (s.smallest != chosen)
+    tf_plan_destroy(s.smallest);
+  result->fits = s.best != NULL;
   result->micro_batch = chosen->micro_batch;
   result->accumulate = chosen->accumulate;
   result->total_bytes = tf_plan_device_total(chosen);
   result->seconds_per_step = estimate_seconds(chosen, &o->base.target);
-  if (!best) {
+  loss_head head = head_of(chosen);
+  result->loss_chunk_rows = head.fused ? head.chunk_rows : 0;
+  if (!s.best) {
     result->remat = o->allow_remat ? TF_REMAT_AUTO : TF_REMAT_NONE;
     result->precision = chosen->training_config.precision;
   }
+  note_head(chosen, &o->base);
   *out = chosen;
   return NULL;
 }

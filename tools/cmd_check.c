@@ -126,6 +126,7 @@ int tf_cmd_check(int argc, char **argv) {
     if (args.global_batch > 0) {
       tf_json_int(&j, "configurations_tried", search.tried);
       tf_json_double(&j, "estimated_seconds_per_step", search.seconds_per_step);
+      tf_json_int(&j, "loss_chunk_rows", search.loss_chunk_rows);
     }
     tf_compile_args_print_memory(plan, &j);
     tf_categories_json(&current, &j);

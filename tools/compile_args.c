@@ -46,11 +46,14 @@ void tf_compile_args_help(void) {
          "                         chunks, so the [rows, V] logits and their gradient never exist; the\n"
          "                         gradient recomputes them (training plans)\n"
          "  --loss-chunk R         rows of logits a fused loss head computes at a time (default: 1/32\n"
-         "                         of the rows, at least 256, at most 64 MiB of logits)\n"
+         "                         of the rows, at least 256, at most 64 MiB of logits; the\n"
+         "                         --global-batch search may take it down to 64 rows to fit, never\n"
+         "                         one given here)\n"
          "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
          "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
-         "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N\n"
-         "                         and recompute for the fastest plan that fits\n"
+         "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N,\n"
+         "                         recompute and the fused loss head (its chunk; fusing where auto\n"
+         "                         did not) for the fastest plan that fits\n"
          "  --allow-precision P    with --global-batch: the search may also store the saved\n"
          "                         activations in P (bf16 or fp16), tried before recompute\n");
 }

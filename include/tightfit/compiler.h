@@ -67,7 +67,10 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
  * training on `global_batch` samples per optimizer step. It tries every micro-batch N that divides
  * the global batch (accumulation k = global_batch / N) and, for each, no recompute then the least
  * recompute that fits (TF_REMAT_AUTO); with allow_precision, half-precision storage first before
- * recompute at each step of that order (cheaper than recomputing). */
+ * recompute at each step of that order (cheaper than recomputing). Where one of those does not fit,
+ * the loss head is tried before the next: fused where fuse_loss AUTO left it unfused, then the
+ * largest chunk that fits (steps of 32 rows, down to 64); an explicit loss_chunk_rows is kept and
+ * TF_FUSE_LOSS_OFF never fuses. */
 typedef struct tf_budget_options {
   tf_compile_options base; /* bindings may set other symbols (T=1024); N is searched */
   int64_t budget;          /* bytes the device total (regions + overhead) must fit */
@@ -86,7 +89,8 @@ typedef struct tf_budget_result {
   int64_t total_bytes;     /* device total (regions + overhead) of the chosen plan, or of the smallest found */
   double seconds_per_step; /* the cost model's estimate */
   int32_t tried;           /* configurations compiled */
-  char summary[1024];      /* what was tried and why this was chosen, one line each */
+  int64_t loss_chunk_rows; /* the chosen plan's fused loss head: rows of logits at a time; 0: none */
+  char summary[4096];      /* what was tried and why this was chosen, one line each */
 } tf_budget_result;
 
 /* Searches; on success *out is the chosen plan (or, when nothing fits, the smallest one found, with

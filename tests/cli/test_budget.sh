@@ -136,6 +136,34 @@ check "recompute auto, f32" "grep -q 'recompute auto, f32 activations' '$dir/out
 expect 2 "--allow-precision without --global-batch" "$tf" check "$dir/gpt2-small.tfg" --target cuda --budget 7GiB \
   --set N=8,T=1024 --allow-precision bf16
 
+# The search gives the fused loss head the largest chunk that fits before recompute (issue 14):
+# gpt2-small with 8192 classes at 1 x 1024, fused, on the cpu; the default chunk is 256 rows, each
+# 32 rows less take 1 MiB off. 1996 MiB lies between the 160-row plan (2092822656 bytes) and the
+# 192-row one (2093871232); compile with each chunk given says so from the plans themselves.
+"$tf" zoo gpt2-small --param vocab=8192 -o "$dir/g8k.tfg" > /dev/null
+g8k="$dir/g8k.tfg --set T=1024 --optimizer adamw --fuse-loss on --target cpu --budget 1996MiB"
+expect 1 "compile 1 x 1024 with the default 256-row chunk does not fit 1996 MiB" "$tf" compile $g8k --set N=1
+expect 1 "the 192-row chunk does not fit either" "$tf" compile $g8k --set N=1 --loss-chunk 192 --json
+check "192 rows: 2093871232 bytes, 913536 over" \
+  "grep -q '\"device_total_bytes\": 2093871232' '$dir/out' && grep -q '\"shortfall_bytes\": 913536' '$dir/out'"
+expect 0 "the 160-row chunk fits" "$tf" compile $g8k --set N=1 --loss-chunk 160 --json
+check "160 rows: 2092822656 bytes" "grep -q '\"device_total_bytes\": 2092822656' '$dir/out'"
+expect 0 "check --global-batch 1 fits by the chunk" "$tf" check $g8k --global-batch 1
+check "micro-batch 1 without recompute" \
+  "grep -q 'micro-batch 1 x 1 accumulation = global batch 1, recompute none, f32 activations' '$dir/out'"
+check "the search says which chunk, what it saved and the next one up that does not fit" \
+  "grep -q '  loss chunk 160 rows chosen at N=1 (tried before recompute): workspace 3.00 MiB less than the default 256-row chunk, device total 3.00 MiB less; 192 rows does not fit' '$dir/out'"
+check "recompute was compiled too, and is slower" "grep -q 'N=1 x k=1, recompute auto, f32: .* (fits)\$' '$dir/out'"
+expect 0 "check --json" "$tf" check $g8k --global-batch 1 --json
+check "the chosen chunk is 160 rows" "grep -q '\"loss_chunk_rows\": 160' '$dir/out'"
+expect 0 "compile --global-batch 1 writes the plan" "$tf" compile $g8k --global-batch 1 -o "$dir/g8k.tfplan"
+expect 0 "report on it" "$tf" report "$dir/g8k.tfplan"
+check "the plan's notes say why" \
+  "grep -q 'loss head: 160-row chunks chosen by the budget search (the default 256-row chunk does not fit)' '$dir/out'"
+expect 0 "an explicit --loss-chunk 256 is kept: the search recomputes instead" "$tf" check $g8k --global-batch 1 \
+  --loss-chunk 256 --json
+check "chunk 256, recompute auto" "grep -q '\"loss_chunk_rows\": 256' '$dir/out' && grep -q '\"remat\": \"auto\"' '$dir/out'"
+
 # The plan file keeps the parts; report shows them with their sources and sums them the same way.
 expect 0 "compile --gpu t4 writes a plan" "$tf" compile "$dir/mlp.tfg" --set N=32 --gpu t4 -o "$dir/t4.tfplan"
 expect 0 "report --json on it" "$tf" report "$dir/t4.tfplan" --json
