@@ -56,10 +56,6 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     c->precision = o->precision;
   if ((int)c->precision < 0 || c->precision > TF_PRECISION_F16)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown precision %d (0 f32, 1 bf16, 2 f16)", (int)c->precision);
-  if (c->precision != TF_PRECISION_F32 && o->target.kind == TF_TARGET_VULKAN)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "precision %s: the vulkan backend stores no f16/bf16 tensors yet; compile in f32 for vulkan",
-                         c->precision == TF_PRECISION_BF16 ? "bf16" : "f16");
   if (!isfinite(c->learning_rate) || c->beta1 >= 1 || c->beta2 >= 1)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "invalid optimizer settings: lr %g, betas %g/%g", c->learning_rate,
                          c->beta1, c->beta2);
