@@ -69,10 +69,6 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
                          "loss scale %g: it must be a power of two from 2^%d to 2^%d (scaling by a power of two is "
                          "exact, so the scaled step updates the weights as the unscaled one would)",
                          c->loss_scale, TF_LOSS_SCALE_MIN_LOG2, TF_LOSS_SCALE_MAX_LOG2);
-  if (c->precision != TF_PRECISION_F32 && o->target.kind == TF_TARGET_VULKAN)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "precision %s: the vulkan backend stores no f16/bf16 tensors yet; compile in f32 for vulkan",
-                         c->precision == TF_PRECISION_BF16 ? "bf16" : "f16");
   if (!isfinite(c->learning_rate) || c->beta1 >= 1 || c->beta2 >= 1)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "invalid optimizer settings: lr %g, betas %g/%g", c->learning_rate,
                          c->beta1, c->beta2);

@@ -103,20 +103,6 @@ static tf_dtype storage_type(tf_precision policy, tf_precision override) {
 
 static bool asks_half(tf_precision override) { return override == TF_PRECISION_BF16 || override == TF_PRECISION_F16; }
 
-/* The vulkan backend has no f16/bf16 tensors yet: compile.c refuses a half policy for it, and a
- * half override is refused here the same way (one place to lift both when the backend gains them). */
-static tf_status check_target(const tf_training *t) {
-  if (t->options.target.kind != TF_TARGET_VULKAN)
-    return NULL;
-  for (int32_t n = 0; n < t->g->n_nodes; n++)
-    if (asks_half(t->g->nodes[n].precision))
-      return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "precision override %s on node '%s': the vulkan backend stores no f16/bf16 tensors yet; "
-                           "compile in f32 for vulkan",
-                           tf_precision_name(t->g->nodes[n].precision), t->g->nodes[n].name);
-  return NULL;
-}
-
 /* What the overrides did, for the note: nodes whose override decided a saved activation's type,
  * nodes whose half override was ignored (their output feeds the loss), nodes that save nothing. */
 typedef struct override_counts {
@@ -152,7 +138,6 @@ tf_status tf_precision_pass(tf_training *t) {
     snprintf(t->precision_notes, sizeof(t->precision_notes), "precision: f32");
     return NULL;
   }
-  TF_RETURN_IF_ERROR(check_target(t));
   unsigned char *kept = classify(t);
   if (!kept)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "precision: out of memory");

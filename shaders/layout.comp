@@ -5,6 +5,16 @@
 // 32-bit words: the host describes an 8-byte element as an extra innermost axis of 2 words, so
 // any dtype of 4 or 8 bytes moves bit for bit. cast between f32 and i32 is the same walk with a
 // conversion (kernels/cpu/cast.c: truncation toward zero, saturated, NaN to 0; to f32 rounded).
+//
+// cast between f32 and f16 or bf16 (convert 3..6) walks the 16-bit side by 32-bit words, each
+// invocation a pair of elements packed in one uint, so no 16-bit storage feature is needed. The
+// conversions are integer code, bit for bit those of kernels/cpu/cast.c: to f16/bf16 rounded to
+// nearest even, overflow to infinity, NaN to the quiet NaN of its sign (0x7E00, 0x7FC0), -0 kept,
+// f16 subnormals exact; to f32 exact, a NaN quieted (payload and sign kept), as the CPU's pass
+// through double does. With an odd count the last word holds one element and 2 bytes past the
+// buffer: the cast down writes them as 0. They belong to no other buffer: every buffer starts at a
+// multiple of the plan's alignment (4 or more, which the lowering checks), and the binding's range
+// is the buffer's size rounded up to 4 bytes (vk_record.c).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -20,8 +30,85 @@ layout(push_constant) uniform Push {
   uint shape[6];
   uint src_stride[6];
   uint dst_stride[6];
-  uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32
+  uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
+                   // 6: bf16 -> f32 (3..6: count is in elements, contiguous, bases and strides unused)
 } pc;
+
+const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
+
+// f32 bits -> f16 bits, round to nearest even.
+uint half_from_f32(uint f) {
+  uint sign = (f >> 16) & 0x8000u, magnitude = f & 0x7FFFFFFFu;
+  if (magnitude > 0x7F800000u)
+    return sign | 0x7E00u; // NaN
+  if (magnitude >= 0x477FF000u)
+    return sign | 0x7C00u; // 65520 (halfway from 65504 to 2^16) and up, infinity too
+  if (magnitude >= 0x38800000u) { // 2^-14 and up: normal; rebias the exponent from 127 to 15
+    uint h = (magnitude >> 13) - (112u << 10), rest = magnitude & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0u))
+      h++; // a carry out of the mantissa bumps the exponent: still the right bits
+    return sign | h;
+  }
+  if (magnitude <= 0x33000000u)
+    return sign; // at most 2^-25, half the smallest subnormal (a tie, to the even 0)
+  // Subnormal: the significand in units of 2^-24. Rounding up from 0x3FF gives 0x400, the smallest
+  // normal's bits.
+  uint significand = (magnitude & 0x7FFFFFu) | 0x800000u, shift = 126u - (magnitude >> 23);
+  uint kept = significand >> shift, rest = significand & ((1u << shift) - 1u), tie = 1u << (shift - 1u);
+  if (rest > tie || (rest == tie && (kept & 1u) != 0u))
+    kept++;
+  return sign | kept;
+}
+
+// f16 bits -> f32 bits, exact.
+uint f32_from_half(uint h) {
+  uint sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 31u, mantissa = h & 0x3FFu;
+  if (exponent == 31u)
+    return sign | 0x7F800000u | (mantissa << 13) | (mantissa != 0u ? 0x400000u : 0u);
+  if (exponent != 0u)
+    return sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  if (mantissa == 0u)
+    return sign;
+  int top = findMSB(mantissa); // mantissa x 2^-24 = 2^(top - 24) x (mantissa / 2^top)
+  return sign | (uint(top + 103) << 23) | ((mantissa << uint(23 - top)) & 0x7FFFFFu);
+}
+
+// f32 bits -> bf16 bits (the high half), round to nearest even.
+uint bf16_from_f32(uint f) {
+  if ((f & 0x7FFFFFFFu) > 0x7F800000u)
+    return ((f >> 16) & 0x8000u) | 0x7FC0u; // NaN
+  uint h = f >> 16, rest = f & 0xFFFFu;
+  if (rest > 0x8000u || (rest == 0x8000u && (h & 1u) != 0u))
+    h++; // the largest finite values round up to infinity by the carry
+  return h;
+}
+
+// bf16 bits -> f32 bits, exact.
+uint f32_from_bf16(uint h) {
+  uint f = h << 16;
+  return (f & 0x7FFFFFFFu) > 0x7F800000u ? f | 0x400000u : f;
+}
+
+// Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
+void cast_pairs() {
+  uint words = (pc.count + 1u) / 2u;
+  bool down = pc.convert == CONVERT_TO_F16 || pc.convert == CONVERT_TO_BF16;
+  bool f16 = pc.convert == CONVERT_TO_F16 || pc.convert == CONVERT_FROM_F16;
+  for (uint i = gl_GlobalInvocationID.x; i < words; i += grid_size()) {
+    bool pair = 2u * i + 1u < pc.count;
+    if (down) {
+      uint low = src[2u * i], high = pair ? src[2u * i + 1u] : 0u;
+      low = f16 ? half_from_f32(low) : bf16_from_f32(low);
+      high = pair ? (f16 ? half_from_f32(high) : bf16_from_f32(high)) : 0u;
+      dst[i] = low | (high << 16);
+    } else {
+      uint word = src[i];
+      dst[2u * i] = f16 ? f32_from_half(word & 0xFFFFu) : f32_from_bf16(word & 0xFFFFu);
+      if (pair)
+        dst[2u * i + 1u] = f16 ? f32_from_half(word >> 16) : f32_from_bf16(word >> 16);
+    }
+  }
+}
 
 uint converted(uint word) {
   if (pc.convert == 1u) {
@@ -34,7 +121,7 @@ uint converted(uint word) {
   return word;
 }
 
-void main() {
+void gather() {
   for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
     uint rest = i, s = pc.src_base, d = pc.dst_base;
     for (int axis = int(pc.rank) - 1; axis >= 0; axis--) {
@@ -45,4 +132,11 @@ void main() {
     }
     dst[d] = converted(src[s]);
   }
+}
+
+void main() {
+  if (pc.convert >= CONVERT_TO_F16)
+    cast_pairs();
+  else
+    gather();
 }

@@ -75,7 +75,9 @@ static bool moves_bytes_only(tf_op op) {
 }
 
 /* The shaders compute in f32 and index with i32 (ids, labels); layout ops move 4- and 8-byte
- * elements of any dtype. f16/bf16 storage would be a shader variant per dtype (see shaders/README). */
+ * elements of any dtype; cast also reads and writes f16 and bf16 (which pairs: vk_lower_cast), the
+ * storage of half-precision plans. f16/bf16 compute would be a shader variant per dtype (see
+ * shaders/README). */
 static tf_status check_dtypes(const vk_lower *l) {
   const tf_op_info *info = tf_op_info_get(l->step->op);
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
@@ -87,6 +89,8 @@ static tf_status check_dtypes(const vk_lower *l) {
       if (l->step->op == TF_OP_RESHAPE || tf_dtype_size(b->dtype) == 4 || tf_dtype_size(b->dtype) == 8)
         continue;
     } else if (b->dtype == TF_F32 || b->dtype == TF_I32) {
+      continue;
+    } else if (l->step->op == TF_OP_CAST && (b->dtype == TF_F16 || b->dtype == TF_BF16)) {
       continue;
     }
     return vk_refuse(l, "buffer '%s' is %s; the Vulkan shaders take f32 data and i32 ids and labels%s", b->name,

@@ -1,7 +1,8 @@
 /* Steps that move elements without computing (kernels/cpu/layout.c): reshape is a buffer copy;
  * transpose, expand, slice, slice_grad and concat are strided gathers (shaders/layout.comp) of
  * 32-bit words, an 8-byte element being two of them; cast between f32 and i32 is a gather that
- * converts. */
+ * converts, cast between f32 and f16 or bf16 a walk over element pairs (one 32-bit word of the
+ * 16-bit side each), so no 16-bit storage feature is needed. */
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
@@ -11,8 +12,19 @@
 typedef struct layout_push {
   uint32_t count, rank, src_base, dst_base;
   uint32_t shape[GATHER_RANK], src_stride[GATHER_RANK], dst_stride[GATHER_RANK];
-  uint32_t convert; /* 0: copy, 1: f32 -> i32, 2: i32 -> f32 */
+  uint32_t convert; /* a layout_convert */
 } layout_push;
+
+/* shaders/layout.comp's conversions (its pc.convert). */
+typedef enum layout_convert {
+  CONVERT_NONE = 0,
+  CONVERT_F32_TO_I32 = 1,
+  CONVERT_I32_TO_F32 = 2,
+  CONVERT_F32_TO_F16 = 3,
+  CONVERT_F16_TO_F32 = 4,
+  CONVERT_F32_TO_BF16 = 5,
+  CONVERT_BF16_TO_F32 = 6,
+} layout_convert;
 
 /* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
  * elements of `size` bytes (4 or 8), converted by `convert` (4-byte elements). */
@@ -62,7 +74,7 @@ static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_
 static tf_status gather(vk_lower *l, int32_t src, int32_t dst, int32_t rank, const int64_t *shape,
                         const int64_t *src_stride, const int64_t *dst_stride, int64_t src_base, int64_t dst_base,
                         int64_t size) {
-  return gather_converting(l, src, dst, rank, shape, src_stride, dst_stride, src_base, dst_base, size, 0);
+  return gather_converting(l, src, dst, rank, shape, src_stride, dst_stride, src_base, dst_base, size, CONVERT_NONE);
 }
 
 /* Python's rule for a slice bound: negative counts from the end, then clamp to [0, dim]. */
@@ -136,12 +148,51 @@ tf_status vk_lower_layout(vk_lower *l) {
   }
 }
 
+/* cast between f32 and f16/bf16: element pairs, one 32-bit word of the 16-bit side per invocation.
+ * With an odd count the cast down also writes the 2 bytes after the last element (as 0); they lie
+ * in the binding (its range is rounded up to 4 bytes) and belong to no other buffer as long as
+ * every buffer starts at a multiple of 4, which the plan's alignment ensures. */
+static tf_status cast_pairs(vk_lower *l, const tf_plan_buffer *out, layout_convert convert) {
+  if (l->plan->alignment % 4 != 0)
+    return vk_refuse(l,
+                     "a cast to or from a 16-bit type works in 32-bit words, so buffers must start at multiples of 4 "
+                     "bytes; the plan's alignment is %lld",
+                     (long long)l->plan->alignment);
+  int64_t count = vk_count(out);
+  if (count == 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, "the cast"));
+  layout_push push;
+  memset(&push, 0, sizeof(push));
+  push.count = (uint32_t)count;
+  push.convert = convert;
+  int32_t buffers[2] = {vk_in(l, 0), vk_out(l, 0)};
+  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push), vk_groups((count + 1) / 2, 256), 1,
+                          1);
+}
+
 tf_status vk_lower_cast(vk_lower *l) {
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
   if (x->dtype == out->dtype)
     return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
-  int64_t strides[TF_MAX_RANK];
-  vk_contiguous_strides(out, strides);
-  uint32_t convert = x->dtype == TF_F32 ? 1u : 2u; // the dtype check allows f32 and i32 only
-  return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4, convert);
+  static const struct {
+    tf_dtype from, to;
+    layout_convert convert;
+  } pairs[] = {
+      {TF_F32, TF_I32, CONVERT_F32_TO_I32},   {TF_I32, TF_F32, CONVERT_I32_TO_F32},
+      {TF_F32, TF_F16, CONVERT_F32_TO_F16},   {TF_F16, TF_F32, CONVERT_F16_TO_F32},
+      {TF_F32, TF_BF16, CONVERT_F32_TO_BF16}, {TF_BF16, TF_F32, CONVERT_BF16_TO_F32},
+  };
+  for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+    if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
+      continue;
+    if (pairs[i].convert >= CONVERT_F32_TO_F16)
+      return cast_pairs(l, out, pairs[i].convert);
+    int64_t strides[TF_MAX_RANK];
+    vk_contiguous_strides(out, strides);
+    return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4,
+                             pairs[i].convert);
+  }
+  return vk_refuse(l, "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, f16 and bf16 only",
+                   tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
 }

@@ -88,6 +88,21 @@ static void build_cast(tf_graph *g, const conf_case *c) {
   tf_test_finish_probe(g, c->dtype == TF_F32 ? y : tf_cast(g, y, TF_F32));
 }
 
+/* Bit-exactness of the half casts (conf_data.patterns): `from` -> `to` -> `from`, each result a
+ * graph output: f16/bf16 ones compared bit for bit, and f32 ones step by step bit for bit with the
+ * CPU kernel. Nothing to train: the inference plan only. */
+static void cast_there_and_back(tf_graph *g, const conf_case *c, tf_dtype from, tf_dtype to) {
+  tf_tensor_id there = tf_cast(g, tf_graph_input(g, "x", from, shape_of(&c->shapes[0])), to);
+  tf_graph_add_output(g, there);
+  tf_graph_add_output(g, tf_cast(g, there, from));
+}
+
+/* f32 special values and random bits -> dtype -> f32. */
+static void build_cast_f32_patterns(tf_graph *g, const conf_case *c) { cast_there_and_back(g, c, TF_F32, c->dtype); }
+
+/* Every 16-bit value of dtype -> f32 -> dtype. */
+static void build_cast_half_patterns(tf_graph *g, const conf_case *c) { cast_there_and_back(g, c, c->dtype, TF_F32); }
+
 /* Values up to 3e9 through i32, which saturates: nothing to train (the integers cut the gradient). */
 static void build_cast_saturating(tf_graph *g, const conf_case *c) {
   tf_tensor_id x =
@@ -195,6 +210,8 @@ static void build_pair_loss(tf_graph *g, const conf_case *c) {
 #define ADAMW .settings.optimizer = CONF_ADAMW
 #define MATH .settings.family = CONF_MATH
 #define EXACT .settings.family = CONF_EXACT
+#define HALF_PATTERNS                                                                                                  \
+  EXACT, .settings.data.patterns = true, .settings.forward_only = true, .settings.needs = CONF_NEEDS_HALF
 #define LONG_SUMS .settings.family = CONF_LONG_SUMS
 #define CONV(sh, sw, ph, pw, dh, dw, oh, ow, g)                                                                        \
   { {sh, sw}, {ph, pw}, {dh, dw}, {oh, ow}, g }
@@ -246,6 +263,15 @@ static const conf_case cases[] = {
      .settings.needs = CONF_NEEDS_HALF},
     {"cast f32 -> i32 (saturating) -> f32", build_cast_saturating, .shapes = {DIMS(5, 67)}, EXACT,
      .settings.forward_only = true},
+    /* the half casts bit for bit: ties, overflow, NaNs, infinities, signed zeros, subnormals; odd counts */
+    {"cast f32->f16->f32 special values + random bits [4097]", build_cast_f32_patterns, .shapes = {DIMS(4097)},
+     .dtype = TF_F16, HALF_PATTERNS},
+    {"cast f32->bf16->f32 special values + random bits [4097]", build_cast_f32_patterns, .shapes = {DIMS(4097)},
+     .dtype = TF_BF16, HALF_PATTERNS},
+    {"cast f16->f32->f16 every f16 [65537]", build_cast_half_patterns, .shapes = {DIMS(65537)}, .dtype = TF_F16,
+     HALF_PATTERNS},
+    {"cast bf16->f32->bf16 every bf16 [65537]", build_cast_half_patterns, .shapes = {DIMS(65537)}, .dtype = TF_BF16,
+     HALF_PATTERNS},
 
     /* reductions: axes, keepdims, strided groups, few long groups, partials, split columns */
     {"sum axis 0 [5,7,11]", build_reduce, .op = TF_OP_SUM, .shapes = {DIMS(5, 7, 11)}, .axes = {0}, .n_axes = 1},

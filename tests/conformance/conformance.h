@@ -15,9 +15,10 @@
  *      optimizer state are compared with the same plan run by the f32 CPU kernels on the host;
  *   3. the inference plan of the same graph, end to end (step by step too for a case with nothing to
  *      train, which has no training plan).
- * Tolerances are in tolerance.c: per op for f32 data, bitwise for every other dtype. A case whose
- * plan holds an op the backend does not claim is skipped on it (and says so); one that needs what
- * the backend refuses must be refused. Drivers: test_conformance_cpu, test_vulkan_ops, test_cuda_ops. */
+ * Tolerances are in tolerance.c: per op for f32 data, bitwise for every other dtype and for a
+ * cast's f32 output against the f32 CPU kernel. A case whose plan holds an op the backend does not claim is skipped on
+ * it (and says so); one that needs what the backend refuses must be refused. Drivers: test_conformance_cpu,
+ * test_vulkan_ops, test_cuda_ops. */
 #ifndef TIGHTFIT_TESTS_CONFORMANCE_CONFORMANCE_H
 #define TIGHTFIT_TESTS_CONFORMANCE_CONFORMANCE_H
 
@@ -45,12 +46,20 @@ typedef struct conf_backend {
 } conf_backend;
 
 /* Inputs and labels: f32 normal; integers in [0, int_high), every 7th replaced by int_special when
- * `special` is set. Seed 0 means seed 1. */
+ * `special` is set. With `patterns` (the casts' bit-exactness cases), f32 inputs hold the special
+ * values of conf_special_f32 (signed zeros, infinities, NaNs, overflow, ties, f16 and f32
+ * subnormals), then random bit patterns; f16 and bf16 inputs hold element k = bits k mod 65536
+ * (every 16-bit value once from 65536 elements on); without, random bits. Seed 0 means seed 1. */
 typedef struct conf_data {
   uint64_t seed;
   int32_t int_high, int_special;
   bool special;
+  bool patterns;
 } conf_data;
+
+/* The f32 bit patterns an f32 input starts with under conf_data.patterns (harness.c). */
+extern const uint32_t conf_special_f32[];
+extern const int32_t conf_special_f32_count;
 
 /* The end-to-end tolerance of a case (tolerance.c): test_vulkan_ops' families, |backend - cpu| <=
  * atol + rtol |cpu|, and for sums of tens of thousands of terms the same scaled by max(1, max |cpu|). */

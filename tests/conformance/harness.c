@@ -34,18 +34,51 @@ static float normal(uint64_t *state) {
   return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
+/* What kernels/cpu/cast.c must get right bit for bit, as f32 bits (f16: 1 sign, 5 exponent and 10
+ * mantissa bits, largest finite 65504, subnormals k x 2^-24; bf16: the high half of an f32). */
+const uint32_t conf_special_f32[] = {
+    0x00000000, 0x80000000, 0x3F800000, 0xBF800000,             /* +-0, +-1 */
+    0x7F800000, 0xFF800000,                                     /* +-inf */
+    0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFA00000, 0x7FFFFFFF, /* NaNs: quiet, signalling, payloads */
+    0x3DCCCCCD, 0x40490FDB, 0xC0490FDB,                         /* 0.1, +-pi */
+    /* f16 */
+    0x477FE000, 0x477FEFFF, 0x477FF000, 0xC77FF000, 0x477FF001, /* 65504; below, at and past 65520 (the tie to inf) */
+    0x47800000, 0x49742400, 0xC9742400,                         /* 2^16, +-1e6: overflow */
+    0x3F801000, 0x3F803000, 0xBF801000,                         /* 1 + 2^-11, 1 + 3 x 2^-11, -(1 + 2^-11): ties */
+    0x3F801001, 0x3F800FFF,                                     /* either side of a tie */
+    0x33800000, 0xB3800000, 0x33000000, 0x33000001, 0xB2FFFFFF, /* 2^-24 (smallest subnormal), 2^-25 (a tie to 0) */
+    0x33C00000, 0x34200000, 0x387FC000,                         /* 1.5, 2.5 and 1023 x 2^-24 */
+    0x387FE000, 0x38800000, 0x38000000, 0x32000000,             /* 2^-14 - 2^-25 (a tie to 2^-14), 2^-14, 2^-15 */
+    /* bf16, and f32 subnormals */
+    0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF,             /* ties 1 + 2^-8, 1 + 3 x 2^-8, either side */
+    0x7F7FFFFF, 0xFF7FFFFF, 0x7F7F7FFF, 0x7F7F8000, 0x7F7E8000, /* FLT_MAX (to inf), below, odd and even ties */
+    0x00000001, 0x80000001, 0x007FFFFF, 0x00800000,             /* f32 subnormals, FLT_MIN */
+    0x00008000, 0x00018000, 0x00010000, 0x80008001,             /* bf16 ties and non-ties among f32 subnormals */
+};
+const int32_t conf_special_f32_count = (int32_t)(sizeof(conf_special_f32) / sizeof(conf_special_f32[0]));
+
 static void fill(void *host, const tf_plan_buffer *b, const conf_data *data, uint64_t *state) {
   const int64_t n = b->bytes / tf_dtype_size(b->dtype);
   const uint64_t high = (uint64_t)(data->int_high > 0 ? data->int_high : 1);
   for (int64_t k = 0; k < n; k++) {
-    int64_t value = (int64_t)(next_random(state) % high);
+    const uint64_t bits = next_random(state);
+    int64_t value = (int64_t)(bits % high);
     if (data->special && k % 7 == 3)
       value = data->int_special;
     switch (b->dtype) {
     case TF_I32: ((int32_t *)host)[k] = (int32_t)value; break;
     case TF_I64: ((int64_t *)host)[k] = value; break;
     case TF_U8: ((uint8_t *)host)[k] = (uint8_t)value; break;
-    default: ((float *)host)[k] = normal(state); break;
+    case TF_F16:
+    case TF_BF16: ((uint16_t *)host)[k] = (uint16_t)(data->patterns ? (uint64_t)k : bits); break;
+    default:
+      if (data->patterns) {
+        const uint32_t word = k < conf_special_f32_count ? conf_special_f32[k] : (uint32_t)(bits >> 32);
+        memcpy((float *)host + k, &word, sizeof(word));
+      } else {
+        ((float *)host)[k] = normal(state);
+      }
+      break;
     }
   }
 }

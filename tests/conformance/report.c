@@ -81,6 +81,17 @@ void conf_compare_step(tf_test_counts *counts, const char *backend, const char *
         "max(1, max |cpu|) + rtol %.1e x |cpu|)",
         label, backend, s, step->name, tf_op_name(step->op), b->name, (long long)d32.at, d32.at >= 0 ? y[d32.at] : 0.0,
         d32.at >= 0 ? value_at(cpu, false, d32.at) : 0.0, d32.ratio, t32.atol, t32.rtol);
+  if (step->op == TF_OP_CAST) { /* a cast's f32 result is exact: equal bits, signed zeros and NaNs too */
+    const int64_t at = first_difference(b, got, cpu);
+    uint32_t bits[2] = {0, 0};
+    if (at >= 0) {
+      memcpy(&bits[0], (const char *)got + at * 4, 4);
+      memcpy(&bits[1], (const char *)cpu + at * 4, 4);
+    }
+    CHECK(counts, at < 0, "%s on %s: step %d '%s' (cast): f32 output '%s'[%lld] is 0x%08X, the f32 CPU kernel's 0x%08X",
+          label, backend, s, step->name, b->name, (long long)at, bits[0], bits[1]);
+    errors->worst32 = at >= 0 ? INFINITY : errors->worst32;
+  }
   errors->worst64 = fmax(errors->worst64, d64.ratio);
   errors->abs64 = fmax(errors->abs64, d64.abs);
   errors->scaled64 = fmax(errors->scaled64, d64.magnitude > 0 ? d64.abs / d64.magnitude : 0);

@@ -358,10 +358,8 @@ int main(void) {
     }
     if (!device_opens(backends[i]))
       continue;
-    if (strcmp(backends[i], "vulkan") != 0) { /* the vulkan target refuses f16 plans */
-      exact_scaling(backends[i]);
-      skipped_step(backends[i]);
-    }
+    exact_scaling(backends[i]);
+    skipped_step(backends[i]);
     clipped_f32(backends[i]);
   }
   return tf_test_finish("test_loss_scale", &counts);

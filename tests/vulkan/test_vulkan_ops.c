@@ -2,10 +2,11 @@
  * every step of its plans against the f64 CPU reference kernels and the f32 ones, end to end against
  * the CPU, and every op of the op table run on Vulkan at least once (the backend has no query for
  * the ops it lowers, so it claims them all: a refused op fails). Cases needing what the shaders do
- * not take (i64 ids and labels, f16 and bf16 data, attention heads wider than 128) must be refused
- * at session creation. Then what only Vulkan has: its refusals, lavapipe's loop limit, a missing
- * loader. Runs under the validation layer (both shader variants: test_vulkan_ops_no_subgroups runs
- * it with TIGHTFIT_VULKAN_SUBGROUPS=0); prints SKIP and exits 77 without a Vulkan device. */
+ * not take (i64 ids and labels, attention heads wider than 128) must be refused at session
+ * creation; f16 and bf16 buffers, which only cast reads and writes, run (bit for bit the CPU's).
+ * Then what only Vulkan has: its refusals, lavapipe's loop limit, a missing loader. Runs under
+ * the validation layer (both shader variants: test_vulkan_ops_no_subgroups runs it with
+ * TIGHTFIT_VULKAN_SUBGROUPS=0); prints SKIP and exits 77 without a Vulkan device. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +20,9 @@
 
 static tf_test_counts counts;
 static conf_coverage coverage;
-static const conf_backend backend = {.name = "vulkan",
-                                     .target = TF_TARGET_VULKAN,
-                                     .claims = NULL,
-                                     .refuses = CONF_NEEDS_I64 | CONF_NEEDS_HALF | CONF_NEEDS_WIDE_HEADS};
-static const conf_settings FLOATS = {{1, 0, 0, false}, CONF_SGD, CONF_SUMS, false, 0};
+static const conf_backend backend = {
+    .name = "vulkan", .target = TF_TARGET_VULKAN, .claims = NULL, .refuses = CONF_NEEDS_I64 | CONF_NEEDS_WIDE_HEADS};
+static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0};
 
 /* Whether the device is lavapipe, whose shader loops end silently after 65,535 iterations per
  * invocation: steps that could need more are refused (vk_check_loops), not run wrong. */

@@ -1,6 +1,8 @@
 /* Whole training runs on Vulkan against the CPU backend, and the promises around them:
  *   - mlp, cnn and a 2-layer gpt train 20 optimizer steps with equal data; every step's loss agrees
  *     within 1e-4 relative (AdamW with global-norm clipping; the cnn accumulates 2 micro-batches);
+ *   - the gpt again with its saved activations stored in bf16 and in f16 (--precision): the Vulkan
+ *     plan holds the half buffers and their casts, and every step's loss agrees within 1e-5;
  *   - SGD (momentum, weight decay) and AdamW leave the same parameters and optimizer state;
  *   - memory: the session allocates exactly the plan's bytes, nothing after create; the backend
  *     holds the regions plus its documented fixed overhead (staging + run state) and allocates
@@ -64,8 +66,26 @@ static double train_step(tf_session *s, const tf_plan *plan, const parity_data *
   return loss_sum / plan->accumulate;
 }
 
-static void test_training(const char *label, const char *preset, const char *const *overrides, int32_t n_overrides,
-                          const char *bindings, int32_t accumulate, int32_t classes) {
+/* The buffers of `dtype` in `plan` and the cast steps, to show that a half-precision plan stores
+ * something in half precision and casts it on the backend under test. */
+static int32_t count_buffers(const tf_plan *plan, tf_dtype dtype) {
+  int32_t n = 0;
+  for (int32_t i = 0; plan && i < plan->n_buffers; i++)
+    n += plan->buffers[i].dtype == dtype;
+  return n;
+}
+
+static int32_t count_casts(const tf_plan *plan) {
+  int32_t n = 0;
+  for (int32_t s = 0; plan && s < plan->n_steps; s++)
+    n += plan->steps[s].op == TF_OP_CAST;
+  return n;
+}
+
+/* `limit`: the largest relative difference of a step's loss allowed. */
+static void test_training_precision(const char *label, const char *preset, const char *const *overrides,
+                                    int32_t n_overrides, const char *bindings, int32_t accumulate, int32_t classes,
+                                    tf_precision precision, double limit) {
   tf_graph *g = build(preset, overrides, n_overrides);
   if (!g)
     return;
@@ -76,11 +96,21 @@ static void test_training(const char *label, const char *preset, const char *con
   options.weight_decay = 0.01;
   options.clip_norm = 1.0;
   options.accumulate = accumulate;
+  options.set_precision = true;
+  options.precision = precision;
   tf_plan *plans[2];
   tf_session *sessions[2];
   tf_status status = parity_open(g, &options, plans, sessions);
   CHECK(&counts, status == NULL, "%s: %s", label, tf_status_message(status));
   tf_status_free(status);
+  if (precision != TF_PRECISION_F32) {
+    const tf_dtype half = precision == TF_PRECISION_F16 ? TF_F16 : TF_BF16;
+    const int32_t stored = count_buffers(plans[1], half), casts = count_casts(plans[1]);
+    CHECK(&counts, stored > 0 && casts >= 2 * stored, "%s: the vulkan plan holds %d %s buffers and %d casts", label,
+          stored, tf_dtype_name(half), casts);
+    printf("%-36s the vulkan plan stores %d activations as %s (%d cast steps)\n", label, stored, tf_dtype_name(half),
+           casts);
+  }
   double worst = 0, seconds[2] = {0, 0}, first[2] = {0, 0}, last[2] = {0, 0};
   parity_data data = {.seed = 100, .int_high = classes, .int_special = INT32_MIN};
   for (int64_t step = 0; step < 20 && !status && counts.failed == 0; step++) {
@@ -89,7 +119,8 @@ static void test_training(const char *label, const char *preset, const char *con
       loss[b] = train_step(sessions[b], plans[b], &data, step, &seconds[b]);
     double relative = fabs(loss[1] - loss[0]) / fabs(loss[0]);
     worst = relative > worst || isnan(relative) ? relative : worst;
-    CHECK(&counts, relative <= 1e-4, "%s step %" PRId64 ": cpu loss %.9g, vulkan %.9g", label, step, loss[0], loss[1]);
+    CHECK(&counts, relative <= limit, "%s step %" PRId64 ": cpu loss %.9g, vulkan %.9g (limit %.0e relative)", label,
+          step, loss[0], loss[1], limit);
     for (int b = 0; b < 2; b++) {
       if (step == 0)
         first[b] = loss[b];
@@ -97,10 +128,15 @@ static void test_training(const char *label, const char *preset, const char *con
     }
   }
   printf("%-36s 20 steps x %d micro-batches: loss %.6f -> %.6f (cpu), %.6f -> %.6f (vulkan); worst relative "
-         "difference %.2e (limit 1e-4); %.1f ms/step cpu, %.1f ms/step vulkan (lavapipe)\n",
-         label, accumulate, first[0], last[0], first[1], last[1], worst, seconds[0] * 50, seconds[1] * 50);
+         "difference %.2e (limit %.0e); %.1f ms/step cpu, %.1f ms/step vulkan (lavapipe)\n",
+         label, accumulate, first[0], last[0], first[1], last[1], worst, limit, seconds[0] * 50, seconds[1] * 50);
   parity_close(plans, sessions);
   tf_graph_destroy(g);
+}
+
+static void test_training(const char *label, const char *preset, const char *const *overrides, int32_t n_overrides,
+                          const char *bindings, int32_t accumulate, int32_t classes) {
+  test_training_precision(label, preset, overrides, n_overrides, bindings, accumulate, classes, TF_PRECISION_F32, 1e-4);
 }
 
 /* Every parameter and optimizer-state buffer equal within `tolerance` after `steps` steps. */
@@ -383,6 +419,18 @@ int main(void) {
   test_training("cnn (N=8, accumulate 2)", "cnn", NULL, 0, "N=8", 2, 10);
   const char *gpt[] = {"layers=2", "seq=64"};
   test_training("gpt (2 layers, N=2, T=64)", "gpt", gpt, 2, "N=2", 1, 128);
+  // Half-precision storage of the saved activations (compiler/precision.c): the same plan options on
+  // both backends, so the casts round the same activations, and Vulkan's casts are bit for bit the
+  // CPU's (tests/conformance); the f32 values they round differ in the last bits only, and an
+  // element that lands on the other side of a rounding boundary moves by one half-precision ulp.
+  // Measured on lavapipe: 1.4e-6 (bf16) and 2.9e-7 (f16) relative at worst over the 20 steps. The
+  // limit, 1e-5, is tighter than the f32 runs' 1e-4 so that a cast rounding the wrong way fails
+  // here too (bf16 truncated instead of rounded: 5.5e-5); ties alone are too rare in training
+  // data to show, which is the conformance suite's job.
+  test_training_precision("gpt bf16 storage (2 layers, N=2, T=64)", "gpt", gpt, 2, "N=2", 1, 128, TF_PRECISION_BF16,
+                          1e-5);
+  test_training_precision("gpt f16 storage (2 layers, N=2, T=64)", "gpt", gpt, 2, "N=2", 1, 128, TF_PRECISION_F16,
+                          1e-5);
   test_optimizer("sgd momentum 0.9, weight decay 0.1", TF_OPTIMIZER_SGD, 0.9);
   test_optimizer("adamw, weight decay 0.1, eps 1e-2", TF_OPTIMIZER_ADAMW, 0.0);
   test_memory();
