@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "core/ops.h"
+#include "core/workspace_cpu.h"
 #include "kernels/cpu/kernels.h"
 
 typedef struct cpu_step {
@@ -148,6 +149,21 @@ static tf_status check_dtypes(const tf_plan *plan, int32_t s) {
   return NULL;
 }
 
+/* A kernel given less workspace than it needs on one thread would skip its work (attention) or
+ * take another path: a plan compiled for a target that plans none (vulkan) is refused instead. */
+static tf_status check_workspace(const tf_plan *plan, int32_t s, const cpu_step *prepared) {
+  const tf_plan_step *step = &plan->steps[s];
+  const int64_t needed = tf_cpu_workspace_bytes(step->op, &step->attrs, step->n_inputs, prepared->inputs[0],
+                                                step->n_outputs, prepared->outputs, 1, (int32_t)sizeof(float));
+  if (prepared->args.workspace_bytes >= needed)
+    return NULL;
+  return tf_status_new(TF_ERR_UNSUPPORTED,
+                       "cpu backend: step %d '%s' (%s): its CPU kernel needs %lld workspace bytes on one thread and "
+                       "the plan gives it %lld: this plan was compiled for the '%s' target; compile it for 'cpu'",
+                       s, step->name, tf_op_name(step->op), (long long)needed,
+                       (long long)prepared->args.workspace_bytes, plan->target ? plan->target : "?");
+}
+
 static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
   cpu_state *cpu = state;
   cpu->plan = plan;
@@ -187,6 +203,7 @@ static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regio
       args->workspace = (char *)regions[TF_REGION_ARENA] + w->offset;
       args->workspace_bytes = w->bytes;
     }
+    TF_RETURN_IF_ERROR(check_workspace(plan, s, prepared));
   }
   return NULL;
 }

@@ -53,6 +53,7 @@ setup "zoo gpt2-small" "$tf" zoo gpt2-small -o "$dir/gpt2-small.tfg"
 setup "compile mlp" "$tf" compile "$dir/mlp.tfg" --set N=32 -o "$dir/mlp.tfplan"
 setup "compile mlp --inference" "$tf" compile "$dir/mlp.tfg" --set N=32 --inference -o "$dir/infer.tfplan"
 setup "compile gpt" "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 -o "$dir/gpt.tfplan"
+setup "compile gpt for vulkan" "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 --target vulkan -o "$dir/gpt_vulkan.tfplan"
 setup "compile mlp with a learning rate of 1e30" "$tf" compile "$dir/mlp.tfg" --set N=16 --lr 1e30 -o "$dir/hot.tfplan"
 setup "train mlp 2 steps with a checkpoint" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train \
   --steps 2 --checkpoint "$dir/ck"
