@@ -143,10 +143,62 @@ static void check_integers(tf_test_counts *counts) {
   printf("integers: f32 -> i32/i64/u8 truncate and saturate (NaN -> 0), i64 -> i32/u8 wrap, u8 -> f32 exact\n");
 }
 
+/* The f32 build converts f32 <-> f16/bf16 on float bits; the f64 build through double, rounding
+ * each float's exact value once. They must agree bit for bit: every 16-bit value to f32, and to
+ * f16/bf16 every float whose bits are a multiple of 61 plus the ends of each format's range. */
+static void check_fast_path(tf_test_counts *counts) {
+  static uint16_t patterns[65536];
+  static float wide[65536];
+  static double reference[65536];
+  static const tf_dtype formats[2] = {TF_F16, TF_BF16};
+  for (int i = 0; i < 65536; i++)
+    patterns[i] = (uint16_t)i;
+  for (int k = 0; k < 2; k++) {
+    cast(false, formats[k], TF_F32, patterns, wide, 65536);
+    cast(true, formats[k], TF_F32, patterns, reference, 65536);
+    int wrong = 0;
+    for (int i = 0; i < 65536; i++) {
+      const float narrowed = (float)reference[i];
+      wrong += memcmp(&narrowed, &wide[i], sizeof(float)) != 0;
+    }
+    CHECK(counts, wrong == 0, "%s -> f32: %d of 65536 values differ from the f64 build's", tf_dtype_name(formats[k]),
+          wrong);
+    printf("%s -> f32 on float bits: %d of 65536 values differ from the f64 build's\n", tf_dtype_name(formats[k]),
+           wrong);
+  }
+  enum { BLOCK = 4096 };
+  static float floats[BLOCK];
+  static double doubles[BLOCK];
+  static uint16_t fast[2][BLOCK], slow[2][BLOCK];
+  int64_t checked = 0, wrong[2] = {0, 0};
+  for (uint64_t bits = 0; bits < ((uint64_t)1 << 32);) {
+    int n = 0;
+    for (; n < BLOCK && bits < ((uint64_t)1 << 32); n++, bits += 61) {
+      uint32_t b = (uint32_t)bits;
+      memcpy(&floats[n], &b, sizeof(float));
+      doubles[n] = (double)floats[n];
+    }
+    for (int k = 0; k < 2; k++) {
+      cast(false, TF_F32, formats[k], floats, fast[k], n);
+      cast(true, TF_F32, formats[k], doubles, slow[k], n);
+      for (int i = 0; i < n; i++)
+        wrong[k] += fast[k][i] != slow[k][i];
+    }
+    checked += n;
+  }
+  for (int k = 0; k < 2; k++) {
+    CHECK(counts, wrong[k] == 0, "f32 -> %s: %lld of %lld floats differ from the f64 build's",
+          tf_dtype_name(formats[k]), (long long)wrong[k], (long long)checked);
+    printf("f32 -> %s on float bits: %lld of %lld floats differ from the f64 build's\n", tf_dtype_name(formats[k]),
+           (long long)wrong[k], (long long)checked);
+  }
+}
+
 int main(void) {
   tf_test_counts counts = {0, 0};
   check_16_bit(&counts);
   check_round_trips(&counts);
+  check_fast_path(&counts);
   check_integers(&counts);
   return tf_test_finish("ops_elementwise cast", &counts);
 }
