@@ -16,6 +16,7 @@
  * Elements move through a small stack buffer, as double or as int64, one block at a time. */
 #include <string.h>
 
+#include "core/half_bits.h"
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
@@ -213,71 +214,9 @@ static void store_integers(const tf_cpu_tensor *t, int64_t begin, int64_t n, con
   }
 }
 
-#ifndef TF_REAL_F64
-/* ---- f32 <-> f16 / bf16 on float bits (the f32 build's hot path: half-precision storage) ----
- * Each gives the bits the block path above gives (it rounds the float's exact value once), with
- * integer operations the compiler vectorises: test_cast compares the two over every 16-bit value
- * and a sweep of the floats. */
-
-static uint32_t float_bits(float value) {
-  uint32_t bits;
-  memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-static float float_of(uint32_t bits) {
-  float value;
-  memcpy(&value, &bits, sizeof(value));
-  return value;
-}
-
-static uint16_t bf16_from_float(float value) {
-  const uint32_t bits = float_bits(value);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
-    return (uint16_t)(((bits >> 16) & 0x8000u) | 0x7FC0u);         /* NaN: the quiet NaN of its sign */
-  return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16); /* to nearest even; a carry reaches inf */
-}
-
-static uint16_t half_from_float(float value) {
-  const uint32_t bits = float_bits(value), magnitude = bits & 0x7FFFFFFFu;
-  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
-  if (magnitude > 0x7F800000u)
-    return sign | 0x7E00u;
-  if (magnitude >= 0x477FF000u) /* 65520 and above round to infinity */
-    return sign | 0x7C00u;
-  if (magnitude >= 0x38800000u) { /* a normal f16 (2^-14 and above): rebias by 112, round at bit 13 */
-    const uint32_t rebiased = magnitude - 0x38000000u;
-    return sign | (uint16_t)((rebiased + 0xFFFu + ((rebiased >> 13) & 1u)) >> 13);
-  }
-  if (magnitude <= 0x33000000u) /* 2^-25 and below (f32 subnormals too) round to 0 */
-    return sign;
-  /* an f16 subnormal: round(m 2^(e - 126)) with the implicit bit, shift 14..24 */
-  const uint32_t significand = (magnitude & 0x7FFFFFu) | 0x800000u, shift = 126u - (magnitude >> 23);
-  uint32_t kept = significand >> shift;
-  const uint32_t rest = significand & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-  kept += rest > half || (rest == half && (kept & 1u));
-  return sign | (uint16_t)kept;
-}
-
-/* NaNs come back quiet, as the block path's conversion from double makes them. */
-static float float_from_half(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 31u, mantissa = h & 1023u;
-  if (exponent == 31)
-    return float_of(sign | 0x7F800000u | (mantissa << 13) | (mantissa ? 0x400000u : 0u));
-  if (exponent == 0) {
-    const float magnitude = (float)mantissa * (1.0f / 16777216.0f); /* exact: mantissa x 2^-24 */
-    return sign ? -magnitude : magnitude;
-  }
-  return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-}
-
-static float float_from_bf16(uint16_t h) {
-  return float_of(((uint32_t)h << 16) | ((h & 0x7FFFu) > 0x7F80u ? 0x400000u : 0u));
-}
-#endif
-
-/* The f32 <-> f16 / bf16 pairs on float bits; false for every other pair (and in the f64 build,
- * where "f32" tensors hold doubles). */
+/* The f32 <-> f16 / bf16 pairs on the floats' bits (core/half_bits.h, which the CUDA kernel shares;
+ * integer operations the compiler vectorises), bit for bit what the block path below gives: false
+ * for every other pair, and in the f64 build, where "f32" tensors hold doubles. */
 static bool cast_half_fast(const tf_cpu_args *args) {
 #ifdef TF_REAL_F64
   (void)args;
@@ -287,25 +226,25 @@ static bool cast_half_fast(const tf_cpu_args *args) {
   const int64_t n = y->count;
   const int team = tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK);
   if (x->dtype == TF_F32 && (y->dtype == TF_BF16 || y->dtype == TF_F16)) {
-    const float *in = x->data;
+    const uint32_t *in = x->data; /* the floats' bits */
     uint16_t *out = y->data;
     if (y->dtype == TF_BF16)
       TF_CPU_PARALLEL_FOR(
-          team, for (int64_t i = 0; i < n; i++) { out[i] = bf16_from_float(in[i]); });
+          team, for (int64_t i = 0; i < n; i++) { out[i] = tf_bf16_from_f32_bits(in[i]); });
     else
       TF_CPU_PARALLEL_FOR(
-          team, for (int64_t i = 0; i < n; i++) { out[i] = half_from_float(in[i]); });
+          team, for (int64_t i = 0; i < n; i++) { out[i] = tf_f16_from_f32_bits(in[i]); });
     return true;
   }
   if (y->dtype == TF_F32 && (x->dtype == TF_BF16 || x->dtype == TF_F16)) {
     const uint16_t *in = x->data;
-    float *out = y->data;
+    uint32_t *out = y->data; /* the floats' bits */
     if (x->dtype == TF_BF16)
       TF_CPU_PARALLEL_FOR(
-          team, for (int64_t i = 0; i < n; i++) { out[i] = float_from_bf16(in[i]); });
+          team, for (int64_t i = 0; i < n; i++) { out[i] = tf_f32_bits_from_bf16(in[i]); });
     else
       TF_CPU_PARALLEL_FOR(
-          team, for (int64_t i = 0; i < n; i++) { out[i] = float_from_half(in[i]); });
+          team, for (int64_t i = 0; i < n; i++) { out[i] = tf_f32_bits_from_f16(in[i]); });
     return true;
   }
   return false;

@@ -2,6 +2,7 @@
  * operation (bit-exact): floating values pass through double; to f16/bf16 one round-to-nearest-even
  * from the exact value (overflow to infinity, NaN to a quiet NaN of the same sign); floating to
  * integer truncates toward zero, saturates, NaN to 0; integer to integer wraps (two's complement). */
+#include "core/half_bits.h"
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -111,7 +112,24 @@ __global__ void cast_kernel(const void *x, tf_dtype from, void *y, tf_dtype to, 
   }
 }
 
+/* f32 <-> f16 / bf16 on the floats' bits (core/half_bits.h, the CPU's own functions): no NaN passes
+ * through a double conversion, which the device may make canonical (sign and payload lost). */
+__global__ void half_kernel(const void *x, tf_dtype from, void *y, tf_dtype to, int64_t n) {
+  TF_CUDA_GRID_STRIDE(i, n) {
+    if (to == TF_BF16)
+      ((uint16_t *)y)[i] = tf_bf16_from_f32_bits(((const uint32_t *)x)[i]);
+    else if (to == TF_F16)
+      ((uint16_t *)y)[i] = tf_f16_from_f32_bits(((const uint32_t *)x)[i]);
+    else if (from == TF_BF16)
+      ((uint32_t *)y)[i] = tf_f32_bits_from_bf16(((const uint16_t *)x)[i]);
+    else
+      ((uint32_t *)y)[i] = tf_f32_bits_from_f16(((const uint16_t *)x)[i]);
+  }
+}
+
 bool is_integer(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
+
+bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
 
 } // namespace
 
@@ -124,6 +142,10 @@ TF_CUDA_LAUNCHER(cast) {
     if (x->data == y->data)
       return NULL;
     return copy(y->data, x->data, n * element_size(y->dtype), stream_of(args));
+  }
+  if ((x->dtype == TF_F32 && is_half(y->dtype)) || (is_half(x->dtype) && y->dtype == TF_F32)) {
+    half_kernel<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(x->data, x->dtype, y->data, y->dtype, n);
+    return launch_status();
   }
   cast_kernel<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(x->data, x->dtype, y->data, y->dtype, n,
                                                                is_integer(x->dtype) && is_integer(y->dtype));
