@@ -359,7 +359,8 @@ def zoo(name, **knobs):
 
 def _options(options):
     """Keyword arguments to `tightfit compile` flags: set={"N": 32} -> --set N=32; global_batch=32 ->
-    --global-batch 32; inference=True -> --inference; max_growth=0.05 -> --max-growth 5%."""
+    --global-batch 32; inference=True -> --inference; max_growth=0.05 -> --max-growth 5%;
+    precision_override={"h.0/relu": "f32"} -> --precision-override h.0/relu=f32 (one per node)."""
     args = []
     for key, value in options.items():
         if value is None or value is False:
@@ -367,6 +368,10 @@ def _options(options):
         flag = "--" + key.replace("_", "-")
         if key == "set":
             value = ",".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else value
+        elif key == "precision_override" and isinstance(value, dict):
+            for node, precision in value.items():
+                args += [flag, f"{node}={precision}"]
+            continue
         elif key == "max_growth" and not isinstance(value, str):
             value = f"{100.0 * value:g}%"
         if value is True:

@@ -127,6 +127,11 @@ ok(scaled.scaling["last_skipped"] and scaled.scaling["loss_scale"] == 2048.0 and
    (scaled.read("hidden.0.weight", shape=(64, 128)) == before_skip).all(),
    f"fp16: an overflowing batch skips the update (weights unchanged) and halves the scale: {scaled.scaling}")
 ok(tightfit.Session(zoo).scaling["scaled"] is False, "an f32 plan does not scale its loss")
+kept = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, precision="bf16",
+                        precision_override={"hidden.0/relu": "f32", "hidden.1/relu": "f32"})
+notes = kept.report()["notes"]
+ok("node overrides applied on 2 nodes" in str(notes) and "kept 2 f32" in str(notes),
+   "precision_override={node: 'f32'} reaches compile: the plan keeps those two nodes f32 under bf16")
 
 # ---- bad inputs raise with the library's message ----
 raises("load of a missing file", "nope.tfg", tightfit.load, os.path.join(work, "nope.tfg"))
