@@ -302,6 +302,9 @@ static void seed_scale_not_power_of_two(tf_plan *p) {
   p->overflow_check = SMALL_LOSS;
 }
 
+static void accumulate_into_parameter(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[0] = SMALL_W; }
+static void accumulate_onto_itself(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[1] = SMALL_GW; }
+
 static const corruption corruptions[] = {
     {"two arena buffers live at step 3 share bytes", "overlapping live arena buffers", overlap_live},
     {"a parameter ends past its region", "ends past its region parameters of 68 bytes", past_region},
@@ -376,6 +379,10 @@ static const corruption corruptions[] = {
     {"an overflow check of [4,5]", "must be an f32 scalar in the arena", overflow_check_not_scalar},
     {"a scaled plan without an overflow check", "a scaled plan must detect overflow", seed_without_overflow_check},
     {"an initial loss scale of 1000", "the initial loss scale is 1000", seed_scale_not_power_of_two},
+    {"accumulate into a parameter", "in place inside the micro-batch block [0, 7), which runs 2 times",
+     accumulate_into_parameter},
+    {"accumulate a gradient onto itself", "updates input 0 buffer 13 'grad/w' in place and also reads it as input 1",
+     accumulate_onto_itself},
 };
 
 static void test_corruptions(void) {
