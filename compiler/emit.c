@@ -58,6 +58,11 @@ static double estimate_flops(const tf_graph *g, const tf_ir_node *node) {
     int64_t k = node->attrs.u.matmul.transpose_a ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
     return 2.0 * n * (double)k;
   }
+  case TF_OP_MATMUL_ACCUMULATE: { /* (sum, a, b): the product, plus one add per element of the sum */
+    const tf_ir_tensor *left = &g->tensors[node->inputs[1]];
+    int64_t k = node->attrs.u.matmul.transpose_a ? left->shape[0] : left->shape[1];
+    return 2.0 * n * (double)k + n;
+  }
   case TF_OP_CONV1D:
   case TF_OP_CONV2D:
   case TF_OP_CONV_TRANSPOSE2D:

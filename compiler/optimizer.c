@@ -62,9 +62,32 @@ static bool writes_directly(const tf_training *t, int32_t param, int32_t part) {
          x->bytes == g->tensors[param].bytes && x->rank == g->tensors[param].rank;
 }
 
+/* Whether `part` is a 2-D product that matmul_accumulate can add to `accumulator` in place: a
+ * backward matmul that nothing else reads, of two rank-2 operands (neither the accumulator),
+ * shaped and typed as the accumulator. That is every weight gradient vjp_matmul gives a rank-2
+ * weight: one product over the flattened rows when the activation is batched (a linear layer),
+ * dy^T x for a rank-2 one. A batched product, or one that sum_to reduces (a broadcast operand's
+ * gradient), is not taken: it keeps its arena part and accumulate. */
+static bool accumulates_in_place(const tf_training *t, int32_t accumulator, int32_t part) {
+  const tf_graph *g = t->g;
+  const tf_ir_tensor *x = &g->tensors[part], *sum = &g->tensors[accumulator];
+  const int32_t producer = x->producer;
+  if (producer < 0 || g->nodes[producer].op != TF_OP_MATMUL || t->phase[producer] != TF_PHASE_BACKWARD ||
+      x->kind != TF_ACTIVATION || t->role[part] != TF_ROLE_ACTIVATION || tf_training_readers(g, part) != 0)
+    return false;
+  const tf_ir_node *node = &g->nodes[producer];
+  for (int32_t i = 0; i < 2; i++)
+    if (node->inputs[i] == accumulator || g->tensors[node->inputs[i]].rank != 2)
+      return false;
+  return x->dtype == sum->dtype && x->rank == 2 && sum->rank == 2 && x->shape[0] == sum->shape[0] &&
+         x->shape[1] == sum->shape[1];
+}
+
 /* Adds gradient part `part` to `accumulator`. A part that embedding_grad writes and nothing reads
  * is scattered straight into the accumulator instead (its node becomes embedding_grad_accumulate),
- * so the dense [V, d] part never exists; any other part goes through accumulate. */
+ * so the dense [V, d] part never exists; a weight's 2-D matmul part is added by its own gemm (the
+ * node becomes matmul_accumulate(accumulator, a, b), beta = 1), so the [out, in] part never exists
+ * either; any other part goes through accumulate. */
 static tf_status add_part(tf_training *t, int32_t accumulator, int32_t part, const char *label) {
   tf_graph *g = t->g;
   const int32_t producer = g->tensors[part].producer;
@@ -73,6 +96,21 @@ static tf_status add_part(tf_training *t, int32_t accumulator, int32_t part, con
     tf_ir_node *node = &g->nodes[producer];
     node->op = TF_OP_EMBEDDING_GRAD_ACCUMULATE;
     node->inputs[2] = accumulator; /* was the table, read for its shape */
+    node->n_outputs = 0;
+    g->tensors[part].producer = -1;
+    return NULL;
+  }
+  if (accumulates_in_place(t, accumulator, part)) {
+    tf_ir_node *node = &g->nodes[producer];
+    int32_t *inputs = realloc(node->inputs, sizeof(int32_t) * 3);
+    if (!inputs)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot rewrite node '%s'", node->name);
+    inputs[2] = inputs[1];
+    inputs[1] = inputs[0];
+    inputs[0] = accumulator;
+    node->inputs = inputs;
+    node->n_inputs = 3;
+    node->op = TF_OP_MATMUL_ACCUMULATE; /* the transposes stay: same attributes */
     node->n_outputs = 0;
     g->tensors[part].producer = -1;
     return NULL;

@@ -222,7 +222,11 @@
   /* (ids, dy, sum): sum += embedding_grad(ids, dy) in place, a gradient part scattered straight into */             \
   /* the parameter's gradient (compiler/optimizer.c); no outputs */                                                   \
   X(EMBEDDING_GRAD_ACCUMULATE, embedding_grad_accumulate, 70, TRAINING, 3, 3, 0, 0, 0x4, NONE, embedding_grad,      \
-      NONE, EMBEDDING_GRAD, none, embedding_grad_accumulate, embedding_grad, embedding)
+      NONE, EMBEDDING_GRAD, none, embedding_grad_accumulate, embedding_grad, embedding)                                \
+  /* (sum, a, b): sum += op(a) op(b) in place (matmul's transposes), a weight's gradient part written */               \
+  /* straight into the parameter's gradient (compiler/optimizer.c); 2-D operands only; no outputs */                   \
+  X(MATMUL_ACCUMULATE,    matmul_accumulate,    71, TRAINING, 3,  3,   0,  0,   0x1, MATMUL,        matmul_accumulate, \
+      NONE,      MATMUL,             none,             matmul_accumulate,    matmul,          matmul)
 // clang-format on
 
 #endif

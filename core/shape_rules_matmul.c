@@ -15,14 +15,15 @@ static matrix_dims trailing_matrix(const tf_shape_operand *x, bool transpose) {
   return transpose ? (matrix_dims){c, r} : (matrix_dims){r, c};
 }
 
-tf_status tf_shape_matmul(const tf_shape_query *q, tf_shape_result *out) {
-  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_matmul));
-  const tf_shape_operand *a = &q->inputs[0], *b = &q->inputs[1];
+/* op(a) op(b): its shape and dtype in *out. */
+static tf_status product_shape(const tf_shape_query *q, const tf_shape_operand *a, const tf_shape_operand *b,
+                               tf_shape_result *out) {
   const tf_matmul_attrs *attrs = &q->attrs->u.matmul;
+  const tf_shape_operand *operands[2] = {a, b};
   for (int32_t i = 0; i < 2; i++)
-    if (q->inputs[i].rank < 2)
+    if (operands[i]->rank < 2)
       return tf_status_new(TF_ERR_SHAPE, "%s has rank %" PRId32 "; matmul needs rank >= 2",
-                           tf_rules_describe(&q->inputs[i]).text, q->inputs[i].rank);
+                           tf_rules_describe(operands[i]).text, operands[i]->rank);
   TF_RETURN_IF_ERROR(tf_rules_check_floating(q, a));
   TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(a, b));
   matrix_dims ma = trailing_matrix(a, attrs->transpose_a), mb = trailing_matrix(b, attrs->transpose_b);
@@ -40,6 +41,29 @@ tf_status tf_shape_matmul(const tf_shape_query *q, tf_shape_result *out) {
   out->rank = batch_rank + 2;
   out->dtype = a->dtype;
   return tf_rules_finish(out);
+}
+
+tf_status tf_shape_matmul(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_matmul));
+  return product_shape(q, &q->inputs[0], &q->inputs[1], out);
+}
+
+/* sum += op(a) op(b): the sum must be exactly the product's shape and dtype. Only the 2-D products
+ * the optimizer pass rewrites (a weight's gradient part) are taken: no batch axes. */
+tf_status tf_shape_matmul_accumulate(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_matmul_accumulate));
+  const tf_shape_operand *sum = &q->inputs[0], *a = &q->inputs[1], *b = &q->inputs[2];
+  for (int32_t i = 0; i < 3; i++)
+    TF_RETURN_IF_ERROR(tf_rules_check_rank(&q->inputs[i], 2, "[rows, cols]"));
+  tf_shape_result product;
+  TF_RETURN_IF_ERROR(product_shape(q, a, b, &product));
+  if (sum->dtype != product.dtype || sum->shape[0] != product.shape[0] || sum->shape[1] != product.shape[1])
+    return tf_status_new(TF_ERR_SHAPE, "the sum %s is %s, but the product of %s and %s is %s %s",
+                         tf_rules_describe(sum).text, tf_dtype_name(sum->dtype), tf_rules_describe(a).text,
+                         tf_rules_describe(b).text, tf_dtype_name(product.dtype),
+                         tf_rules_shape_text(product.shape, product.rank).text);
+  out->rank = 0; /* no output: the sum is updated in place */
+  return NULL;
 }
 
 tf_status tf_shape_attention(const tf_shape_query *q, tf_shape_result *out) {

@@ -217,7 +217,8 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   tf_cuda_conv_geometry g;
   memset(&g, 0, sizeof(g));
   switch (tf_op_workspace_rule(op)) {
-  case TF_WORKSPACE_MATMUL: return outputs[0].count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
+  case TF_WORKSPACE_MATMUL: /* matmul_accumulate's product lands in its input 0 */
+    return (op == TF_OP_MATMUL_ACCUMULATE ? inputs[0] : outputs[0]).count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
   case TF_WORKSPACE_CONV:
     tf_cuda_conv_geometry_get(op, attrs, inputs, outputs, &g);
     return tf_cuda_conv_column_bytes(&g) + TF_CUDA_CUBLAS_WORKSPACE;

@@ -371,6 +371,21 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
                      "parameters, gradients or optimizer state, never arena buffers",
                      tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
                      tf_region_name(b->region));
+    /* The micro-batch block runs `accumulate` times per step: what its steps update in place is the
+     * gradient being summed (accumulate, embedding_grad_accumulate, matmul_accumulate). */
+    if (s < plan->micro_steps && b->role != TF_ROLE_GRADIENT)
+      return INVALID("%s updates input %" PRId32 " %s (role %s) in place inside the micro-batch block [0, %" PRId32
+                     "), which runs %" PRId32 " times per training step; there in-place operands are gradients "
+                     "(parameters and optimizer state change in the optimizer block only)",
+                     tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
+                     plan->micro_steps, plan->accumulate);
+    /* The kernels read their other inputs while they write this one (a gemm with beta = 1 reads A
+     * and B while it writes C): the same buffer twice would read partly updated values. */
+    for (int32_t j = 0; j < step->n_inputs; j++)
+      if (j != i && step->inputs[j] == id)
+        return INVALID("%s updates input %" PRId32 " %s in place and also reads it as input %" PRId32
+                       " (an in-place operand aliased by another input)",
+                       tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, j);
   }
   if (b->region != TF_REGION_ARENA || has_bit(info->shape_only, i))
     return NULL;

@@ -2,7 +2,8 @@
 // Tiled GEMM: matmul with transposes and broadcast batches (kernels/cpu/matmul.c), and, compiled
 // with -DMODE=1/2/3, the convolutions as implicit GEMMs (kernels/cpu/conv.c) whose operand loads
 // gather the im2col matrix on the fly, so no column matrix (no workspace) is ever stored:
-//   MODE 0 matmul           C[m, n] = sum_k A[m, k] B[k, n], batch z
+//   MODE 0 matmul           C[m, n] = sum_k A[m, k] B[k, n], batch z; with flag bit 4
+//          (matmul_accumulate) C[m, n] += that sum, C read by the invocation that writes it
 //   MODE 1 conv forward     y[img, g*og + o, p]  = sum_r w[g*og + o, r] col_img[r, p] (+ bias), z = (img, g)
 //   MODE 2 conv grad weight dw[g*og + o, r]      = sum_(img, p) dy[img, g*og + o, p] col_img[r, p], z = g
 //   MODE 3 conv grad input  dx[img, g*cg + c, q] = sum_(o, tap) w[g*og + o, c, tap] dy[img, g*og + o, p(q, tap)]
@@ -47,7 +48,11 @@ layout(local_size_x = 16, local_size_y = 16) in;
 #endif
 layout(std430, set = 0, binding = 0) readonly buffer A { ELEMENT a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { ELEMENT b[]; };
+#if MODE == 0
+layout(std430, set = 0, binding = 2) buffer C { ELEMENT c[]; }; // read too: matmul_accumulate
+#else
 layout(std430, set = 0, binding = 2) writeonly buffer C { ELEMENT c[]; };
+#endif
 layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
 #if SUBGROUP && MODE == 0
 // B again, as vec4: read so when the host sets flag bit 3 (B not transposed, and n, ldb and every
@@ -58,7 +63,8 @@ layout(std430, set = 0, binding = 1) readonly buffer B4 { ELEMENT4 b4[]; };
 #if MODE == 0
 layout(push_constant) uniform Push {
   uint m, n, k;
-  uint flags;          // bit 0: A transposed (stored [K, M]), bit 1: B transposed (stored [N, K])
+  uint flags;          // bit 0: A transposed (stored [K, M]), bit 1: B transposed (stored [N, K]),
+                       // bit 3: B read as vec4 (subgroup variant), bit 4: C += the product
   uint lda, ldb;       // row strides as stored
   uint batch_rank;     // collapsed batch axes (<= 4)
   uint reserved;
@@ -172,7 +178,11 @@ void store_c(uint row, uint col, float value) {
   if (row >= pc.m || col >= pc.n)
     return;
 #if MODE == 0
-  c[c_base + row * pc.n + col] = FROM_F32(value);
+  uint at = c_base + row * pc.n + col;
+  // matmul_accumulate: each element of C has one owner, which reads it just before writing it.
+  if ((pc.flags & 16u) != 0u)
+    value += TO_F32(c[at]);
+  c[at] = FROM_F32(value);
 #elif MODE == 1
   uint og = pc.out_channels / pc.groups, channel = group_index * og + row;
   if ((pc.flags & 4u) != 0u)

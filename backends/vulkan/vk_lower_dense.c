@@ -60,8 +60,13 @@ static bool b_reads_vec4(bool tb, int64_t n, const tf_plan_buffer *b, int32_t ba
   return aligned;
 }
 
+/* matmul (a, b) -> c, and matmul_accumulate (c, a, b): c += the product (flag bit 4), c's binding
+ * read and written by the same invocation per element, and marked written for the barriers. */
 tf_status vk_lower_matmul(vk_lower *l) {
-  const tf_plan_buffer *a = vk_buffer(l, vk_in(l, 0)), *b = vk_buffer(l, vk_in(l, 1)), *c = vk_buffer(l, vk_out(l, 0));
+  const bool accumulate = l->step->op == TF_OP_MATMUL_ACCUMULATE;
+  const int32_t a_id = vk_in(l, accumulate ? 1 : 0), b_id = vk_in(l, accumulate ? 2 : 1);
+  const int32_t c_id = accumulate ? vk_in(l, 0) : vk_out(l, 0);
+  const tf_plan_buffer *a = vk_buffer(l, a_id), *b = vk_buffer(l, b_id), *c = vk_buffer(l, c_id);
   bool ta = l->step->attrs.u.matmul.transpose_a, tb = l->step->attrs.u.matmul.transpose_b;
   int64_t m = c->shape[c->rank - 2], n = c->shape[c->rank - 1], k = ta ? a->shape[a->rank - 2] : a->shape[a->rank - 1];
   if (vk_count(c) == 0)
@@ -102,7 +107,8 @@ tf_status vk_lower_matmul(vk_lower *l) {
   push.m = (uint32_t)m;
   push.n = (uint32_t)n;
   push.k = (uint32_t)k;
-  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (b_reads_vec4(tb, n, b, batch_rank, strides[1]) ? 8u : 0u);
+  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (b_reads_vec4(tb, n, b, batch_rank, strides[1]) ? 8u : 0u) |
+               (accumulate ? 16u : 0u);
   push.lda = (uint32_t)a->shape[a->rank - 1];
   push.ldb = (uint32_t)b->shape[b->rank - 1];
   push.batch_rank = (uint32_t)batch_rank;
@@ -111,7 +117,7 @@ tf_status vk_lower_matmul(vk_lower *l) {
     push.a_batch_stride[i] = (uint32_t)strides[0][i];
     push.b_batch_stride[i] = (uint32_t)strides[1][i];
   }
-  int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0), -1};
+  int32_t buffers[4] = {a_id, b_id, c_id, -1};
   return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
                           (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
                           (uint32_t)batches);

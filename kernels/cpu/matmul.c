@@ -1,4 +1,5 @@
-/* matmul: C = op(A) op(B) over numpy-broadcast batch dims, with BLAS gemms.
+/* matmul: C = op(A) op(B) over numpy-broadcast batch dims, with BLAS gemms; matmul_accumulate:
+ * C += op(A) op(B) (2-D), the same gemms with beta = 1 (C is the gradient accumulator).
  *
  * The threads split the work into tasks of one gemm each: whole batch entries when there are at
  * least as many as threads, otherwise each product is also cut into row (or column) blocks. A
@@ -25,6 +26,7 @@ typedef struct product {
   int64_t batches;
   int64_t splits;  /* blocks per product */
   bool split_rows; /* blocks of rows of C (else of columns) */
+  real beta;       /* 0: C = op(A) op(B); 1: C += op(A) op(B) */
 } product;
 
 /* Element strides of operand x's batch axes, aligned to the output's batch axes from the right. */
@@ -49,10 +51,21 @@ static int64_t product_of(const int64_t *dims, int32_t n) {
   return result;
 }
 
+/* The operands: matmul (a, b) -> c; matmul_accumulate (c, a, b), c updated in place. */
+static void operands(const tf_cpu_args *args, const tf_cpu_tensor **a, const tf_cpu_tensor **b,
+                     const tf_cpu_tensor **c) {
+  const bool accumulate = args->op == TF_OP_MATMUL_ACCUMULATE;
+  *a = &args->inputs[accumulate ? 1 : 0];
+  *b = &args->inputs[accumulate ? 2 : 1];
+  *c = accumulate ? &args->inputs[0] : &args->outputs[0];
+}
+
 static product plan_product(const tf_cpu_args *args) {
-  const tf_cpu_tensor *a = &args->inputs[0], *b = &args->inputs[1], *c = &args->outputs[0];
+  const tf_cpu_tensor *a, *b, *c;
+  operands(args, &a, &b, &c);
   product p;
   memset(&p, 0, sizeof(p));
+  p.beta = args->op == TF_OP_MATMUL_ACCUMULATE ? 1 : 0;
   p.transpose_a = args->attrs->u.matmul.transpose_a;
   p.transpose_b = args->attrs->u.matmul.transpose_b;
   p.m = c->shape[c->rank - 2];
@@ -108,7 +121,7 @@ static void run_task(const product *p, int64_t task, const real *a, const real *
     b += p->transpose_b ? first * p->ldb : first;
     c += first;
   }
-  tf_cpu_gemm(p->transpose_a, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, 0, c, p->ldc);
+  tf_cpu_gemm(p->transpose_a, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, p->beta, c, p->ldc);
 }
 
 /* Threads for `tasks` tasks: the context's, or fewer when there is less work. */
@@ -117,18 +130,25 @@ static int team_size(const tf_cpu_args *args, int64_t tasks) {
   return (int)(tasks < 1 ? 1 : tasks < limit ? tasks : limit);
 }
 
-void TF_REAL_NAME(tf_cpu_matmul)(const tf_cpu_args *args) {
-  const tf_cpu_tensor *out = &args->outputs[0];
+static void run_product(const tf_cpu_args *args) {
+  const tf_cpu_tensor *a, *b, *out;
+  operands(args, &a, &b, &out);
   if (out->count == 0)
     return;
   product p = plan_product(args);
-  if (p.k == 0) {
-    memset(out->data, 0, sizeof(real) * (size_t)out->count);
+  if (p.k == 0) { /* an empty sum: C = 0, or C unchanged */
+    if (p.beta == 0)
+      memset(out->data, 0, sizeof(real) * (size_t)out->count);
     return;
   }
-  const real *a = args->inputs[0].data, *b = args->inputs[1].data;
+  const real *a_data = a->data, *b_data = b->data;
   real *c = out->data;
   int64_t tasks = p.batches * p.splits;
   TF_CPU_PARALLEL_FOR(
-      team_size(args, tasks), for (int64_t task = 0; task < tasks; task++) { run_task(&p, task, a, b, c); });
+      team_size(args, tasks), for (int64_t task = 0; task < tasks; task++) { run_task(&p, task, a_data, b_data, c); });
 }
+
+void TF_REAL_NAME(tf_cpu_matmul)(const tf_cpu_args *args) { run_product(args); }
+
+/* matmul_accumulate(sum, a, b): sum += op(a) op(b), in the gemm itself (beta = 1): no temporary. */
+void TF_REAL_NAME(tf_cpu_matmul_accumulate)(const tf_cpu_args *args) { run_product(args); }

@@ -1,10 +1,12 @@
 /* matmul: C = op(A) op(B) over numpy-broadcast batch dims, with cuBLAS (f32, pedantic math: no
- * TF32), as kernels/cpu/matmul.c. Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ,
- * so B goes first. A product whose B has no batch and whose A is not transposed is one gemm over
- * the flattened rows of A; otherwise the batch axes are merged where every operand walks them
- * contiguously, the innermost run is one strided-batched gemm (stride 0 where broadcast) and any
- * remaining outer axes are a host loop over such calls (each captured into the graph). cuBLAS
- * works in the step's workspace (cublasSetWorkspace), never in memory of its own. */
+ * TF32), as kernels/cpu/matmul.c; matmul_accumulate: C += op(A) op(B), the same calls with
+ * beta = 1 (C is its input 0, the gradient accumulator). Row-major C = op(A) op(B) is column-major
+ * Cᵀ = op(B)ᵀ op(A)ᵀ, so B goes first. A product whose B has no batch and whose A is not
+ * transposed is one gemm over the flattened rows of A; otherwise the batch axes are merged where
+ * every operand walks them contiguously, the innermost run is one strided-batched gemm (stride 0
+ * where broadcast) and any remaining outer axes are a host loop over such calls (each captured into
+ * the graph). cuBLAS works in the step's workspace (cublasSetWorkspace), never in memory of its
+ * own. */
 
 #include "kernels/cuda/common.cuh"
 
@@ -33,8 +35,20 @@ void batch_strides(const tf_cuda_tensor *x, int32_t batch_rank, const int64_t *b
   }
 }
 
+/* The operands: matmul (a, b) -> c; matmul_accumulate (c, a, b), c updated in place. */
+struct Operands {
+  const tf_cuda_tensor *a, *b, *c;
+};
+
+Operands operands_of(const tf_cuda_args *args) {
+  const bool accumulate = args->op == TF_OP_MATMUL_ACCUMULATE;
+  return Operands{&args->inputs[accumulate ? 1 : 0], &args->inputs[accumulate ? 2 : 1],
+                  accumulate ? &args->inputs[0] : &args->outputs[0]};
+}
+
 Product plan_product(const tf_cuda_args *args) {
-  const tf_cuda_tensor *a = &args->inputs[0], *b = &args->inputs[1], *c = &args->outputs[0];
+  const Operands operands = operands_of(args);
+  const tf_cuda_tensor *a = operands.a, *b = operands.b, *c = operands.c;
   Product p;
   memset(&p, 0, sizeof(p));
   p.transpose_a = args->attrs->u.matmul.transpose_a;
@@ -95,17 +109,19 @@ tf_status check_matmul(const tf_cuda_args *args) {
 }
 
 TF_CUDA_LAUNCHER(matmul) {
-  const tf_cuda_tensor *out = &args->outputs[0];
+  const bool accumulate = args->op == TF_OP_MATMUL_ACCUMULATE;
+  const Operands operands = operands_of(args);
+  const tf_cuda_tensor *out = operands.c;
   cudaStream_t stream = stream_of(args);
   if (out->count == 0)
     return NULL;
   Product p = plan_product(args);
-  if (p.k == 0)
-    return zero(out, stream);
+  if (p.k == 0) /* an empty sum: C = 0, or C unchanged */
+    return accumulate ? NULL : zero(out, stream);
   cublasHandle_t handle = (cublasHandle_t)args->cublas;
   TF_RETURN_IF_ERROR(cublas_workspace(handle, args->workspace, args->workspace_bytes));
-  const float alpha = 1.0f, beta = 0.0f;
-  const float *a = (const float *)args->inputs[0].data, *b = (const float *)args->inputs[1].data;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float *a = (const float *)operands.a->data, *b = (const float *)operands.b->data;
   float *c = (float *)out->data;
   const cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;

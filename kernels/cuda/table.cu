@@ -61,7 +61,8 @@ extern "C" tf_status tf_cuda_kernel_check(const tf_cuda_args *args) {
   switch (args->op) {
   case TF_OP_ATTENTION:
   case TF_OP_ATTENTION_GRAD: return tf_cuda::check_attention(args);
-  case TF_OP_MATMUL: return tf_cuda::check_matmul(args);
+  case TF_OP_MATMUL:
+  case TF_OP_MATMUL_ACCUMULATE: return tf_cuda::check_matmul(args);
   case TF_OP_LINEAR_CROSS_ENTROPY:
   case TF_OP_LINEAR_CROSS_ENTROPY_GRAD: return tf_cuda::check_linear_loss(args);
   case TF_OP_CONV1D:

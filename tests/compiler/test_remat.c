@@ -348,6 +348,260 @@ static void no_waste_at_the_head(tf_fuse_loss fuse) {
   tf_graph_destroy(g);
 }
 
+/* Whether `step` adds a gradient part to gradient buffer `id` in place (accumulate, or a part added
+ * by the kernel that computes it). */
+static bool adds_to(const tf_plan_step *step, int32_t id) {
+  return (step->op == TF_OP_ACCUMULATE && step->inputs[0] == id) ||
+         (step->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE && step->inputs[2] == id) ||
+         (step->op == TF_OP_MATMUL_ACCUMULATE && step->inputs[0] == id);
+}
+
+/* Gradients accumulated in place with k > 1 micro-batches (issue 15): a weight's gradient part that
+ * is one 2-D product (a linear layer's, over the flattened rows of a batched activation) is added by
+ * its own gemm into the gradient (matmul_accumulate), so no accumulate step adds a part that a 2-D
+ * matmul wrote, and no arena buffer holds such a part. Every gradient still receives each of its
+ * parts: the steps that add to it number at least one. The accumulate steps left add parts of other
+ * forms (bias sums, norms, convolutions): counted and printed, by the op that wrote the part. */
+static void accumulated_in_place(const char *preset, const char *const *overrides, int32_t n, const char *bindings) {
+  tf_graph *g = zoo(preset, overrides, n);
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = bindings;
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  options.accumulate = 2;
+  tf_plan *plan = NULL;
+  if (g)
+    CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  if (!plan) {
+    tf_graph_destroy(g);
+    return;
+  }
+  int32_t in_place = 0, accumulates = 0, gradients = 0, refused = 0, left[TF_OP_COUNT] = {0};
+  for (int32_t s = 0; s < plan->micro_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    in_place += step->op == TF_OP_MATMUL_ACCUMULATE;
+    if (step->op != TF_OP_ACCUMULATE)
+      continue;
+    accumulates++;
+    const int32_t writer = writer_of(plan, step->inputs[1]);
+    const tf_plan_step *w = writer >= 0 ? &plan->steps[writer] : NULL;
+    const bool product =
+        w && w->op == TF_OP_MATMUL && plan->buffers[w->inputs[0]].rank == 2 && plan->buffers[w->inputs[1]].rank == 2;
+    CHECK(&counts, !product, "%s k=2: %s adds '%s', a 2-D matmul part, through the arena", preset, step->name,
+          plan->buffers[step->inputs[1]].name);
+    left[w ? w->op : TF_OP_ACCUMULATE]++;
+    /* the forms the rewrite refuses: a batched product, or a product that sum_to reduces */
+    const int32_t summed = w && w->op == TF_OP_SUM_TO ? writer_of(plan, w->inputs[0]) : -1;
+    refused += (w && w->op == TF_OP_MATMUL) || (summed >= 0 && plan->steps[summed].op == TF_OP_MATMUL);
+  }
+  for (int32_t b = 0; b < plan->n_buffers; b++) {
+    if (plan->buffers[b].role != TF_ROLE_GRADIENT)
+      continue;
+    gradients++;
+    int32_t adders = 0;
+    for (int32_t s = 0; s < plan->micro_steps; s++)
+      adders += adds_to(&plan->steps[s], b);
+    CHECK(&counts, adders >= 1 && writer_of(plan, b) < 0,
+          "%s k=2: gradient '%s' is added to by %d steps, written by %d", preset, plan->buffers[b].name, adders,
+          writer_of(plan, b));
+  }
+  CHECK(&counts, in_place > 0, "%s k=2: no matmul_accumulate step", preset);
+  char rest[512] = "";
+  for (int op = 0; op < TF_OP_COUNT; op++)
+    if (left[op])
+      snprintf(rest + strlen(rest), sizeof(rest) - strlen(rest), " %s %d", tf_op_name((tf_op)op), left[op]);
+  printf("%-12s k=2: %d gradients; %d parts added by matmul_accumulate, %d by accumulate (written by:%s; %d of them "
+         "a batched product or a product then sum_to)\n",
+         preset, gradients, in_place, accumulates, accumulates ? rest : " none", refused);
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
+/* For the CUDA target, each matmul_accumulate step gets the cuBLAS workspace a matmul step gets
+ * (core/workspace_cuda.h: the product lands in its input 0, it has no output). */
+static void cuda_workspace_of_accumulate(void) {
+  tf_graph *g = zoo("mlp", NULL, 0);
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CUDA);
+  options.accumulate = 2;
+  tf_plan *plan = NULL;
+  if (g)
+    CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  int64_t matmul = -1, fewest = INT64_MAX, most = -1;
+  for (int32_t s = 0; plan && s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    const int64_t bytes = step->workspace >= 0 ? plan->buffers[step->workspace].bytes : 0;
+    if (step->op == TF_OP_MATMUL && matmul < 0)
+      matmul = bytes;
+    if (step->op == TF_OP_MATMUL_ACCUMULATE) {
+      fewest = bytes < fewest ? bytes : fewest;
+      most = bytes > most ? bytes : most;
+    }
+  }
+  CHECK(&counts, matmul > 0 && fewest == matmul && most == matmul,
+        "mlp cuda k=2: matmul_accumulate workspaces %" PRId64 "..%" PRId64 " bytes, a matmul's %" PRId64, fewest, most,
+        matmul);
+  printf("mlp cuda k=2: every matmul_accumulate step has the cuBLAS workspace of a matmul (%" PRId64 " bytes)\n",
+         matmul);
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
+/* gpt2-small at 2 x 256 with AdamW: the arena with 4 micro-batches per step against 1. Before
+ * matmul_accumulate, the tied head's [50257, 768] f32 gradient part (147.24 MiB) was an arena
+ * temporary with k > 1 and made the peak: 536.40 MiB (562451520 bytes, measured at 3bf301e) against
+ * 390.66 MiB with k = 1. Now no arena buffer is that large and k = 4 costs no more arena than k = 1. */
+static void gpt2_small_accumulated_arena(void) {
+  enum { PART_BYTES = 50257 * 768 * 4 };
+  const int64_t before = 562451520;
+  tf_graph *g = zoo("gpt2-small", NULL, 0);
+  int64_t arena[2] = {0, 0}, largest = 0;
+  const int32_t steps[2] = {1, 4};
+  for (int i = 0; i < 2 && g; i++) {
+    tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+    options.bindings = "N=2,T=256";
+    options.optimizer = TF_OPTIMIZER_ADAMW;
+    options.accumulate = steps[i];
+    tf_plan *plan = NULL;
+    CHECK_OK(&counts, tf_compile(g, &options, &plan));
+    if (!plan)
+      continue;
+    arena[i] = plan->region_bytes[TF_REGION_ARENA];
+    for (int32_t b = 0; i == 1 && b < plan->n_buffers; b++)
+      if (plan->buffers[b].region == TF_REGION_ARENA && plan->buffers[b].bytes > largest)
+        largest = plan->buffers[b].bytes;
+    tf_plan_destroy(plan);
+  }
+  CHECK(&counts, largest > 0 && largest < PART_BYTES,
+        "gpt2-small 2x256 k=4: an arena buffer of %" PRId64 " bytes, the head's gradient part is %d", largest,
+        PART_BYTES);
+  CHECK(&counts, arena[1] > 0 && arena[1] <= arena[0],
+        "gpt2-small 2x256: arena %" PRId64 " with k=4 > %" PRId64 " with k=1", arena[1], arena[0]);
+  CHECK(&counts, arena[1] > 0 && before - arena[1] >= PART_BYTES * 0.98,
+        "gpt2-small 2x256 k=4: arena %" PRId64 " saves %" PRId64 " bytes against %" PRId64 ", less than 98%% of the "
+        "part's %d",
+        arena[1], before - arena[1], before, PART_BYTES);
+  printf("gpt2-small 2x256 AdamW: arena k=4 %.2f MiB (was %.2f MiB; k=1 %.2f MiB): %.2f MiB less, the head's gradient "
+         "part is %.2f MiB; largest arena buffer %.2f MiB\n",
+         arena[1] / 1048576.0, before / 1048576.0, arena[0] / 1048576.0, (before - arena[1]) / 1048576.0,
+         PART_BYTES / 1048576.0, largest / 1048576.0);
+  tf_graph_destroy(g);
+}
+
+/* Writes samples [first, first + N) of a fixed token stream into the plan's i32 inputs and labels. */
+static void feed_samples(tf_session *session, const tf_plan *plan, int64_t first) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i))
+      continue;
+    const int64_t n = b->bytes / 4, per_sample = n / b->shape[0];
+    int32_t *data = malloc((size_t)b->bytes);
+    for (int64_t k = 0; k < n; k++)
+      data[k] = (int32_t)(((first + k / per_sample) * 31 + (k % per_sample) * 7 + (b->role == TF_ROLE_LABEL)) % 50);
+    CHECK_OK(&counts, tf_session_write(session, b->name, data, b->bytes));
+    free(data);
+  }
+}
+
+/* The parameters of a session (gradients: false) or their gradients (true), in the plan's order of
+ * the parameters, concatenated as doubles (malloc'd); *count elements. */
+static double *read_parameters(tf_session *session, const tf_plan *plan, bool gradients, int64_t *count) {
+  double *all = NULL;
+  *count = 0;
+  for (int32_t p = 0; p < plan->n_buffers; p++) {
+    if (plan->buffers[p].role != TF_ROLE_PARAMETER)
+      continue;
+    int32_t id = gradients ? -1 : p;
+    for (int32_t i = 0; gradients && i < plan->n_buffers; i++)
+      if (plan->buffers[i].role == TF_ROLE_GRADIENT && plan->buffers[i].owner == p)
+        id = i;
+    if (id < 0)
+      continue;
+    const tf_plan_buffer *b = &plan->buffers[id];
+    float *values = malloc((size_t)b->bytes);
+    CHECK_OK(&counts, tf_session_read(session, b->name, values, b->bytes));
+    all = realloc(all, sizeof(double) * (size_t)(*count + b->bytes / 4));
+    for (int64_t k = 0; k < b->bytes / 4; k++)
+      all[(*count)++] = values[k];
+    free(values);
+  }
+  return all;
+}
+
+/* max |a / scale_a - b| / max |b| */
+static double difference(const double *a, double scale_a, const double *b, int64_t n) {
+  double worst = 0, largest = 1e-30;
+  for (int64_t k = 0; k < n; k++) {
+    worst = fmax(worst, fabs(a[k] / scale_a - b[k]));
+    largest = fmax(largest, fabs(b[k]));
+  }
+  return worst / largest;
+}
+
+/* Training with k = 2 micro-batches of N = 2 (whose weight gradients are added into the gradients
+ * by matmul_accumulate) equals training with k = 1 of N = 4 on the same 4 samples, up to f32
+ * rounding: the gradients after each of 2 SGD steps (the k = 2 sum halved) and the weights after
+ * them. A part lost or counted twice in the sum would be a difference of its own size. */
+static void accumulation_matches_one_batch(void) {
+  tf_graph *g = zoo("gpt", (const char *const[]){"layers=2", "d_model=32", "heads=2"}, 3);
+  const char *bindings[2] = {"N=4,T=16", "N=2,T=16"};
+  tf_plan *plans[2] = {NULL, NULL};
+  tf_session *sessions[2] = {NULL, NULL};
+  for (int i = 0; i < 2 && g; i++) {
+    tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+    options.bindings = bindings[i];
+    options.optimizer = TF_OPTIMIZER_SGD;
+    options.learning_rate = 0.5;
+    options.accumulate = i + 1;
+    CHECK_OK(&counts, tf_compile(g, &options, &plans[i]));
+    tf_session_options session_options = tf_session_options_default();
+    session_options.seed = 5;
+    if (plans[i])
+      CHECK_OK(&counts, tf_session_create(plans[i], &session_options, &sessions[i]));
+  }
+  int32_t in_place = 0;
+  for (int32_t s = 0; plans[1] && s < plans[1]->n_steps; s++)
+    in_place += plans[1]->steps[s].op == TF_OP_MATMUL_ACCUMULATE;
+  CHECK(&counts, in_place > 0, "gpt k=2: no matmul_accumulate step to check");
+  double worst_gradient = 0, worst_loss = 0;
+  for (int step = 0; step < 2 && sessions[0] && sessions[1]; step++) {
+    double loss[3];
+    feed_samples(sessions[0], plans[0], 4 * step);
+    CHECK_OK(&counts, tf_session_micro_step(sessions[0], &loss[0]));
+    for (int m = 0; m < 2; m++) {
+      feed_samples(sessions[1], plans[1], 4 * step + 2 * m);
+      CHECK_OK(&counts, tf_session_micro_step(sessions[1], &loss[1 + m]));
+    }
+    int64_t n[2];
+    double *one = read_parameters(sessions[0], plans[0], true, &n[0]);
+    double *two = read_parameters(sessions[1], plans[1], true, &n[1]);
+    const double gradient = n[0] == n[1] ? difference(two, 2.0, one, n[0]) : INFINITY;
+    const double loss_error = fabs((loss[1] + loss[2]) / 2 - loss[0]) / fabs(loss[0]);
+    CHECK(&counts, gradient < 1e-5, "gpt step %d: k=2 gradients / 2 differ from k=1's by %.3e (of %" PRId64 ")",
+          step + 1, gradient, n[0]);
+    CHECK(&counts, loss_error < 1e-6, "gpt step %d: k=2 mean loss differs from k=1's by %.3e", step + 1, loss_error);
+    worst_gradient = fmax(worst_gradient, gradient);
+    worst_loss = fmax(worst_loss, loss_error);
+    free(one);
+    free(two);
+    for (int i = 0; i < 2; i++)
+      CHECK_OK(&counts, tf_session_optimizer_step(sessions[i]));
+  }
+  int64_t n[2] = {0, 0};
+  double *one = sessions[0] ? read_parameters(sessions[0], plans[0], false, &n[0]) : NULL;
+  double *two = sessions[1] ? read_parameters(sessions[1], plans[1], false, &n[1]) : NULL;
+  const double weights = one && two && n[0] == n[1] ? difference(two, 1.0, one, n[0]) : INFINITY;
+  CHECK(&counts, weights < 1e-6, "gpt: weights after 2 steps differ by %.3e between k=2 and k=1", weights);
+  printf("gpt 2 SGD steps, k=2 x N=2 (%d matmul_accumulate steps) vs k=1 x N=4: gradients differ by %.2e, losses "
+         "by %.2e, weights after by %.2e (relative to the largest)\n",
+         in_place, worst_gradient, worst_loss, weights);
+  free(one);
+  free(two);
+  for (int i = 0; i < 2; i++) {
+    tf_session_destroy(sessions[i]);
+    tf_plan_destroy(plans[i]);
+  }
+  tf_graph_destroy(g);
+}
+
 int main(void) {
   probe = tf_probe_attach(NULL);
   if (probe.mark)
@@ -360,6 +614,15 @@ int main(void) {
   bitwise_equal_gradients("mlp with dropout", dropout_mlp(), "N=4");
   no_waste_at_the_head(TF_FUSE_LOSS_OFF);
   no_waste_at_the_head(TF_FUSE_LOSS_ON);
+  accumulated_in_place("mlp", NULL, 0, "N=8");
+  accumulated_in_place("cnn", NULL, 0, "N=8");
+  accumulated_in_place("gpt", NULL, 0, "N=2,T=32");
+  accumulated_in_place("gpt2-small", (const char *const[]){"layers=2"}, 1, "N=1,T=16");
+  accumulated_in_place("asr-128-6-3", NULL, 0, "N=2,T=40,U=16");
+  accumulated_in_place("xtts-gpt", (const char *const[]){"layers=2"}, 1, "N=1,Ta=32");
+  cuda_workspace_of_accumulate();
+  gpt2_small_accumulated_arena();
+  accumulation_matches_one_batch();
   budgets_hold();
   return tf_test_finish("remat", &counts);
 }

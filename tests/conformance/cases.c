@@ -205,6 +205,16 @@ static void build_pair_loss(tf_graph *g, const conf_case *c) {
   tf_test_finish_loss(g, c->op == TF_OP_BCE_WITH_LOGITS ? tf_bce_with_logits(g, p, target) : tf_mse(g, p, target));
 }
 
+/* One weight w [N, K] (shapes[1]) read by two products, x1 w^T and x2^T w^T (x1 shapes[0] [M, K], x2
+ * shapes[2] [K, M]): its gradient arrives in two parts, the second added to a sum that already
+ * holds the first (matmul_accumulate on a non-zero accumulator, with either optimizer). */
+static void build_matmul_shared(tf_graph *g, const conf_case *c) {
+  tf_tensor_id w = param(g, "w", &c->shapes[1]);
+  tf_tensor_id y1 = tf_matmul(g, param(g, "x1", &c->shapes[0]), w, false, true);
+  tf_tensor_id y2 = tf_matmul(g, param(g, "x2", &c->shapes[2]), w, true, true);
+  tf_test_finish_probe(g, tf_add(g, y1, y2));
+}
+
 /* ---- the table ---- */
 
 #define ADAMW .settings.optimizer = CONF_ADAMW
@@ -234,6 +244,20 @@ static const conf_case cases[] = {
     {"matmul broadcast A^T [3,5,13]x[5,7]", build_matmul, .shapes = {DIMS(3, 5, 13), DIMS(5, 7)}, .transpose_a = true},
     {"matmul [2,1,3,4,6]x[3,1,6,5] (loops)", build_matmul, .shapes = {DIMS(2, 1, 3, 4, 6), DIMS(3, 1, 6, 5)}, ADAMW},
     {"matmul [131,257]x[257,65]", build_matmul, .shapes = {DIMS(131, 257), DIMS(257, 65)}},
+    /* matmul_accumulate: with SGD's 2 micro-batches each 2-D gradient product of the rows above adds
+     * itself to its accumulator (transposes (F,T), (T,F), (F,F)); these add (T,T), the weight of a
+     * batched activation (one product over the flattened rows, as a linear layer's), and a weight
+     * read twice (its second part added onto a non-zero sum, step by step too). */
+    {"matmul_accumulate (F,T) (F,F): matmul A^T", build_matmul, .shapes = {DIMS(67, 13), DIMS(67, 29)},
+     .transpose_a = true},
+    {"matmul_accumulate (T,T): matmul A^T B^T", build_matmul, .shapes = {DIMS(67, 13), DIMS(29, 67)},
+     .transpose_a = true, .transpose_b = true},
+    {"matmul_accumulate: linear [2,13,5]x[7,5]^T", build_matmul, .shapes = {DIMS(2, 13, 5), DIMS(7, 5)},
+     .transpose_b = true},
+    {"matmul_accumulate: shared w [29,67], 2 parts", build_matmul_shared,
+     .shapes = {DIMS(13, 67), DIMS(29, 67), DIMS(67, 13)}},
+    {"matmul_accumulate: shared w, 1 micro-batch", build_matmul_shared,
+     .shapes = {DIMS(13, 67), DIMS(29, 67), DIMS(67, 13)}, ADAMW},
 
     /* elementwise binaries with broadcasting, unaries and their gradients, dropout, cast */
     {"add [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_ADD, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},

@@ -2,16 +2,21 @@
  * columns it computes itself, against a float64 triple loop, for alpha/beta and transposes; (2) the
  * reason it exists, measured from outside by the allocation probe (tests/alloc_probe): a plain
  * cblas_sgemm of such a shape allocates on CPUs where OpenBLAS takes its AVX-512 small kernel
- * (printed, not required: other CPUs do not), and tf_cpu_gemm never does. */
+ * (printed, not required: other CPUs do not), and tf_cpu_gemm never does. (3) The kernel that
+ * goes through it with beta = 1, matmul_accumulate (sum += op(a) op(b), kernels/cpu/matmul.c), f32
+ * and f64 on 1 and 2 threads against the same triple loop plus the sum it started from, and, under
+ * the probe, with no heap allocation per call. */
 #define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "alloc_probe/probe_client.h"
 #include "check.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernels.h"
 
 static tf_test_counts counts;
 
@@ -85,6 +90,92 @@ static void check_values(void) {
   CHECK(&counts, taken == 7, "%lld shapes took the own-columns path, not 7", (long long)taken);
 }
 
+/* A CPU tensor over `data` ([rows, cols], f32 or f64). */
+static tf_cpu_tensor matrix(void *data, tf_dtype dtype, int64_t rows, int64_t cols) {
+  tf_cpu_tensor t;
+  memset(&t, 0, sizeof(t));
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = 2;
+  t.shape[0] = rows;
+  t.shape[1] = cols;
+  t.count = rows * cols;
+  return t;
+}
+
+/* matmul_accumulate(sum [m, n], a, b) through the op's CPU kernel in f32 or f64 on `threads`. */
+static void accumulate_kernel(bool f64, int32_t threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, void *sum,
+                              void *a, void *b) {
+  const tf_dtype dtype = TF_F32; /* the f64 kernels take f32 tensors held as double (kernels/cpu/real.h) */
+  tf_attrs attrs;
+  memset(&attrs, 0, sizeof(attrs));
+  attrs.kind = TF_ATTR_MATMUL;
+  attrs.u.matmul.transpose_a = ta;
+  attrs.u.matmul.transpose_b = tb;
+  const tf_cpu_tensor inputs[3] = {matrix(sum, dtype, m, n), ta ? matrix(a, dtype, k, m) : matrix(a, dtype, m, k),
+                                   tb ? matrix(b, dtype, n, k) : matrix(b, dtype, k, n)};
+  const tf_cpu_context context = {.threads = threads};
+  const tf_cpu_args args = {.op = TF_OP_MATMUL_ACCUMULATE,
+                            .attrs = &attrs,
+                            .n_inputs = 3,
+                            .inputs = inputs,
+                            .n_outputs = 0,
+                            .outputs = NULL,
+                            .context = &context};
+  tf_cpu_kernel_get(TF_OP_MATMUL_ACCUMULATE, f64)(&args);
+}
+
+/* sum0 + op(a) op(b) from the kernel against float64 loops: f32 and f64, 1 and 2 threads. */
+static void check_accumulate(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
+  uint32_t state = (uint32_t)(m * 7 + n * 3 + k + (ta ? 1000 : 0) + (tb ? 2000 : 0));
+  float *a = random_matrix(m * k, &state), *b = random_matrix(k * n, &state), *sum0 = random_matrix(m * n, &state);
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  double *want = malloc(sizeof(double) * (size_t)(m * n > 0 ? m * n : 1)), scale = 1e-30;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      want[i * n + j] = (double)sum0[i * n + j] + reference(ta, tb, k, a, lda, b, ldb, i, j);
+      scale = fmax(scale, fabs(want[i * n + j]));
+    }
+  for (int variant = 0; variant < 4; variant++) {
+    const bool f64 = variant & 1;
+    const int32_t threads = variant & 2 ? 2 : 1;
+    const size_t size = f64 ? sizeof(double) : sizeof(float);
+    void *wa = malloc(size * (size_t)(m * k + 1)), *wb = malloc(size * (size_t)(k * n + 1));
+    void *sum = malloc(size * (size_t)(m * n + 1));
+    for (int64_t i = 0; i < m * k; i++)
+      f64 ? (void)(((double *)wa)[i] = a[i]) : (void)(((float *)wa)[i] = a[i]);
+    for (int64_t i = 0; i < k * n; i++)
+      f64 ? (void)(((double *)wb)[i] = b[i]) : (void)(((float *)wb)[i] = b[i]);
+    for (int64_t i = 0; i < m * n; i++)
+      f64 ? (void)(((double *)sum)[i] = sum0[i]) : (void)(((float *)sum)[i] = sum0[i]);
+    accumulate_kernel(f64, threads, ta, tb, m, n, k, sum, wa, wb);
+    double worst = 0;
+    for (int64_t i = 0; i < m * n; i++)
+      worst = fmax(worst, fabs((f64 ? ((double *)sum)[i] : (double)((float *)sum)[i]) - want[i]));
+    const double error = worst / scale, tolerance = f64 ? 1e-12 : 1e-5;
+    printf("%-4s matmul_accumulate %s%s m=%-3lld n=%-3lld k=%-3lld %s %d thread%s: sum0 + product, error %.2e\n",
+           error < tolerance ? "ok" : "FAIL", ta ? "A^T" : "A", tb ? "B^T" : "B", (long long)m, (long long)n,
+           (long long)k, f64 ? "f64" : "f32", threads, threads > 1 ? "s" : "", error);
+    CHECK(&counts, error < tolerance, "matmul_accumulate m=%lld n=%lld k=%lld %s: relative error %.3e", (long long)m,
+          (long long)n, (long long)k, f64 ? "f64" : "f32", error);
+    free(wa);
+    free(wb);
+    free(sum);
+  }
+  free(a);
+  free(b);
+  free(sum0);
+  free(want);
+}
+
+static void check_accumulate_kernel(void) {
+  /* the weight-gradient shapes (a [rows, out]^T x [rows, in]), the own-columns path, k = 0 */
+  const int64_t shapes[][3] = {{29, 67, 13}, {7, 8, 32}, {131, 65, 257}, {5, 9, 0}};
+  for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+    for (int t = 0; t < 4; t++)
+      check_accumulate(t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2]);
+}
+
 /* Allocations in one product, the program's side (the probe also counts the driver's). */
 static int64_t allocations_in(const tf_probe *probe, bool plain_blas, int64_t m, int64_t n, int64_t k) {
   uint32_t state = 7;
@@ -129,6 +220,24 @@ static void check_allocations(char **argv) {
            (long long)most);
     CHECK(&counts, ours == 0, "tf_cpu_gemm m=%lld n=%lld k=%lld allocated %lld times", (long long)m, (long long)n,
           (long long)k, (long long)ours);
+    /* the same product as matmul_accumulate (beta = 1) on 2 threads, after one call to start the team */
+    uint32_t state = 11;
+    float *a = random_matrix(m * k, &state), *b = random_matrix(k * n, &state), *sum = random_matrix(m * n, &state);
+    accumulate_kernel(false, 2, false, false, m, n, k, sum, a, b);
+    int64_t fewest = INT64_MAX;
+    for (int attempt = 0; attempt < 3; attempt++) {
+      tf_probe_phase(&probe, "matmul_accumulate");
+      accumulate_kernel(false, 2, false, false, m, n, k, sum, a, b);
+      int64_t seen = tf_probe_phase(&probe, "~after matmul_accumulate").program.allocations;
+      fewest = seen < fewest ? seen : fewest;
+    }
+    printf("%-4s m=%lld n=%lld k=%lld: matmul_accumulate (beta = 1, 2 threads) made %lld heap allocations\n",
+           fewest == 0 ? "ok" : "FAIL", (long long)m, (long long)n, (long long)k, (long long)fewest);
+    CHECK(&counts, fewest == 0, "matmul_accumulate m=%lld n=%lld k=%lld allocated %lld times", (long long)m,
+          (long long)n, (long long)k, (long long)fewest);
+    free(a);
+    free(b);
+    free(sum);
   }
 }
 
@@ -136,5 +245,6 @@ int main(int argc, char **argv) {
   (void)argc;
   check_allocations(argv);
   check_values();
+  check_accumulate_kernel();
   return tf_test_finish("cpu gemm", &counts);
 }

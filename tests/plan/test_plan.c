@@ -87,6 +87,24 @@ static void compare_plans(const tf_plan *a, const tf_plan *b, const char *how) {
 
 /* ---- the valid plan ---- */
 
+/* The small plan with its accumulate step as matmul_accumulate(gw, t, x) (transpose_a): gw [5,3] +=
+ * t^T [5,4] x [4,3], a gradient part added by its own product (compiler/optimizer.c). Valid. */
+static void as_matmul_accumulate(tf_plan *p) {
+  tf_plan_step *step = &p->steps[STEP_ACCUMULATE];
+  int32_t *inputs = realloc(step->inputs, 3 * sizeof(int32_t));
+  if (!inputs)
+    abort();
+  inputs[0] = SMALL_GW;
+  inputs[1] = SMALL_T;
+  inputs[2] = SMALL_X;
+  step->inputs = inputs;
+  step->n_inputs = 3;
+  step->op = TF_OP_MATMUL_ACCUMULATE;
+  step->phase = TF_PHASE_BACKWARD;
+  step->attrs.kind = TF_ATTR_MATMUL;
+  step->attrs.u.matmul.transpose_a = true;
+}
+
 static void test_valid(void) {
   tf_plan *plan = plan_fixture_small();
   CHECK_OK(&counts, tf_plan_verify(plan));
@@ -97,6 +115,11 @@ static void test_valid(void) {
   CHECK(&counts, tf_plan_total_bytes(plan) == INT64_MAX, "overflow saturates");
   tf_plan_destroy(plan);
   tf_plan_destroy(NULL);
+  plan = plan_fixture_small();
+  as_matmul_accumulate(plan);
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  printf("small plan with its accumulate step as matmul_accumulate(gw, t, x) verifies\n");
+  tf_plan_destroy(plan);
   CHECK(&counts, strcmp(tf_region_name(TF_REGION_OPTIMIZER_STATE), "optimizer_state") == 0, "region name");
   CHECK(&counts, strcmp(tf_role_name(TF_ROLE_WORKSPACE), "workspace") == 0, "role name");
   CHECK(&counts, strcmp(tf_phase_name(TF_PHASE_RECOMPUTE), "recompute") == 0, "phase name");
@@ -302,6 +325,31 @@ static void seed_scale_not_power_of_two(tf_plan *p) {
   p->overflow_check = SMALL_LOSS;
 }
 
+static void accumulate_into_parameter(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[0] = SMALL_W; }
+static void accumulate_onto_itself(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[1] = SMALL_GW; }
+static void matmul_accumulate_into_parameter(tf_plan *p) {
+  as_matmul_accumulate(p);
+  p->steps[STEP_ACCUMULATE].inputs[0] = SMALL_W;
+}
+static void matmul_accumulate_into_arena(tf_plan *p) {
+  as_matmul_accumulate(p);
+  p->steps[STEP_ACCUMULATE].inputs[0] = SMALL_DW;
+}
+static void matmul_accumulate_wrong_sum(tf_plan *p) {
+  as_matmul_accumulate(p);
+  p->steps[STEP_ACCUMULATE].inputs[2] = SMALL_T; /* t^T t is [5,5] */
+}
+static void matmul_accumulate_batched(tf_plan *p) {
+  as_matmul_accumulate(p);
+  p->buffers[SMALL_GW].rank = 3; /* [5,3,1]: same bytes, a batch axis the op does not take */
+  p->buffers[SMALL_GW].shape[2] = 1;
+}
+static void matmul_accumulate_output(tf_plan *p) {
+  as_matmul_accumulate(p);
+  p->steps[STEP_ACCUMULATE].n_outputs = 1;
+  p->steps[STEP_ACCUMULATE].outputs[0] = SMALL_DW;
+}
+
 static const corruption corruptions[] = {
     {"two arena buffers live at step 3 share bytes", "overlapping live arena buffers", overlap_live},
     {"a parameter ends past its region", "ends past its region parameters of 68 bytes", past_region},
@@ -376,6 +424,18 @@ static const corruption corruptions[] = {
     {"an overflow check of [4,5]", "must be an f32 scalar in the arena", overflow_check_not_scalar},
     {"a scaled plan without an overflow check", "a scaled plan must detect overflow", seed_without_overflow_check},
     {"an initial loss scale of 1000", "the initial loss scale is 1000", seed_scale_not_power_of_two},
+    {"accumulate into a parameter", "in place inside the micro-batch block [0, 7), which runs 2 times",
+     accumulate_into_parameter},
+    {"accumulate a gradient onto itself", "updates input 0 buffer 13 'grad/w' in place and also reads it as input 1",
+     accumulate_onto_itself},
+    {"matmul_accumulate into a parameter", "(role parameter) in place inside the micro-batch block",
+     matmul_accumulate_into_parameter},
+    {"matmul_accumulate into an arena buffer", "in-place operands are parameters, gradients or optimizer state",
+     matmul_accumulate_into_arena},
+    {"matmul_accumulate of t^T t into gw [5,3]", "but the product of 't' [4,5] and 't' [4,5] is f32 [5,5]",
+     matmul_accumulate_wrong_sum},
+    {"matmul_accumulate into a sum of rank 3", "has rank 3; expected rank 2", matmul_accumulate_batched},
+    {"matmul_accumulate with an output", "has 1 outputs; matmul_accumulate has 0", matmul_accumulate_output},
 };
 
 static void test_corruptions(void) {
