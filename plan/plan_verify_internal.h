@@ -26,4 +26,9 @@ tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) TF_MUST_USE;
  * naive total and the peak step; FLOP estimates are finite and >= 0. Runs after the memory checks. */
 tf_status tf_plan_check_report(const tf_plan *plan) TF_MUST_USE;
 
+/* Dynamic loss scaling (plan_verify_scaling.c): loss_scale_seed an f32 scalar constant no step
+ * writes, in a training plan with an overflow check and a power-of-two initial scale in range;
+ * overflow_check an f32 arena scalar written by one optimizer-block step and live to the last. */
+tf_status tf_plan_check_loss_scaling(const tf_plan *plan) TF_MUST_USE;
+
 #endif
