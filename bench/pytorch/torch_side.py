@@ -3,8 +3,10 @@
 
     torch_side.py CONFIG DATA_DIR N T STEPS THREADS      (T: sequence length, or - for none)
 
-One JSON line per optimizer step, {"step": i, "seconds": s, "loss": l}: the wall time (monotonic
-clock) of making the batch's tensors, zero_grad, forward, loss, backward and the AdamW step. Then
+THREADS bounds both torch's own threads (torch.set_num_threads) and OpenBLAS's (OPENBLAS_NUM_THREADS,
+set here before torch loads it). One JSON line per optimizer step, {"step": i, "seconds": s,
+"loss": l}: the wall time (monotonic clock) of making the batch's tensors, zero_grad, forward, loss,
+backward and the AdamW step. Then
 {"rss_before_kib", "hwm_kib", "peak_reset", "parameters"}: this process's resident set once torch
 is imported, its threads set and the data loaded (before the model exists; VmHWM is reset through
 /proc/self/clear_refs at that point), and the peak resident set from then to the end.
@@ -14,7 +16,13 @@ import os
 import sys
 import time
 
-import torch
+# Debian's torch runs its matrix products in OpenBLAS, whose thread pool torch.set_num_threads does
+# not reach: by default it takes every core, so a "1 thread" step ran its GEMMs on 2 threads (about
+# 1.8 cores busy). The pool is sized when the library loads, so before torch is imported.
+if len(sys.argv) == 7:
+    os.environ["OPENBLAS_NUM_THREADS"] = sys.argv[6]
+
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402

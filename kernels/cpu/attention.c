@@ -21,6 +21,7 @@
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
+#include "kernels/cpu/vector_math.h"
 
 // The omp simd loops below are a request, not a requirement: clang, when sanitizers keep it from
 // vectorising them, would otherwise warn at each.
@@ -106,20 +107,33 @@ static real row_max(const real *row, int64_t n) {
   return top;
 }
 
-/* Row-wise softmax of the first `allowed` scores of a row of `keys`; the rest (masked) become 0. */
+/* row[j] = e^(row[j] - top) for j in [0, n): a map, so it may take the wider clones
+ * (TF_CPU_VECTOR_CLONES: the same bits on every one). */
+TF_CPU_VECTOR_CLONES static void exp_shifted(real *row, int64_t n, real top) {
+  SIMD_EXP_LOOP
+  for (int64_t j = 0; j < n; j++)
+    row[j] = exp_nonpositive(row[j] - top);
+}
+
+/* row[j] *= factor for j in [0, n), a map too. */
+TF_CPU_VECTOR_CLONES static void scale_row(real *row, int64_t n, real factor) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++)
+    row[j] *= factor;
+}
+
+/* Row-wise softmax of the first `allowed` scores of a row of `keys`; the rest (masked) become 0.
+ * The sum stays in this function, unlike the maps around it: its lanes' order follows the vector
+ * width, which must not change with the machine. */
 static void softmax_row(real *row, int64_t allowed, int64_t keys) {
   real top = allowed > 0 ? row_max(row, allowed) : 0;
-  SIMD_EXP_LOOP
-  for (int64_t j = 0; j < allowed; j++)
-    row[j] = exp_nonpositive(row[j] - top);
+  exp_shifted(row, allowed, top);
   double sum = 0; // a double accumulator: Tk terms in f32 would lose the small ones
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < allowed; j++)
     sum += (double)row[j];
   real inverse = sum > 0 ? (real)(1.0 / sum) : 0;
-#pragma omp simd
-  for (int64_t j = 0; j < allowed; j++)
-    row[j] *= inverse;
+  scale_row(row, allowed, inverse);
   for (int64_t j = allowed; j < keys; j++)
     row[j] = 0;
 }

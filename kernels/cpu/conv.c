@@ -62,27 +62,96 @@ static void map_tap(const tf_cpu_conv_geometry *g, int64_t kh, int64_t kw, int64
   }
 }
 
+/* Whether every tap's image element for response position p is image element p + (the tap's
+ * offset) whenever it is inside the image: stride 1 and the response as wide as the image (a
+ * "same" convolution, such as 3x3 with padding 1). Then a row of the column matrix is the image
+ * plane shifted, with the tap's padding as zeros, and im2col/col2im read and write both in order
+ * (vectorised) instead of through the map, which then only says where the padding is. */
+static bool shifted(const tf_cpu_conv_geometry *g) {
+  return g->stride[0] == 1 && g->stride[1] == 1 && g->response_width == g->image_width;
+}
+
+/* inside[q] = 1 where map[q] is an image element, 0 where it is padding, for q in [0, n): the
+ * shifted loops' selector, of the data's own width so that their selects vectorise. */
+static void mark_inside(const int64_t *map, int64_t n, real *inside) {
+  for (int64_t q = 0; q < n; q++)
+    inside[q] = map[q] >= 0 ? 1 : 0;
+}
+
 /* Every tap's map of one block of response positions [p0, p1), tap after tap, kept by a thread
  * from one task to the next: on small images every task has the same block (one per image), and
  * mapping it again per image cost as much as the copies. Used while taps x positions fit. */
 typedef struct tap_maps {
   int64_t p0, p1; /* the block mapped; p1 = -1 when none */
   int64_t offsets[TAP_MAP_PIECE];
+  real inside[TAP_MAP_PIECE]; /* on the shifted geometry: mark_inside() of offsets */
 } tap_maps;
 
 /* The maps of block [p0, p1) for every tap (mapping it unless it is the one held), or NULL when
  * they do not fit. */
-static const int64_t *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g, int64_t p0, int64_t p1) {
+static const tap_maps *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g, int64_t p0, int64_t p1) {
   const int64_t taps = g->kernel_height * g->kernel_width, length = p1 - p0;
   if (taps * length > TAP_MAP_PIECE)
     return NULL;
   if (maps->p0 != p0 || maps->p1 != p1) {
     for (int64_t tap = 0; tap < taps; tap++)
       map_tap(g, tap / g->kernel_width, tap % g->kernel_width, p0, p1, maps->offsets + tap * length);
+    if (shifted(g))
+      mark_inside(maps->offsets, taps * length, maps->inside);
     maps->p0 = p0;
     maps->p1 = p1;
   }
-  return maps->offsets;
+  return maps;
+}
+
+/* The part [*low, *high) of [0, length) whose elements start + q lie in [0, extent). */
+static void clip(int64_t start, int64_t extent, int64_t length, int64_t *low, int64_t *high) {
+  int64_t first = -start, last = extent - start;
+  first = first < 0 ? 0 : first > length ? length : first;
+  last = last > length ? length : last < first ? first : last;
+  *low = first;
+  *high = last;
+}
+
+/* im2col of one channel's row of a tap on the shifted geometry: line[q] = span[start + q] where
+ * inside[q], else 0, for q in [0, length). Elements outside the channel's plane are padding
+ * (inside 0) but are still read, so the select vectorises: `span` is the whole input tensor (read
+ * only) and only its own [0, extent) is read. */
+static void shifted_gather(const real *restrict span, int64_t extent, int64_t start, const real *restrict inside,
+                           int64_t length, real *restrict line) {
+  if (start >= 0 && start + length <= extent) { // all but the tensor's first and last planes
+    const real *from = span + start;
+    for (int64_t q = 0; q < length; q++) {
+      const real value = from[q];
+      line[q] = inside[q] != 0 ? value : 0;
+    }
+    return;
+  }
+  int64_t low, high;
+  clip(start, extent, length, &low, &high);
+  for (int64_t q = 0; q < low; q++)
+    line[q] = 0;
+  for (int64_t q = low; q < high; q++) {
+    const real value = span[start + q];
+    line[q] = inside[q] != 0 ? value : 0;
+  }
+  for (int64_t q = high; q < length; q++)
+    line[q] = 0;
+}
+
+/* col2im of the same: span[start + q] += line[q] where inside[q]. Elsewhere the element is written
+ * back unchanged (a select, not + 0, which would turn -0 into +0), so `span` must be memory no
+ * other thread touches meanwhile: the worker's own image. */
+static void shifted_scatter(real *restrict span, int64_t extent, int64_t start, const real *restrict inside,
+                            int64_t length, const real *restrict line) {
+  int64_t low = 0, high = length;
+  if (start < 0 || start + length > extent) // the image's first and last planes
+    clip(start, extent, length, &low, &high);
+  real *to = span + start;
+  for (int64_t q = low; q < high; q++) {
+    const real value = to[q], sum = value + line[q];
+    to[q] = inside[q] != 0 ? sum : value;
+  }
 }
 
 /* Moves data between one group's image channels and the column matrix of response positions
@@ -91,28 +160,47 @@ static const int64_t *tap_maps_get(tap_maps *maps, const tf_cpu_conv_geometry *g
  * Each tap's offsets (map_tap) are used for every channel: on small images a row of the column
  * matrix is a few elements per response row, and working out the padding of each such part per
  * channel cost more than the copy. `all_taps` holds every tap's map of the block (tap_maps_get);
- * when NULL, each tap is mapped here in pieces of TAP_MAP_PIECE positions. col2im adds each image
- * element's terms in a fixed order (tap, then position). */
+ * when NULL, each tap is mapped here in pieces of TAP_MAP_PIECE positions. On the shifted
+ * geometry the map only says which positions are padding (shifted()), and the loops may also
+ * touch elements outside the group's planes, within `extent` elements from `before` elements ahead
+ * of source (the input tensor) or target (the worker's image): see shifted_gather and
+ * shifted_scatter. col2im adds each image element's terms in a fixed order (tap, then position). */
 static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *target, int64_t p0, int64_t p1,
-                     real *column, const int64_t *all_taps) {
+                     real *column, const tap_maps *all_taps, int64_t before, int64_t extent) {
   const int64_t length = p1 - p0, taps = g->kernel_height * g->kernel_width;
   const int64_t plane = g->image_height * g->image_width, channels = g->column_rows / taps;
+  const bool shift = shifted(g);
   int64_t piece[TAP_MAP_PIECE];
-  for (int64_t tap = 0; tap < taps; tap++)
+  real piece_inside[TAP_MAP_PIECE];
+  for (int64_t tap = 0; tap < taps; tap++) {
+    const int64_t kh = tap / g->kernel_width, kw = tap % g->kernel_width;
+    const int64_t delta = (kh * g->dilation[0] - g->padding[0]) * g->image_width + kw * g->dilation[1] - g->padding[1];
     for (int64_t q0 = 0; q0 < length; q0 += TAP_MAP_PIECE) {
       const int64_t q1 = length - q0 < TAP_MAP_PIECE ? length : q0 + TAP_MAP_PIECE;
-      const int64_t *map = all_taps ? all_taps + tap * length : piece;
-      if (!all_taps)
-        map_tap(g, tap / g->kernel_width, tap % g->kernel_width, p0 + q0, p0 + q1, piece);
+      const int64_t *map = all_taps ? all_taps->offsets + tap * length : piece;
+      const real *inside = all_taps ? all_taps->inside + tap * length : piece_inside;
+      if (!all_taps) {
+        map_tap(g, kh, kw, p0 + q0, p0 + q1, piece);
+        if (shift)
+          mark_inside(piece, q1 - q0, piece_inside);
+      }
       for (int64_t channel = 0; channel < channels; channel++) {
         real *line = column + (channel * taps + tap) * length + q0;
         if (target) {
           real *image = target + channel * plane;
+          if (shift) {
+            shifted_scatter(target - before, extent, before + channel * plane + p0 + q0 + delta, inside, q1 - q0, line);
+            continue;
+          }
           for (int64_t q = 0; q < q1 - q0; q++)
             if (map[q] >= 0)
               image[map[q]] += line[q];
         } else {
           const real *image = source + channel * plane;
+          if (shift) {
+            shifted_gather(source - before, extent, before + channel * plane + p0 + q0 + delta, inside, q1 - q0, line);
+            continue;
+          }
           for (int64_t q = 0; q < q1 - q0; q++) {
             const int64_t at = map[q];
             const real value = image[at < 0 ? 0 : at]; // a load from anywhere in the plane: no branch
@@ -121,6 +209,7 @@ static void transfer(const tf_cpu_conv_geometry *g, const real *source, real *ta
         }
       }
     }
+  }
 }
 
 /* The most threads (<= the context's) whose workspace fits the one the plan gave this call. */
@@ -167,7 +256,7 @@ static void convolve(const tf_cpu_args *args) {
   TF_CPU_PARALLEL_FOR(
       workers, for (int64_t worker = 0; worker < workers; worker++) {
         real *column = workspace_at(args, worker * column_size);
-        tap_maps maps; // no initialiser: it would zero the 16 KiB of offsets
+        tap_maps maps; // no initialiser: it would zero the maps (24 KiB in f32)
         maps.p0 = 0, maps.p1 = -1;
         for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
           int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
@@ -179,7 +268,8 @@ static void convolve(const tf_cpu_args *args) {
               tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
                           image + p0, g.positions, 0, response + group * og * g.positions + p0, g.positions);
             else {
-              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1));
+              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1), image - x,
+                       args->inputs[0].count);
               tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
                           column, p1 - p0, 0, response + group * og * g.positions + p0, g.positions);
             }
@@ -207,7 +297,7 @@ static void scatter_back(const tf_cpu_args *args, const real *response, const re
   TF_CPU_PARALLEL_FOR(
       workers, for (int64_t worker = 0; worker < workers; worker++) {
         real *column = workspace_at(args, worker * column_size);
-        tap_maps maps; // no initialiser: it would zero the 16 KiB of offsets
+        tap_maps maps; // no initialiser: it would zero the maps (24 KiB in f32)
         maps.p0 = 0, maps.p1 = -1;
         for (int64_t n = g.batch * worker / workers; n < g.batch * (worker + 1) / workers; n++) {
           real *out = image + n * image_size;
@@ -225,7 +315,8 @@ static void scatter_back(const tf_cpu_args *args, const real *response, const re
               }
               tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
                           column, p1 - p0);
-              transfer(&g, NULL, out_group, p0, p1, column, tap_maps_get(&maps, &g, p0, p1));
+              transfer(&g, NULL, out_group, p0, p1, column, tap_maps_get(&maps, &g, p0, p1), out_group - out,
+                       image_size);
             }
           }
           add_bias(bias, g.image_channels, plane, 0, plane, out);
@@ -254,7 +345,7 @@ static void weight_gradient(const tf_cpu_args *args) {
       workers, for (int64_t worker = 0; worker < workers; worker++) {
         real *column = workspace_at(args, worker * column_size);
         real *sum = worker == 0 ? dw : partials + (worker - 1) * tf_cpu_workspace_round(weight_size);
-        tap_maps maps; // no initialiser: it would zero the 16 KiB of offsets
+        tap_maps maps; // no initialiser: it would zero the maps (24 KiB in f32)
         maps.p0 = 0, maps.p1 = -1;
         memset(sum, 0, sizeof(real) * (size_t)weight_size);
         for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
@@ -268,7 +359,8 @@ static void weight_gradient(const tf_cpu_args *args) {
               tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, image + p0, g.positions, 1,
                           sum_group, g.column_rows);
             else {
-              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1));
+              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1), image - x,
+                       args->inputs[0].count);
               tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, column, p1 - p0, 1, sum_group,
                           g.column_rows);
             }

@@ -119,23 +119,27 @@ static inline real gelu_derivative(real x, bool approximate) {
 typedef void (*segment_fn)(const real *a, int64_t a_stride, const real *b, int64_t b_stride, real *out, int64_t n);
 
 /* The four stride patterns get their own loops so that the compiler vectorises the common ones
- * (same shape, and a trailing bias vector after tf_cpu_collapse). */
+ * (same shape, and a trailing bias vector after tf_cpu_collapse). The loops are `omp simd`, like the
+ * unary spans below: the plan often writes the output over `a` (in place), which a runtime alias
+ * check would send to the scalar loop; within a vector iteration every element is loaded before it
+ * is stored. Maps, so they take the wider clones too (TF_CPU_VECTOR_CLONES). */
 #define DEFINE_SEGMENT(name, EXPR)                                                                                     \
-  static void name##_segment(const real *a, int64_t a_stride, const real *b, int64_t b_stride, real *out, int64_t n) { \
+  TF_CPU_VECTOR_CLONES static void name##_segment(const real *a, int64_t a_stride, const real *b, int64_t b_stride,    \
+                                                  real *out, int64_t n) {                                              \
     if (a_stride == 1 && b_stride == 1) {                                                                              \
-      for (int64_t i = 0; i < n; i++) {                                                                                \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                            \
         real x = a[i], y = b[i];                                                                                       \
         out[i] = EXPR;                                                                                                 \
       }                                                                                                                \
     } else if (a_stride == 1) {                                                                                        \
       const real y = b[0];                                                                                             \
-      for (int64_t i = 0; i < n; i++) {                                                                                \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                            \
         real x = a[i];                                                                                                 \
         out[i] = EXPR;                                                                                                 \
       }                                                                                                                \
     } else if (b_stride == 1) {                                                                                        \
       const real x = a[0];                                                                                             \
-      for (int64_t i = 0; i < n; i++) {                                                                                \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                            \
         real y = b[i];                                                                                                 \
         out[i] = EXPR;                                                                                                 \
       }                                                                                                                \

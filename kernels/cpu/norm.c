@@ -17,6 +17,7 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vector_math.h"
 
 // The omp simd loops below are a request, not a requirement: clang, when sanitizers keep it from
 // vectorising them, would otherwise warn at each.
@@ -63,6 +64,23 @@ static row_stats stats_of(const real *x, int64_t n, double epsilon, bool rms) {
  * when a row's spread is small next to its mean. */
 static inline real normalised(real x, row_stats s) { return (real)(((double)x - s.mean) * s.rstd); }
 
+/* The element-wise loops of both passes are maps (each element, or each column's sum over the
+ * rows, on its own), so they may take the wider clones, TF_CPU_VECTOR_CLONES, which give the same
+ * bits on every machine. The row sums (layer_stats, gradient_sums) stay on the baseline: an omp simd
+ * reduction's lane order follows the vector width. */
+
+/* yr = xhat gamma (+ beta) over one row. */
+TF_CPU_VECTOR_CLONES static void normalise_row(const real *xr, const real *gamma, const real *beta, row_stats s,
+                                               int64_t n, real *yr) {
+  if (beta) {
+    for (int64_t j = 0; j < n; j++)
+      yr[j] = normalised(xr[j], s) * gamma[j] + beta[j];
+  } else {
+    for (int64_t j = 0; j < n; j++)
+      yr[j] = normalised(xr[j], s) * gamma[j];
+  }
+}
+
 /* ---- forward ---- */
 
 static void norm_forward(const tf_cpu_args *args, bool rms) {
@@ -79,14 +97,7 @@ static void norm_forward(const tf_cpu_args *args, bool rms) {
       tf_cpu_team(tf_cpu_threads(args), x->count > TF_CPU_CHUNK), for (int64_t row = 0; row < rows; row++) {
         const real *xr = in + row * features;
         real *yr = out + row * features;
-        const row_stats s = stats_of(xr, features, epsilon, rms);
-        if (beta) {
-          for (int64_t j = 0; j < features; j++)
-            yr[j] = normalised(xr[j], s) * gamma[j] + beta[j];
-        } else {
-          for (int64_t j = 0; j < features; j++)
-            yr[j] = normalised(xr[j], s) * gamma[j];
-        }
+        normalise_row(xr, gamma, beta, stats_of(xr, features, epsilon, rms), features, yr);
       });
 }
 
@@ -131,6 +142,22 @@ static void gradient_sums(const real *xr, const real *dyr, const real *gamma, in
   *gx_total = gx_sum;
 }
 
+/* One row's terms of dgamma (dy xhat) and dbeta (dy), added to each column's sum. */
+TF_CPU_VECTOR_CLONES static void add_column_terms(const real *xr, const real *dyr, row_stats s, int64_t n,
+                                                  double *gamma_sum, double *beta_sum) {
+  for (int64_t j = 0; j < n; j++) {
+    gamma_sum[j] += (double)(dyr[j] * normalised(xr[j], s));
+    beta_sum[j] += (double)dyr[j];
+  }
+}
+
+/* dx of one row (phase 3 below). */
+TF_CPU_VECTOR_CLONES static void input_gradient_row(const real *xr, const real *dyr, const real *gamma, row_stats s,
+                                                    real rstd, real g_mean, real gx_mean, int64_t n, real *dxr) {
+  for (int64_t j = 0; j < n; j++)
+    dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
+}
+
 static void norm_backward(const tf_cpu_args *args, bool rms) {
   const tf_cpu_tensor *x = &args->inputs[0];
   const int64_t features = x->shape[x->rank - 1];
@@ -167,10 +194,7 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
           const real *xr = in + row * features + first, *dyr = dy + row * features + first;
           const row_stats s =
               keep ? kept_stats(dx + row * features, rms) : stats_of(in + row * features, features, epsilon, rms);
-          for (int64_t j = 0; j < count; j++) {
-            gamma_sum[j] += (double)(dyr[j] * normalised(xr[j], s));
-            beta_sum[j] += (double)dyr[j];
-          }
+          add_column_terms(xr, dyr, s, count, gamma_sum, beta_sum);
         }
         for (int64_t j = 0; j < count; j++) {
           dgamma[first + j] = (real)gamma_sum[j];
@@ -191,8 +215,7 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
         gradient_sums(xr, dyr, gamma, features, s, &g_sum, &gx_sum);
         const real rstd = (real)s.rstd, g_mean = rms ? (real)0 : (real)(g_sum / (double)features);
         const real gx_mean = (real)(gx_sum / (double)features);
-        for (int64_t j = 0; j < features; j++)
-          dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
+        input_gradient_row(xr, dyr, gamma, s, rstd, g_mean, gx_mean, features, dxr);
       });
 }
 

@@ -14,6 +14,7 @@
 #define MIN_BLOCK 4096  /* elements per block at least */
 #define COLUMN_TILE 256 /* output columns one task accumulates at once (stack doubles) */
 #define MIN_TILE 16     /* ... and at least this many (a cache line of doubles and more) */
+#define LANES 8         /* outputs summed side by side when each has several reduced runs */
 
 /* The geometry of a reduction of x over a mask of axes, collapsed: size-1 axes dropped, adjacent
  * axes of the same kind (reduced or kept) merged. x is contiguous, so merging always works. */
@@ -140,6 +141,22 @@ static double blocked_sum(const real *x, int64_t n, bool squares, int threads) {
   return total;
 }
 
+/* sum[k] = the sum over output (o + k)'s runs, k < count <= LANES, where output o + k's runs are
+ * output o's moved by k x distance elements; each output's terms in the order of FOR_EACH_RUN. */
+static inline void sum_lanes(const reduction *r, const real *x, int64_t o, int64_t distance, int64_t count,
+                             double *sum) {
+  const int64_t stride = r->stride[r->last_reduced], length = r->shape[r->last_reduced];
+  for (int64_t k = 0; k < count; k++)
+    sum[k] = 0;
+  FOR_EACH_RUN(r, o, offset, {
+    for (int64_t j = 0; j < length; j++) {
+      const real *at = x + offset + j * stride;
+      for (int64_t k = 0; k < count; k++)
+        sum[k] += (double)at[k * distance];
+    }
+  });
+}
+
 /* y = the sum (or mean) of x over r's reduced axes. */
 static void sum_run(const reduction *r, const real *x, real *y, bool mean, int threads) {
   const double divisor = mean ? (double)r->group : 1.0;
@@ -180,15 +197,26 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
             y[o * inner + first + i] = (real)(sum[i] / divisor);
         });
   } else {
+    // Several reduced runs per output (a convolution's bias gradient: [N, C, H*W] summed over N
+    // and H*W). Outputs go LANES at a time along the innermost kept axis: they have the same runs
+    // at a fixed distance, so LANES independent sums advance together instead of one chain of
+    // dependent double adds, and each output still adds its terms in the same order.
+    int32_t kept = r->rank - 1;
+    while (r->reduced[kept])
+      kept--;
+    const int64_t across = r->shape[kept], distance = r->stride[kept];
+    const int64_t tiles = (across + LANES - 1) / LANES, tasks = r->outputs / across * tiles;
     TF_CPU_PARALLEL_FOR(
-        tf_cpu_team(threads, r->outputs * r->group > TF_CPU_CHUNK), for (int64_t o = 0; o < r->outputs; o++) {
-          double sum = 0;
-          const int64_t stride = r->stride[r->last_reduced], length = r->shape[r->last_reduced];
-          FOR_EACH_RUN(r, o, offset, {
-            for (int64_t j = 0; j < length; j++)
-              sum += (double)x[offset + j * stride];
-          });
-          y[o] = (real)(sum / divisor);
+        tf_cpu_team(threads, r->outputs * r->group > TF_CPU_CHUNK), for (int64_t task = 0; task < tasks; task++) {
+          const int64_t first = task % tiles * LANES, o = task / tiles * across + first;
+          const int64_t count = across - first < LANES ? across - first : LANES;
+          double sum[LANES];
+          if (count == LANES)
+            sum_lanes(r, x, o, distance, LANES, sum);
+          else
+            sum_lanes(r, x, o, distance, count, sum);
+          for (int64_t k = 0; k < count; k++)
+            y[o + k] = (real)(sum[k] / divisor);
         });
   }
 }

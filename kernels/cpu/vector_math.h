@@ -111,12 +111,14 @@ static inline float tf_cpu_math_half_erfc(float a, float e) {
   return 0.5f * t * e * q;
 }
 
-/* On x86-64 Linux with GCC, a loop function marked TF_CPU_VECTOR_CLONES is built twice, for the
- * baseline (SSE2, 4 floats a vector) and for AVX2 (8), and the loader picks the one the CPU runs
- * (an ifunc). AVX2 without FMA: the same operations on wider vectors, so both give the same bits.
- * Elsewhere (aarch64, clang, the f64 reference) it is nothing. */
+/* On x86-64 Linux with GCC, a loop function marked TF_CPU_VECTOR_CLONES is built three times, for
+ * the baseline (SSE2, 4 floats a vector), AVX2 (8) and AVX-512F (16), and the loader picks the best
+ * one the CPU runs (an ifunc). The same operations on wider vectors, so all give the same bits: AVX2
+ * has no FMA, and AVX-512F's is never used, as GCC contracts no a * b + c in ISO C mode (-std=c11:
+ * -ffp-contract=off). Only for element-wise maps: a reduction's lane order would follow the vector
+ * width. Elsewhere (aarch64, clang, the f64 reference) it is nothing. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(TF_REAL_F64)
-#define TF_CPU_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#define TF_CPU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TF_CPU_VECTOR_CLONES
 #endif

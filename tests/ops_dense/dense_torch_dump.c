@@ -298,6 +298,12 @@ int main(int argc, char **argv) {
             dense_conv_attrs(2, 3, 2, 1, 2, 1, 2, 0, 0), true);
   conv_case("conv2d depthwise", false, (int64_t[]){3, 6, 7, 5}, (int64_t[]){6, 1, 3, 3},
             dense_conv_attrs(1, 1, 1, 1, 1, 1, 6, 0, 0), false);
+  // Stride 1 and the response as wide as the image: the conv kernels' shifted im2col/col2im, here
+  // with a response shorter than the image, a dilated width and two groups.
+  conv_case("conv2d s1 p(0,2) d(1,2) g2, as wide", false, (int64_t[]){2, 4, 7, 9}, (int64_t[]){6, 2, 3, 3},
+            dense_conv_attrs(1, 1, 0, 2, 1, 2, 2, 0, 0), true);
+  conv_case("conv1d s1 p1, as long", true, (int64_t[]){3, 4, 11}, (int64_t[]){5, 4, 3},
+            dense_conv_attrs(1, 0, 1, 0, 1, 0, 1, 0, 0), false);
   conv_case("conv2d 1x1", false, (int64_t[]){2, 5, 4, 7}, (int64_t[]){3, 5, 1, 1},
             dense_conv_attrs(1, 1, 0, 0, 1, 1, 1, 0, 0), true);
   conv_case("conv2d 2 position blocks", false, (int64_t[]){2, 16, 63, 61}, (int64_t[]){3, 16, 3, 3},

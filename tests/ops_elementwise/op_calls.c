@@ -88,6 +88,7 @@ static void elementwise_calls(builder *b, bool large) {
 
 static void reduction_calls(builder *b, bool large) {
   static const int32_t axis1[] = {1}, last_first[] = {-1, 0}, middle[] = {-2}, outer[] = {0, 2}, first[] = {0};
+  static const int32_t bias_grad[] = {0, 2, 3}; // a convolution's bias gradient: several runs per output
   static const tf_op sums[] = {TF_OP_SUM, TF_OP_MEAN};
   for (int k = 0; k < 2; k++) {
     tf_op op = sums[k];
@@ -96,6 +97,8 @@ static void reduction_calls(builder *b, bool large) {
     CALL(op, th_reduce(false, 0, NULL), ROUNDED, R(-2, 2, 3, 1, 7));
     CALL(op, th_reduce(true, 2, outer), ROUNDED, R(-2, 2, 2, 3, 5, 2));
     CALL(op, th_reduce(false, 1, middle), ROUNDED, R(-2, 2, 1, 13, 11));
+    CALL(op, th_reduce(false, 3, bias_grad), ROUNDED, R(-2, 2, 3, 19, 4, 5)); // 19 outputs: 8, 8 and 3 side by side
+    CALL(op, th_reduce(true, 2, outer), ROUNDED, R(-2, 2, 4, 6, 3, 10));      // the kept axes inner and between
     if (large) {
       CALL(op, th_reduce(false, 0, NULL), ROUNDED, R(-2, 2, 1000003));
       CALL(op, th_reduce(false, 1, first), ROUNDED, R(-2, 2, 2003, 301));
