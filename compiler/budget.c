@@ -30,18 +30,7 @@ typedef struct loss_head {
   int64_t workspace;  /* fused: the larger workspace of its forward and gradient steps, bytes */
 } loss_head;
 
-static tf_tensor_ref shape_of(const tf_plan_buffer *b) {
-  tf_tensor_ref t;
-  memset(&t, 0, sizeof(t));
-  t.dtype = b->dtype;
-  t.rank = b->rank;
-  t.count = 1;
-  for (int32_t d = 0; d < b->rank; d++) {
-    t.shape[d] = b->shape[d];
-    t.count *= b->shape[d];
-  }
-  return t;
-}
+static tf_tensor_ref shape_of(const tf_plan_buffer *b) { return tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape); }
 
 static tf_linear_loss_geometry head_geometry(const tf_plan *plan, const tf_plan_step *step) {
   tf_tensor_ref x = shape_of(&plan->buffers[step->inputs[0]]), weight = shape_of(&plan->buffers[step->inputs[1]]);

@@ -10,17 +10,8 @@
 #include "core/workspace_cuda.h"
 
 static tf_tensor_ref operand(const tf_graph *g, int32_t id) {
-  tf_tensor_ref t;
-  memset(&t, 0, sizeof(t));
   const tf_ir_tensor *source = &g->tensors[id];
-  t.dtype = source->dtype;
-  t.rank = source->rank;
-  t.count = 1;
-  for (int32_t d = 0; d < source->rank; d++) {
-    t.shape[d] = source->shape[d];
-    t.count *= source->shape[d];
-  }
-  return t;
+  return tf_tensor_ref_make(NULL, source->dtype, source->rank, source->shape);
 }
 
 /* The node's operands (shapes only) into inputs[] and outputs[]; returns how many inputs. */

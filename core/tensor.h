@@ -20,6 +20,16 @@ typedef struct tf_tensor_ref {
   int64_t count; /* elements */
 } tf_tensor_ref;
 
+/* The tensor of `dtype` and shape[0..rank) at `data` (may be NULL), its element count computed. */
+static inline tf_tensor_ref tf_tensor_ref_make(void *data, tf_dtype dtype, int32_t rank, const int64_t *shape) {
+  tf_tensor_ref t = {data, dtype, rank, {0}, 1};
+  for (int32_t d = 0; d < rank && d < TF_MAX_RANK; d++) {
+    t.shape[d] = shape[d];
+    t.count *= shape[d];
+  }
+  return t;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -122,17 +122,7 @@ static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_
 
 static tf_cpu_tensor tensor_of(const tf_plan *plan, void *const *regions, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
-  tf_cpu_tensor t;
-  memset(&t, 0, sizeof(t));
-  t.data = (char *)regions[b->region] + b->offset;
-  t.dtype = b->dtype;
-  t.rank = b->rank;
-  t.count = 1;
-  for (int32_t d = 0; d < b->rank; d++) {
-    t.shape[d] = b->shape[d];
-    t.count *= b->shape[d];
-  }
-  return t;
+  return tf_tensor_ref_make((char *)regions[b->region] + b->offset, b->dtype, b->rank, b->shape);
 }
 
 static tf_status check_dtypes(const tf_plan *plan, int32_t s) {

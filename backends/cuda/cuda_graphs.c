@@ -34,17 +34,7 @@
 
 static tf_cuda_tensor tensor_of(const tf_plan *plan, void *const *regions, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
-  tf_cuda_tensor t;
-  memset(&t, 0, sizeof(t));
-  t.data = (char *)regions[b->region] + b->offset;
-  t.dtype = b->dtype;
-  t.rank = b->rank;
-  t.count = 1;
-  for (int32_t d = 0; d < b->rank; d++) {
-    t.shape[d] = b->shape[d];
-    t.count *= b->shape[d];
-  }
-  return t;
+  return tf_tensor_ref_make((char *)regions[b->region] + b->offset, b->dtype, b->rank, b->shape);
 }
 
 /* `status` (NULL stays NULL) prefixed with step `s`: what prepare() refuses. */
