@@ -4,7 +4,7 @@
  * is never fused, a head without a workspace (Vulkan) is not searched, and recompute, when allowed,
  * competes by the cost model. Every total a budget is set between is the device total of a plan
  * compiled here with that chunk given explicitly, not a number the search reports; the plan the
- * search chose for a small model trains a step with allocated == planned. */
+ * search chose for a small model trains a step to the default chunk's loss. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -197,7 +197,8 @@ static void fill(tf_session *session, const tf_plan *plan) {
   }
 }
 
-/* One training step; the loss, and whether the session allocated exactly the plan. */
+/* One training step; its loss. (That a session allocates exactly its plan is measured from outside
+ * the runtime by tests/alloc_probe, not restated here from the session's own counters.) */
 static double train_step(const tf_plan *plan) {
   tf_session *session = NULL;
   CHECK_OK(&counts, tf_session_create(plan, NULL, &session));
@@ -207,10 +208,6 @@ static double train_step(const tf_plan *plan) {
   fill(session, plan);
   CHECK_OK(&counts, tf_session_micro_step(session, &loss));
   CHECK_OK(&counts, tf_session_optimizer_step(session));
-  tf_session_memory m = tf_session_memory_use(session);
-  CHECK(&counts, m.allocated_bytes == m.planned_bytes && m.allocations_after_create == 0,
-        "allocated %" PRId64 ", planned %" PRId64 ", after create %" PRId64, m.allocated_bytes, m.planned_bytes,
-        m.allocations_after_create);
   tf_session_destroy(session);
   return loss;
 }
@@ -235,7 +232,7 @@ static void chosen_chunk_trains(void) {
     CHECK(&counts, isfinite(loss) && fabs(loss - expected) <= 1e-5 * fabs(expected),
           "loss %.9g in 96-row chunks, %.9g in 128", loss, expected);
     printf("small gpt 1 x 128: 96-row chunks chosen under %" PRId64 " bytes (128 rows: %" PRId64
-           "); one step, loss %.6f (%.6f in 128-row chunks), allocated == planned\n",
+           "); one step, loss %.6f (%.6f in 128-row chunks)\n",
            smaller, usual, loss, expected);
   }
   tf_plan_destroy(reference);
