@@ -213,6 +213,10 @@ static tf_status try_config(search *s, const config *c, outcome *out) {
   options.accumulate = (int32_t)(o->global_batch / c->n);
   options.remat = c->remat;
   options.remat_budget = o->budget;
+  /* Updates in the backward pass need one micro-batch per step and no f16 loss scaling: the other
+   * candidates go without. */
+  options.update_in_backward =
+      o->base.update_in_backward && options.accumulate == 1 && !(c->half && o->precision == TF_PRECISION_F16);
   if (c->half) {
     options.set_precision = true;
     options.precision = o->precision;
@@ -230,10 +234,12 @@ static tf_status try_config(search *s, const config *c, outcome *out) {
   out->head = head_of(plan);
   double seconds = estimate_seconds(plan, &o->base.target);
   bool better = out->fits && (!s->best || seconds < s->best_seconds);
-  char head[64] = "";
+  char head[96] = "";
   if (c->fuse || c->chunk_rows > 0)
     snprintf(head, sizeof(head), "%s, loss chunk %" PRId64 " rows", c->fuse ? ", fused loss head" : "",
              out->head.chunk_rows);
+  if (options.update_in_backward)
+    snprintf(head + strlen(head), sizeof(head) - strlen(head), ", updates in backward");
   say(s->result, "N=%" PRId64 " x k=%d, recompute %s, %s%s: %.2f GiB, %.3f s/step%s\n", c->n, options.accumulate,
       c->remat == TF_REMAT_AUTO ? "auto" : "none", precision_name(plan->training_config.precision), head,
       (double)out->bytes / 1073741824.0, seconds,

@@ -69,6 +69,18 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
                          "loss scale %g: it must be a power of two from 2^%d to 2^%d (scaling by a power of two is "
                          "exact, so the scaled step updates the weights as the unscaled one would)",
                          c->loss_scale, TF_LOSS_SCALE_MIN_LOG2, TF_LOSS_SCALE_MAX_LOG2);
+  if (o->update_in_backward && o->training) {
+    const char *why = c->accumulate_steps > 1 ? "it accumulates micro-batches (--accumulate > 1)"
+                      : c->clip_norm > 0      ? "it clips the global gradient norm (--clip)"
+                      : c->loss_scale > 0     ? "it stores f16 activations, so it scales the loss and skips overflowed "
+                                                "updates"
+                                              : NULL;
+    if (why)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "--update-in-backward: this plan cannot update a parameter before the backward pass "
+                           "ends: %s, which needs every gradient before the first update",
+                           why);
+  }
   if (!isfinite(c->learning_rate) || c->beta1 >= 1 || c->beta2 >= 1)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "invalid optimizer settings: lr %g, betas %g/%g", c->learning_rate,
                          c->beta1, c->beta2);
@@ -121,6 +133,7 @@ static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_grap
 /* Schedule, liveness and assignment for one order. */
 static tf_status place_in_order(tf_training *t, bool memory_aware) {
   TF_RETURN_IF_ERROR(memory_aware ? tf_schedule_memory(t) : tf_schedule(t));
+  TF_RETURN_IF_ERROR(tf_schedule_updates(t));
   TF_RETURN_IF_ERROR(tf_liveness(t));
   return tf_assign(t);
 }
@@ -141,6 +154,11 @@ static tf_status schedule_and_assign(tf_training *t) {
   snprintf(t->schedule_notes, sizeof(t->schedule_notes),
            "schedule: %s (arena %.2f MiB in the memory-aware order, %.2f MiB in model order)",
            keep_memory ? "memory-aware order" : "model order", (double)memory / 1048576.0, (double)model / 1048576.0);
+  if (t->options.update_in_backward) {
+    size_t used = strlen(t->schedule_notes);
+    snprintf(t->schedule_notes + used, sizeof(t->schedule_notes) - used,
+             "; each update in the backward pass, right after its gradient and its parameter's last reader");
+  }
   return keep_memory ? place_in_order(t, true) : NULL;
 }
 

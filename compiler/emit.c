@@ -214,7 +214,7 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
     memcpy(r->live_bytes, t->live_bytes, sizeof(int64_t) * (size_t)t->n_schedule);
   for (int32_t s = 0; s < plan->n_steps; s++)
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
-  char notes[1024];
+  char notes[1536];
   static const char *const optimizers[] = {"none", "sgd", "adamw"};
   if (plan->training)
     snprintf(notes, sizeof(notes),

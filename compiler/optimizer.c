@@ -11,7 +11,11 @@
  * runtime reads the sum after the optimizer block (t->overflow_check, live to the end) to learn
  * that the step was skipped and to adjust S. Scaling by a power of two is exact in f32 (barring
  * overflow, which the check catches), so a scaled step updates the weights bit for bit as an
- * unscaled one would. Plans that clip read the same sum and skip the same way. */
+ * unscaled one would. Plans that clip read the same sum and skip the same way.
+ *
+ * With options.update_in_backward (k = 1, no clipping, no loss scaling), a gradient that one
+ * backward step writes whole becomes an arena temporary instead of a gradients-region buffer: the
+ * schedule (schedule_updates.c) runs its update right after it, so it lives for a few steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +123,13 @@ static tf_status add_part(tf_training *t, int32_t accumulator, int32_t part, con
   return tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
 }
 
+static bool has_extra_parts(const tf_training *t, int32_t param) {
+  for (int32_t e = 0; e < t->n_extra_parts; e++)
+    if (t->extra_parts[2 * e] == param)
+      return true;
+  return false;
+}
+
 static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm, bool direct) {
   tf_status status = NULL;
   const char *name = t->g->tensors[param].name;
@@ -173,7 +184,10 @@ tf_status tf_optimizer_pass(tf_training *t) {
     int32_t accumulator = t->grad[p];
     direct[k] = writes_directly(t, p, accumulator);
     if (direct[k]) {
-      t->role[accumulator] = TF_ROLE_GRADIENT;
+      /* Updated in the backward pass (schedule_updates.c), a gradient that one step writes whole is
+       * a temporary of the arena; one that later parts are added to in place stays a gradient. */
+      t->role[accumulator] =
+          t->options.update_in_backward && !has_extra_parts(t, p) ? TF_ROLE_ACTIVATION : TF_ROLE_GRADIENT;
     } else {
       snprintf(label, sizeof(label), "grad(%s)", g->tensors[p].name);
       accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
@@ -182,7 +196,8 @@ tf_status tf_optimizer_pass(tf_training *t) {
       snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
       status = add_part(t, accumulator, t->grad[p], label);
     }
-    t->owner[accumulator] = p;
+    if (t->role[accumulator] == TF_ROLE_GRADIENT)
+      t->owner[accumulator] = p;
     for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
       if (t->extra_parts[2 * e] != p)
         continue;

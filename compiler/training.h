@@ -49,7 +49,7 @@ typedef struct tf_training {
   int32_t peak_step;
   int64_t *live_bytes;        /* n_schedule entries */
   char remat_notes[256];      /* what remat chose, for the report */
-  char schedule_notes[256];   /* which order the schedule kept and both arenas, for the report */
+  char schedule_notes[320];   /* which order the schedule kept and both arenas, for the report */
   char precision_notes[256];  /* what the precision pass stored in half, for the report */
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
   int32_t n_segments;         /* set by remat: segments found */
@@ -96,6 +96,7 @@ tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: bac
 tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
 tf_status tf_schedule(tf_training *t) TF_MUST_USE;            /* schedule.c: execution order and blocks */
 tf_status tf_schedule_memory(tf_training *t) TF_MUST_USE;     /* schedule_memory.c: a lower-peak order */
+tf_status tf_schedule_updates(tf_training *t) TF_MUST_USE;    /* schedule_updates.c: updates in the backward pass */
 tf_status tf_liveness(tf_training *t) TF_MUST_USE;            /* liveness.c: live intervals, workspaces */
 tf_status tf_assign(tf_training *t) TF_MUST_USE;              /* assign.c: offsets in every region */
 tf_status tf_emit(tf_training *t, tf_plan **out) TF_MUST_USE; /* emit.c: the plan and its report */

@@ -59,6 +59,13 @@ int64_t tf_plan_graph_steps(const tf_plan *plan) {
   return 2 * (int64_t)plan->micro_steps + 2 * forward + optimizer;
 }
 
+bool tf_plan_updates_in_backward(const tf_plan *plan) {
+  for (int32_t s = 0; plan && s < plan->micro_steps; s++)
+    if (plan->steps[s].phase == TF_PHASE_OPTIMIZER)
+      return true;
+  return false;
+}
+
 int64_t tf_plan_overhead_bytes(const tf_plan *plan) {
   if (!plan)
     return -1;

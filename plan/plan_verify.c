@@ -342,7 +342,9 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
                    "micro-batch block (a loss is evaluated by running them alone)",
                    tf_plan_step_label(plan, s).text, s - 1, tf_phase_name(plan->steps[s - 1].phase));
   bool in_micro_block = s < plan->micro_steps;
-  if (phase == TF_PHASE_OPTIMIZER && in_micro_block)
+  /* With one micro-batch per step the block runs once, and an update may run in the backward pass
+   * (check_updates_in_backward orders it after its gradient and its parameter's readers). */
+  if (phase == TF_PHASE_OPTIMIZER && in_micro_block && plan->accumulate != 1)
     return INVALID("%s is an optimizer step inside the micro-batch block [0, %" PRId32 "), which runs %" PRId32
                    " times per training step",
                    tf_plan_step_label(plan, s).text, plan->micro_steps, plan->accumulate);
@@ -373,7 +375,8 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
                      tf_region_name(b->region));
     /* The micro-batch block runs `accumulate` times per step: what its steps update in place is the
      * gradient being summed (accumulate, embedding_grad_accumulate, matmul_accumulate). */
-    if (s < plan->micro_steps && b->role != TF_ROLE_GRADIENT)
+    bool update_in_backward = plan->accumulate == 1 && step->phase == TF_PHASE_OPTIMIZER;
+    if (s < plan->micro_steps && b->role != TF_ROLE_GRADIENT && !update_in_backward)
       return INVALID("%s updates input %" PRId32 " %s (role %s) in place inside the micro-batch block [0, %" PRId32
                      "), which runs %" PRId32 " times per training step; there in-place operands are gradients "
                      "(parameters and optimizer state change in the optimizer block only)",
@@ -530,6 +533,37 @@ static tf_status check_gradient_reads(const tf_plan *plan, const int32_t *writer
   return NULL;
 }
 
+/* Updates in the backward pass (an optimizer step inside the micro-batch block, accumulate 1): no
+ * later step of the block reads what an update wrote in place (a parameter, its state, a zeroed
+ * gradient: it would see the new value, where the plan without the move saw the old), and no later
+ * step but another optimizer step adds to a gradient an update has read (that part would be
+ * lost). updated[b] / applied[b]: the step that did so, or -1. */
+static tf_status check_updates_in_backward(const tf_plan *plan, int32_t *updated, int32_t *applied) {
+  for (int32_t id = 0; id < plan->n_buffers; id++)
+    updated[id] = applied[id] = -1;
+  for (int32_t s = 0; s < plan->micro_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    const tf_op_info *info = tf_op_info_get(step->op);
+    const bool optimizer = step->phase == TF_PHASE_OPTIMIZER;
+    for (int32_t i = 0; i < step->n_inputs; i++) {
+      const int32_t id = step->inputs[i];
+      if (updated[id] >= 0 && !has_bit(info->shape_only, i))
+        return INVALID("%s reads input %" PRId32 " %s after step %" PRId32 " updated it in place in the same pass: "
+                       "it would see the new value (an update moved before a reader)",
+                       tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, updated[id]);
+      if (applied[id] >= 0 && !optimizer && has_bit(info->in_place, i))
+        return INVALID("%s adds to %s after step %" PRId32 " applied it to its parameter: this part of the gradient "
+                       "would be lost (an update moved before its gradient is complete)",
+                       tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, applied[id]);
+    }
+    for (int32_t i = 0; optimizer && i < step->n_inputs; i++) {
+      int32_t *mark = has_bit(info->in_place, i) ? updated : applied;
+      mark[step->inputs[i]] = s;
+    }
+  }
+  return NULL;
+}
+
 /* ---- the whole ---- */
 
 static tf_status check_buffers_and_steps(const tf_plan *plan) {
@@ -553,6 +587,12 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
     status = check_written(plan, writer);
   if (!status)
     status = check_gradient_reads(plan, writer);
+  int32_t *applied = status ? NULL : malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
+  if (!status && !applied)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "verifying a plan of %" PRId32 " buffers", plan->n_buffers);
+  if (!status)
+    status = check_updates_in_backward(plan, writer, applied);
+  free(applied);
   free(writer);
   return status;
 }

@@ -99,7 +99,10 @@ static void help(void) {
          "                         K steps (default 10; 'all' for every step), and the weights before\n"
          "                         each checkpoint; 'off' turns both off. The loss is checked at every\n"
          "                         step, and loaded checkpoints always. A non-finite value stops the run\n"
-         "                         before any weight or checkpoint is overwritten.\n"
+         "                         before any weight or checkpoint is overwritten. A plan compiled with\n"
+         "                         --update-in-backward keeps no gradient past its update: its weights\n"
+         "                         are scanned after each of those steps instead, and a non-finite one\n"
+         "                         stops the run before any checkpoint is overwritten.\n"
          "  --loss-scale-window N  fp16 plans: double the loss scale after N steps in a row without\n"
          "                         overflow (default 2000). A step whose gradients are not finite is\n"
          "                         skipped (weights and optimizer state unchanged) and halves the\n"
@@ -238,7 +241,11 @@ static void progress(const train_args *a, bool tty, const tf_session *session, i
 
 static const char *const NOT_UPDATED = "stopped before the optimizer step: no weight was overwritten";
 
-static tf_status nonfinite_loss(int64_t step, int32_t micro, int32_t accumulate, double loss) {
+static const char *const UPDATED_IN_BACKWARD =
+    "stopped; this plan updates in the backward pass, so this step's updates ran, but no checkpoint was written "
+    "after them";
+
+static tf_status nonfinite_loss(int64_t step, int32_t micro, int32_t accumulate, double loss, bool in_backward) {
   char micro_batch[48] = "";
   if (accumulate > 1)
     snprintf(micro_batch, sizeof(micro_batch), " (micro-batch %d of %d)", micro + 1, accumulate);
@@ -248,7 +255,7 @@ static tf_status nonfinite_loss(int64_t step, int32_t micro, int32_t accumulate,
                        isnan(loss) ? "nan"
                        : loss < 0  ? "-inf"
                                    : "inf",
-                       NOT_UPDATED);
+                       in_backward ? UPDATED_IN_BACKWARD : NOT_UPDATED);
 }
 
 /* After an optimizer step: says when the update was skipped or the loss scale changed, and stops
@@ -291,6 +298,16 @@ static tf_status check_gradients(tf_session *session, int64_t step) {
   return tf_tool_check_finite(session, TF_TOOL_GRADIENTS, when, NOT_UPDATED);
 }
 
+/* A plan that updates in the backward pass keeps no gradient past its update: the weights are
+ * scanned after the step instead, so a NaN is caught before any checkpoint, not before the update. */
+static tf_status check_updated_weights(tf_session *session, int64_t step) {
+  char when[96];
+  snprintf(when, sizeof(when), "step %" PRId64 " (after its updates, which this plan runs in the backward pass)",
+           step + 1);
+  return tf_tool_check_finite(session, TF_TOOL_WEIGHTS, when,
+                              "stopped before any checkpoint was written: the last one is intact");
+}
+
 static int train(const train_args *a, tf_plan *plan) {
   tf_session_options options = tf_session_options_default();
   options.backend = a->backend;
@@ -327,6 +344,7 @@ static int train(const train_args *a, tf_plan *plan) {
   signal(SIGTERM, on_interrupt);
   double start = now(), loss = NAN;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
+  const bool updates_in_backward = tf_plan_updates_in_backward(plan);
   mark_phase(probe, "train: warm-up");
   for (int64_t step = first; !status && step < first + a->steps && !interrupted; step++) {
     /* Two steps warm up (first-touch work in libraries), then every step must allocate nothing. */
@@ -339,15 +357,18 @@ static int train(const train_args *a, tf_plan *plan) {
       if (!status)
         status = tf_session_micro_step(session, &micro_loss);
       if (!status && !isfinite(micro_loss))
-        status = nonfinite_loss(step, m, plan->accumulate, micro_loss);
+        status = nonfinite_loss(step, m, plan->accumulate, micro_loss, updates_in_backward);
       sum += micro_loss;
     }
     /* A plan that scales its loss checks every step's gradients itself and skips the update. */
-    if (!status && a->check_finite && plan->loss_scale_seed < 0 &&
-        (a->check_finite_steps < 0 || step - first < a->check_finite_steps))
+    const bool scan = a->check_finite && plan->loss_scale_seed < 0 &&
+                      (a->check_finite_steps < 0 || step - first < a->check_finite_steps);
+    if (!status && scan && !updates_in_backward)
       status = check_gradients(session, step);
     if (!status)
       status = tf_session_optimizer_step(session);
+    if (!status && scan && updates_in_backward)
+      status = check_updated_weights(session, step);
     if (!status)
       status = follow_scaling(a, tty, session, step);
     if (status)

@@ -27,6 +27,10 @@ void tf_compile_args_help(void) {
          "  --clip X               global gradient-norm clipping, 0 = off (default: the graph's)\n"
          "  --accumulate K         micro-batches per optimizer step (default 1)\n"
          "  --inference            a forward-only plan (no gradients, no optimizer)\n"
+         "  --update-in-backward   update each parameter in the backward pass, as soon as its gradient\n"
+         "                         is complete: the gradients then live in the arena for a few steps\n"
+         "                         instead of all in their own region (same weights; needs\n"
+         "                         --accumulate 1, no --clip, no fp16)\n"
          "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
          "                         boundaries), auto (recompute the least that fits --budget)\n"
          "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
@@ -134,6 +138,8 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
     args->json = true;
   } else if (strcmp(argv[*i], "--inference") == 0) {
     o->training = false;
+  } else if (strcmp(argv[*i], "--update-in-backward") == 0) {
+    o->update_in_backward = true;
   } else if (tf_cli_option(argc, argv, i, "--remat", &value, error)) {
     if (!*error && strcmp(value, "none") == 0)
       o->remat = TF_REMAT_NONE;

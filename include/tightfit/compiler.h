@@ -47,6 +47,12 @@ typedef struct tf_compile_options {
    * fused head recomputes the logits for the gradient: a step costs more); training plans only. */
   tf_fuse_loss fuse_loss;
   int64_t loss_chunk_rows; /* rows of logits a fused head computes at a time; 0: the compiler's choice */
+  /* Each parameter's update runs in the backward pass, as soon as its gradient is complete and no
+   * later step reads the parameter (compiler/schedule_updates.c): a gradient then lives in the
+   * arena only from the step that writes it to its update, and the gradients region holds none of
+   * them. Same weights bit for bit; needs one micro-batch per step, no clipping and no f16 loss
+   * scaling (each needs every gradient before any update). Training plans only. */
+  bool update_in_backward;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

@@ -39,6 +39,10 @@ int64_t tf_plan_overhead_bytes(const tf_plan *plan);
 /* The steps a CUDA backend captures into graphs for `plan`: the micro-batch block and the forward
  * prefix once per io half, and the optimizer block once (what the "graphs" overhead part scales with). */
 int64_t tf_plan_graph_steps(const tf_plan *plan);
+/* Whether the plan updates parameters inside the micro-batch block (compiled with
+ * update_in_backward): its gradients do not outlive their updates, so none can be read between
+ * the blocks. */
+bool tf_plan_updates_in_backward(const tf_plan *plan);
 /* Regions + device overhead: everything the device holds while the plan runs; what a budget is
  * compared with. */
 int64_t tf_plan_device_total(const tf_plan *plan);

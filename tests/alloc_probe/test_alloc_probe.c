@@ -6,9 +6,9 @@
  *   test_alloc_probe cpu|vulkan [--only FAMILY]
  *
  * For each zoo family (shrunk as in tests/compiler/test_plans.c): compile with AdamW and two
- * micro-batches per step, open the data feed on .npy files written here, create the session, then
- * train 2 warm-up steps, 3 steps through the feed (runtime/feed.h) and 3 steps writing each
- * micro-batch with tf_session_write(). Fails on
+ * micro-batches per step (two families again with one, and their updates in the backward pass), open the data feed on
+ * .npy files written here, create the session, then train 2 warm-up steps, 3 steps through the feed (runtime/feed.h)
+ * and 3 steps writing each micro-batch with tf_session_write(). Fails on
  *   - any single allocation after create at least as large as the plan's smallest region, clamped
  *     to [4 KiB, 64 KiB] (probe_client.h says why), and
  *   - any heap allocation in the 6 steps after the warm-up;
@@ -42,20 +42,36 @@ typedef struct family {
   const char *preset;
   const char *overrides[7];
   const char *bindings;
-  bool vulkan; /* also run on Vulkan (lavapipe compiles shaders slowly: a few) */
+  bool vulkan;      /* also run on Vulkan (lavapipe compiles shaders slowly: a few) */
+  bool in_backward; /* one micro-batch, no clipping, each update in the backward pass (--update-in-backward) */
 } family;
 
 static const family families[] = {
-    {"mlp", {NULL}, "N=16", true},
-    {"cnn", {NULL}, "N=8", true},
-    {"gpt", {"layers=2", "d_model=32", "heads=2", NULL}, "N=2,T=16", true},
-    {"gpt2-small", {"layers=1", "d_model=64", "heads=2", "vocab=300", "ctx=64", "seq=16", NULL}, "N=2,T=16", false},
-    {"vit-b16", {"image=32", "patch=8", "d_model=64", "layers=1", "heads=2", "classes=10", NULL}, "N=2", false},
-    {"asr-128-6-3", {"enc_layers=1", "dec_layers=1", "vocab=50", NULL}, "N=2,T=8,U=6", false},
-    {"xtts-gpt", {"layers=1", "d_model=64", "heads=2", "text_vocab=40", "audio_vocab=30", NULL}, "N=2,Ta=12", false},
-    {"dcgan", {"mels=32", "frames=16", "g_channels=8", "d_channels=8", "z_dim=10", NULL}, "N=2", false},
+    {"mlp", {NULL}, "N=16", true, false},
+    {"cnn", {NULL}, "N=8", true, false},
+    {"gpt", {"layers=2", "d_model=32", "heads=2", NULL}, "N=2,T=16", true, false},
+    {"gpt2-small",
+     {"layers=1", "d_model=64", "heads=2", "vocab=300", "ctx=64", "seq=16", NULL},
+     "N=2,T=16",
+     false,
+     false},
+    {"vit-b16", {"image=32", "patch=8", "d_model=64", "layers=1", "heads=2", "classes=10", NULL}, "N=2", false, false},
+    {"asr-128-6-3", {"enc_layers=1", "dec_layers=1", "vocab=50", NULL}, "N=2,T=8,U=6", false, false},
+    {"xtts-gpt",
+     {"layers=1", "d_model=64", "heads=2", "text_vocab=40", "audio_vocab=30", NULL},
+     "N=2,Ta=12",
+     false,
+     false},
+    {"dcgan", {"mels=32", "frames=16", "g_channels=8", "d_channels=8", "z_dim=10", NULL}, "N=2", false, false},
+    /* Updates in the backward pass: gradients in the arena, parameters updated inside the micro-step. */
+    {"gpt", {"layers=2", "d_model=32", "heads=2", NULL}, "N=2,T=16", true, true},
+    {"gpt2-small",
+     {"layers=1", "d_model=64", "heads=2", "vocab=300", "ctx=64", "seq=16", NULL},
+     "N=2,T=16",
+     false,
+     true},
     /* A 4 MiB weight: creating the session must not stage it whole (a second copy in host memory). */
-    {"mlp", {"hidden=1024", NULL}, "N=4", false},
+    {"mlp", {"hidden=1024", NULL}, "N=4", false, false},
 };
 
 /* What one training run measured, phase by phase. */
@@ -78,8 +94,9 @@ static tf_plan *compile_family(const family *f, tf_target_kind target) {
   tf_compile_options options = tf_compile_options_default(target);
   options.bindings = f->bindings;
   options.optimizer = TF_OPTIMIZER_ADAMW;
-  options.accumulate = 2;
-  options.clip_norm = 1.0;
+  options.accumulate = f->in_backward ? 1 : 2;
+  options.clip_norm = f->in_backward ? 0 : 1.0;
+  options.update_in_backward = f->in_backward;
   tf_plan *plan = NULL;
   status = tf_compile(g, &options, &plan);
   CHECK(&counts, status == NULL, "%s: compile: %s", f->preset, tf_status_message(status));
@@ -342,8 +359,8 @@ static bool probe_family(const tf_probe *probe, const family *f, const char *bac
     CHECK(&counts, status == NULL, "%s on %s: %s", f->preset, backend, tf_status_message(status));
     if (!status) {
       char what[128];
-      snprintf(what, sizeof(what), "%s %s (%s, %d thread%s)", backend, f->preset, f->bindings, threads,
-               threads == 1 ? "" : "s");
+      snprintf(what, sizeof(what), "%s %s (%s, %d thread%s%s)", backend, f->preset, f->bindings, threads,
+               threads == 1 ? "" : "s", f->in_backward ? ", updates in backward" : "");
       bool gpu = strcmp(backend, "cpu") != 0;
       judge(what, plan, &m, gpu);
       if (gpu)

@@ -133,6 +133,19 @@ notes = kept.report()["notes"]
 ok("node overrides applied on 2 nodes" in str(notes) and "kept 2 f32" in str(notes),
    "precision_override={node: 'f32'} reaches compile: the plan keeps those two nodes f32 under bf16")
 
+# ---- updates in the backward pass: the same weights as the plain plan, a smaller gradients region ----
+plain = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, optimizer="adamw")
+moved = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, optimizer="adamw", update_in_backward=True)
+runs = [tightfit.Session(p, seed=3) for p in (plain, moved)]
+for run in runs:
+    run.train({"x": xs, "labels": ys}, steps=3)
+same = all((runs[0].read(n, shape=s) == runs[1].read(n, shape=s)).all()
+           for n, s in (("hidden.0.weight", (64, 128)), ("head.bias", (10,))))
+ok(same and "each update in the backward pass" in str(moved.report()["notes"]),
+   "update_in_backward=True reaches compile and trains the same weights as the plain plan")
+raises("update_in_backward with accumulation", "it accumulates micro-batches", tightfit.compile,
+       tightfit.zoo("mlp"), set={"N": 32}, accumulate=2, update_in_backward=True)
+
 # ---- bad inputs raise with the library's message ----
 raises("load of a missing file", "nope.tfg", tightfit.load, os.path.join(work, "nope.tfg"))
 raises("an unknown zoo preset", "nosuch", tightfit.zoo, "nosuch")

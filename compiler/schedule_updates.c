@@ -1,0 +1,114 @@
+/* Pass 7c, updates in the backward pass (options.update_in_backward): each step of the optimizer
+ * block moves into the micro-batch block, right after the last step that touches one of its
+ * operands: the step that completes its gradient (the writer, or the last part added in place) and
+ * the last step that reads its parameter (the backward pass reads a weight for the input gradient,
+ * recompute reads it again). Its gradient then dies at once: the optimizer pass made the gradients
+ * that one step writes whole arena temporaries (optimizer.c), so the gradients region no longer
+ * holds them all at the end of the backward pass, which is what PyTorch's "optimizer step in
+ * backward" (a post-accumulate-grad hook per parameter) saves. A parameter is updated only after
+ * its last reader, and from the same gradient, so every weight ends bit for bit as in the
+ * unmoved plan.
+ *
+ * Only plans of one micro-batch per step without clipping or loss scaling get here (compile.c
+ * refuses the others): each of those needs every gradient before the first update. The zeroing of
+ * a gradients-region accumulator follows its update. The plan verifier re-checks the order
+ * (plan_verify.c: no step reads an updated parameter or adds to a gradient after its update). */
+#include <stdlib.h>
+
+#include "compiler/training.h"
+#include "core/ops.h"
+
+/* The last micro-batch step that reads or writes each tensor (-1: none). Built with
+ * TF_TEST_BREAK_UPDATE_ORDER (tests/compiler: the test of the verifier's check), it is broken on
+ * purpose: 1 leaves the parameters' readers out, 2 the gradient parts added in place. */
+static void last_touches(const tf_training *t, int32_t *last) {
+  const tf_graph *g = t->g;
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    last[i] = -1;
+  for (int32_t s = 0; s < t->micro_steps; s++) {
+    const tf_ir_node *node = &g->nodes[t->schedule[s]];
+    for (int32_t k = 0; k < node->n_inputs; k++) {
+#if defined(TF_TEST_BREAK_UPDATE_ORDER) && TF_TEST_BREAK_UPDATE_ORDER == 1
+      if (g->tensors[node->inputs[k]].kind == TF_PARAMETER)
+        continue;
+#elif defined(TF_TEST_BREAK_UPDATE_ORDER) && TF_TEST_BREAK_UPDATE_ORDER == 2
+      if (k < 8 && (tf_op_info_get(node->op)->in_place >> k) & 1u)
+        continue;
+#endif
+      last[node->inputs[k]] = s;
+    }
+    for (int32_t k = 0; k < node->n_outputs; k++)
+      last[node->outputs[k]] = s;
+  }
+}
+
+/* The micro-batch step after which optimizer node n may run: the last to touch any operand. */
+static int32_t ready_after(const tf_training *t, const int32_t *last, int32_t n) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  int32_t after = -1;
+  for (int32_t k = 0; k < node->n_inputs; k++)
+    after = last[node->inputs[k]] > after ? last[node->inputs[k]] : after;
+  return after;
+}
+
+static tf_status check_movable(const tf_training *t, int32_t n) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  if (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ZERO)
+    return NULL;
+  return tf_status_new(TF_ERR_INTERNAL, "update in backward: optimizer step '%s' (%s) cannot move into the backward "
+                       "pass", node->name, tf_op_name(node->op));
+}
+
+tf_status tf_schedule_updates(tf_training *t) {
+  if (!t->options.update_in_backward || !t->options.training || t->micro_steps == t->n_schedule)
+    return NULL;
+  const tf_graph *g = t->g;
+  const int32_t n_micro = t->micro_steps, n_updates = t->n_schedule - t->micro_steps;
+  int32_t *last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  int32_t *after = malloc(sizeof(int32_t) * (size_t)n_updates);
+  int32_t *order = malloc(sizeof(int32_t) * (size_t)t->n_schedule);
+  tf_status status = NULL;
+  if (!last || !after || !order)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "update in backward: cannot allocate for %d steps", t->n_schedule);
+  if (!status)
+    last_touches(t, last);
+  for (int32_t u = 0; u < n_updates && !status; u++) {
+    const int32_t n = t->schedule[n_micro + u];
+    status = check_movable(t, n);
+    /* A zero follows its update (the step before it in the block, which reads the same gradient);
+     * an operand no micro-batch step touches leaves the step at the end of the block. */
+    after[u] = g->nodes[n].op == TF_OP_ZERO && u > 0 ? after[u - 1] : ready_after(t, last, n);
+    if (after[u] < 0)
+      after[u] = n_micro - 1;
+  }
+  /* Merge: after micro-batch step s come the optimizer steps ready after s, in their block order
+   * (a stable bucket sort on `after`; fill[s] is the next free place of bucket s in `order`). */
+  int32_t count = 0;
+  int32_t *fill = status ? NULL : calloc((size_t)n_micro, sizeof(int32_t));
+  if (!status && !fill)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "update in backward: cannot allocate for %d steps", n_micro);
+  if (!status) {
+    for (int32_t u = 0; u < n_updates; u++)
+      fill[after[u]]++;
+    for (int32_t s = 0; s < n_micro; s++) {
+      const int32_t in_bucket = fill[s];
+      order[count] = t->schedule[s];
+      fill[s] = count + 1;
+      count += 1 + in_bucket;
+    }
+    for (int32_t u = 0; u < n_updates; u++)
+      order[fill[after[u]]++] = t->schedule[n_micro + u];
+  }
+  free(fill);
+  if (!status && count != t->n_schedule)
+    status = tf_status_new(TF_ERR_INTERNAL, "update in backward: placed %d of %d steps", count, t->n_schedule);
+  if (!status) {
+    for (int32_t s = 0; s < count; s++)
+      t->schedule[s] = order[s];
+    t->micro_steps = count;
+  }
+  free(last);
+  free(after);
+  free(order);
+  return status;
+}
