@@ -3,6 +3,7 @@
  * step time that fits the budget. Each candidate is compiled for real, so every number compared is
  * an exact plan size; the cost model only ranks the candidates that fit. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,9 +283,10 @@ static tf_status fit_loss_head(search *s, const config *c, const outcome *as_is,
     say(s->result,
         "  loss head fused at N=%" PRId64
         " (tried before %s; auto fuses only at 128 MiB of logits or more): device total "
-        "%.2f MiB less, in %" PRId64 "-row chunks%s\n",
-        c->n, next, (double)(as_is->bytes - start.bytes) / 1048576.0, start.head.chunk_rows,
-        start.fits ? "" : ", still over");
+        "%.2f MiB %s, in %" PRId64 "-row chunks%s\n",
+        c->n, next, fabs((double)(as_is->bytes - start.bytes)) / 1048576.0,
+        start.bytes <= as_is->bytes ? "less" : "more (the chunk's workspace outweighs the logits at this batch)",
+        start.head.chunk_rows, start.fits ? "" : ", still over");
     if (start.fits) {
       *fitted = true;
       return NULL;
