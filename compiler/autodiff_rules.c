@@ -307,12 +307,18 @@ static void vjp_attention(tf_vjp *v) {
     tf_vjp_give(v, i, out[i]);
 }
 
+/* A head with a bias (input 3) takes linear_cross_entropy_bias_grad, whose third output is dbias:
+ * the bias is read for the logits whether or not its gradient is wanted. */
 static void vjp_linear_cross_entropy(tf_vjp *v) {
-  int32_t in[4] = {tf_vjp_input(v, 0), tf_vjp_input(v, 1), tf_vjp_input(v, 2), v->dy};
+  const bool bias = v->t->g->nodes[v->node].n_inputs == 4;
+  int32_t in[5] = {tf_vjp_input(v, 0), tf_vjp_input(v, 1), tf_vjp_input(v, 2), v->dy, bias ? tf_vjp_input(v, 3) : -1};
   int32_t out[TF_MAX_OUTPUTS];
-  tf_vjp_op_multi(v, TF_OP_LINEAR_CROSS_ENTROPY_GRAD, in, 4, attrs(v), out);
+  tf_vjp_op_multi(v, bias ? TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD : TF_OP_LINEAR_CROSS_ENTROPY_GRAD, in, bias ? 5 : 4,
+                  attrs(v), out);
   tf_vjp_give(v, 0, out[0]);
   tf_vjp_give(v, 1, out[1]);
+  if (bias)
+    tf_vjp_give(v, 3, out[2]);
 }
 
 static void vjp_cast(tf_vjp *v) {

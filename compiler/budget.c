@@ -22,13 +22,23 @@
 #define LOSS_CHUNK_FLOOR 64
 #define LOSS_CHUNK_STEP 32
 
-/* A plan's loss head: the fused one (linear_cross_entropy and its gradient), or a matmul feeding
- * cross_entropy over TF_FUSE_LOSS_AUTO_CLASSES classes or more that the rewrite could fuse. */
+/* A plan's loss heads as the search sees them: the fused ones (linear_cross_entropy and its
+ * gradients), and whether a matmul [-> add(bias)] feeding a cross_entropy over
+ * TF_FUSE_LOSS_AUTO_CLASSES classes or more is left that the rewrite could fuse.
+ *
+ * A loss may sum several heads (xtts: text and audio). They all take one chunk option
+ * (options.loss_chunk_rows, which the search sets: fuse_loss.c gives it to every fused head, capped
+ * at its rows), so the search follows one of them, the head whose step has the largest workspace:
+ * its chunk is where the search starts, and 4 x its classes bytes is the most that a row off the
+ * chunk takes off the plan (the heads' workspaces are step scratch, live one step at a time, so the
+ * peak holds at most one of them). The other heads' chunks move with it. */
 typedef struct loss_head {
   bool fused, fusable;
+  bool below_auto; /* fused: some fused head is under the auto thresholds (the search fused it) */
+  int32_t heads;   /* fused heads (their forward steps) */
   int64_t rows, classes;
-  int64_t chunk_rows; /* fused: rows of logits computed at a time */
-  int64_t workspace;  /* fused: the larger workspace of its forward and gradient steps, bytes */
+  int64_t chunk_rows; /* fused: the largest head's rows of logits computed at a time */
+  int64_t workspace;  /* fused: the largest workspace of the heads' forward and gradient steps, bytes */
 } loss_head;
 
 static tf_tensor_ref shape_of(const tf_plan_buffer *b) { return tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape); }
@@ -39,7 +49,8 @@ static tf_linear_loss_geometry head_geometry(const tf_plan *plan, const tf_plan_
 }
 
 static bool is_fused_head(tf_op op) {
-  return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD;
+  return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
+         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD;
 }
 
 static int32_t writer_of(const tf_plan *plan, int32_t buffer) {
@@ -50,30 +61,52 @@ static int32_t writer_of(const tf_plan *plan, int32_t buffer) {
   return -1;
 }
 
+/* Whether the step writing `logits` is a matmul, or an add of one (the bias). */
+static bool from_product(const tf_plan *plan, int32_t logits) {
+  const int32_t producer = writer_of(plan, logits);
+  if (producer < 0)
+    return false;
+  const tf_plan_step *p = &plan->steps[producer];
+  if (p->op == TF_OP_MATMUL)
+    return true;
+  for (int32_t k = 0; p->op == TF_OP_ADD && k < p->n_inputs; k++) {
+    const int32_t product = writer_of(plan, p->inputs[k]);
+    if (product >= 0 && plan->steps[product].op == TF_OP_MATMUL)
+      return true;
+  }
+  return false;
+}
+
 static loss_head head_of(const tf_plan *plan) {
   loss_head h;
   memset(&h, 0, sizeof(h));
+  int64_t largest = -1; /* the followed head's workspace, then its logits' elements, as one key */
   for (int32_t s = 0; s < plan->micro_steps; s++) {
     const tf_plan_step *step = &plan->steps[s];
     if (is_fused_head(step->op)) {
       tf_linear_loss_geometry g = head_geometry(plan, step);
       int64_t workspace = step->workspace >= 0 ? plan->buffers[step->workspace].bytes : 0;
+      int64_t key = workspace > 0 ? workspace : g.rows * g.classes;
       h.fused = true;
-      h.rows = g.rows;
-      h.classes = g.classes;
-      h.chunk_rows = g.chunk_rows;
+      if (key > largest) {
+        largest = key;
+        h.rows = g.rows;
+        h.classes = g.classes;
+        h.chunk_rows = g.chunk_rows;
+      }
       h.workspace = workspace > h.workspace ? workspace : h.workspace;
-    } else if (step->op == TF_OP_CROSS_ENTROPY && step->phase == TF_PHASE_FORWARD && !h.fused) {
+      if (step->op == TF_OP_LINEAR_CROSS_ENTROPY) {
+        h.heads++;
+        h.below_auto =
+            h.below_auto || g.classes < TF_FUSE_LOSS_AUTO_CLASSES || 4 * g.rows * g.classes < TF_FUSE_LOSS_AUTO_BYTES;
+      }
+    } else if (step->op == TF_OP_CROSS_ENTROPY && step->phase == TF_PHASE_FORWARD) {
       const tf_plan_buffer *logits = &plan->buffers[step->inputs[0]];
-      int32_t producer = writer_of(plan, step->inputs[0]);
       int64_t classes = logits->rank > 0 ? logits->shape[logits->rank - 1] : 0;
-      h.fusable = producer >= 0 && plan->steps[producer].op == TF_OP_MATMUL && logits->dtype == TF_F32 &&
-                  classes >= TF_FUSE_LOSS_AUTO_CLASSES;
-      h.classes = classes;
-      h.rows = classes > 0 ? logits->bytes / 4 / classes : 0;
+      h.fusable = h.fusable || (logits->dtype == TF_F32 && classes >= TF_FUSE_LOSS_AUTO_CLASSES &&
+                                from_product(plan, step->inputs[0]));
     }
   }
-  h.fusable = h.fusable && !h.fused;
   return h;
 }
 
@@ -166,7 +199,7 @@ typedef struct config {
   int64_t n;
   tf_remat_mode remat;
   bool half;
-  bool fuse;          /* the loss head fused where --fuse-loss auto left it unfused */
+  bool fuse;          /* every loss head fused (--fuse-loss on) where auto left one unfused */
   int64_t chunk_rows; /* > 0: the fused head's chunk, chosen by the search */
 } config;
 
@@ -257,8 +290,9 @@ static tf_status try_config(search *s, const config *c, outcome *out) {
 /* The chunk of candidate i: LOSS_CHUNK_FLOOR, then a step of rows more each. */
 static int64_t chunk_at(int32_t i) { return LOSS_CHUNK_FLOOR + (int64_t)i * LOSS_CHUNK_STEP; }
 
-/* The loss head of a configuration `c` whose plan (`as_is`) does not fit: fused where --fuse-loss
- * auto left it unfused, then the largest chunk on the grid below the default that fits. The
+/* The loss heads of a configuration `c` whose plan (`as_is`) does not fit: every head fused where
+ * --fuse-loss auto left one unfused, then the largest chunk on the grid below the default that fits
+ * (one chunk for every head, the followed head's: loss_head). The
  * workspace is one chunk of f32 logits (4 x classes bytes a row; core/workspace_cpu.c,
  * core/workspace_cuda.h) plus parts that do not depend on the chunk, so taking r rows off the chunk
  * takes about 4 x classes x r bytes off the plan at most, and no chunk takes off more than the whole
@@ -273,18 +307,16 @@ static tf_status fit_loss_head(search *s, const config *c, const outcome *as_is,
     return NULL;
   config head = *c;
   outcome start = *as_is;
-  if (!start.head.fused) {
-    if (base->fuse_loss != TF_FUSE_LOSS_AUTO)
-      return NULL;
+  if (start.head.fusable && base->fuse_loss == TF_FUSE_LOSS_AUTO && !c->fuse) {
     head.fuse = true;
     TF_RETURN_IF_ERROR(try_config(s, &head, &start));
-    if (!start.head.fused)
+    if (start.head.heads <= as_is->head.heads)
       return NULL; /* the rewrite did not match after all */
     say(s->result,
-        "  loss head fused at N=%" PRId64
+        "  loss head%s fused at N=%" PRId64
         " (tried before %s; auto fuses only at 128 MiB of logits or more): device total "
         "%.2f MiB %s, in %" PRId64 "-row chunks%s\n",
-        c->n, next, fabs((double)(as_is->bytes - start.bytes)) / 1048576.0,
+        start.head.heads > 1 ? "s" : "", c->n, next, fabs((double)(as_is->bytes - start.bytes)) / 1048576.0,
         start.bytes <= as_is->bytes ? "less" : "more (the chunk's workspace outweighs the logits at this batch)",
         start.head.chunk_rows, start.fits ? "" : ", still over");
     if (start.fits) {
@@ -292,6 +324,8 @@ static tf_status fit_loss_head(search *s, const config *c, const outcome *as_is,
       return NULL;
     }
   }
+  if (!start.head.fused)
+    return NULL;
   const int64_t first = start.head.chunk_rows, over = start.bytes - s->o->budget;
   if (base->loss_chunk_rows > 0 || start.head.workspace == 0 || first <= LOSS_CHUNK_FLOOR ||
       over > start.head.workspace)
@@ -340,14 +374,13 @@ static void note_head(tf_plan *plan, const tf_compile_options *base) {
     return;
   int64_t usual = base->loss_chunk_rows > 0 ? base->loss_chunk_rows : tf_fuse_loss_chunk_rows(h.rows, h.classes);
   usual = usual > h.rows ? h.rows : usual;
-  bool fused_here = base->fuse_loss == TF_FUSE_LOSS_AUTO &&
-                    (h.classes < TF_FUSE_LOSS_AUTO_CLASSES || 4 * h.rows * h.classes < TF_FUSE_LOSS_AUTO_BYTES);
+  bool fused_here = base->fuse_loss == TF_FUSE_LOSS_AUTO && h.below_auto;
   char line[300];
   if (fused_here)
     snprintf(line, sizeof(line),
-             "loss head: fused by the budget search (auto fuses only at 128 MiB of logits or more), %" PRId64
+             "loss head%s: fused by the budget search (auto fuses only at 128 MiB of logits or more), %" PRId64
              "-row chunks\n",
-             h.chunk_rows);
+             h.heads > 1 ? "s" : "", h.chunk_rows);
   else if (h.chunk_rows != usual)
     snprintf(line, sizeof(line),
              "loss head: %" PRId64 "-row chunks chosen by the budget search (the default %" PRId64

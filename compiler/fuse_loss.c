@@ -1,12 +1,19 @@
-/* The fused loss head: in a training plan, matmul(x, W) -> cross_entropy(logits, labels) whose
- * logits nothing else reads becomes one linear_cross_entropy(x, W, labels) node, which computes the
- * logits chunk_rows rows at a time in its workspace (kernels/cpu/linear_loss.c). The [rows, V]
- * logits, the largest activation of a language model, and their gradient then never exist: the
- * loss head costs one chunk instead of two full [rows, V] tensors at the peak.
+/* The fused loss head: in a training plan, matmul(x, W) [-> add(bias)] -> cross_entropy(logits,
+ * labels) whose logits (and product) nothing else reads becomes one linear_cross_entropy(x, W,
+ * labels [, bias]) node, which computes the logits chunk_rows rows at a time in its workspace
+ * (kernels/cpu/linear_loss.c). The [rows, V] logits, the largest activation of a language model,
+ * and their gradient then never exist: the loss head costs one chunk instead of two full [rows, V]
+ * tensors at the peak.
  *
- * Runs on the bound copy before autodiff, so the gradient is linear_cross_entropy_grad's. The
- * logits tensor stays in the graph without producer or reader (no buffer is planned for it) and
- * leaves the output list: a fused plan has no logits to read back. */
+ * Every cross_entropy node of the graph is a candidate, not only the one producing the loss: a loss
+ * that sums several heads (xtts: text + audio) fuses each head that qualifies. With --fuse-loss
+ * auto each head is judged on its own against the thresholds; --loss-chunk (options.loss_chunk_rows)
+ * sets the chunk of every fused head.
+ *
+ * Runs on the bound copy before autodiff, so the gradient is linear_cross_entropy_grad's (or
+ * linear_cross_entropy_bias_grad's). The logits tensor (and the product before its bias) stays in
+ * the graph without producer or reader (no buffer is planned for it) and leaves the output list: a
+ * fused plan has no logits to read back. */
 #include <stdlib.h>
 
 #include "compiler/training.h"
@@ -30,25 +37,65 @@ int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes) {
   return chunk > rows ? (rows > 0 ? rows : 1) : chunk;
 }
 
-/* The matmul feeding the loss node's logits when the pair can fuse, else -1. */
-static int32_t fusable_matmul(const tf_training *t, int32_t loss_node) {
-  const tf_graph *g = t->g;
-  const tf_ir_node *loss = &g->nodes[loss_node];
-  if (loss->op != TF_OP_CROSS_ENTROPY)
-    return -1;
-  const int32_t logits = loss->inputs[0];
-  const int32_t m = g->tensors[logits].producer;
+/* A cross_entropy node's head that can fuse: the product, and the add of its bias (-1: none). */
+typedef struct head {
+  int32_t matmul, add, bias; /* nodes, then the bias tensor */
+} head;
+
+/* Whether `product` is an f32 matmul(x [.., d], W 2-D) that one node input reads. */
+static bool fusable_product(const tf_graph *g, int32_t product) {
+  const int32_t m = g->tensors[product].producer;
   if (m < 0 || g->nodes[m].op != TF_OP_MATMUL || g->nodes[m].attrs.u.matmul.transpose_a)
-    return -1;
+    return false;
   const tf_ir_tensor *x = &g->tensors[g->nodes[m].inputs[0]], *w = &g->tensors[g->nodes[m].inputs[1]];
-  const tf_ir_tensor *out = &g->tensors[logits];
-  if (w->rank != 2 || x->rank < 2 || x->dtype != TF_F32 || w->dtype != TF_F32 || tf_training_readers(g, logits) != 1)
-    return -1;
-  const int64_t classes = out->shape[out->rank - 1];
+  return w->rank == 2 && x->rank >= 2 && x->dtype == TF_F32 && w->dtype == TF_F32 &&
+         tf_training_readers(g, product) == 1;
+}
+
+/* Whether `bias` can be the head's bias: f32 [V], V the logits' classes. */
+static bool fusable_bias(const tf_graph *g, int32_t bias, const tf_ir_tensor *logits) {
+  const tf_ir_tensor *b = &g->tensors[bias];
+  return b->rank == 1 && b->dtype == TF_F32 && b->shape[0] == logits->shape[logits->rank - 1];
+}
+
+/* The head feeding cross_entropy node `node` when it can fuse (*out filled, true), else false:
+ * logits = matmul(x, W), or add(matmul(x, W), bias) (either operand order) with a [V] bias, that
+ * nothing but the next node reads, over the auto thresholds when fuse_loss is auto. */
+static bool fusable_head(const tf_training *t, int32_t node, head *out) {
+  const tf_graph *g = t->g;
+  const tf_ir_node *loss = &g->nodes[node];
+  if (loss->op != TF_OP_CROSS_ENTROPY)
+    return false;
+  const int32_t logits = loss->inputs[0];
+  const tf_ir_tensor *out_tensor = &g->tensors[logits];
+  const int32_t producer = out_tensor->producer;
+  if (producer < 0 || out_tensor->rank < 2 || out_tensor->dtype != TF_F32 || tf_training_readers(g, logits) != 1)
+    return false;
+  head h = {.matmul = -1, .add = -1, .bias = -1};
+  const tf_ir_node *p = &g->nodes[producer];
+  if (p->op == TF_OP_MATMUL && fusable_product(g, logits)) {
+    h.matmul = producer;
+  } else if (p->op == TF_OP_ADD) {
+    for (int32_t k = 0; k < 2 && h.matmul < 0; k++) {
+      const int32_t product = p->inputs[k], bias = p->inputs[1 - k];
+      const tf_ir_tensor *y = &g->tensors[product];
+      /* the product has the logits' shape: the bias only broadcasts over its rows */
+      bool same_shape = y->rank == out_tensor->rank && y->bytes == out_tensor->bytes;
+      if (same_shape && product != bias && fusable_product(g, product) && fusable_bias(g, bias, out_tensor)) {
+        h.matmul = g->tensors[product].producer;
+        h.add = producer;
+        h.bias = bias;
+      }
+    }
+  }
+  if (h.matmul < 0)
+    return false;
+  const int64_t classes = out_tensor->shape[out_tensor->rank - 1];
   if (t->options.fuse_loss == TF_FUSE_LOSS_AUTO &&
-      (classes < TF_FUSE_LOSS_AUTO_CLASSES || out->bytes < TF_FUSE_LOSS_AUTO_BYTES))
-    return -1;
-  return m;
+      (classes < TF_FUSE_LOSS_AUTO_CLASSES || out_tensor->bytes < TF_FUSE_LOSS_AUTO_BYTES))
+    return false;
+  *out = h;
+  return true;
 }
 
 static void drop_output(tf_graph *g, int32_t tensor) {
@@ -59,33 +106,59 @@ static void drop_output(tf_graph *g, int32_t tensor) {
   g->n_outputs = kept;
 }
 
-tf_status tf_fuse_loss_pass(tf_training *t) {
+/* Node `node` (cross_entropy) becomes linear_cross_entropy over head `h`; the head's matmul and
+ * add leave the graph. */
+static tf_status fuse(tf_training *t, int32_t node, head h) {
   tf_graph *g = t->g;
-  if (!t->options.training || t->options.fuse_loss == TF_FUSE_LOSS_OFF || g->loss < 0)
-    return NULL;
-  const int32_t loss_node = g->tensors[g->loss].producer;
-  const int32_t m = loss_node >= 0 ? fusable_matmul(t, loss_node) : -1;
-  if (m < 0)
-    return NULL;
-  tf_ir_node *loss = &g->nodes[loss_node];
-  const tf_ir_node *matmul = &g->nodes[m];
-  const int32_t logits = loss->inputs[0], labels = loss->inputs[1];
+  tf_ir_node *loss = &g->nodes[node];
+  const tf_ir_node *matmul = &g->nodes[h.matmul];
+  const int32_t logits = loss->inputs[0], labels = loss->inputs[1], product = matmul->outputs[0];
   const tf_ir_tensor *out = &g->tensors[logits];
   int64_t classes = out->shape[out->rank - 1], rows = classes > 0 ? out->bytes / 4 / classes : 0;
-  int32_t *inputs = realloc(loss->inputs, sizeof(int32_t) * 3);
+  const int32_t n_inputs = h.bias >= 0 ? 4 : 3;
+  int32_t *inputs = realloc(loss->inputs, sizeof(int32_t) * (size_t)n_inputs);
   if (!inputs)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "fuse loss: out of memory");
   inputs[0] = matmul->inputs[0];
   inputs[1] = matmul->inputs[1];
   inputs[2] = labels;
+  if (h.bias >= 0)
+    inputs[3] = h.bias;
   loss->inputs = inputs;
-  loss->n_inputs = 3;
+  loss->n_inputs = n_inputs;
   loss->op = TF_OP_LINEAR_CROSS_ENTROPY;
   loss->attrs.u.cross_entropy.transpose_weight = matmul->attrs.u.matmul.transpose_b;
   loss->attrs.u.cross_entropy.chunk_rows =
       t->options.loss_chunk_rows > 0 ? t->options.loss_chunk_rows : tf_fuse_loss_chunk_rows(rows, classes);
   drop_output(g, logits);
-  TF_RETURN_IF_ERROR(tf_ir_remove_node(g, m));
-  const int32_t fused = loss_node > m ? loss_node - 1 : loss_node;
+  drop_output(g, product);
+  /* the higher index first, so the lower one still names its node */
+  int32_t fused = node;
+  const int32_t first = h.add > h.matmul ? h.add : h.matmul, second = h.add > h.matmul ? h.matmul : h.add;
+  TF_RETURN_IF_ERROR(tf_ir_remove_node(g, first));
+  fused -= fused > first;
+  if (second >= 0) {
+    TF_RETURN_IF_ERROR(tf_ir_remove_node(g, second));
+    fused -= fused > second;
+  }
   return tf_status_prefix(tf_shapes_infer_node(g, fused, true), "fuse loss: node '%s'", g->nodes[fused].name);
+}
+
+tf_status tf_fuse_loss_pass(tf_training *t) {
+  tf_graph *g = t->g;
+  if (!t->options.training || t->options.fuse_loss == TF_FUSE_LOSS_OFF || g->loss < 0)
+    return NULL;
+  /* each fusion removes nodes before or after the candidate: scan again from the start until no
+   * cross_entropy node qualifies (a fused node is no longer one) */
+  for (bool fused = true; fused;) {
+    fused = false;
+    for (int32_t n = 0; n < g->n_nodes && !fused; n++) {
+      head h;
+      if (fusable_head(t, n, &h)) {
+        TF_RETURN_IF_ERROR(fuse(t, n, h));
+        fused = true;
+      }
+    }
+  }
+  return NULL;
 }

@@ -55,8 +55,10 @@ static tf_status check_movable(const tf_training *t, int32_t n) {
   const tf_ir_node *node = &t->g->nodes[n];
   if (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ZERO)
     return NULL;
-  return tf_status_new(TF_ERR_INTERNAL, "update in backward: optimizer step '%s' (%s) cannot move into the backward "
-                       "pass", node->name, tf_op_name(node->op));
+  return tf_status_new(TF_ERR_INTERNAL,
+                       "update in backward: optimizer step '%s' (%s) cannot move into the backward "
+                       "pass",
+                       node->name, tf_op_name(node->op));
 }
 
 tf_status tf_schedule_updates(tf_training *t) {

@@ -82,8 +82,8 @@ tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
 /* How many node inputs read `tensor`. */
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor);
 
-/* fuse_loss.c: matmul -> cross_entropy becomes linear_cross_entropy (options.fuse_loss). Runs on
- * the bound graph before autodiff. */
+/* fuse_loss.c: each matmul [-> add(bias)] -> cross_entropy becomes linear_cross_entropy
+ * (options.fuse_loss). Runs on the bound graph before autodiff. */
 tf_status tf_fuse_loss_pass(tf_training *t) TF_MUST_USE;
 /* The rows of logits a fused loss head computes at a time when the options do not say. */
 int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);

@@ -1,7 +1,8 @@
-/* The geometry of the fused loss head, linear_cross_entropy(x, weight, labels) and its gradient:
- * x [.., d] is `rows` rows of d features, weight [V, d] (transpose_weight) or [d, V], and the
- * [rows, V] logits are computed `chunk_rows` rows at a time into the step's workspace. The CPU and
- * CUDA kernels and the workspace formulas all read it from here. */
+/* The geometry of the fused loss head, linear_cross_entropy(x, weight, labels [, bias]) and its
+ * gradients: x [.., d] is `rows` rows of d features, weight [V, d] (transpose_weight) or [d, V], an
+ * optional bias [V] is added to every row of logits, and the [rows, V] logits are computed
+ * `chunk_rows` rows at a time into the step's workspace. The CPU and CUDA kernels, the Vulkan
+ * lowering and the workspace formulas all read it from here. */
 #ifndef TIGHTFIT_CORE_LINEAR_LOSS_H
 #define TIGHTFIT_CORE_LINEAR_LOSS_H
 
@@ -9,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/tensor.h"
+#include "tightfit/types.h"
 
 typedef struct tf_linear_loss_geometry {
   int64_t rows, features, classes;
@@ -27,6 +29,15 @@ static inline tf_linear_loss_geometry tf_linear_loss_geometry_of(const tf_attrs 
   int64_t chunk = attrs->u.cross_entropy.chunk_rows;
   g.chunk_rows = chunk <= 0 || chunk > g.rows ? g.rows : chunk;
   return g;
+}
+
+/* The input index of the bias of a fused loss head step of `op` with `n_inputs` inputs, or -1 when
+ * it has none: the bias is the last input, after (x, weight, labels) in linear_cross_entropy and
+ * after (x, weight, labels, dloss) in linear_cross_entropy_bias_grad. */
+static inline int32_t tf_linear_loss_bias_input(tf_op op, int32_t n_inputs) {
+  if (op == TF_OP_LINEAR_CROSS_ENTROPY)
+    return n_inputs == 4 ? 3 : -1;
+  return op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD && n_inputs == 5 ? 4 : -1;
 }
 
 /* Elements of one chunk's logits (or their gradient): chunk_rows x classes. */

@@ -211,9 +211,9 @@
   /* Ops added since, of either scope: each takes the next number. */                                                  \
   X(SOFTPLUS,             softplus,             67, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
       INPUT0,    NONE,               softplus,         softplus,             unary,           unary)                   \
-  /* (x [.., d], weight [V, d] (or [d, V]), labels [..]) -> f32 mean cross-entropy of x weightᵀ, computed */         \
-  /* chunk_rows rows at a time: the [rows, V] logits never exist (compiler/fuse_loss.c) */                            \
-  X(LINEAR_CROSS_ENTROPY, linear_cross_entropy, 68, GRAPH,    3,  3,   1,  0,   0,   CROSS_ENTROPY, linear_cross_entropy, \
+  /* (x [.., d], weight [V, d] (or [d, V]), labels [.. ] [, bias [V]]) -> f32 mean cross-entropy of x weightᵀ */   \
+  /* (+ bias), computed chunk_rows rows at a time: the [rows, V] logits never exist (compiler/fuse_loss.c) */          \
+  X(LINEAR_CROSS_ENTROPY, linear_cross_entropy, 68, GRAPH,    3,  4,   1,  0,   0,   CROSS_ENTROPY, linear_cross_entropy, \
       NONE,      LINEAR_CROSS_ENTROPY, linear_cross_entropy, linear_cross_entropy, linear_cross_entropy, linear_cross_entropy) \
   /* (x, weight, labels, dloss) -> (dx, dweight), the logits recomputed chunk by chunk */                           \
   X(LINEAR_CROSS_ENTROPY_GRAD, linear_cross_entropy_grad, 69, TRAINING, 4, 4, 2, 0, 0, CROSS_ENTROPY,               \
@@ -226,7 +226,12 @@
   /* (sum, a, b): sum += op(a) op(b) in place (matmul's transposes), a weight's gradient part written */               \
   /* straight into the parameter's gradient (compiler/optimizer.c); 2-D operands only; no outputs */                   \
   X(MATMUL_ACCUMULATE,    matmul_accumulate,    71, TRAINING, 3,  3,   0,  0,   0x1, MATMUL,        matmul_accumulate, \
-      NONE,      MATMUL,             none,             matmul_accumulate,    matmul,          matmul)
+      NONE,      MATMUL,             none,             matmul_accumulate,    matmul,          matmul)                  \
+  /* (x, weight, labels, dloss, bias) -> (dx, dweight, dbias): linear_cross_entropy_grad of a head with a */          \
+  /* bias, which also sums each chunk's dlogits over its rows into dbias (the outputs column is a count) */           \
+  X(LINEAR_CROSS_ENTROPY_BIAS_GRAD, linear_cross_entropy_bias_grad, 72, TRAINING, 5, 5, 3, 0, 0, CROSS_ENTROPY,     \
+      linear_cross_entropy_grad, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_grad,                        \
+      linear_cross_entropy_grad, linear_cross_entropy)
 // clang-format on
 
 #endif

@@ -60,7 +60,7 @@ tf_status tf_shape_attention(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_cast(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_cross_entropy(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_pair_loss(const tf_shape_query *q, tf_shape_result *out); /* mse bce_with_logits */
-/* (x, weight, labels) -> f32 scalar; core/shape_rules_linear_loss.c */
+/* (x, weight, labels [, bias]) -> f32 scalar; core/shape_rules_linear_loss.c */
 tf_status tf_shape_linear_cross_entropy(const tf_shape_query *q, tf_shape_result *out);
 
 /* Training-only ops (compiler/shape_rules_grad.c). Multi-output ops fill out[0..n_outputs). */
@@ -73,7 +73,8 @@ tf_status tf_shape_slice_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_conv_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_pool_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_attention_grad(const tf_shape_query *q, tf_shape_result *out);
-/* (x, weight, labels, dloss) -> (dx, dweight); core/shape_rules_linear_loss.c */
+/* (x, weight, labels, dloss) -> (dx, dweight), and linear_cross_entropy_bias_grad's (x, weight, labels,
+ * dloss, bias) -> (dx, dweight, dbias); core/shape_rules_linear_loss.c */
 tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */

@@ -1,7 +1,9 @@
 /* Shape rules of the fused loss head: linear_cross_entropy (x [.., d], weight [V, d] or [d, V],
- * labels [..]) -> f32 scalar, and its gradient (x, weight, labels, dloss) -> (dx, dweight). */
+ * labels [..] [, bias [V]]) -> f32 scalar, and its gradients (x, weight, labels, dloss) -> (dx,
+ * dweight) and, with a bias, (x, weight, labels, dloss, bias) -> (dx, dweight, dbias). */
 #include <inttypes.h>
 
+#include "core/linear_loss.h"
 #include "core/shape_rules.h"
 #include "core/shape_rules_internal.h"
 
@@ -32,6 +34,17 @@ static tf_status check_labels(const tf_shape_operand *x, const tf_shape_operand 
   return NULL;
 }
 
+/* The bias: [V], x's dtype, V the weight's classes. */
+static tf_status check_bias(const tf_shape_operand *x, const tf_shape_operand *weight, const tf_shape_operand *bias,
+                            bool transpose_weight) {
+  const int64_t classes = weight->shape[transpose_weight ? 0 : 1];
+  TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(x, bias));
+  if (bias->rank != 1 || bias->shape[0] != classes)
+    return tf_status_new(TF_ERR_SHAPE, "bias %s must be [V] with V = %" PRId64 ", the classes of weight %s",
+                         tf_rules_describe(bias).text, classes, tf_rules_describe(weight).text);
+  return NULL;
+}
+
 static tf_status check_operands(const tf_shape_query *q) {
   const tf_shape_operand *x = &q->inputs[0];
   TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
@@ -42,7 +55,9 @@ static tf_status check_operands(const tf_shape_query *q) {
   if (a->chunk_rows < 0)
     return tf_status_new(TF_ERR_SHAPE, "chunk_rows %" PRId64 " must be >= 0 (0: every row at once)", a->chunk_rows);
   TF_RETURN_IF_ERROR(check_weight(x, &q->inputs[1], a->transpose_weight));
-  return check_labels(x, &q->inputs[2]);
+  TF_RETURN_IF_ERROR(check_labels(x, &q->inputs[2]));
+  const int32_t bias = tf_linear_loss_bias_input(q->op, q->n_inputs);
+  return bias >= 0 ? check_bias(x, &q->inputs[1], &q->inputs[bias], a->transpose_weight) : NULL;
 }
 
 tf_status tf_shape_linear_cross_entropy(const tf_shape_query *q, tf_shape_result *out) {
@@ -61,5 +76,8 @@ tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_r
     return tf_status_new(TF_ERR_SHAPE, "the gradient %s must be an f32 scalar", tf_rules_describe(dloss).text);
   tf_rules_copy_shape(&out[0], &q->inputs[0], q->inputs[0].dtype);
   tf_rules_copy_shape(&out[1], &q->inputs[1], q->inputs[1].dtype);
+  const int32_t bias = tf_linear_loss_bias_input(q->op, q->n_inputs);
+  if (bias >= 0)
+    tf_rules_copy_shape(&out[2], &q->inputs[bias], q->inputs[bias].dtype);
   return tf_rules_finish(out);
 }

@@ -1,17 +1,21 @@
 #version 450
-// The fused loss head (kernels/cpu/linear_loss.c): linear_cross_entropy(x, weight, labels), the mean
-// cross-entropy of the logits x weight^T ([V, d] weight, TRANSPOSED set) or x weight ([d, V]), and its
-// gradient (dx, dweight), without the [rows, V] logits: every logit is recomputed as a dot product
-// where it is needed, and no workspace is used. A plain first version: correct, not fast (no
-// tiling; a GPU deserves the chunked products of the CPU and CUDA kernels).
+// The fused loss head (kernels/cpu/linear_loss.c): linear_cross_entropy(x, weight, labels [, bias]),
+// the mean cross-entropy of the logits x weight^T ([V, d] weight, TRANSPOSED set) or x weight
+// ([d, V]) plus the bias (has_bias), and its gradient (dx, dweight [, dbias]), without the [rows, V]
+// logits: every logit is recomputed as a dot product where it is needed, and no workspace is used.
+// A plain first version: correct, not fast (no tiling; a GPU deserves the chunked products of the
+// CPU and CUDA kernels).
 //
-// Modes (one dispatch each; the gradient is three, in order):
+// Modes (one dispatch each; the gradient is three, four with a bias, in order STATS, DWEIGHT,
+// DBIAS, DX):
 //   LOSS      one workgroup: each invocation takes rows t, t + 256, ..., the loss is their terms'
 //             compensated sums in a fixed tree (deterministic), divided by the labels that count.
 //   STATS     an invocation per row: log sum exp of the row's logits, parked in dx[row * d] (dx is
 //             written last, by DX, which does not read it).
 //   DWEIGHT   an invocation per dweight element (class v, feature k): sum over the rows that count
 //             of (softmax - onehot)[row, v] scale x[row, k], scale = dloss / count.
+//   DBIAS     an invocation per class v: sum over the rows that count of (softmax - onehot)[row, v]
+//             scale, the log sum exp read from dx as DWEIGHT reads it.
 //   DX        an invocation per dx element (row, feature k): the row's log sum exp again, then the
 //             sum over the classes of (softmax - onehot)[row, v] scale weight[v, k].
 #extension GL_GOOGLE_include_directive : require
@@ -24,11 +28,14 @@ layout(std430, set = 0, binding = 2) readonly buffer Labels { int labels[]; };
 layout(std430, set = 0, binding = 3) readonly buffer DLoss { ELEMENT dloss[]; };
 layout(std430, set = 0, binding = 4) buffer Out { ELEMENT out_data[]; };   // the loss, or dx
 layout(std430, set = 0, binding = 5) writeonly buffer DW { ELEMENT dw[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Bias { ELEMENT bias[]; };
+layout(std430, set = 0, binding = 7) writeonly buffer DBias { ELEMENT dbias[]; };
 
 #define LOSS 0u
 #define STATS 1u
 #define DWEIGHT 2u
 #define DX 3u
+#define DBIAS 4u
 
 layout(push_constant) uniform Push {
   uint rows;
@@ -38,6 +45,7 @@ layout(push_constant) uniform Push {
   int ignore_low;   // ignore_index, as two words (it is an int64)
   int ignore_high;
   uint mode;
+  uint has_bias;    // bias (binding 6) is added to every row of logits; DBIAS writes binding 7
 } pc;
 
 shared float partial[256];
@@ -54,11 +62,12 @@ float weight_at(uint v, uint k) {
   return TO_F32(w[pc.transposed != 0u ? v * pc.features + k : k * pc.classes + v]);
 }
 
+// The product first, then the bias, as the unfused matmul -> add.
 float logit(uint row, uint v) {
   float sum = 0.0;
   for (uint k = 0u; k < pc.features; k++)
     sum += TO_F32(x[row * pc.features + k]) * weight_at(v, k);
-  return sum;
+  return pc.has_bias != 0u ? sum + TO_F32(bias[v]) : sum;
 }
 
 float log_sum_exp(uint row) {
@@ -151,6 +160,20 @@ void main() {
         sum += ((uint(label) == v ? p - 1.0 : p) * scale) * TO_F32(x[row * pc.features + k]);
       }
       dw[e] = FROM_F32(sum);
+    }
+    return;
+  }
+  if (pc.mode == DBIAS) {
+    for (uint v = gl_GlobalInvocationID.x; v < pc.classes; v += grid_size()) {
+      float sum = 0.0;
+      for (uint row = 0u; row < pc.rows; row++) {
+        int label = label_of(row);
+        if (label < 0)
+          continue;
+        float p = exp(logit(row, v) - TO_F32(out_data[row * pc.features]));
+        sum += (uint(label) == v ? p - 1.0 : p) * scale;
+      }
+      dbias[v] = FROM_F32(sum);
     }
     return;
   }

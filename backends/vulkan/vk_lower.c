@@ -35,7 +35,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss] = 0x8,
     [VK_SHADER_optimizer] = 0xd,
     [VK_SHADER_dropout] = 0x2,
-    [VK_SHADER_linear_loss] = 0x30,
+    [VK_SHADER_linear_loss] = 0xb0,
 };
 
 /* Each shader with a subgroup variant (shaders/README.md, "Subgroup variants"), and that variant: the

@@ -1,26 +1,37 @@
-/* The fused loss head: linear_cross_entropy (one workgroup) and its gradient (three dispatches:
- * each row's log sum exp parked in dx, then dweight, then dx), shaders/linear_loss.comp. No
- * workspace: the logits are recomputed as dot products where they are needed. */
+/* The fused loss head: linear_cross_entropy (one workgroup) and its gradients (three dispatches,
+ * four with a bias: each row's log sum exp parked in dx, then dweight, then dbias, then dx),
+ * shaders/linear_loss.comp. No workspace: the logits are recomputed as dot products where they are
+ * needed. */
 #include "backends/vulkan/vk_lower.h"
+#include "core/linear_loss.h"
 
-enum { MODE_LOSS = 0, MODE_STATS, MODE_DWEIGHT, MODE_DX };
+enum { MODE_LOSS = 0, MODE_STATS, MODE_DWEIGHT, MODE_DX, MODE_DBIAS };
 
 typedef struct linear_loss_push {
   uint32_t rows, features, classes, transposed;
   int32_t ignore_low, ignore_high;
-  uint32_t mode;
+  uint32_t mode, has_bias;
 } linear_loss_push;
 
+/* Bindings: x, weight, labels, dloss, the loss or dx, dweight, bias, dbias (-1 where the step has
+ * none). */
 static tf_status dispatch(vk_lower *l, linear_loss_push push, uint32_t mode, int64_t items, int64_t loops) {
   push.mode = mode;
-  const bool gradient = l->step->op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD;
-  int32_t buffers[6] = {
-      vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), gradient ? vk_in(l, 3) : -1, vk_out(l, 0), gradient ? vk_out(l, 1) : -1};
-  uint32_t writes = mode == MODE_DWEIGHT ? 0x20 : 0x10;
+  const bool gradient = l->step->op != TF_OP_LINEAR_CROSS_ENTROPY;
+  const int32_t bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs);
+  int32_t buffers[8] = {vk_in(l, 0),
+                        vk_in(l, 1),
+                        vk_in(l, 2),
+                        gradient ? vk_in(l, 3) : -1,
+                        vk_out(l, 0),
+                        gradient ? vk_out(l, 1) : -1,
+                        bias >= 0 ? vk_in(l, bias) : -1,
+                        bias >= 0 && gradient ? vk_out(l, 2) : -1};
+  uint32_t writes = mode == MODE_DWEIGHT ? 0x20 : mode == MODE_DBIAS ? 0x80 : 0x10;
   uint32_t groups = mode == MODE_LOSS ? 1 : vk_groups(items, 256);
   int64_t rounds = mode == MODE_LOSS ? (items + 255) / 256 : vk_grid_rounds(items, 256);
   TF_RETURN_IF_ERROR(vk_check_loops(l, rounds * loops));
-  return vk_emit_dispatch(l, VK_SHADER_linear_loss, 6, buffers, writes, &push, sizeof(push), groups, 1, 1);
+  return vk_emit_dispatch(l, VK_SHADER_linear_loss, 8, buffers, writes, &push, sizeof(push), groups, 1, 1);
 }
 
 tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
@@ -41,17 +52,24 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
                            .transposed = transposed,
                            .ignore_low = (int32_t)(uint32_t)ignore,
                            .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
-                           .mode = 0};
+                           .mode = 0,
+                           .has_bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs) >= 0};
   /* loop iterations of one invocation, from above: a row's log sum exp walks the classes three
    * times over the features; counting the labels walks the rows */
   const int64_t row_walk = 3 * classes * (features + 1) + features;
   if (l->step->op == TF_OP_LINEAR_CROSS_ENTROPY)
     return dispatch(l, push, MODE_LOSS, rows, row_walk + 16);
+  if (rows > 0 && features == 0 && push.has_bias) /* the logits are the bias: dbias is not 0 */
+    return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a head with a bias", x->name);
   if (rows == 0 || features == 0) {
     TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, 1)));
+    if (push.has_bias)
+      TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, 2)));
     return NULL;
   }
   TF_RETURN_IF_ERROR(dispatch(l, push, MODE_STATS, rows, row_walk));
   TF_RETURN_IF_ERROR(dispatch(l, push, MODE_DWEIGHT, classes * features, rows + rows * (features + 2)));
+  if (push.has_bias) /* reads the statistics parked in dx, before DX overwrites them */
+    TF_RETURN_IF_ERROR(dispatch(l, push, MODE_DBIAS, classes, rows + rows * (features + 2)));
   return dispatch(l, push, MODE_DX, rows * features, rows + row_walk + classes * (features + 2));
 }

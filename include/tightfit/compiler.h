@@ -41,12 +41,14 @@ typedef struct tf_compile_options {
   bool set_precision;     /* false: the graph's training precision */
   tf_precision precision; /* with set_precision: f32, or bf16/f16 storage of the saved activations */
   double loss_scale;      /* > 0: f16's initial dynamic loss scale, a power of two; 0: the graph's (or 2^16) */
-  /* The fused loss head (compiler/fuse_loss.c): matmul(x, W) -> cross_entropy whose logits nothing
-   * else reads becomes linear_cross_entropy, so the [rows, V] logits never exist. AUTO fuses when
-   * V >= TF_FUSE_LOSS_AUTO_CLASSES and the f32 logits take TF_FUSE_LOSS_AUTO_BYTES or more (the
-   * fused head recomputes the logits for the gradient: a step costs more); training plans only. */
+  /* The fused loss head (compiler/fuse_loss.c): each matmul(x, W) [-> add(bias [V])] -> cross_entropy
+   * of the graph (every term of a summed loss) whose logits nothing else reads becomes
+   * linear_cross_entropy, so the [rows, V] logits never exist. AUTO fuses a head when
+   * V >= TF_FUSE_LOSS_AUTO_CLASSES and its f32 logits take TF_FUSE_LOSS_AUTO_BYTES or more (the
+   * fused head recomputes the logits for the gradient: a step costs more); ON fuses every such head;
+   * training plans only. */
   tf_fuse_loss fuse_loss;
-  int64_t loss_chunk_rows; /* rows of logits a fused head computes at a time; 0: the compiler's choice */
+  int64_t loss_chunk_rows; /* rows of logits every fused head computes at a time; 0: the compiler's choice */
   /* Each parameter's update runs in the backward pass, as soon as its gradient is complete and no
    * later step reads the parameter (compiler/schedule_updates.c): a gradient then lives in the
    * arena only from the step that writes it to its update, and the gradients region holds none of

@@ -1,9 +1,10 @@
-/* The fused loss head: linear_cross_entropy(x, weight, labels), the mean cross-entropy of the
- * logits x weightᵀ (or x weight), and its gradient (dx, dweight), computed chunk_rows rows at a time
- * so the [rows, V] logits never exist: one chunk of logits lives in the workspace
- * (core/linear_loss.h), is reduced to the chunk's loss terms (forward) or turned in place into its
- * gradient dlogits = (softmax - onehot) dloss / count, which two products take to dx (rows of the
- * chunk) and dweight (summed over chunks) (backward).
+/* The fused loss head: linear_cross_entropy(x, weight, labels [, bias]), the mean cross-entropy of
+ * the logits x weightᵀ (or x weight) plus the bias, and its gradient (dx, dweight [, dbias]),
+ * computed chunk_rows rows at a time so the [rows, V] logits never exist: one chunk of logits lives
+ * in the workspace (core/linear_loss.h), is reduced to the chunk's loss terms (forward) or turned
+ * in place into its gradient dlogits = (softmax - onehot) dloss / count, which two products take to
+ * dx (rows of the chunk) and dweight (summed over chunks), and a sum over its rows to dbias (summed
+ * over chunks) (backward).
  *
  * Every product is cut into spans of its output of fixed sizes that the threads share, each span one
  * single-threaded gemm over its own slice of the weight; loss terms are summed in double in blocks
@@ -20,6 +21,7 @@
 typedef struct head {
   tf_linear_loss_geometry g;
   const real *x, *weight;
+  const real *bias; /* [classes], or NULL */
   const tf_cpu_tensor *labels;
   int64_t ignore_index;
   real *logits; /* the workspace: chunk_rows x classes */
@@ -27,9 +29,11 @@ typedef struct head {
 } head;
 
 static head head_of(const tf_cpu_args *args) {
+  const int32_t bias = tf_linear_loss_bias_input(args->op, args->n_inputs);
   head h = {.g = tf_linear_loss_geometry_of(args->attrs, &args->inputs[0], &args->inputs[1]),
             .x = args->inputs[0].data,
             .weight = args->inputs[1].data,
+            .bias = bias >= 0 ? args->inputs[bias].data : NULL,
             .labels = &args->inputs[2],
             .ignore_index = args->attrs->u.cross_entropy.ignore_index,
             .logits = args->workspace,
@@ -61,7 +65,8 @@ static int64_t row_blocks(int64_t rows) { return (rows + ROW_BLOCK - 1) / ROW_BL
 
 static int64_t spans(int64_t n, int64_t span) { return (n + span - 1) / span; }
 
-/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight), CLASS_SPAN columns a task. */
+/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight) (+ bias), CLASS_SPAN columns a
+ * task; the bias is added after the product, as the unfused add does. */
 static void chunk_logits(const head *h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry *g = &h->g;
   const int64_t n = spans(g->classes, CLASS_SPAN), ldw = g->transpose_weight ? g->features : g->classes;
@@ -71,6 +76,10 @@ static void chunk_logits(const head *h, int64_t first, int64_t rows) {
         const real *w = h->weight + (g->transpose_weight ? begin * g->features : begin);
         tf_cpu_gemm(false, g->transpose_weight, rows, end - begin, g->features, 1, h->x + first * g->features,
                     g->features, w, ldw, 0, h->logits + begin, g->classes);
+        if (h->bias)
+          for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = begin; c < end; c++)
+              h->logits[r * g->classes + c] += h->bias[c];
       });
 }
 
@@ -157,17 +166,34 @@ static void chunk_dweight(const head *h, int64_t first, int64_t rows, real beta,
       });
 }
 
+/* dbias[c] (+)= the sum over the chunk's rows of dlogits[., c], in double, rows in order, CLASS_SPAN
+ * classes a task; the first chunk overwrites. */
+static void chunk_dbias(const head *h, int64_t rows, bool first_chunk, real *dbias) {
+  const int64_t classes = h->g.classes, n = spans(classes, CLASS_SPAN);
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
+        const int64_t begin = b * CLASS_SPAN, end = begin + CLASS_SPAN < classes ? begin + CLASS_SPAN : classes;
+        for (int64_t c = begin; c < end; c++) {
+          double sum = first_chunk ? 0.0 : (double)dbias[c];
+          for (int64_t r = 0; r < rows; r++)
+            sum += (double)h->logits[r * classes + c];
+          dbias[c] = (real)sum;
+        }
+      });
+}
+
+/* linear_cross_entropy_grad (dx, dweight) and linear_cross_entropy_bias_grad (dx, dweight, dbias). */
 void TF_REAL_NAME(tf_cpu_linear_cross_entropy_grad)(const tf_cpu_args *args) {
   const head h = head_of(args);
   real *dx = args->outputs[0].data, *dweight = args->outputs[1].data;
+  real *dbias = h.bias ? args->outputs[2].data : NULL;
   const int64_t count = counted_labels(&h);
   const real dloss = *(const real *)args->inputs[3].data;
   const real scale = count > 0 ? (real)((double)dloss / (double)count) : (real)0;
-  if (count == 0) { /* nothing counts: both gradients are 0 */
-    for (int64_t i = 0; i < args->outputs[0].count; i++)
-      dx[i] = 0;
-    for (int64_t i = 0; i < args->outputs[1].count; i++)
-      dweight[i] = 0;
+  if (count == 0) { /* nothing counts: every gradient is 0 */
+    for (int32_t o = 0; o < args->n_outputs; o++)
+      for (int64_t i = 0; i < args->outputs[o].count; i++)
+        ((real *)args->outputs[o].data)[i] = 0;
     return;
   }
   for (int64_t first = 0; first < h.g.rows; first += h.g.chunk_rows) {
@@ -176,5 +202,7 @@ void TF_REAL_NAME(tf_cpu_linear_cross_entropy_grad)(const tf_cpu_args *args) {
     chunk_gradient(&h, first, rows, scale);
     chunk_dx(&h, first, rows, dx);
     chunk_dweight(&h, first, rows, first == 0 ? (real)0 : (real)1, dweight);
+    if (dbias)
+      chunk_dbias(&h, rows, first == 0, dbias);
   }
 }

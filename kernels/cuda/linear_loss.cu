@@ -1,5 +1,5 @@
-/* The fused loss head, as kernels/cpu/linear_loss.c: linear_cross_entropy(x, weight, labels) and its
- * gradient (dx, dweight), chunk_rows rows of logits at a time in the workspace
+/* The fused loss head, as kernels/cpu/linear_loss.c: linear_cross_entropy(x, weight, labels [, bias])
+ * and its gradient (dx, dweight [, dbias]), chunk_rows rows of logits at a time in the workspace
  * (core/workspace_cuda.h's tf_cuda_linear_loss_layout), so the [rows, V] logits never exist. The
  * products are cuBLAS gemms (pedantic f32, as matmul.cu); a warp reduces each row. The loss is each
  * row's term in double, summed in a fixed order by one block: deterministic, no atomics. */
@@ -12,6 +12,7 @@ namespace {
 struct Head {
   tf_linear_loss_geometry g;
   const float *x, *weight;
+  const float *bias; /* [classes], or nullptr */
   const void *labels;
   bool wide;
   int64_t ignore;
@@ -30,6 +31,8 @@ Head head_of(const tf_cuda_args *args) {
   char *space = (char *)args->workspace;
   h.x = (const float *)args->inputs[0].data;
   h.weight = (const float *)args->inputs[1].data;
+  const int32_t bias = tf_linear_loss_bias_input(args->op, args->n_inputs);
+  h.bias = bias >= 0 ? (const float *)args->inputs[bias].data : nullptr;
   h.labels = args->inputs[2].data;
   h.wide = args->inputs[2].dtype == TF_I64;
   h.ignore = args->attrs->u.cross_entropy.ignore_index;
@@ -40,6 +43,25 @@ Head head_of(const tf_cuda_args *args) {
   h.stream = stream_of(args);
   h.handle = (cublasHandle_t)args->cublas;
   return h;
+}
+
+/* logits[r, c] += bias[c] over rows x classes, after the product (as the unfused add). */
+__global__ void add_bias(float *logits, const float *bias, int64_t rows, int64_t classes) {
+  const int64_t n = rows * classes, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    logits[i] += bias[i % classes];
+}
+
+/* dbias[c] (+)= the sum of dlogits[., c] over the chunk's rows, in double, rows in order: one thread
+ * a class, deterministic; the first chunk overwrites. */
+__global__ void chunk_dbias(const float *dlogits, int64_t rows, int64_t classes, bool first_chunk, float *dbias) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < classes; c += stride) {
+    double sum = first_chunk ? 0.0 : (double)dbias[c];
+    for (int64_t r = 0; r < rows; r++)
+      sum += (double)dlogits[r * classes + c];
+    dbias[c] = (float)sum;
+  }
 }
 
 /* row_losses[first + r] = -log softmax(logits[r])[label] (0 where the label does not count). */
@@ -93,11 +115,15 @@ tf_status gemm(const Head &h, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 
 int64_t weight_stride(const tf_linear_loss_geometry &g) { return g.transpose_weight ? g.features : g.classes; }
 
-/* logits[0 .. rows) = x[first ..] weightᵀ (or x weight). */
+/* logits[0 .. rows) = x[first ..] weightᵀ (or x weight) (+ bias). */
 tf_status chunk_logits(const Head &h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry &g = h.g;
-  return gemm(h, false, g.transpose_weight, rows, g.classes, g.features, h.x + first * g.features, g.features, h.weight,
-              weight_stride(g), 0.0f, h.logits, g.classes);
+  TF_RETURN_IF_ERROR(gemm(h, false, g.transpose_weight, rows, g.classes, g.features, h.x + first * g.features,
+                          g.features, h.weight, weight_stride(g), 0.0f, h.logits, g.classes));
+  if (!h.bias)
+    return NULL;
+  add_bias<<<blocks_for(rows * g.classes), kThreads, 0, h.stream>>>(h.logits, h.bias, rows, g.classes);
+  return launch_status();
 }
 
 tf_status count(const Head &h) {
@@ -138,8 +164,12 @@ TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
   const tf_linear_loss_geometry &g = h.g;
   const float *dloss = (const float *)args->inputs[3].data;
   float *dx = (float *)args->outputs[0].data, *dweight = (float *)args->outputs[1].data;
-  if (g.rows == 0)
+  float *dbias = h.bias ? (float *)args->outputs[2].data : nullptr;
+  if (g.rows == 0) {
+    if (dbias)
+      TF_RETURN_IF_ERROR(zero(&args->outputs[2], h.stream));
     return zero(&args->outputs[1], h.stream);
+  }
   TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.cublas_space, TF_CUDA_CUBLAS_WORKSPACE));
   TF_RETURN_IF_ERROR(count(h));
   for (int64_t first = 0; first < g.rows; first += g.chunk_rows) {
@@ -159,6 +189,10 @@ TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
     else /* dweight [d, V] (+)= xᵀ dlogits */
       TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, g.classes, beta,
                               dweight, g.classes));
+    if (dbias) {
+      chunk_dbias<<<blocks_for(g.classes), kThreads, 0, h.stream>>>(h.logits, rows, g.classes, first == 0, dbias);
+      TF_RETURN_IF_ERROR(launch_status());
+    }
   }
   return NULL;
 }

@@ -1,10 +1,13 @@
 /* The fused loss head against the graph it replaces, in float64: a training plan compiled with
  * --fuse-loss on (linear_cross_entropy, the logits computed chunk_rows rows at a time) and one
- * compiled with it off (matmul -> cross_entropy) run by the f64 interpreter on the same values; the
- * loss and every parameter's gradient must agree to 1e-10. Cases: the weight as [V, d] and as
- * [d, V], a chunk that does not divide the rows, ignored and out-of-range labels, every row
- * ignored, one chunk, and a weight tied to an embedding (its gradient has two parts). The fused
- * plan must hold no [rows, V] buffer. */
+ * compiled with it off (matmul [-> add(bias)] -> cross_entropy) run by the f64 interpreter on the
+ * same values; the loss and every parameter's gradient must agree to 1e-10. Cases: the weight as
+ * [V, d] and as [d, V], a chunk that does not divide the rows, ignored and out-of-range labels,
+ * every row ignored, one chunk, a weight tied to an embedding (its gradient has two parts), a bias
+ * (tf_layers_linear's add, either operand order; linear_cross_entropy_bias_grad gives dbias), a
+ * vocabulary wider than the CPU kernel's 2048-class span and no multiple of it, and a loss summing
+ * two heads with biases (as xtts: every cross_entropy fuses, not only the loss node). The fused
+ * plan must hold no [rows, V] buffer, and --fuse-loss auto must leave these small heads alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,17 +24,40 @@ typedef struct head_case {
   bool transpose_weight, tied;
   int64_t chunk_rows;
   int label_pattern; /* 0: some ignored and out of range; 1: every label ignored */
+  int bias;          /* 0: none; 1: add(product, bias) as tf_layers_linear; 2: add(bias, product) */
+  int64_t classes;   /* the (first) head's vocabulary */
+  int64_t classes2;  /* > 0: a second head over tanh(x) with this vocabulary, its loss added */
 } head_case;
 
-enum { BATCH = 2, TIME = 5, FEATURES = 4, CLASSES = 7 };
+enum { BATCH = 2, TIME = 5, FEATURES = 4 };
+
+/* One head: cross_entropy(x W [+ b]) over `classes`, its tensors named with `suffix`. */
+static tf_tensor_id head(tf_graph *g, const head_case *c, tf_tensor_id x, tf_tensor_id w, int64_t classes,
+                         const char *suffix) {
+  char name[32];
+  snprintf(name, sizeof(name), "labels%s", suffix);
+  tf_tensor_id labels = tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)));
+  tf_tensor_id logits = tf_matmul(g, x, w, false, c->transpose_weight);
+  if (c->bias) {
+    snprintf(name, sizeof(name), "b%s", suffix);
+    tf_tensor_id b =
+        tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(classes)), tf_init_make(TF_INIT_NORMAL, 0, 1));
+    logits = c->bias == 1 ? tf_add(g, logits, b) : tf_add(g, b, logits);
+  }
+  tf_graph_add_output(g, logits);
+  return tf_cross_entropy(g, logits, labels, -100);
+}
+
+static tf_tensor_id weight(tf_graph *g, const head_case *c, int64_t classes, const char *name) {
+  tf_shape shape = c->transpose_weight ? TF_SHAPE(tf_fixed(classes), tf_fixed(FEATURES))
+                                       : TF_SHAPE(tf_fixed(FEATURES), tf_fixed(classes));
+  return tf_graph_parameter(g, name, TF_F32, shape, tf_init_make(TF_INIT_NORMAL, 0, 1));
+}
 
 static tf_graph *build(const head_case *c) {
   tf_graph *g = NULL;
   tf_status_free(tf_graph_create("head", &g));
-  tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)));
-  tf_shape w_shape = c->transpose_weight ? TF_SHAPE(tf_fixed(CLASSES), tf_fixed(FEATURES))
-                                         : TF_SHAPE(tf_fixed(FEATURES), tf_fixed(CLASSES));
-  tf_tensor_id w = tf_graph_parameter(g, "w", TF_F32, w_shape, tf_init_make(TF_INIT_NORMAL, 0, 1));
+  tf_tensor_id w = weight(g, c, c->classes, "w");
   tf_tensor_id x;
   if (c->tied) { /* x = tanh(embedding(tokens, w)): w is read twice */
     tf_tensor_id tokens = tf_graph_input(g, "tokens", TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)));
@@ -40,10 +66,17 @@ static tf_graph *build(const head_case *c) {
     x = tf_graph_parameter(g, "x", TF_F32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME), tf_fixed(FEATURES)),
                            tf_init_make(TF_INIT_NORMAL, 0, 1));
   }
-  tf_tensor_id logits = tf_matmul(g, x, w, false, c->transpose_weight);
-  tf_graph_add_output(g, logits);
-  tf_graph_set_loss(g, tf_cross_entropy(g, logits, labels, -100));
+  tf_tensor_id loss = head(g, c, x, w, c->classes, "");
+  if (c->classes2 > 0) /* x's gradient sums both heads' dx */
+    loss = tf_add(g, loss, head(g, c, tf_unary(g, TF_OP_TANH, x), weight(g, c, c->classes2, "w2"), c->classes2, "2"));
+  tf_graph_set_loss(g, loss);
   return g;
+}
+
+static int32_t heads_of(const head_case *c) { return c->classes2 > 0 ? 2 : 1; }
+
+static bool is_vocabulary(const head_case *c, int64_t n) {
+  return n == c->classes || (c->classes2 > 0 && n == c->classes2);
 }
 
 static tf_plan *compile(const head_case *c, tf_fuse_loss fuse) {
@@ -82,6 +115,7 @@ static int32_t gradient_of(const tf_plan *plan, const char *parameter) {
 
 /* Fills parameters (by name, the same in both plans) and integer inputs deterministically. */
 static void fill(tf_interp *in, const head_case *c) {
+  const int64_t classes = c->classes;
   for (int32_t b = 0; b < in->plan->n_buffers; b++) {
     const tf_plan_buffer *buffer = &in->plan->buffers[b];
     int64_t n = tf_interp_count(in, b);
@@ -91,15 +125,16 @@ static void fill(tf_interp *in, const head_case *c) {
         x[i] = sin(0.7 * (double)i + (double)strlen(buffer->name)) * 1.5;
     } else if (buffer->role == TF_ROLE_LABEL) {
       int32_t *labels = in->data[b];
+      const int64_t vocabulary = strcmp(buffer->name, "labels2") == 0 ? c->classes2 : classes;
       for (int64_t i = 0; i < n; i++) /* rows 3 and 8 ignored, row 6 out of range */
         labels[i] = c->label_pattern == 1 ? -100
                     : i == 3 || i == 8    ? -100
-                    : i == 6              ? CLASSES
-                                          : (int32_t)((i * 3) % CLASSES);
+                    : i == 6              ? (int32_t)vocabulary
+                                          : (int32_t)((i * 3 + 1000 * (vocabulary > 1000)) % vocabulary);
     } else if (buffer->role == TF_ROLE_INPUT) {
       int32_t *tokens = in->data[b];
       for (int64_t i = 0; i < n; i++)
-        tokens[i] = (int32_t)((i * 5 + 2) % CLASSES);
+        tokens[i] = (int32_t)((i * 5 + 2) % classes);
     }
   }
 }
@@ -113,15 +148,24 @@ static void check_case(const head_case *c) {
     tf_plan_destroy(plain);
     return;
   }
-  CHECK(&counts, count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY) == 1 && count_op(fused, TF_OP_CROSS_ENTROPY) == 0,
-        "%s: the fused plan has no linear_cross_entropy step", c->name);
-  CHECK(&counts, count_op(plain, TF_OP_CROSS_ENTROPY) == 1 && count_op(plain, TF_OP_LINEAR_CROSS_ENTROPY) == 0,
+  const int32_t heads = heads_of(c);
+  CHECK(&counts,
+        count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY) == heads && count_op(fused, TF_OP_CROSS_ENTROPY) == 0 &&
+            count_op(fused, TF_OP_MATMUL) == 0,
+        "%s: the fused plan has %d linear_cross_entropy, %d cross_entropy and %d matmul steps (%d heads)", c->name,
+        count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY), count_op(fused, TF_OP_CROSS_ENTROPY),
+        count_op(fused, TF_OP_MATMUL), heads);
+  const tf_op gradient_op = c->bias ? TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD : TF_OP_LINEAR_CROSS_ENTROPY_GRAD;
+  CHECK(&counts, count_op(fused, gradient_op) == heads, "%s: the fused plan has %d %s steps (%d heads)", c->name,
+        count_op(fused, gradient_op), tf_op_name(gradient_op), heads);
+  CHECK(&counts, count_op(plain, TF_OP_CROSS_ENTROPY) == heads && count_op(plain, TF_OP_LINEAR_CROSS_ENTROPY) == 0,
         "%s: --fuse-loss off fused anyway", c->name);
   for (int32_t b = 0; b < fused->n_buffers; b++) {
     const tf_plan_buffer *buffer = &fused->buffers[b];
-    CHECK(&counts,
-          !(buffer->rank >= 1 && buffer->shape[buffer->rank - 1] == CLASSES && buffer->role == TF_ROLE_ACTIVATION),
-          "%s: the fused plan holds a logits-shaped activation '%s'", c->name, buffer->name);
+    CHECK(
+        &counts,
+        !(buffer->rank >= 2 && is_vocabulary(c, buffer->shape[buffer->rank - 1]) && buffer->role == TF_ROLE_ACTIVATION),
+        "%s: the fused plan holds a logits-shaped activation '%s'", c->name, buffer->name);
   }
   tf_interp a, b;
   tf_interp_init(&a, fused);
@@ -155,24 +199,47 @@ static void check_case(const head_case *c) {
     }
     gradients++;
   }
-  CHECK(&counts, gradients == (c->tied ? 1 : 2), "%s: %d gradients compared", c->name, gradients);
-  printf("ok   %-34s loss %.12f, %d gradient(s), worst relative difference %.2e\n", c->name, loss_a, gradients, worst);
+  const int expected = (c->tied ? 1 : 2) + (c->bias ? 1 : 0) + (c->classes2 > 0 ? 1 + (c->bias ? 1 : 0) : 0);
+  CHECK(&counts, gradients == expected, "%s: %d gradients compared, %d expected", c->name, gradients, expected);
+  printf("ok   %-50s loss %.12f, %d gradient(s), worst relative difference %.2e\n", c->name, loss_a, gradients, worst);
   tf_interp_free(&a);
   tf_interp_free(&b);
   tf_plan_destroy(fused);
   tf_plan_destroy(plain);
 }
 
+/* --fuse-loss auto judges each head against the thresholds: these heads are far below them. */
+static void check_auto_leaves(const head_case *c) {
+  tf_plan *plan = compile(c, TF_FUSE_LOSS_AUTO);
+  if (!plan)
+    return;
+  CHECK(&counts, count_op(plan, TF_OP_LINEAR_CROSS_ENTROPY) == 0 && count_op(plan, TF_OP_CROSS_ENTROPY) == heads_of(c),
+        "%s: --fuse-loss auto fused a head of %lld classes", c->name, (long long)c->classes);
+  printf("ok   %-50s auto leaves its %d head(s) unfused\n", c->name, heads_of(c));
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
+  enum { V = 7 };
   const head_case cases[] = {
-      {"weight [V, d], chunk 3 of 10 rows", true, false, 3, 0},
-      {"weight [d, V], chunk 4 of 10 rows", false, false, 4, 0},
-      {"one chunk of all 10 rows", true, false, 10, 0},
-      {"chunk of 1 row", false, false, 1, 0},
-      {"every label ignored", true, false, 3, 1},
-      {"tied to an embedding, chunk 3", true, true, 3, 0},
+      {"weight [V, d], chunk 3 of 10 rows", true, false, 3, 0, 0, V, 0},
+      {"weight [d, V], chunk 4 of 10 rows", false, false, 4, 0, 0, V, 0},
+      {"one chunk of all 10 rows", true, false, 10, 0, 0, V, 0},
+      {"chunk of 1 row", false, false, 1, 0, 0, V, 0},
+      {"every label ignored", true, false, 3, 1, 0, V, 0},
+      {"tied to an embedding, chunk 3", true, true, 3, 0, 0, V, 0},
+      {"bias, weight [V, d], chunk 3", true, false, 3, 0, 1, V, 0},
+      {"bias first, weight [d, V], chunk 4", false, false, 4, 0, 2, V, 0},
+      {"bias, every label ignored", false, false, 3, 1, 1, V, 0},
+      {"bias, tied to an embedding, chunk 3", true, true, 3, 0, 1, V, 0},
+      {"bias, V 2100 (2048-class spans), [d, V], chunk 3", false, false, 3, 0, 1, 2100, 0},
+      {"bias, V 2100 (2048-class spans), [V, d], chunk 4", true, false, 4, 0, 1, 2100, 0},
+      {"two heads (V 7, 11) with biases, chunk 3", true, false, 3, 0, 1, V, 11},
+      {"two heads (V 7, 11) with biases, [d, V], chunk 4", false, false, 4, 0, 1, V, 11},
+      {"two heads (V 7, 11) without biases, chunk 3", true, false, 3, 0, 0, V, 11},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     check_case(&cases[i]);
+  check_auto_leaves(&cases[12]);
   return tf_test_finish("fused loss head", &counts);
 }

@@ -171,6 +171,76 @@ static void fused_where_auto_did_not(void) {
   tf_graph_destroy(g);
 }
 
+/* Two heads with biases, their losses added (as xtts): over x [N, 4096, 16] and over its first 2048
+ * rows, 8192 classes each, so auto fuses the first (128 MiB of logits) and leaves the second (64
+ * MiB). Where the plan with one head fused does not fit, the search fuses the other too: every
+ * head's, not only "the" head's, fusing is a choice of the search. */
+static tf_graph *two_heads(void) {
+  enum { ROWS = 4096, D = 16, CLASSES = 8192 };
+  tf_graph *g = NULL;
+  tf_status_free(tf_graph_create("two_heads", &g));
+  int32_t n = tf_graph_symbol(g, "N", 1);
+  tf_tensor_id x = tf_graph_input(g, "x", TF_F32, TF_SHAPE(tf_sym(n), tf_fixed(ROWS), tf_fixed(D)));
+  tf_tensor_id parts[2] = {x, tf_slice(g, x, 1, 0, ROWS / 2, 1)};
+  tf_tensor_id loss = TF_NO_TENSOR;
+  for (int i = 0; i < 2; i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "labels%d", i);
+    tf_tensor_id labels = tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_sym(n), tf_fixed(ROWS >> i)));
+    snprintf(name, sizeof(name), "w%d", i);
+    tf_tensor_id w = tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(CLASSES), tf_fixed(D)),
+                                        tf_init_make(TF_INIT_NORMAL, 0, 0.02));
+    snprintf(name, sizeof(name), "b%d", i);
+    tf_tensor_id b =
+        tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(CLASSES)), tf_init_make(TF_INIT_ZEROS, 0, 0));
+    tf_tensor_id term = tf_cross_entropy(g, tf_add(g, tf_matmul(g, parts[i], w, false, true), b), labels, -100);
+    loss = i == 0 ? term : tf_add(g, loss, term);
+  }
+  tf_graph_set_loss(g, loss);
+  CHECK(&counts, tf_graph_status(g) == NULL, "two heads: %s", tf_status_message(tf_graph_status(g)));
+  return g;
+}
+
+static int32_t fused_heads(const tf_plan *plan) {
+  int32_t n = 0;
+  for (int32_t s = 0; plan && s < plan->n_steps; s++)
+    n += plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY;
+  return n;
+}
+
+static void second_head_fused_by_the_search(void) {
+  tf_graph *g = two_heads();
+  tf_compile_options options = options_for(TF_TARGET_CPU, "N=1", TF_FUSE_LOSS_AUTO, 0);
+  tf_plan *plan = NULL;
+  CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  const int32_t auto_heads = fused_heads(plan);
+  const int64_t one = plan ? tf_plan_device_total(plan) : -1;
+  tf_plan_destroy(plan);
+  options.fuse_loss = TF_FUSE_LOSS_ON;
+  plan = NULL;
+  CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  const int32_t on_heads = fused_heads(plan);
+  const int64_t both = plan ? tf_plan_device_total(plan) : -1;
+  tf_plan_destroy(plan);
+  CHECK(&counts, auto_heads == 1 && on_heads == 2 && both < one,
+        "two heads: auto fuses %d (total %" PRId64 "), on fuses %d (total %" PRId64 ")", auto_heads, one, on_heads,
+        both);
+  const int64_t budget = (one + both) / 2;
+  tf_budget_result r;
+  plan = search(g, options_for(TF_TARGET_CPU, NULL, TF_FUSE_LOSS_AUTO, 0), budget, false, &r);
+  CHECK(&counts, plan && r.fits && fused_heads(plan) == 2 && tf_plan_device_total(plan) == both,
+        "two heads, budget %" PRId64 " between one fused %" PRId64 " and both %" PRId64 ": fits %d, %d fused:\n%s",
+        budget, one, both, r.fits, fused_heads(plan), r.summary);
+  CHECK(&counts, has(r.summary, "  loss heads fused at N=1"), "the fused note:\n%s", r.summary);
+  CHECK(&counts, plan && has(plan->report.notes, "loss heads: fused by the budget search"), "the plan's notes:\n%s",
+        plan ? plan->report.notes : "");
+  printf("two heads of 8192 classes (128 and 64 MiB of logits): auto fuses %d, total %" PRId64 "; both fused %" PRId64
+         "; budget %" PRId64 ": the search fused %d\n",
+         auto_heads, one, both, budget, fused_heads(plan));
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
 /* The Vulkan shader needs no workspace: its chunk changes no byte, so the search does not try one. */
 static void no_workspace_no_search(const tf_graph *g) {
   int64_t chunk = 0, total = total_of(g, TF_TARGET_VULKAN, "N=1,T=1024", TF_FUSE_LOSS_AUTO, 0, &chunk);
@@ -248,6 +318,7 @@ int main(void) {
   }
   tf_graph_destroy(g);
   fused_where_auto_did_not();
+  second_head_fused_by_the_search();
   chosen_chunk_trains();
   return tf_test_finish("budget", &counts);
 }

@@ -41,14 +41,28 @@ typedef struct test_case {
 } test_case;
 
 static const test_case cases[] = {
-    {"gpt adamw", "gpt", {"layers=2", "d_model=32", "heads=2", NULL}, "N=2,T=16", TF_OPTIMIZER_ADAMW,
-     TF_REMAT_NONE, TF_PRECISION_F32},
-    {"gpt sgd", "gpt", {"layers=2", "d_model=32", "heads=2", NULL}, "N=2,T=16", TF_OPTIMIZER_SGD, TF_REMAT_NONE,
+    {"gpt adamw",
+     "gpt",
+     {"layers=2", "d_model=32", "heads=2", NULL},
+     "N=2,T=16",
+     TF_OPTIMIZER_ADAMW,
+     TF_REMAT_NONE,
+     TF_PRECISION_F32},
+    {"gpt sgd",
+     "gpt",
+     {"layers=2", "d_model=32", "heads=2", NULL},
+     "N=2,T=16",
+     TF_OPTIMIZER_SGD,
+     TF_REMAT_NONE,
      TF_PRECISION_F32},
     {"mlp adamw", "mlp", {NULL}, "N=8", TF_OPTIMIZER_ADAMW, TF_REMAT_NONE, TF_PRECISION_F32},
-    {"gpt2-small checkpoints bf16", "gpt2-small",
-     {"layers=2", "d_model=64", "heads=2", "vocab=300", "ctx=64", "seq=16", NULL}, "N=2,T=16", TF_OPTIMIZER_ADAMW,
-     TF_REMAT_CHECKPOINTS, TF_PRECISION_BF16},
+    {"gpt2-small checkpoints bf16",
+     "gpt2-small",
+     {"layers=2", "d_model=64", "heads=2", "vocab=300", "ctx=64", "seq=16", NULL},
+     "N=2,T=16",
+     TF_OPTIMIZER_ADAMW,
+     TF_REMAT_CHECKPOINTS,
+     TF_PRECISION_BF16},
 };
 
 static tf_target_kind target_of(const char *backend) {
@@ -194,8 +208,8 @@ static void check_plans(const test_case *c, const tf_plan *plain, const tf_plan 
   const int64_t g0 = plain->region_bytes[TF_REGION_GRADIENTS], g1 = moved->region_bytes[TF_REGION_GRADIENTS];
   const int64_t s0 = arena_and_gradients(plain), s1 = arena_and_gradients(moved);
   CHECK(&counts, g1 < g0 && s1 < s0,
-        "%s: gradients region %" PRId64 " -> %" PRId64 " bytes, arena + gradients %" PRId64 " -> %" PRId64, c->name,
-        g0, g1, s0, s1);
+        "%s: gradients region %" PRId64 " -> %" PRId64 " bytes, arena + gradients %" PRId64 " -> %" PRId64, c->name, g0,
+        g1, s0, s1);
   printf("%-4s %-28s (b) gradients region %" PRId64 " -> %" PRId64 " bytes; arena + gradients %" PRId64 " -> %" PRId64
          " (%.1f%%)\n",
          g1 < g0 && s1 < s0 ? "ok" : "FAIL", c->name, g0, g1, s0, s1, 100.0 * (double)(s1 - s0) / (double)s0);

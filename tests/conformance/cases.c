@@ -199,6 +199,22 @@ static void build_linear_cross_entropy(tf_graph *g, const conf_case *c) {
   tf_test_finish_loss(g, tf_linear_cross_entropy(g, x, w, c->transpose_b, labels, c->ignore_index, c->chunk_rows));
 }
 
+/* As build_linear_cross_entropy, with a bias [V] parameter (input 3; the builder API has no bias
+ * argument, so the node is made directly): its gradient is linear_cross_entropy_bias_grad's. */
+static void build_linear_cross_entropy_bias(tf_graph *g, const conf_case *c) {
+  tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[2]));
+  tf_tensor_id x = param(g, "x", &c->shapes[0]), w = param(g, "w", &c->shapes[1]);
+  const dims classes = DIMS(c->shapes[1].size[c->transpose_b ? 0 : 1]);
+  tf_tensor_id bias = param(g, "bias", &classes);
+  tf_attrs attrs;
+  memset(&attrs, 0, sizeof(attrs));
+  attrs.kind = TF_ATTR_CROSS_ENTROPY;
+  attrs.u.cross_entropy.ignore_index = c->ignore_index;
+  attrs.u.cross_entropy.transpose_weight = c->transpose_b;
+  attrs.u.cross_entropy.chunk_rows = c->chunk_rows;
+  tf_test_finish_loss(g, tf_graph_node(g, TF_OP_LINEAR_CROSS_ENTROPY, (tf_tensor_id[]){x, w, labels, bias}, 4, &attrs));
+}
+
 static void build_pair_loss(tf_graph *g, const conf_case *c) {
   tf_tensor_id target = tf_graph_label(g, "target", TF_F32, shape_of(&c->shapes[0]));
   tf_tensor_id p = param(g, "p", &c->shapes[0]);
@@ -463,6 +479,13 @@ static const conf_case cases[] = {
     {"linear_cross_entropy i64 labels [3,4,6] x [11,6]^T, one chunk", build_linear_cross_entropy,
      .shapes = {DIMS(3, 4, 6), DIMS(11, 6), DIMS(3, 4)}, .transpose_b = true, .dtype = TF_I64, .ignore_index = -100,
      .settings.data = {8, 11, -100, true}, .settings.needs = CONF_NEEDS_I64},
+    /* with a bias: linear_cross_entropy's fourth input, and linear_cross_entropy_bias_grad */
+    {"linear_cross_entropy + bias (+ grad) [2,9,16] x [37,16]^T + [37], chunk 4", build_linear_cross_entropy_bias,
+     .shapes = {DIMS(2, 9, 16), DIMS(37, 16), DIMS(2, 9)}, .transpose_b = true, .chunk_rows = 4, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {9, 37, -100, true}},
+    {"linear_cross_entropy + bias (+ grad) [23,8] x [8,1031] + [1031], chunk 5, out of range",
+     build_linear_cross_entropy_bias, .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5,
+     .dtype = TF_I32, .ignore_index = -1, .settings.data = {10, 1034}},
     {"mse (+ grad) [7,19]", build_pair_loss, .op = TF_OP_MSE, .shapes = {DIMS(7, 19)}},
     {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
 };
