@@ -32,18 +32,62 @@ static bool reads_input(const tf_ir_node *node, int32_t k) {
 }
 
 /* What the pass may do with each tensor: SAVED, an f32 forward activation that a backward or
- * recompute node reads; FEEDS_LOSS, such an activation that is the loss or an input of the loss op
- * (the logits), which stays f32 whatever the policy or an override says: its backward reader is the
- * first backward step, so a half copy would live beside its f32 copy at the moment the peak is
- * reached, costing bytes instead of saving them. */
+ * recompute node reads; FEEDS_LOSS, such an activation that is the loss or an input of the loss
+ * expression's nodes (the logits of each head of a summed loss: mark_loss_inputs), which stays f32 whatever the policy
+ * or an override says: its backward reader is the first backward step, so a half copy would live beside its f32 copy at
+ * the moment the peak is reached, costing bytes instead of saving them. */
 enum { NOT_SAVED = 0, SAVED, FEEDS_LOSS };
+
+/* The loss expression: the loss node and, through its scalar inputs, every forward node whose
+ * scalar output it combines (a sum of losses: xtts's text + audio cross entropies). Marks in
+ * feeds[] the loss and every input of those nodes (each head's logits and labels). */
+static tf_status mark_loss_inputs(const tf_training *t, bool *feeds) {
+  const tf_graph *g = t->g;
+  if (t->loss < 0)
+    return NULL;
+  feeds[t->loss] = true;
+  int32_t *stack = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+  bool *seen = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof(bool));
+  if (!stack || !seen) {
+    free(stack);
+    free(seen);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "precision: out of memory");
+  }
+  int32_t depth = 0;
+  const int32_t loss_node = g->tensors[t->loss].producer;
+  if (loss_node >= 0) {
+    stack[depth++] = loss_node;
+    seen[loss_node] = true;
+  }
+  while (depth > 0) {
+    const tf_ir_node *node = &g->nodes[stack[--depth]];
+    for (int32_t k = 0; k < node->n_inputs; k++) {
+      const int32_t in = node->inputs[k], producer = g->tensors[in].producer;
+      feeds[in] = true;
+      const tf_ir_tensor *x = &g->tensors[in];
+      const bool scalar = x->dtype == TF_F32 && x->bytes == 4;
+      if (scalar && producer >= 0 && !seen[producer] && t->phase[producer] == TF_PHASE_FORWARD) {
+        seen[producer] = true;
+        stack[depth++] = producer;
+      }
+    }
+  }
+  free(stack);
+  free(seen);
+  return NULL;
+}
 
 static unsigned char *classify(const tf_training *t) {
   const tf_graph *g = t->g;
   unsigned char *kept = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), 1);
-  if (!kept)
+  bool *feeds = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(bool));
+  tf_status status = kept && feeds ? mark_loss_inputs(t, feeds) : NULL;
+  if (!kept || !feeds || status) {
+    tf_status_free(status);
+    free(kept);
+    free(feeds);
     return NULL;
-  int32_t loss_node = t->loss >= 0 ? g->tensors[t->loss].producer : -1;
+  }
   for (int32_t n = 0; n < g->n_nodes; n++) {
     if (t->phase[n] != TF_PHASE_BACKWARD && t->phase[n] != TF_PHASE_RECOMPUTE)
       continue;
@@ -54,12 +98,10 @@ static unsigned char *classify(const tf_training *t) {
       if (!reads_input(node, k) || producer < 0 || t->phase[producer] != TF_PHASE_FORWARD ||
           g->tensors[in].kind != TF_ACTIVATION || g->tensors[in].dtype != TF_F32 || t->role[in] != TF_ROLE_ACTIVATION)
         continue;
-      bool loss_input = in == t->loss;
-      for (int32_t j = 0; loss_node >= 0 && j < g->nodes[loss_node].n_inputs; j++)
-        loss_input = loss_input || g->nodes[loss_node].inputs[j] == in;
-      kept[in] = loss_input ? FEEDS_LOSS : SAVED;
+      kept[in] = feeds[in] ? FEEDS_LOSS : SAVED;
     }
   }
+  free(feeds);
   return kept;
 }
 

@@ -5,6 +5,7 @@
  *   - under f32, a node overridden to bf16 (or f16) gets the only stored buffer, of that dtype and
  *     half the bytes, and the arena shrinks below the f32 plan's; under f16 a bf16 override wins;
  *   - a half override on the logits (the loss op's input) is ignored, and the plan's notes say so;
+ *   - a loss summing two heads (xtts-gpt shrunk) keeps both heads' logits f32;
  *   - the vulkan target takes a half override (stores that node in bf16);
  *   - with overrides the mlp learns (AdamW, lr 3e-3, 20 steps on a learnable task: the class is the
  *     largest of the first 10 inputs): finite losses that fall, within 1% of the f32 run's.
@@ -181,6 +182,37 @@ static void loss_input_ignored(void) {
   tf_plan_destroy(plan);
 }
 
+/* A loss that sums two heads' cross entropies (xtts-gpt, shrunk, heads left unfused): both heads'
+ * logits feed the loss expression and stay f32 under bf16, not only the loss node's inputs. */
+static void summed_loss_heads_stay_f32(void) {
+  const char *knobs[] = {"layers=1", "d_model=64", "heads=2", "text_vocab=40", "audio_vocab=30"};
+  tf_graph *g = NULL;
+  tf_status status = tf_zoo_build("xtts-gpt", knobs, 5, &g);
+  tf_plan *plan = NULL;
+  if (!status) {
+    tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+    options.bindings = "N=2,Ta=12";
+    options.set_precision = true;
+    options.precision = TF_PRECISION_BF16;
+    options.optimizer = TF_OPTIMIZER_ADAMW;
+    options.fuse_loss = TF_FUSE_LOSS_OFF;
+    status = tf_compile(g, &options, &plan);
+  }
+  CHECK(&counts, status == NULL, "xtts-gpt bf16: %s", tf_status_message(status));
+  const char *heads[] = {"text_logits", "audio_logits"};
+  int32_t stored_elsewhere = 0;
+  for (int32_t i = 0; plan && i < plan->n_buffers; i++)
+    stored_elsewhere += plan->buffers[i].dtype == TF_BF16;
+  for (int h = 0; plan && h < 2; h++)
+    CHECK(&counts, stored_copy(plan, heads[h]) == NULL, "xtts-gpt bf16: the %s got a stored copy '%s'", heads[h],
+          stored_copy(plan, heads[h]) ? stored_copy(plan, heads[h])->name : "");
+  CHECK(&counts, stored_elsewhere > 0, "xtts-gpt bf16 stores nothing in bf16");
+  printf("summed loss of two heads under bf16: both logits f32, %d other activations stored bf16\n", stored_elsewhere);
+  tf_status_free(status);
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
 /* The vulkan target stores half tensors too (its casts are bit for bit the CPU's): a bf16
  * override compiles for it and stores that node's activation in bf16. */
 static void vulkan_takes_half(void) {
@@ -281,6 +313,7 @@ static void training_tracks_f32(void) {
 int main(void) {
   plan_effects();
   loss_input_ignored();
+  summed_loss_heads_stay_f32();
   vulkan_takes_half();
   training_tracks_f32();
   return tf_test_finish("precision_override", &counts);
