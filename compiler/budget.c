@@ -50,7 +50,7 @@ static tf_linear_loss_geometry head_geometry(const tf_plan *plan, const tf_plan_
 
 static bool is_fused_head(tf_op op) {
   return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
-         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD;
+         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD || tf_linear_loss_is_train(op);
 }
 
 static int32_t writer_of(const tf_plan *plan, int32_t buffer) {
@@ -95,7 +95,7 @@ static loss_head head_of(const tf_plan *plan) {
         h.chunk_rows = g.chunk_rows;
       }
       h.workspace = workspace > h.workspace ? workspace : h.workspace;
-      if (step->op == TF_OP_LINEAR_CROSS_ENTROPY) {
+      if (step->op == TF_OP_LINEAR_CROSS_ENTROPY || tf_linear_loss_is_train(step->op)) {
         h.heads++;
         h.below_auto =
             h.below_auto || g.classes < TF_FUSE_LOSS_AUTO_CLASSES || 4 * g.rows * g.classes < TF_FUSE_LOSS_AUTO_BYTES;
@@ -112,7 +112,8 @@ static loss_head head_of(const tf_plan *plan) {
 
 /* The fused head's passes over its weight: each chunk reads the weight in the forward product and,
  * in the gradient, in the logits' recompute and in dx, and reads and writes dweight: 5 passes at the
- * target's memory bandwidth. gpt2-small cut to 2 layers at 2 x 128 on the CPU (docs/performance.md,
+ * target's memory bandwidth (4 in the single pass, linear_cross_entropy_train, which computes the
+ * logits once). gpt2-small cut to 2 layers at 2 x 128 on the CPU (docs/performance.md,
  * 1 thread): with the head's extra product this adds 0.21, 0.29 and 0.44 s to the unfused step in
  * 1, 2 and 4 chunks; measured 0.25, 0.32 and 0.46 s. Only kernels that chunk into a workspace count
  * (CPU, CUDA). */

@@ -204,6 +204,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   if (!status && options->training)
     status = tf_autodiff(&t);
   if (!status && options->training)
+    status = tf_fuse_loss_train_pass(&t);
+  if (!status && options->training)
     status = tf_optimizer_pass(&t);
   if (!status)
     status = tf_remat(&t);

@@ -13,7 +13,15 @@
  * Runs on the bound copy before autodiff, so the gradient is linear_cross_entropy_grad's (or
  * linear_cross_entropy_bias_grad's). The logits tensor (and the product before its bias) stays in
  * the graph without producer or reader (no buffer is planned for it) and leaves the output list: a
- * fused plan has no logits to read back. */
+ * fused plan has no logits to read back.
+ *
+ * After autodiff, tf_fuse_loss_train_pass merges the head that produces the loss with its gradient
+ * node (whose dloss is the loss seed) into one linear_cross_entropy_train node of the forward pass:
+ * each chunk's logits are computed once for the loss and the gradients, where the two nodes computed
+ * them twice (the forward product, then its recompute): the head costs three products instead of
+ * four, as much as the unfused head. The results are bit for bit those of the two nodes (the kernels
+ * run the same chunks in the same order). One micro-batch per step only: with k > 1 the weight's
+ * gradient part would be added to its accumulator inside the forward pass. */
 #include <stdlib.h>
 
 #include "compiler/training.h"
@@ -161,4 +169,61 @@ tf_status tf_fuse_loss_pass(tf_training *t) {
     }
   }
   return NULL;
+}
+
+/* The gradient node of fused head `f` that reads the loss seed (dloss = grad/loss_seed), or -1. */
+static int32_t seeded_gradient(const tf_training *t, int32_t f) {
+  const tf_graph *g = t->g;
+  const tf_ir_node *fused = &g->nodes[f];
+  for (int32_t n = t->n_forward_nodes; n < g->n_nodes; n++) {
+    const tf_ir_node *node = &g->nodes[n];
+    if ((node->op != TF_OP_LINEAR_CROSS_ENTROPY_GRAD && node->op != TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD) ||
+        node->inputs[3] != t->loss_seed)
+      continue;
+    bool same = true;
+    for (int32_t k = 0; k < 3; k++)
+      same = same && node->inputs[k] == fused->inputs[k];
+    if (same)
+      return n;
+  }
+  return -1;
+}
+
+/* Removes node n, keeping the per-node arrays of `t` in step with the graph. */
+static tf_status remove_training_node(tf_training *t, int32_t n) {
+  TF_RETURN_IF_ERROR(tf_ir_remove_node(t->g, n));
+  for (int32_t i = n; i < t->g->n_nodes; i++) {
+    t->phase[i] = t->phase[i + 1];
+    t->follows[i] = t->follows[i + 1];
+  }
+  for (int32_t i = 0; i < t->g->n_nodes; i++)
+    t->follows[i] = t->follows[i] == n ? -1 : t->follows[i] > n ? t->follows[i] - 1 : t->follows[i];
+  return NULL;
+}
+
+tf_status tf_fuse_loss_train_pass(tf_training *t) {
+  tf_graph *g = t->g;
+  if (!t->options.training || t->loss < 0 || t->loss_seed < 0 || t->config.accumulate_steps != 1)
+    return NULL;
+  const int32_t f = g->tensors[t->loss].producer;
+  if (f != t->n_forward_nodes - 1 || g->nodes[f].op != TF_OP_LINEAR_CROSS_ENTROPY)
+    return NULL;
+  const int32_t n = seeded_gradient(t, f);
+  if (n < 0)
+    return NULL;
+  tf_ir_node *fused = &g->nodes[f], *grad = &g->nodes[n];
+  free(fused->inputs);
+  fused->inputs = grad->inputs;
+  fused->n_inputs = grad->n_inputs;
+  grad->inputs = NULL;
+  fused->op = grad->op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD ? TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN
+                                                               : TF_OP_LINEAR_CROSS_ENTROPY_TRAIN;
+  for (int32_t k = 0; k < grad->n_outputs; k++) {
+    fused->outputs[1 + k] = grad->outputs[k];
+    g->tensors[grad->outputs[k]].producer = f;
+  }
+  fused->n_outputs = 1 + grad->n_outputs;
+  grad->n_outputs = 0;
+  TF_RETURN_IF_ERROR(remove_training_node(t, n));
+  return tf_status_prefix(tf_shapes_infer_node(g, f, true), "fuse loss: node '%s'", g->nodes[f].name);
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "compiler/training.h"
+#include "core/linear_loss.h"
 #include "core/ops.h"
 
 static tf_attrs optimizer_attrs(const tf_training *t) {
@@ -54,15 +55,18 @@ static tf_status global_norm(tf_training *t, const int32_t *grads, int32_t n, in
 }
 
 /* With one micro-batch per step (k = 1) nothing needs summing across micro-batches: the step
- * that computes a parameter's (first) gradient part writes it straight into the gradients region,
+ * that computes a parameter's (first) gradient part (a backward step, or the fused loss head's
+ * single pass in the forward pass) writes it straight into the gradients region,
  * and the optimizer never zeroes it (the next step overwrites it). Possible when that part is an
  * activation of the backward pass, shaped and typed like the parameter. */
 static bool writes_directly(const tf_training *t, int32_t param, int32_t part) {
   const tf_graph *g = t->g;
   const tf_ir_tensor *x = &g->tensors[part];
   int32_t producer = x->producer;
-  return t->config.accumulate_steps == 1 && producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
-         x->kind == TF_ACTIVATION && t->role[part] == TF_ROLE_ACTIVATION && x->dtype == g->tensors[param].dtype &&
+  const bool gradient_step =
+      producer >= 0 && (t->phase[producer] == TF_PHASE_BACKWARD || tf_linear_loss_is_train(g->nodes[producer].op));
+  return t->config.accumulate_steps == 1 && gradient_step && x->kind == TF_ACTIVATION &&
+         t->role[part] == TF_ROLE_ACTIVATION && x->dtype == g->tensors[param].dtype &&
          x->bytes == g->tensors[param].bytes && x->rank == g->tensors[param].rank;
 }
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "compiler/training.h"
+#include "core/linear_loss.h"
 #include "core/ops.h"
 
 static tf_dtype half_type(tf_precision precision) { return precision == TF_PRECISION_F16 ? TF_F16 : TF_BF16; }
@@ -95,7 +96,11 @@ static unsigned char *classify(const tf_training *t) {
     for (int32_t k = 0; k < node->n_inputs; k++) {
       int32_t in = node->inputs[k];
       int32_t producer = g->tensors[in].producer;
-      if (!reads_input(node, k) || producer < 0 || t->phase[producer] != TF_PHASE_FORWARD ||
+      /* the gradients the fused head's single pass makes in the forward pass (outputs after the
+       * loss) are gradients: never stored in half */
+      const bool gradient =
+          producer >= 0 && tf_linear_loss_is_train(g->nodes[producer].op) && g->nodes[producer].outputs[0] != in;
+      if (gradient || !reads_input(node, k) || producer < 0 || t->phase[producer] != TF_PHASE_FORWARD ||
           g->tensors[in].kind != TF_ACTIVATION || g->tensors[in].dtype != TF_F32 || t->role[in] != TF_ROLE_ACTIVATION)
         continue;
       kept[in] = feeds[in] ? FEEDS_LOSS : SAVED;

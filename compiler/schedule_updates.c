@@ -74,6 +74,9 @@ tf_status tf_schedule_updates(tf_training *t) {
     status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "update in backward: cannot allocate for %d steps", t->n_schedule);
   if (!status)
     last_touches(t, last);
+  int32_t forward_end = 0;
+  while (forward_end < n_micro && t->phase[t->schedule[forward_end]] == TF_PHASE_FORWARD)
+    forward_end++;
   for (int32_t u = 0; u < n_updates && !status; u++) {
     const int32_t n = t->schedule[n_micro + u];
     status = check_movable(t, n);
@@ -82,6 +85,10 @@ tf_status tf_schedule_updates(tf_training *t) {
     after[u] = g->nodes[n].op == TF_OP_ZERO && u > 0 ? after[u - 1] : ready_after(t, last, n);
     if (after[u] < 0)
       after[u] = n_micro - 1;
+    /* never inside the forward prefix, which evaluation runs alone (the fused loss head's single
+     * pass writes its weight's gradient there) */
+    if (after[u] < forward_end - 1)
+      after[u] = forward_end - 1;
   }
   /* Merge: after micro-batch step s come the optimizer steps ready after s, in their block order
    * (a stable bucket sort on `after`; fill[s] is the next free place of bucket s in `order`). */

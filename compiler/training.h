@@ -85,6 +85,9 @@ int32_t tf_training_readers(const tf_graph *g, int32_t tensor);
 /* fuse_loss.c: each matmul [-> add(bias)] -> cross_entropy becomes linear_cross_entropy
  * (options.fuse_loss). Runs on the bound graph before autodiff. */
 tf_status tf_fuse_loss_pass(tf_training *t) TF_MUST_USE;
+/* fuse_loss.c, after autodiff: the fused head that produces the loss and its gradient node become
+ * one linear_cross_entropy_train node of the forward pass (one micro-batch per step). */
+tf_status tf_fuse_loss_train_pass(tf_training *t) TF_MUST_USE;
 /* The rows of logits a fused loss head computes at a time when the options do not say. */
 int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);
 

@@ -33,12 +33,23 @@ static inline tf_linear_loss_geometry tf_linear_loss_geometry_of(const tf_attrs 
 
 /* The input index of the bias of a fused loss head step of `op` with `n_inputs` inputs, or -1 when
  * it has none: the bias is the last input, after (x, weight, labels) in linear_cross_entropy and
- * after (x, weight, labels, dloss) in linear_cross_entropy_bias_grad. */
+ * after (x, weight, labels, dloss) in linear_cross_entropy_bias_grad and _bias_train. */
 static inline int32_t tf_linear_loss_bias_input(tf_op op, int32_t n_inputs) {
   if (op == TF_OP_LINEAR_CROSS_ENTROPY)
     return n_inputs == 4 ? 3 : -1;
-  return op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD && n_inputs == 5 ? 4 : -1;
+  return (op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD || op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN) && n_inputs == 5
+             ? 4
+             : -1;
 }
+
+/* Whether `op` is one of the single-pass forms (loss and gradients together): their outputs are
+ * (loss, dx, dweight [, dbias]), the gradient forms' (dx, dweight [, dbias]) one place later. */
+static inline bool tf_linear_loss_is_train(tf_op op) {
+  return op == TF_OP_LINEAR_CROSS_ENTROPY_TRAIN || op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN;
+}
+
+/* The output index of dx in a gradient or single-pass step of `op`: dweight and dbias follow it. */
+static inline int32_t tf_linear_loss_dx_output(tf_op op) { return tf_linear_loss_is_train(op) ? 1 : 0; }
 
 /* Elements of one chunk's logits (or their gradient): chunk_rows x classes. */
 static inline int64_t tf_linear_loss_chunk_elements(const tf_linear_loss_geometry *g) {

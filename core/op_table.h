@@ -231,7 +231,16 @@
   /* bias, which also sums each chunk's dlogits over its rows into dbias (the outputs column is a count) */           \
   X(LINEAR_CROSS_ENTROPY_BIAS_GRAD, linear_cross_entropy_bias_grad, 72, TRAINING, 5, 5, 3, 0, 0, CROSS_ENTROPY,     \
       linear_cross_entropy_grad, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_grad,                        \
-      linear_cross_entropy_grad, linear_cross_entropy)
+      linear_cross_entropy_grad, linear_cross_entropy)                                                           \
+  /* (x, weight, labels, dloss [, bias]) -> (loss, dx, dweight [, dbias]): linear_cross_entropy and its */         \
+  /* gradient in one pass over the chunks, each chunk's logits computed once, in a training plan's forward */      \
+  /* pass when dloss is the loss seed (compiler/fuse_loss.c); the bias form has one more input and output */        \
+  X(LINEAR_CROSS_ENTROPY_TRAIN, linear_cross_entropy_train, 73, TRAINING, 4, 4, 3, 0, 0, CROSS_ENTROPY,             \
+      linear_cross_entropy_train, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_train,                      \
+      linear_cross_entropy_train, linear_cross_entropy)                                                          \
+  X(LINEAR_CROSS_ENTROPY_BIAS_TRAIN, linear_cross_entropy_bias_train, 74, TRAINING, 5, 5, 4, 0, 0, CROSS_ENTROPY,   \
+      linear_cross_entropy_train, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_train,                      \
+      linear_cross_entropy_train, linear_cross_entropy)
 // clang-format on
 
 #endif

@@ -76,6 +76,8 @@ tf_status tf_shape_attention_grad(const tf_shape_query *q, tf_shape_result *out)
 /* (x, weight, labels, dloss) -> (dx, dweight), and linear_cross_entropy_bias_grad's (x, weight, labels,
  * dloss, bias) -> (dx, dweight, dbias); core/shape_rules_linear_loss.c */
 tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_result *out);
+/* (x, weight, labels, dloss [, bias]) -> (loss scalar f32, dx, dweight [, dbias]): the single-pass form. */
+tf_status tf_shape_linear_cross_entropy_train(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */
 tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out);

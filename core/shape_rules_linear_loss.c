@@ -68,8 +68,8 @@ tf_status tf_shape_linear_cross_entropy(const tf_shape_query *q, tf_shape_result
   return tf_rules_finish(out);
 }
 
-tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_result *out) {
-  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_linear_cross_entropy_grad));
+/* (dx, dweight [, dbias]) into out[0..], after the operands and dloss are checked. */
+static tf_status gradient_shapes(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(check_operands(q));
   const tf_shape_operand *dloss = &q->inputs[3];
   if (dloss->rank != 0 || dloss->dtype != TF_F32)
@@ -79,5 +79,19 @@ tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_r
   const int32_t bias = tf_linear_loss_bias_input(q->op, q->n_inputs);
   if (bias >= 0)
     tf_rules_copy_shape(&out[2], &q->inputs[bias], q->inputs[bias].dtype);
+  return NULL;
+}
+
+tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_linear_cross_entropy_grad));
+  TF_RETURN_IF_ERROR(gradient_shapes(q, out));
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_linear_cross_entropy_train(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_linear_cross_entropy_train));
+  TF_RETURN_IF_ERROR(gradient_shapes(q, out + 1));
+  out[0].dtype = TF_F32;
+  out[0].rank = 0;
   return tf_rules_finish(out);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/linear_loss.h"
 #include "core/ops.h"
 #include "plan/plan_verify_internal.h"
 
@@ -412,10 +413,12 @@ static tf_status check_outputs(const tf_plan *plan, int32_t s, int32_t *writer) 
       return INVALID("%s: output %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
                      tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
     const tf_plan_buffer *b = &plan->buffers[id];
-    /* With one micro-batch per step, a backward step may write a parameter's gradient straight into
-     * the gradients region (once; check_gradient_reads orders its readers after it). */
+    /* With one micro-batch per step, a backward step (or the fused loss head's single pass, in the
+     * forward pass) may write a parameter's gradient straight into the gradients region (once;
+     * check_gradient_reads orders its readers after it). */
     bool gradient = b->role == TF_ROLE_GRADIENT && plan->accumulate == 1 && s < plan->micro_steps &&
-                    plan->steps[s].phase == TF_PHASE_BACKWARD;
+                    (step->phase == TF_PHASE_BACKWARD ||
+                     (tf_linear_loss_is_train(step->op) && i > 0)); /* the fused head's gradients */
     if (b->role != TF_ROLE_ACTIVATION && !gradient)
       return INVALID("%s writes output %" PRId32 " to %s, role %s in region %s; step outputs are arena activations, "
                      "or gradients written by a backward step when the plan accumulates 1 micro-batch",

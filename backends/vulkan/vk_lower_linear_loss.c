@@ -1,5 +1,6 @@
 /* The fused loss head: linear_cross_entropy (one workgroup) and its gradients (three dispatches,
- * four with a bias: each row's log sum exp parked in dx, then dweight, then dbias, then dx),
+ * four with a bias: each row's log sum exp parked in dx, then dweight, then dbias, then dx); the
+ * single-pass forms are the loss dispatch followed by the gradient's,
  * shaders/linear_loss.comp. No workspace: the logits are recomputed as dot products where they are
  * needed. */
 #include "backends/vulkan/vk_lower.h"
@@ -14,19 +15,21 @@ typedef struct linear_loss_push {
 } linear_loss_push;
 
 /* Bindings: x, weight, labels, dloss, the loss or dx, dweight, bias, dbias (-1 where the step has
- * none). */
+ * none). The single-pass forms (loss, dx, dweight [, dbias]) run the loss mode on output 0 and the
+ * gradient modes on the outputs after it: this shader recomputes the logits in every mode anyway. */
 static tf_status dispatch(vk_lower *l, linear_loss_push push, uint32_t mode, int64_t items, int64_t loops) {
   push.mode = mode;
-  const bool gradient = l->step->op != TF_OP_LINEAR_CROSS_ENTROPY;
+  const bool gradient = l->step->op != TF_OP_LINEAR_CROSS_ENTROPY && mode != MODE_LOSS;
   const int32_t bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs);
+  const int32_t dx = gradient ? tf_linear_loss_dx_output(l->step->op) : 0;
   int32_t buffers[8] = {vk_in(l, 0),
                         vk_in(l, 1),
                         vk_in(l, 2),
                         gradient ? vk_in(l, 3) : -1,
-                        vk_out(l, 0),
-                        gradient ? vk_out(l, 1) : -1,
+                        vk_out(l, dx),
+                        gradient ? vk_out(l, dx + 1) : -1,
                         bias >= 0 ? vk_in(l, bias) : -1,
-                        bias >= 0 && gradient ? vk_out(l, 2) : -1};
+                        bias >= 0 && gradient ? vk_out(l, dx + 2) : -1};
   uint32_t writes = mode == MODE_DWEIGHT ? 0x20 : mode == MODE_DBIAS ? 0x80 : 0x10;
   uint32_t groups = mode == MODE_LOSS ? 1 : vk_groups(items, 256);
   int64_t rounds = mode == MODE_LOSS ? (items + 255) / 256 : vk_grid_rounds(items, 256);
@@ -57,14 +60,17 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
   /* loop iterations of one invocation, from above: a row's log sum exp walks the classes three
    * times over the features; counting the labels walks the rows */
   const int64_t row_walk = 3 * classes * (features + 1) + features;
+  if (l->step->op == TF_OP_LINEAR_CROSS_ENTROPY || tf_linear_loss_is_train(l->step->op))
+    TF_RETURN_IF_ERROR(dispatch(l, push, MODE_LOSS, rows, row_walk + 16));
   if (l->step->op == TF_OP_LINEAR_CROSS_ENTROPY)
-    return dispatch(l, push, MODE_LOSS, rows, row_walk + 16);
+    return NULL;
+  const int32_t dx = tf_linear_loss_dx_output(l->step->op);
   if (rows > 0 && features == 0 && push.has_bias) /* the logits are the bias: dbias is not 0 */
     return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a head with a bias", x->name);
   if (rows == 0 || features == 0) {
-    TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, 1)));
+    TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, dx + 1)));
     if (push.has_bias)
-      TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, 2)));
+      TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, dx + 2)));
     return NULL;
   }
   TF_RETURN_IF_ERROR(dispatch(l, push, MODE_STATS, rows, row_walk));

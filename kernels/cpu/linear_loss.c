@@ -182,27 +182,52 @@ static void chunk_dbias(const head *h, int64_t rows, bool first_chunk, real *dbi
       });
 }
 
+/* The gradient pass over every chunk: dx, dweight and dbias (NULL: no bias) from dlogits scaled by
+ * dloss / count. With `loss` (the single-pass form), each chunk's loss terms are summed from its
+ * logits before they turn into their gradient, in the forward kernel's order, so the loss is bit for
+ * bit linear_cross_entropy's and the gradients linear_cross_entropy_grad's. */
+static void gradient_pass(const head *h, real dloss, real *loss, real *dx, real *dweight, real *dbias) {
+  const int64_t count = counted_labels(h);
+  if (count == 0) { /* nothing counts: the loss and every gradient are 0 */
+    const int64_t n_x = h->g.rows * h->g.features, n_w = h->g.features * h->g.classes;
+    for (int64_t i = 0; i < n_x; i++)
+      dx[i] = 0;
+    for (int64_t i = 0; i < n_w; i++)
+      dweight[i] = 0;
+    for (int64_t i = 0; dbias && i < h->g.classes; i++)
+      dbias[i] = 0;
+    if (loss)
+      *loss = 0;
+    return;
+  }
+  const real scale = (real)((double)dloss / (double)count);
+  double total = 0;
+  for (int64_t first = 0; first < h->g.rows; first += h->g.chunk_rows) {
+    const int64_t rows = h->g.rows - first < h->g.chunk_rows ? h->g.rows - first : h->g.chunk_rows;
+    chunk_logits(h, first, rows);
+    if (loss)
+      total += chunk_loss(h, first, rows);
+    chunk_gradient(h, first, rows, scale);
+    chunk_dx(h, first, rows, dx);
+    chunk_dweight(h, first, rows, first == 0 ? (real)0 : (real)1, dweight);
+    if (dbias)
+      chunk_dbias(h, rows, first == 0, dbias);
+  }
+  if (loss)
+    *loss = (real)(total / (double)count);
+}
+
 /* linear_cross_entropy_grad (dx, dweight) and linear_cross_entropy_bias_grad (dx, dweight, dbias). */
 void TF_REAL_NAME(tf_cpu_linear_cross_entropy_grad)(const tf_cpu_args *args) {
   const head h = head_of(args);
-  real *dx = args->outputs[0].data, *dweight = args->outputs[1].data;
-  real *dbias = h.bias ? args->outputs[2].data : NULL;
-  const int64_t count = counted_labels(&h);
-  const real dloss = *(const real *)args->inputs[3].data;
-  const real scale = count > 0 ? (real)((double)dloss / (double)count) : (real)0;
-  if (count == 0) { /* nothing counts: every gradient is 0 */
-    for (int32_t o = 0; o < args->n_outputs; o++)
-      for (int64_t i = 0; i < args->outputs[o].count; i++)
-        ((real *)args->outputs[o].data)[i] = 0;
-    return;
-  }
-  for (int64_t first = 0; first < h.g.rows; first += h.g.chunk_rows) {
-    const int64_t rows = h.g.rows - first < h.g.chunk_rows ? h.g.rows - first : h.g.chunk_rows;
-    chunk_logits(&h, first, rows);
-    chunk_gradient(&h, first, rows, scale);
-    chunk_dx(&h, first, rows, dx);
-    chunk_dweight(&h, first, rows, first == 0 ? (real)0 : (real)1, dweight);
-    if (dbias)
-      chunk_dbias(&h, rows, first == 0, dbias);
-  }
+  gradient_pass(&h, *(const real *)args->inputs[3].data, NULL, args->outputs[0].data, args->outputs[1].data,
+                h.bias ? args->outputs[2].data : NULL);
+}
+
+/* linear_cross_entropy_train (loss, dx, dweight) and _bias_train (loss, dx, dweight, dbias): each
+ * chunk's logits computed once for the loss and the gradients. */
+void TF_REAL_NAME(tf_cpu_linear_cross_entropy_train)(const tf_cpu_args *args) {
+  const head h = head_of(args);
+  gradient_pass(&h, *(const real *)args->inputs[3].data, args->outputs[0].data, args->outputs[1].data,
+                args->outputs[2].data, h.bias ? args->outputs[3].data : NULL);
 }

@@ -229,6 +229,7 @@ TF_CUDA_LAUNCHER(loss_grad);
 TF_CUDA_LAUNCHER(optimizer);            /* optimizer.cu: accumulate, zero, sgd, adamw */
 TF_CUDA_LAUNCHER(linear_cross_entropy); /* linear_loss.cu */
 TF_CUDA_LAUNCHER(linear_cross_entropy_grad);
+TF_CUDA_LAUNCHER(linear_cross_entropy_train);
 
 typedef tf_status (*launcher)(const tf_cuda_args *args);
 

@@ -159,23 +159,24 @@ TF_CUDA_LAUNCHER(linear_cross_entropy) {
   return launch_status();
 }
 
-TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
-  const Head h = head_of(args);
+namespace {
+
+/* The gradient pass over every chunk (dbias nullptr: no bias). With `loss` (the single-pass form)
+ * each chunk's row losses are taken from its logits before they turn into their gradient, as the
+ * forward launcher takes them, so the loss and the gradients are those of the two-step form. */
+tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *dx, float *dweight, float *dbias) {
   const tf_linear_loss_geometry &g = h.g;
-  const float *dloss = (const float *)args->inputs[3].data;
-  float *dx = (float *)args->outputs[0].data, *dweight = (float *)args->outputs[1].data;
-  float *dbias = h.bias ? (float *)args->outputs[2].data : nullptr;
-  if (g.rows == 0) {
-    if (dbias)
-      TF_RETURN_IF_ERROR(zero(&args->outputs[2], h.stream));
-    return zero(&args->outputs[1], h.stream);
-  }
   TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.cublas_space, TF_CUDA_CUBLAS_WORKSPACE));
   TF_RETURN_IF_ERROR(count(h));
   for (int64_t first = 0; first < g.rows; first += g.chunk_rows) {
     const int64_t rows = g.rows - first < g.chunk_rows ? g.rows - first : g.chunk_rows;
     const float *x = h.x + first * g.features;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
+    if (loss) {
+      chunk_losses<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
+                                                                     h.ignore, h.row_losses);
+      TF_RETURN_IF_ERROR(launch_status());
+    }
     chunk_gradient<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
                                                                      h.ignore, dloss, h.count);
     TF_RETURN_IF_ERROR(launch_status());
@@ -194,7 +195,40 @@ TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
       TF_RETURN_IF_ERROR(launch_status());
     }
   }
+  if (loss) {
+    finish<<<1, kThreads, 0, h.stream>>>(h.row_losses, g.rows, h.count, loss);
+    TF_RETURN_IF_ERROR(launch_status());
+  }
   return NULL;
+}
+
+/* Steps over no rows: dweight and dbias are 0 (dx has no elements), and so is the loss. */
+tf_status empty_pass(const Head &h, const tf_cuda_args *args, int32_t dx_output, float *loss) {
+  if (loss)
+    TF_RETURN_IF_ERROR(zero(&args->outputs[0], h.stream));
+  if (h.bias)
+    TF_RETURN_IF_ERROR(zero(&args->outputs[dx_output + 2], h.stream));
+  return zero(&args->outputs[dx_output + 1], h.stream);
+}
+
+} // namespace
+
+TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
+  const Head h = head_of(args);
+  if (h.g.rows == 0)
+    return empty_pass(h, args, 0, nullptr);
+  return gradient_pass(h, (const float *)args->inputs[3].data, nullptr, (float *)args->outputs[0].data,
+                       (float *)args->outputs[1].data, h.bias ? (float *)args->outputs[2].data : nullptr);
+}
+
+/* linear_cross_entropy_train and _bias_train: (loss, dx, dweight [, dbias]) in one pass. */
+TF_CUDA_LAUNCHER(linear_cross_entropy_train) {
+  const Head h = head_of(args);
+  float *loss = (float *)args->outputs[0].data;
+  if (h.g.rows == 0)
+    return empty_pass(h, args, 1, loss);
+  return gradient_pass(h, (const float *)args->inputs[3].data, loss, (float *)args->outputs[1].data,
+                       (float *)args->outputs[2].data, h.bias ? (float *)args->outputs[3].data : nullptr);
 }
 
 } // namespace tf_cuda

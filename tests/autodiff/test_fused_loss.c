@@ -149,15 +149,19 @@ static void check_case(const head_case *c) {
     return;
   }
   const int32_t heads = heads_of(c);
+  /* A head whose loss is the graph's loss takes the single pass (loss and gradients in one step of
+   * the forward pass); each head of a summed loss, the forward step and its gradient step. */
+  const tf_op single_op = c->bias ? TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN : TF_OP_LINEAR_CROSS_ENTROPY_TRAIN;
+  const int32_t single = heads == 1 ? 1 : 0;
   CHECK(&counts,
-        count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY) == heads && count_op(fused, TF_OP_CROSS_ENTROPY) == 0 &&
-            count_op(fused, TF_OP_MATMUL) == 0,
-        "%s: the fused plan has %d linear_cross_entropy, %d cross_entropy and %d matmul steps (%d heads)", c->name,
-        count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY), count_op(fused, TF_OP_CROSS_ENTROPY),
-        count_op(fused, TF_OP_MATMUL), heads);
+        count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY) == heads - single && count_op(fused, single_op) == single &&
+            count_op(fused, TF_OP_CROSS_ENTROPY) == 0 && count_op(fused, TF_OP_MATMUL) == 0,
+        "%s: the fused plan has %d linear_cross_entropy, %d %s, %d cross_entropy and %d matmul steps (%d heads)",
+        c->name, count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY), count_op(fused, single_op), tf_op_name(single_op),
+        count_op(fused, TF_OP_CROSS_ENTROPY), count_op(fused, TF_OP_MATMUL), heads);
   const tf_op gradient_op = c->bias ? TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD : TF_OP_LINEAR_CROSS_ENTROPY_GRAD;
-  CHECK(&counts, count_op(fused, gradient_op) == heads, "%s: the fused plan has %d %s steps (%d heads)", c->name,
-        count_op(fused, gradient_op), tf_op_name(gradient_op), heads);
+  CHECK(&counts, count_op(fused, gradient_op) == heads - single, "%s: the fused plan has %d %s steps (%d heads)",
+        c->name, count_op(fused, gradient_op), tf_op_name(gradient_op), heads);
   CHECK(&counts, count_op(plain, TF_OP_CROSS_ENTROPY) == heads && count_op(plain, TF_OP_LINEAR_CROSS_ENTROPY) == 0,
         "%s: --fuse-loss off fused anyway", c->name);
   for (int32_t b = 0; b < fused->n_buffers; b++) {

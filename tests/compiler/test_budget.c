@@ -38,7 +38,8 @@ static tf_compile_options options_for(tf_target_kind target, const char *binding
 /* The chunk of the plan's fused loss head, 0 when it has none. */
 static int64_t chunk_of(const tf_plan *plan) {
   for (int32_t s = 0; plan && s < plan->n_steps; s++)
-    if (plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY)
+    if (plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY || plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY_TRAIN ||
+        plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN)
       return plan->steps[s].attrs.u.cross_entropy.chunk_rows;
   return 0;
 }

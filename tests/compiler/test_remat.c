@@ -296,7 +296,8 @@ static void no_waste_at_the_head(tf_fuse_loss fuse) {
       continue;
     if (plan->steps[s].op == TF_OP_CROSS_ENTROPY && fuse == TF_FUSE_LOSS_OFF)
       logits_step = writer_of(plan, plan->steps[s].inputs[0]);
-    if (plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY && fuse == TF_FUSE_LOSS_ON)
+    if ((plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY || plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY_TRAIN) &&
+        fuse == TF_FUSE_LOSS_ON)
       logits_step = s;
   }
   CHECK(&counts, logits_step >= 0, "gpt2-small checkpoints: the cross_entropy step and its logits' writer are found");

@@ -486,6 +486,14 @@ static const conf_case cases[] = {
     {"linear_cross_entropy + bias (+ grad) [23,8] x [8,1031] + [1031], chunk 5, out of range",
      build_linear_cross_entropy_bias, .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5,
      .dtype = TF_I32, .ignore_index = -1, .settings.data = {10, 1034}},
+    /* one micro-batch per step (AdamW here): the loss and the gradients in one pass of the forward
+     * (linear_cross_entropy_train, _bias_train) */
+    {"linear_cross_entropy_train [2,9,16] x [37,16]^T, chunk 4", build_linear_cross_entropy,
+     .shapes = {DIMS(2, 9, 16), DIMS(37, 16), DIMS(2, 9)}, .transpose_b = true, .chunk_rows = 4, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {11, 37, -100, true}, ADAMW},
+    {"linear_cross_entropy_bias_train [23,8] x [8,1031] + [1031], chunk 5, out of range",
+     build_linear_cross_entropy_bias, .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5,
+     .dtype = TF_I32, .ignore_index = -1, .settings.data = {12, 1034}, ADAMW},
     {"mse (+ grad) [7,19]", build_pair_loss, .op = TF_OP_MSE, .shapes = {DIMS(7, 19)}},
     {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
 };
