@@ -50,7 +50,7 @@ static tf_linear_loss_geometry head_geometry(const tf_plan *plan, const tf_plan_
 
 static bool is_fused_head(tf_op op) {
   return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
-         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD || tf_linear_loss_is_train(op);
+         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD || tf_linear_loss_is_train(op) || tf_linear_loss_accumulates(op);
 }
 
 static int32_t writer_of(const tf_plan *plan, int32_t buffer) {

@@ -90,7 +90,9 @@ static double estimate_flops(const tf_graph *g, const tf_ir_node *node) {
   case TF_OP_LINEAR_CROSS_ENTROPY_GRAD:
   case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD:
   case TF_OP_LINEAR_CROSS_ENTROPY_TRAIN:
-  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: { /* the logits' product; the gradient adds dx and dweight's */
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN:
+  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE: { /* the logits' product; the gradient adds dx's, dweight's */
     const tf_ir_tensor *w = &g->tensors[node->inputs[1]];
     double forward = 2.0 * (double)elements(a) * (double)elements(w) / (double)(a->rank ? a->shape[a->rank - 1] : 1);
     return node->op == TF_OP_LINEAR_CROSS_ENTROPY ? forward : 3.0 * forward;

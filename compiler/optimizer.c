@@ -96,9 +96,52 @@ static bool accumulates_in_place(const tf_training *t, int32_t accumulator, int3
  * so the dense [V, d] part never exists; a weight's 2-D matmul part is added by its own gemm (the
  * node becomes matmul_accumulate(accumulator, a, b), beta = 1), so the [out, in] part never exists
  * either; any other part goes through accumulate. */
-static tf_status add_part(tf_training *t, int32_t accumulator, int32_t part, const char *label) {
+/* Whether `part`, a gradient output of a fused loss head's gradient step, can be added in place by
+ * that step with its other gradient outputs (dweight, dbias): each has an accumulator in `sums`,
+ * nothing else reads it, and it has its accumulator's dtype. */
+static bool head_accumulates(const tf_training *t, const int32_t *sums, const tf_ir_node *node) {
+  for (int32_t j = 1; j < node->n_outputs; j++) {
+    const int32_t out = node->outputs[j];
+    if (sums[out] < 0 || tf_training_readers(t->g, out) != 0 ||
+        t->g->tensors[out].dtype != t->g->tensors[sums[out]].dtype)
+      return false;
+  }
+  return true;
+}
+
+/* The fused head's gradient step `n` becomes its _accumulate form: (x, weight, labels, dloss [,
+ * bias], dweight_sum [, dbias_sum]) -> dx, adding dweight (and dbias) chunk by chunk straight into
+ * the accumulators, so the [V, d] part never exists; its parts are marked handled (-2) in `sums`. */
+static tf_status head_accumulate(tf_training *t, int32_t *sums, int32_t n) {
+  tf_ir_node *node = &t->g->nodes[n];
+  const bool bias = node->op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD;
+  const int32_t n_inputs = node->n_inputs + node->n_outputs - 1;
+  int32_t *inputs = realloc(node->inputs, sizeof(int32_t) * (size_t)n_inputs);
+  if (!inputs)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot rewrite node '%s'", node->name);
+  for (int32_t j = 1; j < node->n_outputs; j++) {
+    const int32_t out = node->outputs[j];
+    inputs[node->n_inputs + j - 1] = sums[out];
+    t->g->tensors[out].producer = -1;
+    sums[out] = -2;
+  }
+  node->inputs = inputs;
+  node->n_inputs = n_inputs;
+  node->n_outputs = 1;
+  node->op = bias ? TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE : TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE;
+  return NULL;
+}
+
+static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, int32_t part, const char *label) {
   tf_graph *g = t->g;
+  if (sums[part] == -2)
+    return NULL; /* added in place by the fused head's step, with its other part */
   const int32_t producer = g->tensors[part].producer;
+  if (producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
+      (g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
+       g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD) &&
+      head_accumulates(t, sums, &g->nodes[producer]))
+    return head_accumulate(t, sums, producer);
   if (producer >= 0 && g->nodes[producer].op == TF_OP_EMBEDDING_GRAD && t->phase[producer] == TF_PHASE_BACKWARD &&
       tf_training_readers(g, part) == 0 && g->tensors[part].dtype == g->tensors[accumulator].dtype) {
     tf_ir_node *node = &g->nodes[producer];
@@ -180,11 +223,18 @@ tf_status tf_optimizer_pass(tf_training *t) {
   tf_status status = NULL;
   if (!params || !accumulators || !direct)
     status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot allocate for %d parameters", n_params);
+  /* sums[part]: the accumulator a gradient part is added to (-1: none, -2: already added) */
+  int32_t *sums = malloc(sizeof(int32_t) * (size_t)(n_tensors ? n_tensors : 1));
+  if (!status && !sums)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot allocate for %d tensors", n_tensors);
+  for (int32_t i = 0; !status && i < n_tensors; i++)
+    sums[i] = -1;
+  /* Every accumulator first, so a step that makes two parts (a fused head's dweight and dbias) can
+   * add both in place when the first of them comes. */
   int32_t k = 0;
   for (int32_t p = 0; p < n_tensors && !status; p++) {
     if (t->grad[p] < 0)
       continue;
-    char label[512];
     int32_t accumulator = t->grad[p];
     direct[k] = writes_directly(t, p, accumulator);
     if (direct[k]) {
@@ -193,25 +243,37 @@ tf_status tf_optimizer_pass(tf_training *t) {
       t->role[accumulator] =
           t->options.update_in_backward && !has_extra_parts(t, p) ? TF_ROLE_ACTIVATION : TF_ROLE_GRADIENT;
     } else {
+      char label[512];
       snprintf(label, sizeof(label), "grad(%s)", g->tensors[p].name);
       accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
       if (status)
         break;
-      snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
-      status = add_part(t, accumulator, t->grad[p], label);
+      sums[t->grad[p]] = accumulator;
     }
     if (t->role[accumulator] == TF_ROLE_GRADIENT)
       t->owner[accumulator] = p;
-    for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
-      if (t->extra_parts[2 * e] != p)
-        continue;
-      snprintf(label, sizeof(label), "accumulate/%s/part%d", g->tensors[p].name, e + 2);
-      status = add_part(t, accumulator, t->extra_parts[2 * e + 1], label);
-    }
+    for (int32_t e = 0; e < t->n_extra_parts; e++)
+      if (t->extra_parts[2 * e] == p)
+        sums[t->extra_parts[2 * e + 1]] = accumulator;
     params[k] = p;
     accumulators[k] = accumulator;
     k++;
   }
+  for (int32_t i = 0; i < k && !status; i++) {
+    const int32_t p = params[i];
+    char label[512];
+    if (!direct[i]) {
+      snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
+      status = add_part(t, sums, accumulators[i], t->grad[p], label);
+    }
+    for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
+      if (t->extra_parts[2 * e] != p)
+        continue;
+      snprintf(label, sizeof(label), "accumulate/%s/part%d", g->tensors[p].name, e + 2);
+      status = add_part(t, sums, accumulators[i], t->extra_parts[2 * e + 1], label);
+    }
+  }
+  free(sums);
   int32_t norm = -1;
   if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.loss_scale > 0))
     status = global_norm(t, accumulators, k, &norm);

@@ -32,14 +32,29 @@ static inline tf_linear_loss_geometry tf_linear_loss_geometry_of(const tf_attrs 
 }
 
 /* The input index of the bias of a fused loss head step of `op` with `n_inputs` inputs, or -1 when
- * it has none: the bias is the last input, after (x, weight, labels) in linear_cross_entropy and
- * after (x, weight, labels, dloss) in linear_cross_entropy_bias_grad and _bias_train. */
+ * it has none: the bias follows (x, weight, labels) in linear_cross_entropy and (x, weight, labels,
+ * dloss) in linear_cross_entropy_bias_grad, _bias_train and _bias_grad_accumulate. */
 static inline int32_t tf_linear_loss_bias_input(tf_op op, int32_t n_inputs) {
   if (op == TF_OP_LINEAR_CROSS_ENTROPY)
     return n_inputs == 4 ? 3 : -1;
+  if (op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE)
+    return n_inputs == 7 ? 4 : -1;
   return (op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD || op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN) && n_inputs == 5
              ? 4
              : -1;
+}
+
+/* Whether `op` adds the weight's (and bias's) gradient into accumulators it takes as inputs: then
+ * dweight_sum is input tf_linear_loss_bias_input() + 1 (5 without a bias: input 4) and dbias_sum the
+ * one after it, and the only output is dx. */
+static inline bool tf_linear_loss_accumulates(tf_op op) {
+  return op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE || op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE;
+}
+
+/* The input index of dweight_sum in an accumulating gradient step (see above). */
+static inline int32_t tf_linear_loss_dweight_input(tf_op op, int32_t n_inputs) {
+  const int32_t bias = tf_linear_loss_bias_input(op, n_inputs);
+  return bias >= 0 ? bias + 1 : 4;
 }
 
 /* Whether `op` is one of the single-pass forms (loss and gradients together): their outputs are

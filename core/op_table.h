@@ -240,7 +240,16 @@
       linear_cross_entropy_train, linear_cross_entropy)                                                          \
   X(LINEAR_CROSS_ENTROPY_BIAS_TRAIN, linear_cross_entropy_bias_train, 74, TRAINING, 5, 5, 4, 0, 0, CROSS_ENTROPY,   \
       linear_cross_entropy_train, NONE, LINEAR_CROSS_ENTROPY, none, linear_cross_entropy_train,                      \
-      linear_cross_entropy_train, linear_cross_entropy)
+      linear_cross_entropy_train, linear_cross_entropy)                                                          \
+  /* (x, weight, labels, dloss, dweight_sum) -> dx, and dweight_sum += dweight in place: the gradient of a */        \
+  /* head whose weight's gradient is accumulated over k > 1 micro-batches, added chunk by chunk straight */          \
+  /* into the accumulator (compiler/optimizer.c); the bias form takes (.., dloss, bias, dweight_sum, dbias_sum) */  \
+  X(LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE, linear_cross_entropy_grad_accumulate, 75, TRAINING, 5, 5, 1, 0, 0x10,     \
+      CROSS_ENTROPY, linear_cross_entropy_grad_accumulate, NONE, LINEAR_CROSS_ENTROPY, none,                          \
+      linear_cross_entropy_grad, linear_cross_entropy_grad, linear_cross_entropy)                                    \
+  X(LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE, linear_cross_entropy_bias_grad_accumulate, 76, TRAINING, 7, 7, 1, 0, \
+      0x60, CROSS_ENTROPY, linear_cross_entropy_grad_accumulate, NONE, LINEAR_CROSS_ENTROPY, none,                   \
+      linear_cross_entropy_grad, linear_cross_entropy_grad, linear_cross_entropy)
 // clang-format on
 
 #endif

@@ -78,6 +78,9 @@ tf_status tf_shape_attention_grad(const tf_shape_query *q, tf_shape_result *out)
 tf_status tf_shape_linear_cross_entropy_grad(const tf_shape_query *q, tf_shape_result *out);
 /* (x, weight, labels, dloss [, bias]) -> (loss scalar f32, dx, dweight [, dbias]): the single-pass form. */
 tf_status tf_shape_linear_cross_entropy_train(const tf_shape_query *q, tf_shape_result *out);
+/* (x, weight, labels, dloss [, bias], dweight_sum [, dbias_sum]) -> dx; the sums in place, shaped as
+ * the gradients they sum. */
+tf_status tf_shape_linear_cross_entropy_grad_accumulate(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */
 tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out);

@@ -2,6 +2,7 @@
  * labels [..] [, bias [V]]) -> f32 scalar, and its gradients (x, weight, labels, dloss) -> (dx,
  * dweight) and, with a bias, (x, weight, labels, dloss, bias) -> (dx, dweight, dbias). */
 #include <inttypes.h>
+#include <string.h>
 
 #include "core/linear_loss.h"
 #include "core/shape_rules.h"
@@ -93,5 +94,25 @@ tf_status tf_shape_linear_cross_entropy_train(const tf_shape_query *q, tf_shape_
   TF_RETURN_IF_ERROR(gradient_shapes(q, out + 1));
   out[0].dtype = TF_F32;
   out[0].rank = 0;
+  return tf_rules_finish(out);
+}
+
+tf_status tf_shape_linear_cross_entropy_grad_accumulate(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_linear_cross_entropy_grad_accumulate));
+  tf_shape_result gradients[3];
+  memset(gradients, 0, sizeof(gradients));
+  TF_RETURN_IF_ERROR(gradient_shapes(q, gradients));
+  /* the accumulators: exactly dweight's (and dbias's) shape and dtype */
+  const int32_t first = tf_linear_loss_dweight_input(q->op, q->n_inputs);
+  const int32_t n = tf_linear_loss_bias_input(q->op, q->n_inputs) >= 0 ? 2 : 1;
+  for (int32_t i = 0; i < n; i++) {
+    const tf_shape_operand *sum = &q->inputs[first + i];
+    const tf_shape_result *part = &gradients[1 + i];
+    if (sum->dtype != part->dtype || sum->rank != part->rank ||
+        memcmp(sum->shape, part->shape, sizeof(int64_t) * (size_t)part->rank) != 0)
+      return tf_status_new(TF_ERR_SHAPE, "the accumulator %s must have the shape and dtype of the gradient it sums",
+                           tf_rules_describe(sum).text);
+  }
+  out[0] = gradients[0];
   return tf_rules_finish(out);
 }

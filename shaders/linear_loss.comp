@@ -27,9 +27,9 @@ layout(std430, set = 0, binding = 1) readonly buffer W { ELEMENT w[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Labels { int labels[]; };
 layout(std430, set = 0, binding = 3) readonly buffer DLoss { ELEMENT dloss[]; };
 layout(std430, set = 0, binding = 4) buffer Out { ELEMENT out_data[]; };   // the loss, or dx
-layout(std430, set = 0, binding = 5) writeonly buffer DW { ELEMENT dw[]; };
+layout(std430, set = 0, binding = 5) buffer DW { ELEMENT dw[]; };  // read too when accumulating
 layout(std430, set = 0, binding = 6) readonly buffer Bias { ELEMENT bias[]; };
-layout(std430, set = 0, binding = 7) writeonly buffer DBias { ELEMENT dbias[]; };
+layout(std430, set = 0, binding = 7) buffer DBias { ELEMENT dbias[]; };
 
 #define LOSS 0u
 #define STATS 1u
@@ -46,6 +46,7 @@ layout(push_constant) uniform Push {
   int ignore_high;
   uint mode;
   uint has_bias;    // bias (binding 6) is added to every row of logits; DBIAS writes binding 7
+  uint accumulate;  // DWEIGHT and DBIAS add to what bindings 5 and 7 hold (k > 1 micro-batches)
 } pc;
 
 shared float partial[256];
@@ -159,7 +160,7 @@ void main() {
         float p = exp(logit(row, v) - TO_F32(out_data[row * pc.features]));
         sum += ((uint(label) == v ? p - 1.0 : p) * scale) * TO_F32(x[row * pc.features + k]);
       }
-      dw[e] = FROM_F32(sum);
+      dw[e] = FROM_F32(pc.accumulate != 0u ? TO_F32(dw[e]) + sum : sum);
     }
     return;
   }
@@ -173,7 +174,7 @@ void main() {
         float p = exp(logit(row, v) - TO_F32(out_data[row * pc.features]));
         sum += (uint(label) == v ? p - 1.0 : p) * scale;
       }
-      dbias[v] = FROM_F32(sum);
+      dbias[v] = FROM_F32(pc.accumulate != 0u ? TO_F32(dbias[v]) + sum : sum);
     }
     return;
   }

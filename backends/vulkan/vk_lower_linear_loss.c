@@ -11,7 +11,7 @@ enum { MODE_LOSS = 0, MODE_STATS, MODE_DWEIGHT, MODE_DX, MODE_DBIAS };
 typedef struct linear_loss_push {
   uint32_t rows, features, classes, transposed;
   int32_t ignore_low, ignore_high;
-  uint32_t mode, has_bias;
+  uint32_t mode, has_bias, accumulate;
 } linear_loss_push;
 
 /* Bindings: x, weight, labels, dloss, the loss or dx, dweight, bias, dbias (-1 where the step has
@@ -22,14 +22,18 @@ static tf_status dispatch(vk_lower *l, linear_loss_push push, uint32_t mode, int
   const bool gradient = l->step->op != TF_OP_LINEAR_CROSS_ENTROPY && mode != MODE_LOSS;
   const int32_t bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs);
   const int32_t dx = gradient ? tf_linear_loss_dx_output(l->step->op) : 0;
+  /* dweight and dbias: outputs after dx, or the accumulators the _accumulate forms take */
+  const int32_t sum = tf_linear_loss_dweight_input(l->step->op, l->step->n_inputs);
+  const int32_t dweight = !gradient ? -1 : push.accumulate ? vk_in(l, sum) : vk_out(l, dx + 1);
+  const int32_t dbias = !gradient || bias < 0 ? -1 : push.accumulate ? vk_in(l, sum + 1) : vk_out(l, dx + 2);
   int32_t buffers[8] = {vk_in(l, 0),
                         vk_in(l, 1),
                         vk_in(l, 2),
                         gradient ? vk_in(l, 3) : -1,
                         vk_out(l, dx),
-                        gradient ? vk_out(l, dx + 1) : -1,
+                        dweight,
                         bias >= 0 ? vk_in(l, bias) : -1,
-                        bias >= 0 && gradient ? vk_out(l, dx + 2) : -1};
+                        dbias};
   uint32_t writes = mode == MODE_DWEIGHT ? 0x20 : mode == MODE_DBIAS ? 0x80 : 0x10;
   uint32_t groups = mode == MODE_LOSS ? 1 : vk_groups(items, 256);
   int64_t rounds = mode == MODE_LOSS ? (items + 255) / 256 : vk_grid_rounds(items, 256);
@@ -56,7 +60,8 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
                            .ignore_low = (int32_t)(uint32_t)ignore,
                            .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
                            .mode = 0,
-                           .has_bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs) >= 0};
+                           .has_bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs) >= 0,
+                           .accumulate = tf_linear_loss_accumulates(l->step->op)};
   /* loop iterations of one invocation, from above: a row's log sum exp walks the classes three
    * times over the features; counting the labels walks the rows */
   const int64_t row_walk = 3 * classes * (features + 1) + features;
@@ -67,6 +72,8 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
   const int32_t dx = tf_linear_loss_dx_output(l->step->op);
   if (rows > 0 && features == 0 && push.has_bias) /* the logits are the bias: dbias is not 0 */
     return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a head with a bias", x->name);
+  if ((rows == 0 || features == 0) && push.accumulate)
+    return NULL; /* nothing to add */
   if (rows == 0 || features == 0) {
     TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, dx + 1)));
     if (push.has_bias)

@@ -186,15 +186,16 @@ static void chunk_dbias(const head *h, int64_t rows, bool first_chunk, real *dbi
  * dloss / count. With `loss` (the single-pass form), each chunk's loss terms are summed from its
  * logits before they turn into their gradient, in the forward kernel's order, so the loss is bit for
  * bit linear_cross_entropy's and the gradients linear_cross_entropy_grad's. */
-static void gradient_pass(const head *h, real dloss, real *loss, real *dx, real *dweight, real *dbias) {
+static void gradient_pass(const head *h, real dloss, real *loss, real *dx, real *dweight, real *dbias,
+                          bool accumulate) {
   const int64_t count = counted_labels(h);
-  if (count == 0) { /* nothing counts: the loss and every gradient are 0 */
+  if (count == 0) { /* nothing counts: the loss and every gradient are 0 (nothing to add) */
     const int64_t n_x = h->g.rows * h->g.features, n_w = h->g.features * h->g.classes;
     for (int64_t i = 0; i < n_x; i++)
       dx[i] = 0;
-    for (int64_t i = 0; i < n_w; i++)
+    for (int64_t i = 0; !accumulate && i < n_w; i++)
       dweight[i] = 0;
-    for (int64_t i = 0; dbias && i < h->g.classes; i++)
+    for (int64_t i = 0; !accumulate && dbias && i < h->g.classes; i++)
       dbias[i] = 0;
     if (loss)
       *loss = 0;
@@ -209,19 +210,27 @@ static void gradient_pass(const head *h, real dloss, real *loss, real *dx, real 
       total += chunk_loss(h, first, rows);
     chunk_gradient(h, first, rows, scale);
     chunk_dx(h, first, rows, dx);
-    chunk_dweight(h, first, rows, first == 0 ? (real)0 : (real)1, dweight);
+    chunk_dweight(h, first, rows, first == 0 && !accumulate ? (real)0 : (real)1, dweight);
     if (dbias)
-      chunk_dbias(h, rows, first == 0, dbias);
+      chunk_dbias(h, rows, first == 0 && !accumulate, dbias);
   }
   if (loss)
     *loss = (real)(total / (double)count);
 }
 
-/* linear_cross_entropy_grad (dx, dweight) and linear_cross_entropy_bias_grad (dx, dweight, dbias). */
+/* linear_cross_entropy_grad (dx, dweight) and linear_cross_entropy_bias_grad (dx, dweight, dbias);
+ * their _accumulate forms (dx; dweight and dbias added into the accumulators they take as inputs). */
 void TF_REAL_NAME(tf_cpu_linear_cross_entropy_grad)(const tf_cpu_args *args) {
   const head h = head_of(args);
-  gradient_pass(&h, *(const real *)args->inputs[3].data, NULL, args->outputs[0].data, args->outputs[1].data,
-                h.bias ? args->outputs[2].data : NULL);
+  const real dloss = *(const real *)args->inputs[3].data;
+  if (tf_linear_loss_accumulates(args->op)) {
+    const int32_t sum = tf_linear_loss_dweight_input(args->op, args->n_inputs);
+    gradient_pass(&h, dloss, NULL, args->outputs[0].data, args->inputs[sum].data,
+                  h.bias ? args->inputs[sum + 1].data : NULL, true);
+    return;
+  }
+  gradient_pass(&h, dloss, NULL, args->outputs[0].data, args->outputs[1].data, h.bias ? args->outputs[2].data : NULL,
+                false);
 }
 
 /* linear_cross_entropy_train (loss, dx, dweight) and _bias_train (loss, dx, dweight, dbias): each
@@ -229,5 +238,5 @@ void TF_REAL_NAME(tf_cpu_linear_cross_entropy_grad)(const tf_cpu_args *args) {
 void TF_REAL_NAME(tf_cpu_linear_cross_entropy_train)(const tf_cpu_args *args) {
   const head h = head_of(args);
   gradient_pass(&h, *(const real *)args->inputs[3].data, args->outputs[0].data, args->outputs[1].data,
-                args->outputs[2].data, h.bias ? args->outputs[3].data : NULL);
+                args->outputs[2].data, h.bias ? args->outputs[3].data : NULL, false);
 }

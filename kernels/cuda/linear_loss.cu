@@ -164,7 +164,8 @@ namespace {
 /* The gradient pass over every chunk (dbias nullptr: no bias). With `loss` (the single-pass form)
  * each chunk's row losses are taken from its logits before they turn into their gradient, as the
  * forward launcher takes them, so the loss and the gradients are those of the two-step form. */
-tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *dx, float *dweight, float *dbias) {
+tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *dx, float *dweight, float *dbias,
+                        bool accumulate) {
   const tf_linear_loss_geometry &g = h.g;
   TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.cublas_space, TF_CUDA_CUBLAS_WORKSPACE));
   TF_RETURN_IF_ERROR(count(h));
@@ -183,7 +184,7 @@ tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *d
     /* dx rows = dlogits weight ([V, d]) or dlogits weightᵀ ([d, V]) */
     TF_RETURN_IF_ERROR(gemm(h, false, !g.transpose_weight, rows, g.features, g.classes, h.logits, g.classes, h.weight,
                             weight_stride(g), 0.0f, dx + first * g.features, g.features));
-    const float beta = first == 0 ? 0.0f : 1.0f;
+    const float beta = first == 0 && !accumulate ? 0.0f : 1.0f;
     if (g.transpose_weight) /* dweight [V, d] (+)= dlogitsᵀ x */
       TF_RETURN_IF_ERROR(gemm(h, true, false, g.classes, g.features, rows, h.logits, g.classes, x, g.features, beta,
                               dweight, g.features));
@@ -191,7 +192,8 @@ tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *d
       TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, g.classes, beta,
                               dweight, g.classes));
     if (dbias) {
-      chunk_dbias<<<blocks_for(g.classes), kThreads, 0, h.stream>>>(h.logits, rows, g.classes, first == 0, dbias);
+      chunk_dbias<<<blocks_for(g.classes), kThreads, 0, h.stream>>>(h.logits, rows, g.classes,
+                                                                    first == 0 && !accumulate, dbias);
       TF_RETURN_IF_ERROR(launch_status());
     }
   }
@@ -213,12 +215,22 @@ tf_status empty_pass(const Head &h, const tf_cuda_args *args, int32_t dx_output,
 
 } // namespace
 
+/* linear_cross_entropy_grad and _bias_grad, and their _accumulate forms, which add dweight (and
+ * dbias) into the accumulators they take as inputs (nothing to add over no rows). */
 TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
   const Head h = head_of(args);
+  const float *dloss = (const float *)args->inputs[3].data;
+  if (tf_linear_loss_accumulates(args->op)) {
+    if (h.g.rows == 0)
+      return NULL;
+    const int32_t sum = tf_linear_loss_dweight_input(args->op, args->n_inputs);
+    return gradient_pass(h, dloss, nullptr, (float *)args->outputs[0].data, (float *)args->inputs[sum].data,
+                         h.bias ? (float *)args->inputs[sum + 1].data : nullptr, true);
+  }
   if (h.g.rows == 0)
     return empty_pass(h, args, 0, nullptr);
-  return gradient_pass(h, (const float *)args->inputs[3].data, nullptr, (float *)args->outputs[0].data,
-                       (float *)args->outputs[1].data, h.bias ? (float *)args->outputs[2].data : nullptr);
+  return gradient_pass(h, dloss, nullptr, (float *)args->outputs[0].data, (float *)args->outputs[1].data,
+                       h.bias ? (float *)args->outputs[2].data : nullptr, false);
 }
 
 /* linear_cross_entropy_train and _bias_train: (loss, dx, dweight [, dbias]) in one pass. */
@@ -228,7 +240,7 @@ TF_CUDA_LAUNCHER(linear_cross_entropy_train) {
   if (h.g.rows == 0)
     return empty_pass(h, args, 1, loss);
   return gradient_pass(h, (const float *)args->inputs[3].data, loss, (float *)args->outputs[1].data,
-                       (float *)args->outputs[2].data, h.bias ? (float *)args->outputs[3].data : nullptr);
+                       (float *)args->outputs[2].data, h.bias ? (float *)args->outputs[3].data : nullptr, false);
 }
 
 } // namespace tf_cuda

@@ -67,7 +67,9 @@ extern "C" tf_status tf_cuda_kernel_check(const tf_cuda_args *args) {
   case TF_OP_LINEAR_CROSS_ENTROPY_GRAD:
   case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD:
   case TF_OP_LINEAR_CROSS_ENTROPY_TRAIN:
-  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return tf_cuda::check_linear_loss(args);
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN:
+  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE: return tf_cuda::check_linear_loss(args);
   case TF_OP_CONV1D:
   case TF_OP_CONV2D:
   case TF_OP_CONV_TRANSPOSE2D:

@@ -179,8 +179,8 @@ static void same_training(const model *m, const char *backend, bool in_backward)
           label, count_op(single, m->single_op), tf_op_name(m->single_op), count_op(single, m->forward_op),
           count_op(single, m->gradient_op), count_op(two, m->single_op), count_op(two, m->forward_op),
           count_op(two, m->gradient_op));
-    printf("%-4s %-32s plans: one %s step; with the loss x 1, the forward and gradient steps\n",
-           shapes ? "ok" : "FAIL", label, tf_op_name(m->single_op));
+    printf("%-4s %-32s plans: one %s step; with the loss x 1, the forward and gradient steps\n", shapes ? "ok" : "FAIL",
+           label, tf_op_name(m->single_op));
   }
   tf_session *a = single ? open_session(single, backend) : NULL;
   tf_session *b = two && a ? open_session(two, backend) : NULL;
@@ -205,8 +205,9 @@ static void same_training(const model *m, const char *backend, bool in_backward)
     CHECK_OK(&counts, tf_session_forward(a, &before));
     CHECK_OK(&counts, tf_session_forward(b, &again));
     const int64_t after_eval = state_difference(a, single, b, two);
-    CHECK(&counts, before == again && after_eval == 0, "%s on %s: forward-only losses %.9g and %.9g, %" PRId64
-          " bytes differ after it", label, backend, before, again, after_eval);
+    CHECK(&counts, before == again && after_eval == 0,
+          "%s on %s: forward-only losses %.9g and %.9g, %" PRId64 " bytes differ after it", label, backend, before,
+          again, after_eval);
     printf("%-4s %-32s %-6s %d steps: parameters and AdamW state %s, loss %.6f; forward only: loss %.6f, no update\n",
            ok && after_eval == 0 ? "ok" : "FAIL", label, backend, STEPS, differ == 0 ? "equal bit for bit" : "DIFFER",
            la, before);

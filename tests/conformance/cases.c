@@ -192,27 +192,38 @@ static void build_cross_entropy(tf_graph *g, const conf_case *c) {
   tf_test_finish_loss(g, tf_cross_entropy(g, param(g, "logits", &c->shapes[0]), labels, c->ignore_index));
 }
 
-/* x (shapes[0]), weight (shapes[1]: [V, d] with transpose_b, else [d, V]), labels of dtype (shapes[2]). */
-static void build_linear_cross_entropy(tf_graph *g, const conf_case *c) {
+/* x (shapes[0]), weight (shapes[1]: [V, d] with transpose_b, else [d, V]), labels of dtype
+ * (shapes[2]), with a bias [V] parameter when asked (input 3; the builder API has no bias argument,
+ * so that node is made directly: its gradient is linear_cross_entropy_bias_grad's). */
+static tf_tensor_id head_loss(tf_graph *g, const conf_case *c, bool bias) {
   tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[2]));
   tf_tensor_id x = param(g, "x", &c->shapes[0]), w = param(g, "w", &c->shapes[1]);
-  tf_test_finish_loss(g, tf_linear_cross_entropy(g, x, w, c->transpose_b, labels, c->ignore_index, c->chunk_rows));
-}
-
-/* As build_linear_cross_entropy, with a bias [V] parameter (input 3; the builder API has no bias
- * argument, so the node is made directly): its gradient is linear_cross_entropy_bias_grad's. */
-static void build_linear_cross_entropy_bias(tf_graph *g, const conf_case *c) {
-  tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[2]));
-  tf_tensor_id x = param(g, "x", &c->shapes[0]), w = param(g, "w", &c->shapes[1]);
+  if (!bias)
+    return tf_linear_cross_entropy(g, x, w, c->transpose_b, labels, c->ignore_index, c->chunk_rows);
   const dims classes = DIMS(c->shapes[1].size[c->transpose_b ? 0 : 1]);
-  tf_tensor_id bias = param(g, "bias", &classes);
+  tf_tensor_id b = param(g, "bias", &classes);
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_CROSS_ENTROPY;
   attrs.u.cross_entropy.ignore_index = c->ignore_index;
   attrs.u.cross_entropy.transpose_weight = c->transpose_b;
   attrs.u.cross_entropy.chunk_rows = c->chunk_rows;
-  tf_test_finish_loss(g, tf_graph_node(g, TF_OP_LINEAR_CROSS_ENTROPY, (tf_tensor_id[]){x, w, labels, bias}, 4, &attrs));
+  return tf_graph_node(g, TF_OP_LINEAR_CROSS_ENTROPY, (tf_tensor_id[]){x, w, labels, b}, 4, &attrs);
+}
+
+static void build_linear_cross_entropy(tf_graph *g, const conf_case *c) {
+  tf_test_finish_loss(g, head_loss(g, c, false));
+}
+
+static void build_linear_cross_entropy_bias(tf_graph *g, const conf_case *c) {
+  tf_test_finish_loss(g, head_loss(g, c, true));
+}
+
+/* The head's loss times a constant 0.5: its gradient step reads 0.5, not the loss seed, so it stays
+ * a step of its own (linear_cross_entropy_grad, _bias_grad) even with one micro-batch per step. */
+static void build_linear_cross_entropy_halved(tf_graph *g, const conf_case *c) {
+  tf_tensor_id half = tf_graph_constant(g, "half", TF_F32, tf_shape_from(NULL, 0), tf_init_make(TF_INIT_FILL, 0.5, 0));
+  tf_test_finish_loss(g, tf_mul(g, head_loss(g, c, c->op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD), half));
 }
 
 static void build_pair_loss(tf_graph *g, const conf_case *c) {
@@ -479,13 +490,22 @@ static const conf_case cases[] = {
     {"linear_cross_entropy i64 labels [3,4,6] x [11,6]^T, one chunk", build_linear_cross_entropy,
      .shapes = {DIMS(3, 4, 6), DIMS(11, 6), DIMS(3, 4)}, .transpose_b = true, .dtype = TF_I64, .ignore_index = -100,
      .settings.data = {8, 11, -100, true}, .settings.needs = CONF_NEEDS_I64},
-    /* with a bias: linear_cross_entropy's fourth input, and linear_cross_entropy_bias_grad */
+    /* with a bias: linear_cross_entropy's fourth input; with SGD's 2 micro-batches (above and here) the
+     * gradient steps add dweight (and dbias) into the accumulators (the _accumulate forms) */
     {"linear_cross_entropy + bias (+ grad) [2,9,16] x [37,16]^T + [37], chunk 4", build_linear_cross_entropy_bias,
      .shapes = {DIMS(2, 9, 16), DIMS(37, 16), DIMS(2, 9)}, .transpose_b = true, .chunk_rows = 4, .dtype = TF_I32,
      .ignore_index = -100, .settings.data = {9, 37, -100, true}},
     {"linear_cross_entropy + bias (+ grad) [23,8] x [8,1031] + [1031], chunk 5, out of range",
      build_linear_cross_entropy_bias, .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5,
      .dtype = TF_I32, .ignore_index = -1, .settings.data = {10, 1034}},
+    /* one micro-batch per step, the loss halved: the forward and gradient steps of their own */
+    {"linear_cross_entropy_grad, loss x 0.5 [2,9,16] x [37,16]^T, chunk 4", build_linear_cross_entropy_halved,
+     .op = TF_OP_LINEAR_CROSS_ENTROPY_GRAD, .shapes = {DIMS(2, 9, 16), DIMS(37, 16), DIMS(2, 9)}, .transpose_b = true,
+     .chunk_rows = 4, .dtype = TF_I32, .ignore_index = -100, .settings.data = {13, 37, -100, true}, ADAMW},
+    {"linear_cross_entropy_bias_grad, loss x 0.5 [23,8] x [8,1031] + [1031], chunk 5",
+     build_linear_cross_entropy_halved, .op = TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD,
+     .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5, .dtype = TF_I32, .ignore_index = -1,
+     .settings.data = {14, 1034}, ADAMW},
     /* one micro-batch per step (AdamW here): the loss and the gradients in one pass of the forward
      * (linear_cross_entropy_train, _bias_train) */
     {"linear_cross_entropy_train [2,9,16] x [37,16]^T, chunk 4", build_linear_cross_entropy,
