@@ -62,8 +62,7 @@ static tf_status check_movable(const tf_training *t, int32_t n) {
 }
 
 tf_status tf_schedule_updates(tf_training *t) {
-  if (!t->options.update_in_backward || !t->options.training || t->micro_steps == t->n_schedule ||
-      t->micro_steps == 0)
+  if (!t->options.update_in_backward || !t->options.training || t->micro_steps == t->n_schedule || t->micro_steps == 0)
     return NULL;
   const tf_graph *g = t->g;
   const int32_t n_micro = t->micro_steps, n_updates = t->n_schedule - t->micro_steps;

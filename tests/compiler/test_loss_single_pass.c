@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "check.h"
+#include "state_diff.h"
 #include "tightfit/compiler.h"
 #include "tightfit/graph.h"
 #include "tightfit/runtime.h"
@@ -140,31 +141,6 @@ static tf_status feed(tf_session *session, const tf_plan *plan, int64_t batch) {
   return NULL;
 }
 
-/* Bytes of parameters and optimizer state that differ, matched by name (-1: a buffer missing). */
-static int64_t state_difference(tf_session *a, const tf_plan *pa, tf_session *b, const tf_plan *pb) {
-  int64_t differ = 0;
-  for (int32_t i = 0; i < pa->n_buffers; i++) {
-    const tf_plan_buffer *x = &pa->buffers[i];
-    if (x->role != TF_ROLE_PARAMETER && x->role != TF_ROLE_OPTIMIZER_STATE)
-      continue;
-    int32_t j = 0;
-    while (j < pb->n_buffers && strcmp(pb->buffers[j].name, x->name) != 0)
-      j++;
-    if (j == pb->n_buffers || pb->buffers[j].bytes != x->bytes)
-      return -1;
-    unsigned char *u = malloc((size_t)x->bytes), *v = malloc((size_t)x->bytes);
-    if (u && v) {
-      CHECK_OK(&counts, tf_session_read_range(a, i, 0, u, x->bytes));
-      CHECK_OK(&counts, tf_session_read_range(b, j, 0, v, x->bytes));
-      for (int64_t e = 0; e < x->bytes; e++)
-        differ += u[e] != v[e];
-    }
-    free(u);
-    free(v);
-  }
-  return differ;
-}
-
 static void same_training(const model *m, const char *backend, bool in_backward) {
   tf_graph *g1 = build(m, false), *g2 = build(m, true);
   tf_plan *single = compile(m, g1, target_of(backend), in_backward);
@@ -193,7 +169,7 @@ static void same_training(const model *m, const char *backend, bool in_backward)
     CHECK_OK(&counts, tf_session_micro_step(b, &lb));
     CHECK_OK(&counts, tf_session_optimizer_step(a));
     CHECK_OK(&counts, tf_session_optimizer_step(b));
-    differ = state_difference(a, single, b, two);
+    differ = tf_test_state_difference(&counts, a, single, b, two);
   }
   if (a && b) {
     const bool ok = differ == 0 && isfinite(la) && la == lb;
@@ -204,7 +180,7 @@ static void same_training(const model *m, const char *backend, bool in_backward)
     CHECK_OK(&counts, feed(b, two, 99));
     CHECK_OK(&counts, tf_session_forward(a, &before));
     CHECK_OK(&counts, tf_session_forward(b, &again));
-    const int64_t after_eval = state_difference(a, single, b, two);
+    const int64_t after_eval = tf_test_state_difference(&counts, a, single, b, two);
     CHECK(&counts, before == again && after_eval == 0,
           "%s on %s: forward-only losses %.9g and %.9g, %" PRId64 " bytes differ after it", label, backend, before,
           again, after_eval);

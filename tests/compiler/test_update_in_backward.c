@@ -23,6 +23,7 @@
 
 #include "backends/backend.h"
 #include "check.h"
+#include "state_diff.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
@@ -167,32 +168,6 @@ static tf_status train_step(tf_session *session, const tf_plan *plan, int64_t st
   return tf_session_optimizer_step(session);
 }
 
-/* Parameters and optimizer state by name, every byte; buffers the plans order differently are
- * matched by name. Returns the number of bytes that differ (-1: a buffer missing or of another size). */
-static int64_t state_difference(tf_session *a, const tf_plan *plan_a, tf_session *b, const tf_plan *plan_b) {
-  int64_t differ = 0;
-  for (int32_t i = 0; i < plan_a->n_buffers; i++) {
-    const tf_plan_buffer *x = &plan_a->buffers[i];
-    if (x->role != TF_ROLE_PARAMETER && x->role != TF_ROLE_OPTIMIZER_STATE)
-      continue;
-    int32_t j = 0;
-    while (j < plan_b->n_buffers && strcmp(plan_b->buffers[j].name, x->name) != 0)
-      j++;
-    if (j == plan_b->n_buffers || plan_b->buffers[j].bytes != x->bytes)
-      return -1;
-    unsigned char *u = malloc((size_t)x->bytes), *v = malloc((size_t)x->bytes);
-    if (u && v) {
-      CHECK_OK(&counts, tf_session_read_range(a, i, 0, u, x->bytes));
-      CHECK_OK(&counts, tf_session_read_range(b, j, 0, v, x->bytes));
-      for (int64_t e = 0; e < x->bytes; e++)
-        differ += u[e] != v[e];
-    }
-    free(u);
-    free(v);
-  }
-  return differ;
-}
-
 static int64_t arena_and_gradients(const tf_plan *plan) {
   return plan->region_bytes[TF_REGION_ARENA] + plan->region_bytes[TF_REGION_GRADIENTS];
 }
@@ -228,7 +203,7 @@ static void same_weights(const test_case *c, const char *backend) {
   for (int64_t step = 0; step < STEPS && s0 && s1 && differ == 0; step++) {
     CHECK_OK(&counts, train_step(s0, plain, step, &loss0));
     CHECK_OK(&counts, train_step(s1, moved, step, &loss1));
-    differ = state_difference(s0, plain, s1, moved);
+    differ = tf_test_state_difference(&counts, s0, plain, s1, moved);
   }
   if (s0 && s1) {
     CHECK(&counts, differ == 0 && isfinite(loss0) && memcmp(&loss0, &loss1, sizeof(double)) == 0,
