@@ -1,6 +1,6 @@
 #!/bin/sh
 # `compile --update-in-backward` through the command line (issue 15): the plan trains to the same
-# checkpoint, byte for byte, as the plan without it, holds a smaller gradients region, says so in
+# checkpoint, byte for byte, as the plan without it (also across a checkpoint and --resume), holds a smaller gradients region, says so in
 # its report; the options it cannot go with are refused with the reason (exit 2); and a run whose
 # loss turns NaN says that the updates already ran and writes no checkpoint.
 # usage: test_update_in_backward.sh TIGHTFIT   (run from the repository root)
@@ -47,6 +47,13 @@ for name in plain moved; do
     --steps 6 --threads 1 --checkpoint "$dir/$name"
 done
 check "the same checkpoint, byte for byte" cmp "$dir/plain/latest.safetensors" "$dir/moved/latest.safetensors"
+# 3 steps, a checkpoint, --resume for 3 more: the same checkpoint as 6 steps of the plain plan.
+expect 0 "train 3 steps" "trained 3 steps" "$tf" train "$dir/moved.tfplan" --data models/data/text/train --steps 3 \
+  --threads 1 --checkpoint "$dir/resumed"
+expect 0 "resume for 3 more" "resumed from" "$tf" train "$dir/moved.tfplan" --data models/data/text/train --steps 3 \
+  --threads 1 --checkpoint "$dir/resumed" --resume
+check "3 + 3 resumed steps end on the plain plan's 6-step checkpoint" \
+  cmp "$dir/plain/latest.safetensors" "$dir/resumed/latest.safetensors"
 
 expect 2 "refused with --accumulate 2" "it accumulates micro-batches" \
   "$tf" compile "$dir/gpt.tfg" --update-in-backward --accumulate 2 -o "$dir/x.tfplan"
