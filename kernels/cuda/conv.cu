@@ -153,7 +153,7 @@ tf_status weight_gradient(const Call &c, const float *x, const float *dy, float 
 } // namespace
 
 tf_status check_conv(const tf_cuda_args *args) {
-  tf_cuda_conv_geometry g;
+  tf_cuda_conv_geometry g = {};
   tf_cuda_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
   const IntDimension dimensions[] = {
       {.name = "the column rows (channels per group x taps)", .value = g.column_rows},
@@ -165,7 +165,7 @@ tf_status check_conv(const tf_cuda_args *args) {
 }
 
 TF_CUDA_LAUNCHER(conv) {
-  Call c;
+  Call c = {};
   tf_cuda_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &c.g);
   const tf_cuda_conv_geometry &g = c.g;
   c.handle = (cublasHandle_t)args->cublas;

@@ -75,7 +75,7 @@ template <typename T> tf_status run(const tf_cuda_args *args) {
     if (args->op == TF_OP_EXPAND) {
       broadcast_strides(x, s.rank, s.shape, s.stride[1]);
     } else {
-      int64_t x_strides[TF_MAX_RANK], stride = 1;
+      int64_t x_strides[TF_MAX_RANK] = {0}, stride = 1;
       for (int32_t i = x->rank - 1; i >= 0; i--) {
         x_strides[i] = stride;
         stride *= x->shape[i];
