@@ -34,10 +34,16 @@ tf_status ox_convert_reshape(ox_import *im, const ox_node *node) {
       if (shape->ints[i].symbol >= 0)
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "symbolic reshape of a known value");
       target[i] = shape->ints[i].size == 0 && i < x->rank ? x->shape[i] : shape->ints[i].size;
+      if (target[i] == -1 && infer >= 0)
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                       "the shape has more than one -1 (axes %" PRId64 " and %" PRId64 ")", infer, i);
       if (target[i] == -1)
         infer = i;
-      else
-        product *= target[i];
+      else if (target[i] < 0 || __builtin_mul_overflow(product, target[i], &product))
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                       "the shape's axis %" PRId64 " is %" PRId64 ": sizes are -1, 0 or positive, and their product "
+                       "must fit in 64 bits",
+                       i, target[i]);
     }
     if (infer >= 0 && product > 0)
       target[infer] = x->count / product;
