@@ -129,6 +129,11 @@ def main():
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
             ("short initializer", write("weights.onnx", bad_weights), ["weights.onnx", "'w'", "12 bytes of raw data"]),
             ("no graph", write("nograph.onnx", field_varint(1, 7)), ["nograph.onnx", "no graph"]),
+            # the fuzzer's find (docs/fuzzing.md): a Reshape of a known value whose target sizes
+            # overflow int64 when multiplied
+            ("reshape overflow", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx",
+                                              "reshape_overflow.onnx"),
+             ["reshape_overflow.onnx", "'reshape' (Reshape)", "axis 1 is 2199023255554", "64 bits"]),
         ]
         for what, onnx, words in cases:
             out = path("out.tfg")
