@@ -22,7 +22,7 @@
 
 #include "backends/backend.h"
 #include "check.h"
-#include "state_diff.h"
+#include "session_compare.h"
 #include "tightfit/compiler.h"
 #include "tightfit/graph.h"
 #include "tightfit/runtime.h"

@@ -25,6 +25,7 @@
 
 #include "backends/backend.h"
 #include "check.h"
+#include "session_compare.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
@@ -81,48 +82,11 @@ static tf_session *open_session(const tf_plan *plan, const char *backend, bool *
   return session;
 }
 
-/* Uniform in [0, 1) from a counter. */
-static double uniform(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return (double)((x ^ (x >> 31)) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* Writes micro-batch `batch` (inputs in [-1, 1), labels in 0..9) into the session's io buffers;
- * `poison` sets the first input element to 1e7. */
-static tf_status feed(tf_session *session, const tf_plan *plan, int64_t batch, bool poison) {
-  for (int32_t i = 0; i < plan->n_buffers; i++) {
-    const tf_plan_buffer *b = &plan->buffers[i];
-    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i))
-      continue;
-    const int64_t n = b->bytes / tf_dtype_size(b->dtype);
-    void *data = malloc((size_t)b->bytes);
-    if (!data)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "feed: out of memory");
-    for (int64_t e = 0; e < n; e++) {
-      const double u = uniform(((uint64_t)batch << 32) + (uint64_t)(i * 4096 + e));
-      if (b->dtype == TF_F32)
-        ((float *)data)[e] = (float)(2 * u - 1);
-      else if (b->dtype == TF_I32)
-        ((int32_t *)data)[e] = (int32_t)(u * 10);
-      else
-        ((int64_t *)data)[e] = (int64_t)(u * 10);
-    }
-    if (poison && b->role == TF_ROLE_INPUT && b->dtype == TF_F32)
-      ((float *)data)[0] = 1e7f;
-    tf_status status = tf_session_write(session, b->name, data, b->bytes);
-    free(data);
-    TF_RETURN_IF_ERROR(status);
-  }
-  return NULL;
-}
-
 /* One optimizer step on the micro-batches of data step `data_step`, poisoned if asked. */
 static tf_status train_step(tf_session *session, const tf_plan *plan, int64_t data_step, bool poison) {
   for (int32_t k = 0; k < plan->accumulate; k++) {
     double loss;
-    TF_RETURN_IF_ERROR(feed(session, plan, data_step * plan->accumulate + k, poison && k == 0));
+    TF_RETURN_IF_ERROR(tf_test_feed(session, plan, data_step * plan->accumulate + k, poison && k == 0));
     TF_RETURN_IF_ERROR(tf_session_micro_step(session, &loss));
     if (!isfinite(loss))
       return tf_status_new(TF_ERR_INTERNAL, "data step %" PRId64 ": the loss is %g", data_step, loss);
@@ -280,7 +244,7 @@ static void clipped_f32(const char *backend) {
     /* In f32 the activations hold 1e30, and the gradients' sum of squares overflows f32. */
     for (int32_t k = 0; k < plan->accumulate; k++) {
       double loss;
-      CHECK_OK(&counts, feed(s, plan, 100 + k, false));
+      CHECK_OK(&counts, tf_test_feed(s, plan, 100 + k, false));
       float *big = NULL;
       for (int32_t i = 0; i < plan->n_buffers && !big; i++)
         if (plan->buffers[i].role == TF_ROLE_INPUT && plan->buffers[i].dtype == TF_F32) {
