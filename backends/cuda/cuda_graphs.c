@@ -254,6 +254,7 @@ static tf_status capture_graphs(cuda_state *s) {
 }
 
 void tf_cuda_release_plan(cuda_state *s) {
+  tf_cuda_profile_finish(s);
   for (int kind = 0; kind < CUDA_GRAPH_KINDS; kind++)
     for (int half = 0; half < 2; half++)
       if (s->graphs[kind][half]) {
@@ -302,7 +303,10 @@ tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[
   while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
     s->forward_end++;
   s->sync_steps = env_flag("TIGHTFIT_CUDA_SYNC", false);
-  s->use_graphs = env_flag("TIGHTFIT_CUDA_GRAPHS", true) && !s->sync_steps;
+  const bool profile = tf_cuda_profile_wanted();
+  s->use_graphs = env_flag("TIGHTFIT_CUDA_GRAPHS", true) && !s->sync_steps && !profile;
+  if (profile && !s->sync_steps)
+    TF_RETURN_IF_ERROR(tf_cuda_profile_start(s));
   TF_RETURN_IF_ERROR(tf_cuda_warm_up(s));
   if (s->use_graphs)
     TF_RETURN_IF_ERROR(capture_graphs(s));
@@ -355,6 +359,7 @@ tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, 
   cudaGraphExec_t graph = s->use_graphs ? graph_for(s, begin, end, half) : NULL;
   tf_status status = graph           ? tf_cuda_status(cudaGraphLaunch(graph, s->compute), "launching a CUDA graph")
                      : s->sync_steps ? run_synchronously(s, begin, end, half)
+                     : s->profile_ms ? tf_cuda_profile_run(s, begin, end, half, step_launch)
                                      : enqueue(s, begin, end, half);
   if (end > s->plan->micro_steps && reads_io)
     for (int32_t i = s->plan->micro_steps; i < end; i++)

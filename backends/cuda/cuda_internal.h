@@ -55,6 +55,10 @@ typedef struct cuda_state {
   bool use_graphs; /* TIGHTFIT_CUDA_GRAPHS unset or not 0, and not sync_steps */
   bool sync_steps; /* TIGHTFIT_CUDA_SYNC=1: run() waits for each step and names the one that failed */
   cudaGraphExec_t graphs[CUDA_GRAPH_KINDS][2];
+  /* TIGHTFIT_CUDA_PROFILE (cuda_profile.c): per-step elapsed totals; NULL when off */
+  double *profile_ms;
+  cudaEvent_t *profile_events; /* n_steps + 1 */
+  int64_t profile_runs;
 } cuda_state;
 
 /* A status for a failed CUDA runtime call (NULL when `error` is cudaSuccess). */
@@ -73,6 +77,15 @@ void tf_cuda_release_plan(cuda_state *s);
  * (a CUDA error pending before it, its launch, its execution) a status naming the step, its op and
  * every operand's buffer, region, offset and bytes. */
 tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t step, int32_t half);
+
+/* cuda_profile.c: TIGHTFIT_CUDA_PROFILE=FILE times each step with events (graphs off) and writes
+ * per-op totals and the slowest steps to FILE ("-": stderr) when the plan is released. */
+bool tf_cuda_profile_wanted(void);
+tf_status tf_cuda_profile_start(cuda_state *s);
+/* Launches steps [begin, end) with `launch`, an event before each, waits, adds their times. */
+tf_status tf_cuda_profile_run(cuda_state *s, int32_t begin, int32_t end, int32_t half,
+                              tf_status (*launch)(const cuda_state *, int32_t, int32_t));
+void tf_cuda_profile_finish(cuda_state *s);
 
 /* cuda_warmup.c */
 /* Runs every step of the prepared plan once, eagerly and step by step (tf_cuda_step_run_checked),

@@ -116,8 +116,11 @@ __global__ void input_gradient(const float *x, const float *gamma, const float *
     gx_sum = warp_sum(gx_sum);
     const float rstd = (float)s.rstd, g_mean = rms ? 0.0f : (float)(g_sum / (double)n);
     const float gx_mean = (float)(gx_sum / (double)n);
+    // __fmul_rn: g rounded to f32 before g_mean is taken from it, as on the CPU; a contracted
+    // fma(dy, gamma, -g_mean) keeps the product's rounding error, which rstd (up to 1/sqrt(eps))
+    // magnifies: a one-column row's dx came out 1.3e-5 instead of 0 on an H200.
     for (int64_t j = lane; j < n; j += 32)
-      dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
+      dxr[j] = rstd * (__fmul_rn(dyr[j], gamma[j]) - g_mean - normalised(xr[j], s) * gx_mean);
   }
 }
 

@@ -164,9 +164,14 @@ static void test_memory(const model *m) {
     // The session's view of the device (what `tightfit train` prints): the regions as asked and as measured.
     tf_device_memory device;
     tf_status device_status = tf_session_device_memory(session, &device);
+    // The drop in free memory across the region allocations is at least their bytes less one
+    // 2 MiB page: the driver packs allocations into 2 MiB pages, and the first regions can land in a
+    // page that cuBLAS's or the streams' allocations had already mapped (H200, 2026-11-27: 6502144
+    // bytes asked in small regions, 6291456 measured).
+    const int64_t page = 2 << 20;
     CHECK(&counts,
           device_status == NULL && device.region_bytes == use.planned_bytes &&
-              device.region_device_bytes >= device.region_bytes && device.overhead_bytes >= 0,
+              device.region_device_bytes > device.region_bytes - page && device.overhead_bytes >= 0,
           "device memory: %s; regions %" PRId64 " (measured %" PRId64 "), overhead %" PRId64,
           tf_status_message(device_status), device.region_bytes, device.region_device_bytes, device.overhead_bytes);
     tf_status_free(device_status);
