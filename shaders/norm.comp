@@ -158,7 +158,11 @@ void rows() {
       float gx_mean = tree(gx_sum) / float(pc.features);
       for (uint j = t; j < pc.features; j += WG) {
         float xhat = (TO_F32(x[base + j]) - s.x) * s.y;
-        out_data[base + j] = FROM_F32(s.y * (TO_F32(third[base + j]) * TO_F32(gamma[j]) - g_mean - xhat * gx_mean));
+        // precise: g rounded before g_mean is taken from it, as on the CPU. NVIDIA's compiler fused
+        // the product into fma(dy, gamma, -g_mean), whose kept rounding error rstd magnified: a
+        // one-column row's dx came out 1.3e-5 instead of 0 (H200, 2026-11-27).
+        precise float g = TO_F32(third[base + j]) * TO_F32(gamma[j]);
+        out_data[base + j] = FROM_F32(s.y * (g - g_mean - xhat * gx_mean));
       }
     }
   }

@@ -148,12 +148,15 @@ __global__ void __launch_bounds__(kRows * 32)
         y[row_at + r * 32 + lane] = acc[r] * inverse;
     return;
   }
-  float dot = 0.0f;
+  // delta = dO . O, summed exactly as dot_spread sums dO . v_j in the gradient kernels: where a row
+  // sees one key (p = 1, O = v_j bit for bit: the first rows of causal attention) dS = dp - delta is
+  // then exactly 0, as on the CPU. A warp_sum order left ~1e-8, which Adam's m / sqrt(v) turned into
+  // a full-size step of q (H200, 2026-11-27: q off by 386x the tolerance after one optimizer step).
+  float out_reg[DPL];
 #pragma unroll
   for (int r = 0; r < DPL; r++)
-    if (r * 32 + lane < d.depth)
-      dot += dy[row_at + r * 32 + lane] * (acc[r] * inverse);
-  dot = warp_sum(dot);
+    out_reg[r] = acc[r] * inverse;
+  const float dot = dot_spread(out_reg, dy + row_at, d.depth);
   if (lane == 0) {
     const int64_t stat = (n * d.heads + h) * d.queries + i;
     lse[stat] = l > 0.0f ? m + logf(l) : 0.0f;

@@ -303,7 +303,9 @@ static void overrides(void) {
 
 /* Whether `backend` can open a device (a SKIP line when cuda cannot; a failure for the others). */
 static bool device_opens(const char *backend) {
-  tf_plan *plan = compile_mlp("cpu", TF_PRECISION_F32, 0, 0);
+  // compiled for the backend's own target: a cpu plan gives the CUDA matmul no workspace and is
+  // refused (this SKIPped the cuda part on an H200, 2026-11-27)
+  tf_plan *plan = compile_mlp(backend, TF_PRECISION_F32, 0, 0);
   bool skipped = false;
   tf_session *s = plan ? open_session(plan, backend, &skipped) : NULL;
   const bool opens = s != NULL;
