@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kRows * 32)
     const int64_t j = t0 + lane;
     const bool valid = j < d.keys && (!d.causal || j <= i);
     float s = dot_spread(q_reg, kt.row(lane), d.depth);
-    s = valid ? s * d.scale : -INFINITY;
+    s = valid ? __fmul_rn(s, d.scale) : -INFINITY; /* rounded as the backward rounds it */
     const float m_new = fmaxf(m, warp_max(s));
     if (m_new == -INFINITY)
       continue;
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kRows * 32)
       continue;
     const int64_t j = t0 + lane;
     const bool valid = j < d.keys && (!d.causal || j <= i);
-    const float s = dot_spread(q_reg, kt.row(lane), d.depth) * d.scale;
+    const float s = __fmul_rn(dot_spread(q_reg, kt.row(lane), d.depth), d.scale);
     const float dp = dot_spread(do_reg, vt.row(lane), d.depth);
     const float p = valid ? expf(s - row_lse) : 0.0f;
     const float ds = p * (dp - row_delta);
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kRows * 32)
     const int64_t i = t0 + lane;
     const int64_t at = i < d.queries ? i : d.queries - 1;
     const bool valid = i < d.queries && (!d.causal || j <= i);
-    const float s = dot_spread(k_reg, qt.row(lane), d.depth) * d.scale;
+    const float s = __fmul_rn(dot_spread(k_reg, qt.row(lane), d.depth), d.scale);
     const float dp = dot_spread(v_reg, ot.row(lane), d.depth);
     const float row_lse = STAGED ? row_stats[lane] : lse_head[at];
     const float row_delta = STAGED ? row_stats[kTile + lane] : delta_head[at];
@@ -329,6 +329,10 @@ template <bool BACKWARD> tf_status dispatch(const tf_cuda_args *args) {
   const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
   if (args->inputs[0].shape[0] == 0 || depth == 0)
     return NULL;
+  bool tiled = false; /* heads of up to 128 on a device with the shared memory: attention_tiled.cu */
+  tf_status status = tiled_attention(args, BACKWARD, &tiled);
+  if (tiled || status)
+    return status;
   if (depth <= 32)
     return BACKWARD ? run_backward<1, true>(args) : run_forward<1, true>(args);
   if (depth <= 64)

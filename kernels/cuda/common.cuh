@@ -244,6 +244,9 @@ constexpr launcher kLaunchers[TF_OP_COUNT] = {TF_OP_TABLE(TF_CUDA_LAUNCHER_OF)};
 /* Checks beyond dtypes (table.cu does those): NULL when supported, else TF_ERR_UNSUPPORTED naming the
  * numbers. */
 tf_status check_attention(const tf_cuda_args *args);
+/* attention_tiled.cu: runs attention (or its gradient) in 64 x 64 tiles when the head width is at
+ * most 128 and the device gives the shared memory; *handled false: the caller runs its row kernels. */
+tf_status tiled_attention(const tf_cuda_args *args, bool backward, bool *handled);
 tf_status check_matmul(const tf_cuda_args *args);
 tf_status check_conv(const tf_cuda_args *args);
 tf_status check_linear_loss(const tf_cuda_args *args);
