@@ -104,6 +104,8 @@ static tf_status check_options(const tf_compile_options *o) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "recompute 'auto' needs a budget in bytes");
   if (o->accumulate < 0 || o->accumulate > 1 << 20)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "accumulation steps %d is outside 1..%d", o->accumulate, 1 << 20);
+  if (o->matmul_math != TF_F32 && o->matmul_math != TF_BF16 && o->matmul_math != TF_F16)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "matmul math %d is not f32, bf16 or f16", (int)o->matmul_math);
   return NULL;
 }
 

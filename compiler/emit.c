@@ -265,6 +265,7 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
   plan->alignment = t->options.target.alignment;
   memcpy(plan->region_bytes, t->region_bytes, sizeof(plan->region_bytes));
   plan->training = t->options.training;
+  plan->matmul_math = t->options.matmul_math;
   plan->training_config = t->config;
   plan->accumulate = t->options.training ? t->config.accumulate_steps : 1;
   plan->micro_batch = batch_of(g);

@@ -608,5 +608,8 @@ tf_status tf_plan_verify(const tf_plan *plan) {
   TF_RETURN_IF_ERROR(check_program(plan));
   TF_RETURN_IF_ERROR(check_buffers_and_steps(plan));
   TF_RETURN_IF_ERROR(tf_plan_check_loss_scaling(plan));
+  if (plan->matmul_math != TF_F32 && plan->matmul_math != TF_BF16 && plan->matmul_math != TF_F16)
+    return INVALID("matmul_math is %s (dtype %d); it must be f32, bf16 or f16", tf_dtype_name(plan->matmul_math),
+                   (int)plan->matmul_math);
   return tf_plan_check_report(plan);
 }

@@ -306,6 +306,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   plan->loss = root->loss();
   plan->loss_scale_seed = root->loss_scale_seed();
   plan->overflow_check = root->overflow_check();
+  store_enum(&plan->matmul_math, root->matmul_math());
   plan->outputs = copy_ints(root->outputs());
   plan->n_outputs = root->outputs() ? static_cast<int32_t>(root->outputs()->size()) : 0;
   TF_RETURN_IF_ERROR(decoder.report(root->report()));
@@ -355,7 +356,7 @@ public:
                        p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
                        fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
                        overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead),
-                       p.loss_scale_seed, p.overflow_check);
+                       p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math));
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }

@@ -93,6 +93,7 @@ int tf_cmd_compile(int argc, char **argv) {
     tf_json_int(&j, "buffers", plan->n_buffers);
     tf_json_int(&j, "micro_batch", plan->micro_batch);
     tf_json_int(&j, "accumulate", plan->accumulate);
+    tf_json_string(&j, "matmul_math", tf_dtype_name(plan->matmul_math));
     if (args.budget >= 0) {
       tf_json_bool(&j, "fits", true);
       tf_json_int(&j, "budget_bytes", args.budget);
@@ -104,6 +105,9 @@ int tf_cmd_compile(int argc, char **argv) {
            plan->training ? "training" : "inference", plan->graph_name, plan->n_steps, plan->n_buffers,
            plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
     tf_compile_args_print_memory(plan, NULL);
+    if (plan->matmul_math != TF_F32)
+      printf("matmul math: %s operands, f32 accumulation, on CUDA's tensor cores (cpu and vulkan compute in f32)\n",
+             tf_dtype_name(plan->matmul_math));
     if (args.budget >= 0) {
       char a[32], b[32];
       printf("fits the budget: %s (device total) of %s; %s\n", tf_cli_bytes(tf_plan_device_total(plan), a, sizeof(a)),

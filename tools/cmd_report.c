@@ -115,6 +115,9 @@ static void print_program(const tf_plan *plan) {
   char flops[64];
   printf("\nbatch: micro-batch %" PRId64 " x %d accumulation step%s = global batch %" PRId64 "\n", plan->micro_batch,
          plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->global_batch);
+  if (plan->matmul_math != TF_F32)
+    printf("matmul math: %s operands, f32 accumulation (CUDA tensor cores; cpu and vulkan compute in f32)\n",
+           tf_dtype_name(plan->matmul_math));
   printf("program: steps [0, %d) run %d time%s per training step, steps [%d, %d) once\n", plan->micro_steps,
          plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
   printf("flops:");

@@ -36,6 +36,10 @@ void tf_compile_args_help(void) {
          "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
          "                         the backward pass stored in half precision; weights, gradients,\n"
          "                         optimizer state and all arithmetic stay f32 (cpu and cuda targets)\n"
+         "  --matmul-math M        fp32 (default), bf16 or fp16: the matrix products (matmul, conv, fused\n"
+         "                         loss heads) round their operands to M and accumulate in f32 where\n"
+         "                         the device has the units (CUDA tensor cores); cpu and vulkan\n"
+         "                         compute them in f32 whatever this says\n"
          "  --loss-scale S         fp16: the initial dynamic loss scale, a power of two from 1 to 2^24\n"
          "                         (default: the graph's, else 65536); train halves it and skips the\n"
          "                         update when a gradient overflows, and doubles it after a run of\n"
@@ -161,6 +165,15 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->precision = TF_PRECISION_F16;
     else if (!*error)
       *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
+  } else if (tf_cli_option(argc, argv, i, "--matmul-math", &value, error)) {
+    if (!*error && (strcmp(value, "fp32") == 0 || strcmp(value, "f32") == 0))
+      o->matmul_math = TF_F32;
+    else if (!*error && strcmp(value, "bf16") == 0)
+      o->matmul_math = TF_BF16;
+    else if (!*error && (strcmp(value, "fp16") == 0 || strcmp(value, "f16") == 0))
+      o->matmul_math = TF_F16;
+    else if (!*error)
+      *error = tf_cli_usage_error(command, "unknown matmul math '%s' (fp32, bf16, fp16)", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--loss-scale", &value, error)) {
     double scale = 0;
     int exponent = 0;

@@ -69,6 +69,7 @@ static tf_status prepare_step(cuda_state *cs, int32_t s) {
     args->outputs = prepared->outputs;
     args->stream = cs->compute;
     args->cublas = cs->cublas;
+    args->math = plan->matmul_math;
     args->run = &cs->slots_device[s < plan->micro_steps ? half : CUDA_SLOT_OTHER];
     if (step->workspace >= 0) {
       const tf_plan_buffer *w = &plan->buffers[step->workspace];

@@ -55,6 +55,9 @@ typedef struct tf_compile_options {
    * them. Same weights bit for bit; needs one micro-batch per step, no clipping and no f16 loss
    * scaling (each needs every gradient before any update). Training plans only. */
   bool update_in_backward;
+  /* TF_F32 (the default), TF_BF16 or TF_F16: the plan's matmul_math (plan_types.h), the precision of
+   * the matrix products' operands where the backend has half-precision units. */
+  tf_dtype matmul_math;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

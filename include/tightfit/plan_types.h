@@ -103,6 +103,10 @@ typedef struct tf_plan {
    * live to its end: every update reads it and is skipped when it is not finite, and the runtime
    * reads it after the block to learn so; -1 when the updates read none (no f16, no clipping). */
   int32_t overflow_check;
+  /* TF_F32, or TF_BF16 / TF_F16: the matrix products (matmul, conv, the fused loss heads) may round
+   * their f32 operands to that type and accumulate in f32 where the backend has the units for it
+   * (CUDA: tensor cores); backends without them compute in f32. */
+  tf_dtype matmul_math;
 } tf_plan;
 
 #ifdef __cplusplus

@@ -61,6 +61,27 @@ inline tf_status cublas_workspace(cublasHandle_t handle, void *workspace, int64_
                      (long long)bytes);
 }
 
+/* Column-major strided-batched C = alpha op(A) op(B) + beta C on f32 matrices. `math` TF_F32:
+ * cublasSgemmStridedBatched under the handle's pedantic math (exact f32, no TF32); TF_BF16 / TF_F16:
+ * the operands rounded to that type on the tensor cores, products accumulated in f32
+ * (CUBLAS_COMPUTE_32F_FAST_16BF / _16F; the handle's math mode is default for that call only). */
+inline cublasStatus_t gemm_f32(cublasHandle_t handle, tf_dtype math, cublasOperation_t op_a, cublasOperation_t op_b,
+                               int m, int n, int k, const float *alpha, const float *a, int lda, long long stride_a,
+                               const float *b, int ldb, long long stride_b, const float *beta, float *c, int ldc,
+                               long long stride_c, int batch) {
+  if (math != TF_BF16 && math != TF_F16)
+    return cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                                     ldc, stride_c, batch);
+  cublasStatus_t status = cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasGemmStridedBatchedEx(handle, op_a, op_b, m, n, k, alpha, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F,
+                                        ldb, stride_b, beta, c, CUDA_R_32F, ldc, stride_c, batch,
+                                        math == TF_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F,
+                                        CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t restored = cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);
+  return status != CUBLAS_STATUS_SUCCESS ? status : restored;
+}
+
 /* A dimension handed to cuBLAS, which takes int. */
 struct IntDimension {
   const char *name;

@@ -64,21 +64,21 @@ __global__ void add_bias(float *y, const float *bias, int64_t channels, int64_t 
 }
 
 /* Row-major C = op(A) op(B) (+ beta C), strided-batched. */
-tf_status gemm(cublasHandle_t handle, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-               int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta, float *c, int64_t ldc,
-               int64_t stride_c, int64_t batch) {
+tf_status gemm(cublasHandle_t handle, tf_dtype math, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+               int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta, float *c,
+               int64_t ldc, int64_t stride_c, int64_t batch) {
   const float alpha = 1.0f;
-  return call_status(cublasSgemmStridedBatched(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                               (int)n, (int)m, (int)k, &alpha, b, (int)ldb, (long long)stride_b, a,
-                                               (int)lda, (long long)stride_a, &beta, c, (int)ldc, (long long)stride_c,
-                                               (int)batch),
-                     "cublasSgemmStridedBatched (m %lld, n %lld, k %lld, batch %lld)", (long long)m, (long long)n,
-                     (long long)k, (long long)batch);
+  return call_status(gemm_f32(handle, math, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+                              (int)m, (int)k, &alpha, b, (int)ldb, (long long)stride_b, a, (int)lda,
+                              (long long)stride_a, &beta, c, (int)ldc, (long long)stride_c, (int)batch),
+                     "cuBLAS strided-batched GEMM, %s math (m %lld, n %lld, k %lld, batch %lld)", tf_dtype_name(math),
+                     (long long)m, (long long)n, (long long)k, (long long)batch);
 }
 
 struct Call {
   tf_cuda_conv_geometry g;
   cublasHandle_t handle;
+  tf_dtype math; /* matmul_math */
   cudaStream_t stream;
   float *column;
   int64_t K, P, og, cg, plane;
@@ -90,7 +90,7 @@ tf_status forward(const Call &c, const float *x, const float *w, float *y) {
   for (int64_t group = 0; group < g.groups; group++) {
     const float *w_group = w + group * c.og * c.K;
     if (g.direct) {
-      TF_RETURN_IF_ERROR(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P, c.P,
+      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P, c.P,
                               g.image_channels * c.P, 0.0f, y + group * c.og * c.P, c.P, g.response_channels * c.P,
                               g.batch));
       continue;
@@ -98,7 +98,7 @@ tf_status forward(const Call &c, const float *x, const float *w, float *y) {
     for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
       im2col<<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
-      TF_RETURN_IF_ERROR(gemm(c.handle, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
+      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
                               y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P,
                               images));
     }
@@ -113,14 +113,14 @@ tf_status scatter_back(const Call &c, const float *response, const float *w, flo
     const float *w_group = w + group * c.og * c.K;
     const float *dy = response + group * c.og * c.P;
     if (g.direct) {
-      TF_RETURN_IF_ERROR(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P,
+      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, true, false, c.K, c.P, c.og, w_group, c.K, 0, dy, c.P,
                               g.response_channels * c.P, 0.0f, image + group * c.cg * c.plane, c.P,
                               g.image_channels * c.plane, g.batch));
       continue;
     }
     for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
-      TF_RETURN_IF_ERROR(gemm(c.handle, true, false, c.K, c.P, c.og, w_group, c.K, 0,
+      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, true, false, c.K, c.P, c.og, w_group, c.K, 0,
                               dy + first * g.response_channels * c.P, c.P, g.response_channels * c.P, 0.0f, c.column,
                               c.P, c.K * c.P, images));
       col2im<<<blocks_for(images * c.cg * c.plane), kThreads, 0, c.stream>>>(c.column, image, g, first, images, group);
@@ -141,7 +141,7 @@ tf_status weight_gradient(const Call &c, const float *x, const float *dy, float 
       for (int64_t b = 0; b < images; b++) {
         const int64_t n = first + b;
         const float *columns = g.direct ? x + (n * g.image_channels + group * c.cg) * c.P : c.column + b * c.K * c.P;
-        TF_RETURN_IF_ERROR(gemm(c.handle, false, true, c.og, c.K, c.P,
+        TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, true, c.og, c.K, c.P,
                                 dy + (n * g.response_channels + group * c.og) * c.P, c.P, 0, columns, c.P, 0,
                                 n == 0 ? 0.0f : 1.0f, dw_group, c.K, 0, 1));
       }
@@ -169,6 +169,7 @@ TF_CUDA_LAUNCHER(conv) {
   tf_cuda_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &c.g);
   const tf_cuda_conv_geometry &g = c.g;
   c.handle = (cublasHandle_t)args->cublas;
+  c.math = args->math;
   c.stream = stream_of(args);
   c.column = (float *)args->workspace;
   c.K = g.column_rows, c.P = g.positions, c.og = g.response_channels / g.groups, c.cg = g.image_channels / g.groups;

@@ -51,6 +51,7 @@ typedef struct tf_cuda_args {
   const tf_cuda_run_values *run; /* a device-readable pointer */
   void *stream;                  /* cudaStream_t */
   void *cublas;                  /* cublasHandle_t bound to `stream`, pedantic math (no TF32) */
+  tf_dtype math;                 /* the plan's matmul_math: TF_F32, or TF_BF16 / TF_F16 (tensor cores) */
 } tf_cuda_args;
 
 /* Whether the CUDA kernels implement `op` at all. */

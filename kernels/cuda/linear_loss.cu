@@ -22,6 +22,7 @@ struct Head {
   void *cublas_space;
   cudaStream_t stream;
   cublasHandle_t handle;
+  tf_dtype math; /* matmul_math */
 };
 
 Head head_of(const tf_cuda_args *args) {
@@ -42,6 +43,7 @@ Head head_of(const tf_cuda_args *args) {
   h.cublas_space = space + layout.cublas;
   h.stream = stream_of(args);
   h.handle = (cublasHandle_t)args->cublas;
+  h.math = args->math;
   return h;
 }
 
@@ -108,9 +110,10 @@ __global__ void chunk_gradient(float *logits, const void *labels, bool wide, int
 tf_status gemm(const Head &h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   const float alpha = 1.0f;
-  return call_status(cublasSgemm(h.handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-                                 (int)m, (int)k, &alpha, b, (int)ldb, a, (int)lda, &beta, c, (int)ldc),
-                     "cublasSgemm (m %lld, n %lld, k %lld)", (long long)m, (long long)n, (long long)k);
+  return call_status(gemm_f32(h.handle, h.math, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+                              (int)m, (int)k, &alpha, b, (int)ldb, 0, a, (int)lda, 0, &beta, c, (int)ldc, 0, 1),
+                     "cuBLAS GEMM, %s math (m %lld, n %lld, k %lld)", tf_dtype_name(h.math), (long long)m,
+                     (long long)n, (long long)k);
 }
 
 int64_t weight_stride(const tf_linear_loss_geometry &g) { return g.transpose_weight ? g.features : g.classes; }
