@@ -81,8 +81,12 @@ void main() {
     for (int oh = oh0; oh <= oh1; oh++)
       for (int ow = ow0; ow <= ow1; ow++) {
         uint o = p * out_plane + uint(oh) * pc.out_width + uint(ow);
-        if (pc.mode == AVG_GRAD)
-          sum += TO_F32(x[o]) * scale;
+        if (pc.mode == AVG_GRAD) {
+          // precise: the share rounded before it is added, as the CPU adds it (NVIDIA's compiler
+          // fused the two into an fma: 1 ulp off the CPU where the two must agree bit for bit)
+          precise float share = TO_F32(x[o]) * scale;
+          sum += share;
+        }
         else if (first_maximum(p * in_plane, uint(oh), uint(ow)) == at)
           sum += TO_F32(dy[o]);
       }

@@ -104,8 +104,8 @@ __device__ inline bool visible(int64_t i, int64_t j, const TileDims &d) {
 /* Forward over one query tile: y, or (dy != NULL) the backward's statistics lse and delta. */
 template <int DC>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_forward(const float *q, const float *k, const float *v, const float *dy, float *y, float *lse,
-                  float *delta, TileDims d) {
+    tiled_forward(const float *q, const float *k, const float *v, const float *dy, float *y, float *lse, float *delta,
+                  TileDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *kv = qs + kTileRows * SD, *ps = kv + kTileRows * SD;
@@ -227,8 +227,7 @@ __global__ void __launch_bounds__(kTileThreads)
 template <int DM>
 __device__ inline void scores_and_gradients(const float *qs, const float *dos, const float *ks, const float *vs,
                                             const float *row_lse, const float *row_delta, int64_t i0, int64_t j0,
-                                            const TileDims &d, int ty, int tx, float (&p)[4][4],
-                                            float (&ds)[4][4]) {
+                                            const TileDims &d, int ty, int tx, float (&p)[4][4], float (&ds)[4][4]) {
   float s[4][4], dp[4][4];
   tile_products<DM>(qs, ks, ty, tx, s);
   tile_products<DM>(dos, vs, ty, tx, dp);
@@ -390,7 +389,9 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
-size_t forward_shared(int dc) { return sizeof(float) * (size_t)(2 * kTileRows * (16 * dc + 1) + kTileRows * kScoreStride); }
+size_t forward_shared(int dc) {
+  return sizeof(float) * (size_t)(2 * kTileRows * (16 * dc + 1) + kTileRows * kScoreStride);
+}
 size_t query_shared(int dc) {
   return sizeof(float) * (size_t)(4 * kTileRows * (16 * dc + 1) + kTileRows * kScoreStride + 2 * kTileRows);
 }
@@ -438,8 +439,8 @@ template <int DC> tf_status run_tiled(const tf_cuda_args *args, bool backward) {
   TF_RETURN_IF_ERROR(allow_shared(tiled_query_gradient<DC>, query_shared(DC)));
   TF_RETURN_IF_ERROR(allow_shared(tiled_key_gradient<DC>, key_shared(DC)));
   tiled_forward<DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(q, k, v, dy, NULL, lse, delta, d);
-  tiled_query_gradient<DC><<<query_blocks, kTileThreads, query_shared(DC), stream>>>(
-      q, k, v, dy, lse, delta, (float *)args->outputs[0].data, d);
+  tiled_query_gradient<DC><<<query_blocks, kTileThreads, query_shared(DC), stream>>>(q, k, v, dy, lse, delta,
+                                                                                     (float *)args->outputs[0].data, d);
   if (d.keys > 0)
     tiled_key_gradient<DC><<<key_blocks, kTileThreads, key_shared(DC), stream>>>(
         q, k, v, dy, lse, delta, (float *)args->outputs[1].data, (float *)args->outputs[2].data, d);

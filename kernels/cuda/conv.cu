@@ -90,17 +90,17 @@ tf_status forward(const Call &c, const float *x, const float *w, float *y) {
   for (int64_t group = 0; group < g.groups; group++) {
     const float *w_group = w + group * c.og * c.K;
     if (g.direct) {
-      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P, c.P,
-                              g.image_channels * c.P, 0.0f, y + group * c.og * c.P, c.P, g.response_channels * c.P,
+      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, w_group, c.K, 0, x + group * c.cg * c.P,
+                              c.P, g.image_channels * c.P, 0.0f, y + group * c.og * c.P, c.P, g.response_channels * c.P,
                               g.batch));
       continue;
     }
     for (int64_t first = 0; first < g.batch; first += g.chunk_images) {
       const int64_t images = g.batch - first < g.chunk_images ? g.batch - first : g.chunk_images;
       im2col<<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
-      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P, 0.0f,
-                              y + (first * g.response_channels + group * c.og) * c.P, c.P, g.response_channels * c.P,
-                              images));
+      TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, w_group, c.K, 0, c.column, c.P, c.K * c.P,
+                              0.0f, y + (first * g.response_channels + group * c.og) * c.P, c.P,
+                              g.response_channels * c.P, images));
     }
   }
   return launch_status();

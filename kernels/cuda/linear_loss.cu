@@ -112,8 +112,8 @@ tf_status gemm(const Head &h, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   const float alpha = 1.0f;
   return call_status(gemm_f32(h.handle, h.math, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
                               (int)m, (int)k, &alpha, b, (int)ldb, 0, a, (int)lda, 0, &beta, c, (int)ldc, 0, 1),
-                     "cuBLAS GEMM, %s math (m %lld, n %lld, k %lld)", tf_dtype_name(h.math), (long long)m,
-                     (long long)n, (long long)k);
+                     "cuBLAS GEMM, %s math (m %lld, n %lld, k %lld)", tf_dtype_name(h.math), (long long)m, (long long)n,
+                     (long long)k);
 }
 
 int64_t weight_stride(const tf_linear_loss_geometry &g) { return g.transpose_weight ? g.features : g.classes; }

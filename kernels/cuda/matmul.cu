@@ -137,13 +137,13 @@ TF_CUDA_LAUNCHER(matmul) {
       rest /= p.batch_shape[i];
       a_offset += at * p.a_stride[i], b_offset += at * p.b_stride[i], c_offset += at * p.c_stride[i];
     }
-    TF_RETURN_IF_ERROR(call_status(
-        gemm_f32(handle, args->math, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset, (int)p.ldb,
-                 inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
-                 inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
-                 inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count),
-        "cuBLAS strided-batched GEMM, %s math (m %lld, n %lld, k %lld, batch %lld)", tf_dtype_name(args->math),
-        (long long)p.m, (long long)p.n, (long long)p.k, (long long)count));
+    TF_RETURN_IF_ERROR(
+        call_status(gemm_f32(handle, args->math, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset,
+                             (int)p.ldb, inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
+                             inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
+                             inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count),
+                    "cuBLAS strided-batched GEMM, %s math (m %lld, n %lld, k %lld, batch %lld)",
+                    tf_dtype_name(args->math), (long long)p.m, (long long)p.n, (long long)p.k, (long long)count));
   }
   return launch_status();
 }

@@ -30,8 +30,8 @@ typedef struct product_error {
 
 /* C = A B on the device with `math`; compares with the f64 product under `unit` (0: the f32 bound). */
 static product_error check_product(const float *a, const float *b, const double *exact, const double *magnitude,
-                                   tf_dtype math, double unit, float *device, cublasHandle_t handle,
-                                   void *workspace, int64_t workspace_bytes) {
+                                   tf_dtype math, double unit, float *device, cublasHandle_t handle, void *workspace,
+                                   int64_t workspace_bytes) {
   product_error e = {0, 0};
   float *da = device, *db = device + M * K, *dc = db + K * N;
   float *c = malloc(sizeof(float) * M * N);
@@ -48,14 +48,21 @@ static product_error check_product(const float *a, const float *b, const double 
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
   attrs.kind = TF_ATTR_MATMUL;
-  tf_cuda_args args = {.op = TF_OP_MATMUL, .attrs = &attrs, .n_inputs = 2, .inputs = inputs, .n_outputs = 1,
-                       .outputs = &tc, .workspace = workspace, .workspace_bytes = workspace_bytes,
-                       .cublas = handle, .math = math};
+  tf_cuda_args args = {.op = TF_OP_MATMUL,
+                       .attrs = &attrs,
+                       .n_inputs = 2,
+                       .inputs = inputs,
+                       .n_outputs = 1,
+                       .outputs = &tc,
+                       .workspace = workspace,
+                       .workspace_bytes = workspace_bytes,
+                       .cublas = handle,
+                       .math = math};
   tf_status status = tf_cuda_kernel_launch(&args);
   CHECK(&counts, status == NULL, "%s math: launch: %s", tf_dtype_name(math), tf_status_message(status));
   tf_status_free(status);
-  CHECK(&counts, cudaMemcpy(c, dc, sizeof(float) * M * N, cudaMemcpyDeviceToHost) == cudaSuccess,
-        "%s math: download", tf_dtype_name(math));
+  CHECK(&counts, cudaMemcpy(c, dc, sizeof(float) * M * N, cudaMemcpyDeviceToHost) == cudaSuccess, "%s math: download",
+        tf_dtype_name(math));
   for (int64_t i = 0; i < (int64_t)M * N; i++) {
     const double bound = (2 * unit + K * ldexp(1, -24)) * magnitude[i], error = fabs((double)c[i] - exact[i]);
     if (error / bound > e.worst_ratio)
@@ -91,12 +98,12 @@ static void test_products(void) {
           exact[i * N + j] += p;
           magnitude[i * N + j] += fabs(p);
         }
-    const product_error f32 = check_product(a, b, exact, magnitude, TF_F32, 0, device, handle, workspace,
-                                            workspace_bytes);
-    const product_error bf16 = check_product(a, b, exact, magnitude, TF_BF16, ldexp(1, -8), device, handle, workspace,
-                                             workspace_bytes);
-    const product_error f16 = check_product(a, b, exact, magnitude, TF_F16, ldexp(1, -11), device, handle, workspace,
-                                            workspace_bytes);
+    const product_error f32 =
+        check_product(a, b, exact, magnitude, TF_F32, 0, device, handle, workspace, workspace_bytes);
+    const product_error bf16 =
+        check_product(a, b, exact, magnitude, TF_BF16, ldexp(1, -8), device, handle, workspace, workspace_bytes);
+    const product_error f16 =
+        check_product(a, b, exact, magnitude, TF_F16, ldexp(1, -11), device, handle, workspace, workspace_bytes);
     CHECK(&counts, f32.worst_ratio <= 1, "f32 math: %.3g x its bound (TF32 or worse?)", f32.worst_ratio);
     CHECK(&counts, bf16.worst_ratio <= 1, "bf16 math: %.3g x its bound", bf16.worst_ratio);
     CHECK(&counts, f16.worst_ratio <= 1, "f16 math: %.3g x its bound", f16.worst_ratio);
@@ -105,8 +112,8 @@ static void test_products(void) {
           bf16.worst_abs, f16.worst_abs, f32.worst_abs);
     printf("%-4s matmul [%d,%d]x[%d,%d]: worst error / bound: f32 %.3f, bf16 %.3f, f16 %.3f; worst |error|: f32 "
            "%.3g, bf16 %.3g, f16 %.3g\n",
-           counts.failed ? "FAIL" : "ok", M, K, K, N, f32.worst_ratio, bf16.worst_ratio, f16.worst_ratio,
-           f32.worst_abs, bf16.worst_abs, f16.worst_abs);
+           counts.failed ? "FAIL" : "ok", M, K, K, N, f32.worst_ratio, bf16.worst_ratio, f16.worst_ratio, f32.worst_abs,
+           bf16.worst_abs, f16.worst_abs);
   }
   if (handle)
     cublasDestroy(handle);

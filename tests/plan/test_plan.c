@@ -63,6 +63,7 @@ static void compare_plans(const tf_plan *a, const tf_plan *b, const char *how) {
   for (int32_t s = 0; s < a->n_steps && s < b->n_steps; s++)
     compare_steps(&a->steps[s], &b->steps[s], s);
   SAME(a->micro_steps == b->micro_steps && a->accumulate == b->accumulate, "micro_steps/accumulate");
+  SAME(a->matmul_math == b->matmul_math, "matmul_math");
   SAME(a->micro_batch == b->micro_batch && a->global_batch == b->global_batch, "batches");
   SAME(a->n_symbols == b->n_symbols, "symbol count");
   for (int32_t i = 0; i < a->n_symbols && i < b->n_symbols; i++)
@@ -129,6 +130,7 @@ static void test_valid(void) {
 
 static void test_round_trips(const char *folder) {
   tf_plan *plan = plan_fixture_small();
+  plan->matmul_math = TF_BF16; /* a value other than the default, so that losing it shows */
   void *data = NULL;
   size_t size = 0;
   CHECK_OK(&counts, tf_plan_serialize(plan, &data, &size));
@@ -325,6 +327,8 @@ static void seed_scale_not_power_of_two(tf_plan *p) {
   p->overflow_check = SMALL_LOSS;
 }
 
+static void matmul_math_i32(tf_plan *p) { p->matmul_math = TF_I32; }
+
 static void accumulate_into_parameter(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[0] = SMALL_W; }
 static void accumulate_onto_itself(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[1] = SMALL_GW; }
 static void matmul_accumulate_into_parameter(tf_plan *p) {
@@ -424,6 +428,7 @@ static const corruption corruptions[] = {
     {"an overflow check of [4,5]", "must be an f32 scalar in the arena", overflow_check_not_scalar},
     {"a scaled plan without an overflow check", "a scaled plan must detect overflow", seed_without_overflow_check},
     {"an initial loss scale of 1000", "the initial loss scale is 1000", seed_scale_not_power_of_two},
+    {"matmul math i32", "matmul_math is i32 (dtype 3); it must be f32, bf16 or f16", matmul_math_i32},
     {"accumulate into a parameter", "in place inside the micro-batch block [0, 7), which runs 2 times",
      accumulate_into_parameter},
     {"accumulate a gradient onto itself", "updates input 0 buffer 13 'grad/w' in place and also reads it as input 1",
