@@ -18,14 +18,15 @@ static void add_part(tf_overhead_model *model, const char *name, int64_t bytes, 
 
 static void cuda_overhead(tf_overhead_model *m) {
   add_part(m, "context", 768 * MIB,
-           "default: the CUDA context (lazy module loading; its local-memory reserve grows with the SM count); "
-           "PyTorch processes show 0.3-0.6 GiB after their first CUDA call; --device cuda:N measures it");
-  add_part(m, "libraries", 64 * MIB,
-           "default: the cuBLAS handle (its workspace is in the arena, cublasSetWorkspace); cuBLAS 12 keeps up to "
-           "32 MiB per handle on Hopper when none is set; --device cuda:N measures it");
-  add_part(m, "module_code", 128 * MIB,
+           "default: the CUDA context (its local-memory reserve grows with the SM count); PyTorch processes "
+           "show 0.3-0.6 GiB; NVML measured 523.6 MiB on an H200 (CUDA 13.0); --device cuda:N measures it");
+  add_part(m, "libraries", 80 * MIB,
+           "default: the cuBLAS handle, streams and events (cuBLAS's workspace is in the arena, "
+           "cublasSetWorkspace); measured 66 MiB on an H200 (CUDA 13.0); --device cuda:N measures it");
+  add_part(m, "module_code", 112 * MIB,
            "default: device code of tightfit's kernels and of the cuBLAS kernels loaded on first use (lazy "
-           "loading, all loaded by the warm-up before capture); not yet measured on a GPU");
+           "loading, all loaded by the warm-up before capture); the warm-up and graphs of gpt2-small took "
+           "under 10 MiB on an H200");
   m->granularity = 2 * MIB;
   snprintf(m->granularity_source, sizeof(m->granularity_source), "%s",
            "default: cudaMalloc rounds each region up to the allocation granularity, 2 MiB on current GPUs "
@@ -34,7 +35,7 @@ static void cuda_overhead(tf_overhead_model *m) {
   m->graph_step_bytes = 16 * KIB;
   snprintf(m->graph_source, sizeof(m->graph_source), "%s",
            "default: CUDA-graph executables, 32 MiB + 16 KiB per captured step (micro-batch and forward blocks "
-           "twice, optimizer block once); not yet measured on a GPU");
+           "twice, optimizer block once); with the warm-up under 10 MiB for gpt2-small's 733 steps on an H200");
 }
 
 static void vulkan_overhead(tf_overhead_model *m) {
