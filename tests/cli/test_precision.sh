@@ -5,7 +5,9 @@
 # plans compile for the Vulkan target and, on a Vulkan device (lavapipe in CI), train 5 steps with
 # the losses of the same options on the CPU within 1e-5 relative (tests/vulkan/test_vulkan_training
 # compares 20 steps through the library); an unknown precision is refused; per-node overrides
-# (--precision-override, or stored in the graph) change what is stored, node by node. Usage:
+# (--precision-override, or stored in the graph) change what is stored, node by node; --matmul-math
+# is stored in the plan, printed, leaves the memory alone and (on the CPU, which computes in f32) the
+# losses too; an unknown value is refused. Usage:
 # test_precision.sh path/to/tightfit (run from the repository root).
 tf="$1"
 dir=$(mktemp -d)
@@ -146,6 +148,23 @@ json.dump(g, open(sys.argv[1], "w"))' "$dir/gpt_override.json" "$gelu0" &&
 else
   echo "note: no flatc or python3; the override stored in a graph file was not checked here (test_graph_fb does)"
 fi
+
+# --matmul-math: stored in the plan and printed by compile and report; the same memory; on the CPU the
+# products stay f32, so the losses are those of the f32 plan bit for bit; an unknown value is refused.
+"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --optimizer adamw --lr 1e-3 --matmul-math bf16 -o "$dir/mm.tfplan" \
+  >"$dir/mm.out" 2>&1 || fail "compile --matmul-math bf16: $(tail -n 2 "$dir/mm.out")"
+grep -q "^matmul math: bf16 operands, f32 accumulation" "$dir/mm.out" || fail "compile does not print the matmul math"
+"$tf" report "$dir/mm.tfplan" 2>&1 | grep -q "^matmul math: bf16" || fail "report does not print the matmul math"
+[ "$(total_bytes "$dir/mm.out")" = "$f32" ] || fail "--matmul-math changed the plan's memory"
+"$tf" train "$dir/mm.tfplan" --data models/data/text/train --steps 3 --log-every 1 >"$dir/train_mm" 2>&1 &&
+  "$tf" train "$dir/fp32.tfplan" --data models/data/text/train --steps 3 --log-every 1 >"$dir/train_mm32" 2>&1 &&
+  [ "$(losses "$dir/train_mm")" = "$(losses "$dir/train_mm32")" ] &&
+  echo "ok: --matmul-math bf16 is stored and printed; on the cpu the losses equal f32's" ||
+  fail "--matmul-math bf16 on the cpu: losses differ from f32's or the run failed"
+"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --matmul-math fp8 -o "$dir/bad.tfplan" >"$dir/bad.out" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "unknown matmul math 'fp8' (fp32, bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
+  echo "ok: --matmul-math fp8 refused (exit 2)" || fail "--matmul-math fp8: exit $rc, $(head -n 1 "$dir/bad.out")"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
