@@ -289,6 +289,8 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
     if (chosen == UINT32_MAX || !(family[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
       chosen = i;
   }
+  if (chosen != UINT32_MAX)
+    vk->timestamp_bits = family[chosen].timestampValidBits;
   free(family);
   if (chosen == UINT32_MAX)
     return tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: device '%s' has no compute queue", vk->properties.deviceName);

@@ -40,7 +40,8 @@
   X(CmdDispatch) X(CreateShaderModule) X(DestroyShaderModule) X(CreateComputePipelines) \
   X(DestroyPipeline) X(CreatePipelineLayout) X(DestroyPipelineLayout) X(CreateDescriptorSetLayout) \
   X(DestroyDescriptorSetLayout) X(CreateDescriptorPool) X(DestroyDescriptorPool) X(AllocateDescriptorSets) \
-  X(UpdateDescriptorSets) X(DeviceWaitIdle)
+  X(UpdateDescriptorSets) X(DeviceWaitIdle) X(CreateQueryPool) X(DestroyQueryPool) \
+  X(CmdResetQueryPool) X(CmdWriteTimestamp) X(GetQueryPoolResults)
 // clang-format on
 
 typedef struct vk_functions {
@@ -165,6 +166,7 @@ typedef struct vk_state {
   int64_t loop_limit;     /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;
+  uint32_t timestamp_bits; /* the queue family's timestampValidBits (0: no timestamps) */
   VkQueue queue;
   VkCommandPool command_pool;
   /* vk_memory.c */
@@ -187,6 +189,11 @@ typedef struct vk_state {
   int32_t n_recordings;
   VkFence run_fence;
   bool run_pending;
+  int32_t run_first, run_end; /* the commands [run_first, run_end) of the submission in flight */
+  /* vk_profile.c (TIGHTFIT_VULKAN_PROFILE): timestamps around every command; NULL pool when off */
+  VkQueryPool profile_pool;
+  double *profile_ms; /* per step, added over the runs */
+  int64_t profile_runs;
 } vk_state;
 
 /* ---- vk_device.c ---- */
@@ -225,5 +232,22 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
 tf_status vk_record_run(vk_state *vk, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
 tf_status vk_record_wait(vk_state *vk);
 void vk_record_release(vk_state *vk);
+
+/* ---- vk_profile.c ---- */
+/* TIGHTFIT_VULKAN_PROFILE=FILE ("-": stderr): every command of the recordings runs alone (a barrier
+ * before each) between two timestamps; after each run the times are added to their steps, and when
+ * the plan is released FILE gets the time per op and the slowest steps (plan/step_profile.h). A
+ * diagnostic: the barriers serialise what would overlap. */
+bool vk_profile_wanted(void);
+/* Creates the query pool for the program's commands; a device without timestamps is refused. */
+tf_status vk_profile_start(vk_state *vk);
+/* In a recording: reset the range's queries (before its first command), then a timestamp before and
+ * after each command (vk_profile_mark with after false / true). */
+void vk_profile_reset(const vk_state *vk, VkCommandBuffer commands, int32_t first, int32_t end);
+void vk_profile_mark(const vk_state *vk, VkCommandBuffer commands, int32_t index, bool after);
+/* After the submission of commands [first, end) completed: adds their times to their steps. */
+tf_status vk_profile_collect(vk_state *vk, int32_t first, int32_t end);
+/* Writes the tables (when any run was timed) and destroys the pool. */
+void vk_profile_finish(vk_state *vk);
 
 #endif

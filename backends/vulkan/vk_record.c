@@ -260,18 +260,21 @@ static tf_status record(vk_state *vk, int32_t begin, int32_t end, int32_t half, 
   hazards h = {.reads = NULL, .writes = NULL, .n_reads = 0, .n_writes = 0, .capacity = 0};
   bool ok = true;
   const vk_program *program = &vk->program;
+  vk_profile_reset(vk, commands, program->step_first[begin], program->step_first[end]);
   for (int32_t index = program->step_first[begin]; index < program->step_first[end] && ok; index++) {
     byte_range ranges[VK_OPERANDS + 1];
     bool written[VK_OPERANDS + 1];
     int32_t n = ranges_of(vk, &program->commands[index], half, ranges, written);
-    bool wait = false;
+    bool wait = vk->profile_pool != VK_NULL_HANDLE; /* profiling: every command alone */
     for (int32_t i = 0; i < n && !wait; i++)
       wait = overlaps(h.writes, h.n_writes, &ranges[i]) || (written[i] && overlaps(h.reads, h.n_reads, &ranges[i]));
     if (wait) {
       barrier(vk, commands);
       h.n_reads = h.n_writes = 0;
     }
+    vk_profile_mark(vk, commands, index, false);
     record_command(vk, commands, index, half);
+    vk_profile_mark(vk, commands, index, true);
     for (int32_t i = 0; i < n && ok; i++)
       ok = push_range(&h, written[i], ranges[i]);
   }
@@ -335,6 +338,8 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .subgroup_size = vk->subgroup_size,
                       .loop_limit = vk->loop_limit};
   TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, &vk->program));
+  if (vk_profile_wanted())
+    TF_RETURN_IF_ERROR(vk_profile_start(vk));
   TF_RETURN_IF_ERROR(vk_pipelines_create(vk));
   TF_RETURN_IF_ERROR(allocate_sets(vk));
   VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -392,6 +397,8 @@ tf_status vk_record_run(vk_state *vk, int32_t begin, int32_t end, int32_t io_slo
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetFences(vk->device, 1, &vk->run_fence), "vkResetFences"));
   TF_RETURN_IF_ERROR(vk_check(vk->fn.QueueSubmit(vk->queue, 1, &submit, vk->run_fence), "vkQueueSubmit"));
   vk->run_pending = true;
+  vk->run_first = vk->program.step_first[begin];
+  vk->run_end = vk->program.step_first[end];
   return NULL;
 }
 
@@ -399,13 +406,16 @@ tf_status vk_record_wait(vk_state *vk) {
   if (!vk->run_pending)
     return NULL;
   vk->run_pending = false;
-  return vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->run_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  TF_RETURN_IF_ERROR(
+      vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->run_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  return vk_profile_collect(vk, vk->run_first, vk->run_end);
 }
 
 void vk_record_release(vk_state *vk) {
   if (!vk->device)
     return;
   vk->fn.DeviceWaitIdle(vk->device);
+  vk_profile_finish(vk);
   for (int32_t i = 0; i < vk->n_recordings; i++)
     vk->fn.FreeCommandBuffers(vk->device, vk->command_pool, 1, &vk->recordings[i].commands);
   vk->n_recordings = 0;
