@@ -71,4 +71,17 @@ static inline int64_t tf_linear_loss_chunk_elements(const tf_linear_loss_geometr
   return g->chunk_rows * g->classes;
 }
 
+/* The Vulkan workspace of a fused loss head, in f32 words (backends/vulkan/vk_lower_linear_loss.c):
+ * one chunk of logits, then each row's loss term (every row of the step: the loss is summed once,
+ * in a fixed order, after the last chunk), then the count of the labels that count (a u32). */
+static inline int64_t tf_linear_loss_vulkan_terms_at(const tf_linear_loss_geometry *g) {
+  return tf_linear_loss_chunk_elements(g);
+}
+static inline int64_t tf_linear_loss_vulkan_count_at(const tf_linear_loss_geometry *g) {
+  return tf_linear_loss_vulkan_terms_at(g) + g->rows;
+}
+static inline int64_t tf_linear_loss_vulkan_workspace_words(const tf_linear_loss_geometry *g) {
+  return tf_linear_loss_vulkan_count_at(g) + 1;
+}
+
 #endif

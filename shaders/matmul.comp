@@ -67,10 +67,11 @@ layout(push_constant) uniform Push {
                        // bit 3: B read as vec4 (subgroup variant), bit 4: C += the product
   uint lda, ldb;       // row strides as stored
   uint batch_rank;     // collapsed batch axes (<= 4)
-  uint reserved;
-  uint batch_shape[4];
+  uint a_offset;       // element offsets of A, B and C in their bindings (a row block of a larger
+  uint batch_shape[4]; // buffer: the fused loss heads' chunks); C's rows are n elements apart
   uint a_batch_stride[4];
   uint b_batch_stride[4];
+  uint b_offset, c_offset;
 } pc;
 #else
 layout(push_constant) uniform Push {
@@ -202,8 +203,8 @@ void store_c(uint row, uint col, float value) {
 // Sets the batch entry's bases (MODE 0) or the image and group (conv modes) of workgroup slice z.
 void select_batch(uint z) {
 #if MODE == 0
-  a_base = 0u;
-  b_base = 0u;
+  a_base = pc.a_offset;
+  b_base = pc.b_offset;
   uint rest = z;
   for (int d = int(pc.batch_rank) - 1; d >= 0; d--) {
     uint index = rest % pc.batch_shape[d];
@@ -211,7 +212,7 @@ void select_batch(uint z) {
     a_base += index * pc.a_batch_stride[d];
     b_base += index * pc.b_batch_stride[d];
   }
-  c_base = z * pc.m * pc.n;
+  c_base = pc.c_offset + z * pc.m * pc.n;
 #elif MODE == 2
   group_index = z;
 #else

@@ -48,6 +48,15 @@ tf_status vk_emit_dispatch(vk_lower *l, vk_shader shader, int32_t n, const int32
                            const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
 tf_status vk_emit_fill(vk_lower *l, int32_t buffer); /* buffer = 0 */
 tf_status vk_emit_copy(vk_lower *l, int32_t from, int32_t to, int64_t bytes);
+/* One GEMM C[m, n] (+)= op(A) op(B) over row blocks of plan buffers (shaders/matmul.comp, MODE 0):
+ * a, b, c are plan buffer ids; the offsets are elements into them; A is [m, k] with row stride lda
+ * ([k, m] when ta), B [k, n] with ldb ([n, k] when tb), C's rows n elements apart. */
+typedef struct vk_gemm {
+  int32_t a, b, c;
+  int64_t a_offset, b_offset, c_offset, lda, ldb, m, n, k;
+  bool ta, tb, accumulate;
+} vk_gemm;
+tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g);
 /* An UNSUPPORTED status naming the step, its op and `why` (printf-style). */
 tf_status vk_refuse(const vk_lower *l, const char *fmt, ...) TF_PRINTF(2, 3);
 

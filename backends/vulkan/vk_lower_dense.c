@@ -13,9 +13,11 @@
 static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 : 64; }
 
 typedef struct matmul_push {
-  uint32_t m, n, k, flags, lda, ldb, batch_rank, reserved;
+  uint32_t m, n, k, flags, lda, ldb, batch_rank, a_offset;
   uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
+  uint32_t b_offset, c_offset;
 } matmul_push;
+_Static_assert(sizeof(matmul_push) <= VK_PUSH_WORDS * 4, "matmul push constants");
 
 typedef struct conv_push {
   uint32_t m, n, k, flags, batch;
@@ -121,6 +123,28 @@ tf_status vk_lower_matmul(vk_lower *l) {
   return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
                           (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
                           (uint32_t)batches);
+}
+
+tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g) {
+  if (g->m == 0 || g->n == 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(check_grid(l, g->m, g->n, 1));
+  TF_RETURN_IF_ERROR(vk_check_loops(l, (g->k + 7) / 8 + 8));
+  matmul_push push;
+  memset(&push, 0, sizeof(push));
+  push.m = (uint32_t)g->m;
+  push.n = (uint32_t)g->n;
+  push.k = (uint32_t)g->k;
+  const bool vec4 = !g->tb && g->n % 4 == 0 && g->ldb % 4 == 0 && g->b_offset % 4 == 0;
+  push.flags = (g->ta ? 1u : 0u) | (g->tb ? 2u : 0u) | (vec4 ? 8u : 0u) | (g->accumulate ? 16u : 0u);
+  push.lda = (uint32_t)g->lda;
+  push.ldb = (uint32_t)g->ldb;
+  push.a_offset = (uint32_t)g->a_offset;
+  push.b_offset = (uint32_t)g->b_offset;
+  push.c_offset = (uint32_t)g->c_offset;
+  int32_t buffers[4] = {g->a, g->b, g->c, -1};
+  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
+                          (uint32_t)((g->n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((g->m + TILE_M - 1) / TILE_M), 1);
 }
 
 static tf_tensor_ref tensor_of(const tf_plan_buffer *b) {

@@ -1,88 +1,180 @@
-/* The fused loss head: linear_cross_entropy (one workgroup) and its gradients (three dispatches,
- * four with a bias: each row's log sum exp parked in dx, then dweight, then dbias, then dx); the
- * single-pass forms are the loss dispatch followed by the gradient's,
- * shaders/linear_loss.comp. No workspace: the logits are recomputed as dot products where they are
- * needed. */
+/* The fused loss head: linear_cross_entropy and its gradient forms, chunk_rows rows at a time as on
+ * the CPU and CUDA (kernels/cpu/linear_loss.c): per chunk, the logits as one GEMM into the step's
+ * workspace (shaders/matmul.comp on row blocks), the row pass (shaders/linear_loss.comp: log sum
+ * exp, loss terms, dlogits in place), then dx (a GEMM into the chunk's rows of dx), dweight (a GEMM
+ * summed over the chunks) and dbias. The loss is summed once, after the last chunk, from every
+ * row's term. The workspace is core/linear_loss.h's tf_linear_loss_vulkan_workspace_words. */
+#include <string.h>
+
 #include "backends/vulkan/vk_lower.h"
 #include "core/linear_loss.h"
 
-enum { MODE_LOSS = 0, MODE_STATS, MODE_DWEIGHT, MODE_DX, MODE_DBIAS };
+enum { MODE_COUNT = 0, MODE_ROWS, MODE_DBIAS, MODE_LOSS };
 
 typedef struct linear_loss_push {
-  uint32_t rows, features, classes, transposed;
+  uint32_t rows, classes;
   int32_t ignore_low, ignore_high;
-  uint32_t mode, has_bias, accumulate;
+  uint32_t mode, first, chunk, terms_at, count_at, has_bias, want_loss, want_grad, add;
 } linear_loss_push;
 
-/* Bindings: x, weight, labels, dloss, the loss or dx, dweight, bias, dbias (-1 where the step has
- * none). The single-pass forms (loss, dx, dweight [, dbias]) run the loss mode on output 0 and the
- * gradient modes on the outputs after it: this shader recomputes the logits in every mode anyway. */
-static tf_status dispatch(vk_lower *l, linear_loss_push push, uint32_t mode, int64_t items, int64_t loops) {
+typedef struct head {
+  tf_linear_loss_geometry g;
+  int32_t x, weight, labels, dloss, bias, work; /* plan buffer ids; -1: none */
+  int32_t loss, dx, dweight, dbias;             /* outputs (or accumulators); -1: none */
+  bool accumulate;
+  linear_loss_push push;
+} head;
+
+/* Bindings: labels, dloss, workspace, bias, loss, dbias (-1: the dummy). */
+static tf_status shader(vk_lower *l, const head *h, uint32_t mode, uint32_t groups, int64_t loops) {
+  linear_loss_push push = h->push;
   push.mode = mode;
-  const bool gradient = l->step->op != TF_OP_LINEAR_CROSS_ENTROPY && mode != MODE_LOSS;
-  const int32_t bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs);
-  const int32_t dx = gradient ? tf_linear_loss_dx_output(l->step->op) : 0;
-  /* dweight and dbias: outputs after dx, or the accumulators the _accumulate forms take */
-  const int32_t sum = tf_linear_loss_dweight_input(l->step->op, l->step->n_inputs);
-  const int32_t dweight = !gradient ? -1 : push.accumulate ? vk_in(l, sum) : vk_out(l, dx + 1);
-  const int32_t dbias = !gradient || bias < 0 ? -1 : push.accumulate ? vk_in(l, sum + 1) : vk_out(l, dx + 2);
-  int32_t buffers[8] = {vk_in(l, 0),
-                        vk_in(l, 1),
-                        vk_in(l, 2),
-                        gradient ? vk_in(l, 3) : -1,
-                        vk_out(l, dx),
-                        dweight,
-                        bias >= 0 ? vk_in(l, bias) : -1,
-                        dbias};
-  uint32_t writes = mode == MODE_DWEIGHT ? 0x20 : mode == MODE_DBIAS ? 0x80 : 0x10;
-  uint32_t groups = mode == MODE_LOSS ? 1 : vk_groups(items, 256);
-  int64_t rounds = mode == MODE_LOSS ? (items + 255) / 256 : vk_grid_rounds(items, 256);
-  TF_RETURN_IF_ERROR(vk_check_loops(l, rounds * loops));
-  return vk_emit_dispatch(l, VK_SHADER_linear_loss, 8, buffers, writes, &push, sizeof(push), groups, 1, 1);
+  const int32_t buffers[6] = {
+      h->labels, h->dloss, h->work, h->bias, mode == MODE_LOSS ? h->loss : -1, mode == MODE_DBIAS ? h->dbias : -1};
+  const uint32_t writes = mode == MODE_LOSS ? 0x10 : mode == MODE_DBIAS ? 0x20 : 0x4;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, loops));
+  return vk_emit_dispatch(l, VK_SHADER_linear_loss, 6, buffers, writes, &push, sizeof(push), groups, 1, 1);
 }
 
-tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
+/* logits[0 .. rows) of the workspace = x[first ..] weightᵀ (or x weight); the bias is the row pass's. */
+static tf_status chunk_logits(vk_lower *l, const head *h, int64_t first, int64_t rows) {
+  const tf_linear_loss_geometry *g = &h->g;
+  vk_gemm p = {.a = h->x,
+               .b = h->weight,
+               .c = h->work,
+               .a_offset = first * g->features,
+               .lda = g->features,
+               .ldb = g->transpose_weight ? g->features : g->classes,
+               .m = rows,
+               .n = g->classes,
+               .k = g->features,
+               .tb = g->transpose_weight};
+  return vk_emit_gemm(l, &p);
+}
+
+/* dx[first ..] = dlogits weight (or dlogits weightᵀ). */
+static tf_status chunk_dx(vk_lower *l, const head *h, int64_t first, int64_t rows) {
+  const tf_linear_loss_geometry *g = &h->g;
+  vk_gemm p = {.a = h->work,
+               .b = h->weight,
+               .c = h->dx,
+               .c_offset = first * g->features,
+               .lda = g->classes,
+               .ldb = g->transpose_weight ? g->features : g->classes,
+               .m = rows,
+               .n = g->features,
+               .k = g->classes,
+               .tb = !g->transpose_weight};
+  return vk_emit_gemm(l, &p);
+}
+
+/* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]). */
+static tf_status chunk_dweight(vk_lower *l, const head *h, int64_t first, int64_t rows, bool add) {
+  const tf_linear_loss_geometry *g = &h->g;
+  vk_gemm p = {.c = h->dweight, .k = rows, .ta = true, .accumulate = add};
+  if (g->transpose_weight) {
+    p.a = h->work, p.lda = g->classes, p.b = h->x, p.b_offset = first * g->features, p.ldb = g->features;
+    p.m = g->classes, p.n = g->features;
+  } else {
+    p.a = h->x, p.a_offset = first * g->features, p.lda = g->features, p.b = h->work, p.ldb = g->classes;
+    p.m = g->features, p.n = g->classes;
+  }
+  return vk_emit_gemm(l, &p);
+}
+
+/* The head of step l->step: its buffers, geometry and push constants; refuses what it cannot run. */
+static tf_status head_of(vk_lower *l, head *h) {
+  const tf_plan_step *step = l->step;
+  memset(h, 0, sizeof(*h));
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *weight = vk_buffer(l, vk_in(l, 1));
   const tf_plan_buffer *labels = vk_buffer(l, vk_in(l, 2));
   if (labels->dtype != TF_I32)
     return vk_refuse(l, "labels '%s' are %s; the vulkan backend reads i32 labels", labels->name,
                      tf_dtype_name(labels->dtype));
-  const bool transposed = l->step->attrs.u.cross_entropy.transpose_weight;
-  const int64_t features = x->shape[x->rank - 1], classes = weight->shape[transposed ? 0 : 1];
-  const int64_t rows = features > 0 ? vk_count(x) / features : 0;
+  tf_tensor_ref xr = tf_tensor_ref_make(NULL, x->dtype, x->rank, x->shape);
+  tf_tensor_ref wr = tf_tensor_ref_make(NULL, weight->dtype, weight->rank, weight->shape);
+  h->g = tf_linear_loss_geometry_of(&step->attrs, &xr, &wr);
+  const int64_t needed = 4 * tf_linear_loss_vulkan_workspace_words(&h->g);
+  const int64_t given = step->workspace >= 0 ? vk_buffer(l, step->workspace)->bytes : 0;
+  if (given < needed)
+    return vk_refuse(l,
+                     "its Vulkan shaders need %lld workspace bytes and the plan gives it %lld: this plan was compiled "
+                     "for the '%s' target; compile it for 'vulkan'",
+                     (long long)needed, (long long)given, l->plan->target ? l->plan->target : "?");
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(x), x->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(weight), weight->name));
-  const int64_t ignore = l->step->attrs.u.cross_entropy.ignore_index;
-  linear_loss_push push = {.rows = (uint32_t)rows,
-                           .features = (uint32_t)features,
-                           .classes = (uint32_t)classes,
-                           .transposed = transposed,
-                           .ignore_low = (int32_t)(uint32_t)ignore,
-                           .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
-                           .mode = 0,
-                           .has_bias = tf_linear_loss_bias_input(l->step->op, l->step->n_inputs) >= 0,
-                           .accumulate = tf_linear_loss_accumulates(l->step->op)};
-  /* loop iterations of one invocation, from above: a row's log sum exp walks the classes three
-   * times over the features; counting the labels walks the rows */
-  const int64_t row_walk = 3 * classes * (features + 1) + features;
-  if (l->step->op == TF_OP_LINEAR_CROSS_ENTROPY || tf_linear_loss_is_train(l->step->op))
-    TF_RETURN_IF_ERROR(dispatch(l, push, MODE_LOSS, rows, row_walk + 16));
-  if (l->step->op == TF_OP_LINEAR_CROSS_ENTROPY)
-    return NULL;
-  const int32_t dx = tf_linear_loss_dx_output(l->step->op);
-  if (rows > 0 && features == 0 && push.has_bias) /* the logits are the bias: dbias is not 0 */
-    return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a head with a bias", x->name);
-  if ((rows == 0 || features == 0) && push.accumulate)
-    return NULL; /* nothing to add */
-  if (rows == 0 || features == 0) {
-    TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, dx + 1)));
-    if (push.has_bias)
-      TF_RETURN_IF_ERROR(vk_emit_fill(l, vk_out(l, dx + 2)));
-    return NULL;
+  TF_RETURN_IF_ERROR(vk_check_count(l, needed / 4, "the workspace"));
+  const bool forward = step->op == TF_OP_LINEAR_CROSS_ENTROPY, train = tf_linear_loss_is_train(step->op);
+  const int32_t bias = tf_linear_loss_bias_input(step->op, step->n_inputs);
+  h->x = vk_in(l, 0), h->weight = vk_in(l, 1), h->labels = vk_in(l, 2);
+  h->dloss = forward ? -1 : vk_in(l, 3);
+  h->bias = bias >= 0 ? vk_in(l, bias) : -1;
+  h->work = step->workspace;
+  h->accumulate = tf_linear_loss_accumulates(step->op);
+  h->loss = forward || train ? vk_out(l, 0) : -1;
+  if (!forward) {
+    const int32_t dx = tf_linear_loss_dx_output(step->op), sum = tf_linear_loss_dweight_input(step->op, step->n_inputs);
+    h->dx = vk_out(l, dx);
+    h->dweight = h->accumulate ? vk_in(l, sum) : vk_out(l, dx + 1);
+    h->dbias = bias < 0 ? -1 : h->accumulate ? vk_in(l, sum + 1) : vk_out(l, dx + 2);
+  } else {
+    h->dx = h->dweight = h->dbias = -1;
   }
-  TF_RETURN_IF_ERROR(dispatch(l, push, MODE_STATS, rows, row_walk));
-  TF_RETURN_IF_ERROR(dispatch(l, push, MODE_DWEIGHT, classes * features, rows + rows * (features + 2)));
-  if (push.has_bias) /* reads the statistics parked in dx, before DX overwrites them */
-    TF_RETURN_IF_ERROR(dispatch(l, push, MODE_DBIAS, classes, rows + rows * (features + 2)));
-  return dispatch(l, push, MODE_DX, rows * features, rows + row_walk + classes * (features + 2));
+  const int64_t ignore = step->attrs.u.cross_entropy.ignore_index;
+  h->push = (linear_loss_push){.rows = (uint32_t)h->g.rows,
+                               .classes = (uint32_t)h->g.classes,
+                               .ignore_low = (int32_t)(uint32_t)ignore,
+                               .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
+                               .terms_at = (uint32_t)tf_linear_loss_vulkan_terms_at(&h->g),
+                               .count_at = (uint32_t)tf_linear_loss_vulkan_count_at(&h->g),
+                               .has_bias = bias >= 0,
+                               .want_loss = forward || train,
+                               .want_grad = !forward};
+  return NULL;
+}
+
+/* A step whose head has no rows: the loss is 0 (no label counts), dx is empty, dweight and dbias 0
+ * (nothing to add when accumulating). A head with no features is not degenerate: its logits are the
+ * bias (or 0), which the GEMM of an empty sum writes. */
+static tf_status no_rows(vk_lower *l, const head *h) {
+  if (h->loss >= 0) {
+    TF_RETURN_IF_ERROR(shader(l, h, MODE_COUNT, 1, 16));
+    TF_RETURN_IF_ERROR(shader(l, h, MODE_LOSS, 1, 16));
+  }
+  if (h->dx < 0 || h->accumulate)
+    return NULL;
+  TF_RETURN_IF_ERROR(vk_emit_fill(l, h->dweight));
+  return h->dbias >= 0 ? vk_emit_fill(l, h->dbias) : NULL;
+}
+
+tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
+  head h;
+  TF_RETURN_IF_ERROR(head_of(l, &h));
+  const tf_linear_loss_geometry *g = &h.g;
+  if (g->rows == 0)
+    return no_rows(l, &h);
+  TF_RETURN_IF_ERROR(shader(l, &h, MODE_COUNT, 1, (g->rows + 255) / 256 + 16));
+  const int64_t row_loops = 3 * ((g->classes + 255) / 256) + 32;
+  for (int64_t first = 0; first < g->rows; first += g->chunk_rows) {
+    const int64_t rows = g->rows - first < g->chunk_rows ? g->rows - first : g->chunk_rows;
+    h.push.first = (uint32_t)first;
+    h.push.chunk = (uint32_t)rows;
+    TF_RETURN_IF_ERROR(chunk_logits(l, &h, first, rows));
+    const uint32_t groups = vk_groups(rows, 1);
+    TF_RETURN_IF_ERROR(shader(l, &h, MODE_ROWS, groups, vk_grid_rounds(rows, 1) * row_loops));
+    if (h.dx < 0)
+      continue;
+    const bool add = first > 0 || h.accumulate;
+    TF_RETURN_IF_ERROR(chunk_dx(l, &h, first, rows));
+    TF_RETURN_IF_ERROR(chunk_dweight(l, &h, first, rows, add));
+    if (h.dbias >= 0) {
+      h.push.add = add;
+      TF_RETURN_IF_ERROR(
+          shader(l, &h, MODE_DBIAS, vk_groups(g->classes, 256), vk_grid_rounds(g->classes, 256) * (rows + 2)));
+      h.push.add = 0;
+    }
+  }
+  if (h.loss >= 0)
+    TF_RETURN_IF_ERROR(shader(l, &h, MODE_LOSS, 1, (g->rows + 255) / 256 + 16));
+  return NULL;
 }
