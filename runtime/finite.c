@@ -1,11 +1,14 @@
 /* tf_session_find_nonfinite (tightfit/runtime.h): the check behind `tightfit train --check-finite`
- * and the check of loaded weights. Buffers are read in chunks through a stack array, so the scan
- * allocates nothing and can run between training steps (tests/alloc_probe watches those). */
+ * and the check of loaded weights. Buffers are read in pieces through the session's scratch (up to
+ * 1 MiB, allocated at create: runtime/session_scratch.h) or a 16 KiB stack array, so the scan
+ * allocates nothing and can run between training steps (tests/alloc_probe watches those). On a
+ * device each read is a round trip: 16 KiB pieces made gpt2-small's scan 0.7 s a step on an H200. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/session_scratch.h"
 #include "tightfit/runtime.h"
 
 enum { CHUNK_BYTES = 16 << 10 };
@@ -39,14 +42,22 @@ static bool is_float(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16
 tf_status tf_session_find_nonfinite(tf_session *session, uint32_t roles, tf_nonfinite *out) {
   *out = (tf_nonfinite){-1, -1, 0};
   const tf_plan *plan = tf_session_plan(session);
-  _Alignas(8) unsigned char chunk[CHUNK_BYTES];
+  _Alignas(8) unsigned char stack_chunk[CHUNK_BYTES];
+  /* the session's scratch when it is larger: one read per piece, and a device read is a round trip */
+  int64_t chunk_bytes = 0;
+  unsigned char *chunk = tf_session_scratch(session, &chunk_bytes);
+  if (!chunk || chunk_bytes < CHUNK_BYTES) {
+    chunk = stack_chunk;
+    chunk_bytes = CHUNK_BYTES;
+  }
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     if (!(roles & (1u << b->role)) || !is_float(b->dtype) || b->bytes == 0)
       continue;
-    const int64_t element = tf_dtype_size(b->dtype), per_chunk = CHUNK_BYTES / element;
+    const int64_t element = tf_dtype_size(b->dtype), per_chunk = chunk_bytes / element;
     for (int64_t first = 0; first * element < b->bytes; first += per_chunk) {
-      const int64_t bytes = b->bytes - first * element < CHUNK_BYTES ? b->bytes - first * element : CHUNK_BYTES;
+      const int64_t bytes =
+          b->bytes - first * element < per_chunk * element ? b->bytes - first * element : per_chunk * element;
       TF_RETURN_IF_ERROR(tf_session_read_range(session, id, first * element, chunk, bytes));
       double value = 0;
       int64_t bad = first_nonfinite(b->dtype, chunk, bytes / element, &value);

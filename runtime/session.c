@@ -18,6 +18,7 @@
 #include "backends/backend.h"
 #include "runtime/init.h"
 #include "runtime/safetensors.h"
+#include "runtime/session_scratch.h"
 #include "tightfit/runtime.h"
 
 struct tf_session {
@@ -35,7 +36,36 @@ struct tf_session {
   int32_t forward_end; /* steps [0, forward_end) are the forward phase */
   tf_session_scaling scaling;
   int64_t growth_interval; /* f16: good steps after which the loss scale doubles */
+  void *scratch;           /* runtime/session_scratch.h */
+  int64_t scratch_bytes;
 };
+
+/* The read scratch (runtime/session_scratch.h): as large as the largest float buffer of the
+ * parameters, gradients and optimizer state, at most TF_SESSION_SCRATCH_MAX_BYTES. */
+static tf_status allocate_scratch(tf_session *s) {
+  const uint32_t roles = (1u << TF_ROLE_PARAMETER) | (1u << TF_ROLE_GRADIENT) | (1u << TF_ROLE_OPTIMIZER_STATE);
+  int64_t bytes = 0;
+  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &s->plan->buffers[i];
+    if ((roles & (1u << b->role)) && (b->dtype == TF_F32 || b->dtype == TF_F16 || b->dtype == TF_BF16) &&
+        b->bytes > bytes)
+      bytes = b->bytes;
+  }
+  bytes = bytes < TF_SESSION_SCRATCH_MAX_BYTES ? (bytes + 7) / 8 * 8 : TF_SESSION_SCRATCH_MAX_BYTES;
+  if (bytes == 0)
+    return NULL;
+  s->scratch = malloc((size_t)bytes);
+  if (!s->scratch)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate the session's %lld-byte read scratch",
+                         (long long)bytes);
+  s->scratch_bytes = bytes;
+  return NULL;
+}
+
+void *tf_session_scratch(tf_session *session, int64_t *bytes) {
+  *bytes = session->scratch_bytes;
+  return session->scratch;
+}
 
 tf_session_options tf_session_options_default(void) {
   tf_session_options options;
@@ -172,6 +202,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
     status = backend->prepare(s->state, plan, s->regions);
   if (!status)
     status = start_scaling(s, options->loss_scale_growth_interval);
+  if (!status)
+    status = allocate_scratch(s);
   if (status) {
     tf_session_destroy(s);
     return tf_status_prefix(status, "session on %s", name);
@@ -192,6 +224,7 @@ void tf_session_destroy(tf_session *s) {
       s->backend->free_region(s->state, s->regions[r]);
   if (s->state)
     s->backend->destroy(s->state);
+  free(s->scratch);
   free(s);
 }
 
