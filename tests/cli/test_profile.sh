@@ -1,11 +1,15 @@
 #!/bin/sh
 # The step profiles (TIGHTFIT_VULKAN_PROFILE, TIGHTFIT_CUDA_PROFILE) through train: the file names
 # the backend, every step of the plan and every run; the op totals add up to the total and their
-# step counts to the plan's steps; the losses are those of the same run unprofiled (the profile only
+# step counts to the plan's steps (which op is heaviest is not asserted: that is timing, and
+# under a loaded or instrumented run it varies); the losses are those of the same run unprofiled (the profile only
 # adds barriers or events); a path that cannot be written fails the session's creation (exit 2)
 # before any step. Vulkan runs on lavapipe in CI; CUDA where a GPU is present, else it says skip.
 # Usage: test_profile.sh path/to/tightfit (run from the repository root).
 tf="$1"
+# Leak checks off under ASan, as for the other CLI tests' Vulkan runs: lavapipe leaks a small cache
+# from a module it has unloaded, which no suppression can name.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failures=0
@@ -45,10 +49,6 @@ for backend in vulkan cuda; do
         printf "op totals %.3f ms over %d steps; header %.3f ms over %d steps\n", sum, count, total, steps; exit 1 }
     }' "$p" >"$dir/awk" 2>&1 || fail "$backend: $(cat "$dir/awk")"
   [ "$(sed -n '/^# slowest steps/,$p' "$p" | wc -l)" -eq 26 ] || fail "$backend: not 25 slowest steps"
-  # time lands on the steps that spend it: a transformer's heaviest op is a product or attention
-  top=$(sed -n 3p "$p" | awk '{print $1}')
-  case "$top" in matmul | attention | attention_grad | linear_cross_entropy*) ;;
-    *) fail "$backend: the heaviest op is '$top', not a product or attention: times on the wrong steps?" ;; esac
   env "$variable=$dir/no/such/folder/x" "$tf" train "$dir/$backend.tfplan" --device $backend:0 \
     --data models/data/text/train --steps 1 >"$dir/bad" 2>&1
   rc=$?
