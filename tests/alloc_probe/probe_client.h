@@ -137,8 +137,8 @@ static inline bool tf_probe_calibrate(const tf_probe *probe, char *why, size_t s
     tf_probe_tally seen = tf_probe_phase(probe, "~after calibration").program;
     ok = seen.allocations >= 1 && seen.largest == (int64_t)bytes && seen.frees >= 1 && seen.held == 0;
     snprintf(why, size,
-             "calibration (try %d): malloc(%zu) + free seen as %" PRId64 " allocations, largest %" PRId64
-             ", %" PRId64 " frees, %" PRId64 " bytes held",
+             "calibration (try %d): malloc(%zu) + free seen as %" PRId64 " allocations, largest %" PRId64 ", %" PRId64
+             " frees, %" PRId64 " bytes held",
              attempt, bytes, seen.allocations, seen.largest, seen.frees, seen.held);
   }
   return ok;
