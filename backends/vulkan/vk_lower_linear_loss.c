@@ -3,7 +3,8 @@
  * workspace (shaders/matmul.comp on row blocks), the row pass (shaders/linear_loss.comp: log sum
  * exp, loss terms, dlogits in place), then dx (a GEMM into the chunk's rows of dx), dweight (a GEMM
  * summed over the chunks) and dbias. The loss is summed once, after the last chunk, from every
- * row's term. The workspace is core/linear_loss.h's tf_linear_loss_vulkan_workspace_words. */
+ * row's term. The workspace is core/linear_loss.h's tf_linear_loss_vulkan_workspace_words. A head
+ * with no features is refused (its logits would be the bias alone; no model has one). */
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
@@ -134,13 +135,10 @@ static tf_status head_of(vk_lower *l, head *h) {
 }
 
 /* A step whose head has no rows: the loss is 0 (no label counts), dx is empty, dweight and dbias 0
- * (nothing to add when accumulating). A head with no features is not degenerate: its logits are the
- * bias (or 0), which the GEMM of an empty sum writes. */
+ * (nothing to add when accumulating). Fills only: a dispatch would bind the empty labels. */
 static tf_status no_rows(vk_lower *l, const head *h) {
-  if (h->loss >= 0) {
-    TF_RETURN_IF_ERROR(shader(l, h, MODE_COUNT, 1, 16));
-    TF_RETURN_IF_ERROR(shader(l, h, MODE_LOSS, 1, 16));
-  }
+  if (h->loss >= 0)
+    TF_RETURN_IF_ERROR(vk_emit_fill(l, h->loss));
   if (h->dx < 0 || h->accumulate)
     return NULL;
   TF_RETURN_IF_ERROR(vk_emit_fill(l, h->dweight));
@@ -153,6 +151,9 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
   const tf_linear_loss_geometry *g = &h.g;
   if (g->rows == 0)
     return no_rows(l, &h);
+  if (g->features == 0) /* the logits GEMM would bind the empty x */
+    return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a fused loss head",
+                     vk_buffer(l, h.x)->name);
   TF_RETURN_IF_ERROR(shader(l, &h, MODE_COUNT, 1, (g->rows + 255) / 256 + 16));
   const int64_t row_loops = 3 * ((g->classes + 255) / 256) + 32;
   for (int64_t first = 0; first < g->rows; first += g->chunk_rows) {
