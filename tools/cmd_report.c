@@ -183,6 +183,7 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
   tf_json_string(&j, "target", plan->target ? plan->target : "");
   tf_json_int(&j, "plan_version", plan->version);
   tf_json_bool(&j, "training", plan->training);
+  tf_json_string(&j, "matmul_math", tf_dtype_name(plan->matmul_math));
   tf_json_int(&j, "steps", plan->n_steps);
   tf_json_int(&j, "buffers", plan->n_buffers);
   tf_json_int(&j, "total_bytes", s.total);

@@ -133,6 +133,13 @@ notes = kept.report()["notes"]
 ok("node overrides applied on 2 nodes" in str(notes) and "kept 2 f32" in str(notes),
    "precision_override={node: 'f32'} reaches compile: the plan keeps those two nodes f32 under bf16")
 
+# ---- matmul_math: stored in the plan and reported; an unknown value raises ----
+half = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, matmul_math="bf16")
+ok(half.report()["matmul_math"] == "bf16" and kept.report()["matmul_math"] == "f32",
+   "matmul_math='bf16' reaches compile and the plan's report says bf16 (f32 by default)")
+raises("matmul_math='fp8'", "unknown matmul math 'fp8'", tightfit.compile, tightfit.zoo("mlp"), set={"N": 32},
+       matmul_math="fp8")
+
 # ---- updates in the backward pass: the same weights as the plain plan, a smaller gradients region ----
 plain = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, optimizer="adamw")
 moved = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, optimizer="adamw", update_in_backward=True)
