@@ -85,6 +85,19 @@ static bool parse_int(const char *text, int64_t *value) {
   return end != text && *end == '\0' && errno == 0;
 }
 
+/* "fp32"/"f32", "bf16", "fp16"/"f16" -> the precision; false for any other name. */
+static bool precision_named(const char *name, tf_precision *precision) {
+  if (strcmp(name, "fp32") == 0 || strcmp(name, "f32") == 0)
+    *precision = TF_PRECISION_F32;
+  else if (strcmp(name, "bf16") == 0)
+    *precision = TF_PRECISION_BF16;
+  else if (strcmp(name, "fp16") == 0 || strcmp(name, "f16") == 0)
+    *precision = TF_PRECISION_F16;
+  else
+    return false;
+  return true;
+}
+
 /* "NODE=P" -> the node's name (into node) and P; false when malformed or P is unknown. */
 static bool split_override(const char *text, char *node, size_t size, tf_precision *precision) {
   const char *equals = strrchr(text, '=');
@@ -93,17 +106,11 @@ static bool split_override(const char *text, char *node, size_t size, tf_precisi
   memcpy(node, text, (size_t)(equals - text));
   node[equals - text] = '\0';
   const char *value = equals + 1;
-  if (strcmp(value, "f32") == 0 || strcmp(value, "fp32") == 0)
-    *precision = TF_PRECISION_F32;
-  else if (strcmp(value, "bf16") == 0)
-    *precision = TF_PRECISION_BF16;
-  else if (strcmp(value, "f16") == 0 || strcmp(value, "fp16") == 0)
-    *precision = TF_PRECISION_F16;
-  else if (strcmp(value, "inherit") == 0)
+  if (strcmp(value, "inherit") == 0) {
     *precision = TF_PRECISION_INHERIT;
-  else
-    return false;
-  return true;
+    return true;
+  }
+  return precision_named(value, precision);
 }
 
 /* Applies every --precision-override to the loaded graph; an unknown node is an error naming it. */
@@ -157,23 +164,13 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       *error = tf_cli_usage_error(command, "unknown recompute mode '%s' (none, checkpoints, auto)", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--precision", &value, error)) {
     o->set_precision = true;
-    if (!*error && (strcmp(value, "fp32") == 0 || strcmp(value, "f32") == 0))
-      o->precision = TF_PRECISION_F32;
-    else if (!*error && strcmp(value, "bf16") == 0)
-      o->precision = TF_PRECISION_BF16;
-    else if (!*error && (strcmp(value, "fp16") == 0 || strcmp(value, "f16") == 0))
-      o->precision = TF_PRECISION_F16;
-    else if (!*error)
+    if (!*error && !precision_named(value, &o->precision))
       *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--matmul-math", &value, error)) {
-    if (!*error && (strcmp(value, "fp32") == 0 || strcmp(value, "f32") == 0))
-      o->matmul_math = TF_F32;
-    else if (!*error && strcmp(value, "bf16") == 0)
-      o->matmul_math = TF_BF16;
-    else if (!*error && (strcmp(value, "fp16") == 0 || strcmp(value, "f16") == 0))
-      o->matmul_math = TF_F16;
-    else if (!*error)
+    tf_precision math = TF_PRECISION_F32;
+    if (!*error && !precision_named(value, &math))
       *error = tf_cli_usage_error(command, "unknown matmul math '%s' (fp32, bf16, fp16)", value) != 0;
+    o->matmul_math = math == TF_PRECISION_BF16 ? TF_BF16 : math == TF_PRECISION_F16 ? TF_F16 : TF_F32;
   } else if (tf_cli_option(argc, argv, i, "--loss-scale", &value, error)) {
     double scale = 0;
     int exponent = 0;
@@ -210,11 +207,7 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       o->loss_chunk_rows = integer;
   } else if (tf_cli_option(argc, argv, i, "--allow-precision", &value, error)) {
     args->allow_precision = true;
-    if (!*error && strcmp(value, "bf16") == 0)
-      args->allowed_precision = TF_PRECISION_BF16;
-    else if (!*error && (strcmp(value, "fp16") == 0 || strcmp(value, "f16") == 0))
-      args->allowed_precision = TF_PRECISION_F16;
-    else if (!*error)
+    if (!*error && (!precision_named(value, &args->allowed_precision) || args->allowed_precision == TF_PRECISION_F32))
       *error = tf_cli_usage_error(command, "--allow-precision takes bf16 or fp16, got '%s'", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--budget", &value, error)) {
     if (!*error && (!tf_cli_parse_bytes(value, &args->budget) || args->budget <= 0))
