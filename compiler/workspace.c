@@ -26,17 +26,24 @@ static int32_t operands(const tf_graph *g, const tf_ir_node *node, tf_tensor_ref
 }
 
 int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node) {
-  if (target->kind == TF_TARGET_VULKAN && tf_op_workspace_rule(node->op) != TF_WORKSPACE_LINEAR_CROSS_ENTROPY)
-    return 0; /* the Vulkan shaders need scratch for the fused loss heads' chunks only */
-  if (target->kind != TF_TARGET_CUDA && target->kind != TF_TARGET_CPU && target->kind != TF_TARGET_VULKAN)
-    return 0;
   tf_tensor_ref inputs[TF_OP_VARIADIC_INTERNAL], outputs[TF_MAX_OUTPUTS];
-  int32_t n_inputs = operands(g, node, inputs, outputs);
-  if (target->kind == TF_TARGET_VULKAN) {
+  switch (target->kind) {
+  case TF_TARGET_CPU: {
+    int32_t n_inputs = operands(g, node, inputs, outputs);
+    return tf_cpu_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs, target->threads,
+                                  4);
+  }
+  case TF_TARGET_CUDA: {
+    int32_t n_inputs = operands(g, node, inputs, outputs);
+    return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
+  }
+  case TF_TARGET_VULKAN: { /* the shaders need scratch for the fused loss heads' chunks only */
+    if (tf_op_workspace_rule(node->op) != TF_WORKSPACE_LINEAR_CROSS_ENTROPY)
+      return 0;
+    operands(g, node, inputs, outputs);
     const tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(&node->attrs, &inputs[0], &inputs[1]);
     return 4 * tf_linear_loss_vulkan_workspace_words(&lg);
   }
-  if (target->kind == TF_TARGET_CUDA)
-    return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
-  return tf_cpu_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs, target->threads, 4);
+  default: return 0;
+  }
 }
