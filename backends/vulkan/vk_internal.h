@@ -192,7 +192,9 @@ typedef struct vk_state {
   int32_t run_first, run_end; /* the commands [run_first, run_end) of the submission in flight */
   /* vk_profile.c (TIGHTFIT_VULKAN_PROFILE): timestamps around every command; NULL pool when off */
   VkQueryPool profile_pool;
-  double *profile_ms; /* per step, added over the runs */
+  double *profile_ms;      /* per step, added over the runs */
+  uint64_t *profile_ticks; /* 2 per command: where a run's timestamps are read */
+  int32_t *profile_step;   /* per command: its step */
   int64_t profile_runs;
 } vk_state;
 

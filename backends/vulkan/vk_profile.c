@@ -19,10 +19,15 @@ tf_status vk_profile_start(vk_state *vk) {
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "vulkan: TIGHTFIT_VULKAN_PROFILE: device '%s' has no timestamps on its compute queue",
                          vk->properties.deviceName);
-  const int32_t commands = vk->program.n_commands;
+  const int32_t commands = vk->program.n_commands, slots = commands > 0 ? commands : 1;
   vk->profile_ms = calloc((size_t)(vk->plan->n_steps ? vk->plan->n_steps : 1), sizeof(double));
-  if (!vk->profile_ms)
+  vk->profile_ticks = malloc(sizeof(uint64_t) * 2 * (size_t)slots);
+  vk->profile_step = malloc(sizeof(int32_t) * (size_t)slots);
+  if (!vk->profile_ms || !vk->profile_ticks || !vk->profile_step)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot keep the profile of %d steps", vk->plan->n_steps);
+  for (int32_t s = 0; s < vk->plan->n_steps; s++) /* each command's step, once */
+    for (int32_t c = vk->program.step_first[s]; c < vk->program.step_first[s + 1]; c++)
+      vk->profile_step[c] = s;
   VkQueryPoolCreateInfo info = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   info.queryType = VK_QUERY_TYPE_TIMESTAMP;
   info.queryCount = (uint32_t)(2 * (commands > 0 ? commands : 1));
@@ -40,26 +45,11 @@ void vk_profile_mark(const vk_state *vk, VkCommandBuffer commands, int32_t index
                              (uint32_t)(2 * index + (after ? 1 : 0)));
 }
 
-/* The step whose commands include `index` (program.step_first is ascending). */
-static int32_t step_of(const vk_program *program, int32_t n_steps, int32_t index) {
-  int32_t low = 0, high = n_steps - 1;
-  while (low < high) {
-    const int32_t mid = (low + high + 1) / 2;
-    if (program->step_first[mid] <= index)
-      low = mid;
-    else
-      high = mid - 1;
-  }
-  return low;
-}
-
 tf_status vk_profile_collect(vk_state *vk, int32_t first, int32_t end) {
   if (!vk->profile_pool || end <= first)
     return NULL;
   const size_t count = (size_t)(2 * (end - first));
-  uint64_t *ticks = malloc(sizeof(uint64_t) * count);
-  if (!ticks)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot read %zu timestamps", count);
+  uint64_t *ticks = vk->profile_ticks;
   tf_status status =
       vk_check(vk->fn.GetQueryPoolResults(vk->device, vk->profile_pool, (uint32_t)(2 * first), (uint32_t)count,
                                           sizeof(uint64_t) * count, ticks, sizeof(uint64_t),
@@ -68,13 +58,11 @@ tf_status vk_profile_collect(vk_state *vk, int32_t first, int32_t end) {
   if (!status) {
     const uint64_t mask = vk->timestamp_bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << vk->timestamp_bits) - 1);
     const double ms_per_tick = (double)vk->properties.limits.timestampPeriod * 1e-6;
-    for (int32_t i = first; i < end; i++) {
-      const uint64_t before = ticks[2 * (i - first)] & mask, after = ticks[2 * (i - first) + 1] & mask;
-      vk->profile_ms[step_of(&vk->program, vk->plan->n_steps, i)] += (double)((after - before) & mask) * ms_per_tick;
-    }
+    for (int32_t i = first; i < end; i++) /* a difference modulo the counter's width */
+      vk->profile_ms[vk->profile_step[i]] +=
+          (double)((ticks[2 * (i - first) + 1] - ticks[2 * (i - first)]) & mask) * ms_per_tick;
     vk->profile_runs++;
   }
-  free(ticks);
   return status;
 }
 
@@ -89,6 +77,10 @@ void vk_profile_finish(vk_state *vk) {
     vk->fn.DestroyQueryPool(vk->device, vk->profile_pool, NULL);
   vk->profile_pool = VK_NULL_HANDLE;
   free(vk->profile_ms);
+  free(vk->profile_ticks);
+  free(vk->profile_step);
   vk->profile_ms = NULL;
+  vk->profile_ticks = NULL;
+  vk->profile_step = NULL;
   vk->profile_runs = 0;
 }
