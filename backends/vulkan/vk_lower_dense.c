@@ -54,12 +54,21 @@ static void batch_strides(const tf_plan_buffer *x, int32_t batch_rank, int64_t *
 }
 
 /* Whether the subgroup variant may read B as aligned vec4s (matmul.comp's flag bit 3): B not
- * transposed, and its row length, width and batch strides multiples of 4 (offsets are aligned). */
-static bool b_reads_vec4(bool tb, int64_t n, const tf_plan_buffer *b, int32_t batch_rank, const int64_t *strides) {
-  bool aligned = !tb && n % 4 == 0 && b->shape[b->rank - 1] % 4 == 0;
+ * transposed, and its row length, width, element offset and batch strides multiples of 4. */
+static bool b_reads_vec4(bool tb, int64_t n, int64_t ldb, int64_t b_offset, int32_t batch_rank,
+                         const int64_t *strides) {
+  bool aligned = !tb && n % 4 == 0 && ldb % 4 == 0 && b_offset % 4 == 0;
   for (int32_t i = 0; i < batch_rank; i++)
     aligned = aligned && strides[i] % 4 == 0;
   return aligned;
+}
+
+/* The dispatch of one matmul.comp product (MODE 0): a workgroup per tile of C, a grid layer per batch. */
+static tf_status emit_product(vk_lower *l, const int32_t buffers[4], const matmul_push *push, int64_t m, int64_t n,
+                              int64_t batches) {
+  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, push, sizeof(*push),
+                          (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
+                          (uint32_t)batches);
 }
 
 /* matmul (a, b) -> c, and matmul_accumulate (c, a, b): c += the product (flag bit 4), c's binding
@@ -109,7 +118,8 @@ tf_status vk_lower_matmul(vk_lower *l) {
   push.m = (uint32_t)m;
   push.n = (uint32_t)n;
   push.k = (uint32_t)k;
-  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) | (b_reads_vec4(tb, n, b, batch_rank, strides[1]) ? 8u : 0u) |
+  push.flags = (ta ? 1u : 0u) | (tb ? 2u : 0u) |
+               (b_reads_vec4(tb, n, b->shape[b->rank - 1], 0, batch_rank, strides[1]) ? 8u : 0u) |
                (accumulate ? 16u : 0u);
   push.lda = (uint32_t)a->shape[a->rank - 1];
   push.ldb = (uint32_t)b->shape[b->rank - 1];
@@ -120,9 +130,7 @@ tf_status vk_lower_matmul(vk_lower *l) {
     push.b_batch_stride[i] = (uint32_t)strides[1][i];
   }
   int32_t buffers[4] = {a_id, b_id, c_id, -1};
-  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
-                          (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
-                          (uint32_t)batches);
+  return emit_product(l, buffers, &push, m, n, batches);
 }
 
 tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g) {
@@ -135,7 +143,7 @@ tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g) {
   push.m = (uint32_t)g->m;
   push.n = (uint32_t)g->n;
   push.k = (uint32_t)g->k;
-  const bool vec4 = !g->tb && g->n % 4 == 0 && g->ldb % 4 == 0 && g->b_offset % 4 == 0;
+  const bool vec4 = b_reads_vec4(g->tb, g->n, g->ldb, g->b_offset, 0, NULL);
   push.flags = (g->ta ? 1u : 0u) | (g->tb ? 2u : 0u) | (vec4 ? 8u : 0u) | (g->accumulate ? 16u : 0u);
   push.lda = (uint32_t)g->lda;
   push.ldb = (uint32_t)g->ldb;
@@ -143,8 +151,7 @@ tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g) {
   push.b_offset = (uint32_t)g->b_offset;
   push.c_offset = (uint32_t)g->c_offset;
   int32_t buffers[4] = {g->a, g->b, g->c, -1};
-  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, &push, sizeof(push),
-                          (uint32_t)((g->n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((g->m + TILE_M - 1) / TILE_M), 1);
+  return emit_product(l, buffers, &push, g->m, g->n, 1);
 }
 
 static tf_tensor_ref tensor_of(const tf_plan_buffer *b) {
