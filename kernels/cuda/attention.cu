@@ -14,7 +14,7 @@
  *   3. dK and dV, a warp per key row over the query tiles: dV = sum_i P dO_i, dK = scale sum_i dS q_i.
  * Every output element is owned by one lane: deterministic, no atomics. Scores are exp'd with
  * expf; the CPU adds the same terms in another order (gemm, then a double row sum). */
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/attention_dims.cuh"
 
 namespace tf_cuda {
 namespace {
@@ -23,23 +23,11 @@ constexpr int kRows = 8;  /* rows per block, one per warp */
 constexpr int kTile = 32; /* keys or queries per tile, one per lane */
 constexpr int kMaxDepth = 512;
 
-struct Dims {
-  int64_t batch, queries, keys, heads, depth, width, row_blocks;
-  float scale;
-  bool causal;
-};
+using Dims = AttentionDims;
 
+/* The sizes, with `rows` (queries, or keys for dK/dV) in blocks of kRows. */
 Dims dims_of(const tf_cuda_args *args, int64_t rows) {
-  const tf_attention_attrs *a = &args->attrs->u.attention;
-  Dims d;
-  d.batch = args->inputs[0].shape[0];
-  d.queries = args->inputs[0].shape[1];
-  d.keys = args->inputs[1].shape[1];
-  d.width = args->inputs[0].shape[2];
-  d.heads = a->num_heads;
-  d.depth = d.width / d.heads;
-  d.scale = a->scale != 0 ? a->scale : 1.0f / sqrtf((float)d.depth);
-  d.causal = a->causal;
+  Dims d = attention_dims_of(args);
   d.row_blocks = (rows + kRows - 1) / kRows;
   return d;
 }

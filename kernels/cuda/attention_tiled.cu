@@ -17,7 +17,7 @@
  *
  * Needs up to 162 KiB of shared memory per block (the dK/dV kernel at D = 128): tiled_attention()
  * declines (the row kernels run) on a device that cannot give it. */
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/attention_dims.cuh"
 
 namespace tf_cuda {
 namespace {
@@ -26,32 +26,12 @@ constexpr int kTileRows = 64;
 constexpr int kTileThreads = 256;
 constexpr int kScoreStride = kTileRows + 1;
 
-struct TileDims {
-  int64_t batch, queries, keys, heads, depth, width;
-  float scale;
-  bool causal;
-};
-
-TileDims tile_dims_of(const tf_cuda_args *args) {
-  const tf_attention_attrs *a = &args->attrs->u.attention;
-  TileDims d;
-  d.batch = args->inputs[0].shape[0];
-  d.queries = args->inputs[0].shape[1];
-  d.keys = args->inputs[1].shape[1];
-  d.width = args->inputs[0].shape[2];
-  d.heads = a->num_heads;
-  d.depth = d.width / d.heads;
-  d.scale = a->scale != 0 ? a->scale : 1.0f / sqrtf((float)d.depth);
-  d.causal = a->causal;
-  return d;
-}
-
 __host__ __device__ inline int64_t tiles_of(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
 
 /* Rows [first, first + 64) of one head of a [rows, width] tensor into `tile` (stride DM + 1):
  * zeros past `limit` rows and past `depth` columns. */
 template <int DM>
-__device__ inline void load_tile(float *tile, const float *head, int64_t first, int64_t limit, const TileDims &d) {
+__device__ inline void load_tile(float *tile, const float *head, int64_t first, int64_t limit, const AttentionDims &d) {
   for (int idx = threadIdx.x; idx < kTileRows * DM; idx += kTileThreads) {
     const int r = idx / DM, c = idx % DM;
     tile[r * (DM + 1) + c] = first + r < limit && c < d.depth ? head[(first + r) * d.width + c] : 0.0f;
@@ -97,7 +77,7 @@ __device__ inline float row_sum16(float v) {
   return v;
 }
 
-__device__ inline bool visible(int64_t i, int64_t j, const TileDims &d) {
+__device__ inline bool visible(int64_t i, int64_t j, const AttentionDims &d) {
   return i < d.queries && j < d.keys && (!d.causal || j <= i);
 }
 
@@ -105,7 +85,7 @@ __device__ inline bool visible(int64_t i, int64_t j, const TileDims &d) {
 template <int DC>
 __global__ void __launch_bounds__(kTileThreads)
     tiled_forward(const float *q, const float *k, const float *v, const float *dy, float *y, float *lse, float *delta,
-                  TileDims d) {
+                  AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *kv = qs + kTileRows * SD, *ps = kv + kTileRows * SD;
@@ -227,7 +207,8 @@ __global__ void __launch_bounds__(kTileThreads)
 template <int DM>
 __device__ inline void scores_and_gradients(const float *qs, const float *dos, const float *ks, const float *vs,
                                             const float *row_lse, const float *row_delta, int64_t i0, int64_t j0,
-                                            const TileDims &d, int ty, int tx, float (&p)[4][4], float (&ds)[4][4]) {
+                                            const AttentionDims &d, int ty, int tx, float (&p)[4][4],
+                                            float (&ds)[4][4]) {
   float s[4][4], dp[4][4];
   tile_products<DM>(qs, ks, ty, tx, s);
   tile_products<DM>(dos, vs, ty, tx, dp);
@@ -245,7 +226,7 @@ __device__ inline void scores_and_gradients(const float *qs, const float *dos, c
 
 /* The query tile's rows of lse and delta into shared memory (0 past the last query). */
 __device__ inline void load_stats(float *row_lse, float *row_delta, const float *lse, const float *delta,
-                                  int64_t stat_base, int64_t i0, const TileDims &d) {
+                                  int64_t stat_base, int64_t i0, const AttentionDims &d) {
   if (threadIdx.x < kTileRows) {
     const int64_t i = i0 + threadIdx.x;
     row_lse[threadIdx.x] = i < d.queries ? lse[stat_base + i] : 0.0f;
@@ -257,7 +238,7 @@ __device__ inline void load_stats(float *row_lse, float *row_delta, const float 
 template <int DC>
 __global__ void __launch_bounds__(kTileThreads)
     tiled_query_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse,
-                         const float *delta, float *dq, TileDims d) {
+                         const float *delta, float *dq, AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *dos = qs + kTileRows * SD, *ks = dos + kTileRows * SD, *vs = ks + kTileRows * SD;
@@ -320,7 +301,7 @@ __global__ void __launch_bounds__(kTileThreads)
 template <int DC>
 __global__ void __launch_bounds__(kTileThreads)
     tiled_key_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse,
-                       const float *delta, float *dk, float *dv, TileDims d) {
+                       const float *delta, float *dk, float *dv, AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *dos = qs + kTileRows * SD, *ks = dos + kTileRows * SD, *vs = ks + kTileRows * SD;
@@ -416,7 +397,7 @@ template <typename Kernel> tf_status allow_shared(Kernel kernel, size_t bytes) {
 }
 
 template <int DC> tf_status run_tiled(const tf_cuda_args *args, bool backward) {
-  const TileDims d = tile_dims_of(args);
+  const AttentionDims d = attention_dims_of(args);
   cudaStream_t stream = stream_of(args);
   const float *q = (const float *)args->inputs[0].data, *k = (const float *)args->inputs[1].data;
   const float *v = (const float *)args->inputs[2].data;
