@@ -2,7 +2,8 @@
  * and the check of loaded weights. Buffers are read in pieces through the session's scratch (up to
  * 1 MiB, allocated at create: runtime/session_scratch.h) or a 16 KiB stack array, so the scan
  * allocates nothing and can run between training steps (tests/alloc_probe watches those). On a
- * device each read is a round trip: 16 KiB pieces made gpt2-small's scan 0.7 s a step on an H200. */
+ * device each read is a round trip: in 16 KiB pieces gpt2-small's scan took about half a second a step on
+ * an H200 (1,011 ms steps with it, 466 ms of kernels). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>

@@ -40,15 +40,14 @@ struct tf_session {
   int64_t scratch_bytes;
 };
 
-/* The read scratch (runtime/session_scratch.h): as large as the largest float buffer of the
- * parameters, gradients and optimizer state, at most TF_SESSION_SCRATCH_MAX_BYTES. */
+/* The read scratch (runtime/session_scratch.h): as large as the largest buffer of the parameters,
+ * gradients and optimizer state, at most TF_SESSION_SCRATCH_MAX_BYTES. */
 static tf_status allocate_scratch(tf_session *s) {
   const uint32_t roles = (1u << TF_ROLE_PARAMETER) | (1u << TF_ROLE_GRADIENT) | (1u << TF_ROLE_OPTIMIZER_STATE);
   int64_t bytes = 0;
   for (int32_t i = 0; i < s->plan->n_buffers; i++) {
     const tf_plan_buffer *b = &s->plan->buffers[i];
-    if ((roles & (1u << b->role)) && (b->dtype == TF_F32 || b->dtype == TF_F16 || b->dtype == TF_BF16) &&
-        b->bytes > bytes)
+    if ((roles & (1u << b->role)) && b->bytes > bytes)
       bytes = b->bytes;
   }
   bytes = bytes < TF_SESSION_SCRATCH_MAX_BYTES ? (bytes + 7) / 8 * 8 : TF_SESSION_SCRATCH_MAX_BYTES;

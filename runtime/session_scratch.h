@@ -10,8 +10,8 @@
 #include "tightfit/runtime.h"
 
 /* The largest piece tf_session_create sizes the scratch for: 1 MiB (under the allocation probe's 2 MiB
- * line for "a second copy of a tensor" at create), or the largest float buffer of
- * the parameters, gradients and optimizer state when that is smaller. */
+ * line for "a second copy of a tensor" at create), or the largest buffer of the
+ * parameters, gradients and optimizer state when that is smaller. */
 #define TF_SESSION_SCRATCH_MAX_BYTES ((int64_t)1 << 20)
 
 /* The scratch and its size in bytes (8-byte aligned); NULL and 0 when the session has none. */
