@@ -196,6 +196,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
     status = tf_fuse_loss_pass(&t);
   if (!status)
     status = tf_training_reserve(&t);
+  if (!status)
+    status = tf_half_ops_pass(&t, &t.half_nodes);
   if (!status) {
     t.loss = t.g->loss;
     t.loss_seed = t.overflow_check = -1;

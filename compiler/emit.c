@@ -233,7 +233,8 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
              t->config.learning_rate, t->config.weight_decay, t->config.clip_norm, t->remat_notes, t->precision_notes,
              t->schedule_notes);
   else
-    snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n", plan->micro_batch);
+    snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s", plan->micro_batch,
+             t->half_nodes > 0 ? t->precision_notes : "", t->half_nodes > 0 ? "\n" : "");
   r->notes = copy(notes);
 }
 

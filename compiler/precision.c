@@ -118,17 +118,26 @@ static tf_attrs cast_to(tf_dtype dtype) {
   return attrs;
 }
 
-/* Stores activation `x` as `half`: a cast down after its producer, a cast back for its later readers
- * (nodes [0, n_nodes) that are backward or recompute). Adds the bytes saved to *saved. */
-static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t n_nodes, int64_t *saved) {
+/* The half tensor that activation `x` is an exact f32 copy of (a forward cast up from f16/bf16: an
+ * op on half data, half_ops.c), or -1. */
+static int32_t half_source(const tf_training *t, int32_t x) {
+  const tf_graph *g = t->g;
+  const int32_t p = g->tensors[x].producer;
+  if (p < 0 || g->nodes[p].op != TF_OP_CAST || t->phase[p] != TF_PHASE_FORWARD)
+    return -1;
+  const int32_t source = g->nodes[p].inputs[0];
+  const tf_dtype dtype = g->tensors[source].dtype;
+  return dtype == TF_F16 || dtype == TF_BF16 ? source : -1;
+}
+
+/* The backward and recompute readers of activation `x` (nodes [0, n_nodes)) read a new cast of
+ * half tensor `stored` back to f32, made just before the first of them. */
+static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes) {
   tf_graph *g = t->g;
   char name[600];
-  snprintf(name, sizeof(name), "%s/stored_%s", g->tensors[x].name, tf_dtype_name(half));
-  tf_attrs down = cast_to(half), up = cast_to(TF_F32);
-  int32_t stored, restored;
-  TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &down, TF_PHASE_FORWARD, name, &stored));
-  t->follows[g->tensors[stored].producer] = g->tensors[x].producer;
   snprintf(name, sizeof(name), "%s/restored_f32", g->tensors[x].name);
+  tf_attrs up = cast_to(TF_F32);
+  int32_t restored;
   TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &stored, 1, &up, TF_PHASE_RECOMPUTE, name, &restored));
   for (int32_t n = 0; n < n_nodes; n++) {
     if (t->phase[n] != TF_PHASE_BACKWARD && t->phase[n] != TF_PHASE_RECOMPUTE)
@@ -138,6 +147,20 @@ static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t
       if (node->inputs[k] == x && reads_input(node, k))
         node->inputs[k] = restored;
   }
+  return NULL;
+}
+
+/* Stores activation `x` as `half`: a cast down after its producer, a cast back for its later readers
+ * (nodes [0, n_nodes) that are backward or recompute). Adds the bytes saved to *saved. */
+static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t n_nodes, int64_t *saved) {
+  tf_graph *g = t->g;
+  char name[600];
+  snprintf(name, sizeof(name), "%s/stored_%s", g->tensors[x].name, tf_dtype_name(half));
+  tf_attrs down = cast_to(half);
+  int32_t stored;
+  TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &down, TF_PHASE_FORWARD, name, &stored));
+  t->follows[g->tensors[stored].producer] = g->tensors[x].producer;
+  TF_RETURN_IF_ERROR(restore_from(t, x, stored, n_nodes));
   *saved += g->tensors[x].bytes - g->tensors[stored].bytes;
   return NULL;
 }
@@ -179,10 +202,22 @@ static override_counts count_overrides(const tf_training *t, const unsigned char
   return c;
 }
 
+/* Appends what half_ops.c did (nodes on half data) to the note. */
+static void note_half_nodes(tf_training *t, int32_t from_source, int64_t source_saved) {
+  if (t->half_nodes == 0)
+    return;
+  size_t used = strlen(t->precision_notes);
+  snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
+           "; %d nodes on f16/bf16 data computed in f32 between casts, %d saved inputs read back from their half "
+           "tensors (%.1f MiB less than f32 copies)",
+           t->half_nodes, from_source, (double)source_saved / 1048576.0);
+}
+
 tf_status tf_precision_pass(tf_training *t) {
   tf_precision policy = t->config.precision;
   if (!t->options.training) {
     snprintf(t->precision_notes, sizeof(t->precision_notes), "precision: f32");
+    note_half_nodes(t, 0, 0);
     return NULL;
   }
   unsigned char *kept = classify(t);
@@ -193,9 +228,18 @@ tf_status tf_precision_pass(tf_training *t) {
   int32_t stored[TF_DTYPE_COUNT] = {0}; /* saved activations by storage type */
   int64_t saved = 0;
   tf_status status = NULL;
+  int32_t from_source = 0; /* saved f32 copies of half tensors (half_ops.c), restored from those */
+  int64_t source_saved = 0;
   for (int32_t x = 0; x < n_tensors && !status; x++) {
     if (kept[x] != SAVED)
       continue;
+    const int32_t source = half_source(t, x);
+    if (source >= 0) {
+      from_source++;
+      source_saved += t->g->tensors[x].bytes - t->g->tensors[source].bytes;
+      status = restore_from(t, x, source, n_nodes);
+      continue;
+    }
     tf_dtype type = storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
     stored[type]++;
     if (type != TF_F32)
@@ -215,5 +259,6 @@ tf_status tf_precision_pass(tf_training *t) {
              "precision: %s storage for the %d activations kept for the backward pass (%.1f MiB less than f32); "
              "weights, gradients, optimizer state and every kernel's arithmetic in f32",
              tf_dtype_name(half_type(policy)), stored[half_type(policy)], (double)saved / 1048576.0);
+  note_half_nodes(t, from_source, source_saved);
   return status;
 }

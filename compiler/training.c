@@ -112,6 +112,9 @@ bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config)
   bool f16 = config->precision == TF_PRECISION_F16;
   for (int32_t n = 0; n < g->n_nodes && !f16; n++)
     f16 = g->nodes[n].precision == TF_PRECISION_F16;
+  /* an f16 tensor of the graph itself: gradients pass through f16 there (half_ops.c) */
+  for (int32_t i = 0; i < g->n_tensors && !f16; i++)
+    f16 = g->tensors[i].dtype == TF_F16;
   return f16;
 }
 

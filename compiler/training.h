@@ -50,7 +50,8 @@ typedef struct tf_training {
   int64_t *live_bytes;        /* n_schedule entries */
   char remat_notes[256];      /* what remat chose, for the report */
   char schedule_notes[320];   /* which order the schedule kept and both arenas, for the report */
-  char precision_notes[256];  /* what the precision pass stored in half, for the report */
+  char precision_notes[448];  /* what the precision pass stored in half, for the report */
+  int32_t half_nodes;         /* nodes on half data that half_ops.c put between casts */
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
   int32_t n_segments;         /* set by remat: segments found */
   int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
@@ -68,8 +69,9 @@ tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int3
                            tf_phase phase, const char *name, int32_t *outputs) TF_MUST_USE;
 /* Adds a tensor of `role` (gradient, optimizer state or constant) shaped like tensor `like`. */
 int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role role, const char *name, tf_status *status);
-/* Whether a plan of `g` under `config` may store f16 activations (an f16 policy, or a node's f16
- * override): such plans scale their loss and skip overflowed updates (compiler/optimizer.c). */
+/* Whether a plan of `g` under `config` may store f16 activations (an f16 policy, a node's f16
+ * override, or an f16 tensor in the graph): such plans scale their loss and skip overflowed
+ * updates (compiler/optimizer.c). */
 bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config);
 /* Adds a scalar f32 constant of value `value` (role constant). */
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
@@ -78,6 +80,10 @@ void tf_training_free(tf_training *t);
 /* precision.c: the saved activations stored in bf16/f16 (config.precision), read back through f32
  * casts just before their readers; records what it did for the report. */
 tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
+
+/* half_ops.c: each node (not a cast) on f16/bf16 floating data computes in f32 between casts of its
+ * half inputs and outputs; *lowered: how many nodes. Runs on the bound graph before autodiff. */
+tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) TF_MUST_USE;
 
 /* How many node inputs read `tensor`. */
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor);

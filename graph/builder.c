@@ -215,8 +215,9 @@ void tf_graph_set_loss(tf_graph *g, tf_tensor_id id) {
   }
   const tf_ir_tensor *t = &g->tensors[id];
   if (t->rank != 0 || t->dtype != TF_F32) {
-    tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "loss: '%s' must be an f32 scalar (rank 0), it has rank %d",
-                                t->name, t->rank));
+    tf_ir_fail(g,
+               tf_status_new(TF_ERR_INVALID_ARGUMENT, "loss: '%s' must be an f32 scalar (rank 0), it is %s of rank %d",
+                             t->name, tf_dtype_name(t->dtype), t->rank));
     return;
   }
   g->loss = id;

@@ -363,6 +363,44 @@ const char *tf_kind_name(tf_tensor_kind kind) {
   return (int)kind >= 0 && kind < TF_KIND_COUNT ? names[kind] : "?";
 }
 
+static tf_status index_node_names(tf_graph *g) {
+  tf_strmap_clear(&g->node_names);
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (!tf_strmap_put(&g->node_names, g->nodes[i].name, i))
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot index %d nodes", g->n_nodes);
+  return NULL;
+}
+
+tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) {
+  const size_t n = (size_t)(g->n_nodes ? g->n_nodes : 1);
+  tf_ir_node *nodes = malloc(sizeof(tf_ir_node) * n);
+  int32_t *new_id = malloc(sizeof(int32_t) * n);
+  bool *seen = calloc(n, sizeof(bool));
+  tf_status status = NULL;
+  if (!nodes || !new_id || !seen)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot reorder %d nodes", g->n_nodes);
+  for (int32_t i = 0; !status && i < g->n_nodes; i++) {
+    if (order[i] < 0 || order[i] >= g->n_nodes || seen[order[i]])
+      status = tf_status_new(TF_ERR_INTERNAL, "reorder: entry %d (node %d) is not a permutation", i, order[i]);
+    else {
+      seen[order[i]] = true;
+      nodes[i] = g->nodes[order[i]];
+      new_id[order[i]] = i;
+    }
+  }
+  if (!status) {
+    memcpy(g->nodes, nodes, sizeof(tf_ir_node) * (size_t)g->n_nodes);
+    for (int32_t t = 0; t < g->n_tensors; t++)
+      if (g->tensors[t].producer >= 0)
+        g->tensors[t].producer = new_id[g->tensors[t].producer];
+    status = index_node_names(g);
+  }
+  free(nodes);
+  free(new_id);
+  free(seen);
+  return status;
+}
+
 tf_status tf_ir_remove_node(tf_graph *g, int32_t node) {
   if (node < 0 || node >= g->n_nodes)
     return tf_status_new(TF_ERR_INTERNAL, "remove node %d: out of range (%d nodes)", node, g->n_nodes);
@@ -374,9 +412,5 @@ tf_status tf_ir_remove_node(tf_graph *g, int32_t node) {
     int32_t *producer = &g->tensors[i].producer;
     *producer = *producer == node ? -1 : *producer > node ? *producer - 1 : *producer;
   }
-  tf_strmap_clear(&g->node_names);
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    if (!tf_strmap_put(&g->node_names, g->nodes[i].name, i))
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot index %d nodes", g->n_nodes);
-  return NULL;
+  return index_node_names(g);
 }

@@ -76,6 +76,9 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
 /* Removes node `node`: later nodes move down one id, producers follow, and its outputs keep no
  * producer (the caller makes sure nothing reads them). */
 tf_status tf_ir_remove_node(tf_graph *g, int32_t node) TF_MUST_USE;
+/* Puts the nodes in the order `order` gives (order[new id] = old id, a permutation of every node):
+ * producers and the name index follow. */
+tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) TF_MUST_USE;
 /* Appends a symbol; returns its id or -1 with *status set. */
 int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, tf_status *status);
 /* Appends to the output list. */

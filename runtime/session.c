@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "core/half_bits.h"
 #include "runtime/init.h"
 #include "runtime/safetensors.h"
 #include "runtime/session_scratch.h"
@@ -98,6 +99,23 @@ static bool backend_measure(const tf_session *s, tf_device_memory *out) {
  * which on the CPU backend is the device's. */
 #define TF_SESSION_STAGING_BYTES ((int64_t)1 << 20)
 
+/* A half buffer's generated initial value: the f32 values an f32 buffer of its name would get,
+ * each rounded to nearest even (core/half_bits.h), into host[0, count). */
+static tf_status stage_half(const tf_session *s, const tf_plan_buffer *b, int64_t begin, int64_t count, void *host) {
+  float *wide = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+  if (!wide)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "'%s': cannot stage %" PRId64 " values", b->name, count);
+  tf_status status = tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, TF_F32, begin, count, wide);
+  uint16_t *out = host;
+  for (int64_t i = 0; !status && i < count; i++) {
+    uint32_t bits;
+    memcpy(&bits, &wide[i], 4);
+    out[i] = b->dtype == TF_BF16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
+  }
+  free(wide);
+  return status;
+}
+
 /* Fills host[0, count) with elements [begin, begin + count) of buffer b's initial value. */
 static tf_status stage_elements(const tf_session *s, const tf_plan_buffer *b, const tf_safetensors_tensor *view,
                                 int64_t begin, int64_t count, void *host) {
@@ -106,6 +124,8 @@ static tf_status stage_elements(const tf_session *s, const tf_plan_buffer *b, co
     memcpy(host, (const char *)view->data + begin * element, (size_t)(count * element));
     return NULL;
   }
+  if (b->dtype == TF_F16 || b->dtype == TF_BF16)
+    return stage_half(s, b, begin, count, host);
   if (b->dtype != TF_F32 && b->dtype != TF_I32 && b->dtype != TF_I64)
     return tf_status_new(TF_ERR_UNSUPPORTED, "'%s': cannot initialise %s tensors", b->name, tf_dtype_name(b->dtype));
   return tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, b->dtype, begin, count, host);

@@ -75,6 +75,7 @@ typedef struct conf_settings {
   conf_family family;
   bool forward_only; /* nothing to train (e.g. through an integer cast): the inference plan only */
   uint32_t needs;    /* CONF_NEEDS_* */
+  tf_dtype storage;  /* f32; f16/bf16: the row run on half data (conf_run_table_half) */
 } conf_settings;
 
 /* Per op, on one backend: plan steps run and the worst errors seen. */
@@ -95,6 +96,11 @@ void conf_check_graph(tf_test_counts *counts, const conf_backend *backend, conf_
 
 /* Runs every case of the table (cases.c) on `backend`. */
 void conf_run_table(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage);
+/* Runs the table's rows on half data (`storage` f16 or bf16): each float operand cast to it before
+ * the op, the result widened after it (compiler/half_ops.c turns that into f32 arithmetic between
+ * casts), with the same three checks; not the cast rows, nor rows with nothing to train. */
+void conf_run_table_half(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage,
+                         tf_dtype storage);
 
 /* Prints the per-op table of what ran and the worst errors, and fails for every op in
  * [0, TF_OP_COUNT) that no case holds, and every op the backend claims that never ran on it. */
@@ -114,5 +120,8 @@ conf_tolerance conf_tolerance_f64(tf_op op);
 conf_tolerance conf_tolerance_f32(tf_op op);
 /* A case's end-to-end results against the f32 CPU kernels. */
 conf_tolerance conf_tolerance_family(conf_family family);
+/* ... for a case run on half data (conf_settings.storage f16 or bf16): the family's plus 4 units of
+ * the half type, scaled by max(1, max |cpu|); the family's own for f32. */
+conf_tolerance conf_tolerance_half(conf_family family, tf_dtype storage);
 
 #endif

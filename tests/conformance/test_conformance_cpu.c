@@ -16,6 +16,8 @@ int main(void) {
   static conf_coverage coverage;
   const conf_backend cpu = {.name = "cpu", .target = TF_TARGET_CPU, .claims = NULL, .refuses = 0};
   conf_run_table(&counts, &cpu, &coverage);
+  conf_run_table_half(&counts, &cpu, &coverage, TF_BF16);
+  conf_run_table_half(&counts, &cpu, &coverage, TF_F16);
   conf_check_coverage(&counts, &cpu, &coverage);
   return tf_test_finish("conformance on cpu", &counts);
 }

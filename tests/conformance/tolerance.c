@@ -132,3 +132,19 @@ conf_tolerance conf_tolerance_family(conf_family family) {
   default: return sums;
   }
 }
+
+/* On half data each result is rounded to f16/bf16 (unit u: 2^-8 bf16, 2^-11 f16) and a backend's f32
+ * result a few f32 ulps away from the CPU's can round to the neighbouring half value; the next ops
+ * carry that on. End to end, such a run is held to the family's tolerance plus 4u, scaled by
+ * max(1, max |cpu|) of the buffer. Step by step every op stays within its f32 tolerance on the same
+ * inputs, and casts are bit for bit. */
+conf_tolerance conf_tolerance_half(conf_family family, tf_dtype storage) {
+  conf_tolerance t = conf_tolerance_family(family);
+  if (storage != TF_F16 && storage != TF_BF16)
+    return t;
+  const double u = storage == TF_BF16 ? 1.0 / 256.0 : 1.0 / 2048.0;
+  t.atol += 4.0 * u;
+  t.rtol += 4.0 * u;
+  t.floor = 1.0;
+  return t;
+}

@@ -132,6 +132,8 @@ int main(void) {
     return available;
   const conf_backend cuda = {.name = "cuda", .target = TF_TARGET_CUDA, .claims = cuda_claims, .refuses = 0};
   conf_run_table(&counts, &cuda, &coverage);
+  conf_run_table_half(&counts, &cuda, &coverage, TF_BF16);
+  conf_run_table_half(&counts, &cuda, &coverage, TF_F16);
   test_cast_matrix();
   test_reshape_alias();
   conf_check_coverage(&counts, &cuda, &coverage);

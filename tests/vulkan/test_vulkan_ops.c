@@ -22,7 +22,7 @@ static tf_test_counts counts;
 static conf_coverage coverage;
 static const conf_backend backend = {
     .name = "vulkan", .target = TF_TARGET_VULKAN, .claims = NULL, .refuses = CONF_NEEDS_I64 | CONF_NEEDS_WIDE_HEADS};
-static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0};
+static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0, TF_F32};
 
 /* Whether the device is lavapipe, whose shader loops end silently after 65,535 iterations per
  * invocation: steps that could need more are refused (vk_check_loops), not run wrong. */
@@ -163,6 +163,8 @@ int main(void) {
   if (available != 0)
     return available;
   conf_run_table(&counts, &backend, &coverage);
+  conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
+  conf_run_table_half(&counts, &backend, &coverage, TF_F16);
   test_refusals();
   conf_check_coverage(&counts, &backend, &coverage);
   parity_check_validation(&counts);

@@ -1,0 +1,166 @@
+/* Ops on half-precision data: every kernel computes in f32 (DESIGN.md, precision), so a graph
+ * node other than a cast that reads or writes f16/bf16 floating tensors (a model built or
+ * imported with bf16 activations) becomes
+ *
+ *     cast(each half input -> f32) -> the node on f32 -> cast(each half output -> its type)
+ *
+ * on the compiler's bound copy, before autodiff. The node then runs the f32 kernel of every backend,
+ * its half outputs keep their ids, names and dtype (so graph outputs, the loss and later readers
+ * see what the graph declared), and autodiff differentiates through the casts: the gradient of a
+ * half tensor is itself half, as under autocast. Each reader gets its own cast of an input, so an
+ * f32 copy lives only for the step that reads it; the planner sizes every buffer by its dtype. What
+ * a backward step reads of such an op is restored from the half tensor, not kept in f32 (precision.c).
+ *
+ * The stated accuracy of a node on half data follows: its inputs widen exactly, its f32 result is
+ * within the op's f32 tolerance of the f64 result on those inputs, and a half output adds one
+ * rounding to nearest even (relative 2^-8 for bf16, 2^-11 for f16). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/training.h"
+#include "core/ops.h"
+#include "graph/passes.h"
+
+static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+/* Whether node `n` reads or writes half floating data and is not a cast. */
+static bool on_half_data(const tf_graph *g, int32_t n) {
+  const tf_ir_node *node = &g->nodes[n];
+  if (node->op == TF_OP_CAST)
+    return false;
+  for (int32_t k = 0; k < node->n_inputs; k++)
+    if (node->inputs[k] >= 0 && is_half(g->tensors[node->inputs[k]].dtype))
+      return true;
+  for (int32_t i = 0; i < node->n_outputs; i++)
+    if (is_half(g->tensors[node->outputs[i]].dtype))
+      return true;
+  return false;
+}
+
+static tf_attrs cast_to(tf_dtype dtype) {
+  tf_attrs attrs;
+  memset(&attrs, 0, sizeof(attrs));
+  attrs.kind = TF_ATTR_CAST;
+  attrs.u.cast.to = dtype;
+  return attrs;
+}
+
+/* "base", or "base_2", ... when a node or tensor already has the name. */
+static void unique_name(const tf_graph *g, const char *base, char *name, size_t size) {
+  snprintf(name, size, "%s", base);
+  for (int k = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0; k++)
+    snprintf(name, size, "%s_%d", base, k);
+}
+
+/* Node ids in the order the pass wants them: each lowered node's input casts, the node, its
+ * output casts. */
+typedef struct node_order {
+  int32_t *ids;
+  int32_t n, capacity;
+} node_order;
+
+static tf_status order_push(node_order *o, int32_t id) {
+  if (o->n == o->capacity) {
+    int32_t capacity = o->capacity * 2 + 16;
+    int32_t *grown = realloc(o->ids, sizeof(int32_t) * (size_t)capacity);
+    if (!grown)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "half ops: cannot order %d nodes", capacity);
+    o->ids = grown;
+    o->capacity = capacity;
+  }
+  o->ids[o->n++] = id;
+  return NULL;
+}
+
+/* Input k of node n, when half, read through a new cast to f32 (pushed on the order). */
+static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *order) {
+  tf_graph *g = t->g;
+  const int32_t x = g->nodes[n].inputs[k];
+  if (x < 0 || !is_half(g->tensors[x].dtype))
+    return NULL;
+  char name[600];
+  snprintf(name, sizeof(name), "%s/input%d_f32", g->nodes[n].name, k);
+  tf_attrs up = cast_to(TF_F32);
+  int32_t wide;
+  TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &up, TF_PHASE_FORWARD, name, &wide));
+  g->nodes[n].inputs[k] = wide;
+  return order_push(order, g->tensors[wide].producer);
+}
+
+/* Output i of node n, when half: the node writes a new f32 tensor and a new cast writes the
+ * original one (its id, name and dtype kept). The cast is pushed on the order. */
+static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order *order) {
+  tf_graph *g = t->g;
+  const int32_t y = g->nodes[n].outputs[i];
+  const tf_dtype half = g->tensors[y].dtype;
+  if (!is_half(half))
+    return NULL;
+  char base[600], name[640];
+  tf_status status = NULL;
+  snprintf(base, sizeof(base), "%s/f32", g->tensors[y].name);
+  unique_name(g, base, name, sizeof(name));
+  const int32_t wide = tf_ir_add_tensor(g, name, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
+  if (status)
+    return status;
+  g->nodes[n].outputs[i] = wide;
+  g->tensors[wide].producer = n;
+  snprintf(base, sizeof(base), "%s/to_%s", g->nodes[n].name, tf_dtype_name(half));
+  unique_name(g, base, name, sizeof(name));
+  tf_attrs down = cast_to(half);
+  const int32_t cast = tf_ir_add_node(g, name, TF_OP_CAST, &wide, 1, &y, 1, &down, &status);
+  if (status)
+    return status;
+  TF_RETURN_IF_ERROR(tf_training_reserve(t));
+  return order_push(order, cast);
+}
+
+/* Lowers node n (inputs, then its own shapes on f32 operands, then outputs). */
+static tf_status lower(tf_training *t, int32_t n, node_order *order) {
+  tf_graph *g = t->g;
+  for (int32_t k = 0; k < g->nodes[n].n_inputs; k++)
+    TF_RETURN_IF_ERROR(widen_input(t, n, k, order));
+  TF_RETURN_IF_ERROR(order_push(order, n));
+  const int32_t first_cast = order->n;
+  for (int32_t i = 0; i < g->nodes[n].n_outputs; i++)
+    TF_RETURN_IF_ERROR(narrow_output(t, n, i, order));
+  TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, n, false));
+  for (int32_t c = first_cast; c < order->n; c++)
+    TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, order->ids[c], true));
+  return NULL;
+}
+
+/* Training keeps f32 master weights: the optimizer kernels update f32 parameters. */
+static tf_status check_parameters(const tf_training *t) {
+  const tf_graph *g = t->g;
+  for (int32_t i = 0; i < g->n_tensors && t->options.training; i++)
+    if (g->tensors[i].kind == TF_PARAMETER && is_half(g->tensors[i].dtype))
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "parameter '%s' is %s: training keeps f32 master weights; declare it f32 and cast it "
+                           "to %s where the graph reads it (or compile with --precision %s to store activations "
+                           "in half)",
+                           g->tensors[i].name, tf_dtype_name(g->tensors[i].dtype),
+                           tf_dtype_name(g->tensors[i].dtype), g->tensors[i].dtype == TF_F16 ? "fp16" : "bf16");
+  return NULL;
+}
+
+tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
+  tf_graph *g = t->g;
+  *lowered = 0;
+  TF_RETURN_IF_ERROR(check_parameters(t));
+  const int32_t n_nodes = g->n_nodes;
+  for (int32_t n = 0; n < n_nodes; n++)
+    *lowered += on_half_data(g, n);
+  if (*lowered == 0)
+    return NULL;
+  node_order order = {NULL, 0, 0};
+  tf_status status = NULL;
+  for (int32_t n = 0; n < n_nodes && !status; n++)
+    status = on_half_data(g, n) ? lower(t, n, &order) : order_push(&order, n);
+  if (!status && order.n != g->n_nodes)
+    status = tf_status_new(TF_ERR_INTERNAL, "half ops: ordered %d of %d nodes", order.n, g->n_nodes);
+  if (!status)
+    status = tf_ir_reorder_nodes(g, order.ids);
+  free(order.ids);
+  return status;
+}

@@ -1,0 +1,224 @@
+/* Ops on half data in a graph (compiler/half_ops.c), on the CPU: a model whose activations are
+ * declared bf16 or f16 compiles into f32 arithmetic between casts, trains, and its loss and weight
+ * gradient match a float64 evaluation of the same graph that rounds to the half type wherever the
+ * graph holds a half tensor, forward and backward:
+ *
+ *     xh = r(x), Wh = r(W), y = r(xh Wh), z = r(tanh y), s = r(z + y), loss = sum(s * probe)
+ *     ds = r(probe); dy = r(r(ds) + r(ds (1 - tanh^2 y)))   (y's two gradient parts, summed once)
+ *     grad W = r(xh^T dy)
+ *
+ * y has two readers, so its gradient is the sum of two half parts (autodiff's half_sum). The
+ * tolerance is 4 units of the half type times the largest reference value: an f32 result a few f32
+ * ulps from the f64 one may round to the neighbouring half value, which the next ops carry on; a
+ * missing or doubled gradient part, a transposed product or an unrounded step is far outside it.
+ * Also checked: no step but a cast reads half data (the CPU backend refuses others), the plan's
+ * f32 copy of a half input is not kept for the backward pass (it is cast back from the half
+ * tensor: xh, for grad W), the note says what the pass did, and an f16 graph scales its loss. A
+ * bf16 parameter is refused for training (f32 master weights) and initialised for inference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/half_bits.h"
+#include "op_graphs.h"
+#include "tightfit/compiler.h"
+#include "tightfit/runtime.h"
+
+#define M 5
+#define K 7
+#define N 3
+
+static tf_test_counts counts;
+
+static float bits_float(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* v rounded as a kernel stores it: to f32, then to the half type. */
+static double round_to(tf_dtype half, double v) {
+  float f = (float)v;
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  return half == TF_BF16 ? bits_float(tf_f32_bits_from_bf16(tf_bf16_from_f32_bits(bits)))
+                         : bits_float(tf_f32_bits_from_f16(tf_f16_from_f32_bits(bits)));
+}
+
+static tf_graph *build(tf_dtype half) {
+  tf_graph *g = tf_test_graph_begin(&counts, "half_ops");
+  if (!g)
+    return NULL;
+  tf_tensor_id x = tf_cast(g, tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(M), d(K))), half);
+  tf_tensor_id w = tf_cast(g, tf_test_param(g, "W", TF_SHAPE(d(K), d(N))), half);
+  tf_tensor_id y = tf_matmul(g, x, w, false, false);
+  tf_tensor_id s = tf_add(g, tf_unary(g, TF_OP_TANH, y), y);
+  tf_tensor_id probe = tf_graph_input(g, "probe", TF_F32, TF_SHAPE(d(M), d(N)));
+  tf_graph_set_loss(g, tf_reduce(g, TF_OP_SUM, tf_mul(g, tf_cast(g, s, TF_F32), probe), NULL, 0, false));
+  return g;
+}
+
+/* The float64 evaluation of the header's formulas: the loss and grad W. */
+static double reference(tf_dtype half, const float *x, const float *w, const float *probe, double *grad_w) {
+  double xh[M * K], wh[K * N], dy[M * N], loss = 0.0;
+  for (int i = 0; i < M * K; i++)
+    xh[i] = round_to(half, x[i]);
+  for (int i = 0; i < K * N; i++)
+    wh[i] = round_to(half, w[i]);
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double sum = 0.0;
+      for (int k = 0; k < K; k++)
+        sum += xh[m * K + k] * wh[k * N + n];
+      const double y = round_to(half, sum), t = tanh(y), z = round_to(half, t);
+      const double s = round_to(half, z + y);
+      loss += s * probe[m * N + n];
+      const double ds = round_to(half, probe[m * N + n]);
+      const double through_tanh = round_to(half, ds * (1.0 - t * t));
+      dy[m * N + n] = round_to(half, ds + through_tanh);
+    }
+  for (int k = 0; k < K; k++)
+    for (int n = 0; n < N; n++) {
+      double sum = 0.0;
+      for (int m = 0; m < M; m++)
+        sum += xh[m * K + k] * dy[m * N + n];
+      grad_w[k * N + n] = round_to(half, sum);
+    }
+  return loss;
+}
+
+/* No step but a cast reads or writes half data; the f32 copies of half inputs die in the forward
+ * pass (the backward reads them cast back from the half tensors). */
+static void check_plan(const tf_plan *plan, tf_dtype half) {
+  int32_t half_reads = 0, kept_copies = 0, restored = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    for (int32_t k = 0; k < step->n_inputs && step->op != TF_OP_CAST; k++)
+      half_reads += plan->buffers[step->inputs[k]].dtype == half;
+    if (step->op == TF_OP_CAST && strstr(step->name, "restored_f32"))
+      restored += plan->buffers[step->inputs[0]].dtype == half;
+  }
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    const size_t length = strlen(b->name);
+    const bool input_copy = strstr(b->name, "/input") && length > 4 && strcmp(b->name + length - 4, "_f32") == 0;
+    if (input_copy && b->first_step >= 0 && plan->steps[b->first_step].phase == TF_PHASE_FORWARD &&
+        plan->steps[b->last_step].phase != TF_PHASE_FORWARD)
+      kept_copies++;
+  }
+  CHECK(&counts, half_reads == 0, "%s: %d non-cast step inputs are half", tf_dtype_name(half), half_reads);
+  CHECK(&counts, kept_copies == 0 && restored == 1,
+        "%s: %d f32 copies of half inputs live into the backward pass; %d restored from half", tf_dtype_name(half),
+        kept_copies, restored);
+  CHECK(&counts, plan->report.notes && strstr(plan->report.notes, "computed in f32 between casts"),
+        "%s: the notes do not say what half_ops did: %s", tf_dtype_name(half),
+        plan->report.notes ? plan->report.notes : "(none)");
+  const bool scaled = plan->loss_scale_seed >= 0;
+  CHECK(&counts, scaled == (half == TF_F16), "%s: loss scaled %d", tf_dtype_name(half), scaled);
+}
+
+static void run(tf_dtype half) {
+  tf_graph *g = build(half);
+  tf_plan *plan = NULL;
+  if (g) {
+    tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+    o.loss_scale = 1.0;
+    o.accumulate = 2; /* grad(W) is the accumulator, read after the first micro-step */
+    CHECK_OK(&counts, tf_compile(g, &o, &plan));
+  }
+  tf_graph_destroy(g);
+  if (!plan)
+    return;
+  check_plan(plan, half);
+  tf_session_options so = tf_session_options_default();
+  so.seed = 5;
+  tf_session *s = NULL;
+  CHECK_OK(&counts, tf_session_create(plan, &so, &s));
+  float x[M * K], w[K * N], probe[M * N], grad_w[K * N];
+  for (int i = 0; i < M * K; i++)
+    x[i] = (float)sin(1.3 * i + 0.2) * 2.0f;
+  for (int i = 0; i < M * N; i++)
+    probe[i] = (float)cos(0.7 * i) * 1.5f;
+  double loss = NAN, ref_grad[K * N];
+  if (s) {
+    CHECK_OK(&counts, tf_session_write(s, "x", x, sizeof(x)));
+    CHECK_OK(&counts, tf_session_write(s, "probe", probe, sizeof(probe)));
+    CHECK_OK(&counts, tf_session_read(s, "W", w, sizeof(w)));
+    CHECK_OK(&counts, tf_session_micro_step(s, &loss));
+    CHECK_OK(&counts, tf_session_read(s, "grad(W)", grad_w, sizeof(grad_w)));
+    const double ref_loss = reference(half, x, w, probe, ref_grad);
+    const double u = half == TF_BF16 ? 1.0 / 256.0 : 1.0 / 2048.0;
+    double loss_scale = 0.0, grad_max = 0.0, worst = 0.0;
+    for (int i = 0; i < M * N; i++)
+      loss_scale += fabs(probe[i]) * 2.0; /* |s| <= |z| + |y| ~ 2: a sum of terms of that size */
+    for (int i = 0; i < K * N; i++)
+      grad_max = fmax(grad_max, fabs(ref_grad[i]));
+    for (int i = 0; i < K * N; i++)
+      worst = fmax(worst, fabs(grad_w[i] - ref_grad[i]) / (4.0 * u * grad_max));
+    const double loss_ratio = fabs(loss - ref_loss) / (4.0 * u * loss_scale);
+    CHECK(&counts, loss_ratio <= 1.0, "%s: loss %.9g, f64 reference %.9g (%.2f x the tolerance)", tf_dtype_name(half),
+          loss, ref_loss, loss_ratio);
+    CHECK(&counts, worst <= 1.0, "%s: grad(W) %.2f x the tolerance", tf_dtype_name(half), worst);
+    printf("%-4s cpu %-4s loss %.7g vs f64 %.7g (%.3f of 4u); grad(W) worst %.3f of 4u x max |ref| (%.4g)\n",
+           loss_ratio <= 1.0 && worst <= 1.0 ? "ok" : "FAIL", tf_dtype_name(half), loss, ref_loss, loss_ratio, worst,
+           grad_max);
+  }
+  tf_session_destroy(s);
+  tf_plan_destroy(plan);
+}
+
+/* A bf16 parameter: a training plan is refused at compile time, naming it (f32 master weights); an
+ * inference plan initialises it (normal values rounded to bf16) and runs. */
+static void half_parameter(void) {
+  tf_graph *g = tf_test_graph_begin(&counts, "half_parameter");
+  if (!g)
+    return;
+  tf_tensor_id x = tf_cast(g, tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(M), d(K))), TF_BF16);
+  tf_tensor_id w = tf_graph_parameter(g, "W", TF_BF16, TF_SHAPE(d(K), d(N)), tf_init_make(TF_INIT_NORMAL, 0.0, 1.0));
+  tf_tensor_id y = tf_cast(g, tf_matmul(g, x, w, false, false), TF_F32);
+  tf_graph_add_output(g, y);
+  tf_graph_set_loss(g, tf_reduce(g, TF_OP_SUM, y, NULL, 0, false));
+  tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+  tf_plan *plan = NULL;
+  tf_status status = tf_compile(g, &o, &plan);
+  const char *message = status ? tf_status_message(status) : "";
+  const bool refused = status && strstr(message, "parameter 'W' is bf16") && strstr(message, "f32 master weights");
+  CHECK(&counts, refused, "training with a bf16 parameter: %s", status ? message : "compiled");
+  printf("%-4s cpu training with a bf16 parameter is refused: %s\n", refused ? "ok" : "FAIL", message);
+  tf_status_free(status);
+  tf_plan_destroy(plan);
+  plan = NULL;
+  o.training = false;
+  CHECK_OK(&counts, tf_compile(g, &o, &plan));
+  tf_graph_destroy(g);
+  tf_session_options so = tf_session_options_default();
+  tf_session *s = NULL;
+  if (plan)
+    CHECK_OK(&counts, tf_session_create(plan, &so, &s));
+  uint16_t bits[K * N];
+  float x_values[M * K];
+  double loss = NAN, largest = 0.0;
+  for (int i = 0; i < M * K; i++)
+    x_values[i] = 0.25f * (float)(i % 5);
+  if (s) {
+    CHECK_OK(&counts, tf_session_write(s, "x", x_values, sizeof(x_values)));
+    CHECK_OK(&counts, tf_session_forward(s, &loss));
+    CHECK_OK(&counts, tf_session_read(s, "W", bits, sizeof(bits)));
+    for (int i = 0; i < K * N; i++)
+      largest = fmax(largest, fabs(bits_float(tf_f32_bits_from_bf16(bits[i]))));
+  }
+  const bool ran = isfinite(loss) && largest > 0.0 && largest < 8.0;
+  CHECK(&counts, ran, "inference with a bf16 parameter: loss %g, largest |W| %g", loss, largest);
+  printf("%-4s cpu inference with a bf16 parameter: loss %g, largest |W| %g\n", ran ? "ok" : "FAIL", loss, largest);
+  tf_session_destroy(s);
+  tf_plan_destroy(plan);
+}
+
+int main(void) {
+  run(TF_BF16);
+  run(TF_F16);
+  half_parameter();
+  return tf_test_finish("ops on half data", &counts);
+}
