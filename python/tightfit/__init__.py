@@ -250,6 +250,11 @@ class Graph:
     def dropout(self, x, rate):
         return self._checked(_lib.lib.tf_dropout(self._g, x, rate), "dropout")
 
+    def cast(self, x, dtype):
+        """x converted to dtype (f32, f16, bf16, i32, i64). Ops on f16/bf16 data compute in f32 between
+        casts (docs/precision.md); parameters of a training plan stay f32: cast them where read."""
+        return self._checked(_lib.lib.tf_cast(self._g, x, self._dtype(dtype)), "cast")
+
     def attention(self, q, k, v, heads, causal=False):
         return self._checked(_lib.lib.tf_attention(self._g, q, k, v, heads, causal), "attention")
 
@@ -422,6 +427,15 @@ def check(graph, **options):
     return result
 
 
+def _to_bf16_bits(value):
+    """float32 values rounded to nearest even as bf16 bit patterns (uint16), as the kernels round."""
+    import numpy as np
+    bits = np.ascontiguousarray(value, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return np.where(nan, ((bits >> 16) | np.uint32(0x40)).astype(np.uint16), rounded)
+
+
 class Plan:
     """A compiled plan (tf_plan), loaded from its .tfplan file."""
 
@@ -512,7 +526,10 @@ class Session:
             raise TightfitError(f"{name!r} is not an input or label of plan '{self.plan.graph_name}' (it has: "
                                 + ", ".join(sorted(self.plan.inputs)) + ")")
         dtype, shape = self.plan.inputs[name]
-        numpy_dtype = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "u8": np.uint8}.get(dtype)
+        if dtype == "bf16":
+            return _to_bf16_bits(value), shape
+        numpy_dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64,
+                       "u8": np.uint8}.get(dtype)
         if numpy_dtype is None:
             raise TightfitError(f"{name!r}: feeding {dtype} from numpy is not supported")
         return np.ascontiguousarray(value, dtype=numpy_dtype), shape
@@ -523,15 +540,20 @@ class Session:
         _lib.check(_lib.lib.tf_session_write(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
 
     def read(self, name, shape=None, dtype="f32"):
-        """Copies buffer `name` to a new numpy array (shape: the plan's for inputs, else give it)."""
+        """Copies buffer `name` to a new numpy array (shape: the plan's for inputs, else give it).
+        f16 comes back as float16; bf16, which numpy lacks, as float32 (exact)."""
         import numpy as np
         if name in self.plan.inputs:
             dtype, shape = self.plan.inputs[name]
         if shape is None:
             raise TightfitError(f"read {name!r}: give its shape")
-        array = np.empty(shape, dtype={"f32": np.float32, "i32": np.int32, "i64": np.int64}[dtype])
+        numpy_dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i32": np.int32,
+                       "i64": np.int64, "u8": np.uint8}.get(dtype)
+        if numpy_dtype is None:
+            raise TightfitError(f"read {name!r}: unknown dtype {dtype!r} (f32, f16, bf16, i32, i64, u8)")
+        array = np.empty(shape, dtype=numpy_dtype)
         _lib.check(_lib.lib.tf_session_read(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
-        return array
+        return (array.astype(np.uint32) << 16).view(np.float32) if dtype == "bf16" else array
 
     def step(self, batch):
         """One optimizer step on `batch` (name -> array holding accumulate x micro-batch samples);

@@ -212,6 +212,7 @@ _declare("tf_slice", c_tensor, c_graph_p, c_tensor, ctypes.c_int32, ctypes.c_int
 _declare("tf_conv2d", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.POINTER(ConvAttrs))
 _declare("tf_pool2d", c_tensor, c_graph_p, ctypes.c_int, c_tensor, ctypes.POINTER(PoolAttrs))
 _declare("tf_dropout", c_tensor, c_graph_p, c_tensor, ctypes.c_float)
+_declare("tf_cast", c_tensor, c_graph_p, c_tensor, ctypes.c_int)
 _declare("tf_attention", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.c_int32, ctypes.c_bool)
 _declare("tf_cross_entropy", c_tensor, c_graph_p, c_tensor, c_tensor, ctypes.c_int64)
 

@@ -133,6 +133,27 @@ notes = kept.report()["notes"]
 ok("node overrides applied on 2 nodes" in str(notes) and "kept 2 f32" in str(notes),
    "precision_override={node: 'f32'} reaches compile: the plan keeps those two nodes f32 under bf16")
 
+# ---- a graph on bf16 data: cast, an input fed and read back in bf16, the loss as numpy computes it ----
+hg = tightfit.Graph("half")
+hx = hg.input("x", [4, 8], dtype="bf16")
+hw = hg.parameter("w", [8, 3], init="normal", dtype="f32")
+hy = hg.cast(hg.matmul(hx, hg.cast(hw, "bf16")), "f32")
+hg.finish(hy, hg.reduce("sum", hg.mul(hy, hy), [0, 1]))
+half_plan = tightfit.compile(hg)
+hs = tightfit.Session(half_plan, seed=2)
+x_values = np.linspace(-2.0, 2.0, 32, dtype=np.float32).reshape(4, 8) + np.float32(1e-3)
+half_loss = hs.forward({"x": x_values})
+x_back = hs.read("x")
+w_values = hs.read("w", shape=(8, 3))
+bf16 = lambda a: (tightfit._to_bf16_bits(a).astype(np.uint32) << 16).view(np.float32)  # noqa: E731
+y_expected = bf16(bf16(x_values).astype(np.float64) @ bf16(w_values).astype(np.float64))
+expected_loss = float((y_expected.astype(np.float64) ** 2).sum())
+ok(x_back.dtype == np.float32 and (x_back == bf16(x_values)).all(),
+   "a bf16 input is fed rounded to nearest even and read back as float32")
+ok(abs(half_loss - expected_loss) <= 4 / 256 * float((y_expected.astype(np.float64) ** 2).sum()) + 1e-6 and
+   "computed in f32 between casts" in str(half_plan.report()["notes"]),
+   f"Graph.cast: a matmul on bf16 data runs, loss {half_loss:.6g} vs numpy's {expected_loss:.6g}")
+
 # ---- matmul_math: stored in the plan and reported; an unknown value raises ----
 half = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, matmul_math="bf16")
 ok(half.report()["matmul_math"] == "bf16" and kept.report()["matmul_math"] == "f32",
