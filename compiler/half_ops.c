@@ -139,8 +139,8 @@ static tf_status check_parameters(const tf_training *t) {
                            "parameter '%s' is %s: training keeps f32 master weights; declare it f32 and cast it "
                            "to %s where the graph reads it (or compile with --precision %s to store activations "
                            "in half)",
-                           g->tensors[i].name, tf_dtype_name(g->tensors[i].dtype),
-                           tf_dtype_name(g->tensors[i].dtype), g->tensors[i].dtype == TF_F16 ? "fp16" : "bf16");
+                           g->tensors[i].name, tf_dtype_name(g->tensors[i].dtype), tf_dtype_name(g->tensors[i].dtype),
+                           g->tensors[i].dtype == TF_F16 ? "fp16" : "bf16");
   return NULL;
 }
 
