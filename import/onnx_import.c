@@ -213,7 +213,9 @@ static tf_status add_values(ox_import *im) {
     ox_value *v = ox_value_get(im, t->name);
     if (!v)
       return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", im->source);
-    if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+    if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+        t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+        t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16) {
       v->initializer = t;
     } else {
       char what[512];

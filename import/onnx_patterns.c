@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/half_bits.h"
 #include "import/onnx_internal.h"
 
 static ox_node *producer(ox_import *im, const char *name) {
@@ -28,8 +29,8 @@ static const char *in(const ox_node *node, int32_t i) {
 
 static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
-/* The one number of a Constant node or initializer named `name`. */
-static bool scalar_of(ox_import *im, const char *name, double *value) {
+/* The one number of a Constant node or initializer named `name`, and its dtype. */
+static bool scalar_of(ox_import *im, const char *name, double *value, tf_dtype *dtype) {
   const Onnx__TensorProto *t = NULL;
   ox_node *p = producer(im, name);
   if (is_op(p, "Constant")) {
@@ -51,13 +52,30 @@ static bool scalar_of(ox_import *im, const char *name, double *value) {
   bool one = k->count == 1;
   if (one)
     *value = k->is_float ? k->reals[0] : (double)k->ints[0].size;
+  *dtype = k->dtype;
   ox_known_free(k);
   return one;
 }
 
+/* `expected` as a constant of `dtype` holds it: rounded to nearest even for f16 and bf16. */
+static double as_stored(double expected, tf_dtype dtype) {
+  if (dtype != TF_F16 && dtype != TF_BF16)
+    return expected;
+  float f = (float)expected;
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  bits = dtype == TF_BF16 ? tf_f32_bits_from_bf16(tf_bf16_from_f32_bits(bits))
+                          : tf_f32_bits_from_f16(tf_f16_from_f32_bits(bits));
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* Whether `name` is one number within `tolerance` of `expected` as its dtype stores it (a bf16
+ * model's sqrt(2) is 1.4140625). */
 static bool is_scalar(ox_import *im, const char *name, double expected, double tolerance) {
   double value;
-  return scalar_of(im, name, &value) && fabs(value - expected) <= tolerance;
+  tf_dtype dtype;
+  return scalar_of(im, name, &value, &dtype) && fabs(value - as_stored(expected, dtype)) <= tolerance;
 }
 
 static bool perm_is(const ox_node *node, const int64_t *perm, int32_t n) {
@@ -153,13 +171,16 @@ static void match_attention(ox_import *im, ox_node *top) {
   bool causal = false;
   if (is_op(scores, "Where")) {
     double fill;
-    if (!is_causal_mask(im, in(scores, 0)) || !scalar_of(im, in(scores, 1), &fill) || !(isinf(fill) && fill < 0))
+    tf_dtype dtype;
+    if (!is_causal_mask(im, in(scores, 0)) || !scalar_of(im, in(scores, 1), &fill, &dtype) ||
+        !(isinf(fill) && fill < 0))
       return;
     causal = true;
     scores = producer(im, in(scores, 2));
   }
   double scale = 1.0, c;
-  if ((is_op(scores, "Div") || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c) && c != 0) {
+  tf_dtype scale_dtype;
+  if ((is_op(scores, "Div") || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c, &scale_dtype) && c != 0) {
     scale = is_op(scores, "Div") ? 1.0 / c : c;
     scores = producer(im, in(scores, 0));
   }
@@ -217,7 +238,8 @@ static void match_layer_norm(ox_import *im, ox_node *top) {
         continue;
       ox_node *shift = producer(im, in(root, 0));
       double epsilon;
-      if (!is_op(shift, "Add") || !scalar_of(im, in(shift, 1), &epsilon))
+      tf_dtype epsilon_dtype;
+      if (!is_op(shift, "Add") || !scalar_of(im, in(shift, 1), &epsilon, &epsilon_dtype))
         continue;
       ox_node *variance = producer(im, in(shift, 0));
       if (!is_last_axis_mean(variance))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half_bits.h"
 #include "graph/ir.h"
 #include "import/onnx_internal.h"
 
@@ -97,8 +98,26 @@ const char *ox_dtype_name(int32_t type) {
   return v ? v->name : "unknown";
 }
 
+static bool is_half_type(int32_t type) {
+  return type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 || type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+}
+
+/* An f16/bf16 value from its 16 bits, widened exactly. */
+static float half_value(int32_t type, uint16_t bits) {
+  uint32_t wide =
+      type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ? tf_f32_bits_from_bf16(bits) : tf_f32_bits_from_f16(bits);
+  float f;
+  memcpy(&f, &wide, 4);
+  return f;
+}
+
 /* Element `i` of `size`-byte little-endian raw data as a double or an integer. */
 static double raw_real(const uint8_t *raw, int32_t type, int64_t i) {
+  if (is_half_type(type)) {
+    uint16_t bits;
+    memcpy(&bits, raw + i * 2, 2);
+    return half_value(type, bits);
+  }
   if (type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
     double d;
     memcpy(&d, raw + i * 8, 8);
@@ -143,8 +162,7 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
   *out = NULL;
   int32_t type = t->data_type;
   tf_dtype dtype;
-  if (!ox_dtype(type, &dtype) || type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
-      type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+  if (!ox_dtype(type, &dtype))
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: element type %s (%" PRId32 ") is not supported", what,
                          ox_dtype_name(type), type);
   if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
@@ -160,7 +178,8 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: dimension %zu is %" PRId64, what, i, t->dims[i]);
     shape[i] = t->dims[i];
   }
-  bool is_float = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+  bool is_float = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
+                  is_half_type(type);
   // The element count is checked against the data present before anything is allocated for it.
   int64_t count = 1, bytes = element_bytes(type);
   for (size_t i = 0; i < t->n_dims; i++) {
@@ -168,7 +187,9 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: too many elements", what);
     count *= shape[i];
   }
-  size_t typed = is_float ? (type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? t->n_float_data : t->n_double_data)
+  // f16 and bf16 values without raw data are the low 16 bits of int32_data (onnx.proto).
+  size_t typed = is_half_type(type) ? t->n_int32_data
+                 : is_float ? (type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? t->n_float_data : t->n_double_data)
                  : type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? t->n_int64_data
                                                                 : t->n_int32_data;
   if (t->has_raw_data && (int64_t)t->raw_data.len != count * bytes)
@@ -185,6 +206,8 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
         k->reals[i] = raw_real(t->raw_data.data, type, i);
       else
         k->ints[i] = tf_fixed(raw_int(t->raw_data.data, type, i));
+    } else if (is_half_type(type)) {
+      k->reals[i] = half_value(type, (uint16_t)t->int32_data[i]);
     } else if (type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
       k->reals[i] = t->float_data[i];
     } else if (type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
@@ -263,12 +286,34 @@ static tf_status add_weights(ox_import *im, const char *name, tf_dtype dtype, in
   return NULL;
 }
 
-/* A parameter for float initializer `t`, its values referenced in the weights file. */
+/* The f32 values of an f16/bf16 initializer (count of them), widened exactly; NULL with *status. */
+static float *widen_half(const Onnx__TensorProto *t, int64_t count, const char *what, tf_status *status) {
+  *status = NULL;
+  const bool raw = t->has_raw_data;
+  if (raw ? (int64_t)t->raw_data.len != count * 2 : (int64_t)t->n_int32_data != count) {
+    *status = tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu %s, its shape needs %" PRId64 " 16-bit values", what,
+                            raw ? t->raw_data.len : t->n_int32_data, raw ? "bytes of raw data" : "values", count);
+    return NULL;
+  }
+  float *data = malloc((size_t)(count ? count : 1) * sizeof(float));
+  if (!data) {
+    *status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for its values", what);
+    return NULL;
+  }
+  for (int64_t i = 0; i < count; i++)
+    data[i] =
+        raw ? (float)raw_real(t->raw_data.data, t->data_type, i) : half_value(t->data_type, (uint16_t)t->int32_data[i]);
+  return data;
+}
+
+/* A parameter for float initializer `t`, its values referenced in the weights file. An f16/bf16
+ * initializer becomes an f32 parameter (its values widened exactly: the master weights training
+ * updates) read through a cast to its own type, so the graph's ops see the model's dtype. */
 static tf_status make_parameter(ox_import *im, const ox_node *node, ox_value *v) {
   const Onnx__TensorProto *t = v->initializer;
   char what[512];
   snprintf(what, sizeof(what), "%s: initializer '%s'", im->source, v->name);
-  if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+  if (t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !is_half_type(t->data_type)) {
     // Integer initializers are known values; only float ones are trained.
     ox_known *k;
     TF_RETURN_IF_ERROR(ox_known_from_tensor(t, what, &k));
@@ -295,16 +340,26 @@ static tf_status make_parameter(ox_import *im, const ox_node *node, ox_value *v)
   }
   // Copied straight from the model as f32: a parameter never passes through the doubles of ox_known.
   bool raw = t->has_raw_data;
-  if (raw ? (int64_t)t->raw_data.len != count * 4 : (int64_t)t->n_float_data != count)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu %s, its shape needs %" PRId64 " floats", what,
-                         raw ? t->raw_data.len : t->n_float_data, raw ? "bytes of raw data" : "values", count);
-  float *data = malloc((size_t)count * sizeof(float));
-  if (!data)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for its values", what);
-  memcpy(data, raw ? (const void *)t->raw_data.data : (const void *)t->float_data, (size_t)count * sizeof(float));
+  float *data = NULL;
+  tf_dtype half;
+  if (is_half_type(t->data_type)) {
+    tf_status status;
+    data = widen_half(t, count, what, &status);
+    TF_RETURN_IF_ERROR(status);
+  } else {
+    if (raw ? (int64_t)t->raw_data.len != count * 4 : (int64_t)t->n_float_data != count)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %zu %s, its shape needs %" PRId64 " floats", what,
+                           raw ? t->raw_data.len : t->n_float_data, raw ? "bytes of raw data" : "values", count);
+    data = malloc((size_t)count * sizeof(float));
+    if (!data)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for its values", what);
+    memcpy(data, raw ? (const void *)t->raw_data.data : (const void *)t->float_data, (size_t)count * sizeof(float));
+  }
   tf_init init;
   TF_RETURN_IF_ERROR(add_weights(im, v->name, TF_F32, rank, shape, data, data, &init));
   v->tensor = tf_graph_parameter(im->graph, v->name, TF_F32, tf_shape_from(dims, rank), init);
+  if (ox_dtype(t->data_type, &half) && half != TF_F32)
+    v->tensor = tf_cast(im->graph, v->tensor, half);
   return ox_graph_error(im, node);
 }
 
@@ -326,6 +381,8 @@ static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) 
       uniform = false;
   }
   tf_dtype dtype = k->is_float ? TF_F32 : k->dtype == TF_I32 ? TF_I32 : TF_I64;
+  /* an f16/bf16 constant: its f32 values (exact), cast to its type where read */
+  const tf_dtype half = k->is_float && (k->dtype == TF_F16 || k->dtype == TF_BF16) ? k->dtype : TF_F32;
   char name[300];
   snprintf(name, sizeof(name), "%s", v->name);
   while (tf_graph_find_tensor(im->graph, name) != TF_NO_TENSOR)
@@ -334,6 +391,8 @@ static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) 
     double fill = k->count == 0 ? 0 : k->is_float ? k->reals[0] : (double)k->ints[0].size;
     v->tensor =
         tf_graph_constant(im->graph, name, dtype, tf_shape_from(dims, k->rank), tf_init_make(TF_INIT_FILL, fill, 0));
+    if (half != TF_F32)
+      v->tensor = tf_cast(im->graph, v->tensor, half);
     return ox_graph_error(im, node);
   }
   int64_t size = tf_dtype_size(dtype);
@@ -357,6 +416,8 @@ static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) 
   tf_init init;
   TF_RETURN_IF_ERROR(add_weights(im, key, dtype, k->rank, k->shape, data, data, &init));
   v->tensor = tf_graph_constant(im->graph, key, dtype, tf_shape_from(dims, k->rank), init);
+  if (half != TF_F32)
+    v->tensor = tf_cast(im->graph, v->tensor, half);
   return ox_graph_error(im, node);
 }
 

@@ -520,12 +520,16 @@ class Session:
         self._s = handle.value
         self._finalizer = weakref.finalize(self, _lib.lib.tf_session_destroy, self._s)
 
-    def _array(self, name, value):
-        import numpy as np
+    def _input(self, name):
+        """(dtype, shape) of input or label `name` (one micro-batch); raises for another name."""
         if name not in self.plan.inputs:
             raise TightfitError(f"{name!r} is not an input or label of plan '{self.plan.graph_name}' (it has: "
                                 + ", ".join(sorted(self.plan.inputs)) + ")")
-        dtype, shape = self.plan.inputs[name]
+        return self.plan.inputs[name]
+
+    def _array(self, name, value):
+        import numpy as np
+        dtype, shape = self._input(name)
         if dtype == "bf16":
             return _to_bf16_bits(value), shape
         numpy_dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64,
@@ -562,11 +566,9 @@ class Session:
         total = 0.0
         for m in range(k):
             for name, value in batch.items():
-                array, shape = self._array(name, value)
+                shape = self._input(name)[1]
                 rows = shape[0] if shape else 1
-                if k > 1:
-                    array = array[m * rows:(m + 1) * rows]
-                self.write(name, array)
+                self.write(name, value[m * rows:(m + 1) * rows] if k > 1 else value)
             total += self._micro_step(m)
         self._optimizer_step()
         return total / k
