@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "core/shape_rules_internal.h"
+#include "core/slice_bounds.h"
 
 #define UNRESOLVED (-1) /* a target dim {-1,-1}: "infer" for reshape, "keep" for expand */
 
@@ -125,13 +126,6 @@ tf_status tf_shape_concat(const tf_shape_query *q, tf_shape_result *out) {
 }
 
 /* Python's rule for one slice bound: negative counts from the end, then clamp to [0, dim]. */
-static int64_t clamp_bound(int64_t bound, int64_t dim) {
-  if (bound < 0)
-    bound += dim; // dim >= 0, so this cannot overflow
-  if (bound < 0)
-    return 0;
-  return bound > dim ? dim : bound;
-}
 
 tf_status tf_shape_slice(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_slice));
@@ -143,7 +137,7 @@ tf_status tf_shape_slice(const tf_shape_query *q, tf_shape_result *out) {
     return tf_status_new(TF_ERR_SHAPE, "slice step %" PRId64 " of %s must be >= 1", attrs->step,
                          tf_rules_describe(x).text);
   int64_t dim = x->shape[axis];
-  int64_t start = clamp_bound(attrs->start, dim), end = clamp_bound(attrs->end, dim);
+  int64_t start = tf_slice_bound(attrs->start, dim), end = tf_slice_bound(attrs->end, dim);
   // ceil((end - start) / step) written so that a huge step cannot overflow.
   int64_t length = end > start ? (end - start - 1) / attrs->step + 1 : 0;
   if (length == 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
+#include "core/slice_bounds.h"
 
 #define GATHER_RANK 6
 
@@ -77,15 +78,6 @@ static tf_status gather(vk_lower *l, int32_t src, int32_t dst, int32_t rank, con
   return gather_converting(l, src, dst, rank, shape, src_stride, dst_stride, src_base, dst_base, size, CONVERT_NONE);
 }
 
-/* Python's rule for a slice bound: negative counts from the end, then clamp to [0, dim]. */
-static int64_t clamp_bound(int64_t bound, int64_t dim) {
-  if (bound < 0)
-    bound += dim;
-  if (bound < 0)
-    return 0;
-  return bound > dim ? dim : bound;
-}
-
 static tf_status lower_transpose(vk_lower *l, const tf_plan_buffer *x, const tf_plan_buffer *out, int64_t size) {
   int64_t x_strides[TF_MAX_RANK], src[TF_MAX_RANK], dst[TF_MAX_RANK];
   vk_contiguous_strides(x, x_strides);
@@ -111,7 +103,7 @@ static tf_status lower_slice(vk_lower *l, const tf_plan_buffer *whole, const tf_
   int64_t whole_strides[TF_MAX_RANK], part_strides[TF_MAX_RANK];
   vk_contiguous_strides(whole, whole_strides);
   vk_contiguous_strides(part, part_strides);
-  int64_t base = clamp_bound(a->start, whole->shape[axis]) * whole_strides[axis];
+  int64_t base = tf_slice_bound(a->start, whole->shape[axis]) * whole_strides[axis];
   whole_strides[axis] *= a->step;
   if (!gradient)
     return gather(l, vk_in(l, 0), vk_out(l, 0), part->rank, part->shape, whole_strides, part_strides, base, 0, size);

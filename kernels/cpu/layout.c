@@ -3,6 +3,7 @@
  * sliced too); an element's size comes from tf_cpu_element_size(). */
 #include <string.h>
 
+#include "core/slice_bounds.h"
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
@@ -193,15 +194,6 @@ void TF_REAL_NAME(tf_cpu_concat)(const tf_cpu_args *args) {
       });
 }
 
-/* Python's rule for a slice bound: negative counts from the end, then clamp to [0, dim]. */
-static int64_t clamp_bound(int64_t bound, int64_t dim) {
-  if (bound < 0)
-    bound += dim;
-  if (bound < 0)
-    return 0;
-  return bound > dim ? dim : bound;
-}
-
 /* A slice as [outer, dim, inner] views: positions start + k step (k < length) of the axis. */
 typedef struct slice_view {
   int64_t outer, dim, inner, start, step, length, size; /* size: bytes per element */
@@ -214,7 +206,7 @@ static slice_view slice_view_of(const tf_cpu_args *args, const tf_cpu_tensor *wh
   split_at(whole, axis, &v.outer, &v.inner);
   v.dim = whole->shape[axis];
   v.length = part->shape[axis];
-  v.start = clamp_bound(a->start, v.dim);
+  v.start = tf_slice_bound(a->start, v.dim);
   v.step = a->step;
   v.size = tf_cpu_element_size(whole);
   return v;

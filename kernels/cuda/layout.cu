@@ -2,6 +2,7 @@
  * kernels/cpu/layout.c: reshape (a no-op when the plan placed the output on its input, else a
  * device copy), transpose and expand (a gather through strides), concat, slice and slice_grad
  * (copies over [outer, axis, inner] views). */
+#include "core/slice_bounds.h"
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -48,14 +49,6 @@ void split_at(const tf_cuda_tensor *t, int32_t axis, int64_t *outer, int64_t *in
     *outer *= t->shape[i];
   for (int32_t i = axis + 1; i < t->rank; i++)
     *inner *= t->shape[i];
-}
-
-int64_t clamp_bound(int64_t bound, int64_t dim) {
-  if (bound < 0)
-    bound += dim;
-  if (bound < 0)
-    return 0;
-  return bound > dim ? dim : bound;
 }
 
 template <typename T> tf_status run(const tf_cuda_args *args) {
@@ -108,8 +101,8 @@ template <typename T> tf_status run(const tf_cuda_args *args) {
     split_at(x, axis, &outer, &inner);
     if (n > 0)
       take_rows<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)x->data, (T *)out->data, outer, out->shape[axis],
-                                                           inner, x->shape[axis], clamp_bound(a->start, x->shape[axis]),
-                                                           a->step);
+                                                           inner, x->shape[axis],
+                                                           tf_slice_bound(a->start, x->shape[axis]), a->step);
     break;
   }
   default: { /* slice_grad(dy, x (shape)) -> dx */
@@ -120,7 +113,7 @@ template <typename T> tf_status run(const tf_cuda_args *args) {
     if (n > 0)
       scatter_rows<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)x->data, (T *)out->data, outer,
                                                               out->shape[axis], inner, x->shape[axis],
-                                                              clamp_bound(a->start, out->shape[axis]), a->step);
+                                                              tf_slice_bound(a->start, out->shape[axis]), a->step);
     break;
   }
   }
