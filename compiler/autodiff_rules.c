@@ -68,15 +68,27 @@ static int32_t flatten_rows(tf_vjp *v, int32_t x) {
 /* C = op(A) op(B). dA and dB by the four transpose cases; a rank-2 B shared by a batched A (a
  * linear layer) gets its gradient from one matmul over the flattened rows, never a batched
  * temporary of the weight's size per batch element. */
+static void vjp_matmul_b(tf_vjp *v, int32_t a, int32_t b, int32_t dy, bool ta, bool tb);
+
 static void vjp_matmul(tf_vjp *v) {
   bool ta = attrs(v)->u.matmul.transpose_a, tb = attrs(v)->u.matmul.transpose_b;
   int32_t a = tf_vjp_input(v, 0), b = tf_vjp_input(v, 1), dy = v->dy;
+  /* With recompute, db (which reads the activation a, perhaps recomputed) is emitted first: the
+   * schedule runs a's recompute just before its first reader, and da, emitted first, would sit in the
+   * arena through that whole recompute (gpt2-small's [8, 1024, 3072] c_proj input gradient, 96 MiB,
+   * across the last block's recompute: the peak). Without recompute da comes first, as before. */
+  const bool db_first = v->t->options.remat != TF_REMAT_NONE;
+  if (db_first && tf_vjp_wants(v, 1))
+    vjp_matmul_b(v, a, b, dy, ta, tb);
   if (tf_vjp_wants(v, 0)) {
     int32_t da = !ta ? matmul(v, dy, b, false, !tb) : tb ? matmul(v, b, dy, true, true) : matmul(v, b, dy, false, true);
     tf_vjp_give(v, 0, reduce_to(v, da, a));
   }
-  if (!tf_vjp_wants(v, 1))
-    return;
+  if (!db_first && tf_vjp_wants(v, 1))
+    vjp_matmul_b(v, a, b, dy, ta, tb);
+}
+
+static void vjp_matmul_b(tf_vjp *v, int32_t a, int32_t b, int32_t dy, bool ta, bool tb) {
   int32_t db;
   if (tensor(v, b)->rank == 2 && tensor(v, a)->rank > 2 && !ta) {
     int32_t a2 = flatten_rows(v, a), dy2 = flatten_rows(v, dy);

@@ -389,12 +389,7 @@ static void note_head(tf_plan *plan, const tf_compile_options *base) {
              h.chunk_rows, usual);
   else
     return;
-  size_t used = strlen(plan->report.notes), more = strlen(line);
-  char *notes = realloc(plan->report.notes, used + more + 1);
-  if (!notes)
-    return; /* the note is lost, the plan is whole */
-  memcpy(notes + used, line, more + 1);
-  plan->report.notes = notes;
+  tf_plan_note(plan, line);
 }
 
 static const char *const level_names[] = {"half storage", "recompute", "half storage + recompute"};

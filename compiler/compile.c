@@ -179,15 +179,21 @@ void tf_compile_free_names(char **names, int32_t count) {
   free(names);
 }
 
-/* The whole pipeline once (`drop` segments recomputed in auto mode). With `saved`, also returns
- * the names of the saved activations (remat's candidates). */
-static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, int32_t drop, tf_plan **out,
-                              int32_t *n_segments, char ***saved, int32_t *n_saved) {
+/* What one run of the pipeline recomputes: `drop` segments in auto mode, the cuts' phase (remat.c). */
+typedef struct remat_choice {
+  int32_t drop, phase;
+} remat_choice;
+
+/* The whole pipeline once. With `saved`, also returns the names of the saved activations (remat's
+ * candidates); with `stride`, how many phases the kept cuts have (remat.c). */
+static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, remat_choice choice,
+                              tf_plan **out, int32_t *n_segments, int32_t *stride, char ***saved, int32_t *n_saved) {
   *out = NULL;
   tf_training t;
   memset(&t, 0, sizeof(t));
   t.options = *options;
-  t.options_remat_drop = drop;
+  t.options_remat_drop = choice.drop;
+  t.remat_phase = choice.phase;
   t.collect_saved = saved != NULL;
   tf_status status = bound_copy(graph, options->bindings, &t.g);
   if (!status)
@@ -207,6 +213,9 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   }
   if (!status && options->training)
     status = tf_autodiff(&t);
+  int32_t concat_grads = 0;
+  if (!status && options->training)
+    status = tf_slice_grads_pass(&t, &concat_grads);
   if (!status && options->training)
     status = tf_fuse_loss_train_pass(&t);
   if (!status && options->training)
@@ -227,6 +236,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   }
   if (n_segments)
     *n_segments = t.n_segments;
+  if (stride)
+    *stride = t.remat_stride;
   if (!status && saved) {
     *saved = calloc((size_t)(t.n_saved ? t.n_saved : 1), sizeof(char *));
     *n_saved = 0;
@@ -252,13 +263,13 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
 static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   int32_t n_segments = 0;
   tf_plan *best = NULL;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, options, 0, &best, &n_segments, NULL, NULL));
+  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0}, &best, &n_segments, NULL, NULL, NULL));
   if (tf_plan_device_total(best) <= options->remat_budget || n_segments == 0) {
     *out = best;
     return NULL;
   }
   tf_plan *all = NULL;
-  tf_status status = run_pipeline(graph, options, n_segments, &all, NULL, NULL, NULL);
+  tf_status status = run_pipeline(graph, options, (remat_choice){n_segments, 0}, &all, NULL, NULL, NULL, NULL);
   if (status || tf_plan_device_total(all) > options->remat_budget) {
     tf_plan_destroy(best);
     *out = all;
@@ -270,7 +281,7 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   while (hi - lo > 1 && !status) {
     int32_t mid = lo + (hi - lo) / 2;
     tf_plan *plan = NULL;
-    status = run_pipeline(graph, options, mid, &plan, NULL, NULL, NULL);
+    status = run_pipeline(graph, options, (remat_choice){mid, 0}, &plan, NULL, NULL, NULL, NULL);
     if (status)
       break;
     if (tf_plan_device_total(plan) <= options->remat_budget) {
@@ -304,7 +315,7 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
   o.remat_list = chosen;
   o.remat_list_count = 0;
   tf_plan *current = NULL;
-  tf_status status = chosen && used ? run_pipeline(graph, &o, 0, &current, NULL, NULL, NULL)
+  tf_status status = chosen && used ? run_pipeline(graph, &o, (remat_choice){0, 0}, &current, NULL, NULL, NULL, NULL)
                                     : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int32_t plateau = 0; /* moves that saved nothing, allowed since two drops can free what one cannot */
   while (!status && tf_plan_device_total(current) > options->remat_budget && plateau <= n) {
@@ -317,7 +328,7 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
       chosen[o.remat_list_count] = names[i];
       o.remat_list_count++;
       tf_plan *trial = NULL;
-      status = run_pipeline(graph, &o, 0, &trial, NULL, NULL, NULL);
+      status = run_pipeline(graph, &o, (remat_choice){0, 0}, &trial, NULL, NULL, NULL, NULL);
       o.remat_list_count--;
       if (status)
         break;
@@ -364,6 +375,36 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
   return NULL;
 }
 
+/* The phases of the kept cuts tried at most (remat.c keeps every s-th cut: s phases). */
+#define CHECKPOINT_PHASES 4
+
+/* checkpoints: each phase of the kept cuts (up to CHECKPOINT_PHASES) compiled, the plan with the
+ * smallest device total kept (the first on a tie); its notes say how many were tried. */
+static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  int32_t stride = 1;
+  tf_plan *best = NULL;
+  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0}, &best, NULL, &stride, NULL, NULL));
+  const int32_t phases = stride < CHECKPOINT_PHASES ? stride : CHECKPOINT_PHASES;
+  for (int32_t phase = 1; phase < phases; phase++) {
+    tf_plan *trial = NULL;
+    tf_status status = run_pipeline(graph, options, (remat_choice){0, phase}, &trial, NULL, NULL, NULL, NULL);
+    if (status) {
+      tf_plan_destroy(best);
+      return status;
+    }
+    const bool smaller = tf_plan_device_total(trial) < tf_plan_device_total(best);
+    tf_plan_destroy(smaller ? best : trial);
+    best = smaller ? trial : best;
+  }
+  if (phases > 1) {
+    char line[160];
+    snprintf(line, sizeof(line), "checkpoints: %d phases of the cuts compiled, the smallest plan kept\n", phases);
+    tf_plan_note(best, line);
+  }
+  *out = best;
+  return NULL;
+}
+
 tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   *out = NULL;
   TF_RETURN_IF_ERROR(check_options(options));
@@ -376,7 +417,9 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
     tf_compile_free_names(names, n);
     return status;
   }
-  return run_pipeline(graph, options, 0, out, NULL, NULL, NULL);
+  if (options->remat == TF_REMAT_CHECKPOINTS && options->training)
+    return compile_checkpoints(graph, options, out);
+  return run_pipeline(graph, options, (remat_choice){0, 0}, out, NULL, NULL, NULL, NULL);
 }
 
 tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_options *options, char ***names,
@@ -388,7 +431,7 @@ tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_o
   plain.remat = TF_REMAT_NONE;
   plain.training = true;
   tf_plan *plan = NULL;
-  tf_status status = run_pipeline(graph, &plain, 0, &plan, NULL, names, count);
+  tf_status status = run_pipeline(graph, &plain, (remat_choice){0, 0}, &plan, NULL, NULL, names, count);
   tf_plan_destroy(plan);
   return status;
 }

@@ -219,7 +219,7 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
     memcpy(r->live_bytes, t->live_bytes, sizeof(int64_t) * (size_t)t->n_schedule);
   for (int32_t s = 0; s < plan->n_steps; s++)
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
-  char notes[1536];
+  char notes[2048];
   static const char *const optimizers[] = {"none", "sgd", "adamw"};
   if (plan->training)
     snprintf(notes, sizeof(notes),
@@ -236,6 +236,17 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
     snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s", plan->micro_batch,
              t->half_nodes > 0 ? t->precision_notes : "", t->half_nodes > 0 ? "\n" : "");
   r->notes = copy(notes);
+}
+
+void tf_plan_note(tf_plan *plan, const char *line) {
+  if (!plan->report.notes)
+    return;
+  size_t used = strlen(plan->report.notes), more = strlen(line);
+  char *notes = realloc(plan->report.notes, used + more + 1);
+  if (!notes)
+    return; /* the note is lost, the plan is whole */
+  memcpy(notes + used, line, more + 1);
+  plan->report.notes = notes;
 }
 
 static int64_t batch_of(const tf_graph *g) {

@@ -87,9 +87,15 @@ done:
 /* Keeps every s-th cut, s chosen to minimise the modelled peak of checkpointing: the kept cuts'
  * bytes plus the largest merged segment's saved bytes (recomputed all at once during its backward).
  * Transformers keep every cut (the residual stream is small next to a layer's activations); a
- * chain of equal layers keeps about sqrt(n), the classic scheme. Returns the kept count. */
-static int32_t keep_every_sth_cut(const tf_training *t, const bool *saved, int32_t *cuts, int32_t n_cuts) {
+ * chain of equal layers keeps about sqrt(n), the classic scheme. Which of the s phases is kept
+ * (cut c when (c + 1 + t->remat_phase) % s == 0) the model cannot tell apart: a transformer block
+ * has two cuts (after attention, after the MLP), and whether a segment is attention + MLP or MLP +
+ * next attention decides which block half's recomputed activations wait through the other half's
+ * backward; compile.c compiles each phase and keeps the smaller plan. Sets t->remat_stride to s.
+ * Returns the kept count. */
+static int32_t keep_every_sth_cut(tf_training *t, const bool *saved, int32_t *cuts, int32_t n_cuts) {
   const tf_graph *g = t->g;
+  t->remat_stride = 1;
   if (n_cuts < 2)
     return n_cuts;
   int64_t *inside = calloc((size_t)n_cuts + 1, sizeof(int64_t)); /* saved bytes strictly inside e_i */
@@ -134,8 +140,9 @@ static int32_t keep_every_sth_cut(const tf_training *t, const bool *saved, int32
     }
   }
   int32_t n_kept = 0;
+  t->remat_stride = best_stride;
   for (int32_t c = 0; c < n_cuts; c++)
-    if ((c + 1) % best_stride == 0)
+    if ((c + 1 + t->remat_phase) % best_stride == 0)
       cuts[n_kept++] = cuts[c];
   free(inside);
   free(cut_bytes);
@@ -279,6 +286,7 @@ tf_status tf_remat(tf_training *t) {
     goto done;
   }
   int32_t n_cuts = find_cuts(t, cuts), n_segments = 0;
+  const int32_t all_cuts = n_cuts;
   n_cuts = keep_every_sth_cut(t, saved, cuts, n_cuts);
   for (int32_t c = 0, start = 0; c <= n_cuts; c++) {
     int32_t end = c < n_cuts ? cuts[c] : n - 1;
@@ -328,10 +336,11 @@ tf_status tf_remat(tf_training *t) {
   int32_t recomputed = 0;
   status = rewrite_readers(t, dropped, &recomputed);
   snprintf(t->remat_notes, sizeof(t->remat_notes),
-           "recompute: %s, %d of %d segments (cut at %d layer boundaries; the loss head is kept): %d activations "
-           "(%.1f MiB) dropped, %d forward nodes recomputed",
-           mode == TF_REMAT_CHECKPOINTS ? "checkpoints" : "auto", drop, droppable, n_cuts, dropped_count,
-           (double)dropped_bytes / 1048576.0, recomputed);
+           "recompute: %s, %d of %d segments (cut at %d layer boundaries: one in %d of %d cuts, from cut %d; the loss "
+           "head is kept): %d activations (%.1f MiB) dropped, %d forward nodes recomputed",
+           mode == TF_REMAT_CHECKPOINTS ? "checkpoints" : "auto", drop, droppable, n_cuts, t->remat_stride, all_cuts,
+           t->remat_stride - t->remat_phase % t->remat_stride, dropped_count, (double)dropped_bytes / 1048576.0,
+           recomputed);
 done:
   free(cuts);
   free(segments);

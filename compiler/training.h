@@ -48,11 +48,13 @@ typedef struct tf_training {
   int64_t arena_lower_bound, arena_naive;
   int32_t peak_step;
   int64_t *live_bytes;        /* n_schedule entries */
-  char remat_notes[256];      /* what remat chose, for the report */
+  char remat_notes[320];      /* what remat chose, for the report */
   char schedule_notes[320];   /* which order the schedule kept and both arenas, for the report */
   char precision_notes[448];  /* what the precision pass stored in half, for the report */
   int32_t half_nodes;         /* nodes on half data that half_ops.c put between casts */
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
+  int32_t remat_phase;        /* which of remat_stride phases of the cuts to keep (the driver tries each) */
+  int32_t remat_stride;       /* set by remat: it keeps every remat_stride-th cut */
   int32_t n_segments;         /* set by remat: segments found */
   int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
   int32_t n_saved;
@@ -85,6 +87,10 @@ tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
  * half inputs and outputs; *lowered: how many nodes. Runs on the bound graph before autodiff. */
 tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) TF_MUST_USE;
 
+/* slice_grads.c, after autodiff: a sum of slice_grads that tile one axis of a tensor becomes one
+ * concat of the slices' gradients; *rewritten: how many sums. */
+tf_status tf_slice_grads_pass(tf_training *t, int32_t *rewritten) TF_MUST_USE;
+
 /* How many node inputs read `tensor`. */
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor);
 
@@ -109,6 +115,9 @@ tf_status tf_schedule_updates(tf_training *t) TF_MUST_USE;    /* schedule_update
 tf_status tf_liveness(tf_training *t) TF_MUST_USE;            /* liveness.c: live intervals, workspaces */
 tf_status tf_assign(tf_training *t) TF_MUST_USE;              /* assign.c: offsets in every region */
 tf_status tf_emit(tf_training *t, tf_plan **out) TF_MUST_USE; /* emit.c: the plan and its report */
+/* emit.c: appends `line` (ending in a newline) to a compiled plan's notes; on no memory the note is
+ * lost and the plan stays whole. */
+void tf_plan_note(tf_plan *plan, const char *line);
 
 /* workspace.c: bytes of scratch the target's kernel for `node` needs. */
 int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node);
