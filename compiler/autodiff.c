@@ -87,18 +87,10 @@ static void add_extra_part(tf_vjp *v, int32_t param, int32_t part) {
   t->n_extra_parts++;
 }
 
-static tf_attrs cast_to(tf_dtype dtype) {
-  tf_attrs attrs;
-  memset(&attrs, 0, sizeof(attrs));
-  attrs.kind = TF_ATTR_CAST;
-  attrs.u.cast.to = dtype;
-  return attrs;
-}
-
 /* The sum of two gradient parts of a half tensor as every op on half data computes (half_ops.c):
  * both widened to f32, added, the sum rounded once to `half`. */
 static int32_t half_sum(tf_vjp *v, const int32_t parts[2], tf_dtype half) {
-  const tf_attrs up = cast_to(TF_F32), down = cast_to(half);
+  const tf_attrs up = tf_training_cast_attrs(TF_F32), down = tf_training_cast_attrs(half);
   const int32_t wide[2] = {tf_vjp_op(v, TF_OP_CAST, &parts[0], 1, &up), tf_vjp_op(v, TF_OP_CAST, &parts[1], 1, &up)};
   const int32_t sum = tf_vjp_op(v, TF_OP_ADD, wide, 2, NULL);
   return tf_vjp_op(v, TF_OP_CAST, &sum, 1, &down);

@@ -189,18 +189,6 @@ static int32_t seeded_gradient(const tf_training *t, int32_t f) {
   return -1;
 }
 
-/* Removes node n, keeping the per-node arrays of `t` in step with the graph. */
-static tf_status remove_training_node(tf_training *t, int32_t n) {
-  TF_RETURN_IF_ERROR(tf_ir_remove_node(t->g, n));
-  for (int32_t i = n; i < t->g->n_nodes; i++) {
-    t->phase[i] = t->phase[i + 1];
-    t->follows[i] = t->follows[i + 1];
-  }
-  for (int32_t i = 0; i < t->g->n_nodes; i++)
-    t->follows[i] = t->follows[i] == n ? -1 : t->follows[i] > n ? t->follows[i] - 1 : t->follows[i];
-  return NULL;
-}
-
 tf_status tf_fuse_loss_train_pass(tf_training *t) {
   tf_graph *g = t->g;
   if (!t->options.training || t->loss < 0 || t->loss_seed < 0 || t->config.accumulate_steps != 1)
@@ -224,6 +212,6 @@ tf_status tf_fuse_loss_train_pass(tf_training *t) {
   }
   fused->n_outputs = 1 + grad->n_outputs;
   grad->n_outputs = 0;
-  TF_RETURN_IF_ERROR(remove_training_node(t, n));
+  TF_RETURN_IF_ERROR(tf_training_remove_node(t, n));
   return tf_status_prefix(tf_shapes_infer_node(g, f, true), "fuse loss: node '%s'", g->nodes[f].name);
 }

@@ -38,14 +38,6 @@ static bool on_half_data(const tf_graph *g, int32_t n) {
   return false;
 }
 
-static tf_attrs cast_to(tf_dtype dtype) {
-  tf_attrs attrs;
-  memset(&attrs, 0, sizeof(attrs));
-  attrs.kind = TF_ATTR_CAST;
-  attrs.u.cast.to = dtype;
-  return attrs;
-}
-
 /* "base", or "base_2", ... when a node or tensor already has the name. */
 static void unique_name(const tf_graph *g, const char *base, char *name, size_t size) {
   snprintf(name, size, "%s", base);
@@ -81,7 +73,7 @@ static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *o
     return NULL;
   char name[600];
   snprintf(name, sizeof(name), "%s/input%d_f32", g->nodes[n].name, k);
-  tf_attrs up = cast_to(TF_F32);
+  tf_attrs up = tf_training_cast_attrs(TF_F32);
   int32_t wide;
   TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &up, TF_PHASE_FORWARD, name, &wide));
   g->nodes[n].inputs[k] = wide;
@@ -107,7 +99,7 @@ static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order 
   g->tensors[wide].producer = n;
   snprintf(base, sizeof(base), "%s/to_%s", g->nodes[n].name, tf_dtype_name(half));
   unique_name(g, base, name, sizeof(name));
-  tf_attrs down = cast_to(half);
+  tf_attrs down = tf_training_cast_attrs(half);
   const int32_t cast = tf_ir_add_node(g, name, TF_OP_CAST, &wide, 1, &y, 1, &down, &status);
   if (status)
     return status;

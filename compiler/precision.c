@@ -110,14 +110,6 @@ static unsigned char *classify(const tf_training *t) {
   return kept;
 }
 
-static tf_attrs cast_to(tf_dtype dtype) {
-  tf_attrs attrs;
-  memset(&attrs, 0, sizeof(attrs));
-  attrs.kind = TF_ATTR_CAST;
-  attrs.u.cast.to = dtype;
-  return attrs;
-}
-
 /* The half tensor that activation `x` is an exact f32 copy of (a forward cast up from f16/bf16: an
  * op on half data, half_ops.c), or -1. */
 static int32_t half_source(const tf_training *t, int32_t x) {
@@ -136,7 +128,7 @@ static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t
   tf_graph *g = t->g;
   char name[600];
   snprintf(name, sizeof(name), "%s/restored_f32", g->tensors[x].name);
-  tf_attrs up = cast_to(TF_F32);
+  tf_attrs up = tf_training_cast_attrs(TF_F32);
   int32_t restored;
   TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &stored, 1, &up, TF_PHASE_RECOMPUTE, name, &restored));
   for (int32_t n = 0; n < n_nodes; n++) {
@@ -156,7 +148,7 @@ static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t
   tf_graph *g = t->g;
   char name[600];
   snprintf(name, sizeof(name), "%s/stored_%s", g->tensors[x].name, tf_dtype_name(half));
-  tf_attrs down = cast_to(half);
+  tf_attrs down = tf_training_cast_attrs(half);
   int32_t stored;
   TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &down, TF_PHASE_FORWARD, name, &stored));
   t->follows[g->tensors[stored].producer] = g->tensors[x].producer;

@@ -45,7 +45,8 @@ static void add_part(const tf_training *t, int32_t n, tree *tr) {
   const tf_ir_tensor *x = &g->tensors[source];
   int32_t axis = a->axis < 0 ? a->axis + x->rank : a->axis;
   if (tr->n_parts == MAX_PARTS || a->step != 1 || axis < 0 || axis >= x->rank ||
-      tf_training_readers(g, node->outputs[0]) != 1 || (tr->n_parts > 0 && (source != tr->source || axis != tr->axis))) {
+      tf_training_readers(g, node->outputs[0]) != 1 ||
+      (tr->n_parts > 0 && (source != tr->source || axis != tr->axis))) {
     tr->ok = false;
     return;
   }
@@ -95,18 +96,6 @@ static int by_id_descending(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
-/* Removes node n, keeping the per-node arrays of `t` in step with the graph. */
-static tf_status remove_node(tf_training *t, int32_t n) {
-  TF_RETURN_IF_ERROR(tf_ir_remove_node(t->g, n));
-  for (int32_t i = n; i < t->g->n_nodes; i++) {
-    t->phase[i] = t->phase[i + 1];
-    t->follows[i] = t->follows[i + 1];
-  }
-  for (int32_t i = 0; i < t->g->n_nodes; i++)
-    t->follows[i] = t->follows[i] == n ? -1 : t->follows[i] > n ? t->follows[i] - 1 : t->follows[i];
-  return NULL;
-}
-
 /* Root add `root` of a tree that tiles its axis becomes concat(the parts' gradients, axis). */
 static tf_status to_concat(tf_training *t, int32_t root, tree *tr) {
   tf_graph *g = t->g;
@@ -132,7 +121,7 @@ static tf_status to_concat(tf_training *t, int32_t root, tree *tr) {
   qsort(dead, (size_t)n_dead, sizeof(int32_t), by_id_descending);
   for (int32_t i = 0; i < n_dead; i++) {
     g->tensors[g->nodes[dead[i]].outputs[0]].producer = -1;
-    TF_RETURN_IF_ERROR(remove_node(t, dead[i]));
+    TF_RETURN_IF_ERROR(tf_training_remove_node(t, dead[i]));
   }
   return NULL;
 }

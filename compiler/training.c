@@ -163,3 +163,22 @@ int32_t tf_training_readers(const tf_graph *g, int32_t tensor) {
       n += g->nodes[i].inputs[k] == tensor;
   return n;
 }
+
+tf_status tf_training_remove_node(tf_training *t, int32_t n) {
+  TF_RETURN_IF_ERROR(tf_ir_remove_node(t->g, n));
+  for (int32_t i = n; i < t->g->n_nodes; i++) {
+    t->phase[i] = t->phase[i + 1];
+    t->follows[i] = t->follows[i + 1];
+  }
+  for (int32_t i = 0; i < t->g->n_nodes; i++)
+    t->follows[i] = t->follows[i] == n ? -1 : t->follows[i] > n ? t->follows[i] - 1 : t->follows[i];
+  return NULL;
+}
+
+tf_attrs tf_training_cast_attrs(tf_dtype to) {
+  tf_attrs attrs;
+  memset(&attrs, 0, sizeof(attrs));
+  attrs.kind = TF_ATTR_CAST;
+  attrs.u.cast.to = to;
+  return attrs;
+}

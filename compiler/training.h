@@ -91,6 +91,11 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) TF_MUST_USE;
  * concat of the slices' gradients; *rewritten: how many sums. */
 tf_status tf_slice_grads_pass(tf_training *t, int32_t *rewritten) TF_MUST_USE;
 
+/* Removes node n, keeping the per-node arrays (phase, follows) in step with the graph. */
+tf_status tf_training_remove_node(tf_training *t, int32_t n) TF_MUST_USE;
+/* The attributes of a cast to `to`. */
+tf_attrs tf_training_cast_attrs(tf_dtype to);
+
 /* How many node inputs read `tensor`. */
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor);
 

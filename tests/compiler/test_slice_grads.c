@@ -94,8 +94,7 @@ static void run(const slice_case *c) {
     for (int32_t e = 0; e < ROWS * COLS; e++)
       wrong += grad[e] != expected[e];
   }
-  CHECK(&counts, s && wrong == 0, "%s: %d of %d gradient elements differ from -probes", c->label, wrong,
-        ROWS * COLS);
+  CHECK(&counts, s && wrong == 0, "%s: %d of %d gradient elements differ from -probes", c->label, wrong, ROWS * COLS);
   printf("%-4s %-66s %d concat, %d slice_grad; grad(w) %s\n", s && wrong == 0 && concats == c->concats ? "ok" : "FAIL",
          c->label, concats, slice_grads, wrong ? "WRONG" : "exact");
   tf_session_destroy(s);
