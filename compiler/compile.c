@@ -1,4 +1,5 @@
 /* tf_compile: the pass pipeline and the training options. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,21 +180,30 @@ void tf_compile_free_names(char **names, int32_t count) {
   free(names);
 }
 
-/* What one run of the pipeline recomputes: `drop` segments in auto mode, the cuts' phase (remat.c). */
+/* What one run of the pipeline recomputes: `drop` segments in auto mode, the cuts' phase (remat.c),
+ * and whether recomputed activations stay f32 under a half policy (precision.c). */
 typedef struct remat_choice {
   int32_t drop, phase;
+  bool recomputed_f32;
 } remat_choice;
 
+/* What a run found out: droppable segments, the kept cuts' phases (remat.c), recomputed
+ * activations stored in half (precision.c). */
+typedef struct pipeline_facts {
+  int32_t n_segments, stride, recomputed_half;
+} pipeline_facts;
+
 /* The whole pipeline once. With `saved`, also returns the names of the saved activations (remat's
- * candidates); with `stride`, how many phases the kept cuts have (remat.c). */
+ * candidates); with `facts`, what the run found out. */
 static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, remat_choice choice,
-                              tf_plan **out, int32_t *n_segments, int32_t *stride, char ***saved, int32_t *n_saved) {
+                              tf_plan **out, pipeline_facts *facts, char ***saved, int32_t *n_saved) {
   *out = NULL;
   tf_training t;
   memset(&t, 0, sizeof(t));
   t.options = *options;
   t.options_remat_drop = choice.drop;
   t.remat_phase = choice.phase;
+  t.recomputed_f32 = choice.recomputed_f32;
   t.collect_saved = saved != NULL;
   tf_status status = bound_copy(graph, options->bindings, &t.g);
   if (!status)
@@ -234,10 +244,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
     if (status)
       status = tf_status_prefix(status, "internal error: the compiled plan breaks an invariant");
   }
-  if (n_segments)
-    *n_segments = t.n_segments;
-  if (stride)
-    *stride = t.remat_stride;
+  if (facts)
+    *facts = (pipeline_facts){t.n_segments, t.remat_stride, t.recomputed_half};
   if (!status && saved) {
     *saved = calloc((size_t)(t.n_saved ? t.n_saved : 1), sizeof(char *));
     *n_saved = 0;
@@ -263,13 +271,15 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
 static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   int32_t n_segments = 0;
   tf_plan *best = NULL;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0}, &best, &n_segments, NULL, NULL, NULL));
+  pipeline_facts facts;
+  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
+  n_segments = facts.n_segments;
   if (tf_plan_device_total(best) <= options->remat_budget || n_segments == 0) {
     *out = best;
     return NULL;
   }
   tf_plan *all = NULL;
-  tf_status status = run_pipeline(graph, options, (remat_choice){n_segments, 0}, &all, NULL, NULL, NULL, NULL);
+  tf_status status = run_pipeline(graph, options, (remat_choice){n_segments, 0, false}, &all, NULL, NULL, NULL);
   if (status || tf_plan_device_total(all) > options->remat_budget) {
     tf_plan_destroy(best);
     *out = all;
@@ -281,7 +291,7 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   while (hi - lo > 1 && !status) {
     int32_t mid = lo + (hi - lo) / 2;
     tf_plan *plan = NULL;
-    status = run_pipeline(graph, options, (remat_choice){mid, 0}, &plan, NULL, NULL, NULL, NULL);
+    status = run_pipeline(graph, options, (remat_choice){mid, 0, false}, &plan, NULL, NULL, NULL);
     if (status)
       break;
     if (tf_plan_device_total(plan) <= options->remat_budget) {
@@ -315,7 +325,7 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
   o.remat_list = chosen;
   o.remat_list_count = 0;
   tf_plan *current = NULL;
-  tf_status status = chosen && used ? run_pipeline(graph, &o, (remat_choice){0, 0}, &current, NULL, NULL, NULL, NULL)
+  tf_status status = chosen && used ? run_pipeline(graph, &o, (remat_choice){0, 0, false}, &current, NULL, NULL, NULL)
                                     : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
   int32_t plateau = 0; /* moves that saved nothing, allowed since two drops can free what one cannot */
   while (!status && tf_plan_device_total(current) > options->remat_budget && plateau <= n) {
@@ -328,7 +338,7 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
       chosen[o.remat_list_count] = names[i];
       o.remat_list_count++;
       tf_plan *trial = NULL;
-      status = run_pipeline(graph, &o, (remat_choice){0, 0}, &trial, NULL, NULL, NULL, NULL);
+      status = run_pipeline(graph, &o, (remat_choice){0, 0, false}, &trial, NULL, NULL, NULL);
       o.remat_list_count--;
       if (status)
         break;
@@ -378,29 +388,37 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
 /* The phases of the kept cuts tried at most (remat.c keeps every s-th cut: s phases). */
 #define CHECKPOINT_PHASES 4
 
-/* checkpoints: each phase of the kept cuts (up to CHECKPOINT_PHASES) compiled, the plan with the
- * smallest device total kept (the first on a tie); its notes say how many were tried. */
+/* checkpoints: each phase of the kept cuts (up to CHECKPOINT_PHASES), and under a half policy each
+ * with the recomputed activations stored in half and kept f32 (the casts cost steps, and with them
+ * CUDA-graph memory, that a small micro-batch's arena may not win back), compiled; the plan with
+ * the smallest device total kept (the first on a tie). Its notes list every variant's total. */
 static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
-  int32_t stride = 1;
+  pipeline_facts facts;
   tf_plan *best = NULL;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0}, &best, NULL, &stride, NULL, NULL));
-  const int32_t phases = stride < CHECKPOINT_PHASES ? stride : CHECKPOINT_PHASES;
-  for (int32_t phase = 1; phase < phases; phase++) {
+  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
+  const int32_t phases = facts.stride < CHECKPOINT_PHASES ? facts.stride : CHECKPOINT_PHASES;
+  const int32_t storages = facts.recomputed_half > 0 ? 2 : 1;
+  char line[96 + 24 * 2 * CHECKPOINT_PHASES];
+  int used =
+      snprintf(line, sizeof(line),
+               "checkpoints: %d variants compiled (%d phases of the cuts%s), device totals %" PRId64, phases * storages,
+               phases, storages > 1 ? ", recomputed activations in half and in f32" : "", tf_plan_device_total(best));
+  for (int32_t v = 1; v < phases * storages; v++) {
     tf_plan *trial = NULL;
-    tf_status status = run_pipeline(graph, options, (remat_choice){0, phase}, &trial, NULL, NULL, NULL, NULL);
+    const remat_choice choice = {0, v % phases, v >= phases};
+    tf_status status = run_pipeline(graph, options, choice, &trial, NULL, NULL, NULL);
     if (status) {
       tf_plan_destroy(best);
       return status;
     }
+    used += snprintf(line + used, sizeof(line) - (size_t)used, " %" PRId64, tf_plan_device_total(trial));
     const bool smaller = tf_plan_device_total(trial) < tf_plan_device_total(best);
     tf_plan_destroy(smaller ? best : trial);
     best = smaller ? trial : best;
   }
-  if (phases > 1) {
-    char line[160];
-    snprintf(line, sizeof(line), "checkpoints: %d phases of the cuts compiled, the smallest plan kept\n", phases);
+  snprintf(line + used, sizeof(line) - (size_t)used, " bytes: the smallest kept\n");
+  if (phases * storages > 1)
     tf_plan_note(best, line);
-  }
   *out = best;
   return NULL;
 }
@@ -419,7 +437,7 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
   }
   if (options->remat == TF_REMAT_CHECKPOINTS && options->training)
     return compile_checkpoints(graph, options, out);
-  return run_pipeline(graph, options, (remat_choice){0, 0}, out, NULL, NULL, NULL, NULL);
+  return run_pipeline(graph, options, (remat_choice){0, 0, false}, out, NULL, NULL, NULL);
 }
 
 tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_options *options, char ***names,
@@ -431,7 +449,7 @@ tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_o
   plain.remat = TF_REMAT_NONE;
   plain.training = true;
   tf_plan *plan = NULL;
-  tf_status status = run_pipeline(graph, &plain, (remat_choice){0, 0}, &plan, NULL, NULL, names, count);
+  tf_status status = run_pipeline(graph, &plain, (remat_choice){0, 0, false}, &plan, NULL, names, count);
   tf_plan_destroy(plan);
   return status;
 }

@@ -16,7 +16,11 @@
  * feeds the loss can depend on the compile options (the fused loss head moves the loss input).
  *
  * Runs after remat, so it stores what recompute keeps (checkpoints included); the cast down is
- * placed right after the activation's producer (t->follows), the cast back as a recompute node. */
+ * placed right after the activation's producer (t->follows), the cast back as a recompute node.
+ * A recomputed activation that the backward pass reads is stored the same way (a recompute cast
+ * down right after its recompute, read back just before its backward reader), so it does not wait
+ * in f32 through the rest of its segment's backward (gpt2-small's q, k, v of the last block across
+ * its MLP's backward); the rest of the recompute reads the f32 tensor, as the forward pass does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,7 @@ static bool reads_input(const tf_ir_node *node, int32_t k) {
  * expression's nodes (the logits of each head of a summed loss: mark_loss_inputs), which stays f32 whatever the policy
  * or an override says: its backward reader is the first backward step, so a half copy would live beside its f32 copy at
  * the moment the peak is reached, costing bytes instead of saving them. */
-enum { NOT_SAVED = 0, SAVED, FEEDS_LOSS };
+enum { NOT_SAVED = 0, SAVED, FEEDS_LOSS, RECOMPUTED };
 
 /* The loss expression: the loss node and, through its scalar inputs, every forward node whose
  * scalar output it combines (a sum of losses: xtts's text + audio cross entropies). Marks in
@@ -100,10 +104,14 @@ static unsigned char *classify(const tf_training *t) {
        * loss) are gradients: never stored in half */
       const bool gradient =
           producer >= 0 && tf_linear_loss_is_train(g->nodes[producer].op) && g->nodes[producer].outputs[0] != in;
-      if (gradient || !reads_input(node, k) || producer < 0 || t->phase[producer] != TF_PHASE_FORWARD ||
-          g->tensors[in].kind != TF_ACTIVATION || g->tensors[in].dtype != TF_F32 || t->role[in] != TF_ROLE_ACTIVATION)
+      if (gradient || !reads_input(node, k) || producer < 0 || g->tensors[in].kind != TF_ACTIVATION ||
+          g->tensors[in].dtype != TF_F32 || t->role[in] != TF_ROLE_ACTIVATION)
         continue;
-      kept[in] = feeds[in] ? FEEDS_LOSS : SAVED;
+      if (t->phase[producer] == TF_PHASE_FORWARD)
+        kept[in] = feeds[in] ? FEEDS_LOSS : SAVED;
+      else if (t->phase[producer] == TF_PHASE_RECOMPUTE && t->phase[n] == TF_PHASE_BACKWARD &&
+               g->nodes[producer].op != TF_OP_CAST && kept[in] == NOT_SAVED)
+        kept[in] = RECOMPUTED;
     }
   }
   free(feeds);
@@ -124,7 +132,7 @@ static int32_t half_source(const tf_training *t, int32_t x) {
 
 /* The backward and recompute readers of activation `x` (nodes [0, n_nodes)) read a new cast of
  * half tensor `stored` back to f32, made just before the first of them. */
-static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes) {
+static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes, bool recompute_readers) {
   tf_graph *g = t->g;
   char name[600];
   snprintf(name, sizeof(name), "%s/restored_f32", g->tensors[x].name);
@@ -132,7 +140,7 @@ static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t
   int32_t restored;
   TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &stored, 1, &up, TF_PHASE_RECOMPUTE, name, &restored));
   for (int32_t n = 0; n < n_nodes; n++) {
-    if (t->phase[n] != TF_PHASE_BACKWARD && t->phase[n] != TF_PHASE_RECOMPUTE)
+    if (t->phase[n] != TF_PHASE_BACKWARD && !(recompute_readers && t->phase[n] == TF_PHASE_RECOMPUTE))
       continue;
     tf_ir_node *node = &g->nodes[n];
     for (int32_t k = 0; k < node->n_inputs; k++)
@@ -150,9 +158,13 @@ static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t
   snprintf(name, sizeof(name), "%s/stored_%s", g->tensors[x].name, tf_dtype_name(half));
   tf_attrs down = tf_training_cast_attrs(half);
   int32_t stored;
-  TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &down, TF_PHASE_FORWARD, name, &stored));
+  /* a recomputed activation: its cast down is recompute work too, and its recompute readers (the
+   * rest of the recomputed forward) read the f32 tensor; only the backward reads the half copy */
+  const bool recomputed = t->phase[g->tensors[x].producer] == TF_PHASE_RECOMPUTE;
+  TF_RETURN_IF_ERROR(
+      tf_training_emit(t, TF_OP_CAST, &x, 1, &down, recomputed ? TF_PHASE_RECOMPUTE : TF_PHASE_FORWARD, name, &stored));
   t->follows[g->tensors[stored].producer] = g->tensors[x].producer;
-  TF_RETURN_IF_ERROR(restore_from(t, x, stored, n_nodes));
+  TF_RETURN_IF_ERROR(restore_from(t, x, stored, n_nodes, !recomputed));
   *saved += g->tensors[x].bytes - g->tensors[stored].bytes;
   return NULL;
 }
@@ -222,14 +234,23 @@ tf_status tf_precision_pass(tf_training *t) {
   tf_status status = NULL;
   int32_t from_source = 0; /* saved f32 copies of half tensors (half_ops.c), restored from those */
   int64_t source_saved = 0;
+  int32_t recomputed = 0;
   for (int32_t x = 0; x < n_tensors && !status; x++) {
+    if (kept[x] == RECOMPUTED) {
+      tf_dtype type =
+          t->recomputed_f32 ? TF_F32 : storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
+      recomputed += type != TF_F32;
+      if (type != TF_F32)
+        status = store_in_half(t, x, type, n_nodes, &saved);
+      continue;
+    }
     if (kept[x] != SAVED)
       continue;
     const int32_t source = half_source(t, x);
     if (source >= 0) {
       from_source++;
       source_saved += t->g->tensors[x].bytes - t->g->tensors[source].bytes;
-      status = restore_from(t, x, source, n_nodes);
+      status = restore_from(t, x, source, n_nodes, true);
       continue;
     }
     tf_dtype type = storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
@@ -238,6 +259,7 @@ tf_status tf_precision_pass(tf_training *t) {
       status = store_in_half(t, x, type, n_nodes, &saved);
   }
   free(kept);
+  t->recomputed_half = recomputed;
   if (overrides.nodes > 0)
     snprintf(t->precision_notes, sizeof(t->precision_notes),
              "precision: policy %s; node overrides applied on %d nodes, ignored on %d (feeds the loss: stays f32), "
@@ -248,9 +270,9 @@ tf_status tf_precision_pass(tf_training *t) {
     snprintf(t->precision_notes, sizeof(t->precision_notes), "precision: f32");
   else
     snprintf(t->precision_notes, sizeof(t->precision_notes),
-             "precision: %s storage for the %d activations kept for the backward pass (%.1f MiB less than f32); "
-             "weights, gradients, optimizer state and every kernel's arithmetic in f32",
-             tf_dtype_name(half_type(policy)), stored[half_type(policy)], (double)saved / 1048576.0);
+             "precision: %s storage for the %d activations kept for the backward pass and %d recomputed ones it "
+             "reads (%.1f MiB less than f32); weights, gradients, optimizer state and every kernel's arithmetic in f32",
+             tf_dtype_name(half_type(policy)), stored[half_type(policy)], recomputed, (double)saved / 1048576.0);
   note_half_nodes(t, from_source, source_saved);
   return status;
 }

@@ -8,15 +8,29 @@
 
 #include "compiler/training.h"
 
-/* Appends the recompute nodes that node n's inputs need (depth first), then nothing else. */
-static void place_recompute(const tf_training *t, int32_t n, bool *placed, int32_t *schedule, int32_t *count) {
+/* The follower lists of tf_schedule: per node, the accumulates and t->follows nodes placed after it. */
+typedef struct followers {
+  const int32_t *first, *next;
+} followers;
+
+/* Appends the recompute nodes that node n's inputs need (depth first), each followed by the nodes
+ * that follow it (precision's cast down of a recomputed activation), then nothing else. */
+static void place_recompute(const tf_training *t, int32_t n, followers f, bool *placed, int32_t *schedule,
+                            int32_t *count) {
   const tf_ir_node *node = &t->g->nodes[n];
   for (int32_t k = 0; k < node->n_inputs; k++) {
     int32_t producer = t->g->tensors[node->inputs[k]].producer;
     if (producer >= 0 && t->phase[producer] == TF_PHASE_RECOMPUTE && !placed[producer]) {
-      place_recompute(t, producer, placed, schedule, count);
+      place_recompute(t, producer, f, placed, schedule, count);
+      if (placed[producer])
+        continue; /* a follower, placed with the node it follows */
       placed[producer] = true;
       schedule[(*count)++] = producer;
+      for (int32_t a = f.first[producer]; a >= 0; a = f.next[a])
+        if (!placed[a] && t->phase[a] == TF_PHASE_RECOMPUTE) {
+          placed[a] = true;
+          schedule[(*count)++] = a;
+        }
     }
   }
 }
@@ -60,7 +74,7 @@ tf_status tf_schedule(tf_training *t) {
     if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER || phase == TF_PHASE_RECOMPUTE ||
         t->follows[n] >= 0)
       continue;
-    place_recompute(t, n, placed, t->schedule, &count);
+    place_recompute(t, n, (followers){first_accumulate, next}, placed, t->schedule, &count);
     t->schedule[count++] = n;
     for (int32_t a = first_accumulate[n]; a >= 0; a = next[a])
       t->schedule[count++] = a;

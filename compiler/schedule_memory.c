@@ -127,7 +127,8 @@ static void place_with_recompute(scheduler *s, int32_t n) {
     if (producer >= 0 && !s->placed[producer] && s->t->phase[producer] == TF_PHASE_RECOMPUTE)
       place_with_recompute(s, producer);
   }
-  place(s, n);
+  if (!s->placed[n]) /* a follower is placed with the node it follows (place) */
+    place(s, n);
 }
 
 static void place(scheduler *s, int32_t n) {
@@ -142,7 +143,8 @@ static void place(scheduler *s, int32_t n) {
    * every schedule gives bit-identical gradients): one whose predecessor waits is placed with it. */
   for (int32_t a = s->first_accumulate[n]; a >= 0; a = s->next[a]) {
     if (s->t->phase[a] != TF_PHASE_ACCUMULATE) {
-      place(s, a); /* a node that follows n (t->follows) */
+      if (!s->placed[a])
+        place_with_recompute(s, a); /* a node that follows n (t->follows) */
       continue;
     }
     s->part_written[a] = true;

@@ -55,6 +55,8 @@ typedef struct tf_training {
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
   int32_t remat_phase;        /* which of remat_stride phases of the cuts to keep (the driver tries each) */
   int32_t remat_stride;       /* set by remat: it keeps every remat_stride-th cut */
+  bool recomputed_f32;        /* precision: keep recomputed activations f32 under a half policy */
+  int32_t recomputed_half;    /* set by precision: recomputed activations it stored in half */
   int32_t n_segments;         /* set by remat: segments found */
   int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
   int32_t n_saved;
