@@ -3,8 +3,8 @@
 
 Hand-encoded models (tests/import/import_errors.py's protobuf encoder, byte-for-byte deterministic):
 a Relu, a Conv with weights, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
-exact-GELU pattern, a Softmax + Flatten + Transpose, and an opset-3 model the importer refuses. Each
-is under 1 KiB."""
+exact-GELU pattern, a Softmax + Flatten + Transpose, a bf16 MatMul + Add + Mul (raw and int32_data
+bf16 initializers), and an opset-3 model the importer refuses. Each is under 1 KiB."""
 import os
 import struct
 import sys
@@ -20,6 +20,19 @@ def const_node(name, output, dims, ints=None, floats=None):
         t = b"".join(field_varint(1, d) for d in dims) + field_varint(2, 1) + field_bytes(9, struct.pack(f"<{len(floats)}f", *floats))
     attribute = field_bytes(5, field_bytes(1, "value") + field_bytes(5, t) + field_varint(20, 4))
     return node("Constant", [], [output], name, attribute)
+
+
+def bf16_bits(value):
+    """The bf16 bit pattern of `value` (rounded to nearest even)."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+
+
+def bf16_tensor(name, dims, values, raw=True):
+    """A BFLOAT16 (16) initializer: raw little-endian bits, or each value's bits in int32_data."""
+    bits = [bf16_bits(v) for v in values]
+    data = field_bytes(9, struct.pack(f"<{len(bits)}H", *bits)) if raw else b"".join(field_varint(5, b) for b in bits)
+    return b"".join(field_varint(1, d) for d in dims) + field_varint(2, 16) + field_bytes(8, name) + data
 
 
 def ints_attribute(name, values):
@@ -65,6 +78,14 @@ SEEDS = {
         node("Softmax", ["t"], ["s"], "softmax", int_attribute("axis", -1)),
         node("Flatten", ["s"], ["y"], "flatten", int_attribute("axis", 1)),
     ], [value_info("x", 1, ["N", 3, 5])], [value_info("y", 1, ["N", 15])]),
+    # a bf16 model: a bf16 input, a raw bf16 weight, a bias in int32_data, a bf16 constant (scalar)
+    "bf16.onnx": model([
+        node("MatMul", ["x", "w"], ["h"], "mm"),
+        node("Add", ["h", "b"], ["a"], "add"),
+        node("Mul", ["a", "k"], ["y"], "scale"),
+    ], [value_info("x", 16, ["N", 4])], [value_info("y", 16, ["N", 3])],
+        [bf16_tensor("w", [4, 3], [0.1 * i - 0.5 for i in range(12)]),
+         bf16_tensor("b", [3], [0.25, -1.5, 3.0], raw=False), bf16_tensor("k", [], [0.5])]),
     "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])], opset=3),
 }
