@@ -391,13 +391,19 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
 /* checkpoints: each phase of the kept cuts (up to CHECKPOINT_PHASES), and under a half policy each
  * with the recomputed activations stored in half and kept f32 (the casts cost steps, and with them
  * CUDA-graph memory, that a small micro-batch's arena may not win back), compiled; the plan with
- * the smallest device total kept (the first on a tie). Its notes list every variant's total. */
+ * the smallest device total kept (the first on a tie). Its notes list every variant's total. The
+ * variants round different activations, so a plan with its updates in the backward pass takes the
+ * variant its plain twin takes (ranked without the move, then compiled with it): both train the
+ * same weights bit for bit. */
 static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  tf_compile_options rank = *options;
+  rank.update_in_backward = false;
   pipeline_facts facts;
   tf_plan *best = NULL;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
+  TF_RETURN_IF_ERROR(run_pipeline(graph, &rank, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
   const int32_t phases = facts.stride < CHECKPOINT_PHASES ? facts.stride : CHECKPOINT_PHASES;
   const int32_t storages = facts.recomputed_half > 0 ? 2 : 1;
+  remat_choice chosen = {0, 0, false};
   char line[96 + 24 * 2 * CHECKPOINT_PHASES];
   int used =
       snprintf(line, sizeof(line),
@@ -406,7 +412,7 @@ static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_opt
   for (int32_t v = 1; v < phases * storages; v++) {
     tf_plan *trial = NULL;
     const remat_choice choice = {0, v % phases, v >= phases};
-    tf_status status = run_pipeline(graph, options, choice, &trial, NULL, NULL, NULL);
+    tf_status status = run_pipeline(graph, &rank, choice, &trial, NULL, NULL, NULL);
     if (status) {
       tf_plan_destroy(best);
       return status;
@@ -415,8 +421,14 @@ static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_opt
     const bool smaller = tf_plan_device_total(trial) < tf_plan_device_total(best);
     tf_plan_destroy(smaller ? best : trial);
     best = smaller ? trial : best;
+    chosen = smaller ? choice : chosen;
   }
-  snprintf(line + used, sizeof(line) - (size_t)used, " bytes: the smallest kept\n");
+  snprintf(line + used, sizeof(line) - (size_t)used, " bytes%s: the smallest kept\n",
+           options->update_in_backward ? " with the updates after the backward pass" : "");
+  if (options->update_in_backward) {
+    tf_plan_destroy(best);
+    TF_RETURN_IF_ERROR(run_pipeline(graph, options, chosen, &best, NULL, NULL, NULL));
+  }
   if (phases * storages > 1)
     tf_plan_note(best, line);
   *out = best;

@@ -130,17 +130,34 @@ static int32_t half_source(const tf_training *t, int32_t x) {
   return dtype == TF_F16 || dtype == TF_BF16 ? source : -1;
 }
 
-/* The backward and recompute readers of activation `x` (nodes [0, n_nodes)) read a new cast of
- * half tensor `stored` back to f32, made just before the first of them. */
-static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes, bool recompute_readers) {
+/* Whether node n, of a phase in `phases` (a mask of 1u << phase), reads x as data. */
+static bool reads_as(const tf_training *t, int32_t n, int32_t x, uint32_t phases) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  if (!((phases >> t->phase[n]) & 1u))
+    return false;
+  for (int32_t k = 0; k < node->n_inputs; k++)
+    if (node->inputs[k] == x && reads_input(node, k))
+      return true;
+  return false;
+}
+
+/* The readers of x among nodes [0, n_nodes) of a phase in `phases` read a new cast of half tensor
+ * `stored` back to f32 instead (placed just before the first of them); nothing when none reads x. */
+static tf_status restore_for(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes, uint32_t phases,
+                             const char *suffix) {
   tf_graph *g = t->g;
+  bool read = false;
+  for (int32_t n = 0; n < n_nodes && !read; n++)
+    read = reads_as(t, n, x, phases);
+  if (!read)
+    return NULL;
   char name[600];
-  snprintf(name, sizeof(name), "%s/restored_f32", g->tensors[x].name);
+  snprintf(name, sizeof(name), "%s/restored_f32%s", g->tensors[x].name, suffix);
   tf_attrs up = tf_training_cast_attrs(TF_F32);
   int32_t restored;
   TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &stored, 1, &up, TF_PHASE_RECOMPUTE, name, &restored));
   for (int32_t n = 0; n < n_nodes; n++) {
-    if (t->phase[n] != TF_PHASE_BACKWARD && !(recompute_readers && t->phase[n] == TF_PHASE_RECOMPUTE))
+    if (!reads_as(t, n, x, phases))
       continue;
     tf_ir_node *node = &g->nodes[n];
     for (int32_t k = 0; k < node->n_inputs; k++)
@@ -148,6 +165,16 @@ static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t
         node->inputs[k] = restored;
   }
   return NULL;
+}
+
+/* The backward readers of activation `x` (nodes [0, n_nodes)) read a cast of half tensor `stored`
+ * back to f32, made just before the first of them; with `recompute_readers`, the recompute readers
+ * read another, made just before theirs. Two copies, not one: a checkpoint's recompute runs at the
+ * start of its segment's backward and its own backward reader (a norm's gradient) at the end, and
+ * one f32 copy for both would live through the whole segment. */
+static tf_status restore_from(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes, bool recompute_readers) {
+  TF_RETURN_IF_ERROR(restore_for(t, x, stored, n_nodes, 1u << TF_PHASE_BACKWARD, ""));
+  return recompute_readers ? restore_for(t, x, stored, n_nodes, 1u << TF_PHASE_RECOMPUTE, "_for_recompute") : NULL;
 }
 
 /* Stores activation `x` as `half`: a cast down after its producer, a cast back for its later readers
