@@ -7,6 +7,7 @@
  * grid-stride round. Unless a row says otherwise its data is f32 normal values, its training uses
  * SGD (conformance.h) and its end-to-end tolerance is the "sums" one. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conformance.h"
@@ -562,6 +563,11 @@ void conf_run_table(tf_test_counts *counts, const conf_backend *backend, conf_co
 
 void conf_run_table_half(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage,
                          tf_dtype storage) {
+  const char *half = getenv("TIGHTFIT_CONFORMANCE_HALF");
+  if (half && strcmp(half, "0") == 0) {
+    printf("rows on %s data: not run (TIGHTFIT_CONFORMANCE_HALF=0)\n", tf_dtype_name(storage));
+    return;
+  }
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     if (!runs_on_half(&cases[i]))
       continue;

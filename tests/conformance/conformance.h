@@ -98,7 +98,9 @@ void conf_check_graph(tf_test_counts *counts, const conf_backend *backend, conf_
 void conf_run_table(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage);
 /* Runs the table's rows on half data (`storage` f16 or bf16): each float operand cast to it before
  * the op, the result widened after it (compiler/half_ops.c turns that into f32 arithmetic between
- * casts), with the same three checks; not the cast rows, nor rows with nothing to train. */
+ * casts), with the same three checks; not the cast rows, nor rows with nothing to train. With
+ * TIGHTFIT_CONFORMANCE_HALF=0 in the environment it runs nothing and says so (the reruns of the
+ * suite that check something else: no subgroups, compute-sanitizer). */
 void conf_run_table_half(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage,
                          tf_dtype storage);
 

@@ -163,13 +163,8 @@ int main(void) {
   if (available != 0)
     return available;
   conf_run_table(&counts, &backend, &coverage);
-  /* The rows on half data run the same f32 shaders between casts: once, with the subgroup variants
-   * on (test_vulkan_ops), not again in test_vulkan_ops_no_subgroups. */
-  const char *subgroups = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
-  if (!subgroups || strcmp(subgroups, "0") != 0) {
-    conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
-    conf_run_table_half(&counts, &backend, &coverage, TF_F16);
-  }
+  conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
+  conf_run_table_half(&counts, &backend, &coverage, TF_F16);
   test_refusals();
   conf_check_coverage(&counts, &backend, &coverage);
   parity_check_validation(&counts);
