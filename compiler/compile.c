@@ -223,9 +223,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   }
   if (!status && options->training)
     status = tf_autodiff(&t);
-  int32_t concat_grads = 0;
   if (!status && options->training)
-    status = tf_slice_grads_pass(&t, &concat_grads);
+    status = tf_slice_grads_pass(&t);
   if (!status && options->training)
     status = tf_fuse_loss_train_pass(&t);
   if (!status && options->training)
@@ -269,11 +268,10 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
  * count with the exact plan each time (plan sizes fall as more segments are dropped). If even
  * dropping all does not fit, the smallest plan is returned; the caller compares it to the budget. */
 static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
-  int32_t n_segments = 0;
   tf_plan *best = NULL;
   pipeline_facts facts;
   TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
-  n_segments = facts.n_segments;
+  const int32_t n_segments = facts.n_segments;
   if (tf_plan_device_total(best) <= options->remat_budget || n_segments == 0) {
     *out = best;
     return NULL;

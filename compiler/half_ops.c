@@ -73,9 +73,8 @@ static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *o
     return NULL;
   char name[600];
   snprintf(name, sizeof(name), "%s/input%d_f32", g->nodes[n].name, k);
-  tf_attrs up = tf_training_cast_attrs(TF_F32);
   int32_t wide;
-  TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &x, 1, &up, TF_PHASE_FORWARD, name, &wide));
+  TF_RETURN_IF_ERROR(tf_training_emit_cast(t, x, TF_F32, TF_PHASE_FORWARD, name, &wide));
   g->nodes[n].inputs[k] = wide;
   return order_push(order, g->tensors[wide].producer);
 }

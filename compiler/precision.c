@@ -146,19 +146,15 @@ static bool reads_as(const tf_training *t, int32_t n, int32_t x, uint32_t phases
 static tf_status restore_for(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes, uint32_t phases,
                              const char *suffix) {
   tf_graph *g = t->g;
-  bool read = false;
-  for (int32_t n = 0; n < n_nodes && !read; n++)
-    read = reads_as(t, n, x, phases);
-  if (!read)
-    return NULL;
-  char name[600];
-  snprintf(name, sizeof(name), "%s/restored_f32%s", g->tensors[x].name, suffix);
-  tf_attrs up = tf_training_cast_attrs(TF_F32);
-  int32_t restored;
-  TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST, &stored, 1, &up, TF_PHASE_RECOMPUTE, name, &restored));
+  int32_t restored = -1;
   for (int32_t n = 0; n < n_nodes; n++) {
     if (!reads_as(t, n, x, phases))
       continue;
+    if (restored < 0) { /* the first reader: the cast comes into being (nodes >= n_nodes) */
+      char name[600];
+      snprintf(name, sizeof(name), "%s/restored_f32%s", g->tensors[x].name, suffix);
+      TF_RETURN_IF_ERROR(tf_training_emit_cast(t, stored, TF_F32, TF_PHASE_RECOMPUTE, name, &restored));
+    }
     tf_ir_node *node = &g->nodes[n];
     for (int32_t k = 0; k < node->n_inputs; k++)
       if (node->inputs[k] == x && reads_input(node, k))
@@ -183,13 +179,12 @@ static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t
   tf_graph *g = t->g;
   char name[600];
   snprintf(name, sizeof(name), "%s/stored_%s", g->tensors[x].name, tf_dtype_name(half));
-  tf_attrs down = tf_training_cast_attrs(half);
   int32_t stored;
   /* a recomputed activation: its cast down is recompute work too, and its recompute readers (the
    * rest of the recomputed forward) read the f32 tensor; only the backward reads the half copy */
   const bool recomputed = t->phase[g->tensors[x].producer] == TF_PHASE_RECOMPUTE;
   TF_RETURN_IF_ERROR(
-      tf_training_emit(t, TF_OP_CAST, &x, 1, &down, recomputed ? TF_PHASE_RECOMPUTE : TF_PHASE_FORWARD, name, &stored));
+      tf_training_emit_cast(t, x, half, recomputed ? TF_PHASE_RECOMPUTE : TF_PHASE_FORWARD, name, &stored));
   t->follows[g->tensors[stored].producer] = g->tensors[x].producer;
   TF_RETURN_IF_ERROR(restore_from(t, x, stored, n_nodes, !recomputed));
   *saved += g->tensors[x].bytes - g->tensors[stored].bytes;

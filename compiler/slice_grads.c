@@ -126,8 +126,7 @@ static tf_status to_concat(tf_training *t, int32_t root, tree *tr) {
   return NULL;
 }
 
-tf_status tf_slice_grads_pass(tf_training *t, int32_t *rewritten) {
-  *rewritten = 0;
+tf_status tf_slice_grads_pass(tf_training *t) {
   if (!t->options.training)
     return NULL;
   for (int32_t n = t->g->n_nodes - 1; n >= 0; n--) {
@@ -140,7 +139,6 @@ tf_status tf_slice_grads_pass(tf_training *t, int32_t *rewritten) {
     if (!tr.ok || tr.n_parts < 2 || !tiles_axis(t, &tr))
       continue;
     TF_RETURN_IF_ERROR(to_concat(t, n, &tr));
-    (*rewritten)++;
     n = n < t->g->n_nodes ? n : t->g->n_nodes; /* ids above the removed nodes moved down */
   }
   return NULL;

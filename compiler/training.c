@@ -175,6 +175,12 @@ tf_status tf_training_remove_node(tf_training *t, int32_t n) {
   return NULL;
 }
 
+tf_status tf_training_emit_cast(tf_training *t, int32_t x, tf_dtype to, tf_phase phase, const char *name,
+                                int32_t *out) {
+  const tf_attrs attrs = tf_training_cast_attrs(to);
+  return tf_training_emit(t, TF_OP_CAST, &x, 1, &attrs, phase, name, out);
+}
+
 tf_attrs tf_training_cast_attrs(tf_dtype to) {
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));

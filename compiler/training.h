@@ -90,13 +90,16 @@ tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
 tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) TF_MUST_USE;
 
 /* slice_grads.c, after autodiff: a sum of slice_grads that tile one axis of a tensor becomes one
- * concat of the slices' gradients; *rewritten: how many sums. */
-tf_status tf_slice_grads_pass(tf_training *t, int32_t *rewritten) TF_MUST_USE;
+ * concat of the slices' gradients. */
+tf_status tf_slice_grads_pass(tf_training *t) TF_MUST_USE;
 
 /* Removes node n, keeping the per-node arrays (phase, follows) in step with the graph. */
 tf_status tf_training_remove_node(tf_training *t, int32_t n) TF_MUST_USE;
 /* The attributes of a cast to `to`. */
 tf_attrs tf_training_cast_attrs(tf_dtype to);
+/* Emits cast(x -> to) in `phase`, named after `name` (tf_training_emit); its output in *out. */
+tf_status tf_training_emit_cast(tf_training *t, int32_t x, tf_dtype to, tf_phase phase, const char *name,
+                                int32_t *out) TF_MUST_USE;
 
 /* How many node inputs read `tensor`. */
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor);

@@ -29,7 +29,7 @@ static const char *in(const ox_node *node, int32_t i) {
 
 static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
-/* The one number of a Constant node or initializer named `name`, and its dtype. */
+/* The one number of a Constant node or initializer named `name`, and its dtype (dtype may be NULL). */
 static bool scalar_of(ox_import *im, const char *name, double *value, tf_dtype *dtype) {
   const Onnx__TensorProto *t = NULL;
   ox_node *p = producer(im, name);
@@ -52,7 +52,8 @@ static bool scalar_of(ox_import *im, const char *name, double *value, tf_dtype *
   bool one = k->count == 1;
   if (one)
     *value = k->is_float ? k->reals[0] : (double)k->ints[0].size;
-  *dtype = k->dtype;
+  if (dtype)
+    *dtype = k->dtype;
   ox_known_free(k);
   return one;
 }
@@ -171,16 +172,13 @@ static void match_attention(ox_import *im, ox_node *top) {
   bool causal = false;
   if (is_op(scores, "Where")) {
     double fill;
-    tf_dtype dtype;
-    if (!is_causal_mask(im, in(scores, 0)) || !scalar_of(im, in(scores, 1), &fill, &dtype) ||
-        !(isinf(fill) && fill < 0))
+    if (!is_causal_mask(im, in(scores, 0)) || !scalar_of(im, in(scores, 1), &fill, NULL) || !(isinf(fill) && fill < 0))
       return;
     causal = true;
     scores = producer(im, in(scores, 2));
   }
   double scale = 1.0, c;
-  tf_dtype scale_dtype;
-  if ((is_op(scores, "Div") || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c, &scale_dtype) && c != 0) {
+  if ((is_op(scores, "Div") || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c, NULL) && c != 0) {
     scale = is_op(scores, "Div") ? 1.0 / c : c;
     scores = producer(im, in(scores, 0));
   }
@@ -238,8 +236,7 @@ static void match_layer_norm(ox_import *im, ox_node *top) {
         continue;
       ox_node *shift = producer(im, in(root, 0));
       double epsilon;
-      tf_dtype epsilon_dtype;
-      if (!is_op(shift, "Add") || !scalar_of(im, in(shift, 1), &epsilon, &epsilon_dtype))
+      if (!is_op(shift, "Add") || !scalar_of(im, in(shift, 1), &epsilon, NULL))
         continue;
       ox_node *variance = producer(im, in(shift, 0));
       if (!is_last_axis_mean(variance))

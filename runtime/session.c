@@ -100,20 +100,23 @@ static bool backend_measure(const tf_session *s, tf_device_memory *out) {
 #define TF_SESSION_STAGING_BYTES ((int64_t)1 << 20)
 
 /* A half buffer's generated initial value: the f32 values an f32 buffer of its name would get,
- * each rounded to nearest even (core/half_bits.h), into host[0, count). */
+ * each rounded to nearest even (core/half_bits.h), into host[0, count); made 4096 at a time on the
+ * stack, so no second staging buffer exists. */
 static tf_status stage_half(const tf_session *s, const tf_plan_buffer *b, int64_t begin, int64_t count, void *host) {
-  float *wide = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
-  if (!wide)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "'%s': cannot stage %" PRId64 " values", b->name, count);
-  tf_status status = tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, TF_F32, begin, count, wide);
+  float wide[4096];
   uint16_t *out = host;
-  for (int64_t i = 0; !status && i < count; i++) {
-    uint32_t bits;
-    memcpy(&bits, &wide[i], 4);
-    out[i] = b->dtype == TF_BF16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
+  for (int64_t done = 0; done < count;) {
+    const int64_t n = count - done < 4096 ? count - done : 4096;
+    TF_RETURN_IF_ERROR(
+        tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, TF_F32, begin + done, n, wide));
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t bits;
+      memcpy(&bits, &wide[i], 4);
+      out[done + i] = b->dtype == TF_BF16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
+    }
+    done += n;
   }
-  free(wide);
-  return status;
+  return NULL;
 }
 
 /* Fills host[0, count) with elements [begin, begin + count) of buffer b's initial value. */
