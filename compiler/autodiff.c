@@ -60,7 +60,7 @@ void tf_vjp_op_multi(tf_vjp *v, tf_op op, const int32_t *inputs, int32_t n_input
       return;
   char name[512];
   snprintf(name, sizeof(name), "grad/%s/%s", v->t->g->nodes[v->node].name, tf_op_name(op));
-  v->status = tf_training_emit(v->t, op, inputs, n_inputs, attrs, TF_PHASE_BACKWARD, name, outputs);
+  v->status = tf_training_emit_half(v->t, op, inputs, n_inputs, attrs, TF_PHASE_BACKWARD, name, outputs);
 }
 
 int32_t tf_vjp_op(tf_vjp *v, tf_op op, const int32_t *inputs, int32_t n_inputs, const tf_attrs *attrs) {
@@ -87,15 +87,6 @@ static void add_extra_part(tf_vjp *v, int32_t param, int32_t part) {
   t->n_extra_parts++;
 }
 
-/* The sum of two gradient parts of a half tensor as every op on half data computes (half_ops.c):
- * both widened to f32, added, the sum rounded once to `half`. */
-static int32_t half_sum(tf_vjp *v, const int32_t parts[2], tf_dtype half) {
-  const tf_attrs up = tf_training_cast_attrs(TF_F32), down = tf_training_cast_attrs(half);
-  const int32_t wide[2] = {tf_vjp_op(v, TF_OP_CAST, &parts[0], 1, &up), tf_vjp_op(v, TF_OP_CAST, &parts[1], 1, &up)};
-  const int32_t sum = tf_vjp_op(v, TF_OP_ADD, wide, 2, NULL);
-  return tf_vjp_op(v, TF_OP_CAST, &sum, 1, &down);
-}
-
 void tf_vjp_give(tf_vjp *v, int32_t i, int32_t gradient) {
   if (v->status || gradient < 0 || !tf_vjp_wants(v, i))
     return;
@@ -108,10 +99,9 @@ void tf_vjp_give(tf_vjp *v, int32_t i, int32_t gradient) {
     add_extra_part(v, target, gradient);
     return;
   }
+  /* on half parts, the add widens both, adds and rounds once (a half kernel, or between casts) */
   int32_t sum[2] = {v->grads[target], gradient};
-  const tf_dtype dtype = v->t->g->tensors[target].dtype;
-  v->grads[target] =
-      dtype == TF_F16 || dtype == TF_BF16 ? half_sum(v, sum, dtype) : tf_vjp_op(v, TF_OP_ADD, sum, 2, NULL);
+  v->grads[target] = tf_vjp_op(v, TF_OP_ADD, sum, 2, NULL);
 }
 
 int32_t tf_vjp_scalar(tf_vjp *v, double value) {

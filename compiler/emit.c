@@ -234,7 +234,8 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
              t->schedule_notes);
   else
     snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s", plan->micro_batch,
-             t->half_nodes > 0 ? t->precision_notes : "", t->half_nodes > 0 ? "\n" : "");
+             t->half_nodes + t->half_kernel_nodes > 0 ? t->precision_notes : "",
+             t->half_nodes + t->half_kernel_nodes > 0 ? "\n" : "");
   r->notes = copy(notes);
 }
 

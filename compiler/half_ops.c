@@ -13,7 +13,15 @@
  *
  * The stated accuracy of a node on half data follows: its inputs widen exactly, its f32 result is
  * within the op's f32 tolerance of the f64 result on those inputs, and a half output adds one
- * rounding to nearest even (relative 2^-8 for bf16, 2^-11 for f16). */
+ * rounding to nearest even (relative 2^-8 for bf16, 2^-11 for f16).
+ *
+ * Half kernels: where the target runs an op on half data itself (tf_target_half_kernel: the Vulkan
+ * f16/bf16 shader variants) and every floating operand of the node has one half type, the node
+ * stays as it is. Such a kernel widens each element exactly, computes in f32 and rounds its result
+ * once as the cast down does, so it computes bit for bit what the casts around the f32 kernel would,
+ * without the f32 copies or their traffic. Autodiff then differentiates the node itself, and its
+ * backward nodes go through tf_training_emit_half: on half data, each is a half kernel where the
+ * target has one, else it is put between casts here too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +32,56 @@
 
 static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
 
-/* Whether node `n` reads or writes half floating data and is not a cast. */
-static bool on_half_data(const tf_graph *g, int32_t n) {
+/* The one half type of `op`'s floating operands among ids[0..n) (inputs when `inputs`: those read
+ * for their shape only are not operands), or TF_F32 when none is half. *mixed: one is f32 or of the
+ * other half type. */
+static tf_dtype half_type_of(const tf_graph *g, tf_op op, const int32_t *ids, int32_t n, bool inputs, bool *mixed) {
+  const uint32_t shape_only = inputs ? tf_op_info_get(op)->shape_only : 0;
+  tf_dtype half = TF_F32;
+  for (int32_t k = 0; k < n; k++) {
+    if (ids[k] < 0 || (k < 8 && ((shape_only >> k) & 1u)))
+      continue;
+    const tf_dtype dtype = g->tensors[ids[k]].dtype;
+    if (dtype == TF_F32 || (is_half(dtype) && half != TF_F32 && dtype != half))
+      *mixed = true;
+    else if (is_half(dtype))
+      half = dtype;
+  }
+  return half;
+}
+
+/* Whether the target computes op(inputs) -> outputs on half data itself: a half kernel of the
+ * target, and every floating operand of one half type (outputs may be omitted: n_outputs 0). */
+static bool half_kernel_runs(const tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
+                             const int32_t *outputs, int32_t n_outputs) {
+  if (!tf_target_half_kernel(&t->options.target, op))
+    return false;
+  bool mixed = false;
+  const tf_dtype in = half_type_of(t->g, op, inputs, n_inputs, true, &mixed);
+  const tf_dtype out = half_type_of(t->g, op, outputs, n_outputs, false, &mixed);
+  return !mixed && is_half(in) && (n_outputs == 0 || out == in);
+}
+
+/* Whether node `n` reads or writes half floating data, is not a cast and is no half kernel of the
+ * target. */
+static bool on_half_data(const tf_training *t, int32_t n) {
+  const tf_graph *g = t->g;
   const tf_ir_node *node = &g->nodes[n];
   if (node->op == TF_OP_CAST)
     return false;
+  bool half = false;
   for (int32_t k = 0; k < node->n_inputs; k++)
-    if (node->inputs[k] >= 0 && is_half(g->tensors[node->inputs[k]].dtype))
-      return true;
+    half = half || (node->inputs[k] >= 0 && is_half(g->tensors[node->inputs[k]].dtype));
   for (int32_t i = 0; i < node->n_outputs; i++)
-    if (is_half(g->tensors[node->outputs[i]].dtype))
-      return true;
-  return false;
+    half = half || is_half(g->tensors[node->outputs[i]].dtype);
+  return half && !half_kernel_runs(t, node->op, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
+}
+
+/* Whether node n computes on half data in one of the target's half kernels. */
+static bool in_half_kernel(const tf_training *t, int32_t n) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  return node->op != TF_OP_CAST &&
+         half_kernel_runs(t, node->op, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
 }
 
 /* "base", or "base_2", ... when a node or tensor already has the name. */
@@ -79,6 +125,22 @@ static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *o
   return order_push(order, g->tensors[wide].producer);
 }
 
+/* Records that f32 tensor `wide` is rounded into half tensor `half` (tf_training.narrowed). */
+static tf_status record_narrowed(tf_training *t, int32_t wide, int32_t half) {
+  if (t->n_narrowed == t->capacity_narrowed) {
+    int32_t capacity = t->capacity_narrowed ? 2 * t->capacity_narrowed : 16;
+    int32_t *grown = realloc(t->narrowed, sizeof(int32_t) * 2 * (size_t)capacity);
+    if (!grown)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "half ops: cannot record %d outputs", capacity);
+    t->narrowed = grown;
+    t->capacity_narrowed = capacity;
+  }
+  t->narrowed[2 * t->n_narrowed] = wide;
+  t->narrowed[2 * t->n_narrowed + 1] = half;
+  t->n_narrowed++;
+  return NULL;
+}
+
 /* Output i of node n, when half: the node writes a new f32 tensor and a new cast writes the
  * original one (its id, name and dtype kept). The cast is pushed on the order. */
 static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order *order) {
@@ -103,6 +165,7 @@ static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order 
   if (status)
     return status;
   TF_RETURN_IF_ERROR(tf_training_reserve(t));
+  TF_RETURN_IF_ERROR(record_narrowed(t, wide, y));
   return order_push(order, cast);
 }
 
@@ -140,18 +203,53 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
   *lowered = 0;
   TF_RETURN_IF_ERROR(check_parameters(t));
   const int32_t n_nodes = g->n_nodes;
-  for (int32_t n = 0; n < n_nodes; n++)
-    *lowered += on_half_data(g, n);
+  for (int32_t n = 0; n < n_nodes; n++) {
+    *lowered += on_half_data(t, n);
+    t->half_kernel_nodes += in_half_kernel(t, n);
+  }
   if (*lowered == 0)
     return NULL;
   node_order order = {NULL, 0, 0};
   tf_status status = NULL;
   for (int32_t n = 0; n < n_nodes && !status; n++)
-    status = on_half_data(g, n) ? lower(t, n, &order) : order_push(&order, n);
+    status = on_half_data(t, n) ? lower(t, n, &order) : order_push(&order, n);
   if (!status && order.n != g->n_nodes)
     status = tf_status_new(TF_ERR_INTERNAL, "half ops: ordered %d of %d nodes", order.n, g->n_nodes);
   if (!status)
     status = tf_ir_reorder_nodes(g, order.ids);
   free(order.ids);
   return status;
+}
+
+tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
+                                const tf_attrs *attrs, tf_phase phase, const char *name, int32_t *outputs) {
+  bool mixed = false;
+  const tf_dtype half = half_type_of(t->g, op, inputs, n_inputs, false, &mixed);
+  if (op == TF_OP_CAST || !is_half(half))
+    return tf_training_emit(t, op, inputs, n_inputs, attrs, phase, name, outputs);
+  if (half_kernel_runs(t, op, inputs, n_inputs, NULL, 0)) {
+    t->half_kernel_nodes++;
+    return tf_training_emit(t, op, inputs, n_inputs, attrs, phase, name, outputs);
+  }
+  int32_t wide[TF_OP_VARIADIC_INTERNAL];
+  if (n_inputs > TF_OP_VARIADIC_INTERNAL)
+    return tf_status_new(TF_ERR_INTERNAL, "half ops: '%s' has %d inputs", name, n_inputs);
+  char cast_name[600];
+  for (int32_t k = 0; k < n_inputs; k++) {
+    wide[k] = inputs[k];
+    if (inputs[k] < 0 || !is_half(t->g->tensors[inputs[k]].dtype))
+      continue;
+    snprintf(cast_name, sizeof(cast_name), "%s/input%d_f32", name, k);
+    TF_RETURN_IF_ERROR(tf_training_emit_cast(t, inputs[k], TF_F32, phase, cast_name, &wide[k]));
+  }
+  int32_t results[TF_MAX_OUTPUTS];
+  TF_RETURN_IF_ERROR(tf_training_emit(t, op, wide, n_inputs, attrs, phase, name, results));
+  for (int32_t i = 0; i < tf_op_info_get(op)->n_outputs && outputs; i++) {
+    outputs[i] = results[i];
+    if (t->g->tensors[results[i]].dtype != TF_F32)
+      continue;
+    snprintf(cast_name, sizeof(cast_name), "%s/to_%s", name, tf_dtype_name(half));
+    TF_RETURN_IF_ERROR(tf_training_emit_cast(t, results[i], half, phase, cast_name, &outputs[i]));
+  }
+  return NULL;
 }

@@ -119,9 +119,14 @@ static unsigned char *classify(const tf_training *t) {
 }
 
 /* The half tensor that activation `x` is an exact f32 copy of (a forward cast up from f16/bf16: an
- * op on half data, half_ops.c), or -1. */
+ * op on half data, half_ops.c) or that keeps x rounded (the f32 result of such an op, rounded to
+ * its declared half type: a backward reader then reads what a half kernel would have written), or
+ * -1. */
 static int32_t half_source(const tf_training *t, int32_t x) {
   const tf_graph *g = t->g;
+  for (int32_t i = 0; i < t->n_narrowed; i++)
+    if (t->narrowed[2 * i] == x)
+      return t->narrowed[2 * i + 1];
   const int32_t p = g->tensors[x].producer;
   if (p < 0 || g->nodes[p].op != TF_OP_CAST || t->phase[p] != TF_PHASE_FORWARD)
     return -1;
@@ -230,13 +235,15 @@ static override_counts count_overrides(const tf_training *t, const unsigned char
 
 /* Appends what half_ops.c did (nodes on half data) to the note. */
 static void note_half_nodes(tf_training *t, int32_t from_source, int64_t source_saved) {
-  if (t->half_nodes == 0)
-    return;
   size_t used = strlen(t->precision_notes);
-  snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
-           "; %d nodes on f16/bf16 data computed in f32 between casts, %d saved inputs read back from their half "
-           "tensors (%.1f MiB less than f32 copies)",
-           t->half_nodes, from_source, (double)source_saved / 1048576.0);
+  if (t->half_kernel_nodes > 0)
+    used += (size_t)snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
+                             "; %d nodes on f16/bf16 data run the target's half kernels", t->half_kernel_nodes);
+  if (t->half_nodes > 0 && used < sizeof(t->precision_notes))
+    snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
+             "; %d nodes on f16/bf16 data computed in f32 between casts, %d saved values read back from their half "
+             "tensors (%.1f MiB less than f32 copies)",
+             t->half_nodes, from_source, (double)source_saved / 1048576.0);
 }
 
 tf_status tf_precision_pass(tf_training *t) {

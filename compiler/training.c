@@ -142,6 +142,7 @@ void tf_training_free(tf_training *t) {
   free(t->grad);
   free(t->follows);
   free(t->extra_parts);
+  free(t->narrowed);
   free(t->owner);
   free(t->phase);
   free(t->schedule);

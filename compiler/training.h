@@ -28,6 +28,11 @@ typedef struct tf_training {
   int32_t *extra_parts;
   int32_t n_extra_parts, capacity_extra_parts;
 
+  /* The f32 outputs of nodes on half data that half_ops.c put between casts, each with the half
+   * tensor its cast down writes: pairs (f32 output, half tensor). A backward reader of such an
+   * output reads the half tensor cast back (precision.c), as a half kernel's would. */
+  int32_t *narrowed;
+  int32_t n_narrowed, capacity_narrowed;
   /* Per node. */
   tf_phase *phase;
   int32_t *follows; /* a node the schedule places right after another (precision's casts): that node, else -1 */
@@ -52,6 +57,7 @@ typedef struct tf_training {
   char schedule_notes[320];   /* which order the schedule kept and both arenas, for the report */
   char precision_notes[448];  /* what the precision pass stored in half, for the report */
   int32_t half_nodes;         /* nodes on half data that half_ops.c put between casts */
+  int32_t half_kernel_nodes;  /* nodes on half data left to the target's half kernels (half_ops.c) */
   int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
   int32_t remat_phase;        /* which of remat_stride phases of the cuts to keep (the driver tries each) */
   int32_t remat_stride;       /* set by remat: it keeps every remat_stride-th cut */
@@ -89,6 +95,11 @@ tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
  * half inputs and outputs; *lowered: how many nodes. Runs on the bound graph before autodiff. */
 tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) TF_MUST_USE;
 
+/* half_ops.c: tf_training_emit, except that a node on f16/bf16 data that the target has no half
+ * kernel for (tf_target_half_kernel) computes in f32 between casts (its half inputs widened, its
+ * f32 outputs rounded to their type): autodiff's backward nodes of half kernels. */
+tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
+                                const tf_attrs *attrs, tf_phase phase, const char *name, int32_t *outputs) TF_MUST_USE;
 /* slice_grads.c, after autodiff: a sum of slice_grads that tile one axis of a tensor becomes one
  * concat of the slices' gradients. */
 tf_status tf_slice_grads_pass(tf_training *t) TF_MUST_USE;

@@ -4,34 +4,27 @@
 // region, so indices start at 0), binding 8 the run-state buffer (backends/vulkan/vk_record.c
 // writes it before each submission). Sizes come in push constants (at most 128 bytes).
 //
-// Element types: every shader names its storage type through ELEMENT and converts with TO_F32 /
-// FROM_F32 (arithmetic stays f32). Today the embedded variants are all f32; -DELEMENT_F16 or
-// -DELEMENT_BF16 selects 16-bit storage, and the build compiles and validates every shader that way
-// too (backends/vulkan/CMakeLists.txt, tightfit_shader_precisions), so the structure stays ready for
-// the f16/bf16 variants a mixed-precision plan will need.
-#if defined(ELEMENT_F16)
+// Element types: every shader names its floating storage type through ELEMENT (ELEMENT4 for
+// four) and converts with TO_F32 / TO_F32_4 / FROM_F32; arithmetic stays f32. -DELEMENT_F16 and
+// -DELEMENT_BF16 select 16-bit storage: the elements are uint16_t bit patterns (only
+// storageBuffer16BitAccess is needed, no 16-bit arithmetic), converted by half.glsl's integer code,
+// so a shader on half data computes bit for bit what cast up -> its f32 variant -> cast down does.
+#if defined(ELEMENT_F16) || defined(ELEMENT_BF16) || defined(LAYOUT16)
 #extension GL_EXT_shader_16bit_storage : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#define ELEMENT float16_t
-#define ELEMENT4 f16vec4
-#define TO_F32(x) float(x)
-#define TO_F32_4(x) vec4(x)
-#define FROM_F32(x) float16_t(x)
-#elif defined(ELEMENT_BF16)
-// bfloat16 as the high half of an f32's bits (no GLSL type in glslang 12): round to nearest even.
-#extension GL_EXT_shader_16bit_storage : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+#endif
+#include "half.glsl"
+#if defined(ELEMENT_F16) || defined(ELEMENT_BF16)
 #define ELEMENT uint16_t
 #define ELEMENT4 u16vec4
-#define TO_F32(x) uintBitsToFloat(uint(x) << 16)
-#define TO_F32_4(x) uintBitsToFloat(uvec4(x) << 16)
-#define FROM_F32(x) bf16_from_f32(x)
-uint16_t bf16_from_f32(float value) {
-  uint bits = floatBitsToUint(value);
-  if (isnan(value))
-    return uint16_t((bits >> 16) | 0x40u);
-  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
+#endif
+#if defined(ELEMENT_F16)
+#define TO_F32(x) uintBitsToFloat(f32_from_half(uint(x)))
+#define TO_F32_4(x) uintBitsToFloat(f32_from_half4(uvec4(x)))
+#define FROM_F32(x) uint16_t(half_from_f32(floatBitsToUint(x)))
+#elif defined(ELEMENT_BF16)
+#define TO_F32(x) uintBitsToFloat(f32_from_bf16(uint(x)))
+#define TO_F32_4(x) uintBitsToFloat(f32_from_bf16_4(uvec4(x)))
+#define FROM_F32(x) uint16_t(bf16_from_f32(floatBitsToUint(x)))
 #else
 #define ELEMENT float
 #define ELEMENT4 vec4

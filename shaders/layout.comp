@@ -15,12 +15,21 @@
 // buffer: the cast down writes them as 0. They belong to no other buffer: every buffer starts at a
 // multiple of the plan's alignment (4 or more, which the lowering checks), and the binding's range
 // is the buffer's size rounded up to 4 bytes (vk_record.c).
+//
+// With -DLAYOUT16 (the layout16 module, used where the device has storageBuffer16BitAccess) the
+// walk moves 16-bit elements (f16, bf16) one per index: the layout ops of half-precision data.
+// Only the copy (convert 0) is compiled in.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
+#if defined(LAYOUT16)
+layout(std430, set = 0, binding = 0) readonly buffer Src { uint16_t src[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint16_t dst[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer Src { uint src[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint dst[]; };
+#endif
 
 layout(push_constant) uniform Push {
   uint count;
@@ -36,59 +45,7 @@ layout(push_constant) uniform Push {
 
 const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
 
-// f32 bits -> f16 bits, round to nearest even.
-uint half_from_f32(uint f) {
-  uint sign = (f >> 16) & 0x8000u, magnitude = f & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u)
-    return sign | 0x7E00u; // NaN
-  if (magnitude >= 0x477FF000u)
-    return sign | 0x7C00u; // 65520 (halfway from 65504 to 2^16) and up, infinity too
-  if (magnitude >= 0x38800000u) { // 2^-14 and up: normal; rebias the exponent from 127 to 15
-    uint h = (magnitude >> 13) - (112u << 10), rest = magnitude & 0x1FFFu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0u))
-      h++; // a carry out of the mantissa bumps the exponent: still the right bits
-    return sign | h;
-  }
-  if (magnitude <= 0x33000000u)
-    return sign; // at most 2^-25, half the smallest subnormal (a tie, to the even 0)
-  // Subnormal: the significand in units of 2^-24. Rounding up from 0x3FF gives 0x400, the smallest
-  // normal's bits.
-  uint significand = (magnitude & 0x7FFFFFu) | 0x800000u, shift = 126u - (magnitude >> 23);
-  uint kept = significand >> shift, rest = significand & ((1u << shift) - 1u), tie = 1u << (shift - 1u);
-  if (rest > tie || (rest == tie && (kept & 1u) != 0u))
-    kept++;
-  return sign | kept;
-}
-
-// f16 bits -> f32 bits, exact.
-uint f32_from_half(uint h) {
-  uint sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 31u, mantissa = h & 0x3FFu;
-  if (exponent == 31u)
-    return sign | 0x7F800000u | (mantissa << 13) | (mantissa != 0u ? 0x400000u : 0u);
-  if (exponent != 0u)
-    return sign | ((exponent + 112u) << 23) | (mantissa << 13);
-  if (mantissa == 0u)
-    return sign;
-  int top = findMSB(mantissa); // mantissa x 2^-24 = 2^(top - 24) x (mantissa / 2^top)
-  return sign | (uint(top + 103) << 23) | ((mantissa << uint(23 - top)) & 0x7FFFFFu);
-}
-
-// f32 bits -> bf16 bits (the high half), round to nearest even.
-uint bf16_from_f32(uint f) {
-  if ((f & 0x7FFFFFFFu) > 0x7F800000u)
-    return ((f >> 16) & 0x8000u) | 0x7FC0u; // NaN
-  uint h = f >> 16, rest = f & 0xFFFFu;
-  if (rest > 0x8000u || (rest == 0x8000u && (h & 1u) != 0u))
-    h++; // the largest finite values round up to infinity by the carry
-  return h;
-}
-
-// bf16 bits -> f32 bits, exact.
-uint f32_from_bf16(uint h) {
-  uint f = h << 16;
-  return (f & 0x7FFFFFFFu) > 0x7F800000u ? f | 0x400000u : f;
-}
-
+#if !defined(LAYOUT16)
 // Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
 void cast_pairs() {
   uint words = (pc.count + 1u) / 2u;
@@ -121,6 +78,8 @@ uint converted(uint word) {
   return word;
 }
 
+#endif
+
 void gather() {
   for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
     uint rest = i, s = pc.src_base, d = pc.dst_base;
@@ -130,13 +89,21 @@ void gather() {
       s += index * pc.src_stride[axis];
       d += index * pc.dst_stride[axis];
     }
+#if defined(LAYOUT16)
+    dst[d] = src[s];
+#else
     dst[d] = converted(src[s]);
+#endif
   }
 }
 
 void main() {
+#if defined(LAYOUT16)
+  gather();
+#else
   if (pc.convert >= CONVERT_TO_F16)
     cast_pairs();
   else
     gather();
+#endif
 }

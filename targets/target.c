@@ -50,6 +50,24 @@ static void vulkan_overhead(tf_overhead_model *m) {
            "default: vkAllocateMemory rounds each region up to the driver's page size; 2 MiB (large pages) assumed");
 }
 
+_Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
+
+/* The ops the Vulkan backend runs on f16/bf16 data: their lowerings emit only shaders with half
+ * storage variants (backends/vulkan/vk_lower.c, half_variants), layout moves, fills and copies. */
+static const tf_op vulkan_half_kernels[] = {
+    TF_OP_MATMUL,    TF_OP_ADD,       TF_OP_SUB,         TF_OP_MUL,          TF_OP_DIV,
+    TF_OP_NEG,       TF_OP_EXP,       TF_OP_LOG,         TF_OP_SQRT,         TF_OP_RSQRT,
+    TF_OP_RELU,      TF_OP_GELU,      TF_OP_SILU,        TF_OP_SIGMOID,      TF_OP_TANH,
+    TF_OP_SOFTPLUS,  TF_OP_RELU_GRAD, TF_OP_GELU_GRAD,   TF_OP_SILU_GRAD,    TF_OP_SIGMOID_GRAD,
+    TF_OP_TANH_GRAD, TF_OP_SOFTMAX,   TF_OP_LOG_SOFTMAX, TF_OP_SOFTMAX_GRAD, TF_OP_LOG_SOFTMAX_GRAD,
+    TF_OP_DROPOUT,   TF_OP_ZERO,      TF_OP_RESHAPE,     TF_OP_TRANSPOSE,    TF_OP_CONCAT,
+    TF_OP_SLICE,     TF_OP_EXPAND,    TF_OP_SLICE_GRAD,
+};
+
+bool tf_target_half_kernel(const tf_target *target, tf_op op) {
+  return (int)op >= 0 && op < TF_OP_COUNT && ((target->half_kernels[op / 64] >> (op % 64)) & 1u);
+}
+
 tf_target tf_target_default(tf_target_kind kind) {
   tf_target target;
   memset(&target, 0, sizeof(target));
@@ -67,6 +85,8 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.flops_per_second = 10e12;
     target.bytes_per_second = 500e9;
     vulkan_overhead(&target.overhead);
+    for (size_t i = 0; i < sizeof(vulkan_half_kernels) / sizeof(vulkan_half_kernels[0]); i++)
+      target.half_kernels[vulkan_half_kernels[i] / 64] |= (uint64_t)1 << (vulkan_half_kernels[i] % 64);
     break;
   default:
     target.alignment = 256;

@@ -40,6 +40,11 @@ void tf_compile_args_help(void) {
          "                         loss heads) round their operands to M and accumulate in f32 where\n"
          "                         the device has the units (CUDA tensor cores); cpu and vulkan\n"
          "                         compute them in f32 whatever this says\n"
+         "  --no-half-kernels      ops on f16/bf16 data (a bf16 model) all compute on f32 copies between\n"
+         "                         casts; by default the vulkan target runs matmul, the elementwise ops,\n"
+         "                         softmax, dropout and the layout moves on half data itself (f16/bf16\n"
+         "                         shader variants: the same results, no f32 copies), which needs a\n"
+         "                         device with storageBuffer16BitAccess (tightfit devices says)\n"
          "  --loss-scale S         fp16: the initial dynamic loss scale, a power of two from 1 to 2^24\n"
          "                         (default: the graph's, else 65536); train halves it and skips the\n"
          "                         update when a gradient overflows, and doubles it after a run of\n"
@@ -153,6 +158,8 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
     o->training = false;
   } else if (strcmp(argv[*i], "--update-in-backward") == 0) {
     o->update_in_backward = true;
+  } else if (strcmp(argv[*i], "--no-half-kernels") == 0) {
+    args->no_half_kernels = true;
   } else if (tf_cli_option(argc, argv, i, "--remat", &value, error)) {
     if (!*error && strcmp(value, "none") == 0)
       o->remat = TF_REMAT_NONE;
@@ -291,6 +298,8 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   TF_RETURN_IF_ERROR(tf_graph_load(args->graph_path, &g));
   tf_compile_options options = args->options;
   options.bindings = args->bindings[0] ? args->bindings : NULL;
+  if (args->no_half_kernels)
+    memset(options.target.half_kernels, 0, sizeof(options.target.half_kernels));
   tf_status status = apply_overrides(args, g);
   if (!status && args->global_batch > 0) {
     tf_budget_options budget = {.base = options,

@@ -234,6 +234,20 @@ static uint32_t usable_subgroup_size(vk_state *vk) {
   return subgroup_variants_allowed(&subgroup) ? subgroup.subgroupSize : 0;
 }
 
+/* Whether the device allows 16-bit storage buffer access (VkPhysicalDevice16BitStorageFeatures), which
+ * the f16/bf16 shader variants and the 16-bit layout moves need (shaders/common.glsl): enabled at
+ * device creation when present. TIGHTFIT_VULKAN_16BIT=0 leaves it off (tests check the refusal). */
+static bool storage16_of(const vk_state *vk, VkPhysicalDevice physical) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_16BIT");
+  if (requested && strcmp(requested, "0") == 0)
+    return false;
+  VkPhysicalDevice16BitStorageFeatures storage = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &storage;
+  vk->fn.GetPhysicalDeviceFeatures2(physical, &features);
+  return storage.storageBuffer16BitAccess == VK_TRUE;
+}
+
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
   TF_RETURN_IF_ERROR(
@@ -269,6 +283,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
                          VK_API_VERSION_MINOR(vk->properties.apiVersion));
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
   vk->subgroup_size = usable_subgroup_size(vk);
+  vk->storage16 = storage16_of(vk, vk->physical);
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
   // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
   // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with
@@ -304,7 +319,10 @@ static tf_status create_device(vk_state *vk) {
   queue.queueFamilyIndex = vk->queue_family;
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
+  VkPhysicalDevice16BitStorageFeatures storage = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  storage.storageBuffer16BitAccess = vk->storage16 ? VK_TRUE : VK_FALSE;
   VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  info.pNext = &storage;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDevice(vk->physical, &info, NULL, &vk->device), "vkCreateDevice"));
@@ -376,8 +394,10 @@ tf_status tf_vulkan_describe_devices(char *text, size_t size) {
     properties.pNext = &subgroup;
     vk.fn.GetPhysicalDeviceProperties2(devices[i], &properties);
     if (used < size)
-      used += (size_t)snprintf(text + used, size - used, "; subgroups of %u%s\n", subgroup.subgroupSize,
-                               subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)");
+      used += (size_t)snprintf(text + used, size - used, "; subgroups of %u%s; %s\n", subgroup.subgroupSize,
+                               subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)",
+                               storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"
+                                                             : "no 16-bit storage (compile with --no-half-kernels)");
   }
   if (!status && count == 0)
     status = tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (is a driver such as "

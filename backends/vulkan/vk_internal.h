@@ -28,7 +28,7 @@
   X(DestroyInstance) X(EnumeratePhysicalDevices) X(GetPhysicalDeviceProperties) \
   X(GetPhysicalDeviceMemoryProperties) X(GetPhysicalDeviceQueueFamilyProperties) X(CreateDevice) \
   X(GetDeviceProcAddr) X(GetPhysicalDeviceProperties2) X(GetPhysicalDeviceMemoryProperties2) \
-  X(EnumerateDeviceExtensionProperties)
+  X(EnumerateDeviceExtensionProperties) X(GetPhysicalDeviceFeatures2)
 #define VK_DEVICE_FUNCTIONS(X) \
   X(DestroyDevice) X(GetDeviceQueue) X(CreateCommandPool) X(DestroyCommandPool) \
   X(AllocateCommandBuffers) X(FreeCommandBuffers) X(BeginCommandBuffer) X(EndCommandBuffer) \
@@ -70,7 +70,10 @@ typedef struct vk_functions {
   X(binary) X(unary) X(layout) X(reduce) X(softmax) X(norm) X(embedding) X(matmul) \
   X(conv_forward) X(conv_grad_weight) X(conv_grad_input) X(attention) X(pool) X(loss) X(optimizer) X(dropout) \
   X(matmul_sg) X(conv_forward_sg) X(conv_grad_weight_sg) X(conv_grad_input_sg) X(softmax_sg) X(loss_sg) \
-  X(norm_sg) X(reduce_sg) X(attention_sg) X(linear_loss)
+  X(norm_sg) X(reduce_sg) X(attention_sg) X(linear_loss) X(layout16) \
+  X(binary_f16) X(binary_bf16) X(unary_f16) X(unary_bf16) X(softmax_f16) X(softmax_bf16) \
+  X(softmax_sg_f16) X(softmax_sg_bf16) X(matmul_f16) X(matmul_bf16) X(matmul_sg_f16) X(matmul_sg_bf16) \
+  X(dropout_f16) X(dropout_bf16)
 // clang-format on
 
 typedef enum vk_shader {
@@ -116,6 +119,7 @@ typedef struct vk_limits {
   uint32_t max_shared_bytes;
   uint32_t subgroup_size;
   int64_t loop_limit; /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
+  bool storage16;     /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
 } vk_limits;
 
 /* ---- vk_lower.c: plan -> program ---- */
@@ -164,6 +168,7 @@ typedef struct vk_state {
   VkPhysicalDeviceMemoryProperties memory_properties;
   uint32_t subgroup_size; /* 0: the subgroup shader variants are not used (vk_limits) */
   int64_t loop_limit;     /* see vk_limits */
+  bool storage16;         /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;
   uint32_t timestamp_bits; /* the queue family's timestampValidBits (0: no timestamps) */

@@ -36,6 +36,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_optimizer] = 0xd,
     [VK_SHADER_dropout] = 0x2,
     [VK_SHADER_linear_loss] = 0xb0,
+    [VK_SHADER_layout16] = 0x2,
 };
 
 /* Each shader with a subgroup variant (shaders/README.md, "Subgroup variants"), and that variant: the
@@ -61,12 +62,40 @@ vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
   return plain;
 }
 
-/* The shader a subgroup variant was compiled from (itself for a plain shader). */
+/* Each shader with f16 and bf16 storage variants (shaders/common.glsl: ELEMENT_F16, ELEMENT_BF16;
+ * backends/vulkan/CMakeLists.txt, TF_HALF_SHADERS): the same bindings, push constants and writes,
+ * every floating operand 16-bit. A step whose floating data is all one half type runs them
+ * (half_variant); the Vulkan target's half-kernel ops (targets/target.c) are the ops whose
+ * lowerings emit only these, layout moves and copies. */
+static const struct {
+  vk_shader f32, f16, bf16;
+} half_variants[] = {
+    {VK_SHADER_binary, VK_SHADER_binary_f16, VK_SHADER_binary_bf16},
+    {VK_SHADER_unary, VK_SHADER_unary_f16, VK_SHADER_unary_bf16},
+    {VK_SHADER_softmax, VK_SHADER_softmax_f16, VK_SHADER_softmax_bf16},
+    {VK_SHADER_softmax_sg, VK_SHADER_softmax_sg_f16, VK_SHADER_softmax_sg_bf16},
+    {VK_SHADER_matmul, VK_SHADER_matmul_f16, VK_SHADER_matmul_bf16},
+    {VK_SHADER_matmul_sg, VK_SHADER_matmul_sg_f16, VK_SHADER_matmul_sg_bf16},
+    {VK_SHADER_dropout, VK_SHADER_dropout_f16, VK_SHADER_dropout_bf16},
+};
+
+/* The shader a subgroup or half variant was compiled from (itself for a plain shader). */
 static vk_shader plain_of(vk_shader shader) {
+  for (size_t i = 0; i < sizeof(half_variants) / sizeof(half_variants[0]); i++)
+    if (half_variants[i].f16 == shader || half_variants[i].bf16 == shader)
+      shader = half_variants[i].f32;
   for (size_t i = 0; i < sizeof(subgroup_variants) / sizeof(subgroup_variants[0]); i++)
     if (subgroup_variants[i].subgroup == shader)
       return subgroup_variants[i].plain;
-  return shader;
+  return shader == VK_SHADER_layout16 ? VK_SHADER_layout : shader;
+}
+
+/* The `half` (f16 or bf16) storage variant of an f32 shader, or VK_SHADER_COUNT when it has none. */
+static vk_shader half_variant(vk_shader shader, tf_dtype half) {
+  for (size_t i = 0; i < sizeof(half_variants) / sizeof(half_variants[0]); i++)
+    if (half_variants[i].f32 == shader)
+      return half == TF_F16 ? half_variants[i].f16 : half_variants[i].bf16;
+  return VK_SHADER_COUNT;
 }
 
 static bool moves_bytes_only(tf_op op) {
@@ -74,27 +103,91 @@ static bool moves_bytes_only(tf_op op) {
          op == TF_OP_EXPAND || op == TF_OP_SLICE_GRAD;
 }
 
-/* The shaders compute in f32 and index with i32 (ids, labels); layout ops move 4- and 8-byte
- * elements of any dtype; cast also reads and writes f16 and bf16 (which pairs: vk_lower_cast), the
- * storage of half-precision plans. f16/bf16 compute would be a shader variant per dtype (see
- * shaders/README). */
-static tf_status check_dtypes(const vk_lower *l) {
-  const tf_op_info *info = tf_op_info_get(l->step->op);
+static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+/* The buffer of operand k (inputs first, then outputs) of the step. */
+static const tf_plan_buffer *operand(const vk_lower *l, int32_t k) {
+  return vk_buffer(l, k < l->step->n_inputs ? vk_in(l, k) : vk_out(l, k - l->step->n_inputs));
+}
+
+static bool read_for_shape_only(const vk_lower *l, int32_t k) {
+  return k < l->step->n_inputs && ((tf_op_info_get(l->step->op)->shape_only >> k) & 1u);
+}
+
+/* The half type (f16, bf16) of a step whose every floating operand has it (a half-kernel step of
+ * the compiler, targets/target.c), else TF_F32. Casts and the layout moves are not such steps:
+ * they take their dtypes one by one (check_dtypes). */
+static tf_dtype half_data(const vk_lower *l) {
+  if (l->step->op == TF_OP_CAST || moves_bytes_only(l->step->op))
+    return TF_F32;
+  tf_dtype half = TF_F32;
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
-    bool input = k < l->step->n_inputs;
-    if (input && ((info->shape_only >> k) & 1u))
+    const tf_dtype dtype = operand(l, k)->dtype;
+    if (read_for_shape_only(l, k) || !(dtype == TF_F32 || is_half(dtype)))
       continue;
-    const tf_plan_buffer *b = vk_buffer(l, input ? vk_in(l, k) : vk_out(l, k - l->step->n_inputs));
+    if (dtype == TF_F32 || (half != TF_F32 && half != dtype))
+      return TF_F32;
+    half = dtype;
+  }
+  return half;
+}
+
+/* Steps on half data read and write 16-bit elements: the device must allow 16-bit storage access. */
+static tf_status check_storage16(const vk_lower *l, tf_dtype dtype) {
+  if (l->limits->storage16)
+    return NULL;
+  return vk_refuse(l,
+                   "it reads or writes %s elements directly, and this device has no storageBuffer16BitAccess "
+                   "(or TIGHTFIT_VULKAN_16BIT=0); compile the plan with --no-half-kernels (its half-precision "
+                   "data then moves through f32 casts)",
+                   tf_dtype_name(dtype));
+}
+
+/* The shaders compute in f32 and index with i32 (ids, labels); layout ops move 2-, 4- and 8-byte
+ * elements of any dtype; cast also reads and writes f16 and bf16 (which pairs: vk_lower_cast), the
+ * storage of half-precision plans; a step whose floating data is all f16 or all bf16 runs its
+ * shaders' half variants (half_variants, after lowering). */
+static tf_status check_dtypes(const vk_lower *l) {
+  const tf_dtype half = half_data(l);
+  if (half != TF_F32)
+    return check_storage16(l, half);
+  for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
+    if (read_for_shape_only(l, k))
+      continue;
+    const tf_plan_buffer *b = operand(l, k);
     if (moves_bytes_only(l->step->op)) {
       if (l->step->op == TF_OP_RESHAPE || tf_dtype_size(b->dtype) == 4 || tf_dtype_size(b->dtype) == 8)
         continue;
+      if (tf_dtype_size(b->dtype) == 2) {
+        TF_RETURN_IF_ERROR(check_storage16(l, b->dtype));
+        continue;
+      }
     } else if (b->dtype == TF_F32 || b->dtype == TF_I32) {
       continue;
-    } else if (l->step->op == TF_OP_CAST && (b->dtype == TF_F16 || b->dtype == TF_BF16)) {
+    } else if (l->step->op == TF_OP_CAST && is_half(b->dtype)) {
       continue;
     }
     return vk_refuse(l, "buffer '%s' is %s; the Vulkan shaders take f32 data and i32 ids and labels%s", b->name,
                      tf_dtype_name(b->dtype), b->dtype == TF_I64 ? " (store ids and labels as i32)" : "");
+  }
+  return NULL;
+}
+
+/* A step on half data: each dispatch it lowered to [first, end) runs its shader's half variant;
+ * refused when a shader has none (the op computes in f32 between casts, which the compiler inserts
+ * for ops outside the target's half-kernel set). */
+static tf_status use_half_variants(const vk_lower *l, int32_t first, tf_dtype half) {
+  for (int32_t c = first; c < l->program->n_commands; c++) {
+    vk_command *command = &l->program->commands[c];
+    if (command->kind != VK_COMMAND_DISPATCH)
+      continue;
+    const vk_shader variant = half_variant(command->shader, half);
+    if (variant == VK_SHADER_COUNT)
+      return vk_refuse(l,
+                       "its data is %s and shader '%s' has no %s variant; compile the plan for the vulkan target "
+                       "(which puts this op between f32 casts) or with --no-half-kernels",
+                       tf_dtype_name(half), vk_shader_name(command->shader), tf_dtype_name(half));
+    command->shader = variant;
   }
   return NULL;
 }
@@ -282,6 +375,9 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
     TF_RETURN_IF_ERROR(check_dtypes(&l));
     // cppcheck-suppress returnDanglingLifetime ; a tf_status is a fresh heap object, not a view of l
     TF_RETURN_IF_ERROR(lower(&l));
+    const tf_dtype half = half_data(&l);
+    if (half != TF_F32)
+      TF_RETURN_IF_ERROR(use_half_variants(&l, program->step_first[s], half));
   }
   program->step_first[plan->n_steps] = program->n_commands;
   return NULL;

@@ -1,6 +1,7 @@
 /* Steps that move elements without computing (kernels/cpu/layout.c): reshape is a buffer copy;
  * transpose, expand, slice, slice_grad and concat are strided gathers (shaders/layout.comp) of
- * 32-bit words, an 8-byte element being two of them; cast between f32 and i32 is a gather that
+ * 32-bit words, an 8-byte element being two of them, or of 16-bit elements (f16, bf16: the layout16
+ * module, which needs storageBuffer16BitAccess, vk_lower.c checks it); cast between f32 and i32 is a gather that
  * converts, cast between f32 and f16 or bf16 a walk over element pairs (one 32-bit word of the
  * 16-bit side each), so no 16-bit storage feature is needed. */
 #include <string.h>
@@ -28,12 +29,13 @@ typedef enum layout_convert {
 } layout_convert;
 
 /* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
- * elements of `size` bytes (4 or 8), converted by `convert` (4-byte elements). */
+ * elements of `size` bytes (2, 4 or 8), converted by `convert` (4-byte elements). The shader walks
+ * units of 4 bytes (layout) or, for 2-byte elements, of 2 (layout16). */
 static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_t rank, const int64_t *shape_in,
                                    const int64_t *src_stride, const int64_t *dst_stride, int64_t src_base,
                                    int64_t dst_base, int64_t size, uint32_t convert) {
   int64_t shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
-  int64_t words = size / 4, count = 1;
+  int64_t words = size == 2 ? 1 : size / 4, count = 1;
   for (int32_t i = 0; i < rank; i++) {
     shape[i] = shape_in[i];
     strides[0][i] = src_stride[i] * words;
@@ -69,7 +71,8 @@ static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_
     push.dst_stride[i] = (uint32_t)strides[1][i];
   }
   int32_t buffers[2] = {src, dst};
-  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+  return vk_emit_dispatch(l, size == 2 ? VK_SHADER_layout16 : VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push),
+                          vk_groups(count, 256), 1, 1);
 }
 
 static tf_status gather(vk_lower *l, int32_t src, int32_t dst, int32_t rank, const int64_t *shape,

@@ -38,11 +38,19 @@ typedef struct tf_target {
   double flops_per_second;    /* cost model: sustained matmul throughput */
   double bytes_per_second;    /* cost model: memory bandwidth */
   tf_overhead_model overhead; /* the device memory a session needs beyond its regions */
+  /* Ops whose kernels read and write f16/bf16 data directly where every floating operand has one
+   * half type (bit op % 64 of half_kernels[op / 64]; tf_target_half_kernel): the compiler leaves
+   * them on half data and puts every other op on half data between f32 casts. Vulkan: the
+   * elementwise ops and activation gradients, softmax, matmul, dropout, zero and the layout moves
+   * (f16/bf16 shader variants, storageBuffer16BitAccess); CPU and CUDA: none yet. */
+  uint64_t half_kernels[2];
 } tf_target;
 
 /* The default capabilities and overhead model of a target kind (CPU: 64-byte alignment, 2 threads,
  * no overhead; CUDA and Vulkan: conservative defaults, each part's source named; docs/memory.md). */
 tf_target tf_target_default(tf_target_kind kind);
+/* Whether `target` runs `op` on f16/bf16 data directly (tf_target.half_kernels). */
+bool tf_target_half_kernel(const tf_target *target, tf_op op);
 /* Parses "cpu", "vulkan", "cuda"; false when unknown. */
 bool tf_target_parse(const char *name, tf_target_kind *kind);
 const char *tf_target_name(tf_target_kind kind);

@@ -82,12 +82,13 @@ typedef struct conf_settings {
 typedef struct conf_coverage {
   bool in_table[TF_OP_COUNT]; /* some case's plan holds the op */
   int32_t steps[TF_OP_COUNT];
-  double worst64[TF_OP_COUNT];  /* vs the f64 reference, a fraction of the tolerance */
-  double abs64[TF_OP_COUNT];    /* ... the largest |error| */
-  double scaled64[TF_OP_COUNT]; /* ... the largest |error| / max |reference| of its buffer */
-  double worst32[TF_OP_COUNT];  /* vs the f32 CPU kernel, a fraction of the tolerance */
-  int32_t refused;              /* cases refused as expected */
-  int32_t skipped;              /* cases skipped: an op the backend does not claim */
+  int32_t half_steps[TF_OP_COUNT]; /* ... of them computed on f16/bf16 data (a half kernel) */
+  double worst64[TF_OP_COUNT];     /* vs the f64 reference, a fraction of the tolerance */
+  double abs64[TF_OP_COUNT];       /* ... the largest |error| */
+  double scaled64[TF_OP_COUNT];    /* ... the largest |error| / max |reference| of its buffer */
+  double worst32[TF_OP_COUNT];     /* vs the f32 CPU kernel, a fraction of the tolerance */
+  int32_t refused;                 /* cases refused as expected */
+  int32_t skipped;                 /* cases skipped: an op the backend does not claim */
 } conf_coverage;
 
 /* Checks `graph` (destroyed here) on `backend`: the three checks above, one line printed. */

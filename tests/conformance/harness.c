@@ -8,6 +8,7 @@
 
 #include "backends/backend.h"
 #include "conformance.h"
+#include "core/half_bits.h"
 #include "core/ops.h"
 #include "core/workspace_cpu.h"
 #include "kernels/cpu/kernels.h"
@@ -166,10 +167,63 @@ static int32_t operand(const tf_plan *plan, const tf_plan_step *step, int32_t k,
   return half == 1 && plan->buffers[id].io_twin >= 0 ? plan->buffers[id].io_twin : id;
 }
 
-/* Runs the f32 or f64 CPU kernel of step s with operand k at data[k]. */
-static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data, const tf_run_state *run) {
+static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+/* Whether `step` computes on f16/bf16 operands itself (a half kernel of the target the plan was
+ * compiled for, tf_target_half_kernel): not a cast, not a move of elements as they are, and an
+ * operand is half. */
+static bool computes_on_half(const tf_plan *plan, const tf_plan_step *step) {
+  switch (step->op) {
+  case TF_OP_CAST:
+  case TF_OP_RESHAPE:
+  case TF_OP_TRANSPOSE:
+  case TF_OP_CONCAT:
+  case TF_OP_SLICE:
+  case TF_OP_EXPAND:
+  case TF_OP_SLICE_GRAD:
+  case TF_OP_ZERO: return false;
+  default: break;
+  }
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++)
+    if (is_half(plan->buffers[operand(plan, step, k, 0)].dtype))
+      return true;
+  return false;
+}
+
+/* n half elements of `dtype` widened to f32 or f64 (exact). */
+static void widen(tf_dtype dtype, const uint16_t *half, int64_t n, bool f64, void *wide) {
+  for (int64_t i = 0; i < n; i++) {
+    const uint32_t bits = dtype == TF_F16 ? tf_f32_bits_from_f16(half[i]) : tf_f32_bits_from_bf16(half[i]);
+    float value;
+    memcpy(&value, &bits, sizeof(value));
+    if (f64)
+      ((double *)wide)[i] = value;
+    else
+      ((float *)wide)[i] = value;
+  }
+}
+
+/* n f32 or f64 values rounded to `dtype` (nearest even; f64 through f32). */
+static void narrow(tf_dtype dtype, const void *wide, int64_t n, bool f64, uint16_t *half) {
+  for (int64_t i = 0; i < n; i++) {
+    const float value = f64 ? (float)((const double *)wide)[i] : ((const float *)wide)[i];
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    half[i] = dtype == TF_F16 ? tf_f16_from_f32_bits(bits) : tf_bf16_from_f32_bits(bits);
+  }
+}
+
+/* Runs the f32 or f64 CPU kernel of step s with operand k at data[k]. A step on half data runs as
+ * its half kernel does: on f32 (f64) copies of its half operands, each half result rounded once
+ * into data[k]; with `wide`, wide[k] keeps that unrounded result of a half operand the step writes
+ * (the caller frees it; NULL elsewhere). */
+static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data, const tf_run_state *run,
+                     void **wide) {
   const tf_plan_step *step = &plan->steps[s];
+  const tf_op_info *info = tf_op_info_get(step->op);
+  const bool on_half = computes_on_half(plan, step);
   tf_cpu_tensor tensors[MAX_OPERANDS];
+  void *copies[MAX_OPERANDS] = {NULL};
   for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
     const tf_plan_buffer *b = &plan->buffers[operand(plan, step, k, 0)];
     tf_cpu_tensor *t = &tensors[k];
@@ -179,6 +233,11 @@ static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data
     t->rank = b->rank;
     t->count = elements(b);
     memcpy(t->shape, b->shape, sizeof(b->shape));
+    if (on_half && is_half(b->dtype) && (copies[k] = calloc((size_t)t->count + 1, f64 ? 8 : 4))) {
+      widen(b->dtype, data[k], t->count, f64, copies[k]);
+      t->data = copies[k];
+      t->dtype = TF_F32;
+    }
   }
   const tf_cpu_tensor *in = tensors, *out = tensors + step->n_inputs;
   const int64_t bytes =
@@ -200,6 +259,15 @@ static void cpu_step(const tf_plan *plan, int32_t s, bool f64, void *const *data
                       .context = &context};
   tf_cpu_kernel_get(step->op, f64)(&args);
   free(workspace);
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+    const bool written = k >= step->n_inputs || (k < 8 && ((info->in_place >> k) & 1u));
+    if (copies[k] && written)
+      narrow(plan->buffers[operand(plan, step, k, 0)].dtype, copies[k], tensors[k].count, f64, data[k]);
+    if (wide && copies[k] && written)
+      wide[k] = copies[k];
+    else
+      free(copies[k]);
+  }
 }
 
 /* Steps [begin, end) on the host's own buffers. */
@@ -209,7 +277,7 @@ static void host_run(host *h, int32_t begin, int32_t end, int32_t half, const tf
     void *data[MAX_OPERANDS];
     for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++)
       data[k] = h->mem[operand(h->plan, step, k, half)];
-    cpu_step(h->plan, s, h->f64, data, run);
+    cpu_step(h->plan, s, h->f64, data, run, NULL);
   }
 }
 
@@ -322,8 +390,9 @@ static bool check_step(plan_check *c, host *reference, int32_t s) {
       ok = device_ok(c, device_upload(&c->device, b, cpu[k]), s, "uploading an input");
   }
   ok = ok && device_ok(c, device_run(&c->device, s, s + 1, 0, &run), s, "running it");
-  cpu_step(plan, s, false, cpu, &run);
-  cpu_step(plan, s, true, ref, &run);
+  void *wide_cpu[MAX_OPERANDS] = {NULL}, *wide_ref[MAX_OPERANDS] = {NULL};
+  cpu_step(plan, s, false, cpu, &run, wide_cpu);
+  cpu_step(plan, s, true, ref, &run, wide_ref);
   conf_step_errors errors = {0, 0, 0, 0};
   for (int32_t k = 0; ok && k < n; k++) {
     const bool written = k >= step->n_inputs || (k < 8 && ((info->in_place >> k) & 1u));
@@ -333,17 +402,25 @@ static bool check_step(plan_check *c, host *reference, int32_t s) {
     const tf_plan_buffer *b = &plan->buffers[id];
     void *got = malloc((size_t)b->bytes + 8);
     ok = got && device_ok(c, device_download(&c->device, b, got), s, "downloading an output");
-    if (ok)
+    if (ok && wide_ref[k] && wide_cpu[k])
+      conf_compare_half_step(c->counts, c->backend->name, c->label, plan, s, id, got, wide_ref[k], wide_cpu[k],
+                             &errors);
+    else if (ok)
       conf_compare_step(c->counts, c->backend->name, c->label, plan, s, id, got, ref[k], cpu[k], &errors);
     free(got);
     if (b->dtype == TF_F32) /* carry the reference on as float, as the device will get it */
       for (int64_t e = 0; e < elements(b); e++)
         ((double *)ref[k])[e] = (float)((double *)ref[k])[e];
   }
-  for (int32_t k = 0; k < n; k++)
+  for (int32_t k = 0; k < n; k++) {
     free(cpu[k]);
+    free(wide_cpu[k]);
+    free(wide_ref[k]);
+  }
   if (ok)
     conf_record_step(c->coverage, c->result, plan, s, &errors);
+  if (ok && computes_on_half(plan, step))
+    c->coverage->half_steps[step->op]++;
   return ok;
 }
 

@@ -3,7 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/half_bits.h"
 
 #include "kernels/cpu/kernels.h"
 
@@ -92,6 +95,65 @@ void conf_compare_step(tf_test_counts *counts, const char *backend, const char *
           label, backend, s, step->name, b->name, (long long)at, bits[0], bits[1]);
     errors->worst32 = at >= 0 ? INFINITY : errors->worst32;
   }
+  errors->worst64 = fmax(errors->worst64, d64.ratio);
+  errors->abs64 = fmax(errors->abs64, d64.abs);
+  errors->scaled64 = fmax(errors->scaled64, d64.magnitude > 0 ? d64.abs / d64.magnitude : 0);
+  errors->worst32 = fmax(errors->worst32, d32.ratio);
+}
+
+/* Adds `absolute` to t's bound for values like want[0..n) (t.atol scales by max(floor, max |want|),
+ * or by 1 with no floor). */
+static void absolute_part(conf_tolerance *t, const void *want, bool want_f64, int64_t n, double absolute) {
+  double magnitude = 0;
+  for (int64_t i = 0; i < n; i++)
+    magnitude = fmax(magnitude, fabs(value_at(want, want_f64, i)));
+  const double scale = t->floor >= 0 ? fmax(t->floor, magnitude) : 1.0;
+  if (scale > 0) {
+    t->atol += absolute / scale;
+  } else { /* all zeros: the bound is `absolute` itself */
+    t->floor = -1.0;
+    t->atol = absolute;
+  }
+}
+
+void conf_compare_half_step(tf_test_counts *counts, const char *backend, const char *label, const tf_plan *plan,
+                            int32_t s, int32_t id, const void *got, const double *reference, const float *cpu,
+                            conf_step_errors *errors) {
+  const tf_plan_step *step = &plan->steps[s];
+  const tf_plan_buffer *b = &plan->buffers[id];
+  const int64_t n = elements(b);
+  float *y = malloc(sizeof(float) * (size_t)(n + 1));
+  if (!y) {
+    CHECK(counts, false, "%s: out of host memory", label);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const uint16_t h = ((const uint16_t *)got)[i];
+    const uint32_t bits = b->dtype == TF_F16 ? tf_f32_bits_from_f16(h) : tf_f32_bits_from_bf16(h);
+    memcpy(&y[i], &bits, sizeof(float));
+  }
+  /* one rounding of the result to the half type against the f64 result, two (the device's and the
+   * CPU's, of f32 results within t32) against the f32 CPU kernel: each within u |value| (unit
+   * roundoff u) or, among f16's subnormals, half their spacing 2^-24 absolute */
+  const double u = b->dtype == TF_BF16 ? 1.0 / 256.0 : 1.0 / 2048.0;
+  const double tiny = b->dtype == TF_F16 ? ldexp(1.0, -25) : 0.0;
+  conf_tolerance t64 = conf_tolerance_f64(step->op), t32 = conf_tolerance_f32(step->op);
+  t64.rtol += 1.01 * u;
+  t32.rtol += 2.02 * u;
+  absolute_part(&t64, reference, true, n, tiny);
+  absolute_part(&t32, cpu, false, n, 2.0 * tiny);
+  const diff d64 = compare(y, reference, true, n, t64), d32 = compare(y, cpu, false, n, t32);
+  CHECK(counts, d64.ratio <= 1.0,
+        "%s on %s: step %d '%s' (%s on %s): '%s'[%lld] = %.9g, f64 reference %.9g: %.3g x the tolerance (the f32 one "
+        "+ %.3g relative)",
+        label, backend, s, step->name, tf_op_name(step->op), tf_dtype_name(b->dtype), b->name, (long long)d64.at,
+        d64.at >= 0 ? y[d64.at] : 0.0, d64.at >= 0 ? reference[d64.at] : 0.0, d64.ratio, 1.01 * u);
+  CHECK(counts, d32.ratio <= 1.0,
+        "%s on %s: step %d '%s' (%s on %s): '%s'[%lld] = %.9g, f32 CPU kernel %.9g: %.3g x the tolerance (the f32 "
+        "one + %.3g relative)",
+        label, backend, s, step->name, tf_op_name(step->op), tf_dtype_name(b->dtype), b->name, (long long)d32.at,
+        d32.at >= 0 ? y[d32.at] : 0.0, d32.at >= 0 ? cpu[d32.at] : 0.0, d32.ratio, 2.02 * u);
+  free(y);
   errors->worst64 = fmax(errors->worst64, d64.ratio);
   errors->abs64 = fmax(errors->abs64, d64.abs);
   errors->scaled64 = fmax(errors->scaled64, d64.magnitude > 0 ? d64.abs / d64.magnitude : 0);

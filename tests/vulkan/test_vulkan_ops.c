@@ -3,7 +3,9 @@
  * the CPU, and every op of the op table run on Vulkan at least once (the backend has no query for
  * the ops it lowers, so it claims them all: a refused op fails). Cases needing what the shaders do
  * not take (i64 ids and labels, attention heads wider than 128) must be refused at session
- * creation; f16 and bf16 buffers, which only cast reads and writes, run (bit for bit the CPU's).
+ * creation. The rows on f16 and bf16 data run the half kernels (the f16/bf16 shader variants of
+ * matmul, the elementwise ops, softmax, dropout and the layout moves, each checked step by step:
+ * every one of the Vulkan target's half kernels must run) and the casts (bit for bit the CPU's).
  * Then what only Vulkan has: its refusals, lavapipe's loop limit, a missing loader. Runs under
  * the validation layer (both shader variants: test_vulkan_ops_no_subgroups runs it with
  * TIGHTFIT_VULKAN_SUBGROUPS=0); prints SKIP and exits 77 without a Vulkan device. */
@@ -158,6 +160,30 @@ static void test_refusals(void) {
   test_no_loader();
 }
 
+/* Every op the Vulkan target runs on half data itself (tf_target_half_kernel) ran, step by step, as
+ * a half kernel on f16 or bf16 data in the rows on half data: its f16/bf16 shader variant checked
+ * against the f64 reference. */
+static void check_half_kernels_ran(void) {
+  const char *half = getenv("TIGHTFIT_CONFORMANCE_HALF");
+  if (half && strcmp(half, "0") == 0)
+    return;
+  const tf_target vulkan = tf_target_default(TF_TARGET_VULKAN);
+  int32_t ops = 0;
+  for (int op = 0; op < TF_OP_COUNT; op++) {
+    const bool moves = op == TF_OP_RESHAPE || op == TF_OP_TRANSPOSE || op == TF_OP_CONCAT || op == TF_OP_SLICE ||
+                       op == TF_OP_EXPAND || op == TF_OP_SLICE_GRAD || op == TF_OP_ZERO;
+    if (!tf_target_half_kernel(&vulkan, (tf_op)op) || moves)
+      continue;
+    ops++;
+    CHECK(&counts, coverage.half_steps[op] > 0, "%s: a half kernel of the vulkan target, never run on half data",
+          tf_op_name((tf_op)op));
+  }
+  int32_t steps = 0;
+  for (int op = 0; op < TF_OP_COUNT; op++)
+    steps += coverage.half_steps[op];
+  printf("vulkan half kernels: %d ops, %d steps on f16/bf16 data checked step by step\n", ops, steps);
+}
+
 int main(void) {
   int available = parity_vulkan_available();
   if (available != 0)
@@ -165,6 +191,7 @@ int main(void) {
   conf_run_table(&counts, &backend, &coverage);
   conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
   conf_run_table_half(&counts, &backend, &coverage, TF_F16);
+  check_half_kernels_ran();
   test_refusals();
   conf_check_coverage(&counts, &backend, &coverage);
   parity_check_validation(&counts);
