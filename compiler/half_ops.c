@@ -169,10 +169,13 @@ static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order 
   return order_push(order, cast);
 }
 
-/* Lowers node n (inputs, then its own shapes on f32 operands, then outputs). */
+/* Lowers node n (inputs, then its own shapes on f32 operands, then outputs). The input casts come
+ * last input first: autodiff visits them in reverse, so a half tensor the node reads several times
+ * (attention's q = k = v) gets its gradient parts in input order, each rounded, summed as they come,
+ * as the node's own backward gives them when the target runs it as a half kernel. */
 static tf_status lower(tf_training *t, int32_t n, node_order *order) {
   tf_graph *g = t->g;
-  for (int32_t k = 0; k < g->nodes[n].n_inputs; k++)
+  for (int32_t k = g->nodes[n].n_inputs - 1; k >= 0; k--)
     TF_RETURN_IF_ERROR(widen_input(t, n, k, order));
   TF_RETURN_IF_ERROR(order_push(order, n));
   const int32_t first_cast = order->n;

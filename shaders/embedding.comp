@@ -27,7 +27,9 @@ void main() {
     uint total = pc.count * pc.depth;
     for (uint i = gl_GlobalInvocationID.x; i < total; i += grid_size()) {
       int id = ids[i / pc.depth];
-      out_data[i] = id >= 0 && uint(id) < pc.rows ? source[uint(id) * pc.depth + i % pc.depth] : FROM_F32(0.0);
+      // through f32 (exact), as cast up -> embedding -> cast down does it; no select on 16-bit values
+      float value = id >= 0 && uint(id) < pc.rows ? TO_F32(source[uint(id) * pc.depth + i % pc.depth]) : 0.0;
+      out_data[i] = FROM_F32(value);
     }
     return;
   }

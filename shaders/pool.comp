@@ -56,7 +56,7 @@ void main() {
     for (uint i = gl_GlobalInvocationID.x; i < total; i += grid_size()) {
       uint plane = (i / out_plane) * in_plane, oh = (i % out_plane) / pc.out_width, ow = i % pc.out_width;
       if (pc.mode == MAX_FORWARD) {
-        out_data[i] = x[plane + first_maximum(plane, oh, ow)];
+        out_data[i] = FROM_F32(TO_F32(x[plane + first_maximum(plane, oh, ow)])); // as the casts would
         continue;
       }
       ivec4 r = window(oh, ow);

@@ -73,7 +73,12 @@ typedef struct vk_functions {
   X(norm_sg) X(reduce_sg) X(attention_sg) X(linear_loss) X(layout16) \
   X(binary_f16) X(binary_bf16) X(unary_f16) X(unary_bf16) X(softmax_f16) X(softmax_bf16) \
   X(softmax_sg_f16) X(softmax_sg_bf16) X(matmul_f16) X(matmul_bf16) X(matmul_sg_f16) X(matmul_sg_bf16) \
-  X(dropout_f16) X(dropout_bf16)
+  X(dropout_f16) X(dropout_bf16) X(reduce_f16) X(reduce_bf16) X(reduce_sg_f16) X(reduce_sg_bf16) X(norm_f16) \
+  X(norm_bf16) X(norm_sg_f16) X(norm_sg_bf16) X(attention_f16) X(attention_bf16) X(attention_sg_f16) \
+  X(attention_sg_bf16) X(embedding_f16) X(embedding_bf16) X(conv_forward_f16) X(conv_forward_bf16) \
+  X(conv_forward_sg_f16) X(conv_forward_sg_bf16) X(conv_grad_weight_f16) X(conv_grad_weight_bf16) \
+  X(conv_grad_weight_sg_f16) X(conv_grad_weight_sg_bf16) X(conv_grad_input_f16) X(conv_grad_input_bf16) \
+  X(conv_grad_input_sg_f16) X(conv_grad_input_sg_bf16) X(pool_f16) X(pool_bf16)
 // clang-format on
 
 typedef enum vk_shader {

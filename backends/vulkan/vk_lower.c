@@ -66,7 +66,9 @@ vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
  * backends/vulkan/CMakeLists.txt, TF_HALF_SHADERS): the same bindings, push constants and writes,
  * every floating operand 16-bit. A step whose floating data is all one half type runs them
  * (half_variant); the Vulkan target's half-kernel ops (targets/target.c) are the ops whose
- * lowerings emit only these, layout moves and copies. */
+ * lowerings emit only these, layout moves and copies, and whose shaders write each output element
+ * once (the gradients of norms, attention and embedding keep statistics or sums in their outputs:
+ * half storage would round them, so those ops run between casts). */
 static const struct {
   vk_shader f32, f16, bf16;
 } half_variants[] = {
@@ -77,6 +79,20 @@ static const struct {
     {VK_SHADER_matmul, VK_SHADER_matmul_f16, VK_SHADER_matmul_bf16},
     {VK_SHADER_matmul_sg, VK_SHADER_matmul_sg_f16, VK_SHADER_matmul_sg_bf16},
     {VK_SHADER_dropout, VK_SHADER_dropout_f16, VK_SHADER_dropout_bf16},
+    {VK_SHADER_reduce, VK_SHADER_reduce_f16, VK_SHADER_reduce_bf16},
+    {VK_SHADER_reduce_sg, VK_SHADER_reduce_sg_f16, VK_SHADER_reduce_sg_bf16},
+    {VK_SHADER_norm, VK_SHADER_norm_f16, VK_SHADER_norm_bf16},
+    {VK_SHADER_norm_sg, VK_SHADER_norm_sg_f16, VK_SHADER_norm_sg_bf16},
+    {VK_SHADER_attention, VK_SHADER_attention_f16, VK_SHADER_attention_bf16},
+    {VK_SHADER_attention_sg, VK_SHADER_attention_sg_f16, VK_SHADER_attention_sg_bf16},
+    {VK_SHADER_embedding, VK_SHADER_embedding_f16, VK_SHADER_embedding_bf16},
+    {VK_SHADER_conv_forward, VK_SHADER_conv_forward_f16, VK_SHADER_conv_forward_bf16},
+    {VK_SHADER_conv_forward_sg, VK_SHADER_conv_forward_sg_f16, VK_SHADER_conv_forward_sg_bf16},
+    {VK_SHADER_conv_grad_weight, VK_SHADER_conv_grad_weight_f16, VK_SHADER_conv_grad_weight_bf16},
+    {VK_SHADER_conv_grad_weight_sg, VK_SHADER_conv_grad_weight_sg_f16, VK_SHADER_conv_grad_weight_sg_bf16},
+    {VK_SHADER_conv_grad_input, VK_SHADER_conv_grad_input_f16, VK_SHADER_conv_grad_input_bf16},
+    {VK_SHADER_conv_grad_input_sg, VK_SHADER_conv_grad_input_sg_f16, VK_SHADER_conv_grad_input_sg_bf16},
+    {VK_SHADER_pool, VK_SHADER_pool_f16, VK_SHADER_pool_bf16},
 };
 
 /* The shader a subgroup or half variant was compiled from (itself for a plain shader). */

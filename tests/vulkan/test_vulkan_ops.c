@@ -4,8 +4,9 @@
  * the ops it lowers, so it claims them all: a refused op fails). Cases needing what the shaders do
  * not take (i64 ids and labels, attention heads wider than 128) must be refused at session
  * creation. The rows on f16 and bf16 data run the half kernels (the f16/bf16 shader variants of
- * matmul, the elementwise ops, softmax, dropout and the layout moves, each checked step by step:
- * every one of the Vulkan target's half kernels must run) and the casts (bit for bit the CPU's).
+ * matmul, the convolutions, the elementwise ops, softmax, the reductions, ..., each checked step by
+ * step: every one of the Vulkan target's half kernels must run) and the casts (bit for bit the
+ * CPU's).
  * Then what only Vulkan has: its refusals, lavapipe's loop limit, a missing loader. Runs under
  * the validation layer (both shader variants: test_vulkan_ops_no_subgroups runs it with
  * TIGHTFIT_VULKAN_SUBGROUPS=0); prints SKIP and exits 77 without a Vulkan device. */
