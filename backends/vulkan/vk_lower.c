@@ -148,6 +148,24 @@ static tf_dtype half_data(const vk_lower *l) {
   return half;
 }
 
+/* Ops whose shaders read back what they wrote to an output (row statistics, partial sums, in-place
+ * sums): their half variants would round those, so a plan on half data runs them between casts
+ * (the Vulkan target's half kernels leave them out, targets/target.c); a plan file that does not is
+ * refused. */
+static bool keeps_partials(tf_op op) {
+  switch (op) {
+  case TF_OP_LAYER_NORM_GRAD:
+  case TF_OP_RMS_NORM_GRAD:
+  case TF_OP_ATTENTION_GRAD:
+  case TF_OP_EMBEDDING_GRAD:
+  case TF_OP_EMBEDDING_GRAD_ACCUMULATE:
+  case TF_OP_MATMUL_ACCUMULATE:
+  case TF_OP_ACCUMULATE:
+  case TF_OP_GLOBAL_NORM_SQ: return true;
+  default: return false;
+  }
+}
+
 /* Steps on half data read and write 16-bit elements: the device must allow 16-bit storage access. */
 static tf_status check_storage16(const vk_lower *l, tf_dtype dtype) {
   if (l->limits->storage16)
@@ -165,6 +183,11 @@ static tf_status check_storage16(const vk_lower *l, tf_dtype dtype) {
  * shaders' half variants (half_variants, after lowering). */
 static tf_status check_dtypes(const vk_lower *l) {
   const tf_dtype half = half_data(l);
+  if (half != TF_F32 && keeps_partials(l->step->op))
+    return vk_refuse(l,
+                     "its data is %s, and its shader keeps statistics or sums in its outputs, which %s storage "
+                     "would round; compile the plan for the vulkan target (which runs it on f32 copies between casts)",
+                     tf_dtype_name(half), tf_dtype_name(half));
   if (half != TF_F32)
     return check_storage16(l, half);
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {

@@ -10,7 +10,8 @@
  * like softmax, its output as stored in half, cast back, as the half kernel does: precision.c.) The
  * half-kernel plan has fewer casts, no larger arena, and a
  * matmul reading half data; without storageBuffer16BitAccess (TIGHTFIT_VULKAN_16BIT=0) its session
- * is refused, naming --no-half-kernels, and the other plan runs. Under the validation layer; exits
+ * is refused, naming --no-half-kernels, and the other plan runs; a plan file putting a gradient
+ * that keeps sums in its output (embedding_grad) on half data is refused. Under the validation layer; exits
  * 77 without a Vulkan device. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -166,6 +167,26 @@ static void compare(tf_dtype half, const char *setting, const outcome *kernels, 
          tf_dtype_name(half), setting, STEPS, kernels->losses[0], kernels->losses[1], kernels->losses[2], (long long)n);
 }
 
+/* A plan file whose gradient step keeps sums in its half output (embedding_grad on bf16 data: the
+ * compiler puts it between casts) is refused, not run with rounded partial sums: the embedding step
+ * of the half-kernel plan relabelled as its gradient (same operands). */
+static void refuse_partials(tf_plan *plan, tf_dtype half) {
+  int32_t s = 0;
+  while (s < plan->n_steps && plan->steps[s].op != TF_OP_EMBEDDING)
+    s++;
+  CHECK(&counts, s < plan->n_steps, "%s: no embedding step on half data", tf_dtype_name(half));
+  if (s == plan->n_steps)
+    return;
+  plan->steps[s].op = TF_OP_EMBEDDING_GRAD;
+  outcome refused;
+  tf_status status = train(plan, &refused);
+  CHECK(&counts,
+        tf_status_code(status) == TF_ERR_UNSUPPORTED && strstr(tf_status_message(status), "keeps statistics or sums"),
+        "%s embedding_grad on half data: %s", tf_dtype_name(half), status ? tf_status_message(status) : "ran");
+  printf("ok   %s embedding_grad on half data: %s\n", tf_dtype_name(half), status ? tf_status_message(status) : "ran");
+  tf_status_free(status);
+}
+
 static void run(tf_dtype half) {
   tf_plan *kernels = compile(half, true), *casts = compile(half, false);
   if (!kernels || !casts) {
@@ -202,6 +223,7 @@ static void run(tf_dtype half) {
   tf_status_free(status);
   CHECK_OK(&counts, train(casts, &fallback));
   unsetenv("TIGHTFIT_VULKAN_16BIT");
+  refuse_partials(kernels, half);
   tf_plan_destroy(kernels);
   tf_plan_destroy(casts);
 }
