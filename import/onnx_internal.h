@@ -43,11 +43,12 @@ typedef struct ox_node {
   ox_fused fused;
   int32_t n_inputs;
   const char *const *inputs; /* the proto's inputs, or fused_inputs ("" for an absent optional input) */
-  const char *fused_inputs[4];
+  const char *fused_inputs[5];
   bool transpose_b;        /* MatMul/Gemm: input 1 read through a dropped 2-d Transpose */
   bool causal;             /* attention */
   int32_t pool_padding[2]; /* AveragePool: the padding of a Pad of zeros folded into it */
   double scale;            /* attention: scores are multiplied by this; layer norm: epsilon */
+  bool scale_divides;      /* attention with a computed scale (input 4): scores are divided by it */
   bool live;               /* some graph output depends on it */
 } ox_node;
 

@@ -127,6 +127,23 @@ tf_status ox_operand(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id
 
 /* ---- elementwise ---- */
 
+static bool is_half_dtype(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+/* Operands of one op in f32 and in f16/bf16: the f32 one is cast to the half type. ONNX wants one
+ * type, yet PyTorch 1.13 exports a bf16 model's `scores / sqrt(d)` with a shape-derived f32 scale as
+ * Cast(scores, float) -> Div -> Softmax in f32, then MatMul with the bf16 values (eager PyTorch
+ * computes that product in bf16), and a decomposed bf16 LayerNorm with f32 scale and shift. Other
+ * mismatches are left to the builder's error. */
+static void match_half(ox_import *im, tf_tensor_id *a, tf_tensor_id *b) {
+  tf_tensor_info x, y;
+  if (!tf_graph_tensor(im->graph, *a, &x) || !tf_graph_tensor(im->graph, *b, &y))
+    return;
+  if (x.dtype == TF_F32 && is_half_dtype(y.dtype))
+    *a = tf_cast(im->graph, *a, y.dtype);
+  else if (y.dtype == TF_F32 && is_half_dtype(x.dtype))
+    *b = tf_cast(im->graph, *b, x.dtype);
+}
+
 static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op op) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
@@ -147,6 +164,7 @@ static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op o
     TF_RETURN_IF_ERROR(ox_operand(im, node, 0, tb, &ta));
   if (tb == TF_NO_TENSOR)
     TF_RETURN_IF_ERROR(ox_operand(im, node, 1, ta, &tb));
+  match_half(im, &ta, &tb);
   tf_tensor_id ids[2] = {ta, tb};
   return ox_set_tensor(im, node, 0, tf_graph_node(im->graph, op, ids, 2, NULL));
 }
@@ -225,6 +243,7 @@ static tf_status convert_matmul(ox_import *im, const ox_node *node) {
   tf_tensor_id a, b;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &a));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &b));
+  match_half(im, &a, &b);
   return ox_set_tensor(im, node, 0, tf_matmul(im->graph, a, b, false, node->transpose_b));
 }
 
@@ -234,13 +253,21 @@ static tf_status convert_gemm(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &b));
   bool ta = ox_attr_int(node, "transA", 0) != 0, tb = (ox_attr_int(node, "transB", 0) != 0) != node->transpose_b;
   double alpha = ox_attr_float(node, "alpha", 1.0), beta = ox_attr_float(node, "beta", 1.0);
+  match_half(im, &a, &b);
   tf_tensor_id y = tf_matmul(im->graph, a, b, ta, tb);
-  if (alpha != 1.0)
-    y = tf_mul(im->graph, y, ox_scalar(im, node, TF_F32, alpha));
+  if (alpha != 1.0) {
+    tf_tensor_id scale = ox_scalar(im, node, TF_F32, alpha);
+    match_half(im, &y, &scale);
+    y = tf_mul(im->graph, y, scale);
+  }
   if (ox_input(node, 2) && beta != 0.0) {
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &c));
-    if (beta != 1.0)
-      c = tf_mul(im->graph, c, ox_scalar(im, node, TF_F32, beta));
+    if (beta != 1.0) {
+      tf_tensor_id scale = ox_scalar(im, node, TF_F32, beta);
+      match_half(im, &c, &scale);
+      c = tf_mul(im->graph, c, scale);
+    }
+    match_half(im, &y, &c);
     y = tf_add(im->graph, y, c);
   }
   return ox_set_tensor(im, node, 0, y);
@@ -306,6 +333,9 @@ static tf_status convert_layer_norm(ox_import *im, const ox_node *node) {
   if (axis != -1 && axis != rank - 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "normalising from axis %" PRId64 " (only the last axis)", axis);
   float epsilon = (float)ox_attr_float(node, "epsilon", 1e-5);
+  match_half(im, &x, &gamma);
+  if (beta != TF_NO_TENSOR)
+    match_half(im, &x, &beta);
   return ox_set_tensor(im, node, 0, tf_layer_norm(im->graph, x, gamma, beta, epsilon));
 }
 
@@ -451,6 +481,13 @@ static tf_status emit_attention(ox_import *im, const ox_node *node) {
   attrs.u.attention.num_heads = (int32_t)shape->ints[2].size;
   attrs.u.attention.causal = node->causal;
   attrs.u.attention.scale = (float)node->scale;
+  if (node->n_inputs > 4) { /* the scale computed from shapes (onnx_patterns.c): known by now */
+    const ox_known *scale;
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, 4, &scale));
+    if (!scale->is_float || scale->count != 1 || !(scale->reals[0] != 0) || !isfinite(scale->reals[0]))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "attention whose scores scale is not one finite number");
+    attrs.u.attention.scale = (float)(node->scale_divides ? 1.0 / scale->reals[0] : scale->reals[0]);
+  }
   tf_tensor_id ids[3] = {q, k, v};
   return ox_set_tensor(im, node, 0, tf_graph_node(im->graph, TF_OP_ATTENTION, ids, 3, &attrs));
 }
@@ -460,6 +497,8 @@ static tf_status emit_layer_norm(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &gamma));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &beta));
+  match_half(im, &x, &gamma);
+  match_half(im, &x, &beta);
   return ox_set_tensor(im, node, 0, tf_layer_norm(im->graph, x, gamma, beta, (float)node->scale));
 }
 

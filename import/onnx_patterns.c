@@ -178,10 +178,19 @@ static void match_attention(ox_import *im, ox_node *top) {
     scores = producer(im, in(scores, 2));
   }
   double scale = 1.0, c;
-  if ((is_op(scores, "Div") || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c, NULL) && c != 0) {
-    scale = is_op(scores, "Div") ? 1.0 / c : c;
+  const char *computed_scale = NULL; /* a scale computed from shapes: folded when the node is emitted */
+  const bool divides = is_op(scores, "Div");
+  if ((divides || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c, NULL) && c != 0) {
+    scale = divides ? 1.0 / c : c;
+    scores = producer(im, in(scores, 0));
+  } else if ((divides || is_op(scores, "Mul")) && is_op(producer(im, in(scores, 1)), "Pow")) {
+    computed_scale = in(scores, 1); /* PyTorch: d ** 0.5 of a traced size */
     scores = producer(im, in(scores, 0));
   }
+  // PyTorch 1.13 exports a bf16 model's scores scaled by a shape-derived f32 through a Cast to f32
+  // (the fused op computes in f32 anyway)
+  if (is_op(scores, "Cast") && ox_attr_int(scores, "to", 0) == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+    scores = producer(im, in(scores, 0));
   if (!is_op(scores, "MatMul"))
     return;
   const char *q, *k, *v, *q_shape, *k_shape, *v_shape;
@@ -200,10 +209,12 @@ static void match_attention(ox_import *im, ox_node *top) {
   top->fused_inputs[1] = k;
   top->fused_inputs[2] = v;
   top->fused_inputs[3] = q_shape;
+  top->fused_inputs[4] = computed_scale;
   top->inputs = top->fused_inputs;
-  top->n_inputs = 4;
+  top->n_inputs = computed_scale ? 5 : 4;
   top->causal = causal;
   top->scale = scale;
+  top->scale_divides = computed_scale && divides;
 }
 
 /* ReduceMean over the last axis only, keeping it. */

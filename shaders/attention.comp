@@ -107,14 +107,27 @@ vec3 statistics(uint n, uint h, uint i, uint lane) {
   return vec3(best, sum, delta);
 }
 
-// The statistics kept in dq's first three floats of row i: lane l < 3 reads word l, which is in
-// its own share (depth >= 3 when kept), and the cluster shares the three by shuffles. No lane
-// reads a word another lane of the row overwrites in the QUERY pass.
+// The statistics kept in dq's first three f32s of row i (STAT_ELEMENTS elements each): lane
+// l < 3 x STAT_ELEMENTS reads element l, which is in its own share (depth >= 3 x STAT_ELEMENTS when
+// kept), and the cluster shares them by shuffles of their bits. No lane reads an element another
+// lane of the row overwrites in the QUERY pass.
+#if !STAT_SPLIT
+float kept_stat(uint mine, uint k) { return uintBitsToFloat(cluster_read_bits(mine, k)); }
+#else
+float kept_stat(uint mine, uint k) {
+  return uintBitsToFloat(cluster_read_bits(mine, 2u * k) | (cluster_read_bits(mine, 2u * k + 1u) << 16));
+}
+#endif
+
 vec3 kept(uint n, uint h, uint i, uint lane) {
   if (pc.keep == 0u)
     return statistics(n, h, i, lane);
-  float mine = lane < 3u ? TO_F32(out_data[q_at(n, i, h) + lane]) : 0.0;
-  return vec3(cluster_read(mine, 0u), cluster_read(mine, 1u), cluster_read(mine, 2u));
+#if !STAT_SPLIT
+  uint mine = lane < 3u ? floatBitsToUint(out_data[q_at(n, i, h) + lane]) : 0u;
+#else
+  uint mine = lane < 6u ? uint(out_data[q_at(n, i, h) + lane]) : 0u;
+#endif
+  return vec3(kept_stat(mine, 0u), kept_stat(mine, 1u), kept_stat(mine, 2u));
 }
 
 void forward(uint n, uint h, uint i, uint lane) {
@@ -212,8 +225,16 @@ void main() {
       forward(n, h, row, lane);
     } else if (pc.mode == STATS) {
       vec3 s = statistics(n, h, row, lane);
-      if (lane < 3u) // lane l writes word l, in its own share: see kept()
-        out_data[q_at(n, row, h) + lane] = FROM_F32(lane == 0u ? s.x : lane == 1u ? s.y : s.z);
+      // lane l writes element l, in its own share (see kept()): the whole f32 of statistic l, or
+      // its low (l even) or high half
+      uint k = lane / STAT_ELEMENTS, bits = floatBitsToUint(k == 0u ? s.x : k == 1u ? s.y : s.z);
+#if !STAT_SPLIT
+      if (lane < 3u)
+        out_data[q_at(n, row, h) + lane] = uintBitsToFloat(bits);
+#else
+      if (lane < 6u)
+        out_data[q_at(n, row, h) + lane] = uint16_t((lane & 1u) != 0u ? bits >> 16 : bits & 0xFFFFu);
+#endif
     } else if (pc.mode == KV) {
       key_gradients(n, h, row, lane);
     } else {
@@ -261,7 +282,8 @@ vec3 kept(uint n, uint h, uint i) {
   if (pc.keep == 0u)
     return statistics(n, h, i);
   uint at = q_at(n, i, h);
-  return vec3(TO_F32(out_data[at]), TO_F32(out_data[at + 1u]), TO_F32(out_data[at + 2u]));
+  return vec3(LOAD_STAT(out_data, at), LOAD_STAT(out_data, at + STAT_ELEMENTS),
+              LOAD_STAT(out_data, at + 2u * STAT_ELEMENTS));
 }
 
 void forward(uint n, uint h, uint i) {
@@ -343,9 +365,9 @@ void main() {
     } else if (pc.mode == STATS) {
       vec3 s = statistics(n, h, row);
       uint at = q_at(n, row, h);
-      out_data[at] = FROM_F32(s.x);
-      out_data[at + 1u] = FROM_F32(s.y);
-      out_data[at + 2u] = FROM_F32(s.z);
+      STORE_STAT(out_data, at, s.x);
+      STORE_STAT(out_data, at + STAT_ELEMENTS, s.y);
+      STORE_STAT(out_data, at + 2u * STAT_ELEMENTS, s.z);
     } else if (pc.mode == KV) {
       key_gradients(n, h, row);
     } else {

@@ -55,4 +55,5 @@ float cluster_add(float part) {
 
 // `value` as lane `lane` (< CLUSTER) of this lane's cluster holds it.
 float cluster_read(float value, uint lane) { return subgroupShuffle(value, (gl_SubgroupInvocationID & ~7u) | lane); }
+uint cluster_read_bits(uint value, uint lane) { return subgroupShuffle(value, (gl_SubgroupInvocationID & ~7u) | lane); }
 #endif

@@ -33,6 +33,27 @@
 #define FROM_F32(x) (x)
 #endif
 
+// Statistics a multi-pass shader keeps in one of its outputs between passes (norm.comp's and
+// attention.comp's gradients), as exact f32 bits: one element each in f32 storage, two in f16/bf16
+// storage (the low half first), so half storage does not round them. STAT_ELEMENTS per statistic
+// (STAT_SPLIT: 1 when a statistic takes two elements, for #if).
+#if defined(ELEMENT_F16) || defined(ELEMENT_BF16)
+#define STAT_ELEMENTS 2u
+#define STAT_SPLIT 1
+#define STORE_STAT(buffer, at, value)                                                                                  \
+  {                                                                                                                    \
+    uint stat_bits_ = floatBitsToUint(value);                                                                          \
+    buffer[(at)] = uint16_t(stat_bits_ & 0xFFFFu);                                                                     \
+    buffer[(at) + 1u] = uint16_t(stat_bits_ >> 16);                                                                    \
+  }
+#define LOAD_STAT(buffer, at) uintBitsToFloat(uint(buffer[(at)]) | (uint(buffer[(at) + 1u]) << 16))
+#else
+#define STAT_ELEMENTS 1u
+#define STAT_SPLIT 0
+#define STORE_STAT(buffer, at, value) buffer[(at)] = (value)
+#define LOAD_STAT(buffer, at) buffer[(at)]
+#endif
+
 layout(std430, set = 0, binding = 8) readonly buffer RunState {
   uint optimizer_step;   // >= 1
   uint step_mix_lo;      // micro_step x 0x9E3779B97F4A7C15: the dropout counter's mix

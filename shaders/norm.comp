@@ -107,8 +107,8 @@ vec2 row_stats_serial(uint base) {
 vec2 kept_stats(uint row) {
   uint base = row * pc.features;
   if (pc.rms != 0u)
-    return vec2(0.0, TO_F32(out_data[base]));
-  return vec2(TO_F32(out_data[base]), TO_F32(out_data[base + 1u]));
+    return vec2(0.0, LOAD_STAT(out_data, base));
+  return vec2(LOAD_STAT(out_data, base), LOAD_STAT(out_data, base + STAT_ELEMENTS));
 }
 
 void params(uint column) {
@@ -139,10 +139,10 @@ void rows() {
       vec2 s = row_stats(base);
       if (t == 0u) {
         if (pc.rms != 0u) {
-          out_data[base] = FROM_F32(s.y);
+          STORE_STAT(out_data, base, s.y);
         } else {
-          out_data[base] = FROM_F32(s.x);
-          out_data[base + 1u] = FROM_F32(s.y);
+          STORE_STAT(out_data, base, s.x);
+          STORE_STAT(out_data, base + STAT_ELEMENTS, s.y);
         }
       }
     } else {

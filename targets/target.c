@@ -54,64 +54,26 @@ _Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
 
 /* The ops the Vulkan backend runs on f16/bf16 data: their lowerings emit only shaders with half
  * storage variants (backends/vulkan/vk_lower.c, half_variants), layout moves, fills and copies, and
- * their shaders write each output element once, from f32 arithmetic (the forward norms, attention
- * and embedding, not their gradients, which keep statistics or sums in their outputs; the
- * convolutions and pools with their gradients). */
+ * their shaders write each output element once, from f32 arithmetic, or keep what they read back
+ * as exact f32 bits (the norms' and attention's gradients' row statistics). Embedding's gradient
+ * keeps sums in its output, which half storage would round: it runs between casts. */
+// clang-format off
 static const tf_op vulkan_half_kernels[] = {
-    TF_OP_MATMUL,
-    TF_OP_ADD,
-    TF_OP_SUB,
-    TF_OP_MUL,
-    TF_OP_DIV,
-    TF_OP_NEG,
-    TF_OP_EXP,
-    TF_OP_LOG,
-    TF_OP_SQRT,
-    TF_OP_RSQRT,
-    TF_OP_RELU,
-    TF_OP_GELU,
-    TF_OP_SILU,
-    TF_OP_SIGMOID,
-    TF_OP_TANH,
-    TF_OP_SOFTPLUS,
-    TF_OP_RELU_GRAD,
-    TF_OP_GELU_GRAD,
-    TF_OP_SILU_GRAD,
-    TF_OP_SIGMOID_GRAD,
-    TF_OP_TANH_GRAD,
-    TF_OP_SOFTMAX,
-    TF_OP_LOG_SOFTMAX,
-    TF_OP_SOFTMAX_GRAD,
-    TF_OP_LOG_SOFTMAX_GRAD,
-    TF_OP_DROPOUT,
-    TF_OP_ZERO,
-    TF_OP_RESHAPE,
-    TF_OP_TRANSPOSE,
-    TF_OP_CONCAT,
-    TF_OP_SLICE,
-    TF_OP_EXPAND,
-    TF_OP_SLICE_GRAD,
-    TF_OP_SUM,
-    TF_OP_MEAN,
-    TF_OP_MAX,
-    TF_OP_SUM_TO,
-    TF_OP_MAX_GRAD,
-    TF_OP_LAYER_NORM,
-    TF_OP_RMS_NORM,
-    TF_OP_ATTENTION,
-    TF_OP_EMBEDDING,
-    TF_OP_CONV1D,
-    TF_OP_CONV2D,
-    TF_OP_CONV_TRANSPOSE2D,
-    TF_OP_CONV1D_GRAD_INPUT,
-    TF_OP_CONV1D_GRAD_WEIGHT,
-    TF_OP_CONV2D_GRAD_INPUT,
-    TF_OP_CONV2D_GRAD_WEIGHT,
-    TF_OP_MAX_POOL2D,
-    TF_OP_AVG_POOL2D,
-    TF_OP_MAX_POOL2D_GRAD,
-    TF_OP_AVG_POOL2D_GRAD,
+    TF_OP_MATMUL, TF_OP_CONV1D, TF_OP_CONV2D, TF_OP_CONV_TRANSPOSE2D, TF_OP_CONV1D_GRAD_INPUT,
+    TF_OP_CONV1D_GRAD_WEIGHT, TF_OP_CONV2D_GRAD_INPUT, TF_OP_CONV2D_GRAD_WEIGHT,
+    TF_OP_ADD, TF_OP_SUB, TF_OP_MUL, TF_OP_DIV,
+    TF_OP_NEG, TF_OP_EXP, TF_OP_LOG, TF_OP_SQRT, TF_OP_RSQRT, TF_OP_RELU, TF_OP_GELU, TF_OP_SILU,
+    TF_OP_SIGMOID, TF_OP_TANH, TF_OP_SOFTPLUS,
+    TF_OP_RELU_GRAD, TF_OP_GELU_GRAD, TF_OP_SILU_GRAD, TF_OP_SIGMOID_GRAD, TF_OP_TANH_GRAD,
+    TF_OP_SOFTMAX, TF_OP_LOG_SOFTMAX, TF_OP_SOFTMAX_GRAD, TF_OP_LOG_SOFTMAX_GRAD,
+    TF_OP_SUM, TF_OP_MEAN, TF_OP_MAX, TF_OP_SUM_TO, TF_OP_MAX_GRAD,
+    TF_OP_LAYER_NORM, TF_OP_RMS_NORM, TF_OP_LAYER_NORM_GRAD, TF_OP_RMS_NORM_GRAD,
+    TF_OP_ATTENTION, TF_OP_ATTENTION_GRAD, TF_OP_EMBEDDING,
+    TF_OP_MAX_POOL2D, TF_OP_AVG_POOL2D, TF_OP_MAX_POOL2D_GRAD, TF_OP_AVG_POOL2D_GRAD,
+    TF_OP_DROPOUT, TF_OP_ZERO,
+    TF_OP_RESHAPE, TF_OP_TRANSPOSE, TF_OP_CONCAT, TF_OP_SLICE, TF_OP_EXPAND, TF_OP_SLICE_GRAD,
 };
+// clang-format on
 
 bool tf_target_half_kernel(const tf_target *target, tf_op op) {
   return (int)op >= 0 && op < TF_OP_COUNT && ((target->half_kernels[op / 64] >> (op % 64)) & 1u);

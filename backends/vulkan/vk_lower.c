@@ -67,8 +67,9 @@ vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
  * every floating operand 16-bit. A step whose floating data is all one half type runs them
  * (half_variant); the Vulkan target's half-kernel ops (targets/target.c) are the ops whose
  * lowerings emit only these, layout moves and copies, and whose shaders write each output element
- * once (the gradients of norms, attention and embedding keep statistics or sums in their outputs:
- * half storage would round them, so those ops run between casts). */
+ * once or keep what they read back as exact f32 bits (the row statistics of the norms' and
+ * attention's gradients; embedding's gradient keeps sums in its output, which half storage would
+ * round, so it runs between casts). */
 static const struct {
   vk_shader f32, f16, bf16;
 } half_variants[] = {
@@ -148,15 +149,13 @@ static tf_dtype half_data(const vk_lower *l) {
   return half;
 }
 
-/* Ops whose shaders read back what they wrote to an output (row statistics, partial sums, in-place
- * sums): their half variants would round those, so a plan on half data runs them between casts
+/* Ops whose shaders read back sums they wrote to an output (partial sums, in-place sums; the row
+ * statistics of the norms' and attention's gradients are kept as exact f32 bits instead): their
+ * half variants would round those, so a plan on half data runs them between casts
  * (the Vulkan target's half kernels leave them out, targets/target.c); a plan file that does not is
  * refused. */
 static bool keeps_partials(tf_op op) {
   switch (op) {
-  case TF_OP_LAYER_NORM_GRAD:
-  case TF_OP_RMS_NORM_GRAD:
-  case TF_OP_ATTENTION_GRAD:
   case TF_OP_EMBEDDING_GRAD:
   case TF_OP_EMBEDDING_GRAD_ACCUMULATE:
   case TF_OP_MATMUL_ACCUMULATE:

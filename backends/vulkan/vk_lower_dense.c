@@ -281,7 +281,9 @@ tf_status vk_lower_attention(vk_lower *l) {
   if (push.depth == 0)
     return NULL;
   int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
-  push.keep = push.depth >= 3;
+  // Three row statistics kept in dq's rows when they fit: an f32 takes two elements of f16/bf16 data
+  // (shaders/common.glsl, STORE_STAT).
+  push.keep = push.depth >= (tf_dtype_size(q->dtype) == 2 ? 6u : 3u);
   if (push.keep) {
     push.mode = ATTENTION_STATS;
     TF_RETURN_IF_ERROR(vk_emit_dispatch(l, shader, 7, buffers, 0x10, &push, sizeof(push),

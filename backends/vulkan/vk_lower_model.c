@@ -54,9 +54,13 @@ tf_status vk_lower_norm(vk_lower *l) {
   // per column (and re-derives short rows' statistics).
   int64_t rounds = vk_grid_rounds(push.rows, 1), walk = (features + 63) / 64;
   TF_RETURN_IF_ERROR(vk_check_loops(l, rounds * (4 * walk + 12)));
+  // The gradient keeps its row statistics in dx's rows when they fit: 1 (rms) or 2 f32s, an f32
+  // taking two elements of f16/bf16 data (shaders/common.glsl, STORE_STAT).
+  const int64_t stat_elements = tf_dtype_size(vk_buffer(l, vk_out(l, 0))->dtype) == 2 ? 2 : 1;
+  const bool keep = features >= (rms ? 1 : 2) * stat_elements;
   if (op == TF_OP_LAYER_NORM_GRAD || op == TF_OP_RMS_NORM_GRAD)
-    TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(features, 256) * (int64_t)push.rows *
-                                             (features >= (rms ? 1 : 2) ? 1 : 2 * features + 1)));
+    TF_RETURN_IF_ERROR(
+        vk_check_loops(l, vk_grid_rounds(features, 256) * (int64_t)push.rows * (keep ? 1 : 2 * features + 1)));
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
@@ -64,9 +68,9 @@ tf_status vk_lower_norm(vk_lower *l) {
                                     1, 1)
                  : NULL;
   }
-  // (x, gamma, dy) -> (dx, dgamma [, dbeta]): statistics kept in dx rows of >= 2 floats (1 for rms).
+  // (x, gamma, dy) -> (dx, dgamma [, dbeta]): statistics kept in dx rows long enough (above).
   push.has_beta = !rms;
-  push.keep = features >= (rms ? 1 : 2);
+  push.keep = keep;
   int32_t buffers[6] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_out(l, 0), vk_out(l, 1), rms ? -1 : vk_out(l, 2)};
   if (push.keep && count) {
     push.mode = NORM_STATS;

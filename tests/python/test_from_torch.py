@@ -3,7 +3,9 @@ by the C importer (tf_onnx_import), compiles, starts from the module's weights (
 loss equals PyTorch's on the same batch) and trains. Fails, not skips, when libtightfit.so has no
 ONNX importer: from_torch is part of the package's promise.
 usage: test_from_torch.py   (PYTHONPATH=python)"""
+import os
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -85,5 +87,59 @@ if half_plan is not None:
     else:
         print(f"ok: a bf16 module imports with f32 master weights; first loss {half_loss:.6f} vs PyTorch's bf16 "
               f"{half_expected:.6f}; 5 steps {half_losses[0]:.6f} -> {half_losses[-1]:.6f}")
-print(f"from_torch: {4 - failed} passed, {failed} failed")
+
+# A bf16 attention block as PyTorch 1.13 exports it: the scale (w // heads) ** 0.5 is computed from a
+# traced size (Shape -> ... -> Pow, an f32 scalar), so the exporter casts the bf16 scores to f32 for
+# the Div and the Softmax, then multiplies the f32 probabilities with the bf16 values (mixed types,
+# which ONNX forbids and eager PyTorch computes in bf16). The importer casts the f32 operand to
+# bf16, folds the computed scale, and fuses the attention; the first loss is eager PyTorch's bf16
+# module's within 2^-7 (eager rounds the scores and probabilities to bf16, the fused op does not).
+class AttentionBlock(torch.nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, 3)
+
+    def forward(self, x):
+        n, t, w = x.shape
+        u = self.qkv(x)
+        q, k, v = [a.reshape(n, t, self.heads, w // self.heads).transpose(1, 2)
+                   for a in (u[:, :, :w], u[:, :, w:2 * w], u[:, :, 2 * w:])]
+        a = torch.softmax(q @ k.transpose(-1, -2) / (w // self.heads) ** 0.5, -1) @ v
+        return self.out(a.transpose(1, 2).reshape(n, t, w)).reshape(n * t, 3)
+
+
+block = AttentionBlock(16, 2).to(torch.bfloat16)
+block_xs = torch.randn(batch, 5, 16).to(torch.bfloat16)
+block_ys = torch.randint(0, 3, (batch * 5,))
+try:
+    block_graph = tightfit.from_torch(block, (block_xs,), loss="cross_entropy")
+    block_plan = tightfit.compile(block_graph, set={"N": batch})
+    with tempfile.TemporaryDirectory() as folder:
+        block_graph.save(os.path.join(folder, "block.tfg"))
+        fused = '"op": "attention"' in tightfit._run("dump", [os.path.join(folder, "block.tfg")])[1]
+    block_session = tightfit.Session(block_plan, seed=0)
+    block_feed = {"x": block_xs.float().numpy(), "labels": block_ys.numpy().astype(np.int32)}
+    block_loss = block_session.forward(block_feed)
+    with torch.no_grad():
+        block_expected = torch.nn.functional.cross_entropy(block(block_xs).float(), block_ys).item()
+    block_losses = [block_session.step(block_feed) for _ in range(5)]
+    if not fused:
+        print("FAIL: bf16 attention block: the attention was not fused")
+        failed += 1
+    elif abs(block_loss - block_expected) > abs(block_expected) / 128:
+        print(f"FAIL: bf16 attention block: first loss {block_loss:.6f} is not PyTorch's {block_expected:.6f} within 2^-7")
+        failed += 1
+    elif not block_losses[-1] < block_losses[0]:
+        print(f"FAIL: bf16 attention block: 5 steps did not lower the loss: {block_losses}")
+        failed += 1
+    else:
+        print(f"ok: a bf16 attention block (computed scale, mixed-type product) imports fused; first loss "
+              f"{block_loss:.6f} vs PyTorch's bf16 {block_expected:.6f}; 5 steps {block_losses[0]:.6f} -> "
+              f"{block_losses[-1]:.6f}")
+except tightfit.TightfitError as error:
+    print(f"FAIL: from_torch of a bf16 attention block: {error}")
+    failed += 1
+print(f"from_torch: {5 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
