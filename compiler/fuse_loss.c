@@ -50,21 +50,29 @@ typedef struct head {
   int32_t matmul, add, bias; /* nodes, then the bias tensor */
 } head;
 
-/* Whether `product` is an f32 matmul(x [.., d], W 2-D) that one node input reads. */
+/* The head's floating types: f32, or a model's f16/bf16 (its fused head then computes on f32 copies
+ * between casts, half_ops.c, and its logits are never rounded to the half type: the loss differs from
+ * the unfused graph's by that rounding). */
+static bool fusable_dtype(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
+
+/* Whether `product` is a matmul(x [.., d], W 2-D) of one floating type that one node input reads. */
 static bool fusable_product(const tf_graph *g, int32_t product) {
   const int32_t m = g->tensors[product].producer;
   if (m < 0 || g->nodes[m].op != TF_OP_MATMUL || g->nodes[m].attrs.u.matmul.transpose_a)
     return false;
   const tf_ir_tensor *x = &g->tensors[g->nodes[m].inputs[0]], *w = &g->tensors[g->nodes[m].inputs[1]];
-  return w->rank == 2 && x->rank >= 2 && x->dtype == TF_F32 && w->dtype == TF_F32 &&
-         tf_training_readers(g, product) == 1;
+  return w->rank == 2 && x->rank >= 2 && fusable_dtype(x->dtype) && w->dtype == x->dtype &&
+         g->tensors[product].dtype == x->dtype && tf_training_readers(g, product) == 1;
 }
 
-/* Whether `bias` can be the head's bias: f32 [V], V the logits' classes. */
+/* Whether `bias` can be the head's bias: [V] of the logits' type, V the logits' classes. */
 static bool fusable_bias(const tf_graph *g, int32_t bias, const tf_ir_tensor *logits) {
   const tf_ir_tensor *b = &g->tensors[bias];
-  return b->rank == 1 && b->dtype == TF_F32 && b->shape[0] == logits->shape[logits->rank - 1];
+  return b->rank == 1 && b->dtype == logits->dtype && b->shape[0] == logits->shape[logits->rank - 1];
 }
+
+/* The logits' elements. */
+static int64_t elements_of(const tf_ir_tensor *x) { return x->bytes / tf_dtype_size(x->dtype); }
 
 /* The head feeding cross_entropy node `node` when it can fuse (*out filled, true), else false:
  * logits = matmul(x, W), or add(matmul(x, W), bias) (either operand order) with a [V] bias, that
@@ -77,7 +85,7 @@ static bool fusable_head(const tf_training *t, int32_t node, head *out) {
   const int32_t logits = loss->inputs[0];
   const tf_ir_tensor *out_tensor = &g->tensors[logits];
   const int32_t producer = out_tensor->producer;
-  if (producer < 0 || out_tensor->rank < 2 || out_tensor->dtype != TF_F32 || tf_training_readers(g, logits) != 1)
+  if (producer < 0 || out_tensor->rank < 2 || !fusable_dtype(out_tensor->dtype) || tf_training_readers(g, logits) != 1)
     return false;
   head h = {.matmul = -1, .add = -1, .bias = -1};
   const tf_ir_node *p = &g->nodes[producer];
@@ -99,8 +107,9 @@ static bool fusable_head(const tf_training *t, int32_t node, head *out) {
   if (h.matmul < 0)
     return false;
   const int64_t classes = out_tensor->shape[out_tensor->rank - 1];
+  /* the auto threshold counts the logits in f32, whatever their type (a half model's are widened) */
   if (t->options.fuse_loss == TF_FUSE_LOSS_AUTO &&
-      (classes < TF_FUSE_LOSS_AUTO_CLASSES || out_tensor->bytes < TF_FUSE_LOSS_AUTO_BYTES))
+      (classes < TF_FUSE_LOSS_AUTO_CLASSES || 4 * elements_of(out_tensor) < TF_FUSE_LOSS_AUTO_BYTES))
     return false;
   *out = h;
   return true;
@@ -122,7 +131,7 @@ static tf_status fuse(tf_training *t, int32_t node, head h) {
   const tf_ir_node *matmul = &g->nodes[h.matmul];
   const int32_t logits = loss->inputs[0], labels = loss->inputs[1], product = matmul->outputs[0];
   const tf_ir_tensor *out = &g->tensors[logits];
-  int64_t classes = out->shape[out->rank - 1], rows = classes > 0 ? out->bytes / 4 / classes : 0;
+  int64_t classes = out->shape[out->rank - 1], rows = classes > 0 ? elements_of(out) / classes : 0;
   const int32_t n_inputs = h.bias >= 0 ? 4 : 3;
   int32_t *inputs = realloc(loss->inputs, sizeof(int32_t) * (size_t)n_inputs);
   if (!inputs)

@@ -43,8 +43,9 @@ typedef struct tf_compile_options {
   double loss_scale;      /* > 0: f16's initial dynamic loss scale, a power of two; 0: the graph's (or 2^16) */
   /* The fused loss head (compiler/fuse_loss.c): each matmul(x, W) [-> add(bias [V])] -> cross_entropy
    * of the graph (every term of a summed loss) whose logits nothing else reads becomes
-   * linear_cross_entropy, so the [rows, V] logits never exist. AUTO fuses a head when
-   * V >= TF_FUSE_LOSS_AUTO_CLASSES and its f32 logits take TF_FUSE_LOSS_AUTO_BYTES or more (the
+   * linear_cross_entropy, so the [rows, V] logits never exist (f32 heads, and f16/bf16 heads, which
+   * compute in f32 on widened x and W). AUTO fuses a head when V >= TF_FUSE_LOSS_AUTO_CLASSES and
+   * its logits counted in f32 take TF_FUSE_LOSS_AUTO_BYTES or more (the
    * fused head recomputes the logits for the gradient: a step costs more); ON fuses every such head;
    * training plans only. */
   tf_fuse_loss fuse_loss;
