@@ -20,13 +20,22 @@ layout(push_constant) uniform Push {
   uint mode;        // 0 forward, 1 gradient, 2 gradient added to what out_data holds
   uint chunk_rows;  // gradient: table rows per chunk
   uint chunks;
+  uint wide_ids;    // 1: the ids are i64, (low, high) pairs of ints
 } pc;
+
+// Id k, or -1 (no row: out of range) for an i64 id that does not fit in 32 bits.
+int id_at(uint k) {
+  if (pc.wide_ids == 0u)
+    return ids[k];
+  int low = ids[2u * k];
+  return ids[2u * k + 1u] == (low < 0 ? -1 : 0) ? low : -1;
+}
 
 void main() {
   if (pc.mode == 0u) {
     uint total = pc.count * pc.depth;
     for (uint i = gl_GlobalInvocationID.x; i < total; i += grid_size()) {
-      int id = ids[i / pc.depth];
+      int id = id_at(i / pc.depth);
       // through f32 (exact), as cast up -> embedding -> cast down does it; no select on 16-bit values
       float value = id >= 0 && uint(id) < pc.rows ? TO_F32(source[uint(id) * pc.depth + i % pc.depth]) : 0.0;
       out_data[i] = FROM_F32(value);
@@ -41,7 +50,7 @@ void main() {
       out_data[r * pc.depth + column] = FROM_F32(0.0);
     // Sums stay in the output: each element has one owner, which reads back only its own writes.
     for (uint i = 0u; i < pc.count; i++) {
-      int id = ids[i];
+      int id = id_at(i);
       if (id < int(first) || id >= int(last))
         continue;
       uint at = uint(id) * pc.depth + column;

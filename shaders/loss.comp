@@ -42,16 +42,19 @@ layout(push_constant) uniform Push {
   int ignore_low;     // ignore_index, as two words (it is an int64)
   int ignore_high;
   uint mode;
+  uint wide_labels;   // 1: the labels are i64, (low, high) pairs of ints
 } pc;
 
 shared float partial[256];
 shared uint tally[256];
 
-// The label of `row`, or -1 when it does not count.
+// The label of `row`, or -1 when it does not count (ignore_index, or outside [0, classes): an i64
+// label that does not fit in 32 bits too).
 int label_of(uint row) {
-  int label = labels[row];
-  bool ignored = pc.ignore_low == label && pc.ignore_high == (label < 0 ? -1 : 0);
-  return ignored || label < 0 || uint(label) >= pc.classes ? -1 : label;
+  int label = pc.wide_labels != 0u ? labels[2u * row] : labels[row];
+  int sign = label < 0 ? -1 : 0, high = pc.wide_labels != 0u ? labels[2u * row + 1u] : sign;
+  bool ignored = pc.ignore_low == label && pc.ignore_high == high;
+  return ignored || high != sign || label < 0 || uint(label) >= pc.classes ? -1 : label;
 }
 
 float log1p_of(float e) {

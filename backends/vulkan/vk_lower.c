@@ -149,6 +149,13 @@ static tf_dtype half_data(const vk_lower *l) {
   return half;
 }
 
+/* Ops that read ids or labels, which may be i32 or i64 (an i64 read as its two words: one that does
+ * not fit in 32 bits is out of range, as on the CPU). */
+static bool takes_indices(tf_op op) {
+  return lowerings[op] == vk_lower_embedding || lowerings[op] == vk_lower_linear_cross_entropy ||
+         op == TF_OP_CROSS_ENTROPY || op == TF_OP_CROSS_ENTROPY_GRAD;
+}
+
 /* Ops whose shaders read back sums they wrote to an output (partial sums, in-place sums; the row
  * statistics of the norms' and attention's gradients are kept as exact f32 bits instead): their
  * half variants would round those, so a plan on half data runs them between casts
@@ -176,7 +183,7 @@ static tf_status check_storage16(const vk_lower *l, tf_dtype dtype) {
                    tf_dtype_name(dtype));
 }
 
-/* The shaders compute in f32 and index with i32 (ids, labels); layout ops move 2-, 4- and 8-byte
+/* The shaders compute in f32 and read i32 or i64 ids and labels; layout ops move 2-, 4- and 8-byte
  * elements of any dtype; cast also reads and writes f16 and bf16 (which pairs: vk_lower_cast), the
  * storage of half-precision plans; a step whose floating data is all f16 or all bf16 runs its
  * shaders' half variants (half_variants, after lowering). */
@@ -200,13 +207,15 @@ static tf_status check_dtypes(const vk_lower *l) {
         TF_RETURN_IF_ERROR(check_storage16(l, b->dtype));
         continue;
       }
-    } else if (b->dtype == TF_F32 || b->dtype == TF_I32) {
+    } else if (b->dtype == TF_F32 || b->dtype == TF_I32 ||
+               (b->dtype == TF_I64 && k < l->step->n_inputs && takes_indices(l->step->op))) {
       continue;
     } else if (l->step->op == TF_OP_CAST && is_half(b->dtype)) {
       continue;
     }
-    return vk_refuse(l, "buffer '%s' is %s; the Vulkan shaders take f32 data and i32 ids and labels%s", b->name,
-                     tf_dtype_name(b->dtype), b->dtype == TF_I64 ? " (store ids and labels as i32)" : "");
+    return vk_refuse(l,
+                     "buffer '%s' is %s; the Vulkan shaders take f32 (and f16/bf16) data and i32 or i64 ids and labels",
+                     b->name, tf_dtype_name(b->dtype));
   }
   return NULL;
 }

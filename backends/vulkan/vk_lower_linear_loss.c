@@ -15,7 +15,7 @@ enum { MODE_COUNT = 0, MODE_ROWS, MODE_DBIAS, MODE_LOSS };
 typedef struct linear_loss_push {
   uint32_t rows, classes;
   int32_t ignore_low, ignore_high;
-  uint32_t mode, first, chunk, terms_at, count_at, has_bias, want_loss, want_grad, add;
+  uint32_t mode, first, chunk, terms_at, count_at, has_bias, want_loss, want_grad, add, wide_labels;
 } linear_loss_push;
 
 typedef struct head {
@@ -89,8 +89,8 @@ static tf_status head_of(vk_lower *l, head *h) {
   memset(h, 0, sizeof(*h));
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *weight = vk_buffer(l, vk_in(l, 1));
   const tf_plan_buffer *labels = vk_buffer(l, vk_in(l, 2));
-  if (labels->dtype != TF_I32)
-    return vk_refuse(l, "labels '%s' are %s; the vulkan backend reads i32 labels", labels->name,
+  if (labels->dtype != TF_I32 && labels->dtype != TF_I64)
+    return vk_refuse(l, "labels '%s' are %s; the vulkan backend reads i32 and i64 labels", labels->name,
                      tf_dtype_name(labels->dtype));
   tf_tensor_ref xr = tf_tensor_ref_make(NULL, x->dtype, x->rank, x->shape);
   tf_tensor_ref wr = tf_tensor_ref_make(NULL, weight->dtype, weight->rank, weight->shape);
@@ -130,7 +130,8 @@ static tf_status head_of(vk_lower *l, head *h) {
                                .count_at = (uint32_t)tf_linear_loss_vulkan_count_at(&h->g),
                                .has_bias = bias >= 0,
                                .want_loss = forward || train,
-                               .want_grad = !forward};
+                               .want_grad = !forward,
+                               .wide_labels = vk_buffer(l, h->labels)->dtype == TF_I64};
   return NULL;
 }
 

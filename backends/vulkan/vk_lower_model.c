@@ -12,7 +12,7 @@ typedef struct norm_push {
 } norm_push;
 
 typedef struct embedding_push {
-  uint32_t count, depth, rows, mode, chunk_rows, chunks;
+  uint32_t count, depth, rows, mode, chunk_rows, chunks, wide_ids;
 } embedding_push;
 
 typedef struct pool_push {
@@ -23,7 +23,7 @@ typedef struct pool_push {
 typedef struct loss_push {
   uint32_t count, classes;
   int32_t ignore_low, ignore_high;
-  uint32_t mode;
+  uint32_t mode, wide_labels;
 } loss_push;
 
 typedef struct optimizer_push {
@@ -93,14 +93,16 @@ tf_status vk_lower_embedding(vk_lower *l) {
   int32_t out_id = accumulate ? vk_in(l, 2) : vk_out(l, 0);
   const tf_plan_buffer *ids = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, out_id);
   const tf_plan_buffer *table = gradient ? out : vk_buffer(l, vk_in(l, 1));
-  if (ids->dtype != TF_I32)
-    return vk_refuse(l, "ids '%s' are %s; the Vulkan shaders take i32 ids", ids->name, tf_dtype_name(ids->dtype));
+  if (ids->dtype != TF_I32 && ids->dtype != TF_I64)
+    return vk_refuse(l, "ids '%s' are %s; the Vulkan shaders take i32 and i64 ids", ids->name,
+                     tf_dtype_name(ids->dtype));
   embedding_push push = {.count = (uint32_t)vk_count(ids),
                          .depth = (uint32_t)table->shape[1],
                          .rows = (uint32_t)table->shape[0],
                          .mode = accumulate ? 2 : gradient,
                          .chunk_rows = 0,
-                         .chunks = 0};
+                         .chunks = 0,
+                         .wide_ids = ids->dtype == TF_I64};
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(out), out->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(table), table->name));
   if (vk_count(out) == 0)
@@ -200,7 +202,8 @@ tf_status vk_lower_loss(vk_lower *l) {
                     .classes = (uint32_t)classes,
                     .ignore_low = (int32_t)(uint32_t)ignore,
                     .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
-                    .mode = 0};
+                    .mode = 0,
+                    .wide_labels = cross_entropy && vk_buffer(l, vk_in(l, 1))->dtype == TF_I64};
   switch (op) {
   case TF_OP_CROSS_ENTROPY: push.mode = LOSS_CE; break;
   case TF_OP_CROSS_ENTROPY_GRAD: push.mode = LOSS_CE_GRAD; break;
