@@ -2,7 +2,7 @@
  * every step of its plans against the f64 CPU reference kernels and the f32 ones, end to end against
  * the CPU, and every op of the op table run on Vulkan at least once (the backend has no query for
  * the ops it lowers, so it claims them all: a refused op fails). Cases needing what the shaders do
- * not take (i64 ids and labels, attention heads wider than 128) must be refused at session
+ * not take (attention heads wider than 128) must be refused at session
  * creation. The rows on f16 and bf16 data run the half kernels (the f16/bf16 shader variants of
  * matmul, the convolutions, the elementwise ops, softmax, the reductions, ..., each checked step by
  * step: every one of the Vulkan target's half kernels must run) and the casts (bit for bit the
