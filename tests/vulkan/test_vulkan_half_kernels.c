@@ -1,18 +1,20 @@
 /* The Vulkan target's half kernels (targets/target.c, tf_target_half_kernel): a bf16 (and an f16)
- * model, its activations declared half, compiled for the vulkan target runs matmul, the bias add,
- * gelu, softmax, the slices and the concat and their gradients on half data itself (the f16/bf16
- * shader variants, shaders/common.glsl), and the plan compiled with --no-half-kernels runs every
- * one of them on f32 copies between casts. Each half kernel widens exactly, computes the f32
- * shader's arithmetic and rounds once as the cast does (the same integer conversions,
- * shaders/half.glsl), so three training steps give the same losses and the same weights bit for
- * bit, with the subgroup shaders and without them (each setting against itself: the two matmul
- * variants sum in different orders). (The plan between casts reads, for the backward pass of an op
- * like softmax, its output as stored in half, cast back, as the half kernel does: precision.c.) The
- * half-kernel plan has fewer casts, no larger arena, and a
- * matmul reading half data; without storageBuffer16BitAccess (TIGHTFIT_VULKAN_16BIT=0) its session
- * is refused, naming --no-half-kernels, and the other plan runs; a plan file putting a gradient
- * that keeps sums in its output (embedding_grad) on half data is refused. Under the validation layer; exits
- * 77 without a Vulkan device. */
+ * model, its activations declared half (matmul, bias, embedding, gelu, two slices and a concat, layer
+ * norm, causal attention, a mean, matmul, softmax), compiled for the vulkan target runs those ops
+ * and their gradients on half data itself (the f16/bf16 shader variants, shaders/common.glsl; the
+ * bias gradient's sum_to and embedding's gradient between casts), and the plan compiled with
+ * --no-half-kernels runs every one of them on f32 copies between casts. Each half kernel widens
+ * exactly, computes the f32 shader's arithmetic and rounds once as the cast does (the same integer
+ * conversions, shaders/half.glsl; the norms' and attention's gradients keep their row statistics as
+ * exact f32 bits), so three training steps give the same losses and the same weights bit for bit,
+ * with the subgroup shaders and without them (each setting against itself: the two matmul variants
+ * sum in different orders). (The plan between casts reads, for the backward pass of an op like
+ * softmax, its output as stored in half, cast back, as the half kernel does, and sums a tensor's
+ * gradient parts from one node in input order: half_ops.c, precision.c.) The half-kernel plan has
+ * fewer casts and a matmul reading half data; without storageBuffer16BitAccess
+ * (TIGHTFIT_VULKAN_16BIT=0) its session is refused, naming --no-half-kernels, and the other plan
+ * runs; a plan file putting a gradient that keeps sums in its output (embedding_grad) on half data
+ * is refused. Under the validation layer; exits 77 without a Vulkan device. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
