@@ -227,7 +227,7 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
 tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
                                 const tf_attrs *attrs, tf_phase phase, const char *name, int32_t *outputs) {
   bool mixed = false;
-  const tf_dtype half = half_type_of(t->g, op, inputs, n_inputs, false, &mixed);
+  const tf_dtype half = half_type_of(t->g, op, inputs, n_inputs, true, &mixed); /* data inputs only */
   if (op == TF_OP_CAST || !is_half(half))
     return tf_training_emit(t, op, inputs, n_inputs, attrs, phase, name, outputs);
   if (half_kernel_runs(t, op, inputs, n_inputs, NULL, 0)) {
