@@ -8,9 +8,9 @@
 
 #include "backends/backend.h"
 #include "conformance.h"
-#include "core/half_bits.h"
 #include "core/ops.h"
 #include "core/workspace_cpu.h"
+#include "half_values.h"
 #include "kernels/cpu/kernels.h"
 #include "report.h"
 #include "runtime/init.h"
@@ -193,9 +193,7 @@ static bool computes_on_half(const tf_plan *plan, const tf_plan_step *step) {
 /* n half elements of `dtype` widened to f32 or f64 (exact). */
 static void widen(tf_dtype dtype, const uint16_t *half, int64_t n, bool f64, void *wide) {
   for (int64_t i = 0; i < n; i++) {
-    const uint32_t bits = dtype == TF_F16 ? tf_f32_bits_from_f16(half[i]) : tf_f32_bits_from_bf16(half[i]);
-    float value;
-    memcpy(&value, &bits, sizeof(value));
+    const float value = tf_test_half_value(dtype, half[i]);
     if (f64)
       ((double *)wide)[i] = value;
     else
@@ -205,12 +203,8 @@ static void widen(tf_dtype dtype, const uint16_t *half, int64_t n, bool f64, voi
 
 /* n f32 or f64 values rounded to `dtype` (nearest even; f64 through f32). */
 static void narrow(tf_dtype dtype, const void *wide, int64_t n, bool f64, uint16_t *half) {
-  for (int64_t i = 0; i < n; i++) {
-    const float value = f64 ? (float)((const double *)wide)[i] : ((const float *)wide)[i];
-    uint32_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    half[i] = dtype == TF_F16 ? tf_f16_from_f32_bits(bits) : tf_bf16_from_f32_bits(bits);
-  }
+  for (int64_t i = 0; i < n; i++)
+    half[i] = tf_test_half_bits(dtype, f64 ? ((const double *)wide)[i] : ((const float *)wide)[i]);
 }
 
 /* Runs the f32 or f64 CPU kernel of step s with operand k at data[k]. A step on half data runs as

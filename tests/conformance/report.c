@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/half_bits.h"
+#include "half_values.h"
 
 #include "kernels/cpu/kernels.h"
 
@@ -127,11 +127,8 @@ void conf_compare_half_step(tf_test_counts *counts, const char *backend, const c
     CHECK(counts, false, "%s: out of host memory", label);
     return;
   }
-  for (int64_t i = 0; i < n; i++) {
-    const uint16_t h = ((const uint16_t *)got)[i];
-    const uint32_t bits = b->dtype == TF_F16 ? tf_f32_bits_from_f16(h) : tf_f32_bits_from_bf16(h);
-    memcpy(&y[i], &bits, sizeof(float));
-  }
+  for (int64_t i = 0; i < n; i++)
+    y[i] = tf_test_half_value(b->dtype, ((const uint16_t *)got)[i]);
   /* one rounding of the result to the half type against the f64 result, two (the device's and the
    * CPU's, of f32 results within t32) against the f32 CPU kernel: each within u |value| (unit
    * roundoff u) or, among f16's subnormals, half their spacing 2^-24 absolute */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/half_bits.h"
+#include "half_values.h"
 #include "op_graphs.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
@@ -24,20 +24,6 @@
 #define AUTO_ROWS 4096
 
 static tf_test_counts counts;
-
-static float bits_float(uint32_t bits) {
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-/* v rounded to the half type and widened back. */
-static float rounded(tf_dtype half, float v) {
-  uint32_t bits;
-  memcpy(&bits, &v, 4);
-  return half == TF_BF16 ? bits_float(tf_f32_bits_from_bf16(tf_bf16_from_f32_bits(bits)))
-                         : bits_float(tf_f32_bits_from_f16(tf_f16_from_f32_bits(bits)));
-}
 
 /* x [rows, WIDTH] and W [CLASSES, WIDTH] (f32), cast to `dtype` unless it is f32, -> logits -> loss. */
 static tf_graph *build(tf_dtype dtype, int64_t rows) {
@@ -117,9 +103,9 @@ static void check(tf_dtype half) {
     goto done;
   }
   for (int i = 0; i < ROWS * WIDTH; i++)
-    x_h[i] = rounded(half, x[i] = (float)sin(0.37 * i) * 1.7f);
+    x_h[i] = tf_test_half_round(half, x[i] = (float)sin(0.37 * i) * 1.7f);
   for (int i = 0; i < CLASSES * WIDTH; i++)
-    w_h[i] = rounded(half, w[i] = (float)cos(0.11 * i) * 0.3f);
+    w_h[i] = tf_test_half_round(half, w[i] = (float)cos(0.11 * i) * 0.3f);
   for (int i = 0; i < ROWS; i++)
     labels[i] = (i * 7919) % CLASSES;
   CHECK(&counts, count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY) + count_op(fused, TF_OP_LINEAR_CROSS_ENTROPY_TRAIN) == 1,
@@ -133,7 +119,7 @@ static void check(tf_dtype half) {
   const double loss = run(fused, x, labels, w, grad), expected = run(reference, x_h, labels, w_h, grad_ref);
   int64_t differ = 0;
   for (int i = 0; i < CLASSES * WIDTH; i++)
-    differ += rounded(half, grad_ref[i]) != grad[i];
+    differ += tf_test_half_round(half, grad_ref[i]) != grad[i];
   CHECK(&counts, loss == expected && differ == 0,
         "%s: fused loss %.9g vs the f32 head on rounded inputs %.9g; %lld of %d gradient elements differ from its "
         "rounded gradient",

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/half_bits.h"
+#include "half_values.h"
 #include "op_graphs.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
@@ -32,21 +32,6 @@
 #define N 3
 
 static tf_test_counts counts;
-
-static float bits_float(uint32_t bits) {
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-/* v rounded as a kernel stores it: to f32, then to the half type. */
-static double round_to(tf_dtype half, double v) {
-  float f = (float)v;
-  uint32_t bits;
-  memcpy(&bits, &f, 4);
-  return half == TF_BF16 ? bits_float(tf_f32_bits_from_bf16(tf_bf16_from_f32_bits(bits)))
-                         : bits_float(tf_f32_bits_from_f16(tf_f16_from_f32_bits(bits)));
-}
 
 static tf_graph *build(tf_dtype half) {
   tf_graph *g = tf_test_graph_begin(&counts, "half_ops");
@@ -65,27 +50,27 @@ static tf_graph *build(tf_dtype half) {
 static double reference(tf_dtype half, const float *x, const float *w, const float *probe, double *grad_w) {
   double xh[M * K], wh[K * N], dy[M * N], loss = 0.0;
   for (int i = 0; i < M * K; i++)
-    xh[i] = round_to(half, x[i]);
+    xh[i] = tf_test_half_round(half, x[i]);
   for (int i = 0; i < K * N; i++)
-    wh[i] = round_to(half, w[i]);
+    wh[i] = tf_test_half_round(half, w[i]);
   for (int m = 0; m < M; m++)
     for (int n = 0; n < N; n++) {
       double sum = 0.0;
       for (int k = 0; k < K; k++)
         sum += xh[m * K + k] * wh[k * N + n];
-      const double y = round_to(half, sum), t = tanh(y), z = round_to(half, t);
-      const double s = round_to(half, z + y);
+      const double y = tf_test_half_round(half, sum), t = tanh(y), z = tf_test_half_round(half, t);
+      const double s = tf_test_half_round(half, z + y);
       loss += s * probe[m * N + n];
-      const double ds = round_to(half, probe[m * N + n]);
-      const double through_tanh = round_to(half, ds * (1.0 - z * z)); /* tanh_grad reads z, stored half */
-      dy[m * N + n] = round_to(half, ds + through_tanh);
+      const double ds = tf_test_half_round(half, probe[m * N + n]);
+      const double through_tanh = tf_test_half_round(half, ds * (1.0 - z * z)); /* tanh_grad reads z, stored half */
+      dy[m * N + n] = tf_test_half_round(half, ds + through_tanh);
     }
   for (int k = 0; k < K; k++)
     for (int n = 0; n < N; n++) {
       double sum = 0.0;
       for (int m = 0; m < M; m++)
         sum += xh[m * K + k] * dy[m * N + n];
-      grad_w[k * N + n] = round_to(half, sum);
+      grad_w[k * N + n] = tf_test_half_round(half, sum);
     }
   return loss;
 }
@@ -208,7 +193,7 @@ static void half_parameter(void) {
     CHECK_OK(&counts, tf_session_forward(s, &loss));
     CHECK_OK(&counts, tf_session_read(s, "W", bits, sizeof(bits)));
     for (int i = 0; i < K * N; i++)
-      largest = fmax(largest, fabs(bits_float(tf_f32_bits_from_bf16(bits[i]))));
+      largest = fmax(largest, fabs(tf_test_half_value(TF_BF16, bits[i])));
   }
   const bool ran = isfinite(loss) && largest > 0.0 && largest < 8.0;
   CHECK(&counts, ran, "inference with a bf16 parameter: loss %g, largest |W| %g", loss, largest);
