@@ -1,16 +1,19 @@
 #!/usr/bin/python3
-"""Plan memory of bf16 PyTorch models on the vulkan target with and without half kernels.
+"""Plan memory of bf16 PyTorch models with and without the target's half kernels.
 
-Two bf16 models from `tightfit.from_torch`, AdamW, compiled for the vulkan target twice: with the
-target's half kernels (ops on bf16 data run f16/bf16 shader variants) and with `--no-half-kernels`
-(every op on bf16 data between f32 casts). Compiles only (no device needed).
+Two bf16 models from `tightfit.from_torch`, AdamW, compiled for one target (vulkan by default,
+`--target cpu|vulkan|cuda`) twice: with the target's half kernels (Vulkan: ops on bf16 data run
+f16/bf16 shader variants; CPU: f32 kernels over half slices) and with `--no-half-kernels` (every op
+on bf16 data between f32 casts). Compiles only (no device needed).
 - mlp: 4 blocks of Linear 1024->4096, tanh GELU, Linear 4096->1024, then LayerNorm and a 10-class
   head; 2,048 rows.
 - transformer: 4 pre-norm blocks of width 512 (8-head attention with the scale computed
   as (w // heads) ** 0.5, MLP 4x), a 10-class head per token; 8 x 256 tokens.
 
-    PYTHONPATH=python /usr/bin/python3 bench/half_kernels_memory.py
+    PYTHONPATH=python /usr/bin/python3 bench/half_kernels_memory.py [--target cpu]
 """
+import argparse
+
 import torch
 import tightfit
 
@@ -56,13 +59,17 @@ def transformer():
     return Transformer().to(torch.bfloat16), torch.randn(8, 256, 512).to(torch.bfloat16)
 
 
+parser = argparse.ArgumentParser(description="Plan memory of bf16 models with and without half kernels.")
+parser.add_argument("--target", default="vulkan", choices=("cpu", "vulkan", "cuda"))
+target = parser.parse_args().target
 torch.manual_seed(0)
+print(f"target {target}")
 for name, make in (("mlp", mlp), ("transformer", transformer)):
     module, example = make()
     graph = tightfit.from_torch(module, (example,), loss="cross_entropy")
     totals = {}
     for label, off in (("--no-half-kernels", True), ("half kernels", False)):
-        plan = tightfit.compile(graph, target="vulkan", optimizer="adamw", no_half_kernels=off)
+        plan = tightfit.compile(graph, target=target, optimizer="adamw", no_half_kernels=off)
         report = plan.report()
         note = next(line for line in report["notes"].splitlines() if line.startswith("precision"))
         totals[label] = (report["regions"]["arena"], plan.device_total_bytes)

@@ -16,10 +16,13 @@
  * rounding to nearest even (relative 2^-8 for bf16, 2^-11 for f16).
  *
  * Half kernels: where the target runs an op on half data itself (tf_target_half_kernel: the Vulkan
- * f16/bf16 shader variants) and every floating operand of the node has one half type, the node
- * stays as it is. Such a kernel widens each element exactly, computes in f32 and rounds its result
- * once as the cast down does, so it computes bit for bit what the casts around the f32 kernel would,
- * without the f32 copies or their traffic. Autodiff then differentiates the node itself, and its
+ * f16/bf16 shader variants, the CPU's f32 kernels over half slices) and every floating operand of
+ * the node has one half type (or one half type and f32, where the target takes both and the op's
+ * shape rule does), the node stays as it is. Such a kernel widens each element exactly, computes in
+ * f32 and rounds its result once as the cast down does, so it computes bit for bit what the casts
+ * around the f32 kernel would, without the f32 copies or their traffic. On the CPU, only where the
+ * slices hold less than the casts' copies (tf_cpu_half_pays): an op run as one whole slice would
+ * keep its half operands beside their f32 copies. Autodiff then differentiates the node itself, and its
  * backward nodes go through tf_training_emit_half: on half data, each is a half kernel where the
  * target has one, else it is put between casts here too. */
 #include <stdio.h>
@@ -27,39 +30,84 @@
 #include <string.h>
 
 #include "compiler/training.h"
+#include "core/half_slices.h"
 #include "core/ops.h"
 #include "graph/passes.h"
 
 static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
 
+/* What half_type_of() saw besides the half type: an f32 operand, or operands of both half types. */
+enum { SEEN_F32 = 1u, SEEN_TWO_HALVES = 2u };
+
 /* The one half type of `op`'s floating operands among ids[0..n) (inputs when `inputs`: those read
- * for their shape only are not operands), or TF_F32 when none is half. *mixed: one is f32 or of the
- * other half type. */
-static tf_dtype half_type_of(const tf_graph *g, tf_op op, const int32_t *ids, int32_t n, bool inputs, bool *mixed) {
+ * for their shape only are not operands), or TF_F32 when none is half; *seen gathers SEEN_F32 and
+ * SEEN_TWO_HALVES. */
+static tf_dtype half_type_of(const tf_graph *g, tf_op op, const int32_t *ids, int32_t n, bool inputs, uint32_t *seen) {
   const uint32_t shape_only = inputs ? tf_op_info_get(op)->shape_only : 0;
   tf_dtype half = TF_F32;
   for (int32_t k = 0; k < n; k++) {
     if (ids[k] < 0 || (k < 8 && ((shape_only >> k) & 1u)))
       continue;
     const tf_dtype dtype = g->tensors[ids[k]].dtype;
-    if (dtype == TF_F32 || (is_half(dtype) && half != TF_F32 && dtype != half))
-      *mixed = true;
+    if (dtype == TF_F32)
+      *seen |= SEEN_F32;
+    else if (is_half(dtype) && half != TF_F32 && dtype != half)
+      *seen |= SEEN_TWO_HALVES;
     else if (is_half(dtype))
       half = dtype;
   }
   return half;
 }
 
+/* Whether op's shape rule takes inputs[0..n) with their dtypes as they are (a loss takes half
+ * logits beside its f32 seed; a binary op refuses a half tensor beside an f32 one); its output 0
+ * into *out. */
+static bool rule_takes(const tf_graph *g, tf_op op, const tf_attrs *attrs, const int32_t *inputs, int32_t n,
+                       tf_shape_result *out) {
+  tf_shape_operand operands[TF_OP_VARIADIC_INTERNAL];
+  if (n > TF_OP_VARIADIC_INTERNAL)
+    return false;
+  for (int32_t k = 0; k < n; k++) {
+    const tf_ir_tensor *x = &g->tensors[inputs[k]];
+    operands[k] = (tf_shape_operand){x->name, x->dtype, x->kind, x->rank, x->shape};
+  }
+  const tf_shape_query query = {op, attrs, n, operands, NULL, NULL};
+  tf_status status = tf_op_info_get(op)->shape_rule(&query, out);
+  tf_status_free(status);
+  return status == NULL;
+}
+
+/* The CPU target: whether its half slices hold less than the casts would (tf_cpu_half_pays). */
+static bool cpu_slices_pay(const tf_graph *g, tf_op op, const tf_attrs *attrs, const int32_t *inputs, int32_t n) {
+  tf_tensor_ref refs[TF_CPU_HALF_MAX_OPERANDS];
+  tf_shape_result out;
+  if (n > TF_CPU_HALF_MAX_OPERANDS || !rule_takes(g, op, attrs, inputs, n, &out))
+    return false;
+  for (int32_t k = 0; k < n; k++)
+    refs[k] =
+        tf_tensor_ref_make(NULL, g->tensors[inputs[k]].dtype, g->tensors[inputs[k]].rank, g->tensors[inputs[k]].shape);
+  const tf_tensor_ref output0 = tf_tensor_ref_make(NULL, out.dtype, out.rank, out.shape);
+  return tf_cpu_half_pays(op, attrs, n, refs, &output0);
+}
+
 /* Whether the target computes op(inputs) -> outputs on half data itself: a half kernel of the
- * target, and every floating operand of one half type (outputs may be omitted: n_outputs 0). */
-static bool half_kernel_runs(const tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
-                             const int32_t *outputs, int32_t n_outputs) {
+ * target, the floating operands of one half type, or of one half type and f32 where the target's
+ * half kernels take both (tf_target.mixed_half_kernels) and so does the op (a loss of half logits
+ * and its gradient); outputs may be omitted (n_outputs 0). */
+static bool half_kernel_runs(const tf_training *t, tf_op op, const tf_attrs *attrs, const int32_t *inputs,
+                             int32_t n_inputs, const int32_t *outputs, int32_t n_outputs) {
   if (!tf_target_half_kernel(&t->options.target, op))
     return false;
-  bool mixed = false;
-  const tf_dtype in = half_type_of(t->g, op, inputs, n_inputs, true, &mixed);
-  const tf_dtype out = half_type_of(t->g, op, outputs, n_outputs, false, &mixed);
-  return !mixed && is_half(in) && (n_outputs == 0 || out == in);
+  uint32_t seen = 0;
+  const tf_dtype in = half_type_of(t->g, op, inputs, n_inputs, true, &seen);
+  const tf_dtype out = half_type_of(t->g, op, outputs, n_outputs, false, &seen);
+  if (!is_half(in) || (seen & SEEN_TWO_HALVES) || (n_outputs > 0 && out != in && out != TF_F32))
+    return false;
+  tf_shape_result result;
+  if ((seen & SEEN_F32) &&
+      !(t->options.target.mixed_half_kernels && rule_takes(t->g, op, attrs, inputs, n_inputs, &result)))
+    return false;
+  return t->options.target.kind != TF_TARGET_CPU || cpu_slices_pay(t->g, op, attrs, inputs, n_inputs);
 }
 
 /* Whether node `n` reads or writes half floating data, is not a cast and is no half kernel of the
@@ -74,14 +122,15 @@ static bool on_half_data(const tf_training *t, int32_t n) {
     half = half || (node->inputs[k] >= 0 && is_half(g->tensors[node->inputs[k]].dtype));
   for (int32_t i = 0; i < node->n_outputs; i++)
     half = half || is_half(g->tensors[node->outputs[i]].dtype);
-  return half && !half_kernel_runs(t, node->op, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
+  return half &&
+         !half_kernel_runs(t, node->op, &node->attrs, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
 }
 
 /* Whether node n computes on half data in one of the target's half kernels. */
 static bool in_half_kernel(const tf_training *t, int32_t n) {
   const tf_ir_node *node = &t->g->nodes[n];
   return node->op != TF_OP_CAST &&
-         half_kernel_runs(t, node->op, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
+         half_kernel_runs(t, node->op, &node->attrs, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
 }
 
 /* "base", or "base_2", ... when a node or tensor already has the name. */
@@ -226,11 +275,11 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
 
 tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
                                 const tf_attrs *attrs, tf_phase phase, const char *name, int32_t *outputs) {
-  bool mixed = false;
-  const tf_dtype half = half_type_of(t->g, op, inputs, n_inputs, true, &mixed); /* data inputs only */
+  uint32_t seen = 0;
+  const tf_dtype half = half_type_of(t->g, op, inputs, n_inputs, true, &seen); /* data inputs only */
   if (op == TF_OP_CAST || !is_half(half))
     return tf_training_emit(t, op, inputs, n_inputs, attrs, phase, name, outputs);
-  if (half_kernel_runs(t, op, inputs, n_inputs, NULL, 0)) {
+  if (half_kernel_runs(t, op, attrs, inputs, n_inputs, NULL, 0)) {
     t->half_kernel_nodes++;
     return tf_training_emit(t, op, inputs, n_inputs, attrs, phase, name, outputs);
   }

@@ -1,7 +1,9 @@
-/* Workspace sizes of every CPU kernel. Only the convolutions and fused attention need scratch; the
- * layouts are described in core/workspace_cpu.h, which the kernels read too. */
+/* Workspace sizes of every CPU kernel. Only the convolutions, fused attention and the fused loss
+ * heads need scratch on f32 data; the layouts are described in core/workspace_cpu.h, which the
+ * kernels read too. A step on f16/bf16 data takes its half slices' (core/half_slices.h). */
 #include "core/workspace_cpu.h"
 
+#include "core/half_slices.h"
 #include "core/linear_loss.h"
 
 #include <stddef.h>
@@ -99,6 +101,8 @@ int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs
                                int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads, int32_t element_size) {
   if (threads < 1)
     threads = 1;
+  if (tf_cpu_half_step(op, n_inputs, inputs, n_outputs, outputs))
+    return tf_cpu_half_workspace_bytes(op, attrs, n_inputs, inputs, n_outputs, outputs, threads);
   int64_t elements = 0;
   tf_cpu_conv_geometry geometry;
   switch (tf_op_workspace_rule(op)) {

@@ -66,7 +66,8 @@ int64_t tf_cpu_attention_thread_elements(tf_op op, int64_t query_length, int64_t
 int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t query_length, int32_t threads);
 
 /* Workspace bytes the CPU kernel of `op` needs for these operand shapes and `threads` threads, in
- * the given compute type (element size 4 or 8). The compiler plans exactly this much; kernels never
+ * the given compute type (element size 4 or 8); a step on f16/bf16 data, its half slices'
+ * (core/half_slices.h). The compiler plans exactly this much; kernels never
  * allocate. */
 int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
                                int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads, int32_t element_size);

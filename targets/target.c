@@ -75,6 +75,27 @@ static const tf_op vulkan_half_kernels[] = {
 };
 // clang-format on
 
+/* The CPU backend runs every op on f16/bf16 data through half slices (backends/cpu/cpu_half.h, its
+ * f32 kernel on widened copies of one slice at a time, results rounded once), except the cast
+ * itself and the ops that update a tensor in place (accumulations, optimizer updates, the global
+ * norm's sum, which keep their sums in f32 gradients). */
+static bool cpu_half_kernel(tf_op op) {
+  switch (op) {
+  case TF_OP_CAST:
+  case TF_OP_ACCUMULATE:
+  case TF_OP_GLOBAL_NORM_SQ:
+  case TF_OP_SGD:
+  case TF_OP_ADAMW:
+  case TF_OP_EMBEDDING_GRAD_ACCUMULATE:
+  case TF_OP_MATMUL_ACCUMULATE:
+  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE: return false;
+  default: return true;
+  }
+}
+
+static void set_half_kernel(tf_target *target, tf_op op) { target->half_kernels[op / 64] |= (uint64_t)1 << (op % 64); }
+
 bool tf_target_half_kernel(const tf_target *target, tf_op op) {
   return (int)op >= 0 && op < TF_OP_COUNT && ((target->half_kernels[op / 64] >> (op % 64)) & 1u);
 }
@@ -89,6 +110,10 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.threads = 2;
     target.flops_per_second = 150e9;
     target.bytes_per_second = 10e9;
+    for (int op = 0; op < TF_OP_COUNT; op++)
+      if (cpu_half_kernel((tf_op)op))
+        set_half_kernel(&target, (tf_op)op);
+    target.mixed_half_kernels = true;
     break; /* no overhead: the regions are host memory, and a plan's region sizes are already aligned */
   case TF_TARGET_VULKAN:
     target.alignment = 256;
@@ -97,7 +122,7 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.bytes_per_second = 500e9;
     vulkan_overhead(&target.overhead);
     for (size_t i = 0; i < sizeof(vulkan_half_kernels) / sizeof(vulkan_half_kernels[0]); i++)
-      target.half_kernels[vulkan_half_kernels[i] / 64] |= (uint64_t)1 << (vulkan_half_kernels[i] % 64);
+      set_half_kernel(&target, vulkan_half_kernels[i]);
     break;
   default:
     target.alignment = 256;

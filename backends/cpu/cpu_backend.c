@@ -1,5 +1,6 @@
 /* The CPU backend: regions are 64-byte aligned host allocations, steps call the f32 kernels of
- * kernels/cpu with pointers prepared once (one set per io half). It records each region as its
+ * kernels/cpu with pointers prepared once (one set per io half); a step on f16/bf16 data calls its
+ * f32 kernel over half slices (cpu_half.h). It records each region as its
  * aligned_alloc call made it and reports them through memory(): the session's figures are these,
  * not a sum over the plan. */
 #define _POSIX_C_SOURCE 200809L
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/cpu_half.h"
 #include "core/ops.h"
 #include "core/workspace_cpu.h"
 #include "kernels/cpu/kernels.h"
@@ -16,6 +18,8 @@ typedef struct cpu_step {
   tf_cpu_args args;
   tf_cpu_tensor *inputs[2]; /* per io half */
   tf_cpu_tensor outputs[TF_MAX_OUTPUTS];
+  bool on_half;              /* runs on f16/bf16 data through half slices (cpu_half.h) */
+  tf_cpu_half_slices slices; /* ... these */
 } cpu_step;
 
 /* A live region as its aligned_alloc call made it. */
@@ -118,24 +122,27 @@ static tf_status cpu_download(void *state, void *region, int64_t offset, void *h
   return NULL;
 }
 
-static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
-
 static tf_cpu_tensor tensor_of(const tf_plan *plan, void *const *regions, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   return tf_tensor_ref_make((char *)regions[b->region] + b->offset, b->dtype, b->rank, b->shape);
 }
 
-static tf_status check_dtypes(const tf_plan *plan, int32_t s) {
+/* A step on f16/bf16 data runs its f32 kernel over half slices, which write results and never
+ * read back what an output or an input updated in place held: an update of half data in place
+ * (an accumulation) is refused. */
+static tf_status prepare_half(const tf_plan *plan, int32_t s, int32_t threads, cpu_step *prepared) {
   const tf_plan_step *step = &plan->steps[s];
-  if (step->op == TF_OP_CAST)
+  prepared->on_half =
+      tf_cpu_half_step(step->op, step->n_inputs, prepared->inputs[0], step->n_outputs, prepared->outputs);
+  if (!prepared->on_half)
     return NULL;
-  for (int32_t k = 0; k < step->n_inputs; k++) {
-    tf_dtype dtype = plan->buffers[step->inputs[k]].dtype;
-    if (is_floating(dtype) && dtype != TF_F32)
-      return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "cpu backend: step %d '%s' (%s) reads %s data; the CPU kernels compute in f32", s,
-                           step->name, tf_op_name(step->op), tf_dtype_name(dtype));
-  }
+  if (tf_op_info_get(step->op)->in_place != 0 ||
+      !tf_cpu_half_slices_get(step->op, &step->attrs, step->n_inputs, prepared->inputs[0], step->n_outputs,
+                              prepared->outputs, threads, &prepared->slices))
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cpu backend: step %d '%s' (%s) updates f16/bf16 data in place, which the CPU's half kernels "
+                         "do not; compile with --no-half-kernels (the op then runs on f32 copies between casts)",
+                         s, step->name, tf_op_name(step->op));
   return NULL;
 }
 
@@ -147,11 +154,15 @@ static tf_status check_workspace(const tf_plan *plan, int32_t s, const cpu_step 
                                                 step->n_outputs, prepared->outputs, 1, (int32_t)sizeof(float));
   if (prepared->args.workspace_bytes >= needed)
     return NULL;
-  return tf_status_new(TF_ERR_UNSUPPORTED,
-                       "cpu backend: step %d '%s' (%s): its CPU kernel needs %lld workspace bytes on one thread and "
-                       "the plan gives it %lld: this plan was compiled for the '%s' target; compile it for 'cpu'",
-                       s, step->name, tf_op_name(step->op), (long long)needed,
-                       (long long)prepared->args.workspace_bytes, plan->target ? plan->target : "?");
+  const bool for_cpu = plan->target && strcmp(plan->target, "cpu") == 0;
+  return tf_status_new(
+      TF_ERR_UNSUPPORTED,
+      "cpu backend: step %d '%s' (%s): its CPU kernel needs %lld workspace bytes on one thread and "
+      "the plan gives it %lld: %s%s%s",
+      s, step->name, tf_op_name(step->op), (long long)needed, (long long)prepared->args.workspace_bytes,
+      for_cpu ? "the plan file does not match what the compiler plans for this step; compile it again"
+              : "this plan was compiled for the '",
+      for_cpu ? "" : (plan->target ? plan->target : "?"), for_cpu ? "" : "' target; compile it for 'cpu'");
 }
 
 static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
@@ -168,7 +179,6 @@ static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regio
     if (!prepared->kernel)
       return tf_status_new(TF_ERR_UNSUPPORTED, "cpu backend: no kernel for step %d '%s' (%s)", s, step->name,
                            tf_op_name(step->op));
-    TF_RETURN_IF_ERROR(check_dtypes(plan, s));
     for (int32_t half = 0; half < 2; half++) {
       prepared->inputs[half] = calloc((size_t)(step->n_inputs ? step->n_inputs : 1), sizeof(tf_cpu_tensor));
       if (!prepared->inputs[half])
@@ -193,6 +203,7 @@ static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regio
       args->workspace = (char *)regions[TF_REGION_ARENA] + w->offset;
       args->workspace_bytes = w->bytes;
     }
+    TF_RETURN_IF_ERROR(prepare_half(plan, s, cpu->threads, prepared));
     TF_RETURN_IF_ERROR(check_workspace(plan, s, prepared));
   }
   return NULL;
@@ -209,7 +220,10 @@ static tf_status cpu_run(void *state, int32_t begin, int32_t end, int32_t io_slo
     cpu_step *step = &cpu->steps[s];
     step->args.inputs = step->inputs[io_slot & 1];
     step->args.context = &context;
-    step->kernel(&step->args);
+    if (step->on_half)
+      tf_cpu_half_run(step->kernel, &step->args, &step->slices);
+    else
+      step->kernel(&step->args);
   }
   return NULL;
 }

@@ -42,8 +42,13 @@ typedef struct tf_target {
    * half type (bit op % 64 of half_kernels[op / 64]; tf_target_half_kernel): the compiler leaves
    * them on half data and puts every other op on half data between f32 casts. Vulkan: the
    * elementwise ops and activation gradients, softmax, matmul, dropout, zero and the layout moves
-   * (f16/bf16 shader variants, storageBuffer16BitAccess); CPU and CUDA: none yet. */
+   * (f16/bf16 shader variants, storageBuffer16BitAccess); CPU: every op but the cast and the
+   * in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: none yet. */
   uint64_t half_kernels[2];
+  /* The half kernels also take f32 operands beside those of the half type (a loss of bf16 logits,
+   * its f32 result; CPU: yes, each f32 operand read and written as it is; Vulkan: no, one element
+   * type per shader). */
+  bool mixed_half_kernels;
 } tf_target;
 
 /* The default capabilities and overhead model of a target kind (CPU: 64-byte alignment, 2 threads,

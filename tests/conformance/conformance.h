@@ -108,6 +108,10 @@ void conf_run_table_half(tf_test_counts *counts, const conf_backend *backend, co
 /* Prints the per-op table of what ran and the worst errors, and fails for every op in
  * [0, TF_OP_COUNT) that no case holds, and every op the backend claims that never ran on it. */
 void conf_check_coverage(tf_test_counts *counts, const conf_backend *backend, const conf_coverage *coverage);
+/* Fails for every op the backend's target runs on half data itself (tf_target_half_kernel; the
+ * layout moves aside) that no step of the rows on half data ran as such, step by step against the
+ * f64 reference; prints how many did. Nothing under TIGHTFIT_CONFORMANCE_HALF=0. */
+void conf_check_half_coverage(tf_test_counts *counts, const conf_backend *backend, const conf_coverage *coverage);
 
 /* ---- tolerances (tolerance.c) ---- */
 

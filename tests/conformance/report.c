@@ -245,3 +245,22 @@ void conf_check_coverage(tf_test_counts *counts, const conf_backend *backend, co
          backend->name, ran, (int)TF_OP_COUNT, claimed, coverage->refused, coverage->skipped,
          missing[0] ? "; never ran: " : "", missing);
 }
+
+void conf_check_half_coverage(tf_test_counts *counts, const conf_backend *backend, const conf_coverage *coverage) {
+  const char *half = getenv("TIGHTFIT_CONFORMANCE_HALF");
+  if (half && strcmp(half, "0") == 0)
+    return;
+  const tf_target target = tf_target_default(backend->target);
+  int32_t ops = 0, steps = 0;
+  for (int op = 0; op < TF_OP_COUNT; op++) {
+    const bool moves = op == TF_OP_RESHAPE || op == TF_OP_TRANSPOSE || op == TF_OP_CONCAT || op == TF_OP_SLICE ||
+                       op == TF_OP_EXPAND || op == TF_OP_SLICE_GRAD || op == TF_OP_ZERO;
+    steps += coverage->half_steps[op];
+    if (!tf_target_half_kernel(&target, (tf_op)op) || moves || !coverage->in_table[op])
+      continue;
+    ops++;
+    CHECK(counts, coverage->half_steps[op] > 0, "%s: a half kernel of the %s target, never run on half data",
+          tf_op_name((tf_op)op), backend->name);
+  }
+  printf("%s half kernels: %d ops, %d steps on f16/bf16 data checked step by step\n", backend->name, ops, steps);
+}

@@ -18,6 +18,7 @@ int main(void) {
   conf_run_table(&counts, &cpu, &coverage);
   conf_run_table_half(&counts, &cpu, &coverage, TF_BF16);
   conf_run_table_half(&counts, &cpu, &coverage, TF_F16);
+  conf_check_half_coverage(&counts, &cpu, &coverage);
   conf_check_coverage(&counts, &cpu, &coverage);
   return tf_test_finish("conformance on cpu", &counts);
 }

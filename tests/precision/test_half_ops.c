@@ -11,11 +11,14 @@
  * tolerance is 4 units of the half type times the largest reference value: an f32 result a few f32
  * ulps from the f64 one may round to the neighbouring half value, which the next ops carry on; a
  * missing or doubled gradient part, a transposed product or an unrounded step is far outside it.
- * Also checked: no step but a cast reads half data (the CPU backend refuses others), the plan's
+ * Run both ways: with the CPU's half kernels (the matmuls, tanh and the add on half data themselves,
+ * f32 kernels over half slices: backends/cpu/cpu_half.h) and with --no-half-kernels (every op
+ * between casts). Also checked: between casts, no step but a cast reads half data, the plan's
  * f32 copy of a half input is not kept for the backward pass (it is cast back from the half
- * tensor: xh, for grad W), nor tanh's f32 result (z cast back, for tanh's gradient), the note says what the pass did,
- * and an f16 graph scales its loss. A bf16 parameter is refused for training (f32 master weights) and initialised for
- * inference. */
+ * tensor: xh, for grad W), nor tanh's f32 result (z cast back, for tanh's gradient); with half
+ * kernels, steps read half data and no f32 copy of a half input exists; the note says what the
+ * pass did, and an f16 graph scales its loss. A bf16 parameter is refused for training (f32 master weights) and
+ * initialised for inference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,10 +78,12 @@ static double reference(tf_dtype half, const float *x, const float *w, const flo
   return loss;
 }
 
-/* No step but a cast reads or writes half data; the f32 copies of half inputs die in the forward
- * pass (the backward reads them cast back from the half tensors). */
-static void check_plan(const tf_plan *plan, tf_dtype half) {
-  int32_t half_reads = 0, kept_copies = 0, restored = 0;
+/* Between casts (--no-half-kernels): no step but a cast reads or writes half data; the f32 copies
+ * of half inputs die in the forward pass (the backward reads them cast back from the half tensors).
+ * With the CPU's half kernels: the matmuls, tanh and its gradient read the half tensors themselves
+ * and no f32 copy of a half input exists at all. */
+static void check_plan(const tf_plan *plan, tf_dtype half, bool half_kernels) {
+  int32_t half_reads = 0, kept_copies = 0, copies = 0, restored = 0;
   for (int32_t s = 0; s < plan->n_steps; s++) {
     const tf_plan_step *step = &plan->steps[s];
     for (int32_t k = 0; k < step->n_inputs && step->op != TF_OP_CAST; k++)
@@ -90,34 +95,45 @@ static void check_plan(const tf_plan *plan, tf_dtype half) {
     const tf_plan_buffer *b = &plan->buffers[i];
     const size_t length = strlen(b->name);
     const bool input_copy = strstr(b->name, "/input") && length > 4 && strcmp(b->name + length - 4, "_f32") == 0;
+    copies += input_copy;
     if (input_copy && b->first_step >= 0 && plan->steps[b->first_step].phase == TF_PHASE_FORWARD &&
         plan->steps[b->last_step].phase != TF_PHASE_FORWARD)
       kept_copies++;
   }
-  CHECK(&counts, half_reads == 0, "%s: %d non-cast step inputs are half", tf_dtype_name(half), half_reads);
-  CHECK(&counts, kept_copies == 0 && restored == 2,
-        "%s: %d f32 copies of half inputs live into the backward pass; %d restored from half", tf_dtype_name(half),
-        kept_copies, restored);
-  CHECK(&counts, plan->report.notes && strstr(plan->report.notes, "computed in f32 between casts"),
-        "%s: the notes do not say what half_ops did: %s", tf_dtype_name(half),
+  const char *mode = half_kernels ? "half kernels" : "between casts";
+  if (half_kernels) {
+    CHECK(&counts, half_reads >= 6 && copies == 0 && restored == 0,
+          "%s, %s: %d non-cast step inputs are half, %d f32 copies of half inputs, %d restored", tf_dtype_name(half),
+          mode, half_reads, copies, restored);
+  } else {
+    CHECK(&counts, half_reads == 0, "%s, %s: %d non-cast step inputs are half", tf_dtype_name(half), mode, half_reads);
+    CHECK(&counts, kept_copies == 0 && restored == 2,
+          "%s, %s: %d f32 copies of half inputs live into the backward pass; %d restored from half",
+          tf_dtype_name(half), mode, kept_copies, restored);
+  }
+  const char *note = half_kernels ? "run the target's half kernels" : "computed in f32 between casts";
+  CHECK(&counts, plan->report.notes && strstr(plan->report.notes, note),
+        "%s, %s: the notes do not say what half_ops did: %s", tf_dtype_name(half), mode,
         plan->report.notes ? plan->report.notes : "(none)");
   const bool scaled = plan->loss_scale_seed >= 0;
   CHECK(&counts, scaled == (half == TF_F16), "%s: loss scaled %d", tf_dtype_name(half), scaled);
 }
 
-static void run(tf_dtype half) {
+static void run(tf_dtype half, bool half_kernels) {
   tf_graph *g = build(half);
   tf_plan *plan = NULL;
   if (g) {
     tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
     o.loss_scale = 1.0;
     o.accumulate = 2; /* grad(W) is the accumulator, read after the first micro-step */
+    if (!half_kernels)
+      memset(o.target.half_kernels, 0, sizeof(o.target.half_kernels));
     CHECK_OK(&counts, tf_compile(g, &o, &plan));
   }
   tf_graph_destroy(g);
   if (!plan)
     return;
-  check_plan(plan, half);
+  check_plan(plan, half, half_kernels);
   tf_session_options so = tf_session_options_default();
   so.seed = 5;
   tf_session *s = NULL;
@@ -147,9 +163,9 @@ static void run(tf_dtype half) {
     CHECK(&counts, loss_ratio <= 1.0, "%s: loss %.9g, f64 reference %.9g (%.2f x the tolerance)", tf_dtype_name(half),
           loss, ref_loss, loss_ratio);
     CHECK(&counts, worst <= 1.0, "%s: grad(W) %.2f x the tolerance", tf_dtype_name(half), worst);
-    printf("%-4s cpu %-4s loss %.7g vs f64 %.7g (%.3f of 4u); grad(W) worst %.3f of 4u x max |ref| (%.4g)\n",
-           loss_ratio <= 1.0 && worst <= 1.0 ? "ok" : "FAIL", tf_dtype_name(half), loss, ref_loss, loss_ratio, worst,
-           grad_max);
+    printf("%-4s cpu %-4s %-13s loss %.7g vs f64 %.7g (%.3f of 4u); grad(W) worst %.3f of 4u x max |ref| (%.4g)\n",
+           loss_ratio <= 1.0 && worst <= 1.0 ? "ok" : "FAIL", tf_dtype_name(half),
+           half_kernels ? "half kernels" : "between casts", loss, ref_loss, loss_ratio, worst, grad_max);
   }
   tf_session_destroy(s);
   tf_plan_destroy(plan);
@@ -203,8 +219,10 @@ static void half_parameter(void) {
 }
 
 int main(void) {
-  run(TF_BF16);
-  run(TF_F16);
+  for (int kernels = 0; kernels < 2; kernels++) {
+    run(TF_BF16, kernels == 1);
+    run(TF_F16, kernels == 1);
+  }
   half_parameter();
   return tf_test_finish("ops on half data", &counts);
 }

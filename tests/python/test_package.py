@@ -151,8 +151,13 @@ expected_loss = float((y_expected.astype(np.float64) ** 2).sum())
 ok(x_back.dtype == np.float32 and (x_back == bf16(x_values)).all(),
    "a bf16 input is fed rounded to nearest even and read back as float32")
 ok(abs(half_loss - expected_loss) <= 4 / 256 * float((y_expected.astype(np.float64) ** 2).sum()) + 1e-6 and
-   "computed in f32 between casts" in str(half_plan.report()["notes"]),
-   f"Graph.cast: a matmul on bf16 data runs, loss {half_loss:.6g} vs numpy's {expected_loss:.6g}")
+   "run the target's half kernels" in str(half_plan.report()["notes"]),
+   f"Graph.cast: a matmul on bf16 data runs on the CPU's half kernels, loss {half_loss:.6g} vs numpy's "
+   f"{expected_loss:.6g}")
+cast_plan = tightfit.compile(hg, no_half_kernels=True)
+cast_loss = tightfit.Session(cast_plan, seed=2).forward({"x": x_values})
+ok(cast_loss == half_loss and "computed in f32 between casts" in str(cast_plan.report()["notes"]),
+   f"no_half_kernels=True: the matmul between casts, the same loss bit for bit ({cast_loss:.9g})")
 
 # ---- matmul_math: stored in the plan and reported; an unknown value raises ----
 half = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, matmul_math="bf16")

@@ -181,30 +181,6 @@ static void test_refusals(void) {
   test_no_loader();
 }
 
-/* Every op the Vulkan target runs on half data itself (tf_target_half_kernel) ran, step by step, as
- * a half kernel on f16 or bf16 data in the rows on half data: its f16/bf16 shader variant checked
- * against the f64 reference. */
-static void check_half_kernels_ran(void) {
-  const char *half = getenv("TIGHTFIT_CONFORMANCE_HALF");
-  if (half && strcmp(half, "0") == 0)
-    return;
-  const tf_target vulkan = tf_target_default(TF_TARGET_VULKAN);
-  int32_t ops = 0;
-  for (int op = 0; op < TF_OP_COUNT; op++) {
-    const bool moves = op == TF_OP_RESHAPE || op == TF_OP_TRANSPOSE || op == TF_OP_CONCAT || op == TF_OP_SLICE ||
-                       op == TF_OP_EXPAND || op == TF_OP_SLICE_GRAD || op == TF_OP_ZERO;
-    if (!tf_target_half_kernel(&vulkan, (tf_op)op) || moves)
-      continue;
-    ops++;
-    CHECK(&counts, coverage.half_steps[op] > 0, "%s: a half kernel of the vulkan target, never run on half data",
-          tf_op_name((tf_op)op));
-  }
-  int32_t steps = 0;
-  for (int op = 0; op < TF_OP_COUNT; op++)
-    steps += coverage.half_steps[op];
-  printf("vulkan half kernels: %d ops, %d steps on f16/bf16 data checked step by step\n", ops, steps);
-}
-
 int main(void) {
   int available = parity_vulkan_available();
   if (available != 0)
@@ -212,7 +188,7 @@ int main(void) {
   conf_run_table(&counts, &backend, &coverage);
   conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
   conf_run_table_half(&counts, &backend, &coverage, TF_F16);
-  check_half_kernels_ran();
+  conf_check_half_coverage(&counts, &backend, &coverage);
   test_refusals();
   conf_check_coverage(&counts, &backend, &coverage);
   parity_check_validation(&counts);

@@ -1,0 +1,186 @@
+/* The CPU's half slices (core/half_slices.h): which ops are cut along their first axis, which of
+ * their operands are cut, and the workspace the f32 copies and the kernel take. */
+#include <string.h>
+
+#include "core/half_slices.h"
+#include "core/ops.h"
+#include "core/workspace_cpu.h"
+
+#define ALIGN 64
+
+static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+static int64_t align_up(int64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* Moves of elements as they are: the CPU kernels copy bytes of any dtype, half data included. */
+static bool moves_bytes(tf_op op) {
+  switch (op) {
+  case TF_OP_CAST:
+  case TF_OP_RESHAPE:
+  case TF_OP_TRANSPOSE:
+  case TF_OP_CONCAT:
+  case TF_OP_SLICE:
+  case TF_OP_EXPAND:
+  case TF_OP_SLICE_GRAD:
+  case TF_OP_ZERO: return true;
+  default: return false;
+  }
+}
+
+static bool shape_only(tf_op op, int32_t k) { return k < 8 && ((tf_op_info_get(op)->shape_only >> k) & 1u); }
+
+bool tf_cpu_half_step(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs, int32_t n_outputs,
+                      const tf_tensor_ref *outputs) {
+  if (moves_bytes(op))
+    return false;
+  for (int32_t k = 0; k < n_inputs; k++)
+    if (is_half(inputs[k].dtype) && !shape_only(op, k))
+      return true;
+  for (int32_t k = 0; k < n_outputs; k++)
+    if (is_half(outputs[k].dtype))
+      return true;
+  return false;
+}
+
+/* How an op's slices cut its operands: ROWS, every operand of the output's rank whose first axis
+ * is the output's (a broadcast one, or a lower-rank one such as a norm's scale, stays whole);
+ * FIRST, input 0 and the outputs only (the products' rows: a weight stays whole even where its
+ * first axis happens to match); WHOLE, one slice. */
+typedef enum cut_rule { WHOLE, ROWS, FIRST } cut_rule;
+
+static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *out) {
+  switch (op) {
+  case TF_OP_ADD:
+  case TF_OP_SUB:
+  case TF_OP_MUL:
+  case TF_OP_DIV:
+  case TF_OP_NEG:
+  case TF_OP_EXP:
+  case TF_OP_LOG:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT:
+  case TF_OP_RELU:
+  case TF_OP_GELU:
+  case TF_OP_SILU:
+  case TF_OP_SIGMOID:
+  case TF_OP_TANH:
+  case TF_OP_SOFTPLUS:
+  case TF_OP_RELU_GRAD:
+  case TF_OP_GELU_GRAD:
+  case TF_OP_SILU_GRAD:
+  case TF_OP_SIGMOID_GRAD:
+  case TF_OP_TANH_GRAD:
+  case TF_OP_ATTENTION:
+  case TF_OP_ATTENTION_GRAD:
+  case TF_OP_MAX_POOL2D:
+  case TF_OP_AVG_POOL2D:
+  case TF_OP_MAX_POOL2D_GRAD:
+  case TF_OP_AVG_POOL2D_GRAD: return ROWS;
+  case TF_OP_SOFTMAX:
+  case TF_OP_LOG_SOFTMAX:
+  case TF_OP_SOFTMAX_GRAD:
+  case TF_OP_LOG_SOFTMAX_GRAD: {
+    const int32_t axis = attrs->u.axis.axis < 0 ? attrs->u.axis.axis + out->rank : attrs->u.axis.axis;
+    return axis > 0 ? ROWS : WHOLE;
+  }
+  case TF_OP_LAYER_NORM:
+  case TF_OP_RMS_NORM:
+    return out->rank >= 2 ? ROWS : WHOLE; /* normalised over the last axis */
+  /* No matmul is cut: OpenBLAS's sgemm may sum a row in another order when the call holds fewer
+   * rows (measured: a [768, 384] x [384, 40] product cut into slices of 170 rows differs in the
+   * last bit), and a half kernel must give the bits of the whole call between casts. */
+  case TF_OP_EMBEDDING:
+  case TF_OP_CONV1D:
+  case TF_OP_CONV2D:
+  case TF_OP_CONV_TRANSPOSE2D: return FIRST;
+  default: return WHOLE;
+  }
+}
+
+static bool cut_operand(cut_rule rule, const tf_tensor_ref *t, bool input0, bool output, const tf_tensor_ref *out) {
+  if (rule == FIRST)
+    return (input0 || output) && t->rank >= 1 && t->shape[0] == out->shape[0];
+  return rule == ROWS && t->rank == out->rank && t->shape[0] == out->shape[0];
+}
+
+tf_tensor_ref tf_cpu_half_slice_of(const tf_tensor_ref *t, bool cut, int64_t first, int64_t rows) {
+  tf_tensor_ref slice = *t;
+  if (!cut || t->rank < 1 || t->shape[0] == 0)
+    return slice;
+  const int64_t row_elements = t->count / t->shape[0];
+  slice.shape[0] = rows;
+  slice.count = rows * row_elements;
+  if (t->data)
+    slice.data = (char *)t->data + first * row_elements * tf_dtype_size(t->dtype);
+  return slice;
+}
+
+/* The largest cut operand's elements per row (1 at least). */
+static int64_t widest_row(const tf_cpu_half_slices *s, int32_t n, const tf_tensor_ref *const *operands) {
+  int64_t widest = 1;
+  for (int32_t k = 0; k < n; k++)
+    if (((s->cut >> k) & 1u) && operands[k]->shape[0] > 0 && operands[k]->count / operands[k]->shape[0] > widest)
+      widest = operands[k]->count / operands[k]->shape[0];
+  return widest;
+}
+
+bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
+                            int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads, tf_cpu_half_slices *s) {
+  memset(s, 0, sizeof(*s));
+  const int32_t n = n_inputs + n_outputs;
+  if (n > TF_CPU_HALF_MAX_OPERANDS || n_outputs < 1)
+    return false;
+  const tf_tensor_ref *operands[TF_CPU_HALF_MAX_OPERANDS];
+  for (int32_t k = 0; k < n; k++)
+    operands[k] = k < n_inputs ? &inputs[k] : &outputs[k - n_inputs];
+  const tf_tensor_ref *out = &outputs[0];
+  const cut_rule rule = out->rank >= 1 && out->shape[0] > 1 ? rule_of(op, attrs, out) : WHOLE;
+  for (int32_t k = 0; k < n; k++) {
+    if (cut_operand(rule, operands[k], k == 0, k >= n_inputs, out))
+      s->cut |= 1u << k;
+    if (is_half(operands[k]->dtype) && !(k < n_inputs && shape_only(op, k)))
+      s->widened |= 1u << k;
+  }
+  s->rows = s->cut ? out->shape[0] : 1;
+  s->slice_rows = s->rows;
+  if (s->cut) {
+    const int64_t per_slice = TF_CPU_HALF_SLICE_ELEMENTS / widest_row(s, n, operands);
+    s->slice_rows = per_slice < 1 ? 1 : per_slice < s->rows ? per_slice : s->rows;
+  }
+  // The f32 copies of one slice's half operands, each 64-byte aligned, then the kernel's workspace.
+  tf_tensor_ref slice[TF_CPU_HALF_MAX_OPERANDS];
+  int64_t offset = 0;
+  for (int32_t k = 0; k < n; k++) {
+    slice[k] = tf_cpu_half_slice_of(operands[k], (s->cut >> k) & 1u, 0, s->slice_rows);
+    if ((s->widened >> k) & 1u) {
+      slice[k].dtype = TF_F32;
+      s->scratch_offset[k] = offset;
+      offset += align_up(slice[k].count * 4);
+    }
+  }
+  s->inner_offset = offset;
+  s->inner_bytes = align_up(
+      tf_cpu_workspace_bytes(op, attrs, n_inputs, slice, n_outputs, slice + n_inputs, threads, (int32_t)sizeof(float)));
+  return true;
+}
+
+int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
+                                    int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads) {
+  tf_cpu_half_slices s;
+  if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, n_outputs, outputs, threads, &s))
+    return 0;
+  return s.inner_offset + s.inner_bytes;
+}
+
+bool tf_cpu_half_pays(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
+                      const tf_tensor_ref *output0) {
+  tf_cpu_half_slices s;
+  if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, 1, output0, 1, &s))
+    return false;
+  if (s.rows >= TF_CPU_HALF_MIN_SLICES * s.slice_rows)
+    return true;
+  int64_t half_elements = 0;
+  for (int32_t k = 0; k < n_inputs; k++)
+    half_elements += ((s.widened >> k) & 1u) ? inputs[k].count : 0;
+  return half_elements <= TF_CPU_HALF_SLICE_ELEMENTS;
+}

@@ -1,0 +1,245 @@
+/* The CPU target's half kernels (targets/target.c; backends/cpu/cpu_half.h, core/half_slices.h): a
+ * bf16 (and an f16) model whose activations are declared half (a matmul, a bias, an embedding, gelu,
+ * layer norm, causal attention, a matmul to logits and a cross-entropy of the half logits, whose
+ * loss is f32) compiled for the cpu target runs those ops and their gradients on half data itself:
+ * each step's f32 kernel over slices of the first axis, the half operands of a slice widened into
+ * the step's workspace and its half results rounded once from it. The plan compiled with
+ * --no-half-kernels runs every one of them on whole f32 copies between casts. Three AdamW steps
+ * give the same losses and the same weights bit for bit, on 2 threads, with the activations large
+ * enough that the element-wise ops, the norm, the attention and the matmuls run as several slices
+ * (counted from the plan). The half-kernel plan has fewer casts and a smaller arena. A plan file
+ * that updates half data in place (an accumulation) is refused by the CPU backend. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "check.h"
+#include "core/half_slices.h"
+#include "op_graphs.h"
+#include "tightfit/compiler.h"
+#include "tightfit/runtime.h"
+
+#define ROWS 768 /* 48 sequences of 16 */
+#define SEQUENCE 16
+#define WIDTH 48
+#define HIDDEN 384 /* [768, 384]: 5 slices of 170 rows (TF_CPU_HALF_SLICE_ELEMENTS) */
+#define HEADS 4
+#define CLASSES 40
+#define VOCAB 11
+#define STEPS 3
+#define N_PARAMS (WIDTH * HIDDEN + 2 * HIDDEN + HIDDEN * CLASSES + VOCAB * HIDDEN)
+
+static tf_test_counts counts;
+
+/* x -> cast -> matmul(W1) + b1 + embedding(ids) -> gelu -> layer_norm -> causal attention -> + h ->
+ * matmul(W2) -> cross_entropy of the half logits (an f32 loss). */
+static tf_graph *build(tf_dtype half) {
+  tf_graph *g = tf_test_graph_begin(&counts, "cpu_half_kernels");
+  if (!g)
+    return NULL;
+  tf_tensor_id x = tf_cast(g, tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(ROWS), d(WIDTH))), half);
+  tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(ROWS)));
+  tf_tensor_id labels = tf_graph_input(g, "labels", TF_I32, TF_SHAPE(d(ROWS)));
+  tf_tensor_id w1 = tf_cast(g, tf_test_param(g, "W1", TF_SHAPE(d(WIDTH), d(HIDDEN))), half);
+  tf_tensor_id b1 = tf_cast(g, tf_test_param(g, "b1", TF_SHAPE(d(HIDDEN))), half);
+  tf_tensor_id table = tf_cast(g, tf_test_param(g, "table", TF_SHAPE(d(VOCAB), d(HIDDEN))), half);
+  tf_tensor_id h = tf_add(g, tf_matmul(g, x, w1, false, false), b1);
+  h = tf_gelu(g, tf_add(g, h, tf_embedding(g, ids, table)), true);
+  tf_tensor_id gamma = tf_cast(g, tf_test_positive(g, "gamma", TF_SHAPE(d(HIDDEN))), half);
+  tf_tensor_id normed = tf_layer_norm(g, h, gamma, TF_NO_TENSOR, 1e-5f);
+  tf_tensor_id sequences = tf_reshape(g, normed, TF_SHAPE(d(ROWS / SEQUENCE), d(SEQUENCE), d(HIDDEN)));
+  tf_tensor_id attended = tf_attention(g, sequences, sequences, sequences, HEADS, true);
+  tf_tensor_id rows = tf_add(g, tf_reshape(g, attended, TF_SHAPE(d(ROWS), d(HIDDEN))), h);
+  tf_tensor_id w2 = tf_cast(g, tf_test_param(g, "W2", TF_SHAPE(d(HIDDEN), d(CLASSES))), half);
+  tf_graph_set_loss(g, tf_cross_entropy(g, tf_matmul(g, rows, w2, false, false), labels, -1));
+  return g;
+}
+
+static tf_plan *compile(tf_dtype half, bool half_kernels) {
+  tf_graph *g = build(half);
+  tf_plan *plan = NULL;
+  if (g) {
+    tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+    o.loss_scale = 1.0;
+    o.optimizer = TF_OPTIMIZER_ADAMW;
+    o.learning_rate = 0.01;
+    if (!half_kernels)
+      memset(o.target.half_kernels, 0, sizeof(o.target.half_kernels));
+    CHECK_OK(&counts, tf_compile(g, &o, &plan));
+  }
+  tf_graph_destroy(g);
+  return plan;
+}
+
+typedef struct plan_counts {
+  int32_t casts, half_steps, sliced_steps;
+} plan_counts;
+
+static tf_tensor_ref ref_of(const tf_plan *plan, int32_t id) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  return tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape);
+}
+
+/* Casts, steps on half data, and those of them the CPU runs as more than one slice. */
+static plan_counts count_steps(const tf_plan *plan) {
+  plan_counts c = {0, 0, 0};
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    tf_tensor_ref in[TF_CPU_HALF_MAX_OPERANDS], out[TF_MAX_OUTPUTS];
+    if (step->op == TF_OP_CAST) {
+      c.casts++;
+      continue;
+    }
+    if (step->n_inputs > TF_CPU_HALF_MAX_OPERANDS)
+      continue;
+    for (int32_t k = 0; k < step->n_inputs; k++)
+      in[k] = ref_of(plan, step->inputs[k]);
+    for (int32_t k = 0; k < step->n_outputs; k++)
+      out[k] = ref_of(plan, step->outputs[k]);
+    if (!tf_cpu_half_step(step->op, step->n_inputs, in, step->n_outputs, out))
+      continue;
+    c.half_steps++;
+    tf_cpu_half_slices slices;
+    if (tf_cpu_half_slices_get(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, 2, &slices))
+      c.sliced_steps += slices.rows > slices.slice_rows;
+  }
+  return c;
+}
+
+/* What STEPS training steps give: each loss, then every parameter's bytes after the last. */
+typedef struct outcome {
+  double losses[STEPS];
+  float params[N_PARAMS];
+  bool ran;
+} outcome;
+
+static void feed(tf_session *s) {
+  static float x[ROWS * WIDTH];
+  int32_t labels[ROWS], ids[ROWS];
+  for (int i = 0; i < ROWS * WIDTH; i++)
+    x[i] = (float)sin(0.37 * i + 0.1);
+  for (int i = 0; i < ROWS; i++) {
+    labels[i] = (i * 7) % CLASSES;
+    ids[i] = (i * 5) % VOCAB;
+  }
+  CHECK_OK(&counts, tf_session_write(s, "ids", ids, sizeof(ids)));
+  CHECK_OK(&counts, tf_session_write(s, "x", x, sizeof(x)));
+  CHECK_OK(&counts, tf_session_write(s, "labels", labels, sizeof(labels)));
+}
+
+static tf_status train(const tf_plan *plan, outcome *out) {
+  memset(out, 0, sizeof(*out));
+  tf_session_options so = tf_session_options_default();
+  so.seed = 3;
+  so.threads = 2;
+  tf_session *s = NULL;
+  TF_RETURN_IF_ERROR(tf_session_create(plan, &so, &s));
+  feed(s);
+  tf_status status = NULL;
+  for (int i = 0; i < STEPS && !status; i++) {
+    status = tf_session_micro_step(s, &out->losses[i]);
+    if (!status)
+      status = tf_session_optimizer_step(s);
+  }
+  static const struct {
+    const char *name;
+    int64_t count, at;
+  } params[] = {{"W1", WIDTH * HIDDEN, 0},
+                {"b1", HIDDEN, WIDTH * HIDDEN},
+                {"gamma", HIDDEN, WIDTH * HIDDEN + HIDDEN},
+                {"W2", HIDDEN * CLASSES, WIDTH * HIDDEN + 2 * HIDDEN},
+                {"table", VOCAB * HIDDEN, WIDTH * HIDDEN + 2 * HIDDEN + HIDDEN * CLASSES}};
+  for (size_t p = 0; p < sizeof(params) / sizeof(params[0]) && !status; p++)
+    status = tf_session_read(s, params[p].name, out->params + params[p].at, params[p].count * 4);
+  tf_session_destroy(s);
+  out->ran = status == NULL;
+  return status;
+}
+
+static void compare(tf_dtype half, const outcome *kernels, const outcome *casts) {
+  if (!kernels->ran || !casts->ran)
+    return;
+  const bool losses_equal = memcmp(kernels->losses, casts->losses, sizeof(kernels->losses)) == 0;
+  CHECK(&counts, losses_equal, "%s: losses %.9g %.9g %.9g with half kernels, %.9g %.9g %.9g between casts",
+        tf_dtype_name(half), kernels->losses[0], kernels->losses[1], kernels->losses[2], casts->losses[0],
+        casts->losses[1], casts->losses[2]);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < N_PARAMS; i++)
+    differ += memcmp(&kernels->params[i], &casts->params[i], 4) != 0;
+  CHECK(&counts, differ == 0, "%s: %lld of %d weights differ after %d steps", tf_dtype_name(half), (long long)differ,
+        N_PARAMS, STEPS);
+  CHECK(&counts, isfinite(kernels->losses[0]) && kernels->losses[STEPS - 1] < kernels->losses[0],
+        "%s: the loss did not fall: %.6f -> %.6f", tf_dtype_name(half), kernels->losses[0], kernels->losses[STEPS - 1]);
+  printf("%s   %s: %d steps, losses %.6f %.6f %.6f, %d weights: bit for bit the plan between casts\n",
+         differ == 0 && losses_equal ? "ok" : "FAIL", tf_dtype_name(half), STEPS, kernels->losses[0],
+         kernels->losses[1], kernels->losses[2], N_PARAMS);
+}
+
+/* A step that updates half data in place is refused when the backend prepares the plan: the
+ * half-kernel plan's embedding step relabelled as embedding_grad_accumulate (which adds into its
+ * table operand), prepared on the CPU backend directly, as a hand-made plan file would reach it. */
+static void refuse_in_place(tf_plan *plan, tf_dtype half) {
+  int32_t s = 0;
+  while (s < plan->n_steps && plan->steps[s].op != TF_OP_EMBEDDING)
+    s++;
+  CHECK(&counts, s < plan->n_steps, "%s: no embedding step", tf_dtype_name(half));
+  if (s == plan->n_steps)
+    return;
+  const tf_backend_vtable *cpu = tf_backend_find("cpu");
+  void *state = NULL, *regions[TF_REGION_COUNT] = {NULL};
+  const tf_backend_options options = {0, 2};
+  CHECK_OK(&counts, cpu->create(&options, &state));
+  for (int r = 0; r < TF_REGION_COUNT && state; r++)
+    if (plan->region_bytes[r] > 0)
+      CHECK_OK(&counts, cpu->alloc_region(state, plan->region_bytes[r], &regions[r]));
+  plan->steps[s].op = TF_OP_EMBEDDING_GRAD_ACCUMULATE;
+  tf_status status = state ? cpu->prepare(state, plan, regions) : NULL;
+  plan->steps[s].op = TF_OP_EMBEDDING;
+  const bool refused = tf_status_code(status) == TF_ERR_UNSUPPORTED && strstr(tf_status_message(status), "in place");
+  CHECK(&counts, refused, "%s: an accumulation on half data: %s", tf_dtype_name(half),
+        status ? tf_status_message(status) : "prepared");
+  printf("%s   %s accumulation on half data: %s\n", refused ? "ok" : "FAIL", tf_dtype_name(half),
+         status ? tf_status_message(status) : "-");
+  tf_status_free(status);
+  for (int r = 0; r < TF_REGION_COUNT; r++)
+    if (regions[r])
+      cpu->free_region(state, regions[r]);
+  if (state)
+    cpu->destroy(state);
+}
+
+static void run(tf_dtype half) {
+  tf_plan *kernels = compile(half, true), *casts = compile(half, false);
+  if (!kernels || !casts) {
+    tf_plan_destroy(kernels);
+    tf_plan_destroy(casts);
+    return;
+  }
+  const plan_counts k = count_steps(kernels), c = count_steps(casts);
+  const int64_t arena_k = kernels->region_bytes[TF_REGION_ARENA], arena_c = casts->region_bytes[TF_REGION_ARENA];
+  CHECK(&counts, c.half_steps == 0, "%s: %d non-cast steps on half data in the plan between casts", tf_dtype_name(half),
+        c.half_steps);
+  CHECK(&counts, k.half_steps >= 15 && k.sliced_steps >= 6 && k.casts < c.casts && arena_k < arena_c,
+        "%s: half kernels: %d steps on half data (%d in several slices), %d casts, arena %lld B; between casts: %d "
+        "casts, arena %lld B",
+        tf_dtype_name(half), k.half_steps, k.sliced_steps, k.casts, (long long)arena_k, c.casts, (long long)arena_c);
+  printf("ok   %s plans: half kernels %d steps on half data (%d in several slices), %d casts, arena %lld B; between "
+         "casts %d casts, arena %lld B\n",
+         tf_dtype_name(half), k.half_steps, k.sliced_steps, k.casts, (long long)arena_k, c.casts, (long long)arena_c);
+  outcome with, without;
+  CHECK_OK(&counts, train(kernels, &with));
+  CHECK_OK(&counts, train(casts, &without));
+  compare(half, &with, &without);
+  refuse_in_place(kernels, half);
+  tf_plan_destroy(kernels);
+  tf_plan_destroy(casts);
+}
+
+int main(void) {
+  run(TF_BF16);
+  run(TF_F16);
+  return tf_test_finish("cpu half kernels", &counts);
+}
