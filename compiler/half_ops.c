@@ -60,8 +60,8 @@ static tf_dtype half_type_of(const tf_graph *g, tf_op op, const int32_t *ids, in
 }
 
 /* Whether op's shape rule takes inputs[0..n) with their dtypes as they are (a loss takes half
- * logits beside its f32 seed; a binary op refuses a half tensor beside an f32 one); its output 0
- * into *out. */
+ * logits beside its f32 seed; a binary op refuses a half tensor beside an f32 one); its outputs
+ * into out[0..TF_MAX_OUTPUTS). */
 static bool rule_takes(const tf_graph *g, tf_op op, const tf_attrs *attrs, const int32_t *inputs, int32_t n,
                        tf_shape_result *out) {
   tf_shape_operand operands[TF_OP_VARIADIC_INTERNAL];
@@ -72,6 +72,7 @@ static bool rule_takes(const tf_graph *g, tf_op op, const tf_attrs *attrs, const
     operands[k] = (tf_shape_operand){x->name, x->dtype, x->kind, x->rank, x->shape};
   }
   const tf_shape_query query = {op, attrs, n, operands, NULL, NULL};
+  memset(out, 0, sizeof(tf_shape_result) * TF_MAX_OUTPUTS);
   tf_status status = tf_op_info_get(op)->shape_rule(&query, out);
   tf_status_free(status);
   return status == NULL;
@@ -80,13 +81,13 @@ static bool rule_takes(const tf_graph *g, tf_op op, const tf_attrs *attrs, const
 /* The CPU target: whether its half slices hold less than the casts would (tf_cpu_half_pays). */
 static bool cpu_slices_pay(const tf_graph *g, tf_op op, const tf_attrs *attrs, const int32_t *inputs, int32_t n) {
   tf_tensor_ref refs[TF_CPU_HALF_MAX_OPERANDS];
-  tf_shape_result out;
-  if (n > TF_CPU_HALF_MAX_OPERANDS || !rule_takes(g, op, attrs, inputs, n, &out))
+  tf_shape_result out[TF_MAX_OUTPUTS];
+  if (n > TF_CPU_HALF_MAX_OPERANDS || !rule_takes(g, op, attrs, inputs, n, out))
     return false;
   for (int32_t k = 0; k < n; k++)
     refs[k] =
         tf_tensor_ref_make(NULL, g->tensors[inputs[k]].dtype, g->tensors[inputs[k]].rank, g->tensors[inputs[k]].shape);
-  const tf_tensor_ref output0 = tf_tensor_ref_make(NULL, out.dtype, out.rank, out.shape);
+  const tf_tensor_ref output0 = tf_tensor_ref_make(NULL, out[0].dtype, out[0].rank, out[0].shape);
   return tf_cpu_half_pays(op, attrs, n, refs, &output0);
 }
 
@@ -103,9 +104,9 @@ static bool half_kernel_runs(const tf_training *t, tf_op op, const tf_attrs *att
   const tf_dtype out = half_type_of(t->g, op, outputs, n_outputs, false, &seen);
   if (!is_half(in) || (seen & SEEN_TWO_HALVES) || (n_outputs > 0 && out != in && out != TF_F32))
     return false;
-  tf_shape_result result;
+  tf_shape_result results[TF_MAX_OUTPUTS];
   if ((seen & SEEN_F32) &&
-      !(t->options.target.mixed_half_kernels && rule_takes(t->g, op, attrs, inputs, n_inputs, &result)))
+      !(t->options.target.mixed_half_kernels && rule_takes(t->g, op, attrs, inputs, n_inputs, results)))
     return false;
   return t->options.target.kind != TF_TARGET_CPU || cpu_slices_pay(t->g, op, attrs, inputs, n_inputs);
 }

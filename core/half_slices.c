@@ -84,11 +84,11 @@ static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *ou
     return axis > 0 ? ROWS : WHOLE;
   }
   case TF_OP_LAYER_NORM:
-  case TF_OP_RMS_NORM:
-    return out->rank >= 2 ? ROWS : WHOLE; /* normalised over the last axis */
-  /* No matmul is cut: OpenBLAS's sgemm may sum a row in another order when the call holds fewer
-   * rows (measured: a [768, 384] x [384, 40] product cut into slices of 170 rows differs in the
-   * last bit), and a half kernel must give the bits of the whole call between casts. */
+  case TF_OP_RMS_NORM: return out->rank >= 2 ? ROWS : WHOLE; /* normalised over the last axis */
+  case TF_OP_MATMUL:
+    if (out->rank >= 3) /* batch axes: operands of the output's rank cut by batch, a rank-2 one whole */
+      return ROWS;
+    return attrs->u.matmul.transpose_a ? WHOLE : FIRST; /* rows of A; a transposed A's rows are its columns */
   case TF_OP_EMBEDDING:
   case TF_OP_CONV1D:
   case TF_OP_CONV2D:
@@ -113,6 +113,27 @@ tf_tensor_ref tf_cpu_half_slice_of(const tf_tensor_ref *t, bool cut, int64_t fir
   if (t->data)
     slice.data = (char *)t->data + first * row_elements * tf_dtype_size(t->dtype);
   return slice;
+}
+
+static int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
+
+/* What a slice's rows must be a multiple of: 1, but for a matmul whose rows of C are tiled in one
+ * product (kernels/cpu/matmul.c), whole row tiles (TF_CPU_MATMUL_ROW_TILE), so that every BLAS call
+ * of a slice is one of the whole product's. A batched product (B with a batch) tiles each batch
+ * entry alone: any cut by batch keeps its calls. */
+static int64_t granule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *b, const tf_tensor_ref *out) {
+  if (op != TF_OP_MATMUL || out->rank < 2 || out->shape[0] == 0)
+    return 1;
+  if (out->rank == 2)
+    return TF_CPU_MATMUL_ROW_TILE;
+  int64_t b_batch = 1;
+  for (int32_t d = 0; d < b->rank - 2; d++)
+    b_batch *= b->shape[d];
+  if (attrs->u.matmul.transpose_a || b_batch != 1)
+    return 1;
+  const int64_t flattened_rows =
+      out->count / out->shape[0] / (out->shape[out->rank - 1] ? out->shape[out->rank - 1] : 1);
+  return TF_CPU_MATMUL_ROW_TILE / gcd(flattened_rows, TF_CPU_MATMUL_ROW_TILE);
 }
 
 /* The largest cut operand's elements per row (1 at least). */
@@ -144,8 +165,11 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
   s->rows = s->cut ? out->shape[0] : 1;
   s->slice_rows = s->rows;
   if (s->cut) {
-    const int64_t per_slice = TF_CPU_HALF_SLICE_ELEMENTS / widest_row(s, n, operands);
-    s->slice_rows = per_slice < 1 ? 1 : per_slice < s->rows ? per_slice : s->rows;
+    const int64_t granule = n_inputs >= 2 ? granule_of(op, attrs, &inputs[1], out) : 1;
+    const int64_t per_slice = TF_CPU_HALF_SLICE_ELEMENTS / widest_row(s, n, operands) / granule * granule;
+    s->slice_rows = per_slice < granule ? granule : per_slice;
+    if (s->slice_rows > s->rows)
+      s->slice_rows = s->rows;
   }
   // The f32 copies of one slice's half operands, each 64-byte aligned, then the kernel's workspace.
   tf_tensor_ref slice[TF_CPU_HALF_MAX_OPERANDS];

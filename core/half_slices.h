@@ -7,11 +7,12 @@
  * An op is cut into slices only where each slice's results depend on that slice's rows alone:
  * element-wise ops and activation gradients, softmax and its gradient along an axis other than
  * the first, layer_norm and rms_norm (last axis), attention and its gradient (batch), the pools and
- * their gradients (images), embedding by its ids and the forward convolutions by their images
- * (each image's products have the same sizes whatever the slice). Every other op on half data
- * (reductions, sums over rows such as a norm's or a convolution's weight gradient, dropout, whose
- * masks follow the element index, the losses, and matmul, whose BLAS products may sum in another
- * order when a call holds fewer rows) runs as one slice: its half operands widened whole. The kernels compute each row
+ * their gradients (images), embedding by its ids, the forward convolutions by their images (each
+ * image's products have the same sizes whatever the slice), and matmul by the rows of A and C (or
+ * by batch), in slices of whole row tiles of the product (core/workspace_cpu.h: each BLAS call of a
+ * slice is one of the whole product's). Every other op on half data (reductions, sums over rows
+ * such as a norm's, a matmul's or a convolution's weight gradient, dropout, whose masks follow the
+ * element index, the losses) runs as one slice: its half operands widened whole. The kernels compute each row
  * of those cut from its own operands, so the slices give the results of one whole call.
  *
  * The compiler plans the workspace (core/workspace_cpu.c asks tf_cpu_half_workspace_bytes for a

@@ -23,6 +23,13 @@
  * times TF_CPU_CONV_MIN_CHUNK is larger: big images are lowered a block of output positions at a time. */
 #define TF_CPU_CONV_COLUMN_LIMIT ((int64_t)1 << 19)
 #define TF_CPU_CONV_MIN_CHUNK 256
+/* The tiles of C one matmul task computes with one BLAS call: rows and columns from multiples of
+ * these, whatever the thread count (kernels/cpu/matmul.c). OpenBLAS computes a row of C with a
+ * kernel chosen by its place among the call's rows (its M-unroll remainder kernels sum in another
+ * order), so fixed tiles make a product's bits independent of the threads, and a cut of its rows at
+ * a multiple of the row tile (the half slices, core/half_slices.c) gives the bits of the whole. */
+#define TF_CPU_MATMUL_ROW_TILE 256
+#define TF_CPU_MATMUL_COLUMN_TILE 512
 /* Query rows per attention block: the score block of one thread is this many rows of Tk. */
 #define TF_CPU_ATTENTION_BLOCK_ROWS 32
 

@@ -1,20 +1,20 @@
 /* matmul: C = op(A) op(B) over numpy-broadcast batch dims, with BLAS gemms; matmul_accumulate:
  * C += op(A) op(B) (2-D), the same gemms with beta = 1 (C is the gradient accumulator).
  *
- * The threads split the work into tasks of one gemm each: whole batch entries when there are at
- * least as many as threads, otherwise each product is also cut into row (or column) blocks. A
+ * The work is cut into tasks of one gemm each: per batch entry, tiles of TF_CPU_MATMUL_ROW_TILE
+ * rows by TF_CPU_MATMUL_COLUMN_TILE columns of C (core/workspace_cpu.h), fixed whatever the thread
+ * count, so every element of C comes from a BLAS call of the same shape, at the same place in it, on
+ * any number of threads and in any row slice cut at a tile boundary (the CPU's half slices). A
  * product whose B has no batch (a linear layer, x[..., K] W[K, N]) is one gemm over the flattened
- * rows of A, cut the same way. Every output element is computed by exactly one task, so results
+ * rows of A, tiled the same way. Every output element is computed by exactly one task, so results
  * do not depend on scheduling. BLAS itself is expected to run single-threaded (workspace.h). */
 #include <string.h>
 
+#include "core/workspace_cpu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
-
-/* Below this many multiply-adds a product is not cut across threads. */
-#define SPLIT_MIN_WORK ((int64_t)1 << 16)
 
 typedef struct product {
   bool transpose_a, transpose_b;
@@ -24,9 +24,8 @@ typedef struct product {
   int64_t batch_shape[TF_MAX_RANK];
   int64_t a_stride[TF_MAX_RANK], b_stride[TF_MAX_RANK]; /* per output batch axis, 0 where broadcast */
   int64_t batches;
-  int64_t splits;  /* blocks per product */
-  bool split_rows; /* blocks of rows of C (else of columns) */
-  real beta;       /* 0: C = op(A) op(B); 1: C += op(A) op(B) */
+  int64_t row_tiles, column_tiles; /* tiles of C per product */
+  real beta;                       /* 0: C = op(A) op(B); 1: C += op(A) op(B) */
 } product;
 
 /* Element strides of operand x's batch axes, aligned to the output's batch axes from the right. */
@@ -86,19 +85,14 @@ static product plan_product(const tf_cpu_args *args) {
     p.batches = 1;
     p.batch_rank = 0;
   }
-  int64_t threads = args->context->threads > 0 ? args->context->threads : 1;
-  p.split_rows = p.m >= p.n;
-  int64_t longest = p.split_rows ? p.m : p.n;
-  p.splits = 1;
-  if (p.batches < threads && p.m * p.n * p.k >= SPLIT_MIN_WORK)
-    p.splits = (threads + p.batches - 1) / p.batches;
-  if (p.splits > longest)
-    p.splits = longest;
+  p.row_tiles = (p.m + TF_CPU_MATMUL_ROW_TILE - 1) / TF_CPU_MATMUL_ROW_TILE;
+  p.column_tiles = (p.n + TF_CPU_MATMUL_COLUMN_TILE - 1) / TF_CPU_MATMUL_COLUMN_TILE;
   return p;
 }
 
 static void run_task(const product *p, int64_t task, const real *a, const real *b, real *c) {
-  int64_t batch = task / p->splits, split = task % p->splits;
+  const int64_t tiles = p->row_tiles * p->column_tiles;
+  const int64_t batch = task / tiles, row_tile = task % tiles / p->column_tiles, column_tile = task % p->column_tiles;
   int64_t a_offset = 0, b_offset = 0, rest = batch;
   for (int32_t i = p->batch_rank - 1; i >= 0; i--) {
     int64_t index = rest % p->batch_shape[i];
@@ -106,21 +100,12 @@ static void run_task(const product *p, int64_t task, const real *a, const real *
     a_offset += index * p->a_stride[i];
     b_offset += index * p->b_stride[i];
   }
-  a += a_offset;
-  b += b_offset;
-  c += batch * p->m * p->n;
-  int64_t m = p->m, n = p->n;
-  if (p->split_rows) {
-    int64_t first = p->m * split / p->splits, last = p->m * (split + 1) / p->splits;
-    m = last - first;
-    a += p->transpose_a ? first : first * p->lda;
-    c += first * p->ldc;
-  } else {
-    int64_t first = p->n * split / p->splits, last = p->n * (split + 1) / p->splits;
-    n = last - first;
-    b += p->transpose_b ? first * p->ldb : first;
-    c += first;
-  }
+  const int64_t first_row = row_tile * TF_CPU_MATMUL_ROW_TILE, first_column = column_tile * TF_CPU_MATMUL_COLUMN_TILE;
+  const int64_t m = p->m - first_row < TF_CPU_MATMUL_ROW_TILE ? p->m - first_row : TF_CPU_MATMUL_ROW_TILE;
+  const int64_t n = p->n - first_column < TF_CPU_MATMUL_COLUMN_TILE ? p->n - first_column : TF_CPU_MATMUL_COLUMN_TILE;
+  a += a_offset + (p->transpose_a ? first_row : first_row * p->lda);
+  b += b_offset + (p->transpose_b ? first_column * p->ldb : first_column);
+  c += batch * p->m * p->n + first_row * p->ldc + first_column;
   tf_cpu_gemm(p->transpose_a, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, p->beta, c, p->ldc);
 }
 
@@ -143,7 +128,7 @@ static void run_product(const tf_cpu_args *args) {
   }
   const real *a_data = a->data, *b_data = b->data;
   real *c = out->data;
-  int64_t tasks = p.batches * p.splits;
+  int64_t tasks = p.batches * p.row_tiles * p.column_tiles;
   TF_CPU_PARALLEL_FOR(
       team_size(args, tasks), for (int64_t task = 0; task < tasks; task++) { run_task(&p, task, a_data, b_data, c); });
 }

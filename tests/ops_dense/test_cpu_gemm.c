@@ -5,7 +5,8 @@
  * (printed, not required: other CPUs do not), and tf_cpu_gemm never does. (3) The kernel that
  * goes through it with beta = 1, matmul_accumulate (sum += op(a) op(b), kernels/cpu/matmul.c), f32
  * and f64 on 1 and 2 threads against the same triple loop plus the sum it started from, and, under
- * the probe, with no heap allocation per call. */
+ * the probe, with no heap allocation per call. (4) Its bits on any thread count and in a row cut at
+ * a tile boundary. */
 #define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <math.h>
 #include <stdint.h>
@@ -241,10 +242,45 @@ static void check_allocations(char **argv) {
   }
 }
 
+/* (4) A product's bits do not depend on the thread count: the kernel cuts C into fixed tiles
+ * (TF_CPU_MATMUL_ROW_TILE x TF_CPU_MATMUL_COLUMN_TILE, core/workspace_cpu.h), one BLAS call each,
+ * whatever the threads, so [700, 1100] = [700, 300] x [300, 1100] (remainder tiles both ways) on 1,
+ * 2 and 3 threads gives the same f32 bits, and so do its first 512 rows computed alone (a cut at a
+ * row-tile boundary: the CPU's half slices, core/half_slices.c). Cutting rows by thread count, as
+ * the kernel once did, hands OpenBLAS calls of other heights, whose remainder kernels sum in
+ * another order. */
+static void check_thread_invariance(void) {
+  enum { M = 700, N = 1100, K = 300, CUT = 512 };
+  uint32_t state = 77u;
+  float *a = random_matrix((int64_t)M * K, &state), *b = random_matrix((int64_t)K * N, &state);
+  float *c[4];
+  for (int v = 0; v < 4; v++) {
+    c[v] = calloc((size_t)M * N, sizeof(float));
+    if (v < 3)
+      accumulate_kernel(false, v + 1, false, false, M, N, K, c[v], a, b);
+    else
+      accumulate_kernel(false, 2, false, false, CUT, N, K, c[v], a, b);
+  }
+  const bool threads_equal = !memcmp(c[0], c[1], sizeof(float) * M * N) && !memcmp(c[0], c[2], sizeof(float) * M * N);
+  const bool cut_equal = !memcmp(c[0], c[3], sizeof(float) * CUT * N);
+  CHECK(&counts, threads_equal, "f32 [%d, %d] x [%d, %d]: the bits differ between 1, 2 and 3 threads", M, K, K, N);
+  CHECK(&counts, cut_equal, "f32 [%d, %d] x [%d, %d]: its first %d rows alone differ from the whole product's", M, K, K,
+        N, CUT);
+  printf("%-4s matmul f32 [%d, %d] x [%d, %d]: the same bits on 1, 2 and 3 threads (%s) and for its first %d rows "
+         "alone (%s)\n",
+         threads_equal && cut_equal ? "ok" : "FAIL", M, K, K, N, threads_equal ? "yes" : "no", CUT,
+         cut_equal ? "yes" : "no");
+  for (int v = 0; v < 4; v++)
+    free(c[v]);
+  free(a);
+  free(b);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   check_allocations(argv);
   check_values();
   check_accumulate_kernel();
+  check_thread_invariance();
   return tf_test_finish("cpu gemm", &counts);
 }

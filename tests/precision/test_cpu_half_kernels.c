@@ -22,10 +22,10 @@
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 
-#define ROWS 768 /* 48 sequences of 16 */
+#define ROWS 1024 /* 64 sequences of 16 */
 #define SEQUENCE 16
 #define WIDTH 48
-#define HIDDEN 384 /* [768, 384]: 5 slices of 170 rows (TF_CPU_HALF_SLICE_ELEMENTS) */
+#define HIDDEN 384 /* [1024, 384]: 7 slices of 170 rows; a matmul, 4 of 256 (whole row tiles) */
 #define HEADS 4
 #define CLASSES 40
 #define VOCAB 11
