@@ -45,8 +45,16 @@ bool tf_cpu_half_step(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs, i
 /* How an op's slices cut its operands: ROWS, every operand of the output's rank whose first axis
  * is the output's (a broadcast one, or a lower-rank one such as a norm's scale, stays whole);
  * FIRST, input 0 and the outputs only (the products' rows: a weight stays whole even where its
- * first axis happens to match); WHOLE, one slice. */
-typedef enum cut_rule { WHOLE, ROWS, FIRST } cut_rule;
+ * first axis happens to match); DEPTH, a weight's gradient x^T dy (2-D, A transposed, B not): x and
+ * dy cut along their rows, the depth of the product, whose slices add into one whole f32 result;
+ * WHOLE, one slice. */
+typedef enum cut_rule { WHOLE, ROWS, FIRST, DEPTH } cut_rule;
+
+static bool is_depth_product(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs) {
+  return op == TF_OP_MATMUL && n_inputs == 2 && attrs->u.matmul.transpose_a && !attrs->u.matmul.transpose_b &&
+         inputs[0].rank == 2 && inputs[1].rank == 2 && inputs[0].shape[0] == inputs[1].shape[0] &&
+         inputs[0].shape[0] > 1;
+}
 
 static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *out) {
   switch (op) {
@@ -97,7 +105,10 @@ static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *ou
   }
 }
 
-static bool cut_operand(cut_rule rule, const tf_tensor_ref *t, bool input0, bool output, const tf_tensor_ref *out) {
+static bool cut_operand(cut_rule rule, const tf_tensor_ref *t, int32_t k, bool output, const tf_tensor_ref *out) {
+  const bool input0 = k == 0 && !output;
+  if (rule == DEPTH)
+    return !output && k < 2;
   if (rule == FIRST)
     return (input0 || output) && t->rank >= 1 && t->shape[0] == out->shape[0];
   return rule == ROWS && t->rank == out->rank && t->shape[0] == out->shape[0];
@@ -119,9 +130,12 @@ static int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
 
 /* What a slice's rows must be a multiple of: 1, but for a matmul whose rows of C are tiled in one
  * product (kernels/cpu/matmul.c), whole row tiles (TF_CPU_MATMUL_ROW_TILE), so that every BLAS call
- * of a slice is one of the whole product's. A batched product (B with a batch) tiles each batch
- * entry alone: any cut by batch keeps its calls. */
-static int64_t granule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *b, const tf_tensor_ref *out) {
+ * of a slice is one of the whole product's, and for a depth cut whole depth tiles. A batched product (B with a batch)
+ * tiles each batch entry alone: any cut by batch keeps its calls. */
+static int64_t granule_of(cut_rule rule, tf_op op, const tf_attrs *attrs, const tf_tensor_ref *b,
+                          const tf_tensor_ref *out) {
+  if (rule == DEPTH)
+    return TF_CPU_MATMUL_DEPTH_TILE;
   if (op != TF_OP_MATMUL || out->rank < 2 || out->shape[0] == 0)
     return 1;
   if (out->rank == 2)
@@ -155,17 +169,21 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
   for (int32_t k = 0; k < n; k++)
     operands[k] = k < n_inputs ? &inputs[k] : &outputs[k - n_inputs];
   const tf_tensor_ref *out = &outputs[0];
-  const cut_rule rule = out->rank >= 1 && out->shape[0] > 1 ? rule_of(op, attrs, out) : WHOLE;
+  cut_rule rule = out->rank >= 1 && out->shape[0] > 1 ? rule_of(op, attrs, out) : WHOLE;
+  if (is_depth_product(op, attrs, n_inputs, inputs))
+    rule = DEPTH;
   for (int32_t k = 0; k < n; k++) {
-    if (cut_operand(rule, operands[k], k == 0, k >= n_inputs, out))
+    if (cut_operand(rule, operands[k], k, k >= n_inputs, out))
       s->cut |= 1u << k;
     if (is_half(operands[k]->dtype) && !(k < n_inputs && shape_only(op, k)))
       s->widened |= 1u << k;
   }
-  s->rows = s->cut ? out->shape[0] : 1;
+  if (rule == DEPTH)
+    s->summed = 1u << n_inputs; /* the product, whole, summed over the slices */
+  s->rows = !s->cut ? 1 : rule == DEPTH ? inputs[0].shape[0] : out->shape[0];
   s->slice_rows = s->rows;
   if (s->cut) {
-    const int64_t granule = n_inputs >= 2 ? granule_of(op, attrs, &inputs[1], out) : 1;
+    const int64_t granule = n_inputs >= 2 ? granule_of(rule, op, attrs, &inputs[1], out) : 1;
     const int64_t per_slice = TF_CPU_HALF_SLICE_ELEMENTS / widest_row(s, n, operands) / granule * granule;
     s->slice_rows = per_slice < granule ? granule : per_slice;
     if (s->slice_rows > s->rows)

@@ -10,9 +10,12 @@
  * their gradients (images), embedding by its ids, the forward convolutions by their images (each
  * image's products have the same sizes whatever the slice), and matmul by the rows of A and C (or
  * by batch), in slices of whole row tiles of the product (core/workspace_cpu.h: each BLAS call of a
- * slice is one of the whole product's). Every other op on half data (reductions, sums over rows
- * such as a norm's, a matmul's or a convolution's weight gradient, dropout, whose masks follow the
- * element index, the losses) runs as one slice: its half operands widened whole. The kernels compute each row
+ * slice is one of the whole product's), and a weight's gradient x^T dy by the rows of x and dy (its
+ * depth, in whole depth tiles: the first slice's product, then matmul_accumulate adding each next
+ * one's into the whole f32 result, which is rounded once after the last, as the whole product sums
+ * its depth tiles in order). Every other op on half data (reductions, sums over rows such as a
+ * norm's or a convolution's weight gradient, dropout, whose masks follow the element index, the
+ * losses) runs as one slice: its half operands widened whole. The kernels compute each row
  * of those cut from its own operands, so the slices give the results of one whole call.
  *
  * The compiler plans the workspace (core/workspace_cpu.c asks tf_cpu_half_workspace_bytes for a
@@ -34,10 +37,11 @@
 #define TF_CPU_HALF_MAX_OPERANDS 16
 
 typedef struct tf_cpu_half_slices {
-  int64_t rows;                                     /* extent of the first axis the slices cut; 1: one slice */
-  int64_t slice_rows;                               /* rows per slice (the last may hold fewer) */
-  uint32_t cut;                                     /* bit k: operand k is cut with the slices */
-  uint32_t widened;                                 /* bit k: operand k is half data, widened in scratch */
+  int64_t rows;       /* extent of the first axis the slices cut; 1: one slice */
+  int64_t slice_rows; /* rows per slice (the last may hold fewer) */
+  uint32_t cut;       /* bit k: operand k is cut with the slices */
+  uint32_t widened;   /* bit k: operand k is half data, widened in scratch */
+  uint32_t summed;    /* bit k: output k is whole, its slices' parts added (a weight's gradient) */
   int64_t scratch_offset[TF_CPU_HALF_MAX_OPERANDS]; /* bytes into the workspace of operand k's f32 copy */
   int64_t inner_offset;                             /* where the f32 kernel's own workspace starts */
   int64_t inner_bytes;                              /* what that kernel needs for one slice */

@@ -30,6 +30,10 @@
  * a multiple of the row tile (the half slices, core/half_slices.c) gives the bits of the whole. */
 #define TF_CPU_MATMUL_ROW_TILE 256
 #define TF_CPU_MATMUL_COLUMN_TILE 512
+/* A product whose A is transposed (a weight's gradient, x^T dy, summing over the rows of x and dy)
+ * sums its depth in tiles of this many, in order, each call adding into C: a cut of those rows at
+ * a multiple of it, accumulated slice after slice, gives the bits of the whole. */
+#define TF_CPU_MATMUL_DEPTH_TILE 256
 /* Query rows per attention block: the score block of one thread is this many rows of Tk. */
 #define TF_CPU_ATTENTION_BLOCK_ROWS 32
 

@@ -36,20 +36,46 @@ static void open_slice(const tf_cpu_args *args, const tf_cpu_half_slices *s, int
   }
 }
 
+/* A depth slice after the first: its product added into the whole result (matmul_accumulate, the
+ * same tiles and depth order as the whole product). */
+static void add_product(const tf_cpu_args *args, const tf_cpu_tensor *wide) {
+  const tf_cpu_tensor operands[3] = {wide[args->n_inputs], wide[0], wide[1]};
+  tf_cpu_args accumulate = *args;
+  accumulate.op = TF_OP_MATMUL_ACCUMULATE;
+  accumulate.n_inputs = 3;
+  accumulate.inputs = operands;
+  accumulate.n_outputs = 0;
+  accumulate.outputs = NULL;
+  tf_cpu_kernel_get(TF_OP_MATMUL_ACCUMULATE, false)(&accumulate);
+}
+
+/* Rounds the half results of a slice into place: every widened output, or (`summed`) only the
+ * whole ones summed over the slices, after the last. */
+static void close_outputs(const tf_cpu_args *args, const tf_cpu_half_slices *s, const tf_cpu_tensor *stored,
+                          const tf_cpu_tensor *wide, bool summed) {
+  for (int32_t k = args->n_inputs; k < args->n_inputs + args->n_outputs; k++)
+    if (((s->widened >> k) & 1u) && ((s->summed >> k) & 1u) == summed)
+      convert(&wide[k], &stored[k], args->context);
+}
+
 void tf_cpu_half_run(tf_cpu_kernel kernel, const tf_cpu_args *args, const tf_cpu_half_slices *s) {
   tf_cpu_tensor stored[TF_CPU_HALF_MAX_OPERANDS], wide[TF_CPU_HALF_MAX_OPERANDS];
   const int64_t inner_bytes = args->workspace_bytes - s->inner_offset;
   for (int64_t first = 0; first < s->rows; first += s->slice_rows) {
     const int64_t rows = s->rows - first < s->slice_rows ? s->rows - first : s->slice_rows;
     open_slice(args, s, first, rows, stored, wide);
+    if (s->summed && first > 0) {
+      add_product(args, wide);
+      continue;
+    }
     tf_cpu_args inner = *args;
     inner.inputs = wide;
     inner.outputs = wide + args->n_inputs;
     inner.workspace = inner_bytes > 0 ? (char *)args->workspace + s->inner_offset : NULL;
     inner.workspace_bytes = inner_bytes > 0 ? inner_bytes : 0;
     kernel(&inner);
-    for (int32_t k = args->n_inputs; k < args->n_inputs + args->n_outputs; k++)
-      if ((s->widened >> k) & 1u)
-        convert(&wide[k], &stored[k], args->context);
+    close_outputs(args, s, stored, wide, false);
   }
+  if (s->summed)
+    close_outputs(args, s, stored, wide, true);
 }

@@ -4,7 +4,10 @@
  * The work is cut into tasks of one gemm each: per batch entry, tiles of TF_CPU_MATMUL_ROW_TILE
  * rows by TF_CPU_MATMUL_COLUMN_TILE columns of C (core/workspace_cpu.h), fixed whatever the thread
  * count, so every element of C comes from a BLAS call of the same shape, at the same place in it, on
- * any number of threads and in any row slice cut at a tile boundary (the CPU's half slices). A
+ * any number of threads and in any row slice cut at a tile boundary (the CPU's half slices). With
+ * A transposed (a weight's gradient x^T dy, whose depth is the rows of x and dy), each task also
+ * sums the depth in tiles of TF_CPU_MATMUL_DEPTH_TILE, in order, so that those rows can be cut at a
+ * tile boundary and accumulated (matmul_accumulate) slice after slice with the same bits. A
  * product whose B has no batch (a linear layer, x[..., K] W[K, N]) is one gemm over the flattened
  * rows of A, tiled the same way. Every output element is computed by exactly one task, so results
  * do not depend on scheduling. BLAS itself is expected to run single-threaded (workspace.h). */
@@ -106,7 +109,16 @@ static void run_task(const product *p, int64_t task, const real *a, const real *
   a += a_offset + (p->transpose_a ? first_row : first_row * p->lda);
   b += b_offset + (p->transpose_b ? first_column * p->ldb : first_column);
   c += batch * p->m * p->n + first_row * p->ldc + first_column;
-  tf_cpu_gemm(p->transpose_a, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, p->beta, c, p->ldc);
+  if (!p->transpose_a) {
+    tf_cpu_gemm(false, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, p->beta, c, p->ldc);
+    return;
+  }
+  for (int64_t first = 0; first < p->k; first += TF_CPU_MATMUL_DEPTH_TILE) { /* depth tiles, in order */
+    const int64_t depth = p->k - first < TF_CPU_MATMUL_DEPTH_TILE ? p->k - first : TF_CPU_MATMUL_DEPTH_TILE;
+    const real *b_tile = b + (p->transpose_b ? first : first * p->ldb);
+    tf_cpu_gemm(true, p->transpose_b, m, n, depth, 1, a + first * p->lda, p->lda, b_tile, p->ldb,
+                first == 0 ? p->beta : 1, c, p->ldc);
+  }
 }
 
 /* Threads for `tasks` tasks: the context's, or fewer when there is less work. */
