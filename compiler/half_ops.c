@@ -276,6 +276,14 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
 
 tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
                                 const tf_attrs *attrs, tf_phase phase, const char *name, int32_t *outputs) {
+  /* attrs may live in the node array (a gradient rule passes its forward node's), which the casts
+   * emitted below may move: ASan caught a read of the freed array once the casts grew it */
+  tf_attrs copied;
+  memset(&copied, 0, sizeof(copied));
+  if (attrs) {
+    copied = *attrs;
+    attrs = &copied;
+  }
   uint32_t seen = 0;
   const tf_dtype half = half_type_of(t->g, op, inputs, n_inputs, true, &seen); /* data inputs only */
   if (op == TF_OP_CAST || !is_half(half))

@@ -7,14 +7,17 @@
  * --no-half-kernels runs every one of them on whole f32 copies between casts. Three AdamW steps
  * give the same losses and the same weights bit for bit, on 2 threads, with the activations large
  * enough that the element-wise ops, the norm, the attention and the matmuls run as several slices
- * (counted from the plan). The half-kernel plan has fewer casts and a smaller arena. A plan file
- * that updates half data in place (an accumulation) is refused by the CPU backend. */
-#define _POSIX_C_SOURCE 200809L
+ * (counted from the plan). The half-kernel plan has fewer casts and a smaller arena, and its
+ * training steps after the first make no heap allocation (the allocation probe, tests/alloc_probe,
+ * when built: the slices' f32 copies live in the planned workspace). A plan file that updates half
+ * data in place (an accumulation) is refused by the CPU backend. */
+#define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_probe/probe_client.h"
 #include "backends/backend.h"
 #include "check.h"
 #include "core/half_slices.h"
@@ -33,6 +36,7 @@
 #define N_PARAMS (WIDTH * HIDDEN + 2 * HIDDEN + HIDDEN * CLASSES + VOCAB * HIDDEN)
 
 static tf_test_counts counts;
+static tf_probe probe; /* the allocation probe (tests/alloc_probe), or none: mark NULL */
 
 /* x -> cast -> matmul(W1) + b1 + embedding(ids) -> gelu -> layer_norm -> causal attention -> + h ->
  * matmul(W2) -> cross_entropy of the half logits (an f32 loss). */
@@ -113,6 +117,7 @@ static plan_counts count_steps(const tf_plan *plan) {
 typedef struct outcome {
   double losses[STEPS];
   float params[N_PARAMS];
+  int64_t allocations; /* the fewest heap allocations of one step after the first (probe), or -1 */
   bool ran;
 } outcome;
 
@@ -139,10 +144,15 @@ static tf_status train(const tf_plan *plan, outcome *out) {
   TF_RETURN_IF_ERROR(tf_session_create(plan, &so, &s));
   feed(s);
   tf_status status = NULL;
+  out->allocations = -1;
   for (int i = 0; i < STEPS && !status; i++) {
+    tf_probe_phase(&probe, "step"); /* the first step is the warm-up: threads started, libraries touched */
     status = tf_session_micro_step(s, &out->losses[i]);
     if (!status)
       status = tf_session_optimizer_step(s);
+    const int64_t seen = tf_probe_phase(&probe, "~after step").program.allocations;
+    if (probe.mark && i > 0)
+      out->allocations = out->allocations < 0 || seen < out->allocations ? seen : out->allocations;
   }
   static const struct {
     const char *name;
@@ -229,16 +239,30 @@ static void run(tf_dtype half) {
   printf("ok   %s plans: half kernels %d steps on half data (%d in several slices), %d casts, arena %lld B; between "
          "casts %d casts, arena %lld B\n",
          tf_dtype_name(half), k.half_steps, k.sliced_steps, k.casts, (long long)arena_k, c.casts, (long long)arena_c);
-  outcome with, without;
+  static outcome with, without;
   CHECK_OK(&counts, train(kernels, &with));
   CHECK_OK(&counts, train(casts, &without));
   compare(half, &with, &without);
+  if (probe.mark) { /* the slices' f32 copies live in the planned workspace: a step allocates nothing */
+    CHECK(&counts, with.allocations == 0, "%s: a training step on half kernels made %lld heap allocations",
+          tf_dtype_name(half), (long long)with.allocations);
+    printf("%s   %s: a training step on the half kernels made %lld heap allocations (allocation probe)\n",
+           with.allocations == 0 ? "ok" : "FAIL", tf_dtype_name(half), (long long)with.allocations);
+  }
   refuse_in_place(kernels, half);
   tf_plan_destroy(kernels);
   tf_plan_destroy(casts);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  probe = tf_probe_attach(argv);
+  if (!probe.mark) {
+    printf("SKIP allocation checks: %s\n", probe.absent);
+  } else {
+    char why[256];
+    CHECK(&counts, tf_probe_calibrate(&probe, why, sizeof(why)), "%s", why);
+  }
   run(TF_BF16);
   run(TF_F16);
   return tf_test_finish("cpu half kernels", &counts);
