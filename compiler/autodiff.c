@@ -41,8 +41,12 @@ static void mark_needs(const tf_graph *g, int32_t n_forward, int32_t loss, const
   }
 }
 
-int32_t tf_vjp_input(const tf_vjp *v, int32_t i) { return v->t->g->nodes[v->node].inputs[i]; }
-int32_t tf_vjp_output(const tf_vjp *v) { return v->t->g->nodes[v->node].outputs[0]; }
+int32_t tf_vjp_input(const tf_vjp *v, int32_t i) {
+  return v->widened && v->wide[i] >= 0 ? v->wide[i] : v->t->g->nodes[v->node].inputs[i];
+}
+int32_t tf_vjp_output(const tf_vjp *v) {
+  return v->widened && v->wide_output >= 0 ? v->wide_output : v->t->g->nodes[v->node].outputs[0];
+}
 
 bool tf_vjp_wants(const tf_vjp *v, int32_t i) {
   const tf_ir_node *node = &v->t->g->nodes[v->node];
@@ -90,7 +94,15 @@ static void add_extra_part(tf_vjp *v, int32_t param, int32_t part) {
 void tf_vjp_give(tf_vjp *v, int32_t i, int32_t gradient) {
   if (v->status || gradient < 0 || !tf_vjp_wants(v, i))
     return;
-  int32_t target = tf_vjp_input(v, i);
+  int32_t target = v->t->g->nodes[v->node].inputs[i];
+  const tf_dtype dtype = v->t->g->tensors[target].dtype;
+  if (v->widened && v->t->g->tensors[gradient].dtype != dtype) { /* the f32 chain's result, rounded once */
+    char name[600];
+    snprintf(name, sizeof(name), "grad/%s/input%d_to_%s", v->t->g->nodes[v->node].name, i, tf_dtype_name(dtype));
+    v->status = tf_training_emit_cast(v->t, gradient, dtype, TF_PHASE_BACKWARD, name, &gradient);
+    if (v->status)
+      return;
+  }
   if (v->grads[target] < 0) {
     v->grads[target] = gradient;
     return;
@@ -123,6 +135,72 @@ tf_attrs tf_vjp_shape_attrs(const tf_vjp *v, int32_t id) {
   return attrs;
 }
 
+static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+static bool same_shape(const tf_ir_tensor *a, const tf_ir_tensor *b) {
+  return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0;
+}
+
+/* The batch axes of x (all but its last two) equal out's. */
+static bool same_batch(const tf_ir_tensor *x, const tf_ir_tensor *out) {
+  return x->rank == out->rank && memcmp(x->shape, out->shape, sizeof(int64_t) * (size_t)(x->rank - 2)) == 0;
+}
+
+/* Whether node n is on half data (a half kernel: half_ops.c left it so) and its rule computes a
+ * gradient with several ops, each of which would round to the half type where the node between
+ * casts rounds once: div, sqrt, rsqrt, softplus, a product by a broadcast operand (its gradient is
+ * a product, then a sum), a matmul with broadcast batch axes (likewise). The other rules give each
+ * gradient from one op on what the forward pass stored, or from exact moves, sums and negations. */
+static bool gradient_chain_on_half(const tf_graph *g, int32_t n) {
+  const tf_ir_node *node = &g->nodes[n];
+  bool half = false;
+  for (int32_t k = 0; k < node->n_inputs; k++)
+    half = half || is_half(g->tensors[node->inputs[k]].dtype);
+  if (!half || node->op == TF_OP_CAST)
+    return false;
+  const tf_ir_tensor *out = &g->tensors[node->outputs[0]];
+  switch (node->op) {
+  case TF_OP_DIV:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT:
+  case TF_OP_SOFTPLUS: return true;
+  case TF_OP_MUL:
+    return !same_shape(&g->tensors[node->inputs[0]], out) || !same_shape(&g->tensors[node->inputs[1]], out);
+  case TF_OP_MATMUL: {
+    const tf_ir_tensor *a = &g->tensors[node->inputs[0]], *b = &g->tensors[node->inputs[1]];
+    const bool linear = b->rank == 2 && a->rank > 2 && !node->attrs.u.matmul.transpose_a && same_batch(a, out);
+    return out->rank > 2 && !linear && (!same_batch(a, out) || !same_batch(b, out));
+  }
+  default: return false;
+  }
+}
+
+/* Readies v for node n: for a node of gradient_chain_on_half(), f32 copies of its half inputs, its
+ * output and dy (backward casts, emitted before the rule's nodes). */
+static void widen_for_rule(tf_vjp *v, int32_t n) {
+  v->widened = false;
+  if (!gradient_chain_on_half(v->t->g, n) ||
+      v->t->g->nodes[n].n_inputs > (int32_t)(sizeof(v->wide) / sizeof(v->wide[0])))
+    return;
+  const tf_ir_node node = v->t->g->nodes[n]; /* a copy: the casts below may move the node array */
+  char name[600];
+  for (int32_t k = 0; k < node.n_inputs && !v->status; k++) {
+    v->wide[k] = -1;
+    if (!is_half(v->t->g->tensors[node.inputs[k]].dtype))
+      continue;
+    snprintf(name, sizeof(name), "grad/%s/input%d_f32", node.name, k);
+    v->status = tf_training_emit_cast(v->t, node.inputs[k], TF_F32, TF_PHASE_BACKWARD, name, &v->wide[k]);
+  }
+  v->wide_output = -1;
+  snprintf(name, sizeof(name), "grad/%s/output_f32", node.name);
+  if (!v->status && is_half(v->t->g->tensors[node.outputs[0]].dtype))
+    v->status = tf_training_emit_cast(v->t, node.outputs[0], TF_F32, TF_PHASE_BACKWARD, name, &v->wide_output);
+  snprintf(name, sizeof(name), "grad/%s/dy_f32", node.name);
+  if (!v->status && is_half(v->t->g->tensors[v->dy].dtype))
+    v->status = tf_training_emit_cast(v->t, v->dy, TF_F32, TF_PHASE_BACKWARD, name, &v->dy);
+  v->widened = !v->status;
+}
+
 tf_status tf_autodiff(tf_training *t) {
   tf_graph *g = t->g;
   int32_t n_tensors = g->n_tensors;
@@ -145,7 +223,7 @@ tf_status tf_autodiff(tf_training *t) {
   for (int32_t i = 0; i < n_tensors; i++)
     grads[i] = -1;
 
-  tf_vjp v = {t, -1, -1, grads, needs, NULL};
+  tf_vjp v = {t, -1, -1, grads, needs, NULL, false, {0}, -1};
   grads[t->loss] = tf_training_scalar(t, 1.0, "grad/loss_seed", &v.status);
   t->loss_seed = grads[t->loss];
   for (int32_t n = t->n_forward_nodes - 1; n >= 0 && !v.status; n--) {
@@ -161,7 +239,9 @@ tf_status tf_autodiff(tf_training *t) {
     }
     v.node = n;
     v.dy = dy;
+    widen_for_rule(&v, n);
     rule(&v);
+    v.widened = false;
   }
   status = v.status;
   if (!status)

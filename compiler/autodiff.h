@@ -14,6 +14,13 @@ typedef struct tf_vjp {
   int32_t *grads;    /* per tensor: gradient so far, or -1 */
   const bool *needs; /* per tensor: a gradient must flow to it */
   tf_status status;  /* first error; helpers do nothing after one */
+  /* A node on half data whose gradient takes several ops (div, sqrt, a product by a broadcast
+   * operand...): its rule reads f32 copies (wide[i] of input i, wide_output, and dy cast up), so
+   * the chain computes in f32 and each gradient is rounded once to its input's type when given,
+   * as for the node between casts. -1 where not widened. */
+  bool widened;
+  int32_t wide[4];
+  int32_t wide_output;
 } tf_vjp;
 
 typedef void (*tf_vjp_rule)(tf_vjp *v);

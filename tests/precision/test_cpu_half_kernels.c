@@ -1,9 +1,9 @@
 /* The CPU target's half kernels (targets/target.c; backends/cpu/cpu_half.h, core/half_slices.h): a
  * bf16 (and an f16) model whose activations are declared half (a matmul, a bias, an embedding, gelu,
- * layer norm, causal attention, a matmul to logits and a cross-entropy of the half logits, whose
- * loss is f32) compiled for the cpu target runs those ops and their gradients on half data itself:
- * each step's f32 kernel over slices of the first axis, the half operands of a slice widened into
- * the step's workspace and its half results rounded once from it. The plan compiled with
+ * a division and a product by a broadcast row statistic and a sqrt, layer norm, causal attention, a
+ * matmul to logits and a cross-entropy of the half logits, whose loss is f32) compiled for the cpu target runs those
+ * ops and their gradients on half data itself: each step's f32 kernel over slices of the first axis, the half operands
+ * of a slice widened into the step's workspace and its half results rounded once from it. The plan compiled with
  * --no-half-kernels runs every one of them on whole f32 copies between casts. Three AdamW steps
  * give the same losses and the same weights bit for bit, on 2 threads, with the activations large
  * enough that the element-wise ops, the norm, the attention and the matmuls run as several slices
@@ -38,8 +38,9 @@
 static tf_test_counts counts;
 static tf_probe probe; /* the allocation probe (tests/alloc_probe), or none: mark NULL */
 
-/* x -> cast -> matmul(W1) + b1 + embedding(ids) -> gelu -> layer_norm -> causal attention -> + h ->
- * matmul(W2) -> cross_entropy of the half logits (an f32 loss). */
+/* x -> cast -> matmul(W1) + b1 + embedding(ids) -> gelu -> h / sqrt(e) * e (e = exp of h's row
+ * mean) -> layer_norm -> causal attention -> + h -> matmul(W2) -> cross_entropy of the half logits
+ * (an f32 loss). */
 static tf_graph *build(tf_dtype half) {
   tf_graph *g = tf_test_graph_begin(&counts, "cpu_half_kernels");
   if (!g)
@@ -52,6 +53,11 @@ static tf_graph *build(tf_dtype half) {
   tf_tensor_id table = tf_cast(g, tf_test_param(g, "table", TF_SHAPE(d(VOCAB), d(HIDDEN))), half);
   tf_tensor_id h = tf_add(g, tf_matmul(g, x, w1, false, false), b1);
   h = tf_gelu(g, tf_add(g, h, tf_embedding(g, ids, table)), true);
+  /* ops whose gradients take several ops (div, sqrt, a product by a broadcast operand): autodiff
+   * computes those chains in f32 and rounds each gradient once, as between casts */
+  const int32_t last = 1;
+  tf_tensor_id e = tf_unary(g, TF_OP_EXP, tf_reduce(g, TF_OP_MEAN, h, &last, 1, true));
+  h = tf_mul(g, tf_div(g, h, tf_unary(g, TF_OP_SQRT, e)), e);
   tf_tensor_id gamma = tf_cast(g, tf_test_positive(g, "gamma", TF_SHAPE(d(HIDDEN))), half);
   tf_tensor_id normed = tf_layer_norm(g, h, gamma, TF_NO_TENSOR, 1e-5f);
   tf_tensor_id sequences = tf_reshape(g, normed, TF_SHAPE(d(ROWS / SEQUENCE), d(SEQUENCE), d(HIDDEN)));
