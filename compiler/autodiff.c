@@ -175,29 +175,55 @@ static bool gradient_chain_on_half(const tf_graph *g, int32_t n) {
   }
 }
 
-/* Readies v for node n: for a node of gradient_chain_on_half(), f32 copies of its half inputs, its
- * output and dy (backward casts, emitted before the rule's nodes). */
+/* Which of node n's operands its rule reads as data (not for a shape only): bit i for input i,
+ * OUTPUT_READ for its output. Widening only those keeps a forward tensor that the rule does not read
+ * from living into the backward pass (a product by a constant: its input is only the shape its
+ * gradient is summed to). Mirrors the rules of autodiff_rules.c for the ops of
+ * gradient_chain_on_half(). */
+enum { OUTPUT_READ = 1u << 8 };
+
+static uint32_t chain_reads(const tf_vjp *v, int32_t n) {
+  const tf_ir_node *node = &v->t->g->nodes[n];
+  const bool da = v->needs[node->inputs[0]], db = node->n_inputs > 1 && v->needs[node->inputs[1]];
+  switch (node->op) {
+  case TF_OP_DIV: return ((da || db) ? 2u : 0u) | (db ? OUTPUT_READ : 0u); /* dy / b; -dy y / b */
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT: return OUTPUT_READ; /* dy / (2 y); -dy y^3 / 2 */
+  case TF_OP_SOFTPLUS: return 1u;       /* dy sigmoid(x) */
+  case TF_OP_MUL:
+  case TF_OP_MATMUL: return (da ? 2u : 0u) | (db ? 1u : 0u); /* each gradient reads the other operand */
+  default: return 0;
+  }
+}
+
+/* An f32 copy of half tensor x for node n's rule (a backward cast named after `what`). */
+static int32_t widen(tf_vjp *v, const char *node_name, const char *what, int32_t x) {
+  if (v->status || !is_half(v->t->g->tensors[x].dtype))
+    return -1;
+  char name[600];
+  snprintf(name, sizeof(name), "grad/%s/%s_f32", node_name, what);
+  int32_t wide = -1;
+  v->status = tf_training_emit_cast(v->t, x, TF_F32, TF_PHASE_BACKWARD, name, &wide);
+  return wide;
+}
+
+/* Readies v for node n: for a node of gradient_chain_on_half(), f32 copies of the operands its
+ * rule reads and of dy (backward casts, emitted before the rule's nodes). */
 static void widen_for_rule(tf_vjp *v, int32_t n) {
   v->widened = false;
   if (!gradient_chain_on_half(v->t->g, n) ||
       v->t->g->nodes[n].n_inputs > (int32_t)(sizeof(v->wide) / sizeof(v->wide[0])))
     return;
   const tf_ir_node node = v->t->g->nodes[n]; /* a copy: the casts below may move the node array */
-  char name[600];
-  for (int32_t k = 0; k < node.n_inputs && !v->status; k++) {
-    v->wide[k] = -1;
-    if (!is_half(v->t->g->tensors[node.inputs[k]].dtype))
-      continue;
-    snprintf(name, sizeof(name), "grad/%s/input%d_f32", node.name, k);
-    v->status = tf_training_emit_cast(v->t, node.inputs[k], TF_F32, TF_PHASE_BACKWARD, name, &v->wide[k]);
+  const uint32_t reads = chain_reads(v, n);
+  char what[32];
+  for (int32_t k = 0; k < node.n_inputs; k++) {
+    snprintf(what, sizeof(what), "input%d", k);
+    v->wide[k] = ((reads >> k) & 1u) ? widen(v, node.name, what, node.inputs[k]) : -1;
   }
-  v->wide_output = -1;
-  snprintf(name, sizeof(name), "grad/%s/output_f32", node.name);
-  if (!v->status && is_half(v->t->g->tensors[node.outputs[0]].dtype))
-    v->status = tf_training_emit_cast(v->t, node.outputs[0], TF_F32, TF_PHASE_BACKWARD, name, &v->wide_output);
-  snprintf(name, sizeof(name), "grad/%s/dy_f32", node.name);
-  if (!v->status && is_half(v->t->g->tensors[v->dy].dtype))
-    v->status = tf_training_emit_cast(v->t, v->dy, TF_F32, TF_PHASE_BACKWARD, name, &v->dy);
+  v->wide_output = (reads & OUTPUT_READ) ? widen(v, node.name, "output", node.outputs[0]) : -1;
+  const int32_t dy = widen(v, node.name, "dy", v->dy);
+  v->dy = dy >= 0 ? dy : v->dy;
   v->widened = !v->status;
 }
 
