@@ -12,26 +12,11 @@ static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16
 
 static int64_t align_up(int64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
-/* Moves of elements as they are: the CPU kernels copy bytes of any dtype, half data included. */
-static bool moves_bytes(tf_op op) {
-  switch (op) {
-  case TF_OP_CAST:
-  case TF_OP_RESHAPE:
-  case TF_OP_TRANSPOSE:
-  case TF_OP_CONCAT:
-  case TF_OP_SLICE:
-  case TF_OP_EXPAND:
-  case TF_OP_SLICE_GRAD:
-  case TF_OP_ZERO: return true;
-  default: return false;
-  }
-}
-
 static bool shape_only(tf_op op, int32_t k) { return k < 8 && ((tf_op_info_get(op)->shape_only >> k) & 1u); }
 
 bool tf_cpu_half_step(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs, int32_t n_outputs,
                       const tf_tensor_ref *outputs) {
-  if (moves_bytes(op))
+  if (op == TF_OP_CAST || tf_op_moves_elements(op)) /* the CPU's kernels copy bytes of any dtype */
     return false;
   for (int32_t k = 0; k < n_inputs; k++)
     if (is_half(inputs[k].dtype) && !shape_only(op, k))

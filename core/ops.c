@@ -45,6 +45,19 @@ bool tf_op_in_graphs(tf_op op) {
   return info && info->scope == TF_SCOPE_GRAPH;
 }
 
+bool tf_op_moves_elements(tf_op op) {
+  switch (op) {
+  case TF_OP_RESHAPE:
+  case TF_OP_TRANSPOSE:
+  case TF_OP_CONCAT:
+  case TF_OP_SLICE:
+  case TF_OP_EXPAND:
+  case TF_OP_SLICE_GRAD:
+  case TF_OP_ZERO: return true;
+  default: return false;
+  }
+}
+
 bool tf_op_output_may_alias(tf_op op, int32_t input) {
   const tf_op_info *info = tf_op_info_get(op);
   if (!info || input < 0 || input >= info->max_inputs)

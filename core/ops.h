@@ -52,6 +52,9 @@ typedef struct tf_op_info {
 const tf_op_info *tf_op_info_get(tf_op op);
 /* Whether a model graph (.tfg) may hold `op` (false for training-only ops and out-of-range values). */
 bool tf_op_in_graphs(tf_op op);
+/* Whether `op` moves elements as they are, computing nothing (reshape, transpose, concat, slice,
+ * expand, slice_grad, and zero's fill): its kernels work on the bytes of any dtype. */
+bool tf_op_moves_elements(tf_op op);
 /* Whether output 0 of `op` may lie on input `input`'s memory when that input is read last by the
  * step and has the output's dtype and bytes (the alias column: tf_alias_rule). */
 bool tf_op_output_may_alias(tf_op op, int32_t input);

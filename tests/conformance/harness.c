@@ -173,17 +173,8 @@ static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16
  * compiled for, tf_target_half_kernel): not a cast, not a move of elements as they are, and an
  * operand is half. */
 static bool computes_on_half(const tf_plan *plan, const tf_plan_step *step) {
-  switch (step->op) {
-  case TF_OP_CAST:
-  case TF_OP_RESHAPE:
-  case TF_OP_TRANSPOSE:
-  case TF_OP_CONCAT:
-  case TF_OP_SLICE:
-  case TF_OP_EXPAND:
-  case TF_OP_SLICE_GRAD:
-  case TF_OP_ZERO: return false;
-  default: break;
-  }
+  if (step->op == TF_OP_CAST || tf_op_moves_elements(step->op))
+    return false;
   for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++)
     if (is_half(plan->buffers[operand(plan, step, k, 0)].dtype))
       return true;

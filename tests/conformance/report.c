@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ops.h"
 #include "half_values.h"
 
 #include "kernels/cpu/kernels.h"
@@ -253,10 +254,8 @@ void conf_check_half_coverage(tf_test_counts *counts, const conf_backend *backen
   const tf_target target = tf_target_default(backend->target);
   int32_t ops = 0, steps = 0;
   for (int op = 0; op < TF_OP_COUNT; op++) {
-    const bool moves = op == TF_OP_RESHAPE || op == TF_OP_TRANSPOSE || op == TF_OP_CONCAT || op == TF_OP_SLICE ||
-                       op == TF_OP_EXPAND || op == TF_OP_SLICE_GRAD || op == TF_OP_ZERO;
     steps += coverage->half_steps[op];
-    if (!tf_target_half_kernel(&target, (tf_op)op) || moves || !coverage->in_table[op])
+    if (!tf_target_half_kernel(&target, (tf_op)op) || tf_op_moves_elements((tf_op)op) || !coverage->in_table[op])
       continue;
     ops++;
     CHECK(counts, coverage->half_steps[op] > 0, "%s: a half kernel of the %s target, never run on half data",
