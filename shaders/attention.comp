@@ -8,6 +8,10 @@
 // of its head's slice of dq (no workspace); KV, an invocation per (n, h, key row), sums
 // dk_j = scale sum_i dS_ij q_i and dv_j = sum_i P_ij dO_i; Q overwrites dq with scale sum_j dS_ij k_j.
 // Heads narrower than 3 recompute the statistics instead. Head width D <= 128.
+// The dot products (scores, dO . v) are `precise`: each pass recomputes them and must get the
+// bits the statistics were taken from, or a query row with one visible key gets dS = P (dP -
+// delta) of an ulp instead of 0 (NVIDIA's compiler fused the sums into FMAs at some call sites and
+// not others; AdamW turns that ulp into a step of lr, test_vulkan_ops with no subgroups, H200).
 //
 // The subgroup variant (-DSUBGROUP=1) gives each row to a cluster of 8 consecutive subgroup lanes
 // (shaders/cluster.glsl) instead of one invocation: lane l owns the head-width elements
@@ -68,7 +72,7 @@ uint visible(uint i) { return pc.causal != 0u ? min(i + 1u, pc.keys) : pc.keys; 
 uint parts() { return (pc.depth + CLUSTER - 1u) / CLUSTER; }
 
 float score(uint qi, uint kj, uint lane) {
-  float s = 0.0;
+  precise float s = 0.0;
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
     if (d < pc.depth)
       s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
@@ -77,7 +81,7 @@ float score(uint qi, uint kj, uint lane) {
 
 // (score, dO . v) of query qi and key kj in one walk over the lane's share.
 vec2 scores(uint qi, uint kj, uint lane) {
-  float s = 0.0, g = 0.0;
+  precise float s = 0.0, g = 0.0;
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
     if (d < pc.depth) {
       s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
@@ -245,14 +249,14 @@ void main() {
 #else
 
 float score(uint qi, uint kj) {
-  float s = 0.0;
+  precise float s = 0.0;
   for (uint d = 0u; d < pc.depth; d++)
     s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
   return pc.scale * s;
 }
 
 float dot_do_v(uint qi, uint kj) {
-  float s = 0.0;
+  precise float s = 0.0;
   for (uint d = 0u; d < pc.depth; d++)
     s += TO_F32(d_out[qi + d]) * TO_F32(v[kj + d]);
   return s;
