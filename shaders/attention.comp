@@ -8,10 +8,11 @@
 // of its head's slice of dq (no workspace); KV, an invocation per (n, h, key row), sums
 // dk_j = scale sum_i dS_ij q_i and dv_j = sum_i P_ij dO_i; Q overwrites dq with scale sum_j dS_ij k_j.
 // Heads narrower than 3 recompute the statistics instead. Head width D <= 128.
-// The dot products (scores, dO . v) are `precise`: each pass recomputes them and must get the
-// bits the statistics were taken from, or a query row with one visible key gets dS = P (dP -
-// delta) of an ulp instead of 0 (NVIDIA's compiler fused the sums into FMAs at some call sites and
-// not others; AdamW turns that ulp into a step of lr, test_vulkan_ops with no subgroups, H200).
+// The scores and dO . v are `precise` (no FMA contraction): each pass recomputes them and must get
+// the bits the statistics were taken from. NVIDIA's compiler fused `scale * s - max` into one FMA
+// where the score met the row's maximum, so a query row with one visible key got P = exp(ulp)
+// and dS of an ulp instead of 0, which AdamW turned into a step of lr (test_vulkan_ops with no
+// subgroups on the H200, 2026-11-27: 237x the tolerance; precise dot sums alone did not fix it).
 //
 // The subgroup variant (-DSUBGROUP=1) gives each row to a cluster of 8 consecutive subgroup lanes
 // (shaders/cluster.glsl) instead of one invocation: lane l owns the head-width elements
@@ -76,7 +77,8 @@ float score(uint qi, uint kj, uint lane) {
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
     if (d < pc.depth)
       s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
-  return pc.scale * cluster_add(s);
+  precise float scaled = pc.scale * cluster_add(s);
+  return scaled;
 }
 
 // (score, dO . v) of query qi and key kj in one walk over the lane's share.
@@ -88,7 +90,8 @@ vec2 scores(uint qi, uint kj, uint lane) {
       g += TO_F32(d_out[qi + d]) * TO_F32(v[kj + d]);
     }
   }
-  return vec2(pc.scale * cluster_add(s), cluster_add(g));
+  precise float scaled = pc.scale * cluster_add(s);
+  return vec2(scaled, cluster_add(g));
 }
 
 // (max, sum of exp(s - max), delta) of query row i, the same on every lane of the cluster.
@@ -252,7 +255,8 @@ float score(uint qi, uint kj) {
   precise float s = 0.0;
   for (uint d = 0u; d < pc.depth; d++)
     s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
-  return pc.scale * s;
+  s *= pc.scale;
+  return s;
 }
 
 float dot_do_v(uint qi, uint kj) {
