@@ -45,9 +45,10 @@ int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes) {
   return chunk > rows ? (rows > 0 ? rows : 1) : chunk;
 }
 
-/* A cross_entropy node's head that can fuse: the product, and the add of its bias (-1: none). */
+/* A cross_entropy node's head that can fuse: the product, the add of its bias and a reshape of the
+ * logits that keeps their last axis (PyTorch's `logits.view(-1, V)`; -1: none). */
 typedef struct head {
-  int32_t matmul, add, bias; /* nodes, then the bias tensor */
+  int32_t matmul, add, bias, reshape; /* nodes, the bias tensor, node */
 } head;
 
 /* The head's floating types: f32, or a model's f16/bf16 (its fused head then computes on f32 copies
@@ -74,20 +75,38 @@ static bool fusable_bias(const tf_graph *g, int32_t bias, const tf_ir_tensor *lo
 /* The logits' elements. */
 static int64_t elements_of(const tf_ir_tensor *x) { return x->bytes / tf_dtype_size(x->dtype); }
 
+/* The reshape node producing `logits` when it only regroups their rows (the last axis kept, its
+ * input read by nothing else and of rank >= 2), else -1. */
+static int32_t rows_reshape(const tf_graph *g, int32_t logits) {
+  const tf_ir_tensor *y = &g->tensors[logits];
+  const int32_t r = y->producer;
+  if (r < 0 || g->nodes[r].op != TF_OP_RESHAPE)
+    return -1;
+  const int32_t x = g->nodes[r].inputs[0];
+  const tf_ir_tensor *in = &g->tensors[x];
+  const bool regroups = in->rank >= 2 && in->shape[in->rank - 1] == y->shape[y->rank - 1];
+  return regroups && in->producer >= 0 && tf_training_readers(g, x) == 1 ? r : -1;
+}
+
 /* The head feeding cross_entropy node `node` when it can fuse (*out filled, true), else false:
- * logits = matmul(x, W), or add(matmul(x, W), bias) (either operand order) with a [V] bias, that
- * nothing but the next node reads, over the auto thresholds when fuse_loss is auto. */
+ * logits = matmul(x, W), or add(matmul(x, W), bias) (either operand order) with a [V] bias, maybe
+ * then reshaped to regroup their rows, that nothing but the next node reads, over the auto
+ * thresholds when fuse_loss is auto. */
 static bool fusable_head(const tf_training *t, int32_t node, head *out) {
   const tf_graph *g = t->g;
   const tf_ir_node *loss = &g->nodes[node];
   if (loss->op != TF_OP_CROSS_ENTROPY)
     return false;
-  const int32_t logits = loss->inputs[0];
+  int32_t logits = loss->inputs[0];
   const tf_ir_tensor *out_tensor = &g->tensors[logits];
-  const int32_t producer = out_tensor->producer;
-  if (producer < 0 || out_tensor->rank < 2 || !fusable_dtype(out_tensor->dtype) || tf_training_readers(g, logits) != 1)
+  if (out_tensor->producer < 0 || out_tensor->rank < 2 || !fusable_dtype(out_tensor->dtype) ||
+      tf_training_readers(g, logits) != 1)
     return false;
-  head h = {.matmul = -1, .add = -1, .bias = -1};
+  head h = {.matmul = -1, .add = -1, .bias = -1, .reshape = rows_reshape(g, logits)};
+  if (h.reshape >= 0) /* the head is what the reshape reads */
+    logits = g->nodes[h.reshape].inputs[0];
+  const tf_ir_tensor *head_out = &g->tensors[logits];
+  const int32_t producer = head_out->producer;
   const tf_ir_node *p = &g->nodes[producer];
   if (p->op == TF_OP_MATMUL && fusable_product(g, logits)) {
     h.matmul = producer;
@@ -96,7 +115,7 @@ static bool fusable_head(const tf_training *t, int32_t node, head *out) {
       const int32_t product = p->inputs[k], bias = p->inputs[1 - k];
       const tf_ir_tensor *y = &g->tensors[product];
       /* the product has the logits' shape: the bias only broadcasts over its rows */
-      bool same_shape = y->rank == out_tensor->rank && y->bytes == out_tensor->bytes;
+      bool same_shape = y->rank == head_out->rank && y->bytes == head_out->bytes;
       if (same_shape && product != bias && fusable_product(g, product) && fusable_bias(g, bias, out_tensor)) {
         h.matmul = g->tensors[product].producer;
         h.add = producer;
@@ -123,20 +142,33 @@ static void drop_output(tf_graph *g, int32_t tensor) {
   g->n_outputs = kept;
 }
 
+/* Head h's reshape now regroups the rows of x [.., d] as it did the logits': its target becomes the
+ * logits' leading dims and d (the bound graph's shapes are concrete). */
+static void reshape_rows_of(tf_graph *g, head h, int32_t x, const tf_ir_tensor *logits) {
+  tf_ir_node *r = &g->nodes[h.reshape];
+  r->inputs[0] = x;
+  tf_shape *target = &r->attrs.u.shape.shape;
+  target->rank = logits->rank;
+  for (int32_t i = 0; i < logits->rank; i++)
+    target->dims[i] =
+        (tf_dim){i + 1 < logits->rank ? logits->shape[i] : g->tensors[x].shape[g->tensors[x].rank - 1], -1};
+}
+
 /* Node `node` (cross_entropy) becomes linear_cross_entropy over head `h`; the head's matmul and
- * add leave the graph. */
+ * add leave the graph, its reshape (if any) regroups the rows of x instead. */
 static tf_status fuse(tf_training *t, int32_t node, head h) {
   tf_graph *g = t->g;
   tf_ir_node *loss = &g->nodes[node];
   const tf_ir_node *matmul = &g->nodes[h.matmul];
   const int32_t logits = loss->inputs[0], labels = loss->inputs[1], product = matmul->outputs[0];
+  const int32_t head_out = h.reshape >= 0 ? g->nodes[h.reshape].inputs[0] : logits;
   const tf_ir_tensor *out = &g->tensors[logits];
   int64_t classes = out->shape[out->rank - 1], rows = classes > 0 ? elements_of(out) / classes : 0;
   const int32_t n_inputs = h.bias >= 0 ? 4 : 3;
   int32_t *inputs = realloc(loss->inputs, sizeof(int32_t) * (size_t)n_inputs);
   if (!inputs)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "fuse loss: out of memory");
-  inputs[0] = matmul->inputs[0];
+  inputs[0] = h.reshape >= 0 ? logits : matmul->inputs[0]; /* x, or x regrouped as the logits were */
   inputs[1] = matmul->inputs[1];
   inputs[2] = labels;
   if (h.bias >= 0)
@@ -147,17 +179,25 @@ static tf_status fuse(tf_training *t, int32_t node, head h) {
   loss->attrs.u.cross_entropy.transpose_weight = matmul->attrs.u.matmul.transpose_b;
   loss->attrs.u.cross_entropy.chunk_rows =
       t->options.loss_chunk_rows > 0 ? t->options.loss_chunk_rows : tf_fuse_loss_chunk_rows(rows, classes);
+  if (h.reshape >= 0)
+    reshape_rows_of(g, h, matmul->inputs[0], out);
   drop_output(g, logits);
+  drop_output(g, head_out);
   drop_output(g, product);
   /* the higher index first, so the lower one still names its node */
-  int32_t fused = node;
+  int32_t fused = node, reshape = h.reshape;
   const int32_t first = h.add > h.matmul ? h.add : h.matmul, second = h.add > h.matmul ? h.matmul : h.add;
   TF_RETURN_IF_ERROR(tf_ir_remove_node(g, first));
   fused -= fused > first;
+  reshape -= reshape > first;
   if (second >= 0) {
     TF_RETURN_IF_ERROR(tf_ir_remove_node(g, second));
     fused -= fused > second;
+    reshape -= reshape > second;
   }
+  if (reshape >= 0)
+    TF_RETURN_IF_ERROR(
+        tf_status_prefix(tf_shapes_infer_node(g, reshape, true), "fuse loss: node '%s'", g->nodes[reshape].name));
   return tf_status_prefix(tf_shapes_infer_node(g, fused, true), "fuse loss: node '%s'", g->nodes[fused].name);
 }
 

@@ -7,6 +7,15 @@
 #include "core/ops.h"
 #include "core/shape_rules_internal.h"
 
+/* An operand read for its shape only (tf_op_info.shape_only) lends its shape, never its dtype: `x`
+ * as if it had `dtype` (a bf16 graph's gradient computed in f32 between casts reads the half
+ * tensor's shape without an f32 copy of it). */
+static tf_shape_operand shape_of(const tf_shape_operand *x, tf_dtype dtype) {
+  tf_shape_operand y = *x;
+  y.dtype = dtype;
+  return y;
+}
+
 /* Runs the rule of forward op `op` on `inputs` and checks that `dy` has its output's shape. */
 static tf_status check_forward(const tf_shape_query *q, tf_op op, const tf_shape_operand *inputs, int32_t n,
                                const tf_shape_operand *dy) {
@@ -49,7 +58,6 @@ tf_status tf_shape_sum_to(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_sum_to));
   const tf_shape_operand *dy = &q->inputs[0], *like = &q->inputs[1];
   TF_RETURN_IF_ERROR(tf_rules_check_floating(q, dy));
-  TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(dy, like));
   int64_t broadcast[TF_MAX_RANK];
   int32_t rank = 0, bad_axis = 0;
   bool fits = like->rank <= dy->rank &&
@@ -87,19 +95,23 @@ tf_status tf_shape_norm_grad(const tf_shape_query *q, tf_shape_result *out) {
 tf_status tf_shape_embedding_grad(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_embedding_grad));
   const tf_shape_operand *ids = &q->inputs[0], *dy = &q->inputs[1], *table = &q->inputs[2];
-  tf_shape_operand forward[2] = {*ids, *table};
-  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_EMBEDDING, forward, 2, dy));
-  if (q->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE) /* the sum is updated in place: no output */
+  if (q->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE) { /* the sum is updated in place: no output */
+    tf_shape_operand forward[2] = {*ids, *table};
+    TF_RETURN_IF_ERROR(check_forward(q, TF_OP_EMBEDDING, forward, 2, dy));
     return tf_rules_check_same_dtype(dy, table);
-  tf_rules_copy_shape(out, table, table->dtype);
+  }
+  tf_shape_operand forward[2] = {*ids, shape_of(table, dy->dtype)}; /* the table: its shape only */
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_EMBEDDING, forward, 2, dy));
+  tf_rules_copy_shape(out, table, dy->dtype);
   return tf_rules_finish(out);
 }
 
 tf_status tf_shape_slice_grad(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_slice_grad));
-  const tf_shape_operand *dy = &q->inputs[0], *x = &q->inputs[1];
-  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_SLICE, x, 1, dy));
-  tf_rules_copy_shape(out, x, x->dtype);
+  const tf_shape_operand *dy = &q->inputs[0];
+  const tf_shape_operand x = shape_of(&q->inputs[1], dy->dtype); /* its shape only */
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_SLICE, &x, 1, dy));
+  tf_rules_copy_shape(out, &x, dy->dtype);
   return tf_rules_finish(out);
 }
 
@@ -112,7 +124,8 @@ tf_status tf_shape_conv_grad(const tf_shape_query *q, tf_shape_result *out) {
   const tf_shape_operand *x = is_input ? &q->inputs[2] : &q->inputs[0];
   const tf_shape_operand *w = is_input ? &q->inputs[1] : &q->inputs[2];
   const tf_shape_operand *dy = is_input ? &q->inputs[0] : &q->inputs[1];
-  tf_shape_operand forward[2] = {*x, *w};
+  /* input 2 (x of grad_input, w of grad_weight) is read for its shape only: it takes the other's dtype */
+  tf_shape_operand forward[2] = {is_input ? shape_of(x, w->dtype) : *x, is_input ? *w : shape_of(w, x->dtype)};
   TF_RETURN_IF_ERROR(check_forward(q, forward_op, forward, 2, dy));
   tf_rules_copy_shape(out, is_input ? x : w, dy->dtype);
   return tf_rules_finish(out);
@@ -121,10 +134,11 @@ tf_status tf_shape_conv_grad(const tf_shape_query *q, tf_shape_result *out) {
 tf_status tf_shape_pool_grad(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_pool_grad));
   bool is_max = q->op == TF_OP_MAX_POOL2D_GRAD;
-  const tf_shape_operand *x = is_max ? &q->inputs[0] : &q->inputs[1];
   const tf_shape_operand *dy = is_max ? &q->inputs[1] : &q->inputs[0];
-  TF_RETURN_IF_ERROR(check_forward(q, is_max ? TF_OP_MAX_POOL2D : TF_OP_AVG_POOL2D, x, 1, dy));
-  tf_rules_copy_shape(out, x, x->dtype);
+  /* avg_pool2d_grad reads x for its shape only */
+  const tf_shape_operand x = is_max ? q->inputs[0] : shape_of(&q->inputs[1], dy->dtype);
+  TF_RETURN_IF_ERROR(check_forward(q, is_max ? TF_OP_MAX_POOL2D : TF_OP_AVG_POOL2D, &x, 1, dy));
+  tf_rules_copy_shape(out, &x, dy->dtype);
   return tf_rules_finish(out);
 }
 

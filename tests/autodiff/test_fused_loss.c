@@ -7,7 +7,9 @@
  * (tf_layers_linear's add, either operand order; linear_cross_entropy_bias_grad gives dbias), a
  * vocabulary wider than the CPU kernel's 2048-class span and no multiple of it, and a loss summing
  * two heads with biases (as xtts: every cross_entropy fuses, not only the loss node). The fused
- * plan must hold no [rows, V] buffer, and --fuse-loss auto must leave these small heads alone. */
+ * plan must hold no [rows, V] buffer, and --fuse-loss auto must leave these small heads alone. Logits
+ * regrouped to [rows, V] by a reshape (PyTorch's logits.view(-1, V)) fuse too; a reshape that changes
+ * the class axis does not. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,8 @@ typedef struct head_case {
   int bias;          /* 0: none; 1: add(product, bias) as tf_layers_linear; 2: add(bias, product) */
   int64_t classes;   /* the (first) head's vocabulary */
   int64_t classes2;  /* > 0: a second head over tanh(x) with this vocabulary, its loss added */
+  int reshape;       /* 0: none; 1: the logits regrouped to [rows, V] (PyTorch's logits.view(-1, V)),
+                      * 2: regrouped to [rows, V/2, 2] (the last axis changes: must not fuse) */
 } head_case;
 
 enum { BATCH = 2, TIME = 5, FEATURES = 4 };
@@ -36,7 +40,10 @@ static tf_tensor_id head(tf_graph *g, const head_case *c, tf_tensor_id x, tf_ten
                          const char *suffix) {
   char name[32];
   snprintf(name, sizeof(name), "labels%s", suffix);
-  tf_tensor_id labels = tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)));
+  tf_tensor_id labels = c->reshape == 0 ? tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)))
+                        : c->reshape == 1
+                            ? tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH * TIME)))
+                            : tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH * TIME), tf_fixed(classes / 2)));
   tf_tensor_id logits = tf_matmul(g, x, w, false, c->transpose_weight);
   if (c->bias) {
     snprintf(name, sizeof(name), "b%s", suffix);
@@ -44,6 +51,10 @@ static tf_tensor_id head(tf_graph *g, const head_case *c, tf_tensor_id x, tf_ten
         tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(classes)), tf_init_make(TF_INIT_NORMAL, 0, 1));
     logits = c->bias == 1 ? tf_add(g, logits, b) : tf_add(g, b, logits);
   }
+  if (c->reshape == 1)
+    logits = tf_reshape(g, logits, TF_SHAPE(tf_fixed(-1), tf_fixed(classes)));
+  else if (c->reshape == 2)
+    logits = tf_reshape(g, logits, TF_SHAPE(tf_fixed(BATCH * TIME), tf_fixed(classes / 2), tf_fixed(2)));
   tf_graph_add_output(g, logits);
   return tf_cross_entropy(g, logits, labels, -100);
 }
@@ -125,7 +136,7 @@ static void fill(tf_interp *in, const head_case *c) {
         x[i] = sin(0.7 * (double)i + (double)strlen(buffer->name)) * 1.5;
     } else if (buffer->role == TF_ROLE_LABEL) {
       int32_t *labels = in->data[b];
-      const int64_t vocabulary = strcmp(buffer->name, "labels2") == 0 ? c->classes2 : classes;
+      const int64_t vocabulary = c->reshape == 2 ? 2 : strcmp(buffer->name, "labels2") == 0 ? c->classes2 : classes;
       for (int64_t i = 0; i < n; i++) /* rows 3 and 8 ignored, row 6 out of range */
         labels[i] = c->label_pattern == 1 ? -100
                     : i == 3 || i == 8    ? -100
@@ -212,6 +223,17 @@ static void check_case(const head_case *c) {
   tf_plan_destroy(plain);
 }
 
+/* A reshape that changes the logits' last axis leaves the head unfused, even with --fuse-loss on. */
+static void check_reshape_refused(const head_case *c) {
+  tf_plan *plan = compile(c, TF_FUSE_LOSS_ON);
+  if (!plan)
+    return;
+  CHECK(&counts, count_op(plan, TF_OP_LINEAR_CROSS_ENTROPY) == 0 && count_op(plan, TF_OP_CROSS_ENTROPY) == 1,
+        "%s: fused a head whose reshape changes the class axis", c->name);
+  printf("ok   %-50s left unfused\n", c->name);
+  tf_plan_destroy(plan);
+}
+
 /* --fuse-loss auto judges each head against the thresholds: these heads are far below them. */
 static void check_auto_leaves(const head_case *c) {
   tf_plan *plan = compile(c, TF_FUSE_LOSS_AUTO);
@@ -226,24 +248,30 @@ static void check_auto_leaves(const head_case *c) {
 int main(void) {
   enum { V = 7 };
   const head_case cases[] = {
-      {"weight [V, d], chunk 3 of 10 rows", true, false, 3, 0, 0, V, 0},
-      {"weight [d, V], chunk 4 of 10 rows", false, false, 4, 0, 0, V, 0},
-      {"one chunk of all 10 rows", true, false, 10, 0, 0, V, 0},
-      {"chunk of 1 row", false, false, 1, 0, 0, V, 0},
-      {"every label ignored", true, false, 3, 1, 0, V, 0},
-      {"tied to an embedding, chunk 3", true, true, 3, 0, 0, V, 0},
-      {"bias, weight [V, d], chunk 3", true, false, 3, 0, 1, V, 0},
-      {"bias first, weight [d, V], chunk 4", false, false, 4, 0, 2, V, 0},
-      {"bias, every label ignored", false, false, 3, 1, 1, V, 0},
-      {"bias, tied to an embedding, chunk 3", true, true, 3, 0, 1, V, 0},
-      {"bias, V 2100 (2048-class spans), [d, V], chunk 3", false, false, 3, 0, 1, 2100, 0},
-      {"bias, V 2100 (2048-class spans), [V, d], chunk 4", true, false, 4, 0, 1, 2100, 0},
-      {"two heads (V 7, 11) with biases, chunk 3", true, false, 3, 0, 1, V, 11},
-      {"two heads (V 7, 11) with biases, [d, V], chunk 4", false, false, 4, 0, 1, V, 11},
-      {"two heads (V 7, 11) without biases, chunk 3", true, false, 3, 0, 0, V, 11},
+      {"weight [V, d], chunk 3 of 10 rows", true, false, 3, 0, 0, V, 0, 0},
+      {"weight [d, V], chunk 4 of 10 rows", false, false, 4, 0, 0, V, 0, 0},
+      {"one chunk of all 10 rows", true, false, 10, 0, 0, V, 0, 0},
+      {"chunk of 1 row", false, false, 1, 0, 0, V, 0, 0},
+      {"every label ignored", true, false, 3, 1, 0, V, 0, 0},
+      {"tied to an embedding, chunk 3", true, true, 3, 0, 0, V, 0, 0},
+      {"bias, weight [V, d], chunk 3", true, false, 3, 0, 1, V, 0, 0},
+      {"bias first, weight [d, V], chunk 4", false, false, 4, 0, 2, V, 0, 0},
+      {"bias, every label ignored", false, false, 3, 1, 1, V, 0, 0},
+      {"bias, tied to an embedding, chunk 3", true, true, 3, 0, 1, V, 0, 0},
+      {"bias, V 2100 (2048-class spans), [d, V], chunk 3", false, false, 3, 0, 1, 2100, 0, 0},
+      {"bias, V 2100 (2048-class spans), [V, d], chunk 4", true, false, 4, 0, 1, 2100, 0, 0},
+      {"two heads (V 7, 11) with biases, chunk 3", true, false, 3, 0, 1, V, 11, 0},
+      {"two heads (V 7, 11) with biases, [d, V], chunk 4", false, false, 4, 0, 1, V, 11, 0},
+      {"two heads (V 7, 11) without biases, chunk 3", true, false, 3, 0, 0, V, 11, 0},
+      {"logits.view(-1, V), weight [V, d], chunk 3", true, false, 3, 0, 0, V, 0, 1},
+      {"bias, logits.view(-1, V), [d, V], chunk 4", false, false, 4, 0, 1, V, 0, 1},
+      {"tied, bias, logits.view(-1, V), chunk 3", true, true, 3, 0, 1, V, 0, 1},
+      {"two heads (V 7, 11), both viewed as [rows, V]", true, false, 3, 0, 1, V, 11, 1},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     check_case(&cases[i]);
   check_auto_leaves(&cases[12]);
+  const head_case axis_changed = {"logits viewed as [rows, V/2, 2]", true, false, 3, 0, 0, 8, 0, 2};
+  check_reshape_refused(&axis_changed);
   return tf_test_finish("fused loss head", &counts);
 }

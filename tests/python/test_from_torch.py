@@ -142,5 +142,52 @@ try:
 except tightfit.TightfitError as error:
     print(f"FAIL: from_torch of a bf16 attention block: {error}")
     failed += 1
-print(f"from_torch: {5 - failed} passed, {failed} failed")
+
+# A bf16 language model's head as PyTorch code writes it: Linear(w, V) then logits.view(-1, V) before
+# the cross entropy. The loss head fuses through the reshape (compile --fuse-loss on; auto does the
+# same above 8192 classes and 128 MiB of logits), so no [rows, V] logits exist, and the first loss is
+# eager PyTorch's bf16 module's within 2^-7 (the fused head does not round its logits to bf16).
+class TinyLM(torch.nn.Module):
+    def __init__(self, vocabulary, width):
+        super().__init__()
+        self.vocabulary = vocabulary
+        self.emb = torch.nn.Embedding(vocabulary, width)
+        self.fc = torch.nn.Linear(width, width)
+        self.head = torch.nn.Linear(width, vocabulary)
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        h = h + torch.nn.functional.gelu(self.fc(h), approximate="tanh")
+        return self.head(h).view(-1, self.vocabulary)
+
+
+lm = TinyLM(300, 16).to(torch.bfloat16)
+lm_ids = torch.randint(0, 300, (batch, 6))
+lm_ys = torch.randint(0, 300, (batch * 6,))
+try:
+    lm_graph = tightfit.from_torch(lm, (lm_ids,), loss="cross_entropy")
+    lm_plan = tightfit.compile(lm_graph, set={"N": batch}, fuse_loss="on")
+    lm_report = tightfit._run("report", [lm_plan.path])[1]
+    lm_session = tightfit.Session(lm_plan, seed=0)
+    lm_feed = {"x": lm_ids.numpy().astype(np.int64), "labels": lm_ys.numpy().astype(np.int32)}
+    lm_loss = lm_session.forward(lm_feed)
+    with torch.no_grad():
+        lm_expected = torch.nn.functional.cross_entropy(lm(lm_ids).float(), lm_ys).item()
+    lm_losses = [lm_session.step(lm_feed) for _ in range(5)]
+    if "linear_cross_entropy" not in lm_report or "[24,300]" in lm_report.replace(" ", ""):
+        print("FAIL: bf16 LM head with logits.view(-1, V): the loss head was not fused")
+        failed += 1
+    elif abs(lm_loss - lm_expected) > abs(lm_expected) / 128:
+        print(f"FAIL: bf16 LM: first loss {lm_loss:.6f} is not PyTorch's {lm_expected:.6f} within 2^-7")
+        failed += 1
+    elif not lm_losses[-1] < lm_losses[0]:
+        print(f"FAIL: bf16 LM: 5 steps did not lower the loss: {lm_losses}")
+        failed += 1
+    else:
+        print(f"ok: a bf16 LM head viewed as [rows, V] fuses; first loss {lm_loss:.6f} vs PyTorch's bf16 "
+              f"{lm_expected:.6f}; 5 steps {lm_losses[0]:.6f} -> {lm_losses[-1]:.6f}")
+except tightfit.TightfitError as error:
+    print(f"FAIL: from_torch of a bf16 LM: {error}")
+    failed += 1
+print(f"from_torch: {6 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
