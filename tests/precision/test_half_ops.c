@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/ops.h"
 #include "half_values.h"
 #include "op_graphs.h"
 #include "tightfit/compiler.h"
@@ -218,7 +219,46 @@ static void half_parameter(void) {
   tf_plan_destroy(plan);
 }
 
+/* A backward step between casts reads a half tensor it needs for its shape only as it is: on the
+ * vulkan target the embedding runs as a half kernel on the bf16 table and its gradient (no half
+ * kernel there) between casts, which cast the table to f32 for its shape: a copy of the table, and
+ * the table kept alive from the forward pass to the end of the backward pass. Now every step that
+ * reads the table is a forward step (the CPU target checked the same way). */
+static void shape_only_operand(tf_target_kind kind) {
+  tf_graph *g = tf_test_graph_begin(&counts, "shape_only");
+  if (!g)
+    return;
+  tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(M)));
+  tf_tensor_id table = tf_cast(g, tf_test_param(g, "W", TF_SHAPE(d(50), d(K))), TF_BF16);
+  tf_graph_rename(g, table, "table");
+  tf_tensor_id e = tf_embedding(g, ids, table);
+  tf_graph_set_loss(g, tf_reduce(g, TF_OP_SUM, tf_cast(g, tf_mul(g, e, e), TF_F32), NULL, 0, false));
+  tf_compile_options o = tf_compile_options_default(kind);
+  tf_plan *plan = NULL;
+  CHECK_OK(&counts, tf_compile(g, &o, &plan));
+  tf_graph_destroy(g);
+  int32_t readers = 0, backward = 0;
+  for (int32_t s = 0; plan && s < plan->n_steps; s++)
+    for (int32_t k = 0; k < plan->steps[s].n_inputs; k++) {
+      const int32_t b = plan->steps[s].inputs[k];
+      const tf_op op = plan->steps[s].op;
+      const bool data = !(k < 8 && ((tf_op_info_get(op)->shape_only >> k) & 1u)); /* not for its shape */
+      if (b >= 0 && data && strcmp(plan->buffers[b].name, "table") == 0) {
+        readers++;
+        backward += plan->steps[s].phase != TF_PHASE_FORWARD;
+      }
+    }
+  const bool ok = plan && readers > 0 && backward == 0;
+  CHECK(&counts, ok, "%s: %d steps read the bf16 table's data, %d of them after the forward pass", tf_target_name(kind),
+        readers, backward);
+  printf("%-4s %s: the bf16 table's data is read by %d forward step(s), by no backward step\n", ok ? "ok" : "FAIL",
+         tf_target_name(kind), readers);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
+  shape_only_operand(TF_TARGET_CPU);
+  shape_only_operand(TF_TARGET_VULKAN);
   for (int kernels = 0; kernels < 2; kernels++) {
     run(TF_BF16, kernels == 1);
     run(TF_F16, kernels == 1);
