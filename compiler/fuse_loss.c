@@ -1,8 +1,9 @@
-/* The fused loss head: in a training plan, matmul(x, W) [-> add(bias)] -> cross_entropy(logits,
- * labels) whose logits (and product) nothing else reads becomes one linear_cross_entropy(x, W,
- * labels [, bias]) node, which computes the logits chunk_rows rows at a time in its workspace
- * (kernels/cpu/linear_loss.c). The [rows, V] logits, the largest activation of a language model,
- * and their gradient then never exist: the loss head costs one chunk instead of two full [rows, V]
+/* The fused loss head: in a training plan, matmul(x, W) [-> add(bias)] [-> slice of rows] [->
+ * reshape regrouping rows] -> cross_entropy(logits, labels) whose logits (and product) nothing else
+ * reads becomes one linear_cross_entropy(x', W, labels [, bias]) node, x' being x under the same
+ * row ops (a causal LM's `logits[:, :-1, :].reshape(-1, V)` as Hugging Face writes it), which computes the logits
+ * chunk_rows rows at a time in its workspace (kernels/cpu/linear_loss.c). The [rows, V] logits, the largest activation
+ * of a language model, and their gradient then never exist: the loss head costs one chunk instead of two full [rows, V]
  * tensors at the peak.
  *
  * Every cross_entropy node of the graph is a candidate, not only the one producing the loss: a loss
@@ -45,10 +46,12 @@ int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes) {
   return chunk > rows ? (rows > 0 ? rows : 1) : chunk;
 }
 
-/* A cross_entropy node's head that can fuse: the product, the add of its bias and a reshape of the
- * logits that keeps their last axis (PyTorch's `logits.view(-1, V)`; -1: none). */
+/* A cross_entropy node's head that can fuse: the product and the add of its bias, then the row ops
+ * between it and the loss (-1: none): a slice of rows (HF-style `logits[:, :-1, :]`, the shift of a
+ * causal LM) and a reshape that regroups the rows (`.view(-1, V)`), both keeping the class axis. */
 typedef struct head {
-  int32_t matmul, add, bias, reshape; /* nodes, the bias tensor, node */
+  int32_t matmul, add, bias; /* nodes, then the bias tensor */
+  int32_t slice, reshape;    /* nodes */
 } head;
 
 /* The head's floating types: f32, or a model's f16/bf16 (its fused head then computes on f32 copies
@@ -75,23 +78,30 @@ static bool fusable_bias(const tf_graph *g, int32_t bias, const tf_ir_tensor *lo
 /* The logits' elements. */
 static int64_t elements_of(const tf_ir_tensor *x) { return x->bytes / tf_dtype_size(x->dtype); }
 
-/* The reshape node producing `logits` when it only regroups their rows (the last axis kept, its
- * input read by nothing else and of rank >= 2), else -1. */
-static int32_t rows_reshape(const tf_graph *g, int32_t logits) {
-  const tf_ir_tensor *y = &g->tensors[logits];
-  const int32_t r = y->producer;
-  if (r < 0 || g->nodes[r].op != TF_OP_RESHAPE)
+/* The node producing `y` when it is `op` (a reshape or a slice) and acts on rows only, so that it
+ * could act on x's rows instead of the logits': a reshape that keeps the last axis, a slice along
+ * another axis; its input of rank >= 2, produced by a node and read by nothing else. Else -1. */
+static int32_t row_op(const tf_graph *g, int32_t y, tf_op op) {
+  const int32_t r = g->tensors[y].producer;
+  if (r < 0 || g->nodes[r].op != op)
     return -1;
   const int32_t x = g->nodes[r].inputs[0];
-  const tf_ir_tensor *in = &g->tensors[x];
-  const bool regroups = in->rank >= 2 && in->shape[in->rank - 1] == y->shape[y->rank - 1];
-  return regroups && in->producer >= 0 && tf_training_readers(g, x) == 1 ? r : -1;
+  const tf_ir_tensor *in = &g->tensors[x], *out = &g->tensors[y];
+  bool rows = in->rank >= 2;
+  if (op == TF_OP_RESHAPE) {
+    rows = rows && in->shape[in->rank - 1] == out->shape[out->rank - 1];
+  } else {
+    const int32_t axis = g->nodes[r].attrs.u.slice.axis;
+    const int32_t normal = axis < 0 ? axis + in->rank : axis;
+    rows = rows && normal >= 0 && normal < in->rank - 1;
+  }
+  return rows && in->producer >= 0 && tf_training_readers(g, x) == 1 ? r : -1;
 }
 
 /* The head feeding cross_entropy node `node` when it can fuse (*out filled, true), else false:
  * logits = matmul(x, W), or add(matmul(x, W), bias) (either operand order) with a [V] bias, maybe
- * then reshaped to regroup their rows, that nothing but the next node reads, over the auto
- * thresholds when fuse_loss is auto. */
+ * then sliced along a row axis and reshaped to regroup their rows, that nothing but the next node
+ * reads, over the auto thresholds when fuse_loss is auto. */
 static bool fusable_head(const tf_training *t, int32_t node, head *out) {
   const tf_graph *g = t->g;
   const tf_ir_node *loss = &g->nodes[node];
@@ -102,9 +112,12 @@ static bool fusable_head(const tf_training *t, int32_t node, head *out) {
   if (out_tensor->producer < 0 || out_tensor->rank < 2 || !fusable_dtype(out_tensor->dtype) ||
       tf_training_readers(g, logits) != 1)
     return false;
-  head h = {.matmul = -1, .add = -1, .bias = -1, .reshape = rows_reshape(g, logits)};
-  if (h.reshape >= 0) /* the head is what the reshape reads */
+  head h = {.matmul = -1, .add = -1, .bias = -1, .slice = -1, .reshape = row_op(g, logits, TF_OP_RESHAPE)};
+  if (h.reshape >= 0) /* the head is what the row ops read */
     logits = g->nodes[h.reshape].inputs[0];
+  h.slice = row_op(g, logits, TF_OP_SLICE);
+  if (h.slice >= 0)
+    logits = g->nodes[h.slice].inputs[0];
   const tf_ir_tensor *head_out = &g->tensors[logits];
   const int32_t producer = head_out->producer;
   const tf_ir_node *p = &g->nodes[producer];
@@ -142,33 +155,52 @@ static void drop_output(tf_graph *g, int32_t tensor) {
   g->n_outputs = kept;
 }
 
-/* Head h's reshape now regroups the rows of x [.., d] as it did the logits': its target becomes the
+/* Reshape node r now regroups rows of d features as it did the logits': its target becomes the
  * logits' leading dims and d (the bound graph's shapes are concrete). */
-static void reshape_rows_of(tf_graph *g, head h, int32_t x, const tf_ir_tensor *logits) {
-  tf_ir_node *r = &g->nodes[h.reshape];
-  r->inputs[0] = x;
-  tf_shape *target = &r->attrs.u.shape.shape;
+static void reshape_rows_of(tf_graph *g, int32_t r, int64_t d, const tf_ir_tensor *logits) {
+  tf_shape *target = &g->nodes[r].attrs.u.shape.shape;
   target->rank = logits->rank;
   for (int32_t i = 0; i < logits->rank; i++)
-    target->dims[i] =
-        (tf_dim){i + 1 < logits->rank ? logits->shape[i] : g->tensors[x].shape[g->tensors[x].rank - 1], -1};
+    target->dims[i] = (tf_dim){i + 1 < logits->rank ? logits->shape[i] : d, -1};
+}
+
+/* Infers node n's shapes again after a fusion changed its inputs (n < 0: none). */
+static tf_status infer_again(tf_graph *g, int32_t n) {
+  return n < 0 ? NULL : tf_status_prefix(tf_shapes_infer_node(g, n, true), "fuse loss: node '%s'", g->nodes[n].name);
 }
 
 /* Node `node` (cross_entropy) becomes linear_cross_entropy over head `h`; the head's matmul and
- * add leave the graph, its reshape (if any) regroups the rows of x instead. */
+ * add leave the graph, its row ops (if any) act on the rows of x instead: x[:, :-1] W is
+ * (x W)[:, :-1], and rows regrouped alike stay paired with their labels. */
 static tf_status fuse(tf_training *t, int32_t node, head h) {
   tf_graph *g = t->g;
   tf_ir_node *loss = &g->nodes[node];
   const tf_ir_node *matmul = &g->nodes[h.matmul];
   const int32_t logits = loss->inputs[0], labels = loss->inputs[1], product = matmul->outputs[0];
-  const int32_t head_out = h.reshape >= 0 ? g->nodes[h.reshape].inputs[0] : logits;
+  const int32_t x = matmul->inputs[0];
+  const int64_t d = g->tensors[x].shape[g->tensors[x].rank - 1];
+  /* the tensors between the head and the loss, none of them a graph output any longer */
+  const int32_t sliced = h.slice >= 0 ? g->nodes[h.slice].outputs[0] : -1;
+  const int32_t head_out = h.slice >= 0     ? g->nodes[h.slice].inputs[0]
+                           : h.reshape >= 0 ? g->nodes[h.reshape].inputs[0]
+                                            : logits;
+  int32_t rows_of_x = x; /* what the fused node reads: x after the row ops */
+  if (h.slice >= 0) {
+    g->nodes[h.slice].inputs[0] = x;
+    rows_of_x = sliced;
+  }
+  if (h.reshape >= 0) {
+    g->nodes[h.reshape].inputs[0] = rows_of_x;
+    reshape_rows_of(g, h.reshape, d, &g->tensors[logits]);
+    rows_of_x = logits;
+  }
   const tf_ir_tensor *out = &g->tensors[logits];
   int64_t classes = out->shape[out->rank - 1], rows = classes > 0 ? elements_of(out) / classes : 0;
   const int32_t n_inputs = h.bias >= 0 ? 4 : 3;
   int32_t *inputs = realloc(loss->inputs, sizeof(int32_t) * (size_t)n_inputs);
   if (!inputs)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "fuse loss: out of memory");
-  inputs[0] = h.reshape >= 0 ? logits : matmul->inputs[0]; /* x, or x regrouped as the logits were */
+  inputs[0] = rows_of_x;
   inputs[1] = matmul->inputs[1];
   inputs[2] = labels;
   if (h.bias >= 0)
@@ -179,26 +211,25 @@ static tf_status fuse(tf_training *t, int32_t node, head h) {
   loss->attrs.u.cross_entropy.transpose_weight = matmul->attrs.u.matmul.transpose_b;
   loss->attrs.u.cross_entropy.chunk_rows =
       t->options.loss_chunk_rows > 0 ? t->options.loss_chunk_rows : tf_fuse_loss_chunk_rows(rows, classes);
-  if (h.reshape >= 0)
-    reshape_rows_of(g, h, matmul->inputs[0], out);
   drop_output(g, logits);
   drop_output(g, head_out);
   drop_output(g, product);
+  if (sliced >= 0)
+    drop_output(g, sliced);
   /* the higher index first, so the lower one still names its node */
-  int32_t fused = node, reshape = h.reshape;
+  int32_t kept[3] = {node, h.slice, h.reshape}; /* the fused node and the row ops, renumbered below */
   const int32_t first = h.add > h.matmul ? h.add : h.matmul, second = h.add > h.matmul ? h.matmul : h.add;
-  TF_RETURN_IF_ERROR(tf_ir_remove_node(g, first));
-  fused -= fused > first;
-  reshape -= reshape > first;
-  if (second >= 0) {
-    TF_RETURN_IF_ERROR(tf_ir_remove_node(g, second));
-    fused -= fused > second;
-    reshape -= reshape > second;
+  for (int32_t r = 0; r < 2; r++) {
+    const int32_t removed = r == 0 ? first : second;
+    if (removed < 0)
+      continue;
+    TF_RETURN_IF_ERROR(tf_ir_remove_node(g, removed));
+    for (int32_t k = 0; k < 3; k++)
+      kept[k] -= kept[k] > removed;
   }
-  if (reshape >= 0)
-    TF_RETURN_IF_ERROR(
-        tf_status_prefix(tf_shapes_infer_node(g, reshape, true), "fuse loss: node '%s'", g->nodes[reshape].name));
-  return tf_status_prefix(tf_shapes_infer_node(g, fused, true), "fuse loss: node '%s'", g->nodes[fused].name);
+  TF_RETURN_IF_ERROR(infer_again(g, kept[1]));
+  TF_RETURN_IF_ERROR(infer_again(g, kept[2]));
+  return infer_again(g, kept[0]);
 }
 
 tf_status tf_fuse_loss_pass(tf_training *t) {

@@ -30,7 +30,9 @@ typedef struct head_case {
   int64_t classes;   /* the (first) head's vocabulary */
   int64_t classes2;  /* > 0: a second head over tanh(x) with this vocabulary, its loss added */
   int reshape;       /* 0: none; 1: the logits regrouped to [rows, V] (PyTorch's logits.view(-1, V)),
-                      * 2: regrouped to [rows, V/2, 2] (the last axis changes: must not fuse) */
+                      * 2: regrouped to [rows, V/2, 2] (the last axis changes: must not fuse);
+                      * 3: logits[:, :-1, :] then viewed as [rows, V] (a causal LM's shift);
+                      * 4: logits[:, 1:, :] alone; 5: logits[..., :V-1] (the class axis: must not fuse) */
 } head_case;
 
 enum { BATCH = 2, TIME = 5, FEATURES = 4 };
@@ -40,10 +42,16 @@ static tf_tensor_id head(tf_graph *g, const head_case *c, tf_tensor_id x, tf_ten
                          const char *suffix) {
   char name[32];
   snprintf(name, sizeof(name), "labels%s", suffix);
-  tf_tensor_id labels = c->reshape == 0 ? tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)))
-                        : c->reshape == 1
-                            ? tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH * TIME)))
-                            : tf_graph_label(g, name, TF_I32, TF_SHAPE(tf_fixed(BATCH * TIME), tf_fixed(classes / 2)));
+  tf_shape shape = TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME)); /* 0 and 5 */
+  if (c->reshape == 1)
+    shape = TF_SHAPE(tf_fixed(BATCH * TIME));
+  else if (c->reshape == 2)
+    shape = TF_SHAPE(tf_fixed(BATCH * TIME), tf_fixed(classes / 2));
+  else if (c->reshape == 3)
+    shape = TF_SHAPE(tf_fixed(BATCH * (TIME - 1)));
+  else if (c->reshape == 4)
+    shape = TF_SHAPE(tf_fixed(BATCH), tf_fixed(TIME - 1));
+  tf_tensor_id labels = tf_graph_label(g, name, TF_I32, shape);
   tf_tensor_id logits = tf_matmul(g, x, w, false, c->transpose_weight);
   if (c->bias) {
     snprintf(name, sizeof(name), "b%s", suffix);
@@ -51,7 +59,11 @@ static tf_tensor_id head(tf_graph *g, const head_case *c, tf_tensor_id x, tf_ten
         tf_graph_parameter(g, name, TF_F32, TF_SHAPE(tf_fixed(classes)), tf_init_make(TF_INIT_NORMAL, 0, 1));
     logits = c->bias == 1 ? tf_add(g, logits, b) : tf_add(g, b, logits);
   }
-  if (c->reshape == 1)
+  if (c->reshape == 3 || c->reshape == 4)
+    logits = c->reshape == 3 ? tf_slice(g, logits, 1, 0, -1, 1) : tf_slice(g, logits, -2, 1, TIME, 1);
+  else if (c->reshape == 5)
+    logits = tf_slice(g, logits, 2, 0, classes - 1, 1);
+  if (c->reshape == 1 || c->reshape == 3)
     logits = tf_reshape(g, logits, TF_SHAPE(tf_fixed(-1), tf_fixed(classes)));
   else if (c->reshape == 2)
     logits = tf_reshape(g, logits, TF_SHAPE(tf_fixed(BATCH * TIME), tf_fixed(classes / 2), tf_fixed(2)));
@@ -136,7 +148,10 @@ static void fill(tf_interp *in, const head_case *c) {
         x[i] = sin(0.7 * (double)i + (double)strlen(buffer->name)) * 1.5;
     } else if (buffer->role == TF_ROLE_LABEL) {
       int32_t *labels = in->data[b];
-      const int64_t vocabulary = c->reshape == 2 ? 2 : strcmp(buffer->name, "labels2") == 0 ? c->classes2 : classes;
+      const int64_t vocabulary = c->reshape == 2                        ? 2
+                                 : c->reshape == 5                      ? classes - 1
+                                 : strcmp(buffer->name, "labels2") == 0 ? c->classes2
+                                                                        : classes;
       for (int64_t i = 0; i < n; i++) /* rows 3 and 8 ignored, row 6 out of range */
         labels[i] = c->label_pattern == 1 ? -100
                     : i == 3 || i == 8    ? -100
@@ -223,13 +238,14 @@ static void check_case(const head_case *c) {
   tf_plan_destroy(plain);
 }
 
-/* A reshape that changes the logits' last axis leaves the head unfused, even with --fuse-loss on. */
+/* A reshape that changes the logits' last axis, or a slice of their classes, leaves the head
+ * unfused, even with --fuse-loss on. */
 static void check_reshape_refused(const head_case *c) {
   tf_plan *plan = compile(c, TF_FUSE_LOSS_ON);
   if (!plan)
     return;
   CHECK(&counts, count_op(plan, TF_OP_LINEAR_CROSS_ENTROPY) == 0 && count_op(plan, TF_OP_CROSS_ENTROPY) == 1,
-        "%s: fused a head whose reshape changes the class axis", c->name);
+        "%s: fused a head whose row op changes the class axis", c->name);
   printf("ok   %-50s left unfused\n", c->name);
   tf_plan_destroy(plan);
 }
@@ -267,11 +283,17 @@ int main(void) {
       {"bias, logits.view(-1, V), [d, V], chunk 4", false, false, 4, 0, 1, V, 0, 1},
       {"tied, bias, logits.view(-1, V), chunk 3", true, true, 3, 0, 1, V, 0, 1},
       {"two heads (V 7, 11), both viewed as [rows, V]", true, false, 3, 0, 1, V, 11, 1},
+      {"logits[:, :-1].view(-1, V), chunk 3", true, false, 3, 0, 0, V, 0, 3},
+      {"bias, tied, logits[:, :-1].view(-1, V), chunk 4", true, true, 4, 0, 1, V, 0, 3},
+      {"bias, logits[:, 1:] (axis -2), chunk 3", true, false, 3, 0, 1, V, 0, 4},
+      {"two heads, logits[:, :-1].view(-1, V)", true, false, 3, 0, 1, V, 11, 3},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     check_case(&cases[i]);
   check_auto_leaves(&cases[12]);
   const head_case axis_changed = {"logits viewed as [rows, V/2, 2]", true, false, 3, 0, 0, 8, 0, 2};
   check_reshape_refused(&axis_changed);
+  const head_case classes_sliced = {"logits[..., :V-1]", true, false, 3, 0, 0, 8, 0, 5};
+  check_reshape_refused(&classes_sliced);
   return tf_test_finish("fused loss head", &counts);
 }
