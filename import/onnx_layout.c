@@ -1,5 +1,5 @@
 /* ONNX layout and value operators (the converters of onnx_ops.c's table for them): reshapes,
- * transposes, concatenation, slicing, gathering, casts and the constant/shape operators, which fold
+ * transposes, concatenation, slicing, splitting, gathering, casts and the constant/shape operators, which fold
  * when their inputs are known at import time and otherwise add graph ops. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -242,6 +242,61 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
     y = tf_slice(im->graph, y, (int32_t)axis, starts[i], end_value, step);
   }
   return ox_set_tensor(im, node, 0, y);
+}
+
+/* Split (nanoGPT's and Hugging Face GPT-2's `qkv.split(width, dim=2)`): each output a slice of x
+ * along `axis`; the sizes come from input 1 (opset 13+) or the `split` attribute (before), else the
+ * axis is cut into as many equal parts as the node has outputs. */
+tf_status ox_convert_split(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t axis = ox_attr_int(node, "axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range for rank %" PRId32,
+                   ox_attr_int(node, "axis", 0), rank);
+  enum { MAX_PARTS = 64 };
+  const int32_t parts = (int32_t)node->proto->n_output;
+  if (parts < 1 || parts > MAX_PARTS)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 " outputs (1 to %d)", parts, MAX_PARTS);
+  int64_t sizes[MAX_PARTS];
+  int32_t n = -1;
+  if (im->opset >= 13 && ox_input(node, 1))
+    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, sizes, MAX_PARTS, &n));
+  else if (im->opset < 13)
+    n = ox_attr_ints(node, "split", sizes, MAX_PARTS);
+  const bool fixed = dims[axis].symbol < 0;
+  if (n < 0) { /* equal parts */
+    if (!fixed || dims[axis].size % parts != 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "no split sizes, and axis %" PRId64 " (%s%" PRId64 ") is not %" PRId32 " equal parts", axis,
+                     fixed ? "" : "a symbol times ", dims[axis].size, parts);
+    n = parts;
+    for (int32_t i = 0; i < parts; i++)
+      sizes[i] = dims[axis].size / parts;
+  }
+  int64_t total = 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (sizes[i] < 0 || __builtin_add_overflow(total, sizes[i], &total))
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "split size %" PRId64 " of part %" PRId32, sizes[i], i);
+  }
+  if (n != parts || (fixed && total != dims[axis].size))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                   "%" PRId32 " split sizes summing to %" PRId64 " for %" PRId32 " outputs of axis %" PRId64
+                   " (size %" PRId64 "%s)",
+                   n, total, parts, axis, dims[axis].size, fixed ? "" : " times a symbol");
+  if (!fixed)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "split sizes along symbolic axis %" PRId64, axis);
+  int64_t start = 0;
+  for (int32_t i = 0; i < parts; i++) {
+    TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, tf_slice(im->graph, x, (int32_t)axis, start, start + sizes[i], 1)));
+    start += sizes[i];
+  }
+  return NULL;
 }
 
 tf_status ox_convert_gather(ox_import *im, const ox_node *node) {

@@ -538,6 +538,7 @@ static const ox_converter_row converters[] = {
     {"Transpose", ox_convert_transpose},
     {"Concat", ox_convert_concat},
     {"Slice", ox_convert_slice},
+    {"Split", ox_convert_split},
     {"Gather", ox_convert_gather},
     {"Conv", convert_conv},
     {"ConvTranspose", convert_conv_transpose},

@@ -661,6 +661,29 @@ class Session:
 
 # ---- PyTorch ----
 
+def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
+    """torch.onnx.export of `module` with its layers in eval mode (no dropout noise, batch norm
+    statistics) and every parameter exported as itself, which training needs. An eval-mode export
+    merges parameters of equal values (every LayerNorm's weight of ones becomes one tensor, trained as
+    one) and constant-folds a Linear's transposed weight into a new initializer (a head tied to the
+    embedding becomes a second, untied copy): torch 1.13 deduplicates initializers by value unless the
+    top-level module is in training mode (then by storage only: tied weights stay one), and constant
+    folding is turned off here (tightfit's importer folds what it needs itself)."""
+    import warnings
+    modes = {m: m.training for m in module.modules()}
+    module.eval()
+    module.training = True  # the top level only: read by the deduplication, by no layer
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
+                              dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
+                              do_constant_folding=False, **kwargs)
+    finally:
+        for m, training in modes.items():
+            m.training = training
+
+
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
                name=None, opset_version=None):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
@@ -682,10 +705,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     onnx_path = os.path.join(directory, "model.onnx")
     dynamic_axes = {n: {0: batch_symbol} for n in names + ["output"]} if dynamic_batch else None
     kwargs = {} if opset_version is None else {"opset_version": opset_version}
-    module.eval()
-    with torch.no_grad():
-        torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
-                          dynamic_axes=dynamic_axes, **kwargs)
+    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs)
     options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
         else _lib.OnnxOptions(ignore_index=-100)
     options.weights_path = _bytes(os.path.join(directory, "weights.safetensors"))

@@ -191,5 +191,59 @@ try:
 except tightfit.TightfitError as error:
     print(f"FAIL: from_torch of a bf16 LM: {error}")
     failed += 1
-print(f"from_torch: {6 - failed} passed, {failed} failed")
+
+# Every parameter trains as itself: a model with three LayerNorms (equal initial values: torch's
+# eval-mode export merged them into one parameter each for weight and bias) and a head tied to the
+# embedding (constant folding made the head's transposed weight a second, untied copy), and a
+# `split` into unequal parts (ONNX Split), trains 5 AdamW steps on the same batch with the losses
+# PyTorch's AdamW gives, within 1e-4 relative.
+class TiedNorms(torch.nn.Module):
+    def __init__(self, vocabulary, width):
+        super().__init__()
+        self.vocabulary = vocabulary
+        self.emb = torch.nn.Embedding(vocabulary, width)
+        self.ln1, self.ln2, self.ln3 = (torch.nn.LayerNorm(width) for _ in range(3))
+        self.fc1, self.fc2 = torch.nn.Linear(width, width), torch.nn.Linear(width, width)
+        self.head = torch.nn.Linear(width, vocabulary, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        a, b = self.fc1(self.ln1(h)).split([6, 10], dim=2)  # ONNX Split: 6 and 10 features
+        h = h + torch.tanh(torch.cat([b, a], dim=2))
+        h = h + torch.tanh(self.fc2(self.ln2(h)))
+        return self.head(self.ln3(h))[:, :-1, :].reshape(-1, self.vocabulary)
+
+
+torch.manual_seed(1)
+tied = TiedNorms(40, 16)
+tied_ids = torch.randint(0, 40, (batch, 7))
+tied_ys = torch.randint(0, 40, (batch * 6,))
+try:
+    tied_graph = tightfit.from_torch(tied, (tied_ids,), loss="cross_entropy")
+    tied_plan = tightfit.compile(tied_graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    tied_session = tightfit.Session(tied_plan, seed=0)
+    tied_feed = {"x": tied_ids.numpy().astype(np.int64), "labels": tied_ys.numpy().astype(np.int32)}
+    tied_losses = [tied_session.step(tied_feed) for _ in range(5)]
+    optimizer = torch.optim.AdamW(tied.parameters(), lr=1e-2, weight_decay=0)
+    torch_losses = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        step_loss = torch.nn.functional.cross_entropy(tied(tied_ids), tied_ys)
+        step_loss.backward()
+        optimizer.step()
+        torch_losses.append(step_loss.item())
+    parameters = len(list(tied.parameters()))  # the tied weight once
+    worst = max(abs(a - b) / abs(b) for a, b in zip(tied_losses, torch_losses))
+    if tied_plan.report()["regions"]["parameters"] < 4 * sum(p.numel() for p in tied.parameters()) or worst > 1e-4:
+        print(f"FAIL: LayerNorms and a tied head: tightfit {tied_losses} vs PyTorch {torch_losses} "
+              f"(worst {worst:.2e}); {parameters} PyTorch parameters")
+        failed += 1
+    else:
+        print(f"ok: 3 LayerNorms and a tied head train as PyTorch's: 5 AdamW steps {tied_losses[0]:.6f} -> "
+              f"{tied_losses[-1]:.6f} (PyTorch {torch_losses[-1]:.6f}), worst relative difference {worst:.1e}")
+except tightfit.TightfitError as error:
+    print(f"FAIL: from_torch of LayerNorms and a tied head: {error}")
+    failed += 1
+print(f"from_torch: {7 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
