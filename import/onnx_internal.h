@@ -33,6 +33,7 @@ typedef struct ox_value {
 typedef enum ox_fused {
   OX_PLAIN = 0,  /* the ONNX node itself */
   OX_GELU_ERF,   /* x * 0.5 * (1 + erf(x / sqrt 2)): inputs {x} */
+  OX_GELU_TANH,  /* x * 0.5 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): inputs {x} */
   OX_ATTENTION,  /* reshape-transpose-matmul-scale-(causal mask)-softmax-matmul-transpose-reshape:
                     inputs {q, k, v, q's 4-d shape} */
   OX_LAYER_NORM, /* (x - mean) / sqrt(var + eps) * gamma + beta, last axis: inputs {x, gamma, beta}, eps in scale */

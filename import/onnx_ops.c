@@ -460,10 +460,10 @@ static tf_status convert_dropout(ox_import *im, const ox_node *node) {
 
 /* ---- fused patterns ---- */
 
-static tf_status emit_gelu_erf(ox_import *im, const ox_node *node) {
+static tf_status emit_gelu(ox_import *im, const ox_node *node, bool tanh_approximation) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  return ox_set_tensor(im, node, 0, tf_gelu(im->graph, x, false));
+  return ox_set_tensor(im, node, 0, tf_gelu(im->graph, x, tanh_approximation));
 }
 
 static tf_status emit_attention(ox_import *im, const ox_node *node) {
@@ -565,7 +565,8 @@ bool ox_op_supported(const char *op_type) { return op_type && find_converter(op_
 
 tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   switch (node->fused) {
-  case OX_GELU_ERF: return emit_gelu_erf(im, node);
+  case OX_GELU_ERF: return emit_gelu(im, node, false);
+  case OX_GELU_TANH: return emit_gelu(im, node, true);
   case OX_ATTENTION: return emit_attention(im, node);
   case OX_LAYER_NORM: return emit_layer_norm(im, node);
   default: break;

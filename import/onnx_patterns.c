@@ -1,5 +1,7 @@
 /* Patterns that torch.onnx.export spells as several operators and tightfit has one op for:
  *   x * 0.5 * (1 + erf(x / sqrt 2))                        -> gelu (exact)
+ *   x * 0.5 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    -> gelu (tanh approximation: torch's
+ *                                                              approximate="tanh", GPT-2's gelu_new)
  *   view/transpose q, k, v; q @ k^T; scale; causal mask;    -> attention (fused, causal or not)
  *     softmax; @ v; transpose; view back
  *   (x - mean) / sqrt(var + eps) * gamma + beta             -> layer_norm (the opset < 17 spelling)
@@ -101,7 +103,63 @@ static const char *erf_plus_one_of(ox_import *im, const ox_node *add) {
   return NULL;
 }
 
-/* Mul(Mul(x, erf_plus_one), 0.5), Mul(Mul(x, 0.5), erf_plus_one) and the operands swapped. */
+/* x when `name` is x^3: Pow(x, 3), or x * (x * x) in any order of the operands. */
+static const char *cube_of(ox_import *im, const char *name) {
+  ox_node *p = producer(im, name);
+  if (is_op(p, "Pow") && is_scalar(im, in(p, 1), 3.0, 0))
+    return in(p, 0);
+  if (!is_op(p, "Mul"))
+    return NULL;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *square = producer(im, in(p, 1 - side));
+    const char *x = in(p, side);
+    if (is_op(square, "Mul") && same(in(square, 0), x) && same(in(square, 1), x))
+      return x;
+  }
+  return NULL;
+}
+
+/* The two operands of `node` (a binary op) as (the one that is the scalar `value`, the other): the
+ * other's name, or NULL when neither operand is that scalar. */
+static const char *other_than_scalar(ox_import *im, const ox_node *node, double value, double tolerance) {
+  for (int32_t side = 0; side < 2; side++)
+    if (is_scalar(im, in(node, side), value, tolerance))
+      return in(node, 1 - side);
+  return NULL;
+}
+
+/* x when `add` is Add(Tanh(sqrt(2/pi) * (x + 0.044715 * x^3)), 1), the operands in any order
+ * (sqrt(2/pi) = 0.7978845608028654) */
+static const char *tanh_plus_one_of(ox_import *im, const ox_node *add) {
+  if (!is_op(add, "Add"))
+    return NULL;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *tanh = producer(im, in(add, side));
+    if (!is_op(tanh, "Tanh") || !is_scalar(im, in(add, 1 - side), 1.0, 0))
+      continue;
+    ox_node *scale = producer(im, in(tanh, 0));
+    ox_node *sum = is_op(scale, "Mul") ? producer(im, other_than_scalar(im, scale, 0.7978845608028654, 1e-5)) : NULL;
+    if (!is_op(sum, "Add"))
+      continue;
+    for (int32_t j = 0; j < 2; j++) {
+      ox_node *term = producer(im, in(sum, 1 - j));
+      const char *x = in(sum, j);
+      if (is_op(term, "Mul") && same(cube_of(im, other_than_scalar(im, term, 0.044715, 1e-5)), x))
+        return x;
+    }
+  }
+  return NULL;
+}
+
+/* x when `add` is erf_plus_one (*kind OX_GELU_ERF) or tanh_plus_one (OX_GELU_TANH) of x. */
+static const char *gelu_plus_one_of(ox_import *im, const ox_node *add, ox_fused *kind) {
+  const char *x = erf_plus_one_of(im, add);
+  *kind = x ? OX_GELU_ERF : OX_GELU_TANH;
+  return x ? x : tanh_plus_one_of(im, add);
+}
+
+/* Mul(Mul(x, plus_one), 0.5), Mul(Mul(x, 0.5), plus_one) and the operands swapped, plus_one the
+ * erf or tanh form of 1 + ... of x. */
 static void match_gelu(ox_import *im, ox_node *top) {
   if (!is_op(top, "Mul"))
     return;
@@ -112,15 +170,16 @@ static void match_gelu(ox_import *im, ox_node *top) {
       continue;
     for (int32_t j = 0; j < 2; j++) {
       const char *x = NULL;
+      ox_fused kind = OX_GELU_ERF;
       if (is_scalar(im, other, 0.5, 0)) {
-        const char *erf_x = erf_plus_one_of(im, producer(im, in(inner, 1 - j)));
-        x = same(erf_x, in(inner, j)) ? erf_x : NULL;
+        const char *gelu_x = gelu_plus_one_of(im, producer(im, in(inner, 1 - j)), &kind);
+        x = same(gelu_x, in(inner, j)) ? gelu_x : NULL;
       } else if (is_scalar(im, in(inner, 1 - j), 0.5, 0)) {
-        const char *erf_x = erf_plus_one_of(im, producer(im, other));
-        x = same(erf_x, in(inner, j)) ? erf_x : NULL;
+        const char *gelu_x = gelu_plus_one_of(im, producer(im, other), &kind);
+        x = same(gelu_x, in(inner, j)) ? gelu_x : NULL;
       }
       if (x) {
-        top->fused = OX_GELU_ERF;
+        top->fused = kind;
         top->fused_inputs[0] = x;
         top->inputs = top->fused_inputs;
         top->n_inputs = 1;
