@@ -166,6 +166,28 @@ ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape) {
   return k;
 }
 
+tf_status ox_fold_slice1(const ox_known *x, int64_t start, int64_t end, int64_t step, ox_known **out) {
+  *out = NULL;
+  if (x->rank != 1 || step < 1)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "Slice of a known rank-%" PRId32 " value with step %" PRId64, x->rank,
+                         step);
+  const int64_t n = x->count;
+  start = start < 0 ? (start + n < 0 ? 0 : start + n) : (start > n ? n : start);
+  end = end < 0 ? (end + n < 0 ? 0 : end + n) : (end > n ? n : end);
+  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  ox_known *k = ox_known_new(x->is_float, x->dtype, 1, &count);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Slice");
+  for (int64_t i = 0; i < count; i++) {
+    if (x->is_float)
+      k->reals[i] = x->reals[start + i * step];
+    else
+      k->ints[i] = x->ints[start + i * step];
+  }
+  *out = k;
+  return NULL;
+}
+
 tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) {
   *out = NULL;
   if (axis < 0)

@@ -202,11 +202,16 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
 }
 
 tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  int32_t rank;
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const bool known_vector =
+      ox_is_known(im, ox_input(node, 0)) && ox_value_find(im, ox_input(node, 0))->known->rank == 1;
+  tf_tensor_id x = TF_NO_TENSOR;
+  int32_t rank = 1;
   tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
+  if (!known_vector) {
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    ox_tensor_dims(im, x, &rank, dims);
+  }
   int64_t starts[TF_MAX_RANK], axes[TF_MAX_RANK], steps[TF_MAX_RANK];
   int32_t n_starts = 0, n_axes = -1, n_steps = -1;
   const ox_known *ends;
@@ -221,6 +226,20 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   if (ends->is_float || ends->count != n_starts || (n_axes >= 0 && n_axes != n_starts) ||
       (n_steps >= 0 && n_steps != n_starts))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "starts, ends, axes and steps differ in length");
+  if (known_vector && n_starts == 1 && (n_axes < 0 || axes[0] == 0 || axes[0] == -1)) {
+    /* a shape vector's part (`v.size(-1)` exports as Slice(Shape(v), -1, INT_MAX)) */
+    const ox_known *value = ox_value_find(im, ox_input(node, 0))->known;
+    tf_dim end = ends->ints[0];
+    if (end.symbol >= 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end slicing a known value");
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_fold_slice1(value, starts[0], end.size, n_steps >= 0 ? steps[0] : 1, &k));
+    return ox_set_known(im, node, 0, k);
+  }
+  if (x == TF_NO_TENSOR) { /* a known vector sliced otherwise: as a tensor */
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    ox_tensor_dims(im, x, &rank, dims);
+  }
   tf_tensor_id y = x;
   for (int32_t i = 0; i < n_starts; i++) {
     int64_t axis = n_axes >= 0 ? axes[i] : i;
@@ -497,8 +516,27 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
     ox_known_free(k);
   }
   tf_dim dims[TF_MAX_RANK];
-  for (int64_t i = 0; i < shape->count; i++)
+  int64_t sizes[TF_MAX_RANK], count = 1;
+  bool fixed = true;
+  for (int64_t i = 0; i < shape->count; i++) {
     dims[i] = shape->ints[i];
+    sizes[i] = dims[i].size;
+    fixed = fixed && dims[i].symbol < 0 && dims[i].size >= 0 && dims[i].size <= 64;
+    count *= fixed ? dims[i].size : 1;
+  }
+  if (fixed && count <= 64) { /* a small fill (torch.full([], x) is Add(ConstantOfShape([]), x)): known */
+    const bool is_float = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
+    ox_known *k = ox_known_new(is_float, dtype, (int32_t)shape->count, sizes);
+    if (!k)
+      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a fill");
+    for (int64_t i = 0; i < k->count; i++) {
+      if (is_float)
+        k->reals[i] = value;
+      else
+        k->ints[i] = tf_fixed((int64_t)value);
+    }
+    return ox_set_known(im, node, 0, k);
+  }
   tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], dtype,
                                       tf_shape_from(dims, (int32_t)shape->count), tf_init_make(TF_INIT_FILL, value, 0));
   return ox_set_tensor(im, node, 0, id);

@@ -31,6 +31,8 @@ static const char *in(const ox_node *node, int32_t i) {
 
 static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
+static int32_t ints_of(ox_import *im, const char *name, int64_t *out, int32_t max);
+
 /* The one number of a Constant node or initializer named `name`, and its dtype (dtype may be NULL). */
 static bool scalar_of(ox_import *im, const char *name, double *value, tf_dtype *dtype) {
   const Onnx__TensorProto *t = NULL;
@@ -214,6 +216,98 @@ static bool is_causal_mask(ox_import *im, const char *cond) {
   return !in(trilu, 1) || is_scalar(im, in(trilu, 1), 0, 0);
 }
 
+/* True when `name` (a Constant node's output or a known initializer) is a tensor [1, .., 1, T, T]
+ * that is nonzero exactly where j <= i: a causal mask of visible keys (Hugging Face GPT-2's `bias`
+ * buffer, torch.tril of ones). */
+static bool is_lower_triangular(ox_import *im, const char *name) {
+  ox_node *p = producer(im, name);
+  ox_known *owned = NULL;
+  const ox_known *k = NULL;
+  if (is_op(p, "Constant")) {
+    for (size_t i = 0; i < p->proto->n_attribute; i++)
+      if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0 &&
+          p->proto->attribute[i]->t)
+        tf_status_free(ox_known_from_tensor(p->proto->attribute[i]->t, "pattern", &owned));
+    k = owned;
+  } else if (!p && name) {
+    ox_value *v = ox_value_find(im, name);
+    k = v ? v->known : NULL;
+  }
+  bool lower = k && !k->is_float && k->rank >= 2 && k->shape[k->rank - 1] == k->shape[k->rank - 2];
+  const int64_t t = lower ? k->shape[k->rank - 1] : 0;
+  lower = lower && t >= 1 && k->count == t * t; /* every leading axis 1 */
+  for (int64_t i = 0; lower && i < t; i++)
+    for (int64_t j = 0; lower && j < t; j++)
+      lower = (k->ints[i * t + j].size != 0) == (j <= i) && k->ints[i * t + j].symbol < 0;
+  ox_known_free(owned);
+  return lower;
+}
+
+/* ints_of() of `name`, or of what the Unsqueeze or Cast producing it reads (the exporter spells a
+ * slice's start as Unsqueeze(Constant 0)). */
+static int32_t ints_through(ox_import *im, const char *name, int64_t *out, int32_t max) {
+  ox_node *p = producer(im, name);
+  return is_op(p, "Unsqueeze") || is_op(p, "Cast") ? ints_of(im, in(p, 0), out, max) : ints_of(im, name, out, max);
+}
+
+/* Whether Slice node `slice` keeps a top-left corner: every start 0, every step 1. */
+static bool slices_corner(ox_import *im, const ox_node *slice) {
+  int64_t values[2 * TF_MAX_RANK];
+  const int32_t n = ints_through(im, in(slice, 1), values, 2 * TF_MAX_RANK);
+  for (int32_t i = 0; i < n; i++)
+    if (values[i] != 0)
+      return false;
+  const int32_t steps = in(slice, 4) ? ints_through(im, in(slice, 4), values, 2 * TF_MAX_RANK) : 0;
+  for (int32_t i = 0; i < steps; i++)
+    if (values[i] != 1)
+      return false;
+  return n > 0 && steps >= 0;
+}
+
+/* True when `cond` is [Cast](B), B under Slices that keep its top-left corner (`bias[:, :, :t, :t]`
+ * exports as one Slice per axis), of a lower-triangular B (whose corners are lower-triangular too,
+ * whatever the ends): true where key j is visible. */
+static bool is_visible_mask(ox_import *im, const char *cond) {
+  ox_node *node = producer(im, cond);
+  if (is_op(node, "Cast")) {
+    cond = in(node, 0);
+    node = producer(im, cond);
+  }
+  for (int32_t depth = 0; is_op(node, "Slice") && depth < TF_MAX_RANK; depth++) {
+    if (!slices_corner(im, node))
+      return false;
+    cond = in(node, 0);
+    node = producer(im, cond);
+  }
+  return (!node || is_op(node, "Constant")) && is_lower_triangular(im, cond);
+}
+
+/* Whether `fill` masks a score out: -inf, or a number no score reaches (torch.finfo(dtype).min,
+ * f16's -65504 the largest of them). */
+static bool is_mask_fill(ox_import *im, const char *name) {
+  double fill;
+  return scalar_of(im, name, &fill, NULL) && fill <= -65504.0;
+}
+
+/* Whether `name` is d ** 0.5 of a traced size: Pow(...), maybe made a tensor of the scores' dtype
+ * through Casts and an Add to a ConstantOfShape (Hugging Face GPT-2's torch.full([], d ** 0.5,
+ * dtype=...) exports as Add(ConstantOfShape(shape []), Cast(Pow(...)))). */
+static bool is_computed_root(ox_import *im, const char *name) {
+  ox_node *p = producer(im, name);
+  for (int32_t depth = 0; depth < 6 && p && !is_op(p, "Pow"); depth++) {
+    if (is_op(p, "Cast")) {
+      p = producer(im, in(p, 0));
+    } else if (is_op(p, "Add") && is_op(producer(im, in(p, 0)), "ConstantOfShape")) {
+      p = producer(im, in(p, 1));
+    } else if (is_op(p, "Add") && is_op(producer(im, in(p, 1)), "ConstantOfShape")) {
+      p = producer(im, in(p, 0));
+    } else {
+      return false;
+    }
+  }
+  return is_op(p, "Pow");
+}
+
 static void match_attention(ox_import *im, ox_node *top) {
   static const int64_t heads_first[4] = {0, 2, 1, 3}, keys_transposed[4] = {0, 2, 3, 1}, swap_last[4] = {0, 1, 3, 2};
   if (!is_op(top, "Reshape"))
@@ -230,11 +324,14 @@ static void match_attention(ox_import *im, ox_node *top) {
   ox_node *scores = producer(im, in(softmax, 0));
   bool causal = false;
   if (is_op(scores, "Where")) {
-    double fill;
-    if (!is_causal_mask(im, in(scores, 0)) || !scalar_of(im, in(scores, 1), &fill, NULL) || !(isinf(fill) && fill < 0))
+    /* Where(masked, fill, scores) (masked_fill of ~tril), or Where(visible, scores, fill) (HF GPT-2) */
+    if (is_causal_mask(im, in(scores, 0)) && is_mask_fill(im, in(scores, 1)))
+      scores = producer(im, in(scores, 2));
+    else if (is_visible_mask(im, in(scores, 0)) && is_mask_fill(im, in(scores, 2)))
+      scores = producer(im, in(scores, 1));
+    else
       return;
     causal = true;
-    scores = producer(im, in(scores, 2));
   }
   double scale = 1.0, c;
   const char *computed_scale = NULL; /* a scale computed from shapes: folded when the node is emitted */
@@ -242,7 +339,7 @@ static void match_attention(ox_import *im, ox_node *top) {
   if ((divides || is_op(scores, "Mul")) && scalar_of(im, in(scores, 1), &c, NULL) && c != 0) {
     scale = divides ? 1.0 / c : c;
     scores = producer(im, in(scores, 0));
-  } else if ((divides || is_op(scores, "Mul")) && is_op(producer(im, in(scores, 1)), "Pow")) {
+  } else if ((divides || is_op(scores, "Mul")) && is_computed_root(im, in(scores, 1))) {
     computed_scale = in(scores, 1); /* PyTorch: d ** 0.5 of a traced size */
     scores = producer(im, in(scores, 0));
   }

@@ -251,5 +251,55 @@ try:
 except tightfit.TightfitError as error:
     print(f"FAIL: from_torch of LayerNorms and a tied head: {error}")
     failed += 1
-print(f"from_torch: {7 - failed} passed, {failed} failed")
+
+# Hugging Face GPT-2's attention as its code writes it: the causal mask a registered bool buffer
+# (`bias`, torch.tril of ones) sliced to [:, :, :t, :t], `torch.where(mask, scores, finfo.min)`, the
+# scale a tensor made from `v.size(-1) ** 0.5` (Shape, Slice, Pow, Cast). It imports as one causal
+# attention op, and the first loss is PyTorch's.
+class HFAttention(torch.nn.Module):
+    def __init__(self, width=32, heads=4, context=8):
+        super().__init__()
+        self.heads = heads
+        self.c_attn, self.c_proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.register_buffer("bias", torch.tril(torch.ones(context, context, dtype=torch.bool)).view(1, 1, context,
+                                                                                                     context))
+        self.head = torch.nn.Linear(width, 5)
+
+    def forward(self, x):
+        n, t, w = x.shape
+        q, k, v = self.c_attn(x).split(w, dim=2)
+        q, k, v = [a.view(n, t, self.heads, w // self.heads).permute(0, 2, 1, 3) for a in (q, k, v)]
+        scores = torch.matmul(q, k.transpose(-1, -2)) / torch.full([], v.size(-1) ** 0.5, dtype=q.dtype)
+        scores = torch.where(self.bias[:, :, :t, :t], scores, torch.tensor(torch.finfo(scores.dtype).min))
+        y = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).contiguous().view(n, t, w)
+        return self.head(self.c_proj(y)).reshape(-1, 5)
+
+
+torch.manual_seed(2)
+hf = HFAttention()
+hf_xs = torch.randn(batch, 8, 32)
+hf_ys = torch.randint(0, 5, (batch * 8,))
+try:
+    hf_graph = tightfit.from_torch(hf, (hf_xs,), loss="cross_entropy")
+    with tempfile.TemporaryDirectory() as folder:
+        hf_graph.save(os.path.join(folder, "hf.tfg"))
+        hf_dump = tightfit._run("dump", [os.path.join(folder, "hf.tfg")])[1]
+    hf_session = tightfit.Session(tightfit.compile(hf_graph, set={"N": batch}), seed=0)
+    hf_loss = hf_session.forward({"x": hf_xs.numpy(), "labels": hf_ys.numpy().astype(np.int32)})
+    with torch.no_grad():
+        hf_expected = torch.nn.functional.cross_entropy(hf(hf_xs), hf_ys).item()
+    causal = '"causal": true' in hf_dump.replace(" ", "").replace('"causal":true', '"causal": true')
+    if '"op": "attention"' not in hf_dump or not causal:
+        print("FAIL: Hugging Face-style attention: not imported as one causal attention op")
+        failed += 1
+    elif abs(hf_loss - hf_expected) > 1e-5 * abs(hf_expected):
+        print(f"FAIL: Hugging Face-style attention: first loss {hf_loss:.7f}, PyTorch's {hf_expected:.7f}")
+        failed += 1
+    else:
+        print(f"ok: Hugging Face-style attention (a tril buffer, where(mask, scores, finfo.min)) imports as one "
+              f"causal attention; first loss {hf_loss:.7f} vs PyTorch's {hf_expected:.7f}")
+except tightfit.TightfitError as error:
+    print(f"FAIL: from_torch of a Hugging Face-style attention: {error}")
+    failed += 1
+print(f"from_torch: {8 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
