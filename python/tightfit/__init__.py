@@ -486,6 +486,9 @@ def compile(graph, output=None, **options):
         folder = None
     code, out, err = _run("compile", [path, "-o", output, "--json"] + _options(options))
     plan = Plan(output, weights_dir=graph_dir, summary=json.loads(out))
+    # the plan's parameters are initialised from files beside the graph (a from_torch graph's
+    # weights live in its temporary folder, removed with the Graph): keep the Graph alive with it
+    plan._graph = graph if isinstance(graph, Graph) else None
     if folder:
         weakref.finalize(plan, shutil.rmtree, folder, True)
     return plan
