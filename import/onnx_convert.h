@@ -43,6 +43,7 @@ tf_status ox_convert_transpose(ox_import *im, const ox_node *node);
 tf_status ox_convert_concat(ox_import *im, const ox_node *node);
 tf_status ox_convert_slice(ox_import *im, const ox_node *node);
 tf_status ox_convert_split(ox_import *im, const ox_node *node);
+tf_status ox_convert_expand(ox_import *im, const ox_node *node);
 tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);

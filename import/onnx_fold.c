@@ -54,6 +54,16 @@ static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
       return false;
     }
     return true;
+  case '=': /* Equal: a symbol's multiple is >= 1, so it equals no number below 1 */
+    if (fa && fb)
+      *out = tf_fixed(a.size == b.size);
+    else if (!fa && !fb && a.symbol == b.symbol)
+      *out = tf_fixed(a.size == b.size);
+    else if ((fa && a.size < 1) || (fb && b.size < 1))
+      *out = tf_fixed(0);
+    else
+      return false;
+    return true;
   default: return false;
   }
 }
@@ -64,6 +74,7 @@ static double fold_real(char op, double a, double b) {
   case '-': return a - b;
   case '*': return a * b;
   case '/': return a / b;
+  case '=': return a == b;
   default: return pow(a, b);
   }
 }
@@ -124,6 +135,38 @@ tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, const ch
                            a->ints[ia].size, a->ints[ia].symbol >= 0 ? "*symbol" : "", b->ints[ib].size,
                            b->ints[ib].symbol >= 0 ? "*symbol" : "");
     }
+  }
+  *out = k;
+  return NULL;
+}
+
+tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known *y, ox_known **out) {
+  *out = NULL;
+  int32_t rank, rank2;
+  int64_t shape[TF_MAX_RANK], shape2[TF_MAX_RANK];
+  if (!broadcast(x, y, &rank, shape))
+    return tf_status_new(TF_ERR_SHAPE, "Where: known values of shapes that do not broadcast");
+  ox_known *both = ox_known_new(false, TF_I64, rank, shape); /* the shape of x and y broadcast */
+  if (!both)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Where");
+  const bool fits = broadcast(cond, both, &rank2, shape2);
+  ox_known_free(both);
+  if (!fits)
+    return tf_status_new(TF_ERR_SHAPE, "Where: a condition that does not broadcast with its values");
+  if (x->is_float != y->is_float)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "Where of a known float and a known integer");
+  ox_known *k = ox_known_new(x->is_float, x->dtype, rank2, shape2);
+  if (!k)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Where");
+  for (int64_t i = 0; i < k->count; i++) {
+    const int64_t ic = source_index(cond, rank2, shape2, i);
+    const bool take_x = cond->is_float ? cond->reals[ic] != 0 : cond->ints[ic].size != 0 || cond->ints[ic].symbol >= 0;
+    const ox_known *from = take_x ? x : y;
+    const int64_t at = source_index(from, rank2, shape2, i);
+    if (k->is_float)
+      k->reals[i] = from->reals[at];
+    else
+      k->ints[i] = from->ints[at];
   }
   *out = k;
   return NULL;

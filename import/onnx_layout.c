@@ -1,6 +1,6 @@
 /* ONNX layout and value operators (the converters of onnx_ops.c's table for them): reshapes,
- * transposes, concatenation, slicing, splitting, gathering, casts and the constant/shape operators, which fold
- * when their inputs are known at import time and otherwise add graph ops. */
+ * transposes, concatenation, slicing, splitting, expanding, gathering, casts and the constant/shape operators, which
+ * fold when their inputs are known at import time and otherwise add graph ops. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +316,32 @@ tf_status ox_convert_split(ox_import *im, const ox_node *node) {
     start += sizes[i];
   }
   return NULL;
+}
+
+/* Expand (numpy broadcasting both ways: `ids.unsqueeze(0).expand(n, t)`): the target axes where the
+ * shape says 1 keep x's size; x's axes the shape does not reach are kept. */
+tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const ox_known *shape;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &shape));
+  if (shape->is_float || shape->rank != 1 || shape->count > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the shape must be at most %d integers", TF_MAX_RANK);
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK], target[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  const int32_t out_rank = (int32_t)shape->count > rank ? (int32_t)shape->count : rank;
+  const int32_t shape_offset = out_rank - (int32_t)shape->count, x_offset = out_rank - rank;
+  for (int32_t i = 0; i < out_rank; i++) {
+    const bool in_x = i >= x_offset, in_shape = i >= shape_offset;
+    const tf_dim want = in_shape ? shape->ints[i - shape_offset] : tf_fixed(1);
+    if (want.symbol < 0 && want.size < 0)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "shape entry %" PRId32 " is %" PRId64, i - shape_offset,
+                     want.size);
+    const bool keeps = want.symbol < 0 && want.size == 1; /* 1: x's size (or 1 where x lacks the axis) */
+    target[i] = keeps && in_x ? (tf_dim){-1, -1} : want;
+  }
+  return ox_set_tensor(im, node, 0, tf_expand(im->graph, x, tf_shape_from(target, out_rank)));
 }
 
 tf_status ox_convert_gather(ox_import *im, const ox_node *node) {

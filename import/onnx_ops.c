@@ -170,6 +170,39 @@ static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op o
 }
 
 static tf_status convert_add(ox_import *im, const ox_node *node) { return binary(im, node, '+', TF_OP_ADD); }
+
+/* Equal and Where on values known at import time: the shape arithmetic torch.onnx.export writes for
+ * `expand(n, t)` (Where(Equal(shape, -1), ones, shape)). On data they are refused. */
+static tf_status convert_equal(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
+  if (!ox_is_known(im, a) || !ox_is_known(im, b))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of data (only of values known when importing: shapes)");
+  char label[256];
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_fold_binary('=', ox_value_find(im, a)->known, ox_value_find(im, b)->known,
+                                    ox_node_label(node, label, sizeof(label)), &k));
+  return ox_set_known(im, node, 0, k);
+}
+
+static tf_status convert_where(ox_import *im, const ox_node *node) {
+  for (int32_t i = 0; i < 3; i++) {
+    TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
+    if (!ox_is_known(im, ox_input(node, i)))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "Where of data (only of values known when importing, or as the causal mask of an attention)");
+  }
+  ox_known *k;
+  tf_status status =
+      ox_fold_where(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
+                    ox_value_find(im, ox_input(node, 2))->known, &k);
+  if (status) {
+    char label[256];
+    return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+  }
+  return ox_set_known(im, node, 0, k);
+}
 static tf_status convert_sub(ox_import *im, const ox_node *node) { return binary(im, node, '-', TF_OP_SUB); }
 static tf_status convert_mul(ox_import *im, const ox_node *node) { return binary(im, node, '*', TF_OP_MUL); }
 static tf_status convert_div(ox_import *im, const ox_node *node) { return binary(im, node, '/', TF_OP_DIV); }
@@ -539,6 +572,9 @@ static const ox_converter_row converters[] = {
     {"Concat", ox_convert_concat},
     {"Slice", ox_convert_slice},
     {"Split", ox_convert_split},
+    {"Expand", ox_convert_expand},
+    {"Equal", convert_equal},
+    {"Where", convert_where},
     {"Gather", ox_convert_gather},
     {"Conv", convert_conv},
     {"ConvTranspose", convert_conv_transpose},

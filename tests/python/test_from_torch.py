@@ -299,5 +299,43 @@ def hf_attention():
 
 case("Hugging Face-style attention (a tril buffer, where(mask, scores, finfo.min)) is one causal attention",
      hf_attention)
-print(f"from_torch: {8 - failed} passed, {failed} failed")
+
+# Position ids broadcast over the batch with Expand (`arange(t).unsqueeze(0).expand(n, t)`, n the
+# dynamic batch): the first loss and 3 AdamW steps are PyTorch's.
+class ExpandedPositions(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.positions = torch.nn.Embedding(30, 8), torch.nn.Embedding(6, 8)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, ids):
+        n, t = ids.shape
+        positions = torch.arange(t).unsqueeze(0).expand(n, t)
+        return self.head(torch.tanh(self.tokens(ids) + self.positions(positions))).reshape(-1, 5)
+
+
+def expanded_positions():
+    torch.manual_seed(3)
+    model = ExpandedPositions()
+    ids, ys = torch.randint(0, 30, (batch, 6)), torch.randint(0, 5, (batch * 6,))
+    plan = tightfit.compile(tightfit.from_torch(model, (ids,), loss="cross_entropy"), set={"N": batch},
+                            optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    feed = {"x": ids.numpy().astype(np.int64), "labels": ys.numpy().astype(np.int32)}
+    losses = [session.step(feed) for _ in range(3)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
+    expected = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(ids), ys)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"3 AdamW steps {losses} vs PyTorch {expected}, worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else seen), seen
+
+
+case("position ids expanded over the batch (ONNX Expand) train as PyTorch's", expanded_positions)
+print(f"from_torch: {9 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
