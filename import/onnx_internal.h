@@ -37,6 +37,8 @@ typedef enum ox_fused {
   OX_ATTENTION,  /* reshape-transpose-matmul-scale-(causal mask)-softmax-matmul-transpose-reshape:
                     inputs {q, k, v, q's 4-d shape} */
   OX_LAYER_NORM, /* (x - mean) / sqrt(var + eps) * gamma + beta, last axis: inputs {x, gamma, beta}, eps in scale */
+  OX_RMS_NORM,   /* x * rsqrt(mean(x^2) + eps) * gamma, last axis: inputs {x, gamma}, eps in scale */
+  OX_SILU,       /* x * sigmoid(x): inputs {x} */
 } ox_fused;
 
 typedef struct ox_node {

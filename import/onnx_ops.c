@@ -535,6 +535,20 @@ static tf_status emit_layer_norm(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_layer_norm(im->graph, x, gamma, beta, (float)node->scale));
 }
 
+static tf_status emit_rms_norm(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, gamma;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &gamma));
+  match_half(im, &x, &gamma);
+  return ox_set_tensor(im, node, 0, tf_rms_norm(im->graph, x, gamma, (float)node->scale));
+}
+
+static tf_status emit_silu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  return ox_set_tensor(im, node, 0, tf_unary(im->graph, TF_OP_SILU, x));
+}
+
 /* ---- the table ---- */
 
 typedef struct ox_converter_row {
@@ -605,6 +619,8 @@ tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   case OX_GELU_TANH: return emit_gelu(im, node, true);
   case OX_ATTENTION: return emit_attention(im, node);
   case OX_LAYER_NORM: return emit_layer_norm(im, node);
+  case OX_RMS_NORM: return emit_rms_norm(im, node);
+  case OX_SILU: return emit_silu(im, node);
   default: break;
   }
   ox_converter convert = find_converter(node->proto->op_type);

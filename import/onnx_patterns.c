@@ -5,6 +5,8 @@
  *   view/transpose q, k, v; q @ k^T; scale; causal mask;    -> attention (fused, causal or not)
  *     softmax; @ v; transpose; view back
  *   (x - mean) / sqrt(var + eps) * gamma + beta             -> layer_norm (the opset < 17 spelling)
+ *   x * rsqrt(mean(x^2) + eps) * gamma, or x / sqrt(..)     -> rms_norm (Llama's RMSNorm written out)
+ *   x * sigmoid(x)                                          -> silu
  *   MatMul(x, Transpose(W)) with W 2-d                      -> matmul with transpose_b
  *   AveragePool(Pad(x, zeros around H and W))               -> avg_pool2d with padding (torch's
  *                                                              avg_pool2d(padding=p) export)
@@ -423,6 +425,86 @@ static void match_layer_norm(ox_import *im, ox_node *top) {
   }
 }
 
+/* x when `name` is x^2: Pow(x, 2) or Mul(x, x). */
+static const char *square_of(ox_import *im, const char *name) {
+  ox_node *p = producer(im, name);
+  if (is_op(p, "Pow") && is_scalar(im, in(p, 1), 2.0, 0))
+    return in(p, 0);
+  return is_op(p, "Mul") && same(in(p, 0), in(p, 1)) ? in(p, 0) : NULL;
+}
+
+/* x (and *epsilon) when `name` is Sqrt(Add(ReduceMean_last(x^2), eps)), eps on either side. */
+static const char *rms_root_of(ox_import *im, const char *name, double *epsilon) {
+  ox_node *root = producer(im, name);
+  ox_node *shift = is_op(root, "Sqrt") ? producer(im, in(root, 0)) : NULL;
+  if (!is_op(shift, "Add"))
+    return NULL;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *mean = producer(im, in(shift, side));
+    if (is_last_axis_mean(mean) && scalar_of(im, in(shift, 1 - side), epsilon, NULL))
+      return square_of(im, in(mean, 0));
+  }
+  return NULL;
+}
+
+/* x (and *epsilon) when `name` is x / root or x * inverse(root) (Reciprocal(root) or Div(1, root)),
+ * root an rms_root_of x, the product's operands in either order. */
+static const char *rms_normalized_of(ox_import *im, const char *name, double *epsilon) {
+  ox_node *p = producer(im, name);
+  if (is_op(p, "Div")) {
+    const char *x = rms_root_of(im, in(p, 1), epsilon);
+    return same(x, in(p, 0)) ? x : NULL;
+  }
+  if (!is_op(p, "Mul"))
+    return NULL;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *inverse = producer(im, in(p, side));
+    const char *root = is_op(inverse, "Reciprocal")                                     ? in(inverse, 0)
+                       : is_op(inverse, "Div") && is_scalar(im, in(inverse, 0), 1.0, 0) ? in(inverse, 1)
+                                                                                        : NULL;
+    const char *x = root ? rms_root_of(im, root, epsilon) : NULL;
+    if (x && same(x, in(p, 1 - side)))
+      return x;
+  }
+  return NULL;
+}
+
+/* Mul(normalized, gamma) in either order, gamma an initializer and normalized an rms_normalized_of x. */
+static void match_rms_norm(ox_import *im, ox_node *top) {
+  if (!is_op(top, "Mul"))
+    return;
+  for (int32_t side = 0; side < 2; side++) {
+    const char *gamma = in(top, 1 - side);
+    double epsilon = 0;
+    const char *x = gamma && !producer(im, gamma) ? rms_normalized_of(im, in(top, side), &epsilon) : NULL;
+    if (!x)
+      continue;
+    top->fused = OX_RMS_NORM;
+    top->fused_inputs[0] = x;
+    top->fused_inputs[1] = gamma;
+    top->inputs = top->fused_inputs;
+    top->n_inputs = 2;
+    top->scale = epsilon;
+    return;
+  }
+}
+
+/* Mul(x, Sigmoid(x)) in either order. */
+static void match_silu(ox_import *im, ox_node *top) {
+  if (!is_op(top, "Mul"))
+    return;
+  for (int32_t side = 0; side < 2; side++) {
+    ox_node *sigmoid = producer(im, in(top, side));
+    if (is_op(sigmoid, "Sigmoid") && same(in(sigmoid, 0), in(top, 1 - side))) {
+      top->fused = OX_SILU;
+      top->fused_inputs[0] = in(top, 1 - side);
+      top->inputs = top->fused_inputs;
+      top->n_inputs = 1;
+      return;
+    }
+  }
+}
+
 /* MatMul(x, Transpose(W, perm [1, 0])) and Gemm(x, Transpose(W)): W read transposed. */
 static void match_transposed_operand(ox_import *im, ox_node *node) {
   static const int64_t swap[2] = {1, 0};
@@ -497,6 +579,8 @@ void ox_rewrite_patterns(ox_import *im) {
     match_gelu(im, &im->nodes[i]);
     match_attention(im, &im->nodes[i]);
     match_layer_norm(im, &im->nodes[i]);
+    match_rms_norm(im, &im->nodes[i]);
+    match_silu(im, &im->nodes[i]);
   }
   for (int32_t i = 0; i < im->n_nodes; i++) {
     match_transposed_operand(im, &im->nodes[i]);

@@ -3,6 +3,7 @@ by the C importer (tf_onnx_import), compiles, starts from the module's weights (
 loss equals PyTorch's on the same batch) and trains. Fails, not skips, when libtightfit.so has no
 ONNX importer: from_torch is part of the package's promise.
 usage: test_from_torch.py   (PYTHONPATH=python)"""
+import json
 import math
 import os
 import sys
@@ -337,5 +338,59 @@ def expanded_positions():
 
 
 case("position ids expanded over the batch (ONNX Expand) train as PyTorch's", expanded_positions)
-print(f"from_torch: {9 - failed} passed, {failed} failed")
+
+# A Llama-style block as PyTorch code writes it: RMSNorm spelled out (x * rsqrt(mean(x^2) + eps) *
+# weight) and a SwiGLU MLP (down(silu(gate(x)) * up(x)), silu as F.silu and as x * sigmoid(x)):
+# imported as rms_norm and silu ops, and 3 AdamW steps are PyTorch's.
+class RMSNorm(torch.nn.Module):
+    def __init__(self, width, epsilon=1e-6):
+        super().__init__()
+        self.weight, self.epsilon = torch.nn.Parameter(torch.ones(width)), epsilon
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.epsilon) * self.weight
+
+
+class LlamaBlock(torch.nn.Module):
+    def __init__(self, width=16, hidden=24):
+        super().__init__()
+        self.norm1, self.norm2 = RMSNorm(width), RMSNorm(width)
+        self.gate, self.up = torch.nn.Linear(width, hidden, bias=False), torch.nn.Linear(width, hidden, bias=False)
+        self.down, self.head = torch.nn.Linear(hidden, width, bias=False), torch.nn.Linear(width, 5)
+
+    def forward(self, x):
+        h = self.norm1(x)
+        gate = self.gate(h)
+        h = x + self.down(torch.nn.functional.silu(gate) * self.up(h))
+        u = self.norm2(h)
+        return self.head(u * torch.sigmoid(u)).reshape(-1, 5)
+
+
+def llama_block():
+    torch.manual_seed(4)
+    model = LlamaBlock()
+    xs, ys = torch.randn(batch, 3, 16), torch.randint(0, 5, (batch * 3,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    feed = {"x": xs.numpy(), "labels": ys.numpy().astype(np.int32)}
+    losses = [session.step(feed) for _ in range(3)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
+    expected = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(xs), ys)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"ops {ops.count('rms_norm')} rms_norm, {ops.count('silu')} silu; 3 AdamW steps, worst relative difference {worst:.1e}"
+    if ops.count("rms_norm") != 2 or ops.count("silu") != 2 or "sigmoid" in ops or "sqrt" in ops:
+        return f"not fused: {ops}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a Llama-style block (RMSNorm and SwiGLU written out) imports as rms_norm and silu", llama_block)
+print(f"from_torch: {10 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
