@@ -469,16 +469,26 @@ static const char *rms_normalized_of(ox_import *im, const char *name, double *ep
   return NULL;
 }
 
-/* Mul(normalized, gamma) in either order, gamma an initializer and normalized an rms_normalized_of x. */
+/* What `name` is a Cast of, or `name` itself. */
+static const char *uncast(ox_import *im, const char *name) {
+  ox_node *p = producer(im, name);
+  return is_op(p, "Cast") ? in(p, 0) : name;
+}
+
+/* Mul(normalized, gamma) in either order, gamma an initializer and normalized an rms_normalized_of x;
+ * also Hugging Face's half-model spelling, normalized in f32 between casts: Mul(gamma,
+ * Cast(rms_normalized_of(Cast(x)))) (the fused op computes in f32 too, and rounds once). */
 static void match_rms_norm(ox_import *im, ox_node *top) {
   if (!is_op(top, "Mul"))
     return;
   for (int32_t side = 0; side < 2; side++) {
     const char *gamma = in(top, 1 - side);
     double epsilon = 0;
-    const char *x = gamma && !producer(im, gamma) ? rms_normalized_of(im, in(top, side), &epsilon) : NULL;
+    const char *x = gamma && !producer(im, gamma) ? rms_normalized_of(im, uncast(im, in(top, side)), &epsilon) : NULL;
     if (!x)
       continue;
+    if (uncast(im, in(top, side)) != in(top, side)) /* cast back: the f32 copy of x is a Cast of x */
+      x = uncast(im, x);
     top->fused = OX_RMS_NORM;
     top->fused_inputs[0] = x;
     top->fused_inputs[1] = gamma;
