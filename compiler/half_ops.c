@@ -36,9 +36,6 @@
 
 static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
 
-/* Whether op reads input k for its shape only (tf_op_info.shape_only). */
-static bool shape_only(tf_op op, int32_t k) { return k < 8 && ((tf_op_info_get(op)->shape_only >> k) & 1u); }
-
 /* What half_type_of() saw besides the half type: an f32 operand, or operands of both half types. */
 enum { SEEN_F32 = 1u, SEEN_TWO_HALVES = 2u };
 
@@ -48,7 +45,7 @@ enum { SEEN_F32 = 1u, SEEN_TWO_HALVES = 2u };
 static tf_dtype half_type_of(const tf_graph *g, tf_op op, const int32_t *ids, int32_t n, bool inputs, uint32_t *seen) {
   tf_dtype half = TF_F32;
   for (int32_t k = 0; k < n; k++) {
-    if (ids[k] < 0 || (inputs && shape_only(op, k)))
+    if (ids[k] < 0 || (inputs && tf_op_input_shape_only(op, k)))
       continue;
     const tf_dtype dtype = g->tensors[ids[k]].dtype;
     if (dtype == TF_F32)
@@ -167,7 +164,7 @@ static tf_status order_push(node_order *o, int32_t id) {
 static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *order) {
   tf_graph *g = t->g;
   const int32_t x = g->nodes[n].inputs[k];
-  if (x < 0 || !is_half(g->tensors[x].dtype) || shape_only(g->nodes[n].op, k))
+  if (x < 0 || !is_half(g->tensors[x].dtype) || tf_op_input_shape_only(g->nodes[n].op, k))
     return NULL;
   char name[600];
   snprintf(name, sizeof(name), "%s/input%d_f32", g->nodes[n].name, k);
@@ -300,7 +297,7 @@ tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs,
   char cast_name[600];
   for (int32_t k = 0; k < n_inputs; k++) {
     wide[k] = inputs[k];
-    if (inputs[k] < 0 || !is_half(t->g->tensors[inputs[k]].dtype) || shape_only(op, k))
+    if (inputs[k] < 0 || !is_half(t->g->tensors[inputs[k]].dtype) || tf_op_input_shape_only(op, k))
       continue; /* a half tensor read for its shape only is read as it is (its dtype is not used) */
     snprintf(cast_name, sizeof(cast_name), "%s/input%d_f32", name, k);
     TF_RETURN_IF_ERROR(tf_training_emit_cast(t, inputs[k], TF_F32, phase, cast_name, &wide[k]));

@@ -27,7 +27,6 @@ tf_status tf_liveness(tf_training *t) {
     t->first[i] = t->last[i] = -1;
   for (int32_t s = 0; s < t->n_schedule; s++) {
     const tf_ir_node *node = &g->nodes[t->schedule[s]];
-    const tf_op_info *info = tf_op_info_get(node->op);
     for (int32_t k = 0; k < node->n_outputs; k++) {
       int32_t out = node->outputs[k];
       if (in_arena(t, out))
@@ -35,7 +34,7 @@ tf_status tf_liveness(tf_training *t) {
     }
     for (int32_t k = 0; k < node->n_inputs; k++) {
       int32_t in = node->inputs[k];
-      bool shape_only = k < 8 && (info->shape_only >> k) & 1u;
+      bool shape_only = tf_op_input_shape_only(node->op, k);
       if (!shape_only && in_arena(t, in)) {
         if (t->first[in] < 0)
           return tf_status_new(TF_ERR_INTERNAL, "step %d (%s) reads '%s' before any step writes it", s, node->name,

@@ -31,10 +31,7 @@
 
 static tf_dtype half_type(tf_precision precision) { return precision == TF_PRECISION_F16 ? TF_F16 : TF_BF16; }
 
-static bool reads_input(const tf_ir_node *node, int32_t k) {
-  const tf_op_info *info = tf_op_info_get(node->op);
-  return !(k < 8 && ((info->shape_only >> k) & 1u));
-}
+static bool reads_input(const tf_ir_node *node, int32_t k) { return !tf_op_input_shape_only(node->op, k); }
 
 /* What the pass may do with each tensor: SAVED, an f32 forward activation that a backward or
  * recompute node reads; FEEDS_LOSS, such an activation that is the loss or an input of the loss

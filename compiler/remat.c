@@ -34,11 +34,10 @@ static bool *find_saved(const tf_training *t) {
     if (t->phase[n] != TF_PHASE_BACKWARD)
       continue;
     const tf_ir_node *node = &g->nodes[n];
-    const tf_op_info *info = tf_op_info_get(node->op);
     for (int32_t k = 0; k < node->n_inputs; k++) {
       int32_t in = node->inputs[k];
       int32_t producer = g->tensors[in].producer;
-      bool shape_only = k < 8 && ((info->shape_only >> k) & 1u);
+      bool shape_only = tf_op_input_shape_only(node->op, k);
       if (!shape_only && producer >= 0 && producer < t->n_forward_nodes && in != t->loss)
         saved[in] = true;
     }
@@ -210,10 +209,9 @@ static tf_status rewrite_readers(tf_training *t, const bool *dropped, int32_t *r
   for (int32_t n = 0; n < n_nodes && !r.status; n++) {
     if (t->phase[n] != TF_PHASE_BACKWARD)
       continue;
-    const tf_op_info *info = tf_op_info_get(g->nodes[n].op);
     for (int32_t k = 0; k < g->nodes[n].n_inputs && !r.status; k++) {
       int32_t in = g->nodes[n].inputs[k];
-      bool shape_only = k < 8 && ((info->shape_only >> k) & 1u);
+      bool shape_only = tf_op_input_shape_only(g->nodes[n].op, k);
       if (dropped[in] && !shape_only) {
         int32_t copy = recompute(&r, in);
         g->nodes[n].inputs[k] = copy; /* re-indexed: emit may have moved the node array */

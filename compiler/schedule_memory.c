@@ -45,7 +45,7 @@ static bool is_candidate(const tf_training *t, int32_t n) {
          t->follows[n] < 0;
 }
 
-static bool reads(const tf_op_info *info, int32_t k) { return !(k < 8 && ((info->shape_only >> k) & 1u)); }
+static bool reads(tf_op op, int32_t k) { return !tf_op_input_shape_only(op, k); }
 
 /* Calls visit(s, producer, context) for each candidate or placed-anywhere node that node n waits
  * on: its inputs' producers, looking through recompute nodes to what they read. */
@@ -91,7 +91,7 @@ static int64_t pulled_bytes(scheduler *s, int32_t n) {
 /* The bytes node n (with the recompute nodes it pulls) adds to the arena minus those it frees. */
 static int64_t score(scheduler *s, int32_t n) {
   const tf_ir_node *node = &s->g->nodes[n];
-  const tf_op_info *info = tf_op_info_get(node->op);
+  const tf_op op = node->op;
   s->stamp_now++;
   int64_t bytes = pulled_bytes(s, n);
   for (int32_t o = 0; o < node->n_outputs; o++) {
@@ -103,11 +103,11 @@ static int64_t score(scheduler *s, int32_t n) {
   }
   for (int32_t k = 0; k < node->n_inputs; k++) {
     int32_t in = node->inputs[k];
-    if (!reads(info, k) || !in_arena(s->t, in) || in == s->t->loss)
+    if (!reads(op, k) || !in_arena(s->t, in) || in == s->t->loss)
       continue;
     int32_t here = 0;
     for (int32_t j = 0; j < node->n_inputs; j++)
-      here += node->inputs[j] == in && reads(info, j);
+      here += node->inputs[j] == in && reads(op, j);
     bool first_mention = true;
     for (int32_t j = 0; j < k; j++)
       first_mention = first_mention && node->inputs[j] != in;
@@ -133,11 +133,11 @@ static void place_with_recompute(scheduler *s, int32_t n) {
 
 static void place(scheduler *s, int32_t n) {
   const tf_ir_node *node = &s->g->nodes[n];
-  const tf_op_info *info = tf_op_info_get(node->op);
+  const tf_op op = node->op;
   s->placed[n] = true;
   s->t->schedule[s->count++] = n;
   for (int32_t k = 0; k < node->n_inputs; k++)
-    if (reads(info, k))
+    if (reads(op, k))
       s->readers_left[node->inputs[k]]--;
   /* Accumulates keep their order on each accumulator (the order of floating-point additions, so
    * every schedule gives bit-identical gradients): one whose predecessor waits is placed with it. */
@@ -204,9 +204,9 @@ static bool prepare(scheduler *s) {
   free(last_on);
   for (int32_t n = 0; n < g->n_nodes; n++) {
     s->first_accumulate[n] = s->next[n] = -1;
-    const tf_op_info *info = tf_op_info_get(g->nodes[n].op);
+    const tf_op op = g->nodes[n].op;
     for (int32_t k = 0; k < g->nodes[n].n_inputs; k++)
-      if (reads(info, k))
+      if (reads(op, k))
         s->readers_left[g->nodes[n].inputs[k]]++;
   }
   for (int32_t n = g->n_nodes - 1; n >= 0; n--) {

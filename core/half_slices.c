@@ -12,14 +12,12 @@ static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16
 
 static int64_t align_up(int64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
-static bool shape_only(tf_op op, int32_t k) { return k < 8 && ((tf_op_info_get(op)->shape_only >> k) & 1u); }
-
 bool tf_cpu_half_step(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs, int32_t n_outputs,
                       const tf_tensor_ref *outputs) {
   if (op == TF_OP_CAST || tf_op_moves_elements(op)) /* the CPU's kernels copy bytes of any dtype */
     return false;
   for (int32_t k = 0; k < n_inputs; k++)
-    if (is_half(inputs[k].dtype) && !shape_only(op, k))
+    if (is_half(inputs[k].dtype) && !tf_op_input_shape_only(op, k))
       return true;
   for (int32_t k = 0; k < n_outputs; k++)
     if (is_half(outputs[k].dtype))
@@ -160,7 +158,7 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
   for (int32_t k = 0; k < n; k++) {
     if (cut_operand(rule, operands[k], k, k >= n_inputs, out))
       s->cut |= 1u << k;
-    if (is_half(operands[k]->dtype) && !(k < n_inputs && shape_only(op, k)))
+    if (is_half(operands[k]->dtype) && !(k < n_inputs && tf_op_input_shape_only(op, k)))
       s->widened |= 1u << k;
   }
   if (rule == DEPTH)

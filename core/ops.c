@@ -45,6 +45,11 @@ bool tf_op_in_graphs(tf_op op) {
   return info && info->scope == TF_SCOPE_GRAPH;
 }
 
+bool tf_op_input_shape_only(tf_op op, int32_t k) {
+  const tf_op_info *info = tf_op_info_get(op);
+  return info && k >= 0 && k < 8 && ((info->shape_only >> k) & 1u);
+}
+
 bool tf_op_moves_elements(tf_op op) {
   switch (op) {
   case TF_OP_RESHAPE:

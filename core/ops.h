@@ -55,6 +55,9 @@ bool tf_op_in_graphs(tf_op op);
 /* Whether `op` moves elements as they are, computing nothing (reshape, transpose, concat, slice,
  * expand, slice_grad, and zero's fill): its kernels work on the bytes of any dtype. */
 bool tf_op_moves_elements(tf_op op);
+/* Whether `op` reads input k for its shape only (tf_op_info.shape_only): liveness ignores such a read,
+ * and the operand lends its shape, never its dtype or data. */
+bool tf_op_input_shape_only(tf_op op, int32_t k);
 /* Whether output 0 of `op` may lie on input `input`'s memory when that input is read last by the
  * step and has the output's dtype and bytes (the alias column: tf_alias_rule). */
 bool tf_op_output_may_alias(tf_op op, int32_t input);

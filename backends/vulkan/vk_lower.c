@@ -128,7 +128,7 @@ static const tf_plan_buffer *operand(const vk_lower *l, int32_t k) {
 }
 
 static bool read_for_shape_only(const vk_lower *l, int32_t k) {
-  return k < l->step->n_inputs && k < 8 && ((tf_op_info_get(l->step->op)->shape_only >> k) & 1u);
+  return k < l->step->n_inputs && tf_op_input_shape_only(l->step->op, k);
 }
 
 /* The half type (f16, bf16) of a step whose every floating operand has it (a half-kernel step of

@@ -370,7 +370,7 @@ static bool check_step(plan_check *c, host *reference, int32_t s) {
       return false;
     }
     // Shape-only inputs are not live at the step (their bytes may lie under its outputs).
-    const bool shape_only = k < step->n_inputs && k < 8 && ((info->shape_only >> k) & 1u);
+    const bool shape_only = k < step->n_inputs && tf_op_input_shape_only(step->op, k);
     if (ok && k < step->n_inputs && !shape_only)
       ok = device_ok(c, device_upload(&c->device, b, cpu[k]), s, "uploading an input");
   }

@@ -242,7 +242,7 @@ static void shape_only_operand(tf_target_kind kind) {
     for (int32_t k = 0; k < plan->steps[s].n_inputs; k++) {
       const int32_t b = plan->steps[s].inputs[k];
       const tf_op op = plan->steps[s].op;
-      const bool data = !(k < 8 && ((tf_op_info_get(op)->shape_only >> k) & 1u)); /* not for its shape */
+      const bool data = !tf_op_input_shape_only(op, k);
       if (b >= 0 && data && strcmp(plan->buffers[b].name, "table") == 0) {
         readers++;
         backward += plan->steps[s].phase != TF_PHASE_FORWARD;

@@ -185,6 +185,25 @@ def case(label, run):
         print(f"ok: {label}: {seen}")
 
 
+def adamw_both(graph, model, xs, ys, steps):
+    """`steps` AdamW steps (lr 1e-2, no weight decay, no clipping) on one batch, by tightfit on `graph`
+    and by PyTorch on `model`: (tightfit's losses, PyTorch's, the worst relative difference)."""
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    feed = {"x": xs.numpy() if xs.is_floating_point() else xs.numpy().astype(np.int64),
+            "labels": ys.numpy().astype(np.int32)}
+    losses = [session.step(feed) for _ in range(steps)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
+    expected = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(xs), ys)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+
+
 def shifted_lm():
     lm = TinyLM(300, 16).to(torch.bfloat16)
     ids, ys = torch.randint(0, 300, (batch, 6)), torch.randint(0, 300, (batch * 5,))
@@ -237,19 +256,7 @@ def tied_norms():
     model = TiedNorms(40, 16)
     ids, ys = torch.randint(0, 40, (batch, 7)), torch.randint(0, 40, (batch * 6,))
     graph = tightfit.from_torch(model, (ids,), loss="cross_entropy")
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    feed = {"x": ids.numpy().astype(np.int64), "labels": ys.numpy().astype(np.int32)}
-    losses = [session.step(feed) for _ in range(5)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(5):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    losses, expected, worst = adamw_both(graph, model, ids, ys, 5)
     seen = (f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative "
             f"difference {worst:.1e}")
     if '"op": "gelu"' not in dumped(graph):
@@ -319,20 +326,7 @@ def expanded_positions():
     torch.manual_seed(3)
     model = ExpandedPositions()
     ids, ys = torch.randint(0, 30, (batch, 6)), torch.randint(0, 5, (batch * 6,))
-    plan = tightfit.compile(tightfit.from_torch(model, (ids,), loss="cross_entropy"), set={"N": batch},
-                            optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    feed = {"x": ids.numpy().astype(np.int64), "labels": ys.numpy().astype(np.int32)}
-    losses = [session.step(feed) for _ in range(3)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(3):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    losses, expected, worst = adamw_both(tightfit.from_torch(model, (ids,), loss="cross_entropy"), model, ids, ys, 3)
     seen = f"3 AdamW steps {losses} vs PyTorch {expected}, worst relative difference {worst:.1e}"
     return (None if worst <= 1e-5 else seen), seen
 
@@ -372,19 +366,7 @@ def llama_block():
     xs, ys = torch.randn(batch, 3, 16), torch.randint(0, 5, (batch * 3,))
     graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
     ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    feed = {"x": xs.numpy(), "labels": ys.numpy().astype(np.int32)}
-    losses = [session.step(feed) for _ in range(3)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(3):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(xs), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 3)
     seen = f"ops {ops.count('rms_norm')} rms_norm, {ops.count('silu')} silu; 3 AdamW steps, worst relative difference {worst:.1e}"
     if ops.count("rms_norm") != 2 or ops.count("silu") != 2 or "sigmoid" in ops or "sqrt" in ops:
         return f"not fused: {ops}", seen
