@@ -52,15 +52,18 @@ static void vulkan_overhead(tf_overhead_model *m) {
 
 _Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
 
-/* The ops the Vulkan backend runs on f16/bf16 data: their lowerings emit only shaders with half
- * storage variants (backends/vulkan/vk_lower.c, half_variants), layout moves, fills and copies, and
- * their shaders write each output element once, from f32 arithmetic, or keep what they read back
- * as exact f32 bits (the norms' and attention's gradients' row statistics). Embedding's gradient
- * keeps sums in its output, which half storage would round: it runs between casts. */
+/* The ops both GPU backends run on f16/bf16 data. Vulkan: their lowerings emit only shaders with
+ * half storage variants (backends/vulkan/vk_lower.c, half_variants), layout moves, fills and copies,
+ * and their shaders write each output element once, from f32 arithmetic, or keep what they read
+ * back as exact f32 bits (the norms' and attention's gradients' row statistics). CUDA: their kernels
+ * are templated on the storage of their floating operands (kernels/cuda/table.cu, takes_half), load
+ * each element to f32, compute as on f32 and write each output element once, rounded
+ * (kernels/cuda/common.cuh); matmul is cuBLAS's 16-bit GEMM accumulating in f32. Embedding's
+ * gradient keeps sums in its output, which half storage would round: it runs between casts on both,
+ * with the accumulations, the losses, the fused loss head and the optimizer. */
 // clang-format off
-static const tf_op vulkan_half_kernels[] = {
-    TF_OP_MATMUL, TF_OP_CONV1D, TF_OP_CONV2D, TF_OP_CONV_TRANSPOSE2D, TF_OP_CONV1D_GRAD_INPUT,
-    TF_OP_CONV1D_GRAD_WEIGHT, TF_OP_CONV2D_GRAD_INPUT, TF_OP_CONV2D_GRAD_WEIGHT,
+static const tf_op gpu_half_kernels[] = {
+    TF_OP_MATMUL,
     TF_OP_ADD, TF_OP_SUB, TF_OP_MUL, TF_OP_DIV,
     TF_OP_NEG, TF_OP_EXP, TF_OP_LOG, TF_OP_SQRT, TF_OP_RSQRT, TF_OP_RELU, TF_OP_GELU, TF_OP_SILU,
     TF_OP_SIGMOID, TF_OP_TANH, TF_OP_SOFTPLUS,
@@ -74,6 +77,18 @@ static const tf_op vulkan_half_kernels[] = {
     TF_OP_RESHAPE, TF_OP_TRANSPOSE, TF_OP_CONCAT, TF_OP_SLICE, TF_OP_EXPAND, TF_OP_SLICE_GRAD,
 };
 // clang-format on
+
+/* Vulkan's besides: the convolutions (f16/bf16 shader variants). CUDA runs them between casts (its
+ * im2col works in f32). */
+static const tf_op vulkan_convolutions[] = {
+    TF_OP_CONV1D,
+    TF_OP_CONV2D,
+    TF_OP_CONV_TRANSPOSE2D,
+    TF_OP_CONV1D_GRAD_INPUT,
+    TF_OP_CONV1D_GRAD_WEIGHT,
+    TF_OP_CONV2D_GRAD_INPUT,
+    TF_OP_CONV2D_GRAD_WEIGHT,
+};
 
 /* The CPU backend runs every op on f16/bf16 data through half slices (backends/cpu/cpu_half.h, its
  * f32 kernel on widened copies of one slice at a time, results rounded once), except the cast
@@ -95,6 +110,11 @@ static bool cpu_half_kernel(tf_op op) {
 }
 
 static void set_half_kernel(tf_target *target, tf_op op) { target->half_kernels[op / 64] |= (uint64_t)1 << (op % 64); }
+
+static void set_half_kernels(tf_target *target, const tf_op *ops, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    set_half_kernel(target, ops[i]);
+}
 
 bool tf_target_half_kernel(const tf_target *target, tf_op op) {
   return (int)op >= 0 && op < TF_OP_COUNT && ((target->half_kernels[op / 64] >> (op % 64)) & 1u);
@@ -121,8 +141,8 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.flops_per_second = 10e12;
     target.bytes_per_second = 500e9;
     vulkan_overhead(&target.overhead);
-    for (size_t i = 0; i < sizeof(vulkan_half_kernels) / sizeof(vulkan_half_kernels[0]); i++)
-      set_half_kernel(&target, vulkan_half_kernels[i]);
+    set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
+    set_half_kernels(&target, vulkan_convolutions, sizeof(vulkan_convolutions) / sizeof(vulkan_convolutions[0]));
     break;
   default:
     target.alignment = 256;
@@ -130,6 +150,7 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.flops_per_second = 50e12;
     target.bytes_per_second = 2e12;
     cuda_overhead(&target.overhead);
+    set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     break;
   }
   return target;

@@ -43,7 +43,9 @@ typedef struct tf_target {
    * them on half data and puts every other op on half data between f32 casts. Vulkan: the
    * elementwise ops and activation gradients, softmax, matmul, dropout, zero and the layout moves
    * (f16/bf16 shader variants, storageBuffer16BitAccess); CPU: every op but the cast and the
-   * in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: none yet. */
+   * in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: matmul (16-bit
+   * cuBLAS GEMMs, f32 accumulation), the elementwise ops, softmax, reductions, norms, attention,
+   * embedding, pools, dropout and the moves (kernels templated on storage, kernels/cuda/common.cuh). */
   uint64_t half_kernels[2];
   /* The half kernels also take f32 operands beside those of the half type (a loss of bf16 logits,
    * its f32 result; CPU: yes, each f32 operand read and written as it is; Vulkan: no, one element

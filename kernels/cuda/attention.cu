@@ -13,7 +13,13 @@
  *   2. dQ, a warp per query row: dS = P (dO . v_j - delta), dQ = scale sum_j dS k_j;
  *   3. dK and dV, a warp per key row over the query tiles: dV = sum_i P dO_i, dK = scale sum_i dS q_i.
  * Every output element is owned by one lane: deterministic, no atomics. Scores are exp'd with
- * expf; the CPU adds the same terms in another order (gemm, then a double row sum). */
+ * expf; the CPU adds the same terms in another order (gemm, then a double row sum).
+ *
+ * The kernels are templated on the storage T of q, k, v, dy and the outputs: f32, and f16/bf16 for
+ * the cuda target's half kernels, whose elements are loaded to f32 (into the shared tiles, the
+ * registers, or as read through L1/L2) and whose results are each rounded once to T; everything
+ * else (the recomputed O, the workspace's L and delta, shared memory) stays f32, so a half kernel
+ * writes exactly what cast up -> f32 kernel -> cast down writes. */
 #include "kernels/cuda/attention_dims.cuh"
 
 namespace tf_cuda {
@@ -33,30 +39,37 @@ Dims dims_of(const tf_cuda_args *args, int64_t rows) {
 }
 
 /* A tile of 32 rows x D columns of a [rows, E] head view, rows [first, first + 32): in shared memory
- * (stride D + 1, rows past `limit` zero) or in global memory (stride E, rows past `limit` read as row
- * limit - 1). Either way the results of rows past the limit are masked. */
-struct Tile {
-  const float *base;
+ * (f32, stride D + 1, rows past `limit` zero) or in global memory (storage E, stride E, rows past
+ * `limit` read as row limit - 1). Either way the results of rows past the limit are masked. */
+template <typename E> struct Tile {
+  const E *base;
   int64_t stride, last;
-  __device__ const float *row(int r) const { return base + (r < last ? r : last) * stride; }
+  __device__ const E *row(int r) const { return base + (r < last ? r : last) * stride; }
 };
 
-__device__ inline Tile stage(float *shared, const float *global, int64_t first, int64_t limit, const Dims &d,
-                             bool staged) {
-  if (!staged) {
-    Tile t = {global + first * d.width, d.width, limit - 1 - first};
+/* A staged tile holds f32; an unstaged one reads the storage T. */
+template <bool STAGED, typename T> struct TileElement { typedef T type; };
+template <typename T> struct TileElement<true, T> { typedef float type; };
+
+template <bool STAGED, typename T>
+__device__ inline Tile<typename TileElement<STAGED, T>::type> stage(float *shared, const T *global, int64_t first,
+                                                                    int64_t limit, const Dims &d) {
+  if constexpr (!STAGED) {
+    Tile<T> t = {global + first * d.width, d.width, limit - 1 - first};
+    return t;
+  } else {
+    for (int64_t idx = threadIdx.x; idx < kTile * d.depth; idx += blockDim.x) {
+      const int64_t r = idx / d.depth, c = idx % d.depth;
+      shared[r * (d.depth + 1) + c] = first + r < limit ? to_f32(global[(first + r) * d.width + c]) : 0.0f;
+    }
+    Tile<float> t = {shared, d.depth + 1, kTile - 1};
     return t;
   }
-  for (int64_t idx = threadIdx.x; idx < kTile * d.depth; idx += blockDim.x) {
-    const int64_t r = idx / d.depth, c = idx % d.depth;
-    shared[r * (d.depth + 1) + c] = first + r < limit ? global[(first + r) * d.width + c] : 0.0f;
-  }
-  Tile t = {shared, d.depth + 1, kTile - 1};
-  return t;
 }
 
-/* dot(x, row) with x spread over the warp (element d at lane d % 32 of register d / 32). */
-template <int DPL> __device__ inline float dot_spread(const float (&x)[DPL], const float *row, int64_t depth) {
+/* dot(x, row) with x spread over the warp (element d at lane d % 32 of register d / 32); row is f32
+ * (shared) or storage (global). */
+template <int DPL, typename E> __device__ inline float dot_spread(const float (&x)[DPL], const E *row, int64_t depth) {
   float sum = 0.0f;
 #pragma unroll
   for (int r = 0; r < DPL; r++)
@@ -64,22 +77,22 @@ template <int DPL> __device__ inline float dot_spread(const float (&x)[DPL], con
     for (int src = 0; src < 32; src++) {
       const float xd = __shfl_sync(kFullMask, x[r], src);
       if (r * 32 + src < depth)
-        sum += xd * row[r * 32 + src];
+        sum += xd * to_f32(row[r * 32 + src]);
     }
   return sum;
 }
 
-template <int DPL> __device__ inline void load_spread(float (&x)[DPL], const float *row, int64_t depth, int lane) {
+template <int DPL, typename T>
+__device__ inline void load_spread(float (&x)[DPL], const T *row, int64_t depth, int lane) {
 #pragma unroll
   for (int r = 0; r < DPL; r++)
-    x[r] = r * 32 + lane < depth ? row[r * 32 + lane] : 0.0f;
+    x[r] = r * 32 + lane < depth ? to_f32(row[r * 32 + lane]) : 0.0f;
 }
 
 /* Forward (dy == NULL: writes y) or the backward's statistics (writes lse and delta). */
-template <int DPL, bool STAGED>
+template <typename T, int DPL, bool STAGED>
 __global__ void __launch_bounds__(kRows * 32)
-    forward_rows(const float *q, const float *k, const float *v, const float *dy, float *y, float *lse, float *delta,
-                 Dims d) {
+    forward_rows(const T *q, const T *k, const T *v, const T *dy, T *y, float *lse, float *delta, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
@@ -87,7 +100,7 @@ __global__ void __launch_bounds__(kRows * 32)
   const bool active = i < d.queries;
   const int64_t last_row = first_row + kRows <= d.queries ? first_row + kRows - 1 : d.queries - 1;
   const int64_t keys_end = d.causal && last_row + 1 < d.keys ? last_row + 1 : d.keys;
-  const float *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
+  const T *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
   const int64_t row_at = (n * d.queries + (active ? i : 0)) * d.width + h * d.depth;
   float q_reg[DPL], acc[DPL];
   load_spread(q_reg, q + row_at, d.depth, lane);
@@ -98,8 +111,8 @@ __global__ void __launch_bounds__(kRows * 32)
   for (int64_t t0 = 0; t0 < keys_end; t0 += kTile) {
     if (STAGED)
       __syncthreads();
-    const Tile kt = stage(shared, k_head, t0, d.keys, d, STAGED);
-    const Tile vt = stage(shared + kTile * (d.depth + 1), v_head, t0, d.keys, d, STAGED);
+    const auto kt = stage<STAGED>(shared, k_head, t0, d.keys, d);
+    const auto vt = stage<STAGED>(shared + kTile * (d.depth + 1), v_head, t0, d.keys, d);
     if (STAGED)
       __syncthreads();
     if (!active)
@@ -118,11 +131,11 @@ __global__ void __launch_bounds__(kRows * 32)
       acc[r] *= correction;
     for (int jj = 0; jj < kTile && t0 + jj < keys_end; jj++) {
       const float pj = __shfl_sync(kFullMask, p, jj);
-      const float *vrow = vt.row(jj);
+      const auto *vrow = vt.row(jj);
 #pragma unroll
       for (int r = 0; r < DPL; r++)
         if (r * 32 + lane < d.depth)
-          acc[r] += pj * vrow[r * 32 + lane];
+          acc[r] += pj * to_f32(vrow[r * 32 + lane]);
     }
     m = m_new;
   }
@@ -133,7 +146,7 @@ __global__ void __launch_bounds__(kRows * 32)
 #pragma unroll
     for (int r = 0; r < DPL; r++)
       if (r * 32 + lane < d.depth)
-        y[row_at + r * 32 + lane] = acc[r] * inverse;
+        y[row_at + r * 32 + lane] = from_f32<T>(acc[r] * inverse);
     return;
   }
   // delta = dO . O, summed exactly as dot_spread sums dO . v_j in the gradient kernels: where a row
@@ -153,10 +166,9 @@ __global__ void __launch_bounds__(kRows * 32)
 }
 
 /* dQ: a warp per query row over the key tiles. */
-template <int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32)
-    query_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse,
-                   const float *delta, float *dq, Dims d) {
+template <typename T, int DPL, bool STAGED>
+__global__ void __launch_bounds__(kRows * 32) query_gradient(const T *q, const T *k, const T *v, const T *dy,
+                                                             const float *lse, const float *delta, T *dq, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
@@ -164,7 +176,7 @@ __global__ void __launch_bounds__(kRows * 32)
   const bool active = i < d.queries;
   const int64_t last_row = first_row + kRows <= d.queries ? first_row + kRows - 1 : d.queries - 1;
   const int64_t keys_end = d.causal && last_row + 1 < d.keys ? last_row + 1 : d.keys;
-  const float *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
+  const T *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
   const int64_t row_at = (n * d.queries + (active ? i : 0)) * d.width + h * d.depth;
   const int64_t stat = (n * d.heads + h) * d.queries + (active ? i : 0);
   float q_reg[DPL], do_reg[DPL], acc[DPL];
@@ -177,8 +189,8 @@ __global__ void __launch_bounds__(kRows * 32)
   for (int64_t t0 = 0; t0 < keys_end; t0 += kTile) {
     if (STAGED)
       __syncthreads();
-    const Tile kt = stage(shared, k_head, t0, d.keys, d, STAGED);
-    const Tile vt = stage(shared + kTile * (d.depth + 1), v_head, t0, d.keys, d, STAGED);
+    const auto kt = stage<STAGED>(shared, k_head, t0, d.keys, d);
+    const auto vt = stage<STAGED>(shared + kTile * (d.depth + 1), v_head, t0, d.keys, d);
     if (STAGED)
       __syncthreads();
     if (!active)
@@ -191,11 +203,11 @@ __global__ void __launch_bounds__(kRows * 32)
     const float ds = p * (dp - row_delta);
     for (int jj = 0; jj < kTile && t0 + jj < keys_end; jj++) {
       const float dsj = __shfl_sync(kFullMask, ds, jj);
-      const float *krow = kt.row(jj);
+      const auto *krow = kt.row(jj);
 #pragma unroll
       for (int r = 0; r < DPL; r++)
         if (r * 32 + lane < d.depth)
-          acc[r] += dsj * krow[r * 32 + lane];
+          acc[r] += dsj * to_f32(krow[r * 32 + lane]);
     }
   }
   if (!active)
@@ -203,21 +215,19 @@ __global__ void __launch_bounds__(kRows * 32)
 #pragma unroll
   for (int r = 0; r < DPL; r++)
     if (r * 32 + lane < d.depth)
-      dq[row_at + r * 32 + lane] = d.scale * acc[r];
+      dq[row_at + r * 32 + lane] = from_f32<T>(d.scale * acc[r]);
 }
 
 /* dK and dV: a warp per key row over the query tiles (row_blocks counts key blocks here). */
-template <int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32)
-    key_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse, const float *delta,
-                 float *dk, float *dv, Dims d) {
+template <typename T, int DPL, bool STAGED>
+__global__ void __launch_bounds__(kRows * 32) key_gradient(const T *q, const T *k, const T *v, const T *dy,
+                                                           const float *lse, const float *delta, T *dk, T *dv, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
   const int64_t first_key = blockIdx.x % d.row_blocks * kRows, j = first_key + warp;
   const bool active = j < d.keys;
-  const float *q_head = q + n * d.queries * d.width + h * d.depth,
-              *dy_head = dy + n * d.queries * d.width + h * d.depth;
+  const T *q_head = q + n * d.queries * d.width + h * d.depth, *dy_head = dy + n * d.queries * d.width + h * d.depth;
   const float *lse_head = lse + (n * d.heads + h) * d.queries, *delta_head = delta + (n * d.heads + h) * d.queries;
   const int64_t key_at = (n * d.keys + (active ? j : 0)) * d.width + h * d.depth;
   float k_reg[DPL], v_reg[DPL], dk_acc[DPL], dv_acc[DPL];
@@ -231,8 +241,8 @@ __global__ void __launch_bounds__(kRows * 32)
   for (int64_t t0 = start; t0 < d.queries; t0 += kTile) {
     if (STAGED)
       __syncthreads();
-    const Tile qt = stage(shared, q_head, t0, d.queries, d, STAGED);
-    const Tile ot = stage(shared + kTile * (d.depth + 1), dy_head, t0, d.queries, d, STAGED);
+    const auto qt = stage<STAGED>(shared, q_head, t0, d.queries, d);
+    const auto ot = stage<STAGED>(shared + kTile * (d.depth + 1), dy_head, t0, d.queries, d);
     if (STAGED) {
       if (threadIdx.x < kTile) {
         const int64_t at = t0 + threadIdx.x < d.queries ? t0 + threadIdx.x : d.queries - 1;
@@ -254,12 +264,12 @@ __global__ void __launch_bounds__(kRows * 32)
     const float ds = p * (dp - row_delta);
     for (int ii = 0; ii < kTile && t0 + ii < d.queries; ii++) {
       const float pi = __shfl_sync(kFullMask, p, ii), dsi = __shfl_sync(kFullMask, ds, ii);
-      const float *qrow = qt.row(ii), *orow = ot.row(ii);
+      const auto *qrow = qt.row(ii), *orow = ot.row(ii);
 #pragma unroll
       for (int r = 0; r < DPL; r++)
         if (r * 32 + lane < d.depth) {
-          dv_acc[r] += pi * orow[r * 32 + lane];
-          dk_acc[r] += dsi * qrow[r * 32 + lane];
+          dv_acc[r] += pi * to_f32(orow[r * 32 + lane]);
+          dk_acc[r] += dsi * to_f32(qrow[r * 32 + lane]);
         }
     }
   }
@@ -268,8 +278,8 @@ __global__ void __launch_bounds__(kRows * 32)
 #pragma unroll
   for (int r = 0; r < DPL; r++)
     if (r * 32 + lane < d.depth) {
-      dk[key_at + r * 32 + lane] = d.scale * dk_acc[r];
-      dv[key_at + r * 32 + lane] = dv_acc[r];
+      dk[key_at + r * 32 + lane] = from_f32<T>(d.scale * dk_acc[r]);
+      dv[key_at + r * 32 + lane] = from_f32<T>(dv_acc[r]);
     }
 }
 
@@ -277,28 +287,28 @@ size_t shared_bytes(const Dims &d, bool staged, bool stats) {
   return staged ? (size_t)(2 * kTile * (d.depth + 1) + (stats ? 2 * kTile : 0)) * sizeof(float) : 0;
 }
 
-template <int DPL, bool STAGED> tf_status run_forward(const tf_cuda_args *args) {
+template <typename T, int DPL, bool STAGED> tf_status run_forward(const tf_cuda_args *args) {
   Dims d = dims_of(args, args->inputs[0].shape[1]);
   const unsigned blocks = (unsigned)(d.batch * d.heads * d.row_blocks);
-  forward_rows<DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream_of(args)>>>(
-      (const float *)args->inputs[0].data, (const float *)args->inputs[1].data, (const float *)args->inputs[2].data,
-      NULL, (float *)args->outputs[0].data, NULL, NULL, d);
+  forward_rows<T, DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream_of(args)>>>(
+      (const T *)args->inputs[0].data, (const T *)args->inputs[1].data, (const T *)args->inputs[2].data, NULL,
+      (T *)args->outputs[0].data, NULL, NULL, d);
   return launch_status();
 }
 
-template <int DPL, bool STAGED> tf_status run_backward(const tf_cuda_args *args) {
-  const float *q = (const float *)args->inputs[0].data, *k = (const float *)args->inputs[1].data;
-  const float *v = (const float *)args->inputs[2].data, *dy = (const float *)args->inputs[3].data;
+template <typename T, int DPL, bool STAGED> tf_status run_backward(const tf_cuda_args *args) {
+  const T *q = (const T *)args->inputs[0].data, *k = (const T *)args->inputs[1].data;
+  const T *v = (const T *)args->inputs[2].data, *dy = (const T *)args->inputs[3].data;
   cudaStream_t stream = stream_of(args);
   Dims d = dims_of(args, args->inputs[0].shape[1]);
   const int64_t rows = d.batch * d.heads * d.queries;
   float *lse = (float *)args->workspace, *delta = (float *)((char *)args->workspace + tf_cuda_round_up(4 * rows));
   if (d.queries > 0) {
     const unsigned blocks = (unsigned)(d.batch * d.heads * d.row_blocks);
-    forward_rows<DPL, STAGED>
+    forward_rows<T, DPL, STAGED>
         <<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(q, k, v, dy, NULL, lse, delta, d);
-    query_gradient<DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(
-        q, k, v, dy, lse, delta, (float *)args->outputs[0].data, d);
+    query_gradient<T, DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(
+        q, k, v, dy, lse, delta, (T *)args->outputs[0].data, d);
   }
   Dims kd = dims_of(args, args->inputs[1].shape[1]);
   if (kd.keys > 0) {
@@ -306,9 +316,9 @@ template <int DPL, bool STAGED> tf_status run_backward(const tf_cuda_args *args)
       TF_RETURN_IF_ERROR(zero(&args->outputs[1], stream));
       return zero(&args->outputs[2], stream);
     }
-    key_gradient<DPL, STAGED>
+    key_gradient<T, DPL, STAGED>
         <<<(unsigned)(kd.batch * kd.heads * kd.row_blocks), kRows * 32, shared_bytes(kd, STAGED, true), stream>>>(
-            q, k, v, dy, lse, delta, (float *)args->outputs[1].data, (float *)args->outputs[2].data, kd);
+            q, k, v, dy, lse, delta, (T *)args->outputs[1].data, (T *)args->outputs[2].data, kd);
   }
   return launch_status();
 }
@@ -321,15 +331,19 @@ template <bool BACKWARD> tf_status dispatch(const tf_cuda_args *args) {
   tf_status status = tiled_attention(args, BACKWARD, &tiled);
   if (tiled || status)
     return status;
-  if (depth <= 32)
-    return BACKWARD ? run_backward<1, true>(args) : run_forward<1, true>(args);
-  if (depth <= 64)
-    return BACKWARD ? run_backward<2, true>(args) : run_forward<2, true>(args);
-  if (depth <= 128)
-    return BACKWARD ? run_backward<4, true>(args) : run_forward<4, true>(args);
-  if (depth <= 256)
-    return BACKWARD ? run_backward<8, false>(args) : run_forward<8, false>(args);
-  return BACKWARD ? run_backward<16, false>(args) : run_forward<16, false>(args);
+  /* q, k, v, dy and the outputs share one storage (table.cu checks); the workspace stays f32 */
+  return with_storage(args->inputs[0].dtype, [&](auto storage) {
+    using T = decltype(storage);
+    if (depth <= 32)
+      return BACKWARD ? run_backward<T, 1, true>(args) : run_forward<T, 1, true>(args);
+    if (depth <= 64)
+      return BACKWARD ? run_backward<T, 2, true>(args) : run_forward<T, 2, true>(args);
+    if (depth <= 128)
+      return BACKWARD ? run_backward<T, 4, true>(args) : run_forward<T, 4, true>(args);
+    if (depth <= 256)
+      return BACKWARD ? run_backward<T, 8, false>(args) : run_forward<T, 8, false>(args);
+    return BACKWARD ? run_backward<T, 16, false>(args) : run_forward<T, 16, false>(args);
+  });
 }
 
 } // namespace

@@ -16,7 +16,13 @@
  * bit for bit: the first rows of causal attention) gets dS = dP - delta = 0 exactly, as on the CPU.
  *
  * Needs up to 162 KiB of shared memory per block (the dK/dV kernel at D = 128): tiled_attention()
- * declines (the row kernels run) on a device that cannot give it. */
+ * declines (the row kernels run) on a device that cannot give it.
+ *
+ * The kernels are templated on the storage T of q, k, v, dy and the outputs: f32, and f16/bf16 for
+ * the cuda target's half kernels, whose elements are loaded to f32 (into the f32 tiles, and dO for
+ * delta) and whose results are each rounded once to T; the recomputed O, the workspace's L and
+ * delta and all shared memory stay f32, so a half kernel writes exactly what cast up -> f32 kernel
+ * -> cast down writes. */
 #include "kernels/cuda/attention_dims.cuh"
 
 namespace tf_cuda {
@@ -28,13 +34,13 @@ constexpr int kScoreStride = kTileRows + 1;
 
 __host__ __device__ inline int64_t tiles_of(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
 
-/* Rows [first, first + 64) of one head of a [rows, width] tensor into `tile` (stride DM + 1):
- * zeros past `limit` rows and past `depth` columns. */
-template <int DM>
-__device__ inline void load_tile(float *tile, const float *head, int64_t first, int64_t limit, const AttentionDims &d) {
+/* Rows [first, first + 64) of one head of a [rows, width] tensor of storage T into the f32 `tile`
+ * (stride DM + 1): zeros past `limit` rows and past `depth` columns. */
+template <int DM, typename T>
+__device__ inline void load_tile(float *tile, const T *head, int64_t first, int64_t limit, const AttentionDims &d) {
   for (int idx = threadIdx.x; idx < kTileRows * DM; idx += kTileThreads) {
     const int r = idx / DM, c = idx % DM;
-    tile[r * (DM + 1) + c] = first + r < limit && c < d.depth ? head[(first + r) * d.width + c] : 0.0f;
+    tile[r * (DM + 1) + c] = first + r < limit && c < d.depth ? to_f32(head[(first + r) * d.width + c]) : 0.0f;
   }
 }
 
@@ -82,10 +88,9 @@ __device__ inline bool visible(int64_t i, int64_t j, const AttentionDims &d) {
 }
 
 /* Forward over one query tile: y, or (dy != NULL) the backward's statistics lse and delta. */
-template <int DC>
+template <typename T, int DC>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_forward(const float *q, const float *k, const float *v, const float *dy, float *y, float *lse, float *delta,
-                  AttentionDims d) {
+    tiled_forward(const T *q, const T *k, const T *v, const T *dy, T *y, float *lse, float *delta, AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *kv = qs + kTileRows * SD, *ps = kv + kTileRows * SD;
@@ -168,7 +173,7 @@ __global__ void __launch_bounds__(kTileThreads)
 #pragma unroll
       for (int cc = 0; cc < DC; cc++)
         if (tx + 16 * cc < d.depth)
-          y[q_base + i * d.width + tx + 16 * cc] = o[r][cc] * inverse[r];
+          y[q_base + i * d.width + tx + 16 * cc] = from_f32<T>(o[r][cc] * inverse[r]);
     }
     return;
   }
@@ -185,10 +190,10 @@ __global__ void __launch_bounds__(kTileThreads)
     const int row = threadIdx.x;
     const int64_t i = i0 + row;
     if (i < d.queries) {
-      const float *dyr = dy + q_base + i * d.width;
+      const T *dyr = dy + q_base + i * d.width;
       float dot = 0.0f;
       for (int dd = 0; dd < DM; dd++)
-        dot = fmaf(dd < d.depth ? dyr[dd] : 0.0f, qs[row * SD + dd], dot);
+        dot = fmaf(dd < d.depth ? to_f32(dyr[dd]) : 0.0f, qs[row * SD + dd], dot);
       const int64_t stat = (n * d.heads + h) * d.queries + i;
       delta[stat] = dot;
     }
@@ -235,10 +240,10 @@ __device__ inline void load_stats(float *row_lse, float *row_delta, const float 
 }
 
 /* dQ = scale sum_j dS_ij k_j over one query tile. */
-template <int DC>
+template <typename T, int DC>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_query_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse,
-                         const float *delta, float *dq, AttentionDims d) {
+    tiled_query_gradient(const T *q, const T *k, const T *v, const T *dy, const float *lse, const float *delta, T *dq,
+                         AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *dos = qs + kTileRows * SD, *ks = dos + kTileRows * SD, *vs = ks + kTileRows * SD;
@@ -293,15 +298,15 @@ __global__ void __launch_bounds__(kTileThreads)
 #pragma unroll
     for (int cc = 0; cc < DC; cc++)
       if (tx + 16 * cc < d.depth)
-        dq[q_base + i * d.width + tx + 16 * cc] = d.scale * acc[r][cc];
+        dq[q_base + i * d.width + tx + 16 * cc] = from_f32<T>(d.scale * acc[r][cc]);
   }
 }
 
 /* dV = sum_i P_ij dO_i and dK = scale sum_i dS_ij q_i over one key tile. */
-template <int DC>
+template <typename T, int DC>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_key_gradient(const float *q, const float *k, const float *v, const float *dy, const float *lse,
-                       const float *delta, float *dk, float *dv, AttentionDims d) {
+    tiled_key_gradient(const T *q, const T *k, const T *v, const T *dy, const float *lse, const float *delta, T *dk,
+                       T *dv, AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *dos = qs + kTileRows * SD, *ks = dos + kTileRows * SD, *vs = ks + kTileRows * SD;
@@ -364,8 +369,8 @@ __global__ void __launch_bounds__(kTileThreads)
 #pragma unroll
     for (int cc = 0; cc < DC; cc++)
       if (tx + 16 * cc < d.depth) {
-        dk[k_base + j * d.width + tx + 16 * cc] = d.scale * dk_acc[r][cc];
-        dv[k_base + j * d.width + tx + 16 * cc] = dv_acc[r][cc];
+        dk[k_base + j * d.width + tx + 16 * cc] = from_f32<T>(d.scale * dk_acc[r][cc]);
+        dv[k_base + j * d.width + tx + 16 * cc] = from_f32<T>(dv_acc[r][cc]);
       }
   }
 }
@@ -396,35 +401,35 @@ template <typename Kernel> tf_status allow_shared(Kernel kernel, size_t bytes) {
                      "allowing %zu bytes of shared memory for an attention kernel", bytes);
 }
 
-template <int DC> tf_status run_tiled(const tf_cuda_args *args, bool backward) {
+template <typename T, int DC> tf_status run_tiled(const tf_cuda_args *args, bool backward) {
   const AttentionDims d = attention_dims_of(args);
   cudaStream_t stream = stream_of(args);
-  const float *q = (const float *)args->inputs[0].data, *k = (const float *)args->inputs[1].data;
-  const float *v = (const float *)args->inputs[2].data;
+  const T *q = (const T *)args->inputs[0].data, *k = (const T *)args->inputs[1].data;
+  const T *v = (const T *)args->inputs[2].data;
   const unsigned query_blocks = (unsigned)(d.batch * d.heads * tiles_of(d.queries));
   const unsigned key_blocks = (unsigned)(d.batch * d.heads * tiles_of(d.keys));
   if (!backward) {
-    TF_RETURN_IF_ERROR(allow_shared(tiled_forward<DC>, forward_shared(DC)));
-    tiled_forward<DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(
-        q, k, v, NULL, (float *)args->outputs[0].data, NULL, NULL, d);
+    TF_RETURN_IF_ERROR(allow_shared(tiled_forward<T, DC>, forward_shared(DC)));
+    tiled_forward<T, DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(
+        q, k, v, NULL, (T *)args->outputs[0].data, NULL, NULL, d);
     return launch_status();
   }
-  const float *dy = (const float *)args->inputs[3].data;
+  const T *dy = (const T *)args->inputs[3].data;
   const int64_t rows = d.batch * d.heads * d.queries;
   float *lse = (float *)args->workspace, *delta = (float *)((char *)args->workspace + tf_cuda_round_up(4 * rows));
   if (d.queries == 0) { /* no query reaches any key */
     TF_RETURN_IF_ERROR(zero(&args->outputs[1], stream));
     return zero(&args->outputs[2], stream);
   }
-  TF_RETURN_IF_ERROR(allow_shared(tiled_forward<DC>, forward_shared(DC)));
-  TF_RETURN_IF_ERROR(allow_shared(tiled_query_gradient<DC>, query_shared(DC)));
-  TF_RETURN_IF_ERROR(allow_shared(tiled_key_gradient<DC>, key_shared(DC)));
-  tiled_forward<DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(q, k, v, dy, NULL, lse, delta, d);
-  tiled_query_gradient<DC><<<query_blocks, kTileThreads, query_shared(DC), stream>>>(q, k, v, dy, lse, delta,
-                                                                                     (float *)args->outputs[0].data, d);
+  TF_RETURN_IF_ERROR(allow_shared(tiled_forward<T, DC>, forward_shared(DC)));
+  TF_RETURN_IF_ERROR(allow_shared(tiled_query_gradient<T, DC>, query_shared(DC)));
+  TF_RETURN_IF_ERROR(allow_shared(tiled_key_gradient<T, DC>, key_shared(DC)));
+  tiled_forward<T, DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(q, k, v, dy, NULL, lse, delta, d);
+  tiled_query_gradient<T, DC><<<query_blocks, kTileThreads, query_shared(DC), stream>>>(q, k, v, dy, lse, delta,
+                                                                                        (T *)args->outputs[0].data, d);
   if (d.keys > 0)
-    tiled_key_gradient<DC><<<key_blocks, kTileThreads, key_shared(DC), stream>>>(
-        q, k, v, dy, lse, delta, (float *)args->outputs[1].data, (float *)args->outputs[2].data, d);
+    tiled_key_gradient<T, DC><<<key_blocks, kTileThreads, key_shared(DC), stream>>>(
+        q, k, v, dy, lse, delta, (T *)args->outputs[1].data, (T *)args->outputs[2].data, d);
   return launch_status();
 }
 
@@ -440,12 +445,16 @@ tf_status tiled_attention(const tf_cuda_args *args, bool backward, bool *handled
   if (opt_in_shared() < needed)
     return NULL;
   *handled = true;
-  switch (dc) {
-  case 1: return run_tiled<1>(args, backward);
-  case 2: return run_tiled<2>(args, backward);
-  case 4: return run_tiled<4>(args, backward);
-  default: return run_tiled<8>(args, backward);
-  }
+  /* q, k, v, dy and the outputs share one storage (table.cu checks); tiles and workspace stay f32 */
+  return with_storage(args->inputs[0].dtype, [&](auto storage) {
+    using T = decltype(storage);
+    switch (dc) {
+    case 1: return run_tiled<T, 1>(args, backward);
+    case 2: return run_tiled<T, 2>(args, backward);
+    case 4: return run_tiled<T, 4>(args, backward);
+    default: return run_tiled<T, 8>(args, backward);
+    }
+  });
 }
 
 } // namespace tf_cuda

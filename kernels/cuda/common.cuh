@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/half_bits.h"
 #include "core/workspace_cuda.h"
 #include "kernels/cuda/kernels.h"
 
@@ -128,6 +129,44 @@ template <typename T> __device__ inline T block_sum(T value, T *scratch) {
   __syncthreads();
   T total = lane < (int)(blockDim.x / 32) ? scratch[lane] : T(0);
   return warp_sum(total);
+}
+
+/* ---- storage of floating tensors: f32, or f16 / bf16 for the half kernels ---- */
+
+/* A half kernel (the cuda target's half-kernel ops, targets/target.c) is its f32 kernel templated on
+ * the storage type T of its floating operands: each element is loaded to f32 exactly, computed in
+ * f32 as the f32 kernel does, and each result is rounded once to T by core/half_bits.h (the cast
+ * kernels' rounding), so a half kernel writes the bits cast up -> f32 kernel -> cast down writes
+ * (up to the order of f32 additions, which each kernel file states as for f32). The 16-bit types
+ * are tags holding the bits; arithmetic happens only on their f32 values. */
+struct F16 {
+  uint16_t bits;
+};
+struct Bf16 {
+  uint16_t bits;
+};
+
+__device__ inline float to_f32(float v) { return v; }
+__device__ inline float to_f32(F16 v) { return __uint_as_float(tf_f32_bits_from_f16(v.bits)); }
+__device__ inline float to_f32(Bf16 v) { return __uint_as_float(tf_f32_bits_from_bf16(v.bits)); }
+
+template <typename T> __device__ inline T from_f32(float v);
+template <> __device__ inline float from_f32<float>(float v) { return v; }
+template <> __device__ inline F16 from_f32<F16>(float v) { return F16{tf_f16_from_f32_bits(__float_as_uint(v))}; }
+template <> __device__ inline Bf16 from_f32<Bf16>(float v) { return Bf16{tf_bf16_from_f32_bits(__float_as_uint(v))}; }
+
+/* Whether `dtype` is one of the half storage types (f16, bf16). */
+inline bool is_half_dtype(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
+
+/* Calls f(T{}) with T the storage type of `dtype` (F16, Bf16, else float): a launcher instantiates
+ * its kernels for the storage of its floating operands, which a half kernel step has all of one
+ * type (table.cu checks). */
+template <typename F> inline tf_status with_storage(tf_dtype dtype, F &&f) {
+  switch (dtype) {
+  case TF_F16: return f(F16{});
+  case TF_BF16: return f(Bf16{});
+  default: return f(0.0f);
+  }
 }
 
 /* ---- strided index arithmetic (rank <= TF_MAX_RANK) ---- */

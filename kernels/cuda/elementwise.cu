@@ -2,7 +2,10 @@
  * (neg ... tanh, gelu, softplus) and the activation gradients (relu_grad ... tanh_grad), as
  * kernels/cpu/elementwise.c computes them. Each output element is computed by one thread from its
  * own inputs, so an output may alias an input of its own shape. The transcendental functions are
- * CUDA's (expf, erff, tanhf: within 2 ulp of glibc's); nothing is built with fast math. */
+ * CUDA's (expf, erff, tanhf: within 2 ulp of glibc's); nothing is built with fast math. Each kernel is
+ * templated on the storage of its operands: f32, or f16/bf16 for the cuda target's half kernels
+ * (each element loaded to f32 exactly, computed as on f32, the result rounded once: the bits of cast
+ * up -> f32 kernel -> cast down). */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -48,16 +51,18 @@ template <int OP> __device__ inline float binary_op(float x, float y) {
 }
 
 /* Both operands walk the output contiguously (or one is a scalar: stride 0). */
-template <int OP>
-__global__ void binary_flat(const float *a, int64_t a_step, const float *b, int64_t b_step, float *out, int64_t n) {
-  TF_CUDA_GRID_STRIDE(i, n) { out[i] = binary_op<OP>(a[i * a_step], b[i * b_step]); }
+template <int OP, typename T>
+__global__ void binary_flat(const T *a, int64_t a_step, const T *b, int64_t b_step, T *out, int64_t n) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(binary_op<OP>(to_f32(a[i * a_step]), to_f32(b[i * b_step]))); }
 }
 
-template <int OP> __global__ void binary_strided(const float *a, const float *b, float *out, int64_t n, Strides s) {
-  TF_CUDA_GRID_STRIDE(i, n) { out[i] = binary_op<OP>(a[offset_of(s, 0, i)], b[offset_of(s, 1, i)]); }
+template <int OP, typename T> __global__ void binary_strided(const T *a, const T *b, T *out, int64_t n, Strides s) {
+  TF_CUDA_GRID_STRIDE(i, n) {
+    out[i] = from_f32<T>(binary_op<OP>(to_f32(a[offset_of(s, 0, i)]), to_f32(b[offset_of(s, 1, i)])));
+  }
 }
 
-template <int OP> tf_status binary_run(const tf_cuda_args *args) {
+template <int OP, typename T> tf_status binary_run(const tf_cuda_args *args) {
   const tf_cuda_tensor *a = &args->inputs[0], *b = &args->inputs[1], *out = &args->outputs[0];
   const int64_t n = out->count;
   if (n == 0)
@@ -69,13 +74,13 @@ template <int OP> tf_status binary_run(const tf_cuda_args *args) {
   broadcast_strides(a, s.rank, s.shape, s.stride[0]);
   broadcast_strides(b, s.rank, s.shape, s.stride[1]);
   collapse(&s, 2);
-  const float *x = (const float *)a->data, *y = (const float *)b->data;
-  float *z = (float *)out->data;
+  const T *x = (const T *)a->data, *y = (const T *)b->data;
+  T *z = (T *)out->data;
   cudaStream_t stream = stream_of(args);
   if (s.rank == 1 && s.stride[0][0] <= 1 && s.stride[1][0] <= 1)
-    binary_flat<OP><<<blocks_for(n), kThreads, 0, stream>>>(x, s.stride[0][0], y, s.stride[1][0], z, n);
+    binary_flat<OP, T><<<blocks_for(n), kThreads, 0, stream>>>(x, s.stride[0][0], y, s.stride[1][0], z, n);
   else
-    binary_strided<OP><<<blocks_for(n), kThreads, 0, stream>>>(x, y, z, n, s);
+    binary_strided<OP, T><<<blocks_for(n), kThreads, 0, stream>>>(x, y, z, n, s);
   return launch_status();
 }
 
@@ -98,17 +103,17 @@ template <int OP> __device__ inline float unary_op(float x, bool approximate) {
   }
 }
 
-template <int OP> __global__ void unary_kernel(const float *in, float *out, int64_t n, bool approximate) {
-  TF_CUDA_GRID_STRIDE(i, n) { out[i] = unary_op<OP>(in[i], approximate); }
+template <int OP, typename T> __global__ void unary_kernel(const T *in, T *out, int64_t n, bool approximate) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(unary_op<OP>(to_f32(in[i]), approximate)); }
 }
 
-template <int OP> tf_status unary_run(const tf_cuda_args *args) {
+template <int OP, typename T> tf_status unary_run(const tf_cuda_args *args) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
   bool approximate = OP == TF_OP_GELU && args->attrs->u.gelu.approximate;
-  unary_kernel<OP><<<blocks_for(n), kThreads, 0, stream_of(args)>>>((const float *)args->inputs[0].data,
-                                                                    (float *)args->outputs[0].data, n, approximate);
+  unary_kernel<OP, T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>((const T *)args->inputs[0].data,
+                                                                       (T *)args->outputs[0].data, n, approximate);
   return launch_status();
 }
 
@@ -128,19 +133,18 @@ template <int OP> __device__ inline float grad_op(float v, float dy, bool approx
   }
 }
 
-template <int OP>
-__global__ void grad_kernel(const float *value, const float *upstream, float *out, int64_t n, bool approximate) {
-  TF_CUDA_GRID_STRIDE(i, n) { out[i] = grad_op<OP>(value[i], upstream[i], approximate); }
+template <int OP, typename T>
+__global__ void grad_kernel(const T *value, const T *upstream, T *out, int64_t n, bool approximate) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(grad_op<OP>(to_f32(value[i]), to_f32(upstream[i]), approximate)); }
 }
 
-template <int OP> tf_status grad_run(const tf_cuda_args *args) {
+template <int OP, typename T> tf_status grad_run(const tf_cuda_args *args) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
   bool approximate = OP == TF_OP_GELU_GRAD && args->attrs->u.gelu.approximate;
-  grad_kernel<OP><<<blocks_for(n), kThreads, 0, stream_of(args)>>>((const float *)args->inputs[0].data,
-                                                                   (const float *)args->inputs[1].data,
-                                                                   (float *)args->outputs[0].data, n, approximate);
+  grad_kernel<OP, T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(
+      (const T *)args->inputs[0].data, (const T *)args->inputs[1].data, (T *)args->outputs[0].data, n, approximate);
   return launch_status();
 }
 
@@ -150,14 +154,20 @@ tf_status not_elementwise(const tf_cuda_args *args) {
 }
 
 /* Runs op OP's kernel: its row of the op table (core/op_table.h) names one of this file's
- * launchers, which instantiates its template for OP. */
+ * launchers, which instantiates its template for OP and the storage of the step's data (output 0's
+ * dtype: f32, or f16/bf16 for a half kernel, every operand of that type). */
 template <int OP> tf_status run(const tf_cuda_args *args) {
-  if constexpr (kLaunchers[OP] == launch_binary)
-    return binary_run<OP>(args);
-  else if constexpr (kLaunchers[OP] == launch_unary)
-    return unary_run<OP>(args);
-  else if constexpr (kLaunchers[OP] == launch_activation_grad)
-    return grad_run<OP>(args);
+  if constexpr (kLaunchers[OP] == launch_binary || kLaunchers[OP] == launch_unary ||
+                kLaunchers[OP] == launch_activation_grad)
+    return with_storage(args->outputs[0].dtype, [&](auto storage) {
+      using T = decltype(storage);
+      if constexpr (kLaunchers[OP] == launch_binary)
+        return binary_run<OP, T>(args);
+      else if constexpr (kLaunchers[OP] == launch_unary)
+        return unary_run<OP, T>(args);
+      else
+        return grad_run<OP, T>(args);
+    });
   else
     return not_elementwise(args);
 }

@@ -5,7 +5,12 @@
  * workspace (bitonic: shared memory for the stages within 1024 keys, global passes across), then
  * the first position of each id's run adds the dy rows of its run in position order into its table
  * row, column by column: the same additions in the same order as the CPU's loop over positions.
- * Table rows no id names are zeroed first. Positions must fit in 32 bits. */
+ * Table rows no id names are zeroed first. Positions must fit in 32 bits.
+ *
+ * The lookup is templated on the storage of the table and output (f32, and f16/bf16 for the cuda
+ * target's half kernels): a row element is loaded to f32 and stored back rounded once, which gives
+ * its bits (a NaN as its quiet NaN, as a cast up and down does). The gradient reads and writes f32
+ * only: its run sums add to what dtable holds, which half storage would round between runs. */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -18,11 +23,11 @@ __device__ inline int64_t id_at(const void *ids, bool wide, int64_t i) {
   return wide ? ((const int64_t *)ids)[i] : (int64_t)((const int32_t *)ids)[i];
 }
 
-__global__ void lookup(const void *ids, bool wide, const float *table, int64_t rows, int64_t depth, float *y,
-                       int64_t n) {
+template <typename T>
+__global__ void lookup(const void *ids, bool wide, const T *table, int64_t rows, int64_t depth, T *y, int64_t n) {
   TF_CUDA_GRID_STRIDE(i, n) {
     const int64_t id = id_at(ids, wide, i / depth);
-    y[i] = id >= 0 && id < rows ? table[id * depth + i % depth] : 0.0f;
+    y[i] = from_f32<T>(id >= 0 && id < rows ? to_f32(table[id * depth + i % depth]) : 0.0f);
   }
 }
 
@@ -107,15 +112,19 @@ tf_status sort_keys(uint64_t *keys, int64_t padded, cudaStream_t stream) {
 
 } // namespace
 
+/* (ids, table) -> rows: T is the table's (and the output's) storage. */
 TF_CUDA_LAUNCHER(embedding) {
   const tf_cuda_tensor *ids = &args->inputs[0], *table = &args->inputs[1];
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
-  lookup<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(ids->data, ids->dtype == TF_I64, (const float *)table->data,
-                                                          table->shape[0], table->shape[1],
-                                                          (float *)args->outputs[0].data, n);
-  return launch_status();
+  return with_storage(table->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    lookup<T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(ids->data, ids->dtype == TF_I64, (const T *)table->data,
+                                                               table->shape[0], table->shape[1],
+                                                               (T *)args->outputs[0].data, n);
+    return launch_status();
+  });
 }
 
 /* embedding_grad writes dtable; embedding_grad_accumulate adds to its input 2 (the run sums add to

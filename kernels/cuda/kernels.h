@@ -4,8 +4,9 @@
  * captured into a CUDA graph and replayed.
  *
  * Semantics are those of the CPU kernels (the .c files of kernels/cpu), op by op; the comments in each .cu
- * file say where the order of floating-point additions differs. Floating tensors are f32 (cast
- * also reads and writes f16, bf16 and the integer dtypes; the layout ops and max move any dtype).
+ * file say where the order of floating-point additions differs. Floating tensors are f32, or all
+ * f16 or all bf16 for the half kernels (tf_cuda_kernel_takes_half); cast also reads and writes f16,
+ * bf16 and the integer dtypes; the layout ops and max move any dtype.
  *
  * This header is plain C (no CUDA headers): the backend (C) and the tests include it. */
 #ifndef TIGHTFIT_KERNELS_CUDA_KERNELS_H
@@ -56,6 +57,11 @@ typedef struct tf_cuda_args {
 
 /* Whether the CUDA kernels implement `op` at all. */
 bool tf_cuda_kernel_exists(tf_op op);
+
+/* Whether `op`'s kernel also runs on f16/bf16 data (a half kernel: every floating operand of one
+ * half type, computed in f32, each result rounded once); the cuda target's half-kernel ops
+ * (targets/target.c) must be such ops or moves of bytes. */
+bool tf_cuda_kernel_takes_half(tf_op op);
 
 /* Checks what the launcher cannot do for these operands (an unsupported dtype, a head width
  * above the attention kernels' limit, a size above cuBLAS's int range); NULL when it can, else a

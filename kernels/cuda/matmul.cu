@@ -6,7 +6,15 @@
  * every operand walks them contiguously, the innermost run is one strided-batched gemm (stride 0
  * where broadcast) and any remaining outer axes are a host loop over such calls (each captured into
  * the graph). cuBLAS works in the step's workspace (cublasSetWorkspace), never in memory of its
- * own. */
+ * own.
+ *
+ * matmul on f16/bf16 operands (a half kernel of the cuda target: A, B and C all of that type) is
+ * the same calls through cublasGemmStridedBatchedEx with 16-bit A, B and C and CUBLAS_COMPUTE_32F:
+ * the products of half values are exact in f32 and accumulate in f32 on the tensor cores, reductions
+ * kept in f32 too (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), and C is rounded to its type
+ * once. Within the f32 product's bound of cast up -> f32 matmul -> cast down (the order of the f32
+ * additions differs), not bit for bit. matmul_accumulate is never a half kernel (C += would round
+ * the running sum). */
 
 #include "kernels/cuda/common.cuh"
 
@@ -97,6 +105,28 @@ Product plan_product(const tf_cuda_args *args) {
 /* The count of the innermost, strided-batched axis (1 without batch axes). */
 int64_t batch_of(const Product &p) { return p.batch_rank > 0 ? p.batch_shape[p.batch_rank - 1] : 1; }
 
+/* Column-major strided-batched C = alpha op(A) op(B) + beta C with A, B and C of `dtype`: f32 through
+ * gemm_f32 (the plan's matmul math), f16/bf16 with f32 accumulation on the tensor cores (the handle's
+ * math mode is default, reductions in f32, for that call only). Element offsets and strides count
+ * elements of `dtype`. */
+cublasStatus_t gemm_typed(cublasHandle_t handle, tf_dtype dtype, tf_dtype math, cublasOperation_t op_a,
+                          cublasOperation_t op_b, int m, int n, int k, const float *alpha, const void *a, int lda,
+                          long long stride_a, const void *b, int ldb, long long stride_b, const float *beta, void *c,
+                          int ldc, long long stride_c, int batch) {
+  if (dtype != TF_F16 && dtype != TF_BF16)
+    return gemm_f32(handle, math, op_a, op_b, m, n, k, alpha, (const float *)a, lda, stride_a, (const float *)b, ldb,
+                    stride_b, beta, (float *)c, ldc, stride_c, batch);
+  const cudaDataType type = dtype == TF_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+  cublasStatus_t status =
+      cublasSetMathMode(handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status =
+        cublasGemmStridedBatchedEx(handle, op_a, op_b, m, n, k, alpha, a, type, lda, stride_a, b, type, ldb, stride_b,
+                                   beta, c, type, ldc, stride_c, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t restored = cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);
+  return status != CUBLAS_STATUS_SUCCESS ? status : restored;
+}
+
 } // namespace
 
 tf_status check_matmul(const tf_cuda_args *args) {
@@ -121,8 +151,10 @@ TF_CUDA_LAUNCHER(matmul) {
   cublasHandle_t handle = (cublasHandle_t)args->cublas;
   TF_RETURN_IF_ERROR(cublas_workspace(handle, args->workspace, args->workspace_bytes));
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  const float *a = (const float *)operands.a->data, *b = (const float *)operands.b->data;
-  float *c = (float *)out->data;
+  const tf_dtype dtype = out->dtype; /* f32, or the half type of every operand (a half kernel) */
+  const int64_t size = element_size(dtype);
+  const char *a = (const char *)operands.a->data, *b = (const char *)operands.b->data;
+  char *c = (char *)out->data;
   const cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t inner = p.batch_rank - 1;
@@ -137,13 +169,14 @@ TF_CUDA_LAUNCHER(matmul) {
       rest /= p.batch_shape[i];
       a_offset += at * p.a_stride[i], b_offset += at * p.b_stride[i], c_offset += at * p.c_stride[i];
     }
-    TF_RETURN_IF_ERROR(
-        call_status(gemm_f32(handle, args->math, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset,
-                             (int)p.ldb, inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset, (int)p.lda,
-                             inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset, (int)p.n,
-                             inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count),
-                    "cuBLAS strided-batched GEMM, %s math (m %lld, n %lld, k %lld, batch %lld)",
-                    tf_dtype_name(args->math), (long long)p.m, (long long)p.n, (long long)p.k, (long long)count));
+    TF_RETURN_IF_ERROR(call_status(
+        gemm_typed(handle, dtype, args->math, op_b, op_a, (int)p.n, (int)p.m, (int)p.k, &alpha, b + b_offset * size,
+                   (int)p.ldb, inner >= 0 ? (long long)p.b_stride[inner] : 0, a + a_offset * size, (int)p.lda,
+                   inner >= 0 ? (long long)p.a_stride[inner] : 0, &beta, c + c_offset * size, (int)p.n,
+                   inner >= 0 ? (long long)p.c_stride[inner] : (long long)(p.m * p.n), (int)count),
+        "cuBLAS strided-batched GEMM, %s operands, %s math (m %lld, n %lld, k %lld, batch %lld)", tf_dtype_name(dtype),
+        tf_dtype_name(is_half_dtype(dtype) ? TF_F32 : args->math), (long long)p.m, (long long)p.n, (long long)p.k,
+        (long long)count));
   }
   return launch_status();
 }

@@ -2,7 +2,12 @@
  * pure function of (session seed, micro-step, the node's seed, i): common/rng.c's Philox4x32-10 and
  * its counter layout, ported operation by operation, so the masks equal the CPU's bit for bit. The
  * seed and micro-step are read from the run values at run time (a replayed graph sees new ones), copied
- * into the step's workspace first. */
+ * into the step's workspace first.
+ *
+ * x and y are templated on storage (f32, and f16/bf16 for the cuda target's half kernels): x is
+ * loaded to f32, scaled in f32, and each result rounded once, so a half kernel writes the bits of
+ * cast up -> f32 kernel -> cast down. With rate 0 y is x's bytes (a copy, or nothing in place), so
+ * a non-canonical half NaN keeps its payload where a cast up and down would make it the quiet NaN. */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -42,17 +47,18 @@ __global__ void copy_run(const tf_cuda_run_values *run, tf_cuda_run_values *copy
   *copy = values;
 }
 
-__global__ void dropout_kernel(const float *x, float *y, int64_t n, float rate, float scale, uint64_t stream,
+template <typename T>
+__global__ void dropout_kernel(const T *x, T *y, int64_t n, float rate, float scale, uint64_t stream,
                                const tf_cuda_run_values *run) {
   const uint64_t seed = run->seed, step = (uint64_t)run->micro_step;
-  TF_CUDA_GRID_STRIDE(i, n) { y[i] = rng_uniform(seed, step, stream, (uint64_t)i) >= rate ? x[i] * scale : 0.0f; }
+  TF_CUDA_GRID_STRIDE(i, n) {
+    y[i] = from_f32<T>(rng_uniform(seed, step, stream, (uint64_t)i) >= rate ? to_f32(x[i]) * scale : 0.0f);
+  }
 }
 
-} // namespace
-
-TF_CUDA_LAUNCHER(dropout) {
-  const float *x = (const float *)args->inputs[0].data;
-  float *y = (float *)args->outputs[0].data;
+template <typename T> tf_status dropout_run(const tf_cuda_args *args) {
+  const T *x = (const T *)args->inputs[0].data;
+  T *y = (T *)args->outputs[0].data;
   const int64_t n = args->outputs[0].count;
   const float rate = args->attrs->u.dropout.rate;
   if (n == 0)
@@ -60,14 +66,23 @@ TF_CUDA_LAUNCHER(dropout) {
   if (!(rate > 0.0f)) {
     if (x == y)
       return NULL;
-    return copy(y, x, n * (int64_t)sizeof(float), stream_of(args));
+    return copy(y, x, n * (int64_t)sizeof(T), stream_of(args));
   }
   const float scale = (float)(1.0 / (1.0 - (double)rate));
   tf_cuda_run_values *run = (tf_cuda_run_values *)args->workspace;
   copy_run<<<1, 1, 0, stream_of(args)>>>(args->run, run);
-  dropout_kernel<<<blocks_for(n), kThreads, 0, stream_of(args)>>>(x, y, n, rate, scale, args->attrs->u.dropout.seed,
-                                                                  run);
+  dropout_kernel<T>
+      <<<blocks_for(n), kThreads, 0, stream_of(args)>>>(x, y, n, rate, scale, args->attrs->u.dropout.seed, run);
   return launch_status();
+}
+
+} // namespace
+
+TF_CUDA_LAUNCHER(dropout) {
+  return with_storage(args->outputs[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return dropout_run<T>(args);
+  });
 }
 
 } // namespace tf_cuda

@@ -6,7 +6,13 @@
  *   split over row ranges whose partials a second kernel adds in order.
  * Sums accumulate in double (as the CPU's); every result is deterministic, but terms are added in
  * another order than the CPU's sequential loops. The only atomic is max_grad's integer count of
- * maxima over a whole tensor (integer addition: order-independent). */
+ * maxima over a whole tensor (integer addition: order-independent).
+ * sum, mean, max, sum_to and max_grad are templated on the storage of their floating operands (f32,
+ * and f16/bf16 for the cuda target's half kernels; max also reads i32, i64 and u8): a half element
+ * is loaded to f32 exactly, sums still accumulate in double and maxima in f32 (partials in the
+ * workspace as for f32), and each result is rounded once to its storage type, from the f32 value
+ * the f32 kernel writes, so a half kernel writes the bits of cast up -> f32 kernel -> cast down.
+ * global_norm_sq reads f32 only. */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -23,14 +29,28 @@ template <> __device__ inline uint8_t lowest<uint8_t>() { return 0; }
 template <typename T> __device__ inline T larger(T a, T b) { return a > b ? a : b; }
 template <> __device__ inline float larger<float>(float a, float b) { return nan_max(a, b); }
 
-/* The accumulator of a mode: double for sums, T for max. */
+/* The value of a stored element: f32 for the half storage types, else the element itself. */
+template <typename T> struct Value { typedef T type; };
+template <> struct Value<F16> { typedef float type; };
+template <> struct Value<Bf16> { typedef float type; };
+
+template <typename T> __device__ inline T value_of(T v) { return v; }
+__device__ inline float value_of(F16 v) { return to_f32(v); }
+__device__ inline float value_of(Bf16 v) { return to_f32(v); }
+
+/* A result stored as T: rounded once for the half storage types. */
+template <typename T> __device__ inline T stored(typename Value<T>::type v) { return (T)v; }
+template <> __device__ inline F16 stored<F16>(float v) { return from_f32<F16>(v); }
+template <> __device__ inline Bf16 stored<Bf16>(float v) { return from_f32<Bf16>(v); }
+
+/* The accumulator of a mode: double for sums, T's value for max. */
 template <int MODE, typename T> struct Acc { typedef double type; };
-template <typename T> struct Acc<MAX, T> { typedef T type; };
+template <typename T> struct Acc<MAX, T> { typedef typename Value<T>::type type; };
 
 template <int MODE, typename T> __device__ inline typename Acc<MODE, T>::type identity() {
   if (MODE == SUM)
     return 0;
-  return (typename Acc<MODE, T>::type)lowest<T>();
+  return (typename Acc<MODE, T>::type)lowest<typename Value<T>::type>();
 }
 
 template <int MODE, typename A> __device__ inline A combine(A a, A b) {
@@ -58,10 +78,12 @@ template <int MODE, typename A> __device__ inline A block_combine(A value, A *sc
   return total;
 }
 
+/* The result of a group, as the f32 kernel's (T's value type), stored once. */
 template <int MODE, typename T> __device__ inline T finish(typename Acc<MODE, T>::type value, double divisor) {
+  typedef typename Value<T>::type V;
   if (MODE == SUM)
-    return (T)((double)value / divisor);
-  return (T)value;
+    return stored<T>((V)((double)value / divisor));
+  return stored<T>((V)value);
 }
 
 __device__ inline int64_t output_base(const tf_cuda_reduction &r, int64_t o) {
@@ -96,7 +118,7 @@ __global__ void full_partials(const T *x, int64_t n, int64_t partials, typename 
   const int64_t begin = blockIdx.x * chunk, end = begin + chunk < n ? begin + chunk : n;
   A value = identity<MODE, T>();
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    A v = (A)x[i];
+    A v = (A)value_of(x[i]);
     value = combine<MODE>(value, (A)(SQUARES ? v * v : v));
   }
   value = block_combine<MODE>(value, scratch);
@@ -127,7 +149,7 @@ __global__ void rows_kernel(const T *x, T *y, tf_cuda_reduction r, bool contiguo
     const int64_t base = output_base(r, o);
     A value = identity<MODE, T>();
     for (int64_t e = lane; e < r.group; e += 32)
-      value = combine<MODE>(value, (A)x[base + (contiguous ? e : group_offset(r, e))]);
+      value = combine<MODE>(value, (A)value_of(x[base + (contiguous ? e : group_offset(r, e))]));
     value = warp_combine<MODE>(value);
     if (lane == 0)
       y[o] = finish<MODE, T>(value, divisor);
@@ -146,7 +168,7 @@ __global__ void columns_kernel(const T *x, T *y, typename Acc<MODE, T>::type *pa
     const int64_t base = output_base(r, o);
     A value = identity<MODE, T>();
     for (int64_t e = begin; e < end; e++)
-      value = combine<MODE>(value, (A)x[base + group_offset(r, e)]);
+      value = combine<MODE>(value, (A)value_of(x[base + group_offset(r, e)]));
     if (r.splits == 1)
       y[o] = finish<MODE, T>(value, divisor);
     else
@@ -195,42 +217,63 @@ tf_status reduce_run(const tf_cuda_args *args, const tf_cuda_reduction &r, doubl
 
 __device__ inline bool equals_max(float value, float best) { return value == best || (value != value && best != best); }
 
-__global__ void count_maxima(const float *x, int64_t n, const float *best, unsigned long long *count) {
+template <typename T> __global__ void count_maxima(const T *x, int64_t n, const T *best, unsigned long long *count) {
   __shared__ unsigned long long scratch[kThreads / 32];
   unsigned long long mine = 0;
-  const float top = best[0];
-  TF_CUDA_GRID_STRIDE(i, n) { mine += equals_max(x[i], top); }
+  const float top = to_f32(best[0]);
+  TF_CUDA_GRID_STRIDE(i, n) { mine += equals_max(to_f32(x[i]), top); }
   mine = block_sum(mine, scratch);
   if (threadIdx.x == 0 && mine)
     atomicAdd(count, mine);
 }
 
-__global__ void spread_full(const float *x, int64_t n, const float *best, const float *dy,
-                            const unsigned long long *count, float *dx) {
-  const float top = best[0];
-  const float share = *count > 0 ? dy[0] / (float)*count : 0.0f;
-  TF_CUDA_GRID_STRIDE(i, n) { dx[i] = equals_max(x[i], top) ? share : 0.0f; }
+template <typename T>
+__global__ void spread_full(const T *x, int64_t n, const T *best, const T *dy, const unsigned long long *count, T *dx) {
+  const float top = to_f32(best[0]);
+  const float share = *count > 0 ? to_f32(dy[0]) / (float)*count : 0.0f;
+  TF_CUDA_GRID_STRIDE(i, n) { dx[i] = from_f32<T>(equals_max(to_f32(x[i]), top) ? share : 0.0f); }
 }
 
 /* One output per warp (rows) or per thread (columns): count, then write. */
-template <bool WARP>
-__global__ void spread_groups(const float *x, const float *y, const float *dy, float *dx, tf_cuda_reduction r) {
+template <bool WARP, typename T>
+__global__ void spread_groups(const T *x, const T *y, const T *dy, T *dx, tf_cuda_reduction r) {
   const int lane = WARP ? threadIdx.x % 32 : 0, width = WARP ? 32 : 1;
   const int64_t workers = (int64_t)gridDim.x * blockDim.x / width;
   for (int64_t o = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / width; o < r.outputs; o += workers) {
     const int64_t base = output_base(r, o);
-    const float best = y[o];
+    const float best = to_f32(y[o]);
     int64_t maxima = 0;
     for (int64_t e = lane; e < r.group; e += width)
-      maxima += equals_max(x[base + group_offset(r, e)], best);
+      maxima += equals_max(to_f32(x[base + group_offset(r, e)]), best);
     if (WARP)
       maxima = warp_sum(maxima);
-    const float share = maxima > 0 ? dy[o] / (float)maxima : 0.0f;
+    const float share = maxima > 0 ? to_f32(dy[o]) / (float)maxima : 0.0f;
     for (int64_t e = lane; e < r.group; e += width) {
       const int64_t at = base + group_offset(r, e);
-      dx[at] = equals_max(x[at], best) ? share : 0.0f;
+      dx[at] = from_f32<T>(equals_max(to_f32(x[at]), best) ? share : 0.0f);
     }
   }
+}
+
+template <typename T> tf_status max_grad_run(const tf_cuda_args *args, const tf_cuda_reduction &r) {
+  const T *x = (const T *)args->inputs[0].data, *y = (const T *)args->inputs[1].data;
+  const T *dy = (const T *)args->inputs[2].data;
+  T *dx = (T *)args->outputs[0].data;
+  cudaStream_t stream = stream_of(args);
+  if (args->outputs[0].count == 0)
+    return NULL;
+  if (r.kind == TF_CUDA_REDUCE_FULL) {
+    unsigned long long *count = (unsigned long long *)args->workspace;
+    TF_RETURN_IF_ERROR(call_status(cudaMemsetAsync(count, 0, sizeof(*count), stream), "cudaMemsetAsync of %d bytes",
+                                   (int)sizeof(*count)));
+    count_maxima<T><<<blocks_for(r.group), kThreads, 0, stream>>>(x, r.group, y, count);
+    spread_full<T><<<blocks_for(r.group), kThreads, 0, stream>>>(x, r.group, y, dy, count, dx);
+  } else if (r.kind == TF_CUDA_REDUCE_ROWS) {
+    spread_groups<true, T><<<blocks_for(r.outputs * 32), kThreads, 0, stream>>>(x, y, dy, dx, r);
+  } else {
+    spread_groups<false, T><<<blocks_for(r.outputs), kThreads, 0, stream>>>(x, y, dy, dx, r);
+  }
+  return launch_status();
 }
 
 } // namespace
@@ -243,33 +286,27 @@ TF_CUDA_LAUNCHER(reduce) {
     case TF_I32: return reduce_run<MAX, int32_t>(args, r, 1.0);
     case TF_I64: return reduce_run<MAX, int64_t>(args, r, 1.0);
     case TF_U8: return reduce_run<MAX, uint8_t>(args, r, 1.0);
+    case TF_F16: return reduce_run<MAX, F16>(args, r, 1.0);
+    case TF_BF16: return reduce_run<MAX, Bf16>(args, r, 1.0);
     default: return reduce_run<MAX, float>(args, r, 1.0);
     }
   }
-  return reduce_run<SUM, float>(args, r, args->op == TF_OP_MEAN ? (double)r.group : 1.0);
+  /* sum and mean read x, sum_to dy: input 0, the floating data */
+  const double divisor = args->op == TF_OP_MEAN ? (double)r.group : 1.0;
+  return with_storage(args->inputs[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return reduce_run<SUM, T>(args, r, divisor);
+  });
 }
 
+/* (x, y, dy) -> dx, all of one floating type. */
 TF_CUDA_LAUNCHER(max_grad) {
   tf_cuda_reduction r;
   tf_cuda_reduction_of(args->op, args->attrs, args->inputs, &r);
-  const float *x = (const float *)args->inputs[0].data, *y = (const float *)args->inputs[1].data;
-  const float *dy = (const float *)args->inputs[2].data;
-  float *dx = (float *)args->outputs[0].data;
-  cudaStream_t stream = stream_of(args);
-  if (args->outputs[0].count == 0)
-    return NULL;
-  if (r.kind == TF_CUDA_REDUCE_FULL) {
-    unsigned long long *count = (unsigned long long *)args->workspace;
-    TF_RETURN_IF_ERROR(call_status(cudaMemsetAsync(count, 0, sizeof(*count), stream), "cudaMemsetAsync of %d bytes",
-                                   (int)sizeof(*count)));
-    count_maxima<<<blocks_for(r.group), kThreads, 0, stream>>>(x, r.group, y, count);
-    spread_full<<<blocks_for(r.group), kThreads, 0, stream>>>(x, r.group, y, dy, count, dx);
-  } else if (r.kind == TF_CUDA_REDUCE_ROWS) {
-    spread_groups<true><<<blocks_for(r.outputs * 32), kThreads, 0, stream>>>(x, y, dy, dx, r);
-  } else {
-    spread_groups<false><<<blocks_for(r.outputs), kThreads, 0, stream>>>(x, y, dy, dx, r);
-  }
-  return launch_status();
+  return with_storage(args->outputs[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return max_grad_run<T>(args, r);
+  });
 }
 
 TF_CUDA_LAUNCHER(global_norm_sq) {

@@ -1,4 +1,5 @@
 /* Dispatch from op to launcher, and the checks every launcher shares (dtypes). */
+#include "core/ops.h"
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -23,20 +24,44 @@ bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || 
 
 launcher launcher_of(tf_op op) { return kLaunchers[op]; }
 
+/* Launchers instantiated for half storage (common.cuh, with_storage): their kernels load f16/bf16
+ * operands to f32 and round each result once. The cuda target's half-kernel ops (targets/target.c)
+ * are ops of these launchers; a plan file that puts another op on half data is refused here. */
+bool takes_half(tf_op op) {
+  const launcher l = launcher_of(op);
+  return l == launch_binary || l == launch_unary || l == launch_activation_grad || l == launch_reduce ||
+         l == launch_max_grad || l == launch_softmax || l == launch_norm || l == launch_norm_grad ||
+         l == launch_embedding || l == launch_attention || l == launch_attention_grad || l == launch_dropout ||
+         l == launch_pool || (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE);
+}
+
+/* A step's floating operands (those whose data it reads or writes): all f32, or (a half kernel)
+ * all of one half type. */
 tf_status check_dtypes(const tf_cuda_args *args) {
   if (moves_bytes(args->op))
     return NULL;
-  for (int32_t i = 0; i < args->n_inputs; i++)
-    if (is_floating(args->inputs[i].dtype) && args->inputs[i].dtype != TF_F32)
-      return tf_status_new(
-          TF_ERR_UNSUPPORTED, "cuda %s kernel: input %d is %s; the CUDA kernels compute in f32 (only cast reads %s)",
-          tf_op_name(args->op), (int)i, tf_dtype_name(args->inputs[i].dtype), tf_dtype_name(args->inputs[i].dtype));
-  for (int32_t i = 0; i < args->n_outputs; i++)
-    if (is_floating(args->outputs[i].dtype) && args->outputs[i].dtype != TF_F32)
-      return tf_status_new(
-          TF_ERR_UNSUPPORTED, "cuda %s kernel: output %d is %s; the CUDA kernels compute in f32 (only cast writes %s)",
-          tf_op_name(args->op), (int)i, tf_dtype_name(args->outputs[i].dtype), tf_dtype_name(args->outputs[i].dtype));
-  if (args->op == TF_OP_MAX && args->inputs[0].dtype != TF_F32 && args->inputs[0].dtype != TF_I32 &&
+  tf_dtype half = TF_F32;
+  int32_t floating = 0;
+  for (int32_t k = 0; k < args->n_inputs + args->n_outputs; k++) {
+    const bool input = k < args->n_inputs;
+    const tf_dtype dtype = input ? args->inputs[k].dtype : args->outputs[k - args->n_inputs].dtype;
+    if (!is_floating(dtype) || (input && tf_op_input_shape_only(args->op, k)))
+      continue; /* ids, labels, masks; an operand read for its shape only (its data never is) */
+    floating++;
+    if (dtype == TF_F32 ? half != TF_F32 : (floating > 1 && half != dtype))
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "cuda %s kernel: %s %d is %s beside %s operands; a step's floating operands are all f32 "
+                           "or all of one half type",
+                           tf_op_name(args->op), input ? "input" : "output", (int)(input ? k : k - args->n_inputs),
+                           tf_dtype_name(dtype), tf_dtype_name(half));
+    half = dtype;
+  }
+  if (half != TF_F32 && !takes_half(args->op))
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "cuda %s kernel: its operands are %s; it computes on f32 only (only the cuda target's half "
+                         "kernels and cast read %s)",
+                         tf_op_name(args->op), tf_dtype_name(half), tf_dtype_name(half));
+  if (args->op == TF_OP_MAX && !is_floating(args->inputs[0].dtype) && args->inputs[0].dtype != TF_I32 &&
       args->inputs[0].dtype != TF_I64 && args->inputs[0].dtype != TF_U8)
     return tf_status_new(TF_ERR_UNSUPPORTED, "cuda max kernel: its input is %s; max reads f32, i32, i64 or u8",
                          tf_dtype_name(args->inputs[0].dtype));
@@ -53,6 +78,8 @@ tf_status no_kernel(tf_op op) {
 extern "C" bool tf_cuda_kernel_exists(tf_op op) {
   return (int)op >= 0 && op < TF_OP_COUNT && tf_cuda::launcher_of(op) != NULL;
 }
+
+extern "C" bool tf_cuda_kernel_takes_half(tf_op op) { return tf_cuda_kernel_exists(op) && tf_cuda::takes_half(op); }
 
 extern "C" tf_status tf_cuda_kernel_check(const tf_cuda_args *args) {
   if (!tf_cuda_kernel_exists(args->op))

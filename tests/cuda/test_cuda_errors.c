@@ -69,8 +69,25 @@ static void matmul_case(op_case *c, int64_t k) {
 static void test_checks(void) {
   op_case c;
   add_case(&c, TF_F16);
-  expect("add of an f16 operand", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
-         (const char *const[]){"cuda add kernel", "input 0 is f16", NULL});
+  expect("add of an f16 operand beside f32 ones", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda add kernel", "input 1 is f32 beside f16 operands", NULL});
+  c.inputs[1] = c.output = c.inputs[0];
+  CHECK(&counts, tf_cuda_kernel_check(&c.args) == NULL, "add of f16 operands (a half kernel) refused");
+  printf("ok   add of f16 operands: a half kernel, accepted\n");
+  c.inputs[0].dtype = c.inputs[1].dtype = TF_BF16;
+  expect("add of bf16 inputs into f16", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda add kernel", "output 0 is f16 beside bf16 operands", NULL});
+  matmul_case(&c, 5); /* matmul_accumulate (sum, a, b) on bf16: C += would round the running sum */
+  c.args.op = TF_OP_MATMUL_ACCUMULATE;
+  c.inputs[2] = c.inputs[1];
+  c.inputs[1] = c.inputs[0];
+  c.inputs[0] = c.output;
+  c.args.n_inputs = 3;
+  c.args.n_outputs = 0;
+  for (int k = 0; k < 3; k++)
+    c.inputs[k].dtype = TF_BF16;
+  expect("matmul_accumulate on bf16", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda matmul_accumulate kernel", "its operands are bf16", "f32 only", NULL});
   c.args.op = TF_OP_COUNT;
   expect("an op number past the table", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
          (const char *const[]){"no CUDA kernel for op", NULL});

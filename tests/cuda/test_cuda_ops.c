@@ -137,5 +137,6 @@ int main(void) {
   test_cast_matrix();
   test_reshape_alias();
   conf_check_coverage(&counts, &cuda, &coverage);
+  conf_check_half_coverage(&counts, &cuda, &coverage);
   return tf_test_finish("cuda ops", &counts);
 }

@@ -220,7 +220,7 @@ static void half_parameter(void) {
 }
 
 /* A backward step between casts reads a half tensor it needs for its shape only as it is: on the
- * vulkan target the embedding runs as a half kernel on the bf16 table and its gradient (no half
+ * vulkan and cuda targets the embedding runs as a half kernel on the bf16 table and its gradient (no half
  * kernel there) between casts, which cast the table to f32 for its shape: a copy of the table, and
  * the table kept alive from the forward pass to the end of the backward pass. Now every step that
  * reads the table is a forward step (the CPU target checked the same way). */
@@ -259,6 +259,7 @@ static void shape_only_operand(tf_target_kind kind) {
 int main(void) {
   shape_only_operand(TF_TARGET_CPU);
   shape_only_operand(TF_TARGET_VULKAN);
+  shape_only_operand(TF_TARGET_CUDA);
   for (int kernels = 0; kernels < 2; kernels++) {
     run(TF_BF16, kernels == 1);
     run(TF_F16, kernels == 1);
