@@ -3,7 +3,8 @@
 
 Two bf16 models from `tightfit.from_torch`, AdamW, compiled for one target (vulkan by default,
 `--target cpu|vulkan|cuda`) twice: with the target's half kernels (Vulkan: ops on bf16 data run
-f16/bf16 shader variants; CPU: f32 kernels over half slices) and with `--no-half-kernels` (every op
+f16/bf16 shader variants; CPU: f32 kernels over half slices; CUDA: kernels templated on 16-bit
+storage, 16-bit cuBLAS GEMMs) and with `--no-half-kernels` (every op
 on bf16 data between f32 casts). Compiles only (no device needed).
 - mlp: 4 blocks of Linear 1024->4096, tanh GELU, Linear 4096->1024, then LayerNorm and a 10-class
   head; 2,048 rows.
