@@ -18,7 +18,7 @@
 #define TF_HALF_MODEL_VOCAB 7
 #define TF_HALF_MODEL_STEPS 3
 #define TF_HALF_MODEL_PARAMS                                                                                           \
-  (TF_HALF_MODEL_WIDTH * TF_HALF_MODEL_HIDDEN + 2 * TF_HALF_MODEL_HIDDEN +                                           \
+  (TF_HALF_MODEL_WIDTH * TF_HALF_MODEL_HIDDEN + 2 * TF_HALF_MODEL_HIDDEN +                                             \
    TF_HALF_MODEL_HIDDEN * TF_HALF_MODEL_CLASSES + TF_HALF_MODEL_VOCAB * TF_HALF_MODEL_HIDDEN)
 
 /* x -> cast -> matmul(W1) + b1 + embedding(ids) -> gelu -> concat(two slices) -> layer_norm ->

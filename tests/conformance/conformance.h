@@ -27,6 +27,8 @@
 
 #include "check.h"
 #include "tightfit/graph.h"
+#include "tightfit/plan_types.h"
+#include "tightfit/status.h"
 #include "tightfit/target.h"
 
 /* What a case needs that not every backend has. A backend lists what it refuses; a case needing
@@ -43,6 +45,10 @@ typedef struct conf_backend {
   tf_target_kind target;
   bool (*claims)(tf_op op); /* the ops it says it has a kernel for; NULL: every op */
   uint32_t refuses;         /* CONF_NEEDS_* it refuses */
+  /* Set: the backend is checked without a device, each plan's steps only through this, the
+   * backend's own acceptance of a step (NULL: accepted; else a status the harness frees); nothing
+   * runs, and a step accepted counts as covered (a half step's half coverage included). */
+  tf_status (*check_step)(const tf_plan *plan, int32_t step);
 } conf_backend;
 
 /* Inputs and labels: f32 normal; integers in [0, int_high), every 7th replaced by int_special when

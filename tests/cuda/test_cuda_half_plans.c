@@ -4,12 +4,15 @@
  * matmuls, attention, norm, softmax, gelu, embedding and their gradients on half data, with fewer
  * casts and a smaller arena than with --no-half-kernels (no step but a cast on half data there);
  * and every step of both plans passes tf_cuda_kernel_check as the CUDA backend's prepare calls it
- * (host logic: the operands' dtypes and shapes). The kernels themselves run on a GPU in
+ * (host logic: the operands' dtypes and shapes); and so does every step of the conformance table's
+ * bf16 and f16 rows compiled for cuda, each half-kernel op of the target among them on half data.
+ * The kernels themselves run on a GPU in
  * test_cuda_half_kernels and, step by step against the f64 reference, in test_cuda_ops. */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
+#include "conformance.h"
 #include "core/ops.h"
 #include "half_model.h"
 #include "kernels/cuda/kernels.h"
@@ -17,6 +20,8 @@
 #define MAX_STEP_INPUTS 16 /* more than any op takes (the optimizer's updates) */
 
 static tf_test_counts counts;
+
+static bool cuda_claims(tf_op op) { return tf_cuda_kernel_exists(op); }
 
 static void target_list(void) {
   const tf_target target = tf_target_default(TF_TARGET_CUDA);
@@ -28,40 +33,46 @@ static void target_list(void) {
     CHECK(&counts, tf_op_moves_elements((tf_op)op) || tf_cuda_kernel_takes_half((tf_op)op),
           "%s is a half kernel of the cuda target, but its CUDA kernel computes on f32 only", tf_op_name((tf_op)op));
   }
-  CHECK(&counts, !tf_cuda_kernel_takes_half(TF_OP_MATMUL_ACCUMULATE) && !tf_cuda_kernel_takes_half(TF_OP_EMBEDDING_GRAD),
+  CHECK(&counts,
+        !tf_cuda_kernel_takes_half(TF_OP_MATMUL_ACCUMULATE) && !tf_cuda_kernel_takes_half(TF_OP_EMBEDDING_GRAD),
         "an op that keeps sums in its output takes half data");
   printf("ok   cuda target: %d half-kernel ops, each one the CUDA kernels run on half data or a move\n", listed);
 }
 
-/* tf_cuda_kernel_check on every step of `plan`, its operands at no memory; the number refused. */
+/* tf_cuda_kernel_check on step s of `plan` as the CUDA backend's prepare calls it, the operands at
+ * no memory (the checks read dtypes and shapes only). */
+static tf_status check_step(const tf_plan *plan, int32_t s) {
+  const tf_plan_step *step = &plan->steps[s];
+  tf_cuda_tensor inputs[MAX_STEP_INPUTS], outputs[TF_MAX_OUTPUTS];
+  if (step->n_inputs > MAX_STEP_INPUTS)
+    return tf_status_new(TF_ERR_INTERNAL, "step %d '%s' has %d inputs, above the test's %d", s, step->name,
+                         step->n_inputs, MAX_STEP_INPUTS);
+  for (int32_t k = 0; k < step->n_inputs; k++) {
+    const tf_plan_buffer *b = &plan->buffers[step->inputs[k]];
+    inputs[k] = tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape);
+  }
+  for (int32_t k = 0; k < step->n_outputs; k++) {
+    const tf_plan_buffer *b = &plan->buffers[step->outputs[k]];
+    outputs[k] = tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape);
+  }
+  const tf_cuda_args args = {.op = step->op,
+                             .attrs = &step->attrs,
+                             .n_inputs = step->n_inputs,
+                             .inputs = inputs,
+                             .n_outputs = step->n_outputs,
+                             .outputs = outputs,
+                             .math = TF_F32};
+  return tf_cuda_kernel_check(&args);
+}
+
+/* The steps of `plan` the kernels' checks refuse (each a recorded failure). */
 static int32_t refused_steps(const tf_plan *plan, const char *label) {
   int32_t refused = 0;
   for (int32_t s = 0; s < plan->n_steps; s++) {
-    const tf_plan_step *step = &plan->steps[s];
-    tf_cuda_tensor inputs[MAX_STEP_INPUTS], outputs[TF_MAX_OUTPUTS];
-    if (step->n_inputs > MAX_STEP_INPUTS) {
-      CHECK(&counts, false, "%s: step %d '%s' has %d inputs", label, s, step->name, step->n_inputs);
-      continue;
-    }
-    for (int32_t k = 0; k < step->n_inputs; k++) {
-      const tf_plan_buffer *b = &plan->buffers[step->inputs[k]];
-      inputs[k] = tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape);
-    }
-    for (int32_t k = 0; k < step->n_outputs; k++) {
-      const tf_plan_buffer *b = &plan->buffers[step->outputs[k]];
-      outputs[k] = tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape);
-    }
-    const tf_cuda_args args = {.op = step->op,
-                               .attrs = &step->attrs,
-                               .n_inputs = step->n_inputs,
-                               .inputs = inputs,
-                               .n_outputs = step->n_outputs,
-                               .outputs = outputs,
-                               .math = TF_F32};
-    tf_status status = tf_cuda_kernel_check(&args);
+    tf_status status = check_step(plan, s);
     if (status) {
       refused++;
-      CHECK(&counts, false, "%s: step %d '%s' refused: %s", label, s, step->name, tf_status_message(status));
+      CHECK(&counts, false, "%s: step %d '%s' refused: %s", label, s, plan->steps[s].name, tf_status_message(status));
       tf_status_free(status);
     }
   }
@@ -74,8 +85,8 @@ static void plans(tf_dtype half) {
   if (kernels && casts) {
     const tf_half_model_counts k = tf_half_model_count(kernels, half), c = tf_half_model_count(casts, half);
     const int64_t arena_k = kernels->region_bytes[TF_REGION_ARENA], arena_c = casts->region_bytes[TF_REGION_ARENA];
-    const bool ok = c.half_steps == 0 && k.half_matmuls >= 3 && k.half_steps >= 15 && k.casts < c.casts &&
-                    arena_k < arena_c;
+    const bool ok =
+        c.half_steps == 0 && k.half_matmuls >= 3 && k.half_steps >= 15 && k.casts < c.casts && arena_k < arena_c;
     CHECK(&counts, ok,
           "%s: half kernels %d steps on half data (%d matmuls), %d casts, arena %lld B; between casts %d steps on "
           "half data, %d casts, arena %lld B",
@@ -97,9 +108,22 @@ static void plans(tf_dtype half) {
   tf_plan_destroy(casts);
 }
 
+/* The conformance table's rows on bf16 and f16 data compiled for the cuda target, every step of
+ * every plan through the kernels' checks, and every half-kernel op of the target seen on half
+ * data (conf_check_half_coverage): the refusals a GPU run would meet first, found here. */
+static void table(void) {
+  const conf_backend cuda = {
+      .name = "cuda", .target = TF_TARGET_CUDA, .claims = cuda_claims, .refuses = 0, .check_step = check_step};
+  static conf_coverage coverage;
+  conf_run_table_half(&counts, &cuda, &coverage, TF_BF16);
+  conf_run_table_half(&counts, &cuda, &coverage, TF_F16);
+  conf_check_half_coverage(&counts, &cuda, &coverage);
+}
+
 int main(void) {
   target_list();
   plans(TF_BF16);
   plans(TF_F16);
+  table();
   return tf_test_finish("cuda half plans", &counts);
 }
