@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "core/half_slices.h"
+
+#include "core/linear_loss.h"
 #include "core/ops.h"
 #include "core/workspace_cpu.h"
 
@@ -189,8 +191,29 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
   return true;
 }
 
+bool tf_cpu_half_head(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs) {
+  switch (op) {
+  case TF_OP_LINEAR_CROSS_ENTROPY:
+  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD:
+  case TF_OP_LINEAR_CROSS_ENTROPY_TRAIN:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return n_inputs >= 3 && is_half(inputs[0].dtype);
+  default: return false;
+  }
+}
+
+/* The fused loss head's workspace on half data (kernels/cpu/linear_loss_half.c). */
+static int64_t head_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs) {
+  const tf_linear_loss_geometry g = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);
+  return tf_linear_loss_half_workspace_of(&g, op != TF_OP_LINEAR_CROSS_ENTROPY,
+                                          tf_linear_loss_bias_input(op, n_inputs) >= 0)
+      .bytes;
+}
+
 int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
                                     int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads) {
+  if (tf_cpu_half_head(op, n_inputs, inputs))
+    return head_workspace_bytes(op, attrs, n_inputs, inputs);
   tf_cpu_half_slices s;
   if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, n_outputs, outputs, threads, &s))
     return 0;
@@ -199,6 +222,8 @@ int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_i
 
 bool tf_cpu_half_pays(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
                       const tf_tensor_ref *output0) {
+  if (tf_cpu_half_head(op, n_inputs, inputs))
+    return true;
   tf_cpu_half_slices s;
   if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, 1, output0, 1, &s))
     return false;

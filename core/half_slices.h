@@ -62,6 +62,12 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
  * same dtype and data (offset to the slice); the caller swaps in the f32 copy for widened ones. */
 tf_tensor_ref tf_cpu_half_slice_of(const tf_tensor_ref *t, bool cut, int64_t first, int64_t rows);
 
+/* Whether step op(inputs) on half data is the fused loss head the CPU runs as a kernel of its own
+ * (kernels/cpu/linear_loss_half.c: class spans outside, row chunks inside; not half slices):
+ * linear_cross_entropy, its gradient or its single pass (with or without a bias; not the forms
+ * that accumulate into f32 sums) on f16/bf16 x. */
+bool tf_cpu_half_head(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs);
+
 /* Whether running op on half data through half slices holds less than the f32 copies between casts
  * would (decided from the inputs and output 0, all the compiler knows before it emits a node): the op
  * is cut into TF_CPU_HALF_MIN_SLICES slices or more, or its half inputs are small (one slice's
@@ -71,7 +77,7 @@ bool tf_cpu_half_pays(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const t
                       const tf_tensor_ref *output0);
 
 /* Workspace bytes of such a step: the f32 copies of one slice's half operands, then the f32
- * kernel's own workspace. */
+ * kernel's own workspace (the fused loss head: tf_linear_loss_half_workspace_of's). */
 int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
                                     int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads);
 

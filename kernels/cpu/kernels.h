@@ -47,6 +47,11 @@ typedef void (*tf_cpu_kernel)(const tf_cpu_args *args);
 /* The kernel of `op` in f32 (f64 == false) or f64 (f64 == true); NULL when none exists. */
 tf_cpu_kernel tf_cpu_kernel_get(tf_op op, bool f64);
 
+/* The fused loss head (linear_cross_entropy, its gradient and single pass, with or without a bias)
+ * on f16/bf16 x, weight and bias, f32 loss and dloss: class spans outside, row chunks inside, in the
+ * workspace tf_linear_loss_half_workspace_of() lays out (kernels/cpu/linear_loss_half.c). */
+void tf_cpu_linear_cross_entropy_half(const tf_cpu_args *args);
+
 #ifdef __cplusplus
 }
 #endif

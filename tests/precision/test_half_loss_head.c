@@ -41,11 +41,13 @@ static tf_graph *build(tf_dtype dtype, int64_t rows) {
   return g;
 }
 
-static tf_plan *compile(tf_dtype dtype, tf_fuse_loss fuse, int64_t rows) {
+static tf_plan *compile(tf_dtype dtype, tf_fuse_loss fuse, int64_t rows, bool half_kernels) {
   tf_graph *g = build(dtype, rows);
   tf_plan *plan = NULL;
   if (g) {
     tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+    if (!half_kernels)
+      memset(o.target.half_kernels, 0, sizeof(o.target.half_kernels));
     o.fuse_loss = fuse;
     o.loss_scale = 1.0;
     o.accumulate = 2; /* grad(W) is the accumulator, read after the first micro-step */
@@ -90,15 +92,16 @@ static double run(const tf_plan *plan, const float *x, const int32_t *labels, co
 }
 
 static void check(tf_dtype half) {
-  tf_plan *fused = compile(half, TF_FUSE_LOSS_ON, ROWS), *unfused = compile(half, TF_FUSE_LOSS_OFF, ROWS);
-  tf_plan *reference = compile(TF_F32, TF_FUSE_LOSS_ON, ROWS);
+  tf_plan *fused = compile(half, TF_FUSE_LOSS_ON, ROWS, true), *unfused = compile(half, TF_FUSE_LOSS_OFF, ROWS, true);
+  tf_plan *between = compile(half, TF_FUSE_LOSS_ON, ROWS, false),
+          *reference = compile(TF_F32, TF_FUSE_LOSS_ON, ROWS, true);
   /* auto: 147 MB of logits counted in f32, over TF_FUSE_LOSS_AUTO_BYTES; 74 MB in the half type, under */
-  tf_plan *automatic = compile(half, TF_FUSE_LOSS_AUTO, AUTO_ROWS);
+  tf_plan *automatic = compile(half, TF_FUSE_LOSS_AUTO, AUTO_ROWS, true);
   float *x = malloc(sizeof(float) * ROWS * WIDTH), *x_h = malloc(sizeof(float) * ROWS * WIDTH);
   float *w = malloc(sizeof(float) * CLASSES * WIDTH), *w_h = malloc(sizeof(float) * CLASSES * WIDTH);
   float *grad = malloc(sizeof(float) * CLASSES * WIDTH), *grad_ref = malloc(sizeof(float) * CLASSES * WIDTH);
   int32_t labels[ROWS];
-  if (!fused || !unfused || !reference || !automatic || !x || !x_h || !w || !w_h || !grad || !grad_ref) {
+  if (!fused || !unfused || !between || !reference || !automatic || !x || !x_h || !w || !w_h || !grad || !grad_ref) {
     CHECK(&counts, false, "%s: compile or allocation failed", tf_dtype_name(half));
     goto done;
   }
@@ -116,20 +119,47 @@ static void check(tf_dtype half) {
   CHECK(&counts, logits_buffer(automatic, AUTO_ROWS) == NULL,
         "%s: --fuse-loss auto left the head of %lld f32-counted logit bytes unfused", tf_dtype_name(half),
         (long long)AUTO_ROWS * CLASSES * 4);
-  const double loss = run(fused, x, labels, w, grad), expected = run(reference, x_h, labels, w_h, grad_ref);
+  const double expected = run(reference, x_h, labels, w_h, grad_ref);
+  const double between_loss = run(between, x, labels, w, grad);
   int64_t differ = 0;
   for (int i = 0; i < CLASSES * WIDTH; i++)
     differ += tf_test_half_round(half, grad_ref[i]) != grad[i];
-  CHECK(&counts, loss == expected && differ == 0,
-        "%s: fused loss %.9g vs the f32 head on rounded inputs %.9g; %lld of %d gradient elements differ from its "
-        "rounded gradient",
-        tf_dtype_name(half), loss, expected, (long long)differ, CLASSES * WIDTH);
+  CHECK(&counts, between_loss == expected && differ == 0,
+        "%s: fused loss between casts %.9g vs the f32 head on rounded inputs %.9g; %lld of %d gradient elements "
+        "differ from its rounded gradient",
+        tf_dtype_name(half), between_loss, expected, (long long)differ, CLASSES * WIDTH);
+  /* the half kernel (class spans outside): within rounding of the same values, not bit for bit */
+  const double loss = run(fused, x, labels, w, grad);
+  const double unit = half == TF_BF16 ? 1.0 / 128 : 1.0 / 1024;  /* one unit in the last place, relative */
+  const double spacing = half == TF_F16 ? ldexp(1.0, -24) : 0.0; /* f16's subnormals: absolute */
+  double largest = 0;
+  for (int i = 0; i < CLASSES * WIDTH; i++)
+    largest = fabs(grad_ref[i]) > largest ? fabs(grad_ref[i]) : largest;
+  int64_t apart = 0, far = 0;
+  for (int i = 0; i < CLASSES * WIDTH; i++) {
+    apart += tf_test_half_round(half, grad_ref[i]) != grad[i];
+    far += fabs(grad[i] - grad_ref[i]) > unit * fabs(grad_ref[i]) + 1e-6 * largest + spacing;
+  }
+  const int64_t arena_kernel = fused->region_bytes[TF_REGION_ARENA],
+                arena_casts = between->region_bytes[TF_REGION_ARENA];
+  CHECK(
+      &counts,
+      fabs(loss - expected) <= 1e-6 * fabs(expected) && far == 0 && apart * 100 <= CLASSES * WIDTH &&
+          arena_kernel < arena_casts,
+      "%s half kernel: loss %.9g vs %.9g; %lld gradient elements another rounding, %lld beyond one unit; arena %lld B "
+      "vs %lld B between casts",
+      tf_dtype_name(half), loss, expected, (long long)apart, (long long)far, (long long)arena_kernel,
+      (long long)arena_casts);
+  printf("%-4s %s half kernel: loss %.9g (f32 head %.9g), %lld of %d grad(W) elements the neighbouring %s, none "
+         "beyond one unit; arena %lld B against %lld B between casts\n",
+         far == 0 ? "ok" : "FAIL", tf_dtype_name(half), loss, expected, (long long)apart, CLASSES * WIDTH,
+         tf_dtype_name(half), (long long)arena_kernel, (long long)arena_casts);
   const double unfused_loss = run(unfused, x, labels, w, grad);
   CHECK(&counts, fabs(unfused_loss - loss) <= fabs(loss) / 128, "%s: unfused loss %.9g, fused %.9g",
         tf_dtype_name(half), unfused_loss, loss);
-  printf("ok   %s head [%d, %d] x [%d, %d]^T: fused loss %.9g = the f32 head's on rounded inputs, grad(W) its rounding "
-         "bit for bit; unfused %.9g; arena %lld B fused, %lld B unfused\n",
-         tf_dtype_name(half), ROWS, WIDTH, CLASSES, WIDTH, loss, unfused_loss,
+  printf("ok   %s head [%d, %d] x [%d, %d]^T: fused between casts loss %.9g = the f32 head's on rounded inputs, "
+         "grad(W) its rounding bit for bit; unfused %.9g; arena %lld B fused, %lld B unfused\n",
+         tf_dtype_name(half), ROWS, WIDTH, CLASSES, WIDTH, between_loss, unfused_loss,
          (long long)fused->region_bytes[TF_REGION_ARENA], (long long)unfused->region_bytes[TF_REGION_ARENA]);
 done:
   free(x);
@@ -140,6 +170,7 @@ done:
   free(grad_ref);
   tf_plan_destroy(fused);
   tf_plan_destroy(unfused);
+  tf_plan_destroy(between);
   tf_plan_destroy(reference);
   tf_plan_destroy(automatic);
 }
