@@ -85,6 +85,21 @@ static void feed(tf_test_counts *counts, tf_session *s) {
   CHECK_OK(counts, tf_session_write(s, "labels", labels, sizeof(labels)));
 }
 
+tf_status tf_half_model_read_params(tf_session *s, int64_t width, int64_t hidden, int64_t classes, int64_t vocab,
+                                    float *params) {
+  const struct {
+    const char *name;
+    int64_t count;
+  } parts[] = {
+      {"W1", width * hidden}, {"b1", hidden}, {"gamma", hidden}, {"W2", hidden * classes}, {"table", vocab * hidden}};
+  int64_t at = 0;
+  for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++) {
+    TF_RETURN_IF_ERROR(tf_session_read(s, parts[p].name, params + at, parts[p].count * 4));
+    at += parts[p].count;
+  }
+  return NULL;
+}
+
 tf_status tf_half_model_train(tf_test_counts *counts, const tf_plan *plan, const char *backend,
                               tf_half_model_outcome *out) {
   memset(out, 0, sizeof(*out));
@@ -100,16 +115,8 @@ tf_status tf_half_model_train(tf_test_counts *counts, const tf_plan *plan, const
     if (!status)
       status = tf_session_optimizer_step(s);
   }
-  static const struct {
-    const char *name;
-    int64_t count, at;
-  } params[] = {{"W1", WIDTH * HIDDEN, 0},
-                {"b1", HIDDEN, WIDTH * HIDDEN},
-                {"gamma", HIDDEN, WIDTH * HIDDEN + HIDDEN},
-                {"W2", HIDDEN * CLASSES, WIDTH * HIDDEN + 2 * HIDDEN},
-                {"table", VOCAB * HIDDEN, WIDTH * HIDDEN + 2 * HIDDEN + HIDDEN * CLASSES}};
-  for (size_t p = 0; p < sizeof(params) / sizeof(params[0]) && !status; p++)
-    status = tf_session_read(s, params[p].name, out->params + params[p].at, params[p].count * 4);
+  if (!status)
+    status = tf_half_model_read_params(s, WIDTH, HIDDEN, CLASSES, VOCAB, out->params);
   tf_session_destroy(s);
   out->ran = status == NULL;
   return status;

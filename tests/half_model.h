@@ -42,6 +42,12 @@ typedef struct tf_half_model_outcome {
   bool ran;
 } tf_half_model_outcome;
 
+/* Reads the parameters W1 [width, hidden], b1 [hidden], gamma [hidden], W2 [hidden, classes] and
+ * table [vocab, hidden] of a session of this model (or of another of the same parameters, such as
+ * test_cpu_half_kernels') into `params`, in that order. */
+tf_status tf_half_model_read_params(tf_session *s, int64_t width, int64_t hidden, int64_t classes, int64_t vocab,
+                                    float *params);
+
 /* Trains `plan` on `backend` (seed 3, the model's fixed data) into *out; out->ran when all went well. */
 tf_status tf_half_model_train(tf_test_counts *counts, const tf_plan *plan, const char *backend,
                               tf_half_model_outcome *out);

@@ -21,6 +21,7 @@
 #include "backends/backend.h"
 #include "check.h"
 #include "core/half_slices.h"
+#include "half_model.h"
 #include "op_graphs.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
@@ -160,16 +161,8 @@ static tf_status train(const tf_plan *plan, outcome *out) {
     if (probe.mark && i > 0)
       out->allocations = out->allocations < 0 || seen < out->allocations ? seen : out->allocations;
   }
-  static const struct {
-    const char *name;
-    int64_t count, at;
-  } params[] = {{"W1", WIDTH * HIDDEN, 0},
-                {"b1", HIDDEN, WIDTH * HIDDEN},
-                {"gamma", HIDDEN, WIDTH * HIDDEN + HIDDEN},
-                {"W2", HIDDEN * CLASSES, WIDTH * HIDDEN + 2 * HIDDEN},
-                {"table", VOCAB * HIDDEN, WIDTH * HIDDEN + 2 * HIDDEN + HIDDEN * CLASSES}};
-  for (size_t p = 0; p < sizeof(params) / sizeof(params[0]) && !status; p++)
-    status = tf_session_read(s, params[p].name, out->params + params[p].at, params[p].count * 4);
+  if (!status)
+    status = tf_half_model_read_params(s, WIDTH, HIDDEN, CLASSES, VOCAB, out->params);
   tf_session_destroy(s);
   out->ran = status == NULL;
   return status;
