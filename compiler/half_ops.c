@@ -107,7 +107,9 @@ static bool half_kernel_runs(const tf_training *t, tf_op op, const tf_attrs *att
   if ((seen & SEEN_F32) &&
       !(t->options.target.mixed_half_kernels && rule_takes(t->g, op, attrs, inputs, n_inputs, results)))
     return false;
-  return t->options.target.kind != TF_TARGET_CPU || cpu_slices_pay(t->g, op, attrs, inputs, n_inputs);
+  /* the CPU moves elements of any dtype as bytes (no slices, no copies): a move always pays */
+  return t->options.target.kind != TF_TARGET_CPU || tf_op_moves_elements(op) ||
+         cpu_slices_pay(t->g, op, attrs, inputs, n_inputs);
 }
 
 /* Whether node `n` reads or writes half floating data, is not a cast and is no half kernel of the
