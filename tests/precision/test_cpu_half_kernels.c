@@ -9,7 +9,8 @@
  * enough that the element-wise ops, the norm, the attention and the matmuls run as several slices
  * (counted from the plan). The half-kernel plan has fewer casts and a smaller arena, and its
  * training steps after the first make no heap allocation (the allocation probe, tests/alloc_probe,
- * when built: the slices' f32 copies live in the planned workspace). A plan file that updates half
+ * when built: the slices' f32 copies live in the planned workspace), and moves no half data between
+ * casts (a reshape, transpose or slice moves the half bytes themselves). A plan file that updates half
  * data in place (an accumulation) is refused by the CPU backend. */
 #define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <math.h>
@@ -21,6 +22,7 @@
 #include "backends/backend.h"
 #include "check.h"
 #include "core/half_slices.h"
+#include "core/ops.h"
 #include "half_model.h"
 #include "op_graphs.h"
 #include "tightfit/compiler.h"
@@ -87,6 +89,7 @@ static tf_plan *compile(tf_dtype half, bool half_kernels) {
 
 typedef struct plan_counts {
   int32_t casts, half_steps, sliced_steps;
+  int32_t widened_moves; /* half data cast up, moved (reshape ...) and cast down again */
 } plan_counts;
 
 static tf_tensor_ref ref_of(const tf_plan *plan, int32_t id) {
@@ -94,16 +97,24 @@ static tf_tensor_ref ref_of(const tf_plan *plan, int32_t id) {
   return tf_tensor_ref_make(NULL, b->dtype, b->rank, b->shape);
 }
 
-/* Casts, steps on half data, and those of them the CPU runs as more than one slice. */
+/* Casts, steps on half data, those of them the CPU runs as more than one slice, and moves of half
+ * data between casts (cast up, move, cast down: the half bytes could have moved). */
 static plan_counts count_steps(const tf_plan *plan) {
-  plan_counts c = {0, 0, 0};
-  for (int32_t s = 0; s < plan->n_steps; s++) {
+  plan_counts c = {0, 0, 0, 0};
+  /* a cast's f32 copy of half data; a move of such a copy */
+  bool *widened = calloc((size_t)plan->n_buffers + 1, sizeof(bool)), *moved = calloc((size_t)plan->n_buffers + 1, 1);
+  for (int32_t s = 0; widened && moved && s < plan->n_steps; s++) {
     const tf_plan_step *step = &plan->steps[s];
     tf_tensor_ref in[TF_CPU_HALF_MAX_OPERANDS], out[TF_MAX_OUTPUTS];
     if (step->op == TF_OP_CAST) {
+      const tf_dtype from = plan->buffers[step->inputs[0]].dtype, to = plan->buffers[step->outputs[0]].dtype;
+      widened[step->outputs[0]] = from == TF_BF16 || from == TF_F16;
+      c.widened_moves += moved[step->inputs[0]] && (to == TF_BF16 || to == TF_F16);
       c.casts++;
       continue;
     }
+    if (tf_op_moves_elements(step->op) && step->n_inputs > 0 && widened[step->inputs[0]])
+      moved[step->outputs[0]] = true;
     if (step->n_inputs > TF_CPU_HALF_MAX_OPERANDS)
       continue;
     for (int32_t k = 0; k < step->n_inputs; k++)
@@ -117,6 +128,8 @@ static plan_counts count_steps(const tf_plan *plan) {
     if (tf_cpu_half_slices_get(step->op, &step->attrs, step->n_inputs, in, step->n_outputs, out, 2, &slices))
       c.sliced_steps += slices.rows > slices.slice_rows;
   }
+  free(widened);
+  free(moved);
   return c;
 }
 
@@ -231,6 +244,9 @@ static void run(tf_dtype half) {
   const int64_t arena_k = kernels->region_bytes[TF_REGION_ARENA], arena_c = casts->region_bytes[TF_REGION_ARENA];
   CHECK(&counts, c.half_steps == 0, "%s: %d non-cast steps on half data in the plan between casts", tf_dtype_name(half),
         c.half_steps);
+  CHECK(&counts, k.widened_moves == 0 && c.widened_moves > 0,
+        "%s: %d moves of half data between casts with half kernels (they move the half bytes), %d between casts",
+        tf_dtype_name(half), k.widened_moves, c.widened_moves);
   CHECK(&counts, k.half_steps >= 15 && k.sliced_steps >= 6 && k.casts < c.casts && arena_k < arena_c,
         "%s: half kernels: %d steps on half data (%d in several slices), %d casts, arena %lld B; between casts: %d "
         "casts, arena %lld B",
