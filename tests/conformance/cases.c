@@ -535,6 +535,14 @@ static const conf_case cases[] = {
     {"linear_cross_entropy_bias_train [23,8] x [8,1031] + [1031], chunk 5, out of range",
      build_linear_cross_entropy_bias, .shapes = {DIMS(23, 8), DIMS(8, 1031), DIMS(23)}, .chunk_rows = 5,
      .dtype = TF_I32, .ignore_index = -1, .settings.data = {12, 1034}, ADAMW},
+    /* more classes than one span of the CPU's half kernel (TF_LINEAR_LOSS_HALF_SPAN, 2,048): its
+     * running log-sum-exp across spans, a partial last span, both weight layouts */
+    {"linear_cross_entropy (+ grad) [2,5,8] x [4500,8]^T, chunk 3", build_linear_cross_entropy,
+     .shapes = {DIMS(2, 5, 8), DIMS(4500, 8), DIMS(2, 5)}, .transpose_b = true, .chunk_rows = 3, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {15, 4500, -100, true}},
+    {"linear_cross_entropy_bias_train [9,8] x [8,4500] + [4500], chunk 4, out of range",
+     build_linear_cross_entropy_bias, .shapes = {DIMS(9, 8), DIMS(8, 4500), DIMS(9)}, .chunk_rows = 4, .dtype = TF_I32,
+     .ignore_index = -1, .settings.data = {16, 4503}, ADAMW},
     {"mse (+ grad) [7,19]", build_pair_loss, .op = TF_OP_MSE, .shapes = {DIMS(7, 19)}},
     {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
 };
