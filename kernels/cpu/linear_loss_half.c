@@ -33,6 +33,11 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vector_math.h"
 
+// The omp simd loops are a request (clang under sanitizers may not vectorise them): no warning.
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
 #define SUB_SPAN 256     /* classes of a task in the logits and dweight products */
 #define FEATURE_SPAN 128 /* dx columns of a task */
 #define ROW_BLOCK 16     /* rows of a task in the statistics and gradients */
@@ -119,27 +124,32 @@ static void span_logits(const head *h, int64_t first_class, int64_t n, int64_t r
       });
 }
 
-/* Each row's running max, sum of exp(logit - max) and label logit, updated by this span's logits
- * (rows [first, first + rows), classes [first_class, first_class + n)). As xent_row.h: the max
- * starts from class 0, so a NaN there makes the loss NaN. */
+/* One row's running max, sum of exp(logit - max) and label logit (s[0..3)), updated by its logits l
+ * of classes [first_class, first_class + n). As xent_row.h: the max starts from class 0, so a NaN
+ * there makes the loss NaN. */
+static void row_statistics(const float *l, int64_t n, int64_t first_class, int64_t label, double *s) {
+  const float old = first_class == 0 ? l[0] : (float)s[0];
+  float best = old;
+  for (int64_t c = 0; c < n; c++)
+    best = l[c] > best ? l[c] : best;
+  double total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t c = 0; c < n; c++)
+    total += (double)TF_CPU_VECTOR_EXP(l[c] - best);
+  s[1] = first_class == 0 ? total : s[1] * exp((double)old - (double)best) + total;
+  s[0] = best;
+  if (label >= first_class && label < first_class + n)
+    s[2] = l[label - first_class];
+}
+
+/* Each row's statistics updated by this span's logits (rows [first, first + rows)). */
 static void span_statistics(const head *h, int64_t first, int64_t rows, int64_t first_class, int64_t n) {
   const float *logits = floats_at(h, h->at.logits);
   double *stats = doubles_at(h, h->at.statistics);
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, rows * n > 65536), for (int64_t r = 0; r < rows; r++) {
-        const float *l = logits + r * TF_LINEAR_LOSS_HALF_SPAN;
-        double *s = stats + (first + r) * 3; /* max, sum, label logit */
-        const float old = first_class == 0 ? l[0] : (float)s[0];
-        float best = old;
-        for (int64_t c = 0; c < n; c++)
-          best = l[c] > best ? l[c] : best;
-        double sum = first_class == 0 ? 0.0 : s[1] * exp((double)old - (double)best);
-        for (int64_t c = 0; c < n; c++)
-          sum += (double)TF_CPU_VECTOR_EXP(l[c] - best);
-        s[0] = best, s[1] = sum;
-        const int64_t label = label_of(h, first + r);
-        if (label >= first_class && label < first_class + n)
-          s[2] = l[label - first_class];
+        row_statistics(logits + r * TF_LINEAR_LOSS_HALF_SPAN, n, first_class, label_of(h, first + r),
+                       stats + (first + r) * 3);
       });
 }
 
@@ -174,6 +184,13 @@ static double mean_loss(const head *h, int64_t *count) {
   return *count > 0 ? total / (double)*count : 0.0;
 }
 
+/* d = exp(d - lse) scale, in place. */
+static void row_gradient(float *d, int64_t n, float lse, float scale) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; c++)
+    d[c] = TF_CPU_VECTOR_EXP(d[c] - lse) * scale;
+}
+
 /* The chunk's logits, in place, become dlogits = (softmax - onehot) scale, 0 on rows that do not
  * count; with a bias, each class's sum over the chunk's rows is added to dbias_span (double). */
 static void span_gradient(const head *h, int64_t first, int64_t rows, int64_t first_class, int64_t n, float scale) {
@@ -189,9 +206,7 @@ static void span_gradient(const head *h, int64_t first, int64_t rows, int64_t fi
           continue;
         }
         const double *s = stats + (first + r) * 3;
-        const float lse = (float)(s[0] + log(s[1]));
-        for (int64_t c = 0; c < n; c++)
-          d[c] = TF_CPU_VECTOR_EXP(d[c] - lse) * scale;
+        row_gradient(d, n, (float)(s[0] + log(s[1])), scale);
         if (label >= first_class && label < first_class + n)
           d[label - first_class] -= scale;
       });
