@@ -33,6 +33,21 @@ static inline bool tf_checked_add_i64(int64_t a, int64_t b, int64_t *out) {
   return true;
 }
 
+/* *out = a - b; false (and *out untouched) when the difference does not fit in int64. */
+static inline bool tf_checked_sub_i64(int64_t a, int64_t b, int64_t *out) {
+  int64_t difference;
+#if defined(__GNUC__) || defined(__clang__)
+  if (__builtin_sub_overflow(a, b, &difference))
+    return false;
+#else
+  if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b))
+    return false;
+  difference = a - b;
+#endif
+  *out = difference;
+  return true;
+}
+
 /* *out = a * b; false (and *out untouched) when the product does not fit in int64. */
 static inline bool tf_checked_mul_i64(int64_t a, int64_t b, int64_t *out) {
   int64_t product;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "import/onnx_convert.h"
 #include "import/onnx_fold.h"
 
@@ -515,7 +516,11 @@ tf_status ox_convert_range(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "Range with a step other than 1, or from a start other than 0 to a "
                    "symbolic limit");
-  tf_dim length = l.symbol >= 0 ? l : tf_fixed(l.size - s > 0 ? l.size - s : 0);
+  int64_t span = 0;
+  if (l.symbol < 0 && l.size > s && !tf_checked_sub_i64(l.size, s, &span))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                   "Range from %" PRId64 " to %" PRId64 " has more elements than int64 counts", s, l.size);
+  tf_dim length = l.symbol >= 0 ? l : tf_fixed(span);
   // A symbolic length (torch.arange(x.shape[1])) is a constant of symbolic shape: position ids.
   char name[300];
   snprintf(name, sizeof(name), "%s", node->proto->output[0]);
