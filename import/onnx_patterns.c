@@ -585,10 +585,13 @@ static void match_padded_pool(ox_import *im, ox_node *node) {
 }
 
 void ox_rewrite_patterns(ox_import *im) {
+  /* layer_norm first, over every node: its normalised x, (x - mean) / sqrt(mean((x - mean)^2) + eps),
+   * is also an RMSNorm of x - mean, and its Mul by gamma comes before the Add of beta that names it */
+  for (int32_t i = 0; i < im->n_nodes; i++)
+    match_layer_norm(im, &im->nodes[i]);
   for (int32_t i = 0; i < im->n_nodes; i++) {
     match_gelu(im, &im->nodes[i]);
     match_attention(im, &im->nodes[i]);
-    match_layer_norm(im, &im->nodes[i]);
     match_rms_norm(im, &im->nodes[i]);
     match_silu(im, &im->nodes[i]);
   }

@@ -230,7 +230,8 @@ case("a bf16 LM head, logits[:, :-1, :].reshape(-1, V), fuses", shifted_lm)
 # Every parameter trains as itself: a model with three LayerNorms (equal initial values: torch's
 # eval-mode export merged them into one parameter each for weight and bias) and a head tied to the
 # embedding (constant folding made the head's transposed weight a second, untied copy), and a
-# `split` into unequal parts (ONNX Split) and GPT-2's gelu_new written out (imported as one gelu op),
+# `split` into unequal parts (ONNX Split) and GPT-2's gelu_new written out (imported as one gelu op;
+# each LayerNorm as one layer_norm op, not an rms_norm of x - mean),
 # trains 5 AdamW steps on the same batch with the losses PyTorch's AdamW gives, within 1e-4 relative.
 class TiedNorms(torch.nn.Module):
     def __init__(self, vocabulary, width):
@@ -261,6 +262,9 @@ def tied_norms():
             f"difference {worst:.1e}")
     if '"op": "gelu"' not in dumped(graph):
         return "gelu_new was not imported as one gelu op", seen
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    if ops.count("layer_norm") != 3 or "rms_norm" in ops:  # (x - mean) normalised is an RMSNorm of x - mean too
+        return f"the LayerNorms were not imported as 3 layer_norm ops: {ops}", seen
     return (None if worst <= 1e-4 else f"tightfit {losses} vs PyTorch {expected}"), seen
 
 
