@@ -92,7 +92,7 @@ static bool cpu_slices_pay(const tf_graph *g, tf_op op, const tf_attrs *attrs, c
 
 /* Whether the target computes op(inputs) -> outputs on half data itself: a half kernel of the
  * target, the floating operands of one half type, or of one half type and f32 where the target's
- * half kernels take both (tf_target.mixed_half_kernels) and so does the op (a loss of half logits
+ * half kernel of the op takes both (tf_target_mixed_half_kernel) and so does its shape rule (a loss of half logits
  * and its gradient); outputs may be omitted (n_outputs 0). */
 static bool half_kernel_runs(const tf_training *t, tf_op op, const tf_attrs *attrs, const int32_t *inputs,
                              int32_t n_inputs, const int32_t *outputs, int32_t n_outputs) {
@@ -105,7 +105,7 @@ static bool half_kernel_runs(const tf_training *t, tf_op op, const tf_attrs *att
     return false;
   tf_shape_result results[TF_MAX_OUTPUTS];
   if ((seen & SEEN_F32) &&
-      !(t->options.target.mixed_half_kernels && rule_takes(t->g, op, attrs, inputs, n_inputs, results)))
+      !(tf_target_mixed_half_kernel(&t->options.target, op) && rule_takes(t->g, op, attrs, inputs, n_inputs, results)))
     return false;
   /* the CPU moves elements of any dtype as bytes (no slices, no copies): a move always pays */
   return t->options.target.kind != TF_TARGET_CPU || tf_op_moves_elements(op) ||

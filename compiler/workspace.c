@@ -40,8 +40,12 @@ int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_
   case TF_TARGET_VULKAN: { /* the shaders need scratch for the fused loss heads' chunks only */
     if (tf_op_workspace_rule(node->op) != TF_WORKSPACE_LINEAR_CROSS_ENTROPY)
       return 0;
-    operands(g, node, inputs, outputs);
+    const int32_t n_inputs = operands(g, node, inputs, outputs);
     const tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(&node->attrs, &inputs[0], &inputs[1]);
+    if (inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16) /* the half head, spans of classes outside */
+      return 4 * tf_linear_loss_vulkan_half_workspace_of(&lg, node->op != TF_OP_LINEAR_CROSS_ENTROPY,
+                                                         tf_linear_loss_bias_input(node->op, n_inputs) >= 0)
+                     .words;
     return 4 * tf_linear_loss_vulkan_workspace_words(&lg);
   }
   default: return 0;

@@ -114,4 +114,37 @@ static inline tf_linear_loss_half_workspace tf_linear_loss_half_workspace_of(con
   return w;
 }
 
+/* The Vulkan shaders' fused loss head on f16/bf16 data (backends/vulkan/vk_lower_linear_loss_half.c)
+ * walks the classes in spans of tf_linear_loss_vulkan_half_span() outside and the row chunks inside,
+ * as the CPU's half kernel does. Its workspace, in f32 words, each part starting at a multiple of 64
+ * words: per row its running max, sum of exponentials and label logit (3 words); a span of the
+ * weight widened (span x d); a chunk of x widened (chunk_rows x d); a chunk of a span's logits
+ * (chunk_rows x span); with the gradients, a span of dweight (span x d), of dbias (span, with a bias)
+ * and the f32 sums of dx (rows x d); then the count of the labels that count (a u32). */
+typedef struct tf_linear_loss_vulkan_half_workspace {
+  int64_t span, statistics, weight_span, x_chunk, logits, dweight_span, dbias_span, dx_sum, count, words;
+} tf_linear_loss_vulkan_half_workspace;
+
+static inline int64_t tf_linear_loss_vulkan_half_span(const tf_linear_loss_geometry *g) {
+  return g->classes < TF_LINEAR_LOSS_HALF_SPAN ? g->classes : TF_LINEAR_LOSS_HALF_SPAN;
+}
+
+static inline int64_t tf_linear_loss_vulkan_half_align(int64_t words) { return (words + 63) / 64 * 64; }
+
+static inline tf_linear_loss_vulkan_half_workspace
+tf_linear_loss_vulkan_half_workspace_of(const tf_linear_loss_geometry *g, bool gradients, bool bias) {
+  tf_linear_loss_vulkan_half_workspace w;
+  w.span = tf_linear_loss_vulkan_half_span(g);
+  w.statistics = 0;
+  w.weight_span = w.statistics + tf_linear_loss_vulkan_half_align(g->rows * 3);
+  w.x_chunk = w.weight_span + tf_linear_loss_vulkan_half_align(w.span * g->features);
+  w.logits = w.x_chunk + tf_linear_loss_vulkan_half_align(g->chunk_rows * g->features);
+  w.dweight_span = w.logits + tf_linear_loss_vulkan_half_align(g->chunk_rows * w.span);
+  w.dbias_span = w.dweight_span + (gradients ? tf_linear_loss_vulkan_half_align(w.span * g->features) : 0);
+  w.dx_sum = w.dbias_span + (gradients && bias ? tf_linear_loss_vulkan_half_align(w.span) : 0);
+  w.count = w.dx_sum + (gradients ? tf_linear_loss_vulkan_half_align(g->rows * g->features) : 0);
+  w.words = w.count + 1;
+  return w;
+}
+
 #endif

@@ -48,67 +48,7 @@ layout(push_constant) uniform Push {
   uint wide_labels; // 1: the labels are i64, (low, high) pairs of ints
 } pc;
 
-shared float partial[256];
-shared uint tally[256];
-
-// The label of `row`, or -1 when it does not count (ignore_index, or outside [0, classes): an i64
-// label that does not fit in 32 bits too).
-int label_of(uint row) {
-  int label = pc.wide_labels != 0u ? labels[2u * row] : labels[row];
-  int sign = label < 0 ? -1 : 0, high = pc.wide_labels != 0u ? labels[2u * row + 1u] : sign;
-  bool ignored = pc.ignore_low == label && pc.ignore_high == high;
-  return ignored || high != sign || label < 0 || uint(label) >= pc.classes ? -1 : label;
-}
-
-// The sum of every invocation's value in a fixed tree order.
-float tree_sum(float value) {
-  uint t = gl_LocalInvocationID.x;
-  barrier();
-  partial[t] = value;
-  barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) {
-    if (t < s)
-      partial[t] += partial[t + s];
-    barrier();
-  }
-  return partial[0];
-}
-
-float tree_max(float value) {
-  uint t = gl_LocalInvocationID.x;
-  barrier();
-  partial[t] = value;
-  barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) {
-    if (t < s)
-      partial[t] = max(partial[t], partial[t + s]);
-    barrier();
-  }
-  return partial[0];
-}
-
-uint tree_count(uint value) {
-  uint t = gl_LocalInvocationID.x;
-  tally[t] = value;
-  barrier();
-  for (uint s = 128u; s > 0u; s >>= 1) {
-    if (t < s)
-      tally[t] += tally[t + s];
-    barrier();
-  }
-  return tally[0];
-}
-
-uint counted() { return floatBitsToUint(work[pc.count_at]); }
-
-void count_labels() {
-  uint mine = 0u;
-  for (uint row = gl_LocalInvocationID.x; row < pc.rows; row += 256u)
-    mine += label_of(row) >= 0 ? 1u : 0u;
-  uint n = tree_count(mine);
-  if (gl_LocalInvocationID.x == 0u)
-    work[pc.count_at] = uintBitsToFloat(n);
-}
+#include "linear_loss_rows.glsl"
 
 // Row `r` of the chunk (every invocation of the workgroup takes part: barriers inside).
 void row_pass(uint r) {

@@ -60,7 +60,8 @@ _Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
  * each element to f32, compute as on f32 and write each output element once, rounded
  * (kernels/cuda/common.cuh); matmul is cuBLAS's 16-bit GEMM accumulating in f32. Embedding's
  * gradient keeps sums in its output, which half storage would round: it runs between casts on both,
- * with the accumulations, the losses, the fused loss head and the optimizer. */
+ * with the accumulations, the losses and the optimizer (and on CUDA the fused loss head; Vulkan's
+ * runs on half data: vulkan_half_heads). */
 // clang-format off
 static const tf_op gpu_half_kernels[] = {
     TF_OP_MATMUL,
@@ -109,15 +110,30 @@ static bool cpu_half_kernel(tf_op op) {
   }
 }
 
-static void set_half_kernel(tf_target *target, tf_op op) { target->half_kernels[op / 64] |= (uint64_t)1 << (op % 64); }
+/* Vulkan's fused loss head on half data (backends/vulkan/vk_lower_linear_loss_half.c): bf16 or f16
+ * x, weight, bias and gradients, an f32 loss and dloss. The accumulating forms keep sums in their
+ * half accumulators: they run between casts. */
+static const tf_op vulkan_half_heads[] = {
+    TF_OP_LINEAR_CROSS_ENTROPY,       TF_OP_LINEAR_CROSS_ENTROPY_GRAD,       TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD,
+    TF_OP_LINEAR_CROSS_ENTROPY_TRAIN, TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN,
+};
+
+static void set_bit(uint64_t *mask, tf_op op) { mask[op / 64] |= (uint64_t)1 << (op % 64); }
+static bool bit_of(const uint64_t *mask, tf_op op) {
+  return (int)op >= 0 && op < TF_OP_COUNT && ((mask[op / 64] >> (op % 64)) & 1u);
+}
+
+static void set_half_kernel(tf_target *target, tf_op op) { set_bit(target->half_kernels, op); }
 
 static void set_half_kernels(tf_target *target, const tf_op *ops, size_t n) {
   for (size_t i = 0; i < n; i++)
     set_half_kernel(target, ops[i]);
 }
 
-bool tf_target_half_kernel(const tf_target *target, tf_op op) {
-  return (int)op >= 0 && op < TF_OP_COUNT && ((target->half_kernels[op / 64] >> (op % 64)) & 1u);
+bool tf_target_half_kernel(const tf_target *target, tf_op op) { return bit_of(target->half_kernels, op); }
+
+bool tf_target_mixed_half_kernel(const tf_target *target, tf_op op) {
+  return tf_target_half_kernel(target, op) && bit_of(target->mixed_half_kernels, op);
 }
 
 tf_target tf_target_default(tf_target_kind kind) {
@@ -131,9 +147,10 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.flops_per_second = 150e9;
     target.bytes_per_second = 10e9;
     for (int op = 0; op < TF_OP_COUNT; op++)
-      if (cpu_half_kernel((tf_op)op))
+      if (cpu_half_kernel((tf_op)op)) {
         set_half_kernel(&target, (tf_op)op);
-    target.mixed_half_kernels = true;
+        set_bit(target.mixed_half_kernels, (tf_op)op);
+      }
     break; /* no overhead: the regions are host memory, and a plan's region sizes are already aligned */
   case TF_TARGET_VULKAN:
     target.alignment = 256;
@@ -143,6 +160,10 @@ tf_target tf_target_default(tf_target_kind kind) {
     vulkan_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     set_half_kernels(&target, vulkan_convolutions, sizeof(vulkan_convolutions) / sizeof(vulkan_convolutions[0]));
+    for (size_t i = 0; i < sizeof(vulkan_half_heads) / sizeof(vulkan_half_heads[0]); i++) {
+      set_half_kernel(&target, vulkan_half_heads[i]);
+      set_bit(target.mixed_half_kernels, vulkan_half_heads[i]);
+    }
     break;
   default:
     target.alignment = 256;

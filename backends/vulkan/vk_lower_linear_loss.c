@@ -147,6 +147,9 @@ static tf_status no_rows(vk_lower *l, const head *h) {
 }
 
 tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
+  const tf_dtype x = vk_buffer(l, vk_in(l, 0))->dtype;
+  if (x == TF_F16 || x == TF_BF16)
+    return vk_lower_linear_cross_entropy_half(l);
   head h;
   TF_RETURN_IF_ERROR(head_of(l, &h));
   const tf_linear_loss_geometry *g = &h.g;

@@ -41,16 +41,18 @@ typedef struct tf_target {
   /* Ops whose kernels read and write f16/bf16 data directly where every floating operand has one
    * half type (bit op % 64 of half_kernels[op / 64]; tf_target_half_kernel): the compiler leaves
    * them on half data and puts every other op on half data between f32 casts. Vulkan: the
-   * elementwise ops and activation gradients, softmax, matmul, dropout, zero and the layout moves
-   * (f16/bf16 shader variants, storageBuffer16BitAccess); CPU: every op but the cast and the
+   * elementwise ops and activation gradients, softmax, matmul, reductions, norms, attention,
+   * embedding, pools, convolutions, dropout, zero and the layout moves (f16/bf16 shader variants,
+   * storageBuffer16BitAccess), and the fused loss head (its own half shader); CPU: every op but the cast and the
    * in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: matmul (16-bit
    * cuBLAS GEMMs, f32 accumulation), the elementwise ops, softmax, reductions, norms, attention,
    * embedding, pools, dropout and the moves (kernels templated on storage, kernels/cuda/common.cuh). */
   uint64_t half_kernels[2];
-  /* The half kernels also take f32 operands beside those of the half type (a loss of bf16 logits,
-   * its f32 result; CPU: yes, each f32 operand read and written as it is; Vulkan: no, one element
-   * type per shader). */
-  bool mixed_half_kernels;
+  /* The half kernels that also take f32 operands beside those of the half type (the same bits as
+   * half_kernels; tf_target_mixed_half_kernel). CPU: all of them (a loss of bf16 logits, its f32
+   * result), each f32 operand read and written as it is; Vulkan: the fused loss head's forms without
+   * accumulators (bf16 x and weight, an f32 loss and dloss); CUDA: none (one element type per kernel). */
+  uint64_t mixed_half_kernels[2];
 } tf_target;
 
 /* The default capabilities and overhead model of a target kind (CPU: 64-byte alignment, 2 threads,
@@ -58,6 +60,8 @@ typedef struct tf_target {
 tf_target tf_target_default(tf_target_kind kind);
 /* Whether `target` runs `op` on f16/bf16 data directly (tf_target.half_kernels). */
 bool tf_target_half_kernel(const tf_target *target, tf_op op);
+/* Whether that kernel also takes f32 operands beside the half ones (tf_target.mixed_half_kernels). */
+bool tf_target_mixed_half_kernel(const tf_target *target, tf_op op);
 /* Parses "cpu", "vulkan", "cuda"; false when unknown. */
 bool tf_target_parse(const char *name, tf_target_kind *kind);
 const char *tf_target_name(tf_target_kind kind);
