@@ -208,6 +208,24 @@ static inline tf_cuda_linear_loss_layout tf_cuda_linear_loss_layout_of(const tf_
   return l;
 }
 
+/* ... on f16/bf16 x (kernels/cuda/linear_loss_half.cu: classes in spans outside, row chunks inside,
+ * as the CPU's half kernel): the CPU kernel's parts (core/linear_loss.h,
+ * tf_linear_loss_half_workspace_of), then the count of labels and the cuBLAS workspace. */
+typedef struct tf_cuda_linear_loss_half_layout {
+  tf_linear_loss_half_workspace parts;
+  int64_t count, cublas, total;
+} tf_cuda_linear_loss_half_layout;
+
+static inline tf_cuda_linear_loss_half_layout tf_cuda_linear_loss_half_layout_of(const tf_linear_loss_geometry *g,
+                                                                                 bool gradients, bool bias) {
+  tf_cuda_linear_loss_half_layout l;
+  l.parts = tf_linear_loss_half_workspace_of(g, gradients, bias);
+  l.count = tf_cuda_round_up(l.parts.bytes);
+  l.cublas = l.count + tf_cuda_round_up(8);
+  l.total = l.cublas + TF_CUDA_CUBLAS_WORKSPACE;
+  return l;
+}
+
 /* Workspace bytes of the CUDA kernel of `op` for these operands. */
 static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs,
                                               const tf_tensor_ref *inputs, int32_t n_outputs,
@@ -246,6 +264,10 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   case TF_WORKSPACE_OPTIMIZER: return TF_CUDA_OPTIMIZER_COEFFICIENTS;
   case TF_WORKSPACE_LINEAR_CROSS_ENTROPY: {
     tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);
+    if (inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16)
+      return tf_cuda_linear_loss_half_layout_of(&lg, op != TF_OP_LINEAR_CROSS_ENTROPY,
+                                                tf_linear_loss_bias_input(op, n_inputs) >= 0)
+          .total;
     return tf_cuda_linear_loss_layout_of(&lg).total;
   }
   case TF_WORKSPACE_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;

@@ -60,8 +60,7 @@ _Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
  * each element to f32, compute as on f32 and write each output element once, rounded
  * (kernels/cuda/common.cuh); matmul is cuBLAS's 16-bit GEMM accumulating in f32. Embedding's
  * gradient keeps sums in its output, which half storage would round: it runs between casts on both,
- * with the accumulations, the losses and the optimizer (and on CUDA the fused loss head; Vulkan's
- * runs on half data: vulkan_half_heads). */
+ * with the accumulations, the losses and the optimizer. The fused loss head: gpu_half_heads. */
 // clang-format off
 static const tf_op gpu_half_kernels[] = {
     TF_OP_MATMUL,
@@ -110,10 +109,11 @@ static bool cpu_half_kernel(tf_op op) {
   }
 }
 
-/* Vulkan's fused loss head on half data (backends/vulkan/vk_lower_linear_loss_half.c): bf16 or f16
- * x, weight, bias and gradients, an f32 loss and dloss. The accumulating forms keep sums in their
- * half accumulators: they run between casts. */
-static const tf_op vulkan_half_heads[] = {
+/* The fused loss head on half data (backends/vulkan/vk_lower_linear_loss_half.c,
+ * kernels/cuda/linear_loss_half.cu): bf16 or f16 x, weight, bias and gradients, an f32 loss and
+ * dloss, so these are half kernels taking f32 operands too (mixed_half_kernels). The accumulating
+ * forms keep sums in their half accumulators: they run between casts. */
+static const tf_op gpu_half_heads[] = {
     TF_OP_LINEAR_CROSS_ENTROPY,       TF_OP_LINEAR_CROSS_ENTROPY_GRAD,       TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD,
     TF_OP_LINEAR_CROSS_ENTROPY_TRAIN, TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN,
 };
@@ -128,6 +128,13 @@ static void set_half_kernel(tf_target *target, tf_op op) { set_bit(target->half_
 static void set_half_kernels(tf_target *target, const tf_op *ops, size_t n) {
   for (size_t i = 0; i < n; i++)
     set_half_kernel(target, ops[i]);
+}
+
+static void set_half_heads(tf_target *target) {
+  for (size_t i = 0; i < sizeof(gpu_half_heads) / sizeof(gpu_half_heads[0]); i++) {
+    set_half_kernel(target, gpu_half_heads[i]);
+    set_bit(target->mixed_half_kernels, gpu_half_heads[i]);
+  }
 }
 
 bool tf_target_half_kernel(const tf_target *target, tf_op op) { return bit_of(target->half_kernels, op); }
@@ -160,10 +167,7 @@ tf_target tf_target_default(tf_target_kind kind) {
     vulkan_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     set_half_kernels(&target, vulkan_convolutions, sizeof(vulkan_convolutions) / sizeof(vulkan_convolutions[0]));
-    for (size_t i = 0; i < sizeof(vulkan_half_heads) / sizeof(vulkan_half_heads[0]); i++) {
-      set_half_kernel(&target, vulkan_half_heads[i]);
-      set_bit(target.mixed_half_kernels, vulkan_half_heads[i]);
-    }
+    set_half_heads(&target);
     break;
   default:
     target.alignment = 256;
@@ -172,6 +176,7 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.bytes_per_second = 2e12;
     cuda_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
+    set_half_heads(&target);
     break;
   }
   return target;

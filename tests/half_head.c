@@ -118,3 +118,79 @@ bool tf_half_head_check(tf_test_counts *counts, const char *what, tf_dtype half,
          tf_dtype_name(half), (long long)far);
   return ok;
 }
+
+static bool is_head(tf_op op) {
+  return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
+         op == TF_OP_LINEAR_CROSS_ENTROPY_TRAIN;
+}
+
+static bool f32_weight_shaped(const tf_plan_buffer *b) {
+  return b->dtype == TF_F32 && b->rank == 2 && b->shape[0] == CLASSES && b->shape[1] == WIDTH;
+}
+
+/* The operands of the plan's fused head steps shaped like the weight in f32. */
+static int32_t f32_weights_at_head(const tf_plan *plan) {
+  int32_t n = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    for (int32_t k = 0; is_head(step->op) && k < step->n_inputs; k++)
+      n += f32_weight_shaped(&plan->buffers[step->inputs[k]]);
+    for (int32_t k = 0; is_head(step->op) && k < step->n_outputs; k++)
+      n += f32_weight_shaped(&plan->buffers[step->outputs[k]]);
+  }
+  return n;
+}
+
+/* The dtype of x in the plan's forward head step, or -1 when it has none. */
+static int head_dtype(const tf_plan *plan) {
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    if (plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY || plan->steps[s].op == TF_OP_LINEAR_CROSS_ENTROPY_TRAIN)
+      return (int)plan->buffers[plan->steps[s].inputs[0]].dtype;
+  return -1;
+}
+
+void tf_half_head_check_plans(tf_test_counts *counts, const char *target, tf_dtype half, const tf_plan *fused,
+                              const tf_plan *between) {
+  const int32_t copies = f32_weights_at_head(fused), copies_between = f32_weights_at_head(between);
+  const int64_t arena = fused->region_bytes[TF_REGION_ARENA], arena_between = between->region_bytes[TF_REGION_ARENA];
+  CHECK(counts, head_dtype(fused) == (int)half && head_dtype(between) == (int)TF_F32,
+        "%s, %s: the fused head step reads x of dtype %d (half kernels) and %d (between casts)", target,
+        tf_dtype_name(half), head_dtype(fused), head_dtype(between));
+  const bool ok = copies == 0 && copies_between > 0 && arena < arena_between;
+  CHECK(counts, ok,
+        "%s, %s: the head steps read or write %d f32 [%d, %d] buffers with the half head, %d between casts; arena "
+        "%lld B vs %lld B",
+        target, tf_dtype_name(half), copies, CLASSES, WIDTH, copies_between, (long long)arena,
+        (long long)arena_between);
+  printf("%-4s %s %s plan: the head on %s data, no f32 [%d, %d] operand (%d between casts: the widened weight, its "
+         "f32 gradient); arena %lld B (%lld B between casts)\n",
+         ok ? "ok" : "FAIL", target, tf_dtype_name(half), tf_dtype_name(half), CLASSES, WIDTH, copies_between,
+         (long long)arena, (long long)arena_between);
+}
+
+void tf_half_head_check_target(tf_test_counts *counts, tf_target_kind target, const char *backend, tf_dtype half,
+                               bool run) {
+  tf_plan *fused = tf_half_head_compile(counts, target, half, TF_FUSE_LOSS_ON, ROWS, true);
+  tf_plan *between = tf_half_head_compile(counts, target, half, TF_FUSE_LOSS_ON, ROWS, false);
+  tf_plan *reference = tf_half_head_compile(counts, TF_TARGET_CPU, TF_F32, TF_FUSE_LOSS_ON, ROWS, true);
+  tf_half_head_data data;
+  float *grad = malloc(sizeof(float) * CLASSES * WIDTH), *grad_ref = malloc(sizeof(float) * CLASSES * WIDTH);
+  char what[64];
+  snprintf(what, sizeof(what), "%s half head", backend);
+  if (!tf_half_head_data_make(&data, half) || !fused || !between || !reference || !grad || !grad_ref) {
+    CHECK(counts, false, "%s, %s: compile or allocation failed", backend, tf_dtype_name(half));
+  } else {
+    tf_half_head_check_plans(counts, backend, half, fused, between);
+    if (run) {
+      const double expected = tf_half_head_run(counts, reference, "cpu", data.x_h, data.labels, data.w_h, grad_ref);
+      const double loss = tf_half_head_run(counts, fused, backend, data.x, data.labels, data.w, grad);
+      tf_half_head_check(counts, what, half, loss, grad, expected, grad_ref);
+    }
+  }
+  tf_half_head_data_free(&data);
+  free(grad);
+  free(grad_ref);
+  tf_plan_destroy(fused);
+  tf_plan_destroy(between);
+  tf_plan_destroy(reference);
+}

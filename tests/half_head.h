@@ -40,6 +40,19 @@ double tf_half_head_run(tf_test_counts *counts, const tf_plan *plan, const char 
 /* The name of a buffer of `plan` shaped [rows, cols], or NULL. */
 const char *tf_half_head_buffer(const tf_plan *plan, int64_t rows, int64_t cols, tf_dtype dtype);
 
+/* Checks the head's plans for a GPU target, compiled with half kernels (`fused`) and without
+ * (`between`): the fused head step reads x in `half` (and in f32 between casts), no step of the head
+ * reads or writes an f32 [CLASSES, WIDTH] buffer (between casts: the widened weight, its f32
+ * gradient), and the arena is smaller. Prints a line naming `target`. */
+void tf_half_head_check_plans(tf_test_counts *counts, const char *target, tf_dtype half, const tf_plan *fused,
+                              const tf_plan *between);
+
+/* The GPU tests' whole check for `target` (vulkan or cuda) in `half`: the head compiled with and
+ * without half kernels, tf_half_head_check_plans, then (when `run`) one micro-step of the fused plan
+ * on `backend` against the f32 head on the CPU (tf_half_head_check). */
+void tf_half_head_check_target(tf_test_counts *counts, tf_target_kind target, const char *backend, tf_dtype half,
+                               bool run);
+
 /* Checks a half kernel's loss and grad(W) against the f32 head on the rounded inputs (expected,
  * grad_ref): the loss within 1e-6 relative, no gradient element beyond one unit of the half type
  * (plus 1e-6 of the largest; f16's subnormal spacing), at most 1% another rounding. Prints a line

@@ -30,9 +30,9 @@ typedef struct half_push {
 typedef struct head {
   tf_linear_loss_geometry g;
   tf_linear_loss_vulkan_half_workspace at;
-  vk_shader shader;                        /* linear_loss_half_f16 or _bf16 */
+  vk_shader shader;                             /* linear_loss_half_f16 or _bf16 */
   int32_t x, weight, labels, dloss, bias, work; /* plan buffer ids; -1: none */
-  int32_t loss, dx, dweight, dbias;        /* outputs; -1: none */
+  int32_t loss, dx, dweight, dbias;             /* outputs; -1: none */
   half_push push;
 } head;
 
@@ -64,8 +64,7 @@ static tf_status copy(vk_lower *l, const head *h, bool widen, int32_t buffer, in
   push.source_offset = (uint32_t)source_offset, push.source_stride = (uint32_t)source_stride;
   push.dest_offset = (uint32_t)dest_offset, push.dest_stride = (uint32_t)dest_stride;
   const int64_t n = rows * cols;
-  return dispatch(l, h, &push, widen ? buffer : -1, widen ? -1 : buffer, vk_groups(n, 256),
-                  vk_grid_rounds(n, 256) + 8);
+  return dispatch(l, h, &push, widen ? buffer : -1, widen ? -1 : buffer, vk_groups(n, 256), vk_grid_rounds(n, 256) + 8);
 }
 
 /* The weight's classes [first_class, first_class + n) into the workspace's span: n rows of d ([V, d]
@@ -142,8 +141,8 @@ static tf_status span_products(vk_lower *l, const head *h, int64_t first, int64_
 static tf_status store_span(vk_lower *l, const head *h, int64_t first_class, int64_t n) {
   const tf_linear_loss_geometry *g = &h->g;
   if (g->transpose_weight)
-    TF_RETURN_IF_ERROR(copy(l, h, false, h->dweight, 1, n * g->features, h->at.dweight_span, 0,
-                           first_class * g->features, 0));
+    TF_RETURN_IF_ERROR(
+        copy(l, h, false, h->dweight, 1, n * g->features, h->at.dweight_span, 0, first_class * g->features, 0));
   else
     TF_RETURN_IF_ERROR(copy(l, h, false, h->dweight, g->features, n, h->at.dweight_span, n, first_class, g->classes));
   return h->dbias >= 0 ? copy(l, h, false, h->dbias, 1, n, h->at.dbias_span, 0, first_class, 0) : NULL;
@@ -211,8 +210,9 @@ static tf_status head_of(vk_lower *l, head *h) {
     return vk_refuse(l, "labels '%s' are %s; the vulkan backend reads i32 and i64 labels", labels->name,
                      tf_dtype_name(labels->dtype));
   if (tf_linear_loss_accumulates(step->op))
-    return vk_refuse(l, "x '%s' is %s, and this form adds into half accumulators, which would round its sums; "
-                        "compile the plan for the vulkan target (which runs it between casts)",
+    return vk_refuse(l,
+                     "x '%s' is %s, and this form adds into half accumulators, which would round its sums; "
+                     "compile the plan for the vulkan target (which runs it between casts)",
                      x->name, tf_dtype_name(x->dtype));
   tf_tensor_ref xr = tf_tensor_ref_make(NULL, x->dtype, x->rank, x->shape);
   tf_tensor_ref wr = tf_tensor_ref_make(NULL, weight->dtype, weight->rank, weight->shape);

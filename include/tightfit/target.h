@@ -46,12 +46,13 @@ typedef struct tf_target {
    * storageBuffer16BitAccess), and the fused loss head (its own half shader); CPU: every op but the cast and the
    * in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: matmul (16-bit
    * cuBLAS GEMMs, f32 accumulation), the elementwise ops, softmax, reductions, norms, attention,
-   * embedding, pools, dropout and the moves (kernels templated on storage, kernels/cuda/common.cuh). */
+   * embedding, pools, dropout and the moves (kernels templated on storage, kernels/cuda/common.cuh),
+   * and the fused loss head (kernels/cuda/linear_loss_half.cu). */
   uint64_t half_kernels[2];
   /* The half kernels that also take f32 operands beside those of the half type (the same bits as
    * half_kernels; tf_target_mixed_half_kernel). CPU: all of them (a loss of bf16 logits, its f32
-   * result), each f32 operand read and written as it is; Vulkan: the fused loss head's forms without
-   * accumulators (bf16 x and weight, an f32 loss and dloss); CUDA: none (one element type per kernel). */
+   * result), each f32 operand read and written as it is; Vulkan and CUDA: the fused loss head's forms
+   * without accumulators (bf16 x and weight, an f32 loss and dloss). */
   uint64_t mixed_half_kernels[2];
 } tf_target;
 

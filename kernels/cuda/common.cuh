@@ -83,6 +83,18 @@ inline cublasStatus_t gemm_f32(cublasHandle_t handle, tf_dtype math, cublasOpera
   return status != CUBLAS_STATUS_SUCCESS ? status : restored;
 }
 
+/* Row-major C [m, n] = op(A) op(B) + beta C on one f32 matrix each (gemm_f32's `math`), as the
+ * column-major Cᵀ = op(B)ᵀ op(A)ᵀ: the fused loss heads' products (linear_loss*.cu). */
+inline tf_status row_major_gemm(cublasHandle_t handle, tf_dtype math, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                                int64_t ldc) {
+  const float alpha = 1.0f;
+  return call_status(gemm_f32(handle, math, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
+                              (int)m, (int)k, &alpha, b, (int)ldb, 0, a, (int)lda, 0, &beta, c, (int)ldc, 0, 1),
+                     "cuBLAS GEMM, %s math (m %lld, n %lld, k %lld)", tf_dtype_name(math), (long long)m, (long long)n,
+                     (long long)k);
+}
+
 /* A dimension handed to cuBLAS, which takes int. */
 struct IntDimension {
   const char *name;
@@ -310,6 +322,12 @@ tf_status tiled_attention(const tf_cuda_args *args, bool backward, bool *handled
 tf_status check_matmul(const tf_cuda_args *args);
 tf_status check_conv(const tf_cuda_args *args);
 tf_status check_linear_loss(const tf_cuda_args *args);
+/* linear_loss_half.cu: the fused head on f16/bf16 x (classes in spans outside). Whether a head step's
+ * x is half; its operands' dtypes (x, weight, bias and gradients of one half type, an f32 loss and
+ * dloss, no accumulators); its launcher. */
+bool linear_loss_on_half(const tf_cuda_args *args);
+tf_status check_linear_loss_half(const tf_cuda_args *args);
+tf_status launch_linear_cross_entropy_half(const tf_cuda_args *args);
 
 } // namespace tf_cuda
 

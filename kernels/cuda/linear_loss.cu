@@ -106,14 +106,10 @@ __global__ void chunk_gradient(float *logits, const void *labels, bool wide, int
   }
 }
 
-/* Row-major C [m, n] = op(A) op(B) as column-major Cᵀ = op(B)ᵀ op(A)ᵀ. */
+/* Row-major C [m, n] = op(A) op(B) (+ beta C), on the head's handle and math. */
 tf_status gemm(const Head &h, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-  const float alpha = 1.0f;
-  return call_status(gemm_f32(h.handle, h.math, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n,
-                              (int)m, (int)k, &alpha, b, (int)ldb, 0, a, (int)lda, 0, &beta, c, (int)ldc, 0, 1),
-                     "cuBLAS GEMM, %s math (m %lld, n %lld, k %lld)", tf_dtype_name(h.math), (long long)m, (long long)n,
-                     (long long)k);
+  return row_major_gemm(h.handle, h.math, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 int64_t weight_stride(const tf_linear_loss_geometry &g) { return g.transpose_weight ? g.features : g.classes; }
@@ -147,6 +143,8 @@ tf_status check_linear_loss(const tf_cuda_args *args) {
 }
 
 TF_CUDA_LAUNCHER(linear_cross_entropy) {
+  if (linear_loss_on_half(args))
+    return launch_linear_cross_entropy_half(args);
   const Head h = head_of(args);
   float *loss = (float *)args->outputs[0].data;
   TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.cublas_space, TF_CUDA_CUBLAS_WORKSPACE));
@@ -221,6 +219,8 @@ tf_status empty_pass(const Head &h, const tf_cuda_args *args, int32_t dx_output,
 /* linear_cross_entropy_grad and _bias_grad, and their _accumulate forms, which add dweight (and
  * dbias) into the accumulators they take as inputs (nothing to add over no rows). */
 TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
+  if (linear_loss_on_half(args))
+    return launch_linear_cross_entropy_half(args);
   const Head h = head_of(args);
   const float *dloss = (const float *)args->inputs[3].data;
   if (tf_linear_loss_accumulates(args->op)) {
@@ -238,6 +238,8 @@ TF_CUDA_LAUNCHER(linear_cross_entropy_grad) {
 
 /* linear_cross_entropy_train and _bias_train: (loss, dx, dweight [, dbias]) in one pass. */
 TF_CUDA_LAUNCHER(linear_cross_entropy_train) {
+  if (linear_loss_on_half(args))
+    return launch_linear_cross_entropy_half(args);
   const Head h = head_of(args);
   float *loss = (float *)args->outputs[0].data;
   if (h.g.rows == 0)

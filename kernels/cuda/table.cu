@@ -24,6 +24,11 @@ bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || 
 
 launcher launcher_of(tf_op op) { return kLaunchers[op]; }
 
+/* The fused loss head's forms without accumulators: on half x they run linear_loss_half.cu. */
+bool is_half_head(tf_op op) {
+  return tf_op_workspace_rule(op) == TF_WORKSPACE_LINEAR_CROSS_ENTROPY && !tf_linear_loss_accumulates(op);
+}
+
 /* Launchers instantiated for half storage (common.cuh, with_storage): their kernels load f16/bf16
  * operands to f32 and round each result once. The cuda target's half-kernel ops (targets/target.c)
  * are ops of these launchers; a plan file that puts another op on half data is refused here. */
@@ -32,14 +37,16 @@ bool takes_half(tf_op op) {
   return l == launch_binary || l == launch_unary || l == launch_activation_grad || l == launch_reduce ||
          l == launch_max_grad || l == launch_softmax || l == launch_norm || l == launch_norm_grad ||
          l == launch_embedding || l == launch_attention || l == launch_attention_grad || l == launch_dropout ||
-         l == launch_pool || (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE);
+         l == launch_pool || (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op);
 }
 
 /* A step's floating operands (those whose data it reads or writes): all f32, or (a half kernel)
- * all of one half type. */
+ * all of one half type; the fused loss head on half x takes an f32 loss and dloss besides. */
 tf_status check_dtypes(const tf_cuda_args *args) {
   if (moves_bytes(args->op))
     return NULL;
+  if (tf_op_workspace_rule(args->op) == TF_WORKSPACE_LINEAR_CROSS_ENTROPY && linear_loss_on_half(args))
+    return check_linear_loss_half(args); /* half x beside an f32 loss and dloss */
   tf_dtype half = TF_F32;
   int32_t floating = 0;
   for (int32_t k = 0; k < args->n_inputs + args->n_outputs; k++) {

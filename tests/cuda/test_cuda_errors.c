@@ -107,6 +107,48 @@ static void test_checks(void) {
          (const char *const[]){"cuda matmul kernel", "k is 2147483648", "32-bit int", NULL});
 }
 
+/* The fused loss head's gradient on half x (kernels/cuda/linear_loss_half.cu): x [4, 8], weight
+ * [5, 8]ᵀ and dx, dweight in `half`, i32 labels, f32 dloss; accepted, and refused (naming the operand)
+ * with a weight of the other half type, a half dloss, or in its accumulating form. */
+static void test_half_head_checks(tf_dtype half) {
+  const int64_t x_shape[] = {4, 8}, w_shape[] = {5, 8}, rows[] = {4};
+  tf_attrs attrs = {.kind = TF_ATTR_CROSS_ENTROPY};
+  attrs.u.cross_entropy.transpose_weight = true;
+  attrs.u.cross_entropy.ignore_index = -100;
+  tf_cuda_tensor inputs[5] = {tensor(half, 2, x_shape), tensor(half, 2, w_shape), tensor(TF_I32, 1, rows),
+                              tensor(TF_F32, 0, NULL), tensor(half, 2, w_shape)};
+  tf_cuda_tensor outputs[2] = {tensor(half, 2, x_shape), tensor(half, 2, w_shape)};
+  tf_cuda_args args = {.op = TF_OP_LINEAR_CROSS_ENTROPY_GRAD,
+                       .attrs = &attrs,
+                       .n_inputs = 4,
+                       .inputs = inputs,
+                       .n_outputs = 2,
+                       .outputs = outputs};
+  tf_status status = tf_cuda_kernel_check(&args);
+  CHECK(&counts, status == NULL, "linear_cross_entropy_grad on %s x refused: %s", tf_dtype_name(half),
+        tf_status_message(status));
+  printf("%-4s linear_cross_entropy_grad on %s x, weight and gradients, f32 dloss: a half kernel, accepted\n",
+         status ? "FAIL" : "ok", tf_dtype_name(half));
+  tf_status_free(status);
+  const tf_dtype other = half == TF_BF16 ? TF_F16 : TF_BF16;
+  char wanted[64];
+  inputs[1].dtype = other;
+  snprintf(wanted, sizeof(wanted), "input 1 is %s beside %s x", tf_dtype_name(other), tf_dtype_name(half));
+  expect("the half head, a weight of the other half type", tf_cuda_kernel_check(&args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda linear_cross_entropy_grad kernel", wanted, NULL});
+  inputs[1].dtype = half;
+  inputs[3].dtype = half;
+  snprintf(wanted, sizeof(wanted), "input 3 is %s beside %s x", tf_dtype_name(half), tf_dtype_name(half));
+  expect("the half head, a half dloss", tf_cuda_kernel_check(&args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda linear_cross_entropy_grad kernel", wanted, "f32 dloss", NULL});
+  inputs[3].dtype = TF_F32;
+  args.op = TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE; /* (x, w, labels, dloss, dweight_sum) -> dx */
+  args.n_inputs = 5;
+  args.n_outputs = 1;
+  expect("the half head adding into a half accumulator", tf_cuda_kernel_check(&args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda linear_cross_entropy_grad_accumulate kernel", "half accumulators", NULL});
+}
+
 /* Without a device every launch fails: CUDA's launch error, or cuBLAS's refusal of a null handle. */
 static void test_launch_failures(void) {
   int devices = 0;
@@ -125,6 +167,8 @@ static void test_launch_failures(void) {
 
 int main(void) {
   test_checks();
+  test_half_head_checks(TF_BF16);
+  test_half_head_checks(TF_F16);
   test_launch_failures();
   return tf_test_finish("cuda errors", &counts);
 }
