@@ -25,7 +25,23 @@
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };          // logits or predictions
 layout(std430, set = 0, binding = 1) readonly buffer Target { ELEMENT target[]; }; // mse, bce
+// -DLOSS_HALF (with -DELEMENT_F16 or -DELEMENT_BF16): the half kernels of a loss on f16/bf16 data
+// (the Vulkan target's, targets/target.c): x, the target and the gradient in the half type, the
+// loss and dloss f32, as the losses' shape rules type them. The loss is then written as the f32 it
+// is (binding 3 read as floats), not rounded.
+#ifdef LOSS_HALF
+#if !defined(ELEMENT_F16) && !defined(ELEMENT_BF16)
+#error "LOSS_HALF needs ELEMENT_F16 or ELEMENT_BF16"
+#endif
+layout(std430, set = 0, binding = 2) readonly buffer DLoss { float dloss[]; };     // gradients
+layout(std430, set = 0, binding = 3) writeonly buffer OutLoss { float out_loss[]; }; // the loss
+#define DLOSS_VALUE dloss[0]
+#define STORE_LOSS(value) out_loss[0] = (value)
+#else
 layout(std430, set = 0, binding = 2) readonly buffer DLoss { ELEMENT dloss[]; };   // gradients
+#define DLOSS_VALUE TO_F32(dloss[0])
+#define STORE_LOSS(value) out_data[0] = FROM_F32(value)
+#endif
 layout(std430, set = 0, binding = 3) writeonly buffer Out { ELEMENT out_data[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Labels { int labels[]; };     // cross_entropy
 
@@ -192,11 +208,11 @@ void loss_value() {
   }
   uint n = pc.mode == CROSS_ENTROPY ? counted_labels() : pc.count;
   if (t == 0u)
-    out_data[0] = FROM_F32(n > 0u ? total / float(n) : 0.0);
+    STORE_LOSS(n > 0u ? total / float(n) : 0.0);
 }
 
 void pair_gradient() {
-  float upstream = TO_F32(dloss[0]);
+  float upstream = DLOSS_VALUE;
   float scale = pc.count > 0u ? (pc.mode == MSE_GRAD ? 2.0 : 1.0) * upstream / float(pc.count) : 0.0;
   for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
     float p = TO_F32(x[i]), y = TO_F32(target[i]);
@@ -206,7 +222,7 @@ void pair_gradient() {
 
 void cross_entropy_gradient() {
   uint n = counted_labels();
-  float scale = n > 0u ? TO_F32(dloss[0]) / float(n) : 0.0;
+  float scale = n > 0u ? DLOSS_VALUE / float(n) : 0.0;
 #if SUBGROUP
   // The loop is workgroup-uniform and the row test cluster-uniform: shuffles see whole clusters.
   uint cluster = cluster_number(), stride = gl_NumWorkGroups.x * CLUSTERS;

@@ -34,7 +34,7 @@ static tf_graph *build(tf_test_counts *counts, tf_dtype half) {
   tf_tensor_id w2 = tf_cast(g, tf_test_param(g, "W2", TF_SHAPE(d(HIDDEN), d(CLASSES))), half);
   tf_tensor_id rows = tf_reshape(g, attended, TF_SHAPE(d(ROWS), d(HIDDEN)));
   tf_tensor_id p = tf_softmax(g, tf_matmul(g, rows, w2, false, false), 1);
-  tf_graph_set_loss(g, tf_cross_entropy(g, tf_unary(g, TF_OP_LOG, tf_cast(g, p, TF_F32)), labels, -1));
+  tf_graph_set_loss(g, tf_cross_entropy(g, tf_unary(g, TF_OP_LOG, p), labels, -1));
   return g;
 }
 

@@ -23,7 +23,7 @@
 
 /* x -> cast -> matmul(W1) + b1 + embedding(ids) -> gelu -> concat(two slices) -> layer_norm ->
  * causal attention (2 heads over sequences of 3) -> + its mean over the features -> matmul(W2) ->
- * softmax -> cast f32 -> cross_entropy of its log (the log and the loss on f32), all in `half`.
+ * softmax -> cross_entropy of its log (an f32 loss of half logits), all in `half`.
  * Compiled for `target` (AdamW, lr 0.01, loss scale 1) with its half kernels, or with none; NULL
  * (the failure recorded in counts) when it does not compile. */
 tf_plan *tf_half_model_compile(tf_test_counts *counts, tf_dtype half, tf_target_kind target, bool half_kernels);

@@ -38,6 +38,10 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_linear_loss] = 0xb0,
     [VK_SHADER_linear_loss_half_f16] = 0x34,
     [VK_SHADER_linear_loss_half_bf16] = 0x34,
+    [VK_SHADER_loss_half_f16] = 0x8,
+    [VK_SHADER_loss_half_bf16] = 0x8,
+    [VK_SHADER_loss_sg_half_f16] = 0x8,
+    [VK_SHADER_loss_sg_half_bf16] = 0x8,
     [VK_SHADER_layout16] = 0x2,
 };
 
@@ -192,7 +196,8 @@ static tf_status check_storage16(const vk_lower *l, tf_dtype dtype) {
 static tf_status check_dtypes(const vk_lower *l) {
   const tf_dtype half = half_data(l);
   const tf_dtype x = l->step->n_inputs > 0 ? operand(l, 0)->dtype : TF_F32;
-  if (lowerings[l->step->op] == vk_lower_linear_cross_entropy && is_half(x)) /* f32 loss beside: its own check */
+  if ((lowerings[l->step->op] == vk_lower_linear_cross_entropy || lowerings[l->step->op] == vk_lower_loss) &&
+      is_half(x)) /* half data beside an f32 loss or dloss: the lowering checks the rest */
     return check_storage16(l, x);
   if (half != TF_F32 && keeps_partials(l->step->op))
     return vk_refuse(l,

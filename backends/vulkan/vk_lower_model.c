@@ -190,6 +190,33 @@ static int64_t loss_loops(const vk_lower *l, const loss_push *push, bool gradien
   return gradient ? vk_grid_rounds(count, 256) : (count + 255) / 256 + 8;
 }
 
+/* The loss shader of step l->step: on f32 data loss.comp (its subgroup variant where the device has
+ * one); on f16/bf16 x its LOSS_HALF variants, which read x and the target and write the gradient in
+ * that type and take an f32 dloss and loss (the shape rules' types), refused otherwise. */
+static tf_status loss_shader(const vk_lower *l, bool gradient, vk_shader *shader) {
+  *shader = vk_variant(l, VK_SHADER_loss);
+  const tf_dtype half = vk_buffer(l, vk_in(l, 0))->dtype;
+  if (half != TF_F16 && half != TF_BF16)
+    return NULL;
+  const bool f16 = half == TF_F16;
+  const bool cross_entropy = l->step->op == TF_OP_CROSS_ENTROPY || l->step->op == TF_OP_CROSS_ENTROPY_GRAD;
+  for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
+    const bool input = k < l->step->n_inputs;
+    const tf_plan_buffer *b = vk_buffer(l, input ? vk_in(l, k) : vk_out(l, k - l->step->n_inputs));
+    const bool labels = input && k == 1 && cross_entropy, scalar = input ? k == 2 : !gradient;
+    if (!labels && b->dtype != (scalar ? TF_F32 : half))
+      return vk_refuse(l,
+                       "buffer '%s' is %s beside %s x; a loss on half data takes its target and gradient in x's type, "
+                       "its loss and dloss in f32",
+                       b->name, tf_dtype_name(b->dtype), tf_dtype_name(half));
+  }
+  if (*shader == VK_SHADER_loss_sg)
+    *shader = f16 ? VK_SHADER_loss_sg_half_f16 : VK_SHADER_loss_sg_half_bf16;
+  else
+    *shader = f16 ? VK_SHADER_loss_half_f16 : VK_SHADER_loss_half_bf16;
+  return NULL;
+}
+
 tf_status vk_lower_loss(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -216,9 +243,11 @@ tf_status vk_lower_loss(vk_lower *l) {
                         cross_entropy ? vk_in(l, 1) : -1};
   if (gradient && count == 0)
     return NULL;
+  vk_shader shader;
+  TF_RETURN_IF_ERROR(loss_shader(l, gradient, &shader));
   uint32_t groups = loss_groups(l, &push, gradient);
   TF_RETURN_IF_ERROR(vk_check_loops(l, loss_loops(l, &push, gradient, count)));
-  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_loss), 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
+  return vk_emit_dispatch(l, shader, 5, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
 /* The run-state slot carrying AdamW's corrections for (lr, beta1, beta2); -1 when all are taken. */

@@ -188,8 +188,8 @@ public:
     widen_block<<<blocks_for(n_x), kThreads, 0, h_.stream>>>(o_.x + s.first * g.features, n_x, x, n_x, 1, n_x);
     TF_RETURN_IF_ERROR(launch_status());
     TF_RETURN_IF_ERROR(gemm(h_, false, g.transpose_weight, s.rows, s.n, g.features, x, g.features,
-                            floats_at(h_, h_.at.parts.weight_span), g.transpose_weight ? g.features : s.n, 0.0f,
-                            logits, s.n));
+                            floats_at(h_, h_.at.parts.weight_span), g.transpose_weight ? g.features : s.n, 0.0f, logits,
+                            s.n));
     if (!o_.bias)
       return NULL;
     add_span_bias<<<blocks_for(s.rows * s.n), kThreads, 0, h_.stream>>>(logits, o_.bias + s.first_class, s.rows, s.n);
@@ -213,8 +213,7 @@ public:
       TF_RETURN_IF_ERROR(gemm(h_, true, false, g.features, s.n, s.rows, x, g.features, d, s.n, beta, dw, s.n));
     if (!o_.dbias)
       return NULL;
-    span_dbias<<<blocks_for(s.n), kThreads, 0, h_.stream>>>(d, s, s.first == 0,
-                                                            doubles_at(h_, h_.at.parts.dbias_span));
+    span_dbias<<<blocks_for(s.n), kThreads, 0, h_.stream>>>(d, s, s.first == 0, doubles_at(h_, h_.at.parts.dbias_span));
     return launch_status();
   }
 
@@ -249,13 +248,13 @@ public:
         const Span s = {first, g.rows - first < g.chunk_rows ? g.rows - first : g.chunk_rows, first_class, n};
         TF_RETURN_IF_ERROR(span_logits(s));
         if (!gradients) {
-          span_statistics<<<blocks_for(s.rows * 32), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide,
-                                                                              g.classes, h_.ignore, stats);
+          span_statistics<<<blocks_for(s.rows * 32), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide, g.classes,
+                                                                               h_.ignore, stats);
           TF_RETURN_IF_ERROR(launch_status());
           continue;
         }
         span_gradient<<<blocks_for(s.rows * 32), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide, g.classes,
-                                                                          h_.ignore, stats, dloss, h_.count);
+                                                                           h_.ignore, stats, dloss, h_.count);
         TF_RETURN_IF_ERROR(launch_status());
         TF_RETURN_IF_ERROR(span_products(s));
       }
@@ -293,8 +292,12 @@ HalfHead half_head_of(const tf_cuda_args *args) {
 
 template <typename T> Operands<T> operands_of(const tf_cuda_args *args) {
   const int32_t bias = tf_linear_loss_bias_input(args->op, args->n_inputs);
-  Operands<T> o = {(const T *)args->inputs[0].data, (const T *)args->inputs[1].data,
-                   bias >= 0 ? (const T *)args->inputs[bias].data : nullptr, nullptr, nullptr, nullptr};
+  Operands<T> o = {(const T *)args->inputs[0].data,
+                   (const T *)args->inputs[1].data,
+                   bias >= 0 ? (const T *)args->inputs[bias].data : nullptr,
+                   nullptr,
+                   nullptr,
+                   nullptr};
   if (args->op != TF_OP_LINEAR_CROSS_ENTROPY) {
     const int32_t dx = tf_linear_loss_dx_output(args->op);
     o.dx = (T *)args->outputs[dx].data;

@@ -1,6 +1,7 @@
 /* The Vulkan target's half kernels (targets/target.c, tf_target_half_kernel): a bf16 (and an f16)
  * model, its activations declared half (matmul, bias, embedding, gelu, two slices and a concat, layer
- * norm, causal attention, a mean, matmul, softmax), compiled for the vulkan target runs those ops
+ * norm, causal attention, a mean, matmul, softmax, log, cross_entropy: its loss f32), compiled for
+ * the vulkan target runs those ops
  * and their gradients on half data itself (the f16/bf16 shader variants, shaders/common.glsl; the
  * bias gradient's sum_to and embedding's gradient between casts), and the plan compiled with
  * --no-half-kernels runs every one of them on f32 copies between casts. Each half kernel widens
