@@ -60,8 +60,8 @@ _Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
  * each element to f32, compute as on f32 and write each output element once, rounded
  * (kernels/cuda/common.cuh); matmul is cuBLAS's 16-bit GEMM accumulating in f32. Embedding's
  * gradient keeps sums in its output, which half storage would round: it runs between casts on both,
- * with the accumulations and the optimizer. The fused loss head: gpu_half_heads; the losses:
- * vulkan_half_losses (CUDA's run between casts). */
+ * with the accumulations and the optimizer. The fused loss head and the losses: gpu_half_heads,
+ * gpu_half_losses. */
 // clang-format off
 static const tf_op gpu_half_kernels[] = {
     TF_OP_MATMUL,
@@ -119,9 +119,9 @@ static const tf_op gpu_half_heads[] = {
     TF_OP_LINEAR_CROSS_ENTROPY_TRAIN, TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN,
 };
 
-/* Vulkan's losses on half data (shaders/loss.comp, LOSS_HALF): half x, target and gradient, an f32
- * loss and dloss, so half kernels taking f32 operands too. CUDA runs them between casts. */
-static const tf_op vulkan_half_losses[] = {
+/* The losses on half data (shaders/loss.comp with LOSS_HALF, kernels/cuda/loss.cu): half x, target
+ * and gradient, an f32 loss and dloss, so half kernels taking f32 operands too. */
+static const tf_op gpu_half_losses[] = {
     TF_OP_CROSS_ENTROPY, TF_OP_CROSS_ENTROPY_GRAD, TF_OP_MSE,
     TF_OP_MSE_GRAD,      TF_OP_BCE_WITH_LOGITS,    TF_OP_BCE_WITH_LOGITS_GRAD,
 };
@@ -146,8 +146,10 @@ static void set_mixed_half_kernels(tf_target *target, const tf_op *ops, size_t n
   }
 }
 
+/* Both GPU targets' half kernels that take f32 operands too: the fused loss head and the losses. */
 static void set_half_heads(tf_target *target) {
   set_mixed_half_kernels(target, gpu_half_heads, sizeof(gpu_half_heads) / sizeof(gpu_half_heads[0]));
+  set_mixed_half_kernels(target, gpu_half_losses, sizeof(gpu_half_losses) / sizeof(gpu_half_losses[0]));
 }
 
 bool tf_target_half_kernel(const tf_target *target, tf_op op) { return bit_of(target->half_kernels, op); }
@@ -181,7 +183,6 @@ tf_target tf_target_default(tf_target_kind kind) {
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     set_half_kernels(&target, vulkan_convolutions, sizeof(vulkan_convolutions) / sizeof(vulkan_convolutions[0]));
     set_half_heads(&target);
-    set_mixed_half_kernels(&target, vulkan_half_losses, sizeof(vulkan_half_losses) / sizeof(vulkan_half_losses[0]));
     break;
   default:
     target.alignment = 256;

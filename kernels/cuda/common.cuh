@@ -328,6 +328,9 @@ tf_status check_linear_loss(const tf_cuda_args *args);
 bool linear_loss_on_half(const tf_cuda_args *args);
 tf_status check_linear_loss_half(const tf_cuda_args *args);
 tf_status launch_linear_cross_entropy_half(const tf_cuda_args *args);
+/* loss.cu: a loss (or its gradient) on f16/bf16 x: x, the target and the gradient of that type, an
+ * f32 loss and dloss. */
+tf_status check_loss_half(const tf_cuda_args *args);
 
 } // namespace tf_cuda
 

@@ -37,7 +37,8 @@ bool takes_half(tf_op op) {
   return l == launch_binary || l == launch_unary || l == launch_activation_grad || l == launch_reduce ||
          l == launch_max_grad || l == launch_softmax || l == launch_norm || l == launch_norm_grad ||
          l == launch_embedding || l == launch_attention || l == launch_attention_grad || l == launch_dropout ||
-         l == launch_pool || (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op);
+         l == launch_pool || (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op) ||
+         l == launch_loss || l == launch_loss_grad;
 }
 
 /* A step's floating operands (those whose data it reads or writes): all f32, or (a half kernel)
@@ -47,6 +48,9 @@ tf_status check_dtypes(const tf_cuda_args *args) {
     return NULL;
   if (tf_op_workspace_rule(args->op) == TF_WORKSPACE_LINEAR_CROSS_ENTROPY && linear_loss_on_half(args))
     return check_linear_loss_half(args); /* half x beside an f32 loss and dloss */
+  if ((launcher_of(args->op) == launch_loss || launcher_of(args->op) == launch_loss_grad) &&
+      is_half_dtype(args->inputs[0].dtype))
+    return check_loss_half(args); /* the same for the losses */
   tf_dtype half = TF_F32;
   int32_t floating = 0;
   for (int32_t k = 0; k < args->n_inputs + args->n_outputs; k++) {

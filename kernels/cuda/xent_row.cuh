@@ -13,17 +13,18 @@ __device__ inline int64_t xent_label_at(const void *labels, bool wide, int64_t r
   return label == ignore || label < 0 || label >= classes ? -1 : label;
 }
 
-/* -log softmax(x)[label], on every lane of the warp (lane l reads classes l, l + 32, ...). */
-__device__ inline double xent_row_loss(const float *x, int64_t classes, int64_t label, int lane) {
+/* -log softmax(x)[label], on every lane of the warp (lane l reads classes l, l + 32, ...); x of any
+ * storage (float, F16, Bf16: loaded to f32 exactly). */
+template <typename T> __device__ inline double xent_row_loss(const T *x, int64_t classes, int64_t label, int lane) {
   float best = -INFINITY;
   for (int64_t c = lane; c < classes; c += 32)
-    best = x[c] > best ? x[c] : best;
+    best = to_f32(x[c]) > best ? to_f32(x[c]) : best;
   best = warp_max(best);
   double sum = 0;
   for (int64_t c = lane; c < classes; c += 32)
-    sum += (double)expf(x[c] - best);
+    sum += (double)expf(to_f32(x[c]) - best);
   sum = warp_sum(sum);
-  return log(sum) + ((double)best - (double)x[label]);
+  return log(sum) + ((double)best - (double)to_f32(x[label]));
 }
 
 /* d = (softmax(x) - onehot(label)) scale, or 0 when label < 0; d may be x. A warp per row. */
@@ -48,6 +49,29 @@ __device__ inline void xent_row_gradient(const float *x, float *d, int64_t class
     d[c] = d[c] / total * scale;
   if (lane == label % 32)
     d[label] -= scale;
+}
+
+/* xent_row_gradient on half storage (d is not x): each element's exp(x - max) computed again where
+ * the f32 version reads back what it stored, so d gets the f32 version's values, each rounded once. */
+template <typename T>
+__device__ inline void xent_row_gradient_half(const T *x, T *d, int64_t classes, int64_t label, float scale, int lane) {
+  if (label < 0) {
+    for (int64_t c = lane; c < classes; c += 32)
+      d[c] = from_f32<T>(0.0f);
+    return;
+  }
+  float best = -INFINITY;
+  for (int64_t c = lane; c < classes; c += 32)
+    best = to_f32(x[c]) > best ? to_f32(x[c]) : best;
+  best = warp_max(best);
+  double sum = 0;
+  for (int64_t c = lane; c < classes; c += 32)
+    sum += (double)expf(to_f32(x[c]) - best);
+  const float total = (float)warp_sum(sum);
+  for (int64_t c = lane; c < classes; c += 32) {
+    const float g = expf(to_f32(x[c]) - best) / total * scale;
+    d[c] = from_f32<T>(c == label ? g - scale : g);
+  }
 }
 
 namespace {

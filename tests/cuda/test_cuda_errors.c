@@ -149,6 +149,33 @@ static void test_half_head_checks(tf_dtype half) {
          (const char *const[]){"cuda linear_cross_entropy_grad_accumulate kernel", "half accumulators", NULL});
 }
 
+/* mse_grad on half data (loss.cu): prediction, target and gradient [6] in `half`, f32 dloss:
+ * accepted; a target of the other half type, or an f32 gradient, refused naming the operand. */
+static void test_half_loss_checks(tf_dtype half) {
+  const int64_t six[] = {6};
+  tf_cuda_tensor inputs[3] = {tensor(half, 1, six), tensor(half, 1, six), tensor(TF_F32, 0, NULL)};
+  tf_cuda_tensor output = tensor(half, 1, six);
+  tf_attrs attrs = {.kind = TF_ATTR_NONE};
+  tf_cuda_args args = {
+      .op = TF_OP_MSE_GRAD, .attrs = &attrs, .n_inputs = 3, .inputs = inputs, .n_outputs = 1, .outputs = &output};
+  tf_status status = tf_cuda_kernel_check(&args);
+  CHECK(&counts, status == NULL, "mse_grad on %s refused: %s", tf_dtype_name(half), tf_status_message(status));
+  printf("%-4s mse_grad on %s prediction, target and gradient, f32 dloss: a half kernel, accepted\n",
+         status ? "FAIL" : "ok", tf_dtype_name(half));
+  tf_status_free(status);
+  const tf_dtype other = half == TF_BF16 ? TF_F16 : TF_BF16;
+  char wanted[64];
+  inputs[1].dtype = other;
+  snprintf(wanted, sizeof(wanted), "input 1 is %s beside %s x", tf_dtype_name(other), tf_dtype_name(half));
+  expect("mse_grad, a target of the other half type", tf_cuda_kernel_check(&args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda mse_grad kernel", wanted, NULL});
+  inputs[1].dtype = half;
+  output.dtype = TF_F32;
+  snprintf(wanted, sizeof(wanted), "output 0 is f32 beside %s x", tf_dtype_name(half));
+  expect("mse_grad, an f32 gradient of half data", tf_cuda_kernel_check(&args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda mse_grad kernel", wanted, NULL});
+}
+
 /* Without a device every launch fails: CUDA's launch error, or cuBLAS's refusal of a null handle. */
 static void test_launch_failures(void) {
   int devices = 0;
@@ -169,6 +196,8 @@ int main(void) {
   test_checks();
   test_half_head_checks(TF_BF16);
   test_half_head_checks(TF_F16);
+  test_half_loss_checks(TF_BF16);
+  test_half_loss_checks(TF_F16);
   test_launch_failures();
   return tf_test_finish("cuda errors", &counts);
 }
