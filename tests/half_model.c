@@ -11,18 +11,24 @@
 #define CLASSES TF_HALF_MODEL_CLASSES
 #define VOCAB TF_HALF_MODEL_VOCAB
 
+tf_tensor_id tf_half_model_stem(tf_graph *g, tf_dtype half, int64_t rows, int64_t width, int64_t hidden, int64_t vocab,
+                                tf_tensor_id *labels) {
+  tf_tensor_id x = tf_cast(g, tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(rows), d(width))), half);
+  tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(rows)));
+  *labels = tf_graph_input(g, "labels", TF_I32, TF_SHAPE(d(rows)));
+  tf_tensor_id w1 = tf_cast(g, tf_test_param(g, "W1", TF_SHAPE(d(width), d(hidden))), half);
+  tf_tensor_id b1 = tf_cast(g, tf_test_param(g, "b1", TF_SHAPE(d(hidden))), half);
+  tf_tensor_id table = tf_cast(g, tf_test_param(g, "table", TF_SHAPE(d(vocab), d(hidden))), half);
+  tf_tensor_id h = tf_add(g, tf_matmul(g, x, w1, false, false), b1);
+  return tf_gelu(g, tf_add(g, h, tf_embedding(g, ids, table)), true);
+}
+
 static tf_graph *build(tf_test_counts *counts, tf_dtype half) {
   tf_graph *g = tf_test_graph_begin(counts, "half_kernels");
   if (!g)
     return NULL;
-  tf_tensor_id x = tf_cast(g, tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(ROWS), d(WIDTH))), half);
-  tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(ROWS)));
-  tf_tensor_id labels = tf_graph_input(g, "labels", TF_I32, TF_SHAPE(d(ROWS)));
-  tf_tensor_id w1 = tf_cast(g, tf_test_param(g, "W1", TF_SHAPE(d(WIDTH), d(HIDDEN))), half);
-  tf_tensor_id b1 = tf_cast(g, tf_test_param(g, "b1", TF_SHAPE(d(HIDDEN))), half);
-  tf_tensor_id table = tf_cast(g, tf_test_param(g, "table", TF_SHAPE(d(VOCAB), d(HIDDEN))), half);
-  tf_tensor_id h = tf_add(g, tf_matmul(g, x, w1, false, false), b1);
-  h = tf_gelu(g, tf_add(g, h, tf_embedding(g, ids, table)), true);
+  tf_tensor_id labels;
+  tf_tensor_id h = tf_half_model_stem(g, half, ROWS, WIDTH, HIDDEN, VOCAB, &labels);
   tf_tensor_id halves[2] = {tf_slice(g, h, 1, HIDDEN / 2, HIDDEN, 1), tf_slice(g, h, 1, 0, HIDDEN / 2, 1)};
   tf_tensor_id swapped = tf_concat(g, halves, 2, 1);
   tf_tensor_id gamma = tf_cast(g, tf_test_positive(g, "gamma", TF_SHAPE(d(HIDDEN))), half);

@@ -28,6 +28,12 @@
  * (the failure recorded in counts) when it does not compile. */
 tf_plan *tf_half_model_compile(tf_test_counts *counts, tf_dtype half, tf_target_kind target, bool half_kernels);
 
+/* The first layers of the half models (this one and test_cpu_half_kernels'): inputs x [rows, width]
+ * (f32, cast to `half`), ids and labels [rows] (i32; labels into *labels), parameters W1, b1 and
+ * table [vocab, hidden] read through casts, -> gelu(x W1 + b1 + embedding(ids)) [rows, hidden]. */
+tf_tensor_id tf_half_model_stem(tf_graph *g, tf_dtype half, int64_t rows, int64_t width, int64_t hidden, int64_t vocab,
+                                tf_tensor_id *labels);
+
 /* A plan's casts and its non-cast steps reading `half` data (matmuls among them). */
 typedef struct tf_half_model_counts {
   int32_t casts, half_steps, half_matmuls;

@@ -43,11 +43,11 @@ typedef struct tf_target {
    * them on half data and puts every other op on half data between f32 casts. Vulkan: the
    * elementwise ops and activation gradients, softmax, matmul, reductions, norms, attention,
    * embedding, pools, convolutions, dropout, zero and the layout moves (f16/bf16 shader variants,
-   * storageBuffer16BitAccess), the fused loss head (its own half shader) and the losses; CPU: every op but the cast and the
-   * in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: matmul (16-bit
-   * cuBLAS GEMMs, f32 accumulation), the elementwise ops, softmax, reductions, norms, attention,
-   * embedding, pools, dropout and the moves (kernels templated on storage, kernels/cuda/common.cuh),
-   * the fused loss head (kernels/cuda/linear_loss_half.cu) and the losses. */
+   * storageBuffer16BitAccess), the fused loss head (its own half shader) and the losses; CPU: every op but the cast and
+   * the in-place updates (f32 kernels over half slices, core/half_slices.h); CUDA: matmul (16-bit cuBLAS GEMMs, f32
+   * accumulation), the elementwise ops, softmax, reductions, norms, attention, embedding, pools, dropout and the moves
+   * (kernels templated on storage, kernels/cuda/common.cuh), the fused loss head (kernels/cuda/linear_loss_half.cu) and
+   * the losses. */
   uint64_t half_kernels[2];
   /* The half kernels that also take f32 operands beside those of the half type (the same bits as
    * half_kernels; tf_target_mixed_half_kernel). CPU: all of them (a loss of bf16 logits, its f32

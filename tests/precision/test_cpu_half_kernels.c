@@ -48,14 +48,8 @@ static tf_graph *build(tf_dtype half) {
   tf_graph *g = tf_test_graph_begin(&counts, "cpu_half_kernels");
   if (!g)
     return NULL;
-  tf_tensor_id x = tf_cast(g, tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(ROWS), d(WIDTH))), half);
-  tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, TF_SHAPE(d(ROWS)));
-  tf_tensor_id labels = tf_graph_input(g, "labels", TF_I32, TF_SHAPE(d(ROWS)));
-  tf_tensor_id w1 = tf_cast(g, tf_test_param(g, "W1", TF_SHAPE(d(WIDTH), d(HIDDEN))), half);
-  tf_tensor_id b1 = tf_cast(g, tf_test_param(g, "b1", TF_SHAPE(d(HIDDEN))), half);
-  tf_tensor_id table = tf_cast(g, tf_test_param(g, "table", TF_SHAPE(d(VOCAB), d(HIDDEN))), half);
-  tf_tensor_id h = tf_add(g, tf_matmul(g, x, w1, false, false), b1);
-  h = tf_gelu(g, tf_add(g, h, tf_embedding(g, ids, table)), true);
+  tf_tensor_id labels;
+  tf_tensor_id h = tf_half_model_stem(g, half, ROWS, WIDTH, HIDDEN, VOCAB, &labels);
   /* ops whose gradients take several ops (div, sqrt, a product by a broadcast operand): autodiff
    * computes those chains in f32 and rounds each gradient once, as between casts */
   const int32_t last = 1;
