@@ -147,7 +147,7 @@ static void set_mixed_half_kernels(tf_target *target, const tf_op *ops, size_t n
 }
 
 /* Both GPU targets' half kernels that take f32 operands too: the fused loss head and the losses. */
-static void set_half_heads(tf_target *target) {
+static void set_mixed_gpu_kernels(tf_target *target) {
   set_mixed_half_kernels(target, gpu_half_heads, sizeof(gpu_half_heads) / sizeof(gpu_half_heads[0]));
   set_mixed_half_kernels(target, gpu_half_losses, sizeof(gpu_half_losses) / sizeof(gpu_half_losses[0]));
 }
@@ -182,7 +182,7 @@ tf_target tf_target_default(tf_target_kind kind) {
     vulkan_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     set_half_kernels(&target, vulkan_convolutions, sizeof(vulkan_convolutions) / sizeof(vulkan_convolutions[0]));
-    set_half_heads(&target);
+    set_mixed_gpu_kernels(&target);
     break;
   default:
     target.alignment = 256;
@@ -191,7 +191,7 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.bytes_per_second = 2e12;
     cuda_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
-    set_half_heads(&target);
+    set_mixed_gpu_kernels(&target);
     break;
   }
   return target;

@@ -82,16 +82,10 @@ __global__ void span_statistics(const float *logits, Span s, const void *labels,
   for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < s.rows; r += warps) {
     const float *l = logits + r * s.n;
     double *row = stats + 3 * (s.first + r);
-    float best = -INFINITY;
-    for (int64_t c = lane; c < s.n; c += 32)
-      best = l[c] > best ? l[c] : best;
-    best = warp_max(best);
+    float best = xent_row_max(l, s.n, lane);
     const float old = s.first_class == 0 ? best : (float)row[0];
     best = old > best ? old : best;
-    double total = 0;
-    for (int64_t c = lane; c < s.n; c += 32)
-      total += (double)expf(l[c] - best);
-    total = warp_sum(total);
+    const double total = xent_row_exp_sum(l, s.n, best, lane);
     if (lane != 0)
       continue;
     row[1] = s.first_class == 0 ? total : row[1] * exp((double)old - (double)best) + total;

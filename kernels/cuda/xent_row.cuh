@@ -13,18 +13,27 @@ __device__ inline int64_t xent_label_at(const void *labels, bool wide, int64_t r
   return label == ignore || label < 0 || label >= classes ? -1 : label;
 }
 
-/* -log softmax(x)[label], on every lane of the warp (lane l reads classes l, l + 32, ...); x of any
- * storage (float, F16, Bf16: loaded to f32 exactly). */
-template <typename T> __device__ inline double xent_row_loss(const T *x, int64_t classes, int64_t label, int lane) {
+/* The max of a row, on every lane of the warp (lane l reads classes l, l + 32, ...); x of any storage
+ * (float, F16, Bf16: loaded to f32 exactly). */
+template <typename T> __device__ inline float xent_row_max(const T *x, int64_t classes, int lane) {
   float best = -INFINITY;
   for (int64_t c = lane; c < classes; c += 32)
     best = to_f32(x[c]) > best ? to_f32(x[c]) : best;
-  best = warp_max(best);
+  return warp_max(best);
+}
+
+/* The sum of exp(x - best) over a row in double, on every lane of the warp. */
+template <typename T> __device__ inline double xent_row_exp_sum(const T *x, int64_t classes, float best, int lane) {
   double sum = 0;
   for (int64_t c = lane; c < classes; c += 32)
     sum += (double)expf(to_f32(x[c]) - best);
-  sum = warp_sum(sum);
-  return log(sum) + ((double)best - (double)to_f32(x[label]));
+  return warp_sum(sum);
+}
+
+/* -log softmax(x)[label], on every lane of the warp. */
+template <typename T> __device__ inline double xent_row_loss(const T *x, int64_t classes, int64_t label, int lane) {
+  const float best = xent_row_max(x, classes, lane);
+  return log(xent_row_exp_sum(x, classes, best, lane)) + ((double)best - (double)to_f32(x[label]));
 }
 
 /* d = (softmax(x) - onehot(label)) scale, or 0 when label < 0; d may be x. A warp per row. */
@@ -35,10 +44,7 @@ __device__ inline void xent_row_gradient(const float *x, float *d, int64_t class
       d[c] = 0.0f;
     return;
   }
-  float best = -INFINITY;
-  for (int64_t c = lane; c < classes; c += 32)
-    best = x[c] > best ? x[c] : best;
-  best = warp_max(best);
+  const float best = xent_row_max(x, classes, lane);
   double sum = 0;
   for (int64_t c = lane; c < classes; c += 32) {
     d[c] = expf(x[c] - best);
@@ -60,14 +66,8 @@ __device__ inline void xent_row_gradient_half(const T *x, T *d, int64_t classes,
       d[c] = from_f32<T>(0.0f);
     return;
   }
-  float best = -INFINITY;
-  for (int64_t c = lane; c < classes; c += 32)
-    best = to_f32(x[c]) > best ? to_f32(x[c]) : best;
-  best = warp_max(best);
-  double sum = 0;
-  for (int64_t c = lane; c < classes; c += 32)
-    sum += (double)expf(to_f32(x[c]) - best);
-  const float total = (float)warp_sum(sum);
+  const float best = xent_row_max(x, classes, lane);
+  const float total = (float)xent_row_exp_sum(x, classes, best, lane);
   for (int64_t c = lane; c < classes; c += 32) {
     const float g = expf(to_f32(x[c]) - best) / total * scale;
     d[c] = from_f32<T>(c == label ? g - scale : g);

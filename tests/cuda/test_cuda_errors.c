@@ -107,6 +107,13 @@ static void test_checks(void) {
          (const char *const[]){"cuda matmul kernel", "k is 2147483648", "32-bit int", NULL});
 }
 
+/* Checks that `status` is NULL (a step the kernels take), prints `label`, frees it. */
+static void expect_accepted(const char *label, tf_status status) {
+  CHECK(&counts, status == NULL, "%s refused: %s", label, tf_status_message(status));
+  printf("%-4s %s: accepted\n", status ? "FAIL" : "ok", label);
+  tf_status_free(status);
+}
+
 /* The fused loss head's gradient on half x (kernels/cuda/linear_loss_half.cu): x [4, 8], weight
  * [5, 8]ᵀ and dx, dweight in `half`, i32 labels, f32 dloss; accepted, and refused (naming the operand)
  * with a weight of the other half type, a half dloss, or in its accumulating form. */
@@ -124,12 +131,10 @@ static void test_half_head_checks(tf_dtype half) {
                        .inputs = inputs,
                        .n_outputs = 2,
                        .outputs = outputs};
-  tf_status status = tf_cuda_kernel_check(&args);
-  CHECK(&counts, status == NULL, "linear_cross_entropy_grad on %s x refused: %s", tf_dtype_name(half),
-        tf_status_message(status));
-  printf("%-4s linear_cross_entropy_grad on %s x, weight and gradients, f32 dloss: a half kernel, accepted\n",
-         status ? "FAIL" : "ok", tf_dtype_name(half));
-  tf_status_free(status);
+  char label[96];
+  snprintf(label, sizeof(label), "linear_cross_entropy_grad on %s x, weight and gradients, f32 dloss",
+           tf_dtype_name(half));
+  expect_accepted(label, tf_cuda_kernel_check(&args));
   const tf_dtype other = half == TF_BF16 ? TF_F16 : TF_BF16;
   char wanted[64];
   inputs[1].dtype = other;
@@ -158,11 +163,9 @@ static void test_half_loss_checks(tf_dtype half) {
   tf_attrs attrs = {.kind = TF_ATTR_NONE};
   tf_cuda_args args = {
       .op = TF_OP_MSE_GRAD, .attrs = &attrs, .n_inputs = 3, .inputs = inputs, .n_outputs = 1, .outputs = &output};
-  tf_status status = tf_cuda_kernel_check(&args);
-  CHECK(&counts, status == NULL, "mse_grad on %s refused: %s", tf_dtype_name(half), tf_status_message(status));
-  printf("%-4s mse_grad on %s prediction, target and gradient, f32 dloss: a half kernel, accepted\n",
-         status ? "FAIL" : "ok", tf_dtype_name(half));
-  tf_status_free(status);
+  char label[96];
+  snprintf(label, sizeof(label), "mse_grad on %s prediction, target and gradient, f32 dloss", tf_dtype_name(half));
+  expect_accepted(label, tf_cuda_kernel_check(&args));
   const tf_dtype other = half == TF_BF16 ? TF_F16 : TF_BF16;
   char wanted[64];
   inputs[1].dtype = other;

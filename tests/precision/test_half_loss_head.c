@@ -40,10 +40,10 @@ static double run(const tf_plan *plan, const float *x, const int32_t *labels, co
 /* The name of a buffer of the plan shaped like the logits [rows, CLASSES] (f32 or half), or NULL. */
 static const char *logits_buffer(const tf_plan *plan, int64_t rows) {
   const tf_dtype types[3] = {TF_F32, TF_BF16, TF_F16};
-  for (int i = 0; i < 3; i++)
-    if (tf_half_head_buffer(plan, rows, CLASSES, types[i]))
-      return tf_half_head_buffer(plan, rows, CLASSES, types[i]);
-  return NULL;
+  const char *name = NULL;
+  for (int i = 0; i < 3 && !name; i++)
+    name = tf_half_head_buffer(plan, rows, CLASSES, types[i]);
+  return name;
 }
 
 static void check(tf_dtype half) {
