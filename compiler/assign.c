@@ -28,31 +28,30 @@ static int by_size_desc(const void *a, const void *b) {
   return x->id - y->id;
 }
 
-static int by_offset(const void *a, const void *b) {
-  const arena_item *const *x = a, *const *y = b;
-  return (*x)->offset < (*y)->offset ? -1 : (*x)->offset > (*y)->offset;
-}
-
-/* Places items[i] given items[0..i) already placed; `conflicts` is scratch of i pointers. */
-static void place(arena_item *items, int32_t i, arena_item **conflicts) {
-  arena_item *item = &items[i];
-  int32_t n = 0;
-  for (int32_t j = 0; j < i; j++)
-    if (items[j].first <= item->last && item->first <= items[j].last)
-      conflicts[n++] = &items[j];
-  qsort(conflicts, (size_t)n, sizeof(arena_item *), by_offset);
+/* Places `item` in the best-fitting gap between the placed items live at the same time as it,
+ * then inserts it into placed[0..n), which is kept in offset order (items of equal offset in any
+ * order: the gap found does not depend on theirs). */
+static void place(arena_item *item, arena_item **placed, int32_t n) {
   int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
   for (int32_t k = 0; k < n; k++) {
-    int64_t gap = conflicts[k]->offset - cursor;
+    const arena_item *other = placed[k];
+    if (other->first > item->last || item->first > other->last)
+      continue;
+    int64_t gap = other->offset - cursor;
     if (gap >= item->size && gap < best_gap) {
       best = cursor;
       best_gap = gap;
     }
-    int64_t end = conflicts[k]->offset + conflicts[k]->size;
+    int64_t end = other->offset + other->size;
     if (end > cursor)
       cursor = end;
   }
   item->offset = best >= 0 ? best : cursor;
+  int32_t at = n;
+  while (at > 0 && placed[at - 1]->offset > item->offset)
+    at--;
+  memmove(&placed[at + 1], &placed[at], sizeof(arena_item *) * (size_t)(n - at));
+  placed[at] = item;
 }
 
 /* The tensor whose memory `id` ends up on, following reshape aliases. */
@@ -109,14 +108,14 @@ static tf_status assign_arena(tf_training *t) {
   int64_t alignment = t->options.target.alignment;
   int32_t capacity = g->n_tensors + t->n_schedule;
   arena_item *items = malloc(sizeof(arena_item) * (size_t)(capacity ? capacity : 1));
-  arena_item **conflicts = malloc(sizeof(arena_item *) * (size_t)(capacity ? capacity : 1));
+  arena_item **placed = malloc(sizeof(arena_item *) * (size_t)(capacity ? capacity : 1));
   free(t->live_bytes);
   t->live_bytes = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(int64_t));
   free(t->workspace_offset);
   t->workspace_offset = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
-  if (!items || !conflicts || !t->live_bytes || !t->workspace_offset) {
+  if (!items || !placed || !t->live_bytes || !t->workspace_offset) {
     free(items);
-    free(conflicts);
+    free(placed);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate for %d buffers", capacity);
   }
   int32_t n = 0;
@@ -125,7 +124,7 @@ static tf_status assign_arena(tf_training *t) {
   int32_t *item_last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
   if (!item_last) {
     free(items);
-    free(conflicts);
+    free(placed);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: out of memory");
   }
   for (int32_t i = 0; i < g->n_tensors; i++)
@@ -159,7 +158,7 @@ static tf_status assign_arena(tf_training *t) {
   qsort(items, (size_t)n, sizeof(arena_item), by_size_desc);
   int64_t arena = 0;
   for (int32_t i = 0; i < n; i++) {
-    place(items, i, conflicts);
+    place(&items[i], placed, i);
     if (items[i].offset + items[i].size > arena)
       arena = items[i].offset + items[i].size;
     if (items[i].id >= 0)
@@ -180,7 +179,7 @@ static tf_status assign_arena(tf_training *t) {
     }
   }
   free(items);
-  free(conflicts);
+  free(placed);
   return NULL;
 }
 

@@ -237,12 +237,7 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
     status = schedule_and_assign(&t);
   tf_plan *plan = NULL;
   if (!status)
-    status = tf_emit(&t, &plan);
-  if (!status) {
-    status = tf_plan_verify(plan);
-    if (status)
-      status = tf_status_prefix(status, "internal error: the compiled plan breaks an invariant");
-  }
+    status = tf_emit(&t, &plan); /* verified once chosen (tf_compile), not each trial of a search */
   if (facts)
     *facts = (pipeline_facts){t.n_segments, t.remat_stride, t.recomputed_half};
   if (!status && saved) {
@@ -433,7 +428,8 @@ static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_opt
   return NULL;
 }
 
-tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+/* The plan tf_compile returns, before its check. */
+static tf_status compile_unverified(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   *out = NULL;
   TF_RETURN_IF_ERROR(check_options(options));
   if (options->remat == TF_REMAT_AUTO && options->training) {
@@ -448,6 +444,19 @@ tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, t
   if (options->remat == TF_REMAT_CHECKPOINTS && options->training)
     return compile_checkpoints(graph, options, out);
   return run_pipeline(graph, options, (remat_choice){0, 0, false}, out, NULL, NULL, NULL);
+}
+
+/* Every plan returned passes tf_plan_verify; the plans a search compiles only to compare them are
+ * not checked one by one (about a tenth of a greedy search's time). */
+tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  TF_RETURN_IF_ERROR(compile_unverified(graph, options, out));
+  tf_status status = tf_plan_verify(*out);
+  if (status) {
+    tf_plan_destroy(*out);
+    *out = NULL;
+    return tf_status_prefix(status, "internal error: the compiled plan breaks an invariant");
+  }
+  return NULL;
 }
 
 tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_options *options, char ***names,

@@ -135,13 +135,6 @@ static bool in_half_kernel(const tf_training *t, int32_t n) {
          half_kernel_runs(t, node->op, &node->attrs, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
 }
 
-/* "base", or "base_2", ... when a node or tensor already has the name. */
-static void unique_name(const tf_graph *g, const char *base, char *name, size_t size) {
-  snprintf(name, size, "%s", base);
-  for (int k = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0; k++)
-    snprintf(name, size, "%s_%d", base, k);
-}
-
 /* Node ids in the order the pass wants them: each lowered node's input casts, the node, its
  * output casts. */
 typedef struct node_order {
@@ -203,14 +196,14 @@ static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order 
   char base[600], name[640];
   tf_status status = NULL;
   snprintf(base, sizeof(base), "%s/f32", g->tensors[y].name);
-  unique_name(g, base, name, sizeof(name));
+  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
   const int32_t wide = tf_ir_add_tensor(g, name, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
   if (status)
     return status;
   g->nodes[n].outputs[i] = wide;
   g->tensors[wide].producer = n;
   snprintf(base, sizeof(base), "%s/to_%s", g->nodes[n].name, tf_dtype_name(half));
-  unique_name(g, base, name, sizeof(name));
+  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
   tf_attrs down = tf_training_cast_attrs(half);
   const int32_t cast = tf_ir_add_node(g, name, TF_OP_CAST, &wide, 1, &y, 1, &down, &status);
   if (status)

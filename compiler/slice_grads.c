@@ -90,12 +90,6 @@ static bool tiles_axis(const tf_training *t, tree *tr) {
   return next == t->g->tensors[tr->source].shape[tr->axis];
 }
 
-/* Node ids to remove, in decreasing order. */
-static int by_id_descending(const void *a, const void *b) {
-  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x < y) - (x > y);
-}
-
 /* Root add `root` of a tree that tiles its axis becomes concat(the parts' gradients, axis). */
 static tf_status to_concat(tf_training *t, int32_t root, tree *tr) {
   tf_graph *g = t->g;
@@ -118,12 +112,9 @@ static tf_status to_concat(tf_training *t, int32_t root, tree *tr) {
     dead[n_dead++] = tr->adds[i];
   for (int32_t i = 0; i < tr->n_parts; i++)
     dead[n_dead++] = tr->parts[i].node;
-  qsort(dead, (size_t)n_dead, sizeof(int32_t), by_id_descending);
-  for (int32_t i = 0; i < n_dead; i++) {
+  for (int32_t i = 0; i < n_dead; i++)
     g->tensors[g->nodes[dead[i]].outputs[0]].producer = -1;
-    TF_RETURN_IF_ERROR(tf_training_remove_node(t, dead[i]));
-  }
-  return NULL;
+  return tf_training_remove_nodes(t, dead, n_dead);
 }
 
 tf_status tf_slice_grads_pass(tf_training *t) {

@@ -46,13 +46,6 @@ tf_status tf_training_reserve(tf_training *t) {
   return NULL;
 }
 
-/* "base", or "base_2", "base_3", ... when a node or tensor already has the name. */
-static void unique_name(const tf_graph *g, const char *base, char *name, size_t size) {
-  snprintf(name, size, "%s", base);
-  for (int k = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0; k++)
-    snprintf(name, size, "%s_%d", base, k);
-}
-
 tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs, const tf_attrs *attrs,
                            tf_phase phase, const char *name, int32_t *outputs) {
   tf_graph *g = t->g;
@@ -60,7 +53,7 @@ tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int3
   if (!info)
     return tf_status_new(TF_ERR_INTERNAL, "emit: unknown op %d", (int)op);
   char node_name[512];
-  unique_name(g, name, node_name, sizeof(node_name));
+  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, name, node_name, sizeof(node_name)));
   int32_t ids[TF_MAX_OUTPUTS];
   tf_status status = NULL;
   for (int32_t i = 0; i < info->n_outputs; i++) {
@@ -90,7 +83,9 @@ tf_status tf_training_emit(tf_training *t, tf_op op, const int32_t *inputs, int3
 int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role role, const char *name,
                                 tf_status *status) {
   char unique[512];
-  unique_name(t->g, name, unique, sizeof(unique));
+  *status = tf_ir_unique_name(t->g, name, unique, sizeof(unique));
+  if (*status)
+    return -1;
   const tf_ir_tensor *source = &t->g->tensors[like];
   tf_dtype dtype = source->dtype;
   int32_t id = tf_ir_add_tensor(t->g, unique, dtype, TF_ACTIVATION, NULL, NULL, status);
@@ -120,7 +115,9 @@ bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config)
 
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status) {
   char unique[512];
-  unique_name(t->g, name, unique, sizeof(unique));
+  *status = tf_ir_unique_name(t->g, name, unique, sizeof(unique));
+  if (*status)
+    return -1;
   tf_shape scalar;
   memset(&scalar, 0, sizeof(scalar));
   tf_init init = tf_init_make(TF_INIT_FILL, value, 0);
@@ -165,16 +162,34 @@ int32_t tf_training_readers(const tf_graph *g, int32_t tensor) {
   return n;
 }
 
-tf_status tf_training_remove_node(tf_training *t, int32_t n) {
-  TF_RETURN_IF_ERROR(tf_ir_remove_node(t->g, n));
-  for (int32_t i = n; i < t->g->n_nodes; i++) {
-    t->phase[i] = t->phase[i + 1];
-    t->follows[i] = t->follows[i + 1];
+tf_status tf_training_remove_nodes(tf_training *t, const int32_t *ids, int32_t n_ids) {
+  const int32_t before = t->g->n_nodes;
+  int32_t *new_id = malloc(sizeof(int32_t) * (size_t)(before ? before : 1));
+  if (!new_id)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot remove nodes from %d", before);
+  tf_status status = tf_ir_remove_nodes(t->g, ids, n_ids);
+  if (!status) {
+    /* the graph checked the ids: now the per-node arrays follow the same compaction */
+    for (int32_t i = 0; i < before; i++)
+      new_id[i] = 0;
+    for (int32_t k = 0; k < n_ids; k++)
+      new_id[ids[k]] = -1;
+    int32_t kept = 0;
+    for (int32_t i = 0; i < before; i++)
+      if (new_id[i] >= 0) {
+        new_id[i] = kept;
+        t->phase[kept] = t->phase[i];
+        t->follows[kept++] = t->follows[i];
+      }
+    for (int32_t i = 0; i < kept; i++)
+      if (t->follows[i] >= 0)
+        t->follows[i] = new_id[t->follows[i]];
   }
-  for (int32_t i = 0; i < t->g->n_nodes; i++)
-    t->follows[i] = t->follows[i] == n ? -1 : t->follows[i] > n ? t->follows[i] - 1 : t->follows[i];
-  return NULL;
+  free(new_id);
+  return status;
 }
+
+tf_status tf_training_remove_node(tf_training *t, int32_t n) { return tf_training_remove_nodes(t, &n, 1); }
 
 tf_status tf_training_emit_cast(tf_training *t, int32_t x, tf_dtype to, tf_phase phase, const char *name,
                                 int32_t *out) {

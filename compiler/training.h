@@ -106,6 +106,8 @@ tf_status tf_slice_grads_pass(tf_training *t) TF_MUST_USE;
 
 /* Removes node n, keeping the per-node arrays (phase, follows) in step with the graph. */
 tf_status tf_training_remove_node(tf_training *t, int32_t n) TF_MUST_USE;
+/* Removes the n_ids nodes `ids` (any order, each once) at once, as tf_training_remove_node does. */
+tf_status tf_training_remove_nodes(tf_training *t, const int32_t *ids, int32_t n_ids) TF_MUST_USE;
 /* The attributes of a cast to `to`. */
 tf_attrs tf_training_cast_attrs(tf_dtype to);
 /* Emits cast(x -> to) in `phase`, named after `name` (tf_training_emit); its output in *out. */

@@ -99,15 +99,6 @@ tf_tensor_id tf_graph_constant(tf_graph *g, const char *name, tf_dtype dtype, tf
   return add_declared(g, name, dtype, TF_CONSTANT, shape, &init);
 }
 
-/* Picks "scope/op", or "scope/op_2", "scope/op_3", ... when taken. */
-static void unique_node_name(const tf_graph *g, const char *op_name, char *name, size_t size) {
-  const char *scope = g->scope ? g->scope : "";
-  const char *slash = g->scope ? "/" : "";
-  snprintf(name, size, "%s%s%s", scope, slash, op_name);
-  for (int suffix = 2; tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0; suffix++)
-    snprintf(name, size, "%s%s%s_%d", scope, slash, op_name, suffix);
-}
-
 static bool inputs_valid(tf_graph *g, const tf_op_info *info, const tf_tensor_id *inputs, int32_t n_inputs) {
   if (n_inputs < info->min_inputs || n_inputs > info->max_inputs) {
     tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s takes %d to %d inputs, got %d", info->name,
@@ -148,9 +139,14 @@ tf_tensor_id tf_graph_node(tf_graph *g, tf_op op, const tf_tensor_id *inputs, in
                                 tf_attr_kind_name(info->attrs), tf_attr_kind_name(attrs->kind)));
     return TF_NO_TENSOR;
   }
-  char name[512];
-  unique_node_name(g, info->name, name, sizeof(name));
-  tf_status status;
+  /* "scope/op", or "scope/op_2", "scope/op_3", ... when taken */
+  char base[512], name[512];
+  snprintf(base, sizeof(base), "%s%s%s", g->scope ? g->scope : "", g->scope ? "/" : "", info->name);
+  tf_status status = tf_ir_unique_name(g, base, name, sizeof(name));
+  if (status) {
+    tf_ir_fail(g, status);
+    return TF_NO_TENSOR;
+  }
   int32_t output = tf_ir_add_tensor(g, name, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
   if (status) {
     tf_ir_fail(g, status);
@@ -190,6 +186,7 @@ void tf_graph_rename(tf_graph *g, tf_tensor_id id, const char *name) {
   free(g->tensors[id].name);
   g->tensors[id].name = copy;
   /* The map holds pointers to the names: rebuild it (renames are rare). */
+  tf_ir_forget_suffixes(g);
   tf_strmap_clear(&g->tensor_names);
   for (int32_t i = 0; i < g->n_tensors; i++)
     if (!tf_strmap_put(&g->tensor_names, g->tensors[i].name, i))

@@ -70,6 +70,7 @@ void tf_graph_destroy(tf_graph *g) {
   free(g->scope);
   tf_strmap_clear(&g->tensor_names);
   tf_strmap_clear(&g->node_names);
+  tf_strmap_clear(&g->next_suffix);
   tf_status_free(g->status);
   free(g);
 }
@@ -363,6 +364,32 @@ const char *tf_kind_name(tf_tensor_kind kind) {
   return (int)kind >= 0 && kind < TF_KIND_COUNT ? names[kind] : "?";
 }
 
+static bool name_taken(const tf_graph *g, const char *name) {
+  return tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, name) >= 0;
+}
+
+tf_status tf_ir_unique_name(tf_graph *g, const char *base, char *name, size_t size) {
+  const size_t length = strlen(base);
+  if (length + 12 > size) /* room for "_2147483647" and the terminator */
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "name '%.60s...' is too long (%zu bytes; at most %zu)", base, length,
+                         size - 12);
+  memcpy(name, base, length + 1);
+  const int32_t node = tf_strmap_get(&g->node_names, base), tensor = tf_strmap_get(&g->tensor_names, base);
+  if (node < 0 && tensor < 0)
+    return NULL;
+  int32_t k = tf_strmap_get(&g->next_suffix, base);
+  k = k < 2 ? 2 : k;
+  snprintf(name, size, "%s_%d", base, k);
+  while (name_taken(g, name))
+    snprintf(name, size, "%s_%d", base, ++k);
+  /* the key must outlive the entry: the name of the node or tensor that holds `base` does, as
+   * the map is emptied whenever a name goes (a failed put only forgets the hint) */
+  (void)tf_strmap_put(&g->next_suffix, node >= 0 ? g->nodes[node].name : g->tensors[tensor].name, k);
+  return NULL;
+}
+
+void tf_ir_forget_suffixes(tf_graph *g) { tf_strmap_clear(&g->next_suffix); }
+
 static tf_status index_node_names(tf_graph *g) {
   tf_strmap_clear(&g->node_names);
   for (int32_t i = 0; i < g->n_nodes; i++)
@@ -401,16 +428,41 @@ tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) {
   return status;
 }
 
-tf_status tf_ir_remove_node(tf_graph *g, int32_t node) {
-  if (node < 0 || node >= g->n_nodes)
-    return tf_status_new(TF_ERR_INTERNAL, "remove node %d: out of range (%d nodes)", node, g->n_nodes);
-  free(g->nodes[node].name);
-  free(g->nodes[node].inputs);
-  memmove(&g->nodes[node], &g->nodes[node + 1], sizeof(tf_ir_node) * (size_t)(g->n_nodes - node - 1));
-  g->n_nodes--;
+tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids) {
+  const size_t n = (size_t)(g->n_nodes ? g->n_nodes : 1);
+  int32_t *new_id = malloc(sizeof(int32_t) * n);
+  if (!new_id)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot remove nodes from %d", g->n_nodes);
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    new_id[i] = 0;
+  for (int32_t k = 0; k < n_ids; k++) {
+    if (ids[k] < 0 || ids[k] >= g->n_nodes || new_id[ids[k]] < 0) {
+      free(new_id);
+      return tf_status_new(TF_ERR_INTERNAL, "remove node %d: out of range (%d nodes) or listed twice", ids[k],
+                           g->n_nodes);
+    }
+    new_id[ids[k]] = -1;
+  }
+  const int32_t before = g->n_nodes;
+  int32_t kept = 0;
+  for (int32_t i = 0; i < before; i++) {
+    if (new_id[i] < 0) {
+      free(g->nodes[i].name);
+      free(g->nodes[i].inputs);
+      continue;
+    }
+    new_id[i] = kept;
+    g->nodes[kept++] = g->nodes[i];
+  }
+  g->n_nodes = kept;
+  tf_ir_forget_suffixes(g);
   for (int32_t i = 0; i < g->n_tensors; i++) {
     int32_t *producer = &g->tensors[i].producer;
-    *producer = *producer == node ? -1 : *producer > node ? *producer - 1 : *producer;
+    if (*producer >= 0 && *producer < before)
+      *producer = new_id[*producer];
   }
+  free(new_id);
   return index_node_names(g);
 }
+
+tf_status tf_ir_remove_node(tf_graph *g, int32_t node) { return tf_ir_remove_nodes(g, &node, 1); }

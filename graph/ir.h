@@ -62,7 +62,10 @@ struct tf_graph {
   char *scope;            /* builder: prefix of new node names */
   tf_strmap tensor_names; /* name -> tensor id */
   tf_strmap node_names;   /* name -> node id */
-  tf_status status;       /* builder: first error (sticky) */
+  /* tf_ir_unique_name's memory: a taken base name -> the suffix to try first (every smaller one
+   * is taken). Keys borrow the names of the nodes and tensors; emptied whenever a name goes. */
+  tf_strmap next_suffix;
+  tf_status status; /* builder: first error (sticky) */
 };
 
 /* Appends a tensor; copies `name` and the init strings. Returns its id or -1 with *status set. */
@@ -76,9 +79,18 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
 /* Removes node `node`: later nodes move down one id, producers follow, and its outputs keep no
  * producer (the caller makes sure nothing reads them). */
 tf_status tf_ir_remove_node(tf_graph *g, int32_t node) TF_MUST_USE;
+/* Removes the n_ids nodes `ids` (any order, each once) as tf_ir_remove_node does, indexing the
+ * names once. */
+tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids) TF_MUST_USE;
 /* Puts the nodes in the order `order` gives (order[new id] = old id, a permutation of every node):
  * producers and the name index follow. */
 tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) TF_MUST_USE;
+/* Writes into name[size] a name no node or tensor has: `base`, else the first free of base_2,
+ * base_3, ... (remembered per base, so naming n nodes alike is linear). Fails on a name that
+ * does not fit in `size`. */
+tf_status tf_ir_unique_name(tf_graph *g, const char *base, char *name, size_t size) TF_MUST_USE;
+/* Forgets tf_ir_unique_name's memory: for code that removes or renames a node or tensor. */
+void tf_ir_forget_suffixes(tf_graph *g);
 /* Appends a symbol; returns its id or -1 with *status set. */
 int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, tf_status *status);
 /* Appends to the output list. */
