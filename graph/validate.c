@@ -49,8 +49,18 @@ static tf_status check_init(const tf_ir_tensor *t, int32_t id) {
   return NULL;
 }
 
+/* A name of at most TF_MAX_NAME_BYTES. */
+static tf_status check_name(const char *what, int32_t id, const char *name) {
+  const size_t length = strlen(name);
+  if (length <= TF_MAX_NAME_BYTES)
+    return NULL;
+  return tf_status_new(TF_ERR_INVALID_INPUT, "%s %d '%.40s...': its name is %zu bytes; names are at most %d bytes",
+                       what, id, name, length, TF_MAX_NAME_BYTES);
+}
+
 static tf_status check_tensor(const tf_graph *g, int32_t id) {
   const tf_ir_tensor *t = &g->tensors[id];
+  TF_RETURN_IF_ERROR(check_name("tensor", id, t->name));
   if ((int)t->dtype < 0 || t->dtype >= TF_DTYPE_COUNT)
     return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %d '%s' has unknown dtype %d", id, t->name, (int)t->dtype);
   if ((int)t->kind < 0 || t->kind >= TF_KIND_COUNT)
@@ -104,6 +114,7 @@ static tf_status check_attrs(const tf_graph *g, const tf_ir_node *node, const tf
 
 static tf_status check_node(const tf_graph *g, int32_t id, int32_t *producer) {
   const tf_ir_node *node = &g->nodes[id];
+  TF_RETURN_IF_ERROR(check_name("node", id, node->name));
   const tf_op_info *info = tf_op_info_get(node->op);
   if (!info)
     return tf_status_new(TF_ERR_INVALID_INPUT, "node %d '%s' has unknown op %d (this build knows ops 0..%d)", id,
@@ -264,6 +275,8 @@ static tf_status check_training(const tf_graph *g) {
 }
 
 tf_status tf_validate_graph(tf_graph *g) {
+  for (int32_t i = 0; i < g->n_symbols; i++)
+    TF_RETURN_IF_ERROR(check_name("symbol", i, g->symbols[i].name));
   for (int32_t i = 0; i < g->n_tensors; i++)
     TF_RETURN_IF_ERROR(check_tensor(g, i));
   int32_t *producer = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));

@@ -47,6 +47,10 @@ typedef struct tf_node_info {
 
 typedef struct tf_graph tf_graph;
 
+/* The longest tensor, node or symbol name a graph may hold, in bytes: the compiler derives names
+ * from them ("grad/<name>", ...) and refuses a graph with longer ones rather than cut them. */
+#define TF_MAX_NAME_BYTES 255
+
 /* ---- lifetime ---- */
 
 /* Creates an empty graph named `name`; the caller destroys it with tf_graph_destroy(). */

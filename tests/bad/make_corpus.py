@@ -105,6 +105,8 @@ def semantic_cases(mlp, cnn):
     g["nodes"][node_index(g, "max_pool2d")]["attrs"]["kernel"] = [64, 64]
     g = case("integer_parameter", "floating point")
     g["tensors"][tensor_id(g, "hidden.0.bias")]["dtype"] = "i32"
+    g = case("name_too_long", "names are at most 255 bytes")
+    g["nodes"][1]["name"] = "n" * 256
     g = case("unknown_precision_override", "node 2 'hidden.0/relu' (relu) has unknown precision override 7")
     g["nodes"][2]["precision"] = 7
     return cases
