@@ -167,24 +167,15 @@ tf_status tf_training_remove_nodes(tf_training *t, const int32_t *ids, int32_t n
   int32_t *new_id = malloc(sizeof(int32_t) * (size_t)(before ? before : 1));
   if (!new_id)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot remove nodes from %d", before);
-  tf_status status = tf_ir_remove_nodes(t->g, ids, n_ids);
-  if (!status) {
-    /* the graph checked the ids: now the per-node arrays follow the same compaction */
-    for (int32_t i = 0; i < before; i++)
-      new_id[i] = 0;
-    for (int32_t k = 0; k < n_ids; k++)
-      new_id[ids[k]] = -1;
-    int32_t kept = 0;
-    for (int32_t i = 0; i < before; i++)
-      if (new_id[i] >= 0) {
-        new_id[i] = kept;
-        t->phase[kept] = t->phase[i];
-        t->follows[kept++] = t->follows[i];
-      }
-    for (int32_t i = 0; i < kept; i++)
-      if (t->follows[i] >= 0)
-        t->follows[i] = new_id[t->follows[i]];
-  }
+  tf_status status = tf_ir_remove_nodes(t->g, ids, n_ids, new_id);
+  for (int32_t i = 0; i < before && !status; i++) /* the per-node arrays follow the graph's moves */
+    if (new_id[i] >= 0) {
+      t->phase[new_id[i]] = t->phase[i];
+      t->follows[new_id[i]] = t->follows[i];
+    }
+  for (int32_t i = 0; i < t->g->n_nodes && !status; i++)
+    if (t->follows[i] >= 0)
+      t->follows[i] = new_id[t->follows[i]];
   free(new_id);
   return status;
 }

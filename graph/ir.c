@@ -428,24 +428,23 @@ tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) {
   return status;
 }
 
-tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids) {
-  const size_t n = (size_t)(g->n_nodes ? g->n_nodes : 1);
-  int32_t *new_id = malloc(sizeof(int32_t) * n);
-  if (!new_id)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot remove nodes from %d", g->n_nodes);
-  for (int32_t i = 0; i < g->n_nodes; i++)
-    new_id[i] = 0;
-  for (int32_t k = 0; k < n_ids; k++) {
-    if (ids[k] < 0 || ids[k] >= g->n_nodes || new_id[ids[k]] < 0) {
-      free(new_id);
-      return tf_status_new(TF_ERR_INTERNAL, "remove node %d: out of range (%d nodes) or listed twice", ids[k],
-                           g->n_nodes);
-    }
-    new_id[ids[k]] = -1;
-  }
+tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids, int32_t *new_ids) {
   const int32_t before = g->n_nodes;
+  int32_t *new_id = new_ids ? new_ids : malloc(sizeof(int32_t) * (size_t)(before ? before : 1));
+  if (!new_id)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot remove nodes from %d", before);
+  tf_status status = NULL;
+  for (int32_t i = 0; i < before; i++)
+    new_id[i] = 0;
+  for (int32_t k = 0; k < n_ids && !status; k++) {
+    if (ids[k] < 0 || ids[k] >= before || new_id[ids[k]] < 0)
+      status =
+          tf_status_new(TF_ERR_INTERNAL, "remove node %d: out of range (%d nodes) or listed twice", ids[k], before);
+    else
+      new_id[ids[k]] = -1;
+  }
   int32_t kept = 0;
-  for (int32_t i = 0; i < before; i++) {
+  for (int32_t i = 0; i < before && !status; i++) {
     if (new_id[i] < 0) {
       free(g->nodes[i].name);
       free(g->nodes[i].inputs);
@@ -454,15 +453,19 @@ tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids) {
     new_id[i] = kept;
     g->nodes[kept++] = g->nodes[i];
   }
-  g->n_nodes = kept;
-  tf_ir_forget_suffixes(g);
-  for (int32_t i = 0; i < g->n_tensors; i++) {
-    int32_t *producer = &g->tensors[i].producer;
-    if (*producer >= 0 && *producer < before)
-      *producer = new_id[*producer];
+  if (!status) {
+    g->n_nodes = kept;
+    tf_ir_forget_suffixes(g);
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+      int32_t *producer = &g->tensors[i].producer;
+      if (*producer >= 0 && *producer < before)
+        *producer = new_id[*producer];
+    }
+    status = index_node_names(g);
   }
-  free(new_id);
-  return index_node_names(g);
+  if (new_id != new_ids)
+    free(new_id);
+  return status;
 }
 
-tf_status tf_ir_remove_node(tf_graph *g, int32_t node) { return tf_ir_remove_nodes(g, &node, 1); }
+tf_status tf_ir_remove_node(tf_graph *g, int32_t node) { return tf_ir_remove_nodes(g, &node, 1, NULL); }

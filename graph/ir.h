@@ -80,8 +80,9 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
  * producer (the caller makes sure nothing reads them). */
 tf_status tf_ir_remove_node(tf_graph *g, int32_t node) TF_MUST_USE;
 /* Removes the n_ids nodes `ids` (any order, each once) as tf_ir_remove_node does, indexing the
- * names once. */
-tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids) TF_MUST_USE;
+ * names once. With `new_ids` (one entry per node before), also says where each node went: its new
+ * id, or -1 when removed. */
+tf_status tf_ir_remove_nodes(tf_graph *g, const int32_t *ids, int32_t n_ids, int32_t *new_ids) TF_MUST_USE;
 /* Puts the nodes in the order `order` gives (order[new id] = old id, a permutation of every node):
  * producers and the name index follow. */
 tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) TF_MUST_USE;
