@@ -1,12 +1,14 @@
 /* Kernel workspace per op and target: the one thing about kernels the planner must know. The
  * formulas live in core/ (core/workspace_cpu.c, core/workspace_cuda.h), which the kernels include
  * too, so the planned bytes and the bytes a kernel touches come from one formula; of the Vulkan
- * shaders only the fused loss heads need any (core/linear_loss.h). */
+ * shaders only the fused loss heads (core/linear_loss.h) and embedding's gradient on half data
+ * (core/workspace.h) need any. */
 #include <string.h>
 
 #include "compiler/training.h"
 #include "core/linear_loss.h"
 #include "core/ops.h"
+#include "core/workspace.h"
 #include "core/workspace_cpu.h"
 #include "core/workspace_cuda.h"
 
@@ -37,10 +39,12 @@ int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_
     int32_t n_inputs = operands(g, node, inputs, outputs);
     return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
   }
-  case TF_TARGET_VULKAN: { /* the shaders need scratch for the fused loss heads' chunks only */
+  case TF_TARGET_VULKAN: { /* scratch for the fused loss heads' chunks and embedding's gradient on half data */
+    const int32_t n_inputs = operands(g, node, inputs, outputs);
+    if (node->op == TF_OP_EMBEDDING_GRAD && (outputs[0].dtype == TF_F16 || outputs[0].dtype == TF_BF16))
+      return tf_vulkan_embedding_grad_half_workspace_bytes(inputs[0].count);
     if (tf_op_workspace_rule(node->op) != TF_WORKSPACE_LINEAR_CROSS_ENTROPY)
       return 0;
-    const int32_t n_inputs = operands(g, node, inputs, outputs);
     const tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(&node->attrs, &inputs[0], &inputs[1]);
     if (inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16) /* the half head, spans of classes outside */
       return 4 * tf_linear_loss_vulkan_half_workspace_of(&lg, node->op != TF_OP_LINEAR_CROSS_ENTROPY,

@@ -1,5 +1,6 @@
 /* The CPU's half slices (core/half_slices.h): which ops are cut along their first axis, which of
  * their operands are cut, and the workspace the f32 copies and the kernel take. */
+#include <stdint.h>
 #include <string.h>
 
 #include "core/half_slices.h"
@@ -82,7 +83,6 @@ static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *ou
     if (out->rank >= 3) /* batch axes: operands of the output's rank cut by batch, a rank-2 one whole */
       return ROWS;
     return attrs->u.matmul.transpose_a ? WHOLE : FIRST; /* rows of A; a transposed A's rows are its columns */
-  case TF_OP_EMBEDDING:
   case TF_OP_CONV1D:
   case TF_OP_CONV2D:
   case TF_OP_CONV_TRANSPOSE2D: return FIRST;
@@ -191,15 +191,34 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
   return true;
 }
 
-bool tf_cpu_half_head(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs) {
+static bool is_head(tf_op op) {
   switch (op) {
   case TF_OP_LINEAR_CROSS_ENTROPY:
   case TF_OP_LINEAR_CROSS_ENTROPY_GRAD:
   case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD:
   case TF_OP_LINEAR_CROSS_ENTROPY_TRAIN:
-  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return n_inputs >= 3 && is_half(inputs[0].dtype);
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return true;
   default: return false;
   }
+}
+
+bool tf_cpu_half_own_kernel(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs) {
+  if (is_head(op))
+    return n_inputs >= 3 && is_half(inputs[0].dtype);
+  /* int32 links in the gradient's workspace: ids and rows below 2^31 */
+  if (op == TF_OP_EMBEDDING_GRAD)
+    return n_inputs == 3 && is_half(inputs[1].dtype) && inputs[0].count < INT32_MAX && inputs[2].rank == 2 &&
+           inputs[2].shape[0] < INT32_MAX;
+  if (op == TF_OP_EMBEDDING)
+    return n_inputs == 2 && is_half(inputs[1].dtype);
+  return false;
+}
+
+tf_cpu_embedding_grad_half_layout tf_cpu_embedding_grad_half_layout_of(int64_t ids, int64_t rows) {
+  tf_cpu_embedding_grad_half_layout at = {.first_offset = 0};
+  at.next_offset = align_up(4 * rows);
+  at.bytes = at.next_offset + align_up(4 * ids);
+  return at;
 }
 
 /* The fused loss head's workspace on half data (kernels/cpu/linear_loss_half.c). */
@@ -212,8 +231,11 @@ static int64_t head_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_i
 
 int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
                                     int32_t n_outputs, const tf_tensor_ref *outputs, int32_t threads) {
-  if (tf_cpu_half_head(op, n_inputs, inputs))
-    return head_workspace_bytes(op, attrs, n_inputs, inputs);
+  if (tf_cpu_half_own_kernel(op, n_inputs, inputs)) {
+    if (op == TF_OP_EMBEDDING_GRAD)
+      return tf_cpu_embedding_grad_half_layout_of(inputs[0].count, inputs[2].shape[0]).bytes;
+    return op == TF_OP_EMBEDDING ? 0 : head_workspace_bytes(op, attrs, n_inputs, inputs);
+  }
   tf_cpu_half_slices s;
   if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, n_outputs, outputs, threads, &s))
     return 0;
@@ -222,7 +244,7 @@ int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_i
 
 bool tf_cpu_half_pays(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs,
                       const tf_tensor_ref *output0) {
-  if (tf_cpu_half_head(op, n_inputs, inputs))
+  if (tf_cpu_half_own_kernel(op, n_inputs, inputs))
     return true;
   tf_cpu_half_slices s;
   if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, 1, output0, 1, &s))

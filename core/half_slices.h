@@ -62,11 +62,20 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
  * same dtype and data (offset to the slice); the caller swaps in the f32 copy for widened ones. */
 tf_tensor_ref tf_cpu_half_slice_of(const tf_tensor_ref *t, bool cut, int64_t first, int64_t rows);
 
-/* Whether step op(inputs) on half data is the fused loss head the CPU runs as a kernel of its own
- * (kernels/cpu/linear_loss_half.c: class spans outside, row chunks inside; not half slices):
- * linear_cross_entropy, its gradient or its single pass (with or without a bias; not the forms
- * that accumulate into f32 sums) on f16/bf16 x. */
-bool tf_cpu_half_head(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs);
+/* Whether step op(inputs) on half data runs a CPU half kernel of its own, whole, not half slices:
+ * the fused loss head (kernels/cpu/linear_loss_half.c: class spans outside, row chunks inside;
+ * linear_cross_entropy, its gradient or its single pass, with or without a bias, not the forms that
+ * accumulate into f32 sums) on f16/bf16 x, and embedding and embedding_grad on an f16/bf16 table or
+ * dy (kernels/cpu/embedding_half.c: rows copied as stored; each gradient row summed in f32 over its
+ * ids and rounded once), whose slices would widen the whole table. */
+bool tf_cpu_half_own_kernel(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs);
+
+/* The workspace of embedding_grad on half data (kernels/cpu/embedding_half.c): each table row's
+ * first position among the ids, then each position's next one with the same id (int32 each). */
+typedef struct tf_cpu_embedding_grad_half_layout {
+  int64_t first_offset, next_offset, bytes;
+} tf_cpu_embedding_grad_half_layout;
+tf_cpu_embedding_grad_half_layout tf_cpu_embedding_grad_half_layout_of(int64_t ids, int64_t rows);
 
 /* Whether running op on half data through half slices holds less than the f32 copies between casts
  * would (decided from the inputs and output 0, all the compiler knows before it emits a node): the op

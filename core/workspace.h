@@ -37,4 +37,8 @@ static inline tf_workspace_rule tf_op_workspace_rule(tf_op op) {
   }
 }
 
+/* Vulkan: embedding_grad on f16/bf16 data (shaders/embedding.comp, modes 3 and 4): two int32 words
+ * per id, its next position with the same id and whether it is the first. */
+static inline int64_t tf_vulkan_embedding_grad_half_workspace_bytes(int64_t ids) { return 8 * ids; }
+
 #endif

@@ -129,17 +129,17 @@ static tf_cpu_tensor tensor_of(const tf_plan *plan, void *const *regions, int32_
 
 /* A step on f16/bf16 data runs its f32 kernel over half slices, which write results and never
  * read back what an output or an input updated in place held: an update of half data in place
- * (an accumulation) is refused. The fused loss head on half data runs its own kernel
- * (tf_cpu_linear_cross_entropy_half). */
+ * (an accumulation) is refused. The fused loss head, embedding and its gradient on half data run
+ * kernels of their own (tf_cpu_half_kernel_get). */
 static tf_status prepare_half(const tf_plan *plan, int32_t s, int32_t threads, cpu_step *prepared) {
   const tf_plan_step *step = &plan->steps[s];
   prepared->on_half =
       tf_cpu_half_step(step->op, step->n_inputs, prepared->inputs[0], step->n_outputs, prepared->outputs);
   if (!prepared->on_half)
     return NULL;
-  if (tf_cpu_half_head(step->op, step->n_inputs, prepared->inputs[0])) { /* a kernel of its own, no slices */
+  if (tf_cpu_half_own_kernel(step->op, step->n_inputs, prepared->inputs[0])) { /* a kernel of its own, no slices */
     prepared->on_half = false;
-    prepared->kernel = tf_cpu_linear_cross_entropy_half;
+    prepared->kernel = tf_cpu_half_kernel_get(step->op);
     return NULL;
   }
   if (tf_op_info_get(step->op)->in_place != 0 ||

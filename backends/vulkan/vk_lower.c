@@ -74,8 +74,8 @@ vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
  * (half_variant); the Vulkan target's half-kernel ops (targets/target.c) are the ops whose
  * lowerings emit only these, layout moves and copies, and whose shaders write each output element
  * once or keep what they read back as exact f32 bits (the row statistics of the norms' and
- * attention's gradients; embedding's gradient keeps sums in its output, which half storage would
- * round, so it runs between casts). */
+ * attention's gradients); embedding's gradient, whose f32 shader keeps sums in its output, sums in
+ * f32 registers on half data (vk_lower_model.c). */
 static const struct {
   vk_shader f32, f16, bf16;
 } half_variants[] = {
@@ -169,7 +169,6 @@ static bool takes_indices(tf_op op) {
  * refused. */
 static bool keeps_partials(tf_op op) {
   switch (op) {
-  case TF_OP_EMBEDDING_GRAD:
   case TF_OP_EMBEDDING_GRAD_ACCUMULATE:
   case TF_OP_MATMUL_ACCUMULATE:
   case TF_OP_ACCUMULATE:

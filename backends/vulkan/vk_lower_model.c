@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
+#include "core/workspace.h"
 
 typedef struct norm_push {
   uint32_t rows, features;
@@ -86,6 +87,40 @@ tf_status vk_lower_norm(vk_lower *l) {
                : NULL;
 }
 
+enum { EMBEDDING_LINK = 3, EMBEDDING_CHAINS, EMBEDDING_ZERO };
+
+/* embedding_grad on f16/bf16 data (the half variants of shaders/embedding.comp, modes 3 to 5):
+ * dtable zeroed, the ids' positions linked in the workspace, each first position's chain of dy rows
+ * summed in f32 and rounded once into its row. */
+static tf_status lower_embedding_grad_half(vk_lower *l, embedding_push *push) {
+  const tf_plan_step *step = l->step;
+  const int64_t needed = tf_vulkan_embedding_grad_half_workspace_bytes(push->count);
+  const int64_t given = step->workspace >= 0 ? vk_buffer(l, step->workspace)->bytes : 0;
+  if (given < needed)
+    return vk_refuse(
+        l,
+        "on %s data its Vulkan shader needs %lld workspace bytes and the plan gives it %lld: the plan file "
+        "does not match what the compiler plans for the vulkan target; compile it for 'vulkan' again",
+        tf_dtype_name(vk_buffer(l, vk_out(l, 0))->dtype), (long long)needed, (long long)given);
+  TF_RETURN_IF_ERROR(vk_check_count(l, 2 * (int64_t)push->count, "the workspace"));
+  TF_RETURN_IF_ERROR(vk_check_count(l, (int64_t)push->count * push->depth, "the gradient's tasks"));
+  // Linking walks the ids both ways from each position; a chain is at most every position.
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push->count, 256) * push->count));
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds((int64_t)push->count * push->depth, 256) * push->count));
+  const int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), vk_out(l, 0), step->workspace};
+  push->mode = EMBEDDING_ZERO;
+  TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_embedding, 4, buffers, 0x4, push, sizeof(*push),
+                                      vk_groups((int64_t)push->rows * push->depth, 256), 1, 1));
+  if (push->count == 0)
+    return NULL;
+  push->mode = EMBEDDING_LINK;
+  TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_embedding, 4, buffers, 0x8, push, sizeof(*push),
+                                      vk_groups(push->count, 256), 1, 1));
+  push->mode = EMBEDDING_CHAINS;
+  return vk_emit_dispatch(l, VK_SHADER_embedding, 4, buffers, 0x4, push, sizeof(*push),
+                          vk_groups((int64_t)push->count * push->depth, 256), 1, 1);
+}
+
 tf_status vk_lower_embedding(vk_lower *l) {
   /* embedding_grad_accumulate adds to its input 2 in place: the gradient without the zeroing */
   bool accumulate = l->step->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE;
@@ -111,6 +146,8 @@ tf_status vk_lower_embedding(vk_lower *l) {
   if (!gradient)
     return vk_emit_dispatch(l, VK_SHADER_embedding, 3, buffers, 0x4, &push, sizeof(push),
                             vk_groups((int64_t)push.count * push.depth, 256), 1, 1);
+  if (out->dtype == TF_F16 || out->dtype == TF_BF16)
+    return lower_embedding_grad_half(l, &push);
   // Invocations own (chunk of table rows, column): about 16384 of them, each walking every id.
   int64_t chunks = (16384 + push.depth - 1) / push.depth;
   chunks = chunks < 1 ? 1 : chunks > push.rows ? push.rows : chunks;

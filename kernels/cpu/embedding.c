@@ -7,6 +7,7 @@
  * bitwise reproducible without atomics. */
 #include <string.h>
 
+#include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
@@ -14,14 +15,6 @@
 /* Columns per gradient task: a multiple of 16 elements (64 bytes in f32), so threads never share a
  * cache line of dtable. */
 #define COLUMN_QUANTUM 16
-
-static int64_t id_at(const tf_cpu_tensor *ids, int64_t i) {
-  if (ids->dtype == TF_I64)
-    return ((const int64_t *)ids->data)[i];
-  return ((const int32_t *)ids->data)[i];
-}
-
-static int threads_of(const tf_cpu_args *args) { return args->context->threads > 0 ? args->context->threads : 1; }
 
 /* embedding(ids [...], table [V, D]) -> y [..., D] */
 void TF_REAL_NAME(tf_cpu_embedding)(const tf_cpu_args *args) {
@@ -32,8 +25,8 @@ void TF_REAL_NAME(tf_cpu_embedding)(const tf_cpu_args *args) {
   if (depth == 0)
     return;
   TF_CPU_PARALLEL_FOR(
-      threads_of(args), for (int64_t i = 0; i < ids->count; i++) {
-        int64_t id = id_at(ids, i);
+      tf_cpu_threads(args), for (int64_t i = 0; i < ids->count; i++) {
+        int64_t id = tf_cpu_id_at(ids, i);
         if (id >= 0 && id < rows)
           memcpy(y + i * depth, weights + id * depth, sizeof(real) * (size_t)depth);
         else
@@ -49,7 +42,7 @@ static void scatter_rows(const tf_cpu_args *args, const tf_cpu_tensor *table, bo
   real *dtable = table->data;
   if (table->count == 0)
     return;
-  int threads = threads_of(args);
+  int threads = tf_cpu_threads(args);
   int64_t width = (depth + threads - 1) / threads;
   width = (width + COLUMN_QUANTUM - 1) / COLUMN_QUANTUM * COLUMN_QUANTUM;
   int64_t tasks = (depth + width - 1) / width;
@@ -59,7 +52,7 @@ static void scatter_rows(const tf_cpu_args *args, const tf_cpu_tensor *table, bo
         for (int64_t r = 0; r < rows && !accumulate; r++)
           memset(dtable + r * depth + first, 0, sizeof(real) * (size_t)count);
         for (int64_t i = 0; i < ids->count; i++) {
-          int64_t id = id_at(ids, i);
+          int64_t id = tf_cpu_id_at(ids, i);
           if (id < 0 || id >= rows)
             continue;
           real *target = dtable + id * depth + first;

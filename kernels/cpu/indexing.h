@@ -17,6 +17,13 @@ static inline int tf_cpu_threads(const tf_cpu_args *args) {
   return threads < 1 ? 1 : threads;
 }
 
+/* Index i of an i32 or i64 ids tensor (embedding's ids). */
+static inline int64_t tf_cpu_id_at(const tf_cpu_tensor *ids, int64_t i) {
+  if (ids->dtype == TF_I64)
+    return ((const int64_t *)ids->data)[i];
+  return ((const int32_t *)ids->data)[i];
+}
+
 static inline bool tf_cpu_is_integer(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
 
 /* Bytes per stored element: integer dtypes and 16-bit floats as declared; an f32 tensor holds the

@@ -52,6 +52,15 @@ tf_cpu_kernel tf_cpu_kernel_get(tf_op op, bool f64);
  * workspace tf_linear_loss_half_workspace_of() lays out (kernels/cpu/linear_loss_half.c). */
 void tf_cpu_linear_cross_entropy_half(const tf_cpu_args *args);
 
+/* Embedding and embedding_grad on an f16/bf16 table and dy (kernels/cpu/embedding_half.c): rows
+ * copied as stored; each gradient row summed in f32 over its ids in order and rounded once, in the
+ * workspace tf_cpu_embedding_grad_half_layout_of() lays out. */
+void tf_cpu_embedding_half(const tf_cpu_args *args);
+void tf_cpu_embedding_grad_half(const tf_cpu_args *args);
+
+/* The CPU half kernel of its own of `op` (core/half_slices.h, tf_cpu_half_own_kernel), or NULL. */
+tf_cpu_kernel tf_cpu_half_kernel_get(tf_op op);
+
 #ifdef __cplusplus
 }
 #endif

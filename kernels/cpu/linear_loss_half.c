@@ -24,9 +24,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/half_bits.h"
 #include "core/linear_loss.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/half_value.h"
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/list.h"
@@ -53,19 +53,6 @@ typedef struct head {
   char *workspace;
 } head;
 
-static float widen(tf_dtype half, uint16_t bits) {
-  const uint32_t wide = half == TF_BF16 ? tf_f32_bits_from_bf16(bits) : tf_f32_bits_from_f16(bits);
-  float value;
-  memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
-static uint16_t narrow(tf_dtype half, float value) {
-  uint32_t bits;
-  memcpy(&bits, &value, sizeof(bits));
-  return half == TF_BF16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
-}
-
 static float *floats_at(const head *h, int64_t offset) { return (float *)(h->workspace + offset); }
 static double *doubles_at(const head *h, int64_t offset) { return (double *)(h->workspace + offset); }
 
@@ -87,9 +74,9 @@ static void widen_weight_span(const head *h, int64_t first, int64_t n) {
       tf_cpu_team(h->threads, n * g->features > 65536), for (int64_t f = 0; f < g->features; f++) {
         for (int64_t j = 0; j < n; j++) {
           if (g->transpose_weight)
-            w[j * g->features + f] = widen(h->half, h->weight[(first + j) * g->features + f]);
+            w[j * g->features + f] = tf_cpu_half_widen(h->half, h->weight[(first + j) * g->features + f]);
           else
-            w[f * TF_LINEAR_LOSS_HALF_SPAN + j] = widen(h->half, h->weight[f * g->classes + first + j]);
+            w[f * TF_LINEAR_LOSS_HALF_SPAN + j] = tf_cpu_half_widen(h->half, h->weight[f * g->classes + first + j]);
         }
       });
 }
@@ -100,7 +87,7 @@ static void widen_rows(const head *h, int64_t first, int64_t rows) {
   const int64_t n = rows * h->g.features;
   const uint16_t *from = h->x + first * h->g.features;
   for (int64_t i = 0; i < n; i++)
-    x[i] = widen(h->half, from[i]);
+    x[i] = tf_cpu_half_widen(h->half, from[i]);
 }
 
 /* logits[0 .. rows) x [0 .. n) = x_chunk · span (+ the bias), SUB_SPAN classes a task. */
@@ -120,7 +107,7 @@ static void span_logits(const head *h, int64_t first_class, int64_t n, int64_t r
                       TF_LINEAR_LOSS_HALF_SPAN, 0, logits + begin, TF_LINEAR_LOSS_HALF_SPAN);
         for (int64_t r = 0; h->bias && r < rows; r++)
           for (int64_t c = begin; c < end; c++)
-            logits[r * TF_LINEAR_LOSS_HALF_SPAN + c] += widen(h->half, h->bias[first_class + c]);
+            logits[r * TF_LINEAR_LOSS_HALF_SPAN + c] += tf_cpu_half_widen(h->half, h->bias[first_class + c]);
       });
 }
 
@@ -256,13 +243,13 @@ static void store_span(const head *h, int64_t first_class, int64_t n, uint16_t *
   for (int64_t f = 0; f < g->features; f++)
     for (int64_t j = 0; j < n; j++) {
       if (g->transpose_weight)
-        dweight[(first_class + j) * g->features + f] = narrow(h->half, dw[j * g->features + f]);
+        dweight[(first_class + j) * g->features + f] = tf_cpu_half_narrow(h->half, dw[j * g->features + f]);
       else
-        dweight[f * g->classes + first_class + j] = narrow(h->half, dw[f * TF_LINEAR_LOSS_HALF_SPAN + j]);
+        dweight[f * g->classes + first_class + j] = tf_cpu_half_narrow(h->half, dw[f * TF_LINEAR_LOSS_HALF_SPAN + j]);
     }
   const double *sums = doubles_at(h, h->at.dbias_span);
   for (int64_t j = 0; dbias && j < n; j++)
-    dbias[first_class + j] = narrow(h->half, (float)sums[j]);
+    dbias[first_class + j] = tf_cpu_half_narrow(h->half, (float)sums[j]);
 }
 
 /* Pass 2: dx, dweight and dbias (NULL: no bias) from dlogits scaled by dloss / count. */
@@ -285,7 +272,7 @@ static void gradient_pass(const head *h, float scale, uint16_t *dx, uint16_t *dw
   const float *sums = floats_at(h, h->at.dx_sum);
   const int64_t n_x = g->rows * g->features;
   for (int64_t i = 0; i < n_x; i++)
-    dx[i] = narrow(h->half, g->classes > 0 ? sums[i] : 0.0f);
+    dx[i] = tf_cpu_half_narrow(h->half, g->classes > 0 ? sums[i] : 0.0f);
 }
 
 static void zero_gradients(const head *h, uint16_t *dx, uint16_t *dweight, uint16_t *dbias) {

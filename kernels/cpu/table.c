@@ -16,3 +16,16 @@ tf_cpu_kernel tf_cpu_kernel_get(tf_op op, bool f64) {
     return NULL;
   return f64 ? kernels[op].f64 : kernels[op].f32;
 }
+
+tf_cpu_kernel tf_cpu_half_kernel_get(tf_op op) {
+  switch (op) {
+  case TF_OP_LINEAR_CROSS_ENTROPY:
+  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD:
+  case TF_OP_LINEAR_CROSS_ENTROPY_TRAIN:
+  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return tf_cpu_linear_cross_entropy_half;
+  case TF_OP_EMBEDDING: return tf_cpu_embedding_half;
+  case TF_OP_EMBEDDING_GRAD: return tf_cpu_embedding_grad_half;
+  default: return NULL;
+  }
+}

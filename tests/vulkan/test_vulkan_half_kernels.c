@@ -3,7 +3,7 @@
  * norm, causal attention, a mean, matmul, softmax, log, cross_entropy: its loss f32), compiled for
  * the vulkan target runs those ops
  * and their gradients on half data itself (the f16/bf16 shader variants, shaders/common.glsl; the
- * bias gradient's sum_to and embedding's gradient between casts), and the plan compiled with
+ * bias gradient's sum_to between casts), and the plan compiled with
  * --no-half-kernels runs every one of them on f32 copies between casts. Each half kernel widens
  * exactly, computes the f32 shader's arithmetic and rounds once as the cast does (the same integer
  * conversions, shaders/half.glsl; the norms' and attention's gradients keep their row statistics as
@@ -14,8 +14,9 @@
  * gradient parts from one node in input order: half_ops.c, precision.c.) The half-kernel plan has
  * fewer casts and a matmul reading half data; without storageBuffer16BitAccess
  * (TIGHTFIT_VULKAN_16BIT=0) its session is refused, naming --no-half-kernels, and the other plan
- * runs; a plan file putting a gradient that keeps sums in its output (embedding_grad) on half data
- * is refused. Under the validation layer; exits 77 without a Vulkan device. */
+ * runs; a plan file putting an accumulation on half data (embedding_grad_accumulate), or
+ * embedding's gradient on half data without its workspace, is refused. Under the validation layer;
+ * exits 77 without a Vulkan device. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,24 +49,48 @@ static void compare(tf_dtype half, const char *setting, const tf_half_model_outc
          (long long)n);
 }
 
-/* A plan file whose gradient step keeps sums in its half output (embedding_grad on bf16 data: the
- * compiler puts it between casts) is refused, not run with rounded partial sums: the embedding step
- * of the half-kernel plan relabelled as its gradient (same operands). */
-static void refuse_partials(tf_plan *plan, tf_dtype half) {
-  int32_t s = 0;
-  while (s < plan->n_steps && plan->steps[s].op != TF_OP_EMBEDDING)
-    s++;
-  CHECK(&counts, s < plan->n_steps, "%s: no embedding step on half data", tf_dtype_name(half));
-  if (s == plan->n_steps)
-    return;
-  plan->steps[s].op = TF_OP_EMBEDDING_GRAD;
+/* The first step of `plan` running `op` with a half output 0, or -1. */
+static int32_t half_step(const tf_plan *plan, tf_op op) {
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (step->op == op && step->n_outputs > 0 &&
+        (plan->buffers[step->outputs[0]].dtype == TF_BF16 || plan->buffers[step->outputs[0]].dtype == TF_F16))
+      return s;
+  }
+  return -1;
+}
+
+static void expect_refusal(tf_plan *plan, tf_dtype half, const char *what, const char *says) {
   tf_half_model_outcome refused;
   tf_status status = tf_half_model_train(&counts, plan, "vulkan", &refused);
-  CHECK(&counts,
-        tf_status_code(status) == TF_ERR_UNSUPPORTED && strstr(tf_status_message(status), "keeps statistics or sums"),
-        "%s embedding_grad on half data: %s", tf_dtype_name(half), status ? tf_status_message(status) : "ran");
-  printf("ok   %s embedding_grad on half data: %s\n", tf_dtype_name(half), status ? tf_status_message(status) : "ran");
+  CHECK(&counts, tf_status_code(status) == TF_ERR_UNSUPPORTED && strstr(tf_status_message(status), says), "%s %s: %s",
+        tf_dtype_name(half), what, status ? tf_status_message(status) : "ran");
+  printf("ok   %s %s: %s\n", tf_dtype_name(half), what, status ? tf_status_message(status) : "ran");
   tf_status_free(status);
+}
+
+/* Embedding's gradient runs on half data (its half variant sums in f32 registers over the ids
+ * linked in its workspace). Plan files that would have a shader round partial sums or write past
+ * its workspace are refused, not run: the gradient step relabelled as embedding_grad_accumulate
+ * (its sums added to a half accumulator in place), and the embedding step relabelled as its
+ * gradient (the same operands, no workspace). */
+static void refuse_partials(tf_plan *plan, tf_dtype half) {
+  const int32_t gradient = half_step(plan, TF_OP_EMBEDDING_GRAD), lookup = half_step(plan, TF_OP_EMBEDDING);
+  CHECK(&counts, gradient >= 0 && lookup >= 0, "%s: embedding (step %d) or its gradient (step %d) not on half data",
+        tf_dtype_name(half), lookup, gradient);
+  if (gradient < 0 || lookup < 0)
+    return;
+  tf_plan_step *step = &plan->steps[gradient];
+  const tf_plan_step saved = *step;
+  const int32_t saved_input = step->inputs[2];
+  step->op = TF_OP_EMBEDDING_GRAD_ACCUMULATE;
+  step->inputs[2] = step->outputs[0];
+  step->n_outputs = 0;
+  expect_refusal(plan, half, "embedding_grad_accumulate on half data", "keeps statistics or sums");
+  step->inputs[2] = saved_input;
+  *step = saved;
+  plan->steps[lookup].op = TF_OP_EMBEDDING_GRAD;
+  expect_refusal(plan, half, "embedding_grad on half data without its workspace", "workspace bytes");
 }
 
 static void run(tf_dtype half) {
