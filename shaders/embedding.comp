@@ -19,7 +19,12 @@ layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer Ids { int ids[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Source { ELEMENT source[]; }; // table, or dy
 layout(std430, set = 0, binding = 2) buffer Out { ELEMENT out_data[]; }; // y, or dtable (read back)
-layout(std430, set = 0, binding = 3) buffer Links { int links[]; }; // modes 3 and 4
+#if defined(ELEMENT_F16) || defined(ELEMENT_BF16)
+#define HALF_GRADIENT 1
+// Modes 3 and 4 only; the f32 variant declares no binding 3 (the validation layer would count the
+// dummy bound there as written by every dispatch).
+layout(std430, set = 0, binding = 3) buffer Links { int links[]; };
+#endif
 
 layout(push_constant) uniform Push {
   uint count;       // ids
@@ -40,6 +45,7 @@ int id_at(uint k) {
   return ids[2u * k + 1u] == (low < 0 ? -1 : 0) ? low : -1;
 }
 
+#ifdef HALF_GRADIENT
 bool valid(int id) { return id >= 0 && uint(id) < pc.rows; }
 
 // Mode 3: each position's next position with the same id and whether it is the first; a position
@@ -72,7 +78,10 @@ void sum_chains() {
   }
 }
 
+#endif
+
 void main() {
+#ifdef HALF_GRADIENT
   if (pc.mode == 3u) {
     link_ids();
     return;
@@ -86,6 +95,7 @@ void main() {
       out_data[e] = FROM_F32(0.0);
     return;
   }
+#endif
   if (pc.mode == 0u) {
     uint total = pc.count * pc.depth;
     for (uint i = gl_GlobalInvocationID.x; i < total; i += grid_size()) {

@@ -9,8 +9,10 @@
  *
  * The lookup is templated on the storage of the table and output (f32, and f16/bf16 for the cuda
  * target's half kernels): a row element is loaded to f32 and stored back rounded once, which gives
- * its bits (a NaN as its quiet NaN, as a cast up and down does). The gradient reads and writes f32
- * only: its run sums add to what dtable holds, which half storage would round between runs. */
+ * its bits (a NaN as its quiet NaN, as a cast up and down does). So is the gradient: each table row
+ * is written by one run, its sum kept in f32 from the zero dtable holds and rounded once, the f32
+ * kernel's additions then the cast. embedding_grad_accumulate on half data is refused (table.cu):
+ * its sums would be rounded at every micro-batch. */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -81,17 +83,19 @@ __global__ void sort_global(uint64_t *keys, int64_t padded, int64_t k, int64_t j
   }
 }
 
-/* Block s adds the run of equal ids starting at sorted position s (if one starts there). */
-__global__ void add_runs(const uint64_t *keys, int64_t count, const float *dy, int64_t depth, float *dtable) {
+/* Block s adds the run of equal ids starting at sorted position s (if one starts there): each
+ * element's sum is kept in f32 from what dtable holds and written once (rounded on half storage). */
+template <typename T>
+__global__ void add_runs(const uint64_t *keys, int64_t count, const T *dy, int64_t depth, T *dtable) {
   for (int64_t s = blockIdx.x; s < count; s += gridDim.x) {
     const uint64_t id = keys[s] >> 32;
     if (keys[s] >= kInvalid || (s > 0 && keys[s - 1] >> 32 == id))
       continue;
     for (int64_t c = threadIdx.x; c < depth; c += blockDim.x) {
-      float sum = dtable[id * depth + c];
+      float sum = to_f32(dtable[id * depth + c]);
       for (int64_t t = s; t < count && keys[t] >> 32 == id; t++)
-        sum += dy[(int64_t)(keys[t] & 0xFFFFFFFFull) * depth + c];
-      dtable[id * depth + c] = sum;
+        sum += to_f32(dy[(int64_t)(keys[t] & 0xFFFFFFFFull) * depth + c]);
+      dtable[id * depth + c] = from_f32<T>(sum);
     }
   }
 }
@@ -127,8 +131,8 @@ TF_CUDA_LAUNCHER(embedding) {
   });
 }
 
-/* embedding_grad writes dtable; embedding_grad_accumulate adds to its input 2 (the run sums add to
- * what the table holds either way). */
+/* embedding_grad writes dtable (f32 or, a half kernel, f16/bf16); embedding_grad_accumulate adds to
+ * its input 2, f32 (the run sums add to what the table holds either way). */
 TF_CUDA_LAUNCHER(embedding_grad) {
   const bool accumulate = args->op == TF_OP_EMBEDDING_GRAD_ACCUMULATE;
   const tf_cuda_tensor *ids = &args->inputs[0], *dtable = accumulate ? &args->inputs[2] : &args->outputs[0];
@@ -143,9 +147,12 @@ TF_CUDA_LAUNCHER(embedding_grad) {
   make_keys<<<blocks_for(padded), kThreads, 0, stream>>>(ids->data, ids->dtype == TF_I64, count, rows, keys, padded);
   TF_RETURN_IF_ERROR(sort_keys(keys, padded, stream));
   const int threads = depth < kThreads ? (int)((depth + 31) / 32 * 32) : kThreads;
-  add_runs<<<(unsigned)(count < kMaxBlocks ? count : kMaxBlocks), threads, 0, stream>>>(
-      keys, count, (const float *)args->inputs[1].data, depth, (float *)dtable->data);
-  return launch_status();
+  return with_storage(dtable->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    add_runs<T><<<(unsigned)(count < kMaxBlocks ? count : kMaxBlocks), threads, 0, stream>>>(
+        keys, count, (const T *)args->inputs[1].data, depth, (T *)dtable->data);
+    return launch_status();
+  });
 }
 
 } // namespace tf_cuda

@@ -36,9 +36,10 @@ bool takes_half(tf_op op) {
   const launcher l = launcher_of(op);
   return l == launch_binary || l == launch_unary || l == launch_activation_grad || l == launch_reduce ||
          l == launch_max_grad || l == launch_softmax || l == launch_norm || l == launch_norm_grad ||
-         l == launch_embedding || l == launch_attention || l == launch_attention_grad || l == launch_dropout ||
-         l == launch_pool || (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op) ||
-         l == launch_loss || l == launch_loss_grad;
+         l == launch_embedding || (l == launch_embedding_grad && op != TF_OP_EMBEDDING_GRAD_ACCUMULATE) ||
+         l == launch_attention || l == launch_attention_grad || l == launch_dropout || l == launch_pool ||
+         (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op) || l == launch_loss ||
+         l == launch_loss_grad;
 }
 
 /* A step's floating operands (those whose data it reads or writes): all f32, or (a half kernel)

@@ -57,6 +57,15 @@ static void add_case(op_case *c, tf_dtype first) {
   c->inputs[1] = c->output = tensor(TF_F32, 1, four);
 }
 
+/* embedding_grad (ids [5] i32, dy [5, 4], table [7, 4] for its shape) -> dtable [7, 4], in `half`. */
+static void embedding_grad_case(op_case *c, tf_dtype half) {
+  const int64_t ids[] = {5}, dy[] = {5, 4}, table[] = {7, 4};
+  case_init(c, TF_OP_EMBEDDING_GRAD, TF_ATTR_NONE, 3);
+  c->inputs[0] = tensor(TF_I32, 1, ids);
+  c->inputs[1] = tensor(half, 2, dy);
+  c->inputs[2] = c->output = tensor(half, 2, table);
+}
+
 /* matmul [2, k] x [k, 3]. */
 static void matmul_case(op_case *c, int64_t k) {
   const int64_t a[] = {2, k}, b[] = {k, 3}, product[] = {2, 3};
@@ -88,6 +97,14 @@ static void test_checks(void) {
     c.inputs[k].dtype = TF_BF16;
   expect("matmul_accumulate on bf16", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
          (const char *const[]){"cuda matmul_accumulate kernel", "its operands are bf16", "f32 only", NULL});
+  embedding_grad_case(&c, TF_BF16); /* each row's sum kept in f32 and written once: a half kernel */
+  CHECK(&counts, tf_cuda_kernel_check(&c.args) == NULL, "embedding_grad on bf16 (a half kernel) refused");
+  printf("ok   embedding_grad of bf16 dy into a bf16 dtable: a half kernel, accepted\n");
+  c.args.op = TF_OP_EMBEDDING_GRAD_ACCUMULATE; /* (ids, dy, sum): sum += would round the running sums */
+  c.inputs[2] = c.output;
+  c.args.n_outputs = 0;
+  expect("embedding_grad_accumulate on bf16", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
+         (const char *const[]){"cuda embedding_grad_accumulate kernel", "its operands are bf16", "f32 only", NULL});
   c.args.op = TF_OP_COUNT;
   expect("an op number past the table", tf_cuda_kernel_check(&c.args), TF_ERR_UNSUPPORTED,
          (const char *const[]){"no CUDA kernel for op", NULL});

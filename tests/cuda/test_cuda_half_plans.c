@@ -34,7 +34,8 @@ static void target_list(void) {
           "%s is a half kernel of the cuda target, but its CUDA kernel computes on f32 only", tf_op_name((tf_op)op));
   }
   CHECK(&counts,
-        !tf_cuda_kernel_takes_half(TF_OP_MATMUL_ACCUMULATE) && !tf_cuda_kernel_takes_half(TF_OP_EMBEDDING_GRAD),
+        !tf_cuda_kernel_takes_half(TF_OP_MATMUL_ACCUMULATE) &&
+            !tf_cuda_kernel_takes_half(TF_OP_EMBEDDING_GRAD_ACCUMULATE),
         "an op that keeps sums in its output takes half data");
   printf("ok   cuda target: %d half-kernel ops, each one the CUDA kernels run on half data or a move\n", listed);
 }

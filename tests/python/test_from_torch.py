@@ -3,6 +3,7 @@ by the C importer (tf_onnx_import), compiles, starts from the module's weights (
 loss equals PyTorch's on the same batch) and trains. Fails, not skips, when libtightfit.so has no
 ONNX importer: from_torch is part of the package's promise.
 usage: test_from_torch.py   (PYTHONPATH=python)"""
+import copy
 import json
 import math
 import os
@@ -55,8 +56,11 @@ else:
 # A bf16 module (module.to(torch.bfloat16)): its bf16 initializers become f32 master weights read
 # through casts to bf16, its ops run on bf16 data (the CPU's half kernels: f32 arithmetic on widened
 # slices, each result rounded once), and the first loss
-# is PyTorch's bf16 module's within one bf16 rounding (2^-8 relative: PyTorch adds a Linear's bias
-# before rounding its product, the exported graph after).
+# is within one bf16 rounding (2^-8 relative) of the module evaluated in float64 on its bf16 weights
+# and inputs (each op of the plan rounds its result once; so does each of PyTorch's bf16 kernels).
+# PyTorch's own bf16 loss is compared within 2^-7: it is itself some roundings from the float64 value,
+# and how many depends on the CPU (its bf16 kernels accumulate differently with and without AVX-512
+# BF16: 0.35% from the float64 loss on an AMD EPYC, where tightfit's is 0.05%).
 half_module = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.LayerNorm(16),
                                   torch.nn.Linear(16, 3)).to(torch.bfloat16)
 half_xs = xs.to(torch.bfloat16)
@@ -76,20 +80,24 @@ if half_plan is not None:
     half_loss = half_session.forward(half_feed)
     with torch.no_grad():
         half_expected = torch.nn.functional.cross_entropy(half_module(half_xs).float(), ys).item()
+        exact = torch.nn.functional.cross_entropy(
+            copy.deepcopy(half_module).to(torch.float64)(half_xs.to(torch.float64)), ys).item()
     half_losses = [half_session.step(half_feed) for _ in range(5)]
     if not masters or "run the target's half kernels" not in str(report["notes"]):
         print(f"FAIL: bf16 module: parameters region {report['regions']['parameters']} for {half_parameters} "
               f"f32 master weights, input {half_plan.inputs['x']}, notes {report['notes']}")
         failed += 1
-    elif abs(half_loss - half_expected) > abs(half_expected) / 256:
-        print(f"FAIL: bf16 module: the first loss {half_loss:.6f} is not PyTorch's {half_expected:.6f} within 2^-8")
+    elif abs(half_loss - exact) > abs(exact) / 256 or abs(half_loss - half_expected) > abs(exact) / 128:
+        print(f"FAIL: bf16 module: the first loss {half_loss:.6f} is not the float64 evaluation's {exact:.6f} "
+              f"within 2^-8 or PyTorch's bf16 {half_expected:.6f} within 2^-7")
         failed += 1
     elif not half_losses[-1] < half_losses[0]:
         print(f"FAIL: bf16 module: 5 steps did not lower the loss: {half_losses}")
         failed += 1
     else:
-        print(f"ok: a bf16 module imports with f32 master weights; first loss {half_loss:.6f} vs PyTorch's bf16 "
-              f"{half_expected:.6f}; 5 steps {half_losses[0]:.6f} -> {half_losses[-1]:.6f}")
+        print(f"ok: a bf16 module imports with f32 master weights; first loss {half_loss:.6f} vs float64 "
+              f"{exact:.6f} and PyTorch's bf16 {half_expected:.6f}; 5 steps {half_losses[0]:.6f} -> "
+              f"{half_losses[-1]:.6f}")
 
 # A bf16 attention block as PyTorch 1.13 exports it: the scale (w // heads) ** 0.5 is computed from a
 # traced size (Shape -> ... -> Pow, an f32 scalar), so the exporter casts the bf16 scores to f32 for
