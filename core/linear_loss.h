@@ -88,21 +88,23 @@ static inline int64_t tf_linear_loss_vulkan_workspace_words(const tf_linear_loss
  * spans of this many outside and the row chunks inside. */
 #define TF_LINEAR_LOSS_HALF_SPAN 2048
 
-/* Where that kernel's workspace parts start (bytes, each 64-byte aligned), and its size: per row
- * its running max, sum and label logit (3 doubles); a span of the weight widened (span x d f32);
+/* Where that kernel's workspace parts start (bytes, each 64-byte aligned), and its size; span, the
+ * classes of a span as laid out: TF_LINEAR_LOSS_HALF_SPAN, or every class when there are fewer. Per
+ * row its running max, sum and label logit (3 doubles); a span of the weight widened (span x d f32);
  * a chunk of x widened (chunk_rows x d f32); a chunk of a span's logits (chunk_rows x span f32);
  * with the gradients, a span of dweight (span x d f32), of dbias (span doubles, with a bias) and the
  * f32 sums of dx (rows x d). */
 typedef struct tf_linear_loss_half_workspace {
-  int64_t statistics, weight_span, x_chunk, logits, dweight_span, dbias_span, dx_sum, bytes;
+  int64_t span, statistics, weight_span, x_chunk, logits, dweight_span, dbias_span, dx_sum, bytes;
 } tf_linear_loss_half_workspace;
 
 static inline int64_t tf_linear_loss_half_align(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 static inline tf_linear_loss_half_workspace tf_linear_loss_half_workspace_of(const tf_linear_loss_geometry *g,
                                                                              bool gradients, bool bias) {
-  const int64_t span = TF_LINEAR_LOSS_HALF_SPAN;
+  const int64_t span = g->classes < TF_LINEAR_LOSS_HALF_SPAN ? g->classes : TF_LINEAR_LOSS_HALF_SPAN;
   tf_linear_loss_half_workspace w;
+  w.span = span;
   w.statistics = 0;
   w.weight_span = w.statistics + tf_linear_loss_half_align(g->rows * 3 * 8);
   w.x_chunk = w.weight_span + tf_linear_loss_half_align(span * g->features * 4);

@@ -66,7 +66,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t tasks(int64_t n, int64_t span) { return (n + span - 1) / span; }
 
 /* The weight's classes [first, first + n) widened into the span buffer: rows of d features ([V, d]
- * weight) or d rows of TF_LINEAR_LOSS_HALF_SPAN columns ([d, V]). */
+ * weight) or d rows of h->at.span columns ([d, V]). */
 static void widen_weight_span(const head *h, int64_t first, int64_t n) {
   const tf_linear_loss_geometry *g = &h->g;
   float *w = floats_at(h, h->at.weight_span);
@@ -76,7 +76,7 @@ static void widen_weight_span(const head *h, int64_t first, int64_t n) {
           if (g->transpose_weight)
             w[j * g->features + f] = tf_cpu_half_widen(h->half, h->weight[(first + j) * g->features + f]);
           else
-            w[f * TF_LINEAR_LOSS_HALF_SPAN + j] = tf_cpu_half_widen(h->half, h->weight[f * g->classes + first + j]);
+            w[f * h->at.span + j] = tf_cpu_half_widen(h->half, h->weight[f * g->classes + first + j]);
         }
       });
 }
@@ -101,13 +101,13 @@ static void span_logits(const head *h, int64_t first_class, int64_t n, int64_t r
         const int64_t begin = t * SUB_SPAN, end = min64(begin + SUB_SPAN, n);
         if (g->transpose_weight)
           tf_cpu_gemm(false, true, rows, end - begin, g->features, 1, x, g->features, w + begin * g->features,
-                      g->features, 0, logits + begin, TF_LINEAR_LOSS_HALF_SPAN);
+                      g->features, 0, logits + begin, h->at.span);
         else
-          tf_cpu_gemm(false, false, rows, end - begin, g->features, 1, x, g->features, w + begin,
-                      TF_LINEAR_LOSS_HALF_SPAN, 0, logits + begin, TF_LINEAR_LOSS_HALF_SPAN);
+          tf_cpu_gemm(false, false, rows, end - begin, g->features, 1, x, g->features, w + begin, h->at.span, 0,
+                      logits + begin, h->at.span);
         for (int64_t r = 0; h->bias && r < rows; r++)
           for (int64_t c = begin; c < end; c++)
-            logits[r * TF_LINEAR_LOSS_HALF_SPAN + c] += tf_cpu_half_widen(h->half, h->bias[first_class + c]);
+            logits[r * h->at.span + c] += tf_cpu_half_widen(h->half, h->bias[first_class + c]);
       });
 }
 
@@ -135,8 +135,7 @@ static void span_statistics(const head *h, int64_t first, int64_t rows, int64_t 
   double *stats = doubles_at(h, h->at.statistics);
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, rows * n > 65536), for (int64_t r = 0; r < rows; r++) {
-        row_statistics(logits + r * TF_LINEAR_LOSS_HALF_SPAN, n, first_class, label_of(h, first + r),
-                       stats + (first + r) * 3);
+        row_statistics(logits + r * h->at.span, n, first_class, label_of(h, first + r), stats + (first + r) * 3);
       });
 }
 
@@ -185,7 +184,7 @@ static void span_gradient(const head *h, int64_t first, int64_t rows, int64_t fi
   const double *stats = doubles_at(h, h->at.statistics);
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, rows * n > 65536), for (int64_t r = 0; r < rows; r++) {
-        float *d = logits + r * TF_LINEAR_LOSS_HALF_SPAN;
+        float *d = logits + r * h->at.span;
         const int64_t label = label_of(h, first + r);
         if (label < 0) {
           for (int64_t c = 0; c < n; c++)
@@ -202,7 +201,7 @@ static void span_gradient(const head *h, int64_t first, int64_t rows, int64_t fi
   double *dbias = doubles_at(h, h->at.dbias_span);
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < n; c++)
-      dbias[c] += (double)logits[r * TF_LINEAR_LOSS_HALF_SPAN + c];
+      dbias[c] += (double)logits[r * h->at.span + c];
 }
 
 /* dx_sum[first ..] (+)= dlogits · span (beta 0 on the first span), FEATURE_SPAN columns a task;
@@ -218,21 +217,21 @@ static void span_products(const head *h, int64_t first, int64_t rows, int64_t fi
       tf_cpu_team(h->threads, feature_tasks > 1), for (int64_t t = 0; t < feature_tasks; t++) {
         const int64_t begin = t * FEATURE_SPAN, end = min64(begin + FEATURE_SPAN, g->features);
         if (g->transpose_weight)
-          tf_cpu_gemm(false, false, rows, end - begin, n, 1, d, TF_LINEAR_LOSS_HALF_SPAN, w + begin, g->features,
-                      dx_beta, dx + begin, g->features);
+          tf_cpu_gemm(false, false, rows, end - begin, n, 1, d, h->at.span, w + begin, g->features, dx_beta, dx + begin,
+                      g->features);
         else
-          tf_cpu_gemm(false, true, rows, end - begin, n, 1, d, TF_LINEAR_LOSS_HALF_SPAN,
-                      w + begin * TF_LINEAR_LOSS_HALF_SPAN, TF_LINEAR_LOSS_HALF_SPAN, dx_beta, dx + begin, g->features);
+          tf_cpu_gemm(false, true, rows, end - begin, n, 1, d, h->at.span, w + begin * h->at.span, h->at.span, dx_beta,
+                      dx + begin, g->features);
       });
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, class_tasks > 1), for (int64_t t = 0; t < class_tasks; t++) {
         const int64_t begin = t * SUB_SPAN, end = min64(begin + SUB_SPAN, n);
         if (g->transpose_weight) /* dweight_span[c] (d features) = dlogits[:, c]ᵀ x */
-          tf_cpu_gemm(true, false, end - begin, g->features, rows, 1, d + begin, TF_LINEAR_LOSS_HALF_SPAN, x,
-                      g->features, dw_beta, dw + begin * g->features, g->features);
+          tf_cpu_gemm(true, false, end - begin, g->features, rows, 1, d + begin, h->at.span, x, g->features, dw_beta,
+                      dw + begin * g->features, g->features);
         else /* dweight_span[:, c] = xᵀ dlogits[:, c] */
-          tf_cpu_gemm(true, false, g->features, end - begin, rows, 1, x, g->features, d + begin,
-                      TF_LINEAR_LOSS_HALF_SPAN, dw_beta, dw + begin, TF_LINEAR_LOSS_HALF_SPAN);
+          tf_cpu_gemm(true, false, g->features, end - begin, rows, 1, x, g->features, d + begin, h->at.span, dw_beta,
+                      dw + begin, h->at.span);
       });
 }
 
@@ -245,7 +244,7 @@ static void store_span(const head *h, int64_t first_class, int64_t n, uint16_t *
       if (g->transpose_weight)
         dweight[(first_class + j) * g->features + f] = tf_cpu_half_narrow(h->half, dw[j * g->features + f]);
       else
-        dweight[f * g->classes + first_class + j] = tf_cpu_half_narrow(h->half, dw[f * TF_LINEAR_LOSS_HALF_SPAN + j]);
+        dweight[f * g->classes + first_class + j] = tf_cpu_half_narrow(h->half, dw[f * h->at.span + j]);
     }
   const double *sums = doubles_at(h, h->at.dbias_span);
   for (int64_t j = 0; dbias && j < n; j++)
