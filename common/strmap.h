@@ -13,6 +13,7 @@ extern "C" {
 typedef struct tf_strmap {
   const char **keys;
   int32_t *values;
+  uint64_t *hashes;        /* each slot's key's hash */
   int32_t count, capacity; /* capacity is 0 or a power of two */
 } tf_strmap;
 
@@ -20,6 +21,8 @@ typedef struct tf_strmap {
 int32_t tf_strmap_get(const tf_strmap *map, const char *key);
 /* Inserts or replaces `key`; false when memory runs out. */
 bool tf_strmap_put(tf_strmap *map, const char *key, int32_t value);
+/* Makes room for `count` keys without growing again; false when memory runs out. */
+bool tf_strmap_reserve(tf_strmap *map, int32_t count);
 /* Frees the map's arrays (not the keys). */
 void tf_strmap_clear(tf_strmap *map);
 

@@ -392,6 +392,8 @@ void tf_ir_forget_suffixes(tf_graph *g) { tf_strmap_clear(&g->next_suffix); }
 
 static tf_status index_node_names(tf_graph *g) {
   tf_strmap_clear(&g->node_names);
+  if (!tf_strmap_reserve(&g->node_names, g->n_nodes))
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot index %d nodes", g->n_nodes);
   for (int32_t i = 0; i < g->n_nodes; i++)
     if (!tf_strmap_put(&g->node_names, g->nodes[i].name, i))
       return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot index %d nodes", g->n_nodes);
