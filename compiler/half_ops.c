@@ -112,6 +112,19 @@ static bool half_kernel_runs(const tf_training *t, tf_op op, const tf_attrs *att
          cpu_slices_pay(t->g, op, attrs, inputs, n_inputs);
 }
 
+bool tf_training_half_kernel_takes(const tf_training *t, int32_t n, const int32_t *inputs) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  tf_shape_result results[TF_MAX_OUTPUTS];
+  if (node->op == TF_OP_CAST ||
+      !half_kernel_runs(t, node->op, &node->attrs, inputs, node->n_inputs, node->outputs, node->n_outputs) ||
+      !rule_takes(t->g, node->op, &node->attrs, inputs, node->n_inputs, results))
+    return false;
+  for (int32_t i = 0; i < node->n_outputs; i++)
+    if (results[i].dtype != t->g->tensors[node->outputs[i]].dtype)
+      return false;
+  return true;
+}
+
 /* Whether node `n` reads or writes half floating data, is not a cast and is no half kernel of the
  * target. */
 static bool on_half_data(const tf_training *t, int32_t n) {

@@ -193,6 +193,59 @@ static tf_status store_in_half(tf_training *t, int32_t x, tf_dtype half, int32_t
   return NULL;
 }
 
+/* The cast back to f32 of a stored half tensor that produces x, when this pass made it (a node from
+ * `first` on), else -1. */
+static int32_t restore_cast_of(const tf_training *t, int32_t x, int32_t first) {
+  const tf_graph *g = t->g;
+  const int32_t p = x >= 0 ? g->tensors[x].producer : -1;
+  if (p < first || g->nodes[p].op != TF_OP_CAST || t->phase[p] != TF_PHASE_RECOMPUTE || g->tensors[x].dtype != TF_F32)
+    return -1;
+  const tf_dtype from = g->tensors[g->nodes[p].inputs[0]].dtype;
+  return from == TF_F16 || from == TF_BF16 ? p : -1;
+}
+
+/* A backward node among [0, first) whose target half kernel takes the stored half tensors that its
+ * f32 inputs were cast back from, all at once beside its other operands (attention's gradient reading
+ * bf16 q, k, v beside an f32 dy: tf_training_half_kernel_takes), reads them instead: the kernel widens
+ * them exactly, so it computes the same bits without the f32 copies. The casts back that nothing reads
+ * any more go. *direct: how many nodes read stored tensors so. */
+static tf_status read_stored_directly(tf_training *t, int32_t first, int32_t *direct) {
+  tf_graph *g = t->g;
+  int32_t inputs[TF_OP_VARIADIC_INTERNAL];
+  *direct = 0;
+  for (int32_t n = 0; n < first; n++) {
+    tf_ir_node *node = &g->nodes[n];
+    if (t->phase[n] != TF_PHASE_BACKWARD || node->n_inputs > TF_OP_VARIADIC_INTERNAL)
+      continue;
+    bool restored = false;
+    for (int32_t k = 0; k < node->n_inputs; k++) {
+      const int32_t cast = reads_input(node, k) ? restore_cast_of(t, node->inputs[k], first) : -1;
+      inputs[k] = cast >= 0 ? g->nodes[cast].inputs[0] : node->inputs[k];
+      restored = restored || cast >= 0;
+    }
+    if (!restored || !tf_training_half_kernel_takes(t, n, inputs))
+      continue;
+    memcpy(node->inputs, inputs, sizeof(int32_t) * (size_t)node->n_inputs);
+    (*direct)++;
+  }
+  if (*direct == 0)
+    return NULL;
+  int32_t *unread = malloc(sizeof(int32_t) * (size_t)(g->n_nodes - first + 1));
+  if (!unread)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "precision: out of memory");
+  int32_t n_unread = 0;
+  for (int32_t c = first; c < g->n_nodes; c++) {
+    const int32_t out = g->nodes[c].outputs[0];
+    if (restore_cast_of(t, out, first) == c && tf_training_readers(g, out) == 0) {
+      g->tensors[out].producer = -1;
+      unread[n_unread++] = c;
+    }
+  }
+  tf_status status = tf_training_remove_nodes(t, unread, n_unread);
+  free(unread);
+  return status;
+}
+
 /* The storage type of a saved activation: its producer's override, else the policy. */
 static tf_dtype storage_type(tf_precision policy, tf_precision override) {
   tf_precision chosen = override == TF_PRECISION_INHERIT ? policy : override;
@@ -285,6 +338,9 @@ tf_status tf_precision_pass(tf_training *t) {
       status = store_in_half(t, x, type, n_nodes, &saved);
   }
   free(kept);
+  int32_t direct = 0;
+  if (!status)
+    status = read_stored_directly(t, n_nodes, &direct);
   t->recomputed_half = recomputed;
   if (overrides.nodes > 0)
     snprintf(t->precision_notes, sizeof(t->precision_notes),
@@ -299,6 +355,11 @@ tf_status tf_precision_pass(tf_training *t) {
              "precision: %s storage for the %d activations kept for the backward pass and %d recomputed ones it "
              "reads (%.1f MiB less than f32); weights, gradients, optimizer state and every kernel's arithmetic in f32",
              tf_dtype_name(half_type(policy)), stored[half_type(policy)], recomputed, (double)saved / 1048576.0);
+  if (direct > 0) {
+    const size_t used = strlen(t->precision_notes);
+    snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
+             "; %d backward steps read the stored half tensors directly (no f32 copies)", direct);
+  }
   note_half_nodes(t, from_source, source_saved);
   return status;
 }

@@ -100,6 +100,10 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) TF_MUST_USE;
  * f32 outputs rounded to their type): autodiff's backward nodes of half kernels. */
 tf_status tf_training_emit_half(tf_training *t, tf_op op, const int32_t *inputs, int32_t n_inputs,
                                 const tf_attrs *attrs, tf_phase phase, const char *name, int32_t *outputs) TF_MUST_USE;
+/* half_ops.c: whether the target's half kernel of node n's op runs it on inputs[0..n_inputs) in place of
+ * the node's own (some f16/bf16 where the node reads f32 copies of them), its outputs keeping their
+ * dtypes (tf_target_mixed_half_kernel: attention's gradient reading half q, k, v beside an f32 dy). */
+bool tf_training_half_kernel_takes(const tf_training *t, int32_t n, const int32_t *inputs);
 /* slice_grads.c, after autodiff: a sum of slice_grads that tile one axis of a tensor becomes one
  * concat of the slices' gradients. */
 tf_status tf_slice_grads_pass(tf_training *t) TF_MUST_USE;

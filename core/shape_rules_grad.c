@@ -142,11 +142,18 @@ tf_status tf_shape_pool_grad(const tf_shape_query *q, tf_shape_result *out) {
   return tf_rules_finish(out);
 }
 
+/* attention_grad(q, k, v, dy) -> dq, dk, dv of dy's dtype: dy has the forward output's dtype, or is
+ * f32 beside f16/bf16 q, k, v (a mixed-precision plan's backward reading the half copies it stored,
+ * compiler/precision.c), whose gradients are then f32. */
 tf_status tf_shape_attention_grad(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_attention_grad));
-  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_ATTENTION, q->inputs, 3, &q->inputs[3]));
+  const tf_shape_operand *dy = &q->inputs[3];
+  const tf_dtype x = q->inputs[0].dtype;
+  const bool half_x = x == TF_F16 || x == TF_BF16;
+  const tf_shape_operand as_forward = shape_of(dy, x);
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_ATTENTION, q->inputs, 3, half_x && dy->dtype == TF_F32 ? &as_forward : dy));
   for (int32_t i = 0; i < 3; i++)
-    tf_rules_copy_shape(&out[i], &q->inputs[i], q->inputs[i].dtype);
+    tf_rules_copy_shape(&out[i], &q->inputs[i], dy->dtype);
   return tf_rules_finish(out);
 }
 

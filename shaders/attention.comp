@@ -22,6 +22,9 @@
 // keys are the plain shader's, done by all 8 lanes at once. A lane's loops over the head width run
 // ceil(depth / 8) times: 8x fewer loop iterations per invocation (lavapipe's limit), 8 lanes per row.
 // 64 invocations: 8 rows per workgroup.
+// -DINPUT_F16 / -DINPUT_BF16 (the gradient only): q, k and v stored in that half type, dy and the
+// gradients f32 (common.glsl, IN_ELEMENT): a --precision plan's backward reads the q, k, v it stored
+// in half without f32 copies, computing the f32 shader's bits.
 // Later: a workgroup per block of query rows with K/V tiles in shared memory (flash-attention).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -37,9 +40,9 @@
 #define MAX_DEPTH 128
 
 layout(local_size_x = 64) in;
-layout(std430, set = 0, binding = 0) readonly buffer Q { ELEMENT q[]; };
-layout(std430, set = 0, binding = 1) readonly buffer K { ELEMENT k[]; };
-layout(std430, set = 0, binding = 2) readonly buffer V { ELEMENT v[]; };
+layout(std430, set = 0, binding = 0) readonly buffer Q { IN_ELEMENT q[]; };
+layout(std430, set = 0, binding = 1) readonly buffer K { IN_ELEMENT k[]; };
+layout(std430, set = 0, binding = 2) readonly buffer V { IN_ELEMENT v[]; };
 layout(std430, set = 0, binding = 3) readonly buffer DO { ELEMENT d_out[]; };
 layout(std430, set = 0, binding = 4) buffer Out { ELEMENT out_data[]; };      // y, or dq
 layout(std430, set = 0, binding = 5) writeonly buffer DK { ELEMENT dk[]; };
@@ -76,7 +79,7 @@ float score(uint qi, uint kj, uint lane) {
   precise float s = 0.0;
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
     if (d < pc.depth)
-      s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
+      s += IN_TO_F32(q[qi + d]) * IN_TO_F32(k[kj + d]);
   precise float scaled = pc.scale * cluster_add(s);
   return scaled;
 }
@@ -86,8 +89,8 @@ vec2 scores(uint qi, uint kj, uint lane) {
   precise float s = 0.0, g = 0.0;
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
     if (d < pc.depth) {
-      s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
-      g += TO_F32(d_out[qi + d]) * TO_F32(v[kj + d]);
+      s += IN_TO_F32(q[qi + d]) * IN_TO_F32(k[kj + d]);
+      g += TO_F32(d_out[qi + d]) * IN_TO_F32(v[kj + d]);
     }
   }
   precise float scaled = pc.scale * cluster_add(s);
@@ -141,7 +144,7 @@ void forward(uint n, uint h, uint i, uint lane) {
   float query[SHARE], acc[SHARE];
   uint qi = q_at(n, i, h), last = visible(i);
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
-    query[e] = d < pc.depth ? TO_F32(q[qi + d]) : 0.0;
+    query[e] = d < pc.depth ? IN_TO_F32(q[qi + d]) : 0.0;
     acc[e] = 0.0;
   }
   float best = -1.0 / 0.0, sum = 0.0;
@@ -150,7 +153,7 @@ void forward(uint n, uint h, uint i, uint lane) {
     float s = 0.0;
     for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
       if (d < pc.depth)
-        s += query[e] * TO_F32(k[kj + d]);
+        s += query[e] * IN_TO_F32(k[kj + d]);
     s = pc.scale * cluster_add(s);
     if (s > best) { // cluster-uniform: every lane holds the same s
       float correction = exp(best - s);
@@ -163,7 +166,7 @@ void forward(uint n, uint h, uint i, uint lane) {
     sum += p;
     for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
       if (d < pc.depth)
-        acc[e] += p * TO_F32(v[kj + d]);
+        acc[e] += p * IN_TO_F32(v[kj + d]);
   }
   float inverse = sum > 0.0 ? 1.0 / sum : 0.0;
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
@@ -184,7 +187,7 @@ void key_gradients(uint n, uint h, uint j, uint lane) {
     float ds = p * (sg.y - s.z);
     for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER) {
       if (d < pc.depth) {
-        gk[e] += pc.scale * ds * TO_F32(q[qi + d]);
+        gk[e] += pc.scale * ds * IN_TO_F32(q[qi + d]);
         gv[e] += p * TO_F32(d_out[qi + d]);
       }
     }
@@ -210,7 +213,7 @@ void query_gradient(uint n, uint h, uint i, uint lane) {
     float ds = pc.scale * p * (sg.y - s.z);
     for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
       if (d < pc.depth)
-        acc[e] += ds * TO_F32(k[kj + d]);
+        acc[e] += ds * IN_TO_F32(k[kj + d]);
   }
   for (uint e = 0u, d = lane; e < parts(); e++, d += CLUSTER)
     if (d < pc.depth)
@@ -254,7 +257,7 @@ void main() {
 float score(uint qi, uint kj) {
   precise float s = 0.0;
   for (uint d = 0u; d < pc.depth; d++)
-    s += TO_F32(q[qi + d]) * TO_F32(k[kj + d]);
+    s += IN_TO_F32(q[qi + d]) * IN_TO_F32(k[kj + d]);
   s *= pc.scale;
   return s;
 }
@@ -262,7 +265,7 @@ float score(uint qi, uint kj) {
 float dot_do_v(uint qi, uint kj) {
   precise float s = 0.0;
   for (uint d = 0u; d < pc.depth; d++)
-    s += TO_F32(d_out[qi + d]) * TO_F32(v[kj + d]);
+    s += TO_F32(d_out[qi + d]) * IN_TO_F32(v[kj + d]);
   return s;
 }
 
@@ -298,7 +301,7 @@ void forward(uint n, uint h, uint i) {
   float query[MAX_DEPTH], acc[MAX_DEPTH];
   uint qi = q_at(n, i, h), last = visible(i);
   for (uint d = 0u; d < pc.depth; d++) {
-    query[d] = TO_F32(q[qi + d]);
+    query[d] = IN_TO_F32(q[qi + d]);
     acc[d] = 0.0;
   }
   float best = -1.0 / 0.0, sum = 0.0;
@@ -306,7 +309,7 @@ void forward(uint n, uint h, uint i) {
     uint kj = k_at(n, j, h);
     float s = 0.0;
     for (uint d = 0u; d < pc.depth; d++)
-      s += query[d] * TO_F32(k[kj + d]);
+      s += query[d] * IN_TO_F32(k[kj + d]);
     s *= pc.scale;
     if (s > best) {
       float correction = exp(best - s);
@@ -318,7 +321,7 @@ void forward(uint n, uint h, uint i) {
     float p = exp(s - best);
     sum += p;
     for (uint d = 0u; d < pc.depth; d++)
-      acc[d] += p * TO_F32(v[kj + d]);
+      acc[d] += p * IN_TO_F32(v[kj + d]);
   }
   float inverse = sum > 0.0 ? 1.0 / sum : 0.0;
   for (uint d = 0u; d < pc.depth; d++)
@@ -336,7 +339,7 @@ void key_gradients(uint n, uint h, uint j) {
     float p = exp(score(qi, kj) - s.x) / s.y;
     float ds = p * (dot_do_v(qi, kj) - s.z);
     for (uint d = 0u; d < pc.depth; d++) {
-      gk[d] += pc.scale * ds * TO_F32(q[qi + d]);
+      gk[d] += pc.scale * ds * IN_TO_F32(q[qi + d]);
       gv[d] += p * TO_F32(d_out[qi + d]);
     }
   }
@@ -357,7 +360,7 @@ void query_gradient(uint n, uint h, uint i) {
     float p = exp(score(qi, kj) - s.x) / s.y;
     float ds = pc.scale * p * (dot_do_v(qi, kj) - s.z);
     for (uint d = 0u; d < pc.depth; d++)
-      acc[d] += ds * TO_F32(k[kj + d]);
+      acc[d] += ds * IN_TO_F32(k[kj + d]);
   }
   for (uint d = 0u; d < pc.depth; d++)
     out_data[qi + d] = FROM_F32(acc[d]);

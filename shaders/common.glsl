@@ -9,7 +9,7 @@
 // -DELEMENT_BF16 select 16-bit storage: the elements are uint16_t bit patterns (only
 // storageBuffer16BitAccess is needed, no 16-bit arithmetic), converted by half.glsl's integer code,
 // so a shader on half data computes bit for bit what cast up -> its f32 variant -> cast down does.
-#if defined(ELEMENT_F16) || defined(ELEMENT_BF16) || defined(LAYOUT16)
+#if defined(ELEMENT_F16) || defined(ELEMENT_BF16) || defined(LAYOUT16) || defined(INPUT_F16) || defined(INPUT_BF16)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "half.glsl"
@@ -31,6 +31,21 @@
 #define TO_F32(x) (x)
 #define TO_F32_4(x) (x)
 #define FROM_F32(x) (x)
+#endif
+
+// Inputs stored in another type than ELEMENT (attention.comp's q, k and v with -DINPUT_F16 or
+// -DINPUT_BF16: a mixed-precision plan's gradient reads the half copies it stored beside an f32 dy
+// and f32 gradients): IN_ELEMENT and IN_TO_F32, widened exactly as TO_F32 widens; without them,
+// ELEMENT's.
+#if defined(INPUT_F16)
+#define IN_ELEMENT uint16_t
+#define IN_TO_F32(x) uintBitsToFloat(f32_from_half(uint(x)))
+#elif defined(INPUT_BF16)
+#define IN_ELEMENT uint16_t
+#define IN_TO_F32(x) uintBitsToFloat(f32_from_bf16(uint(x)))
+#else
+#define IN_ELEMENT ELEMENT
+#define IN_TO_F32(x) TO_F32(x)
 #endif
 
 // Statistics a multi-pass shader keeps in one of its outputs between passes (norm.comp's and

@@ -127,6 +127,12 @@ static const tf_op gpu_half_losses[] = {
     TF_OP_MSE_GRAD,      TF_OP_BCE_WITH_LOGITS,    TF_OP_BCE_WITH_LOGITS_GRAD,
 };
 
+/* Half kernels that also take an f32 gradient beside their half operands: attention's gradient
+ * reading f16/bf16 q, k, v beside an f32 dy, writing f32 dq, dk, dv (shaders/attention.comp with
+ * -DINPUT_F16/-DINPUT_BF16, kernels/cuda/attention*.cu): a `--precision` plan's backward reads the
+ * q, k, v it stored in half without their f32 copies (compiler/precision.c). */
+static const tf_op gpu_mixed_gradients[] = {TF_OP_ATTENTION_GRAD};
+
 static void set_bit(uint64_t *mask, tf_op op) { mask[op / 64] |= (uint64_t)1 << (op % 64); }
 static bool bit_of(const uint64_t *mask, tf_op op) {
   return (int)op >= 0 && op < TF_OP_COUNT && ((mask[op / 64] >> (op % 64)) & 1u);
@@ -147,10 +153,12 @@ static void set_mixed_half_kernels(tf_target *target, const tf_op *ops, size_t n
   }
 }
 
-/* Both GPU targets' half kernels that take f32 operands too: the fused loss head and the losses. */
+/* Both GPU targets' half kernels that take f32 operands too: the fused loss head, the losses and
+ * attention's gradient. */
 static void set_mixed_gpu_kernels(tf_target *target) {
   set_mixed_half_kernels(target, gpu_half_heads, sizeof(gpu_half_heads) / sizeof(gpu_half_heads[0]));
   set_mixed_half_kernels(target, gpu_half_losses, sizeof(gpu_half_losses) / sizeof(gpu_half_losses[0]));
+  set_mixed_half_kernels(target, gpu_mixed_gradients, sizeof(gpu_mixed_gradients) / sizeof(gpu_mixed_gradients[0]));
 }
 
 bool tf_target_half_kernel(const tf_target *target, tf_op op) { return bit_of(target->half_kernels, op); }

@@ -102,11 +102,24 @@ static const struct {
     {VK_SHADER_pool, VK_SHADER_pool_f16, VK_SHADER_pool_bf16},
 };
 
-/* The shader a subgroup or half variant was compiled from (itself for a plain shader). */
+/* Each shader with variants whose q, k and v inputs are f16 or bf16 and every other operand f32
+ * (shaders/common.glsl: INPUT_F16, INPUT_BF16): attention's gradient reading the half q, k, v a
+ * --precision plan stored (half_qkv). The same bindings, push constants and writes. */
+static const struct {
+  vk_shader f32, f16, bf16;
+} input_variants[] = {
+    {VK_SHADER_attention, VK_SHADER_attention_in_f16, VK_SHADER_attention_in_bf16},
+    {VK_SHADER_attention_sg, VK_SHADER_attention_sg_in_f16, VK_SHADER_attention_sg_in_bf16},
+};
+
+/* The shader a subgroup, half or half-input variant was compiled from (itself for a plain shader). */
 static vk_shader plain_of(vk_shader shader) {
   for (size_t i = 0; i < sizeof(half_variants) / sizeof(half_variants[0]); i++)
     if (half_variants[i].f16 == shader || half_variants[i].bf16 == shader)
       shader = half_variants[i].f32;
+  for (size_t i = 0; i < sizeof(input_variants) / sizeof(input_variants[0]); i++)
+    if (input_variants[i].f16 == shader || input_variants[i].bf16 == shader)
+      shader = input_variants[i].f32;
   for (size_t i = 0; i < sizeof(subgroup_variants) / sizeof(subgroup_variants[0]); i++)
     if (subgroup_variants[i].subgroup == shader)
       return subgroup_variants[i].plain;
@@ -152,6 +165,21 @@ static tf_dtype half_data(const vk_lower *l) {
       return TF_F32;
     half = dtype;
   }
+  return half;
+}
+
+/* The half type of the q, k and v of an attention gradient that reads them beside an f32 dy and
+ * writes f32 gradients (a --precision plan reading what it stored in half: compiler/precision.c),
+ * else TF_F32. */
+static tf_dtype half_qkv(const vk_lower *l) {
+  if (l->step->op != TF_OP_ATTENTION_GRAD || l->step->n_inputs != 4)
+    return TF_F32;
+  const tf_dtype half = operand(l, 0)->dtype;
+  if (!is_half(half) || operand(l, 1)->dtype != half || operand(l, 2)->dtype != half)
+    return TF_F32;
+  for (int32_t k = 3; k < l->step->n_inputs + l->step->n_outputs; k++)
+    if (operand(l, k)->dtype != TF_F32)
+      return TF_F32;
   return half;
 }
 
@@ -205,6 +233,8 @@ static tf_status check_dtypes(const vk_lower *l) {
                      tf_dtype_name(half), tf_dtype_name(half));
   if (half != TF_F32)
     return check_storage16(l, half);
+  if (half_qkv(l) != TF_F32)
+    return check_storage16(l, half_qkv(l));
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
     if (read_for_shape_only(l, k))
       continue;
@@ -246,6 +276,20 @@ static tf_status use_half_variants(const vk_lower *l, int32_t first, tf_dtype ha
     command->shader = variant;
   }
   return NULL;
+}
+
+/* An attention gradient on half q, k, v (half_qkv): each dispatch it lowered to [first, end) runs
+ * its shader's half-input variant. */
+static void use_input_variants(const vk_lower *l, int32_t first, tf_dtype half) {
+  for (int32_t c = first; c < l->program->n_commands; c++) {
+    vk_command *command = &l->program->commands[c];
+    for (size_t i = 0; command->kind == VK_COMMAND_DISPATCH && i < sizeof(input_variants) / sizeof(input_variants[0]);
+         i++)
+      if (input_variants[i].f32 == command->shader) {
+        command->shader = half == TF_F16 ? input_variants[i].f16 : input_variants[i].bf16;
+        break;
+      }
+  }
 }
 
 tf_status vk_refuse(const vk_lower *l, const char *fmt, ...) {
@@ -434,6 +478,8 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
     const tf_dtype half = half_data(&l);
     if (half != TF_F32)
       TF_RETURN_IF_ERROR(use_half_variants(&l, program->step_first[s], half));
+    else if (half_qkv(&l) != TF_F32)
+      use_input_variants(&l, program->step_first[s], half_qkv(&l));
   }
   program->step_first[plan->n_steps] = program->n_commands;
   return NULL;

@@ -282,8 +282,8 @@ tf_status vk_lower_attention(vk_lower *l) {
     return NULL;
   int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
   // Three row statistics kept in dq's rows when they fit: an f32 takes two elements of f16/bf16 data
-  // (shaders/common.glsl, STORE_STAT).
-  push.keep = push.depth >= (tf_dtype_size(q->dtype) == 2 ? 6u : 3u);
+  // (shaders/common.glsl, STORE_STAT; dq is f32 where only q, k, v are half).
+  push.keep = push.depth >= (tf_dtype_size(vk_buffer(l, vk_out(l, 0))->dtype) == 2 ? 6u : 3u);
   if (push.keep) {
     push.mode = ATTENTION_STATS;
     TF_RETURN_IF_ERROR(vk_emit_dispatch(l, shader, 7, buffers, 0x10, &push, sizeof(push),

@@ -52,7 +52,8 @@ typedef struct tf_target {
   /* The half kernels that also take f32 operands beside those of the half type (the same bits as
    * half_kernels; tf_target_mixed_half_kernel). CPU: all of them (a loss of bf16 logits, its f32
    * result), each f32 operand read and written as it is; Vulkan and CUDA: the fused loss head's forms
-   * without accumulators and the losses (half data, an f32 loss and dloss). */
+   * without accumulators and the losses (half data, an f32 loss and dloss), and attention's gradient
+   * (half q, k, v beside an f32 dy: a --precision plan's direct reads, compiler/precision.c). */
   uint64_t mixed_half_kernels[2];
 } tf_target;
 

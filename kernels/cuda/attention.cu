@@ -19,7 +19,9 @@
  * the cuda target's half kernels, whose elements are loaded to f32 (into the shared tiles, the
  * registers, or as read through L1/L2) and whose results are each rounded once to T; everything
  * else (the recomputed O, the workspace's L and delta, shared memory) stays f32, so a half kernel
- * writes exactly what cast up -> f32 kernel -> cast down writes. */
+ * writes exactly what cast up -> f32 kernel -> cast down writes. The gradient's q, k, v may have a
+ * storage I of their own: f16/bf16 beside an f32 dy and f32 gradients (a --precision plan reading the
+ * q, k, v it stored in half, compiler/precision.c), widened exactly as the cast back would. */
 #include "kernels/cuda/attention_dims.cuh"
 
 namespace tf_cuda {
@@ -90,9 +92,9 @@ __device__ inline void load_spread(float (&x)[DPL], const T *row, int64_t depth,
 }
 
 /* Forward (dy == NULL: writes y) or the backward's statistics (writes lse and delta). */
-template <typename T, int DPL, bool STAGED>
+template <typename T, int DPL, bool STAGED, typename I = T>
 __global__ void __launch_bounds__(kRows * 32)
-    forward_rows(const T *q, const T *k, const T *v, const T *dy, T *y, float *lse, float *delta, Dims d) {
+    forward_rows(const I *q, const I *k, const I *v, const T *dy, T *y, float *lse, float *delta, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
@@ -100,7 +102,7 @@ __global__ void __launch_bounds__(kRows * 32)
   const bool active = i < d.queries;
   const int64_t last_row = first_row + kRows <= d.queries ? first_row + kRows - 1 : d.queries - 1;
   const int64_t keys_end = d.causal && last_row + 1 < d.keys ? last_row + 1 : d.keys;
-  const T *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
+  const I *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
   const int64_t row_at = (n * d.queries + (active ? i : 0)) * d.width + h * d.depth;
   float q_reg[DPL], acc[DPL];
   load_spread(q_reg, q + row_at, d.depth, lane);
@@ -166,8 +168,8 @@ __global__ void __launch_bounds__(kRows * 32)
 }
 
 /* dQ: a warp per query row over the key tiles. */
-template <typename T, int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32) query_gradient(const T *q, const T *k, const T *v, const T *dy,
+template <typename T, int DPL, bool STAGED, typename I = T>
+__global__ void __launch_bounds__(kRows * 32) query_gradient(const I *q, const I *k, const I *v, const T *dy,
                                                              const float *lse, const float *delta, T *dq, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -176,7 +178,7 @@ __global__ void __launch_bounds__(kRows * 32) query_gradient(const T *q, const T
   const bool active = i < d.queries;
   const int64_t last_row = first_row + kRows <= d.queries ? first_row + kRows - 1 : d.queries - 1;
   const int64_t keys_end = d.causal && last_row + 1 < d.keys ? last_row + 1 : d.keys;
-  const T *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
+  const I *k_head = k + n * d.keys * d.width + h * d.depth, *v_head = v + n * d.keys * d.width + h * d.depth;
   const int64_t row_at = (n * d.queries + (active ? i : 0)) * d.width + h * d.depth;
   const int64_t stat = (n * d.heads + h) * d.queries + (active ? i : 0);
   float q_reg[DPL], do_reg[DPL], acc[DPL];
@@ -219,15 +221,16 @@ __global__ void __launch_bounds__(kRows * 32) query_gradient(const T *q, const T
 }
 
 /* dK and dV: a warp per key row over the query tiles (row_blocks counts key blocks here). */
-template <typename T, int DPL, bool STAGED>
-__global__ void __launch_bounds__(kRows * 32) key_gradient(const T *q, const T *k, const T *v, const T *dy,
+template <typename T, int DPL, bool STAGED, typename I = T>
+__global__ void __launch_bounds__(kRows * 32) key_gradient(const I *q, const I *k, const I *v, const T *dy,
                                                            const float *lse, const float *delta, T *dk, T *dv, Dims d) {
   extern __shared__ float shared[];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t n = blockIdx.x / (d.heads * d.row_blocks), h = blockIdx.x / d.row_blocks % d.heads;
   const int64_t first_key = blockIdx.x % d.row_blocks * kRows, j = first_key + warp;
   const bool active = j < d.keys;
-  const T *q_head = q + n * d.queries * d.width + h * d.depth, *dy_head = dy + n * d.queries * d.width + h * d.depth;
+  const I *q_head = q + n * d.queries * d.width + h * d.depth;
+  const T *dy_head = dy + n * d.queries * d.width + h * d.depth;
   const float *lse_head = lse + (n * d.heads + h) * d.queries, *delta_head = delta + (n * d.heads + h) * d.queries;
   const int64_t key_at = (n * d.keys + (active ? j : 0)) * d.width + h * d.depth;
   float k_reg[DPL], v_reg[DPL], dk_acc[DPL], dv_acc[DPL];
@@ -264,7 +267,8 @@ __global__ void __launch_bounds__(kRows * 32) key_gradient(const T *q, const T *
     const float ds = p * (dp - row_delta);
     for (int ii = 0; ii < kTile && t0 + ii < d.queries; ii++) {
       const float pi = __shfl_sync(kFullMask, p, ii), dsi = __shfl_sync(kFullMask, ds, ii);
-      const auto *qrow = qt.row(ii), *orow = ot.row(ii);
+      const auto *qrow = qt.row(ii); /* storage I unstaged */
+      const auto *orow = ot.row(ii);
 #pragma unroll
       for (int r = 0; r < DPL; r++)
         if (r * 32 + lane < d.depth) {
@@ -296,18 +300,19 @@ template <typename T, int DPL, bool STAGED> tf_status run_forward(const tf_cuda_
   return launch_status();
 }
 
-template <typename T, int DPL, bool STAGED> tf_status run_backward(const tf_cuda_args *args) {
-  const T *q = (const T *)args->inputs[0].data, *k = (const T *)args->inputs[1].data;
-  const T *v = (const T *)args->inputs[2].data, *dy = (const T *)args->inputs[3].data;
+template <typename T, int DPL, bool STAGED, typename I = T> tf_status run_backward(const tf_cuda_args *args) {
+  const I *q = (const I *)args->inputs[0].data, *k = (const I *)args->inputs[1].data;
+  const I *v = (const I *)args->inputs[2].data;
+  const T *dy = (const T *)args->inputs[3].data;
   cudaStream_t stream = stream_of(args);
   Dims d = dims_of(args, args->inputs[0].shape[1]);
   const int64_t rows = d.batch * d.heads * d.queries;
   float *lse = (float *)args->workspace, *delta = (float *)((char *)args->workspace + tf_cuda_round_up(4 * rows));
   if (d.queries > 0) {
     const unsigned blocks = (unsigned)(d.batch * d.heads * d.row_blocks);
-    forward_rows<T, DPL, STAGED>
+    forward_rows<T, DPL, STAGED, I>
         <<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(q, k, v, dy, NULL, lse, delta, d);
-    query_gradient<T, DPL, STAGED><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(
+    query_gradient<T, DPL, STAGED, I><<<blocks, kRows * 32, shared_bytes(d, STAGED, false), stream>>>(
         q, k, v, dy, lse, delta, (T *)args->outputs[0].data, d);
   }
   Dims kd = dims_of(args, args->inputs[1].shape[1]);
@@ -316,11 +321,36 @@ template <typename T, int DPL, bool STAGED> tf_status run_backward(const tf_cuda
       TF_RETURN_IF_ERROR(zero(&args->outputs[1], stream));
       return zero(&args->outputs[2], stream);
     }
-    key_gradient<T, DPL, STAGED>
+    key_gradient<T, DPL, STAGED, I>
         <<<(unsigned)(kd.batch * kd.heads * kd.row_blocks), kRows * 32, shared_bytes(kd, STAGED, true), stream>>>(
             q, k, v, dy, lse, delta, (T *)args->outputs[1].data, (T *)args->outputs[2].data, kd);
   }
   return launch_status();
+}
+
+/* The gradient's kernels for heads of `depth` features, q, k, v of storage I, the rest of T. */
+template <typename T, typename I> tf_status backward_of_depth(const tf_cuda_args *args, int64_t depth) {
+  if (depth <= 32)
+    return run_backward<T, 1, true, I>(args);
+  if (depth <= 64)
+    return run_backward<T, 2, true, I>(args);
+  if (depth <= 128)
+    return run_backward<T, 4, true, I>(args);
+  if (depth <= 256)
+    return run_backward<T, 8, false, I>(args);
+  return run_backward<T, 16, false, I>(args);
+}
+
+template <typename T> tf_status forward_of_depth(const tf_cuda_args *args, int64_t depth) {
+  if (depth <= 32)
+    return run_forward<T, 1, true>(args);
+  if (depth <= 64)
+    return run_forward<T, 2, true>(args);
+  if (depth <= 128)
+    return run_forward<T, 4, true>(args);
+  if (depth <= 256)
+    return run_forward<T, 8, false>(args);
+  return run_forward<T, 16, false>(args);
 }
 
 template <bool BACKWARD> tf_status dispatch(const tf_cuda_args *args) {
@@ -331,18 +361,16 @@ template <bool BACKWARD> tf_status dispatch(const tf_cuda_args *args) {
   tf_status status = tiled_attention(args, BACKWARD, &tiled);
   if (tiled || status)
     return status;
-  /* q, k, v, dy and the outputs share one storage (table.cu checks); the workspace stays f32 */
+  /* q, k, v, dy and the outputs share one storage, or the gradient's q, k, v are half beside f32
+   * (table.cu checks); the workspace stays f32 */
   return with_storage(args->inputs[0].dtype, [&](auto storage) {
-    using T = decltype(storage);
-    if (depth <= 32)
-      return BACKWARD ? run_backward<T, 1, true>(args) : run_forward<T, 1, true>(args);
-    if (depth <= 64)
-      return BACKWARD ? run_backward<T, 2, true>(args) : run_forward<T, 2, true>(args);
-    if (depth <= 128)
-      return BACKWARD ? run_backward<T, 4, true>(args) : run_forward<T, 4, true>(args);
-    if (depth <= 256)
-      return BACKWARD ? run_backward<T, 8, false>(args) : run_forward<T, 8, false>(args);
-    return BACKWARD ? run_backward<T, 16, false>(args) : run_forward<T, 16, false>(args);
+    using I = decltype(storage);
+    if constexpr (!BACKWARD)
+      return forward_of_depth<I>(args, depth);
+    else if (args->inputs[3].dtype == TF_F32)
+      return backward_of_depth<float, I>(args, depth);
+    else
+      return backward_of_depth<I, I>(args, depth);
   });
 }
 

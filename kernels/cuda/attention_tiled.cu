@@ -22,7 +22,8 @@
  * the cuda target's half kernels, whose elements are loaded to f32 (into the f32 tiles, and dO for
  * delta) and whose results are each rounded once to T; the recomputed O, the workspace's L and
  * delta and all shared memory stay f32, so a half kernel writes exactly what cast up -> f32 kernel
- * -> cast down writes. */
+ * -> cast down writes. The gradient's q, k, v may have a storage I of their own: f16/bf16 beside an
+ * f32 dy and f32 gradients (a --precision plan reading the q, k, v it stored in half). */
 #include "kernels/cuda/attention_dims.cuh"
 
 namespace tf_cuda {
@@ -88,9 +89,9 @@ __device__ inline bool visible(int64_t i, int64_t j, const AttentionDims &d) {
 }
 
 /* Forward over one query tile: y, or (dy != NULL) the backward's statistics lse and delta. */
-template <typename T, int DC>
+template <typename T, int DC, typename I = T>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_forward(const T *q, const T *k, const T *v, const T *dy, T *y, float *lse, float *delta, AttentionDims d) {
+    tiled_forward(const I *q, const I *k, const I *v, const T *dy, T *y, float *lse, float *delta, AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
   float *qs = shared, *kv = qs + kTileRows * SD, *ps = kv + kTileRows * SD;
@@ -240,9 +241,9 @@ __device__ inline void load_stats(float *row_lse, float *row_delta, const float 
 }
 
 /* dQ = scale sum_j dS_ij k_j over one query tile. */
-template <typename T, int DC>
+template <typename T, int DC, typename I = T>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_query_gradient(const T *q, const T *k, const T *v, const T *dy, const float *lse, const float *delta, T *dq,
+    tiled_query_gradient(const I *q, const I *k, const I *v, const T *dy, const float *lse, const float *delta, T *dq,
                          AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
@@ -303,9 +304,9 @@ __global__ void __launch_bounds__(kTileThreads)
 }
 
 /* dV = sum_i P_ij dO_i and dK = scale sum_i dS_ij q_i over one key tile. */
-template <typename T, int DC>
+template <typename T, int DC, typename I = T>
 __global__ void __launch_bounds__(kTileThreads)
-    tiled_key_gradient(const T *q, const T *k, const T *v, const T *dy, const float *lse, const float *delta, T *dk,
+    tiled_key_gradient(const I *q, const I *k, const I *v, const T *dy, const float *lse, const float *delta, T *dk,
                        T *dv, AttentionDims d) {
   constexpr int DM = 16 * DC, SD = DM + 1;
   extern __shared__ float shared[];
@@ -401,19 +402,25 @@ template <typename Kernel> tf_status allow_shared(Kernel kernel, size_t bytes) {
                      "allowing %zu bytes of shared memory for an attention kernel", bytes);
 }
 
-template <typename T, int DC> tf_status run_tiled(const tf_cuda_args *args, bool backward) {
+template <typename T, int DC> tf_status run_tiled_forward(const tf_cuda_args *args) {
   const AttentionDims d = attention_dims_of(args);
-  cudaStream_t stream = stream_of(args);
   const T *q = (const T *)args->inputs[0].data, *k = (const T *)args->inputs[1].data;
   const T *v = (const T *)args->inputs[2].data;
   const unsigned query_blocks = (unsigned)(d.batch * d.heads * tiles_of(d.queries));
+  TF_RETURN_IF_ERROR(allow_shared(tiled_forward<T, DC>, forward_shared(DC)));
+  tiled_forward<T, DC><<<query_blocks, kTileThreads, forward_shared(DC), stream_of(args)>>>(
+      q, k, v, NULL, (T *)args->outputs[0].data, NULL, NULL, d);
+  return launch_status();
+}
+
+/* The gradient: q, k, v of storage I, dy and the gradients of T. */
+template <typename T, int DC, typename I> tf_status run_tiled_backward(const tf_cuda_args *args) {
+  const AttentionDims d = attention_dims_of(args);
+  cudaStream_t stream = stream_of(args);
+  const I *q = (const I *)args->inputs[0].data, *k = (const I *)args->inputs[1].data;
+  const I *v = (const I *)args->inputs[2].data;
+  const unsigned query_blocks = (unsigned)(d.batch * d.heads * tiles_of(d.queries));
   const unsigned key_blocks = (unsigned)(d.batch * d.heads * tiles_of(d.keys));
-  if (!backward) {
-    TF_RETURN_IF_ERROR(allow_shared(tiled_forward<T, DC>, forward_shared(DC)));
-    tiled_forward<T, DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(
-        q, k, v, NULL, (T *)args->outputs[0].data, NULL, NULL, d);
-    return launch_status();
-  }
   const T *dy = (const T *)args->inputs[3].data;
   const int64_t rows = d.batch * d.heads * d.queries;
   float *lse = (float *)args->workspace, *delta = (float *)((char *)args->workspace + tf_cuda_round_up(4 * rows));
@@ -421,16 +428,34 @@ template <typename T, int DC> tf_status run_tiled(const tf_cuda_args *args, bool
     TF_RETURN_IF_ERROR(zero(&args->outputs[1], stream));
     return zero(&args->outputs[2], stream);
   }
-  TF_RETURN_IF_ERROR(allow_shared(tiled_forward<T, DC>, forward_shared(DC)));
-  TF_RETURN_IF_ERROR(allow_shared(tiled_query_gradient<T, DC>, query_shared(DC)));
-  TF_RETURN_IF_ERROR(allow_shared(tiled_key_gradient<T, DC>, key_shared(DC)));
-  tiled_forward<T, DC><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(q, k, v, dy, NULL, lse, delta, d);
-  tiled_query_gradient<T, DC><<<query_blocks, kTileThreads, query_shared(DC), stream>>>(q, k, v, dy, lse, delta,
-                                                                                        (T *)args->outputs[0].data, d);
+  TF_RETURN_IF_ERROR(allow_shared(tiled_forward<T, DC, I>, forward_shared(DC)));
+  TF_RETURN_IF_ERROR(allow_shared(tiled_query_gradient<T, DC, I>, query_shared(DC)));
+  TF_RETURN_IF_ERROR(allow_shared(tiled_key_gradient<T, DC, I>, key_shared(DC)));
+  tiled_forward<T, DC, I><<<query_blocks, kTileThreads, forward_shared(DC), stream>>>(q, k, v, dy, NULL, lse, delta, d);
+  tiled_query_gradient<T, DC, I><<<query_blocks, kTileThreads, query_shared(DC), stream>>>(
+      q, k, v, dy, lse, delta, (T *)args->outputs[0].data, d);
   if (d.keys > 0)
-    tiled_key_gradient<T, DC><<<key_blocks, kTileThreads, key_shared(DC), stream>>>(
+    tiled_key_gradient<T, DC, I><<<key_blocks, kTileThreads, key_shared(DC), stream>>>(
         q, k, v, dy, lse, delta, (T *)args->outputs[1].data, (T *)args->outputs[2].data, d);
   return launch_status();
+}
+
+template <typename T> tf_status tiled_forward_of(const tf_cuda_args *args, int dc) {
+  switch (dc) {
+  case 1: return run_tiled_forward<T, 1>(args);
+  case 2: return run_tiled_forward<T, 2>(args);
+  case 4: return run_tiled_forward<T, 4>(args);
+  default: return run_tiled_forward<T, 8>(args);
+  }
+}
+
+template <typename T, typename I> tf_status tiled_backward_of(const tf_cuda_args *args, int dc) {
+  switch (dc) {
+  case 1: return run_tiled_backward<T, 1, I>(args);
+  case 2: return run_tiled_backward<T, 2, I>(args);
+  case 4: return run_tiled_backward<T, 4, I>(args);
+  default: return run_tiled_backward<T, 8, I>(args);
+  }
 }
 
 } // namespace
@@ -445,15 +470,13 @@ tf_status tiled_attention(const tf_cuda_args *args, bool backward, bool *handled
   if (opt_in_shared() < needed)
     return NULL;
   *handled = true;
-  /* q, k, v, dy and the outputs share one storage (table.cu checks); tiles and workspace stay f32 */
+  /* q, k, v, dy and the outputs share one storage, or the gradient's q, k, v are half beside f32
+   * (table.cu checks); tiles and workspace stay f32 */
   return with_storage(args->inputs[0].dtype, [&](auto storage) {
-    using T = decltype(storage);
-    switch (dc) {
-    case 1: return run_tiled<T, 1>(args, backward);
-    case 2: return run_tiled<T, 2>(args, backward);
-    case 4: return run_tiled<T, 4>(args, backward);
-    default: return run_tiled<T, 8>(args, backward);
-    }
+    using I = decltype(storage);
+    if (!backward)
+      return tiled_forward_of<I>(args, dc);
+    return args->inputs[3].dtype == TF_F32 ? tiled_backward_of<float, I>(args, dc) : tiled_backward_of<I, I>(args, dc);
   });
 }
 

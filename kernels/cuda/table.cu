@@ -42,10 +42,24 @@ bool takes_half(tf_op op) {
          l == launch_loss_grad;
 }
 
+/* An attention gradient reading f16/bf16 q, k, v beside an f32 dy, writing f32 gradients (a
+ * --precision plan reading the q, k, v it stored in half: attention.cu's storage I). */
+bool attention_grad_on_half_qkv(const tf_cuda_args *args) {
+  if (args->op != TF_OP_ATTENTION_GRAD || args->n_inputs != 4 || args->n_outputs != 3)
+    return false;
+  const tf_dtype half = args->inputs[0].dtype;
+  bool mixed = is_half_dtype(half) && args->inputs[1].dtype == half && args->inputs[2].dtype == half &&
+               args->inputs[3].dtype == TF_F32;
+  for (int32_t k = 0; k < 3; k++)
+    mixed = mixed && args->outputs[k].dtype == TF_F32;
+  return mixed;
+}
+
 /* A step's floating operands (those whose data it reads or writes): all f32, or (a half kernel)
- * all of one half type; the fused loss head on half x takes an f32 loss and dloss besides. */
+ * all of one half type; the fused loss head on half x takes an f32 loss and dloss besides, and
+ * attention's gradient half q, k, v beside f32. */
 tf_status check_dtypes(const tf_cuda_args *args) {
-  if (moves_bytes(args->op))
+  if (moves_bytes(args->op) || attention_grad_on_half_qkv(args))
     return NULL;
   if (tf_op_workspace_rule(args->op) == TF_WORKSPACE_LINEAR_CROSS_ENTROPY && linear_loss_on_half(args))
     return check_linear_loss_half(args); /* half x beside an f32 loss and dloss */

@@ -5,7 +5,8 @@
  * casts and a smaller arena than with --no-half-kernels (no step but a cast on half data there);
  * and every step of both plans passes tf_cuda_kernel_check as the CUDA backend's prepare calls it
  * (host logic: the operands' dtypes and shapes); and so does every step of the conformance table's
- * bf16 and f16 rows compiled for cuda, each half-kernel op of the target among them on half data.
+ * bf16 and f16 rows compiled for cuda, each half-kernel op of the target among them on half data,
+ * and every step of a --precision gpt plan whose attention gradients read the half q, k, v it stored.
  * The kernels themselves run on a GPU in
  * test_cuda_half_kernels and, step by step against the f64 reference, in test_cuda_ops. */
 #include <stdio.h>
@@ -16,8 +17,9 @@
 #include "core/ops.h"
 #include "half_model.h"
 #include "kernels/cuda/kernels.h"
+#include "tightfit/zoo.h"
 
-#define MAX_STEP_INPUTS 16 /* more than any op takes (the optimizer's updates) */
+#define MAX_STEP_INPUTS 64 /* more than any step here takes (the global norm of a model's gradients: 28) */
 
 static tf_test_counts counts;
 
@@ -109,6 +111,43 @@ static void plans(tf_dtype half) {
   tf_plan_destroy(casts);
 }
 
+/* A --precision plan (the 2-layer zoo gpt) for the cuda target: its attention gradients read the
+ * q, k, v it stored in half beside an f32 dy (compiler/precision.c), and every step passes the
+ * kernels' checks, that one included (table.cu, attention_grad_on_half_qkv). */
+static void policy_plan(tf_precision precision) {
+  const char *overrides[] = {"layers=2", "seq=64"};
+  tf_graph *g = NULL;
+  CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 2, &g));
+  tf_compile_options o = tf_compile_options_default(TF_TARGET_CUDA);
+  o.bindings = "N=2";
+  o.optimizer = TF_OPTIMIZER_ADAMW;
+  o.set_precision = true;
+  o.precision = precision;
+  tf_plan *plan = NULL;
+  if (g)
+    CHECK_OK(&counts, tf_compile(g, &o, &plan));
+  if (plan) {
+    const tf_dtype half = precision == TF_PRECISION_F16 ? TF_F16 : TF_BF16;
+    int32_t direct = 0;
+    for (int32_t s = 0; s < plan->n_steps; s++) {
+      const tf_plan_step *step = &plan->steps[s];
+      direct += step->op == TF_OP_ATTENTION_GRAD && plan->buffers[step->inputs[0]].dtype == half &&
+                plan->buffers[step->inputs[3]].dtype == TF_F32 && plan->buffers[step->outputs[0]].dtype == TF_F32;
+    }
+    CHECK(&counts, direct == 2, "%s policy: %d attention gradients read half q, k, v (expected 2)", tf_dtype_name(half),
+          direct);
+    char label[64];
+    snprintf(label, sizeof(label), "%s policy", tf_dtype_name(half));
+    const int32_t refused = refused_steps(plan, label);
+    printf("%-4s %s policy gpt plan: %d attention gradients read %s q, k, v beside f32; the kernels' checks accept "
+           "all %d steps\n",
+           direct == 2 && refused == 0 ? "ok" : "FAIL", tf_dtype_name(half), direct, tf_dtype_name(half),
+           plan->n_steps);
+  }
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
 /* The conformance table's rows on bf16 and f16 data compiled for the cuda target, every step of
  * every plan through the kernels' checks, and every half-kernel op of the target seen on half
  * data (conf_check_half_coverage): the refusals a GPU run would meet first, found here. */
@@ -125,6 +164,8 @@ int main(void) {
   target_list();
   plans(TF_BF16);
   plans(TF_F16);
+  policy_plan(TF_PRECISION_BF16);
+  policy_plan(TF_PRECISION_F16);
   table();
   return tf_test_finish("cuda half plans", &counts);
 }

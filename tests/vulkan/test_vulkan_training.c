@@ -106,8 +106,10 @@ static void test_training_precision(const char *label, const char *preset, const
   if (precision != TF_PRECISION_F32) {
     const tf_dtype half = precision == TF_PRECISION_F16 ? TF_F16 : TF_BF16;
     const int32_t stored = count_buffers(plans[1], half), casts = count_casts(plans[1]);
-    CHECK(&counts, stored > 0 && casts >= 2 * stored, "%s: the vulkan plan holds %d %s buffers and %d casts", label,
-          stored, tf_dtype_name(half), casts);
+    /* each stored buffer has its cast down; most a cast back too (attention's gradient reads its
+     * stored q, k, v directly) */
+    CHECK(&counts, stored > 0 && casts > stored, "%s: the vulkan plan holds %d %s buffers and %d casts", label, stored,
+          tf_dtype_name(half), casts);
     printf("%-36s the vulkan plan stores %d activations as %s (%d cast steps)\n", label, stored, tf_dtype_name(half),
            casts);
   }
