@@ -154,22 +154,20 @@ static void compare(const char *backend, tf_precision precision, tf_remat_mode r
   const tf_dtype half = precision == TF_PRECISION_F16 ? TF_F16 : TF_BF16;
   char name[64];
   snprintf(name, sizeof(name), "%s%s", tf_dtype_name(half), remat == TF_REMAT_CHECKPOINTS ? " checkpoints" : "");
-  const plan_counts direct = count(plans[0], half), casts = count(plans[1], half),
-                    casts_f32 = count(plans[1], TF_F32);
+  const plan_counts direct = count(plans[0], half), casts = count(plans[1], half), casts_f32 = count(plans[1], TF_F32);
   const char *notes = plans[0]->report.notes ? plans[0]->report.notes : "";
   if (remat == TF_REMAT_CHECKPOINTS && strstr(notes, " and 0 recomputed ones it reads")) {
     /* the compiler kept the variant whose recomputed q, k, v stay f32 (smaller on the cuda target
      * for this small model: each cast step costs its CUDA-graph node): nothing stored to read */
-    CHECK(&counts, direct.attention_grads == 0, "%s %s: q, k, v recomputed in f32, yet %d direct reads", backend,
-          name, direct.attention_grads);
+    CHECK(&counts, direct.attention_grads == 0, "%s %s: q, k, v recomputed in f32, yet %d direct reads", backend, name,
+          direct.attention_grads);
     printf("ok   %s %s: q, k, v recomputed in f32 (the smaller plan here): nothing stored in half to read\n", backend,
            name);
     return;
   }
   CHECK(&counts, direct.attention_grads == 2 && casts.attention_grads == 0 && casts_f32.attention_grads == 2,
         "%s %s: attention gradients on %s q, k, v: %d direct, %d with casts (%d on f32 copies)", backend, name,
-        tf_dtype_name(half),
-        direct.attention_grads, casts.attention_grads, casts_f32.attention_grads);
+        tf_dtype_name(half), direct.attention_grads, casts.attention_grads, casts_f32.attention_grads);
   CHECK(&counts, casts.casts - direct.casts == 6, "%s %s: %d casts direct, %d with casts (expected 6 fewer)", backend,
         name, direct.casts, casts.casts);
   CHECK(&counts, strstr(notes, "2 backward steps read the stored half tensors directly") != NULL,
@@ -189,8 +187,7 @@ static void compare(const char *backend, tf_precision precision, tf_remat_mode r
     printf("%s   %s %s: %d attention gradients read %s q, k, v (%d casts, %d with the copies); %d steps, losses %.6f "
            "-> %.6f, %" PRId64 " weights: bit for bit the plan with the copies\n",
            losses && differ == 0 ? "ok" : "FAIL", backend, name, direct.attention_grads, tf_dtype_name(half),
-           direct.casts,
-           casts.casts, STEPS, runs[0].losses[0], runs[0].losses[STEPS - 1], n);
+           direct.casts, casts.casts, STEPS, runs[0].losses[0], runs[0].losses[STEPS - 1], n);
   }
   free(runs[0].params);
   free(runs[1].params);
