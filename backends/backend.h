@@ -63,7 +63,10 @@ typedef struct tf_backend_vtable {
   tf_status (*capacity)(const tf_backend_options *options, tf_device_capacity *out);
 } tf_backend_vtable;
 
-/* The backend named `name` ("cpu", "vulkan", "cuda"), or NULL when this build has none. */
+/* The backend named `name` ("cpu", "vulkan", "cuda") in *out, or an error saying why there is none:
+ * not in this build, or (cuda) its module would not load (backends/cuda/cuda_module.h). */
+tf_status tf_backend_load(const char *name, const tf_backend_vtable **out);
+/* tf_backend_load's backend, or NULL. */
 const tf_backend_vtable *tf_backend_find(const char *name);
 
 /* Describes the devices of every backend in this build, one line each ("cpu:0 ...", "vulkan:0

@@ -10,23 +10,38 @@
 #include "backends/vulkan/vulkan.h"
 #endif
 #ifdef TIGHTFIT_CUDA
-#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_module.h"
 #endif
 
-const tf_backend_vtable *tf_backend_find(const char *name) {
+tf_status tf_backend_load(const char *name, const tf_backend_vtable **out) {
   static const tf_backend_vtable *const backends[] = {
       &tf_backend_cpu,
 #ifdef TIGHTFIT_VULKAN
       &tf_backend_vulkan,
 #endif
-#ifdef TIGHTFIT_CUDA
-      &tf_backend_cuda,
-#endif
   };
+  *out = NULL;
   for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
-    if (strcmp(backends[i]->name, name) == 0)
-      return backends[i];
-  return NULL;
+    if (strcmp(backends[i]->name, name) == 0) {
+      *out = backends[i];
+      return NULL;
+    }
+#ifdef TIGHTFIT_CUDA
+  if (strcmp(name, "cuda") == 0) { /* a module of its own (backends/cuda/cuda_module.h) */
+    const tf_cuda_module *module = NULL;
+    TF_RETURN_IF_ERROR(tf_cuda_module_load(&module));
+    *out = module->backend;
+    return NULL;
+  }
+#endif
+  return tf_status_new(TF_ERR_UNSUPPORTED,
+                       "backend '%s' is not in this build (run `tightfit devices` to list what it has)", name);
+}
+
+const tf_backend_vtable *tf_backend_find(const char *name) {
+  const tf_backend_vtable *backend = NULL;
+  tf_status_free(tf_backend_load(name, &backend));
+  return backend;
 }
 
 /* "<backend>: unavailable: <why>", without the message's own "<backend>: " prefix. */
@@ -56,7 +71,10 @@ void tf_backend_describe_devices(char *text, size_t size) {
 #endif
 #ifdef TIGHTFIT_CUDA
   if (used < size) {
-    tf_status status = tf_cuda_describe_devices(text + used, size - used);
+    const tf_cuda_module *module = NULL;
+    tf_status status = tf_cuda_module_load(&module);
+    if (!status)
+      status = module->describe_devices(text + used, size - used);
     if (status)
       describe_failure(text + used, size - used, "cuda", status);
     tf_status_free(status);

@@ -7,8 +7,9 @@ include(GNUInstallDirs)
 
 # Every tf_add_layer library, and those the layers' folders define themselves.
 get_property(tf_shared_layers GLOBAL PROPERTY TF_LAYER_LIBRARIES)
-foreach(other tightfit_schema tightfit_cpu_kernels tightfit_vulkan_shaders tightfit_cuda_kernels tightfit_models
-              tightfit_tools)
+# (Not the CUDA kernels: the CUDA backend is a module of its own, libtightfit_cuda.so,
+# backends/cuda/CMakeLists.txt, so libtightfit.so needs no CUDA library.)
+foreach(other tightfit_schema tightfit_cpu_kernels tightfit_vulkan_shaders tightfit_models tightfit_tools)
   if(TARGET ${other})
     list(APPEND tf_shared_layers ${other})
   endif()
@@ -34,6 +35,9 @@ add_custom_target(tightfit_export_map DEPENDS ${tf_export_map})
 add_library(tightfit_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/shared_library.c)
 add_dependencies(tightfit_shared tightfit_export_map)
 add_dependencies(tightfit_shared ${tf_shared_layers})
+if(TARGET tightfit_cuda)
+  add_dependencies(tightfit_shared tightfit_cuda) # what it loads for a CUDA device
+endif()
 set_target_properties(tightfit_shared PROPERTIES OUTPUT_NAME tightfit VERSION ${PROJECT_VERSION}
                       SOVERSION ${PROJECT_VERSION_MAJOR} LINKER_LANGUAGE CXX
                       LINK_DEPENDS ${tf_export_map})

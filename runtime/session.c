@@ -199,12 +199,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   if (!options)
     options = &defaults;
   const char *name = options->backend ? options->backend : "cpu";
-  const tf_backend_vtable *backend = tf_backend_find(name);
-  if (!backend)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "backend '%s' is not in this build (run `tightfit devices` to list "
-                         "what it has)",
-                         name);
+  const tf_backend_vtable *backend = NULL;
+  TF_RETURN_IF_ERROR(tf_backend_load(name, &backend));
   tf_session *s = calloc(1, sizeof(tf_session));
   if (!s)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate a session");

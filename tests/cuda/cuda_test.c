@@ -77,8 +77,11 @@ int cuda_test_device(void) {
            props.name, props.major, props.minor);
     return 1;
   }
-  if (!tf_backend_find("cuda")) {
-    printf("FAIL: this build has no CUDA backend, but the CUDA tests were built\n");
+  const tf_backend_vtable *cuda = NULL;
+  tf_status missing = tf_backend_load("cuda", &cuda);
+  if (missing) {
+    printf("FAIL: the CUDA tests were built, but the backend is not there: %s\n", tf_status_message(missing));
+    tf_status_free(missing);
     return 1;
   }
   printf("CUDA device 0: %s, compute capability %d.%d, %.1f GiB; driver %s, runtime %s\n", props.name, props.major,

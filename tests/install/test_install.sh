@@ -28,6 +28,16 @@ LD_LIBRARY_PATH="$libdir" ldd "$dir/consumer" | grep -q "$dir/prefix.*libtightfi
 LD_LIBRARY_PATH="$libdir" "$dir/consumer" || fail "consumer exited $?"
 [ -x "$dir/prefix/bin/tightfit" ] && "$dir/prefix/bin/tightfit" --version > /dev/null || fail "the installed CLI does not run"
 echo "ok: the installed tightfit CLI runs"
+# A build with CUDA installs the backend's module beside the library, and the installed CLI loads
+# that one (the dynamic loader's log), not the build tree's.
+if [ -f "$build/libtightfit_cuda.so" ]; then
+  [ -f "$libdir/libtightfit_cuda.so" ] || fail "the CUDA module is not installed in $libdir"
+  LD_DEBUG=files "$dir/prefix/bin/tightfit" devices > "$dir/devices" 2> "$dir/ld" || fail "the installed devices"
+  grep -q "file=$dir/prefix/.*libtightfit_cuda.so" "$dir/ld" || fail "the installed CLI did not load the installed module"
+  grep -q "file=$build/libtightfit_cuda.so" "$dir/ld" && fail "the installed CLI loaded the build tree's module"
+  grep -q '^cuda' "$dir/devices" || fail "no cuda line in the installed CLI's devices"
+  echo "ok: the installed CLI loads the installed CUDA module: $(grep '^cuda' "$dir/devices" | cut -c1-60)"
+fi
 # The installed Python package finds the installed library by itself (no TIGHTFIT_LIBRARY).
 PYTHONPATH="$dir/prefix/lib/python3/dist-packages" TIGHTFIT_LIBRARY= /usr/bin/python3 -c "
 import tightfit, sys
