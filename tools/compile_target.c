@@ -66,8 +66,9 @@ static tf_status resolve_device(tf_compile_args *args) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--device: '%s' is not cuda:N or vulkan:N", args->device);
   if (args->gpu)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "give --gpu or --device, not both");
-  const tf_backend_vtable *backend = tf_backend_find(name);
-  if (!backend || !backend->capacity)
+  const tf_backend_vtable *backend = NULL;
+  TF_RETURN_IF_ERROR(tf_status_prefix(tf_backend_load(name, &backend), "--device %s", args->device));
+  if (!backend->capacity)
     return tf_status_new(TF_ERR_UNSUPPORTED, "--device %s: this build has no %s backend that can measure a device",
                          args->device, name);
   tf_device_capacity capacity;

@@ -61,6 +61,9 @@ printf 'not an ELF file\n' > "$dir/broken.so"
 TIGHTFIT_CUDA_MODULE=$dir/broken.so expect 2 "train on cuda with a broken module" "$tf" train "$dir/mlp.tfplan" \
   --device cuda:0 --steps 1 --data models/data/digits/train
 check "the error says it does not load, and why" "grep -q 'broken.so does not load: .*' '$dir/err'"
+TIGHTFIT_CUDA_MODULE=$dir/none.so expect 2 "check --device cuda:0 without the module" "$tf" check "$dir/mlp.tfg" \
+  --device cuda:0
+check "the error names the device and the module" "grep -q -- '--device cuda:0: .*libtightfit_cuda.so' '$dir/err'"
 TIGHTFIT_CUDA_MODULE=$dir/none.so expect 0 "compile for cpu without the module" "$tf" compile "$dir/mlp.tfg" \
   --target cpu --optimizer adamw -o "$dir/cpu.tfplan"
 TIGHTFIT_CUDA_MODULE=$dir/none.so expect 0 "train on cpu without the module" "$tf" train "$dir/cpu.tfplan" --steps 2 \
