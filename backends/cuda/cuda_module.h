@@ -16,9 +16,9 @@ extern "C" {
 #define TF_CUDA_MODULE_ABI 1
 
 typedef struct tf_cuda_module {
-  int32_t abi;                       /* TF_CUDA_MODULE_ABI of the build that made the module */
-  size_t vtable_size;                /* sizeof(tf_backend_vtable) there */
-  const tf_backend_vtable *backend;  /* tf_backend_cuda */
+  int32_t abi;                                            /* TF_CUDA_MODULE_ABI of the build that made the module */
+  size_t vtable_size;                                     /* sizeof(tf_backend_vtable) there */
+  const tf_backend_vtable *backend;                       /* tf_backend_cuda */
   tf_status (*describe_devices)(char *text, size_t size); /* tf_cuda_describe_devices */
 } tf_cuda_module;
 
