@@ -23,7 +23,7 @@ from . import _lib
 from ._lib import TightfitError
 
 __all__ = ["TightfitError", "Graph", "Plan", "Session", "BlockConfig", "load", "zoo", "compile", "check", "report",
-           "from_torch", "library_path"]
+           "devices", "from_torch", "library_path"]
 
 NO_TENSOR = -1
 _OPS = {"neg": 5, "exp": 6, "log": 7, "sqrt": 8, "rsqrt": 9, "relu": 10, "silu": 12, "sigmoid": 13, "tanh": 14,
@@ -492,6 +492,13 @@ def compile(graph, output=None, **options):
     if folder:
         weakref.finalize(plan, shutil.rmtree, folder, True)
     return plan
+
+
+def devices():
+    """`tightfit devices --json`: a list of dicts, one per device ({"device": "cuda:0", "backend",
+    "available": True, "description"}) or per backend without one ({"backend", "available": False,
+    "why"}: no driver, no device, the CUDA module missing)."""
+    return json.loads(_run("devices", ["--json"])[1])["devices"]
 
 
 def report(plan_path, budget=None):

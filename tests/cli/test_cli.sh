@@ -105,6 +105,22 @@ cp "$dir/out" "$dir/devices.out"
 expect 0 "devices without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
 check "devices names the missing driver" 'grep -q "^vulkan: unavailable: no Vulkan 1.1 driver" "$dir/out"'
+# The same as JSON: each line of the text one entry; a device has its description, a backend
+# without one why (the JSON parsed here, the lines compared with the text output).
+expect 0 "devices --json without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json \
+  VK_DRIVER_FILES=/nonexistent.json ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices --json
+check "devices --json: cpu:0 available, vulkan unavailable with the reason, one entry per text line" \
+  "/usr/bin/python3 -c \"
+import json, sys
+d = json.load(open('$dir/out'))['devices']
+text = [l for l in open('$dir/devices.out').read().splitlines() if l]
+assert len(d) == len(text), (len(d), len(text))
+assert d[0] == {'device': 'cpu:0', 'backend': 'cpu', 'available': True, 'description': d[0]['description']}, d[0]
+vk = [e for e in d if e['backend'] == 'vulkan']
+assert len(vk) == 1 and not vk[0]['available'] and vk[0]['why'].startswith('no Vulkan 1.1 driver'), vk
+assert all(('description' in e) == e['available'] and ('why' in e) != e['available'] for e in d), d
+\""
+expect 2 "devices: an unknown option" "$tf" devices --json --all
 expect 2 "train without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --device vulkan:0
 check "train names the missing driver" 'grep -q "no Vulkan 1.1 driver" "$dir/err"'

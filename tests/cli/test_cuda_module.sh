@@ -54,6 +54,14 @@ TIGHTFIT_CUDA_MODULE=$dir/none.so expect 0 "devices without the module" "$tf" de
 check "cpu still listed" "grep -q '^cpu:0' '$dir/out'"
 check "cuda: unavailable, naming the path that is not there and the module" \
   "grep -q '^cuda: unavailable: TIGHTFIT_CUDA_MODULE names $dir/none.so, which is not there.*libtightfit_cuda.so' '$dir/out'"
+TIGHTFIT_CUDA_MODULE=$dir/none.so expect 0 "devices --json without the module" "$tf" devices --json
+check "cuda is unavailable in the JSON, with the reason" "/usr/bin/python3 -c \"
+import json
+d = json.load(open('$dir/out'))['devices']
+cuda = [e for e in d if e['backend'] == 'cuda']
+assert len(cuda) == 1 and cuda[0]['available'] is False and 'TIGHTFIT_CUDA_MODULE' in cuda[0]['why'], cuda
+assert d[0]['device'] == 'cpu:0' and d[0]['available'], d[0]
+\""
 TIGHTFIT_CUDA_MODULE=$dir/none.so expect 2 "train on cuda without the module" "$tf" train "$dir/mlp.tfplan" \
   --device cuda:0 --steps 1 --data models/data/digits/train
 check "the error names the module" "grep -q 'libtightfit_cuda.so' '$dir/err'"

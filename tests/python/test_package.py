@@ -85,6 +85,10 @@ ok(small["fits"] is False and small["exit_code"] == 1 and small["shortfall_bytes
    f"check: a budget too small is a result (fits False, shortfall {small['shortfall_bytes']})")
 ok(tightfit.check(g, gpu="t4", set={"N": 32}, remat="checkpoints", precision="bf16")["remat"] == "checkpoints",
    "check: --gpu, --remat and --precision options pass through")
+listed = tightfit.devices()
+ok(listed[0]["device"] == "cpu:0" and listed[0]["available"] and
+   all(("description" in e) == e["available"] and ("why" in e) != e["available"] for e in listed),
+   f"devices: {[(e['backend'], e['available']) for e in listed]}, each with its description or why")
 report = zoo.report()
 ok(report["total_bytes"] == 397120 and report["micro_batch"] == 32 and "peak" in report,
    f"report: total {report['total_bytes']}, peak step {report['peak']['step']}")
