@@ -233,8 +233,9 @@ static tf_status check_dtypes(const vk_lower *l) {
                      tf_dtype_name(half), tf_dtype_name(half));
   if (half != TF_F32)
     return check_storage16(l, half);
-  if (half_qkv(l) != TF_F32)
-    return check_storage16(l, half_qkv(l));
+  const tf_dtype qkv = half_qkv(l);
+  if (qkv != TF_F32)
+    return check_storage16(l, qkv);
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
     if (read_for_shape_only(l, k))
       continue;
@@ -475,11 +476,11 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
     TF_RETURN_IF_ERROR(check_dtypes(&l));
     // cppcheck-suppress returnDanglingLifetime ; a tf_status is a fresh heap object, not a view of l
     TF_RETURN_IF_ERROR(lower(&l));
-    const tf_dtype half = half_data(&l);
+    const tf_dtype half = half_data(&l), qkv = half_qkv(&l);
     if (half != TF_F32)
       TF_RETURN_IF_ERROR(use_half_variants(&l, program->step_first[s], half));
-    else if (half_qkv(&l) != TF_F32)
-      use_input_variants(&l, program->step_first[s], half_qkv(&l));
+    else if (qkv != TF_F32)
+      use_input_variants(&l, program->step_first[s], qkv);
   }
   program->step_first[plan->n_steps] = program->n_commands;
   return NULL;
