@@ -10,6 +10,9 @@ on bf16 data between f32 casts). Compiles only (no device needed).
   head; 2,048 rows.
 - transformer: 4 pre-norm blocks of width 512 (8-head attention with the scale computed
   as (w // heads) ** 0.5, MLP 4x), a 10-class head per token; 8 x 256 tokens.
+- cnn: a VGG-style net on 64 x 3 x 32 x 32 images: 3x3 convolutions 3->64, 64->64, stride 2
+  64->128, 128->128, stride 2 128->256, a 1x1 256->256 (ReLU after each), average pooling, a
+  10-class head (no batch norm: the importer refuses it).
 
     PYTHONPATH=python /usr/bin/python3 bench/half_kernels_memory.py [--target cpu]
 """
@@ -56,6 +59,15 @@ def mlp():
     return module.to(torch.bfloat16), torch.randn(2048, 1024).to(torch.bfloat16)
 
 
+def cnn():
+    def conv(cin, cout, stride=1, kernel=3):
+        return [torch.nn.Conv2d(cin, cout, kernel, stride, kernel // 2), torch.nn.ReLU()]
+    module = torch.nn.Sequential(*conv(3, 64), *conv(64, 64), *conv(64, 128, 2), *conv(128, 128), *conv(128, 256, 2),
+                                 *conv(256, 256, 1, 1), torch.nn.AvgPool2d(8), torch.nn.Flatten(),
+                                 torch.nn.Linear(256, 10))
+    return module.to(torch.bfloat16), torch.randn(64, 3, 32, 32).to(torch.bfloat16)
+
+
 def transformer():
     return Transformer().to(torch.bfloat16), torch.randn(8, 256, 512).to(torch.bfloat16)
 
@@ -65,7 +77,7 @@ parser.add_argument("--target", default="vulkan", choices=("cpu", "vulkan", "cud
 target = parser.parse_args().target
 torch.manual_seed(0)
 print(f"target {target}")
-for name, make in (("mlp", mlp), ("transformer", transformer)):
+for name, make in (("mlp", mlp), ("transformer", transformer), ("cnn", cnn)):
     module, example = make()
     graph = tightfit.from_torch(module, (example,), loss="cross_entropy")
     totals = {}

@@ -6,7 +6,8 @@
  * What needs scratch, and why:
  *   - matmul and every convolution: a cuBLAS workspace of TF_CUDA_CUBLAS_WORKSPACE bytes, handed to
  *     cublasSetWorkspace() so that cuBLAS never allocates memory of its own; convolutions first hold
- *     an im2col column block of up to TF_CUDA_CONV_COLUMN_LIMIT floats (several images at once);
+ *     an im2col column block of up to TF_CUDA_CONV_COLUMN_LIMIT floats (several images at once), on
+ *     f16/bf16 data with the f32 response block and weight (tf_cuda_conv_layout);
  *   - reductions to few outputs (sum, mean, max, sum_to, global_norm_sq, the losses, the norms'
  *     dgamma/dbeta): per-block partial sums in double, added in a fixed order by a second kernel,
  *     so the results are deterministic without floating-point atomics;
@@ -158,14 +159,22 @@ static inline int64_t tf_cuda_reduction_workspace(const tf_cuda_reduction *r, tf
 
 /* ---- convolutions ---- */
 
-/* The convolution geometry (core/conv_geometry.h); CUDA blocks it by images (chunk_images). */
+/* The convolution geometry (core/conv_geometry.h); CUDA blocks it by images (chunk_images). On
+ * f16/bf16 data (`half`: the half kernel, kernels/cuda/conv.cu) no convolution is direct (im2col
+ * widens even a 1x1 image to f32) and a chunk's images hold their f32 response block beside their
+ * column block within the same limit. */
 typedef tf_conv_geometry tf_cuda_conv_geometry;
 
 static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *inputs,
                                              const tf_tensor_ref *outputs, tf_cuda_conv_geometry *g) {
   if (!tf_conv_geometry_fill(op, attrs, inputs, outputs, g))
     return false;
+  const bool half = inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16;
+  if (half)
+    g->direct = false;
   int64_t per_image = g->column_rows * g->positions;
+  if (half)
+    per_image += g->response_channels / g->groups * g->positions;
   g->chunk_images = per_image > 0 ? TF_CUDA_CONV_COLUMN_LIMIT / per_image : g->batch;
   if (g->chunk_images < 1)
     g->chunk_images = 1;
@@ -174,9 +183,24 @@ static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, co
   return true;
 }
 
-/* Bytes of the im2col block (0 for direct convolutions); the cuBLAS workspace follows it. */
-static inline int64_t tf_cuda_conv_column_bytes(const tf_cuda_conv_geometry *g) {
-  return g->direct ? 0 : tf_cuda_round_up(4 * g->chunk_images * g->column_rows * g->positions);
+/* A convolution step's workspace, byte offsets: the im2col column block (f32; none for a direct
+ * convolution), on half data the chunk's f32 response block (a forward's products before the bias
+ * and the rounding, a backward's widened dy) and the f32 weight (widened, or the weight gradient
+ * summed before its rounding), then the cuBLAS workspace; each part 256-byte aligned. On f32 the
+ * response and weight parts are empty: the f32 kernel's layout. */
+typedef struct tf_cuda_conv_layout {
+  int64_t column, response, weight, cublas, total;
+} tf_cuda_conv_layout;
+
+static inline tf_cuda_conv_layout tf_cuda_conv_layout_of(const tf_cuda_conv_geometry *g, bool half) {
+  tf_cuda_conv_layout l;
+  const int64_t out_per_group = g->groups > 0 ? g->response_channels / g->groups : 0;
+  l.column = 0;
+  l.response = g->direct ? 0 : tf_cuda_round_up(4 * g->chunk_images * g->column_rows * g->positions);
+  l.weight = l.response + (half ? tf_cuda_round_up(4 * g->chunk_images * out_per_group * g->positions) : 0);
+  l.cublas = l.weight + (half ? tf_cuda_round_up(4 * g->response_channels * g->column_rows) : 0);
+  l.total = l.cublas + TF_CUDA_CUBLAS_WORKSPACE;
+  return l;
 }
 
 /* ---- the rest ---- */
@@ -239,7 +263,7 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
     return (op == TF_OP_MATMUL_ACCUMULATE ? inputs[0] : outputs[0]).count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
   case TF_WORKSPACE_CONV:
     tf_cuda_conv_geometry_get(op, attrs, inputs, outputs, &g);
-    return tf_cuda_conv_column_bytes(&g) + TF_CUDA_CUBLAS_WORKSPACE;
+    return tf_cuda_conv_layout_of(&g, inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16).total;
   case TF_WORKSPACE_REDUCE: tf_cuda_reduction_of(op, attrs, inputs, &r); return tf_cuda_reduction_workspace(&r, op);
   case TF_WORKSPACE_GLOBAL_NORM_SQ: {
     int64_t partials = 0;

@@ -58,7 +58,8 @@ _Static_assert(TF_OP_COUNT <= 128, "tf_target.half_kernels holds 128 ops");
  * back as exact f32 bits (the norms' and attention's gradients' row statistics). CUDA: their kernels
  * are templated on the storage of their floating operands (kernels/cuda/table.cu, takes_half), load
  * each element to f32, compute as on f32 and write each output element once, rounded
- * (kernels/cuda/common.cuh); matmul is cuBLAS's 16-bit GEMM accumulating in f32. Embedding's
+ * (kernels/cuda/common.cuh); matmul is cuBLAS's 16-bit GEMM accumulating in f32; the convolutions
+ * are the f32 kernel on operands widened into the workspace (kernels/cuda/conv.cu). Embedding's
  * gradient sums each element in f32 registers and writes it once on both (shaders/embedding.comp,
  * kernels/cuda/embedding.cu). The accumulations and the optimizer keep sums in their outputs, which
  * half storage would round: they run between casts on both. The fused loss head and the losses: gpu_half_heads,
@@ -75,22 +76,12 @@ static const tf_op gpu_half_kernels[] = {
     TF_OP_LAYER_NORM, TF_OP_RMS_NORM, TF_OP_LAYER_NORM_GRAD, TF_OP_RMS_NORM_GRAD,
     TF_OP_ATTENTION, TF_OP_ATTENTION_GRAD, TF_OP_EMBEDDING, TF_OP_EMBEDDING_GRAD,
     TF_OP_MAX_POOL2D, TF_OP_AVG_POOL2D, TF_OP_MAX_POOL2D_GRAD, TF_OP_AVG_POOL2D_GRAD,
+    TF_OP_CONV1D, TF_OP_CONV2D, TF_OP_CONV_TRANSPOSE2D, TF_OP_CONV1D_GRAD_INPUT, TF_OP_CONV1D_GRAD_WEIGHT,
+    TF_OP_CONV2D_GRAD_INPUT, TF_OP_CONV2D_GRAD_WEIGHT,
     TF_OP_DROPOUT, TF_OP_ZERO,
     TF_OP_RESHAPE, TF_OP_TRANSPOSE, TF_OP_CONCAT, TF_OP_SLICE, TF_OP_EXPAND, TF_OP_SLICE_GRAD,
 };
 // clang-format on
-
-/* Vulkan's besides: the convolutions (f16/bf16 shader variants). CUDA runs them between casts (its
- * im2col works in f32). */
-static const tf_op vulkan_convolutions[] = {
-    TF_OP_CONV1D,
-    TF_OP_CONV2D,
-    TF_OP_CONV_TRANSPOSE2D,
-    TF_OP_CONV1D_GRAD_INPUT,
-    TF_OP_CONV1D_GRAD_WEIGHT,
-    TF_OP_CONV2D_GRAD_INPUT,
-    TF_OP_CONV2D_GRAD_WEIGHT,
-};
 
 /* The CPU backend runs every op on f16/bf16 data through half slices (backends/cpu/cpu_half.h, its
  * f32 kernel on widened copies of one slice at a time, results rounded once), except the cast
@@ -190,7 +181,6 @@ tf_target tf_target_default(tf_target_kind kind) {
     target.bytes_per_second = 500e9;
     vulkan_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
-    set_half_kernels(&target, vulkan_convolutions, sizeof(vulkan_convolutions) / sizeof(vulkan_convolutions[0]));
     set_mixed_gpu_kernels(&target);
     break;
   default:

@@ -35,7 +35,7 @@ void tf_compile_args_help(void) {
          "                         boundaries), auto (recompute the least that fits --budget)\n"
          "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
          "                         the backward pass stored in half precision; weights, gradients,\n"
-         "                         optimizer state and all arithmetic stay f32 (cpu and cuda targets)\n"
+         "                         optimizer state and all arithmetic stay f32 (every target)\n"
          "  --matmul-math M        fp32 (default), bf16 or fp16: the matrix products (matmul, conv, fused\n"
          "                         loss heads) round their operands to M and accumulate in f32 where\n"
          "                         the device has the units (CUDA tensor cores); cpu and vulkan\n"

@@ -8,12 +8,7 @@
 # usage: train_flat.sh TIGHTFIT PROBE_LIBRARY     (from the repository root; exits 77 without the probe)
 tf=$1 probe=$2
 [ -r "$probe" ] || { echo "SKIP: no allocation probe at $probe"; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-check() { # check DESCRIPTION CONDITION
-  if eval "$2"; then passed=$((passed + 1)); echo "ok: $1"; else failed=$((failed + 1)); echo "FAIL: $1"; fi
-}
+. "$(dirname "$0")/../cli/harness.sh"   # $dir, check, finish
 # The counts of phase $2 in the probe's log $1, both sides (program and driver) as one: "allocations
 # largest". On the CPU backend nothing may come from a driver anyway.
 phase() {
@@ -56,5 +51,4 @@ train "mlp main job" "$dir/mlp.tfplan" --data models/data/digits/train --eval mo
   "$tf" compile "$dir/gpt.tfg" --set N=8,T=32 --lr 3e-3 -o "$dir/gpt.tfplan" > /dev/null
 train "character gpt" "$dir/gpt.tfplan" --data models/data/text/train --steps 30 --json
 train "character gpt, 1 thread" "$dir/gpt.tfplan" --data models/data/text/train --steps 10 --threads 1
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

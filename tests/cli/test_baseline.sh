@@ -4,23 +4,9 @@
 # edited or mismatched baseline is exit 2 naming the file and the reason.
 # usage: test_baseline.sh TIGHTFIT   (run from the repository root)
 tf=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-expect() { # expect CODE DESCRIPTION COMMAND...
-  want=$1 what=$2
-  shift 2
-  "$@" > "$dir/out" 2> "$dir/err"
-  got=$?
-  if [ "$got" -eq "$want" ]; then
-    passed=$((passed + 1)); echo "ok: $what (exit $got)"
-  else
-    failed=$((failed + 1)); echo "FAIL: $what: exit $got, expected $want"; cat "$dir/out" "$dir/err"
-  fi
-}
+. "$(dirname "$0")/harness.sh"
 has() { # has DESCRIPTION FILE PATTERN: the file (out or err) holds the pattern
-  if grep -q -- "$3" "$dir/$2"; then passed=$((passed + 1)); echo "ok: $1"
-  else failed=$((failed + 1)); echo "FAIL: $1: no '$3' in $2:"; cat "$dir/out" "$dir/err"; fi
+  if grep -q -- "$3" "$dir/$2"; then pass "$1"; else fail "$1: no '$3' in $2:"; cat "$dir/out" "$dir/err"; fi
 }
 
 "$tf" zoo mlp -o "$dir/mlp.tfg" > /dev/null
@@ -35,7 +21,7 @@ $tf check "$dir/wide.tfg" --target cpu --budget 1GiB --set N=32 --json > "$dir/w
 $tf check "$dir/mlp.tfg" --target cuda --budget 2GiB --set N=32 --json > "$dir/cuda.json"
 
 # The categories sum to the total and the total is the device total (regions + overhead).
-/usr/bin/python3 - "$dir/cuda.json" <<'PY' && passed=$((passed + 1)) && echo "ok: categories sum to device_total_bytes"
+/usr/bin/python3 - "$dir/cuda.json" <<'PY' && pass "categories sum to device_total_bytes" || fail "categories do not sum to device_total_bytes"
 import json, sys
 j = json.load(open(sys.argv[1]))
 c = j["categories"]
@@ -67,8 +53,8 @@ j = json.load(open('$dir/out'))
 b = j['baseline']
 assert b['passed'] is False and abs(b['max_growth'] - 0.05) < 1e-12 and b['growth'] > 1.5, b
 assert b['categories']['parameters'] == {'baseline': 104576, 'current': 340096, 'change': 235520}, b
-" && passed=$((passed + 1)) && echo "ok: --json carries the baseline comparison; the diff goes to stderr" || {
-  failed=$((failed + 1)); echo "FAIL: --json baseline object"; cat "$dir/out"; }
+" && pass "--json carries the baseline comparison; the diff goes to stderr" || {
+  fail "--json baseline object"; cat "$dir/out"; }
 has "the text diff is on stderr with --json" err "total grew by"
 
 # Bad baselines: exit 2, the file and the reason named, nothing compiled.
@@ -109,5 +95,4 @@ expect 0 "check --help" $tf check --help
 has "--help describes --baseline" out "baseline FILE"
 has "--help describes --max-growth" out "max-growth P%"
 
-echo "baseline: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish baseline

@@ -5,23 +5,7 @@
 # parts (python3), not taken from the device total the CLI prints.
 # usage: test_budget.sh TIGHTFIT   (run from the repository root)
 tf=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-expect() { # expect CODE DESCRIPTION COMMAND...
-  want=$1 what=$2
-  shift 2
-  "$@" > "$dir/out" 2> "$dir/err"
-  got=$?
-  if [ "$got" -eq "$want" ]; then
-    passed=$((passed + 1)); echo "ok: $what (exit $got)"
-  else
-    failed=$((failed + 1)); echo "FAIL: $what: exit $got, expected $want"; cat "$dir/out" "$dir/err"
-  fi
-}
-check() { # check DESCRIPTION CONDITION
-  if eval "$2"; then passed=$((passed + 1)); echo "ok: $1"; else failed=$((failed + 1)); echo "FAIL: $1"; fi
-}
+. "$(dirname "$0")/harness.sh"
 # The JSON's regions + overhead parts, summed independently, must equal device_total_bytes and fit
 # budget_bytes with room for every part; prints "regions overhead device budget".
 sums() {
@@ -54,7 +38,7 @@ scenario() { # scenario NAME EXPECTED-EXIT ARGS...
       check "$name: regions + overhead exceed the budget" "[ $3 -gt $4 ]"
     fi
   else
-    failed=$((failed + 1)); echo "FAIL: $name: the JSON does not add up"
+    fail "$name: the JSON does not add up"
   fi
 }
 scenario "xtts-gpt G=32 on 16 GiB cuda" 0 "$dir/xtts-gpt.tfg" --target cuda --budget 16GiB --global-batch 32 --set Ta=605
@@ -95,7 +79,7 @@ if "$tf" devices 2>/dev/null | grep -q '^vulkan:0'; then
     "$tf" check "$dir/mlp.tfg" --set N=32 --device vulkan:0 --json
   check "the device's memory is the budget and the target vulkan" \
     "grep -q '\"target\": \"vulkan\"' '$dir/out' && grep -q 'device vulkan:0' '$dir/out'"
-  sums "$dir/out" > /dev/null && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: vulkan sums"; }
+  sums "$dir/out" > /dev/null && passed=$((passed + 1)) || fail "vulkan sums"
 else
   echo "skip: --device vulkan:0 (no Vulkan driver)"
 fi
@@ -167,11 +151,10 @@ check "chunk 256, recompute auto" "grep -q '\"loss_chunk_rows\": 256' '$dir/out'
 # The plan file keeps the parts; report shows them with their sources and sums them the same way.
 expect 0 "compile --gpu t4 writes a plan" "$tf" compile "$dir/mlp.tfg" --set N=32 --gpu t4 -o "$dir/t4.tfplan"
 expect 0 "report --json on it" "$tf" report "$dir/t4.tfplan" --json
-sums "$dir/out" > "$dir/sums" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: report sums"; }
+sums "$dir/out" > "$dir/sums" && passed=$((passed + 1)) || fail "report sums"
 expect 0 "report text" "$tf" report "$dir/t4.tfplan"
 check "report names each part's source" "grep -q 'context .* default: the CUDA context' '$dir/out'"
 expect 0 "report --budget compares the device total" "$tf" report "$dir/t4.tfplan" --budget 500MiB
 check "over a budget the regions alone would fit" "grep -q \"budget: 500.00 MiB; the plan's device total .* exceeds it\" '$dir/out'"
 
-echo "test_budget: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish test_budget

@@ -3,26 +3,7 @@
 # claim, and exact resume (100 steps + resume 100 == 200 steps, checkpoints byte for byte).
 # usage: test_cli.sh TIGHTFIT   (run from the repository root)
 tf=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-expect() { # expect CODE DESCRIPTION COMMAND...
-  want=$1 what=$2
-  shift 2
-  "$@" > "$dir/out" 2> "$dir/err"
-  got=$?
-  if [ "$got" -eq "$want" ]; then
-    passed=$((passed + 1))
-    echo "ok: $what (exit $got)"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $what: exit $got, expected $want"
-    cat "$dir/out" "$dir/err"
-  fi
-}
-check() { # check DESCRIPTION CONDITION
-  if eval "$2"; then passed=$((passed + 1)); echo "ok: $1"; else failed=$((failed + 1)); echo "FAIL: $1"; fi
-}
+. "$(dirname "$0")/harness.sh"
 
 expect 0 "zoo mlp" "$tf" zoo mlp -o "$dir/mlp.tfg"
 expect 0 "compile" "$tf" compile "$dir/mlp.tfg" --set N=32 -o "$dir/mlp.tfplan"
@@ -30,15 +11,15 @@ expect 2 "compile: unknown option" "$tf" compile "$dir/mlp.tfg" --bogus
 expect 2 "compile: missing file" "$tf" compile "$dir/none.tfg"
 expect 2 "compile: unknown symbol" "$tf" compile "$dir/mlp.tfg" --set Q=3
 expect 0 "check: fits in 1MiB" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 1MiB
-grep -q "fits" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check did not say fits"; }
+grep -q "fits" "$dir/out" && passed=$((passed + 1)) || fail "check did not say fits"
 expect 1 "check: does not fit in 100KB" "$tf" check "$dir/mlp.tfg" --set N=32 --budget 100KB
-grep -q "short by" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: check gave no shortfall"; }
+grep -q "short by" "$dir/out" && passed=$((passed + 1)) || fail "check gave no shortfall"
 expect 0 "check: search fits" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 64
-grep -q "micro-batch 64 x 1" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: search choice"; cat "$dir/out"; }
+grep -q "micro-batch 64 x 1" "$dir/out" && passed=$((passed + 1)) || { fail "search choice"; cat "$dir/out"; }
 expect 1 "check: search finds nothing" "$tf" check "$dir/mlp.tfg" --budget 200KB --global-batch 64
-grep -q "smallest plan found" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: no smallest plan"; }
+grep -q "smallest plan found" "$dir/out" && passed=$((passed + 1)) || fail "no smallest plan"
 expect 0 "check: search --json" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 64 --json
-grep -q '"fits": true' "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: json fits"; }
+grep -q '"fits": true' "$dir/out" && passed=$((passed + 1)) || fail "json fits"
 expect 2 "check: global batch and N both" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 64 --set N=4
 expect 2 "check: global batch 0" "$tf" check "$dir/mlp.tfg" --budget 1MiB --global-batch 0
 expect 2 "compile: remat auto without budget" "$tf" compile "$dir/mlp.tfg" --remat auto
@@ -59,8 +40,7 @@ expect 0 "train 300 steps on digits" $measured "$tf" train "$dir/mlp.tfplan" --d
 accuracy=$(sed -n 's/.*"eval_accuracy": \([0-9.]*\).*/\1/p' "$dir/out")
 echo "held-out accuracy after 300 steps: $accuracy"
 check "held-out accuracy >= 0.95" "awk 'BEGIN { exit !($accuracy >= 0.95) }'"
-grep -q '"allocations_after_create": 0' "$dir/out" && passed=$((passed + 1)) || {
-  failed=$((failed + 1)); echo "FAIL: allocations after create"; }
+grep -q '"allocations_after_create": 0' "$dir/out" && passed=$((passed + 1)) || fail "allocations after create"
 if [ -r "$probe" ]; then
   grep "^alloc_probe: phase 'train: steps'" "$dir/err"
   check "train: no heap allocation in steps 3 to 300 (measured by the allocation probe)" \
@@ -98,7 +78,7 @@ expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models
 # then reports from an unloaded ("unknown") module, which no suppression can name. Leak checks of
 # tightfit's own code run in every other command here and in the Vulkan suite.
 expect 0 "devices" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
-grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: devices lists no cpu"; }
+grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || fail "devices lists no cpu"
 cp "$dir/out" "$dir/devices.out"
 # No Vulkan driver (the loader finds no ICD): listed as unavailable with the reason; training on it
 # fails at session creation with the reason, before any step.
@@ -139,5 +119,4 @@ expect 2 "train: unknown backend" "$tf" train "$dir/mlp.tfplan" --data models/da
 for command in zoo inspect dump compile check report train run devices; do
   expect 0 "$command --help" "$tf" "$command" --help
 done
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -5,22 +5,19 @@
 # is a device. Usage: test_compat.sh path/to/tightfit (run from the repository root).
 tf="$1"
 data=tests/data/compat
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/harness.sh"
 
 for graph in "$data"/*.tfg; do
   name=$(basename "$graph" .tfg)
   if "$tf" inspect "$graph" >"$dir/out" 2>&1 && "$tf" compile "$graph" -o "$dir/$name.tfplan" >>"$dir/out" 2>&1; then
-    echo "ok: $graph loads and compiles"
+    pass "$graph loads and compiles"
   else
     fail "$graph: $(tail -n 3 "$dir/out")"
   fi
 done
 for plan in "$data"/*.tfplan; do
   if "$tf" report "$plan" >"$dir/out" 2>&1; then
-    echo "ok: $plan loads and verifies ($(grep -c . "$dir/out") report lines)"
+    pass "$plan loads and verifies ($(grep -c . "$dir/out") report lines)"
   else
     fail "$plan: $(tail -n 3 "$dir/out")"
   fi
@@ -33,7 +30,7 @@ final_loss() { sed -n 's/.*final loss \([0-9.eE+-]*\).*/\1/p' "$1"; }
 old=$(final_loss "$dir/old")
 new=$(final_loss "$dir/new")
 if [ -n "$old" ] && [ "$old" = "$new" ]; then
-  echo "ok: the old mlp plan trains 20 steps to loss $old, as today's plan of the old graph does"
+  pass "the old mlp plan trains 20 steps to loss $old, as today's plan of the old graph does"
 else
   fail "the old mlp plan's final loss '$old' differs from today's '$new'"
 fi
@@ -43,7 +40,7 @@ if "$tf" devices 2>/dev/null | grep -q '^vulkan:0'; then
   # (test_cli.sh, devices).
   if ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" train "$data/cnn.vulkan.tfplan" --device vulkan:0 \
     --data models/data/digits/train --steps 3 > "$dir/vk" 2>&1; then
-    echo "ok: the old cnn plan trains 3 steps on vulkan:0 (loss $(final_loss "$dir/vk"))"
+    pass "the old cnn plan trains 3 steps on vulkan:0 (loss $(final_loss "$dir/vk"))"
   else
     fail "the old cnn plan on vulkan:0: $(tail -n 3 "$dir/vk")"
   fi
@@ -51,8 +48,4 @@ else
   echo "note: no Vulkan device; the old cnn plan was only loaded"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "compat: all passed"
+finish compat

@@ -7,23 +7,7 @@
 # module exports its entry point only.
 # usage: test_cuda_module.sh TIGHTFIT MODULE   (run from the repository root)
 tf=$1 module=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-expect() { # expect CODE DESCRIPTION COMMAND...
-  want=$1 what=$2
-  shift 2
-  "$@" > "$dir/out" 2> "$dir/err"
-  got=$?
-  if [ "$got" -eq "$want" ]; then
-    passed=$((passed + 1)); echo "ok: $what (exit $got)"
-  else
-    failed=$((failed + 1)); echo "FAIL: $what: exit $got, expected $want"; cat "$dir/out" "$dir/err"
-  fi
-}
-check() { # check DESCRIPTION CONDITION
-  if eval "$2"; then passed=$((passed + 1)); echo "ok: $1"; else failed=$((failed + 1)); echo "FAIL: $1"; fi
-}
+. "$(dirname "$0")/harness.sh"
 lib=$(dirname "$tf")/libtightfit.so
 
 for f in "$tf" "$lib"; do
@@ -77,5 +61,4 @@ TIGHTFIT_CUDA_MODULE=$dir/none.so expect 0 "compile for cpu without the module" 
 TIGHTFIT_CUDA_MODULE=$dir/none.so expect 0 "train on cpu without the module" "$tf" train "$dir/cpu.tfplan" --steps 2 \
   --data models/data/digits/train
 
-echo "test_cuda_module: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish test_cuda_module

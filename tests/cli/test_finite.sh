@@ -5,26 +5,8 @@
 # refused by `train --resume` and `run --weights`; --steps and --check-finite values are checked.
 # usage: test_finite.sh TIGHTFIT   (run from the repository root; needs /usr/bin/python3 + numpy)
 tf=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/harness.sh"
 export TIGHTFIT_CACHE_DIR="$dir/cache"
-passed=0 failed=0
-expect() { # expect CODE DESCRIPTION MESSAGE-PATTERN COMMAND...
-  want=$1 what=$2 pattern=$3
-  shift 3
-  "$@" > "$dir/out" 2> "$dir/err"
-  got=$?
-  if [ "$got" -eq "$want" ] && grep -q -- "$pattern" "$dir/err" "$dir/out"; then
-    passed=$((passed + 1)); echo "ok: $what (exit $got): $(head -c 300 "$dir/err")"
-  else
-    failed=$((failed + 1)); echo "FAIL: $what: exit $got (expected $want), message pattern '$pattern'"; cat "$dir/out" "$dir/err"
-  fi
-}
-check() { # check DESCRIPTION CONDITION...
-  what=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); echo "ok: $what"; else failed=$((failed + 1)); echo "FAIL: $what"; fi
-}
 if ! /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
   echo "SKIP: /usr/bin/python3 with numpy is needed to make the data"
   exit 77
@@ -45,20 +27,20 @@ save("short", x, y[:10])
 bad = y.copy(); bad[50] = 10; save("label", x, bad)
 save("f64", x.astype(np.float64), y)
 PY
-expect 2 "one NaN in x.npy" "nan/x.npy: sample 77, element 5 is nan" "$tf" train "$dir/mlp.tfplan" --data "$dir/nan" --steps 5
-expect 2 "10 labels beside 1437 samples" "labels.npy holds 10 samples but .*x.npy holds 1437" \
+expect_message 2 "one NaN in x.npy" "nan/x.npy: sample 77, element 5 is nan" "$tf" train "$dir/mlp.tfplan" --data "$dir/nan" --steps 5
+expect_message 2 "10 labels beside 1437 samples" "labels.npy holds 10 samples but .*x.npy holds 1437" \
   "$tf" train "$dir/mlp.tfplan" --data "$dir/short" --steps 5
-expect 2 "label 10 of 10 classes" "labels.npy: sample 50 is 10, outside \[0, 10)" \
+expect_message 2 "label 10 of 10 classes" "labels.npy: sample 50 is 10, outside \[0, 10)" \
   "$tf" train "$dir/mlp.tfplan" --data "$dir/label" --steps 5
-expect 2 "float64 features" "holds float64 ('<f8'), but 'x' is f32" "$tf" train "$dir/mlp.tfplan" --data "$dir/f64" --steps 5
+expect_message 2 "float64 features" "holds float64 ('<f8'), but 'x' is f32" "$tf" train "$dir/mlp.tfplan" --data "$dir/f64" --steps 5
 
 # A learning rate of 1e30 makes the loss NaN at step 2: stopped before its optimizer step, nothing saved.
-expect 2 "the loss turns NaN" "step 2: the loss is nan; stopped before the optimizer step: no weight was overwritten" \
+expect_message 2 "the loss turns NaN" "step 2: the loss is nan; stopped before the optimizer step: no weight was overwritten" \
   "$tf" train "$dir/hot.tfplan" --data models/data/digits/train --steps 20 --checkpoint "$dir/hot"
 check "no checkpoint after the NaN loss" test ! -e "$dir/hot/latest.safetensors"
 
 # A checkpoint with one NaN weight: refused by resume and run.
-expect 0 "train 5 steps with a checkpoint" "trained 5 steps" \
+expect_message 0 "train 5 steps with a checkpoint" "trained 5 steps" \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 5 --checkpoint "$dir/ck"
 /usr/bin/python3 - "$dir/ck/latest.safetensors" << 'PY'
 import json, struct, sys
@@ -69,16 +51,15 @@ header = json.loads(data[8:8 + n])
 struct.pack_into("<f", data, 8 + n + header["head.weight"]["data_offsets"][0] + 4 * 3, float("inf"))
 open(path, "wb").write(data)
 PY
-expect 2 "run --weights with an infinite weight" "parameter 'head.weight' element 3 is inf; refusing to run" \
+expect_message 2 "run --weights with an infinite weight" "parameter 'head.weight' element 3 is inf; refusing to run" \
   "$tf" run "$dir/mlp.tfplan" --data models/data/digits/test --weights "$dir/ck/latest.safetensors"
-expect 2 "train --resume from it" "parameter 'head.weight' element 3 is inf; refusing to resume" \
+expect_message 2 "train --resume from it" "parameter 'head.weight' element 3 is inf; refusing to resume" \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 2 --checkpoint "$dir/ck" --resume
 
-expect 2 "--steps past 2^53" "--steps takes a count in 1..2^53" \
+expect_message 2 "--steps past 2^53" "--steps takes a count in 1..2^53" \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 99999999999999999999
-expect 2 "--check-finite garbage" "--check-finite takes a step count, 'all' or 'off'" \
+expect_message 2 "--check-finite garbage" "--check-finite takes a step count, 'all' or 'off'" \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 2 --check-finite sometimes
-expect 0 "--check-finite all" "trained 3 steps" \
+expect_message 0 "--check-finite all" "trained 3 steps" \
   "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 3 --check-finite all
-echo "test_finite: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish test_finite

@@ -7,10 +7,7 @@
 # step changes nothing, the run equals one without that step, resume) are in test_loss_scale.
 # Usage: test_loss_scale.sh path/to/tightfit (run from the repository root).
 tf="$1"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/harness.sh"
 data=models/data/digits/train
 
 "$tf" zoo mlp -o "$dir/mlp.tfg" >/dev/null || fail "zoo mlp"
@@ -23,13 +20,13 @@ data=models/data/digits/train
 if grep -q "^step 5: loss scale 65536 -> 131072 after 5 steps without overflow$" "$dir/grow" &&
   grep -q "^step 10: loss scale 131072 -> 262144 after 5 steps without overflow$" "$dir/grow" &&
   grep -q "^loss scale 262144; 0 steps skipped in all" "$dir/grow"; then
-  echo "ok: the scale doubles after each window of good steps, and the log says so"
+  pass "the scale doubles after each window of good steps, and the log says so"
 else
   fail "growth lines missing: $(cat "$dir/grow")"
 fi
 "$tf" train "$dir/fp16.tfplan" --data $data --steps 2 --json >"$dir/json" 2>&1 || fail "train --json: $(cat "$dir/json")"
 grep -q '^{"step": 1, .*"loss_scale": 65536, "skipped": false}$' "$dir/json" &&
-  grep -q '"loss_scale": 65536, "skipped_steps": 0}$' "$dir/json" && echo "ok: --json carries the scale and the skips" ||
+  grep -q '"loss_scale": 65536, "skipped_steps": 0}$' "$dir/json" && pass "--json carries the scale and the skips" ||
   fail "json: $(cat "$dir/json")"
 
 # Data that overflows f16 at every step: every feature x 1e7 (the hidden activations pass 65504).
@@ -49,7 +46,7 @@ if [ "$code" -eq 2 ] && grep -q "^step 4: a gradient overflowed: update skipped,
   grep -q "^step 19: a gradient overflowed: update skipped, loss scale 2 -> 1$" "$dir/skip" && [ "$skips" -eq 16 ] &&
   grep -q "step 20: a gradient is not finite even at loss scale 1; the update was skipped" "$dir/skip" &&
   cmp -s "$dir/before.safetensors" "$dir/ck/latest.safetensors"; then
-  echo "ok: overflow at every step: $skips skips halve the scale to 1, then exit 2; the checkpoint is untouched"
+  pass "overflow at every step: $skips skips halve the scale to 1, then exit 2; the checkpoint is untouched"
 else
   fail "overflowing run (exit $code, $skips skips): $(tail -n 4 "$dir/skip")"
 fi
@@ -59,17 +56,13 @@ fi
 "$tf" train "$dir/clip.tfplan" --data "$dir/huge" --steps 5 >"$dir/clipped" 2>&1
 code=$?
 [ "$code" -eq 2 ] && grep -q "step 1: the gradients' sum of squares, which clipping reads, is not finite" "$dir/clipped" &&
-  echo "ok: f32 with clipping stops at the first overflowed step" || fail "clip run (exit $code): $(tail -n 3 "$dir/clipped")"
+  pass "f32 with clipping stops at the first overflowed step" || fail "clip run (exit $code): $(tail -n 3 "$dir/clipped")"
 
 # Bad values.
 "$tf" compile "$dir/mlp.tfg" --precision fp16 --loss-scale 1000 -o "$dir/x.tfplan" >"$dir/bad1" 2>&1
-[ $? -eq 2 ] && grep -q "power of two" "$dir/bad1" && echo "ok: --loss-scale 1000 refused" || fail "--loss-scale 1000: $(cat "$dir/bad1")"
+[ $? -eq 2 ] && grep -q "power of two" "$dir/bad1" && pass "--loss-scale 1000 refused" || fail "--loss-scale 1000: $(cat "$dir/bad1")"
 "$tf" train "$dir/fp16.tfplan" --data $data --steps 1 --loss-scale-window 0 >"$dir/bad2" 2>&1
-[ $? -eq 2 ] && grep -q "loss-scale-window" "$dir/bad2" && echo "ok: --loss-scale-window 0 refused" ||
+[ $? -eq 2 ] && grep -q "loss-scale-window" "$dir/bad2" && pass "--loss-scale-window 0 refused" ||
   fail "--loss-scale-window 0: $(cat "$dir/bad2")"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "loss scale: all passed"
+finish loss_scale

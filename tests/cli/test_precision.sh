@@ -10,10 +10,7 @@
 # losses too; an unknown value is refused. Usage:
 # test_precision.sh path/to/tightfit (run from the repository root).
 tf="$1"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/harness.sh"
 
 "$tf" zoo gpt --param layers=2 -o "$dir/gpt.tfg" >/dev/null || fail "zoo gpt"
 total_bytes() { sed -n 's/^  total .*(\([0-9]*\) bytes)$/\1/p' "$1"; }
@@ -24,7 +21,7 @@ done
 f32=$(total_bytes "$dir/fp32.out")
 bf16=$(total_bytes "$dir/bf16.out")
 if [ -n "$f32" ] && [ -n "$bf16" ] && [ "$bf16" -lt "$f32" ]; then
-  echo "ok: plan total $bf16 bytes in bf16, $f32 in f32 ($(awk "BEGIN { printf \"%.1f\", 100 * (1 - $bf16 / $f32) }")% less)"
+  pass "plan total $bf16 bytes in bf16, $f32 in f32 ($(awk "BEGIN { printf \"%.1f\", 100 * (1 - $bf16 / $f32) }")% less)"
 else
   fail "the bf16 plan ($bf16 bytes) is not smaller than the f32 plan ($f32 bytes)"
 fi
@@ -42,12 +39,12 @@ losses "$dir/train_bf16" >"$dir/l16"
 if [ "$(wc -l <"$dir/l32")" -ge 10 ] && join "$dir/l32" "$dir/l16" >"$dir/both" &&
   awk '{ d = ($3 - $2) / $2; if (d < 0) d = -d; if (d > worst) worst = d; printf "  step %3d  f32 %s  bf16 %s  %.2f%%\n", $1, $2, $3, 100 * d }
        END { printf "  worst difference %.2f%%\n", 100 * worst; exit worst > 0.02 }' "$dir/both"; then
-  echo "ok: bf16 tracks the f32 loss curve within 2% over 200 steps"
+  pass "bf16 tracks the f32 loss curve within 2% over 200 steps"
 else
   fail "bf16 does not track the f32 loss curve within 2% (or no losses were logged)"
 fi
 "$tf" train "$dir/fp16.tfplan" --data models/data/text/train --steps 20 --log-every 20 >"$dir/train_fp16" 2>&1 &&
-  echo "ok: fp16 trains: $(tail -n 1 "$dir/train_fp16" | head -c 80)" || fail "train fp16: $(tail -n 2 "$dir/train_fp16")"
+  pass "fp16 trains: $(tail -n 1 "$dir/train_fp16" | head -c 80)" || fail "train fp16: $(tail -n 2 "$dir/train_fp16")"
 
 json_losses() { sed -n 's/^{"step": \([0-9]*\), "loss": \([-0-9.e+]*\),.*/\1 \2/p' "$1"; }
 "$tf" devices >"$dir/devices" 2>&1
@@ -72,7 +69,7 @@ for p in bf16 fp16; do
   if [ "$(wc -l <"$dir/lv")" -eq 5 ] && join "$dir/lc" "$dir/lv" >"$dir/both" &&
     awk '{ d = ($3 - $2) / $2; if (d < 0) d = -d; if (d > worst) worst = d; printf "  step %d  cpu %s  vulkan %s\n", $1, $2, $3 }
          END { printf "  worst relative difference %.2e\n", worst; exit !(NR == 5 && worst <= 1e-5) }' "$dir/both"; then
-    echo "ok: $p on vulkan:0 matches the cpu's losses within 1e-5 relative over 5 steps"
+    pass "$p on vulkan:0 matches the cpu's losses within 1e-5 relative over 5 steps"
   else
     fail "$p on vulkan:0 does not match the cpu's losses within 1e-5 relative (or no losses were logged)"
   fi
@@ -87,7 +84,7 @@ compile_gpt --precision bf16 --precision-override $gelu0=f32 -o "$dir/keep.tfpla
 "$tf" report "$dir/keep.tfplan" >"$dir/keep.report" 2>&1
 if ! grep -q "$gelu0/stored_" "$dir/keep.report" && grep -q "$gelu1/stored_bf16 *activation bf16" "$dir/keep.report" &&
   grep -q "node overrides applied on 1 nodes" "$dir/keep.report"; then
-  echo "ok: bf16 with $gelu0=f32: no stored copy of $gelu0, $gelu1/stored_bf16 kept; $(grep -o 'node overrides applied on [0-9]* nodes' "$dir/keep.report")"
+  pass "bf16 with $gelu0=f32: no stored copy of $gelu0, $gelu1/stored_bf16 kept; $(grep -o 'node overrides applied on [0-9]* nodes' "$dir/keep.report")"
 else
   fail "bf16 with $gelu0=f32: $(grep "gelu\|precision:" "$dir/keep.report")"
 fi
@@ -96,31 +93,33 @@ compile_gpt --precision fp32 --precision-override $gelu0=bf16 --precision-overri
 "$tf" report "$dir/store.tfplan" >"$dir/store.report" 2>&1
 store=$(total_bytes "$dir/store.out")
 if [ "$(grep -c "/stored_bf16 *activation bf16" "$dir/store.report")" -eq 2 ] && [ -n "$store" ] && [ "$store" -lt "$f32" ]; then
-  echo "ok: fp32 with 2 bf16 overrides: 2 stored bf16 buffers, plan total $store bytes < $f32"
+  pass "fp32 with 2 bf16 overrides: 2 stored bf16 buffers, plan total $store bytes < $f32"
 else
   fail "fp32 with 2 bf16 overrides: total '$store' (f32 $f32), stored: $(grep -c stored_bf16 "$dir/store.report")"
 fi
 "$tf" train "$dir/store.tfplan" --data models/data/text/train --steps 20 --log-every 20 >"$dir/train_store" 2>&1 ||
   fail "train fp32 with bf16 overrides: $(tail -n 2 "$dir/train_store")"
 losses "$dir/train_store" >"$dir/lstore"
-if join "$dir/l32" "$dir/lstore" | awk '$1 == 20 { d = ($3 - $2) / $2; if (d < 0) d = -d; found = 1
-    printf "ok: fp32 with bf16 overrides trains 20 steps to loss %s, f32 %s (%.2f%%)\n", $3, $2, 100 * d; exit d > 0.02 }
-    END { if (!found) exit 1 }'; then :; else
-  fail "fp32 with bf16 overrides: step 20 loss $(cat "$dir/lstore") is not within 2% of f32's"
+if step20=$(join "$dir/l32" "$dir/lstore" | awk '$1 == 20 { d = ($3 - $2) / $2; if (d < 0) d = -d; found = 1
+    printf "trains 20 steps to loss %s, f32 %s (%.2f%%)", $3, $2, 100 * d; exit d > 0.02 }
+    END { if (!found) exit 1 }'); then
+  pass "fp32 with bf16 overrides $step20"
+else
+  fail "fp32 with bf16 overrides: step 20 loss $(cat "$dir/lstore") is not within 2% of f32's ($step20)"
 fi
 if compile_gpt --precision-override nosuch/node=f32 -o "$dir/x.tfplan" >"$dir/unknown" 2>&1; then
   fail "an override of an unknown node was accepted"
 else
-  grep -q "no node named 'nosuch/node'" "$dir/unknown" && echo "ok: unknown node refused: $(head -n 1 "$dir/unknown")" ||
+  grep -q "no node named 'nosuch/node'" "$dir/unknown" && pass "unknown node refused: $(head -n 1 "$dir/unknown")" ||
     fail "unknown node: $(cat "$dir/unknown")"
 fi
 if compile_gpt --precision-override $gelu0=fp8 -o "$dir/x.tfplan" >"$dir/value" 2>&1; then
   fail "an override to fp8 was accepted"
 else
-  grep -q "takes NODE=P" "$dir/value" && echo "ok: override to fp8 refused" || fail "fp8 override: $(cat "$dir/value")"
+  grep -q "takes NODE=P" "$dir/value" && pass "override to fp8 refused" || fail "fp8 override: $(cat "$dir/value")"
 fi
 compile_gpt --precision-override $gelu0=bf16 --target vulkan -o "$dir/x.tfplan" >"$dir/vk_override" 2>&1 &&
-  echo "ok: a bf16 override compiles for the vulkan target" || fail "a bf16 override on vulkan: $(cat "$dir/vk_override")"
+  pass "a bf16 override compiles for the vulkan target" || fail "a bf16 override on vulkan: $(cat "$dir/vk_override")"
 
 # The same override stored in the graph file (dump -> JSON -> flatc -b): inspect shows it, compile
 # honours it without any option.
@@ -134,17 +133,17 @@ json.dump(g, open(sys.argv[1], "w"))' "$dir/gpt_override.json" "$gelu0" &&
     fail "writing a graph with an override"
   "$tf" inspect "$dir/gpt_override.tfg" >"$dir/inspect" 2>&1
   grep -q "^precision overrides (saved activations): $gelu0 f32$" "$dir/inspect" &&
-    echo "ok: inspect shows the stored override: $(grep '^precision overrides' "$dir/inspect")" ||
+    pass "inspect shows the stored override: $(grep '^precision overrides' "$dir/inspect")" ||
     fail "inspect does not show the override: $(grep -i precision "$dir/inspect")"
   "$tf" compile "$dir/gpt_override.tfg" --set N=8,T=64 --precision bf16 -o "$dir/file.tfplan" >"$dir/file.out" 2>&1 ||
     fail "compile the graph with an override: $(tail -n 2 "$dir/file.out")"
   "$tf" report "$dir/file.tfplan" >"$dir/file.report" 2>&1
   ! grep -q "$gelu0/stored_" "$dir/file.report" && grep -q "node overrides applied on 1 nodes" "$dir/file.report" &&
-    echo "ok: the graph's own override keeps $gelu0 f32 under bf16" || fail "the graph's override was not honoured"
+    pass "the graph's own override keeps $gelu0 f32 under bf16" || fail "the graph's override was not honoured"
   "$tf" compile "$dir/gpt_override.tfg" --set N=8,T=64 --precision bf16 --precision-override $gelu0=inherit \
     -o "$dir/inherit.tfplan" >/dev/null 2>&1
   "$tf" report "$dir/inherit.tfplan" 2>&1 | grep -q "$gelu0/stored_bf16" &&
-    echo "ok: --precision-override $gelu0=inherit drops the graph's override" || fail "=inherit did not drop the override"
+    pass "--precision-override $gelu0=inherit drops the graph's override" || fail "=inherit did not drop the override"
 else
   echo "note: no flatc or python3; the override stored in a graph file was not checked here (test_graph_fb does)"
 fi
@@ -159,15 +158,11 @@ grep -q "^matmul math: bf16 operands, f32 accumulation" "$dir/mm.out" || fail "c
 "$tf" train "$dir/mm.tfplan" --data models/data/text/train --steps 3 --log-every 1 >"$dir/train_mm" 2>&1 &&
   "$tf" train "$dir/fp32.tfplan" --data models/data/text/train --steps 3 --log-every 1 >"$dir/train_mm32" 2>&1 &&
   [ "$(losses "$dir/train_mm")" = "$(losses "$dir/train_mm32")" ] &&
-  echo "ok: --matmul-math bf16 is stored and printed; on the cpu the losses equal f32's" ||
+  pass "--matmul-math bf16 is stored and printed; on the cpu the losses equal f32's" ||
   fail "--matmul-math bf16 on the cpu: losses differ from f32's or the run failed"
 "$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --matmul-math fp8 -o "$dir/bad.tfplan" >"$dir/bad.out" 2>&1
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown matmul math 'fp8' (fp32, bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
-  echo "ok: --matmul-math fp8 refused (exit 2)" || fail "--matmul-math fp8: exit $rc, $(head -n 1 "$dir/bad.out")"
+  pass "--matmul-math fp8 refused (exit 2)" || fail "--matmul-math fp8: exit $rc, $(head -n 1 "$dir/bad.out")"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "precision: all passed"
+finish precision

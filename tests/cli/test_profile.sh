@@ -10,10 +10,7 @@ tf="$1"
 # Leak checks off under ASan, as for the other CLI tests' Vulkan runs: lavapipe leaks a small cache
 # from a module it has unloaded, which no suppression can name.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$(dirname "$0")/harness.sh"
 
 "$tf" zoo gpt --param layers=2 -o "$dir/gpt.tfg" >/dev/null || fail "zoo gpt"
 "$tf" devices >"$dir/devices" 2>&1
@@ -54,11 +51,7 @@ for backend in vulkan cuda; do
   rc=$?
   [ "$rc" -eq 2 ] && grep -q "$variable: cannot write the profile to '$dir/no/such/folder/x'" "$dir/bad" &&
     ! grep -q "^step 1" "$dir/bad" || fail "$backend: an unwritable profile path: exit $rc, $(tail -n 1 "$dir/bad")"
-  [ "$failures" -eq 0 ] && echo "ok: $backend profile: $(head -n 1 "$p"); top op $(sed -n 3p "$p" | awk '{print $1, $2 " ms"}')"
+  [ "$failed" -eq 0 ] && pass "$backend profile: $(head -n 1 "$p"); top op $(sed -n 3p "$p" | awk '{print $1, $2 " ms"}')"
 done
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "profile: all passed"
+finish profile

@@ -1,0 +1,64 @@
+# The helpers the command-line tests share (POSIX sh). A test sources it first thing:
+#   . "$(dirname "$0")/harness.sh"
+# and gets $dir, a temporary folder removed at exit; the counters $passed and $failed; pass and fail,
+# which count and print one "ok:" or "FAIL:" line; expect and expect_message, which run a command
+# with its stdout in $dir/out and its stderr in $dir/err; check; and finish, which prints the
+# summary and exits 1 on any failure. A script that can skip exits 77 itself, before or after.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+passed=0 failed=0
+
+pass() { # pass DESCRIPTION...
+  passed=$((passed + 1))
+  echo "ok: $*"
+}
+fail() { # fail DESCRIPTION...
+  failed=$((failed + 1))
+  echo "FAIL: $*"
+}
+
+# expect CODE DESCRIPTION COMMAND...: passes when COMMAND exits with CODE; a failure shows both outputs.
+expect() {
+  want=$1 what=$2
+  shift 2
+  "$@" > "$dir/out" 2> "$dir/err"
+  got=$?
+  if [ "$got" -eq "$want" ]; then
+    pass "$what (exit $got)"
+  else
+    fail "$what: exit $got, expected $want"
+    cat "$dir/out" "$dir/err"
+  fi
+}
+
+# expect_message CODE DESCRIPTION PATTERN COMMAND...: passes when COMMAND exits with CODE and its
+# stderr or stdout matches the grep PATTERN; the ok line quotes the start of its stderr, if any.
+expect_message() {
+  want=$1 what=$2 pattern=$3
+  shift 3
+  "$@" > "$dir/out" 2> "$dir/err"
+  got=$?
+  if [ "$got" -eq "$want" ] && grep -q -- "$pattern" "$dir/err" "$dir/out"; then
+    message=$(head -c 300 "$dir/err")
+    pass "$what (exit $got)${message:+: $message}"
+  else
+    fail "$what: exit $got (expected $want), message pattern '$pattern'"
+    cat "$dir/out" "$dir/err"
+  fi
+}
+
+# check DESCRIPTION CONDITION: passes when the shell text CONDITION, eval'd, succeeds.
+# check DESCRIPTION COMMAND ARG...: with more than one word, the command is run as given, not eval'd.
+check() {
+  what=$1
+  shift
+  if holds "$@"; then pass "$what"; else fail "$what"; fi
+}
+holds() { if [ "$#" -eq 1 ]; then eval "$1"; else "$@"; fi; }
+
+# finish [NAME]: prints "NAME: N passed, M failed" and exits 1 on any failure, else 0.
+finish() {
+  echo "${1:+$1: }$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && exit 0
+  exit 1
+}
