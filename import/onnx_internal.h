@@ -112,6 +112,10 @@ const char *ox_dtype_name(int32_t type);
 /* The graph tensor of value `name` for node `node` (messages), materialising a parameter from its
  * initializer or a constant from a known value on first use. */
 tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_tensor_id *out) TF_MUST_USE;
+/* A graph constant holding known value `k` (taken: freed here), named `name` or, where taken, `name`
+ * with underscores added; its values go to the weights file unless they are all one. */
+tf_status ox_known_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k,
+                            tf_tensor_id *out) TF_MUST_USE;
 /* The known value of `name`, or an error naming the node that needs it known. */
 tf_status ox_need_known(ox_import *im, const ox_node *node, const char *name, const ox_known **out) TF_MUST_USE;
 /* The symbolic shape of graph tensor `id`: each axis decoded from the shape the builder inferred at

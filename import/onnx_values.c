@@ -421,6 +421,14 @@ static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) 
   return ox_graph_error(im, node);
 }
 
+tf_status ox_known_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k, tf_tensor_id *out) {
+  ox_value v = {.name = name, .tensor = TF_NO_TENSOR, .known = k, .initializer = NULL};
+  tf_status status = make_constant(im, node, &v);
+  ox_known_free(k);
+  *out = v.tensor;
+  return status;
+}
+
 tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_tensor_id *out) {
   *out = TF_NO_TENSOR;
   ox_value *v = ox_value_find(im, name);

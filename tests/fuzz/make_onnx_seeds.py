@@ -4,7 +4,8 @@
 Hand-encoded models (tests/import/import_errors.py's protobuf encoder, byte-for-byte deterministic):
 a Relu, a Conv with weights, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
 exact-GELU pattern, a Softmax + Flatten + Transpose, a bf16 MatMul + Add + Mul (raw and int32_data
-bf16 initializers), and an opset-3 model the importer refuses. Each is under 1 KiB."""
+bf16 initializers), an eval-mode BatchNormalization with a tied running variance, and an opset-3
+model the importer refuses. Each is under 1 KiB."""
 import os
 import struct
 import sys
@@ -86,6 +87,15 @@ SEEDS = {
     ], [value_info("x", 16, ["N", 4])], [value_info("y", 16, ["N", 3])],
         [bf16_tensor("w", [4, 3], [0.1 * i - 0.5 for i in range(12)]),
          bf16_tensor("b", [3], [0.25, -1.5, 3.0], raw=False), bf16_tensor("k", [], [0.5])]),
+    # an eval-mode BatchNormalization whose running variance is tied by value to its scale through an
+    # Identity (as torch's eval-mode export writes equal initializers)
+    "batch_norm.onnx": model([
+        node("Identity", ["scale"], ["var"], "tie"),
+        node("BatchNormalization", ["x", "scale", "b", "mean", "var"], ["n"], "bn", field_bytes(5, field_bytes(
+            1, "epsilon") + field_float(2, 1e-5) + field_varint(20, 1))),
+        node("Relu", ["n"], ["y"], "relu"),
+    ], [value_info("x", 1, ["N", 2, 4, 4])], [value_info("y", 1, ["N", 2, 4, 4])],
+        [tensor("scale", [2], [1.0, 1.0]), tensor("b", [2], [0.0, 0.25]), tensor("mean", [2], [0.5, -0.5])]),
     "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])], opset=3),
 }

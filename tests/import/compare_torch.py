@@ -34,6 +34,7 @@ FORWARD_TOLERANCE, GRADIENT_TOLERANCE = 1e-5, 1e-4
 MODELS = [
     ("ops", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("cnn", 14, "N=3", {"x": ((3, 1, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
+    ("residual", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 14, "N=2,T=12",
      {"tokens": ((2, 12), "int", 128)}, {"tokens": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 17, "N=2,T=12",
@@ -67,7 +68,41 @@ class Ops(torch.nn.Module):
         return F.log_softmax(self.head(F.gelu(h, approximate="tanh")), dim=-1)
 
 
-CUSTOM = {"ops": Ops}
+class Residual(torch.nn.Module):
+    """BatchNormalization as exported in eval mode (frozen at its running statistics, set away from
+    their defaults here): BatchNorm2d after convolutions in a residual block, BatchNorm1d on [N, C, L]
+    after a conv1d and on [N, C] features; global average pooling (and max pooling over the plane)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(2, 8, 3, padding=1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.conv = torch.nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(8, eps=1e-3)
+        self.line = torch.nn.Conv1d(8, 6, 3, padding=1)
+        self.bn3 = torch.nn.BatchNorm1d(6)
+        self.fc = torch.nn.Linear(6 * 16, 12)
+        self.bn4 = torch.nn.BatchNorm1d(12)
+        self.head = torch.nn.Linear(12, 10)
+        with torch.no_grad():
+            for bn in (self.bn1, self.bn2, self.bn3, self.bn4):
+                bn.running_mean.copy_(0.5 * torch.randn_like(bn.running_mean))
+                bn.running_var.copy_(0.5 + torch.rand_like(bn.running_var))
+
+    def forward(self, x):
+        h = torch.relu(self.bn1(self.stem(x)))
+        h = torch.relu(h + self.bn2(self.conv(h)))
+        h = h + F.adaptive_avg_pool2d(h, 1) - 0.5 * F.adaptive_max_pool2d(h, 1)  # GlobalAveragePool, MaxPool
+        h = F.avg_pool2d(h, 2).flatten(2)
+        h = torch.relu(self.bn3(self.line(h))).flatten(1)
+        return self.head(torch.relu(self.bn4(self.fc(h))))
+
+
+CUSTOM = {"ops": Ops, "residual": Residual}
+# Exported with training=PRESERVE (the module is in eval mode either way): the default EVAL export
+# folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
+# function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.
+PRESERVE = {"residual"}
 
 
 def read_safetensors(path):
@@ -108,7 +143,8 @@ def run_model(tightfit, driver, config, opset, bindings, inputs, dynamic, folder
     onnx_path = os.path.join(folder, "model.onnx")
     torch.onnx.export(module, tensors, onnx_path, input_names=list(inputs), output_names=["logits"],
                       dynamic_axes=dict(dynamic, logits={0: "N"}), opset_version=opset,
-                      do_constant_folding=False)
+                      do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.PRESERVE if config in PRESERVE else torch.onnx.TrainingMode.EVAL)
     started = time.time()
     result = subprocess.run([tightfit, "import", onnx_path, "-o", os.path.join(folder, "model.tfg"),
                              "--loss", "cross_entropy", "--json"], capture_output=True, text=True)

@@ -109,6 +109,14 @@ def main():
         conv = model([node("Conv", ["x", "w"], ["y"], "conv_same", attribute_string("auto_pad", "SAME_UPPER"))],
                      [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4])],
                      [tensor("w", [1, 1, 3, 3], [0.1] * 9)])
+        torch.onnx.export(torch.nn.Sequential(torch.nn.Conv2d(2, 2, 3), torch.nn.BatchNorm2d(2)).train(),
+                          (torch.randn(2, 2, 5, 5),), path("bn_training.onnx"), input_names=["x"],
+                          dynamic_axes={"x": {0: "N"}}, opset_version=14, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+        bn = model([node("BatchNormalization", ["x", "scale", "b", "mean", "var"], ["y"], "bn0")],
+                   [value_info("x", 1, ["N", 2, 4, 4])], [value_info("y", 1, ["N", 2, 4, 4])],
+                   [tensor("scale", [2], [1.0, 1.0]), tensor("b", [2], [0.0, 0.0]), tensor("mean", [2], [0.0, 0.5]),
+                    tensor("var", [2], [1.0, -2.0])])
         bad_weights = model([node("MatMul", ["x", "w"], ["y"], "mm")], [value_info("x", 1, ["N", 4])],
                             [value_info("y", 1, ["N", 4])], [tensor("w", [4, 4], [0.5] * 3)])
         cases = [
@@ -127,6 +135,10 @@ def main():
              ["axis.onnx", "'x'", "axis 0"]),
             ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Abs (2 nodes", "CumSum (1 node"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
+            ("batch norm in training mode", path("bn_training.onnx"),
+             ["bn_training.onnx", "BatchNormalization", "training mode", "eval mode"]),
+            ("batch norm, negative variance", write("bn.onnx", bn),
+             ["bn.onnx", "'bn0' (BatchNormalization)", "channel 1", "variance -2", "positive variance"]),
             ("short initializer", write("weights.onnx", bad_weights), ["weights.onnx", "'w'", "12 bytes of raw data"]),
             ("no graph", write("nograph.onnx", field_varint(1, 7)), ["nograph.onnx", "no graph"]),
             # the fuzzer's find (docs/fuzzing.md): a Reshape of a known value whose target sizes
