@@ -1,4 +1,5 @@
-# The helpers the command-line tests share (POSIX sh). A test sources it first thing:
+# The helpers the command-line tests share (POSIX sh; tests/cli, tests/report, tests/plan,
+# tests/alloc_probe). A test sources it first thing:
 #   . "$(dirname "$0")/harness.sh"
 # and gets $dir, a temporary folder removed at exit; the counters $passed and $failed; pass and fail,
 # which count and print one "ok:" or "FAIL:" line; expect and expect_message, which run a command
@@ -44,6 +45,21 @@ expect_message() {
   else
     fail "$what: exit $got (expected $want), message pattern '$pattern'"
     cat "$dir/out" "$dir/err"
+  fi
+}
+
+# expect_phrase CODE DESCRIPTION PHRASE COMMAND...: passes when COMMAND exits with CODE and its stdout
+# or stderr holds PHRASE as a fixed string; a failure shows the start of both outputs.
+expect_phrase() {
+  want=$1 what=$2 phrase=$3
+  shift 3
+  "$@" > "$dir/out" 2> "$dir/err"
+  got=$?
+  if [ "$got" -eq "$want" ] && cat "$dir/out" "$dir/err" | grep -qF -- "$phrase"; then
+    pass "$what (exit $got, '$phrase')"
+  else
+    fail "$what: expected exit $want and '$phrase', got exit $got:"
+    cat "$dir/out" "$dir/err" | sed 's/^/     /' | head -20
   fi
 }
 

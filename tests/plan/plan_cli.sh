@@ -4,26 +4,7 @@
 # compared; the script fails at the end if any failed.
 # usage: plan_cli.sh TIGHTFIT MAKE_PLAN FLATC SCHEMA_DIR
 tightfit=$1 make_plan=$2 flatc=$3 schema=$4
-dir=$(mktemp -d /tmp/tf_plan_cli.XXXXXX) || exit 2
-trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
-
-# expect NAME CODE PHRASE CMD...: CMD exits with CODE and its output (stdout + stderr) holds PHRASE.
-expect() {
-  name=$1 code=$2 phrase=$3
-  shift 3
-  "$@" >"$dir/out" 2>&1
-  got=$?
-  if [ "$got" -eq "$code" ] && grep -qF -- "$phrase" "$dir/out"; then
-    ok "$name (exit $got, '$phrase')"
-  else
-    bad "$name: expected exit $code and '$phrase', got exit $got:"
-    sed 's/^/     /' "$dir/out" | head -20
-  fi
-}
+. "$(dirname "$0")/../cli/harness.sh"
 
 # expect_line NAME REGEX CMD...: CMD exits 0 and a line of its output matches the extended REGEX.
 expect_line() {
@@ -32,9 +13,9 @@ expect_line() {
   "$@" >"$dir/out" 2>&1
   got=$?
   if [ "$got" -eq 0 ] && grep -qE -- "$regex" "$dir/out"; then
-    ok "$name (exit 0, /$regex/)"
+    pass "$name (exit 0, /$regex/)"
   else
-    bad "$name: expected exit 0 and a line matching /$regex/, got exit $got:"
+    fail "$name: expected exit 0 and a line matching /$regex/, got exit $got:"
     sed 's/^/     /' "$dir/out" | head -30
   fi
 }
@@ -44,31 +25,31 @@ expect_line() {
 expect_line "report: the total" "^  total +988 B +988$" "$tightfit" report "$dir/small.tfplan"
 expect_line "report: the arena" "^  activations arena +464 B +464$" "$tightfit" report "$dir/small.tfplan"
 expect_line "report: a role" "^    activations, without reuse \(6\) +384 B +384$" "$tightfit" report "$dir/small.tfplan"
-expect "report: arena vs lower bound" 0 "lower bound 448 B (the most bytes live at one step), arena / lower bound = 1.036" \
+expect_phrase 0 "report: arena vs lower bound" "lower bound 448 B (the most bytes live at one step), arena / lower bound = 1.036" \
   "$tightfit" report "$dir/small.tfplan"
-expect "report: reuse" 0 "without reuse: arena 704 B, total 1.20 KiB; reuse saves 240 B (240 bytes, 19.5% of that total)" \
+expect_phrase 0 "report: reuse" "without reuse: arena 704 B, total 1.20 KiB; reuse saves 240 B (240 bytes, 19.5% of that total)" \
   "$tightfit" report "$dir/small.tfplan"
-expect "report: the peak step" 0 "peak: step 3 'mse/grad' (mse_grad, backward): 448 B live in the arena" \
+expect_phrase 0 "report: the peak step" "peak: step 3 'mse/grad' (mse_grad, backward): 448 B live in the arena" \
   "$tightfit" report "$dir/small.tfplan"
-expect "report: batches" 0 "micro-batch 4 x 2 accumulation steps = global batch 8" \
+expect_phrase 0 "report: batches" "micro-batch 4 x 2 accumulation steps = global batch 8" \
   "$tightfit" report "$dir/small.tfplan"
-expect "report: flops" 0 "flops: forward 140 FLOP, recompute 0 FLOP, backward 140 FLOP" \
+expect_phrase 0 "report: flops" "flops: forward 140 FLOP, recompute 0 FLOP, backward 140 FLOP" \
   "$tightfit" report "$dir/small.tfplan"
-expect "report: notes" 0 "  recompute: none" "$tightfit" report "$dir/small.tfplan"
-expect "report --json: total" 0 '"total_bytes": 988' "$tightfit" report "$dir/small.tfplan" --json
-expect "report --json: peak" 0 '"name": "mse/grad"' "$tightfit" report --json "$dir/small.tfplan"
+expect_phrase 0 "report: notes" "  recompute: none" "$tightfit" report "$dir/small.tfplan"
+expect_phrase 0 "report --json: total" '"total_bytes": 988' "$tightfit" report "$dir/small.tfplan" --json
+expect_phrase 0 "report --json: peak" '"name": "mse/grad"' "$tightfit" report --json "$dir/small.tfplan"
 if command -v python3 >/dev/null 2>&1; then
-  expect "report --json parses" 0 "988" sh -c "'$tightfit' report --json '$dir/small.tfplan' | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"total_bytes\"])'"
+  expect_phrase 0 "report --json parses" "988" sh -c "'$tightfit' report --json '$dir/small.tfplan' | python3 -c 'import json, sys; print(json.load(sys.stdin)[\"total_bytes\"])'"
 fi
-expect "report --help" 0 "usage: tightfit report P.tfplan" "$tightfit" report --help
-expect "help report" 0 "usage: tightfit report P.tfplan" "$tightfit" help report
-expect "report without a file" 2 "missing the plan file" "$tightfit" report
-expect "report with an unknown option" 2 "unknown option '--csv'" "$tightfit" report --csv "$dir/small.tfplan"
-expect "report with two files" 2 "one plan file at a time" "$tightfit" report "$dir/small.tfplan" "$dir/small.tfplan"
-expect "report of a missing file" 2 "$dir/none.tfplan: cannot open" "$tightfit" report "$dir/none.tfplan"
+expect_phrase 0 "report --help" "usage: tightfit report P.tfplan" "$tightfit" report --help
+expect_phrase 0 "help report" "usage: tightfit report P.tfplan" "$tightfit" help report
+expect_phrase 2 "report without a file" "missing the plan file" "$tightfit" report
+expect_phrase 2 "report with an unknown option" "unknown option '--csv'" "$tightfit" report --csv "$dir/small.tfplan"
+expect_phrase 2 "report with two files" "one plan file at a time" "$tightfit" report "$dir/small.tfplan" "$dir/small.tfplan"
+expect_phrase 2 "report of a missing file" "$dir/none.tfplan: cannot open" "$tightfit" report "$dir/none.tfplan"
 head -c 300 "$dir/small.tfplan" >"$dir/cut.tfplan"
-expect "report of a truncated plan" 2 "$dir/cut.tfplan: corrupt or truncated FlatBuffer" "$tightfit" report "$dir/cut.tfplan"
-expect "report of a graph file" 2 "expected 'TFPL': not a tightfit plan (.tfplan) file" \
+expect_phrase 2 "report of a truncated plan" "$dir/cut.tfplan: corrupt or truncated FlatBuffer" "$tightfit" report "$dir/cut.tfplan"
+expect_phrase 2 "report of a graph file" "expected 'TFPL': not a tightfit plan (.tfplan) file" \
   "$tightfit" report tests/data/good/mlp-1.tfg
 
 # ---- structural refusals: plans flatc writes from JSON ----
@@ -86,11 +67,11 @@ report='{ "role_bytes": [0, 0, 0, 0, 0, 0, 4, 0], "live_bytes": [4], "flops": [0
 refuse() { # NAME PHRASE JSON
   printf '%s\n' "$3" >"$dir/$1.json"
   if ! "$flatc" -b -I "$schema" -o "$dir" "$schema/plan.fbs" "$dir/$1.json" >"$dir/flatc.out" 2>&1; then
-    bad "$1: flatc refused the JSON:"
+    fail "$1: flatc refused the JSON:"
     sed 's/^/     /' "$dir/flatc.out"
     return
   fi
-  expect "decode refuses $1" 2 "$dir/$1.tfplan: $2" "$tightfit" report "$dir/$1.tfplan"
+  expect_phrase 2 "decode refuses $1" "$dir/$1.tfplan: $2" "$tightfit" report "$dir/$1.tfplan"
 }
 
 refuse baseline "step 0 'relu' (relu) reads input 0 buffer 0 'h' before it is written" \
@@ -116,5 +97,4 @@ refuse no_regions "region_bytes is missing" \
 refuse unknown_attrs_type "step 0 'relu': attrs_type is MatmulAttrs but the attribute table is missing" \
   "$(plan_json "" "$buffer" "$(echo "$step" | sed 's/"outputs": \[0\]/"outputs": [0], "attrs_type": "MatmulAttrs"/')" "$report")"
 
-echo "plan_cli: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish plan_cli
