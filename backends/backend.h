@@ -5,6 +5,10 @@
 #ifndef TIGHTFIT_BACKENDS_BACKEND_H
 #define TIGHTFIT_BACKENDS_BACKEND_H
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "tightfit/plan.h"
 #include "tightfit/target.h"
 
@@ -69,8 +73,45 @@ tf_status tf_backend_load(const char *name, const tf_backend_vtable **out);
 /* tf_backend_load's backend, or NULL. */
 const tf_backend_vtable *tf_backend_find(const char *name);
 
-/* Describes the devices of every backend in this build, one line each ("cpu:0 ...", "vulkan:0
- * ..."), into `text`; a backend whose devices cannot be listed gets a line saying why. */
+/* One device a backend of this build can run plans on, or a backend without one and why. */
+typedef struct tf_device_entry {
+  char backend[16]; /* "cpu", "vulkan", "cuda" */
+  char device[24];  /* "cpu:0", "vulkan:1", "cuda:0"; "" for a backend without a device */
+  bool available;   /* a device (true), or a backend without one (false) */
+  char text[488];   /* the device's description, or why the backend has none */
+} tf_device_entry;
+
+#define TF_MAX_DEVICE_ENTRIES 32
+
+/* Every backend's devices, in backend order (cpu, vulkan, cuda); entries past the limit are dropped. */
+typedef struct tf_device_list {
+  int32_t count;
+  tf_device_entry entries[TF_MAX_DEVICE_ENTRIES];
+} tf_device_list;
+
+/* Appends an entry (a device when `device` is not empty, else a backend without one); false when
+ * the list is full. Inline: the CUDA module (which links no backends code) fills lists too. */
+static inline TF_PRINTF(4, 5) bool tf_device_list_add(tf_device_list *list, const char *backend, const char *device,
+                                                      const char *fmt, ...) {
+  if (list->count >= TF_MAX_DEVICE_ENTRIES)
+    return false;
+  tf_device_entry *e = &list->entries[list->count++];
+  memset(e, 0, sizeof(*e));
+  snprintf(e->backend, sizeof(e->backend), "%s", backend);
+  snprintf(e->device, sizeof(e->device), "%s", device ? device : "");
+  e->available = device && *device;
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(e->text, sizeof(e->text), fmt, args);
+  va_end(args);
+  return true;
+}
+
+/* The devices of every backend in this build, or for a backend without one, why. */
+void tf_backend_list_devices(tf_device_list *list);
+
+/* tf_backend_list_devices() as text, one line each: "<device>  <description>" or "<backend>:
+ * unavailable: <why>" ("<backend>: not in this build"). */
 void tf_backend_describe_devices(char *text, size_t size);
 
 /* Parses "cpu", "vulkan", "vulkan:1", "cuda:0" into a backend name (copied into `name`) and a device

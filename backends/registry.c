@@ -44,45 +44,61 @@ const tf_backend_vtable *tf_backend_find(const char *name) {
   return backend;
 }
 
-/* "<backend>: unavailable: <why>", without the message's own "<backend>: " prefix. */
-static void describe_failure(char *text, size_t size, const char *backend, tf_status status) {
+/* An entry for `backend` without a device: why (the message without its own "<backend>: " prefix). */
+static void add_failure(tf_device_list *list, const char *backend, tf_status status) {
   const char *why = tf_status_message(status);
   size_t length = strlen(backend);
   if (strncmp(why, backend, length) == 0 && why[length] == ':' && why[length + 1] == ' ')
     why += length + 2;
-  snprintf(text, size, "%s: unavailable: %s\n", backend, why);
+  tf_device_list_add(list, backend, NULL, "%s", why);
+}
+
+void tf_backend_list_devices(tf_device_list *list) {
+  memset(list, 0, sizeof(*list));
+  tf_device_list_add(list, "cpu", "cpu:0", "this machine's CPU, %ld cores online (OpenBLAS + OpenMP kernels)",
+                     sysconf(_SC_NPROCESSORS_ONLN));
+#ifdef TIGHTFIT_VULKAN
+  const int32_t before = list->count;
+  tf_status status = tf_vulkan_list_devices(list);
+  if (status) {
+    list->count = before; /* the devices listed before the failure, if any, are dropped with it */
+    add_failure(list, "vulkan", status);
+  }
+  tf_status_free(status);
+#else
+  tf_device_list_add(list, "vulkan", NULL, "not in this build");
+#endif
+#ifdef TIGHTFIT_CUDA
+  const tf_cuda_module *module = NULL;
+  tf_status failure = tf_cuda_module_load(&module);
+  const int32_t listed = list->count;
+  if (!failure)
+    failure = module->list_devices(list);
+  if (failure) {
+    list->count = listed;
+    add_failure(list, "cuda", failure);
+  }
+  tf_status_free(failure);
+#else
+  tf_device_list_add(list, "cuda", NULL, "not in this build");
+#endif
 }
 
 void tf_backend_describe_devices(char *text, size_t size) {
-  size_t used =
-      (size_t)snprintf(text, size, "cpu:0  this machine's CPU, %ld cores online (OpenBLAS + OpenMP kernels)\n",
-                       sysconf(_SC_NPROCESSORS_ONLN));
-#ifdef TIGHTFIT_VULKAN
-  if (used < size) {
-    tf_status status = tf_vulkan_describe_devices(text + used, size - used);
-    if (status)
-      describe_failure(text + used, size - used, "vulkan", status);
-    tf_status_free(status);
-    used = strlen(text);
+  tf_device_list list;
+  tf_backend_list_devices(&list);
+  size_t used = 0;
+  if (size > 0)
+    text[0] = '\0';
+  for (int32_t i = 0; i < list.count && used < size; i++) {
+    const tf_device_entry *e = &list.entries[i];
+    if (e->available)
+      used += (size_t)snprintf(text + used, size - used, "%s  %s\n", e->device, e->text);
+    else if (strcmp(e->text, "not in this build") == 0)
+      used += (size_t)snprintf(text + used, size - used, "%s: not in this build\n", e->backend);
+    else
+      used += (size_t)snprintf(text + used, size - used, "%s: unavailable: %s\n", e->backend, e->text);
   }
-#else
-  if (used < size)
-    used += (size_t)snprintf(text + used, size - used, "vulkan: not in this build\n");
-#endif
-#ifdef TIGHTFIT_CUDA
-  if (used < size) {
-    const tf_cuda_module *module = NULL;
-    tf_status status = tf_cuda_module_load(&module);
-    if (!status)
-      status = module->describe_devices(text + used, size - used);
-    if (status)
-      describe_failure(text + used, size - used, "cuda", status);
-    tf_status_free(status);
-  }
-#else
-  if (used < size)
-    snprintf(text + used, size - used, "cuda: not in this build\n");
-#endif
 }
 
 bool tf_backend_parse_device(const char *text, char *name, size_t size, int32_t *device) {

@@ -5,44 +5,20 @@
 #include "backends/backend.h"
 #include "tools/cli.h"
 
-/* One line of tf_backend_describe_devices(): "<id>  <description>" for a device, "<backend>:
- * unavailable: <why>" or "<backend>: not in this build" for a backend without one; as JSON. */
-static void line_json(char *line, tf_json *json) {
-  char *gap = strstr(line, "  ");
-  const char *unavailable = strstr(line, ": unavailable: ");
-  const char *absent = strstr(line, ": not in this build");
-  if (gap && (!unavailable || gap < unavailable) && (!absent || gap < absent)) {
-    *gap = '\0';
-    char backend[64];
-    snprintf(backend, sizeof(backend), "%.*s", (int)strcspn(line, ":"), line);
-    tf_json_begin_object(json, NULL);
-    tf_json_string(json, "device", line);
-    tf_json_string(json, "backend", backend);
-    tf_json_bool(json, "available", true);
-    tf_json_string(json, "description", gap + 2);
-    tf_json_end_object(json);
-    return;
-  }
-  const char *why = unavailable ? unavailable + strlen(": unavailable: ") : "not in this build";
-  tf_json_begin_object(json, NULL);
-  line[strcspn(line, ":")] = '\0';
-  tf_json_string(json, "backend", line);
-  tf_json_bool(json, "available", false);
-  tf_json_string(json, "why", why);
-  tf_json_end_object(json);
-}
-
-static void devices_json(char *text) {
+/* The list as {"devices": [...]}: a device's entry, or a backend's without one and why. */
+static void devices_json(const tf_device_list *list) {
   tf_json json = {stdout, 0, {false}};
   tf_json_begin_object(&json, NULL);
   tf_json_begin_array(&json, "devices");
-  for (char *line = text; *line;) {
-    char *end = line + strcspn(line, "\n");
-    const bool last = *end == '\0';
-    *end = '\0';
-    if (*line)
-      line_json(line, &json);
-    line = last ? end : end + 1;
+  for (int32_t i = 0; i < list->count; i++) {
+    const tf_device_entry *e = &list->entries[i];
+    tf_json_begin_object(&json, NULL);
+    if (e->available)
+      tf_json_string(&json, "device", e->device);
+    tf_json_string(&json, "backend", e->backend);
+    tf_json_bool(&json, "available", e->available);
+    tf_json_string(&json, e->available ? "description" : "why", e->text);
+    tf_json_end_object(&json);
   }
   tf_json_end_array(&json);
   tf_json_end_object(&json);
@@ -63,11 +39,14 @@ int tf_cmd_devices(int argc, char **argv) {
   const bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
   if (argc > (json ? 2 : 1))
     return tf_cli_usage_error("devices", "takes only --json (got '%s')", argv[json ? 2 : 1]);
-  char text[8192];
-  tf_backend_describe_devices(text, sizeof(text));
-  if (json)
-    devices_json(text);
-  else
+  if (json) {
+    tf_device_list list;
+    tf_backend_list_devices(&list);
+    devices_json(&list);
+  } else {
+    char text[TF_MAX_DEVICE_ENTRIES * 560];
+    tf_backend_describe_devices(text, sizeof(text));
     fputs(text, stdout);
+  }
   return TF_EXIT_OK;
 }

@@ -50,10 +50,10 @@ typedef struct tf_cuda_memory {
 /* The memory report of a CUDA backend state (from tf_backend_cuda.create). */
 tf_cuda_memory tf_cuda_memory_use(void *state);
 
-/* Describes every CUDA device, one line each ("cuda:0  NVIDIA H100 ..., compute capability 9.0, 79.1
- * GiB"), into `text`, without creating a context; an error says why there is none (no driver, a
- * driver too old, no device). */
-tf_status tf_cuda_describe_devices(char *text, size_t size);
+/* Adds every CUDA device to `list` ("cuda:0": "NVIDIA H100 ..., compute capability 9.0, 79.1 GiB"),
+ * without creating a context; an error says why there is none (no driver, a driver too old, no
+ * device). */
+tf_status tf_cuda_list_devices(tf_device_list *list);
 
 /* Free device memory now (cudaMemGetInfo on the backend's device), or -1 on error. */
 int64_t tf_cuda_memory_free_now(void *state);

@@ -81,23 +81,22 @@ static tf_status select_device(cuda_state *s, int32_t device) {
   return NULL;
 }
 
-tf_status tf_cuda_describe_devices(char *text, size_t size) {
+tf_status tf_cuda_list_devices(tf_device_list *list) {
   int count = 0;
   cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess)
     return no_device(error);
   if (count == 0)
     return no_device(cudaErrorNoDevice);
-  size_t used = 0;
-  if (size > 0)
-    text[0] = '\0';
-  for (int device = 0; device < count && used < size; device++) {
+  for (int device = 0; device < count; device++) {
     struct cudaDeviceProp props;
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
     const bool usable = props.major * 10 + props.minor >= 75;
-    used += (size_t)snprintf(text + used, size - used, "cuda:%d  %s, compute capability %d.%d, %.1f GiB%s\n", device,
-                             props.name, props.major, props.minor, (double)props.totalGlobalMem / (1 << 30),
-                             usable ? "" : " (unusable: the kernels need compute capability 7.5)");
+    char name[32];
+    snprintf(name, sizeof(name), "cuda:%d", device);
+    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s", props.name, props.major,
+                       props.minor, (double)props.totalGlobalMem / (1 << 30),
+                       usable ? "" : " (unusable: the kernels need compute capability 7.5)");
   }
   return NULL;
 }

@@ -8,7 +8,7 @@ const tf_cuda_module *tf_cuda_module_get(void) {
       .abi = TF_CUDA_MODULE_ABI,
       .vtable_size = sizeof(tf_backend_vtable),
       .backend = &tf_backend_cuda,
-      .describe_devices = tf_cuda_describe_devices,
+      .list_devices = tf_cuda_list_devices,
   };
   return &module;
 }

@@ -13,13 +13,13 @@ extern "C" {
 #endif
 
 /* Bumped whenever this struct or the vtable changes: a module of another build is refused. */
-#define TF_CUDA_MODULE_ABI 1
+#define TF_CUDA_MODULE_ABI 2
 
 typedef struct tf_cuda_module {
-  int32_t abi;                                            /* TF_CUDA_MODULE_ABI of the build that made the module */
-  size_t vtable_size;                                     /* sizeof(tf_backend_vtable) there */
-  const tf_backend_vtable *backend;                       /* tf_backend_cuda */
-  tf_status (*describe_devices)(char *text, size_t size); /* tf_cuda_describe_devices */
+  int32_t abi;                                     /* TF_CUDA_MODULE_ABI of the build that made the module */
+  size_t vtable_size;                              /* sizeof(tf_backend_vtable) there */
+  const tf_backend_vtable *backend;                /* tf_backend_cuda */
+  tf_status (*list_devices)(tf_device_list *list); /* tf_cuda_list_devices */
 } tf_cuda_module;
 
 /* The module's entry point, its one exported symbol. */

@@ -362,10 +362,9 @@ void vk_device_close(vk_state *vk) {
   // do), and leak reports inside it could no longer be attributed to the driver's library.
 }
 
-tf_status tf_vulkan_describe_devices(char *text, size_t size) {
+tf_status tf_vulkan_list_devices(tf_device_list *list) {
   vk_state vk;
   memset(&vk, 0, sizeof(vk));
-  text[0] = '\0';
   tf_status status = open_loader(&vk);
   if (!status)
     status = create_instance(&vk);
@@ -376,28 +375,30 @@ tf_status tf_vulkan_describe_devices(char *text, size_t size) {
   if (!status && count && devices)
     status = vk_check(vk.fn.EnumeratePhysicalDevices(vk.instance, &count, devices), "vkEnumeratePhysicalDevices");
   static const char *const types[] = {"other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU"};
-  size_t used = 0;
-  for (uint32_t i = 0; !status && devices && i < count && used < size; i++) {
+  for (uint32_t i = 0; !status && devices && i < count; i++) {
     VkPhysicalDeviceProperties p;
     VkPhysicalDeviceMemoryProperties m;
     vk.fn.GetPhysicalDeviceProperties(devices[i], &p);
     vk.fn.GetPhysicalDeviceMemoryProperties(devices[i], &m);
-    used += (size_t)snprintf(text + used, size - used, "vulkan:%u  %s (%s, Vulkan %u.%u)", i, p.deviceName,
-                             p.deviceType <= 4 ? types[p.deviceType] : "?", VK_API_VERSION_MAJOR(p.apiVersion),
-                             VK_API_VERSION_MINOR(p.apiVersion));
-    for (uint32_t h = 0; h < m.memoryHeapCount && used < size; h++)
-      used += (size_t)snprintf(text + used, size - used, "%s heap %u: %.2f GiB%s", h ? "," : ";", h,
+    char text[sizeof(list->entries[0].text)], device[32];
+    size_t used = (size_t)snprintf(text, sizeof(text), "%s (%s, Vulkan %u.%u)", p.deviceName,
+                                   p.deviceType <= 4 ? types[p.deviceType] : "?", VK_API_VERSION_MAJOR(p.apiVersion),
+                                   VK_API_VERSION_MINOR(p.apiVersion));
+    for (uint32_t h = 0; h < m.memoryHeapCount && used < sizeof(text); h++)
+      used += (size_t)snprintf(text + used, sizeof(text) - used, "%s heap %u: %.2f GiB%s", h ? "," : ";", h,
                                (double)m.memoryHeaps[h].size / 1073741824.0,
                                (m.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? " device-local" : "");
     VkPhysicalDeviceSubgroupProperties subgroup = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceProperties2 properties = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     properties.pNext = &subgroup;
     vk.fn.GetPhysicalDeviceProperties2(devices[i], &properties);
-    if (used < size)
-      used += (size_t)snprintf(text + used, size - used, "; subgroups of %u%s; %s\n", subgroup.subgroupSize,
-                               subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)",
-                               storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"
-                                                             : "no 16-bit storage (compile with --no-half-kernels)");
+    if (used < sizeof(text))
+      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s", subgroup.subgroupSize,
+               subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)",
+               storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"
+                                             : "no 16-bit storage (compile with --no-half-kernels)");
+    snprintf(device, sizeof(device), "vulkan:%u", i);
+    tf_device_list_add(list, "vulkan", device, "%s", text);
   }
   if (!status && count == 0)
     status = tf_status_new(TF_ERR_UNSUPPORTED, "vulkan: the loader found no Vulkan device (is a driver such as "

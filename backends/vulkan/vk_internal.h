@@ -221,7 +221,7 @@ tf_status vk_capacity(const tf_backend_options *options, tf_device_capacity *out
 /* An error status for a failed Vulkan call `what`, or NULL when result is VK_SUCCESS. */
 tf_status vk_check(VkResult result, const char *what);
 /* The validation layer's messages surface through this: every fallible entry point (vk_backend.c's
- * vtable, vk_capacity, tf_vulkan_describe_devices) returns vk_validation_status(vk, its status).
+ * vtable, vk_capacity, tf_vulkan_list_devices) returns vk_validation_status(vk, its status).
  * It returns `status` when the layer reported nothing since the last call; else (freeing `status`)
  * an error naming how many messages and the first, with `status`'s code and message when the call
  * failed too, TF_ERR_INTERNAL when it did not. */

@@ -48,9 +48,9 @@ const char *tf_vulkan_device_name(void *state);
  * `first` (`size` bytes, may be NULL). The library itself never prints them. */
 int32_t tf_vulkan_validation_unreported(char *first, size_t size);
 
-/* Describes every Vulkan device (index, name, type, API version, memory heaps) into `text`, one
- * device per line; an error says what is missing (no loader, no device). */
-tf_status tf_vulkan_describe_devices(char *text, size_t size) TF_MUST_USE;
+/* Adds every Vulkan device to `list` ("vulkan:N": name, type, API version, memory heaps, subgroups,
+ * 16-bit storage); an error says what is missing (no loader, no device). */
+tf_status tf_vulkan_list_devices(tf_device_list *list) TF_MUST_USE;
 
 #ifdef __cplusplus
 }
