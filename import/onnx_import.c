@@ -25,6 +25,16 @@ tf_onnx_options tf_onnx_options_default(void) {
 
 static const char *const loss_names[] = {"none", "cross_entropy", "mse", "bce_with_logits"};
 
+int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph) {
+  int32_t count = 0;
+  for (int32_t id = 0; id < tf_graph_tensor_count(graph); id++) {
+    tf_tensor_info info;
+    count += tf_graph_tensor(graph, id, &info) && info.kind == TF_CONSTANT && info.name &&
+             strstr(info.name, OX_FROZEN_BATCH_NORM_SUFFIX) != NULL;
+  }
+  return count;
+}
+
 const char *tf_onnx_loss_name(tf_onnx_loss loss) {
   return (int)loss >= 0 && (size_t)loss < sizeof(loss_names) / sizeof(loss_names[0]) ? loss_names[loss] : "?";
 }

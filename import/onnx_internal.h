@@ -56,6 +56,10 @@ typedef struct ox_node {
 } ox_node;
 
 /* One tensor of the weights file: an initializer's or a constant's values (`owned` is freed). */
+/* In the name of a frozen BatchNormalization's 1 / sqrt(running_var + eps) constant (after the
+ * node's output name), one per node: tf_onnx_frozen_batch_norms counts them. */
+#define OX_FROZEN_BATCH_NORM_SUFFIX ".batch_norm_inverse_std"
+
 typedef struct ox_weight {
   const char *name;
   tf_dtype dtype;

@@ -457,8 +457,9 @@ static tf_status convert_batch_norm(ox_import *im, const ox_node *node) {
   if (ox_attr_int(node, "training_mode", 0) != 0 || node->proto->n_output > 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "batch statistics (training mode) are not supported yet: export the model in eval mode "
-                   "(model.eval(), torch.onnx.export's default), whose BatchNormalization the import keeps "
-                   "frozen at its running statistics");
+                   "(model.eval(); training=torch.onnx.TrainingMode.PRESERVE keeps each BatchNorm's scale and "
+                   "bias, which the default EVAL export folds into a preceding convolution; tightfit.from_torch "
+                   "does both), whose BatchNormalization the import keeps frozen at its running statistics");
   tf_tensor_id x, scale, bias, mean, inverse_std;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
@@ -485,9 +486,9 @@ static tf_status convert_batch_norm(ox_import *im, const ox_node *node) {
   if (!status)
     status = ox_tensor_of(im, node, 2, &bias);
   if (!status)
-    status = channel_constant(im, node, "running_mean", running_mean, epsilon, false, &mean);
+    status = channel_constant(im, node, "batch_norm_running_mean", running_mean, epsilon, false, &mean);
   if (!status)
-    status = channel_constant(im, node, "inverse_std", running_var, epsilon, true, &inverse_std);
+    status = channel_constant(im, node, OX_FROZEN_BATCH_NORM_SUFFIX + 1, running_var, epsilon, true, &inverse_std);
   ox_known_free(running_mean);
   ox_known_free(running_var);
   TF_RETURN_IF_ERROR(status);

@@ -76,6 +76,7 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     tf_json_int(&j, "parameters", parameters);
     tf_json_int(&j, "nodes", tf_graph_node_count(g));
     tf_json_string(&j, "loss", tf_onnx_loss_name(options->loss));
+    tf_json_int(&j, "frozen_batch_norms", tf_onnx_frozen_batch_norms(g));
     tf_json_begin_array(&j, "symbols");
     for (int32_t i = 0; i < tf_graph_symbol_count(g); i++) {
       const char *name;
@@ -98,6 +99,11 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     printf("%s: imported '%s': %s parameters, %d nodes, symbols %s; loss %s\n", onnx_path, tf_graph_name(g),
            tf_cli_count(parameters, count, sizeof(count)), tf_graph_node_count(g), used ? symbols : "none",
            tf_onnx_loss_name(options->loss));
+    const int32_t frozen = tf_onnx_frozen_batch_norms(g);
+    if (frozen > 0)
+      printf("%d BatchNormalization node%s frozen at %s running statistics (eval mode: scale and bias train, "
+             "the statistics stay; docs/import.md)\n",
+             frozen, frozen == 1 ? "" : "s", frozen == 1 ? "its" : "their");
     printf("written to %s%s%s\n", output, has_weights ? ", weights to " : "", has_weights ? weights_path : "");
   }
   tf_graph_destroy(g);

@@ -50,6 +50,10 @@ tf_status tf_onnx_import(const char *onnx_path, const tf_onnx_options *options, 
 tf_status tf_onnx_import_bytes(const void *data, size_t size, const char *source, const tf_onnx_options *options,
                                tf_graph **out) TF_MUST_USE;
 
+/* How many BatchNormalization nodes an imported graph holds frozen at their running statistics
+ * (eval mode: docs/import.md), counted from the constants the importer names for them. */
+int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph);
+
 /* "none", "cross_entropy", "mse", "bce_with_logits"; tf_onnx_loss_parse() is its inverse (false when
  * `name` is none of them). */
 const char *tf_onnx_loss_name(tf_onnx_loss loss);

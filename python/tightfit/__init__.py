@@ -731,4 +731,10 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         raise
     graph = Graph(_handle=handle.value, _dir=directory)
     weakref.finalize(graph, shutil.rmtree, directory, True)
+    frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
+    if frozen:
+        import warnings
+        warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} imported frozen at "
+                      f"{'their' if frozen > 1 else 'its'} running statistics, as in eval mode (scale and bias "
+                      "train; batch statistics are not supported yet: docs/import.md)", stacklevel=2)
     return graph

@@ -267,6 +267,8 @@ if HAS_ONNX:
     _declare("tf_onnx_import", c_status, ctypes.c_char_p, ctypes.POINTER(OnnxOptions), ctypes.POINTER(c_graph_p))
     if hasattr(lib, "tf_onnx_options_default"):
         _declare("tf_onnx_options_default", OnnxOptions)
+    if hasattr(lib, "tf_onnx_frozen_batch_norms"):
+        _declare("tf_onnx_frozen_batch_norms", ctypes.c_int32, c_graph_p)
 
 
 def check(status, context=None):

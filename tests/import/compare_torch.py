@@ -103,6 +103,8 @@ CUSTOM = {"ops": Ops, "residual": Residual}
 # folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
 # function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.
 PRESERVE = {"residual"}
+# BatchNormalization nodes each model's import must report frozen (import --json: frozen_batch_norms).
+FROZEN = {"residual": 4}
 
 
 def read_safetensors(path):
@@ -173,6 +175,9 @@ def run_model(tightfit, driver, config, opset, bindings, inputs, dynamic, folder
     grads = read_safetensors(os.path.join(folder, "tf_grads.safetensors"))
 
     failures = []
+    if report["frozen_batch_norms"] != FROZEN.get(config, 0):
+        failures.append(f"{config}: import reports {report['frozen_batch_norms']} frozen BatchNorms, "
+                        f"expected {FROZEN.get(config, 0)}")
     if report["parameters"] != torch_count:
         failures.append(f"{config}: {report['parameters']} parameters imported, PyTorch has {torch_count}")
     if set(grads) != set(torch_grads):

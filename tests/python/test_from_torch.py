@@ -313,6 +313,34 @@ def tied_norms():
 
 case("3 LayerNorms, a tied head, a split and gelu_new train as PyTorch's", tied_norms)
 
+# A CNN with BatchNorm (running statistics set away from 0 and 1): imported frozen at them, with a
+# warning that says so; 5 AdamW steps follow PyTorch training the same module in eval mode.
+def frozen_batch_norm():
+    import warnings
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Conv2d(2, 6, 3, padding=1, bias=False), torch.nn.BatchNorm2d(6),
+                                torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                torch.nn.Linear(6, 5))
+    with torch.no_grad():
+        model[1].running_mean.copy_(0.3 * torch.randn(6))
+        model[1].running_var.copy_(0.5 + torch.rand(6))
+    xs, ys = torch.randn(batch, 2, 5, 5), torch.randint(0, 5, (batch,))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    said = [str(w.message) for w in caught if "frozen" in str(w.message)]
+    model.eval()
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    seen = (f"warned '{said[0][:60]}...'; " if said else "") + \
+        f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch in eval mode {expected[-1]:.6f}), worst " \
+        f"relative difference {worst:.1e}"
+    if len(said) != 1 or "1 BatchNorm layer" not in said[0]:
+        return f"expected one warning about 1 frozen BatchNorm layer, got {said}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a BatchNorm CNN imports frozen (with a warning) and trains as PyTorch's eval-mode module", frozen_batch_norm)
+
 # Hugging Face GPT-2's attention as its code writes it: the causal mask a registered bool buffer
 # (`bias`, torch.tril of ones) sliced to [:, :, :t, :t], `torch.where(mask, scores, finfo.min)`, the
 # scale a tensor made from `v.size(-1) ** 0.5` (Shape, Slice, Pow, Cast). It imports as one causal
