@@ -27,6 +27,7 @@ typedef struct tf_conv_geometry {
   int64_t chunk;        /* CPU: response positions per column block (the last block may be shorter) */
   int64_t chunks;       /* CPU: ceil(positions / chunk); 0 when positions is 0 */
   int64_t chunk_images; /* CUDA: images lowered into one column block */
+  bool half;            /* CUDA: f16/bf16 data (the half kernel's layout and blocking) */
 } tf_conv_geometry;
 
 /* Fills *g (blocking zeroed) for conv op `op` (conv1d, conv2d, conv_transpose2d and the conv grad

@@ -169,11 +169,11 @@ static inline bool tf_cuda_conv_geometry_get(tf_op op, const tf_attrs *attrs, co
                                              const tf_tensor_ref *outputs, tf_cuda_conv_geometry *g) {
   if (!tf_conv_geometry_fill(op, attrs, inputs, outputs, g))
     return false;
-  const bool half = inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16;
-  if (half)
+  g->half = inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16;
+  if (g->half)
     g->direct = false;
   int64_t per_image = g->column_rows * g->positions;
-  if (half)
+  if (g->half)
     per_image += g->response_channels / g->groups * g->positions;
   g->chunk_images = per_image > 0 ? TF_CUDA_CONV_COLUMN_LIMIT / per_image : g->batch;
   if (g->chunk_images < 1)
@@ -192,13 +192,13 @@ typedef struct tf_cuda_conv_layout {
   int64_t column, response, weight, cublas, total;
 } tf_cuda_conv_layout;
 
-static inline tf_cuda_conv_layout tf_cuda_conv_layout_of(const tf_cuda_conv_geometry *g, bool half) {
+static inline tf_cuda_conv_layout tf_cuda_conv_layout_of(const tf_cuda_conv_geometry *g) {
   tf_cuda_conv_layout l;
   const int64_t out_per_group = g->groups > 0 ? g->response_channels / g->groups : 0;
   l.column = 0;
   l.response = g->direct ? 0 : tf_cuda_round_up(4 * g->chunk_images * g->column_rows * g->positions);
-  l.weight = l.response + (half ? tf_cuda_round_up(4 * g->chunk_images * out_per_group * g->positions) : 0);
-  l.cublas = l.weight + (half ? tf_cuda_round_up(4 * g->response_channels * g->column_rows) : 0);
+  l.weight = l.response + (g->half ? tf_cuda_round_up(4 * g->chunk_images * out_per_group * g->positions) : 0);
+  l.cublas = l.weight + (g->half ? tf_cuda_round_up(4 * g->response_channels * g->column_rows) : 0);
   l.total = l.cublas + TF_CUDA_CUBLAS_WORKSPACE;
   return l;
 }
@@ -263,7 +263,7 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
     return (op == TF_OP_MATMUL_ACCUMULATE ? inputs[0] : outputs[0]).count > 0 ? TF_CUDA_CUBLAS_WORKSPACE : 0;
   case TF_WORKSPACE_CONV:
     tf_cuda_conv_geometry_get(op, attrs, inputs, outputs, &g);
-    return tf_cuda_conv_layout_of(&g, inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16).total;
+    return tf_cuda_conv_layout_of(&g).total;
   case TF_WORKSPACE_REDUCE: tf_cuda_reduction_of(op, attrs, inputs, &r); return tf_cuda_reduction_workspace(&r, op);
   case TF_WORKSPACE_GLOBAL_NORM_SQ: {
     int64_t partials = 0;

@@ -44,7 +44,7 @@ int tf_cmd_devices(int argc, char **argv) {
     tf_backend_list_devices(&list);
     devices_json(&list);
   } else {
-    char text[TF_MAX_DEVICE_ENTRIES * 560];
+    char text[TF_MAX_DEVICE_ENTRIES * sizeof(tf_device_entry)]; /* a line is shorter than its entry */
     tf_backend_describe_devices(text, sizeof(text));
     fputs(text, stdout);
   }

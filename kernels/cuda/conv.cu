@@ -96,15 +96,14 @@ __global__ void gather_response(const T *response, float *block, int64_t channel
   }
 }
 
-/* The inverse, rounding once: response[images first.., group's channels] = block (+ bias[channel]). */
-template <typename T, bool kBias>
+/* The inverse, rounding once: response[images first.., group's channels] = block (+ bias[channel]
+ * where there is one). */
+template <typename T>
 __global__ void scatter_response(const float *block, T *response, const T *bias, int64_t channels, int64_t og,
                                  int64_t group, int64_t P, int64_t first_image, int64_t images) {
   TF_CUDA_GRID_STRIDE(t, images * og * P) {
     const int64_t p = t % P, o = t / P % og, b = t / (og * P), channel = group * og + o;
-    float value = block[t];
-    if constexpr (kBias)
-      value += to_f32(bias[channel]);
+    const float value = bias ? block[t] + to_f32(bias[channel]) : block[t];
     response[((first_image + b) * channels + channel) * P + p] = from_f32<T>(value);
   }
 }
@@ -222,12 +221,8 @@ template <typename T> tf_status forward_half(const Call &c, const T *x, const T 
       im2col<T><<<blocks_for(images * c.K * c.P), kThreads, 0, c.stream>>>(x, c.column, g, first, images, group);
       TF_RETURN_IF_ERROR(gemm(c.handle, c.math, false, false, c.og, c.P, c.K, c.weight + group * c.og * c.K, c.K, 0,
                               c.column, c.P, c.K * c.P, 0.0f, c.response, c.P, c.og * c.P, images));
-      if (bias)
-        scatter_response<T, true><<<blocks, kThreads, 0, c.stream>>>(c.response, y, bias, g.response_channels, c.og,
-                                                                     group, c.P, first, images);
-      else
-        scatter_response<T, false><<<blocks, kThreads, 0, c.stream>>>(c.response, y, NULL, g.response_channels, c.og,
-                                                                      group, c.P, first, images);
+      scatter_response<T><<<blocks, kThreads, 0, c.stream>>>(c.response, y, bias, g.response_channels, c.og, group, c.P,
+                                                             first, images);
     }
   }
   return launch_status();
@@ -327,8 +322,7 @@ TF_CUDA_LAUNCHER(conv) {
   c.handle = (cublasHandle_t)args->cublas;
   c.math = args->math;
   c.stream = stream_of(args);
-  const bool half = is_half_dtype(args->inputs[0].dtype);
-  const tf_cuda_conv_layout layout = tf_cuda_conv_layout_of(&g, half);
+  const tf_cuda_conv_layout layout = tf_cuda_conv_layout_of(&g);
   char *workspace = (char *)args->workspace;
   c.column = (float *)(workspace + layout.column);
   c.response = (float *)(workspace + layout.response);
@@ -341,7 +335,7 @@ TF_CUDA_LAUNCHER(conv) {
   TF_RETURN_IF_ERROR(cublas_workspace(c.handle, workspace + layout.cublas, args->workspace_bytes - layout.cublas));
   /* A product over nothing (no taps or no channels) leaves zeros, as BLAS does with k = 0. */
   const bool empty = c.K == 0 || c.og == 0 || c.P == 0 || g.batch == 0;
-  if (half)
+  if (g.half)
     return args->inputs[0].dtype == TF_F16 ? launch_half<F16>(c, args, empty) : launch_half<Bf16>(c, args, empty);
   const float *in0 = (const float *)args->inputs[0].data, *in1 = (const float *)args->inputs[1].data;
   float *y = (float *)out->data;

@@ -33,33 +33,21 @@ expect() {
 }
 
 # expect_message CODE DESCRIPTION PATTERN COMMAND...: passes when COMMAND exits with CODE and its
-# stderr or stdout matches the grep PATTERN; the ok line quotes the start of its stderr, if any.
-expect_message() {
-  want=$1 what=$2 pattern=$3
-  shift 3
+# stdout or stderr matches the grep PATTERN (a basic regular expression); expect_phrase: holds PHRASE
+# as a fixed string. The ok line quotes the start of stderr, if any; a failure shows both outputs.
+expect_message() { expect_output -q "$@"; }
+expect_phrase() { expect_output -qF "$@"; }
+expect_output() { # GREP_OPTIONS CODE DESCRIPTION PATTERN COMMAND...
+  options=$1 want=$2 what=$3 pattern=$4
+  shift 4
   "$@" > "$dir/out" 2> "$dir/err"
   got=$?
-  if [ "$got" -eq "$want" ] && grep -q -- "$pattern" "$dir/err" "$dir/out"; then
+  if [ "$got" -eq "$want" ] && cat "$dir/out" "$dir/err" | grep "$options" -- "$pattern"; then
     message=$(head -c 300 "$dir/err")
     pass "$what (exit $got)${message:+: $message}"
   else
-    fail "$what: exit $got (expected $want), message pattern '$pattern'"
-    cat "$dir/out" "$dir/err"
-  fi
-}
-
-# expect_phrase CODE DESCRIPTION PHRASE COMMAND...: passes when COMMAND exits with CODE and its stdout
-# or stderr holds PHRASE as a fixed string; a failure shows the start of both outputs.
-expect_phrase() {
-  want=$1 what=$2 phrase=$3
-  shift 3
-  "$@" > "$dir/out" 2> "$dir/err"
-  got=$?
-  if [ "$got" -eq "$want" ] && cat "$dir/out" "$dir/err" | grep -qF -- "$phrase"; then
-    pass "$what (exit $got, '$phrase')"
-  else
-    fail "$what: expected exit $want and '$phrase', got exit $got:"
-    cat "$dir/out" "$dir/err" | sed 's/^/     /' | head -20
+    fail "$what: exit $got (expected $want), output pattern '$pattern':"
+    cat "$dir/out" "$dir/err" | sed 's/^/     /' | head -40
   fi
 }
 
