@@ -10,6 +10,8 @@
 const char *ox_input(const ox_node *node, int32_t i);
 /* A status "<file>: node '<name>' (<op>): <reason>". */
 tf_status ox_fail(ox_import *im, const ox_node *node, tf_code code, const char *fmt, ...) TF_PRINTF(4, 5);
+/* `status` (NULL passes through) prefixed "<file>: node '<name>' (<op>)": a helper's error placed. */
+tf_status ox_at(const ox_import *im, const ox_node *node, tf_status status) TF_MUST_USE;
 /* An error when input i is absent. */
 tf_status ox_need_input(ox_import *im, const ox_node *node, int32_t i) TF_MUST_USE;
 /* True when value `name` is known and has no graph tensor yet. */

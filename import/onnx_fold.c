@@ -9,37 +9,42 @@
 
 #include "import/onnx_fold.h"
 
-/* a op b on two (possibly symbolic) integers; false when the result is not one symbol's multiple. */
+/* a op b on two (possibly symbolic) integers; false when the result is not one symbol's multiple or
+ * does not fit 64 bits (a fuzzed model's INT64_MIN * -1). */
 static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
   bool fa = a.symbol < 0, fb = b.symbol < 0;
+  int64_t r;
   switch (op) {
   case '+':
   case '-': {
-    int64_t bs = op == '+' ? b.size : -b.size;
+    if (op == '+' ? __builtin_add_overflow(a.size, b.size, &r) : __builtin_sub_overflow(a.size, b.size, &r))
+      return false;
     if (fa && fb)
-      *out = tf_fixed(a.size + bs);
+      *out = tf_fixed(r);
     else if (fb && b.size == 0)
       *out = a;
     else if (fa && a.size == 0 && op == '+')
       *out = b;
-    else if (!fa && !fb && a.symbol == b.symbol && a.size + bs >= 1)
-      *out = tf_sym_times(a.symbol, a.size + bs);
+    else if (!fa && !fb && a.symbol == b.symbol && r >= 1)
+      *out = tf_sym_times(a.symbol, r);
     else
       return false;
     return true;
   }
   case '*':
+    if (__builtin_mul_overflow(a.size, b.size, &r))
+      return false;
     if (fa && fb)
-      *out = tf_fixed(a.size * b.size);
+      *out = tf_fixed(r);
     else if (fb && b.size >= 1)
-      *out = tf_sym_times(a.symbol, a.size * b.size);
+      *out = tf_sym_times(a.symbol, r);
     else if (fa && a.size >= 1)
-      *out = tf_sym_times(b.symbol, a.size * b.size);
+      *out = tf_sym_times(b.symbol, r);
     else
       return false;
     return true;
   case '/':
-    if (b.size == 0)
+    if (b.size == 0 || (a.size == INT64_MIN && b.size == -1))
       return false;
     if (fa && fb) {
       int64_t q = a.size / b.size;
@@ -108,16 +113,16 @@ static int64_t source_index(const ox_known *k, int32_t rank, const int64_t *shap
   return index;
 }
 
-tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, const char *what, ox_known **out) {
+tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known **out) {
   *out = NULL;
   int32_t rank;
   int64_t shape[TF_MAX_RANK];
   if (!broadcast(a, b, &rank, shape))
-    return tf_status_new(TF_ERR_SHAPE, "%s: known operands of shapes that do not broadcast", what);
+    return tf_status_new(TF_ERR_SHAPE, "known operands of shapes that do not broadcast");
   bool is_float = a->is_float || b->is_float;
   ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : a->dtype, rank, shape);
   if (!k)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", what);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory");
   for (int64_t i = 0; i < k->count; i++) {
     int64_t ia = source_index(a, rank, shape, i), ib = source_index(b, rank, shape, i);
     if (is_float) {
@@ -125,13 +130,13 @@ tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, const ch
       double y = b->is_float ? b->reals[ib] : (double)b->ints[ib].size;
       if ((!a->is_float && a->ints[ia].symbol >= 0) || (!b->is_float && b->ints[ib].symbol >= 0)) {
         ox_known_free(k);
-        return tf_status_new(TF_ERR_UNSUPPORTED, "%s: float arithmetic on a symbolic size", what);
+        return tf_status_new(TF_ERR_UNSUPPORTED, "float arithmetic on a symbolic size");
       }
       k->reals[i] = fold_real(op, x, y);
     } else if (!fold_int(op, a->ints[ia], b->ints[ib], &k->ints[i])) {
       ox_known_free(k);
       return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "%s: '%c' of sizes %" PRId64 "%s and %" PRId64 "%s is not one symbol's multiple", what, op,
+                           "'%c' of sizes %" PRId64 "%s and %" PRId64 "%s is not one symbol's multiple in 64 bits", op,
                            a->ints[ia].size, a->ints[ia].symbol >= 0 ? "*symbol" : "", b->ints[ib].size,
                            b->ints[ib].symbol >= 0 ? "*symbol" : "");
     }
@@ -188,6 +193,11 @@ tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) {
     } else if (is_float) {
       (*out)->reals[i] = x->reals[i];
     } else if (x->is_float) {
+      if (!(fabs(x->reals[i]) < 0x1p63)) { /* NaN, infinite or past int64 */
+        ox_known_free(*out);
+        *out = NULL;
+        return tf_status_new(TF_ERR_UNSUPPORTED, "a cast to an integer of %g, which int64 cannot hold", x->reals[i]);
+      }
       (*out)->ints[i] = tf_fixed((int64_t)x->reals[i]);
     } else {
       (*out)->ints[i] = x->ints[i];
@@ -217,7 +227,7 @@ tf_status ox_fold_slice1(const ox_known *x, int64_t start, int64_t end, int64_t 
   const int64_t n = x->count;
   start = start < 0 ? (start + n < 0 ? 0 : start + n) : (start > n ? n : start);
   end = end < 0 ? (end + n < 0 ? 0 : end + n) : (end > n ? n : end);
-  const int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  const int64_t count = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow at step INT64_MAX */
   ox_known *k = ox_known_new(x->is_float, x->dtype, 1, &count);
   if (!k)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Slice");

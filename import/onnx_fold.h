@@ -5,8 +5,8 @@
 
 #include "import/onnx_internal.h"
 
-/* a op b with numpy broadcasting; op is '+', '-', '*', '/' or '^' (Pow); `what` names the node. */
-tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, const char *what, ox_known **out) TF_MUST_USE;
+/* a op b with numpy broadcasting; op is '+', '-', '*', '/', '=' (Equal) or '^' (Pow). */
+tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known **out) TF_MUST_USE;
 /* cond ? x : y elementwise over known values (numpy broadcasting of the three). */
 tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known *y, ox_known **out) TF_MUST_USE;
 /* x converted to `to` (floats truncate towards zero when cast to integers). */

@@ -191,7 +191,7 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
     for (int32_t i = 0; i < n; i++)
       parts[i] = ox_value_find(im, ox_input(node, i))->known;
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_concat(parts, n, (int32_t)axis, &k));
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_concat(parts, n, (int32_t)axis, &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id ids[64];
@@ -234,7 +234,7 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
     if (end.symbol >= 0)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end slicing a known value");
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_slice1(value, starts[0], end.size, n_steps >= 0 ? steps[0] : 1, &k));
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_slice1(value, starts[0], end.size, n_steps >= 0 ? steps[0] : 1, &k)));
     return ox_set_known(im, node, 0, k);
   }
   if (x == TF_NO_TENSOR) { /* a known vector sliced otherwise: as a tensor */
@@ -351,8 +351,9 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   int64_t axis = ox_attr_int(node, "axis", 0);
   if (ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_gather(ox_value_find(im, ox_input(node, 0))->known,
-                                      ox_value_find(im, ox_input(node, 1))->known, (int32_t)axis, &k));
+    TF_RETURN_IF_ERROR(ox_at(im, node,
+                             ox_fold_gather(ox_value_find(im, ox_input(node, 0))->known,
+                                            ox_value_find(im, ox_input(node, 1))->known, (int32_t)axis, &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id data;
@@ -401,7 +402,7 @@ tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   if (ox_is_known(im, ox_input(node, 0))) {
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_cast(ox_value_find(im, ox_input(node, 0))->known, to, &k));
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_cast(ox_value_find(im, ox_input(node, 0))->known, to, &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id x;

@@ -27,6 +27,11 @@ tf_status ox_fail(ox_import *im, const ox_node *node, tf_code code, const char *
   return tf_status_new(code, "%s: %s: %s", im->source, ox_node_label(node, label, sizeof(label)), reason);
 }
 
+tf_status ox_at(const ox_import *im, const ox_node *node, tf_status status) {
+  char label[256];
+  return status ? tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label))) : NULL;
+}
+
 tf_status ox_need_input(ox_import *im, const ox_node *node, int32_t i) {
   return ox_input(node, i) ? NULL : ox_fail(im, node, TF_ERR_INVALID_INPUT, "input %" PRId32 " is missing", i);
 }
@@ -148,11 +153,10 @@ static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op o
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
   const char *a = ox_input(node, 0), *b = ox_input(node, 1);
-  char label[256];
-  ox_node_label(node, label, sizeof(label));
   if (ox_is_known(im, a) && ox_is_known(im, b)) {
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_binary(symbol, ox_value_find(im, a)->known, ox_value_find(im, b)->known, label, &k));
+    TF_RETURN_IF_ERROR(
+        ox_at(im, node, ox_fold_binary(symbol, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id ta = TF_NO_TENSOR, tb = TF_NO_TENSOR;
@@ -179,10 +183,9 @@ static tf_status convert_equal(ox_import *im, const ox_node *node) {
   const char *a = ox_input(node, 0), *b = ox_input(node, 1);
   if (!ox_is_known(im, a) || !ox_is_known(im, b))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of data (only of values known when importing: shapes)");
-  char label[256];
   ox_known *k;
-  TF_RETURN_IF_ERROR(ox_fold_binary('=', ox_value_find(im, a)->known, ox_value_find(im, b)->known,
-                                    ox_node_label(node, label, sizeof(label)), &k));
+  TF_RETURN_IF_ERROR(
+      ox_at(im, node, ox_fold_binary('=', ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
   return ox_set_known(im, node, 0, k);
 }
 
@@ -194,13 +197,10 @@ static tf_status convert_where(ox_import *im, const ox_node *node) {
                      "Where of data (only of values known when importing, or as the causal mask of an attention)");
   }
   ox_known *k;
-  tf_status status =
-      ox_fold_where(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
-                    ox_value_find(im, ox_input(node, 2))->known, &k);
-  if (status) {
-    char label[256];
-    return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
-  }
+  TF_RETURN_IF_ERROR(
+      ox_at(im, node,
+            ox_fold_where(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
+                          ox_value_find(im, ox_input(node, 2))->known, &k)));
   return ox_set_known(im, node, 0, k);
 }
 static tf_status convert_sub(ox_import *im, const ox_node *node) { return binary(im, node, '-', TF_OP_SUB); }
@@ -224,7 +224,7 @@ static tf_status convert_sqrt(ox_import *im, const ox_node *node) {
   if (ox_is_known(im, ox_input(node, 0))) {
     const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_cast(x, TF_F32, &k));
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_cast(x, TF_F32, &k)));
     for (int64_t i = 0; i < k->count; i++)
       k->reals[i] = sqrt(k->reals[i]);
     return ox_set_known(im, node, 0, k);
@@ -243,8 +243,9 @@ static tf_status convert_gelu(ox_import *im, const ox_node *node) {
 static tf_status convert_pow(ox_import *im, const ox_node *node) {
   if (ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_fold_binary('^', ox_value_find(im, ox_input(node, 0))->known,
-                                      ox_value_find(im, ox_input(node, 1))->known, "Pow", &k));
+    TF_RETURN_IF_ERROR(ox_at(im, node,
+                             ox_fold_binary('^', ox_value_find(im, ox_input(node, 0))->known,
+                                            ox_value_find(im, ox_input(node, 1))->known, &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id x;

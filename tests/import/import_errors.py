@@ -57,6 +57,11 @@ def tensor(name, dims, floats):
             field_bytes(9, struct.pack(f"<{len(floats)}f", *floats)))
 
 
+def int_tensor(name, dims, ints):
+    return (b"".join(field_varint(1, d) for d in dims) + field_varint(2, 7) + field_bytes(8, name) +
+            field_bytes(9, struct.pack(f"<{len(ints)}q", *ints)))
+
+
 def node(op_type, inputs, outputs, name, attributes=b""):
     return (b"".join(field_bytes(1, i) for i in inputs) + b"".join(field_bytes(2, o) for o in outputs) +
             field_bytes(3, name) + field_bytes(4, op_type) + attributes)
@@ -119,6 +124,11 @@ def main():
                     tensor("var", [2], [1.0, -2.0])])
         bad_weights = model([node("MatMul", ["x", "w"], ["y"], "mm")], [value_info("x", 1, ["N", 4])],
                             [value_info("y", 1, ["N", 4])], [tensor("w", [4, 4], [0.5] * 3)])
+        # [INT64_MIN] * [-1] as a Reshape's target: the fuzzer's find of stop 36 (signed overflow
+        # in the folding of known integers)
+        mul_overflow = model([node("Mul", ["a", "b"], ["shape"], "mul"), node("Reshape", ["x", "shape"], ["y"], "reshape")],
+                             [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                             [int_tensor("a", [1], [-(1 << 63)]), int_tensor("b", [1], [-1])])
         cases = [
             # (what, file, words every message must hold)
             ("missing file", path("missing.onnx"), ["missing.onnx"]),
@@ -146,6 +156,7 @@ def main():
             ("reshape overflow", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx",
                                               "reshape_overflow.onnx"),
              ["reshape_overflow.onnx", "'reshape' (Reshape)", "axis 1 is 2199023255554", "64 bits"]),
+            ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
         ]
         for what, onnx, words in cases:
             out = path("out.tfg")
