@@ -44,6 +44,7 @@ const tf_backend_vtable *tf_backend_find(const char *name) {
   return backend;
 }
 
+#if defined(TIGHTFIT_VULKAN) || defined(TIGHTFIT_CUDA)
 /* An entry for `backend` without a device: why (the message without its own "<backend>: " prefix). */
 static void add_failure(tf_device_list *list, const char *backend, tf_status status) {
   const char *why = tf_status_message(status);
@@ -52,6 +53,7 @@ static void add_failure(tf_device_list *list, const char *backend, tf_status sta
     why += length + 2;
   tf_device_list_add(list, backend, NULL, "%s", why);
 }
+#endif
 
 void tf_backend_list_devices(tf_device_list *list) {
   memset(list, 0, sizeof(*list));

@@ -59,7 +59,9 @@ static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *ou
   case TF_OP_SIGMOID:
   case TF_OP_TANH:
   case TF_OP_SOFTPLUS:
+  case TF_OP_LEAKY_RELU:
   case TF_OP_RELU_GRAD:
+  case TF_OP_LEAKY_RELU_GRAD:
   case TF_OP_GELU_GRAD:
   case TF_OP_SILU_GRAD:
   case TF_OP_SIGMOID_GRAD:

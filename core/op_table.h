@@ -249,7 +249,13 @@
       linear_cross_entropy_grad, linear_cross_entropy_grad, linear_cross_entropy)                                    \
   X(LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE, linear_cross_entropy_bias_grad_accumulate, 76, TRAINING, 7, 7, 1, 0, \
       0x60, CROSS_ENTROPY, linear_cross_entropy_grad_accumulate, NONE, LINEAR_CROSS_ENTROPY, none,                   \
-      linear_cross_entropy_grad, linear_cross_entropy_grad, linear_cross_entropy)
+      linear_cross_entropy_grad, linear_cross_entropy_grad, linear_cross_entropy)                                    \
+  /* x -> x for x > 0, alpha x otherwise */                                                                           \
+  X(LEAKY_RELU,           leaky_relu,           77, GRAPH,    1,  1,   1,  0,   0,   LEAKY_RELU,    unary_float,       \
+      INPUT0,    NONE,               leaky_relu,       leaky_relu,           unary,           unary)                   \
+  /* (x, dy) -> dx: dy for x > 0, alpha dy otherwise */                                                               \
+  X(LEAKY_RELU_GRAD,      leaky_relu_grad,      78, TRAINING, 2,  2,   1,  0,   0,   LEAKY_RELU,    elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             leaky_relu_grad,      activation_grad, unary)
 // clang-format on
 
 #endif

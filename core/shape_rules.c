@@ -2,6 +2,7 @@
  * in shape_rules_<family>.c; graphs reach them from untrusted files, so nothing here assumes that
  * an operand, an attribute or even the query's op is sane. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "core/ops.h"
@@ -107,6 +108,13 @@ tf_status tf_rules_check_floating(const tf_shape_query *q, const tf_shape_operan
     return NULL;
   return tf_status_new(TF_ERR_SHAPE, "%s is %s; %s needs a floating dtype (f32, f16 or bf16)",
                        tf_rules_describe(x).text, tf_dtype_name(x->dtype), tf_op_name(q->op));
+}
+
+tf_status tf_rules_check_slope(const tf_shape_query *q, const tf_shape_operand *x) {
+  if (!q->attrs || q->attrs->kind != TF_ATTR_LEAKY_RELU || isfinite(q->attrs->u.leaky_relu.alpha))
+    return NULL;
+  return tf_status_new(TF_ERR_SHAPE, "%s's slope alpha %g on %s must be finite", tf_op_name(q->op),
+                       (double)q->attrs->u.leaky_relu.alpha, tf_rules_describe(x).text);
 }
 
 tf_status tf_rules_check_same_dtype(const tf_shape_operand *a, const tf_shape_operand *b) {

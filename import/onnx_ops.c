@@ -219,6 +219,17 @@ static tf_status convert_tanh(ox_import *im, const ox_node *node) { return unary
 static tf_status convert_exp(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_EXP); }
 static tf_status convert_log(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_LOG); }
 static tf_status convert_neg(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_NEG); }
+/* torch.nn.Softplus() (beta 1, threshold 20), which ours is: x itself past 20. */
+static tf_status convert_softplus(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_SOFTPLUS); }
+
+static tf_status convert_leaky_relu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const double alpha = ox_attr_float(node, "alpha", 0.01);
+  if (!isfinite(alpha))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "alpha %g (a finite slope)", alpha);
+  return ox_set_tensor(im, node, 0, tf_leaky_relu(im->graph, x, (float)alpha));
+}
 
 static tf_status convert_sqrt(ox_import *im, const ox_node *node) {
   if (ox_is_known(im, ox_input(node, 0))) {
@@ -489,7 +500,7 @@ static tf_status convert_batch_norm(ox_import *im, const ox_node *node) {
   if (!status)
     status = channel_constant(im, node, "batch_norm_running_mean", running_mean, epsilon, false, &mean);
   if (!status)
-    status = channel_constant(im, node, OX_FROZEN_BATCH_NORM_SUFFIX + 1, running_var, epsilon, true, &inverse_std);
+    status = channel_constant(im, node, &OX_FROZEN_BATCH_NORM_SUFFIX[1], running_var, epsilon, true, &inverse_std);
   ox_known_free(running_mean);
   ox_known_free(running_var);
   TF_RETURN_IF_ERROR(status);
@@ -717,6 +728,8 @@ static const ox_converter_row converters[] = {
     {"Div", convert_div},
     {"Pow", convert_pow},
     {"Relu", convert_relu},
+    {"LeakyRelu", convert_leaky_relu},
+    {"Softplus", convert_softplus},
     {"Sigmoid", convert_sigmoid},
     {"Tanh", convert_tanh},
     {"Exp", convert_exp},

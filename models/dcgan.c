@@ -2,8 +2,9 @@
  * vector 16x with four transposed convolutions; the discriminator mirrors it with four strided
  * convolutions and judges real spectrograms and generated ones with the same weights.
  *
- * v1 has no batch norm and no leaky_relu (neither is in the op set yet): both networks use relu,
- * and every convolution has a bias (PyTorch's default) since no batch norm follows it.
+ * The discriminator's activations are leaky_relu(0.2), the generator's relu, as in the DCGAN paper;
+ * there is no batch norm (batch statistics are not in the op set yet), so every convolution has a
+ * bias (PyTorch's default).
  * The graph has one loss, the discriminator's; the generator's loss is a graph output. Training
  * the graph as is updates the generator to help the discriminator: alternating GAN steps need a
  * second graph (or per-loss parameter groups), which v1 does not have. */
@@ -82,12 +83,12 @@ static tf_tensor_id generator(tf_graph *g, const int64_t *k, const gan_weights *
   return tf_unary(g, TF_OP_TANH, x);
 }
 
-/* spectrogram [N, 1, mels, frames] -> 4 x (conv, relu) -> flatten -> Linear -> logit [N, 1]. */
+/* spectrogram [N, 1, mels, frames] -> 4 x (conv, leaky_relu 0.2) -> flatten -> Linear -> logit [N, 1]. */
 static tf_tensor_id discriminator(tf_graph *g, const int64_t *k, const gan_weights *w, int32_t batch, tf_tensor_id x,
                                   const char *scope) {
   for (int i = 0; i < 4; i++) {
     tf_layers_scope(g, "%s.conv.%d", scope, i);
-    x = tf_unary(g, TF_OP_RELU, tf_conv2d(g, x, w->d_weight[i], w->d_bias[i], &stride_2));
+    x = tf_leaky_relu(g, tf_conv2d(g, x, w->d_weight[i], w->d_bias[i], &stride_2), 0.2f);
   }
   int64_t features = 8 * k[D_CHANNELS] * (k[MELS] / 16) * (k[FRAMES] / 16);
   tf_layers_scope(g, "%s.fc", scope);

@@ -201,6 +201,9 @@ tf_status read_attrs(fb::Attrs type, const void *table, tf_attrs *attrs) {
                                             t->epsilon(),       t->weight_decay(), t->clip_norm(), t->grad_scale()};
     break;
   }
+  case fb::Attrs_LeakyReluAttrs:
+    attrs->u.leaky_relu.alpha = static_cast<const fb::LeakyReluAttrs *>(table)->alpha();
+    break;
   case fb::Attrs_NONE: break;
   }
   return nullptr;
@@ -304,6 +307,7 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
                  .Union();
     break;
   }
+  case fb::Attrs_LeakyReluAttrs: *table = fb::CreateLeakyReluAttrs(fbb, u.leaky_relu.alpha).Union(); break;
   }
   return nullptr;
 }

@@ -15,6 +15,7 @@ layout(push_constant) uniform Push {
   uint op;          // the tf_op number: TF_OP_* from op_codes.glsl (generated from core/op_table.h)
   uint approximate; // gelu, gelu_grad: the tanh form
   uint gradient;    // 0: y = f(x); 1: dx = dy f'(v), dy at binding 1
+  float slope;      // leaky_relu, leaky_relu_grad: alpha
 } pc;
 
 // What an op without a case here computes: NaN, so that the parity tests see it.
@@ -66,6 +67,7 @@ float forward(uint op, float x) {
   case TF_OP_SIGMOID: return sigmoid_of(x);
   case TF_OP_TANH: return tanh_of(x);
   case TF_OP_SOFTPLUS: return x > 20.0 ? x : log1p_of(exp(x));
+  case TF_OP_LEAKY_RELU: return x > 0.0 ? x : x * pc.slope;
   }
   return MISSING;
 }
@@ -85,6 +87,7 @@ float derivative(uint op, float v) {
   }
   case TF_OP_SIGMOID_GRAD: return v * (1.0 - v);
   case TF_OP_TANH_GRAD: return 1.0 - v * v;
+  case TF_OP_LEAKY_RELU_GRAD: return v > 0.0 ? 1.0 : pc.slope; // dy * 1 is dy exactly
   }
   return MISSING;
 }

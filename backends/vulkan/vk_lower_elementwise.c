@@ -11,9 +11,10 @@ typedef struct binary_push {
 } binary_push;
 
 /* op: the tf_op number (shaders switch on op_codes.glsl, generated from the op table); approximate:
- * gelu's tanh form; gradient: dx = dy f'(v), with dy at binding 1. */
+ * gelu's tanh form; gradient: dx = dy f'(v), with dy at binding 1; slope: leaky_relu's alpha. */
 typedef struct unary_push {
   uint32_t count, op, approximate, gradient;
+  float slope;
 } unary_push;
 
 typedef struct dropout_push {
@@ -63,8 +64,12 @@ tf_status vk_lower_unary(vk_lower *l) {
   TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
   bool approximate = step->attrs.kind == TF_ATTR_GELU && step->attrs.u.gelu.approximate;
   bool gradient = step->n_inputs == 2;
-  unary_push push = {
-      .count = (uint32_t)count, .op = (uint32_t)step->op, .approximate = approximate, .gradient = gradient};
+  float slope = step->attrs.kind == TF_ATTR_LEAKY_RELU ? step->attrs.u.leaky_relu.alpha : 0.0f;
+  unary_push push = {.count = (uint32_t)count,
+                     .op = (uint32_t)step->op,
+                     .approximate = approximate,
+                     .gradient = gradient,
+                     .slope = slope};
   int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
   return vk_emit_dispatch(l, VK_SHADER_unary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }

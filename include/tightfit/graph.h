@@ -107,6 +107,8 @@ tf_tensor_id tf_div(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
  * attrs NONE (neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, ...; not gelu). */
 tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x);
 tf_tensor_id tf_gelu(tf_graph *g, tf_tensor_id x, bool approximate);
+/* x for x > 0, alpha x otherwise (torch.nn.LeakyReLU(negative_slope=alpha)); alpha must be finite. */
+tf_tensor_id tf_leaky_relu(tf_graph *g, tf_tensor_id x, float alpha);
 tf_tensor_id tf_reduce(tf_graph *g, tf_op op, tf_tensor_id x, const int32_t *axes, int32_t n_axes,
                        bool keepdims); /* sum, mean, max */
 tf_tensor_id tf_softmax(tf_graph *g, tf_tensor_id x, int32_t axis);

@@ -91,8 +91,8 @@ typedef enum tf_attr_kind {
   TF_ATTR_CAST,
   TF_ATTR_GELU,
   TF_ATTR_CROSS_ENTROPY,
-  TF_ATTR_GRAPH_COUNT,                     /* attribute families a .tfg file may hold end here */
-  TF_ATTR_OPTIMIZER = TF_ATTR_GRAPH_COUNT, /* sgd, adamw (plans only) */
+  TF_ATTR_OPTIMIZER,  /* sgd, adamw (plans only) */
+  TF_ATTR_LEAKY_RELU, /* families added since, of graphs and plans alike, take the next numbers */
   TF_ATTR_COUNT
 } tf_attr_kind;
 
@@ -149,6 +149,10 @@ typedef struct tf_cast_attrs {
 typedef struct tf_gelu_attrs {
   bool approximate;
 } tf_gelu_attrs; /* tanh approximation when true */
+/* y = x for x > 0, alpha x otherwise (PyTorch's negative_slope; ONNX's alpha). */
+typedef struct tf_leaky_relu_attrs {
+  float alpha;
+} tf_leaky_relu_attrs;
 /* Mean over targets != ignore_index. linear_cross_entropy also reads transpose_weight (weight is
  * [V, d] when true, [d, V] when false) and chunk_rows (rows of logits computed at a time; 0: all). */
 typedef struct tf_cross_entropy_attrs {
@@ -181,6 +185,7 @@ typedef struct tf_attrs {
     tf_gelu_attrs gelu;
     tf_cross_entropy_attrs cross_entropy;
     tf_optimizer_attrs optimizer;
+    tf_leaky_relu_attrs leaky_relu;
   } u;
 } tf_attrs;
 

@@ -1,5 +1,6 @@
 /* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
- * (neg ... tanh, gelu, softplus) and the gradients of the activations (relu_grad ... tanh_grad).
+ * (neg ... tanh, gelu, softplus, leaky_relu) and the gradients of the activations (relu_grad ...
+ * tanh_grad, leaky_relu_grad).
  *
  * Every output element is computed by exactly one thread from its own inputs, so results do not
  * depend on the thread count. The output may alias an input of its own shape (in-place fusion):
@@ -204,34 +205,36 @@ void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_se
  * code. Within a vector iteration every element is loaded before it is stored, so out == in is
  * still correct; partial overlap never occurs (the plan aliases whole tensors). */
 
-typedef void (*unary_span)(const real *in, real *out, int64_t n);
-typedef void (*grad_span)(const real *value, const real *upstream, real *out, int64_t n);
+/* `slope` is leaky_relu's alpha; the other spans ignore it. */
+typedef void (*unary_span)(const real *in, real *out, int64_t n, real slope);
+typedef void (*grad_span)(const real *value, const real *upstream, real *out, int64_t n, real slope);
 
-static void unary_run(const tf_cpu_args *args, unary_span span) {
+static void unary_run(const tf_cpu_args *args, unary_span span, real slope) {
   const real *in = args->inputs[0].data;
   real *out = args->outputs[0].data;
   const int64_t n = args->outputs[0].count, chunks = (n + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
         const int64_t begin = chunk * TF_CPU_CHUNK, length = n - begin < TF_CPU_CHUNK ? n - begin : TF_CPU_CHUNK;
-        span(in + begin, out + begin, length);
+        span(in + begin, out + begin, length, slope);
       });
 }
 
-static void grad_run(const tf_cpu_args *args, grad_span span) {
+static void grad_run(const tf_cpu_args *args, grad_span span, real slope) {
   const real *value = args->inputs[0].data, *upstream = args->inputs[1].data;
   real *out = args->outputs[0].data;
   const int64_t n = args->outputs[0].count, chunks = (n + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
         const int64_t begin = chunk * TF_CPU_CHUNK, length = n - begin < TF_CPU_CHUNK ? n - begin : TF_CPU_CHUNK;
-        span(value + begin, upstream + begin, out + begin, length);
+        span(value + begin, upstream + begin, out + begin, length, slope);
       });
 }
 
 /* y[i] = EXPR(x): the span alone, and the span with its kernel. */
 #define DEFINE_UNARY_SPAN(name, EXPR)                                                                                  \
-  TF_CPU_VECTOR_CLONES static void name##_span(const real *in, real *out, int64_t n) {                                 \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *in, real *out, int64_t n, real slope) {                     \
+    (void)slope;                                                                                                       \
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
       real x = in[i];                                                                                                  \
       out[i] = EXPR;                                                                                                   \
@@ -239,7 +242,7 @@ static void grad_run(const tf_cpu_args *args, grad_span span) {
   }
 #define DEFINE_UNARY(name, EXPR)                                                                                       \
   DEFINE_UNARY_SPAN(name, EXPR)                                                                                        \
-  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { unary_run(args, name##_span); }
+  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { unary_run(args, name##_span, 0); }
 
 // clang-format off
 DEFINE_UNARY(neg, -x)
@@ -254,15 +257,22 @@ DEFINE_UNARY(tanh, tanh_of(x))
 DEFINE_UNARY(softplus, x > (real)SOFTPLUS_THRESHOLD ? x : TF_REAL_LOG1P(TF_REAL_EXP(x)))
 DEFINE_UNARY_SPAN(gelu_erf, gelu_of(x, false))
 DEFINE_UNARY_SPAN(gelu_tanh, gelu_of(x, true))
+DEFINE_UNARY_SPAN(leaky_relu, x > 0 ? x : x * slope) /* PyTorch's: x * negative_slope at x <= 0 */
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
-  unary_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_span : gelu_erf_span);
+  unary_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_span : gelu_erf_span, 0);
+}
+
+void TF_REAL_NAME(tf_cpu_leaky_relu)(const tf_cpu_args *args) {
+  unary_run(args, leaky_relu_span, (real)args->attrs->u.leaky_relu.alpha);
 }
 
 /* dx[i] = EXPR(v, dy), v = x or y as the op's comment in graph.h says: the span, and with its kernel. */
 #define DEFINE_GRAD_SPAN(name, EXPR)                                                                                   \
-  TF_CPU_VECTOR_CLONES static void name##_span(const real *value, const real *upstream, real *out, int64_t n) {        \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *value, const real *upstream, real *out, int64_t n,          \
+                                               real slope) {                                                           \
+    (void)slope;                                                                                                       \
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
       real v = value[i], dy = upstream[i];                                                                             \
       out[i] = EXPR;                                                                                                   \
@@ -270,7 +280,7 @@ void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
   }
 #define DEFINE_GRAD(name, EXPR)                                                                                        \
   DEFINE_GRAD_SPAN(name, EXPR)                                                                                         \
-  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { grad_run(args, name##_span); }
+  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { grad_run(args, name##_span, 0); }
 
 /* relu'(0) = 0, as in PyTorch's threshold_backward. clang-format would read "dy * f(v)" as a
  * declaration. */
@@ -281,8 +291,13 @@ DEFINE_GRAD(sigmoid_grad, dy * v * ((real)1 - v))
 DEFINE_GRAD(tanh_grad, dy * ((real)1 - v * v))
 DEFINE_GRAD_SPAN(gelu_erf_grad, dy * gelu_derivative(v, false))
 DEFINE_GRAD_SPAN(gelu_tanh_grad, dy * gelu_derivative(v, true))
+DEFINE_GRAD_SPAN(leaky_relu_grad, v > 0 ? dy : dy * slope) /* PyTorch's leaky_relu_backward */
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {
-  grad_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_grad_span : gelu_erf_grad_span);
+  grad_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_grad_span : gelu_erf_grad_span, 0);
+}
+
+void TF_REAL_NAME(tf_cpu_leaky_relu_grad)(const tf_cpu_args *args) {
+  grad_run(args, leaky_relu_grad_span, (real)args->attrs->u.leaky_relu.alpha);
 }

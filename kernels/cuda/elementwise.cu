@@ -86,7 +86,22 @@ template <int OP, typename T> tf_status binary_run(const tf_cuda_args *args) {
 
 /* ---- unaries ---- */
 
-template <int OP> __device__ inline float unary_op(float x, bool approximate) {
+/* An activation's attributes: gelu's tanh form, leaky_relu's slope. */
+struct activation {
+  bool approximate;
+  float slope;
+};
+
+static activation activation_of(const tf_attrs *attrs) {
+  activation a = {false, 0.0f};
+  if (attrs && attrs->kind == TF_ATTR_GELU)
+    a.approximate = attrs->u.gelu.approximate;
+  if (attrs && attrs->kind == TF_ATTR_LEAKY_RELU)
+    a.slope = attrs->u.leaky_relu.alpha;
+  return a;
+}
+
+template <int OP> __device__ inline float unary_op(float x, activation a) {
   switch (OP) {
   case TF_OP_NEG: return -x;
   case TF_OP_EXP: return expf(x);
@@ -94,57 +109,58 @@ template <int OP> __device__ inline float unary_op(float x, bool approximate) {
   case TF_OP_SQRT: return sqrtf(x);
   case TF_OP_RSQRT: return 1.0f / sqrtf(x);
   case TF_OP_RELU: return x > 0 ? x : 0.0f;
-  case TF_OP_GELU: return gelu_of(x, approximate);
+  case TF_OP_GELU: return gelu_of(x, a.approximate);
   case TF_OP_SILU: return x * sigmoid_of(x);
   case TF_OP_SIGMOID: return sigmoid_of(x);
   case TF_OP_TANH: return tanhf(x);
   case TF_OP_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+  case TF_OP_LEAKY_RELU: return x > 0 ? x : x * a.slope;
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
 
-template <int OP, typename T> __global__ void unary_kernel(const T *in, T *out, int64_t n, bool approximate) {
-  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(unary_op<OP>(to_f32(in[i]), approximate)); }
+template <int OP, typename T> __global__ void unary_kernel(const T *in, T *out, int64_t n, activation a) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(unary_op<OP>(to_f32(in[i]), a)); }
 }
 
 template <int OP, typename T> tf_status unary_run(const tf_cuda_args *args) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
-  bool approximate = OP == TF_OP_GELU && args->attrs->u.gelu.approximate;
-  unary_kernel<OP, T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>((const T *)args->inputs[0].data,
-                                                                       (T *)args->outputs[0].data, n, approximate);
+  unary_kernel<OP, T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(
+      (const T *)args->inputs[0].data, (T *)args->outputs[0].data, n, activation_of(args->attrs));
   return launch_status();
 }
 
 /* ---- activation gradients: dx = f(v, dy), v = x or y as graph.h says ---- */
 
-template <int OP> __device__ inline float grad_op(float v, float dy, bool approximate) {
+template <int OP> __device__ inline float grad_op(float v, float dy, activation a) {
   switch (OP) {
   case TF_OP_RELU_GRAD: return v > 0 ? dy : 0.0f;
-  case TF_OP_GELU_GRAD: return dy * gelu_derivative(v, approximate);
+  case TF_OP_GELU_GRAD: return dy * gelu_derivative(v, a.approximate);
   case TF_OP_SILU_GRAD: {
     float s = sigmoid_of(v);
     return dy * (s * (1.0f + v * (1.0f - s)));
   }
   case TF_OP_SIGMOID_GRAD: return dy * v * (1.0f - v);
   case TF_OP_TANH_GRAD: return dy * (1.0f - v * v);
+  case TF_OP_LEAKY_RELU_GRAD: return v > 0 ? dy : dy * a.slope;
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
 
 template <int OP, typename T>
-__global__ void grad_kernel(const T *value, const T *upstream, T *out, int64_t n, bool approximate) {
-  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(grad_op<OP>(to_f32(value[i]), to_f32(upstream[i]), approximate)); }
+__global__ void grad_kernel(const T *value, const T *upstream, T *out, int64_t n, activation a) {
+  TF_CUDA_GRID_STRIDE(i, n) { out[i] = from_f32<T>(grad_op<OP>(to_f32(value[i]), to_f32(upstream[i]), a)); }
 }
 
 template <int OP, typename T> tf_status grad_run(const tf_cuda_args *args) {
   const int64_t n = args->outputs[0].count;
   if (n == 0)
     return NULL;
-  bool approximate = OP == TF_OP_GELU_GRAD && args->attrs->u.gelu.approximate;
   grad_kernel<OP, T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(
-      (const T *)args->inputs[0].data, (const T *)args->inputs[1].data, (T *)args->outputs[0].data, n, approximate);
+      (const T *)args->inputs[0].data, (const T *)args->inputs[1].data, (T *)args->outputs[0].data, n,
+      activation_of(args->attrs));
   return launch_status();
 }
 

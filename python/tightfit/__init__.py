@@ -202,6 +202,10 @@ class Graph:
     def gelu(self, x, approximate=False):
         return self._checked(_lib.lib.tf_gelu(self._g, x, approximate), "gelu")
 
+    def leaky_relu(self, x, alpha=0.01):
+        """x for x > 0, alpha * x otherwise (torch.nn.LeakyReLU(negative_slope=alpha))."""
+        return self._checked(_lib.lib.tf_leaky_relu(self._g, x, alpha), "leaky_relu")
+
     def reduce(self, op, x, axes, keepdims=False):
         """op: sum, mean or max over `axes`."""
         array = (ctypes.c_int32 * len(axes))(*axes)

@@ -187,6 +187,13 @@ static void unary_cases(void) {
     finish_with_mse(g, tf_gelu(g, x, approximate), S(F(3), F(7)));
     check_case(&(gradcheck_case){approximate ? "gelu tanh" : "gelu erf", g, VALUES_ANY});
   }
+  const float slopes[] = {0.2f, -0.5f}; /* a negative slope too: the gradient reads x, not y */
+  for (int i = 0; i < 2; i++) {
+    tf_graph *g = new_graph("leaky_relu");
+    tf_tensor_id x = param(g, "x", S(F(3), F(7)));
+    finish_with_mse(g, tf_leaky_relu(g, x, slopes[i]), S(F(3), F(7)));
+    check_case(&(gradcheck_case){i == 0 ? "leaky_relu 0.2" : "leaky_relu -0.5", g, VALUES_SPREAD});
+  }
 }
 
 static void reduce_cases(void) {

@@ -34,6 +34,7 @@ struct conf_case {
   int64_t slice[3];                               /* start, end, step */
   bool keepdims, transpose_a, transpose_b, approximate, beta, bias, causal;
   int32_t heads;
+  float slope;    /* leaky_relu's alpha */
   tf_dtype dtype; /* cast's round trip; ids and labels */
   int64_t ignore_index;
   int64_t chunk_rows; /* linear_cross_entropy */
@@ -86,7 +87,10 @@ static void build_binary(tf_graph *g, const conf_case *c) {
 static void build_unary(tf_graph *g, const conf_case *c) {
   const bool domain = c->op == TF_OP_LOG || c->op == TF_OP_SQRT || c->op == TF_OP_RSQRT;
   tf_tensor_id x = domain ? positive(g, c, "x", &c->shapes[0]) : param(g, c, "x", &c->shapes[0]);
-  finish_probe(g, c, c->op == TF_OP_GELU ? tf_gelu(g, x, c->approximate) : tf_unary(g, c->op, x));
+  finish_probe(g, c,
+               c->op == TF_OP_GELU         ? tf_gelu(g, x, c->approximate)
+               : c->op == TF_OP_LEAKY_RELU ? tf_leaky_relu(g, x, c->slope)
+                                           : tf_unary(g, c->op, x));
 }
 
 /* softplus over [-30, 30]: both branches (x > 20 returns x) and the tiny outputs of log1p(exp(x)). */
@@ -327,6 +331,10 @@ static const conf_case cases[] = {
      MATH},
     {"gelu erf (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, MATH},
     {"gelu tanh (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, .approximate = true, MATH},
+    {"leaky_relu 0.2 (+ grad) [3,257]", build_unary, .op = TF_OP_LEAKY_RELU, .shapes = {DIMS(3, 257)}, .slope = 0.2f,
+     MATH},
+    {"leaky_relu -1.5 (+ grad) [5,131]", build_unary, .op = TF_OP_LEAKY_RELU, .shapes = {DIMS(5, 131)}, .slope = -1.5f,
+     MATH},
     {"dropout 0.3 (+ grad) [7,131]", build_dropout, .shapes = {DIMS(7, 131)}, EXACT},
     {"cast f32->f32 (+ grad) [7,19]", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_F32, EXACT},
     {"cast f32->f16->f32 (+ grad)", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_F16, EXACT,

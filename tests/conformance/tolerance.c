@@ -44,6 +44,8 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_DIV:
   case TF_OP_ACCUMULATE:
   case TF_OP_DROPOUT:
+  case TF_OP_LEAKY_RELU:
+  case TF_OP_LEAKY_RELU_GRAD:
   case TF_OP_MAX_GRAD: return rounded;
   case TF_OP_EXP:
   case TF_OP_LOG:
@@ -95,7 +97,9 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_ZERO:
   case TF_OP_ADD:
   case TF_OP_SUB:
-  case TF_OP_MUL: return exact;
+  case TF_OP_MUL:
+  case TF_OP_LEAKY_RELU:
+  case TF_OP_LEAKY_RELU_GRAD: return exact;
   case TF_OP_SGD:
   case TF_OP_ADAMW: return update; /* same operations; pow() may differ in the last bit */
   case TF_OP_DIV:

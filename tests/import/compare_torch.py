@@ -49,7 +49,8 @@ MODELS = [
 
 class Ops(torch.nn.Module):
     """Operators the zoo models do not use: ConvTranspose, AveragePool, Sigmoid, Tanh, Concat, Slice,
-    Gather of one index, Flatten, ReduceSum, Pow 0.5 and 2, Unsqueeze/Squeeze, tanh GELU, LogSoftmax."""
+    Gather of one index, Flatten, ReduceSum, Pow 0.5 and 2, Unsqueeze/Squeeze, tanh GELU, LogSoftmax,
+    LeakyRelu (alpha 0.2), Softplus."""
 
     def __init__(self):
         super().__init__()
@@ -59,10 +60,10 @@ class Ops(torch.nn.Module):
         self.head = torch.nn.Linear(16, 10)
 
     def forward(self, x):
-        h = torch.sigmoid(self.conv(x))
+        h = torch.sigmoid(F.leaky_relu(self.conv(x), 0.2))
         h = torch.tanh(self.deconv(F.avg_pool2d(h, 3, stride=2, padding=1)))
         h = torch.cat([h, x[:, :1]], dim=1).flatten(1)
-        h = self.fc(h)
+        h = F.softplus(self.fc(h))
         h = h - h.sum(dim=1, keepdim=True) / 16 + h[:, 0].unsqueeze(1)
         h = h / torch.sqrt(h.pow(2).mean(-1, keepdim=True) + 1).squeeze(-1).unsqueeze(-1)
         return F.log_softmax(self.head(F.gelu(h, approximate="tanh")), dim=-1)

@@ -113,6 +113,10 @@ def reference(op, a, context, ins):
     gelu = lambda t: F.gelu(t, approximate="tanh" if a.get("approximate") else "none")
     if op == "gelu":
         return [gelu(x)]
+    if op == "leaky_relu":
+        return [F.leaky_relu(x, a["alpha"])]
+    if op == "leaky_relu_grad":
+        return vjp(lambda t: F.leaky_relu(t, a["alpha"]), [x], ins[1], [0])
     if op in ("relu_grad", "gelu_grad", "silu_grad"):
         function = {"relu_grad": torch.relu, "gelu_grad": gelu, "silu_grad": F.silu}[op]
         return vjp(function, [x], ins[1], [0])

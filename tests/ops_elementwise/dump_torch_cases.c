@@ -110,6 +110,7 @@ static void write_attrs(const tf_attrs *a) {
     fprintf(manifest, "\"rate\": %.17g, \"seed\": %" PRIu64, (double)a->u.dropout.rate, a->u.dropout.seed);
     break;
   case TF_ATTR_GELU: fprintf(manifest, "\"approximate\": %s", a->u.gelu.approximate ? "true" : "false"); break;
+  case TF_ATTR_LEAKY_RELU: fprintf(manifest, "\"alpha\": %.9g", (double)a->u.leaky_relu.alpha); break;
   case TF_ATTR_CROSS_ENTROPY: fprintf(manifest, "\"ignore_index\": %" PRId64, a->u.cross_entropy.ignore_index); break;
   case TF_ATTR_OPTIMIZER: {
     const tf_optimizer_attrs *o = &a->u.optimizer;

@@ -170,6 +170,12 @@ tf_attrs th_gelu(bool approximate) {
   return a;
 }
 
+tf_attrs th_leaky_relu(float alpha) {
+  tf_attrs a = attrs_of(TF_ATTR_LEAKY_RELU);
+  a.u.leaky_relu.alpha = alpha;
+  return a;
+}
+
 tf_attrs th_cross_entropy(int64_t ignore_index) {
   tf_attrs a = attrs_of(TF_ATTR_CROSS_ENTROPY);
   a.u.cross_entropy.ignore_index = ignore_index;

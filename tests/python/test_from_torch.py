@@ -482,5 +482,27 @@ def hf_rms_norm_bf16():
 
 
 case("Hugging Face's RMSNorm on a bf16 model (f32 between casts) is one rms_norm", hf_rms_norm_bf16)
-print(f"from_torch: {12 - failed} passed, {failed} failed")
+
+
+# A DCGAN discriminator's activations: LeakyReLU(0.2) after strided convolutions (and a Softplus), 5
+# AdamW steps as PyTorch's.
+def leaky_discriminator():
+    torch.manual_seed(6)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 4, stride=2, padding=1), torch.nn.LeakyReLU(0.2),
+                                torch.nn.Conv2d(8, 16, 4, stride=2, padding=1), torch.nn.LeakyReLU(0.2),
+                                torch.nn.Flatten(), torch.nn.Linear(16 * 4 * 4, 8), torch.nn.Softplus(),
+                                torch.nn.Linear(8, 2))
+    xs, ys = torch.randn(batch, 3, 16, 16), torch.randint(0, 2, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    seen = f"{ops.count('leaky_relu')} leaky_relu, {ops.count('softplus')} softplus; 5 AdamW steps " \
+        f"{losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("leaky_relu") != 2 or ops.count("softplus") != 1:
+        return f"expected 2 leaky_relu and 1 softplus nodes: {ops}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("LeakyReLU(0.2) and Softplus import and train as PyTorch's", leaky_discriminator)
+print(f"from_torch: {13 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -196,6 +196,8 @@ raises("a batch of the wrong size", "x", session.write, "x", xs[:5])
 raises("a name that is not an input", "not an input or label", session.write, "weights", xs[:5])
 raises("a shape mismatch in the builder", "matmul", g.matmul, x, labels)
 raises("an undeclared symbol", "unknown symbol 'T'", g.input, "tokens", ["T"])
+leaky = tightfit.Graph("leaky")
+raises("leaky_relu with a NaN slope", "slope alpha nan", leaky.leaky_relu, leaky.input("x", [4]), float("nan"))
 bad = {"x": xs, "labels": np.full(len(ys), 99, dtype=np.int32)}
 raises("labels past the class count", "labels", tightfit.Session(zoo).train, bad, 1)
 raises("a folder without data", "x.npy", tightfit.Session(zoo).train, work, 1)

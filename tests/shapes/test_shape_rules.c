@@ -238,6 +238,22 @@ static void test_unary(tf_test_counts *c) {
                "gelu", "'none'");
   EXPECT_ERROR(c, "gelu without attributes", RULE(tf_shape_unary_float, TF_OP_GELU, NULL, T("x", TF_F32, 5)), "gelu",
                "none");
+  tf_attrs leaky = attrs_of(TF_ATTR_LEAKY_RELU);
+  leaky.u.leaky_relu.alpha = 0.2f;
+  EXPECT_SHAPE(c, "leaky_relu bf16", RULE(tf_shape_unary_float, TF_OP_LEAKY_RELU, &leaky, T("x", TF_BF16, 2, 5)),
+               TF_BF16, 2, 5);
+  EXPECT_SHAPE(c, "leaky_relu_grad",
+               RULE(tf_shape_elementwise_grad, TF_OP_LEAKY_RELU_GRAD, &leaky, T("x", TF_F32, 4), T("dy", TF_F32, 4)),
+               TF_F32, 4);
+  leaky.u.leaky_relu.alpha = NAN;
+  EXPECT_ERROR(c, "leaky_relu slope NaN", RULE(tf_shape_unary_float, TF_OP_LEAKY_RELU, &leaky, T("x", TF_F32, 5)),
+               "leaky_relu's slope alpha nan", "'x' [5] must be finite");
+  leaky.u.leaky_relu.alpha = INFINITY;
+  EXPECT_ERROR(c, "leaky_relu_grad slope inf",
+               RULE(tf_shape_elementwise_grad, TF_OP_LEAKY_RELU_GRAD, &leaky, T("x", TF_F32, 4), T("dy", TF_F32, 4)),
+               "slope alpha inf", "finite");
+  EXPECT_ERROR(c, "leaky_relu without attributes",
+               RULE(tf_shape_unary_float, TF_OP_LEAKY_RELU, NULL, T("x", TF_F32, 5)), "leaky_relu", "none");
 }
 
 static void test_dropout(tf_test_counts *c) {

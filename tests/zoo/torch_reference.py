@@ -357,7 +357,7 @@ class Generator(nn.Module):
 
 
 class Discriminator(nn.Module):
-    """v1: relu, no batch norm (the zoo's op set has neither leaky_relu nor batch norm)."""
+    """LeakyReLU(0.2) as in the DCGAN paper; no batch norm (the zoo's op set has no batch statistics)."""
 
     def __init__(self, channels, mels, frames):
         super().__init__()
@@ -368,7 +368,7 @@ class Discriminator(nn.Module):
 
     def forward(self, x):
         for layer in self.conv:
-            x = F.relu(layer(x))
+            x = F.leaky_relu(layer(x), 0.2)
         return self.fc(x.flatten(1))
 
 
