@@ -220,6 +220,15 @@ static void vjp_norm(tf_vjp *v) {
     tf_vjp_give(v, 2, out[2]);
 }
 
+/* batch_norm_grad recomputes the batch's statistics from x, as layer_norm_grad does its rows'. */
+static void vjp_batch_norm(tf_vjp *v) {
+  int32_t in[3] = {tf_vjp_input(v, 0), tf_vjp_input(v, 1), v->dy};
+  int32_t out[TF_MAX_OUTPUTS];
+  tf_vjp_op_multi(v, TF_OP_BATCH_NORM_GRAD, in, 3, attrs(v), out);
+  for (int32_t i = 0; i < 3; i++)
+    tf_vjp_give(v, i, out[i]);
+}
+
 static void vjp_embedding(tf_vjp *v) {
   if (tf_vjp_wants(v, 1))
     tf_vjp_give(v, 1, op3(v, TF_OP_EMBEDDING_GRAD, tf_vjp_input(v, 0), v->dy, tf_vjp_input(v, 1), NULL));

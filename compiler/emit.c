@@ -207,6 +207,26 @@ static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *
   return NULL;
 }
 
+/* A line (or nothing) saying which samples the batch_norm nodes' statistics come from: each
+ * micro-batch's, which accumulation makes smaller than the global batch (PyTorch's gradient
+ * accumulation does the same), and an inference plan's batch, not running statistics. */
+static void batch_norm_note(const tf_training *t, const tf_plan *plan, char *line, size_t size) {
+  int32_t count = 0;
+  for (int32_t n = 0; n < t->n_forward_nodes; n++)
+    count += t->g->nodes[n].op == TF_OP_BATCH_NORM;
+  line[0] = '\0';
+  if (count == 0)
+    return;
+  if (!plan->training)
+    snprintf(line, size, "batch_norm: %d node%s normalise%s with the batch's own statistics (no running statistics)\n",
+             count, count == 1 ? "" : "s", count == 1 ? "s" : "");
+  else
+    snprintf(line, size,
+             "batch_norm: %d node%s normalise%s with each micro-batch's statistics, over %" PRId64 " samples%s\n",
+             count, count == 1 ? "" : "s", count == 1 ? "s" : "", plan->micro_batch,
+             plan->accumulate > 1 ? " (not the global batch: gradient accumulation splits it)" : "");
+}
+
 static void emit_report(tf_plan *plan, const tf_training *t) {
   tf_plan_report *r = &plan->report;
   for (int32_t i = 0; i < plan->n_buffers; i++)
@@ -219,7 +239,8 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
     memcpy(r->live_bytes, t->live_bytes, sizeof(int64_t) * (size_t)t->n_schedule);
   for (int32_t s = 0; s < plan->n_steps; s++)
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
-  char notes[2048];
+  char notes[2048], batch_norm[256];
+  batch_norm_note(t, plan, batch_norm, sizeof(batch_norm));
   static const char *const optimizers[] = {"none", "sgd", "adamw"};
   if (plan->training)
     snprintf(notes, sizeof(notes),
@@ -228,14 +249,15 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
              "%s\n"
              "%s\n"
              "%s\n"
+             "%s"
              "arena: greedy by size, best fit among buffers live at the same time\n",
              plan->micro_batch, plan->accumulate, plan->global_batch, optimizers[t->config.optimizer],
              t->config.learning_rate, t->config.weight_decay, t->config.clip_norm, t->remat_notes, t->precision_notes,
-             t->schedule_notes);
+             t->schedule_notes, batch_norm);
   else
-    snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s", plan->micro_batch,
+    snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s%s", plan->micro_batch,
              t->half_nodes + t->half_kernel_nodes > 0 ? t->precision_notes : "",
-             t->half_nodes + t->half_kernel_nodes > 0 ? "\n" : "");
+             t->half_nodes + t->half_kernel_nodes > 0 ? "\n" : "", batch_norm);
   r->notes = copy(notes);
 }
 

@@ -255,7 +255,14 @@
       INPUT0,    NONE,               leaky_relu,       leaky_relu,           unary,           unary)                   \
   /* (x, dy) -> dx: dy for x > 0, alpha dy otherwise */                                                               \
   X(LEAKY_RELU_GRAD,      leaky_relu_grad,      78, TRAINING, 2,  2,   1,  0,   0,   LEAKY_RELU,    elementwise_grad,  \
-      ANY_INPUT, NONE,               none,             leaky_relu_grad,      activation_grad, unary)
+      ANY_INPUT, NONE,               none,             leaky_relu_grad,      activation_grad, unary)                  \
+  /* (x [N, C, ...], gamma [C], beta [C]) -> y: normalised per channel (axis 1) with the batch's */                 \
+  /* statistics over every other axis (PyTorch's BatchNorm in training mode; no running statistics) */               \
+  X(BATCH_NORM,           batch_norm,           79, GRAPH,    3,  3,   1,  0,   0,   NORM,          batch_norm,        \
+      NONE,      NONE,               batch_norm,       batch_norm,           batch_norm,      batch_norm)              \
+  /* (x, gamma, dy) -> (dx, dgamma, dbeta), the statistics recomputed from x */                                       \
+  X(BATCH_NORM_GRAD,      batch_norm_grad,      80, TRAINING, 3,  3,   3,  0,   0,   NORM,          batch_norm_grad,   \
+      NONE,      NONE,               none,             batch_norm_grad,      batch_norm_grad, batch_norm)
 // clang-format on
 
 #endif

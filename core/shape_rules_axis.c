@@ -53,6 +53,17 @@ tf_status tf_shape_softmax(const tf_shape_query *q, tf_shape_result *out) {
   return tf_rules_finish(out);
 }
 
+/* A norm's output: x's shape and dtype, once its epsilon keeps 1/sqrt(variance + epsilon) finite
+ * for constant rows (or channels). */
+static tf_status finish_norm(const tf_shape_query *q, const tf_shape_operand *x, tf_shape_result *out) {
+  float epsilon = q->attrs->u.norm.epsilon;
+  if (!isfinite(epsilon) || epsilon <= 0.0f)
+    return tf_status_new(TF_ERR_SHAPE, "epsilon %g for %s must be finite and > 0", (double)epsilon,
+                         tf_rules_describe(x).text);
+  tf_rules_copy_shape(out, x, x->dtype);
+  return tf_rules_finish(out);
+}
+
 /* gamma and beta: rank 1, as long as x's last axis, x's dtype. */
 static tf_status check_scale_vector(const tf_shape_operand *x, const tf_shape_operand *v) {
   int64_t features = x->shape[x->rank - 1];
@@ -71,13 +82,27 @@ tf_status tf_shape_norm(const tf_shape_query *q, tf_shape_result *out) {
                          tf_op_name(q->op));
   for (int32_t i = 1; i < q->n_inputs; i++)
     TF_RETURN_IF_ERROR(check_scale_vector(x, &q->inputs[i]));
-  float epsilon = q->attrs->u.norm.epsilon;
-  // epsilon keeps 1/sqrt(variance + epsilon) finite for constant rows.
-  if (!isfinite(epsilon) || epsilon <= 0.0f)
-    return tf_status_new(TF_ERR_SHAPE, "epsilon %g for %s must be finite and > 0", (double)epsilon,
-                         tf_rules_describe(x).text);
-  tf_rules_copy_shape(out, x, x->dtype);
-  return tf_rules_finish(out);
+  return finish_norm(q, x, out);
+}
+
+/* gamma and beta of batch_norm: [C], C = x's axis 1, x's dtype. */
+static tf_status check_channel_vector(const tf_shape_operand *x, const tf_shape_operand *v) {
+  if (v->rank != 1 || v->shape[0] != x->shape[1])
+    return tf_status_new(TF_ERR_SHAPE, "%s must have shape [%" PRId64 "], the channels (axis 1) of %s",
+                         tf_rules_describe(v).text, x->shape[1], tf_rules_describe(x).text);
+  return tf_rules_check_same_dtype(x, v);
+}
+
+tf_status tf_shape_batch_norm(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_batch_norm));
+  const tf_shape_operand *x = &q->inputs[0];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
+  if (x->rank < 2)
+    return tf_status_new(TF_ERR_SHAPE, "%s has rank %" PRId32 "; batch_norm needs [N, C, ...] (channels on axis 1)",
+                         tf_rules_describe(x).text, x->rank);
+  for (int32_t i = 1; i < q->n_inputs; i++)
+    TF_RETURN_IF_ERROR(check_channel_vector(x, &q->inputs[i]));
+  return finish_norm(q, x, out);
 }
 
 tf_status tf_shape_cross_entropy(const tf_shape_query *q, tf_shape_result *out) {

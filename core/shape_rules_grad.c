@@ -93,6 +93,17 @@ tf_status tf_shape_norm_grad(const tf_shape_query *q, tf_shape_result *out) {
   return tf_rules_finish(out);
 }
 
+tf_status tf_shape_batch_norm_grad(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_batch_norm_grad));
+  const tf_shape_operand *x = &q->inputs[0], *gamma = &q->inputs[1], *dy = &q->inputs[2];
+  const tf_shape_operand forward[3] = {*x, *gamma, *gamma}; /* beta: gamma's shape, which dbeta takes */
+  TF_RETURN_IF_ERROR(check_forward(q, TF_OP_BATCH_NORM, forward, 3, dy));
+  tf_rules_copy_shape(&out[0], x, x->dtype);
+  tf_rules_copy_shape(&out[1], gamma, gamma->dtype);
+  tf_rules_copy_shape(&out[2], gamma, gamma->dtype);
+  return tf_rules_finish(out);
+}
+
 tf_status tf_shape_embedding_grad(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_embedding_grad));
   const tf_shape_operand *ids = &q->inputs[0], *dy = &q->inputs[1], *table = &q->inputs[2];

@@ -341,6 +341,13 @@ tf_tensor_id tf_rms_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, float 
   return node2(g, TF_OP_RMS_NORM, x, gamma, &attrs);
 }
 
+tf_tensor_id tf_batch_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_tensor_id beta, float epsilon) {
+  tf_attrs attrs = attrs_of(TF_ATTR_NORM);
+  attrs.u.norm.epsilon = epsilon;
+  tf_tensor_id inputs[3] = {x, gamma, beta};
+  return tf_graph_node(g, TF_OP_BATCH_NORM, inputs, 3, &attrs);
+}
+
 tf_tensor_id tf_embedding(tf_graph *g, tf_tensor_id ids, tf_tensor_id table) {
   return node2(g, TF_OP_EMBEDDING, ids, table, NULL);
 }

@@ -35,6 +35,15 @@ int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph) {
   return count;
 }
 
+int32_t tf_onnx_batch_statistics_norms(const tf_graph *graph) {
+  int32_t count = 0;
+  for (int32_t id = 0; id < tf_graph_node_count(graph); id++) {
+    tf_node_info info;
+    count += tf_graph_node_at(graph, id, &info) && info.op == TF_OP_BATCH_NORM;
+  }
+  return count;
+}
+
 const char *tf_onnx_loss_name(tf_onnx_loss loss) {
   return (int)loss >= 0 && (size_t)loss < sizeof(loss_names) / sizeof(loss_names[0]) ? loss_names[loss] : "?";
 }

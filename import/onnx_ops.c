@@ -460,25 +460,47 @@ static tf_status channel_constant(ox_import *im, const ox_node *node, const char
   return ox_known_constant(im, node, name, k, out);
 }
 
+/* A BatchNormalization's input x with its dims, which must have a channel axis. */
+static tf_status channels_input(ox_import *im, const ox_node *node, tf_tensor_id *x, int32_t *rank, tf_dim *dims) {
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, x));
+  ox_tensor_dims(im, *x, rank, dims);
+  if (*rank < 2)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its input must have a channel axis (rank 2 or more)");
+  return NULL;
+}
+
+/* BatchNormalization as exported in training mode (model.train(), TrainingMode.TRAINING or PRESERVE):
+ * batch_norm, normalised by each batch's own statistics, scale and B trained. Its running mean and
+ * variance outputs are not produced: the running statistics are not tracked (they stay in the
+ * weights file as exported), which `tightfit import` reports; a node that reads them fails as one
+ * reading a value nothing produced. */
+static tf_status batch_statistics(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, scale, bias;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(channels_input(im, node, &x, &rank, dims));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &scale));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &bias));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (ox_dtype_of(im, scale) != dtype)
+    scale = tf_cast(im->graph, scale, dtype);
+  if (ox_dtype_of(im, bias) != dtype)
+    bias = tf_cast(im->graph, bias, dtype);
+  const double epsilon = ox_attr_float(node, "epsilon", 1e-5);
+  return ox_set_tensor(im, node, 0, tf_batch_norm(im->graph, x, scale, bias, (float)epsilon));
+}
+
 /* BatchNormalization as exported in eval mode (PyTorch's model.eval()): normalised by its running
  * statistics, which the import keeps as constants (frozen, as in eval mode or torchvision's
  * FrozenBatchNorm2d), scale and B trained: y = (x - mean) * (scale / sqrt(var + eps)) + B per
- * channel (axis 1), the gradients PyTorch's eval-mode ones. Batch statistics (training mode) are
- * refused. */
+ * channel (axis 1), the gradients PyTorch's eval-mode ones. In training mode: batch_statistics(). */
 static tf_status convert_batch_norm(ox_import *im, const ox_node *node) {
   if (ox_attr_int(node, "training_mode", 0) != 0 || node->proto->n_output > 1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "batch statistics (training mode) are not supported yet: export the model in eval mode "
-                   "(model.eval(); training=torch.onnx.TrainingMode.PRESERVE keeps each BatchNorm's scale and "
-                   "bias, which the default EVAL export folds into a preceding convolution; tightfit.from_torch "
-                   "does both), whose BatchNormalization the import keeps frozen at its running statistics");
+    return batch_statistics(im, node);
   tf_tensor_id x, scale, bias, mean, inverse_std;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
-  if (rank < 2)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its input must have a channel axis (rank 2 or more)");
+  TF_RETURN_IF_ERROR(channels_input(im, node, &x, &rank, dims));
   if (dims[1].symbol >= 0 || dims[1].size < 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its channel axis must have a fixed size");
   const int64_t channels = dims[1].size;

@@ -77,6 +77,7 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     tf_json_int(&j, "nodes", tf_graph_node_count(g));
     tf_json_string(&j, "loss", tf_onnx_loss_name(options->loss));
     tf_json_int(&j, "frozen_batch_norms", tf_onnx_frozen_batch_norms(g));
+    tf_json_int(&j, "batch_statistics_norms", tf_onnx_batch_statistics_norms(g));
     tf_json_begin_array(&j, "symbols");
     for (int32_t i = 0; i < tf_graph_symbol_count(g); i++) {
       const char *name;
@@ -104,6 +105,11 @@ static int finish(const char *onnx_path, const char *output, const char *weights
       printf("%d BatchNormalization node%s frozen at %s running statistics (eval mode: scale and bias train, "
              "the statistics stay; docs/import.md)\n",
              frozen, frozen == 1 ? "" : "s", frozen == 1 ? "its" : "their");
+    const int32_t batch = tf_onnx_batch_statistics_norms(g);
+    if (batch > 0)
+      printf("%d BatchNormalization node%s normalise%s with batch statistics (training mode: the running statistics "
+             "are not tracked, the weights file keeps them as exported; docs/import.md)\n",
+             batch, batch == 1 ? "" : "s", batch == 1 ? "s" : "");
     printf("written to %s%s%s\n", output, has_weights ? ", weights to " : "", has_weights ? weights_path : "");
   }
   tf_graph_destroy(g);

@@ -43,6 +43,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss_sg_half_f16] = 0x8,
     [VK_SHADER_loss_sg_half_bf16] = 0x8,
     [VK_SHADER_layout16] = 0x2,
+    [VK_SHADER_batch_norm] = 0x38, /* y (forward); dx, dgamma, dbeta (gradient) */
 };
 
 /* Each shader with a subgroup variant (shaders/README.md, "Subgroup variants"), and that variant: the
@@ -59,6 +60,7 @@ static const struct {
     {.plain = VK_SHADER_norm, .subgroup = VK_SHADER_norm_sg},
     {.plain = VK_SHADER_reduce, .subgroup = VK_SHADER_reduce_sg},
     {.plain = VK_SHADER_attention, .subgroup = VK_SHADER_attention_sg},
+    {.plain = VK_SHADER_batch_norm, .subgroup = VK_SHADER_batch_norm_sg},
 };
 
 vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
@@ -98,6 +100,8 @@ static const struct {
     {VK_SHADER_conv_grad_weight, VK_SHADER_conv_grad_weight_f16, VK_SHADER_conv_grad_weight_bf16},
     {VK_SHADER_conv_grad_weight_sg, VK_SHADER_conv_grad_weight_sg_f16, VK_SHADER_conv_grad_weight_sg_bf16},
     {VK_SHADER_conv_grad_input, VK_SHADER_conv_grad_input_f16, VK_SHADER_conv_grad_input_bf16},
+    {VK_SHADER_batch_norm, VK_SHADER_batch_norm_f16, VK_SHADER_batch_norm_bf16},
+    {VK_SHADER_batch_norm_sg, VK_SHADER_batch_norm_sg_f16, VK_SHADER_batch_norm_sg_bf16},
     {VK_SHADER_conv_grad_input_sg, VK_SHADER_conv_grad_input_sg_f16, VK_SHADER_conv_grad_input_sg_bf16},
     {VK_SHADER_pool, VK_SHADER_pool_f16, VK_SHADER_pool_bf16},
 };

@@ -116,6 +116,9 @@ tf_tensor_id tf_log_softmax(tf_graph *g, tf_tensor_id x, int32_t axis);
 tf_tensor_id tf_layer_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_tensor_id beta,
                            float epsilon); /* beta may be TF_NO_TENSOR */
 tf_tensor_id tf_rms_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, float epsilon);
+/* Batch normalisation of x [N, C, ...] per channel (axis 1) with the batch's own mean and biased
+ * variance (PyTorch's BatchNorm in training mode); gamma and beta are [C]. No running statistics. */
+tf_tensor_id tf_batch_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_tensor_id beta, float epsilon);
 tf_tensor_id tf_embedding(tf_graph *g, tf_tensor_id ids, tf_tensor_id table);
 tf_tensor_id tf_reshape(tf_graph *g, tf_tensor_id x, tf_shape shape);
 tf_tensor_id tf_transpose(tf_graph *g, tf_tensor_id x, const int32_t *perm, int32_t rank);

@@ -39,7 +39,7 @@ bool takes_half(tf_op op) {
          l == launch_embedding || (l == launch_embedding_grad && op != TF_OP_EMBEDDING_GRAD_ACCUMULATE) ||
          l == launch_attention || l == launch_attention_grad || l == launch_dropout || l == launch_pool ||
          (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op) || l == launch_loss ||
-         l == launch_loss_grad || l == launch_conv;
+         l == launch_loss_grad || l == launch_conv || l == launch_batch_norm || l == launch_batch_norm_grad;
 }
 
 /* An attention gradient reading f16/bf16 q, k, v beside an f32 dy, writing f32 gradients (a

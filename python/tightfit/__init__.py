@@ -223,6 +223,10 @@ class Graph:
     def rms_norm(self, x, gamma, epsilon=1e-6):
         return self._checked(_lib.lib.tf_rms_norm(self._g, x, gamma, epsilon), "rms_norm")
 
+    def batch_norm(self, x, gamma, beta, epsilon=1e-5):
+        """x [N, C, ...] normalised per channel by the batch's own statistics (BatchNorm in training mode)."""
+        return self._checked(_lib.lib.tf_batch_norm(self._g, x, gamma, beta, epsilon), "batch_norm")
+
     def embedding(self, ids, table):
         return self._checked(_lib.lib.tf_embedding(self._g, ids, table), "embedding")
 
@@ -676,8 +680,10 @@ class Session:
 # ---- PyTorch ----
 
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
-    """torch.onnx.export of `module` with its layers in eval mode (no dropout noise, batch norm
-    statistics) and every parameter exported as itself, which training needs. An eval-mode export
+    """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
+    BatchNorm in training mode, which exports as one normalising by batch statistics (its running
+    statistics restored after the export's trace, which would update them), and every parameter
+    exported as itself, which training needs. An eval-mode export
     merges parameters of equal values (every LayerNorm's weight of ones becomes one tensor, trained as
     one) and constant-folds a Linear's transposed weight into a new initializer (a head tied to the
     embedding becomes a second, untied copy): torch 1.13 deduplicates initializers by value unless the
@@ -685,7 +691,11 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     folding is turned off here (tightfit's importer folds what it needs itself)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
+    batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
+    buffers = [(b, b.detach().clone()) for m in batch_norms for b in m.buffers()]
     module.eval()
+    for m in batch_norms:
+        m.training = True
     module.training = True  # the top level only: read by the deduplication, by no layer
     try:
         with torch.no_grad(), warnings.catch_warnings():
@@ -696,6 +706,9 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     finally:
         for m, training in modes.items():
             m.training = training
+        with torch.no_grad():
+            for b, saved in buffers:
+                b.copy_(saved)
 
 
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
@@ -738,7 +751,14 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
     if frozen:
         import warnings
-        warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} imported frozen at "
-                      f"{'their' if frozen > 1 else 'its'} running statistics, as in eval mode (scale and bias "
-                      "train; batch statistics are not supported yet: docs/import.md)", stacklevel=2)
+        warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} in eval mode imported "
+                      f"frozen at {'their' if frozen > 1 else 'its'} running statistics (scale and bias train; a "
+                      "layer in training mode normalises with batch statistics: docs/import.md)", stacklevel=2)
+    batch = _lib.lib.tf_onnx_batch_statistics_norms(handle) \
+        if hasattr(_lib.lib, "tf_onnx_batch_statistics_norms") else 0
+    if batch:
+        import warnings
+        warnings.warn(f"from_torch: {batch} BatchNorm layer{'s' if batch > 1 else ''} in training mode "
+                      f"normalise{'' if batch > 1 else 's'} with batch statistics; running statistics are not "
+                      "tracked (docs/import.md)", stacklevel=2)
     return graph

@@ -205,6 +205,7 @@ _declare("tf_reduce", c_tensor, c_graph_p, ctypes.c_int, c_tensor, ctypes.POINTE
 _declare("tf_softmax", c_tensor, c_graph_p, c_tensor, ctypes.c_int32)
 _declare("tf_log_softmax", c_tensor, c_graph_p, c_tensor, ctypes.c_int32)
 _declare("tf_layer_norm", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.c_float)
+_declare("tf_batch_norm", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.c_float)
 _declare("tf_rms_norm", c_tensor, c_graph_p, c_tensor, c_tensor, ctypes.c_float)
 _declare("tf_reshape", c_tensor, c_graph_p, c_tensor, Shape)
 _declare("tf_transpose", c_tensor, c_graph_p, c_tensor, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32)
@@ -270,6 +271,8 @@ if HAS_ONNX:
         _declare("tf_onnx_options_default", OnnxOptions)
     if hasattr(lib, "tf_onnx_frozen_batch_norms"):
         _declare("tf_onnx_frozen_batch_norms", ctypes.c_int32, c_graph_p)
+    if hasattr(lib, "tf_onnx_batch_statistics_norms"):
+        _declare("tf_onnx_batch_statistics_norms", ctypes.c_int32, c_graph_p)
 
 
 def check(status, context=None):

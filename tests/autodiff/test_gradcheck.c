@@ -239,6 +239,15 @@ static void norm_cases(void) {
                                              : "rms_norm",
                                  g, VALUES_ANY});
   }
+  const tf_shape shapes[3] = {S(F(4), F(3), F(5)), S(F(5), F(2)), S(F(2), F(3), F(2), F(3))};
+  for (int i = 0; i < 3; i++) {
+    tf_graph *g = new_graph("batch_norm");
+    const int64_t channels = shapes[i].dims[1].size;
+    tf_tensor_id x = param(g, "x", shapes[i]);
+    tf_tensor_id y = tf_batch_norm(g, x, param(g, "gamma", S(F(channels))), param(g, "beta", S(F(channels))), 1e-5f);
+    finish_with_mse(g, y, shapes[i]);
+    check_case(&(gradcheck_case){"batch_norm", g, VALUES_ANY});
+  }
   tf_graph *g = new_graph("embedding");
   tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, S(F(2), F(5)));
   tf_tensor_id table = param(g, "table", S(F(3), F(4)));

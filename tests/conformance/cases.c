@@ -156,6 +156,13 @@ static void build_norm(tf_graph *g, const conf_case *c) {
                    : tf_layer_norm(g, x, gamma, c->beta ? param(g, c, "beta", &width) : TF_NO_TENSOR, 1e-5f));
 }
 
+static void build_batch_norm(tf_graph *g, const conf_case *c) {
+  const dims channels = DIMS(c->shapes[0].size[1]);
+  tf_tensor_id x = param(g, c, "x", &c->shapes[0]);
+  tf_tensor_id gamma = param(g, c, "gamma", &channels), beta = param(g, c, "beta", &channels);
+  finish_probe(g, c, tf_batch_norm(g, x, gamma, beta, 1e-5f));
+}
+
 static void build_embedding(tf_graph *g, const conf_case *c) {
   tf_tensor_id ids = tf_graph_input(g, "ids", c->dtype, shape_of(&c->shapes[0]));
   finish_probe(g, c, tf_embedding(g, ids, param(g, c, "table", &c->shapes[1])));
@@ -403,6 +410,10 @@ static const conf_case cases[] = {
     {"layer_norm no beta (+ grad) [6,300]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 300)}},
     {"rms_norm (+ grad) [6,300]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 300)}},
     {"layer_norm (+ grad) [6,1]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1)}, .beta = true},
+    /* batch_norm: channels on axis 1, statistics over N and the spatial axes (none, one, two) */
+    {"batch_norm (+ grad) [4,3,5,7]", build_batch_norm, .shapes = {DIMS(4, 3, 5, 7)}},
+    {"batch_norm (+ grad) [5,6]", build_batch_norm, .shapes = {DIMS(5, 6)}},
+    {"batch_norm (+ grad) [3,5,300]", build_batch_norm, .shapes = {DIMS(3, 5, 300)}},
     {"layer_norm no beta (+ grad) [6,1]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1)}},
     {"rms_norm (+ grad) [6,1]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 1)}},
     {"layer_norm (+ grad) [6,1031]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1031)}, .beta = true},

@@ -149,6 +149,12 @@ def reference(op, a, context, ins):
         beta = torch.zeros_like(ins[1])
         return vjp(lambda t, g, b: F.layer_norm(t, (t.shape[-1],), g, b, a["epsilon"]), [x, ins[1], beta], ins[2],
                    [0, 1, 2])
+    if op == "batch_norm":
+        return [F.batch_norm(x, None, None, ins[1], ins[2], True, 0.0, a["epsilon"])]
+    if op == "batch_norm_grad":
+        beta = torch.zeros_like(ins[1])
+        return vjp(lambda t, g, b: F.batch_norm(t, None, None, g, b, True, 0.0, a["epsilon"]), [x, ins[1], beta],
+                   ins[2], [0, 1, 2])
     if op == "rms_norm_grad":
         return vjp(lambda t, g: rms_norm(t, g, a["epsilon"]), [x, ins[1]], ins[2], [0, 1])
     if op == "reshape":

@@ -118,7 +118,10 @@ static void grad_max(const grad_case *c, const th_tensor *y, const th_tensor *dy
 }
 static void grad_norm(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
   th_tensor inputs[3] = {*IN(0), *IN(1), *dy}, outputs[TF_MAX_OUTPUTS];
-  th_run(c->op == TF_OP_LAYER_NORM ? TF_OP_LAYER_NORM_GRAD : TF_OP_RMS_NORM_GRAD, &c->attrs, inputs, 3, outputs, true);
+  const tf_op grad = c->op == TF_OP_LAYER_NORM   ? TF_OP_LAYER_NORM_GRAD
+                     : c->op == TF_OP_BATCH_NORM ? TF_OP_BATCH_NORM_GRAD
+                                                 : TF_OP_RMS_NORM_GRAD;
+  th_run(grad, &c->attrs, inputs, 3, outputs, true);
   for (int i = 0; i < c->n_inputs; i++)
     g[i] = outputs[i];
 }
@@ -324,6 +327,10 @@ static void norm_cases(tf_test_counts *counts) {
     CASE("layer_norm_grad", TF_OP_LAYER_NORM, th_norm(1e-3f), grad_norm, R(-2, 2, 2, 3, d), R(0.5, 1.5, d));
     CASE("rms_norm_grad", TF_OP_RMS_NORM, th_norm(1e-5f), grad_norm, R(-2, 2, 2, 3, d), R(0.5, 1.5, d));
   }
+  CASE("batch_norm_grad", TF_OP_BATCH_NORM, th_norm(1e-5f), grad_norm, R(-2, 2, 3, 4, 5), R(0.5, 1.5, 4), R(-1, 1, 4));
+  CASE("batch_norm_grad", TF_OP_BATCH_NORM, th_norm(1e-3f), grad_norm, R(-2, 2, 5, 3), R(0.5, 1.5, 3), R(-1, 1, 3));
+  CASE("batch_norm_grad", TF_OP_BATCH_NORM, th_norm(1e-5f), grad_norm, R(-2, 2, 2, 2, 3, 2), R(0.5, 1.5, 2),
+       R(-1, 1, 2));
 }
 
 static void layout_cases(tf_test_counts *counts) {

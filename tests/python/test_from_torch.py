@@ -325,11 +325,11 @@ def frozen_batch_norm():
         model[1].running_mean.copy_(0.3 * torch.randn(6))
         model[1].running_var.copy_(0.5 + torch.rand(6))
     xs, ys = torch.randn(batch, 2, 5, 5), torch.randint(0, 5, (batch,))
+    model.eval()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
     said = [str(w.message) for w in caught if "frozen" in str(w.message)]
-    model.eval()
     losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
     seen = (f"warned '{said[0][:60]}...'; " if said else "") + \
         f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch in eval mode {expected[-1]:.6f}), worst " \
@@ -339,7 +339,43 @@ def frozen_batch_norm():
     return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
 
 
-case("a BatchNorm CNN imports frozen (with a warning) and trains as PyTorch's eval-mode module", frozen_batch_norm)
+case("a BatchNorm CNN in eval mode imports frozen (with a warning) and trains as PyTorch's eval-mode module",
+     frozen_batch_norm)
+
+
+# The same layers in training mode (PyTorch's default): each BatchNorm normalises by the batch's own
+# statistics, 5 AdamW steps as PyTorch's module in training mode; the export leaves the module's
+# running statistics as they were.
+def batch_statistics():
+    import warnings
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Conv2d(2, 6, 3, padding=1, bias=False), torch.nn.BatchNorm2d(6),
+                                torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(6 * 5 * 5, 12), torch.nn.BatchNorm1d(12, eps=1e-3),
+                                torch.nn.ReLU(), torch.nn.Linear(12, 5))
+    with torch.no_grad():
+        model[1].running_mean.copy_(0.3 * torch.randn(6))
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    xs, ys = torch.randn(batch, 2, 5, 5), torch.randint(0, 5, (batch,))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    said = [str(w.message) for w in caught if "batch statistics" in str(w.message)]
+    kept = all(torch.equal(before[name], b) for name, b in model.named_buffers())
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    notes = str(tightfit.compile(graph, set={"N": batch}, accumulate=2).report()["notes"])
+    if "batch_norm: 2 nodes normalise with each micro-batch's statistics, over" not in notes or \
+            "not the global batch" not in notes:
+        return f"the plan's notes do not say where batch_norm's statistics come from: {notes}", ""
+    seen = f"{ops.count('batch_norm')} batch_norm; warned {len(said)}; buffers kept: {kept}; 5 AdamW steps " \
+        f"{losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch in training mode {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    if ops.count("batch_norm") != 2 or len(said) != 1 or "2 BatchNorm layers" not in said[0] or not kept:
+        return "expected 2 batch_norm nodes, one warning about 2 layers, the running statistics untouched", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a BatchNorm CNN in training mode trains with batch statistics as PyTorch's", batch_statistics)
 
 # Hugging Face GPT-2's attention as its code writes it: the causal mask a registered bool buffer
 # (`bias`, torch.tril of ones) sliced to [:, :, :t, :t], `torch.where(mask, scores, finfo.min)`, the
@@ -504,5 +540,5 @@ def leaky_discriminator():
 
 
 case("LeakyReLU(0.2) and Softplus import and train as PyTorch's", leaky_discriminator)
-print(f"from_torch: {13 - failed} passed, {failed} failed")
+print(f"from_torch: {14 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

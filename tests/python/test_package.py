@@ -198,6 +198,9 @@ raises("a shape mismatch in the builder", "matmul", g.matmul, x, labels)
 raises("an undeclared symbol", "unknown symbol 'T'", g.input, "tokens", ["T"])
 leaky = tightfit.Graph("leaky")
 raises("leaky_relu with a NaN slope", "slope alpha nan", leaky.leaky_relu, leaky.input("x", [4]), float("nan"))
+bn = tightfit.Graph("bn")
+raises("batch_norm without a channel axis", "batch_norm needs [N, C, ...]", bn.batch_norm, bn.input("v", [4]),
+       bn.parameter("g", [4], "ones"), bn.parameter("b", [4]))
 bad = {"x": xs, "labels": np.full(len(ys), 99, dtype=np.int32)}
 raises("labels past the class count", "labels", tightfit.Session(zoo).train, bad, 1)
 raises("a folder without data", "x.npy", tightfit.Session(zoo).train, work, 1)

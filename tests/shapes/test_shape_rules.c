@@ -366,6 +366,28 @@ static void test_softmax(tf_test_counts *c) {
                "'x' [2,5] is i32", "softmax");
 }
 
+static void test_batch_norm(tf_test_counts *c) {
+  tf_shape_result out;
+  tf_attrs eps = norm_attrs(1e-5f);
+  EXPECT_SHAPE(c, "batch_norm [8,3,5,5]",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &eps, T("x", TF_F32, 8, 3, 5, 5), T("gamma", TF_F32, 3),
+                    T("beta", TF_F32, 3)),
+               TF_F32, 8, 3, 5, 5);
+  EXPECT_ERROR(
+      c, "batch_norm of a vector",
+      RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &eps, T("x", TF_F32, 8), T("gamma", TF_F32, 8), T("beta", TF_F32, 8)),
+      "'x' [8] has rank 1", "[N, C, ...]");
+  EXPECT_ERROR(c, "batch_norm gamma of the last axis",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &eps, T("x", TF_F32, 8, 3, 5), T("gamma", TF_F32, 5),
+                    T("beta", TF_F32, 3)),
+               "'gamma' [5] must have shape [3]", "axis 1");
+  eps.u.norm.epsilon = 0.0f;
+  EXPECT_ERROR(c, "batch_norm epsilon 0",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &eps, T("x", TF_F32, 2, 3), T("gamma", TF_F32, 3),
+                    T("beta", TF_F32, 3)),
+               "epsilon 0", "> 0");
+}
+
 static void test_norm(tf_test_counts *c) {
   tf_shape_result out;
   tf_attrs eps = norm_attrs(1e-5f);
@@ -673,6 +695,7 @@ int main(void) {
   test_reduce(&counts);
   test_softmax(&counts);
   test_norm(&counts);
+  test_batch_norm(&counts);
   test_cross_entropy(&counts);
   test_reshape(&counts);
   test_transpose(&counts);

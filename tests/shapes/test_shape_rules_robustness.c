@@ -49,6 +49,12 @@ static seed_query make_seed(tf_op op) {
     SEED(&s, 1, TF_F32, 8);
     SEED(&s, 2, TF_F32, 8);
     break;
+  case TF_OP_BATCH_NORM:
+    s.attrs = norm_attrs(1e-5f);
+    SEED(&s, 0, TF_F32, 2, 3, 4);
+    SEED(&s, 1, TF_F32, 3);
+    SEED(&s, 2, TF_F32, 3);
+    break;
   case TF_OP_EMBEDDING:
     SEED(&s, 0, TF_I64, 2, 3);
     SEED(&s, 1, TF_F32, 10, 4);
