@@ -36,6 +36,13 @@ tf_tensor_id ox_scalar(ox_import *im, const ox_node *node, tf_dtype dtype, doubl
  * constant of the other's dtype. */
 tf_status ox_operand(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id other, tf_tensor_id *id) TF_MUST_USE;
 
+/* Of two operands, one f32 and one f16/bf16, the f32 one cast to the half type (PyTorch exports
+ * such mixed ops from bf16 models); any other pair is left as it is. */
+void ox_match_half(ox_import *im, tf_tensor_id *a, tf_tensor_id *b);
+
+/* onnx_batch_norm.c */
+tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);
+
 /* onnx_layout.c */
 tf_status ox_convert_reshape(ox_import *im, const ox_node *node);
 tf_status ox_convert_flatten(ox_import *im, const ox_node *node);
