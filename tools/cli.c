@@ -6,6 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* This thread's streams from tf_cli_set_streams(), NULL for stdout and stderr. Per thread, and
+ * never the process's `stdout` and `stderr` themselves: a library a command loads (cuBLAS, Mesa)
+ * may keep those pointers, and would keep a captured stream after it is closed. */
+static _Thread_local FILE *thread_out, *thread_err;
+
+FILE *tf_cli_out(void) { return thread_out ? thread_out : stdout; }
+
+FILE *tf_cli_err(void) { return thread_err ? thread_err : stderr; }
+
+void tf_cli_set_streams(FILE *out, FILE *err) {
+  thread_out = out;
+  thread_err = err;
+}
+
 bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char **value, bool *error) {
   const char *arg = argv[*i];
   size_t length = strlen(name);
@@ -18,7 +32,7 @@ bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char *
   if (arg[length] != '\0')
     return false;
   if (*i + 1 >= argc) {
-    fprintf(stderr, "tightfit: option %s needs a value\n", name);
+    fprintf(tf_cli_err(), "tightfit: option %s needs a value\n", name);
     *error = true;
     return true;
   }
@@ -63,18 +77,18 @@ bool tf_cli_positional(const char *command, const char *arg, const char *what, c
 bool tf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 
 int tf_cli_usage_error(const char *command, const char *fmt, ...) {
-  fprintf(stderr, "tightfit %s: ", command);
+  fprintf(tf_cli_err(), "tightfit %s: ", command);
   va_list args;
   va_start(args, fmt);
-  vfprintf(stderr, fmt, args);
+  vfprintf(tf_cli_err(), fmt, args);
   va_end(args);
-  fprintf(stderr, "\n(run 'tightfit %s --help' for usage)\n", command);
+  fprintf(tf_cli_err(), "\n(run 'tightfit %s --help' for usage)\n", command);
   return TF_EXIT_USAGE;
 }
 
 int tf_cli_fail(const char *command, tf_status status) {
   tf_code code = tf_status_code(status);
-  fprintf(stderr, "tightfit %s: %s\n", command, tf_status_message(status));
+  fprintf(tf_cli_err(), "tightfit %s: %s\n", command, tf_status_message(status));
   tf_status_free(status);
   if (code == TF_ERR_DOES_NOT_FIT)
     return TF_EXIT_FAILED;

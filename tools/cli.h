@@ -24,6 +24,13 @@ int tf_cmd_run(int argc, char **argv);
 int tf_cmd_devices(int argc, char **argv);
 int tf_cmd_import(int argc, char **argv);
 
+/* Where the commands print: stdout and stderr, or on a thread inside tf_cli_run_captured() the
+ * streams it captures into (the commands never print to stdout or stderr by name). */
+FILE *tf_cli_out(void);
+FILE *tf_cli_err(void);
+/* Sets this thread's tf_cli_out() and tf_cli_err(). */
+void tf_cli_set_streams(FILE *out, FILE *err);
+
 /* True when argv[*i] is `name` ("--set") given as "--set V" or "--set=V"; *value gets V and *i
  * advances past it. A missing value is reported and sets *error. */
 bool tf_cli_option(int argc, char **argv, int *i, const char *name, const char **value, bool *error);

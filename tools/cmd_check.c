@@ -10,24 +10,25 @@
 #include "tools/compile_args.h"
 
 static void help(void) {
-  printf("usage: tightfit check F.tfg (--gpu NAME | --budget SIZE --target T | --device D) [options] [--json]\n\n"
-         "Compiles the graph and compares the plan's device total (its regions plus the target's device\n"
-         "overhead: context, libraries, CUDA graphs, allocation rounding, staging) with the budget. SIZE\n"
-         "is bytes or a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30). --gpu NAME\n"
-         "takes a named card's memory and target; --device cuda:0 measures this machine's device. With\n"
-         "--global-batch G, searches micro-batch, accumulation and recompute for the fastest plan that fits.\n\n"
-         "In CI:  tightfit check model.tfg --gpu t4 --global-batch 32 --set T=1024 || exit 1\n\n"
-         "options:\n"
-         "  --json                 machine-readable result (with a \"categories\" object: parameters,\n"
-         "                         gradients, optimizer_state, activations, workspace, inputs,\n"
-         "                         device_overhead, total; what --baseline compares)\n"
-         "  --baseline FILE        an earlier `check --json` result of the same graph and target: print\n"
-         "                         the change per category, and exit 1 when the device total grew by\n"
-         "                         more than --max-growth\n"
-         "  --max-growth P%%       the growth of the total --baseline allows (default 0%%; e.g. 5%%, 0.5%%)\n");
+  fprintf(tf_cli_out(),
+          "usage: tightfit check F.tfg (--gpu NAME | --budget SIZE --target T | --device D) [options] [--json]\n\n"
+          "Compiles the graph and compares the plan's device total (its regions plus the target's device\n"
+          "overhead: context, libraries, CUDA graphs, allocation rounding, staging) with the budget. SIZE\n"
+          "is bytes or a number with a unit: 512MiB, 14.7GiB, 16GB (GB = 10^9, GiB = 2^30). --gpu NAME\n"
+          "takes a named card's memory and target; --device cuda:0 measures this machine's device. With\n"
+          "--global-batch G, searches micro-batch, accumulation and recompute for the fastest plan that fits.\n\n"
+          "In CI:  tightfit check model.tfg --gpu t4 --global-batch 32 --set T=1024 || exit 1\n\n"
+          "options:\n"
+          "  --json                 machine-readable result (with a \"categories\" object: parameters,\n"
+          "                         gradients, optimizer_state, activations, workspace, inputs,\n"
+          "                         device_overhead, total; what --baseline compares)\n"
+          "  --baseline FILE        an earlier `check --json` result of the same graph and target: print\n"
+          "                         the change per category, and exit 1 when the device total grew by\n"
+          "                         more than --max-growth\n"
+          "  --max-growth P%%       the growth of the total --baseline allows (default 0%%; e.g. 5%%, 0.5%%)\n");
   tf_compile_args_help();
-  printf("\nexit codes: 0 fits (and grew no more than allowed), 1 does not fit or grew more than\n"
-         "--max-growth over --baseline, 2 bad usage, a bad graph or a bad baseline file.\n");
+  fprintf(tf_cli_out(), "\nexit codes: 0 fits (and grew no more than allowed), 1 does not fit or grew more than\n"
+                        "--max-growth over --baseline, 2 bad usage, a bad graph or a bad baseline file.\n");
 }
 
 /* "5%", "0.5%" -> 0.05, 0.005; the sign is required so that "0.05" cannot silently mean 0.05%. */
@@ -110,7 +111,7 @@ int tf_cmd_check(int argc, char **argv) {
   const char *precision = (int)stored >= 0 && stored <= TF_PRECISION_F16 ? precision_names[stored] : "?";
   char a[32], b[32];
   if (args.json) {
-    tf_json j = {stdout, 0, {false}};
+    tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "graph", args.graph_path);
     tf_json_string(&j, "assumed", args.target_note);
@@ -134,28 +135,30 @@ int tf_cmd_check(int argc, char **argv) {
       tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, NULL, &j);
     tf_json_end_object(&j);
   } else if (fits) {
-    printf("%s: %s\n", args.graph_path, args.target_note);
-    printf("%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64
-           " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations\n",
-           args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
-           100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat,
-           precision);
+    fprintf(tf_cli_out(), "%s: %s\n", args.graph_path, args.target_note);
+    fprintf(tf_cli_out(),
+            "%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64
+            " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations\n",
+            args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
+            100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat,
+            precision);
     tf_compile_args_print_memory(plan, NULL);
     if (args.global_batch > 0)
-      printf("search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,
-             search.seconds_per_step, search.summary);
+      fprintf(tf_cli_out(), "search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,
+              search.seconds_per_step, search.summary);
   } else {
-    printf("%s: %s\n", args.graph_path, args.target_note);
+    fprintf(tf_cli_out(), "%s: %s\n", args.graph_path, args.target_note);
     tf_compile_args_print_shortfall(&args, plan, NULL);
-    printf("smallest: micro-batch %" PRId64 " x %d, recompute %s, %s activations; where the bytes go:\n",
-           plan->micro_batch, plan->accumulate, remat, precision);
+    fprintf(tf_cli_out(), "smallest: micro-batch %" PRId64 " x %d, recompute %s, %s activations; where the bytes go:\n",
+            plan->micro_batch, plan->accumulate, remat, precision);
     tf_compile_args_print_memory(plan, NULL);
     if (args.global_batch > 0)
-      printf("search (%d plans compiled):\n%s", search.tried, search.summary);
+      fprintf(tf_cli_out(), "search (%d plans compiled):\n%s", search.tried, search.summary);
   }
   /* With --json the diff also goes to stderr, so a CI log shows it while stdout is the result file. */
   if (baseline_path)
-    tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, args.json ? stderr : stdout, NULL);
+    tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, args.json ? tf_cli_err() : tf_cli_out(),
+                             NULL);
   tf_plan_destroy(plan);
   return fits && !grew ? TF_EXIT_OK : TF_EXIT_FAILED;
 }

@@ -6,23 +6,24 @@
 #include "tools/compile_args.h"
 
 static void help(void) {
-  printf("usage: tightfit compile F.tfg [options] [-o P.tfplan] [--json]\n\n"
-         "Derives the training graph (autodiff, optimizer, gradient accumulation), schedules it,\n"
-         "plans every buffer's memory and writes the plan. Prints the memory by region.\n\n"
-         "options:\n"
-         "  -o, --output P         write the plan to P (.tfplan)\n"
-         "  --json                 machine-readable summary\n");
+  fprintf(tf_cli_out(), "usage: tightfit compile F.tfg [options] [-o P.tfplan] [--json]\n\n"
+                        "Derives the training graph (autodiff, optimizer, gradient accumulation), schedules it,\n"
+                        "plans every buffer's memory and writes the plan. Prints the memory by region.\n\n"
+                        "options:\n"
+                        "  -o, --output P         write the plan to P (.tfplan)\n"
+                        "  --json                 machine-readable summary\n");
   tf_compile_args_help();
-  printf("\nWith a budget (--budget, --gpu or --device) the plan's device total must fit it: a plan that\n"
-         "does not is not written, and the shortfall is printed (exit 1), as `tightfit check` does.\n"
-         "\nexit codes: 0 compiled (and fits the budget, when one was given), 1 does not fit the budget,\n"
-         "2 bad usage or a bad graph.\n");
+  fprintf(tf_cli_out(),
+          "\nWith a budget (--budget, --gpu or --device) the plan's device total must fit it: a plan that\n"
+          "does not is not written, and the shortfall is printed (exit 1), as `tightfit check` does.\n"
+          "\nexit codes: 0 compiled (and fits the budget, when one was given), 1 does not fit the budget,\n"
+          "2 bad usage or a bad graph.\n");
 }
 
 /* A plan over its budget: the verdict, where the bytes go, and nothing written (exit 1). */
 static int refuse_over_budget(const tf_compile_args *args, tf_plan *plan, const tf_budget_result *search) {
   if (args->json) {
-    tf_json j = {stdout, 0, {false}};
+    tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "graph", args->graph_path);
     tf_json_string(&j, "assumed", args->target_note);
@@ -31,13 +32,14 @@ static int refuse_over_budget(const tf_compile_args *args, tf_plan *plan, const 
     tf_compile_args_print_memory(plan, &j);
     tf_json_end_object(&j);
   } else {
-    printf("%s: %s\n", args->graph_path, args->target_note);
+    fprintf(tf_cli_out(), "%s: %s\n", args->graph_path, args->target_note);
     tf_compile_args_print_shortfall(args, plan, NULL);
     tf_compile_args_print_memory(plan, NULL);
     if (args->global_batch > 0)
-      printf("search (%d plans compiled):\n%s", search->tried, search->summary);
-    printf("no plan written: try --remat auto, a smaller micro-batch (--global-batch G searches both), or a "
-           "larger budget\n");
+      fprintf(tf_cli_out(), "search (%d plans compiled):\n%s", search->tried, search->summary);
+    fprintf(tf_cli_out(),
+            "no plan written: try --remat auto, a smaller micro-batch (--global-batch G searches both), or a "
+            "larger budget\n");
   }
   tf_plan_destroy(plan);
   return TF_EXIT_FAILED;
@@ -84,7 +86,7 @@ int tf_cmd_compile(int argc, char **argv) {
     }
   }
   if (args.json) {
-    tf_json j = {stdout, 0, {false}};
+    tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "graph", args.graph_path);
     if (output)
@@ -101,20 +103,22 @@ int tf_cmd_compile(int argc, char **argv) {
     tf_compile_args_print_memory(plan, &j);
     tf_json_end_object(&j);
   } else {
-    printf("%s: %s plan for '%s': %d steps, %d buffers, micro-batch %" PRId64 " x %d%s%s\n", args.graph_path,
-           plan->training ? "training" : "inference", plan->graph_name, plan->n_steps, plan->n_buffers,
-           plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
+    fprintf(tf_cli_out(), "%s: %s plan for '%s': %d steps, %d buffers, micro-batch %" PRId64 " x %d%s%s\n",
+            args.graph_path, plan->training ? "training" : "inference", plan->graph_name, plan->n_steps,
+            plan->n_buffers, plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
     tf_compile_args_print_memory(plan, NULL);
     if (plan->matmul_math != TF_F32)
-      printf("matmul math: %s operands, f32 accumulation, on CUDA's tensor cores (cpu and vulkan compute in f32)\n",
-             tf_dtype_name(plan->matmul_math));
+      fprintf(tf_cli_out(),
+              "matmul math: %s operands, f32 accumulation, on CUDA's tensor cores (cpu and vulkan compute in f32)\n",
+              tf_dtype_name(plan->matmul_math));
     if (args.budget >= 0) {
       char a[32], b[32];
-      printf("fits the budget: %s (device total) of %s; %s\n", tf_cli_bytes(tf_plan_device_total(plan), a, sizeof(a)),
-             tf_cli_bytes(args.budget, b, sizeof(b)), args.target_note);
+      fprintf(tf_cli_out(), "fits the budget: %s (device total) of %s; %s\n",
+              tf_cli_bytes(tf_plan_device_total(plan), a, sizeof(a)), tf_cli_bytes(args.budget, b, sizeof(b)),
+              args.target_note);
     }
     if (args.global_batch > 0)
-      printf("search (%d plans compiled):\n%s", search.tried, search.summary);
+      fprintf(tf_cli_out(), "search (%d plans compiled):\n%s", search.tried, search.summary);
   }
   tf_plan_destroy(plan);
   return TF_EXIT_OK;

@@ -7,7 +7,7 @@
 
 /* The list as {"devices": [...]}: a device's entry, or a backend's without one and why. */
 static void devices_json(const tf_device_list *list) {
-  tf_json json = {stdout, 0, {false}};
+  tf_json json = {tf_cli_out(), 0, {false}};
   tf_json_begin_object(&json, NULL);
   tf_json_begin_array(&json, "devices");
   for (int32_t i = 0; i < list->count; i++) {
@@ -22,18 +22,19 @@ static void devices_json(const tf_device_list *list) {
   }
   tf_json_end_array(&json);
   tf_json_end_object(&json);
-  fputc('\n', stdout);
+  fputc('\n', tf_cli_out());
 }
 
 int tf_cmd_devices(int argc, char **argv) {
   if (argc > 1 && tf_cli_is_help(argv[1])) {
-    printf("usage: tightfit devices [--json]\n\n"
-           "Lists the devices this build can train on: cpu:0, each Vulkan device (vulkan:N, with its\n"
-           "memory heaps) and CUDA, and for a backend without one, why (no driver, no device, the CUDA\n"
-           "module missing). Pass one to `train` or `run` with --device, e.g. --device vulkan:0.\n\n"
-           "options:\n"
-           "  --json   machine-readable: {\"devices\": [{\"device\", \"backend\", \"available\", \"description\"\n"
-           "           (a device) or \"why\" (a backend without one)}, ...]}\n");
+    fprintf(tf_cli_out(),
+            "usage: tightfit devices [--json]\n\n"
+            "Lists the devices this build can train on: cpu:0, each Vulkan device (vulkan:N, with its\n"
+            "memory heaps) and CUDA, and for a backend without one, why (no driver, no device, the CUDA\n"
+            "module missing). Pass one to `train` or `run` with --device, e.g. --device vulkan:0.\n\n"
+            "options:\n"
+            "  --json   machine-readable: {\"devices\": [{\"device\", \"backend\", \"available\", \"description\"\n"
+            "           (a device) or \"why\" (a backend without one)}, ...]}\n");
     return TF_EXIT_OK;
   }
   const bool json = argc > 1 && strcmp(argv[1], "--json") == 0;
@@ -46,7 +47,7 @@ int tf_cmd_devices(int argc, char **argv) {
   } else {
     char text[TF_MAX_DEVICE_ENTRIES * sizeof(tf_device_entry)]; /* a line is shorter than its entry */
     tf_backend_describe_devices(text, sizeof(text));
-    fputs(text, stdout);
+    fputs(text, tf_cli_out());
   }
   return TF_EXIT_OK;
 }

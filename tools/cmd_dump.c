@@ -12,15 +12,15 @@
 #include "tools/cli.h"
 
 static void help(void) {
-  printf("usage: tightfit dump F.tfg|P.tfplan [-o F.json]\n\n"
-         "Prints a graph or a plan file as JSON (strict, enums by name); the file identifier says\n"
-         "which. flatc turns it back into a binary:\n"
-         "  flatc -b schema/graph.fbs F.json     (graphs)\n"
-         "  flatc -b schema/plan.fbs P.json      (plans)\n"
-         "Only the FlatBuffers Verifier runs, so dump also shows files that 'inspect' or 'report'\n"
-         "refuse.\n\n"
-         "options:\n"
-         "  -o, --output F   write the JSON to F instead of standard output\n");
+  fprintf(tf_cli_out(), "usage: tightfit dump F.tfg|P.tfplan [-o F.json]\n\n"
+                        "Prints a graph or a plan file as JSON (strict, enums by name); the file identifier says\n"
+                        "which. flatc turns it back into a binary:\n"
+                        "  flatc -b schema/graph.fbs F.json     (graphs)\n"
+                        "  flatc -b schema/plan.fbs P.json      (plans)\n"
+                        "Only the FlatBuffers Verifier runs, so dump also shows files that 'inspect' or 'report'\n"
+                        "refuse.\n\n"
+                        "options:\n"
+                        "  -o, --output F   write the JSON to F instead of standard output\n");
 }
 
 int tf_cmd_dump(int argc, char **argv) {
@@ -59,9 +59,9 @@ int tf_cmd_dump(int argc, char **argv) {
     free(json);
     return status ? tf_cli_fail("dump", status) : TF_EXIT_OK;
   }
-  bool written = fputs(json, stdout) >= 0 && fflush(stdout) == 0;
+  bool written = fputs(json, tf_cli_out()) >= 0 && fflush(tf_cli_out()) == 0;
   free(json);
   if (!written)
-    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "stdout: write failed: %s", strerror(errno)));
+    return tf_cli_fail("dump", tf_status_new(TF_ERR_IO, "tf_cli_out(): write failed: %s", strerror(errno)));
   return TF_EXIT_OK;
 }

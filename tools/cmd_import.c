@@ -13,25 +13,26 @@
 #include "tools/cli.h"
 
 static void help(void) {
-  printf("usage: tightfit import M.onnx -o M.tfg [--weights NAME] [--loss L [--ignore-index I]]\n"
-         "                       [--label NAME] [--set SYM=V,...] [--name NAME] [--json]\n\n"
-         "Imports an ONNX model as a graph. Its initializers become parameters whose values are written\n"
-         "to a safetensors file beside the graph, which the graph references, so `compile` and `train`\n"
-         "start from them. Dynamic axes become symbols named after their dim_param (N, T, ...).\n"
-         "Unsupported operators are listed (name, count, first node) and nothing is written.\n"
-         "Operators and export tips: docs/import.md.\n\n"
-         "options:\n"
-         "  -o, --output F     the graph file to write (.tfg)\n"
-         "  --weights NAME     the weights file's name, in the graph's folder (default: F's name with\n"
-         "                     .safetensors for .tfg)\n"
-         "  --loss L           add a label input and loss L on the first output, for training:\n"
-         "                     cross_entropy (integer labels, the output's shape without its last axis),\n"
-         "                     mse or bce_with_logits (float labels of the output's shape)\n"
-         "  --ignore-index I   cross_entropy: labels equal to I do not count (default -100)\n"
-         "  --label NAME       the label input's name (default labels)\n"
-         "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
-         "  --name NAME        the graph's name (default: the ONNX graph's)\n"
-         "  --json             machine-readable result\n");
+  fprintf(tf_cli_out(),
+          "usage: tightfit import M.onnx -o M.tfg [--weights NAME] [--loss L [--ignore-index I]]\n"
+          "                       [--label NAME] [--set SYM=V,...] [--name NAME] [--json]\n\n"
+          "Imports an ONNX model as a graph. Its initializers become parameters whose values are written\n"
+          "to a safetensors file beside the graph, which the graph references, so `compile` and `train`\n"
+          "start from them. Dynamic axes become symbols named after their dim_param (N, T, ...).\n"
+          "Unsupported operators are listed (name, count, first node) and nothing is written.\n"
+          "Operators and export tips: docs/import.md.\n\n"
+          "options:\n"
+          "  -o, --output F     the graph file to write (.tfg)\n"
+          "  --weights NAME     the weights file's name, in the graph's folder (default: F's name with\n"
+          "                     .safetensors for .tfg)\n"
+          "  --loss L           add a label input and loss L on the first output, for training:\n"
+          "                     cross_entropy (integer labels, the output's shape without its last axis),\n"
+          "                     mse or bce_with_logits (float labels of the output's shape)\n"
+          "  --ignore-index I   cross_entropy: labels equal to I do not count (default -100)\n"
+          "  --label NAME       the label input's name (default labels)\n"
+          "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
+          "  --name NAME        the graph's name (default: the ONNX graph's)\n"
+          "  --json             machine-readable result\n");
 }
 
 /* dirname(path) + "/" + name into out. */
@@ -67,7 +68,7 @@ static int finish(const char *onnx_path, const char *output, const char *weights
   }
   int64_t parameters = tf_graph_parameter_count(g);
   if (json) {
-    tf_json j = {stdout, 0, {false}};
+    tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "onnx", onnx_path);
     tf_json_string(&j, "graph", output);
@@ -87,7 +88,7 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     }
     tf_json_end_array(&j);
     tf_json_end_object(&j);
-    printf("\n");
+    fprintf(tf_cli_out(), "\n");
   } else {
     char count[32], symbols[256] = "";
     size_t used = 0;
@@ -97,20 +98,23 @@ static int finish(const char *onnx_path, const char *output, const char *weights
       if (tf_graph_symbol_at(g, i, &name, &d, &v))
         used += (size_t)snprintf(symbols + used, sizeof(symbols) - used, "%s%s=%" PRId64, i ? ", " : "", name, d);
     }
-    printf("%s: imported '%s': %s parameters, %d nodes, symbols %s; loss %s\n", onnx_path, tf_graph_name(g),
-           tf_cli_count(parameters, count, sizeof(count)), tf_graph_node_count(g), used ? symbols : "none",
-           tf_onnx_loss_name(options->loss));
+    fprintf(tf_cli_out(), "%s: imported '%s': %s parameters, %d nodes, symbols %s; loss %s\n", onnx_path,
+            tf_graph_name(g), tf_cli_count(parameters, count, sizeof(count)), tf_graph_node_count(g),
+            used ? symbols : "none", tf_onnx_loss_name(options->loss));
     const int32_t frozen = tf_onnx_frozen_batch_norms(g);
     if (frozen > 0)
-      printf("%d BatchNormalization node%s frozen at %s running statistics (eval mode: scale and bias train, "
-             "the statistics stay; docs/import.md)\n",
-             frozen, frozen == 1 ? "" : "s", frozen == 1 ? "its" : "their");
+      fprintf(tf_cli_out(),
+              "%d BatchNormalization node%s frozen at %s running statistics (eval mode: scale and bias train, "
+              "the statistics stay; docs/import.md)\n",
+              frozen, frozen == 1 ? "" : "s", frozen == 1 ? "its" : "their");
     const int32_t batch = tf_onnx_batch_statistics_norms(g);
     if (batch > 0)
-      printf("%d BatchNormalization node%s normalise%s with batch statistics (training mode: the running statistics "
-             "are not tracked, the weights file keeps them as exported; docs/import.md)\n",
-             batch, batch == 1 ? "" : "s", batch == 1 ? "s" : "");
-    printf("written to %s%s%s\n", output, has_weights ? ", weights to " : "", has_weights ? weights_path : "");
+      fprintf(tf_cli_out(),
+              "%d BatchNormalization node%s normalise%s with batch statistics (training mode: the running statistics "
+              "are not tracked, the weights file keeps them as exported; docs/import.md)\n",
+              batch, batch == 1 ? "" : "s", batch == 1 ? "s" : "");
+    fprintf(tf_cli_out(), "written to %s%s%s\n", output, has_weights ? ", weights to " : "",
+            has_weights ? weights_path : "");
   }
   tf_graph_destroy(g);
   return TF_EXIT_OK;

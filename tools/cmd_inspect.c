@@ -10,15 +10,16 @@
 #include "tools/cli.h"
 
 static void help(void) {
-  printf("usage: tightfit inspect F.tfg [--set N=8,T=256 ...] [--json]\n\n"
-         "Loads the graph (FlatBuffers Verifier, semantic checks, shape inference) and summarises it:\n"
-         "parameters (count and bytes), tensors by kind, ops by type, symbols, inputs, labels,\n"
-         "outputs, the loss, the nodes' precision overrides and the training configuration.\n"
-         "Shapes are inferred at the symbols' defaults unless --set binds them.\n\n"
-         "options:\n"
-         "  --set NAME=V[,NAME=V]  bind symbols (repeatable)\n"
-         "  --json                 machine-readable output\n\n"
-         "exit codes: 0 ok, 2 bad usage or a malformed graph (the message names the file and problem).\n");
+  fprintf(tf_cli_out(),
+          "usage: tightfit inspect F.tfg [--set N=8,T=256 ...] [--json]\n\n"
+          "Loads the graph (FlatBuffers Verifier, semantic checks, shape inference) and summarises it:\n"
+          "parameters (count and bytes), tensors by kind, ops by type, symbols, inputs, labels,\n"
+          "outputs, the loss, the nodes' precision overrides and the training configuration.\n"
+          "Shapes are inferred at the symbols' defaults unless --set binds them.\n\n"
+          "options:\n"
+          "  --set NAME=V[,NAME=V]  bind symbols (repeatable)\n"
+          "  --json                 machine-readable output\n\n"
+          "exit codes: 0 ok, 2 bad usage or a malformed graph (the message names the file and problem).\n");
 }
 
 typedef struct kind_totals {
@@ -89,12 +90,12 @@ static void print_tensor_list(const tf_graph *g, tf_tensor_kind kind, const char
     if (t.kind != kind)
       continue;
     if (!any)
-      printf("%s:\n", title);
+      fprintf(tf_cli_out(), "%s:\n", title);
     any = true;
     char declared[256], concrete[256], bytes[32];
-    printf("  %-28s %-4s %-18s = %-18s %s\n", t.name, tf_dtype_name(t.dtype),
-           declared_shape(g, &t, declared, sizeof(declared)), concrete_shape(&t, concrete, sizeof(concrete)),
-           tf_cli_bytes(t.bytes, bytes, sizeof(bytes)));
+    fprintf(tf_cli_out(), "  %-28s %-4s %-18s = %-18s %s\n", t.name, tf_dtype_name(t.dtype),
+            declared_shape(g, &t, declared, sizeof(declared)), concrete_shape(&t, concrete, sizeof(concrete)),
+            tf_cli_bytes(t.bytes, bytes, sizeof(bytes)));
   }
 }
 
@@ -106,64 +107,66 @@ static void print_overrides(const tf_graph *g) {
     tf_graph_node_at(g, i, &node);
     if (node.precision == TF_PRECISION_INHERIT)
       continue;
-    printf("%s %s %s", shown ? "," : "precision overrides (saved activations):", node.name,
-           tf_precision_name(node.precision));
+    fprintf(tf_cli_out(), "%s %s %s", shown ? "," : "precision overrides (saved activations):", node.name,
+            tf_precision_name(node.precision));
     shown++;
   }
   if (shown)
-    printf("\n");
+    fprintf(tf_cli_out(), "\n");
 }
 
 static void print_text(const char *path, const tf_graph *g, const kind_totals *totals, const op_count *ops,
                        int32_t n_op_types) {
   char a[64], b[64];
-  printf("%s: graph '%s' (schema version %d)\n", path, tf_graph_name(g), TF_SCHEMA_VERSION);
-  printf("symbols:");
+  fprintf(tf_cli_out(), "%s: graph '%s' (schema version %d)\n", path, tf_graph_name(g), TF_SCHEMA_VERSION);
+  fprintf(tf_cli_out(), "symbols:");
   for (int32_t i = 0; i < tf_graph_symbol_count(g); i++) {
     const char *name;
     int64_t def, value;
     tf_graph_symbol_at(g, i, &name, &def, &value);
-    printf(" %s=%" PRId64 " (default %" PRId64 ")%s", name, value, def, i + 1 < tf_graph_symbol_count(g) ? "," : "");
+    fprintf(tf_cli_out(), " %s=%" PRId64 " (default %" PRId64 ")%s", name, value, def,
+            i + 1 < tf_graph_symbol_count(g) ? "," : "");
   }
-  printf("%s\n", tf_graph_symbol_count(g) ? "" : " none");
+  fprintf(tf_cli_out(), "%s\n", tf_graph_symbol_count(g) ? "" : " none");
   const kind_totals *p = &totals[TF_PARAMETER];
-  printf("parameters: %s in %d tensors, %s\n", tf_cli_count(p->elements, a, sizeof(a)), p->tensors,
-         tf_cli_bytes(p->bytes, b, sizeof(b)));
+  fprintf(tf_cli_out(), "parameters: %s in %d tensors, %s\n", tf_cli_count(p->elements, a, sizeof(a)), p->tensors,
+          tf_cli_bytes(p->bytes, b, sizeof(b)));
   const kind_totals *act = &totals[TF_ACTIVATION];
-  printf("activations: %d tensors, %s summed without reuse (the compiled plan reuses memory)\n", act->tensors,
-         tf_cli_bytes(act->bytes, b, sizeof(b)));
+  fprintf(tf_cli_out(), "activations: %d tensors, %s summed without reuse (the compiled plan reuses memory)\n",
+          act->tensors, tf_cli_bytes(act->bytes, b, sizeof(b)));
   print_tensor_list(g, TF_INPUT, "inputs");
   print_tensor_list(g, TF_LABEL, "labels");
   print_tensor_list(g, TF_CONSTANT, "constants");
   if (tf_graph_output_count(g)) {
-    printf("outputs:");
+    fprintf(tf_cli_out(), "outputs:");
     for (int32_t i = 0; i < tf_graph_output_count(g); i++) {
       tf_tensor_info t;
       tf_graph_tensor(g, tf_graph_output_at(g, i), &t);
-      printf(" %s %s%s", t.name, concrete_shape(&t, a, sizeof(a)), i + 1 < tf_graph_output_count(g) ? "," : "");
+      fprintf(tf_cli_out(), " %s %s%s", t.name, concrete_shape(&t, a, sizeof(a)),
+              i + 1 < tf_graph_output_count(g) ? "," : "");
     }
-    printf("\n");
+    fprintf(tf_cli_out(), "\n");
   }
   tf_tensor_info loss;
   if (tf_graph_tensor(g, tf_graph_loss(g), &loss))
-    printf("loss: %s (%s scalar)\n", loss.name, tf_dtype_name(loss.dtype));
+    fprintf(tf_cli_out(), "loss: %s (%s scalar)\n", loss.name, tf_dtype_name(loss.dtype));
   else
-    printf("loss: none (inference only)\n");
-  printf("ops: %d nodes of %d types\n", tf_graph_node_count(g), n_op_types);
+    fprintf(tf_cli_out(), "loss: none (inference only)\n");
+  fprintf(tf_cli_out(), "ops: %d nodes of %d types\n", tf_graph_node_count(g), n_op_types);
   for (int32_t i = 0; i < n_op_types; i++)
-    printf("  %-18s %6d\n", tf_op_name(ops[i].op), ops[i].count);
+    fprintf(tf_cli_out(), "  %-18s %6d\n", tf_op_name(ops[i].op), ops[i].count);
   print_overrides(g);
   const tf_training_config *c = tf_graph_training(g);
   if (c) {
     static const char *const optimizers[] = {"none", "sgd", "adamw"};
     static const char *const precisions[] = {"f32", "bf16", "f16"};
-    printf("training: %s lr %g", optimizers[c->optimizer], c->learning_rate);
+    fprintf(tf_cli_out(), "training: %s lr %g", optimizers[c->optimizer], c->learning_rate);
     if (c->optimizer == TF_OPTIMIZER_SGD)
-      printf(" momentum %g", c->momentum);
+      fprintf(tf_cli_out(), " momentum %g", c->momentum);
     if (c->optimizer == TF_OPTIMIZER_ADAMW)
-      printf(" betas %g/%g eps %g", c->beta1, c->beta2, c->epsilon);
-    printf(" weight decay %g, clip %g, global batch %" PRId64 ", accumulate %d, precision %s\n", c->weight_decay,
-           c->clip_norm, c->global_batch, c->accumulate_steps, precisions[c->precision]);
+      fprintf(tf_cli_out(), " betas %g/%g eps %g", c->beta1, c->beta2, c->epsilon);
+    fprintf(tf_cli_out(), " weight decay %g, clip %g, global batch %" PRId64 ", accumulate %d, precision %s\n",
+            c->weight_decay, c->clip_norm, c->global_batch, c->accumulate_steps, precisions[c->precision]);
   }
 }
 
@@ -191,7 +194,7 @@ static void json_tensor_list(tf_json *j, const tf_graph *g, tf_tensor_kind kind,
 
 static void print_json(const char *path, const tf_graph *g, const kind_totals *totals, const op_count *ops,
                        int32_t n_op_types) {
-  tf_json j = {stdout, 0, {false}};
+  tf_json j = {tf_cli_out(), 0, {false}};
   tf_json_begin_object(&j, NULL);
   tf_json_string(&j, "file", path);
   tf_json_string(&j, "graph", tf_graph_name(g));

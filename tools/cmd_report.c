@@ -15,27 +15,28 @@
 #include "tools/report_svg.h"
 
 static void help(void) {
-  printf("usage: tightfit report P.tfplan [--json] [--svg F] [--html F] [--budget SIZE]\n\n"
-         "Loads a plan (FlatBuffers Verifier and every plan invariant) and shows where its memory goes:\n"
-         "each region and the buffer roles inside it, in human units and exact bytes; the arena against\n"
-         "its lower bound (the most bytes live at one step) and against no reuse; the peak step and the\n"
-         "largest buffers live there; micro-batch, accumulation and global batch; estimated FLOPs per\n"
-         "phase; and the compiler's notes.\n\n"
-         "options:\n"
-         "  --json          machine-readable output\n"
-         "  --svg F         also write the memory timeline picture to F (SVG): bytes in use at every plan\n"
-         "                  step, stacked by category (parameters + constants, gradients, optimizer state\n"
-         "                  and io as constant bands; the arena's live activations and workspaces on top),\n"
-         "                  with the peak step marked, the phases shaded and the plan's total as a line.\n"
-         "                  Plans of more than 2000 steps are drawn in bins that keep each bin's maximum.\n"
-         "  --html F        also write a self-contained HTML page to F: the same picture inlined and the\n"
-         "                  report's tables (no scripts, no network, no other files)\n"
-         "  --budget SIZE   draw a budget line (e.g. 16GiB, 512MiB, 8GB) and say whether the plan's total\n"
-         "                  fits it; the title of the picture says when it does not\n\n"
-         "The outputs combine: the text or JSON report is printed as usual, with a line (or a JSON field)\n"
-         "naming each file written. Files are written atomically (a temporary file, then renamed).\n\n"
-         "exit codes: 0 ok, 2 bad usage, a malformed plan or a file that cannot be written (the message\n"
-         "names the file and problem).\n");
+  fprintf(tf_cli_out(),
+          "usage: tightfit report P.tfplan [--json] [--svg F] [--html F] [--budget SIZE]\n\n"
+          "Loads a plan (FlatBuffers Verifier and every plan invariant) and shows where its memory goes:\n"
+          "each region and the buffer roles inside it, in human units and exact bytes; the arena against\n"
+          "its lower bound (the most bytes live at one step) and against no reuse; the peak step and the\n"
+          "largest buffers live there; micro-batch, accumulation and global batch; estimated FLOPs per\n"
+          "phase; and the compiler's notes.\n\n"
+          "options:\n"
+          "  --json          machine-readable output\n"
+          "  --svg F         also write the memory timeline picture to F (SVG): bytes in use at every plan\n"
+          "                  step, stacked by category (parameters + constants, gradients, optimizer state\n"
+          "                  and io as constant bands; the arena's live activations and workspaces on top),\n"
+          "                  with the peak step marked, the phases shaded and the plan's total as a line.\n"
+          "                  Plans of more than 2000 steps are drawn in bins that keep each bin's maximum.\n"
+          "  --html F        also write a self-contained HTML page to F: the same picture inlined and the\n"
+          "                  report's tables (no scripts, no network, no other files)\n"
+          "  --budget SIZE   draw a budget line (e.g. 16GiB, 512MiB, 8GB) and say whether the plan's total\n"
+          "                  fits it; the title of the picture says when it does not\n\n"
+          "The outputs combine: the text or JSON report is printed as usual, with a line (or a JSON field)\n"
+          "naming each file written. Files are written atomically (a temporary file, then renamed).\n\n"
+          "exit codes: 0 ok, 2 bad usage, a malformed plan or a file that cannot be written (the message\n"
+          "names the file and problem).\n");
 }
 
 static void print_row(const char *indent, const char *label, int64_t bytes, int32_t count) {
@@ -44,15 +45,15 @@ static void print_row(const char *indent, const char *label, int64_t bytes, int3
     snprintf(title, sizeof(title), "%s%s (%d)", indent, label, count);
   else
     snprintf(title, sizeof(title), "%s%s", indent, label);
-  printf("  %-40s %12s %18s\n", title, tf_cli_bytes(bytes, human, sizeof(human)),
-         tf_cli_count(bytes, exact, sizeof(exact)));
+  fprintf(tf_cli_out(), "  %-40s %12s %18s\n", title, tf_cli_bytes(bytes, human, sizeof(human)),
+          tf_cli_count(bytes, exact, sizeof(exact)));
 }
 
 /* The memory table: each region, then the roles it holds, then the total. */
 static void print_memory(const tf_plan *plan) {
   tf_report_row rows[TF_REPORT_MAX_ROWS];
   int n = tf_report_memory_rows(plan, rows);
-  printf("\n  %-40s %12s %18s\n", "memory (each region allocated once)", "size", "exact bytes");
+  fprintf(tf_cli_out(), "\n  %-40s %12s %18s\n", "memory (each region allocated once)", "size", "exact bytes");
   for (int i = 0; i < n; i++)
     print_row(rows[i].depth ? "  " : "", rows[i].label, rows[i].bytes, rows[i].count);
 }
@@ -60,36 +61,39 @@ static void print_memory(const tf_plan *plan) {
 /* Each overhead part with its full source: where the figure comes from and how it is measured. */
 static void print_overhead(const tf_plan *plan) {
   if (plan->overhead.n_parts == 0) {
-    printf("\ndevice overhead: none (the %s target's regions are all it holds)\n", plan->target ? plan->target : "?");
+    fprintf(tf_cli_out(), "\ndevice overhead: none (the %s target's regions are all it holds)\n",
+            plan->target ? plan->target : "?");
     return;
   }
   char bytes[32];
-  printf("\ndevice overhead on %s (device total = regions + these parts):\n", plan->target ? plan->target : "?");
+  fprintf(tf_cli_out(), "\ndevice overhead on %s (device total = regions + these parts):\n",
+          plan->target ? plan->target : "?");
   for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
     const tf_overhead_part *part = &plan->overhead.parts[i];
-    printf("  %-12s %12s  %s\n", part->name, tf_cli_bytes(part->bytes, bytes, sizeof(bytes)), part->source);
+    fprintf(tf_cli_out(), "  %-12s %12s  %s\n", part->name, tf_cli_bytes(part->bytes, bytes, sizeof(bytes)),
+            part->source);
   }
 }
 
 static void print_arena(const tf_plan *plan, const tf_report_summary *s) {
   const tf_plan_report *r = &plan->report;
   char a[64], b[64];
-  printf("\narena: %s; lower bound %s (the most bytes live at one step)",
-         tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
-         tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)));
+  fprintf(tf_cli_out(), "\narena: %s; lower bound %s (the most bytes live at one step)",
+          tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
+          tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)));
   if (s->ratio > 0)
-    printf(", arena / lower bound = %.3f\n", s->ratio);
+    fprintf(tf_cli_out(), ", arena / lower bound = %.3f\n", s->ratio);
   else
-    printf("\n");
-  printf("without reuse: arena %s, total %s; ", tf_cli_bytes(r->arena_naive, a, sizeof(a)),
-         tf_cli_bytes(s->naive_total, b, sizeof(b)));
+    fprintf(tf_cli_out(), "\n");
+  fprintf(tf_cli_out(), "without reuse: arena %s, total %s; ", tf_cli_bytes(r->arena_naive, a, sizeof(a)),
+          tf_cli_bytes(s->naive_total, b, sizeof(b)));
   if (s->saving >= 0)
-    printf("reuse saves %s (%s bytes, %.1f%% of that total)\n", tf_cli_bytes(s->saving, a, sizeof(a)),
-           tf_cli_count(s->saving, b, sizeof(b)),
-           s->naive_total > 0 ? 100.0 * (double)s->saving / (double)s->naive_total : 0.0);
+    fprintf(tf_cli_out(), "reuse saves %s (%s bytes, %.1f%% of that total)\n", tf_cli_bytes(s->saving, a, sizeof(a)),
+            tf_cli_count(s->saving, b, sizeof(b)),
+            s->naive_total > 0 ? 100.0 * (double)s->saving / (double)s->naive_total : 0.0);
   else
-    printf("the arena is %s (%s bytes) larger: alignment padding outweighs reuse\n",
-           tf_cli_bytes(-s->saving, a, sizeof(a)), tf_cli_count(-s->saving, b, sizeof(b)));
+    fprintf(tf_cli_out(), "the arena is %s (%s bytes) larger: alignment padding outweighs reuse\n",
+            tf_cli_bytes(-s->saving, a, sizeof(a)), tf_cli_count(-s->saving, b, sizeof(b)));
 }
 
 static void print_peak(const tf_plan *plan) {
@@ -98,40 +102,42 @@ static void print_peak(const tf_plan *plan) {
     return;
   const tf_plan_step *peak = &plan->steps[r->peak_step];
   char bytes[64], shape[256];
-  printf("\npeak: step %d '%s' (%s, %s): %s live in the arena\n", r->peak_step, peak->name, tf_op_name(peak->op),
-         tf_phase_name(peak->phase), tf_cli_bytes(r->live_bytes[r->peak_step], bytes, sizeof(bytes)));
+  fprintf(tf_cli_out(), "\npeak: step %d '%s' (%s, %s): %s live in the arena\n", r->peak_step, peak->name,
+          tf_op_name(peak->op), tf_phase_name(peak->phase),
+          tf_cli_bytes(r->live_bytes[r->peak_step], bytes, sizeof(bytes)));
   int32_t ids[TF_REPORT_PEAK_BUFFERS];
   int32_t n = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS);
   for (int32_t i = 0; i < n; i++) {
     const tf_plan_buffer *buffer = &plan->buffers[ids[i]];
-    printf("  %-32s %-10s %-22s %12s  steps [%d, %d]\n", buffer->name, tf_role_name(buffer->role),
-           tf_report_shape_text(buffer, shape, sizeof(shape)), tf_cli_bytes(buffer->bytes, bytes, sizeof(bytes)),
-           buffer->first_step, buffer->last_step);
+    fprintf(tf_cli_out(), "  %-32s %-10s %-22s %12s  steps [%d, %d]\n", buffer->name, tf_role_name(buffer->role),
+            tf_report_shape_text(buffer, shape, sizeof(shape)), tf_cli_bytes(buffer->bytes, bytes, sizeof(bytes)),
+            buffer->first_step, buffer->last_step);
   }
 }
 
 static void print_program(const tf_plan *plan) {
   const tf_plan_report *r = &plan->report;
   char flops[64];
-  printf("\nbatch: micro-batch %" PRId64 " x %d accumulation step%s = global batch %" PRId64 "\n", plan->micro_batch,
-         plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->global_batch);
+  fprintf(tf_cli_out(), "\nbatch: micro-batch %" PRId64 " x %d accumulation step%s = global batch %" PRId64 "\n",
+          plan->micro_batch, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->global_batch);
   if (plan->matmul_math != TF_F32)
-    printf("matmul math: %s operands, f32 accumulation (CUDA tensor cores; cpu and vulkan compute in f32)\n",
-           tf_dtype_name(plan->matmul_math));
-  printf("program: steps [0, %d) run %d time%s per training step, steps [%d, %d) once\n", plan->micro_steps,
-         plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
-  printf("flops:");
+    fprintf(tf_cli_out(),
+            "matmul math: %s operands, f32 accumulation (CUDA tensor cores; cpu and vulkan compute in f32)\n",
+            tf_dtype_name(plan->matmul_math));
+  fprintf(tf_cli_out(), "program: steps [0, %d) run %d time%s per training step, steps [%d, %d) once\n",
+          plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
+  fprintf(tf_cli_out(), "flops:");
   for (int phase = 0; phase < TF_PHASE_COUNT; phase++)
-    printf("%s %s %s", phase ? "," : "", tf_phase_name((tf_phase)phase),
-           tf_report_flops_text(r->flops[phase], flops, sizeof(flops)));
-  printf("\n");
+    fprintf(tf_cli_out(), "%s %s %s", phase ? "," : "", tf_phase_name((tf_phase)phase),
+            tf_report_flops_text(r->flops[phase], flops, sizeof(flops)));
+  fprintf(tf_cli_out(), "\n");
   if (!r->notes || !r->notes[0])
     return;
-  printf("\nnotes:\n");
+  fprintf(tf_cli_out(), "\nnotes:\n");
   for (const char *line = r->notes; *line;) {
     const char *end = strchr(line, '\n');
     int length = end ? (int)(end - line) : (int)strlen(line);
-    printf("  %.*s\n", length, line);
+    fprintf(tf_cli_out(), "  %.*s\n", length, line);
     line += length + (end ? 1 : 0);
   }
 }
@@ -147,24 +153,25 @@ static void print_outputs(const tf_plan *plan, const picture_outputs *outputs) {
     int64_t total = tf_plan_device_total(plan);
     char budget[32], bytes[32], difference[32];
     bool over = total > outputs->budget;
-    printf("\nbudget: %s; the plan's device total %s %s %s%s\n", tf_cli_bytes(outputs->budget, budget, sizeof(budget)),
-           tf_cli_bytes(total, bytes, sizeof(bytes)), over ? "exceeds it by" : "fits, with",
-           tf_cli_bytes(over ? total - outputs->budget : outputs->budget - total, difference, sizeof(difference)),
-           over ? "" : " to spare");
+    fprintf(tf_cli_out(), "\nbudget: %s; the plan's device total %s %s %s%s\n",
+            tf_cli_bytes(outputs->budget, budget, sizeof(budget)), tf_cli_bytes(total, bytes, sizeof(bytes)),
+            over ? "exceeds it by" : "fits, with",
+            tf_cli_bytes(over ? total - outputs->budget : outputs->budget - total, difference, sizeof(difference)),
+            over ? "" : " to spare");
   }
   if (outputs->svg || outputs->html)
-    printf("\n");
+    fprintf(tf_cli_out(), "\n");
   if (outputs->svg)
-    printf("wrote the memory timeline (SVG) to %s\n", outputs->svg);
+    fprintf(tf_cli_out(), "wrote the memory timeline (SVG) to %s\n", outputs->svg);
   if (outputs->html)
-    printf("wrote the HTML report to %s\n", outputs->html);
+    fprintf(tf_cli_out(), "wrote the HTML report to %s\n", outputs->html);
 }
 
 static void print_text(const char *path, const tf_plan *plan, const picture_outputs *outputs) {
   tf_report_summary s = tf_report_summarise(plan);
-  printf("%s: plan of '%s' for %s (plan version %u), %s, %d steps, %d buffers\n", path,
-         plan->graph_name ? plan->graph_name : "?", plan->target ? plan->target : "?", plan->version,
-         plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
+  fprintf(tf_cli_out(), "%s: plan of '%s' for %s (plan version %u), %s, %d steps, %d buffers\n", path,
+          plan->graph_name ? plan->graph_name : "?", plan->target ? plan->target : "?", plan->version,
+          plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
   print_memory(plan);
   print_overhead(plan);
   print_arena(plan, &s);
@@ -176,7 +183,7 @@ static void print_text(const char *path, const tf_plan *plan, const picture_outp
 static void print_json(const char *path, const tf_plan *plan, const picture_outputs *outputs) {
   const tf_plan_report *r = &plan->report;
   tf_report_summary s = tf_report_summarise(plan);
-  tf_json j = {stdout, 0, {false}};
+  tf_json j = {tf_cli_out(), 0, {false}};
   tf_json_begin_object(&j, NULL);
   tf_json_string(&j, "file", path);
   tf_json_string(&j, "graph", plan->graph_name ? plan->graph_name : "");
@@ -266,7 +273,7 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
   if (outputs->html)
     tf_json_string(&j, "html_file", outputs->html);
   tf_json_end_object(&j);
-  printf("\n");
+  fprintf(tf_cli_out(), "\n");
 }
 
 int tf_cmd_report(int argc, char **argv) {

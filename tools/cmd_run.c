@@ -14,16 +14,17 @@
 #include "tools/finite_check.h"
 
 static void help(void) {
-  printf("usage: tightfit run P.tfplan --data DIR [--weights CKPT.safetensors] [--output DIR] [--json]\n\n"
-         "Runs the plan's forward steps on every sample of DIR (as `train` reads it), in order.\n"
-         "Compile an inference plan with `tightfit compile --inference`; a training plan works too.\n\n"
-         "options:\n"
-         "  --data DIR       the inputs (and labels, for loss and accuracy)\n"
-         "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
-         "  --output DIR     write each graph output to DIR/<name>.npy (inference plans)\n"
-         "  --threads N      CPU threads (default 2)\n"
-         "  --device D       cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
-         "  --json           machine-readable result\n");
+  fprintf(tf_cli_out(),
+          "usage: tightfit run P.tfplan --data DIR [--weights CKPT.safetensors] [--output DIR] [--json]\n\n"
+          "Runs the plan's forward steps on every sample of DIR (as `train` reads it), in order.\n"
+          "Compile an inference plan with `tightfit compile --inference`; a training plan works too.\n\n"
+          "options:\n"
+          "  --data DIR       the inputs (and labels, for loss and accuracy)\n"
+          "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
+          "  --output DIR     write each graph output to DIR/<name>.npy (inference plans)\n"
+          "  --threads N      CPU threads (default 2)\n"
+          "  --device D       cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
+          "  --json           machine-readable result\n");
 }
 
 int tf_cmd_run(int argc, char **argv) {
@@ -86,10 +87,10 @@ int tf_cmd_run(int argc, char **argv) {
     status = tf_tool_evaluate(session, data, 0, output, &loss, &accuracy);
   if (!status) {
     if (json)
-      printf("{\"loss\": %.6f, \"accuracy\": %.6f}\n", loss, accuracy);
+      fprintf(tf_cli_out(), "{\"loss\": %.6f, \"accuracy\": %.6f}\n", loss, accuracy);
     else
-      printf("%s on %s: loss %.4f, accuracy %.2f%%%s%s\n", plan_path, data, loss, 100 * accuracy,
-             output ? "; outputs in " : "", output ? output : "");
+      fprintf(tf_cli_out(), "%s on %s: loss %.4f, accuracy %.2f%%%s%s\n", plan_path, data, loss, 100 * accuracy,
+              output ? "; outputs in " : "", output ? output : "");
   }
   tf_session_destroy(session);
   tf_plan_destroy(plan);

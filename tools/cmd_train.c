@@ -52,13 +52,13 @@ static void print_device_memory(const tf_session *session) {
     return;
   }
   char regions[32], measured[32], overhead[32], context[32];
-  printf("device memory: regions %s (the device counts %s), backend overhead %s",
-         tf_cli_bytes(d.region_bytes, regions, sizeof(regions)),
-         d.region_device_bytes >= 0 ? tf_cli_bytes(d.region_device_bytes, measured, sizeof(measured)) : "?",
-         d.overhead_bytes >= 0 ? tf_cli_bytes(d.overhead_bytes, overhead, sizeof(overhead)) : "?");
+  fprintf(tf_cli_out(), "device memory: regions %s (the device counts %s), backend overhead %s",
+          tf_cli_bytes(d.region_bytes, regions, sizeof(regions)),
+          d.region_device_bytes >= 0 ? tf_cli_bytes(d.region_device_bytes, measured, sizeof(measured)) : "?",
+          d.overhead_bytes >= 0 ? tf_cli_bytes(d.overhead_bytes, overhead, sizeof(overhead)) : "?");
   if (d.context_bytes >= 0)
-    printf(", driver context %s", tf_cli_bytes(d.context_bytes, context, sizeof(context)));
-  printf("\n");
+    fprintf(tf_cli_out(), ", driver context %s", tf_cli_bytes(d.context_bytes, context, sizeof(context)));
+  fprintf(tf_cli_out(), "\n");
 }
 
 static void on_interrupt(int signal_number) {
@@ -79,37 +79,38 @@ typedef struct train_args {
 } train_args;
 
 static void help(void) {
-  printf("usage: tightfit train P.tfplan --data DIR --steps S [options]\n\n"
-         "Trains with a compiled plan. DIR holds one .npy per input and label of the plan, named after\n"
-         "it (x.npy, labels.npy), with samples along the first axis; or a 1-D tokens.npy stream for\n"
-         "[N, T] token models (labels are the next tokens).\n\n"
-         "options:\n"
-         "  --steps S              optimizer steps to run (required)\n"
-         "  --data DIR             training data (required)\n"
-         "  --eval DIR             held-out data: loss and accuracy after training\n"
-         "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
-         "                         steps and on Ctrl-C\n"
-         "  --checkpoint-every M   (default: only at the end)\n"
-         "  --resume               continue from DIR/latest.safetensors\n"
-         "  --seed N               initialisation, data order and dropout (default 0)\n"
-         "  --threads N            CPU threads (default 2)\n"
-         "  --device D             cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
-         "  --log-every M          a line every M steps when not on a terminal (default 10)\n"
-         "  --check-finite K       scan the gradients for NaN/Inf before the optimizer step of the first\n"
-         "                         K steps (default 10; 'all' for every step), and the weights before\n"
-         "                         each checkpoint; 'off' turns both off. The loss is checked at every\n"
-         "                         step, and loaded checkpoints always. A non-finite value stops the run\n"
-         "                         before any weight or checkpoint is overwritten. A plan compiled with\n"
-         "                         --update-in-backward keeps no gradient past its update: its weights\n"
-         "                         are scanned after each of those steps instead, and a non-finite one\n"
-         "                         stops the run before any checkpoint is overwritten.\n"
-         "  --loss-scale-window N  fp16 plans: double the loss scale after N steps in a row without\n"
-         "                         overflow (default 2000). A step whose gradients are not finite is\n"
-         "                         skipped (weights and optimizer state unchanged) and halves the\n"
-         "                         scale; the log says so. A skip at scale 1 stops the run. Plans that\n"
-         "                         clip skip such a step too, and stop.\n"
-         "  --json                 one JSON object per logged step, and a summary\n\n"
-         "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
+  fprintf(tf_cli_out(),
+          "usage: tightfit train P.tfplan --data DIR --steps S [options]\n\n"
+          "Trains with a compiled plan. DIR holds one .npy per input and label of the plan, named after\n"
+          "it (x.npy, labels.npy), with samples along the first axis; or a 1-D tokens.npy stream for\n"
+          "[N, T] token models (labels are the next tokens).\n\n"
+          "options:\n"
+          "  --steps S              optimizer steps to run (required)\n"
+          "  --data DIR             training data (required)\n"
+          "  --eval DIR             held-out data: loss and accuracy after training\n"
+          "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
+          "                         steps and on Ctrl-C\n"
+          "  --checkpoint-every M   (default: only at the end)\n"
+          "  --resume               continue from DIR/latest.safetensors\n"
+          "  --seed N               initialisation, data order and dropout (default 0)\n"
+          "  --threads N            CPU threads (default 2)\n"
+          "  --device D             cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
+          "  --log-every M          a line every M steps when not on a terminal (default 10)\n"
+          "  --check-finite K       scan the gradients for NaN/Inf before the optimizer step of the first\n"
+          "                         K steps (default 10; 'all' for every step), and the weights before\n"
+          "                         each checkpoint; 'off' turns both off. The loss is checked at every\n"
+          "                         step, and loaded checkpoints always. A non-finite value stops the run\n"
+          "                         before any weight or checkpoint is overwritten. A plan compiled with\n"
+          "                         --update-in-backward keeps no gradient past its update: its weights\n"
+          "                         are scanned after each of those steps instead, and a non-finite one\n"
+          "                         stops the run before any checkpoint is overwritten.\n"
+          "  --loss-scale-window N  fp16 plans: double the loss scale after N steps in a row without\n"
+          "                         overflow (default 2000). A step whose gradients are not finite is\n"
+          "                         skipped (weights and optimizer state unchanged) and halves the\n"
+          "                         scale; the log says so. A skip at scale 1 stops the run. Plans that\n"
+          "                         clip skip such a step too, and stop.\n"
+          "  --json                 one JSON object per logged step, and a summary\n\n"
+          "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
 }
 
 /* A count in [min, 2^53] (step counters stay exact as doubles, and a checkpoint's step plus --steps
@@ -222,20 +223,21 @@ static void progress(const train_args *a, bool tty, const tf_session *session, i
     if (c.scaled)
       snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped\": %s", ldexp(1.0, c.previous_log2),
                c.last_skipped ? "true" : "false");
-    printf("{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f%s}\n", step, loss, rate, scaling);
-    fflush(stdout);
+    fprintf(tf_cli_out(), "{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f%s}\n", step, loss, rate,
+            scaling);
+    fflush(tf_cli_out());
   } else if (tty) {
     int width = 24, filled = (int)((double)width * (double)step / (double)total);
     char bar[32];
     for (int i = 0; i < width; i++)
       bar[i] = i < filled ? '=' : ' ';
     bar[width] = '\0';
-    fprintf(stderr, "\rstep %6" PRId64 "/%" PRId64 " [%s] loss %8.4f  %8.1f samples/s  ETA %3d:%02d ", step, total, bar,
-            loss, rate, (int)(eta / 60), (int)fmod(eta, 60));
-    fflush(stderr);
+    fprintf(tf_cli_err(), "\rstep %6" PRId64 "/%" PRId64 " [%s] loss %8.4f  %8.1f samples/s  ETA %3d:%02d ", step,
+            total, bar, loss, rate, (int)(eta / 60), (int)fmod(eta, 60));
+    fflush(tf_cli_err());
   } else if (step % a->log_every == 0 || step == total) {
-    printf("step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s\n", step, total, loss, rate);
-    fflush(stdout);
+    fprintf(tf_cli_out(), "step %" PRId64 "/%" PRId64 "  loss %.4f  %.1f samples/s\n", step, total, loss, rate);
+    fflush(tf_cli_out());
   }
 }
 
@@ -285,10 +287,10 @@ static tf_status follow_scaling(const train_args *a, bool tty, tf_session *sessi
              step + 1, ldexp(1.0, c.previous_log2), ldexp(1.0, c.loss_scale_log2),
              a->loss_scale_window ? a->loss_scale_window : 2000);
   if (tty)
-    fprintf(stderr, "\r%-100s\n", line);
+    fprintf(tf_cli_err(), "\r%-100s\n", line);
   else
-    printf("%s\n", line);
-  fflush(tty ? stderr : stdout);
+    fprintf(tf_cli_out(), "%s\n", line);
+  fflush(tty ? tf_cli_err() : tf_cli_out());
   return NULL;
 }
 
@@ -333,13 +335,13 @@ static int train(const train_args *a, tf_plan *plan) {
       status = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, path, "refusing to resume from non-finite weights");
     if (!status) {
       tf_feed_seek(feed, tf_session_micro_steps(session));
-      fprintf(stderr, "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
+      fprintf(tf_cli_err(), "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
     }
   }
-  bool tty = isatty(fileno(stderr)) && !a->json;
+  bool tty = isatty(fileno(tf_cli_err())) && !a->json;
   /* stdio allocates stdout's buffer at its first write, which would be the first progress line,
    * inside a step; setvbuf allocates it now. Fully buffered is safe: progress() flushes each line. */
-  setvbuf(stdout, NULL, _IOFBF, BUFSIZ);
+  setvbuf(tf_cli_out(), NULL, _IOFBF, BUFSIZ);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
   double start = now(), loss = NAN;
@@ -384,7 +386,7 @@ static int train(const train_args *a, tf_plan *plan) {
   }
   mark_phase(probe, "train: finish");
   if (tty)
-    fprintf(stderr, "\n");
+    fprintf(tf_cli_err(), "\n");
   if (!status && a->checkpoint)
     status = save_checkpoint(session, a->checkpoint, a->check_finite);
   double eval_loss = NAN, accuracy = NAN;
@@ -407,36 +409,38 @@ static int train(const train_args *a, tf_plan *plan) {
       if (c.scaled)
         snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped_steps\": %" PRId64,
                  ldexp(1.0, c.loss_scale_log2), c.skipped_steps);
-      printf("{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
-             "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
-             "%s}\n",
-             done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes, m.allocations_after_create,
-             scaling);
+      fprintf(tf_cli_out(),
+              "{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
+              "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
+              "%s}\n",
+              done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes, m.allocations_after_create,
+              scaling);
     } else {
-      printf("trained %" PRId64 " steps in %.2f s; final loss %.4f\n", done, now() - start, loss);
+      fprintf(tf_cli_out(), "trained %" PRId64 " steps in %.2f s; final loss %.4f\n", done, now() - start, loss);
       if (c.scaled)
-        printf("loss scale %.0f; %" PRId64 " step%s skipped in all (gradients not finite)\n",
-               ldexp(1.0, c.loss_scale_log2), c.skipped_steps, c.skipped_steps == 1 ? "" : "s");
+        fprintf(tf_cli_out(), "loss scale %.0f; %" PRId64 " step%s skipped in all (gradients not finite)\n",
+                ldexp(1.0, c.loss_scale_log2), c.skipped_steps, c.skipped_steps == 1 ? "" : "s");
       if (a->eval && isnan(accuracy))
-        printf("held-out: loss %.4f (no accuracy: the plan has no logits to read, e.g. a fused loss head)\n",
-               eval_loss);
+        fprintf(tf_cli_out(),
+                "held-out: loss %.4f (no accuracy: the plan has no logits to read, e.g. a fused loss head)\n",
+                eval_loss);
       else if (a->eval)
-        printf("held-out: loss %.4f, accuracy %.2f%%\n", eval_loss, 100 * accuracy);
-      printf("memory: planned %s, allocated %s in %" PRId64 " allocations, %" PRId64 " after create\n",
-             tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
-             tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations, m.allocations_after_create);
+        fprintf(tf_cli_out(), "held-out: loss %.4f, accuracy %.2f%%\n", eval_loss, 100 * accuracy);
+      fprintf(tf_cli_out(), "memory: planned %s, allocated %s in %" PRId64 " allocations, %" PRId64 " after create\n",
+              tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
+              tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations, m.allocations_after_create);
       print_device_memory(session);
       if (a->checkpoint)
-        printf("checkpoint: %s/latest.safetensors\n", a->checkpoint);
+        fprintf(tf_cli_out(), "checkpoint: %s/latest.safetensors\n", a->checkpoint);
     }
-    fflush(stdout); /* fully buffered (see setvbuf above): before any message on stderr */
+    fflush(tf_cli_out()); /* fully buffered (see setvbuf above): before any message on stderr */
   }
   tf_feed_close(feed);
   tf_session_destroy(session);
   if (status)
     return tf_cli_fail("train", status);
   if (interrupted) {
-    fprintf(stderr, "interrupted after %" PRId64 " steps%s\n", done, a->checkpoint ? "; checkpoint saved" : "");
+    fprintf(tf_cli_err(), "interrupted after %" PRId64 " steps%s\n", done, a->checkpoint ? "; checkpoint saved" : "");
     return TF_EXIT_FAILED;
   }
   return TF_EXIT_OK;

@@ -8,23 +8,23 @@
 #include "tools/cli.h"
 
 static void help(void) {
-  printf("usage: tightfit zoo [--json]\n"
-         "       tightfit zoo NAME [--param KNOB=V ...] [-o F.tfg] [--json]\n\n"
-         "Without NAME: every preset with its parameter count.\n"
-         "With NAME: builds the preset (knobs overridden by --param), prints its knobs and parameter\n"
-         "count, and with -o writes the graph file.\n\n"
-         "options:\n"
-         "  --param KNOB=V   override an architecture knob, e.g. --param layers=6 (repeatable)\n"
-         "  -o, --output F   write the graph to F (.tfg)\n"
-         "  --json           machine-readable output\n");
+  fprintf(tf_cli_out(), "usage: tightfit zoo [--json]\n"
+                        "       tightfit zoo NAME [--param KNOB=V ...] [-o F.tfg] [--json]\n\n"
+                        "Without NAME: every preset with its parameter count.\n"
+                        "With NAME: builds the preset (knobs overridden by --param), prints its knobs and parameter\n"
+                        "count, and with -o writes the graph file.\n\n"
+                        "options:\n"
+                        "  --param KNOB=V   override an architecture knob, e.g. --param layers=6 (repeatable)\n"
+                        "  -o, --output F   write the graph to F (.tfg)\n"
+                        "  --json           machine-readable output\n");
 }
 
 static int list_presets(bool json) {
-  tf_json j = {stdout, 0, {false}};
+  tf_json j = {tf_cli_out(), 0, {false}};
   if (json)
     tf_json_begin_array(&j, NULL);
   else
-    printf("%-14s %-6s %16s  %s\n", "preset", "family", "parameters", "description");
+    fprintf(tf_cli_out(), "%-14s %-6s %16s  %s\n", "preset", "family", "parameters", "description");
   for (int32_t i = 0; i < tf_zoo_preset_count(); i++) {
     const tf_zoo_preset *preset = tf_zoo_preset_at(i);
     tf_graph *g;
@@ -45,8 +45,8 @@ static int list_presets(bool json) {
       tf_json_end_object(&j);
     } else {
       char count[32];
-      printf("%-14s %-6s %16s  %s\n", preset->name, preset->family, tf_cli_count(parameters, count, sizeof(count)),
-             preset->description);
+      fprintf(tf_cli_out(), "%-14s %-6s %16s  %s\n", preset->name, preset->family,
+              tf_cli_count(parameters, count, sizeof(count)), preset->description);
     }
   }
   if (json)
@@ -78,7 +78,7 @@ static int build_preset(const char *name, const char *const *overrides, int n_ov
     n_params = 64;
   int64_t parameters = tf_graph_parameter_count(g);
   if (json) {
-    tf_json j = {stdout, 0, {false}};
+    tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
     tf_json_string(&j, "name", name);
     tf_json_int(&j, "parameters", parameters);
@@ -95,11 +95,11 @@ static int build_preset(const char *name, const char *const *overrides, int n_ov
     tf_json_end_object(&j);
   } else {
     char count[32];
-    printf("%s: %s parameters, %d nodes%s%s\n", name, tf_cli_count(parameters, count, sizeof(count)),
-           tf_graph_node_count(g), output ? ", written to " : "", output ? output : "");
-    printf("knobs (as built; override with --param KNOB=V):\n");
+    fprintf(tf_cli_out(), "%s: %s parameters, %d nodes%s%s\n", name, tf_cli_count(parameters, count, sizeof(count)),
+            tf_graph_node_count(g), output ? ", written to " : "", output ? output : "");
+    fprintf(tf_cli_out(), "knobs (as built; override with --param KNOB=V):\n");
     for (int32_t i = 0; i < n_params; i++)
-      printf("  %-16s %10" PRId64 "  %s\n", params[i].name, params[i].value, params[i].help);
+      fprintf(tf_cli_out(), "  %-16s %10" PRId64 "  %s\n", params[i].name, params[i].value, params[i].help);
   }
   tf_graph_destroy(g);
   return TF_EXIT_OK;

@@ -55,7 +55,7 @@ int tf_cli_main(int argc, char **argv) {
    * idle kernel threads sleep instead, unless the user chose otherwise. */
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   if (argc < 2) {
-    usage(stderr);
+    usage(tf_cli_err());
     return TF_EXIT_USAGE;
   }
   if (tf_cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
@@ -67,22 +67,22 @@ int tf_cli_main(int argc, char **argv) {
           return commands[i].run(2, help_argv);
         }
       }
-      fprintf(stderr, "tightfit help: unknown command '%s'\n\n", argv[2]);
-      usage(stderr);
+      fprintf(tf_cli_err(), "tightfit help: unknown command '%s'\n\n", argv[2]);
+      usage(tf_cli_err());
       return TF_EXIT_USAGE;
     }
-    usage(stdout);
+    usage(tf_cli_out());
     return TF_EXIT_OK;
   }
   if (strcmp(argv[1], "--version") == 0) {
-    printf("tightfit 0.1.0 (graph schema version 1)\n");
+    fprintf(tf_cli_out(), "tightfit 0.1.0 (graph schema version 1)\n");
     return TF_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
     if (strcmp(argv[1], commands[i].name) == 0)
       return commands[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "tightfit: unknown command '%s'\n\n", argv[1]);
-  usage(stderr);
+  fprintf(tf_cli_err(), "tightfit: unknown command '%s'\n\n", argv[1]);
+  usage(tf_cli_err());
   return TF_EXIT_USAGE;
 }
 
@@ -100,16 +100,10 @@ int tf_cli_run_captured(int argc, char **argv, char **out, char **err) {
     *out = *err = NULL;
     return -1;
   }
-  /* glibc's stdout and stderr are plain variables: every printf of the commands lands in the
-   * streams while they are swapped in. */
-  fflush(stdout);
-  fflush(stderr);
-  FILE *saved_out = stdout, *saved_err = stderr;
-  stdout = out_stream;
-  stderr = err_stream;
+  FILE *outer_out = tf_cli_out(), *outer_err = tf_cli_err();
+  tf_cli_set_streams(out_stream, err_stream);
   int code = tf_cli_main(argc, argv);
-  stdout = saved_out;
-  stderr = saved_err;
+  tf_cli_set_streams(outer_out, outer_err);
   fclose(out_stream);
   fclose(err_stream);
   return code;

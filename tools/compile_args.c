@@ -14,66 +14,67 @@ void tf_compile_args_init(tf_compile_args *args) {
 }
 
 void tf_compile_args_help(void) {
-  printf("  --set NAME=V[,NAME=V]  bind symbols, e.g. --set N=32,T=256 (repeatable)\n"
-         "  --target T             cpu (default), vulkan or cuda: the device overhead model and cost model\n"
-         "  --gpu NAME             a named card (t4, a100-80gb, ...; docs/gpus.md): its target, and its\n"
-         "                         memory as the budget\n"
-         "  --device D             cuda:N or vulkan:N on this machine: its free memory as the budget (unless\n"
-         "                         --budget) and its measured context, library and rounding overhead\n"
-         "  --threads N            CPU threads the kernel workspaces are sized for (default 2)\n"
-         "  --optimizer O          sgd or adamw (default: the graph's)\n"
-         "  --lr X                 learning rate (default: the graph's)\n"
-         "  --weight-decay X       weight decay (default: the graph's)\n"
-         "  --clip X               global gradient-norm clipping, 0 = off (default: the graph's)\n"
-         "  --accumulate K         micro-batches per optimizer step (default 1)\n"
-         "  --inference            a forward-only plan (no gradients, no optimizer)\n"
-         "  --update-in-backward   update each parameter in the backward pass, as soon as its gradient\n"
-         "                         is complete: the gradients then live in the arena for a few steps\n"
-         "                         instead of all in their own region (same weights; needs\n"
-         "                         --accumulate 1, no --clip, no fp16)\n"
-         "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
-         "                         boundaries), auto (recompute the least that fits --budget)\n"
-         "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
-         "                         the backward pass stored in half precision; weights, gradients,\n"
-         "                         optimizer state and all arithmetic stay f32 (every target)\n"
-         "  --matmul-math M        fp32 (default), bf16 or fp16: the matrix products (matmul, conv, fused\n"
-         "                         loss heads) round their operands to M and accumulate in f32 where\n"
-         "                         the device has the units (CUDA tensor cores); cpu and vulkan\n"
-         "                         compute them in f32 whatever this says\n"
-         "  --no-half-kernels      ops on f16/bf16 data (a bf16 model) all compute on f32 copies between\n"
-         "                         casts; by default each target runs most ops on half data itself,\n"
-         "                         computing in f32 without the f32 copies: vulkan (matmul, convolutions,\n"
-         "                         elementwise, softmax, reductions, norms, attention: f16/bf16 shader\n"
-         "                         variants; needs storageBuffer16BitAccess, tightfit devices says), cuda\n"
-         "                         (16-bit cuBLAS matmuls with f32 accumulation, elementwise, softmax,\n"
-         "                         reductions, norms, attention, embedding, pools), cpu (f32 kernels\n"
-         "                         over half slices)\n"
-         "  --loss-scale S         fp16: the initial dynamic loss scale, a power of two from 1 to 2^24\n"
-         "                         (default: the graph's, else 65536); train halves it and skips the\n"
-         "                         update when a gradient overflows, and doubles it after a run of\n"
-         "                         good steps (train --loss-scale-window)\n"
-         "  --precision-override NODE=P\n"
-         "                         store the activations node NODE saves for the backward pass in P\n"
-         "                         (f32, bf16, fp16, or inherit), whatever --precision says; the\n"
-         "                         graph's own overrides otherwise (repeatable; tightfit dump names\n"
-         "                         the nodes)\n"
-         "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
-         "                         on or off: compute each matmul [-> add bias] -> cross_entropy loss\n"
-         "                         head (every term of a summed loss) in row chunks, so the [rows, V]\n"
-         "                         logits and their gradient never exist; the gradient recomputes them,\n"
-         "                         except with --accumulate 1 for the head that gives the loss, whose\n"
-         "                         loss and gradients come from one pass (training plans)\n"
-         "  --loss-chunk R         rows of logits a fused loss head computes at a time (default: 1/32\n"
-         "                         of the rows, at least 256, at most 64 MiB of logits; the\n"
-         "                         --global-batch search may take it down to 64 rows to fit, never\n"
-         "                         one given here)\n"
-         "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
-         "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
-         "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N,\n"
-         "                         recompute and the fused loss head (its chunk; fusing where auto\n"
-         "                         did not) for the fastest plan that fits\n"
-         "  --allow-precision P    with --global-batch: the search may also store the saved\n"
-         "                         activations in P (bf16 or fp16), tried before recompute\n");
+  fprintf(tf_cli_out(),
+          "  --set NAME=V[,NAME=V]  bind symbols, e.g. --set N=32,T=256 (repeatable)\n"
+          "  --target T             cpu (default), vulkan or cuda: the device overhead model and cost model\n"
+          "  --gpu NAME             a named card (t4, a100-80gb, ...; docs/gpus.md): its target, and its\n"
+          "                         memory as the budget\n"
+          "  --device D             cuda:N or vulkan:N on this machine: its free memory as the budget (unless\n"
+          "                         --budget) and its measured context, library and rounding overhead\n"
+          "  --threads N            CPU threads the kernel workspaces are sized for (default 2)\n"
+          "  --optimizer O          sgd or adamw (default: the graph's)\n"
+          "  --lr X                 learning rate (default: the graph's)\n"
+          "  --weight-decay X       weight decay (default: the graph's)\n"
+          "  --clip X               global gradient-norm clipping, 0 = off (default: the graph's)\n"
+          "  --accumulate K         micro-batches per optimizer step (default 1)\n"
+          "  --inference            a forward-only plan (no gradients, no optimizer)\n"
+          "  --update-in-backward   update each parameter in the backward pass, as soon as its gradient\n"
+          "                         is complete: the gradients then live in the arena for a few steps\n"
+          "                         instead of all in their own region (same weights; needs\n"
+          "                         --accumulate 1, no --clip, no fp16)\n"
+          "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
+          "                         boundaries), auto (recompute the least that fits --budget)\n"
+          "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
+          "                         the backward pass stored in half precision; weights, gradients,\n"
+          "                         optimizer state and all arithmetic stay f32 (every target)\n"
+          "  --matmul-math M        fp32 (default), bf16 or fp16: the matrix products (matmul, conv, fused\n"
+          "                         loss heads) round their operands to M and accumulate in f32 where\n"
+          "                         the device has the units (CUDA tensor cores); cpu and vulkan\n"
+          "                         compute them in f32 whatever this says\n"
+          "  --no-half-kernels      ops on f16/bf16 data (a bf16 model) all compute on f32 copies between\n"
+          "                         casts; by default each target runs most ops on half data itself,\n"
+          "                         computing in f32 without the f32 copies: vulkan (matmul, convolutions,\n"
+          "                         elementwise, softmax, reductions, norms, attention: f16/bf16 shader\n"
+          "                         variants; needs storageBuffer16BitAccess, tightfit devices says), cuda\n"
+          "                         (16-bit cuBLAS matmuls with f32 accumulation, elementwise, softmax,\n"
+          "                         reductions, norms, attention, embedding, pools), cpu (f32 kernels\n"
+          "                         over half slices)\n"
+          "  --loss-scale S         fp16: the initial dynamic loss scale, a power of two from 1 to 2^24\n"
+          "                         (default: the graph's, else 65536); train halves it and skips the\n"
+          "                         update when a gradient overflows, and doubles it after a run of\n"
+          "                         good steps (train --loss-scale-window)\n"
+          "  --precision-override NODE=P\n"
+          "                         store the activations node NODE saves for the backward pass in P\n"
+          "                         (f32, bf16, fp16, or inherit), whatever --precision says; the\n"
+          "                         graph's own overrides otherwise (repeatable; tightfit dump names\n"
+          "                         the nodes)\n"
+          "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
+          "                         on or off: compute each matmul [-> add bias] -> cross_entropy loss\n"
+          "                         head (every term of a summed loss) in row chunks, so the [rows, V]\n"
+          "                         logits and their gradient never exist; the gradient recomputes them,\n"
+          "                         except with --accumulate 1 for the head that gives the loss, whose\n"
+          "                         loss and gradients come from one pass (training plans)\n"
+          "  --loss-chunk R         rows of logits a fused loss head computes at a time (default: 1/32\n"
+          "                         of the rows, at least 256, at most 64 MiB of logits; the\n"
+          "                         --global-batch search may take it down to 64 rows to fit, never\n"
+          "                         one given here)\n"
+          "  --budget SIZE          device memory the device total (regions + overhead) must fit:\n"
+          "                         512MiB, 14.7GiB, 16GB (GB = 1e9, GiB = 2^30)\n"
+          "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N,\n"
+          "                         recompute and the fused loss head (its chunk; fusing where auto\n"
+          "                         did not) for the fastest plan that fits\n"
+          "  --allow-precision P    with --global-batch: the search may also store the saved\n"
+          "                         activations in P (bf16 or fp16), tried before recompute\n");
 }
 
 /* A finite number, the whole text (NaN, Inf and out-of-range values are refused). */
@@ -343,7 +344,7 @@ static void print_overhead_json(const tf_plan *plan, tf_json *json) {
 
 static void print_line(const char *label, int64_t bytes) {
   char text[32];
-  printf("  %-16s %12s  (%" PRId64 " bytes)\n", label, tf_cli_bytes(bytes, text, sizeof(text)), bytes);
+  fprintf(tf_cli_out(), "  %-16s %12s  (%" PRId64 " bytes)\n", label, tf_cli_bytes(bytes, text, sizeof(text)), bytes);
 }
 
 /* The first word of a part's source: "default", "exact" or "measured" (report prints it whole). */
@@ -356,14 +357,15 @@ static const char *kind_of_source(const char *source, char *word, size_t size) {
 /* "regions + overhead parts = device total", one line each; a target without overhead says so. */
 static void print_overhead_text(const tf_plan *plan) {
   if (plan->overhead.n_parts == 0) {
-    printf("  device overhead: none on the %s target (device total = total)\n", plan->target);
+    fprintf(tf_cli_out(), "  device overhead: none on the %s target (device total = total)\n", plan->target);
     return;
   }
   char text[32], word[32];
   for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
     const tf_overhead_part *part = &plan->overhead.parts[i];
-    printf("  + %-14s %12s  (%" PRId64 " bytes, %s)\n", part->name, tf_cli_bytes(part->bytes, text, sizeof(text)),
-           part->bytes, kind_of_source(part->source, word, sizeof(word)));
+    fprintf(tf_cli_out(), "  + %-14s %12s  (%" PRId64 " bytes, %s)\n", part->name,
+            tf_cli_bytes(part->bytes, text, sizeof(text)), part->bytes,
+            kind_of_source(part->source, word, sizeof(word)));
   }
   print_line("device total", tf_plan_device_total(plan));
 }
@@ -391,9 +393,9 @@ void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
     print_line(tf_region_name((tf_region)r_index), plan->region_bytes[r_index]);
   print_line(plan->overhead.n_parts ? "regions total" : "total", total);
   print_overhead_text(plan);
-  printf("  arena %s vs lower bound %s (x%.3f); without reuse %s\n",
-         tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
-         tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)), ratio, tf_cli_bytes(r->arena_naive, c, sizeof(c)));
+  fprintf(tf_cli_out(), "  arena %s vs lower bound %s (x%.3f); without reuse %s\n",
+          tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
+          tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)), ratio, tf_cli_bytes(r->arena_naive, c, sizeof(c)));
 }
 
 void tf_compile_args_print_shortfall(const tf_compile_args *args, const tf_plan *plan, tf_json *json) {
@@ -405,7 +407,7 @@ void tf_compile_args_print_shortfall(const tf_compile_args *args, const tf_plan 
     return;
   }
   char a[32], b[32], c[32];
-  printf("%s: does not fit: %s needs %s (device total), budget %s, short by %s\n", args->graph_path,
-         args->global_batch > 0 ? "the smallest plan found" : "the plan", tf_cli_bytes(total, a, sizeof(a)),
-         tf_cli_bytes(args->budget, b, sizeof(b)), tf_cli_bytes(total - args->budget, c, sizeof(c)));
+  fprintf(tf_cli_out(), "%s: does not fit: %s needs %s (device total), budget %s, short by %s\n", args->graph_path,
+          args->global_batch > 0 ? "the smallest plan found" : "the plan", tf_cli_bytes(total, a, sizeof(a)),
+          tf_cli_bytes(args->budget, b, sizeof(b)), tf_cli_bytes(total - args->budget, c, sizeof(c)));
 }

@@ -13,7 +13,8 @@ extern "C" {
 int tf_cli_main(int argc, char **argv);
 /* Like tf_cli_main(), with what the command prints to stdout and stderr captured into *out and *err
  * (NUL-terminated; the caller frees both with free()); -1 (and NULL strings) when the capture
- * streams cannot be made. Swaps the stdio streams for the call: not for concurrent use. */
+ * streams cannot be made. The process's own stdout and stderr stay as they are (a library the command
+ * loads, such as cuBLAS, may keep them); what a library prints there itself is not captured. */
 int tf_cli_run_captured(int argc, char **argv, char **out, char **err);
 
 #ifdef __cplusplus
