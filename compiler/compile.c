@@ -232,6 +232,8 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   if (!status)
     status = tf_remat(&t);
   if (!status)
+    status = tf_running_stats_pass(&t);
+  if (!status)
     status = tf_precision_pass(&t);
   if (!status)
     status = schedule_and_assign(&t);

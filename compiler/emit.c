@@ -20,6 +20,8 @@ static char *copy(const char *text) {
 }
 
 static tf_buffer_role role_of(const tf_training *t, int32_t id) {
+  if (t->role[id] == TF_ROLE_STATE) /* a constant of the graph that batch_norm_running updates */
+    return TF_ROLE_STATE;
   switch (t->g->tensors[id].kind) {
   case TF_PARAMETER: return TF_ROLE_PARAMETER;
   case TF_CONSTANT: return TF_ROLE_CONSTANT;
@@ -32,7 +34,8 @@ static tf_buffer_role role_of(const tf_training *t, int32_t id) {
 static tf_region region_of(tf_buffer_role role) {
   switch (role) {
   case TF_ROLE_PARAMETER:
-  case TF_ROLE_CONSTANT: return TF_REGION_PARAMETERS;
+  case TF_ROLE_CONSTANT:
+  case TF_ROLE_STATE: return TF_REGION_PARAMETERS;
   case TF_ROLE_GRADIENT: return TF_REGION_GRADIENTS;
   case TF_ROLE_OPTIMIZER_STATE: return TF_REGION_OPTIMIZER_STATE;
   case TF_ROLE_INPUT:
@@ -217,14 +220,25 @@ static void batch_norm_note(const tf_training *t, const tf_plan *plan, char *lin
   line[0] = '\0';
   if (count == 0)
     return;
-  if (!plan->training)
-    snprintf(line, size, "batch_norm: %d node%s normalise%s with the batch's own statistics (no running statistics)\n",
-             count, count == 1 ? "" : "s", count == 1 ? "s" : "");
-  else
+  if (!plan->training) {
     snprintf(line, size,
-             "batch_norm: %d node%s normalise%s with each micro-batch's statistics, over %" PRId64 " samples%s\n",
-             count, count == 1 ? "" : "s", count == 1 ? "s" : "", plan->micro_batch,
-             plan->accumulate > 1 ? " (not the global batch: gradient accumulation splits it)" : "");
+             "batch_norm: %d node%s normalise%s with the batch's own statistics (running statistics not updated)\n",
+             count, count == 1 ? "" : "s", count == 1 ? "s" : "");
+    return;
+  }
+  char running[160] = "";
+  const int32_t tracked = t->running_stats_nodes;
+  if (tracked > 0 && count == 1)
+    snprintf(running, sizeof(running), "; it updates its running statistics once per micro-batch (%d time%s a step)",
+             plan->accumulate, plan->accumulate == 1 ? "" : "s");
+  else if (tracked > 0)
+    snprintf(running, sizeof(running),
+             "; %d of them update%s running statistics once per micro-batch (%d time%s a step)", tracked,
+             tracked == 1 ? "s its" : " their", plan->accumulate, plan->accumulate == 1 ? "" : "s");
+  snprintf(line, size,
+           "batch_norm: %d node%s normalise%s with each micro-batch's statistics, over %" PRId64 " samples%s%s\n",
+           count, count == 1 ? "" : "s", count == 1 ? "s" : "", plan->micro_batch,
+           plan->accumulate > 1 ? " (not the global batch: gradient accumulation splits it)" : "", running);
 }
 
 static void emit_report(tf_plan *plan, const tf_training *t) {
@@ -239,7 +253,7 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
     memcpy(r->live_bytes, t->live_bytes, sizeof(int64_t) * (size_t)t->n_schedule);
   for (int32_t s = 0; s < plan->n_steps; s++)
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
-  char notes[2048], batch_norm[256];
+  char notes[4096], batch_norm[512];
   batch_norm_note(t, plan, batch_norm, sizeof(batch_norm));
   static const char *const optimizers[] = {"none", "sgd", "adamw"};
   if (plan->training)

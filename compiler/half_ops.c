@@ -47,6 +47,8 @@ static tf_dtype half_type_of(const tf_graph *g, tf_op op, const int32_t *ids, in
   for (int32_t k = 0; k < n; k++) {
     if (ids[k] < 0 || (inputs && tf_op_input_shape_only(op, k)))
       continue;
+    if (inputs && op == TF_OP_BATCH_NORM && k >= 3)
+      continue; /* f32 running statistics, which the plan's batch_norm steps never read (running_stats.c) */
     const tf_dtype dtype = g->tensors[ids[k]].dtype;
     if (dtype == TF_F32)
       *seen |= SEEN_F32;

@@ -52,19 +52,20 @@ typedef struct tf_training {
   int64_t *workspace_bytes, *workspace_offset;
   int64_t arena_lower_bound, arena_naive;
   int32_t peak_step;
-  int64_t *live_bytes;        /* n_schedule entries */
-  char remat_notes[320];      /* what remat chose, for the report */
-  char schedule_notes[320];   /* which order the schedule kept and both arenas, for the report */
-  char precision_notes[448];  /* what the precision pass stored in half, for the report */
-  int32_t half_nodes;         /* nodes on half data that half_ops.c put between casts */
-  int32_t half_kernel_nodes;  /* nodes on half data left to the target's half kernels (half_ops.c) */
-  int32_t options_remat_drop; /* auto: how many segments to drop (the driver searches it) */
-  int32_t remat_phase;        /* which of remat_stride phases of the cuts to keep (the driver tries each) */
-  int32_t remat_stride;       /* set by remat: it keeps every remat_stride-th cut */
-  bool recomputed_f32;        /* precision: keep recomputed activations f32 under a half policy */
-  int32_t recomputed_half;    /* set by precision: recomputed activations it stored in half */
-  int32_t n_segments;         /* set by remat: segments found */
-  int32_t *saved_list;        /* set by remat when asked (collect_saved): saved activations, forward order */
+  int64_t *live_bytes;         /* n_schedule entries */
+  char remat_notes[320];       /* what remat chose, for the report */
+  char schedule_notes[320];    /* which order the schedule kept and both arenas, for the report */
+  char precision_notes[448];   /* what the precision pass stored in half, for the report */
+  int32_t half_nodes;          /* nodes on half data that half_ops.c put between casts */
+  int32_t half_kernel_nodes;   /* nodes on half data left to the target's half kernels (half_ops.c) */
+  int32_t running_stats_nodes; /* batch_norm nodes whose running statistics the plan updates (running_stats.c) */
+  int32_t options_remat_drop;  /* auto: how many segments to drop (the driver searches it) */
+  int32_t remat_phase;         /* which of remat_stride phases of the cuts to keep (the driver tries each) */
+  int32_t remat_stride;        /* set by remat: it keeps every remat_stride-th cut */
+  bool recomputed_f32;         /* precision: keep recomputed activations f32 under a half policy */
+  int32_t recomputed_half;     /* set by precision: recomputed activations it stored in half */
+  int32_t n_segments;          /* set by remat: segments found */
+  int32_t *saved_list;         /* set by remat when asked (collect_saved): saved activations, forward order */
   int32_t n_saved;
   bool collect_saved;
 } tf_training;
@@ -132,6 +133,9 @@ int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);
 
 /* remat.c: activation recompute (options.remat); records what it chose in *notes (may be NULL). */
 tf_status tf_remat(tf_training *t) TF_MUST_USE;
+/* running_stats.c: each batch_norm's running statistics (inputs 3, 4) become state buffers that a
+ * batch_norm_running node after it updates in the forward pass (training plans); runs after remat. */
+tf_status tf_running_stats_pass(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */

@@ -213,6 +213,8 @@ bool tf_cpu_half_own_kernel(tf_op op, int32_t n_inputs, const tf_tensor_ref *inp
            inputs[2].shape[0] < INT32_MAX;
   if (op == TF_OP_EMBEDDING)
     return n_inputs == 2 && is_half(inputs[1].dtype);
+  if (op == TF_OP_BATCH_NORM_RUNNING) /* half x, f32 running statistics updated in place */
+    return n_inputs == 3 && is_half(inputs[0].dtype) && inputs[1].dtype == TF_F32 && inputs[2].dtype == TF_F32;
   return false;
 }
 
@@ -236,7 +238,8 @@ int64_t tf_cpu_half_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_i
   if (tf_cpu_half_own_kernel(op, n_inputs, inputs)) {
     if (op == TF_OP_EMBEDDING_GRAD)
       return tf_cpu_embedding_grad_half_layout_of(inputs[0].count, inputs[2].shape[0]).bytes;
-    return op == TF_OP_EMBEDDING ? 0 : head_workspace_bytes(op, attrs, n_inputs, inputs);
+    return op == TF_OP_EMBEDDING || op == TF_OP_BATCH_NORM_RUNNING ? 0
+                                                                   : head_workspace_bytes(op, attrs, n_inputs, inputs);
   }
   tf_cpu_half_slices s;
   if (!tf_cpu_half_slices_get(op, attrs, n_inputs, inputs, n_outputs, outputs, threads, &s))

@@ -67,7 +67,8 @@ tf_tensor_ref tf_cpu_half_slice_of(const tf_tensor_ref *t, bool cut, int64_t fir
  * linear_cross_entropy, its gradient or its single pass, with or without a bias, not the forms that
  * accumulate into f32 sums) on f16/bf16 x, and embedding and embedding_grad on an f16/bf16 table or
  * dy (kernels/cpu/embedding_half.c: rows copied as stored; each gradient row summed in f32 over its
- * ids and rounded once), whose slices would widen the whole table. */
+ * ids and rounded once), whose slices would widen the whole table, and batch_norm_running on f16/bf16
+ * x (kernels/cpu/batch_norm_half.c: its f32 running statistics updated in place). */
 bool tf_cpu_half_own_kernel(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs);
 
 /* The workspace of embedding_grad on half data (kernels/cpu/embedding_half.c): each table row's

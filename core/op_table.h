@@ -256,13 +256,18 @@
   /* (x, dy) -> dx: dy for x > 0, alpha dy otherwise */                                                               \
   X(LEAKY_RELU_GRAD,      leaky_relu_grad,      78, TRAINING, 2,  2,   1,  0,   0,   LEAKY_RELU,    elementwise_grad,  \
       ANY_INPUT, NONE,               none,             leaky_relu_grad,      activation_grad, unary)                  \
-  /* (x [N, C, ...], gamma [C], beta [C]) -> y: normalised per channel (axis 1) with the batch's */                 \
-  /* statistics over every other axis (PyTorch's BatchNorm in training mode; no running statistics) */               \
-  X(BATCH_NORM,           batch_norm,           79, GRAPH,    3,  3,   1,  0,   0,   NORM,          batch_norm,        \
+  /* (x [N, C, ...], gamma [C], beta [C] [, running_mean [C], running_var [C]]) -> y: normalised per channel */    \
+  /* (axis 1) with the batch's statistics over every other axis (PyTorch's BatchNorm in training mode). The */       \
+  /* running statistics (f32 constants) are the compiler's: it strips them and adds batch_norm_running */            \
+  X(BATCH_NORM,           batch_norm,           79, GRAPH,    3,  5,   1,  0,   0,   NORM,          batch_norm,        \
       NONE,      NONE,               batch_norm,       batch_norm,           batch_norm,      batch_norm)              \
   /* (x, gamma, dy) -> (dx, dgamma, dbeta), the statistics recomputed from x */                                       \
   X(BATCH_NORM_GRAD,      batch_norm_grad,      80, TRAINING, 3,  3,   3,  0,   0,   NORM,          batch_norm_grad,   \
-      NONE,      NONE,               none,             batch_norm_grad,      batch_norm_grad, batch_norm)
+      NONE,      NONE,               none,             batch_norm_grad,      batch_norm_grad, batch_norm)              \
+  /* (x, running_mean, running_var): both f32, updated in place with the batch's mean and unbiased */                \
+  /* variance, running = (1 - momentum) running + momentum batch; once per micro-batch, in the forward pass */       \
+  X(BATCH_NORM_RUNNING,   batch_norm_running,   81, TRAINING, 3,  3,   0,  0,   0x6, NORM,          batch_norm_running,\
+      NONE,      NONE,               none,             batch_norm_running,   batch_norm_running, batch_norm_running)
 // clang-format on
 
 #endif

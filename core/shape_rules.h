@@ -46,7 +46,8 @@ tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out); /
 tf_status tf_shape_reduce(const tf_shape_query *q, tf_shape_result *out);      /* sum mean max */
 tf_status tf_shape_softmax(const tf_shape_query *q, tf_shape_result *out);     /* softmax log_softmax */
 tf_status tf_shape_norm(const tf_shape_query *q, tf_shape_result *out);        /* layer_norm rms_norm */
-tf_status tf_shape_batch_norm(const tf_shape_query *q, tf_shape_result *out);  /* (x [N, C, ...], gamma, beta) */
+tf_status tf_shape_batch_norm(const tf_shape_query *q,
+                              tf_shape_result *out); /* (x [N, C, ...], gamma, beta [, rm, rv]) */
 tf_status tf_shape_embedding(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_reshape(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_transpose(const tf_shape_query *q, tf_shape_result *out);
@@ -69,7 +70,8 @@ tf_status tf_shape_elementwise_grad(const tf_shape_query *q, tf_shape_result *ou
 tf_status tf_shape_sum_to(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_max_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_norm_grad(const tf_shape_query *q, tf_shape_result *out);
-tf_status tf_shape_batch_norm_grad(const tf_shape_query *q, tf_shape_result *out); /* (x, gamma, dy) -> 3 */
+tf_status tf_shape_batch_norm_grad(const tf_shape_query *q, tf_shape_result *out);    /* (x, gamma, dy) -> 3 */
+tf_status tf_shape_batch_norm_running(const tf_shape_query *q, tf_shape_result *out); /* (x, mean, var): none */
 tf_status tf_shape_embedding_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_slice_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_conv_grad(const tf_shape_query *q, tf_shape_result *out);

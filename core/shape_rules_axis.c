@@ -93,16 +93,58 @@ static tf_status check_channel_vector(const tf_shape_operand *x, const tf_shape_
   return tf_rules_check_same_dtype(x, v);
 }
 
+/* x of batch_norm and batch_norm_running: floating, [N, C, ...]. */
+static tf_status check_channels_input(const tf_shape_query *q, const tf_shape_operand *x) {
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
+  if (x->rank < 2)
+    return tf_status_new(TF_ERR_SHAPE, "%s has rank %" PRId32 "; %s needs [N, C, ...] (channels on axis 1)",
+                         tf_rules_describe(x).text, x->rank, tf_op_name(q->op));
+  return NULL;
+}
+
+/* The running statistics of x, from `first`: [C] f32 each (kept in f32 whatever x's dtype), and a
+ * momentum in [0, 1]. Without them the momentum is not read (the compiler strips the statistics from
+ * a plan's batch_norm steps, and its gradient keeps the attributes). */
+static tf_status check_running(const tf_shape_query *q, const tf_shape_operand *x, int32_t first) {
+  for (int32_t i = first; i < q->n_inputs; i++) {
+    const tf_shape_operand *v = &q->inputs[i];
+    if (v->rank != 1 || v->shape[0] != x->shape[1] || v->dtype != TF_F32)
+      return tf_status_new(TF_ERR_SHAPE,
+                           "running %s %s is %s; it must be f32 [%" PRId64 "], the channels (axis 1) of %s",
+                           i == first ? "mean" : "variance", tf_rules_describe(v).text, tf_dtype_name(v->dtype),
+                           x->shape[1], tf_rules_describe(x).text);
+  }
+  const float momentum = q->attrs->u.norm.momentum;
+  int64_t values = x->shape[0]; /* per channel: N x S */
+  for (int32_t d = 2; d < x->rank && values < 2; d++)
+    values *= x->shape[d];
+  if (q->n_inputs > first && values == 1 && x->shape[1] > 0)
+    return tf_status_new(TF_ERR_SHAPE, "%s has one value per channel: the running variance (unbiased) needs 2 or more",
+                         tf_rules_describe(x).text);
+  if (q->n_inputs > first && !(momentum >= 0.0f && momentum <= 1.0f))
+    return tf_status_new(TF_ERR_SHAPE, "momentum %g of the running statistics of %s must be in [0, 1]",
+                         (double)momentum, tf_rules_describe(x).text);
+  return NULL;
+}
+
 tf_status tf_shape_batch_norm(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_batch_norm));
   const tf_shape_operand *x = &q->inputs[0];
-  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
-  if (x->rank < 2)
-    return tf_status_new(TF_ERR_SHAPE, "%s has rank %" PRId32 "; batch_norm needs [N, C, ...] (channels on axis 1)",
-                         tf_rules_describe(x).text, x->rank);
-  for (int32_t i = 1; i < q->n_inputs; i++)
+  TF_RETURN_IF_ERROR(check_channels_input(q, x));
+  if (q->n_inputs == 4)
+    return tf_status_new(TF_ERR_SHAPE, "batch_norm takes the running mean with the running variance (5 inputs), "
+                                       "not alone");
+  for (int32_t i = 1; i < q->n_inputs && i < 3; i++)
     TF_RETURN_IF_ERROR(check_channel_vector(x, &q->inputs[i]));
+  TF_RETURN_IF_ERROR(check_running(q, x, q->n_inputs == 5 ? 3 : q->n_inputs));
   return finish_norm(q, x, out);
+}
+
+tf_status tf_shape_batch_norm_running(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_batch_norm_running));
+  const tf_shape_operand *x = &q->inputs[0];
+  TF_RETURN_IF_ERROR(check_channels_input(q, x));
+  return check_running(q, x, 1);
 }
 
 tf_status tf_shape_cross_entropy(const tf_shape_query *q, tf_shape_result *out) {

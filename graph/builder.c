@@ -348,6 +348,15 @@ tf_tensor_id tf_batch_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_t
   return tf_graph_node(g, TF_OP_BATCH_NORM, inputs, 3, &attrs);
 }
 
+tf_tensor_id tf_batch_norm_tracked(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_tensor_id beta,
+                                   tf_tensor_id running_mean, tf_tensor_id running_var, float epsilon, float momentum) {
+  tf_attrs attrs = attrs_of(TF_ATTR_NORM);
+  attrs.u.norm.epsilon = epsilon;
+  attrs.u.norm.momentum = momentum;
+  tf_tensor_id inputs[5] = {x, gamma, beta, running_mean, running_var};
+  return tf_graph_node(g, TF_OP_BATCH_NORM, inputs, 5, &attrs);
+}
+
 tf_tensor_id tf_embedding(tf_graph *g, tf_tensor_id ids, tf_tensor_id table) {
   return node2(g, TF_OP_EMBEDDING, ids, table, NULL);
 }

@@ -92,16 +92,42 @@ static tf_status channels_input(ox_import *im, const ox_node *node, tf_tensor_id
   return NULL;
 }
 
+/* Running statistic i (3: mean, 4: variance) of a training-mode BatchNormalization as an f32
+ * constant named like its ONNX input (the module's buffer, "bn1.running_mean"), which training
+ * updates. */
+static tf_status tracked_statistic(ox_import *im, const ox_node *node, int32_t i, int64_t channels, tf_tensor_id *out) {
+  ox_known *k = NULL;
+  TF_RETURN_IF_ERROR(running_statistic(im, node, i, channels, &k));
+  for (int64_t c = 0; c < channels; c++)
+    if (!isfinite(k->reals[c]) || (i == 4 && k->reals[c] < 0)) {
+      const double value = k->reals[c];
+      ox_known_free(k);
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "channel %" PRId64 ": running %s %g is not a finite %s", c,
+                     i == 3 ? "mean" : "variance", value, i == 3 ? "number" : "variance (>= 0)");
+    }
+  return ox_stored_constant(im, node, ox_input(node, i), k, out);
+}
+
 /* BatchNormalization as exported in training mode (model.train(), TrainingMode.TRAINING or PRESERVE):
- * batch_norm, normalised by each batch's own statistics, scale and B trained. Its running mean and
- * variance outputs are not produced: the running statistics are not tracked (they stay in the
- * weights file as exported), which `tightfit import` reports; a node that reads them fails as one
+ * batch_norm, normalised by each batch's own statistics, scale and B trained, and its running mean
+ * and variance (inputs 3, 4) tracked as PyTorch does: constants named like the module's buffers
+ * that each micro-batch updates with momentum 1 - ONNX's momentum (ONNX keeps `momentum` of the
+ * old value, PyTorch exports 1 - its momentum), the variance unbiased as PyTorch's. Its running
+ * mean and variance outputs are not values of the graph: a node that reads them fails as one
  * reading a value nothing produced. */
 static tf_status batch_statistics(ox_import *im, const ox_node *node) {
   tf_tensor_id x, scale, bias;
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   TF_RETURN_IF_ERROR(channels_input(im, node, &x, &rank, dims));
+  const double momentum = 1.0 - ox_attr_float(node, "momentum", 0.9);
+  if (!(momentum >= 0 && momentum <= 1))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "momentum %g must be in [0, 1]", 1.0 - momentum);
+  if (dims[1].symbol >= 0 || dims[1].size < 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its channel axis must have a fixed size");
+  tf_tensor_id mean, var;
+  TF_RETURN_IF_ERROR(tracked_statistic(im, node, 3, dims[1].size, &mean));
+  TF_RETURN_IF_ERROR(tracked_statistic(im, node, 4, dims[1].size, &var));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &scale));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &bias));
   const tf_dtype dtype = ox_dtype_of(im, x);
@@ -110,7 +136,8 @@ static tf_status batch_statistics(ox_import *im, const ox_node *node) {
   if (ox_dtype_of(im, bias) != dtype)
     bias = tf_cast(im->graph, bias, dtype);
   const double epsilon = ox_attr_float(node, "epsilon", 1e-5);
-  return ox_set_tensor(im, node, 0, tf_batch_norm(im->graph, x, scale, bias, (float)epsilon));
+  return ox_set_tensor(im, node, 0,
+                       tf_batch_norm_tracked(im->graph, x, scale, bias, mean, var, (float)epsilon, (float)momentum));
 }
 
 /* BatchNormalization as exported in eval mode (PyTorch's model.eval()): normalised by its running

@@ -120,6 +120,10 @@ tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_ten
  * with underscores added; its values go to the weights file unless they are all one. */
 tf_status ox_known_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k,
                             tf_tensor_id *out) TF_MUST_USE;
+/* ox_known_constant whose values always go to the weights file, under the constant's name (state
+ * that training changes: a tracked running statistic, which tightfit.from_torch sets there). */
+tf_status ox_stored_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k,
+                             tf_tensor_id *out) TF_MUST_USE;
 /* The known value of `name`, or an error naming the node that needs it known. */
 tf_status ox_need_known(ox_import *im, const ox_node *node, const char *name, const ox_known **out) TF_MUST_USE;
 /* The symbolic shape of graph tensor `id`: each axis decoded from the shape the builder inferred at

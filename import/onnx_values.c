@@ -364,7 +364,9 @@ static tf_status make_parameter(ox_import *im, const ox_node *node, ox_value *v)
 }
 
 /* A constant holding known value `k` (fixed shape): one fill value, or an entry in the weights file. */
-static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) {
+/* v's known value as a constant of the graph: a fill when every element is equal (unless `stored`),
+ * else a weights-file entry named like the constant. */
+static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v, bool stored) {
   const ox_known *k = v->known;
   char label[256];
   tf_dim dims[TF_MAX_RANK];
@@ -387,7 +389,7 @@ static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) 
   snprintf(name, sizeof(name), "%s", v->name);
   while (tf_graph_find_tensor(im->graph, name) != TF_NO_TENSOR)
     strncat(name, "_", sizeof(name) - strlen(name) - 1);
-  if (uniform) {
+  if (uniform && !stored) {
     double fill = k->count == 0 ? 0 : k->is_float ? k->reals[0] : (double)k->ints[0].size;
     v->tensor =
         tf_graph_constant(im->graph, name, dtype, tf_shape_from(dims, k->rank), tf_init_make(TF_INIT_FILL, fill, 0));
@@ -423,7 +425,15 @@ static tf_status make_constant(ox_import *im, const ox_node *node, ox_value *v) 
 
 tf_status ox_known_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k, tf_tensor_id *out) {
   ox_value v = {.name = name, .tensor = TF_NO_TENSOR, .known = k, .initializer = NULL};
-  tf_status status = make_constant(im, node, &v);
+  tf_status status = make_constant(im, node, &v, false);
+  ox_known_free(k);
+  *out = v.tensor;
+  return status;
+}
+
+tf_status ox_stored_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k, tf_tensor_id *out) {
+  ox_value v = {.name = name, .tensor = TF_NO_TENSOR, .known = k, .initializer = NULL};
+  tf_status status = make_constant(im, node, &v, true);
   ox_known_free(k);
   *out = v.tensor;
   return status;
@@ -439,7 +449,7 @@ tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_ten
   if (v->tensor == TF_NO_TENSOR && v->initializer)
     TF_RETURN_IF_ERROR(make_parameter(im, node, v));
   else if (v->tensor == TF_NO_TENSOR && v->known)
-    TF_RETURN_IF_ERROR(make_constant(im, node, v));
+    TF_RETURN_IF_ERROR(make_constant(im, node, v, false));
   if (v->tensor == TF_NO_TENSOR)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s: input '%s' has no value", im->source,
                          ox_node_label(node, label, sizeof(label)), name);

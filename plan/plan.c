@@ -148,8 +148,8 @@ const char *tf_region_name(tf_region region) {
 }
 
 const char *tf_role_name(tf_buffer_role role) {
-  static const char *const names[TF_ROLE_COUNT] = {"parameter", "constant", "gradient",   "optimizer_state",
-                                                   "input",     "label",    "activation", "workspace"};
+  static const char *const names[TF_ROLE_COUNT] = {
+      "parameter", "constant", "gradient", "optimizer_state", "input", "label", "activation", "workspace", "state"};
   return (int)role >= 0 && role < TF_ROLE_COUNT ? names[role] : "?";
 }
 

@@ -53,9 +53,9 @@ static bool valid_id(const tf_plan *plan, int32_t id) { return id >= 0 && id < p
 
 /* The region a role's buffers live in. */
 static tf_region region_of_role(tf_buffer_role role) {
-  static const tf_region regions[TF_ROLE_COUNT] = {TF_REGION_PARAMETERS,      TF_REGION_PARAMETERS, TF_REGION_GRADIENTS,
-                                                   TF_REGION_OPTIMIZER_STATE, TF_REGION_IO,         TF_REGION_IO,
-                                                   TF_REGION_ARENA,           TF_REGION_ARENA};
+  static const tf_region regions[TF_ROLE_COUNT] = {
+      TF_REGION_PARAMETERS, TF_REGION_PARAMETERS, TF_REGION_GRADIENTS, TF_REGION_OPTIMIZER_STATE, TF_REGION_IO,
+      TF_REGION_IO,         TF_REGION_ARENA,      TF_REGION_ARENA,     TF_REGION_PARAMETERS};
   return regions[role];
 }
 
@@ -368,16 +368,25 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
                    tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
   const tf_plan_buffer *b = &plan->buffers[id];
   if (has_bit(info->in_place, i)) {
-    bool writable = b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_GRADIENT || b->role == TF_ROLE_OPTIMIZER_STATE;
+    bool writable = b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_GRADIENT || b->role == TF_ROLE_OPTIMIZER_STATE ||
+                    (b->role == TF_ROLE_STATE && step->op == TF_OP_BATCH_NORM_RUNNING);
     if (!writable)
       return INVALID("%s updates input %" PRId32 " %s in place, but it has role %s in region %s; in-place operands are "
-                     "parameters, gradients or optimizer state, never arena buffers",
+                     "parameters, gradients or optimizer state (and running statistics, by batch_norm_running), never "
+                     "arena buffers",
                      tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
                      tf_region_name(b->region));
+    /* Running statistics change once per micro-batch, in its forward pass: a recomputed or
+     * optimizer-block update would count a micro-batch twice or not at all. */
+    if (b->role == TF_ROLE_STATE && (s >= plan->micro_steps || step->phase != TF_PHASE_FORWARD))
+      return INVALID("%s updates running statistics %s in phase %s%s; they are updated in the forward pass of the "
+                     "micro-batch block [0, %" PRId32 ") only",
+                     tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, tf_phase_name(step->phase),
+                     s >= plan->micro_steps ? " in the optimizer block" : "", plan->micro_steps);
     /* The micro-batch block runs `accumulate` times per step: what its steps update in place is the
      * gradient being summed (accumulate, embedding_grad_accumulate, matmul_accumulate). */
     bool update_in_backward = plan->accumulate == 1 && step->phase == TF_PHASE_OPTIMIZER;
-    if (s < plan->micro_steps && b->role != TF_ROLE_GRADIENT && !update_in_backward)
+    if (s < plan->micro_steps && b->role != TF_ROLE_GRADIENT && b->role != TF_ROLE_STATE && !update_in_backward)
       return INVALID("%s updates input %" PRId32 " %s (role %s) in place inside the micro-batch block [0, %" PRId32
                      "), which runs %" PRId32 " times per training step; there in-place operands are gradients "
                      "(parameters and optimizer state change in the optimizer block only)",
@@ -567,6 +576,37 @@ static tf_status check_updates_in_backward(const tf_plan *plan, int32_t *updated
   return NULL;
 }
 
+/* Running statistics (role state): each is updated in place by exactly one step and read by no
+ * other. A second update would count a micro-batch twice (a recomputed batch_norm's); another
+ * reader would see them change within a step. updater[b]: that step, or -1. */
+static tf_status check_state_updates(const tf_plan *plan, int32_t *updater) {
+  for (int32_t id = 0; id < plan->n_buffers; id++)
+    updater[id] = -1;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    const tf_op_info *info = tf_op_info_get(step->op);
+    for (int32_t i = 0; i < step->n_inputs; i++) {
+      const int32_t id = step->inputs[i];
+      if (plan->buffers[id].role != TF_ROLE_STATE)
+        continue;
+      if (!has_bit(info->in_place, i))
+        return INVALID("%s reads running statistics %s as input %" PRId32 "; only the step that updates them may "
+                       "read them",
+                       tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, i);
+      if (updater[id] >= 0)
+        return INVALID("%s updates running statistics %s, which step %" PRId32 " updates too: a micro-batch would "
+                       "count twice",
+                       tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, updater[id]);
+      updater[id] = s;
+    }
+  }
+  for (int32_t id = 0; id < plan->n_buffers; id++)
+    if (plan->buffers[id].role == TF_ROLE_STATE && updater[id] < 0)
+      return INVALID("%s has role state (running statistics) but no step updates it",
+                     tf_plan_buffer_label(plan, id).text);
+  return NULL;
+}
+
 /* ---- the whole ---- */
 
 static tf_status check_buffers_and_steps(const tf_plan *plan) {
@@ -595,6 +635,8 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
     status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "verifying a plan of %" PRId32 " buffers", plan->n_buffers);
   if (!status)
     status = check_updates_in_backward(plan, writer, applied);
+  if (!status)
+    status = check_state_updates(plan, writer);
   free(applied);
   free(writer);
   return status;

@@ -1,4 +1,4 @@
-/* Checkpoints: every parameter and optimizer-state buffer as a safetensors tensor named like the
+/* Checkpoints: every parameter, optimizer-state and running-statistics buffer as a safetensors tensor named like the
  * buffer, and the counters in the metadata. Written atomically (temporary file, fsync, rename), so
  * a crash never leaves a broken checkpoint under the final name; loadable by any backend. */
 #define _POSIX_C_SOURCE 200809L
@@ -12,7 +12,7 @@
 #include "tightfit/runtime.h"
 
 static bool is_saved(const tf_plan_buffer *b) {
-  return b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE;
+  return b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE || b->role == TF_ROLE_STATE;
 }
 
 static tf_status add_metadata(tf_safetensors_writer *writer, const char *key, int64_t value) {

@@ -44,7 +44,8 @@ struct tf_session {
 /* The read scratch (runtime/session_scratch.h): as large as the largest buffer of the parameters,
  * gradients and optimizer state, at most TF_SESSION_SCRATCH_MAX_BYTES. */
 static tf_status allocate_scratch(tf_session *s) {
-  const uint32_t roles = (1u << TF_ROLE_PARAMETER) | (1u << TF_ROLE_GRADIENT) | (1u << TF_ROLE_OPTIMIZER_STATE);
+  const uint32_t roles =
+      (1u << TF_ROLE_PARAMETER) | (1u << TF_ROLE_GRADIENT) | (1u << TF_ROLE_OPTIMIZER_STATE) | (1u << TF_ROLE_STATE);
   int64_t bytes = 0;
   for (int32_t i = 0; i < s->plan->n_buffers; i++) {
     const tf_plan_buffer *b = &s->plan->buffers[i];

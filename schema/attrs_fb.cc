@@ -143,7 +143,10 @@ tf_status read_attrs(fb::Attrs type, const void *table, tf_attrs *attrs) {
     break;
   }
   case fb::Attrs_AxisAttrs: attrs->u.axis.axis = static_cast<const fb::AxisAttrs *>(table)->axis(); break;
-  case fb::Attrs_NormAttrs: attrs->u.norm.epsilon = static_cast<const fb::NormAttrs *>(table)->epsilon(); break;
+  case fb::Attrs_NormAttrs:
+    attrs->u.norm.epsilon = static_cast<const fb::NormAttrs *>(table)->epsilon();
+    attrs->u.norm.momentum = static_cast<const fb::NormAttrs *>(table)->momentum();
+    break;
   case fb::Attrs_ShapeAttrs: {
     auto shape = static_cast<const fb::ShapeAttrs *>(table)->shape();
     if (shape)
@@ -262,7 +265,7 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
                  .Union();
     break;
   case fb::Attrs_AxisAttrs: *table = fb::CreateAxisAttrs(fbb, u.axis.axis).Union(); break;
-  case fb::Attrs_NormAttrs: *table = fb::CreateNormAttrs(fbb, u.norm.epsilon).Union(); break;
+  case fb::Attrs_NormAttrs: *table = fb::CreateNormAttrs(fbb, u.norm.epsilon, u.norm.momentum).Union(); break;
   case fb::Attrs_ShapeAttrs:
     TF_RETURN_IF_ERROR(check_rank(u.shape.shape.rank, "ShapeAttrs.shape"));
     *table = fb::CreateShapeAttrs(fbb, write_dims(fbb, u.shape.shape)).Union();

@@ -34,7 +34,8 @@ SAME(Region_optimizer_state, TF_REGION_OPTIMIZER_STATE); SAME(Region_arena, TF_R
 SAME(Region_io, TF_REGION_IO); SAME(Region_MAX, TF_REGION_COUNT - 1);
 SAME(Role_parameter, TF_ROLE_PARAMETER); SAME(Role_constant, TF_ROLE_CONSTANT); SAME(Role_gradient, TF_ROLE_GRADIENT);
 SAME(Role_optimizer_state, TF_ROLE_OPTIMIZER_STATE); SAME(Role_input, TF_ROLE_INPUT); SAME(Role_label, TF_ROLE_LABEL);
-SAME(Role_activation, TF_ROLE_ACTIVATION); SAME(Role_workspace, TF_ROLE_WORKSPACE); SAME(Role_MAX, TF_ROLE_COUNT - 1);
+SAME(Role_activation, TF_ROLE_ACTIVATION); SAME(Role_workspace, TF_ROLE_WORKSPACE); SAME(Role_state, TF_ROLE_STATE);
+SAME(Role_MAX, TF_ROLE_COUNT - 1);
 SAME(Phase_forward, TF_PHASE_FORWARD); SAME(Phase_recompute, TF_PHASE_RECOMPUTE); SAME(Phase_backward, TF_PHASE_BACKWARD);
 SAME(Phase_accumulate, TF_PHASE_ACCUMULATE); SAME(Phase_optimizer, TF_PHASE_OPTIMIZER);
 SAME(Phase_MAX, TF_PHASE_COUNT - 1);
@@ -94,18 +95,26 @@ tf_status copy_string(const flatbuffers::String *text, const char *field, char *
   return nullptr;
 }
 
-// Copies a vector of exactly `count` 8-byte scalars (one per region, role or phase).
+// Copies a vector of `count` 8-byte scalars (one per region, role or phase); a file written before
+// the last `newer` of them existed has that many fewer, which read as 0.
 template <typename T>
-tf_status read_fixed(const Vector<T> *values, const char *field, int count, const char *per, T *out) {
+tf_status read_fixed(const Vector<T> *values, const char *field, int count, const char *per, T *out, int newer = 0) {
   if (!values)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s is missing (a required field: one entry per %s)", field, per);
   if (!vector_aligned(values))
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: misaligned vector (corrupt FlatBuffer)", field);
-  if (values->size() != static_cast<uoffset_t>(count))
+  const uoffset_t size = values->size();
+  if (size > static_cast<uoffset_t>(count) || size < static_cast<uoffset_t>(count - newer)) {
+    if (newer)
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s has %u entries; plan version %d has %d (one per %s; %d in files "
+                           "written before the last %d existed)",
+                           field, size, TF_PLAN_VERSION, count, per, count - newer, newer);
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s has %u entries; plan version %d has exactly %d (one per %s)", field,
-                         values->size(), TF_PLAN_VERSION, count, per);
+                         size, TF_PLAN_VERSION, count, per);
+  }
   for (int i = 0; i < count; i++)
-    out[i] = values->Get(static_cast<uoffset_t>(i));
+    out[i] = static_cast<uoffset_t>(i) < size ? values->Get(static_cast<uoffset_t>(i)) : T(0);
   return nullptr;
 }
 
@@ -188,8 +197,9 @@ public:
     if (!report)
       return fail(TF_ERR_INVALID_INPUT, source_, "the memory report (Plan.report) is missing; it is a required field");
     tf_plan_report &out = plan_->report;
+    // role state (8) is newer than the first plans: their role_bytes end at workspace
     tf_status status = read_fixed(report->role_bytes(), "report.role_bytes", TF_ROLE_COUNT, "buffer role",
-                                  static_cast<int64_t *>(out.role_bytes));
+                                  static_cast<int64_t *>(out.role_bytes), TF_ROLE_COUNT - TF_ROLE_STATE);
     if (!status)
       status = read_fixed(report->flops(), "report.flops", TF_PHASE_COUNT, "phase", static_cast<double *>(out.flops));
     if (!status)

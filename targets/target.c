@@ -87,7 +87,8 @@ static const tf_op gpu_half_kernels[] = {
 /* The CPU backend runs every op on f16/bf16 data through half slices (backends/cpu/cpu_half.h, its
  * f32 kernel on widened copies of one slice at a time, results rounded once), except the cast
  * itself and the ops that update a tensor in place (accumulations, optimizer updates, the global
- * norm's sum, which keep their sums in f32 gradients). */
+ * norm's sum, which keep their sums in f32 gradients); batch_norm_running, which updates f32
+ * running statistics from half x, has a kernel of its own (kernels/cpu/batch_norm_half.c). */
 static bool cpu_half_kernel(tf_op op) {
   switch (op) {
   case TF_OP_CAST:
@@ -124,6 +125,12 @@ static const tf_op gpu_half_losses[] = {
  * -DINPUT_F16/-DINPUT_BF16, kernels/cuda/attention*.cu): a `--precision` plan's backward reads the
  * q, k, v it stored in half without their f32 copies (compiler/precision.c). */
 static const tf_op gpu_mixed_gradients[] = {TF_OP_ATTENTION_GRAD};
+
+/* Vulkan's half kernels that take f32 operands too, beyond both GPUs' (set_mixed_gpu_kernels):
+ * batch_norm_running on half x, its running statistics f32 (shaders/batch_norm_running.comp's
+ * f16/bf16 variants, the statistics bound as f32). CUDA's takes f32 x only: a half plan widens x
+ * for it. */
+static const tf_op vulkan_mixed_half_kernels[] = {TF_OP_BATCH_NORM_RUNNING};
 
 static void set_bit(uint64_t *mask, tf_op op) { mask[op / 64] |= (uint64_t)1 << (op % 64); }
 static bool bit_of(const uint64_t *mask, tf_op op) {
@@ -183,6 +190,8 @@ tf_target tf_target_default(tf_target_kind kind) {
     vulkan_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     set_mixed_gpu_kernels(&target);
+    set_mixed_half_kernels(&target, vulkan_mixed_half_kernels,
+                           sizeof(vulkan_mixed_half_kernels) / sizeof(vulkan_mixed_half_kernels[0]));
     break;
   default:
     target.alignment = 256;

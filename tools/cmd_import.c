@@ -110,8 +110,8 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     const int32_t batch = tf_onnx_batch_statistics_norms(g);
     if (batch > 0)
       fprintf(tf_cli_out(),
-              "%d BatchNormalization node%s normalise%s with batch statistics (training mode: the running statistics "
-              "are not tracked, the weights file keeps them as exported; docs/import.md)\n",
+              "%d BatchNormalization node%s normalise%s with batch statistics (training mode: training updates the "
+              "running statistics as PyTorch does, once per micro-batch; docs/import.md)\n",
               batch, batch == 1 ? "" : "s", batch == 1 ? "s" : "");
     fprintf(tf_cli_out(), "written to %s%s%s\n", output, has_weights ? ", weights to " : "",
             has_weights ? weights_path : "");

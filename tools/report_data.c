@@ -47,15 +47,15 @@ int tf_report_memory_rows(const tf_plan *plan, tf_report_row *rows) {
   static const struct {
     tf_region region;
     const char *label;
-    tf_buffer_role roles[2];
-    const char *role_labels[2];
+    tf_buffer_role roles[3];
+    const char *role_labels[3];
     int n_roles;
   } regions[] = {
       {TF_REGION_PARAMETERS,
        "parameters region",
-       {TF_ROLE_PARAMETER, TF_ROLE_CONSTANT},
-       {"parameters", "constants"},
-       2},
+       {TF_ROLE_PARAMETER, TF_ROLE_CONSTANT, TF_ROLE_STATE},
+       {"parameters", "constants", "running statistics"},
+       3},
       {TF_REGION_GRADIENTS, "gradients region", {TF_ROLE_GRADIENT}, {"gradients"}, 1},
       {TF_REGION_OPTIMIZER_STATE, "optimizer state region", {TF_ROLE_OPTIMIZER_STATE}, {"optimizer state"}, 1},
       {TF_REGION_ARENA,
@@ -68,9 +68,12 @@ int tf_report_memory_rows(const tf_plan *plan, tf_report_row *rows) {
   int n = 0;
   for (size_t i = 0; i < sizeof(regions) / sizeof(regions[0]); i++) {
     rows[n++] = (tf_report_row){regions[i].label, 0, plan->region_bytes[regions[i].region], -1};
-    for (int k = 0; k < regions[i].n_roles; k++)
-      rows[n++] = (tf_report_row){regions[i].role_labels[k], 1, plan->report.role_bytes[regions[i].roles[k]],
-                                  tf_report_count_role(plan, regions[i].roles[k])};
+    for (int k = 0; k < regions[i].n_roles; k++) {
+      const int32_t count = tf_report_count_role(plan, regions[i].roles[k]);
+      if (regions[i].roles[k] == TF_ROLE_STATE && count == 0)
+        continue; /* a row only for plans that track running statistics */
+      rows[n++] = (tf_report_row){regions[i].role_labels[k], 1, plan->report.role_bytes[regions[i].roles[k]], count};
+    }
   }
   if (plan->overhead.n_parts == 0) {
     rows[n++] = (tf_report_row){"total", 0, tf_plan_total_bytes(plan), -1};

@@ -43,7 +43,8 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss_sg_half_f16] = 0x8,
     [VK_SHADER_loss_sg_half_bf16] = 0x8,
     [VK_SHADER_layout16] = 0x2,
-    [VK_SHADER_batch_norm] = 0x38, /* y (forward); dx, dgamma, dbeta (gradient) */
+    [VK_SHADER_batch_norm] = 0x38,        /* y (forward); dx, dgamma, dbeta (gradient) */
+    [VK_SHADER_batch_norm_running] = 0x6, /* running_mean, running_var, in place */
 };
 
 /* Each shader with a subgroup variant (shaders/README.md, "Subgroup variants"), and that variant: the
@@ -61,6 +62,7 @@ static const struct {
     {.plain = VK_SHADER_reduce, .subgroup = VK_SHADER_reduce_sg},
     {.plain = VK_SHADER_attention, .subgroup = VK_SHADER_attention_sg},
     {.plain = VK_SHADER_batch_norm, .subgroup = VK_SHADER_batch_norm_sg},
+    {.plain = VK_SHADER_batch_norm_running, .subgroup = VK_SHADER_batch_norm_running_sg},
 };
 
 vk_shader vk_variant(const vk_lower *l, vk_shader plain) {
@@ -102,6 +104,8 @@ static const struct {
     {VK_SHADER_conv_grad_input, VK_SHADER_conv_grad_input_f16, VK_SHADER_conv_grad_input_bf16},
     {VK_SHADER_batch_norm, VK_SHADER_batch_norm_f16, VK_SHADER_batch_norm_bf16},
     {VK_SHADER_batch_norm_sg, VK_SHADER_batch_norm_sg_f16, VK_SHADER_batch_norm_sg_bf16},
+    {VK_SHADER_batch_norm_running, VK_SHADER_batch_norm_running_f16, VK_SHADER_batch_norm_running_bf16},
+    {VK_SHADER_batch_norm_running_sg, VK_SHADER_batch_norm_running_sg_f16, VK_SHADER_batch_norm_running_sg_bf16},
     {VK_SHADER_conv_grad_input_sg, VK_SHADER_conv_grad_input_sg_f16, VK_SHADER_conv_grad_input_sg_bf16},
     {VK_SHADER_pool, VK_SHADER_pool_f16, VK_SHADER_pool_bf16},
 };
@@ -154,16 +158,23 @@ static bool read_for_shape_only(const vk_lower *l, int32_t k) {
   return k < l->step->n_inputs && tf_op_input_shape_only(l->step->op, k);
 }
 
+/* Operands kept in f32 whatever the data's type, which a half variant binds as f32 too:
+ * batch_norm_running's running statistics (shaders/batch_norm_running.comp; its lowering checks
+ * that they are f32). */
+static bool f32_in_every_variant(const vk_lower *l, int32_t k) {
+  return l->step->op == TF_OP_BATCH_NORM_RUNNING && (k == 1 || k == 2);
+}
+
 /* The half type (f16, bf16) of a step whose every floating operand has it (a half-kernel step of
- * the compiler, targets/target.c), else TF_F32. Casts and the layout moves are not such steps:
- * they take their dtypes one by one (check_dtypes). */
+ * the compiler, targets/target.c; the operands f32_in_every_variant aside), else TF_F32. Casts
+ * and the layout moves are not such steps: they take their dtypes one by one (check_dtypes). */
 static tf_dtype half_data(const vk_lower *l) {
   if (l->step->op == TF_OP_CAST || moves_bytes_only(l->step->op))
     return TF_F32;
   tf_dtype half = TF_F32;
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
     const tf_dtype dtype = operand(l, k)->dtype;
-    if (read_for_shape_only(l, k) || !(dtype == TF_F32 || is_half(dtype)))
+    if (read_for_shape_only(l, k) || f32_in_every_variant(l, k) || !(dtype == TF_F32 || is_half(dtype)))
       continue;
     if (dtype == TF_F32 || (half != TF_F32 && half != dtype))
       return TF_F32;

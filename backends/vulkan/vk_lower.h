@@ -31,6 +31,7 @@ tf_status vk_lower_conv(vk_lower *l);                 /* conv1d conv2d conv_tran
 tf_status vk_lower_attention(vk_lower *l);            /* attention attention_grad */
 tf_status vk_lower_norm(vk_lower *l);                 /* layer_norm rms_norm and gradients */
 tf_status vk_lower_batch_norm(vk_lower *l);           /* batch_norm and its gradient */
+tf_status vk_lower_batch_norm_running(vk_lower *l);   /* the running statistics' update, in place */
 tf_status vk_lower_embedding(vk_lower *l);            /* embedding embedding_grad */
 tf_status vk_lower_pool(vk_lower *l);                 /* max/avg pool2d and gradients */
 tf_status vk_lower_loss(vk_lower *l);                 /* cross_entropy mse bce_with_logits and gradients */

@@ -119,6 +119,12 @@ tf_tensor_id tf_rms_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, float 
 /* Batch normalisation of x [N, C, ...] per channel (axis 1) with the batch's own mean and biased
  * variance (PyTorch's BatchNorm in training mode); gamma and beta are [C]. No running statistics. */
 tf_tensor_id tf_batch_norm(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_tensor_id beta, float epsilon);
+/* tf_batch_norm that also tracks running statistics, as PyTorch's BatchNorm in training mode: each
+ * micro-batch's forward pass sets running = (1 - momentum) running + momentum batch (the unbiased
+ * variance for running_var). running_mean and running_var are f32 [C] constants (their initial
+ * values), read by nothing else; checkpoints keep them. */
+tf_tensor_id tf_batch_norm_tracked(tf_graph *g, tf_tensor_id x, tf_tensor_id gamma, tf_tensor_id beta,
+                                   tf_tensor_id running_mean, tf_tensor_id running_var, float epsilon, float momentum);
 tf_tensor_id tf_embedding(tf_graph *g, tf_tensor_id ids, tf_tensor_id table);
 tf_tensor_id tf_reshape(tf_graph *g, tf_tensor_id x, tf_shape shape);
 tf_tensor_id tf_transpose(tf_graph *g, tf_tensor_id x, const int32_t *perm, int32_t rank);

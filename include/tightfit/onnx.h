@@ -54,7 +54,7 @@ tf_status tf_onnx_import_bytes(const void *data, size_t size, const char *source
  * (eval mode: docs/import.md), counted from the constants the importer names for them. */
 int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph);
 /* How many batch_norm nodes a graph holds: BatchNormalization imported in training mode, normalised
- * by each batch's statistics, its running statistics not tracked (docs/import.md). */
+ * by each batch's statistics, its running statistics updated by training (docs/import.md). */
 int32_t tf_onnx_batch_statistics_norms(const tf_graph *graph);
 
 /* "none", "cross_entropy", "mse", "bce_with_logits"; tf_onnx_loss_parse() is its inverse (false when

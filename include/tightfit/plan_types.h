@@ -21,6 +21,7 @@ typedef enum tf_buffer_role {
   TF_ROLE_LABEL,
   TF_ROLE_ACTIVATION,
   TF_ROLE_WORKSPACE,
+  TF_ROLE_STATE, /* running statistics: kept across steps, updated by the forward pass, not trained */
   TF_ROLE_COUNT
 } tf_buffer_role;
 

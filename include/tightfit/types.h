@@ -110,7 +110,8 @@ typedef struct tf_axis_attrs {
 } tf_axis_attrs; /* softmax, log_softmax, concat */
 typedef struct tf_norm_attrs {
   float epsilon;
-} tf_norm_attrs; /* layer_norm, rms_norm: last axis */
+  float momentum; /* batch_norm with running statistics: running = (1 - momentum) running + momentum batch */
+} tf_norm_attrs;  /* layer_norm, rms_norm: last axis; batch_norm, batch_norm_running: axis 1 */
 typedef struct tf_shape_attrs {
   tf_shape shape;
 } tf_shape_attrs; /* reshape, expand */

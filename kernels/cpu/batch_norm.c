@@ -6,7 +6,10 @@
  * with the same function, so they equal the forward's bit for bit:
  *
  *   xhat = (x - mean) rstd,  dbeta = sum dy,  dgamma = sum dy xhat,
- *   dx = gamma rstd (dy - dbeta / M - xhat dgamma / M),  M = N x S. */
+ *   dx = gamma rstd (dy - dbeta / M - xhat dgamma / M),  M = N x S.
+ *
+ * batch_norm_running updates the running statistics with the same statistics, the variance
+ * unbiased (x M / (M - 1)), as PyTorch does: running = (1 - momentum) running + momentum batch. */
 #include <math.h>
 
 #include "kernels/cpu/indexing.h"
@@ -20,7 +23,7 @@ typedef struct channel_view {
 } channel_view;
 
 typedef struct channel_stats {
-  double mean, rstd;
+  double mean, rstd, variance; /* variance: biased (the squares over M) */
 } channel_stats;
 
 static channel_view view_of(const tf_cpu_tensor *x) {
@@ -46,7 +49,7 @@ static channel_stats stats_of(const real *x, channel_view v, int64_t c, double e
       squares += centred * centred;
     }
   }
-  channel_stats st = {mean, 1.0 / sqrt(squares / count + epsilon)};
+  channel_stats st = {mean, 1.0 / sqrt(squares / count + epsilon), squares / count};
   return st;
 }
 
@@ -109,4 +112,22 @@ void TF_REAL_NAME(tf_cpu_batch_norm_grad)(const tf_cpu_args *args) {
   }
   TF_CPU_PARALLEL_FOR(tf_cpu_team(tf_cpu_threads(args), x->count > TF_CPU_CHUNK),
                       for (int64_t c = 0; c < v.channels; c++) backward_channel(args, v, c););
+}
+
+static void running_channel(const tf_cpu_args *args, channel_view v, int64_t c) {
+  real *mean = args->inputs[1].data, *var = args->inputs[2].data;
+  const channel_stats st = stats_of(args->inputs[0].data, v, c, (double)args->attrs->u.norm.epsilon);
+  const double momentum = (double)args->attrs->u.norm.momentum, count = (double)(v.batch * v.spatial);
+  const double unbiased = count > 1 ? st.variance * count / (count - 1) : st.variance;
+  mean[c] = (real)((1 - momentum) * (double)mean[c] + momentum * st.mean);
+  var[c] = (real)((1 - momentum) * (double)var[c] + momentum * unbiased);
+}
+
+void TF_REAL_NAME(tf_cpu_batch_norm_running)(const tf_cpu_args *args) {
+  const tf_cpu_tensor *x = &args->inputs[0];
+  if (x->count == 0)
+    return;
+  const channel_view v = view_of(x);
+  TF_CPU_PARALLEL_FOR(tf_cpu_team(tf_cpu_threads(args), x->count > TF_CPU_CHUNK),
+                      for (int64_t c = 0; c < v.channels; c++) running_channel(args, v, c););
 }

@@ -57,6 +57,9 @@ void tf_cpu_linear_cross_entropy_half(const tf_cpu_args *args);
  * workspace tf_cpu_embedding_grad_half_layout_of() lays out. */
 void tf_cpu_embedding_half(const tf_cpu_args *args);
 void tf_cpu_embedding_grad_half(const tf_cpu_args *args);
+/* batch_norm_running on f16/bf16 x (its running statistics f32): the statistics of x widened
+ * exactly, as the f32 kernel's on an f32 copy (kernels/cpu/batch_norm_half.c). */
+void tf_cpu_batch_norm_running_half(const tf_cpu_args *args);
 
 /* The CPU half kernel of its own of `op` (core/half_slices.h, tf_cpu_half_own_kernel), or NULL. */
 tf_cpu_kernel tf_cpu_half_kernel_get(tf_op op);

@@ -26,6 +26,7 @@ tf_cpu_kernel tf_cpu_half_kernel_get(tf_op op) {
   case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return tf_cpu_linear_cross_entropy_half;
   case TF_OP_EMBEDDING: return tf_cpu_embedding_half;
   case TF_OP_EMBEDDING_GRAD: return tf_cpu_embedding_grad_half;
+  case TF_OP_BATCH_NORM_RUNNING: return tf_cpu_batch_norm_running_half;
   default: return NULL;
   }
 }

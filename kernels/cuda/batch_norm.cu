@@ -11,7 +11,11 @@
  * block_sum's fixed warp and shared-memory tree: deterministic, no atomics, no workspace; the order
  * of the double additions differs from the CPU's sequential one. Templated on the storage T of the
  * floating operands like norm.cu (each element loaded to f32 exactly, computed in double as on f32,
- * each result rounded to f32 and then once to T). */
+ * each result rounded to f32 and then once to T).
+ *
+ * batch_norm_running updates the running statistics (f32, in place) from the same statistics, the
+ * variance unbiased: running = (1 - momentum) running + momentum batch. It takes f32 x only (a half
+ * plan widens x for it, half_ops.c). */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -30,7 +34,7 @@ struct ChannelView {
 };
 
 struct Stats {
-  double mean, rstd;
+  double mean, rstd, variance; /* variance: biased */
 };
 
 ChannelView view_of(const tf_cuda_tensor *x) {
@@ -53,7 +57,8 @@ __device__ Stats channel_stats(const T *x, ChannelView v, int64_t c, double epsi
     const double centred = (double)to_f32(x[v.offset(c, i)]) - mean;
     squares += centred * centred;
   }
-  Stats s = {mean, 1.0 / sqrt(block_sum(squares, scratch) / count + epsilon)};
+  const double variance = block_sum(squares, scratch) / count;
+  Stats s = {mean, 1.0 / sqrt(variance + epsilon), variance};
   return s;
 }
 
@@ -101,6 +106,19 @@ __global__ void batch_norm_backward(const T *x, const T *gamma, const T *dy, T *
   }
 }
 
+__global__ void batch_norm_running_update(const float *x, float *mean, float *var, ChannelView v, double momentum) {
+  __shared__ double scratch[kThreads / 32];
+  const double count = (double)v.count();
+  for (int64_t c = blockIdx.x; c < v.channels; c += gridDim.x) {
+    const Stats st = channel_stats(x, v, c, 0.0, scratch);
+    if (threadIdx.x == 0) {
+      const double unbiased = count > 1 ? st.variance * count / (count - 1) : st.variance;
+      mean[c] = (float)((1 - momentum) * (double)mean[c] + momentum * st.mean);
+      var[c] = (float)((1 - momentum) * (double)var[c] + momentum * unbiased);
+    }
+  }
+}
+
 /* One block per channel, up to kMaxBlocks. */
 unsigned channel_blocks(ChannelView v) { return blocks_for(v.channels, 1); }
 
@@ -129,6 +147,17 @@ template <typename T> tf_status backward(const tf_cuda_args *args) {
   return launch_status();
 }
 
+tf_status running(const tf_cuda_args *args) {
+  const tf_cuda_tensor *x = &args->inputs[0];
+  if (x->count == 0)
+    return NULL;
+  const ChannelView v = view_of(x);
+  batch_norm_running_update<<<channel_blocks(v), kThreads, 0, stream_of(args)>>>(
+      (const float *)x->data, (float *)args->inputs[1].data, (float *)args->inputs[2].data, v,
+      (double)args->attrs->u.norm.momentum);
+  return launch_status();
+}
+
 } // namespace
 
 /* T: the storage of x (input 0), which every floating operand shares (table.cu checks). */
@@ -139,5 +168,8 @@ TF_CUDA_LAUNCHER(batch_norm) {
 TF_CUDA_LAUNCHER(batch_norm_grad) {
   return with_storage(args->inputs[0].dtype, [&](auto storage) { return backward<decltype(storage)>(args); });
 }
+
+/* f32 only (table.cu's check_dtypes): the running statistics are f32, and a half plan widens x. */
+TF_CUDA_LAUNCHER(batch_norm_running) { return running(args); }
 
 } // namespace tf_cuda

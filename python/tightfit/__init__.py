@@ -223,9 +223,16 @@ class Graph:
     def rms_norm(self, x, gamma, epsilon=1e-6):
         return self._checked(_lib.lib.tf_rms_norm(self._g, x, gamma, epsilon), "rms_norm")
 
-    def batch_norm(self, x, gamma, beta, epsilon=1e-5):
-        """x [N, C, ...] normalised per channel by the batch's own statistics (BatchNorm in training mode)."""
-        return self._checked(_lib.lib.tf_batch_norm(self._g, x, gamma, beta, epsilon), "batch_norm")
+    def batch_norm(self, x, gamma, beta, epsilon=1e-5, running_mean=None, running_var=None, momentum=0.1):
+        """x [N, C, ...] normalised per channel by the batch's own statistics (BatchNorm in training mode).
+        With running_mean and running_var (f32 [C] constants), training also updates them once per
+        micro-batch, as PyTorch does: running = (1 - momentum) running + momentum batch (unbiased variance)."""
+        if running_mean is None and running_var is None:
+            return self._checked(_lib.lib.tf_batch_norm(self._g, x, gamma, beta, epsilon), "batch_norm")
+        if running_mean is None or running_var is None:
+            raise TightfitError("batch_norm: running_mean and running_var come together")
+        return self._checked(_lib.lib.tf_batch_norm_tracked(self._g, x, gamma, beta, running_mean, running_var,
+                                                            epsilon, momentum), "batch_norm")
 
     def embedding(self, ids, table):
         return self._checked(_lib.lib.tf_embedding(self._g, ids, table), "embedding")
@@ -679,6 +686,38 @@ class Session:
 
 # ---- PyTorch ----
 
+def _running_statistics(torch, module):
+    """name -> float32 numpy copy of each running mean and variance of the BatchNorms in training mode
+    (state_dict names, as the ONNX export names its initializers)."""
+    found = {}
+    for prefix, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training and m.track_running_stats:
+            for buffer in ("running_mean", "running_var"):
+                value = getattr(m, buffer)
+                if value is not None:
+                    found[f"{prefix}.{buffer}" if prefix else buffer] = value.detach().float().cpu().numpy().copy()
+    return found
+
+
+def _set_weights(path, values):
+    """Overwrites tensors of safetensors file `path` in place with `values` (name -> float32 array of
+    the stored shape); returns the names it found."""
+    import numpy as np
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        done = []
+        for name, value in values.items():
+            entry = header.get(name)
+            data = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+            if not entry or entry.get("dtype") != "F32" or entry["data_offsets"][1] - entry["data_offsets"][0] != len(data):
+                continue
+            f.seek(8 + size + entry["data_offsets"][0])
+            f.write(data)
+            done.append(name)
+    return done
+
+
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
@@ -732,6 +771,13 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     onnx_path = os.path.join(directory, "model.onnx")
     dynamic_axes = {n: {0: batch_symbol} for n in names + ["output"]} if dynamic_batch else None
     kwargs = {} if opset_version is None else {"opset_version": opset_version}
+    for m in module.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training and m.track_running_stats \
+                and m.momentum is None:
+            raise TightfitError("from_torch: a BatchNorm in training mode with momentum=None (a cumulative average "
+                                "of its running statistics) is not supported; give it a momentum, or call eval()")
+    # the export's trace updates the running statistics it writes: the values before it go back below
+    running = _running_statistics(torch, module)
     _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs)
     options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
         else _lib.OnnxOptions(ignore_index=-100)
@@ -748,17 +794,17 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         raise
     graph = Graph(_handle=handle.value, _dir=directory)
     weakref.finalize(graph, shutil.rmtree, directory, True)
+    weights = os.path.join(directory, "weights.safetensors")
+    restored = _set_weights(weights, running) if running and os.path.exists(weights) else []
+    if len(restored) != len(running):
+        import warnings
+        warnings.warn("from_torch: the running statistics " + ", ".join(sorted(set(running) - set(restored))) +
+                      " were not found in the imported weights under their names: they start from the values "
+                      "after the export's trace (one forward pass later)", stacklevel=2)
     frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
     if frozen:
         import warnings
         warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} in eval mode imported "
                       f"frozen at {'their' if frozen > 1 else 'its'} running statistics (scale and bias train; a "
                       "layer in training mode normalises with batch statistics: docs/import.md)", stacklevel=2)
-    batch = _lib.lib.tf_onnx_batch_statistics_norms(handle) \
-        if hasattr(_lib.lib, "tf_onnx_batch_statistics_norms") else 0
-    if batch:
-        import warnings
-        warnings.warn(f"from_torch: {batch} BatchNorm layer{'s' if batch > 1 else ''} in training mode "
-                      f"normalise{'' if batch > 1 else 's'} with batch statistics; running statistics are not "
-                      "tracked (docs/import.md)", stacklevel=2)
     return graph

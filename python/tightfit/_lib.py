@@ -206,6 +206,8 @@ _declare("tf_softmax", c_tensor, c_graph_p, c_tensor, ctypes.c_int32)
 _declare("tf_log_softmax", c_tensor, c_graph_p, c_tensor, ctypes.c_int32)
 _declare("tf_layer_norm", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.c_float)
 _declare("tf_batch_norm", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.c_float)
+_declare("tf_batch_norm_tracked", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, c_tensor, c_tensor, ctypes.c_float,
+         ctypes.c_float)
 _declare("tf_rms_norm", c_tensor, c_graph_p, c_tensor, c_tensor, ctypes.c_float)
 _declare("tf_reshape", c_tensor, c_graph_p, c_tensor, Shape)
 _declare("tf_transpose", c_tensor, c_graph_p, c_tensor, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32)

@@ -48,7 +48,7 @@ static void run(const slice_case *c) {
     tf_tensor_id part = tf_slice(g, x, 1, c->start[i], c->end[i], c->step[i]);
     const int64_t lo = bound(c->start[i]), hi = bound(c->end[i]);
     width[i] = (hi - lo + c->step[i] - 1) / c->step[i];
-    char name[8];
+    char name[16];
     snprintf(name, sizeof(name), "p%d", i);
     tf_tensor_id probe = tf_graph_input(g, name, TF_F32, TF_SHAPE(d(ROWS), d(width[i])));
     tf_tensor_id term = tf_reduce(g, TF_OP_SUM, tf_mul(g, part, probe), NULL, 0, false);
@@ -79,7 +79,7 @@ static void run(const slice_case *c) {
     float probe[ROWS * COLS];
     for (int64_t e = 0; e < ROWS * width[i]; e++)
       probe[e] = (float)(i + 1) + 0.125f * (float)e;
-    char name[8];
+    char name[16];
     snprintf(name, sizeof(name), "p%d", i);
     CHECK_OK(&counts, tf_session_write(s, name, probe, (int64_t)sizeof(float) * ROWS * width[i]));
     for (int64_t r = 0; r < ROWS; r++)

@@ -163,6 +163,19 @@ static void build_batch_norm(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_batch_norm(g, x, gamma, beta, 1e-5f));
 }
 
+/* batch_norm tracking running statistics, f32 constants whatever x's dtype: a training plan updates
+ * them in place after the forward batch_norm of each micro-batch (batch_norm_running). */
+static void build_batch_norm_tracked(tf_graph *g, const conf_case *c) {
+  const dims channels = DIMS(c->shapes[0].size[1]);
+  tf_tensor_id x = param(g, c, "x", &c->shapes[0]);
+  tf_tensor_id gamma = param(g, c, "gamma", &channels), beta = param(g, c, "beta", &channels);
+  tf_tensor_id mean =
+      tf_graph_constant(g, "running_mean", TF_F32, shape_of(&channels), tf_init_make(TF_INIT_UNIFORM, -1.0, 1.0));
+  tf_tensor_id var =
+      tf_graph_constant(g, "running_var", TF_F32, shape_of(&channels), tf_init_make(TF_INIT_UNIFORM, 0.5, 2.0));
+  finish_probe(g, c, tf_batch_norm_tracked(g, x, gamma, beta, mean, var, 1e-5f, 0.1f));
+}
+
 static void build_embedding(tf_graph *g, const conf_case *c) {
   tf_tensor_id ids = tf_graph_input(g, "ids", c->dtype, shape_of(&c->shapes[0]));
   finish_probe(g, c, tf_embedding(g, ids, param(g, c, "table", &c->shapes[1])));
@@ -414,6 +427,13 @@ static const conf_case cases[] = {
     {"batch_norm (+ grad) [4,3,5,7]", build_batch_norm, .shapes = {DIMS(4, 3, 5, 7)}},
     {"batch_norm (+ grad) [5,6]", build_batch_norm, .shapes = {DIMS(5, 6)}},
     {"batch_norm (+ grad) [3,5,300]", build_batch_norm, .shapes = {DIMS(3, 5, 300)}},
+    /* ... tracking running statistics (batch_norm_running). 70,001 channels: a second grid-stride
+     * round; of 8 elements each, not 2, whose dx is 0 in exact arithmetic (xhat = +-1) and in float
+     * only rounding noise, which the end-to-end check cannot hold to a tolerance */
+    {"batch_norm running (+ grad) [4,3,5,7]", build_batch_norm_tracked, .shapes = {DIMS(4, 3, 5, 7)}},
+    {"batch_norm running (+ grad) [5,6]", build_batch_norm_tracked, .shapes = {DIMS(5, 6)}},
+    {"batch_norm running (+ grad) [3,5,300]", build_batch_norm_tracked, .shapes = {DIMS(3, 5, 300)}},
+    {"batch_norm running (+ grad) [8,70001]", build_batch_norm_tracked, .shapes = {DIMS(8, 70001)}},
     {"layer_norm no beta (+ grad) [6,1]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1)}},
     {"rms_norm (+ grad) [6,1]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(6, 1)}},
     {"layer_norm (+ grad) [6,1031]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(6, 1031)}, .beta = true},

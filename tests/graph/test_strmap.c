@@ -21,7 +21,7 @@ static uint64_t next_random(uint64_t *state) {
 
 /* One run of `steps` puts over a pool of KEYS names; reserve first when `reserve` > 0. */
 static void run(uint64_t seed, int32_t steps, int32_t reserve) {
-  static char names[KEYS][48];
+  static char names[KEYS][64];
   int32_t expected[KEYS];
   for (int32_t i = 0; i < KEYS; i++) {
     snprintf(names[i], sizeof(names[i]), "grad/h.%d.attn/attention/attention_grad:%d", i % 97, i);

@@ -285,7 +285,8 @@ static void last_step_past_end(tf_plan *p) { p->buffers[SMALL_LOSS].last_step = 
 static void persistent_interval(tf_plan *p) { p->buffers[SMALL_W].first_step = 0; }
 static void output_to_gradient(tf_plan *p) { p->steps[STEP_RELU].outputs[0] = SMALL_GW; }
 static void unknown_dtype(tf_plan *p) { p->buffers[SMALL_H].dtype = (tf_dtype)17; }
-static void unknown_role(tf_plan *p) { p->buffers[SMALL_H].role = (tf_buffer_role)8; }
+static void unknown_role(tf_plan *p) { p->buffers[SMALL_H].role = (tf_buffer_role)TF_ROLE_COUNT; }
+static void constant_made_state(tf_plan *p) { p->buffers[SMALL_DLOSS].role = TF_ROLE_STATE; }
 static void unknown_phase(tf_plan *p) { p->steps[STEP_RELU].phase = (tf_phase)5; }
 static void forward_after_backward(tf_plan *p) { p->steps[STEP_RELU_GRAD].phase = TF_PHASE_FORWARD; }
 static void gradient_written_with_accumulation(tf_plan *p) { p->steps[STEP_MATMUL_GRAD].outputs[0] = SMALL_GW; }
@@ -412,7 +413,8 @@ static const corruption corruptions[] = {
     {"a parameter with a live interval", "only arena buffers have them", persistent_interval},
     {"relu writes a gradient", "step outputs are arena activations", output_to_gradient},
     {"dtype 17", "unknown dtype 17", unknown_dtype},
-    {"role 8", "unknown role 8", unknown_role},
+    {"role 9 (one past state)", "unknown role 9", unknown_role},
+    {"a constant made running statistics", "only the step that updates them may read them", constant_made_state},
     {"phase 5", "unknown phase 5", unknown_phase},
     {"a step without a name", "step 1 has no name", step_without_name},
     {"infinite flops", "finite and >= 0", flops_not_finite},

@@ -386,6 +386,34 @@ static void test_batch_norm(tf_test_counts *c) {
                RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &eps, T("x", TF_F32, 2, 3), T("gamma", TF_F32, 3),
                     T("beta", TF_F32, 3)),
                "epsilon 0", "> 0");
+  tf_attrs tracked = norm_attrs(1e-5f);
+  tracked.u.norm.momentum = 0.1f;
+  EXPECT_SHAPE(c, "batch_norm with running statistics, bf16 x",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &tracked, T("x", TF_BF16, 8, 3, 5), T("gamma", TF_BF16, 3),
+                    T("beta", TF_BF16, 3), T("mean", TF_F32, 3), T("var", TF_F32, 3)),
+               TF_BF16, 8, 3, 5);
+  EXPECT_ERROR(c, "batch_norm running statistics in bf16",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &tracked, T("x", TF_BF16, 8, 3), T("gamma", TF_BF16, 3),
+                    T("beta", TF_BF16, 3), T("mean", TF_BF16, 3), T("var", TF_F32, 3)),
+               "running mean 'mean' [3] is bf16", "must be f32 [3]");
+  EXPECT_ERROR(c, "batch_norm running mean alone",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &tracked, T("x", TF_F32, 8, 3), T("gamma", TF_F32, 3),
+                    T("beta", TF_F32, 3), T("mean", TF_F32, 3)),
+               "running mean with the running variance", "not alone");
+  EXPECT_ERROR(c, "batch_norm_running with one value per channel",
+               RULE(tf_shape_batch_norm_running, TF_OP_BATCH_NORM_RUNNING, &tracked, T("x", TF_F32, 1, 3, 1),
+                    T("mean", TF_F32, 3), T("var", TF_F32, 3)),
+               "one value per channel", "2 or more");
+  tracked.u.norm.momentum = 1.5f;
+  EXPECT_ERROR(c, "batch_norm_running momentum 1.5",
+               RULE(tf_shape_batch_norm_running, TF_OP_BATCH_NORM_RUNNING, &tracked, T("x", TF_F32, 4, 3),
+                    T("mean", TF_F32, 3), T("var", TF_F32, 3)),
+               "momentum 1.5", "[0, 1]");
+  tracked.u.norm.momentum = NAN;
+  EXPECT_ERROR(c, "batch_norm momentum NaN",
+               RULE(tf_shape_batch_norm, TF_OP_BATCH_NORM, &tracked, T("x", TF_F32, 8, 3), T("gamma", TF_F32, 3),
+                    T("beta", TF_F32, 3), T("mean", TF_F32, 3), T("var", TF_F32, 3)),
+               "momentum nan", "[0, 1]");
 }
 
 static void test_norm(tf_test_counts *c) {
