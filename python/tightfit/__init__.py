@@ -467,10 +467,13 @@ class Plan:
         self.target = head.target.decode()
         self.micro_batch, self.accumulate, self.global_batch = head.micro_batch, head.accumulate, head.global_batch
         self.inputs = {}  # name -> (dtype, shape) of each input and label (one micro-batch)
+        self.weights = {}  # name -> (dtype, shape) of each parameter and running statistic, in plan order
         for i in range(head.n_buffers):
             b = head.buffers[i]
             if b.role in (_lib.ROLE_INPUT, _lib.ROLE_LABEL):
                 self.inputs.setdefault(b.name.decode(), (_lib.DTYPE_NAMES[b.dtype], tuple(b.shape[:b.rank])))
+            elif b.role in (_lib.ROLE_PARAMETER, _lib.ROLE_STATE):
+                self.weights[b.name.decode()] = (_lib.DTYPE_NAMES[b.dtype], tuple(b.shape[:b.rank]))
 
     @property
     def total_bytes(self):
@@ -583,6 +586,13 @@ class Session:
         array = np.empty(shape, dtype=numpy_dtype)
         _lib.check(_lib.lib.tf_session_read(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
         return (array.astype(np.uint32) << 16).view(np.float32) if dtype == "bf16" else array
+
+    def state_dict(self):
+        """name -> numpy array of every parameter (the f32 master weights) and running statistic of the
+        plan, as trained so far. For a from_torch graph the names are the module's state_dict keys, so
+        `module.load_state_dict({k: torch.from_numpy(v) for k, v in session.state_dict().items()},
+        strict=False)` puts the training back into the module (num_batches_tracked is not kept)."""
+        return {name: self.read(name, shape=shape, dtype=dtype) for name, (dtype, shape) in self.plan.weights.items()}
 
     def step(self, batch):
         """One optimizer step on `batch` (name -> array holding accumulate x micro-batch samples);
