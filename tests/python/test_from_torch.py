@@ -486,6 +486,22 @@ def back_into_torch():
 
 case("Session.state_dict puts tightfit's training back into the PyTorch module", back_into_torch)
 
+
+# momentum=None (PyTorch's cumulative average of the running statistics) is refused with a message
+# that says so, before any export.
+def cumulative_average_refused():
+    model = bn_model(3)
+    model[1].momentum = None
+    try:
+        tightfit.from_torch(model, (torch.randn(batch, 2, 5, 5),), loss="cross_entropy")
+    except tightfit.TightfitError as error:
+        said = str(error)
+        return (None if "momentum=None" in said else f"the message does not name momentum=None: {said}"), said
+    return "a BatchNorm with momentum=None imported", ""
+
+
+case("a training-mode BatchNorm with momentum=None is refused", cumulative_average_refused)
+
 # Hugging Face GPT-2's attention as its code writes it: the causal mask a registered bool buffer
 # (`bias`, torch.tril of ones) sliced to [:, :, :t, :t], `torch.where(mask, scores, finfo.min)`, the
 # scale a tensor made from `v.size(-1) ** 0.5` (Shape, Slice, Pow, Cast). It imports as one causal
