@@ -126,11 +126,9 @@ static const tf_op gpu_half_losses[] = {
  * q, k, v it stored in half without their f32 copies (compiler/precision.c). */
 static const tf_op gpu_mixed_gradients[] = {TF_OP_ATTENTION_GRAD};
 
-/* Vulkan's half kernels that take f32 operands too, beyond both GPUs' (set_mixed_gpu_kernels):
- * batch_norm_running on half x, its running statistics f32 (shaders/batch_norm_running.comp's
- * f16/bf16 variants, the statistics bound as f32). CUDA's takes f32 x only: a half plan widens x
- * for it. */
-static const tf_op vulkan_mixed_half_kernels[] = {TF_OP_BATCH_NORM_RUNNING};
+/* batch_norm_running on half x, its running statistics f32 (shaders/batch_norm_running.comp's
+ * f16/bf16 variants bind them as f32; kernels/cuda/batch_norm.cu templated on x's storage). */
+static const tf_op gpu_half_running_statistics[] = {TF_OP_BATCH_NORM_RUNNING};
 
 static void set_bit(uint64_t *mask, tf_op op) { mask[op / 64] |= (uint64_t)1 << (op % 64); }
 static bool bit_of(const uint64_t *mask, tf_op op) {
@@ -153,11 +151,13 @@ static void set_mixed_half_kernels(tf_target *target, const tf_op *ops, size_t n
 }
 
 /* Both GPU targets' half kernels that take f32 operands too: the fused loss head, the losses and
- * attention's gradient. */
+ * attention's gradient, and batch_norm_running. */
 static void set_mixed_gpu_kernels(tf_target *target) {
   set_mixed_half_kernels(target, gpu_half_heads, sizeof(gpu_half_heads) / sizeof(gpu_half_heads[0]));
   set_mixed_half_kernels(target, gpu_half_losses, sizeof(gpu_half_losses) / sizeof(gpu_half_losses[0]));
   set_mixed_half_kernels(target, gpu_mixed_gradients, sizeof(gpu_mixed_gradients) / sizeof(gpu_mixed_gradients[0]));
+  set_mixed_half_kernels(target, gpu_half_running_statistics,
+                         sizeof(gpu_half_running_statistics) / sizeof(gpu_half_running_statistics[0]));
 }
 
 bool tf_target_half_kernel(const tf_target *target, tf_op op) { return bit_of(target->half_kernels, op); }
@@ -190,8 +190,6 @@ tf_target tf_target_default(tf_target_kind kind) {
     vulkan_overhead(&target.overhead);
     set_half_kernels(&target, gpu_half_kernels, sizeof(gpu_half_kernels) / sizeof(gpu_half_kernels[0]));
     set_mixed_gpu_kernels(&target);
-    set_mixed_half_kernels(&target, vulkan_mixed_half_kernels,
-                           sizeof(vulkan_mixed_half_kernels) / sizeof(vulkan_mixed_half_kernels[0]));
     break;
   default:
     target.alignment = 256;

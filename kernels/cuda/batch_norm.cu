@@ -13,9 +13,8 @@
  * floating operands like norm.cu (each element loaded to f32 exactly, computed in double as on f32,
  * each result rounded to f32 and then once to T).
  *
- * batch_norm_running updates the running statistics (f32, in place) from the same statistics, the
- * variance unbiased: running = (1 - momentum) running + momentum batch. It takes f32 x only (a half
- * plan widens x for it, half_ops.c). */
+ * batch_norm_running updates the running statistics (f32, in place, whatever x's storage T) from
+ * the same statistics, the variance unbiased: running = (1 - momentum) running + momentum batch. */
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -106,7 +105,8 @@ __global__ void batch_norm_backward(const T *x, const T *gamma, const T *dy, T *
   }
 }
 
-__global__ void batch_norm_running_update(const float *x, float *mean, float *var, ChannelView v, double momentum) {
+template <typename T>
+__global__ void batch_norm_running_update(const T *x, float *mean, float *var, ChannelView v, double momentum) {
   __shared__ double scratch[kThreads / 32];
   const double count = (double)v.count();
   for (int64_t c = blockIdx.x; c < v.channels; c += gridDim.x) {
@@ -147,13 +147,13 @@ template <typename T> tf_status backward(const tf_cuda_args *args) {
   return launch_status();
 }
 
-tf_status running(const tf_cuda_args *args) {
+template <typename T> tf_status running(const tf_cuda_args *args) {
   const tf_cuda_tensor *x = &args->inputs[0];
   if (x->count == 0)
     return NULL;
   const ChannelView v = view_of(x);
-  batch_norm_running_update<<<channel_blocks(v), kThreads, 0, stream_of(args)>>>(
-      (const float *)x->data, (float *)args->inputs[1].data, (float *)args->inputs[2].data, v,
+  batch_norm_running_update<T><<<channel_blocks(v), kThreads, 0, stream_of(args)>>>(
+      (const T *)x->data, (float *)args->inputs[1].data, (float *)args->inputs[2].data, v,
       (double)args->attrs->u.norm.momentum);
   return launch_status();
 }
@@ -169,7 +169,9 @@ TF_CUDA_LAUNCHER(batch_norm_grad) {
   return with_storage(args->inputs[0].dtype, [&](auto storage) { return backward<decltype(storage)>(args); });
 }
 
-/* f32 only (table.cu's check_dtypes): the running statistics are f32, and a half plan widens x. */
-TF_CUDA_LAUNCHER(batch_norm_running) { return running(args); }
+/* T: the storage of x; the running statistics are f32 (table.cu's check_dtypes). */
+TF_CUDA_LAUNCHER(batch_norm_running) {
+  return with_storage(args->inputs[0].dtype, [&](auto storage) { return running<decltype(storage)>(args); });
+}
 
 } // namespace tf_cuda

@@ -288,7 +288,7 @@ TF_CUDA_LAUNCHER(norm);    /* norm.cu: layer_norm, rms_norm */
 TF_CUDA_LAUNCHER(norm_grad);
 TF_CUDA_LAUNCHER(batch_norm); /* batch_norm.cu: batch_norm (the batch's statistics per channel) */
 TF_CUDA_LAUNCHER(batch_norm_grad);
-TF_CUDA_LAUNCHER(batch_norm_running); /* batch_norm.cu: the running statistics, in place (f32) */
+TF_CUDA_LAUNCHER(batch_norm_running); /* batch_norm.cu: the running statistics (f32), in place, from f32/f16/bf16 x */
 TF_CUDA_LAUNCHER(embedding);          /* embedding.cu */
 TF_CUDA_LAUNCHER(embedding_grad);
 TF_CUDA_LAUNCHER(layout);    /* layout.cu: reshape, transpose, concat, slice, slice_grad, expand */

@@ -39,7 +39,8 @@ bool takes_half(tf_op op) {
          l == launch_embedding || (l == launch_embedding_grad && op != TF_OP_EMBEDDING_GRAD_ACCUMULATE) ||
          l == launch_attention || l == launch_attention_grad || l == launch_dropout || l == launch_pool ||
          (l == launch_matmul && op != TF_OP_MATMUL_ACCUMULATE) || is_half_head(op) || l == launch_loss ||
-         l == launch_loss_grad || l == launch_conv || l == launch_batch_norm || l == launch_batch_norm_grad;
+         l == launch_loss_grad || l == launch_conv || l == launch_batch_norm || l == launch_batch_norm_grad ||
+         l == launch_batch_norm_running;
 }
 
 /* An attention gradient reading f16/bf16 q, k, v beside an f32 dy, writing f32 gradients (a
@@ -55,11 +56,17 @@ bool attention_grad_on_half_qkv(const tf_cuda_args *args) {
   return mixed;
 }
 
+/* batch_norm_running on f16/bf16 x: its running statistics are f32 (batch_norm.cu). */
+bool running_statistics_of_half_x(const tf_cuda_args *args) {
+  return args->op == TF_OP_BATCH_NORM_RUNNING && args->n_inputs == 3 && is_half_dtype(args->inputs[0].dtype) &&
+         args->inputs[1].dtype == TF_F32 && args->inputs[2].dtype == TF_F32;
+}
+
 /* A step's floating operands (those whose data it reads or writes): all f32, or (a half kernel)
  * all of one half type; the fused loss head on half x takes an f32 loss and dloss besides, and
  * attention's gradient half q, k, v beside f32. */
 tf_status check_dtypes(const tf_cuda_args *args) {
-  if (moves_bytes(args->op) || attention_grad_on_half_qkv(args))
+  if (moves_bytes(args->op) || attention_grad_on_half_qkv(args) || running_statistics_of_half_x(args))
     return NULL;
   if (tf_op_workspace_rule(args->op) == TF_WORKSPACE_LINEAR_CROSS_ENTROPY && linear_loss_on_half(args))
     return check_linear_loss_half(args); /* half x beside an f32 loss and dloss */
