@@ -62,20 +62,24 @@ static tf_status add_update(tf_training *t, int32_t n, int32_t mean, int32_t var
   return NULL;
 }
 
+static bool tracks(const tf_ir_node *node) { return node->op == TF_OP_BATCH_NORM && node->n_inputs == 5; }
+
 tf_status tf_running_stats_pass(tf_training *t) {
   tf_graph *g = t->g;
   const int32_t n_nodes = g->n_nodes;
   t->running_stats_nodes = 0;
+  /* every batch_norm checked before any is stripped: one sharing another's statistics is seen */
+  for (int32_t n = 0; n < n_nodes; n++)
+    if (tracks(&g->nodes[n]) && t->phase[n] == TF_PHASE_FORWARD) {
+      TF_RETURN_IF_ERROR(check_readers(t, n, g->nodes[n].inputs[3], 3));
+      TF_RETURN_IF_ERROR(check_readers(t, n, g->nodes[n].inputs[4], 4));
+    }
   for (int32_t n = 0; n < n_nodes; n++) {
     tf_ir_node *node = &g->nodes[n];
-    if (node->op != TF_OP_BATCH_NORM || node->n_inputs != 5)
+    if (!tracks(node))
       continue;
     const int32_t mean = node->inputs[3], var = node->inputs[4];
     const bool update = t->options.training && t->phase[n] == TF_PHASE_FORWARD;
-    if (t->phase[n] == TF_PHASE_FORWARD) {
-      TF_RETURN_IF_ERROR(check_readers(t, n, mean, 3));
-      TF_RETURN_IF_ERROR(check_readers(t, n, var, 4));
-    }
     node->n_inputs = 3;
     if (update) {
       TF_RETURN_IF_ERROR(add_update(t, n, mean, var));

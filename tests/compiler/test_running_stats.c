@@ -5,7 +5,8 @@
  * step right after the forward batch_norm, none in the recompute; an inference plan has neither.
  * On the CPU each micro-step updates them once, equal to a double reference computed here. Then
  * the plan verifier is shown each rule failing on a plan broken on purpose: the update moved to
- * the recompute phase, the statistics made constants, a second reader. */
+ * the recompute phase, the statistics made constants, a second reader. Graphs that share the
+ * statistics between two batch_norm nodes, read them elsewhere or make them parameters are refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,37 @@ static void check_verifier(tf_plan *plan) {
   CHECK_OK(&counts, tf_plan_verify(plan));
 }
 
+/* A graph whose running statistics are shared or read elsewhere is refused at compile, naming the
+ * node and the tensor. `shape`: 0, two batch_norm nodes tracking the same statistics; 1, the
+ * running mean also added to the output; 2, a parameter as the running variance. */
+static void check_refusal(int shape, const char *words) {
+  tf_graph *g = tf_test_graph_begin(&counts, "running_refused");
+  if (!g)
+    return;
+  tf_tensor_id x = tf_graph_input(g, "x", TF_F32, TF_SHAPE(d(N), d(C)));
+  tf_tensor_id gamma = tf_test_param(g, "gamma", TF_SHAPE(d(C)));
+  tf_tensor_id beta = tf_test_param(g, "beta", TF_SHAPE(d(C)));
+  tf_tensor_id mean = tf_graph_constant(g, "mean", TF_F32, TF_SHAPE(d(C)), tf_init_make(TF_INIT_FILL, 0, 0));
+  tf_tensor_id var = shape == 2 ? tf_test_param(g, "var", TF_SHAPE(d(C)))
+                                : tf_graph_constant(g, "var", TF_F32, TF_SHAPE(d(C)), tf_init_make(TF_INIT_FILL, 1, 0));
+  tf_tensor_id y = tf_batch_norm_tracked(g, x, gamma, beta, mean, var, 1e-5f, MOMENTUM);
+  if (shape == 0)
+    y = tf_batch_norm_tracked(g, y, gamma, beta, mean, var, 1e-5f, MOMENTUM);
+  if (shape == 1)
+    y = tf_add(g, y, mean);
+  tf_test_finish_probe(g, y);
+  tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+  tf_plan *plan = NULL;
+  tf_status status = tf_compile(g, &o, &plan);
+  const char *message = tf_status_message(status);
+  const bool refused = status && strstr(message, words) && strstr(message, "batch_norm");
+  CHECK(&counts, refused, "compile said '%s', expected '%s'", status ? message : "nothing", words);
+  printf("%-4s refused: %s\n", refused ? "ok" : "FAIL", status ? message : "compiled");
+  tf_status_free(status);
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
 static void check_inference(void) {
   tf_graph *g = tracked_graph();
   if (!g)
@@ -220,5 +252,8 @@ int main(void) {
   }
   tf_plan_destroy(plan);
   check_inference();
+  check_refusal(0, "is tracked by 2 batch_norm nodes");
+  check_refusal(1, "is also read by node");
+  check_refusal(2, "running statistics are constants");
   return tf_test_finish("running statistics", &counts);
 }
