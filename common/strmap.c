@@ -72,6 +72,26 @@ bool tf_strmap_put(tf_strmap *map, const char *key, int32_t value) {
   return true;
 }
 
+bool tf_strmap_copy(const tf_strmap *from, tf_strmap *to,
+                    const char *(*key_of)(const char *key, int32_t value, void *context), void *context) {
+  *to = (tf_strmap){0};
+  if (from->capacity == 0)
+    return true;
+  const size_t n = (size_t)from->capacity;
+  tf_strmap copy = {calloc(n, sizeof(char *)), malloc(n * sizeof(int32_t)), malloc(n * sizeof(uint64_t)), from->count,
+                    from->capacity};
+  if (!copy.keys || !copy.values || !copy.hashes) {
+    tf_strmap_clear(&copy);
+    return false;
+  }
+  memcpy(copy.values, from->values, n * sizeof(int32_t));
+  memcpy(copy.hashes, from->hashes, n * sizeof(uint64_t));
+  for (size_t i = 0; i < n; i++)
+    copy.keys[i] = from->keys[i] ? key_of(from->keys[i], from->values[i], context) : NULL;
+  *to = copy;
+  return true;
+}
+
 void tf_strmap_clear(tf_strmap *map) {
   free((void *)map->keys);
   free(map->values);

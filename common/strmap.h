@@ -23,6 +23,10 @@ int32_t tf_strmap_get(const tf_strmap *map, const char *key);
 bool tf_strmap_put(tf_strmap *map, const char *key, int32_t value);
 /* Makes room for `count` keys without growing again; false when memory runs out. */
 bool tf_strmap_reserve(tf_strmap *map, int32_t count);
+/* Makes `to` (empty) a copy of `from` whose keys are key_of(key, value, context): equal strings
+ * that `to`'s owner keeps alive (a copied IR's own names); false when memory runs out. */
+bool tf_strmap_copy(const tf_strmap *from, tf_strmap *to,
+                    const char *(*key_of)(const char *key, int32_t value, void *context), void *context);
 /* Frees the map's arrays (not the keys). */
 void tf_strmap_clear(tf_strmap *map);
 

@@ -165,7 +165,7 @@ static tf_status schedule_and_assign(tf_training *t) {
   return keep_memory ? place_in_order(t, true) : NULL;
 }
 
-/* The whole pipeline once, with `drop` segments recomputed in auto mode. */
+/* A copy of `name` (malloc), or NULL on no memory. */
 static char *copy_name(const char *name) {
   size_t n = strlen(name) + 1;
   char *out = malloc(n);
@@ -193,66 +193,72 @@ typedef struct pipeline_facts {
   int32_t n_segments, stride, recomputed_half;
 } pipeline_facts;
 
-/* The whole pipeline once. With `saved`, also returns the names of the saved activations (remat's
- * candidates); with `facts`, what the run found out. */
-static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, remat_choice choice,
-                              tf_plan **out, pipeline_facts *facts, char ***saved, int32_t *n_saved) {
-  *out = NULL;
-  tf_training t;
-  memset(&t, 0, sizeof(t));
-  t.options = *options;
-  t.options_remat_drop = choice.drop;
-  t.remat_phase = choice.phase;
-  t.recomputed_f32 = choice.recomputed_f32;
-  t.collect_saved = saved != NULL;
-  tf_status status = bound_copy(graph, options->bindings, &t.g);
+/* The passes that no recompute choice changes, the same for every trial of a search: the bound
+ * copy through the optimizer pass. On error *t is freed. */
+static tf_status run_front(const tf_graph *graph, const tf_compile_options *options, tf_training *t) {
+  memset(t, 0, sizeof(*t));
+  t->options = *options;
+  tf_status status = bound_copy(graph, options->bindings, &t->g);
   if (!status)
-    status = resolve_config(t.g, options, &t.config);
+    status = resolve_config(t->g, options, &t->config);
   if (!status)
-    status = tf_fuse_loss_pass(&t);
+    status = tf_fuse_loss_pass(t);
   if (!status)
-    status = tf_training_reserve(&t);
+    status = tf_training_reserve(t);
   if (!status)
-    status = tf_half_ops_pass(&t, &t.half_nodes);
+    status = tf_half_ops_pass(t, &t->half_nodes);
   if (!status) {
-    t.loss = t.g->loss;
-    t.loss_seed = t.overflow_check = -1;
-    t.n_forward_nodes = t.g->n_nodes;
-    if (options->training && t.loss < 0)
+    t->loss = t->g->loss;
+    t->loss_seed = t->overflow_check = -1;
+    t->n_forward_nodes = t->g->n_nodes;
+    if (options->training && t->loss < 0)
       status = tf_status_new(TF_ERR_INVALID_INPUT, "graph '%s' has no loss: compile it with --inference", graph->name);
   }
   if (!status && options->training)
-    status = tf_autodiff(&t);
+    status = tf_autodiff(t);
   if (!status && options->training)
-    status = tf_slice_grads_pass(&t);
+    status = tf_slice_grads_pass(t);
   if (!status && options->training)
-    status = tf_fuse_loss_train_pass(&t);
+    status = tf_fuse_loss_train_pass(t);
   if (!status && options->training)
-    status = tf_optimizer_pass(&t);
+    status = tf_optimizer_pass(t);
+  if (status)
+    tf_training_free(t);
+  return status;
+}
+
+/* The passes from recompute on, with `choice`, and the plan; frees *t. With `saved`, also returns
+ * the names of the saved activations (remat's candidates); with `facts`, what the run found out. */
+static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pipeline_facts *facts, char ***saved,
+                          int32_t *n_saved) {
+  *out = NULL;
+  t->options_remat_drop = choice.drop;
+  t->remat_phase = choice.phase;
+  t->recomputed_f32 = choice.recomputed_f32;
+  t->collect_saved = saved != NULL;
+  tf_status status = tf_remat(t);
   if (!status)
-    status = tf_remat(&t);
+    status = tf_running_stats_pass(t);
   if (!status)
-    status = tf_running_stats_pass(&t);
+    status = tf_precision_pass(t);
   if (!status)
-    status = tf_precision_pass(&t);
-  if (!status)
-    status = schedule_and_assign(&t);
+    status = schedule_and_assign(t);
   tf_plan *plan = NULL;
   if (!status)
-    status = tf_emit(&t, &plan); /* verified once chosen (tf_compile), not each trial of a search */
+    status = tf_emit(t, &plan); /* verified once chosen (tf_compile), not each trial of a search */
   if (facts)
-    *facts = (pipeline_facts){t.n_segments, t.remat_stride, t.recomputed_half};
+    *facts = (pipeline_facts){t->n_segments, t->remat_stride, t->recomputed_half};
   if (!status && saved) {
-    *saved = calloc((size_t)(t.n_saved ? t.n_saved : 1), sizeof(char *));
+    *saved = calloc((size_t)(t->n_saved ? t->n_saved : 1), sizeof(char *));
     *n_saved = 0;
-    for (int32_t i = 0; *saved && i < t.n_saved; i++) {
-      (*saved)[i] = copy_name(t.g->tensors[t.saved_list[i]].name);
+    for (int32_t i = 0; *saved && i < t->n_saved; i++) {
+      (*saved)[i] = copy_name(t->g->tensors[t->saved_list[i]].name);
       (*n_saved)++;
     }
     if (!*saved)
       status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot list the saved activations");
   }
-  tf_training_free(&t);
+  tf_training_free(t);
   if (status) {
     tf_plan_destroy(plan);
     return status;
@@ -261,20 +267,44 @@ static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *o
   return NULL;
 }
 
+/* The whole pipeline once. With `saved`, also returns the names of the saved activations (remat's
+ * candidates); with `facts`, what the run found out. */
+static tf_status run_pipeline(const tf_graph *graph, const tf_compile_options *options, remat_choice choice,
+                              tf_plan **out, pipeline_facts *facts, char ***saved, int32_t *n_saved) {
+  *out = NULL;
+  tf_training t;
+  TF_RETURN_IF_ERROR(run_front(graph, options, &t));
+  return run_back(&t, choice, out, facts, saved, n_saved);
+}
+
+/* One trial of a search: the back of the pipeline on a copy of `front` (run_front), with the
+ * recompute list `list[0..count)` (TF_REMAT_LIST) and `choice`. The plan is run_pipeline's with the
+ * front's options and that list: the passes before recompute never read the list. */
+static tf_status run_trial(const tf_training *front, const char *const *list, int32_t count, remat_choice choice,
+                           tf_plan **out, pipeline_facts *facts) {
+  *out = NULL;
+  tf_training t;
+  TF_RETURN_IF_ERROR(tf_training_copy(front, &t));
+  t.options.remat_list = list;
+  t.options.remat_list_count = count;
+  return run_back(&t, choice, out, facts, NULL, NULL);
+}
+
 /* auto: the fewest recomputed segments whose plan fits remat_budget, by binary search over the
  * count with the exact plan each time (plan sizes fall as more segments are dropped). If even
- * dropping all does not fit, the smallest plan is returned; the caller compares it to the budget. */
-static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+ * dropping all does not fit, the smallest plan is returned; the caller compares it to the budget.
+ * Each count is a trial on `front`. */
+static tf_status search_segments(const tf_training *front, const tf_compile_options *options, tf_plan **out) {
   tf_plan *best = NULL;
   pipeline_facts facts;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, options, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
+  TF_RETURN_IF_ERROR(run_trial(front, NULL, 0, (remat_choice){0, 0, false}, &best, &facts));
   const int32_t n_segments = facts.n_segments;
   if (tf_plan_device_total(best) <= options->remat_budget || n_segments == 0) {
     *out = best;
     return NULL;
   }
   tf_plan *all = NULL;
-  tf_status status = run_pipeline(graph, options, (remat_choice){n_segments, 0, false}, &all, NULL, NULL, NULL);
+  tf_status status = run_trial(front, NULL, 0, (remat_choice){n_segments, 0, false}, &all, NULL);
   if (status || tf_plan_device_total(all) > options->remat_budget) {
     tf_plan_destroy(best);
     *out = all;
@@ -286,7 +316,7 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   while (hi - lo > 1 && !status) {
     int32_t mid = lo + (hi - lo) / 2;
     tf_plan *plan = NULL;
-    status = run_pipeline(graph, options, (remat_choice){mid, 0, false}, &plan, NULL, NULL, NULL);
+    status = run_trial(front, NULL, 0, (remat_choice){mid, 0, false}, &plan, NULL);
     if (status)
       break;
     if (tf_plan_device_total(plan) <= options->remat_budget) {
@@ -306,22 +336,26 @@ static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *o
   return NULL;
 }
 
+static tf_status compile_auto(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  tf_training front;
+  TF_RETURN_IF_ERROR(run_front(graph, options, &front));
+  tf_status status = search_segments(&front, options, out);
+  tf_training_free(&front);
+  return status;
+}
+
 /* auto on graphs too small or too unstructured for segments (at most 48 saved activations): greedy
  * over single activations, each candidate judged by an exact plan: drop the one with the most bytes
- * saved per recomputed FLOP, until the plan fits or nothing helps. O(candidates^2) compiles. */
+ * saved per recomputed FLOP, until the plan fits or nothing helps. O(candidates^2) trials on
+ * `front` (compiled with TF_REMAT_LIST); chosen[0..n) is the caller's scratch. */
 enum { GENERAL_GREEDY_LIMIT = 48 };
 
-static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options *options, char **names, int32_t n,
-                                tf_plan **out) {
-  const char **chosen = calloc((size_t)(n ? n : 1), sizeof(char *));
-  bool *used = calloc((size_t)(n ? n : 1), sizeof(bool));
-  tf_compile_options o = *options;
-  o.remat = TF_REMAT_LIST;
-  o.remat_list = chosen;
-  o.remat_list_count = 0;
+static tf_status search_greedy(const tf_training *front, const tf_compile_options *options, char **names, int32_t n,
+                               const char **chosen, bool *used, tf_plan **out) {
+  int32_t count = 0;
   tf_plan *current = NULL;
-  tf_status status = chosen && used ? run_pipeline(graph, &o, (remat_choice){0, 0, false}, &current, NULL, NULL, NULL)
-                                    : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  TF_RETURN_IF_ERROR(run_trial(front, chosen, count, (remat_choice){0, 0, false}, &current, NULL));
+  tf_status status = NULL;
   int32_t plateau = 0; /* moves that saved nothing, allowed since two drops can free what one cannot */
   while (!status && tf_plan_device_total(current) > options->remat_budget && plateau <= n) {
     int32_t best = -1, flat = -1;
@@ -330,11 +364,9 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
     for (int32_t i = 0; i < n && !status; i++) {
       if (used[i])
         continue;
-      chosen[o.remat_list_count] = names[i];
-      o.remat_list_count++;
+      chosen[count] = names[i];
       tf_plan *trial = NULL;
-      status = run_pipeline(graph, &o, (remat_choice){0, 0, false}, &trial, NULL, NULL, NULL);
-      o.remat_list_count--;
+      status = run_trial(front, chosen, count + 1, (remat_choice){0, 0, false}, &trial, NULL);
       if (status)
         break;
       double saved = (double)(tf_plan_device_total(current) - tf_plan_device_total(trial));
@@ -366,12 +398,10 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
       break;
     }
     used[best] = true;
-    chosen[o.remat_list_count++] = names[best];
+    chosen[count++] = names[best];
     tf_plan_destroy(current);
     current = best_plan;
   }
-  free(chosen);
-  free(used);
   if (status) {
     tf_plan_destroy(current);
     return status;
@@ -380,8 +410,61 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
   return NULL;
 }
 
+static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options *options, char **names, int32_t n,
+                                tf_plan **out) {
+  const char **chosen = calloc((size_t)(n ? n : 1), sizeof(char *));
+  bool *used = calloc((size_t)(n ? n : 1), sizeof(bool));
+  tf_compile_options o = *options;
+  o.remat = TF_REMAT_LIST;
+  o.remat_list = NULL;
+  o.remat_list_count = 0;
+  tf_training front;
+  tf_status status =
+      !chosen || !used ? tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory") : run_front(graph, &o, &front);
+  if (!status) {
+    status = search_greedy(&front, options, names, n, chosen, used, out);
+    tf_training_free(&front);
+  }
+  free(chosen);
+  free(used);
+  return status;
+}
+
 /* The phases of the kept cuts tried at most (remat.c keeps every s-th cut: s phases). */
 #define CHECKPOINT_PHASES 4
+
+/* The checkpoint variants on `front` (options without update_in_backward): the plan with the
+ * smallest device total, its choice, and the notes' line listing every variant's total. */
+static tf_status rank_checkpoints(const tf_training *front, tf_plan **out, remat_choice *chosen, char *line,
+                                  size_t size) {
+  pipeline_facts facts;
+  tf_plan *best = NULL;
+  TF_RETURN_IF_ERROR(run_trial(front, NULL, 0, (remat_choice){0, 0, false}, &best, &facts));
+  const int32_t phases = facts.stride < CHECKPOINT_PHASES ? facts.stride : CHECKPOINT_PHASES;
+  const int32_t storages = facts.recomputed_half > 0 ? 2 : 1;
+  *chosen = (remat_choice){0, 0, false};
+  int used = snprintf(line, size, "checkpoints: %d variants compiled (%d phases of the cuts%s), device totals %" PRId64,
+                      phases * storages, phases, storages > 1 ? ", recomputed activations in half and in f32" : "",
+                      tf_plan_device_total(best));
+  for (int32_t v = 1; v < phases * storages; v++) {
+    tf_plan *trial = NULL;
+    const remat_choice choice = {0, v % phases, v >= phases};
+    tf_status status = run_trial(front, NULL, 0, choice, &trial, NULL);
+    if (status) {
+      tf_plan_destroy(best);
+      return status;
+    }
+    used += snprintf(line + used, size - (size_t)used, " %" PRId64, tf_plan_device_total(trial));
+    const bool smaller = tf_plan_device_total(trial) < tf_plan_device_total(best);
+    tf_plan_destroy(smaller ? best : trial);
+    best = smaller ? trial : best;
+    *chosen = smaller ? choice : *chosen;
+  }
+  if (phases * storages == 1)
+    line[0] = '\0';
+  *out = best;
+  return NULL;
+}
 
 /* checkpoints: each phase of the kept cuts (up to CHECKPOINT_PHASES), and under a half policy each
  * with the recomputed activations stored in half and kept f32 (the casts cost steps, and with them
@@ -393,38 +476,24 @@ static tf_status compile_greedy(const tf_graph *graph, const tf_compile_options 
 static tf_status compile_checkpoints(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   tf_compile_options rank = *options;
   rank.update_in_backward = false;
-  pipeline_facts facts;
+  tf_training front;
+  TF_RETURN_IF_ERROR(run_front(graph, &rank, &front));
   tf_plan *best = NULL;
-  TF_RETURN_IF_ERROR(run_pipeline(graph, &rank, (remat_choice){0, 0, false}, &best, &facts, NULL, NULL));
-  const int32_t phases = facts.stride < CHECKPOINT_PHASES ? facts.stride : CHECKPOINT_PHASES;
-  const int32_t storages = facts.recomputed_half > 0 ? 2 : 1;
-  remat_choice chosen = {0, 0, false};
+  remat_choice chosen;
   char line[96 + 24 * 2 * CHECKPOINT_PHASES];
-  int used =
-      snprintf(line, sizeof(line),
-               "checkpoints: %d variants compiled (%d phases of the cuts%s), device totals %" PRId64, phases * storages,
-               phases, storages > 1 ? ", recomputed activations in half and in f32" : "", tf_plan_device_total(best));
-  for (int32_t v = 1; v < phases * storages; v++) {
-    tf_plan *trial = NULL;
-    const remat_choice choice = {0, v % phases, v >= phases};
-    tf_status status = run_pipeline(graph, &rank, choice, &trial, NULL, NULL, NULL);
-    if (status) {
-      tf_plan_destroy(best);
-      return status;
-    }
-    used += snprintf(line + used, sizeof(line) - (size_t)used, " %" PRId64, tf_plan_device_total(trial));
-    const bool smaller = tf_plan_device_total(trial) < tf_plan_device_total(best);
-    tf_plan_destroy(smaller ? best : trial);
-    best = smaller ? trial : best;
-    chosen = smaller ? choice : chosen;
+  tf_status status = rank_checkpoints(&front, &best, &chosen, line, sizeof(line));
+  tf_training_free(&front);
+  TF_RETURN_IF_ERROR(status);
+  if (line[0]) {
+    size_t used = strlen(line);
+    snprintf(line + used, sizeof(line) - used, " bytes%s: the smallest kept\n",
+             options->update_in_backward ? " with the updates after the backward pass" : "");
   }
-  snprintf(line + used, sizeof(line) - (size_t)used, " bytes%s: the smallest kept\n",
-           options->update_in_backward ? " with the updates after the backward pass" : "");
   if (options->update_in_backward) {
     tf_plan_destroy(best);
     TF_RETURN_IF_ERROR(run_pipeline(graph, options, chosen, &best, NULL, NULL, NULL));
   }
-  if (phases * storages > 1)
+  if (line[0])
     tf_plan_note(best, line);
   *out = best;
   return NULL;

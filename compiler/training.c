@@ -133,6 +133,50 @@ int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_st
   return id;
 }
 
+/* Into *out, a copy of the first `count` elements (of `element` bytes) of an array of `capacity`;
+ * true also when there is no array, false on no memory. */
+static bool copy_array(const void *array, int32_t count, int32_t capacity, size_t element, void **out) {
+  *out = NULL;
+  if (!array)
+    return true;
+  *out = malloc(element * (size_t)(capacity > 0 ? capacity : 1));
+  if (*out && count > 0)
+    memcpy(*out, array, element * (size_t)count);
+  return *out != NULL;
+}
+
+tf_status tf_training_copy(const tf_training *from, tf_training *to) {
+  memset(to, 0, sizeof(*to));
+  if (from->schedule || from->first || from->last || from->alias_of || from->offset || from->workspace_bytes ||
+      from->workspace_offset || from->live_bytes || from->saved_list)
+    return tf_status_new(TF_ERR_INTERNAL, "a training state is copied only before recompute and scheduling");
+  tf_training copy = *from;
+  copy.g = NULL;
+  copy.role = NULL;
+  copy.grad = copy.owner = copy.extra_parts = copy.narrowed = copy.follows = NULL;
+  copy.phase = NULL;
+  bool copied =
+      copy_array(from->role, from->capacity_tensors, from->capacity_tensors, sizeof(tf_buffer_role),
+                 (void **)&copy.role) &&
+      copy_array(from->grad, from->capacity_tensors, from->capacity_tensors, sizeof(int32_t), (void **)&copy.grad) &&
+      copy_array(from->owner, from->capacity_tensors, from->capacity_tensors, sizeof(int32_t), (void **)&copy.owner) &&
+      copy_array(from->extra_parts, 2 * from->n_extra_parts, 2 * from->capacity_extra_parts, sizeof(int32_t),
+                 (void **)&copy.extra_parts) &&
+      copy_array(from->narrowed, 2 * from->n_narrowed, 2 * from->capacity_narrowed, sizeof(int32_t),
+                 (void **)&copy.narrowed) &&
+      copy_array(from->phase, from->capacity_nodes, from->capacity_nodes, sizeof(tf_phase), (void **)&copy.phase) &&
+      copy_array(from->follows, from->capacity_nodes, from->capacity_nodes, sizeof(int32_t), (void **)&copy.follows);
+  tf_status status = copied ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot copy the training state");
+  if (!status && from->g)
+    status = tf_ir_copy(from->g, &copy.g);
+  if (status) {
+    tf_training_free(&copy);
+    return status;
+  }
+  *to = copy;
+  return NULL;
+}
+
 void tf_training_free(tf_training *t) {
   tf_graph_destroy(t->g);
   free(t->role);

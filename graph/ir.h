@@ -92,6 +92,9 @@ tf_status tf_ir_reorder_nodes(tf_graph *g, const int32_t *order) TF_MUST_USE;
 tf_status tf_ir_unique_name(tf_graph *g, const char *base, char *name, size_t size) TF_MUST_USE;
 /* Forgets tf_ir_unique_name's memory: for code that removes or renames a node or tensor. */
 void tf_ir_forget_suffixes(tf_graph *g);
+/* A deep copy of `g` (ir_copy.c): the same ids, names and name maps, so tf_ir_unique_name picks the
+ * same names on both. Refuses a graph that holds a builder error. */
+tf_status tf_ir_copy(const tf_graph *g, tf_graph **out) TF_MUST_USE;
 /* Appends a symbol; returns its id or -1 with *status set. */
 int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, tf_status *status);
 /* Appends to the output list. */
