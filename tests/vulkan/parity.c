@@ -114,21 +114,27 @@ tf_status parity_feed(tf_session *session, const tf_plan *plan, const parity_dat
   return NULL;
 }
 
-tf_status parity_open(const tf_graph *graph, const tf_compile_options *options, tf_plan *plans[2],
-                      tf_session *sessions[2]) {
+tf_status parity_open_each(const tf_graph *graph, const tf_compile_options options[2], tf_plan *plans[2],
+                           tf_session *sessions[2]) {
   static const char *const backends[2] = {"cpu", "vulkan"};
   plans[0] = plans[1] = NULL;
   sessions[0] = sessions[1] = NULL;
   for (int b = 0; b < 2; b++) {
-    tf_compile_options o = *options;
-    o.target = tf_target_default(b ? TF_TARGET_VULKAN : TF_TARGET_CPU);
-    TF_RETURN_IF_ERROR(tf_compile(graph, &o, &plans[b]));
+    TF_RETURN_IF_ERROR(tf_compile(graph, &options[b], &plans[b]));
     tf_session_options s = tf_session_options_default();
     s.backend = backends[b];
     s.seed = 11;
     TF_RETURN_IF_ERROR(tf_status_prefix(tf_session_create(plans[b], &s, &sessions[b]), "%s", backends[b]));
   }
   return NULL;
+}
+
+tf_status parity_open(const tf_graph *graph, const tf_compile_options *options, tf_plan *plans[2],
+                      tf_session *sessions[2]) {
+  tf_compile_options each[2] = {*options, *options};
+  each[0].target = tf_target_default(TF_TARGET_CPU);
+  each[1].target = tf_target_default(TF_TARGET_VULKAN);
+  return parity_open_each(graph, each, plans, sessions);
 }
 
 void parity_close(tf_plan *plans[2], tf_session *sessions[2]) {

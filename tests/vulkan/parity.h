@@ -45,6 +45,10 @@ tf_status parity_feed(tf_session *session, const tf_plan *plan, const parity_dat
  * on each; the caller destroys them. */
 tf_status parity_open(const tf_graph *graph, const tf_compile_options *options, tf_plan *plans[2],
                       tf_session *sessions[2]);
+/* parity_open with each target's own options: options[0] for the cpu, options[1] for vulkan (their
+ * targets as given). */
+tf_status parity_open_each(const tf_graph *graph, const tf_compile_options options[2], tf_plan *plans[2],
+                           tf_session *sessions[2]);
 void parity_close(tf_plan *plans[2], tf_session *sessions[2]);
 
 /* Compares buffer `name` between the sessions, folding the result into *result; false (with the

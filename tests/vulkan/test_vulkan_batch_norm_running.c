@@ -101,22 +101,14 @@ static int32_t running_steps(const tf_plan *plan, tf_dtype dtype, bool *x_in_dty
 /* Compiles `graph` for the cpu target without half kernels (sessions[0]) and for the vulkan target
  * (sessions[1]); the caller closes them (parity_close). */
 static tf_status open_sessions(const tf_graph *graph, tf_plan *plans[2], tf_session *sessions[2]) {
-  static const char *const backends[2] = {"cpu", "vulkan"};
-  plans[0] = plans[1] = NULL;
-  sessions[0] = sessions[1] = NULL;
+  tf_compile_options each[2] = {tf_compile_options_default(TF_TARGET_CPU),
+                                tf_compile_options_default(TF_TARGET_VULKAN)};
   for (int b = 0; b < 2; b++) {
-    tf_compile_options o = tf_compile_options_default(b ? TF_TARGET_VULKAN : TF_TARGET_CPU);
-    o.training = true;
-    o.accumulate = MICRO_BATCHES;
-    if (b == 0)
-      memset(o.target.half_kernels, 0, sizeof(o.target.half_kernels));
-    TF_RETURN_IF_ERROR(tf_compile(graph, &o, &plans[b]));
-    tf_session_options s = tf_session_options_default();
-    s.backend = backends[b];
-    s.seed = 11;
-    TF_RETURN_IF_ERROR(tf_status_prefix(tf_session_create(plans[b], &s, &sessions[b]), "%s", backends[b]));
+    each[b].training = true;
+    each[b].accumulate = MICRO_BATCHES;
   }
-  return NULL;
+  memset(each[0].target.half_kernels, 0, sizeof(each[0].target.half_kernels));
+  return parity_open_each(graph, each, plans, sessions);
 }
 
 static tf_status read_floats(tf_session *session, const char *name, float *values, int64_t n) {
