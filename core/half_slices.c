@@ -60,6 +60,8 @@ static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *ou
   case TF_OP_TANH:
   case TF_OP_SOFTPLUS:
   case TF_OP_LEAKY_RELU:
+  case TF_OP_ABS:
+  case TF_OP_ABS_GRAD:
   case TF_OP_RELU_GRAD:
   case TF_OP_LEAKY_RELU_GRAD:
   case TF_OP_GELU_GRAD:

@@ -267,7 +267,13 @@
   /* (x, running_mean, running_var): both f32, updated in place with the batch's mean and unbiased */                \
   /* variance, running = (1 - momentum) running + momentum batch; once per micro-batch, in the forward pass */       \
   X(BATCH_NORM_RUNNING,   batch_norm_running,   81, TRAINING, 3,  3,   0,  0,   0x6, NORM,          batch_norm_running,\
-      NONE,      NONE,               none,             batch_norm_running,   batch_norm_running, batch_norm_running)
+      NONE,      NONE,               none,             batch_norm_running,   batch_norm_running, batch_norm_running) \
+  /* x -> |x| (an L1 loss: mean(abs(y - target))) */                                                                 \
+  X(ABS,                  abs,                  82, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               abs,              abs,                  unary,           unary)                   \
+  /* (x, dy) -> dx: dy for x > 0, -dy for x < 0, 0 at 0 (PyTorch's sign(x) dy) */                                    \
+  X(ABS_GRAD,             abs_grad,             83, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             abs_grad,             activation_grad, unary)
 // clang-format on
 
 #endif

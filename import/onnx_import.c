@@ -23,7 +23,7 @@ tf_onnx_options tf_onnx_options_default(void) {
   return options;
 }
 
-static const char *const loss_names[] = {"none", "cross_entropy", "mse", "bce_with_logits"};
+static const char *const loss_names[] = {"none", "cross_entropy", "mse", "bce_with_logits", "l1"};
 
 int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph) {
   int32_t count = 0;
@@ -250,6 +250,15 @@ static tf_status add_values(ox_import *im) {
   return NULL;
 }
 
+/* PyTorch's F.l1_loss (reduction "mean"): the mean of |output - label| over every element, in f32
+ * (a half output widened first). */
+static tf_tensor_id l1_loss(tf_graph *g, tf_tensor_id output, tf_tensor_id label) {
+  tf_tensor_info info;
+  if (tf_graph_tensor(g, output, &info) && info.dtype != TF_F32)
+    output = tf_cast(g, output, TF_F32);
+  return tf_reduce(g, TF_OP_MEAN, tf_unary(g, TF_OP_ABS, tf_sub(g, output, label)), NULL, 0, false);
+}
+
 static tf_status add_outputs_and_loss(ox_import *im) {
   const Onnx__GraphProto *g = im->onnx;
   if (g->n_output == 0)
@@ -290,6 +299,7 @@ static tf_status add_outputs_and_loss(ox_import *im) {
   tf_tensor_id value = loss == TF_ONNX_LOSS_CROSS_ENTROPY
                            ? tf_cross_entropy(im->graph, first, label, im->options->ignore_index)
                        : loss == TF_ONNX_LOSS_MSE ? tf_mse(im->graph, first, label)
+                       : loss == TF_ONNX_LOSS_L1  ? l1_loss(im->graph, first, label)
                                                   : tf_bce_with_logits(im->graph, first, label);
   tf_graph_set_loss(im->graph, value);
   tf_status status = ox_graph_error(im, NULL);

@@ -219,6 +219,8 @@ static tf_status convert_tanh(ox_import *im, const ox_node *node) { return unary
 static tf_status convert_exp(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_EXP); }
 static tf_status convert_log(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_LOG); }
 static tf_status convert_neg(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_NEG); }
+/* torch.abs, F.l1_loss's |input - target| (then ReduceMean). */
+static tf_status convert_abs(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_ABS); }
 /* torch.nn.Softplus() (beta 1, threshold 20), which ours is: x itself past 20. */
 static tf_status convert_softplus(ox_import *im, const ox_node *node) { return unary(im, node, TF_OP_SOFTPLUS); }
 
@@ -596,6 +598,7 @@ static const ox_converter_row converters[] = {
     {"Exp", convert_exp},
     {"Log", convert_log},
     {"Neg", convert_neg},
+    {"Abs", convert_abs},
     {"Sqrt", convert_sqrt},
     {"Gelu", convert_gelu},
     {"MatMul", convert_matmul},

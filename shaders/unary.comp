@@ -68,6 +68,7 @@ float forward(uint op, float x) {
   case TF_OP_TANH: return tanh_of(x);
   case TF_OP_SOFTPLUS: return x > 20.0 ? x : log1p_of(exp(x));
   case TF_OP_LEAKY_RELU: return x > 0.0 ? x : x * pc.slope;
+  case TF_OP_ABS: return abs(x);
   }
   return MISSING;
 }
@@ -88,6 +89,7 @@ float derivative(uint op, float v) {
   case TF_OP_SIGMOID_GRAD: return v * (1.0 - v);
   case TF_OP_TANH_GRAD: return 1.0 - v * v;
   case TF_OP_LEAKY_RELU_GRAD: return v > 0.0 ? 1.0 : pc.slope; // dy * 1 is dy exactly
+  case TF_OP_ABS_GRAD: return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : 0.0); // sgn(NaN) = 0, as PyTorch
   }
   return MISSING;
 }

@@ -27,7 +27,8 @@ static void help(void) {
           "                     .safetensors for .tfg)\n"
           "  --loss L           add a label input and loss L on the first output, for training:\n"
           "                     cross_entropy (integer labels, the output's shape without its last axis),\n"
-          "                     mse or bce_with_logits (float labels of the output's shape)\n"
+          "                     mse, bce_with_logits or l1 (float labels of the output's shape; l1:\n"
+          "                     the mean absolute error, PyTorch's L1Loss)\n"
           "  --ignore-index I   cross_entropy: labels equal to I do not count (default -100)\n"
           "  --label NAME       the label input's name (default labels)\n"
           "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
@@ -136,7 +137,7 @@ int tf_cmd_import(int argc, char **argv) {
     } else if (tf_cli_option(argc, argv, &i, "--weights", &weights, &error)) {
     } else if (tf_cli_option(argc, argv, &i, "--loss", &v, &error)) {
       if (!error && !tf_onnx_loss_parse(v, &options.loss))
-        return tf_cli_usage_error("import", "--loss '%s': use cross_entropy, mse or bce_with_logits", v);
+        return tf_cli_usage_error("import", "--loss '%s': use cross_entropy, mse, bce_with_logits or l1", v);
     } else if (tf_cli_option(argc, argv, &i, "--ignore-index", &v, &error)) {
       char *end;
       if (!error) {

@@ -18,6 +18,7 @@ typedef enum tf_onnx_loss {
   TF_ONNX_LOSS_CROSS_ENTROPY,   /* integer label [output shape without its last axis] */
   TF_ONNX_LOSS_MSE,             /* float label of the output's shape */
   TF_ONNX_LOSS_BCE_WITH_LOGITS, /* float label of the output's shape */
+  TF_ONNX_LOSS_L1,              /* float label of the output's shape: mean |output - label| */
 } tf_onnx_loss;
 
 /* What `tightfit import` sets from its flags. Start from tf_onnx_options_default(): a zeroed struct
@@ -57,7 +58,7 @@ int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph);
  * by each batch's statistics, its running statistics updated by training (docs/import.md). */
 int32_t tf_onnx_batch_statistics_norms(const tf_graph *graph);
 
-/* "none", "cross_entropy", "mse", "bce_with_logits"; tf_onnx_loss_parse() is its inverse (false when
+/* "none", "cross_entropy", "mse", "bce_with_logits", "l1"; tf_onnx_loss_parse() is its inverse (false when
  * `name` is none of them). */
 const char *tf_onnx_loss_name(tf_onnx_loss loss);
 bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out);

@@ -258,6 +258,7 @@ DEFINE_UNARY(softplus, x > (real)SOFTPLUS_THRESHOLD ? x : TF_REAL_LOG1P(TF_REAL_
 DEFINE_UNARY_SPAN(gelu_erf, gelu_of(x, false))
 DEFINE_UNARY_SPAN(gelu_tanh, gelu_of(x, true))
 DEFINE_UNARY_SPAN(leaky_relu, x > 0 ? x : x * slope) /* PyTorch's: x * negative_slope at x <= 0 */
+DEFINE_UNARY(abs, TF_REAL_FABS(x))
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
@@ -292,6 +293,8 @@ DEFINE_GRAD(tanh_grad, dy * ((real)1 - v * v))
 DEFINE_GRAD_SPAN(gelu_erf_grad, dy * gelu_derivative(v, false))
 DEFINE_GRAD_SPAN(gelu_tanh_grad, dy * gelu_derivative(v, true))
 DEFINE_GRAD_SPAN(leaky_relu_grad, v > 0 ? dy : dy * slope) /* PyTorch's leaky_relu_backward */
+/* PyTorch's dy sgn(x): sgn is 0 at 0 and for a NaN x, and 0 times an infinite dy is NaN */
+DEFINE_GRAD(abs_grad, dy * (v > 0 ? (real)1 : v < 0 ? (real)-1 : (real)0))
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {

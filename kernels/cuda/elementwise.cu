@@ -115,6 +115,7 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_TANH: return tanhf(x);
   case TF_OP_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
   case TF_OP_LEAKY_RELU: return x > 0 ? x : x * a.slope;
+  case TF_OP_ABS: return fabsf(x);
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
@@ -145,7 +146,8 @@ template <int OP> __device__ inline float grad_op(float v, float dy, activation 
   case TF_OP_SIGMOID_GRAD: return dy * v * (1.0f - v);
   case TF_OP_TANH_GRAD: return dy * (1.0f - v * v);
   case TF_OP_LEAKY_RELU_GRAD: return v > 0 ? dy : dy * a.slope;
-  default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
+  case TF_OP_ABS_GRAD: return dy * (v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f); /* sgn(NaN) = 0, as PyTorch */
+  default: return __int_as_float(0x7fc00000);                             /* NaN: an op without a case here */
   }
 }
 

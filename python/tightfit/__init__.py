@@ -27,7 +27,7 @@ __all__ = ["TightfitError", "Graph", "Plan", "Session", "BlockConfig", "load", "
 
 NO_TENSOR = -1
 _OPS = {"neg": 5, "exp": 6, "log": 7, "sqrt": 8, "rsqrt": 9, "relu": 10, "silu": 12, "sigmoid": 13, "tanh": 14,
-        "softplus": 67, "sum": 15, "mean": 16, "max": 17, "max_pool2d": 31, "avg_pool2d": 32}
+        "softplus": 67, "abs": 82, "sum": 15, "mean": 16, "max": 17, "max_pool2d": 31, "avg_pool2d": 32}
 
 
 def library_path():
@@ -185,8 +185,8 @@ class Graph:
         return self._checked(_lib.lib.tf_div(self._g, a, b), "div")
 
     def unary(self, op, x):
-        """neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, softplus."""
-        if op not in _OPS or _OPS[op] > 14 and op != "softplus":
+        """neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, softplus, abs."""
+        if op not in _OPS or _OPS[op] > 14 and op not in ("softplus", "abs"):
             raise TightfitError(f"unary: unknown op {op!r}")
         return self._checked(_lib.lib.tf_unary(self._g, _OPS[op], x), op)
 
@@ -198,6 +198,10 @@ class Graph:
 
     def sigmoid(self, x):
         return self.unary("sigmoid", x)
+
+    def abs(self, x):
+        """|x|; an L1 loss is mean(abs(y - target)), torch.nn.L1Loss()."""
+        return self.unary("abs", x)
 
     def gelu(self, x, approximate=False):
         return self._checked(_lib.lib.tf_gelu(self._g, x, approximate), "gelu")
@@ -764,13 +768,13 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
                name=None, opset_version=None):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
     it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
-    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits") adds a `labels` input and the loss.
+    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1") adds a `labels` input and the loss.
     The graph's weights are the module's, in a safetensors file beside the graph's temporary files."""
     if not _lib.HAS_ONNX:
         raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
                             "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
     if loss not in _lib.ONNX_LOSSES:
-        raise TightfitError(f"from_torch: loss must be one of cross_entropy, mse, bce_with_logits or None, got {loss!r}")
+        raise TightfitError(f"from_torch: loss must be one of cross_entropy, mse, bce_with_logits, l1 or None, got {loss!r}")
     import torch
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)

@@ -158,7 +158,7 @@ class OnnxOptions(ctypes.Structure):
                 ("label_name", ctypes.c_char_p), ("graph_name", ctypes.c_char_p)]
 
 
-ONNX_LOSSES = {None: 0, "none": 0, "cross_entropy": 1, "mse": 2, "bce_with_logits": 3}
+ONNX_LOSSES = {None: 0, "none": 0, "cross_entropy": 1, "mse": 2, "bce_with_logits": 3, "l1": 4}
 
 
 def _declare(name, restype, *argtypes):

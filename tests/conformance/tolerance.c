@@ -25,6 +25,8 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
                               sums = {1e-5, 1e-5, 1}, update = {5e-7, 2e-6, 0};
   switch (op) {
   case TF_OP_NEG:
+  case TF_OP_ABS:
+  case TF_OP_ABS_GRAD:
   case TF_OP_RELU:
   case TF_OP_RELU_GRAD:
   case TF_OP_RESHAPE:
@@ -75,6 +77,8 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
                               update = {1e-7, 1e-6, 1};
   switch (op) {
   case TF_OP_NEG:
+  case TF_OP_ABS:
+  case TF_OP_ABS_GRAD:
   case TF_OP_RELU:
   case TF_OP_RELU_GRAD:
   case TF_OP_RESHAPE:

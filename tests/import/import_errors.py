@@ -93,7 +93,7 @@ class Unsupported(torch.nn.Module):
         self.fc = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        return self.fc(x).abs().cumsum(1).abs()
+        return self.fc(x).sign().cumsum(1).sign()
 
 
 def main():
@@ -154,7 +154,7 @@ def main():
             ("unnamed dynamic axis", write("axis.onnx", model([node("Relu", ["x"], ["y"], "r")],
                                                               [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
              ["axis.onnx", "'x'", "axis 0"]),
-            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Abs (2 nodes", "CumSum (1 node"]),
+            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Sign (2 nodes", "CumSum (1 node"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),

@@ -665,5 +665,44 @@ def leaky_discriminator():
 
 
 case("LeakyReLU(0.2) and Softplus import and train as PyTorch's", leaky_discriminator)
+
+
+# A TTS-style mel head trained on an L1 loss (loss="l1": mean |output - target|, PyTorch's L1Loss),
+# with a torch.abs inside the model too: 5 AdamW steps as PyTorch's.
+def l1_mel_head():
+    torch.manual_seed(7)
+
+    class MelHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden, self.out = torch.nn.Linear(12, 32), torch.nn.Linear(32, 20)
+
+        def forward(self, x):
+            return self.out(torch.abs(self.hidden(x)))
+
+    model = MelHead()
+    xs, ys = torch.randn(batch, 12), torch.randn(batch, 20)
+    graph = tightfit.from_torch(model, (xs,), loss="l1")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": xs.numpy(), "labels": ys.numpy()}) for _ in range(5)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
+    expected = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.l1_loss(model(xs), ys)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"{ops.count('abs')} abs nodes; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("abs") != 2:
+        return f"expected 2 abs nodes (the model's and the loss's): {ops}", seen
+    return (None if worst <= 1e-5 and losses[-1] < losses[0] else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("torch.abs and an L1 loss import and train as PyTorch's", l1_mel_head)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

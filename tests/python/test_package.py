@@ -163,6 +163,21 @@ cast_loss = tightfit.Session(cast_plan, seed=2).forward({"x": x_values})
 ok(cast_loss == half_loss and "computed in f32 between casts" in str(cast_plan.report()["notes"]),
    f"no_half_kernels=True: the matmul between casts, the same loss bit for bit ({cast_loss:.9g})")
 
+# ---- Graph.abs and an L1 loss, mean |x w - t|: the loss and the weight's gradient step as numpy's ----
+lg = tightfit.Graph("l1")
+lx, lt = lg.input("x", [4, 5]), lg.input("t", [4, 3])
+lw = lg.parameter("w", [5, 3], init="normal")
+ly = lg.matmul(lx, lw)
+lg.finish(ly, lg.reduce("mean", lg.abs(lg.sub(ly, lt)), [0, 1]))
+ls = tightfit.Session(tightfit.compile(lg, optimizer="sgd", lr=0.5), seed=4)
+l_x, l_t = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5), np.linspace(1, -1, 12, dtype=np.float32).reshape(4, 3)
+l_w = ls.read("w", shape=(5, 3)).astype(np.float64)
+l_r = l_x.astype(np.float64) @ l_w - l_t
+l_loss = ls.step({"x": l_x, "t": l_t})
+l_w_expected = l_w - 0.5 * (l_x.T.astype(np.float64) @ (np.sign(l_r) / l_r.size))
+ok(abs(l_loss - np.abs(l_r).mean()) < 1e-6 and np.abs(ls.read("w", shape=(5, 3)) - l_w_expected).max() < 1e-6,
+   f"Graph.abs: an L1 loss {l_loss:.6f} (numpy {np.abs(l_r).mean():.6f}) and one SGD step as numpy's")
+
 # ---- matmul_math: stored in the plan and reported; an unknown value raises ----
 half = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, matmul_math="bf16")
 ok(half.report()["matmul_math"] == "bf16" and kept.report()["matmul_math"] == "f32",
