@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "graph/ir.h"
+#include "ir_test_nodes.h"
 #include "tightfit/graph.h"
 #include "tightfit/zoo.h"
 
@@ -56,31 +57,10 @@ static void same_graph(const char *what, const tf_graph *g, const tf_graph *c) {
   CHECK(&counts, keys_owned(c), "%s: a name map of the copy borrows a name it does not own", what);
 }
 
-static uint32_t next(uint64_t *state) {
-  *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(*state >> 33);
-}
-
-/* A zero node `name` writing tensor `name`/out, unless a name is taken. */
-static void add_zero(tf_graph *g, const char *name) {
-  char tensor[160];
-  snprintf(tensor, sizeof(tensor), "%s/out", name);
-  if (tf_strmap_get(&g->node_names, name) >= 0 || tf_strmap_get(&g->tensor_names, tensor) >= 0)
-    return;
-  tf_status status = NULL;
-  int32_t out = tf_ir_add_tensor(g, tensor, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
-  tf_attrs none;
-  memset(&none, 0, sizeof(none));
-  if (!status)
-    tf_ir_add_node(g, name, TF_OP_ZERO, NULL, 0, &out, 1, &none, &status);
-  CHECK(&counts, status == NULL, "add %s: %s", name, tf_status_message(status));
-  tf_status_free(status);
-}
-
 /* One step of naming: a unique name through the memo, taken by a new node; the name it got. */
 static void name_one(tf_graph *g, const char *base, char *name, size_t size) {
   CHECK_OK(&counts, tf_ir_unique_name(g, base, name, size));
-  add_zero(g, name);
+  ir_test_add_zero(&counts, g, name, false);
 }
 
 /* Names nodes in the original, copies it midway, destroys the original, and names the same bases
@@ -95,9 +75,9 @@ static void naming_goes_with_the_copy(uint64_t seed) {
   uint64_t state = seed;
   for (int32_t step = 0; step < 200; step++) {
     char name[128];
-    name_one(g, bases[next(&state) % 5], name, sizeof(name));
-    if (next(&state) % 16 == 0 && g->n_nodes > 0)
-      CHECK_OK(&counts, tf_ir_remove_node(g, (int32_t)(next(&state) % (uint32_t)g->n_nodes)));
+    name_one(g, bases[ir_test_next(&state) % 5], name, sizeof(name));
+    if (ir_test_next(&state) % 16 == 0 && g->n_nodes > 0)
+      CHECK_OK(&counts, tf_ir_remove_node(g, (int32_t)(ir_test_next(&state) % (uint32_t)g->n_nodes)));
   }
   tf_graph *copy = NULL, *twin = NULL;
   CHECK_OK(&counts, tf_ir_copy(g, &copy));
@@ -113,12 +93,12 @@ static void naming_goes_with_the_copy(uint64_t seed) {
   static char expected[LATER][128];
   uint64_t later = state;
   for (int32_t step = 0; step < LATER; step++)
-    name_one(g, bases[next(&later) % 5], expected[step], sizeof(expected[step]));
+    name_one(g, bases[ir_test_next(&later) % 5], expected[step], sizeof(expected[step]));
   tf_graph_destroy(g); /* the copies must not need it */
   int32_t differ = 0;
   for (int32_t step = 0; step < LATER; step++) {
     char a[128], b[128];
-    const char *base = bases[next(&state) % 5];
+    const char *base = bases[ir_test_next(&state) % 5];
     name_one(copy, base, a, sizeof(a));
     name_one(twin, base, b, sizeof(b));
     differ += strcmp(a, expected[step]) != 0 || strcmp(b, expected[step]) != 0;

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "graph/ir.h"
+#include "ir_test_nodes.h"
 #include "tightfit/graph.h"
 
 static tf_test_counts counts;
@@ -31,28 +32,6 @@ static void probed_name(const tf_graph *g, const char *base, char *name, size_t 
     snprintf(name, size, "%s_%d", base, k);
 }
 
-static uint32_t next(uint64_t *state) {
-  *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(*state >> 33);
-}
-
-/* A zero node named `name` writing a new tensor named `name`/out (or `name` itself). */
-static bool add_zero(tf_graph *g, const char *name, bool same_tensor_name) {
-  char tensor[160];
-  snprintf(tensor, sizeof(tensor), same_tensor_name ? "%s" : "%s/out", name);
-  if (taken(g, name) || taken(g, tensor))
-    return false;
-  tf_status status = NULL;
-  int32_t out = tf_ir_add_tensor(g, tensor, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
-  tf_attrs none;
-  memset(&none, 0, sizeof(none));
-  if (!status)
-    tf_ir_add_node(g, name, TF_OP_ZERO, NULL, 0, &out, 1, &none, &status);
-  CHECK(&counts, status == NULL, "add %s: %s", name, tf_status_message(status));
-  tf_status_free(status);
-  return true;
-}
-
 static void random_sequence(uint64_t seed, int32_t steps) {
   static const char *const bases[] = {"relu", "relu_2", "grad", "layer/matmul", "x"};
   tf_graph *g = NULL;
@@ -62,8 +41,8 @@ static void random_sequence(uint64_t seed, int32_t steps) {
   uint64_t state = seed;
   int32_t compared = 0, removed = 0, renamed = 0, direct = 0;
   for (int32_t step = 0; step < steps; step++) {
-    const char *base = bases[next(&state) % 5];
-    const uint32_t what = next(&state) % 20;
+    const char *base = bases[ir_test_next(&state) % 5];
+    const uint32_t what = ir_test_next(&state) % 20;
     char name[128], expected[128];
     if (what < 14) { /* a name through the memo, then taken by a node (and its tensor, sometimes) */
       probed_name(g, base, expected, sizeof(expected));
@@ -72,16 +51,16 @@ static void random_sequence(uint64_t seed, int32_t steps) {
             step, base, name, expected);
       compared++;
       if (what < 12)
-        add_zero(g, name, what < 4);
+        ir_test_add_zero(&counts, g, name, what < 4);
     } else if (what < 17) { /* a suffixed name taken directly, past the memo */
-      snprintf(name, sizeof(name), "%s_%u", base, 2 + next(&state) % 12);
-      direct += add_zero(g, name, what == 14);
+      snprintf(name, sizeof(name), "%s_%u", base, 2 + ir_test_next(&state) % 12);
+      direct += ir_test_add_zero(&counts, g, name, what == 14);
     } else if (what < 19 && g->n_nodes > 0) { /* a node goes: its name is free again */
-      CHECK_OK(&counts, tf_ir_remove_node(g, (int32_t)(next(&state) % (uint32_t)g->n_nodes)));
+      CHECK_OK(&counts, tf_ir_remove_node(g, (int32_t)(ir_test_next(&state) % (uint32_t)g->n_nodes)));
       removed++;
     } else if (g->n_tensors > 0) { /* a tensor is renamed: its old name is free again */
       snprintf(name, sizeof(name), "renamed_%d", step);
-      tf_graph_rename(g, (int32_t)(next(&state) % (uint32_t)g->n_tensors), name);
+      tf_graph_rename(g, (int32_t)(ir_test_next(&state) % (uint32_t)g->n_tensors), name);
       CHECK(&counts, tf_graph_status(g) == NULL, "rename: %s", tf_status_message((tf_status)tf_graph_status(g)));
       renamed++;
     }
