@@ -86,7 +86,7 @@ int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role rol
 bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config);
 /* Adds a scalar f32 constant of value `value` (role constant). */
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
-/* A deep copy of a state before recompute and scheduling (those arrays not yet made): a search's
+/* A deep copy of a state before recompute and scheduling (before those arrays exist): a search's
  * trials each start from one copy of the passes that no recompute choice changes. */
 tf_status tf_training_copy(const tf_training *from, tf_training *to) TF_MUST_USE;
 void tf_training_free(tf_training *t);
