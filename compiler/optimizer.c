@@ -54,6 +54,19 @@ static tf_status global_norm(tf_training *t, const int32_t *grads, int32_t n, in
   return NULL;
 }
 
+/* How many gradient parts (a parameter's first, t->grad, and its extra ones) of `param`, or of any
+ * parameter when param is -1, are the tensor `part`: more than one where gradients pass through
+ * unchanged (w + w, w1 + w2: each use's part is the add's upstream gradient), each then added as
+ * one more summand. */
+static int32_t part_uses(const tf_training *t, int32_t param, int32_t part) {
+  int32_t uses = 0;
+  for (int32_t p = 0; p < t->g->n_tensors; p++)
+    uses += (param < 0 || p == param) && t->grad[p] == part;
+  for (int32_t e = 0; e < t->n_extra_parts; e++)
+    uses += (param < 0 || t->extra_parts[2 * e] == param) && t->extra_parts[2 * e + 1] == part;
+  return uses;
+}
+
 /* With one micro-batch per step (k = 1) nothing needs summing across micro-batches: the step
  * that computes a parameter's (first) gradient part (a backward step, or the fused loss head's
  * single pass in the forward pass) writes it straight into the gradients region,
@@ -61,6 +74,8 @@ static tf_status global_norm(tf_training *t, const int32_t *grads, int32_t n, in
  * activation of the backward pass, shaped and typed like the parameter. */
 static bool writes_directly(const tf_training *t, int32_t param, int32_t part) {
   const tf_graph *g = t->g;
+  if (part_uses(t, param, part) > 1)
+    return false; /* the gradient would be the part and also add it to itself */
   const tf_ir_tensor *x = &g->tensors[part];
   int32_t producer = x->producer;
   const bool gradient_step =
@@ -91,18 +106,13 @@ static bool accumulates_in_place(const tf_training *t, int32_t accumulator, int3
          x->shape[1] == sum->shape[1];
 }
 
-/* Adds gradient part `part` to `accumulator`. A part that embedding_grad writes and nothing reads
- * is scattered straight into the accumulator instead (its node becomes embedding_grad_accumulate),
- * so the dense [V, d] part never exists; a weight's 2-D matmul part is added by its own gemm (the
- * node becomes matmul_accumulate(accumulator, a, b), beta = 1), so the [out, in] part never exists
- * either; any other part goes through accumulate. */
 /* Whether `part`, a gradient output of a fused loss head's gradient step, can be added in place by
  * that step with its other gradient outputs (dweight, dbias): each has an accumulator in `sums`,
- * nothing else reads it, and it has its accumulator's dtype. */
+ * is added once, nothing else reads it, and it has its accumulator's dtype. */
 static bool head_accumulates(const tf_training *t, const int32_t *sums, const tf_ir_node *node) {
   for (int32_t j = 1; j < node->n_outputs; j++) {
     const int32_t out = node->outputs[j];
-    if (sums[out] < 0 || tf_training_readers(t->g, out) != 0 ||
+    if (sums[out] < 0 || tf_training_readers(t->g, out) != 0 || part_uses(t, -1, out) != 1 ||
         t->g->tensors[out].dtype != t->g->tensors[sums[out]].dtype)
       return false;
   }
@@ -132,18 +142,27 @@ static tf_status head_accumulate(tf_training *t, int32_t *sums, int32_t n) {
   return NULL;
 }
 
-static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, int32_t part, const char *label) {
+/* Adds gradient part `part` to `accumulator`. A part that embedding_grad writes and nothing reads
+ * is scattered straight into the accumulator instead (its node becomes embedding_grad_accumulate),
+ * so the dense [V, d] part never exists; a weight's 2-D matmul part is added by its own gemm (the
+ * node becomes matmul_accumulate(accumulator, a, b), beta = 1), so the [out, in] part never exists
+ * either; any other part goes through accumulate. */
+static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, int32_t part, bool repeated,
+                          const char *label) {
   tf_graph *g = t->g;
   if (sums[part] == -2)
     return NULL; /* added in place by the fused head's step, with its other part */
   const int32_t producer = g->tensors[part].producer;
-  if (producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
+  /* A part added more than once (to one gradient or to several) stays a tensor: the rewrites below
+   * turn its producer into the add. */
+  if (!repeated && producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
       (g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
        g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD) &&
       head_accumulates(t, sums, &g->nodes[producer]))
     return head_accumulate(t, sums, producer);
-  if (producer >= 0 && g->nodes[producer].op == TF_OP_EMBEDDING_GRAD && t->phase[producer] == TF_PHASE_BACKWARD &&
-      tf_training_readers(g, part) == 0 && g->tensors[part].dtype == g->tensors[accumulator].dtype) {
+  if (!repeated && producer >= 0 && g->nodes[producer].op == TF_OP_EMBEDDING_GRAD &&
+      t->phase[producer] == TF_PHASE_BACKWARD && tf_training_readers(g, part) == 0 &&
+      g->tensors[part].dtype == g->tensors[accumulator].dtype) {
     tf_ir_node *node = &g->nodes[producer];
     node->op = TF_OP_EMBEDDING_GRAD_ACCUMULATE;
     node->inputs[2] = accumulator; /* was the table, read for its shape */
@@ -151,7 +170,7 @@ static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, in
     g->tensors[part].producer = -1;
     return NULL;
   }
-  if (accumulates_in_place(t, accumulator, part)) {
+  if (!repeated && accumulates_in_place(t, accumulator, part)) {
     tf_ir_node *node = &g->nodes[producer];
     int32_t *inputs = realloc(node->inputs, sizeof(int32_t) * 3);
     if (!inputs)
@@ -264,13 +283,14 @@ tf_status tf_optimizer_pass(tf_training *t) {
     char label[512];
     if (!direct[i]) {
       snprintf(label, sizeof(label), "accumulate/%s", g->tensors[p].name);
-      status = add_part(t, sums, accumulators[i], t->grad[p], label);
+      status = add_part(t, sums, accumulators[i], t->grad[p], part_uses(t, -1, t->grad[p]) > 1, label);
     }
     for (int32_t e = 0; e < t->n_extra_parts && !status; e++) {
       if (t->extra_parts[2 * e] != p)
         continue;
       snprintf(label, sizeof(label), "accumulate/%s/part%d", g->tensors[p].name, e + 2);
-      status = add_part(t, sums, accumulators[i], t->extra_parts[2 * e + 1], label);
+      int32_t part = t->extra_parts[2 * e + 1];
+      status = add_part(t, sums, accumulators[i], part, part_uses(t, -1, part) > 1, label);
     }
   }
   free(sums);
