@@ -11,21 +11,29 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "tightfit/compiler.h"
 #include "tightfit/zoo.h"
 
-/* Arena bytes live when the loss is written: every activation the backward pass reads is live then,
- * in any order of the steps, so no schedule packs the arena below this (without recompute). */
+/* Arena bytes live when the loss is written (-1 when out of memory): every activation the backward
+ * pass reads is live then, in any order of the steps, so no schedule packs the arena below this
+ * (without recompute). */
 static int64_t live_at_loss(const tf_plan *plan) {
   const int32_t turn = plan->loss >= 0 ? plan->buffers[plan->loss].first_step : -1;
-  int64_t bytes = 0;
-  for (int32_t i = 0; turn >= 0 && i < plan->n_buffers; i++) {
+  size_t n_buffers = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
+  int32_t *from = malloc(sizeof(int32_t) * n_buffers), *to = malloc(sizeof(int32_t) * n_buffers);
+  tf_status status = from && to ? tf_plan_counted_steps(plan, from, to) : NULL;
+  int64_t bytes = from && to && !status ? 0 : -1;
+  for (int32_t i = 0; turn >= 0 && bytes >= 0 && i < plan->n_buffers; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->region == TF_REGION_ARENA && tf_plan_buffer_counted_from(b) <= turn && b->last_step >= turn)
+    if (b->region == TF_REGION_ARENA && from[i] <= turn && to[i] >= turn)
       bytes += b->bytes;
   }
+  tf_status_free(status);
+  free(from);
+  free(to);
   return bytes;
 }
 

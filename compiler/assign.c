@@ -1,9 +1,12 @@
 /* Pass 10, assign: offsets. The persistent regions (parameters, gradients, optimizer state, io)
  * are laid out in order. The arena is packed greedily by size, largest first, each buffer placed
  * in the smallest gap that fits among the buffers already placed whose live intervals intersect
- * its own (best fit, as TFLite's and XLA's planners do). Alongside: the lower bound (the most bytes
- * live at any one step, each buffer counted at its aligned size, since no two buffers can share an
- * alignment slot) and the naive total (no reuse). */
+ * its own (best fit, as TFLite's and XLA's planners do); when that misses the lower bound, two more
+ * orders are tried and the smallest arena kept. A reshape's output is a view on its input (one
+ * memory, whether or not the input is read later), and an output whose op may write over an input
+ * takes that input's memory when nothing on it is read later: each such chain is one item.
+ * Alongside: the lower bound (the most bytes live at any one step, each buffer counted at its
+ * aligned size, since no two buffers can share an alignment slot) and the naive total (no reuse). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +29,25 @@ static int by_size_desc(const void *a, const void *b) {
   if (x->first != y->first)
     return x->first - y->first;
   return x->id - y->id;
+}
+
+/* Longest-lived first, then by size: long-lived buffers (a chain of reshapes viewing one tensor, a
+ * stored activation) laid down first leave the short ones to fill the gaps around them. */
+static int by_lifetime_desc(const void *a, const void *b) {
+  const arena_item *x = a, *y = b;
+  int32_t lx = x->last - x->first, ly = y->last - y->first;
+  if (lx != ly)
+    return lx < ly ? 1 : -1;
+  return by_size_desc(a, b);
+}
+
+/* Largest area (bytes times steps) first. */
+static int by_area_desc(const void *a, const void *b) {
+  const arena_item *x = a, *y = b;
+  double ax = (double)x->size * (x->last - x->first + 1), ay = (double)y->size * (y->last - y->first + 1);
+  if (ax != ay)
+    return ax < ay ? 1 : -1;
+  return by_size_desc(a, b);
 }
 
 /* Places `item` in the best-fitting gap between the placed items live at the same time as it,
@@ -54,6 +76,36 @@ static void place(arena_item *item, arena_item **placed, int32_t n) {
   placed[at] = item;
 }
 
+/* Packs items[0..n) in the order `compare` gives, best fit each; returns the arena's size. */
+static int64_t pack(arena_item *items, arena_item **placed, int32_t n, int (*compare)(const void *, const void *)) {
+  qsort(items, (size_t)n, sizeof(arena_item), compare);
+  int64_t arena = 0;
+  for (int32_t i = 0; i < n; i++) {
+    place(&items[i], placed, i);
+    if (items[i].offset + items[i].size > arena)
+      arena = items[i].offset + items[i].size;
+  }
+  return arena;
+}
+
+/* Packs the items largest first; when that arena is above `lower_bound` (the most bytes live at one
+ * step: no packing is smaller), also longest-lived first and largest area first, and keeps the
+ * smallest arena, the earlier order on a tie. Leaves the items placed that way. */
+static int64_t pack_best(arena_item *items, arena_item **placed, int32_t n, int64_t lower_bound) {
+  int (*const orders[])(const void *, const void *) = {by_size_desc, by_lifetime_desc, by_area_desc};
+  int32_t best = 0, tried = 0;
+  int64_t best_arena = INT64_MAX;
+  for (int32_t k = 0; k < 3 && best_arena > lower_bound; k++) {
+    int64_t arena = pack(items, placed, n, orders[k]);
+    tried = k;
+    if (arena < best_arena) {
+      best_arena = arena;
+      best = k;
+    }
+  }
+  return best == tried ? best_arena : pack(items, placed, n, orders[best]);
+}
+
 /* The tensor whose memory `id` ends up on, following reshape aliases. */
 static int32_t alias_root(const tf_training *t, int32_t id) {
   while (t->alias_of[id] >= 0)
@@ -61,17 +113,22 @@ static int32_t alias_root(const tf_training *t, int32_t id) {
   return id;
 }
 
-/* The input of step s whose memory output 0 may take (tf_op_output_may_alias): read last by the step,
- * the output's dtype and bytes, and no other input of the step on the same memory; -1 if none. */
-static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *node) {
+/* The input of step s whose memory output 0 may take (tf_op_output_may_alias), or -1: an input of
+ * the output's dtype and bytes that no other input of the step shares memory with, and either a
+ * reshape's (a view: the input may live on, the pair then one buffer read by both) or, for an op
+ * that writes over its input, one whose memory nothing reads after this step (chain_last: the last
+ * step of any tensor on that memory so far). */
+static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *node, const int32_t *chain_last) {
   const tf_graph *g = t->g;
   int32_t y = node->n_outputs > 0 ? node->outputs[0] : -1;
   if (y < 0 || t->first[y] != s)
     return -1;
   for (int32_t i = 0; i < node->n_inputs; i++) {
     int32_t x = node->inputs[i];
-    if (!tf_op_output_may_alias(node->op, i) || t->first[x] < 0 || t->last[x] != s ||
-        g->tensors[x].dtype != g->tensors[y].dtype || g->tensors[x].bytes != g->tensors[y].bytes)
+    if (!tf_op_output_may_alias(node->op, i) || t->first[x] < 0 || g->tensors[x].dtype != g->tensors[y].dtype ||
+        g->tensors[x].bytes != g->tensors[y].bytes)
+      continue;
+    if (node->op != TF_OP_RESHAPE && chain_last[alias_root(t, x)] != s)
       continue;
     bool shared = false;
     for (int32_t j = 0; j < node->n_inputs && !shared; j++)
@@ -82,23 +139,34 @@ static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *
   return -1;
 }
 
-/* A step whose output may take an input's memory (a reshape; see tf_op_output_may_alias) gets no
- * memory of its own for it when that input dies there: the output lies on the input, recorded as
- * alias_of; the pair is one item in the packing. */
+/* A step whose output may take an input's memory (tf_op_output_may_alias) gets no memory of its own
+ * for it: the output lies on the input, recorded as alias_of; each chain of such tensors is one item
+ * in the packing. */
 static tf_status find_aliases(tf_training *t) {
   const tf_graph *g = t->g;
   free(t->alias_of);
-  t->alias_of = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  if (!t->alias_of)
+  size_t n = (size_t)(g->n_tensors ? g->n_tensors : 1);
+  t->alias_of = malloc(sizeof(int32_t) * n);
+  int32_t *chain_last = malloc(sizeof(int32_t) * n);
+  if (!t->alias_of || !chain_last) {
+    free(chain_last);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: out of memory");
-  for (int32_t i = 0; i < g->n_tensors; i++)
+  }
+  for (int32_t i = 0; i < g->n_tensors; i++) {
     t->alias_of[i] = -1;
+    chain_last[i] = t->last[i];
+  }
   for (int32_t s = 0; s < t->n_schedule; s++) {
     const tf_ir_node *node = &g->nodes[t->schedule[s]];
-    int32_t x = aliased_input(t, s, node);
-    if (x >= 0)
-      t->alias_of[node->outputs[0]] = x;
+    int32_t x = aliased_input(t, s, node, chain_last);
+    if (x < 0)
+      continue;
+    int32_t y = node->outputs[0], root = alias_root(t, x);
+    t->alias_of[y] = x;
+    if (t->last[y] > chain_last[root])
+      chain_last[root] = t->last[y];
   }
+  free(chain_last);
   return NULL;
 }
 
@@ -155,21 +223,6 @@ static tf_status assign_arena(tf_training *t) {
   for (int32_t s = 0; s < t->n_schedule; s++)
     if (t->workspace_bytes[s] > 0)
       t->arena_naive += align_up(t->workspace_bytes[s], alignment);
-  qsort(items, (size_t)n, sizeof(arena_item), by_size_desc);
-  int64_t arena = 0;
-  for (int32_t i = 0; i < n; i++) {
-    place(&items[i], placed, i);
-    if (items[i].offset + items[i].size > arena)
-      arena = items[i].offset + items[i].size;
-    if (items[i].id >= 0)
-      t->offset[items[i].id] = items[i].offset;
-    else
-      t->workspace_offset[-items[i].id - 1] = items[i].offset;
-  }
-  t->region_bytes[TF_REGION_ARENA] = arena;
-  for (int32_t i = 0; i < g->n_tensors; i++)
-    if (t->first[i] >= 0 && t->alias_of[i] >= 0)
-      t->offset[i] = t->offset[alias_root(t, i)];
   t->arena_lower_bound = 0;
   t->peak_step = t->n_schedule > 0 ? 0 : -1;
   for (int32_t s = 0; s < t->n_schedule; s++) {
@@ -178,6 +231,16 @@ static tf_status assign_arena(tf_training *t) {
       t->peak_step = s;
     }
   }
+  t->region_bytes[TF_REGION_ARENA] = pack_best(items, placed, n, t->arena_lower_bound);
+  for (int32_t i = 0; i < n; i++) {
+    if (items[i].id >= 0)
+      t->offset[items[i].id] = items[i].offset;
+    else
+      t->workspace_offset[-items[i].id - 1] = items[i].offset;
+  }
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    if (t->first[i] >= 0 && t->alias_of[i] >= 0)
+      t->offset[i] = t->offset[alias_root(t, i)];
   free(items);
   free(placed);
   return NULL;

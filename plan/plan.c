@@ -157,7 +157,3 @@ const char *tf_phase_name(tf_phase phase) {
   static const char *const names[TF_PHASE_COUNT] = {"forward", "recompute", "backward", "accumulate", "optimizer"};
   return (int)phase >= 0 && phase < TF_PHASE_COUNT ? names[phase] : "?";
 }
-
-int32_t tf_plan_buffer_counted_from(const tf_plan_buffer *buffer) {
-  return buffer->alias_of >= 0 ? buffer->first_step + 1 : buffer->first_step;
-}

@@ -250,8 +250,10 @@ static bool alias_step_ok(const tf_plan *plan, const tf_plan_step *step, int32_t
 }
 
 /* An alias is an output on its input's memory (a reshape's, or another op's that
- * tf_op_output_may_alias allows): both arena activations with the same offset, bytes and dtype, the
- * input's last step is the one that writes the output. */
+ * tf_op_output_may_alias allows): both arena activations with the same offset, bytes and dtype. A
+ * reshape's output is a view: its input may live on. Any other op writes over its input, so the
+ * input's last step is the one that writes the output (and nothing else on that memory lives on:
+ * tf_plan_check_arena_disjoint). */
 static tf_status check_alias(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   if (b->alias_of == -1)
@@ -264,14 +266,16 @@ static tf_status check_alias(const tf_plan *plan, int32_t id) {
                   a->dtype == b->dtype && a->alias_of != id;
   int32_t s = b->first_step;
   const tf_plan_step *step = s >= 0 && s < plan->n_steps ? &plan->steps[s] : NULL;
-  bool step_ok = step && step->n_outputs >= 1 && step->outputs[0] == id && a->last_step == s &&
-                 alias_step_ok(plan, step, b->alias_of);
+  bool view = step && step->op == TF_OP_RESHAPE;
+  bool step_ok = step && step->n_outputs >= 1 && step->outputs[0] == id &&
+                 (view ? a->last_step >= s : a->last_step == s) && alias_step_ok(plan, step, b->alias_of);
   if (!shape_ok || !step_ok)
-    return INVALID("%s aliases %s, but an alias must be the output of a step that may write over that input (a "
-                   "reshape, cross_entropy_grad), on the same offset and bytes, and the step must read the input last "
-                   "and no other overlapping input (input live to step %" PRId32 ", output from step %" PRId32 ")",
-                   tf_plan_buffer_label(plan, id).text, tf_plan_buffer_label(plan, b->alias_of).text, a->last_step,
-                   b->first_step);
+    return INVALID(
+        "%s aliases %s, but an alias must be the output of a step that may write over that input (a "
+        "reshape, cross_entropy_grad), on the same offset and bytes, and the step must read the input (last, "
+        "unless a reshape) and no other overlapping input (input live to step %" PRId32 ", output from step %" PRId32
+        ")",
+        tf_plan_buffer_label(plan, id).text, tf_plan_buffer_label(plan, b->alias_of).text, a->last_step, b->first_step);
   return NULL;
 }
 

@@ -14,6 +14,11 @@ typedef struct tf_plan_label {
 tf_plan_label tf_plan_buffer_label(const tf_plan *plan, int32_t id);
 tf_plan_label tf_plan_step_label(const tf_plan *plan, int32_t s);
 
+/* The arena buffers (count of them) ordered by the buffer their memory chain starts at (root[id],
+ * filled for every buffer: alias_of followed; id itself outside the arena or for a broken chain),
+ * then by first step; a malloc'ed array, NULL when out of memory (plan/plan_live.c). */
+int32_t *tf_plan_chain_order(const tf_plan *plan, int32_t *root, int32_t *count);
+
 /* The checks below assume every buffer passed its own checks (valid role, region, exact bytes,
  * placement inside its region, live interval inside the program). */
 

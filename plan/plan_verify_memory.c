@@ -7,7 +7,9 @@
  * new buffer is placed by binary search and checked against its two neighbours only. Live
  * buffers are pairwise disjoint (else the sweep has stopped), so a new buffer that overlaps any of
  * them overlaps a neighbour. Two intervals that intersect do so at the later one's first step, so
- * every intersecting pair meets in the list. */
+ * every intersecting pair meets in the list. The intervals are the counted ones
+ * (tf_plan_counted_steps): the buffers of an alias chain share one memory, and between them cover
+ * its live steps once each. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -36,28 +38,29 @@ static tf_status out_of_memory(const tf_plan *plan) {
                        plan->n_buffers);
 }
 
-/* Buffers that pass `wanted` and hold at least one byte (an empty buffer cannot overlap), keyed. */
-static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const tf_plan_buffer *), int32_t *count) {
+/* Buffers of the arena (or of the other regions) that hold at least one byte (an empty buffer
+ * cannot overlap) and, given `counted`, count at one step at least; keyed. */
+static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const tf_plan_buffer *),
+                      const int32_t *counted, const int32_t *until, int32_t *count) {
   keyed *items = malloc(sizeof(keyed) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
   *count = 0;
   if (!items)
     return NULL;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    if ((b->region == TF_REGION_ARENA) == arena && b->bytes > 0)
-      items[(*count)++] = (keyed){key_of(b), b->offset, id};
+    if ((b->region == TF_REGION_ARENA) != arena || b->bytes <= 0 || (counted && counted[id] > until[id]))
+      continue;
+    items[(*count)++] = (keyed){key_of ? key_of(b) : counted[id], b->offset, id};
   }
   qsort(items, (size_t)*count, sizeof(keyed), by_key_then_offset);
   return items;
 }
 
 static int64_t region_key(const tf_plan_buffer *b) { return b->region; }
-static int64_t first_step_key(const tf_plan_buffer *b) { return b->first_step; }
-static int64_t last_step_key(const tf_plan_buffer *b) { return b->last_step; }
 
 tf_status tf_plan_check_persistent_disjoint(const tf_plan *plan) {
   int32_t n;
-  keyed *items = collect(plan, false, region_key, &n);
+  keyed *items = collect(plan, false, region_key, NULL, NULL, &n);
   if (!items)
     return out_of_memory(plan);
   tf_status status = NULL;
@@ -105,21 +108,16 @@ static tf_status overlap(const tf_plan *plan, int32_t a, int32_t b, int32_t step
                  step);
 }
 
-static tf_status insert(live_list *live, int32_t id) {
+static tf_status insert(live_list *live, int32_t id, int64_t step) {
   const tf_plan_buffer *b = &live->plan->buffers[id];
   int32_t at = lower_bound(live, b->offset);
-  /* An alias (checked valid) takes its input's place: the input dies at this very step. */
-  if (b->alias_of >= 0 && at < live->count && live->ids[at] == b->alias_of) {
-    live->ids[at] = id;
-    return NULL;
-  }
   if (at > 0) {
     const tf_plan_buffer *before = &live->plan->buffers[live->ids[at - 1]];
     if (before->offset + before->bytes > b->offset)
-      return overlap(live->plan, live->ids[at - 1], id, b->first_step);
+      return overlap(live->plan, live->ids[at - 1], id, (int32_t)step);
   }
   if (at < live->count && b->offset + b->bytes > live->plan->buffers[live->ids[at]].offset)
-    return overlap(live->plan, live->ids[at], id, b->first_step);
+    return overlap(live->plan, live->ids[at], id, (int32_t)step);
   memmove(&live->ids[at + 1], &live->ids[at], sizeof(int32_t) * (size_t)(live->count - at));
   live->ids[at] = id;
   live->count++;
@@ -135,10 +133,35 @@ static void erase(live_list *live, int32_t id) {
   }
 }
 
-tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) {
+/* Each buffer written over its input (an alias whose step is not a reshape) finds the memory free:
+ * no other buffer of its chain written before it is read after its step. `order` is the arena's
+ * buffers by chain, then first step (tf_plan_chain_order). */
+static tf_status check_written_over(const tf_plan *plan, const int32_t *root, const int32_t *order, int32_t n) {
+  int32_t latest = -1, latest_id = -1; /* the chain's last read so far, and by which buffer */
+  for (int32_t k = 0; k < n; k++) {
+    int32_t id = order[k];
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (k == 0 || root[id] != root[order[k - 1]])
+      latest = latest_id = -1;
+    bool view = b->alias_of < 0 || plan->steps[b->first_step].op == TF_OP_RESHAPE;
+    if (!view && latest > b->first_step)
+      return INVALID("%s is written over %s's memory at step %" PRId32 ", but %s, on that memory, is read until step "
+                     "%" PRId32 "; a step writes over its input only when nothing on that memory is read later",
+                     tf_plan_buffer_label(plan, id).text, tf_plan_buffer_label(plan, b->alias_of).text, b->first_step,
+                     tf_plan_buffer_label(plan, latest_id).text, latest);
+    if (b->last_step > latest) {
+      latest = b->last_step;
+      latest_id = id;
+    }
+  }
+  return NULL;
+}
+
+/* The sweep over the counted intervals from[id]..to[id]. */
+static tf_status sweep(const tf_plan *plan, const int32_t *from, const int32_t *to) {
   int32_t n_starts, n_ends;
-  keyed *starts = collect(plan, true, first_step_key, &n_starts);
-  keyed *ends = collect(plan, true, last_step_key, &n_ends);
+  keyed *starts = collect(plan, true, NULL, from, to, &n_starts);
+  keyed *ends = collect(plan, true, NULL, to, to, &n_ends);
   int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n_starts > 0 ? n_starts : 1));
   if (!starts || !ends || !ids) {
     free(starts);
@@ -151,11 +174,32 @@ tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) {
   for (int32_t i = 0, j = 0; !status && i < n_starts; i++) {
     for (; j < n_ends && ends[j].key < starts[i].key; j++)
       erase(&live, ends[j].id);
-    status = insert(&live, starts[i].id);
+    status = insert(&live, starts[i].id, starts[i].key);
   }
   free(starts);
   free(ends);
   free(ids);
+  return status;
+}
+
+tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) {
+  size_t n_buffers = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
+  int32_t *root = malloc(sizeof(int32_t) * n_buffers), *from = malloc(sizeof(int32_t) * n_buffers),
+          *to = malloc(sizeof(int32_t) * n_buffers);
+  int32_t n = 0, *order = root ? tf_plan_chain_order(plan, root, &n) : NULL;
+  tf_status status = NULL;
+  if (!order || !from || !to)
+    status = out_of_memory(plan);
+  if (!status)
+    status = check_written_over(plan, root, order, n);
+  if (!status)
+    status = tf_plan_counted_steps(plan, from, to);
+  if (!status)
+    status = sweep(plan, from, to);
+  free(root);
+  free(order);
+  free(from);
+  free(to);
   return status;
 }
 
@@ -216,20 +260,22 @@ static tf_status check_live_bytes(const tf_plan *plan) {
   }
   if (!r->live_bytes)
     return INVALID("report: live_bytes is missing; it has one entry per step (%" PRId32 ")", plan->n_steps);
+  size_t n_buffers = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
   int64_t *delta = calloc((size_t)plan->n_steps + 1, sizeof(int64_t));
-  if (!delta)
-    return out_of_memory(plan);
+  int32_t *from = malloc(sizeof(int32_t) * n_buffers), *to = malloc(sizeof(int32_t) * n_buffers);
+  tf_status status = delta && from && to ? tf_plan_counted_steps(plan, from, to) : out_of_memory(plan);
   /* Overflow-checked: the slots of disjoint buffers fit the arena only up to its last padding. */
-  tf_status status = NULL;
   for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     int64_t slot;
-    int32_t from = tf_plan_buffer_counted_from(b);
-    if (b->region == TF_REGION_ARENA &&
-        (!aligned_size(b->bytes, plan->alignment, &slot) || __builtin_add_overflow(delta[from], slot, &delta[from]) ||
-         __builtin_sub_overflow(delta[b->last_step + 1], slot, &delta[b->last_step + 1])))
+    if (b->region == TF_REGION_ARENA && from[id] <= to[id] &&
+        (!aligned_size(b->bytes, plan->alignment, &slot) ||
+         __builtin_add_overflow(delta[from[id]], slot, &delta[from[id]]) ||
+         __builtin_sub_overflow(delta[to[id] + 1], slot, &delta[to[id] + 1])))
       status = INVALID("the live arena buffers' aligned sizes sum past int64");
   }
+  free(from);
+  free(to);
   int64_t live = 0, peak = 0;
   for (int32_t s = 0; s < plan->n_steps && !status; s++) {
     if (__builtin_add_overflow(live, delta[s], &live)) {

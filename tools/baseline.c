@@ -18,8 +18,9 @@ void tf_categories_of_plan(const tf_plan *plan, tf_categories *out) {
   int32_t peak = plan->report.peak_step;
   for (int32_t i = 0; i < plan->n_buffers; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->region == TF_REGION_ARENA && b->role == TF_ROLE_WORKSPACE && tf_plan_buffer_counted_from(b) <= peak &&
-        b->last_step >= peak)
+    /* A workspace is never on another buffer's memory (alias_of is for activations): it counts at
+     * all its live steps. */
+    if (b->region == TF_REGION_ARENA && b->role == TF_ROLE_WORKSPACE && b->first_step <= peak && b->last_step >= peak)
       workspace += b->bytes;
   }
   int64_t arena = plan->region_bytes[TF_REGION_ARENA];

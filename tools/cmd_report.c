@@ -105,8 +105,11 @@ static void print_peak(const tf_plan *plan) {
   fprintf(tf_cli_out(), "\npeak: step %d '%s' (%s, %s): %s live in the arena\n", r->peak_step, peak->name,
           tf_op_name(peak->op), tf_phase_name(peak->phase),
           tf_cli_bytes(r->live_bytes[r->peak_step], bytes, sizeof(bytes)));
-  int32_t ids[TF_REPORT_PEAK_BUFFERS];
-  int32_t n = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS);
+  int32_t ids[TF_REPORT_PEAK_BUFFERS], n;
+  tf_status status = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS, &n);
+  if (status)
+    fprintf(tf_cli_out(), "  (the largest buffers: %s)\n", tf_status_message(status));
+  tf_status_free(status);
   for (int32_t i = 0; i < n; i++) {
     const tf_plan_buffer *buffer = &plan->buffers[ids[i]];
     fprintf(tf_cli_out(), "  %-32s %-10s %-22s %12s  steps [%d, %d]\n", buffer->name, tf_role_name(buffer->role),
@@ -230,9 +233,12 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
     tf_json_string(&j, "op", tf_op_name(peak->op));
     tf_json_string(&j, "phase", tf_phase_name(peak->phase));
     tf_json_int(&j, "live_bytes", r->live_bytes[r->peak_step]);
+    int32_t ids[TF_REPORT_PEAK_BUFFERS], n;
+    tf_status status = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS, &n);
+    if (status)
+      tf_json_string(&j, "largest_buffers_error", tf_status_message(status));
+    tf_status_free(status);
     tf_json_begin_array(&j, "largest_buffers");
-    int32_t ids[TF_REPORT_PEAK_BUFFERS];
-    int32_t n = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS);
     for (int32_t i = 0; i < n; i++) {
       const tf_plan_buffer *b = &plan->buffers[ids[i]];
       tf_json_begin_object(&j, NULL);

@@ -25,8 +25,10 @@ tf_report_summary tf_report_summarise(const tf_plan *plan);
 /* Number of buffers with `role`. */
 int32_t tf_report_count_role(const tf_plan *plan, tf_buffer_role role);
 
-/* Arena buffers live at `step`, largest first (ties by id), into ids[0..limit); returns how many. */
-int32_t tf_report_largest_live(const tf_plan *plan, int32_t step, int32_t *ids, int32_t limit);
+/* Arena buffers counted live at `step` (tf_plan_counted_steps: one buffer per memory), largest first
+ * (ties by id), into ids[0..limit); *count says how many. */
+tf_status tf_report_largest_live(const tf_plan *plan, int32_t step, int32_t *ids, int32_t limit,
+                                 int32_t *count) TF_MUST_USE;
 
 /* One row of the memory table: a region (depth 0) or a role inside it (depth 1, with its buffer
  * count); the last row is the total. */

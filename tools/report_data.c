@@ -25,12 +25,16 @@ int32_t tf_report_count_role(const tf_plan *plan, tf_buffer_role role) {
   return n;
 }
 
-int32_t tf_report_largest_live(const tf_plan *plan, int32_t step, int32_t *ids, int32_t limit) {
+tf_status tf_report_largest_live(const tf_plan *plan, int32_t step, int32_t *ids, int32_t limit, int32_t *count) {
+  *count = 0;
+  size_t n_buffers = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
+  int32_t *from = malloc(sizeof(int32_t) * n_buffers), *to = malloc(sizeof(int32_t) * n_buffers);
+  tf_status status = from && to ? tf_plan_counted_steps(plan, from, to)
+                                : tf_status_new(TF_ERR_OUT_OF_MEMORY, "report: out of host memory");
   int32_t n = 0;
-  for (int32_t id = 0; id < plan->n_buffers; id++) {
+  for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    int32_t from = tf_plan_buffer_counted_from(b);
-    if (b->region != TF_REGION_ARENA || from > step || b->last_step < step)
+    if (b->region != TF_REGION_ARENA || from[id] > step || to[id] < step)
       continue;
     int32_t at = n < limit ? n++ : limit;
     while (at > 0 && plan->buffers[ids[at - 1]].bytes < b->bytes)
@@ -40,7 +44,10 @@ int32_t tf_report_largest_live(const tf_plan *plan, int32_t step, int32_t *ids, 
     memmove(&ids[at + 1], &ids[at], sizeof(int32_t) * (size_t)(n - 1 - at));
     ids[at] = id;
   }
-  return n;
+  free(from);
+  free(to);
+  *count = status ? 0 : n;
+  return status;
 }
 
 int tf_report_memory_rows(const tf_plan *plan, tf_report_row *rows) {

@@ -130,8 +130,11 @@ static void write_peak(tf_text *t, const tf_plan *plan) {
                  tf_op_name(peak->op), tf_phase_name(peak->phase),
                  tf_cli_bytes(r->live_bytes[r->peak_step], live, sizeof(live)),
                  tf_cli_bytes(persistent + r->live_bytes[r->peak_step], in_use, sizeof(in_use)));
-  int32_t ids[TF_REPORT_PEAK_BUFFERS];
-  int32_t n = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS);
+  int32_t ids[TF_REPORT_PEAK_BUFFERS], n;
+  tf_status status = tf_report_largest_live(plan, r->peak_step, ids, TF_REPORT_PEAK_BUFFERS, &n);
+  if (status)
+    tf_text_printf(t, "<p>The largest buffers: %s</p>\n", tf_status_message(status));
+  tf_status_free(status);
   tf_text_printf(t, "<table id=\"peak-buffers\">\n<tr><th>largest buffers live there</th><th>role</th><th>shape</th>"
                     "<th>size</th><th>steps</th></tr>\n");
   for (int32_t i = 0; i < n; i++) {

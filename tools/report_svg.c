@@ -35,20 +35,34 @@ tf_status tf_timeline_create(const tf_plan *plan, tf_timeline *out) {
   int64_t alignment = plan->alignment > 0 ? plan->alignment : 1;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    if (b->region != TF_REGION_ARENA)
-      continue;
-    if (b->first_step < 0 || b->first_step > b->last_step || b->last_step >= plan->n_steps) {
+    if (b->region == TF_REGION_ARENA &&
+        (b->first_step < 0 || b->first_step > b->last_step || b->last_step >= plan->n_steps)) {
       tf_timeline_destroy(out);
       return tf_status_new(TF_ERR_INVALID_INPUT,
                            "timeline: arena buffer %" PRId32 " '%s' is live at steps [%" PRId32 ", %" PRId32
                            "], outside the plan's %" PRId32 " steps",
                            id, b->name ? b->name : "", b->first_step, b->last_step, plan->n_steps);
     }
+  }
+  size_t n_buffers = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
+  int32_t *from = malloc(sizeof(int32_t) * n_buffers), *to = malloc(sizeof(int32_t) * n_buffers);
+  tf_status status = from && to ? tf_plan_counted_steps(plan, from, to)
+                                : tf_status_new(TF_ERR_OUT_OF_MEMORY, "timeline: out of host memory");
+  for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region != TF_REGION_ARENA || from[id] > to[id])
+      continue;
     /* The same slot the planner and the verifier count: the size rounded up to the alignment. */
     int64_t slot = (b->bytes + alignment - 1) / alignment * alignment;
     int64_t *delta = b->role == TF_ROLE_WORKSPACE ? out->workspace_bytes : out->activation_bytes;
-    delta[tf_plan_buffer_counted_from(b)] += slot;
-    delta[b->last_step + 1] -= slot;
+    delta[from[id]] += slot;
+    delta[to[id] + 1] -= slot;
+  }
+  free(from);
+  free(to);
+  if (status) {
+    tf_timeline_destroy(out);
+    return status;
   }
   for (int32_t s = 1; s < plan->n_steps; s++) {
     out->activation_bytes[s] += out->activation_bytes[s - 1];

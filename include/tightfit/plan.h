@@ -28,9 +28,11 @@ void tf_plan_destroy(tf_plan *plan);
  * the numbers. */
 tf_status tf_plan_verify(const tf_plan *plan) TF_MUST_USE;
 
-/* The first step at which an arena buffer's bytes count as live: its first step, or the step after
- * for an alias (at the reshape step it shares its input's bytes). Every live-bytes sum uses this. */
-int32_t tf_plan_buffer_counted_from(const tf_plan_buffer *buffer);
+/* Fills from[id]..to[id] (n_buffers entries each) with the steps at which arena buffer id's bytes
+ * count as live: its own live steps less those where an earlier buffer on the same memory (an
+ * alias_of chain) still counts them, so every byte counts once a step; from > to for none (and
+ * for buffers outside the arena). Every live-bytes sum uses this. */
+tf_status tf_plan_counted_steps(const tf_plan *plan, int32_t *from, int32_t *to) TF_MUST_USE;
 
 /* Total bytes of all regions: what a session allocates (before a backend's fixed overhead). */
 int64_t tf_plan_total_bytes(const tf_plan *plan);

@@ -47,8 +47,9 @@ typedef struct tf_plan_buffer {
   tf_init init;                  /* parameters and constants; strings owned by the plan */
   int32_t owner;                 /* gradients and optimizer state: the parameter buffer they belong to; else -1 */
   int32_t io_twin;               /* inputs and labels: the other half of the double buffer; else -1 */
-  int32_t alias_of;              /* a reshape's output placed on its input, which dies at that reshape: the
-                                  * same offset and bytes, live from the reshape step on; else -1 */
+  int32_t alias_of;              /* an output placed on its input, same offset and bytes: a reshape's (a
+                                  * view; the input may live on) or one written over an input that dies
+                                  * at that step (element-wise ops, cross_entropy_grad); else -1 */
 } tf_plan_buffer;
 
 typedef struct tf_plan_step {

@@ -359,7 +359,7 @@ static void loss_cases(void) {
 /* Gradients that reach a parameter unchanged through adds, so that one tensor is several of its
  * gradient parts, or a part of two parameters; with one micro-batch (a part then cannot be the
  * gradient written directly and also be added to it) and with two (the parts added in place,
- * matmul_accumulate, only once). Before 2026-11-30 `w + w + w` failed to compile ("updates input 0
+ * matmul_accumulate, only once). Before 2026-11-29 `w + w + w` failed to compile ("updates input 0
  * in place and also reads it as input 1"). */
 static void repeated_part_cases(void) {
   for (int32_t accumulate = 1; accumulate <= 2; accumulate++) {

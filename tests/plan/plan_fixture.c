@@ -193,16 +193,27 @@ void plan_fixture_fill_report(tf_plan *plan) {
   r->arena_naive = r->arena_lower_bound = 0;
   r->peak_step = plan->n_steps > 0 ? 0 : -1;
   int64_t *delta = zeroed((size_t)plan->n_steps + 1, sizeof(int64_t));
+  int32_t *from = zeroed((size_t)plan->n_buffers + 1, sizeof(int32_t)),
+          *to = zeroed((size_t)plan->n_buffers + 1, sizeof(int32_t));
+  tf_status status = tf_plan_counted_steps(plan, from, to);
+  if (status) {
+    fprintf(stderr, "plan_fixture_fill_report: %s\n", tf_status_message(status));
+    exit(2);
+  }
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     r->role_bytes[b->role] += b->bytes;
     if (b->region != TF_REGION_ARENA)
       continue;
     int64_t slot = (b->bytes + plan->alignment - 1) / plan->alignment * plan->alignment;
-    delta[b->first_step] += slot;
-    delta[b->last_step + 1] -= slot;
+    if (from[id] <= to[id]) {
+      delta[from[id]] += slot;
+      delta[to[id] + 1] -= slot;
+    }
     r->arena_naive += slot;
   }
+  free(from);
+  free(to);
   int64_t live = 0;
   for (int32_t s = 0; s < plan->n_steps; s++) {
     live += delta[s];

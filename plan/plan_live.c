@@ -1,0 +1,91 @@
+/* Which steps each arena buffer's bytes count at. Buffers joined by alias_of (a chain: a reshape's
+ * output on its input, a view; an element-wise output written over an input that dies there) lie on
+ * one memory, live from the chain's first step to its last reader. Each step of that union is
+ * counted for exactly one member, the earliest written still live, so that sums over buffers count
+ * every byte once a step. */
+#include <stdlib.h>
+
+#include "plan/plan_verify_internal.h"
+
+/* The buffer whose memory `id` lies on: alias_of followed to a buffer without one; `id` itself when
+ * the chain leaves the plan, leaves the arena or loops (a plan the verifier refuses). */
+static int32_t chain_root(const tf_plan *plan, int32_t id) {
+  int32_t at = id;
+  for (int32_t hops = 0; hops <= plan->n_buffers; hops++) {
+    int32_t next = plan->buffers[at].alias_of;
+    if (next < 0)
+      return at;
+    if (next >= plan->n_buffers || plan->buffers[next].region != TF_REGION_ARENA)
+      return id;
+    at = next;
+  }
+  return id;
+}
+
+typedef struct chain_member {
+  int32_t root, first, id;
+} chain_member;
+
+static int by_root_then_first(const void *a, const void *b) {
+  const chain_member *x = a, *y = b;
+  if (x->root != y->root)
+    return x->root < y->root ? -1 : 1;
+  if (x->first != y->first)
+    return x->first < y->first ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+int32_t *tf_plan_chain_order(const tf_plan *plan, int32_t *root, int32_t *count) {
+  *count = 0;
+  chain_member *members = malloc(sizeof(chain_member) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
+  int32_t *order = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
+  if (!members || !order) {
+    free(members);
+    free(order);
+    return NULL;
+  }
+  int32_t n = 0;
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    root[id] = id;
+    if (plan->buffers[id].region != TF_REGION_ARENA)
+      continue;
+    root[id] = chain_root(plan, id);
+    members[n++] = (chain_member){root[id], plan->buffers[id].first_step, id};
+  }
+  qsort(members, (size_t)n, sizeof(chain_member), by_root_then_first);
+  for (int32_t i = 0; i < n; i++)
+    order[i] = members[i].id;
+  free(members);
+  *count = n;
+  return order;
+}
+
+tf_status tf_plan_counted_steps(const tf_plan *plan, int32_t *from, int32_t *to) {
+  if (!plan || !from || !to)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_plan_counted_steps: plan, from and to must not be NULL");
+  int32_t *root = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
+  int32_t n = 0, *order = root ? tf_plan_chain_order(plan, root, &n) : NULL;
+  if (!order) {
+    free(root);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "counting the live steps of %d buffers: out of host memory",
+                         plan->n_buffers);
+  }
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    from[id] = 0;
+    to[id] = -1;
+  }
+  /* Within a chain, by first step: each member counts the steps after those already counted. */
+  int32_t covered = -1;
+  for (int32_t k = 0; k < n; k++) {
+    const tf_plan_buffer *b = &plan->buffers[order[k]];
+    if (k == 0 || root[order[k]] != root[order[k - 1]])
+      covered = b->first_step - 1;
+    from[order[k]] = b->first_step > covered + 1 ? b->first_step : covered + 1;
+    to[order[k]] = b->last_step;
+    if (b->last_step > covered)
+      covered = b->last_step;
+  }
+  free(order);
+  free(root);
+  return NULL;
+}
