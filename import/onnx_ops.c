@@ -339,7 +339,11 @@ static tf_status softmax_like(ox_import *im, const ox_node *node, bool log_form)
 static tf_status convert_softmax(ox_import *im, const ox_node *node) { return softmax_like(im, node, false); }
 static tf_status convert_log_softmax(ox_import *im, const ox_node *node) { return softmax_like(im, node, true); }
 
-static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_input) {
+/* What a Reduce* node sums, means or maxes over: its own input, |x| (ReduceL1) or x^2 (ReduceL2,
+ * ReduceSumSquare); ReduceL2 then takes the square root of the sum. */
+typedef enum reduce_kind { REDUCE_PLAIN, REDUCE_L1, REDUCE_L2, REDUCE_SUM_SQUARE } reduce_kind;
+
+static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_input, reduce_kind kind) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int64_t axes[TF_MAX_RANK];
@@ -350,23 +354,39 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
     n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
   if (n > TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
+  tf_graph *g = im->graph;
+  if (kind == REDUCE_L1)
+    x = tf_unary(g, TF_OP_ABS, x);
+  else if (kind == REDUCE_L2 || kind == REDUCE_SUM_SQUARE)
+    x = tf_mul(g, x, x);
   if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0))
-    return ox_set_tensor(im, node, 0, x);
+    return ox_set_tensor(im, node, 0, kind == REDUCE_L2 ? tf_unary(g, TF_OP_SQRT, x) : x);
   int32_t axes32[TF_MAX_RANK];
   for (int32_t i = 0; i < n; i++)
     axes32[i] = (int32_t)axes[i];
   bool keepdims = ox_attr_int(node, "keepdims", 1) != 0;
-  return ox_set_tensor(im, node, 0, tf_reduce(im->graph, op, x, axes32, n < 0 ? 0 : n, keepdims));
+  tf_tensor_id y = tf_reduce(g, op, x, axes32, n < 0 ? 0 : n, keepdims);
+  return ox_set_tensor(im, node, 0, kind == REDUCE_L2 ? tf_unary(g, TF_OP_SQRT, y) : y);
 }
 
 static tf_status convert_reduce_mean(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_MEAN, im->opset >= 18);
+  return reduce(im, node, TF_OP_MEAN, im->opset >= 18, REDUCE_PLAIN);
 }
 static tf_status convert_reduce_sum(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_SUM, im->opset >= 13);
+  return reduce(im, node, TF_OP_SUM, im->opset >= 13, REDUCE_PLAIN);
 }
 static tf_status convert_reduce_max(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_MAX, im->opset >= 18);
+  return reduce(im, node, TF_OP_MAX, im->opset >= 18, REDUCE_PLAIN);
+}
+/* The norms torch.norm and weight_norm export (p = 1 or 2 over the axes): sqrt(sum(x^2)), sum(|x|). */
+static tf_status convert_reduce_l2(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_L2);
+}
+static tf_status convert_reduce_l1(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_L1);
+}
+static tf_status convert_reduce_sum_square(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_SUM_SQUARE);
 }
 
 static tf_status convert_layer_norm(ox_import *im, const ox_node *node) {
@@ -414,6 +434,34 @@ static tf_status ints_or(const ox_node *node, const char *name, int32_t n, int64
   return NULL;
 }
 
+/* A 1-d ConvTranspose (nn.ConvTranspose1d, the upsampling of vocoders) as the 2-d one over a plane
+ * of height 1: x [N, C, L] and the weight [C, C_out / groups, K] reshaped to [N, C, 1, L] and
+ * [C, C_out / groups, 1, K], the 1-d attributes (in a's first entries) moved to the width, and the
+ * [N, C_out, 1, L_out] result reshaped back. The weight stays the parameter it was. */
+static tf_status conv_transpose1d(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias,
+                                  tf_conv_attrs *a) {
+  tf_dim xd[TF_MAX_RANK], wd[TF_MAX_RANK], yd[TF_MAX_RANK];
+  int32_t xr, wr, yr;
+  ox_tensor_dims(im, x, &xr, xd);
+  ox_tensor_dims(im, w, &wr, wd);
+  if (xr != 3)
+    return ox_fail(im, node, TF_ERR_SHAPE, "a 1-d ConvTranspose reads [N, C, L]; its input has rank %" PRId32, xr);
+  tf_graph *g = im->graph;
+  tf_tensor_id x2 = tf_reshape(g, x, TF_SHAPE(xd[0], xd[1], tf_fixed(1), xd[2]));
+  tf_tensor_id w2 = tf_reshape(g, w, TF_SHAPE(wd[0], wd[1], tf_fixed(1), wd[2]));
+  a->stride[1] = a->stride[0];
+  a->padding[1] = a->padding[0];
+  a->dilation[1] = a->dilation[0];
+  a->output_padding[1] = a->output_padding[0];
+  a->stride[0] = a->dilation[0] = 1;
+  a->padding[0] = a->output_padding[0] = 0;
+  tf_tensor_id y = tf_conv_transpose2d(g, x2, w2, bias, a);
+  if (tf_graph_status(g))
+    return ox_graph_error(im, node);
+  ox_tensor_dims(im, y, &yr, yd);
+  return ox_set_tensor(im, node, 0, tf_reshape(g, y, TF_SHAPE(yd[0], yd[1], yd[3])));
+}
+
 static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) {
   tf_tensor_id x, w, bias = TF_NO_TENSOR;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -423,8 +471,6 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
   int32_t spatial = ox_rank_of(im, w) - 2;
   if (spatial != 1 && spatial != 2)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 "-d convolution (1-d and 2-d only)", spatial);
-  if (transposed && spatial != 2)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "1-d ConvTranspose (2-d only)");
   if (transposed && ox_attr(node, "output_shape"))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "output_shape (export with output_padding)");
   tf_conv_attrs a;
@@ -440,6 +486,8 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
     return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
   }
   a.groups = (int32_t)ox_attr_int(node, "group", 1);
+  if (spatial == 1 && transposed)
+    return conv_transpose1d(im, node, x, w, bias, &a);
   if (spatial == 1) {
     a.stride[1] = a.padding[1] = a.dilation[1] = 1;
     a.padding[1] = 0;
@@ -608,6 +656,9 @@ static const ox_converter_row converters[] = {
     {"ReduceMean", convert_reduce_mean},
     {"ReduceSum", convert_reduce_sum},
     {"ReduceMax", convert_reduce_max},
+    {"ReduceL2", convert_reduce_l2},
+    {"ReduceL1", convert_reduce_l1},
+    {"ReduceSumSquare", convert_reduce_sum_square},
     {"LayerNormalization", convert_layer_norm},
     {"BatchNormalization", ox_convert_batch_norm},
     {"Reshape", ox_convert_reshape},

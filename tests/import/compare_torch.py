@@ -35,6 +35,7 @@ MODELS = [
     ("ops", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("cnn", 14, "N=3", {"x": ((3, 1, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("residual", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
+    ("vocoder", 14, "N=3", {"x": ((3, 4, 16), "normal", 0)}, {"x": {0: "N"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 14, "N=2,T=12",
      {"tokens": ((2, 12), "int", 128)}, {"tokens": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 17, "N=2,T=12",
@@ -99,7 +100,30 @@ class Residual(torch.nn.Module):
         return self.head(torch.relu(self.bn4(self.fc(h))))
 
 
-CUSTOM = {"ops": Ops, "residual": Residual}
+class Vocoder(torch.nn.Module):
+    """A HiFi-GAN-style generator in miniature (the vocoder of TTS models) under a classifier head:
+    weight_norm (ReduceL2, Div, Mul) on Conv1d and ConvTranspose1d, 1-d transposed convolutions
+    (stride 2, padding, output_padding, groups, dilation), a dilated residual Conv1d, LeakyRelu 0.1, Tanh, and
+    torch.norm p=1 (ReduceL1)."""
+
+    def __init__(self):
+        super().__init__()
+        norm = torch.nn.utils.weight_norm
+        self.pre = norm(torch.nn.Conv1d(4, 8, 3, padding=1))
+        self.up1 = norm(torch.nn.ConvTranspose1d(8, 6, 4, stride=2, padding=1))
+        self.res = norm(torch.nn.Conv1d(6, 6, 3, dilation=2, padding=2))
+        self.up2 = norm(torch.nn.ConvTranspose1d(6, 6, 3, stride=2, padding=2, output_padding=1, groups=2, dilation=2))
+        self.post = torch.nn.Conv1d(6, 1, 7, padding=3)
+        self.head = torch.nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = self.up1(F.leaky_relu(self.pre(x), 0.1))
+        h = h + self.res(F.leaky_relu(h, 0.1))
+        h = torch.tanh(self.post(F.leaky_relu(self.up2(h), 0.1))).flatten(1)
+        return self.head(h / (1 + torch.norm(h, p=1, dim=-1, keepdim=True)))
+
+
+CUSTOM = {"ops": Ops, "residual": Residual, "vocoder": Vocoder}
 # Exported with training=PRESERVE (the module is in eval mode either way): the default EVAL export
 # folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
 # function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.
