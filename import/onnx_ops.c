@@ -661,6 +661,7 @@ static const ox_converter_row converters[] = {
     {"ReduceSumSquare", convert_reduce_sum_square},
     {"LayerNormalization", convert_layer_norm},
     {"BatchNormalization", ox_convert_batch_norm},
+    {"InstanceNormalization", ox_convert_instance_norm},
     {"Reshape", ox_convert_reshape},
     {"Flatten", ox_convert_flatten},
     {"Unsqueeze", ox_convert_unsqueeze},

@@ -36,6 +36,7 @@ MODELS = [
     ("cnn", 14, "N=3", {"x": ((3, 1, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("residual", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("vocoder", 14, "N=3", {"x": ((3, 4, 16), "normal", 0)}, {"x": {0: "N"}}),
+    ("norms", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 14, "N=2,T=12",
      {"tokens": ((2, 12), "int", 128)}, {"tokens": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 17, "N=2,T=12",
@@ -123,7 +124,27 @@ class Vocoder(torch.nn.Module):
         return self.head(h / (1 + torch.norm(h, p=1, dim=-1, keepdim=True)))
 
 
-CUSTOM = {"ops": Ops, "residual": Residual, "vocoder": Vocoder}
+class Norms(torch.nn.Module):
+    """GroupNorm (exported as InstanceNormalization over [N, groups, -1] between reshapes, then the
+    module's weight and bias), InstanceNorm2d with affine parameters, InstanceNorm1d without, SiLU:
+    the normalisations of diffusion UNets and of wav2vec2's feature encoder."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 8, 3, padding=1)
+        self.group = torch.nn.GroupNorm(2, 8)
+        self.instance = torch.nn.InstanceNorm2d(8, affine=True)
+        self.line = torch.nn.Conv1d(8, 4, 3, padding=1)
+        self.plain = torch.nn.InstanceNorm1d(4)
+        self.head = torch.nn.Linear(4 * 64, 10)
+
+    def forward(self, x):
+        h = F.silu(self.group(self.conv(x)))
+        h = self.instance(h + 0.5 * torch.cat([x, x, x, x], dim=1)).flatten(2)
+        return self.head(F.silu(self.plain(self.line(h))).flatten(1))
+
+
+CUSTOM = {"ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms}
 # Exported with training=PRESERVE (the module is in eval mode either way): the default EVAL export
 # folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
 # function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.

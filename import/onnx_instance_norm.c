@@ -1,0 +1,71 @@
+/* InstanceNormalization: each (sample, channel) of x [N, C, spatial...] normalised by its own mean
+ * and biased variance over the spatial axes, then scaled and shifted per channel (scale, B).
+ * nn.InstanceNorm1d/2d export it, and nn.GroupNorm too: over x reshaped to [N, groups, -1], with a
+ * scale of ones and a B of zeros, the module's own weight and bias applied after by Mul and Add. It
+ * becomes mean, sub, mul, add and rsqrt, whose gradients autodiff derives. */
+#include <inttypes.h>
+
+#include "import/onnx_convert.h"
+
+/* Whether node input i is known at import time and every value of it is `value` (GroupNorm's ones
+ * and zeros, which then cost no op). */
+static bool known_all(ox_import *im, const ox_node *node, int32_t i, double value) {
+  const char *name = ox_input(node, i);
+  if (!name || !ox_is_known(im, name))
+    return false;
+  const ox_known *k = ox_value_find(im, name)->known;
+  if (!k->is_float)
+    return false;
+  for (int64_t e = 0; e < k->count; e++)
+    if (k->reals[e] != value)
+      return false;
+  return true;
+}
+
+/* y * scale (multiply) or y + B per channel, input i reshaped from [C] to [C, 1, ...]. */
+static tf_status per_channel(ox_import *im, const ox_node *node, int32_t i, tf_shape shape, bool multiply,
+                             tf_tensor_id *y) {
+  tf_tensor_id v;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &v));
+  v = tf_reshape(im->graph, v, shape);
+  ox_match_half(im, y, &v);
+  *y = multiply ? tf_mul(im->graph, *y, v) : tf_add(im->graph, *y, v);
+  return NULL;
+}
+
+tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 2));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  if (rank < 3)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its input must be [N, C, spatial...]; it has rank %" PRId32, rank);
+  if (dims[1].symbol >= 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its channel axis must have a fixed size");
+  const double epsilon = ox_attr_float(node, "epsilon", 1e-5);
+  if (!(epsilon >= 0))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "epsilon %g must be >= 0", epsilon);
+  int32_t axes[TF_MAX_RANK];
+  for (int32_t i = 2; i < rank; i++)
+    axes[i - 2] = i;
+  tf_graph *g = im->graph;
+  tf_tensor_id centred = tf_sub(g, x, tf_reduce(g, TF_OP_MEAN, x, axes, rank - 2, true));
+  tf_tensor_id variance = tf_reduce(g, TF_OP_MEAN, tf_mul(g, centred, centred), axes, rank - 2, true);
+  tf_tensor_id eps = ox_scalar(im, node, TF_F32, epsilon);
+  ox_match_half(im, &variance, &eps);
+  tf_tensor_id y = tf_mul(g, centred, tf_unary(g, TF_OP_RSQRT, tf_add(g, variance, eps)));
+  /* [C] -> [C, 1, ...]: broadcast over the spatial axes */
+  tf_dim channel[TF_MAX_RANK];
+  channel[0] = dims[1];
+  for (int32_t i = 1; i < rank - 1; i++)
+    channel[i] = tf_fixed(1);
+  const tf_shape shape = tf_shape_from(channel, rank - 1);
+  if (!known_all(im, node, 1, 1.0))
+    TF_RETURN_IF_ERROR(per_channel(im, node, 1, shape, true, &y));
+  if (!known_all(im, node, 2, 0.0))
+    TF_RETURN_IF_ERROR(per_channel(im, node, 2, shape, false, &y));
+  return ox_set_tensor(im, node, 0, y);
+}
