@@ -671,6 +671,7 @@ static const ox_converter_row converters[] = {
     {"Slice", ox_convert_slice},
     {"Split", ox_convert_split},
     {"Expand", ox_convert_expand},
+    {"Resize", ox_convert_resize},
     {"Equal", convert_equal},
     {"Where", convert_where},
     {"Gather", ox_convert_gather},

@@ -3,7 +3,7 @@
 
 Hand-encoded models (tests/import/import_errors.py's protobuf encoder, byte-for-byte deterministic):
 a Relu, an Abs of a Sub, a Conv with weights, a weight-normed (ReduceL2) 1-d ConvTranspose, an
-InstanceNormalization, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
+InstanceNormalization, a half_pixel Resize, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
 exact-GELU pattern, a Softmax + Flatten + Transpose, a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, and an opset-3
 model the importer refuses. Each is under 1 KiB."""
@@ -61,6 +61,11 @@ SEEDS = {
     "instance_norm.onnx": model([node("InstanceNormalization", ["x", "s", "b"], ["y"], "norm")],
                                 [value_info("x", 1, ["N", 2, 3, 3])], [value_info("y", 1, ["N", 2, 3, 3])],
                                 [tensor("s", [2], [1.5, 0.5]), tensor("b", [2], [0.0, -1.0])]),
+    "resize.onnx": model([node("Resize", ["x", "", "scales"], ["y"], "up",
+                               field_bytes(5, field_bytes(1, "coordinate_transformation_mode") +
+                                           field_bytes(4, "half_pixel") + field_varint(20, 3)))],
+                         [value_info("x", 1, ["N", 2, 3])], [value_info("y", 1, ["N", 2, 6])],
+                         [tensor("scales", [3], [1.0, 1.0, 2.0])]),
     "conv.onnx": model([node("Conv", ["x", "w", "b"], ["y"], "conv", ints_attribute("pads", [1, 1, 1, 1]) +
                              ints_attribute("kernel_shape", [3, 3]))],
                        [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 2, 4, 4])],

@@ -37,6 +37,7 @@ MODELS = [
     ("residual", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("vocoder", 14, "N=3", {"x": ((3, 4, 16), "normal", 0)}, {"x": {0: "N"}}),
     ("norms", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
+    ("upsampler", 14, "N=3", {"x": ((3, 2, 4, 4), "normal", 0)}, {"x": {0: "N"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 14, "N=2,T=12",
      {"tokens": ((2, 12), "int", 128)}, {"tokens": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 17, "N=2,T=12",
@@ -144,7 +145,26 @@ class Norms(torch.nn.Module):
         return self.head(F.silu(self.plain(self.line(h))).flatten(1))
 
 
-CUSTOM = {"ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms}
+class Upsampler(torch.nn.Module):
+    """Resize in nearest mode, as a GAN generator or a UNet decoder upsamples: nn.Upsample(2) before a
+    convolution, F.interpolate by (2, 3) on a plane and by 3 on a line (asymmetric coordinates,
+    floor, as PyTorch 1.13 writes them; it cannot export nearest-exact, half_pixel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Upsample(scale_factor=2, mode="nearest")
+        self.conv = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.line = torch.nn.Conv1d(4, 2, 5, stride=4, padding=2)
+        self.head = torch.nn.Linear(2 * 18, 10)
+
+    def forward(self, x):
+        h = torch.tanh(self.conv(self.up(x)))  # [N, 4, 8, 8]
+        h = F.interpolate(h, scale_factor=(2, 3), mode="nearest")[:, :, ::4, ::4]  # [N, 4, 4, 6]
+        h = F.interpolate(h.flatten(2), scale_factor=3, mode="nearest")  # [N, 4, 72]
+        return self.head(self.line(h).flatten(1))
+
+
+CUSTOM = {"ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms, "upsampler": Upsampler}
 # Exported with training=PRESERVE (the module is in eval mode either way): the default EVAL export
 # folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
 # function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.

@@ -140,6 +140,12 @@ def main():
         mul_overflow = model([node("Mul", ["a", "b"], ["shape"], "mul"), node("Reshape", ["x", "shape"], ["y"], "reshape")],
                              [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                              [int_tensor("a", [1], [-(1 << 63)]), int_tensor("b", [1], [-1])])
+        def resize(attributes, scales):
+            return model([node("Resize", ["x", "", "scales"], ["y"], "up", attributes)],
+                         [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 8, 8])],
+                         [tensor("scales", [4], scales)])
+        bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
+        fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
             # (what, file, words every message must hold)
             ("missing file", path("missing.onnx"), ["missing.onnx"]),
@@ -168,6 +174,9 @@ def main():
                                               "reshape_overflow.onnx"),
              ["reshape_overflow.onnx", "'reshape' (Reshape)", "axis 1 is 2199023255554", "64 bits"]),
             ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
+            ("bilinear resize", write("bilinear.onnx", bilinear), ["bilinear.onnx", "'up' (Resize)", "nearest"]),
+            ("fractional resize", write("fractional.onnx", fractional),
+             ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
         ]
         for what, onnx, words in cases:
             out = path("out.tfg")
