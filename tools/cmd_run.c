@@ -1,10 +1,13 @@
 /* `tightfit run P.tfplan --data DIR`: inference. Runs the forward steps over every sample of DIR in
  * order, with weights from a checkpoint; prints the loss and accuracy when the data has labels and
  * writes the graph's outputs as .npy files. */
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backends/backend.h"
 #include "common/checked.h"
@@ -12,6 +15,25 @@
 #include "tools/cli.h"
 #include "tools/evaluate.h"
 #include "tools/finite_check.h"
+
+/* The result line: the loss and the accuracy where the plan has them ("none" otherwise; JSON null). */
+static void print_result(bool json, const char *plan_path, const char *data, const char *output, double loss,
+                         double accuracy) {
+  char loss_text[32] = "none (the plan has no loss)", accuracy_text[48] = "none (no cross-entropy)";
+  if (!isnan(loss))
+    snprintf(loss_text, sizeof(loss_text), json ? "%.6f" : "%.4f", loss);
+  else if (json)
+    snprintf(loss_text, sizeof(loss_text), "null");
+  if (!isnan(accuracy))
+    snprintf(accuracy_text, sizeof(accuracy_text), json ? "%.6f" : "%.2f%%", json ? accuracy : 100 * accuracy);
+  else if (json)
+    snprintf(accuracy_text, sizeof(accuracy_text), "null");
+  if (json)
+    fprintf(tf_cli_out(), "{\"loss\": %s, \"accuracy\": %s}\n", loss_text, accuracy_text);
+  else
+    fprintf(tf_cli_out(), "%s on %s: loss %s, accuracy %s%s%s\n", plan_path, data, loss_text, accuracy_text,
+            output ? "; outputs in " : "", output ? output : "");
+}
 
 static void help(void) {
   fprintf(tf_cli_out(),
@@ -21,7 +43,7 @@ static void help(void) {
           "options:\n"
           "  --data DIR       the inputs (and labels, for loss and accuracy)\n"
           "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
-          "  --output DIR     write each graph output to DIR/<name>.npy (inference plans)\n"
+          "  --output DIR     write each graph output to DIR/<name>.npy (inference plans; DIR is created)\n"
           "  --threads N      CPU threads (default 2)\n"
           "  --device D       cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
           "  --json           machine-readable result\n");
@@ -82,16 +104,13 @@ int tf_cmd_run(int argc, char **argv) {
     status = tf_session_load(session, weights);
   if (!status && weights)
     status = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, weights, "refusing to run with non-finite weights");
+  if (!status && output && mkdir(output, 0755) != 0 && errno != EEXIST)
+    status = tf_status_new(TF_ERR_IO, "%s: cannot create the output folder: %s", output, strerror(errno));
   double loss = 0, accuracy = 0;
   if (!status)
     status = tf_tool_evaluate(session, data, 0, output, &loss, &accuracy);
-  if (!status) {
-    if (json)
-      fprintf(tf_cli_out(), "{\"loss\": %.6f, \"accuracy\": %.6f}\n", loss, accuracy);
-    else
-      fprintf(tf_cli_out(), "%s on %s: loss %.4f, accuracy %.2f%%%s%s\n", plan_path, data, loss, 100 * accuracy,
-              output ? "; outputs in " : "", output ? output : "");
-  }
+  if (!status)
+    print_result(json, plan_path, data, output, loss, accuracy);
   tf_session_destroy(session);
   tf_plan_destroy(plan);
   return status ? tf_cli_fail("run", status) : TF_EXIT_OK;

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The command-line path of an imported model, run from another folder than the files': export the
 zoo's cnn, `tightfit import --loss cross_entropy --weights w.safetensors`, `compile` an inference
-plan and `run` it (its outputs must equal PyTorch's to 1e-5), then `compile` a training plan and
-`train` 3 steps (the weights are found beside the plan, whatever the working folder).
+plan and `run` it into a folder it creates (its outputs must equal PyTorch's to 1e-5), then
+`compile` a training plan and `train` 3 steps (the weights are found beside the plan, whatever the
+working folder); imported without a loss, `run --json` says null for the loss and the accuracy.
 
 usage: import_cli.py TIGHTFIT       exits 77 (ctest skip) without torch
 """
@@ -54,8 +55,7 @@ def main():
             raise SystemExit("import_cli: FAIL (no w.safetensors beside the graph)")
         infer = os.path.join(folder, "infer.tfplan")
         run([tightfit, "compile", graph, "--inference", "--set", "N=4", "-o", infer], elsewhere)
-        outputs = os.path.join(folder, "out")
-        os.makedirs(outputs)
+        outputs = os.path.join(folder, "out")  # run creates it
         run([tightfit, "run", infer, "--data", os.path.join(folder, "data"), "--output", outputs], elsewhere)
         ours = np.load(os.path.join(outputs, "logits.npy")).reshape(8, 10)
         with torch.no_grad():
@@ -66,6 +66,13 @@ def main():
         run([tightfit, "compile", graph, "--set", "N=4", "--optimizer", "sgd", "--lr", "0.05", "-o", train],
             elsewhere)
         run([tightfit, "train", train, "--data", os.path.join(folder, "data"), "--steps", "3"], elsewhere)
+        # Without --loss: a plan without a loss, whose run says so (JSON null, not nan).
+        bare = os.path.join(folder, "bare.tfg")
+        run([tightfit, "import", onnx, "-o", bare], elsewhere)
+        run([tightfit, "compile", bare, "--inference", "--set", "N=4", "-o", infer], elsewhere)
+        said = run([tightfit, "run", infer, "--data", os.path.join(folder, "data"), "--json"], elsewhere)
+        if said.strip() != '{"loss": null, "accuracy": null}':
+            raise SystemExit(f"import_cli: FAIL (run of a plan without a loss said {said.strip()!r})")
         if error > 1e-5:
             raise SystemExit("import_cli: FAIL (outputs differ)")
     print("import_cli: PASS")
