@@ -1,5 +1,5 @@
 /* The converters' shared helpers (import/onnx_ops.c) and the converters that live in other files
- * (import/onnx_layout.c, onnx_batch_norm.c, onnx_instance_norm.c, onnx_resize.c), for the
+ * (import/onnx_layout.c, onnx_batch_norm.c, onnx_instance_norm.c, onnx_repeat.c), for the
  * operator table in onnx_ops.c. Input i of a node is its rewritten input (ox_node.inputs);
  * "known" means known at import time (ox_known). */
 #ifndef TIGHTFIT_IMPORT_ONNX_CONVERT_H
@@ -47,8 +47,9 @@ tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);
 /* onnx_instance_norm.c */
 tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
 
-/* onnx_resize.c */
+/* onnx_repeat.c */
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
+tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 
 /* onnx_layout.c */
 tf_status ox_convert_reshape(ox_import *im, const ox_node *node);

@@ -672,6 +672,7 @@ static const ox_converter_row converters[] = {
     {"Split", ox_convert_split},
     {"Expand", ox_convert_expand},
     {"Resize", ox_convert_resize},
+    {"Tile", ox_convert_tile},
     {"Equal", convert_equal},
     {"Where", convert_where},
     {"Gather", ox_convert_gather},

@@ -148,7 +148,8 @@ class Norms(torch.nn.Module):
 class Upsampler(torch.nn.Module):
     """Resize in nearest mode, as a GAN generator or a UNet decoder upsamples: nn.Upsample(2) before a
     convolution, F.interpolate by (2, 3) on a plane and by 3 on a line (asymmetric coordinates,
-    floor, as PyTorch 1.13 writes them; it cannot export nearest-exact, half_pixel)."""
+    floor, as PyTorch 1.13 writes them; it cannot export nearest-exact, half_pixel); and Tile
+    (x.repeat), which repeats whole axes instead of each element."""
 
     def __init__(self):
         super().__init__()
@@ -158,7 +159,7 @@ class Upsampler(torch.nn.Module):
         self.head = torch.nn.Linear(2 * 18, 10)
 
     def forward(self, x):
-        h = torch.tanh(self.conv(self.up(x)))  # [N, 4, 8, 8]
+        h = torch.tanh(self.conv(self.up(x)) + x.repeat(1, 2, 2, 2))  # [N, 4, 8, 8]; Tile
         h = F.interpolate(h, scale_factor=(2, 3), mode="nearest")[:, :, ::4, ::4]  # [N, 4, 4, 6]
         h = F.interpolate(h.flatten(2), scale_factor=3, mode="nearest")  # [N, 4, 72]
         return self.head(self.line(h).flatten(1))

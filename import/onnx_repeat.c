@@ -1,0 +1,127 @@
+/* Operators that repeat elements, as reshape -> expand -> reshape (expand's gradient sums the copies
+ * back):
+ * - Resize in nearest mode by whole factors (nn.Upsample(scale_factor=2), F.interpolate(mode=
+ *   "nearest"): the upsampling of GAN generators and UNets): each element repeated s times along
+ *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
+ *   whole factor (asymmetric with floor, half_pixel with rounding). Other modes (linear, cubic) and
+ *   fractional factors are refused.
+ * - Tile (x.repeat(...)): the whole axis repeated r times. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "import/onnx_convert.h"
+
+/* String attribute `name`, or `fallback` when absent, equals `expected`. */
+static bool attr_is(const ox_node *node, const char *name, const char *fallback, const char *expected) {
+  const Onnx__AttributeProto *a = ox_attr(node, name);
+  if (!a || !a->has_s)
+    return strcmp(fallback, expected) == 0;
+  return a->s.len == strlen(expected) && memcmp(a->s.data, expected, a->s.len) == 0;
+}
+
+/* The factor of each of x's `rank` axes from the scales (floats) or the sizes (integers of the
+ * output, which must be whole multiples of fixed input sizes): each a whole number >= 1. */
+static tf_status factors(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *factor) {
+  const int32_t scales_at = im->opset < 11 ? 1 : 2, sizes_at = 3;
+  const ox_known *k;
+  if (ox_input(node, scales_at)) {
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, scales_at, &k));
+    if (!k->is_float || k->count != rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "scales must hold %" PRId32 " floats", rank);
+    for (int32_t a = 0; a < rank; a++) {
+      if (!(k->reals[a] >= 1 && k->reals[a] <= 1024 && k->reals[a] == floor(k->reals[a])))
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "scale %g on axis %" PRId32 " (whole factors of 1 to 1024 only)",
+                       k->reals[a], a);
+      factor[a] = (int64_t)k->reals[a];
+    }
+    return NULL;
+  }
+  if (!ox_input(node, sizes_at))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "neither scales nor sizes is given");
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, sizes_at, &k));
+  if (k->is_float || k->count != rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "sizes must hold %" PRId32 " integers", rank);
+  for (int32_t a = 0; a < rank; a++) {
+    const tf_dim in = dims[a], out = k->ints[a];
+    bool same_symbol = in.symbol == out.symbol && in.size > 0 && out.size % in.size == 0;
+    if (!same_symbol || out.size / in.size < 1 || out.size / in.size > 1024)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "size on axis %" PRId32 " is not a whole multiple (1 to 1024) of the input's", a);
+    factor[a] = out.size / in.size;
+  }
+  return NULL;
+}
+
+/* x with axis a repeated factor[a] times: each element in turn (`tile` false: [.., d, 1, ..] expanded
+ * to [.., d, s, ..]) or the whole axis (`tile`: [.., 1, d, ..] to [.., s, d, ..]), then merged. */
+static tf_status repeat_axes(ox_import *im, const ox_node *node, tf_tensor_id x, const int64_t *factor, bool tile) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  tf_dim split[TF_MAX_RANK], repeated[TF_MAX_RANK], out[TF_MAX_RANK];
+  int32_t n = 0;
+  for (int32_t a = 0; a < rank; a++) {
+    if (n + (factor[a] > 1) >= TF_MAX_RANK)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "repeating this many axes of a rank-%" PRId32 " input (rank %d at most between the reshapes)",
+                     rank, TF_MAX_RANK);
+    if (factor[a] > 1 && tile) {
+      split[n] = tf_fixed(1);
+      repeated[n++] = tf_fixed(factor[a]);
+    }
+    split[n] = dims[a];
+    repeated[n++] = dims[a];
+    if (factor[a] > 1 && !tile) {
+      split[n] = tf_fixed(1);
+      repeated[n++] = tf_fixed(factor[a]);
+    }
+    out[a] = dims[a];
+    out[a].size *= factor[a];
+  }
+  if (n == rank)
+    return ox_set_tensor(im, node, 0, x);
+  tf_graph *g = im->graph;
+  tf_tensor_id y = tf_expand(g, tf_reshape(g, x, tf_shape_from(split, n)), tf_shape_from(repeated, n));
+  return ox_set_tensor(im, node, 0, tf_reshape(g, y, tf_shape_from(out, rank)));
+}
+
+tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  if (!attr_is(node, "mode", "nearest", "nearest"))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest (linear and cubic are not supported)");
+  bool asymmetric = attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
+  bool half_pixel = attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||
+                    attr_is(node, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
+  bool floor_mode = attr_is(node, "nearest_mode", "round_prefer_floor", "floor");
+  bool rounding = attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||
+                  attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_ceil");
+  if (!(asymmetric && floor_mode) && !(half_pixel && rounding))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "this coordinate_transformation_mode and nearest_mode (asymmetric with floor, or half_pixel with "
+                   "rounding, only)");
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t factor[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(factors(im, node, rank, dims, factor));
+  return repeat_axes(im, node, x, factor, false);
+}
+
+tf_status ox_convert_tile(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const int32_t rank = ox_rank_of(im, x);
+  int64_t repeats[TF_MAX_RANK];
+  int32_t n;
+  TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, repeats, TF_MAX_RANK, &n));
+  if (n != rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "repeats holds %" PRId32 " values for a rank-%" PRId32 " input", n,
+                   rank);
+  for (int32_t a = 0; a < rank; a++)
+    if (repeats[a] < 1 || repeats[a] > 1024)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "repeats %" PRId64 " on axis %" PRId32 " (1 to 1024 only)",
+                     repeats[a], a);
+  return repeat_axes(im, node, x, repeats, true);
+}
