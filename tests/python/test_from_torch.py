@@ -12,6 +12,7 @@ import tempfile
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 import tightfit
 
@@ -704,5 +705,53 @@ def l1_mel_head():
 
 
 case("torch.abs and an L1 loss import and train as PyTorch's", l1_mel_head)
+
+
+# A HiFi-GAN-style vocoder in miniature (weight_norm on Conv1d and ConvTranspose1d, a dilated
+# residual block, LeakyReLU 0.1, tanh) trained on an L1 loss against a waveform: 5 AdamW steps as
+# PyTorch's, weight_g and weight_v updated as its parameters.
+def weight_norm_vocoder():
+    torch.manual_seed(11)
+    norm = torch.nn.utils.weight_norm
+
+    class Vocoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre = norm(torch.nn.Conv1d(8, 16, 7, padding=3))
+            self.up1 = norm(torch.nn.ConvTranspose1d(16, 8, 4, stride=2, padding=1))
+            self.up2 = norm(torch.nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
+            self.res = torch.nn.ModuleList([norm(torch.nn.Conv1d(4, 4, 3, dilation=d, padding=d)) for d in (1, 3)])
+            self.post = norm(torch.nn.Conv1d(4, 1, 7, padding=3))
+
+        def forward(self, mel):
+            h = self.up2(F.leaky_relu(self.up1(F.leaky_relu(self.pre(mel), 0.1)), 0.1))
+            for conv in self.res:
+                h = h + conv(F.leaky_relu(h, 0.1))
+            return torch.tanh(self.post(F.leaky_relu(h, 0.1)))
+
+    model = Vocoder()
+    mel, wave = torch.randn(batch, 8, 6), 0.5 * torch.randn(batch, 1, 24)
+    graph = tightfit.from_torch(model, (mel,), loss="l1")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": mel.numpy(), "labels": wave.numpy()}) for _ in range(5)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
+    expected = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.l1_loss(model(mel), wave)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"{ops.count('conv_transpose2d')} conv_transpose2d, {ops.count('sqrt')} sqrt (weight norms); 5 AdamW " \
+        f"steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("conv_transpose2d") != 2 or ops.count("sqrt") != 6:
+        return f"expected 2 conv_transpose2d and 6 sqrt nodes: {ops}", seen
+    return (None if worst <= 1e-5 and losses[-1] < losses[0] else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a weight_norm vocoder (ConvTranspose1d) imports and trains as PyTorch's", weight_norm_vocoder)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
