@@ -11,6 +11,7 @@ global batch of 8192-sample segments (32 mel frames, the paper's), the planned d
 (AdamW, fp32; `tightfit check --gpu t4`). Compiles only (no device needed).
 
     PYTHONPATH=python /usr/bin/python3 bench/hifigan_check.py [--frames 32] [--batches 16,32,64,128]
+        [--cpu-steps 2]   (also trains one segment on the CPU beside PyTorch)
 """
 import argparse
 import time
@@ -67,6 +68,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=32, help="mel frames per segment (256 samples each)")
     parser.add_argument("--batches", default="16,32,64,128", help="global batches to check")
+    parser.add_argument("--cpu-steps", type=int, default=0,
+                        help="also train this many AdamW steps of one segment on the CPU, beside PyTorch")
     args = parser.parse_args()
     torch.set_num_threads(1)
     generator = Generator().train()
@@ -83,6 +86,36 @@ def main():
         print(f"| {batch} | {'yes' if r['fits'] else 'no'} | {r.get('micro_batch')} x {r.get('accumulate')} | "
               f"{r.get('remat')} | "
               f"{c['activations'] / 2**30:.2f} GiB | {r['device_total_bytes']:,} B ({r['device_total_bytes'] / 2**30:.2f} GiB) |")
+
+
+    if args.cpu_steps > 0:
+        cpu_steps(generator, graph, args.frames, args.cpu_steps)
+
+
+def cpu_steps(generator, graph, frames, steps):
+    """Trains `steps` AdamW steps (lr 2e-4) of one segment in tightfit's CPU runtime and in PyTorch
+    from the same weights; prints both losses and wall times (2 threads each)."""
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    mel, wave = torch.randn(1, 80, frames), 0.3 * torch.randn(1, 1, frames * 256)
+    plan = tightfit.compile(graph, set={"N": 1}, optimizer="adamw", lr=2e-4, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0, threads=2)
+    started = time.time()
+    ours = [session.step({"x": mel.numpy(), "labels": wave.numpy()}) for _ in range(steps)]
+    our_time = time.time() - started
+    optimizer = torch.optim.AdamW(generator.parameters(), lr=2e-4, weight_decay=0)
+    theirs = []
+    started = time.time()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.l1_loss(generator(mel), wave)
+        loss.backward()
+        optimizer.step()
+        theirs.append(loss.item())
+    their_time = time.time() - started
+    worst = max(abs(a - b) / abs(b) for a, b in zip(ours, theirs))
+    print(f"CPU, {steps} AdamW steps of one segment: tightfit {ours} in {our_time:.1f} s, PyTorch {theirs} in "
+          f"{their_time:.1f} s; worst relative difference {worst:.1e}")
 
 
 if __name__ == "__main__":
