@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/checked.h"
+#include "common/copy.h"
 #include "common/file.h"
 
 /* Symbolic links followed before giving up, as the kernel's own limit (MAXSYMLINKS) is 40. */
@@ -27,20 +28,12 @@ struct tf_atomic_file {
   char *temporary; /* beside `target` */
 };
 
-static char *copy_string(const char *text) {
-  size_t length = strlen(text) + 1;
-  char *copy = malloc(length);
-  if (copy)
-    memcpy(copy, text, length);
-  return copy;
-}
-
 /* The folder part of `path` ("." when it has none, "/" for a file at the root); the caller frees it. */
 static char *folder_of(const char *path) {
   const char *slash = strrchr(path, '/');
   if (!slash)
-    return copy_string(".");
-  char *folder = copy_string(path);
+    return tf_copy_string(".");
+  char *folder = tf_copy_string(path);
   if (folder)
     folder[slash == path ? 1 : slash - path] = '\0';
   return folder;
@@ -97,7 +90,7 @@ static char *link_destination(const char *link) {
 static tf_status resolve_target(const char *path, char **target, int *mode) {
   *target = NULL;
   *mode = -1;
-  char *current = copy_string(path);
+  char *current = tf_copy_string(path);
   for (int hops = 0; current; hops++) {
     struct stat info;
     if (lstat(current, &info) != 0) {
@@ -221,7 +214,7 @@ tf_status tf_atomic_file_open(const char *path, tf_atomic_file **out) {
   if (!path || !*path)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "atomic file: empty path");
   tf_atomic_file *file = calloc(1, sizeof(*file));
-  if (!file || !(file->path = copy_string(path))) {
+  if (!file || !(file->path = tf_copy_string(path))) {
     free(file);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a file handle", path);
   }

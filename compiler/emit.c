@@ -6,18 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "compiler/training.h"
 #include "core/ops.h"
-
-static char *copy(const char *text) {
-  if (!text)
-    return NULL;
-  size_t n = strlen(text) + 1;
-  char *out = malloc(n);
-  if (out)
-    memcpy(out, text, n);
-  return out;
-}
 
 static tf_buffer_role role_of(const tf_training *t, int32_t id) {
   if (t->role[id] == TF_ROLE_STATE) /* a constant of the graph that batch_norm_running updates */
@@ -108,7 +99,7 @@ static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor,
   const tf_ir_tensor *src = &t->g->tensors[tensor];
   tf_plan_buffer *b = &plan->buffers[plan->n_buffers];
   memset(b, 0, sizeof(*b));
-  b->name = copy(src->name);
+  b->name = tf_copy_string(src->name);
   b->role = role_of(t, tensor);
   b->region = region_of(b->role);
   b->offset = t->offset[tensor];
@@ -118,7 +109,8 @@ static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor,
   memcpy(b->shape, src->shape, sizeof(b->shape));
   b->first_step = b->region == TF_REGION_ARENA ? t->first[tensor] : -1;
   b->last_step = b->region == TF_REGION_ARENA ? t->last[tensor] : -1;
-  b->init = (tf_init){src->init_kind, src->init_a, src->init_b, copy(src->init_file), copy(src->init_key)};
+  b->init = (tf_init){src->init_kind, src->init_a, src->init_b, tf_copy_string(src->init_file),
+                      tf_copy_string(src->init_key)};
   b->owner = -1;
   b->io_twin = -1;
   b->alias_of = -1;
@@ -174,7 +166,7 @@ static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *
     const tf_ir_node *node = &g->nodes[t->schedule[s]];
     tf_plan_step *step = &plan->steps[plan->n_steps++];
     memset(step, 0, sizeof(*step));
-    step->name = copy(node->name);
+    step->name = tf_copy_string(node->name);
     step->op = node->op;
     step->attrs = concrete_attrs(g, node);
     step->phase = t->phase[t->schedule[s]];
@@ -194,7 +186,7 @@ static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *
       memset(w, 0, sizeof(*w));
       char name[600];
       snprintf(name, sizeof(name), "workspace/%s", node->name);
-      w->name = copy(name);
+      w->name = tf_copy_string(name);
       w->role = TF_ROLE_WORKSPACE;
       w->region = TF_REGION_ARENA;
       w->offset = t->workspace_offset[s];
@@ -272,7 +264,7 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
     snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s%s", plan->micro_batch,
              t->half_nodes + t->half_kernel_nodes > 0 ? t->precision_notes : "",
              t->half_nodes + t->half_kernel_nodes > 0 ? "\n" : "", batch_norm);
-  r->notes = copy(notes);
+  r->notes = tf_copy_string(notes);
 }
 
 void tf_plan_note(tf_plan *plan, const char *line) {
@@ -309,8 +301,8 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot allocate the plan");
   }
   plan->version = TF_PLAN_VERSION;
-  plan->graph_name = copy(g->name);
-  plan->target = copy(tf_target_name(t->options.target.kind));
+  plan->graph_name = tf_copy_string(g->name);
+  plan->target = tf_copy_string(tf_target_name(t->options.target.kind));
   plan->alignment = t->options.target.alignment;
   memcpy(plan->region_bytes, t->region_bytes, sizeof(plan->region_bytes));
   plan->training = t->options.training;
@@ -322,7 +314,7 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
   plan->micro_steps = t->micro_steps;
   plan->n_symbols = g->n_symbols;
   for (int32_t i = 0; i < g->n_symbols; i++) {
-    plan->symbol_names[i] = copy(g->symbols[i].name);
+    plan->symbol_names[i] = tf_copy_string(g->symbols[i].name);
     plan->symbol_values[i] = g->symbols[i].value;
   }
   tf_status status = emit_buffers(plan, t, buffer_of);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "compiler/training.h"
 #include "core/ops.h"
 #include "graph/passes.h"
@@ -136,13 +137,8 @@ int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_st
 /* Into *out, a copy of the first `count` elements (of `element` bytes) of an array of `capacity`;
  * true also when there is no array, false on no memory. */
 static bool copy_array(const void *array, int32_t count, int32_t capacity, size_t element, void **out) {
-  *out = NULL;
-  if (!array)
-    return true;
-  *out = malloc(element * (size_t)(capacity > 0 ? capacity : 1));
-  if (*out && count > 0)
-    memcpy(*out, array, element * (size_t)count);
-  return *out != NULL;
+  *out = array ? tf_copy_array(array, count, capacity, element) : NULL;
+  return !array || *out;
 }
 
 tf_status tf_training_copy(const tf_training *from, tf_training *to) {

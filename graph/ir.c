@@ -7,15 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *copy_string(const char *text) {
-  if (!text)
-    return NULL;
-  size_t length = strlen(text) + 1;
-  char *copy = malloc(length);
-  if (copy)
-    memcpy(copy, text, length);
-  return copy;
-}
+#include "common/copy.h"
 
 /* Grows *array (of `element` bytes each) so that it holds at least count + 1 elements. */
 static bool reserve(void **array, int32_t *capacity, int32_t count, size_t element) {
@@ -39,7 +31,7 @@ tf_status tf_graph_create(const char *name, tf_graph **out) {
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
   g->version = TF_SCHEMA_VERSION;
   g->loss = -1;
-  g->name = copy_string(name ? name : "");
+  g->name = tf_copy_string(name ? name : "");
   if (!g->name) {
     free(g);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
@@ -87,7 +79,7 @@ void tf_ir_fail(tf_graph *g, tf_status status) {
 }
 
 tf_status tf_ir_set_name(tf_graph *g, const char *name) {
-  char *copy = copy_string(name ? name : "");
+  char *copy = tf_copy_string(name ? name : "");
   if (!copy)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot copy the graph name");
   free(g->name);
@@ -112,7 +104,7 @@ int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tenso
   }
   tf_ir_tensor *t = &g->tensors[g->n_tensors];
   memset(t, 0, sizeof(*t));
-  t->name = copy_string(name);
+  t->name = tf_copy_string(name);
   t->dtype = dtype;
   t->kind = kind;
   if (declared)
@@ -126,8 +118,8 @@ int32_t tf_ir_add_tensor(tf_graph *g, const char *name, tf_dtype dtype, tf_tenso
     t->init_kind = init->kind;
     t->init_a = init->a;
     t->init_b = init->b;
-    t->init_file = copy_string(init->file);
-    t->init_key = copy_string(init->key);
+    t->init_file = tf_copy_string(init->file);
+    t->init_key = tf_copy_string(init->key);
   }
   bool copied = t->name && (!init || ((!init->file || t->init_file) && (!init->key || t->init_key)));
   if (!copied || !tf_strmap_put(&g->tensor_names, t->name, g->n_tensors)) {
@@ -171,7 +163,7 @@ int32_t tf_ir_add_node(tf_graph *g, const char *name, tf_op op, const int32_t *i
   }
   tf_ir_node *node = &g->nodes[g->n_nodes];
   memset(node, 0, sizeof(*node));
-  node->name = copy_string(name);
+  node->name = tf_copy_string(name);
   node->op = op;
   node->n_inputs = n_inputs;
   node->inputs = malloc(sizeof(int32_t) * (size_t)(n_inputs ? n_inputs : 1));
@@ -214,7 +206,7 @@ int32_t tf_ir_add_symbol(tf_graph *g, const char *name, int64_t default_value, t
     return -1;
   }
   tf_ir_symbol *s = &g->symbols[g->n_symbols];
-  s->name = copy_string(name);
+  s->name = tf_copy_string(name);
   if (!s->name) {
     *status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot store symbol '%s'", name);
     return -1;

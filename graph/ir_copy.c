@@ -3,29 +3,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "graph/ir.h"
 
+/* *out = a copy of text (NULL for NULL); false when out of memory. */
 static bool copy_string(const char *text, char **out) {
-  *out = NULL;
-  if (!text)
-    return true;
-  size_t length = strlen(text) + 1;
-  *out = malloc(length);
-  if (*out)
-    memcpy(*out, text, length);
-  return *out != NULL;
-}
-
-/* A copy of `count` elements of `element` bytes (an array of `capacity`), or NULL on no memory. */
-static void *copy_array(const void *array, int32_t count, int32_t capacity, size_t element) {
-  void *copy = malloc(element * (size_t)(capacity > 0 ? capacity : 1));
-  if (copy && count > 0)
-    memcpy(copy, array, element * (size_t)count);
-  return copy;
+  *out = tf_copy_string(text);
+  return !text || *out;
 }
 
 static bool copy_tensors(const tf_graph *g, tf_graph *c) {
-  c->tensors = copy_array(g->tensors, g->n_tensors, g->cap_tensors, sizeof(tf_ir_tensor));
+  c->tensors = tf_copy_array(g->tensors, g->n_tensors, g->cap_tensors, sizeof(tf_ir_tensor));
   if (!c->tensors)
     return false;
   c->cap_tensors = g->cap_tensors;
@@ -41,7 +29,7 @@ static bool copy_tensors(const tf_graph *g, tf_graph *c) {
 }
 
 static bool copy_nodes(const tf_graph *g, tf_graph *c) {
-  c->nodes = copy_array(g->nodes, g->n_nodes, g->cap_nodes, sizeof(tf_ir_node));
+  c->nodes = tf_copy_array(g->nodes, g->n_nodes, g->cap_nodes, sizeof(tf_ir_node));
   if (!c->nodes)
     return false;
   c->cap_nodes = g->cap_nodes;
@@ -50,7 +38,7 @@ static bool copy_nodes(const tf_graph *g, tf_graph *c) {
     n->name = NULL;
     n->inputs = NULL;
     c->n_nodes = i + 1;
-    n->inputs = copy_array(g->nodes[i].inputs, n->n_inputs, n->n_inputs, sizeof(int32_t));
+    n->inputs = tf_copy_array(g->nodes[i].inputs, n->n_inputs, n->n_inputs, sizeof(int32_t));
     if (!n->inputs || !copy_string(g->nodes[i].name, &n->name))
       return false;
   }
@@ -58,7 +46,7 @@ static bool copy_nodes(const tf_graph *g, tf_graph *c) {
 }
 
 static bool copy_symbols(const tf_graph *g, tf_graph *c) {
-  c->symbols = copy_array(g->symbols, g->n_symbols, g->cap_symbols, sizeof(tf_ir_symbol));
+  c->symbols = tf_copy_array(g->symbols, g->n_symbols, g->cap_symbols, sizeof(tf_ir_symbol));
   if (!c->symbols)
     return false;
   c->cap_symbols = g->cap_symbols;
@@ -109,7 +97,7 @@ tf_status tf_ir_copy(const tf_graph *g, tf_graph **out) {
   c->loss = g->loss;
   c->has_training = g->has_training;
   c->training = g->training;
-  c->outputs = copy_array(g->outputs, g->n_outputs, g->cap_outputs, sizeof(int32_t));
+  c->outputs = tf_copy_array(g->outputs, g->n_outputs, g->cap_outputs, sizeof(int32_t));
   c->n_outputs = g->n_outputs;
   c->cap_outputs = g->cap_outputs;
   bool copied = c->outputs && copy_string(g->name, &c->name) && copy_string(g->scope, &c->scope) &&

@@ -11,6 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "common/checked.h"
+#include "common/copy.h"
 #include "runtime/safetensors_header.h"
 
 typedef struct writer_entry {
@@ -28,14 +29,6 @@ struct tf_safetensors_writer {
   char **keys, **values;
   int32_t n_metadata, metadata_capacity;
 };
-
-static char *copy_string(const char *text) {
-  size_t length = strlen(text) + 1;
-  char *copy = malloc(length);
-  if (copy)
-    memcpy(copy, text, length);
-  return copy;
-}
 
 tf_status tf_safetensors_writer_create(tf_safetensors_writer **out) {
   *out = calloc(1, sizeof(**out));
@@ -106,7 +99,7 @@ tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *n
                          name, bytes);
   entry.bytes = (uint64_t)bytes;
   if (!reserve((void **)&writer->entries, &writer->entry_capacity, writer->n_entries, sizeof(writer_entry)) ||
-      !(entry.name = copy_string(name)))
+      !(entry.name = tf_copy_string(name)))
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "safetensors writer: cannot add tensor '%s'", name);
   writer->entries[writer->n_entries++] = entry;
   return NULL;
@@ -115,7 +108,7 @@ tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *n
 tf_status tf_safetensors_writer_set_metadata(tf_safetensors_writer *writer, const char *key, const char *value) {
   if (!valid_text(key) || !valid_text(value))
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "safetensors writer: metadata key and value must be UTF-8 strings");
-  char *value_copy = copy_string(value);
+  char *value_copy = tf_copy_string(value);
   if (!value_copy)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "safetensors writer: cannot copy metadata '%s'", key);
   for (int32_t i = 0; i < writer->n_metadata; i++)
@@ -125,7 +118,7 @@ tf_status tf_safetensors_writer_set_metadata(tf_safetensors_writer *writer, cons
       return NULL;
     }
   int32_t capacity = writer->metadata_capacity;
-  char *key_copy = copy_string(key);
+  char *key_copy = tf_copy_string(key);
   if (!key_copy || !reserve((void **)&writer->keys, &capacity, writer->n_metadata, sizeof(char *)) ||
       !reserve((void **)&writer->values, &writer->metadata_capacity, writer->n_metadata, sizeof(char *))) {
     free(key_copy);
