@@ -39,18 +39,19 @@ static tf_status out_of_memory(const tf_plan *plan) {
 }
 
 /* Buffers of the arena (or of the other regions) that hold at least one byte (an empty buffer
- * cannot overlap) and, given `counted`, count at one step at least; keyed. */
-static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const tf_plan_buffer *),
-                      const int32_t *counted, const int32_t *until, int32_t *count) {
+ * cannot overlap) and, given counted steps from..to, count at one step at least; keyed by key_of,
+ * or by their first (`by_end` false) or last counted step. */
+static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const tf_plan_buffer *), const int32_t *from,
+                      const int32_t *to, bool by_end, int32_t *count) {
   keyed *items = malloc(sizeof(keyed) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
   *count = 0;
   if (!items)
     return NULL;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    if ((b->region == TF_REGION_ARENA) != arena || b->bytes <= 0 || (counted && counted[id] > until[id]))
+    if ((b->region == TF_REGION_ARENA) != arena || b->bytes <= 0 || (from && from[id] > to[id]))
       continue;
-    items[(*count)++] = (keyed){key_of ? key_of(b) : counted[id], b->offset, id};
+    items[(*count)++] = (keyed){key_of ? key_of(b) : by_end ? to[id] : from[id], b->offset, id};
   }
   qsort(items, (size_t)*count, sizeof(keyed), by_key_then_offset);
   return items;
@@ -60,7 +61,7 @@ static int64_t region_key(const tf_plan_buffer *b) { return b->region; }
 
 tf_status tf_plan_check_persistent_disjoint(const tf_plan *plan) {
   int32_t n;
-  keyed *items = collect(plan, false, region_key, NULL, NULL, &n);
+  keyed *items = collect(plan, false, region_key, NULL, NULL, false, &n);
   if (!items)
     return out_of_memory(plan);
   tf_status status = NULL;
@@ -160,8 +161,8 @@ static tf_status check_written_over(const tf_plan *plan, const int32_t *root, co
 /* The sweep over the counted intervals from[id]..to[id]. */
 static tf_status sweep(const tf_plan *plan, const int32_t *from, const int32_t *to) {
   int32_t n_starts, n_ends;
-  keyed *starts = collect(plan, true, NULL, from, to, &n_starts);
-  keyed *ends = collect(plan, true, NULL, to, to, &n_ends);
+  keyed *starts = collect(plan, true, NULL, from, to, false, &n_starts);
+  keyed *ends = collect(plan, true, NULL, from, to, true, &n_ends);
   int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n_starts > 0 ? n_starts : 1));
   if (!starts || !ends || !ids) {
     free(starts);

@@ -668,6 +668,26 @@ def leaky_discriminator():
 case("LeakyReLU(0.2) and Softplus import and train as PyTorch's", leaky_discriminator)
 
 
+def l1_steps_beside_torch(model, xs, ys, steps=5):
+    """Imports `model` with loss="l1", trains `steps` AdamW steps (lr 1e-2, no decay, no clipping) in
+    tightfit and then in PyTorch from the same weights; returns (the graph's ops, tightfit's losses,
+    PyTorch's, the worst relative difference)."""
+    graph = tightfit.from_torch(model, (xs,), loss="l1")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": xs.numpy(), "labels": ys.numpy()}) for _ in range(steps)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
+    expected = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = F.l1_loss(model(xs), ys)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    return ops, losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+
+
 # A TTS-style mel head trained on an L1 loss (loss="l1": mean |output - target|, PyTorch's L1Loss),
 # with a torch.abs inside the model too: 5 AdamW steps as PyTorch's.
 def l1_mel_head():
@@ -683,20 +703,7 @@ def l1_mel_head():
 
     model = MelHead()
     xs, ys = torch.randn(batch, 12), torch.randn(batch, 20)
-    graph = tightfit.from_torch(model, (xs,), loss="l1")
-    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    losses = [session.step({"x": xs.numpy(), "labels": ys.numpy()}) for _ in range(5)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(5):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.l1_loss(model(xs), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    ops, losses, expected, worst = l1_steps_beside_torch(model, xs, ys)
     seen = f"{ops.count('abs')} abs nodes; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
         f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
     if ops.count("abs") != 2:
@@ -731,20 +738,7 @@ def weight_norm_vocoder():
 
     model = Vocoder()
     mel, wave = torch.randn(batch, 8, 6), 0.5 * torch.randn(batch, 1, 24)
-    graph = tightfit.from_torch(model, (mel,), loss="l1")
-    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    losses = [session.step({"x": mel.numpy(), "labels": wave.numpy()}) for _ in range(5)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(5):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.l1_loss(model(mel), wave)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    ops, losses, expected, worst = l1_steps_beside_torch(model, mel, wave)
     seen = f"{ops.count('conv_transpose2d')} conv_transpose2d, {ops.count('sqrt')} sqrt (weight norms); 5 AdamW " \
         f"steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
     if ops.count("conv_transpose2d") != 2 or ops.count("sqrt") != 6:
