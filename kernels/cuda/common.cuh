@@ -143,6 +143,18 @@ template <typename T> __device__ inline T block_sum(T value, T *scratch) {
   return warp_sum(total);
 }
 
+/* Max over a block of kThreads threads (fmaxf, as warp_max); every thread gets it. `scratch` holds
+ * kThreads / 32. */
+__device__ inline float block_max(float value, float *scratch) {
+  value = warp_max(value);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0)
+    scratch[warp] = value;
+  __syncthreads();
+  return warp_max(lane < (int)(blockDim.x / 32) ? scratch[lane] : -INFINITY);
+}
+
 /* ---- storage of floating tensors: f32, or f16 / bf16 for the half kernels ---- */
 
 /* A half kernel (the cuda target's half-kernel ops, targets/target.c) is its f32 kernel templated on

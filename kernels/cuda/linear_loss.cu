@@ -1,7 +1,7 @@
 /* The fused loss head, as kernels/cpu/linear_loss.c: linear_cross_entropy(x, weight, labels [, bias])
  * and its gradient (dx, dweight [, dbias]), chunk_rows rows of logits at a time in the workspace
  * (core/workspace_cuda.h's tf_cuda_linear_loss_layout), so the [rows, V] logits never exist. The
- * products are cuBLAS gemms (pedantic f32, as matmul.cu); a warp reduces each row. The loss is each
+ * products are cuBLAS gemms (pedantic f32, as matmul.cu); a block reduces each row. The loss is each
  * row's term in double, summed in a fixed order by one block: deterministic, no atomics. */
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/xent_row.cuh"
@@ -66,20 +66,14 @@ __global__ void chunk_dbias(const float *dlogits, int64_t rows, int64_t classes,
   }
 }
 
-/* row_losses[first + r] = -log softmax(logits[r])[label] (0 where the label does not count). */
+/* row_losses[first + r] = -log softmax(logits[r])[label] (0 where the label does not count); a block per row. */
 __global__ void chunk_losses(const float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
                              int64_t classes, int64_t ignore, double *row_losses) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+  __shared__ XentScratch scratch;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t label = xent_label_at(labels, wide, first + r, classes, ignore);
-    if (label < 0) {
-      if (lane == 0)
-        row_losses[first + r] = 0;
-      continue;
-    }
-    const double loss = xent_row_loss(logits + r * classes, classes, label, lane);
-    if (lane == 0)
+    const double loss = label < 0 ? 0.0 : xent_block_loss(logits + r * classes, classes, label, &scratch);
+    if (threadIdx.x == 0)
       row_losses[first + r] = loss;
   }
 }
@@ -94,15 +88,15 @@ __global__ void finish(const double *row_losses, int64_t rows, const long long *
     *loss = *count > 0 ? (float)(sum / (double)*count) : 0.0f;
 }
 
-/* In place: logits[r] becomes (softmax - onehot(label)) dloss / count, 0 where the label does not count. */
+/* In place: logits[r] becomes (softmax - onehot(label)) dloss / count, 0 where the label does not
+ * count; a block per row. */
 __global__ void chunk_gradient(float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
                                int64_t classes, int64_t ignore, const float *dloss, const long long *count) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  __shared__ XentScratch scratch;
   const float scale = *count > 0 ? (float)((double)dloss[0] / (double)*count) : 0.0f;
-  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float *d = logits + r * classes;
-    xent_row_gradient(d, d, classes, xent_label_at(labels, wide, first + r, classes, ignore), scale, lane);
+    xent_block_gradient(d, d, classes, xent_label_at(labels, wide, first + r, classes, ignore), scale, &scratch);
   }
 }
 
@@ -152,8 +146,8 @@ TF_CUDA_LAUNCHER(linear_cross_entropy) {
   for (int64_t first = 0; first < h.g.rows; first += h.g.chunk_rows) {
     const int64_t rows = h.g.rows - first < h.g.chunk_rows ? h.g.rows - first : h.g.chunk_rows;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
-    chunk_losses<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, h.g.classes,
-                                                                   h.ignore, h.row_losses);
+    chunk_losses<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, h.g.classes,
+                                                              h.ignore, h.row_losses);
     TF_RETURN_IF_ERROR(launch_status());
   }
   finish<<<1, kThreads, 0, h.stream>>>(h.row_losses, h.g.rows, h.count, loss);
@@ -175,12 +169,12 @@ tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *d
     const float *x = h.x + first * g.features;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
     if (loss) {
-      chunk_losses<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
-                                                                     h.ignore, h.row_losses);
+      chunk_losses<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
+                                                                h.ignore, h.row_losses);
       TF_RETURN_IF_ERROR(launch_status());
     }
-    chunk_gradient<<<blocks_for(rows * 32), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
-                                                                     h.ignore, dloss, h.count);
+    chunk_gradient<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
+                                                                h.ignore, dloss, h.count);
     TF_RETURN_IF_ERROR(launch_status());
     /* dx rows = dlogits weight ([V, d]) or dlogits weightᵀ ([d, V]) */
     TF_RETURN_IF_ERROR(gemm(h, false, !g.transpose_weight, rows, g.features, g.classes, h.logits, g.classes, h.weight,

@@ -10,8 +10,8 @@
  * and label logit, which give the loss; pass 2 computes each chunk's logits again, turns them into
  * dlogits, sums dx over the spans and a span of dweight (and dbias, in double) over the chunks in
  * f32, and rounds each once into its half output. Workspace: core/workspace_cuda.h,
- * tf_cuda_linear_loss_half_layout_of. Deterministic: fixed trees, no atomics. Written 2026-11-28
- * without a GPU (docs/cuda.md: the next GPU session runs it). */
+ * tf_cuda_linear_loss_half_layout_of. Deterministic: fixed trees, no atomics. A block per row in
+ * the row passes (kernels/cuda/xent_row.cuh). Run on an H200 (docs/cuda.md). */
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
@@ -73,26 +73,25 @@ struct Span {
   int64_t first_class, n; /* the span's classes: the logits' row stride */
 };
 
-/* A warp per row of the chunk: its statistics (max, sum of exp(logit - max), label logit: stats[3 row])
+/* A block per row of the chunk: its statistics (max, sum of exp(logit - max), label logit: stats[3 row])
  * updated by this span's logits, as kernels/cpu/linear_loss_half.c's row_statistics. */
 __global__ void span_statistics(const float *logits, Span s, const void *labels, bool wide, int64_t classes,
                                 int64_t ignore, double *stats) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < s.rows; r += warps) {
+  __shared__ XentScratch scratch;
+  for (int64_t r = blockIdx.x; r < s.rows; r += gridDim.x) {
     const float *l = logits + r * s.n;
     double *row = stats + 3 * (s.first + r);
-    float best = xent_row_max(l, s.n, lane);
+    float best = xent_block_max(l, s.n, &scratch);
     const float old = s.first_class == 0 ? best : (float)row[0];
     best = old > best ? old : best;
-    const double total = xent_row_exp_sum(l, s.n, best, lane);
-    if (lane != 0)
-      continue;
-    row[1] = s.first_class == 0 ? total : row[1] * exp((double)old - (double)best) + total;
-    row[0] = best;
-    const int64_t label = xent_label_at(labels, wide, s.first + r, classes, ignore);
-    if (label >= s.first_class && label < s.first_class + s.n)
-      row[2] = l[label - s.first_class];
+    const double total = xent_block_exp_sum(l, s.n, best, &scratch);
+    if (threadIdx.x == 0) {
+      row[1] = s.first_class == 0 ? total : row[1] * exp((double)old - (double)best) + total;
+      row[0] = best;
+      const int64_t label = xent_label_at(labels, wide, s.first + r, classes, ignore);
+      if (label >= s.first_class && label < s.first_class + s.n)
+        row[2] = l[label - s.first_class];
+    }
   }
 }
 
@@ -109,27 +108,25 @@ __global__ void half_loss(const double *stats, const void *labels, bool wide, in
     *loss = *count > 0 ? (float)(sum / (double)*count) : 0.0f;
 }
 
-/* A warp per row: the span's logits, in place, become exp(logit - lse) scale, less scale at the
+/* A block per row: the span's logits, in place, become exp(logit - lse) scale, less scale at the
  * label (scale = dloss / count); 0 on a row whose label does not count. */
 __global__ void span_gradient(float *logits, Span s, const void *labels, bool wide, int64_t classes, int64_t ignore,
                               const double *stats, const float *dloss, const long long *count) {
-  const int lane = threadIdx.x % 32;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
   const float scale = *count > 0 ? (float)((double)dloss[0] / (double)*count) : 0.0f;
-  for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < s.rows; r += warps) {
+  for (int64_t r = blockIdx.x; r < s.rows; r += gridDim.x) {
     float *d = logits + r * s.n;
     const int64_t label = xent_label_at(labels, wide, s.first + r, classes, ignore);
     if (label < 0) {
-      for (int64_t c = lane; c < s.n; c += 32)
+      for (int64_t c = threadIdx.x; c < s.n; c += blockDim.x)
         d[c] = 0.0f;
       continue;
     }
     const double *row = stats + 3 * (s.first + r);
     const float lse = (float)(row[0] + log(row[1]));
-    for (int64_t c = lane; c < s.n; c += 32)
+    for (int64_t c = threadIdx.x; c < s.n; c += blockDim.x)
       d[c] = expf(d[c] - lse) * scale;
     const int64_t at = label - s.first_class;
-    if (at >= 0 && at < s.n && lane == at % 32) /* the lane that wrote it */
+    if (at >= 0 && at < s.n && threadIdx.x == at % blockDim.x) /* the thread that wrote it */
       d[at] -= scale;
   }
 }
@@ -242,13 +239,13 @@ public:
         const Span s = {first, g.rows - first < g.chunk_rows ? g.rows - first : g.chunk_rows, first_class, n};
         TF_RETURN_IF_ERROR(span_logits(s));
         if (!gradients) {
-          span_statistics<<<blocks_for(s.rows * 32), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide, g.classes,
-                                                                               h_.ignore, stats);
+          span_statistics<<<row_blocks(s.rows), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide, g.classes,
+                                                                          h_.ignore, stats);
           TF_RETURN_IF_ERROR(launch_status());
           continue;
         }
-        span_gradient<<<blocks_for(s.rows * 32), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide, g.classes,
-                                                                           h_.ignore, stats, dloss, h_.count);
+        span_gradient<<<row_blocks(s.rows), kThreads, 0, h_.stream>>>(logits, s, h_.labels, h_.wide, g.classes,
+                                                                      h_.ignore, stats, dloss, h_.count);
         TF_RETURN_IF_ERROR(launch_status());
         TF_RETURN_IF_ERROR(span_products(s));
       }

@@ -74,6 +74,63 @@ __device__ inline void xent_row_gradient_half(const T *x, T *d, int64_t classes,
   }
 }
 
+/* ---- a block per row: the fused head's chunks (256 rows of 50,257 classes on the H200, 2026-11-30:
+ * a warp per row kept 32 of 132 SMs busy at 4% of memory bandwidth). Thread t reads classes t,
+ * t + blockDim.x, ...; every thread gets each reduction. The block is kThreads threads. ---- */
+
+/* Shared scratch for the block reductions of one row. */
+struct XentScratch {
+  float f[kThreads / 32];
+  double d[kThreads / 32];
+};
+
+/* The max of a row, on every thread of the block (as xent_row_max: a NaN element is skipped). */
+__device__ inline float xent_block_max(const float *x, int64_t classes, XentScratch *s) {
+  float best = -INFINITY;
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    best = x[c] > best ? x[c] : best;
+  return block_max(best, s->f);
+}
+
+/* The sum of exp(x - best) over a row in double, on every thread of the block. */
+__device__ inline double xent_block_exp_sum(const float *x, int64_t classes, float best, XentScratch *s) {
+  double sum = 0;
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    sum += (double)expf(x[c] - best);
+  return block_sum(sum, s->d);
+}
+
+/* -log softmax(x)[label], on every thread of the block. */
+__device__ inline double xent_block_loss(const float *x, int64_t classes, int64_t label, XentScratch *s) {
+  const float best = xent_block_max(x, classes, s);
+  return log(xent_block_exp_sum(x, classes, best, s)) + ((double)best - (double)x[label]);
+}
+
+/* xent_row_gradient with a block per row: d = (softmax(x) - onehot(label)) scale, or 0 when label < 0;
+ * d may be x. */
+__device__ inline void xent_block_gradient(const float *x, float *d, int64_t classes, int64_t label, float scale,
+                                           XentScratch *s) {
+  if (label < 0) {
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      d[c] = 0.0f;
+    return;
+  }
+  const float best = xent_block_max(x, classes, s);
+  double sum = 0;
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    d[c] = expf(x[c] - best);
+    sum += (double)d[c];
+  }
+  const float total = (float)block_sum(sum, s->d);
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    d[c] = d[c] / total * scale;
+  if (threadIdx.x == label % blockDim.x) /* the thread that wrote it */
+    d[label] -= scale;
+}
+
+/* The grid of a block-per-row kernel over `rows` rows (at least one block; the kernels stride). */
+inline unsigned row_blocks(int64_t rows) { return rows < 1 ? 1u : rows > 65535 ? 65535u : (unsigned)rows; }
+
 namespace {
 
 /* *count = the labels that count (one block; each .cu file that includes this has its own copy). */
