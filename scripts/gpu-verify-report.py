@@ -329,7 +329,7 @@ def write_report(args):
             n, item["name"], md_escape(item["title"]), item["status"], fmt(item["seconds"]), md_escape(item["reason"])))
     md.append("")
     if step_rows:
-        md.append("## Step time (one optimizer step, the same GPU; tightfit: f32, after 2 warm-up steps, ± the rounding of its printed rate)")
+        md.append("## Step time (one optimizer step, the same GPU; tightfit: f32 unless the row names bf16, after 2 warm-up steps, ± the rounding of its printed rate)")
         md.append("")
         md.append("| what | model | N | T | ms/step | tokens/s | timed steps | memory (tightfit: planned device total; torch: peak allocated) | device |")
         md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
