@@ -48,6 +48,13 @@ tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);
 tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
 
 /* onnx_repeat.c */
+/* onnx_mask.c: masks on data as f32 0/1 tensors: Equal of data with a constant, Not, Cast to BOOL,
+ * Where with one constant branch (masked_fill). */
+tf_status ox_convert_mask_equal(ox_import *im, const ox_node *node);
+tf_status ox_convert_mask_not(ox_import *im, const ox_node *node);
+tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node);
+tf_status ox_convert_mask_where(ox_import *im, const ox_node *node);
+
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
 tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 

@@ -405,6 +405,8 @@ tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
     TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_cast(ox_value_find(im, ox_input(node, 0))->known, to, &k)));
     return ox_set_known(im, node, 0, k);
   }
+  if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) /* nonzero, not a wrapping or saturating cast */
+    return ox_convert_mask_cast(im, node);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));

@@ -182,7 +182,7 @@ static tf_status convert_equal(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
   const char *a = ox_input(node, 0), *b = ox_input(node, 1);
   if (!ox_is_known(im, a) || !ox_is_known(im, b))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of data (only of values known when importing: shapes)");
+    return ox_convert_mask_equal(im, node);
   ox_known *k;
   TF_RETURN_IF_ERROR(
       ox_at(im, node, ox_fold_binary('=', ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
@@ -193,14 +193,25 @@ static tf_status convert_where(ox_import *im, const ox_node *node) {
   for (int32_t i = 0; i < 3; i++) {
     TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
     if (!ox_is_known(im, ox_input(node, i)))
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "Where of data (only of values known when importing, or as the causal mask of an attention)");
+      return ox_convert_mask_where(im, node);
   }
   ox_known *k;
   TF_RETURN_IF_ERROR(
       ox_at(im, node,
             ox_fold_where(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
                           ox_value_find(im, ox_input(node, 2))->known, &k)));
+  return ox_set_known(im, node, 0, k);
+}
+static tf_status convert_not(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  if (!ox_is_known(im, ox_input(node, 0)))
+    return ox_convert_mask_not(im, node);
+  const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+  ox_known *k = ox_known_new(false, TF_U8, x->rank, x->shape);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < x->count; i++)
+    k->ints[i] = tf_fixed((x->is_float ? x->reals[i] : (double)x->ints[i].size) == 0);
   return ox_set_known(im, node, 0, k);
 }
 static tf_status convert_sub(ox_import *im, const ox_node *node) { return binary(im, node, '-', TF_OP_SUB); }
@@ -675,6 +686,7 @@ static const ox_converter_row converters[] = {
     {"Tile", ox_convert_tile},
     {"Equal", convert_equal},
     {"Where", convert_where},
+    {"Not", convert_not},
     {"Gather", ox_convert_gather},
     {"Conv", convert_conv},
     {"ConvTranspose", convert_conv_transpose},

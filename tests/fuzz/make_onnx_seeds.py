@@ -4,7 +4,8 @@
 Hand-encoded models (tests/import/import_errors.py's protobuf encoder, byte-for-byte deterministic):
 a Relu, an Abs of a Sub, a Conv with weights, a weight-normed (ReduceL2) 1-d ConvTranspose, an
 InstanceNormalization, a half_pixel Resize, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
-exact-GELU pattern, a Softmax + Flatten + Transpose, a bf16 MatMul + Add + Mul (raw and int32_data
+exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (Equal, Where, Cast to
+BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, and an opset-3
 model the importer refuses. Each is under 1 KiB."""
 import os
@@ -115,6 +116,21 @@ SEEDS = {
         node("Relu", ["n"], ["y"], "relu"),
     ], [value_info("x", 1, ["N", 2, 4, 4])], [value_info("y", 1, ["N", 2, 4, 4])],
         [tensor("scale", [2], [1.0, 1.0]), tensor("b", [2], [0.0, 0.25]), tensor("mean", [2], [0.5, -0.5])]),
+    # a padding mask from data (import/onnx_mask.c): Equal of an int64 mask with 0 into masked_fill(-inf),
+    # Cast to BOOL, Not, and a Where whose data branch comes first
+    "padding_mask.onnx": model([
+        const_node("k0", "axes", [1], ints=[1]),
+        node("Unsqueeze", ["m", "axes"], ["mk"], "unsqueeze"),
+        const_node("k1", "zero", [], ints=[0]),
+        node("Equal", ["mk", "zero"], ["c"], "eq"),
+        const_node("k2", "ninf", [], floats=[float("-inf")]),
+        node("Where", ["c", "ninf", "x"], ["s"], "fill"),
+        node("Softmax", ["s"], ["p"], "softmax", int_attribute("axis", -1)),
+        node("Cast", ["mk"], ["b"], "cast", int_attribute("to", 9)),
+        node("Not", ["b"], ["nb"], "not"),
+        const_node("k3", "zf", [], floats=[0.0]),
+        node("Where", ["nb", "zf", "p"], ["y"], "clear"),
+    ], [value_info("x", 1, ["N", "T", "T"]), value_info("m", 7, ["N", "T"])], [value_info("y", 1, ["N", "T", "T"])]),
     "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])], opset=3),
 }

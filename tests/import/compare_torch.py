@@ -38,6 +38,8 @@ MODELS = [
     ("vocoder", 14, "N=3", {"x": ((3, 4, 16), "normal", 0)}, {"x": {0: "N"}}),
     ("norms", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("upsampler", 14, "N=3", {"x": ((3, 2, 4, 4), "normal", 0)}, {"x": {0: "N"}}),
+    ("padded", 14, "N=3,T=7", {"tokens": ((3, 7), "int", 50), "mask": ((3, 7), "mask", 0)},
+     {"tokens": {0: "N", 1: "T"}, "mask": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 14, "N=2,T=12",
      {"tokens": ((2, 12), "int", 128)}, {"tokens": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 17, "N=2,T=12",
@@ -165,7 +167,34 @@ class Upsampler(torch.nn.Module):
         return self.head(self.line(h).flatten(1))
 
 
-CUSTOM = {"ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms, "upsampler": Upsampler}
+class Padded(torch.nn.Module):
+    """A padding mask from data (an int64 [N, T] input of 1s then 0s): Equal of the mask with 0 into
+    masked_fill(-inf) before a softmax (key padding, as BERT-style encoders), torch.where(mask.bool(),
+    scores, -1e4) (Cast to BOOL, the data branch first), ~mask (Not) into masked_fill(0.0), and a
+    mean over the tokens that count."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.qkv = torch.nn.Linear(16, 48)
+        self.qkv2 = torch.nn.Linear(16, 48)
+        self.head = torch.nn.Linear(16, 10)
+
+    @staticmethod
+    def attend(x, qkv, fill):
+        q, k, v = qkv(x).split(16, dim=-1)
+        return torch.softmax(fill(q @ k.transpose(1, 2) / 4.0), dim=-1) @ v
+
+    def forward(self, tokens, mask):
+        x = self.embed(tokens)
+        keys = mask[:, None, :]
+        x = x + self.attend(x, self.qkv, lambda s: s.masked_fill(keys == 0, float("-inf")))
+        x = x + self.attend(x, self.qkv2, lambda s: torch.where(keys.bool(), s, torch.tensor(-1e4)))
+        x = x.masked_fill(~mask.bool()[:, :, None], 0.0)
+        return self.head(x.sum(1) / mask.to(x.dtype).sum(1, keepdim=True))
+
+
+CUSTOM = {"padded": Padded, "ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms, "upsampler": Upsampler}
 # Exported with training=PRESERVE (the module is in eval mode either way): the default EVAL export
 # folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
 # function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.
@@ -205,8 +234,12 @@ def run_model(tightfit, driver, config, opset, bindings, inputs, dynamic, folder
     rng = np.random.default_rng(1)
     arrays = {}
     for name, (shape, kind, bound) in inputs.items():
-        arrays[name] = (rng.standard_normal(shape).astype(np.float32) if kind == "normal"
-                        else rng.integers(0, bound, shape).astype(np.int64))
+        if kind == "mask":  # each row: 1s for a random length of at least one, then 0s (padding)
+            lengths = rng.integers(1, shape[1] + 1, shape[0])
+            arrays[name] = (np.arange(shape[1])[None, :] < lengths[:, None]).astype(np.int64)
+        else:
+            arrays[name] = (rng.standard_normal(shape).astype(np.float32) if kind == "normal"
+                            else rng.integers(0, bound, shape).astype(np.int64))
         np.save(os.path.join(folder, name + ".npy"), arrays[name])
     tensors = tuple(torch.from_numpy(arrays[name]) for name in inputs)
     onnx_path = os.path.join(folder, "model.onnx")

@@ -78,6 +78,10 @@ def model(nodes, inputs, outputs, initializers=(), opset=14, ir_version=7):
     return field_varint(1, ir_version) + field_bytes(7, graph) + field_bytes(8, field_bytes(1, "") + field_varint(2, opset))
 
 
+def attribute_tensor(name, value):
+    return field_bytes(5, field_bytes(1, name) + field_bytes(5, value) + field_varint(20, 4))
+
+
 def attribute_int(name, value):
     return field_bytes(5, field_bytes(1, name) + field_varint(3, value) + field_varint(20, 2))
 
@@ -144,6 +148,17 @@ def main():
             return model([node("Resize", ["x", "", "scales"], ["y"], "up", attributes)],
                          [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 8, 8])],
                          [tensor("scales", [4], scales)])
+        # masks on data (import/onnx_mask.c): what it refuses
+        def masked(equal_inputs, where_inputs, inputs, initializers):
+            return model([node("Equal", equal_inputs, ["c"], "eq"), node("Where", ["c"] + where_inputs, ["y"], "sel")],
+                         inputs, [value_info("y", 1, ["N", 4])], initializers)
+        x, m = value_info("x", 1, ["N", 4]), value_info("m", 7, ["N", 4])
+        both_data = masked(["m", "k"], ["x", "x"], [x, m], [int_tensor("k", [], [0])])
+        float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [0.5]))),
+                             node("Equal", ["x", "half"], ["c"], "eq"), node("Where", ["c", "zero", "x"], ["y"], "sel")],
+                            [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
+        data_equal = masked(["m", "m2"], ["zero", "x"], [x, m, value_info("m2", 7, ["N", 4])],
+                            [tensor("zero", [], [0.0])])
         bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
@@ -175,6 +190,12 @@ def main():
              ["reshape_overflow.onnx", "'reshape' (Reshape)", "axis 1 is 2199023255554", "64 bits"]),
             ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
             ("bilinear resize", write("bilinear.onnx", bilinear), ["bilinear.onnx", "'up' (Resize)", "nearest"]),
+            ("Where with both branches data", write("where2.onnx", both_data),
+             ["where2.onnx", "'sel' (Where)", "both branches data"]),
+            ("Equal of float data", write("float_equal.onnx", float_equal),
+             ["float_equal.onnx", "'eq' (Equal)", "Equal of float data"]),
+            ("Equal of two data tensors", write("data_equal.onnx", data_equal),
+             ["data_equal.onnx", "'eq' (Equal)", "two data tensors"]),
             ("fractional resize", write("fractional.onnx", fractional),
              ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
         ]

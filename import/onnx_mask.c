@@ -1,0 +1,159 @@
+/* Boolean masks computed from data (padding masks): Equal of data with a constant, Not, Cast to
+ * BOOL, and Where with one branch a constant (masked_fill). tightfit has no boolean ops, so a mask
+ * on data is an f32 tensor of exact 0s and 1s built from existing element-wise ops, and Where
+ * becomes arithmetic that is exact for such masks:
+ *
+ *   nonzero(x)     = 1 - relu(1 - |x|)               x of integer or bool type, cast to f32
+ *                  = 1 - relu(1 - |x| 2^100 2^49)    x of a float type (Cast to BOOL)
+ *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
+ *   not m          = 1 - m
+ *   where(m, v, x) = x (1 - m) + v m                 v finite
+ *                  = x (1 - m) + log(1 - m)          v = -inf (log 0 = -inf, log 1 = 0)
+ *                  = x (1 - m) - log(1 - m)          v = +inf
+ *
+ * For an integer x cast to f32, x != k leaves |x - k| >= 1 (both are whole numbers; a cast that
+ * rounds a large x keeps it far from a small k), so each mask is exactly 0 or 1, and where() gives
+ * x or v bit for bit wherever x is finite; its gradient with respect to x is (1 - m), 0 where the
+ * fill is taken, as PyTorch's. Refused, with the node named: Equal of float data (a float compared
+ * with a constant is not a whole-number difference) or of two data tensors, Where whose branches
+ * are both data or whose data branch is not float. */
+#include <math.h>
+
+#include "import/onnx_convert.h"
+#include "import/onnx_internal.h"
+
+/* |k| below this: an integer constant an f32 holds exactly. */
+#define OX_MASK_EXACT_LIMIT 16777216.0
+
+static bool is_integer_dtype(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
+
+static tf_tensor_id one_minus(ox_import *im, const ox_node *node, tf_tensor_id x, tf_dtype dtype) {
+  tf_tensor_id ids[2] = {ox_scalar(im, node, dtype, 1.0), x};
+  return tf_graph_node(im->graph, TF_OP_SUB, ids, 2, NULL);
+}
+
+static tf_tensor_id binary_node(ox_import *im, tf_op op, tf_tensor_id a, tf_tensor_id b) {
+  tf_tensor_id ids[2] = {a, b};
+  return tf_graph_node(im->graph, op, ids, 2, NULL);
+}
+
+/* Input i of `node` as an f32 tensor of 0s and 1s: where ONNX types it bool (`is_bool`) an f32
+ * tensor is a mask this file made and is taken as it is; anything else through nonzero(), for
+ * floats with |x| scaled by 2^149 first so that the smallest subnormal reaches 1 (a backend that
+ * flushes subnormals, as a Vulkan driver may, counts those as zero). */
+static tf_status mask_operand(ox_import *im, const ox_node *node, int32_t i, bool is_bool, tf_tensor_id *out) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (dtype == TF_F32 && is_bool) {
+    *out = x;
+    return NULL;
+  }
+  tf_tensor_id magnitude = tf_unary(im->graph, TF_OP_ABS, dtype == TF_F32 ? x : tf_cast(im->graph, x, TF_F32));
+  if (!is_integer_dtype(dtype))
+    magnitude = binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, magnitude, ox_scalar(im, node, TF_F32, 0x1p100)),
+                            ox_scalar(im, node, TF_F32, 0x1p49));
+  tf_tensor_id off = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, magnitude, TF_F32));
+  *out = one_minus(im, node, off, TF_F32);
+  return ox_graph_error(im, node);
+}
+
+/* The single value of known input i beside data of rank `rank`, or an error naming what `what` needs
+ * (a constant of higher rank would raise the output's). */
+static tf_status known_scalar(ox_import *im, const ox_node *node, int32_t i, int32_t rank, const char *what,
+                              double *out) {
+  const ox_known *k = ox_value_find(im, ox_input(node, i))->known;
+  if (k->count != 1 || (!k->is_float && k->ints[0].symbol >= 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of data with a constant of %lld values (only with one value)",
+                   what, (long long)k->count);
+  if (k->rank > rank)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of rank-%d data with a rank-%d constant (only of lower rank)",
+                   what, (int)rank, (int)k->rank);
+  *out = k->is_float ? k->reals[0] : (double)k->ints[0].size;
+  return NULL;
+}
+
+tf_status ox_convert_mask_equal(ox_import *im, const ox_node *node) {
+  const bool known0 = ox_is_known(im, ox_input(node, 0)), known1 = ox_is_known(im, ox_input(node, 1));
+  if (known0 == known1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of two data tensors (only of data with a constant)");
+  const int32_t data = known0 ? 1 : 0;
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (!is_integer_dtype(dtype) && dtype != TF_F32)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of %s data (only of integer or bool data)",
+                   tf_dtype_name(dtype));
+  /* f32 data is a mask this file made only where ONNX says bool: Equal takes one type, so the
+   * constant is bool too */
+  if (dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype != TF_U8)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data (only of integer or bool data)");
+  double k;
+  TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, ox_rank_of(im, x), "Equal", &k));
+  if (k != floor(k) || fabs(k) >= OX_MASK_EXACT_LIMIT)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Equal of data with %g (only with a whole number below 2^24 in magnitude)", k);
+  tf_tensor_id wide = dtype == TF_F32 ? x : tf_cast(im->graph, x, TF_F32);
+  tf_tensor_id distance =
+      tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide, ox_scalar(im, node, TF_F32, k)));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32)));
+}
+
+tf_status ox_convert_mask_not(ox_import *im, const ox_node *node) {
+  tf_tensor_id m;
+  TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
+  tf_tensor_id out = one_minus(im, node, m, TF_F32);
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, out);
+}
+
+tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node) {
+  tf_tensor_id m;
+  TF_RETURN_IF_ERROR(mask_operand(im, node, 0, false, &m));
+  return ox_set_tensor(im, node, 0, m);
+}
+
+/* x where the mask m is 0, the constant v where it is 1, in x's dtype (see the top of the file). */
+static tf_status masked_fill(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id m, double v,
+                             tf_tensor_id *out) {
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (dtype != TF_F32)
+    m = tf_cast(im->graph, m, dtype);
+  tf_tensor_id keep = one_minus(im, node, m, dtype);
+  tf_tensor_id fill;
+  if (isinf(v)) {
+    fill = tf_unary(im->graph, TF_OP_LOG, keep);
+    if (v > 0)
+      fill = tf_unary(im->graph, TF_OP_NEG, fill);
+  } else {
+    fill = binary_node(im, TF_OP_MUL, m, ox_scalar(im, node, dtype, v));
+  }
+  *out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_MUL, x, keep), fill);
+  return ox_graph_error(im, node);
+}
+
+tf_status ox_convert_mask_where(ox_import *im, const ox_node *node) {
+  const bool known1 = ox_is_known(im, ox_input(node, 1)), known2 = ox_is_known(im, ox_input(node, 2));
+  if (known1 == known2)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   known1 ? "Where of a data condition between two constants (only with one branch data)"
+                          : "Where with both branches data (only with one branch a constant, as masked_fill)");
+  const int32_t data = known1 ? 2 : 1;
+  tf_tensor_id x, m;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where of %s data (only of float data)", tf_dtype_name(dtype));
+  TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
+  const int32_t rank = ox_rank_of(im, x) > ox_rank_of(im, m) ? ox_rank_of(im, x) : ox_rank_of(im, m);
+  double v;
+  TF_RETURN_IF_ERROR(known_scalar(im, node, 3 - data, rank, "Where", &v));
+  if (isnan(v))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where filling NaN");
+  if (data == 1) /* Where(keep, x, v): the fill goes where the condition is 0 */
+    m = one_minus(im, node, m, TF_F32);
+  tf_tensor_id out;
+  TF_RETURN_IF_ERROR(masked_fill(im, node, x, m, v, &out));
+  return ox_set_tensor(im, node, 0, out);
+}
