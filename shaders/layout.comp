@@ -19,6 +19,8 @@
 // With -DLAYOUT16 (the layout16 module, used where the device has storageBuffer16BitAccess) the
 // walk moves 16-bit elements (f16, bf16) one per index: the layout ops of half-precision data.
 // Only the copy (convert 0) is compiled in.
+//
+// cast from i64 to f32 (convert 7) reads each element's two words and writes one.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -40,10 +42,12 @@ layout(push_constant) uniform Push {
   uint src_stride[6];
   uint dst_stride[6];
   uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
-                   // 6: bf16 -> f32 (3..6: count is in elements, contiguous, bases and strides unused)
+                   // 6: bf16 -> f32, 7: i64 -> f32 (3..7: count is in elements, contiguous, bases and
+                   // strides unused)
 } pc;
 
 const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
+const uint CONVERT_FROM_I64 = 7u;
 
 #if !defined(LAYOUT16)
 // Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
@@ -65,6 +69,58 @@ void cast_pairs() {
         dst[2u * i + 1u] = f16 ? f32_from_half(word >> 16) : f32_from_bf16(word >> 16);
     }
   }
+}
+
+// ---- i64 -> f32 as kernels/cpu/cast.c does it: through double, so rounded to nearest even twice,
+// to 53 significant bits and then to 24, in integer code on the magnitude (v.x the low word, v.y
+// the high). Used for integer data (a padding mask) that an f32 op reads.
+
+uvec2 u64_shr(uvec2 v, uint s) {
+  if (s == 0u)
+    return v;
+  return s < 32u ? uvec2((v.x >> s) | (v.y << (32u - s)), v.y >> s) : uvec2(v.y >> (s - 32u), 0u);
+}
+
+uvec2 u64_shl(uvec2 v, uint s) {
+  if (s == 0u)
+    return v;
+  return s < 32u ? uvec2(v.x << s, (v.y << s) | (v.x >> (32u - s))) : uvec2(0u, v.x << (s - 32u));
+}
+
+int u64_msb(uvec2 v) { return v.y != 0u ? 32 + findMSB(v.y) : findMSB(v.x); }
+
+// v rounded to `keep` significant bits, nearest even (v < 2^63, or exactly 2^63).
+uvec2 u64_round(uvec2 v, int keep) {
+  int top = u64_msb(v);
+  if (top < keep)
+    return v;
+  uint shift = uint(top + 1 - keep);
+  uvec2 q = u64_shr(v, shift), kept = u64_shl(q, shift);
+  uvec2 rest = uvec2(v.x - kept.x, v.y - kept.y - (v.x < kept.x ? 1u : 0u));
+  uvec2 half_unit = u64_shl(uvec2(1u, 0u), shift - 1u);
+  bool above = rest.y > half_unit.y || (rest.y == half_unit.y && rest.x > half_unit.x);
+  bool tie = rest == half_unit;
+  if (above || (tie && (q.x & 1u) == 1u))
+    q = uvec2(q.x + 1u, q.y + (q.x == 0xFFFFFFFFu ? 1u : 0u));
+  return u64_shl(q, shift);
+}
+
+uint f32_from_i64(uint low, uint high) {
+  bool negative = (high & 0x80000000u) != 0u;
+  uvec2 v = uvec2(low, high);
+  if (negative) // two's-complement magnitude (2^63 for the most negative value)
+    v = uvec2(~low + 1u, ~high + (low == 0u ? 1u : 0u));
+  if (v == uvec2(0u))
+    return 0u;
+  v = u64_round(u64_round(v, 53), 24);
+  int top = u64_msb(v);
+  uint mantissa = top >= 23 ? u64_shr(v, uint(top - 23)).x : v.x << uint(23 - top);
+  return (negative ? 0x80000000u : 0u) | (uint(top + 127) << 23) | (mantissa & 0x7FFFFFu);
+}
+
+void cast_from_i64() {
+  for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size())
+    dst[i] = f32_from_i64(src[2u * i], src[2u * i + 1u]);
 }
 
 uint converted(uint word) {
@@ -101,7 +157,9 @@ void main() {
 #if defined(LAYOUT16)
   gather();
 #else
-  if (pc.convert >= CONVERT_TO_F16)
+  if (pc.convert == CONVERT_FROM_I64)
+    cast_from_i64();
+  else if (pc.convert >= CONVERT_TO_F16)
     cast_pairs();
   else
     gather();

@@ -265,8 +265,8 @@ static tf_status check_dtypes(const vk_lower *l) {
     } else if (b->dtype == TF_F32 || b->dtype == TF_I32 ||
                (b->dtype == TF_I64 && k < l->step->n_inputs && takes_indices(l->step->op))) {
       continue;
-    } else if (l->step->op == TF_OP_CAST && is_half(b->dtype)) {
-      continue;
+    } else if (l->step->op == TF_OP_CAST && (is_half(b->dtype) || (b->dtype == TF_I64 && k == 0))) {
+      continue; /* vk_lower_cast says which pairs */
     }
     return vk_refuse(l,
                      "buffer '%s' is %s; the Vulkan shaders take f32 (and f16/bf16) data and i32 or i64 ids and labels",

@@ -26,6 +26,7 @@ typedef enum layout_convert {
   CONVERT_F16_TO_F32 = 4,
   CONVERT_F32_TO_BF16 = 5,
   CONVERT_BF16_TO_F32 = 6,
+  CONVERT_I64_TO_F32 = 7,
 } layout_convert;
 
 /* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
@@ -166,6 +167,20 @@ static tf_status cast_pairs(vk_lower *l, const tf_plan_buffer *out, layout_conve
                           1);
 }
 
+/* i64 -> f32 (integer data an f32 op reads: a padding mask), one element a thread, contiguous. */
+static tf_status cast_from_i64(vk_lower *l, const tf_plan_buffer *out) {
+  const int64_t count = vk_count(out);
+  if (count == 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, "the cast"));
+  layout_push push;
+  memset(&push, 0, sizeof(push));
+  push.count = (uint32_t)count;
+  push.convert = CONVERT_I64_TO_F32;
+  int32_t buffers[2] = {vk_in(l, 0), vk_out(l, 0)};
+  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+}
+
 tf_status vk_lower_cast(vk_lower *l) {
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
   if (x->dtype == out->dtype)
@@ -177,10 +192,13 @@ tf_status vk_lower_cast(vk_lower *l) {
       {TF_F32, TF_I32, CONVERT_F32_TO_I32},   {TF_I32, TF_F32, CONVERT_I32_TO_F32},
       {TF_F32, TF_F16, CONVERT_F32_TO_F16},   {TF_F16, TF_F32, CONVERT_F16_TO_F32},
       {TF_F32, TF_BF16, CONVERT_F32_TO_BF16}, {TF_BF16, TF_F32, CONVERT_BF16_TO_F32},
+      {TF_I64, TF_F32, CONVERT_I64_TO_F32},
   };
   for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
     if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
       continue;
+    if (pairs[i].convert == CONVERT_I64_TO_F32)
+      return cast_from_i64(l, out);
     if (pairs[i].convert >= CONVERT_F32_TO_F16)
       return cast_pairs(l, out, pairs[i].convert);
     int64_t strides[TF_MAX_RANK];
@@ -188,6 +206,6 @@ tf_status vk_lower_cast(vk_lower *l) {
     return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4,
                              pairs[i].convert);
   }
-  return vk_refuse(l, "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, f16 and bf16 only",
+  return vk_refuse(l, "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, f16 and bf16, and i64 to f32 only",
                    tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
 }

@@ -11,6 +11,7 @@
  * the validation layer (both shader variants: test_vulkan_ops_no_subgroups runs it with
  * TIGHTFIT_VULKAN_SUBGROUPS=0); prints SKIP and exits 77 without a Vulkan device. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,60 @@ static void test_refusals(void) {
   test_no_loader();
 }
 
+/* cast from i64 to f32 (integer data an f32 op reads: an imported padding mask), bit for bit the
+ * CPU's rule, through double: twice rounded to nearest even, on values where that matters. */
+static void test_i64_cast(void) {
+  static const int64_t values[] = {0,
+                                   1,
+                                   -1,
+                                   16777217,                               /* 2^24 + 1: a tie, to even */
+                                   16777219,                               /* 2^24 + 3: a tie, up */
+                                   -2147483649LL,                          /* -2^31 - 1 */
+                                   (1LL << 53) + 1,                        /* a tie in double already */
+                                   (1LL << 60) + (1LL << 36) + (1LL << 7), /* once: 2^60 + 2^37; twice: 2^60 */
+                                   (1LL << 40) + (1LL << 16) + 1,          /* just above a float tie */
+                                   INT64_MAX,
+                                   INT64_MIN,
+                                   -123456789012345LL};
+  enum { N = (int)(sizeof(values) / sizeof(values[0])) };
+  tf_graph *g = tf_test_graph_begin(&counts, "i64 cast");
+  tf_tensor_id ids = tf_graph_input(g, "ids", TF_I64, TF_SHAPE(d(N)));
+  tf_test_finish_probe(g, tf_cast(g, ids, TF_F32));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  options.training = false; /* nothing to train: the cast of an input */
+  tf_plan *plan = NULL;
+  CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  tf_graph_destroy(g);
+  tf_session_options session_options = tf_session_options_default();
+  session_options.backend = "vulkan";
+  tf_session *session = NULL;
+  CHECK_OK(&counts, plan ? tf_session_create(plan, &session_options, &session) : NULL);
+  if (session) {
+    float probe[N], got[N];
+    for (int k = 0; k < N; k++)
+      probe[k] = 1.0f;
+    double loss = 0;
+    CHECK_OK(&counts, tf_session_write(session, "ids", values, sizeof(values)));
+    CHECK_OK(&counts, tf_session_write(session, "probe", probe, sizeof(probe)));
+    CHECK_OK(&counts, tf_session_forward(session, &loss));
+    int32_t cast = -1;
+    for (int32_t k = 0; k < plan->n_steps && cast < 0; k++)
+      cast = plan->steps[k].op == TF_OP_CAST ? plan->steps[k].outputs[0] : -1;
+    CHECK_OK(&counts, tf_session_read_range(session, cast, 0, got, sizeof(got)));
+    int32_t wrong = 0;
+    for (int k = 0; k < N; k++) {
+      const float want = (float)(double)values[k];
+      if (memcmp(&want, &got[k], sizeof(want)) != 0 && wrong++ < 3)
+        printf("     i64 %lld: vulkan %.9g, the CPU's rule %.9g\n", (long long)values[k], (double)got[k], (double)want);
+    }
+    CHECK(&counts, wrong == 0, "i64 -> f32 cast: %d of %d values differ from the CPU's rule", wrong, N);
+    printf("%s i64 -> f32 cast of %d values (ties, double rounding, the extremes) bit for bit the CPU's\n",
+           wrong ? "FAIL" : "ok  ", N);
+    tf_session_destroy(session);
+  }
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
   int available = parity_vulkan_available();
   if (available != 0)
@@ -190,6 +245,7 @@ int main(void) {
   conf_run_table_half(&counts, &backend, &coverage, TF_F16);
   conf_check_half_coverage(&counts, &backend, &coverage);
   test_refusals();
+  test_i64_cast();
   conf_check_coverage(&counts, &backend, &coverage);
   parity_check_validation(&counts);
   return tf_test_finish("vulkan ops", &counts);
