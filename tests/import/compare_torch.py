@@ -38,6 +38,8 @@ MODELS = [
     ("vocoder", 14, "N=3", {"x": ((3, 4, 16), "normal", 0)}, {"x": {0: "N"}}),
     ("norms", 14, "N=3", {"x": ((3, 2, 8, 8), "normal", 0)}, {"x": {0: "N"}}),
     ("upsampler", 14, "N=3", {"x": ((3, 2, 4, 4), "normal", 0)}, {"x": {0: "N"}}),
+    ("bert", 14, "N=3,T=9", {"tokens": ((3, 9), "int", 40), "mask": ((3, 9), "mask", 0)},
+     {"tokens": {0: "N", 1: "T"}, "mask": {0: "N", 1: "T"}}),
     ("padded", 14, "N=3,T=7", {"tokens": ((3, 7), "int", 50), "mask": ((3, 7), "mask", 0)},
      {"tokens": {0: "N", 1: "T"}, "mask": {0: "N", 1: "T"}}),
     ("gpt layers=2 d_model=32 heads=2 ctx=64", 14, "N=2,T=12",
@@ -194,7 +196,38 @@ class Padded(torch.nn.Module):
         return self.head(x.sum(1) / mask.to(x.dtype).sum(1, keepdim=True))
 
 
-CUSTOM = {"padded": Padded, "ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms, "upsampler": Upsampler}
+class BertMini(torch.nn.Module):
+    """Hugging Face BERT's layout in miniature (its code, not the package): word, position and
+    token-type embeddings, the additive mask (1 - mask) * finfo.min, heads split by view/permute,
+    exact GELU, post-LayerNorms, a tanh pooler on the first token and a classifier."""
+
+    def __init__(self, vocab=40, d=16, heads=2, ffn=32, classes=5):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.word, self.position, self.token_type = (torch.nn.Embedding(vocab, d), torch.nn.Embedding(32, d),
+                                                     torch.nn.Embedding(2, d))
+        self.norm0, self.norm1, self.norm2 = (torch.nn.LayerNorm(d, eps=1e-12) for _ in range(3))
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d) for _ in range(4))
+        self.up, self.down = torch.nn.Linear(d, ffn), torch.nn.Linear(ffn, d)
+        self.pool, self.classify = torch.nn.Linear(d, d), torch.nn.Linear(d, classes)
+
+    def split(self, x):
+        n, t, _ = x.shape
+        return x.view(n, t, self.heads, self.dh).permute(0, 2, 1, 3)
+
+    def forward(self, tokens, mask):
+        n, t = tokens.shape
+        positions = torch.arange(t).unsqueeze(0).expand(n, t)
+        x = self.norm0(self.word(tokens) + self.position(positions) + self.token_type(torch.zeros_like(tokens)))
+        extended = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        scores = self.split(self.q(x)) @ self.split(self.k(x)).transpose(-1, -2) / self.dh ** 0.5 + extended
+        context = (torch.softmax(scores, dim=-1) @ self.split(self.v(x))).permute(0, 2, 1, 3).reshape(n, t, -1)
+        x = self.norm1(x + self.o(context))
+        x = self.norm2(x + self.down(F.gelu(self.up(x))))
+        return self.classify(torch.tanh(self.pool(x[:, 0])))
+
+
+CUSTOM = {"bert": BertMini, "padded": Padded, "ops": Ops, "residual": Residual, "vocoder": Vocoder, "norms": Norms, "upsampler": Upsampler}
 # Exported with training=PRESERVE (the module is in eval mode either way): the default EVAL export
 # folds each BatchNorm that follows a convolution into the convolution's weight and bias (the same
 # function, other parameters); PRESERVE keeps them as BatchNormalization nodes, as from_torch does.
