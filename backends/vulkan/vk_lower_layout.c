@@ -144,12 +144,14 @@ tf_status vk_lower_layout(vk_lower *l) {
   }
 }
 
-/* cast between f32 and f16/bf16: element pairs, one 32-bit word of the 16-bit side per invocation.
- * With an odd count the cast down also writes the 2 bytes after the last element (as 0); they lie
- * in the binding (its range is rounded up to 4 bytes) and belong to no other buffer as long as
- * every buffer starts at a multiple of 4, which the plan's alignment ensures. */
-static tf_status cast_pairs(vk_lower *l, const tf_plan_buffer *out, layout_convert convert) {
-  if (l->plan->alignment % 4 != 0)
+/* A contiguous cast of shaders/layout.comp's own walk: between f32 and f16/bf16 by element pairs,
+ * one 32-bit word of the 16-bit side per invocation, or i64 -> f32 one element per invocation.
+ * With an odd count the pairs' cast down also writes the 2 bytes after the last element (as 0);
+ * they lie in the binding (its range is rounded up to 4 bytes) and belong to no other buffer as long
+ * as every buffer starts at a multiple of 4, which the plan's alignment ensures. */
+static tf_status contiguous_cast(vk_lower *l, const tf_plan_buffer *out, layout_convert convert) {
+  const bool pairs = convert != CONVERT_I64_TO_F32;
+  if (pairs && l->plan->alignment % 4 != 0)
     return vk_refuse(l,
                      "a cast to or from a 16-bit type works in 32-bit words, so buffers must start at multiples of 4 "
                      "bytes; the plan's alignment is %lld",
@@ -163,22 +165,8 @@ static tf_status cast_pairs(vk_lower *l, const tf_plan_buffer *out, layout_conve
   push.count = (uint32_t)count;
   push.convert = convert;
   int32_t buffers[2] = {vk_in(l, 0), vk_out(l, 0)};
-  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push), vk_groups((count + 1) / 2, 256), 1,
-                          1);
-}
-
-/* i64 -> f32 (integer data an f32 op reads: a padding mask), one element a thread, contiguous. */
-static tf_status cast_from_i64(vk_lower *l, const tf_plan_buffer *out) {
-  const int64_t count = vk_count(out);
-  if (count == 0)
-    return NULL;
-  TF_RETURN_IF_ERROR(vk_check_count(l, count, "the cast"));
-  layout_push push;
-  memset(&push, 0, sizeof(push));
-  push.count = (uint32_t)count;
-  push.convert = CONVERT_I64_TO_F32;
-  int32_t buffers[2] = {vk_in(l, 0), vk_out(l, 0)};
-  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+  return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push),
+                          vk_groups(pairs ? (count + 1) / 2 : count, 256), 1, 1);
 }
 
 tf_status vk_lower_cast(vk_lower *l) {
@@ -197,10 +185,8 @@ tf_status vk_lower_cast(vk_lower *l) {
   for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
     if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
       continue;
-    if (pairs[i].convert == CONVERT_I64_TO_F32)
-      return cast_from_i64(l, out);
     if (pairs[i].convert >= CONVERT_F32_TO_F16)
-      return cast_pairs(l, out, pairs[i].convert);
+      return contiguous_cast(l, out, pairs[i].convert);
     int64_t strides[TF_MAX_RANK];
     vk_contiguous_strides(out, strides);
     return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4,
