@@ -204,22 +204,24 @@ def case(label, run):
         report_ok(f"{label}: {seen}")
 
 
-def adamw_both(graph, model, xs, ys, steps, sessions=None):
+def adamw_both(graph, model, xs, ys, steps, sessions=None, inputs=None):
     """`steps` AdamW steps (lr 1e-2, no weight decay, no clipping) on one batch, by tightfit on `graph`
     and by PyTorch on `model`: (tightfit's losses, PyTorch's, the worst relative difference). The
-    session is appended to `sessions` when given."""
+    session is appended to `sessions` when given. `inputs` ({name: tensor}) replaces the single input
+    `x` = xs for a model of several inputs, given to it in that order."""
     plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
     session = tightfit.Session(plan, seed=0)
     if sessions is not None:
         sessions.append(session)
-    feed = {"x": xs.numpy() if xs.is_floating_point() else xs.numpy().astype(np.int64),
-            "labels": ys.numpy().astype(np.int32)}
+    inputs = inputs or {"x": xs}
+    feed = {name: t.numpy() if t.is_floating_point() else t.numpy().astype(np.int64) for name, t in inputs.items()}
+    feed["labels"] = ys.numpy().astype(np.int32)
     losses = [session.step(feed) for _ in range(steps)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
     expected = []
     for _ in range(steps):
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(xs), ys)
+        loss = torch.nn.functional.cross_entropy(model(*inputs.values()), ys)
         loss.backward()
         optimizer.step()
         expected.append(loss.item())
@@ -770,19 +772,7 @@ def padding_mask():
     tokens, ys = torch.randint(0, 30, (batch, 6)), torch.randint(0, 5, (batch,))
     mask = (torch.arange(6)[None, :] < torch.tensor([6, 1, 3, 5])[:, None]).to(torch.int64)
     graph = tightfit.from_torch(model, (tokens, mask), loss="cross_entropy", input_names=["tokens", "mask"])
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    feed = {"tokens": tokens.numpy(), "mask": mask.numpy(), "labels": ys.numpy().astype(np.int32)}
-    losses = [session.step(feed) for _ in range(3)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(3):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(tokens, mask), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    losses, expected, worst = adamw_both(graph, model, None, ys, 3, inputs={"tokens": tokens, "mask": mask})
     seen = f"3 AdamW steps {losses} vs PyTorch {expected}, worst relative difference {worst:.1e}"
     return (None if worst <= 1e-5 else seen), seen
 
