@@ -11,19 +11,22 @@ budget, and train from numpy arrays. Pure Python over libtightfit.so (ctypes); s
 Every failure raises tightfit.TightfitError carrying the library's message.
 """
 import ctypes
+import functools
 import json
 import math
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 import weakref
 
 from . import _lib
+from ._inputs import InputTypeError, InputValueError, as_input
 from ._lib import TightfitError
 
-__all__ = ["TightfitError", "Graph", "Plan", "Session", "BlockConfig", "load", "zoo", "compile", "check", "report",
-           "devices", "from_torch", "library_path"]
+__all__ = ["TightfitError", "InputTypeError", "InputValueError", "Graph", "Plan", "Session", "BlockConfig", "load",
+           "zoo", "compile", "check", "report", "devices", "from_torch", "library_path"]
 
 NO_TENSOR = -1
 _OPS = {"neg": 5, "exp": 6, "log": 7, "sqrt": 8, "rsqrt": 9, "relu": 10, "silu": 12, "sigmoid": 13, "tanh": 14,
@@ -531,10 +534,27 @@ def report(plan_path, budget=None):
 
 # ---- training ----
 
+def _exclusive(method):
+    """`method` run holding the session's lock, on a session not closed: one call into the library at a
+    time, whichever thread makes it (a tf_session is not thread-safe)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            if self._s is None:
+                raise TightfitError(f"Session.{method.__name__}: the session is closed (close() was called, or its "
+                                    "with block ended); create a new Session", "closed")
+            return method(self, *args, **kwargs)
+    return run
+
+
 class Session:
-    """A plan loaded onto a backend (tf_session): regions allocated once, parameters initialised."""
+    """A plan loaded onto a backend (tf_session): regions allocated once, parameters initialised.
+    Thread-safe: a lock lets one call at a time into the library (a step, train or read from another
+    thread waits for the call in flight). close() (or a with block) frees it now; collection frees it too."""
 
     def __init__(self, plan, seed=0, threads=2, device="cpu", loss_scale_window=0):
+        self._lock = threading.RLock()  # re-entrant: step() writes, state_dict() reads, holding it
+        self._s = None
         if not isinstance(plan, Plan):
             plan = Plan(os.fspath(plan))
         self.plan = plan
@@ -552,6 +572,25 @@ class Session:
         self._s = handle.value
         self._finalizer = weakref.finalize(self, _lib.lib.tf_session_destroy, self._s)
 
+    def close(self):
+        """Frees the session (tf_session_destroy) once a call in flight on another thread has returned.
+        Closing again does nothing; any other call afterwards raises TightfitError."""
+        with self._lock:
+            if self._s is not None:
+                self._s = None
+                self._finalizer()
+
+    @property
+    def closed(self):
+        """True after close()."""
+        return self._s is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
     def _input(self, name):
         """(dtype, shape) of input or label `name` (one micro-batch); raises for another name."""
         if name not in self.plan.inputs:
@@ -559,22 +598,20 @@ class Session:
                                 + ", ".join(sorted(self.plan.inputs)) + ")")
         return self.plan.inputs[name]
 
-    def _array(self, name, value):
-        import numpy as np
+    def _array(self, name, value, batched=False):
+        """`value` for input `name` of the plan's dtype, converted only where no value changes
+        (_inputs.as_input); of one micro-batch's shape, or with `batched` any number of samples."""
         dtype, shape = self._input(name)
-        if dtype == "bf16":
-            return _to_bf16_bits(value), shape
-        numpy_dtype = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "i64": np.int64,
-                       "u8": np.uint8}.get(dtype)
-        if numpy_dtype is None:
-            raise TightfitError(f"{name!r}: feeding {dtype} from numpy is not supported")
-        return np.ascontiguousarray(value, dtype=numpy_dtype), shape
+        array = as_input(name, dtype, None if batched else shape, value)
+        return (_to_bf16_bits(array) if dtype == "bf16" else array), shape
 
+    @_exclusive
     def write(self, name, value):
         """Copies a numpy array (one micro-batch) into buffer `name`."""
         array, _ = self._array(name, value)
         _lib.check(_lib.lib.tf_session_write(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
 
+    @_exclusive
     def read(self, name, shape=None, dtype="f32"):
         """Copies buffer `name` to a new numpy array (shape: the plan's for inputs, else give it).
         f16 comes back as float16; bf16, which numpy lacks, as float32 (exact)."""
@@ -591,6 +628,7 @@ class Session:
         _lib.check(_lib.lib.tf_session_read(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
         return (array.astype(np.uint32) << 16).view(np.float32) if dtype == "bf16" else array
 
+    @_exclusive
     def state_dict(self):
         """name -> numpy array of every parameter (the f32 master weights) and running statistic of the
         plan, as trained so far. For a from_torch graph the names are the module's state_dict keys, so
@@ -598,6 +636,7 @@ class Session:
         strict=False)` puts the training back into the module (num_batches_tracked is not kept)."""
         return {name: self.read(name, shape=shape, dtype=dtype) for name, (dtype, shape) in self.plan.weights.items()}
 
+    @_exclusive
     def step(self, batch):
         """One optimizer step on `batch` (name -> array holding accumulate x micro-batch samples);
         returns the mean loss over its micro-batches."""
@@ -623,6 +662,7 @@ class Session:
                                 + "; the update was skipped: no weight was overwritten")
 
     @property
+    @_exclusive
     def scaling(self):
         """Dynamic loss scaling (fp16 plans) and skipped updates as of the last optimizer step:
         scaled, loss_scale, skipped_steps, last_skipped, good_steps."""
@@ -638,6 +678,7 @@ class Session:
                                 "before the optimizer step: no weight was overwritten")
         return loss.value
 
+    @_exclusive
     def forward(self, batch):
         """The loss of a forward pass on one micro-batch (no update)."""
         for name, value in batch.items():
@@ -646,6 +687,7 @@ class Session:
         _lib.check(_lib.lib.tf_session_forward(self._s, ctypes.byref(loss)), "forward")
         return loss.value
 
+    @_exclusive
     def train(self, data, steps, seed=None):
         """`steps` optimizer steps drawing micro-batches as `tightfit train --data` does (a fresh seeded
         permutation of the samples each epoch): same plan, seed and data give the CLI's losses.
@@ -653,17 +695,15 @@ class Session:
         for token models), or a folder of .npy files. Returns the loss of each step."""
         import numpy as np
         folder = None
-        if isinstance(data, (str, os.PathLike)):
-            directory = os.fspath(data)
-        else:
-            folder = directory = _workdir()
-            for name, value in data.items():
-                array = np.asarray(value)
-                if name in self.plan.inputs:
-                    array, _ = self._array(name, array)
-                np.save(os.path.join(directory, f"{name}.npy"), array)
         feed = _lib.c_feed_p()
         try:
+            if isinstance(data, (str, os.PathLike)):
+                directory = os.fspath(data)
+            else:
+                folder = directory = _workdir()
+                for name, value in data.items():
+                    array = self._array(name, value, batched=True)[0] if name in self.plan.inputs else value
+                    np.save(os.path.join(directory, f"{name}.npy"), array)
             _lib.check(_lib.lib.tf_feed_open(self.plan._p, _bytes(directory), self.seed if seed is None else seed,
                                              ctypes.byref(feed)), "train")
             losses = []
@@ -682,19 +722,24 @@ class Session:
                 shutil.rmtree(folder, True)
 
     @property
+    @_exclusive
     def steps(self):
         return _lib.lib.tf_session_optimizer_steps(self._s)
 
+    @_exclusive
     def memory(self):
         """Planned vs allocated bytes and allocation counts (tf_session_memory_use)."""
         m = _lib.lib.tf_session_memory_use(self._s)
         return {name: getattr(m, name) for name, _ in _lib.SessionMemory._fields_}
 
+    @_exclusive
     def save(self, path):
         """A safetensors checkpoint (parameters, optimizer state, counters)."""
         _lib.check(_lib.lib.tf_session_save(self._s, _bytes(path), None, 0), "save")
 
+    @_exclusive
     def load(self, path):
+        """Restores a checkpoint written by save()."""
         _lib.check(_lib.lib.tf_session_load(self._s, _bytes(path)), "load")
 
 
