@@ -106,19 +106,13 @@ static int64_t pack_best(arena_item *items, arena_item **placed, int32_t n, int6
   return best == tried ? best_arena : pack(items, placed, n, orders[best]);
 }
 
-/* The tensor whose memory `id` ends up on, following reshape aliases. */
-static int32_t alias_root(const tf_training *t, int32_t id) {
-  while (t->alias_of[id] >= 0)
-    id = t->alias_of[id];
-  return id;
-}
-
 /* The input of step s whose memory output 0 may take (tf_op_output_may_alias), or -1: an input of
  * the output's dtype and bytes that no other input of the step shares memory with, and either a
  * reshape's (a view: the input may live on, the pair then one buffer read by both) or, for an op
  * that writes over its input, one whose memory nothing reads after this step (chain_last: the last
- * step of any tensor on that memory so far). */
-static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *node, const int32_t *chain_last) {
+ * step of any tensor on that memory so far; alias_root: the tensor each one's memory is on). */
+static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *node, const int32_t *chain_last,
+                             const int32_t *alias_root) {
   const tf_graph *g = t->g;
   int32_t y = node->n_outputs > 0 ? node->outputs[0] : -1;
   if (y < 0 || t->first[y] != s)
@@ -128,11 +122,11 @@ static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *
     if (!tf_op_output_may_alias(node->op, i) || t->first[x] < 0 || g->tensors[x].dtype != g->tensors[y].dtype ||
         g->tensors[x].bytes != g->tensors[y].bytes)
       continue;
-    if (node->op != TF_OP_RESHAPE && chain_last[alias_root(t, x)] != s)
+    if (node->op != TF_OP_RESHAPE && chain_last[alias_root[x]] != s)
       continue;
     bool shared = false;
     for (int32_t j = 0; j < node->n_inputs && !shared; j++)
-      shared = j != i && t->first[node->inputs[j]] >= 0 && alias_root(t, node->inputs[j]) == alias_root(t, x);
+      shared = j != i && t->first[node->inputs[j]] >= 0 && alias_root[node->inputs[j]] == alias_root[x];
     if (!shared)
       return x;
   }
@@ -141,8 +135,9 @@ static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *
 
 /* A step whose output may take an input's memory (tf_op_output_may_alias) gets no memory of its own
  * for it: the output lies on the input, recorded as alias_of; each chain of such tensors is one item
- * in the packing. */
-static tf_status find_aliases(tf_training *t) {
+ * in the packing. alias_root[i] (n_tensors entries) is the tensor at the start of i's chain, kept as
+ * each alias is made (a chain only grows at its end), so no chain is ever walked. */
+static tf_status find_aliases(tf_training *t, int32_t *alias_root) {
   const tf_graph *g = t->g;
   free(t->alias_of);
   size_t n = (size_t)(g->n_tensors ? g->n_tensors : 1);
@@ -154,15 +149,17 @@ static tf_status find_aliases(tf_training *t) {
   }
   for (int32_t i = 0; i < g->n_tensors; i++) {
     t->alias_of[i] = -1;
+    alias_root[i] = i;
     chain_last[i] = t->last[i];
   }
   for (int32_t s = 0; s < t->n_schedule; s++) {
     const tf_ir_node *node = &g->nodes[t->schedule[s]];
-    int32_t x = aliased_input(t, s, node, chain_last);
+    int32_t x = aliased_input(t, s, node, chain_last, alias_root);
     if (x < 0)
       continue;
-    int32_t y = node->outputs[0], root = alias_root(t, x);
+    int32_t y = node->outputs[0], root = alias_root[x];
     t->alias_of[y] = x;
+    alias_root[y] = root;
     if (t->last[y] > chain_last[root])
       chain_last[root] = t->last[y];
   }
@@ -170,53 +167,86 @@ static tf_status find_aliases(tf_training *t) {
   return NULL;
 }
 
+/* Adds `bytes` to live_bytes[first..last] through the difference array `delta` (n_schedule + 1
+ * entries), summed into live_bytes by sum_live_bytes: a long-lived buffer costs one add, not one
+ * per step (a chain of 100,000 saved activations would take ~10^10). */
+static void add_live(int64_t *delta, int32_t first, int32_t last, int64_t bytes) {
+  delta[first] += bytes;
+  delta[last + 1] -= bytes;
+}
+
+static void sum_live_bytes(tf_training *t, const int64_t *delta) {
+  int64_t live = 0;
+  for (int32_t s = 0; s < t->n_schedule; s++) {
+    live += delta[s];
+    t->live_bytes[s] = live;
+  }
+}
+
+/* The arena items: one per alias chain, live from its root's first step to its last member's last
+ * step, then one per step's workspace; fills t->live_bytes. Returns how many, or -1 out of memory. */
+static int32_t collect_items(tf_training *t, const int32_t *alias_root, arena_item *items) {
+  const tf_graph *g = t->g;
+  int64_t alignment = t->options.target.alignment;
+  int32_t *item_last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  int64_t *delta = calloc((size_t)t->n_schedule + 1, sizeof(int64_t));
+  if (!item_last || !delta) {
+    free(item_last);
+    free(delta);
+    return -1;
+  }
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    item_last[i] = t->last[i];
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    int32_t root = t->first[i] >= 0 ? alias_root[i] : i;
+    if (root != i && t->last[i] > item_last[root])
+      item_last[root] = t->last[i];
+  }
+  int32_t n = 0;
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    if (t->first[i] < 0 || t->alias_of[i] >= 0)
+      continue;
+    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], item_last[i], i, 0};
+    add_live(delta, t->first[i], item_last[i], items[n - 1].size);
+  }
+  for (int32_t s = 0; s < t->n_schedule; s++) {
+    t->workspace_offset[s] = -1;
+    if (t->workspace_bytes[s] > 0) {
+      items[n++] = (arena_item){align_up(t->workspace_bytes[s], alignment), s, s, -(s + 1), 0};
+      add_live(delta, s, s, items[n - 1].size);
+    }
+  }
+  sum_live_bytes(t, delta);
+  free(item_last);
+  free(delta);
+  return n;
+}
+
 static tf_status assign_arena(tf_training *t) {
-  TF_RETURN_IF_ERROR(find_aliases(t));
   const tf_graph *g = t->g;
   int64_t alignment = t->options.target.alignment;
   int32_t capacity = g->n_tensors + t->n_schedule;
   arena_item *items = malloc(sizeof(arena_item) * (size_t)(capacity ? capacity : 1));
   arena_item **placed = malloc(sizeof(arena_item *) * (size_t)(capacity ? capacity : 1));
+  int32_t *alias_root = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
   free(t->live_bytes);
   t->live_bytes = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(int64_t));
   free(t->workspace_offset);
   t->workspace_offset = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
-  if (!items || !placed || !t->live_bytes || !t->workspace_offset) {
+  tf_status status = NULL;
+  int32_t n = -1;
+  if (items && placed && alias_root && t->live_bytes && t->workspace_offset) {
+    status = find_aliases(t, alias_root);
+    if (!status)
+      n = collect_items(t, alias_root, items);
+  }
+  if (status || n < 0) {
     free(items);
     free(placed);
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate for %d buffers", capacity);
+    free(alias_root);
+    return status ? status : tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate for %d buffers", capacity);
   }
-  int32_t n = 0;
   t->arena_naive = 0;
-  /* Each alias chain is one item, live from its root's first step to its last member's last step. */
-  int32_t *item_last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  if (!item_last) {
-    free(items);
-    free(placed);
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: out of memory");
-  }
-  for (int32_t i = 0; i < g->n_tensors; i++)
-    item_last[i] = t->last[i];
-  for (int32_t i = 0; i < g->n_tensors; i++) {
-    int32_t root = t->first[i] >= 0 ? alias_root(t, i) : i;
-    if (root != i && t->last[i] > item_last[root])
-      item_last[root] = t->last[i];
-  }
-  for (int32_t i = 0; i < g->n_tensors; i++) {
-    if (t->first[i] < 0 || t->alias_of[i] >= 0)
-      continue;
-    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], item_last[i], i, 0};
-    for (int32_t s = t->first[i]; s <= item_last[i]; s++)
-      t->live_bytes[s] += items[n - 1].size;
-  }
-  free(item_last);
-  for (int32_t s = 0; s < t->n_schedule; s++) {
-    t->workspace_offset[s] = -1;
-    if (t->workspace_bytes[s] > 0) {
-      items[n++] = (arena_item){align_up(t->workspace_bytes[s], alignment), s, s, -(s + 1), 0};
-      t->live_bytes[s] += items[n - 1].size;
-    }
-  }
   for (int32_t i = 0; i < g->n_tensors; i++)
     if (t->first[i] >= 0)
       t->arena_naive += align_up(g->tensors[i].bytes, alignment);
@@ -240,9 +270,10 @@ static tf_status assign_arena(tf_training *t) {
   }
   for (int32_t i = 0; i < g->n_tensors; i++)
     if (t->first[i] >= 0 && t->alias_of[i] >= 0)
-      t->offset[i] = t->offset[alias_root(t, i)];
+      t->offset[i] = t->offset[alias_root[i]];
   free(items);
   free(placed);
+  free(alias_root);
   return NULL;
 }
 

@@ -3,23 +3,44 @@
  * one memory, live from the chain's first step to its last reader. Each step of that union is
  * counted for exactly one member, the earliest written still live, so that sums over buffers count
  * every byte once a step. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "plan/plan_verify_internal.h"
 
-/* The buffer whose memory `id` lies on: alias_of followed to a buffer without one; `id` itself when
- * the chain leaves the plan, leaves the arena or loops (a plan the verifier refuses). */
-static int32_t chain_root(const tf_plan *plan, int32_t id) {
-  int32_t at = id;
-  for (int32_t hops = 0; hops <= plan->n_buffers; hops++) {
+/* Where each buffer's alias_of chain ends, found once per buffer (a walk stops at a buffer already
+ * resolved, so a chain of 100,000 in-place steps is not walked 100,000 times). */
+enum { CHAIN_UNKNOWN = 0, CHAIN_ON_PATH, CHAIN_ENDS, CHAIN_BROKEN };
+
+/* Resolves the chain from arena buffer `id`: every buffer on the walk gets root[] = the buffer
+ * without alias_of that ends it, or, when the chain leaves the plan, leaves the arena or loops (a
+ * plan the verifier refuses), itself. `path` has room for every buffer. */
+static void resolve_chain(const tf_plan *plan, int32_t id, int32_t *root, unsigned char *state, int32_t *path) {
+  int32_t n = 0, at = id, end = -1;
+  bool broken = false;
+  for (;;) {
+    path[n++] = at;
+    state[at] = CHAIN_ON_PATH;
     int32_t next = plan->buffers[at].alias_of;
-    if (next < 0)
-      return at;
-    if (next >= plan->n_buffers || plan->buffers[next].region != TF_REGION_ARENA)
-      return id;
+    if (next < 0) {
+      end = at;
+      break;
+    }
+    if (next >= plan->n_buffers || plan->buffers[next].region != TF_REGION_ARENA || state[next] == CHAIN_ON_PATH ||
+        state[next] == CHAIN_BROKEN) {
+      broken = true;
+      break;
+    }
+    if (state[next] == CHAIN_ENDS) {
+      end = root[next];
+      break;
+    }
     at = next;
   }
-  return id;
+  for (int32_t k = 0; k < n; k++) {
+    state[path[k]] = broken ? CHAIN_BROKEN : CHAIN_ENDS;
+    root[path[k]] = broken ? path[k] : end;
+  }
 }
 
 typedef struct chain_member {
@@ -37,21 +58,27 @@ static int by_root_then_first(const void *a, const void *b) {
 
 int32_t *tf_plan_chain_order(const tf_plan *plan, int32_t *root, int32_t *count) {
   *count = 0;
-  chain_member *members = malloc(sizeof(chain_member) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
-  int32_t *order = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
-  if (!members || !order) {
+  size_t room = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
+  chain_member *members = malloc(sizeof(chain_member) * room);
+  int32_t *order = malloc(sizeof(int32_t) * room);
+  unsigned char *state = calloc(room, 1);
+  if (!members || !order || !state) {
     free(members);
     free(order);
+    free(state);
     return NULL;
   }
+  for (int32_t id = 0; id < plan->n_buffers; id++)
+    root[id] = id;
   int32_t n = 0;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
-    root[id] = id;
     if (plan->buffers[id].region != TF_REGION_ARENA)
       continue;
-    root[id] = chain_root(plan, id);
+    if (state[id] == CHAIN_UNKNOWN)
+      resolve_chain(plan, id, root, state, order); /* order is free until the sort below */
     members[n++] = (chain_member){root[id], plan->buffers[id].first_step, id};
   }
+  free(state);
   qsort(members, (size_t)n, sizeof(chain_member), by_root_then_first);
   for (int32_t i = 0; i < n; i++)
     order[i] = members[i].id;
