@@ -17,7 +17,7 @@
 #include "common/file.h"
 
 #define SCAN_BLOCK 4096
-#define CACHE_VERSION "tightfit data check 1"
+#define CACHE_VERSION "tightfit data check 2"
 
 void tf_data_position(const tf_data_rule *rule, int64_t index, char *text, size_t size) {
   if (rule->stream)
@@ -164,7 +164,12 @@ static void make_folders(const char *dir) {
 }
 
 /* The entry that identifies this file's contents and the rule: its text (the key) and the cache
- * file's name (a hash of the key). False when the file cannot be identified. */
+ * file's name (a hash of the key). False when the file cannot be identified. The key holds the
+ * inode and its change time besides the size and modification time: touch -r puts an old mtime back
+ * on a rewritten file (issue 49: a NaN went into training that way), but the kernel sets the ctime
+ * to the current time at every write, truncation, rename or utimensat, and no call lets a user set
+ * it. Hashing the content instead would read every byte, which costs as much as the scan the cache
+ * exists to skip. */
 static bool cache_entry(const tf_npy *file, const tf_data_rule *rule, char *key, size_t key_size, char *path,
                         size_t path_size) {
   char dir[PATH_MAX], real[PATH_MAX];
@@ -173,9 +178,11 @@ static bool cache_entry(const tf_npy *file, const tf_data_rule *rule, char *key,
     return false;
   int length = snprintf(
       key, key_size,
-      "%s\n%s\nsize %lld mtime %lld.%09ld\nstream %d per_sample %" PRId64 " limit %" PRId64 " ignore %d %" PRId64 "\n",
-      CACHE_VERSION, real, (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, rule->stream,
-      rule->per_sample, rule->limit, rule->has_ignore, rule->ignore);
+      "%s\n%s\ndevice %llu inode %llu size %lld mtime %lld.%09ld ctime %lld.%09ld\nstream %d per_sample %" PRId64
+      " limit %" PRId64 " ignore %d %" PRId64 "\n",
+      CACHE_VERSION, real, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
+      (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec,
+      rule->stream, rule->per_sample, rule->limit, rule->has_ignore, rule->ignore);
   if (length < 0 || length >= (int)key_size)
     return false;
   uint64_t hash = 1469598103934665603ull; /* FNV-1a */

@@ -4,8 +4,10 @@
  * must lie in [0, limit) (an embedding row or a class that does not exist). Errors name the file,
  * the sample and element (or the token), the value and the bound.
  *
- * A file that passed is remembered in a cache folder, keyed by its real path, size, modification
- * time and the rule, so the next run on unchanged data skips the scan: $TIGHTFIT_CACHE_DIR, else
+ * A file that passed is remembered in a cache folder, keyed by its real path, device, inode, size,
+ * modification time, change time (ctime, which the kernel sets at every write and no user can put
+ * back, unlike the mtime: touch -r) and the rule, so the next run on unchanged data skips the scan,
+ * and a rewritten file is scanned again: $TIGHTFIT_CACHE_DIR, else
  * $XDG_CACHE_HOME/tightfit, else $HOME/.cache/tightfit; TIGHTFIT_CACHE_DIR=off (or empty) turns the
  * cache off. The cache is best effort: a folder that cannot be written only costs the next scan. */
 #ifndef TIGHTFIT_RUNTIME_DATA_CHECK_H

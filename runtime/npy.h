@@ -23,7 +23,9 @@ extern "C" {
 typedef struct tf_npy tf_npy;
 
 /* Opens and validates `path`, maps it read-only and returns a handle in *out, which the caller
- * releases with tf_npy_close(). The file must not be truncated while it is open. */
+ * releases with tf_npy_close(). The file must not be truncated while it is open: reading past its new
+ * end raises SIGBUS (the data stays mapped, for data sets larger than memory); `tightfit train`
+ * turns that signal into an error naming the file (tools/bus_guard.h). */
 tf_status tf_npy_open(const char *path, tf_npy **out) TF_MUST_USE;
 
 /* Unmaps and frees `npy`; every pointer obtained from it dies with it. NULL is allowed. */

@@ -1,11 +1,14 @@
 /* `tightfit train P.tfplan --data DIR --steps S`: runs a training plan on a backend. One optimizer
  * step = `accumulate` micro-batches + the update. Progress on a terminal, plain lines otherwise;
- * Ctrl-C finishes the current step and saves a checkpoint when --checkpoint is given. */
+ * Ctrl-C (and TERM, HUP) finishes the current step and saves a checkpoint when --checkpoint is given.
+ * The run holds the checkpoint folder's lock (checkpoint_lock.h), a data file truncated under it
+ * ends it with the file named (bus_guard.h), and its weights are scanned once more at the end. */
 #define _GNU_SOURCE /* dlsym(RTLD_DEFAULT) */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,8 @@
 #include "common/checked.h"
 #include "runtime/feed.h"
 #include "tightfit/runtime.h"
+#include "tools/bus_guard.h"
+#include "tools/checkpoint_lock.h"
 #include "tools/cli.h"
 #include "tools/evaluate.h"
 #include "tools/finite_check.h"
@@ -69,6 +74,7 @@ static void on_interrupt(int signal_number) {
 typedef struct train_args {
   const char *plan_path, *data, *eval, *checkpoint, *backend;
   int64_t steps, log_every, checkpoint_every;
+  double checkpoint_minutes;  /* --checkpoint-every-minutes; 0: no time-based saving */
   int64_t loss_scale_window;  /* fp16: good steps before the loss scale doubles; 0: the runtime's 2000 */
   int64_t check_finite_steps; /* --check-finite: the first steps whose gradients are scanned; -1: all */
   bool check_finite;          /* false: --check-finite off */
@@ -89,8 +95,13 @@ static void help(void) {
           "  --data DIR             training data (required)\n"
           "  --eval DIR             held-out data: loss and accuracy after training\n"
           "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
-          "                         steps and on Ctrl-C\n"
+          "                         steps, every --checkpoint-every-minutes and on Ctrl-C (INT, TERM\n"
+          "                         or HUP). One run per folder: a second train on a folder in use is\n"
+          "                         refused (DIR/train.lock, released when the run exits)\n"
           "  --checkpoint-every M   (default: only at the end)\n"
+          "  --checkpoint-every-minutes M\n"
+          "                         also save when M minutes of wall time (a decimal, e.g. 0.5) have\n"
+          "                         passed since the last save (default: off)\n"
           "  --resume               continue from DIR/latest.safetensors\n"
           "  --seed N               initialisation, data order and dropout (default 0)\n"
           "  --threads N            CPU threads (default 2)\n"
@@ -103,20 +114,31 @@ static void help(void) {
           "                         before any weight or checkpoint is overwritten. A plan compiled with\n"
           "                         --update-in-backward keeps no gradient past its update: its weights\n"
           "                         are scanned after each of those steps instead, and a non-finite one\n"
-          "                         stops the run before any checkpoint is overwritten.\n"
+          "                         stops the run before any checkpoint is overwritten. Whatever K,\n"
+          "                         the weights are scanned at the end of every run: non-finite ones\n"
+          "                         fail the run (exit 2) with the tensor named, checkpoint or not.\n"
           "  --loss-scale-window N  fp16 plans: double the loss scale after N steps in a row without\n"
           "                         overflow (default 2000). A step whose gradients are not finite is\n"
           "                         skipped (weights and optimizer state unchanged) and halves the\n"
           "                         scale; the log says so. A skip at scale 1 stops the run. Plans that\n"
           "                         clip skip such a step too, and stop.\n"
           "  --json                 one JSON object per logged step, and a summary\n\n"
-          "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input.\n");
+          "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input\n"
+          "(a data file truncated while train reads it, non-finite weights at the end too).\n");
 }
 
 /* A count in [min, 2^53] (step counters stay exact as doubles, and a checkpoint's step plus --steps
  * cannot overflow); never saturates ("99999999999999999999" is refused). */
 static bool parse_count(const char *text, int64_t *value, int64_t min) {
   return tf_parse_i64(text, min, TF_CHECKED_EXACT_DOUBLE_MAX, value) == TF_PARSE_OK;
+}
+
+/* Minutes of wall time: a finite decimal in (0, 10^6]. */
+static bool parse_minutes(const char *text, double *minutes) {
+  char *end;
+  errno = 0;
+  *minutes = strtod(text, &end);
+  return end != text && *end == '\0' && errno == 0 && isfinite(*minutes) && *minutes > 0 && *minutes <= 1e6;
 }
 
 static int parse_args(int argc, char **argv, train_args *a) {
@@ -163,6 +185,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
         a->check_finite_steps = -1;
       else if (!error && a->check_finite && !parse_count(v, &a->check_finite_steps, 0))
         return tf_cli_usage_error("train", "--check-finite takes a step count, 'all' or 'off', got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--checkpoint-every-minutes", &v, &error)) {
+      if (!error && !parse_minutes(v, &a->checkpoint_minutes))
+        return tf_cli_usage_error("train", "--checkpoint-every-minutes takes a number of minutes > 0, got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--checkpoint-every", &v, &error)) {
       if (!error && !parse_count(v, &a->checkpoint_every, 1))
         return tf_cli_usage_error("train", "--checkpoint-every takes a count >= 1, got '%s'", v);
@@ -190,6 +215,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
     return tf_cli_usage_error("train", "missing --steps S");
   if (a->resume && !a->checkpoint)
     return tf_cli_usage_error("train", "--resume needs --checkpoint DIR");
+  if (a->checkpoint_minutes > 0 && !a->checkpoint)
+    return tf_cli_usage_error("train", "--checkpoint-every-minutes needs --checkpoint DIR");
   return 0;
 }
 
@@ -310,7 +337,37 @@ static tf_status check_updated_weights(tf_session *session, int64_t step) {
                               "stopped before any checkpoint was written: the last one is intact");
 }
 
-static int train(const train_args *a, tf_plan *plan) {
+/* The weights after the last step (or the interrupted one), whatever --check-finite says: a NaN
+ * that slipped past every earlier check (the tester's went through a ReLU, whose gradient is 0,
+ * into a weight after the scanned steps, while the loss stayed finite) fails the run here. */
+static tf_status check_final_weights(tf_session *session, bool checkpoint) {
+  char when[96];
+  snprintf(when, sizeof(when), "after step %" PRId64 " (the end of the run)", tf_session_optimizer_steps(session));
+  return tf_tool_check_finite(session, TF_TOOL_WEIGHTS, when,
+                              checkpoint ? "the trained weights are broken: no checkpoint written (the last one, if "
+                                           "any, is left as it was); lower the learning rate, or check the data"
+                                         : "the trained weights are broken; lower the learning rate, or check the "
+                                           "data");
+}
+
+/* What a run holds, released by release() however it ended: a bus error's jump (train_guarded)
+ * leaves train() halfway, so these live in the caller's frame, not in train()'s locals. */
+typedef struct train_run {
+  tf_session *session;
+  tf_feed *feed;
+  int lock_fd;
+} train_run;
+
+static void release(train_run *run) {
+  tf_feed_close(run->feed);
+  tf_session_destroy(run->session);
+  tf_tool_checkpoint_unlock(run->lock_fd);
+  run->feed = NULL;
+  run->session = NULL;
+  run->lock_fd = -1;
+}
+
+static int train(const train_args *a, tf_plan *plan, train_run *run) {
   tf_session_options options = tf_session_options_default();
   options.backend = a->backend;
   options.device = a->device;
@@ -319,14 +376,17 @@ static int train(const train_args *a, tf_plan *plan) {
   options.loss_scale_growth_interval = a->loss_scale_window;
   char folder[4096];
   options.weights_dir = tf_cli_folder_of(a->plan_path, folder, sizeof(folder)); /* imported weights */
-  tf_session *session = NULL;
-  tf_feed *feed = NULL;
   probe_mark_fn probe = find_probe();
+  /* The lock first: a second run on the folder is refused before it loads anything. */
+  tf_status status = a->checkpoint ? tf_tool_checkpoint_lock(a->checkpoint, &run->lock_fd) : NULL;
   mark_phase(probe, "train: create");
-  tf_status status = tf_session_create(plan, &options, &session);
+  if (!status)
+    status = tf_session_create(plan, &options, &run->session);
+  tf_session *session = run->session;
   mark_phase(probe, "train: feed");
   if (!status)
-    status = tf_feed_open(plan, a->data, a->seed, &feed);
+    status = tf_feed_open(plan, a->data, a->seed, &run->feed);
+  tf_feed *feed = run->feed;
   if (!status && a->resume) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/latest.safetensors", a->checkpoint);
@@ -344,7 +404,8 @@ static int train(const train_args *a, tf_plan *plan) {
   setvbuf(tf_cli_out(), NULL, _IOFBF, BUFSIZ);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
-  double start = now(), loss = NAN;
+  signal(SIGHUP, on_interrupt); /* a closed terminal or ssh session: save as for TERM */
+  double start = now(), loss = NAN, last_save = start;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);
   mark_phase(probe, "train: warm-up");
@@ -381,14 +442,20 @@ static int train(const train_args *a, tf_plan *plan) {
     double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
     double eta = elapsed / (double)done * (double)(a->steps - done);
     progress(a, tty, session, step + 1 - first, a->steps, loss, rate, eta);
-    if (a->checkpoint && a->checkpoint_every && (step + 1) % a->checkpoint_every == 0)
+    const bool every_steps = a->checkpoint_every && (step + 1) % a->checkpoint_every == 0;
+    const bool every_minutes = a->checkpoint_minutes > 0 && start + elapsed - last_save >= 60 * a->checkpoint_minutes;
+    if (a->checkpoint && (every_steps || every_minutes)) {
       status = save_checkpoint(session, a->checkpoint, a->check_finite);
+      last_save = now();
+    }
   }
   mark_phase(probe, "train: finish");
   if (tty)
     fprintf(tf_cli_err(), "\n");
+  if (!status && session)
+    status = check_final_weights(session, a->checkpoint != NULL);
   if (!status && a->checkpoint)
-    status = save_checkpoint(session, a->checkpoint, a->check_finite);
+    status = save_checkpoint(session, a->checkpoint, false); /* just scanned */
   double eval_loss = NAN, accuracy = NAN;
   if (!status && a->eval && !interrupted)
     status = tf_tool_evaluate(session, a->eval, a->seed, NULL, &eval_loss, &accuracy);
@@ -435,8 +502,7 @@ static int train(const train_args *a, tf_plan *plan) {
     }
     fflush(tf_cli_out()); /* fully buffered (see setvbuf above): before any message on stderr */
   }
-  tf_feed_close(feed);
-  tf_session_destroy(session);
+  release(run);
   if (status)
     return tf_cli_fail("train", status);
   if (interrupted) {
@@ -444,6 +510,23 @@ static int train(const train_args *a, tf_plan *plan) {
     return TF_EXIT_FAILED;
   }
   return TF_EXIT_OK;
+}
+
+/* train() under the bus guard: a data file truncated while it is read ends the run with the file
+ * named and exit 2 (bus_guard.h). `run` is the caller's, so what it holds is released after the jump. */
+static int train_guarded(const train_args *a, tf_plan *plan, train_run *run) {
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1)) {
+    tf_status status = tf_tool_bus_error();
+    tf_tool_bus_guard_disarm();
+    release(run);
+    fflush(tf_cli_out());
+    return tf_cli_fail("train", status);
+  }
+  tf_tool_bus_guard_arm(&jump);
+  int code = train(a, plan, run);
+  tf_tool_bus_guard_disarm();
+  return code;
 }
 
 int tf_cmd_train(int argc, char **argv) {
@@ -462,7 +545,8 @@ int tf_cmd_train(int argc, char **argv) {
                                               "--inference to train",
                                               a.plan_path));
   }
-  int code = train(&a, plan);
+  train_run run = {.session = NULL, .feed = NULL, .lock_fd = -1};
+  int code = train_guarded(&a, plan, &run);
   tf_plan_destroy(plan);
   return code;
 }
