@@ -10,101 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/arena_pack.h"
 #include "compiler/training.h"
 #include "core/ops.h"
 
-typedef struct arena_item {
-  int64_t size; /* aligned */
-  int32_t first, last;
-  int32_t id; /* tensor id, or -(step + 1) for a step's workspace */
-  int64_t offset;
-} arena_item;
-
 static int64_t align_up(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
-
-static int by_size_desc(const void *a, const void *b) {
-  const arena_item *x = a, *y = b;
-  if (x->size != y->size)
-    return x->size < y->size ? 1 : -1;
-  if (x->first != y->first)
-    return x->first - y->first;
-  return x->id - y->id;
-}
-
-/* Longest-lived first, then by size: long-lived buffers (a chain of reshapes viewing one tensor, a
- * stored activation) laid down first leave the short ones to fill the gaps around them. */
-static int by_lifetime_desc(const void *a, const void *b) {
-  const arena_item *x = a, *y = b;
-  int32_t lx = x->last - x->first, ly = y->last - y->first;
-  if (lx != ly)
-    return lx < ly ? 1 : -1;
-  return by_size_desc(a, b);
-}
-
-/* Largest area (bytes times steps) first. */
-static int by_area_desc(const void *a, const void *b) {
-  const arena_item *x = a, *y = b;
-  double ax = (double)x->size * (x->last - x->first + 1), ay = (double)y->size * (y->last - y->first + 1);
-  if (ax != ay)
-    return ax < ay ? 1 : -1;
-  return by_size_desc(a, b);
-}
-
-/* Places `item` in the best-fitting gap between the placed items live at the same time as it,
- * then inserts it into placed[0..n), which is kept in offset order (items of equal offset in any
- * order: the gap found does not depend on theirs). */
-static void place(arena_item *item, arena_item **placed, int32_t n) {
-  int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
-  for (int32_t k = 0; k < n; k++) {
-    const arena_item *other = placed[k];
-    if (other->first > item->last || item->first > other->last)
-      continue;
-    int64_t gap = other->offset - cursor;
-    if (gap >= item->size && gap < best_gap) {
-      best = cursor;
-      best_gap = gap;
-    }
-    int64_t end = other->offset + other->size;
-    if (end > cursor)
-      cursor = end;
-  }
-  item->offset = best >= 0 ? best : cursor;
-  int32_t at = n;
-  while (at > 0 && placed[at - 1]->offset > item->offset)
-    at--;
-  memmove(&placed[at + 1], &placed[at], sizeof(arena_item *) * (size_t)(n - at));
-  placed[at] = item;
-}
-
-/* Packs items[0..n) in the order `compare` gives, best fit each; returns the arena's size. */
-static int64_t pack(arena_item *items, arena_item **placed, int32_t n, int (*compare)(const void *, const void *)) {
-  qsort(items, (size_t)n, sizeof(arena_item), compare);
-  int64_t arena = 0;
-  for (int32_t i = 0; i < n; i++) {
-    place(&items[i], placed, i);
-    if (items[i].offset + items[i].size > arena)
-      arena = items[i].offset + items[i].size;
-  }
-  return arena;
-}
-
-/* Packs the items largest first; when that arena is above `lower_bound` (the most bytes live at one
- * step: no packing is smaller), also longest-lived first and largest area first, and keeps the
- * smallest arena, the earlier order on a tie. Leaves the items placed that way. */
-static int64_t pack_best(arena_item *items, arena_item **placed, int32_t n, int64_t lower_bound) {
-  int (*const orders[])(const void *, const void *) = {by_size_desc, by_lifetime_desc, by_area_desc};
-  int32_t best = 0, tried = 0;
-  int64_t best_arena = INT64_MAX;
-  for (int32_t k = 0; k < 3 && best_arena > lower_bound; k++) {
-    int64_t arena = pack(items, placed, n, orders[k]);
-    tried = k;
-    if (arena < best_arena) {
-      best_arena = arena;
-      best = k;
-    }
-  }
-  return best == tried ? best_arena : pack(items, placed, n, orders[best]);
-}
 
 /* The input of step s whose memory output 0 may take (tf_op_output_may_alias), or -1: an input of
  * the output's dtype and bytes that no other input of the step shares memory with, and either a
@@ -227,7 +137,6 @@ static tf_status assign_arena(tf_training *t) {
   int64_t alignment = t->options.target.alignment;
   int32_t capacity = g->n_tensors + t->n_schedule;
   arena_item *items = malloc(sizeof(arena_item) * (size_t)(capacity ? capacity : 1));
-  arena_item **placed = malloc(sizeof(arena_item *) * (size_t)(capacity ? capacity : 1));
   int32_t *alias_root = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
   free(t->live_bytes);
   t->live_bytes = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(int64_t));
@@ -235,14 +144,13 @@ static tf_status assign_arena(tf_training *t) {
   t->workspace_offset = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
   tf_status status = NULL;
   int32_t n = -1;
-  if (items && placed && alias_root && t->live_bytes && t->workspace_offset) {
+  if (items && alias_root && t->live_bytes && t->workspace_offset) {
     status = find_aliases(t, alias_root);
     if (!status)
       n = collect_items(t, alias_root, items);
   }
   if (status || n < 0) {
     free(items);
-    free(placed);
     free(alias_root);
     return status ? status : tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate for %d buffers", capacity);
   }
@@ -261,7 +169,7 @@ static tf_status assign_arena(tf_training *t) {
       t->peak_step = s;
     }
   }
-  t->region_bytes[TF_REGION_ARENA] = pack_best(items, placed, n, t->arena_lower_bound);
+  status = tf_arena_pack(items, n, t->arena_lower_bound, &t->region_bytes[TF_REGION_ARENA], NULL);
   for (int32_t i = 0; i < n; i++) {
     if (items[i].id >= 0)
       t->offset[items[i].id] = items[i].offset;
@@ -272,9 +180,8 @@ static tf_status assign_arena(tf_training *t) {
     if (t->first[i] >= 0 && t->alias_of[i] >= 0)
       t->offset[i] = t->offset[alias_root[i]];
   free(items);
-  free(placed);
   free(alias_root);
-  return NULL;
+  return status;
 }
 
 static tf_region persistent_region(const tf_training *t, int32_t id) {
