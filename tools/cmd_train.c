@@ -67,7 +67,10 @@ static void print_device_memory(const tf_session *session) {
 }
 
 static void on_interrupt(int signal_number) {
-  (void)signal_number;
+  /* A hangup (a closed terminal or ssh session) usually takes the reader of a piped stdout with it
+   * (`train | tee log`): a write to it must fail, not kill the run before it saves. */
+  if (signal_number == SIGHUP)
+    signal(SIGPIPE, SIG_IGN);
   interrupted = 1;
 }
 
@@ -404,7 +407,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   setvbuf(tf_cli_out(), NULL, _IOFBF, BUFSIZ);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
-  signal(SIGHUP, on_interrupt); /* a closed terminal or ssh session: save as for TERM */
+  signal(SIGHUP, on_interrupt); /* save as for TERM */
   double start = now(), loss = NAN, last_save = start;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);

@@ -132,6 +132,23 @@ signals)
   check "SIGHUP: the checkpoint saved" test -s "$dir/hup/latest.safetensors"
   check "SIGHUP: 'checkpoint saved' said" grep -q "^interrupted after [0-9]* steps; checkpoint saved" "$dir/hup.err"
 
+  # SIGHUP after the reader of a piped stdout went (`train | tee log` in a closed ssh session): the
+  # summary's write must fail, not kill the run (SIGPIPE, exit 141). The run logs nothing before
+  # its end (--log-every past --steps); a checkpoint every step says that it is in its loop.
+  mkfifo "$dir/pipe"
+  cat "$dir/pipe" > /dev/null &
+  reader=$!
+  "$tf" train "$dir/mlp.tfplan" --data "$digits" --steps $forever --log-every $forever --checkpoint "$dir/piped" \
+    --checkpoint-every 1 > "$dir/pipe" 2> "$dir/piped.err" &
+  pid=$!
+  await 60 "[ -s '$dir/piped/latest.safetensors' ] || ! alive $pid"
+  kill "$reader"
+  wait "$reader" 2> /dev/null
+  kill -HUP "$pid"
+  reap "$pid" 60
+  echo "     stderr: $(cat "$dir/piped.err")"
+  check "SIGHUP with stdout a broken pipe: exit 1 (got $rc; 141 is killed by SIGPIPE)" [ "$rc" -eq 1 ]
+
   # --checkpoint-every-minutes 0.01: a save every 0.6 s while the run goes on. Nothing else saves
   # before the TERM below (no step-based saving, no end), so a file there is a timed save.
   start timed "$dir/mlp.tfplan" --data "$digits" --steps $forever --log-every 100 --checkpoint "$dir/timed" \
