@@ -197,6 +197,24 @@ static tf_status check_operators(ox_import *im) {
                        total == 1 ? "" : "s", list);
 }
 
+/* ONNX is in SSA form: a second node writing `name` would silently replace the first one's value
+ * (and drop that node as dead), so it is refused, naming both nodes. */
+static tf_status check_single_writer(ox_import *im, int32_t node, const char *name) {
+  int32_t earlier = tf_strmap_get(&im->producers, name);
+  if (earlier < 0)
+    return NULL;
+  char first[512], second[512];
+  ox_node_label(&im->nodes[earlier], first, sizeof(first));
+  ox_node_label(&im->nodes[node], second, sizeof(second));
+  if (earlier == node)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s lists output '%s' twice (each tensor has one writer)",
+                         im->source, first, name);
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "%s: tensor '%s' is written by two nodes, %s (node %" PRId32 ") and %s (node %" PRId32
+                       "); ONNX allows one writer per tensor",
+                       im->source, name, first, earlier, second, node);
+}
+
 static tf_status collect_nodes(ox_import *im) {
   const Onnx__GraphProto *g = im->onnx;
   if (g->n_node > (size_t)INT32_MAX / 2)
@@ -214,7 +232,10 @@ static tf_status collect_nodes(ox_import *im) {
       return tf_status_new(TF_ERR_INVALID_INPUT, "%s: node %" PRId32 " has no operator type", im->source, i);
     for (size_t j = 0; j < node->proto->n_output; j++) {
       const char *out = node->proto->output[j];
-      if (out && *out && !tf_strmap_put(&im->producers, out, i))
+      if (!out || !*out)
+        continue;
+      TF_RETURN_IF_ERROR(check_single_writer(im, i, out));
+      if (!tf_strmap_put(&im->producers, out, i))
         return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", im->source);
     }
   }

@@ -159,6 +159,13 @@ def main():
                             [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
         data_equal = masked(["m", "m2"], ["zero", "x"], [x, m, value_info("m2", 7, ["N", 4])],
                             [tensor("zero", [], [0.0])])
+        reshape_overflow = model([node("Reshape", ["k", "shape"], ["r"], "reshape"), node("Add", ["x", "r"], ["y"], "add")],
+                                 [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                                 [int_tensor("k", [1], [1]), int_tensor("shape", [2], [8796093022210, 2199023255554])])
+        # two nodes writing one tensor (issue 49, fault 9): the MatMul was silently dropped
+        two_writers = model([node("MatMul", ["x", "w"], ["y"], "mm"), node("Relu", ["x"], ["y"], "relu")],
+                            [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                            [tensor("w", [4, 4], [0.5] * 16)])
         bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
@@ -184,10 +191,14 @@ def main():
             ("short initializer", write("weights.onnx", bad_weights), ["weights.onnx", "'w'", "12 bytes of raw data"]),
             ("no graph", write("nograph.onnx", field_varint(1, 7)), ["nograph.onnx", "no graph"]),
             # the fuzzer's find (docs/fuzzing.md): a Reshape of a known value whose target sizes
-            # overflow int64 when multiplied
-            ("reshape overflow", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx",
-                                              "reshape_overflow.onnx"),
+            # overflow int64 when multiplied. The fuzzer's file (tests/fuzz/corpus/onnx/
+            # reshape_overflow.onnx) also has two nodes writing one tensor, refused first since
+            # issue 49: this model keeps its Reshape with unique tensor names.
+            ("reshape overflow", write("reshape_overflow.onnx", reshape_overflow),
              ["reshape_overflow.onnx", "'reshape' (Reshape)", "axis 1 is 2199023255554", "64 bits"]),
+            ("fuzzer's reshape overflow file", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz",
+                                                            "corpus", "onnx", "reshape_overflow.onnx"),
+             ["reshape_overflow.onnx", "tensor 'a' is written by two nodes", "'add' (Add)", "'c1' (Constant)"]),
             ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
             ("bilinear resize", write("bilinear.onnx", bilinear), ["bilinear.onnx", "'up' (Resize)", "nearest"]),
             ("Where with both branches data", write("where2.onnx", both_data),
@@ -198,6 +209,8 @@ def main():
              ["data_equal.onnx", "'eq' (Equal)", "two data tensors"]),
             ("fractional resize", write("fractional.onnx", fractional),
              ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
+            ("two nodes write one tensor", write("two_writers.onnx", two_writers),
+             ["two_writers.onnx", "tensor 'y'", "two nodes", "'mm' (MatMul)", "'relu' (Relu)"]),
         ]
         for what, onnx, words in cases:
             out = path("out.tfg")
