@@ -71,6 +71,12 @@ static void on_interrupt(int signal_number) {
    * (`train | tee log`): a write to it must fail, not kill the run before it saves. */
   if (signal_number == SIGHUP)
     signal(SIGPIPE, SIG_IGN);
+  /* A second signal ends the process at once: the first waits for the step, which a library can
+   * hold forever (issue 49: OpenBLAS retrying an allocation under `ulimit -v`). */
+  if (interrupted) {
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+  }
   interrupted = 1;
 }
 
