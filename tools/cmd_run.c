@@ -16,11 +16,15 @@
 #include "tools/evaluate.h"
 #include "tools/finite_check.h"
 
-/* The result line: the loss and the accuracy where the plan has them ("none" otherwise; JSON null). */
-static void print_result(bool json, const char *plan_path, const char *data, const char *output, double loss,
-                         double accuracy) {
+/* The result line: the loss and the accuracy where the plan has them ("none" otherwise; JSON null).
+ * A non-finite loss shows as "nan" / "inf" (JSON has no NaN: null, with "error" saying which). */
+static void print_result(bool json, const char *plan_path, const char *data, const char *output, bool has_loss,
+                         double loss, double accuracy) {
   char loss_text[32] = "none (the plan has no loss)", accuracy_text[48] = "none (no cross-entropy)";
-  if (!isnan(loss))
+  const char *nonfinite = !has_loss || isfinite(loss) ? NULL : isnan(loss) ? "nan" : loss < 0 ? "-inf" : "inf";
+  if (nonfinite)
+    snprintf(loss_text, sizeof(loss_text), "%s", json ? "null" : nonfinite);
+  else if (has_loss)
     snprintf(loss_text, sizeof(loss_text), json ? "%.6f" : "%.4f", loss);
   else if (json)
     snprintf(loss_text, sizeof(loss_text), "null");
@@ -29,10 +33,24 @@ static void print_result(bool json, const char *plan_path, const char *data, con
   else if (json)
     snprintf(accuracy_text, sizeof(accuracy_text), "null");
   if (json)
-    fprintf(tf_cli_out(), "{\"loss\": %s, \"accuracy\": %s}\n", loss_text, accuracy_text);
+    fprintf(tf_cli_out(), "{\"loss\": %s, \"accuracy\": %s%s%s%s}\n", loss_text, accuracy_text,
+            nonfinite ? ", \"error\": \"the loss is " : "", nonfinite ? nonfinite : "", nonfinite ? "\"" : "");
   else
     fprintf(tf_cli_out(), "%s on %s: loss %s, accuracy %s%s%s\n", plan_path, data, loss_text, accuracy_text,
             output ? "; outputs in " : "", output ? output : "");
+}
+
+/* The error after a non-finite loss (exit 2): the first non-finite weight when there is one, else
+ * what is left (an input or an activation beyond the float range). */
+static tf_status nonfinite_loss(tf_session *session, const char *data, double loss) {
+  const char *value = isnan(loss) ? "nan" : loss < 0 ? "-inf" : "inf";
+  tf_status weights = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, "the weights", "the loss is not finite");
+  if (weights)
+    return tf_status_prefix(weights, "%s: the loss is %s", data, value);
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "%s: the loss is %s (not finite); the weights are finite, so an input or an activation went "
+                       "beyond the float range",
+                       data, value);
 }
 
 static void help(void) {
@@ -104,13 +122,18 @@ int tf_cmd_run(int argc, char **argv) {
     status = tf_session_load(session, weights);
   if (!status && weights)
     status = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, weights, "refusing to run with non-finite weights");
+  if (!status && !weights)
+    status = tf_tool_check_initial_weights(session, options.weights_dir, "refusing to run with non-finite weights");
   if (!status && output && mkdir(output, 0755) != 0 && errno != EEXIST)
     status = tf_status_new(TF_ERR_IO, "%s: cannot create the output folder: %s", output, strerror(errno));
   double loss = 0, accuracy = 0;
   if (!status)
     status = tf_tool_evaluate(session, data, 0, output, &loss, &accuracy);
+  const bool has_loss = plan->loss >= 0;
   if (!status)
-    print_result(json, plan_path, data, output, loss, accuracy);
+    print_result(json, plan_path, data, output, has_loss, loss, accuracy);
+  if (!status && has_loss && !isfinite(loss))
+    status = nonfinite_loss(session, data, loss);
   tf_session_destroy(session);
   tf_plan_destroy(plan);
   return status ? tf_cli_fail("run", status) : TF_EXIT_OK;

@@ -392,6 +392,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   if (!status)
     status = tf_session_create(plan, &options, &run->session);
   tf_session *session = run->session;
+  if (!status && !a->resume) /* NaN in imported weights: the file's fault, not the learning rate's */
+    status = tf_tool_check_initial_weights(session, options.weights_dir, "refusing to train from non-finite weights");
   mark_phase(probe, "train: feed");
   if (!status)
     status = tf_feed_open(plan, a->data, a->seed, &run->feed);

@@ -1,4 +1,4 @@
-/* tf_tool_check_finite (finite_check.h). */
+/* tf_tool_check_finite and tf_tool_check_initial_weights (finite_check.h). */
 #include "tools/finite_check.h"
 
 #include <inttypes.h>
@@ -22,4 +22,31 @@ tf_status tf_tool_check_finite(tf_session *session, uint32_t roles, const char *
   const char *value = isnan(found.value) ? "nan" : found.value < 0 ? "-inf" : "inf";
   return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s '%s' element %" PRId64 " is %s; %s", when, role_noun(b->role),
                        b->name, found.index, value, consequence);
+}
+
+static const char *value_name(double value) { return isnan(value) ? "nan" : value < 0 ? "-inf" : "inf"; }
+
+static bool has_external_weights(const tf_plan *plan) {
+  for (int32_t i = 0; i < plan->n_buffers; i++)
+    if (plan->buffers[i].init.kind == TF_INIT_EXTERNAL)
+      return true;
+  return false;
+}
+
+tf_status tf_tool_check_initial_weights(tf_session *session, const char *weights_dir, const char *consequence) {
+  const tf_plan *plan = tf_session_plan(session);
+  if (!has_external_weights(plan))
+    return NULL; /* computed initialisers of finite parameters are finite */
+  tf_nonfinite found;
+  TF_RETURN_IF_ERROR(tf_session_find_nonfinite(session, 1u << TF_ROLE_PARAMETER, &found));
+  if (found.buffer < 0)
+    return NULL;
+  const tf_plan_buffer *b = &plan->buffers[found.buffer];
+  if (b->init.kind != TF_INIT_EXTERNAL)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "parameter '%s' element %" PRId64 " is %s after its initialiser; %s",
+                         b->name, found.index, value_name(found.value), consequence);
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "%s/%s: tensor '%s' element %" PRId64 " is %s (the initial value of parameter '%s'); %s",
+                       weights_dir ? weights_dir : ".", b->init.file, b->init.key, found.index, value_name(found.value),
+                       b->name, consequence);
 }

@@ -20,4 +20,11 @@
 tf_status tf_tool_check_finite(tf_session *session, uint32_t roles, const char *when,
                                const char *consequence) TF_MUST_USE;
 
+/* NULL when the parameters are finite after tf_session_create; checked only for a plan with weights
+ * from safetensors files (what `tightfit import` writes), else NULL at once. A NaN or infinity
+ * gives "WEIGHTS_DIR/FILE: tensor 'KEY' element I is nan (the initial value of parameter 'NAME');
+ * CONSEQUENCE": the file's fault, not the learning rate's (issue 49). */
+tf_status tf_tool_check_initial_weights(tf_session *session, const char *weights_dir,
+                                        const char *consequence) TF_MUST_USE;
+
 #endif

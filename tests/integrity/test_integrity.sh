@@ -32,4 +32,57 @@ else
     sh -c 'ulimit -v 250000; exec timeout -k 20 2 "$0" train "$1" --data models/data/digits/train --steps 100000000' \
     "$tf" "$dir/mlp.tfplan"
 fi
+
+# ---- (4) non-finite results ----
+# A checkpoint whose head weights are +-3e38 (finite: the weight check passes) overflows the logits
+# to +-inf and the loss to NaN. Before the fix `run` printed "loss none (the plan has no loss)" /
+# JSON null and exited 0. The file is rewritten without tightfit's checksums (as another writer's).
+"$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 1 --checkpoint "$dir/ck1" > /dev/null
+/usr/bin/python3 - "$dir/ck1/latest.safetensors" "$dir/huge.safetensors" << 'PY'
+import json, struct, sys, numpy as np
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header, body = json.loads(data[8:8 + n]), bytearray(data[8 + n:])
+begin, end = header["head.weight"]["data_offsets"]
+body[begin:end] = np.where(np.arange((end - begin) // 4) % 2 == 0, 3e38, -3e38).astype("<f4").tobytes()
+header["__metadata__"] = {k: v for k, v in header["__metadata__"].items() if not k.startswith("tightfit.xxh64")}
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + bytes(body))
+PY
+expect_message 2 "run: a NaN loss is 'loss nan', exit 2" "test: loss nan, accuracy" \
+  "$tf" run "$dir/mlp.tfplan" --data models/data/digits/test --weights "$dir/huge.safetensors"
+check "  and the message names it" grep -q "test: the loss is nan (not finite); the weights are finite" "$dir/err"
+expect_message 2 "run --json: loss null with an error field" '{"loss": null, "accuracy": [0-9.]*, "error": "the loss is nan"}' \
+  "$tf" run "$dir/mlp.tfplan" --data models/data/digits/test --weights "$dir/huge.safetensors" --json
+expect_message 0 "run on the real digits: a finite loss, exit 0" "test: loss [0-9]" \
+  "$tf" run "$dir/mlp.tfplan" --data models/data/digits/test
+
+# Initial weights from a safetensors file (as `tightfit import` writes them) with a NaN at element 7
+# of hidden.0.weight: named with the file, tensor and element. Before the fix `run` went on and
+# `train` blamed the learning rate ("step 1: the loss is nan; ... lower the learning rate").
+"$tf" dump "$dir/mlp.tfg" > "$dir/mlp.json"
+/usr/bin/python3 - "$dir" << 'PY'
+import json, struct, sys, numpy as np
+root = sys.argv[1]
+graph = json.load(open(f"{root}/mlp.json"))
+for t in graph["tensors"]:
+    if t["name"] == "hidden.0.weight":
+        t["init"] = {"kind": "external", "file": "w.safetensors", "key": "imported.w0"}
+        shape = [int(d["size"]) for d in t["shape"]]
+json.dump(graph, open(f"{root}/ext.json", "w"))
+w = np.random.default_rng(1).uniform(-0.1, 0.1, shape).astype("<f4")
+w.flat[7] = np.nan
+header = json.dumps({"imported.w0": {"dtype": "F32", "shape": shape, "data_offsets": [0, w.nbytes]}}).encode()
+header += b" " * (-len(header) % 8)
+open(f"{root}/w.safetensors", "wb").write(struct.pack("<Q", len(header)) + header + w.tobytes())
+PY
+(cd "$dir" && flatc -b -I "$OLDPWD/schema" "$OLDPWD/schema/graph.fbs" ext.json && mv ext.bin ext.tfg)
+"$tf" compile "$dir/ext.tfg" --set N=16 -o "$dir/ext.tfplan" > /dev/null
+expect_phrase 2 "run: NaN in the initial weights named" \
+  "w.safetensors: tensor 'imported.w0' element 7 is nan (the initial value of parameter 'hidden.0.weight')" \
+  "$tf" run "$dir/ext.tfplan" --data models/data/digits/test
+expect_phrase 2 "train: the same, not the learning rate" \
+  "w.safetensors: tensor 'imported.w0' element 7 is nan (the initial value of parameter 'hidden.0.weight'); refusing to train" \
+  "$tf" train "$dir/ext.tfplan" --data models/data/digits/train --steps 2
 finish test_integrity
