@@ -36,6 +36,7 @@ tf_status tf_session_save(tf_session *s, const char *path, const char *const *me
   const tf_plan *plan = tf_session_plan(s);
   tf_safetensors_writer *writer = NULL;
   TF_RETURN_IF_ERROR(tf_safetensors_writer_create(&writer));
+  tf_safetensors_writer_add_checksums(writer); /* loads refuse a flipped bit, naming the tensor (issue 49) */
   void **copies = calloc((size_t)(plan->n_buffers ? plan->n_buffers : 1), sizeof(void *));
   tf_status status = copies ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "checkpoint: out of memory");
   for (int32_t i = 0; i < plan->n_buffers && !status; i++) {

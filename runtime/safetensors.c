@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/xxh64.h"
 #include "runtime/mapped_file.h"
 #include "runtime/safetensors_header.h"
 
@@ -261,19 +262,45 @@ bool tf_safetensors_at(const tf_safetensors *file, int32_t index, tf_safetensors
   return true;
 }
 
-tf_status tf_safetensors_find(const tf_safetensors *file, const char *name, tf_safetensors_tensor *view) {
+/* The index of tensor `name` (binary search over the sorted names), or -1. */
+static int32_t index_of(const tf_safetensors *file, const char *name) {
   int32_t low = 0, high = file->header.n_tensors;
   while (low < high) {
     int32_t middle = low + (high - low) / 2;
     int order = strcmp(file->header.tensors[middle].name, name);
-    if (order == 0) {
-      tf_safetensors_at(file, middle, view);
-      return NULL;
-    }
+    if (order == 0)
+      return middle;
     if (order < 0)
       low = middle + 1;
     else
       high = middle;
+  }
+  return -1;
+}
+
+/* The checksum a tightfit writer recorded for `view` (TF_SAFETENSORS_CHECKSUM_PREFIX), if any, against
+ * its bytes: a flipped bit anywhere in them is refused here, where the tensor is looked up. */
+static tf_status check_checksum(const tf_safetensors *file, const tf_safetensors_tensor *view) {
+  char key[64 + TF_SAFETENSORS_MAX_NAME];
+  snprintf(key, sizeof(key), "%s%s", TF_SAFETENSORS_CHECKSUM_PREFIX, view->name);
+  const char *recorded = tf_safetensors_metadata(file, key);
+  if (!recorded)
+    return NULL;
+  char computed[24];
+  snprintf(computed, sizeof(computed), "%016" PRIx64, tf_xxh64(view->data, view->bytes, 0));
+  if (strcmp(recorded, computed) == 0)
+    return NULL;
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "%s: tensor '%s': checksum mismatch: its %zu bytes hash to xxh64 %s, the metadata '%s' says %s "
+                       "(the file is damaged)",
+                       file->path, view->name, view->bytes, computed, key, recorded);
+}
+
+tf_status tf_safetensors_find(const tf_safetensors *file, const char *name, tf_safetensors_tensor *view) {
+  int32_t index = index_of(file, name);
+  if (index >= 0) {
+    tf_safetensors_at(file, index, view);
+    return check_checksum(file, view);
   }
   return tf_status_new(TF_ERR_INVALID_INPUT, "%s: no tensor named '%s' (the file holds %d tensors)", file->path, name,
                        (int)file->header.n_tensors);

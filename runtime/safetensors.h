@@ -96,6 +96,16 @@ tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *n
 tf_status tf_safetensors_writer_set_metadata(tf_safetensors_writer *writer, const char *key,
                                              const char *value) TF_MUST_USE;
 
+/* The metadata key prefix of tensor checksums: "tightfit.xxh64.NAME" holds the XXH64 (seed 0) of
+ * tensor NAME's bytes as 16 lowercase hex digits. The reader checks a tensor's checksum when it is
+ * looked up (tf_safetensors_find / _expect): a mismatch is TF_ERR_INVALID_INPUT naming the file and
+ * tensor. Files without checksums (other writers') load as before. */
+#define TF_SAFETENSORS_CHECKSUM_PREFIX "tightfit.xxh64."
+
+/* Makes tf_safetensors_writer_add record a checksum of each tensor added from now on in the metadata
+ * (checkpoints do; call it before adding tensors). */
+void tf_safetensors_writer_add_checksums(tf_safetensors_writer *writer);
+
 /* Writes every tensor and the metadata to `path` atomically (temporary file, fsync, rename): the data
  * in the reference order (element type from widest, then name), the header compact JSON with
  * "__metadata__" first (keys sorted), padded with spaces to a multiple of 8 bytes. The same entries

@@ -12,6 +12,7 @@
 #include "common/atomic_file.h"
 #include "common/checked.h"
 #include "common/copy.h"
+#include "common/xxh64.h"
 #include "runtime/safetensors_header.h"
 
 typedef struct writer_entry {
@@ -28,7 +29,10 @@ struct tf_safetensors_writer {
   int32_t n_entries, entry_capacity;
   char **keys, **values;
   int32_t n_metadata, metadata_capacity;
+  bool checksums; /* tf_safetensors_writer_add_checksums */
 };
+
+void tf_safetensors_writer_add_checksums(tf_safetensors_writer *writer) { writer->checksums = true; }
 
 tf_status tf_safetensors_writer_create(tf_safetensors_writer **out) {
   *out = calloc(1, sizeof(**out));
@@ -68,6 +72,19 @@ static bool valid_text(const char *text) {
   return text && tf_safetensors_utf8_valid((const unsigned char *)text, strlen(text));
 }
 
+/* Metadata TF_SAFETENSORS_CHECKSUM_PREFIX + name: the XXH64 of the tensor's bytes in hex. */
+static tf_status set_checksum(tf_safetensors_writer *writer, const writer_entry *entry) {
+  size_t length = strlen(TF_SAFETENSORS_CHECKSUM_PREFIX) + strlen(entry->name) + 1;
+  char *key = malloc(length), hex[24];
+  if (!key)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "safetensors writer: no memory for the checksum of '%s'", entry->name);
+  snprintf(key, length, "%s%s", TF_SAFETENSORS_CHECKSUM_PREFIX, entry->name);
+  snprintf(hex, sizeof(hex), "%016" PRIx64, tf_xxh64(entry->data, (size_t)entry->bytes, 0));
+  tf_status status = tf_safetensors_writer_set_metadata(writer, key, hex);
+  free(key);
+  return status;
+}
+
 tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *name, tf_dtype dtype, int32_t rank,
                                     const int64_t *shape, const void *data) {
   if (!valid_text(name) || !*name || strlen(name) > TF_SAFETENSORS_MAX_NAME)
@@ -102,7 +119,7 @@ tf_status tf_safetensors_writer_add(tf_safetensors_writer *writer, const char *n
       !(entry.name = tf_copy_string(name)))
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "safetensors writer: cannot add tensor '%s'", name);
   writer->entries[writer->n_entries++] = entry;
-  return NULL;
+  return writer->checksums ? set_checksum(writer, &entry) : NULL;
 }
 
 tf_status tf_safetensors_writer_set_metadata(tf_safetensors_writer *writer, const char *key, const char *value) {

@@ -164,11 +164,20 @@ def checkpoint_with_value(target, tensor, element, value):
     n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n])
     struct.pack_into("<f", raw, 8 + n + header[tensor]["data_offsets"][0] + 4 * element, value)
+    # as another writer's file (no checksum of this tensor), so the finite check, not the checksum, refuses it
+    key = ('"tightfit.xxh64.%s"' % tensor).encode()
+    raw[:8 + n] = raw[:8 + n].replace(key, key.replace(b"xxh64", b"xxh00"))
     os.makedirs(os.path.dirname(os.path.join(out, target)), exist_ok=True)
     open(os.path.join(out, target), "wb").write(raw)
 
 
 checkpoint_with_value("ck_inf/latest.safetensors", "head.weight", 3, float("inf"))
+
+# ---- E320: one bit flipped in a checkpoint's head.weight (finite), its checksum kept (issue 49) ----
+flipped = bytearray(open(os.path.join(out, "ck", "latest.safetensors"), "rb").read())
+n_flipped = struct.unpack("<Q", flipped[:8])[0]
+flipped[8 + n_flipped + json.loads(flipped[8:8 + n_flipped])["head.weight"]["data_offsets"][0] + 4 * 3 + 3] ^= 0x40
+open(os.path.join(out, "ck_flipped.safetensors"), "wb").write(flipped)
 
 # ---- data values, checked at feed open ----
 bad = x.copy()

@@ -85,4 +85,26 @@ expect_phrase 2 "run: NaN in the initial weights named" \
 expect_phrase 2 "train: the same, not the learning rate" \
   "w.safetensors: tensor 'imported.w0' element 7 is nan (the initial value of parameter 'hidden.0.weight'); refusing to train" \
   "$tf" train "$dir/ext.tfplan" --data models/data/digits/train --steps 2
+
+# ---- (8) checksums ----
+# One bit of head.weight element 3 flipped in a checkpoint (bit 30 of the float: the value stays
+# finite, as -0.05 became -1.7e37 in the issue). Before the fix it loaded silently, exit 0.
+"$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 2 --checkpoint "$dir/ck2" > /dev/null
+check "a checkpoint carries a checksum per tensor" grep -q '"tightfit.xxh64.head.weight":"[0-9a-f]\{16\}"' "$dir/ck2/latest.safetensors"
+/usr/bin/python3 - "$dir/ck2/latest.safetensors" "$dir/flipped.safetensors" << 'PY'
+import json, struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+at = 8 + n + json.loads(data[8:8 + n])["head.weight"]["data_offsets"][0] + 4 * 3
+before = struct.unpack_from("<f", data, at)[0]
+data[at + 3] ^= 0x40
+print("head.weight[3]: %g -> %g" % (before, struct.unpack_from("<f", data, at)[0]))
+open(sys.argv[2], "wb").write(data)
+PY
+expect_message 2 "run --weights refuses the flipped bit, naming the tensor" \
+  "flipped.safetensors: tensor 'head.weight': checksum mismatch" \
+  "$tf" run "$dir/mlp.tfplan" --data models/data/digits/test --weights "$dir/flipped.safetensors"
+cp "$dir/flipped.safetensors" "$dir/ck2/latest.safetensors"
+expect_message 2 "train --resume refuses it too" "latest.safetensors: tensor 'head.weight': checksum mismatch" \
+  "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 3 --checkpoint "$dir/ck2" --resume
 finish test_integrity
