@@ -20,7 +20,7 @@ _Static_assert(MAX_INPUTS_CONCAT == TF_OP_VARIADIC, "concat takes TF_OP_VARIADIC
 _Static_assert(MAX_INPUTS_GLOBAL_NORM_SQ == TF_OP_VARIADIC_INTERNAL, "global_norm_sq takes TF_OP_VARIADIC_INTERNAL");
 
 #define ROW(ID, op_name, number, op_scope, min, max, outputs, shape_only_mask, in_place_mask, attrs_family, shape,     \
-            alias_rule, ...)                                                                                           \
+            alias_rule, workspace, vjp, cpu, cuda, vulkan, dtype_rule)                                                 \
   [TF_OP_##ID] = {.name = #op_name,                                                                                    \
                   .scope = TF_SCOPE_##op_scope,                                                                        \
                   .min_inputs = min,                                                                                   \
@@ -30,7 +30,8 @@ _Static_assert(MAX_INPUTS_GLOBAL_NORM_SQ == TF_OP_VARIADIC_INTERNAL, "global_nor
                   .in_place = in_place_mask,                                                                           \
                   .attrs = TF_ATTR_##attrs_family,                                                                     \
                   .shape_rule = tf_shape_##shape,                                                                      \
-                  .alias = TF_ALIAS_##alias_rule},
+                  .alias = TF_ALIAS_##alias_rule,                                                                      \
+                  .dtypes = TF_DTYPES_##dtype_rule},
 static const tf_op_info op_table[TF_OP_COUNT] = {TF_OP_TABLE(ROW)};
 #undef ROW
 

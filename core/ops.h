@@ -36,6 +36,15 @@ typedef enum tf_alias_rule {
   TF_ALIAS_ANY_INPUT, /* any input (binaries and activation gradients, whose inputs have the output's shape) */
 } tf_alias_rule;
 
+/* The dtypes an op's kernels take, on every backend (the dtypes column; tf_op_check_dtypes). */
+typedef enum tf_dtype_rule {
+  TF_DTYPES_FLOAT = 0, /* every input read for its data is floating: f32, f16 or bf16 */
+  TF_DTYPES_ANY,       /* any dtype: the kernels move bytes (layout ops) or convert (cast) */
+  TF_DTYPES_INT0,      /* input 0 is integer ids (i32 or i64), the others floating */
+  TF_DTYPES_INT1,      /* input 1 is integer labels (i32 or i64), the others floating */
+  TF_DTYPES_INT2,      /* input 2 is integer labels (i32 or i64), the others floating */
+} tf_dtype_rule;
+
 typedef struct tf_op_info {
   const char *name;
   tf_op_scope scope;
@@ -46,6 +55,7 @@ typedef struct tf_op_info {
   tf_attr_kind attrs;
   tf_shape_rule shape_rule;
   tf_alias_rule alias;
+  tf_dtype_rule dtypes;
 } tf_op_info;
 
 /* Returns the row for `op`, or NULL when op is out of range. */
@@ -55,6 +65,10 @@ bool tf_op_in_graphs(tf_op op);
 /* Whether `op` moves elements as they are, computing nothing (reshape, transpose, concat, slice,
  * expand, slice_grad, and zero's fill): its kernels work on the bytes of any dtype. */
 bool tf_op_moves_elements(tf_op op);
+/* Checks the dtypes of an op's inputs against its dtypes rule: a kernel is never asked to read data
+ * of a dtype it does not implement (u8 data into add's f32 kernel). NULL or an error naming the
+ * input, its dtype and what the op takes. */
+tf_status tf_op_check_dtypes(const tf_shape_query *q);
 /* Whether `op` reads input k for its shape only (tf_op_info.shape_only): liveness ignores such a read,
  * and the operand lends its shape, never its dtype or data. */
 bool tf_op_input_shape_only(tf_op op, int32_t k);

@@ -81,7 +81,7 @@ tf_status tf_rules_begin(const tf_shape_query *q, const tf_shape_result *out, tf
   }
   for (int32_t i = 0; i < q->n_inputs; i++)
     TF_RETURN_IF_ERROR(check_operand(&q->inputs[i], i));
-  return NULL;
+  return tf_op_check_dtypes(q);
 }
 
 tf_status tf_rules_finish(const tf_shape_result *out) {

@@ -23,7 +23,8 @@ tf_rules_text tf_rules_shape_text(const int64_t *shape, int32_t rank);
 
 /* Validates the query for `rule`: the op table row for q->op names `rule`, n_inputs is in its range,
  * the attributes belong to its family (unless the family is TF_ATTR_NONE), and every operand has a
- * known dtype, 0 <= rank <= TF_MAX_RANK, dims >= 0 and an element count that fits int64. */
+ * known dtype, 0 <= rank <= TF_MAX_RANK, dims >= 0 and an element count that fits int64, and the dtypes
+ * suit the op (the op table's dtypes column: tf_op_check_dtypes). */
 tf_status tf_rules_begin(const tf_shape_query *q, const tf_shape_result *out, tf_shape_rule rule);
 /* Checks the output rank and that its element count fits int64. */
 tf_status tf_rules_finish(const tf_shape_result *out);

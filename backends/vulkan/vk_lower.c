@@ -10,7 +10,7 @@
 
 /* The op table's vulkan column (core/op_table.h): vk_lower_<vulkan>. */
 #define LOWERING(ID, name, number, scope, min, max, outputs, shape_only, in_place, attrs, shape, alias, workspace,     \
-                 vjp, cpu, cuda, vulkan)                                                                               \
+                 vjp, cpu, cuda, vulkan, ...)                                                                          \
   [TF_OP_##ID] = vk_lower_##vulkan,
 static const vk_lower_fn lowerings[TF_OP_COUNT] = {TF_OP_TABLE(LOWERING)};
 #undef LOWERING

@@ -133,8 +133,12 @@ static tf_status lower_concat(vk_lower *l, const tf_plan_buffer *out, int64_t si
 tf_status vk_lower_layout(vk_lower *l) {
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
   int64_t size = tf_dtype_size(out->dtype);
+  if (l->step->op == TF_OP_RESHAPE)
+    return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
+  if (size != 2 && size != 4 && size != 8) /* the walk moves 16-bit halves or whole 32-bit words */
+    return vk_refuse(l, "the layout shaders move elements of 2, 4 or 8 bytes; '%s' is %s", out->name,
+                     tf_dtype_name(out->dtype));
   switch (l->step->op) {
-  case TF_OP_RESHAPE: return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
   case TF_OP_TRANSPOSE: return lower_transpose(l, x, out, size);
   case TF_OP_EXPAND: return lower_expand(l, x, out, size);
   case TF_OP_SLICE: return lower_slice(l, x, out, size, false);
