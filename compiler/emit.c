@@ -95,6 +95,14 @@ static double estimate_flops(const tf_graph *g, const tf_ir_node *node) {
   }
 }
 
+/* Whether a fed tensor's first declared dim is the micro-batch N itself: the feed then cuts its
+ * file into samples. A static shape ([3,4,5], what torch.onnx.export writes without dynamic_axes)
+ * or a tensor every sample shares is fed whole instead (tf_plan_buffer.unbatched). */
+static bool leading_is_batch(const tf_graph *g, const tf_ir_tensor *t) {
+  const int32_t n = tf_ir_find_symbol(g, "N");
+  return n >= 0 && t->declared.rank >= 1 && t->declared.dims[0].symbol == n && t->declared.dims[0].size == 1;
+}
+
 static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor, int32_t *id) {
   const tf_ir_tensor *src = &t->g->tensors[tensor];
   tf_plan_buffer *b = &plan->buffers[plan->n_buffers];
@@ -114,6 +122,7 @@ static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor,
   b->owner = -1;
   b->io_twin = -1;
   b->alias_of = -1;
+  b->unbatched = b->region == TF_REGION_IO && !leading_is_batch(t->g, src);
   if (!b->name)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "emit: cannot copy a name");
   *id = plan->n_buffers++;

@@ -279,6 +279,21 @@ static tf_status check_alias(const tf_plan *plan, int32_t id) {
   return NULL;
 }
 
+/* The feed cuts a batched input's file into micro_batch rows of shape[1..]: its first dim must be the
+ * micro-batch, or the rows would fall short of the buffer or run past it. */
+static tf_status check_batch_axis(const tf_plan *plan, int32_t id, bool fed) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  if (!fed && b->unbatched)
+    return INVALID("%s (role %s) is marked unbatched; only inputs and labels are fed",
+                   tf_plan_buffer_label(plan, id).text, tf_role_name(b->role));
+  if (!fed || b->unbatched || (b->rank >= 1 && b->shape[0] == plan->micro_batch))
+    return NULL;
+  return INVALID("%s %s is fed by micro-batches of %" PRId64 " samples, but its first dim is not %" PRId64
+                 " (a plan of an older tightfit that fed static shapes wrong: compile the graph again)",
+                 tf_plan_buffer_label(plan, id).text, shape_text(b->dtype, b->rank, b->shape).text, plan->micro_batch,
+                 plan->micro_batch);
+}
+
 /* owner and io_twin point at buffers that check_buffer has accepted. */
 static tf_status check_references(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
@@ -304,8 +319,11 @@ static tf_status check_references(const tf_plan *plan, int32_t id) {
                      tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
                      shape_text(b->dtype, b->rank, b->shape).text, tf_plan_buffer_label(plan, b->io_twin).text,
                      tf_role_name(twin->role), shape_text(twin->dtype, twin->rank, twin->shape).text, twin->io_twin);
+    if (twin->unbatched != b->unbatched)
+      return INVALID("%s and its io_twin %s disagree on whether they hold a micro-batch (unbatched)",
+                     tf_plan_buffer_label(plan, id).text, tf_plan_buffer_label(plan, b->io_twin).text);
   }
-  return NULL;
+  return check_batch_axis(plan, id, fed);
 }
 
 /* ---- steps ---- */

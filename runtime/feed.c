@@ -68,11 +68,26 @@ static const char *numpy_name(tf_dtype dtype) {
   }
 }
 
+/* An unbatched buffer (tf_plan_buffer.unbatched) takes its file whole: exactly its element count,
+ * whatever the file's rank ([60] or [3,4,5] feeds [3,4,5]); the same tensor every micro-batch. */
+static tf_status check_whole(const char *path, const tf_plan_buffer *b, const tf_npy *file) {
+  const int64_t elements = b->bytes / tf_dtype_size(b->dtype);
+  if (tf_npy_count(file) == elements)
+    return NULL;
+  char shape[256];
+  return tf_status_new(TF_ERR_INVALID_INPUT,
+                       "%s: holds %" PRId64 " elements, but '%s' %s takes %" PRId64
+                       " as one whole tensor (its graph has no batch axis N there, so the file is not cut "
+                       "into samples)",
+                       path, tf_npy_count(file), b->name, tf_format_shape(b->shape, b->rank, shape, sizeof(shape)),
+                       elements);
+}
+
 static tf_status open_source(tf_feed *feed, const char *dir, const tf_plan_buffer *b, int32_t id, feed_source *source) {
   char path[4096];
   source->buffer = b;
   source->per_sample = 1;
-  for (int32_t d = 1; d < b->rank; d++)
+  for (int32_t d = b->unbatched ? 0 : 1; d < b->rank; d++)
     source->per_sample *= b->shape[d];
   find_limits(feed->plan, id, source);
   snprintf(path, sizeof(path), "%s/%s.npy", dir, b->name);
@@ -93,8 +108,14 @@ static tf_status open_source(tf_feed *feed, const char *dir, const tf_plan_buffe
   source->staging = malloc((size_t)(b->bytes ? b->bytes : 1));
   if (!source->staging)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", path);
+  if (feed->stream && b->unbatched)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "%s/tokens.npy makes a token stream, which feeds [N, T] buffers; '%s' has no batch axis N",
+                         dir, b->name);
   if (feed->stream)
     return NULL;
+  if (b->unbatched)
+    return check_whole(path, b, source->file);
   int64_t per_sample_file = 1;
   for (int32_t d = 1; d < tf_npy_rank(source->file); d++)
     per_sample_file *= tf_npy_shape(source->file)[d];
@@ -136,6 +157,10 @@ static tf_status count_samples(tf_feed *feed, feed_source *source, const feed_so
           "%s holds %" PRId64 " tokens but %s holds %" PRId64 ": the token files of one stream must be equally long",
           tf_npy_path(source->file), tf_npy_count(source->file), tf_npy_path(first->file), tf_npy_count(first->file));
     samples = tf_npy_count(source->file) - feed->window - source->shift + 1;
+  } else if (source->buffer->unbatched) {
+    return NULL; /* the same whole tensor for every sample */
+  } else if (!first) {
+    samples = sample_count(source->file);
   } else {
     samples = sample_count(source->file);
     if (samples != sample_count(first->file))
@@ -144,8 +169,17 @@ static tf_status count_samples(tf_feed *feed, feed_source *source, const feed_so
                            ": every input and label file must hold one row per sample",
                            tf_npy_path(source->file), samples, tf_npy_path(first->file), sample_count(first->file));
   }
-  if (source == first || samples < feed->samples)
+  if (!first || source == first || samples < feed->samples)
     feed->samples = samples;
+  return NULL;
+}
+
+/* The first source cut into samples, or NULL when every one is fed whole (a static graph: its
+ * data is one sample). */
+static const feed_source *first_batched(const tf_feed *feed) {
+  for (int32_t k = 0; k < feed->n_sources; k++)
+    if (feed->stream || !feed->sources[k].buffer->unbatched)
+      return &feed->sources[k];
   return NULL;
 }
 
@@ -189,10 +223,11 @@ tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_f
     status = open_source(feed, dir, b, i, &feed->sources[feed->n_sources]);
     feed->n_sources++;
   }
-  if (!status && feed->n_sources == 0)
-    status = tf_status_new(TF_ERR_INVALID_INPUT, "the plan has no inputs to feed");
+  const feed_source *first = status ? NULL : first_batched(feed);
+  if (!status && !first)
+    feed->samples = 1;
   for (int32_t k = 0; k < feed->n_sources && !status; k++)
-    status = count_samples(feed, &feed->sources[k], &feed->sources[0]);
+    status = count_samples(feed, &feed->sources[k], first);
   if (!status && feed->samples < 1)
     status = no_sample(feed, dir);
   for (int32_t k = 0; k < feed->n_sources && !status; k++)
@@ -258,7 +293,7 @@ static tf_status check_values(const tf_feed *feed, const feed_source *source, co
   for (int64_t i = 0; i < n; i++) {
     int64_t v = b->dtype == TF_I32 ? ((const int32_t *)source->staging)[i] : ((const int64_t *)source->staging)[i];
     if ((v < 0 || v >= source->limit) && !(source->has_ignore && v == source->ignore)) {
-      const int64_t row = rows[i / source->per_sample], element = i % source->per_sample;
+      const int64_t row = b->unbatched ? 0 : rows[i / source->per_sample], element = i % source->per_sample;
       const int64_t index = feed->stream ? row + source->shift + element : row * source->per_sample + element;
       tf_data_rule rule = {b->name,       feed->stream,       source->per_sample,
                            source->limit, source->limit_what, source->has_ignore,
@@ -280,7 +315,9 @@ static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *
     size_t element = (size_t)tf_dtype_size(b->dtype);
     size_t row_bytes = (size_t)source->per_sample * element;
     const char *data = tf_npy_data(source->file);
-    for (int64_t r = 0; r < feed->batch; r++) {
+    if (b->unbatched)
+      memcpy(source->staging, data, (size_t)b->bytes);
+    for (int64_t r = 0; r < feed->batch && !b->unbatched; r++) {
       int64_t first = feed->stream ? rows[r] + source->shift : rows[r];
       size_t offset = feed->stream ? (size_t)first * element : (size_t)first * row_bytes;
       memcpy((char *)source->staging + (size_t)r * row_bytes, data + offset, row_bytes);

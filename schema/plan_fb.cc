@@ -248,6 +248,7 @@ private:
     out->owner = in->owner();
     out->io_twin = in->io_twin();
     out->alias_of = in->alias_of();
+    out->unbatched = in->unbatched();
     return nullptr;
   }
 
@@ -398,7 +399,7 @@ private:
                                    string(b.init.key));
     *out = fb::CreateBuffer(fbb_, string(b.name), static_cast<fb::Role>(role), static_cast<fb::Region>(region),
                             b.offset, b.bytes, static_cast<fb::DType>(dtype), shape, b.first_step, b.last_step, init,
-                            b.owner, b.io_twin, b.alias_of);
+                            b.owner, b.io_twin, b.alias_of, b.unbatched);
     return nullptr;
   }
 

@@ -61,7 +61,31 @@ typedef struct collected {
   const tf_plan_buffer *buffer;
   char *data;
   int64_t per_sample_bytes;
+  int64_t rows_per_sample; /* of its first axis; 0: no batch axis, written whole */
 } collected;
+
+/* An output whose first dim is a multiple of the micro-batch holds each sample's rows in turn
+ * ([N, C], or [N*T, C] after a reshape): the batches' rows are concatenated, the wrapped tail of the
+ * last batch dropped. Any other output (a scalar, a reduction over the batch) is one tensor per
+ * micro-batch: written as it is, which needs the data to be one micro-batch. */
+static tf_status plan_output(const tf_plan *plan, int32_t index, int64_t batch, int64_t batches, collected *out) {
+  const tf_plan_buffer *b = &plan->buffers[plan->outputs[index]];
+  out->buffer = b;
+  out->rows_per_sample = b->rank >= 1 && b->shape[0] % batch == 0 ? b->shape[0] / batch : 0;
+  if (!out->rows_per_sample && batches > 1) {
+    char shape[256];
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "output '%s' %s has no batch axis (its first dim is not a multiple of the micro-batch %" PRId64
+                         "), so each of the %" PRId64
+                         " micro-batches gives another one: give --output data of one micro-batch",
+                         b->name, tf_format_shape(b->shape, b->rank, shape, sizeof(shape)), batch, batches);
+  }
+  out->per_sample_bytes = out->rows_per_sample ? b->bytes / batch : b->bytes;
+  out->data = malloc((size_t)(out->rows_per_sample ? out->per_sample_bytes * batches * batch : b->bytes) + 1);
+  if (!out->data)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "evaluate: cannot hold output '%s'", b->name);
+  return NULL;
+}
 
 tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t seed, const char *outputs_dir,
                            double *loss, double *accuracy) {
@@ -74,13 +98,8 @@ tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t s
   int64_t batches = (samples + batch - 1) / batch;
   collected *outputs = calloc((size_t)(plan->n_outputs ? plan->n_outputs : 1), sizeof(collected));
   tf_status status = outputs ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
-  for (int32_t i = 0; outputs_dir && i < plan->n_outputs && !status; i++) {
-    outputs[i].buffer = &plan->buffers[plan->outputs[i]];
-    outputs[i].per_sample_bytes = outputs[i].buffer->bytes / batch;
-    outputs[i].data = malloc((size_t)(outputs[i].per_sample_bytes * batches * batch + 1));
-    if (!outputs[i].data)
-      status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "evaluate: cannot hold output '%s'", outputs[i].buffer->name);
-  }
+  for (int32_t i = 0; outputs_dir && i < plan->n_outputs && !status; i++)
+    status = plan_output(plan, i, batch, batches, &outputs[i]);
   double loss_sum = 0;
   for (int64_t b = 0; b < batches && !status; b++) {
     double batch_loss;
@@ -98,7 +117,8 @@ tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t s
     const tf_plan_buffer *out = outputs[i].buffer;
     int64_t shape[TF_MAX_RANK];
     memcpy(shape, out->shape, sizeof(shape));
-    shape[0] = samples; /* the batch axis, without the wrapped tail */
+    if (outputs[i].rows_per_sample)
+      shape[0] = samples * outputs[i].rows_per_sample; /* without the wrapped tail */
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.npy", outputs_dir, out->name);
     status = tf_npy_write(path, out->dtype, out->rank, shape, outputs[i].data);

@@ -50,6 +50,9 @@ typedef struct tf_plan_buffer {
   int32_t alias_of;              /* an output placed on its input, same offset and bytes: a reshape's (a
                                   * view; the input may live on) or one written over an input that dies
                                   * at that step (element-wise ops, cross_entropy_grad); else -1 */
+  bool unbatched;                /* inputs and labels: the graph's first dim is not the micro-batch N (a
+                                  * static shape, or a tensor shared by every sample): fed whole, one
+                                  * file of exactly this shape; else false: shape[0] == micro_batch */
 } tf_plan_buffer;
 
 typedef struct tf_plan_step {

@@ -474,11 +474,14 @@ class Plan:
         self.target = head.target.decode()
         self.micro_batch, self.accumulate, self.global_batch = head.micro_batch, head.accumulate, head.global_batch
         self.inputs = {}  # name -> (dtype, shape) of each input and label (one micro-batch)
+        self.unbatched = set()  # inputs without the batch axis N (a static shape): the same tensor every micro-batch
         self.weights = {}  # name -> (dtype, shape) of each parameter and running statistic, in plan order
         for i in range(head.n_buffers):
             b = head.buffers[i]
             if b.role in (_lib.ROLE_INPUT, _lib.ROLE_LABEL):
                 self.inputs.setdefault(b.name.decode(), (_lib.DTYPE_NAMES[b.dtype], tuple(b.shape[:b.rank])))
+                if b.unbatched:
+                    self.unbatched.add(b.name.decode())
             elif b.role in (_lib.ROLE_PARAMETER, _lib.ROLE_STATE):
                 self.weights[b.name.decode()] = (_lib.DTYPE_NAMES[b.dtype], tuple(b.shape[:b.rank]))
 
@@ -646,7 +649,8 @@ class Session:
             for name, value in batch.items():
                 shape = self._input(name)[1]
                 rows = shape[0] if shape else 1
-                self.write(name, value[m * rows:(m + 1) * rows] if k > 1 else value)
+                whole = k == 1 or name in self.plan.unbatched
+                self.write(name, value if whole else value[m * rows:(m + 1) * rows])
             total += self._micro_step(m)
         self._optimizer_step()
         return total / k
