@@ -112,6 +112,10 @@ static tf_status add_input(ox_import *im, const Onnx__ValueInfoProto *info) {
   if (!ox_dtype(type->elem_type, &dtype) || type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has element type %s (%" PRId32 ")", im->source, name,
                          ox_dtype_name(type->elem_type), type->elem_type);
+  if (type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s: input '%s' is BFLOAT16, which NumPy and so no .npy data file holds: %s", im->source, name,
+                         "export it as float32 (a cast inside the model keeps bf16 compute)");
   if (!type->shape)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has no shape", im->source, name);
   if (type->shape->n_dim > TF_MAX_RANK)
@@ -280,6 +284,30 @@ static tf_tensor_id l1_loss(tf_graph *g, tf_tensor_id output, tf_tensor_id label
   return tf_reduce(g, TF_OP_MEAN, tf_unary(g, TF_OP_ABS, tf_sub(g, output, label)), NULL, 0, false);
 }
 
+/* A declared float64 or bfloat16 output: tightfit computes no float64 (it would come out as f32),
+ * and NumPy has no bfloat16 to write it as. */
+static tf_status check_output_type(const ox_import *im, const Onnx__ValueInfoProto *info) {
+  const Onnx__TypeProto *type = info->type;
+  if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !type->tensor_type)
+    return NULL;
+  const int32_t elem = type->tensor_type->elem_type;
+  if (elem != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && elem != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
+    return NULL;
+  return tf_status_new(
+      TF_ERR_UNSUPPORTED, "%s: output '%s' is %s: %s", im->source, info->name ? info->name : "?", ox_dtype_name(elem),
+      elem == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? "tightfit computes in f32 at most, so it would come out as FLOAT"
+                                                    : "NumPy has no bfloat16 to write it in; export it as float32");
+}
+
+/* An output that no node computes (an Identity or a Cast to its own dtype of an input, a Constant):
+ * a copy of it, so the plan has a result of the output's own name for `run --output` to write. */
+static tf_tensor_id output_copy(ox_import *im, tf_tensor_id id) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, id, &rank, dims);
+  return rank < 0 ? id : tf_reshape(im->graph, id, tf_shape_from(dims, rank));
+}
+
 static tf_status add_outputs_and_loss(ox_import *im) {
   const Onnx__GraphProto *g = im->onnx;
   if (g->n_output == 0)
@@ -287,9 +315,14 @@ static tf_status add_outputs_and_loss(ox_import *im) {
   tf_tensor_id first = TF_NO_TENSOR;
   for (size_t i = 0; i < g->n_output; i++) {
     const char *name = g->output[i]->name;
+    TF_RETURN_IF_ERROR(check_output_type(im, g->output[i]));
     tf_tensor_id id;
     TF_RETURN_IF_ERROR(ox_tensor(im, NULL, name ? name : "", &id));
     tf_tensor_info info;
+    if (name && tf_graph_tensor(im->graph, id, &info) && info.kind != TF_ACTIVATION && strcmp(info.name, name) != 0) {
+      id = output_copy(im, id);
+      TF_RETURN_IF_ERROR(ox_graph_error(im, NULL));
+    }
     if (name && tf_graph_tensor(im->graph, id, &info) && info.kind == TF_ACTIVATION && strcmp(info.name, name) != 0 &&
         tf_graph_find_tensor(im->graph, name) == TF_NO_TENSOR)
       tf_graph_rename(im->graph, id, name);
@@ -330,6 +363,7 @@ static tf_status add_outputs_and_loss(ox_import *im) {
 static tf_status write_weights(ox_import *im, const char *path) {
   tf_safetensors_writer *writer;
   TF_RETURN_IF_ERROR(tf_safetensors_writer_create(&writer));
+  tf_safetensors_writer_add_checksums(writer); /* a damaged weights file is refused where it is read */
   tf_status status = NULL;
   for (int32_t i = 0; i < im->n_weights && !status; i++) {
     const ox_weight *w = &im->weights[i];

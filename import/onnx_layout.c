@@ -407,6 +407,9 @@ tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
   }
   if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) /* nonzero, not a wrapping or saturating cast */
     return ox_convert_mask_cast(im, node);
+  if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) /* narrowing known values is fine; data would change type */
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "cast of data to DOUBLE: tightfit has no float64 data (constants are narrowed to f32)");
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));

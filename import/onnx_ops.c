@@ -573,9 +573,17 @@ static tf_status convert_dropout(ox_import *im, const ox_node *node) {
     TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &r));
     rate = r->count == 1 ? (r->is_float ? r->reals[0] : (double)r->ints[0].size) : rate;
   }
+  /* ONNX's Dropout is the identity unless its training_mode input (opset 12 on) is true; torch sets
+   * it in training-mode exports. Before opset 12 it has none: the identity, as onnxruntime runs it. */
+  bool training = false;
+  if (ox_input(node, 2)) {
+    const ox_known *mode;
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &mode));
+    training = mode->count == 1 && (mode->is_float ? mode->reals[0] != 0 : mode->ints[0].size != 0);
+  }
   // The mask output (torch names it in training exports) is left without a value: a node that
   // reads it fails with "has no value".
-  return ox_set_tensor(im, node, 0, rate == 0 ? x : tf_dropout(im->graph, x, (float)rate));
+  return ox_set_tensor(im, node, 0, rate == 0 || !training ? x : tf_dropout(im->graph, x, (float)rate));
 }
 
 /* ---- fused patterns ---- */
