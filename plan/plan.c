@@ -6,6 +6,7 @@
 
 #include "common/atomic_file.h"
 #include "common/file.h"
+#include "plan/plan_checksum.h"
 #include "schema/plan_fb.h"
 #include "tightfit/plan.h"
 
@@ -92,7 +93,14 @@ tf_status tf_plan_serialize(const tf_plan *plan, void **data, size_t *size) {
   *data = NULL;
   *size = 0;
   TF_RETURN_IF_ERROR(tf_plan_verify(plan));
-  return tf_plan_fb_encode(plan, data, size);
+  TF_RETURN_IF_ERROR(tf_plan_fb_encode(plan, data, size));
+  tf_status status = tf_plan_checksum_append(data, size);
+  if (status) {
+    free(*data);
+    *data = NULL;
+    *size = 0;
+  }
+  return status;
 }
 
 tf_status tf_plan_parse(const void *data, size_t size, const char *source, tf_plan **out) {
@@ -103,7 +111,12 @@ tf_status tf_plan_parse(const void *data, size_t size, const char *source, tf_pl
   tf_plan *plan = calloc(1, sizeof(*plan));
   if (!plan)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: out of memory for the plan", name);
-  tf_status status = tf_plan_fb_decode(data, size, name, plan);
+  /* The Verifier's refusals first (they say more than a mismatch), then the checksum, then the
+   * invariants: a flipped bit they would accept is still refused. */
+  bool has_trailer;
+  tf_status status = tf_plan_fb_decode(data, tf_plan_checksum_body(data, size, &has_trailer), name, plan);
+  if (!status)
+    status = tf_plan_checksum_check(data, size, name);
   if (status) {
     tf_plan_destroy(plan);
     return status;

@@ -51,11 +51,13 @@ int64_t tf_plan_device_total(const tf_plan *plan);
 
 /* Writes a plan (after verifying it) to `path` through a temporary file. */
 tf_status tf_plan_save(const tf_plan *plan, const char *path) TF_MUST_USE;
-/* Serialises to a FlatBuffer; the caller frees *data with free(). */
+/* Serialises to a FlatBuffer followed by its checksum (16 bytes: XXH64 and the marker "TFPLXX64");
+ * the caller frees *data with free(). */
 tf_status tf_plan_serialize(const tf_plan *plan, void **data, size_t *size) TF_MUST_USE;
 /* Loads and verifies a plan file; errors name `path`. The caller destroys *out. */
 tf_status tf_plan_load(const char *path, tf_plan **out) TF_MUST_USE;
-/* Like tf_plan_load() on bytes in memory; `source` names them in errors. */
+/* Like tf_plan_load() on bytes in memory; `source` names them in errors. Bytes that end in a checksum
+ * trailer must match it; bytes without one (an older tightfit's plan) are not checked. */
 tf_status tf_plan_parse(const void *data, size_t size, const char *source, tf_plan **out) TF_MUST_USE;
 
 const char *tf_region_name(tf_region region);  /* "parameters", ... */
