@@ -87,6 +87,17 @@ y = np.load(sys.argv[2]); y[:, 10] = 1e20; np.save(sys.argv[3] + "/x.npy", y)' "
   models/data/digits/train/x.npy "$dir/big_feature"
 touch -r "$dir/rewritten.x.npy" "$dir/rewritten/x.npy"
 cp models/data/digits/train/labels.npy "$dir/big_feature/"
+# E380-E384 (dtypes, static shapes, plan checksums): ONNX's test_add (x, y [3,4,5], no batch symbol)
+# imported and compiled for inference; static_short/ gives x 20 elements; damaged.tfplan flips bit 0
+# of the plan's checksum (the trailer's first byte, 16 bytes before the end).
+setup "import test_add" "$tf" import /usr/share/libonnx-testdata/data/node/test_add/model.onnx -o "$dir/static.tfg"
+setup "compile test_add" "$tf" compile "$dir/static.tfg" --inference -o "$dir/static.tfplan"
+mkdir "$dir/static_short"
+setup "static_short" "$python" -c 'import sys, numpy as np
+np.save(sys.argv[1] + "/x.npy", np.ones((4, 5), np.float32)); np.save(sys.argv[1] + "/y.npy", np.ones((3, 4, 5), np.float32))' \
+  "$dir/static_short"
+setup "damaged.tfplan" "$python" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[-16] ^= 1
+open(sys.argv[2], "wb").write(b)' "$dir/static.tfplan" "$dir/damaged.tfplan"
 
 # ---- the rows: | id | input | `command` | exit | `message` | ----
 # A `\|` in a cell is a literal '|'; a cell in double backticks may hold single ones.

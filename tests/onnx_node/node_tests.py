@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""ONNX's own backend node tests (Debian's libonnx-testdata: a model, its inputs and expected outputs
+per test), each through `tightfit import`, `compile --inference` and `run --output`.
+
+Every test ends in one of:
+  pass      the outputs match the expected ones (rtol 1e-3, atol 1e-5, same shape and dtype)
+  refused   `import` exits 2 naming the operator (or the dtype) and why: tightfit does not take it
+  FAIL      anything else: wrong or missing outputs, a refusal after import (compile or run), a
+            crash, a signal, a sanitizer report, a timeout, an exit code other than 0 or 2
+The test fails if any test FAILs. It prints a line per test and the totals, and with --list the
+refusal reasons grouped by operator.
+
+usage: node_tests.py TIGHTFIT [--device cpu|vulkan:0] [--root DIR] [--only SUBSTRING] [--list]
+Exits 77 (ctest's skip) when the test data or python3-onnx is missing.
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = "/usr/share/libonnx-testdata/data/node"
+RTOL, ATOL = 1e-3, 1e-5
+TIMEOUT = 60
+
+
+def skip(why):
+    print(f"node_tests.py: skipped: {why}")
+    sys.exit(77)
+
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+except ImportError as error:
+    skip(f"cannot import numpy and onnx ({error}); scripts/setup installs python3-onnx")
+
+
+def run(argv):
+    """(exit code, stdout + stderr); a timeout is exit code -999."""
+    try:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT,
+                              stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return -999, f"timed out after {TIMEOUT} s"
+
+
+def sanitizer_report(text):
+    return "Sanitizer" in text or "runtime error:" in text
+
+
+def load_tensor(path):
+    tensor = onnx.TensorProto()
+    with open(path, "rb") as f:
+        tensor.ParseFromString(f.read())
+    return tensor.name, numpy_helper.to_array(tensor)
+
+
+def data_sets(test_dir):
+    """[(inputs [(name, array)], outputs [(name, array)])] per test_data_set_K."""
+    sets = []
+    for entry in sorted(os.listdir(test_dir)):
+        folder = os.path.join(test_dir, entry)
+        if not entry.startswith("test_data_set_") or not os.path.isdir(folder):
+            continue
+        files = sorted(os.listdir(folder), key=lambda f: (f.split("_")[0], int(re.sub(r"\D", "", f) or 0)))
+        inputs = [load_tensor(os.path.join(folder, f)) for f in files if f.startswith("input_")]
+        outputs = [load_tensor(os.path.join(folder, f)) for f in files if f.startswith("output_")]
+        sets.append((inputs, outputs))
+    return sets
+
+
+def graph_io(model_path):
+    """The model's fed inputs (initializers excluded) and outputs, by name, in order."""
+    model = onnx.load(model_path)
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    outputs = [o.name for o in model.graph.output]
+    return inputs, outputs
+
+
+def compare(name, got, want):
+    """None when got matches want, else why not."""
+    if got.shape != want.shape:
+        return f"output '{name}': shape {list(got.shape)}, expected {list(want.shape)}"
+    if got.dtype != want.dtype:
+        return f"output '{name}': dtype {got.dtype}, expected {want.dtype}"
+    if want.dtype.kind in "fc":
+        bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+    else:
+        bad = got != want
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        return (f"output '{name}': {int(bad.sum())} of {want.size} elements differ; at {list(where)} "
+                f"{got[where]!r}, expected {want[where]!r}")
+    return None
+
+
+def one_test(tf, device, test_dir, scratch):
+    """(status, detail): status 'pass', 'refused' or 'FAIL'."""
+    model = os.path.join(test_dir, "model.onnx")
+    graph, plan = os.path.join(scratch, "model.tfg"), os.path.join(scratch, "model.tfplan")
+    code, text = run([tf, "import", model, "-o", graph])
+    if sanitizer_report(text):
+        return "FAIL", f"import: sanitizer report: {text[-2000:]}"
+    if code == 2:
+        return "refused", text.strip().splitlines()[0] if text.strip() else "(no message)"
+    if code != 0:
+        return "FAIL", f"import: exit {code}: {text[-2000:]}"
+    code, text = run([tf, "compile", graph, "--inference", "--target", device.split(":")[0], "-o", plan])
+    if code != 0 or sanitizer_report(text):
+        return "FAIL", f"compile (after a successful import): exit {code}: {text.strip()[-2000:]}"
+    try:
+        inputs, outputs = graph_io(model)
+        sets = data_sets(test_dir)
+    except Exception as error:  # a sequence or optional input: the importer should have refused it
+        return "FAIL", f"the test's data cannot be read as tensors ({error}), yet import took the model"
+    for k, (given, expected) in enumerate(sets):
+        data, out = os.path.join(scratch, f"data{k}"), os.path.join(scratch, f"out{k}")
+        os.makedirs(data)
+        for (stored, array), name in zip(given, inputs):
+            np.save(os.path.join(data, (stored or name) + ".npy"), array)
+        code, text = run([tf, "run", plan, "--data", data, "--output", out, "--device", device])
+        if code != 0 or sanitizer_report(text):
+            return "FAIL", f"run (data set {k}): exit {code}: {text.strip()[-2000:]}"
+        for (stored, want), name in zip(expected, outputs):
+            path = os.path.join(out, (stored or name) + ".npy")
+            if not os.path.exists(path):
+                return "FAIL", f"run (data set {k}) wrote no {os.path.basename(path)}"
+            why = compare(stored or name, np.load(path), want)
+            if why:
+                return "FAIL", f"data set {k}: {why}"
+    return "pass", f"{len(sets)} data set{'s' if len(sets) != 1 else ''}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tightfit")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--root", default=ROOT)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--list", action="store_true", help="group the refusals by reason")
+    args = parser.parse_args()
+    if not os.path.isdir(args.root):
+        skip(f"{args.root} is missing; scripts/setup installs libonnx-testdata")
+    tests = sorted(t for t in os.listdir(args.root) if args.only in t)
+    counts, failures, reasons = collections.Counter(), [], collections.Counter()
+    for name in tests:
+        scratch = tempfile.mkdtemp(prefix="node_")
+        try:
+            status, detail = one_test(args.tightfit, args.device, os.path.join(args.root, name), scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        counts[status] += 1
+        if status == "FAIL":
+            failures.append(name)
+        if status == "refused":
+            reasons[re.sub(r"^tightfit import: [^:]*: ", "", detail)[:160]] += 1
+        print(f"{status:7} {name}: {detail}" if status != "refused" or args.list else f"{status:7} {name}")
+    if args.list:
+        print("\nrefusals by reason:")
+        for reason, count in reasons.most_common():
+            print(f"  {count:4}  {reason}")
+    print(f"\n{len(tests)} node tests on {args.device}: {counts['pass']} give the expected outputs, "
+          f"{counts['refused']} refused at import, {counts['FAIL']} FAIL")
+    if failures:
+        print("FAILED: " + " ".join(failures))
+    print(f"{counts['pass'] + counts['refused']} passed, {counts['FAIL']} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
