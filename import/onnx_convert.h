@@ -58,6 +58,35 @@ tf_status ox_convert_mask_where(ox_import *im, const ox_node *node);
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
 tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 
+/* onnx_reduce.c: the Reduce* operators. */
+tf_status ox_convert_reduce_mean(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_sum(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_max(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_min(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_l2(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_l1(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_sum_square(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_log_sum(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node);
+
+/* onnx_elementwise.c: Max, Min, Clip, Sum, Mean, Reciprocal, Softsign, HardSigmoid, HardSwish,
+ * Elu, Selu, Celu, PRelu, Mish and Size as composites of existing ops (the file's top comment). */
+tf_status ox_convert_max(ox_import *im, const ox_node *node);
+tf_status ox_convert_min(ox_import *im, const ox_node *node);
+tf_status ox_convert_clip(ox_import *im, const ox_node *node);
+tf_status ox_convert_sum(ox_import *im, const ox_node *node);
+tf_status ox_convert_mean(ox_import *im, const ox_node *node);
+tf_status ox_convert_reciprocal(ox_import *im, const ox_node *node);
+tf_status ox_convert_softsign(ox_import *im, const ox_node *node);
+tf_status ox_convert_hard_sigmoid(ox_import *im, const ox_node *node);
+tf_status ox_convert_hard_swish(ox_import *im, const ox_node *node);
+tf_status ox_convert_elu(ox_import *im, const ox_node *node);
+tf_status ox_convert_selu(ox_import *im, const ox_node *node);
+tf_status ox_convert_celu(ox_import *im, const ox_node *node);
+tf_status ox_convert_prelu(ox_import *im, const ox_node *node);
+tf_status ox_convert_mish(ox_import *im, const ox_node *node);
+tf_status ox_convert_size(ox_import *im, const ox_node *node);
+
 /* onnx_layout.c */
 tf_status ox_convert_reshape(ox_import *im, const ox_node *node);
 tf_status ox_convert_flatten(ox_import *im, const ox_node *node);

@@ -183,7 +183,9 @@ static tf_status check_operators(ox_import *im) {
       j++;
     if (j == n && n < 64) {
       names[n] = op;
-      first[n] = node->proto->name && *node->proto->name ? node->proto->name : "?";
+      first[n] = node->proto->name && *node->proto->name            ? node->proto->name
+                 : node->proto->n_output && *node->proto->output[0] ? node->proto->output[0] /* unnamed: its output */
+                                                                    : "?";
       counts[n++] = 0;
     }
     if (j < 64)

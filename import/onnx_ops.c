@@ -1,5 +1,6 @@
 /* ONNX operators to graph ops: one converter per operator type, in a table (docs/import.md lists
- * the same rows); the layout and value operators are in onnx_layout.c. A converter folds the node when its inputs are
+ * the same rows); the layout and value operators are in onnx_layout.c, reductions in onnx_reduce.c,
+ * element-wise composites in onnx_elementwise.c. A converter folds the node when its inputs are
  * known at import time (shape arithmetic), and otherwise adds graph ops through the builder, which checks shapes as it
  * goes. */
 #include <inttypes.h>
@@ -350,56 +351,6 @@ static tf_status softmax_like(ox_import *im, const ox_node *node, bool log_form)
 static tf_status convert_softmax(ox_import *im, const ox_node *node) { return softmax_like(im, node, false); }
 static tf_status convert_log_softmax(ox_import *im, const ox_node *node) { return softmax_like(im, node, true); }
 
-/* What a Reduce* node sums, means or maxes over: its own input, |x| (ReduceL1) or x^2 (ReduceL2,
- * ReduceSumSquare); ReduceL2 then takes the square root of the sum. */
-typedef enum reduce_kind { REDUCE_PLAIN, REDUCE_L1, REDUCE_L2, REDUCE_SUM_SQUARE } reduce_kind;
-
-static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_input, reduce_kind kind) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  int64_t axes[TF_MAX_RANK];
-  int32_t n = -1;
-  if (axes_input && ox_input(node, 1))
-    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, axes, TF_MAX_RANK, &n));
-  else if (!axes_input)
-    n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
-  if (n > TF_MAX_RANK)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
-  tf_graph *g = im->graph;
-  if (kind == REDUCE_L1)
-    x = tf_unary(g, TF_OP_ABS, x);
-  else if (kind == REDUCE_L2 || kind == REDUCE_SUM_SQUARE)
-    x = tf_mul(g, x, x);
-  if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0))
-    return ox_set_tensor(im, node, 0, kind == REDUCE_L2 ? tf_unary(g, TF_OP_SQRT, x) : x);
-  int32_t axes32[TF_MAX_RANK];
-  for (int32_t i = 0; i < n; i++)
-    axes32[i] = (int32_t)axes[i];
-  bool keepdims = ox_attr_int(node, "keepdims", 1) != 0;
-  tf_tensor_id y = tf_reduce(g, op, x, axes32, n < 0 ? 0 : n, keepdims);
-  return ox_set_tensor(im, node, 0, kind == REDUCE_L2 ? tf_unary(g, TF_OP_SQRT, y) : y);
-}
-
-static tf_status convert_reduce_mean(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_MEAN, im->opset >= 18, REDUCE_PLAIN);
-}
-static tf_status convert_reduce_sum(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_SUM, im->opset >= 13, REDUCE_PLAIN);
-}
-static tf_status convert_reduce_max(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_MAX, im->opset >= 18, REDUCE_PLAIN);
-}
-/* The norms torch.norm and weight_norm export (p = 1 or 2 over the axes): sqrt(sum(x^2)), sum(|x|). */
-static tf_status convert_reduce_l2(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_L2);
-}
-static tf_status convert_reduce_l1(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_L1);
-}
-static tf_status convert_reduce_sum_square(ox_import *im, const ox_node *node) {
-  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_SUM_SQUARE);
-}
-
 static tf_status convert_layer_norm(ox_import *im, const ox_node *node) {
   tf_tensor_id x, gamma, beta = TF_NO_TENSOR;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -668,16 +619,34 @@ static const ox_converter_row converters[] = {
     {"Abs", convert_abs},
     {"Sqrt", convert_sqrt},
     {"Gelu", convert_gelu},
+    {"Reciprocal", ox_convert_reciprocal},
+    {"Softsign", ox_convert_softsign},
+    {"HardSigmoid", ox_convert_hard_sigmoid},
+    {"HardSwish", ox_convert_hard_swish},
+    {"Elu", ox_convert_elu},
+    {"Selu", ox_convert_selu},
+    {"Celu", ox_convert_celu},
+    {"PRelu", ox_convert_prelu},
+    {"Mish", ox_convert_mish},
+    {"Max", ox_convert_max},
+    {"Min", ox_convert_min},
+    {"Clip", ox_convert_clip},
+    {"Sum", ox_convert_sum},
+    {"Mean", ox_convert_mean},
+    {"Size", ox_convert_size},
     {"MatMul", convert_matmul},
     {"Gemm", convert_gemm},
     {"Softmax", convert_softmax},
     {"LogSoftmax", convert_log_softmax},
-    {"ReduceMean", convert_reduce_mean},
-    {"ReduceSum", convert_reduce_sum},
-    {"ReduceMax", convert_reduce_max},
-    {"ReduceL2", convert_reduce_l2},
-    {"ReduceL1", convert_reduce_l1},
-    {"ReduceSumSquare", convert_reduce_sum_square},
+    {"ReduceMean", ox_convert_reduce_mean},
+    {"ReduceSum", ox_convert_reduce_sum},
+    {"ReduceMax", ox_convert_reduce_max},
+    {"ReduceMin", ox_convert_reduce_min},
+    {"ReduceL2", ox_convert_reduce_l2},
+    {"ReduceL1", ox_convert_reduce_l1},
+    {"ReduceSumSquare", ox_convert_reduce_sum_square},
+    {"ReduceLogSum", ox_convert_reduce_log_sum},
+    {"ReduceLogSumExp", ox_convert_reduce_log_sum_exp},
     {"LayerNormalization", convert_layer_norm},
     {"BatchNormalization", ox_convert_batch_norm},
     {"InstanceNormalization", ox_convert_instance_norm},

@@ -1,0 +1,327 @@
+/* Element-wise ONNX operators that tightfit has no op of its own for, as composites of ops that have
+ * kernels and gradients on every backend:
+ *
+ *   Max(a, b, ...)      max over a new last axis of the inputs broadcast and stacked (concat): exact
+ *   Min(a, b, ...)      -Max(-a, -b, ...): exact
+ *   Clip(x, lo, hi)     Min(Max(x, lo), hi) (either bound may be absent): exact
+ *   Sum, Mean           a chain of adds (Mean then divides by the count)
+ *   Reciprocal(x)       1 / x
+ *   Softsign(x)         x / (1 + |x|)
+ *   HardSigmoid(x)      Clip(alpha x + beta, 0, 1); HardSwish(x) = x HardSigmoid(x) (1/6, 1/2)
+ *   Elu(x)              relu(x) + alpha (exp(-relu(-x)) - 1): x itself where x > 0
+ *   Selu(x)             gamma Elu(x) (alpha, gamma its attributes)
+ *   Celu(x)             relu(x) + alpha (exp(-relu(-x) / alpha) - 1)
+ *   PRelu(x, slope)     relu(x) - slope relu(-x): one of the two terms is 0, so one rounding
+ *   Mish(x)             x tanh(softplus(x))
+ *   Size(x)             a known integer: the product of x's sizes
+ *
+ * Operands must be float data (f32, f16, bf16); anything else is refused naming the node. */
+#include <inttypes.h>
+#include <math.h>
+
+#include "import/onnx_convert.h"
+#include "import/onnx_internal.h"
+
+static tf_status need_float(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t i) {
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16)
+    return NULL;
+  return ox_fail(im, node, TF_ERR_UNSUPPORTED, "input %" PRId32 " is %s data (only f32, f16 or bf16)", i,
+                 tf_dtype_name(dtype));
+}
+
+/* Input i as float data. */
+static tf_status float_input(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id *x) {
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, x));
+  return need_float(im, node, *x, i);
+}
+
+/* A scalar constant of x's dtype. */
+static tf_tensor_id scalar_like(ox_import *im, const ox_node *node, tf_tensor_id x, double value) {
+  return ox_scalar(im, node, ox_dtype_of(im, x), value);
+}
+
+static tf_tensor_id neg(ox_import *im, tf_tensor_id x) { return tf_unary(im->graph, TF_OP_NEG, x); }
+static tf_tensor_id relu(ox_import *im, tf_tensor_id x) { return tf_unary(im->graph, TF_OP_RELU, x); }
+
+/* The numpy broadcast shape of ids[0, n) into dims (rank *rank): per axis, the first size other
+ * than 1; an axis whose size is a product of symbols is refused. */
+static tf_status broadcast_dims(ox_import *im, const ox_node *node, const tf_tensor_id *ids, int32_t n, int32_t *rank,
+                                tf_dim *dims) {
+  *rank = 0;
+  for (int32_t i = 0; i < n; i++)
+    *rank = ox_rank_of(im, ids[i]) > *rank ? ox_rank_of(im, ids[i]) : *rank;
+  for (int32_t a = 0; a < *rank; a++)
+    dims[a] = tf_fixed(1);
+  for (int32_t i = 0; i < n; i++) {
+    int32_t r;
+    tf_dim d[TF_MAX_RANK];
+    ox_tensor_dims(im, ids[i], &r, d);
+    for (int32_t a = 0; a < r; a++) {
+      tf_dim *out = &dims[*rank - r + a];
+      if (d[a].size == -1 && d[a].symbol < 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "input %" PRId32 " axis %" PRId32 " is a product of symbols", i,
+                       a);
+      if (out->symbol < 0 && out->size == 1)
+        *out = d[a];
+    }
+  }
+  return NULL;
+}
+
+/* The element-wise maximum of ids[0, n), broadcast: each input reshaped to [1.., its sizes, 1],
+ * expanded to [broadcast shape, 1], the n concatenated on that last axis and max-reduced over it.
+ * Every output element is one of the inputs' elements, bit for bit. */
+static tf_status maximum(ox_import *im, const ox_node *node, tf_tensor_id *ids, int32_t n, tf_tensor_id *out) {
+  for (int32_t i = 1; i < n; i++)
+    ox_match_half(im, &ids[0], &ids[i]);
+  if (n == 1) {
+    *out = ids[0];
+    return NULL;
+  }
+  int32_t rank;
+  tf_dim target[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(broadcast_dims(im, node, ids, n, &rank, target));
+  if (rank + 1 > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "rank %" PRId32 " (at most %d here)", rank, TF_MAX_RANK - 1);
+  target[rank] = tf_fixed(1);
+  tf_graph *g = im->graph;
+  tf_tensor_id stacked[64];
+  if (n > 64)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 " inputs (at most 64)", n);
+  for (int32_t i = 0; i < n; i++) {
+    int32_t r;
+    tf_dim d[TF_MAX_RANK];
+    ox_tensor_dims(im, ids[i], &r, d);
+    tf_dim lifted[TF_MAX_RANK];
+    for (int32_t a = 0; a < rank; a++)
+      lifted[a] = a < rank - r ? tf_fixed(1) : d[a - (rank - r)];
+    lifted[rank] = tf_fixed(1);
+    tf_tensor_id x = tf_reshape(g, ids[i], tf_shape_from(lifted, rank + 1));
+    stacked[i] = tf_expand(g, x, tf_shape_from(target, rank + 1));
+  }
+  int32_t axis = rank;
+  *out = tf_reduce(g, TF_OP_MAX, tf_concat(g, stacked, n, rank), &axis, 1, false);
+  return ox_graph_error(im, node);
+}
+
+static tf_status minimum(ox_import *im, const ox_node *node, tf_tensor_id *ids, int32_t n, tf_tensor_id *out) {
+  for (int32_t i = 0; i < n; i++)
+    ids[i] = neg(im, ids[i]);
+  TF_RETURN_IF_ERROR(maximum(im, node, ids, n, out));
+  *out = neg(im, *out);
+  return ox_graph_error(im, node);
+}
+
+/* The node's inputs as float data (absent optional ones skipped), at most 64. */
+static tf_status variadic_inputs(ox_import *im, const ox_node *node, tf_tensor_id *ids, int32_t *n) {
+  *n = 0;
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    if (!ox_input(node, i))
+      continue;
+    if (*n == 64)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "more than 64 inputs");
+    TF_RETURN_IF_ERROR(float_input(im, node, i, &ids[(*n)++]));
+  }
+  if (!*n)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "no inputs");
+  return NULL;
+}
+
+tf_status ox_convert_max(ox_import *im, const ox_node *node) {
+  tf_tensor_id ids[64], y;
+  int32_t n;
+  TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
+  TF_RETURN_IF_ERROR(maximum(im, node, ids, n, &y));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_min(ox_import *im, const ox_node *node) {
+  tf_tensor_id ids[64], y;
+  int32_t n;
+  TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
+  TF_RETURN_IF_ERROR(minimum(im, node, ids, n, &y));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+/* Sum (mean_too false) or Mean of the inputs, added left to right. */
+static tf_status add_all(ox_import *im, const ox_node *node, bool mean) {
+  tf_tensor_id ids[64];
+  int32_t n;
+  TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
+  tf_tensor_id y = ids[0];
+  for (int32_t i = 1; i < n; i++) {
+    ox_match_half(im, &y, &ids[i]);
+    y = tf_add(im->graph, y, ids[i]);
+  }
+  if (mean && n > 1)
+    y = tf_div(im->graph, y, scalar_like(im, node, y, n));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_sum(ox_import *im, const ox_node *node) { return add_all(im, node, false); }
+tf_status ox_convert_mean(ox_import *im, const ox_node *node) { return add_all(im, node, true); }
+
+/* x clipped to [lo, hi]; a bound of TF_NO_TENSOR is absent. */
+static tf_status clip(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id lo, tf_tensor_id hi,
+                      tf_tensor_id *out) {
+  *out = x;
+  if (lo != TF_NO_TENSOR) {
+    tf_tensor_id pair[2] = {*out, lo};
+    TF_RETURN_IF_ERROR(maximum(im, node, pair, 2, out));
+  }
+  if (hi != TF_NO_TENSOR) {
+    tf_tensor_id pair[2] = {*out, hi};
+    TF_RETURN_IF_ERROR(minimum(im, node, pair, 2, out));
+  }
+  return NULL;
+}
+
+/* Clip: bounds from inputs 1 and 2 (opset 11 on; a known scalar becomes a constant of x's dtype),
+ * before that from the min and max attributes. */
+tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, bounds[2] = {TF_NO_TENSOR, TF_NO_TENSOR};
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  static const char *const names[2] = {"min", "max"};
+  for (int32_t i = 0; i < 2; i++) {
+    if (im->opset < 11) {
+      if (ox_attr(node, names[i]))
+        bounds[i] = scalar_like(im, node, x, ox_attr_float(node, names[i], 0));
+      continue;
+    }
+    if (!ox_input(node, i + 1))
+      continue;
+    TF_RETURN_IF_ERROR(ox_operand(im, node, i + 1, x, &bounds[i]));
+    TF_RETURN_IF_ERROR(need_float(im, node, bounds[i], i + 1));
+    if (ox_rank_of(im, bounds[i]) != 0)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "input %" PRId32 " (%s) must be a scalar", i + 1, names[i]);
+  }
+  tf_tensor_id y;
+  TF_RETURN_IF_ERROR(clip(im, node, x, bounds[0], bounds[1], &y));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_reciprocal(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  return ox_set_tensor(im, node, 0, tf_div(im->graph, scalar_like(im, node, x, 1.0), x));
+}
+
+tf_status ox_convert_softsign(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  tf_tensor_id denominator = tf_add(im->graph, scalar_like(im, node, x, 1.0), tf_unary(im->graph, TF_OP_ABS, x));
+  return ox_set_tensor(im, node, 0, tf_div(im->graph, x, denominator));
+}
+
+static tf_status hard_sigmoid(ox_import *im, const ox_node *node, tf_tensor_id x, double alpha, double beta,
+                              tf_tensor_id *out) {
+  if (!isfinite(alpha) || !isfinite(beta))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "alpha %g, beta %g (finite numbers)", alpha, beta);
+  tf_graph *g = im->graph;
+  tf_tensor_id y = tf_add(g, tf_mul(g, x, scalar_like(im, node, x, alpha)), scalar_like(im, node, x, beta));
+  return clip(im, node, y, scalar_like(im, node, x, 0.0), scalar_like(im, node, x, 1.0), out);
+}
+
+tf_status ox_convert_hard_sigmoid(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, y;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(
+      hard_sigmoid(im, node, x, ox_attr_float(node, "alpha", 0.2), ox_attr_float(node, "beta", 0.5), &y));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_hard_swish(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, y;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(hard_sigmoid(im, node, x, 1.0 / 6.0, 0.5, &y));
+  return ox_set_tensor(im, node, 0, tf_mul(im->graph, x, y));
+}
+
+/* relu(x) + alpha (exp(min(x, 0) / divisor) - 1), min(x, 0) as -relu(-x): Elu (divisor 1), Celu
+ * (divisor alpha). Where x > 0 the second term is alpha (exp(0) - 1) = 0 exactly. */
+static tf_status exponential_unit(ox_import *im, const ox_node *node, double alpha, double divisor, tf_tensor_id x,
+                                  tf_tensor_id *out) {
+  if (!isfinite(alpha) || !isfinite(divisor) || divisor == 0)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "alpha %g (a finite nonzero number)", alpha);
+  tf_graph *g = im->graph;
+  tf_tensor_id negative_part = neg(im, relu(im, neg(im, x)));
+  if (divisor != 1)
+    negative_part = tf_div(g, negative_part, scalar_like(im, node, x, divisor));
+  tf_tensor_id expm1 = tf_sub(g, tf_unary(g, TF_OP_EXP, negative_part), scalar_like(im, node, x, 1.0));
+  *out = tf_add(g, relu(im, x), tf_mul(g, scalar_like(im, node, x, alpha), expm1));
+  return ox_graph_error(im, node);
+}
+
+tf_status ox_convert_elu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, y;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(exponential_unit(im, node, ox_attr_float(node, "alpha", 1.0), 1.0, x, &y));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_selu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, y;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  const double gamma = ox_attr_float(node, "gamma", 1.05070102214813232421875);
+  if (!isfinite(gamma))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "gamma %g (a finite number)", gamma);
+  TF_RETURN_IF_ERROR(exponential_unit(im, node, ox_attr_float(node, "alpha", 1.67326319217681884765625), 1.0, x, &y));
+  return ox_set_tensor(im, node, 0, tf_mul(im->graph, y, scalar_like(im, node, x, gamma)));
+}
+
+tf_status ox_convert_celu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, y;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  const double alpha = ox_attr_float(node, "alpha", 1.0);
+  TF_RETURN_IF_ERROR(exponential_unit(im, node, alpha, alpha, x, &y));
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_prelu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, slope;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_operand(im, node, 1, x, &slope));
+  TF_RETURN_IF_ERROR(need_float(im, node, slope, 1));
+  ox_match_half(im, &x, &slope);
+  tf_graph *g = im->graph;
+  return ox_set_tensor(im, node, 0, tf_sub(g, relu(im, x), tf_mul(g, slope, relu(im, neg(im, x)))));
+}
+
+tf_status ox_convert_mish(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  tf_graph *g = im->graph;
+  return ox_set_tensor(im, node, 0, tf_mul(g, x, tf_unary(g, TF_OP_TANH, tf_unary(g, TF_OP_SOFTPLUS, x))));
+}
+
+/* Size: the element count, known at import; a count with two symbolic axes (N*T) is refused. */
+tf_status ox_convert_size(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  if (ox_is_known(im, ox_input(node, 0))) {
+    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+    rank = x->rank;
+    for (int32_t i = 0; i < rank; i++)
+      dims[i] = tf_fixed(x->shape[i]);
+  } else {
+    tf_tensor_id x;
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    ox_tensor_dims(im, x, &rank, dims);
+  }
+  tf_dim count = tf_fixed(1);
+  for (int32_t i = 0; i < rank; i++) {
+    if ((dims[i].size == -1 && dims[i].symbol < 0) || (dims[i].symbol >= 0 && count.symbol >= 0))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the size of '%s' is a product of symbols", ox_input(node, 0));
+    if (__builtin_mul_overflow(count.size, dims[i].size, &count.size))
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the size of '%s' overflows int64", ox_input(node, 0));
+    if (dims[i].symbol >= 0)
+      count.symbol = dims[i].symbol;
+  }
+  ox_known *k = ox_known_new(false, TF_I64, 0, NULL);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  k->ints[0] = count;
+  return ox_set_known(im, node, 0, k);
+}

@@ -1,0 +1,111 @@
+/* The ONNX Reduce* operators as tightfit's sum, mean and max reductions, with element-wise ops
+ * before and after:
+ *
+ *   ReduceSum, ReduceMean, ReduceMax   sum, mean, max
+ *   ReduceL1, ReduceL2                 sum(|x|), sqrt(sum(x^2))
+ *   ReduceSumSquare                    sum(x^2)
+ *   ReduceMin                          -max(-x): exact
+ *   ReduceLogSum                       log(sum(x))
+ *   ReduceLogSumExp                    m + log(sum(exp(x - m))), m = max(x) over the same axes: no
+ *                                      overflow past exp(88); NaN where every reduced x is -inf
+ *                                      (ONNX's is -inf there)
+ *
+ * The axes come from the attribute, or from input 1 from the opset that moved them there (13 for
+ * ReduceSum, 18 for the others); they must be known at import. */
+#include <inttypes.h>
+
+#include "import/onnx_convert.h"
+#include "import/onnx_internal.h"
+
+typedef enum reduce_kind {
+  REDUCE_PLAIN,
+  REDUCE_L1,
+  REDUCE_L2,
+  REDUCE_SUM_SQUARE,
+  REDUCE_MIN,
+  REDUCE_LOG_SUM,
+  REDUCE_LOG_SUM_EXP
+} reduce_kind;
+
+/* x as the reduction reads it: |x|, x^2, -x or x. */
+static tf_tensor_id before(tf_graph *g, reduce_kind kind, tf_tensor_id x) {
+  switch (kind) {
+  case REDUCE_L1: return tf_unary(g, TF_OP_ABS, x);
+  case REDUCE_L2:
+  case REDUCE_SUM_SQUARE: return tf_mul(g, x, x);
+  case REDUCE_MIN: return tf_unary(g, TF_OP_NEG, x);
+  default: return x;
+  }
+}
+
+/* The reduction's result y as the node gives it: sqrt(y), -y, log(y) or y. */
+static tf_tensor_id after(tf_graph *g, reduce_kind kind, tf_tensor_id y) {
+  switch (kind) {
+  case REDUCE_L2: return tf_unary(g, TF_OP_SQRT, y);
+  case REDUCE_MIN: return tf_unary(g, TF_OP_NEG, y);
+  case REDUCE_LOG_SUM: return tf_unary(g, TF_OP_LOG, y);
+  default: return y;
+  }
+}
+
+/* log(sum(exp(x))) over axes[0, n) (every axis when n is 0), shifted by the maximum. */
+static tf_tensor_id log_sum_exp(tf_graph *g, tf_tensor_id x, const int32_t *axes, int32_t n, bool keepdims) {
+  tf_tensor_id m = tf_reduce(g, TF_OP_MAX, x, axes, n, true);
+  tf_tensor_id sum = tf_reduce(g, TF_OP_SUM, tf_unary(g, TF_OP_EXP, tf_sub(g, x, m)), axes, n, true);
+  tf_tensor_id y = tf_add(g, tf_unary(g, TF_OP_LOG, sum), m);
+  /* Dropping the kept size-1 axes: a sum of one element each, which is that element. */
+  return keepdims ? y : tf_reduce(g, TF_OP_SUM, y, axes, n, false);
+}
+
+static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_input, reduce_kind kind) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int64_t axes[TF_MAX_RANK];
+  int32_t n = -1;
+  if (axes_input && ox_input(node, 1))
+    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, axes, TF_MAX_RANK, &n));
+  else if (!axes_input)
+    n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
+  if (n > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
+  tf_graph *g = im->graph;
+  if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0))
+    return ox_set_tensor(im, node, 0, kind == REDUCE_LOG_SUM_EXP ? x : after(g, kind, before(g, kind, x)));
+  int32_t axes32[TF_MAX_RANK];
+  for (int32_t i = 0; i < n; i++)
+    axes32[i] = (int32_t)axes[i];
+  bool keepdims = ox_attr_int(node, "keepdims", 1) != 0;
+  if (kind == REDUCE_LOG_SUM_EXP)
+    return ox_set_tensor(im, node, 0, log_sum_exp(g, x, axes32, n < 0 ? 0 : n, keepdims));
+  tf_tensor_id y = tf_reduce(g, op, before(g, kind, x), axes32, n < 0 ? 0 : n, keepdims);
+  return ox_set_tensor(im, node, 0, after(g, kind, y));
+}
+
+tf_status ox_convert_reduce_mean(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_MEAN, im->opset >= 18, REDUCE_PLAIN);
+}
+tf_status ox_convert_reduce_sum(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 13, REDUCE_PLAIN);
+}
+tf_status ox_convert_reduce_max(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_MAX, im->opset >= 18, REDUCE_PLAIN);
+}
+tf_status ox_convert_reduce_min(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_MAX, im->opset >= 18, REDUCE_MIN);
+}
+/* The norms torch.norm and weight_norm export (p = 1 or 2 over the axes): sqrt(sum(x^2)), sum(|x|). */
+tf_status ox_convert_reduce_l2(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_L2);
+}
+tf_status ox_convert_reduce_l1(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_L1);
+}
+tf_status ox_convert_reduce_sum_square(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_SUM_SQUARE);
+}
+tf_status ox_convert_reduce_log_sum(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_LOG_SUM);
+}
+tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node) {
+  return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_LOG_SUM_EXP);
+}
