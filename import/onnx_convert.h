@@ -87,6 +87,11 @@ tf_status ox_convert_prelu(ox_import *im, const ox_node *node);
 tf_status ox_convert_mish(ox_import *im, const ox_node *node);
 tf_status ox_convert_size(ox_import *im, const ox_node *node);
 
+/* onnx_loss.c: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (labels through a one-hot
+ * embedding table). */
+tf_status ox_convert_nll_loss(ox_import *im, const ox_node *node);
+tf_status ox_convert_softmax_cross_entropy_loss(ox_import *im, const ox_node *node);
+
 /* onnx_layout.c */
 tf_status ox_convert_reshape(ox_import *im, const ox_node *node);
 tf_status ox_convert_flatten(ox_import *im, const ox_node *node);

@@ -647,6 +647,8 @@ static const ox_converter_row converters[] = {
     {"ReduceSumSquare", ox_convert_reduce_sum_square},
     {"ReduceLogSum", ox_convert_reduce_log_sum},
     {"ReduceLogSumExp", ox_convert_reduce_log_sum_exp},
+    {"NegativeLogLikelihoodLoss", ox_convert_nll_loss},
+    {"SoftmaxCrossEntropyLoss", ox_convert_softmax_cross_entropy_loss},
     {"LayerNormalization", convert_layer_norm},
     {"BatchNormalization", ox_convert_batch_norm},
     {"InstanceNormalization", ox_convert_instance_norm},

@@ -1,0 +1,147 @@
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss as composites of existing ops. tightfit has
+ * no integer arithmetic, so the labels pick their class through an embedding: the label ids look up
+ * rows of a constant C x C identity table (the row of ignore_index zeroed), which gives a one-hot
+ * f32 tensor, times the class weights when there are any:
+ *
+ *   x      [N, C, d...] moved to [N, d..., C] (a transpose; none for [N, C])
+ *   w_hot  embedding(labels, identity) * weight             [N, d..., C]
+ *   loss   -sum(x * w_hot, last axis)                        [N, d...]: -x[label] weight[label]
+ *   sum    sum(loss);  mean  sum(loss) / sum(w_hot)
+ *
+ * Each element of loss is one product, exact as ONNX's (the other terms are x * 0 = 0, x finite).
+ * SoftmaxCrossEntropyLoss is that of log_softmax(x) over the class axis, with log_softmax(x) as its
+ * optional second output. An ignore_index outside [0, C) is refused: the labels equal to it are no
+ * row of the table, and the embedding's input check refuses them when the model runs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "import/onnx_convert.h"
+#include "import/onnx_internal.h"
+
+/* The identity table's size is C^2 floats, stored in the weights file. */
+#define OX_LOSS_MAX_CLASSES 2048
+
+typedef enum loss_reduction { LOSS_NONE, LOSS_SUM, LOSS_MEAN } loss_reduction;
+
+static tf_status reduction_of(ox_import *im, const ox_node *node, loss_reduction *out) {
+  const Onnx__AttributeProto *a = ox_attr(node, "reduction");
+  const char *names[3] = {"none", "sum", "mean"};
+  *out = LOSS_MEAN;
+  if (!a || !a->has_s)
+    return NULL;
+  for (int32_t i = 0; i < 3; i++)
+    if (a->s.len == strlen(names[i]) && memcmp(a->s.data, names[i], a->s.len) == 0) {
+      *out = (loss_reduction)i;
+      return NULL;
+    }
+  return ox_fail(im, node, TF_ERR_INVALID_INPUT, "reduction '%.*s' (none, sum or mean)", (int)a->s.len,
+                 (const char *)a->s.data);
+}
+
+/* x [N, C, d...] with the class axis moved last (back: the inverse). */
+static tf_tensor_id move_classes(ox_import *im, tf_tensor_id x, int32_t rank, bool back) {
+  if (rank == 2)
+    return x;
+  int32_t perm[TF_MAX_RANK];
+  perm[0] = 0;
+  for (int32_t i = 1; i < rank; i++)
+    perm[i] = back ? (i == 1 ? rank - 1 : i - 1) : (i == rank - 1 ? 1 : i + 1);
+  return tf_transpose(im->graph, x, perm, rank);
+}
+
+/* The C x C identity, row `ignored` zeroed (none when it is -1), as a graph constant. */
+static tf_status one_hot_table(ox_import *im, const ox_node *node, int64_t classes, int64_t ignored,
+                               tf_tensor_id *out) {
+  const int64_t shape[2] = {classes, classes};
+  ox_known *k = ox_known_new(true, TF_F32, 2, shape);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a %" PRId64 "-class table", classes);
+  for (int64_t i = 0; i < classes; i++)
+    k->reals[i * classes + i] = i == ignored ? 0.0 : 1.0;
+  char name[300];
+  snprintf(name, sizeof(name), "%s.one_hot", node->proto->output[0]);
+  return ox_known_constant(im, node, name, k, out);
+}
+
+/* The sum of every element of x, a scalar. */
+static tf_tensor_id total(tf_graph *g, tf_tensor_id x) {
+  int32_t every = 0; /* n_axes 0: all of them */
+  return tf_reduce(g, TF_OP_SUM, x, &every, 0, false);
+}
+
+/* The loss from log-probabilities xt [N, d..., C] (classes last), labels input 1, weight input 2. */
+static tf_status nll(ox_import *im, const ox_node *node, tf_tensor_id xt, tf_tensor_id *out) {
+  loss_reduction reduction;
+  TF_RETURN_IF_ERROR(reduction_of(im, node, &reduction));
+  tf_tensor_id labels;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &labels));
+  const tf_dtype label_type = ox_dtype_of(im, labels);
+  if (label_type != TF_I32 && label_type != TF_I64)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "labels are %s (i32 or i64 class ids)", tf_dtype_name(label_type));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, xt, &rank, dims);
+  const tf_dim classes = dims[rank - 1];
+  if (classes.symbol >= 0 || classes.size < 1 || classes.size > OX_LOSS_MAX_CLASSES)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the class axis must be a fixed size from 1 to %d",
+                   OX_LOSS_MAX_CLASSES);
+  int64_t ignored = -1;
+  if (ox_attr(node, "ignore_index")) {
+    ignored = ox_attr_int(node, "ignore_index", -1);
+    if (ignored < 0 || ignored >= classes.size)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "ignore_index %" PRId64 " outside the classes [0, %" PRId64
+                     "): labels equal to it are no class to look up",
+                     ignored, classes.size);
+  }
+  tf_tensor_id table;
+  TF_RETURN_IF_ERROR(one_hot_table(im, node, classes.size, ignored, &table));
+  tf_graph *g = im->graph;
+  tf_tensor_id hot = tf_embedding(g, labels, table);
+  if (ox_dtype_of(im, xt) != TF_F32)
+    hot = tf_cast(g, hot, ox_dtype_of(im, xt));
+  if (ox_input(node, 2)) {
+    tf_tensor_id weight;
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &weight));
+    ox_match_half(im, &hot, &weight);
+    hot = tf_mul(g, hot, weight);
+  }
+  int32_t last = rank - 1;
+  tf_tensor_id loss = tf_unary(g, TF_OP_NEG, tf_reduce(g, TF_OP_SUM, tf_mul(g, xt, hot), &last, 1, false));
+  if (reduction == LOSS_NONE)
+    *out = loss;
+  else if (reduction == LOSS_SUM)
+    *out = total(g, loss);
+  else
+    *out = tf_div(g, total(g, loss), total(g, hot));
+  return ox_graph_error(im, node);
+}
+
+static tf_status scores_input(ox_import *im, const ox_node *node, tf_tensor_id *x, int32_t *rank) {
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, x));
+  *rank = ox_rank_of(im, *x);
+  if (*rank < 2)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "input 0 has rank %" PRId32 "; it needs [N, C, d...]", *rank);
+  return NULL;
+}
+
+tf_status ox_convert_nll_loss(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, loss;
+  int32_t rank;
+  TF_RETURN_IF_ERROR(scores_input(im, node, &x, &rank));
+  TF_RETURN_IF_ERROR(nll(im, node, move_classes(im, x, rank, false), &loss));
+  return ox_set_tensor(im, node, 0, loss);
+}
+
+tf_status ox_convert_softmax_cross_entropy_loss(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, loss;
+  int32_t rank;
+  TF_RETURN_IF_ERROR(scores_input(im, node, &x, &rank));
+  tf_tensor_id log_prob = tf_log_softmax(im->graph, move_classes(im, x, rank, false), rank - 1);
+  TF_RETURN_IF_ERROR(nll(im, node, log_prob, &loss));
+  TF_RETURN_IF_ERROR(ox_set_tensor(im, node, 0, loss));
+  if (node->proto->n_output < 2 || !*node->proto->output[1])
+    return NULL;
+  return ox_set_tensor(im, node, 1, move_classes(im, log_prob, rank, true));
+}
