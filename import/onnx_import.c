@@ -112,10 +112,6 @@ static tf_status add_input(ox_import *im, const Onnx__ValueInfoProto *info) {
   if (!ox_dtype(type->elem_type, &dtype) || type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has element type %s (%" PRId32 ")", im->source, name,
                          ox_dtype_name(type->elem_type), type->elem_type);
-  if (type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "%s: input '%s' is BFLOAT16, which NumPy and so no .npy data file holds: %s", im->source, name,
-                         "export it as float32 (a cast inside the model keeps bf16 compute)");
   if (!type->shape)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has no shape", im->source, name);
   if (type->shape->n_dim > TF_MAX_RANK)
@@ -286,19 +282,16 @@ static tf_tensor_id l1_loss(tf_graph *g, tf_tensor_id output, tf_tensor_id label
   return tf_reduce(g, TF_OP_MEAN, tf_unary(g, TF_OP_ABS, tf_sub(g, output, label)), NULL, 0, false);
 }
 
-/* A declared float64 or bfloat16 output: tightfit computes no float64 (it would come out as f32),
- * and NumPy has no bfloat16 to write it as. */
+/* A declared float64 output: tightfit computes no float64, so it would come out as f32. */
 static tf_status check_output_type(const ox_import *im, const Onnx__ValueInfoProto *info) {
   const Onnx__TypeProto *type = info->type;
-  if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !type->tensor_type)
+  if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !type->tensor_type ||
+      type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
     return NULL;
-  const int32_t elem = type->tensor_type->elem_type;
-  if (elem != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && elem != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16)
-    return NULL;
-  return tf_status_new(
-      TF_ERR_UNSUPPORTED, "%s: output '%s' is %s: %s", im->source, info->name ? info->name : "?", ox_dtype_name(elem),
-      elem == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ? "tightfit computes in f32 at most, so it would come out as FLOAT"
-                                                    : "NumPy has no bfloat16 to write it in; export it as float32");
+  return tf_status_new(TF_ERR_UNSUPPORTED,
+                       "%s: output '%s' is DOUBLE: tightfit computes in f32 at most, so it would "
+                       "come out as FLOAT",
+                       im->source, info->name ? info->name : "?");
 }
 
 /* An output that no node computes (an Identity or a Cast to its own dtype of an input, a Constant):

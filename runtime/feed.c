@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "core/half_bits.h"
 #include "runtime/data_check.h"
 #include "runtime/npy.h"
 
@@ -17,6 +18,7 @@ typedef struct feed_source {
   int64_t limit;      /* ids/labels must be < limit (and >= 0); 0: no check */
   int64_t ignore;     /* a label value exempt from the check (cross-entropy ignore_index) */
   bool has_ignore;
+  bool to_bf16;         /* a bf16 buffer fed from float32 data, rounded to nearest even */
   int64_t shift;        /* token stream: 0 for tokens, 1 for labels */
   char limit_what[192]; /* what `limit` counts, for messages */
   void *staging;
@@ -101,7 +103,8 @@ static tf_status open_source(tf_feed *feed, const char *dir, const tf_plan_buffe
   if (status)
     return tf_status_prefix(status, "data for %s '%s'", tf_role_name(b->role), b->name);
   tf_dtype dtype = tf_npy_dtype(source->file);
-  if (dtype != b->dtype)
+  source->to_bf16 = b->dtype == TF_BF16 && dtype == TF_F32; /* NumPy has no bfloat16 */
+  if (dtype != b->dtype && !source->to_bf16)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: holds %s, but '%s' is %s (save it as numpy.%s)", path,
                          tf_npy_dtype_description(source->file), b->name, tf_dtype_name(b->dtype),
                          numpy_name(b->dtype));
@@ -198,6 +201,10 @@ static tf_status no_sample(const tf_feed *feed, const char *dir) {
 
 /* Every value of the source's file, once (data_check.h): finite features, ids and labels in range. */
 static tf_status check_source(const tf_feed *feed, const feed_source *source) {
+  /* An inference plan updates no weight: a NaN or Inf input gives NaN or Inf outputs, as in any
+   * framework (ONNX's cast tests feed them). Ids and labels are still checked: they index memory. */
+  if (!feed->plan->training && source->limit <= 0)
+    return NULL;
   tf_data_rule rule = {source->buffer->name, feed->stream,       source->per_sample, source->limit,
                        source->limit_what,   source->has_ignore, source->ignore};
   return tf_data_check_file(source->file, &rule);
@@ -307,20 +314,33 @@ static tf_status check_values(const tf_feed *feed, const feed_source *source, co
   return NULL;
 }
 
+/* count elements from `from` (the file's) to `to` (the buffer's): a copy, or float32 rounded to bf16. */
+static void stage(const feed_source *source, void *to, const char *from, int64_t count) {
+  if (!source->to_bf16) {
+    memcpy(to, from, (size_t)count * (size_t)tf_dtype_size(source->buffer->dtype));
+    return;
+  }
+  for (int64_t i = 0; i < count; i++) {
+    uint32_t bits;
+    memcpy(&bits, from + 4 * i, 4);
+    ((uint16_t *)to)[i] = tf_bf16_from_f32_bits(bits);
+  }
+}
+
 /* Fills every source's staging buffer with sample rows[0..batch) (or windows) and uploads it. */
 static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *rows) {
   for (int32_t k = 0; k < feed->n_sources; k++) {
     feed_source *source = &feed->sources[k];
     const tf_plan_buffer *b = source->buffer;
-    size_t element = (size_t)tf_dtype_size(b->dtype);
+    size_t element = (size_t)tf_dtype_size(b->dtype), file_element = source->to_bf16 ? 4 : element;
     size_t row_bytes = (size_t)source->per_sample * element;
     const char *data = tf_npy_data(source->file);
     if (b->unbatched)
-      memcpy(source->staging, data, (size_t)b->bytes);
+      stage(source, source->staging, data, source->per_sample);
     for (int64_t r = 0; r < feed->batch && !b->unbatched; r++) {
       int64_t first = feed->stream ? rows[r] + source->shift : rows[r];
-      size_t offset = feed->stream ? (size_t)first * element : (size_t)first * row_bytes;
-      memcpy((char *)source->staging + (size_t)r * row_bytes, data + offset, row_bytes);
+      size_t offset = (size_t)first * (feed->stream ? file_element : (size_t)source->per_sample * file_element);
+      stage(source, (char *)source->staging + (size_t)r * row_bytes, data + offset, source->per_sample);
     }
     TF_RETURN_IF_ERROR(check_values(feed, source, rows));
     TF_RETURN_IF_ERROR(tf_session_write(session, b->name, source->staging, b->bytes));

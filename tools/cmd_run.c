@@ -61,7 +61,8 @@ static void help(void) {
           "options:\n"
           "  --data DIR       the inputs (and labels, for loss and accuracy)\n"
           "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
-          "  --output DIR     write each graph output to DIR/<name>.npy (inference plans; DIR is created)\n"
+          "  --output DIR     write each graph output to DIR/<name>.npy (inference plans; DIR is created;\n"
+          "                   bf16 outputs as float32)\n"
           "  --threads N      CPU threads (default 2)\n"
           "  --device D       cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
           "  --json           machine-readable result\n");

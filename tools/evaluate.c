@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half_bits.h"
 #include "runtime/feed.h"
 #include "runtime/npy.h"
 
@@ -87,6 +88,26 @@ static tf_status plan_output(const tf_plan *plan, int32_t index, int64_t batch, 
   return NULL;
 }
 
+/* An output as .npy: bf16 widened to float32 (exact; NumPy has no bfloat16), else as it is. */
+static tf_status write_output(const char *path, const tf_plan_buffer *out, const int64_t *shape, const char *data) {
+  if (out->dtype != TF_BF16)
+    return tf_npy_write(path, out->dtype, out->rank, shape, data);
+  int64_t count = 1;
+  for (int32_t d = 0; d < out->rank; d++)
+    count *= shape[d];
+  uint32_t *wide = malloc(sizeof(uint32_t) * (size_t)(count ? count : 1));
+  if (!wide)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot widen output '%s' to float32", path, out->name);
+  for (int64_t i = 0; i < count; i++) {
+    uint16_t bits;
+    memcpy(&bits, data + 2 * i, 2);
+    wide[i] = tf_f32_bits_from_bf16(bits);
+  }
+  tf_status status = tf_npy_write(path, TF_F32, out->rank, shape, wide);
+  free(wide);
+  return status;
+}
+
 tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t seed, const char *outputs_dir,
                            double *loss, double *accuracy) {
   const tf_plan *plan = tf_session_plan(session);
@@ -121,7 +142,7 @@ tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t s
       shape[0] = samples * outputs[i].rows_per_sample; /* without the wrapped tail */
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s.npy", outputs_dir, out->name);
-    status = tf_npy_write(path, out->dtype, out->rank, shape, outputs[i].data);
+    status = write_output(path, out, shape, outputs[i].data);
   }
   *loss = batches && plan->loss >= 0 ? loss_sum / (double)batches : NAN;
   *accuracy = sc.counted ? sc.correct / sc.counted : NAN;

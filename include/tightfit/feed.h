@@ -7,7 +7,8 @@
  * samples are drawn in a fresh seeded permutation every epoch. An input the graph gives no batch
  * axis (tf_plan_buffer.unbatched: a static shape such as [3,4,5]) takes its file whole, exactly its
  * element count, every micro-batch; when no input has a batch axis (or there is no input), the data
- * is one sample. Token stream: a 1-D integer file
+ * is one sample. A bf16 input takes float32 data (NumPy has no bfloat16), rounded to nearest even; an
+ * inference plan's features may be NaN or Inf (a training plan's must be finite). Token stream: a 1-D integer file
  * `DIR/tokens.npy` feeds [N, T] `tokens` and, shifted by one, `labels` (next-token prediction),
  * from random windows. Ids and class labels are checked against the table/class counts the plan
  * uses them with, so bad data is an error naming the file and index, never a wild read. */

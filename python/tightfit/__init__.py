@@ -21,7 +21,7 @@ import threading
 import warnings
 import weakref
 
-from . import _lib
+from . import _checksum, _lib
 from ._inputs import InputTypeError, InputValueError, as_input
 from ._lib import TightfitError
 
@@ -764,11 +764,14 @@ def _running_statistics(torch, module):
 
 def _set_weights(path, values):
     """Overwrites tensors of safetensors file `path` in place with `values` (name -> float32 array of
-    the stored shape); returns the names it found."""
+    the stored shape), and their checksums where the file has them (tightfit's writer: metadata
+    "tightfit.xxh64.NAME", 16 hex digits, so the header keeps its size); returns the names it found."""
     import numpy as np
     with open(path, "r+b") as f:
         size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
+        raw = f.read(size)
+        header = json.loads(raw)
+        metadata = header.get("__metadata__") or {}
         done = []
         for name, value in values.items():
             entry = header.get(name)
@@ -777,7 +780,16 @@ def _set_weights(path, values):
                 continue
             f.seek(8 + size + entry["data_offsets"][0])
             f.write(data)
+            key = _checksum.PREFIX + name
+            if key in metadata:
+                old = (json.dumps(key) + ":" + json.dumps(metadata[key])).encode()
+                new = (json.dumps(key) + ":" + json.dumps(format(_checksum.xxh64(data), "016x"))).encode()
+                if raw.count(old) != 1 or len(new) != len(old):
+                    raise TightfitError(f"{path}: cannot update the checksum of '{name}' in place")
+                raw = raw.replace(old, new)
             done.append(name)
+        f.seek(8)
+        f.write(raw)
     return done
 
 

@@ -5,6 +5,10 @@ per test), each through `tightfit import`, `compile --inference` and `run --outp
 Every test ends in one of:
   pass      the outputs match the expected ones (rtol 1e-3, atol 1e-5, same shape and dtype)
   refused   `import` exits 2 naming the operator (or the dtype) and why: tightfit does not take it
+  baddata   the test's own data does not fit its model (an input of another shape than the model
+            declares: tightfit compiles for the declared shapes and refuses such data at run)
+  known     a listed disagreement with the test data, with its reason (KNOWN below); it must
+            still differ, or the test fails (then remove it from the list)
   FAIL      anything else: wrong or missing outputs, a refusal after import (compile or run), a
             crash, a signal, a sanitizer report, a timeout, an exit code other than 0 or 2
 The test fails if any test FAILs. It prints a line per test and the totals, and with --list the
@@ -23,6 +27,11 @@ import sys
 import tempfile
 
 ROOT = "/usr/share/libonnx-testdata/data/node"
+# Tests whose expected outputs tightfit knowingly does not give, and why.
+KNOWN = {
+    "test_cast_FLOAT_to_BFLOAT16": "Debian's data (onnx 1.12) truncates float32 to bfloat16; tightfit rounds to "
+                                   "nearest even, as PyTorch and ONNX since 1.14 (whose regenerated test expects it)",
+}
 RTOL, ATOL = 1e-3, 1e-5
 TIMEOUT = 60
 
@@ -61,6 +70,14 @@ def load_tensor(path):
     return tensor.name, numpy_helper.to_array(tensor)
 
 
+def as_tightfit_reads(array, elem_type):
+    """bfloat16 data (which NumPy lacks: the test files hold its bits as uint16) as float32, as
+    tightfit reads a bf16 input's data and writes a bf16 output."""
+    if elem_type == onnx.TensorProto.BFLOAT16 and array.dtype == np.uint16:
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array
+
+
 def data_sets(test_dir):
     """[(inputs [(name, array)], outputs [(name, array)])] per test_data_set_K."""
     sets = []
@@ -76,12 +93,26 @@ def data_sets(test_dir):
 
 
 def graph_io(model_path):
-    """The model's fed inputs (initializers excluded) and outputs, by name, in order."""
+    """The model's fed inputs (initializers excluded) and outputs: (name, element type), in order."""
     model = onnx.load(model_path)
     initializers = {i.name for i in model.graph.initializer}
-    inputs = [i.name for i in model.graph.input if i.name not in initializers]
-    outputs = [o.name for o in model.graph.output]
+    inputs = [(i.name, i.type.tensor_type.elem_type) for i in model.graph.input if i.name not in initializers]
+    outputs = [(o.name, o.type.tensor_type.elem_type) for o in model.graph.output]
     return inputs, outputs
+
+
+def declared_shape_mismatch(model_path, given):
+    """Why the test's input data does not have the static shape its model declares, or None."""
+    model = onnx.load(model_path)
+    declared = {i.name: i.type.tensor_type.shape.dim for i in model.graph.input}
+    for name, array in given:
+        dims = declared.get(name)
+        if dims is None or any(not d.HasField("dim_value") for d in dims):
+            continue
+        shape = [d.dim_value for d in dims]
+        if list(array.shape) != shape:
+            return f"input '{name}' data is {list(array.shape)}, the model declares {shape}"
+    return None
 
 
 def compare(name, got, want):
@@ -120,19 +151,23 @@ def one_test(tf, device, test_dir, scratch):
         sets = data_sets(test_dir)
     except Exception as error:  # a sequence or optional input: the importer should have refused it
         return "FAIL", f"the test's data cannot be read as tensors ({error}), yet import took the model"
+    for given, _ in sets:
+        why = declared_shape_mismatch(model, [(stored or name, array) for (stored, array), (name, _) in zip(given, inputs)])
+        if why:
+            return "baddata", why
     for k, (given, expected) in enumerate(sets):
         data, out = os.path.join(scratch, f"data{k}"), os.path.join(scratch, f"out{k}")
         os.makedirs(data)
-        for (stored, array), name in zip(given, inputs):
-            np.save(os.path.join(data, (stored or name) + ".npy"), array)
+        for (stored, array), (name, elem_type) in zip(given, inputs):
+            np.save(os.path.join(data, (stored or name) + ".npy"), as_tightfit_reads(array, elem_type))
         code, text = run([tf, "run", plan, "--data", data, "--output", out, "--device", device])
         if code != 0 or sanitizer_report(text):
             return "FAIL", f"run (data set {k}): exit {code}: {text.strip()[-2000:]}"
-        for (stored, want), name in zip(expected, outputs):
+        for (stored, want), (name, elem_type) in zip(expected, outputs):
             path = os.path.join(out, (stored or name) + ".npy")
             if not os.path.exists(path):
                 return "FAIL", f"run (data set {k}) wrote no {os.path.basename(path)}"
-            why = compare(stored or name, np.load(path), want)
+            why = compare(stored or name, np.load(path), as_tightfit_reads(want, elem_type))
             if why:
                 return "FAIL", f"data set {k}: {why}"
     return "pass", f"{len(sets)} data set{'s' if len(sets) != 1 else ''}"
@@ -156,6 +191,9 @@ def main():
             status, detail = one_test(args.tightfit, args.device, os.path.join(args.root, name), scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        if name in KNOWN:
+            status, detail = ("known", f"{detail} ({KNOWN[name]})") if status == "FAIL" and "differ" in detail else \
+                ("FAIL", f"listed in KNOWN ({KNOWN[name]}) but now {status}: {detail}; update the list")
         counts[status] += 1
         if status == "FAIL":
             failures.append(name)
@@ -167,10 +205,11 @@ def main():
         for reason, count in reasons.most_common():
             print(f"  {count:4}  {reason}")
     print(f"\n{len(tests)} node tests on {args.device}: {counts['pass']} give the expected outputs, "
-          f"{counts['refused']} refused at import, {counts['FAIL']} FAIL")
+          f"{counts['refused']} refused at import, {counts['baddata']} with data unlike their model, "
+          f"{counts['known']} known differences, {counts['FAIL']} FAIL")
     if failures:
         print("FAILED: " + " ".join(failures))
-    print(f"{counts['pass'] + counts['refused']} passed, {counts['FAIL']} failed")
+    print(f"{len(tests) - counts['FAIL']} passed, {counts['FAIL']} failed")
     return 1 if failures else 0
 
 

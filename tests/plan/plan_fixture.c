@@ -234,6 +234,7 @@ tf_plan *plan_fixture_big(int32_t steps) {
   plan->target = copy("cpu");
   plan->alignment = 64;
   set_buffer(plan, 0, "x", TF_ROLE_INPUT, TF_REGION_IO, TF_F32, 0, -1, -1, 1, (int64_t)16);
+  plan->buffers[0].unbatched = true; /* a static [16], fed whole: the micro-batch is 1 */
   plan->region_bytes[TF_REGION_IO] = 64;
   /* a_s is read by step s + 1 and, in the first half, by the mirror step steps - 1 - s. Every
    * buffer gets its own 64-byte slot: the sweep still sees up to `half` buffers live at once. */

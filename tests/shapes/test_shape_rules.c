@@ -477,7 +477,7 @@ static void test_cross_entropy(tf_test_counts *c) {
   EXPECT_ERROR(
       c, "float labels",
       RULE(tf_shape_cross_entropy, TF_OP_CROSS_ENTROPY, &ce, T("logits", TF_F32, 4, 10), T("labels", TF_F32, 4)),
-      "'labels' [4] are f32", NULL);
+      "'labels' [4] is f32", "cross_entropy takes integer labels");
   EXPECT_ERROR(
       c, "labels [5] for logits [4,10]",
       RULE(tf_shape_cross_entropy, TF_OP_CROSS_ENTROPY, &ce, T("logits", TF_F32, 4, 10), T("labels", TF_I64, 5)),
