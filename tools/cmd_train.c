@@ -28,6 +28,11 @@
 #include "tools/finite_check.h"
 
 static volatile sig_atomic_t interrupted = 0;
+/* Seconds a stop signal waits for the step to end: three times the longest step so far, at least
+ * 30 (stop_grace_after). A step that never ends (a library stuck: OpenBLAS retrying an allocation
+ * under `ulimit -v` with several threads) then ends the run instead of hanging it. */
+static volatile sig_atomic_t stop_grace = 30;
+static volatile sig_atomic_t in_steps = 0; /* the grace covers the steps only, never a save */
 
 /* Phase marks for the allocation probe (tests/alloc_probe), a library a test preloads to count heap
  * allocations from outside tightfit; the phases let it tell the steps from the setup. Without the
@@ -78,6 +83,27 @@ static void on_interrupt(int signal_number) {
     raise(signal_number);
   }
   interrupted = 1;
+  if (in_steps)
+    alarm((unsigned)stop_grace);
+}
+
+/* The step did not end within the grace: nothing can be saved from inside it, and the last
+ * checkpoint (written whole, then renamed) is intact. Only async-signal-safe calls here. */
+static void on_stuck_step(int signal_number) {
+  (void)signal_number;
+  static const char message[] = "tightfit train: the step did not end within the grace after the stop signal "
+                                "(three times the longest step, at least 30 s): exiting without saving; the "
+                                "last checkpoint is intact\n";
+  ssize_t written = write(STDERR_FILENO, message, sizeof(message) - 1);
+  (void)written;
+  _exit(1);
+}
+
+/* Grows the grace to three times `step_seconds` when that is longer (at most an hour). */
+static void stop_grace_after(double step_seconds) {
+  const double grace = 3 * step_seconds + 1;
+  if (grace > stop_grace)
+    stop_grace = grace > 3600 ? 3600 : (sig_atomic_t)grace;
 }
 
 typedef struct train_args {
@@ -106,7 +132,9 @@ static void help(void) {
           "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
           "                         steps, every --checkpoint-every-minutes and on Ctrl-C (INT, TERM\n"
           "                         or HUP). One run per folder: a second train on a folder in use is\n"
-          "                         refused (DIR/train.lock, released when the run exits)\n"
+          "                         refused (DIR/train.lock, released when the run exits). A stop\n"
+          "                         signal waits for the step to end, at most three times the longest\n"
+          "                         step (30 s at least), then exits without saving; a second one at once\n"
           "  --checkpoint-every M   (default: only at the end)\n"
           "  --checkpoint-every-minutes M\n"
           "                         also save when M minutes of wall time (a decimal, e.g. 0.5) have\n"
@@ -416,15 +444,17 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
   signal(SIGHUP, on_interrupt); /* save as for TERM */
+  signal(SIGALRM, on_stuck_step);
   double start = now(), loss = NAN, last_save = start;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);
   mark_phase(probe, "train: warm-up");
+  in_steps = 1;
   for (int64_t step = first; !status && step < first + a->steps && !interrupted; step++) {
     /* Two steps warm up (first-touch work in libraries), then every step must allocate nothing. */
     if (step == first + 2)
       mark_phase(probe, "train: steps");
-    double sum = 0;
+    double sum = 0, step_start = now() - start;
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {
       double micro_loss;
       status = tf_feed_next(feed, session);
@@ -450,16 +480,21 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     loss = sum / plan->accumulate;
     done++;
     double elapsed = now() - start;
+    stop_grace_after(elapsed - step_start);
     double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
     double eta = elapsed / (double)done * (double)(a->steps - done);
     progress(a, tty, session, step + 1 - first, a->steps, loss, rate, eta);
     const bool every_steps = a->checkpoint_every && (step + 1) % a->checkpoint_every == 0;
     const bool every_minutes = a->checkpoint_minutes > 0 && start + elapsed - last_save >= 60 * a->checkpoint_minutes;
     if (a->checkpoint && (every_steps || every_minutes)) {
+      in_steps = 0;
       status = save_checkpoint(session, a->checkpoint, a->check_finite);
       last_save = now();
+      in_steps = 1;
     }
   }
+  in_steps = 0;
+  alarm(0); /* the loop saw the signal: the saves below take what they take */
   mark_phase(probe, "train: finish");
   if (tty)
     fprintf(tf_cli_err(), "\n");

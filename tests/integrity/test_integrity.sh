@@ -31,6 +31,15 @@ else
   expect 124 "SIGTERM ends train under ulimit -v 250000" \
     sh -c 'ulimit -v 250000; exec timeout -k 20 2 "$0" train "$1" --data models/data/digits/train --steps 100000000' \
     "$tf" "$dir/mlp.tfplan"
+  # The gpt on 2 threads: each thread's product asks OpenBLAS for its own 128 MiB buffer, which do
+  # not both fit, and OpenBLAS retries forever inside the first step (about 2 runs in 3 here). The
+  # stop signal then waits at most its grace (30 s before any step ended) and exits 1 by itself; a
+  # run not stuck stops at once. Before the grace, the stuck runs needed timeout's -k (exit 137).
+  "$tf" zoo gpt -o "$dir/gpt.tfg" > /dev/null
+  "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 -o "$dir/gpt.tfplan" > /dev/null
+  expect 124 "SIGTERM ends a gpt on 2 threads under ulimit -v 250000 within its grace" \
+    sh -c 'ulimit -v 250000; exec timeout -k 50 3 "$0" train "$1" --data models/data/text/train --steps 100000000 \
+      --threads 2' "$tf" "$dir/gpt.tfplan"
 fi
 
 # ---- (4) non-finite results ----
