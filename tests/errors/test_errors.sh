@@ -98,6 +98,14 @@ np.save(sys.argv[1] + "/x.npy", np.ones((4, 5), np.float32)); np.save(sys.argv[1
   "$dir/static_short"
 setup "damaged.tfplan" "$python" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[-16] ^= 1
 open(sys.argv[2], "wb").write(b)' "$dir/static.tfplan" "$dir/damaged.tfplan"
+# E385: the fuzz seed conv.onnx imported (its weights file carries checksums), bit 0 of the second
+# byte of tensor 'w' flipped, compiled for inference.
+mkdir "$dir/flipped_import"
+setup "import conv.onnx" "$tf" import tests/fuzz/corpus/onnx/conv.onnx -o "$dir/flipped_import/conv.tfg"
+setup "flip a bit of w" "$python" -c 'import json, sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+n = int.from_bytes(b[:8], "little"); b[8 + n + json.loads(b[8:8 + n])["w"]["data_offsets"][0] + 1] ^= 1
+open(p, "wb").write(b)' "$dir/flipped_import/conv.safetensors"
+setup "compile conv" "$tf" compile "$dir/flipped_import/conv.tfg" --inference -o "$dir/flipped_import/conv.tfplan"
 
 # ---- the rows: | id | input | `command` | exit | `message` | ----
 # A `\|` in a cell is a literal '|'; a cell in double backticks may hold single ones.
