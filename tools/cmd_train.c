@@ -533,7 +533,9 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       if (c.scaled)
         fprintf(tf_cli_out(), "loss scale %.0f; %" PRId64 " step%s skipped in all (gradients not finite)\n",
                 ldexp(1.0, c.loss_scale_log2), c.skipped_steps, c.skipped_steps == 1 ? "" : "s");
-      if (a->eval && isnan(accuracy))
+      if (a->eval && interrupted)
+        fprintf(tf_cli_out(), "held-out: not evaluated (interrupted)\n");
+      else if (a->eval && isnan(accuracy))
         fprintf(tf_cli_out(),
                 "held-out: loss %.4f (no accuracy: the plan has no logits to read, e.g. a fused loss head)\n",
                 eval_loss);

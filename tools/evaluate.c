@@ -14,7 +14,8 @@
 typedef struct scores {
   const tf_plan_buffer *logits, *labels;
   float *values;
-  int32_t *truth;
+  void *truth;    /* the labels as the plan holds them: i32 or i64 */
+  int64_t ignore; /* cross_entropy's ignore_index: such rows are not scored */
   int64_t classes, rows, per_sample;
   double correct, counted;
 } scores;
@@ -28,9 +29,11 @@ static void find_scores(const tf_plan *plan, scores *sc) {
       continue;
     sc->logits = &plan->buffers[plan->steps[s].inputs[0]];
     sc->labels = &plan->buffers[plan->steps[s].inputs[1]];
+    sc->ignore = plan->steps[s].attrs.u.cross_entropy.ignore_index;
     break;
   }
-  if (!sc->logits || sc->labels->dtype != TF_I32 || sc->logits->dtype != TF_F32)
+  /* i64 labels too: what an imported model's --loss cross_entropy adds (PyTorch's dtype) */
+  if (!sc->logits || (sc->labels->dtype != TF_I32 && sc->labels->dtype != TF_I64) || sc->logits->dtype != TF_F32)
     return;
   sc->values = malloc((size_t)sc->logits->bytes);
   sc->truth = malloc((size_t)sc->labels->bytes);
@@ -47,11 +50,15 @@ static tf_status count_correct(tf_session *session, scores *sc, int64_t first_sa
   for (int64_t r = 0; r < sc->rows; r++) {
     if (first_sample + r / (sc->per_sample ? sc->per_sample : 1) >= samples)
       break; /* the wrapped tail of the last batch */
+    const int64_t truth =
+        sc->labels->dtype == TF_I32 ? ((const int32_t *)sc->truth)[r] : ((const int64_t *)sc->truth)[r];
+    if (truth == sc->ignore)
+      continue; /* a padded position: no class to get right */
     int64_t best = 0;
     for (int64_t c = 1; c < sc->classes; c++)
       if (sc->values[r * sc->classes + c] > sc->values[r * sc->classes + best])
         best = c;
-    sc->correct += best == sc->truth[r];
+    sc->correct += best == truth;
     sc->counted++;
   }
   return NULL;

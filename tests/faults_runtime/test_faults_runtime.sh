@@ -123,14 +123,17 @@ PY
     "$tf" train "$dir/hot.tfplan" --data "$dir/big" --steps 1 --check-finite off
   ;;
 signals)
-  start hup "$dir/mlp.tfplan" --data "$digits" --steps $forever --log-every 100 --checkpoint "$dir/hup" ||
-    finish faults_signals
+  start hup "$dir/mlp.tfplan" --data "$digits" --steps $forever --log-every 100 --checkpoint "$dir/hup" \
+    --eval models/data/digits/test || finish faults_signals
   kill -HUP "$pid"
   reap "$pid" 60
   echo "     stderr: $(cat "$dir/hup.err")"
   check "SIGHUP: exit 1 as for TERM and INT (got $rc; 129 is killed by HUP)" [ "$rc" -eq 1 ]
   check "SIGHUP: the checkpoint saved" test -s "$dir/hup/latest.safetensors"
   check "SIGHUP: 'checkpoint saved' said" grep -q "^interrupted after [0-9]* steps; checkpoint saved" "$dir/hup.err"
+  # --eval is skipped after a stop (issue 44: it printed 'held-out: loss nan')
+  check "SIGHUP with --eval: no held-out score, 'not evaluated'" \
+    sh -c "! grep -q 'held-out: loss' '$dir/hup.out' && grep -q 'held-out: not evaluated (interrupted)' '$dir/hup.out'"
 
   # SIGHUP after the reader of a piped stdout went (`train | tee log` in a closed ssh session): the
   # summary's write must fail, not kill the run (SIGPIPE, exit 141). The run logs nothing before

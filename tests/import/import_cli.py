@@ -38,6 +38,24 @@ def run(args, cwd):
     return result.stdout
 
 
+def scored_accuracy(tightfit, plan, logits, labels, folder, elsewhere):
+    """`run` scores an imported model's i64 labels, leaving out the ignored ones (-100): its accuracy
+    is PyTorch's argmax accuracy over the labels that count (issue 44: it said none)."""
+    scored = os.path.join(folder, "scored")
+    os.makedirs(scored)
+    x = np.load(os.path.join(folder, "data", "x.npy"))
+    np.save(os.path.join(scored, "x.npy"), x)
+    ignored = labels.copy()
+    ignored[[1, 4]] = -100
+    np.save(os.path.join(scored, "labels.npy"), ignored)
+    said = json.loads(run([tightfit, "run", plan, "--data", scored, "--json"], elsewhere))
+    counted = ignored != -100
+    theirs = float(np.mean(np.argmax(logits, axis=1)[counted] == ignored[counted]))
+    print(f"accuracy of i64 labels, 2 of 8 ignored: tightfit {said['accuracy']}, PyTorch {theirs}")
+    if said["accuracy"] is None or abs(said["accuracy"] - theirs) > 1e-6:  # JSON prints 6 decimals
+        raise SystemExit("import_cli: FAIL (the accuracy is not PyTorch's over the labels that count)")
+
+
 def static_training(tightfit, module, x, labels, folder, elsewhere):
     """3 SGD steps of a statically exported cnn on all 8 samples at once, against PyTorch's."""
     onnx = os.path.join(folder, "static.onnx")
@@ -93,6 +111,7 @@ def main():
             theirs = module(torch.from_numpy(x)).numpy()
         error = float(np.max(np.abs(ours - theirs)))
         print(f"run vs PyTorch: max |difference| {error:.2e} over {ours.size} logits")
+        scored_accuracy(tightfit, infer, theirs, labels, folder, elsewhere)
         train = os.path.join(folder, "train.tfplan")
         run([tightfit, "compile", graph, "--set", "N=4", "--optimizer", "sgd", "--lr", "0.05", "-o", train],
             elsewhere)
