@@ -108,6 +108,9 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node);
 tf_status ox_convert_identity(ox_import *im, const ox_node *node);
 tf_status ox_convert_constant(ox_import *im, const ox_node *node);
 tf_status ox_convert_shape(ox_import *im, const ox_node *node);
+/* The shape of node input 0 (a known value's, or a tensor's with its symbols) into rank and dims:
+ * what Shape and Size read. */
+tf_status ox_input_dims(ox_import *im, const ox_node *node, int32_t *rank, tf_dim *dims);
 tf_status ox_convert_range(ox_import *im, const ox_node *node);
 tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node);
 

@@ -297,19 +297,9 @@ tf_status ox_convert_mish(ox_import *im, const ox_node *node) {
 
 /* Size: the element count, known at import; a count with two symbolic axes (N*T) is refused. */
 tf_status ox_convert_size(ox_import *im, const ox_node *node) {
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
-  if (ox_is_known(im, ox_input(node, 0))) {
-    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
-    rank = x->rank;
-    for (int32_t i = 0; i < rank; i++)
-      dims[i] = tf_fixed(x->shape[i]);
-  } else {
-    tf_tensor_id x;
-    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-    ox_tensor_dims(im, x, &rank, dims);
-  }
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, dims));
   tf_dim count = tf_fixed(1);
   for (int32_t i = 0; i < rank; i++) {
     if ((dims[i].size == -1 && dims[i].symbol < 0) || (dims[i].symbol >= 0 && count.symbol >= 0))

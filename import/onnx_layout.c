@@ -474,20 +474,25 @@ tf_status ox_convert_constant(ox_import *im, const ox_node *node) {
   return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
 }
 
-tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
+tf_status ox_input_dims(ox_import *im, const ox_node *node, int32_t *rank, tf_dim *dims) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
   if (ox_is_known(im, ox_input(node, 0))) {
     const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
-    rank = x->rank;
-    for (int32_t i = 0; i < rank; i++)
+    *rank = x->rank;
+    for (int32_t i = 0; i < x->rank; i++)
       dims[i] = tf_fixed(x->shape[i]);
-  } else {
-    tf_tensor_id x;
-    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-    ox_tensor_dims(im, x, &rank, dims);
+    return NULL;
   }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  ox_tensor_dims(im, x, rank, dims);
+  return NULL;
+}
+
+tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, dims));
   int64_t start = ox_attr_int(node, "start", 0), end = ox_attr_int(node, "end", rank);
   start = start < 0 ? start + rank : start;
   end = end < 0 ? end + rank : end;
