@@ -7,6 +7,7 @@
 #define TIGHTFIT_CORE_HALF_BITS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define TF_HALF_BITS_FN static inline __host__ __device__
@@ -61,6 +62,25 @@ TF_HALF_BITS_FN uint32_t tf_f32_bits_from_f16(uint16_t h) {
 /* The float bits of bf16 `h` (exact). */
 TF_HALF_BITS_FN uint32_t tf_f32_bits_from_bf16(uint16_t h) {
   return ((uint32_t)h << 16) | ((h & 0x7FFFu) > 0x7F80u ? 0x400000u : 0u);
+}
+
+/* count floats at `from` (any alignment) rounded to bf16 (to_bf16) or f16 bits into `to`: host
+ * staging (initial values, data read as float32 for a half input). */
+static inline void tf_half_from_f32_array(const void *from, uint16_t *to, int64_t count, int to_bf16) {
+  for (int64_t i = 0; i < count; i++) {
+    uint32_t bits;
+    memcpy(&bits, (const char *)from + 4 * i, 4);
+    to[i] = to_bf16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
+  }
+}
+
+/* count bf16 (from_bf16) or f16 values at `from` (any alignment) widened to float bits into `to`. */
+static inline void tf_f32_from_half_array(const void *from, uint32_t *to, int64_t count, int from_bf16) {
+  for (int64_t i = 0; i < count; i++) {
+    uint16_t h;
+    memcpy(&h, (const char *)from + 2 * i, 2);
+    to[i] = from_bf16 ? tf_f32_bits_from_bf16(h) : tf_f32_bits_from_f16(h);
+  }
 }
 
 #endif

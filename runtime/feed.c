@@ -320,11 +320,7 @@ static void stage(const feed_source *source, void *to, const char *from, int64_t
     memcpy(to, from, (size_t)count * (size_t)tf_dtype_size(source->buffer->dtype));
     return;
   }
-  for (int64_t i = 0; i < count; i++) {
-    uint32_t bits;
-    memcpy(&bits, from + 4 * i, 4);
-    ((uint16_t *)to)[i] = tf_bf16_from_f32_bits(bits);
-  }
+  tf_half_from_f32_array(from, to, count, 1);
 }
 
 /* Fills every source's staging buffer with sample rows[0..batch) (or windows) and uploads it. */

@@ -110,11 +110,7 @@ static tf_status stage_half(const tf_session *s, const tf_plan_buffer *b, int64_
     const int64_t n = count - done < 4096 ? count - done : 4096;
     TF_RETURN_IF_ERROR(
         tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, TF_F32, begin + done, n, wide));
-    for (int64_t i = 0; i < n; i++) {
-      uint32_t bits;
-      memcpy(&bits, &wide[i], 4);
-      out[done + i] = b->dtype == TF_BF16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
-    }
+    tf_half_from_f32_array(wide, out + done, n, b->dtype == TF_BF16);
     done += n;
   }
   return NULL;

@@ -105,11 +105,7 @@ static tf_status write_output(const char *path, const tf_plan_buffer *out, const
   uint32_t *wide = malloc(sizeof(uint32_t) * (size_t)(count ? count : 1));
   if (!wide)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot widen output '%s' to float32", path, out->name);
-  for (int64_t i = 0; i < count; i++) {
-    uint16_t bits;
-    memcpy(&bits, data + 2 * i, 2);
-    wide[i] = tf_f32_bits_from_bf16(bits);
-  }
+  tf_f32_from_half_array(data, wide, count, 1);
   tf_status status = tf_npy_write(path, TF_F32, out->rank, shape, wide);
   free(wide);
   return status;
