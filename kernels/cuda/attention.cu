@@ -357,8 +357,12 @@ template <bool BACKWARD> tf_status dispatch(const tf_cuda_args *args) {
   const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
   if (args->inputs[0].shape[0] == 0 || depth == 0)
     return NULL;
+  bool tensor = false; /* f16/bf16 heads of 32, 64, 128 on sm_80+: attention_mma.cu */
+  tf_status status = tensor_attention(args, BACKWARD, &tensor);
+  if (tensor || status)
+    return status;
   bool tiled = false; /* heads of up to 128 on a device with the shared memory: attention_tiled.cu */
-  tf_status status = tiled_attention(args, BACKWARD, &tiled);
+  status = tiled_attention(args, BACKWARD, &tiled);
   if (tiled || status)
     return status;
   /* q, k, v, dy and the outputs share one storage, or the gradient's q, k, v are half beside f32

@@ -334,6 +334,10 @@ tf_status check_attention(const tf_cuda_args *args);
 /* attention_tiled.cu: runs attention (or its gradient) in 64 x 64 tiles when the head width is at
  * most 128 and the device gives the shared memory; *handled false: the caller runs its row kernels. */
 tf_status tiled_attention(const tf_cuda_args *args, bool backward, bool *handled);
+/* attention_mma.cu: runs attention (or its gradient) on tensor cores when q, k, v (and dy, the
+ * gradients) are all f16 or all bf16, D is 32, 64 or 128, the device is sm_80+ with the shared memory
+ * and TIGHTFIT_CUDA_TENSOR_ATTENTION is not 0; *handled false: the caller runs the other kernels. */
+tf_status tensor_attention(const tf_cuda_args *args, bool backward, bool *handled);
 tf_status check_matmul(const tf_cuda_args *args);
 tf_status check_conv(const tf_cuda_args *args);
 tf_status check_linear_loss(const tf_cuda_args *args);

@@ -13,6 +13,7 @@
 #define TIGHTFIT_KERNELS_CUDA_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/tensor.h"
@@ -62,6 +63,40 @@ bool tf_cuda_kernel_exists(tf_op op);
  * half type, computed in f32, each result rounded once); the cuda target's half-kernel ops
  * (targets/target.c) must be such ops or moves of bytes. */
 bool tf_cuda_kernel_takes_half(tf_op op);
+
+/* ---- attention on tensor cores (attention_mma.cu): which path an attention step takes ---- */
+
+/* TIGHTFIT_CUDA_TENSOR_ATTENTION: "0" off (the CUDA-core kernels run); "rounded": P and dS rounded
+ * once to the half type before their products (FlashAttention-2's: faster, 2^-9 relative error per
+ * bf16 term); anything else, unset included: on, P and dS as two half terms each (the f32 kernels'
+ * result up to f32 summation order). */
+typedef enum tf_cuda_attention_mode {
+  TF_CUDA_ATTENTION_OFF = 0,
+  TF_CUDA_ATTENTION_SPLIT = 1,
+  TF_CUDA_ATTENTION_ROUNDED = 2,
+} tf_cuda_attention_mode;
+
+/* The mode an environment value selects (NULL: unset). */
+tf_cuda_attention_mode tf_cuda_attention_mode_of(const char *value);
+
+/* The shared memory per block the tensor-core kernels need for heads of `depth` features: the
+ * forward's, or (backward) the largest of the gradient's three kernels; 0 for a depth they do not take. */
+int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward);
+
+/* Why the attention or attention_grad step `args` would not run on tensor cores on a device of
+ * compute capability major.minor giving `shared_optin` bytes of shared memory per block, under
+ * `mode`: NULL when it would, else a constant string naming the reason. Host logic only. */
+const char *tf_cuda_tensor_attention_refusal(const tf_cuda_args *args, int major, int minor, int64_t shared_optin,
+                                             tf_cuda_attention_mode mode);
+
+/* The line `tightfit devices` prints for half-precision attention on such a device, into
+ * text[0..size): "attention: tensor cores (...)" or "attention: CUDA cores (why)". */
+void tf_cuda_tensor_attention_describe(char *text, size_t size, int major, int minor, int64_t shared_optin,
+                                       tf_cuda_attention_mode mode);
+
+/* Runs the step on tensor cores under `mode` on the current device, never falling back (for tests
+ * comparing the paths): NULL, TF_ERR_UNSUPPORTED naming the refusal, or the failed call's status. */
+tf_status tf_cuda_tensor_attention_launch(const tf_cuda_args *args, tf_cuda_attention_mode mode);
 
 /* Checks what the launcher cannot do for these operands (an unsupported dtype, a head width
  * above the attention kernels' limit, a size above cuBLAS's int range); NULL when it can, else a

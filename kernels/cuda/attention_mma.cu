@@ -1,0 +1,392 @@
+/* Fused attention on tensor cores for f16/bf16 q, k, v (and dy, and the gradients): the forward, the
+ * gradient's statistics, and the choice of path (attention.cu's launchers call tensor_attention()
+ * first; when it declines, the tiled and row kernels run as before). The gradient's dQ, dK and dV
+ * kernels are attention_mma_backward.cu; the tiles, products and precision are attention_mma.cuh.
+ *
+ * Forward, per block one (n, h) and 64 queries: online softmax over key tiles of 64 (skipping tiles
+ * wholly above the causal diagonal). S = Q K^T goes to shared memory in f32; two threads per query
+ * row take the row's running max and sum (f32), write P = exp(s - m) in 16 bits (split: hi + lo) and
+ * the row's rescaling factor; each warp rescales its O accumulators by row (the accumulator layout
+ * is unspecified, so the row of each element is read from a fragment loaded from a matrix of row
+ * numbers) and adds P V. O is divided by the row sum and rounded once to the storage type.
+ *
+ * Statistics (the gradient's first kernel, the same workspace as the CUDA-core kernels: lse, then
+ * delta at tf_cuda_round_up(4 rows)): lse = m + log(l) as the forward's, and delta = sum_j P_ij dP_ij
+ * with dP = dO V^T from the very tensor-core product the dQ and dK/dV kernels recompute: equal to
+ * dO . O, and for a query that sees one key (P = 1) exactly that key's dP, so dS = P (dP - delta) is 0
+ * there bit for bit, as on the CPU (the first rows of causal attention; a few 1e-8 left there make
+ * Adam take a full step, see attention.cu). A dO . O in another summation order would not be.
+ *
+ * Switch: TIGHTFIT_CUDA_TENSOR_ATTENTION (kernels.h), read at each launch (a getenv: launches happen
+ * at warm-up and capture, or per step without graphs). Anything refused or failing before the
+ * kernels run falls back to the other kernels. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/attention_mma.cuh"
+
+namespace tf_cuda {
+namespace {
+
+using namespace mma_attention;
+
+/* Forward over one query tile. */
+template <typename T, int D>
+__global__ void __launch_bounds__(kBlockThreads) mma_forward(const T *q, const T *k, const T *v, T *y, Params p) {
+#ifdef TF_MMA_ATTENTION
+  using W = typename Wmma<T>::type;
+  extern __shared__ __align__(kAlign) unsigned char shared[];
+  Carver carve{shared};
+  uint16_t *qs = carve.take<uint16_t>(staged_bytes(D)), *ks = carve.take<uint16_t>(staged_bytes(D));
+  uint16_t *vs = carve.take<uint16_t>(staged_bytes(D));
+  float *ss = carve.take<float>(score_bytes());
+  W *p_hi = carve.take<W>(half_tile_bytes()), *p_lo = carve.take<W>(half_tile_bytes());
+  float *row_scale = carve.take<float>(row_bytes());
+  float *row_map = carve.take<float>(aligned(16 * 16 * 4)), *scratch = carve.take<float>(scratch_bytes());
+  const AttentionDims &d = p.d;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t tiles = tiles_of(d.queries);
+  const int64_t n = blockIdx.x / (d.heads * tiles), h = blockIdx.x / tiles % d.heads;
+  const int64_t i0 = blockIdx.x % tiles * kRows;
+  const int64_t q_base = n * d.queries * d.width + h * D, k_base = n * d.keys * d.width + h * D;
+  load_tile<D>(qs, reinterpret_cast<const uint16_t *>(q) + q_base, i0, d.queries, d.width);
+  for (int idx = threadIdx.x; idx < 256; idx += kBlockThreads)
+    row_map[idx] = (float)(idx / 16);
+  __syncthreads();
+  Accumulator rows_of; /* rows_of.x[e]: the row (0..15) of element e of any accumulator */
+  wmma::load_matrix_sync(rows_of, row_map, 16, wmma::mem_row_major);
+  Accumulator o[D / 16];
+#pragma unroll
+  for (int dn = 0; dn < D / 16; dn++)
+    wmma::fill_fragment(o[dn], 0.0f);
+  const int row = threadIdx.x / 2, half = threadIdx.x % 2; /* softmax: row `row`, columns [32 half, +32) */
+  const int64_t i = i0 + row;
+  float m = -INFINITY, l = 0.0f;
+  const int64_t keys_end = d.causal && i0 + kRows < d.keys ? i0 + kRows : d.keys;
+  for (int64_t j0 = 0; j0 < keys_end; j0 += kRows) {
+    __syncthreads(); /* the last tile's K, V, P and scales are read */
+    load_tile<D>(ks, reinterpret_cast<const uint16_t *>(k) + k_base, j0, d.keys, d.width);
+    load_tile<D>(vs, reinterpret_cast<const uint16_t *>(v) + k_base, j0, d.keys, d.width);
+    __syncthreads();
+    score_tile<W, D>(reinterpret_cast<const W *>(qs), reinterpret_cast<const W *>(ks), ss, warp);
+    __syncthreads();
+    const float *srow = ss + row * kScoreLd + 32 * half;
+    float top = -INFINITY;
+    for (int c = 0; c < 32; c++)
+      if (visible(i, j0 + 32 * half + c, d))
+        top = fmaxf(top, __fmul_rn(srow[c], d.scale)); /* rounded as the backward rounds it */
+    top = fmaxf(top, __shfl_xor_sync(kFullMask, top, 1));
+    const float m_new = fmaxf(m, top);
+    float sum = 0.0f;
+    for (int c = 0; c < 32; c++) {
+      const int col = 32 * half + c;
+      const float pv = visible(i, j0 + col, d) ? expf(__fmul_rn(srow[c], d.scale) - m_new) : 0.0f;
+      split_into(pv, p.split, &p_hi[row * kHalfLd + col], &p_lo[row * kHalfLd + col]);
+      sum += pv;
+    }
+    sum += __shfl_xor_sync(kFullMask, sum, 1);
+    const float correction = m_new == -INFINITY ? 1.0f : expf(m - m_new); /* 0 when m was -inf */
+    l = l * correction + sum;
+    m = m_new;
+    if (half == 0)
+      row_scale[row] = correction;
+    __syncthreads();
+#pragma unroll
+    for (int dn = 0; dn < D / 16; dn++)
+#pragma unroll
+      for (int e = 0; e < o[dn].num_elements; e++)
+        o[dn].x[e] *= row_scale[warp * 16 + (int)rows_of.x[e]];
+    accumulate<W, D, wmma::row_major>(o, p_hi, reinterpret_cast<const W *>(vs), warp);
+    if (p.split)
+      accumulate<W, D, wmma::row_major>(o, p_lo, reinterpret_cast<const W *>(vs), warp);
+  }
+  __syncthreads();
+  if (half == 0)
+    row_scale[row] = l > 0.0f ? 1.0f / l : 0.0f;
+  __syncthreads();
+#pragma unroll
+  for (int dn = 0; dn < D / 16; dn++)
+#pragma unroll
+    for (int e = 0; e < o[dn].num_elements; e++)
+      o[dn].x[e] *= row_scale[warp * 16 + (int)rows_of.x[e]];
+  write_rows<T, D>(o, 1.0f, scratch + warp * 256, y + q_base, i0, d.queries, d.width, warp, lane);
+#endif
+}
+
+/* The gradient's statistics over one query tile: lse and delta = sum_j P_ij dP_ij (see the top). */
+template <typename T, int D>
+__global__ void __launch_bounds__(kBlockThreads)
+    mma_statistics(const T *q, const T *k, const T *v, const T *dy, float *lse, float *delta, Params p) {
+#ifdef TF_MMA_ATTENTION
+  using W = typename Wmma<T>::type;
+  extern __shared__ __align__(kAlign) unsigned char shared[];
+  Carver carve{shared};
+  uint16_t *qs = carve.take<uint16_t>(staged_bytes(D)), *dos = carve.take<uint16_t>(staged_bytes(D));
+  uint16_t *ks = carve.take<uint16_t>(staged_bytes(D)), *vs = carve.take<uint16_t>(staged_bytes(D));
+  float *ss = carve.take<float>(score_bytes()), *dps = carve.take<float>(score_bytes());
+  const AttentionDims &d = p.d;
+  const int warp = threadIdx.x / 32;
+  const int64_t tiles = tiles_of(d.queries);
+  const int64_t n = blockIdx.x / (d.heads * tiles), h = blockIdx.x / tiles % d.heads;
+  const int64_t i0 = blockIdx.x % tiles * kRows;
+  const int64_t q_base = n * d.queries * d.width + h * D, k_base = n * d.keys * d.width + h * D;
+  load_tile<D>(qs, reinterpret_cast<const uint16_t *>(q) + q_base, i0, d.queries, d.width);
+  load_tile<D>(dos, reinterpret_cast<const uint16_t *>(dy) + q_base, i0, d.queries, d.width);
+  const int row = threadIdx.x / 2, half = threadIdx.x % 2;
+  const int64_t i = i0 + row;
+  float m = -INFINITY, l = 0.0f, weighted = 0.0f; /* weighted: sum of exp(s - m) dP */
+  const int64_t keys_end = d.causal && i0 + kRows < d.keys ? i0 + kRows : d.keys;
+  for (int64_t j0 = 0; j0 < keys_end; j0 += kRows) {
+    __syncthreads();
+    load_tile<D>(ks, reinterpret_cast<const uint16_t *>(k) + k_base, j0, d.keys, d.width);
+    load_tile<D>(vs, reinterpret_cast<const uint16_t *>(v) + k_base, j0, d.keys, d.width);
+    __syncthreads();
+    score_tile<W, D>(reinterpret_cast<const W *>(qs), reinterpret_cast<const W *>(ks), ss, warp);
+    score_tile<W, D>(reinterpret_cast<const W *>(dos), reinterpret_cast<const W *>(vs), dps, warp);
+    __syncthreads();
+    const float *srow = ss + row * kScoreLd + 32 * half, *dprow = dps + row * kScoreLd + 32 * half;
+    float top = -INFINITY;
+    for (int c = 0; c < 32; c++)
+      if (visible(i, j0 + 32 * half + c, d))
+        top = fmaxf(top, __fmul_rn(srow[c], d.scale));
+    top = fmaxf(top, __shfl_xor_sync(kFullMask, top, 1));
+    const float m_new = fmaxf(m, top);
+    float sum = 0.0f, dot = 0.0f;
+    for (int c = 0; c < 32; c++)
+      if (visible(i, j0 + 32 * half + c, d)) {
+        const float pv = expf(__fmul_rn(srow[c], d.scale) - m_new);
+        sum += pv;
+        dot += pv * dprow[c];
+      }
+    sum += __shfl_xor_sync(kFullMask, sum, 1);
+    dot += __shfl_xor_sync(kFullMask, dot, 1);
+    const float correction = m_new == -INFINITY ? 1.0f : expf(m - m_new);
+    l = l * correction + sum;
+    weighted = weighted * correction + dot;
+    m = m_new;
+  }
+  if (half == 0 && i < d.queries) {
+    const int64_t stat = (n * d.heads + h) * d.queries + i;
+    lse[stat] = l > 0.0f ? m + logf(l) : 0.0f;
+    delta[stat] = l > 0.0f ? weighted / l : 0.0f;
+  }
+#endif
+}
+
+/* Opts `kernel` in to `bytes` of shared memory; NULL, or why it cannot run here (no sm_80+ code
+ * for this device in the build, too little shared memory): the caller falls back. */
+template <typename Kernel> const char *prepare_kernel(Kernel kernel, int bytes) {
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    cudaGetLastError();
+    return "the kernels have no code for this device in this build";
+  }
+  if (attributes.binaryVersion < 80) { /* compiled for an older architecture: an empty kernel */
+    return "the build's code for this device is below sm_80";
+  }
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return "the device refused the kernels' shared memory";
+  }
+  return NULL;
+}
+
+template <typename T, int D> tf_status run(const tf_cuda_args *args, const Params &p, bool backward) {
+  const unsigned blocks = (unsigned)(p.d.batch * p.d.heads * tiles_of(p.d.queries));
+  cudaStream_t stream = stream_of(args);
+  const T *q = (const T *)args->inputs[0].data, *k = (const T *)args->inputs[1].data;
+  const T *v = (const T *)args->inputs[2].data;
+  if (!backward) {
+    const char *refused = prepare_kernel(mma_forward<T, D>, forward_shared(D));
+    if (refused)
+      return tf_status_new(TF_ERR_UNSUPPORTED, "tensor-core attention: %s", refused);
+    mma_forward<T, D><<<blocks, kBlockThreads, forward_shared(D), stream>>>(q, k, v, (T *)args->outputs[0].data, p);
+    return launch_status();
+  }
+  const char *refused = prepare_kernel(mma_statistics<T, D>, statistics_shared(D));
+  if (refused)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "tensor-core attention: %s", refused);
+  const int64_t rows = p.d.batch * p.d.heads * p.d.queries;
+  float *lse = (float *)args->workspace, *delta = (float *)((char *)args->workspace + tf_cuda_round_up(4 * rows));
+  mma_statistics<T, D><<<blocks, kBlockThreads, statistics_shared(D), stream>>>(
+      q, k, v, (const T *)args->inputs[3].data, lse, delta, p);
+  TF_RETURN_IF_ERROR(launch_status());
+  return launch_mma_attention_gradients(args, p, lse, delta);
+}
+
+template <typename T> tf_status run_of_depth(const tf_cuda_args *args, const Params &p, bool backward) {
+  switch (p.d.depth) {
+  case 32: return run<T, 32>(args, p, backward);
+  case 64: return run<T, 64>(args, p, backward);
+  default: return run<T, 128>(args, p, backward);
+  }
+}
+
+bool aligned16(const void *data) { return ((uintptr_t)data & 15u) == 0; }
+
+/* The device's compute capability and opt-in shared memory; false when CUDA cannot say. */
+bool device_limits(int *major, int *minor, int64_t *shared_optin) {
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  *shared_optin = bytes;
+  return true;
+}
+
+/* Runs the step on tensor cores (no checks but prepare_kernel's). */
+tf_status launch_checked(const tf_cuda_args *args, tf_cuda_attention_mode mode) {
+  Params p;
+  p.d = attention_dims_of(args);
+  p.split = mode != TF_CUDA_ATTENTION_ROUNDED;
+  const bool backward = args->op == TF_OP_ATTENTION_GRAD;
+  if (args->inputs[0].dtype == TF_BF16)
+    return run_of_depth<Bf16>(args, p, backward);
+  return run_of_depth<F16>(args, p, backward);
+}
+
+} // namespace
+
+tf_status tensor_attention(const tf_cuda_args *args, bool backward, bool *handled) {
+  *handled = false;
+  if (!is_half_dtype(args->inputs[0].dtype)) /* the f32 plans never read the environment */
+    return NULL;
+  const tf_cuda_attention_mode mode = tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION"));
+  int major = 0, minor = 0;
+  int64_t shared_optin = 0;
+  if (mode == TF_CUDA_ATTENTION_OFF || !device_limits(&major, &minor, &shared_optin) ||
+      tf_cuda_tensor_attention_refusal(args, major, minor, shared_optin, mode))
+    return NULL;
+  (void)backward; /* the op says it: args->op */
+  tf_status status = launch_checked(args, mode);
+  if (status) { /* refused or failed to launch: nothing ran to completion, the other kernels redo it all */
+    tf_status_free(status);
+    cudaGetLastError();
+    return NULL;
+  }
+  *handled = true;
+  return NULL;
+}
+
+} // namespace tf_cuda
+
+using namespace tf_cuda;
+using namespace tf_cuda::mma_attention;
+
+extern "C" tf_cuda_attention_mode tf_cuda_attention_mode_of(const char *value) {
+  if (value && strcmp(value, "0") == 0)
+    return TF_CUDA_ATTENTION_OFF;
+  if (value && strcmp(value, "rounded") == 0)
+    return TF_CUDA_ATTENTION_ROUNDED;
+  return TF_CUDA_ATTENTION_SPLIT;
+}
+
+extern "C" int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward) {
+  if (depth != 32 && depth != 64 && depth != 128)
+    return 0;
+  const int dm = (int)depth;
+  if (!backward)
+    return forward_shared(dm);
+  const int most = statistics_shared(dm) > query_shared(dm) ? statistics_shared(dm) : query_shared(dm);
+  return most > key_shared(dm) ? most : key_shared(dm);
+}
+
+extern "C" const char *tf_cuda_tensor_attention_refusal(const tf_cuda_args *args, int major, int minor,
+                                                        int64_t shared_optin, tf_cuda_attention_mode mode) {
+  (void)minor;
+  if (mode == TF_CUDA_ATTENTION_OFF)
+    return "switched off (TIGHTFIT_CUDA_TENSOR_ATTENTION=0)";
+  if (args->op != TF_OP_ATTENTION && args->op != TF_OP_ATTENTION_GRAD)
+    return "not an attention step";
+  const bool backward = args->op == TF_OP_ATTENTION_GRAD;
+  if (args->n_inputs < (backward ? 4 : 3) || args->n_outputs < (backward ? 3 : 1))
+    return "not the operands of attention";
+  if (major < 8)
+    return "compute capability below 8.0 (no bf16 tensor-core products)";
+  const tf_dtype type = args->inputs[0].dtype;
+  if (type != TF_F16 && type != TF_BF16)
+    return "q is not f16 or bf16";
+  for (int32_t k = 0; k < (backward ? 4 : 3); k++)
+    if (args->inputs[k].dtype != type)
+      return backward ? "q, k, v and dy are not of one half type" : "q, k and v are not of one half type";
+  for (int32_t k = 0; k < (backward ? 3 : 1); k++)
+    if (args->outputs[k].dtype != type)
+      return "the outputs are not of q's half type";
+  const int64_t heads = args->attrs->u.attention.num_heads, width = args->inputs[0].shape[2];
+  if (heads <= 0 || width % heads != 0)
+    return "the width is not heads x D";
+  const int64_t depth = width / heads;
+  if (depth != 32 && depth != 64 && depth != 128)
+    return "head width not 32, 64 or 128";
+  if (args->inputs[0].shape[0] < 1 || args->inputs[0].shape[1] < 1 || args->inputs[1].shape[1] < 1)
+    return "no queries or no keys";
+  if (args->inputs[1].shape[2] != width || args->inputs[2].shape[2] != width ||
+      args->inputs[2].shape[1] != args->inputs[1].shape[1])
+    return "k and v unlike q";
+  for (int32_t k = 0; k < (backward ? 4 : 3); k++)
+    if (!aligned16(args->inputs[k].data))
+      return "an operand is not 16-byte aligned";
+  for (int32_t k = 0; k < (backward ? 3 : 1); k++)
+    if (!aligned16(args->outputs[k].data))
+      return "an output is not 16-byte aligned";
+  if (backward) {
+    const int64_t rows = args->inputs[0].shape[0] * args->inputs[0].shape[1] * heads;
+    if (!args->workspace || args->workspace_bytes < tf_cuda_round_up(4 * rows) + 4 * rows)
+      return "the workspace is smaller than lse and delta";
+  }
+  const int64_t blocks = args->inputs[0].shape[0] * heads * tiles_of(args->inputs[0].shape[1]);
+  if (blocks > INT32_MAX)
+    return "more blocks than the grid takes";
+  if (tf_cuda_tensor_attention_shared(depth, backward) > shared_optin)
+    return "the device gives less shared memory per block than the kernels need";
+  return NULL;
+}
+
+extern "C" void tf_cuda_tensor_attention_describe(char *text, size_t size, int major, int minor, int64_t shared_optin,
+                                                  tf_cuda_attention_mode mode) {
+  if (size == 0)
+    return;
+  if (mode == TF_CUDA_ATTENTION_OFF) {
+    snprintf(text, size, "attention: CUDA cores (TIGHTFIT_CUDA_TENSOR_ATTENTION=0)");
+    return;
+  }
+  if (major < 8) {
+    snprintf(text, size, "attention: CUDA cores (compute capability %d.%d: the tensor-core kernels need 8.0)", major,
+             minor);
+    return;
+  }
+  char forward[32] = "", backward[32] = "";
+  size_t f = 0, b = 0;
+  for (int depth = 32; depth <= 128; depth *= 2) {
+    if (tf_cuda_tensor_attention_shared(depth, false) <= shared_optin)
+      f += (size_t)snprintf(forward + f, sizeof(forward) - f, "%s%d", f ? ", " : "", depth);
+    if (tf_cuda_tensor_attention_shared(depth, true) <= shared_optin)
+      b += (size_t)snprintf(backward + b, sizeof(backward) - b, "%s%d", b ? ", " : "", depth);
+  }
+  if (f == 0) {
+    snprintf(text, size, "attention: CUDA cores (%lld bytes of shared memory per block are too few)",
+             (long long)shared_optin);
+    return;
+  }
+  const char *products = mode == TF_CUDA_ATTENTION_ROUNDED ? "P, dS rounded" : "P, dS in two terms";
+  if (strcmp(forward, backward) == 0)
+    snprintf(text, size, "attention: tensor cores (wmma bf16/f16, %s, D in {%s})", products, forward);
+  else
+    snprintf(text, size, "attention: tensor cores (wmma bf16/f16, %s, D in {%s}; gradient D in {%s})", products,
+             forward, b ? backward : "none");
+}
+
+extern "C" tf_status tf_cuda_tensor_attention_launch(const tf_cuda_args *args, tf_cuda_attention_mode mode) {
+  int major = 0, minor = 0;
+  int64_t shared_optin = 0;
+  if (!device_limits(&major, &minor, &shared_optin))
+    return tf_status_new(TF_ERR_BACKEND, "tensor-core attention: cannot read the device's limits");
+  const char *refused = tf_cuda_tensor_attention_refusal(args, major, minor, shared_optin, mode);
+  if (refused)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "tensor-core attention refused: %s", refused);
+  return launch_checked(args, mode);
+}
