@@ -184,7 +184,10 @@ static tf_status step_cuda_failure(const cuda_state *cs, int32_t i, int32_t half
 /* Launches step `i` on `half`; a failure of the launcher (tf_cuda_kernel_launch's status, freed here)
  * comes back naming the step and its operands too. */
 static tf_status step_launch(const cuda_state *cs, int32_t i, int32_t half) {
-  tf_status launched = tf_cuda_kernel_launch(&cs->steps[i].args[half]);
+  bool fused = false;
+  tf_status launched = cs->unfused ? NULL : tf_cuda_fused_launch(cs, i, half, &fused);
+  if (!fused && !launched)
+    launched = tf_cuda_kernel_launch(&cs->steps[i].args[half]);
   if (!launched)
     return NULL;
   tf_status status =
@@ -256,6 +259,7 @@ static tf_status capture_graphs(cuda_state *s) {
 
 void tf_cuda_release_plan(cuda_state *s) {
   tf_cuda_profile_finish(s);
+  tf_cuda_fused_release(s);
   for (int kind = 0; kind < CUDA_GRAPH_KINDS; kind++)
     for (int half = 0; half < 2; half++)
       if (s->graphs[kind][half]) {
@@ -300,6 +304,7 @@ tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[
   for (int32_t i = 0; i < plan->n_steps; i++)
     TF_RETURN_IF_ERROR(prepare_step(s, i));
   TF_RETURN_IF_ERROR(prepare_io(s));
+  TF_RETURN_IF_ERROR(tf_cuda_fused_prepare(s));
   s->forward_end = 0;
   while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
     s->forward_end++;
@@ -331,6 +336,20 @@ static cudaGraphExec_t graph_for(const cuda_state *s, int32_t begin, int32_t end
   return NULL;
 }
 
+/* Whether [begin, end) holds part of an active group's span but not all of it (a range other than
+ * the three run() replays): such a run launches every step as compiled. */
+static bool cuts_a_group(const cuda_state *s, int32_t begin, int32_t end) {
+  for (int32_t g = 0; g < s->n_fused; g++) {
+    const tf_cuda_fusion *f = &s->fused[g].group;
+    if (!s->fused[g].active)
+      continue;
+    const bool first_in = f->first >= begin && f->first < end, last_in = f->last >= begin && f->last < end;
+    if (first_in != last_in || (f->first < begin && f->last >= end))
+      return true;
+  }
+  return false;
+}
+
 tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
   cuda_state *s = state;
   if (!s->prepared)
@@ -357,11 +376,13 @@ tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, 
   atomic_thread_fence(memory_order_seq_cst);
   if (reads_io)
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->compute, s->uploaded[half], 0), "waiting for inputs"));
-  cudaGraphExec_t graph = s->use_graphs ? graph_for(s, begin, end, half) : NULL;
+  s->unfused = cuts_a_group(s, begin, end);
+  cudaGraphExec_t graph = s->use_graphs && !s->unfused ? graph_for(s, begin, end, half) : NULL;
   tf_status status = graph           ? tf_cuda_status(cudaGraphLaunch(graph, s->compute), "launching a CUDA graph")
                      : s->sync_steps ? run_synchronously(s, begin, end, half)
                      : s->profile_ms ? tf_cuda_profile_run(s, begin, end, half, step_launch)
                                      : enqueue(s, begin, end, half);
+  s->unfused = false;
   if (end > s->plan->micro_steps && reads_io)
     for (int32_t i = s->plan->micro_steps; i < end; i++)
       s->steps[i].args[half].run = &s->slots_device[CUDA_SLOT_OTHER];

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_fuse.h"
 #include "kernels/cuda/kernels.h"
 
 /* Run-value slots, each read by the graphs of one kind: the micro-batch block on io half 0 and 1,
@@ -22,6 +23,15 @@ typedef struct cuda_step {
   tf_cuda_tensor outputs[TF_MAX_OUTPUTS];
   tf_cuda_args args[2];
 } cuda_step;
+
+/* A fused group (cuda_fuse.h) as prepared: its cuBLASLt call (cuda_lt.c) for GEMM groups. */
+typedef struct cuda_lt_call cuda_lt_call;
+typedef struct cuda_fused {
+  tf_cuda_fusion group;
+  bool active;      /* false: its steps launch as compiled (refused at prepare, or failed in the warm-up) */
+  char why[256];    /* why it is not active */
+  cuda_lt_call *lt; /* GEMM groups, while active */
+} cuda_fused;
 
 typedef struct cuda_io_buffer {
   int64_t offset, bytes;
@@ -55,6 +65,12 @@ typedef struct cuda_state {
   bool use_graphs; /* TIGHTFIT_CUDA_GRAPHS unset or not 0, and not sync_steps */
   bool sync_steps; /* TIGHTFIT_CUDA_SYNC=1: run() waits for each step and names the one that failed */
   cudaGraphExec_t graphs[CUDA_GRAPH_KINDS][2];
+  /* Fusion (cuda_fused.c): the groups found at prepare, and per step the group it belongs to or -1. */
+  cuda_fused *fused;
+  int32_t n_fused;
+  int32_t *fused_of_step;
+  void *cublaslt; /* cublasLtHandle_t, created at the first prepare that has a GEMM group */
+  bool unfused;   /* the current run() cuts a group's span: its steps launch as compiled */
   /* TIGHTFIT_CUDA_PROFILE (cuda_profile.c): per-step elapsed totals; NULL when off */
   double *profile_ms;
   cudaEvent_t *profile_events; /* n_steps + 1 */
@@ -86,6 +102,29 @@ tf_status tf_cuda_profile_start(cuda_state *s);
 tf_status tf_cuda_profile_run(cuda_state *s, int32_t begin, int32_t end, int32_t half,
                               tf_status (*launch)(const cuda_state *, int32_t, int32_t));
 void tf_cuda_profile_finish(cuda_state *s);
+
+/* cuda_fused.c: the fused groups of the prepared plan. */
+/* Finds the groups (TIGHTFIT_CUDA_EPILOGUES, TIGHTFIT_CUDA_MULTI_TENSOR) and prepares each GEMM
+ * group's cuBLASLt call; a group cuBLASLt refuses stays inactive with its reason. Errors: memory. */
+tf_status tf_cuda_fused_prepare(cuda_state *s);
+/* Launches step i for `half` when it belongs to an active group: the fused launch at its launch
+ * step, nothing at the others; *handled false when the step launches as compiled. */
+tf_status tf_cuda_fused_launch(const cuda_state *s, int32_t i, int32_t half, bool *handled);
+/* Whether step i is the launch step of an active group; that group's index in *group. */
+bool tf_cuda_fused_leads(const cuda_state *s, int32_t i, int32_t *group);
+/* Turns group g off (its steps launch as compiled from now on), keeping `why`. */
+void tf_cuda_fused_disable(cuda_state *s, int32_t g, const char *why);
+/* Frees the groups and their cuBLASLt calls; destroys the cuBLASLt handle. */
+void tf_cuda_fused_release(cuda_state *s);
+
+/* cuda_lt.c: one cuBLASLt matmul with an epilogue per GEMM group. */
+/* Builds group g's descriptors and picks its algorithm (the heuristic's first whose workspace fits
+ * the matmul step's planned workspace); NULL with *call set, or a status saying why not (the
+ * caller keeps it as the group's reason and frees it). */
+tf_status tf_cuda_lt_prepare(cuda_state *s, const tf_cuda_fusion *g, cuda_lt_call **call);
+/* Enqueues group g's GEMM for io half `half` on the compute stream. */
+tf_status tf_cuda_lt_launch(const cuda_state *s, const tf_cuda_fusion *g, const cuda_lt_call *call, int32_t half);
+void tf_cuda_lt_free(cuda_lt_call *call);
 
 /* cuda_warmup.c */
 /* Runs every step of the prepared plan once, eagerly and step by step (tf_cuda_step_run_checked),

@@ -4,6 +4,7 @@
  * ("-" for stderr) as two tables: per op (total ms, launches, share) and the 25 slowest steps.
  * A diagnostic for finding slow kernels, not a timing to report: the per-step events and the wait
  * at the end of each run() add their own cost, and graphs are off. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backends/cuda/cuda_internal.h"
@@ -43,11 +44,27 @@ tf_status tf_cuda_profile_run(cuda_state *s, int32_t begin, int32_t end, int32_t
   return NULL;
 }
 
+/* The fused groups (cuda_fused.c): a group's time is its launch step's, its other steps show 0. */
+static void write_fused(const cuda_state *s, FILE *out) {
+  int32_t active = 0;
+  for (int32_t g = 0; g < s->n_fused; g++)
+    active += s->fused[g].active;
+  fprintf(out, "\nfused groups: %d of %d active (a group's time is its launch step's; its other steps show 0)\n",
+          active, s->n_fused);
+  for (int32_t g = 0; g < s->n_fused; g++) {
+    char text[160];
+    tf_cuda_fusion_describe(&s->fused[g].group, text, sizeof(text));
+    fprintf(out, "  %s%s%s\n", text, s->fused[g].active ? "" : ": off, ", s->fused[g].active ? "" : s->fused[g].why);
+  }
+}
+
 void tf_cuda_profile_finish(cuda_state *s) {
   if (s->profile_ms && s->profile_runs > 0) {
     FILE *out = tf_step_profile_open(getenv("TIGHTFIT_CUDA_PROFILE"));
-    if (out)
+    if (out) {
       tf_step_profile_write(s->plan, s->profile_ms, s->profile_runs, "CUDA", out);
+      write_fused(s, out);
+    }
     tf_step_profile_close(out);
   }
   if (s->profile_events)

@@ -27,6 +27,7 @@
  * freed before prepare() returns; tf_cuda_memory.warmup_host_bytes records the peak. Time: one
  * device-to-host read of every region and one write of the kept chunks. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,34 @@ static void free_copy(regions_copy *copy) {
   memset(copy, 0, sizeof(*copy));
 }
 
+/* Runs step i, checked. When it is the launch step of a fused group (cuda_fused.c) and the fused
+ * launch fails with an error that leaves the context usable, the group is turned off, keeping
+ * the error as its reason, and its member steps run as compiled instead (those before i too:
+ * their kernels load here, and what they compute is restored away with the rest). */
+static tf_status run_step(cuda_state *s, int32_t i) {
+  int32_t group = -1;
+  const bool leads = tf_cuda_fused_leads(s, i, &group);
+  tf_status status = tf_cuda_step_run_checked(s, i, 0);
+  if (!status || !leads)
+    return status;
+  cudaGetLastError();
+  if (cudaStreamSynchronize(s->compute) != cudaSuccess || cudaGetLastError() != cudaSuccess)
+    return status; /* a sticky error: the context is lost, report the step */
+  char why[256];
+  snprintf(why, sizeof(why), "its launch failed in the warm-up: %s", tf_status_message(status));
+  tf_status_free(status);
+  tf_cuda_fused_disable(s, group, why);
+  const tf_cuda_fusion *f = &s->fused[group].group;
+  if (f->kind == TF_CUDA_FUSION_OPTIMIZER) {
+    for (int32_t k = f->first; k <= f->last; k++)
+      TF_RETURN_IF_ERROR(tf_cuda_step_run_checked(s, k, 0));
+    return NULL;
+  }
+  for (int32_t k = 0; k < f->n_members; k++)
+    TF_RETURN_IF_ERROR(tf_cuda_step_run_checked(s, f->members[k], 0));
+  return NULL;
+}
+
 tf_status tf_cuda_warm_up(cuda_state *s) {
   regions_copy copy;
   memset(&copy, 0, sizeof(copy));
@@ -152,7 +181,7 @@ tf_status tf_cuda_warm_up(cuda_state *s) {
   if (copied)
     cudaGetLastError();
   for (int32_t i = 0; !status && i < s->n_steps; i++)
-    status = tf_cuda_step_run_checked(s, i, 0);
+    status = run_step(s, i);
   if (copied) {
     // Restored after a failed step too, when the device still takes copies: a failed prepare()
     // should leave the regions as it found them wherever it can.

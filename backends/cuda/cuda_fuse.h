@@ -1,0 +1,81 @@
+/* Fusion in the CUDA backend: a peephole over a compiled plan's steps, done at prepare time. The
+ * plan, its buffers, their offsets and its memory report stay exactly as compiled: a fused launch
+ * only skips writing intermediate buffers that no other step reads, so every planned byte keeps
+ * its bound. Plain C over a tf_plan (no CUDA): the tests check the groups found without a GPU.
+ *
+ * Groups (each step in at most one group; the spans [first member, last member] of two groups
+ * never intersect):
+ *   - BIAS: matmul(x, W) -> y, add(y, b) -> z, b an [n] (or [1, n]) parameter or constant, y read by
+ *     no other step: one cuBLASLt GEMM with the bias epilogue writes z.
+ *   - BIAS_GELU / BIAS_GELU_AUX: the same followed by gelu(z) -> a with the tanh approximation
+ *     (cuBLASLt's GELU): D = a; z also written as the epilogue's aux output when another step
+ *     reads it (the gradient), else not written at all.
+ *   - BGRADB: sum_to(dz, b) -> db and the weight gradient matmul(dzᵀ, x) -> dW (or
+ *     matmul_accumulate), dz read directly or through a reshape view: one GEMM whose epilogue
+ *     reduces dz into db (CUBLASLT_EPILOGUE_BGRADB); BGRADA: the same with weights stored [in, out],
+ *     matmul(xᵀ, dz) -> dW (CUBLASLT_EPILOGUE_BGRADA).
+ *   - OPTIMIZER: consecutive adamw (or sgd) steps with identical attributes and norm_sq input: one
+ *     coefficient kernel and one multi-tensor update launch (or a few, when the list is long).
+ * A GEMM group is kept only if moving its writes and reads to the launch step changes nothing any
+ * other step sees (byte ranges checked against every step in between). */
+#ifndef TIGHTFIT_BACKENDS_CUDA_CUDA_FUSE_H
+#define TIGHTFIT_BACKENDS_CUDA_CUDA_FUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tightfit/plan.h"
+#include "tightfit/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tf_cuda_fusion_kind {
+  TF_CUDA_FUSION_BIAS = 0,
+  TF_CUDA_FUSION_BIAS_GELU,
+  TF_CUDA_FUSION_BIAS_GELU_AUX,
+  TF_CUDA_FUSION_BGRADB,
+  TF_CUDA_FUSION_OPTIMIZER,
+  TF_CUDA_FUSION_BGRADA, /* BGRADB with the weights stored [in, out]: matmul(xᵀ, dz), dz the second operand */
+} tf_cuda_fusion_kind;
+
+enum { TF_CUDA_FUSION_MAX_MEMBERS = 3 };
+
+typedef struct tf_cuda_fusion {
+  tf_cuda_fusion_kind kind;
+  int32_t launch_step; /* the fused launch runs in place of this step; the other members launch nothing */
+  int32_t first, last; /* the span: the first and last member */
+  /* GEMM groups */
+  int32_t matmul_step;                                    /* the matmul (or matmul_accumulate) */
+  int32_t n_members, members[TF_CUDA_FUSION_MAX_MEMBERS]; /* in step order */
+  int32_t bias;                                           /* BIAS*: the bias read; BGRADB: the bias gradient written */
+  int32_t output; /* D: z or the gelu output (BIAS*), the matmul's output (BGRADB) */
+  int32_t aux;    /* BIAS_GELU_AUX: z, written beside D; else -1 */
+  /* OPTIMIZER: steps [first, last] */
+} tf_cuda_fusion;
+
+typedef struct tf_cuda_fusion_options {
+  bool epilogues;    /* GEMM groups; TIGHTFIT_CUDA_EPILOGUES=0 turns them off */
+  bool multi_tensor; /* OPTIMIZER groups; TIGHTFIT_CUDA_MULTI_TENSOR=0 turns them off */
+} tf_cuda_fusion_options;
+
+/* The options from the environment: each on unless its variable is "0". */
+tf_cuda_fusion_options tf_cuda_fusion_options_from_env(void);
+
+/* Finds the groups of `plan` that `options` allow, in order of their first step: *out is malloc'ed
+ * (the caller frees it; NULL when none) and *count set. NULL, or an out-of-memory status. */
+tf_status tf_cuda_fusion_find(const tf_plan *plan, tf_cuda_fusion_options options, tf_cuda_fusion **out,
+                              int32_t *count) TF_MUST_USE;
+
+/* The kind's name: "bias", "bias+gelu", "bias+gelu(aux)", "bgradb", "optimizer", "bgrada". */
+const char *tf_cuda_fusion_kind_name(tf_cuda_fusion_kind kind);
+
+/* One line describing group f ("bias+gelu(aux) steps 14,15,16 at 14"), truncated to `size`. */
+void tf_cuda_fusion_describe(const tf_cuda_fusion *f, char *text, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
