@@ -250,6 +250,61 @@ static inline tf_cuda_linear_loss_half_layout tf_cuda_linear_loss_half_layout_of
   return l;
 }
 
+/* ... the tensor-core path of that head (kernels/cuda/linear_loss_tensor.cu): x and the weight multiplied
+ * as they are (f16/bf16) into f32 logits, in blocks of chunk_rows x span. The span is at most
+ * TF_CUDA_HEAD_TENSOR_SPAN classes (a row block of kThreads threads holds a span's row in registers,
+ * 8 values a thread); the rows of a chunk are as many as keep the block within the f32 head's chunk of
+ * logits (the plan's chunk_rows x classes, the budget search's knob), at least the plan's chunk_rows,
+ * at most every row, balanced over the chunks (GPT-2 at 8 x 1024: 2 chunks of 4,096 rows, not 32 of
+ * 256). Parts, each 256-byte aligned: per row its running max, sum and label logit (3 doubles); the
+ * block of logits (f32; in the gradient pass its dlogits in place, f32 or rounded to the half type);
+ * with the gradients, the f32 x chunk and weight span that f32 gradient products read (widened: only
+ * when the plan's matmul_math is not x's half type), a span of dweight (f32) and of dbias (doubles,
+ * with a bias), the f32 sums of dx (rows x d); the count of labels, the cuBLAS workspace. */
+#define TF_CUDA_HEAD_TENSOR_SPAN 2048
+
+typedef struct tf_cuda_linear_loss_tensor_layout {
+  int64_t span, chunk_rows; /* classes of a span, rows of a chunk (the last ones may be fewer) */
+  int64_t statistics, logits, x_chunk, weight_span, dweight_span, dbias_span, dx_sum, count, cublas, total;
+} tf_cuda_linear_loss_tensor_layout;
+
+/* The rows of a chunk of the tensor-core path for spans of `span` classes (0 without rows). */
+static inline int64_t tf_cuda_linear_loss_tensor_rows(const tf_linear_loss_geometry *g, int64_t span) {
+  if (g->rows <= 0 || span <= 0)
+    return g->rows > 0 ? g->rows : 0;
+  int64_t rows = g->chunk_rows * (g->classes / span); /* never above chunk_rows x classes / span */
+  rows = rows < g->chunk_rows ? g->chunk_rows : rows;
+  rows = rows > g->rows ? g->rows : rows;
+  return tf_cuda_ceil_div(g->rows, tf_cuda_ceil_div(g->rows, rows));
+}
+
+static inline tf_cuda_linear_loss_tensor_layout tf_cuda_linear_loss_tensor_layout_of(const tf_linear_loss_geometry *g,
+                                                                                     bool gradients, bool bias) {
+  tf_cuda_linear_loss_tensor_layout l;
+  l.span = g->classes < TF_CUDA_HEAD_TENSOR_SPAN ? g->classes : TF_CUDA_HEAD_TENSOR_SPAN;
+  l.chunk_rows = tf_cuda_linear_loss_tensor_rows(g, l.span);
+  l.statistics = 0;
+  l.logits = l.statistics + tf_cuda_round_up(g->rows * 3 * 8);
+  l.x_chunk = l.logits + tf_cuda_round_up(l.chunk_rows * l.span * 4);
+  l.weight_span = l.x_chunk + (gradients ? tf_cuda_round_up(l.chunk_rows * g->features * 4) : 0);
+  l.dweight_span = l.weight_span + (gradients ? tf_cuda_round_up(l.span * g->features * 4) : 0);
+  l.dbias_span = l.dweight_span + (gradients ? tf_cuda_round_up(l.span * g->features * 4) : 0);
+  l.dx_sum = l.dbias_span + (gradients && bias ? tf_cuda_round_up(l.span * 8) : 0);
+  l.count = l.dx_sum + (gradients ? tf_cuda_round_up(g->rows * g->features * 4) : 0);
+  l.cublas = l.count + tf_cuda_round_up(8);
+  l.total = l.cublas + TF_CUDA_CUBLAS_WORKSPACE;
+  return l;
+}
+
+/* The planned workspace of the half head: enough for either path (the tensor-core path, or the
+ * widening one that TIGHTFIT_CUDA_HEAD_TENSOR=0, a device without the tensor-core types or a refused
+ * product runs), since the plan is compiled before the run chooses. */
+static inline int64_t tf_cuda_linear_loss_half_bytes(const tf_linear_loss_geometry *g, bool gradients, bool bias) {
+  const int64_t widening = tf_cuda_linear_loss_half_layout_of(g, gradients, bias).total;
+  const int64_t tensor = tf_cuda_linear_loss_tensor_layout_of(g, gradients, bias).total;
+  return widening > tensor ? widening : tensor;
+}
+
 /* Workspace bytes of the CUDA kernel of `op` for these operands. */
 static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs,
                                               const tf_tensor_ref *inputs, int32_t n_outputs,
@@ -289,9 +344,8 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
   case TF_WORKSPACE_LINEAR_CROSS_ENTROPY: {
     tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);
     if (inputs[0].dtype == TF_F16 || inputs[0].dtype == TF_BF16)
-      return tf_cuda_linear_loss_half_layout_of(&lg, op != TF_OP_LINEAR_CROSS_ENTROPY,
-                                                tf_linear_loss_bias_input(op, n_inputs) >= 0)
-          .total;
+      return tf_cuda_linear_loss_half_bytes(&lg, op != TF_OP_LINEAR_CROSS_ENTROPY,
+                                            tf_linear_loss_bias_input(op, n_inputs) >= 0);
     return tf_cuda_linear_loss_layout_of(&lg).total;
   }
   case TF_WORKSPACE_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;

@@ -11,11 +11,14 @@
  * dlogits, sums dx over the spans and a span of dweight (and dbias, in double) over the chunks in
  * f32, and rounds each once into its half output. Workspace: core/workspace_cuda.h,
  * tf_cuda_linear_loss_half_layout_of. Deterministic: fixed trees, no atomics. A block per row in
- * the row passes (kernels/cuda/xent_row.cuh). Run on an H200 (docs/cuda.md). */
+ * the row passes (kernels/cuda/xent_row.cuh). Run on an H200 (docs/cuda.md).
+ *
+ * This is the widening path: the launcher first offers the step to the tensor-core path
+ * (linear_loss_tensor.cu, no widened copies), and runs this one when that declines
+ * (TIGHTFIT_CUDA_HEAD_TENSOR=0, an older device, a refused product: linear_loss_half.cuh). */
 #include <type_traits>
 
-#include "kernels/cuda/common.cuh"
-#include "kernels/cuda/xent_row.cuh"
+#include "kernels/cuda/linear_loss_half.cuh"
 
 namespace tf_cuda {
 namespace {
@@ -35,33 +38,6 @@ struct HalfHead {
 
 float *floats_at(const HalfHead &h, int64_t offset) { return (float *)(h.space + offset); }
 double *doubles_at(const HalfHead &h, int64_t offset) { return (double *)(h.space + offset); }
-
-/* dst[r dst_stride + c] = src[r src_stride + c] widened exactly, r < rows, c < cols. */
-template <typename T>
-__global__ void widen_block(const T *src, int64_t src_stride, float *dst, int64_t dst_stride, int64_t rows,
-                            int64_t cols) {
-  TF_CUDA_GRID_STRIDE(i, rows * cols) {
-    const int64_t r = i / cols, c = i - r * cols;
-    dst[r * dst_stride + c] = to_f32(src[r * src_stride + c]);
-  }
-}
-
-/* dst[r dst_stride + c] = src[r src_stride + c] rounded once (0 when no label counts). */
-template <typename T>
-__global__ void narrow_block(const float *src, int64_t src_stride, T *dst, int64_t dst_stride, int64_t rows,
-                             int64_t cols, const long long *count) {
-  const bool none = *count == 0;
-  TF_CUDA_GRID_STRIDE(i, rows * cols) {
-    const int64_t r = i / cols, c = i - r * cols;
-    dst[r * dst_stride + c] = from_f32<T>(none ? 0.0f : src[r * src_stride + c]);
-  }
-}
-
-/* dbias[c] = the span's double sums rounded (0 when no label counts). */
-template <typename T> __global__ void narrow_sums(const double *sums, T *dbias, int64_t n, const long long *count) {
-  const bool none = *count == 0;
-  TF_CUDA_GRID_STRIDE(c, n) { dbias[c] = from_f32<T>(none ? 0.0f : (float)sums[c]); }
-}
 
 /* logits[r, c] += bias[c] over rows x n (the span's bias), after the product as the unfused add. */
 template <typename T> __global__ void add_span_bias(float *logits, const T *bias, int64_t rows, int64_t n) {
@@ -93,19 +69,6 @@ __global__ void span_statistics(const float *logits, Span s, const void *labels,
         row[2] = l[label - s.first_class];
     }
   }
-}
-
-/* The mean over the rows that count of log(sum) + max - label logit (one block, double, fixed order). */
-__global__ void half_loss(const double *stats, const void *labels, bool wide, int64_t rows, int64_t classes,
-                          int64_t ignore, const long long *count, float *loss) {
-  __shared__ double scratch[kThreads / 32];
-  double sum = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
-    if (xent_label_at(labels, wide, r, classes, ignore) >= 0)
-      sum += log(stats[3 * r + 1]) + (stats[3 * r] - stats[3 * r + 2]);
-  sum = block_sum(sum, scratch);
-  if (threadIdx.x == 0)
-    *loss = *count > 0 ? (float)(sum / (double)*count) : 0.0f;
 }
 
 /* A block per row: the span's logits, in place, become exp(logit - lse) scale, less scale at the
@@ -309,6 +272,10 @@ template <typename T> tf_status half_head(const tf_cuda_args *args) {
   const HalfHead h = half_head_of(args);
   if (h.g.rows == 0 || h.g.classes == 0)
     return nothing_to_sum(args, h.stream);
+  bool handled = false;
+  tf_status tensor = tensor_half_head(args, &handled);
+  if (handled || tensor)
+    return tensor;
   const Pass<T> pass(h, operands_of<T>(args));
   TF_RETURN_IF_ERROR(cublas_workspace(h.handle, h.space + h.at.cublas, TF_CUDA_CUBLAS_WORKSPACE));
   xent_count_labels<<<1, kThreads, 0, h.stream>>>(h.labels, h.wide, h.g.rows, h.g.classes, h.ignore, h.count);
