@@ -4,17 +4,16 @@
  *   (a) host logic, anywhere: the tensor-core layout (core/workspace_cuda.h) for shapes with and
  *       without tails: its span and balanced chunks, parts in order, aligned, each as large as what
  *       the kernel touches there, and the planned workspace covering both paths' layouts;
- *   (b) on a GPU, the kernel itself on both paths (the tensor-core one with TIGHTFIT_CUDA_HEAD_TENSOR=1,
- *       which turns a decline into an error: it really ran): every form (loss, gradient, single pass;
- *       with and without a bias; both weight layouts; i32 and i64 labels, ignored and out-of-range
- *       ones; rows not a multiple of either path's chunk, classes not a multiple of either span; bf16
- *       and f16; f32 math and the half type's math), each output against a float64 reference within
- *       a bound stated per element below;
- *   (c) the head compiled for the cuda target (9,000 classes: five of the widening path's spans) runs
- *       linear_cross_entropy on its half x and weight itself (no f32 [9000, 32] operand) with a
- *       smaller arena, and one micro-step's loss and grad(W) are within one unit of the half type of
- *       the f32 head fed the same rounded x and W (the CPU), on each path.
- * (a) and the plan checks of (c) run anywhere; the rest exits 77 without a CUDA device. */
+ *   (b) the kernel itself: the CPU's half kernel anywhere (the reference and bounds checked on it: it
+ *       uses about half of the f32-math bound), and on a GPU both CUDA paths (the tensor-core one with
+ *       TIGHTFIT_CUDA_HEAD_TENSOR=1, which turns a decline into an error: it really ran): every form (loss, gradient,
+ * single pass; with and without a bias; both weight layouts; i32 and i64 labels, ignored and out-of-range ones; rows
+ * not a multiple of either path's chunk, classes not a multiple of either span; bf16 and f16; f32 math and the half
+ * type's math), each output against a float64 reference within a bound stated per element below; (c) the head compiled
+ * for the cuda target (9,000 classes: five of the widening path's spans) runs linear_cross_entropy on its half x and
+ * weight itself (no f32 [9000, 32] operand) with a smaller arena, and one micro-step's loss and grad(W) are within one
+ * unit of the half type of the f32 head fed the same rounded x and W (the CPU), on each path. (a), the CPU part of (b)
+ * and the plan checks of (c) run anywhere; the rest exits 77 without a CUDA device. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -24,10 +23,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/workspace_cpu.h"
 #include "core/workspace_cuda.h"
 #include "cuda_test.h"
 #include "half_head.h"
 #include "half_values.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cuda/kernels.h"
 
 static tf_test_counts counts;
@@ -267,36 +268,68 @@ static void free_reference(head_reference *ref) {
     free(ref->grad[i]), free(ref->magnitude[i]), free(ref->operands[i]);
 }
 
-/* Device copies of a case's operands, in the step's dtypes. */
-typedef struct head_device {
+/* A case's operands as a step takes them: half bits, labels of the case's type, outputs. */
+typedef struct head_operands {
   void *x, *w, *b, *labels, *dloss, *loss, *grad[3], *workspace;
-} head_device;
+} head_operands;
 
-static bool upload_half(void **to, const float *from, int64_t n, tf_dtype half) {
-  uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)(n > 0 ? n : 1));
-  bool ok = bits && cudaMalloc(to, sizeof(uint16_t) * (size_t)(n > 0 ? n : 1)) == cudaSuccess;
-  for (int64_t i = 0; ok && i < n; i++)
-    bits[i] = tf_test_half_bits(half, from[i]);
-  ok = ok && cudaMemcpy(*to, bits, sizeof(uint16_t) * (size_t)n, cudaMemcpyHostToDevice) == cudaSuccess;
-  free(bits);
-  return ok;
-}
-
-/* Runs the case's step once with TIGHTFIT_CUDA_HEAD_TENSOR=`mode` into dev; the outputs, widened,
- * into loss and grad[] (NULL: not an output). */
-static bool run_step(const head_case *c, const step_shape *s, tf_dtype half, tf_dtype math, head_device *dev,
-                     int64_t workspace_bytes, cublasHandle_t handle, const char *mode, float *loss, float *grad[3]) {
-  tf_tensor_ref inputs[5], outputs[4];
-  memcpy(inputs, s->inputs, sizeof(inputs));
-  memcpy(outputs, s->outputs, sizeof(outputs));
-  void *in_data[5] = {dev->x, dev->w, dev->labels, dev->dloss, dev->b};
+/* The step's arguments over `o` (host or device memory). */
+static void bind_step(const head_case *c, const step_shape *s, const head_operands *o, tf_tensor_ref *inputs,
+                      tf_tensor_ref *outputs) {
+  memcpy(inputs, s->inputs, sizeof(s->inputs));
+  memcpy(outputs, s->outputs, sizeof(s->outputs));
+  void *in_data[5] = {o->x, o->w, o->labels, o->dloss, o->b};
   for (int32_t i = 0; i < s->n_inputs; i++)
     inputs[i].data = in_data[i == 3 && c->op == TF_OP_LINEAR_CROSS_ENTROPY ? 4 : i];
   const int32_t first_grad = c->op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD || c->op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD;
-  for (int32_t o = 0; o < s->n_outputs; o++)
-    outputs[o].data = o == 0 && !first_grad ? dev->loss : dev->grad[o - 1 + first_grad];
+  for (int32_t k = 0; k < s->n_outputs; k++)
+    outputs[k].data = k == 0 && !first_grad ? o->loss : o->grad[k - 1 + first_grad];
+}
+
+/* The outputs in `o` (host memory) widened into loss and grad[] (NULL: not wanted). */
+static void read_outputs(const head_case *c, tf_dtype half, const head_operands *o, float *loss, float *grad[3]) {
+  const int64_t sizes[3] = {c->rows * c->features, c->classes * c->features, c->classes};
+  for (int i = 0; i < 3; i++)
+    for (int64_t j = 0; grad[i] && j < sizes[i]; j++)
+      grad[i][j] = tf_test_half_value(half, ((const uint16_t *)o->grad[i])[j]);
+  if (loss)
+    *loss = *(const float *)o->loss;
+}
+
+/* The CPU's half kernel (kernels/cpu/linear_loss_half.c: f32 products, f32 dlogits) on `host`. */
+static void run_cpu(const head_case *c, const step_shape *s, tf_dtype half, head_operands *host, float *loss,
+                    float *grad[3]) {
+  tf_tensor_ref inputs[5], outputs[4];
+  const int64_t bytes =
+      tf_cpu_workspace_bytes(c->op, &s->attrs, s->n_inputs, s->inputs, s->n_outputs, s->outputs, 1, 4);
+  void *workspace = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64 + 64));
+  bind_step(c, s, host, inputs, outputs);
+  const tf_cpu_context context = {.threads = 1};
+  const tf_cpu_args args = {.op = c->op,
+                            .attrs = &s->attrs,
+                            .n_inputs = s->n_inputs,
+                            .inputs = inputs,
+                            .n_outputs = s->n_outputs,
+                            .outputs = outputs,
+                            .workspace = workspace,
+                            .workspace_bytes = bytes,
+                            .context = &context};
+  if (workspace)
+    tf_cpu_linear_cross_entropy_half(&args);
+  CHECK(&counts, workspace != NULL, "%s: cpu workspace", c->name);
+  free(workspace);
+  read_outputs(c, half, host, loss, grad);
+}
+
+/* Runs the step once on the GPU with TIGHTFIT_CUDA_HEAD_TENSOR=`mode`: operands in `dev`, outputs
+ * copied into `host`, then widened into loss and grad[]. */
+static bool run_gpu(const head_case *c, const step_shape *s, tf_dtype half, tf_dtype math, const head_operands *dev,
+                    head_operands *host, int64_t workspace_bytes, cublasHandle_t handle, const char *mode, float *loss,
+                    float *grad[3]) {
+  tf_tensor_ref inputs[5], outputs[4];
+  bind_step(c, s, dev, inputs, outputs);
   setenv("TIGHTFIT_CUDA_HEAD_TENSOR", mode, 1);
-  cudaMemset(dev->workspace, 0xff, (size_t)workspace_bytes); /* NaN everywhere it does not write */
+  cudaMemset(dev->workspace, 0xff, (size_t)workspace_bytes); /* NaN wherever a path reads what it did not write */
   const tf_cuda_args args = {.op = c->op,
                              .attrs = &s->attrs,
                              .n_inputs = s->n_inputs,
@@ -312,23 +345,18 @@ static bool run_step(const head_case *c, const step_shape *s, tf_dtype half, tf_
     status = tf_cuda_kernel_launch(&args);
   unsetenv("TIGHTFIT_CUDA_HEAD_TENSOR");
   const cudaError_t synced = cudaDeviceSynchronize();
-  CHECK(&counts, !status && synced == cudaSuccess, "%s, %s, %s math, TIGHTFIT_CUDA_HEAD_TENSOR=%s: %s%s", c->name,
-        tf_dtype_name(half), tf_dtype_name(math), mode, status ? tf_status_message(status) : "",
-        cudaGetErrorString(synced));
   const bool ok = !status && synced == cudaSuccess;
+  CHECK(&counts, ok, "%s, %s, %s math, TIGHTFIT_CUDA_HEAD_TENSOR=%s: %s%s", c->name, tf_dtype_name(half),
+        tf_dtype_name(math), mode, status ? tf_status_message(status) : "", cudaGetErrorString(synced));
   tf_status_free(status);
   const int64_t sizes[3] = {c->rows * c->features, c->classes * c->features, c->classes};
-  uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)sizes[1] + sizeof(uint16_t) * (size_t)sizes[0]);
-  for (int i = 0; ok && bits && i < 3; i++) {
-    if (!grad[i])
-      continue;
-    cudaMemcpy(bits, dev->grad[i], sizeof(uint16_t) * (size_t)sizes[i], cudaMemcpyDeviceToHost);
-    for (int64_t j = 0; j < sizes[i]; j++)
-      grad[i][j] = tf_test_half_value(half, bits[j]);
-  }
-  free(bits);
+  for (int i = 0; ok && i < 3; i++)
+    if (grad[i])
+      cudaMemcpy(host->grad[i], dev->grad[i], sizeof(uint16_t) * (size_t)sizes[i], cudaMemcpyDeviceToHost);
   if (ok && loss)
-    cudaMemcpy(loss, dev->loss, sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(host->loss, dev->loss, sizeof(float), cudaMemcpyDeviceToHost);
+  if (ok)
+    read_outputs(c, half, host, loss, grad);
   return ok;
 }
 
@@ -352,6 +380,58 @@ static double worst_ratio(const head_reference *ref, const head_case *c, bool ha
   return worst;
 }
 
+/* Host and (with a GPU) device operands of a case; false when an allocation or copy failed. */
+static bool make_operands(const head_case *c, tf_dtype half, const head_data *d, head_operands *host,
+                          head_operands *dev, bool gpu) {
+  const int64_t sizes[3] = {c->rows * c->features, c->classes * c->features, c->classes};
+  const float *values[3] = {d->x, d->w, d->b};
+  void **in[3] = {&host->x, &host->w, &host->b};
+  bool ok = true;
+  for (int i = 0; i < 3; i++) {
+    uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)sizes[i]);
+    for (int64_t j = 0; bits && j < sizes[i]; j++)
+      bits[j] = tf_test_half_bits(half, values[i][j]);
+    *in[i] = bits;
+    host->grad[i] = malloc(sizeof(uint16_t) * (size_t)sizes[i]);
+    ok = ok && bits && host->grad[i];
+  }
+  const size_t label_size = c->wide ? sizeof(int64_t) : sizeof(int32_t);
+  host->labels = malloc(label_size * (size_t)c->rows);
+  host->dloss = malloc(sizeof(float));
+  host->loss = malloc(sizeof(float));
+  ok = ok && host->labels && host->dloss && host->loss;
+  for (int64_t r = 0; ok && r < c->rows; r++)
+    if (c->wide)
+      ((int64_t *)host->labels)[r] = d->labels[r];
+    else
+      ((int32_t *)host->labels)[r] = (int32_t)d->labels[r];
+  if (ok)
+    *(float *)host->dloss = d->dloss;
+  if (!ok || !gpu)
+    return ok;
+  void **from[] = {&host->x, &host->w, &host->b, &host->labels, &host->dloss};
+  void **to[] = {&dev->x, &dev->w, &dev->b, &dev->labels, &dev->dloss};
+  const size_t bytes[] = {2 * (size_t)sizes[0], 2 * (size_t)sizes[1], 2 * (size_t)sizes[2],
+                          label_size * (size_t)c->rows, sizeof(float)};
+  for (int i = 0; ok && i < 5; i++)
+    ok = cudaMalloc(to[i], bytes[i]) == cudaSuccess &&
+         cudaMemcpy(*to[i], *from[i], bytes[i], cudaMemcpyHostToDevice) == cudaSuccess;
+  for (int i = 0; ok && i < 3; i++)
+    ok = cudaMalloc(&dev->grad[i], 2 * (size_t)sizes[i]) == cudaSuccess;
+  return ok && cudaMalloc(&dev->loss, sizeof(float)) == cudaSuccess;
+}
+
+static void free_operands(head_operands *o, bool device) {
+  void *all[] = {o->x, o->w, o->b, o->labels, o->dloss, o->loss, o->grad[0], o->grad[1], o->grad[2], o->workspace};
+  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+    if (device)
+      cudaFree(all[i]);
+    else
+      free(all[i]);
+}
+
+/* One case: the CPU's half kernel (anywhere) and, with a cuBLAS handle (a GPU), both CUDA paths,
+ * each against the float64 reference. */
 static void check_case(const head_case *c, tf_dtype half, tf_dtype math, cublasHandle_t handle) {
   step_shape s;
   shape_step(&s, c->op, c->bias, half, c->transpose, c->wide, c->rows, c->features, c->classes, c->chunk_rows);
@@ -359,66 +439,55 @@ static void check_case(const head_case *c, tf_dtype half, tf_dtype math, cublasH
       tf_cuda_workspace_bytes(c->op, &s.attrs, s.n_inputs, s.inputs, s.n_outputs, s.outputs);
   head_data d;
   head_reference ref;
-  head_device dev;
+  head_operands host, dev;
+  memset(&host, 0, sizeof(host));
   memset(&dev, 0, sizeof(dev));
   const int64_t sizes[3] = {c->rows * c->features, c->classes * c->features, c->classes};
-  float *out[2][3] = {{NULL}}, loss[2] = {NAN, NAN};
-  const bool forward = c->op == TF_OP_LINEAR_CROSS_ENTROPY;
-  const bool has_loss = forward || tf_linear_loss_is_train(c->op);
+  float *out[3][3] = {{NULL}}, loss[3] = {NAN, NAN, NAN}; /* cpu, tensor cores, widening */
+  const bool forward = c->op == TF_OP_LINEAR_CROSS_ENTROPY, has_loss = forward || tf_linear_loss_is_train(c->op);
   bool ok = make_data(c, half, &d) && make_reference(c, half, math, &d, &ref);
-  for (int p = 0; ok && !forward && p < 2; p++)
+  for (int p = 0; ok && !forward && p < 3; p++)
     for (int i = 0; i < (c->bias ? 3 : 2); i++)
       ok = (out[p][i] = malloc(sizeof(float) * (size_t)sizes[i])) != NULL;
-  ok = ok && upload_half(&dev.x, d.x, sizes[0], half) && upload_half(&dev.w, d.w, sizes[1], half) &&
-       upload_half(&dev.b, d.b, sizes[2], half);
-  int32_t *narrow = malloc(sizeof(int32_t) * (size_t)c->rows);
-  for (int64_t r = 0; ok && narrow && r < c->rows; r++)
-    narrow[r] = (int32_t)d.labels[r];
-  ok = ok && narrow && cudaMalloc(&dev.labels, sizeof(int64_t) * (size_t)c->rows) == cudaSuccess &&
-       cudaMemcpy(dev.labels, c->wide ? (void *)d.labels : (void *)narrow,
-                  (c->wide ? sizeof(int64_t) : sizeof(int32_t)) * (size_t)c->rows, cudaMemcpyHostToDevice) == 0 &&
-       cudaMalloc(&dev.dloss, sizeof(float)) == 0 &&
-       cudaMemcpy(dev.dloss, &d.dloss, sizeof(float), cudaMemcpyHostToDevice) == 0 &&
-       cudaMalloc(&dev.loss, sizeof(float)) == 0 && cudaMalloc(&dev.workspace, (size_t)workspace_bytes) == 0;
-  for (int i = 0; ok && i < 3; i++)
-    ok = cudaMalloc(&dev.grad[i], sizeof(uint16_t) * (size_t)sizes[i]) == 0;
-  free(narrow);
+  ok = ok && make_operands(c, half, &d, &host, &dev, handle != NULL);
+  ok = ok && (!handle || cudaMalloc(&dev.workspace, (size_t)workspace_bytes) == cudaSuccess);
   CHECK(&counts, ok, "%s: set-up failed", c->name);
   if (ok) {
-    const bool tensor =
-        run_step(c, &s, half, math, &dev, workspace_bytes, handle, "1", has_loss ? &loss[0] : NULL, out[0]);
-    const bool widening =
-        run_step(c, &s, half, math, &dev, workspace_bytes, handle, "0", has_loss ? &loss[1] : NULL, out[1]);
-    /* f16 dlogits below 2^-14 are subnormal: this kernel's rounding keeps them (2^-24 apart); cuBLAS's
-     * conversion under COMPUTE_32F_FAST_16F might flush them, up to 2^-14 each */
+    /* f16 dlogits below 2^-14 are subnormal: the tensor-core path's rounding keeps them (2^-24
+     * apart); cuBLAS's conversion under COMPUTE_32F_FAST_16F might flush them, up to 2^-14 each */
     const bool f16_dlogits = half == TF_F16 && math == TF_F16;
+    const double floors[3] = {0, f16_dlogits ? ldexp(1, -24) : 0, f16_dlogits ? ldexp(1, -14) : 0};
+    static const char *const modes[3] = {NULL, "1", "0"};
+    double worst[3] = {NAN, NAN, NAN};
     int64_t differ = 0, unused = 0;
-    const double worst_tensor =
-        tensor ? worst_ratio(&ref, c, has_loss, loss[0], out[0], f16_dlogits ? ldexp(1, -24) : 0, out[1], &differ)
-               : NAN;
-    const double worst_widening =
-        widening ? worst_ratio(&ref, c, has_loss, loss[1], out[1], f16_dlogits ? ldexp(1, -14) : 0, NULL, &unused)
-                 : NAN;
-    const bool good = worst_tensor <= 1 && worst_widening <= 1;
-    CHECK(&counts, good, "%s, %s, %s math: worst error / bound %.3g (tensor cores), %.3g (widening)", c->name,
-          tf_dtype_name(half), tf_dtype_name(math), worst_tensor, worst_widening);
-    printf("%-4s %s, %s, %s math: loss %.7g / %.7g (f64 %.7g); worst error / bound: tensor cores %.3f, widening "
-           "%.3f; %lld gradient elements differ between them\n",
-           good ? "ok" : "FAIL", c->name, tf_dtype_name(half), tf_dtype_name(math), loss[0], loss[1], ref.loss,
-           worst_tensor, worst_widening, (long long)differ);
+    for (int p = 0; p < (handle ? 3 : 1); p++) {
+      float *loss_at = has_loss ? &loss[p] : NULL;
+      if (p == 0)
+        run_cpu(c, &s, half, &host, loss_at, out[p]);
+      if (p == 0 || run_gpu(c, &s, half, math, &dev, &host, workspace_bytes, handle, modes[p], loss_at, out[p]))
+        worst[p] = worst_ratio(&ref, c, has_loss, loss[p], out[p], floors[p], p == 1 ? out[2] : NULL,
+                               p == 1 ? &differ : &unused);
+    }
+    const bool good = worst[0] <= 1 && (!handle || (worst[1] <= 1 && worst[2] <= 1));
+    CHECK(&counts, good, "%s, %s, %s math: worst error / bound %.3g (cpu), %.3g (tensor cores), %.3g (widening)",
+          c->name, tf_dtype_name(half), tf_dtype_name(math), worst[0], worst[1], worst[2]);
+    printf("%-4s %s, %s, %s math: loss %.7g cpu, %.7g tensor cores, %.7g widening (f64 %.7g); worst error / "
+           "bound %.3f, %.3f, %.3f; %lld gradient elements differ between the cuda paths\n",
+           good ? "ok" : "FAIL", c->name, tf_dtype_name(half), tf_dtype_name(math), loss[0], loss[1], loss[2], ref.loss,
+           worst[0], worst[1], worst[2], (long long)differ);
   }
-  for (int p = 0; p < 2; p++)
+  for (int p = 0; p < 3; p++)
     for (int i = 0; i < 3; i++)
       free(out[p][i]);
-  void *device[] = {dev.x,    dev.w,       dev.b,       dev.labels,  dev.dloss,
-                    dev.loss, dev.grad[0], dev.grad[1], dev.grad[2], dev.workspace};
-  for (size_t i = 0; i < sizeof(device) / sizeof(device[0]); i++)
-    cudaFree(device[i]);
+  if (handle)
+    free_operands(&dev, true);
+  free_operands(&host, false);
   free_reference(&ref);
   free_data(&d);
 }
 
-static void check_kernels(void) {
+/* Every case on the CPU's half kernel and, with a GPU, on both CUDA paths. */
+static void check_kernels(bool gpu) {
   /* spans: 2,048 (both paths); tensor chunks: the plan's chunk x (classes / span) rows, balanced */
   static const head_case cases[] = {
       {"train, tied [4500, 40] weight, 300 rows in 3 chunks of 100 (widening: 5 of 64)",
@@ -434,7 +503,7 @@ static void check_kernels(void) {
       {"train, every label ignored", TF_OP_LINEAR_CROSS_ENTROPY_TRAIN, false, true, false, 20, 8, 3000, 8, 1},
   };
   cublasHandle_t handle = NULL;
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS || cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH) != 0) {
+  if (gpu && (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS || cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH) != 0)) {
     CHECK(&counts, false, "cublasCreate failed");
     return;
   }
@@ -443,7 +512,8 @@ static void check_kernels(void) {
     for (int h = 0; h < 2; h++)
       for (int m = 0; m < 2; m++)
         check_case(&cases[i], halves[h], m == 0 ? TF_F32 : halves[h], handle);
-  cublasDestroy(handle);
+  if (handle)
+    cublasDestroy(handle);
 }
 
 /* ---- (c) the head through a session, on each path ---- */
@@ -451,8 +521,7 @@ static void check_kernels(void) {
 int main(void) {
   check_layouts();
   const int available = cuda_test_device();
-  if (available == 0)
-    check_kernels();
+  check_kernels(available == 0);
   static const char *const modes[] = {"1", "0"};
   for (int m = 0; m < (available == 0 ? 2 : 1); m++) {
     setenv("TIGHTFIT_CUDA_HEAD_TENSOR", modes[m], 1);
