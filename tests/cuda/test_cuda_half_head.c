@@ -4,16 +4,19 @@
  *   (a) host logic, anywhere: the tensor-core layout (core/workspace_cuda.h) for shapes with and
  *       without tails: its span and balanced chunks, parts in order, aligned, each as large as what
  *       the kernel touches there, and the planned workspace covering both paths' layouts;
- *   (b) the kernel itself: the CPU's half kernel anywhere (the reference and bounds checked on it: it
- *       uses about half of the f32-math bound), and on a GPU both CUDA paths (the tensor-core one with
- *       TIGHTFIT_CUDA_HEAD_TENSOR=1, which turns a decline into an error: it really ran): every form (loss, gradient,
- * single pass; with and without a bias; both weight layouts; i32 and i64 labels, ignored and out-of-range ones; rows
- * not a multiple of either path's chunk, classes not a multiple of either span; bf16 and f16; f32 math and the half
- * type's math), each output against a float64 reference within a bound stated per element below; (c) the head compiled
- * for the cuda target (9,000 classes: five of the widening path's spans) runs linear_cross_entropy on its half x and
- * weight itself (no f32 [9000, 32] operand) with a smaller arena, and one micro-step's loss and grad(W) are within one
- * unit of the half type of the f32 head fed the same rounded x and W (the CPU), on each path. (a), the CPU part of (b)
- * and the plan checks of (c) run anywhere; the rest exits 77 without a CUDA device. */
+ *   (b) the kernel itself: the CPU's half kernel anywhere (which checks the reference and bounds: it
+ *       uses about half of the f32-math bound), and on a GPU both CUDA paths (the tensor-core one
+ *       with TIGHTFIT_CUDA_HEAD_TENSOR=1, which turns a decline into an error: it really ran). Every
+ *       form (loss, gradient, single pass; with and without a bias; both weight layouts; i32 and i64
+ *       labels, ignored and out-of-range ones; rows not a multiple of either path's chunk, classes
+ *       not a multiple of either span; bf16 and f16; f32 math and the half type's math), each
+ *       output against a float64 reference within a bound stated per element (make_reference);
+ *   (c) the head compiled for the cuda target (9,000 classes: five of the widening path's spans)
+ *       runs linear_cross_entropy on its half x and weight itself (no f32 [9000, 32] operand) with
+ *       a smaller arena, and one micro-step's loss and grad(W) are within one unit of the half type
+ *       of the f32 head fed the same rounded x and W (the CPU), on each path.
+ * (a), the CPU part of (b) and the plan checks of (c) run anywhere; the rest exits 77 without a
+ * CUDA device. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
