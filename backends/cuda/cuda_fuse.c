@@ -220,9 +220,8 @@ static bool match_forward(const plan_index *index, int32_t m, tf_cuda_fusion *f)
   const int32_t bias = as->inputs[0] == y ? as->inputs[1] : as->inputs[0];
   const int32_t z = as->outputs[0];
   const tf_plan_buffer *bb = &plan->buffers[bias];
-  if (bias == y || !is_bias_vector(bb, n, yb->dtype) ||
-      (bb->role != TF_ROLE_PARAMETER && bb->role != TF_ROLE_CONSTANT) || !same_shape(&plan->buffers[z], yb) ||
-      plan->buffers[z].dtype != yb->dtype)
+  if (bias == y || !is_bias_vector(bb, n, yb->dtype) || index->producer[bias] >= m ||
+      !same_shape(&plan->buffers[z], yb) || plan->buffers[z].dtype != yb->dtype)
     return false;
   *f = (tf_cuda_fusion){.kind = TF_CUDA_FUSION_BIAS,
                         .launch_step = m,

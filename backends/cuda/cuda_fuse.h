@@ -5,8 +5,9 @@
  *
  * Groups (each step in at most one group; the spans [first member, last member] of two groups
  * never intersect):
- *   - BIAS: matmul(x, W) -> y, add(y, b) -> z, b an [n] (or [1, n]) parameter or constant, y read by
- *     no other step: one cuBLASLt GEMM with the bias epilogue writes z.
+ *   - BIAS: matmul(x, W) -> y, add(y, b) -> z, b an [n] (or [1, n]) vector written before the matmul
+ *     (a parameter, or its cast to bf16), y read by no other step: one cuBLASLt GEMM with the bias
+ *     epilogue writes z.
  *   - BIAS_GELU / BIAS_GELU_AUX: the same followed by gelu(z) -> a with the tanh approximation
  *     (cuBLASLt's GELU): D = a; z also written as the epilogue's aux output when another step
  *     reads it (the gradient), else not written at all.

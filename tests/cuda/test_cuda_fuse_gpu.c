@@ -11,8 +11,8 @@
  *   - Epilogues off, multi-tensor on vs both off: losses, parameters and optimizer state equal bit
  *     for bit (the multi-tensor kernel runs the one-tensor kernels' rounded operations).
  *   - The groups are really used: a fourth session with TIGHTFIT_CUDA_PROFILE writes the backend's
- *     "fused groups: A of B active" line, and every group must be active (a refused group, with its
- *     reason, fails the test: it would make the comparison vacuous).
+ *     "fused groups: A of B active" lines; every bias and optimizer group must be active (else the
+ *     comparison would be vacuous), a refused gelu or bias-gradient group is printed with its reason.
  * Exits 77 without a CUDA device. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -213,22 +213,31 @@ static void compare_exact(const model *m, const outcome *multi, const outcome *s
          ok ? "ok" : "FAIL", m->label, (long long)multi->param_bytes, (long long)multi->state_bytes);
 }
 
-/* Every group the backend found was active in the profiled session. */
+/* The groups the backend found, from the profiled session's file: every bias and optimizer group
+ * must be active (cuBLASLt has the bias epilogue for every type here; the optimizer needs no
+ * library), and at least one group at all. A refused bias+gelu or bias-gradient group is printed
+ * with cuBLASLt's reason, not failed: its steps then run as compiled, which is correct, only slower,
+ * and the line says what to look at. */
 static void check_groups_active(const model *m, const char *profile) {
   FILE *f = fopen(profile, "r");
   char line[512];
-  int active = -1, found = -1;
+  int active = -1, found = -1, refused_required = 0;
   bool printed = false;
   while (f && fgets(line, sizeof(line), f)) {
     if (sscanf(line, "fused groups: %d of %d active", &active, &found) == 2)
       printed = true;
-    if (printed && strncmp(line, "  ", 2) == 0)
-      printf("       %s: %s", m->label, line + 2);
+    if (!printed || strncmp(line, "  ", 2) != 0)
+      continue;
+    const bool off = strstr(line, ": off, ") != NULL;
+    const bool required = strncmp(line + 2, "bias steps", 10) == 0 || strncmp(line + 2, "optimizer", 9) == 0;
+    refused_required += off && required;
+    printf("%s %s: %s", off ? (required ? "FAIL" : "note") : "    ", m->label, line + 2);
   }
   if (f)
     fclose(f);
-  const bool ok = printed && found > 0 && active == found;
-  CHECK(&counts, ok, "%s: the profile (%s) says %d of %d fused groups active", m->label, profile, active, found);
+  const bool ok = printed && active > 0 && refused_required == 0;
+  CHECK(&counts, ok, "%s: the profile (%s) says %d of %d fused groups active, %d bias or optimizer groups off",
+        m->label, profile, active, found, refused_required);
   printf("%-4s %s: %d of %d fused groups active\n", ok ? "ok" : "FAIL", m->label, active, found);
 }
 
