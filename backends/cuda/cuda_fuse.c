@@ -42,8 +42,9 @@ const char *tf_cuda_fusion_kind_name(tf_cuda_fusion_kind kind) {
 
 void tf_cuda_fusion_describe(const tf_cuda_fusion *f, char *text, size_t size) {
   if (f->kind == TF_CUDA_FUSION_OPTIMIZER) {
-    snprintf(text, size, "optimizer steps %d..%d (%d tensors) at %d", f->first, f->last, f->last - f->first + 1,
-             f->launch_step);
+    const int32_t tensors = (f->last - f->first + 1) / (f->zero_grads ? 2 : 1);
+    snprintf(text, size, "optimizer steps %d..%d (%d tensors%s) at %d", f->first, f->last, tensors,
+             f->zero_grads ? ", gradients zeroed" : "", f->launch_step);
     return;
   }
   int used = snprintf(text, size, "%s steps", tf_cuda_fusion_kind_name(f->kind));
@@ -357,6 +358,15 @@ static bool is_update(const tf_plan *plan, int32_t s) {
   return true;
 }
 
+/* Whether step z is the zero step of update u's gradient. */
+static bool zeroes_gradient(const tf_plan *plan, int32_t u, int32_t z) {
+  if (z >= plan->n_steps)
+    return false;
+  const tf_plan_step *zero = &plan->steps[z];
+  return zero->op == TF_OP_ZERO && zero->n_inputs == 1 && zero->n_outputs == 0 &&
+         zero->inputs[0] == plan->steps[u].inputs[1] && zero->phase == plan->steps[u].phase;
+}
+
 /* ---- all groups ---- */
 
 static bool spans_intersect(const tf_cuda_fusion *a, const tf_cuda_fusion *b) {
@@ -384,18 +394,22 @@ tf_status tf_cuda_fusion_find(const tf_plan *plan, tf_cuda_fusion_options option
     tf_cuda_fusion f;
     bool found = false;
     if (options.multi_tensor && is_update(plan, s)) {
+      const bool zero_grads = zeroes_gradient(plan, s, s + 1);
+      const int32_t stride = zero_grads ? 2 : 1;
       int32_t last = s;
-      while (last + 1 < plan->n_steps && is_update(plan, last + 1) && same_update(plan, s, last + 1))
-        last++;
+      while (last + stride < plan->n_steps && is_update(plan, last + stride) && same_update(plan, s, last + stride) &&
+             (!zero_grads || zeroes_gradient(plan, last + stride, last + stride + 1)))
+        last += stride;
       if (last > s) {
         f = (tf_cuda_fusion){.kind = TF_CUDA_FUSION_OPTIMIZER,
                              .launch_step = s,
                              .first = s,
-                             .last = last,
+                             .last = last + stride - 1,
                              .matmul_step = -1,
                              .bias = -1,
                              .output = -1,
-                             .aux = -1};
+                             .aux = -1,
+                             .zero_grads = zero_grads};
         found = true;
       }
     }

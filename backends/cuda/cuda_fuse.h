@@ -15,8 +15,9 @@
  *     matmul_accumulate), dz read directly or through a reshape view: one GEMM whose epilogue
  *     reduces dz into db (CUBLASLT_EPILOGUE_BGRADB); BGRADA: the same with weights stored [in, out],
  *     matmul(xᵀ, dz) -> dW (CUBLASLT_EPILOGUE_BGRADA).
- *   - OPTIMIZER: consecutive adamw (or sgd) steps with identical attributes and norm_sq input: one
- *     coefficient kernel and one multi-tensor update launch (or a few, when the list is long).
+ *   - OPTIMIZER: consecutive adamw (or sgd) steps with identical attributes and norm_sq input, each
+ *     maybe followed by the zero step of its gradient (gradient accumulation): one coefficient
+ *     kernel and one multi-tensor update launch (or a few, when the list is long).
  * A GEMM group is kept only if moving its writes and reads to the launch step changes nothing any
  * other step sees (byte ranges checked against every step in between). */
 #ifndef TIGHTFIT_BACKENDS_CUDA_CUDA_FUSE_H
@@ -54,7 +55,9 @@ typedef struct tf_cuda_fusion {
   int32_t bias;                                           /* BIAS*: the bias read; BGRADB: the bias gradient written */
   int32_t output; /* D: z or the gelu output (BIAS*), the matmul's output (BGRADB) */
   int32_t aux;    /* BIAS_GELU_AUX: z, written beside D; else -1 */
-  /* OPTIMIZER: steps [first, last] */
+  /* OPTIMIZER: steps [first, last]; with zero_grads every update is followed by the zero step of its
+   * gradient (gradient accumulation), which the same launch does (0.0f over the gradient) */
+  bool zero_grads;
 } tf_cuda_fusion;
 
 typedef struct tf_cuda_fusion_options {

@@ -23,6 +23,20 @@ void tf_cuda_fused_disable(cuda_state *s, int32_t g, const char *why) {
   f->lt = NULL;
 }
 
+/* A bias+gelu group as a bias group (matmul, add; the gelu launches as compiled) when nothing runs
+ * between its matmul and its add, so that writing z at the matmul moves no write past another step. */
+static bool downgrade_gelu(const tf_plan *plan, tf_cuda_fusion *f) {
+  if ((f->kind != TF_CUDA_FUSION_BIAS_GELU && f->kind != TF_CUDA_FUSION_BIAS_GELU_AUX) || f->n_members != 3 ||
+      f->members[1] != f->members[0] + 1)
+    return false;
+  f->kind = TF_CUDA_FUSION_BIAS;
+  f->n_members = 2;
+  f->last = f->members[1];
+  f->output = plan->steps[f->members[1]].outputs[0]; /* z, the add's output */
+  f->aux = -1;
+  return true;
+}
+
 tf_status tf_cuda_fused_prepare(cuda_state *s) {
   const tf_plan *plan = s->plan;
   tf_cuda_fusion *groups = NULL;
@@ -41,24 +55,28 @@ tf_status tf_cuda_fused_prepare(cuda_state *s) {
     cuda_fused *f = &s->fused[g];
     f->group = groups[g];
     f->active = true;
+    if (f->group.kind != TF_CUDA_FUSION_OPTIMIZER) {
+      tf_status refused = tf_cuda_lt_prepare(s, &f->group, &f->lt);
+      if (refused && tf_status_code(refused) != TF_ERR_OUT_OF_MEMORY && downgrade_gelu(plan, &f->group)) {
+        tf_status_free(refused); /* cuBLASLt has no GELU epilogue for this GEMM: the bias alone */
+        refused = tf_cuda_lt_prepare(s, &f->group, &f->lt);
+      }
+      if (refused) {
+        const bool memory = tf_status_code(refused) == TF_ERR_OUT_OF_MEMORY;
+        tf_cuda_fused_disable(s, g, tf_status_message(refused));
+        if (memory) {
+          free(groups);
+          return refused;
+        }
+        tf_status_free(refused);
+      }
+    }
     for (int32_t i = f->group.first; i <= f->group.last; i++) {
       bool member = f->group.kind == TF_CUDA_FUSION_OPTIMIZER;
       for (int32_t k = 0; k < f->group.n_members && !member; k++)
         member = f->group.members[k] == i;
       if (member)
         s->fused_of_step[i] = g;
-    }
-    if (f->group.kind == TF_CUDA_FUSION_OPTIMIZER)
-      continue;
-    tf_status refused = tf_cuda_lt_prepare(s, &f->group, &f->lt);
-    if (refused) {
-      const bool memory = tf_status_code(refused) == TF_ERR_OUT_OF_MEMORY;
-      tf_cuda_fused_disable(s, g, tf_status_message(refused));
-      if (memory) {
-        free(groups);
-        return refused;
-      }
-      tf_status_free(refused);
     }
   }
   free(groups);
@@ -75,16 +93,16 @@ bool tf_cuda_fused_leads(const cuda_state *s, int32_t i, int32_t *group) {
   return true;
 }
 
-/* The optimizer group's steps, [first, last], as launch arguments for `half`. */
+/* The optimizer group's updates (every other step with zero_grads), as launch arguments for `half`. */
 static tf_status launch_optimizer(const cuda_state *s, const tf_cuda_fusion *g, int32_t half) {
   enum { BATCH = 1024 };
   const tf_cuda_args *list[BATCH];
-  const int32_t count = g->last - g->first + 1;
+  const int32_t stride = g->zero_grads ? 2 : 1, count = (g->last - g->first + 1) / stride;
   if (count > BATCH) /* tf_cuda_optimizer_launch_multi computes the coefficients for the whole list once */
     return tf_status_new(TF_ERR_INTERNAL, "multi-tensor update of %d tensors, above %d", count, BATCH);
   for (int32_t i = 0; i < count; i++)
-    list[i] = &s->steps[g->first + i].args[half];
-  return tf_cuda_optimizer_launch_multi(list, count);
+    list[i] = &s->steps[g->first + i * stride].args[half];
+  return tf_cuda_optimizer_launch_multi(list, count, g->zero_grads);
 }
 
 tf_status tf_cuda_fused_launch(const cuda_state *s, int32_t i, int32_t half, bool *handled) {

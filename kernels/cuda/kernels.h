@@ -113,9 +113,10 @@ tf_status tf_cuda_kernel_launch(const tf_cuda_args *args);
 /* Enqueues `count` adamw (or sgd) steps of one op, identical attributes and the same norm_sq input
  * (the backend's fusion checks this) as one coefficient kernel, written into steps[0]->workspace,
  * and one multi-tensor update launch per 512 tensors: the same rounded operations as each step's
- * own launch, bit for bit, skipped as a whole when norm_sq is not finite. Capturable; NULL or a
- * TF_ERR_BACKEND status naming the failed launch (the caller frees it). */
-tf_status tf_cuda_optimizer_launch_multi(const tf_cuda_args *const *steps, int32_t count);
+ * own launch, bit for bit, skipped as a whole when norm_sq is not finite. With zero_grads each
+ * gradient is then set to 0.0f (as the zero step after each update does), skipped or not.
+ * Capturable; NULL or a TF_ERR_BACKEND status naming the failed launch (the caller frees it). */
+tf_status tf_cuda_optimizer_launch_multi(const tf_cuda_args *const *steps, int32_t count, bool zero_grads);
 
 #ifdef __cplusplus
 }

@@ -107,7 +107,7 @@ struct MultiTensorList {
   int32_t count;
   int32_t block_start[kMultiMaxTensors + 1];
   float *param[kMultiMaxTensors];
-  const float *grad[kMultiMaxTensors];
+  float *grad[kMultiMaxTensors];
   float *state1[kMultiMaxTensors]; /* adamw: m; sgd: the momentum buffer */
   float *state2[kMultiMaxTensors]; /* adamw: v */
   int64_t n[kMultiMaxTensors];
@@ -127,18 +127,20 @@ __device__ int32_t tensor_of_block(const MultiTensorList &list, int32_t block) {
 }
 
 __global__ void multi_update(const __grid_constant__ MultiTensorList list, const Coefficients *c, bool is_adamw,
-                             AdamwScalars adamw_scalars, SgdScalars sgd_scalars) {
+                             AdamwScalars adamw_scalars, SgdScalars sgd_scalars, bool zero_grads) {
   const Coefficients coefficients = *c;
-  if (coefficients.skip)
-    return;
   const int32_t t = tensor_of_block(list, (int32_t)blockIdx.x);
   const int64_t begin = (int64_t)(blockIdx.x - (unsigned)list.block_start[t]) * kMultiBlockElements;
   const int64_t end = begin + kMultiBlockElements < list.n[t] ? begin + kMultiBlockElements : list.n[t];
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    if (is_adamw)
-      adamw_element(list.param[t], list.grad[t], list.state1[t], list.state2[t], i, coefficients, adamw_scalars);
-    else
-      sgd_element(list.param[t], list.grad[t], list.state1[t], i, coefficients.factor, sgd_scalars);
+    if (!coefficients.skip) {
+      if (is_adamw)
+        adamw_element(list.param[t], list.grad[t], list.state1[t], list.state2[t], i, coefficients, adamw_scalars);
+      else
+        sgd_element(list.param[t], list.grad[t], list.state1[t], i, coefficients.factor, sgd_scalars);
+    }
+    if (zero_grads) /* the zero step after the update: 0.0f has memset's bits */
+      list.grad[t][i] = 0.0f;
   }
 }
 
@@ -190,7 +192,7 @@ TF_CUDA_LAUNCHER(optimizer) {
 
 using namespace tf_cuda;
 
-extern "C" tf_status tf_cuda_optimizer_launch_multi(const tf_cuda_args *const *steps, int32_t count) {
+extern "C" tf_status tf_cuda_optimizer_launch_multi(const tf_cuda_args *const *steps, int32_t count, bool zero_grads) {
   if (count <= 0)
     return NULL;
   const tf_cuda_args *first = steps[0];
@@ -226,7 +228,7 @@ extern "C" tf_status tf_cuda_optimizer_launch_multi(const tf_cuda_args *const *s
       const int32_t t = list.count++;
       list.block_start[t] = (int32_t)blocks;
       list.param[t] = (float *)in[0].data;
-      list.grad[t] = (const float *)in[1].data;
+      list.grad[t] = (float *)in[1].data;
       list.state1[t] = (float *)in[2].data;
       list.state2[t] = is_adamw ? (float *)in[3].data : NULL;
       list.n[t] = n;
@@ -235,7 +237,8 @@ extern "C" tf_status tf_cuda_optimizer_launch_multi(const tf_cuda_args *const *s
     if (list.count == 0)
       continue;
     list.block_start[list.count] = (int32_t)blocks;
-    multi_update<<<(unsigned)blocks, kThreads, 0, stream>>>(list, c, is_adamw, adamw_scalars_of(a), sgd_scalars_of(a));
+    multi_update<<<(unsigned)blocks, kThreads, 0, stream>>>(list, c, is_adamw, adamw_scalars_of(a), sgd_scalars_of(a),
+                                                            zero_grads);
     TF_RETURN_IF_ERROR(call_status(cudaGetLastError(), "launching the multi-tensor %s of %d tensors (%lld blocks)",
                                    tf_op_name(first->op), list.count, (long long)blocks));
   }

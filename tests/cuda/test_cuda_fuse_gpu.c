@@ -35,6 +35,7 @@ typedef struct model {
   int32_t n_overrides, int_high;
   tf_optimizer optimizer;
   double learning_rate;
+  int32_t accumulate;
   tf_precision precision;
   tf_dtype matmul_math;
   double loss_tolerance, far_share; /* relative loss difference; share of weights > lr/2 apart */
@@ -65,7 +66,10 @@ static const model MODELS[] = {
      TF_BF16,
      2e-2,
      0.05},
-    {"mlp sgd", "mlp", "N=8", {NULL}, 0, 10, TF_OPTIMIZER_SGD, 0.05, TF_PRECISION_F32, TF_F32, 1e-4, 0.01},
+    {"mlp sgd", "mlp", "N=8", {NULL}, 0, 10, TF_OPTIMIZER_SGD, 0.05, 1, TF_PRECISION_F32, TF_F32, 1e-4, 0.01},
+    /* gradient accumulation: weight gradients through matmul_accumulate, updates zeroing them */
+    {"mlp adamw, 2 micro-batches", "mlp", "N=8", {NULL}, 0, 10, TF_OPTIMIZER_ADAMW, 1e-3, 2, TF_PRECISION_F32, TF_F32,
+     1e-4, 0.01},
 };
 
 static tf_plan *compile_model(const model *m) {
@@ -77,6 +81,7 @@ static tf_plan *compile_model(const model *m) {
     o.bindings = m->bindings;
     o.optimizer = m->optimizer;
     o.learning_rate = m->learning_rate;
+    o.accumulate = m->accumulate;
     o.clip_norm = 1.0; /* the updates read norm_sq: the fused coefficient kernel must honour it */
     o.set_precision = m->precision != TF_PRECISION_F32;
     o.precision = m->precision;
