@@ -92,11 +92,15 @@ tf_status tf_cuda_list_devices(tf_device_list *list) {
     struct cudaDeviceProp props;
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
     const bool usable = props.major * 10 + props.minor >= 75;
-    char name[32];
+    char name[32], attention[160];
     snprintf(name, sizeof(name), "cuda:%d", device);
-    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s", props.name, props.major,
-                       props.minor, (double)props.totalGlobalMem / (1 << 30),
-                       usable ? "" : " (unusable: the kernels need compute capability 7.5)");
+    /* which attention kernels f16/bf16 plans take here (kernels/cuda/attention_mma.cu decides alike) */
+    tf_cuda_tensor_attention_describe(attention, sizeof(attention), props.major, props.minor,
+                                      (int64_t)props.sharedMemPerBlockOptin,
+                                      tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION")));
+    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s; half-precision %s", props.name,
+                       props.major, props.minor, (double)props.totalGlobalMem / (1 << 30),
+                       usable ? "" : " (unusable: the kernels need compute capability 7.5)", attention);
   }
   return NULL;
 }

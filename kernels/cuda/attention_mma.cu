@@ -181,7 +181,8 @@ template <typename Kernel> const char *prepare_kernel(Kernel kernel, int bytes) 
     cudaGetLastError();
     return "the kernels have no code for this device in this build";
   }
-  if (attributes.binaryVersion < 80) { /* compiled for an older architecture: an empty kernel */
+  /* code for an older architecture (SASS, or PTX the driver compiled for this device) is empty */
+  if (attributes.binaryVersion < 80 || attributes.ptxVersion < 80) {
     return "the build's code for this device is below sm_80";
   }
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) != cudaSuccess) {
