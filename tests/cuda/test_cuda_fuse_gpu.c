@@ -68,8 +68,19 @@ static const model MODELS[] = {
      0.05},
     {"mlp sgd", "mlp", "N=8", {NULL}, 0, 10, TF_OPTIMIZER_SGD, 0.05, 1, TF_PRECISION_F32, TF_F32, 1e-4, 0.01},
     /* gradient accumulation: weight gradients through matmul_accumulate, updates zeroing them */
-    {"mlp adamw, 2 micro-batches", "mlp", "N=8", {NULL}, 0, 10, TF_OPTIMIZER_ADAMW, 1e-3, 2, TF_PRECISION_F32, TF_F32,
-     1e-4, 0.01},
+    {"mlp adamw, 2 micro-batches",
+     "mlp",
+     "N=8",
+     {NULL},
+     0,
+     10,
+     TF_OPTIMIZER_ADAMW,
+     1e-3,
+     2,
+     TF_PRECISION_F32,
+     TF_F32,
+     1e-4,
+     0.01},
 };
 
 static tf_plan *compile_model(const model *m) {
