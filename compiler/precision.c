@@ -286,7 +286,12 @@ static override_counts count_overrides(const tf_training *t, const unsigned char
 /* Appends what half_ops.c did (nodes on half data) to the note. */
 static void note_half_nodes(tf_training *t, int32_t from_source, int64_t source_saved) {
   size_t used = strlen(t->precision_notes);
-  if (t->half_kernel_nodes > 0)
+  if (t->autocast_nodes > 0)
+    used += (size_t)snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
+                             "; autocast %s: %d forward nodes write %s, %d casts inserted",
+                             tf_dtype_name(t->options.autocast), t->autocast_nodes, tf_dtype_name(t->options.autocast),
+                             t->autocast_casts);
+  if (t->half_kernel_nodes > 0 && used < sizeof(t->precision_notes))
     used += (size_t)snprintf(t->precision_notes + used, sizeof(t->precision_notes) - used,
                              "; %d nodes on f16/bf16 data run the target's half kernels", t->half_kernel_nodes);
   if (t->half_nodes > 0 && used < sizeof(t->precision_notes))

@@ -58,6 +58,8 @@ typedef struct tf_training {
   char precision_notes[448];   /* what the precision pass stored in half, for the report */
   int32_t half_nodes;          /* nodes on half data that half_ops.c put between casts */
   int32_t half_kernel_nodes;   /* nodes on half data left to the target's half kernels (half_ops.c) */
+  int32_t autocast_nodes;      /* forward nodes autocast.c made write half data */
+  int32_t autocast_casts;      /* casts autocast.c inserted */
   int32_t running_stats_nodes; /* batch_norm nodes whose running statistics the plan updates (running_stats.c) */
   int32_t options_remat_drop;  /* auto: how many segments to drop (the driver searches it) */
   int32_t remat_phase;         /* which of remat_stride phases of the cuts to keep (the driver tries each) */
@@ -94,6 +96,11 @@ void tf_training_free(tf_training *t);
 /* precision.c: the saved activations stored in bf16/f16 (config.precision), read back through f32
  * casts just before their readers; records what it did for the report. */
 tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
+
+/* autocast.c: with options.autocast bf16/f16, the forward graph computes on half activations
+ * (autocast's op lists: products on half operands, norms and softmax in f32, promotion where f32
+ * and half meet); parameters and the loss stay f32. Runs on the bound graph before fuse_loss. */
+tf_status tf_autocast_pass(tf_training *t) TF_MUST_USE;
 
 /* half_ops.c: each node (not a cast) on f16/bf16 floating data computes in f32 between casts of its
  * half inputs and outputs; *lowered: how many nodes. Runs on the bound graph before autodiff. */

@@ -41,6 +41,13 @@ void tf_compile_args_help(void) {
           "                         loss heads) round their operands to M and accumulate in f32 where\n"
           "                         the device has the units (CUDA tensor cores); cpu and vulkan\n"
           "                         compute them in f32 whatever this says\n"
+          "  --autocast P           bf16 or fp16: the forward pass computes on half activations, as\n"
+          "                         torch.autocast: matmul, convolutions and attention on half operands\n"
+          "                         (tensor cores on CUDA), layer/RMS norms, softmax, exp/log and sums in\n"
+          "                         f32, f32 and half meeting promote to f32 (a bias meets its product in\n"
+          "                         half); master weights, their gradients, optimizer state and the loss\n"
+          "                         stay f32; the products' math follows (--matmul-math P) (default:\n"
+          "                         off)\n"
           "  --no-half-kernels      ops on f16/bf16 data (a bf16 model) all compute on f32 copies between\n"
           "                         casts; by default each target runs most ops on half data itself,\n"
           "                         computing in f32 without the f32 copies: vulkan (matmul, convolutions,\n"
@@ -182,6 +189,11 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
     if (!*error && !precision_named(value, &math))
       *error = tf_cli_usage_error(command, "unknown matmul math '%s' (fp32, bf16, fp16)", value) != 0;
     o->matmul_math = math == TF_PRECISION_BF16 ? TF_BF16 : math == TF_PRECISION_F16 ? TF_F16 : TF_F32;
+  } else if (tf_cli_option(argc, argv, i, "--autocast", &value, error)) {
+    tf_precision cast = TF_PRECISION_F32;
+    if (!*error && (!precision_named(value, &cast) || cast == TF_PRECISION_F32))
+      *error = tf_cli_usage_error(command, "unknown autocast type '%s' (bf16, fp16)", value) != 0;
+    o->autocast = cast == TF_PRECISION_BF16 ? TF_BF16 : cast == TF_PRECISION_F16 ? TF_F16 : TF_F32;
   } else if (tf_cli_option(argc, argv, i, "--loss-scale", &value, error)) {
     double scale = 0;
     int exponent = 0;

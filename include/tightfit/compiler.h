@@ -59,6 +59,11 @@ typedef struct tf_compile_options {
   /* TF_F32 (the default), TF_BF16 or TF_F16: the plan's matmul_math (plan_types.h), the precision of
    * the matrix products' operands where the backend has half-precision units. */
   tf_dtype matmul_math;
+  /* TF_F32 (the default: off), TF_BF16 or TF_F16: the forward pass computes on half activations as
+   * torch.autocast does (compiler/autocast.c): matmul, convolutions and attention on half operands,
+   * norms, softmax and reductions in f32; parameters, their gradients, optimizer state and the loss
+   * stay f32. */
+  tf_dtype autocast;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for
