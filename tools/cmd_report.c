@@ -127,6 +127,15 @@ static void print_program(const tf_plan *plan) {
     fprintf(tf_cli_out(),
             "matmul math: %s operands, f32 accumulation (CUDA tensor cores; cpu and vulkan compute in f32)\n",
             tf_dtype_name(plan->matmul_math));
+  const tf_report_summary summary = tf_report_summarise(plan);
+  if (summary.casts_total > 0) {
+    fprintf(tf_cli_out(), "casts: %" PRId64 " per training step (", summary.casts_total);
+    for (int phase = 0, shown = 0; phase < TF_PHASE_COUNT; phase++)
+      if (summary.casts[phase] > 0)
+        fprintf(tf_cli_out(), "%s%s %" PRId64, shown++ ? ", " : "", tf_phase_name((tf_phase)phase),
+                summary.casts[phase]);
+    fprintf(tf_cli_out(), ")\n");
+  }
   fprintf(tf_cli_out(), "program: steps [0, %d) run %d time%s per training step, steps [%d, %d) once\n",
           plan->micro_steps, plan->accumulate, plan->accumulate == 1 ? "" : "s", plan->micro_steps, plan->n_steps);
   fprintf(tf_cli_out(), "flops:");
@@ -195,6 +204,7 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
   tf_json_bool(&j, "training", plan->training);
   tf_json_string(&j, "matmul_math", tf_dtype_name(plan->matmul_math));
   tf_json_int(&j, "steps", plan->n_steps);
+  tf_json_int(&j, "casts_per_step", s.casts_total);
   tf_json_int(&j, "buffers", plan->n_buffers);
   tf_json_int(&j, "total_bytes", s.total);
   tf_json_int(&j, "overhead_bytes", tf_plan_overhead_bytes(plan));

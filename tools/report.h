@@ -18,6 +18,9 @@ typedef struct tf_report_summary {
   int64_t naive_total; /* the same regions with an arena that reuses nothing */
   int64_t saving;      /* naive_total - total (negative when padding outweighs reuse) */
   double ratio;        /* arena / lower bound; 0 without a lower bound */
+  /* cast steps one training step runs (the micro-batch block's times plan->accumulate, then the
+   * optimizer block's), per phase: where the plan converts between f32 and half */
+  int64_t casts[TF_PHASE_COUNT], casts_total;
 } tf_report_summary;
 
 tf_report_summary tf_report_summarise(const tf_plan *plan);

@@ -15,6 +15,17 @@ tf_report_summary tf_report_summarise(const tf_plan *plan) {
   s.ratio = plan->report.arena_lower_bound > 0
                 ? (double)plan->region_bytes[TF_REGION_ARENA] / (double)plan->report.arena_lower_bound
                 : 0.0;
+  s.casts_total = 0;
+  for (int phase = 0; phase < TF_PHASE_COUNT; phase++)
+    s.casts[phase] = 0;
+  for (int32_t i = 0; i < plan->n_steps; i++) {
+    const tf_plan_step *step = &plan->steps[i];
+    if (step->op != TF_OP_CAST || (int)step->phase < 0 || step->phase >= TF_PHASE_COUNT)
+      continue;
+    const int64_t runs = i < plan->micro_steps && plan->training ? plan->accumulate : 1;
+    s.casts[step->phase] += runs;
+    s.casts_total += runs;
+  }
   return s;
 }
 

@@ -165,4 +165,22 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown matmul math 'fp8' (fp32, bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
   pass "--matmul-math fp8 refused (exit 2)" || fail "--matmul-math fp8: exit $rc, $(head -n 1 "$dir/bad.out")"
 
+# --autocast: the report counts the casts per training step and says what the pass did; the matmul
+# math follows; the plan trains; fp32 and unknown values are refused.
+"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --optimizer adamw --lr 1e-3 --autocast bf16 -o "$dir/ac.tfplan" \
+  >"$dir/ac.out" 2>&1 || fail "compile --autocast bf16: $(tail -n 2 "$dir/ac.out")"
+"$tf" report "$dir/ac.tfplan" >"$dir/ac.report" 2>&1
+grep -q "autocast bf16: [0-9]* forward nodes write bf16, [0-9]* casts inserted" "$dir/ac.report" &&
+  grep -q "^casts: [1-9][0-9]* per training step (forward [0-9]*, .*backward [0-9]*)" "$dir/ac.report" &&
+  grep -q "^matmul math: bf16" "$dir/ac.report" &&
+  "$tf" train "$dir/ac.tfplan" --data models/data/text/train --steps 2 --log-every 1 >"$dir/train_ac" 2>&1 &&
+  pass "--autocast bf16: $(grep -o 'autocast bf16: [^;]*' "$dir/ac.report"); $(grep '^casts:' "$dir/ac.report"); trains" ||
+  fail "--autocast bf16: $(grep -E 'autocast|^casts|matmul math' "$dir/ac.report" | tr '\n' ' ') $(tail -n 1 "$dir/train_ac")"
+for bad in fp32 fp8; do
+  "$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --autocast $bad -o "$dir/bad.tfplan" >"$dir/bad.out" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] && grep -q "unknown autocast type '$bad' (bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
+    pass "--autocast $bad refused (exit 2)" || fail "--autocast $bad: exit $rc, $(head -n 1 "$dir/bad.out")"
+done
+
 finish precision
