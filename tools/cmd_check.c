@@ -23,12 +23,15 @@ static void help(void) {
           "                         gradients, optimizer_state, activations, workspace, inputs,\n"
           "                         device_overhead, total; what --baseline compares)\n"
           "  --baseline FILE        an earlier `check --json` result of the same graph and target: print\n"
-          "                         the change per category, and exit 1 when the device total grew by\n"
-          "                         more than --max-growth\n"
-          "  --max-growth P%%       the growth of the total --baseline allows (default 0%%; e.g. 5%%, 0.5%%)\n");
+          "                         the change per category, and exit 1 when any category, or the device\n"
+          "                         total, grew by more than --max-growth (each failing one is named)\n"
+          "  --max-growth P%%       the growth --baseline allows in each category and in the total\n"
+          "                         (default 0%%; e.g. 5%%, 0.5%%)\n"
+          "  --max-growth-of CATS   the categories --max-growth applies to, a comma list (default: all of\n"
+          "                         them and the total; e.g. total, or parameters,activations)\n");
   tf_compile_args_help();
-  fprintf(tf_cli_out(), "\nexit codes: 0 fits (and grew no more than allowed), 1 does not fit or grew more than\n"
-                        "--max-growth over --baseline, 2 bad usage, a bad graph or a bad baseline file.\n");
+  fprintf(tf_cli_out(), "\nexit codes: 0 fits (and grew no more than allowed), 1 does not fit or a checked category\n"
+                        "grew more than --max-growth over --baseline, 2 bad usage, a bad graph or a bad baseline.\n");
 }
 
 /* "5%", "0.5%" -> 0.05, 0.005; the sign is required so that "0.05" cannot silently mean 0.05%. */
@@ -44,8 +47,9 @@ static bool parse_percent(const char *text, double *share) {
 int tf_cmd_check(int argc, char **argv) {
   tf_compile_args args;
   tf_compile_args_init(&args);
-  const char *baseline_path = NULL, *max_growth_text = NULL;
+  const char *baseline_path = NULL, *max_growth_text = NULL, *max_growth_of = NULL;
   double max_growth = 0.0;
+  unsigned checked = TF_CATEGORIES_ALL;
   for (int i = 1; i < argc; i++) {
     bool error = false;
     const char *v;
@@ -59,6 +63,14 @@ int tf_cmd_check(int argc, char **argv) {
       if (!error && !parse_percent(v, &max_growth))
         return tf_cli_usage_error("check",
                                   "--max-growth takes a percentage with its sign, such as 5%% or 0.5%%, got '%s'", v);
+    } else if (tf_cli_option(argc, argv, &i, "--max-growth-of", &v, &error)) {
+      max_growth_of = v;
+      tf_status parsed = error ? NULL : tf_categories_parse(v, &checked);
+      if (parsed) {
+        tf_cli_usage_error("check", "%s", tf_status_message(parsed));
+        tf_status_free(parsed);
+        return TF_EXIT_USAGE;
+      }
     } else if (tf_compile_args_take(&args, "check", argc, argv, &i, &error)) {
     } else if (argv[i][0] == '-') {
       return tf_cli_usage_error("check", "unknown option '%s'", argv[i]);
@@ -70,9 +82,10 @@ int tf_cmd_check(int argc, char **argv) {
   }
   if (!args.graph_path)
     return tf_cli_usage_error("check", "missing the graph file");
-  if (max_growth_text && !baseline_path)
-    return tf_cli_usage_error("check", "--max-growth %s needs --baseline FILE (the result it is compared with)",
-                              max_growth_text);
+  if ((max_growth_text || max_growth_of) && !baseline_path)
+    return tf_cli_usage_error("check", "%s %s needs --baseline FILE (the result it is compared with)",
+                              max_growth_text ? "--max-growth" : "--max-growth-of",
+                              max_growth_text ? max_growth_text : max_growth_of);
   /* The baseline is read first: a bad file fails in milliseconds, before any compile. */
   tf_categories baseline, current;
   if (baseline_path) {
@@ -102,7 +115,7 @@ int tf_cmd_check(int argc, char **argv) {
       tf_plan_destroy(plan);
       return tf_cli_fail("check", status);
     }
-    grew = tf_categories_growth(&baseline, &current) > max_growth;
+    grew = tf_categories_failed(&baseline, &current, max_growth, checked) != 0;
   }
   static const char *const remat_names[] = {"none", "checkpoints", "auto"};
   const char *remat = args.global_batch > 0 ? remat_names[search.remat] : remat_names[args.options.remat];
@@ -132,7 +145,7 @@ int tf_cmd_check(int argc, char **argv) {
     tf_compile_args_print_memory(plan, &j);
     tf_categories_json(&current, &j);
     if (baseline_path)
-      tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, NULL, &j);
+      tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, checked, NULL, &j);
     tf_json_end_object(&j);
   } else if (fits) {
     fprintf(tf_cli_out(), "%s: %s\n", args.graph_path, args.target_note);
@@ -157,8 +170,8 @@ int tf_cmd_check(int argc, char **argv) {
   }
   /* With --json the diff also goes to stderr, so a CI log shows it while stdout is the result file. */
   if (baseline_path)
-    tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, args.json ? tf_cli_err() : tf_cli_out(),
-                             NULL);
+    tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, checked,
+                             args.json ? tf_cli_err() : tf_cli_out(), NULL);
   tf_plan_destroy(plan);
   return fits && !grew ? TF_EXIT_OK : TF_EXIT_FAILED;
 }
