@@ -26,6 +26,7 @@
 #include "tools/cli.h"
 #include "tools/evaluate.h"
 #include "tools/finite_check.h"
+#include "tools/train_checks.h"
 
 static volatile sig_atomic_t interrupted = 0;
 /* Seconds a stop signal waits for the step to end: three times the longest step so far, at least
@@ -126,7 +127,8 @@ static void help(void) {
           "it (x.npy, labels.npy), with samples along the first axis; or a 1-D tokens.npy stream for\n"
           "[N, T] token models (labels are the next tokens).\n\n"
           "options:\n"
-          "  --steps S              optimizer steps to run (required)\n"
+          "  --steps S              the optimizer steps to reach (required): S steps, or with --resume\n"
+          "                         from the checkpoint's step up to S (already there: nothing to train)\n"
           "  --data DIR             training data (required)\n"
           "  --eval DIR             held-out data: loss and accuracy after training\n"
           "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
@@ -305,88 +307,6 @@ static void progress(const train_args *a, bool tty, const tf_session *session, i
   }
 }
 
-static const char *const NOT_UPDATED = "stopped before the optimizer step: no weight was overwritten";
-
-static const char *const UPDATED_IN_BACKWARD =
-    "stopped; this plan updates in the backward pass, so this step's updates ran, but no checkpoint was written "
-    "after them";
-
-static tf_status nonfinite_loss(int64_t step, int32_t micro, int32_t accumulate, double loss, bool in_backward) {
-  char micro_batch[48] = "";
-  if (accumulate > 1)
-    snprintf(micro_batch, sizeof(micro_batch), " (micro-batch %d of %d)", micro + 1, accumulate);
-  return tf_status_new(TF_ERR_INVALID_INPUT,
-                       "step %" PRId64 "%s: the loss is %s; %s (lower the learning rate, or clip gradients)", step + 1,
-                       micro_batch,
-                       isnan(loss) ? "nan"
-                       : loss < 0  ? "-inf"
-                                   : "inf",
-                       in_backward ? UPDATED_IN_BACKWARD : NOT_UPDATED);
-}
-
-/* After an optimizer step: says when the update was skipped or the loss scale changed, and stops
- * the run where skipping cannot help (a plan that does not scale its loss, or scale 1 already). */
-static tf_status follow_scaling(const train_args *a, bool tty, tf_session *session, int64_t step) {
-  const tf_session_scaling c = tf_session_scaling_state(session);
-  if (c.last_skipped && !c.scaled)
-    return tf_status_new(TF_ERR_INVALID_INPUT,
-                         "step %" PRId64 ": the gradients' sum of squares, which clipping reads, is not finite (a "
-                         "gradient is inf or NaN, or they are beyond 1e19); the update was skipped: no weight was "
-                         "overwritten (lower the learning rate)",
-                         step + 1);
-  if (c.last_skipped && c.previous_log2 == TF_LOSS_SCALE_MIN_LOG2)
-    return tf_status_new(TF_ERR_INVALID_INPUT,
-                         "step %" PRId64 ": a gradient is not finite even at loss scale 1; the update was skipped: "
-                         "no weight was overwritten. Gradients are f32, so the overflow is not theirs: an activation "
-                         "beyond f16's range (65504) stored in f16? Compile with --precision bf16",
-                         step + 1);
-  if (a->json || c.loss_scale_log2 == c.previous_log2)
-    return NULL; /* the JSON step line carries the scale and the skip */
-  char line[160];
-  if (c.last_skipped)
-    snprintf(line, sizeof(line), "step %" PRId64 ": a gradient overflowed: update skipped, loss scale %.0f -> %.0f",
-             step + 1, ldexp(1.0, c.previous_log2), ldexp(1.0, c.loss_scale_log2));
-  else
-    snprintf(line, sizeof(line), "step %" PRId64 ": loss scale %.0f -> %.0f after %" PRId64 " steps without overflow",
-             step + 1, ldexp(1.0, c.previous_log2), ldexp(1.0, c.loss_scale_log2),
-             a->loss_scale_window ? a->loss_scale_window : 2000);
-  if (tty)
-    fprintf(tf_cli_err(), "\r%-100s\n", line);
-  else
-    fprintf(tf_cli_out(), "%s\n", line);
-  fflush(tty ? tf_cli_err() : tf_cli_out());
-  return NULL;
-}
-
-static tf_status check_gradients(tf_session *session, int64_t step) {
-  char when[48];
-  snprintf(when, sizeof(when), "step %" PRId64, step + 1);
-  return tf_tool_check_finite(session, TF_TOOL_GRADIENTS, when, NOT_UPDATED);
-}
-
-/* A plan that updates in the backward pass keeps no gradient past its update: the weights are
- * scanned after the step instead, so a NaN is caught before any checkpoint, not before the update. */
-static tf_status check_updated_weights(tf_session *session, int64_t step) {
-  char when[96];
-  snprintf(when, sizeof(when), "step %" PRId64 " (after its updates, which this plan runs in the backward pass)",
-           step + 1);
-  return tf_tool_check_finite(session, TF_TOOL_WEIGHTS, when,
-                              "stopped before any checkpoint was written: the last one is intact");
-}
-
-/* The weights after the last step (or the interrupted one), whatever --check-finite says: a NaN
- * that slipped past every earlier check (the tester's went through a ReLU, whose gradient is 0,
- * into a weight after the scanned steps, while the loss stayed finite) fails the run here. */
-static tf_status check_final_weights(tf_session *session, bool checkpoint) {
-  char when[96];
-  snprintf(when, sizeof(when), "after step %" PRId64 " (the end of the run)", tf_session_optimizer_steps(session));
-  return tf_tool_check_finite(session, TF_TOOL_WEIGHTS, when,
-                              checkpoint ? "the trained weights are broken: no checkpoint written (the last one, if "
-                                           "any, is left as it was); lower the learning rate, or check the data"
-                                         : "the trained weights are broken; lower the learning rate, or check the "
-                                           "data");
-}
-
 /* What a run holds, released by release() however it ended: a bus error's jump (train_guarded)
  * leaves train() halfway, so these live in the caller's frame, not in train()'s locals. */
 typedef struct train_run {
@@ -437,6 +357,14 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       fprintf(tf_cli_err(), "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
     }
   }
+  if (!status && tf_session_optimizer_steps(session) >= a->steps) { /* --steps is the total to reach */
+    fprintf(tf_cli_err(),
+            "tightfit train: the checkpoint is at step %" PRId64 ", at or past --steps %" PRId64
+            " (the step to reach): nothing to train\n",
+            tf_session_optimizer_steps(session), a->steps);
+    release(run);
+    return TF_EXIT_OK;
+  }
   bool tty = isatty(fileno(tf_cli_err())) && !a->json;
   /* stdio allocates stdout's buffer at its first write, which would be the first progress line,
    * inside a step; setvbuf allocates it now. Fully buffered is safe: progress() flushes each line. */
@@ -450,7 +378,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);
   mark_phase(probe, "train: warm-up");
   in_steps = 1;
-  for (int64_t step = first; !status && step < first + a->steps && !interrupted; step++) {
+  for (int64_t step = first; !status && step < a->steps && !interrupted; step++) {
     /* Two steps warm up (first-touch work in libraries), then every step must allocate nothing. */
     if (step == first + 2)
       mark_phase(probe, "train: steps");
@@ -461,20 +389,20 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       if (!status)
         status = tf_session_micro_step(session, &micro_loss);
       if (!status && !isfinite(micro_loss))
-        status = nonfinite_loss(step, m, plan->accumulate, micro_loss, updates_in_backward);
+        status = tf_tool_train_nonfinite_loss(step, m, plan->accumulate, micro_loss, updates_in_backward);
       sum += micro_loss;
     }
     /* A plan that scales its loss checks every step's gradients itself and skips the update. */
     const bool scan = a->check_finite && plan->loss_scale_seed < 0 &&
                       (a->check_finite_steps < 0 || step - first < a->check_finite_steps);
     if (!status && scan && !updates_in_backward)
-      status = check_gradients(session, step);
+      status = tf_tool_train_check_gradients(session, step);
     if (!status)
       status = tf_session_optimizer_step(session);
     if (!status && scan && updates_in_backward)
-      status = check_updated_weights(session, step);
+      status = tf_tool_train_check_updated_weights(session, step);
     if (!status)
-      status = follow_scaling(a, tty, session, step);
+      status = tf_tool_train_follow_scaling(session, step, a->json, tty, a->loss_scale_window);
     if (status)
       break;
     loss = sum / plan->accumulate;
@@ -482,8 +410,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     double elapsed = now() - start;
     stop_grace_after(elapsed - step_start);
     double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
-    double eta = elapsed / (double)done * (double)(a->steps - done);
-    progress(a, tty, session, step + 1 - first, a->steps, loss, rate, eta);
+    double eta = elapsed / (double)done * (double)(a->steps - step - 1);
+    progress(a, tty, session, step + 1, a->steps, loss, rate, eta);
     const bool every_steps = a->checkpoint_every && (step + 1) % a->checkpoint_every == 0;
     const bool every_minutes = a->checkpoint_minutes > 0 && start + elapsed - last_save >= 60 * a->checkpoint_minutes;
     if (a->checkpoint && (every_steps || every_minutes)) {
@@ -499,7 +427,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   if (tty)
     fprintf(tf_cli_err(), "\n");
   if (!status && session)
-    status = check_final_weights(session, a->checkpoint != NULL);
+    status = tf_tool_train_check_final_weights(session, a->checkpoint != NULL);
   if (!status && a->checkpoint)
     status = save_checkpoint(session, a->checkpoint, false); /* just scanned */
   double eval_loss = NAN, accuracy = NAN;
@@ -523,13 +451,19 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
         snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped_steps\": %" PRId64,
                  ldexp(1.0, c.loss_scale_log2), c.skipped_steps);
       fprintf(tf_cli_out(),
-              "{\"steps\": %" PRId64 ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
+              "{\"steps\": %" PRId64 ", \"optimizer_steps\": %" PRId64
+              ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
               "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
               "%s}\n",
-              done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes, m.allocations_after_create,
-              scaling);
+              done, first + done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes,
+              m.allocations_after_create, scaling);
     } else {
-      fprintf(tf_cli_out(), "trained %" PRId64 " steps in %.2f s; final loss %.4f\n", done, now() - start, loss);
+      char resumed[96] = ""; /* where a resumed run started and ended */
+      if (first > 0)
+        snprintf(resumed, sizeof(resumed), " (from step %" PRId64 " to %" PRId64 " of --steps %" PRId64 ")", first,
+                 first + done, a->steps);
+      fprintf(tf_cli_out(), "trained %" PRId64 " steps in %.2f s%s; final loss %.4f\n", done, now() - start, resumed,
+              loss);
       if (c.scaled)
         fprintf(tf_cli_out(), "loss scale %.0f; %" PRId64 " step%s skipped in all (gradients not finite)\n",
                 ldexp(1.0, c.loss_scale_log2), c.skipped_steps, c.skipped_steps == 1 ? "" : "s");

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The command line end to end: exit codes of compile / check / train / run, the README's accuracy
-# claim, and exact resume (100 steps + resume 100 == 200 steps, checkpoints byte for byte).
+# claim, and exact resume (100 steps + resume to 200 == 200 steps, checkpoints byte for byte).
 # usage: test_cli.sh TIGHTFIT   (run from the repository root)
 tf=$1
 . "$(dirname "$0")/harness.sh"
@@ -53,7 +53,7 @@ expect 0 "train 200 steps straight" "$tf" train "$dir/mlp.tfplan" --data models/
   --checkpoint "$dir/straight"
 expect 0 "train 100 steps" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 100 \
   --checkpoint "$dir/split"
-expect 0 "resume 100 steps" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 100 \
+expect 0 "resume to step 200" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train --steps 200 \
   --checkpoint "$dir/split" --resume
 check "resumed checkpoint == straight checkpoint, byte for byte" \
   "cmp -s '$dir/straight/latest.safetensors' '$dir/split/latest.safetensors'"

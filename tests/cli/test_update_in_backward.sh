@@ -32,7 +32,7 @@ check "the same checkpoint, byte for byte" cmp "$dir/plain/latest.safetensors" "
 # 3 steps, a checkpoint, --resume for 3 more: the same checkpoint as 6 steps of the plain plan.
 expect_message 0 "train 3 steps" "trained 3 steps" "$tf" train "$dir/moved.tfplan" --data models/data/text/train --steps 3 \
   --threads 1 --checkpoint "$dir/resumed"
-expect_message 0 "resume for 3 more" "resumed from" "$tf" train "$dir/moved.tfplan" --data models/data/text/train --steps 3 \
+expect_message 0 "resume for 3 more" "resumed from" "$tf" train "$dir/moved.tfplan" --data models/data/text/train --steps 6 \
   --threads 1 --checkpoint "$dir/resumed" --resume
 check "3 + 3 resumed steps end on the plain plan's 6-step checkpoint" \
   cmp "$dir/plain/latest.safetensors" "$dir/resumed/latest.safetensors"
