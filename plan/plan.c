@@ -14,6 +14,7 @@ void tf_plan_destroy(tf_plan *plan) {
   if (!plan)
     return;
   free(plan->graph_name);
+  free(plan->graph_dir);
   free(plan->target);
   for (int32_t i = 0; plan->buffers && i < plan->n_buffers; i++) {
     free(plan->buffers[i].name);

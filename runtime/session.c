@@ -20,6 +20,7 @@
 #include "runtime/init.h"
 #include "runtime/safetensors.h"
 #include "runtime/session_scratch.h"
+#include "runtime/weights_path.h"
 #include "tightfit/runtime.h"
 
 struct tf_session {
@@ -150,8 +151,9 @@ static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir)
   memset(&view, 0, sizeof(view));
   if (b->init.kind == TF_INIT_EXTERNAL) {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", weights_dir ? weights_dir : ".", b->init.file);
-    status = tf_safetensors_open(path, &file);
+    status = tf_weights_path(s->plan, weights_dir, b->init.file, path, sizeof(path));
+    if (!status)
+      status = tf_safetensors_open(path, &file);
     if (!status)
       status = tf_safetensors_expect(file, b->init.key, b->dtype, b->rank, b->shape, &view);
   }

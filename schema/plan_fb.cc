@@ -318,6 +318,9 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   plan->loss_scale_seed = root->loss_scale_seed();
   plan->overflow_check = root->overflow_check();
   store_enum(&plan->matmul_math, root->matmul_math());
+  status = copy_string(root->graph_dir(), "graph_dir", &plan->graph_dir);
+  if (status)
+    return refuse(status, source);
   plan->outputs = copy_ints(root->outputs());
   plan->n_outputs = root->outputs() ? static_cast<int32_t>(root->outputs()->size()) : 0;
   TF_RETURN_IF_ERROR(decoder.report(root->report()));
@@ -367,7 +370,7 @@ public:
                        p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
                        fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
                        overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead),
-                       p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math));
+                       p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math), string(p.graph_dir));
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }

@@ -61,15 +61,20 @@ static void help(void) {
           "options:\n"
           "  --data DIR       the inputs (and labels, for loss and accuracy)\n"
           "  --weights F      parameters from a checkpoint written by `train` (default: initialisers)\n"
+          "  --weights-dir D  where the graph's safetensors files (`import`'s weights) are (default: the\n"
+          "                   plan's folder, then the graph's folder when the plan was compiled)\n"
           "  --output DIR     write each graph output to DIR/<name>.npy (inference plans; DIR is created;\n"
           "                   bf16 outputs as float32)\n"
           "  --threads N      CPU threads (default 2)\n"
           "  --device D       cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
-          "  --json           machine-readable result\n");
+          "  --log-every M    when stderr is not a terminal, a progress line there every M batches\n"
+          "                   (default 100; on a terminal, one every 2 seconds)\n"
+          "  --json           machine-readable result (progress stays on stderr)\n");
 }
 
 int tf_cmd_run(int argc, char **argv) {
-  const char *plan_path = NULL, *data = NULL, *weights = NULL, *output = NULL;
+  const char *plan_path = NULL, *data = NULL, *weights = NULL, *output = NULL, *weights_dir = NULL;
+  int64_t log_every = TF_TOOL_PROGRESS_EVERY;
   bool json = false;
   int32_t threads = 2, device = 0;
   char backend[32] = "cpu";
@@ -88,6 +93,11 @@ int tf_cmd_run(int argc, char **argv) {
         return tf_cli_usage_error("run", "--device takes cpu, vulkan:N or cuda:N, got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--weights", &v, &error)) {
       weights = v;
+    } else if (tf_cli_option(argc, argv, &i, "--weights-dir", &v, &error)) {
+      weights_dir = v;
+    } else if (tf_cli_option(argc, argv, &i, "--log-every", &v, &error)) {
+      if (!error && tf_parse_i64(v, 1, TF_CHECKED_EXACT_DOUBLE_MAX, &log_every) != TF_PARSE_OK)
+        return tf_cli_usage_error("run", "--log-every takes a count of batches >= 1, got '%s'", v);
     } else if (tf_cli_option(argc, argv, &i, "--output", &v, &error)) {
       output = v;
     } else if (tf_cli_option(argc, argv, &i, "--threads", &v, &error)) {
@@ -116,7 +126,7 @@ int tf_cmd_run(int argc, char **argv) {
   options.backend = backend;
   options.device = device;
   char folder[4096];
-  options.weights_dir = tf_cli_folder_of(plan_path, folder, sizeof(folder)); /* imported weights */
+  options.weights_dir = weights_dir ? weights_dir : tf_cli_folder_of(plan_path, folder, sizeof(folder));
   tf_session *session = NULL;
   status = tf_session_create(plan, &options, &session);
   if (!status && weights)
@@ -129,7 +139,7 @@ int tf_cmd_run(int argc, char **argv) {
     status = tf_status_new(TF_ERR_IO, "%s: cannot create the output folder: %s", output, strerror(errno));
   double loss = 0, accuracy = 0;
   if (!status)
-    status = tf_tool_evaluate(session, data, 0, output, &loss, &accuracy);
+    status = tf_tool_evaluate(session, data, 0, output, "run", log_every, &loss, &accuracy);
   const bool has_loss = plan->loss >= 0;
   if (!status)
     print_result(json, plan_path, data, output, has_loss, loss, accuracy);

@@ -108,7 +108,7 @@ static void stop_grace_after(double step_seconds) {
 }
 
 typedef struct train_args {
-  const char *plan_path, *data, *eval, *checkpoint, *backend;
+  const char *plan_path, *data, *eval, *checkpoint, *backend, *weights_dir;
   int64_t steps, log_every, checkpoint_every;
   double checkpoint_minutes;  /* --checkpoint-every-minutes; 0: no time-based saving */
   int64_t loss_scale_window;  /* fp16: good steps before the loss scale doubles; 0: the runtime's 2000 */
@@ -130,7 +130,8 @@ static void help(void) {
           "  --steps S              the optimizer steps to reach (required): S steps, or with --resume\n"
           "                         from the checkpoint's step up to S (already there: nothing to train)\n"
           "  --data DIR             training data (required)\n"
-          "  --eval DIR             held-out data: loss and accuracy after training\n"
+          "  --eval DIR             held-out data: loss and accuracy after training (progress on\n"
+          "                         stderr: every 2 s on a terminal, else every 100 batches)\n"
           "  --checkpoint DIR       save DIR/latest.safetensors at the end, every --checkpoint-every\n"
           "                         steps, every --checkpoint-every-minutes and on Ctrl-C (INT, TERM\n"
           "                         or HUP). One run per folder: a second train on a folder in use is\n"
@@ -142,6 +143,8 @@ static void help(void) {
           "                         also save when M minutes of wall time (a decimal, e.g. 0.5) have\n"
           "                         passed since the last save (default: off)\n"
           "  --resume               continue from DIR/latest.safetensors\n"
+          "  --weights-dir D        where the graph's safetensors files (`import`'s weights) are (default:\n"
+          "                         the plan's folder, then the graph's folder when the plan was compiled)\n"
           "  --seed N               initialisation, data order and dropout (default 0)\n"
           "  --threads N            CPU threads (default 2)\n"
           "  --device D             cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
@@ -202,6 +205,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
       a->data = v;
     } else if (tf_cli_option(argc, argv, &i, "--eval", &v, &error)) {
       a->eval = v;
+    } else if (tf_cli_option(argc, argv, &i, "--weights-dir", &v, &error)) {
+      a->weights_dir = v;
     } else if (tf_cli_option(argc, argv, &i, "--checkpoint", &v, &error)) {
       a->checkpoint = v;
     } else if (tf_cli_option(argc, argv, &i, "--backend", &v, &error) ||
@@ -332,7 +337,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   options.seed = a->seed;
   options.loss_scale_growth_interval = a->loss_scale_window;
   char folder[4096];
-  options.weights_dir = tf_cli_folder_of(a->plan_path, folder, sizeof(folder)); /* imported weights */
+  options.weights_dir = a->weights_dir ? a->weights_dir : tf_cli_folder_of(a->plan_path, folder, sizeof(folder));
   probe_mark_fn probe = find_probe();
   /* The lock first: a second run on the folder is refused before it loads anything. */
   tf_status status = a->checkpoint ? tf_tool_checkpoint_lock(a->checkpoint, &run->lock_fd) : NULL;
@@ -432,7 +437,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     status = save_checkpoint(session, a->checkpoint, false); /* just scanned */
   double eval_loss = NAN, accuracy = NAN;
   if (!status && a->eval && !interrupted)
-    status = tf_tool_evaluate(session, a->eval, a->seed, NULL, &eval_loss, &accuracy);
+    status =
+        tf_tool_evaluate(session, a->eval, a->seed, NULL, "held-out", TF_TOOL_PROGRESS_EVERY, &eval_loss, &accuracy);
   if (!status) {
     tf_session_memory m = tf_session_memory_use(session);
     const tf_session_scaling c = tf_session_scaling_state(session);

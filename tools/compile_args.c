@@ -1,7 +1,9 @@
+#define _DEFAULT_SOURCE /* realpath */
 #include "tools/compile_args.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +338,17 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
       status = tf_compile(g, &options, plan);
   }
   tf_graph_destroy(g);
+  /* The graph's folder, where its external initializers' relative files start: a plan written
+   * elsewhere and run from anywhere still finds them (runtime/weights_path.h). */
+  char folder[4096], absolute[PATH_MAX];
+  if (!status && realpath(tf_cli_folder_of(args->graph_path, folder, sizeof(folder)), absolute)) {
+    (*plan)->graph_dir = strdup(absolute);
+    if (!(*plan)->graph_dir) {
+      tf_plan_destroy(*plan);
+      *plan = NULL;
+      status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for the graph's folder");
+    }
+  }
   return status ? tf_status_prefix(status, "%s", args->graph_path) : NULL;
 }
 

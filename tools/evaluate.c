@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/half_bits.h"
 #include "runtime/feed.h"
 #include "runtime/npy.h"
+#include "tools/cli.h"
 
 typedef struct scores {
   const tf_plan_buffer *logits, *labels;
@@ -111,8 +114,49 @@ static tf_status write_output(const char *path, const tf_plan_buffer *out, const
   return status;
 }
 
+/* The progress of the batch loop on stderr (see evaluate.h): a long `run` or `--eval` over a large
+ * data set is not silent for minutes. */
+typedef struct progress {
+  const char *name;
+  int64_t every, total;
+  bool tty, shown;
+  double last;
+} progress;
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void progress_after(progress *p, int64_t done) {
+  if (!p->name || done >= p->total)
+    return;
+  if (!p->tty) {
+    if (done % p->every == 0) {
+      fprintf(tf_cli_err(), "%s: batch %" PRId64 "/%" PRId64 " (%d%%)\n", p->name, done, p->total,
+              (int)(100 * done / p->total));
+      fflush(tf_cli_err());
+    }
+    return;
+  }
+  const double now = seconds_now();
+  if (now - p->last < 2.0)
+    return;
+  p->last = now;
+  p->shown = true;
+  fprintf(tf_cli_err(), "\r%s: batch %" PRId64 "/%" PRId64 " (%d%%) ", p->name, done, p->total,
+          (int)(100 * done / p->total));
+  fflush(tf_cli_err());
+}
+
+static void progress_end(const progress *p) {
+  if (p->shown) /* the line rewritten in place is erased: the result follows on stdout */
+    fprintf(tf_cli_err(), "\r%*s\r", 60, "");
+}
+
 tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t seed, const char *outputs_dir,
-                           double *loss, double *accuracy) {
+                           const char *progress_name, int64_t progress_every, double *loss, double *accuracy) {
   const tf_plan *plan = tf_session_plan(session);
   tf_feed *feed;
   TF_RETURN_IF_ERROR(tf_feed_open(plan, data_dir, seed, &feed));
@@ -124,6 +168,11 @@ tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t s
   tf_status status = outputs ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "evaluate: out of memory");
   for (int32_t i = 0; outputs_dir && i < plan->n_outputs && !status; i++)
     status = plan_output(plan, i, batch, batches, &outputs[i]);
+  progress shown = {.name = progress_name,
+                    .every = progress_every > 0 ? progress_every : TF_TOOL_PROGRESS_EVERY,
+                    .total = batches,
+                    .tty = isatty(fileno(tf_cli_err())),
+                    .last = seconds_now()};
   double loss_sum = 0;
   for (int64_t b = 0; b < batches && !status; b++) {
     double batch_loss;
@@ -136,7 +185,9 @@ tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t s
       status = tf_session_read(session, outputs[i].buffer->name,
                                outputs[i].data + b * batch * outputs[i].per_sample_bytes, outputs[i].buffer->bytes);
     loss_sum += batch_loss;
+    progress_after(&shown, b + 1);
   }
+  progress_end(&shown);
   for (int32_t i = 0; outputs_dir && i < plan->n_outputs && !status; i++) {
     const tf_plan_buffer *out = outputs[i].buffer;
     int64_t shape[TF_MAX_RANK];

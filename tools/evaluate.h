@@ -6,10 +6,16 @@
 
 #include "tightfit/runtime.h"
 
+/* The batches between two progress lines when stderr is not a terminal (run --log-every's default). */
+#define TF_TOOL_PROGRESS_EVERY 100
+
 /* Runs the forward steps over `data_dir`. *loss: mean loss (NAN without one); *accuracy: argmax
  * accuracy of the logits cross-entropy reads (NAN without cross-entropy). With `outputs_dir`, each
- * plan output is written to outputs_dir/<name>.npy (all samples, in order). */
+ * plan output is written to outputs_dir/<name>.npy (all samples, in order). Progress goes to stderr
+ * (never stdout), as "PROGRESS_NAME: batch B/TOTAL (P%)": rewritten in place every 2 seconds on a
+ * terminal (and erased at the end), else a line every `progress_every` batches. */
 tf_status tf_tool_evaluate(tf_session *session, const char *data_dir, uint64_t seed, const char *outputs_dir,
-                           double *loss, double *accuracy) TF_MUST_USE;
+                           const char *progress_name, int64_t progress_every, double *loss,
+                           double *accuracy) TF_MUST_USE;
 
 #endif

@@ -112,6 +112,9 @@ typedef struct tf_plan {
    * their f32 operands to that type and accumulate in f32 where the backend has the units for it
    * (CUDA: tensor cores); backends without them compute in f32. */
   tf_dtype matmul_math;
+  /* The absolute folder of the graph file the plan was compiled from (NULL: unknown): an external
+   * initializer's relative file not found beside the plan is looked for there. */
+  char *graph_dir;
 } tf_plan;
 
 #ifdef __cplusplus
