@@ -793,6 +793,18 @@ def _set_weights(path, values):
     return done
 
 
+def _dropout_left_out(torch, module):
+    """'name (p=...)' of each dropout the export leaves out: Dropout layers and MultiheadAttention's
+    attention dropout with p > 0 in training mode (both export as the identity, as in eval mode)."""
+    found = []
+    for name, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0:
+            found.append(f"{name or type(m).__name__} (p={m.p:g})")
+        elif isinstance(m, torch.nn.MultiheadAttention) and m.training and m.dropout > 0:
+            found.append(f"{name or 'MultiheadAttention'} (attention dropout p={m.dropout:g})")
+    return found
+
+
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
@@ -802,22 +814,51 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     one) and constant-folds a Linear's transposed weight into a new initializer (a head tied to the
     embedding becomes a second, untied copy): torch 1.13 deduplicates initializers by value unless the
     top-level module is in training mode (then by storage only: tied weights stay one), and constant
-    folding is turned off here (tightfit's importer folds what it needs itself)."""
+    folding is turned off here (tightfit's importer folds what it needs itself).
+    MultiheadAttention and TransformerEncoderLayer in eval mode under no_grad take PyTorch's fused
+    inference kernels (aten::_native_multi_head_attention, aten::_transformer_encoder_layer_fwd: no
+    ONNX export), and TransformerEncoder follows its first layer: they export in training mode, which
+    takes the ordinary path (projections, softmax, masks as ONNX ops), each MultiheadAttention's
+    dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
+    Their Dropout submodules stay in eval mode (the identity)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
     buffers = [(b, b.detach().clone()) for m in batch_norms for b in m.buffers()]
+    fast_path = [m for m in module.modules()
+                 if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer))]
+    attention_dropout = [(m, m.dropout) for m in fast_path if isinstance(m, torch.nn.MultiheadAttention)]
+    # float buffers other than BatchNorm statistics (an attention mask, a positional table) are
+    # constants that PyTorch never trains: held as plain attributes meanwhile, they export as Constant
+    # nodes, which import as constants, where as initializers they would import as parameters
+    constant_buffers = [(m, dict(m._buffers)) for m in module.modules()
+                        if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
+                        any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     module.eval()
-    for m in batch_norms:
+    for m in batch_norms + fast_path:
         m.training = True
     module.training = True  # the top level only: read by the deduplication, by no layer
     try:
+        for m, saved in constant_buffers:
+            for name, b in saved.items():
+                if b is not None and b.is_floating_point():
+                    del m._buffers[name]
+                    object.__setattr__(m, name, b)
+        for m, _ in attention_dropout:
+            m.dropout = 0.0
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, **kwargs)
     finally:
+        for m, rate in attention_dropout:
+            m.dropout = rate
+        for m, saved in constant_buffers:
+            for name in saved:
+                m.__dict__.pop(name, None)
+            m._buffers.clear()
+            m._buffers.update(saved)
         for m, training in modes.items():
             m.training = training
         with torch.no_grad():
@@ -854,6 +895,11 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     # the export's trace updates the running statistics it writes: the values before it go back below
     running = _running_statistics(torch, module)
     _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs)
+    left_out = _dropout_left_out(torch, module)
+    if left_out:
+        warnings.warn(f"from_torch: dropout is left out of the imported graph (exported as in eval mode, the "
+                      f"identity): {', '.join(left_out)}; it trains without dropout. tightfit's own dropout op "
+                      "(Graph.dropout) draws seeded masks: docs/import.md", stacklevel=2)
     options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
         else _lib.OnnxOptions(ignore_index=-100)
     options.weights_path = _bytes(os.path.join(directory, "weights.safetensors"))
@@ -872,13 +918,11 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     weights = os.path.join(directory, "weights.safetensors")
     restored = _set_weights(weights, running) if running and os.path.exists(weights) else []
     if len(restored) != len(running):
-        import warnings
         warnings.warn("from_torch: the running statistics " + ", ".join(sorted(set(running) - set(restored))) +
                       " were not found in the imported weights under their names: they start from the values "
                       "after the export's trace (one forward pass later)", stacklevel=2)
     frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
     if frozen:
-        import warnings
         warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} in eval mode imported "
                       f"frozen at {'their' if frozen > 1 else 'its'} running statistics (scale and bias train; a "
                       "layer in training mode normalises with batch statistics: docs/import.md)", stacklevel=2)
