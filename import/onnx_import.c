@@ -11,8 +11,6 @@
 #include "import/onnx_internal.h"
 #include "runtime/safetensors.h"
 
-/* ONNX files up to protobuf's own 2 GiB limit; larger models keep weights outside, which we refuse. */
-#define OX_MAX_FILE_BYTES ((uint64_t)2 << 30)
 #define OX_MIN_OPSET 7
 #define OX_MAX_OPSET 18
 

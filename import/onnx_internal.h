@@ -69,6 +69,9 @@ typedef struct ox_weight {
   void *owned;
 } ox_weight;
 
+/* ONNX files up to protobuf's own 2 GiB limit; larger models keep weights outside, which we refuse. */
+#define OX_MAX_FILE_BYTES ((uint64_t)2 << 30)
+
 /* While importing, symbol i is bound to the i-th prime from 100003 up, so that a size the builder
  * inferred decodes back into (multiple, symbol). A size that is a multiple of one symbol's prime
  * (times less than OX_SYMBOL_PRIME_MIN) is that symbol's multiple; one of no symbol's primes is

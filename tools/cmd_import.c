@@ -19,7 +19,9 @@ static void help(void) {
           "Imports an ONNX model as a graph. Its initializers become parameters whose values are written\n"
           "to a safetensors file beside the graph, which the graph references, so `compile` and `train`\n"
           "start from them. Dynamic axes become symbols named after their dim_param (N, T, ...).\n"
-          "Unsupported operators are listed (name, count, first node) and nothing is written.\n"
+          "Unsupported operators are listed (name, count, first node) and nothing is written. A warning\n"
+          "says what an eval-mode export changed (parameters merged through Identity, a BatchNorm folded\n"
+          "into a convolution, a Linear's weight copied by constant folding).\n"
           "Operators and export tips: docs/import.md.\n\n"
           "options:\n"
           "  -o, --output F     the graph file to write (.tfg)\n"
@@ -68,6 +70,12 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     return tf_cli_fail("import", status);
   }
   int64_t parameters = tf_graph_parameter_count(g);
+  char *warnings = NULL;
+  tf_status warned = tf_onnx_export_warnings(onnx_path, &warnings);
+  if (warned) { /* the import read the same file a moment ago: only memory can fail here */
+    fprintf(tf_cli_err(), "tightfit import: %s\n", tf_status_message(warned));
+    tf_status_free(warned);
+  }
   if (json) {
     tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
@@ -80,6 +88,13 @@ static int finish(const char *onnx_path, const char *output, const char *weights
     tf_json_string(&j, "loss", tf_onnx_loss_name(options->loss));
     tf_json_int(&j, "frozen_batch_norms", tf_onnx_frozen_batch_norms(g));
     tf_json_int(&j, "batch_statistics_norms", tf_onnx_batch_statistics_norms(g));
+    tf_json_begin_array(&j, "warnings");
+    for (char *line = warnings, *end; line && *line; line = end + 1) {
+      end = strchr(line, '\n');
+      *end = '\0';
+      tf_json_string(&j, NULL, line);
+    }
+    tf_json_end_array(&j);
     tf_json_begin_array(&j, "symbols");
     for (int32_t i = 0; i < tf_graph_symbol_count(g); i++) {
       const char *name;
@@ -114,9 +129,14 @@ static int finish(const char *onnx_path, const char *output, const char *weights
               "%d BatchNormalization node%s normalise%s with batch statistics (training mode: training updates the "
               "running statistics as PyTorch does, once per micro-batch; docs/import.md)\n",
               batch, batch == 1 ? "" : "s", batch == 1 ? "s" : "");
+    for (char *line = warnings, *end; line && *line; line = end + 1) {
+      end = strchr(line, '\n');
+      fprintf(tf_cli_out(), "warning: %.*s\n", (int)(end - line), line);
+    }
     fprintf(tf_cli_out(), "written to %s%s%s\n", output, has_weights ? ", weights to " : "",
             has_weights ? weights_path : "");
   }
+  free(warnings);
   tf_graph_destroy(g);
   return TF_EXIT_OK;
 }
