@@ -58,10 +58,10 @@ int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph);
  * by each batch's statistics, its running statistics updated by training (docs/import.md). */
 int32_t tf_onnx_batch_statistics_norms(const tf_graph *graph);
 
-/* What an eval-mode export changed in the ONNX file `onnx_path` (docs/import.md, "Warnings"): parameters
- * tied through Identity nodes, weights the exporter computed (a BatchNorm folded into a convolution, a
- * transposed copy). One line per finding and a last line on how to export instead, in *warnings (NULL
- * when there is nothing to say; the caller frees it with free()). */
+/* What an eval-mode export changed in the ONNX file `onnx_path` (docs/import.md, "Exporting the model
+ * as it is"): parameters tied through Identity nodes, weights the exporter computed (a BatchNorm folded
+ * into a convolution, a transposed copy). One line per finding and a last line on how to export
+ * instead, in *warnings (NULL when there is nothing to say; the caller frees it with free()). */
 tf_status tf_onnx_export_warnings(const char *onnx_path, char **warnings) TF_MUST_USE;
 
 /* "none", "cross_entropy", "mse", "bce_with_logits", "l1"; tf_onnx_loss_parse() is its inverse (false when
