@@ -59,25 +59,6 @@ static autocast_list list_of(tf_op op) {
   }
 }
 
-/* Node ids in the order the pass wants them: each node's input casts, the node, its output casts. */
-typedef struct node_order {
-  int32_t *ids;
-  int32_t n, capacity;
-} node_order;
-
-static tf_status order_push(node_order *o, int32_t id) {
-  if (o->n == o->capacity) {
-    int32_t capacity = o->capacity * 2 + 16;
-    int32_t *grown = realloc(o->ids, sizeof(int32_t) * (size_t)capacity);
-    if (!grown)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "autocast: cannot order %d nodes", capacity);
-    o->ids = grown;
-    o->capacity = capacity;
-  }
-  o->ids[o->n++] = id;
-  return NULL;
-}
-
 /* Whether input k of node n is a floating operand whose data the node reads. */
 static bool floating_operand(const tf_graph *g, int32_t n, int32_t k) {
   const int32_t x = g->nodes[n].inputs[k];
@@ -87,7 +68,7 @@ static bool floating_operand(const tf_graph *g, int32_t n, int32_t k) {
 static bool weight_like(const tf_ir_tensor *x) { return x->kind == TF_PARAMETER || x->kind == TF_CONSTANT; }
 
 /* Input k of node n read through a new cast to `to` (pushed on the order). */
-static tf_status cast_input(tf_training *t, int32_t n, int32_t k, tf_dtype to, node_order *order, int32_t *casts) {
+static tf_status cast_input(tf_training *t, int32_t n, int32_t k, tf_dtype to, tf_node_order *order, int32_t *casts) {
   tf_graph *g = t->g;
   char name[600];
   snprintf(name, sizeof(name), "%s/input%d_%s", g->nodes[n].name, k, tf_dtype_name(to));
@@ -95,7 +76,7 @@ static tf_status cast_input(tf_training *t, int32_t n, int32_t k, tf_dtype to, n
   TF_RETURN_IF_ERROR(tf_training_emit_cast(t, g->nodes[n].inputs[k], to, TF_PHASE_FORWARD, name, &cast));
   g->nodes[n].inputs[k] = cast;
   (*casts)++;
-  return order_push(order, g->tensors[cast].producer);
+  return tf_node_order_push(order, g->tensors[cast].producer, "autocast");
 }
 
 /* The dtype each floating operand of node n is to be read in: `half`, TF_F32, or as it is (-1). */
@@ -138,7 +119,7 @@ static bool is_kept_output(const tf_training *t, int32_t tensor) {
 
 /* Output i of node n, a graph output or the loss declared `declared`, now half: the node writes a
  * new half tensor and a new cast writes the output in its declared dtype (id and name kept). */
-static tf_status keep_output_type(tf_training *t, int32_t n, int32_t i, tf_dtype declared, node_order *order,
+static tf_status keep_output_type(tf_training *t, int32_t n, int32_t i, tf_dtype declared, tf_node_order *order,
                                   int32_t *casts) {
   tf_graph *g = t->g;
   const int32_t y = g->nodes[n].outputs[i];
@@ -163,15 +144,15 @@ static tf_status keep_output_type(tf_training *t, int32_t n, int32_t i, tf_dtype
   TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, n, false));
   TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, cast, true));
   (*casts)++;
-  return order_push(order, cast);
+  return tf_node_order_push(order, cast, "autocast");
 }
 
 /* Node n with its operands cast as the rules say and its outputs' dtypes inferred anew. */
-static tf_status autocast_node(tf_training *t, int32_t n, tf_dtype half, node_order *order, int32_t *casts,
+static tf_status autocast_node(tf_training *t, int32_t n, tf_dtype half, tf_node_order *order, int32_t *casts,
                                int32_t *on_half) {
   tf_graph *g = t->g;
   if (g->nodes[n].op == TF_OP_CAST)
-    return order_push(order, n);
+    return tf_node_order_push(order, n, "autocast");
   tf_dtype want[TF_OP_VARIADIC_INTERNAL];
   if (g->nodes[n].n_inputs > TF_OP_VARIADIC_INTERNAL)
     return tf_status_new(TF_ERR_INTERNAL, "autocast: node '%s' has %d inputs", g->nodes[n].name, g->nodes[n].n_inputs);
@@ -179,7 +160,7 @@ static tf_status autocast_node(tf_training *t, int32_t n, tf_dtype half, node_or
   for (int32_t k = g->nodes[n].n_inputs - 1; k >= 0; k--)
     if ((int)want[k] >= 0)
       TF_RETURN_IF_ERROR(cast_input(t, n, k, want[k], order, casts));
-  TF_RETURN_IF_ERROR(order_push(order, n));
+  TF_RETURN_IF_ERROR(tf_node_order_push(order, n, "autocast"));
   tf_dtype declared[TF_MAX_OUTPUTS];
   for (int32_t i = 0; i < g->nodes[n].n_outputs; i++)
     declared[i] = g->tensors[g->nodes[n].outputs[i]].dtype;
@@ -204,7 +185,7 @@ tf_status tf_autocast_pass(tf_training *t) {
   TF_RETURN_IF_ERROR(tf_training_reserve(t));
   tf_graph *g = t->g;
   const int32_t n_nodes = g->n_nodes;
-  node_order order = {NULL, 0, 0};
+  tf_node_order order = {NULL, 0, 0};
   int32_t casts = 0, on_half = 0;
   tf_status status = NULL;
   for (int32_t n = 0; n < n_nodes && !status; n++)

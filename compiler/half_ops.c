@@ -150,28 +150,8 @@ static bool in_half_kernel(const tf_training *t, int32_t n) {
          half_kernel_runs(t, node->op, &node->attrs, node->inputs, node->n_inputs, node->outputs, node->n_outputs);
 }
 
-/* Node ids in the order the pass wants them: each lowered node's input casts, the node, its
- * output casts. */
-typedef struct node_order {
-  int32_t *ids;
-  int32_t n, capacity;
-} node_order;
-
-static tf_status order_push(node_order *o, int32_t id) {
-  if (o->n == o->capacity) {
-    int32_t capacity = o->capacity * 2 + 16;
-    int32_t *grown = realloc(o->ids, sizeof(int32_t) * (size_t)capacity);
-    if (!grown)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "half ops: cannot order %d nodes", capacity);
-    o->ids = grown;
-    o->capacity = capacity;
-  }
-  o->ids[o->n++] = id;
-  return NULL;
-}
-
 /* Input k of node n, when half, read through a new cast to f32 (pushed on the order). */
-static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *order) {
+static tf_status widen_input(tf_training *t, int32_t n, int32_t k, tf_node_order *order) {
   tf_graph *g = t->g;
   const int32_t x = g->nodes[n].inputs[k];
   if (x < 0 || !is_half(g->tensors[x].dtype) || tf_op_input_shape_only(g->nodes[n].op, k))
@@ -181,7 +161,7 @@ static tf_status widen_input(tf_training *t, int32_t n, int32_t k, node_order *o
   int32_t wide;
   TF_RETURN_IF_ERROR(tf_training_emit_cast(t, x, TF_F32, TF_PHASE_FORWARD, name, &wide));
   g->nodes[n].inputs[k] = wide;
-  return order_push(order, g->tensors[wide].producer);
+  return tf_node_order_push(order, g->tensors[wide].producer, "half ops");
 }
 
 /* Records that f32 tensor `wide` is rounded into half tensor `half` (tf_training.narrowed). */
@@ -202,7 +182,7 @@ static tf_status record_narrowed(tf_training *t, int32_t wide, int32_t half) {
 
 /* Output i of node n, when half: the node writes a new f32 tensor and a new cast writes the
  * original one (its id, name and dtype kept). The cast is pushed on the order. */
-static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order *order) {
+static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, tf_node_order *order) {
   tf_graph *g = t->g;
   const int32_t y = g->nodes[n].outputs[i];
   const tf_dtype half = g->tensors[y].dtype;
@@ -225,18 +205,18 @@ static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, node_order 
     return status;
   TF_RETURN_IF_ERROR(tf_training_reserve(t));
   TF_RETURN_IF_ERROR(record_narrowed(t, wide, y));
-  return order_push(order, cast);
+  return tf_node_order_push(order, cast, "half ops");
 }
 
 /* Lowers node n (inputs, then its own shapes on f32 operands, then outputs). The input casts come
  * last input first: autodiff visits them in reverse, so a half tensor the node reads several times
  * (attention's q = k = v) gets its gradient parts in input order, each rounded, summed as they come,
  * as the node's own backward gives them when the target runs it as a half kernel. */
-static tf_status lower(tf_training *t, int32_t n, node_order *order) {
+static tf_status lower(tf_training *t, int32_t n, tf_node_order *order) {
   tf_graph *g = t->g;
   for (int32_t k = g->nodes[n].n_inputs - 1; k >= 0; k--)
     TF_RETURN_IF_ERROR(widen_input(t, n, k, order));
-  TF_RETURN_IF_ERROR(order_push(order, n));
+  TF_RETURN_IF_ERROR(tf_node_order_push(order, n, "half ops"));
   const int32_t first_cast = order->n;
   for (int32_t i = 0; i < g->nodes[n].n_outputs; i++)
     TF_RETURN_IF_ERROR(narrow_output(t, n, i, order));
@@ -271,10 +251,10 @@ tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
   }
   if (*lowered == 0)
     return NULL;
-  node_order order = {NULL, 0, 0};
+  tf_node_order order = {NULL, 0, 0};
   tf_status status = NULL;
   for (int32_t n = 0; n < n_nodes && !status; n++)
-    status = on_half_data(t, n) ? lower(t, n, &order) : order_push(&order, n);
+    status = on_half_data(t, n) ? lower(t, n, &order) : tf_node_order_push(&order, n, "half ops");
   if (!status && order.n != g->n_nodes)
     status = tf_status_new(TF_ERR_INTERNAL, "half ops: ordered %d of %d nodes", order.n, g->n_nodes);
   if (!status)

@@ -235,3 +235,16 @@ tf_attrs tf_training_cast_attrs(tf_dtype to) {
   attrs.u.cast.to = to;
   return attrs;
 }
+
+tf_status tf_node_order_push(tf_node_order *o, int32_t id, const char *pass) {
+  if (o->n == o->capacity) {
+    int32_t capacity = o->capacity * 2 + 16;
+    int32_t *grown = realloc(o->ids, sizeof(int32_t) * (size_t)capacity);
+    if (!grown)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot order %d nodes", pass, capacity);
+    o->ids = grown;
+    o->capacity = capacity;
+  }
+  o->ids[o->n++] = id;
+  return NULL;
+}

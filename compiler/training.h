@@ -93,6 +93,15 @@ int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_st
 tf_status tf_training_copy(const tf_training *from, tf_training *to) TF_MUST_USE;
 void tf_training_free(tf_training *t);
 
+/* Node ids in the order a rewriting pass wants them (half_ops.c, autocast.c: each node's input
+ * casts, the node, its output casts), then given to tf_ir_reorder_nodes. */
+typedef struct tf_node_order {
+  int32_t *ids;
+  int32_t n, capacity;
+} tf_node_order;
+/* Appends node `id`; `pass` names the pass in the out-of-memory message. */
+tf_status tf_node_order_push(tf_node_order *o, int32_t id, const char *pass) TF_MUST_USE;
+
 /* precision.c: the saved activations stored in bf16/f16 (config.precision), read back through f32
  * casts just before their readers; records what it did for the report. */
 tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
