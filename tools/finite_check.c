@@ -3,6 +3,9 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+
+#include "runtime/weights_path.h"
 
 static const char *role_noun(tf_buffer_role role) {
   switch (role) {
@@ -45,8 +48,12 @@ tf_status tf_tool_check_initial_weights(tf_session *session, const char *weights
   if (b->init.kind != TF_INIT_EXTERNAL)
     return tf_status_new(TF_ERR_INVALID_INPUT, "parameter '%s' element %" PRId64 " is %s after its initialiser; %s",
                          b->name, found.index, value_name(found.value), consequence);
+  char path[4096]; /* the file the session read: beside the plan, or in the graph's folder */
+  tf_status where = tf_weights_path(plan, weights_dir, b->init.file, path, sizeof(path));
+  if (where)
+    snprintf(path, sizeof(path), "%s/%s", weights_dir ? weights_dir : ".", b->init.file);
+  tf_status_free(where);
   return tf_status_new(TF_ERR_INVALID_INPUT,
-                       "%s/%s: tensor '%s' element %" PRId64 " is %s (the initial value of parameter '%s'); %s",
-                       weights_dir ? weights_dir : ".", b->init.file, b->init.key, found.index, value_name(found.value),
-                       b->name, consequence);
+                       "%s: tensor '%s' element %" PRId64 " is %s (the initial value of parameter '%s'); %s", path,
+                       b->init.key, found.index, value_name(found.value), b->name, consequence);
 }

@@ -94,6 +94,16 @@ expect_phrase 2 "run: NaN in the initial weights named" \
 expect_phrase 2 "train: the same, not the learning rate" \
   "w.safetensors: tensor 'imported.w0' element 7 is nan (the initial value of parameter 'hidden.0.weight'); refusing to train" \
   "$tf" train "$dir/ext.tfplan" --data models/data/digits/train --steps 2
+# The same plan written to another folder and run from a third: the file is found in the graph's
+# folder, and the message names that file (before: the plan folder's path, where it is not).
+mkdir -p "$dir/plans" "$dir/elsewhere"
+"$tf" compile "$dir/ext.tfg" --set N=16 -o "$dir/plans/ext.tfplan" > /dev/null
+root=$PWD
+cd "$dir/elsewhere" || exit 1
+expect_phrase 2 "run from a third folder: the file named where it was found, the graph's folder" \
+  "$dir/w.safetensors: tensor 'imported.w0' element 7 is nan" \
+  "$tf" run "$dir/plans/ext.tfplan" --data "$root/models/data/digits/test"
+cd "$root" || exit 1
 
 # ---- (8) checksums ----
 # One bit of head.weight element 3 flipped in a checkpoint (bit 30 of the float: the value stays
