@@ -148,8 +148,10 @@ resume_with "resume with counters at INT64_MAX" \
 resume_with "resume with micro_step inconsistent with optimizer_step" \
   "'tightfit.micro_step' is 3, but 'tightfit.optimizer_step' 2 x 'tightfit.accumulate' 1 needs it to be 2" \
   tightfit.micro_step=3
+# the checkpoint is at step 2; --steps is the step to reach, so this trains one step from it
 succeed "resume from the checkpoint as saved" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train \
-  --steps 1 --checkpoint "$dir/ck" --resume
+  --steps 3 --checkpoint "$dir/ck" --resume
+if grep -q "from step 2 to 3" "$dir/out"; then pass "  it trained from step 2 to 3"; else fail "  it did not train from step 2 to 3: $(tail -n 1 "$dir/out")"; fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
