@@ -15,11 +15,13 @@ extern "C" {
 typedef struct tf_session tf_session;
 
 typedef struct tf_session_options {
-  const char *backend;     /* "cpu" (default), "vulkan", "cuda" */
-  int32_t device;          /* device index */
-  int32_t threads;         /* CPU threads; 0: the plan's */
-  uint64_t seed;           /* parameter initialisation and dropout */
-  const char *weights_dir; /* where external safetensors initialisers are looked up (NULL: ".") */
+  const char *backend; /* "cpu" (default), "vulkan", "cuda" */
+  int32_t device;      /* device index */
+  int32_t threads;     /* CPU threads; 0: the plan's */
+  uint64_t seed;       /* parameter initialisation and dropout */
+  /* where external safetensors initialisers are looked up first (NULL: "."), then in the graph's
+   * folder the plan recorded (runtime/weights_path.c) */
+  const char *weights_dir;
   /* f16 plans: optimizer steps in a row without overflow after which the loss scale doubles (0:
    * 2000, torch.cuda.amp.GradScaler's growth_interval) */
   int64_t loss_scale_growth_interval;
