@@ -122,25 +122,9 @@ static bool is_kept_output(const tf_training *t, int32_t tensor) {
 static tf_status keep_output_type(tf_training *t, int32_t n, int32_t i, tf_dtype declared, tf_node_order *order,
                                   int32_t *casts) {
   tf_graph *g = t->g;
-  const int32_t y = g->nodes[n].outputs[i];
-  const tf_dtype half = g->tensors[y].dtype;
-  char base[600], name[640];
-  tf_status status = NULL;
-  snprintf(base, sizeof(base), "%s/%s", g->tensors[y].name, tf_dtype_name(half));
-  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
-  const int32_t narrow = tf_ir_add_tensor(g, name, half, TF_ACTIVATION, NULL, NULL, &status);
-  if (status)
-    return status;
-  g->nodes[n].outputs[i] = narrow;
-  g->tensors[narrow].producer = n;
-  g->tensors[y].dtype = declared;
-  snprintf(base, sizeof(base), "%s/to_%s", g->nodes[n].name, tf_dtype_name(declared));
-  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
-  const tf_attrs up = tf_training_cast_attrs(declared);
-  const int32_t cast = tf_ir_add_node(g, name, TF_OP_CAST, &narrow, 1, &y, 1, &up, &status);
-  if (status)
-    return status;
-  TF_RETURN_IF_ERROR(tf_training_reserve(t));
+  const tf_dtype half = g->tensors[g->nodes[n].outputs[i]].dtype;
+  int32_t narrow, cast;
+  TF_RETURN_IF_ERROR(tf_training_cast_output(t, n, i, half, declared, &narrow, &cast));
   TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, n, false));
   TF_RETURN_IF_ERROR(tf_shapes_infer_node(g, cast, true));
   (*casts)++;

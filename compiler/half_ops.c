@@ -188,22 +188,8 @@ static tf_status narrow_output(tf_training *t, int32_t n, int32_t i, tf_node_ord
   const tf_dtype half = g->tensors[y].dtype;
   if (!is_half(half))
     return NULL;
-  char base[600], name[640];
-  tf_status status = NULL;
-  snprintf(base, sizeof(base), "%s/f32", g->tensors[y].name);
-  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
-  const int32_t wide = tf_ir_add_tensor(g, name, TF_F32, TF_ACTIVATION, NULL, NULL, &status);
-  if (status)
-    return status;
-  g->nodes[n].outputs[i] = wide;
-  g->tensors[wide].producer = n;
-  snprintf(base, sizeof(base), "%s/to_%s", g->nodes[n].name, tf_dtype_name(half));
-  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
-  tf_attrs down = tf_training_cast_attrs(half);
-  const int32_t cast = tf_ir_add_node(g, name, TF_OP_CAST, &wide, 1, &y, 1, &down, &status);
-  if (status)
-    return status;
-  TF_RETURN_IF_ERROR(tf_training_reserve(t));
+  int32_t wide, cast;
+  TF_RETURN_IF_ERROR(tf_training_cast_output(t, n, i, TF_F32, half, &wide, &cast));
   TF_RETURN_IF_ERROR(record_narrowed(t, wide, y));
   return tf_node_order_push(order, cast, "half ops");
 }

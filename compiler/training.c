@@ -248,3 +248,26 @@ tf_status tf_node_order_push(tf_node_order *o, int32_t id, const char *pass) {
   o->ids[o->n++] = id;
   return NULL;
 }
+
+tf_status tf_training_cast_output(tf_training *t, int32_t n, int32_t i, tf_dtype written, tf_dtype kept, int32_t *wrote,
+                                  int32_t *cast) {
+  tf_graph *g = t->g;
+  const int32_t y = g->nodes[n].outputs[i];
+  char base[600], name[640];
+  tf_status status = NULL;
+  snprintf(base, sizeof(base), "%s/%s", g->tensors[y].name, tf_dtype_name(written));
+  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
+  *wrote = tf_ir_add_tensor(g, name, written, TF_ACTIVATION, NULL, NULL, &status);
+  if (status)
+    return status;
+  g->nodes[n].outputs[i] = *wrote;
+  g->tensors[*wrote].producer = n;
+  g->tensors[y].dtype = kept;
+  snprintf(base, sizeof(base), "%s/to_%s", g->nodes[n].name, tf_dtype_name(kept));
+  TF_RETURN_IF_ERROR(tf_ir_unique_name(g, base, name, sizeof(name)));
+  const tf_attrs attrs = tf_training_cast_attrs(kept);
+  *cast = tf_ir_add_node(g, name, TF_OP_CAST, wrote, 1, &y, 1, &attrs, &status);
+  if (status)
+    return status;
+  return tf_training_reserve(t);
+}

@@ -101,6 +101,11 @@ typedef struct tf_node_order {
 } tf_node_order;
 /* Appends node `id`; `pass` names the pass in the out-of-memory message. */
 tf_status tf_node_order_push(tf_node_order *o, int32_t id, const char *pass) TF_MUST_USE;
+/* Output i of node n through a cast: the node writes a new activation of dtype `written` (named
+ * after the output, into *wrote), and a new cast node (*cast) writes the output itself, its id and
+ * name kept, as `kept`. Shapes are not inferred. */
+tf_status tf_training_cast_output(tf_training *t, int32_t n, int32_t i, tf_dtype written, tf_dtype kept, int32_t *wrote,
+                                  int32_t *cast) TF_MUST_USE;
 
 /* precision.c: the saved activations stored in bf16/f16 (config.precision), read back through f32
  * casts just before their readers; records what it did for the report. */
