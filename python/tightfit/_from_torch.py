@@ -1,0 +1,191 @@
+"""tightfit.from_torch: a PyTorch module exported through ONNX, as it is (training mode, its own parameter
+tensors), and imported by the C importer (include/tightfit/onnx.h). docs/import.md says what it keeps."""
+import ctypes
+import json
+import os
+import shutil
+import warnings
+import weakref
+
+from . import _checksum, _lib
+from ._lib import TightfitError
+from . import Graph, _bytes, _workdir, library_path
+
+def _running_statistics(torch, module):
+    """name -> float32 numpy copy of each running mean and variance of the BatchNorms in training mode
+    (state_dict names, as the ONNX export names its initializers)."""
+    found = {}
+    for prefix, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training and m.track_running_stats:
+            for buffer in ("running_mean", "running_var"):
+                value = getattr(m, buffer)
+                if value is not None:
+                    found[f"{prefix}.{buffer}" if prefix else buffer] = value.detach().float().cpu().numpy().copy()
+    return found
+
+
+def _set_weights(path, values):
+    """Overwrites tensors of safetensors file `path` in place with `values` (name -> float32 array of
+    the stored shape), and their checksums where the file has them (tightfit's writer: metadata
+    "tightfit.xxh64.NAME", 16 hex digits, so the header keeps its size); returns the names it found."""
+    import numpy as np
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        raw = f.read(size)
+        header = json.loads(raw)
+        metadata = header.get("__metadata__") or {}
+        done = []
+        for name, value in values.items():
+            entry = header.get(name)
+            data = np.ascontiguousarray(value, dtype=np.float32).tobytes()
+            if not entry or entry.get("dtype") != "F32" or entry["data_offsets"][1] - entry["data_offsets"][0] != len(data):
+                continue
+            f.seek(8 + size + entry["data_offsets"][0])
+            f.write(data)
+            key = _checksum.PREFIX + name
+            if key in metadata:
+                old = (json.dumps(key) + ":" + json.dumps(metadata[key])).encode()
+                new = (json.dumps(key) + ":" + json.dumps(format(_checksum.xxh64(data), "016x"))).encode()
+                if raw.count(old) != 1 or len(new) != len(old):
+                    raise TightfitError(f"{path}: cannot update the checksum of '{name}' in place")
+                raw = raw.replace(old, new)
+            done.append(name)
+        f.seek(8)
+        f.write(raw)
+    return done
+
+
+def _dropout_left_out(torch, module):
+    """'name (p=...)' of each dropout the export leaves out: Dropout layers and MultiheadAttention's
+    attention dropout with p > 0 in training mode (both export as the identity, as in eval mode)."""
+    found = []
+    for name, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0:
+            found.append(f"{name or type(m).__name__} (p={m.p:g})")
+        elif isinstance(m, torch.nn.MultiheadAttention) and m.training and m.dropout > 0:
+            found.append(f"{name or 'MultiheadAttention'} (attention dropout p={m.dropout:g})")
+    return found
+
+
+def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
+    """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
+    BatchNorm in training mode, which exports as one normalising by batch statistics (its running
+    statistics restored after the export's trace, which would update them), and every parameter
+    exported as itself, which training needs. An eval-mode export
+    merges parameters of equal values (every LayerNorm's weight of ones becomes one tensor, trained as
+    one) and constant-folds a Linear's transposed weight into a new initializer (a head tied to the
+    embedding becomes a second, untied copy): torch 1.13 deduplicates initializers by value unless the
+    top-level module is in training mode (then by storage only: tied weights stay one), and constant
+    folding is turned off here (tightfit's importer folds what it needs itself).
+    MultiheadAttention and TransformerEncoderLayer in eval mode under no_grad take PyTorch's fused
+    inference kernels (aten::_native_multi_head_attention, aten::_transformer_encoder_layer_fwd: no
+    ONNX export), and TransformerEncoder follows its first layer: they export in training mode, which
+    takes the ordinary path (projections, softmax, masks as ONNX ops), each MultiheadAttention's
+    dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
+    Their Dropout submodules stay in eval mode (the identity)."""
+    import warnings
+    modes = {m: m.training for m in module.modules()}
+    batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
+    buffers = [(b, b.detach().clone()) for m in batch_norms for b in m.buffers()]
+    fast_path = [m for m in module.modules()
+                 if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer))]
+    attention_dropout = [(m, m.dropout) for m in fast_path if isinstance(m, torch.nn.MultiheadAttention)]
+    # float buffers other than BatchNorm statistics (an attention mask, a positional table) are
+    # constants that PyTorch never trains: held as plain attributes meanwhile, they export as Constant
+    # nodes, which import as constants, where as initializers they would import as parameters
+    constant_buffers = [(m, dict(m._buffers)) for m in module.modules()
+                        if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
+                        any(b is not None and b.is_floating_point() for b in m._buffers.values())]
+    module.eval()
+    for m in batch_norms + fast_path:
+        m.training = True
+    module.training = True  # the top level only: read by the deduplication, by no layer
+    try:
+        for m, saved in constant_buffers:
+            for name, b in saved.items():
+                if b is not None and b.is_floating_point():
+                    del m._buffers[name]
+                    object.__setattr__(m, name, b)
+        for m, _ in attention_dropout:
+            m.dropout = 0.0
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
+                              dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
+                              do_constant_folding=False, **kwargs)
+    finally:
+        for m, rate in attention_dropout:
+            m.dropout = rate
+        for m, saved in constant_buffers:
+            for name in saved:
+                m.__dict__.pop(name, None)
+            m._buffers.clear()
+            m._buffers.update(saved)
+        for m, training in modes.items():
+            m.training = training
+        with torch.no_grad():
+            for b, saved in buffers:
+                b.copy_(saved)
+
+
+def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
+               name=None, opset_version=None):
+    """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
+    it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
+    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1") adds a `labels` input and the loss.
+    The graph's weights are the module's, in a safetensors file beside the graph's temporary files."""
+    if not _lib.HAS_ONNX:
+        raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
+                            "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
+    if loss not in _lib.ONNX_LOSSES:
+        raise TightfitError(f"from_torch: loss must be one of cross_entropy, mse, bce_with_logits, l1 or None, got {loss!r}")
+    import torch
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    names = list(input_names) if input_names else (
+        ["x"] if len(example_inputs) == 1 else [f"x{i}" for i in range(len(example_inputs))])
+    directory = _workdir()
+    onnx_path = os.path.join(directory, "model.onnx")
+    dynamic_axes = {n: {0: batch_symbol} for n in names + ["output"]} if dynamic_batch else None
+    kwargs = {} if opset_version is None else {"opset_version": opset_version}
+    for m in module.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training and m.track_running_stats \
+                and m.momentum is None:
+            raise TightfitError("from_torch: a BatchNorm in training mode with momentum=None (a cumulative average "
+                                "of its running statistics) is not supported; give it a momentum, or call eval()")
+    # the export's trace updates the running statistics it writes: the values before it go back below
+    running = _running_statistics(torch, module)
+    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs)
+    left_out = _dropout_left_out(torch, module)
+    if left_out:
+        warnings.warn(f"from_torch: dropout is left out of the imported graph (exported as in eval mode, the "
+                      f"identity): {', '.join(left_out)}; it trains without dropout. tightfit's own dropout op "
+                      "(Graph.dropout) draws seeded masks: docs/import.md", stacklevel=2)
+    options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
+        else _lib.OnnxOptions(ignore_index=-100)
+    options.weights_path = _bytes(os.path.join(directory, "weights.safetensors"))
+    options.symbol_defaults = _bytes(f"{batch_symbol}={example_inputs[0].shape[0]}") if dynamic_batch else None
+    options.loss = _lib.ONNX_LOSSES[loss]
+    options.graph_name = _bytes(name or type(module).__name__)
+    handle = _lib.c_graph_p()
+    try:
+        _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
+                   "from_torch")
+    except TightfitError:
+        shutil.rmtree(directory, True)
+        raise
+    graph = Graph(_handle=handle.value, _dir=directory)
+    weakref.finalize(graph, shutil.rmtree, directory, True)
+    weights = os.path.join(directory, "weights.safetensors")
+    restored = _set_weights(weights, running) if running and os.path.exists(weights) else []
+    if len(restored) != len(running):
+        warnings.warn("from_torch: the running statistics " + ", ".join(sorted(set(running) - set(restored))) +
+                      " were not found in the imported weights under their names: they start from the values "
+                      "after the export's trace (one forward pass later)", stacklevel=2)
+    frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
+    if frozen:
+        warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} in eval mode imported "
+                      f"frozen at {'their' if frozen > 1 else 'its'} running statistics (scale and bias train; a "
+                      "layer in training mode normalises with batch statistics: docs/import.md)", stacklevel=2)
+    return graph
