@@ -33,6 +33,7 @@ static tf_status add_tensor(void *context, const tf_graph_fb_tensor *tensor) {
     return status;
   g->tensors[id].dtype = tensor->dtype;
   g->tensors[id].kind = tensor->kind;
+  g->tensors[id].frozen = tensor->frozen;
   return NULL;
 }
 
@@ -101,6 +102,7 @@ static void tensor_at(const void *context, int32_t i, tf_graph_fb_tensor *out) {
       .kind = t->kind,
       .shape = t->declared.rank >= 0 ? &t->declared : NULL, /* activations (rank -1) declare none */
       .init = &d->inits[i],
+      .frozen = t->frozen,
   };
 }
 

@@ -25,6 +25,7 @@ typedef struct tf_ir_tensor {
   double init_a, init_b;
   char *init_file, *init_key; /* TF_INIT_EXTERNAL */
   int32_t producer;           /* node id or -1 */
+  bool frozen;                /* a parameter that training leaves as it is (tf_graph_set_trainable) */
 } tf_ir_tensor;
 
 typedef struct tf_ir_node {

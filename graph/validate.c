@@ -71,6 +71,9 @@ static tf_status check_tensor(const tf_graph *g, int32_t id) {
   if (t->kind == TF_PARAMETER && !is_floating(t->dtype))
     return tf_status_new(TF_ERR_INVALID_INPUT, "parameter '%s' has dtype %s; parameters are floating point", t->name,
                          tf_dtype_name(t->dtype));
+  if (t->frozen && t->kind != TF_PARAMETER)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s '%s' is marked not trainable; only a parameter can be frozen",
+                         tf_kind_name(t->kind), t->name);
   if (t->declared.rank > TF_MAX_RANK)
     return tf_status_new(TF_ERR_INVALID_INPUT, "tensor '%s' has rank %d > %d", t->name, t->declared.rank, TF_MAX_RANK);
   TF_RETURN_IF_ERROR(check_declared_dims(g, t, id));

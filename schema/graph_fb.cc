@@ -177,6 +177,7 @@ private:
     store_enum(&item.kind, tensor->kind());
     item.shape = tensor->shape() ? &declared : nullptr;
     item.init = initializer ? &init : nullptr;
+    item.frozen = !tensor->trainable();
     return sink_->tensor(sink_->context, &item);
   }
 
@@ -298,7 +299,7 @@ private:
       init = fb::CreateInitializer(fbb_, static_cast<fb::InitKind>(init_kind), given->a, given->b, file, key);
     }
     *out = fb::CreateTensor(fbb_, string(tensor.name), static_cast<fb::DType>(dtype), static_cast<fb::TensorKind>(kind),
-                            shape, init);
+                            shape, init, !tensor.frozen);
     return nullptr;
   }
 

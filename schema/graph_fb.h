@@ -26,6 +26,7 @@ typedef struct tf_graph_fb_tensor {
   tf_tensor_kind kind;   /* as stored */
   const tf_shape *shape; /* the declared shape; NULL when none (activations) */
   const tf_init *init;   /* NULL when none */
+  bool frozen;           /* Tensor.trainable false: a parameter that training leaves as it is */
 } tf_graph_fb_tensor;
 
 /* One node of a graph file. */

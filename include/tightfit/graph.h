@@ -87,6 +87,11 @@ void tf_graph_set_training(tf_graph *graph, const tf_training_config *config);
 /* Overrides the precision policy for the activations node `node` saves for the backward pass: F32,
  * BF16 or F16 stores them in that type (arithmetic stays f32); INHERIT drops the override. */
 tf_status tf_graph_set_node_precision(tf_graph *graph, int32_t node, tf_precision precision) TF_MUST_USE;
+/* Marks parameter `tensor` trainable (the default) or frozen: training gives a frozen parameter no
+ * gradient, no optimizer state and no update. Refuses a tensor that is not a parameter. */
+tf_status tf_graph_set_trainable(tf_graph *graph, tf_tensor_id tensor, bool trainable) TF_MUST_USE;
+/* Whether `tensor` is a trainable parameter: false for a frozen one, another kind or a bad id. */
+bool tf_graph_is_trainable(const tf_graph *graph, tf_tensor_id tensor);
 
 /* Shape helpers. */
 tf_dim tf_fixed(int64_t size);
