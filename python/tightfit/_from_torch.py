@@ -67,6 +67,33 @@ def _dropout_left_out(torch, module):
     return found
 
 
+def _padding_rows_as_torch_trains_them(torch, module):
+    """Each nn.Embedding with a padding_idx made to export as PyTorch trains it: PyTorch never gives its
+    padding row a gradient, which ONNX's Gather cannot say. While the export traces, the layer computes
+    where(ids == padding_idx, row, embedding(ids, weight)), `row` the padding row's value now (a
+    constant): the same output, and no gradient reaches the padding row. Returns the patched layers,
+    which _restore_forward() puts back. (A layer with max_norm, which renormalises rows in the forward
+    pass, exports as it would without this.)"""
+    import torch.nn.functional as F
+    patched = []
+    for m in module.modules():
+        if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None and m.max_norm is None:
+            row = m.weight.detach()[m.padding_idx].clone()
+
+            def forward(ids, m=m, row=row):
+                looked_up = F.embedding(ids, m.weight, None, None, m.norm_type, m.scale_grad_by_freq, m.sparse)
+                keep = (ids != m.padding_idx).unsqueeze(-1).to(looked_up.dtype)
+                return looked_up * keep if not row.any() else looked_up * keep + row * (1 - keep)
+            m.forward = forward
+            patched.append(m)
+    return patched
+
+
+def _restore_forward(modules):
+    for m in modules:
+        m.__dict__.pop("forward", None)
+
+
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
@@ -82,7 +109,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     ONNX export), and TransformerEncoder follows its first layer: they export in training mode, which
     takes the ordinary path (projections, softmax, masks as ONNX ops), each MultiheadAttention's
     dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
-    Their Dropout submodules stay in eval mode (the identity)."""
+    Their Dropout submodules stay in eval mode (the identity). An Embedding's padding row gets no
+    gradient, as in PyTorch (_padding_rows_as_torch_trains_them)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
@@ -96,6 +124,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     constant_buffers = [(m, dict(m._buffers)) for m in module.modules()
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
+    padding_rows = _padding_rows_as_torch_trains_them(torch, module)
     module.eval()
     for m in batch_norms + fast_path:
         m.training = True
@@ -114,6 +143,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, **kwargs)
     finally:
+        _restore_forward(padding_rows)
         for m, rate in attention_dropout:
             m.dropout = rate
         for m, saved in constant_buffers:
