@@ -10,106 +10,15 @@ relative, every weight after training within 1e-5 (Session.state_dict against th
 state_dict, by the module's own names). The modules' training flags and dropout probabilities are
 the same after from_torch as before it.
 usage: test_from_torch_transformer.py   (PYTHONPATH=python)"""
-import copy
-import sys
 import warnings
 
-import numpy as np
 import torch
 
 import tightfit
+from torch_training import BATCH, case, finish, flags, train_both
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)
-BATCH, STEPS, LR = 3, 10, 1e-2
-passed = failed = 0
-
-
-def case(label, run):
-    """Runs one check: run() returns (problem or None, what was seen); an exception is a failure."""
-    global passed, failed
-    try:
-        problem, seen = run()
-    except Exception as error:  # tightfit's refusals, and torch.onnx.export's own errors
-        problem, seen = f"{type(error).__name__}: {str(error)[:300]}", ""
-    if problem:
-        print(f"FAIL: {label}: {problem} ({seen})")
-        failed += 1
-    else:
-        print(f"ok: {label}: {seen}")
-        passed += 1
-
-
-def flags(model):
-    """Each submodule's training flag and each MultiheadAttention's dropout probability."""
-    return [(name, m.training, getattr(m, "dropout", None) if isinstance(m, torch.nn.MultiheadAttention) else None)
-            for name, m in model.named_modules()]
-
-
-def train_both(model, inputs, labels, loss):
-    """Imports `model` (inputs: {name: tensor}, given to the model in that order) with `loss`, trains
-    STEPS AdamW steps in tightfit, then in PyTorch from the same weights (train mode); returns what
-    was seen and a problem (None when the losses and the trained weights agree within 1e-5)."""
-    before = flags(model)
-    start = copy.deepcopy(model.state_dict())
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        graph = tightfit.from_torch(model, tuple(inputs.values()), loss=loss, input_names=list(inputs))
-    said = [str(w.message) for w in caught if "from_torch" in str(w.message)]
-    if flags(model) != before:
-        return "from_torch changed the module's training flags or dropout probabilities", f"{flags(model)}"
-    if any(not torch.equal(start[k], v) for k, v in model.state_dict().items()):
-        return "from_torch changed the module's state", ""
-    plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="adamw", lr=LR, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    feed = {name: t.numpy() if t.is_floating_point() else t.numpy().astype(np.int64 if t.dtype != torch.bool
-                                                                            else np.uint8)
-            for name, t in inputs.items()}
-    feed["labels"] = labels.numpy().astype(np.int32) if loss == "cross_entropy" else labels.numpy()
-    losses = [session.step(feed) for _ in range(STEPS)]
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
-    criterion = torch.nn.functional.cross_entropy if loss == "cross_entropy" else torch.nn.functional.mse_loss
-    expected, first_gradients = [], None
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        value = criterion(model(*inputs.values()), labels)
-        value.backward()
-        if first_gradients is None:
-            first_gradients = {k: p.grad.detach().clone() for k, p in model.named_parameters()}
-        optimizer.step()
-        expected.append(value.item())
-    worst_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
-    # An element whose first gradient nearly cancels (below 1e-6, where the gradients here are ~1e-3)
-    # carries that cancellation's rounding (~1e-9, differently in each framework) into AdamW's first
-    # step lr g / (|g| + eps), whose slope there is lr eps / g^2: 1e-9 of rounding moves it by over
-    # 1e-5. The key projection's bias is such (zero in exact arithmetic: it adds q.b_k to every score
-    # of a row, which the softmax ignores), and the odd weight. Those elements are left out of the
-    # weight comparison, counted, and at most 5% of them.
-    trained = session.state_dict()
-    reference = {k: v.detach().numpy() for k, v in model.named_parameters()}
-    missing = sorted(set(reference) - set(trained))
-    apart, noisy = {}, 0
-    for k, v in reference.items():
-        if k in trained:
-            decided = first_gradients[k].abs().numpy() >= 1e-6
-            noisy += int(v.size - decided.sum())
-            apart[k] = float(np.max(np.abs(trained[k] - v)[decided], initial=0.0))
-    worst_name = max(apart, key=apart.get)
-    worst_weight = apart[worst_name]
-    seen = (f"{len(reference)} tensors; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
-            f"{expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst_loss:.1e} relative, worst "
-            f"weight difference {worst_weight:.1e} ({worst_name}; {noisy} elements of a first gradient below "
-            "1e-6 left out)" + (f"; warned: {said}" if said else ""))
-    if missing:
-        return f"the trained weights lack {missing}", seen
-    if worst_loss > 1e-5:
-        return f"losses {losses} vs PyTorch's {expected}", seen
-    if noisy > sum(v.size for v in reference.values()) // 20:
-        return "over 5% of the elements left out of the weight comparison", seen
-    if worst_weight > 1e-5:
-        return "the trained weights are not PyTorch's", seen
-    return None, seen
 
 
 class Attention(torch.nn.Module):
@@ -265,5 +174,4 @@ def dropout_left_out():
 
 
 case("dropout p > 0 is left out with a warning naming each layer, the module unchanged", dropout_left_out)
-print(f"from_torch_transformer: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("from_torch_transformer")

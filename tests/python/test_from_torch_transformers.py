@@ -1,0 +1,146 @@
+"""tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
+architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
+(sequence classification), ViT (image classification), Whisper's encoder and Wav2Vec2 (its CTC head's
+logits) — each small (2 layers, d 32, 2 heads), in train mode with dropout 0. Each is imported, its
+forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
+first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
+module's own weights against PyTorch training the same module (torch_training.train_both: losses and
+trained weights within 1e-5).
+Needs the virtual environment scripts/setup makes (transformers, onnxruntime: scripts/requirements-test.txt)
+over Debian's PyTorch. usage: test_from_torch_transformers.py   (PYTHONPATH=python)"""
+import os
+import warnings
+
+import numpy as np
+import onnxruntime
+import torch
+import transformers
+
+import tightfit
+from torch_training import BATCH, case, finish, train_both
+
+print("library:", tightfit.library_path(), "transformers", transformers.__version__, "onnxruntime",
+      onnxruntime.__version__, "torch", torch.__version__)
+torch.set_num_threads(1)
+transformers.logging.set_verbosity_error()
+warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+# Wav2Vec2's encoder asks whether it runs under FSDP, which imports torch.distributed.fsdp; under Python
+# 3.11 Debian's PyTorch 1.13 fails that import (a dataclass with a mutable default). Nothing here is
+# sharded: the answer is no.
+import transformers.models.wav2vec2.modeling_wav2vec2 as _wav2vec2  # noqa: E402
+_wav2vec2.is_fsdp_managed_module = lambda module: False
+
+
+class Wrapped(torch.nn.Module):
+    """The model's first output as a plain tensor (return_dict=False), flattened to [-1, classes] for
+    a per-token cross_entropy when `flat` is set."""
+
+    def __init__(self, model, keyword, flat=None):
+        super().__init__()
+        self.model, self.keyword, self.flat = model, keyword, flat
+
+    def forward(self, x):
+        y = self.model(**{self.keyword: x}, return_dict=False)[0]
+        return y.reshape(-1, self.flat) if self.flat else y
+
+
+def numpy_loss(output, labels, loss):
+    """The loss PyTorch computes, from onnxruntime's output, in float64."""
+    output = output.astype(np.float64)
+    if loss == "mse":
+        return float(np.mean((output - labels.numpy().astype(np.float64)) ** 2))
+    shifted = output - output.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return float(-np.mean(log_probs[np.arange(len(labels)), labels.numpy()]))
+
+
+def against_onnxruntime(inputs, labels, loss):
+    """A before_training check: onnxruntime runs from_torch's ONNX file on the first batch; the loss
+    of its output must be tightfit's forward loss within 1e-5 (relative)."""
+    def check(graph, session, feed):
+        runner = onnxruntime.InferenceSession(os.path.join(graph._dir, "model.onnx"),
+                                              providers=["CPUExecutionProvider"])
+        output = runner.run(None, {name: t.numpy() for name, t in inputs.items()})[0]
+        expected = numpy_loss(output, labels, loss)
+        got = session.forward(feed)
+        apart = abs(got - expected) / abs(expected)
+        seen = f"first loss {got:.6f}, onnxruntime's {expected:.6f} ({apart:.1e} apart)"
+        return (f"the forward loss is not onnxruntime's: {seen}" if apart > 1e-5 else None), seen
+    return check
+
+
+def run(model, inputs, labels, loss):
+    model.train()
+    return train_both(model, inputs, labels, loss, before_training=against_onnxruntime(inputs, labels, loss))
+
+
+def gpt2():
+    torch.manual_seed(20)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=16,
+                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = Wrapped(transformers.GPT2LMHeadModel(config), "input_ids", flat=64)
+    ids = torch.randint(0, 64, (BATCH, 12))
+    return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
+
+
+def bert():
+    torch.manual_seed(21)
+    config = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                     intermediate_size=64, vocab_size=64, max_position_embeddings=16,
+                                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=3,
+                                     attn_implementation="eager", initializer_range=0.2)
+    model = Wrapped(transformers.BertForSequenceClassification(config), "input_ids")
+    ids = torch.randint(0, 64, (BATCH, 10))
+    return run(model, {"input_ids": ids}, torch.randint(0, 3, (BATCH,)), "cross_entropy")
+
+
+def vit():
+    torch.manual_seed(22)
+    config = transformers.ViTConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                                    image_size=16, patch_size=4, num_channels=3, hidden_dropout_prob=0.0,
+                                    attention_probs_dropout_prob=0.0, num_labels=5, attn_implementation="eager")
+    model = Wrapped(transformers.ViTForImageClassification(config), "pixel_values")
+    return run(model, {"pixel_values": torch.randn(BATCH, 3, 16, 16)}, torch.randint(0, 5, (BATCH,)),
+               "cross_entropy")
+
+
+def whisper_encoder():
+    torch.manual_seed(23)
+    config = transformers.WhisperConfig(encoder_layers=2, encoder_attention_heads=2, decoder_layers=1,
+                                        decoder_attention_heads=2, decoder_ffn_dim=64, d_model=32, encoder_ffn_dim=64,
+                                        num_mel_bins=8, max_source_positions=16, dropout=0.0, attention_dropout=0.0,
+                                        activation_dropout=0.0, attn_implementation="eager")
+    model = Wrapped(transformers.WhisperModel(config).encoder, "input_features")
+    # the encoder takes 2 * max_source_positions frames; its second convolution has stride 2
+    return run(model, {"input_features": torch.randn(BATCH, 8, 32)}, torch.randn(BATCH, 16, 32), "mse")
+
+
+def contiguous_gradient(module, inputs, output):
+    """A forward hook for PyTorch's side only (not while from_torch traces): Debian's PyTorch 1.13 computes
+    wrong float32 gradients through Wav2Vec2's feature encoder (nan, or values 1e4 too large, changing from
+    call to call) when the gradient reaching its output is a transposed, non-contiguous tensor, as the
+    transpose after it makes it; float64, or a contiguous copy of that gradient, give the right ones."""
+    if output.requires_grad and not torch.jit.is_tracing():
+        output.register_hook(lambda gradient: gradient.contiguous())
+
+
+def wav2vec2():
+    torch.manual_seed(24)
+    config = transformers.Wav2Vec2Config(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                         intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2),
+                                         conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                                         num_conv_pos_embedding_groups=4, vocab_size=12, hidden_dropout=0.0,
+                                         attention_dropout=0.0, activation_dropout=0.0, feat_proj_dropout=0.0,
+                                         final_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0, initializer_range=0.2)
+    model = Wrapped(transformers.Wav2Vec2ForCTC(config), "input_values")
+    model.model.wav2vec2.feature_extractor.register_forward_hook(contiguous_gradient)
+    samples = 400  # (400 - 10) / 5 + 1 = 79 frames, then (79 - 3) / 2 + 1 = 39
+    return run(model, {"input_values": torch.randn(BATCH, samples)}, torch.randn(BATCH, 39, 12), "mse")
+
+
+case("transformers GPT2LMHeadModel (2 layers, d 32), per-token cross_entropy", gpt2)
+case("transformers BertForSequenceClassification (2 layers, d 32), cross_entropy", bert)
+case("transformers ViTForImageClassification (2 layers, d 32, 16x16 patches of 4), cross_entropy", vit)
+case("transformers Whisper encoder (2 layers, d 32, 8 mel bins), mse", whisper_encoder)
+case("transformers Wav2Vec2ForCTC (2 conv + 2 transformer layers, d 32), mse on the logits", wav2vec2)
+finish("from_torch_transformers")
