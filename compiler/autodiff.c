@@ -13,10 +13,11 @@
 
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
-/* depends[t]: t is a parameter or computed from one (floating only). */
+/* depends[t]: t is a trained (not frozen) parameter or computed from one (floating only). What
+ * only frozen parameters feed gets no gradient: the backward pass stops there. */
 static void mark_dependents(const tf_graph *g, bool *depends) {
   for (int32_t i = 0; i < g->n_tensors; i++)
-    depends[i] = g->tensors[i].kind == TF_PARAMETER && is_floating(g->tensors[i].dtype);
+    depends[i] = g->tensors[i].kind == TF_PARAMETER && !g->tensors[i].frozen && is_floating(g->tensors[i].dtype);
   for (int32_t n = 0; n < g->n_nodes; n++) {
     const tf_ir_node *node = &g->nodes[n];
     bool any = false;
@@ -241,7 +242,8 @@ tf_status tf_autodiff(tf_training *t) {
   }
   mark_dependents(g, depends);
   if (!depends[t->loss]) {
-    status = tf_status_new(TF_ERR_INVALID_INPUT, "the loss '%s' does not depend on any parameter: nothing to train",
+    status = tf_status_new(TF_ERR_INVALID_INPUT,
+                           "the loss '%s' does not depend on any trainable parameter: nothing to train",
                            g->tensors[t->loss].name);
     goto done;
   }

@@ -212,11 +212,12 @@ static tf_status lower(tf_training *t, int32_t n, tf_node_order *order) {
   return NULL;
 }
 
-/* Training keeps f32 master weights: the optimizer kernels update f32 parameters. */
+/* Training keeps f32 master weights: the optimizer kernels update f32 parameters. A frozen half
+ * parameter is never updated, so it needs none: it is read through casts like any half tensor. */
 static tf_status check_parameters(const tf_training *t) {
   const tf_graph *g = t->g;
   for (int32_t i = 0; i < g->n_tensors && t->options.training; i++)
-    if (g->tensors[i].kind == TF_PARAMETER && is_half(g->tensors[i].dtype))
+    if (g->tensors[i].kind == TF_PARAMETER && !g->tensors[i].frozen && is_half(g->tensors[i].dtype))
       return tf_status_new(TF_ERR_UNSUPPORTED,
                            "parameter '%s' is %s: training keeps f32 master weights; declare it f32 and cast it "
                            "to %s where the graph reads it (or compile with --precision %s to store activations "

@@ -162,6 +162,7 @@ tf_status tf_remat(tf_training *t) TF_MUST_USE;
 tf_status tf_running_stats_pass(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
+tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE;         /* freeze.c: the options' frozen parameters */
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */
 tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
 tf_status tf_schedule(tf_training *t) TF_MUST_USE;            /* schedule.c: execution order and blocks */

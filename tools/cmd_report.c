@@ -56,6 +56,12 @@ static void print_memory(const tf_plan *plan) {
   fprintf(tf_cli_out(), "\n  %-40s %12s %18s\n", "memory (each region allocated once)", "size", "exact bytes");
   for (int i = 0; i < n; i++)
     print_row(rows[i].depth ? "  " : "", rows[i].label, rows[i].bytes, rows[i].count);
+  if (!plan->training)
+    return;
+  const tf_report_parameters split = tf_report_parameter_split(plan);
+  fprintf(tf_cli_out(), "\n  %-40s %12s %18s\n", "parameters, trained or frozen", "size", "exact bytes");
+  print_row("", "trainable parameters", split.trainable_bytes, split.trainable);
+  print_row("", "frozen parameters", split.frozen_bytes, split.frozen);
 }
 
 /* Each overhead part with its full source: where the figure comes from and how it is measured. */
@@ -230,6 +236,15 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
     tf_json_end_object(&j);
   }
   tf_json_end_object(&j);
+  if (plan->training) {
+    const tf_report_parameters split = tf_report_parameter_split(plan);
+    tf_json_begin_object(&j, "parameters");
+    tf_json_int(&j, "trainable_bytes", split.trainable_bytes);
+    tf_json_int(&j, "trainable_buffers", split.trainable);
+    tf_json_int(&j, "frozen_bytes", split.frozen_bytes);
+    tf_json_int(&j, "frozen_buffers", split.frozen);
+    tf_json_end_object(&j);
+  }
   tf_json_int(&j, "arena_lower_bound", r->arena_lower_bound);
   tf_json_double(&j, "arena_over_lower_bound", s.ratio);
   tf_json_int(&j, "arena_naive", r->arena_naive);

@@ -67,6 +67,13 @@ void tf_compile_args_help(void) {
           "                         (f32, bf16, fp16, or inherit), whatever --precision says; the\n"
           "                         graph's own overrides otherwise (repeatable; tightfit dump names\n"
           "                         the nodes)\n"
+          "  --freeze PATTERN       freeze the parameters PATTERN names (a name or an fnmatch glob such as\n"
+          "                         'encoder.*'; quote it): no gradient, no optimizer state, no update,\n"
+          "                         and no backward pass toward what only frozen parameters feed\n"
+          "                         (repeatable; a pattern naming no parameter, or freezing them all,\n"
+          "                         is an error)\n"
+          "  --train-only PATTERN   train only the parameters PATTERN names, freeze the rest (repeatable;\n"
+          "                         --freeze then freezes within them)\n"
           "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
           "                         on or off: compute each matmul [-> add bias] -> cross_entropy loss\n"
           "                         head (every term of a summed loss) in row chunks, so the [rows, V]\n"
@@ -216,6 +223,16 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
           tf_cli_usage_error(command, "at most %d --precision-override options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
     else if (!*error)
       args->precision_overrides[args->n_precision_overrides++] = value;
+  } else if (tf_cli_option(argc, argv, i, "--freeze", &value, error)) {
+    if (!*error && args->n_freeze >= TF_COMPILE_ARGS_MAX_OVERRIDES)
+      *error = tf_cli_usage_error(command, "at most %d --freeze options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
+    else if (!*error)
+      args->freeze[args->n_freeze++] = value;
+  } else if (tf_cli_option(argc, argv, i, "--train-only", &value, error)) {
+    if (!*error && args->n_train_only >= TF_COMPILE_ARGS_MAX_OVERRIDES)
+      *error = tf_cli_usage_error(command, "at most %d --train-only options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
+    else if (!*error)
+      args->train_only[args->n_train_only++] = value;
   } else if (tf_cli_option(argc, argv, i, "--fuse-loss", &value, error)) {
     if (!*error && strcmp(value, "auto") == 0)
       o->fuse_loss = TF_FUSE_LOSS_AUTO;
@@ -316,6 +333,10 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   TF_RETURN_IF_ERROR(tf_graph_load(args->graph_path, &g));
   tf_compile_options options = args->options;
   options.bindings = args->bindings[0] ? args->bindings : NULL;
+  options.freeze = args->freeze;
+  options.freeze_count = args->n_freeze;
+  options.train_only = args->train_only;
+  options.train_only_count = args->n_train_only;
   if (args->no_half_kernels)
     memset(options.target.half_kernels, 0, sizeof(options.target.half_kernels));
   tf_status status = apply_overrides(args, g);

@@ -25,7 +25,11 @@ typedef struct tf_compile_args {
   const char *precision_overrides[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --precision-override NODE=P, as given */
   int32_t n_precision_overrides;
   bool json;
-  bool no_half_kernels; /* --no-half-kernels: every op on half data between f32 casts */
+  bool no_half_kernels;                              /* --no-half-kernels: every op on half data between f32 casts */
+  const char *freeze[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --freeze PATTERN, as given */
+  int32_t n_freeze;
+  const char *train_only[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --train-only PATTERN, as given */
+  int32_t n_train_only;
 } tf_compile_args;
 
 /* Initialises args with the defaults (CPU target, training). */

@@ -25,6 +25,15 @@ typedef struct tf_report_summary {
 
 tf_report_summary tf_report_summarise(const tf_plan *plan);
 
+/* The parameters of a training plan split by whether it trains them: trainable ones are those an
+ * update step (sgd, adamw) writes; the plan leaves frozen ones as they are. */
+typedef struct tf_report_parameters {
+  int64_t trainable_bytes, frozen_bytes;
+  int32_t trainable, frozen; /* buffers */
+} tf_report_parameters;
+
+tf_report_parameters tf_report_parameter_split(const tf_plan *plan);
+
 /* Number of buffers with `role`. */
 int32_t tf_report_count_role(const tf_plan *plan, tf_buffer_role role);
 

@@ -29,6 +29,27 @@ tf_report_summary tf_report_summarise(const tf_plan *plan) {
   return s;
 }
 
+tf_report_parameters tf_report_parameter_split(const tf_plan *plan) {
+  tf_report_parameters split = {0, 0, 0, 0};
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    if (plan->buffers[id].role != TF_ROLE_PARAMETER)
+      continue;
+    bool updated = false;
+    for (int32_t i = 0; i < plan->n_steps && !updated; i++) {
+      const tf_plan_step *step = &plan->steps[i];
+      updated = (step->op == TF_OP_SGD || step->op == TF_OP_ADAMW) && step->n_inputs > 0 && step->inputs[0] == id;
+    }
+    if (updated) {
+      split.trainable_bytes += plan->buffers[id].bytes;
+      split.trainable++;
+    } else {
+      split.frozen_bytes += plan->buffers[id].bytes;
+      split.frozen++;
+    }
+  }
+  return split;
+}
+
 int32_t tf_report_count_role(const tf_plan *plan, tf_buffer_role role) {
   int32_t n = 0;
   for (int32_t i = 0; i < plan->n_buffers; i++)

@@ -64,6 +64,14 @@ typedef struct tf_compile_options {
    * norms, softmax and reductions in f32; parameters, their gradients, optimizer state and the loss
    * stay f32. */
   tf_dtype autocast;
+  /* Frozen parameters (compiler/freeze.c): with train_only_count > 0 every parameter that no
+   * train_only pattern names is frozen; then every one a freeze pattern names. A pattern is a name
+   * or an fnmatch glob ("encoder.*"). A pattern that names no parameter, or freezing every one, is
+   * an error. Adds to the graph's own frozen parameters (tf_graph_set_trainable). */
+  const char *const *freeze;
+  int32_t freeze_count;
+  const char *const *train_only;
+  int32_t train_only_count;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

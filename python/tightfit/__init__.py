@@ -167,6 +167,25 @@ class Graph:
         return self._checked(_lib.lib.tf_graph_constant(self._g, _bytes(name), self._dtype(dtype), self._shape(shape),
                                                         self._init(init)), f"constant {name!r}")
 
+    def _tensor_id(self, tensor):
+        _declare_trainable()
+        if isinstance(tensor, str):
+            found = _lib.lib.tf_graph_find_tensor(self._g, _bytes(tensor))
+            if found < 0:
+                raise TightfitError(f"graph has no tensor named {tensor!r}", "invalid argument")
+            return found
+        return int(tensor)
+
+    def set_trainable(self, tensor, trainable=True):
+        """Freezes (trainable=False) or unfreezes a parameter, by id or name: a frozen parameter gets no
+        gradient, no optimizer state and no update (tf_graph_set_trainable; saved in the .tfg)."""
+        _lib.check(_lib.lib.tf_graph_set_trainable(self._g, self._tensor_id(tensor), bool(trainable)), "set_trainable")
+        self._source = None
+
+    def is_trainable(self, tensor):
+        """Whether `tensor` (id or name) is a parameter that training updates (not frozen)."""
+        return bool(_lib.lib.tf_graph_is_trainable(self._g, self._tensor_id(tensor)))
+
     def scope(self, name):
         """Prefix for the names of the nodes built next."""
         _lib.lib.tf_graph_set_scope(self._g, _bytes(name))
@@ -382,12 +401,20 @@ def zoo(name, **knobs):
     return Graph(_handle=handle.value)
 
 
+def _declare_trainable():
+    if _lib.lib.tf_graph_is_trainable.restype is not ctypes.c_bool:
+        _lib._declare("tf_graph_set_trainable", _lib.c_status, _lib.c_graph_p, _lib.c_tensor, ctypes.c_bool)
+        _lib._declare("tf_graph_is_trainable", ctypes.c_bool, _lib.c_graph_p, _lib.c_tensor)
+        _lib._declare("tf_graph_find_tensor", _lib.c_tensor, _lib.c_graph_p, ctypes.c_char_p)
+
+
 # ---- compile, check, report: exactly the command line's options and results ----
 
 def _options(options):
     """Keyword arguments to `tightfit compile` flags: set={"N": 32} -> --set N=32; global_batch=32 ->
     --global-batch 32; inference=True -> --inference; max_growth=0.05 -> --max-growth 5%;
-    precision_override={"h.0/relu": "f32"} -> --precision-override h.0/relu=f32 (one per node)."""
+    precision_override={"h.0/relu": "f32"} -> --precision-override h.0/relu=f32 (one per node);
+    freeze=["enc.*", "emb"] -> --freeze enc.* --freeze emb (train_only likewise; a string is one pattern)."""
     args = []
     for key, value in options.items():
         if value is None or value is False:
@@ -398,6 +425,10 @@ def _options(options):
         elif key == "precision_override" and isinstance(value, dict):
             for node, precision in value.items():
                 args += [flag, f"{node}={precision}"]
+            continue
+        elif key in ("freeze", "train_only") and not isinstance(value, str):
+            for pattern in value:
+                args += [flag, str(pattern)]
             continue
         elif key == "max_growth" and not isinstance(value, str):
             value = f"{100.0 * value:g}%"

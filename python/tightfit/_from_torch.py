@@ -9,7 +9,7 @@ import weakref
 
 from . import _checksum, _lib
 from ._lib import TightfitError
-from . import Graph, _bytes, _workdir, library_path
+from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
 def _running_statistics(torch, module):
     """name -> float32 numpy copy of each running mean and variance of the BatchNorms in training mode
@@ -158,12 +158,45 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                 b.copy_(saved)
 
 
+def _freeze_as_torch(torch, module, graph):
+    """Freezes the graph's parameter of each module parameter whose requires_grad is False (found by its
+    state_dict name, which the export gives its initializer; a tied parameter by any of its names). A
+    frozen parameter the graph holds under no such name (the export renamed or transformed it) is
+    named in a warning: it would train."""
+    names = {}
+    for prefix, m in module.named_modules():
+        for local, p in m._parameters.items():
+            if p is not None:
+                names.setdefault(id(p), (p, []))[1].append(f"{prefix}.{local}" if prefix else local)
+    missing = []
+    _declare_trainable()
+    for p, candidates in names.values():
+        if p.requires_grad:
+            continue
+        found = [n for n in candidates if _lib.lib.tf_graph_find_tensor(graph._g, _bytes(n)) >= 0]
+        for n in found:
+            try:
+                graph.set_trainable(n, False)
+            except TightfitError:
+                pass  # imported as a constant: never trained either
+        if not found:
+            missing.append(" = ".join(candidates))
+    if missing:
+        many = len(missing) > 1
+        warnings.warn(f"from_torch: the frozen (requires_grad=False) parameter{'s' if many else ''} "
+                      f"{', '.join(missing)} {'are' if many else 'is'} not in the imported graph under "
+                      f"{'their names' if many else 'its name'} (the export renamed or transformed "
+                      f"{'them' if many else 'it'}): {'they train' if many else 'it trains'}; freeze the graph's "
+                      "names with compile(freeze=[...]) (tightfit dump lists them)", stacklevel=3)
+
+
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
                name=None, opset_version=None):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
     it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
     `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1") adds a `labels` input and the loss.
-    The graph's weights are the module's, in a safetensors file beside the graph's temporary files."""
+    The graph's weights are the module's, in a safetensors file beside the graph's temporary files.
+    Parameters whose requires_grad is False are frozen in the graph (no gradient, optimizer state or update)."""
     if not _lib.HAS_ONNX:
         raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
                             "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
@@ -213,6 +246,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         warnings.warn("from_torch: the running statistics " + ", ".join(sorted(set(running) - set(restored))) +
                       " were not found in the imported weights under their names: they start from the values "
                       "after the export's trace (one forward pass later)", stacklevel=2)
+    _freeze_as_torch(torch, module, graph)
     frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
     if frozen:
         warnings.warn(f"from_torch: {frozen} BatchNorm layer{'s' if frozen > 1 else ''} in eval mode imported "
