@@ -142,6 +142,13 @@ bool ox_op_supported(const char *op_type);
 /* Emits node `node`: stores every output value (a tensor or a known value). */
 tf_status ox_op_emit(ox_import *im, const ox_node *node) TF_MUST_USE;
 
+/* ---- recurrent layers (onnx_recurrent.c) ---- */
+
+/* LSTM and GRU nodes, unrolled over a fixed time axis (tf_lstm / tf_gru); refused with a reason:
+ * a symbolic time axis, shorter sequence_lens, peepholes, clip, other activations, input_forget. */
+tf_status ox_convert_lstm(ox_import *im, const ox_node *node);
+tf_status ox_convert_gru(ox_import *im, const ox_node *node);
+
 /* ---- patterns (onnx_patterns.c) ---- */
 
 /* Rewrites GELU, attention and transposed matmul operands in im->nodes. */

@@ -675,6 +675,8 @@ static const ox_converter_row converters[] = {
     {"Dropout", convert_dropout},
     {"Cast", ox_convert_cast},
     {"Identity", ox_convert_identity},
+    {"LSTM", ox_convert_lstm},
+    {"GRU", ox_convert_gru},
     {"Pad", ox_convert_pad},
     {"Constant", ox_convert_constant},
     {"Shape", ox_convert_shape},

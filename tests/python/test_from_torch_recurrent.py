@@ -1,0 +1,223 @@
+"""tightfit.from_torch on PyTorch's recurrent layers (issue 44): nn.LSTM and nn.GRU, exported as ONNX
+LSTM/GRU nodes and imported unrolled over time (include/tightfit/recurrent.h). Models: an embedding ->
+2-layer bidirectional LSTM -> Linear head with cross_entropy; a GRU regressor on its last hidden state
+with mse; a reverse-free single-direction LSTM without biases; initial states (h0, c0) given as model
+inputs; a time-major (batch_first=False) LSTM with a fixed batch; a 2-layer GRU without biases. Each is
+trained 10 AdamW steps in tightfit and in PyTorch from the same weights: every loss within 1e-5
+relative, every weight after training within 1e-5. One model also runs on the Vulkan backend
+(lavapipe here) with the same losses. A time-major input with a dynamic batch (its time axis then is
+the batch symbol) is refused with a message that says what to do.
+usage: test_from_torch_recurrent.py   (PYTHONPATH=python)"""
+import copy
+import sys
+import warnings
+
+import numpy as np
+import torch
+
+import tightfit
+
+print("library:", tightfit.library_path())
+torch.set_num_threads(1)
+BATCH, STEPS, LR = 3, 10, 1e-2
+passed = failed = 0
+
+
+def case(label, run):
+    """Runs one check: run() returns (problem or None, what was seen); an exception is a failure."""
+    global passed, failed
+    try:
+        problem, seen = run()
+    except Exception as error:  # tightfit's refusals, and torch.onnx.export's own errors
+        problem, seen = f"{type(error).__name__}: {str(error)[:400]}", ""
+    if problem:
+        print(f"FAIL: {label}: {problem} ({seen})")
+        failed += 1
+    else:
+        print(f"ok: {label}: {seen}")
+        passed += 1
+
+
+def feed_of(inputs, labels, loss):
+    feed = {name: t.numpy() if t.is_floating_point() else t.numpy().astype(np.int64) for name, t in inputs.items()}
+    feed["labels"] = labels.numpy().astype(np.int32) if loss == "cross_entropy" else labels.numpy()
+    return feed
+
+
+def train_both(model, inputs, labels, loss, dynamic_batch=True, devices=("cpu",)):
+    """Imports `model` (inputs: {name: tensor}, given to the model in that order) with `loss`, trains
+    STEPS AdamW steps in tightfit on each of `devices`, then in PyTorch from the same weights; returns a
+    problem (None when the losses and the trained weights agree within 1e-5) and what was seen."""
+    start = copy.deepcopy(model.state_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own export warnings on LSTM batch sizes
+        graph = tightfit.from_torch(model, tuple(inputs.values()), loss=loss, input_names=list(inputs),
+                                    dynamic_batch=dynamic_batch)
+    bound = {"set": {"N": BATCH}} if dynamic_batch else {}
+    feed = feed_of(inputs, labels, loss)
+    runs = {}
+    for device in devices:
+        plan = tightfit.compile(graph, target=device, optimizer="adamw", lr=LR, weight_decay=0, clip=0, **bound)
+        session = tightfit.Session(plan, seed=0, device=device)
+        runs[device] = ([session.step(feed) for _ in range(STEPS)], session.state_dict())
+        session.close()
+    model.load_state_dict(start)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
+    criterion = torch.nn.functional.cross_entropy if loss == "cross_entropy" else torch.nn.functional.mse_loss
+    expected, first_gradients = [], None
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        value = criterion(model(*inputs.values()), labels)
+        value.backward()
+        if first_gradients is None:
+            first_gradients = {k: p.grad.detach().clone() for k, p in model.named_parameters()}
+        optimizer.step()
+        expected.append(value.item())
+    reference = {k: v.detach().numpy() for k, v in model.named_parameters()}
+    seen, problems = [], []
+    for device, (losses, trained) in runs.items():
+        worst_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+        # an element whose first gradient nearly cancels moves by AdamW's lr g / (|g| + eps) on
+        # rounding alone: left out of the weight comparison and counted (as in
+        # test_from_torch_transformer.py)
+        missing = sorted(set(reference) - set(trained))
+        apart, noisy = {}, 0
+        for k, v in reference.items():
+            if k in trained:
+                decided = first_gradients[k].abs().numpy() >= 1e-6
+                noisy += int(v.size - decided.sum())
+                apart[k] = float(np.max(np.abs(trained[k].reshape(v.shape) - v)[decided], initial=0.0))
+        worst_name = max(apart, key=apart.get) if apart else "-"
+        worst_weight = apart.get(worst_name, 0.0)
+        seen.append(f"{device}: {len(reference)} tensors; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} "
+                    f"(PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst_loss:.1e} "
+                    f"relative, worst weight difference {worst_weight:.1e} ({worst_name}; {noisy} elements left out)")
+        if missing:
+            problems.append(f"{device}: the trained weights lack {missing}")
+        elif worst_loss > 1e-5:
+            problems.append(f"{device}: losses {losses} vs PyTorch's {expected}")
+        elif noisy > sum(v.size for v in reference.values()) // 20:
+            problems.append(f"{device}: over 5% of the elements left out of the weight comparison")
+        elif worst_weight > 1e-5:
+            problems.append(f"{device}: the trained weights are not PyTorch's")
+    return ("; ".join(problems) or None), "; ".join(seen)
+
+
+class Tagger(torch.nn.Module):
+    """tokens [N, T] -> Embedding -> 2-layer bidirectional LSTM (batch_first) -> Linear per token."""
+
+    def __init__(self, vocab=11, d=6, hidden=5, classes=4):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab, d)
+        self.rnn = torch.nn.LSTM(d, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = torch.nn.Linear(2 * hidden, classes)
+        self.classes = classes
+
+    def forward(self, tokens):
+        y, _ = self.rnn(self.embedding(tokens))
+        return self.head(y).reshape(-1, self.classes)
+
+
+class Regressor(torch.nn.Module):
+    """x [N, T, I] (or [T, N, I]) -> a recurrent layer -> Linear on the last layer's last hidden state."""
+
+    def __init__(self, kind, inputs=4, hidden=6, outputs=2, **options):
+        super().__init__()
+        self.rnn = getattr(torch.nn, kind)(inputs, hidden, **options)
+        self.head = torch.nn.Linear(hidden * (2 if options.get("bidirectional") else 1), outputs)
+        self.kind = kind
+
+    def forward(self, x):
+        _, state = self.rnn(x)
+        h = state[0] if self.kind == "LSTM" else state
+        last = torch.cat([h[-2], h[-1]], dim=1) if self.rnn.bidirectional else h[-1]
+        return self.head(last)
+
+
+class WithStates(torch.nn.Module):
+    """x [N, T, I] and initial states as inputs -> LSTM or GRU (batch_first) -> Linear per step."""
+
+    def __init__(self, kind, inputs=3, hidden=4, outputs=2, **options):
+        super().__init__()
+        self.rnn = getattr(torch.nn, kind)(inputs, hidden, batch_first=True, **options)
+        self.head = torch.nn.Linear(hidden * (2 if options.get("bidirectional") else 1), outputs)
+        self.kind = kind
+
+    def forward(self, x, h0, c0=None):
+        y, _ = self.rnn(x, (h0, c0) if self.kind == "LSTM" else h0)
+        return self.head(y)
+
+
+def lstm_tagger():
+    torch.manual_seed(1)
+    tokens, tags = torch.randint(0, 11, (BATCH, 7)), torch.randint(0, 4, (BATCH * 7,))
+    return train_both(Tagger(), {"tokens": tokens}, tags, "cross_entropy")
+
+
+def gru_regressor(devices):
+    def run():
+        torch.manual_seed(2)
+        x, y = torch.randn(BATCH, 6, 4), torch.randn(BATCH, 2)
+        return train_both(Regressor("GRU", batch_first=True), {"x": x}, y, "mse", devices=devices)
+    return run
+
+
+def gru_two_layers_no_bias():
+    torch.manual_seed(3)
+    x, y = torch.randn(BATCH, 5, 4), torch.randn(BATCH, 2)
+    return train_both(Regressor("GRU", num_layers=2, bias=False, bidirectional=True, batch_first=True), {"x": x}, y,
+                      "mse")
+
+
+def lstm_no_bias():
+    torch.manual_seed(4)
+    x, y = torch.randn(BATCH, 5, 4), torch.randn(BATCH, 2)
+    return train_both(Regressor("LSTM", bias=False, batch_first=True), {"x": x}, y, "mse")
+
+
+def lstm_time_major():
+    torch.manual_seed(5)
+    x, y = torch.randn(6, BATCH, 4), torch.randn(BATCH, 2)
+    return train_both(Regressor("LSTM", num_layers=2, bidirectional=True), {"x": x}, y, "mse", dynamic_batch=False)
+
+
+def lstm_initial_states():
+    torch.manual_seed(6)
+    x, y = torch.randn(BATCH, 5, 3), torch.randn(BATCH, 5, 2)
+    h0, c0 = torch.randn(4, BATCH, 4), torch.randn(4, BATCH, 4)
+    model = WithStates("LSTM", num_layers=2, bidirectional=True)
+    return train_both(model, {"x": x, "h0": h0, "c0": c0}, y, "mse", dynamic_batch=False)
+
+
+def gru_initial_state():
+    torch.manual_seed(7)
+    x, y = torch.randn(BATCH, 4, 3), torch.randn(BATCH, 4, 2)
+    h0 = torch.randn(1, BATCH, 4)
+    return train_both(WithStates("GRU"), {"x": x, "h0": h0}, y, "mse", dynamic_batch=False)
+
+
+def time_major_dynamic_refused():
+    x = torch.randn(6, BATCH, 4)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tightfit.from_torch(Regressor("LSTM"), (x,), loss="mse")
+    except tightfit.TightfitError as error:
+        text = str(error)
+        wanted = ["LSTM", "time axis", "symbolic ('N')", "batch_first=True", "dynamic_batch=False"]
+        lacking = [w for w in wanted if w not in text]
+        return (f"the message lacks {lacking}" if lacking else None), text
+    return "a time-major LSTM with a dynamic batch imported", ""
+
+
+case("Embedding -> 2-layer bidirectional LSTM (batch_first) -> Linear, cross_entropy", lstm_tagger)
+case("GRU regressor on h_n, mse, on cpu and vulkan", gru_regressor(("cpu", "vulkan")))
+case("2-layer bidirectional GRU without biases, mse", gru_two_layers_no_bias)
+case("LSTM without biases, mse", lstm_no_bias)
+case("time-major 2-layer bidirectional LSTM (batch_first=False, fixed batch), mse", lstm_time_major)
+case("2-layer bidirectional LSTM with h0, c0 as inputs, mse", lstm_initial_states)
+case("GRU with h0 as an input, mse", gru_initial_state)
+case("time-major LSTM with a dynamic batch: refused, saying what to do", time_major_dynamic_refused)
+print(f"from_torch recurrent: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
