@@ -9,7 +9,8 @@ False is frozen in the imported graph, and training leaves it alone as PyTorch d
   head. No backward step belongs to an encoder node (tightfit dump of the plan: every backward step's
   name is grad/<forward node>/...), no backward step reads the encoder's weights or the model input,
   and the losses and weights match PyTorch's as above.
-- A weight tied to two names (one Parameter used twice) frozen under either name: no warning, frozen.
+- A weight tied to two names (one Parameter used twice) frozen under either name: no warning, frozen;
+  a frozen parameter the graph holds under none of its names is named in a warning.
 usage: test_from_torch_frozen.py   (PYTHONPATH=python)"""
 import copy
 import json
@@ -180,6 +181,16 @@ frozen_names = [n for n in names if not tied_graph.is_trainable(n)]
 check(frozen_names in (["a.weight"], ["b.weight"]) and not said,
       "a tied weight is frozen under the name the export gave it, without a warning",
       f"parameters {names}, frozen {frozen_names}, warnings {said}")
+
+# a frozen parameter the graph holds under no name of the module (an export that renamed it) is warned about
+renamed = torch.nn.Linear(16, 4)
+renamed.requires_grad_(False)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    tightfit._from_torch._freeze_as_torch(torch, renamed, tied_graph)
+said = [str(w.message) for w in caught]
+check(len(said) == 1 and "parameters weight, bias are not in the imported graph" in said[0] and
+      "compile(freeze=[...])" in said[0], "a frozen parameter the graph lacks is named in a warning", said)
 
 print(f"from_torch_frozen: {counts['passed']} passed, {counts['failed']} failed")
 sys.exit(1 if counts["failed"] else 0)
