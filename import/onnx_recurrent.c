@@ -96,16 +96,18 @@ static tf_status check_sequence_lengths(ox_import *im, const ox_node *node, int6
   if (!ox_is_known(im, name))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "sequence_lens '%s' is computed from the data; only sequences of the full length %" PRId64
-                   " are supported (pad them; PackedSequence is not supported)",
+                   " are supported (per-sequence lengths, as a PackedSequence gives, are not)",
                    name, steps);
   const ox_known *k = ox_value_find(im, name)->known;
   for (int64_t i = 0; i < k->count; i++) {
     const int64_t length = k->is_float ? (int64_t)k->reals[i] : k->ints[i].size;
     if (k->is_float || k->ints[i].symbol >= 0 || length != steps)
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "sequence_lens[%" PRId64 "] is %" PRId64 " but the time axis has %" PRId64
-                     " steps; only sequences of the full length are supported (pad them)",
-                     i, length, steps);
+      return ox_fail(
+          im, node, TF_ERR_UNSUPPORTED,
+          "sequence_lens[%" PRId64 "] is %" PRId64 " but the time axis has %" PRId64
+          " steps; only sequences of the full length are supported (per-sequence lengths, as a PackedSequence "
+          "gives, are not)",
+          i, length, steps);
   }
   return NULL;
 }
