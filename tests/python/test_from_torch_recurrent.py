@@ -3,9 +3,11 @@ LSTM/GRU nodes and imported unrolled over time (include/tightfit/recurrent.h). M
 2-layer bidirectional LSTM -> Linear head with cross_entropy; a GRU regressor on its last hidden state
 with mse; a reverse-free single-direction LSTM without biases; initial states (h0, c0) given as model
 inputs; a time-major (batch_first=False) LSTM with a fixed batch; a 2-layer GRU without biases. Each is
-trained 10 AdamW steps in tightfit and in PyTorch from the same weights: every loss within 1e-5
+trained 10 AdamW steps in tightfit and in PyTorch from the same weights (the tagger also with
+--remat checkpoints, whose plan must recompute: more steps, a smaller arena): every loss within 1e-5
 relative, every weight after training within 1e-5. One model also runs on the Vulkan backend
-(lavapipe here) with the same losses. A time-major input with a dynamic batch (its time axis then is
+(lavapipe here) with the same losses. The tagger also imports at opsets 13 to 17 (first loss as
+PyTorch's) and from the plain eval-mode export through `tightfit import` (10 AdamW steps as PyTorch's). A time-major input with a dynamic batch (its time axis then is
 the batch symbol) is refused with a message that says what to do.
 usage: test_from_torch_recurrent.py   (PYTHONPATH=python)"""
 import copy
@@ -21,6 +23,7 @@ print("library:", tightfit.library_path())
 torch.set_num_threads(1)
 BATCH, STEPS, LR = 3, 10, 1e-2
 passed = failed = 0
+plans = {}  # the cpu plan's summary of the last train_both call
 
 
 def case(label, run):
@@ -44,7 +47,7 @@ def feed_of(inputs, labels, loss):
     return feed
 
 
-def train_both(model, inputs, labels, loss, dynamic_batch=True, devices=("cpu",)):
+def train_both(model, inputs, labels, loss, dynamic_batch=True, devices=("cpu",), **compile_options):
     """Imports `model` (inputs: {name: tensor}, given to the model in that order) with `loss`, trains
     STEPS AdamW steps in tightfit on each of `devices`, then in PyTorch from the same weights; returns a
     problem (None when the losses and the trained weights agree within 1e-5) and what was seen."""
@@ -57,8 +60,10 @@ def train_both(model, inputs, labels, loss, dynamic_batch=True, devices=("cpu",)
     feed = feed_of(inputs, labels, loss)
     runs = {}
     for device in devices:
-        plan = tightfit.compile(graph, target=device, optimizer="adamw", lr=LR, weight_decay=0, clip=0, **bound)
+        plan = tightfit.compile(graph, target=device, optimizer="adamw", lr=LR, weight_decay=0, clip=0, **bound,
+                                **compile_options)
         session = tightfit.Session(plan, seed=0, device=device)
+        plans[device] = plan.summary
         runs[device] = ([session.step(feed) for _ in range(STEPS)], session.state_dict())
         session.close()
     model.load_state_dict(start)
@@ -149,10 +154,22 @@ class WithStates(torch.nn.Module):
         return self.head(y)
 
 
-def lstm_tagger():
-    torch.manual_seed(1)
-    tokens, tags = torch.randint(0, 11, (BATCH, 7)), torch.randint(0, 4, (BATCH * 7,))
-    return train_both(Tagger(), {"tokens": tokens}, tags, "cross_entropy")
+def lstm_tagger(**compile_options):
+    def run():
+        torch.manual_seed(1)
+        tokens, tags = torch.randint(0, 11, (BATCH, 7)), torch.randint(0, 4, (BATCH * 7,))
+        problem, seen = train_both(Tagger(), {"tokens": tokens}, tags, "cross_entropy", **compile_options)
+        steps, arena = plans["cpu"]["steps"], plans["cpu"]["regions"]["arena"]
+        seen += f"; plan: {steps} steps, arena {arena} bytes"
+        if compile_options and not problem and not (steps > plans_without[0] and arena < plans_without[1]):
+            problem = f"recompute changed nothing: {steps} steps, arena {arena} bytes, as without it {plans_without}"
+        if not compile_options:
+            plans_without[:] = [steps, arena]
+        return problem, seen
+    return run
+
+
+plans_without = [0, 0]  # the tagger's plan without recompute: steps, arena bytes
 
 
 def gru_regressor(devices):
@@ -197,6 +214,67 @@ def gru_initial_state():
     return train_both(WithStates("GRU"), {"x": x, "h0": h0}, y, "mse", dynamic_batch=False)
 
 
+def opsets():
+    """The tagger through from_torch at opsets 13 to 17: the first loss equals PyTorch's."""
+    torch.manual_seed(8)
+    model = Tagger()
+    tokens, tags = torch.randint(0, 11, (BATCH, 7)), torch.randint(0, 4, (BATCH * 7,))
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(model(tokens), tags).item()
+    seen, problems = [], []
+    for opset in range(13, 18):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = tightfit.from_torch(model, (tokens,), loss="cross_entropy", input_names=["tokens"],
+                                        opset_version=opset)
+        session = tightfit.Session(tightfit.compile(graph, set={"N": BATCH}), seed=0)
+        loss = session.forward(feed_of({"tokens": tokens}, tags, "cross_entropy"))
+        seen.append(f"opset {opset}: {loss:.7f}")
+        if abs(loss - expected) > 1e-5 * abs(expected):
+            problems.append(f"opset {opset}: first loss {loss} vs PyTorch's {expected}")
+    return ("; ".join(problems) or None), f"PyTorch {expected:.7f}; " + ", ".join(seen)
+
+
+def plain_export_cli():
+    """The README's plain export (eval mode, constant folding: W, R and B become initializers of their
+    own) through `tightfit import --loss cross_entropy`: 10 AdamW steps give PyTorch's losses (AdamW is
+    elementwise, so the folded copies train as the module's parameters do)."""
+    import os
+    import tempfile
+    torch.manual_seed(9)
+    model = Tagger()
+    tokens, tags = torch.randint(0, 11, (BATCH, 7)), torch.randint(0, 4, (BATCH * 7,))
+    start = copy.deepcopy(model.state_dict())
+    with tempfile.TemporaryDirectory() as folder:
+        onnx_path, tfg = os.path.join(folder, "tagger.onnx"), os.path.join(folder, "tagger.tfg")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model.eval(), (tokens,), onnx_path, input_names=["tokens"], output_names=["logits"],
+                              dynamic_axes={"tokens": {0: "N"}, "logits": {0: "N"}}, opset_version=14)
+        code, out, err = tightfit._lib.run_cli(["import", onnx_path, "--loss", "cross_entropy", "-o", tfg])
+        if code != 0:
+            return f"tightfit import exited {code}: {err.strip()}", out.strip()
+        plan = tightfit.compile(tfg, set={"N": BATCH}, optimizer="adamw", lr=LR, weight_decay=0, clip=0)
+        session = tightfit.Session(plan, seed=0)
+        feed = feed_of({"tokens": tokens}, tags, "cross_entropy")
+        losses = [session.step(feed) for _ in range(STEPS)]
+        session.close()
+    model.load_state_dict(start)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
+    expected = []
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        value = torch.nn.functional.cross_entropy(model(tokens), tags)
+        value.backward()
+        optimizer.step()
+        expected.append(value.item())
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = (f"{out.strip().splitlines()[0]}; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
+            f"{expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst:.1e} relative")
+    return (f"losses {losses} vs PyTorch's {expected}" if worst > 1e-5 else None), seen
+
+
 def time_major_dynamic_refused():
     x = torch.randn(6, BATCH, 4)
     try:
@@ -211,13 +289,16 @@ def time_major_dynamic_refused():
     return "a time-major LSTM with a dynamic batch imported", ""
 
 
-case("Embedding -> 2-layer bidirectional LSTM (batch_first) -> Linear, cross_entropy", lstm_tagger)
+case("Embedding -> 2-layer bidirectional LSTM (batch_first) -> Linear, cross_entropy", lstm_tagger())
+case("the same with activations recomputed (remat checkpoints)", lstm_tagger(remat="checkpoints"))
 case("GRU regressor on h_n, mse, on cpu and vulkan", gru_regressor(("cpu", "vulkan")))
 case("2-layer bidirectional GRU without biases, mse", gru_two_layers_no_bias)
 case("LSTM without biases, mse", lstm_no_bias)
 case("time-major 2-layer bidirectional LSTM (batch_first=False, fixed batch), mse", lstm_time_major)
 case("2-layer bidirectional LSTM with h0, c0 as inputs, mse", lstm_initial_states)
 case("GRU with h0 as an input, mse", gru_initial_state)
+case("the tagger through from_torch at opsets 13..17: first loss as PyTorch's", opsets)
+case("the tagger's plain eval-mode export through `tightfit import`, 10 AdamW steps", plain_export_cli)
 case("time-major LSTM with a dynamic batch: refused, saying what to do", time_major_dynamic_refused)
 print(f"from_torch recurrent: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
