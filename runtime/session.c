@@ -309,7 +309,8 @@ tf_status tf_session_read(tf_session *s, const char *name, void *data, int64_t b
   return s->backend->download(s->state, s->regions[b->region], b->offset, data, bytes);
 }
 
-tf_status tf_session_read_range(tf_session *s, int32_t buffer, int64_t offset, void *data, int64_t bytes) {
+/* Bytes [offset, offset + bytes) of buffer `buffer`, checked to lie inside it. */
+static tf_status check_range(const tf_session *s, int32_t buffer, int64_t offset, int64_t bytes) {
   if (buffer < 0 || buffer >= s->plan->n_buffers)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "no buffer %d: the plan has %d", buffer, s->plan->n_buffers);
   const tf_plan_buffer *b = &s->plan->buffers[buffer];
@@ -318,8 +319,20 @@ tf_status tf_session_read_range(tf_session *s, int32_t buffer, int64_t offset, v
                          "bytes [%" PRId64 ", %" PRId64 " + %" PRId64 ") are not inside buffer '%s' of %" PRId64
                          " bytes",
                          offset, offset, bytes, b->name, b->bytes);
+  return NULL;
+}
+
+tf_status tf_session_read_range(tf_session *s, int32_t buffer, int64_t offset, void *data, int64_t bytes) {
+  TF_RETURN_IF_ERROR(check_range(s, buffer, offset, bytes));
+  const tf_plan_buffer *b = &s->plan->buffers[buffer];
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
   return s->backend->download(s->state, s->regions[b->region], b->offset + offset, data, bytes);
+}
+
+tf_status tf_session_write_range(tf_session *s, int32_t buffer, int64_t offset, const void *data, int64_t bytes) {
+  TF_RETURN_IF_ERROR(check_range(s, buffer, offset, bytes));
+  const tf_plan_buffer *b = &s->plan->buffers[buffer];
+  return s->backend->upload(s->state, s->regions[b->region], b->offset + offset, data, bytes);
 }
 
 static tf_status read_loss(tf_session *s, double *loss) {

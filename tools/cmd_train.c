@@ -26,6 +26,7 @@
 #include "tools/cli.h"
 #include "tools/evaluate.h"
 #include "tools/finite_check.h"
+#include "tools/init_from_cli.h"
 #include "tools/train_checks.h"
 
 static volatile sig_atomic_t interrupted = 0;
@@ -108,7 +109,7 @@ static void stop_grace_after(double step_seconds) {
 }
 
 typedef struct train_args {
-  const char *plan_path, *data, *eval, *checkpoint, *backend, *weights_dir;
+  const char *plan_path, *data, *eval, *checkpoint, *backend, *weights_dir, *init_from, *init_map;
   int64_t steps, log_every, checkpoint_every;
   double checkpoint_minutes;  /* --checkpoint-every-minutes; 0: no time-based saving */
   int64_t loss_scale_window;  /* fp16: good steps before the loss scale doubles; 0: the runtime's 2000 */
@@ -145,6 +146,10 @@ static void help(void) {
           "  --resume               continue from DIR/latest.safetensors\n"
           "  --weights-dir D        where the graph's safetensors files (`import`'s weights) are (default:\n"
           "                         the plan's folder, then the graph's folder when the plan was compiled)\n"
+          "  --init-from F          start from the pretrained weights in safetensors file F: every\n"
+          "                         parameter from the file by name, each mismatch named (docs/finetune.md)\n"
+          "  --init-map M           how F's names and layouts differ from the plan's: a map file, or\n"
+          "                         hf-gpt2 (a Hugging Face GPT-2 checkpoint into the zoo's gpt presets)\n"
           "  --seed N               initialisation, data order and dropout (default 0)\n"
           "  --threads N            CPU threads (default 2)\n"
           "  --device D             cpu (default), vulkan:N or cuda:N (see `tightfit devices`)\n"
@@ -205,6 +210,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
       a->data = v;
     } else if (tf_cli_option(argc, argv, &i, "--eval", &v, &error)) {
       a->eval = v;
+    } else if (tf_cli_option(argc, argv, &i, "--init-from", &v, &error)) {
+      a->init_from = v;
+    } else if (tf_cli_option(argc, argv, &i, "--init-map", &v, &error)) {
+      a->init_map = v;
     } else if (tf_cli_option(argc, argv, &i, "--weights-dir", &v, &error)) {
       a->weights_dir = v;
     } else if (tf_cli_option(argc, argv, &i, "--checkpoint", &v, &error)) {
@@ -259,6 +268,11 @@ static int parse_args(int argc, char **argv, train_args *a) {
     return tf_cli_usage_error("train", "missing --steps S");
   if (a->resume && !a->checkpoint)
     return tf_cli_usage_error("train", "--resume needs --checkpoint DIR");
+  if (a->init_map && !a->init_from)
+    return tf_cli_usage_error("train", "--init-map needs --init-from FILE");
+  if (a->init_from && a->resume)
+    return tf_cli_usage_error("train", "--init-from starts a run from pretrained weights and --resume continues "
+                                       "one from its checkpoint: give one of them");
   if (a->checkpoint_minutes > 0 && !a->checkpoint)
     return tf_cli_usage_error("train", "--checkpoint-every-minutes needs --checkpoint DIR");
   return 0;
@@ -347,6 +361,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   tf_session *session = run->session;
   if (!status && !a->resume) /* NaN in imported weights: the file's fault, not the learning rate's */
     status = tf_tool_check_initial_weights(session, options.weights_dir, "refusing to train from non-finite weights");
+  if (!status && a->init_from)
+    status = tf_tool_init_from(session, a->init_from, a->init_map, tf_cli_err());
   mark_phase(probe, "train: feed");
   if (!status)
     status = tf_feed_open(plan, a->data, a->seed, &run->feed);

@@ -54,6 +54,9 @@ tf_status tf_session_read(tf_session *session, const char *name, void *data, int
  * to the host; allocates nothing. */
 tf_status tf_session_read_range(tf_session *session, int32_t buffer, int64_t offset, void *data,
                                 int64_t bytes) TF_MUST_USE;
+/* Copies `bytes` of host data to bytes [offset, offset + bytes) of plan buffer `buffer`. */
+tf_status tf_session_write_range(tf_session *session, int32_t buffer, int64_t offset, const void *data,
+                                 int64_t bytes) TF_MUST_USE;
 
 /* Where tf_session_find_nonfinite() found a NaN or an infinity. */
 typedef struct tf_nonfinite {
