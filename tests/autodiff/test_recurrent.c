@@ -311,6 +311,8 @@ int main(void) {
       {"gru forward, b, no h0 (linear before reset)", false, 3, 2, 2, 2, forward, true, false},
       {"gru forward, b, h0 (reset before linear)", false, 3, 2, 3, 2, gru_after_reset, true, true},
       {"gru bidirectional, layout 1, h0 (reset first)", false, 2, 3, 2, 2, gru_after_reset_bf, false, true},
+      /* more steps than one concat takes (64): the outputs are concatenated in groups */
+      {"lstm bidirectional, 70 steps", true, 70, 1, 1, 1, both, true, true},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     check_case(&cases[i]);
