@@ -1,0 +1,2 @@
+/* A core header that includes the graph layer: upward. */
+#include "graph/b.h"

@@ -1,0 +1,1 @@
+/* A public header no row of PLACES names. */

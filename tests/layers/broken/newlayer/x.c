@@ -1,0 +1,1 @@
+/* A source in a folder that is no layer. */
