@@ -94,6 +94,19 @@ def _restore_forward(modules):
         m.__dict__.pop("forward", None)
 
 
+def _export_options(torch, opset_version):
+    """torch.onnx.export's version-dependent options. PyTorch 2.x also has the dynamo exporter (its default
+    from 2.9), which writes opset 18 and later and decomposes what the TorchScript exporter keeps whole
+    (GELU, LayerNorm, attention) and trains nothing differently: from_torch asks every version for the
+    TorchScript exporter, at opset 17 unless told otherwise where the default would be newer."""
+    import inspect
+    options = {} if opset_version is None else {"opset_version": opset_version}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        options["dynamo"] = False
+        options.setdefault("opset_version", 17)
+    return options
+
+
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
@@ -211,7 +224,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     directory = _workdir()
     onnx_path = os.path.join(directory, "model.onnx")
     dynamic_axes = {n: {0: batch_symbol} for n in names + ["output"]} if dynamic_batch else None
-    kwargs = {} if opset_version is None else {"opset_version": opset_version}
+    kwargs = _export_options(torch, opset_version)
     for m in module.modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training and m.track_running_stats \
                 and m.momentum is None:
