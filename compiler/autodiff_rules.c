@@ -356,6 +356,13 @@ static void vjp_cross_entropy(tf_vjp *v) {
   tf_vjp_give(v, 0, op3(v, TF_OP_CROSS_ENTROPY_GRAD, tf_vjp_input(v, 0), tf_vjp_input(v, 1), v->dy, attrs(v)));
 }
 
+/* The lengths, when given, stay ctc_loss_grad's last input (its dtypes rule reads them there). */
+static void vjp_ctc_loss(tf_vjp *v) {
+  const bool lengths = v->t->g->nodes[v->node].n_inputs == 3;
+  int32_t in[4] = {tf_vjp_input(v, 0), tf_vjp_input(v, 1), v->dy, lengths ? tf_vjp_input(v, 2) : -1};
+  tf_vjp_give(v, 0, tf_vjp_op(v, TF_OP_CTC_LOSS_GRAD, in, lengths ? 4 : 3, attrs(v)));
+}
+
 /* mse is symmetric in its operands: d/dtarget = -d/dprediction. */
 static void vjp_mse(tf_vjp *v) {
   int32_t d = op3(v, TF_OP_MSE_GRAD, tf_vjp_input(v, 0), tf_vjp_input(v, 1), v->dy, NULL);

@@ -1,11 +1,12 @@
 /* Kernel workspace per op and target: the one thing about kernels the planner must know. The
  * formulas live in core/ (core/workspace_cpu.c, core/workspace_cuda.h), which the kernels include
  * too, so the planned bytes and the bytes a kernel touches come from one formula; of the Vulkan
- * shaders only the fused loss heads (core/linear_loss.h) and embedding's gradient on half data
- * (core/workspace.h) need any. */
+ * shaders only the fused loss heads (core/linear_loss.h), embedding's gradient on half data
+ * (core/workspace.h) and the CTC loss (core/ctc.h) need any. */
 #include <string.h>
 
 #include "compiler/training.h"
+#include "core/ctc.h"
 #include "core/linear_loss.h"
 #include "core/ops.h"
 #include "core/workspace.h"
@@ -43,6 +44,10 @@ int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_
     const int32_t n_inputs = operands(g, node, inputs, outputs);
     if (node->op == TF_OP_EMBEDDING_GRAD && (outputs[0].dtype == TF_F16 || outputs[0].dtype == TF_BF16))
       return tf_vulkan_embedding_grad_half_workspace_bytes(inputs[0].count);
+    if (tf_op_workspace_rule(node->op) == TF_WORKSPACE_CTC) { /* shaders/ctc.comp: f32 words */
+      const tf_ctc_geometry cg = tf_ctc_geometry_of(&inputs[0], &inputs[1]);
+      return tf_ctc_mul(4, tf_ctc_workspace_elements(&cg));
+    }
     if (tf_op_workspace_rule(node->op) != TF_WORKSPACE_LINEAR_CROSS_ENTROPY)
       return 0;
     const tf_linear_loss_geometry lg = tf_linear_loss_geometry_of(&node->attrs, &inputs[0], &inputs[1]);

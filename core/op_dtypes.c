@@ -13,6 +13,7 @@ static int32_t integer_input(tf_dtype_rule rule) {
   case TF_DTYPES_INT0: return 0;
   case TF_DTYPES_INT1: return 1;
   case TF_DTYPES_INT2: return 2;
+  case TF_DTYPES_INT1_LENGTHS: return 1;
   default: return -1;
   }
 }
@@ -30,15 +31,20 @@ tf_status tf_op_check_dtypes(const tf_shape_query *q) {
   if (!info || info->dtypes == TF_DTYPES_ANY)
     return NULL;
   const int32_t integer = integer_input(info->dtypes);
+  /* ctc_loss's optional input_lengths, its last input when present */
+  const int32_t lengths =
+      info->dtypes == TF_DTYPES_INT1_LENGTHS && q->n_inputs == info->max_inputs ? q->n_inputs - 1 : -1;
   for (int32_t k = 0; k < q->n_inputs; k++) {
     const tf_shape_operand *x = &q->inputs[k];
     if (tf_op_input_shape_only(q->op, k))
       continue;
-    if (k == integer) {
+    if (k == integer || k == lengths) {
       if (!tf_rules_is_integer(x->dtype))
         return tf_status_new(TF_ERR_SHAPE, "input %" PRId32 " %s is %s; %s takes integer %s there (i32 or i64)", k,
                              tf_rules_describe(x).text, tf_dtype_name(x->dtype), info->name,
-                             info->dtypes == TF_DTYPES_INT0 ? "ids" : "labels");
+                             info->dtypes == TF_DTYPES_INT0 ? "ids"
+                             : k == lengths                 ? "lengths"
+                                                            : "labels");
     } else if (!tf_rules_is_floating(x->dtype)) {
       return not_floating(info, x, k);
     }

@@ -35,7 +35,9 @@
  *   dtypes           the dtypes every backend's kernels take, TF_DTYPES_<dtypes> (core/ops.h): FLOAT,
  *                    every input read for its data is f32, f16 or bf16 (there is no integer arithmetic);
  *                    ANY, any dtype (the ops that move bytes, and cast); INT0, INT1, INT2, input 0, 1 or
- *                    2 holds integer ids or labels (i32 or i64) and every other one is floating.
+ *                    2 holds integer ids or labels (i32 or i64) and every other one is floating;
+ *                    INT1_LENGTHS, input 1 integer labels and the optional last input (present when the op
+ *                    has its max inputs) integer lengths (ctc_loss).
  *                    tf_op_check_dtypes() applies it wherever shapes are inferred: graph load, import,
  *                    compile and the plan verifier, so no kernel ever runs on a dtype it does not read.
  *
@@ -281,7 +283,15 @@
       INPUT0,    NONE,               abs,              abs,                  unary,           unary, FLOAT)            \
   /* (x, dy) -> dx: dy for x > 0, -dy for x < 0, 0 at 0 (PyTorch's sign(x) dy) */                                    \
   X(ABS_GRAD,             abs_grad,             83, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
-      ANY_INPUT, NONE,               none,             abs_grad,             activation_grad, unary,     FLOAT)
+      ANY_INPUT, NONE,               none,             abs_grad,             activation_grad, unary,     FLOAT)\
+  /* (logits [N, T, C], labels [N, S] [, input_lengths [N]]) -> f32 CTC loss over log_softmax(logits), each */       \
+  /* sequence's divided by its target length (the labels before the first negative one; at least 1), the */          \
+  /* mean over the batch: PyTorch's ctc_loss(reduction='mean'). core/ctc.h has the recursions' layout */              \
+  X(CTC_LOSS,             ctc_loss,             84, GRAPH,    2,  3,   1,  0,   0,   CTC,           ctc_loss,          \
+      NONE,      CTC,                ctc_loss,         ctc_loss,             ctc,             ctc, INT1_LENGTHS)       \
+  /* (logits, labels, dloss [, input_lengths]) -> dlogits */                                                          \
+  X(CTC_LOSS_GRAD,        ctc_loss_grad,        85, TRAINING, 3,  4,   1,  0,   0,   CTC,           ctc_loss_grad,     \
+      NONE,      CTC,                none,             ctc_loss_grad,        ctc,             ctc, INT1_LENGTHS)
 // clang-format on
 
 #endif

@@ -38,11 +38,13 @@ typedef enum tf_alias_rule {
 
 /* The dtypes an op's kernels take, on every backend (the dtypes column; tf_op_check_dtypes). */
 typedef enum tf_dtype_rule {
-  TF_DTYPES_FLOAT = 0, /* every input read for its data is floating: f32, f16 or bf16 */
-  TF_DTYPES_ANY,       /* any dtype: the kernels move bytes (layout ops) or convert (cast) */
-  TF_DTYPES_INT0,      /* input 0 is integer ids (i32 or i64), the others floating */
-  TF_DTYPES_INT1,      /* input 1 is integer labels (i32 or i64), the others floating */
-  TF_DTYPES_INT2,      /* input 2 is integer labels (i32 or i64), the others floating */
+  TF_DTYPES_FLOAT = 0,    /* every input read for its data is floating: f32, f16 or bf16 */
+  TF_DTYPES_ANY,          /* any dtype: the kernels move bytes (layout ops) or convert (cast) */
+  TF_DTYPES_INT0,         /* input 0 is integer ids (i32 or i64), the others floating */
+  TF_DTYPES_INT1,         /* input 1 is integer labels (i32 or i64), the others floating */
+  TF_DTYPES_INT2,         /* input 2 is integer labels (i32 or i64), the others floating */
+  TF_DTYPES_INT1_LENGTHS, /* input 1 integer labels, and the last input integer lengths when the op has its
+                           * max inputs (ctc_loss's input_lengths); the others floating */
 } tf_dtype_rule;
 
 typedef struct tf_op_info {

@@ -64,6 +64,8 @@ tf_status tf_shape_cross_entropy(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_pair_loss(const tf_shape_query *q, tf_shape_result *out); /* mse bce_with_logits */
 /* (x, weight, labels [, bias]) -> f32 scalar; core/shape_rules_linear_loss.c */
 tf_status tf_shape_linear_cross_entropy(const tf_shape_query *q, tf_shape_result *out);
+/* (logits [N, T, C], labels [N, S] [, input_lengths [N]]) -> f32 scalar; core/shape_rules_ctc.c */
+tf_status tf_shape_ctc_loss(const tf_shape_query *q, tf_shape_result *out);
 
 /* Training-only ops (compiler/shape_rules_grad.c). Multi-output ops fill out[0..n_outputs). */
 tf_status tf_shape_elementwise_grad(const tf_shape_query *q, tf_shape_result *out); /* (x|y, dy) -> dx */
@@ -86,6 +88,8 @@ tf_status tf_shape_linear_cross_entropy_train(const tf_shape_query *q, tf_shape_
  * the gradients they sum. */
 tf_status tf_shape_linear_cross_entropy_grad_accumulate(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
+/* (logits, labels, dloss [, input_lengths]) -> dlogits; core/shape_rules_ctc.c */
+tf_status tf_shape_ctc_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */
 tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out);
 

@@ -8,21 +8,22 @@
 #include "tightfit/types.h"
 
 typedef enum tf_workspace_rule {
-  TF_WORKSPACE_NONE = 0,            /* the kernels work in their operands */
-  TF_WORKSPACE_MATMUL,              /* CUDA: a cuBLAS workspace */
-  TF_WORKSPACE_CONV,                /* im2col column blocks (and the weight gradient's partials, CPU; cuBLAS, CUDA) */
-  TF_WORKSPACE_REDUCE,              /* CUDA: partial sums of sum, mean, max, sum_to; max_grad's count of maxima */
-  TF_WORKSPACE_GLOBAL_NORM_SQ,      /* CUDA: partial sums of every input */
-  TF_WORKSPACE_NORM_GRAD,           /* CUDA: row statistics and dgamma/dbeta partials */
-  TF_WORKSPACE_EMBEDDING_GRAD,      /* CUDA: the sorted (id, position) keys */
-  TF_WORKSPACE_ATTENTION,           /* CPU: each thread's score block */
-  TF_WORKSPACE_ATTENTION_GRAD,      /* CPU: score and gradient blocks; CUDA: each query row's statistics */
-  TF_WORKSPACE_CROSS_ENTROPY,       /* CUDA: loss and count partials */
-  TF_WORKSPACE_PAIR_LOSS,           /* CUDA: loss partials (mse, bce_with_logits) */
-  TF_WORKSPACE_CROSS_ENTROPY_GRAD,  /* CUDA: the count of labels not ignored */
-  TF_WORKSPACE_OPTIMIZER,           /* CUDA: the update's scalar coefficients */
-  TF_WORKSPACE_DROPOUT,             /* CUDA: a device copy of the run values */
-  TF_WORKSPACE_LINEAR_CROSS_ENTROPY /* one chunk of logits (core/linear_loss.h) and its row statistics */
+  TF_WORKSPACE_NONE = 0,             /* the kernels work in their operands */
+  TF_WORKSPACE_MATMUL,               /* CUDA: a cuBLAS workspace */
+  TF_WORKSPACE_CONV,                 /* im2col column blocks (and the weight gradient's partials, CPU; cuBLAS, CUDA) */
+  TF_WORKSPACE_REDUCE,               /* CUDA: partial sums of sum, mean, max, sum_to; max_grad's count of maxima */
+  TF_WORKSPACE_GLOBAL_NORM_SQ,       /* CUDA: partial sums of every input */
+  TF_WORKSPACE_NORM_GRAD,            /* CUDA: row statistics and dgamma/dbeta partials */
+  TF_WORKSPACE_EMBEDDING_GRAD,       /* CUDA: the sorted (id, position) keys */
+  TF_WORKSPACE_ATTENTION,            /* CPU: each thread's score block */
+  TF_WORKSPACE_ATTENTION_GRAD,       /* CPU: score and gradient blocks; CUDA: each query row's statistics */
+  TF_WORKSPACE_CROSS_ENTROPY,        /* CUDA: loss and count partials */
+  TF_WORKSPACE_PAIR_LOSS,            /* CUDA: loss partials (mse, bce_with_logits) */
+  TF_WORKSPACE_CROSS_ENTROPY_GRAD,   /* CUDA: the count of labels not ignored */
+  TF_WORKSPACE_OPTIMIZER,            /* CUDA: the update's scalar coefficients */
+  TF_WORKSPACE_DROPOUT,              /* CUDA: a device copy of the run values */
+  TF_WORKSPACE_LINEAR_CROSS_ENTROPY, /* one chunk of logits (core/linear_loss.h) and its row statistics */
+  TF_WORKSPACE_CTC                   /* every backend: log alpha, log beta, frame sums, losses (core/ctc.h) */
 } tf_workspace_rule;
 
 /* The workspace rule of `op` (TF_WORKSPACE_NONE when out of range). */

@@ -3,6 +3,7 @@
  * kernels read too. A step on f16/bf16 data takes its half slices' (core/half_slices.h). */
 #include "core/workspace_cpu.h"
 
+#include "core/ctc.h"
 #include "core/half_slices.h"
 #include "core/linear_loss.h"
 
@@ -119,6 +120,11 @@ int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs
   case TF_WORKSPACE_LINEAR_CROSS_ENTROPY: {
     tf_linear_loss_geometry g = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);
     elements = tf_cpu_workspace_round(saturating_mul(g.chunk_rows, g.classes));
+    break;
+  }
+  case TF_WORKSPACE_CTC: {
+    const tf_ctc_geometry g = tf_ctc_geometry_of(&inputs[0], &inputs[1]);
+    elements = tf_cpu_workspace_round(tf_ctc_workspace_elements(&g));
     break;
   }
   default: elements = 0; break; // the other rules need scratch on CUDA only

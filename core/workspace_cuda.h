@@ -16,7 +16,9 @@
  *     order (deterministic, no atomics);
  *   - attention_grad: each query row's log-sum-exp and dO.O (O(T), never [T, T]);
  *   - sgd / adamw: the update's scalar coefficients, computed once on the device per run;
- *   - dropout: a device copy of the run values (seed, micro-step), which live in host memory.
+ *   - dropout: a device copy of the run values (seed, micro-step), which live in host memory;
+ *   - ctc_loss, ctc_loss_grad: each sequence's log alpha and log beta [T, 2S + 1], its frames'
+ *     log-sum-exp and its loss, in f32 (core/ctc.h).
  * Every section starts at a multiple of TF_CUDA_WORKSPACE_ALIGN bytes (cuBLAS wants 256). */
 #ifndef TIGHTFIT_CORE_WORKSPACE_CUDA_H
 #define TIGHTFIT_CORE_WORKSPACE_CUDA_H
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "core/conv_geometry.h"
+#include "core/ctc.h"
 #include "core/linear_loss.h"
 #include "core/tensor.h"
 #include "core/workspace.h"
@@ -349,6 +352,10 @@ static inline int64_t tf_cuda_workspace_bytes(tf_op op, const tf_attrs *attrs, i
     return tf_cuda_linear_loss_layout_of(&lg).total;
   }
   case TF_WORKSPACE_DROPOUT: return attrs->u.dropout.rate > 0.0f ? TF_CUDA_RUN_VALUES_BYTES : 0;
+  case TF_WORKSPACE_CTC: {
+    const tf_ctc_geometry cg = tf_ctc_geometry_of(&inputs[0], &inputs[1]);
+    return tf_cuda_round_up(tf_ctc_mul(4, tf_ctc_workspace_elements(&cg)));
+  }
   default: return 0;
   }
 }

@@ -473,6 +473,15 @@ tf_tensor_id tf_linear_cross_entropy(tf_graph *g, tf_tensor_id x, tf_tensor_id w
   return tf_graph_node(g, TF_OP_LINEAR_CROSS_ENTROPY, inputs, 3, &attrs);
 }
 
+tf_tensor_id tf_ctc_loss(tf_graph *g, tf_tensor_id logits, tf_tensor_id labels, tf_tensor_id input_lengths,
+                         int64_t blank, bool zero_infinity) {
+  tf_attrs attrs = attrs_of(TF_ATTR_CTC);
+  attrs.u.ctc.blank = blank;
+  attrs.u.ctc.zero_infinity = zero_infinity;
+  tf_tensor_id inputs[3] = {logits, labels, input_lengths};
+  return tf_graph_node(g, TF_OP_CTC_LOSS, inputs, input_lengths == TF_NO_TENSOR ? 2 : 3, &attrs);
+}
+
 tf_tensor_id tf_mse(tf_graph *g, tf_tensor_id prediction, tf_tensor_id target) {
   return node2(g, TF_OP_MSE, prediction, target, NULL);
 }

@@ -207,6 +207,11 @@ tf_status read_attrs(fb::Attrs type, const void *table, tf_attrs *attrs) {
   case fb::Attrs_LeakyReluAttrs:
     attrs->u.leaky_relu.alpha = static_cast<const fb::LeakyReluAttrs *>(table)->alpha();
     break;
+  case fb::Attrs_CtcAttrs: {
+    auto t = static_cast<const fb::CtcAttrs *>(table);
+    attrs->u.ctc = tf_ctc_attrs{t->blank(), t->zero_infinity()};
+    break;
+  }
   case fb::Attrs_NONE: break;
   }
   return nullptr;
@@ -311,6 +316,7 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
     break;
   }
   case fb::Attrs_LeakyReluAttrs: *table = fb::CreateLeakyReluAttrs(fbb, u.leaky_relu.alpha).Union(); break;
+  case fb::Attrs_CtcAttrs: *table = fb::CreateCtcAttrs(fbb, u.ctc.blank, u.ctc.zero_infinity).Union(); break;
   }
   return nullptr;
 }

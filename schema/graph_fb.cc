@@ -55,7 +55,7 @@ SAME(Attrs_TransposeAttrs, TF_ATTR_TRANSPOSE) SAME(Attrs_SliceAttrs, TF_ATTR_SLI
 SAME(Attrs_ConvAttrs, TF_ATTR_CONV) SAME(Attrs_PoolAttrs, TF_ATTR_POOL) SAME(Attrs_DropoutAttrs, TF_ATTR_DROPOUT)
 SAME(Attrs_AttentionAttrs, TF_ATTR_ATTENTION) SAME(Attrs_CastAttrs, TF_ATTR_CAST) SAME(Attrs_GeluAttrs, TF_ATTR_GELU)
 SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_OptimizerAttrs, TF_ATTR_OPTIMIZER)
-SAME(Attrs_LeakyReluAttrs, TF_ATTR_LEAKY_RELU)
+SAME(Attrs_LeakyReluAttrs, TF_ATTR_LEAKY_RELU) SAME(Attrs_CtcAttrs, TF_ATTR_CTC)
 SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)

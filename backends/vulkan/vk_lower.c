@@ -45,6 +45,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_layout16] = 0x2,
     [VK_SHADER_batch_norm] = 0x38,        /* y (forward); dx, dgamma, dbeta (gradient) */
     [VK_SHADER_batch_norm_running] = 0x6, /* running_mean, running_var, in place */
+    [VK_SHADER_ctc] = 0x30,               /* the workspace, the loss or dlogits */
 };
 
 /* Each shader with a subgroup variant (shaders/README.md, "Subgroup variants"), and that variant: the
@@ -202,7 +203,7 @@ static tf_dtype half_qkv(const vk_lower *l) {
  * not fit in 32 bits is out of range, as on the CPU). */
 static bool takes_indices(tf_op op) {
   return lowerings[op] == vk_lower_embedding || lowerings[op] == vk_lower_linear_cross_entropy ||
-         op == TF_OP_CROSS_ENTROPY || op == TF_OP_CROSS_ENTROPY_GRAD;
+         op == TF_OP_CROSS_ENTROPY || op == TF_OP_CROSS_ENTROPY_GRAD || lowerings[op] == vk_lower_ctc;
 }
 
 /* Ops whose shaders read back sums they wrote to an output (partial sums, in-place sums; the row

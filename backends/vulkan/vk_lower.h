@@ -39,6 +39,7 @@ tf_status vk_lower_optimizer(vk_lower *l);            /* sgd adamw */
 tf_status vk_lower_linear_cross_entropy(vk_lower *l); /* linear_cross_entropy and its gradient */
 /* ... on f16/bf16 x, weight and gradients (an f32 loss and dloss): vk_lower_linear_loss_half.c */
 tf_status vk_lower_linear_cross_entropy_half(vk_lower *l);
+tf_status vk_lower_ctc(vk_lower *l); /* ctc_loss and its gradient (vk_lower_ctc.c) */
 
 /* ---- emitting commands ---- */
 

@@ -152,6 +152,14 @@ tf_tensor_id tf_cross_entropy(tf_graph *g, tf_tensor_id logits, tf_tensor_id lab
  * (tf_compile_options.fuse_loss). */
 tf_tensor_id tf_linear_cross_entropy(tf_graph *g, tf_tensor_id x, tf_tensor_id weight, bool transpose_weight,
                                      tf_tensor_id labels, int64_t ignore_index, int64_t chunk_rows);
+/* CTC loss of logits [N, T, C] (log_softmax over C applied here) against labels [N, S] (i32/i64; a
+ * target is its labels before the first negative one, the rest padding), as PyTorch's
+ * ctc_loss(reduction='mean'): each sequence's loss / its target length (at least 1), averaged over
+ * N; an f32 scalar. input_lengths [N] integer, or TF_NO_TENSOR for T frames each (values clamped to
+ * [0, T]). blank in [0, C); a label >= C makes its sequence impossible (an infinite loss, or 0 with
+ * zero_infinity). */
+tf_tensor_id tf_ctc_loss(tf_graph *g, tf_tensor_id logits, tf_tensor_id labels, tf_tensor_id input_lengths,
+                         int64_t blank, bool zero_infinity);
 tf_tensor_id tf_mse(tf_graph *g, tf_tensor_id prediction, tf_tensor_id target);
 tf_tensor_id tf_bce_with_logits(tf_graph *g, tf_tensor_id logits, tf_tensor_id target);
 

@@ -93,6 +93,7 @@ typedef enum tf_attr_kind {
   TF_ATTR_CROSS_ENTROPY,
   TF_ATTR_OPTIMIZER,  /* sgd, adamw (plans only) */
   TF_ATTR_LEAKY_RELU, /* families added since, of graphs and plans alike, take the next numbers */
+  TF_ATTR_CTC,
   TF_ATTR_COUNT
 } tf_attr_kind;
 
@@ -154,6 +155,12 @@ typedef struct tf_gelu_attrs {
 typedef struct tf_leaky_relu_attrs {
   float alpha;
 } tf_leaky_relu_attrs;
+/* ctc_loss, ctc_loss_grad: the blank class (in [0, classes)) and whether an impossible alignment's
+ * infinite loss, and its gradient, count as 0 (PyTorch's zero_infinity; false: the loss is inf). */
+typedef struct tf_ctc_attrs {
+  int64_t blank;
+  bool zero_infinity;
+} tf_ctc_attrs;
 /* Mean over targets != ignore_index. linear_cross_entropy also reads transpose_weight (weight is
  * [V, d] when true, [d, V] when false) and chunk_rows (rows of logits computed at a time; 0: all). */
 typedef struct tf_cross_entropy_attrs {
@@ -187,6 +194,7 @@ typedef struct tf_attrs {
     tf_cross_entropy_attrs cross_entropy;
     tf_optimizer_attrs optimizer;
     tf_leaky_relu_attrs leaky_relu;
+    tf_ctc_attrs ctc;
   } u;
 } tf_attrs;
 

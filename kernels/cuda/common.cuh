@@ -317,6 +317,7 @@ TF_CUDA_LAUNCHER(optimizer);            /* optimizer.cu: accumulate, zero, sgd, 
 TF_CUDA_LAUNCHER(linear_cross_entropy); /* linear_loss.cu */
 TF_CUDA_LAUNCHER(linear_cross_entropy_grad);
 TF_CUDA_LAUNCHER(linear_cross_entropy_train);
+TF_CUDA_LAUNCHER(ctc); /* ctc.cu: ctc_loss, ctc_loss_grad */
 
 typedef tf_status (*launcher)(const tf_cuda_args *args);
 

@@ -302,6 +302,13 @@ class Graph:
     def cross_entropy(self, logits, labels, ignore_index=-100):
         return self._checked(_lib.lib.tf_cross_entropy(self._g, logits, labels, ignore_index), "cross_entropy")
 
+    def ctc_loss(self, logits, labels, input_lengths=None, blank=0, zero_infinity=False):
+        """CTC loss of logits [N, T, C] (log_softmax over C applied here) against labels [N, S] (i32/i64,
+        each target ending at its first negative label), as F.ctc_loss(reduction='mean'): f32 scalar.
+        input_lengths: an integer [N] tensor, or None for T frames each."""
+        lengths = NO_TENSOR if input_lengths is None else input_lengths
+        return self._checked(_lib.lib.tf_ctc_loss(self._g, logits, labels, lengths, blank, zero_infinity), "ctc_loss")
+
     def mse(self, prediction, target):
         return self._checked(_lib.lib.tf_mse(self._g, prediction, target), "mse")
 

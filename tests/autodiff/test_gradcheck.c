@@ -21,7 +21,8 @@ typedef struct gradcheck_case {
   const char *name;
   tf_graph *g;
   value_kind values;
-  int32_t accumulate; /* micro-batches per step; 0: 1 */
+  int32_t accumulate;   /* micro-batches per step; 0: 1 */
+  int32_t integer_base; /* added to the integer ids, labels and lengths (ctc: valid lengths) */
 } gradcheck_case;
 
 static uint64_t random_state = 0x243F6A8885A308D3ull;
@@ -92,7 +93,7 @@ static void check_case(gradcheck_case *c) {
       /* integer ids and labels: valid indices below the last dim of whatever they index (2) */
       int64_t n = tf_interp_count(&in, b);
       for (int64_t i = 0; i < n; i++)
-        ((int32_t *)in.data[b])[i] = (int32_t)((i * 5 + 1) % 3);
+        ((int32_t *)in.data[b])[i] = c->integer_base + (int32_t)((i * 5 + 1) % 3);
     }
   }
   tf_interp_run(&in, 0, plan->micro_steps);
@@ -347,6 +348,21 @@ static void loss_cases(void) {
   tf_tensor_id target = tf_graph_label(g, "target", TF_F32, S(F(3), F(5)));
   tf_graph_set_loss(g, tf_bce_with_logits(g, logits, target));
   check_case(&(gradcheck_case){"bce_with_logits", g, VALUES_ANY, 0});
+
+  /* ctc: labels 1 0 2 | 1 0 2 (a label equal to blank 0 too) over all 5 frames; then labels 4 3 5 | 4 3 5
+   * with input lengths 4 and 3 (integer_base 3) and blank 1 */
+  g = new_graph("ctc");
+  logits = param(g, "logits", S(F(2), F(5), F(4)));
+  labels = tf_graph_label(g, "labels", TF_I32, S(F(2), F(3)));
+  tf_graph_set_loss(g, tf_ctc_loss(g, logits, labels, TF_NO_TENSOR, 0, false));
+  check_case(&(gradcheck_case){"ctc_loss", g, VALUES_ANY, 0, 0});
+
+  g = new_graph("ctc_lengths");
+  logits = param(g, "logits", S(F(2), F(5), F(7)));
+  labels = tf_graph_label(g, "labels", TF_I32, S(F(2), F(3)));
+  tf_tensor_id lengths = tf_graph_label(g, "input_lengths", TF_I32, S(F(2)));
+  tf_graph_set_loss(g, tf_ctc_loss(g, logits, labels, lengths, 1, false));
+  check_case(&(gradcheck_case){"ctc_loss input_lengths", g, VALUES_ANY, 0, 3});
 
   /* a parameter used twice: the gradients of both uses are summed */
   g = new_graph("shared");

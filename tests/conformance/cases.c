@@ -38,6 +38,8 @@ struct conf_case {
   tf_dtype dtype; /* cast's round trip; ids and labels */
   int64_t ignore_index;
   int64_t chunk_rows; /* linear_cross_entropy */
+  int64_t blank;      /* ctc_loss */
+  bool zero_infinity; /* ctc_loss */
   tf_conv_attrs conv; /* conv1d: stride, padding, dilation [0] */
   tf_pool_attrs pool;
   conf_settings settings; /* settings.storage f16/bf16: every float operand and result of the op in that type */
@@ -235,6 +237,16 @@ static void build_attention(tf_graph *g, const conf_case *c) {
 static void build_cross_entropy(tf_graph *g, const conf_case *c) {
   tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[1]));
   tf_test_finish_loss(g, tf_cross_entropy(g, param(g, c, "logits", &c->shapes[0]), labels, c->ignore_index));
+}
+
+/* logits (shapes[0]) [N, T, C], labels of dtype (shapes[1]) [N, S], and input lengths of dtype when
+ * shapes[2] has a rank: the data's integers end targets (negatives) and run past the classes. */
+static void build_ctc_loss(tf_graph *g, const conf_case *c) {
+  tf_tensor_id labels = tf_graph_label(g, "labels", c->dtype, shape_of(&c->shapes[1]));
+  tf_tensor_id lengths =
+      c->shapes[2].rank > 0 ? tf_graph_label(g, "input_lengths", c->dtype, shape_of(&c->shapes[2])) : TF_NO_TENSOR;
+  tf_test_finish_loss(
+      g, tf_ctc_loss(g, param(g, c, "logits", &c->shapes[0]), labels, lengths, c->blank, c->zero_infinity));
 }
 
 /* x (shapes[0]), weight (shapes[1]: [V, d] with transpose_b, else [d, V]), labels of dtype
@@ -541,6 +553,13 @@ static const conf_case cases[] = {
      .dtype = TF_I64, .ignore_index = -1, .settings.data = {4, 67}, ADAMW, .settings.needs = CONF_NEEDS_I64},
     {"cross_entropy [37,1031], labels out of range", build_cross_entropy, .shapes = {DIMS(37, 1031), DIMS(37)},
      .dtype = TF_I32, .ignore_index = -100, .settings.data = {5, 1034, -100, true}},
+    /* ctc: targets ended by -1 (every 7th label), empty ones, repeats; labels >= C under zero_infinity,
+     * input lengths (clamped: -1 every 7th, some too short for their targets), another blank */
+    {"ctc_loss (+ grad) [3,12,6] labels [3,4]", build_ctc_loss, .shapes = {DIMS(3, 12, 6), DIMS(3, 4)}, .dtype = TF_I32,
+     .settings.data = {6, 6, -1, true}},
+    {"ctc_loss i64, input_lengths, blank 2, zero_infinity [4,9,5] labels [4,3]", build_ctc_loss,
+     .shapes = {DIMS(4, 9, 5), DIMS(4, 3), DIMS(4)}, .dtype = TF_I64, .blank = 2, .zero_infinity = true,
+     .settings.data = {7, 10, -1, true}, ADAMW, .settings.needs = CONF_NEEDS_I64},
     /* the fused loss head: chunks that do not divide the rows, ignored labels, both weight layouts */
     {"linear_cross_entropy (+ grad) [2,9,16] x [37,16]^T, chunk 4", build_linear_cross_entropy,
      .shapes = {DIMS(2, 9, 16), DIMS(37, 16), DIMS(2, 9)}, .transpose_b = true, .chunk_rows = 4, .dtype = TF_I32,
