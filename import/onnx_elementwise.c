@@ -14,12 +14,15 @@
  *   PRelu(x, slope)     relu(x) - slope relu(-x): one of the two terms is 0, so one rounding
  *   Mish(x)             x tanh(softplus(x))
  *   Size(x)             a known integer: the product of x's sizes
+ *   Mod(a, b)           on values known at import time only (PyTorch 2.x's unflatten computes
+ *                       (dim + rank) % rank): tightfit has no remainder op for data
  *
  * Operands must be float data (f32, f16, bf16); anything else is refused naming the node. */
 #include <inttypes.h>
 #include <math.h>
 
 #include "import/onnx_convert.h"
+#include "import/onnx_fold.h"
 #include "import/onnx_internal.h"
 
 static tf_status need_float(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t i) {
@@ -313,5 +316,25 @@ tf_status ox_convert_size(ox_import *im, const ox_node *node) {
   if (!k)
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
   k->ints[0] = count;
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_mod(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
+  if (!ox_is_known(im, a) || !ox_is_known(im, b))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Mod of data computed at run time ('%s'): only of values known at import time (shapes and "
+                   "constants)",
+                   ox_is_known(im, a) ? b : a);
+  const int64_t fmod = ox_attr_int(node, "fmod", 0);
+  const ox_known *x = ox_value_find(im, a)->known, *y = ox_value_find(im, b)->known;
+  if (fmod != 0 && fmod != 1)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "fmod %" PRId64 " (0 or 1)", fmod);
+  if (fmod == 0 && (x->is_float || y->is_float))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "fmod 0 on floating-point values (ONNX requires fmod 1)");
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(fmod ? 'f' : '%', x, y, &k)));
   return ox_set_known(im, node, 0, k);
 }

@@ -59,6 +59,21 @@ static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
       return false;
     }
     return true;
+  case '%': /* Mod: Python's (the divisor's sign; ONNX fmod=0) */
+  case 'f': /* Mod with fmod=1: C's (the dividend's sign) */
+    if (!fb || b.size == 0)
+      return false;
+    if (!fa) { /* k*S % b is 0 for any S where b divides k; else it depends on S */
+      if (a.size % b.size != 0)
+        return false;
+      *out = tf_fixed(0);
+      return true;
+    }
+    r = b.size == -1 ? 0 : a.size % b.size; /* INT64_MIN % -1 overflows in C */
+    if (op == '%' && r != 0 && (r < 0) != (b.size < 0))
+      r += b.size;
+    *out = tf_fixed(r);
+    return true;
   case '=': /* Equal: a symbol's multiple is >= 1, so it equals no number below 1 */
     if (fa && fb)
       *out = tf_fixed(a.size == b.size);
@@ -80,6 +95,8 @@ static double fold_real(char op, double a, double b) {
   case '*': return a * b;
   case '/': return a / b;
   case '=': return a == b;
+  case '%': return a - floor(a / b) * b;
+  case 'f': return fmod(a, b);
   default: return pow(a, b);
   }
 }
@@ -133,12 +150,18 @@ tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known
         return tf_status_new(TF_ERR_UNSUPPORTED, "float arithmetic on a symbolic size");
       }
       k->reals[i] = fold_real(op, x, y);
+    } else if ((op == '/' || op == '%' || op == 'f') && b->ints[ib].symbol < 0 && b->ints[ib].size == 0) {
+      ox_known_free(k);
+      return tf_status_new(TF_ERR_INVALID_INPUT, "integer %s of %" PRId64 "%s by zero",
+                           op == '/' ? "division" : "remainder", a->ints[ia].size,
+                           a->ints[ia].symbol >= 0 ? "*symbol" : "");
     } else if (!fold_int(op, a->ints[ia], b->ints[ib], &k->ints[i])) {
       ox_known_free(k);
-      return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "'%c' of sizes %" PRId64 "%s and %" PRId64 "%s is not one symbol's multiple in 64 bits", op,
+      const bool remainder = op == '%' || op == 'f';
+      return tf_status_new(TF_ERR_UNSUPPORTED, "'%c' of sizes %" PRId64 "%s and %" PRId64 "%s %s", remainder ? '%' : op,
                            a->ints[ia].size, a->ints[ia].symbol >= 0 ? "*symbol" : "", b->ints[ib].size,
-                           b->ints[ib].symbol >= 0 ? "*symbol" : "");
+                           b->ints[ib].symbol >= 0 ? "*symbol" : "",
+                           remainder ? "depends on the symbol's value" : "is not one symbol's multiple in 64 bits");
     }
   }
   *out = k;

@@ -149,6 +149,14 @@ tf_status ox_op_emit(ox_import *im, const ox_node *node) TF_MUST_USE;
 tf_status ox_convert_lstm(ox_import *im, const ox_node *node);
 tf_status ox_convert_gru(ox_import *im, const ox_node *node);
 
+/* ---- operators PyTorch 2.x's TorchScript exporter writes around attention ---- */
+
+/* Mod (onnx_elementwise.c): folded on values known at import time; refused on data. */
+tf_status ox_convert_mod(ox_import *im, const ox_node *node);
+/* Trilu (onnx_triangle.c): folded on a known value; on data with fixed last two axes, times a 0/1
+ * triangle. */
+tf_status ox_convert_trilu(ox_import *im, const ox_node *node);
+
 /* ---- patterns (onnx_patterns.c) ---- */
 
 /* Rewrites GELU, attention and transposed matmul operands in im->nodes. */

@@ -321,13 +321,47 @@ tf_status ox_convert_split(ox_import *im, const ox_node *node) {
 
 /* Expand (numpy broadcasting both ways: `ids.unsqueeze(0).expand(n, t)`): the target axes where the
  * shape says 1 keep x's size; x's axes the shape does not reach are kept. */
+/* Expand of one known number to a fixed shape of at most this many elements stays known (a fill):
+ * PyTorch 2.x's causal mask is Trilu(Expand(1, [T, S])), which then folds to a constant. */
+#define OX_MAX_FOLDED_FILL ((int64_t)1 << 24)
+
+/* The known fill of Expand(x, shape), x one known number; NULL where a size is symbolic or large. */
+static ox_known *expanded_fill(const ox_known *x, const ox_known *shape) {
+  int64_t dims[TF_MAX_RANK], count = 1;
+  const int32_t rank = x->rank > (int32_t)shape->count ? x->rank : (int32_t)shape->count;
+  for (int32_t i = 0; i < rank; i++) {
+    const int32_t at = i - (rank - (int32_t)shape->count);
+    const tf_dim want = at >= 0 ? shape->ints[at] : tf_fixed(1);
+    if (want.symbol >= 0 || want.size < 1 || __builtin_mul_overflow(count, want.size, &count) ||
+        count > OX_MAX_FOLDED_FILL)
+      return NULL;
+    dims[i] = want.size;
+  }
+  ox_known *k = ox_known_new(x->is_float, x->dtype, rank, dims);
+  for (int64_t i = 0; k && i < k->count; i++) {
+    if (k->is_float)
+      k->reals[i] = x->reals[0];
+    else
+      k->ints[i] = x->ints[0];
+  }
+  return k;
+}
+
 tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *shape;
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &shape));
   if (shape->is_float || shape->rank != 1 || shape->count > TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the shape must be at most %d integers", TF_MAX_RANK);
+  if (ox_is_known(im, ox_input(node, 0))) {
+    const ox_known *value = ox_value_find(im, ox_input(node, 0))->known;
+    ox_known *fill =
+        value->count == 1 && (value->is_float || value->ints[0].symbol < 0) ? expanded_fill(value, shape) : NULL;
+    if (fill)
+      return ox_set_known(im, node, 0, fill);
+  }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
   tf_dim dims[TF_MAX_RANK], target[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
@@ -396,6 +430,12 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
 
 tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
   int64_t to_onnx = ox_attr_int(node, "to", 0);
+  // PyTorch 2.x's TorchScript exporter casts a scalar to a bf16 operand's type as Cast(to=15): torch's
+  // own number for BFloat16, which ONNX numbers COMPLEX128 (pytorch/pytorch#158658). That exporter
+  // writes no complex types, so from PyTorch 15 means bf16 (BFLOAT16 is 16).
+  const char *producer = im->model->producer_name;
+  if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128 && producer && strcmp(producer, "pytorch") == 0)
+    to_onnx = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
   tf_dtype to;
   if (!ox_dtype((int32_t)to_onnx, &to))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cast to %s (%" PRId64 ")", ox_dtype_name((int32_t)to_onnx), to_onnx);

@@ -666,6 +666,8 @@ static const ox_converter_row converters[] = {
     {"Equal", convert_equal},
     {"Where", convert_where},
     {"Not", convert_not},
+    {"Mod", ox_convert_mod},
+    {"Trilu", ox_convert_trilu},
     {"Gather", ox_convert_gather},
     {"Conv", convert_conv},
     {"ConvTranspose", convert_conv_transpose},

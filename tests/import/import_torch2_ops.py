@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""`tightfit import` of what PyTorch 2.x's TorchScript exporter writes and 1.13's did not, each in a model
+written with onnx.helper, imported, compiled (--inference), run, and its output compared with numpy's:
+
+  Trilu on data (lower, upper, a diagonal k of -1 and 1), exact: x times a 0/1 triangle
+  Trilu folded: scaled_dot_product_attention's causal mask, Softmax(x + Where(Equal(Trilu(Expand(1,
+      [T, S])), 0), -inf, 0)), within 1e-6; the mask is one constant (no expand or mul node)
+  Mod folded: a Reshape's shape from Mod of constants, both signs and both fmod modes (a wrong sign
+      rule gives a size of -2, which Reshape refuses)
+  Cast(to=15) from producer "pytorch": PyTorch 2.x's number for bf16 (pytorch/pytorch#158658), so
+      y = x rounded to bf16, exact; from another producer COMPLEX128, refused
+and the refusals, each exit 2 naming the node and why: Mod of data, Mod with fmod 0 on floats, a
+remainder by zero, Trilu of integer data, Trilu of data with symbolic last axes.
+
+usage: import_torch2_ops.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as error:
+    print(f"import_torch2_ops.py: skipped, cannot import onnx or numpy ({error})")
+    sys.exit(77)
+
+F32 = TensorProto.FLOAT
+
+
+def const(name, value, dtype=np.int64):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=dtype), name))
+
+
+def make(nodes, inputs, outputs, producer="pytorch", opset=17):
+    graph = helper.make_graph(nodes, "torch2", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name=producer)
+
+
+def trilu_on_data(upper, k):
+    nodes = ([const("k", k)] if k is not None else []) + [
+        helper.make_node("Trilu", ["x"] + (["k"] if k is not None else []), ["y"], name="tri", upper=upper)]
+    return make(nodes, [("x", F32, [2, 4, 5])], [("y", F32, [2, 4, 5])])
+
+
+def causal_softmax():
+    """x [2, 5, 5] -> Softmax(x + mask), the mask as PyTorch 2.x's scaled_dot_product_attention builds it."""
+    nodes = [const("one", [1.0], np.float32), const("size", [5, 5]),
+             helper.make_node("Expand", ["one", "size"], ["ones"], name="expand"),
+             helper.make_node("Trilu", ["ones"], ["lower"], name="tri", upper=0),
+             const("zero", [0.0], np.float32), const("minus_inf", [-np.inf], np.float32),
+             helper.make_node("Equal", ["lower", "zero"], ["above"], name="equal"),
+             helper.make_node("Where", ["above", "minus_inf", "zero"], ["mask"], name="where"),
+             helper.make_node("Add", ["x", "mask"], ["scores"], name="add"),
+             helper.make_node("Softmax", ["scores"], ["y"], name="softmax", axis=-1)]
+    return make(nodes, [("x", F32, [2, 5, 5])], [("y", F32, [2, 5, 5])])
+
+
+def mod_reshape(dividends, divisors, fmod):
+    """x [3, 4] reshaped to Mod(dividends, divisors) (PyTorch 2.x's unflatten computes (dim + rank) % rank)."""
+    dtype = np.float32 if isinstance(dividends[0], float) else np.int64
+    nodes = [const("a", dividends, dtype), const("b", divisors, dtype),
+             helper.make_node("Mod", ["a", "b"], ["m"], name="mod", fmod=fmod)]
+    if dtype == np.float32:
+        nodes.append(helper.make_node("Cast", ["m"], ["shape"], name="cast", to=TensorProto.INT64))
+    nodes.append(helper.make_node("Reshape", ["x", "shape" if dtype == np.float32 else "m"], ["y"], name="reshape"))
+    return make(nodes, [("x", F32, [3, 4])], [("y", F32, [2, 6])])
+
+
+def cast_15(producer):
+    nodes = [helper.make_node("Cast", ["x"], ["half"], name="to_bf16", to=15),
+             helper.make_node("Cast", ["half"], ["y"], name="back", to=TensorProto.FLOAT)]
+    return make(nodes, [("x", F32, [4, 8])], [("y", F32, [4, 8])], producer=producer)
+
+
+def bf16_round(x):
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # to nearest, ties to even
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    tightfit = sys.argv[1]
+    failures = []
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as folder:
+        def path(name):
+            return os.path.join(folder, name)
+
+        def import_model(name, model):
+            onnx.save(model, path(name + ".onnx"))
+            return subprocess.run([tightfit, "import", path(name + ".onnx"), "-o", path(name + ".tfg")],
+                                  capture_output=True, text=True)
+
+        def run_model(name, model, x):
+            """(output, ops of the imported graph) or (None, why)."""
+            done = import_model(name, model)
+            if done.returncode != 0:
+                return None, f"import: exit {done.returncode}: {done.stderr.strip()}"
+            done = subprocess.run([tightfit, "compile", path(name + ".tfg"), "--inference", "-o",
+                                   path(name + ".tfplan")], capture_output=True, text=True)
+            if done.returncode != 0:
+                return None, f"compile: exit {done.returncode}: {done.stderr.strip()}"
+            os.makedirs(path(name + ".data"))
+            np.save(path(name + ".data/x.npy"), x)
+            done = subprocess.run([tightfit, "run", path(name + ".tfplan"), "--data", path(name + ".data"),
+                                   "--output", path(name + ".out")], capture_output=True, text=True)
+            if done.returncode != 0:
+                return None, f"run: exit {done.returncode}: {done.stderr.strip()}"
+            dump = json.loads(subprocess.run([tightfit, "dump", path(name + ".tfg")], capture_output=True,
+                                             text=True).stdout)
+            return np.load(path(name + ".out/y.npy")), sorted(n["op"] for n in dump["nodes"])
+
+        def check(what, name, model, x, want, tolerance=0.0, ops_left_out=()):
+            got, ops = run_model(name, model, x)
+            if got is None:
+                failures.append(f"{what}: {ops}")
+                print(f"{what}: {ops}")
+                return
+            worst = float(np.max(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape else None
+            print(f"{what}: output {list(got.shape)}, worst difference {worst}, ops {ops}")
+            if worst is None or not worst <= tolerance:
+                failures.append(f"{what}: output {list(got.shape)} vs {list(want.shape)}, worst difference {worst}")
+            for op in ops_left_out:
+                if op in ops:
+                    failures.append(f"{what}: the imported graph has a '{op}' node: {ops}")
+
+        x = rng.standard_normal((2, 4, 5)).astype(np.float32)
+        for upper, k in [(0, None), (1, None), (0, -1), (1, 1)]:
+            want = (np.triu if upper else np.tril)(x.astype(np.float64), 0 if k is None else k)
+            check(f"Trilu on data, upper={upper}, k={k}", f"tri{upper}{k}", trilu_on_data(upper, k), x, want)
+
+        scores = rng.standard_normal((2, 5, 5)).astype(np.float32)
+        masked = np.where(np.tril(np.ones((5, 5))) == 0, -np.inf, scores.astype(np.float64))
+        softmax = np.exp(masked - masked.max(-1, keepdims=True))
+        softmax /= softmax.sum(-1, keepdims=True)
+        check("the causal mask of PyTorch 2.x's scaled_dot_product_attention, folded", "causal", causal_softmax(),
+              scores, softmax, 1e-6, ops_left_out=("expand", "mul"))
+
+        grid = rng.standard_normal((3, 4)).astype(np.float32)
+        check("Mod, fmod 0 (the divisor's sign): [-10, 15] % [4, 9] = [2, 6]", "mod0",
+              mod_reshape([-10, 15], [4, 9], 0), grid, grid.reshape(2, 6).astype(np.float64))
+        check("Mod, fmod 1 (the dividend's sign): fmod([10, 15], [-4, 9]) = [2, 6]", "mod1",
+              mod_reshape([10, 15], [-4, 9], 1), grid, grid.reshape(2, 6).astype(np.float64))
+        check("Mod of floats, fmod 1: fmod([6.5, 15], [-4.5, 9]) = [2, 6] (Python's % gives -2.5)",
+              "modf", mod_reshape([6.5, 15.0], [-4.5, 9.0], 1), grid, grid.reshape(2, 6).astype(np.float64))
+
+        wide = (rng.standard_normal((4, 8)) * 100).astype(np.float32)
+        check("Cast(to=15) from PyTorch reads as bf16", "cast15", cast_15("pytorch"), wide,
+              bf16_round(wide).astype(np.float64))
+
+        mod_data = make([const("b", [3.0], np.float32), helper.make_node("Mod", ["x", "b"], ["y"], name="mod", fmod=1)],
+                        [("x", F32, [3])], [("y", F32, [3])])
+        mod_zero = make([const("a", [7]), const("b", [0]), helper.make_node("Mod", ["a", "b"], ["m"], name="mod"),
+                         helper.make_node("Reshape", ["x", "m"], ["y"], name="reshape")],
+                        [("x", F32, [7])], [("y", F32, [7])])
+        trilu_int = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", TensorProto.INT64, [3, 3])],
+                         [("y", TensorProto.INT64, [3, 3])])
+        trilu_symbolic = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", F32, [2, "T", "T"])],
+                              [("y", F32, [2, "T", "T"])])
+        refusals = [
+            ("Mod of data", "mod_data", mod_data, ["mod_data.onnx", "'mod' (Mod)", "Mod of data computed at run time"]),
+            ("Mod with fmod 0 on floats", "mod_float0", mod_reshape([6.5, 15.0], [-4.5, 9.0], 0),
+             ["'mod' (Mod)", "fmod 0 on floating-point values"]),
+            ("a remainder by zero", "mod_zero", mod_zero, ["'mod' (Mod)", "integer remainder of 7 by zero"]),
+            ("Trilu of integer data", "trilu_int", trilu_int, ["'tri' (Trilu)", "input 'x' is i64 data"]),
+            ("Trilu of symbolic last axes", "trilu_symbolic", trilu_symbolic,
+             ["'tri' (Trilu)", "input 'x' has symbolic last two axes"]),
+            ("Cast(to=15) from another producer", "cast_other", cast_15("other"),
+             ["'to_bf16' (Cast)", "cast to COMPLEX128 (15)"]),
+        ]
+        for what, name, model, words in refusals:
+            done = import_model(name, model)
+            message = done.stderr.strip()
+            print(f"{what}: exit {done.returncode}: {message}")
+            if done.returncode != 2 or any(w not in message for w in words) or os.path.exists(path(name + ".tfg")):
+                failures.append(f"{what}: wanted exit 2, no graph and {[w for w in words if w not in message]}")
+    for failure in failures:
+        print("FAIL:", failure)
+    print("import_torch2_ops:", "FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
