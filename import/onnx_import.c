@@ -21,7 +21,7 @@ tf_onnx_options tf_onnx_options_default(void) {
   return options;
 }
 
-static const char *const loss_names[] = {"none", "cross_entropy", "mse", "bce_with_logits", "l1"};
+static const char *const loss_names[] = {"none", "cross_entropy", "mse", "bce_with_logits", "l1", "ctc", "output"};
 
 int32_t tf_onnx_frozen_batch_norms(const tf_graph *graph) {
   int32_t count = 0;
@@ -301,6 +301,48 @@ static tf_tensor_id output_copy(ox_import *im, tf_tensor_id id) {
   return rank < 0 ? id : tf_reshape(im->graph, id, tf_shape_from(dims, rank));
 }
 
+/* --loss output: the first output is the model's loss already; it must be a scalar. */
+static tf_status output_loss(ox_import *im, tf_tensor_id first) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, first, &rank, dims);
+  tf_tensor_info info;
+  const char *name = tf_graph_tensor(im->graph, first, &info) ? info.name : "?";
+  if (rank != 0)
+    return tf_status_new(TF_ERR_SHAPE,
+                         "%s: --loss output: the first output '%s' has rank %" PRId32 ", not a scalar loss; export "
+                         "the model's loss (a 0-d tensor) as its first output, or name the loss to add (--loss ctc, "
+                         "cross_entropy, ...)",
+                         im->source, name, rank);
+  tf_graph_set_loss(im->graph, first);
+  tf_status status = ox_graph_error(im, NULL);
+  return status ? tf_status_prefix(status, "--loss output: output '%s'", name) : NULL;
+}
+
+/* --loss ctc: the first output is per-frame logits [N, T, C] (log_softmax applied by ctc_loss, so
+ * log-probabilities do too); labels [N, S], S = label_length or T, targets padded with negatives. */
+static tf_status ctc_loss(ox_import *im, tf_tensor_id first, int32_t rank, const tf_dim *dims) {
+  if (rank != 3)
+    return tf_status_new(TF_ERR_SHAPE,
+                         "%s: --loss ctc needs an output of rank 3, [N, T, C] (batch, frames, classes); the first "
+                         "output has rank %" PRId32,
+                         im->source, rank);
+  for (int32_t i = 0; i < 2; i++)
+    if (dims[i].size == -1 && dims[i].symbol < 0)
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "%s: the output's axis %" PRId32 " is a product of symbols, so the labels' shape cannot "
+                           "be named",
+                           im->source, i);
+  tf_dim label_dims[2] = {dims[0], dims[1]};
+  if (im->options->label_length > 0)
+    label_dims[1] = tf_fixed(im->options->label_length);
+  const char *label_name = im->options->label_name ? im->options->label_name : "labels";
+  tf_tensor_id label = tf_graph_label(im->graph, label_name, TF_I64, tf_shape_from(label_dims, 2));
+  tf_graph_set_loss(im->graph, tf_ctc_loss(im->graph, first, label, TF_NO_TENSOR, 0, false));
+  tf_status status = ox_graph_error(im, NULL);
+  return status ? tf_status_prefix(status, "adding the ctc loss") : NULL;
+}
+
 static tf_status add_outputs_and_loss(ox_import *im) {
   const Onnx__GraphProto *g = im->onnx;
   if (g->n_output == 0)
@@ -327,9 +369,13 @@ static tf_status add_outputs_and_loss(ox_import *im) {
   tf_onnx_loss loss = im->options->loss;
   if (loss == TF_ONNX_LOSS_NONE)
     return NULL;
+  if (loss == TF_ONNX_LOSS_OUTPUT)
+    return output_loss(im, first);
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, first, &rank, dims);
+  if (loss == TF_ONNX_LOSS_CTC)
+    return ctc_loss(im, first, rank, dims);
   if (loss == TF_ONNX_LOSS_CROSS_ENTROPY)
     rank--;
   for (int32_t i = 0; i < rank; i++)

@@ -14,8 +14,8 @@
 
 static void help(void) {
   fprintf(tf_cli_out(),
-          "usage: tightfit import M.onnx -o M.tfg [--weights NAME] [--loss L [--ignore-index I]]\n"
-          "                       [--label NAME] [--set SYM=V,...] [--name NAME] [--json]\n\n"
+          "usage: tightfit import M.onnx -o M.tfg [--weights NAME] [--loss L [--ignore-index I]\n"
+          "                       [--label-length S]] [--label NAME] [--set SYM=V,...] [--name NAME] [--json]\n\n"
           "Imports an ONNX model as a graph. Its initializers become parameters whose values are written\n"
           "to a safetensors file beside the graph, which the graph references, so `compile` and `train`\n"
           "start from them. Dynamic axes become symbols named after their dim_param (N, T, ...).\n"
@@ -30,8 +30,13 @@ static void help(void) {
           "  --loss L           add a label input and loss L on the first output, for training:\n"
           "                     cross_entropy (integer labels, the output's shape without its last axis),\n"
           "                     mse, bce_with_logits or l1 (float labels of the output's shape; l1:\n"
-          "                     the mean absolute error, PyTorch's L1Loss)\n"
+          "                     the mean absolute error, PyTorch's L1Loss); ctc (an output [N, T, C] of\n"
+          "                     per-frame logits or log-probabilities, integer labels [N, S], each target\n"
+          "                     ended by a negative label, blank 0: PyTorch's ctc_loss with reduction\n"
+          "                     'mean'); or output: the first output already is the scalar loss (no\n"
+          "                     label input)\n"
           "  --ignore-index I   cross_entropy: labels equal to I do not count (default -100)\n"
+          "  --label-length S   ctc: the labels per sample (default T, the output's frames)\n"
           "  --label NAME       the label input's name (default labels)\n"
           "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
           "  --name NAME        the graph's name (default: the ONNX graph's)\n"
@@ -157,7 +162,16 @@ int tf_cmd_import(int argc, char **argv) {
     } else if (tf_cli_option(argc, argv, &i, "--weights", &weights, &error)) {
     } else if (tf_cli_option(argc, argv, &i, "--loss", &v, &error)) {
       if (!error && !tf_onnx_loss_parse(v, &options.loss))
-        return tf_cli_usage_error("import", "--loss '%s': use cross_entropy, mse, bce_with_logits or l1", v);
+        return tf_cli_usage_error("import", "--loss '%s': use cross_entropy, mse, bce_with_logits, l1, ctc or output",
+                                  v);
+    } else if (tf_cli_option(argc, argv, &i, "--label-length", &v, &error)) {
+      char *end;
+      if (!error) {
+        errno = 0;
+        options.label_length = strtoll(v, &end, 10);
+        if (errno || end == v || *end || options.label_length < 1)
+          return tf_cli_usage_error("import", "--label-length '%s' is not a positive integer", v);
+      }
     } else if (tf_cli_option(argc, argv, &i, "--ignore-index", &v, &error)) {
       char *end;
       if (!error) {

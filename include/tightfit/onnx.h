@@ -19,6 +19,8 @@ typedef enum tf_onnx_loss {
   TF_ONNX_LOSS_MSE,             /* float label of the output's shape */
   TF_ONNX_LOSS_BCE_WITH_LOGITS, /* float label of the output's shape */
   TF_ONNX_LOSS_L1,              /* float label of the output's shape: mean |output - label| */
+  TF_ONNX_LOSS_CTC,             /* output [N, T, C] logits, integer label [N, S] (S: label_length), blank 0 */
+  TF_ONNX_LOSS_OUTPUT,          /* the first output is the loss already (an f32 scalar); no label */
 } tf_onnx_loss;
 
 /* What `tightfit import` sets from its flags. Start from tf_onnx_options_default(): a zeroed struct
@@ -36,6 +38,7 @@ typedef struct tf_onnx_options {
   int64_t ignore_index;   /* cross_entropy: label value that does not count (default -100) */
   const char *label_name; /* NULL: "labels" */
   const char *graph_name; /* NULL: the ONNX graph's name, or "onnx" */
+  int64_t label_length;   /* ctc: S, the labels per sample (targets padded with negatives); 0: T */
 } tf_onnx_options;
 
 /* The defaults: weights beside the ONNX file, no loss, ignore_index -100. */
@@ -64,8 +67,8 @@ int32_t tf_onnx_batch_statistics_norms(const tf_graph *graph);
  * instead, in *warnings (NULL when there is nothing to say; the caller frees it with free()). */
 tf_status tf_onnx_export_warnings(const char *onnx_path, char **warnings) TF_MUST_USE;
 
-/* "none", "cross_entropy", "mse", "bce_with_logits", "l1"; tf_onnx_loss_parse() is its inverse (false when
- * `name` is none of them). */
+/* "none", "cross_entropy", "mse", "bce_with_logits", "l1", "ctc", "output"; tf_onnx_loss_parse() is its
+ * inverse (false when `name` is none of them). */
 const char *tf_onnx_loss_name(tf_onnx_loss loss);
 bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out);
 

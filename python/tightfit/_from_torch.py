@@ -204,17 +204,21 @@ def _freeze_as_torch(torch, module, graph):
 
 
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
-               name=None, opset_version=None):
+               name=None, opset_version=None, label_length=None):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
     it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
-    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1") adds a `labels` input and the loss.
+    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1", "ctc") adds a `labels` input and the
+    loss; "ctc" takes an output [N, T, C] and labels [N, label_length] (default T), each target ended by a
+    negative label, as F.ctc_loss(log_softmax(output), reduction='mean'); "output": the module's output already
+    is the scalar loss.
     The graph's weights are the module's, in a safetensors file beside the graph's temporary files.
     Parameters whose requires_grad is False are frozen in the graph (no gradient, optimizer state or update)."""
     if not _lib.HAS_ONNX:
         raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
                             "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
     if loss not in _lib.ONNX_LOSSES:
-        raise TightfitError(f"from_torch: loss must be one of cross_entropy, mse, bce_with_logits, l1 or None, got {loss!r}")
+        raise TightfitError("from_torch: loss must be one of cross_entropy, mse, bce_with_logits, l1, ctc, output or "
+                            f"None, got {loss!r}")
     import torch
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
@@ -223,7 +227,9 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         ["x"] if len(example_inputs) == 1 else [f"x{i}" for i in range(len(example_inputs))])
     directory = _workdir()
     onnx_path = os.path.join(directory, "model.onnx")
-    dynamic_axes = {n: {0: batch_symbol} for n in names + ["output"]} if dynamic_batch else None
+    # loss="output": the output is the model's scalar loss, which has no batch axis
+    outputs = [] if loss == "output" else ["output"]
+    dynamic_axes = {n: {0: batch_symbol} for n in names + outputs} if dynamic_batch else None
     kwargs = _export_options(torch, opset_version)
     for m in module.modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training and m.track_running_stats \
@@ -243,6 +249,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     options.weights_path = _bytes(os.path.join(directory, "weights.safetensors"))
     options.symbol_defaults = _bytes(f"{batch_symbol}={example_inputs[0].shape[0]}") if dynamic_batch else None
     options.loss = _lib.ONNX_LOSSES[loss]
+    options.label_length = int(label_length or 0)
     options.graph_name = _bytes(name or type(module).__name__)
     handle = _lib.c_graph_p()
     try:
