@@ -206,6 +206,8 @@ static tf_status run_front(const tf_graph *graph, const tf_compile_options *opti
   if (!status)
     status = tf_freeze_pass(t);
   if (!status)
+    status = tf_lora_pass(t);
+  if (!status)
     status = tf_autocast_pass(t);
   if (!status)
     status = tf_fuse_loss_pass(t);

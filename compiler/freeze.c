@@ -106,7 +106,7 @@ tf_status tf_freeze_pass(tf_training *t) {
     parameters += g->tensors[i].kind == TF_PARAMETER;
     frozen += g->tensors[i].kind == TF_PARAMETER && g->tensors[i].frozen;
   }
-  if (o->training && parameters > 0 && frozen == parameters)
+  if (o->training && parameters > 0 && frozen == parameters && o->lora_rank <= 0) /* LoRA adds trainable ones */
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "every parameter of graph '%s' is frozen (%d of %d): nothing to train; freeze fewer, or "
                          "compile with --inference",

@@ -163,6 +163,7 @@ tf_status tf_running_stats_pass(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
 tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE;         /* freeze.c: the options' frozen parameters */
+tf_status tf_lora_pass(tf_training *t) TF_MUST_USE;           /* lora.c: low-rank adapters on linear weights */
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */
 tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
 tf_status tf_schedule(tf_training *t) TF_MUST_USE;            /* schedule.c: execution order and blocks */

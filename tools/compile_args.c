@@ -74,6 +74,12 @@ void tf_compile_args_help(void) {
           "                         is an error)\n"
           "  --train-only PATTERN   train only the parameters PATTERN names, freeze the rest (repeatable;\n"
           "                         --freeze then freezes within them)\n"
+          "  --lora R[:ALPHA]       LoRA: each linear weight --lora-targets names gets a trainable rank-R\n"
+          "                         pair added as ALPHA/R x (x A^T) B^T (ALPHA default R; B starts at\n"
+          "                         zero), and every other parameter is frozen but those --train-only\n"
+          "                         names, as PEFT does (docs/finetune.md)\n"
+          "  --lora-targets PATTERN the weights LoRA adapts: names or fnmatch globs of 2-D matmul weights\n"
+          "                         (repeatable), e.g. '*.attn.c_attn.weight'\n"
           "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
           "                         on or off: compute each matmul [-> add bias] -> cross_entropy loss\n"
           "                         head (every term of a summed loss) in row chunks, so the [rows, V]\n"
@@ -136,6 +142,22 @@ static bool split_override(const char *text, char *node, size_t size, tf_precisi
     return true;
   }
   return precision_named(value, precision);
+}
+
+/* "R" or "R:ALPHA" -> the LoRA rank (1..65536) and alpha (> 0; 0 when not given: the rank). */
+static bool parse_lora(const char *text, int32_t *rank, double *alpha) {
+  char *end;
+  errno = 0;
+  long r = strtol(text, &end, 10);
+  if (end == text || errno || r < 1 || r > 65536 || (*end != '\0' && *end != ':'))
+    return false;
+  *rank = (int32_t)r;
+  *alpha = 0;
+  if (*end == '\0')
+    return true;
+  const char *a = end + 1;
+  *alpha = strtod(a, &end);
+  return end != a && *end == '\0' && errno == 0 && isfinite(*alpha) && *alpha > 0;
 }
 
 /* Applies every --precision-override to the loaded graph; an unknown node is an error naming it. */
@@ -228,6 +250,15 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       *error = tf_cli_usage_error(command, "at most %d --freeze options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
     else if (!*error)
       args->freeze[args->n_freeze++] = value;
+  } else if (tf_cli_option(argc, argv, i, "--lora-targets", &value, error)) {
+    if (!*error && args->n_lora_targets >= TF_COMPILE_ARGS_MAX_OVERRIDES)
+      *error = tf_cli_usage_error(command, "at most %d --lora-targets options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
+    else if (!*error)
+      args->lora_targets[args->n_lora_targets++] = value;
+  } else if (tf_cli_option(argc, argv, i, "--lora", &value, error)) {
+    if (!*error && !parse_lora(value, &o->lora_rank, &o->lora_alpha))
+      *error = tf_cli_usage_error(command, "--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'",
+                                  value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--train-only", &value, error)) {
     if (!*error && args->n_train_only >= TF_COMPILE_ARGS_MAX_OVERRIDES)
       *error = tf_cli_usage_error(command, "at most %d --train-only options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
@@ -337,6 +368,8 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   options.freeze_count = args->n_freeze;
   options.train_only = args->train_only;
   options.train_only_count = args->n_train_only;
+  options.lora_targets = args->lora_targets;
+  options.lora_target_count = args->n_lora_targets;
   if (args->no_half_kernels)
     memset(options.target.half_kernels, 0, sizeof(options.target.half_kernels));
   tf_status status = apply_overrides(args, g);

@@ -28,6 +28,8 @@ typedef struct tf_compile_args {
   bool no_half_kernels;                              /* --no-half-kernels: every op on half data between f32 casts */
   const char *freeze[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --freeze PATTERN, as given */
   int32_t n_freeze;
+  const char *lora_targets[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --lora-targets PATTERN, as given */
+  int32_t n_lora_targets;
   const char *train_only[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --train-only PATTERN, as given */
   int32_t n_train_only;
 } tf_compile_args;

@@ -72,6 +72,14 @@ typedef struct tf_compile_options {
   int32_t freeze_count;
   const char *const *train_only;
   int32_t train_only_count;
+  /* LoRA (compiler/lora.c): with lora_rank > 0, each linear weight a lora_targets pattern names gets a
+   * trainable low-rank pair (A [rank, in], B [out, rank], B zero) added as lora_alpha/lora_rank x
+   * (x A^T) B^T (lora_alpha 0: the rank), and every other parameter is frozen unless a train_only
+   * pattern names it, as PEFT does. A target that is not a 2-D matmul weight is an error. */
+  int32_t lora_rank;
+  double lora_alpha;
+  const char *const *lora_targets;
+  int32_t lora_target_count;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

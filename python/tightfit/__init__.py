@@ -421,7 +421,8 @@ def _options(options):
     """Keyword arguments to `tightfit compile` flags: set={"N": 32} -> --set N=32; global_batch=32 ->
     --global-batch 32; inference=True -> --inference; max_growth=0.05 -> --max-growth 5%;
     precision_override={"h.0/relu": "f32"} -> --precision-override h.0/relu=f32 (one per node);
-    freeze=["enc.*", "emb"] -> --freeze enc.* --freeze emb (train_only likewise; a string is one pattern)."""
+    freeze=["enc.*", "emb"] -> --freeze enc.* --freeze emb (train_only and lora_targets likewise; a string is
+    one pattern); lora="8:16" -> --lora 8:16."""
     args = []
     for key, value in options.items():
         if value is None or value is False:
@@ -433,7 +434,7 @@ def _options(options):
             for node, precision in value.items():
                 args += [flag, f"{node}={precision}"]
             continue
-        elif key in ("freeze", "train_only") and not isinstance(value, str):
+        elif key in ("freeze", "train_only", "lora_targets") and not isinstance(value, str):
             for pattern in value:
                 args += [flag, str(pattern)]
             continue
