@@ -1,9 +1,10 @@
 /* asr: a transformer encoder-decoder speech recogniser (Whisper-like): log-mel frames in, text
- * tokens out. The encoder subsamples the frames 4x with two strided convolutions. */
+ * tokens out. The encoder subsamples the frames 4x with two strided convolutions. With ctc=1 the
+ * decoder gives way to a CTC head on the encoder (wav2vec2/Conformer-CTC style). */
 #include "models/family.h"
 #include "tightfit/layers.h"
 
-enum { D_MODEL, ENC_LAYERS, DEC_LAYERS, HEADS, VOCAB, MELS, MAX_FRAMES, MAX_TOKENS, FFN, KNOB_COUNT };
+enum { D_MODEL, ENC_LAYERS, DEC_LAYERS, HEADS, VOCAB, MELS, MAX_FRAMES, MAX_TOKENS, FFN, CTC, KNOB_COUNT };
 
 static const tf_zoo_knob knobs[KNOB_COUNT] = {
     [D_MODEL] = TF_ZOO_KNOB("d_model", 256, 1, TF_ZOO_SIZE_MAX, "model width"),
@@ -18,6 +19,9 @@ static const tf_zoo_knob knobs[KNOB_COUNT] = {
     [MAX_TOKENS] = TF_ZOO_KNOB("max_tokens", 448, 1, TF_ZOO_SIZE_MAX, "decoder position embedding rows"),
     [FFN] = TF_ZOO_DERIVED_KNOB("ffn", 1024, 1, TF_ZOO_SIZE_MAX, "feed-forward width (default 4 x d_model)", "d_model",
                                 4, 1),
+    [CTC] = TF_ZOO_KNOB("ctc", 0, 0, 1,
+                        "1: no decoder; a per-frame linear head over vocab classes (0 the blank) and the CTC loss "
+                        "against labels [N, U] padded with -1 (zero_infinity)"),
 };
 
 static tf_status check(const int64_t *k) { return tf_zoo_check_heads(k[D_MODEL], k[HEADS]); }
@@ -85,12 +89,28 @@ static tf_tensor_id decoder(tf_graph *g, const int64_t *k, int32_t batch, int32_
   return tf_matmul(g, x, embed_tokens, false, true); /* tied to the token embedding */
 }
 
+/* The encoder's frames [N, T, d] -> logits [N, T, vocab] ("ctc_head"), class 0 the blank; the loss is
+ * PyTorch's ctc_loss(reduction='mean', zero_infinity=True) against labels [N, U], U <= T. */
+static void build_ctc(tf_graph *g, const int64_t *k, int32_t batch, int32_t tokens, tf_tensor_id memory) {
+  tf_tensor_id logits =
+      tf_layers_linear(g, memory, k[D_MODEL], k[VOCAB], true, tf_layers_fan_in_uniform(k[D_MODEL]), "ctc_head");
+  tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(tf_sym(batch), tf_sym(tokens)));
+  tf_graph_set_scope(g, "loss");
+  tf_tensor_id loss = tf_ctc_loss(g, logits, labels, TF_NO_TENSOR, 0, true);
+  tf_training_config training = tf_layers_adamw();
+  tf_layers_finish(g, logits, NULL, loss, &training);
+}
+
 static void build(tf_graph *g, const int64_t *k) {
   int32_t batch = tf_graph_symbol(g, "N", 8);
   /* Defaults: 100 encoder frames (4 s of 10 ms mel frames) and 32 tokens, within the tables. */
   int32_t frames = tf_graph_symbol(g, "T", min64(100, k[MAX_FRAMES]));
   int32_t tokens = tf_graph_symbol(g, "U", min64(32, k[MAX_TOKENS]));
   tf_tensor_id memory = encoder(g, k, batch, frames);
+  if (k[CTC]) {
+    build_ctc(g, k, batch, tokens, memory);
+    return;
+  }
   tf_tensor_id logits = decoder(g, k, batch, tokens, memory);
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(tf_sym(batch), tf_sym(tokens)));
   tf_graph_set_scope(g, "loss");

@@ -5,7 +5,7 @@ Cases: several N/T/S/C, repeated labels (a blank forced between them), empty tar
 below T, i32 and i64 labels, a blank other than 0, an impossible alignment (a target longer than its
 input allows) with zero_infinity on (loss and gradient 0 for it) and off (an infinite loss; training
 stops before the update); and a model that already outputs log-probabilities gives the same loss
-(log_softmax is idempotent). The gradient is read as one SGD step (lr 1, no momentum) of a bias b
+(log_softmax is idempotent). The zoo's asr preset with ctc=1 (a CTC head on the encoder) trains. The gradient is read as one SGD step (lr 1, no momentum) of a bias b
 added to the logits: b = -dloss/dlogits.
 usage: test_ctc.py   (PYTHONPATH=python, TIGHTFIT_LIBRARY=the built libtightfit.so)"""
 import sys
@@ -114,6 +114,18 @@ for device in ("cpu", "vulkan"):
                                device=device).forward({"x": x, "labels": labels}) for first in (False, True)]
     ok(abs(losses[0] - losses[1]) < 1e-6, f"{device}: ctc_loss of log_softmax(x) equals that of x "
        f"({losses[0]:.7g}, {losses[1]:.7g})")
+
+# the zoo's asr preset with ctc=1: an encoder with a CTC head, no decoder; it trains
+asr = tightfit.zoo("asr-128-6-3", ctc=1, enc_layers=1, vocab=30, mels=16)
+plan = tightfit.compile(asr, set={"N": 2, "T": 8, "U": 5})
+names = set(plan.weights)
+session = tightfit.Session(plan, seed=1)
+mel = rng.standard_normal((4, 16, 32)).astype(np.float32)
+targets = rng.integers(1, 30, size=(4, 5)).astype(np.int32)
+targets[1, 3:] = -1
+losses = session.train({"mel": mel, "labels": targets}, 8)
+ok(not any(n.startswith("decoder.") for n in names) and "ctc_head.weight" in names and losses[-1] < losses[0],
+   f"zoo asr ctc=1: {len(names)} weights, no decoder, a ctc_head; 8 AdamW steps {losses[0]:.4f} -> {losses[-1]:.4f}")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
