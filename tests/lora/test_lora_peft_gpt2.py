@@ -1,0 +1,124 @@
+"""LoRA on a GPT (issue 43): Hugging Face's GPT-2 (2 layers, d 32) with PEFT's LoRA (rank 4, alpha 8, on
+the attention's c_attn and the MLP's c_fc, no dropout) against the zoo's gpt2-small at the same size
+compiled with --lora 4:8 on the same weights, started from PEFT's own state (base weights and adapters,
+A as PEFT drew it) through `train --init-from` and a map from PEFT's names: 5 AdamW steps, every loss
+within 1e-6 relative. Then a from_torch of the PEFT model itself (its LoRA layers as they are, the base
+frozen by requires_grad) trains as PyTorch does. Runs in the .venv scripts/setup makes (transformers,
+peft, safetensors). usage: test_lora_peft_gpt2.py TIGHTFIT_CLI   (PYTHONPATH=python)"""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+import peft
+import torch
+import transformers
+from safetensors.torch import save_file
+
+import tightfit
+
+cli = sys.argv[1]
+torch.manual_seed(0)
+torch.set_num_threads(1)
+transformers.logging.set_verbosity_error()
+work = tempfile.mkdtemp(prefix="tightfit-lora-peft-")
+passed = failed = 0
+N, T, V, STEPS, LR, RANK, ALPHA = 2, 16, 64, 5, 1e-2, 4, 8
+
+
+def check(label, ok, seen):
+    global passed, failed
+    print(f"{'ok' if ok else 'FAIL'}: {label}: {seen}")
+    passed, failed = passed + bool(ok), failed + (not ok)
+
+
+def tightfit_cli(*args):
+    run = subprocess.run([cli, *args], capture_output=True, text=True)
+    return run.returncode, run.stdout, run.stderr
+
+
+config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=V, n_positions=T, resid_pdrop=0.0,
+                                 embd_pdrop=0.0, attn_pdrop=0.0)
+base = transformers.GPT2LMHeadModel(config)
+lora_config = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=["c_attn", "c_fc"],
+                              fan_in_fan_out=True, bias="none")
+model = peft.get_peft_model(base, lora_config)
+with torch.no_grad():  # B starts at zero; a nonzero start makes the adapters count in the first loss
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            p.normal_(0, 0.05)
+state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items() if "lm_head" not in k}
+checkpoint = os.path.join(work, "peft.safetensors")
+save_file(state, checkpoint)
+peft_map = os.path.join(work, "peft-gpt2.map")
+with open(peft_map, "w") as f:
+    f.write("prefix base_model.model.transformer.\n"
+            "rename *.base_layer.weight *.weight\nrename *.base_layer.bias *.bias\n"
+            "rename *.lora_A.default.weight *.lora_A.weight\nrename *.lora_B.default.weight *.lora_B.weight\n"
+            "ignore *.attn.bias\nignore *.attn.masked_bias\n"
+            "transpose *.attn.c_attn.weight\ntranspose *.attn.c_proj.weight\n"
+            "transpose *.mlp.c_fc.weight\ntranspose *.mlp.c_proj.weight\n")
+
+tokens, labels = torch.randint(0, V, (N, T)), torch.randint(0, V, (N, T))
+data = os.path.join(work, "data")
+os.makedirs(data)
+np.save(os.path.join(data, "tokens.npy"), tokens.numpy().astype(np.int32))
+np.save(os.path.join(data, "labels.npy"), labels.numpy().astype(np.int32))
+
+reference = copy.deepcopy(model)
+optimizer = torch.optim.AdamW([p for p in reference.parameters() if p.requires_grad], lr=LR, weight_decay=0.0)
+expected = []
+for _ in range(STEPS):
+    optimizer.zero_grad()
+    logits = reference(input_ids=tokens, return_dict=False)[0]
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))
+    loss.backward()
+    optimizer.step()
+    expected.append(loss.item())
+
+graph, plan = os.path.join(work, "g.tfg"), os.path.join(work, "g.tfplan")
+code, _, err = tightfit_cli("zoo", "gpt2-small", "--param", "layers=2", "--param", "d_model=32", "--param", "heads=2",
+                            "--param", f"vocab={V}", "--param", f"ctx={T}", "--param", f"seq={T}", "-o", graph)
+assert code == 0, err
+code, out, err = tightfit_cli("compile", graph, "--set", f"N={N}", "--optimizer", "adamw", "--lr", str(LR),
+                              "--weight-decay", "0", "--lora", f"{RANK}:{ALPHA}", "--lora-targets",
+                              "*.attn.c_attn.weight", "--lora-targets", "*.mlp.c_fc.weight", "-o", plan)
+check("gpt2-small compiles with --lora on c_attn and c_fc", code == 0, err.strip()[-300:])
+code, out, err = tightfit_cli("train", plan, "--data", data, "--steps", str(STEPS), "--json", "--init-from", checkpoint,
+                              "--init-map", peft_map)
+losses = [json.loads(line)["loss"] for line in out.splitlines() if line.startswith("{") and '"step"' in line]
+worst = max((abs(a - b) / abs(b) for a, b in zip(losses, expected)), default=float("inf"))
+check("PEFT's GPT-2 state into gpt2-small --lora: the losses of 5 AdamW steps", code == 0 and len(losses) == STEPS and
+      worst <= 1e-6, f"exit {code}; tightfit {[round(x, 6) for x in losses]}, PEFT {[round(x, 6) for x in expected]}, "
+      f"worst {worst:.1e}; {err.strip()[-300:]}")
+
+
+class Logits(torch.nn.Module):
+    """The PEFT model's logits flattened for a per-token cross_entropy."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, return_dict=False)[0].reshape(-1, V)
+
+
+wrapped = Logits(copy.deepcopy(model))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    g = tightfit.from_torch(wrapped, (tokens,), loss="cross_entropy")
+session = tightfit.Session(tightfit.compile(g, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0), seed=0)
+feed = {"x": tokens.numpy().astype(np.int64), "labels": labels.reshape(-1).numpy().astype(np.int32)}
+got = [session.step(feed) for _ in range(STEPS)]
+worst = max(abs(a - b) / abs(b) for a, b in zip(got, expected))
+frozen = sum(1 for _, p in model.named_parameters() if not p.requires_grad)
+check("from_torch of the PEFT model as it is (LoRA layers, base frozen by requires_grad): the same losses",
+      worst <= 1e-6, f"tightfit {[round(x, 6) for x in got]}, worst {worst:.1e}; {frozen} frozen in PyTorch")
+
+print(f"lora_peft_gpt2: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
