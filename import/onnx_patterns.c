@@ -162,8 +162,8 @@ static const char *gelu_plus_one_of(ox_import *im, const ox_node *add, ox_fused 
   return x ? x : tanh_plus_one_of(im, add);
 }
 
-/* Mul(Mul(x, plus_one), 0.5), Mul(Mul(x, 0.5), plus_one) and the operands swapped, plus_one the
- * erf or tanh form of 1 + ... of x. */
+/* Mul(Mul(x, plus_one), 0.5), Mul(Mul(x, 0.5), plus_one), Mul(x, Mul(0.5, plus_one)) and the
+ * operands swapped, plus_one the erf or tanh form of 1 + ... of x. */
 static void match_gelu(ox_import *im, ox_node *top) {
   if (!is_op(top, "Mul"))
     return;
@@ -181,6 +181,10 @@ static void match_gelu(ox_import *im, ox_node *top) {
       } else if (is_scalar(im, in(inner, 1 - j), 0.5, 0)) {
         const char *gelu_x = gelu_plus_one_of(im, producer(im, other), &kind);
         x = same(gelu_x, in(inner, j)) ? gelu_x : NULL;
+        if (!x) { /* x * (0.5 * (1 + erf(...))): PyTorch 2.x's dynamo exporter */
+          gelu_x = gelu_plus_one_of(im, producer(im, in(inner, j)), &kind);
+          x = same(gelu_x, other) ? gelu_x : NULL;
+        }
       }
       if (x) {
         top->fused = kind;

@@ -158,6 +158,11 @@ static int64_t element_bytes(int32_t type) {
   }
 }
 
+/* How to export a model whose weights the file does not hold. */
+#define OX_ONE_FILE                                                                                                    \
+  "export the model in one file, under 2 GiB: PyTorch 2.x's torch.onnx.export writes the weights beside it "           \
+  "unless given external_data=False"
+
 tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_known **out) {
   *out = NULL;
   int32_t type = t->data_type;
@@ -166,10 +171,7 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: element type %s (%" PRId32 ") is not supported", what,
                          ox_dtype_name(type), type);
   if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "%s: data in an external file is not supported (export the model "
-                         "in one file, under 2 GiB)",
-                         what);
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: data in an external file is not supported (%s)", what, OX_ONE_FILE);
   if (t->n_dims > TF_MAX_RANK)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: rank %zu is over tightfit's %d", what, t->n_dims, TF_MAX_RANK);
   int64_t shape[TF_MAX_RANK];
@@ -324,7 +326,7 @@ static tf_status make_parameter(ox_import *im, const ox_node *node, ox_value *v)
   if (t->n_dims > TF_MAX_RANK)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: rank %zu is over tightfit's %d", what, t->n_dims, TF_MAX_RANK);
   if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: data in an external file is not supported", what);
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: data in an external file is not supported (%s)", what, OX_ONE_FILE);
   int32_t rank = (int32_t)t->n_dims;
   int64_t shape[TF_MAX_RANK], count = 1;
   tf_dim dims[TF_MAX_RANK];

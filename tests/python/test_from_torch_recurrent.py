@@ -11,6 +11,7 @@ PyTorch's) and from the plain eval-mode export through `tightfit import` (10 Ada
 the batch symbol) is refused with a message that says what to do.
 usage: test_from_torch_recurrent.py   (PYTHONPATH=python)"""
 import copy
+import inspect
 import sys
 import warnings
 
@@ -241,6 +242,11 @@ def opsets():
     return ("; ".join(problems) or None), f"PyTorch {expected:.7f}; " + ", ".join(seen)
 
 
+# The README's export is the TorchScript exporter's: PyTorch 2.x's default, the dynamo exporter, writes
+# opset 18 and later (and cannot write 14).
+TORCHSCRIPT = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
+
 def plain_export_cli():
     """The README's plain export (eval mode, constant folding: W, R and B become initializers of their
     own) through `tightfit import --loss cross_entropy`: 10 AdamW steps give PyTorch's losses (AdamW is
@@ -256,7 +262,7 @@ def plain_export_cli():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(model.eval(), (tokens,), onnx_path, input_names=["tokens"], output_names=["logits"],
-                              dynamic_axes={"tokens": {0: "N"}, "logits": {0: "N"}}, opset_version=14)
+                              dynamic_axes={"tokens": {0: "N"}, "logits": {0: "N"}}, opset_version=14, **TORCHSCRIPT)
         code, out, err = tightfit._lib.run_cli(["import", onnx_path, "--loss", "cross_entropy", "-o", tfg])
         if code != 0:
             return f"tightfit import exited {code}: {err.strip()}", out.strip()
