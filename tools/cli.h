@@ -23,6 +23,7 @@ int tf_cmd_train(int argc, char **argv);
 int tf_cmd_run(int argc, char **argv);
 int tf_cmd_devices(int argc, char **argv);
 int tf_cmd_import(int argc, char **argv);
+int tf_cmd_merge_lora(int argc, char **argv);
 
 /* Where the commands print: stdout and stderr, or on a thread inside tf_cli_run_captured() the
  * streams it captures into (the commands never print to stdout or stderr by name). */

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "tightfit/plan.h"
 #include "tightfit/runtime.h"
 #include "tightfit/status.h"
 
@@ -47,6 +48,14 @@ typedef struct tf_init_from_result {
  * error naming each (up to 8, then a count). `out` may be NULL. */
 tf_status tf_session_init_from(tf_session *session, const char *path, const tf_init_map *map,
                                tf_init_from_result *out) TF_MUST_USE;
+
+/* The weights of a plan compiled with --lora (compiler/lora.c), trained into checkpoint `checkpoint`,
+ * as the model without adapters: each adapted weight W + alpha/rank * B A (in W's layout), every other
+ * parameter and running statistic as it is, the adapters left out; written to safetensors file
+ * `out_path` (atomically, with checksums), which `--init-from` of the plan compiled without --lora
+ * reads. *merged (may be NULL): how many weights were merged. */
+tf_status tf_lora_merge(const tf_plan *plan, const char *checkpoint, const char *out_path,
+                        int32_t *merged) TF_MUST_USE;
 
 #ifdef __cplusplus
 }

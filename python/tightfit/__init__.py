@@ -589,12 +589,24 @@ def _exclusive(method):
     return run
 
 
+def _declare_init_from():
+    """The ctypes signatures of include/tightfit/init_from.h, declared at first use."""
+    if getattr(_lib.lib.tf_session_init_from, "argtypes", None):
+        return
+    _lib._declare("tf_init_map_load", _lib.c_status, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))
+    _lib._declare("tf_init_map_destroy", None, ctypes.c_void_p)
+    _lib._declare("tf_session_init_from", _lib.c_status, _lib.c_session_p, ctypes.c_char_p, ctypes.c_void_p,
+                  ctypes.c_void_p)
+
+
 class Session:
     """A plan loaded onto a backend (tf_session): regions allocated once, parameters initialised.
     Thread-safe: a lock lets one call at a time into the library (a step, train or read from another
     thread waits for the call in flight). close() (or a with block) frees it now; collection frees it too."""
 
-    def __init__(self, plan, seed=0, threads=2, device="cpu", loss_scale_window=0):
+    def __init__(self, plan, seed=0, threads=2, device="cpu", loss_scale_window=0, init_from=None, init_map=None):
+        """init_from: a safetensors file of pretrained weights every parameter is read from by name, through
+        init_map (a map file or "hf-gpt2"; docs/finetune.md), as `train --init-from` reads them."""
         self._lock = threading.RLock()  # re-entrant: step() writes, state_dict() reads, holding it
         self._s = None
         if not isinstance(plan, Plan):
@@ -613,6 +625,21 @@ class Session:
         _lib.check(_lib.lib.tf_session_create(plan._p, ctypes.byref(options), ctypes.byref(handle)), "Session")
         self._s = handle.value
         self._finalizer = weakref.finalize(self, _lib.lib.tf_session_destroy, self._s)
+        if init_from is not None:
+            self._init_from(os.fspath(init_from), init_map)
+        elif init_map is not None:
+            raise TightfitError("Session: init_map needs init_from (the weights file it maps)")
+
+    def _init_from(self, path, init_map):
+        """tf_session_init_from (include/tightfit/init_from.h) through map `init_map` (None: names as they are)."""
+        _declare_init_from()
+        mapping = ctypes.c_void_p()
+        if init_map is not None:
+            _lib.check(_lib.lib.tf_init_map_load(_bytes(os.fspath(init_map)), ctypes.byref(mapping)), "init_map")
+        try:
+            _lib.check(_lib.lib.tf_session_init_from(self._s, _bytes(path), mapping, None), "init_from")
+        finally:
+            _lib.lib.tf_init_map_destroy(mapping)
 
     def close(self):
         """Frees the session (tf_session_destroy) once a call in flight on another thread has returned.

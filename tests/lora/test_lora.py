@@ -89,6 +89,39 @@ check("the gradients region holds the adapters' gradients only", grads is None o
       f"gradients {grads} bytes, adapters {adapter_bytes}")
 
 
+# merge-lora: the trained adapters merged into the weights of the plan compiled without --lora give
+# that plan the LoRA plan's forward loss.
+def read_safetensors(path):
+    """name -> float32 array of a safetensors file (the few lines this test needs)."""
+    import json
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32).reshape(v["shape"])
+            for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32"}
+
+
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+folder = tempfile.mkdtemp(prefix="tightfit-lora-")
+checkpoint, merged_path = os.path.join(folder, "lora.safetensors"), os.path.join(folder, "merged.safetensors")
+session.save(checkpoint)
+lora_loss = session.forward(feed)
+code, out, err = tightfit._run("merge-lora", [plan.path, checkpoint, "-o", merged_path])
+merged = read_safetensors(merged_path) if code == 0 else {}
+plain = tightfit.Session(tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0), seed=1,
+                         init_from=merged_path)
+plain_loss = plain.forward(feed)
+check("merge-lora: the plain plan with the merged weights has the LoRA plan's loss",
+      code == 0 and sorted(merged) == sorted(before) and abs(plain_loss - lora_loss) <= 1e-6 * abs(lora_loss),
+      f"exit {code} {out.strip()} {err.strip()}; LoRA {lora_loss:.7f}, merged {plain_loss:.7f}")
+code, out, err = tightfit._run("merge-lora", [plain.plan.path, checkpoint, "-o", merged_path], allowed=(0, 1, 2))
+check("merge-lora of a plan without adapters is refused", code == 2 and "compiled without --lora" in err,
+      f"exit {code}: {err.strip()}")
+
+
 def refused(label, options, expect):
     try:
         tightfit.compile(graph, set={"N": N}, optimizer="adamw", **options)

@@ -1,0 +1,55 @@
+/* `tightfit merge-lora P.tfplan CHECKPOINT -o OUT.safetensors`: a LoRA plan's trained weights as the
+ * model's own (tf_lora_merge, include/tightfit/init_from.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "tightfit/init_from.h"
+#include "tools/cli.h"
+
+static void help(void) {
+  fprintf(tf_cli_out(),
+          "usage: tightfit merge-lora P.tfplan CHECKPOINT.safetensors -o OUT.safetensors\n\n"
+          "P.tfplan was compiled with --lora and trained into CHECKPOINT (train --checkpoint DIR writes\n"
+          "DIR/latest.safetensors). Writes the model's weights with the adapters merged in: each adapted\n"
+          "weight W + alpha/rank x B A, every other parameter as trained, no adapter and no optimizer\n"
+          "state. The plan compiled from the same graph without --lora reads OUT with\n"
+          "`train --init-from OUT` (docs/finetune.md).\n\n"
+          "options:\n"
+          "  -o, --output F   the merged weights (safetensors, written atomically; required)\n");
+}
+
+int tf_cmd_merge_lora(int argc, char **argv) {
+  const char *plan_path = NULL, *checkpoint = NULL, *output = NULL;
+  for (int i = 1; i < argc; i++) {
+    bool error = false;
+    if (tf_cli_is_help(argv[i])) {
+      help();
+      return TF_EXIT_OK;
+    } else if (tf_cli_output_option(argc, argv, &i, &output, &error)) {
+      if (error)
+        return TF_EXIT_USAGE;
+    } else if (argv[i][0] == '-') {
+      return tf_cli_usage_error("merge-lora", "unknown option '%s'", argv[i]);
+    } else if (!plan_path) {
+      plan_path = argv[i];
+    } else if (!tf_cli_positional("merge-lora", argv[i], "checkpoint", &checkpoint)) {
+      return TF_EXIT_USAGE;
+    }
+  }
+  if (!plan_path || !checkpoint)
+    return tf_cli_usage_error("merge-lora", "give the plan and the checkpoint: merge-lora P.tfplan CHECKPOINT -o OUT");
+  if (!output)
+    return tf_cli_usage_error("merge-lora", "missing -o OUT.safetensors");
+  tf_plan *plan;
+  tf_status status = tf_plan_load(plan_path, &plan);
+  if (status)
+    return tf_cli_fail("merge-lora", status);
+  int32_t merged = 0;
+  status = tf_lora_merge(plan, checkpoint, output, &merged);
+  tf_plan_destroy(plan);
+  if (status)
+    return tf_cli_fail("merge-lora", status);
+  fprintf(tf_cli_out(), "%s: %d weight%s merged with their adapters, written to %s\n", checkpoint, merged,
+          merged == 1 ? "" : "s", output);
+  return TF_EXIT_OK;
+}
