@@ -343,6 +343,40 @@ static tf_status ctc_loss(ox_import *im, tf_tensor_id first, int32_t rank, const
   return status ? tf_status_prefix(status, "adding the ctc loss") : NULL;
 }
 
+/* An error when an axis below `rank` of the (first) output that ox_tensor_dims read as a fixed size
+ * changes with a symbol: a length a strided convolution or pooling made of a dynamic one ((T - k) / s
+ * + 1), which no label shape can name. Found by binding each symbol to another prime in turn. */
+static tf_status check_label_axes(ox_import *im, tf_tensor_id first, int32_t rank, const tf_dim *dims) {
+  for (int32_t s = 0; s < im->n_symbols; s++) {
+    const char *name;
+    int64_t default_value, value;
+    if (!tf_graph_symbol_at(im->graph, s, &name, &default_value, &value))
+      continue;
+    tf_status status = tf_graph_bind(im->graph, name, ox_symbol_prime((s + 1) % OX_MAX_SYMBOLS));
+    if (!status)
+      status = tf_graph_infer_shapes(im->graph);
+    tf_tensor_info info;
+    int32_t moved = -1;
+    if (!status && tf_graph_tensor(im->graph, first, &info))
+      for (int32_t i = 0; i < rank && i < info.rank && moved < 0; i++)
+        if (dims[i].symbol < 0 && dims[i].size >= 0 && info.shape[i] != dims[i].size)
+          moved = i;
+    tf_status_free(status); /* shapes that do not hold at the other value: nothing to learn there */
+    status = tf_graph_bind(im->graph, name, ox_symbol_prime(s));
+    if (!status)
+      status = tf_graph_infer_shapes(im->graph);
+    TF_RETURN_IF_ERROR(status);
+    if (moved >= 0)
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "%s: the output's axis %" PRId32 " is a length computed from the dynamic axis '%s' (a "
+                           "strided convolution or pooling over it, (%s - k) / stride + 1), so the label's shape "
+                           "cannot be named: export with '%s' fixed (leave it out of dynamic_axes), or use a loss "
+                           "whose labels do not follow that axis (--loss ctc, --loss output)",
+                           im->source, moved, name, name, name);
+  }
+  return NULL;
+}
+
 static tf_status add_outputs_and_loss(ox_import *im) {
   const Onnx__GraphProto *g = im->onnx;
   if (g->n_output == 0)
@@ -386,6 +420,7 @@ static tf_status add_outputs_and_loss(ox_import *im) {
                            im->source, i);
   if (rank < 0)
     return tf_status_new(TF_ERR_SHAPE, "%s: cross_entropy needs an output of rank 1 or more", im->source);
+  TF_RETURN_IF_ERROR(check_label_axes(im, first, rank, dims));
   const char *label_name = im->options->label_name ? im->options->label_name : "labels";
   tf_tensor_id label = tf_graph_label(im->graph, label_name, loss == TF_ONNX_LOSS_CROSS_ENTROPY ? TF_I64 : TF_F32,
                                       tf_shape_from(dims, rank));
