@@ -11,6 +11,9 @@
 #include "import/onnx_convert.h"
 #include "import/onnx_internal.h"
 
+/* The most elements of the 0/1 triangle that Trilu of data multiplies by (a 4096 x 4096 mask). */
+#define OX_MAX_TRIANGLE ((int64_t)1 << 24)
+
 /* Whether element (row, column) lies in the kept triangle. */
 static bool kept(int64_t row, int64_t column, int64_t k, bool upper) {
   return upper ? column - row >= k : column - row <= k;
@@ -74,6 +77,10 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
   if (rows.symbol >= 0 || columns.symbol >= 0 || rows.size < 0 || columns.size < 0)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "input '%s' has symbolic last two axes (a triangle of data needs fixed sizes)", name);
+  if (rows.size > 0 && columns.size > OX_MAX_TRIANGLE / rows.size)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "a %" PRId64 " x %" PRId64 " triangle of data (at most %" PRId64 " elements)", rows.size,
+                   columns.size, OX_MAX_TRIANGLE);
   const int64_t shape[2] = {rows.size, columns.size};
   ox_known *ones = ox_known_new(true, TF_F32, 2, shape);
   if (!ones)

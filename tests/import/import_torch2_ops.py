@@ -10,7 +10,8 @@ written with onnx.helper, imported, compiled (--inference), run, and its output 
   Cast(to=15) from producer "pytorch": PyTorch 2.x's number for bf16 (pytorch/pytorch#158658), so
       y = x rounded to bf16, exact; from another producer COMPLEX128, refused
 and the refusals, each exit 2 naming the node and why: Mod of data, Mod with fmod 0 on floats, a
-remainder by zero, Trilu of integer data, Trilu of data with symbolic last axes.
+remainder by zero, Trilu of integer data, of data with symbolic last axes, or of more than 2^24
+elements.
 
 usage: import_torch2_ops.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -165,6 +166,8 @@ def main():
                          [("y", TensorProto.INT64, [3, 3])])
         trilu_symbolic = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", F32, [2, "T", "T"])],
                               [("y", F32, [2, "T", "T"])])
+        trilu_huge = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", F32, [5000, 5000])],
+                          [("y", F32, [5000, 5000])])
         refusals = [
             ("Mod of data", "mod_data", mod_data, ["mod_data.onnx", "'mod' (Mod)", "Mod of data computed at run time"]),
             ("Mod with fmod 0 on floats", "mod_float0", mod_reshape([6.5, 15.0], [-4.5, 9.0], 0),
@@ -173,6 +176,8 @@ def main():
             ("Trilu of integer data", "trilu_int", trilu_int, ["'tri' (Trilu)", "input 'x' is i64 data"]),
             ("Trilu of symbolic last axes", "trilu_symbolic", trilu_symbolic,
              ["'tri' (Trilu)", "input 'x' has symbolic last two axes"]),
+            ("Trilu of a 5000 x 5000 matrix of data", "trilu_huge", trilu_huge,
+             ["'tri' (Trilu)", "a 5000 x 5000 triangle of data (at most 16777216 elements)"]),
             ("Cast(to=15) from another producer", "cast_other", cast_15("other"),
              ["'to_bf16' (Cast)", "cast to COMPLEX128 (15)"]),
         ]
