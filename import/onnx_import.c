@@ -155,7 +155,9 @@ static tf_status check_model(ox_import *im) {
   if (im->opset < OX_MIN_OPSET || im->opset > OX_MAX_OPSET)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: opset %" PRId64 " of the default domain (supported: %d to %d; %s)",
                          im->source, im->opset, OX_MIN_OPSET, OX_MAX_OPSET,
-                         im->opset < 0 ? "the model imports none" : "export with opset_version=14 or 17");
+                         im->opset < 0 ? "the model imports none"
+                                       : "export with opset_version=14 or 17; PyTorch 2.x: with dynamo=False, or "
+                                         "opset_version=18 for its dynamo exporter");
   im->onnx = m->graph;
   return NULL;
 }

@@ -7,7 +7,7 @@ what imports and what it imports as, beside tightfit.from_torch, which uses the 
   - what that export changes (docs/import.md): the BatchNorm is gone and the head's transposed weight is
     a parameter of its own (the tie broken), as in the TorchScript exporter's eval-mode export
   - the default export (external_data=True) writes the weights beside the file: refused, saying to
-    pass external_data=False
+    pass external_data=False; its default opset (20) is refused, saying to export at 18
 Skips (77) where torch.onnx.export has no dynamo exporter (PyTorch 1.13).
 usage: test_dynamo_export.py   (PYTHONPATH=python; run by the *_torch2 tests in .venv-torch2)"""
 import collections
@@ -48,8 +48,8 @@ def export(model, x, name, **options):
         warnings.simplefilter("ignore")
         saved, sys.stdout = sys.stdout, quiet  # the exporter's progress lines
         try:
-            torch.onnx.export(model.eval(), (x,), path, dynamo=True, opset_version=18, input_names=["x"],
-                              output_names=["y"], **options)
+            torch.onnx.export(model.eval(), (x,), path, dynamo=True, input_names=["x"], output_names=["y"],
+                              **{"opset_version": 18, **options})
         finally:
             sys.stdout = saved
     return path
@@ -119,6 +119,16 @@ except tightfit.TightfitError as error:
     check("the default dynamo export (weights in a file beside it) is refused",
           None if "data in an external file is not supported" in message and "external_data=False" in message
           else "without saying to pass external_data=False", message)
+
+path = export(model, torch.randn(2, 64), "default", opset_version=None, external_data=False)
+try:
+    tightfit._run("import", [path, "-o", path[:-5] + ".tfg"])
+    check("the dynamo exporter's default opset (20) is refused", "imported", "")
+except tightfit.TightfitError as error:
+    message = str(error)
+    check("the dynamo exporter's default opset (20) is refused",
+          None if "opset 20 of the default domain" in message and "opset_version=18 for its dynamo exporter" in message
+          else "without saying to export at opset 18", message)
 
 print(f"dynamo_export: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
