@@ -125,8 +125,8 @@ void alpha_pass() {
     if (frames > 0u) {
       for (uint s = gl_LocalInvocationID.x; s < used; s += gl_WorkGroupSize.x)
         work[at + s] = s < 2u ? emission(n, 0u, extended_class(n, s)) : NEG_INF;
-      barrier();
       memoryBarrierBuffer();
+      barrier();
       for (uint t = 1u; t < frames; t++) {
         uint previous = at + (t - 1u) * width;
         for (uint s = gl_LocalInvocationID.x; s < used; s += gl_WorkGroupSize.x) {

@@ -118,6 +118,16 @@ static seed_query make_seed(tf_op op) {
     SEED(&s, 1, TF_F32, 5, 3);
     SEED(&s, 2, TF_I64, 4);
     break;
+  case TF_OP_CTC_LOSS: /* logits [N, T, C], labels [N, S], input_lengths [N] */
+    SEED(&s, 0, TF_F32, 2, 6, 5);
+    SEED(&s, 1, TF_I64, 2, 3);
+    SEED(&s, 2, TF_I32, 2);
+    break;
+  case TF_OP_CTC_LOSS_GRAD: /* logits, labels, dloss (a scalar) */
+    SEED(&s, 0, TF_F32, 2, 6, 5);
+    SEED(&s, 1, TF_I32, 2, 3);
+    seed_operand(&s, 2, TF_F32, 0, NULL);
+    break;
   default: break; // elementwise ops and losses: two [2,3] f32 operands
   }
   return s;
@@ -173,6 +183,7 @@ static void mutate_attrs(uint64_t *state, tf_attrs *attrs) {
   case TF_ATTR_ATTENTION: attrs->u.attention.causal = flag; break;
   case TF_ATTR_GELU: attrs->u.gelu.approximate = flag; break;
   case TF_ATTR_CROSS_ENTROPY: attrs->u.cross_entropy.transpose_weight = flag; break;
+  case TF_ATTR_CTC: attrs->u.ctc.zero_infinity = flag; break;
   default: break;
   }
 }
