@@ -394,8 +394,9 @@ static void note_head(tf_plan *plan, const tf_compile_options *base) {
 
 static const char *const level_names[] = {"half storage", "recompute", "half storage + recompute"};
 
-tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, tf_plan **out,
-                            tf_budget_result *result) {
+/* The search over micro-batch, accumulation, precision and recompute with `o` as it is. */
+static tf_status search_plans(const tf_graph *graph, const tf_budget_options *o, tf_plan **out,
+                              tf_budget_result *result) {
   *out = NULL;
   memset(result, 0, sizeof(*result));
   if (o->global_batch < 1 || o->global_batch > (1 << 20))
@@ -474,5 +475,52 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
   }
   note_head(chosen, &o->base);
   *out = chosen;
+  return NULL;
+}
+
+/* Parameters, gradients and optimizer state of `plan`, for the line that says what LoRA saved. */
+static void trained_bytes(const tf_plan *plan, int64_t bytes[3]) {
+  bytes[0] = plan->region_bytes[TF_REGION_PARAMETERS];
+  bytes[1] = plan->region_bytes[TF_REGION_GRADIENTS];
+  bytes[2] = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
+}
+
+tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, tf_plan **out,
+                            tf_budget_result *result) {
+  TF_RETURN_IF_ERROR(search_plans(graph, o, out, result));
+  if (result->fits || o->allow_lora_rank <= 0 || o->base.lora_rank > 0)
+    return NULL;
+  /* Nothing fits training every parameter: the same search with LoRA adapters (--allow-lora R) on
+   * the --lora-targets weights, or on every linear weight when none is named. */
+  tf_budget_options lora = *o;
+  lora.base.lora_rank = o->allow_lora_rank;
+  lora.base.lora_all_linear = o->base.lora_target_count == 0;
+  tf_plan *adapted = NULL;
+  tf_budget_result with;
+  TF_RETURN_IF_ERROR(search_plans(graph, &lora, &adapted, &with));
+  int64_t before[3], after[3];
+  trained_bytes(*out, before);
+  trained_bytes(adapted, after);
+  char summary[sizeof(result->summary) / 2];
+  snprintf(summary, sizeof(summary), "%s", result->summary);
+  const int32_t tried = result->tried + with.tried;
+  if (with.fits || with.total_bytes < result->total_bytes) {
+    tf_plan_destroy(*out);
+    *out = adapted;
+    *result = with;
+  } else {
+    tf_plan_destroy(adapted);
+  }
+  result->tried = tried;
+  result->lora_rank = with.fits ? o->allow_lora_rank : 0;
+  int written = snprintf(result->summary, sizeof(result->summary),
+                         "%straining every parameter fits nowhere: with LoRA rank %d (--allow-lora) %s\n"
+                         "  LoRA saved at the smallest plans: parameters %.2f MiB, gradients %.2f MiB, optimizer "
+                         "state %.2f MiB (the adapters trained, the rest frozen)\n",
+                         summary, o->allow_lora_rank, with.fits ? "it fits:" : "it does not fit either",
+                         (double)(before[0] - after[0]) / 1048576.0, (double)(before[1] - after[1]) / 1048576.0,
+                         (double)(before[2] - after[2]) / 1048576.0);
+  if (written > 0 && (size_t)written < sizeof(result->summary))
+    snprintf(result->summary + written, sizeof(result->summary) - (size_t)written, "%s", with.summary);
   return NULL;
 }

@@ -145,6 +145,15 @@ static tf_status find_targets(tf_training *t, bool *target) {
                            "them)",
                            o->lora_targets[k], g->name);
   }
+  if (o->lora_target_count == 0 && o->lora_all_linear) /* the search's default: every linear weight it can */
+    for (int32_t i = 0; i < g->n_tensors; i++) {
+      const tf_ir_tensor *w = &g->tensors[i];
+      int32_t readers;
+      tf_status status = w->kind == TF_PARAMETER && w->rank == 2 ? check_linear(g, i, &readers) : NULL;
+      target[i] = w->kind == TF_PARAMETER && w->rank == 2 && !status &&
+                  o->lora_rank <= (w->shape[0] < w->shape[1] ? w->shape[0] : w->shape[1]);
+      tf_status_free(status);
+    }
   for (int32_t i = 0; i < g->n_tensors; i++) {
     if (!target[i])
       continue;
@@ -193,7 +202,7 @@ tf_status tf_lora_pass(tf_training *t) {
     return NULL;
   if (o->lora_rank <= 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--lora-targets needs --lora RANK (a rank >= 1)");
-  if (o->lora_target_count <= 0 || !o->lora_targets)
+  if ((o->lora_target_count <= 0 || !o->lora_targets) && !o->lora_all_linear)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--lora needs --lora-targets PATTERN: the linear weights to adapt");
   if (o->lora_alpha < 0 || !isfinite(o->lora_alpha))
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "LoRA alpha %g: it must be > 0 (0: the rank)", o->lora_alpha);

@@ -141,6 +141,7 @@ int tf_cmd_check(int argc, char **argv) {
       tf_json_int(&j, "configurations_tried", search.tried);
       tf_json_double(&j, "estimated_seconds_per_step", search.seconds_per_step);
       tf_json_int(&j, "loss_chunk_rows", search.loss_chunk_rows);
+      tf_json_int(&j, "lora_rank", search.lora_rank);
     }
     tf_compile_args_print_memory(plan, &j);
     tf_categories_json(&current, &j);
@@ -151,10 +152,10 @@ int tf_cmd_check(int argc, char **argv) {
     fprintf(tf_cli_out(), "%s: %s\n", args.graph_path, args.target_note);
     fprintf(tf_cli_out(),
             "%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64
-            " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations\n",
+            " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations%s\n",
             args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
             100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat,
-            precision);
+            precision, search.lora_rank > 0 ? ", with LoRA adapters (--allow-lora)" : "");
     tf_compile_args_print_memory(plan, NULL);
     if (args.global_batch > 0)
       fprintf(tf_cli_out(), "search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,

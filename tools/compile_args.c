@@ -97,6 +97,9 @@ void tf_compile_args_help(void) {
           "  --global-batch G       with --budget: search micro-batch N (dividing G), accumulation G/N,\n"
           "                         recompute and the fused loss head (its chunk; fusing where auto\n"
           "                         did not) for the fastest plan that fits\n"
+          "  --allow-lora R         with --global-batch: when nothing fits training every parameter, search\n"
+          "                         again with LoRA rank R on the --lora-targets weights (default: every\n"
+          "                         linear weight), and say what it saved\n"
           "  --allow-precision P    with --global-batch: the search may also store the saved\n"
           "                         activations in P (bf16 or fp16), tried before recompute\n");
 }
@@ -280,6 +283,10 @@ bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, 
       *error = tf_cli_usage_error(command, "--loss-chunk takes a positive row count, got '%s'", value) != 0;
     else if (!*error)
       o->loss_chunk_rows = integer;
+  } else if (tf_cli_option(argc, argv, i, "--allow-lora", &value, error)) {
+    double unused;
+    if (!*error && !parse_lora(value, &args->allow_lora_rank, &unused))
+      *error = tf_cli_usage_error(command, "--allow-lora takes a rank in 1..65536, got '%s'", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--allow-precision", &value, error)) {
     args->allow_precision = true;
     if (!*error && (!precision_named(value, &args->allowed_precision) || args->allowed_precision == TF_PRECISION_F32))
@@ -358,6 +365,12 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
     memset(search, 0, sizeof(*search));
   if (args->global_batch > 0 && args->budget < 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--global-batch needs --budget SIZE");
+  if (args->allow_lora_rank > 0 && args->global_batch <= 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--allow-lora lets the --global-batch search choose LoRA; give --global-batch G (or say "
+                         "--lora R to compile with it)");
+  if (args->allow_lora_rank > 0 && args->options.lora_rank > 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--allow-lora and --lora both set LoRA: give one");
   if (args->allow_precision && args->global_batch <= 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--allow-precision lets the --global-batch search choose; give --global-batch G (or say "
@@ -381,6 +394,7 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
                                 .global_batch = args->global_batch,
                                 .allow_remat = true,
                                 .allow_precision = args->allow_precision,
+                                .allow_lora_rank = args->allow_lora_rank,
                                 .precision = args->allowed_precision};
     tf_budget_result local;
     status = tf_compile_budget(g, &budget, plan, search ? search : &local);

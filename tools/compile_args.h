@@ -21,6 +21,7 @@ typedef struct tf_compile_args {
   char target_note[512]; /* which target and budget were assumed, and why (tf_compile_args_resolve) */
   int64_t global_batch;  /* --global-batch, or -1: with --budget, search N, k and recompute */
   bool allow_precision;  /* --allow-precision P: the search may also store activations in P */
+  int32_t allow_lora_rank; /* --allow-lora R: the search may fall back on LoRA rank R */
   tf_precision allowed_precision;
   const char *precision_overrides[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --precision-override NODE=P, as given */
   int32_t n_precision_overrides;

@@ -80,6 +80,7 @@ typedef struct tf_compile_options {
   double lora_alpha;
   const char *const *lora_targets;
   int32_t lora_target_count;
+  bool lora_all_linear; /* with lora_rank and no targets: every 2-D weight only matmuls read (the budget search) */
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for
@@ -111,6 +112,9 @@ typedef struct tf_budget_options {
   bool allow_remat;
   bool allow_precision;   /* also try storing the saved activations in `precision` */
   tf_precision precision; /* with allow_precision: bf16 or f16 */
+  /* > 0: when nothing fits training every parameter, search again with LoRA adapters of this rank
+   * (base.lora_targets, or every linear weight when it names none); base.lora_rank must be 0. */
+  int32_t allow_lora_rank;
 } tf_budget_options;
 
 typedef struct tf_budget_result {
@@ -123,6 +127,7 @@ typedef struct tf_budget_result {
   double seconds_per_step; /* the cost model's estimate */
   int32_t tried;           /* configurations compiled */
   int64_t loss_chunk_rows; /* the chosen plan's fused loss head: rows of logits at a time; 0: none */
+  int32_t lora_rank;       /* the chosen plan's LoRA rank when --allow-lora chose it; else 0 */
   char summary[4096];      /* what was tried and why this was chosen, one line each */
 } tf_budget_result;
 

@@ -160,5 +160,19 @@ check("xtts-gpt, global batch 32, cuda target: does not fit 3 GiB training every
       not full["fits"] and lora["fits"],
       f"full: fits {full['fits']}; LoRA: fits {lora['fits']}, {lora.get('device_total_bytes', 0) / 2**30:.2f} GiB")
 
+# --allow-lora R: the search falls back on LoRA (every linear weight) only where nothing else fits.
+searched = tightfit.check(xtts, target="cuda", budget="3GiB", global_batch=32, allow_lora=16)
+roomy = tightfit.check(xtts, target="cuda", budget="8GiB", global_batch=32, allow_lora=16)
+check("check --allow-lora 16: LoRA chosen at 3 GiB, not at 8 GiB (training every parameter fits there)",
+      searched["fits"] and searched["lora_rank"] == 16 and roomy["fits"] and roomy["lora_rank"] == 0,
+      f"3 GiB: fits {searched['fits']}, LoRA rank {searched['lora_rank']}, "
+      f"{searched['device_total_bytes'] / 2**30:.2f} GiB; 8 GiB: LoRA rank {roomy['lora_rank']}")
+try:
+    tightfit.check(xtts, target="cuda", budget="3GiB", allow_lora=16)
+    check("--allow-lora without --global-batch", False, "accepted")
+except tightfit.TightfitError as error:
+    check("--allow-lora without --global-batch", "--allow-lora lets the --global-batch search" in str(error),
+          str(error)[:200])
+
 print(f"lora: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
