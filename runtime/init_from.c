@@ -38,14 +38,6 @@ static void problem(problems *p, const char *format, ...) {
   va_end(args);
 }
 
-static void shape_text(int32_t rank, const int64_t *shape, char *out, size_t size) {
-  size_t used = (size_t)snprintf(out, size, "[");
-  for (int32_t i = 0; i < rank && used < size; i++)
-    used += (size_t)snprintf(out + used, size - used, "%s%" PRId64, i ? "," : "", shape[i]);
-  if (used < size)
-    snprintf(out + used, size - used, "]");
-}
-
 static bool is_float(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
 static bool loadable(const tf_plan_buffer *b) { return b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_STATE; }
@@ -74,8 +66,8 @@ static bool same_shape(int32_t rank, const int64_t *a, const int64_t *b) {
 static void check_tensor(const tf_init_map *map, const tf_plan_buffer *b, const tf_safetensors_tensor *view,
                          binding *to, problems *p) {
   char theirs[128], ours[128];
-  shape_text(view->rank, view->shape, theirs, sizeof(theirs));
-  shape_text(b->rank, b->shape, ours, sizeof(ours));
+  tf_format_shape(view->shape, view->rank, theirs, sizeof(theirs));
+  tf_format_shape(b->shape, b->rank, ours, sizeof(ours));
   bool convertible =
       is_float(b->dtype) ? (is_float(view->dtype) || view->dtype == TF_FILE_F64) : view->dtype == b->dtype;
   if (!convertible) {
@@ -189,7 +181,7 @@ static void match(const tf_plan *plan, const tf_safetensors *file, const tf_init
     if (!loadable(b) || bound[id].view.name)
       continue;
     char shape[128];
-    shape_text(b->rank, b->shape, shape, sizeof(shape));
+    tf_format_shape(b->shape, b->rank, shape, sizeof(shape));
     if (b->role == TF_ROLE_STATE)
       r->state_kept++;
     else if (tf_init_map_matches(map, TF_INIT_RULE_KEEP, b->name))
