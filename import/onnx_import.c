@@ -347,27 +347,27 @@ static tf_status ctc_loss(ox_import *im, tf_tensor_id first, int32_t rank, const
 
 /* An error when an axis below `rank` of the (first) output that ox_tensor_dims read as a fixed size
  * changes with a symbol: a length a strided convolution or pooling made of a dynamic one ((T - k) / s
- * + 1), which no label shape can name. Found by binding each symbol to another prime in turn. */
+ * + 1), which no label shape can name. Found by binding each symbol to another prime in turn, on a
+ * copy (shapes that do not hold at the other value leave the import's graph as it was). */
 static tf_status check_label_axes(ox_import *im, tf_tensor_id first, int32_t rank, const tf_dim *dims) {
   for (int32_t s = 0; s < im->n_symbols; s++) {
     const char *name;
     int64_t default_value, value;
     if (!tf_graph_symbol_at(im->graph, s, &name, &default_value, &value))
       continue;
-    tf_status status = tf_graph_bind(im->graph, name, ox_symbol_prime((s + 1) % OX_MAX_SYMBOLS));
+    tf_graph *copy;
+    TF_RETURN_IF_ERROR(tf_ir_copy(im->graph, &copy));
+    tf_status status = tf_graph_bind(copy, name, ox_symbol_prime((s + 1) % OX_MAX_SYMBOLS));
     if (!status)
-      status = tf_graph_infer_shapes(im->graph);
+      status = tf_graph_infer_shapes(copy);
     tf_tensor_info info;
     int32_t moved = -1;
-    if (!status && tf_graph_tensor(im->graph, first, &info))
+    if (!status && tf_graph_tensor(copy, first, &info))
       for (int32_t i = 0; i < rank && i < info.rank && moved < 0; i++)
         if (dims[i].symbol < 0 && dims[i].size >= 0 && info.shape[i] != dims[i].size)
           moved = i;
     tf_status_free(status); /* shapes that do not hold at the other value: nothing to learn there */
-    status = tf_graph_bind(im->graph, name, ox_symbol_prime(s));
-    if (!status)
-      status = tf_graph_infer_shapes(im->graph);
-    TF_RETURN_IF_ERROR(status);
+    tf_graph_destroy(copy);
     if (moved >= 0)
       return tf_status_new(TF_ERR_UNSUPPORTED,
                            "%s: the output's axis %" PRId32 " is a length computed from the dynamic axis '%s' (a "
