@@ -129,8 +129,13 @@ static void print_text(const char *path, const tf_graph *g, const kind_totals *t
   }
   fprintf(tf_cli_out(), "%s\n", tf_graph_symbol_count(g) ? "" : " none");
   const kind_totals *p = &totals[TF_PARAMETER];
-  fprintf(tf_cli_out(), "parameters: %s in %d tensors, %s\n", tf_cli_count(p->elements, a, sizeof(a)), p->tensors,
+  fprintf(tf_cli_out(), "parameters: %s in %d tensors, %s", tf_cli_count(p->elements, a, sizeof(a)), p->tensors,
           tf_cli_bytes(p->bytes, b, sizeof(b)));
+  const kind_totals *f = &totals[TF_KIND_COUNT];
+  if (f->tensors)
+    fprintf(tf_cli_out(), "; frozen (not trained): %s in %d tensors, %s", tf_cli_count(f->elements, a, sizeof(a)),
+            f->tensors, tf_cli_bytes(f->bytes, b, sizeof(b)));
+  fprintf(tf_cli_out(), "\n");
   const kind_totals *act = &totals[TF_ACTIVATION];
   fprintf(tf_cli_out(), "activations: %d tensors, %s summed without reuse (the compiled plan reuses memory)\n",
           act->tensors, tf_cli_bytes(act->bytes, b, sizeof(b)));
@@ -213,6 +218,9 @@ static void print_json(const char *path, const tf_graph *g, const kind_totals *t
   tf_json_int(&j, "parameters", totals[TF_PARAMETER].elements);
   tf_json_int(&j, "parameter_tensors", totals[TF_PARAMETER].tensors);
   tf_json_int(&j, "parameter_bytes", totals[TF_PARAMETER].bytes);
+  tf_json_int(&j, "frozen_parameters", totals[TF_KIND_COUNT].elements);
+  tf_json_int(&j, "frozen_parameter_tensors", totals[TF_KIND_COUNT].tensors);
+  tf_json_int(&j, "frozen_parameter_bytes", totals[TF_KIND_COUNT].bytes);
   tf_json_int(&j, "activation_tensors", totals[TF_ACTIVATION].tensors);
   tf_json_int(&j, "activation_bytes_no_reuse", totals[TF_ACTIVATION].bytes);
   json_tensor_list(&j, g, TF_INPUT, "inputs");
@@ -297,7 +305,7 @@ int tf_cmd_inspect(int argc, char **argv) {
     tf_graph_destroy(g);
     return tf_cli_fail("inspect", tf_status_prefix(status, "%s", path));
   }
-  kind_totals totals[TF_KIND_COUNT];
+  kind_totals totals[TF_KIND_COUNT + 1]; /* [TF_KIND_COUNT]: the frozen parameters among the parameters */
   memset(totals, 0, sizeof(totals));
   for (int32_t i = 0; i < tf_graph_tensor_count(g); i++) {
     tf_tensor_info t;
@@ -305,6 +313,12 @@ int tf_cmd_inspect(int argc, char **argv) {
     totals[t.kind].tensors++;
     totals[t.kind].elements = add_saturating(totals[t.kind].elements, elements_of(&t));
     totals[t.kind].bytes = add_saturating(totals[t.kind].bytes, t.bytes);
+    if (t.kind == TF_PARAMETER && !tf_graph_is_trainable(g, i)) {
+      kind_totals *f = &totals[TF_KIND_COUNT];
+      f->tensors++;
+      f->elements = add_saturating(f->elements, elements_of(&t));
+      f->bytes = add_saturating(f->bytes, t.bytes);
+    }
   }
   op_count ops[TF_OP_COUNT];
   for (int op = 0; op < TF_OP_COUNT; op++)

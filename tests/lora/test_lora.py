@@ -174,5 +174,19 @@ except tightfit.TightfitError as error:
     check("--allow-lora without --global-batch", "--allow-lora lets the --global-batch search" in str(error),
           str(error)[:200])
 
+# inspect names the frozen parameters a graph holds (Graph.set_trainable, from_torch's requires_grad).
+mlp = tightfit.zoo("mlp")
+mlp.set_trainable("hidden.0.weight", False)
+mlp_path = os.path.join(folder, "mlp.tfg")
+mlp.save(mlp_path)
+code, out, err = tightfit._run("inspect", [mlp_path])
+code_json, out_json, _ = tightfit._run("inspect", [mlp_path, "--json"])
+import json  # noqa: E402
+frozen_json = json.loads(out_json) if code_json == 0 else {}
+check("inspect: the frozen parameters apart (text and --json)",
+      code == 0 and "frozen (not trained): 8,192 in 1 tensors, 32.00 KiB" in out and
+      frozen_json.get("frozen_parameter_tensors") == 1 and frozen_json.get("frozen_parameter_bytes") == 32768,
+      [line for line in out.splitlines() if line.startswith("parameters")])
+
 print(f"lora: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
