@@ -54,8 +54,7 @@ tf_status tf_session_init_from(tf_session *session, const char *path, const tf_i
  * parameter and running statistic as it is, the adapters left out; written to safetensors file
  * `out_path` (atomically, with checksums), which `--init-from` of the plan compiled without --lora
  * reads. *merged (may be NULL): how many weights were merged. */
-tf_status tf_lora_merge(const tf_plan *plan, const char *checkpoint, const char *out_path,
-                        int32_t *merged) TF_MUST_USE;
+tf_status tf_lora_merge(const tf_plan *plan, const char *checkpoint, const char *out_path, int32_t *merged) TF_MUST_USE;
 
 #ifdef __cplusplus
 }
