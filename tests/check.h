@@ -1,5 +1,6 @@
 /* A tiny test harness: CHECK records a failure and goes on; tests print what they compare and end
- * with tf_test_finish(), which prints "N passed, N failed" and returns the exit code. */
+ * with tf_test_finish(), which prints "N passed, N failed" and returns the exit code: 1 when a check
+ * failed or when none ran. */
 #ifndef TIGHTFIT_TESTS_CHECK_H
 #define TIGHTFIT_TESTS_CHECK_H
 
@@ -33,6 +34,10 @@ typedef struct tf_test_counts {
 
 static inline int tf_test_finish(const char *suite, const tf_test_counts *counts) {
   printf("%s: %d passed, %d failed\n", suite, counts->passed, counts->failed);
+  if (counts->passed + counts->failed == 0) { /* a test that checked nothing has not passed */
+    printf("FAIL %s: no check ran\n", suite);
+    return 1;
+  }
   return counts->failed ? 1 : 0;
 }
 
