@@ -502,9 +502,10 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
   trained_bytes(*out, before);
   trained_bytes(adapted, after);
   char summary[sizeof(result->summary) / 2];
-  snprintf(summary, sizeof(summary), "%s", result->summary);
+  snprintf(summary, sizeof(summary), "%.*s", (int)sizeof(summary) - 1, result->summary); /* cut where it must */
   const int32_t tried = result->tried + with.tried;
-  if (with.fits || with.total_bytes < result->total_bytes) {
+  const bool take = with.fits || with.total_bytes < result->total_bytes; /* else the smaller plan stays */
+  if (take) {
     tf_plan_destroy(*out);
     *out = adapted;
     *result = with;
@@ -512,7 +513,7 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
     tf_plan_destroy(adapted);
   }
   result->tried = tried;
-  result->lora_rank = with.fits ? o->allow_lora_rank : 0;
+  result->lora_rank = take ? o->allow_lora_rank : 0; /* the chosen plan's, fitting or the smallest found */
   int written = snprintf(result->summary, sizeof(result->summary),
                          "%straining every parameter fits nowhere: with LoRA rank %d (--allow-lora) %s\n"
                          "  LoRA saved at the smallest plans: parameters %.2f MiB, gradients %.2f MiB, optimizer "
@@ -521,6 +522,7 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, t
                          (double)(before[0] - after[0]) / 1048576.0, (double)(before[1] - after[1]) / 1048576.0,
                          (double)(before[2] - after[2]) / 1048576.0);
   if (written > 0 && (size_t)written < sizeof(result->summary))
-    snprintf(result->summary + written, sizeof(result->summary) - (size_t)written, "%s", with.summary);
+    snprintf(result->summary + written, sizeof(result->summary) - (size_t)written, "%.*s",
+             (int)(sizeof(result->summary) - (size_t)written - 1), with.summary);
   return NULL;
 }

@@ -127,7 +127,7 @@ typedef struct tf_budget_result {
   double seconds_per_step; /* the cost model's estimate */
   int32_t tried;           /* configurations compiled */
   int64_t loss_chunk_rows; /* the chosen plan's fused loss head: rows of logits at a time; 0: none */
-  int32_t lora_rank;       /* the chosen plan's LoRA rank when --allow-lora chose it; else 0 */
+  int32_t lora_rank;       /* the chosen (or smallest) plan's LoRA rank when --allow-lora made it; else 0 */
   char summary[4096];      /* what was tried and why this was chosen, one line each */
 } tf_budget_result;
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 import tightfit
+from torch_training import pytorch_steps  # the same STEPS and LR as below
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)
@@ -74,18 +75,7 @@ def train_both(model, inputs, labels, loss, dynamic_batch=True, devices=("cpu",)
         runs[device] = ([session.step(feed) for _ in range(STEPS)], session.state_dict())
         session.close()
     model.load_state_dict(start)
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
-    criterion = torch.nn.functional.cross_entropy if loss == "cross_entropy" else torch.nn.functional.mse_loss
-    expected, first_gradients = [], None
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        value = criterion(model(*inputs.values()), labels)
-        value.backward()
-        if first_gradients is None:
-            first_gradients = {k: p.grad.detach().clone() for k, p in model.named_parameters()}
-        optimizer.step()
-        expected.append(value.item())
+    expected, first_gradients = pytorch_steps(model, inputs, labels, loss)
     reference = {k: v.detach().numpy() for k, v in model.named_parameters()}
     seen, problems = [], []
     for device, (losses, trained) in runs.items():

@@ -35,6 +35,25 @@ def flags(model):
             for name, m in model.named_modules()]
 
 
+def pytorch_steps(model, inputs, labels, loss):
+    """PyTorch training `model` STEPS AdamW steps (train mode, lr LR, no weight decay) on one batch:
+    the loss before each step, and the first step's gradients of the parameters that train."""
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
+    criterion = torch.nn.functional.cross_entropy if loss == "cross_entropy" else torch.nn.functional.mse_loss
+    expected, first_gradients = [], None
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        value = criterion(model(*inputs.values()), labels)
+        value.backward()
+        if first_gradients is None:
+            first_gradients = {k: p.grad.detach().clone() for k, p in model.named_parameters()
+                               if p.requires_grad}
+        optimizer.step()
+        expected.append(value.item())
+    return expected, first_gradients
+
+
 def train_both(model, inputs, labels, loss, before_training=None):
     """Imports `model` (inputs: {name: tensor}, given to the model in that order) with `loss`, trains
     STEPS AdamW steps in tightfit, then in PyTorch from the same weights (train mode); returns what
@@ -61,19 +80,7 @@ def train_both(model, inputs, labels, loss, before_training=None):
     if checked[0]:
         return checked
     losses = [session.step(feed) for _ in range(STEPS)]
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
-    criterion = torch.nn.functional.cross_entropy if loss == "cross_entropy" else torch.nn.functional.mse_loss
-    expected, first_gradients = [], None
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        value = criterion(model(*inputs.values()), labels)
-        value.backward()
-        if first_gradients is None:
-            first_gradients = {k: p.grad.detach().clone() for k, p in model.named_parameters()
-                               if p.requires_grad}
-        optimizer.step()
-        expected.append(value.item())
+    expected, first_gradients = pytorch_steps(model, inputs, labels, loss)
     worst_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
     # An element whose first gradient nearly cancels (below 1e-6, where the gradients here are ~1e-3)
     # carries that cancellation's rounding (~1e-9, differently in each framework) into AdamW's first
