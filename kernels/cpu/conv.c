@@ -228,6 +228,25 @@ static real *workspace_at(const tf_cpu_args *args, int64_t offset) {
   return args->workspace ? (real *)args->workspace + offset : NULL;
 }
 
+/* The end of the block of response positions that starts at p0. */
+static int64_t block_end(const tf_cpu_conv_geometry *g, int64_t p0) {
+  return p0 + g->chunk < g->positions ? p0 + g->chunk : g->positions;
+}
+
+/* The column matrix of response positions [p0, p1) of one group's image channels, and its leading
+ * dimension in *ld: the image itself on the direct geometry, else the columns transfer() lowers into
+ * `column` (`before` and `extent` as there). */
+static const real *columns_of(const tf_cpu_conv_geometry *g, const real *image, int64_t p0, int64_t p1, real *column,
+                              tap_maps *maps, int64_t before, int64_t extent, int64_t *ld) {
+  if (g->direct) {
+    *ld = g->positions;
+    return image + p0;
+  }
+  transfer(g, image, NULL, p0, p1, column, tap_maps_get(maps, g, p0, p1), before, extent);
+  *ld = p1 - p0;
+  return column;
+}
+
 static void add_bias(const real *bias, int64_t channels, int64_t stride, int64_t first, int64_t last, real *y) {
   if (!bias)
     return;
@@ -237,15 +256,7 @@ static void add_bias(const real *bias, int64_t channels, int64_t stride, int64_t
 }
 
 /* y = conv(x, w) + bias: x is the image, y the response. */
-static void convolve(const tf_cpu_args *args) {
-  if (args->outputs[0].count == 0)
-    return;
-  tf_cpu_conv_geometry g;
-  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
-  int workers = workers_for(args, &g);
-  assert(workers > 0);
-  if (workers == 0)
-    return;
+static void convolve(const tf_cpu_args *args, tf_cpu_conv_geometry g, int workers) {
   const real *x = args->inputs[0].data, *w = args->inputs[1].data;
   const real *bias = args->n_inputs > 2 ? args->inputs[2].data : NULL;
   real *y = args->outputs[0].data;
@@ -259,20 +270,14 @@ static void convolve(const tf_cpu_args *args) {
         tap_maps maps; // no initialiser: it would zero the maps (24 KiB in f32)
         maps.p0 = 0, maps.p1 = -1;
         for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
-          int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
-          int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+          const int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk, p1 = block_end(&g, p0);
           real *response = y + n * g.response_channels * g.positions;
           for (int64_t group = 0; group < g.groups; group++) {
             const real *image = x + n * image_size + group * cg * g.image_height * g.image_width;
-            if (g.direct)
-              tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
-                          image + p0, g.positions, 0, response + group * og * g.positions + p0, g.positions);
-            else {
-              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1), image - x,
-                       args->inputs[0].count);
-              tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
-                          column, p1 - p0, 0, response + group * og * g.positions + p0, g.positions);
-            }
+            int64_t ld;
+            const real *cols = columns_of(&g, image, p0, p1, column, &maps, image - x, args->inputs[0].count, &ld);
+            tf_cpu_gemm(false, false, og, p1 - p0, g.column_rows, 1, w + group * og * g.column_rows, g.column_rows,
+                        cols, ld, 0, response + group * og * g.positions + p0, g.positions);
           }
           add_bias(bias, g.response_channels, g.positions, p0, p1, response);
         }
@@ -281,15 +286,9 @@ static void convolve(const tf_cpu_args *args) {
 
 /* image = conv's transpose applied to the response (+ bias per image channel): conv grad_input
  * and conv_transpose2d. */
-static void scatter_back(const tf_cpu_args *args, const real *response, const real *w, const real *bias, real *image) {
-  if (args->outputs[0].count == 0)
-    return;
-  tf_cpu_conv_geometry g;
-  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
-  int workers = workers_for(args, &g);
-  assert(workers > 0);
-  if (workers == 0)
-    return;
+static void scatter_back(const tf_cpu_args *args, tf_cpu_conv_geometry g, int workers, const real *bias) {
+  const real *response = args->inputs[0].data, *w = args->inputs[1].data;
+  real *image = args->outputs[0].data;
   int64_t column_size = tf_cpu_conv_column_elements(&g);
   int64_t cg = g.image_channels / g.groups, og = g.response_channels / g.groups;
   int64_t plane = g.image_height * g.image_width, image_size = g.image_channels * plane;
@@ -307,7 +306,7 @@ static void scatter_back(const tf_cpu_args *args, const real *response, const re
             const real *in = response + (n * g.response_channels + group * og) * g.positions;
             real *out_group = out + group * cg * plane;
             for (int64_t p0 = 0; p0 < g.positions; p0 += g.chunk) {
-              int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+              const int64_t p1 = block_end(&g, p0);
               if (g.direct) {
                 tf_cpu_gemm(true, false, g.column_rows, p1 - p0, og, 1, w_group, g.column_rows, in + p0, g.positions, 0,
                             out_group + p0, g.positions);
@@ -325,15 +324,7 @@ static void scatter_back(const tf_cpu_args *args, const real *response, const re
 }
 
 /* dw = sum over images and positions of dy x columnᵀ, per group. */
-static void weight_gradient(const tf_cpu_args *args) {
-  if (args->outputs[0].count == 0)
-    return;
-  tf_cpu_conv_geometry g;
-  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
-  int workers = workers_for(args, &g);
-  assert(workers > 0);
-  if (workers == 0)
-    return;
+static void weight_gradient(const tf_cpu_args *args, tf_cpu_conv_geometry g, int workers) {
   const real *x = args->inputs[0].data, *dy = args->inputs[1].data;
   real *dw = args->outputs[0].data;
   int64_t column_size = tf_cpu_conv_column_elements(&g), tasks = g.batch * g.chunks;
@@ -349,21 +340,14 @@ static void weight_gradient(const tf_cpu_args *args) {
         maps.p0 = 0, maps.p1 = -1;
         memset(sum, 0, sizeof(real) * (size_t)weight_size);
         for (int64_t task = tasks * worker / workers; task < tasks * (worker + 1) / workers; task++) {
-          int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk;
-          int64_t p1 = p0 + g.chunk < g.positions ? p0 + g.chunk : g.positions;
+          const int64_t n = task / g.chunks, p0 = task % g.chunks * g.chunk, p1 = block_end(&g, p0);
           for (int64_t group = 0; group < g.groups; group++) {
             const real *image = x + (n * g.image_channels + group * cg) * plane;
             const real *d = dy + (n * g.response_channels + group * og) * g.positions + p0;
-            real *sum_group = sum + group * og * g.column_rows;
-            if (g.direct)
-              tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, image + p0, g.positions, 1,
-                          sum_group, g.column_rows);
-            else {
-              transfer(&g, image, NULL, p0, p1, column, tap_maps_get(&maps, &g, p0, p1), image - x,
-                       args->inputs[0].count);
-              tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, column, p1 - p0, 1, sum_group,
-                          g.column_rows);
-            }
+            int64_t ld;
+            const real *cols = columns_of(&g, image, p0, p1, column, &maps, image - x, args->inputs[0].count, &ld);
+            tf_cpu_gemm(false, true, og, g.column_rows, p1 - p0, 1, d, g.positions, cols, ld, 1,
+                        sum + group * og * g.column_rows, g.column_rows);
           }
         }
       });
@@ -378,23 +362,38 @@ static void weight_gradient(const tf_cpu_args *args) {
       });
 }
 
-void TF_REAL_NAME(tf_cpu_conv1d)(const tf_cpu_args *args) { convolve(args); }
-void TF_REAL_NAME(tf_cpu_conv2d)(const tf_cpu_args *args) { convolve(args); }
-
-/* conv_transpose2d(x, w [, bias]) -> y: the adjoint of conv2d (y is conv2d's image). */
-void TF_REAL_NAME(tf_cpu_conv_transpose2d)(const tf_cpu_args *args) {
-  scatter_back(args, args->inputs[0].data, args->inputs[1].data, args->n_inputs > 2 ? args->inputs[2].data : NULL,
-               args->outputs[0].data);
+/* scatter_back's work for conv_transpose2d(x, w [, bias]) -> y, the adjoint of conv2d (y is
+ * conv2d's image). */
+static void transpose(const tf_cpu_args *args, tf_cpu_conv_geometry g, int workers) {
+  scatter_back(args, g, workers, args->n_inputs > 2 ? args->inputs[2].data : NULL);
 }
 
-/* conv*_grad_input(dy, w, x (shape)) -> dx. */
-void TF_REAL_NAME(tf_cpu_conv1d_grad_input)(const tf_cpu_args *args) {
-  scatter_back(args, args->inputs[0].data, args->inputs[1].data, NULL, args->outputs[0].data);
-}
-void TF_REAL_NAME(tf_cpu_conv2d_grad_input)(const tf_cpu_args *args) {
-  scatter_back(args, args->inputs[0].data, args->inputs[1].data, NULL, args->outputs[0].data);
+/* scatter_back's work for conv*_grad_input(dy, w, x (shape)) -> dx. */
+static void grad_input(const tf_cpu_args *args, tf_cpu_conv_geometry g, int workers) {
+  scatter_back(args, g, workers, NULL);
 }
 
+/* One convolution's work on the call's geometry, shared by `workers` threads. */
+typedef void conv_work(const tf_cpu_args *args, tf_cpu_conv_geometry g, int workers);
+
+/* Runs `work` on the call's geometry with the most workers its workspace allows; nothing on an
+ * empty output. */
+static void run(const tf_cpu_args *args, conv_work *work) {
+  if (args->outputs[0].count == 0)
+    return;
+  tf_cpu_conv_geometry g;
+  tf_cpu_conv_geometry_get(args->op, args->attrs, args->inputs, args->outputs, &g);
+  const int workers = workers_for(args, &g);
+  assert(workers > 0);
+  if (workers > 0)
+    work(args, g, workers);
+}
+
+void TF_REAL_NAME(tf_cpu_conv1d)(const tf_cpu_args *args) { run(args, convolve); }
+void TF_REAL_NAME(tf_cpu_conv2d)(const tf_cpu_args *args) { run(args, convolve); }
+void TF_REAL_NAME(tf_cpu_conv_transpose2d)(const tf_cpu_args *args) { run(args, transpose); }
+void TF_REAL_NAME(tf_cpu_conv1d_grad_input)(const tf_cpu_args *args) { run(args, grad_input); }
+void TF_REAL_NAME(tf_cpu_conv2d_grad_input)(const tf_cpu_args *args) { run(args, grad_input); }
 /* conv*_grad_weight(x, dy, w (shape)) -> dw. */
-void TF_REAL_NAME(tf_cpu_conv1d_grad_weight)(const tf_cpu_args *args) { weight_gradient(args); }
-void TF_REAL_NAME(tf_cpu_conv2d_grad_weight)(const tf_cpu_args *args) { weight_gradient(args); }
+void TF_REAL_NAME(tf_cpu_conv1d_grad_weight)(const tf_cpu_args *args) { run(args, weight_gradient); }
+void TF_REAL_NAME(tf_cpu_conv2d_grad_weight)(const tf_cpu_args *args) { run(args, weight_gradient); }
