@@ -7,6 +7,7 @@
 
 #include "core/linear_loss.h"
 #include "core/ops.h"
+#include "core/workspace.h"
 #include "core/workspace_cpu.h"
 
 #define ALIGN 64
@@ -36,60 +37,43 @@ bool tf_cpu_half_step(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs, i
  * WHOLE, one slice. */
 typedef enum cut_rule { WHOLE, ROWS, FIRST, DEPTH } cut_rule;
 
+/* The op table's slices column (core/op_table.h): how each op's slices cut its operands, some
+ * decided by the step's attributes and shapes (rule_of). */
+typedef enum slice_kind {
+  SLICES_WHOLE,
+  SLICES_ROWS,
+  SLICES_FIRST,
+  SLICES_AXIS,
+  SLICES_LAST_AXIS,
+  SLICES_MATMUL
+} slice_kind;
+#define SLICE_KIND(ID, name, number, scope, min, max, outputs, shape_only, in_place, attrs, shape, alias, workspace,   \
+                   vjp, cpu, cuda, vulkan, dtypes, slices, ...)                                                        \
+  [TF_OP_##ID] = SLICES_##slices,
+static const slice_kind slice_kinds[TF_OP_COUNT] = {TF_OP_TABLE(SLICE_KIND)};
+#undef SLICE_KIND
+
+static slice_kind kind_of(tf_op op) { return (int)op >= 0 && op < TF_OP_COUNT ? slice_kinds[op] : SLICES_WHOLE; }
+
 static bool is_depth_product(tf_op op, const tf_attrs *attrs, int32_t n_inputs, const tf_tensor_ref *inputs) {
-  return op == TF_OP_MATMUL && n_inputs == 2 && attrs->u.matmul.transpose_a && !attrs->u.matmul.transpose_b &&
+  return kind_of(op) == SLICES_MATMUL && n_inputs == 2 && attrs->u.matmul.transpose_a && !attrs->u.matmul.transpose_b &&
          inputs[0].rank == 2 && inputs[1].rank == 2 && inputs[0].shape[0] == inputs[1].shape[0] &&
          inputs[0].shape[0] > 1;
 }
 
 static cut_rule rule_of(tf_op op, const tf_attrs *attrs, const tf_tensor_ref *out) {
-  switch (op) {
-  case TF_OP_ADD:
-  case TF_OP_SUB:
-  case TF_OP_MUL:
-  case TF_OP_DIV:
-  case TF_OP_NEG:
-  case TF_OP_EXP:
-  case TF_OP_LOG:
-  case TF_OP_SQRT:
-  case TF_OP_RSQRT:
-  case TF_OP_RELU:
-  case TF_OP_GELU:
-  case TF_OP_SILU:
-  case TF_OP_SIGMOID:
-  case TF_OP_TANH:
-  case TF_OP_SOFTPLUS:
-  case TF_OP_LEAKY_RELU:
-  case TF_OP_ABS:
-  case TF_OP_ABS_GRAD:
-  case TF_OP_RELU_GRAD:
-  case TF_OP_LEAKY_RELU_GRAD:
-  case TF_OP_GELU_GRAD:
-  case TF_OP_SILU_GRAD:
-  case TF_OP_SIGMOID_GRAD:
-  case TF_OP_TANH_GRAD:
-  case TF_OP_ATTENTION:
-  case TF_OP_ATTENTION_GRAD:
-  case TF_OP_MAX_POOL2D:
-  case TF_OP_AVG_POOL2D:
-  case TF_OP_MAX_POOL2D_GRAD:
-  case TF_OP_AVG_POOL2D_GRAD: return ROWS;
-  case TF_OP_SOFTMAX:
-  case TF_OP_LOG_SOFTMAX:
-  case TF_OP_SOFTMAX_GRAD:
-  case TF_OP_LOG_SOFTMAX_GRAD: {
+  switch (kind_of(op)) {
+  case SLICES_ROWS: return ROWS;
+  case SLICES_FIRST: return FIRST;
+  case SLICES_AXIS: {
     const int32_t axis = attrs->u.axis.axis < 0 ? attrs->u.axis.axis + out->rank : attrs->u.axis.axis;
     return axis > 0 ? ROWS : WHOLE;
   }
-  case TF_OP_LAYER_NORM:
-  case TF_OP_RMS_NORM: return out->rank >= 2 ? ROWS : WHOLE; /* normalised over the last axis */
-  case TF_OP_MATMUL:
+  case SLICES_LAST_AXIS: return out->rank >= 2 ? ROWS : WHOLE; /* normalised over the last axis */
+  case SLICES_MATMUL:
     if (out->rank >= 3) /* batch axes: operands of the output's rank cut by batch, a rank-2 one whole */
       return ROWS;
     return attrs->u.matmul.transpose_a ? WHOLE : FIRST; /* rows of A; a transposed A's rows are its columns */
-  case TF_OP_CONV1D:
-  case TF_OP_CONV2D:
-  case TF_OP_CONV_TRANSPOSE2D: return FIRST;
   default: return WHOLE;
   }
 }
@@ -125,7 +109,7 @@ static int64_t granule_of(cut_rule rule, tf_op op, const tf_attrs *attrs, const 
                           const tf_tensor_ref *out) {
   if (rule == DEPTH)
     return TF_CPU_MATMUL_DEPTH_TILE;
-  if (op != TF_OP_MATMUL || out->rank < 2 || out->shape[0] == 0)
+  if (kind_of(op) != SLICES_MATMUL || out->rank < 2 || out->shape[0] == 0)
     return 1;
   if (out->rank == 2)
     return TF_CPU_MATMUL_ROW_TILE;
@@ -195,15 +179,9 @@ bool tf_cpu_half_slices_get(tf_op op, const tf_attrs *attrs, int32_t n_inputs, c
   return true;
 }
 
+/* The fused loss head's forms without accumulators (as kernels/cuda/table.cu's is_half_head). */
 static bool is_head(tf_op op) {
-  switch (op) {
-  case TF_OP_LINEAR_CROSS_ENTROPY:
-  case TF_OP_LINEAR_CROSS_ENTROPY_GRAD:
-  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD:
-  case TF_OP_LINEAR_CROSS_ENTROPY_TRAIN:
-  case TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN: return true;
-  default: return false;
-  }
+  return tf_op_workspace_rule(op) == TF_WORKSPACE_LINEAR_CROSS_ENTROPY && !tf_linear_loss_accumulates(op);
 }
 
 bool tf_cpu_half_own_kernel(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs) {

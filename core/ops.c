@@ -20,7 +20,7 @@ _Static_assert(MAX_INPUTS_CONCAT == TF_OP_VARIADIC, "concat takes TF_OP_VARIADIC
 _Static_assert(MAX_INPUTS_GLOBAL_NORM_SQ == TF_OP_VARIADIC_INTERNAL, "global_norm_sq takes TF_OP_VARIADIC_INTERNAL");
 
 #define ROW(ID, op_name, number, op_scope, min, max, outputs, shape_only_mask, in_place_mask, attrs_family, shape,     \
-            alias_rule, workspace, vjp, cpu, cuda, vulkan, dtype_rule)                                                 \
+            alias_rule, workspace, vjp, cpu, cuda, vulkan, dtype_rule, slices, half)                                   \
   [TF_OP_##ID] = {.name = #op_name,                                                                                    \
                   .scope = TF_SCOPE_##op_scope,                                                                        \
                   .min_inputs = min,                                                                                   \
@@ -52,16 +52,8 @@ bool tf_op_input_shape_only(tf_op op, int32_t k) {
 }
 
 bool tf_op_moves_elements(tf_op op) {
-  switch (op) {
-  case TF_OP_RESHAPE:
-  case TF_OP_TRANSPOSE:
-  case TF_OP_CONCAT:
-  case TF_OP_SLICE:
-  case TF_OP_EXPAND:
-  case TF_OP_SLICE_GRAD:
-  case TF_OP_ZERO: return true;
-  default: return false;
-  }
+  const tf_op_info *info = tf_op_info_get(op);
+  return info && info->dtypes == TF_DTYPES_BYTES;
 }
 
 bool tf_op_output_may_alias(tf_op op, int32_t input) {

@@ -39,12 +39,13 @@ typedef enum tf_alias_rule {
 /* The dtypes an op's kernels take, on every backend (the dtypes column; tf_op_check_dtypes). */
 typedef enum tf_dtype_rule {
   TF_DTYPES_FLOAT = 0,    /* every input read for its data is floating: f32, f16 or bf16 */
-  TF_DTYPES_ANY,          /* any dtype: the kernels move bytes (layout ops) or convert (cast) */
+  TF_DTYPES_ANY,          /* any dtype: the kernels convert (cast) */
   TF_DTYPES_INT0,         /* input 0 is integer ids (i32 or i64), the others floating */
   TF_DTYPES_INT1,         /* input 1 is integer labels (i32 or i64), the others floating */
   TF_DTYPES_INT2,         /* input 2 is integer labels (i32 or i64), the others floating */
   TF_DTYPES_INT1_LENGTHS, /* input 1 integer labels, and the last input integer lengths when the op has its
                            * max inputs (ctc_loss's input_lengths); the others floating */
+  TF_DTYPES_BYTES,        /* any dtype: the kernels move elements as they are (tf_op_moves_elements) */
 } tf_dtype_rule;
 
 typedef struct tf_op_info {
@@ -65,7 +66,8 @@ const tf_op_info *tf_op_info_get(tf_op op);
 /* Whether a model graph (.tfg) may hold `op` (false for training-only ops and out-of-range values). */
 bool tf_op_in_graphs(tf_op op);
 /* Whether `op` moves elements as they are, computing nothing (reshape, transpose, concat, slice,
- * expand, slice_grad, and zero's fill): its kernels work on the bytes of any dtype. */
+ * expand, slice_grad, and zero's fill; the dtypes column's BYTES): its kernels work on the bytes of
+ * any dtype. */
 bool tf_op_moves_elements(tf_op op);
 /* Checks the dtypes of an op's inputs against its dtypes rule: a kernel is never asked to read data
  * of a dtype it does not implement (u8 data into add's f32 kernel). NULL or an error naming the
