@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "compiler/arena_pack.h"
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "core/ops.h"
 
 static int64_t align_up(int64_t value, int64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
@@ -21,22 +21,22 @@ static int64_t align_up(int64_t value, int64_t alignment) { return (value + alig
  * reshape's (a view: the input may live on, the pair then one buffer read by both) or, for an op
  * that writes over its input, one whose memory nothing reads after this step (chain_last: the last
  * step of any tensor on that memory so far; alias_root: the tensor each one's memory is on). */
-static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *node, const int32_t *chain_last,
+static int32_t aliased_input(const tf_training *t, const tf_lifetimes *life, int32_t s, const tf_ir_node *node, const int32_t *chain_last,
                              const int32_t *alias_root) {
   const tf_graph *g = t->g;
   int32_t y = node->n_outputs > 0 ? node->outputs[0] : -1;
-  if (y < 0 || t->first[y] != s)
+  if (y < 0 || life->first[y] != s)
     return -1;
   for (int32_t i = 0; i < node->n_inputs; i++) {
     int32_t x = node->inputs[i];
-    if (!tf_op_output_may_alias(node->op, i) || t->first[x] < 0 || g->tensors[x].dtype != g->tensors[y].dtype ||
+    if (!tf_op_output_may_alias(node->op, i) || life->first[x] < 0 || g->tensors[x].dtype != g->tensors[y].dtype ||
         g->tensors[x].bytes != g->tensors[y].bytes)
       continue;
     if (node->op != TF_OP_RESHAPE && chain_last[alias_root[x]] != s)
       continue;
     bool shared = false;
     for (int32_t j = 0; j < node->n_inputs && !shared; j++)
-      shared = j != i && t->first[node->inputs[j]] >= 0 && alias_root[node->inputs[j]] == alias_root[x];
+      shared = j != i && life->first[node->inputs[j]] >= 0 && alias_root[node->inputs[j]] == alias_root[x];
     if (!shared)
       return x;
   }
@@ -47,31 +47,31 @@ static int32_t aliased_input(const tf_training *t, int32_t s, const tf_ir_node *
  * for it: the output lies on the input, recorded as alias_of; each chain of such tensors is one item
  * in the packing. alias_root[i] (n_tensors entries) is the tensor at the start of i's chain, kept as
  * each alias is made (a chain only grows at its end), so no chain is ever walked. */
-static tf_status find_aliases(tf_training *t, int32_t *alias_root) {
+static tf_status find_aliases(const tf_training *t, const tf_order *order, const tf_lifetimes *life, tf_layout *layout,
+                              int32_t *alias_root) {
   const tf_graph *g = t->g;
-  free(t->alias_of);
   size_t n = (size_t)(g->n_tensors ? g->n_tensors : 1);
-  t->alias_of = malloc(sizeof(int32_t) * n);
+  layout->alias_of = malloc(sizeof(int32_t) * n);
   int32_t *chain_last = malloc(sizeof(int32_t) * n);
-  if (!t->alias_of || !chain_last) {
+  if (!layout->alias_of || !chain_last) {
     free(chain_last);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: out of memory");
   }
   for (int32_t i = 0; i < g->n_tensors; i++) {
-    t->alias_of[i] = -1;
+    layout->alias_of[i] = -1;
     alias_root[i] = i;
-    chain_last[i] = t->last[i];
+    chain_last[i] = life->last[i];
   }
-  for (int32_t s = 0; s < t->n_schedule; s++) {
-    const tf_ir_node *node = &g->nodes[t->schedule[s]];
-    int32_t x = aliased_input(t, s, node, chain_last, alias_root);
+  for (int32_t s = 0; s < order->n_steps; s++) {
+    const tf_ir_node *node = &g->nodes[order->steps[s]];
+    int32_t x = aliased_input(t, life, s, node, chain_last, alias_root);
     if (x < 0)
       continue;
     int32_t y = node->outputs[0], root = alias_root[x];
-    t->alias_of[y] = x;
+    layout->alias_of[y] = x;
     alias_root[y] = root;
-    if (t->last[y] > chain_last[root])
-      chain_last[root] = t->last[y];
+    if (life->last[y] > chain_last[root])
+      chain_last[root] = life->last[y];
   }
   free(chain_last);
   return NULL;
@@ -85,100 +85,99 @@ static void add_live(int64_t *delta, int32_t first, int32_t last, int64_t bytes)
   delta[last + 1] -= bytes;
 }
 
-static void sum_live_bytes(tf_training *t, const int64_t *delta) {
+static void sum_live_bytes(const tf_order *order, tf_layout *layout, const int64_t *delta) {
   int64_t live = 0;
-  for (int32_t s = 0; s < t->n_schedule; s++) {
+  for (int32_t s = 0; s < order->n_steps; s++) {
     live += delta[s];
-    t->live_bytes[s] = live;
+    layout->live_bytes[s] = live;
   }
 }
 
 /* The arena items: one per alias chain, live from its root's first step to its last member's last
- * step, then one per step's workspace; fills t->live_bytes. Returns how many, or -1 out of memory. */
-static int32_t collect_items(tf_training *t, const int32_t *alias_root, arena_item *items) {
+ * step, then one per step's workspace; fills layout->live_bytes. Returns how many, or -1 out of memory. */
+static int32_t collect_items(const tf_training *t, const tf_order *order, const tf_lifetimes *life, tf_layout *layout,
+                             const int32_t *alias_root, arena_item *items) {
   const tf_graph *g = t->g;
   int64_t alignment = t->options.target.alignment;
   int32_t *item_last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  int64_t *delta = calloc((size_t)t->n_schedule + 1, sizeof(int64_t));
+  int64_t *delta = calloc((size_t)order->n_steps + 1, sizeof(int64_t));
   if (!item_last || !delta) {
     free(item_last);
     free(delta);
     return -1;
   }
   for (int32_t i = 0; i < g->n_tensors; i++)
-    item_last[i] = t->last[i];
+    item_last[i] = life->last[i];
   for (int32_t i = 0; i < g->n_tensors; i++) {
-    int32_t root = t->first[i] >= 0 ? alias_root[i] : i;
-    if (root != i && t->last[i] > item_last[root])
-      item_last[root] = t->last[i];
+    int32_t root = life->first[i] >= 0 ? alias_root[i] : i;
+    if (root != i && life->last[i] > item_last[root])
+      item_last[root] = life->last[i];
   }
   int32_t n = 0;
   for (int32_t i = 0; i < g->n_tensors; i++) {
-    if (t->first[i] < 0 || t->alias_of[i] >= 0)
+    if (life->first[i] < 0 || layout->alias_of[i] >= 0)
       continue;
-    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), t->first[i], item_last[i], i, 0};
-    add_live(delta, t->first[i], item_last[i], items[n - 1].size);
+    items[n++] = (arena_item){align_up(g->tensors[i].bytes, alignment), life->first[i], item_last[i], i, 0};
+    add_live(delta, life->first[i], item_last[i], items[n - 1].size);
   }
-  for (int32_t s = 0; s < t->n_schedule; s++) {
-    t->workspace_offset[s] = -1;
-    if (t->workspace_bytes[s] > 0) {
-      items[n++] = (arena_item){align_up(t->workspace_bytes[s], alignment), s, s, -(s + 1), 0};
+  for (int32_t s = 0; s < order->n_steps; s++) {
+    layout->workspace_offset[s] = -1;
+    if (life->workspace_bytes[s] > 0) {
+      items[n++] = (arena_item){align_up(life->workspace_bytes[s], alignment), s, s, -(s + 1), 0};
       add_live(delta, s, s, items[n - 1].size);
     }
   }
-  sum_live_bytes(t, delta);
+  sum_live_bytes(order, layout, delta);
   free(item_last);
   free(delta);
   return n;
 }
 
-static tf_status assign_arena(tf_training *t) {
+static tf_status assign_arena(const tf_training *t, const tf_order *order, const tf_lifetimes *life, tf_layout *layout) {
   const tf_graph *g = t->g;
   int64_t alignment = t->options.target.alignment;
-  int32_t capacity = g->n_tensors + t->n_schedule;
+  int32_t capacity = g->n_tensors + order->n_steps;
   arena_item *items = malloc(sizeof(arena_item) * (size_t)(capacity ? capacity : 1));
   int32_t *alias_root = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  free(t->live_bytes);
-  t->live_bytes = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(int64_t));
-  free(t->workspace_offset);
-  t->workspace_offset = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
+  layout->live_bytes = calloc((size_t)(order->n_steps ? order->n_steps : 1), sizeof(int64_t));
+  layout->workspace_offset = malloc(sizeof(int64_t) * (size_t)(order->n_steps ? order->n_steps : 1));
   tf_status status = NULL;
   int32_t n = -1;
-  if (items && alias_root && t->live_bytes && t->workspace_offset) {
-    status = find_aliases(t, alias_root);
+  if (items && alias_root && layout->live_bytes && layout->workspace_offset) {
+    status = find_aliases(t, order, life, layout, alias_root);
     if (!status)
-      n = collect_items(t, alias_root, items);
+      n = collect_items(t, order, life, layout, alias_root, items);
   }
   if (status || n < 0) {
     free(items);
     free(alias_root);
     return status ? status : tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate for %d buffers", capacity);
   }
-  t->arena_naive = 0;
+  layout->arena_naive = 0;
   for (int32_t i = 0; i < g->n_tensors; i++)
-    if (t->first[i] >= 0)
-      t->arena_naive += align_up(g->tensors[i].bytes, alignment);
-  for (int32_t s = 0; s < t->n_schedule; s++)
-    if (t->workspace_bytes[s] > 0)
-      t->arena_naive += align_up(t->workspace_bytes[s], alignment);
-  t->arena_lower_bound = 0;
-  t->peak_step = t->n_schedule > 0 ? 0 : -1;
-  for (int32_t s = 0; s < t->n_schedule; s++) {
-    if (t->live_bytes[s] > t->arena_lower_bound) {
-      t->arena_lower_bound = t->live_bytes[s];
-      t->peak_step = s;
+    if (life->first[i] >= 0)
+      layout->arena_naive += align_up(g->tensors[i].bytes, alignment);
+  for (int32_t s = 0; s < order->n_steps; s++)
+    if (life->workspace_bytes[s] > 0)
+      layout->arena_naive += align_up(life->workspace_bytes[s], alignment);
+  layout->arena_lower_bound = 0;
+  layout->peak_step = order->n_steps > 0 ? 0 : -1;
+  for (int32_t s = 0; s < order->n_steps; s++) {
+    if (layout->live_bytes[s] > layout->arena_lower_bound) {
+      layout->arena_lower_bound = layout->live_bytes[s];
+      layout->peak_step = s;
     }
   }
-  status = tf_arena_pack(items, n, t->arena_lower_bound, &t->region_bytes[TF_REGION_ARENA], NULL);
+  status = tf_arena_pack(items, n, layout->arena_lower_bound, &layout->region_bytes[TF_REGION_ARENA], NULL);
   for (int32_t i = 0; i < n; i++) {
     if (items[i].id >= 0)
-      t->offset[items[i].id] = items[i].offset;
+      layout->offset[items[i].id] = items[i].offset;
     else
-      t->workspace_offset[-items[i].id - 1] = items[i].offset;
+      layout->workspace_offset[-items[i].id - 1] = items[i].offset;
   }
   for (int32_t i = 0; i < g->n_tensors; i++)
-    if (t->first[i] >= 0 && t->alias_of[i] >= 0)
-      t->offset[i] = t->offset[alias_root[i]];
+    if (life->first[i] >= 0 && layout->alias_of[i] >= 0)
+      layout->offset[i] = layout->offset[alias_root[i]];
   free(items);
   free(alias_root);
   return status;
@@ -197,23 +196,32 @@ static tf_region persistent_region(const tf_training *t, int32_t id) {
   return TF_REGION_COUNT;
 }
 
-tf_status tf_assign(tf_training *t) {
+tf_status tf_layout_assign(const tf_training *t, const tf_order *order, const tf_lifetimes *life, tf_layout *layout) {
   const tf_graph *g = t->g;
   int64_t alignment = t->options.target.alignment;
-  free(t->offset);
-  t->offset = malloc(sizeof(int64_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  if (!t->offset)
+  tf_layout_free(layout);
+  layout->offset = malloc(sizeof(int64_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!layout->offset)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate offsets");
-  memset(t->region_bytes, 0, sizeof(t->region_bytes));
+  memset(layout->region_bytes, 0, sizeof(layout->region_bytes));
   for (int32_t i = 0; i < g->n_tensors; i++) {
-    t->offset[i] = -1;
+    layout->offset[i] = -1;
     tf_region region = persistent_region(t, i);
     if (region == TF_REGION_COUNT)
       continue;
-    t->offset[i] = t->region_bytes[region];
-    t->region_bytes[region] = align_up(t->region_bytes[region] + g->tensors[i].bytes, alignment);
+    layout->offset[i] = layout->region_bytes[region];
+    layout->region_bytes[region] = align_up(layout->region_bytes[region] + g->tensors[i].bytes, alignment);
   }
   /* The io region holds two copies of the micro-batch: the second half mirrors the first. */
-  t->region_bytes[TF_REGION_IO] *= 2;
-  return assign_arena(t);
+  layout->region_bytes[TF_REGION_IO] *= 2;
+  return assign_arena(t, order, life, layout);
+}
+
+void tf_layout_free(tf_layout *layout) {
+  free(layout->alias_of);
+  free(layout->offset);
+  free(layout->workspace_offset);
+  free(layout->live_bytes);
+  layout->alias_of = NULL;
+  layout->offset = layout->workspace_offset = layout->live_bytes = NULL;
 }

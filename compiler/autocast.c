@@ -183,7 +183,7 @@ tf_status tf_autocast_pass(tf_training *t) {
   t->autocast_casts = casts;
   /* the products left on f32 operands (the fused loss head's gradient products) round them to the
    * half type on the tensor cores, as autocast computes them in half */
-  if (t->options.matmul_math == TF_F32)
-    t->options.matmul_math = half;
+  if (t->matmul_math == TF_F32)
+    t->matmul_math = half;
   return status;
 }

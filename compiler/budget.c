@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "core/linear_loss.h"
 #include "graph/ir.h"
 #include "tightfit/compiler.h"

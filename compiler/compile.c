@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "graph/passes.h"
 
 tf_compile_options tf_compile_options_default(tf_target_kind target) {
@@ -117,20 +117,11 @@ static tf_status check_options(const tf_compile_options *o) {
   return NULL;
 }
 
-/* The compiler works on its own copy, bound to concrete shapes. */
+/* The compiler works on its own copy (tf_ir_copy), bound to concrete shapes. */
 static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_graph **out) {
-  void *bytes;
-  size_t size;
-  TF_RETURN_IF_ERROR(tf_graph_serialize(graph, &bytes, &size));
-  tf_status status = tf_graph_parse(bytes, size, graph->name, out);
-  free(bytes);
+  tf_status status = tf_ir_copy(graph, out);
   if (!status && bindings)
     status = tf_graph_bind_list(*out, bindings);
-  for (int32_t i = 0; !status && i < graph->n_symbols; i++) {
-    int32_t s = tf_ir_find_symbol(*out, graph->symbols[i].name);
-    if (graph->symbols[i].bound && s >= 0 && !(*out)->symbols[s].bound)
-      status = tf_graph_bind(*out, graph->symbols[i].name, graph->symbols[i].value);
-  }
   if (!status)
     status = tf_graph_infer_shapes(*out);
   if (status) {
@@ -140,36 +131,64 @@ static tf_status bound_copy(const tf_graph *graph, const char *bindings, tf_grap
   return status;
 }
 
-/* Schedule, liveness and assignment for one order. */
-static tf_status place_in_order(tf_training *t, bool memory_aware) {
-  TF_RETURN_IF_ERROR(memory_aware ? tf_schedule_memory(t) : tf_schedule(t));
-  TF_RETURN_IF_ERROR(tf_schedule_updates(t));
-  TF_RETURN_IF_ERROR(tf_liveness(t));
-  return tf_assign(t);
+/* The stages after the training graph (compiler/stages.h), owned by the driver. */
+typedef struct placement {
+  tf_order order;
+  tf_lifetimes lifetimes;
+  tf_layout layout;
+} placement;
+
+static void placement_free(placement *p) {
+  tf_order_free(&p->order);
+  tf_lifetimes_free(&p->lifetimes);
+  tf_layout_free(&p->layout);
+}
+
+/* Order, lifetimes and layout for one order of the training graph. */
+static tf_status place_in_order(const tf_training *t, bool memory_aware, placement *p) {
+  TF_RETURN_IF_ERROR(memory_aware ? tf_order_memory_aware(t, &p->order) : tf_order_model(t, &p->order));
+  TF_RETURN_IF_ERROR(tf_order_move_updates(t, &p->order));
+  TF_RETURN_IF_ERROR(tf_lifetimes_find(t, &p->order, &p->lifetimes));
+  return tf_layout_assign(t, &p->order, &p->lifetimes, &p->layout);
 }
 
 /* Tries the memory-aware order (schedule_memory.c) and the model order and keeps the one whose
  * arena is smaller (the model order on a tie), so a plan never gets a larger arena from the
- * reordering; only a win of the memory-aware order places a second time. Inference plans keep the
- * model order. */
-static tf_status schedule_and_assign(tf_training *t) {
-  snprintf(t->schedule_notes, sizeof(t->schedule_notes), "schedule: model order");
-  if (!t->options.training)
-    return place_in_order(t, false);
-  TF_RETURN_IF_ERROR(place_in_order(t, true));
-  int64_t memory = t->region_bytes[TF_REGION_ARENA];
-  TF_RETURN_IF_ERROR(place_in_order(t, false));
-  int64_t model = t->region_bytes[TF_REGION_ARENA];
-  bool keep_memory = memory < model;
-  snprintf(t->schedule_notes, sizeof(t->schedule_notes),
-           "schedule: %s (arena %.2f MiB in the memory-aware order, %.2f MiB in model order)",
-           keep_memory ? "memory-aware order" : "model order", (double)memory / 1048576.0, (double)model / 1048576.0);
-  if (t->options.update_in_backward) {
-    size_t used = strlen(t->schedule_notes);
-    snprintf(t->schedule_notes + used, sizeof(t->schedule_notes) - used,
-             "; each update in the backward pass, right after its gradient and its parameter's last reader");
+ * reordering. Inference plans keep the model order. On error *p is freed. */
+static tf_status schedule_and_assign(const tf_training *t, placement *p) {
+  memset(p, 0, sizeof(*p));
+  tf_status status = NULL;
+  if (!t->options.training) {
+    snprintf(p->order.notes, sizeof(p->order.notes), "schedule: model order");
+    status = place_in_order(t, false, p);
+  } else {
+    placement memory;
+    memset(&memory, 0, sizeof(memory));
+    status = place_in_order(t, true, &memory);
+    if (!status)
+      status = place_in_order(t, false, p);
+    const bool keep_memory = !status && memory.layout.region_bytes[TF_REGION_ARENA] < p->layout.region_bytes[TF_REGION_ARENA];
+    if (!status) {
+      const int64_t memory_arena = memory.layout.region_bytes[TF_REGION_ARENA];
+      const int64_t model_arena = p->layout.region_bytes[TF_REGION_ARENA];
+      if (keep_memory) {
+        placement_free(p);
+        *p = memory;
+        memset(&memory, 0, sizeof(memory));
+      }
+      int used = snprintf(p->order.notes, sizeof(p->order.notes),
+                          "schedule: %s (arena %.2f MiB in the memory-aware order, %.2f MiB in model order)",
+                          keep_memory ? "memory-aware order" : "model order", (double)memory_arena / 1048576.0,
+                          (double)model_arena / 1048576.0);
+      if (t->options.update_in_backward)
+        snprintf(p->order.notes + used, sizeof(p->order.notes) - (size_t)used,
+                 "; each update in the backward pass, right after its gradient and its parameter's last reader");
+    }
+    placement_free(&memory);
   }
-  return keep_memory ? place_in_order(t, true) : NULL;
+  if (status)
+    placement_free(p);
+  return status;
 }
 
 /* A copy of `name` (malloc), or NULL on no memory. */
@@ -205,6 +224,7 @@ typedef struct pipeline_facts {
 static tf_status run_front(const tf_graph *graph, const tf_compile_options *options, tf_training *t) {
   memset(t, 0, sizeof(*t));
   t->options = *options;
+  t->matmul_math = options->matmul_math;
   tf_status status = bound_copy(graph, options->bindings, &t->g);
   if (!status)
     status = resolve_config(t->g, options, &t->config);
@@ -240,37 +260,40 @@ static tf_status run_front(const tf_graph *graph, const tf_compile_options *opti
   return status;
 }
 
-/* The passes from recompute on, with `choice`, and the plan; frees *t. With `saved`, also returns
- * the names of the saved activations (remat's candidates); with `facts`, what the run found out. */
+/* The passes from recompute on, with `choice`, the stages after the training graph, and the plan;
+ * frees *t. With `saved`, also returns the names of the saved activations (remat's candidates);
+ * with `facts`, what the run found out. */
 static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pipeline_facts *facts, char ***saved,
                           int32_t *n_saved) {
   *out = NULL;
-  t->options_remat_drop = choice.drop;
-  t->remat_phase = choice.phase;
-  t->recomputed_f32 = choice.recomputed_f32;
-  t->collect_saved = saved != NULL;
-  tf_status status = tf_remat(t);
+  const tf_remat_request request = {choice.drop, choice.phase, saved != NULL};
+  tf_remat_result remat;
+  tf_status status = tf_remat(t, &request, &remat);
   if (!status)
     status = tf_running_stats_pass(t);
   if (!status)
-    status = tf_precision_pass(t);
+    status = tf_precision_pass(t, choice.recomputed_f32);
+  placement placed;
+  memset(&placed, 0, sizeof(placed));
   if (!status)
-    status = schedule_and_assign(t);
+    status = schedule_and_assign(t, &placed);
   tf_plan *plan = NULL;
-  if (!status)
-    status = tf_emit(t, &plan); /* verified once chosen (tf_compile), not each trial of a search */
+  if (!status) /* verified once chosen (tf_compile), not each trial of a search */
+    status = tf_emit(t, &placed.order, &placed.lifetimes, &placed.layout, &plan);
+  placement_free(&placed);
   if (facts)
-    *facts = (pipeline_facts){t->n_segments, t->remat_stride, t->recomputed_half};
+    *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};
   if (!status && saved) {
-    *saved = calloc((size_t)(t->n_saved ? t->n_saved : 1), sizeof(char *));
+    *saved = calloc((size_t)(remat.n_saved ? remat.n_saved : 1), sizeof(char *));
     *n_saved = 0;
-    for (int32_t i = 0; *saved && i < t->n_saved; i++) {
-      (*saved)[i] = copy_name(t->g->tensors[t->saved_list[i]].name);
+    for (int32_t i = 0; *saved && i < remat.n_saved; i++) {
+      (*saved)[i] = copy_name(t->g->tensors[remat.saved_list[i]].name);
       (*n_saved)++;
     }
     if (!*saved)
       status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot list the saved activations");
   }
+  free(remat.saved_list);
   tf_training_free(t);
   if (status) {
     tf_plan_destroy(plan);

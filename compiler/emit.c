@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/copy.h"
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "core/ops.h"
 
 static tf_buffer_role role_of(const tf_training *t, int32_t id) {
@@ -21,6 +21,14 @@ static tf_buffer_role role_of(const tf_training *t, int32_t id) {
   default: return t->role[id];
   }
 }
+
+/* The products a plan is emitted from. */
+typedef struct products {
+  const tf_training *t;
+  const tf_order *order;
+  const tf_lifetimes *life;
+  const tf_layout *layout;
+} products;
 
 static tf_region region_of(tf_buffer_role role) {
   switch (role) {
@@ -103,20 +111,21 @@ static bool leading_is_batch(const tf_graph *g, const tf_ir_tensor *t) {
   return n >= 0 && t->declared.rank >= 1 && t->declared.dims[0].symbol == n && t->declared.dims[0].size == 1;
 }
 
-static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor, int32_t *id) {
+static tf_status add_buffer(tf_plan *plan, const products *p, int32_t tensor, int32_t *id) {
+  const tf_training *t = p->t;
   const tf_ir_tensor *src = &t->g->tensors[tensor];
   tf_plan_buffer *b = &plan->buffers[plan->n_buffers];
   memset(b, 0, sizeof(*b));
   b->name = tf_copy_string(src->name);
   b->role = role_of(t, tensor);
   b->region = region_of(b->role);
-  b->offset = t->offset[tensor];
+  b->offset = p->layout->offset[tensor];
   b->bytes = src->bytes;
   b->dtype = src->dtype;
   b->rank = src->rank;
   memcpy(b->shape, src->shape, sizeof(b->shape));
-  b->first_step = b->region == TF_REGION_ARENA ? t->first[tensor] : -1;
-  b->last_step = b->region == TF_REGION_ARENA ? t->last[tensor] : -1;
+  b->first_step = b->region == TF_REGION_ARENA ? p->life->first[tensor] : -1;
+  b->last_step = b->region == TF_REGION_ARENA ? p->life->last[tensor] : -1;
   b->init = (tf_init){src->init_kind, src->init_a, src->init_b, tf_copy_string(src->init_file),
                       tf_copy_string(src->init_key)};
   b->owner = -1;
@@ -129,26 +138,27 @@ static tf_status add_buffer(tf_plan *plan, const tf_training *t, int32_t tensor,
   return NULL;
 }
 
-static tf_status emit_buffers(tf_plan *plan, const tf_training *t, int32_t *buffer_of) {
+static tf_status emit_buffers(tf_plan *plan, const products *p, int32_t *buffer_of) {
+  const tf_training *t = p->t;
   const tf_graph *g = t->g;
-  int64_t io_half = t->region_bytes[TF_REGION_IO] / 2;
+  int64_t io_half = p->layout->region_bytes[TF_REGION_IO] / 2;
   for (int32_t i = 0; i < g->n_tensors; i++) {
     buffer_of[i] = -1;
-    if (t->offset[i] < 0)
+    if (p->layout->offset[i] < 0)
       continue;
-    TF_RETURN_IF_ERROR(add_buffer(plan, t, i, &buffer_of[i]));
+    TF_RETURN_IF_ERROR(add_buffer(plan, p, i, &buffer_of[i]));
   }
   for (int32_t i = 0; i < g->n_tensors; i++) {
     int32_t id = buffer_of[i];
     if (id < 0)
       continue;
-    if (t->alias_of && t->alias_of[i] >= 0)
-      plan->buffers[id].alias_of = buffer_of[t->alias_of[i]];
+    if (p->layout->alias_of && p->layout->alias_of[i] >= 0)
+      plan->buffers[id].alias_of = buffer_of[p->layout->alias_of[i]];
     if (t->owner[i] >= 0)
       plan->buffers[id].owner = buffer_of[t->owner[i]];
     if (plan->buffers[id].region == TF_REGION_IO) {
       int32_t twin;
-      TF_RETURN_IF_ERROR(add_buffer(plan, t, i, &twin));
+      TF_RETURN_IF_ERROR(add_buffer(plan, p, i, &twin));
       plan->buffers[twin].offset += io_half;
       plan->buffers[twin].io_twin = id;
       plan->buffers[id].io_twin = twin;
@@ -169,16 +179,17 @@ static tf_attrs concrete_attrs(const tf_graph *g, const tf_ir_node *node) {
   return attrs;
 }
 
-static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *buffer_of) {
+static tf_status emit_steps(tf_plan *plan, const products *p, const int32_t *buffer_of) {
+  const tf_training *t = p->t;
   const tf_graph *g = t->g;
-  for (int32_t s = 0; s < t->n_schedule; s++) {
-    const tf_ir_node *node = &g->nodes[t->schedule[s]];
+  for (int32_t s = 0; s < p->order->n_steps; s++) {
+    const tf_ir_node *node = &g->nodes[p->order->steps[s]];
     tf_plan_step *step = &plan->steps[plan->n_steps++];
     memset(step, 0, sizeof(*step));
     step->name = tf_copy_string(node->name);
     step->op = node->op;
     step->attrs = concrete_attrs(g, node);
-    step->phase = t->phase[t->schedule[s]];
+    step->phase = t->phase[p->order->steps[s]];
     step->n_inputs = node->n_inputs;
     step->inputs = malloc(sizeof(int32_t) * (size_t)(node->n_inputs ? node->n_inputs : 1));
     if (!step->name || !step->inputs)
@@ -190,7 +201,7 @@ static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *
       step->outputs[k] = buffer_of[node->outputs[k]];
     step->workspace = -1;
     step->flops = estimate_flops(g, node);
-    if (t->workspace_bytes[s] > 0) {
+    if (p->life->workspace_bytes[s] > 0) {
       tf_plan_buffer *w = &plan->buffers[plan->n_buffers];
       memset(w, 0, sizeof(*w));
       char name[600];
@@ -198,8 +209,8 @@ static tf_status emit_steps(tf_plan *plan, const tf_training *t, const int32_t *
       w->name = tf_copy_string(name);
       w->role = TF_ROLE_WORKSPACE;
       w->region = TF_REGION_ARENA;
-      w->offset = t->workspace_offset[s];
-      w->bytes = t->workspace_bytes[s];
+      w->offset = p->layout->workspace_offset[s];
+      w->bytes = p->life->workspace_bytes[s];
       w->dtype = TF_U8;
       w->rank = 1;
       w->shape[0] = w->bytes;
@@ -242,16 +253,17 @@ static void batch_norm_note(const tf_training *t, const tf_plan *plan, char *lin
            plan->accumulate > 1 ? " (not the global batch: gradient accumulation splits it)" : "", running);
 }
 
-static void emit_report(tf_plan *plan, const tf_training *t) {
+static void emit_report(tf_plan *plan, const products *p) {
+  const tf_training *t = p->t;
   tf_plan_report *r = &plan->report;
   for (int32_t i = 0; i < plan->n_buffers; i++)
     r->role_bytes[plan->buffers[i].role] += plan->buffers[i].bytes;
-  r->arena_lower_bound = t->arena_lower_bound;
-  r->arena_naive = t->arena_naive;
-  r->peak_step = t->peak_step;
-  r->live_bytes = malloc(sizeof(int64_t) * (size_t)(t->n_schedule ? t->n_schedule : 1));
+  r->arena_lower_bound = p->layout->arena_lower_bound;
+  r->arena_naive = p->layout->arena_naive;
+  r->peak_step = p->layout->peak_step;
+  r->live_bytes = malloc(sizeof(int64_t) * (size_t)(p->order->n_steps ? p->order->n_steps : 1));
   if (r->live_bytes)
-    memcpy(r->live_bytes, t->live_bytes, sizeof(int64_t) * (size_t)t->n_schedule);
+    memcpy(r->live_bytes, p->layout->live_bytes, sizeof(int64_t) * (size_t)p->order->n_steps);
   for (int32_t s = 0; s < plan->n_steps; s++)
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
   char notes[4096], batch_norm[512];
@@ -268,7 +280,7 @@ static void emit_report(tf_plan *plan, const tf_training *t) {
              "arena: greedy by size, best fit among buffers live at the same time\n",
              plan->micro_batch, plan->accumulate, plan->global_batch, optimizers[t->config.optimizer],
              t->config.learning_rate, t->config.weight_decay, t->config.clip_norm, t->remat_notes, t->precision_notes,
-             t->schedule_notes, batch_norm);
+             p->order->notes, batch_norm);
   else
     snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s%s", plan->micro_batch,
              t->half_nodes + t->half_kernel_nodes > 0 ? t->precision_notes : "",
@@ -292,15 +304,17 @@ static int64_t batch_of(const tf_graph *g) {
   return n >= 0 ? g->symbols[n].value : 1;
 }
 
-tf_status tf_emit(tf_training *t, tf_plan **out) {
+tf_status tf_emit(const tf_training *t, const tf_order *order, const tf_lifetimes *lifetimes, const tf_layout *layout,
+                  tf_plan **out) {
   *out = NULL;
+  const products stages = {t, order, lifetimes, layout}, *p = &stages;
   const tf_graph *g = t->g;
   tf_plan *plan = calloc(1, sizeof(tf_plan));
-  int32_t capacity = 2 * g->n_tensors + t->n_schedule;
+  int32_t capacity = 2 * g->n_tensors + p->order->n_steps;
   int32_t *buffer_of = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
   if (plan) {
     plan->buffers = calloc((size_t)(capacity ? capacity : 1), sizeof(tf_plan_buffer));
-    plan->steps = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(tf_plan_step));
+    plan->steps = calloc((size_t)(p->order->n_steps ? p->order->n_steps : 1), sizeof(tf_plan_step));
     plan->symbol_names = calloc((size_t)(g->n_symbols ? g->n_symbols : 1), sizeof(char *));
     plan->symbol_values = calloc((size_t)(g->n_symbols ? g->n_symbols : 1), sizeof(int64_t));
   }
@@ -313,22 +327,22 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
   plan->graph_name = tf_copy_string(g->name);
   plan->target = tf_copy_string(tf_target_name(t->options.target.kind));
   plan->alignment = t->options.target.alignment;
-  memcpy(plan->region_bytes, t->region_bytes, sizeof(plan->region_bytes));
+  memcpy(plan->region_bytes, p->layout->region_bytes, sizeof(plan->region_bytes));
   plan->training = t->options.training;
-  plan->matmul_math = t->options.matmul_math;
+  plan->matmul_math = t->matmul_math;
   plan->training_config = t->config;
   plan->accumulate = t->options.training ? t->config.accumulate_steps : 1;
   plan->micro_batch = batch_of(g);
   plan->global_batch = plan->micro_batch * plan->accumulate;
-  plan->micro_steps = t->micro_steps;
+  plan->micro_steps = p->order->micro_steps;
   plan->n_symbols = g->n_symbols;
   for (int32_t i = 0; i < g->n_symbols; i++) {
     plan->symbol_names[i] = tf_copy_string(g->symbols[i].name);
     plan->symbol_values[i] = g->symbols[i].value;
   }
-  tf_status status = emit_buffers(plan, t, buffer_of);
+  tf_status status = emit_buffers(plan, p, buffer_of);
   if (!status)
-    status = emit_steps(plan, t, buffer_of);
+    status = emit_steps(plan, p, buffer_of);
   if (!status) {
     plan->loss = t->loss >= 0 ? buffer_of[t->loss] : -1;
     plan->loss_scale_seed = t->config.loss_scale > 0 && t->loss_seed >= 0 ? buffer_of[t->loss_seed] : -1;
@@ -340,7 +354,7 @@ tf_status tf_emit(tf_training *t, tf_plan **out) {
       for (int32_t i = 0; plan->outputs && i < g->n_outputs; i++)
         plan->outputs[plan->n_outputs++] = buffer_of[g->outputs[i]];
     }
-    emit_report(plan, t);
+    emit_report(plan, p);
     tf_target_plan_overhead(&t->options.target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
   }
   free(buffer_of);

@@ -5,59 +5,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "core/ops.h"
 
 static bool in_arena(const tf_training *t, int32_t id) {
   return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION;
 }
 
-tf_status tf_liveness(tf_training *t) {
+tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_lifetimes *lifetimes) {
   const tf_graph *g = t->g;
   int32_t n = g->n_tensors;
-  free(t->first);
-  free(t->last);
-  free(t->workspace_bytes);
-  t->first = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-  t->last = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-  t->workspace_bytes = calloc((size_t)(t->n_schedule ? t->n_schedule : 1), sizeof(int64_t));
-  if (!t->first || !t->last || !t->workspace_bytes)
+  tf_lifetimes_free(lifetimes);
+  int32_t *first = lifetimes->first = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  int32_t *last = lifetimes->last = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  int64_t *workspace = lifetimes->workspace_bytes = calloc((size_t)(order->n_steps ? order->n_steps : 1), sizeof(int64_t));
+  if (!first || !last || !workspace)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "liveness: cannot allocate for %d tensors", n);
   for (int32_t i = 0; i < n; i++)
-    t->first[i] = t->last[i] = -1;
-  for (int32_t s = 0; s < t->n_schedule; s++) {
-    const tf_ir_node *node = &g->nodes[t->schedule[s]];
+    first[i] = last[i] = -1;
+  for (int32_t s = 0; s < order->n_steps; s++) {
+    const tf_ir_node *node = &g->nodes[order->steps[s]];
     for (int32_t k = 0; k < node->n_outputs; k++) {
       int32_t out = node->outputs[k];
       if (in_arena(t, out))
-        t->first[out] = t->last[out] = s;
+        first[out] = last[out] = s;
     }
     for (int32_t k = 0; k < node->n_inputs; k++) {
       int32_t in = node->inputs[k];
       bool shape_only = tf_op_input_shape_only(node->op, k);
       if (!shape_only && in_arena(t, in)) {
-        if (t->first[in] < 0)
+        if (first[in] < 0)
           return tf_status_new(TF_ERR_INTERNAL, "step %d (%s) reads '%s' before any step writes it", s, node->name,
                                g->tensors[in].name);
-        t->last[in] = s;
+        last[in] = s;
       }
     }
-    t->workspace_bytes[s] = tf_workspace_bytes(&t->options.target, g, node);
-    if (t->workspace_bytes[s] < 0)
+    workspace[s] = tf_workspace_bytes(&t->options.target, g, node);
+    if (workspace[s] < 0)
       return tf_status_new(TF_ERR_INTERNAL, "step %d (%s): negative workspace", s, node->name);
   }
-  int32_t end = t->micro_steps > 0 ? t->micro_steps - 1 : 0;
-  if (t->loss >= 0 && in_arena(t, t->loss) && t->last[t->loss] < end)
-    t->last[t->loss] = end;
+  int32_t end = order->micro_steps > 0 ? order->micro_steps - 1 : 0;
+  if (t->loss >= 0 && in_arena(t, t->loss) && last[t->loss] < end)
+    last[t->loss] = end;
   /* The runtime reads the overflow check after the whole optimizer block. */
-  if (t->overflow_check >= 0 && in_arena(t, t->overflow_check) && t->first[t->overflow_check] >= 0)
-    t->last[t->overflow_check] = t->n_schedule - 1;
+  if (t->overflow_check >= 0 && in_arena(t, t->overflow_check) && first[t->overflow_check] >= 0)
+    last[t->overflow_check] = order->n_steps - 1;
   /* Training plans keep only the loss: holding, say, the logits through the backward pass would
    * cost their full size at the peak. Inference plans keep every output. */
   for (int32_t i = 0; i < g->n_outputs && !t->options.training; i++) {
     int32_t out = g->outputs[i];
-    if (in_arena(t, out) && t->first[out] >= 0 && t->last[out] < end)
-      t->last[out] = end;
+    if (in_arena(t, out) && first[out] >= 0 && last[out] < end)
+      last[out] = end;
   }
   return NULL;
+}
+
+void tf_lifetimes_free(tf_lifetimes *lifetimes) {
+  free(lifetimes->first);
+  free(lifetimes->last);
+  free(lifetimes->workspace_bytes);
+  lifetimes->first = lifetimes->last = NULL;
+  lifetimes->workspace_bytes = NULL;
 }

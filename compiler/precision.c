@@ -301,7 +301,7 @@ static void note_half_nodes(tf_training *t, int32_t from_source, int64_t source_
              t->half_nodes, from_source, (double)source_saved / 1048576.0);
 }
 
-tf_status tf_precision_pass(tf_training *t) {
+tf_status tf_precision_pass(tf_training *t, bool recomputed_f32) {
   tf_precision policy = t->config.precision;
   if (!t->options.training) {
     snprintf(t->precision_notes, sizeof(t->precision_notes), "precision: f32");
@@ -322,7 +322,7 @@ tf_status tf_precision_pass(tf_training *t) {
   for (int32_t x = 0; x < n_tensors && !status; x++) {
     if (kept[x] == RECOMPUTED) {
       tf_dtype type =
-          t->recomputed_f32 ? TF_F32 : storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
+          recomputed_f32 ? TF_F32 : storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
       recomputed += type != TF_F32;
       if (type != TF_F32)
         status = store_in_half(t, x, type, n_nodes, &saved);

@@ -87,14 +87,15 @@ done:
  * bytes plus the largest merged segment's saved bytes (recomputed all at once during its backward).
  * Transformers keep every cut (the residual stream is small next to a layer's activations); a
  * chain of equal layers keeps about sqrt(n), the classic scheme. Which of the s phases is kept
- * (cut c when (c + 1 + t->remat_phase) % s == 0) the model cannot tell apart: a transformer block
+ * (cut c when (c + 1 + phase) % s == 0) the model cannot tell apart: a transformer block
  * has two cuts (after attention, after the MLP), and whether a segment is attention + MLP or MLP +
  * next attention decides which block half's recomputed activations wait through the other half's
- * backward; compile.c compiles each phase and keeps the smaller plan. Sets t->remat_stride to s.
+ * backward; compile.c compiles each phase and keeps the smaller plan. Sets *stride to s.
  * Returns the kept count. */
-static int32_t keep_every_sth_cut(tf_training *t, const bool *saved, int32_t *cuts, int32_t n_cuts) {
+static int32_t keep_every_sth_cut(const tf_training *t, int32_t phase, const bool *saved, int32_t *cuts, int32_t n_cuts,
+                                  int32_t *stride_out) {
   const tf_graph *g = t->g;
-  t->remat_stride = 1;
+  *stride_out = 1;
   if (n_cuts < 2)
     return n_cuts;
   int64_t *inside = calloc((size_t)n_cuts + 1, sizeof(int64_t)); /* saved bytes strictly inside e_i */
@@ -139,9 +140,9 @@ static int32_t keep_every_sth_cut(tf_training *t, const bool *saved, int32_t *cu
     }
   }
   int32_t n_kept = 0;
-  t->remat_stride = best_stride;
+  *stride_out = best_stride;
   for (int32_t c = 0; c < n_cuts; c++)
-    if ((c + 1 + t->remat_phase) % best_stride == 0)
+    if ((c + 1 + phase) % best_stride == 0)
       cuts[n_kept++] = cuts[c];
   free(inside);
   free(cut_bytes);
@@ -223,17 +224,17 @@ static tf_status rewrite_readers(tf_training *t, const bool *dropped, int32_t *r
   return r.status;
 }
 
-static tf_status collect_saved(tf_training *t) {
+static tf_status collect_saved(const tf_training *t, tf_remat_result *result) {
   bool *saved = find_saved(t);
   if (!saved)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
-  t->saved_list = malloc(sizeof(int32_t) * (size_t)(t->g->n_tensors ? t->g->n_tensors : 1));
-  t->n_saved = 0;
-  for (int32_t n = 0; t->saved_list && n < t->n_forward_nodes; n++)
+  result->saved_list = malloc(sizeof(int32_t) * (size_t)(t->g->n_tensors ? t->g->n_tensors : 1));
+  result->n_saved = 0;
+  for (int32_t n = 0; result->saved_list && n < t->n_forward_nodes; n++)
     if (saved[t->g->nodes[n].outputs[0]])
-      t->saved_list[t->n_saved++] = t->g->nodes[n].outputs[0];
+      result->saved_list[result->n_saved++] = t->g->nodes[n].outputs[0];
   free(saved);
-  return t->saved_list ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
+  return result->saved_list ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "remat: out of memory");
 }
 
 /* TF_REMAT_LIST: exactly the named saved activations. */
@@ -261,13 +262,15 @@ static tf_status remat_list(tf_training *t) {
   return status;
 }
 
-tf_status tf_remat(tf_training *t) {
+tf_status tf_remat(tf_training *t, const tf_remat_request *request, tf_remat_result *result) {
   tf_remat_mode mode = t->options.remat;
+  memset(result, 0, sizeof(*result));
+  result->stride = 1;
   snprintf(t->remat_notes, sizeof(t->remat_notes), "recompute: none (every saved activation is kept)");
   if (!t->options.training)
     return NULL;
-  if (t->collect_saved)
-    TF_RETURN_IF_ERROR(collect_saved(t));
+  if (request->collect_saved)
+    TF_RETURN_IF_ERROR(collect_saved(t, result));
   if (mode == TF_REMAT_NONE)
     return NULL;
   if (mode == TF_REMAT_LIST)
@@ -285,7 +288,7 @@ tf_status tf_remat(tf_training *t) {
   }
   int32_t n_cuts = find_cuts(t, cuts), n_segments = 0;
   const int32_t all_cuts = n_cuts;
-  n_cuts = keep_every_sth_cut(t, saved, cuts, n_cuts);
+  n_cuts = keep_every_sth_cut(t, request->phase, saved, cuts, n_cuts, &result->stride);
   for (int32_t c = 0, start = 0; c <= n_cuts; c++) {
     int32_t end = c < n_cuts ? cuts[c] : n - 1;
     if (end < start)
@@ -306,8 +309,8 @@ tf_status tf_remat(tf_training *t) {
    * right after its forward, with nothing in between, so recomputing it would put the same bytes
    * back at the same place for a second forward's FLOPs (the lm_head matmul, in a language model). */
   int32_t droppable = n_segments > 0 ? n_segments - 1 : 0;
-  t->n_segments = droppable;
-  int32_t drop = mode == TF_REMAT_CHECKPOINTS ? droppable : t->options_remat_drop;
+  result->n_segments = droppable;
+  int32_t drop = mode == TF_REMAT_CHECKPOINTS ? droppable : request->drop;
   if (drop > droppable)
     drop = droppable;
   qsort(segments, (size_t)droppable, sizeof(segment), by_ratio);
@@ -336,8 +339,8 @@ tf_status tf_remat(tf_training *t) {
   snprintf(t->remat_notes, sizeof(t->remat_notes),
            "recompute: %s, %d of %d segments (cut at %d layer boundaries: one in %d of %d cuts, from cut %d; the loss "
            "head is kept): %d activations (%.1f MiB) dropped, %d forward nodes recomputed",
-           mode == TF_REMAT_CHECKPOINTS ? "checkpoints" : "auto", drop, droppable, n_cuts, t->remat_stride, all_cuts,
-           t->remat_stride - t->remat_phase % t->remat_stride, dropped_count, (double)dropped_bytes / 1048576.0,
+           mode == TF_REMAT_CHECKPOINTS ? "checkpoints" : "auto", drop, droppable, n_cuts, result->stride, all_cuts,
+           result->stride - request->phase % result->stride, dropped_count, (double)dropped_bytes / 1048576.0,
            recomputed);
 done:
   free(cuts);

@@ -6,9 +6,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "compiler/training.h"
+#include "compiler/stages.h"
 
-/* The follower lists of tf_schedule: per node, the accumulates and t->follows nodes placed after it. */
+/* The follower lists of tf_order_model: per node, the accumulates and t->follows nodes placed after it. */
 typedef struct followers {
   const int32_t *first, *next;
 } followers;
@@ -35,14 +35,14 @@ static void place_recompute(const tf_training *t, int32_t n, followers f, bool *
   }
 }
 
-tf_status tf_schedule(tf_training *t) {
-  tf_graph *g = t->g;
-  free(t->schedule);
-  t->schedule = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+tf_status tf_order_model(const tf_training *t, tf_order *out) {
+  const tf_graph *g = t->g;
+  tf_order_free(out);
+  out->steps = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
   /* For each node, the accumulate nodes whose source it produces (as a linked list through next). */
   int32_t *first_accumulate = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
   int32_t *next = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
-  if (!t->schedule || !first_accumulate || !next) {
+  if (!out->steps || !first_accumulate || !next) {
     free(first_accumulate);
     free(next);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "schedule: cannot allocate for %d nodes", g->n_nodes);
@@ -67,27 +67,33 @@ tf_status tf_schedule(tf_training *t) {
   int32_t count = 0;
   for (int32_t n = 0; n < g->n_nodes; n++) {
     if (t->phase[n] == TF_PHASE_ACCUMULATE && g->tensors[g->nodes[n].inputs[1]].producer < 0)
-      t->schedule[count++] = n;
+      out->steps[count++] = n;
   }
   for (int32_t n = 0; n < g->n_nodes; n++) {
     tf_phase phase = t->phase[n];
     if (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER || phase == TF_PHASE_RECOMPUTE ||
         t->follows[n] >= 0)
       continue;
-    place_recompute(t, n, (followers){first_accumulate, next}, placed, t->schedule, &count);
-    t->schedule[count++] = n;
+    place_recompute(t, n, (followers){first_accumulate, next}, placed, out->steps, &count);
+    out->steps[count++] = n;
     for (int32_t a = first_accumulate[n]; a >= 0; a = next[a])
-      t->schedule[count++] = a;
+      out->steps[count++] = a;
   }
-  t->micro_steps = count;
+  out->micro_steps = count;
   for (int32_t n = 0; n < g->n_nodes; n++)
     if (t->phase[n] == TF_PHASE_OPTIMIZER)
-      t->schedule[count++] = n;
-  t->n_schedule = count;
+      out->steps[count++] = n;
+  out->n_steps = count;
   free(first_accumulate);
   free(next);
   free(placed);
   if (count != g->n_nodes)
     return tf_status_new(TF_ERR_INTERNAL, "schedule placed %d of %d nodes", count, g->n_nodes);
   return NULL;
+}
+
+void tf_order_free(tf_order *order) {
+  free(order->steps);
+  order->steps = NULL;
+  order->n_steps = order->micro_steps = 0;
 }

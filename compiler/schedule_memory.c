@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "core/ops.h"
 
 typedef struct scheduler {
-  tf_training *t;
+  const tf_training *t;
   const tf_graph *g;
+  int32_t *steps;            /* the order being written */
   bool *placed;              /* per node */
   int32_t *readers_left;     /* per tensor: reads by nodes not yet placed */
   int32_t *first_accumulate; /* per node: the accumulates whose part it writes and the nodes that follow
@@ -135,7 +136,7 @@ static void place(scheduler *s, int32_t n) {
   const tf_ir_node *node = &s->g->nodes[n];
   const tf_op op = node->op;
   s->placed[n] = true;
-  s->t->schedule[s->count++] = n;
+  s->steps[s->count++] = n;
   for (int32_t k = 0; k < node->n_inputs; k++)
     if (reads(op, k))
       s->readers_left[node->inputs[k]]--;
@@ -254,15 +255,15 @@ static void release(scheduler *s) {
   free(s->fill);
 }
 
-tf_status tf_schedule_memory(tf_training *t) {
-  tf_graph *g = t->g;
+tf_status tf_order_memory_aware(const tf_training *t, tf_order *out) {
+  const tf_graph *g = t->g;
   scheduler s;
   memset(&s, 0, sizeof(s));
   s.t = t;
   s.g = g;
-  free(t->schedule);
-  t->schedule = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
-  if (!t->schedule || !prepare(&s)) {
+  tf_order_free(out);
+  out->steps = s.steps = malloc(sizeof(int32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+  if (!out->steps || !prepare(&s)) {
     release(&s);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "schedule: cannot allocate for %d nodes", g->n_nodes);
   }
@@ -300,11 +301,11 @@ tf_status tf_schedule_memory(tf_training *t) {
     forward_left -= t->phase[n] == TF_PHASE_FORWARD;
     place_with_recompute(&s, n);
   }
-  t->micro_steps = s.count;
+  out->micro_steps = s.count;
   for (int32_t n = 0; n < g->n_nodes; n++)
     if (t->phase[n] == TF_PHASE_OPTIMIZER)
-      t->schedule[s.count++] = n;
-  t->n_schedule = s.count;
+      out->steps[s.count++] = n;
+  out->n_steps = s.count;
   int32_t count = s.count;
   release(&s);
   if (count != g->n_nodes)

@@ -15,18 +15,18 @@
  * (plan_verify.c: no step reads an updated parameter or adds to a gradient after its update). */
 #include <stdlib.h>
 
-#include "compiler/training.h"
+#include "compiler/stages.h"
 #include "core/ops.h"
 
 /* The last micro-batch step that reads or writes each tensor (-1: none). Built with
  * TF_TEST_BREAK_UPDATE_ORDER (tests/compiler: the test of the verifier's check), it is broken on
  * purpose: 1 leaves the parameters' readers out, 2 the gradient parts added in place. */
-static void last_touches(const tf_training *t, int32_t *last) {
+static void last_touches(const tf_training *t, const tf_order *order, int32_t *last) {
   const tf_graph *g = t->g;
   for (int32_t i = 0; i < g->n_tensors; i++)
     last[i] = -1;
-  for (int32_t s = 0; s < t->micro_steps; s++) {
-    const tf_ir_node *node = &g->nodes[t->schedule[s]];
+  for (int32_t s = 0; s < order->micro_steps; s++) {
+    const tf_ir_node *node = &g->nodes[order->steps[s]];
     for (int32_t k = 0; k < node->n_inputs; k++) {
 #if defined(TF_TEST_BREAK_UPDATE_ORDER) && TF_TEST_BREAK_UPDATE_ORDER == 1
       if (g->tensors[node->inputs[k]].kind == TF_PARAMETER)
@@ -61,24 +61,24 @@ static tf_status check_movable(const tf_training *t, int32_t n) {
                        node->name, tf_op_name(node->op));
 }
 
-tf_status tf_schedule_updates(tf_training *t) {
-  if (!t->options.update_in_backward || !t->options.training || t->micro_steps == t->n_schedule || t->micro_steps == 0)
+tf_status tf_order_move_updates(const tf_training *t, tf_order *order) {
+  if (!t->options.update_in_backward || !t->options.training || order->micro_steps == order->n_steps || order->micro_steps == 0)
     return NULL;
   const tf_graph *g = t->g;
-  const int32_t n_micro = t->micro_steps, n_updates = t->n_schedule - t->micro_steps;
+  const int32_t n_micro = order->micro_steps, n_updates = order->n_steps - order->micro_steps;
   int32_t *last = malloc(sizeof(int32_t) * (size_t)(g->n_tensors ? g->n_tensors : 1));
   int32_t *after = malloc(sizeof(int32_t) * (size_t)n_updates);
-  int32_t *order = malloc(sizeof(int32_t) * (size_t)t->n_schedule);
+  int32_t *moved = malloc(sizeof(int32_t) * (size_t)order->n_steps);
   tf_status status = NULL;
-  if (!last || !after || !order)
-    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "update in backward: cannot allocate for %d steps", t->n_schedule);
+  if (!last || !after || !moved)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "update in backward: cannot allocate for %d steps", order->n_steps);
   if (!status)
-    last_touches(t, last);
+    last_touches(t, order, last);
   int32_t forward_end = 0;
-  while (forward_end < n_micro && t->phase[t->schedule[forward_end]] == TF_PHASE_FORWARD)
+  while (forward_end < n_micro && t->phase[order->steps[forward_end]] == TF_PHASE_FORWARD)
     forward_end++;
   for (int32_t u = 0; u < n_updates && !status; u++) {
-    const int32_t n = t->schedule[n_micro + u];
+    const int32_t n = order->steps[n_micro + u];
     status = check_movable(t, n);
     /* A zero follows its update (the step before it in the block, which reads the same gradient);
      * an operand no micro-batch step touches leaves the step at the end of the block. */
@@ -91,7 +91,7 @@ tf_status tf_schedule_updates(tf_training *t) {
       after[u] = forward_end - 1;
   }
   /* Merge: after micro-batch step s come the optimizer steps ready after s, in their block order
-   * (a stable bucket sort on `after`; fill[s] is the next free place of bucket s in `order`). */
+   * (a stable bucket sort on `after`; fill[s] is the next free place of bucket s in `moved`). */
   int32_t count = 0;
   int32_t *fill = status ? NULL : calloc((size_t)n_micro, sizeof(int32_t));
   if (!status && !fill)
@@ -101,23 +101,23 @@ tf_status tf_schedule_updates(tf_training *t) {
       fill[after[u]]++;
     for (int32_t s = 0; s < n_micro; s++) {
       const int32_t in_bucket = fill[s];
-      order[count] = t->schedule[s];
+      moved[count] = order->steps[s];
       fill[s] = count + 1;
       count += 1 + in_bucket;
     }
     for (int32_t u = 0; u < n_updates; u++)
-      order[fill[after[u]]++] = t->schedule[n_micro + u];
+      moved[fill[after[u]]++] = order->steps[n_micro + u];
   }
   free(fill);
-  if (!status && count != t->n_schedule)
-    status = tf_status_new(TF_ERR_INTERNAL, "update in backward: placed %d of %d steps", count, t->n_schedule);
+  if (!status && count != order->n_steps)
+    status = tf_status_new(TF_ERR_INTERNAL, "update in backward: placed %d of %d steps", count, order->n_steps);
   if (!status) {
     for (int32_t s = 0; s < count; s++)
-      t->schedule[s] = order[s];
-    t->micro_steps = count;
+      order->steps[s] = moved[s];
+    order->micro_steps = count;
   }
   free(last);
   free(after);
-  free(order);
+  free(moved);
   return status;
 }

@@ -143,9 +143,8 @@ static bool copy_array(const void *array, int32_t count, int32_t capacity, size_
 
 tf_status tf_training_copy(const tf_training *from, tf_training *to) {
   memset(to, 0, sizeof(*to));
-  if (from->schedule || from->first || from->last || from->alias_of || from->offset || from->workspace_bytes ||
-      from->workspace_offset || from->live_bytes || from->saved_list)
-    return tf_status_new(TF_ERR_INTERNAL, "a training state is copied only before recompute and scheduling");
+  if (from->remat_notes[0])
+    return tf_status_new(TF_ERR_INTERNAL, "a training state is copied only before recompute");
   tf_training copy = *from;
   copy.g = NULL;
   copy.role = NULL;
@@ -182,15 +181,6 @@ void tf_training_free(tf_training *t) {
   free(t->narrowed);
   free(t->owner);
   free(t->phase);
-  free(t->schedule);
-  free(t->first);
-  free(t->last);
-  free(t->offset);
-  free(t->workspace_bytes);
-  free(t->workspace_offset);
-  free(t->live_bytes);
-  free(t->saved_list);
-  free(t->alias_of);
   memset(t, 0, sizeof(*t));
 }
 

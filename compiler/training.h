@@ -1,7 +1,8 @@
-/* State shared by the passes that turn a model graph into a plan: autodiff, optimizer, schedule,
- * liveness, assign and emit. The graph (`g`) is the compiler's own copy, bound to concrete shapes;
- * the arrays here say what the graph alone cannot: each tensor's plan role, each node's phase, the
- * schedule, live intervals and arena offsets. */
+/* The training graph: the product of the compiler's graph passes (freeze, lora, autocast, fuse_loss,
+ * half_ops, autodiff, optimizer, then remat, running_stats, precision), which each rewrite it in
+ * turn. The graph (`g`) is the compiler's own copy of the model, bound to concrete shapes; the
+ * arrays here say what the graph alone cannot: each tensor's plan role, each node's phase. The
+ * stages after it (compiler/stages.h: order, lifetimes, layout, plan) read it and never write it. */
 #ifndef TIGHTFIT_COMPILER_TRAINING_H
 #define TIGHTFIT_COMPILER_TRAINING_H
 
@@ -13,6 +14,7 @@ typedef struct tf_training {
   tf_graph *g;
   tf_compile_options options;
   tf_training_config config; /* the graph's, with the options applied */
+  tf_dtype matmul_math;       /* options.matmul_math, or autocast's half type (autocast.c) */
   int32_t loss;              /* tensor id */
   int32_t loss_seed;         /* the loss gradient's seed (f32 scalar constant, 1: f16 plans scale it), or -1 */
   int32_t overflow_check;    /* the sum of squares every update reads and skips on when not finite, or -1 */
@@ -39,37 +41,14 @@ typedef struct tf_training {
   int32_t capacity_nodes;
   int32_t n_forward_nodes; /* nodes [0, n_forward_nodes) are the model's forward pass */
 
-  /* Schedule: node ids in execution order; [0, micro_steps) is the micro-batch block. */
-  int32_t *schedule;
-  int32_t n_schedule, micro_steps;
-
-  /* Liveness and assignment, per tensor (arena tensors only; others -1). */
-  int32_t *first, *last;
-  int32_t *alias_of; /* a reshape output placed on its input (that input's id), else -1 */
-  int64_t *offset;
-  int64_t region_bytes[TF_REGION_COUNT];
-  /* Per scheduled step: its workspace bytes and, once assigned, the workspace's arena offset. */
-  int64_t *workspace_bytes, *workspace_offset;
-  int64_t arena_lower_bound, arena_naive;
-  int32_t peak_step;
-  int64_t *live_bytes;         /* n_schedule entries */
   char remat_notes[320];       /* what remat chose, for the report */
-  char schedule_notes[320];    /* which order the schedule kept and both arenas, for the report */
   char precision_notes[448];   /* what the precision pass stored in half, for the report */
   int32_t half_nodes;          /* nodes on half data that half_ops.c put between casts */
   int32_t half_kernel_nodes;   /* nodes on half data left to the target's half kernels (half_ops.c) */
   int32_t autocast_nodes;      /* forward nodes autocast.c made write half data */
   int32_t autocast_casts;      /* casts autocast.c inserted */
   int32_t running_stats_nodes; /* batch_norm nodes whose running statistics the plan updates (running_stats.c) */
-  int32_t options_remat_drop;  /* auto: how many segments to drop (the driver searches it) */
-  int32_t remat_phase;         /* which of remat_stride phases of the cuts to keep (the driver tries each) */
-  int32_t remat_stride;        /* set by remat: it keeps every remat_stride-th cut */
-  bool recomputed_f32;         /* precision: keep recomputed activations f32 under a half policy */
-  int32_t recomputed_half;     /* set by precision: recomputed activations it stored in half */
-  int32_t n_segments;          /* set by remat: segments found */
-  int32_t *saved_list;         /* set by remat when asked (collect_saved): saved activations, forward order */
-  int32_t n_saved;
-  bool collect_saved;
+  int32_t recomputed_half;     /* precision.c: recomputed activations it stored in half */
 } tf_training;
 
 /* Grows the per-tensor and per-node arrays to the graph's current size (new entries: activation,
@@ -88,8 +67,8 @@ int32_t tf_training_tensor_like(tf_training *t, int32_t like, tf_buffer_role rol
 bool tf_training_stores_f16(const tf_graph *g, const tf_training_config *config);
 /* Adds a scalar f32 constant of value `value` (role constant). */
 int32_t tf_training_scalar(tf_training *t, double value, const char *name, tf_status *status);
-/* A deep copy of a state before recompute and scheduling (before those arrays exist): a search's
- * trials each start from one copy of the passes that no recompute choice changes. */
+/* A deep copy of a training graph before recompute (tf_remat): a search's trials each start from
+ * one copy of the passes that no recompute choice changes. */
 tf_status tf_training_copy(const tf_training *from, tf_training *to) TF_MUST_USE;
 void tf_training_free(tf_training *t);
 
@@ -108,8 +87,9 @@ tf_status tf_training_cast_output(tf_training *t, int32_t n, int32_t i, tf_dtype
                                   int32_t *cast) TF_MUST_USE;
 
 /* precision.c: the saved activations stored in bf16/f16 (config.precision), read back through f32
- * casts just before their readers; records what it did for the report. */
-tf_status tf_precision_pass(tf_training *t) TF_MUST_USE;
+ * casts just before their readers (recomputed ones kept f32 when `recomputed_f32`); records what it
+ * did for the report and how many recomputed activations it stored in half (recomputed_half). */
+tf_status tf_precision_pass(tf_training *t, bool recomputed_f32) TF_MUST_USE;
 
 /* autocast.c: with options.autocast bf16/f16, the forward graph computes on half activations
  * (autocast's op lists: products on half operands, norms and softmax in f32, promotion where f32
@@ -155,8 +135,24 @@ tf_status tf_fuse_loss_train_pass(tf_training *t) TF_MUST_USE;
 /* The rows of logits a fused loss head computes at a time when the options do not say. */
 int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);
 
-/* remat.c: activation recompute (options.remat); records what it chose in *notes (may be NULL). */
-tf_status tf_remat(tf_training *t) TF_MUST_USE;
+/* What the driver asks of one recompute run (compile.c searches over it). */
+typedef struct tf_remat_request {
+  int32_t drop;        /* auto: how many segments to drop */
+  int32_t phase;       /* which of the stride's phases of the cuts to keep */
+  bool collect_saved;  /* list the saved activations (remat's candidates) in the result */
+} tf_remat_request;
+
+/* What a recompute run found out. */
+typedef struct tf_remat_result {
+  int32_t n_segments;  /* droppable segments found */
+  int32_t stride;      /* it kept every stride-th cut */
+  int32_t *saved_list; /* with collect_saved: the saved activations, forward order (malloc; the caller frees) */
+  int32_t n_saved;
+} tf_remat_result;
+
+/* remat.c: activation recompute (options.remat) as `request` asks; records what it chose in
+ * t->remat_notes and what it found in *result (saved_list owned by the caller). */
+tf_status tf_remat(tf_training *t, const tf_remat_request *request, tf_remat_result *result) TF_MUST_USE;
 /* running_stats.c: each batch_norm's running statistics (inputs 3, 4) become state buffers that a
  * batch_norm_running node after it updates in the forward pass (training plans); runs after remat. */
 tf_status tf_running_stats_pass(tf_training *t) TF_MUST_USE;
@@ -166,17 +162,5 @@ tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE;         /* freeze.c: the o
 tf_status tf_lora_pass(tf_training *t) TF_MUST_USE;           /* lora.c: low-rank adapters on linear weights */
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */
 tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
-tf_status tf_schedule(tf_training *t) TF_MUST_USE;            /* schedule.c: execution order and blocks */
-tf_status tf_schedule_memory(tf_training *t) TF_MUST_USE;     /* schedule_memory.c: a lower-peak order */
-tf_status tf_schedule_updates(tf_training *t) TF_MUST_USE;    /* schedule_updates.c: updates in the backward pass */
-tf_status tf_liveness(tf_training *t) TF_MUST_USE;            /* liveness.c: live intervals, workspaces */
-tf_status tf_assign(tf_training *t) TF_MUST_USE;              /* assign.c: offsets in every region */
-tf_status tf_emit(tf_training *t, tf_plan **out) TF_MUST_USE; /* emit.c: the plan and its report */
-/* emit.c: appends `line` (ending in a newline) to a compiled plan's notes; on no memory the note is
- * lost and the plan stays whole. */
-void tf_plan_note(tf_plan *plan, const char *line);
-
-/* workspace.c: bytes of scratch the target's kernel for `node` needs. */
-int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node);
 
 #endif

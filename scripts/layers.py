@@ -16,3 +16,11 @@ MAY_USE = {
     "import": {"graph", "runtime", "backends", "kernels", "plan", "targets", "schema", "core", "common"},
     "tools": None,  # tools/, models/: the top, may use anything
 }
+
+# Symbols a layer's library must not need although its layer may use their owner: the compiler's
+# graph never goes through the schema's FlatBuffers on its way to a plan (shared/DESIGN.md's stages:
+# tf_compile copies the IR with tf_ir_copy), so it calls none of the graph layer's (de)serialisers.
+# Read by scripts/check-links.
+MUST_NOT_NEED = {
+    "compiler": {"tf_graph_serialize", "tf_graph_parse", "tf_graph_load", "tf_graph_save"},
+}
