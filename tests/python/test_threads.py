@@ -1,0 +1,50 @@
+"""tightfit.check / compile / report called from several Python threads at once: each call's output
+is its own (the commands print into thread-local streams, tf_cli_run_captured, never the process's
+stdio) and equals the same call made alone. ctypes releases the GIL around each library call, so the
+calls really overlap."""
+import concurrent.futures
+import os
+import sys
+import tempfile
+
+import tightfit
+
+failures = []
+checks = 0
+
+
+def check(condition, message):
+    global checks
+    checks += 1
+    if not condition:
+        failures.append(message)
+
+
+def job(graph_path, n, budget):
+    """One thread's work: a check against a budget and a compile + report at micro-batch n."""
+    fits = tightfit.check(graph_path, set={"N": n}, budget=budget, target="cpu")
+    plan = tightfit.compile(graph_path, set={"N": n}, optimizer="adamw", target="cpu")
+    report = plan.report()
+    return (fits["fits"], fits["device_total_bytes"], plan.total_bytes, report["regions"]["arena"], report["steps"])
+
+
+def main():
+    folder = tempfile.mkdtemp(prefix="tightfit-threads-")
+    graph_path = os.path.join(folder, "mlp.tfg")
+    tightfit.zoo("mlp").save(graph_path)
+    cases = [(n, budget) for n in (1, 8, 32, 128, 512) for budget in ("64KiB", "1MiB")]
+    alone = {case: job(graph_path, *case) for case in cases}
+    check(len(set(alone.values())) > 2, f"the cases should differ: {sorted(set(alone.values()))}")
+    for round_ in range(3):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            together = dict(zip(cases, pool.map(lambda case: job(graph_path, *case), cases)))
+        for case in cases:
+            check(together[case] == alone[case], f"round {round_}, N={case[0]} budget {case[1]}: "
+                  f"{together[case]} in threads, {alone[case]} alone")
+    for message in failures:
+        print("FAIL:", message)
+    print(f"{len(cases)} cases x 3 rounds on 4 threads: {checks - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures or checks == 0 else 0
+
+
+sys.exit(main())
