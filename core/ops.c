@@ -70,6 +70,14 @@ tf_op tf_op_from_name(const char *name) {
   return TF_OP_COUNT;
 }
 
+int32_t tf_op_count(void) { return TF_OP_COUNT; }
+
+bool tf_op_is_unary(tf_op op) {
+  const tf_op_info *info = tf_op_info_get(op);
+  return info && info->scope == TF_SCOPE_GRAPH && info->shape_rule == tf_shape_unary_float &&
+         info->attrs == TF_ATTR_NONE && info->max_inputs == 1;
+}
+
 const char *tf_op_name(tf_op op) {
   const tf_op_info *info = tf_op_info_get(op);
   return info ? info->name : "?";

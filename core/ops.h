@@ -79,8 +79,6 @@ bool tf_op_input_shape_only(tf_op op, int32_t k);
 /* Whether output 0 of `op` may lie on input `input`'s memory when that input is read last by the
  * step and has the output's dtype and bytes (the alias column: tf_alias_rule). */
 bool tf_op_output_may_alias(tf_op op, int32_t input);
-/* Returns the op named `name`, or TF_OP_COUNT. */
-tf_op tf_op_from_name(const char *name);
 /* Returns the name of an attribute family ("matmul", "conv", ...). */
 const char *tf_attr_kind_name(tf_attr_kind kind);
 

@@ -256,6 +256,14 @@ typedef struct tf_device_overhead {
 /* Names and sizes: "matmul", ...; "f32", ...; "?" when out of range. Bytes per element (0 when out
  * of range). */
 const char *tf_op_name(tf_op op); /* "matmul", ...; "?" when out of range */
+/* The ops this library knows are 0 .. tf_op_count() - 1 (its TF_OP_COUNT): bindings read the names
+ * from it (tf_op_name) rather than typing op numbers. */
+int32_t tf_op_count(void);
+/* The op named `name` ("matmul", ...), or TF_OP_COUNT when no op has that name. */
+tf_op tf_op_from_name(const char *name);
+/* Whether `op` is an attribute-free float unary of model graphs, y = f(x) element by element (neg,
+ * exp, ..., abs): the ops tf_unary() builds. */
+bool tf_op_is_unary(tf_op op);
 const char *tf_dtype_name(tf_dtype dtype);
 int64_t tf_dtype_size(tf_dtype dtype);       /* bytes per element; 0 when out of range */
 const char *tf_init_name(tf_init_kind kind); /* "normal", ...; "?" when out of range */

@@ -29,8 +29,11 @@ __all__ = ["TightfitError", "InputTypeError", "InputValueError", "Graph", "Plan"
            "zoo", "compile", "check", "report", "devices", "from_torch", "library_path"]
 
 NO_TENSOR = -1
-_OPS = {"neg": 5, "exp": 6, "log": 7, "sqrt": 8, "rsqrt": 9, "relu": 10, "silu": 12, "sigmoid": 13, "tanh": 14,
-        "softplus": 67, "abs": 82, "sum": 15, "mean": 16, "max": 17, "max_pool2d": 31, "avg_pool2d": 32}
+# Op numbers by name, from the library's op table (tf_op_count, tf_op_name): none is typed here. The
+# methods below take the attribute-free float unaries (tf_op_is_unary), the reductions and the pools.
+_OP_NUMBERS = {_lib.lib.tf_op_name(op).decode(): op for op in range(_lib.lib.tf_op_count())}
+_UNARY_OPS = frozenset(name for name, op in _OP_NUMBERS.items() if _lib.lib.tf_op_is_unary(op))
+_OPS = {name: _OP_NUMBERS[name] for name in (*_UNARY_OPS, "sum", "mean", "max", "max_pool2d", "avg_pool2d")}
 
 
 def library_path():
@@ -207,8 +210,9 @@ class Graph:
         return self._checked(_lib.lib.tf_div(self._g, a, b), "div")
 
     def unary(self, op, x):
-        """neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, softplus, abs."""
-        if op not in _OPS or _OPS[op] > 14 and op not in ("softplus", "abs"):
+        """op: an attribute-free float unary by name (neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh,
+        softplus, abs, ...: every one the library's op table has, tf_op_is_unary)."""
+        if op not in _UNARY_OPS:
             raise TightfitError(f"unary: unknown op {op!r}")
         return self._checked(_lib.lib.tf_unary(self._g, _OPS[op], x), op)
 

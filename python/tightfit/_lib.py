@@ -174,6 +174,11 @@ _declare("tf_status_code", ctypes.c_int, c_status)
 _declare("tf_code_name", ctypes.c_char_p, ctypes.c_int)
 _declare("tf_status_free", None, c_status)
 
+# the op table's names (include/tightfit/types.h)
+_declare("tf_op_count", ctypes.c_int32)
+_declare("tf_op_name", ctypes.c_char_p, ctypes.c_int)
+_declare("tf_op_is_unary", ctypes.c_bool, ctypes.c_int)
+
 # graph
 _declare("tf_graph_create", c_status, ctypes.c_char_p, ctypes.POINTER(c_graph_p))
 _declare("tf_graph_destroy", None, c_graph_p)
