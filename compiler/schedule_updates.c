@@ -18,25 +18,15 @@
 #include "compiler/stages.h"
 #include "core/ops.h"
 
-/* The last micro-batch step that reads or writes each tensor (-1: none). Built with
- * TF_TEST_BREAK_UPDATE_ORDER (tests/compiler: the test of the verifier's check), it is broken on
- * purpose: 1 leaves the parameters' readers out, 2 the gradient parts added in place. */
+/* The last micro-batch step that reads or writes each tensor (-1: none). */
 static void last_touches(const tf_training *t, const tf_order *order, int32_t *last) {
   const tf_graph *g = t->g;
   for (int32_t i = 0; i < g->n_tensors; i++)
     last[i] = -1;
   for (int32_t s = 0; s < order->micro_steps; s++) {
     const tf_ir_node *node = &g->nodes[order->steps[s]];
-    for (int32_t k = 0; k < node->n_inputs; k++) {
-#if defined(TF_TEST_BREAK_UPDATE_ORDER) && TF_TEST_BREAK_UPDATE_ORDER == 1
-      if (g->tensors[node->inputs[k]].kind == TF_PARAMETER)
-        continue;
-#elif defined(TF_TEST_BREAK_UPDATE_ORDER) && TF_TEST_BREAK_UPDATE_ORDER == 2
-      if (k < 8 && (tf_op_info_get(node->op)->in_place >> k) & 1u)
-        continue;
-#endif
+    for (int32_t k = 0; k < node->n_inputs; k++)
       last[node->inputs[k]] = s;
-    }
     for (int32_t k = 0; k < node->n_outputs; k++)
       last[node->outputs[k]] = s;
   }

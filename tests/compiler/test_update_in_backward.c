@@ -11,9 +11,9 @@
  *   (c) refusals, each with its reason: accumulation, clipping, f16 storage (loss scaling);
  *   (d) the budget search uses it for one micro-batch per step only;
  *   (e) the verifier rejects an update inside the micro-batch block of a plan of two micro-batches.
- * The order itself is re-checked by the verifier of every compiled plan; the tests
- * test_update_in_backward_broken_{1,2} build this file with compiler/schedule_updates.c broken on
- * purpose (TF_TEST_BREAK_UPDATE_ORDER) and must fail here with the verifier's message. */
+ *   (f) the verifier, which re-checks the order of every compiled plan, rejects a compiled plan
+ *       with an update moved, on purpose, before its parameter's last reader, and one with the tied
+ *       embedding's update moved before the last part added to its gradient, each with its message. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "core/ops.h"
 #include "check.h"
 #include "session_compare.h"
 #include "tightfit/compiler.h"
@@ -253,6 +254,75 @@ static void verifier_refuses_two_micro_batches(void) {
   tf_plan_destroy(plan);
 }
 
+/* Moves plan step `from` to place `to` (< from), the steps between one later, every buffer's live
+ * interval following its steps, as if the compiler had scheduled it there. */
+static void move_step(tf_plan *plan, int32_t from, int32_t to) {
+  tf_plan_step moved = plan->steps[from];
+  memmove(&plan->steps[to + 1], &plan->steps[to], sizeof(tf_plan_step) * (size_t)(from - to));
+  plan->steps[to] = moved;
+  for (int32_t b = 0; b < plan->n_buffers; b++) {
+    int32_t *ends[2] = {&plan->buffers[b].first_step, &plan->buffers[b].last_step};
+    for (int e = 0; e < 2; e++)
+      *ends[e] = *ends[e] == from ? to : *ends[e] >= to && *ends[e] < from ? *ends[e] + 1 : *ends[e];
+  }
+}
+
+/* Whether `step` reads `buffer` (in_place_only: adds to it in place). */
+static bool step_reads(const tf_plan_step *step, int32_t buffer, bool in_place_only) {
+  const tf_op_info *info = tf_op_info_get(step->op);
+  for (int32_t i = 0; i < step->n_inputs; i++)
+    if (step->inputs[i] == buffer && ((info->in_place >> i) & 1u || (!in_place_only && !((info->shape_only >> i) & 1u))))
+      return true;
+  return false;
+}
+
+static bool step_writes(const tf_plan_step *step, int32_t buffer) {
+  for (int32_t k = 0; k < step->n_outputs; k++)
+    if (step->outputs[k] == buffer)
+      return true;
+  return step_reads(step, buffer, true);
+}
+
+/* (f): breakage 1 moves an update whose gradient is complete before its parameter's last reader
+ * (a weight read for the input gradient after its own gradient) to just before that reader;
+ * breakage 2 moves one whose gradient gets a part after its parameter's last reader (the tied
+ * embedding) to just before that part. */
+static void verifier_refuses_moved_update(int breakage, const char *expected) {
+  tf_plan *plan = compile_case(&cases[0], TF_TARGET_CPU, true);
+  if (!plan)
+    return;
+  int32_t from = -1, to = -1;
+  for (int32_t u = 0; u < plan->micro_steps && to < 0; u++) {
+    const tf_plan_step *update = &plan->steps[u];
+    if (update->phase != TF_PHASE_OPTIMIZER || update->op == TF_OP_ZERO)
+      continue;
+    const int32_t weight = update->inputs[0], gradient = update->inputs[1];
+    int32_t last_reader = -1, last_write = -1;
+    for (int32_t s = 0; s < u; s++) {
+      last_reader = step_reads(&plan->steps[s], weight, false) ? s : last_reader;
+      last_write = step_writes(&plan->steps[s], gradient) ? s : last_write;
+    }
+    const bool fits = breakage == 1 ? last_write < last_reader
+                                    : last_reader < last_write && plan->buffers[gradient].region == TF_REGION_GRADIENTS;
+    if (fits && last_reader >= 0 && last_write >= 0) {
+      from = u;
+      to = breakage == 1 ? last_reader : last_write;
+    }
+  }
+  CHECK(&counts, to >= 0, "(f) breakage %d: no update in the plan to move", breakage);
+  if (to >= 0) {
+    move_step(plan, from, to);
+    tf_status status = tf_plan_verify(plan);
+    const char *message = tf_status_message(status);
+    const bool ok = status && strstr(message, expected);
+    CHECK(&counts, ok, "verify of the update moved from step %d to %d: %s", from, to, status ? message : "passed");
+    printf("%-4s (f) verifier, update moved from step %d to %d: %s\n", ok ? "ok" : "FAIL", from, to,
+           status ? message : "passed");
+    tf_status_free(status);
+  }
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
   static const char *const backends[] = {"cpu", "vulkan", "cuda"};
   for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
@@ -268,5 +338,7 @@ int main(void) {
   refusal("fp16 storage", 1, 0, TF_PRECISION_F16, "stores f16 activations");
   budget_search();
   verifier_refuses_two_micro_batches();
+  verifier_refuses_moved_update(1, "(an update moved before a reader)");
+  verifier_refuses_moved_update(2, "(an update moved before its gradient is complete)");
   return tf_test_finish("update_in_backward", &counts);
 }
