@@ -355,32 +355,7 @@ static tf_run_state run_state(const tf_session *s) {
   return run;
 }
 
-#ifdef TF_TEST_BREAK_STEP_ALLOC
-/* Test-only breakage: tests/alloc_probe compiles this file a second time with the macro set, to
- * prove that its checks fail when a step allocates. 1: a block the size of the plan's largest
- * region, allocated and freed every micro-step (a device allocation on a host-memory device);
- * 2: a small block leaked every micro-step. The library itself never defines the macro. */
-static void break_step_alloc(const tf_session *s) {
-  if (TF_TEST_BREAK_STEP_ALLOC == 1) {
-    int64_t largest = 0;
-    for (int r = 0; r < TF_REGION_COUNT; r++)
-      largest = s->plan->region_bytes[r] > largest ? s->plan->region_bytes[r] : largest;
-    char *volatile block = malloc((size_t)largest); /* volatile: the compiler may not drop the pair */
-    if (block)
-      block[0] = 1;
-    free(block);
-  } else {
-    char *volatile leaked = malloc(24);
-    if (leaked)
-      leaked[0] = 1;
-  }
-}
-#endif
-
 tf_status tf_session_micro_step(tf_session *s, double *loss) {
-#ifdef TF_TEST_BREAK_STEP_ALLOC
-  break_step_alloc(s);
-#endif
   tf_run_state run = run_state(s);
   TF_RETURN_IF_ERROR(s->backend->run(s->state, 0, s->plan->micro_steps, s->io_slot, &run));
   s->micro_steps++;
