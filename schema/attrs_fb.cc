@@ -5,11 +5,6 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace fb = tightfit::fb;
-using flatbuffers::Offset;
-using flatbuffers::uoffset_t;
-using flatbuffers::Vector;
-
 namespace tightfit {
 namespace schema {
 

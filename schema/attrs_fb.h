@@ -19,6 +19,13 @@
 namespace tightfit {
 namespace schema {
 
+// The names the schema glue writes unqualified (graph_fb.cc and plan_fb.cc see them through their
+// `using namespace tightfit::schema`).
+namespace fb = tightfit::fb;
+using flatbuffers::Offset;
+using flatbuffers::uoffset_t;
+using flatbuffers::Vector;
+
 constexpr size_t kHeaderBytes = 2 * sizeof(flatbuffers::uoffset_t); // root offset + file identifier
 
 // ---- enums as raw integers ----

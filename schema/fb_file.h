@@ -70,6 +70,22 @@ tf_status decode_each(const flatbuffers::Vector<flatbuffers::Offset<Table>> *tab
 
 // ---- encoding ----
 
+// What the encoders of both formats start from: the item they encode (a tf_graph_fb_source or a
+// tf_plan), the name that messages give it, and a builder that writes every field, default or not,
+// so that a dump shows every value as stored. A format's Encoder derives from it and adds
+// run(data, size), which encode_file calls.
+template <typename Item> class EncoderBase {
+public:
+  const char *name() const { return name_; }
+
+protected:
+  EncoderBase(const Item *item, const char *name) : item_(item), name_(name), fbb_(4096) { fbb_.ForceDefaults(true); }
+
+  const Item *item_;
+  const char *name_;
+  flatbuffers::FlatBufferBuilder fbb_;
+};
+
 // Runs encode(item, &offset) on items[0..count) and appends the offsets to *out; the first failure
 // is prefixed with the `i`th `what` and the item's name.
 template <typename Item, typename Table, typename Encode>
@@ -90,23 +106,27 @@ tf_status copy_finished(const flatbuffers::FlatBufferBuilder &fbb, const FileFor
 
 // ---- JSON ----
 
-// Whether flatc's printer can show the Attrs union of `item` (a Node or a Step, the `index`th
-// `what`): the printer reads the union's type from the field printed before the table, and asserts
-// or fails when that type is absent or unknown; a ShapeAttrs table needs aligned dims.
+// Whether flatc's printer can show the Attrs union of every item of `items` (Nodes or Steps, each a
+// `what`; NULL reads as empty): the printer reads the union's type from the field printed before
+// the table, and asserts or fails when that type is absent or unknown; a ShapeAttrs table needs
+// aligned dims. The first item it cannot show is refused, by index and name.
 template <typename Item>
-tf_status check_attrs_printable(const Item *item, const char *what, flatbuffers::uoffset_t index) {
-  if (!item->attrs())
-    return nullptr;
-  auto table = reinterpret_cast<const flatbuffers::Table *>(item);
-  bool has_type = table->GetOptionalFieldOffset(Item::VT_ATTRS_TYPE) != 0;
-  if (!has_type || item->attrs_type() == fb::Attrs_NONE || item->attrs_type() > fb::Attrs_MAX)
-    return tf_status_new(TF_ERR_INVALID_INPUT,
-                         "%s %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it", what,
-                         index, quoted(item->name()).c_str(), static_cast<unsigned>(item->attrs_type()),
-                         has_type ? "out of range" : "absent");
-  if (item->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(item->attrs_as_ShapeAttrs()->shape()))
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s %u %s: misaligned vector of dimensions (corrupt FlatBuffer)", what,
-                         index, quoted(item->name()).c_str());
+tf_status check_attrs_printable(const flatbuffers::Vector<flatbuffers::Offset<Item>> *items, const char *what) {
+  for (flatbuffers::uoffset_t index = 0; items && index < items->size(); index++) {
+    const Item *item = items->Get(index);
+    if (!item->attrs())
+      continue;
+    auto table = reinterpret_cast<const flatbuffers::Table *>(item);
+    bool has_type = table->GetOptionalFieldOffset(Item::VT_ATTRS_TYPE) != 0;
+    if (!has_type || item->attrs_type() == fb::Attrs_NONE || item->attrs_type() > fb::Attrs_MAX)
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "%s %u %s: an attribute table of unknown type %u (attrs_type %s); JSON cannot show it", what,
+                           index, quoted(item->name()).c_str(), static_cast<unsigned>(item->attrs_type()),
+                           has_type ? "out of range" : "absent");
+    if (item->attrs_type() == fb::Attrs_ShapeAttrs && !dims_aligned(item->attrs_as_ShapeAttrs()->shape()))
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s %u %s: misaligned vector of dimensions (corrupt FlatBuffer)", what,
+                           index, quoted(item->name()).c_str());
+  }
   return nullptr;
 }
 
@@ -125,7 +145,7 @@ tf_status decode_file(const void *data, size_t size, const char *source, const F
 }
 
 // The body of tf_graph_fb_encode and tf_plan_fb_encode: checks the arguments, then runs
-// Encoder(item).run(data, size) under guarded(), naming the item (Encoder::name_of) in a failure.
+// Encoder(item).run(data, size) under guarded(), naming the item (EncoderBase::name) in a failure.
 template <typename Encoder, typename Item>
 tf_status encode_file(const Item *item, const FileFormat &format, void **data, size_t *size) {
   if (!item || !data || !size)
@@ -138,8 +158,7 @@ tf_status encode_file(const Item *item, const FileFormat &format, void **data, s
   return guarded(what, [&] {
     Encoder encoder(item);
     tf_status status = encoder.run(data, size);
-    return status ? tf_status_prefix(status, "encoding %s %s", format.noun, quoted(Encoder::name_of(*item)).c_str())
-                  : nullptr;
+    return status ? tf_status_prefix(status, "encoding %s %s", format.noun, quoted(encoder.name()).c_str()) : nullptr;
   });
 }
 

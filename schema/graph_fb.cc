@@ -21,10 +21,6 @@
 #include "schema/attrs_fb.h"
 #include "schema/fb_file.h"
 
-namespace fb = tightfit::fb;
-using flatbuffers::Offset;
-using flatbuffers::uoffset_t;
-using flatbuffers::Vector;
 using namespace tightfit::schema;
 
 namespace {
@@ -117,10 +113,7 @@ tf_status check_printable(const uint8_t *bytes) {
     if (!dims_aligned(tensors->Get(i)->shape()))
       return tf_status_new(TF_ERR_INVALID_INPUT, "tensor %u %s: misaligned vector of dimensions (corrupt FlatBuffer)",
                            i, quoted(tensors->Get(i)->name()).c_str());
-  const Vector<Offset<fb::Node>> *nodes = root->nodes();
-  for (uoffset_t i = 0; nodes && i < nodes->size(); i++)
-    TF_RETURN_IF_ERROR(check_attrs_printable(nodes->Get(i), "node", i));
-  return nullptr;
+  return check_attrs_printable(root->nodes(), "node");
 }
 
 // clang-format off
@@ -235,44 +228,39 @@ tf_status decode(const void *data, size_t size, const char *source, const tf_gra
 
 // ---- encode: source -> FlatBuffer ----
 
-class Encoder {
+class Encoder : public EncoderBase<tf_graph_fb_source> {
 public:
-  explicit Encoder(const tf_graph_fb_source *graph) : graph_(graph), fbb_(4096) {
-    fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
-  }
-
-  // The name that messages give the graph.
-  static const char *name_of(const tf_graph_fb_source &graph) { return graph.name; }
+  explicit Encoder(const tf_graph_fb_source *graph) : EncoderBase(graph, graph->name) {}
 
   tf_status run(void **data, size_t *size) {
     std::vector<Offset<fb::Symbol>> symbols;
-    for (int32_t i = 0; i < graph_->n_symbols; i++) {
+    for (int32_t i = 0; i < item_->n_symbols; i++) {
       const char *name = nullptr;
       int64_t default_value = 0;
-      graph_->symbol_at(graph_->context, i, &name, &default_value);
+      item_->symbol_at(item_->context, i, &name, &default_value);
       symbols.push_back(fb::CreateSymbol(fbb_, string(name), default_value));
     }
-    std::vector<tf_graph_fb_tensor> tensor_items(static_cast<size_t>(graph_->n_tensors));
-    for (int32_t i = 0; i < graph_->n_tensors; i++)
-      graph_->tensor_at(graph_->context, i, &tensor_items[static_cast<size_t>(i)]);
+    std::vector<tf_graph_fb_tensor> tensor_items(static_cast<size_t>(item_->n_tensors));
+    for (int32_t i = 0; i < item_->n_tensors; i++)
+      item_->tensor_at(item_->context, i, &tensor_items[static_cast<size_t>(i)]);
     std::vector<Offset<fb::Tensor>> tensors;
     TF_RETURN_IF_ERROR(encode_each(
-        tensor_items.data(), graph_->n_tensors, "tensor",
+        tensor_items.data(), item_->n_tensors, "tensor",
         [&](const tf_graph_fb_tensor &tensor, Offset<fb::Tensor> *out) { return tensor_at(tensor, out); }, &tensors));
-    std::vector<tf_graph_fb_node> node_items(static_cast<size_t>(graph_->n_nodes));
-    for (int32_t i = 0; i < graph_->n_nodes; i++)
-      graph_->node_at(graph_->context, i, &node_items[static_cast<size_t>(i)]);
+    std::vector<tf_graph_fb_node> node_items(static_cast<size_t>(item_->n_nodes));
+    for (int32_t i = 0; i < item_->n_nodes; i++)
+      item_->node_at(item_->context, i, &node_items[static_cast<size_t>(i)]);
     std::vector<Offset<fb::Node>> nodes;
     TF_RETURN_IF_ERROR(encode_each(
-        node_items.data(), graph_->n_nodes, "node",
+        node_items.data(), item_->n_nodes, "node",
         [&](const tf_graph_fb_node &node, Offset<fb::Node> *out) { return node_at(node, out); }, &nodes));
     Offset<fb::TrainingConfig> training;
-    if (graph_->training)
-      TF_RETURN_IF_ERROR(write_training(fbb_, *graph_->training, &training));
-    auto outputs = fbb_.CreateVector(graph_->outputs, static_cast<size_t>(graph_->n_outputs));
-    auto name = graph_->name ? fbb_.CreateString(graph_->name) : Offset<flatbuffers::String>();
+    if (item_->training)
+      TF_RETURN_IF_ERROR(write_training(fbb_, *item_->training, &training));
+    auto outputs = fbb_.CreateVector(item_->outputs, static_cast<size_t>(item_->n_outputs));
+    auto name = item_->name ? fbb_.CreateString(item_->name) : Offset<flatbuffers::String>();
     auto root = fb::CreateGraph(fbb_, TF_SCHEMA_VERSION, name, fbb_.CreateVector(symbols), fbb_.CreateVector(tensors),
-                                fbb_.CreateVector(nodes), outputs, graph_->loss, training);
+                                fbb_.CreateVector(nodes), outputs, item_->loss, training);
     fb::FinishGraphBuffer(fbb_, root);
     return copy_finished(fbb_, kGraphFile, data, size);
   }
@@ -323,9 +311,6 @@ private:
     *out = fb::CreateNode(fbb_, string(node.name), static_cast<fb::Op>(op), inputs, outputs, kind, attrs, precision);
     return nullptr;
   }
-
-  const tf_graph_fb_source *graph_;
-  flatbuffers::FlatBufferBuilder fbb_;
 };
 
 } // namespace

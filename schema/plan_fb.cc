@@ -16,10 +16,6 @@
 #include "schema/attrs_fb.h"
 #include "schema/fb_file.h"
 
-namespace fb = tightfit::fb;
-using flatbuffers::Offset;
-using flatbuffers::uoffset_t;
-using flatbuffers::Vector;
 using namespace tightfit::schema;
 
 namespace {
@@ -56,10 +52,7 @@ tf_status check_printable(const uint8_t *bytes) {
     aligned = vector_aligned(root->buffers()->Get(i)->shape());
   if (!aligned)
     return tf_status_new(TF_ERR_INVALID_INPUT, "a misaligned vector of 8-byte values (corrupt FlatBuffer)");
-  const Vector<Offset<fb::Step>> *steps = root->steps();
-  for (uoffset_t i = 0; steps && i < steps->size(); i++)
-    TF_RETURN_IF_ERROR(check_attrs_printable(steps->Get(i), "step", i));
-  return nullptr;
+  return check_attrs_printable(root->steps(), "step");
 }
 
 // clang-format off
@@ -330,17 +323,13 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
 
 // ---- encode: tf_plan -> FlatBuffer ----
 
-class Encoder {
+class Encoder : public EncoderBase<tf_plan> {
 public:
-  explicit Encoder(const tf_plan *plan) : plan_(plan), fbb_(4096) {
-    fbb_.ForceDefaults(true); // every field written, so a dump shows every value as stored
-  }
-
-  // The name that messages give the plan: its graph's.
-  static const char *name_of(const tf_plan &plan) { return plan.graph_name; }
+  // Messages name the plan by its graph's name.
+  explicit Encoder(const tf_plan *plan) : EncoderBase(plan, plan->graph_name) {}
 
   tf_status run(void **data, size_t *size) {
-    const tf_plan &p = *plan_;
+    const tf_plan &p = *item_;
     TF_RETURN_IF_ERROR(check_count(p.n_buffers, p.buffers, "buffers"));
     TF_RETURN_IF_ERROR(check_count(p.n_steps, p.steps, "steps"));
     TF_RETURN_IF_ERROR(check_count(p.n_symbols, p.symbol_names, "symbols"));
@@ -439,20 +428,17 @@ private:
   }
 
   tf_status report_of(const tf_plan_report &r, Offset<fb::Report> *out) {
-    if (plan_->n_steps > 0 && !r.live_bytes)
+    if (item_->n_steps > 0 && !r.live_bytes)
       return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the report has no live_bytes for the plan's %d steps",
-                           plan_->n_steps);
+                           item_->n_steps);
     Offset<Vector<int64_t>> live;
     if (r.live_bytes)
-      live = fbb_.CreateVector(r.live_bytes, static_cast<size_t>(plan_->n_steps));
+      live = fbb_.CreateVector(r.live_bytes, static_cast<size_t>(item_->n_steps));
     auto roles = fbb_.CreateVector(static_cast<const int64_t *>(r.role_bytes), TF_ROLE_COUNT);
     auto flops = fbb_.CreateVector(static_cast<const double *>(r.flops), TF_PHASE_COUNT);
     *out = fb::CreateReport(fbb_, roles, r.arena_lower_bound, r.arena_naive, r.peak_step, live, flops, string(r.notes));
     return nullptr;
   }
-
-  const tf_plan *plan_;
-  flatbuffers::FlatBufferBuilder fbb_;
 };
 
 } // namespace
