@@ -76,6 +76,55 @@ bool tf_cli_positional(const char *command, const char *arg, const char *what, c
 
 bool tf_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
 
+tf_cli_args tf_cli_args_start(const char *command, int argc, char **argv, void (*help)(void), bool *json) {
+  return (tf_cli_args){.command = command, .argc = argc, .argv = argv, .help = help, .json = json, .exit_code = -1};
+}
+
+bool tf_cli_args_next(tf_cli_args *a) {
+  if (a->error && a->exit_code < 0)
+    a->exit_code = TF_EXIT_USAGE;
+  if (a->exit_code >= 0)
+    return false;
+  while (++a->i < a->argc) {
+    const char *arg = a->argv[a->i];
+    if (tf_cli_is_help(arg)) {
+      a->help();
+      a->exit_code = TF_EXIT_OK;
+      return false;
+    }
+    if (!a->json || strcmp(arg, "--json") != 0)
+      return true;
+    *a->json = true;
+  }
+  return false;
+}
+
+bool tf_cli_args_option(tf_cli_args *a, const char *name, const char **value) {
+  return tf_cli_option(a->argc, a->argv, &a->i, name, value, &a->error);
+}
+
+bool tf_cli_args_output(tf_cli_args *a, const char **output) {
+  return tf_cli_output_option(a->argc, a->argv, &a->i, output, &a->error);
+}
+
+bool tf_cli_args_list(tf_cli_args *a, const char *name, const char **values, int limit, int *count) {
+  return tf_cli_list_option(a->command, a->argc, a->argv, &a->i, name, values, limit, count, &a->error);
+}
+
+bool tf_cli_args_done(tf_cli_args *a, bool given, const char *missing) {
+  if (a->exit_code < 0 && !given)
+    a->exit_code = tf_cli_usage_error(a->command, "%s", missing);
+  return a->exit_code < 0;
+}
+
+void tf_cli_args_positional(tf_cli_args *a, const char *what, const char **slot) {
+  const char *arg = a->argv[a->i];
+  if (arg[0] == '-' && !(a->dash_operand && arg[1] == '\0'))
+    a->exit_code = tf_cli_usage_error(a->command, "unknown option '%s'", arg);
+  else if (!tf_cli_positional(a->command, arg, what, slot))
+    a->exit_code = TF_EXIT_USAGE;
+}
+
 int tf_cli_usage_error(const char *command, const char *fmt, ...) {
   fprintf(tf_cli_err(), "tightfit %s: ", command);
   va_list args;

@@ -48,6 +48,44 @@ bool tf_cli_list_option(const char *command, int argc, char **argv, int *i, cons
 bool tf_cli_positional(const char *command, const char *arg, const char *what, const char **slot);
 /* True when argv[i] is "-h" or "--help". */
 bool tf_cli_is_help(const char *arg);
+
+/* A walk over one command's arguments, doing what every command does the same way: -h/--help
+ * prints the command's help and ends the walk (exit code TF_EXIT_OK), --json sets *json (for the
+ * commands that take it), and an option that sets `error` (a missing or bad value, already
+ * reported) ends it with TF_EXIT_USAGE. Usage:
+ *   tf_cli_args a = tf_cli_args_start("run", argc, argv, help, &json);
+ *   while (tf_cli_args_next(&a))
+ *     if (tf_cli_args_option(&a, "--data", &data)) {} ... else tf_cli_args_positional(&a, "plan", &plan);
+ *   if (!tf_cli_args_done(&a, plan != NULL, "missing the plan file")) return a.exit_code; */
+typedef struct tf_cli_args {
+  const char *command; /* "run", in messages */
+  int argc;
+  char **argv;
+  void (*help)(void); /* prints the command's help */
+  bool *json;         /* set by --json; NULL for a command that takes no --json */
+  bool dash_operand;  /* a lone "-" is a positional argument, not an unknown option */
+  int i;              /* argv[i] is the argument at hand */
+  bool error;         /* set by an option's parser: the walk ends with TF_EXIT_USAGE */
+  int exit_code;      /* the command's exit code when the walk ended early; -1 otherwise */
+} tf_cli_args;
+
+/* A walk over argv[1 .. argc) of `command`; json may be NULL. */
+tf_cli_args tf_cli_args_start(const char *command, int argc, char **argv, void (*help)(void), bool *json);
+/* Moves to the next argument that is the command's own; false at the end of the arguments and when
+ * the walk ended early (then a->exit_code >= 0). */
+bool tf_cli_args_next(tf_cli_args *a);
+/* tf_cli_option, tf_cli_output_option and tf_cli_list_option on the argument at hand. */
+bool tf_cli_args_option(tf_cli_args *a, const char *name, const char **value);
+bool tf_cli_args_output(tf_cli_args *a, const char **output);
+bool tf_cli_args_list(tf_cli_args *a, const char *name, const char **values, int limit, int *count);
+/* What the argument at hand is when none of the command's options took it: an unknown option (a
+ * usage error) when it starts with '-', else the command's one positional argument `what` ("graph
+ * file") into *slot (tf_cli_positional). Ends the walk on an error. */
+void tf_cli_args_positional(tf_cli_args *a, const char *what, const char **slot);
+/* After the walk: true when it went through every argument and the command's required positional
+ * arguments are `given`; otherwise false, with a->exit_code set (a usage error saying `missing` when
+ * they are not given). */
+bool tf_cli_args_done(tf_cli_args *a, bool given, const char *missing);
 /* Prints "tightfit CMD: message" to stderr and returns TF_EXIT_USAGE. */
 int tf_cli_usage_error(const char *command, const char *fmt, ...) TF_PRINTF(2, 3);
 /* Prints a failed status as "tightfit CMD: message", frees it, and returns the exit code for it. */

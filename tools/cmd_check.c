@@ -50,38 +50,30 @@ int tf_cmd_check(int argc, char **argv) {
   const char *baseline_path = NULL, *max_growth_text = NULL, *max_growth_of = NULL;
   double max_growth = 0.0;
   unsigned checked = TF_CATEGORIES_ALL;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
+  tf_cli_args walk = tf_cli_args_start("check", argc, argv, help, NULL);
+  while (tf_cli_args_next(&walk)) {
     const char *v;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (tf_cli_option(argc, argv, &i, "--baseline", &v, &error)) {
+    if (tf_cli_args_option(&walk, "--baseline", &v)) {
       baseline_path = v;
-    } else if (tf_cli_option(argc, argv, &i, "--max-growth", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--max-growth", &v)) {
       max_growth_text = v;
-      if (!error && !parse_percent(v, &max_growth))
+      if (!walk.error && !parse_percent(v, &max_growth))
         return tf_cli_usage_error("check",
                                   "--max-growth takes a percentage with its sign, such as 5%% or 0.5%%, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--max-growth-of", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--max-growth-of", &v)) {
       max_growth_of = v;
-      tf_status parsed = error ? NULL : tf_categories_parse(v, &checked);
+      tf_status parsed = walk.error ? NULL : tf_categories_parse(v, &checked);
       if (parsed) {
         tf_cli_usage_error("check", "%s", tf_status_message(parsed));
         tf_status_free(parsed);
         return TF_EXIT_USAGE;
       }
-    } else if (tf_compile_args_take(&args, "check", argc, argv, &i, &error)) {
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("check", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("check", argv[i], "graph file", &args.graph_path)) {
-      return TF_EXIT_USAGE;
+    } else if (!tf_compile_args_take(&args, &walk)) {
+      tf_cli_args_positional(&walk, "graph file", &args.graph_path);
     }
-    if (error)
-      return TF_EXIT_USAGE;
   }
-  if (!args.graph_path)
-    return tf_cli_usage_error("check", "missing the graph file");
+  if (!tf_cli_args_done(&walk, args.graph_path != NULL, "missing the graph file"))
+    return walk.exit_code;
   if ((max_growth_text || max_growth_of) && !baseline_path)
     return tf_cli_usage_error("check", "%s %s needs --baseline FILE (the result it is compared with)",
                               max_growth_text ? "--max-growth" : "--max-growth-of",

@@ -49,23 +49,12 @@ int tf_cmd_compile(int argc, char **argv) {
   tf_compile_args args;
   tf_compile_args_init(&args);
   const char *output = NULL;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (tf_cli_output_option(argc, argv, &i, &output, &error) ||
-               tf_compile_args_take(&args, "compile", argc, argv, &i, &error)) {
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("compile", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("compile", argv[i], "graph file", &args.graph_path)) {
-      return TF_EXIT_USAGE;
-    }
-    if (error)
-      return TF_EXIT_USAGE;
-  }
-  if (!args.graph_path)
-    return tf_cli_usage_error("compile", "missing the graph file");
+  tf_cli_args walk = tf_cli_args_start("compile", argc, argv, help, NULL);
+  while (tf_cli_args_next(&walk))
+    if (!tf_cli_args_output(&walk, &output) && !tf_compile_args_take(&args, &walk))
+      tf_cli_args_positional(&walk, "graph file", &args.graph_path);
+  if (!tf_cli_args_done(&walk, args.graph_path != NULL, "missing the graph file"))
+    return walk.exit_code;
   tf_status status = tf_compile_args_resolve(&args);
   if (status)
     return tf_cli_fail("compile", status);

@@ -25,22 +25,12 @@ static void help(void) {
 
 int tf_cmd_dump(int argc, char **argv) {
   const char *input = NULL, *output = NULL;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (tf_cli_output_option(argc, argv, &i, &output, &error)) {
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("dump", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("dump", argv[i], "graph file", &input)) {
-      return TF_EXIT_USAGE;
-    }
-    if (error)
-      return TF_EXIT_USAGE;
-  }
-  if (!input)
-    return tf_cli_usage_error("dump", "missing the graph file");
+  tf_cli_args walk = tf_cli_args_start("dump", argc, argv, help, NULL);
+  while (tf_cli_args_next(&walk))
+    if (!tf_cli_args_output(&walk, &output))
+      tf_cli_args_positional(&walk, "graph file", &input);
+  if (!tf_cli_args_done(&walk, input != NULL, "missing the graph file"))
+    return walk.exit_code;
   void *data;
   size_t size;
   tf_status status = tf_file_read(input, &data, &size);

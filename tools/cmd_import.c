@@ -150,49 +150,39 @@ int tf_cmd_import(int argc, char **argv) {
   const char *onnx_path = NULL, *output = NULL, *weights = NULL;
   tf_onnx_options options = tf_onnx_options_default();
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
+  tf_cli_args walk = tf_cli_args_start("import", argc, argv, help, &json);
+  while (tf_cli_args_next(&walk)) {
     const char *v;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (tf_cli_output_option(argc, argv, &i, &output, &error)) {
-    } else if (tf_cli_option(argc, argv, &i, "--weights", &weights, &error)) {
-    } else if (tf_cli_option(argc, argv, &i, "--loss", &v, &error)) {
-      if (!error && !tf_onnx_loss_parse(v, &options.loss))
+    if (tf_cli_args_output(&walk, &output) || tf_cli_args_option(&walk, "--weights", &weights)) {
+    } else if (tf_cli_args_option(&walk, "--loss", &v)) {
+      if (!walk.error && !tf_onnx_loss_parse(v, &options.loss))
         return tf_cli_usage_error("import", "--loss '%s': use cross_entropy, mse, bce_with_logits, l1, ctc or output",
                                   v);
-    } else if (tf_cli_option(argc, argv, &i, "--label-length", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--label-length", &v)) {
       char *end;
-      if (!error) {
+      if (!walk.error) {
         errno = 0;
         options.label_length = strtoll(v, &end, 10);
         if (errno || end == v || *end || options.label_length < 1)
           return tf_cli_usage_error("import", "--label-length '%s' is not a positive integer", v);
       }
-    } else if (tf_cli_option(argc, argv, &i, "--ignore-index", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--ignore-index", &v)) {
       char *end;
-      if (!error) {
+      if (!walk.error) {
         errno = 0;
         options.ignore_index = strtoll(v, &end, 10);
         if (errno || end == v || *end)
           return tf_cli_usage_error("import", "--ignore-index '%s' is not an integer", v);
       }
-    } else if (tf_cli_option(argc, argv, &i, "--label", &options.label_name, &error) ||
-               tf_cli_option(argc, argv, &i, "--set", &options.symbol_defaults, &error) ||
-               tf_cli_option(argc, argv, &i, "--name", &options.graph_name, &error)) {
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("import", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("import", argv[i], "ONNX file", &onnx_path)) {
-      return TF_EXIT_USAGE;
+    } else if (tf_cli_args_option(&walk, "--label", &options.label_name) ||
+               tf_cli_args_option(&walk, "--set", &options.symbol_defaults) ||
+               tf_cli_args_option(&walk, "--name", &options.graph_name)) {
+    } else {
+      tf_cli_args_positional(&walk, "ONNX file", &onnx_path);
     }
-    if (error)
-      return TF_EXIT_USAGE;
   }
-  if (!onnx_path)
-    return tf_cli_usage_error("import", "which ONNX file? (tightfit import M.onnx -o M.tfg)");
+  if (!tf_cli_args_done(&walk, onnx_path != NULL, "which ONNX file? (tightfit import M.onnx -o M.tfg)"))
+    return walk.exit_code;
   if (!output)
     return tf_cli_usage_error("import", "-o F.tfg is required");
   if (weights && strchr(weights, '/'))

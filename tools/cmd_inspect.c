@@ -275,24 +275,13 @@ int tf_cmd_inspect(int argc, char **argv) {
   const char *bindings[32];
   int n_bindings = 0;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (tf_cli_list_option("inspect", argc, argv, &i, "--set", bindings, 32, &n_bindings, &error)) {
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      return tf_cli_usage_error("inspect", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("inspect", argv[i], "graph file", &path)) {
-      return TF_EXIT_USAGE;
-    }
-    if (error)
-      return TF_EXIT_USAGE;
-  }
-  if (!path)
-    return tf_cli_usage_error("inspect", "missing the graph file");
+  tf_cli_args walk = tf_cli_args_start("inspect", argc, argv, help, &json);
+  walk.dash_operand = true;
+  while (tf_cli_args_next(&walk))
+    if (!tf_cli_args_list(&walk, "--set", bindings, 32, &n_bindings))
+      tf_cli_args_positional(&walk, "graph file", &path);
+  if (!tf_cli_args_done(&walk, path != NULL, "missing the graph file"))
+    return walk.exit_code;
   tf_graph *g;
   tf_status status = tf_graph_load(path, &g);
   if (status)

@@ -20,24 +20,18 @@ static void help(void) {
 
 int tf_cmd_merge_lora(int argc, char **argv) {
   const char *plan_path = NULL, *checkpoint = NULL, *output = NULL;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (tf_cli_output_option(argc, argv, &i, &output, &error)) {
-      if (error)
-        return TF_EXIT_USAGE;
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("merge-lora", "unknown option '%s'", argv[i]);
-    } else if (!plan_path) {
-      plan_path = argv[i];
-    } else if (!tf_cli_positional("merge-lora", argv[i], "checkpoint", &checkpoint)) {
-      return TF_EXIT_USAGE;
+  tf_cli_args walk = tf_cli_args_start("merge-lora", argc, argv, help, NULL);
+  while (tf_cli_args_next(&walk)) {
+    if (tf_cli_args_output(&walk, &output)) {
+    } else if (!plan_path && argv[walk.i][0] != '-') {
+      plan_path = argv[walk.i];
+    } else {
+      tf_cli_args_positional(&walk, "checkpoint", &checkpoint);
     }
   }
-  if (!plan_path || !checkpoint)
-    return tf_cli_usage_error("merge-lora", "give the plan and the checkpoint: merge-lora P.tfplan CHECKPOINT -o OUT");
+  if (!tf_cli_args_done(&walk, plan_path && checkpoint,
+                        "give the plan and the checkpoint: merge-lora P.tfplan CHECKPOINT -o OUT"))
+    return walk.exit_code;
   if (!output)
     return tf_cli_usage_error("merge-lora", "missing -o OUT.safetensors");
   tf_plan *plan;

@@ -309,27 +309,16 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
 
 int tf_cmd_report(int argc, char **argv) {
   const char *path = NULL, *budget_text = NULL;
-  bool json = false, error = false;
+  bool json = false;
   picture_outputs outputs = {NULL, NULL, 0};
-  for (int i = 1; i < argc; i++) {
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (tf_cli_option(argc, argv, &i, "--svg", &outputs.svg, &error) ||
-               tf_cli_option(argc, argv, &i, "--html", &outputs.html, &error) ||
-               tf_cli_option(argc, argv, &i, "--budget", &budget_text, &error)) {
-      if (error)
-        return TF_EXIT_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      return tf_cli_usage_error("report", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("report", argv[i], "plan file", &path)) {
-      return TF_EXIT_USAGE;
-    }
-  }
-  if (!path)
-    return tf_cli_usage_error("report", "missing the plan file");
+  tf_cli_args walk = tf_cli_args_start("report", argc, argv, help, &json);
+  walk.dash_operand = true;
+  while (tf_cli_args_next(&walk))
+    if (!tf_cli_args_option(&walk, "--svg", &outputs.svg) && !tf_cli_args_option(&walk, "--html", &outputs.html) &&
+        !tf_cli_args_option(&walk, "--budget", &budget_text))
+      tf_cli_args_positional(&walk, "plan file", &path);
+  if (!tf_cli_args_done(&walk, path != NULL, "missing the plan file"))
+    return walk.exit_code;
   if (budget_text && (!tf_cli_parse_bytes(budget_text, &outputs.budget) || outputs.budget <= 0))
     return tf_cli_usage_error("report", "--budget '%s' is not a size above 0 (e.g. 16GiB, 512MiB, 8GB)", budget_text);
   if ((outputs.svg && !outputs.svg[0]) || (outputs.html && !outputs.html[0]))

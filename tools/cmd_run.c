@@ -78,43 +78,34 @@ int tf_cmd_run(int argc, char **argv) {
   bool json = false;
   int32_t threads = 2, device = 0;
   char backend[32] = "cpu";
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
+  tf_cli_args walk = tf_cli_args_start("run", argc, argv, help, &json);
+  while (tf_cli_args_next(&walk)) {
     const char *v;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (tf_cli_option(argc, argv, &i, "--data", &v, &error)) {
+    if (tf_cli_args_option(&walk, "--data", &v)) {
       data = v;
-    } else if (tf_cli_option(argc, argv, &i, "--device", &v, &error)) {
-      if (!error && !tf_backend_parse_device(v, backend, sizeof(backend), &device))
+    } else if (tf_cli_args_option(&walk, "--device", &v)) {
+      if (!walk.error && !tf_backend_parse_device(v, backend, sizeof(backend), &device))
         return tf_cli_usage_error("run", "--device takes cpu, vulkan:N or cuda:N, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--weights", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--weights", &v)) {
       weights = v;
-    } else if (tf_cli_option(argc, argv, &i, "--weights-dir", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--weights-dir", &v)) {
       weights_dir = v;
-    } else if (tf_cli_option(argc, argv, &i, "--log-every", &v, &error)) {
-      if (!error && tf_parse_i64(v, 1, TF_CHECKED_EXACT_DOUBLE_MAX, &log_every) != TF_PARSE_OK)
+    } else if (tf_cli_args_option(&walk, "--log-every", &v)) {
+      if (!walk.error && tf_parse_i64(v, 1, TF_CHECKED_EXACT_DOUBLE_MAX, &log_every) != TF_PARSE_OK)
         return tf_cli_usage_error("run", "--log-every takes a count of batches >= 1, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--output", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--output", &v)) {
       output = v;
-    } else if (tf_cli_option(argc, argv, &i, "--threads", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--threads", &v)) {
       int64_t parsed = 0;
-      if (!error && tf_parse_i64(v, 1, 1024, &parsed) != TF_PARSE_OK)
+      if (!walk.error && tf_parse_i64(v, 1, 1024, &parsed) != TF_PARSE_OK)
         return tf_cli_usage_error("run", "--threads takes 1..1024, got '%s'", v);
       threads = (int32_t)parsed;
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("run", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("run", argv[i], "plan", &plan_path)) {
-      return TF_EXIT_USAGE;
+    } else {
+      tf_cli_args_positional(&walk, "plan", &plan_path);
     }
-    if (error)
-      return TF_EXIT_USAGE;
   }
-  if (!plan_path)
-    return tf_cli_usage_error("run", "missing the plan file");
+  if (!tf_cli_args_done(&walk, plan_path != NULL, "missing the plan file"))
+    return walk.exit_code;
   if (!data)
     return tf_cli_usage_error("run", "missing --data DIR");
   tf_plan *plan;

@@ -195,73 +195,63 @@ static int parse_args(int argc, char **argv, train_args *a) {
   a->check_finite = true;
   a->check_finite_steps = 10;
   a->threads = 2;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
+  tf_cli_args walk = tf_cli_args_start("train", argc, argv, help, &a->json);
+  while (tf_cli_args_next(&walk)) {
     const char *v;
     int64_t n;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return -1;
-    } else if (strcmp(argv[i], "--resume") == 0) {
+    if (strcmp(argv[walk.i], "--resume") == 0) {
       a->resume = true;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      a->json = true;
-    } else if (tf_cli_option(argc, argv, &i, "--data", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--data", &v)) {
       a->data = v;
-    } else if (tf_cli_option(argc, argv, &i, "--eval", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--eval", &v)) {
       a->eval = v;
-    } else if (tf_cli_option(argc, argv, &i, "--init-from", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--init-from", &v)) {
       a->init_from = v;
-    } else if (tf_cli_option(argc, argv, &i, "--init-map", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--init-map", &v)) {
       a->init_map = v;
-    } else if (tf_cli_option(argc, argv, &i, "--weights-dir", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--weights-dir", &v)) {
       a->weights_dir = v;
-    } else if (tf_cli_option(argc, argv, &i, "--checkpoint", &v, &error)) {
+    } else if (tf_cli_args_option(&walk, "--checkpoint", &v)) {
       a->checkpoint = v;
-    } else if (tf_cli_option(argc, argv, &i, "--backend", &v, &error) ||
-               tf_cli_option(argc, argv, &i, "--device", &v, &error)) {
-      if (!error && !tf_backend_parse_device(v, a->backend_name, sizeof(a->backend_name), &a->device))
+    } else if (tf_cli_args_option(&walk, "--backend", &v) || tf_cli_args_option(&walk, "--device", &v)) {
+      if (!walk.error && !tf_backend_parse_device(v, a->backend_name, sizeof(a->backend_name), &a->device))
         return tf_cli_usage_error("train", "--device takes cpu, vulkan:N or cuda:N, got '%s'", v);
       a->backend = a->backend_name;
-    } else if (tf_cli_option(argc, argv, &i, "--steps", &v, &error)) {
-      if (!error && !parse_count(v, &a->steps, 1))
+    } else if (tf_cli_args_option(&walk, "--steps", &v)) {
+      if (!walk.error && !parse_count(v, &a->steps, 1))
         return tf_cli_usage_error("train", "--steps takes a count in 1..2^53, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--loss-scale-window", &v, &error)) {
-      if (!error && !parse_count(v, &a->loss_scale_window, 1))
+    } else if (tf_cli_args_option(&walk, "--loss-scale-window", &v)) {
+      if (!walk.error && !parse_count(v, &a->loss_scale_window, 1))
         return tf_cli_usage_error("train", "--loss-scale-window takes a count >= 1, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--log-every", &v, &error)) {
-      if (!error && !parse_count(v, &a->log_every, 1))
+    } else if (tf_cli_args_option(&walk, "--log-every", &v)) {
+      if (!walk.error && !parse_count(v, &a->log_every, 1))
         return tf_cli_usage_error("train", "--log-every takes a count >= 1, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--check-finite", &v, &error)) {
-      a->check_finite = error || strcmp(v, "off") != 0;
-      if (!error && strcmp(v, "all") == 0)
+    } else if (tf_cli_args_option(&walk, "--check-finite", &v)) {
+      a->check_finite = walk.error || strcmp(v, "off") != 0;
+      if (!walk.error && strcmp(v, "all") == 0)
         a->check_finite_steps = -1;
-      else if (!error && a->check_finite && !parse_count(v, &a->check_finite_steps, 0))
+      else if (!walk.error && a->check_finite && !parse_count(v, &a->check_finite_steps, 0))
         return tf_cli_usage_error("train", "--check-finite takes a step count, 'all' or 'off', got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--checkpoint-every-minutes", &v, &error)) {
-      if (!error && !parse_minutes(v, &a->checkpoint_minutes))
+    } else if (tf_cli_args_option(&walk, "--checkpoint-every-minutes", &v)) {
+      if (!walk.error && !parse_minutes(v, &a->checkpoint_minutes))
         return tf_cli_usage_error("train", "--checkpoint-every-minutes takes a number of minutes > 0, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--checkpoint-every", &v, &error)) {
-      if (!error && !parse_count(v, &a->checkpoint_every, 1))
+    } else if (tf_cli_args_option(&walk, "--checkpoint-every", &v)) {
+      if (!walk.error && !parse_count(v, &a->checkpoint_every, 1))
         return tf_cli_usage_error("train", "--checkpoint-every takes a count >= 1, got '%s'", v);
-    } else if (tf_cli_option(argc, argv, &i, "--threads", &v, &error)) {
-      if (!error && (!parse_count(v, &n, 1) || n > 1024))
+    } else if (tf_cli_args_option(&walk, "--threads", &v)) {
+      if (!walk.error && (!parse_count(v, &n, 1) || n > 1024))
         return tf_cli_usage_error("train", "--threads takes 1..1024, got '%s'", v);
       a->threads = (int32_t)n;
-    } else if (tf_cli_option(argc, argv, &i, "--seed", &v, &error)) {
-      if (!error && !parse_count(v, &n, 0))
+    } else if (tf_cli_args_option(&walk, "--seed", &v)) {
+      if (!walk.error && !parse_count(v, &n, 0))
         return tf_cli_usage_error("train", "--seed takes a number >= 0, got '%s'", v);
       a->seed = (uint64_t)n;
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("train", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("train", argv[i], "plan", &a->plan_path)) {
-      return TF_EXIT_USAGE;
+    } else {
+      tf_cli_args_positional(&walk, "plan", &a->plan_path);
     }
-    if (error)
-      return TF_EXIT_USAGE;
   }
-  if (!a->plan_path)
-    return tf_cli_usage_error("train", "missing the plan file");
+  if (!tf_cli_args_done(&walk, a->plan_path != NULL, "missing the plan file"))
+    return walk.exit_code == TF_EXIT_OK ? -1 : walk.exit_code;
   if (!a->data)
     return tf_cli_usage_error("train", "missing --data DIR");
   if (!a->steps)

@@ -110,23 +110,12 @@ int tf_cmd_zoo(int argc, char **argv) {
   const char *overrides[64];
   int n_overrides = 0;
   bool json = false;
-  for (int i = 1; i < argc; i++) {
-    bool error = false;
-    if (tf_cli_is_help(argv[i])) {
-      help();
-      return TF_EXIT_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if (tf_cli_list_option("zoo", argc, argv, &i, "--param", overrides, 64, &n_overrides, &error) ||
-               tf_cli_output_option(argc, argv, &i, &output, &error)) {
-    } else if (argv[i][0] == '-') {
-      return tf_cli_usage_error("zoo", "unknown option '%s'", argv[i]);
-    } else if (!tf_cli_positional("zoo", argv[i], "preset", &name)) {
-      return TF_EXIT_USAGE;
-    }
-    if (error)
-      return TF_EXIT_USAGE;
-  }
+  tf_cli_args walk = tf_cli_args_start("zoo", argc, argv, help, &json);
+  while (tf_cli_args_next(&walk))
+    if (!tf_cli_args_list(&walk, "--param", overrides, 64, &n_overrides) && !tf_cli_args_output(&walk, &output))
+      tf_cli_args_positional(&walk, "preset", &name);
+  if (walk.exit_code >= 0)
+    return walk.exit_code;
   if (!name) {
     if (output || n_overrides)
       return tf_cli_usage_error("zoo", "--param and -o need a preset NAME");

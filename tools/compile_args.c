@@ -194,7 +194,11 @@ static bool append_binding(tf_compile_args *args, const char *list) {
   return true;
 }
 
-bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, char **argv, int *i, bool *error) {
+bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk) {
+  const char *command = walk->command;
+  int argc = walk->argc, *i = &walk->i;
+  char **argv = walk->argv;
+  bool *error = &walk->error;
   const char *value;
   double number;
   int64_t integer;

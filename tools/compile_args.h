@@ -37,9 +37,9 @@ typedef struct tf_compile_args {
 
 /* Initialises args with the defaults (CPU target, training). */
 void tf_compile_args_init(tf_compile_args *args);
-/* Consumes argv[*i] (and its value) when it is a compile option; true when consumed. Sets *error
- * (after printing why) on a bad value. */
-bool tf_compile_args_take(tf_compile_args *args, const char *command, int argc, char **argv, int *i, bool *error);
+/* Consumes the argument at hand of `walk` (and its value) when it is a compile option; true when
+ * consumed. Sets walk->error (after printing why) on a bad value. */
+bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk);
 /* After parsing: applies --gpu (budget and target from the GPU table) and --device (target, budget
  * and overhead measured on this machine's device), and fills args->target_note. Errors name the
  * option: an unknown GPU, a device that cannot be opened, --gpu with --budget. */
