@@ -426,6 +426,16 @@ tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what) {
   return NULL;
 }
 
+tf_status vk_check_workspace(const vk_lower *l, int64_t needed) {
+  const int64_t given = l->step->workspace >= 0 ? vk_buffer(l, l->step->workspace)->bytes : 0;
+  if (given < needed)
+    return vk_refuse(l,
+                     "its Vulkan shaders need %lld workspace bytes and the plan gives it %lld: this plan was compiled "
+                     "for the '%s' target; compile it for 'vulkan'",
+                     (long long)needed, (long long)given, l->plan->target ? l->plan->target : "?");
+  return NULL;
+}
+
 void vk_collapse(int32_t *rank, int64_t *shape, int n, int64_t (*strides)[TF_MAX_RANK]) {
   int32_t kept = 0;
   for (int32_t i = 0; i < *rank; i++) {

@@ -5,6 +5,7 @@
 #define TIGHTFIT_BACKENDS_VULKAN_VK_LOWER_H
 
 #include "backends/vulkan/vk_internal.h"
+#include "core/linear_loss.h"
 
 typedef struct vk_lower {
   const tf_plan *plan;
@@ -40,6 +41,17 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l); /* linear_cross_entropy an
 /* ... on f16/bf16 x, weight and gradients (an f32 loss and dloss): vk_lower_linear_loss_half.c */
 tf_status vk_lower_linear_cross_entropy_half(vk_lower *l);
 tf_status vk_lower_ctc(vk_lower *l); /* ctc_loss and its gradient (vk_lower_ctc.c) */
+
+/* The operands of a fused loss head step (linear_cross_entropy in any form) as plan buffer ids, -1
+ * for none, with its geometry: what the f32 and the half lowerings both start from. */
+typedef struct vk_loss_head {
+  tf_linear_loss_geometry g;
+  int32_t x, weight, labels, dloss, bias, work; /* inputs and the workspace */
+  int32_t loss, dx, dweight, dbias;             /* outputs (or accumulators) */
+  bool accumulate;                              /* dweight and dbias are accumulators among the inputs */
+} vk_loss_head;
+/* The head of step l->step (vk_lower_linear_loss.c); refuses labels that are not i32 or i64. */
+tf_status vk_loss_head_of(vk_lower *l, vk_loss_head *h);
 
 /* ---- emitting commands ---- */
 
@@ -81,6 +93,9 @@ tf_status vk_check_loops(const vk_lower *l, int64_t iterations);
 int64_t vk_grid_rounds(int64_t items, int64_t per_group);
 /* Refuses counts the 32-bit shader indices cannot address. */
 tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what);
+/* Refuses a step whose plan gives it less workspace than the `needed` bytes its shaders use (a plan
+ * compiled for another target), naming both numbers. */
+tf_status vk_check_workspace(const vk_lower *l, int64_t needed);
 
 /* Merges adjacent axes that every operand walks contiguously (strides[k][i] == strides[k][i+1] x
  * shape[i+1]) and drops axes of size 1; *rank becomes at least 1. strides holds n rows. */

@@ -37,12 +37,7 @@ tf_status vk_lower_ctc(vk_lower *l) {
   const tf_tensor_ref br = tf_tensor_ref_make(NULL, labels->dtype, labels->rank, labels->shape);
   const tf_ctc_geometry g = tf_ctc_geometry_of(&lr, &br);
   const int64_t needed = 4 * tf_ctc_workspace_elements(&g);
-  const int64_t given = step->workspace >= 0 ? vk_buffer(l, step->workspace)->bytes : 0;
-  if (given < needed)
-    return vk_refuse(l,
-                     "its Vulkan shaders need %lld workspace bytes and the plan gives it %lld: this plan was compiled "
-                     "for the '%s' target; compile it for 'vulkan'",
-                     (long long)needed, (long long)given, l->plan->target ? l->plan->target : "?");
+  TF_RETURN_IF_ERROR(vk_check_workspace(l, needed));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(logits), logits->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, needed / 4, "the workspace"));
   /* the longest invocation: a frame's classes, or the recursion's frames x positions, or the

@@ -19,10 +19,7 @@ typedef struct linear_loss_push {
 } linear_loss_push;
 
 typedef struct head {
-  tf_linear_loss_geometry g;
-  int32_t x, weight, labels, dloss, bias, work; /* plan buffer ids; -1: none */
-  int32_t loss, dx, dweight, dbias;             /* outputs (or accumulators); -1: none */
-  bool accumulate;
+  vk_loss_head io;
   linear_loss_push push;
 } head;
 
@@ -30,15 +27,19 @@ typedef struct head {
 static tf_status shader(vk_lower *l, const head *h, uint32_t mode, uint32_t groups, int64_t loops) {
   linear_loss_push push = h->push;
   push.mode = mode;
-  const int32_t buffers[6] = {
-      h->labels, h->dloss, h->work, h->bias, mode == MODE_LOSS ? h->loss : -1, mode == MODE_DBIAS ? h->dbias : -1};
+  const int32_t buffers[6] = {h->io.labels,
+                              h->io.dloss,
+                              h->io.work,
+                              h->io.bias,
+                              mode == MODE_LOSS ? h->io.loss : -1,
+                              mode == MODE_DBIAS ? h->io.dbias : -1};
   const uint32_t writes = mode == MODE_LOSS ? 0x10 : mode == MODE_DBIAS ? 0x20 : 0x4;
   TF_RETURN_IF_ERROR(vk_check_loops(l, loops));
   return vk_emit_dispatch(l, VK_SHADER_linear_loss, 6, buffers, writes, &push, sizeof(push), groups, 1, 1);
 }
 
 /* logits[0 .. rows) of the workspace = x[first ..] weightᵀ (or x weight); the bias is the row pass's. */
-static tf_status chunk_logits(vk_lower *l, const head *h, int64_t first, int64_t rows) {
+static tf_status chunk_logits(vk_lower *l, const vk_loss_head *h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry *g = &h->g;
   vk_gemm p = {.a = h->x,
                .b = h->weight,
@@ -54,7 +55,7 @@ static tf_status chunk_logits(vk_lower *l, const head *h, int64_t first, int64_t
 }
 
 /* dx[first ..] = dlogits weight (or dlogits weightᵀ). */
-static tf_status chunk_dx(vk_lower *l, const head *h, int64_t first, int64_t rows) {
+static tf_status chunk_dx(vk_lower *l, const vk_loss_head *h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry *g = &h->g;
   vk_gemm p = {.a = h->work,
                .b = h->weight,
@@ -70,7 +71,7 @@ static tf_status chunk_dx(vk_lower *l, const head *h, int64_t first, int64_t row
 }
 
 /* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]). */
-static tf_status chunk_dweight(vk_lower *l, const head *h, int64_t first, int64_t rows, bool add) {
+static tf_status chunk_dweight(vk_lower *l, const vk_loss_head *h, int64_t first, int64_t rows, bool add) {
   const tf_linear_loss_geometry *g = &h->g;
   vk_gemm p = {.c = h->dweight, .k = rows, .ta = true, .accumulate = add};
   if (g->transpose_weight) {
@@ -83,8 +84,7 @@ static tf_status chunk_dweight(vk_lower *l, const head *h, int64_t first, int64_
   return vk_emit_gemm(l, &p);
 }
 
-/* The head of step l->step: its buffers, geometry and push constants; refuses what it cannot run. */
-static tf_status head_of(vk_lower *l, head *h) {
+tf_status vk_loss_head_of(vk_lower *l, vk_loss_head *h) {
   const tf_plan_step *step = l->step;
   memset(h, 0, sizeof(*h));
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *weight = vk_buffer(l, vk_in(l, 1));
@@ -95,24 +95,14 @@ static tf_status head_of(vk_lower *l, head *h) {
   tf_tensor_ref xr = tf_tensor_ref_make(NULL, x->dtype, x->rank, x->shape);
   tf_tensor_ref wr = tf_tensor_ref_make(NULL, weight->dtype, weight->rank, weight->shape);
   h->g = tf_linear_loss_geometry_of(&step->attrs, &xr, &wr);
-  const int64_t needed = 4 * tf_linear_loss_vulkan_workspace_words(&h->g);
-  const int64_t given = step->workspace >= 0 ? vk_buffer(l, step->workspace)->bytes : 0;
-  if (given < needed)
-    return vk_refuse(l,
-                     "its Vulkan shaders need %lld workspace bytes and the plan gives it %lld: this plan was compiled "
-                     "for the '%s' target; compile it for 'vulkan'",
-                     (long long)needed, (long long)given, l->plan->target ? l->plan->target : "?");
-  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(x), x->name));
-  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(weight), weight->name));
-  TF_RETURN_IF_ERROR(vk_check_count(l, needed / 4, "the workspace"));
-  const bool forward = step->op == TF_OP_LINEAR_CROSS_ENTROPY, train = tf_linear_loss_is_train(step->op);
+  const bool forward = step->op == TF_OP_LINEAR_CROSS_ENTROPY;
   const int32_t bias = tf_linear_loss_bias_input(step->op, step->n_inputs);
   h->x = vk_in(l, 0), h->weight = vk_in(l, 1), h->labels = vk_in(l, 2);
   h->dloss = forward ? -1 : vk_in(l, 3);
   h->bias = bias >= 0 ? vk_in(l, bias) : -1;
   h->work = step->workspace;
   h->accumulate = tf_linear_loss_accumulates(step->op);
-  h->loss = forward || train ? vk_out(l, 0) : -1;
+  h->loss = forward || tf_linear_loss_is_train(step->op) ? vk_out(l, 0) : -1;
   if (!forward) {
     const int32_t dx = tf_linear_loss_dx_output(step->op), sum = tf_linear_loss_dweight_input(step->op, step->n_inputs);
     h->dx = vk_out(l, dx);
@@ -121,23 +111,35 @@ static tf_status head_of(vk_lower *l, head *h) {
   } else {
     h->dx = h->dweight = h->dbias = -1;
   }
-  const int64_t ignore = step->attrs.u.cross_entropy.ignore_index;
-  h->push = (linear_loss_push){.rows = (uint32_t)h->g.rows,
-                               .classes = (uint32_t)h->g.classes,
+  return NULL;
+}
+
+/* The head of step l->step: its buffers, geometry and push constants; refuses what it cannot run. */
+static tf_status head_of(vk_lower *l, head *h) {
+  TF_RETURN_IF_ERROR(vk_loss_head_of(l, &h->io));
+  const vk_loss_head *io = &h->io;
+  const int64_t needed = 4 * tf_linear_loss_vulkan_workspace_words(&io->g);
+  TF_RETURN_IF_ERROR(vk_check_workspace(l, needed));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(vk_buffer(l, io->x)), vk_buffer(l, io->x)->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(vk_buffer(l, io->weight)), vk_buffer(l, io->weight)->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, needed / 4, "the workspace"));
+  const int64_t ignore = l->step->attrs.u.cross_entropy.ignore_index;
+  h->push = (linear_loss_push){.rows = (uint32_t)io->g.rows,
+                               .classes = (uint32_t)io->g.classes,
                                .ignore_low = (int32_t)(uint32_t)ignore,
                                .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
-                               .terms_at = (uint32_t)tf_linear_loss_vulkan_terms_at(&h->g),
-                               .count_at = (uint32_t)tf_linear_loss_vulkan_count_at(&h->g),
-                               .has_bias = bias >= 0,
-                               .want_loss = forward || train,
-                               .want_grad = !forward,
-                               .wide_labels = vk_buffer(l, h->labels)->dtype == TF_I64};
+                               .terms_at = (uint32_t)tf_linear_loss_vulkan_terms_at(&io->g),
+                               .count_at = (uint32_t)tf_linear_loss_vulkan_count_at(&io->g),
+                               .has_bias = io->bias >= 0,
+                               .want_loss = io->loss >= 0,
+                               .want_grad = io->dx >= 0,
+                               .wide_labels = vk_buffer(l, io->labels)->dtype == TF_I64};
   return NULL;
 }
 
 /* A step whose head has no rows: the loss is 0 (no label counts), dx is empty, dweight and dbias 0
  * (nothing to add when accumulating). Fills only: a dispatch would bind the empty labels. */
-static tf_status no_rows(vk_lower *l, const head *h) {
+static tf_status no_rows(vk_lower *l, const vk_loss_head *h) {
   if (h->loss >= 0)
     TF_RETURN_IF_ERROR(vk_emit_fill(l, h->loss));
   if (h->dx < 0 || h->accumulate)
@@ -152,34 +154,34 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
     return vk_lower_linear_cross_entropy_half(l);
   head h;
   TF_RETURN_IF_ERROR(head_of(l, &h));
-  const tf_linear_loss_geometry *g = &h.g;
+  const tf_linear_loss_geometry *g = &h.io.g;
   if (g->rows == 0)
-    return no_rows(l, &h);
+    return no_rows(l, &h.io);
   if (g->features == 0) /* the logits GEMM would bind the empty x */
     return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a fused loss head",
-                     vk_buffer(l, h.x)->name);
+                     vk_buffer(l, h.io.x)->name);
   TF_RETURN_IF_ERROR(shader(l, &h, MODE_COUNT, 1, (g->rows + 255) / 256 + 16));
   const int64_t row_loops = 3 * ((g->classes + 255) / 256) + 32;
   for (int64_t first = 0; first < g->rows; first += g->chunk_rows) {
     const int64_t rows = g->rows - first < g->chunk_rows ? g->rows - first : g->chunk_rows;
     h.push.first = (uint32_t)first;
     h.push.chunk = (uint32_t)rows;
-    TF_RETURN_IF_ERROR(chunk_logits(l, &h, first, rows));
+    TF_RETURN_IF_ERROR(chunk_logits(l, &h.io, first, rows));
     const uint32_t groups = vk_groups(rows, 1);
     TF_RETURN_IF_ERROR(shader(l, &h, MODE_ROWS, groups, vk_grid_rounds(rows, 1) * row_loops));
-    if (h.dx < 0)
+    if (h.io.dx < 0)
       continue;
-    const bool add = first > 0 || h.accumulate;
-    TF_RETURN_IF_ERROR(chunk_dx(l, &h, first, rows));
-    TF_RETURN_IF_ERROR(chunk_dweight(l, &h, first, rows, add));
-    if (h.dbias >= 0) {
+    const bool add = first > 0 || h.io.accumulate;
+    TF_RETURN_IF_ERROR(chunk_dx(l, &h.io, first, rows));
+    TF_RETURN_IF_ERROR(chunk_dweight(l, &h.io, first, rows, add));
+    if (h.io.dbias >= 0) {
       h.push.add = add;
       TF_RETURN_IF_ERROR(
           shader(l, &h, MODE_DBIAS, vk_groups(g->classes, 256), vk_grid_rounds(g->classes, 256) * (rows + 2)));
       h.push.add = 0;
     }
   }
-  if (h.loss >= 0)
+  if (h.io.loss >= 0)
     TF_RETURN_IF_ERROR(shader(l, &h, MODE_LOSS, 1, (g->rows + 255) / 256 + 16));
   return NULL;
 }

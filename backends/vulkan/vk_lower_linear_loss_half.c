@@ -28,18 +28,17 @@ typedef struct half_push {
 } half_push;
 
 typedef struct head {
-  tf_linear_loss_geometry g;
+  vk_loss_head io; /* no accumulators: head_of refuses them */
   tf_linear_loss_vulkan_half_workspace at;
-  vk_shader shader;                             /* linear_loss_half_f16 or _bf16 */
-  int32_t x, weight, labels, dloss, bias, work; /* plan buffer ids; -1: none */
-  int32_t loss, dx, dweight, dbias;             /* outputs; -1: none */
+  vk_shader shader; /* linear_loss_half_f16 or _bf16 */
   half_push push;
 } head;
 
 /* Bindings: labels, dloss, workspace, source, loss, destination (-1: the dummy). */
 static tf_status dispatch(vk_lower *l, const head *h, const half_push *push, int32_t source, int32_t dest,
                           uint32_t groups, int64_t loops) {
-  const int32_t buffers[6] = {h->labels, h->dloss, h->work, source, push->mode == MODE_LOSS ? h->loss : -1, dest};
+  const int32_t buffers[6] = {h->io.labels, h->io.dloss, h->io.work, source, push->mode == MODE_LOSS ? h->io.loss : -1,
+                              dest};
   const uint32_t writes = push->mode == MODE_LOSS ? 0x10 : push->mode == MODE_NARROW ? 0x20 : 0x4;
   TF_RETURN_IF_ERROR(vk_check_loops(l, loops));
   return vk_emit_dispatch(l, h->shader, 6, buffers, writes, push, sizeof(*push), groups, 1, 1);
@@ -50,9 +49,9 @@ static tf_status rows_mode(vk_lower *l, const head *h, uint32_t mode) {
   half_push push = h->push;
   push.mode = mode;
   if (mode == MODE_COUNT || mode == MODE_LOSS)
-    return dispatch(l, h, &push, -1, -1, 1, (h->g.rows + 255) / 256 + 16);
+    return dispatch(l, h, &push, -1, -1, 1, (h->io.g.rows + 255) / 256 + 16);
   const int64_t loops = vk_grid_rounds(push.chunk, 1) * (3 * ((push.span + 255) / 256) + 32);
-  return dispatch(l, h, &push, h->bias, -1, vk_groups(push.chunk, 1), loops);
+  return dispatch(l, h, &push, h->io.bias, -1, vk_groups(push.chunk, 1), loops);
 }
 
 /* WIDEN (source -> workspace) or NARROW (workspace -> dest) of a rows x cols rectangle. */
@@ -70,25 +69,25 @@ static tf_status copy(vk_lower *l, const head *h, bool widen, int32_t buffer, in
 /* The weight's classes [first_class, first_class + n) into the workspace's span: n rows of d ([V, d]
  * weight) or d rows of n ([d, V]). */
 static tf_status widen_weight_span(vk_lower *l, const head *h, int64_t first_class, int64_t n) {
-  const tf_linear_loss_geometry *g = &h->g;
+  const tf_linear_loss_geometry *g = &h->io.g;
   if (g->transpose_weight)
-    return copy(l, h, true, h->weight, n, g->features, first_class * g->features, g->features, h->at.weight_span,
+    return copy(l, h, true, h->io.weight, n, g->features, first_class * g->features, g->features, h->at.weight_span,
                 g->features);
-  return copy(l, h, true, h->weight, g->features, n, first_class, g->classes, h->at.weight_span, n);
+  return copy(l, h, true, h->io.weight, g->features, n, first_class, g->classes, h->at.weight_span, n);
 }
 
 /* Rows [first, first + rows) of x into the workspace's chunk. */
 static tf_status widen_rows(vk_lower *l, const head *h, int64_t first, int64_t rows) {
-  const int64_t d = h->g.features;
-  return copy(l, h, true, h->x, 1, rows * d, first * d, 0, h->at.x_chunk, 0);
+  const int64_t d = h->io.g.features;
+  return copy(l, h, true, h->io.x, 1, rows * d, first * d, 0, h->at.x_chunk, 0);
 }
 
 /* logits [rows, n] = x_chunk · span (the bias is the row modes'). */
 static tf_status span_logits(vk_lower *l, const head *h, int64_t n, int64_t rows) {
-  const tf_linear_loss_geometry *g = &h->g;
-  vk_gemm p = {.a = h->work,
-               .b = h->work,
-               .c = h->work,
+  const tf_linear_loss_geometry *g = &h->io.g;
+  vk_gemm p = {.a = h->io.work,
+               .b = h->io.work,
+               .c = h->io.work,
                .a_offset = h->at.x_chunk,
                .b_offset = h->at.weight_span,
                .c_offset = h->at.logits,
@@ -105,10 +104,10 @@ static tf_status span_logits(vk_lower *l, const head *h, int64_t n, int64_t rows
  * dlogits ([d, n]). */
 static tf_status span_products(vk_lower *l, const head *h, int64_t first, int64_t rows, int64_t first_class,
                                int64_t n) {
-  const tf_linear_loss_geometry *g = &h->g;
-  vk_gemm dx = {.a = h->work,
-                .b = h->work,
-                .c = h->work,
+  const tf_linear_loss_geometry *g = &h->io.g;
+  vk_gemm dx = {.a = h->io.work,
+                .b = h->io.work,
+                .c = h->io.work,
                 .a_offset = h->at.logits,
                 .b_offset = h->at.weight_span,
                 .c_offset = h->at.dx_sum + first * g->features,
@@ -120,9 +119,9 @@ static tf_status span_products(vk_lower *l, const head *h, int64_t first, int64_
                 .tb = !g->transpose_weight,
                 .accumulate = first_class > 0};
   TF_RETURN_IF_ERROR(vk_emit_gemm(l, &dx));
-  vk_gemm dw = {.a = h->work,
-                .b = h->work,
-                .c = h->work,
+  vk_gemm dw = {.a = h->io.work,
+                .b = h->io.work,
+                .c = h->io.work,
                 .c_offset = h->at.dweight_span,
                 .k = rows,
                 .ta = true,
@@ -139,13 +138,14 @@ static tf_status span_products(vk_lower *l, const head *h, int64_t first, int64_
 
 /* dweight's (and dbias's) classes [first_class, first_class + n) rounded from the span's sums. */
 static tf_status store_span(vk_lower *l, const head *h, int64_t first_class, int64_t n) {
-  const tf_linear_loss_geometry *g = &h->g;
+  const tf_linear_loss_geometry *g = &h->io.g;
   if (g->transpose_weight)
     TF_RETURN_IF_ERROR(
-        copy(l, h, false, h->dweight, 1, n * g->features, h->at.dweight_span, 0, first_class * g->features, 0));
+        copy(l, h, false, h->io.dweight, 1, n * g->features, h->at.dweight_span, 0, first_class * g->features, 0));
   else
-    TF_RETURN_IF_ERROR(copy(l, h, false, h->dweight, g->features, n, h->at.dweight_span, n, first_class, g->classes));
-  return h->dbias >= 0 ? copy(l, h, false, h->dbias, 1, n, h->at.dbias_span, 0, first_class, 0) : NULL;
+    TF_RETURN_IF_ERROR(
+        copy(l, h, false, h->io.dweight, g->features, n, h->at.dweight_span, n, first_class, g->classes));
+  return h->io.dbias >= 0 ? copy(l, h, false, h->io.dbias, 1, n, h->at.dbias_span, 0, first_class, 0) : NULL;
 }
 
 /* One chunk of one span: its rows widened, its logits, then the statistics (pass 1) or the
@@ -160,7 +160,7 @@ static tf_status chunk(vk_lower *l, head *h, bool gradients, int64_t first, int6
     return rows_mode(l, h, MODE_STATS);
   TF_RETURN_IF_ERROR(rows_mode(l, h, MODE_GRAD));
   TF_RETURN_IF_ERROR(span_products(l, h, first, rows, first_class, n));
-  if (h->dbias < 0)
+  if (h->io.dbias < 0)
     return NULL;
   half_push push = h->push;
   push.mode = MODE_DBIAS;
@@ -170,7 +170,7 @@ static tf_status chunk(vk_lower *l, head *h, bool gradients, int64_t first, int6
 
 /* Pass 1 (gradients false) or pass 2 over every span and chunk. */
 static tf_status pass(vk_lower *l, head *h, bool gradients) {
-  const tf_linear_loss_geometry *g = &h->g;
+  const tf_linear_loss_geometry *g = &h->io.g;
   for (int64_t first_class = 0; first_class < g->classes; first_class += h->at.span) {
     const int64_t n = g->classes - first_class < h->at.span ? g->classes - first_class : h->at.span;
     TF_RETURN_IF_ERROR(widen_weight_span(l, h, first_class, n));
@@ -185,7 +185,7 @@ static tf_status pass(vk_lower *l, head *h, bool gradients) {
 }
 
 /* Whether every floating operand of the step but the loss and dloss has x's half type. */
-static tf_status check_types(const vk_lower *l, const head *h, tf_dtype half) {
+static tf_status check_types(const vk_lower *l, const vk_loss_head *h, tf_dtype half) {
   const int32_t ids[6] = {h->x, h->weight, h->bias, h->dx, h->dweight, h->dbias};
   for (int i = 0; i < 6; i++)
     if (ids[i] >= 0 && vk_buffer(l, ids[i])->dtype != half)
@@ -202,53 +202,29 @@ static tf_status check_types(const vk_lower *l, const head *h, tf_dtype half) {
 /* The head of step l->step: its buffers, geometry, workspace and push constants; refuses what it
  * cannot run. */
 static tf_status head_of(vk_lower *l, head *h) {
-  const tf_plan_step *step = l->step;
   memset(h, 0, sizeof(*h));
-  const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *weight = vk_buffer(l, vk_in(l, 1));
-  const tf_plan_buffer *labels = vk_buffer(l, vk_in(l, 2));
-  if (labels->dtype != TF_I32 && labels->dtype != TF_I64)
-    return vk_refuse(l, "labels '%s' are %s; the vulkan backend reads i32 and i64 labels", labels->name,
-                     tf_dtype_name(labels->dtype));
-  if (tf_linear_loss_accumulates(step->op))
+  TF_RETURN_IF_ERROR(vk_loss_head_of(l, &h->io));
+  const vk_loss_head *io = &h->io;
+  const tf_plan_buffer *x = vk_buffer(l, io->x), *weight = vk_buffer(l, io->weight);
+  if (io->accumulate)
     return vk_refuse(l,
                      "x '%s' is %s, and this form adds into half accumulators, which would round its sums; "
                      "compile the plan for the vulkan target (which runs it between casts)",
                      x->name, tf_dtype_name(x->dtype));
-  tf_tensor_ref xr = tf_tensor_ref_make(NULL, x->dtype, x->rank, x->shape);
-  tf_tensor_ref wr = tf_tensor_ref_make(NULL, weight->dtype, weight->rank, weight->shape);
-  h->g = tf_linear_loss_geometry_of(&step->attrs, &xr, &wr);
-  const bool forward = step->op == TF_OP_LINEAR_CROSS_ENTROPY;
-  const int32_t bias = tf_linear_loss_bias_input(step->op, step->n_inputs);
-  h->at = tf_linear_loss_vulkan_half_workspace_of(&h->g, !forward, bias >= 0);
-  const int64_t given = step->workspace >= 0 ? vk_buffer(l, step->workspace)->bytes : 0;
-  if (given < 4 * h->at.words)
-    return vk_refuse(l,
-                     "its Vulkan shaders need %lld workspace bytes and the plan gives it %lld: this plan was compiled "
-                     "for the '%s' target; compile it for 'vulkan'",
-                     (long long)(4 * h->at.words), (long long)given, l->plan->target ? l->plan->target : "?");
+  h->at = tf_linear_loss_vulkan_half_workspace_of(&io->g, io->dx >= 0, io->bias >= 0);
+  TF_RETURN_IF_ERROR(vk_check_workspace(l, 4 * h->at.words));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(x), x->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(weight), weight->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, h->at.words, "the workspace"));
   h->shader = x->dtype == TF_F16 ? VK_SHADER_linear_loss_half_f16 : VK_SHADER_linear_loss_half_bf16;
-  h->x = vk_in(l, 0), h->weight = vk_in(l, 1), h->labels = vk_in(l, 2);
-  h->dloss = forward ? -1 : vk_in(l, 3);
-  h->bias = bias >= 0 ? vk_in(l, bias) : -1;
-  h->work = step->workspace;
-  h->loss = forward || tf_linear_loss_is_train(step->op) ? vk_out(l, 0) : -1;
-  h->dx = h->dweight = h->dbias = -1;
-  if (!forward) {
-    const int32_t dx = tf_linear_loss_dx_output(step->op);
-    h->dx = vk_out(l, dx), h->dweight = vk_out(l, dx + 1);
-    h->dbias = bias >= 0 ? vk_out(l, dx + 2) : -1;
-  }
-  TF_RETURN_IF_ERROR(check_types(l, h, x->dtype));
-  const int64_t ignore = step->attrs.u.cross_entropy.ignore_index;
-  h->push = (half_push){.rows = (uint32_t)h->g.rows,
-                        .classes = (uint32_t)h->g.classes,
+  TF_RETURN_IF_ERROR(check_types(l, io, x->dtype));
+  const int64_t ignore = l->step->attrs.u.cross_entropy.ignore_index;
+  h->push = (half_push){.rows = (uint32_t)io->g.rows,
+                        .classes = (uint32_t)io->g.classes,
                         .ignore_low = (int32_t)(uint32_t)ignore,
                         .ignore_high = (int32_t)(uint32_t)((uint64_t)ignore >> 32),
-                        .wide_labels = labels->dtype == TF_I64,
-                        .has_bias = bias >= 0,
+                        .wide_labels = vk_buffer(l, io->labels)->dtype == TF_I64,
+                        .has_bias = io->bias >= 0,
                         .statistics_at = (uint32_t)h->at.statistics,
                         .logits_at = (uint32_t)h->at.logits,
                         .dbias_at = (uint32_t)h->at.dbias_span,
@@ -258,7 +234,7 @@ static tf_status head_of(vk_lower *l, head *h) {
 
 /* No rows or no classes: the loss is 0 (no label counts), the gradients 0. Fills only: a dispatch
  * would bind an empty buffer. */
-static tf_status nothing_to_sum(vk_lower *l, const head *h) {
+static tf_status nothing_to_sum(vk_lower *l, const vk_loss_head *h) {
   const int32_t outputs[4] = {h->loss, h->dx, h->dweight, h->dbias};
   for (int i = 0; i < 4; i++)
     if (outputs[i] >= 0)
@@ -269,19 +245,19 @@ static tf_status nothing_to_sum(vk_lower *l, const head *h) {
 tf_status vk_lower_linear_cross_entropy_half(vk_lower *l) {
   head h;
   TF_RETURN_IF_ERROR(head_of(l, &h));
-  const tf_linear_loss_geometry *g = &h.g;
+  const tf_linear_loss_geometry *g = &h.io.g;
   if (g->rows == 0 || g->classes == 0)
-    return nothing_to_sum(l, &h);
+    return nothing_to_sum(l, &h.io);
   if (g->features == 0) /* the logits GEMM would bind the empty x */
     return vk_refuse(l, "x '%s' has no features; the vulkan backend needs d >= 1 for a fused loss head",
-                     vk_buffer(l, h.x)->name);
+                     vk_buffer(l, h.io.x)->name);
   TF_RETURN_IF_ERROR(rows_mode(l, &h, MODE_COUNT));
   TF_RETURN_IF_ERROR(pass(l, &h, false));
-  if (h.loss >= 0)
+  if (h.io.loss >= 0)
     TF_RETURN_IF_ERROR(rows_mode(l, &h, MODE_LOSS));
-  if (h.dx < 0)
+  if (h.io.dx < 0)
     return NULL;
   TF_RETURN_IF_ERROR(pass(l, &h, true));
   const int64_t n_x = g->rows * g->features;
-  return copy(l, &h, false, h.dx, 1, n_x, h.at.dx_sum, 0, 0, 0);
+  return copy(l, &h, false, h.io.dx, 1, n_x, h.at.dx_sum, 0, 0, 0);
 }
