@@ -15,7 +15,7 @@
 #include "tightfit/compiler.h"
 
 /* The smallest chunk the search gives a fused loss head, and its step. 64 rows is the smallest
- * chunk measured (docs/performance.md: gpt2-small cut to 2 layers at 2 x 128 on the CPU, 1.46x the
+ * chunk measured (bench/results/performance-history.md: gpt2-small cut to 2 layers at 2 x 128 on the CPU, 1.46x the
  * unfused step in 64-row chunks against 1.25x in 256); below it the products get too thin for the
  * gemm, which the cost model does not see. Steps of 32 rows keep the chunk a multiple of the
  * kernels' tiles and the search to a few compiles. */
@@ -113,7 +113,7 @@ static loss_head head_of(const tf_plan *plan) {
 /* The fused head's passes over its weight: each chunk reads the weight in the forward product and,
  * in the gradient, in the logits' recompute and in dx, and reads and writes dweight: 5 passes at the
  * target's memory bandwidth (4 in the single pass, linear_cross_entropy_train, which computes the
- * logits once). gpt2-small cut to 2 layers at 2 x 128 on the CPU (docs/performance.md,
+ * logits once). gpt2-small cut to 2 layers at 2 x 128 on the CPU (bench/results/performance-history.md,
  * 1 thread): with the head's extra product this adds 0.21, 0.29 and 0.44 s to the unfused step in
  * 1, 2 and 4 chunks; measured 0.25, 0.32 and 0.46 s. Only kernels that chunk into a workspace count
  * (CPU, CUDA). */

@@ -637,7 +637,7 @@ static int32_t variant_totals(const char *notes, long long *totals) {
 /* --remat checkpoints compiles each phase of the kept cuts, under bf16 each with the recomputed
  * activations in half and in f32, and keeps the smallest plan: the notes list every variant's
  * device total, and the plan's must be their minimum. At the issue's sizes the models prefer
- * different variants (docs/performance.md), so a driver that kept one variant, or a larger plan,
+ * different variants (bench/results/performance-history.md), so a driver that kept one variant, or a larger plan,
  * fails here. */
 static void checkpoint_phases(void) {
   static const struct {
