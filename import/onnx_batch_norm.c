@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import/onnx_convert.h"
+#include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
 
 /* The weights-file values of graph tensor `id`: a parameter made from an initializer, or its cast

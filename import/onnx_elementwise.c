@@ -1,5 +1,7 @@
-/* Element-wise ONNX operators that tightfit has no op of its own for, as composites of ops that have
- * kernels and gradients on every backend:
+/* Element-wise ONNX operators. Those tightfit has an op for: Add, Sub, Mul, Div and Pow (folded
+ * when both operands are known at import time), the unary ops of the unary_ops table (Relu, Sigmoid,
+ * Tanh, ...), LeakyRelu, Sqrt (folded on a known value) and Gelu. The others, as composites of ops
+ * that have kernels and gradients on every backend:
  *
  *   Max(a, b, ...)      max over a new last axis of the inputs broadcast and stacked (concat): exact
  *   Min(a, b, ...)      -Max(-a, -b, ...): exact
@@ -17,13 +19,150 @@
  *   Mod(a, b)           on values known at import time only (PyTorch 2.x's unflatten computes
  *                       (dim + rank) % rank): tightfit has no remainder op for data
  *
- * Operands must be float data (f32, f16, bf16); anything else is refused naming the node. */
+ * A composite's operands must be float data (f32, f16, bf16); anything else is refused naming the node. */
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
-#include "import/onnx_convert.h"
+#include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
-#include "import/onnx_internal.h"
+
+/* ---- the operators tightfit has an op for ---- */
+
+static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op op) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
+  if (ox_is_known(im, a) && ox_is_known(im, b)) {
+    ox_known *k;
+    TF_RETURN_IF_ERROR(
+        ox_at(im, node, ox_fold_binary(symbol, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+    return ox_set_known(im, node, 0, k);
+  }
+  tf_tensor_id ta = TF_NO_TENSOR, tb = TF_NO_TENSOR;
+  if (!ox_is_known(im, a))
+    TF_RETURN_IF_ERROR(ox_tensor(im, node, a, &ta));
+  if (!ox_is_known(im, b))
+    TF_RETURN_IF_ERROR(ox_tensor(im, node, b, &tb));
+  if (ta == TF_NO_TENSOR)
+    TF_RETURN_IF_ERROR(ox_operand(im, node, 0, tb, &ta));
+  if (tb == TF_NO_TENSOR)
+    TF_RETURN_IF_ERROR(ox_operand(im, node, 1, ta, &tb));
+  ox_match_half(im, &ta, &tb);
+  tf_tensor_id ids[2] = {ta, tb};
+  return ox_set_tensor(im, node, 0, tf_graph_node(im->graph, op, ids, 2, NULL));
+}
+
+tf_status ox_convert_add(ox_import *im, const ox_node *node) { return binary(im, node, '+', TF_OP_ADD); }
+tf_status ox_convert_sub(ox_import *im, const ox_node *node) { return binary(im, node, '-', TF_OP_SUB); }
+tf_status ox_convert_mul(ox_import *im, const ox_node *node) { return binary(im, node, '*', TF_OP_MUL); }
+tf_status ox_convert_div(ox_import *im, const ox_node *node) { return binary(im, node, '/', TF_OP_DIV); }
+
+static tf_status unary(ox_import *im, const ox_node *node, tf_op op) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
+}
+
+/* ONNX operators that are one tightfit unary op of their input: a row each. Abs is torch.abs and
+ * F.l1_loss's |input - target| (then ReduceMean); Softplus is torch.nn.Softplus() (beta 1,
+ * threshold 20), which ours is: x itself past 20. */
+typedef struct unary_row {
+  const char *op_type;
+  tf_op op;
+} unary_row;
+
+// One row a line, however short.
+// clang-format off
+static const unary_row unary_ops[] = {
+    {"Relu", TF_OP_RELU},
+    {"Sigmoid", TF_OP_SIGMOID},
+    {"Tanh", TF_OP_TANH},
+    {"Exp", TF_OP_EXP},
+    {"Log", TF_OP_LOG},
+    {"Neg", TF_OP_NEG},
+    {"Abs", TF_OP_ABS},
+    {"Softplus", TF_OP_SOFTPLUS},
+};
+// clang-format on
+
+static const unary_row *unary_row_of(const char *op_type) {
+  for (size_t i = 0; op_type && i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
+    if (strcmp(unary_ops[i].op_type, op_type) == 0)
+      return &unary_ops[i];
+  return NULL;
+}
+
+bool ox_is_unary(const char *op_type) { return unary_row_of(op_type) != NULL; }
+
+tf_status ox_convert_unary(ox_import *im, const ox_node *node) {
+  const unary_row *row = unary_row_of(node->proto->op_type);
+  if (!row)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "operator %s is not supported", node->proto->op_type);
+  return unary(im, node, row->op);
+}
+
+tf_status ox_convert_leaky_relu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const double alpha = ox_attr_float(node, "alpha", 0.01);
+  if (!isfinite(alpha))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "alpha %g (a finite slope)", alpha);
+  return ox_set_tensor(im, node, 0, tf_leaky_relu(im->graph, x, (float)alpha));
+}
+
+tf_status ox_convert_sqrt(ox_import *im, const ox_node *node) {
+  if (ox_is_known(im, ox_input(node, 0))) {
+    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_cast(x, TF_F32, &k)));
+    for (int64_t i = 0; i < k->count; i++)
+      k->reals[i] = sqrt(k->reals[i]);
+    return ox_set_known(im, node, 0, k);
+  }
+  return unary(im, node, TF_OP_SQRT);
+}
+
+tf_status ox_convert_gelu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const Onnx__AttributeProto *a = ox_attr(node, "approximate");
+  bool tanh_form = a && a->has_s && a->s.len == 4 && memcmp(a->s.data, "tanh", 4) == 0;
+  return ox_set_tensor(im, node, 0, tf_gelu(im->graph, x, tanh_form));
+}
+
+tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
+  if (ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_at(im, node,
+                             ox_fold_binary('^', ox_value_find(im, ox_input(node, 0))->known,
+                                            ox_value_find(im, ox_input(node, 1))->known, &k)));
+    return ox_set_known(im, node, 0, k);
+  }
+  tf_tensor_id x;
+  const ox_known *e;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &e));
+  if (e->count != 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the exponent must be one number");
+  double p = e->is_float ? e->reals[0] : (double)e->ints[0].size;
+  tf_tensor_id y;
+  if (p == 1)
+    y = x;
+  else if (p == 2)
+    y = tf_mul(im->graph, x, x);
+  else if (p == 3)
+    y = tf_mul(im->graph, tf_mul(im->graph, x, x), x);
+  else if (p == 0.5)
+    y = tf_unary(im->graph, TF_OP_SQRT, x);
+  else if (p == -0.5)
+    y = tf_unary(im->graph, TF_OP_RSQRT, x);
+  else
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "exponent %g (supported: 0.5, -0.5, 1, 2, 3)", p);
+  return ox_set_tensor(im, node, 0, y);
+}
+
+/* ---- composites ---- */
 
 static tf_status need_float(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t i) {
   const tf_dtype dtype = ox_dtype_of(im, x);

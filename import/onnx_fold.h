@@ -1,9 +1,10 @@
-/* Folding ONNX operators whose inputs are all known at import time (import/onnx_fold.c). Each
- * function returns a new known value in *out (the caller frees it with ox_known_free()). */
+/* The values stage's arithmetic (import/stages.txt): folding ONNX operators whose inputs are all
+ * known at import time (import/onnx_fold.c). Each function returns a new known value in *out (the
+ * caller frees it with ox_known_free()). */
 #ifndef TIGHTFIT_IMPORT_ONNX_FOLD_H
 #define TIGHTFIT_IMPORT_ONNX_FOLD_H
 
-#include "import/onnx_internal.h"
+#include "import/onnx_values.h"
 
 /* a op b with numpy broadcasting; op is '+', '-', '*', '/', '=' (Equal) or '^' (Pow). */
 tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known **out) TF_MUST_USE;

@@ -1,6 +1,8 @@
-/* tf_onnx_import: reads the ONNX protobuf (protobuf-c, C generated from Debian's onnx.proto at build
- * time), checks the opset, lists every unsupported operator at once, then builds the graph in node
- * order and writes the initializers to the weights file only when the whole graph was built. */
+/* tf_onnx_import, the importer's driver (import/stages.txt), runs the stages in order: decode the
+ * protobuf and its nodes, add the inputs and initializers as values, rewrite the patterns, mark the
+ * live nodes, list every unsupported operator at once, then convert the live nodes in order, add
+ * the outputs and the loss, and write the initializers to the weights file only when the whole
+ * graph was built. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +10,9 @@
 
 #include "common/file.h"
 #include "graph/ir.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_ops.h"
+#include "import/onnx_patterns.h"
 #include "runtime/safetensors.h"
-
-#define OX_MIN_OPSET 7
-#define OX_MAX_OPSET 18
 
 tf_onnx_options tf_onnx_options_default(void) {
   tf_onnx_options options;
@@ -56,112 +56,6 @@ bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out) {
   return false;
 }
 
-int64_t ox_symbol_prime(int32_t symbol) {
-  static const int64_t primes[OX_MAX_SYMBOLS] = {100003, 100019, 100043, 100049, 100057, 100069, 100103, 100109,
-                                                 100129, 100151, 100153, 100169, 100183, 100189, 100193, 100207};
-  return symbol >= 0 && symbol < OX_MAX_SYMBOLS ? primes[symbol] : 0;
-}
-
-/* The default of symbol `name` from "N=8,T=64"; 1 when not listed. */
-static int64_t symbol_default(const char *list, const char *name) {
-  size_t length = strlen(name);
-  for (const char *p = list; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t item = end ? (size_t)(end - p) : strlen(p);
-    if (item > length && strncmp(p, name, length) == 0 && p[length] == '=') {
-      long long value = strtoll(p + length + 1, NULL, 10);
-      return value >= 1 ? value : 1;
-    }
-    p = end ? end + 1 : p + item;
-  }
-  return 1;
-}
-
-static tf_status symbol_for(ox_import *im, const char *name, int32_t *out) {
-  for (int32_t s = 0; s < im->n_symbols; s++) {
-    const char *known;
-    int64_t d, v;
-    if (tf_graph_symbol_at(im->graph, s, &known, &d, &v) && strcmp(known, name) == 0) {
-      *out = s;
-      return NULL;
-    }
-  }
-  if (im->n_symbols == OX_MAX_SYMBOLS)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: more than %d dynamic axes", im->source, OX_MAX_SYMBOLS);
-  int32_t s = tf_graph_symbol(im->graph, name, symbol_default(im->options->symbol_defaults, name));
-  if (s < 0)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: dynamic axis '%s': %s", im->source, name,
-                         tf_status_message(tf_graph_status(im->graph)));
-  im->n_symbols++;
-  TF_RETURN_IF_ERROR(tf_graph_bind(im->graph, name, ox_symbol_prime(s)));
-  *out = s;
-  return NULL;
-}
-
-/* A graph input for ONNX input `info` (not an initializer). */
-static tf_status add_input(ox_import *im, const Onnx__ValueInfoProto *info) {
-  const char *name = info->name;
-  if (!name || !*name)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: a graph input has no name", im->source);
-  if (!info->type || info->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !info->type->tensor_type)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->source, name);
-  const Onnx__TypeProto__Tensor *type = info->type->tensor_type;
-  tf_dtype dtype;
-  if (!ox_dtype(type->elem_type, &dtype) || type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has element type %s (%" PRId32 ")", im->source, name,
-                         ox_dtype_name(type->elem_type), type->elem_type);
-  if (!type->shape)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has no shape", im->source, name);
-  if (type->shape->n_dim > TF_MAX_RANK)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has rank %zu (at most %d)", im->source, name,
-                         type->shape->n_dim, TF_MAX_RANK);
-  tf_dim dims[TF_MAX_RANK];
-  for (size_t i = 0; i < type->shape->n_dim; i++) {
-    const Onnx__TensorShapeProto__Dimension *d = type->shape->dim[i];
-    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 1 &&
-        d->dim_value < OX_SYMBOL_PRIME_MIN) {
-      dims[i] = tf_fixed(d->dim_value);
-    } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param && *d->dim_param) {
-      int32_t s = -1;
-      TF_RETURN_IF_ERROR(symbol_for(im, d->dim_param, &s));
-      dims[i] = tf_sym(s);
-    } else {
-      return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "%s: input '%s' axis %zu has no size from 1 to %d and no name (name dynamic axes in "
-                           "torch.onnx.export's dynamic_axes)",
-                           im->source, name, i, OX_SYMBOL_PRIME_MIN - 1);
-    }
-  }
-  ox_value *v = ox_value_get(im, name);
-  if (!v)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", im->source);
-  v->tensor = tf_graph_input(im->graph, name, dtype, tf_shape_from(dims, (int32_t)type->shape->n_dim));
-  return ox_graph_error(im, NULL);
-}
-
-static tf_status check_model(ox_import *im) {
-  const Onnx__ModelProto *m = im->model;
-  if (!m->graph)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: not an ONNX model: no graph", im->source);
-  if (!m->has_ir_version || m->ir_version < 3)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: ONNX IR version %" PRId64 " (3 or newer)", im->source,
-                         m->has_ir_version ? m->ir_version : 0);
-  im->opset = -1;
-  for (size_t i = 0; i < m->n_opset_import; i++) {
-    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
-    if (!o->domain || !*o->domain || strcmp(o->domain, "ai.onnx") == 0)
-      im->opset = o->has_version ? o->version : -1;
-  }
-  if (im->opset < OX_MIN_OPSET || im->opset > OX_MAX_OPSET)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: opset %" PRId64 " of the default domain (supported: %d to %d; %s)",
-                         im->source, im->opset, OX_MIN_OPSET, OX_MAX_OPSET,
-                         im->opset < 0 ? "the model imports none"
-                                       : "export with opset_version=14 or 17; PyTorch 2.x: with dynamo=False, or "
-                                         "opset_version=18 for its dynamo exporter");
-  im->onnx = m->graph;
-  return NULL;
-}
-
 /* Every live node's operator must have a converter: one message lists them all. */
 static tf_status check_operators(ox_import *im) {
   const char *names[64];
@@ -197,80 +91,6 @@ static tf_status check_operators(ox_import *im) {
                              names[j], counts[j], counts[j] == 1 ? "" : "s", first[j]);
   return tf_status_new(TF_ERR_UNSUPPORTED, "%s: %" PRId32 " node%s with unsupported operators: %s", im->source, total,
                        total == 1 ? "" : "s", list);
-}
-
-/* ONNX is in SSA form: a second node writing `name` would silently replace the first one's value
- * (and drop that node as dead), so it is refused, naming both nodes. */
-static tf_status check_single_writer(ox_import *im, int32_t node, const char *name) {
-  int32_t earlier = tf_strmap_get(&im->producers, name);
-  if (earlier < 0)
-    return NULL;
-  char first[512], second[512];
-  ox_node_label(&im->nodes[earlier], first, sizeof(first));
-  ox_node_label(&im->nodes[node], second, sizeof(second));
-  if (earlier == node)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s lists output '%s' twice (each tensor has one writer)",
-                         im->source, first, name);
-  return tf_status_new(TF_ERR_INVALID_INPUT,
-                       "%s: tensor '%s' is written by two nodes, %s (node %" PRId32 ") and %s (node %" PRId32
-                       "); ONNX allows one writer per tensor",
-                       im->source, name, first, earlier, second, node);
-}
-
-static tf_status collect_nodes(ox_import *im) {
-  const Onnx__GraphProto *g = im->onnx;
-  if (g->n_node > (size_t)INT32_MAX / 2)
-    return tf_status_new(TF_ERR_INVALID_INPUT, "%s: too many nodes", im->source);
-  im->nodes = calloc(g->n_node ? g->n_node : 1, sizeof(ox_node));
-  if (!im->nodes)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for %zu nodes", im->source, g->n_node);
-  im->n_nodes = (int32_t)g->n_node;
-  for (int32_t i = 0; i < im->n_nodes; i++) {
-    ox_node *node = &im->nodes[i];
-    node->proto = g->node[i];
-    node->inputs = (const char *const *)node->proto->input;
-    node->n_inputs = (int32_t)(node->proto->n_input < 4096 ? node->proto->n_input : 4096);
-    if (!node->proto->op_type)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: node %" PRId32 " has no operator type", im->source, i);
-    for (size_t j = 0; j < node->proto->n_output; j++) {
-      const char *out = node->proto->output[j];
-      if (!out || !*out)
-        continue;
-      TF_RETURN_IF_ERROR(check_single_writer(im, i, out));
-      if (!tf_strmap_put(&im->producers, out, i))
-        return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", im->source);
-    }
-  }
-  return NULL;
-}
-
-static tf_status add_values(ox_import *im) {
-  const Onnx__GraphProto *g = im->onnx;
-  for (size_t i = 0; i < g->n_initializer; i++) {
-    const Onnx__TensorProto *t = g->initializer[i];
-    if (!t->name || !*t->name)
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: initializer %zu has no name", im->source, i);
-    if (ox_value_find(im, t->name))
-      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: two initializers are named '%s'", im->source, t->name);
-    ox_value *v = ox_value_get(im, t->name);
-    if (!v)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory", im->source);
-    if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
-        t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
-        t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16) {
-      v->initializer = t;
-    } else {
-      char what[512];
-      snprintf(what, sizeof(what), "%s: initializer '%s'", im->source, t->name);
-      TF_RETURN_IF_ERROR(ox_known_from_tensor(t, what, &v->known));
-    }
-  }
-  for (size_t i = 0; i < g->n_input; i++) {
-    ox_value *v = g->input[i]->name ? ox_value_find(im, g->input[i]->name) : NULL;
-    if (!v || (!v->initializer && !v->known)) /* IR < 4 lists initializers as inputs too */
-      TF_RETURN_IF_ERROR(add_input(im, g->input[i]));
-  }
-  return NULL;
 }
 
 /* PyTorch's F.l1_loss (reduction "mean"): the mean of |output - label| over every element, in f32
@@ -453,14 +273,14 @@ static tf_status write_weights(ox_import *im, const char *path) {
   return status ? tf_status_prefix(status, "writing the weights of %s", im->source) : NULL;
 }
 
-static tf_status import_model(ox_import *im) {
-  TF_RETURN_IF_ERROR(check_model(im));
+static tf_status import_model(ox_import *im, const void *data, size_t size) {
+  TF_RETURN_IF_ERROR(ox_decode_model(im, data, size));
   const char *name = im->options->graph_name             ? im->options->graph_name
                      : im->onnx->name && *im->onnx->name ? im->onnx->name
                                                          : "onnx";
   TF_RETURN_IF_ERROR(tf_graph_create(name, &im->graph));
-  TF_RETURN_IF_ERROR(collect_nodes(im));
-  TF_RETURN_IF_ERROR(add_values(im));
+  TF_RETURN_IF_ERROR(ox_decode_nodes(im));
+  TF_RETURN_IF_ERROR(ox_add_graph_values(im));
   ox_rewrite_patterns(im);
   ox_mark_live(im);
   TF_RETURN_IF_ERROR(check_operators(im));
@@ -519,15 +339,7 @@ static tf_status import_bytes(const void *data, size_t size, const char *source,
   im.weights_ref = im.options->weights_ref ? im.options->weights_ref
                    : weights_path          ? base_name(weights_path)
                                            : "weights.safetensors";
-  im.model = onnx__model_proto__unpack(NULL, size, data);
-  tf_status status = NULL;
-  if (!im.model)
-    status = tf_status_new(TF_ERR_INVALID_INPUT,
-                           "%s: not an ONNX model: the protobuf does not decode (%zu bytes; truncated, or not "
-                           "protobuf)",
-                           source, size);
-  if (!status)
-    status = import_model(&im);
+  tf_status status = import_model(&im, data, size);
   if (!status && weights_path && im.n_weights > 0)
     status = write_weights(&im, weights_path);
   if (status) {

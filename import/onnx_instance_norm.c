@@ -5,7 +5,7 @@
  * becomes mean, sub, mul, add and rsqrt, whose gradients autodiff derives. */
 #include <inttypes.h>
 
-#include "import/onnx_convert.h"
+#include "import/onnx_converters.h"
 
 /* Whether node input i is known at import time and every value of it is `value` (GroupNorm's ones
  * and zeros, which then cost no op). */

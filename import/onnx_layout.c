@@ -1,13 +1,12 @@
-/* ONNX layout and value operators (the converters of onnx_ops.c's table for them): reshapes,
- * transposes, concatenation, slicing, splitting, expanding, gathering, casts and the constant/shape operators, which
- * fold when their inputs are known at import time and otherwise add graph ops. */
+/* ONNX layout operators: reshapes, transposes, concatenation, slicing, splitting, expanding,
+ * gathering, casts and zero pads, which fold when their inputs are known at import time and
+ * otherwise add graph ops (the constant and shape operators are in onnx_constants.c). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/checked.h"
-#include "import/onnx_convert.h"
+#include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
 
 /* ---- layout ---- */
@@ -469,157 +468,4 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, x);
-}
-
-tf_status ox_convert_identity(ox_import *im, const ox_node *node) {
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  ox_value *from = ox_value_find(im, ox_input(node, 0));
-  if (!from)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "input '%s' has no value", ox_input(node, 0));
-  if (from->known && from->tensor == TF_NO_TENSOR && !from->initializer) {
-    ox_known *k = ox_fold_copy(from->known, from->known->rank, from->known->shape);
-    return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  }
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x)); /* a tied initializer stays one parameter */
-  return ox_set_tensor(im, node, 0, x);
-}
-
-tf_status ox_convert_constant(ox_import *im, const ox_node *node) {
-  char what[512], label[256];
-  snprintf(what, sizeof(what), "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
-  const Onnx__AttributeProto *a;
-  ox_known *k = NULL;
-  if ((a = ox_attr(node, "value")) && a->t) {
-    TF_RETURN_IF_ERROR(ox_known_from_tensor(a->t, what, &k));
-  } else if ((a = ox_attr(node, "value_float")) && a->has_f) {
-    if ((k = ox_known_new(true, TF_F32, 0, NULL)))
-      k->reals[0] = a->f;
-  } else if ((a = ox_attr(node, "value_int")) && a->has_i) {
-    if ((k = ox_known_new(false, TF_I64, 0, NULL)))
-      k->ints[0] = tf_fixed(a->i);
-  } else if ((a = ox_attr(node, "value_ints"))) {
-    int64_t n = (int64_t)a->n_ints;
-    if ((k = ox_known_new(false, TF_I64, 1, &n)))
-      for (int64_t i = 0; i < n; i++)
-        k->ints[i] = tf_fixed(a->ints[i]);
-  } else if ((a = ox_attr(node, "value_floats"))) {
-    int64_t n = (int64_t)a->n_floats;
-    if ((k = ox_known_new(true, TF_F32, 1, &n)))
-      for (int64_t i = 0; i < n; i++)
-        k->reals[i] = a->floats[i];
-  } else {
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "no value, value_float, value_int(s) or value_floats attribute");
-  }
-  return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-}
-
-tf_status ox_input_dims(ox_import *im, const ox_node *node, int32_t *rank, tf_dim *dims) {
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  if (ox_is_known(im, ox_input(node, 0))) {
-    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
-    *rank = x->rank;
-    for (int32_t i = 0; i < x->rank; i++)
-      dims[i] = tf_fixed(x->shape[i]);
-    return NULL;
-  }
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  ox_tensor_dims(im, x, rank, dims);
-  return NULL;
-}
-
-tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
-  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, dims));
-  int64_t start = ox_attr_int(node, "start", 0), end = ox_attr_int(node, "end", rank);
-  start = start < 0 ? start + rank : start;
-  end = end < 0 ? end + rank : end;
-  start = start < 0 ? 0 : start > rank ? rank : start;
-  end = end < start ? start : end > rank ? rank : end;
-  int64_t n = end - start;
-  ox_known *k = ox_known_new(false, TF_I64, 1, &n);
-  if (!k)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  for (int64_t i = 0; i < n; i++) {
-    k->ints[i] = dims[start + i];
-    if (k->ints[i].size == -1 && k->ints[i].symbol < 0) {
-      ox_known_free(k);
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "axis %" PRId64 " of '%s' is a product of symbols", start + i,
-                     ox_input(node, 0));
-    }
-  }
-  return ox_set_known(im, node, 0, k);
-}
-
-tf_status ox_convert_range(ox_import *im, const ox_node *node) {
-  const ox_known *start, *limit, *delta;
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &start));
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &limit));
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &delta));
-  if (start->count != 1 || limit->count != 1 || delta->count != 1 || start->is_float || limit->is_float ||
-      delta->is_float || start->ints[0].symbol >= 0 || delta->ints[0].symbol >= 0)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Range of integers with a fixed start and step");
-  int64_t s = start->ints[0].size, d = delta->ints[0].size;
-  tf_dim l = limit->ints[0];
-  if (d != 1 || (l.symbol >= 0 && s != 0))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "Range with a step other than 1, or from a start other than 0 to a "
-                   "symbolic limit");
-  int64_t span = 0;
-  if (l.symbol < 0 && l.size > s && !tf_checked_sub_i64(l.size, s, &span))
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
-                   "Range from %" PRId64 " to %" PRId64 " has more elements than int64 counts", s, l.size);
-  tf_dim length = l.symbol >= 0 ? l : tf_fixed(span);
-  // A symbolic length (torch.arange(x.shape[1])) is a constant of symbolic shape: position ids.
-  char name[300];
-  snprintf(name, sizeof(name), "%s", node->proto->output[0]);
-  tf_tensor_id id = tf_graph_constant(im->graph, name, limit->dtype == TF_I32 ? TF_I32 : TF_I64,
-                                      tf_shape_from(&length, 1), tf_init_make(TF_INIT_ARANGE, (double)s, 1));
-  return ox_set_tensor(im, node, 0, id);
-}
-
-tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
-  const ox_known *shape;
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &shape));
-  if (shape->is_float || shape->count > TF_MAX_RANK)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the shape must be at most %d integers", TF_MAX_RANK);
-  double value = 0;
-  tf_dtype dtype = TF_F32;
-  const Onnx__AttributeProto *a = ox_attr(node, "value");
-  if (a && a->t) {
-    ox_known *k;
-    char what[512], label[256];
-    snprintf(what, sizeof(what), "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
-    TF_RETURN_IF_ERROR(ox_known_from_tensor(a->t, what, &k));
-    value = k->count < 1 ? 0 : k->is_float ? k->reals[0] : (double)k->ints[0].size;
-    dtype = k->is_float ? TF_F32 : k->dtype;
-    ox_known_free(k);
-  }
-  tf_dim dims[TF_MAX_RANK];
-  int64_t sizes[TF_MAX_RANK], count = 1;
-  bool fixed = true;
-  for (int64_t i = 0; i < shape->count; i++) {
-    dims[i] = shape->ints[i];
-    sizes[i] = dims[i].size;
-    fixed = fixed && dims[i].symbol < 0 && dims[i].size >= 0 && dims[i].size <= 64;
-    count *= fixed ? dims[i].size : 1;
-  }
-  if (fixed && count <= 64) { /* a small fill (torch.full([], x) is Add(ConstantOfShape([]), x)): known */
-    const bool is_float = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
-    ox_known *k = ox_known_new(is_float, dtype, (int32_t)shape->count, sizes);
-    if (!k)
-      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a fill");
-    for (int64_t i = 0; i < k->count; i++) {
-      if (is_float)
-        k->reals[i] = value;
-      else
-        k->ints[i] = tf_fixed((int64_t)value);
-    }
-    return ox_set_known(im, node, 0, k);
-  }
-  tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], dtype,
-                                      tf_shape_from(dims, (int32_t)shape->count), tf_init_make(TF_INIT_FILL, value, 0));
-  return ox_set_tensor(im, node, 0, id);
 }

@@ -16,8 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import/onnx_convert.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_converters.h"
 
 /* The identity table's size is C^2 floats, stored in the weights file. */
 #define OX_LOSS_MAX_CLASSES 2048

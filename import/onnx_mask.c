@@ -1,5 +1,6 @@
-/* Boolean masks computed from data (padding masks): Equal of data with a constant, Not, Cast to
- * BOOL, and Where with one branch a constant (masked_fill). tightfit has no boolean ops, so a mask
+/* Equal, Where and Not, folded on values known at import time (the end of this file), and boolean
+ * masks computed from data (padding masks): Equal of data with a constant, Not, Cast to BOOL, and
+ * Where with one branch a constant (masked_fill). tightfit has no boolean ops, so a mask
  * on data is an f32 tensor of exact 0s and 1s built from existing element-wise ops, and Where
  * becomes arithmetic that is exact for such masks:
  *
@@ -19,8 +20,8 @@
  * are both data or whose data branch is not float. */
 #include <math.h>
 
-#include "import/onnx_convert.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_converters.h"
+#include "import/onnx_fold.h"
 
 /* |k| below this: an integer constant an f32 holds exactly. */
 #define OX_MASK_EXACT_LIMIT 16777216.0
@@ -73,7 +74,7 @@ static tf_status known_scalar(ox_import *im, const ox_node *node, int32_t i, int
   return NULL;
 }
 
-tf_status ox_convert_mask_equal(ox_import *im, const ox_node *node) {
+static tf_status mask_equal(ox_import *im, const ox_node *node) {
   const bool known0 = ox_is_known(im, ox_input(node, 0)), known1 = ox_is_known(im, ox_input(node, 1));
   if (known0 == known1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of two data tensors (only of data with a constant)");
@@ -100,7 +101,7 @@ tf_status ox_convert_mask_equal(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32)));
 }
 
-tf_status ox_convert_mask_not(ox_import *im, const ox_node *node) {
+static tf_status mask_not(ox_import *im, const ox_node *node) {
   tf_tensor_id m;
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
   tf_tensor_id out = one_minus(im, node, m, TF_F32);
@@ -133,7 +134,7 @@ static tf_status masked_fill(ox_import *im, const ox_node *node, tf_tensor_id x,
   return ox_graph_error(im, node);
 }
 
-tf_status ox_convert_mask_where(ox_import *im, const ox_node *node) {
+static tf_status mask_where(ox_import *im, const ox_node *node) {
   const bool known1 = ox_is_known(im, ox_input(node, 1)), known2 = ox_is_known(im, ox_input(node, 2));
   if (known1 == known2)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
@@ -156,4 +157,46 @@ tf_status ox_convert_mask_where(ox_import *im, const ox_node *node) {
   tf_tensor_id out;
   TF_RETURN_IF_ERROR(masked_fill(im, node, x, m, v, &out));
   return ox_set_tensor(im, node, 0, out);
+}
+
+/* ---- Equal, Where and Not: folded on values known at import time (the shape arithmetic
+ * torch.onnx.export writes for `expand(n, t)`: Where(Equal(shape, -1), ones, shape)), masks on data ---- */
+
+tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
+  if (!ox_is_known(im, a) || !ox_is_known(im, b))
+    return mask_equal(im, node);
+  ox_known *k;
+  TF_RETURN_IF_ERROR(
+      ox_at(im, node, ox_fold_binary('=', ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_where(ox_import *im, const ox_node *node) {
+  for (int32_t i = 0; i < 3; i++) {
+    TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
+    if (!ox_is_known(im, ox_input(node, i)))
+      return mask_where(im, node);
+  }
+  ox_known *k;
+  TF_RETURN_IF_ERROR(
+      ox_at(im, node,
+            ox_fold_where(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
+                          ox_value_find(im, ox_input(node, 2))->known, &k)));
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_not(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  if (!ox_is_known(im, ox_input(node, 0)))
+    return mask_not(im, node);
+  const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+  ox_known *k = ox_known_new(false, TF_U8, x->rank, x->shape);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < x->count; i++)
+    k->ints[i] = tf_fixed((x->is_float ? x->reals[i] : (double)x->ints[i].size) == 0);
+  return ox_set_known(im, node, 0, k);
 }

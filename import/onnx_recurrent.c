@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "import/onnx_convert.h"
+#include "import/onnx_converters.h"
 #include "tightfit/recurrent.h"
 
 /* Whether attribute `a`'s string is `expected`. */

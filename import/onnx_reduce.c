@@ -14,8 +14,7 @@
  * ReduceSum, 18 for the others); they must be known at import. */
 #include <inttypes.h>
 
-#include "import/onnx_convert.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_converters.h"
 
 typedef enum reduce_kind {
   REDUCE_PLAIN,

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "import/onnx_convert.h"
+#include "import/onnx_converters.h"
 
 /* String attribute `name`, or `fallback` when absent, equals `expected`. */
 static bool attr_is(const ox_node *node, const char *name, const char *fallback, const char *expected) {

@@ -8,8 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "import/onnx_convert.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_converters.h"
 
 /* The most elements of the 0/1 triangle that Trilu of data multiplies by (a 4096 x 4096 mask). */
 #define OX_MAX_TRIANGLE ((int64_t)1 << 24)

@@ -9,7 +9,7 @@
 
 #include "core/half_bits.h"
 #include "graph/ir.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_values.h"
 
 ox_value *ox_value_find(ox_import *im, const char *name) {
   int32_t index = tf_strmap_get(&im->value_ids, name);
@@ -77,25 +77,6 @@ void ox_known_free(ox_known *known) {
   free(known->ints);
   free(known->reals);
   free(known);
-}
-
-bool ox_dtype(int32_t type, tf_dtype *out) {
-  switch (type) {
-  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = TF_F32; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = TF_F16; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = TF_BF16; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = TF_I32; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = TF_I64; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = TF_U8; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = TF_U8; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *out = TF_F32; return true; /* constants only: narrowed */
-  default: return false;
-  }
-}
-
-const char *ox_dtype_name(int32_t type) {
-  const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&onnx__tensor_proto__data_type__descriptor, type);
-  return v ? v->name : "unknown";
 }
 
 static bool is_half_type(int32_t type) {
@@ -222,18 +203,6 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
   }
   *out = k;
   return NULL;
-}
-
-const char *ox_node_label(const ox_node *node, char *buf, size_t size) {
-  if (!node) {
-    snprintf(buf, size, "the graph");
-    return buf;
-  }
-  const char *name = node->proto->name && *node->proto->name ? node->proto->name
-                     : node->proto->n_output                 ? node->proto->output[0]
-                                                             : "?";
-  snprintf(buf, size, "node '%s' (%s)", name, node->proto->op_type);
-  return buf;
 }
 
 tf_status ox_graph_error(ox_import *im, const ox_node *node) {
@@ -459,6 +428,12 @@ tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_ten
   return NULL;
 }
 
+int64_t ox_symbol_prime(int32_t symbol) {
+  static const int64_t primes[OX_MAX_SYMBOLS] = {100003, 100019, 100043, 100049, 100057, 100069, 100103, 100109,
+                                                 100129, 100151, 100153, 100169, 100183, 100189, 100193, 100207};
+  return symbol >= 0 && symbol < OX_MAX_SYMBOLS ? primes[symbol] : 0;
+}
+
 void ox_tensor_dims(const ox_import *im, tf_tensor_id id, int32_t *rank, tf_dim *dims) {
   tf_tensor_info info;
   *rank = 0;
@@ -485,31 +460,4 @@ void ox_tensor_dims(const ox_import *im, tf_tensor_id id, int32_t *rank, tf_dim 
     if (!multiple_of_any && size / OX_SYMBOL_PRIME_MIN < OX_SYMBOL_PRIME_MIN)
       dims[i] = tf_fixed(size); /* a fixed size of 100003 or more, e.g. a long audio axis */
   }
-}
-
-const Onnx__AttributeProto *ox_attr(const ox_node *node, const char *name) {
-  for (size_t i = 0; i < node->proto->n_attribute; i++)
-    if (node->proto->attribute[i]->name && strcmp(node->proto->attribute[i]->name, name) == 0)
-      return node->proto->attribute[i];
-  return NULL;
-}
-
-int64_t ox_attr_int(const ox_node *node, const char *name, int64_t fallback) {
-  const Onnx__AttributeProto *a = ox_attr(node, name);
-  return a && a->has_i ? a->i : fallback;
-}
-
-double ox_attr_float(const ox_node *node, const char *name, double fallback) {
-  const Onnx__AttributeProto *a = ox_attr(node, name);
-  return a && a->has_f ? a->f : fallback;
-}
-
-int32_t ox_attr_ints(const ox_node *node, const char *name, int64_t *out, int32_t max) {
-  const Onnx__AttributeProto *a = ox_attr(node, name);
-  if (!a)
-    return -1;
-  int32_t n = (int32_t)(a->n_ints < (size_t)max ? a->n_ints : (size_t)max);
-  for (int32_t i = 0; i < n; i++)
-    out[i] = a->ints[i];
-  return a->n_ints > (size_t)max ? max + 1 : n;
 }

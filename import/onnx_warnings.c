@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/file.h"
-#include "import/onnx_internal.h"
+#include "import/onnx_values.h"
 
 /* How many names a warning lists before "and N more". */
 #define OX_WARN_LISTED 4

@@ -1,0 +1,149 @@
+/* Convolution and pooling: Conv and ConvTranspose (1-d and 2-d), MaxPool and AveragePool (2-d; a
+ * Pad of zeros before an AveragePool folded into it, onnx_patterns.c), GlobalAveragePool. Pads must
+ * be the same at both ends of an axis. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "import/onnx_converters.h"
+
+static tf_status symmetric_pads(ox_import *im, const ox_node *node, int32_t n, int32_t *padding) {
+  const Onnx__AttributeProto *auto_pad = ox_attr(node, "auto_pad");
+  if (auto_pad && auto_pad->has_s && !(auto_pad->s.len == 6 && memcmp(auto_pad->s.data, "NOTSET", 6) == 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "auto_pad (export with explicit pads)");
+  int64_t pads[8];
+  int32_t count = ox_attr_ints(node, "pads", pads, 8);
+  for (int32_t i = 0; i < n; i++) {
+    padding[i] = count < 0 ? 0 : (int32_t)pads[i];
+    if (count >= 0 && (count != 2 * n || pads[i] != pads[i + n] || pads[i] < 0))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "padding must be the same at both ends of each axis");
+  }
+  return NULL;
+}
+
+static tf_status ints_or(const ox_node *node, const char *name, int32_t n, int64_t fallback, int32_t *out) {
+  int64_t values[8];
+  int32_t count = ox_attr_ints(node, name, values, 8);
+  for (int32_t i = 0; i < n; i++)
+    out[i] = (int32_t)(count < 0 ? fallback : count == n ? values[i] : -1);
+  if (count >= 0 && count != n)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "attribute %s has %" PRId32 " values for %" PRId32 " axes", name, count,
+                         n);
+  return NULL;
+}
+
+/* A 1-d ConvTranspose (nn.ConvTranspose1d, the upsampling of vocoders) as the 2-d one over a plane
+ * of height 1: x [N, C, L] and the weight [C, C_out / groups, K] reshaped to [N, C, 1, L] and
+ * [C, C_out / groups, 1, K], the 1-d attributes (in a's first entries) moved to the width, and the
+ * [N, C_out, 1, L_out] result reshaped back. The weight stays the parameter it was. */
+static tf_status conv_transpose1d(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias,
+                                  tf_conv_attrs *a) {
+  tf_dim xd[TF_MAX_RANK], wd[TF_MAX_RANK], yd[TF_MAX_RANK];
+  int32_t xr, wr, yr;
+  ox_tensor_dims(im, x, &xr, xd);
+  ox_tensor_dims(im, w, &wr, wd);
+  if (xr != 3)
+    return ox_fail(im, node, TF_ERR_SHAPE, "a 1-d ConvTranspose reads [N, C, L]; its input has rank %" PRId32, xr);
+  tf_graph *g = im->graph;
+  tf_tensor_id x2 = tf_reshape(g, x, TF_SHAPE(xd[0], xd[1], tf_fixed(1), xd[2]));
+  tf_tensor_id w2 = tf_reshape(g, w, TF_SHAPE(wd[0], wd[1], tf_fixed(1), wd[2]));
+  a->stride[1] = a->stride[0];
+  a->padding[1] = a->padding[0];
+  a->dilation[1] = a->dilation[0];
+  a->output_padding[1] = a->output_padding[0];
+  a->stride[0] = a->dilation[0] = 1;
+  a->padding[0] = a->output_padding[0] = 0;
+  tf_tensor_id y = tf_conv_transpose2d(g, x2, w2, bias, a);
+  if (tf_graph_status(g))
+    return ox_graph_error(im, node);
+  ox_tensor_dims(im, y, &yr, yd);
+  return ox_set_tensor(im, node, 0, tf_reshape(g, y, TF_SHAPE(yd[0], yd[1], yd[3])));
+}
+
+static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) {
+  tf_tensor_id x, w, bias = TF_NO_TENSOR;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &w));
+  if (ox_input(node, 2))
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &bias));
+  int32_t spatial = ox_rank_of(im, w) - 2;
+  if (spatial != 1 && spatial != 2)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 "-d convolution (1-d and 2-d only)", spatial);
+  if (transposed && ox_attr(node, "output_shape"))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "output_shape (export with output_padding)");
+  tf_conv_attrs a;
+  memset(&a, 0, sizeof(a));
+  TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a.padding));
+  tf_status status = ints_or(node, "strides", spatial, 1, a.stride);
+  if (!status)
+    status = ints_or(node, "dilations", spatial, 1, a.dilation);
+  if (!status)
+    status = ints_or(node, "output_padding", spatial, 0, a.output_padding);
+  if (status) {
+    char label[256];
+    return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+  }
+  a.groups = (int32_t)ox_attr_int(node, "group", 1);
+  if (spatial == 1 && transposed)
+    return conv_transpose1d(im, node, x, w, bias, &a);
+  if (spatial == 1) {
+    a.stride[1] = a.padding[1] = a.dilation[1] = 1;
+    a.padding[1] = 0;
+    return ox_set_tensor(im, node, 0,
+                         tf_conv1d(im->graph, x, w, bias, a.stride[0], a.padding[0], a.dilation[0], a.groups));
+  }
+  return ox_set_tensor(
+      im, node, 0, transposed ? tf_conv_transpose2d(im->graph, x, w, bias, &a) : tf_conv2d(im->graph, x, w, bias, &a));
+}
+
+tf_status ox_convert_conv(ox_import *im, const ox_node *node) { return conv_like(im, node, false); }
+tf_status ox_convert_conv_transpose(ox_import *im, const ox_node *node) { return conv_like(im, node, true); }
+
+static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  if (ox_rank_of(im, x) != 4)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "pooling over a rank-%" PRId32 " input (2-d only)", ox_rank_of(im, x));
+  if (ox_attr_int(node, "ceil_mode", 0) != 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ceil_mode=1");
+  tf_pool_attrs a;
+  memset(&a, 0, sizeof(a));
+  TF_RETURN_IF_ERROR(symmetric_pads(im, node, 2, a.padding));
+  int32_t dilation[2];
+  tf_status status = ints_or(node, "kernel_shape", 2, -1, a.kernel);
+  if (!status)
+    status = ints_or(node, "strides", 2, 1, a.stride);
+  if (!status)
+    status = ints_or(node, "dilations", 2, 1, dilation);
+  if (status) {
+    char label[256];
+    return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+  }
+  if (dilation[0] != 1 || dilation[1] != 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "dilated pooling");
+  if (node->pool_padding[0] || node->pool_padding[1]) { /* a Pad of zeros folded in: counted, like tf */
+    a.padding[0] = node->pool_padding[0];
+    a.padding[1] = node->pool_padding[1];
+  } else if (op == TF_OP_AVG_POOL2D && (a.padding[0] || a.padding[1]) && !ox_attr_int(node, "count_include_pad", 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "padded average pooling must count the padding (count_include_pad=1)");
+  return ox_set_tensor(im, node, 0, tf_pool2d(im->graph, op, x, &a));
+}
+
+tf_status ox_convert_max_pool(ox_import *im, const ox_node *node) {
+  // The Indices output is left without a value: a node that reads it fails with "has no value".
+  return pool(im, node, TF_OP_MAX_POOL2D);
+}
+tf_status ox_convert_average_pool(ox_import *im, const ox_node *node) { return pool(im, node, TF_OP_AVG_POOL2D); }
+
+/* GlobalAveragePool: the mean over every axis after the channel's, kept as size-1 axes ([N, C, 1, 1]
+ * from [N, C, H, W]); nn.AdaptiveAvgPool2d(1) exports as it. */
+tf_status ox_convert_global_average_pool(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const int32_t rank = ox_rank_of(im, x);
+  if (rank < 3)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "its input has rank %" PRId32 "; it needs [N, C, spatial...]", rank);
+  int32_t axes[TF_MAX_RANK];
+  for (int32_t i = 2; i < rank; i++)
+    axes[i - 2] = i;
+  return ox_set_tensor(im, node, 0, tf_reduce(im->graph, TF_OP_MEAN, x, axes, rank - 2, true));
+}

@@ -1,0 +1,122 @@
+/* The importer's converters stage (import/stages.txt): one converter per ONNX operator type, which
+ * stores every output of its node as a graph tensor or a known value (folding when the inputs are
+ * known at import time); the dispatch table (onnx_ops.c) picks them. Their shared helpers are
+ * onnx_convert.h. A converter may call another one (Cast to BOOL is a mask) but no higher stage. */
+#ifndef TIGHTFIT_IMPORT_ONNX_CONVERTERS_H
+#define TIGHTFIT_IMPORT_ONNX_CONVERTERS_H
+
+#include "import/onnx_convert.h"
+
+/* onnx_elementwise.c: the element-wise operators tightfit has an op for, folded on known operands
+ * where they are arithmetic, and composites of ops for the others (the file's top comment). */
+tf_status ox_convert_add(ox_import *im, const ox_node *node);
+tf_status ox_convert_sub(ox_import *im, const ox_node *node);
+tf_status ox_convert_mul(ox_import *im, const ox_node *node);
+tf_status ox_convert_div(ox_import *im, const ox_node *node);
+tf_status ox_convert_pow(ox_import *im, const ox_node *node);
+/* True when `op_type` is one row of the unary_ops table (Relu, Sigmoid, ...): ox_convert_unary's. */
+bool ox_is_unary(const char *op_type);
+tf_status ox_convert_unary(ox_import *im, const ox_node *node);
+tf_status ox_convert_leaky_relu(ox_import *im, const ox_node *node);
+tf_status ox_convert_sqrt(ox_import *im, const ox_node *node);
+tf_status ox_convert_gelu(ox_import *im, const ox_node *node);
+tf_status ox_convert_max(ox_import *im, const ox_node *node);
+tf_status ox_convert_min(ox_import *im, const ox_node *node);
+tf_status ox_convert_clip(ox_import *im, const ox_node *node);
+tf_status ox_convert_sum(ox_import *im, const ox_node *node);
+tf_status ox_convert_mean(ox_import *im, const ox_node *node);
+tf_status ox_convert_reciprocal(ox_import *im, const ox_node *node);
+tf_status ox_convert_softsign(ox_import *im, const ox_node *node);
+tf_status ox_convert_hard_sigmoid(ox_import *im, const ox_node *node);
+tf_status ox_convert_hard_swish(ox_import *im, const ox_node *node);
+tf_status ox_convert_elu(ox_import *im, const ox_node *node);
+tf_status ox_convert_selu(ox_import *im, const ox_node *node);
+tf_status ox_convert_celu(ox_import *im, const ox_node *node);
+tf_status ox_convert_prelu(ox_import *im, const ox_node *node);
+tf_status ox_convert_mish(ox_import *im, const ox_node *node);
+tf_status ox_convert_size(ox_import *im, const ox_node *node);
+/* Mod: folded on values known at import time; refused on data. */
+tf_status ox_convert_mod(ox_import *im, const ox_node *node);
+
+/* onnx_mask.c: Equal, Where and Not folded on known values; on data, masks as f32 0/1 tensors (Equal
+ * of data with a constant, Not, Cast to BOOL, Where with one constant branch: masked_fill). */
+tf_status ox_convert_equal(ox_import *im, const ox_node *node);
+tf_status ox_convert_where(ox_import *im, const ox_node *node);
+tf_status ox_convert_not(ox_import *im, const ox_node *node);
+/* Cast to BOOL of data (ox_convert_cast's): nonzero as an f32 0/1 mask. */
+tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node);
+
+/* onnx_dense.c */
+tf_status ox_convert_matmul(ox_import *im, const ox_node *node);
+tf_status ox_convert_gemm(ox_import *im, const ox_node *node);
+tf_status ox_convert_softmax(ox_import *im, const ox_node *node);
+tf_status ox_convert_log_softmax(ox_import *im, const ox_node *node);
+tf_status ox_convert_layer_norm(ox_import *im, const ox_node *node);
+tf_status ox_convert_dropout(ox_import *im, const ox_node *node);
+
+/* onnx_conv.c */
+tf_status ox_convert_conv(ox_import *im, const ox_node *node);
+tf_status ox_convert_conv_transpose(ox_import *im, const ox_node *node);
+tf_status ox_convert_max_pool(ox_import *im, const ox_node *node);
+tf_status ox_convert_average_pool(ox_import *im, const ox_node *node);
+tf_status ox_convert_global_average_pool(ox_import *im, const ox_node *node);
+
+/* onnx_reduce.c: the Reduce* operators. */
+tf_status ox_convert_reduce_mean(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_sum(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_max(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_min(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_l2(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_l1(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_sum_square(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_log_sum(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node);
+
+/* onnx_loss.c: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (labels through a one-hot
+ * embedding table). */
+tf_status ox_convert_nll_loss(ox_import *im, const ox_node *node);
+tf_status ox_convert_softmax_cross_entropy_loss(ox_import *im, const ox_node *node);
+
+/* onnx_batch_norm.c, onnx_instance_norm.c */
+tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);
+tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
+
+/* onnx_layout.c */
+tf_status ox_convert_reshape(ox_import *im, const ox_node *node);
+tf_status ox_convert_flatten(ox_import *im, const ox_node *node);
+tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node);
+tf_status ox_convert_squeeze(ox_import *im, const ox_node *node);
+tf_status ox_convert_transpose(ox_import *im, const ox_node *node);
+tf_status ox_convert_concat(ox_import *im, const ox_node *node);
+tf_status ox_convert_slice(ox_import *im, const ox_node *node);
+tf_status ox_convert_split(ox_import *im, const ox_node *node);
+tf_status ox_convert_expand(ox_import *im, const ox_node *node);
+tf_status ox_convert_gather(ox_import *im, const ox_node *node);
+tf_status ox_convert_cast(ox_import *im, const ox_node *node);
+tf_status ox_convert_pad(ox_import *im, const ox_node *node);
+
+/* onnx_constants.c */
+tf_status ox_convert_identity(ox_import *im, const ox_node *node);
+tf_status ox_convert_constant(ox_import *im, const ox_node *node);
+tf_status ox_convert_shape(ox_import *im, const ox_node *node);
+tf_status ox_convert_range(ox_import *im, const ox_node *node);
+tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node);
+
+/* onnx_repeat.c */
+tf_status ox_convert_resize(ox_import *im, const ox_node *node);
+tf_status ox_convert_tile(ox_import *im, const ox_node *node);
+
+/* onnx_triangle.c: Trilu folded on a known value; on data with fixed last two axes, times a 0/1
+ * triangle. */
+tf_status ox_convert_trilu(ox_import *im, const ox_node *node);
+
+/* onnx_recurrent.c: LSTM and GRU nodes, unrolled over a fixed time axis (tf_lstm / tf_gru); refused
+ * with a reason: a symbolic time axis, shorter sequence_lens, peepholes, clip, other activations,
+ * input_forget. */
+tf_status ox_convert_lstm(ox_import *im, const ox_node *node);
+tf_status ox_convert_gru(ox_import *im, const ox_node *node);
+
+/* onnx_fused.c: a node the patterns stage fused (ox_node.fused other than OX_PLAIN). */
+tf_status ox_convert_fused(ox_import *im, const ox_node *node);
+
+#endif

@@ -1,0 +1,96 @@
+/* The operators of dense layers: MatMul and Gemm (input 1 maybe read through a dropped Transpose,
+ * onnx_patterns.c), Softmax and LogSoftmax, LayerNormalization and Dropout (the identity unless the
+ * export is in training mode). */
+#include <inttypes.h>
+
+#include "import/onnx_converters.h"
+
+tf_status ox_convert_matmul(ox_import *im, const ox_node *node) {
+  tf_tensor_id a, b;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &a));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &b));
+  ox_match_half(im, &a, &b);
+  return ox_set_tensor(im, node, 0, tf_matmul(im->graph, a, b, false, node->transpose_b));
+}
+
+tf_status ox_convert_gemm(ox_import *im, const ox_node *node) {
+  tf_tensor_id a, b, c = TF_NO_TENSOR;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &a));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &b));
+  bool ta = ox_attr_int(node, "transA", 0) != 0, tb = (ox_attr_int(node, "transB", 0) != 0) != node->transpose_b;
+  double alpha = ox_attr_float(node, "alpha", 1.0), beta = ox_attr_float(node, "beta", 1.0);
+  ox_match_half(im, &a, &b);
+  tf_tensor_id y = tf_matmul(im->graph, a, b, ta, tb);
+  if (alpha != 1.0) {
+    tf_tensor_id scale = ox_scalar(im, node, TF_F32, alpha);
+    ox_match_half(im, &y, &scale);
+    y = tf_mul(im->graph, y, scale);
+  }
+  if (ox_input(node, 2) && beta != 0.0) {
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &c));
+    if (beta != 1.0) {
+      tf_tensor_id scale = ox_scalar(im, node, TF_F32, beta);
+      ox_match_half(im, &c, &scale);
+      c = tf_mul(im->graph, c, scale);
+    }
+    ox_match_half(im, &y, &c);
+    y = tf_add(im->graph, y, c);
+  }
+  return ox_set_tensor(im, node, 0, y);
+}
+
+static tf_status softmax_like(ox_import *im, const ox_node *node, bool log_form) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank = ox_rank_of(im, x);
+  int64_t axis = ox_attr_int(node, "axis", im->opset >= 13 ? -1 : 1);
+  if (axis < 0)
+    axis += rank;
+  // Before opset 13 the axis flattened everything after it; that is the same only on the last axis.
+  if (im->opset < 13 && axis != rank - 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "axis %" PRId64 " before opset 13 flattens trailing axes", axis);
+  tf_tensor_id y = log_form ? tf_log_softmax(im->graph, x, (int32_t)axis) : tf_softmax(im->graph, x, (int32_t)axis);
+  return ox_set_tensor(im, node, 0, y);
+}
+
+tf_status ox_convert_softmax(ox_import *im, const ox_node *node) { return softmax_like(im, node, false); }
+tf_status ox_convert_log_softmax(ox_import *im, const ox_node *node) { return softmax_like(im, node, true); }
+
+tf_status ox_convert_layer_norm(ox_import *im, const ox_node *node) {
+  tf_tensor_id x, gamma, beta = TF_NO_TENSOR;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &gamma));
+  if (ox_input(node, 2))
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &beta));
+  int64_t axis = ox_attr_int(node, "axis", -1);
+  int32_t rank = ox_rank_of(im, x);
+  if (axis != -1 && axis != rank - 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "normalising from axis %" PRId64 " (only the last axis)", axis);
+  float epsilon = (float)ox_attr_float(node, "epsilon", 1e-5);
+  ox_match_half(im, &x, &gamma);
+  if (beta != TF_NO_TENSOR)
+    ox_match_half(im, &x, &beta);
+  return ox_set_tensor(im, node, 0, tf_layer_norm(im->graph, x, gamma, beta, epsilon));
+}
+
+tf_status ox_convert_dropout(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  double rate = ox_attr_float(node, "ratio", 0.5);
+  if (ox_input(node, 1)) {
+    const ox_known *r;
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &r));
+    rate = r->count == 1 ? (r->is_float ? r->reals[0] : (double)r->ints[0].size) : rate;
+  }
+  /* ONNX's Dropout is the identity unless its training_mode input (opset 12 on) is true; torch sets
+   * it in training-mode exports. Before opset 12 it has none: the identity, as onnxruntime runs it. */
+  bool training = false;
+  if (ox_input(node, 2)) {
+    const ox_known *mode;
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &mode));
+    training = mode->count == 1 && (mode->is_float ? mode->reals[0] != 0 : mode->ints[0].size != 0);
+  }
+  // The mask output (torch names it in training exports) is left without a value: a node that
+  // reads it fails with "has no value".
+  return ox_set_tensor(im, node, 0, rate == 0 || !training ? x : tf_dropout(im->graph, x, (float)rate));
+}

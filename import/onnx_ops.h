@@ -1,0 +1,14 @@
+/* The top of the importer's converters stage (import/stages.txt): a node to its converter (onnx_ops.c's
+ * table), for the driver. */
+#ifndef TIGHTFIT_IMPORT_ONNX_OPS_H
+#define TIGHTFIT_IMPORT_ONNX_OPS_H
+
+#include "import/onnx_state.h"
+
+/* True when op_type has a converter. */
+bool ox_op_supported(const char *op_type);
+/* Emits node `node` (a fused one as its pattern's op): stores every output value (a tensor or a
+ * known value). */
+tf_status ox_op_emit(ox_import *im, const ox_node *node) TF_MUST_USE;
+
+#endif

@@ -1,0 +1,47 @@
+/* The importer's values stage (import/stages.txt): one value per ONNX name (onnx_state.h's ox_value),
+ * known values decoded from tensors, graph tensors made from initializers and known values on first
+ * use, graph inputs and their symbols; folding known values is onnx_fold.h, the same stage. */
+#ifndef TIGHTFIT_IMPORT_ONNX_VALUES_H
+#define TIGHTFIT_IMPORT_ONNX_VALUES_H
+
+#include "import/onnx_decode.h"
+
+/* ---- the value table and known values (onnx_values.c) ---- */
+
+/* The value named `name`, created empty when new; NULL when memory runs out. */
+ox_value *ox_value_get(ox_import *im, const char *name);
+/* The value `name` if it exists, else NULL. */
+ox_value *ox_value_find(ox_import *im, const char *name);
+/* A new known value of `count` elements (owned by the caller until stored in a value). */
+ox_known *ox_known_new(bool is_float, tf_dtype dtype, int32_t rank, const int64_t *shape);
+void ox_known_free(ox_known *known);
+/* Decodes an ONNX tensor (raw or typed data) into a known value; errors name `what`. */
+tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_known **out) TF_MUST_USE;
+/* The graph tensor of value `name` for node `node` (messages), materialising a parameter from its
+ * initializer or a constant from a known value on first use. */
+tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_tensor_id *out) TF_MUST_USE;
+/* A graph constant holding known value `k` (taken: freed here), named `name` or, where taken, `name`
+ * with underscores added; its values go to the weights file unless they are all one. */
+tf_status ox_known_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k,
+                            tf_tensor_id *out) TF_MUST_USE;
+/* ox_known_constant whose values always go to the weights file, under the constant's name (state
+ * that training changes: a tracked running statistic, which tightfit.from_torch sets there). */
+tf_status ox_stored_constant(ox_import *im, const ox_node *node, const char *name, ox_known *k,
+                             tf_tensor_id *out) TF_MUST_USE;
+/* The known value of `name`, or an error naming the node that needs it known. */
+tf_status ox_need_known(ox_import *im, const ox_node *node, const char *name, const ox_known **out) TF_MUST_USE;
+/* The prime symbol `symbol` is bound to while importing (onnx_state.h); 0 past OX_MAX_SYMBOLS. */
+int64_t ox_symbol_prime(int32_t symbol);
+/* The symbolic shape of graph tensor `id`: each axis decoded from the shape the builder inferred at
+ * the import-time symbol values (distinct primes), so N*T-sized axes come back as -1 ("unknown"). */
+void ox_tensor_dims(const ox_import *im, tf_tensor_id id, int32_t *rank, tf_dim *dims);
+/* The builder's first error, prefixed with the node; NULL when the graph is fine. */
+tf_status ox_graph_error(ox_import *im, const ox_node *node);
+
+/* ---- the graph's inputs and initializers (onnx_inputs.c) ---- */
+
+/* A value for each initializer (float ones become parameters when first read, others known values)
+ * and a graph input for each other graph input, its dynamic axes the graph's symbols. */
+tf_status ox_add_graph_values(ox_import *im) TF_MUST_USE;
+
+#endif

@@ -1,0 +1,2 @@
+/* The low stage of the broken tree (see stages.txt). */
+int low_entry(int x);
