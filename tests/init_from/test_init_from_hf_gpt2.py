@@ -18,19 +18,15 @@ import torch
 import transformers
 from safetensors.torch import save_file
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+from tally import finish, verdict  # noqa: E402
+
 cli = sys.argv[1]
 torch.manual_seed(0)
 torch.set_num_threads(1)
 transformers.logging.set_verbosity_error()
 work = tempfile.mkdtemp(prefix="tightfit-init-from-")
-passed = failed = 0
 N, T, V, STEPS, LR = 2, 16, 64, 5, 1e-3
-
-
-def check(label, ok, seen):
-    global passed, failed
-    print(f"{'ok' if ok else 'FAIL'}: {label}: {seen}")
-    passed, failed = passed + bool(ok), failed + (not ok)
 
 
 def tightfit(*args):
@@ -84,21 +80,21 @@ expected = reference_losses()
 code, losses, err = train("--init-from", checkpoint, "--init-map", "hf-gpt2")
 said = [line for line in err.splitlines() if line.startswith("initialised from")]
 worst = max((abs(a - b) / abs(b) for a, b in zip(losses, expected)), default=float("inf"))
-check("a Hugging Face GPT-2 checkpoint into gpt2-small through hf-gpt2: the losses of 5 AdamW steps",
-      code == 0 and len(losses) == STEPS and worst <= 1e-5,
-      f"exit {code}; tightfit {[round(x, 6) for x in losses]}, PyTorch {[round(x, 6) for x in expected]}, worst "
-      f"{worst:.1e} relative; {said} {err.strip()[-300:] if code else ''}")
-check("it says what it loaded", said and said[0].endswith(": 28 tensors (8 read transposed, 0 converted)"), said)
+verdict("a Hugging Face GPT-2 checkpoint into gpt2-small through hf-gpt2: the losses of 5 AdamW steps",
+        code == 0 and len(losses) == STEPS and worst <= 1e-5,
+        f"exit {code}; tightfit {[round(x, 6) for x in losses]}, PyTorch {[round(x, 6) for x in expected]}, worst "
+        f"{worst:.1e} relative; {said} {err.strip()[-300:] if code else ''}")
+verdict("it says what it loaded", said and said[0].endswith(": 28 tensors (8 read transposed, 0 converted)"), said)
 renamed = os.path.join(work, "renamed.map")
 with open(renamed, "w") as f:  # the same as hf-gpt2, through rename lines and comments
     f.write("# GPT2LMHeadModel's names\nrename transformer.* *\nignore *.attn.bias   # buffers\n"
             "transpose *.c_attn.weight\ntranspose *.c_proj.weight\ntranspose *.c_fc.weight\n")
 code, losses2, err = train("--init-from", checkpoint, "--init-map", renamed)
-check("a map file with a rename line and comments loads the same", code == 0 and losses2 == losses,
-      f"exit {code}; {losses2[:2]} {err.strip()[-200:]}")
+verdict("a map file with a rename line and comments loads the same", code == 0 and losses2 == losses,
+        f"exit {code}; {losses2[:2]} {err.strip()[-200:]}")
 code, losses, _ = train()
-check("without --init-from the preset's own initial weights give another loss", code == 0 and losses and
-      abs(losses[0] - expected[0]) > 1e-3, f"{losses[:1]} vs {expected[:1]}")
+verdict("without --init-from the preset's own initial weights give another loss", code == 0 and losses and
+        abs(losses[0] - expected[0]) > 1e-3, f"{losses[:1]} vs {expected[:1]}")
 
 state = {k: v.contiguous() for k, v in model.state_dict().items()}
 state.pop("lm_head.weight", None)  # tied to wte: safetensors stores a tensor once
@@ -114,9 +110,9 @@ with torch.no_grad():
 expected = reference_losses()
 code, losses, err = train("--init-from", half, "--init-map", "hf-gpt2")
 worst = max((abs(a - b) / abs(b) for a, b in zip(losses, expected)), default=float("inf"))
-check("a bf16 checkpoint: converted to the plan's f32, the losses of the bf16-rounded weights",
-      code == 0 and worst <= 1e-5 and "28 converted" in err,
-      f"exit {code}; worst {worst:.1e} relative; {err.strip()[-200:]}")
+verdict("a bf16 checkpoint: converted to the plan's f32, the losses of the bf16-rounded weights",
+        code == 0 and worst <= 1e-5 and "28 converted" in err,
+        f"exit {code}; worst {worst:.1e} relative; {err.strip()[-200:]}")
 
 
 def refused(label, tensors, expect, map_text=None, map_name="hf-gpt2"):
@@ -128,7 +124,7 @@ def refused(label, tensors, expect, map_text=None, map_name="hf-gpt2"):
         with open(map_arg, "w") as f:
             f.write(map_text)
     code, losses, err = train("--init-from", path, "--init-map", map_arg)
-    check(label, code == 2 and not losses and all(e in err for e in expect), f"exit {code}: {err.strip()[:400]}")
+    verdict(label, code == 2 and not losses and all(e in err for e in expect), f"exit {code}: {err.strip()[:400]}")
 
 
 missing = dict(state)
@@ -151,9 +147,8 @@ refused("Conv1D weights without the map's transpose lines: each non-square one n
 refused("a map with a bad line", state, ["bad.map:2: 'transposed' is no map line"],
         map_text="prefix transformer.\ntransposed *.attn.c_attn.weight\n")
 code, _, err = tightfit("train", plan, "--data", data, "--steps", "1", "--init-map", "hf-gpt2")
-check("--init-map without --init-from is a usage error", code == 2 and "--init-map needs --init-from" in err, err.strip())
+verdict("--init-map without --init-from is a usage error", code == 2 and "--init-map needs --init-from" in err, err.strip())
 code, _, err = tightfit("train", plan, "--data", data, "--steps", "1", "--init-from", os.path.join(work, "none"))
-check("a file that is not there", code == 2 and "none" in err, err.strip())
+verdict("a file that is not there", code == 2 and "none" in err, err.strip())
 
-print(f"init_from_hf_gpt2: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("init_from_hf_gpt2")

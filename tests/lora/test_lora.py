@@ -5,6 +5,7 @@ from tightfit's initial values, B zero). 10 AdamW steps: every loss within 1e-6 
 within 1e-6 after training, every base parameter bit for bit as it was, and the plan's gradients and
 optimizer state exactly the adapters' bytes. Then each bad input refused with its message.
 usage: test_lora.py   (PYTHONPATH=python, Debian's python3)"""
+import os
 import sys
 
 import numpy as np
@@ -12,16 +13,12 @@ import torch
 
 import tightfit
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+from tally import finish, verdict  # noqa: E402
+
 torch.manual_seed(0)
 torch.set_num_threads(1)
 N, STEPS, LR, RANK, ALPHA = 8, 10, 1e-2, 4, 8.0
-passed = failed = 0
-
-
-def check(label, ok, seen):
-    global passed, failed
-    print(f"{'ok' if ok else 'FAIL'}: {label}: {seen}")
-    passed, failed = passed + bool(ok), failed + (not ok)
 
 
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
@@ -34,12 +31,12 @@ report = tightfit.report(plan.path) if hasattr(plan, "path") else None
 session = tightfit.Session(plan, seed=0)
 start = session.state_dict()
 adapters = {name: start[name] for name in start if "lora_" in name}
-check("the adapters are the plan's new parameters, A uniform in +-1/sqrt(in), B zero",
-      sorted(adapters) == ["0.lora_A.weight", "0.lora_B.weight", "2.lora_A.weight", "2.lora_B.weight"] and
-      adapters["0.lora_A.weight"].shape == (RANK, 16) and adapters["2.lora_B.weight"].shape == (32, RANK) and
-      np.abs(adapters["0.lora_A.weight"]).max() <= 0.25 and not adapters["0.lora_B.weight"].any() and
-      adapters["0.lora_A.weight"].std() > 0.05,
-      {k: v.shape for k, v in adapters.items()})
+verdict("the adapters are the plan's new parameters, A uniform in +-1/sqrt(in), B zero",
+        sorted(adapters) == ["0.lora_A.weight", "0.lora_B.weight", "2.lora_A.weight", "2.lora_B.weight"] and
+        adapters["0.lora_A.weight"].shape == (RANK, 16) and adapters["2.lora_B.weight"].shape == (32, RANK) and
+        np.abs(adapters["0.lora_A.weight"]).max() <= 0.25 and not adapters["0.lora_B.weight"].any() and
+        adapters["0.lora_A.weight"].std() > 0.05,
+        {k: v.shape for k, v in adapters.items()})
 
 feed = {"x": x.numpy(), "labels": y.numpy().astype(np.int32)}
 losses = [session.step(feed) for _ in range(STEPS)]
@@ -74,19 +71,19 @@ for _ in range(STEPS):
     optimizer.step()
     expected.append(loss.item())
 worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
-check("10 AdamW steps: the losses of PyTorch's LoRA model", worst <= 1e-6,
-      f"tightfit {losses[0]:.6f} -> {losses[-1]:.6f}, PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}, worst "
-      f"{worst:.1e} relative")
+verdict("10 AdamW steps: the losses of PyTorch's LoRA model", worst <= 1e-6,
+        f"tightfit {losses[0]:.6f} -> {losses[-1]:.6f}, PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}, worst "
+        f"{worst:.1e} relative")
 apart = max(np.abs(trained[f"{i}.lora_{w}.weight"] - getattr(reference[i], f"lora_{w}").detach().numpy()).max()
             for i in (0, 2) for w in "AB")
-check("the trained adapters are PyTorch's", apart <= 1e-6, f"worst {apart:.1e}")
+verdict("the trained adapters are PyTorch's", apart <= 1e-6, f"worst {apart:.1e}")
 moved = [k for k in before if not np.array_equal(trained[k], before[k].numpy())]
-check("every base parameter bit for bit as it was (PEFT freezes the base)", not moved, moved)
+verdict("every base parameter bit for bit as it was (PEFT freezes the base)", not moved, moved)
 summary = plan.summary if hasattr(plan, "summary") else {}
 adapter_bytes = 4 * sum(v.size for v in adapters.values())
 grads = summary.get("regions", {}).get("gradients") if isinstance(summary.get("regions"), dict) else None
-check("the gradients region holds the adapters' gradients only", grads is None or grads == adapter_bytes,
-      f"gradients {grads} bytes, adapters {adapter_bytes}")
+verdict("the gradients region holds the adapters' gradients only", grads is None or grads == adapter_bytes,
+        f"gradients {grads} bytes, adapters {adapter_bytes}")
 
 
 # merge-lora: the trained adapters merged into the weights of the plan compiled without --lora give
@@ -114,20 +111,20 @@ merged = read_safetensors(merged_path) if code == 0 else {}
 plain = tightfit.Session(tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0), seed=1,
                          init_from=merged_path)
 plain_loss = plain.forward(feed)
-check("merge-lora: the plain plan with the merged weights has the LoRA plan's loss",
-      code == 0 and sorted(merged) == sorted(before) and abs(plain_loss - lora_loss) <= 1e-6 * abs(lora_loss),
-      f"exit {code} {out.strip()} {err.strip()}; LoRA {lora_loss:.7f}, merged {plain_loss:.7f}")
+verdict("merge-lora: the plain plan with the merged weights has the LoRA plan's loss",
+        code == 0 and sorted(merged) == sorted(before) and abs(plain_loss - lora_loss) <= 1e-6 * abs(lora_loss),
+        f"exit {code} {out.strip()} {err.strip()}; LoRA {lora_loss:.7f}, merged {plain_loss:.7f}")
 code, out, err = tightfit._run("merge-lora", [plain.plan.path, checkpoint, "-o", merged_path], allowed=(0, 1, 2))
-check("merge-lora of a plan without adapters is refused", code == 2 and "compiled without --lora" in err,
-      f"exit {code}: {err.strip()}")
+verdict("merge-lora of a plan without adapters is refused", code == 2 and "compiled without --lora" in err,
+        f"exit {code}: {err.strip()}")
 
 
 def refused(label, options, expect):
     try:
         tightfit.compile(graph, set={"N": N}, optimizer="adamw", **options)
-        check(label, False, "compiled")
+        verdict(label, False, "compiled")
     except tightfit.TightfitError as error:
-        check(label, expect in str(error), str(error)[:300])
+        verdict(label, expect in str(error), str(error)[:300])
 
 
 refused("a pattern that names no parameter", {"lora": "4", "lora_targets": "nothing.*"},
@@ -144,11 +141,11 @@ refused("rank 0", {"lora": "0", "lora_targets": "0.weight"}, "--lora takes RANK 
 gpt = tightfit.zoo("gpt", layers=1)
 try:
     tightfit.compile(gpt, optimizer="adamw", lora="4", lora_targets="wte.weight")
-    check("LoRA on an embedding table (2-D, no linear weight)", False, "compiled")
+    verdict("LoRA on an embedding table (2-D, no linear weight)", False, "compiled")
 except tightfit.TightfitError as error:
-    check("LoRA on an embedding table (2-D, no linear weight)",
-          "LoRA on 'wte.weight': node" in str(error) and "(embedding) reads it as its input 1" in str(error),
-          str(error)[:300])
+    verdict("LoRA on an embedding table (2-D, no linear weight)",
+            "LoRA on 'wte.weight': node" in str(error) and "(embedding) reads it as its input 1" in str(error),
+            str(error)[:300])
 
 # The issue's goal: xtts-gpt (395 M parameters) at global batch 32 on a CUDA card. Its smallest plan
 # trains every parameter in 7.00 GiB; with LoRA rank 16 on the attention and MLP weights it fits 3 GiB.
@@ -156,23 +153,23 @@ xtts = tightfit.zoo("xtts-gpt")
 targets = ["*.attn.c_attn.weight", "*.attn.c_proj.weight", "*.mlp.c_fc.weight", "*.mlp.c_proj.weight"]
 full = tightfit.check(xtts, target="cuda", budget="3GiB", global_batch=32)
 lora = tightfit.check(xtts, target="cuda", budget="3GiB", global_batch=32, lora="16", lora_targets=targets)
-check("xtts-gpt, global batch 32, cuda target: does not fit 3 GiB training every parameter, fits with LoRA rank 16",
-      not full["fits"] and lora["fits"],
-      f"full: fits {full['fits']}; LoRA: fits {lora['fits']}, {lora.get('device_total_bytes', 0) / 2**30:.2f} GiB")
+verdict("xtts-gpt, global batch 32, cuda target: does not fit 3 GiB training every parameter, fits with LoRA rank 16",
+        not full["fits"] and lora["fits"],
+        f"full: fits {full['fits']}; LoRA: fits {lora['fits']}, {lora.get('device_total_bytes', 0) / 2**30:.2f} GiB")
 
 # --allow-lora R: the search falls back on LoRA (every linear weight) only where nothing else fits.
 searched = tightfit.check(xtts, target="cuda", budget="3GiB", global_batch=32, allow_lora=16)
 roomy = tightfit.check(xtts, target="cuda", budget="8GiB", global_batch=32, allow_lora=16)
-check("check --allow-lora 16: LoRA chosen at 3 GiB, not at 8 GiB (training every parameter fits there)",
-      searched["fits"] and searched["lora_rank"] == 16 and roomy["fits"] and roomy["lora_rank"] == 0,
-      f"3 GiB: fits {searched['fits']}, LoRA rank {searched['lora_rank']}, "
-      f"{searched['device_total_bytes'] / 2**30:.2f} GiB; 8 GiB: LoRA rank {roomy['lora_rank']}")
+verdict("check --allow-lora 16: LoRA chosen at 3 GiB, not at 8 GiB (training every parameter fits there)",
+        searched["fits"] and searched["lora_rank"] == 16 and roomy["fits"] and roomy["lora_rank"] == 0,
+        f"3 GiB: fits {searched['fits']}, LoRA rank {searched['lora_rank']}, "
+        f"{searched['device_total_bytes'] / 2**30:.2f} GiB; 8 GiB: LoRA rank {roomy['lora_rank']}")
 try:
     tightfit.check(xtts, target="cuda", budget="3GiB", allow_lora=16)
-    check("--allow-lora without --global-batch", False, "accepted")
+    verdict("--allow-lora without --global-batch", False, "accepted")
 except tightfit.TightfitError as error:
-    check("--allow-lora without --global-batch", "--allow-lora lets the --global-batch search" in str(error),
-          str(error)[:200])
+    verdict("--allow-lora without --global-batch", "--allow-lora lets the --global-batch search" in str(error),
+            str(error)[:200])
 
 # inspect names the frozen parameters a graph holds (Graph.set_trainable, from_torch's requires_grad).
 mlp = tightfit.zoo("mlp")
@@ -183,10 +180,9 @@ code, out, err = tightfit._run("inspect", [mlp_path])
 code_json, out_json, _ = tightfit._run("inspect", [mlp_path, "--json"])
 import json  # noqa: E402
 frozen_json = json.loads(out_json) if code_json == 0 else {}
-check("inspect: the frozen parameters apart (text and --json)",
-      code == 0 and "frozen (not trained): 8,192 in 1 tensors, 32.00 KiB" in out and
-      frozen_json.get("frozen_parameter_tensors") == 1 and frozen_json.get("frozen_parameter_bytes") == 32768,
-      [line for line in out.splitlines() if line.startswith("parameters")])
+verdict("inspect: the frozen parameters apart (text and --json)",
+        code == 0 and "frozen (not trained): 8,192 in 1 tensors, 32.00 KiB" in out and
+        frozen_json.get("frozen_parameter_tensors") == 1 and frozen_json.get("frozen_parameter_bytes") == 32768,
+        [line for line in out.splitlines() if line.startswith("parameters")])
 
-print(f"lora: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("lora")

@@ -21,19 +21,15 @@ from safetensors.torch import save_file
 
 import tightfit
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+from tally import finish, verdict  # noqa: E402
+
 cli = sys.argv[1]
 torch.manual_seed(0)
 torch.set_num_threads(1)
 transformers.logging.set_verbosity_error()
 work = tempfile.mkdtemp(prefix="tightfit-lora-peft-")
-passed = failed = 0
 N, T, V, STEPS, LR, RANK, ALPHA = 2, 16, 64, 5, 1e-2, 4, 8
-
-
-def check(label, ok, seen):
-    global passed, failed
-    print(f"{'ok' if ok else 'FAIL'}: {label}: {seen}")
-    passed, failed = passed + bool(ok), failed + (not ok)
 
 
 def tightfit_cli(*args):
@@ -87,14 +83,15 @@ assert code == 0, err
 code, out, err = tightfit_cli("compile", graph, "--set", f"N={N}", "--optimizer", "adamw", "--lr", str(LR),
                               "--weight-decay", "0", "--lora", f"{RANK}:{ALPHA}", "--lora-targets",
                               "*.attn.c_attn.weight", "--lora-targets", "*.mlp.c_fc.weight", "-o", plan)
-check("gpt2-small compiles with --lora on c_attn and c_fc", code == 0, err.strip()[-300:])
+verdict("gpt2-small compiles with --lora on c_attn and c_fc", code == 0, err.strip()[-300:])
 code, out, err = tightfit_cli("train", plan, "--data", data, "--steps", str(STEPS), "--json", "--init-from", checkpoint,
                               "--init-map", peft_map)
 losses = [json.loads(line)["loss"] for line in out.splitlines() if line.startswith("{") and '"step"' in line]
 worst = max((abs(a - b) / abs(b) for a, b in zip(losses, expected)), default=float("inf"))
-check("PEFT's GPT-2 state into gpt2-small --lora: the losses of 5 AdamW steps", code == 0 and len(losses) == STEPS and
-      worst <= 1e-6, f"exit {code}; tightfit {[round(x, 6) for x in losses]}, PEFT {[round(x, 6) for x in expected]}, "
-      f"worst {worst:.1e}; {err.strip()[-300:]}")
+verdict("PEFT's GPT-2 state into gpt2-small --lora: the losses of 5 AdamW steps",
+        code == 0 and len(losses) == STEPS and worst <= 1e-6,
+        f"exit {code}; tightfit {[round(x, 6) for x in losses]}, PEFT {[round(x, 6) for x in expected]}, "
+        f"worst {worst:.1e}; {err.strip()[-300:]}")
 
 
 class Logits(torch.nn.Module):
@@ -117,8 +114,7 @@ feed = {"x": tokens.numpy().astype(np.int64), "labels": labels.reshape(-1).numpy
 got = [session.step(feed) for _ in range(STEPS)]
 worst = max(abs(a - b) / abs(b) for a, b in zip(got, expected))
 frozen = sum(1 for _, p in model.named_parameters() if not p.requires_grad)
-check("from_torch of the PEFT model as it is (LoRA layers, base frozen by requires_grad): the same losses",
-      worst <= 1e-6, f"tightfit {[round(x, 6) for x in got]}, worst {worst:.1e}; {frozen} frozen in PyTorch")
+verdict("from_torch of the PEFT model as it is (LoRA layers, base frozen by requires_grad): the same losses",
+        worst <= 1e-6, f"tightfit {[round(x, 6) for x in got]}, worst {worst:.1e}; {frozen} frozen in PyTorch")
 
-print(f"lora_peft_gpt2: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("lora_peft_gpt2")

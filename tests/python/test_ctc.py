@@ -8,25 +8,14 @@ stops before the update); and a model that already outputs log-probabilities giv
 (log_softmax is idempotent). The zoo's asr preset with ctc=1 (a CTC head on the encoder) trains. The gradient is read as one SGD step (lr 1, no momentum) of a bias b
 added to the logits: b = -dloss/dlogits.
 usage: test_ctc.py   (PYTHONPATH=python, TIGHTFIT_LIBRARY=the built libtightfit.so)"""
-import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 import tightfit
+from tally import finish, ok
 
-passed = failed = 0
-
-
-def ok(condition, what, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAIL: {what} {detail}")
 
 
 def graph(n, t, c, s, dtype, lengths, blank, zero_infinity, log_softmax_first=False):
@@ -127,5 +116,4 @@ losses = session.train({"mel": mel, "labels": targets}, 8)
 ok(not any(n.startswith("decoder.") for n in names) and "ctc_head.weight" in names and losses[-1] < losses[0],
    f"zoo asr ctc=1: {len(names)} weights, no decoder, a ctc_head; 8 AdamW steps {losses[0]:.4f} -> {losses[-1]:.4f}")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

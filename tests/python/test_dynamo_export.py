@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 import tightfit
+from tally import check, finish
 
 if "dynamo" not in inspect.signature(torch.onnx.export).parameters:
     print(f"SKIP: torch {torch.__version__} has no dynamo exporter (torch.onnx.export(dynamo=...), PyTorch 2.x)")
@@ -29,17 +30,7 @@ if "dynamo" not in inspect.signature(torch.onnx.export).parameters:
 print("library:", tightfit.library_path(), "torch", torch.__version__)
 torch.manual_seed(0)
 torch.set_num_threads(1)
-passed = failed = 0
 folder = tempfile.mkdtemp()
-
-
-def check(label, problem, seen):
-    global passed, failed
-    print(f"{'FAIL' if problem else 'ok'}: {label}: {problem + ' ' if problem else ''}({seen})")
-    if problem:
-        failed += 1
-    else:
-        passed += 1
 
 
 def export(model, x, name, **options):
@@ -130,5 +121,4 @@ except tightfit.TightfitError as error:
           None if "opset 20 of the default domain" in message and "opset_version=18 for its dynamo exporter" in message
           else "without saying to export at opset 18", message)
 
-print(f"dynamo_export: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("dynamo_export")

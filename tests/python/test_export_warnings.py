@@ -7,7 +7,6 @@ import without a warning.
 usage: test_export_warnings.py   (PYTHONPATH=python)"""
 import json
 import os
-import sys
 import tempfile
 import warnings
 
@@ -16,21 +15,11 @@ import inspect
 import torch
 
 import tightfit
+from tally import check, finish
 
 print("library:", tightfit.library_path())
 torch.manual_seed(0)
-passed = failed = 0
 folder = tempfile.mkdtemp()
-
-
-def check(label, problem, seen):
-    global passed, failed
-    if problem:
-        print(f"FAIL: {label}: {problem} ({seen})")
-        failed += 1
-    else:
-        print(f"ok: {label}: {seen}")
-        passed += 1
 
 
 def imported(path):
@@ -128,5 +117,4 @@ for label, model, inputs, loss, dynamic in (("Conv+BatchNorm", cnn, cnn_inputs, 
     graph, path = from_torch_export(model, inputs, loss, dynamic)
     said, lines = imported(path)
     check(f"{label} as from_torch exports it: no warning", None if not said and not lines else "warned", said)
-print(f"export_warnings: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("export_warnings")

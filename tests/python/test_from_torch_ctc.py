@@ -21,22 +21,12 @@ import torch
 import torch.nn.functional as F
 
 import tightfit
+from tally import finish, ok
 
 cli = sys.argv[1]
-passed = failed = 0
 torch.manual_seed(44)
 torch.set_num_threads(1)
 N, T, FEATURES, CLASSES, S, STEPS, LR = 4, 16, 8, 7, 5, 10, 1e-2
-
-
-def ok(condition, what, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAIL: {what} {detail}")
 
 
 class Speech(torch.nn.Module):
@@ -143,5 +133,4 @@ try:
 except tightfit.TightfitError as error:
     ok("not a scalar loss" in str(error), f"from_torch(loss='output') on [N, T, C] logits raises: {error}")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -14,23 +14,21 @@ False is frozen in the imported graph, and training leaves it alone as PyTorch d
 usage: test_from_torch_frozen.py   (PYTHONPATH=python)"""
 import copy
 import json
-import sys
 import warnings
 
 import numpy as np
 import torch
 
 import tightfit
+from tally import finish, verdict
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)
 BATCH, STEPS, LR, DECAY = 8, 10, 1e-2, 0.01
-counts = {"passed": 0, "failed": 0}
 
 
 def check(ok, label, seen):
-    print(("ok: " if ok else "FAIL: ") + f"{label}: {seen}")
-    counts["passed" if ok else "failed"] += 1
+    verdict(label, ok, seen)
 
 
 def dump(path):
@@ -192,5 +190,4 @@ said = [str(w.message) for w in caught]
 check(len(said) == 1 and "parameters weight, bias are not in the imported graph" in said[0] and
       "compile(freeze=[...])" in said[0], "a frozen parameter the graph lacks is named in a warning", said)
 
-print(f"from_torch_frozen: {counts['passed']} passed, {counts['failed']} failed")
-sys.exit(1 if counts["failed"] else 0)
+finish("from_torch_frozen")

@@ -12,35 +12,19 @@ the batch symbol) is refused with a message that says what to do.
 usage: test_from_torch_recurrent.py   (PYTHONPATH=python)"""
 import copy
 import inspect
-import sys
 import warnings
 
 import numpy as np
 import torch
 
 import tightfit
+from tally import case, finish
 from torch_training import pytorch_steps  # the same STEPS and LR as below
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)
 BATCH, STEPS, LR = 3, 10, 1e-2
-passed = failed = 0
 plans = {}  # the cpu plan's summary of the last train_both call
-
-
-def case(label, run):
-    """Runs one check: run() returns (problem or None, what was seen); an exception is a failure."""
-    global passed, failed
-    try:
-        problem, seen = run()
-    except Exception as error:  # tightfit's refusals, and torch.onnx.export's own errors
-        problem, seen = f"{type(error).__name__}: {str(error)[:400]}", ""
-    if problem:
-        print(f"FAIL: {label}: {problem} ({seen})")
-        failed += 1
-    else:
-        print(f"ok: {label}: {seen}")
-        passed += 1
 
 
 def feed_of(inputs, labels, loss):
@@ -302,5 +286,4 @@ case("GRU with h0 as an input, mse", gru_initial_state)
 case("the tagger through from_torch at opsets 13..17: first loss as PyTorch's", opsets)
 case("the tagger's plain eval-mode export through `tightfit import`, 10 AdamW steps", plain_export_cli)
 case("time-major LSTM with a dynamic batch: refused, saying what to do", time_major_dynamic_refused)
-print(f"from_torch recurrent: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("from_torch recurrent")

@@ -15,7 +15,8 @@ import warnings
 import torch
 
 import tightfit
-from torch_training import BATCH, case, finish, flags, train_both
+from tally import case, finish
+from torch_training import BATCH, flags, train_both
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)

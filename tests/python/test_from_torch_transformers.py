@@ -17,7 +17,8 @@ import torch
 import transformers
 
 import tightfit
-from torch_training import BATCH, case, finish, train_both
+from tally import case, finish
+from torch_training import BATCH, train_both
 
 print("library:", tightfit.library_path(), "transformers", transformers.__version__, "onnxruntime",
       onnxruntime.__version__, "torch", torch.__version__)

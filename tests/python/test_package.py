@@ -18,19 +18,9 @@ import warnings
 import numpy as np
 
 import tightfit
+from tally import finish, ok
 
 cli = sys.argv[1]
-passed = failed = 0
-
-
-def ok(condition, what, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAIL: {what} {detail}")
 
 
 def raises(what, needle, function, *args, **kwargs):
@@ -221,5 +211,4 @@ raises("labels past the class count", "labels", tightfit.Session(zoo).train, bad
 raises("a folder without data", "x.npy", tightfit.Session(zoo).train, work, 1)
 raises("a session on a device that is not there", "nosuch", tightfit.Session, zoo, device="nosuch:0")
 
-print(f"python package: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("python package")

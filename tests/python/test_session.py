@@ -17,18 +17,8 @@ import threading
 import numpy as np
 
 import tightfit
+from tally import finish, ok
 
-passed = failed = 0
-
-
-def ok(condition, what, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok: {what}")
-    else:
-        failed += 1
-        print(f"FAIL: {what} {detail}")
 
 
 def raises(what, kind, needles, function, *args, **kwargs):
@@ -167,5 +157,4 @@ ok(wide == narrow == listed == reference,
    f"{wide} {narrow} {listed} vs {reference}")
 session.close()
 
-print(f"python session: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("python session")

@@ -8,17 +8,8 @@ import json
 import subprocess
 import sys
 
+from tally import expect, finish
 from tightfit import _lib
-
-failures = []
-checks = 0
-
-
-def check(condition, message):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(message)
 
 
 def compare_struct(name, c):
@@ -26,18 +17,19 @@ def compare_struct(name, c):
     python_members = {field[0]: getattr(cls, field[0]) for field in cls._fields_}
     for member, (offset, size) in c["members"].items():
         if member not in python_members:
-            check(False, f"{name}: {c['c']}.{member} has no ctypes member")
+            expect(False, f"{name}: {c['c']}.{member} has no ctypes member")
             continue
         descriptor = python_members[member]
-        check(descriptor.offset == offset and descriptor.size == size,
-              f"{name}.{member}: ctypes offset {descriptor.offset} size {descriptor.size}, "
-              f"C {c['c']}.{member} offset {offset} size {size}")
+        expect(descriptor.offset == offset and descriptor.size == size,
+               f"{name}.{member}: ctypes offset {descriptor.offset} size {descriptor.size}, "
+               f"C {c['c']}.{member} offset {offset} size {size}")
     for member in python_members:
-        check(member in c["members"], f"{name}.{member}: struct_layout.c lists no such member of {c['c']}")
+        expect(member in c["members"], f"{name}.{member}: struct_layout.c lists no such member of {c['c']}")
     if name == "PlanHead":  # the leading members only
-        check(ctypes.sizeof(cls) <= c["size"], f"PlanHead: {ctypes.sizeof(cls)} bytes, more than tf_plan's {c['size']}")
+        expect(ctypes.sizeof(cls) <= c["size"],
+               f"PlanHead: {ctypes.sizeof(cls)} bytes, more than tf_plan's {c['size']}")
     else:
-        check(ctypes.sizeof(cls) == c["size"], f"{name}: ctypes size {ctypes.sizeof(cls)}, C {c['c']} {c['size']}")
+        expect(ctypes.sizeof(cls) == c["size"], f"{name}: ctypes size {ctypes.sizeof(cls)}, C {c['c']} {c['size']}")
 
 
 def expected_constants():
@@ -58,23 +50,19 @@ def main():
     layout = json.loads(subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True).stdout)
     mirrored = sorted(name for name in dir(_lib) if isinstance(getattr(_lib, name), type)
                       and issubclass(getattr(_lib, name), ctypes.Structure))
-    check(mirrored == sorted(layout["structs"]),
-          f"ctypes structs {mirrored} but struct_layout.c prints {sorted(layout['structs'])}: list each in both")
+    expect(mirrored == sorted(layout["structs"]),
+           f"ctypes structs {mirrored} but struct_layout.c prints {sorted(layout['structs'])}: list each in both")
     for name, c in layout["structs"].items():
         if hasattr(_lib, name):
             compare_struct(name, c)
     python = expected_constants()
     for name, value in python.items():
-        check(name in layout["constants"], f"{name}: struct_layout.c prints no such constant")
-        check(layout["constants"].get(name) == value, f"{name}: Python {value}, C {layout['constants'].get(name)}")
-    check(_lib.PlanHead.region_bytes.size == 8 * layout["constants"]["TF_REGION_COUNT"],
-          f"PlanHead.region_bytes: {_lib.PlanHead.region_bytes.size // 8} regions, C TF_REGION_COUNT "
-          f"{layout['constants']['TF_REGION_COUNT']}")
-    for message in failures:
-        print("FAIL:", message)
-    print(f"{len(layout['structs'])} structs, {len(python)} constants: {checks - len(failures)} passed, "
-          f"{len(failures)} failed")
-    return 1 if failures or checks == 0 else 0
+        expect(name in layout["constants"], f"{name}: struct_layout.c prints no such constant")
+        expect(layout["constants"].get(name) == value, f"{name}: Python {value}, C {layout['constants'].get(name)}")
+    expect(_lib.PlanHead.region_bytes.size == 8 * layout["constants"]["TF_REGION_COUNT"],
+           f"PlanHead.region_bytes: {_lib.PlanHead.region_bytes.size // 8} regions, C TF_REGION_COUNT "
+           f"{layout['constants']['TF_REGION_COUNT']}")
+    finish(f"{len(layout['structs'])} structs, {len(python)} constants")
 
 
-sys.exit(main())
+main()

@@ -4,20 +4,10 @@ stdio) and equals the same call made alone. ctypes releases the GIL around each 
 calls really overlap."""
 import concurrent.futures
 import os
-import sys
 import tempfile
 
 import tightfit
-
-failures = []
-checks = 0
-
-
-def check(condition, message):
-    global checks
-    checks += 1
-    if not condition:
-        failures.append(message)
+from tally import expect, finish
 
 
 def job(graph_path, n, budget):
@@ -34,17 +24,14 @@ def main():
     tightfit.zoo("mlp").save(graph_path)
     cases = [(n, budget) for n in (1, 8, 32, 128, 512) for budget in ("64KiB", "1MiB")]
     alone = {case: job(graph_path, *case) for case in cases}
-    check(len(set(alone.values())) > 2, f"the cases should differ: {sorted(set(alone.values()))}")
+    expect(len(set(alone.values())) > 2, f"the cases should differ: {sorted(set(alone.values()))}")
     for round_ in range(3):
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             together = dict(zip(cases, pool.map(lambda case: job(graph_path, *case), cases)))
         for case in cases:
-            check(together[case] == alone[case], f"round {round_}, N={case[0]} budget {case[1]}: "
-                  f"{together[case]} in threads, {alone[case]} alone")
-    for message in failures:
-        print("FAIL:", message)
-    print(f"{len(cases)} cases x 3 rounds on 4 threads: {checks - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures or checks == 0 else 0
+            expect(together[case] == alone[case], f"round {round_}, N={case[0]} budget {case[1]}: "
+                   f"{together[case]} in threads, {alone[case]} alone")
+    finish(f"{len(cases)} cases x 3 rounds on 4 threads")
 
 
-sys.exit(main())
+main()

@@ -1,6 +1,6 @@
 """The check every from_torch training test shares: a module imported with tightfit.from_torch and trained
 STEPS AdamW steps by a tightfit Session and by PyTorch from the same weights, losses and trained weights
-compared within 1e-5 (train_both), each model one case() that counts passes and failures.
+compared within 1e-5 (train_both), each model one tally.case() that counts passes and failures.
 Imported by the tests beside it (PYTHONPATH has this folder: it is the script's own)."""
 import copy
 import warnings
@@ -11,22 +11,6 @@ import torch
 import tightfit
 
 BATCH, STEPS, LR = 3, 10, 1e-2
-
-counts = {"passed": 0, "failed": 0}
-
-
-def case(label, run):
-    """Runs one check: run() returns (problem or None, what was seen); an exception is a failure."""
-    try:
-        problem, seen = run()
-    except Exception as error:  # tightfit's refusals, and torch.onnx.export's own errors
-        problem, seen = f"{type(error).__name__}: {str(error)[:300]}", ""
-    if problem:
-        print(f"FAIL: {label}: {problem} ({seen})")
-        counts["failed"] += 1
-    else:
-        print(f"ok: {label}: {seen}")
-        counts["passed"] += 1
 
 
 def flags(model):
@@ -122,10 +106,3 @@ def train_both(model, inputs, labels, loss, before_training=None):
     if worst_weight > 1e-5:
         return "the trained weights are not PyTorch's", seen
     return None, seen
-
-
-def finish(name):
-    """Prints the closing line and exits 1 when a case failed."""
-    import sys
-    print(f"{name}: {counts['passed']} passed, {counts['failed']} failed")
-    sys.exit(1 if counts["failed"] else 0)
