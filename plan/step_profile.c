@@ -61,6 +61,26 @@ void tf_step_profile_write(const tf_plan *plan, const double *step_ms, int64_t r
   free(steps);
 }
 
+void tf_step_profile_write_phases(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, FILE *out) {
+  double by_phase[TF_PHASE_COUNT] = {0}, total = 0;
+  int32_t steps[TF_PHASE_COUNT] = {0};
+  int64_t calls[TF_PHASE_COUNT] = {0};
+  for (int32_t i = 0; i < plan->n_steps; i++) {
+    const tf_phase phase = plan->steps[i].phase;
+    total += step_ms[i];
+    if (phase >= 0 && phase < TF_PHASE_COUNT) {
+      by_phase[phase] += step_ms[i];
+      steps[phase]++;
+      calls[phase] += step_calls[i];
+    }
+  }
+  fprintf(out, "# phases\n%-34s %12s %8s %8s %7s\n", "phase", "total ms", "steps", "calls", "share");
+  for (int phase = 0; phase < TF_PHASE_COUNT; phase++) /* in the order a step runs them */
+    if (steps[phase])
+      fprintf(out, "%-34s %12.3f %8d %8lld %6.1f%%\n", tf_phase_name((tf_phase)phase), by_phase[phase], steps[phase],
+              (long long)calls[phase], total > 0 ? 100.0 * by_phase[phase] / total : 0.0);
+}
+
 FILE *tf_step_profile_open(const char *path) {
   if (!path || !path[0])
     return NULL;

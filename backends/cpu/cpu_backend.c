@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_half.h"
+#include "backends/cpu/cpu_profile.h"
 #include "core/ops.h"
 #include "core/workspace_cpu.h"
 #include "kernels/cpu/kernels.h"
@@ -35,6 +36,7 @@ typedef struct cpu_state {
   cpu_step *steps;
   int32_t n_steps;
   cpu_region regions[TF_REGION_COUNT]; /* a session holds one per plan region at most */
+  tf_cpu_profile *profile;             /* TIGHTFIT_CPU_PROFILE (cpu_profile.h); NULL when off */
 } cpu_state;
 
 #define CPU_REGION_ALIGN 64
@@ -59,6 +61,7 @@ static void cpu_destroy(void *state) {
   cpu_state *cpu = state;
   if (!cpu)
     return;
+  tf_cpu_profile_finish(cpu->profile);
   for (int32_t s = 0; s < cpu->n_steps; s++) {
     free(cpu->steps[s].inputs[0]);
     free(cpu->steps[s].inputs[1]);
@@ -212,7 +215,25 @@ static tf_status cpu_prepare(void *state, const tf_plan *plan, void *const regio
     TF_RETURN_IF_ERROR(prepare_half(plan, s, cpu->threads, prepared));
     TF_RETURN_IF_ERROR(check_workspace(plan, s, prepared));
   }
-  return NULL;
+  return tf_cpu_profile_start(plan, cpu->threads, &cpu->profile);
+}
+
+/* What run_step needs besides the step's index. */
+typedef struct cpu_run_args {
+  cpu_state *cpu;
+  int32_t io_slot;
+  const tf_cpu_context *context;
+} cpu_run_args;
+
+static void run_step(void *closure, int32_t s) {
+  const cpu_run_args *run = closure;
+  cpu_step *step = &run->cpu->steps[s];
+  step->args.inputs = step->inputs[run->io_slot & 1];
+  step->args.context = run->context;
+  if (step->on_half)
+    tf_cpu_half_run(step->kernel, &step->args, &step->slices);
+  else
+    step->kernel(&step->args);
 }
 
 static tf_status cpu_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
@@ -222,15 +243,12 @@ static tf_status cpu_run(void *state, int32_t begin, int32_t end, int32_t io_slo
                             .micro_step = run->micro_step,
                             .seed = run->seed,
                             .loss_scale_log2 = run->loss_scale_log2};
-  for (int32_t s = begin; s < end; s++) {
-    cpu_step *step = &cpu->steps[s];
-    step->args.inputs = step->inputs[io_slot & 1];
-    step->args.context = &context;
-    if (step->on_half)
-      tf_cpu_half_run(step->kernel, &step->args, &step->slices);
-    else
-      step->kernel(&step->args);
-  }
+  cpu_run_args args = {cpu, io_slot, &context};
+  if (cpu->profile)
+    tf_cpu_profile_run(cpu->profile, begin, end, run_step, &args);
+  else
+    for (int32_t s = begin; s < end; s++)
+      run_step(&args, s);
   return NULL;
 }
 
