@@ -113,10 +113,7 @@ static void build(tf_graph *g, const int64_t *k) {
   }
   tf_tensor_id logits = decoder(g, k, batch, tokens, memory);
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, TF_SHAPE(tf_sym(batch), tf_sym(tokens)));
-  tf_graph_set_scope(g, "loss");
-  tf_tensor_id loss = tf_cross_entropy(g, logits, labels, -100);
-  tf_training_config training = tf_layers_adamw();
-  tf_layers_finish(g, logits, NULL, loss, &training);
+  tf_zoo_finish_classifier(g, logits, labels, tf_layers_adamw());
 }
 
 const tf_zoo_family tf_zoo_family_asr = {

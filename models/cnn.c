@@ -34,10 +34,7 @@ static void build(tf_graph *g, const int64_t *k) {
   x = tf_reshape(g, x, TF_SHAPE(tf_sym(batch), tf_fixed(features)));
   tf_tensor_id logits = tf_layers_linear(g, x, features, k[CLASSES], true, tf_layers_fan_in_uniform(features), "fc");
 
-  tf_graph_set_scope(g, "loss");
-  tf_tensor_id loss = tf_cross_entropy(g, logits, labels, -100);
-  tf_training_config training = tf_layers_sgd();
-  tf_layers_finish(g, logits, NULL, loss, &training);
+  tf_zoo_finish_classifier(g, logits, labels, tf_layers_sgd());
 }
 
 const tf_zoo_family tf_zoo_family_cnn = {

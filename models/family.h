@@ -56,6 +56,11 @@ extern const tf_zoo_family tf_zoo_family_dcgan;
 /* The "heads must divide d_model" error shared by the transformer families; NULL when it holds. */
 tf_status tf_zoo_check_heads(int64_t d_model, int64_t heads);
 
+/* The classifiers' ending (mlp, cnn, gpt, vit, asr): cross-entropy of `logits` against `labels`
+ * (class -100 ignored) in the scope "loss", then the graph's output, loss and `training`
+ * (tf_layers_finish). */
+void tf_zoo_finish_classifier(tf_graph *g, tf_tensor_id logits, tf_tensor_id labels, tf_training_config training);
+
 #define TF_ZOO_COUNT_OF(array) ((int32_t)(sizeof(array) / sizeof((array)[0])))
 
 #endif

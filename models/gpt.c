@@ -43,10 +43,7 @@ static void build(tf_graph *g, const int64_t *k) {
 
   tf_graph_set_scope(g, "lm_head");
   tf_tensor_id logits = tf_matmul(g, x, wte, false, true); /* tied to the token embedding */
-  tf_graph_set_scope(g, "loss");
-  tf_tensor_id loss = tf_cross_entropy(g, logits, labels, -100);
-  tf_training_config training = tf_layers_adamw();
-  tf_layers_finish(g, logits, NULL, loss, &training);
+  tf_zoo_finish_classifier(g, logits, labels, tf_layers_adamw());
 }
 
 const tf_zoo_family tf_zoo_family_gpt = {

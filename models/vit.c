@@ -73,10 +73,7 @@ static void build(tf_graph *g, const int64_t *k) {
   x = tf_slice(g, x, 1, 0, 1, 1); /* the class token */
   x = tf_reshape(g, x, TF_SHAPE(tf_sym(batch), tf_fixed(d)));
   tf_tensor_id logits = tf_layers_linear(g, x, d, k[CLASSES], true, tf_layers_normal(0.02), "head");
-  tf_graph_set_scope(g, "loss");
-  tf_tensor_id loss = tf_cross_entropy(g, logits, labels, -100);
-  tf_training_config training = tf_layers_adamw();
-  tf_layers_finish(g, logits, NULL, loss, &training);
+  tf_zoo_finish_classifier(g, logits, labels, tf_layers_adamw());
 }
 
 const tf_zoo_family tf_zoo_family_vit = {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "models/family.h"
+#include "tightfit/layers.h"
 
 typedef struct preset_row {
   tf_zoo_preset info; /* first, so that &row->info is what tf_zoo_preset_at() hands out */
@@ -68,6 +69,12 @@ tf_status tf_zoo_check_heads(int64_t d_model, int64_t heads) {
     return NULL;
   return tf_status_new(TF_ERR_INVALID_ARGUMENT, "heads (%" PRId64 ") must divide d_model (%" PRId64 ")", heads,
                        d_model);
+}
+
+void tf_zoo_finish_classifier(tf_graph *g, tf_tensor_id logits, tf_tensor_id labels, tf_training_config training) {
+  tf_graph_set_scope(g, "loss");
+  tf_tensor_id loss = tf_cross_entropy(g, logits, labels, -100);
+  tf_layers_finish(g, logits, NULL, loss, &training);
 }
 
 /* ---- error messages that list the valid choices ---- */
