@@ -71,6 +71,9 @@ typedef struct tf_text {
 void tf_text_append(tf_text *text, const char *data, size_t size);
 void tf_text_printf(tf_text *text, const char *fmt, ...) TF_PRINTF(2, 3);
 void tf_text_vprintf(tf_text *text, const char *fmt, va_list args) TF_PRINTF(2, 0);
+/* Writes `text` to `path` atomically unless `status` (of building it, taken) failed or its allocation
+ * did ("cannot allocate the `what`", e.g. "SVG text"); frees text->data. Returns the first failure. */
+tf_status tf_text_save(tf_text *text, tf_status status, const char *path, const char *what);
 /* Appends `value` escaped for XML/HTML text and attribute values; bytes that are not valid UTF-8
  * and control characters become '?', so names from any plan keep the document well-formed.
  * At most `max_chars` characters are kept (an ellipsis marks a cut); 0 means no limit. */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
+
 tf_report_summary tf_report_summarise(const tf_plan *plan) {
   tf_report_summary s;
   s.total = tf_plan_total_bytes(plan);
@@ -187,6 +189,16 @@ void tf_text_vprintf(tf_text *text, const char *fmt, va_list args) {
     return;
   vsnprintf(text->data + text->size, (size_t)length + 1, fmt, args);
   text->size += (size_t)length;
+}
+
+tf_status tf_text_save(tf_text *text, tf_status status, const char *path, const char *what) {
+  if (!status && text->failed)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate the %s", path, what);
+  if (!status)
+    status = tf_atomic_file_write_all(path, text->data, text->size);
+  free(text->data);
+  text->data = NULL;
+  return status;
 }
 
 void tf_text_printf(tf_text *text, const char *fmt, ...) {

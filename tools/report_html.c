@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/atomic_file.h"
 #include "core/ops.h"
 #include "tools/cli.h"
 
@@ -202,11 +201,5 @@ tf_status tf_report_html_page(tf_text *text, const tf_plan *plan, const tf_svg_o
 
 tf_status tf_report_html_save(const char *path, const tf_plan *plan, const tf_svg_options *options) {
   tf_text text = {0};
-  tf_status status = tf_report_html_page(&text, plan, options);
-  if (!status && text.failed)
-    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate the HTML text", path);
-  if (!status)
-    status = tf_atomic_file_write_all(path, text.data, text.size);
-  free(text.data);
-  return status;
+  return tf_text_save(&text, tf_report_html_page(&text, plan, options), path, "HTML text");
 }

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/atomic_file.h"
 #include "tools/cli.h"
 
 /* ---- stacking ---- */
@@ -559,11 +558,5 @@ tf_status tf_report_svg_element(tf_text *text, const tf_plan *plan, const tf_svg
 tf_status tf_report_svg_save(const char *path, const tf_plan *plan, const tf_svg_options *options) {
   tf_text text = {0};
   tf_text_printf(&text, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-  tf_status status = tf_report_svg_element(&text, plan, options);
-  if (!status && text.failed)
-    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: cannot allocate the SVG text", path);
-  if (!status)
-    status = tf_atomic_file_write_all(path, text.data, text.size);
-  free(text.data);
-  return status;
+  return tf_text_save(&text, tf_report_svg_element(&text, plan, options), path, "SVG text");
 }
