@@ -4,7 +4,8 @@
     torch_side.py CONFIG DATA_DIR N T STEPS THREADS      (T: sequence length, or - for none)
 
 THREADS bounds both torch's own threads (torch.set_num_threads) and OpenBLAS's (OPENBLAS_NUM_THREADS,
-set here before torch loads it). One JSON line per optimizer step, {"step": i, "seconds": s,
+set here before torch loads it). Runs unchanged under Debian's torch 1.13 and under PyTorch 2.x
+(.venv-torch2, whose GEMMs run in MKL: run-vs-pytorch sets MKL_NUM_THREADS and OMP_NUM_THREADS too). One JSON line per optimizer step, {"step": i, "seconds": s,
 "loss": l}: the wall time (monotonic clock) of making the batch's tensors, zero_grad, forward, loss,
 backward and the AdamW step. Then
 {"rss_before_kib", "hwm_kib", "peak_reset", "parameters"}: this process's resident set once torch
