@@ -9,23 +9,11 @@
 #include "tests/fuzz/fuzz_support.h"
 #include "tightfit/graph.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *input = fuzz_heap_copy(data, size);
   tf_graph *g = NULL;
   tf_status status = tf_graph_parse(input, size, "fuzz.tfg", &g);
-  if (!status) {
-    /* A graph that loads must also re-serialise and bind without trouble. */
-    void *bytes = NULL;
-    size_t n = 0;
-    tf_status_free(tf_graph_serialize(g, &bytes, &n));
-    free(bytes);
-    tf_status_free(tf_graph_bind_list(g, "N=3"));
-    tf_status_free(tf_graph_infer_shapes(g));
-  }
-  tf_status_free(status);
-  tf_graph_destroy(g);
+  fuzz_graph_done(status, g);
   free(input);
   return 0;
 }

@@ -9,8 +9,6 @@
 #include "tests/fuzz/fuzz_support.h"
 #include "tightfit/onnx.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *input = fuzz_heap_copy(data, size);
   tf_onnx_options options = tf_onnx_options_default();
@@ -20,16 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tf_status status = tf_onnx_import_bytes(input, size, "fuzz.onnx", &options, &g);
   if (status && !tf_status_message(status)[0])
     __builtin_trap(); /* an error must say what went wrong */
-  if (!status) {
-    void *bytes = NULL;
-    size_t n = 0;
-    tf_status_free(tf_graph_serialize(g, &bytes, &n));
-    free(bytes);
-    tf_status_free(tf_graph_bind_list(g, "N=3"));
-    tf_status_free(tf_graph_infer_shapes(g));
-  }
-  tf_status_free(status);
-  tf_graph_destroy(g);
+  fuzz_graph_done(status, g);
   free(input);
   return 0;
 }

@@ -9,6 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tightfit/graph.h"
+
+/* The libFuzzer entry points: each target defines TestOneInput; heap_mapping.c defines Initialize
+ * for the targets it is linked into. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 /* A malloc'd copy of data[0..size) with nothing after it (the caller frees it). libFuzzer already
  * hands the target such a copy; copying again keeps the guarantee under any other driver (AFL++,
  * a replay main) that passes a larger or shared buffer. */
@@ -19,6 +26,30 @@ static inline unsigned char *fuzz_heap_copy(const uint8_t *data, size_t size) {
   if (size)
     memcpy(copy, data, size);
   return copy;
+}
+
+/* Reads every byte of data[0..bytes), so that ASan sees a view that strays outside its memory. */
+static inline void fuzz_touch(const void *data, size_t bytes) {
+  volatile unsigned char sink = 0;
+  for (size_t i = 0; i < bytes; i++)
+    sink ^= ((const unsigned char *)data)[i];
+  (void)sink;
+}
+
+/* The end of a graph target's input: a graph that loaded or imported (`status` NULL) must also
+ * survive serialising again, binding N=3 and inferring its shapes (their errors are fine, crashes
+ * are not); then `status` and `g` are freed. */
+static inline void fuzz_graph_done(tf_status status, tf_graph *g) {
+  if (!status) {
+    void *bytes = NULL;
+    size_t n = 0;
+    tf_status_free(tf_graph_serialize(g, &bytes, &n));
+    free(bytes);
+    tf_status_free(tf_graph_bind_list(g, "N=3"));
+    tf_status_free(tf_graph_infer_shapes(g));
+  }
+  tf_status_free(status);
+  tf_graph_destroy(g);
 }
 
 /* The readers of .npy and safetensors take a path and mmap it, where ASan cannot see an over-read.
@@ -35,7 +66,8 @@ const char *fuzz_memory_file(const uint8_t *data, size_t size);
 const char *fuzz_scratch_folder(void);
 
 /* Aborts with a message unless the mmap wrapper is linked in and effective for the library's
- * mapped-file reader: call it from LLVMFuzzerInitialize so the ASan guarantee cannot rot silently. */
+ * mapped-file reader: heap_mapping.c's LLVMFuzzerInitialize calls it, so the ASan guarantee cannot
+ * rot silently. */
 void fuzz_heap_mapping_check(void);
 
 #endif

@@ -93,3 +93,9 @@ void fuzz_heap_mapping_check(void) {
     abort();
   }
 }
+
+/* Linking this file into a target arms the check before the first input. */
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  fuzz_heap_mapping_check();
+  return 0;
+}

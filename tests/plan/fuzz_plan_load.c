@@ -10,8 +10,6 @@
 #include "tests/fuzz/fuzz_support.h"
 #include "tightfit/plan.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *input = fuzz_heap_copy(data, size);
   char *json = NULL;

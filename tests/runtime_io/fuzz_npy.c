@@ -12,22 +12,6 @@
 #include "runtime/npy.h"
 #include "tests/fuzz/fuzz_support.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  fuzz_heap_mapping_check();
-  return 0;
-}
-
-/* Reads every byte, so that ASan sees a view that strays outside its memory. */
-static void touch(const void *data, size_t bytes) {
-  volatile unsigned char sink = 0;
-  for (size_t i = 0; i < bytes; i++)
-    sink ^= ((const unsigned char *)data)[i];
-  (void)sink;
-}
-
 static void check_array(const tf_npy *npy) {
   int32_t rank = tf_npy_rank(npy);
   int64_t count = 1;
@@ -38,7 +22,7 @@ static void check_array(const tf_npy *npy) {
     __builtin_trap();
   if (tf_npy_bytes(npy) && (uintptr_t)tf_npy_data(npy) % (uintptr_t)tf_file_dtype_size(tf_npy_dtype(npy)) != 0)
     __builtin_trap(); /* promised: aligned to the element size */
-  touch(tf_npy_data(npy), tf_npy_bytes(npy));
+  fuzz_touch(tf_npy_data(npy), tf_npy_bytes(npy));
 }
 
 static void round_trip(const tf_npy *npy) {

@@ -15,22 +15,6 @@
 #include "runtime/safetensors_header.h"
 #include "tests/fuzz/fuzz_support.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  fuzz_heap_mapping_check();
-  return 0;
-}
-
-/* Reads every byte, so that ASan sees a view that strays outside its memory. */
-static void touch(const void *data, size_t bytes) {
-  volatile unsigned char sink = 0;
-  for (size_t i = 0; i < bytes; i++)
-    sink ^= ((const unsigned char *)data)[i];
-  (void)sink;
-}
-
 static void parse_header_alone(const uint8_t *data, size_t size) {
   if (size < 8)
     return;
@@ -50,7 +34,7 @@ static void parse_header_alone(const uint8_t *data, size_t size) {
 static void check_views(const tf_safetensors *file) {
   tf_safetensors_tensor view, found;
   for (int32_t i = 0; tf_safetensors_at(file, i, &view); i++) {
-    touch(view.data, view.bytes);
+    fuzz_touch(view.data, view.bytes);
     if (view.rank < 0 || view.rank > TF_MAX_RANK || (view.bytes == 0) != (view.data == NULL))
       __builtin_trap();
     if (view.dtype != TF_SAFETENSORS_OTHER) {
