@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "checkpoint_rewrite.h"
 #include "common/atomic_file.h"
 #include "common/checked.h"
 #include "common/file.h"
@@ -340,37 +341,6 @@ static bool fixture_open(session_fixture *f) {
   return status == NULL;
 }
 
-/* Copies checkpoint `from` to `to` with the metadata set to keys[i] = values[i] (NULL: removed). */
-static tf_status rewrite_checkpoint(const char *from, const char *to, const char *const *keys,
-                                    const char *const *values, int n) {
-  tf_safetensors *file;
-  TF_RETURN_IF_ERROR(tf_safetensors_open(from, &file));
-  tf_safetensors_writer *writer = NULL;
-  tf_status status = tf_safetensors_writer_create(&writer);
-  for (int32_t i = 0; i < tf_safetensors_count(file) && !status; i++) {
-    tf_safetensors_tensor view;
-    tf_safetensors_at(file, i, &view);
-    status = tf_safetensors_writer_add(writer, view.name, view.dtype, view.rank, view.shape, view.data);
-  }
-  for (int32_t i = 0; i < tf_safetensors_metadata_count(file) && !status; i++) {
-    const char *key, *value;
-    tf_safetensors_metadata_at(file, i, &key, &value);
-    for (int k = 0; k < n; k++)
-      if (strcmp(keys[k], key) == 0)
-        value = NULL; /* replaced or removed below */
-    if (value)
-      status = tf_safetensors_writer_set_metadata(writer, key, value);
-  }
-  for (int k = 0; k < n && !status; k++)
-    if (values[k])
-      status = tf_safetensors_writer_set_metadata(writer, keys[k], values[k]);
-  if (!status)
-    status = tf_safetensors_writer_write(writer, to);
-  tf_safetensors_writer_destroy(writer);
-  tf_safetensors_close(file);
-  return status;
-}
-
 typedef struct counter_case {
   const char *what;
   const char *optimizer_step, *micro_step, *accumulate; /* NULL: key absent */
@@ -424,7 +394,7 @@ static void test_counters(const char *folder) {
     const counter_case *c = &cases[i];
     const char *values[] = {c->optimizer_step, c->micro_step, c->accumulate};
     tf_session_set_counters(f.session, 1, 2);
-    CHECK_OK(&counts, rewrite_checkpoint(saved, bad, keys, values, 3));
+    CHECK_OK(&counts, tf_checkpoint_rewrite(saved, bad, keys, values, 3));
     tf_status status = tf_session_load(f.session, bad);
     if (c->phrase) {
       io_check_refusal(&counts, c->what, status, TF_ERR_INVALID_INPUT, c->phrase, bad);
