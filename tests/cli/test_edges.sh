@@ -39,22 +39,7 @@ expect_phrase 0 "train --help says --steps is the total" "the optimizer steps to
 # The zoo mlp with hidden.0.weight from w.safetensors beside the graph (as `import` writes it), in
 # model/; compiled from elsewhere/ into plans/; trained and run from run/.
 mkdir "$dir/model" "$dir/plans" "$dir/elsewhere" "$dir/run"
-"$tf" dump "$dir/mlp.tfg" > "$dir/mlp.json"
-/usr/bin/python3 - "$dir" << 'PY' || fail "writing the graph with external weights"
-import json, struct, sys, numpy as np
-root = sys.argv[1]
-graph = json.load(open(f"{root}/mlp.json"))
-for t in graph["tensors"]:
-    if t["name"] == "hidden.0.weight":
-        t["init"] = {"kind": "external", "file": "w.safetensors", "key": "imported.w0"}
-        shape = [int(d["size"]) for d in t["shape"]]
-json.dump(graph, open(f"{root}/model/ext.json", "w"))
-w = np.random.default_rng(1).uniform(-0.1, 0.1, shape).astype("<f4")
-header = json.dumps({"imported.w0": {"dtype": "F32", "shape": shape, "data_offsets": [0, w.nbytes]}}).encode()
-header += b" " * (-len(header) % 8)
-open(f"{root}/model/w.safetensors", "wb").write(struct.pack("<Q", len(header)) + header + w.tobytes())
-PY
-(cd "$dir/model" && flatc -b -I "$root/schema" "$root/schema/graph.fbs" ext.json && { [ -e ext.tfg ] || mv ext.bin ext.tfg; })
+external_graph "$tf" "$dir/mlp.tfg" "$dir/model" || fail "writing the graph with external weights"
 (cd "$dir/elsewhere" && "$tf" compile ../model/ext.tfg --set N=32 -o ../plans/ext.tfplan > /dev/null) ||
   fail "compile from another folder"
 in_run() { (cd "$dir/run" && "$@"); }

@@ -7,10 +7,7 @@
 tf=$1
 . "$(dirname "$0")/harness.sh"
 export TIGHTFIT_CACHE_DIR="$dir/cache"
-if ! /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
-  echo "SKIP: /usr/bin/python3 with numpy is needed to make the data"
-  exit 77
-fi
+skip_without_numpy
 "$tf" zoo mlp -o "$dir/mlp.tfg" > /dev/null
 "$tf" compile "$dir/mlp.tfg" --set N=16 -o "$dir/mlp.tfplan" > /dev/null
 "$tf" compile "$dir/mlp.tfg" --set N=16 --lr 1e30 -o "$dir/hot.tfplan" > /dev/null

@@ -7,10 +7,7 @@
 tf=$1 sanitized=$2
 . "$(dirname "$0")/../cli/harness.sh"
 export TIGHTFIT_CACHE_DIR="$dir/cache"
-if ! /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
-  echo "SKIP: /usr/bin/python3 with numpy is needed to make the data"
-  exit 77
-fi
+skip_without_numpy
 "$tf" zoo mlp -o "$dir/mlp.tfg" > /dev/null
 "$tf" compile "$dir/mlp.tfg" --set N=16 -o "$dir/mlp.tfplan" > /dev/null
 
@@ -70,23 +67,7 @@ expect_message 0 "run on the real digits: a finite loss, exit 0" "test: loss [0-
 # Initial weights from a safetensors file (as `tightfit import` writes them) with a NaN at element 7
 # of hidden.0.weight: named with the file, tensor and element. Before the fix `run` went on and
 # `train` blamed the learning rate ("step 1: the loss is nan; ... lower the learning rate").
-"$tf" dump "$dir/mlp.tfg" > "$dir/mlp.json"
-/usr/bin/python3 - "$dir" << 'PY'
-import json, struct, sys, numpy as np
-root = sys.argv[1]
-graph = json.load(open(f"{root}/mlp.json"))
-for t in graph["tensors"]:
-    if t["name"] == "hidden.0.weight":
-        t["init"] = {"kind": "external", "file": "w.safetensors", "key": "imported.w0"}
-        shape = [int(d["size"]) for d in t["shape"]]
-json.dump(graph, open(f"{root}/ext.json", "w"))
-w = np.random.default_rng(1).uniform(-0.1, 0.1, shape).astype("<f4")
-w.flat[7] = np.nan
-header = json.dumps({"imported.w0": {"dtype": "F32", "shape": shape, "data_offsets": [0, w.nbytes]}}).encode()
-header += b" " * (-len(header) % 8)
-open(f"{root}/w.safetensors", "wb").write(struct.pack("<Q", len(header)) + header + w.tobytes())
-PY
-(cd "$dir" && flatc -b -I "$OLDPWD/schema" "$OLDPWD/schema/graph.fbs" ext.json && mv ext.bin ext.tfg)
+external_graph "$tf" "$dir/mlp.tfg" "$dir" 7
 "$tf" compile "$dir/ext.tfg" --set N=16 -o "$dir/ext.tfplan" > /dev/null
 expect_phrase 2 "run: NaN in the initial weights named" \
   "w.safetensors: tensor 'imported.w0' element 7 is nan (the initial value of parameter 'hidden.0.weight')" \
