@@ -16,24 +16,11 @@ except ImportError:
     print("numpy is not installed: skipped")
     sys.exit(77)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+from fnv import fnv  # noqa: E402
+from tally import expect, finish  # noqa: E402
+
 TOOL = sys.argv[1]
-failures = 0
-checks = 0
-
-
-def fnv(data):
-    h = 1469598103934665603
-    for b in data:
-        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return "%016x" % h
-
-
-def check(condition, message):
-    global failures, checks
-    checks += 1
-    if not condition:
-        failures += 1
-        print("FAIL " + message)
 
 
 def run(*args):
@@ -56,15 +43,15 @@ def sample(dtype, shape, seed):
 
 def read_with_tool(path, array, label):
     code, out, err = run("npy-dump", path)
-    check(code == 0, "%s: tool refused: %s" % (label, err))
+    expect(code == 0, "%s: tool refused: %s" % (label, err))
     if code != 0:
         return
     fields = dict(field.split("=", 1) for field in out.split())
     shape = ",".join(str(d) for d in array.shape)
-    check(fields["dtype"] == TF_NAMES[array.dtype.type], "%s: dtype %s" % (label, fields["dtype"]))
-    check(fields["shape"] == shape, "%s: shape %s, expected %s" % (label, fields["shape"], shape))
-    check(fields["fnv"] == fnv(array.tobytes()), "%s: data hash differs" % label)
-    check(fields["aligned"] == "1", "%s: data not aligned" % label)
+    expect(fields["dtype"] == TF_NAMES[array.dtype.type], "%s: dtype %s" % (label, fields["dtype"]))
+    expect(fields["shape"] == shape, "%s: shape %s, expected %s" % (label, fields["shape"], shape))
+    expect(fields["fnv"] == fnv(array.tobytes()), "%s: data hash differs" % label)
+    expect(fields["aligned"] == "1", "%s: data not aligned" % label)
 
 
 def main():
@@ -93,7 +80,7 @@ def main():
             for i, shape in enumerate(shapes):
                 path = os.path.join(folder, "tf_%s_%d.npy" % (NAMES[dtype], i))
                 code, _, err = run("npy-write", path, TF_NAMES[dtype], *[str(d) for d in shape])
-                check(code == 0, "%s: write failed: %s" % (path, err))
+                expect(code == 0, "%s: write failed: %s" % (path, err))
                 if code != 0:
                     continue
                 count = int(np.prod(shape, dtype=np.int64))
@@ -101,14 +88,14 @@ def main():
                 pattern = bytes((j * 131 + 7) & 255 for j in range(nbytes))
                 loaded = np.load(path)
                 mapped = np.load(path, mmap_mode="r")
-                check(loaded.dtype == np.dtype(dtype) and loaded.shape == shape, "%s: numpy sees %s %s"
-                      % (path, loaded.dtype, loaded.shape))
-                check(loaded.tobytes() == pattern and mapped.tobytes() == pattern, "%s: data differs" % path)
-                check(loaded.flags["C_CONTIGUOUS"], "%s: not C order" % path)
+                expect(loaded.dtype == np.dtype(dtype) and loaded.shape == shape, "%s: numpy sees %s %s"
+                       % (path, loaded.dtype, loaded.shape))
+                expect(loaded.tobytes() == pattern and mapped.tobytes() == pattern, "%s: data differs" % path)
+                expect(loaded.flags["C_CONTIGUOUS"], "%s: not C order" % path)
                 saved = os.path.join(folder, "np_resave.npy")
                 np.save(saved, loaded)
-                check(open(saved, "rb").read() == open(path, "rb").read(),
-                      "%s: bytes differ from np.save of the same array" % path)
+                expect(open(saved, "rb").read() == open(path, "rb").read(),
+                       "%s: bytes differ from np.save of the same array" % path)
                 written += 1
         print("wrote %d files NumPy loads (also memory-mapped), each byte-identical to np.save" % written)
 
@@ -127,12 +114,11 @@ def main():
             path = os.path.join(folder, name + ".npy")
             np.save(path, array, allow_pickle=True)
             code, _, err = run("npy-dump", path)
-            check(code == 2 and phrase in err and path in err, "%s: expected refusal with %r, got %d %s"
-                  % (name, phrase, code, err))
+            expect(code == 2 and phrase in err and path in err, "%s: expected refusal with %r, got %d %s"
+                   % (name, phrase, code, err))
             print("  refused %-11s %s" % (name, err))
-    print("npy_vs_numpy: %d passed, %d failed" % (checks - failures, failures))
-    return 1 if failures else 0
+    finish("npy_vs_numpy")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -29,9 +29,11 @@ try:
 except ImportError:
     torch = None
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+from fnv import fnv  # noqa: E402
+from tally import expect, finish  # noqa: E402
+
 TOOL = sys.argv[1]
-failures = 0
-checks = 0
 
 # name in files -> (bytes per element, rank in the reference's dtype order, numpy dtype or None)
 DTYPES = {
@@ -39,21 +41,6 @@ DTYPES = {
     "F32": (4, 11, np.float32), "F64": (8, 12, np.float64), "I64": (8, 13, np.int64), "I16": (2, 5, np.int16),
 }
 TF_NAMES = {"U8": "u8", "F16": "f16", "BF16": "bf16", "I32": "i32", "F32": "f32", "F64": "f64", "I64": "i64"}
-
-
-def check(condition, message):
-    global failures, checks
-    checks += 1
-    if not condition:
-        failures += 1
-        print("FAIL " + message)
-
-
-def fnv(data):
-    h = 1469598103934665603
-    for b in data:
-        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return "%016x" % h
 
 
 def run(*args):
@@ -140,19 +127,19 @@ def sample_tensors():
 
 def compare(path, tensors, metadata, label):
     code, got_metadata, got, err = dump(path)
-    check(code == 0, "%s: refused: %s" % (label, err))
+    expect(code == 0, "%s: refused: %s" % (label, err))
     if code:
         return
-    check(got_metadata == metadata, "%s: metadata %r" % (label, got_metadata))
-    check(set(got) == set(tensors), "%s: names %r" % (label, sorted(got)))
+    expect(got_metadata == metadata, "%s: metadata %r" % (label, got_metadata))
+    expect(set(got) == set(tensors), "%s: names %r" % (label, sorted(got)))
     for name, (dtype, shape, raw) in tensors.items():
         fields = got.get(name)
         if not fields:
             continue
-        check(fields["dtype"] == dtype, "%s/%s: dtype %s" % (label, name, fields["dtype"]))
-        check(fields["shape"] == ",".join(map(str, shape)), "%s/%s: shape %s" % (label, name, fields["shape"]))
-        check(fields["fnv"] == fnv(raw), "%s/%s: bytes differ" % (label, name))
-        check(fields["aligned"] == "1", "%s/%s: data not aligned" % (label, name))
+        expect(fields["dtype"] == dtype, "%s/%s: dtype %s" % (label, name, fields["dtype"]))
+        expect(fields["shape"] == ",".join(map(str, shape)), "%s/%s: shape %s" % (label, name, fields["shape"]))
+        expect(fields["fnv"] == fnv(raw), "%s/%s: bytes differ" % (label, name))
+        expect(fields["aligned"] == "1", "%s/%s: data not aligned" % (label, name))
 
 
 def main():
@@ -166,11 +153,12 @@ def main():
         arguments = ["%s=%s" % kv for kv in metadata.items()]
         arguments += ["%s:%s:%s" % (n, TF_NAMES[d], ",".join(map(str, s))) for n, d, s in specs]
         code, _, err = run("st-write", ours, *arguments)
-        check(code == 0, "st-write failed: %s" % err)
+        expect(code == 0, "st-write failed: %s" % err)
         tensors = {n: (d, s, pattern(n, int(np.prod(s, dtype=np.int64)) * DTYPES[d][0])) for n, d, s in specs}
         expected = reference_bytes(tensors, metadata)
         written = open(ours, "rb").read()
-        check(written == expected, "our bytes differ from the reference layout:\n%r\n%r" % (written[:300], expected[:300]))
+        expect(written == expected,
+               "our bytes differ from the reference layout:\n%r\n%r" % (written[:300], expected[:300]))
         print("1. tightfit's file (%d bytes, %d tensors, 3 metadata) equals the reference writer's bytes: %s"
               % (len(written), len(specs), written == expected))
 
@@ -192,24 +180,24 @@ def main():
 
         # 3. Our file read with json + struct + numpy, and by torch.
         got_metadata, got, length, order, data = parse(ours)
-        check(length % 8 == 0 and data[8:9] == b"{" and data[8 + length - 1:8 + length] in (b" ", b"}"),
-              "header not padded to 8 / not starting with '{'")
-        check(got_metadata == written_metadata, "metadata read back %r" % got_metadata)
+        expect(length % 8 == 0 and data[8:9] == b"{" and data[8 + length - 1:8 + length] in (b" ", b"}"),
+               "header not padded to 8 / not starting with '{'")
+        expect(got_metadata == written_metadata, "metadata read back %r" % got_metadata)
         widths = [DTYPES[got[name][0]][0] for name in order]
-        check(widths == sorted(widths, reverse=True), "data not ordered widest dtype first: %r" % order)
+        expect(widths == sorted(widths, reverse=True), "data not ordered widest dtype first: %r" % order)
         offset = 8 + length
         for name in order:
-            check(offset % DTYPES[got[name][0]][0] == 0, "%s at file offset %d is unaligned" % (name, offset))
+            expect(offset % DTYPES[got[name][0]][0] == 0, "%s at file offset %d is unaligned" % (name, offset))
             offset += len(got[name][2])
-        check(offset == len(data), "tensors do not tile the data")
+        expect(offset == len(data), "tensors do not tile the data")
         for name, dtype, shape in specs:
             got_dtype, got_shape, raw = got[name]
-            check((got_dtype, got_shape) == (dtype, shape), "%s: %s %s" % (name, got_dtype, got_shape))
-            check(raw == pattern(name, len(raw)), "%s: bytes differ" % name)
+            expect((got_dtype, got_shape) == (dtype, shape), "%s: %s %s" % (name, got_dtype, got_shape))
+            expect(raw == pattern(name, len(raw)), "%s: bytes differ" % name)
             numpy_type = DTYPES[dtype][2]
             if numpy_type is not None:
                 array = np.frombuffer(raw, dtype=np.dtype(numpy_type).newbyteorder("<")).reshape(shape)
-                check(array.shape == shape, "%s: numpy shape %s" % (name, array.shape))
+                expect(array.shape == shape, "%s: numpy shape %s" % (name, array.shape))
         if torch is not None:
             torch_types = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I32": torch.int32,
                            "I64": torch.int64, "U8": torch.uint8, "F64": torch.float64}
@@ -220,13 +208,13 @@ def main():
                 if dtype == "BF16":
                     # bf16 is the top half of a float32: compare through numpy.
                     expected_values = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-                    check(np.array_equal(tensor.float().flatten().numpy(), expected_values, equal_nan=True),
-                          "%s: torch bf16 values differ" % name)
+                    expect(np.array_equal(tensor.float().flatten().numpy(), expected_values, equal_nan=True),
+                           "%s: torch bf16 values differ" % name)
                 elif raw:
                     expected_array = np.frombuffer(raw, dtype=np.dtype(DTYPES[dtype][2]).newbyteorder("<"))
-                    check(np.array_equal(tensor.flatten().numpy(), expected_array, equal_nan=True),
-                          "%s: torch values differ" % name)
-                check(tuple(tensor.shape) == shape, "%s: torch shape %s" % (name, tuple(tensor.shape)))
+                    expect(np.array_equal(tensor.flatten().numpy(), expected_array, equal_nan=True),
+                           "%s: torch values differ" % name)
+                expect(tuple(tensor.shape) == shape, "%s: torch shape %s" % (name, tuple(tensor.shape)))
             print("3. our file parses with json + struct + numpy, and torch %s loads every tensor (BF16 included)"
                   % torch.__version__)
         else:
@@ -249,12 +237,11 @@ def main():
             path = os.path.join(folder, label + ".safetensors")
             open(path, "wb").write(data)
             code, _, _, err = dump(path)
-            check(code == 2 and phrase in err and path in err, "%s: expected refusal with %r, got %d %s"
-                  % (label, phrase, code, err))
+            expect(code == 2 and phrase in err and path in err, "%s: expected refusal with %r, got %d %s"
+                   % (label, phrase, code, err))
             print("  refused %-12s %s" % (label, err))
-    print("safetensors_vs_python: %d passed, %d failed" % (checks - failures, failures))
-    return 1 if failures else 0
+    finish("safetensors_vs_python")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
