@@ -388,7 +388,15 @@
   /* (logits, labels, dloss [, input_lengths]) -> dlogits */                                                           \
   X(CTC_LOSS_GRAD,        ctc_loss_grad,        85, TRAINING, 3,  4,   1,  0,   0,   CTC,           ctc_loss_grad,     \
       NONE,      CTC,                none,             ctc_loss_grad,        ctc,             ctc,                     \
-      INT1_LENGTHS, WHOLE,     CPU)
+      INT1_LENGTHS, WHOLE,     CPU)                                                                                    \
+  /* x -> erf(x), the Gauss error function (ONNX's Erf: the exact GELU as exporters write it) */                       \
+  X(ERF,                  erf,                  86, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               erf,              erf,                  unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* (x, dy) -> dx = dy 2/sqrt(pi) e^(-x²) */                                                                         \
+  X(ERF_GRAD,             erf_grad,             87, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             erf_grad,             activation_grad, unary,                   \
+      FLOAT,        ROWS,      ALL)
 // clang-format on
 
 #endif

@@ -25,6 +25,7 @@ const float SQRT_HALF = 0.70710678118654752440;
 const float INV_SQRT_2PI = 0.39894228040143267794;
 const float SQRT_2_OVER_PI = 0.79788456080286535588;
 const float GELU_CUBIC = 0.044715;
+const float TWO_OVER_SQRT_PI = 1.12837916709551257390;
 
 // erfc(z) for z >= 0 with a relative error below 1.2e-7 (Numerical Recipes' erfcc, Chebyshev).
 float erfc_positive(float z) {
@@ -39,6 +40,20 @@ float erfc_positive(float z) {
 float normal_cdf(float x) {
   float e = erfc_positive(abs(x) * SQRT_HALF);
   return x >= 0.0 ? 1.0 - 0.5 * e : 0.5 * e;
+}
+
+// erf(x): its Maclaurin series below |x| = 0.5, where 1 - erfc(|x|) would cancel (the last term left
+// out is below 1e-9 of the sum), 1 - erfc(|x|) with erfc's sign symmetry above.
+float erf_of(float x) {
+  float a = abs(x);
+  if (a < 0.5) {
+    float s = x * x;
+    return TWO_OVER_SQRT_PI * x *
+           (1.0 + s * (-1.0 / 3.0 + s * (0.1 + s * (-1.0 / 42.0 + s * (1.0 / 216.0 + s * (-1.0 / 1320.0 +
+            s * (1.0 / 9360.0)))))));
+  }
+  float e = 1.0 - erfc_positive(a);
+  return x < 0.0 ? -e : e;
 }
 
 // tanh without inf/inf for large |x|: tanh(15) rounds to 1 in f32 already.
@@ -69,6 +84,7 @@ float forward(uint op, float x) {
   case TF_OP_SOFTPLUS: return x > 20.0 ? x : log1p_of(exp(x));
   case TF_OP_LEAKY_RELU: return x > 0.0 ? x : x * pc.slope;
   case TF_OP_ABS: return abs(x);
+  case TF_OP_ERF: return erf_of(x);
   }
   return MISSING;
 }
@@ -90,6 +106,7 @@ float derivative(uint op, float v) {
   case TF_OP_TANH_GRAD: return 1.0 - v * v;
   case TF_OP_LEAKY_RELU_GRAD: return v > 0.0 ? 1.0 : pc.slope; // dy * 1 is dy exactly
   case TF_OP_ABS_GRAD: return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : 0.0); // sgn(NaN) = 0, as PyTorch
+  case TF_OP_ERF_GRAD: return TWO_OVER_SQRT_PI * exp(-v * v);
   }
   return MISSING;
 }

@@ -16,9 +16,10 @@
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
 
-#define SQRT_HALF 0.70710678118654752440      /* 1/sqrt(2) */
-#define INV_SQRT_2PI 0.39894228040143267794   /* 1/sqrt(2 pi) */
-#define SQRT_2_OVER_PI 0.79788456080286535588 /* sqrt(2/pi) */
+#define SQRT_HALF 0.70710678118654752440        /* 1/sqrt(2) */
+#define INV_SQRT_2PI 0.39894228040143267794     /* 1/sqrt(2 pi) */
+#define SQRT_2_OVER_PI 0.79788456080286535588   /* sqrt(2/pi) */
+#define TWO_OVER_SQRT_PI 1.12837916709551257390 /* 2/sqrt(pi), erf's derivative at 0 */
 #define GELU_CUBIC 0.044715
 /* softplus returns x itself above this (PyTorch's threshold): log1p(e^x) - x < 2.1e-9 there, and
  * e^x would overflow f32 from 89 on. */
@@ -259,6 +260,7 @@ DEFINE_UNARY_SPAN(gelu_erf, gelu_of(x, false))
 DEFINE_UNARY_SPAN(gelu_tanh, gelu_of(x, true))
 DEFINE_UNARY_SPAN(leaky_relu, x > 0 ? x : x * slope) /* PyTorch's: x * negative_slope at x <= 0 */
 DEFINE_UNARY(abs, TF_REAL_FABS(x))
+DEFINE_UNARY(erf, TF_REAL_ERF(x))
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
@@ -295,6 +297,7 @@ DEFINE_GRAD_SPAN(gelu_tanh_grad, dy * gelu_derivative(v, true))
 DEFINE_GRAD_SPAN(leaky_relu_grad, v > 0 ? dy : dy * slope) /* PyTorch's leaky_relu_backward */
 /* PyTorch's dy sgn(x): sgn is 0 at 0 and for a NaN x, and 0 times an infinite dy is NaN */
 DEFINE_GRAD(abs_grad, dy * (v > 0 ? (real)1 : v < 0 ? (real)-1 : (real)0))
+DEFINE_GRAD(erf_grad, dy * ((real)TWO_OVER_SQRT_PI * exp_of(-v * v)))
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {

@@ -15,6 +15,7 @@ namespace {
 #define INV_SQRT_2PI 0.39894228040143267794f
 #define SQRT_2_OVER_PI 0.79788456080286535588f
 #define GELU_CUBIC 0.044715f
+#define TWO_OVER_SQRT_PI 1.12837916709551257390f
 
 __device__ inline float sigmoid_of(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -116,6 +117,7 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
   case TF_OP_LEAKY_RELU: return x > 0 ? x : x * a.slope;
   case TF_OP_ABS: return fabsf(x);
+  case TF_OP_ERF: return erff(x);
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
@@ -147,7 +149,8 @@ template <int OP> __device__ inline float grad_op(float v, float dy, activation 
   case TF_OP_TANH_GRAD: return dy * (1.0f - v * v);
   case TF_OP_LEAKY_RELU_GRAD: return v > 0 ? dy : dy * a.slope;
   case TF_OP_ABS_GRAD: return dy * (v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f); /* sgn(NaN) = 0, as PyTorch */
-  default: return __int_as_float(0x7fc00000);                             /* NaN: an op without a case here */
+  case TF_OP_ERF_GRAD: return dy * (TWO_OVER_SQRT_PI * expf(-v * v));
+  default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }
 

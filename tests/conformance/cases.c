@@ -356,6 +356,7 @@ static const conf_case cases[] = {
     {"rsqrt (+ grad) [3,257]", build_unary, .op = TF_OP_RSQRT, .shapes = {DIMS(3, 257)}, MATH},
     {"relu (+ grad) [3,257]", build_unary, .op = TF_OP_RELU, .shapes = {DIMS(3, 257)}, MATH},
     {"abs (+ grad) [3,257]", build_unary, .op = TF_OP_ABS, .shapes = {DIMS(3, 257)}, MATH},
+    {"erf (+ grad) [3,257]", build_unary, .op = TF_OP_ERF, .shapes = {DIMS(3, 257)}, MATH},
     {"silu (+ grad) [3,257]", build_unary, .op = TF_OP_SILU, .shapes = {DIMS(3, 257)}, MATH},
     {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},
     {"tanh (+ grad) [3,257]", build_unary, .op = TF_OP_TANH, .shapes = {DIMS(3, 257)}, MATH},

@@ -58,6 +58,8 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_SIGMOID:
   case TF_OP_TANH:
   case TF_OP_SOFTPLUS:
+  case TF_OP_ERF:
+  case TF_OP_ERF_GRAD:
   case TF_OP_GELU_GRAD:
   case TF_OP_SILU_GRAD:
   case TF_OP_SIGMOID_GRAD:
@@ -116,6 +118,8 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_SIGMOID:
   case TF_OP_TANH:
   case TF_OP_SOFTPLUS:
+  case TF_OP_ERF:
+  case TF_OP_ERF_GRAD:
   case TF_OP_GELU_GRAD:
   case TF_OP_SILU_GRAD:
   case TF_OP_SIGMOID_GRAD:

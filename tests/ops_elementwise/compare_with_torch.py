@@ -105,7 +105,7 @@ def reference(op, a, context, ins):
     x = ins[0]
     unary = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
              "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
-             "softplus": F.softplus, "abs": torch.abs}
+             "softplus": F.softplus, "abs": torch.abs, "erf": torch.erf}
     if op in ("add", "sub", "mul", "div"):
         return [getattr(torch, op)(x, ins[1])]
     if op in unary:
@@ -117,8 +117,9 @@ def reference(op, a, context, ins):
         return [F.leaky_relu(x, a["alpha"])]
     if op == "leaky_relu_grad":
         return vjp(lambda t: F.leaky_relu(t, a["alpha"]), [x], ins[1], [0])
-    if op in ("relu_grad", "gelu_grad", "silu_grad", "abs_grad"):
-        function = {"relu_grad": torch.relu, "gelu_grad": gelu, "silu_grad": F.silu, "abs_grad": torch.abs}[op]
+    if op in ("relu_grad", "gelu_grad", "silu_grad", "abs_grad", "erf_grad"):
+        function = {"relu_grad": torch.relu, "gelu_grad": gelu, "silu_grad": F.silu, "abs_grad": torch.abs,
+                    "erf_grad": torch.erf}[op]
         return vjp(function, [x], ins[1], [0])
     if op == "sigmoid_grad":
         return [torch.ops.aten.sigmoid_backward(ins[1], x)]

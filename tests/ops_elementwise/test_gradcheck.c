@@ -82,6 +82,7 @@ static void grad_softplus(const grad_case *c, const th_tensor *y, const th_tenso
 static void grad_of_x(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
   tf_op op = c->op == TF_OP_RELU         ? TF_OP_RELU_GRAD
              : c->op == TF_OP_ABS        ? TF_OP_ABS_GRAD
+             : c->op == TF_OP_ERF        ? TF_OP_ERF_GRAD
              : c->op == TF_OP_GELU       ? TF_OP_GELU_GRAD
              : c->op == TF_OP_LEAKY_RELU ? TF_OP_LEAKY_RELU_GRAD
                                          : TF_OP_SILU_GRAD;
@@ -283,6 +284,7 @@ static void unary_cases(tf_test_counts *counts) {
   CASE("rsqrt (mul)", TF_OP_RSQRT, none, grad_rsqrt, R(0.3, 3, 3, 7));
   CASE("relu_grad", TF_OP_RELU, none, grad_of_x, R(-2, 2, 5, 11));
   CASE("abs_grad", TF_OP_ABS, none, grad_of_x, R(-2, 2, 5, 11));
+  CASE("erf_grad", TF_OP_ERF, none, grad_of_x, R(-3, 3, 5, 11));
   CASE("gelu_grad (exact)", TF_OP_GELU, th_gelu(false), grad_of_x, R(-4, 4, 5, 11));
   CASE("gelu_grad (tanh)", TF_OP_GELU, th_gelu(true), grad_of_x, R(-4, 4, 5, 11));
   CASE("silu_grad", TF_OP_SILU, none, grad_of_x, R(-6, 6, 5, 11));
