@@ -1,7 +1,8 @@
 /* Times tightfit training steps one by one, for bench/run-vs-pytorch:
  *   tf_step_timer P.tfplan DATA_DIR STEPS THREADS
- * One JSON line per optimizer step, {"step": i, "seconds": s, "loss": l}, where `seconds` is the
- * monotonic wall time of the whole step: feeding every micro-batch (tf_feed_next, a copy from the
+ * One JSON line per optimizer step, {"step": i, "seconds": s, "cpu_seconds": c, "loss": l}, where
+ * `seconds` is the monotonic wall time of the whole step and `cpu_seconds` the process's CPU time
+ * (every thread's) over it: feeding every micro-batch (tf_feed_next, a copy from the
  * memory-mapped .npy files), forward + backward (tf_session_micro_step) and the optimizer update
  * (tf_session_optimizer_step). No gradient NaN scan (unlike `tightfit train`, which scans the
  * first 10 steps by default). Then one summary line with the plan's exact total bytes and this
@@ -18,11 +19,17 @@
 #include "tightfit/plan.h"
 #include "tightfit/runtime.h"
 
-static double now(void) {
+static double seconds_of(clockid_t clock) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(clock, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+static double now(void) { return seconds_of(CLOCK_MONOTONIC); }
+
+/* The CPU time of every thread of this process: on a machine others are using, a step's own work
+ * without the time it waited for a core (with T > 1 threads, up to T times the wall time). */
+static double cpu_now(void) { return seconds_of(CLOCK_PROCESS_CPUTIME_ID); }
 
 /* A field of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 when unreadable. */
 static long status_kib(const char *field) {
@@ -76,7 +83,7 @@ int main(int argc, char **argv) {
   if (!status)
     status = tf_feed_open(plan, argv[2], 0, &feed);
   for (int64_t s = 0; s < steps && !status; s++) {
-    double start = now(), sum = 0;
+    double start = now(), cpu_start = cpu_now(), sum = 0;
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {
       double loss = 0;
       status = tf_feed_next(feed, session);
@@ -87,7 +94,8 @@ int main(int argc, char **argv) {
     if (!status)
       status = tf_session_optimizer_step(session);
     if (!status)
-      printf("{\"step\": %" PRId64 ", \"seconds\": %.9f, \"loss\": %.6f}\n", s, now() - start, sum / plan->accumulate);
+      printf("{\"step\": %" PRId64 ", \"seconds\": %.9f, \"cpu_seconds\": %.9f, \"loss\": %.6f}\n", s, now() - start,
+             cpu_now() - cpu_start, sum / plan->accumulate);
     fflush(stdout);
   }
   if (!status) {

@@ -5,9 +5,11 @@
 
 THREADS bounds both torch's own threads (torch.set_num_threads) and OpenBLAS's (OPENBLAS_NUM_THREADS,
 set here before torch loads it). Runs unchanged under Debian's torch 1.13 and under PyTorch 2.x
-(.venv-torch2, whose GEMMs run in MKL: run-vs-pytorch sets MKL_NUM_THREADS and OMP_NUM_THREADS too). One JSON line per optimizer step, {"step": i, "seconds": s,
-"loss": l}: the wall time (monotonic clock) of making the batch's tensors, zero_grad, forward, loss,
-backward and the AdamW step. Then
+(.venv-torch2, whose GEMMs run in MKL: run-vs-pytorch sets MKL_NUM_THREADS and OMP_NUM_THREADS too).
+
+One JSON line per optimizer step, {"step": i, "seconds": s, "cpu_seconds": c, "loss": l}: the wall
+time (monotonic clock), and the process's CPU time (every thread's, time.process_time), of making
+the batch's tensors, zero_grad, forward, loss, backward and the AdamW step. Then
 {"rss_before_kib", "hwm_kib", "peak_reset", "parameters"}: this process's resident set once torch
 is imported, its threads set and the data loaded (before the model exists; VmHWM is reset through
 /proc/self/clear_refs at that point), and the peak resident set from then to the end.
@@ -59,14 +61,15 @@ def main():
     model, family = models.build(config)
     optimizer = models.optimizer(model)
     for step in range(int(steps)):
-        start = time.monotonic()
+        start, cpu_start = time.monotonic(), time.process_time()
         batch = batches.next()
         optimizer.zero_grad(set_to_none=True)
         loss = models.loss(model, family, batch)
         loss.backward()
         optimizer.step()
         value = loss.item()
-        print(json.dumps({"step": step, "seconds": time.monotonic() - start, "loss": value}), flush=True)
+        print(json.dumps({"step": step, "seconds": time.monotonic() - start,
+                          "cpu_seconds": time.process_time() - cpu_start, "loss": value}), flush=True)
     print(json.dumps({"rss_before_kib": rss_before, "hwm_kib": status_kib("VmHWM"), "peak_reset": peak_reset,
                       "parameters": sum(p.numel() for p in model.parameters())}), flush=True)
 
