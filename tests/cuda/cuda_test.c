@@ -148,3 +148,15 @@ tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t
   }
   return tf_session_optimizer_step(session);
 }
+
+tf_compile_options cuda_test_training_options(tf_target_kind target, const char *bindings) {
+  tf_compile_options o = tf_compile_options_default(target);
+  o.bindings = bindings;
+  o.optimizer = TF_OPTIMIZER_ADAMW;
+  o.learning_rate = 1e-3;
+  o.weight_decay = 0.01;
+  o.clip_norm = 1.0;
+  o.epsilon = 1e-6;
+  o.accumulate = 2;
+  return o;
+}

@@ -29,6 +29,10 @@ typedef struct cuda_test_data {
 /* Writes every input and label of `plan` into the session's next micro-batch. */
 tf_status cuda_test_feed(tf_session *session, const tf_plan *plan, const cuda_test_data *data);
 
+/* The options the training tests compile with: `bindings`, AdamW (lr 1e-3, weight decay 0.01,
+ * epsilon 1e-6), gradients clipped at norm 1, 2 micro-batches per step. */
+tf_compile_options cuda_test_training_options(tf_target_kind target, const char *bindings);
+
 /* One optimizer step: plan->accumulate micro-batches fed from batch `first_batch` on (seed 1000 +
  * batch, integers in [0, int_high)), then the update; *loss = the mean micro-batch loss. */
 tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t int_high, int64_t first_batch,

@@ -22,7 +22,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda.h"
 #include "cuda_test.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 
@@ -100,35 +100,14 @@ static void test_capacity(void) {
 /* ---- sessions on the zoo's mlp ---- */
 
 static tf_plan *compile_mlp(tf_target_kind target) {
-  tf_graph *g = NULL;
-  tf_plan *plan = NULL;
-  tf_status status = tf_zoo_build("mlp", NULL, 0, &g);
-  if (!status) {
-    tf_compile_options o = tf_compile_options_default(target);
-    o.bindings = "N=8";
-    o.optimizer = TF_OPTIMIZER_ADAMW;
-    o.learning_rate = 1e-3;
-    o.weight_decay = 0.01;
-    o.clip_norm = 1.0;
-    o.epsilon = 1e-6;
-    o.accumulate = 2;
-    status = tf_compile(g, &o, &plan);
-  }
-  CHECK(&counts, status == NULL, "mlp (%s): %s", tf_target_name(target), tf_status_message(status));
-  tf_status_free(status);
-  tf_graph_destroy(g);
-  return plan;
+  const tf_compile_options o = cuda_test_training_options(target, "N=8");
+  char label[64];
+  snprintf(label, sizeof(label), "mlp (%s)", tf_target_name(target));
+  return tf_test_zoo_plan(&counts, label, "mlp", NULL, 0, &o);
 }
 
 static tf_session *open_session(const tf_plan *plan, const char *backend) {
-  tf_session_options o = tf_session_options_default();
-  o.backend = backend;
-  o.seed = 7;
-  tf_session *session = NULL;
-  tf_status status = tf_session_create(plan, &o, &session);
-  CHECK(&counts, status == NULL, "session on %s: %s", backend, tf_status_message(status));
-  tf_status_free(status);
-  return session;
+  return tf_test_session(&counts, plan, backend, 7);
 }
 
 /* ---- (b) the warm-up leaves no trace ---- */

@@ -23,7 +23,7 @@
 
 #include "cuda_test.h"
 #include "half_model.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 enum { STEPS = 4 };
 
@@ -96,25 +96,16 @@ static const model MODELS[] = {
 };
 
 static tf_plan *compile_model(const model *m) {
-  tf_graph *g = NULL;
-  tf_plan *plan = NULL;
-  tf_status status = tf_zoo_build(m->preset, m->overrides, m->n_overrides, &g);
-  if (!status) {
-    tf_compile_options o = tf_compile_options_default(TF_TARGET_CUDA);
-    o.bindings = m->bindings;
-    o.optimizer = m->optimizer;
-    o.learning_rate = m->learning_rate;
-    o.accumulate = m->accumulate;
-    o.clip_norm = 1.0; /* the updates read norm_sq: the fused coefficient kernel must honour it */
-    o.set_precision = m->precision != TF_PRECISION_F32;
-    o.precision = m->precision;
-    o.matmul_math = m->matmul_math;
-    status = tf_compile(g, &o, &plan);
-  }
-  CHECK(&counts, status == NULL, "%s: %s", m->label, tf_status_message(status));
-  tf_status_free(status);
-  tf_graph_destroy(g);
-  return plan;
+  tf_compile_options o = tf_compile_options_default(TF_TARGET_CUDA);
+  o.bindings = m->bindings;
+  o.optimizer = m->optimizer;
+  o.learning_rate = m->learning_rate;
+  o.accumulate = m->accumulate;
+  o.clip_norm = 1.0; /* the updates read norm_sq: the fused coefficient kernel must honour it */
+  o.set_precision = m->precision != TF_PRECISION_F32;
+  o.precision = m->precision;
+  o.matmul_math = m->matmul_math;
+  return tf_test_zoo_plan(&counts, m->label, m->preset, m->overrides, m->n_overrides, &o);
 }
 
 /* What a run leaves: losses, and every parameter and optimizer-state buffer, concatenated. */

@@ -17,7 +17,7 @@
 #include "cuda_test.h"
 #include "kernels/cuda/kernels.h"
 #include "tightfit/feed.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 
@@ -130,21 +130,14 @@ static void test_products(void) {
 /* The 2-layer gpt compiled for CUDA with `math`; NULL (failure recorded) on error. */
 static tf_plan *compile_gpt(tf_dtype math) {
   static const char *const overrides[] = {"layers=2"};
-  tf_graph *g = NULL;
-  tf_plan *plan = NULL;
-  tf_status status = tf_zoo_build("gpt", overrides, 1, &g);
-  if (!status) {
-    tf_compile_options o = tf_compile_options_default(TF_TARGET_CUDA);
-    o.bindings = "N=16,T=64";
-    o.optimizer = TF_OPTIMIZER_ADAMW;
-    o.learning_rate = 1e-3;
-    o.matmul_math = math;
-    status = tf_compile(g, &o, &plan);
-  }
-  CHECK(&counts, status == NULL, "gpt, %s math: %s", tf_dtype_name(math), tf_status_message(status));
-  tf_status_free(status);
-  tf_graph_destroy(g);
-  return plan;
+  tf_compile_options o = tf_compile_options_default(TF_TARGET_CUDA);
+  o.bindings = "N=16,T=64";
+  o.optimizer = TF_OPTIMIZER_ADAMW;
+  o.learning_rate = 1e-3;
+  o.matmul_math = math;
+  char label[64];
+  snprintf(label, sizeof(label), "gpt, %s math", tf_dtype_name(math));
+  return tf_test_zoo_plan(&counts, label, "gpt", overrides, 1, &o);
 }
 
 /* Trains TRAIN_STEPS steps on models/data/text/train; losses[s] is step s's loss. */

@@ -20,7 +20,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/cuda.h"
 #include "cuda_test.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 
@@ -36,42 +36,16 @@ static const model MODELS[] = {
     {"gpt 2 layers", "gpt", "N=4,T=16", {"layers=2", "d_model=64", "heads=4", "vocab=64", "ctx=32", "seq=16"}, 6, 64},
 };
 
-static tf_compile_options training_options(const model *m, tf_target_kind target) {
-  tf_compile_options o = tf_compile_options_default(target);
-  o.bindings = m->bindings;
-  o.optimizer = TF_OPTIMIZER_ADAMW;
-  o.learning_rate = 1e-3;
-  o.weight_decay = 0.01;
-  o.clip_norm = 1.0;
-  o.epsilon = 1e-6;
-  o.accumulate = 2;
-  return o;
-}
-
 /* Builds model m and compiles it for `target`; NULL (failure recorded) on error. */
 static tf_plan *compile_model(const model *m, tf_target_kind target) {
-  tf_graph *g = NULL;
-  tf_plan *plan = NULL;
-  tf_status status = tf_zoo_build(m->preset, m->overrides, m->n_overrides, &g);
-  if (!status) {
-    tf_compile_options o = training_options(m, target);
-    status = tf_compile(g, &o, &plan);
-  }
-  CHECK(&counts, status == NULL, "%s (%s): %s", m->label, tf_target_name(target), tf_status_message(status));
-  tf_status_free(status);
-  tf_graph_destroy(g);
-  return plan;
+  const tf_compile_options o = cuda_test_training_options(target, m->bindings);
+  char label[128];
+  snprintf(label, sizeof(label), "%s (%s)", m->label, tf_target_name(target));
+  return tf_test_zoo_plan(&counts, label, m->preset, m->overrides, m->n_overrides, &o);
 }
 
 static tf_session *open_session(const tf_plan *plan, const char *backend) {
-  tf_session_options o = tf_session_options_default();
-  o.backend = backend;
-  o.seed = 7;
-  tf_session *session = NULL;
-  tf_status status = tf_session_create(plan, &o, &session);
-  CHECK(&counts, status == NULL, "session on %s: %s", backend, tf_status_message(status));
-  tf_status_free(status);
-  return session;
+  return tf_test_session(&counts, plan, backend, 7);
 }
 
 /* One optimizer step (its micro-batches fed from `first_batch` on); *loss = the mean micro-batch loss. */

@@ -25,7 +25,7 @@
 #include "backends/backend.h"
 #include "backends/vulkan/vulkan.h"
 #include "parity.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 static tf_probe probe;
@@ -37,11 +37,7 @@ static double now(void) {
 }
 
 static tf_graph *build(const char *preset, const char *const *overrides, int32_t n) {
-  tf_graph *g = NULL;
-  tf_status status = tf_zoo_build(preset, overrides, n, &g);
-  CHECK(&counts, status == NULL, "%s: %s", preset, tf_status_message(status));
-  tf_status_free(status);
-  return g;
+  return tf_test_zoo_graph(&counts, preset, overrides, n);
 }
 
 /* One optimizer step on session b: `accumulate` micro-steps on data from `seed`, then the update;

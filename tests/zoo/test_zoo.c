@@ -7,17 +7,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 
 /* Builds `preset` with up to 8 overrides; NULL (with the failure recorded) on error. */
 static tf_graph *build(const char *preset, const char *const *overrides, int32_t n) {
-  tf_graph *g = NULL;
-  tf_status status = tf_zoo_build(preset, overrides, n, &g);
-  CHECK(&counts, status == NULL, "%s: %s", preset, tf_status_message(status));
-  tf_status_free(status);
-  return g;
+  return tf_test_zoo_graph(&counts, preset, overrides, n);
 }
 
 static int64_t count_of(const char *preset, const char *const *overrides, int32_t n) {
