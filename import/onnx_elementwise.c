@@ -83,6 +83,7 @@ static const unary_row unary_ops[] = {
     {"Neg", TF_OP_NEG},
     {"Abs", TF_OP_ABS},
     {"Softplus", TF_OP_SOFTPLUS},
+    {"Erf", TF_OP_ERF},
 };
 // clang-format on
 
