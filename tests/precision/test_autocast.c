@@ -19,6 +19,7 @@
 
 #include "backends/backend.h"
 #include "check.h"
+#include "gpt_steps.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
@@ -26,17 +27,8 @@
 static tf_test_counts counts;
 
 #define STEPS 4
-#define ROWS 2
-#define SEQ 64
-#define VOCAB 128
 
 static bool is_half(tf_dtype dtype) { return dtype == TF_F16 || dtype == TF_BF16; }
-
-static tf_target_kind target_of(const char *backend) {
-  return strcmp(backend, "vulkan") == 0 ? TF_TARGET_VULKAN
-         : strcmp(backend, "cuda") == 0 ? TF_TARGET_CUDA
-                                        : TF_TARGET_CPU;
-}
 
 static tf_plan *compile_gpt(const tf_graph *g, tf_target_kind target, tf_dtype autocast, bool training) {
   tf_compile_options o = tf_compile_options_default(target);
@@ -164,16 +156,6 @@ static void check_inference(const tf_graph *g, tf_dtype half) {
   tf_plan_destroy(plan);
 }
 
-static tf_status feed(tf_session *s, int64_t step) {
-  int32_t tokens[ROWS * SEQ], labels[ROWS * SEQ];
-  for (int64_t i = 0; i < ROWS * SEQ; i++) {
-    tokens[i] = (int32_t)((i * 37 + step * 11) % VOCAB);
-    labels[i] = (int32_t)((i * 53 + step * 7 + 5) % VOCAB);
-  }
-  TF_RETURN_IF_ERROR(tf_session_write(s, "tokens", tokens, sizeof(tokens)));
-  return tf_session_write(s, "labels", labels, sizeof(labels));
-}
-
 /* STEPS AdamW steps on `backend`; false (nothing recorded) when the backend has no device here. */
 static bool train(const tf_plan *plan, const char *backend, double *losses) {
   tf_session_options so = tf_session_options_default();
@@ -186,13 +168,8 @@ static bool train(const tf_plan *plan, const char *backend, double *losses) {
     tf_status_free(status);
     return false;
   }
-  for (int64_t i = 0; i < STEPS && !status; i++) {
-    status = feed(s, i);
-    if (!status)
-      status = tf_session_micro_step(s, &losses[i]);
-    if (!status)
-      status = tf_session_optimizer_step(s);
-  }
+  if (!status)
+    status = gpt_train(s, STEPS, losses);
   CHECK(&counts, status == NULL, "training on %s: %s", backend, tf_status_message(status));
   tf_status_free(status);
   tf_session_destroy(s);
@@ -212,10 +189,10 @@ int main(void) {
   double cpu_losses[2][STEPS];
   for (size_t b = 0; b < sizeof(backends) / sizeof(backends[0]); b++) {
     for (size_t h = 0; h < 2; h++) {
-      tf_plan *plan = compile_gpt(g, target_of(backends[b]), halves[h], true);
+      tf_plan *plan = compile_gpt(g, gpt_target_of(backends[b]), halves[h], true);
       if (plan)
         check_structure(backends[b], plan, halves[h]);
-      tf_plan *wide = compile_gpt(g, target_of(backends[b]), TF_F32, true);
+      tf_plan *wide = compile_gpt(g, gpt_target_of(backends[b]), TF_F32, true);
       double losses[STEPS], wide_losses[STEPS];
       if (plan && wide && tf_backend_find(backends[b]) && train(plan, backends[b], losses) &&
           train(wide, backends[b], wide_losses)) {

@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "check.h"
+#include "gpt_steps.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
@@ -29,21 +30,12 @@
 static tf_test_counts counts;
 
 #define STEPS 4
-#define ROWS 2
-#define SEQ 64
-#define VOCAB 128
-
-static tf_target_kind target_of(const char *backend) {
-  return strcmp(backend, "vulkan") == 0 ? TF_TARGET_VULKAN
-         : strcmp(backend, "cuda") == 0 ? TF_TARGET_CUDA
-                                        : TF_TARGET_CPU;
-}
 
 /* The gpt compiled for `backend`'s target under `precision`, with its half kernels (direct reads) or
  * without; NULL (failure recorded) on error. */
 static tf_plan *compile_gpt(const tf_graph *g, const char *backend, tf_precision precision, tf_remat_mode remat,
                             bool direct) {
-  tf_compile_options o = tf_compile_options_default(target_of(backend));
+  tf_compile_options o = tf_compile_options_default(gpt_target_of(backend));
   o.remat = remat;
   o.bindings = "N=2";
   o.optimizer = TF_OPTIMIZER_ADAMW;
@@ -93,16 +85,6 @@ typedef struct outcome {
   bool ran, skipped;
 } outcome;
 
-static tf_status feed(tf_session *s, int64_t step) {
-  int32_t tokens[ROWS * SEQ], labels[ROWS * SEQ];
-  for (int64_t i = 0; i < ROWS * SEQ; i++) {
-    tokens[i] = (int32_t)((i * 37 + step * 11) % VOCAB);
-    labels[i] = (int32_t)((i * 53 + step * 7 + 5) % VOCAB);
-  }
-  TF_RETURN_IF_ERROR(tf_session_write(s, "tokens", tokens, sizeof(tokens)));
-  return tf_session_write(s, "labels", labels, sizeof(labels));
-}
-
 static tf_status read_params(tf_session *s, const tf_plan *plan, outcome *out) {
   for (int32_t b = 0; b < plan->n_buffers; b++)
     if (plan->buffers[b].role == TF_ROLE_PARAMETER)
@@ -134,13 +116,8 @@ static void train(const tf_plan *plan, const char *backend, outcome *out) {
     tf_status_free(status);
     return;
   }
-  for (int64_t i = 0; i < STEPS && !status; i++) {
-    status = feed(s, i);
-    if (!status)
-      status = tf_session_micro_step(s, &out->losses[i]);
-    if (!status)
-      status = tf_session_optimizer_step(s);
-  }
+  if (!status)
+    status = gpt_train(s, STEPS, out->losses);
   if (!status)
     status = read_params(s, plan, out);
   CHECK(&counts, status == NULL, "training on %s: %s", backend, tf_status_message(status));
