@@ -15,6 +15,7 @@ import tightfit
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
 from tally import finish, verdict  # noqa: E402
+from torch_training import adamw_losses  # noqa: E402
 
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -62,14 +63,7 @@ before = {k: v.clone() for k, v in model.state_dict().items()}
 reference = torch.nn.Sequential(
     Lora(model[0], adapters["0.lora_A.weight"], adapters["0.lora_B.weight"], ALPHA / RANK), model[1],
     Lora(model[2], adapters["2.lora_A.weight"], adapters["2.lora_B.weight"], ALPHA / RANK), model[3], model[4])
-optimizer = torch.optim.AdamW([p for p in reference.parameters() if p.requires_grad], lr=LR, weight_decay=0)
-expected = []
-for _ in range(STEPS):
-    optimizer.zero_grad()
-    loss = torch.nn.functional.cross_entropy(reference(x), y)
-    loss.backward()
-    optimizer.step()
-    expected.append(loss.item())
+expected = adamw_losses(reference, (x,), y, STEPS, LR)
 worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
 verdict("10 AdamW steps: the losses of PyTorch's LoRA model", worst <= 1e-6,
         f"tightfit {losses[0]:.6f} -> {losses[-1]:.6f}, PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}, worst "

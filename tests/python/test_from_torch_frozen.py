@@ -21,6 +21,7 @@ import torch
 
 import tightfit
 from tally import finish, verdict
+from torch_training import adamw_losses
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)
@@ -51,14 +52,7 @@ def train_both(model, xs, ys):
     losses = [session.step(feed) for _ in range(STEPS)]
     trained = session.state_dict()
     reference = copy.deepcopy(model)
-    optimizer = torch.optim.AdamW([p for p in reference.parameters() if p.requires_grad], lr=LR, weight_decay=DECAY)
-    expected = []
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(reference(xs), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
+    expected = adamw_losses(reference, (xs,), ys, STEPS, LR, DECAY)
     after = {k: v.detach().numpy() for k, v in reference.state_dict().items()}
     return graph, plan, losses, expected, before, trained, after
 

@@ -19,7 +19,7 @@ import torch
 
 import tightfit
 from tally import case, finish
-from torch_training import pytorch_steps  # the same STEPS and LR as below
+from torch_training import adamw_losses, pytorch_steps  # the same STEPS and LR as below
 
 print("library:", tightfit.library_path())
 torch.set_num_threads(1)
@@ -247,14 +247,7 @@ def plain_export_cli():
         session.close()
     model.load_state_dict(start)
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0)
-    expected = []
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        value = torch.nn.functional.cross_entropy(model(tokens), tags)
-        value.backward()
-        optimizer.step()
-        expected.append(value.item())
+    expected = adamw_losses(model, (tokens,), tags, STEPS, LR)
     worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
     seen = (f"{out.strip().splitlines()[0]}; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
             f"{expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst:.1e} relative")

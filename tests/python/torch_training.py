@@ -19,6 +19,21 @@ def flags(model):
             for name, m in model.named_modules()]
 
 
+def adamw_losses(model, inputs, labels, steps, lr, weight_decay=0, criterion=torch.nn.functional.cross_entropy):
+    """PyTorch training the parameters of `model` that require grad `steps` AdamW steps on one batch
+    (model(*inputs) against labels): the loss before each step."""
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr,
+                                  weight_decay=weight_decay)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = criterion(model(*inputs), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 def pytorch_steps(model, inputs, labels, loss):
     """PyTorch training `model` STEPS AdamW steps (train mode, lr LR, no weight decay) on one batch:
     the loss before each step, and the first step's gradients of the parameters that train."""
