@@ -160,3 +160,17 @@ tf_compile_options cuda_test_training_options(tf_target_kind target, const char 
   o.accumulate = 2;
   return o;
 }
+
+tf_status cuda_test_compare_buffer(tf_session *a, tf_session *b, const tf_plan_buffer *buffer, bool *same) {
+  *same = false;
+  void *x = malloc((size_t)buffer->bytes + 1), *y = malloc((size_t)buffer->bytes + 1);
+  tf_status status = x && y ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "'%s': out of memory", buffer->name);
+  if (!status)
+    status = tf_session_read(a, buffer->name, x, buffer->bytes);
+  if (!status)
+    status = tf_session_read(b, buffer->name, y, buffer->bytes);
+  *same = !status && memcmp(x, y, (size_t)buffer->bytes) == 0;
+  free(x);
+  free(y);
+  return status;
+}

@@ -3,6 +3,7 @@
 #ifndef TIGHTFIT_TESTS_CUDA_CUDA_TEST_H
 #define TIGHTFIT_TESTS_CUDA_CUDA_TEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "check.h"
@@ -28,6 +29,10 @@ typedef struct cuda_test_data {
 
 /* Writes every input and label of `plan` into the session's next micro-batch. */
 tf_status cuda_test_feed(tf_session *session, const tf_plan *plan, const cuda_test_data *data);
+
+/* Whether `buffer` holds the same bytes in sessions a and b (*same); a read error is returned (and
+ * *same is false). */
+tf_status cuda_test_compare_buffer(tf_session *a, tf_session *b, const tf_plan_buffer *buffer, bool *same);
 
 /* The options the training tests compile with: `bindings`, AdamW (lr 1e-3, weight decay 0.01,
  * epsilon 1e-6), gradients clipped at norm 1, 2 micro-batches per step. */

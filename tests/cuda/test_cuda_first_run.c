@@ -113,19 +113,11 @@ static tf_session *open_session(const tf_plan *plan, const char *backend) {
 /* ---- (b) the warm-up leaves no trace ---- */
 
 static bool same_buffer(tf_session *a, tf_session *b, const tf_plan_buffer *buffer) {
-  void *x = malloc((size_t)buffer->bytes + 1), *y = malloc((size_t)buffer->bytes + 1);
-  bool same = x && y;
-  if (same) {
-    tf_status s1 = tf_session_read(a, buffer->name, x, buffer->bytes),
-              s2 = tf_session_read(b, buffer->name, y, buffer->bytes);
-    same = !s1 && !s2 && memcmp(x, y, (size_t)buffer->bytes) == 0;
-    CHECK(&counts, same, "'%s' (%s) differs after create: %s%s", buffer->name, tf_role_name(buffer->role),
-          tf_status_message(s1), tf_status_message(s2));
-    tf_status_free(s1);
-    tf_status_free(s2);
-  }
-  free(x);
-  free(y);
+  bool same = false;
+  tf_status status = cuda_test_compare_buffer(a, b, buffer, &same);
+  CHECK(&counts, same, "'%s' (%s) differs after create: %s", buffer->name, tf_role_name(buffer->role),
+        tf_status_message(status));
+  tf_status_free(status);
   return same;
 }
 

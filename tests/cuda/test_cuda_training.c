@@ -198,17 +198,8 @@ static void test_memory(const model *m) {
 /* ---- (d) checkpoint: CUDA -> CPU ---- */
 
 static bool same_buffer(tf_session *a, tf_session *b, const tf_plan_buffer *buffer) {
-  void *x = malloc((size_t)buffer->bytes + 1), *y = malloc((size_t)buffer->bytes + 1);
-  bool same = x && y;
-  if (same) {
-    tf_status s1 = tf_session_read(a, buffer->name, x, buffer->bytes),
-              s2 = tf_session_read(b, buffer->name, y, buffer->bytes);
-    same = !s1 && !s2 && memcmp(x, y, (size_t)buffer->bytes) == 0;
-    tf_status_free(s1);
-    tf_status_free(s2);
-  }
-  free(x);
-  free(y);
+  bool same = false;
+  tf_status_free(cuda_test_compare_buffer(a, b, buffer, &same));
   return same;
 }
 
