@@ -64,6 +64,14 @@ dense_tensor dense_copy(const dense_tensor *t) {
   return c;
 }
 
+dense_tensor dense_flat_rows(const dense_tensor *t) {
+  dense_tensor v = *t;
+  v.rank = 2;
+  v.shape[1] = t->shape[t->rank - 1];
+  v.shape[0] = t->count / v.shape[1];
+  return v;
+}
+
 void dense_free(dense_tensor *t) {
   free(t->values);
   t->values = NULL;

@@ -40,6 +40,8 @@ dense_tensor dense_random(dense_rng *rng, int32_t rank, const int64_t *shape, do
 dense_tensor dense_random_ids(dense_rng *rng, tf_dtype dtype, int32_t rank, const int64_t *shape, int64_t low,
                               int64_t high);
 dense_tensor dense_copy(const dense_tensor *t);
+/* A view of t (sharing its values) as [rows, last dim]. */
+dense_tensor dense_flat_rows(const dense_tensor *t);
 void dense_free(dense_tensor *t);
 /* Frees n tensors. */
 void dense_free_all(dense_tensor *ts, int32_t n);

@@ -208,15 +208,6 @@ static void embedding_case(const char *name, tf_dtype id_type, int32_t rank, con
   dense_free(&y), dense_free(&dy), dense_free(&dtable);
 }
 
-/* A view of t as [rows, last dim]. */
-static dense_tensor flat_rows(const dense_tensor *t) {
-  dense_tensor v = *t;
-  v.rank = 2;
-  v.shape[1] = t->shape[t->rank - 1];
-  v.shape[0] = t->count / v.shape[1];
-  return v;
-}
-
 /* Sums g to like's shape over broadcast axes (the compiler's sum_to). */
 static dense_tensor sum_to(const dense_tensor *g, const dense_tensor *like) {
   dense_tensor out = dense_zeros(like->dtype, like->rank, like->shape);
@@ -248,7 +239,7 @@ static void matmul_case(const char *name, int32_t rank_a, const int64_t *a_shape
   dense_tensor y = mm(&a, &b, ta, tb), dy = dense_random(&rng, y.rank, y.shape, -1, 1), db_full;
   dense_tensor da_full = !ta ? mm(&dy, &b, false, !tb) : tb ? mm(&b, &dy, true, true) : mm(&b, &dy, false, true);
   if (b.rank == 2 && a.rank > 2 && !ta) {
-    dense_tensor a2 = flat_rows(&a), dy2 = flat_rows(&dy);
+    dense_tensor a2 = dense_flat_rows(&a), dy2 = dense_flat_rows(&dy);
     db_full = tb ? mm(&dy2, &a2, true, false) : mm(&a2, &dy2, true, false);
   } else if (!ta) {
     db_full = tb ? mm(&dy, &a, true, false) : mm(&a, &dy, true, false);

@@ -358,15 +358,6 @@ static dense_tensor matmul_of(tf_test_counts *c, const dense_tensor *a, const de
   return out[0];
 }
 
-/* A view of t as [rows, last dim]. */
-static dense_tensor flat_rows(const dense_tensor *t) {
-  dense_tensor v = *t;
-  v.rank = 2;
-  v.shape[1] = t->shape[t->rank - 1];
-  v.shape[0] = t->count / v.shape[1];
-  return v;
-}
-
 static void check_matmul(tf_test_counts *c, int32_t rank_a, const int64_t *a_shape, int32_t rank_b,
                          const int64_t *b_shape, bool ta, bool tb) {
   dense_tensor in[2] = {dense_random(&rng, rank_a, a_shape, -1, 1), dense_random(&rng, rank_b, b_shape, -1, 1)};
@@ -383,7 +374,7 @@ static void check_matmul(tf_test_counts *c, int32_t rank_a, const int64_t *a_sha
                               : matmul_of(c, b, &dy, false, true);
   dense_tensor db_full;
   if (b->rank == 2 && a->rank > 2 && !ta) {
-    dense_tensor a2 = flat_rows(a), dy2 = flat_rows(&dy);
+    dense_tensor a2 = dense_flat_rows(a), dy2 = dense_flat_rows(&dy);
     db_full = tb ? matmul_of(c, &dy2, &a2, true, false) : matmul_of(c, &a2, &dy2, true, false);
   } else if (!ta) {
     db_full = tb ? matmul_of(c, &dy, a, true, false) : matmul_of(c, a, &dy, true, false);
