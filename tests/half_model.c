@@ -45,7 +45,10 @@ static tf_graph *build(tf_test_counts *counts, tf_dtype half) {
 }
 
 tf_plan *tf_half_model_compile(tf_test_counts *counts, tf_dtype half, tf_target_kind target, bool half_kernels) {
-  tf_graph *g = build(counts, half);
+  return tf_half_model_compile_graph(counts, build(counts, half), target, half_kernels);
+}
+
+tf_plan *tf_half_model_compile_graph(tf_test_counts *counts, tf_graph *g, tf_target_kind target, bool half_kernels) {
   tf_plan *plan = NULL;
   if (g) {
     tf_compile_options o = tf_compile_options_default(target);

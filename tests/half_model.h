@@ -28,6 +28,11 @@
  * (the failure recorded in counts) when it does not compile. */
 tf_plan *tf_half_model_compile(tf_test_counts *counts, tf_dtype half, tf_target_kind target, bool half_kernels);
 
+/* Compiles `g` (a half model: this one or test_cpu_half_kernels') for `target` as
+ * tf_half_model_compile does, then destroys it; NULL (the failure recorded) when it does not compile
+ * or when g is NULL. */
+tf_plan *tf_half_model_compile_graph(tf_test_counts *counts, tf_graph *g, tf_target_kind target, bool half_kernels);
+
 /* The first layers of the half models (this one and test_cpu_half_kernels'): inputs x [rows, width]
  * (f32, cast to `half`), ids and labels [rows] (i32; labels into *labels), parameters W1, b1 and
  * table [vocab, hidden] read through casts, -> gelu(x W1 + b1 + embedding(ids)) [rows, hidden]. */

@@ -66,19 +66,7 @@ static tf_graph *build(tf_dtype half) {
 }
 
 static tf_plan *compile(tf_dtype half, bool half_kernels) {
-  tf_graph *g = build(half);
-  tf_plan *plan = NULL;
-  if (g) {
-    tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
-    o.loss_scale = 1.0;
-    o.optimizer = TF_OPTIMIZER_ADAMW;
-    o.learning_rate = 0.01;
-    if (!half_kernels)
-      memset(o.target.half_kernels, 0, sizeof(o.target.half_kernels));
-    CHECK_OK(&counts, tf_compile(g, &o, &plan));
-  }
-  tf_graph_destroy(g);
-  return plan;
+  return tf_half_model_compile_graph(&counts, build(half), TF_TARGET_CPU, half_kernels);
 }
 
 typedef struct plan_counts {
