@@ -61,33 +61,25 @@ static int64_t first_nonfinite_16(const uint16_t *bits, int64_t n, uint16_t expo
 #define OUT_OF_RANGE(v, limit, rule)                                                                                   \
   ((uint64_t)(v) >= (uint64_t)(limit) && !((rule)->has_ignore && (v) == (rule)->ignore))
 
-static int64_t first_out_of_range_i32(const int32_t *values, int64_t n, const tf_data_rule *rule) {
-  const int64_t limit = rule->limit;
-  for (int64_t start = 0; start < n; start += SCAN_BLOCK) {
-    const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;
-    uint32_t any = 0;
-    for (int64_t i = start; i < end; i++)
-      any |= OUT_OF_RANGE((int64_t)values[i], limit, rule);
-    for (int64_t i = start; any && i < end; i++)
-      if (OUT_OF_RANGE((int64_t)values[i], limit, rule))
-        return i;
+/* first_out_of_range_i32 and _i64: the index of the first value OUT_OF_RANGE, or -1; blocks of
+ * SCAN_BLOCK are tested whole first (a loop without an exit, which vectorises). */
+#define FIRST_OUT_OF_RANGE(suffix, type)                                                                               \
+  static int64_t first_out_of_range_##suffix(const type *values, int64_t n, const tf_data_rule *rule) {                \
+    const int64_t limit = rule->limit;                                                                                 \
+    for (int64_t start = 0; start < n; start += SCAN_BLOCK) {                                                          \
+      const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;                                             \
+      uint32_t any = 0;                                                                                                \
+      for (int64_t i = start; i < end; i++)                                                                            \
+        any |= OUT_OF_RANGE((int64_t)values[i], limit, rule);                                                          \
+      for (int64_t i = start; any && i < end; i++)                                                                     \
+        if (OUT_OF_RANGE((int64_t)values[i], limit, rule))                                                             \
+          return i;                                                                                                    \
+    }                                                                                                                  \
+    return -1;                                                                                                         \
   }
-  return -1;
-}
-
-static int64_t first_out_of_range_i64(const int64_t *values, int64_t n, const tf_data_rule *rule) {
-  const int64_t limit = rule->limit;
-  for (int64_t start = 0; start < n; start += SCAN_BLOCK) {
-    const int64_t end = n - start < SCAN_BLOCK ? n : start + SCAN_BLOCK;
-    uint32_t any = 0;
-    for (int64_t i = start; i < end; i++)
-      any |= OUT_OF_RANGE(values[i], limit, rule);
-    for (int64_t i = start; any && i < end; i++)
-      if (OUT_OF_RANGE(values[i], limit, rule))
-        return i;
-  }
-  return -1;
-}
+FIRST_OUT_OF_RANGE(i32, int32_t)
+FIRST_OUT_OF_RANGE(i64, int64_t)
+#undef FIRST_OUT_OF_RANGE
 
 /* "nan", "inf" or "-inf" for a non-finite value of `file` at `index`. */
 static const char *nonfinite_name(const tf_npy *file, int64_t index) {
