@@ -12,19 +12,14 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "common/copy.h"
 
 /* A new scratch folder under $TMPDIR (or /tmp); NULL on failure. The caller frees it. */
 static inline char *io_scratch_create(void) {
   const char *base = getenv("TMPDIR");
   char pattern[4096];
   snprintf(pattern, sizeof(pattern), "%s/tf_runtime_io_XXXXXX", base && *base ? base : "/tmp");
-  if (!mkdtemp(pattern))
-    return NULL;
-  size_t length = strlen(pattern) + 1;
-  char *folder = malloc(length);
-  if (folder)
-    memcpy(folder, pattern, length);
-  return folder;
+  return mkdtemp(pattern) ? tf_copy_string(pattern) : NULL;
 }
 
 /* Removes the files in `folder` (flat), then the folder, and frees the string. */
