@@ -235,6 +235,14 @@ static void keep(search *s, tf_plan *plan, bool better) {
     tf_plan_destroy(plan);
 }
 
+/* Whether `plan` updates parameters inside its micro-batch block (updates in the backward pass). */
+static bool updates_in_backward(const tf_plan *plan) {
+  for (int32_t s = 0; s < plan->micro_steps; s++)
+    if (plan->steps[s].phase == TF_PHASE_OPTIMIZER)
+      return true;
+  return false;
+}
+
 /* Compiles `c`, says so in the summary and keeps the plan if it is the best or the smallest. */
 static tf_status try_config(search *s, const config *c, outcome *out) {
   const tf_budget_options *o = s->o;
@@ -250,8 +258,8 @@ static tf_status try_config(search *s, const config *c, outcome *out) {
   options.remat_budget = o->budget;
   /* Updates in the backward pass need one micro-batch per step and no f16 loss scaling: the other
    * candidates go without. */
-  options.update_in_backward =
-      o->base.update_in_backward && options.accumulate == 1 && !(c->half && o->precision == TF_PRECISION_F16);
+  const bool legal = options.accumulate == 1 && !(c->half && o->precision == TF_PRECISION_F16);
+  options.update_in_backward = legal ? o->base.update_in_backward : TF_CHOICE_OFF;
   if (c->half) {
     options.set_precision = true;
     options.precision = o->precision;
@@ -273,7 +281,7 @@ static tf_status try_config(search *s, const config *c, outcome *out) {
   if (c->fuse || c->chunk_rows > 0)
     snprintf(head, sizeof(head), "%s, loss chunk %" PRId64 " rows", c->fuse ? ", fused loss head" : "",
              out->head.chunk_rows);
-  if (options.update_in_backward)
+  if (updates_in_backward(plan))
     snprintf(head + strlen(head), sizeof(head) - strlen(head), ", updates in backward");
   say(s->result, "N=%" PRId64 " x k=%d, recompute %s, %s%s: %.2f GiB, %.3f s/step%s\n", c->n, options.accumulate,
       c->remat == TF_REMAT_AUTO ? "auto" : "none", precision_name(plan->training_config.precision), head,
@@ -485,8 +493,14 @@ static void trained_bytes(const tf_plan *plan, int64_t bytes[3]) {
   bytes[2] = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
 }
 
-tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *o, tf_plan **out,
+tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *given, tf_plan **out,
                             tf_budget_result *result) {
+  /* The search fuses loss heads itself where a configuration does not fit, and prefers the faster
+   * unfused head where it does: the default SMALLEST is its AUTO. */
+  tf_budget_options searched = *given;
+  if (searched.base.fuse_loss == TF_FUSE_LOSS_SMALLEST)
+    searched.base.fuse_loss = TF_FUSE_LOSS_AUTO;
+  const tf_budget_options *o = &searched;
   TF_RETURN_IF_ERROR(search_plans(graph, o, out, result));
   if (result->fits || o->allow_lora_rank <= 0 || o->base.lora_rank > 0)
     return NULL;

@@ -21,6 +21,14 @@ tf_compile_options tf_compile_options_default(tf_target_kind target) {
   return options;
 }
 
+/* Why a plan of `c` cannot update its parameters in the backward pass, or NULL when it can. */
+static const char *update_in_backward_refusal(const tf_training_config *c) {
+  return c->accumulate_steps > 1 ? "it accumulates micro-batches (--accumulate > 1)"
+         : c->clip_norm > 0      ? "it clips the global gradient norm (--clip)"
+         : c->loss_scale > 0     ? "it stores f16 activations, so it scales the loss and skips overflowed updates"
+                                 : NULL;
+}
+
 /* The graph's training configuration with the command line's choices applied, defaults filled. */
 static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, tf_training_config *c) {
   if (g->has_training)
@@ -75,18 +83,12 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
                          "loss scale %g: it must be a power of two from 2^%d to 2^%d (scaling by a power of two is "
                          "exact, so the scaled step updates the weights as the unscaled one would)",
                          c->loss_scale, TF_LOSS_SCALE_MIN_LOG2, TF_LOSS_SCALE_MAX_LOG2);
-  if (o->update_in_backward && o->training) {
-    const char *why = c->accumulate_steps > 1 ? "it accumulates micro-batches (--accumulate > 1)"
-                      : c->clip_norm > 0      ? "it clips the global gradient norm (--clip)"
-                      : c->loss_scale > 0     ? "it stores f16 activations, so it scales the loss and skips overflowed "
-                                                "updates"
-                                              : NULL;
-    if (why)
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
-                           "--update-in-backward: this plan cannot update a parameter before the backward pass "
-                           "ends: %s, which needs every gradient before the first update",
-                           why);
-  }
+  const char *why = update_in_backward_refusal(c);
+  if (o->update_in_backward == TF_CHOICE_ON && o->training && why)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--update-in-backward: this plan cannot update a parameter before the backward pass "
+                         "ends: %s, which needs every gradient before the first update",
+                         why);
   if (!isfinite(c->learning_rate) || c->beta1 >= 1 || c->beta2 >= 1)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "invalid optimizer settings: lr %g, betas %g/%g", c->learning_rate,
                          c->beta1, c->beta2);
@@ -102,6 +104,10 @@ static tf_status check_options(const tf_compile_options *o) {
                          (long long)t->alignment);
   if (t->threads < 1 || t->threads > 1024)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "target threads %d is outside 1..1024", t->threads);
+  if ((int)o->update_in_backward < 0 || o->update_in_backward > TF_CHOICE_SMALLEST)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown update_in_backward choice %d", (int)o->update_in_backward);
+  if ((int)o->fuse_loss < 0 || o->fuse_loss > TF_FUSE_LOSS_SMALLEST)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown fuse_loss choice %d", (int)o->fuse_loss);
   if ((int)o->remat < 0 || o->remat > TF_REMAT_LIST)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown recompute mode %d", (int)o->remat);
   if (o->remat == TF_REMAT_LIST && (o->remat_list_count < 0 || (o->remat_list_count > 0 && !o->remat_list)))
@@ -555,8 +561,105 @@ static tf_status compile_unverified(const tf_graph *graph, const tf_compile_opti
 
 /* Every plan returned passes tf_plan_verify; the plans a search compiles only to compare them are
  * not checked one by one (about a tenth of a greedy search's time). */
+/* Whether `plan` has a fused loss head (a linear_cross_entropy* step, any of its forms). */
+static bool has_fused_head(const tf_plan *plan) {
+  static const char fused[] = "linear_cross_entropy";
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    if (strncmp(tf_op_name(plan->steps[s].op), fused, sizeof(fused) - 1) == 0)
+      return true;
+  return false;
+}
+
+/* Keeps the smaller of *best and `trial` (*best on a tie) in *best, destroying the other; says
+ * whether the trial was kept. */
+static bool keep_smaller(tf_plan **best, tf_plan *trial) {
+  if (*best && tf_plan_device_total(trial) >= tf_plan_device_total(*best)) {
+    tf_plan_destroy(trial);
+    return false;
+  }
+  tf_plan_destroy(*best);
+  *best = trial;
+  return true;
+}
+
+/* Appends "; KEPT (saves X MiB)" or "; NOT_KEPT (REWRITE would add X MiB)" to the notes line `line`
+ * ("...:" before the first clause); `saved`: the rewrite's saving, negative when it costs bytes. */
+static void add_clause(char *line, size_t size, bool kept, const char *rewrite, const char *not_kept, int64_t saved) {
+  size_t used = strlen(line);
+  const char *separator = line[used - 1] == ':' ? "" : ";";
+  const double mib = (double)(saved < 0 ? -saved : saved) / 1048576.0;
+  if (kept)
+    snprintf(line + used, size - used, "%s %s (saves %.2f MiB)", separator, rewrite, mib);
+  else
+    snprintf(line + used, size - used, "%s %s (%s %s %.2f MiB)", separator, not_kept, rewrite,
+             saved < 0 ? "would add" : "would save", mib);
+}
+
+/* The rewrites left to SMALLEST (update_in_backward, fuse_loss) that leave the weights bit for bit
+ * the same: each tried where it is legal and can change the plan, the smallest device total kept
+ * (the plain plan on a tie). The first plan compiled is the plain one (updates after the backward
+ * pass; the head fused only by AUTO's threshold); a fused head is tried when the plain plan left a
+ * fusable head unfused (ON fuses one); the updates in the backward pass on the best of those. Its
+ * notes say what was kept and what each saved. */
+static tf_status compile_smallest(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
+  tf_compile_options o = *options;
+  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST;
+  const bool choose_fusion = o.fuse_loss == TF_FUSE_LOSS_SMALLEST;
+  if (choose_updates)
+    o.update_in_backward = TF_CHOICE_OFF;
+  if (choose_fusion)
+    o.fuse_loss = TF_FUSE_LOSS_AUTO;
+  if (!o.training || (!choose_updates && !choose_fusion))
+    return compile_unverified(graph, &o, out);
+  tf_training_config config;
+  TF_RETURN_IF_ERROR(check_options(&o));
+  TF_RETURN_IF_ERROR(resolve_config(graph, &o, &config));
+  tf_plan *best = NULL;
+  TF_RETURN_IF_ERROR(compile_unverified(graph, &o, &best));
+  const int64_t plain = tf_plan_device_total(best);
+  char line[320] = "smallest plan:";
+  if (choose_fusion && !has_fused_head(best)) {
+    tf_compile_options fused = o;
+    fused.fuse_loss = TF_FUSE_LOSS_ON;
+    tf_plan *trial = NULL;
+    tf_status status = compile_unverified(graph, &fused, &trial);
+    if (status) {
+      tf_plan_destroy(best);
+      return status;
+    }
+    if (!has_fused_head(trial)) {
+      tf_plan_destroy(trial); /* no head to fuse: the same plan */
+    } else {
+      const int64_t bytes = tf_plan_device_total(trial);
+      const bool kept = keep_smaller(&best, trial);
+      o.fuse_loss = kept ? TF_FUSE_LOSS_ON : o.fuse_loss;
+      add_clause(line, sizeof(line), kept, "fused loss head", "loss head not fused", plain - bytes);
+    }
+  }
+  if (choose_updates && !update_in_backward_refusal(&config)) {
+    tf_compile_options moved = o;
+    moved.update_in_backward = TF_CHOICE_ON;
+    tf_plan *trial = NULL;
+    tf_status status = compile_unverified(graph, &moved, &trial);
+    if (status) {
+      tf_plan_destroy(best);
+      return status;
+    }
+    const int64_t before = tf_plan_device_total(best), bytes = tf_plan_device_total(trial);
+    const bool kept = keep_smaller(&best, trial);
+    add_clause(line, sizeof(line), kept, "updates in the backward pass", "updates after the backward pass",
+               before - bytes);
+  }
+  if (line[strlen(line) - 1] != ':') {
+    strncat(line, "\n", sizeof(line) - strlen(line) - 1);
+    tf_plan_note(best, line);
+  }
+  *out = best;
+  return NULL;
+}
+
 tf_status tf_compile(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
-  TF_RETURN_IF_ERROR(compile_unverified(graph, options, out));
+  TF_RETURN_IF_ERROR(compile_smallest(graph, options, out));
   tf_status status = tf_plan_verify(*out);
   if (status) {
     tf_plan_destroy(*out);
@@ -574,6 +677,9 @@ tf_status tf_compile_saved_activations(const tf_graph *graph, const tf_compile_o
   tf_compile_options plain = *options;
   plain.remat = TF_REMAT_NONE;
   plain.training = true;
+  plain.update_in_backward = TF_CHOICE_OFF; /* no rewrite SMALLEST chooses changes what is saved */
+  if (plain.fuse_loss == TF_FUSE_LOSS_SMALLEST)
+    plain.fuse_loss = TF_FUSE_LOSS_AUTO;
   tf_plan *plan = NULL;
   tf_status status = run_pipeline(graph, &plain, (remat_choice){0, 0, false}, &plan, NULL, names, count);
   tf_plan_destroy(plan);

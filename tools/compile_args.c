@@ -36,6 +36,10 @@ void tf_compile_args_help(void) {
           "                         is complete: the gradients then live in the arena for a few steps\n"
           "                         instead of all in their own region (same weights; needs\n"
           "                         --accumulate 1, no --clip, no fp16)\n"
+          "  --smallest             take each rewrite that trains the same weights bit for bit where\n"
+          "                         it makes the plan smaller: updates in the backward pass (where\n"
+          "                         legal) and fused loss heads; the report's notes say what each\n"
+          "                         saved (--update-in-backward and --fuse-loss given stay as given)\n"
           "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
           "                         boundaries), auto (recompute the least that fits --budget)\n"
           "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
@@ -83,7 +87,8 @@ void tf_compile_args_help(void) {
           "  --lora-targets PATTERN the weights LoRA adapts: names or fnmatch globs of 2-D matmul weights\n"
           "                         (repeatable), e.g. '*.attn.c_attn.weight'\n"
           "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
-          "                         on or off: compute each matmul [-> add bias] -> cross_entropy loss\n"
+          "                         on, off, or smallest (fused where that makes the plan smaller):\n"
+          "                         compute each matmul [-> add bias] -> cross_entropy loss\n"
           "                         head (every term of a summed loss) in row chunks, so the [rows, V]\n"
           "                         logits and their gradient never exist; the gradient recomputes them,\n"
           "                         except with --accumulate 1 for the head that gives the loss, whose\n"
@@ -208,7 +213,9 @@ bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk) {
   } else if (strcmp(argv[*i], "--inference") == 0) {
     o->training = false;
   } else if (strcmp(argv[*i], "--update-in-backward") == 0) {
-    o->update_in_backward = true;
+    o->update_in_backward = TF_CHOICE_ON;
+  } else if (strcmp(argv[*i], "--smallest") == 0) {
+    args->smallest = true;
   } else if (strcmp(argv[*i], "--no-half-kernels") == 0) {
     args->no_half_kernels = true;
   } else if (tf_cli_option(argc, argv, i, "--remat", &value, error)) {
@@ -274,14 +281,17 @@ bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk) {
     else if (!*error)
       args->train_only[args->n_train_only++] = value;
   } else if (tf_cli_option(argc, argv, i, "--fuse-loss", &value, error)) {
+    args->fuse_loss_given = true;
     if (!*error && strcmp(value, "auto") == 0)
       o->fuse_loss = TF_FUSE_LOSS_AUTO;
     else if (!*error && strcmp(value, "on") == 0)
       o->fuse_loss = TF_FUSE_LOSS_ON;
     else if (!*error && strcmp(value, "off") == 0)
       o->fuse_loss = TF_FUSE_LOSS_OFF;
+    else if (!*error && strcmp(value, "smallest") == 0)
+      o->fuse_loss = TF_FUSE_LOSS_SMALLEST;
     else if (!*error)
-      *error = tf_cli_usage_error(command, "--fuse-loss takes auto, on or off, got '%s'", value) != 0;
+      *error = tf_cli_usage_error(command, "--fuse-loss takes smallest, auto, on or off, got '%s'", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--loss-chunk", &value, error)) {
     if (!*error && (!parse_int(value, &integer) || integer < 1))
       *error = tf_cli_usage_error(command, "--loss-chunk takes a positive row count, got '%s'", value) != 0;
@@ -391,6 +401,10 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   options.lora_target_count = args->n_lora_targets;
   if (args->no_half_kernels)
     memset(options.target.half_kernels, 0, sizeof(options.target.half_kernels));
+  if (args->smallest && options.update_in_backward == TF_CHOICE_OFF)
+    options.update_in_backward = TF_CHOICE_SMALLEST;
+  if (args->smallest && !args->fuse_loss_given)
+    options.fuse_loss = TF_FUSE_LOSS_SMALLEST;
   tf_status status = apply_overrides(args, g);
   if (!status && args->global_batch > 0) {
     tf_budget_options budget = {.base = options,

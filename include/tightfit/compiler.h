@@ -20,7 +20,13 @@ typedef enum tf_remat_mode {
   TF_REMAT_LIST         /* recompute exactly the activations named in remat_list */
 } tf_remat_mode;
 
-typedef enum tf_fuse_loss { TF_FUSE_LOSS_AUTO = 0, TF_FUSE_LOSS_OFF, TF_FUSE_LOSS_ON } tf_fuse_loss;
+/* SMALLEST: the plan compiled with the head fused and not, the smaller device total kept (not fused
+ * on a tie: the unfused step is faster). */
+typedef enum tf_fuse_loss { TF_FUSE_LOSS_AUTO = 0, TF_FUSE_LOSS_OFF, TF_FUSE_LOSS_ON, TF_FUSE_LOSS_SMALLEST } tf_fuse_loss;
+
+/* A rewrite that leaves the trained weights bit for bit the same: off, on, or SMALLEST (the plan
+ * compiled both ways where the rewrite is legal, the smaller device total kept; off on a tie). */
+typedef enum tf_choice { TF_CHOICE_OFF = 0, TF_CHOICE_ON = 1, TF_CHOICE_SMALLEST = 2 } tf_choice;
 #define TF_FUSE_LOSS_AUTO_CLASSES 8192
 #define TF_FUSE_LOSS_AUTO_BYTES ((int64_t)128 << 20)
 
@@ -47,15 +53,16 @@ typedef struct tf_compile_options {
    * compute in f32 on widened x and W). AUTO fuses a head when V >= TF_FUSE_LOSS_AUTO_CLASSES and
    * its logits counted in f32 take TF_FUSE_LOSS_AUTO_BYTES or more (the
    * fused head recomputes the logits for the gradient: a step costs more); ON fuses every such head;
-   * training plans only. */
+   * SMALLEST fuses them where that makes the plan smaller; training plans only. */
   tf_fuse_loss fuse_loss;
   int64_t loss_chunk_rows; /* rows of logits every fused head computes at a time; 0: the compiler's choice */
   /* Each parameter's update runs in the backward pass, as soon as its gradient is complete and no
    * later step reads the parameter (compiler/schedule_updates.c): a gradient then lives in the
    * arena only from the step that writes it to its update, and the gradients region holds none of
    * them. Same weights bit for bit; needs one micro-batch per step, no clipping and no f16 loss
-   * scaling (each needs every gradient before any update). Training plans only. */
-  bool update_in_backward;
+   * scaling (each needs every gradient before any update). Training plans only. ON where it is not
+   * legal is an error; SMALLEST takes it where it is legal and makes the plan smaller. */
+  tf_choice update_in_backward;
   /* TF_F32 (the default), TF_BF16 or TF_F16: the plan's matmul_math (plan_types.h), the precision of
    * the matrix products' operands where the backend has half-precision units. */
   tf_dtype matmul_math;
