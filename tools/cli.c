@@ -117,6 +117,13 @@ bool tf_cli_args_done(tf_cli_args *a, bool given, const char *missing) {
   return a->exit_code < 0;
 }
 
+bool tf_cli_args_load_plan(tf_cli_args *a, const char *path, tf_plan **plan) {
+  tf_status status = tf_plan_load(path, plan);
+  if (status)
+    a->exit_code = tf_cli_fail(a->command, status);
+  return !status;
+}
+
 void tf_cli_args_positional(tf_cli_args *a, const char *what, const char **slot) {
   const char *arg = a->argv[a->i];
   if (arg[0] == '-' && !(a->dash_operand && arg[1] == '\0'))

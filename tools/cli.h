@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tightfit/plan.h"
 #include "tightfit/status.h"
 
 enum { TF_EXIT_OK = 0, TF_EXIT_FAILED = 1, TF_EXIT_USAGE = 2 };
@@ -82,10 +83,13 @@ bool tf_cli_args_list(tf_cli_args *a, const char *name, const char **values, int
  * usage error) when it starts with '-', else the command's one positional argument `what` ("graph
  * file") into *slot (tf_cli_positional). Ends the walk on an error. */
 void tf_cli_args_positional(tf_cli_args *a, const char *what, const char **slot);
-/* After the walk: true when it went through every argument and the command's required positional
- * arguments are `given`; otherwise false, with a->exit_code set (a usage error saying `missing` when
- * they are not given). */
+/* After the walk: true when it went through every argument and what the command requires (its
+ * positional arguments, a required option) is `given`; otherwise false, with a->exit_code set (a
+ * usage error saying `missing` when it is not given). Called once per requirement, in order. */
 bool tf_cli_args_done(tf_cli_args *a, bool given, const char *missing);
+/* After the walk: loads the plan at `path` into *plan (the caller destroys it); false when it cannot,
+ * with the failure printed and a->exit_code set (tf_cli_fail). */
+bool tf_cli_args_load_plan(tf_cli_args *a, const char *path, tf_plan **plan);
 /* Prints "tightfit CMD: message" to stderr and returns TF_EXIT_USAGE. */
 int tf_cli_usage_error(const char *command, const char *fmt, ...) TF_PRINTF(2, 3);
 /* Prints a failed status as "tightfit CMD: message", frees it, and returns the exit code for it. */

@@ -181,10 +181,9 @@ int tf_cmd_import(int argc, char **argv) {
       tf_cli_args_positional(&walk, "ONNX file", &onnx_path);
     }
   }
-  if (!tf_cli_args_done(&walk, onnx_path != NULL, "which ONNX file? (tightfit import M.onnx -o M.tfg)"))
+  if (!tf_cli_args_done(&walk, onnx_path != NULL, "which ONNX file? (tightfit import M.onnx -o M.tfg)") ||
+      !tf_cli_args_done(&walk, output != NULL, "-o F.tfg is required"))
     return walk.exit_code;
-  if (!output)
-    return tf_cli_usage_error("import", "-o F.tfg is required");
   if (weights && strchr(weights, '/'))
     return tf_cli_usage_error("import", "--weights takes a file name, written in the graph's folder (got '%s')",
                               weights);

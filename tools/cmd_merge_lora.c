@@ -29,17 +29,14 @@ int tf_cmd_merge_lora(int argc, char **argv) {
       tf_cli_args_positional(&walk, "checkpoint", &checkpoint);
     }
   }
+  tf_plan *plan = NULL;
   if (!tf_cli_args_done(&walk, plan_path && checkpoint,
-                        "give the plan and the checkpoint: merge-lora P.tfplan CHECKPOINT -o OUT"))
+                        "give the plan and the checkpoint: merge-lora P.tfplan CHECKPOINT -o OUT") ||
+      !tf_cli_args_done(&walk, output != NULL, "missing -o OUT.safetensors") ||
+      !tf_cli_args_load_plan(&walk, plan_path, &plan))
     return walk.exit_code;
-  if (!output)
-    return tf_cli_usage_error("merge-lora", "missing -o OUT.safetensors");
-  tf_plan *plan;
-  tf_status status = tf_plan_load(plan_path, &plan);
-  if (status)
-    return tf_cli_fail("merge-lora", status);
   int32_t merged = 0;
-  status = tf_lora_merge(plan, checkpoint, output, &merged);
+  tf_status status = tf_lora_merge(plan, checkpoint, output, &merged);
   tf_plan_destroy(plan);
   if (status)
     return tf_cli_fail("merge-lora", status);

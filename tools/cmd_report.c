@@ -324,11 +324,11 @@ int tf_cmd_report(int argc, char **argv) {
   if ((outputs.svg && !outputs.svg[0]) || (outputs.html && !outputs.html[0]))
     return tf_cli_usage_error("report", "--svg and --html need a file name");
   tf_plan *plan;
-  tf_status status = tf_plan_load(path, &plan);
-  if (status)
-    return tf_cli_fail("report", status);
+  if (!tf_cli_args_load_plan(&walk, path, &plan))
+    return walk.exit_code;
   /* Files first: a file that cannot be written fails the command before anything is printed. */
   tf_svg_options options = {path, outputs.budget, 0};
+  tf_status status = NULL;
   if (outputs.svg)
     status = tf_report_svg_save(outputs.svg, plan, &options);
   if (!status && outputs.html)

@@ -104,14 +104,10 @@ int tf_cmd_run(int argc, char **argv) {
       tf_cli_args_positional(&walk, "plan", &plan_path);
     }
   }
-  if (!tf_cli_args_done(&walk, plan_path != NULL, "missing the plan file"))
+  tf_plan *plan = NULL;
+  if (!tf_cli_args_done(&walk, plan_path != NULL, "missing the plan file") ||
+      !tf_cli_args_done(&walk, data != NULL, "missing --data DIR") || !tf_cli_args_load_plan(&walk, plan_path, &plan))
     return walk.exit_code;
-  if (!data)
-    return tf_cli_usage_error("run", "missing --data DIR");
-  tf_plan *plan;
-  tf_status status = tf_plan_load(plan_path, &plan);
-  if (status)
-    return tf_cli_fail("run", status);
   tf_session_options options = tf_session_options_default();
   options.threads = threads;
   options.backend = backend;
@@ -119,7 +115,7 @@ int tf_cmd_run(int argc, char **argv) {
   char folder[4096];
   options.weights_dir = weights_dir ? weights_dir : tf_cli_folder_of(plan_path, folder, sizeof(folder));
   tf_session *session = NULL;
-  status = tf_session_create(plan, &options, &session);
+  tf_status status = tf_session_create(plan, &options, &session);
   if (!status && weights)
     status = tf_session_load(session, weights);
   if (!status && weights)

@@ -250,12 +250,10 @@ static int parse_args(int argc, char **argv, train_args *a) {
       tf_cli_args_positional(&walk, "plan", &a->plan_path);
     }
   }
-  if (!tf_cli_args_done(&walk, a->plan_path != NULL, "missing the plan file"))
+  if (!tf_cli_args_done(&walk, a->plan_path != NULL, "missing the plan file") ||
+      !tf_cli_args_done(&walk, a->data != NULL, "missing --data DIR") ||
+      !tf_cli_args_done(&walk, a->steps != 0, "missing --steps S"))
     return walk.exit_code == TF_EXIT_OK ? -1 : walk.exit_code;
-  if (!a->data)
-    return tf_cli_usage_error("train", "missing --data DIR");
-  if (!a->steps)
-    return tf_cli_usage_error("train", "missing --steps S");
   if (a->resume && !a->checkpoint)
     return tf_cli_usage_error("train", "--resume needs --checkpoint DIR");
   if (a->init_map && !a->init_from)
