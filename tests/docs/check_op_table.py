@@ -2,8 +2,7 @@
 row's name and number in schema/graph.fbs's `enum Op`, and no other there; every op named once, with
 its number, in docs/format.md's Ops table, "(plans only)" exactly on the training-only ones; the counts
 of ops the documentation states (README.md, docs/*.md, shaders/README.md: "all N ops", "N graph ops",
-"N training-only ops", "ops 0..N"); shaders/README.md naming every graph op that shaders/unary.comp
-computes. With a built libtightfit.so: its op names and numbers (tf_op_count, tf_op_name) are the rows
+"N training-only ops", "ops 0..N"; the docs avoid them, so that a new op changes none). With a built libtightfit.so: its op names and numbers (tf_op_count, tf_op_name) are the rows
 read from the header's text, and Python's Graph.unary takes exactly the table's attribute-free float
 unaries. Prints each mismatch; exit 1 when any.
 usage: check_op_table.py REPOSITORY [LIBTIGHTFIT_SO]"""
@@ -123,16 +122,6 @@ for document in documents:
                 check(int(match.group(1)) == expected,
                       f"{document}:{number}: '{match.group(0)}' ({what}), the table has {expected}")
 print(f"counts: {stated} stated in {len(documents)} documents")
-
-# ---- shaders/README.md: the graph ops of unary.comp ----
-shaders = read("shaders/README.md")
-unary_line = next((line for line in shaders.splitlines() if line.startswith("| `unary.comp`")), "")
-unary_line = re.sub(r"\([^)]*\)", "", unary_line)  # "gelu (erf, tanh)" names gelu's forms, not the ops
-unary_graph_ops = [r["name"] for r in graph_ops if r["vulkan"] == "unary"]
-for name in unary_graph_ops:
-    check(re.search(r"\b" + name + r"\b", unary_line) is not None,
-          f"shaders/README.md: unary.comp's row does not name {name} (its vulkan column is unary)")
-print(f"shaders/README.md: unary.comp's row checked for {len(unary_graph_ops)} graph ops")
 
 # ---- Python's Graph.unary: the table's attribute-free float unaries ----
 if library:
