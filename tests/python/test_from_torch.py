@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import tightfit
+from torch_training import adamw_losses
 
 print("library:", tightfit.library_path())
 torch.manual_seed(0)
@@ -217,14 +218,7 @@ def adamw_both(graph, model, xs, ys, steps, sessions=None, inputs=None):
     feed = {name: t.numpy() if t.is_floating_point() else t.numpy().astype(np.int64) for name, t in inputs.items()}
     feed["labels"] = ys.numpy().astype(np.int32)
     losses = [session.step(feed) for _ in range(steps)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(*inputs.values()), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
+    expected = adamw_losses(model, inputs.values(), ys, steps, 1e-2)
     return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
 
 
@@ -679,14 +673,7 @@ def l1_steps_beside_torch(model, xs, ys, steps=5):
     plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
     session = tightfit.Session(plan, seed=0)
     losses = [session.step({"x": xs.numpy(), "labels": ys.numpy()}) for _ in range(steps)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0)
-    expected = []
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = F.l1_loss(model(xs), ys)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
+    expected = adamw_losses(model, (xs,), ys, steps, 1e-2, criterion=F.l1_loss)
     return ops, losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
 
 
