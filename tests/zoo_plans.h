@@ -1,5 +1,6 @@
-/* Zoo models as the tests use them: a preset's graph, compiled to a plan, a session on it; each
- * records a failure in `counts` (naming what failed) and returns NULL instead of stopping the test. */
+/* Zoo models as the tests use them: the usual training options, a preset's graph, compiled to a
+ * plan, a session on it; each records a failure in `counts` (naming what failed) and returns NULL
+ * instead of stopping the test. */
 #ifndef TIGHTFIT_TESTS_ZOO_PLANS_H
 #define TIGHTFIT_TESTS_ZOO_PLANS_H
 
@@ -7,6 +8,18 @@
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
+
+/* The options most training tests compile with: `bindings`, AdamW at learning rate 1e-3 with weight
+ * decay 0.01, gradients clipped at norm 1. */
+static inline tf_compile_options tf_test_adamw_options(tf_target_kind target, const char *bindings) {
+  tf_compile_options o = tf_compile_options_default(target);
+  o.bindings = bindings;
+  o.optimizer = TF_OPTIMIZER_ADAMW;
+  o.learning_rate = 1e-3;
+  o.weight_decay = 0.01;
+  o.clip_norm = 1.0;
+  return o;
+}
 
 /* Preset `preset` with n overrides (KNOB=V); the caller destroys it. */
 static inline tf_graph *tf_test_zoo_graph(tf_test_counts *counts, const char *preset, const char *const *overrides,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "zoo_plans.h"
 
 /* "CUDA x.y" from a version number such as 13000. */
 static void version_text(int version, char *text, size_t size) {
@@ -150,12 +151,7 @@ tf_status cuda_test_train_step(tf_session *session, const tf_plan *plan, int32_t
 }
 
 tf_compile_options cuda_test_training_options(tf_target_kind target, const char *bindings) {
-  tf_compile_options o = tf_compile_options_default(target);
-  o.bindings = bindings;
-  o.optimizer = TF_OPTIMIZER_ADAMW;
-  o.learning_rate = 1e-3;
-  o.weight_decay = 0.01;
-  o.clip_norm = 1.0;
+  tf_compile_options o = tf_test_adamw_options(target, bindings);
   o.epsilon = 1e-6;
   o.accumulate = 2;
   return o;

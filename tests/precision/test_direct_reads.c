@@ -25,7 +25,7 @@
 #include "gpt_steps.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 
@@ -35,13 +35,8 @@ static tf_test_counts counts;
  * without; NULL (failure recorded) on error. */
 static tf_plan *compile_gpt(const tf_graph *g, const char *backend, tf_precision precision, tf_remat_mode remat,
                             bool direct) {
-  tf_compile_options o = tf_compile_options_default(gpt_target_of(backend));
+  tf_compile_options o = tf_test_adamw_options(gpt_target_of(backend), "N=2");
   o.remat = remat;
-  o.bindings = "N=2";
-  o.optimizer = TF_OPTIMIZER_ADAMW;
-  o.learning_rate = 1e-3;
-  o.weight_decay = 0.01;
-  o.clip_norm = 1.0;
   o.set_precision = true;
   o.precision = precision;
   if (!direct)

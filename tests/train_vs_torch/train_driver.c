@@ -16,7 +16,7 @@
 #include "runtime/npy.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static int fail(tf_status status) {
   fprintf(stderr, "train_driver: %s\n", tf_status_message(status));
@@ -63,12 +63,7 @@ int main(int argc, char **argv) {
   tf_status status = tf_zoo_build(argv[5], (const char *const *)argv + 6, argc - 6, &g);
   if (status)
     return fail(status);
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
-  options.bindings = argv[4];
-  options.optimizer = TF_OPTIMIZER_ADAMW;
-  options.learning_rate = 1e-3;
-  options.weight_decay = 0.01;
-  options.clip_norm = 1.0;
+  tf_compile_options options = tf_test_adamw_options(TF_TARGET_CPU, argv[4]);
   options.epsilon = 1e-6; /* see compare.py */
   options.accumulate = accumulate;
   tf_plan *plan;

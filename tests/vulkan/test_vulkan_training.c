@@ -85,12 +85,7 @@ static void test_training_precision(const char *label, const char *preset, const
   tf_graph *g = build(preset, overrides, n_overrides);
   if (!g)
     return;
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
-  options.bindings = bindings;
-  options.optimizer = TF_OPTIMIZER_ADAMW;
-  options.learning_rate = 1e-3;
-  options.weight_decay = 0.01;
-  options.clip_norm = 1.0;
+  tf_compile_options options = tf_test_adamw_options(TF_TARGET_CPU, bindings);
   options.accumulate = accumulate;
   options.set_precision = true;
   options.precision = precision;
