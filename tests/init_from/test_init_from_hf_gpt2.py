@@ -7,73 +7,49 @@ kind of mismatch is refused with the tensor named and nothing trained: a file wi
 with a tensor the plan lacks, with a mis-shaped one, a transposed one the map does not declare, and a
 map with a bad line. Runs in the .venv scripts/setup makes (transformers, safetensors).
 usage: test_init_from_hf_gpt2.py TIGHTFIT_CLI"""
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
-import numpy as np
 import torch
 import transformers
 from safetensors.torch import save_file
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally, hf_gpt2
+import hf_gpt2  # noqa: E402
 from tally import finish, verdict  # noqa: E402
+from torch_training import adamw_losses  # noqa: E402
 
-cli = sys.argv[1]
-torch.manual_seed(0)
-torch.set_num_threads(1)
-transformers.logging.set_verbosity_error()
-work = tempfile.mkdtemp(prefix="tightfit-init-from-")
-N, T, V, STEPS, LR = 2, 16, 64, 5, 1e-3
+cli, work = hf_gpt2.start("tightfit-init-from-")
+N, STEPS, LR = hf_gpt2.N, 5, 1e-3
 
 
 def tightfit(*args):
-    run = subprocess.run([cli, *args], capture_output=True, text=True)
-    return run.returncode, run.stdout, run.stderr
+    return hf_gpt2.run(cli, *args)
 
 
-config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=V, n_positions=T, resid_pdrop=0.0,
-                                 embd_pdrop=0.0, attn_pdrop=0.0)
+config = hf_gpt2.config()
 model = transformers.GPT2LMHeadModel(config)
 model.save_pretrained(os.path.join(work, "hf"), safe_serialization=True)
 checkpoint = os.path.join(work, "hf", "model.safetensors")
 
 graph, plan = os.path.join(work, "g.tfg"), os.path.join(work, "g.tfplan")
-code, out, err = tightfit("zoo", "gpt2-small", "--param", "layers=2", "--param", "d_model=32", "--param", "heads=2",
-                          "--param", f"vocab={V}", "--param", f"ctx={T}", "--param", f"seq={T}", "-o", graph)
+code, err = hf_gpt2.zoo_graph(cli, graph)
 assert code == 0, err
 code, out, err = tightfit("compile", graph, "--set", f"N={N}", "--optimizer", "adamw", "--lr", str(LR),
                           "--weight-decay", "0", "-o", plan)
 assert code == 0, err
 
-tokens = torch.randint(0, V, (N, T))
-labels = torch.randint(0, V, (N, T))
-data = os.path.join(work, "data")
-os.makedirs(data)
-np.save(os.path.join(data, "tokens.npy"), tokens.numpy().astype(np.int32))
-np.save(os.path.join(data, "labels.npy"), labels.numpy().astype(np.int32))
+tokens, labels, data = hf_gpt2.batch(work)
 
 
 def reference_losses():
     """PyTorch training the Hugging Face model on the same batch: the loss before each step."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.0)
-    losses = []
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        logits = model(input_ids=tokens, return_dict=False)[0]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    return adamw_losses(hf_gpt2.Logits(model), (tokens,), labels.reshape(-1), STEPS, LR)
 
 
 def train(*extra):
     code, out, err = tightfit("train", plan, "--data", data, "--steps", str(STEPS), "--json", *extra)
-    losses = [json.loads(line)["loss"] for line in out.splitlines() if line.startswith("{") and '"step"' in line]
-    return code, losses, err
+    return code, hf_gpt2.train_losses(out), err
 
 
 expected = reference_losses()

@@ -6,11 +6,8 @@ within 1e-6 relative. Then a from_torch of the PEFT model itself (its LoRA layer
 frozen by requires_grad) trains as PyTorch does. Runs in the .venv scripts/setup makes (transformers,
 peft, safetensors). usage: test_lora_peft_gpt2.py TIGHTFIT_CLI   (PYTHONPATH=python)"""
 import copy
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import warnings
 
 import numpy as np
@@ -21,25 +18,20 @@ from safetensors.torch import save_file
 
 import tightfit
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))  # tally, hf_gpt2
+import hf_gpt2  # noqa: E402
 from tally import finish, verdict  # noqa: E402
+from torch_training import adamw_losses  # noqa: E402
 
-cli = sys.argv[1]
-torch.manual_seed(0)
-torch.set_num_threads(1)
-transformers.logging.set_verbosity_error()
-work = tempfile.mkdtemp(prefix="tightfit-lora-peft-")
-N, T, V, STEPS, LR, RANK, ALPHA = 2, 16, 64, 5, 1e-2, 4, 8
+cli, work = hf_gpt2.start("tightfit-lora-peft-")
+N, STEPS, LR, RANK, ALPHA = hf_gpt2.N, 5, 1e-2, 4, 8
 
 
 def tightfit_cli(*args):
-    run = subprocess.run([cli, *args], capture_output=True, text=True)
-    return run.returncode, run.stdout, run.stderr
+    return hf_gpt2.run(cli, *args)
 
 
-config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=V, n_positions=T, resid_pdrop=0.0,
-                                 embd_pdrop=0.0, attn_pdrop=0.0)
-base = transformers.GPT2LMHeadModel(config)
+base = transformers.GPT2LMHeadModel(hf_gpt2.config())
 lora_config = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=["c_attn", "c_fc"],
                               fan_in_fan_out=True, bias="none")
 model = peft.get_peft_model(base, lora_config)
@@ -59,26 +51,11 @@ with open(peft_map, "w") as f:
             "transpose *.attn.c_attn.weight\ntranspose *.attn.c_proj.weight\n"
             "transpose *.mlp.c_fc.weight\ntranspose *.mlp.c_proj.weight\n")
 
-tokens, labels = torch.randint(0, V, (N, T)), torch.randint(0, V, (N, T))
-data = os.path.join(work, "data")
-os.makedirs(data)
-np.save(os.path.join(data, "tokens.npy"), tokens.numpy().astype(np.int32))
-np.save(os.path.join(data, "labels.npy"), labels.numpy().astype(np.int32))
-
-reference = copy.deepcopy(model)
-optimizer = torch.optim.AdamW([p for p in reference.parameters() if p.requires_grad], lr=LR, weight_decay=0.0)
-expected = []
-for _ in range(STEPS):
-    optimizer.zero_grad()
-    logits = reference(input_ids=tokens, return_dict=False)[0]
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))
-    loss.backward()
-    optimizer.step()
-    expected.append(loss.item())
+tokens, labels, data = hf_gpt2.batch(work)
+expected = adamw_losses(hf_gpt2.Logits(copy.deepcopy(model)), (tokens,), labels.reshape(-1), STEPS, LR)
 
 graph, plan = os.path.join(work, "g.tfg"), os.path.join(work, "g.tfplan")
-code, _, err = tightfit_cli("zoo", "gpt2-small", "--param", "layers=2", "--param", "d_model=32", "--param", "heads=2",
-                            "--param", f"vocab={V}", "--param", f"ctx={T}", "--param", f"seq={T}", "-o", graph)
+code, err = hf_gpt2.zoo_graph(cli, graph)
 assert code == 0, err
 code, out, err = tightfit_cli("compile", graph, "--set", f"N={N}", "--optimizer", "adamw", "--lr", str(LR),
                               "--weight-decay", "0", "--lora", f"{RANK}:{ALPHA}", "--lora-targets",
@@ -86,7 +63,7 @@ code, out, err = tightfit_cli("compile", graph, "--set", f"N={N}", "--optimizer"
 verdict("gpt2-small compiles with --lora on c_attn and c_fc", code == 0, err.strip()[-300:])
 code, out, err = tightfit_cli("train", plan, "--data", data, "--steps", str(STEPS), "--json", "--init-from", checkpoint,
                               "--init-map", peft_map)
-losses = [json.loads(line)["loss"] for line in out.splitlines() if line.startswith("{") and '"step"' in line]
+losses = hf_gpt2.train_losses(out)
 worst = max((abs(a - b) / abs(b) for a, b in zip(losses, expected)), default=float("inf"))
 verdict("PEFT's GPT-2 state into gpt2-small --lora: the losses of 5 AdamW steps",
         code == 0 and len(losses) == STEPS and worst <= 1e-6,
@@ -94,18 +71,7 @@ verdict("PEFT's GPT-2 state into gpt2-small --lora: the losses of 5 AdamW steps"
         f"worst {worst:.1e}; {err.strip()[-300:]}")
 
 
-class Logits(torch.nn.Module):
-    """The PEFT model's logits flattened for a per-token cross_entropy."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, ids):
-        return self.model(input_ids=ids, return_dict=False)[0].reshape(-1, V)
-
-
-wrapped = Logits(copy.deepcopy(model))
+wrapped = hf_gpt2.Logits(copy.deepcopy(model))
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     g = tightfit.from_torch(wrapped, (tokens,), loss="cross_entropy")
