@@ -169,6 +169,16 @@ static int workers_for(const tf_cpu_args *args, const attention *at) {
   return workers * slice > args->workspace_bytes ? 0 : (int)workers;
 }
 
+/* The threads that share this call: 0 when there is nothing to compute (`empty`) or, a planning
+ * bug, too little workspace. */
+static int workers_of(const tf_cpu_args *args, const attention *at, bool empty) {
+  if (empty)
+    return 0;
+  const int workers = workers_for(args, at);
+  assert(workers > 0);
+  return workers;
+}
+
 /* The workspace `offset` elements in; NULL when the call has none. */
 static real *workspace_at(const tf_cpu_args *args, int64_t offset) {
   return args->workspace ? (real *)args->workspace + offset : NULL;
@@ -179,13 +189,10 @@ void TF_REAL_NAME(tf_cpu_attention)(const tf_cpu_args *args) {
   attention at = attention_of(args);
   const real *q = args->inputs[0].data, *k = args->inputs[1].data, *v = args->inputs[2].data;
   real *y = args->outputs[0].data;
-  if (args->outputs[0].count == 0)
-    return;
-  int workers = workers_for(args, &at);
-  assert(workers > 0);
+  const int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
+  const int workers = workers_of(args, &at, args->outputs[0].count == 0);
   if (workers == 0)
     return;
-  int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
   int64_t tasks = at.batch * at.heads * at.blocks;
   // Causal blocks differ in cost, so threads take the next block when done.
   TF_CPU_PARALLEL_FOR_DYNAMIC(
@@ -208,13 +215,10 @@ void TF_REAL_NAME(tf_cpu_attention_grad)(const tf_cpu_args *args) {
   const real *q = args->inputs[0].data, *k = args->inputs[1].data, *v = args->inputs[2].data;
   const real *dy = args->inputs[3].data;
   real *dq = args->outputs[0].data, *dk = args->outputs[1].data, *dv = args->outputs[2].data;
-  if (args->outputs[0].count == 0 && args->outputs[1].count == 0)
-    return;
-  int workers = workers_for(args, &at);
-  assert(workers > 0);
+  const int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
+  const int workers = workers_of(args, &at, args->outputs[0].count == 0 && args->outputs[1].count == 0);
   if (workers == 0)
     return;
-  int64_t slice = tf_cpu_attention_thread_elements(args->op, at.queries, at.keys);
   int64_t pairs = at.batch * at.heads;
   TF_CPU_PARALLEL_FOR(
       workers, for (int64_t pair = 0; pair < pairs; pair++) {
