@@ -1,5 +1,6 @@
-/* Training two sessions side by side in tests: the same counter-made micro-batches into each, and
- * their weights compared byte for byte (updates in the backward pass, loss scaling). */
+/* Training sessions in tests: the plain training loop, and two sessions side by side with the same
+ * counter-made micro-batches into each and their weights compared byte for byte (updates in the
+ * backward pass, loss scaling). */
 #ifndef TIGHTFIT_TESTS_SESSION_COMPARE_H
 #define TIGHTFIT_TESTS_SESSION_COMPARE_H
 
@@ -10,6 +11,24 @@
 
 #include "check.h"
 #include "tightfit/runtime.h"
+
+/* Writes step `step`'s micro-batch into the session (`state` is the caller's). */
+typedef tf_status (*tf_test_feed_fn)(void *state, tf_session *session, int64_t step);
+
+/* `steps` optimizer steps of one micro-batch each: feed(state, session, step), the micro-step (its loss
+ * into losses[step]), the update. Returns the first failure. */
+static inline tf_status tf_test_train(tf_session *session, int64_t steps, tf_test_feed_fn feed, void *state,
+                                      double *losses) {
+  tf_status status = NULL;
+  for (int64_t i = 0; i < steps && !status; i++) {
+    status = feed(state, session, i);
+    if (!status)
+      status = tf_session_micro_step(session, &losses[i]);
+    if (!status)
+      status = tf_session_optimizer_step(session);
+  }
+  return status;
+}
 
 /* Uniform in [0, 1) from a counter (splitmix64). */
 static inline double tf_test_uniform(uint64_t x) {

@@ -16,6 +16,7 @@
 
 #include "cuda_test.h"
 #include "kernels/cuda/kernels.h"
+#include "session_compare.h"
 #include "tightfit/feed.h"
 #include "zoo_plans.h"
 
@@ -140,6 +141,12 @@ static tf_plan *compile_gpt(tf_dtype math) {
   return tf_test_zoo_plan(&counts, label, "gpt", overrides, 1, &o);
 }
 
+/* tf_feed_next as a tf_test_feed_fn: `state` is the feed. */
+static tf_status next_batch(void *state, tf_session *session, int64_t step) {
+  (void)step;
+  return tf_feed_next(state, session);
+}
+
 /* Trains TRAIN_STEPS steps on models/data/text/train; losses[s] is step s's loss. */
 static bool train_gpt(tf_dtype math, double *losses) {
   tf_plan *plan = compile_gpt(math);
@@ -154,13 +161,8 @@ static bool train_gpt(tf_dtype math, double *losses) {
   }
   if (!status)
     status = tf_feed_open(plan, "models/data/text/train", 3, &feed);
-  for (int s = 0; s < TRAIN_STEPS && !status; s++) {
-    status = tf_feed_next(feed, session);
-    if (!status)
-      status = tf_session_micro_step(session, &losses[s]);
-    if (!status)
-      status = tf_session_optimizer_step(session);
-  }
+  if (!status)
+    status = tf_test_train(session, TRAIN_STEPS, next_batch, feed, losses);
   CHECK(&counts, status == NULL, "gpt, %s math: %s", tf_dtype_name(math), tf_status_message(status));
   const bool ok = status == NULL;
   tf_status_free(status);

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "session_compare.h"
 #include "tightfit/runtime.h"
 #include "tightfit/target.h"
 
@@ -31,17 +32,15 @@ static inline tf_status gpt_feed(tf_session *s, int64_t step) {
   return tf_session_write(s, "labels", labels, sizeof(labels));
 }
 
+/* gpt_feed as a tf_test_feed_fn. */
+static inline tf_status gpt_feed_step(void *state, tf_session *s, int64_t step) {
+  (void)state;
+  return gpt_feed(s, step);
+}
+
 /* `steps` optimizer steps of one micro-batch each, step i on gpt_feed's batch i; losses[i] is its loss. */
 static inline tf_status gpt_train(tf_session *s, int64_t steps, double *losses) {
-  tf_status status = NULL;
-  for (int64_t i = 0; i < steps && !status; i++) {
-    status = gpt_feed(s, i);
-    if (!status)
-      status = tf_session_micro_step(s, &losses[i]);
-    if (!status)
-      status = tf_session_optimizer_step(s);
-  }
-  return status;
+  return tf_test_train(s, steps, gpt_feed_step, NULL, losses);
 }
 
 #endif
