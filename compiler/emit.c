@@ -268,7 +268,7 @@ static void emit_report(tf_plan *plan, const products *p) {
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
   char notes[4096], batch_norm[512];
   batch_norm_note(t, plan, batch_norm, sizeof(batch_norm));
-  static const char *const optimizers[] = {"none", "sgd", "adamw"};
+  static const char *const optimizers[] = {"none", "sgd", "adamw", "adamw8bit"};
   if (plan->training)
     snprintf(notes, sizeof(notes),
              "micro-batch %" PRId64 " x %d accumulation steps = global batch %" PRId64 "\n"

@@ -196,14 +196,56 @@ static bool has_extra_parts(const tf_training *t, int32_t param) {
   return false;
 }
 
+/* An optimizer-state tensor of `param` with its own dtype and shape (rank 1: [count]; else param's). */
+static tf_status state_tensor(tf_training *t, int32_t param, const char *label, tf_dtype dtype, int64_t count,
+                              bool param_shape, int32_t *id) {
+  tf_status status = NULL;
+  *id = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+  if (status)
+    return status;
+  tf_ir_tensor *tensor = &t->g->tensors[*id];
+  tensor->dtype = dtype;
+  if (!param_shape) {
+    tensor->rank = 1;
+    tensor->shape[0] = count;
+  }
+  tensor->bytes = count * tf_dtype_size(dtype);
+  t->owner[*id] = param;
+  return NULL;
+}
+
+/* adamw8bit's state of `param`, appended to inputs: each moment's u8 codes (param's shape) and f32
+ * scales, one per TF_ADAMW8BIT_BLOCK elements; zero-initialised, which is all-zero moments. */
+static tf_status state8(tf_training *t, int32_t param, int32_t *inputs, int32_t *n) {
+  const tf_ir_tensor *p = &t->g->tensors[param];
+  int64_t count = 1;
+  for (int32_t d = 0; d < p->rank; d++)
+    count *= p->shape[d];
+  const char *name = p->name;
+  static const char *const labels[2][2] = {{"adam8_m(%s)", "adam8_m_scales(%s)"},
+                                           {"adam8_v(%s)", "adam8_v_scales(%s)"}};
+  for (int32_t k = 0; k < 2; k++) {
+    char label[512];
+    snprintf(label, sizeof(label), labels[k][0], name);
+    TF_RETURN_IF_ERROR(state_tensor(t, param, label, TF_U8, count, true, &inputs[(*n)++]));
+    name = t->g->tensors[param].name; /* the tensor array may have moved */
+    snprintf(label, sizeof(label), labels[k][1], name);
+    TF_RETURN_IF_ERROR(state_tensor(t, param, label, TF_F32, tf_adamw8bit_blocks(count), false, &inputs[(*n)++]));
+    name = t->g->tensors[param].name;
+  }
+  return NULL;
+}
+
 static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm, bool direct) {
   tf_status status = NULL;
   const char *name = t->g->tensors[param].name;
   char label[512];
-  int32_t inputs[5], n = 0;
+  int32_t inputs[7], n = 0;
   inputs[n++] = param;
   inputs[n++] = accumulator;
-  if (t->config.optimizer == TF_OPTIMIZER_ADAMW) {
+  if (t->config.optimizer == TF_OPTIMIZER_ADAMW8BIT) {
+    TF_RETURN_IF_ERROR(state8(t, param, inputs, &n));
+  } else if (t->config.optimizer == TF_OPTIMIZER_ADAMW) {
     snprintf(label, sizeof(label), "adam_m(%s)", name);
     inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
     if (!status) {
@@ -222,7 +264,9 @@ static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int3
     inputs[n++] = norm;
   tf_attrs at = optimizer_attrs(t);
   snprintf(label, sizeof(label), "optimizer/%s", name);
-  tf_op op = t->config.optimizer == TF_OPTIMIZER_ADAMW ? TF_OP_ADAMW : TF_OP_SGD;
+  tf_op op = t->config.optimizer == TF_OPTIMIZER_ADAMW       ? TF_OP_ADAMW
+             : t->config.optimizer == TF_OPTIMIZER_ADAMW8BIT ? TF_OP_ADAMW8BIT
+                                                             : TF_OP_SGD;
   TF_RETURN_IF_ERROR(tf_training_emit(t, op, inputs, n, &at, TF_PHASE_OPTIMIZER, label, NULL));
   if (direct)
     return NULL;

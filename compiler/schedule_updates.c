@@ -43,7 +43,7 @@ static int32_t ready_after(const tf_training *t, const int32_t *last, int32_t n)
 
 static tf_status check_movable(const tf_training *t, int32_t n) {
   const tf_ir_node *node = &t->g->nodes[n];
-  if (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ZERO)
+  if (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ADAMW8BIT || node->op == TF_OP_ZERO)
     return NULL;
   return tf_status_new(TF_ERR_INTERNAL,
                        "update in backward: optimizer step '%s' (%s) cannot move into the backward "
@@ -52,7 +52,8 @@ static tf_status check_movable(const tf_training *t, int32_t n) {
 }
 
 tf_status tf_order_move_updates(const tf_training *t, tf_order *order) {
-  if (!t->options.update_in_backward || !t->options.training || order->micro_steps == order->n_steps || order->micro_steps == 0)
+  if (!t->options.update_in_backward || !t->options.training || order->micro_steps == order->n_steps ||
+      order->micro_steps == 0)
     return NULL;
   const tf_graph *g = t->g;
   const int32_t n_micro = order->micro_steps, n_updates = order->n_steps - order->micro_steps;

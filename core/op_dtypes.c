@@ -28,7 +28,8 @@ static tf_status not_floating(const tf_op_info *info, const tf_shape_operand *x,
 
 tf_status tf_op_check_dtypes(const tf_shape_query *q) {
   const tf_op_info *info = tf_op_info_get(q->op);
-  if (!info || info->dtypes == TF_DTYPES_ANY || info->dtypes == TF_DTYPES_BYTES)
+  /* adamw8bit: its shape rule checks the codes (u8) and the scales (f32) operand by operand */
+  if (!info || info->dtypes == TF_DTYPES_ANY || info->dtypes == TF_DTYPES_BYTES || info->dtypes == TF_DTYPES_STATE8)
     return NULL;
   const int32_t integer = integer_input(info->dtypes);
   /* ctc_loss's optional input_lengths, its last input when present */

@@ -396,7 +396,12 @@
   /* (x, dy) -> dx = dy 2/sqrt(pi) e^(-x²) */                                                                         \
   X(ERF_GRAD,             erf_grad,             87, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
       ANY_INPUT, NONE,               none,             erf_grad,             activation_grad, unary,                   \
-      FLOAT,        ROWS,      ALL)
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* (param, grad, m_codes, m_scales, v_codes, v_scales [, norm_sq]): adamw over moments stored as u8 */               \
+  /* codes with an f32 scale per block of TF_ADAMW8BIT_BLOCK elements (kernels/cpu/optimizer8bit.c) */                 \
+  X(ADAMW8BIT,            adamw8bit,            88, TRAINING, 6,  7,   0,  0,   0x3d, OPTIMIZER,    adamw8bit,         \
+      NONE,      OPTIMIZER,          none,             adamw8bit,            adamw8bit,       adamw8bit,               \
+      STATE8,       WHOLE,     NONE)
 // clang-format on
 
 #endif

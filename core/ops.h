@@ -46,7 +46,18 @@ typedef enum tf_dtype_rule {
   TF_DTYPES_INT1_LENGTHS, /* input 1 integer labels, and the last input integer lengths when the op has its
                            * max inputs (ctc_loss's input_lengths); the others floating */
   TF_DTYPES_BYTES,        /* any dtype: the kernels move elements as they are (tf_op_moves_elements) */
+  TF_DTYPES_STATE8,       /* adamw8bit: param and grad floating, the moments u8 codes and f32 scales (its shape
+                           * rule checks which is which) */
 } tf_dtype_rule;
+
+/* adamw8bit's quantization block: each block of this many elements of a moment shares one f32
+ * scale (kernels/cpu/optimizer8bit.c has the design). */
+#define TF_ADAMW8BIT_BLOCK 256
+
+/* The scales an adamw8bit moment of `count` elements has: one per block, the last one partial. */
+static inline int64_t tf_adamw8bit_blocks(int64_t count) {
+  return (count + TF_ADAMW8BIT_BLOCK - 1) / TF_ADAMW8BIT_BLOCK;
+}
 
 typedef struct tf_op_info {
   const char *name;

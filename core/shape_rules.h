@@ -91,6 +91,7 @@ tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 /* (logits, labels, dloss [, input_lengths]) -> dlogits; core/shape_rules_ctc.c */
 tf_status tf_shape_ctc_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */
+tf_status tf_shape_adamw8bit(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out);
 
 #ifdef __cplusplus

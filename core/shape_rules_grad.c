@@ -1,6 +1,7 @@
 /* Shape rules of the training-only ops. A gradient op is checked by running its forward op's rule
  * on the forward operands it names and requiring the incoming gradient to have exactly the forward
  * output's shape: a hand-edited plan cannot make a kernel read past a buffer. */
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -213,6 +214,37 @@ tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out) {
     TF_RETURN_IF_ERROR(check_scalar_f32(&q->inputs[states]));
   if (q->op == TF_OP_SGD || q->op == TF_OP_ADAMW)
     TF_RETURN_IF_ERROR(check_optimizer_attrs(&q->attrs->u.optimizer));
+  out->rank = 0;
+  out->dtype = TF_F32;
+  return NULL;
+}
+
+/* adamw8bit (param, grad, m_codes, m_scales, v_codes, v_scales [, norm_sq]): grad as param; each
+ * moment's codes u8 of param's shape, its scales f32 [ceil(count / TF_ADAMW8BIT_BLOCK)]. */
+tf_status tf_shape_adamw8bit(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_adamw8bit));
+  const tf_shape_operand *param = &q->inputs[0];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, param));
+  TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(param, &q->inputs[1]));
+  TF_RETURN_IF_ERROR(tf_rules_check_shape_equal(param, &q->inputs[1]));
+  int64_t count = 0;
+  if (!tf_rules_element_count(param->shape, param->rank, &count))
+    return tf_status_new(TF_ERR_SHAPE, "%s has too many elements", tf_rules_describe(param).text);
+  const int64_t blocks = tf_adamw8bit_blocks(count);
+  for (int32_t i = 2; i < 6; i += 2) {
+    const tf_shape_operand *codes = &q->inputs[i], *scales = &q->inputs[i + 1];
+    if (codes->dtype != TF_U8)
+      return tf_status_new(TF_ERR_SHAPE, "input %d %s must be u8 codes, not %s", i, tf_rules_describe(codes).text,
+                           tf_dtype_name(codes->dtype));
+    TF_RETURN_IF_ERROR(tf_rules_check_shape_equal(param, codes));
+    if (scales->dtype != TF_F32 || scales->rank != 1 || scales->shape[0] != blocks)
+      return tf_status_new(TF_ERR_SHAPE,
+                           "input %d %s must be f32 scales [%" PRId64 "] (one per %d elements of %" PRId64 ")", i + 1,
+                           tf_rules_describe(scales).text, blocks, TF_ADAMW8BIT_BLOCK, count);
+  }
+  if (q->n_inputs > 6)
+    TF_RETURN_IF_ERROR(check_scalar_f32(&q->inputs[6]));
+  TF_RETURN_IF_ERROR(check_optimizer_attrs(&q->attrs->u.optimizer));
   out->rank = 0;
   out->dtype = TF_F32;
   return NULL;

@@ -260,7 +260,7 @@ static tf_status check_training(const tf_graph *g) {
   if (!g->has_training)
     return NULL;
   const tf_training_config *c = &g->training;
-  if ((int)c->optimizer < 0 || c->optimizer > TF_OPTIMIZER_ADAMW)
+  if ((int)c->optimizer < 0 || c->optimizer > TF_OPTIMIZER_ADAMW8BIT)
     return tf_status_new(TF_ERR_INVALID_INPUT, "training config: unknown optimizer %d", (int)c->optimizer);
   if ((int)c->precision < 0 || c->precision > TF_PRECISION_F16)
     return tf_status_new(TF_ERR_INVALID_INPUT, "training config: unknown precision %d", (int)c->precision);

@@ -54,6 +54,7 @@ SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_OptimizerAttrs, 
 SAME(Attrs_LeakyReluAttrs, TF_ATTR_LEAKY_RELU) SAME(Attrs_CtcAttrs, TF_ATTR_CTC)
 SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
+SAME(Optimizer_adamw8bit, TF_OPTIMIZER_ADAMW8BIT)
 SAME(Precision_f32, TF_PRECISION_F32) SAME(Precision_bf16, TF_PRECISION_BF16) SAME(Precision_f16, TF_PRECISION_F16)
 SAME(Precision_MAX, TF_PRECISION_F16)
 // A node without an override has no Node.precision (a null optional scalar): inherit is no stored value.

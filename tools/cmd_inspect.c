@@ -163,12 +163,12 @@ static void print_text(const char *path, const tf_graph *g, const kind_totals *t
   print_overrides(g);
   const tf_training_config *c = tf_graph_training(g);
   if (c) {
-    static const char *const optimizers[] = {"none", "sgd", "adamw"};
+    static const char *const optimizers[] = {"none", "sgd", "adamw", "adamw8bit"};
     static const char *const precisions[] = {"f32", "bf16", "f16"};
     fprintf(tf_cli_out(), "training: %s lr %g", optimizers[c->optimizer], c->learning_rate);
     if (c->optimizer == TF_OPTIMIZER_SGD)
       fprintf(tf_cli_out(), " momentum %g", c->momentum);
-    if (c->optimizer == TF_OPTIMIZER_ADAMW)
+    if (c->optimizer == TF_OPTIMIZER_ADAMW || c->optimizer == TF_OPTIMIZER_ADAMW8BIT)
       fprintf(tf_cli_out(), " betas %g/%g eps %g", c->beta1, c->beta2, c->epsilon);
     fprintf(tf_cli_out(), " weight decay %g, clip %g, global batch %" PRId64 ", accumulate %d, precision %s\n",
             c->weight_decay, c->clip_norm, c->global_batch, c->accumulate_steps, precisions[c->precision]);
@@ -251,7 +251,7 @@ static void print_json(const char *path, const tf_graph *g, const kind_totals *t
   tf_json_end_object(&j);
   const tf_training_config *c = tf_graph_training(g);
   if (c) {
-    static const char *const optimizers[] = {"none", "sgd", "adamw"};
+    static const char *const optimizers[] = {"none", "sgd", "adamw", "adamw8bit"};
     static const char *const precisions[] = {"f32", "bf16", "f16"};
     tf_json_begin_object(&j, "training");
     tf_json_string(&j, "optimizer", optimizers[c->optimizer]);

@@ -24,7 +24,8 @@ void tf_compile_args_help(void) {
           "  --device D             cuda:N or vulkan:N on this machine: its free memory as the budget (unless\n"
           "                         --budget) and its measured context, library and rounding overhead\n"
           "  --threads N            CPU threads the kernel workspaces are sized for (default 2)\n"
-          "  --optimizer O          sgd or adamw (default: the graph's); another than the graph's starts\n"
+          "  --optimizer O          sgd, adamw or adamw8bit (AdamW, 8-bit moments) (default: the graph's);\n"
+          "                         another than the graph's starts\n"
           "                         from its own defaults, not the graph's settings for its optimizer:\n"
           "                         adamw lr 3e-4, betas 0.9/0.999, eps 1e-8; sgd lr 0.01, no momentum\n"
           "  --lr X                 learning rate (default: the graph's, for the graph's optimizer)\n"
@@ -345,8 +346,10 @@ bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk) {
       o->optimizer = TF_OPTIMIZER_SGD;
     else if (!*error && strcmp(value, "adamw") == 0)
       o->optimizer = TF_OPTIMIZER_ADAMW;
+    else if (!*error && strcmp(value, "adamw8bit") == 0)
+      o->optimizer = TF_OPTIMIZER_ADAMW8BIT;
     else if (!*error)
-      *error = tf_cli_usage_error(command, "unknown optimizer '%s' (sgd, adamw)", value) != 0;
+      *error = tf_cli_usage_error(command, "unknown optimizer '%s' (sgd, adamw, adamw8bit)", value) != 0;
   } else if (tf_cli_option(argc, argv, i, "--lr", &value, error)) {
     if (!*error && (!parse_double(value, &number) || !(number > 0)))
       *error = tf_cli_usage_error(command, "--lr takes a positive number, got '%s'", value) != 0;

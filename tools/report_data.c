@@ -39,7 +39,8 @@ tf_report_parameters tf_report_parameter_split(const tf_plan *plan) {
     bool updated = false;
     for (int32_t i = 0; i < plan->n_steps && !updated; i++) {
       const tf_plan_step *step = &plan->steps[i];
-      updated = (step->op == TF_OP_SGD || step->op == TF_OP_ADAMW) && step->n_inputs > 0 && step->inputs[0] == id;
+      updated = (step->op == TF_OP_SGD || step->op == TF_OP_ADAMW || step->op == TF_OP_ADAMW8BIT) &&
+                step->n_inputs > 0 && step->inputs[0] == id;
     }
     if (updated) {
       split.trainable_bytes += plan->buffers[id].bytes;

@@ -83,7 +83,7 @@ typedef struct vk_functions {
   X(loss_sg_half_f16) X(loss_sg_half_bf16) X(attention_in_f16) X(attention_in_bf16) X(attention_sg_in_f16) \
   X(attention_sg_in_bf16) X(batch_norm) X(batch_norm_sg) X(batch_norm_f16) X(batch_norm_bf16) X(batch_norm_sg_f16) \
   X(batch_norm_sg_bf16) X(batch_norm_running) X(batch_norm_running_sg) X(batch_norm_running_f16) \
-  X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc)
+  X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc) X(adamw8bit)
 // clang-format on
 
 typedef enum vk_shader {

@@ -34,6 +34,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_pool] = 0x4,
     [VK_SHADER_loss] = 0x8,
     [VK_SHADER_optimizer] = 0xd,
+    [VK_SHADER_adamw8bit] = 0x3d,
     [VK_SHADER_dropout] = 0x2,
     [VK_SHADER_linear_loss] = 0xb0,
     [VK_SHADER_linear_loss_half_f16] = 0x34,
@@ -268,6 +269,8 @@ static tf_status check_dtypes(const vk_lower *l) {
       continue;
     } else if (l->step->op == TF_OP_CAST && (is_half(b->dtype) || (b->dtype == TF_I64 && k == 0))) {
       continue; /* vk_lower_cast says which pairs */
+    } else if (l->step->op == TF_OP_ADAMW8BIT && b->dtype == TF_U8) {
+      continue; /* the moments' codes, which adamw8bit.comp reads four to a uint */
     }
     return vk_refuse(l,
                      "buffer '%s' is %s; the Vulkan shaders take f32 (and f16/bf16) data and i32 or i64 ids and labels",

@@ -37,6 +37,7 @@ tf_status vk_lower_embedding(vk_lower *l);            /* embedding embedding_gra
 tf_status vk_lower_pool(vk_lower *l);                 /* max/avg pool2d and gradients */
 tf_status vk_lower_loss(vk_lower *l);                 /* cross_entropy mse bce_with_logits and gradients */
 tf_status vk_lower_optimizer(vk_lower *l);            /* sgd adamw */
+tf_status vk_lower_adamw8bit(vk_lower *l);            /* adamw8bit */
 tf_status vk_lower_linear_cross_entropy(vk_lower *l); /* linear_cross_entropy and its gradient */
 /* ... on f16/bf16 x, weight and gradients (an f32 loss and dloss): vk_lower_linear_loss_half.c */
 tf_status vk_lower_linear_cross_entropy_half(vk_lower *l);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
+#include "core/ops.h"
 #include "core/workspace.h"
 
 typedef struct norm_push {
@@ -339,4 +340,42 @@ tf_status vk_lower_optimizer(vk_lower *l) {
                         push.has_norm ? vk_in(l, states) : -1};
   return vk_emit_dispatch(l, VK_SHADER_optimizer, 5, buffers, adamw ? 0xdu : 0x5u, &push, sizeof(push),
                           vk_groups(count, 256), 1, 1);
+}
+
+typedef struct adamw8bit_push {
+  uint32_t count, blocks, has_norm, slot;
+  float decay, beta1, beta2, one_minus_beta1, one_minus_beta2, epsilon, clip_norm, grad_scale;
+} adamw8bit_push;
+
+/* adamw8bit (param, grad, m_codes, m_scales, v_codes, v_scales [, norm_sq]): shaders/adamw8bit.comp,
+ * one workgroup per block of TF_ADAMW8BIT_BLOCK elements; the step's scalars as vk_lower_optimizer's. */
+tf_status vk_lower_adamw8bit(vk_lower *l) {
+  const tf_optimizer_attrs *a = &l->step->attrs.u.optimizer;
+  const tf_plan_buffer *param = vk_buffer(l, vk_in(l, 0));
+  const int64_t count = vk_count(param);
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, param->name));
+  const int32_t slot = adam_slot(l->program, a);
+  if (slot < 0)
+    return vk_refuse(l, "more than %d distinct (learning rate, beta1, beta2) AdamW settings", VK_ADAM_SLOTS);
+  const double lr = (double)a->learning_rate, beta1 = (double)a->beta1, beta2 = (double)a->beta2;
+  const adamw8bit_push push = {
+      .count = (uint32_t)count,
+      .blocks = (uint32_t)tf_adamw8bit_blocks(count),
+      .has_norm = l->step->n_inputs > 6,
+      .slot = (uint32_t)slot,
+      .decay = (float)(1.0 - lr * (double)a->weight_decay),
+      .beta1 = a->beta1,
+      .beta2 = a->beta2,
+      .one_minus_beta1 = (float)(1.0 - beta1),
+      .one_minus_beta2 = (float)(1.0 - beta2),
+      .epsilon = a->epsilon,
+      .clip_norm = a->clip_norm,
+      .grad_scale = a->grad_scale,
+  };
+  if (count == 0)
+    return NULL;
+  int32_t buffers[7] = {
+      vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_in(l, 4), vk_in(l, 5), push.has_norm ? vk_in(l, 6) : -1};
+  return vk_emit_dispatch(l, VK_SHADER_adamw8bit, 7, buffers, 0x3du, &push, sizeof(push), vk_groups(push.blocks, 1), 1,
+                          1);
 }

@@ -198,7 +198,13 @@ typedef struct tf_attrs {
   } u;
 } tf_attrs;
 
-typedef enum tf_optimizer { TF_OPTIMIZER_NONE = 0, TF_OPTIMIZER_SGD, TF_OPTIMIZER_ADAMW } tf_optimizer;
+/* ADAMW8BIT: AdamW with its moments stored as 8-bit codes and a scale per block (the adamw8bit op). */
+typedef enum tf_optimizer {
+  TF_OPTIMIZER_NONE = 0,
+  TF_OPTIMIZER_SGD,
+  TF_OPTIMIZER_ADAMW,
+  TF_OPTIMIZER_ADAMW8BIT
+} tf_optimizer;
 typedef enum tf_precision {
   TF_PRECISION_INHERIT = -1, /* a node's override only: none, the policy decides (never stored in a file) */
   TF_PRECISION_F32 = 0,      /* everything in f32 */

@@ -15,6 +15,7 @@
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/update_factor.h"
 
 /* sum += x */
 void TF_REAL_NAME(tf_cpu_accumulate)(const tf_cpu_args *args) {
@@ -28,25 +29,6 @@ void TF_REAL_NAME(tf_cpu_accumulate)(const tf_cpu_args *args) {
 /* x = 0 */
 void TF_REAL_NAME(tf_cpu_zero)(const tf_cpu_args *args) {
   memset(args->inputs[0].data, 0, (size_t)(args->inputs[0].count * tf_cpu_element_size(&args->inputs[0])));
-}
-
-/* The factor that turns the accumulated gradient into the one the update uses. `states` is the
- * number of tensor operands before the optional norm_sq. */
-static double gradient_factor(const tf_cpu_args *args, int32_t states) {
-  const tf_optimizer_attrs *a = &args->attrs->u.optimizer;
-  const int32_t loss_scale_log2 = args->context ? args->context->loss_scale_log2 : 0;
-  const double grad_scale = ldexp((double)a->grad_scale, -loss_scale_log2);
-  if (!(a->clip_norm > 0.0f) || args->n_inputs <= states)
-    return grad_scale;
-  const double norm = sqrt((double)*(const real *)args->inputs[states].data) * grad_scale;
-  const double clip = (double)a->clip_norm / (norm + 1e-6);
-  return clip < 1.0 ? grad_scale * clip : grad_scale;
-}
-
-/* True when the update must be skipped: its norm_sq input (after `states` tensor operands) is
- * present and not finite. */
-static bool overflowed(const tf_cpu_args *args, int32_t states) {
-  return args->n_inputs > states && !isfinite((double)*(const real *)args->inputs[states].data);
 }
 
 /* (param, grad, momentum [, norm_sq]); weight decay as L2 (added to g), dampening 0, no Nesterov:

@@ -314,6 +314,7 @@ TF_CUDA_LAUNCHER(cast); /* cast.cu */
 TF_CUDA_LAUNCHER(loss); /* loss.cu: cross_entropy, mse, bce_with_logits */
 TF_CUDA_LAUNCHER(loss_grad);
 TF_CUDA_LAUNCHER(optimizer);            /* optimizer.cu: accumulate, zero, sgd, adamw */
+TF_CUDA_LAUNCHER(adamw8bit);            /* optimizer.cu: adamw8bit */
 TF_CUDA_LAUNCHER(linear_cross_entropy); /* linear_loss.cu */
 TF_CUDA_LAUNCHER(linear_cross_entropy_grad);
 TF_CUDA_LAUNCHER(linear_cross_entropy_train);

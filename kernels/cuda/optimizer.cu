@@ -6,6 +6,7 @@
  * untouched, when the norm_sq input is present and not finite); the
  * element-wise updates then use explicitly rounded f32 operations (__fmul_rn, ...) so that no
  * multiply-add is fused: the same operations in the same order as the CPU, bit for bit. */
+#include "core/ops.h"
 #include "kernels/cuda/common.cuh"
 
 namespace tf_cuda {
@@ -94,6 +95,54 @@ __global__ void adamw(float *param, const float *grad, float *m, float *v, int64
   if (coefficients.skip)
     return;
   TF_CUDA_GRID_STRIDE(i, n) { adamw_element(param, grad, m, v, i, coefficients, s); }
+}
+
+/* adamw8bit (kernels/cpu/optimizer8bit.c has the design): one CUDA block per quantization block of
+ * TF_ADAMW8BIT_BLOCK elements, one thread per element; the block's new scales are the maxima of a
+ * shared-memory reduction. The element update is adamw_element's on the dequantized moments. */
+static_assert(TF_ADAMW8BIT_BLOCK == 256 && kThreads >= TF_ADAMW8BIT_BLOCK, "one thread per element of a block");
+__global__ void adamw8bit(float *param, const float *grad, uint8_t *m_codes, float *m_scales, uint8_t *v_codes,
+                          float *v_scales, int64_t n, const Coefficients *c, AdamwScalars s) {
+  __shared__ float m_max[TF_ADAMW8BIT_BLOCK], v_max[TF_ADAMW8BIT_BLOCK];
+  const Coefficients coefficients = *c;
+  if (coefficients.skip)
+    return;
+  const int64_t b = blockIdx.x, i = b * TF_ADAMW8BIT_BLOCK + threadIdx.x;
+  const bool inside = i < n;
+  const float m_step = __fdiv_rn(m_scales[b], 127.0f), v_step = __fdiv_rn(v_scales[b], 255.0f);
+  float m = 0.0f, v = 0.0f;
+  if (inside) {
+    const float r = __fmul_rn((float)v_codes[i], v_step);
+    float m_old = __fmul_rn((float)(int8_t)m_codes[i], m_step), v_old = __fmul_rn(__fmul_rn(r, r), __fmul_rn(r, r));
+    float p = param[i];
+    adamw_element(&p, grad + i, &m_old, &v_old, 0, coefficients, s);
+    param[i] = p;
+    m = m_old;
+    v = v_old;
+  }
+  m_max[threadIdx.x] = fabsf(m);
+  v_max[threadIdx.x] = v;
+  __syncthreads(); /* every thread has read the old scales before thread 0 writes the new */
+  for (unsigned half = TF_ADAMW8BIT_BLOCK / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      m_max[threadIdx.x] = fmaxf(m_max[threadIdx.x], m_max[threadIdx.x + half]);
+      v_max[threadIdx.x] = fmaxf(v_max[threadIdx.x], v_max[threadIdx.x + half]);
+    }
+    __syncthreads();
+  }
+  const float m_scale = m_max[0], root_max = __fsqrt_rn(__fsqrt_rn(v_max[0]));
+  if (threadIdx.x == 0) {
+    m_scales[b] = m_scale;
+    v_scales[b] = root_max;
+  }
+  if (!inside)
+    return;
+  const float m_inverse = m_scale > 0.0f ? __fdiv_rn(127.0f, m_scale) : 0.0f;
+  const float v_inverse = root_max > 0.0f ? __fdiv_rn(255.0f, root_max) : 0.0f;
+  const float q = fminf(floorf(__fadd_rn(__fmul_rn(fabsf(m), m_inverse), 0.5f)), 127.0f);
+  m_codes[i] = (uint8_t)(int8_t)(m < 0.0f ? -(int)q : (int)q);
+  const float code = floorf(__fadd_rn(__fmul_rn(__fsqrt_rn(__fsqrt_rn(v)), v_inverse), 0.5f));
+  v_codes[i] = (uint8_t)fminf(code, 255.0f);
 }
 
 /* The multi-tensor update: one launch over a list of tensors passed by value in the kernel's
@@ -185,6 +234,22 @@ TF_CUDA_LAUNCHER(optimizer) {
                                                   (float *)args->inputs[3].data, n, c, adamw_scalars_of(a));
   else
     sgd<<<blocks_for(n), kThreads, 0, stream>>>(param, grad, (float *)args->inputs[2].data, n, c, sgd_scalars_of(a));
+  return launch_status();
+}
+
+TF_CUDA_LAUNCHER(adamw8bit) {
+  cudaStream_t stream = stream_of(args);
+  const int64_t n = args->inputs[0].count;
+  if (n == 0)
+    return NULL;
+  const tf_optimizer_attrs *a = &args->attrs->u.optimizer;
+  const float *norm_sq = args->n_inputs > 6 ? (const float *)args->inputs[6].data : NULL;
+  Coefficients *c = (Coefficients *)args->workspace;
+  coefficients<<<1, 1, 0, stream>>>(*a, norm_sq, args->run, true, c);
+  adamw8bit<<<(unsigned)tf_adamw8bit_blocks(n), TF_ADAMW8BIT_BLOCK, 0, stream>>>(
+      (float *)args->inputs[0].data, (const float *)args->inputs[1].data, (uint8_t *)args->inputs[2].data,
+      (float *)args->inputs[3].data, (uint8_t *)args->inputs[4].data, (float *)args->inputs[5].data, n, c,
+      adamw_scalars_of(a));
   return launch_status();
 }
 

@@ -68,7 +68,7 @@ DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "i32": 3, "i64": 4, "u8": 5}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 INIT = {"none": 0, "zeros": 1, "ones": 2, "normal": 3, "uniform": 4, "xavier_uniform": 5, "kaiming_normal": 6,
         "arange": 7, "external": 8, "fill": 9}
-OPTIMIZERS = {"none": 0, "sgd": 1, "adamw": 2}
+OPTIMIZERS = {"none": 0, "sgd": 1, "adamw": 2, "adamw8bit": 3}
 PRECISIONS = {"f32": 0, "fp32": 0, "bf16": 1, "f16": 2, "fp16": 2}
 
 

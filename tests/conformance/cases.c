@@ -322,6 +322,9 @@ static const conf_case cases[] = {
     {"matmul A^T B^T", build_matmul, .shapes = {DIMS(67, 13), DIMS(29, 67)}, .transpose_a = true, .transpose_b = true,
      ADAMW},
     {"matmul [1,1]x[1,1]", build_matmul, .shapes = {DIMS(1, 1), DIMS(1, 1)}},
+    /* adamw8bit: the [67,29] weight is 7 blocks of 256 and a partial one of 151 */
+    {"matmul [13,67]x[67,29] adamw8bit", build_matmul, .shapes = {DIMS(13, 67), DIMS(67, 29)},
+     .settings.optimizer = CONF_ADAMW8BIT},
     {"matmul batched [3,13,67]x[3,67,29]", build_matmul, .shapes = {DIMS(3, 13, 67), DIMS(3, 67, 29)}, ADAMW},
     {"matmul linear [2,3,13,5]x[5,7]", build_matmul, .shapes = {DIMS(2, 3, 13, 5), DIMS(5, 7)}},
     {"matmul broadcast [1,3,13,5]x[2,1,5,7]", build_matmul, .shapes = {DIMS(1, 3, 13, 5), DIMS(2, 1, 5, 7)}, ADAMW},

@@ -72,8 +72,9 @@ extern const int32_t conf_special_f32_count;
 typedef enum conf_family { CONF_SUMS = 0, CONF_MATH, CONF_EXACT, CONF_LONG_SUMS } conf_family;
 
 /* The training configuration of a case: SGD with momentum 0.9, weight decay 0.01, clipping at 0.5
- * and 2 accumulated micro-batches; or AdamW (lr 1e-2, weight decay 0.01, 1 micro-batch). */
-typedef enum conf_optimizer { CONF_SGD = 0, CONF_ADAMW } conf_optimizer;
+ * and 2 accumulated micro-batches; or AdamW (lr 1e-2, weight decay 0.01, 1 micro-batch), with f32 or
+ * 8-bit moments (adamw8bit). */
+typedef enum conf_optimizer { CONF_SGD = 0, CONF_ADAMW, CONF_ADAMW8BIT } conf_optimizer;
 
 typedef struct conf_settings {
   conf_data data;

@@ -540,8 +540,10 @@ static plan_outcome check_plan(plan_check *c, const conf_settings *settings, boo
 static void set_training(tf_graph *graph, conf_optimizer optimizer) {
   tf_training_config config;
   memset(&config, 0, sizeof(config));
-  const bool adamw = optimizer == CONF_ADAMW;
-  config.optimizer = adamw ? TF_OPTIMIZER_ADAMW : TF_OPTIMIZER_SGD;
+  const bool adamw = optimizer != CONF_SGD;
+  config.optimizer = optimizer == CONF_ADAMW8BIT ? TF_OPTIMIZER_ADAMW8BIT
+                     : adamw                     ? TF_OPTIMIZER_ADAMW
+                                                 : TF_OPTIMIZER_SGD;
   config.learning_rate = adamw ? 1e-2 : 0.1;
   config.momentum = 0.9;
   config.weight_decay = 0.01;

@@ -69,7 +69,8 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_MSE_GRAD:
   case TF_OP_BCE_WITH_LOGITS_GRAD: return math;
   case TF_OP_SGD:
-  case TF_OP_ADAMW: return update;
+  case TF_OP_ADAMW:
+  case TF_OP_ADAMW8BIT: return update;
   default: return sums;
   }
 }
@@ -107,7 +108,8 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_LEAKY_RELU:
   case TF_OP_LEAKY_RELU_GRAD: return exact;
   case TF_OP_SGD:
-  case TF_OP_ADAMW: return update; /* same operations; pow() may differ in the last bit */
+  case TF_OP_ADAMW:
+  case TF_OP_ADAMW8BIT: return update; /* same operations; pow() may differ in the last bit */
   case TF_OP_DIV:
   case TF_OP_EXP:
   case TF_OP_LOG:
