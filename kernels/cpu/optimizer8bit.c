@@ -11,10 +11,10 @@
  *                     block; code c = round(255 v^(1/4) / r) in [0, 255]; v = (c r / 255)^4.
  * Why v^(1/4) and not v: the update divides by sqrt(v). A linear code of v (or of sqrt(v)) rounds to
  * zero every element below 1/510 of the block's largest v (sqrt(v)); the update there becomes
- * m / eps, a step 10^5 times too large, which is what diverges. Through the fourth root, code 1 is
- * sqrt(v) at 1.5e-5 of the block's largest and the relative error of sqrt(v) at code k is ~1/k, so
- * the denominator keeps its magnitude over ten orders of v: the 8-bit run's loss follows AdamW's
- * (docs/memory.md has the measured numbers).
+ * m / eps, far larger than AdamW's. Measured: with v coded linearly, the 200-step gpt run of
+ * tests/optimizer8bit reaches a NaN loss; through the fourth root it ends within 0.05% of AdamW's.
+ * There code 1 is sqrt(v) at 1.5e-5 of the block's largest and the relative error of sqrt(v) at
+ * code k is ~1/k, so the denominator keeps its magnitude over ten orders of v (docs/memory.md).
  *
  * One block at a time, deterministically: dequantize m and v, run AdamW's element update with the
  * fresh f32 moments (bias corrections, decoupled weight decay, epsilon as tf_cpu_adamw), keep them,
