@@ -222,14 +222,13 @@ static tf_status state8(tf_training *t, int32_t param, int32_t *inputs, int32_t 
   for (int32_t d = 0; d < p->rank; d++)
     count *= p->shape[d];
   const char *name = p->name;
-  static const char *const labels[2][2] = {{"adam8_m(%s)", "adam8_m_scales(%s)"},
-                                           {"adam8_v(%s)", "adam8_v_scales(%s)"}};
+  static const char *const moments[2] = {"adam8_m", "adam8_v"};
   for (int32_t k = 0; k < 2; k++) {
     char label[512];
-    snprintf(label, sizeof(label), labels[k][0], name);
+    snprintf(label, sizeof(label), "%s(%s)", moments[k], name);
     TF_RETURN_IF_ERROR(state_tensor(t, param, label, TF_U8, count, true, &inputs[(*n)++]));
     name = t->g->tensors[param].name; /* the tensor array may have moved */
-    snprintf(label, sizeof(label), labels[k][1], name);
+    snprintf(label, sizeof(label), "%s_scales(%s)", moments[k], name);
     TF_RETURN_IF_ERROR(state_tensor(t, param, label, TF_F32, tf_adamw8bit_blocks(count), false, &inputs[(*n)++]));
     name = t->g->tensors[param].name;
   }

@@ -7,6 +7,7 @@
  *   (c) a checkpoint after 10 steps, resumed to 20, against 20 straight: weights and state bit for bit;
  *   (d) 20 steps on the CPU and on Vulkan (lavapipe; SKIP without a Vulkan device): losses and weights
  *       within a tolerance;
+ *   (f) the plan that updates in the backward pass trains to the same bits as the plain one;
  *   (e) gpt2-small's plan (N=1, T=128): optimizer state at least 74% below AdamW's. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -149,11 +150,11 @@ static void kernel_against_reference(void) {
          (long long)wrong, worst_param, worst_scale, zero_block_zero ? "0" : "NONZERO");
 }
 
-/* ---- (b), (c), (e): plans of gpt ---- */
+/* ---- (b) to (f): plans of gpt ---- */
 
-/* gpt (or gpt2-small) compiled for the CPU with `optimizer`, the graph's AdamW settings otherwise. */
-static tf_plan *compile_gpt_for(tf_target_kind target, const char *model, const char *bindings,
-                                tf_optimizer optimizer) {
+/* gpt (or gpt2-small) compiled for `target` with `optimizer`, the graph's AdamW settings otherwise. */
+static tf_plan *compile_gpt_with(tf_target_kind target, const char *model, const char *bindings, tf_optimizer optimizer,
+                                 tf_choice update_in_backward) {
   tf_graph *g = NULL;
   tf_plan *plan = NULL;
   const char *overrides[] = {"layers=2"};
@@ -166,12 +167,18 @@ static tf_plan *compile_gpt_for(tf_target_kind target, const char *model, const 
     tf_graph_set_training(g, &training);
     tf_compile_options o = tf_compile_options_default(target);
     o.bindings = bindings;
+    o.update_in_backward = update_in_backward;
     status = tf_compile(g, &o, &plan);
   }
   CHECK(&counts, status == NULL, "compiling %s (%s): %s", model, bindings, tf_status_message(status));
   tf_status_free(status);
   tf_graph_destroy(g);
   return plan;
+}
+
+static tf_plan *compile_gpt_for(tf_target_kind target, const char *model, const char *bindings,
+                                tf_optimizer optimizer) {
+  return compile_gpt_with(target, model, bindings, optimizer, TF_CHOICE_OFF);
 }
 
 static tf_plan *compile_gpt(const char *model, const char *bindings, tf_optimizer optimizer) {
@@ -309,6 +316,30 @@ static void resume_bit_exact(void) {
   tf_plan_destroy(plan);
 }
 
+/* (f) updates in the backward pass: the same weights and state bit for bit */
+static void update_in_backward(void) {
+  tf_plan *plans[2] = {compile_gpt("gpt", "N=4,T=64", TF_OPTIMIZER_ADAMW8BIT),
+                       compile_gpt_with(TF_TARGET_CPU, "gpt", "N=4,T=64", TF_OPTIMIZER_ADAMW8BIT, TF_CHOICE_ON)};
+  tf_session *a = plans[0] ? open_session(plans[0]) : NULL, *b = plans[1] ? open_session(plans[1]) : NULL;
+  if (a && b) {
+    train(a, 0, 5);
+    train(b, 0, 5);
+    const int64_t differ = tf_test_state_difference(&counts, a, plans[0], b, plans[1]);
+    const int64_t gradients[2] = {plans[0]->report.role_bytes[TF_ROLE_GRADIENT],
+                                  plans[1]->report.role_bytes[TF_ROLE_GRADIENT]};
+    const bool ok = differ == 0 && gradients[1] < gradients[0];
+    CHECK(&counts, ok, "update in backward: %lld bytes differ, gradients %lld -> %lld bytes", (long long)differ,
+          (long long)gradients[0], (long long)gradients[1]);
+    printf("%-4s (f) gpt adamw8bit with --update-in-backward, 5 steps: %lld bytes of weights and state differ from the "
+           "plain plan's; gradients region %lld -> %lld bytes\n",
+           ok ? "ok" : "FAIL", (long long)differ, (long long)gradients[0], (long long)gradients[1]);
+  }
+  tf_session_destroy(b);
+  tf_session_destroy(a);
+  tf_plan_destroy(plans[0]);
+  tf_plan_destroy(plans[1]);
+}
+
 /* (d) */
 static double largest_parameter_difference(tf_session *a, const tf_plan *pa, tf_session *b, const tf_plan *pb) {
   double worst = 0;
@@ -381,6 +412,7 @@ int main(void) {
   kernel_against_reference();
   gpt2_small_state();
   resume_bit_exact();
+  update_in_backward();
   cpu_against_vulkan();
   losses_against_adamw();
   return tf_test_finish("adamw8bit", &counts);
