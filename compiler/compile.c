@@ -21,6 +21,11 @@ tf_compile_options tf_compile_options_default(tf_target_kind target) {
   return options;
 }
 
+/* Whether `optimizer` keeps Adam's two moments (AdamW, 8-bit AdamW): their defaults are AdamW's. */
+static bool adam_moments(tf_optimizer optimizer) {
+  return optimizer == TF_OPTIMIZER_ADAMW || optimizer == TF_OPTIMIZER_ADAMW8BIT;
+}
+
 /* Why a plan of `c` cannot update its parameters in the backward pass, or NULL when it can. */
 static const char *update_in_backward_refusal(const tf_training_config *c) {
   return c->accumulate_steps > 1 ? "it accumulates micro-batches (--accumulate > 1)"
@@ -47,10 +52,10 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
   if (o->learning_rate > 0)
     c->learning_rate = o->learning_rate;
   if (c->learning_rate <= 0)
-    c->learning_rate = c->optimizer == TF_OPTIMIZER_ADAMW ? 3e-4 : 0.01;
+    c->learning_rate = adam_moments(c->optimizer) ? 3e-4 : 0.01;
   if (o->epsilon > 0)
     c->epsilon = o->epsilon;
-  if (c->optimizer == TF_OPTIMIZER_ADAMW) {
+  if (adam_moments(c->optimizer)) {
     if (c->beta1 <= 0)
       c->beta1 = 0.9;
     if (c->beta2 <= 0)
