@@ -21,8 +21,8 @@ static int64_t align_up(int64_t value, int64_t alignment) { return (value + alig
  * reshape's (a view: the input may live on, the pair then one buffer read by both) or, for an op
  * that writes over its input, one whose memory nothing reads after this step (chain_last: the last
  * step of any tensor on that memory so far; alias_root: the tensor each one's memory is on). */
-static int32_t aliased_input(const tf_training *t, const tf_lifetimes *life, int32_t s, const tf_ir_node *node, const int32_t *chain_last,
-                             const int32_t *alias_root) {
+static int32_t aliased_input(const tf_training *t, const tf_lifetimes *life, int32_t s, const tf_ir_node *node,
+                             const int32_t *chain_last, const int32_t *alias_root) {
   const tf_graph *g = t->g;
   int32_t y = node->n_outputs > 0 ? node->outputs[0] : -1;
   if (y < 0 || life->first[y] != s)
@@ -133,7 +133,8 @@ static int32_t collect_items(const tf_training *t, const tf_order *order, const 
   return n;
 }
 
-static tf_status assign_arena(const tf_training *t, const tf_order *order, const tf_lifetimes *life, tf_layout *layout) {
+static tf_status assign_arena(const tf_training *t, const tf_order *order, const tf_lifetimes *life,
+                              tf_layout *layout) {
   const tf_graph *g = t->g;
   int64_t alignment = t->options.target.alignment;
   int32_t capacity = g->n_tensors + order->n_steps;

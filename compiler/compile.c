@@ -178,7 +178,8 @@ static tf_status schedule_and_assign(const tf_training *t, placement *p) {
     status = place_in_order(t, true, &memory);
     if (!status)
       status = place_in_order(t, false, p);
-    const bool keep_memory = !status && memory.layout.region_bytes[TF_REGION_ARENA] < p->layout.region_bytes[TF_REGION_ARENA];
+    const bool keep_memory =
+        !status && memory.layout.region_bytes[TF_REGION_ARENA] < p->layout.region_bytes[TF_REGION_ARENA];
     if (!status) {
       const int64_t memory_arena = memory.layout.region_bytes[TF_REGION_ARENA];
       const int64_t model_arena = p->layout.region_bytes[TF_REGION_ARENA];

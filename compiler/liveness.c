@@ -18,7 +18,8 @@ tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_life
   tf_lifetimes_free(lifetimes);
   int32_t *first = lifetimes->first = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
   int32_t *last = lifetimes->last = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-  int64_t *workspace = lifetimes->workspace_bytes = calloc((size_t)(order->n_steps ? order->n_steps : 1), sizeof(int64_t));
+  int64_t *workspace = lifetimes->workspace_bytes =
+      calloc((size_t)(order->n_steps ? order->n_steps : 1), sizeof(int64_t));
   if (!first || !last || !workspace)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "liveness: cannot allocate for %d tensors", n);
   for (int32_t i = 0; i < n; i++)

@@ -321,8 +321,7 @@ tf_status tf_precision_pass(tf_training *t, bool recomputed_f32) {
   int32_t recomputed = 0;
   for (int32_t x = 0; x < n_tensors && !status; x++) {
     if (kept[x] == RECOMPUTED) {
-      tf_dtype type =
-          recomputed_f32 ? TF_F32 : storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
+      tf_dtype type = recomputed_f32 ? TF_F32 : storage_type(policy, t->g->nodes[t->g->tensors[x].producer].precision);
       recomputed += type != TF_F32;
       if (type != TF_F32)
         status = store_in_half(t, x, type, n_nodes, &saved);

@@ -14,7 +14,7 @@ typedef struct tf_training {
   tf_graph *g;
   tf_compile_options options;
   tf_training_config config; /* the graph's, with the options applied */
-  tf_dtype matmul_math;       /* options.matmul_math, or autocast's half type (autocast.c) */
+  tf_dtype matmul_math;      /* options.matmul_math, or autocast's half type (autocast.c) */
   int32_t loss;              /* tensor id */
   int32_t loss_seed;         /* the loss gradient's seed (f32 scalar constant, 1: f16 plans scale it), or -1 */
   int32_t overflow_check;    /* the sum of squares every update reads and skips on when not finite, or -1 */
@@ -137,9 +137,9 @@ int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);
 
 /* What the driver asks of one recompute run (compile.c searches over it). */
 typedef struct tf_remat_request {
-  int32_t drop;        /* auto: how many segments to drop */
-  int32_t phase;       /* which of the stride's phases of the cuts to keep */
-  bool collect_saved;  /* list the saved activations (remat's candidates) in the result */
+  int32_t drop;       /* auto: how many segments to drop */
+  int32_t phase;      /* which of the stride's phases of the cuts to keep */
+  bool collect_saved; /* list the saved activations (remat's candidates) in the result */
 } tf_remat_request;
 
 /* What a recompute run found out. */
@@ -158,9 +158,9 @@ tf_status tf_remat(tf_training *t, const tf_remat_request *request, tf_remat_res
 tf_status tf_running_stats_pass(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
-tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE;         /* freeze.c: the options' frozen parameters */
-tf_status tf_lora_pass(tf_training *t) TF_MUST_USE;           /* lora.c: low-rank adapters on linear weights */
-tf_status tf_autodiff(tf_training *t) TF_MUST_USE;            /* autodiff.c: backward nodes, grads per parameter */
-tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE;      /* optimizer.c: accumulators, state, updates */
+tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE;    /* freeze.c: the options' frozen parameters */
+tf_status tf_lora_pass(tf_training *t) TF_MUST_USE;      /* lora.c: low-rank adapters on linear weights */
+tf_status tf_autodiff(tf_training *t) TF_MUST_USE;       /* autodiff.c: backward nodes, grads per parameter */
+tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE; /* optimizer.c: accumulators, state, updates */
 
 #endif

@@ -26,7 +26,7 @@ typedef struct tf_compile_args {
   const char *precision_overrides[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --precision-override NODE=P, as given */
   int32_t n_precision_overrides;
   bool json;
-  bool no_half_kernels;                              /* --no-half-kernels: every op on half data between f32 casts */
+  bool no_half_kernels; /* --no-half-kernels: every op on half data between f32 casts */
   bool smallest;        /* --smallest: the rewrites not given chosen by the smaller plan (TF_CHOICE_SMALLEST) */
   bool fuse_loss_given; /* --fuse-loss was given (--smallest leaves it) */
   const char *freeze[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --freeze PATTERN, as given */

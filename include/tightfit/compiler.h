@@ -22,7 +22,12 @@ typedef enum tf_remat_mode {
 
 /* SMALLEST: the plan compiled with the head fused and not, the smaller device total kept (not fused
  * on a tie: the unfused step is faster). */
-typedef enum tf_fuse_loss { TF_FUSE_LOSS_AUTO = 0, TF_FUSE_LOSS_OFF, TF_FUSE_LOSS_ON, TF_FUSE_LOSS_SMALLEST } tf_fuse_loss;
+typedef enum tf_fuse_loss {
+  TF_FUSE_LOSS_AUTO = 0,
+  TF_FUSE_LOSS_OFF,
+  TF_FUSE_LOSS_ON,
+  TF_FUSE_LOSS_SMALLEST
+} tf_fuse_loss;
 
 /* A rewrite that leaves the trained weights bit for bit the same: off, on, or SMALLEST (the plan
  * compiled both ways where the rewrite is legal, the smaller device total kept; off on a tie). */

@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "core/ops.h"
 #include "check.h"
+#include "core/ops.h"
 #include "session_compare.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
@@ -271,7 +271,8 @@ static void move_step(tf_plan *plan, int32_t from, int32_t to) {
 static bool step_reads(const tf_plan_step *step, int32_t buffer, bool in_place_only) {
   const tf_op_info *info = tf_op_info_get(step->op);
   for (int32_t i = 0; i < step->n_inputs; i++)
-    if (step->inputs[i] == buffer && ((info->in_place >> i) & 1u || (!in_place_only && !((info->shape_only >> i) & 1u))))
+    if (step->inputs[i] == buffer &&
+        ((info->in_place >> i) & 1u || (!in_place_only && !((info->shape_only >> i) & 1u))))
       return true;
   return false;
 }
