@@ -601,6 +601,17 @@ static void add_clause(char *line, size_t size, bool kept, const char *rewrite, 
              saved < 0 ? "would add" : "would save", mib);
 }
 
+/* One variant of compile_smallest into *trial; on error *best is destroyed (and NULL). */
+static tf_status compile_variant(const tf_graph *graph, const tf_compile_options *options, tf_plan **best,
+                                 tf_plan **trial) {
+  tf_status status = compile_unverified(graph, options, trial);
+  if (status) {
+    tf_plan_destroy(*best);
+    *best = NULL;
+  }
+  return status;
+}
+
 /* The rewrites left to SMALLEST (update_in_backward, fuse_loss) that leave the weights bit for bit
  * the same: each tried where it is legal and can change the plan, the smallest device total kept
  * (the plain plan on a tie). The first plan compiled is the plain one (updates after the backward
@@ -628,11 +639,7 @@ static tf_status compile_smallest(const tf_graph *graph, const tf_compile_option
     tf_compile_options fused = o;
     fused.fuse_loss = TF_FUSE_LOSS_ON;
     tf_plan *trial = NULL;
-    tf_status status = compile_unverified(graph, &fused, &trial);
-    if (status) {
-      tf_plan_destroy(best);
-      return status;
-    }
+    TF_RETURN_IF_ERROR(compile_variant(graph, &fused, &best, &trial));
     if (!has_fused_head(trial)) {
       tf_plan_destroy(trial); /* no head to fuse: the same plan */
     } else {
@@ -646,11 +653,7 @@ static tf_status compile_smallest(const tf_graph *graph, const tf_compile_option
     tf_compile_options moved = o;
     moved.update_in_backward = TF_CHOICE_ON;
     tf_plan *trial = NULL;
-    tf_status status = compile_unverified(graph, &moved, &trial);
-    if (status) {
-      tf_plan_destroy(best);
-      return status;
-    }
+    TF_RETURN_IF_ERROR(compile_variant(graph, &moved, &best, &trial));
     const int64_t before = tf_plan_device_total(best), bytes = tf_plan_device_total(trial);
     const bool kept = keep_smaller(&best, trial);
     add_clause(line, sizeof(line), kept, "updates in the backward pass", "updates after the backward pass",
