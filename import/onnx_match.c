@@ -15,16 +15,22 @@ bool ox_is_op(const ox_node *node, const char *op_type) {
   return node && node->fused == OX_PLAIN && strcmp(node->proto->op_type, op_type) == 0;
 }
 
-bool ox_same_name(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
-
-bool ox_scalar_of(ox_import *im, const char *name, double *value, tf_dtype *dtype) {
+/* The tensor of `p` when it is a Constant node (its "value" attribute), else NULL. */
+static const Onnx__TensorProto *constant_value(const ox_node *p) {
   const Onnx__TensorProto *t = NULL;
-  ox_node *p = ox_producer(im, name);
-  if (ox_is_op(p, "Constant")) {
+  if (ox_is_op(p, "Constant"))
     for (size_t i = 0; i < p->proto->n_attribute; i++)
       if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0)
         t = p->proto->attribute[i]->t;
-  } else if (!p) {
+  return t;
+}
+
+bool ox_same_name(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+bool ox_scalar_of(ox_import *im, const char *name, double *value, tf_dtype *dtype) {
+  ox_node *p = ox_producer(im, name);
+  const Onnx__TensorProto *t = constant_value(p);
+  if (!p) {
     ox_value *v = name ? ox_value_find(im, name) : NULL;
     t = v ? v->initializer : NULL;
   }
@@ -70,13 +76,8 @@ bool ox_perm_is(const ox_node *node, const int64_t *perm, int32_t n) {
 }
 
 int32_t ox_ints_of(ox_import *im, const char *name, int64_t *out, int32_t max) {
-  const Onnx__TensorProto *t = NULL;
   ox_node *p = ox_producer(im, name);
-  if (ox_is_op(p, "Constant")) {
-    for (size_t i = 0; i < p->proto->n_attribute; i++)
-      if (p->proto->attribute[i]->name && strcmp(p->proto->attribute[i]->name, "value") == 0)
-        t = p->proto->attribute[i]->t;
-  }
+  const Onnx__TensorProto *t = constant_value(p);
   ox_known *k = NULL;
   const ox_known *known = NULL;
   if (t) {
