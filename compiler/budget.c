@@ -477,6 +477,7 @@ static tf_status search_plans(const tf_graph *graph, const tf_budget_options *o,
   result->seconds_per_step = estimate_seconds(chosen, &o->base.target);
   loss_head head = head_of(chosen);
   result->loss_chunk_rows = head.fused ? head.chunk_rows : 0;
+  result->optimizer = chosen->training_config.optimizer;
   if (!s.best) {
     result->remat = o->allow_remat ? TF_REMAT_AUTO : TF_REMAT_NONE;
     result->precision = chosen->training_config.precision;
@@ -493,6 +494,101 @@ static void trained_bytes(const tf_plan *plan, int64_t bytes[3]) {
   bytes[2] = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
 }
 
+/* The optimizer a plan of `graph` compiled with `base` trains with, as compile.c resolves it: the
+ * options', else the graph's, else SGD. */
+static tf_optimizer optimizer_of(const tf_graph *graph, const tf_compile_options *base) {
+  const tf_training_config *own = tf_graph_training(graph);
+  if (base->optimizer != TF_OPTIMIZER_NONE)
+    return base->optimizer;
+  return own && own->optimizer != TF_OPTIMIZER_NONE ? own->optimizer : TF_OPTIMIZER_SGD;
+}
+
+/* The length of `text` cut to at most `limit` characters, at the end of a line where it must be cut. */
+static int cut_at_line(const char *text, size_t limit) {
+  size_t length = strlen(text);
+  if (length <= limit)
+    return (int)length;
+  while (limit > 0 && text[limit - 1] != '\n')
+    limit--;
+  return (int)limit;
+}
+
+/* After a second search (`other`, `with`) for a chosen plan (*out, *result) that fits nowhere: keeps
+ * the one that fits, else the smaller, and frees the plan left; counts both searches' compiles; the
+ * summary becomes the first search's lines (cut to `share` characters where they must), `headline`,
+ * then the second search's. Returns whether the second was taken. */
+static bool keep_better(tf_plan **out, tf_budget_result *result, tf_plan *other, const tf_budget_result *with,
+                        size_t share, const char *headline) {
+  char first[sizeof(result->summary)];
+  snprintf(first, sizeof(first), "%s", result->summary);
+  const int32_t tried = result->tried + with->tried;
+  const bool take = with->fits || with->total_bytes < result->total_bytes;
+  if (take) {
+    tf_plan_destroy(*out);
+    *out = other;
+    *result = *with;
+  } else {
+    tf_plan_destroy(other);
+  }
+  result->tried = tried;
+  const size_t size = sizeof(result->summary);
+  int written = snprintf(result->summary, size, "%.*s%s", cut_at_line(first, share), first, headline);
+  if (written > 0 && (size_t)written < size)
+    snprintf(result->summary + written, size - (size_t)written, "%.*s", (int)(size - (size_t)written - 1),
+             with->summary);
+  return take;
+}
+
+/* A second search's error: the first search's plan is freed (a caller owns no plan after an error). */
+static tf_status drop_plan(tf_plan **out, tf_status status) {
+  tf_plan_destroy(*out);
+  *out = NULL;
+  return status;
+}
+
+/* The line saying what 8-bit AdamW state saved: optimizer state of the smallest AdamW plan (`adamw`)
+ * against the 8-bit search's plan (`eight`). */
+static void say_8bit_saving(char *line, size_t size, const tf_plan *adamw, const tf_plan *eight, bool fits) {
+  const int64_t before = adamw->region_bytes[TF_REGION_OPTIMIZER_STATE];
+  const int64_t after = eight->region_bytes[TF_REGION_OPTIMIZER_STATE];
+  snprintf(line, size,
+           "nothing fits with AdamW's f32 moments: with 8-bit AdamW state (--allow-optimizer adamw8bit) %s\n"
+           "  8-bit state saved %.2f MiB of optimizer state at the smallest plans (%.2f MiB against %.2f MiB; "
+           "every parameter still trained)\n",
+           fits ? "it fits:" : "it does not fit either", (double)(before - after) / 1048576.0,
+           (double)after / 1048576.0, (double)before / 1048576.0);
+}
+
+/* The line saying what LoRA rank `rank` saved: the smallest plan training every parameter (`full`)
+ * against the LoRA search's plan (`adapted`). */
+static void say_lora_saving(char *line, size_t size, int32_t rank, const tf_plan *full, const tf_plan *adapted,
+                            bool fits) {
+  int64_t before[3], after[3];
+  trained_bytes(full, before);
+  trained_bytes(adapted, after);
+  snprintf(line, size,
+           "training every parameter fits nowhere: with LoRA rank %d (--allow-lora) %s\n"
+           "  LoRA saved at the smallest plans: parameters %.2f MiB, gradients %.2f MiB, optimizer "
+           "state %.2f MiB (the adapters trained, the rest frozen)\n",
+           rank, fits ? "it fits:" : "it does not fit either", (double)(before[0] - after[0]) / 1048576.0,
+           (double)(before[1] - after[1]) / 1048576.0, (double)(before[2] - after[2]) / 1048576.0);
+}
+
+/* `o` with 8-bit AdamW state. compile.c starts an optimizer other than the graph's from its own
+ * defaults: the graph's AdamW learning rate and epsilon are kept where the options leave them. */
+static tf_budget_options with_8bit_state(const tf_graph *graph, const tf_budget_options *o) {
+  tf_budget_options eight = *o;
+  eight.base.optimizer = TF_OPTIMIZER_ADAMW8BIT;
+  const tf_training_config *own = tf_graph_training(graph);
+  if (own && own->optimizer == TF_OPTIMIZER_ADAMW) {
+    if (eight.base.learning_rate <= 0)
+      eight.base.learning_rate = own->learning_rate;
+    if (eight.base.epsilon <= 0)
+      eight.base.epsilon = own->epsilon;
+  }
+  return eight;
+}
+
 tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *given, tf_plan **out,
                             tf_budget_result *result) {
   /* The search fuses loss heads itself where a configuration does not fit, and prefers the faster
@@ -500,43 +596,42 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
   tf_budget_options searched = *given;
   if (searched.base.fuse_loss == TF_FUSE_LOSS_SMALLEST)
     searched.base.fuse_loss = TF_FUSE_LOSS_AUTO;
-  const tf_budget_options *o = &searched;
-  TF_RETURN_IF_ERROR(search_plans(graph, o, out, result));
-  if (result->fits || o->allow_lora_rank <= 0 || o->base.lora_rank > 0)
+  const tf_optimizer optimizer = optimizer_of(graph, &searched.base);
+  *out = NULL;
+  if (searched.allow_optimizer_8bit && optimizer == TF_OPTIMIZER_SGD)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--allow-optimizer adamw8bit: graph '%s' trains with SGD, which keeps no Adam moments to "
+                         "store in 8 bits (give --optimizer adamw, or leave the 8-bit state out)",
+                         graph->name);
+  TF_RETURN_IF_ERROR(search_plans(graph, &searched, out, result));
+  /* Nothing fits with AdamW's f32 moments: the same search with 8-bit moments (2.031 bytes of state a
+   * parameter against 8) before LoRA, since it keeps every parameter trained; LoRA, when allowed,
+   * then starts from the 8-bit options. The 8-bit headline keeps a third of the summary for the first
+   * search, so that LoRA's cut (half) still leaves it. */
+  tf_plan *plan = NULL;
+  tf_budget_result with;
+  char headline[768];
+  if (!result->fits && searched.allow_optimizer_8bit && optimizer == TF_OPTIMIZER_ADAMW) {
+    const tf_budget_options eight = with_8bit_state(graph, &searched);
+    tf_status status = search_plans(graph, &eight, &plan, &with);
+    if (status)
+      return drop_plan(out, status);
+    say_8bit_saving(headline, sizeof(headline), *out, plan, with.fits);
+    if (keep_better(out, result, plan, &with, sizeof(result->summary) / 3, headline))
+      searched = eight;
+  }
+  if (result->fits || searched.allow_lora_rank <= 0 || searched.base.lora_rank > 0)
     return NULL;
   /* Nothing fits training every parameter: the same search with LoRA adapters (--allow-lora R) on
    * the --lora-targets weights, or on every linear weight when none is named. */
-  tf_budget_options lora = *o;
-  lora.base.lora_rank = o->allow_lora_rank;
-  lora.base.lora_all_linear = o->base.lora_target_count == 0;
-  tf_plan *adapted = NULL;
-  tf_budget_result with;
-  TF_RETURN_IF_ERROR(search_plans(graph, &lora, &adapted, &with));
-  int64_t before[3], after[3];
-  trained_bytes(*out, before);
-  trained_bytes(adapted, after);
-  char summary[sizeof(result->summary) / 2];
-  snprintf(summary, sizeof(summary), "%.*s", (int)sizeof(summary) - 1, result->summary); /* cut where it must */
-  const int32_t tried = result->tried + with.tried;
-  const bool take = with.fits || with.total_bytes < result->total_bytes; /* else the smaller plan stays */
-  if (take) {
-    tf_plan_destroy(*out);
-    *out = adapted;
-    *result = with;
-  } else {
-    tf_plan_destroy(adapted);
-  }
-  result->tried = tried;
-  result->lora_rank = take ? o->allow_lora_rank : 0; /* the chosen plan's, fitting or the smallest found */
-  int written = snprintf(result->summary, sizeof(result->summary),
-                         "%straining every parameter fits nowhere: with LoRA rank %d (--allow-lora) %s\n"
-                         "  LoRA saved at the smallest plans: parameters %.2f MiB, gradients %.2f MiB, optimizer "
-                         "state %.2f MiB (the adapters trained, the rest frozen)\n",
-                         summary, o->allow_lora_rank, with.fits ? "it fits:" : "it does not fit either",
-                         (double)(before[0] - after[0]) / 1048576.0, (double)(before[1] - after[1]) / 1048576.0,
-                         (double)(before[2] - after[2]) / 1048576.0);
-  if (written > 0 && (size_t)written < sizeof(result->summary))
-    snprintf(result->summary + written, sizeof(result->summary) - (size_t)written, "%.*s",
-             (int)(sizeof(result->summary) - (size_t)written - 1), with.summary);
+  tf_budget_options lora = searched;
+  lora.base.lora_rank = searched.allow_lora_rank;
+  lora.base.lora_all_linear = searched.base.lora_target_count == 0;
+  tf_status status = search_plans(graph, &lora, &plan, &with);
+  if (status)
+    return drop_plan(out, status);
+  say_lora_saving(headline, sizeof(headline), lora.base.lora_rank, *out, plan, with.fits);
+  const bool taken = keep_better(out, result, plan, &with, sizeof(result->summary) / 2, headline);
+  result->lora_rank = taken ? lora.base.lora_rank : 0; /* the chosen plan's, fitting or the smallest found */
   return NULL;
 }

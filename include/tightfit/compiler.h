@@ -127,6 +127,11 @@ typedef struct tf_budget_options {
   /* > 0: when nothing fits training every parameter, search again with LoRA adapters of this rank
    * (base.lora_targets, or every linear weight when it names none); base.lora_rank must be 0. */
   int32_t allow_lora_rank;
+  /* When nothing fits with AdamW (base.optimizer, or the graph's when that is NONE), search again with
+   * 8-bit AdamW state (TF_OPTIMIZER_ADAMW8BIT, 2.031 bytes a parameter against 8; the graph's AdamW
+   * learning rate and epsilon kept) and keep the better; tried before LoRA, which then starts from it.
+   * With an SGD optimizer: TF_ERR_INVALID_ARGUMENT. */
+  bool allow_optimizer_8bit;
 } tf_budget_options;
 
 typedef struct tf_budget_result {
@@ -141,6 +146,7 @@ typedef struct tf_budget_result {
   int64_t loss_chunk_rows; /* the chosen plan's fused loss head: rows of logits at a time; 0: none */
   int32_t lora_rank;       /* the chosen (or smallest) plan's LoRA rank when --allow-lora made it; else 0 */
   char summary[4096];      /* what was tried and why this was chosen, one line each */
+  tf_optimizer optimizer;  /* the chosen (or smallest) plan's: TF_OPTIMIZER_ADAMW8BIT when the 8-bit state made it */
 } tf_budget_result;
 
 /* Searches; on success *out is the chosen plan (or, when nothing fits, the smallest one found, with
