@@ -3,8 +3,6 @@
  * Ctrl-C (and TERM, HUP) finishes the current step and saves a checkpoint when --checkpoint is given.
  * The run holds the checkpoint folder's lock (checkpoint_lock.h), a data file truncated under it
  * ends it with the file named (bus_guard.h), and its weights are scanned once more at the end. */
-#define _GNU_SOURCE /* dlsym(RTLD_DEFAULT) */
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -35,25 +33,6 @@ static volatile sig_atomic_t interrupted = 0;
  * under `ulimit -v` with several threads) then ends the run instead of hanging it. */
 static volatile sig_atomic_t stop_grace = 30;
 static volatile sig_atomic_t in_steps = 0; /* the grace covers the steps only, never a save */
-
-/* Phase marks for the allocation probe (tests/alloc_probe), a library a test preloads to count heap
- * allocations from outside tightfit; the phases let it tell the steps from the setup. Without the
- * probe dlsym finds nothing and marking does nothing. Looked up once: a failed dlsym allocates its
- * error message, which would be an allocation per step. */
-struct tf_probe_counts;
-typedef int (*probe_mark_fn)(const char *phase, struct tf_probe_counts *ended);
-
-static probe_mark_fn find_probe(void) {
-  probe_mark_fn mark;
-  void *symbol = dlsym(RTLD_DEFAULT, "tf_probe_mark");
-  memcpy(&mark, &symbol, sizeof(mark)); /* ISO C has no object-to-function pointer cast */
-  return mark;
-}
-
-static void mark_phase(probe_mark_fn mark, const char *phase) {
-  if (mark)
-    mark(phase, NULL);
-}
 
 /* "device memory: ..." as the backend measured it (on the CPU backend: its regions as allocated). */
 static void print_device_memory(const tf_session *session) {
@@ -340,10 +319,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   options.loss_scale_growth_interval = a->loss_scale_window;
   char folder[4096];
   options.weights_dir = a->weights_dir ? a->weights_dir : tf_cli_folder_of(a->plan_path, folder, sizeof(folder));
-  probe_mark_fn probe = find_probe();
   /* The lock first: a second run on the folder is refused before it loads anything. */
   tf_status status = a->checkpoint ? tf_tool_checkpoint_lock(a->checkpoint, &run->lock_fd) : NULL;
-  mark_phase(probe, "train: create");
   if (!status)
     status = tf_session_create(plan, &options, &run->session);
   tf_session *session = run->session;
@@ -351,7 +328,6 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     status = tf_tool_check_initial_weights(session, options.weights_dir, "refusing to train from non-finite weights");
   if (!status && a->init_from)
     status = tf_tool_init_from(session, a->init_from, a->init_map, tf_cli_err());
-  mark_phase(probe, "train: feed");
   if (!status)
     status = tf_feed_open(plan, a->data, a->seed, &run->feed);
   tf_feed *feed = run->feed;
@@ -385,12 +361,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   double start = now(), loss = NAN, last_save = start;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);
-  mark_phase(probe, "train: warm-up");
   in_steps = 1;
   for (int64_t step = first; !status && step < a->steps && !interrupted; step++) {
-    /* Two steps warm up (first-touch work in libraries), then every step must allocate nothing. */
-    if (step == first + 2)
-      mark_phase(probe, "train: steps");
     double sum = 0, step_start = now() - start;
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {
       double micro_loss;
@@ -432,7 +404,6 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   }
   in_steps = 0;
   alarm(0); /* the loop saw the signal: the saves below take what they take */
-  mark_phase(probe, "train: finish");
   if (tty)
     fprintf(tf_cli_err(), "\n");
   if (!status && session)

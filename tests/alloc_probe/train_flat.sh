@@ -1,7 +1,8 @@
 #!/bin/sh
 # `tightfit train` itself under the allocation probe: the main job (scripts/main-job: the mlp on the
-# digits, with held-out evaluation and a checkpoint) and the character gpt on the text. tightfit
-# marks its phases for the probe (tools/cmd_train.c); the probe logs each one. Passes when
+# digits, with held-out evaluation and a checkpoint) and the character gpt on the text. TIGHTFIT is
+# tightfit_probed, the CLI with its phases marked from outside (train_phases.c); the probe logs each
+# one. Passes when
 #   - 'train: steps' (every step after the first two) makes no heap allocation at all, and
 #   - no allocation in 'train: warm-up' or 'train: steps' is region-sized: as large as the plan's
 #     smallest region, clamped to [4 KiB, 64 KiB] (tests/alloc_probe/probe_client.h says why).
