@@ -26,6 +26,11 @@ int tf_cmd_devices(int argc, char **argv);
 int tf_cmd_import(int argc, char **argv);
 int tf_cmd_merge_lora(int argc, char **argv);
 
+/* The JSON documents `tightfit report P --json` (with --budget when budget > 0) and `tightfit
+ * devices --json` print, into `out` (tightfit/cli.h's library calls print into memory). */
+void tf_report_json(FILE *out, const char *path, const tf_plan *plan, int64_t budget);
+void tf_devices_json(FILE *out);
+
 /* Where the commands print: stdout and stderr, or on a thread inside tf_cli_run_captured() the
  * streams it captures into (the commands never print to stdout or stderr by name). */
 FILE *tf_cli_out(void);

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/baseline.h"
-#include "tools/compile_args.h"
+#include "tools/check_run.h"
 
 static void help(void) {
   fprintf(tf_cli_out(),
@@ -44,127 +43,176 @@ static bool parse_percent(const char *text, double *share) {
   return true;
 }
 
-int tf_cmd_check(int argc, char **argv) {
-  tf_compile_args args;
-  tf_compile_args_init(&args);
-  const char *baseline_path = NULL, *max_growth_text = NULL, *max_growth_of = NULL;
-  double max_growth = 0.0;
-  unsigned checked = TF_CATEGORIES_ALL;
-  tf_cli_args walk = tf_cli_args_start("check", argc, argv, help, NULL);
-  while (tf_cli_args_next(&walk)) {
-    const char *v;
-    if (tf_cli_args_option(&walk, "--baseline", &v)) {
-      baseline_path = v;
-    } else if (tf_cli_args_option(&walk, "--max-growth", &v)) {
-      max_growth_text = v;
-      if (!walk.error && !parse_percent(v, &max_growth))
-        return tf_cli_usage_error("check",
-                                  "--max-growth takes a percentage with its sign, such as 5%% or 0.5%%, got '%s'", v);
-    } else if (tf_cli_args_option(&walk, "--max-growth-of", &v)) {
-      max_growth_of = v;
-      tf_status parsed = walk.error ? NULL : tf_categories_parse(v, &checked);
-      if (parsed) {
-        tf_cli_usage_error("check", "%s", tf_status_message(parsed));
-        tf_status_free(parsed);
-        return TF_EXIT_USAGE;
-      }
-    } else if (!tf_compile_args_take(&args, &walk)) {
-      tf_cli_args_positional(&walk, "graph file", &args.graph_path);
-    }
+void tf_check_args_init(tf_check_args *check) {
+  memset(check, 0, sizeof(*check));
+  check->checked = TF_CATEGORIES_ALL;
+}
+
+bool tf_check_args_is_option(const char *name) {
+  return strcmp(name, "--baseline") == 0 || strcmp(name, "--max-growth") == 0 || strcmp(name, "--max-growth-of") == 0;
+}
+
+tf_status tf_check_args_set(tf_check_args *check, const char *name, const char *value) {
+  if (!tf_check_args_is_option(name))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown check option '%s'", name);
+  if (!value)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s needs a value", name);
+  if (strcmp(name, "--baseline") == 0) {
+    check->baseline_path = value;
+  } else if (strcmp(name, "--max-growth") == 0) {
+    check->max_growth_text = value;
+    if (!parse_percent(value, &check->max_growth))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "--max-growth takes a percentage with its sign, such as 5%% or 0.5%%, got '%s'", value);
+  } else {
+    check->max_growth_of = value;
+    return tf_categories_parse(value, &check->checked);
   }
-  if (!tf_cli_args_done(&walk, args.graph_path != NULL, "missing the graph file"))
-    return walk.exit_code;
-  if ((max_growth_text || max_growth_of) && !baseline_path)
-    return tf_cli_usage_error("check", "%s %s needs --baseline FILE (the result it is compared with)",
-                              max_growth_text ? "--max-growth" : "--max-growth-of",
-                              max_growth_text ? max_growth_text : max_growth_of);
+  return NULL;
+}
+
+static tf_status check_compile(tf_compile_args *args, const tf_check_args *check, tf_check_outcome *out) {
+  if (args->budget < 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "missing --budget SIZE, --gpu NAME or --device D");
+  TF_RETURN_IF_ERROR(tf_compile_args_run(args, &out->plan, &out->search));
+  out->fits = tf_plan_device_total(out->plan) <= args->budget;
+  tf_categories_of_plan(out->plan, &out->current);
+  if (!check->baseline_path)
+    return NULL;
+  TF_RETURN_IF_ERROR(tf_categories_check_same_model(check->baseline_path, &out->baseline, &out->current));
+  out->grew = tf_categories_failed(&out->baseline, &out->current, check->max_growth, check->checked) != 0;
+  return NULL;
+}
+
+tf_status tf_check_run(tf_compile_args *args, const tf_check_args *check, tf_check_outcome *out) {
+  memset(out, 0, sizeof(*out));
+  if ((check->max_growth_text || check->max_growth_of) && !check->baseline_path)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s %s needs --baseline FILE (the result it is compared with)",
+                         check->max_growth_text ? "--max-growth" : "--max-growth-of",
+                         check->max_growth_text ? check->max_growth_text : check->max_growth_of);
   /* The baseline is read first: a bad file fails in milliseconds, before any compile. */
-  tf_categories baseline, current;
-  if (baseline_path) {
-    tf_status read = tf_categories_read(baseline_path, &baseline);
-    if (read)
-      return tf_cli_fail("check", read);
+  if (check->baseline_path)
+    TF_RETURN_IF_ERROR(tf_categories_read(check->baseline_path, &out->baseline));
+  TF_RETURN_IF_ERROR(tf_compile_args_resolve(args));
+  tf_status status = check_compile(args, check, out);
+  if (status) {
+    tf_plan_destroy(out->plan);
+    out->plan = NULL;
   }
-  tf_status status = tf_compile_args_resolve(&args);
-  if (status)
-    return tf_cli_fail("check", status);
-  int64_t budget = args.budget;
-  if (budget < 0)
-    return tf_cli_usage_error("check", "missing --budget SIZE, --gpu NAME or --device D");
-  tf_compile_args_warn_target(&args, "check");
-  tf_plan *plan;
-  tf_budget_result search;
-  status = tf_compile_args_run(&args, &plan, &search);
-  if (status)
-    return tf_cli_fail("check", status);
-  int64_t total = tf_plan_device_total(plan);
-  bool fits = total <= budget;
-  tf_categories_of_plan(plan, &current);
-  bool grew = false;
-  if (baseline_path) {
-    status = tf_categories_check_same_model(baseline_path, &baseline, &current);
-    if (status) {
-      tf_plan_destroy(plan);
-      return tf_cli_fail("check", status);
-    }
-    grew = tf_categories_failed(&baseline, &current, max_growth, checked) != 0;
-  }
-  static const char *const remat_names[] = {"none", "checkpoints", "auto"};
-  const char *remat = args.global_batch > 0 ? remat_names[search.remat] : remat_names[args.options.remat];
-  static const char *const precision_names[] = {"f32", "bf16", "f16"};
+  return status;
+}
+
+static const char *remat_name(const tf_compile_args *args, const tf_check_outcome *o) {
+  static const char *const names[] = {"none", "checkpoints", "auto"};
+  return args->global_batch > 0 ? names[o->search.remat] : names[args->options.remat];
+}
+
+static const char *precision_name(const tf_plan *plan) {
+  static const char *const names[] = {"f32", "bf16", "f16"};
   const tf_precision stored = plan->training_config.precision;
-  const char *precision = (int)stored >= 0 && stored <= TF_PRECISION_F16 ? precision_names[stored] : "?";
+  return (int)stored >= 0 && stored <= TF_PRECISION_F16 ? names[stored] : "?";
+}
+
+void tf_check_json(const tf_compile_args *args, const tf_check_args *check, const tf_check_outcome *o, tf_json *j) {
+  const tf_plan *plan = o->plan;
+  tf_json_string(j, "graph", args->graph_path);
+  tf_json_string(j, "assumed", args->target_note);
+  tf_json_bool(j, "target_given", args->target_given);
+  tf_json_bool(j, "fits", o->fits);
+  tf_json_int(j, "budget_bytes", args->budget);
+  tf_json_int(j, "shortfall_bytes", o->fits ? 0 : tf_plan_device_total(plan) - args->budget);
+  tf_json_int(j, "micro_batch", plan->micro_batch);
+  tf_json_int(j, "accumulate", plan->accumulate);
+  tf_json_int(j, "global_batch", plan->global_batch);
+  tf_json_string(j, "remat", remat_name(args, o));
+  tf_json_string(j, "precision", precision_name(plan));
+  if (args->global_batch > 0) {
+    tf_json_int(j, "configurations_tried", o->search.tried);
+    tf_json_double(j, "estimated_seconds_per_step", o->search.seconds_per_step);
+    tf_json_int(j, "loss_chunk_rows", o->search.loss_chunk_rows);
+    tf_json_int(j, "lora_rank", o->search.lora_rank);
+  }
+  tf_compile_args_print_memory(plan, j);
+  tf_categories_json(&o->current, j);
+  if (check->baseline_path)
+    tf_categories_print_diff(check->baseline_path, &o->baseline, &o->current, check->max_growth, check->checked, NULL,
+                             j);
+}
+
+static void print_text(const tf_compile_args *args, const tf_check_outcome *o) {
+  const tf_plan *plan = o->plan;
+  const int64_t total = tf_plan_device_total(plan), budget = args->budget;
   char a[32], b[32];
-  if (args.json) {
-    tf_json j = {tf_cli_out(), 0, {false}};
-    tf_json_begin_object(&j, NULL);
-    tf_json_string(&j, "graph", args.graph_path);
-    tf_json_string(&j, "assumed", args.target_note);
-    tf_json_bool(&j, "target_given", args.target_given);
-    tf_json_bool(&j, "fits", fits);
-    tf_json_int(&j, "budget_bytes", budget);
-    tf_json_int(&j, "shortfall_bytes", fits ? 0 : total - budget);
-    tf_json_int(&j, "micro_batch", plan->micro_batch);
-    tf_json_int(&j, "accumulate", plan->accumulate);
-    tf_json_int(&j, "global_batch", plan->global_batch);
-    tf_json_string(&j, "remat", remat);
-    tf_json_string(&j, "precision", precision);
-    if (args.global_batch > 0) {
-      tf_json_int(&j, "configurations_tried", search.tried);
-      tf_json_double(&j, "estimated_seconds_per_step", search.seconds_per_step);
-      tf_json_int(&j, "loss_chunk_rows", search.loss_chunk_rows);
-      tf_json_int(&j, "lora_rank", search.lora_rank);
-    }
-    tf_compile_args_print_memory(plan, &j);
-    tf_categories_json(&current, &j);
-    if (baseline_path)
-      tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, checked, NULL, &j);
-    tf_json_end_object(&j);
-  } else if (fits) {
-    fprintf(tf_cli_out(), "%s: %s\n", args.graph_path, args.target_note);
+  fprintf(tf_cli_out(), "%s: %s\n", args->graph_path, args->target_note);
+  if (o->fits) {
     fprintf(tf_cli_out(),
             "%s: fits: %s (device total) of %s (%.1f%%), micro-batch %" PRId64
             " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations%s\n",
-            args.graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
-            100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch, remat,
-            precision, search.lora_rank > 0 ? ", with LoRA adapters (--allow-lora)" : "");
+            args->graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
+            100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch,
+            remat_name(args, o), precision_name(plan),
+            o->search.lora_rank > 0 ? ", with LoRA adapters (--allow-lora)" : "");
     tf_compile_args_print_memory(plan, NULL);
-    if (args.global_batch > 0)
-      fprintf(tf_cli_out(), "search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", search.tried,
-              search.seconds_per_step, search.summary);
+    if (args->global_batch > 0)
+      fprintf(tf_cli_out(), "search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", o->search.tried,
+              o->search.seconds_per_step, o->search.summary);
+    return;
+  }
+  tf_compile_args_print_shortfall(args, plan, NULL);
+  fprintf(tf_cli_out(), "smallest: micro-batch %" PRId64 " x %d, recompute %s, %s activations; where the bytes go:\n",
+          plan->micro_batch, plan->accumulate, remat_name(args, o), precision_name(plan));
+  tf_compile_args_print_memory(plan, NULL);
+  if (args->global_batch > 0)
+    fprintf(tf_cli_out(), "search (%d plans compiled):\n%s", o->search.tried, o->search.summary);
+}
+
+/* tf_compile_args_take for check's own options. */
+static bool take_check_option(tf_check_args *check, tf_cli_args *walk) {
+  static const char *const names[] = {"--baseline", "--max-growth", "--max-growth-of"};
+  const char *value;
+  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+    if (!tf_cli_args_option(walk, names[k], &value))
+      continue;
+    tf_status bad = walk->error ? NULL : tf_check_args_set(check, names[k], value);
+    if (bad) {
+      tf_cli_usage_error("check", "%s", tf_status_message(bad));
+      tf_status_free(bad);
+      walk->error = true;
+    }
+    return true;
+  }
+  return false;
+}
+
+int tf_cmd_check(int argc, char **argv) {
+  tf_compile_args args;
+  tf_compile_args_init(&args);
+  tf_check_args check;
+  tf_check_args_init(&check);
+  tf_cli_args walk = tf_cli_args_start("check", argc, argv, help, NULL);
+  while (tf_cli_args_next(&walk))
+    if (!take_check_option(&check, &walk) && !tf_compile_args_take(&args, &walk))
+      tf_cli_args_positional(&walk, "graph file", &args.graph_path);
+  if (!tf_cli_args_done(&walk, args.graph_path != NULL, "missing the graph file"))
+    return walk.exit_code;
+  if (args.budget >= 0) /* before the compile, which may take a while */
+    tf_compile_args_warn_target(&args, "check");
+  tf_check_outcome o;
+  tf_status status = tf_check_run(&args, &check, &o);
+  if (status)
+    return tf_cli_fail("check", status);
+  if (args.json) {
+    tf_json j = {tf_cli_out(), 0, {false}};
+    tf_json_begin_object(&j, NULL);
+    tf_check_json(&args, &check, &o, &j);
+    tf_json_end_object(&j);
   } else {
-    fprintf(tf_cli_out(), "%s: %s\n", args.graph_path, args.target_note);
-    tf_compile_args_print_shortfall(&args, plan, NULL);
-    fprintf(tf_cli_out(), "smallest: micro-batch %" PRId64 " x %d, recompute %s, %s activations; where the bytes go:\n",
-            plan->micro_batch, plan->accumulate, remat, precision);
-    tf_compile_args_print_memory(plan, NULL);
-    if (args.global_batch > 0)
-      fprintf(tf_cli_out(), "search (%d plans compiled):\n%s", search.tried, search.summary);
+    print_text(&args, &o);
   }
   /* With --json the diff also goes to stderr, so a CI log shows it while stdout is the result file. */
-  if (baseline_path)
-    tf_categories_print_diff(baseline_path, &baseline, &current, max_growth, checked,
+  if (check.baseline_path)
+    tf_categories_print_diff(check.baseline_path, &o.baseline, &o.current, check.max_growth, check.checked,
                              args.json ? tf_cli_err() : tf_cli_out(), NULL);
-  tf_plan_destroy(plan);
-  return fits && !grew ? TF_EXIT_OK : TF_EXIT_FAILED;
+  tf_plan_destroy(o.plan);
+  return o.fits && !o.grew ? TF_EXIT_OK : TF_EXIT_FAILED;
 }

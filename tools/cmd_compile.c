@@ -20,6 +20,22 @@ static void help(void) {
           "2 bad usage or a bad graph.\n");
 }
 
+void tf_compile_summary_json(const tf_compile_args *args, const tf_plan *plan, const char *output, tf_json *j) {
+  tf_json_string(j, "graph", args->graph_path);
+  if (output)
+    tf_json_string(j, "plan", output);
+  tf_json_int(j, "steps", plan->n_steps);
+  tf_json_int(j, "buffers", plan->n_buffers);
+  tf_json_int(j, "micro_batch", plan->micro_batch);
+  tf_json_int(j, "accumulate", plan->accumulate);
+  tf_json_string(j, "matmul_math", tf_dtype_name(plan->matmul_math));
+  if (args->budget >= 0) {
+    tf_json_bool(j, "fits", true);
+    tf_json_int(j, "budget_bytes", args->budget);
+  }
+  tf_compile_args_print_memory(plan, j);
+}
+
 /* A plan over its budget: the verdict, where the bytes go, and nothing written (exit 1). */
 static int refuse_over_budget(const tf_compile_args *args, tf_plan *plan, const tf_budget_result *search) {
   if (args->json) {
@@ -77,19 +93,7 @@ int tf_cmd_compile(int argc, char **argv) {
   if (args.json) {
     tf_json j = {tf_cli_out(), 0, {false}};
     tf_json_begin_object(&j, NULL);
-    tf_json_string(&j, "graph", args.graph_path);
-    if (output)
-      tf_json_string(&j, "plan", output);
-    tf_json_int(&j, "steps", plan->n_steps);
-    tf_json_int(&j, "buffers", plan->n_buffers);
-    tf_json_int(&j, "micro_batch", plan->micro_batch);
-    tf_json_int(&j, "accumulate", plan->accumulate);
-    tf_json_string(&j, "matmul_math", tf_dtype_name(plan->matmul_math));
-    if (args.budget >= 0) {
-      tf_json_bool(&j, "fits", true);
-      tf_json_int(&j, "budget_bytes", args.budget);
-    }
-    tf_compile_args_print_memory(plan, &j);
+    tf_compile_summary_json(&args, plan, output, &j);
     tf_json_end_object(&j);
   } else {
     fprintf(tf_cli_out(), "%s: %s plan for '%s': %d steps, %d buffers, micro-batch %" PRId64 " x %d%s%s\n",

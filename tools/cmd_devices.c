@@ -6,8 +6,8 @@
 #include "tools/cli.h"
 
 /* The list as {"devices": [...]}: a device's entry, or a backend's without one and why. */
-static void devices_json(const tf_device_list *list) {
-  tf_json json = {tf_cli_out(), 0, {false}};
+static void devices_json(FILE *out, const tf_device_list *list) {
+  tf_json json = {out, 0, {false}};
   tf_json_begin_object(&json, NULL);
   tf_json_begin_array(&json, "devices");
   for (int32_t i = 0; i < list->count; i++) {
@@ -22,7 +22,13 @@ static void devices_json(const tf_device_list *list) {
   }
   tf_json_end_array(&json);
   tf_json_end_object(&json);
-  fputc('\n', tf_cli_out());
+  fputc('\n', out);
+}
+
+void tf_devices_json(FILE *out) {
+  tf_device_list list;
+  tf_backend_list_devices(&list);
+  devices_json(out, &list);
 }
 
 int tf_cmd_devices(int argc, char **argv) {
@@ -41,9 +47,7 @@ int tf_cmd_devices(int argc, char **argv) {
   if (argc > (json ? 2 : 1))
     return tf_cli_usage_error("devices", "takes only --json (got '%s')", argv[json ? 2 : 1]);
   if (json) {
-    tf_device_list list;
-    tf_backend_list_devices(&list);
-    devices_json(&list);
+    tf_devices_json(tf_cli_out());
   } else {
     char text[TF_MAX_DEVICE_ENTRIES * sizeof(tf_device_entry)]; /* a line is shorter than its entry */
     tf_backend_describe_devices(text, sizeof(text));

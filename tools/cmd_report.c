@@ -198,10 +198,10 @@ static void print_text(const char *path, const tf_plan *plan, const picture_outp
   print_outputs(plan, outputs);
 }
 
-static void print_json(const char *path, const tf_plan *plan, const picture_outputs *outputs) {
+static void print_json(FILE *out, const char *path, const tf_plan *plan, const picture_outputs *outputs) {
   const tf_plan_report *r = &plan->report;
   tf_report_summary s = tf_report_summarise(plan);
-  tf_json j = {tf_cli_out(), 0, {false}};
+  tf_json j = {out, 0, {false}};
   tf_json_begin_object(&j, NULL);
   tf_json_string(&j, "file", path);
   tf_json_string(&j, "graph", plan->graph_name ? plan->graph_name : "");
@@ -304,7 +304,12 @@ static void print_json(const char *path, const tf_plan *plan, const picture_outp
   if (outputs->html)
     tf_json_string(&j, "html_file", outputs->html);
   tf_json_end_object(&j);
-  fprintf(tf_cli_out(), "\n");
+  fprintf(out, "\n");
+}
+
+void tf_report_json(FILE *out, const char *path, const tf_plan *plan, int64_t budget) {
+  picture_outputs outputs = {NULL, NULL, budget};
+  print_json(out, path, plan, &outputs);
 }
 
 int tf_cmd_report(int argc, char **argv) {
@@ -338,7 +343,7 @@ int tf_cmd_report(int argc, char **argv) {
     return tf_cli_fail("report", status);
   }
   if (json)
-    print_json(path, plan, &outputs);
+    print_json(tf_cli_out(), path, plan, &outputs);
   else
     print_text(path, plan, &outputs);
   tf_plan_destroy(plan);

@@ -200,178 +200,257 @@ static bool append_binding(tf_compile_args *args, const char *list) {
   return true;
 }
 
-bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk) {
-  const char *command = walk->command;
-  int argc = walk->argc, *i = &walk->i;
-  char **argv = walk->argv;
-  bool *error = &walk->error;
-  const char *value;
-  double number;
-  int64_t integer;
+/* Every compile option: its name and whether a value follows it. */
+typedef struct compile_option {
+  const char *name;
+  bool takes_value;
+} compile_option;
+
+static const compile_option compile_options[] = {
+    {"--json", false},
+    {"--inference", false},
+    {"--update-in-backward", false},
+    {"--smallest", false},
+    {"--no-half-kernels", false},
+    {"--remat", true},
+    {"--precision", true},
+    {"--matmul-math", true},
+    {"--autocast", true},
+    {"--loss-scale", true},
+    {"--precision-override", true},
+    {"--freeze", true},
+    {"--lora-targets", true},
+    {"--lora", true},
+    {"--train-only", true},
+    {"--fuse-loss", true},
+    {"--loss-chunk", true},
+    {"--allow-lora", true},
+    {"--allow-precision", true},
+    {"--budget", true},
+    {"--gpu", true},
+    {"--device", true},
+    {"--global-batch", true},
+    {"--set", true},
+    {"--target", true},
+    {"--threads", true},
+    {"--optimizer", true},
+    {"--lr", true},
+    {"--weight-decay", true},
+    {"--clip", true},
+    {"--accumulate", true},
+};
+
+int tf_compile_args_arity(const char *name) {
+  for (size_t k = 0; k < sizeof(compile_options) / sizeof(compile_options[0]); k++)
+    if (strcmp(name, compile_options[k].name) == 0)
+      return compile_options[k].takes_value ? 1 : 0;
+  return -1;
+}
+
+#define BAD_VALUE(...) tf_status_new(TF_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Appends `value` to one of the repeatable pattern lists, at most TF_COMPILE_ARGS_MAX_OVERRIDES. */
+static tf_status append_pattern(const char **list, int32_t *count, const char *name, const char *value) {
+  if (*count >= TF_COMPILE_ARGS_MAX_OVERRIDES)
+    return BAD_VALUE("at most %d %s options", TF_COMPILE_ARGS_MAX_OVERRIDES, name);
+  list[(*count)++] = value;
+  return NULL;
+}
+
+/* The switches and the options about precision. */
+static tf_status set_precision_option(tf_compile_args *args, const char *name, const char *value, bool *known) {
   tf_compile_options *o = &args->options;
-  if (strcmp(argv[*i], "--json") == 0) {
-    args->json = true;
-  } else if (strcmp(argv[*i], "--inference") == 0) {
-    o->training = false;
-  } else if (strcmp(argv[*i], "--update-in-backward") == 0) {
-    o->update_in_backward = TF_CHOICE_ON;
-  } else if (strcmp(argv[*i], "--smallest") == 0) {
-    args->smallest = true;
-  } else if (strcmp(argv[*i], "--no-half-kernels") == 0) {
-    args->no_half_kernels = true;
-  } else if (tf_cli_option(argc, argv, i, "--remat", &value, error)) {
-    if (!*error && strcmp(value, "none") == 0)
-      o->remat = TF_REMAT_NONE;
-    else if (!*error && strcmp(value, "checkpoints") == 0)
-      o->remat = TF_REMAT_CHECKPOINTS;
-    else if (!*error && strcmp(value, "auto") == 0)
-      o->remat = TF_REMAT_AUTO;
-    else if (!*error)
-      *error = tf_cli_usage_error(command, "unknown recompute mode '%s' (none, checkpoints, auto)", value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--precision", &value, error)) {
+  tf_precision precision = TF_PRECISION_F32;
+  if (strcmp(name, "--precision") == 0) {
     o->set_precision = true;
-    if (!*error && !precision_named(value, &o->precision))
-      *error = tf_cli_usage_error(command, "unknown precision '%s' (fp32, bf16, fp16)", value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--matmul-math", &value, error)) {
-    tf_precision math = TF_PRECISION_F32;
-    if (!*error && !precision_named(value, &math))
-      *error = tf_cli_usage_error(command, "unknown matmul math '%s' (fp32, bf16, fp16)", value) != 0;
-    o->matmul_math = math == TF_PRECISION_BF16 ? TF_BF16 : math == TF_PRECISION_F16 ? TF_F16 : TF_F32;
-  } else if (tf_cli_option(argc, argv, i, "--autocast", &value, error)) {
-    tf_precision cast = TF_PRECISION_F32;
-    if (!*error && (!precision_named(value, &cast) || cast == TF_PRECISION_F32))
-      *error = tf_cli_usage_error(command, "unknown autocast type '%s' (bf16, fp16)", value) != 0;
-    o->autocast = cast == TF_PRECISION_BF16 ? TF_BF16 : cast == TF_PRECISION_F16 ? TF_F16 : TF_F32;
-  } else if (tf_cli_option(argc, argv, i, "--loss-scale", &value, error)) {
+    if (!precision_named(value, &o->precision))
+      return BAD_VALUE("unknown precision '%s' (fp32, bf16, fp16)", value);
+  } else if (strcmp(name, "--matmul-math") == 0) {
+    if (!precision_named(value, &precision))
+      return BAD_VALUE("unknown matmul math '%s' (fp32, bf16, fp16)", value);
+    o->matmul_math = precision == TF_PRECISION_BF16 ? TF_BF16 : precision == TF_PRECISION_F16 ? TF_F16 : TF_F32;
+  } else if (strcmp(name, "--autocast") == 0) {
+    if (!precision_named(value, &precision) || precision == TF_PRECISION_F32)
+      return BAD_VALUE("unknown autocast type '%s' (bf16, fp16)", value);
+    o->autocast = precision == TF_PRECISION_BF16 ? TF_BF16 : TF_F16;
+  } else if (strcmp(name, "--loss-scale") == 0) {
     double scale = 0;
     int exponent = 0;
-    if (!*error && (!parse_double(value, &scale) || frexp(scale, &exponent) != 0.5 ||
-                    exponent - 1 < TF_LOSS_SCALE_MIN_LOG2 || exponent - 1 > TF_LOSS_SCALE_MAX_LOG2))
-      *error = tf_cli_usage_error(command, "--loss-scale takes a power of two from 1 to %d, got '%s'",
-                                  1 << TF_LOSS_SCALE_MAX_LOG2, value) != 0;
-    else if (!*error)
-      o->loss_scale = scale;
-  } else if (tf_cli_option(argc, argv, i, "--precision-override", &value, error)) {
+    if (!parse_double(value, &scale) || frexp(scale, &exponent) != 0.5 || exponent - 1 < TF_LOSS_SCALE_MIN_LOG2 ||
+        exponent - 1 > TF_LOSS_SCALE_MAX_LOG2)
+      return BAD_VALUE("--loss-scale takes a power of two from 1 to %d, got '%s'", 1 << TF_LOSS_SCALE_MAX_LOG2, value);
+    o->loss_scale = scale;
+  } else if (strcmp(name, "--precision-override") == 0) {
     char node[512];
-    tf_precision precision;
-    if (!*error && !split_override(value, node, sizeof(node), &precision))
-      *error = tf_cli_usage_error(command, "--precision-override takes NODE=P (P: f32, bf16, fp16, inherit), got '%s'",
-                                  value) != 0;
-    else if (!*error && args->n_precision_overrides >= TF_COMPILE_ARGS_MAX_OVERRIDES)
-      *error =
-          tf_cli_usage_error(command, "at most %d --precision-override options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
-    else if (!*error)
-      args->precision_overrides[args->n_precision_overrides++] = value;
-  } else if (tf_cli_option(argc, argv, i, "--freeze", &value, error)) {
-    if (!*error && args->n_freeze >= TF_COMPILE_ARGS_MAX_OVERRIDES)
-      *error = tf_cli_usage_error(command, "at most %d --freeze options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
-    else if (!*error)
-      args->freeze[args->n_freeze++] = value;
-  } else if (tf_cli_option(argc, argv, i, "--lora-targets", &value, error)) {
-    if (!*error && args->n_lora_targets >= TF_COMPILE_ARGS_MAX_OVERRIDES)
-      *error = tf_cli_usage_error(command, "at most %d --lora-targets options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
-    else if (!*error)
-      args->lora_targets[args->n_lora_targets++] = value;
-  } else if (tf_cli_option(argc, argv, i, "--lora", &value, error)) {
-    if (!*error && !parse_lora(value, &o->lora_rank, &o->lora_alpha))
-      *error = tf_cli_usage_error(command, "--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'",
-                                  value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--train-only", &value, error)) {
-    if (!*error && args->n_train_only >= TF_COMPILE_ARGS_MAX_OVERRIDES)
-      *error = tf_cli_usage_error(command, "at most %d --train-only options", TF_COMPILE_ARGS_MAX_OVERRIDES) != 0;
-    else if (!*error)
-      args->train_only[args->n_train_only++] = value;
-  } else if (tf_cli_option(argc, argv, i, "--fuse-loss", &value, error)) {
-    args->fuse_loss_given = true;
-    if (!*error && strcmp(value, "auto") == 0)
-      o->fuse_loss = TF_FUSE_LOSS_AUTO;
-    else if (!*error && strcmp(value, "on") == 0)
-      o->fuse_loss = TF_FUSE_LOSS_ON;
-    else if (!*error && strcmp(value, "off") == 0)
-      o->fuse_loss = TF_FUSE_LOSS_OFF;
-    else if (!*error && strcmp(value, "smallest") == 0)
-      o->fuse_loss = TF_FUSE_LOSS_SMALLEST;
-    else if (!*error)
-      *error = tf_cli_usage_error(command, "--fuse-loss takes smallest, auto, on or off, got '%s'", value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--loss-chunk", &value, error)) {
-    if (!*error && (!parse_int(value, &integer) || integer < 1))
-      *error = tf_cli_usage_error(command, "--loss-chunk takes a positive row count, got '%s'", value) != 0;
-    else if (!*error)
-      o->loss_chunk_rows = integer;
-  } else if (tf_cli_option(argc, argv, i, "--allow-lora", &value, error)) {
-    double unused;
-    if (!*error && !parse_lora(value, &args->allow_lora_rank, &unused))
-      *error = tf_cli_usage_error(command, "--allow-lora takes a rank in 1..65536, got '%s'", value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--allow-precision", &value, error)) {
+    if (!split_override(value, node, sizeof(node), &precision))
+      return BAD_VALUE("--precision-override takes NODE=P (P: f32, bf16, fp16, inherit), got '%s'", value);
+    return append_pattern(args->precision_overrides, &args->n_precision_overrides, name, value);
+  } else if (strcmp(name, "--allow-precision") == 0) {
     args->allow_precision = true;
-    if (!*error && (!precision_named(value, &args->allowed_precision) || args->allowed_precision == TF_PRECISION_F32))
-      *error = tf_cli_usage_error(command, "--allow-precision takes bf16 or fp16, got '%s'", value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--budget", &value, error)) {
-    if (!*error && (!tf_cli_parse_bytes(value, &args->budget) || args->budget <= 0))
-      *error = tf_cli_usage_error(command, "--budget: '%s' is not a positive size (e.g. 16GiB, 512MiB, 1000000)",
-                                  value) != 0;
+    if (!precision_named(value, &args->allowed_precision) || args->allowed_precision == TF_PRECISION_F32)
+      return BAD_VALUE("--allow-precision takes bf16 or fp16, got '%s'", value);
+  } else {
+    *known = false;
+  }
+  return NULL;
+}
+
+/* The options about what is trained and how: frozen parameters, LoRA, the loss head, the optimizer. */
+static tf_status set_training_option(tf_compile_args *args, const char *name, const char *value, bool *known) {
+  tf_compile_options *o = &args->options;
+  double number;
+  int64_t integer;
+  if (strcmp(name, "--freeze") == 0)
+    return append_pattern(args->freeze, &args->n_freeze, name, value);
+  if (strcmp(name, "--lora-targets") == 0)
+    return append_pattern(args->lora_targets, &args->n_lora_targets, name, value);
+  if (strcmp(name, "--train-only") == 0)
+    return append_pattern(args->train_only, &args->n_train_only, name, value);
+  if (strcmp(name, "--lora") == 0) {
+    if (!parse_lora(value, &o->lora_rank, &o->lora_alpha))
+      return BAD_VALUE("--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'", value);
+  } else if (strcmp(name, "--allow-lora") == 0) {
+    double unused;
+    if (!parse_lora(value, &args->allow_lora_rank, &unused))
+      return BAD_VALUE("--allow-lora takes a rank in 1..65536, got '%s'", value);
+  } else if (strcmp(name, "--fuse-loss") == 0) {
+    args->fuse_loss_given = true;
+    static const char *const modes[] = {"auto", "off", "on", "smallest"}; /* tf_fuse_loss's order */
+    size_t k = 0;
+    while (k < 4 && strcmp(value, modes[k]) != 0)
+      k++;
+    if (k == 4)
+      return BAD_VALUE("--fuse-loss takes smallest, auto, on or off, got '%s'", value);
+    o->fuse_loss = (tf_fuse_loss)k;
+  } else if (strcmp(name, "--loss-chunk") == 0) {
+    if (!parse_int(value, &integer) || integer < 1)
+      return BAD_VALUE("--loss-chunk takes a positive row count, got '%s'", value);
+    o->loss_chunk_rows = integer;
+  } else if (strcmp(name, "--optimizer") == 0) {
+    if (strcmp(value, "sgd") == 0)
+      o->optimizer = TF_OPTIMIZER_SGD;
+    else if (strcmp(value, "adamw") == 0)
+      o->optimizer = TF_OPTIMIZER_ADAMW;
+    else if (strcmp(value, "adamw8bit") == 0)
+      o->optimizer = TF_OPTIMIZER_ADAMW8BIT;
+    else
+      return BAD_VALUE("unknown optimizer '%s' (sgd, adamw, adamw8bit)", value);
+  } else if (strcmp(name, "--lr") == 0) {
+    if (!parse_double(value, &number) || !(number > 0))
+      return BAD_VALUE("--lr takes a positive number, got '%s'", value);
+    o->learning_rate = number;
+  } else if (strcmp(name, "--weight-decay") == 0) {
+    if (!parse_double(value, &number) || number < 0)
+      return BAD_VALUE("--weight-decay takes a number >= 0, got '%s'", value);
+    o->weight_decay = number;
+  } else if (strcmp(name, "--clip") == 0) {
+    if (!parse_double(value, &number) || number < 0)
+      return BAD_VALUE("--clip takes a number >= 0, got '%s'", value);
+    o->clip_norm = number;
+  } else if (strcmp(name, "--accumulate") == 0) {
+    if (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20))
+      return BAD_VALUE("--accumulate takes 1..%d, got '%s'", 1 << 20, value);
+    o->accumulate = (int32_t)integer;
+  } else {
+    *known = false;
+  }
+  return NULL;
+}
+
+/* The options about where the plan runs and how large it may be: target, budget, batch, recompute. */
+static tf_status set_target_option(tf_compile_args *args, const char *name, const char *value) {
+  tf_compile_options *o = &args->options;
+  int64_t integer;
+  if (strcmp(name, "--remat") == 0) {
+    static const char *const modes[] = {"none", "checkpoints", "auto"}; /* tf_remat_mode's order */
+    size_t k = 0;
+    while (k < 3 && strcmp(value, modes[k]) != 0)
+      k++;
+    if (k == 3)
+      return BAD_VALUE("unknown recompute mode '%s' (none, checkpoints, auto)", value);
+    o->remat = (tf_remat_mode)k;
+  } else if (strcmp(name, "--budget") == 0) {
     args->budget_given = true;
-  } else if (tf_cli_option(argc, argv, i, "--gpu", &value, error)) {
+    if (!tf_cli_parse_bytes(value, &args->budget) || args->budget <= 0)
+      return BAD_VALUE("--budget: '%s' is not a positive size (e.g. 16GiB, 512MiB, 1000000)", value);
+  } else if (strcmp(name, "--gpu") == 0) {
     args->gpu = value;
     args->target_given = true;
-  } else if (tf_cli_option(argc, argv, i, "--device", &value, error)) {
+  } else if (strcmp(name, "--device") == 0) {
     args->device = value;
     args->target_given = true;
-  } else if (tf_cli_option(argc, argv, i, "--global-batch", &value, error)) {
-    if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20)))
-      *error = tf_cli_usage_error(command, "--global-batch takes 1..%d, got '%s'", 1 << 20, value) != 0;
-    else if (!*error)
-      args->global_batch = integer;
-  } else if (tf_cli_option(argc, argv, i, "--set", &value, error)) {
-    if (!*error && !append_binding(args, value))
-      *error = tf_cli_usage_error(command, "--set lists are too long") != 0;
-  } else if (tf_cli_option(argc, argv, i, "--target", &value, error)) {
+  } else if (strcmp(name, "--global-batch") == 0) {
+    if (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20))
+      return BAD_VALUE("--global-batch takes 1..%d, got '%s'", 1 << 20, value);
+    args->global_batch = integer;
+  } else if (strcmp(name, "--set") == 0) {
+    if (!append_binding(args, value))
+      return BAD_VALUE("--set lists are too long");
+  } else if (strcmp(name, "--target") == 0) {
     tf_target_kind kind;
-    if (!*error && !tf_target_parse(value, &kind))
-      *error = tf_cli_usage_error(command, "unknown target '%s' (cpu, vulkan, cuda)", value) != 0;
-    else if (!*error) {
-      int32_t threads = o->target.threads;
-      o->target = tf_target_default(kind);
-      if (kind == TF_TARGET_CPU)
-        o->target.threads = threads;
-      args->target_given = args->target_option = true;
-    }
-  } else if (tf_cli_option(argc, argv, i, "--threads", &value, error)) {
-    if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > 1024))
-      *error = tf_cli_usage_error(command, "--threads takes 1..1024, got '%s'", value) != 0;
-    else if (!*error)
-      o->target.threads = (int32_t)integer;
-  } else if (tf_cli_option(argc, argv, i, "--optimizer", &value, error)) {
-    if (!*error && strcmp(value, "sgd") == 0)
-      o->optimizer = TF_OPTIMIZER_SGD;
-    else if (!*error && strcmp(value, "adamw") == 0)
-      o->optimizer = TF_OPTIMIZER_ADAMW;
-    else if (!*error && strcmp(value, "adamw8bit") == 0)
-      o->optimizer = TF_OPTIMIZER_ADAMW8BIT;
-    else if (!*error)
-      *error = tf_cli_usage_error(command, "unknown optimizer '%s' (sgd, adamw, adamw8bit)", value) != 0;
-  } else if (tf_cli_option(argc, argv, i, "--lr", &value, error)) {
-    if (!*error && (!parse_double(value, &number) || !(number > 0)))
-      *error = tf_cli_usage_error(command, "--lr takes a positive number, got '%s'", value) != 0;
-    else if (!*error)
-      o->learning_rate = number;
-  } else if (tf_cli_option(argc, argv, i, "--weight-decay", &value, error)) {
-    if (!*error && (!parse_double(value, &number) || number < 0))
-      *error = tf_cli_usage_error(command, "--weight-decay takes a number >= 0, got '%s'", value) != 0;
-    else if (!*error)
-      o->weight_decay = number;
-  } else if (tf_cli_option(argc, argv, i, "--clip", &value, error)) {
-    if (!*error && (!parse_double(value, &number) || number < 0))
-      *error = tf_cli_usage_error(command, "--clip takes a number >= 0, got '%s'", value) != 0;
-    else if (!*error)
-      o->clip_norm = number;
-  } else if (tf_cli_option(argc, argv, i, "--accumulate", &value, error)) {
-    if (!*error && (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20)))
-      *error = tf_cli_usage_error(command, "--accumulate takes 1..%d, got '%s'", 1 << 20, value) != 0;
-    else if (!*error)
-      o->accumulate = (int32_t)integer;
+    if (!tf_target_parse(value, &kind))
+      return BAD_VALUE("unknown target '%s' (cpu, vulkan, cuda)", value);
+    int32_t threads = o->target.threads;
+    o->target = tf_target_default(kind);
+    if (kind == TF_TARGET_CPU)
+      o->target.threads = threads;
+    args->target_given = args->target_option = true;
+  } else if (strcmp(name, "--threads") == 0) {
+    if (!parse_int(value, &integer) || integer < 1 || integer > 1024)
+      return BAD_VALUE("--threads takes 1..1024, got '%s'", value);
+    o->target.threads = (int32_t)integer;
   } else {
+    return BAD_VALUE("unknown compile option '%s'", name);
+  }
+  return NULL;
+}
+
+tf_status tf_compile_args_set(tf_compile_args *args, const char *name, const char *value) {
+  const int arity = tf_compile_args_arity(name);
+  if (arity < 0)
+    return BAD_VALUE("unknown compile option '%s' (tightfit compile --help lists them)", name);
+  if (arity == 1 && !value)
+    return BAD_VALUE("%s needs a value", name);
+  if (arity == 0 && value)
+    return BAD_VALUE("%s takes no value (got '%s')", name, value);
+  if (strcmp(name, "--json") == 0)
+    args->json = true;
+  else if (strcmp(name, "--inference") == 0)
+    args->options.training = false;
+  else if (strcmp(name, "--update-in-backward") == 0)
+    args->options.update_in_backward = TF_CHOICE_ON;
+  else if (strcmp(name, "--smallest") == 0)
+    args->smallest = true;
+  else if (strcmp(name, "--no-half-kernels") == 0)
+    args->no_half_kernels = true;
+  if (arity == 0)
+    return NULL;
+  bool known = true;
+  tf_status status = set_precision_option(args, name, value, &known);
+  if (known)
+    return status;
+  known = true;
+  status = set_training_option(args, name, value, &known);
+  return known ? status : set_target_option(args, name, value);
+}
+
+bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk) {
+  const char *name = NULL, *value = NULL;
+  for (size_t k = 0; k < sizeof(compile_options) / sizeof(compile_options[0]) && !name; k++) {
+    const compile_option *option = &compile_options[k];
+    if (option->takes_value ? tf_cli_option(walk->argc, walk->argv, &walk->i, option->name, &value, &walk->error)
+                            : strcmp(walk->argv[walk->i], option->name) == 0)
+      name = option->name;
+  }
+  if (!name)
     return false;
+  if (walk->error) /* a missing value, already reported */
+    return true;
+  tf_status status = tf_compile_args_set(args, name, value);
+  if (status) {
+    tf_cli_usage_error(walk->command, "%s", tf_status_message(status));
+    tf_status_free(status);
+    walk->error = true;
   }
   return true;
 }

@@ -39,6 +39,13 @@ typedef struct tf_compile_args {
 
 /* Initialises args with the defaults (CPU target, training). */
 void tf_compile_args_init(tf_compile_args *args);
+/* 1 when `name` ("--budget") is a compile option that takes a value, 0 a switch ("--inference"),
+ * -1 not a compile option. */
+int tf_compile_args_arity(const char *name);
+/* Sets compile option `name` as the command line spells it, dashes included; `value` NULL for a
+ * switch, kept by pointer (it must outlive args); a repeatable option ("--set", "--freeze") adds
+ * one. An unknown name or a bad value is an error saying which and why. */
+tf_status tf_compile_args_set(tf_compile_args *args, const char *name, const char *value) TF_MUST_USE;
 /* Consumes the argument at hand of `walk` (and its value) when it is a compile option; true when
  * consumed. Sets walk->error (after printing why) on a bad value. */
 bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk);
@@ -46,7 +53,10 @@ bool tf_compile_args_take(tf_compile_args *args, tf_cli_args *walk);
  * and overhead measured on this machine's device), and fills args->target_note. Errors name the
  * option: an unknown GPU, a device that cannot be opened, --gpu with --budget. */
 tf_status tf_compile_args_resolve(tf_compile_args *args) TF_MUST_USE;
-/* Prints, to stderr, the warning `command` gives when no --target, --gpu or --device was given. */
+/* The warning a budget without --target, --gpu or --device gets (the cpu target is assumed), or
+ * NULL when one was given. */
+const char *tf_compile_args_target_warning(const tf_compile_args *args);
+/* Prints, to stderr, that warning as `command`'s. */
 void tf_compile_args_warn_target(const tf_compile_args *args, const char *command);
 /* Prints the budget verdict of a plan that misses args->budget: the device total, the budget and
  * the shortfall, then the memory breakdown (text, or JSON members). */
@@ -59,5 +69,9 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
 /* Prints the plan's regions, device overhead parts, device total and arena quality (text or JSON
  * object members). */
 void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json);
+
+/* The summary `tightfit compile --json` prints of a plan that compiled (and fits args->budget),
+ * written to `output` when not NULL, as members of the object `json` is in. */
+void tf_compile_summary_json(const tf_compile_args *args, const tf_plan *plan, const char *output, tf_json *json);
 
 #endif

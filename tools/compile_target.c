@@ -106,11 +106,15 @@ tf_status tf_compile_args_resolve(tf_compile_args *args) {
   return NULL;
 }
 
+const char *tf_compile_args_target_warning(const tf_compile_args *args) {
+  return args->target_given ? NULL
+                            : "no --target, --gpu or --device given: assuming the cpu target, which counts no device "
+                              "overhead; for a GPU say --gpu NAME (e.g. --gpu t4), --target cuda|vulkan, or --device "
+                              "cuda:0";
+}
+
 void tf_compile_args_warn_target(const tf_compile_args *args, const char *command) {
-  if (args->target_given)
-    return;
-  fprintf(tf_cli_err(),
-          "tightfit %s: warning: no --target, --gpu or --device given: assuming the cpu target, which counts no "
-          "device overhead; for a GPU say --gpu NAME (e.g. --gpu t4), --target cuda|vulkan, or --device cuda:0\n",
-          command);
+  const char *warning = tf_compile_args_target_warning(args);
+  if (warning)
+    fprintf(tf_cli_err(), "tightfit %s: warning: %s\n", command, warning);
 }

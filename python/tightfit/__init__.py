@@ -422,12 +422,13 @@ def _declare_trainable():
 # ---- compile, check, report: exactly the command line's options and results ----
 
 def _options(options):
-    """Keyword arguments to `tightfit compile` flags: set={"N": 32} -> --set N=32; global_batch=32 ->
-    --global-batch 32; inference=True -> --inference; max_growth=0.05 -> --max-growth 5%;
-    precision_override={"h.0/relu": "f32"} -> --precision-override h.0/relu=f32 (one per node);
-    freeze=["enc.*", "emb"] -> --freeze enc.* --freeze emb (train_only and lora_targets likewise; a string is
-    one pattern); lora="8:16" -> --lora 8:16."""
-    args = []
+    """Keyword arguments to the command line's options, as (name, value) pairs (value None for a
+    switch): set={"N": 32} -> ("--set", "N=32"); global_batch=32 -> ("--global-batch", "32");
+    inference=True -> ("--inference", None); max_growth=0.05 -> ("--max-growth", "5%");
+    precision_override={"h.0/relu": "f32"} -> ("--precision-override", "h.0/relu=f32") (one per node);
+    freeze=["enc.*", "emb"] -> two ("--freeze", ...) (train_only and lora_targets likewise; a string is
+    one pattern); lora="8:16" -> ("--lora", "8:16")."""
+    pairs = []
     for key, value in options.items():
         if value is None or value is False:
             continue
@@ -435,20 +436,38 @@ def _options(options):
         if key == "set":
             value = ",".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else value
         elif key == "precision_override" and isinstance(value, dict):
-            for node, precision in value.items():
-                args += [flag, f"{node}={precision}"]
+            pairs += [(flag, f"{node}={precision}") for node, precision in value.items()]
             continue
         elif key in ("freeze", "train_only", "lora_targets") and not isinstance(value, str):
-            for pattern in value:
-                args += [flag, str(pattern)]
+            pairs += [(flag, str(pattern)) for pattern in value]
             continue
         elif key == "max_growth" and not isinstance(value, str):
             value = f"{100.0 * value:g}%"
-        if value is True:
-            args.append(flag)
-        else:
-            args += [flag, str(value)]
-    return args
+        pairs.append((flag, None if value is True else str(value)))
+    return pairs
+
+
+class _Request:
+    """A tf_request holding the options (tightfit/cli.h), destroyed at the end of a with block."""
+
+    def __init__(self, options):
+        handle = _lib.c_request_p()
+        _lib.check(_lib.lib.tf_request_create(ctypes.byref(handle)))
+        self.handle = handle.value
+        try:
+            for name, value in _options(options):
+                keyword = name[2:].replace("-", "_")
+                _lib.check(_lib.lib.tf_request_set(self.handle, name.encode(), None if value is None else value.encode()),
+                           f"{keyword}={options[keyword]!r}")
+        except BaseException:
+            _lib.lib.tf_request_destroy(self.handle)
+            raise
+
+    def __enter__(self):
+        return self.handle
+
+    def __exit__(self, *unused):
+        _lib.lib.tf_request_destroy(self.handle)
 
 
 def _graph_path(graph):
@@ -461,19 +480,22 @@ def _graph_path(graph):
     raise TightfitError(f"expected a tightfit.Graph or a .tfg path, got {type(graph).__name__}")
 
 
+def _result(text):
+    """The JSON a request returned, its warnings raised as Python warnings."""
+    result = json.loads(text)
+    for warning in result.get("warnings", []):
+        warnings.warn(f"tightfit: {warning}", stacklevel=3)
+    return result
+
+
 def _run(command, args, allowed=(0,)):
+    """`tightfit COMMAND ARGS` in this process (for tests and tools: the functions below call the
+    library's requests); raises TightfitError with its error text unless the exit code is allowed."""
     code, out, err = _lib.run_cli([command] + args)
     lines = [line for line in err.splitlines() if not line.startswith("(run 'tightfit")]
     if code not in allowed:
         message = "\n".join(line for line in lines if "warning:" not in line).strip()
-        if not message and code == 1:
-            try:
-                result = json.loads(out)
-                message = (f"tightfit {command}: the plan does not fit: device total {result['device_total_bytes']} "
-                           f"bytes, budget {result['budget_bytes']}, short by {result['shortfall_bytes']}")
-            except (ValueError, KeyError):
-                message = out.strip()
-        raise TightfitError(message or f"tightfit {command} failed (exit {code})", code)
+        raise TightfitError(message or out.strip() or f"tightfit {command} failed (exit {code})", code)
     for line in lines:
         if "warning:" in line:
             warnings.warn(line, stacklevel=3)
@@ -484,11 +506,14 @@ def check(graph, **options):
     """`tightfit check GRAPH --json` with the compile options as keywords (budget="16GiB", gpu="t4",
     target="cuda", set={"N": 8}, global_batch=32, remat="auto", precision="bf16", baseline="prev.json",
     max_growth=0.05, ...). Returns the JSON result as a dict (fits, budget_bytes, regions, overhead,
-    categories, ...); a plan that does not fit (or grew past max_growth) is a result, not an error."""
+    categories, ..., and exit_code: 0 when it fits and grew no more than allowed, else 1, as the
+    command's); a plan that does not fit (or grew past max_growth) is a result, not an error."""
     path, _ = _graph_path(graph)
-    code, out, err = _run("check", [path, "--json"] + _options(options), allowed=(0, 1))
-    result = json.loads(out)
-    result["exit_code"] = code
+    text, passed = ctypes.c_void_p(), ctypes.c_bool()
+    with _Request(options) as request:
+        _lib.check(_lib.lib.tf_request_check(request, _bytes(path), ctypes.byref(text), ctypes.byref(passed)))
+    result = _result(_lib.take_text(text))
+    result["exit_code"] = 0 if passed.value else 1
     return result
 
 
@@ -504,10 +529,13 @@ def _to_bf16_bits(value):
 class Plan:
     """A compiled plan (tf_plan), loaded from its .tfplan file."""
 
-    def __init__(self, path, weights_dir=None, summary=None):
-        handle = _lib.c_plan_p()
-        _lib.check(_lib.lib.tf_plan_load(_bytes(path), ctypes.byref(handle)))
-        self._p = handle.value
+    def __init__(self, path, weights_dir=None, summary=None, _handle=None):
+        """Loads the plan at `path` (or takes `_handle`, a tf_plan the library returned for it)."""
+        if _handle is None:
+            handle = _lib.c_plan_p()
+            _lib.check(_lib.lib.tf_plan_load(_bytes(path), ctypes.byref(handle)))
+            _handle = handle.value
+        self._p = _handle
         self._finalizer = weakref.finalize(self, _lib.lib.tf_plan_destroy, self._p)
         self.path = path
         self.weights_dir = weights_dir
@@ -555,8 +583,11 @@ def compile(graph, output=None, **options):
         output = os.path.join(folder, "plan.tfplan")
     else:
         folder = None
-    code, out, err = _run("compile", [path, "-o", output, "--json"] + _options(options))
-    plan = Plan(output, weights_dir=graph_dir, summary=json.loads(out))
+    handle, text = _lib.c_plan_p(), ctypes.c_void_p()
+    with _Request(options) as request:
+        _lib.check(_lib.lib.tf_request_compile(request, _bytes(path), _bytes(output), ctypes.byref(handle),
+                                               ctypes.byref(text)))
+    plan = Plan(output, weights_dir=graph_dir, summary=_result(_lib.take_text(text)), _handle=handle.value)
     # the plan's parameters are initialised from files beside the graph (a from_torch graph's
     # weights live in its temporary folder, removed with the Graph): keep the Graph alive with it
     plan._graph = graph if isinstance(graph, Graph) else None
@@ -569,13 +600,17 @@ def devices():
     """`tightfit devices --json`: a list of dicts, one per device ({"device": "cuda:0", "backend",
     "available": True, "description"}) or per backend without one ({"backend", "available": False,
     "why"}: no driver, no device, the CUDA module missing)."""
-    return json.loads(_run("devices", ["--json"])[1])["devices"]
+    text = ctypes.c_void_p()
+    _lib.check(_lib.lib.tf_request_devices(ctypes.byref(text)))
+    return json.loads(_lib.take_text(text))["devices"]
 
 
 def report(plan_path, budget=None):
     """`tightfit report PLAN --json` as a dict."""
-    args = [os.fspath(plan_path), "--json"] + (["--budget", str(budget)] if budget is not None else [])
-    return json.loads(_run("report", args)[1])
+    text = ctypes.c_void_p()
+    _lib.check(_lib.lib.tf_request_report(_bytes(os.fspath(plan_path)), None if budget is None else _bytes(str(budget)),
+                                          ctypes.byref(text)))
+    return json.loads(_lib.take_text(text))
 
 
 # ---- training ----

@@ -271,6 +271,17 @@ _declare("tf_feed_close", None, c_feed_p)
 _declare("tf_feed_next", c_status, c_feed_p, c_session_p)
 _declare("tf_cli_run_captured", ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
          ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
+# compile, check, report, devices (tightfit/cli.h's requests)
+c_request_p = ctypes.c_void_p
+c_text_p = ctypes.POINTER(ctypes.c_void_p)  # char **: a malloc'd NUL-terminated text, freed by take_text
+_declare("tf_request_create", c_status, ctypes.POINTER(c_request_p))
+_declare("tf_request_destroy", None, c_request_p)
+_declare("tf_request_set", c_status, c_request_p, ctypes.c_char_p, ctypes.c_char_p)
+_declare("tf_request_compile", c_status, c_request_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(c_plan_p),
+         c_text_p)
+_declare("tf_request_check", c_status, c_request_p, ctypes.c_char_p, c_text_p, ctypes.POINTER(ctypes.c_bool))
+_declare("tf_request_report", c_status, ctypes.c_char_p, ctypes.c_char_p, c_text_p)
+_declare("tf_request_devices", c_status, c_text_p)
 
 HAS_ONNX = hasattr(lib, "tf_onnx_import")
 if HAS_ONNX:
@@ -293,8 +304,19 @@ def check(status, context=None):
     raise TightfitError(f"{context}: {message}" if context else message, code)
 
 
+def take_text(pointer):
+    """The text a `char **` out-parameter received (a ctypes.c_void_p), decoded, and freed."""
+    if not pointer.value:
+        return ""
+    text = ctypes.string_at(pointer.value).decode("utf-8", "replace")
+    libc.free(pointer.value)
+    return text
+
+
 def run_cli(args):
-    """Runs `tightfit ARGS` in this process (tightfit/cli.h); returns (exit code, stdout, stderr)."""
+    """Runs `tightfit ARGS` in this process (tightfit/cli.h: tf_cli_run_captured; for tests and tools
+    that want a whole command, the package itself calls the requests); returns (exit code, stdout,
+    stderr)."""
     argv = [b"tightfit"] + [str(a).encode() for a in args]
     array = (ctypes.c_char_p * (len(argv) + 1))(*argv, None)
     out, err = ctypes.c_void_p(), ctypes.c_void_p()

@@ -1,6 +1,6 @@
 """tightfit.check / compile / report called from several Python threads at once: each call's output
-is its own (the commands print into thread-local streams, tf_cli_run_captured, never the process's
-stdio) and equals the same call made alone. ctypes releases the GIL around each library call, so the
+is its own (each is a library request, tightfit/cli.h, that prints its JSON into memory it owns, never
+into the process's stdio) and equals the same call made alone. ctypes releases the GIL around each library call, so the
 calls really overlap."""
 import concurrent.futures
 import os
