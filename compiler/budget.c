@@ -574,18 +574,10 @@ static void say_lora_saving(char *line, size_t size, int32_t rank, const tf_plan
            (double)(before[1] - after[1]) / 1048576.0, (double)(before[2] - after[2]) / 1048576.0);
 }
 
-/* `o` with 8-bit AdamW state. compile.c starts an optimizer other than the graph's from its own
- * defaults: the graph's AdamW learning rate and epsilon are kept where the options leave them. */
-static tf_budget_options with_8bit_state(const tf_graph *graph, const tf_budget_options *o) {
+/* `o` with 8-bit AdamW state (compile.c keeps the graph's AdamW learning rate, betas and epsilon). */
+static tf_budget_options with_8bit_state(const tf_budget_options *o) {
   tf_budget_options eight = *o;
   eight.base.optimizer = TF_OPTIMIZER_ADAMW8BIT;
-  const tf_training_config *own = tf_graph_training(graph);
-  if (own && own->optimizer == TF_OPTIMIZER_ADAMW) {
-    if (eight.base.learning_rate <= 0)
-      eight.base.learning_rate = own->learning_rate;
-    if (eight.base.epsilon <= 0)
-      eight.base.epsilon = own->epsilon;
-  }
   return eight;
 }
 
@@ -612,7 +604,7 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
   tf_budget_result with;
   char headline[768];
   if (!result->fits && searched.allow_optimizer_8bit && optimizer == TF_OPTIMIZER_ADAMW) {
-    const tf_budget_options eight = with_8bit_state(graph, &searched);
+    const tf_budget_options eight = with_8bit_state(&searched);
     tf_status status = search_plans(graph, &eight, &plan, &with);
     if (status)
       return drop_plan(out, status);

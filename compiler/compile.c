@@ -40,9 +40,11 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     *c = g->training;
   else
     memset(c, 0, sizeof(*c));
-  if (o->optimizer != TF_OPTIMIZER_NONE && c->optimizer != TF_OPTIMIZER_NONE && c->optimizer != o->optimizer) {
+  if (o->optimizer != TF_OPTIMIZER_NONE && c->optimizer != TF_OPTIMIZER_NONE &&
+      adam_moments(c->optimizer) != adam_moments(o->optimizer)) {
     /* the graph's learning rate, momentum, betas and epsilon were its own optimizer's (mlp's SGD lr 0.05
-     * is no AdamW rate): another optimizer starts from its own defaults, below, unless the options say */
+     * is no AdamW rate): another optimizer starts from its own defaults, below, unless the options say.
+     * AdamW and 8-bit AdamW are one optimizer with two ways of storing its moments: they share them. */
     c->learning_rate = c->momentum = c->beta1 = c->beta2 = c->epsilon = 0;
   }
   if (o->optimizer != TF_OPTIMIZER_NONE)

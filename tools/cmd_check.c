@@ -113,6 +113,22 @@ static const char *precision_name(const tf_plan *plan) {
   return (int)stored >= 0 && stored <= TF_PRECISION_F16 ? names[stored] : "?";
 }
 
+/* The optimizer a training plan updates with: "sgd", "adamw", "adamw8bit" (the search may choose the last). */
+static const char *optimizer_name(const tf_plan *plan) {
+  static const char *const names[] = {"none", "sgd", "adamw", "adamw8bit"}; /* tf_optimizer's order */
+  const tf_optimizer optimizer = plan->training_config.optimizer;
+  return (int)optimizer >= 0 && optimizer <= TF_OPTIMIZER_ADAMW8BIT ? names[optimizer] : "?";
+}
+
+/* What the search added to make the plan fit, for the verdict's line. */
+static const char *fallbacks_of(const tf_check_outcome *o) {
+  const bool eight = o->search.optimizer == TF_OPTIMIZER_ADAMW8BIT, lora = o->search.lora_rank > 0;
+  return eight && lora ? ", with 8-bit AdamW state and LoRA adapters (--allow-optimizer, --allow-lora)"
+         : eight       ? ", with 8-bit AdamW state (--allow-optimizer)"
+         : lora        ? ", with LoRA adapters (--allow-lora)"
+                       : "";
+}
+
 void tf_check_json(const tf_compile_args *args, const tf_check_args *check, const tf_check_outcome *o, tf_json *j) {
   const tf_plan *plan = o->plan;
   tf_json_string(j, "graph", args->graph_path);
@@ -131,6 +147,7 @@ void tf_check_json(const tf_compile_args *args, const tf_check_args *check, cons
     tf_json_double(j, "estimated_seconds_per_step", o->search.seconds_per_step);
     tf_json_int(j, "loss_chunk_rows", o->search.loss_chunk_rows);
     tf_json_int(j, "lora_rank", o->search.lora_rank);
+    tf_json_string(j, "optimizer", optimizer_name(o->plan));
   }
   tf_compile_args_print_memory(plan, j);
   tf_categories_json(&o->current, j);
@@ -150,8 +167,7 @@ static void print_text(const tf_compile_args *args, const tf_check_outcome *o) {
             " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations%s\n",
             args->graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
             100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch,
-            remat_name(args, o), precision_name(plan),
-            o->search.lora_rank > 0 ? ", with LoRA adapters (--allow-lora)" : "");
+            remat_name(args, o), precision_name(plan), fallbacks_of(o));
     tf_compile_args_print_memory(plan, NULL);
     if (args->global_batch > 0)
       fprintf(tf_cli_out(), "search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", o->search.tried,

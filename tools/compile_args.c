@@ -107,7 +107,10 @@ void tf_compile_args_help(void) {
           "                         again with LoRA rank R on the --lora-targets weights (default: every\n"
           "                         linear weight), and say what it saved\n"
           "  --allow-precision P    with --global-batch: the search may also store the saved\n"
-          "                         activations in P (bf16 or fp16), tried before recompute\n");
+          "                         activations in P (bf16 or fp16), tried before recompute\n"
+          "  --allow-optimizer adamw8bit\n"
+          "                         with --global-batch and AdamW: when nothing fits, search again with\n"
+          "                         8-bit AdamW state (before --allow-lora), and say what it saved\n");
 }
 
 /* A finite number, the whole text (NaN, Inf and out-of-range values are refused). */
@@ -226,6 +229,7 @@ static const compile_option compile_options[] = {
     {"--loss-chunk", true},
     {"--allow-lora", true},
     {"--allow-precision", true},
+    {"--allow-optimizer", true},
     {"--budget", true},
     {"--gpu", true},
     {"--device", true},
@@ -309,6 +313,10 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
   if (strcmp(name, "--lora") == 0) {
     if (!parse_lora(value, &o->lora_rank, &o->lora_alpha))
       return BAD_VALUE("--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'", value);
+  } else if (strcmp(name, "--allow-optimizer") == 0) {
+    if (strcmp(value, "adamw8bit") != 0)
+      return BAD_VALUE("--allow-optimizer takes adamw8bit (8-bit AdamW state), got '%s'", value);
+    args->allow_optimizer_8bit = true;
   } else if (strcmp(name, "--allow-lora") == 0) {
     double unused;
     if (!parse_lora(value, &args->allow_lora_rank, &unused))
@@ -467,6 +475,10 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
                          "--lora R to compile with it)");
   if (args->allow_lora_rank > 0 && args->options.lora_rank > 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--allow-lora and --lora both set LoRA: give one");
+  if (args->allow_optimizer_8bit && args->global_batch <= 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--allow-optimizer lets the --global-batch search choose 8-bit AdamW state; give "
+                         "--global-batch G (or say --optimizer adamw8bit to compile with it)");
   if (args->allow_precision && args->global_batch <= 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--allow-precision lets the --global-batch search choose; give --global-batch G (or say "
@@ -495,6 +507,7 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
                                 .allow_remat = true,
                                 .allow_precision = args->allow_precision,
                                 .allow_lora_rank = args->allow_lora_rank,
+                                .allow_optimizer_8bit = args->allow_optimizer_8bit,
                                 .precision = args->allowed_precision};
     tf_budget_result local;
     status = tf_compile_budget(g, &budget, plan, search ? search : &local);

@@ -364,11 +364,13 @@ class Graph:
 
     def finish(self, output, loss, optimizer="sgd", output_name=None, **training):
         """Names the output "logits" (or output_name) and the loss "loss", marks them, and stores the
-        training configuration: SGD (lr 0.05, momentum 0.9) or AdamW (lr 3e-4, weight decay 0.01),
-        any field (learning_rate, momentum, beta1, beta2, epsilon, weight_decay, clip_norm) overridden."""
-        if optimizer not in ("sgd", "adamw"):
-            raise TightfitError(f"finish: optimizer must be 'sgd' or 'adamw', got {optimizer!r}")
+        training configuration: SGD (lr 0.05, momentum 0.9), AdamW (lr 3e-4, weight decay 0.01) or
+        "adamw8bit" (AdamW with its moments stored in 8 bits), any field (learning_rate, momentum, beta1,
+        beta2, epsilon, weight_decay, clip_norm) overridden."""
+        if optimizer not in ("sgd", "adamw", "adamw8bit"):
+            raise TightfitError(f"finish: optimizer must be 'sgd', 'adamw' or 'adamw8bit', got {optimizer!r}")
         config = _lib.lib.tf_layers_sgd() if optimizer == "sgd" else _lib.lib.tf_layers_adamw()
+        config.optimizer = _lib.OPTIMIZERS[optimizer]
         for key, value in training.items():
             if key not in dict(_lib.TrainingConfig._fields_) or key in ("optimizer", "precision"):
                 raise TightfitError(f"finish: unknown training field {key!r}")

@@ -148,6 +148,30 @@ expect 0 "an explicit --loss-chunk 256 is kept: the search recomputes instead" "
   --loss-chunk 256 --json
 check "chunk 256, recompute auto" "grep -q '\"loss_chunk_rows\": 256' '$dir/out' && grep -q '\"remat\": \"auto\"' '$dir/out'"
 
+# --allow-optimizer adamw8bit (issue 48): where nothing fits with AdamW's f32 moments, the search tries
+# 8-bit state and says so; refused without the search, with another value, and for an SGD graph.
+"$tf" zoo gpt -o "$dir/gpt.tfg" > /dev/null
+expect 1 "gpt at 13 MB with AdamW: nothing fits" "$tf" check "$dir/gpt.tfg" --target cpu --budget 13MB --global-batch 2
+expect 0 "with --allow-optimizer adamw8bit it fits" "$tf" check "$dir/gpt.tfg" --target cpu --budget 13MB \
+  --global-batch 2 --allow-optimizer adamw8bit
+check "the verdict names the 8-bit state" "grep -q 'fits: .*, with 8-bit AdamW state (--allow-optimizer)' '$dir/out'"
+check "the search says what it saved" \
+  "grep -q 'with 8-bit AdamW state (--allow-optimizer adamw8bit) it fits:' '$dir/out' && grep -q '8-bit state saved .* MiB of optimizer state' '$dir/out'"
+expect 0 "the same --json" "$tf" check "$dir/gpt.tfg" --target cpu --budget 13MB --global-batch 2 \
+  --allow-optimizer adamw8bit --json
+check "JSON: optimizer adamw8bit" "grep -q '\"optimizer\": \"adamw8bit\"' '$dir/out'"
+expect 0 "a budget AdamW fits keeps AdamW" "$tf" check "$dir/gpt.tfg" --target cpu --budget 32MB --global-batch 2 \
+  --allow-optimizer adamw8bit --json
+check "JSON: optimizer adamw" "grep -q '\"optimizer\": \"adamw\"' '$dir/out'"
+expect 2 "--allow-optimizer without --global-batch" "$tf" check "$dir/gpt.tfg" --target cpu --budget 13MB \
+  --allow-optimizer adamw8bit
+check "says to give --global-batch" "grep -q 'give --global-batch G' '$dir/err'"
+expect 2 "--allow-optimizer adam" "$tf" check "$dir/gpt.tfg" --target cpu --budget 13MB --global-batch 2 \
+  --allow-optimizer adam
+expect 2 "--allow-optimizer on an SGD graph" "$tf" check "$dir/mlp.tfg" --target cpu --budget 1KiB --global-batch 32 \
+  --allow-optimizer adamw8bit
+check "says SGD keeps no moments" "grep -q 'trains with SGD, which keeps no Adam moments' '$dir/err'"
+
 # The plan file keeps the parts; report shows them with their sources and sums them the same way.
 expect 0 "compile --gpu t4 writes a plan" "$tf" compile "$dir/mlp.tfg" --set N=32 --gpu t4 -o "$dir/t4.tfplan"
 expect 0 "report --json on it" "$tf" report "$dir/t4.tfplan" --json

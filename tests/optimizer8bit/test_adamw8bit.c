@@ -8,7 +8,8 @@
  *   (d) 20 steps on the CPU and on Vulkan (lavapipe; SKIP without a Vulkan device): losses and weights
  *       within a tolerance;
  *   (f) the plan that updates in the backward pass trains to the same bits as the plain one;
- *   (e) gpt2-small's plan (N=1, T=128): optimizer state at least 74% below AdamW's. */
+ *   (e) gpt2-small's plan (N=1, T=128): optimizer state at least 74% below AdamW's;
+ *   (g) --optimizer adamw8bit on a graph that trains with AdamW keeps its lr, betas and epsilon. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
@@ -160,12 +161,9 @@ static tf_plan *compile_gpt_with(tf_target_kind target, const char *model, const
   const char *overrides[] = {"layers=2"};
   tf_status status = tf_zoo_build(model, strcmp(model, "gpt") == 0 ? overrides : NULL, strcmp(model, "gpt") == 0, &g);
   if (!status) {
-    /* set on the graph, not as --optimizer: the graph's lr, betas and epsilon stay (compile.c gives
-     * another optimizer than the graph's its own defaults, which name no adamw8bit yet) */
-    tf_training_config training = *tf_graph_training(g);
-    training.optimizer = optimizer;
-    tf_graph_set_training(g, &training);
+    /* as --optimizer: AdamW's two storages share the graph's lr, betas and epsilon (compile.c) */
     tf_compile_options o = tf_compile_options_default(target);
+    o.optimizer = optimizer;
     o.bindings = bindings;
     o.update_in_backward = update_in_backward;
     status = tf_compile(g, &o, &plan);
@@ -174,6 +172,39 @@ static tf_plan *compile_gpt_with(tf_target_kind target, const char *model, const
   tf_status_free(status);
   tf_graph_destroy(g);
   return plan;
+}
+
+/* --optimizer adamw8bit on a graph that trains with AdamW keeps its learning rate, betas and
+ * epsilon (none of them the defaults here): the 8-bit state is a way of storing AdamW's moments. */
+static void test_keeps_adamw_settings(void) {
+  tf_graph *g = NULL;
+  tf_plan *plan = NULL;
+  const char *overrides[] = {"layers=1"};
+  tf_status status = tf_zoo_build("gpt", overrides, 1, &g);
+  tf_training_config own = g ? *tf_graph_training(g) : (tf_training_config){0};
+  own.learning_rate = 1e-3;
+  own.beta1 = 0.8;
+  own.beta2 = 0.98;
+  own.epsilon = 1e-6;
+  if (!status) {
+    tf_graph_set_training(g, &own);
+    tf_compile_options o = tf_compile_options_default(TF_TARGET_CPU);
+    o.optimizer = TF_OPTIMIZER_ADAMW8BIT;
+    o.bindings = "N=2,T=16";
+    status = tf_compile(g, &o, &plan);
+  }
+  CHECK_OK(&counts, status);
+  const tf_training_config *c = plan ? &plan->training_config : NULL;
+  CHECK(&counts,
+        c && c->optimizer == TF_OPTIMIZER_ADAMW8BIT && c->learning_rate == own.learning_rate && c->beta1 == own.beta1 &&
+            c->beta2 == own.beta2 && c->epsilon == own.epsilon,
+        "--optimizer adamw8bit keeps the graph's AdamW lr, betas, epsilon (%g %g %g %g): got %g %g %g %g",
+        own.learning_rate, own.beta1, own.beta2, own.epsilon, c ? c->learning_rate : 0.0, c ? c->beta1 : 0.0,
+        c ? c->beta2 : 0.0, c ? c->epsilon : 0.0);
+  printf("(g) --optimizer adamw8bit on an AdamW graph: lr %g, betas %g %g, epsilon %g (the graph's)\n",
+         c ? c->learning_rate : 0.0, c ? c->beta1 : 0.0, c ? c->beta2 : 0.0, c ? c->epsilon : 0.0);
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
 }
 
 static tf_plan *compile_gpt_for(tf_target_kind target, const char *model, const char *bindings,
@@ -415,5 +446,6 @@ int main(void) {
   update_in_backward();
   cpu_against_vulkan();
   losses_against_adamw();
+  test_keeps_adamw_settings();
   return tf_test_finish("adamw8bit", &counts);
 }

@@ -185,6 +185,24 @@ same = all((runs[0].read(n, shape=s) == runs[1].read(n, shape=s)).all()
            for n, s in (("hidden.0.weight", (64, 128)), ("head.bias", (10,))))
 ok(same and "each update in the backward pass" in str(moved.report()["notes"]),
    "update_in_backward=True reaches compile and trains the same weights as the plain plan")
+# ---- 8-bit AdamW from the builder and as a keyword: about a quarter of AdamW's optimizer state ----
+eight = tightfit.Graph("mlp8")
+e_n = eight.symbol("N", 8)
+e_x, e_y = eight.input("x", [e_n, 64]), eight.label("labels", [e_n], dtype="i32")
+e_logits = eight.linear(eight.relu(eight.linear(e_x, 64, 128, "hidden.0")), 128, 10, "head")
+eight.finish(e_logits, eight.cross_entropy(e_logits, e_y), optimizer="adamw8bit", learning_rate=1e-3)
+def optimizer_state(graph, **kw):
+    return tightfit.compile(graph, set={"N": 32}, **kw).report()["regions"]["optimizer_state"]
+
+
+ratios = (optimizer_state(eight) / optimizer_state(eight, optimizer="adamw"),
+          optimizer_state(tightfit.zoo("mlp"), optimizer="adamw8bit") /
+          optimizer_state(tightfit.zoo("mlp"), optimizer="adamw"))
+ok(all(0.24 < r < 0.27 for r in ratios),
+   f"finish(optimizer='adamw8bit') and optimizer='adamw8bit' plan 8-bit state: {ratios[0]:.4f} and {ratios[1]:.4f} "
+   "of AdamW's")
+raises("finish with an unknown optimizer", "'adamw8bit'", eight.finish, e_logits, eight.cross_entropy(e_logits, e_y),
+       optimizer="lion")
 raises("update_in_backward with accumulation", "it accumulates micro-batches", tightfit.compile,
        tightfit.zoo("mlp"), set={"N": 32}, accumulate=2, update_in_backward=True)
 
