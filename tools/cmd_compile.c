@@ -20,6 +20,18 @@ static void help(void) {
           "2 bad usage or a bad graph.\n");
 }
 
+/* The plan's note on the rewrites the default took (compile.c: "smallest plan: ..."), or NULL;
+ * *length is its length (a line of the notes). */
+static const char *smallest_note(const tf_plan *plan, int *length) {
+  const char *notes = plan->report.notes ? plan->report.notes : "";
+  const char *note = strstr(notes, "smallest plan:");
+  if (!note)
+    return NULL;
+  const char *end = strchr(note, '\n');
+  *length = end ? (int)(end - note) : (int)strlen(note);
+  return note;
+}
+
 void tf_compile_summary_json(const tf_compile_args *args, const tf_plan *plan, const char *output, tf_json *j) {
   tf_json_string(j, "graph", args->graph_path);
   if (output)
@@ -29,6 +41,11 @@ void tf_compile_summary_json(const tf_compile_args *args, const tf_plan *plan, c
   tf_json_int(j, "micro_batch", plan->micro_batch);
   tf_json_int(j, "accumulate", plan->accumulate);
   tf_json_string(j, "matmul_math", tf_dtype_name(plan->matmul_math));
+  int length = 0;
+  const char *note = smallest_note(plan, &length);
+  char rewrites[512];
+  snprintf(rewrites, sizeof(rewrites), "%.*s", note ? length : 0, note ? note : "");
+  tf_json_string(j, "rewrites", rewrites);
   if (args->budget >= 0) {
     tf_json_bool(j, "fits", true);
     tf_json_int(j, "budget_bytes", args->budget);
@@ -100,6 +117,10 @@ int tf_cmd_compile(int argc, char **argv) {
             args.graph_path, plan->training ? "training" : "inference", plan->graph_name, plan->n_steps,
             plan->n_buffers, plan->micro_batch, plan->accumulate, output ? ", written to " : "", output ? output : "");
     tf_compile_args_print_memory(plan, NULL);
+    int length = 0;
+    const char *note = smallest_note(plan, &length);
+    if (note)
+      fprintf(tf_cli_out(), "%.*s (--no-smallest: the plain plan)\n", length, note);
     if (plan->matmul_math != TF_F32)
       fprintf(tf_cli_out(),
               "matmul math: %s operands, f32 accumulation, on CUDA's tensor cores (cpu and vulkan compute in f32)\n",

@@ -13,6 +13,7 @@ void tf_compile_args_init(tf_compile_args *args) {
   args->options = tf_compile_options_default(TF_TARGET_CPU);
   args->budget = -1;
   args->global_batch = -1;
+  args->smallest = true;
 }
 
 void tf_compile_args_help(void) {
@@ -37,10 +38,13 @@ void tf_compile_args_help(void) {
           "                         is complete: the gradients then live in the arena for a few steps\n"
           "                         instead of all in their own region (same weights; needs\n"
           "                         --accumulate 1, no --clip, no fp16)\n"
-          "  --smallest             take each rewrite that trains the same weights bit for bit where\n"
-          "                         it makes the plan smaller: updates in the backward pass (where\n"
-          "                         legal) and fused loss heads; the report's notes say what each\n"
-          "                         saved (--update-in-backward and --fuse-loss given stay as given)\n"
+          "  --no-smallest          the default takes each rewrite that trains the same weights bit\n"
+          "                         for bit where it makes the plan smaller: updates in the backward\n"
+          "                         pass (where legal) and fused loss heads (report's notes say what\n"
+          "                         each saved); this leaves both off unless given (a gradient is\n"
+          "                         then readable after a step, and an unfused head is faster)\n"
+          "  --no-update-in-backward\n"
+          "                         every update after the backward pass (gradients kept whole)\n"
           "  --remat M              activation recompute: none (default), checkpoints (keep only layer\n"
           "                         boundaries), auto (recompute the least that fits --budget)\n"
           "  --precision P          fp32 (default: the graph's), bf16 or fp16: the activations kept for\n"
@@ -87,8 +91,8 @@ void tf_compile_args_help(void) {
           "                         names, as PEFT does (docs/finetune.md)\n"
           "  --lora-targets PATTERN the weights LoRA adapts: names or fnmatch globs of 2-D matmul weights\n"
           "                         (repeatable), e.g. '*.attn.c_attn.weight'\n"
-          "  --fuse-loss F          auto (default: 8192 classes or more and 128 MiB of logits or more),\n"
-          "                         on, off, or smallest (fused where that makes the plan smaller):\n"
+          "  --fuse-loss F          smallest (default: fused where that makes the plan smaller), auto\n"
+          "                         (8192 classes or more and 128 MiB of logits or more), on or off:\n"
           "                         compute each matmul [-> add bias] -> cross_entropy loss\n"
           "                         head (every term of a summed loss) in row chunks, so the [rows, V]\n"
           "                         logits and their gradient never exist; the gradient recomputes them,\n"
@@ -214,6 +218,8 @@ static const compile_option compile_options[] = {
     {"--inference", false},
     {"--update-in-backward", false},
     {"--smallest", false},
+    {"--no-smallest", false},
+    {"--no-update-in-backward", false},
     {"--no-half-kernels", false},
     {"--remat", true},
     {"--precision", true},
@@ -429,6 +435,10 @@ tf_status tf_compile_args_set(tf_compile_args *args, const char *name, const cha
     args->options.update_in_backward = TF_CHOICE_ON;
   else if (strcmp(name, "--smallest") == 0)
     args->smallest = true;
+  else if (strcmp(name, "--no-smallest") == 0)
+    args->smallest = false;
+  else if (strcmp(name, "--no-update-in-backward") == 0)
+    args->update_in_backward_off = true;
   else if (strcmp(name, "--no-half-kernels") == 0)
     args->no_half_kernels = true;
   if (arity == 0)
@@ -495,7 +505,7 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
   options.lora_target_count = args->n_lora_targets;
   if (args->no_half_kernels)
     memset(options.target.half_kernels, 0, sizeof(options.target.half_kernels));
-  if (args->smallest && options.update_in_backward == TF_CHOICE_OFF)
+  if (args->smallest && options.update_in_backward == TF_CHOICE_OFF && !args->update_in_backward_off)
     options.update_in_backward = TF_CHOICE_SMALLEST;
   if (args->smallest && !args->fuse_loss_given)
     options.fuse_loss = TF_FUSE_LOSS_SMALLEST;

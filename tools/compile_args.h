@@ -28,8 +28,9 @@ typedef struct tf_compile_args {
   int32_t n_precision_overrides;
   bool json;
   bool no_half_kernels; /* --no-half-kernels: every op on half data between f32 casts */
-  bool smallest;        /* --smallest: the rewrites not given chosen by the smaller plan (TF_CHOICE_SMALLEST) */
-  bool fuse_loss_given; /* --fuse-loss was given (--smallest leaves it) */
+  bool smallest; /* unless --no-smallest: the rewrites not given chosen by the smaller plan (TF_CHOICE_SMALLEST) */
+  bool update_in_backward_off;                       /* --no-update-in-backward */
+  bool fuse_loss_given;                              /* --fuse-loss was given (--smallest leaves it) */
   const char *freeze[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --freeze PATTERN, as given */
   int32_t n_freeze;
   const char *lora_targets[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --lora-targets PATTERN, as given */

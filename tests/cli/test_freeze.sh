@@ -1,9 +1,10 @@
 #!/bin/sh
 # Frozen parameters through the command line (issue 43 item 1): compile --freeze / --train-only on the
 # zoo's mlp (hidden.0 [64,128], hidden.1 [128,128], head [128,10], each with its bias) plans gradients
-# and AdamW state for the trainable parameters only, report (text and --json) splits trainable and
-# frozen parameter bytes, check sees the same regions, training leaves the frozen weights bit for bit
-# in the checkpoints while the head trains, and each bad pattern is refused (exit 2) with its message.
+# and AdamW state for the trainable parameters only (plans that keep their gradients whole:
+# --no-update-in-backward), report (text and --json) splits trainable and frozen parameter bytes,
+# check sees the same regions, training leaves the frozen weights bit for bit in the checkpoints
+# while the head trains, and each bad pattern is refused (exit 2) with its message.
 # usage: test_freeze.sh TIGHTFIT   (run from the repository root)
 tf=$1
 . "$(dirname "$0")/harness.sh"
@@ -16,12 +17,12 @@ field() { # field FILE EXPRESSION: a value of the JSON in FILE (d is the documen
 "$tf" zoo mlp -o "$dir/mlp.tfg" > /dev/null
 head_bytes=$((4 * (128 * 10 + 10))) hidden_bytes=$((4 * (64 * 128 + 128 + 128 * 128 + 128)))
 
-expect_message 0 "compile, everything trained" "written to" "$tf" compile "$dir/mlp.tfg" --set N=32 --optimizer adamw \
+expect_message 0 "compile, everything trained" "written to" "$tf" compile "$dir/mlp.tfg" --set N=32 --optimizer adamw --no-update-in-backward \
   -o "$dir/all.tfplan"
-expect_message 0 "compile --freeze 'hidden.*'" "written to" "$tf" compile "$dir/mlp.tfg" --set N=32 --optimizer adamw \
+expect_message 0 "compile --freeze 'hidden.*'" "written to" "$tf" compile "$dir/mlp.tfg" --set N=32 --optimizer adamw --no-update-in-backward \
   --freeze 'hidden.*' -o "$dir/frozen.tfplan"
 expect_message 0 "compile --train-only head.weight --train-only head.bias" "written to" "$tf" compile "$dir/mlp.tfg" \
-  --set N=32 --optimizer adamw --train-only head.weight --train-only head.bias -o "$dir/only.tfplan"
+  --set N=32 --optimizer adamw --no-update-in-backward --train-only head.weight --train-only head.bias -o "$dir/only.tfplan"
 for name in all frozen only; do
   "$tf" report "$dir/$name.tfplan" --json > "$dir/$name.json" || fail "report --json $name"
 done
@@ -46,10 +47,10 @@ expect_message 0 "report of the trained plan: every parameter trainable" "^  fro
 expect 0 "report of an inference plan" "$tf" report "$dir/inference.tfplan"
 check "an inference plan's report has no trainable/frozen lines" "! grep -q 'frozen parameters' '$dir/out'"
 
-expect 0 "check --freeze 'hidden.*' --json" "$tf" check "$dir/mlp.tfg" --set N=32 --optimizer adamw --budget 1MiB \
+expect 0 "check --freeze 'hidden.*' --json" "$tf" check "$dir/mlp.tfg" --set N=32 --optimizer adamw --no-update-in-backward --budget 1MiB \
   --freeze 'hidden.*' --json
 cp "$dir/out" "$dir/check.json"
-expect 0 "check --json, everything trained" "$tf" check "$dir/mlp.tfg" --set N=32 --optimizer adamw --budget 1MiB --json
+expect 0 "check --json, everything trained" "$tf" check "$dir/mlp.tfg" --set N=32 --optimizer adamw --no-update-in-backward --budget 1MiB --json
 cp "$dir/out" "$dir/check_all.json"
 c_frozen=$(field "$dir/check.json" "d['regions']['gradients']") c_all=$(field "$dir/check_all.json" "d['regions']['gradients']")
 check "check sees the frozen layers: gradients region $c_all -> $c_frozen bytes" \

@@ -44,7 +44,7 @@ import tightfit, sys
 path = tightfit.library_path()
 assert path.startswith('$dir/prefix'), path
 result = tightfit.check(tightfit.zoo('mlp'), budget='1MiB', target='cpu', set={'N': 32})
-assert result['fits'] and result['categories']['total'] == 397120, result
+assert result['fits'] and result['categories']['total'] == 324096, result  # the default plan: updates in the backward pass
 print('ok: the installed Python package loads', path.replace('$dir', 'PREFIX-PARENT'), 'and checks mlp')
 " || fail "the installed Python package"
 # Exactly the public API is exported: every exported symbol is declared in an installed header.

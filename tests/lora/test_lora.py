@@ -26,8 +26,9 @@ model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.L
                             torch.nn.Linear(32, 4))
 x, y = torch.randn(N, 16), torch.randint(0, 4, (N,))
 graph = tightfit.from_torch(model, (x,), loss="cross_entropy")
+# (its gradients kept whole, no_update_in_backward: the gradients region is checked below)
 plan = tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0,
-                        lora=f"{RANK}:{ALPHA:g}", lora_targets=["0.weight", "2.weight"])
+                        lora=f"{RANK}:{ALPHA:g}", lora_targets=["0.weight", "2.weight"], no_update_in_backward=True)
 report = tightfit.report(plan.path) if hasattr(plan, "path") else None
 session = tightfit.Session(plan, seed=0)
 start = session.state_dict()

@@ -13,15 +13,15 @@ plan=$dir/gpt.tfplan
 
 # Text output plus both files; the usual report is still there.
 expect_phrase 0 "text + --svg + --html" "wrote the memory timeline (SVG) to $dir/t.svg" \
-  "$tightfit" report "$plan" --svg "$dir/t.svg" --html="$dir/r.html" --budget 12MiB
+  "$tightfit" report "$plan" --svg "$dir/t.svg" --html="$dir/r.html" --budget 10MiB
 check "the text report is printed too" test -n "$(grep -F 'arena / lower bound' "$dir/out")"
 check "the HTML line names its file" test -n "$(grep -F "wrote the HTML report to $dir/r.html" "$dir/out")"
-check "the budget line in the text" test -n "$(grep -E "^budget: 12.00 MiB; the plan's device total .* exceeds it by" "$dir/out")"
+check "the budget line in the text" test -n "$(grep -E "^budget: 10.00 MiB; the plan's device total .* exceeds it by" "$dir/out")"
 check "the SVG was written" test -s "$dir/t.svg"
 check "the HTML was written" test -s "$dir/r.html"
 check "the SVG is an SVG" test -n "$(grep -F '<svg xmlns="http://www.w3.org/2000/svg"' "$dir/t.svg")"
 check "the SVG marks the peak" test -n "$(grep -E 'id="peak-label"[^>]*>peak [0-9.]+ (B|KiB|MiB|GiB) at step [0-9]+ \(' "$dir/t.svg")"
-check "the over-budget title" test -n "$(grep -F 'exceeds the 12.00 MiB budget by' "$dir/t.svg")"
+check "the over-budget title" test -n "$(grep -F 'exceeds the 10.00 MiB budget by' "$dir/t.svg")"
 check "the HTML inlines the SVG" test -n "$(grep -F '<svg xmlns=' "$dir/r.html")"
 check "no temporary files left" test -z "$(ls "$dir" | grep -F '.tmp')"
 if command -v xmllint >/dev/null 2>&1; then
