@@ -559,6 +559,18 @@ static void say_8bit_saving(char *line, size_t size, const tf_plan *adamw, const
            (double)after / 1048576.0, (double)before / 1048576.0);
 }
 
+/* The line saying what offloading the optimizer state saved on the device and what it moves: the
+ * smallest plan with the state on the device (`kept`) against the offloaded search's (`host`). */
+static void say_offload_saving(char *line, size_t size, const tf_plan *kept, const tf_plan *host, bool fits) {
+  snprintf(line, size,
+           "nothing fits with the optimizer state on the device: with it in host memory (--allow-offload) %s\n"
+           "  offloading saved %.2f MiB of device memory at the smallest plans (%.2f MiB of state in host memory, "
+           "%.2f MiB moved between device and host per step)\n",
+           fits ? "it fits:" : "it does not fit either",
+           (double)(tf_plan_device_total(kept) - tf_plan_device_total(host)) / 1048576.0,
+           (double)host->host_bytes / 1048576.0, (double)tf_plan_host_moved_bytes(host) / 1048576.0);
+}
+
 /* The line saying what LoRA rank `rank` saved: the smallest plan training every parameter (`full`)
  * against the LoRA search's plan (`adapted`). */
 static void say_lora_saving(char *line, size_t size, int32_t rank, const tf_plan *full, const tf_plan *adapted,
@@ -590,6 +602,10 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
     searched.base.fuse_loss = TF_FUSE_LOSS_AUTO;
   const tf_optimizer optimizer = optimizer_of(graph, &searched.base);
   *out = NULL;
+  if (searched.allow_offload && searched.base.target.kind == TF_TARGET_CPU)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--allow-offload: the cpu target's device memory is host memory already; offloading moves "
+                         "nothing (search for --target cuda or vulkan)");
   if (searched.allow_optimizer_8bit && optimizer == TF_OPTIMIZER_SGD)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--allow-optimizer adamw8bit: graph '%s' trains with SGD, which keeps no Adam moments to "
@@ -611,6 +627,20 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
     say_8bit_saving(headline, sizeof(headline), *out, plan, with.fits);
     if (keep_better(out, result, plan, &with, sizeof(result->summary) / 3, headline))
       searched = eight;
+  }
+  /* Still nothing: the optimizer state in host memory (compiler/offload.c), before LoRA (every
+   * parameter stays trained; each step moves the parameters and gradients instead). */
+  if (!result->fits && searched.allow_offload && !searched.base.offload_optimizer) {
+    tf_budget_options host = searched;
+    host.base.offload_optimizer = true;
+    if (host.base.update_in_backward != TF_CHOICE_OFF)
+      host.base.update_in_backward = TF_CHOICE_OFF;
+    tf_status status = search_plans(graph, &host, &plan, &with);
+    if (status)
+      return drop_plan(out, status);
+    say_offload_saving(headline, sizeof(headline), *out, plan, with.fits);
+    if (keep_better(out, result, plan, &with, sizeof(result->summary) / 3, headline))
+      searched = host;
   }
   if (result->fits || searched.allow_lora_rank <= 0 || searched.base.lora_rank > 0)
     return NULL;

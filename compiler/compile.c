@@ -127,6 +127,12 @@ static tf_status check_options(const tf_compile_options *o) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "matmul math %d is not f32, bf16 or f16", (int)o->matmul_math);
   if (o->autocast != TF_F32 && o->autocast != TF_BF16 && o->autocast != TF_F16)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "autocast %d is not f32 (off), bf16 or f16", (int)o->autocast);
+  if (o->offload_optimizer && !o->training)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--offload optimizer: an inference plan has no optimizer state");
+  if (o->offload_optimizer && o->update_in_backward == TF_CHOICE_ON)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--offload optimizer runs the updates on the host after the backward pass: it cannot go with "
+                         "--update-in-backward");
   return NULL;
 }
 
@@ -294,6 +300,8 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
   tf_plan *plan = NULL;
   if (!status) /* verified once chosen (tf_compile), not each trial of a search */
     status = tf_emit(t, &placed.order, &placed.lifetimes, &placed.layout, &plan);
+  if (!status && t->options.offload_optimizer && t->options.training)
+    status = tf_offload_pass(plan, &t->options.target);
   placement_free(&placed);
   if (facts)
     *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};
@@ -622,9 +630,10 @@ static tf_status compile_variant(const tf_graph *graph, const tf_compile_options
  * notes say what was kept and what each saved. */
 static tf_status compile_smallest(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   tf_compile_options o = *options;
-  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST;
+  /* offloaded updates run after the backward pass, on the host */
+  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST && !o.offload_optimizer;
   const bool choose_fusion = o.fuse_loss == TF_FUSE_LOSS_SMALLEST;
-  if (choose_updates)
+  if (o.update_in_backward == TF_CHOICE_SMALLEST)
     o.update_in_backward = TF_CHOICE_OFF;
   if (choose_fusion)
     o.fuse_loss = TF_FUSE_LOSS_AUTO;

@@ -41,7 +41,11 @@ tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_life
         last[in] = s;
       }
     }
-    workspace[s] = tf_workspace_bytes(&t->options.target, g, node);
+    /* An offloaded update runs on the host (compiler/offload.c): the CPU kernel's scratch, not the target's. */
+    const bool on_host = t->options.offload_optimizer &&
+                         (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ADAMW8BIT);
+    const tf_target host = tf_target_default(TF_TARGET_CPU);
+    workspace[s] = tf_workspace_bytes(on_host ? &host : &t->options.target, g, node);
     if (workspace[s] < 0)
       return tf_status_new(TF_ERR_INTERNAL, "step %d (%s): negative workspace", s, node->name);
   }

@@ -6,6 +6,7 @@
 
 #include "common/atomic_file.h"
 #include "common/file.h"
+#include "core/ops.h"
 #include "plan/plan_checksum.h"
 #include "schema/plan_fb.h"
 #include "tightfit/plan.h"
@@ -27,6 +28,11 @@ void tf_plan_destroy(tf_plan *plan) {
     free(plan->steps[i].inputs);
   }
   free(plan->steps);
+  for (int32_t i = 0; plan->host_steps && i < plan->n_host_steps; i++) {
+    free(plan->host_steps[i].name);
+    free(plan->host_steps[i].inputs);
+  }
+  free(plan->host_steps);
   for (int32_t i = 0; plan->symbol_names && i < plan->n_symbols; i++)
     free(plan->symbol_names[i]);
   free(plan->symbol_names);
@@ -59,6 +65,32 @@ int64_t tf_plan_graph_steps(const tf_plan *plan) {
     forward++;
   int64_t optimizer = plan->n_steps > plan->micro_steps ? plan->n_steps - plan->micro_steps : 0;
   return 2 * (int64_t)plan->micro_steps + 2 * forward + optimizer;
+}
+
+int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written) {
+  const tf_op_info *info = tf_op_info_get(step->op);
+  if (k < step->n_inputs) {
+    *written = info && k < 8 && (info->in_place >> k) & 1;
+    return step->inputs[k];
+  }
+  *written = true;
+  return step->outputs[k - step->n_inputs];
+}
+
+bool tf_plan_step_reads(const tf_plan_step *step, int32_t k) { return k < step->n_inputs && step->op != TF_OP_ZERO; }
+
+int64_t tf_plan_host_moved_bytes(const tf_plan *plan) {
+  int64_t moved = 0;
+  for (int32_t s = 0; plan && s < plan->n_host_steps; s++) {
+    const tf_plan_step *step = &plan->host_steps[s];
+    for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+      bool written;
+      const int32_t id = tf_plan_step_operand(step, k, &written);
+      if (id >= 0 && id < plan->n_buffers && plan->buffers[id].region != TF_REGION_HOST)
+        moved += plan->buffers[id].bytes * (tf_plan_step_reads(step, k) + written); /* down if read, up if written */
+    }
+  }
+  return moved;
 }
 
 bool tf_plan_updates_in_backward(const tf_plan *plan) {
@@ -157,8 +189,9 @@ tf_status tf_plan_save(const tf_plan *plan, const char *path) {
 }
 
 const char *tf_region_name(tf_region region) {
-  static const char *const names[TF_REGION_COUNT] = {"parameters", "gradients", "optimizer_state", "arena", "io"};
-  return (int)region >= 0 && region < TF_REGION_COUNT ? names[region] : "?";
+  static const char *const names[TF_REGION_HOST + 1] = {"parameters", "gradients", "optimizer_state",
+                                                        "arena",      "io",        "host"};
+  return (int)region >= 0 && region <= TF_REGION_HOST ? names[region] : "?";
 }
 
 const char *tf_role_name(tf_buffer_role role) {

@@ -30,12 +30,21 @@ tf_plan_label tf_plan_buffer_label(const tf_plan *plan, int32_t id) {
   return label;
 }
 
+/* Step s: a device step for s < n_steps, host step s - n_steps after them (offloaded updates). */
+static const tf_plan_step *step_at(const tf_plan *plan, int32_t s) {
+  return s < plan->n_steps ? &plan->steps[s] : &plan->host_steps[s - plan->n_steps];
+}
+
 tf_plan_label tf_plan_step_label(const tf_plan *plan, int32_t s) {
   tf_plan_label label;
-  const tf_plan_step *step = &plan->steps[s];
+  const tf_plan_step *step = step_at(plan, s);
   const char *name = step->name ? step->name : "";
   const char *dots = strlen(name) > 80 ? "..." : "";
-  snprintf(label.text, sizeof(label.text), "step %" PRId32 " '%.77s%s' (%s)", s, name, dots, tf_op_name(step->op));
+  if (s < plan->n_steps)
+    snprintf(label.text, sizeof(label.text), "step %" PRId32 " '%.77s%s' (%s)", s, name, dots, tf_op_name(step->op));
+  else
+    snprintf(label.text, sizeof(label.text), "host step %" PRId32 " '%.77s%s' (%s)", s - plan->n_steps, name, dots,
+             tf_op_name(step->op));
   return label;
 }
 
@@ -82,6 +91,15 @@ static tf_status check_header(const tf_plan *plan) {
     return INVALID("%" PRId32 " buffers%s", plan->n_buffers, plan->n_buffers > 0 ? " but no buffer array" : "");
   if (plan->n_steps < 0 || (plan->n_steps > 0 && !plan->steps))
     return INVALID("%" PRId32 " steps%s", plan->n_steps, plan->n_steps > 0 ? " but no step array" : "");
+  if (plan->n_host_steps < 0 || (plan->n_host_steps > 0 && !plan->host_steps))
+    return INVALID("%" PRId32 " host steps%s", plan->n_host_steps, plan->n_host_steps > 0 ? " but no step array" : "");
+  if (plan->host_bytes < 0 || (plan->n_host_steps == 0 && plan->host_bytes != 0))
+    return INVALID("%" PRId64 " bytes of host memory for %" PRId32 " host steps; none without host steps, >= 0 with "
+                   "them",
+                   plan->host_bytes, plan->n_host_steps);
+  if (plan->n_host_steps > 0 && !plan->training)
+    return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
+                   plan->n_host_steps);
   if (plan->n_symbols < 0 || (plan->n_symbols > 0 && (!plan->symbol_names || !plan->symbol_values)))
     return INVALID("%" PRId32 " symbols%s", plan->n_symbols, plan->n_symbols > 0 ? " but no names or values" : "");
   if (plan->n_outputs < 0 || (plan->n_outputs > 0 && !plan->outputs))
@@ -174,7 +192,7 @@ static tf_status check_size(const tf_plan *plan, int32_t id) {
 
 static tf_status check_placement(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
-  int64_t region_size = plan->region_bytes[b->region];
+  int64_t region_size = b->region == TF_REGION_HOST ? plan->host_bytes : plan->region_bytes[b->region];
   if (b->offset < 0 || b->offset % plan->alignment != 0)
     return INVALID("%s is at offset %" PRId64
                    " in region %s: misaligned, offsets are multiples of the alignment %" PRId64 " and >= 0",
@@ -207,12 +225,13 @@ static tf_status check_buffer(const tf_plan *plan, int32_t id) {
   if ((int)b->role < 0 || b->role >= TF_ROLE_COUNT)
     return INVALID("%s has unknown role %d (roles are 0..%d)", tf_plan_buffer_label(plan, id).text, (int)b->role,
                    TF_ROLE_COUNT - 1);
-  if ((int)b->region < 0 || b->region >= TF_REGION_COUNT)
+  if ((int)b->region < 0 || b->region > TF_REGION_HOST)
     return INVALID("%s has unknown region %d (regions are 0..%d)", tf_plan_buffer_label(plan, id).text, (int)b->region,
-                   TF_REGION_COUNT - 1);
+                   TF_REGION_HOST);
   if (tf_dtype_size(b->dtype) <= 0)
     return INVALID("%s has unknown dtype %d", tf_plan_buffer_label(plan, id).text, (int)b->dtype);
-  if (b->region != region_of_role(b->role))
+  const bool offloaded = b->role == TF_ROLE_OPTIMIZER_STATE && b->region == TF_REGION_HOST && plan->n_host_steps > 0;
+  if (b->region != region_of_role(b->role) && !offloaded)
     return INVALID("%s has role %s in region %s; role %s belongs in region %s (wrong role/region)",
                    tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), tf_region_name(b->region),
                    tf_role_name(b->role), tf_region_name(region_of_role(b->role)));
@@ -330,7 +349,7 @@ static tf_status check_references(const tf_plan *plan, int32_t id) {
 
 /* Attributes the shape rules trust: the op's family, and counts inside their arrays. */
 static tf_status check_attrs(const tf_plan *plan, int32_t s, const tf_op_info *info) {
-  const tf_attrs *attrs = &plan->steps[s].attrs;
+  const tf_attrs *attrs = &step_at(plan, s)->attrs;
   if (attrs->kind != info->attrs)
     return INVALID("%s carries %s attributes (kind %d); %s takes %s attributes", tf_plan_step_label(plan, s).text,
                    tf_attr_kind_name(attrs->kind), (int)attrs->kind, info->name, tf_attr_kind_name(info->attrs));
@@ -353,7 +372,12 @@ static tf_status check_attrs(const tf_plan *plan, int32_t s, const tf_op_info *i
 
 /* The phase belongs to the block the step is in, and inference plans only run forward. */
 static tf_status check_phase(const tf_plan *plan, int32_t s) {
-  tf_phase phase = plan->steps[s].phase;
+  tf_phase phase = step_at(plan, s)->phase;
+  if (s >= plan->n_steps && phase != TF_PHASE_OPTIMIZER)
+    return INVALID("%s is in phase %s; host steps are optimizer updates", tf_plan_step_label(plan, s).text,
+                   tf_phase_name(phase));
+  if (s >= plan->n_steps)
+    return NULL;
   if ((int)phase < 0 || phase >= TF_PHASE_COUNT)
     return INVALID("%s has unknown phase %d (phases are 0..%d)", tf_plan_step_label(plan, s).text, (int)phase,
                    TF_PHASE_COUNT - 1);
@@ -383,12 +407,22 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
 static bool has_bit(uint8_t mask, int32_t i) { return i < 8 && ((mask >> i) & 1u); }
 
 static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf_op_info *info) {
-  const tf_plan_step *step = &plan->steps[s];
+  const tf_plan_step *step = step_at(plan, s);
   int32_t id = step->inputs[i];
   if (!valid_id(plan, id))
     return INVALID("%s: input %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
                    tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
   const tf_plan_buffer *b = &plan->buffers[id];
+  if (b->region == TF_REGION_HOST && s < plan->n_steps)
+    return INVALID("%s reads %s, which lies in host memory; only host steps touch the host region",
+                   tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
+  /* A host step runs after every device step: an arena buffer it reads must be live to their end. */
+  if (s >= plan->n_steps && b->region == TF_REGION_ARENA && !has_bit(info->shape_only, i) &&
+      b->last_step != plan->n_steps - 1)
+    return INVALID("%s reads %s, live over device steps [%" PRId32 ", %" PRId32 "]; a host step runs after the last "
+                   "device step %" PRId32 ", so what it reads in the arena lives to it",
+                   tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, b->first_step, b->last_step,
+                   plan->n_steps - 1);
   if (has_bit(info->in_place, i)) {
     bool writable = b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_GRADIENT || b->role == TF_ROLE_OPTIMIZER_STATE ||
                     (b->role == TF_ROLE_STATE && step->op == TF_OP_BATCH_NORM_RUNNING);
@@ -422,7 +456,7 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
                        " (an in-place operand aliased by another input)",
                        tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, j);
   }
-  if (b->region != TF_REGION_ARENA || has_bit(info->shape_only, i))
+  if (b->region != TF_REGION_ARENA || has_bit(info->shape_only, i) || s >= plan->n_steps)
     return NULL;
   if (b->first_step >= s)
     return INVALID("%s reads input %" PRId32 " %s before it is written: it is written at step %" PRId32
@@ -437,7 +471,11 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
 
 /* writer[b]: the step that writes arena buffer b (or gradient b, with accumulate 1), -1 until one does. */
 static tf_status check_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
-  const tf_plan_step *step = &plan->steps[s];
+  const tf_plan_step *step = step_at(plan, s);
+  if (s >= plan->n_steps && (step->n_outputs > 0 || step->workspace != -1))
+    return INVALID("%s has %" PRId32 " outputs and workspace %" PRId32 "; a host step only updates its inputs in "
+                   "place (none, -1)",
+                   tf_plan_step_label(plan, s).text, step->n_outputs, step->workspace);
   for (int32_t i = 0; i < step->n_outputs; i++) {
     int32_t id = step->outputs[i];
     if (!valid_id(plan, id))
@@ -493,7 +531,7 @@ static tf_shape_operand operand_of(const tf_plan_buffer *b) {
 
 /* The op's shape rule, run on the input buffers, reproduces every output buffer exactly. */
 static tf_status check_shapes(const tf_plan *plan, int32_t s, const tf_op_info *info) {
-  const tf_plan_step *step = &plan->steps[s];
+  const tf_plan_step *step = step_at(plan, s);
   tf_shape_operand operands[TF_OP_VARIADIC_INTERNAL];
   for (int32_t i = 0; i < step->n_inputs; i++)
     operands[i] = operand_of(&plan->buffers[step->inputs[i]]);
@@ -517,7 +555,7 @@ static tf_status check_shapes(const tf_plan *plan, int32_t s, const tf_op_info *
 }
 
 static tf_status check_step(const tf_plan *plan, int32_t s, int32_t *writer) {
-  const tf_plan_step *step = &plan->steps[s];
+  const tf_plan_step *step = step_at(plan, s);
   if (!step->name)
     return INVALID("step %" PRId32 " has no name", s);
   const tf_op_info *info = tf_op_info_get(step->op);
@@ -646,7 +684,7 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers; id++)
     writer[id] = -1;
   tf_status status = NULL;
-  for (int32_t s = 0; s < plan->n_steps && !status; s++)
+  for (int32_t s = 0; s < plan->n_steps + plan->n_host_steps && !status; s++)
     status = check_step(plan, s, writer);
   if (!status)
     status = check_written(plan, writer);

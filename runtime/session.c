@@ -17,6 +17,7 @@
 
 #include "backends/backend.h"
 #include "core/half_bits.h"
+#include "runtime/host_steps.h"
 #include "runtime/init.h"
 #include "runtime/safetensors.h"
 #include "runtime/session_scratch.h"
@@ -40,7 +41,27 @@ struct tf_session {
   int64_t growth_interval; /* f16: good steps after which the loss scale doubles */
   void *scratch;           /* runtime/session_scratch.h */
   int64_t scratch_bytes;
+  tf_host_steps host;   /* an offloaded plan's host region and updates (runtime/host_steps.h) */
+  int32_t host_threads; /* the threads its updates may use (the session's option) */
 };
+
+/* Writes bytes [offset, offset + bytes) of buffer b: on the device, or in the host region. */
+static tf_status put(tf_session *s, const tf_plan_buffer *b, int64_t offset, const void *data, int64_t bytes) {
+  if (b->region == TF_REGION_HOST) {
+    memcpy((char *)s->host.region + b->offset + offset, data, (size_t)bytes);
+    return NULL;
+  }
+  return s->backend->upload(s->state, s->regions[b->region], b->offset + offset, data, bytes);
+}
+
+/* Reads bytes [offset, offset + bytes) of buffer b (the caller has synchronised the device). */
+static tf_status get(tf_session *s, const tf_plan_buffer *b, int64_t offset, void *data, int64_t bytes) {
+  if (b->region == TF_REGION_HOST) {
+    memcpy(data, (const char *)s->host.region + b->offset + offset, (size_t)bytes);
+    return NULL;
+  }
+  return s->backend->download(s->state, s->regions[b->region], b->offset + offset, data, bytes);
+}
 
 /* The read scratch (runtime/session_scratch.h): as large as the largest buffer of the parameters,
  * gradients and optimizer state, at most TF_SESSION_SCRATCH_MAX_BYTES. */
@@ -161,7 +182,7 @@ static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir)
     int64_t count = total - begin < per_chunk ? total - begin : per_chunk;
     status = stage_elements(s, b, &view, begin, count, host);
     if (!status)
-      status = s->backend->upload(s->state, s->regions[b->region], b->offset + begin * element, host, count * element);
+      status = put(s, b, begin * element, host, count * element);
   }
   tf_safetensors_close(file);
   free(host);
@@ -206,6 +227,7 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   s->plan = plan;
   s->backend = backend;
   s->seed = options->seed;
+  s->host_threads = options->threads > 0 ? options->threads : 2;
   s->memory.planned_bytes = tf_plan_total_bytes(plan);
   tf_backend_options backend_options = {options->device, options->threads > 0 ? options->threads : 2};
   tf_status status = backend->create(&backend_options, &s->state);
@@ -213,6 +235,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
     if (plan->region_bytes[r] > 0)
       status = tf_status_prefix(counted_alloc(s, plan->region_bytes[r], &s->regions[r]), "the %s region",
                                 tf_region_name((tf_region)r));
+  if (!status)
+    status = tf_host_steps_create(plan, &s->host);
   for (int32_t i = 0; i < plan->n_buffers && !status; i++)
     status = init_buffer(s, i, options->weights_dir);
   if (!status)
@@ -241,6 +265,7 @@ void tf_session_destroy(tf_session *s) {
       s->backend->free_region(s->state, s->regions[r]);
   if (s->state)
     s->backend->destroy(s->state);
+  tf_host_steps_destroy(&s->host);
   free(s->scratch);
   free(s);
 }
@@ -297,16 +322,14 @@ static tf_status find_buffer(const tf_session *s, const char *name, int64_t byte
 tf_status tf_session_write(tf_session *s, const char *name, const void *data, int64_t bytes) {
   int32_t id;
   TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
-  const tf_plan_buffer *b = &s->plan->buffers[id];
-  return s->backend->upload(s->state, s->regions[b->region], b->offset, data, bytes);
+  return put(s, &s->plan->buffers[id], 0, data, bytes);
 }
 
 tf_status tf_session_read(tf_session *s, const char *name, void *data, int64_t bytes) {
   int32_t id;
   TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
-  const tf_plan_buffer *b = &s->plan->buffers[id];
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
-  return s->backend->download(s->state, s->regions[b->region], b->offset, data, bytes);
+  return get(s, &s->plan->buffers[id], 0, data, bytes);
 }
 
 /* Bytes [offset, offset + bytes) of buffer `buffer`, checked to lie inside it. */
@@ -324,15 +347,13 @@ static tf_status check_range(const tf_session *s, int32_t buffer, int64_t offset
 
 tf_status tf_session_read_range(tf_session *s, int32_t buffer, int64_t offset, void *data, int64_t bytes) {
   TF_RETURN_IF_ERROR(check_range(s, buffer, offset, bytes));
-  const tf_plan_buffer *b = &s->plan->buffers[buffer];
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
-  return s->backend->download(s->state, s->regions[b->region], b->offset + offset, data, bytes);
+  return get(s, &s->plan->buffers[buffer], offset, data, bytes);
 }
 
 tf_status tf_session_write_range(tf_session *s, int32_t buffer, int64_t offset, const void *data, int64_t bytes) {
   TF_RETURN_IF_ERROR(check_range(s, buffer, offset, bytes));
-  const tf_plan_buffer *b = &s->plan->buffers[buffer];
-  return s->backend->upload(s->state, s->regions[b->region], b->offset + offset, data, bytes);
+  return put(s, &s->plan->buffers[buffer], offset, data, bytes);
 }
 
 static tf_status read_loss(tf_session *s, double *loss) {
@@ -394,8 +415,16 @@ static tf_status follow_overflow_check(tf_session *s) {
 tf_status tf_session_optimizer_step(tf_session *s) {
   tf_run_state run = run_state(s);
   TF_RETURN_IF_ERROR(s->backend->run(s->state, s->plan->micro_steps, s->plan->n_steps, 0, &run));
-  s->optimizer_steps++;
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+  if (s->plan->n_host_steps > 0) {
+    const tf_cpu_context context = {.threads = s->host_threads,
+                                    .optimizer_step = run.optimizer_step,
+                                    .micro_step = run.micro_step,
+                                    .seed = run.seed,
+                                    .loss_scale_log2 = run.loss_scale_log2};
+    TF_RETURN_IF_ERROR(tf_host_steps_run(&s->host, s->plan, s->backend, s->state, s->regions, &context));
+  }
+  s->optimizer_steps++;
   return follow_overflow_check(s);
 }
 

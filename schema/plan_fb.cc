@@ -27,7 +27,7 @@ namespace {
   static_assert(static_cast<int>(fb::fb_value) == static_cast<int>(c_value), #fb_value " must equal " #c_value)
 SAME(Region_parameters, TF_REGION_PARAMETERS); SAME(Region_gradients, TF_REGION_GRADIENTS);
 SAME(Region_optimizer_state, TF_REGION_OPTIMIZER_STATE); SAME(Region_arena, TF_REGION_ARENA);
-SAME(Region_io, TF_REGION_IO); SAME(Region_MAX, TF_REGION_COUNT - 1);
+SAME(Region_io, TF_REGION_IO); SAME(Region_host, TF_REGION_HOST); SAME(Region_MAX, TF_REGION_HOST);
 SAME(Role_parameter, TF_ROLE_PARAMETER); SAME(Role_constant, TF_ROLE_CONSTANT); SAME(Role_gradient, TF_ROLE_GRADIENT);
 SAME(Role_optimizer_state, TF_ROLE_OPTIMIZER_STATE); SAME(Role_input, TF_ROLE_INPUT); SAME(Role_label, TF_ROLE_LABEL);
 SAME(Role_activation, TF_ROLE_ACTIVATION); SAME(Role_workspace, TF_ROLE_WORKSPACE); SAME(Role_state, TF_ROLE_STATE);
@@ -147,13 +147,15 @@ public:
     });
   }
 
-  tf_status steps(const Vector<Offset<fb::Step>> *steps) {
+  // The device steps (into steps, n_steps) or the host steps (host_steps, n_host_steps).
+  tf_status steps(const Vector<Offset<fb::Step>> *steps, tf_plan_step **into, int32_t *count, const char *what) {
     uoffset_t n = steps ? steps->size() : 0;
-    plan_->steps = allocate<tf_plan_step>(n);
-    plan_->n_steps = static_cast<int32_t>(n);
-    return decode_each(steps, source_, "step", [&](const fb::Step *in, uoffset_t i) {
-      plan_->steps[i].workspace = -1;
-      return step_at(in, &plan_->steps[i]);
+    *into = allocate<tf_plan_step>(n);
+    *count = static_cast<int32_t>(n);
+    tf_plan_step *out = *into;
+    return decode_each(steps, source_, what, [&](const fb::Step *in, uoffset_t i) {
+      out[i].workspace = -1;
+      return step_at(in, &out[i]);
     });
   }
 
@@ -298,7 +300,9 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
     return refuse(status, source);
   plan->alignment = root->alignment();
   TF_RETURN_IF_ERROR(decoder.buffers(root->buffers()));
-  TF_RETURN_IF_ERROR(decoder.steps(root->steps()));
+  TF_RETURN_IF_ERROR(decoder.steps(root->steps(), &plan->steps, &plan->n_steps, "step"));
+  TF_RETURN_IF_ERROR(decoder.steps(root->host_steps(), &plan->host_steps, &plan->n_host_steps, "host step"));
+  plan->host_bytes = root->host_bytes();
   plan->micro_steps = root->micro_steps();
   plan->accumulate = root->accumulate();
   plan->micro_batch = root->micro_batch();
@@ -343,6 +347,11 @@ public:
     TF_RETURN_IF_ERROR(encode_each(
         p.steps, p.n_steps, "step", [&](const tf_plan_step &step, Offset<fb::Step> *out) { return step_at(step, out); },
         &steps));
+    std::vector<Offset<fb::Step>> host_steps;
+    TF_RETURN_IF_ERROR(check_count(p.n_host_steps, p.host_steps, "host steps"));
+    TF_RETURN_IF_ERROR(encode_each(
+        p.host_steps, p.n_host_steps, "host step",
+        [&](const tf_plan_step &step, Offset<fb::Step> *out) { return step_at(step, out); }, &host_steps));
     std::vector<Offset<fb::BoundSymbol>> symbols;
     for (int32_t i = 0; i < p.n_symbols; i++)
       symbols.push_back(fb::CreateBoundSymbol(fbb_, string(p.symbol_names[i]), p.symbol_values[i]));
@@ -359,7 +368,9 @@ public:
                        p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
                        fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
                        overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead),
-                       p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math), string(p.graph_dir));
+                       p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math), string(p.graph_dir),
+                       host_steps.empty() ? Offset<Vector<Offset<fb::Step>>>() : fbb_.CreateVector(host_steps),
+                       p.host_bytes);
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }

@@ -121,12 +121,15 @@ static const char *optimizer_name(const tf_plan *plan) {
 }
 
 /* What the search added to make the plan fit, for the verdict's line. */
-static const char *fallbacks_of(const tf_check_outcome *o) {
+static const char *fallbacks_of(const tf_check_outcome *o, char *text, size_t size) {
   const bool eight = o->search.optimizer == TF_OPTIMIZER_ADAMW8BIT, lora = o->search.lora_rank > 0;
-  return eight && lora ? ", with 8-bit AdamW state and LoRA adapters (--allow-optimizer, --allow-lora)"
-         : eight       ? ", with 8-bit AdamW state (--allow-optimizer)"
-         : lora        ? ", with LoRA adapters (--allow-lora)"
-                       : "";
+  const bool host = o->plan->n_host_steps > 0;
+  if (!eight && !lora && !host)
+    return "";
+  snprintf(text, size, ", with %s%s%s%s%s", eight ? "8-bit AdamW state (--allow-optimizer)" : "",
+           eight && (host || lora) ? " and " : "", host ? "the optimizer state in host memory (--offload)" : "",
+           host && lora ? " and " : "", lora ? "LoRA adapters (--allow-lora)" : "");
+  return text;
 }
 
 void tf_check_json(const tf_compile_args *args, const tf_check_args *check, const tf_check_outcome *o, tf_json *j) {
@@ -159,7 +162,7 @@ void tf_check_json(const tf_compile_args *args, const tf_check_args *check, cons
 static void print_text(const tf_compile_args *args, const tf_check_outcome *o) {
   const tf_plan *plan = o->plan;
   const int64_t total = tf_plan_device_total(plan), budget = args->budget;
-  char a[32], b[32];
+  char a[32], b[32], fallbacks[256];
   fprintf(tf_cli_out(), "%s: %s\n", args->graph_path, args->target_note);
   if (o->fits) {
     fprintf(tf_cli_out(),
@@ -167,7 +170,7 @@ static void print_text(const tf_compile_args *args, const tf_check_outcome *o) {
             " x %d accumulation = global batch %" PRId64 ", recompute %s, %s activations%s\n",
             args->graph_path, tf_cli_bytes(total, a, sizeof(a)), tf_cli_bytes(budget, b, sizeof(b)),
             100.0 * (double)total / (double)budget, plan->micro_batch, plan->accumulate, plan->global_batch,
-            remat_name(args, o), precision_name(plan), fallbacks_of(o));
+            remat_name(args, o), precision_name(plan), fallbacks_of(o, fallbacks, sizeof(fallbacks)));
     tf_compile_args_print_memory(plan, NULL);
     if (args->global_batch > 0)
       fprintf(tf_cli_out(), "search (%d plans compiled, estimated %.3f s/step for the choice):\n%s", o->search.tried,

@@ -81,6 +81,18 @@ static void print_overhead(const tf_plan *plan) {
   }
 }
 
+/* An offloaded plan's host side: the state in host memory, the updates there, the bytes moved. */
+static void print_host(const tf_plan *plan) {
+  if (plan->n_host_steps == 0)
+    return;
+  char host[32], moved[32];
+  fprintf(tf_cli_out(),
+          "\nhost memory (offloaded optimizer state, not on the device): %s; %d updates run on the host's cores "
+          "after each optimizer step's device steps, moving %s between device and host\n",
+          tf_cli_bytes(plan->host_bytes, host, sizeof(host)), plan->n_host_steps,
+          tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
+}
+
 static void print_arena(const tf_plan *plan, const tf_report_summary *s) {
   const tf_plan_report *r = &plan->report;
   char a[64], b[64];
@@ -192,6 +204,7 @@ static void print_text(const char *path, const tf_plan *plan, const picture_outp
           plan->training ? "training" : "inference", plan->n_steps, plan->n_buffers);
   print_memory(plan);
   print_overhead(plan);
+  print_host(plan);
   print_arena(plan, &s);
   print_peak(plan);
   print_program(plan);
@@ -215,6 +228,9 @@ static void print_json(FILE *out, const char *path, const tf_plan *plan, const p
   tf_json_int(&j, "total_bytes", s.total);
   tf_json_int(&j, "overhead_bytes", tf_plan_overhead_bytes(plan));
   tf_json_int(&j, "device_total_bytes", tf_plan_device_total(plan));
+  tf_json_int(&j, "host_bytes", plan->host_bytes);
+  tf_json_int(&j, "host_steps", plan->n_host_steps);
+  tf_json_int(&j, "host_moved_bytes_per_step", tf_plan_host_moved_bytes(plan));
   tf_json_begin_array(&j, "overhead");
   for (int32_t i = 0; i < plan->overhead.n_parts; i++) {
     tf_json_begin_object(&j, NULL);

@@ -112,6 +112,12 @@ void tf_compile_args_help(void) {
           "                         linear weight), and say what it saved\n"
           "  --allow-precision P    with --global-batch: the search may also store the saved\n"
           "                         activations in P (bf16 or fp16), tried before recompute\n"
+          "  --offload optimizer    the optimizer state in host memory and the updates on the host's cores\n"
+          "                         (cuda and vulkan targets): the device holds no optimizer state; the\n"
+          "                         plan says the host bytes and the bytes moved each step\n"
+          "  --allow-offload        with --global-batch (cuda, vulkan): when nothing fits, search again with\n"
+          "                         the optimizer state in host memory (--offload optimizer), after\n"
+          "                         --allow-optimizer and before --allow-lora, and say what it saved\n"
           "  --allow-optimizer adamw8bit\n"
           "                         with --global-batch and AdamW: when nothing fits, search again with\n"
           "                         8-bit AdamW state (before --allow-lora), and say what it saved\n");
@@ -236,6 +242,8 @@ static const compile_option compile_options[] = {
     {"--allow-lora", true},
     {"--allow-precision", true},
     {"--allow-optimizer", true},
+    {"--offload", true},
+    {"--allow-offload", false},
     {"--budget", true},
     {"--gpu", true},
     {"--device", true},
@@ -319,6 +327,12 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
   if (strcmp(name, "--lora") == 0) {
     if (!parse_lora(value, &o->lora_rank, &o->lora_alpha))
       return BAD_VALUE("--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'", value);
+  } else if (strcmp(name, "--offload") == 0) {
+    if (strcmp(value, "optimizer") != 0)
+      return BAD_VALUE("--offload takes optimizer (the optimizer state in host memory, the updates on the host), "
+                       "got '%s'",
+                       value);
+    o->offload_optimizer = true;
   } else if (strcmp(name, "--allow-optimizer") == 0) {
     if (strcmp(value, "adamw8bit") != 0)
       return BAD_VALUE("--allow-optimizer takes adamw8bit (8-bit AdamW state), got '%s'", value);
@@ -429,6 +443,8 @@ tf_status tf_compile_args_set(tf_compile_args *args, const char *name, const cha
     return BAD_VALUE("%s takes no value (got '%s')", name, value);
   if (strcmp(name, "--json") == 0)
     args->json = true;
+  else if (strcmp(name, "--allow-offload") == 0)
+    args->allow_offload = true;
   else if (strcmp(name, "--inference") == 0)
     args->options.training = false;
   else if (strcmp(name, "--update-in-backward") == 0)
@@ -485,6 +501,10 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
                          "--lora R to compile with it)");
   if (args->allow_lora_rank > 0 && args->options.lora_rank > 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--allow-lora and --lora both set LoRA: give one");
+  if (args->allow_offload && args->global_batch <= 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--allow-offload lets the --global-batch search put the optimizer state in host memory; give "
+                         "--global-batch G (or say --offload optimizer to compile with it)");
   if (args->allow_optimizer_8bit && args->global_batch <= 0)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--allow-optimizer lets the --global-batch search choose 8-bit AdamW state; give "
@@ -518,6 +538,7 @@ tf_status tf_compile_args_run(const tf_compile_args *args, tf_plan **plan, tf_bu
                                 .allow_precision = args->allow_precision,
                                 .allow_lora_rank = args->allow_lora_rank,
                                 .allow_optimizer_8bit = args->allow_optimizer_8bit,
+                                .allow_offload = args->allow_offload,
                                 .precision = args->allowed_precision};
     tf_budget_result local;
     status = tf_compile_budget(g, &budget, plan, search ? search : &local);
@@ -601,6 +622,8 @@ void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
       tf_json_int(json, tf_region_name((tf_region)r_index), plan->region_bytes[r_index]);
     tf_json_end_object(json);
     print_overhead_json(plan, json);
+    tf_json_int(json, "host_bytes", plan->host_bytes);
+    tf_json_int(json, "host_moved_bytes_per_step", tf_plan_host_moved_bytes(plan));
     tf_json_int(json, "arena_lower_bound", r->arena_lower_bound);
     tf_json_int(json, "arena_naive", r->arena_naive);
     tf_json_double(json, "arena_over_lower_bound", ratio);
@@ -611,6 +634,14 @@ void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
     print_line(tf_region_name((tf_region)r_index), plan->region_bytes[r_index]);
   print_line(plan->overhead.n_parts ? "regions total" : "total", total);
   print_overhead_text(plan);
+  if (plan->n_host_steps > 0) {
+    char host[32], moved[32];
+    fprintf(tf_cli_out(),
+            "  host memory  %16s  (%" PRId64 " bytes: the offloaded optimizer state; %s moved between device and "
+            "host per step)\n",
+            tf_cli_bytes(plan->host_bytes, host, sizeof(host)), plan->host_bytes,
+            tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
+  }
   fprintf(tf_cli_out(), "  arena %s vs lower bound %s (x%.3f); without reuse %s\n",
           tf_cli_bytes(plan->region_bytes[TF_REGION_ARENA], a, sizeof(a)),
           tf_cli_bytes(r->arena_lower_bound, b, sizeof(b)), ratio, tf_cli_bytes(r->arena_naive, c, sizeof(c)));

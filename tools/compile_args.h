@@ -23,6 +23,7 @@ typedef struct tf_compile_args {
   bool allow_precision;      /* --allow-precision P: the search may also store activations in P */
   int32_t allow_lora_rank;   /* --allow-lora R: the search may fall back on LoRA rank R */
   bool allow_optimizer_8bit; /* --allow-optimizer adamw8bit: the search may fall back on 8-bit AdamW state */
+  bool allow_offload;        /* --allow-offload: the search may fall back on the optimizer state in host memory */
   tf_precision allowed_precision;
   const char *precision_overrides[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --precision-override NODE=P, as given */
   int32_t n_precision_overrides;

@@ -93,6 +93,10 @@ typedef struct tf_compile_options {
   const char *const *lora_targets;
   int32_t lora_target_count;
   bool lora_all_linear; /* with lora_rank and no targets: every 2-D weight only matmuls read (the budget search) */
+  /* The optimizer state in host memory and the updates on the host's cores (compiler/offload.c):
+   * the device total holds no optimizer state; the plan says the host bytes and the bytes moved per
+   * step. Training plans for the cuda and vulkan targets, updates after the backward pass. */
+  bool offload_optimizer;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for
@@ -132,6 +136,10 @@ typedef struct tf_budget_options {
    * learning rate and epsilon kept) and keep the better; tried before LoRA, which then starts from it.
    * With an SGD optimizer: TF_ERR_INVALID_ARGUMENT. */
   bool allow_optimizer_8bit;
+  /* When still nothing fits, search again with the optimizer state in host memory
+   * (tf_compile_options.offload_optimizer) and keep the better; before LoRA, which then starts from
+   * it. On the cpu target: TF_ERR_INVALID_ARGUMENT. */
+  bool allow_offload;
 } tf_budget_options;
 
 typedef struct tf_budget_result {

@@ -48,6 +48,14 @@ bool tf_plan_updates_in_backward(const tf_plan *plan);
 /* Regions + device overhead: everything the device holds while the plan runs; what a budget is
  * compared with. */
 int64_t tf_plan_device_total(const tf_plan *plan);
+/* Operand k of `step`: input k, or for k >= n_inputs output k - n_inputs; *written says whether the
+ * step writes it (an output, or an input the op updates in place). */
+int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written);
+/* Whether `step` reads operand k's values (zero only writes its input; outputs are written). */
+bool tf_plan_step_reads(const tf_plan_step *step, int32_t k);
+/* The bytes an optimizer step of an offloaded plan moves between device and host: each host step's
+ * device operands down, and those it writes up again (0 without host steps). */
+int64_t tf_plan_host_moved_bytes(const tf_plan *plan);
 
 /* Writes a plan (after verifying it) to `path` through a temporary file. */
 tf_status tf_plan_save(const tf_plan *plan, const char *path) TF_MUST_USE;

@@ -115,6 +115,13 @@ typedef struct tf_plan {
   /* The absolute folder of the graph file the plan was compiled from (NULL: unknown): an external
    * initializer's relative file not found beside the plan is looked for there. */
   char *graph_dir;
+  /* Offloaded optimizer state (compiler/offload.c): the optimizer block's updates from its first one
+   * on, run by the runtime on the host's cores after the device's steps of each optimizer step, each
+   * device operand copied to the host and back (its own index space: host step i; buffers as the
+   * device steps'); their state lies in TF_REGION_HOST, host_bytes of host memory. None: 0, NULL, 0. */
+  int32_t n_host_steps;
+  tf_plan_step *host_steps;
+  int64_t host_bytes;
 } tf_plan;
 
 #ifdef __cplusplus

@@ -1,0 +1,121 @@
+/* runtime/host_steps.h: offloaded updates on the host. */
+#define _POSIX_C_SOURCE 200809L
+#include "runtime/host_steps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STAGING_ALIGN 64
+
+static int64_t aligned(int64_t bytes) { return (bytes + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN; }
+
+static int32_t operand_count(const tf_plan_step *step) { return step->n_inputs + step->n_outputs; }
+
+/* The staging bytes of one host step: each device operand, aligned. */
+static int64_t staging_of(const tf_plan *plan, const tf_plan_step *step) {
+  int64_t bytes = 0;
+  for (int32_t k = 0; k < operand_count(step); k++) {
+    bool written;
+    const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
+    if (b->region != TF_REGION_HOST)
+      bytes += aligned(b->bytes);
+  }
+  return bytes;
+}
+
+/* Why a host step cannot run on the host's kernels, or NULL: no CPU kernel, or a half operand (the
+ * CPU kernels of the updates compute on f32 parameters and gradients). */
+static tf_status refusal(const tf_plan *plan, int32_t s, tf_cpu_kernel kernel) {
+  const tf_plan_step *step = &plan->host_steps[s];
+  if (!kernel)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "host step %d '%s' (%s): no CPU kernel to run it on the host", s,
+                         step->name, tf_op_name(step->op));
+  for (int32_t k = 0; k < operand_count(step); k++) {
+    bool written;
+    const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
+    if (b->dtype == TF_F16 || b->dtype == TF_BF16)
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "host step %d '%s' (%s): operand '%s' is %s; offloaded updates run on f32 parameters and "
+                           "gradients",
+                           s, step->name, tf_op_name(step->op), b->name, tf_dtype_name(b->dtype));
+  }
+  return NULL;
+}
+
+tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) {
+  memset(out, 0, sizeof(*out));
+  if (plan->n_host_steps == 0)
+    return NULL;
+  int32_t most_operands = 1;
+  for (int32_t s = 0; s < plan->n_host_steps; s++) {
+    const tf_plan_step *step = &plan->host_steps[s];
+    const int64_t bytes = staging_of(plan, step);
+    out->staging_bytes = bytes > out->staging_bytes ? bytes : out->staging_bytes;
+    most_operands = operand_count(step) > most_operands ? operand_count(step) : most_operands;
+  }
+  out->region = calloc(1, (size_t)(plan->host_bytes > 0 ? plan->host_bytes : 1));
+  out->staging = out->staging_bytes > 0 ? aligned_alloc(STAGING_ALIGN, (size_t)out->staging_bytes) : NULL;
+  out->kernels = calloc((size_t)plan->n_host_steps, sizeof(tf_cpu_kernel));
+  out->tensors = calloc((size_t)most_operands, sizeof(tf_cpu_tensor));
+  if (!out->region || (out->staging_bytes > 0 && !out->staging) || !out->kernels || !out->tensors) {
+    tf_host_steps_destroy(out);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY,
+                         "cannot allocate the host region (%lld bytes) and staging (%lld bytes) of the offloaded "
+                         "optimizer state",
+                         (long long)plan->host_bytes, (long long)out->staging_bytes);
+  }
+  for (int32_t s = 0; s < plan->n_host_steps; s++) {
+    out->kernels[s] = tf_cpu_kernel_get(plan->host_steps[s].op, false);
+    tf_status status = refusal(plan, s, out->kernels[s]);
+    if (status) {
+      tf_host_steps_destroy(out);
+      return status;
+    }
+  }
+  return NULL;
+}
+
+void tf_host_steps_destroy(tf_host_steps *h) {
+  free(h->region);
+  free(h->staging);
+  free(h->kernels);
+  free(h->tensors);
+  memset(h, 0, sizeof(*h));
+}
+
+/* Host step s: its device operands staged, the kernel, the written ones back on the device. */
+static tf_status run_one(const tf_host_steps *h, const tf_plan *plan, int32_t s, const tf_backend_vtable *backend,
+                         void *state, void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) {
+  const tf_plan_step *step = &plan->host_steps[s];
+  char *staged = h->staging;
+  for (int32_t k = 0; k < operand_count(step); k++) {
+    bool written;
+    const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
+    char *data = (char *)h->region + b->offset;
+    if (b->region != TF_REGION_HOST) {
+      data = staged;
+      staged += aligned(b->bytes);
+      if (tf_plan_step_reads(step, k))
+        TF_RETURN_IF_ERROR(backend->download(state, regions[b->region], b->offset, data, b->bytes));
+    }
+    h->tensors[k] = tf_tensor_ref_make(data, b->dtype, b->rank, b->shape);
+  }
+  tf_cpu_args args = {
+      step->op, &step->attrs, step->n_inputs, h->tensors, step->n_outputs, h->tensors + step->n_inputs, NULL,
+      0,        context};
+  h->kernels[s](&args);
+  for (int32_t k = 0; k < operand_count(step); k++) {
+    bool written;
+    const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
+    if (written && b->region != TF_REGION_HOST)
+      TF_RETURN_IF_ERROR(backend->upload(state, regions[b->region], b->offset, h->tensors[k].data, b->bytes));
+  }
+  return NULL;
+}
+
+tf_status tf_host_steps_run(const tf_host_steps *h, const tf_plan *plan, const tf_backend_vtable *backend, void *state,
+                            void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) {
+  for (int32_t s = 0; s < plan->n_host_steps; s++)
+    TF_RETURN_IF_ERROR(run_one(h, plan, s, backend, state, regions, context));
+  return backend->synchronize(state);
+}

@@ -1,0 +1,31 @@
+/* The host steps of a plan whose optimizer state is offloaded (compiler/offload.c): the host region
+ * that holds the state, and the updates run on the host's cores with the CPU kernels after the
+ * device's steps of each optimizer step. Each host step's device operands are copied into a staging
+ * buffer (allocated once, at create: no allocation while steps run), the kernel runs on them and on
+ * the state in place, and the operands it writes are copied back. */
+#ifndef TIGHTFIT_RUNTIME_HOST_STEPS_H
+#define TIGHTFIT_RUNTIME_HOST_STEPS_H
+
+#include "backends/backend.h"
+#include "kernels/cpu/kernels.h"
+#include "tightfit/plan.h"
+
+typedef struct tf_host_steps {
+  void *region;  /* host_bytes, zeroed (the state's initial value) */
+  void *staging; /* the largest host step's device operands, each 64-byte aligned */
+  int64_t staging_bytes;
+  tf_cpu_kernel *kernels; /* one per host step */
+  tf_cpu_tensor *tensors; /* scratch for one step's operand tensors */
+} tf_host_steps;
+
+/* Allocates the host region and the staging buffer and finds each host step's CPU kernel; a plan
+ * without host steps needs nothing (all NULL). An op with no CPU kernel, or an operand in half
+ * precision, is refused. */
+tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) TF_MUST_USE;
+void tf_host_steps_destroy(tf_host_steps *h);
+/* Runs every host step in order: operands down from the backend's regions, the kernel, written
+ * operands up again. The caller has synchronised the device steps before. */
+tf_status tf_host_steps_run(const tf_host_steps *h, const tf_plan *plan, const tf_backend_vtable *backend, void *state,
+                            void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) TF_MUST_USE;
+
+#endif
