@@ -33,8 +33,7 @@ static const char *host_refusal(const tf_plan *plan, int32_t first, char *why, s
   for (int32_t s = first; s < plan->n_steps; s++) {
     const tf_plan_step *step = &plan->steps[s];
     if (step->n_outputs > 0 || step->workspace >= 0) {
-      snprintf(why, size,
-               "step '%s' (%s) after the first update %s (the host steps update their inputs in place only)",
+      snprintf(why, size, "step '%s' (%s) after the first update %s (the host steps update their inputs in place only)",
                step->name, tf_op_name(step->op),
                step->n_outputs > 0 ? "writes a new buffer" : "needs scratch memory in the device's arena");
       return why;

@@ -3,7 +3,8 @@
 # plans no optimizer state on the device (the region empty, the device total lower by it), states
 # the host bytes and the bytes moved per step (text, JSON, report), and trains on Vulkan (lavapipe)
 # to the same checkpoint, byte for byte, as the plan that keeps its state on the device, also across
-# a checkpoint and --resume; the combinations it cannot serve are refused with the reason (exit 2).
+# a checkpoint and --resume; --allow-offload lets the budget search choose it; the combinations it
+# cannot serve are refused with the reason (exit 2).
 # usage: test_offload.sh TIGHTFIT   (run from the repository root; the training part SKIPs without
 # a Vulkan device)
 tf=$1
@@ -54,6 +55,19 @@ expect_message 2 "refused for an inference plan" "an inference plan has no optim
   "$tf" compile "$dir/gpt.tfg" --offload optimizer --target vulkan --inference
 expect_message 2 "--offload takes optimizer" "--offload takes optimizer" \
   "$tf" compile "$dir/gpt.tfg" --offload activations --target vulkan
+
+# --allow-offload: where nothing fits with the state on the device, the search offloads it and says so.
+expect 1 "gpt at global batch 8 in 276 MiB of Vulkan: nothing fits" "$tf" check "$dir/gpt.tfg" --target vulkan \
+  --optimizer adamw --set T=64 --global-batch 8 --budget 276MiB
+expect 0 "with --allow-offload it fits" "$tf" check "$dir/gpt.tfg" --target vulkan --optimizer adamw --set T=64 \
+  --global-batch 8 --budget 276MiB --allow-offload
+check "the verdict names the offloaded state" "grep -q 'fits: .*, with the optimizer state in host memory (--offload)' '$dir/out'"
+check "the search says what it saved" \
+  "grep -q 'with it in host memory (--allow-offload) it fits:' '$dir/out' && grep -q 'offloading saved .* MiB of device memory' '$dir/out'"
+expect_message 2 "--allow-offload on the cpu target" "the cpu target's device memory is host memory already" \
+  "$tf" check "$dir/gpt.tfg" --target cpu --set T=64 --global-batch 8 --budget 1MiB --allow-offload
+expect_message 2 "--allow-offload without --global-batch" "give --global-batch G" \
+  "$tf" check "$dir/gpt.tfg" --target vulkan --budget 276MiB --allow-offload
 
 if ! "$tf" devices | grep -q '^vulkan:0'; then
   echo "SKIP: no Vulkan device: the offloaded plan is not trained here"
