@@ -147,13 +147,13 @@ static void matmul_cases(void) {
     finish_with_mse(g, tf_matmul(g, a, b, ta, tb), S(F(2), F(3), F(4)));
     char name[64];
     snprintf(name, sizeof(name), "matmul ta=%d tb=%d", ta, tb);
-    check_case(&(gradcheck_case){name, g, VALUES_ANY, 0});
+    check_case(&(gradcheck_case){name, g, VALUES_ANY, 0, 0});
   }
   tf_graph *g = new_graph("batched");
   tf_tensor_id a = param(g, "a", S(F(2), F(1), F(3), F(4)));
   tf_tensor_id b = param(g, "b", S(F(3), F(4), F(2)));
   finish_with_mse(g, tf_matmul(g, a, b, false, false), S(F(2), F(3), F(3), F(2)));
-  check_case(&(gradcheck_case){"matmul broadcast batch", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"matmul broadcast batch", g, VALUES_ANY, 0, 0});
 }
 
 static void binary_cases(void) {
@@ -166,7 +166,7 @@ static void binary_cases(void) {
     finish_with_mse(g, tf_graph_node(g, ops[i], inputs, 2, NULL), S(F(3), F(4), F(5)));
     char name[64];
     snprintf(name, sizeof(name), "%s broadcast", tf_op_name(ops[i]));
-    check_case(&(gradcheck_case){name, g, ops[i] == TF_OP_DIV ? VALUES_POSITIVE : VALUES_ANY, 0});
+    check_case(&(gradcheck_case){name, g, ops[i] == TF_OP_DIV ? VALUES_POSITIVE : VALUES_ANY, 0, 0});
   }
 }
 
@@ -182,20 +182,20 @@ static void unary_cases(void) {
     tf_graph *g = new_graph("unary");
     tf_tensor_id x = param(g, "x", S(F(3), F(7)));
     finish_with_mse(g, tf_unary(g, ops[i].op, x), S(F(3), F(7)));
-    check_case(&(gradcheck_case){tf_op_name(ops[i].op), g, ops[i].values, 0});
+    check_case(&(gradcheck_case){tf_op_name(ops[i].op), g, ops[i].values, 0, 0});
   }
   for (int approximate = 0; approximate < 2; approximate++) {
     tf_graph *g = new_graph("gelu");
     tf_tensor_id x = param(g, "x", S(F(3), F(7)));
     finish_with_mse(g, tf_gelu(g, x, approximate), S(F(3), F(7)));
-    check_case(&(gradcheck_case){approximate ? "gelu tanh" : "gelu erf", g, VALUES_ANY, 0});
+    check_case(&(gradcheck_case){approximate ? "gelu tanh" : "gelu erf", g, VALUES_ANY, 0, 0});
   }
   const float slopes[] = {0.2f, -0.5f}; /* a negative slope too: the gradient reads x, not y */
   for (int i = 0; i < 2; i++) {
     tf_graph *g = new_graph("leaky_relu");
     tf_tensor_id x = param(g, "x", S(F(3), F(7)));
     finish_with_mse(g, tf_leaky_relu(g, x, slopes[i]), S(F(3), F(7)));
-    check_case(&(gradcheck_case){i == 0 ? "leaky_relu 0.2" : "leaky_relu -0.5", g, VALUES_SPREAD, 0});
+    check_case(&(gradcheck_case){i == 0 ? "leaky_relu 0.2" : "leaky_relu -0.5", g, VALUES_SPREAD, 0, 0});
   }
 }
 
@@ -210,7 +210,7 @@ static void reduce_cases(void) {
       finish_with_mse(g, y, keep ? S(F(1), F(4), F(1)) : S(F(4)));
       char name[64];
       snprintf(name, sizeof(name), "%s axes 0,-1 keep=%d", tf_op_name(ops[i]), keep);
-      check_case(&(gradcheck_case){name, g, VALUES_SPREAD, 0});
+      check_case(&(gradcheck_case){name, g, VALUES_SPREAD, 0, 0});
     }
   }
   for (int log = 0; log < 2; log++) {
@@ -221,7 +221,7 @@ static void reduce_cases(void) {
       finish_with_mse(g, y, S(F(3), F(5)));
       char name[64];
       snprintf(name, sizeof(name), "%s axis %d", log ? "log_softmax" : "softmax", axis);
-      check_case(&(gradcheck_case){name, g, VALUES_ANY, 0});
+      check_case(&(gradcheck_case){name, g, VALUES_ANY, 0, 0});
     }
   }
 }
@@ -240,7 +240,7 @@ static void norm_cases(void) {
     check_case(&(gradcheck_case){kind == 0   ? "layer_norm"
                                  : kind == 1 ? "layer_norm no beta"
                                              : "rms_norm",
-                                 g, VALUES_ANY, 0});
+                                 g, VALUES_ANY, 0, 0});
   }
   const tf_shape shapes[3] = {S(F(4), F(3), F(5)), S(F(5), F(2)), S(F(2), F(3), F(2), F(3))};
   for (int i = 0; i < 3; i++) {
@@ -249,13 +249,13 @@ static void norm_cases(void) {
     tf_tensor_id x = param(g, "x", shapes[i]);
     tf_tensor_id y = tf_batch_norm(g, x, param(g, "gamma", S(F(channels))), param(g, "beta", S(F(channels))), 1e-5f);
     finish_with_mse(g, y, shapes[i]);
-    check_case(&(gradcheck_case){"batch_norm", g, VALUES_ANY, 0});
+    check_case(&(gradcheck_case){"batch_norm", g, VALUES_ANY, 0, 0});
   }
   tf_graph *g = new_graph("embedding");
   tf_tensor_id ids = tf_graph_input(g, "ids", TF_I32, S(F(2), F(5)));
   tf_tensor_id table = param(g, "table", S(F(3), F(4)));
   finish_with_mse(g, tf_embedding(g, ids, table), S(F(2), F(5), F(4)));
-  check_case(&(gradcheck_case){"embedding (repeated ids)", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"embedding (repeated ids)", g, VALUES_ANY, 0, 0});
 }
 
 static void layout_cases(void) {
@@ -263,28 +263,28 @@ static void layout_cases(void) {
   tf_tensor_id x = param(g, "x", S(F(2), F(3), F(4)));
   int32_t perm[3] = {2, 0, 1};
   finish_with_mse(g, tf_transpose(g, tf_reshape(g, x, S(F(4), F(6), F(1))), perm, 3), S(F(1), F(4), F(6)));
-  check_case(&(gradcheck_case){"reshape + transpose", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"reshape + transpose", g, VALUES_ANY, 0, 0});
 
   g = new_graph("concat");
   tf_tensor_id parts[3] = {param(g, "a", S(F(2), F(1), F(3))), param(g, "b", S(F(2), F(4), F(3))),
                            param(g, "c", S(F(2), F(2), F(3)))};
   finish_with_mse(g, tf_concat(g, parts, 3, 1), S(F(2), F(7), F(3)));
-  check_case(&(gradcheck_case){"concat axis 1", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"concat axis 1", g, VALUES_ANY, 0, 0});
 
   g = new_graph("slice");
   x = param(g, "x", S(F(3), F(9)));
   finish_with_mse(g, tf_slice(g, x, -1, -8, 9, 2), S(F(3), F(4)));
-  check_case(&(gradcheck_case){"slice step 2 from -8", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"slice step 2 from -8", g, VALUES_ANY, 0, 0});
 
   g = new_graph("expand");
   x = param(g, "x", S(F(3), F(1)));
   finish_with_mse(g, tf_expand(g, x, S(F(2), F(3), F(4))), S(F(2), F(3), F(4)));
-  check_case(&(gradcheck_case){"expand", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"expand", g, VALUES_ANY, 0, 0});
 
   g = new_graph("dropout");
   x = param(g, "x", S(F(4), F(8)));
   finish_with_mse(g, tf_dropout(g, x, 0.3f), S(F(4), F(8)));
-  check_case(&(gradcheck_case){"dropout 0.3", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"dropout 0.3", g, VALUES_ANY, 0, 0});
 }
 
 static void conv_cases(void) {
@@ -293,7 +293,7 @@ static void conv_cases(void) {
   tf_tensor_id w = param(g, "w", S(F(6), F(2), F(3)));
   tf_tensor_id b = param(g, "b", S(F(6)));
   finish_with_mse(g, tf_conv1d(g, x, w, b, 2, 1, 1, 2), S(F(2), F(6), F(5)));
-  check_case(&(gradcheck_case){"conv1d s2 p1 g2", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"conv1d s2 p1 g2", g, VALUES_ANY, 0, 0});
 
   g = new_graph("conv2d");
   x = param(g, "x", S(F(2), F(3), F(7), F(6)));
@@ -301,7 +301,7 @@ static void conv_cases(void) {
   b = param(g, "b", S(F(4)));
   tf_conv_attrs conv = {{1, 2}, {2, 1}, {2, 1}, {0, 0}, 1};
   finish_with_mse(g, tf_conv2d(g, x, w, b, &conv), S(F(2), F(4), F(7), F(4)));
-  check_case(&(gradcheck_case){"conv2d dilation 2", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"conv2d dilation 2", g, VALUES_ANY, 0, 0});
 
   g = new_graph("conv_transpose2d");
   x = param(g, "x", S(F(2), F(4), F(3), F(3)));
@@ -309,14 +309,14 @@ static void conv_cases(void) {
   b = param(g, "b", S(F(6)));
   tf_conv_attrs up = {{2, 2}, {1, 1}, {1, 1}, {1, 0}, 2};
   finish_with_mse(g, tf_conv_transpose2d(g, x, w, b, &up), S(F(2), F(6), F(6), F(5)));
-  check_case(&(gradcheck_case){"conv_transpose2d s2 op1 g2", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"conv_transpose2d s2 op1 g2", g, VALUES_ANY, 0, 0});
 
   for (int avg = 0; avg < 2; avg++) {
     g = new_graph("pool");
     x = param(g, "x", S(F(2), F(3), F(7), F(6)));
     tf_pool_attrs pool = {{3, 2}, {2, 2}, {1, 0}};
     finish_with_mse(g, tf_pool2d(g, avg ? TF_OP_AVG_POOL2D : TF_OP_MAX_POOL2D, x, &pool), S(F(2), F(3), F(4), F(3)));
-    check_case(&(gradcheck_case){avg ? "avg_pool2d" : "max_pool2d", g, VALUES_SPREAD, 0});
+    check_case(&(gradcheck_case){avg ? "avg_pool2d" : "max_pool2d", g, VALUES_SPREAD, 0, 0});
   }
 }
 
@@ -331,7 +331,7 @@ static void attention_cases(void) {
       finish_with_mse(g, tf_attention(g, q, k, v, 2, causal), S(F(2), F(5), F(6)));
       char name[64];
       snprintf(name, sizeof(name), "attention causal=%d Tk=%" PRId64, causal, tk);
-      check_case(&(gradcheck_case){name, g, VALUES_ANY, 0});
+      check_case(&(gradcheck_case){name, g, VALUES_ANY, 0, 0});
     }
   }
 }
@@ -341,13 +341,13 @@ static void loss_cases(void) {
   tf_tensor_id logits = param(g, "logits", S(F(2), F(4), F(3)));
   tf_tensor_id labels = tf_graph_label(g, "labels", TF_I32, S(F(2), F(4)));
   tf_graph_set_loss(g, tf_cross_entropy(g, logits, labels, 1));
-  check_case(&(gradcheck_case){"cross_entropy ignore 1", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"cross_entropy ignore 1", g, VALUES_ANY, 0, 0});
 
   g = new_graph("bce");
   logits = param(g, "logits", S(F(3), F(5)));
   tf_tensor_id target = tf_graph_label(g, "target", TF_F32, S(F(3), F(5)));
   tf_graph_set_loss(g, tf_bce_with_logits(g, logits, target));
-  check_case(&(gradcheck_case){"bce_with_logits", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"bce_with_logits", g, VALUES_ANY, 0, 0});
 
   /* ctc: labels 1 0 2 | 1 0 2 (a label equal to blank 0 too) over all 5 frames; then labels 4 3 5 | 4 3 5
    * with input lengths 4 and 3 (integer_base 3) and blank 1 */
@@ -369,7 +369,7 @@ static void loss_cases(void) {
   tf_tensor_id x = param(g, "x", S(F(3), F(3)));
   tf_tensor_id y = tf_matmul(g, x, x, false, true);
   finish_with_mse(g, tf_add(g, y, tf_unary(g, TF_OP_TANH, x)), S(F(3), F(3)));
-  check_case(&(gradcheck_case){"shared parameter", g, VALUES_ANY, 0});
+  check_case(&(gradcheck_case){"shared parameter", g, VALUES_ANY, 0, 0});
 }
 
 /* Gradients that reach a parameter unchanged through adds, so that one tensor is several of its
@@ -385,21 +385,21 @@ static void repeated_part_cases(void) {
     tf_tensor_id x = param(g, "x", S(F(3), F(4)));
     finish_with_mse(g, tf_add(g, x, tf_add(g, tf_add(g, w, w), w)), S(F(3), F(4)));
     snprintf(name, sizeof(name), "w + w + w, k=%d", accumulate);
-    check_case(&(gradcheck_case){name, g, VALUES_ANY, accumulate});
+    check_case(&(gradcheck_case){name, g, VALUES_ANY, accumulate, 0});
 
     g = new_graph("x(W+W)");
     x = param(g, "x", S(F(3), F(5)));
     w = param(g, "w", S(F(5), F(4)));
     finish_with_mse(g, tf_matmul(g, x, tf_add(g, w, w), false, false), S(F(3), F(4)));
     snprintf(name, sizeof(name), "x (W + W), k=%d", accumulate);
-    check_case(&(gradcheck_case){name, g, VALUES_ANY, accumulate});
+    check_case(&(gradcheck_case){name, g, VALUES_ANY, accumulate, 0});
 
     g = new_graph("x(W1+W2)");
     x = param(g, "x", S(F(3), F(5)));
     tf_tensor_id w1 = param(g, "w1", S(F(5), F(4))), w2 = param(g, "w2", S(F(5), F(4)));
     finish_with_mse(g, tf_matmul(g, x, tf_add(g, w1, w2), false, false), S(F(3), F(4)));
     snprintf(name, sizeof(name), "x (W1 + W2), k=%d", accumulate);
-    check_case(&(gradcheck_case){name, g, VALUES_ANY, accumulate});
+    check_case(&(gradcheck_case){name, g, VALUES_ANY, accumulate, 0});
   }
 }
 
