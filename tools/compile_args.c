@@ -267,6 +267,14 @@ int tf_compile_args_arity(const char *name) {
 
 #define BAD_VALUE(...) tf_status_new(TF_ERR_INVALID_ARGUMENT, __VA_ARGS__)
 
+/* The index of `value` among names[0..count), or -1. */
+static int index_of(const char *value, const char *const *names, int count) {
+  for (int k = 0; k < count; k++)
+    if (strcmp(value, names[k]) == 0)
+      return k;
+  return -1;
+}
+
 /* Appends `value` to one of the repeatable pattern lists, at most TF_COMPILE_ARGS_MAX_OVERRIDES. */
 static tf_status append_pattern(const char **list, int32_t *count, const char *name, const char *value) {
   if (*count >= TF_COMPILE_ARGS_MAX_OVERRIDES)
@@ -344,10 +352,8 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
   } else if (strcmp(name, "--fuse-loss") == 0) {
     args->fuse_loss_given = true;
     static const char *const modes[] = {"auto", "off", "on", "smallest"}; /* tf_fuse_loss's order */
-    size_t k = 0;
-    while (k < 4 && strcmp(value, modes[k]) != 0)
-      k++;
-    if (k == 4)
+    const int k = index_of(value, modes, 4);
+    if (k < 0)
       return BAD_VALUE("--fuse-loss takes smallest, auto, on or off, got '%s'", value);
     o->fuse_loss = (tf_fuse_loss)k;
   } else if (strcmp(name, "--loss-chunk") == 0) {
@@ -391,10 +397,8 @@ static tf_status set_target_option(tf_compile_args *args, const char *name, cons
   int64_t integer;
   if (strcmp(name, "--remat") == 0) {
     static const char *const modes[] = {"none", "checkpoints", "auto"}; /* tf_remat_mode's order */
-    size_t k = 0;
-    while (k < 3 && strcmp(value, modes[k]) != 0)
-      k++;
-    if (k == 3)
+    const int k = index_of(value, modes, 3);
+    if (k < 0)
       return BAD_VALUE("unknown recompute mode '%s' (none, checkpoints, auto)", value);
     o->remat = (tf_remat_mode)k;
   } else if (strcmp(name, "--budget") == 0) {
