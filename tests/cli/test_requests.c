@@ -2,7 +2,8 @@
  * --json prints (compared with tf_cli_run_captured's output of the same command), bad options and
  * bad input come back as statuses with the command's message, nothing is written to the process's
  * stdout or stderr (both redirected to a file during the calls, which must stay empty), and calls on
- * several threads at once give what each gives alone. */
+ * several threads at once give what each gives alone. `test_requests devices` checks the device
+ * list alone (see test_devices). */
 #define _GNU_SOURCE /* mkdtemp */
 #include <fcntl.h>
 #include <pthread.h>
@@ -182,26 +183,35 @@ static void test_bad_options(void) {
   tf_request_destroy(request);
 }
 
-static void test_report_and_devices(void) {
+/* Run alone (`test_requests devices`): listing the devices loads the Vulkan driver, and lavapipe,
+ * unloaded at exit, leaves a block no LeakSanitizer suppression can name, so this part runs in a
+ * process of its own with the leak check off in the sanitizer build (tests/cli/CMakeLists.txt). */
+static void test_devices(void) {
+  char *list = NULL;
+  redirect r;
+  redirect_begin(&r);
+  tf_status status = tf_request_devices(&list);
+  long written = redirect_end(&r);
+  CHECK_OK(&counts, status);
+  CHECK(&counts, written == 0, "devices wrote %ld bytes to stdout/stderr", written);
+  CHECK(&counts, list && strstr(list, "\"device\": \"cpu:0\""), "devices: %s", list ? list : "(null)");
+  free(list);
+}
+
+static void test_report(void) {
   char *json = NULL;
   redirect r;
   redirect_begin(&r);
   tf_status report = tf_request_report(plan_path, "1MiB", &json);
-  tf_status devices = NULL;
-  char *list = NULL;
-  devices = tf_request_devices(&list);
   long written = redirect_end(&r);
   CHECK_OK(&counts, report);
-  CHECK_OK(&counts, devices);
-  CHECK(&counts, written == 0, "report and devices wrote %ld bytes to stdout/stderr", written);
+  CHECK(&counts, written == 0, "report wrote %ld bytes to stdout/stderr", written);
   char *argv[] = {"tightfit", "report", plan_path, "--budget", "1MiB", "--json"};
   char *command = command_output(6, argv, 0);
   CHECK(&counts, json && command && strcmp(json, command) == 0, "report: the request's JSON differs:\n%s\n---\n%s",
         json ? json : "(null)", command ? command : "(null)");
   free(command);
   free(json);
-  CHECK(&counts, list && strstr(list, "\"device\": \"cpu:0\""), "devices: %s", list ? list : "(null)");
-  free(list);
   expect_error(tf_request_report(plan_path, "lots", &json), TF_ERR_INVALID_ARGUMENT, "'lots' is not a size",
                "report with a bad budget");
   expect_error(tf_request_report(graph_path, NULL, &json), TF_ERR_INVALID_INPUT, "mlp.tfg", "report of a graph");
@@ -261,7 +271,7 @@ static void test_threads(void) {
   CHECK(&counts, fitting > 0 && fitting < JOBS, "the jobs should differ: %d of %d fit 1MiB", fitting, JOBS);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   snprintf(folder, sizeof(folder), "/tmp/tightfit-requests-XXXXXX");
   if (!mkdtemp(folder))
     return 2;
@@ -271,11 +281,15 @@ int main(void) {
   CHECK_OK(&counts, tf_zoo_build("mlp", NULL, 0, &graph));
   CHECK_OK(&counts, tf_graph_save(graph, graph_path));
   tf_graph_destroy(graph);
-  test_compile();
-  test_check();
-  test_bad_options();
-  test_report_and_devices();
-  test_threads();
+  if (argc > 1 && strcmp(argv[1], "devices") == 0) {
+    test_devices();
+  } else {
+    test_compile();
+    test_check();
+    test_bad_options();
+    test_report();
+    test_threads();
+  }
   char command[400];
   snprintf(command, sizeof(command), "rm -rf '%s'", folder);
   if (system(command) != 0)
