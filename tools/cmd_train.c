@@ -460,6 +460,12 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
               tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
               tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations, m.allocations_after_create);
       print_device_memory(session);
+      if (plan->n_host_steps > 0) {
+        char host[32], moved[32];
+        fprintf(tf_cli_out(), "host memory: %s of optimizer state, updated on the host; %s moved per step\n",
+                tf_cli_bytes(plan->host_bytes, host, sizeof(host)),
+                tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
+      }
       if (a->checkpoint)
         fprintf(tf_cli_out(), "checkpoint: %s/latest.safetensors\n", a->checkpoint);
     }

@@ -80,6 +80,7 @@ for name in kept offloaded; do
   expect_message 0 "train the $name plan 6 steps on vulkan:0" "trained 6 steps" $vk "$tf" train "$dir/$name.tfplan" \
     --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_$name"
 done
+check "train says where the state was" "grep -q '^host memory: 3.40 MiB of optimizer state, updated on the host' '$dir/out'"
 check "the offloaded plan trains to the same checkpoint (weights and AdamW state), byte for byte" \
   cmp "$dir/ck_kept/latest.safetensors" "$dir/ck_offloaded/latest.safetensors"
 expect_message 0 "train the offloaded plan 3 steps" "trained 3 steps" $vk "$tf" train "$dir/offloaded.tfplan" \
