@@ -25,7 +25,10 @@
 // -DINPUT_F16 / -DINPUT_BF16 (the gradient only): q, k and v stored in that half type, dy and the
 // gradients f32 (common.glsl, IN_ELEMENT): a --precision plan's backward reads the q, k, v it stored
 // in half without f32 copies, computing the f32 shader's bits.
-// Later: a workgroup per block of query rows with K/V tiles in shared memory (flash-attention).
+// attention_tiled.comp computes the same passes in tiles through shared memory (a workgroup per
+// block of 16 rows, flash-attention style); the lowering (backends/vulkan/vk_lower_attention.c)
+// picks it for heads of 8 to 128 where the device's shared memory holds the tiles, and this shader
+// otherwise or under TIGHTFIT_VULKAN_TILED_ATTENTION=0.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

@@ -114,4 +114,11 @@ const tf_backend_vtable tf_backend_vulkan = {
 
 uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }
 
+bool tf_vulkan_tiled_attention(void *state) {
+  const vk_state *vk = state;
+  const vk_limits limits = {.max_shared_bytes = vk->properties.limits.maxComputeSharedMemorySize,
+                            .tiled_attention = vk->tiled_attention};
+  return vk_attention_tiled(&limits);
+}
+
 const char *tf_vulkan_device_name(void *state) { return ((const vk_state *)state)->properties.deviceName; }

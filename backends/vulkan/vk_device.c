@@ -248,6 +248,14 @@ static bool storage16_of(const vk_state *vk, VkPhysicalDevice physical) {
   return storage.storageBuffer16BitAccess == VK_TRUE;
 }
 
+/* Whether attention may take the tiled shaders (shaders/attention_tiled.comp) where they apply:
+ * TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps shaders/attention.comp (a GPU run times both, the tests
+ * check both). */
+static bool tiled_attention_allowed(void) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
+  return !(requested && strcmp(requested, "0") == 0);
+}
+
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
   TF_RETURN_IF_ERROR(
@@ -284,6 +292,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
   vk->subgroup_size = usable_subgroup_size(vk);
   vk->storage16 = storage16_of(vk, vk->physical);
+  vk->tiled_attention = tiled_attention_allowed();
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
   // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
   // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with

@@ -83,7 +83,8 @@ typedef struct vk_functions {
   X(loss_sg_half_f16) X(loss_sg_half_bf16) X(attention_in_f16) X(attention_in_bf16) X(attention_sg_in_f16) \
   X(attention_sg_in_bf16) X(batch_norm) X(batch_norm_sg) X(batch_norm_f16) X(batch_norm_bf16) X(batch_norm_sg_f16) \
   X(batch_norm_sg_bf16) X(batch_norm_running) X(batch_norm_running_sg) X(batch_norm_running_f16) \
-  X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc) X(adamw8bit)
+  X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc) X(adamw8bit) \
+  X(attention_tiled) X(attention_tiled_f16) X(attention_tiled_bf16) X(attention_tiled_in_f16) X(attention_tiled_in_bf16)
 // clang-format on
 
 typedef enum vk_shader {
@@ -128,8 +129,9 @@ typedef struct vk_limits {
   uint64_t max_storage_range;
   uint32_t max_shared_bytes;
   uint32_t subgroup_size;
-  int64_t loop_limit; /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
-  bool storage16;     /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
+  int64_t loop_limit;   /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
+  bool storage16;       /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
+  bool tiled_attention; /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
 } vk_limits;
 
 /* ---- vk_lower.c: plan -> program ---- */
@@ -138,6 +140,10 @@ typedef struct vk_limits {
  * frees the program with vk_program_free(). */
 tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_program *program);
 void vk_program_free(vk_program *program);
+/* Whether a device with `limits` runs attention in tiles (shaders/attention_tiled.comp) where the
+ * heads allow: its shared memory holds the tiles and TIGHTFIT_VULKAN_TILED_ATTENTION is not 0
+ * (vk_lower_attention.c). */
+bool vk_attention_tiled(const vk_limits *limits);
 
 /* ---- the state ---- */
 
@@ -179,6 +185,7 @@ typedef struct vk_state {
   uint32_t subgroup_size; /* 0: the subgroup shader variants are not used (vk_limits) */
   int64_t loop_limit;     /* see vk_limits */
   bool storage16;         /* see vk_limits */
+  bool tiled_attention;   /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;
   uint32_t timestamp_bits; /* the queue family's timestampValidBits (0: no timestamps) */

@@ -29,7 +29,7 @@ tf_status vk_lower_global_norm_sq(vk_lower *l);
 tf_status vk_lower_softmax(vk_lower *l); /* softmax log_softmax and their gradients */
 tf_status vk_lower_matmul(vk_lower *l);
 tf_status vk_lower_conv(vk_lower *l);                 /* conv1d conv2d conv_transpose2d, input/weight gradients */
-tf_status vk_lower_attention(vk_lower *l);            /* attention attention_grad */
+tf_status vk_lower_attention(vk_lower *l);            /* attention attention_grad (vk_lower_attention.c) */
 tf_status vk_lower_norm(vk_lower *l);                 /* layer_norm rms_norm and gradients */
 tf_status vk_lower_batch_norm(vk_lower *l);           /* batch_norm and its gradient */
 tf_status vk_lower_batch_norm_running(vk_lower *l);   /* the running statistics' update, in place */

@@ -1,7 +1,6 @@
-/* The products: matmul (shaders/matmul.comp), the convolutions (conv1d, conv2d, their gradients,
+/* The products: matmul (shaders/matmul.comp) and the convolutions (conv1d, conv2d, their gradients,
  * conv_transpose2d) as implicit GEMMs (the same shader with MODE 1..3: no column matrix, no
- * workspace) and fused attention (shaders/attention.comp). */
-#include <math.h>
+ * workspace). Fused attention: vk_lower_attention.c. */
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
@@ -24,12 +23,6 @@ typedef struct conv_push {
   uint32_t channels, height, width, out_channels, out_height, out_width;
   uint32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups;
 } conv_push;
-
-typedef struct attention_push {
-  uint32_t batch, queries, keys, heads, depth, width;
-  float scale;
-  uint32_t causal, mode, keep;
-} attention_push;
 
 _Static_assert(sizeof(conv_push) <= VK_PUSH_WORDS * 4, "conv push constants");
 
@@ -224,78 +217,4 @@ tf_status vk_lower_conv(vk_lower *l) {
   return vk_emit_dispatch(l, vk_variant(l, shader), 4, buffers, 0x4, &push, sizeof(push),
                           (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
                           (uint32_t)batches);
-}
-
-enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
-
-/* Loop iterations one invocation of attention.comp may run in all, from above. An invocation
- * walks its head-width `elements` (depth, or ceil(depth / 8) for a lane of the subgroup variant)
- * a few times per key (query) it visits, each of its grid rounds; without kept statistics
- * (depth < 3) the gradient also recomputes a query's statistics, two walks over the keys, for
- * each query it visits. */
-static int64_t attention_loops(const attention_push *p, int64_t elements, int64_t items, int64_t rows_per_group,
-                               bool gradient) {
-  double longest = p->keys > p->queries ? p->keys : p->queries;
-  double per_row = 3 * longest * (double)(elements + 1) + 4 * (double)elements;
-  if (gradient && p->depth < 3)
-    per_row += (double)p->queries * p->keys * (double)(3 * elements + 2);
-  double loops = (double)vk_grid_rounds(items, rows_per_group) * (per_row + 1);
-  return loops < 1e18 ? (int64_t)loops : (int64_t)1e18; // in double: queries x keys x ... may pass int64
-}
-
-tf_status vk_lower_attention(vk_lower *l) {
-  const tf_attention_attrs *a = &l->step->attrs.u.attention;
-  const tf_plan_buffer *q = vk_buffer(l, vk_in(l, 0)), *k = vk_buffer(l, vk_in(l, 1));
-  attention_push push;
-  memset(&push, 0, sizeof(push));
-  push.batch = (uint32_t)q->shape[0];
-  push.queries = (uint32_t)q->shape[1];
-  push.keys = (uint32_t)k->shape[1];
-  push.width = (uint32_t)q->shape[2];
-  push.heads = (uint32_t)a->num_heads;
-  push.depth = push.heads ? push.width / push.heads : 0;
-  push.scale = a->scale != 0 ? a->scale : 1.0f / sqrtf((float)push.depth);
-  push.causal = a->causal;
-  if (push.depth > 128)
-    return vk_refuse(l, "heads of width %u; the attention shader takes at most 128", push.depth);
-  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(q), q->name));
-  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(k), k->name));
-  // The subgroup variant gives a row to a cluster of 8 lanes, each owning every 8th element of it.
-  vk_shader shader = vk_variant(l, VK_SHADER_attention);
-  bool clusters = shader != VK_SHADER_attention;
-  int64_t rows_per_group = clusters ? 8 : 64;
-  int64_t elements = clusters ? ((int64_t)push.depth + 7) / 8 : push.depth;
-  int64_t query_items = (int64_t)push.batch * push.heads * push.queries;
-  int64_t key_items = (int64_t)push.batch * push.heads * push.keys;
-  int64_t items = query_items > key_items ? query_items : key_items;
-  bool gradient = l->step->op != TF_OP_ATTENTION;
-  TF_RETURN_IF_ERROR(vk_check_loops(l, attention_loops(&push, elements, items, rows_per_group, gradient)));
-  if (!gradient) {
-    if (query_items == 0 || push.depth == 0)
-      return NULL;
-    push.mode = ATTENTION_FORWARD;
-    int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), -1, vk_out(l, 0)};
-    return vk_emit_dispatch(l, shader, 5, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, rows_per_group), 1,
-                            1);
-  }
-  if (push.depth == 0)
-    return NULL;
-  int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
-  // Three row statistics kept in dq's rows when they fit: an f32 takes two elements of f16/bf16 data
-  // (shaders/common.glsl, STORE_STAT; dq is f32 where only q, k, v are half).
-  push.keep = push.depth >= (tf_dtype_size(vk_buffer(l, vk_out(l, 0))->dtype) == 2 ? 6u : 3u);
-  if (push.keep) {
-    push.mode = ATTENTION_STATS;
-    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, shader, 7, buffers, 0x10, &push, sizeof(push),
-                                        vk_groups(query_items, rows_per_group), 1, 1));
-  }
-  push.mode = ATTENTION_KV;
-  if (key_items > 0)
-    TF_RETURN_IF_ERROR(
-        vk_emit_dispatch(l, shader, 7, buffers, 0x60, &push, sizeof(push), vk_groups(key_items, rows_per_group), 1, 1));
-  push.mode = ATTENTION_QUERY;
-  if (query_items == 0)
-    return NULL;
-  return vk_emit_dispatch(l, shader, 7, buffers, 0x10, &push, sizeof(push), vk_groups(query_items, rows_per_group), 1,
-                          1);
 }

@@ -37,6 +37,10 @@ tf_vulkan_memory tf_vulkan_memory_use(void *state);
  * state's device, or 0 when they are off (the device lacks them, or TIGHTFIT_VULKAN_SUBGROUPS=0). */
 uint32_t tf_vulkan_subgroup_size(void *state);
 
+/* Whether attention steps on this state's device run the tiled shaders (shaders/attention_tiled.comp)
+ * where they apply: its shared memory holds their tiles and TIGHTFIT_VULKAN_TILED_ATTENTION is not 0. */
+bool tf_vulkan_tiled_attention(void *state);
+
 /* The device's name (VkPhysicalDeviceProperties::deviceName) for this state. */
 const char *tf_vulkan_device_name(void *state);
 

@@ -534,6 +534,13 @@ static const conf_case cases[] = {
      .causal = true},
     {"attention causal T 70, heads of 64", build_attention, .shapes = {DIMS(2, 70, 128), DIMS(2, 70, 128)}, .heads = 2,
      .causal = true},
+    /* one query (causal: it sees one key, so dS must be exactly 0 under AdamW); T = Tk not a multiple
+     * of the tiled shader's 16-row blocks, heads of 10, three batch entries */
+    {"attention causal Tq 1, Tk 5, 2 heads of 9", build_attention, .shapes = {DIMS(3, 1, 18), DIMS(3, 5, 18)},
+     .heads = 2, .causal = true, ADAMW},
+    {"attention Tq 1, Tk 19, 3 heads of 8", build_attention, .shapes = {DIMS(2, 1, 24), DIMS(2, 19, 24)}, .heads = 3},
+    {"attention causal T 21, 3 heads of 10", build_attention, .shapes = {DIMS(3, 21, 30), DIMS(3, 21, 30)}, .heads = 3,
+     .causal = true, ADAMW},
     {"attention Tq 37, Tk 45, head of 100", build_attention, .shapes = {DIMS(2, 37, 100), DIMS(2, 45, 100)}, .heads = 1,
      ADAMW},
     {"attention causal T 33, head of 200", build_attention, .shapes = {DIMS(2, 33, 200), DIMS(2, 33, 200)}, .heads = 1,
@@ -630,6 +637,27 @@ static void run_case(tf_test_counts *counts, const conf_backend *backend, conf_c
 void conf_run_table(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     run_case(counts, backend, coverage, &cases[i], cases[i].label);
+}
+
+void conf_run_rows(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage, const char *prefix,
+                   tf_dtype storage, const char *note) {
+  const char *half = getenv("TIGHTFIT_CONFORMANCE_HALF");
+  if (storage != TF_F32 && half && strcmp(half, "0") == 0) {
+    printf("%s rows on %s data (%s): not run (TIGHTFIT_CONFORMANCE_HALF=0)\n", prefix, tf_dtype_name(storage), note);
+    return;
+  }
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    if (strncmp(cases[i].label, prefix, strlen(prefix)) != 0 || !runs_on_half(&cases[i]))
+      continue;
+    conf_case c = cases[i];
+    c.settings.storage = storage;
+    char label[256];
+    if (storage == TF_F32)
+      snprintf(label, sizeof(label), "%s (%s)", c.label, note);
+    else
+      snprintf(label, sizeof(label), "%s on %s (%s)", c.label, tf_dtype_name(storage), note);
+    run_case(counts, backend, coverage, &c, label);
+  }
 }
 
 void conf_run_table_half(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage,

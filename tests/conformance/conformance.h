@@ -104,6 +104,13 @@ void conf_check_graph(tf_test_counts *counts, const conf_backend *backend, conf_
 
 /* Runs every case of the table (cases.c) on `backend`. */
 void conf_run_table(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage);
+/* Runs again the table's rows whose label begins with `prefix`, those a half run takes (not the cast
+ * rows nor rows with nothing to train): on f32 data (`storage` TF_F32), or on f16/bf16 as
+ * conf_run_table_half does (nothing under TIGHTFIT_CONFORMANCE_HALF=0); each label followed by
+ * "(note)". A driver's second pass over some rows under another setting (test_vulkan_ops:
+ * attention without its tiles). */
+void conf_run_rows(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage, const char *prefix,
+                   tf_dtype storage, const char *note);
 /* Runs the table's rows on half data (`storage` f16 or bf16): each float operand cast to it before
  * the op, the result widened after it (compiler/half_ops.c turns that into f32 arithmetic between
  * casts), with the same three checks; not the cast rows, nor rows with nothing to train. With

@@ -6,7 +6,8 @@
  * creation. The rows on f16 and bf16 data run the half kernels (the f16/bf16 shader variants of
  * matmul, the convolutions, the elementwise ops, softmax, the reductions, ..., each checked step by
  * step: every one of the Vulkan target's half kernels must run) and the casts (bit for bit the
- * CPU's).
+ * CPU's). Attention runs in tiles (shaders/attention_tiled.comp) where it applies, and its rows
+ * run again, f32 and f16, with TIGHTFIT_VULKAN_TILED_ATTENTION=0 (shaders/attention.comp).
  * Then what only Vulkan has: its refusals, lavapipe's loop limit, a missing loader. Runs under
  * the validation layer (both shader variants: test_vulkan_ops_no_subgroups runs it with
  * TIGHTFIT_VULKAN_SUBGROUPS=0); prints SKIP and exits 77 without a Vulkan device. */
@@ -28,18 +29,29 @@ static const conf_backend backend = {
     .name = "vulkan", .target = TF_TARGET_VULKAN, .claims = NULL, .refuses = CONF_NEEDS_WIDE_HEADS};
 static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0, TF_F32};
 
-/* Whether the device is lavapipe, whose shader loops end silently after 65,535 iterations per
- * invocation: steps that could need more are refused (vk_check_loops), not run wrong. */
-static bool on_lavapipe(void) {
+/* What the device and the environment give the shaders: lavapipe, whose shader loops end silently
+ * after 65,535 iterations per invocation (steps that could need more are refused, vk_check_loops,
+ * not run wrong); attention in tiles (shaders/attention_tiled.comp, unless
+ * TIGHTFIT_VULKAN_TILED_ATTENTION=0); subgroup variants (unless TIGHTFIT_VULKAN_SUBGROUPS=0). */
+typedef struct device_facts {
+  bool lavapipe, tiled_attention, subgroups;
+} device_facts;
+
+static device_facts device_facts_now(void) {
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
   tf_backend_options options = {0, 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
-  bool lavapipe = !status && strstr(tf_vulkan_device_name(state), "llvmpipe") != NULL;
+  device_facts facts = {false, false, false};
+  if (!status) {
+    facts.lavapipe = strstr(tf_vulkan_device_name(state), "llvmpipe") != NULL;
+    facts.tiled_attention = tf_vulkan_tiled_attention(state);
+    facts.subgroups = tf_vulkan_subgroup_size(state) != 0;
+  }
   tf_status_free(status);
   if (state)
     vulkan->destroy(state);
-  return lavapipe;
+  return facts;
 }
 
 /* The session-creation status of `graph`'s training plan on Vulkan (NULL: created). */
@@ -75,14 +87,15 @@ static void test_out_of_memory(void) {
 
 /* Long rows on lavapipe: 3 walks of 30,000 classes exceed its loop limit one invocation per row
  * (refused without subgroups) but not a cluster of 8 lanes per row (checked against the CPU); so do
- * attention's walks over 1,024 keys of width 64, and 4,096 keys exceed it either way. */
+ * attention's walks over 1,024 keys of width 64, which its tiles keep within the limit too; 4,096
+ * keys exceed it every way. */
 static void test_loop_limit(void) {
-  if (!on_lavapipe()) {
+  const device_facts facts = device_facts_now();
+  if (!facts.lavapipe) {
     printf("ok   loop limit: not lavapipe, nothing to refuse\n");
     return;
   }
-  const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
-  bool subgroups = !(requested && strcmp(requested, "0") == 0);
+  const bool subgroups = facts.subgroups;
   tf_graph *g = tf_test_graph_begin(&counts, "softmax");
   tf_test_finish_probe(g, tf_softmax(g, tf_test_param(g, "x", TF_SHAPE(d(2), d(30000))), 1));
   if (subgroups) {
@@ -101,7 +114,7 @@ static void test_loop_limit(void) {
     tf_tensor_id q = tf_test_param(g, "q", TF_SHAPE(d(1), d(keys), d(64)));
     tf_test_finish_probe(g, tf_attention(g, q, tf_test_param(g, "k", TF_SHAPE(d(1), d(keys), d(64))),
                                          tf_test_param(g, "v", TF_SHAPE(d(1), d(keys), d(64))), 1, true));
-    if (subgroups && keys == 1024) {
+    if ((subgroups || facts.tiled_attention) && keys == 1024) {
       conf_check_graph(&counts, &backend, &coverage,
                        "attention causal [1,1024,64] (+ grad), within lavapipe's loop limit", g, &FLOATS);
       continue;
@@ -192,6 +205,30 @@ static void test_refusals(void) {
   test_no_loader();
 }
 
+/* The attention rows again (those with something to train) with TIGHTFIT_VULKAN_TILED_ATTENTION=0,
+ * through attention.comp's shaders (the subgroup variant unless TIGHTFIT_VULKAN_SUBGROUPS=0), on f32
+ * or `storage` f16 data (f16 and bf16 keep the statistics alike); the table ran attention_tiled.comp's
+ * where they apply, which must be every row with heads of 8 to 128 on lavapipe (32 KiB of shared
+ * memory). */
+static void test_untiled_attention(tf_dtype storage) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
+  if (requested && strcmp(requested, "0") == 0) {
+    printf("ok   attention rows not run again: TIGHTFIT_VULKAN_TILED_ATTENTION=0 ran them untiled above\n");
+    return;
+  }
+  const device_facts facts = device_facts_now();
+  if (facts.lavapipe)
+    CHECK(&counts, facts.tiled_attention, "lavapipe: the tiled attention shaders should run there");
+  printf("%s attention ran in tiles (attention_tiled.comp) above: %s\n",
+         facts.lavapipe && !facts.tiled_attention ? "FAIL" : "ok  ", facts.tiled_attention ? "yes" : "no");
+  setenv("TIGHTFIT_VULKAN_TILED_ATTENTION", "0", 1);
+  if (!device_facts_now().tiled_attention)
+    conf_run_rows(&counts, &backend, &coverage, "attention", storage, "attention.comp");
+  else
+    CHECK(&counts, false, "TIGHTFIT_VULKAN_TILED_ATTENTION=0 left the tiled attention shaders on");
+  unsetenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
+}
+
 /* cast from i64 to f32 (integer data an f32 op reads: an imported padding mask), bit for bit the
  * CPU's rule, through double: twice rounded to nearest even, on values where that matters. */
 static void test_i64_cast(void) {
@@ -239,24 +276,43 @@ static void test_i64_cast(void) {
   tf_plan_destroy(plan);
 }
 
+/* The attention rows alone: f32 (tiled where it applies), f32 through attention.comp, bf16, f16
+ * (`test_vulkan_ops attention`: a GPU session's or a shader change's quick check). */
+static int attention_rows(void) {
+  conf_run_rows(&counts, &backend, &coverage, "attention", TF_F32, "tiled where it applies");
+  test_untiled_attention(TF_F32);
+  conf_run_rows(&counts, &backend, &coverage, "attention", TF_BF16, "tiled where it applies");
+  conf_run_rows(&counts, &backend, &coverage, "attention", TF_F16, "tiled where it applies");
+  test_untiled_attention(TF_F16);
+  parity_check_validation(&counts);
+  return tf_test_finish("vulkan ops (attention rows)", &counts);
+}
+
 /* Everything without an argument; "f32": the f32 table, the refusals and what only Vulkan has;
- * "half": the bf16 and f16 rows. ctest runs the two parts as two tests (test_vulkan_ops and
- * test_vulkan_ops_half), which run in parallel and which CI's sanitizer stage can tell apart. */
+ * "half": the bf16 and f16 rows; "attention": attention_rows. ctest runs the first two parts as
+ * two tests (test_vulkan_ops and test_vulkan_ops_half), which run in parallel and which CI's
+ * sanitizer stage can tell apart. */
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "all";
-  if (strcmp(part, "all") != 0 && strcmp(part, "f32") != 0 && strcmp(part, "half") != 0) {
-    fprintf(stderr, "usage: test_vulkan_ops [f32|half] (got '%s')\n", part);
+  if (strcmp(part, "all") != 0 && strcmp(part, "f32") != 0 && strcmp(part, "half") != 0 &&
+      strcmp(part, "attention") != 0) {
+    fprintf(stderr, "usage: test_vulkan_ops [f32|half|attention] (got '%s')\n", part);
     return 2;
   }
   const bool f32 = strcmp(part, "half") != 0, half = strcmp(part, "f32") != 0;
   int available = parity_vulkan_available();
   if (available != 0)
     return available;
-  if (f32)
+  if (strcmp(part, "attention") == 0)
+    return attention_rows();
+  if (f32) {
     conf_run_table(&counts, &backend, &coverage);
+    test_untiled_attention(TF_F32);
+  }
   if (half) {
     conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
     conf_run_table_half(&counts, &backend, &coverage, TF_F16);
+    test_untiled_attention(TF_F16);
     conf_check_half_coverage(&counts, &backend, &coverage);
   }
   if (f32) {

@@ -1,0 +1,170 @@
+/* Fused attention and its gradient: shaders/attention_tiled.comp (a workgroup per block of 16 query
+ * or key rows, K and V tiles in shared memory) where it applies, else shaders/attention.comp (an
+ * invocation, or an 8-lane cluster, per row). Both keep the gradient's row statistics in dq's rows:
+ * no workspace. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/vulkan/vk_lower.h"
+
+typedef struct attention_push {
+  uint32_t batch, queries, keys, heads, depth, width;
+  float scale;
+  uint32_t causal, mode, keep;
+} attention_push;
+
+enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
+
+/* attention_tiled.comp's geometry: blocks of TILED_BLOCK rows, heads of at most TILED_DEPTH, and its
+ * shared memory: three [16, 129] f32 tiles, two [16, 17] score tiles and 3 x 16 row statistics. */
+#define TILED_BLOCK 16
+#define TILED_DEPTH 128
+#define TILED_SHARED_BYTES                                                                                             \
+  (4 * (3 * TILED_BLOCK * (TILED_DEPTH + 1) + 2 * TILED_BLOCK * (TILED_BLOCK + 1) + 3 * TILED_BLOCK))
+/* Heads narrower than 8 leave most of the 8 invocations that share a row idle (lavapipe runs them
+ * all: a first version took 42 s instead of 9 on test_vulkan_ops' forward over 87,382 heads of 3);
+ * from 8 on, the gradient's statistics fit in dq's rows in every dtype (6 elements in f16/bf16), so
+ * an f32 plan and its half twin take the same shaders. */
+#define TILED_MIN_DEPTH 8
+
+bool vk_attention_tiled(const vk_limits *limits) {
+  return limits->tiled_attention && limits->max_shared_bytes >= TILED_SHARED_BYTES;
+}
+
+/* Loop iterations one invocation of attention.comp may run in all, from above. An invocation
+ * walks its head-width `elements` (depth, or ceil(depth / 8) for a lane of the subgroup variant)
+ * a few times per key (query) it visits, each of its grid rounds; without kept statistics
+ * (depth < 3) the gradient also recomputes a query's statistics, two walks over the keys, for
+ * each query it visits. */
+static int64_t row_loops(const attention_push *p, int64_t elements, int64_t items, int64_t rows_per_group,
+                         bool gradient) {
+  double longest = p->keys > p->queries ? p->keys : p->queries;
+  double per_row = 3 * longest * (double)(elements + 1) + 4 * (double)elements;
+  if (gradient && p->depth < 3)
+    per_row += (double)p->queries * p->keys * (double)(3 * elements + 2);
+  double loops = (double)vk_grid_rounds(items, rows_per_group) * (per_row + 1);
+  return loops < 1e18 ? (int64_t)loops : (int64_t)1e18; // in double: queries x keys x ... may pass int64
+}
+
+/* Loop iterations one invocation of attention_tiled.comp may run in all, from above, in the longest
+ * of its passes: per tile it visits, a tile load runs ceil(16 depth / 64) iterations, a score
+ * product `depth`, a walk over the tile's 16 rows or columns 16 for each of the invocation's 2 rows
+ * (twice in the forward: the maximum, then P V), plus 16 for the short loops; times the blocks' grid
+ * rounds. The loops over a row's 16 columns (e) have constant bounds and are unrolled: no
+ * iterations of their own (on lavapipe the causal [1,1024,64] gradient of test_vulkan_ops, whose KV
+ * pass would run some 84,000 iterations per invocation were they loops, matches the CPU). */
+static int64_t tiled_loops(const attention_push *p, bool gradient) {
+  const double load = ((double)TILED_BLOCK * p->depth + 63) / 64, depth = p->depth, walk = TILED_BLOCK, slack = 16;
+  const double key_tiles = (p->keys + TILED_BLOCK - 1) / TILED_BLOCK;
+  const double query_tiles = (p->queries + TILED_BLOCK - 1) / TILED_BLOCK, heads = (double)p->batch * p->heads;
+  /* forward and STATS, per key tile: K and V, S, each row's maximum and O += P V; STATS: dO . O */
+  const double forward = load + key_tiles * (1 + 2 * load + depth + 2 * 2 * walk + slack) + 2 * depth + slack;
+  double blocks = heads * query_tiles, longest = forward;
+  if (gradient) {
+    /* QUERY, per key tile: V, dO . V, K, S, dq += dS K; KV, per query tile: Q, S, dO, dO . V,
+     * dv += P dO and (Q again) dk += dS Q, each a walk over the queries around the loop over r */
+    const double query = 2 * load + key_tiles * (1 + 2 * load + 2 * depth + 2 * walk + slack) + slack;
+    const double key = 2 * load + query_tiles * (1 + 3 * load + 2 * depth + 2 * 3 * walk + slack) + slack;
+    longest = query > longest ? query : longest;
+    longest = key > longest ? key : longest;
+    blocks = heads * (query_tiles > key_tiles ? query_tiles : key_tiles);
+  }
+  const double loops = (double)vk_grid_rounds((int64_t)blocks, 1) * (longest + 1);
+  return loops < 1e18 ? (int64_t)loops : (int64_t)1e18;
+}
+
+/* The tiled shaders' dispatches: a workgroup per block of 16 rows, capped at VK_GROUP_LIMIT (the
+ * shader walks the rest). */
+static tf_status emit_tiled(vk_lower *l, attention_push *push, bool gradient) {
+  const int64_t heads = (int64_t)push->batch * push->heads;
+  const int64_t query_blocks = heads * ((push->queries + TILED_BLOCK - 1) / TILED_BLOCK);
+  const int64_t key_blocks = heads * ((push->keys + TILED_BLOCK - 1) / TILED_BLOCK);
+  if (!gradient) {
+    push->mode = ATTENTION_FORWARD;
+    int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), -1, vk_out(l, 0)};
+    return query_blocks == 0 ? NULL
+                             : vk_emit_dispatch(l, VK_SHADER_attention_tiled, 5, buffers, 0x10, push, sizeof(*push),
+                                                vk_groups(query_blocks, 1), 1, 1);
+  }
+  int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
+  push->keep = 1;
+  const struct {
+    uint32_t mode, writes;
+    int64_t blocks;
+  } passes[3] = {
+      {ATTENTION_STATS, 0x10, query_blocks}, {ATTENTION_KV, 0x60, key_blocks}, {ATTENTION_QUERY, 0x10, query_blocks}};
+  for (int pass = 0; pass < 3; pass++) {
+    push->mode = passes[pass].mode;
+    if (passes[pass].blocks > 0)
+      TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_attention_tiled, 7, buffers, passes[pass].writes, push,
+                                          sizeof(*push), vk_groups(passes[pass].blocks, 1), 1, 1));
+  }
+  return NULL;
+}
+
+/* attention.comp's dispatches (the subgroup variant where the device has one). */
+static tf_status emit_rows(vk_lower *l, attention_push *push, bool gradient) {
+  // The subgroup variant gives a row to a cluster of 8 lanes, each owning every 8th element of it.
+  vk_shader shader = vk_variant(l, VK_SHADER_attention);
+  bool clusters = shader != VK_SHADER_attention;
+  int64_t rows_per_group = clusters ? 8 : 64;
+  int64_t elements = clusters ? ((int64_t)push->depth + 7) / 8 : push->depth;
+  int64_t query_items = (int64_t)push->batch * push->heads * push->queries;
+  int64_t key_items = (int64_t)push->batch * push->heads * push->keys;
+  int64_t items = query_items > key_items ? query_items : key_items;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, row_loops(push, elements, items, rows_per_group, gradient)));
+  if (!gradient) {
+    if (query_items == 0)
+      return NULL;
+    push->mode = ATTENTION_FORWARD;
+    int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), -1, vk_out(l, 0)};
+    return vk_emit_dispatch(l, shader, 5, buffers, 0x10, push, sizeof(*push), vk_groups(query_items, rows_per_group), 1,
+                            1);
+  }
+  int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
+  // Three row statistics kept in dq's rows when they fit: an f32 takes two elements of f16/bf16 data
+  // (shaders/common.glsl, STORE_STAT; dq is f32 where only q, k, v are half).
+  push->keep = push->depth >= (tf_dtype_size(vk_buffer(l, vk_out(l, 0))->dtype) == 2 ? 6u : 3u);
+  if (push->keep) {
+    push->mode = ATTENTION_STATS;
+    TF_RETURN_IF_ERROR(vk_emit_dispatch(l, shader, 7, buffers, 0x10, push, sizeof(*push),
+                                        vk_groups(query_items, rows_per_group), 1, 1));
+  }
+  push->mode = ATTENTION_KV;
+  if (key_items > 0)
+    TF_RETURN_IF_ERROR(
+        vk_emit_dispatch(l, shader, 7, buffers, 0x60, push, sizeof(*push), vk_groups(key_items, rows_per_group), 1, 1));
+  push->mode = ATTENTION_QUERY;
+  if (query_items == 0)
+    return NULL;
+  return vk_emit_dispatch(l, shader, 7, buffers, 0x10, push, sizeof(*push), vk_groups(query_items, rows_per_group), 1,
+                          1);
+}
+
+tf_status vk_lower_attention(vk_lower *l) {
+  const tf_attention_attrs *a = &l->step->attrs.u.attention;
+  const tf_plan_buffer *q = vk_buffer(l, vk_in(l, 0)), *k = vk_buffer(l, vk_in(l, 1));
+  attention_push push;
+  memset(&push, 0, sizeof(push));
+  push.batch = (uint32_t)q->shape[0];
+  push.queries = (uint32_t)q->shape[1];
+  push.keys = (uint32_t)k->shape[1];
+  push.width = (uint32_t)q->shape[2];
+  push.heads = (uint32_t)a->num_heads;
+  push.depth = push.heads ? push.width / push.heads : 0;
+  push.scale = a->scale != 0 ? a->scale : 1.0f / sqrtf((float)push.depth);
+  push.causal = a->causal;
+  if (push.depth > 128)
+    return vk_refuse(l, "heads of width %u; the attention shader takes at most 128", push.depth);
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(q), q->name));
+  TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(k), k->name));
+  const bool gradient = l->step->op != TF_OP_ATTENTION;
+  if (push.depth == 0)
+    return NULL;
+  // Tiles where the device's shared memory holds them, the kept statistics fit and lavapipe's loop
+  // limit allows; else a row per invocation (or cluster), which needs fewer loop iterations per
+  // invocation at few rows and at the subgroup variant's 8 lanes a row.
+  const bool tiled = vk_attention_tiled(l->limits) && push.depth >= TILED_MIN_DEPTH && push.depth <= TILED_DEPTH &&
+                     !(l->limits->loop_limit > 0 && tiled_loops(&push, gradient) > l->limits->loop_limit);
+  return tiled ? emit_tiled(l, &push, gradient) : emit_rows(l, &push, gradient);
+}

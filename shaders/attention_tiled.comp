@@ -1,0 +1,401 @@
+#version 450
+// Fused attention and its gradient in tiles through shared memory (flash-attention): the values of
+// attention.comp (same push constants, bindings, passes and kept statistics; kernels/cpu/attention.c
+// for the semantics), but a workgroup of 64 invocations works on a block of 16 query rows (16 key
+// rows in the KV pass) of one (n, head), and each K and V row it reads from memory serves all 16 of
+// them from shared memory (attention.comp reads every key once per query row). Heads of width
+// D <= 128; the lowering (backends/vulkan/vk_lower_attention.c) picks this shader for heads of 8 to
+// 128 where the device's shared memory holds the tiles, and TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps
+// attention.comp.
+//
+// Tiles: 16 rows of one head of q, k, v or dy widened to f32, row stride D | 1 (odd: the 8 rows a
+// score product reads at once fall in distinct banks), rows past the tensor's end zero. Thread t is
+// (ty, tx) = (t / 8, t % 8). In a 16 x 16 score tile it holds rows 2ty + r and columns tx + 8c
+// (r, c < 2); in a [16, D] result (O, dq, dk, dv) rows 2ty + r and columns tx + 8e (e < 16, D <= 128),
+// in registers: the loops over r, c and e have constant bounds and are unrolled.
+//
+// Passes (pc.mode): FORWARD, a workgroup per query block: per key tile S = scale Q K^T, the rows'
+// online softmax (each of the 8 invocations of a row reads the row's 16 scores from shared memory
+// and computes the same maximum, p's and sum in the same order) and O += P V. STATS: the same walk,
+// then (max, sum, delta) of each query row into the first three f32s (STAT_ELEMENTS each) of the
+// row's head slice of dq, as attention.comp keeps them (no workspace). KV, a workgroup per key
+// block: dv = sum_i P_ij dO_i and dk = scale sum_i dS_ij q_i over the query tiles that see it.
+// QUERY, a workgroup per query block: dq = scale sum_j dS_ij k_j, overwriting the statistics, which
+// the block read into shared memory first (no other block reads its rows').
+//
+// Exact zeros: every score and every dO . v_j is one invocation's `precise` sum over d in order
+// (products(); no FMA contraction, as in attention.comp), and delta is dO . O summed the same way
+// (attention.comp sums P dP instead; the two are equal in exact arithmetic). A query that sees one
+// key gets p = exp(0) / 1 = 1 and O = v_j bit for bit, so delta is that key's dO . v_j and
+// dS = p (dP - delta) is exactly 0, as on the CPU (docs/cuda.md). Masked pairs get p = dS = 0.
+//
+// Shared memory: three tiles of 16 x 129 f32, two 16 x 17 score tiles and 3 x 16 row statistics,
+// 27,136 bytes (vk_lower_attention.c, TILED_SHARED_BYTES); forward and STATS hold Q, K, V; QUERY Q,
+// dO and one tile for V then K; KV holds K and V and one tile for the query side, which it loads
+// three times per query tile (Q, dO, Q again) to stay within lavapipe's 32 KiB.
+// -DELEMENT_F16 / -DELEMENT_BF16 and -DINPUT_F16 / -DINPUT_BF16 (common.glsl) as in attention.comp:
+// tiles, registers and statistics are f32, each result rounded once.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+
+#define MAX_DEPTH 128u
+#define BLOCK 16u  // query rows of a block, key rows of a tile
+#define LANES 8u   // invocations sharing a row
+#define THREADS 64u
+#define PARTS 16   // MAX_DEPTH / LANES: a row's columns per invocation
+#define TILE_FLOATS (BLOCK * (MAX_DEPTH + 1u))
+#define SCORE_STRIDE (BLOCK + 1u)
+
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer Q { IN_ELEMENT q[]; };
+layout(std430, set = 0, binding = 1) readonly buffer K { IN_ELEMENT k[]; };
+layout(std430, set = 0, binding = 2) readonly buffer V { IN_ELEMENT v[]; };
+layout(std430, set = 0, binding = 3) readonly buffer DO { ELEMENT d_out[]; };
+layout(std430, set = 0, binding = 4) buffer Out { ELEMENT out_data[]; };      // y, or dq
+layout(std430, set = 0, binding = 5) writeonly buffer DK { ELEMENT dk[]; };
+layout(std430, set = 0, binding = 6) writeonly buffer DV { ELEMENT dv[]; };
+
+#define FORWARD 0u
+#define STATS 1u
+#define KV 2u
+#define QUERY 3u
+
+layout(push_constant) uniform Push {
+  uint batch, queries, keys, heads, depth, width;
+  float scale;
+  uint causal;
+  uint mode;
+  uint keep; // always 1 for the gradient here (the lowering keeps depth >= 8)
+} pc;
+
+shared float tiles[3u * TILE_FLOATS];
+shared float score_tile[BLOCK * SCORE_STRIDE];    // S (forward, STATS), P (KV)
+shared float gradient_tile[BLOCK * SCORE_STRIDE]; // dS (KV, QUERY)
+shared float row_stats[3u * BLOCK];               // max, sum, delta of the tile's query rows
+
+#define AT_0 0u
+#define AT_1 TILE_FLOATS
+#define AT_2 (2u * TILE_FLOATS)
+
+uint stride() { return pc.depth | 1u; }
+uint tx() { return gl_LocalInvocationID.x % LANES; }
+uint ty() { return gl_LocalInvocationID.x / LANES; }
+// Element index of row 0 of head h of batch entry n in a [N, rows, width] tensor.
+uint head_at(uint n, uint rows, uint h) { return n * rows * pc.width + h * pc.depth; }
+bool visible(uint i, uint j) { return i < pc.queries && j < pc.keys && (pc.causal == 0u || j <= i); }
+
+// Rows [first, first + BLOCK) of the head at `base` of `source` (rows `limit`) into the tile at
+// `at`, widened to f32; rows past `limit` zero.
+#define DEFINE_LOAD(name, source, widen)                                                                               \
+  void name(uint at, uint base, uint first, uint limit) {                                                              \
+    uint s = stride();                                                                                                 \
+    for (uint e = gl_LocalInvocationID.x; e < BLOCK * pc.depth; e += THREADS) {                                       \
+      uint r = e / pc.depth, d = e - r * pc.depth;                                                                     \
+      float value = 0.0;                                                                                               \
+      if (first + r < limit)                                                                                           \
+        value = widen(source[base + (first + r) * pc.width + d]);                                                      \
+      tiles[at + r * s + d] = value;                                                                                   \
+    }                                                                                                                  \
+  }
+DEFINE_LOAD(load_q, q, IN_TO_F32)
+DEFINE_LOAD(load_k, k, IN_TO_F32)
+DEFINE_LOAD(load_v, v, IN_TO_F32)
+DEFINE_LOAD(load_d_out, d_out, TO_F32)
+
+// The kept statistics of query rows [first, first + BLOCK) into row_stats ((0, 1, 0) past the last
+// query, whose pairs are all masked).
+void load_stats(uint base, uint first) {
+  uint t = gl_LocalInvocationID.x, i = first + t;
+  if (t >= BLOCK)
+    return;
+  vec3 s = vec3(0.0, 1.0, 0.0);
+  if (i < pc.queries) {
+    uint at = base + i * pc.width;
+    s = vec3(LOAD_STAT(out_data, at), LOAD_STAT(out_data, at + STAT_ELEMENTS),
+             LOAD_STAT(out_data, at + 2u * STAT_ELEMENTS));
+  }
+  row_stats[t] = s.x;
+  row_stats[BLOCK + t] = s.y;
+  row_stats[2u * BLOCK + t] = s.z;
+}
+
+// (row 2ty, row 2ty + 1) of the tile at `a` dotted with (row tx, row tx + 8) of the tile at `b`,
+// each over d in order without contraction: (r0 c0, r0 c1, r1 c0, r1 c1).
+vec4 products(uint a, uint b) {
+  uint s = stride(), ra = a + 2u * ty() * s, rb = b + tx() * s;
+  precise vec4 sum = vec4(0.0);
+  for (uint d = 0u; d < pc.depth; d++) {
+    vec2 x = vec2(tiles[ra + d], tiles[ra + s + d]);
+    vec2 y = vec2(tiles[rb + d], tiles[rb + LANES * s + d]);
+    sum += x.xxyy * y.xyxy;
+  }
+  return sum;
+}
+
+vec4 scaled(vec4 s) {
+  precise vec4 product = pc.scale * s;
+  return product;
+}
+
+// How many of the BLOCK keys of the tile at j0 query i sees (0 past the last query): the walks over a
+// tile's keys stop there (the pairs past it have p = dS = 0).
+uint visible_in_tile(uint i, uint j0) {
+  uint last = pc.causal != 0u ? min(pc.keys, i + 1u) : pc.keys;
+  return i < pc.queries && last > j0 ? min(BLOCK, last - j0) : 0u;
+}
+
+uint score_row(uint c) { return 2u * ty() + c / 2u; }
+uint score_column(uint c) { return tx() + LANES * (c % 2u); }
+
+// (p, dS) of the thread's four pairs of query block i0 and key tile j0 from their scaled scores and
+// dO . v, with the query rows' statistics in row_stats: p = exp(s - max) / sum, as attention.comp.
+void probabilities(uint i0, uint j0, vec4 s, vec4 g, out vec4 p, out vec4 ds) {
+  [[unroll]] for (uint c = 0u; c < 4u; c++) {
+    uint row = score_row(c), column = score_column(c);
+    p[c] = 0.0;
+    ds[c] = 0.0;
+    if (visible(i0 + row, j0 + column)) {
+      p[c] = exp(s[c] - row_stats[row]) / row_stats[BLOCK + row];
+      ds[c] = p[c] * (g[c] - row_stats[2u * BLOCK + row]);
+    }
+  }
+}
+
+// FORWARD (y) and STATS (the kept statistics) of the query block at row i0 of head h.
+void forward_block(uint n, uint h, uint i0) {
+  uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
+  load_q(AT_0, qb, i0, pc.queries);
+  float best[2] = float[2](-1.0 / 0.0, -1.0 / 0.0), total[2] = float[2](0.0, 0.0);
+  float o[2][PARTS];
+  [[unroll]] for (uint r = 0u; r < 2u; r++)
+    [[unroll]] for (uint e = 0u; e < PARTS; e++)
+      o[r][e] = 0.0;
+  uint keys_end = pc.causal != 0u ? min(pc.keys, i0 + BLOCK) : pc.keys;
+  for (uint j0 = 0u; j0 < keys_end; j0 += BLOCK) {
+    barrier(); // the last tile's K, V and scores are read
+    load_k(AT_1, kb, j0, pc.keys);
+    load_v(AT_2, kb, j0, pc.keys);
+    barrier();
+    vec4 scores = scaled(products(AT_0, AT_1));
+    [[unroll]] for (uint c = 0u; c < 4u; c++) {
+      uint row = score_row(c), column = score_column(c);
+      score_tile[row * SCORE_STRIDE + column] = visible(i0 + row, j0 + column) ? scores[c] : -1.0 / 0.0;
+    }
+    barrier();
+    // The walks over the tile's keys hold the loops over the thread's 2 rows, so that those unroll
+    // (o stays in registers) and each V element read serves both rows.
+    uint seen[2];
+    float top[2];
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      seen[r] = visible_in_tile(i0 + 2u * ty() + r, j0);
+      top[r] = -1.0 / 0.0;
+    }
+    uint walk = max(seen[0], seen[1]);
+    for (uint j = 0u; j < walk; j++)
+      [[unroll]] for (uint r = 0u; r < 2u; r++)
+        if (j < seen[r])
+          top[r] = max(top[r], score_tile[(2u * ty() + r) * SCORE_STRIDE + j]);
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      float next = max(best[r], top[r]);
+      if (next == -1.0 / 0.0)
+        continue; // nothing visible yet (seen[r] is 0)
+      float correction = exp(best[r] - next); // 0 while best is -inf
+      total[r] *= correction;
+      [[unroll]] for (uint e = 0u; e < PARTS; e++)
+        o[r][e] *= correction;
+      best[r] = next;
+    }
+    for (uint j = 0u; j < walk; j++) {
+      float p[2];
+      [[unroll]] for (uint r = 0u; r < 2u; r++) {
+        p[r] = 0.0;
+        if (j < seen[r]) {
+          p[r] = exp(score_tile[(2u * ty() + r) * SCORE_STRIDE + j] - best[r]);
+          total[r] += p[r];
+        }
+      }
+      [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+        uint column = tx() + LANES * e;
+        if (column < pc.depth) {
+          float value = tiles[AT_2 + j * s + column];
+          [[unroll]] for (uint r = 0u; r < 2u; r++)
+            if (j < seen[r])
+              o[r][e] += p[r] * value;
+        }
+      }
+    }
+  }
+  float inverse[2];
+  [[unroll]] for (uint r = 0u; r < 2u; r++)
+    inverse[r] = total[r] > 0.0 ? 1.0 / total[r] : 0.0;
+  if (pc.mode == FORWARD) {
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      uint i = i0 + 2u * ty() + r;
+      [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+        uint column = tx() + LANES * e;
+        if (i < pc.queries && column < pc.depth)
+          out_data[qb + i * pc.width + column] = FROM_F32(o[r][e] * inverse[r]);
+      }
+    }
+    return;
+  }
+  // STATS: O over the Q tile, then delta = dO . O summed over d in order, as products() sums dO . v.
+  barrier();
+  [[unroll]] for (uint r = 0u; r < 2u; r++)
+    [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+      uint column = tx() + LANES * e;
+      if (column < pc.depth)
+        tiles[AT_0 + (2u * ty() + r) * s + column] = o[r][e] * inverse[r];
+    }
+  barrier();
+  if (tx() != 0u)
+    return;
+  [[unroll]] for (uint r = 0u; r < 2u; r++) {
+    uint row = 2u * ty() + r, i = i0 + row;
+    if (i >= pc.queries)
+      continue;
+    uint at = qb + i * pc.width;
+    precise float delta = 0.0;
+    for (uint d = 0u; d < pc.depth; d++)
+      delta += TO_F32(d_out[at + d]) * tiles[AT_0 + row * s + d];
+    STORE_STAT(out_data, at, best[r]);
+    STORE_STAT(out_data, at + STAT_ELEMENTS, total[r]);
+    STORE_STAT(out_data, at + 2u * STAT_ELEMENTS, delta);
+  }
+}
+
+// QUERY: dq of the query block at row i0 of head h. Tiles: Q, dO, then V and K in turn.
+void query_block(uint n, uint h, uint i0) {
+  uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
+  load_q(AT_0, qb, i0, pc.queries);
+  load_d_out(AT_1, qb, i0, pc.queries);
+  load_stats(qb, i0);
+  float acc[2][PARTS];
+  [[unroll]] for (uint r = 0u; r < 2u; r++)
+    [[unroll]] for (uint e = 0u; e < PARTS; e++)
+      acc[r][e] = 0.0;
+  uint keys_end = pc.causal != 0u ? min(pc.keys, i0 + BLOCK) : pc.keys;
+  for (uint j0 = 0u; j0 < keys_end; j0 += BLOCK) {
+    barrier(); // the last tile's K and dS are read
+    load_v(AT_2, kb, j0, pc.keys);
+    barrier();
+    vec4 g = products(AT_1, AT_2);
+    barrier(); // V is read
+    load_k(AT_2, kb, j0, pc.keys);
+    barrier();
+    vec4 p, ds;
+    probabilities(i0, j0, scaled(products(AT_0, AT_2)), g, p, ds);
+    [[unroll]] for (uint c = 0u; c < 4u; c++)
+      gradient_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = ds[c];
+    barrier();
+    uint seen[2];
+    [[unroll]] for (uint r = 0u; r < 2u; r++)
+      seen[r] = visible_in_tile(i0 + 2u * ty() + r, j0);
+    for (uint j = 0u; j < max(seen[0], seen[1]); j++) {
+      float gradient[2];
+      [[unroll]] for (uint r = 0u; r < 2u; r++)
+        gradient[r] = gradient_tile[(2u * ty() + r) * SCORE_STRIDE + j];
+      [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+        uint column = tx() + LANES * e;
+        if (column < pc.depth) {
+          float value = tiles[AT_2 + j * s + column];
+          [[unroll]] for (uint r = 0u; r < 2u; r++)
+            if (j < seen[r])
+              acc[r][e] += gradient[r] * value;
+        }
+      }
+    }
+  }
+  barrier(); // the statistics are read before the rows holding them are overwritten
+  [[unroll]] for (uint r = 0u; r < 2u; r++) {
+    uint i = i0 + 2u * ty() + r;
+    [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+      uint column = tx() + LANES * e;
+      if (i < pc.queries && column < pc.depth)
+        out_data[qb + i * pc.width + column] = FROM_F32(pc.scale * acc[r][e]);
+    }
+  }
+}
+
+// KV: dk and dv of the key block at row j0 of head h. Tiles: K, V, and Q, dO, Q in turn.
+void key_block(uint n, uint h, uint j0) {
+  uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
+  load_k(AT_0, kb, j0, pc.keys);
+  load_v(AT_1, kb, j0, pc.keys);
+  float gk[2][PARTS], gv[2][PARTS];
+  [[unroll]] for (uint r = 0u; r < 2u; r++)
+    [[unroll]] for (uint e = 0u; e < PARTS; e++)
+      gk[r][e] = gv[r][e] = 0.0;
+  // causal: query i sees key j when j <= i, so the query blocks before j0 see none of this block
+  for (uint i0 = pc.causal != 0u ? j0 : 0u; i0 < pc.queries; i0 += BLOCK) {
+    barrier(); // the last tile's Q, P and dS are read
+    load_q(AT_2, qb, i0, pc.queries);
+    load_stats(qb, i0);
+    barrier();
+    vec4 scores = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
+    barrier(); // Q is read
+    load_d_out(AT_2, qb, i0, pc.queries);
+    barrier();
+    vec4 p, ds;
+    probabilities(i0, j0, scores, products(AT_2, AT_1), p, ds);
+    [[unroll]] for (uint c = 0u; c < 4u; c++) {
+      score_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = p[c];
+      gradient_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = ds[c];
+    }
+    barrier();
+    // now rows are keys 2ty + r and columns features, summed over the tile's queries
+    uint tile_queries = min(BLOCK, pc.queries - i0);
+    for (uint i = 0u; i < tile_queries; i++) {
+      [[unroll]] for (uint r = 0u; r < 2u; r++) {
+        float weight = score_tile[i * SCORE_STRIDE + 2u * ty() + r];
+        [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+          uint column = tx() + LANES * e;
+          if (column < pc.depth)
+            gv[r][e] += weight * tiles[AT_2 + i * s + column];
+        }
+      }
+    }
+    barrier(); // dO is read
+    load_q(AT_2, qb, i0, pc.queries);
+    barrier();
+    for (uint i = 0u; i < tile_queries; i++) {
+      [[unroll]] for (uint r = 0u; r < 2u; r++) {
+        float weight = gradient_tile[i * SCORE_STRIDE + 2u * ty() + r];
+        [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+          uint column = tx() + LANES * e;
+          if (column < pc.depth)
+            gk[r][e] += weight * tiles[AT_2 + i * s + column];
+        }
+      }
+    }
+  }
+  [[unroll]] for (uint r = 0u; r < 2u; r++) {
+    uint j = j0 + 2u * ty() + r;
+    [[unroll]] for (uint e = 0u; e < PARTS; e++) {
+      uint column = tx() + LANES * e;
+      if (j < pc.keys && column < pc.depth) {
+        dk[kb + j * pc.width + column] = FROM_F32(pc.scale * gk[r][e]);
+        dv[kb + j * pc.width + column] = FROM_F32(gv[r][e]);
+      }
+    }
+  }
+}
+
+void main() {
+  uint rows = pc.mode == KV ? pc.keys : pc.queries;
+  uint blocks_per_head = (rows + BLOCK - 1u) / BLOCK;
+  uint blocks = pc.batch * pc.heads * blocks_per_head;
+  // Workgroup-uniform: every barrier is reached by the whole workgroup.
+  for (uint block = gl_WorkGroupID.x; block < blocks; block += gl_NumWorkGroups.x) {
+    uint first = block % blocks_per_head * BLOCK, h = block / blocks_per_head % pc.heads;
+    uint n = block / (blocks_per_head * pc.heads);
+    barrier(); // the last block's shared memory is read
+    if (pc.mode == KV)
+      key_block(n, h, first);
+    else if (pc.mode == QUERY)
+      query_block(n, h, first);
+    else
+      forward_block(n, h, first);
+  }
+}
