@@ -127,6 +127,13 @@ static tf_status check_options(const tf_compile_options *o) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "matmul math %d is not f32, bf16 or f16", (int)o->matmul_math);
   if (o->autocast != TF_F32 && o->autocast != TF_BF16 && o->autocast != TF_F16)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "autocast %d is not f32 (off), bf16 or f16", (int)o->autocast);
+  if (o->ranks < 0 || o->ranks > TF_PLAN_MAX_RANKS)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "ranks %d is outside 1..%d", o->ranks, TF_PLAN_MAX_RANKS);
+  if (o->ranks > 1 && o->update_in_backward == TF_CHOICE_ON)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--ranks %d sums the gradients across the ranks after the backward pass: it cannot go with "
+                         "--update-in-backward",
+                         o->ranks);
   if (o->offload_optimizer && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--offload optimizer: an inference plan has no optimizer state");
   if (o->offload_optimizer && o->update_in_backward == TF_CHOICE_ON)
@@ -631,7 +638,7 @@ static tf_status compile_variant(const tf_graph *graph, const tf_compile_options
 static tf_status compile_smallest(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   tf_compile_options o = *options;
   /* offloaded updates run after the backward pass, on the host */
-  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST && !o.offload_optimizer;
+  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST && !o.offload_optimizer && o.ranks <= 1;
   const bool choose_fusion = o.fuse_loss == TF_FUSE_LOSS_SMALLEST;
   if (o.update_in_backward == TF_CHOICE_SMALLEST)
     o.update_in_backward = TF_CHOICE_OFF;

@@ -333,7 +333,8 @@ tf_status tf_emit(const tf_training *t, const tf_order *order, const tf_lifetime
   plan->training_config = t->config;
   plan->accumulate = t->options.training ? t->config.accumulate_steps : 1;
   plan->micro_batch = batch_of(g);
-  plan->global_batch = plan->micro_batch * plan->accumulate;
+  plan->ranks = t->options.training && t->options.ranks > 1 ? t->options.ranks : 1;
+  plan->global_batch = plan->micro_batch * plan->accumulate * plan->ranks;
   plan->micro_steps = p->order->micro_steps;
   plan->n_symbols = g->n_symbols;
   for (int32_t i = 0; i < g->n_symbols; i++) {

@@ -26,12 +26,14 @@
 
 static tf_attrs optimizer_attrs(const tf_training *t) {
   const tf_training_config *c = &t->config;
+  /* the gradient an update reads is summed over k micro-batches, and over the ranks of a data-parallel job */
+  const double parts = (double)c->accumulate_steps * (t->options.ranks > 1 ? t->options.ranks : 1);
   tf_attrs at;
   memset(&at, 0, sizeof(at));
   at.kind = TF_ATTR_OPTIMIZER;
-  at.u.optimizer = (tf_optimizer_attrs){
-      (float)c->learning_rate, (float)c->momentum,     (float)c->beta1,     (float)c->beta2,
-      (float)c->epsilon,       (float)c->weight_decay, (float)c->clip_norm, (float)(1.0 / (double)c->accumulate_steps)};
+  at.u.optimizer =
+      (tf_optimizer_attrs){(float)c->learning_rate, (float)c->momentum,     (float)c->beta1,     (float)c->beta2,
+                           (float)c->epsilon,       (float)c->weight_decay, (float)c->clip_norm, (float)(1.0 / parts)};
   return at;
 }
 

@@ -97,6 +97,9 @@ static tf_status check_header(const tf_plan *plan) {
     return INVALID("%" PRId64 " bytes of host memory for %" PRId32 " host steps; none without host steps, >= 0 with "
                    "them",
                    plan->host_bytes, plan->n_host_steps);
+  if (plan->ranks < 0 || plan->ranks > TF_PLAN_MAX_RANKS || (plan->ranks > 1 && !plan->training))
+    return INVALID("ranks %" PRId32 ": a data-parallel job has 1 to %d ranks, and only a training plan more than one",
+                   plan->ranks, TF_PLAN_MAX_RANKS);
   if (plan->n_host_steps > 0 && !plan->training)
     return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
                    plan->n_host_steps);
@@ -147,9 +150,12 @@ static tf_status check_program(const tf_plan *plan) {
     int64_t product;
     if (plan->micro_batch < 1)
       return INVALID("a training plan's micro_batch is %" PRId64 "; it must be >= 1", plan->micro_batch);
-    if (__builtin_mul_overflow(plan->micro_batch, (int64_t)plan->accumulate, &product) || product != plan->global_batch)
-      return INVALID("micro_batch %" PRId64 " x accumulate %" PRId32 " must equal global_batch %" PRId64,
-                     plan->micro_batch, plan->accumulate, plan->global_batch);
+    const int64_t ranks = plan->ranks > 1 ? plan->ranks : 1;
+    if (__builtin_mul_overflow(plan->micro_batch, (int64_t)plan->accumulate * ranks, &product) ||
+        product != plan->global_batch)
+      return INVALID("micro_batch %" PRId64 " x accumulate %" PRId32 " x ranks %" PRId64
+                     " must equal global_batch %" PRId64,
+                     plan->micro_batch, plan->accumulate, ranks, plan->global_batch);
     if (plan->loss == -1)
       return INVALID("a training plan has no loss buffer (loss is -1)");
   }

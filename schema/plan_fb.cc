@@ -303,6 +303,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   TF_RETURN_IF_ERROR(decoder.steps(root->steps(), &plan->steps, &plan->n_steps, "step"));
   TF_RETURN_IF_ERROR(decoder.steps(root->host_steps(), &plan->host_steps, &plan->n_host_steps, "host step"));
   plan->host_bytes = root->host_bytes();
+  plan->ranks = root->ranks();
   plan->micro_steps = root->micro_steps();
   plan->accumulate = root->accumulate();
   plan->micro_batch = root->micro_batch();
@@ -362,14 +363,15 @@ public:
     std::vector<Offset<fb::OverheadPart>> overhead;
     TF_RETURN_IF_ERROR(overhead_of(p.overhead, &overhead));
     auto regions = fbb_.CreateVector(static_cast<const int64_t *>(p.region_bytes), TF_REGION_COUNT);
-    auto root = fb::CreatePlan(
-        fbb_, p.version, string(p.graph_name), string(p.target), p.alignment, regions, fbb_.CreateVector(buffers),
-        fbb_.CreateVector(steps), p.micro_steps, p.accumulate, p.micro_batch, p.global_batch,
-        fbb_.CreateVector(symbols), p.training, training, p.loss,
-        fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
-        overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead), p.loss_scale_seed,
-        p.overflow_check, static_cast<fb::DType>(p.matmul_math), string(p.graph_dir),
-        host_steps.empty() ? Offset<Vector<Offset<fb::Step>>>() : fbb_.CreateVector(host_steps), p.host_bytes);
+    auto root =
+        fb::CreatePlan(fbb_, p.version, string(p.graph_name), string(p.target), p.alignment, regions,
+                       fbb_.CreateVector(buffers), fbb_.CreateVector(steps), p.micro_steps, p.accumulate, p.micro_batch,
+                       p.global_batch, fbb_.CreateVector(symbols), p.training, training, p.loss,
+                       fbb_.CreateVector(p.outputs, static_cast<size_t>(p.n_outputs)), report,
+                       overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead),
+                       p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math), string(p.graph_dir),
+                       host_steps.empty() ? Offset<Vector<Offset<fb::Step>>>() : fbb_.CreateVector(host_steps),
+                       p.host_bytes, p.ranks > 1 ? p.ranks : 1);
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }

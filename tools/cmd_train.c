@@ -22,6 +22,7 @@
 #include "tools/bus_guard.h"
 #include "tools/checkpoint_lock.h"
 #include "tools/cli.h"
+#include "tools/dist.h"
 #include "tools/evaluate.h"
 #include "tools/finite_check.h"
 #include "tools/init_from_cli.h"
@@ -299,6 +300,7 @@ typedef struct train_run {
   tf_session *session;
   tf_feed *feed;
   int lock_fd;
+  tf_dist *dist; /* a data-parallel job's ranks (tools/dist.h); inactive for one process */
 } train_run;
 
 static void release(train_run *run) {
@@ -366,6 +368,9 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     double sum = 0, step_start = now() - start;
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {
       double micro_loss;
+      /* a rank's micro-batches: its own k of the R x k the step takes, as one process would take them */
+      if (run->dist->active)
+        tf_feed_seek(feed, (step * run->dist->size + run->dist->rank) * plan->accumulate + m);
       status = tf_feed_next(feed, session);
       if (!status)
         status = tf_session_micro_step(session, &micro_loss);
@@ -373,6 +378,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
         status = tf_tool_train_nonfinite_loss(step, m, plan->accumulate, micro_loss, updates_in_backward);
       sum += micro_loss;
     }
+    if (!status)
+      status = tf_dist_sum_gradients(run->dist, session);
     /* A plan that scales its loss checks every step's gradients itself and skips the update. */
     const bool scan = a->check_finite && plan->loss_scale_seed < 0 &&
                       (a->check_finite_steps < 0 || step - first < a->check_finite_steps);
@@ -386,7 +393,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       status = tf_tool_train_follow_scaling(session, step, a->json, tty, a->loss_scale_window);
     if (status)
       break;
-    loss = sum / plan->accumulate;
+    loss = tf_dist_mean(run->dist, sum / plan->accumulate); /* the mean over the ranks of a job */
     done++;
     double elapsed = now() - start;
     stop_grace_after(elapsed - step_start);
@@ -514,8 +521,30 @@ int tf_cmd_train(int argc, char **argv) {
                                               "--inference to train",
                                               a.plan_path));
   }
-  train_run run = {.session = NULL, .feed = NULL, .lock_fd = -1};
+  tf_dist dist;
+  status = tf_dist_start(plan, &dist);
+  if (!status && dist.active && a.resume)
+    status = tf_status_new(TF_ERR_UNSUPPORTED, "--resume of a data-parallel job (--ranks %d) is not supported yet",
+                           plan->ranks);
+  if (status) {
+    tf_dist_finish(&dist);
+    tf_plan_destroy(plan);
+    return tf_cli_fail("train", status);
+  }
+  /* Rank 0 speaks and writes the checkpoints; the others train quietly (their weights are the same). */
+  FILE *quiet = dist.active && dist.rank > 0 ? fopen("/dev/null", "w") : NULL;
+  FILE *outer = tf_cli_out();
+  if (quiet) {
+    tf_cli_set_streams(quiet, tf_cli_err());
+    a.checkpoint = NULL;
+  }
+  train_run run = {.session = NULL, .feed = NULL, .lock_fd = -1, .dist = &dist};
   int code = train_guarded(&a, plan, &run);
+  if (quiet) {
+    tf_cli_set_streams(outer, tf_cli_err());
+    fclose(quiet);
+  }
+  tf_dist_finish(&dist);
   tf_plan_destroy(plan);
   return code;
 }

@@ -115,6 +115,9 @@ void tf_compile_args_help(void) {
           "  --offload optimizer    the optimizer state in host memory and the updates on the host's cores\n"
           "                         (cuda and vulkan targets): the device holds no optimizer state; the\n"
           "                         plan says the host bytes and the bytes moved each step\n"
+          "  --ranks R              the plan of one of R processes training data-parallel (tightfit train\n"
+          "                         under mpirun -np R): each its own micro-batches, the gradients summed\n"
+          "                         across them before each update (global batch = N x accumulate x R)\n"
           "  --allow-offload        with --global-batch (cuda, vulkan): when nothing fits, search again with\n"
           "                         the optimizer state in host memory (--offload optimizer), after\n"
           "                         --allow-optimizer and before --allow-lora, and say what it saved\n"
@@ -243,6 +246,7 @@ static const compile_option compile_options[] = {
     {"--allow-precision", true},
     {"--allow-optimizer", true},
     {"--offload", true},
+    {"--ranks", true},
     {"--allow-offload", false},
     {"--budget", true},
     {"--gpu", true},
@@ -427,6 +431,11 @@ static tf_status set_target_option(tf_compile_args *args, const char *name, cons
     if (kind == TF_TARGET_CPU)
       o->target.threads = threads;
     args->target_given = args->target_option = true;
+  } else if (strcmp(name, "--ranks") == 0) {
+    if (!parse_int(value, &integer) || integer < 1 || integer > TF_PLAN_MAX_RANKS)
+      return BAD_VALUE("--ranks takes 1..%d (the processes of a data-parallel job), got '%s'", TF_PLAN_MAX_RANKS,
+                       value);
+    o->ranks = (int32_t)integer;
   } else if (strcmp(name, "--threads") == 0) {
     if (!parse_int(value, &integer) || integer < 1 || integer > 1024)
       return BAD_VALUE("--threads takes 1..1024, got '%s'", value);

@@ -97,6 +97,11 @@ typedef struct tf_compile_options {
    * the device total holds no optimizer state; the plan says the host bytes and the bytes moved per
    * step. Training plans for the cuda and vulkan targets, updates after the backward pass. */
   bool offload_optimizer;
+  /* Data parallel: the plan of one of `ranks` processes (0 or 1: one), each training on its own
+   * micro-batches, the gradients summed across them before the optimizer block (tightfit train
+   * under mpirun); every update scales the sum by 1 / (accumulate x ranks). Updates after the
+   * backward pass. */
+  int32_t ranks;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

@@ -11,6 +11,7 @@ extern "C" {
 #endif
 
 #define TF_PLAN_VERSION 1
+#define TF_PLAN_MAX_RANKS 1024 /* the processes of a data-parallel job, at most */
 
 typedef enum tf_buffer_role {
   TF_ROLE_PARAMETER = 0,
@@ -122,6 +123,10 @@ typedef struct tf_plan {
   int32_t n_host_steps;
   tf_plan_step *host_steps;
   int64_t host_bytes;
+  /* Data parallel: the processes of the job this plan is one rank of (each runs this plan on its own
+   * micro-batches; the gradients are summed across them before the optimizer block, and every
+   * update scales by 1 / (accumulate x ranks)); 0 or 1: one process. global_batch counts them all. */
+  int32_t ranks;
 } tf_plan;
 
 #ifdef __cplusplus

@@ -55,6 +55,7 @@ setup "compile mlp --inference" "$tf" compile "$dir/mlp.tfg" --set N=32 --infere
 setup "compile gpt" "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 -o "$dir/gpt.tfplan"
 setup "compile gpt for vulkan" "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 --target vulkan -o "$dir/gpt_vulkan.tfplan"
 setup "compile mlp with a learning rate of 1e30" "$tf" compile "$dir/mlp.tfg" --set N=16 --lr 1e30 -o "$dir/hot.tfplan"
+setup "compile gpt as one of 2 ranks" "$tf" compile "$dir/gpt.tfg" --set N=4,T=32 --ranks 2 -o "$dir/dp.tfplan"
 setup "compile it with every update after the backward pass" "$tf" compile "$dir/mlp.tfg" --set N=16 --lr 1e30 \
   --no-update-in-backward -o "$dir/hot_after.tfplan"
 setup "train mlp 2 steps with a checkpoint" "$tf" train "$dir/mlp.tfplan" --data models/data/digits/train \

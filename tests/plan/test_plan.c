@@ -250,6 +250,8 @@ static void workspace_out_of_range(tf_plan *p) { p->steps[STEP_MATMUL_GRAD].work
 static void micro_steps_range(tf_plan *p) { p->micro_steps = SMALL_STEPS + 1; }
 static void accumulate_zero(tf_plan *p) { p->accumulate = 0; }
 static void batch_product(tf_plan *p) { p->global_batch = 9; }
+static void ranks_past_limit(tf_plan *p) { p->ranks = TF_PLAN_MAX_RANKS + 1; }
+static void ranks_without_their_batch(tf_plan *p) { p->ranks = 2; } /* the global batch counts every rank */
 static void alignment_three(tf_plan *p) { p->alignment = 48; }
 static void negative_region(tf_plan *p) { p->region_bytes[TF_REGION_IO] = -1; }
 static void region_sum_overflow(tf_plan *p) {
@@ -376,7 +378,10 @@ static const corruption corruptions[] = {
     {"workspace id 99", "no such buffer", workspace_out_of_range},
     {"micro_steps 10 of 9 steps", "micro_steps is 10", micro_steps_range},
     {"accumulate 0", "accumulate is 0", accumulate_zero},
-    {"4 x 2 != 9", "micro_batch 4 x accumulate 2 must equal global_batch 9", batch_product},
+    {"4 x 2 != 9", "micro_batch 4 x accumulate 2 x ranks 1 must equal global_batch 9", batch_product},
+    {"ranks 1025", "ranks 1025: a data-parallel job has 1 to 1024 ranks", ranks_past_limit},
+    {"2 ranks, one rank's batch", "micro_batch 4 x accumulate 2 x ranks 2 must equal global_batch 8",
+     ranks_without_their_batch},
     {"alignment 48", "alignment 48 is not a power of two", alignment_three},
     {"io region of -1 bytes", "region io has -1 bytes", negative_region},
     {"regions summing past int64", "sum past int64", region_sum_overflow},
