@@ -24,6 +24,7 @@ tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_life
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "liveness: cannot allocate for %d tensors", n);
   for (int32_t i = 0; i < n; i++)
     first[i] = last[i] = -1;
+  const tf_target host = tf_target_default(TF_TARGET_CPU);
   for (int32_t s = 0; s < order->n_steps; s++) {
     const tf_ir_node *node = &g->nodes[order->steps[s]];
     for (int32_t k = 0; k < node->n_outputs; k++) {
@@ -42,9 +43,7 @@ tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_life
       }
     }
     /* An offloaded update runs on the host (compiler/offload.c): the CPU kernel's scratch, not the target's. */
-    const bool on_host = t->options.offload_optimizer &&
-                         (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ADAMW8BIT);
-    const tf_target host = tf_target_default(TF_TARGET_CPU);
+    const bool on_host = t->options.offload_optimizer && tf_op_is_update(node->op);
     workspace[s] = tf_workspace_bytes(on_host ? &host : &t->options.target, g, node);
     if (workspace[s] < 0)
       return tf_status_new(TF_ERR_INTERNAL, "step %d (%s): negative workspace", s, node->name);

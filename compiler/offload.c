@@ -15,13 +15,11 @@
 #include "core/ops.h"
 #include "tightfit/plan.h"
 
-static bool is_update(tf_op op) { return op == TF_OP_SGD || op == TF_OP_ADAMW || op == TF_OP_ADAMW8BIT; }
-
 /* The first update of the optimizer block, or -1 when it has none (an inference plan, or updates
  * that run in the backward pass). */
 static int32_t first_update(const tf_plan *plan) {
   for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
-    if (is_update(plan->steps[s].op))
+    if (tf_op_is_update(plan->steps[s].op))
       return s;
   return -1;
 }

@@ -91,3 +91,8 @@ const char *tf_attr_kind_name(tf_attr_kind kind) {
     return "?";
   return names[kind];
 }
+
+bool tf_op_is_update(tf_op op) {
+  const tf_op_info *info = tf_op_info_get(op);
+  return info && info->attrs == TF_ATTR_OPTIMIZER;
+}

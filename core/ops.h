@@ -80,6 +80,8 @@ bool tf_op_in_graphs(tf_op op);
  * expand, slice_grad, and zero's fill; the dtypes column's BYTES): its kernels work on the bytes of
  * any dtype. */
 bool tf_op_moves_elements(tf_op op);
+/* Whether `op` is a parameter update (sgd, adamw, adamw8bit: the ops with optimizer attributes). */
+bool tf_op_is_update(tf_op op);
 /* Checks the dtypes of an op's inputs against its dtypes rule: a kernel is never asked to read data
  * of a dtype it does not implement (u8 data into add's f32 kernel). NULL or an error naming the
  * input, its dtype and what the op takes. */

@@ -8,17 +8,21 @@
 #include <mpi.h>
 #endif
 
-/* The largest f32 gradient buffer; another dtype is refused (the sum runs in f32). */
-static tf_status staging_of(const tf_plan *plan, int64_t *bytes) {
-  *bytes = 0;
+/* The gradient buffers to sum (into d->gradients) and the largest one's bytes; a dtype other than
+ * f32 is refused (the sum runs in f32). */
+static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
+  d->gradients = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
+  if (!d->gradients)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to list %d buffers", plan->n_buffers);
   for (int32_t i = 0; i < plan->n_buffers; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->role != TF_ROLE_GRADIENT)
+    if (b->role != TF_ROLE_GRADIENT || b->bytes == 0)
       continue;
     if (b->dtype != TF_F32)
       return tf_status_new(TF_ERR_UNSUPPORTED, "--ranks: gradient '%s' is %s; the ranks sum f32 gradients", b->name,
                            tf_dtype_name(b->dtype));
-    *bytes = b->bytes > *bytes ? b->bytes : *bytes;
+    d->gradients[d->n_gradients++] = i;
+    d->staging_bytes = b->bytes > d->staging_bytes ? b->bytes : d->staging_bytes;
   }
   return NULL;
 }
@@ -47,7 +51,7 @@ tf_status tf_dist_start(const tf_plan *plan, tf_dist *d) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "the plan is one of %d ranks (--ranks %d), but mpirun started %d processes", plan->ranks,
                          plan->ranks, d->size);
-  TF_RETURN_IF_ERROR(staging_of(plan, &d->staging_bytes));
+  TF_RETURN_IF_ERROR(gradients_of(plan, d));
   d->staging = malloc((size_t)(d->staging_bytes > 0 ? d->staging_bytes : 4));
   if (!d->staging)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to stage %lld bytes of gradients",
@@ -66,10 +70,9 @@ tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) {
     return NULL;
 #if TIGHTFIT_MPI
   const tf_plan *plan = tf_session_plan(session);
-  for (int32_t i = 0; i < plan->n_buffers; i++) {
+  for (int32_t g = 0; g < d->n_gradients; g++) {
+    const int32_t i = d->gradients[g];
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->role != TF_ROLE_GRADIENT || b->bytes == 0)
-      continue;
     TF_RETURN_IF_ERROR(tf_session_read_range(session, i, 0, d->staging, b->bytes));
     if (MPI_Allreduce(MPI_IN_PLACE, d->staging, (int)(b->bytes / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
       return tf_status_new(TF_ERR_BACKEND, "summing gradient '%s' across %d ranks: MPI_Allreduce failed", b->name,
@@ -101,5 +104,6 @@ void tf_dist_finish(tf_dist *d) {
     MPI_Finalize();
 #endif
   free(d->staging);
+  free(d->gradients);
   memset(d, 0, sizeof(*d));
 }

@@ -17,6 +17,8 @@ typedef struct tf_dist {
   int rank, size;
   float *staging; /* the largest gradient buffer, for the sum */
   int64_t staging_bytes;
+  int32_t *gradients; /* the plan's gradient buffers to sum, found once at start */
+  int32_t n_gradients;
 } tf_dist;
 
 /* Starts the job's communication for `plan` (nothing for a plan of one rank): MPI's, the world's

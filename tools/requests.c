@@ -126,7 +126,8 @@ tf_status tf_request_set(tf_request *request, const char *name, const char *valu
   return status;
 }
 
-/* The request's compile options for one call on `graph_path`, resolved (--gpu, --device). */
+/* The request's compile options for one call on `graph_path` (a copy: the call resolves --gpu and
+ * --device on it, so one request serves several threads). */
 static tf_status call_args(const tf_request *request, const char *graph_path, tf_compile_args *args) {
   if (!request || !graph_path)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "NULL request or graph path");
