@@ -136,6 +136,23 @@ static double head_pass_seconds(const tf_plan *plan, const tf_target *target) {
 /* Step time: FLOPs at the target's throughput plus a fixed cost per executed step (kernel launch,
  * synchronisation) and the fused loss head's weight passes, times the micro-batches per optimizer
  * step. */
+/* The host steps of an offloaded plan (compiler/offload.c): the bytes moved between device and host
+ * over the link, and every operand each host step reads or writes in host memory, at
+ * TF_HOST_BYTES_PER_SECOND each (pageable, synchronous copies; host updates bound by memory). */
+#define TF_HOST_BYTES_PER_SECOND 10e9
+static double host_seconds(const tf_plan *plan) {
+  double touched = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    const double runs = step->phase == TF_PHASE_OPTIMIZER ? 1 : plan->accumulate;
+    for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+      bool written;
+      touched += runs * (double)plan->buffers[tf_plan_step_operand(step, k, &written)].bytes;
+    }
+  }
+  return ((double)tf_plan_host_moved_bytes(plan) + touched) / TF_HOST_BYTES_PER_SECOND;
+}
+
 static double estimate_seconds(const tf_plan *plan, const tf_target *target) {
   double flops = 0;
   for (int32_t s = 0; s < plan->micro_steps; s++)
@@ -145,7 +162,7 @@ static double estimate_seconds(const tf_plan *plan, const tf_target *target) {
   double optimizer = 0;
   for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
     optimizer += plan->steps[s].flops;
-  return plan->accumulate * micro + optimizer / target->flops_per_second;
+  return plan->accumulate * micro + optimizer / target->flops_per_second + host_seconds(plan);
 }
 
 /* Appends one formatted line (or as much as fits) to the search's summary. */
@@ -559,16 +576,42 @@ static void say_8bit_saving(char *line, size_t size, const tf_plan *adamw, const
            (double)after / 1048576.0, (double)before / 1048576.0);
 }
 
-/* The line saying what offloading the optimizer state saved on the device and what it moves: the
- * smallest plan with the state on the device (`kept`) against the offloaded search's (`host`). */
-static void say_offload_saving(char *line, size_t size, const tf_plan *kept, const tf_plan *host, bool fits) {
+/* The line saying what offloading the optimizer state (and with `gradients` the gradients too) saved
+ * on the device and what it moves: the smallest plan before (`kept`) against the offloaded search's
+ * (`host`). */
+static void say_offload_saving(char *line, size_t size, bool gradients, const tf_plan *kept, const tf_plan *host,
+                               bool fits) {
   snprintf(line, size,
-           "nothing fits with the optimizer state on the device: with it in host memory (--allow-offload) %s\n"
-           "  offloading saved %.2f MiB of device memory at the smallest plans (%.2f MiB of state in host memory, "
+           "nothing fits with the %s on the device: with %s in host memory (--allow-offload) %s\n"
+           "  offloading saved %.2f MiB of device memory at the smallest plans (%.2f MiB of %s in host memory, "
            "%.2f MiB moved between device and host per step)\n",
+           gradients ? "gradients" : "optimizer state", gradients ? "them" : "it",
            fits ? "it fits:" : "it does not fit either",
            (double)(tf_plan_device_total(kept) - tf_plan_device_total(host)) / 1048576.0,
-           (double)host->host_bytes / 1048576.0, (double)tf_plan_host_moved_bytes(host) / 1048576.0);
+           (double)host->host_bytes / 1048576.0, gradients ? "gradients and state" : "state",
+           (double)tf_plan_host_moved_bytes(host) / 1048576.0);
+}
+
+/* One offloading search after a chosen plan that fits nowhere (the optimizer state in host memory,
+ * or with `gradients` the gradients too): keeps the better as keep_better does, and `searched`
+ * becomes its options when taken. */
+static tf_status search_offloaded(const tf_graph *graph, tf_budget_options *searched, bool gradients, size_t share,
+                                  tf_plan **out, tf_budget_result *result) {
+  tf_budget_options host = *searched;
+  host.base.offload_optimizer = true;
+  host.base.offload_gradients = gradients;
+  if (host.base.update_in_backward != TF_CHOICE_OFF)
+    host.base.update_in_backward = TF_CHOICE_OFF;
+  tf_plan *plan = NULL;
+  tf_budget_result with;
+  tf_status status = search_plans(graph, &host, &plan, &with);
+  if (status)
+    return drop_plan(out, status);
+  char headline[768];
+  say_offload_saving(headline, sizeof(headline), gradients, *out, plan, with.fits);
+  if (keep_better(out, result, plan, &with, share, headline))
+    *searched = host;
+  return NULL;
 }
 
 /* The line saying what LoRA rank `rank` saved: the smallest plan training every parameter (`full`)
@@ -628,20 +671,13 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
     if (keep_better(out, result, plan, &with, sizeof(result->summary) / 3, headline))
       searched = eight;
   }
-  /* Still nothing: the optimizer state in host memory (compiler/offload.c), before LoRA (every
-   * parameter stays trained; each step moves the parameters and gradients instead). */
-  if (!result->fits && searched.allow_offload && !searched.base.offload_optimizer) {
-    tf_budget_options host = searched;
-    host.base.offload_optimizer = true;
-    if (host.base.update_in_backward != TF_CHOICE_OFF)
-      host.base.update_in_backward = TF_CHOICE_OFF;
-    tf_status status = search_plans(graph, &host, &plan, &with);
-    if (status)
-      return drop_plan(out, status);
-    say_offload_saving(headline, sizeof(headline), *out, plan, with.fits);
-    if (keep_better(out, result, plan, &with, sizeof(result->summary) / 3, headline))
-      searched = host;
-  }
+  /* Still nothing: the optimizer state in host memory (compiler/offload.c), then the gradients too,
+   * before LoRA (every parameter stays trained; each step moves the parameters and gradients
+   * instead). */
+  if (!result->fits && searched.allow_offload && !searched.base.offload_optimizer && !searched.base.offload_gradients)
+    TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, false, sizeof(result->summary) / 3, out, result));
+  if (!result->fits && searched.allow_offload && !searched.base.offload_gradients)
+    TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, true, sizeof(result->summary) / 4, out, result));
   if (result->fits || searched.allow_lora_rank <= 0 || searched.base.lora_rank > 0)
     return NULL;
   /* Nothing fits training every parameter: the same search with LoRA adapters (--allow-lora R) on

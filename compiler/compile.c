@@ -102,6 +102,9 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
   return NULL;
 }
 
+/* Whether the plan keeps something in host memory (--offload optimizer or gradients). */
+static bool offloads(const tf_compile_options *o) { return o->offload_optimizer || o->offload_gradients; }
+
 static tf_status check_options(const tf_compile_options *o) {
   const tf_target *t = &o->target;
   if ((int)t->kind < 0 || t->kind >= TF_TARGET_COUNT)
@@ -134,12 +137,15 @@ static tf_status check_options(const tf_compile_options *o) {
                          "--ranks %d sums the gradients across the ranks after the backward pass: it cannot go with "
                          "--update-in-backward",
                          o->ranks);
-  if (o->offload_optimizer && !o->training)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--offload optimizer: an inference plan has no optimizer state");
-  if (o->offload_optimizer && o->update_in_backward == TF_CHOICE_ON)
+  const char *offload = o->offload_gradients ? "gradients" : "optimizer";
+  if (offloads(o) && !o->training)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--offload %s: an inference plan has no %s", offload,
+                         o->offload_gradients ? "gradients" : "optimizer state");
+  if (offloads(o) && o->update_in_backward == TF_CHOICE_ON)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
-                         "--offload optimizer runs the updates on the host after the backward pass: it cannot go with "
-                         "--update-in-backward");
+                         "--offload %s runs the updates on the host after the backward pass: it cannot go with "
+                         "--update-in-backward",
+                         offload);
   return NULL;
 }
 
@@ -307,8 +313,8 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
   tf_plan *plan = NULL;
   if (!status) /* verified once chosen (tf_compile), not each trial of a search */
     status = tf_emit(t, &placed.order, &placed.lifetimes, &placed.layout, &plan);
-  if (!status && t->options.offload_optimizer && t->options.training)
-    status = tf_offload_pass(plan, &t->options.target);
+  if (!status && offloads(&t->options) && t->options.training)
+    status = tf_offload_pass(plan, &t->options.target, t->options.offload_gradients);
   placement_free(&placed);
   if (facts)
     *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};
@@ -638,7 +644,7 @@ static tf_status compile_variant(const tf_graph *graph, const tf_compile_options
 static tf_status compile_smallest(const tf_graph *graph, const tf_compile_options *options, tf_plan **out) {
   tf_compile_options o = *options;
   /* offloaded updates run after the backward pass, on the host */
-  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST && !o.offload_optimizer && o.ranks <= 1;
+  const bool choose_updates = o.update_in_backward == TF_CHOICE_SMALLEST && !offloads(&o) && o.ranks <= 1;
   const bool choose_fusion = o.fuse_loss == TF_FUSE_LOSS_SMALLEST;
   if (o.update_in_backward == TF_CHOICE_SMALLEST)
     o.update_in_backward = TF_CHOICE_OFF;

@@ -1,12 +1,23 @@
-/* Offloaded optimizer state (--offload optimizer; ZeRO-Offload's split): the optimizer state lives
- * in host memory and the updates run on the host's cores. A pass over the emitted plan: the
- * optimizer block's steps from its first update on become the plan's host steps (the runtime runs
- * them after the device's steps of each optimizer step, copying each device operand down and, when
- * the step writes it, up again), the optimizer-state buffers move to TF_REGION_HOST at the offsets
- * they had, and the device's optimizer-state region is empty. What the updates read in the arena
- * (the global gradient norm) lives to the end of the device steps; nothing after them reuses it.
- * The device total then holds no optimizer state; host_bytes and the bytes moved per step say what
- * it costs instead. */
+/* Offloaded optimizer state and gradients (--offload optimizer | gradients; ZeRO-Offload's split):
+ * a pass over the emitted plan that moves steps to the host's cores and what they keep to host
+ * memory.
+ *
+ * optimizer: the optimizer block's steps from its first update on become host steps, run after
+ * the device's steps of each optimizer step; the optimizer state moves to TF_REGION_HOST at the
+ * offsets it had. What the updates read in the arena (the global gradient norm) lives to the end
+ * of the device steps.
+ *
+ * gradients (and the optimizer state): the optimizer pass gave every gradient part its own arena
+ * temporary and an accumulate step (compiler/optimizer.c); those steps become host steps of the
+ * micro-batch block, each run right where it was scheduled (host_at: before the device step that
+ * followed it), adding the part to its gradient in host memory with every micro-batch; the whole
+ * optimizer block (norm, updates, zeroing) runs on the host after the device's steps. The
+ * gradients follow the state in the host region, then what the host steps write (the norm).
+ *
+ * The device steps keep their order; removing the host steps renumbers them, and an arena buffer
+ * a host step reads last is live to the device step before it (nothing later overwrites it before
+ * that host step has run, since the layout kept it live through the removed step). The device
+ * total then holds neither; host_bytes and the bytes moved per step say what it costs instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,30 +35,180 @@ static int32_t first_update(const tf_plan *plan) {
   return -1;
 }
 
-/* Why the steps from `first` on cannot run on the host, or NULL when they can: each must only update
- * its inputs in place (no output, no workspace: the host has neither arena nor scratch of the plan),
- * and an arena buffer it reads must be written before `first`. */
-static const char *host_refusal(const tf_plan *plan, int32_t first, char *why, size_t size) {
-  for (int32_t s = first; s < plan->n_steps; s++) {
-    const tf_plan_step *step = &plan->steps[s];
-    if (step->n_outputs > 0 || step->workspace >= 0) {
-      snprintf(why, size, "step '%s' (%s) after the first update %s (the host steps update their inputs in place only)",
-               step->name, tf_op_name(step->op),
-               step->n_outputs > 0 ? "writes a new buffer" : "needs scratch memory in the device's arena");
+/* Whether step s adds to a gradient in place (a micro-batch's accumulate). */
+static bool adds_to_gradient(const tf_plan *plan, int32_t s) {
+  const tf_plan_step *step = &plan->steps[s];
+  for (int32_t k = 0; k < step->n_inputs; k++) {
+    bool written;
+    const int32_t id = tf_plan_step_operand(step, k, &written);
+    if (written && plan->buffers[id].region == TF_REGION_GRADIENTS)
+      return true;
+  }
+  return false;
+}
+
+/* Marks the steps that run on the host in on_host[0, n_steps); why not, or NULL. */
+static const char *mark_host_steps(const tf_plan *plan, bool gradients, bool *on_host, char *why, size_t size) {
+  const int32_t first = first_update(plan);
+  if (first < 0) {
+    snprintf(why, size,
+             "graph '%s' has no update after the backward pass to run on the host (an inference plan, or one compiled "
+             "with --update-in-backward)",
+             plan->graph_name);
+    return why;
+  }
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    on_host[s] = gradients ? s >= plan->micro_steps || adds_to_gradient(plan, s) : s >= first;
+    if (on_host[s] && s < plan->micro_steps && plan->steps[s].op != TF_OP_ACCUMULATE) {
+      snprintf(why, size, "step '%s' (%s) adds to a gradient on the device (only accumulate moves to the host)",
+               plan->steps[s].name, tf_op_name(plan->steps[s].op));
       return why;
-    }
-    for (int32_t i = 0; i < step->n_inputs; i++) {
-      const tf_plan_buffer *b = &plan->buffers[step->inputs[i]];
-      if (b->region == TF_REGION_ARENA && b->first_step >= first) {
-        snprintf(why, size, "step '%s' reads '%s', which is written after the first update", step->name, b->name);
-        return why;
-      }
     }
   }
   return NULL;
 }
 
-/* The arena's live bytes and peak over the device steps that remain. */
+/* Why host step s cannot run on the host, or NULL: it needs scratch memory in the device's arena,
+ * has a half operand (the CPU kernels of the host steps compute on f32 data), or writes a buffer
+ * that is live across a device step (what a host step writes moves to host memory). */
+static const char *host_step_refusal(const tf_plan *plan, const bool *on_host, int32_t s, char *why, size_t size) {
+  const tf_plan_step *step = &plan->steps[s];
+  if (step->workspace >= 0) {
+    snprintf(why, size, "step '%s' (%s) needs scratch memory in the device's arena", step->name, tf_op_name(step->op));
+    return why;
+  }
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+    bool written;
+    const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
+    if (b->dtype == TF_F16 || b->dtype == TF_BF16) {
+      snprintf(why, size, "step '%s' (%s) reads or writes '%s' in %s; the host steps compute on f32 data", step->name,
+               tf_op_name(step->op), b->name, tf_dtype_name(b->dtype));
+      return why;
+    }
+  }
+  for (int32_t k = 0; k < step->n_outputs; k++) {
+    const tf_plan_buffer *b = &plan->buffers[step->outputs[k]];
+    for (int32_t r = b->first_step + 1; r <= b->last_step; r++)
+      if (!on_host[r]) {
+        snprintf(why, size, "step '%s' writes '%s', which is live across device step '%s'", step->name, b->name,
+                 plan->steps[r].name);
+        return why;
+      }
+  }
+  return NULL;
+}
+
+/* Why a device step cannot stay on the device, or NULL: it touches what moves to host memory. */
+static const char *device_step_refusal(const tf_plan *plan, bool gradients, int32_t s, char *why, size_t size) {
+  const tf_plan_step *step = &plan->steps[s];
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+    bool written;
+    const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
+    if (b->region == TF_REGION_OPTIMIZER_STATE || (gradients && b->region == TF_REGION_GRADIENTS)) {
+      snprintf(why, size, "device step '%s' (%s) uses '%s', which would move to host memory", step->name,
+               tf_op_name(step->op), b->name);
+      return why;
+    }
+  }
+  return NULL;
+}
+
+static const char *refusal(const tf_plan *plan, bool gradients, const bool *on_host, char *why, size_t size) {
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const char *reason = on_host[s] ? host_step_refusal(plan, on_host, s, why, size)
+                                    : device_step_refusal(plan, gradients, s, why, size);
+    if (reason)
+      return reason;
+  }
+  return NULL;
+}
+
+static int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+/* The host region: the optimizer state at its offsets, then (gradients) the gradients at theirs,
+ * then each arena buffer a host step writes; plan->host_bytes its size. */
+static void place_on_host(tf_plan *plan, bool gradients, const bool *on_host) {
+  const int64_t state = align_up(plan->region_bytes[TF_REGION_OPTIMIZER_STATE], plan->alignment);
+  int64_t end = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region == TF_REGION_OPTIMIZER_STATE) {
+      b->region = TF_REGION_HOST;
+    } else if (gradients && b->region == TF_REGION_GRADIENTS) {
+      b->region = TF_REGION_HOST;
+      b->offset += state;
+      end = b->offset + b->bytes > end ? b->offset + b->bytes : end;
+    }
+  }
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    for (int32_t k = 0; on_host[s] && k < plan->steps[s].n_outputs; k++) {
+      tf_plan_buffer *b = &plan->buffers[plan->steps[s].outputs[k]];
+      plan->report.arena_naive -= align_up(b->bytes, plan->alignment); /* its arena slot, without reuse */
+      b->region = TF_REGION_HOST;
+      b->offset = align_up(end, plan->alignment);
+      b->first_step = b->last_step = -1;
+      b->alias_of = -1;
+      end = b->offset + b->bytes;
+    }
+  plan->host_bytes = end;
+  plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = 0;
+  if (gradients)
+    plan->region_bytes[TF_REGION_GRADIENTS] = 0;
+}
+
+/* The device steps' new numbers: index[s] for a kept step; for a host step, the device step it
+ * runs before. */
+static int32_t renumber(const tf_plan *plan, const bool *on_host, int32_t *index) {
+  int32_t kept = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    index[s] = on_host[s] ? kept : kept++;
+  return kept;
+}
+
+/* The arena buffers' live steps in the new numbers: one a host step reads last lives to the device
+ * step before it. */
+static void renumber_buffers(tf_plan *plan, const bool *on_host, const int32_t *index) {
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region != TF_REGION_ARENA)
+      continue;
+    b->first_step = index[b->first_step];
+    b->last_step = on_host[b->last_step] ? index[b->last_step] - 1 : index[b->last_step];
+  }
+}
+
+/* Splits the step list: the host steps into plan->host_steps with their positions, the device steps
+ * compacted in order (each step struct moves, names and inputs with it), live_bytes and the
+ * micro-batch block's end renumbered. */
+static tf_status split_steps(tf_plan *plan, const bool *on_host, const int32_t *index, int32_t kept) {
+  const int32_t n_host = plan->n_steps - kept;
+  plan->host_steps = malloc(sizeof(tf_plan_step) * (size_t)n_host);
+  plan->host_at = malloc(sizeof(int32_t) * (size_t)n_host);
+  if (!plan->host_steps || !plan->host_at) {
+    free(plan->host_steps);
+    free(plan->host_at);
+    plan->host_steps = NULL;
+    plan->host_at = NULL;
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--offload: no memory for %d host steps", n_host);
+  }
+  int32_t h = 0, micro = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    if (on_host[s]) {
+      plan->host_steps[h] = plan->steps[s];
+      plan->host_at[h++] = index[s];
+      continue;
+    }
+    micro += s < plan->micro_steps;
+    plan->steps[index[s]] = plan->steps[s];
+    plan->report.live_bytes[index[s]] = plan->report.live_bytes[s];
+  }
+  plan->n_host_steps = n_host;
+  plan->n_steps = kept;
+  plan->micro_steps = micro;
+  return NULL;
+}
+
+/* The arena's peak over the device steps that remain. */
 static void trim_report(tf_plan *plan) {
   tf_plan_report *r = &plan->report;
   r->arena_lower_bound = 0;
@@ -59,43 +220,48 @@ static void trim_report(tf_plan *plan) {
     }
 }
 
-tf_status tf_offload_pass(tf_plan *plan, const tf_target *target) {
-  if (target->kind == TF_TARGET_CPU)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
-                         "--offload optimizer: the cpu target's device memory is host memory already; offloading "
-                         "moves nothing (compile for --target cuda or vulkan)");
-  const int32_t first = first_update(plan);
-  if (first < 0)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
-                         "--offload optimizer: graph '%s' has no update after the backward pass to run on the host "
-                         "(an inference plan, or one compiled with --update-in-backward)",
-                         plan->graph_name);
+static void note(tf_plan *plan, bool gradients) {
+  int32_t per_micro_batch = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    per_micro_batch += plan->host_steps[h].phase != TF_PHASE_OPTIMIZER;
+  char line[400];
+  snprintf(line, sizeof(line),
+           "%s offloaded: %.2f MiB in host memory, %d steps on the host's cores (%d with each micro-batch), %.2f MiB "
+           "moved between device and host per step\n",
+           gradients ? "gradients and optimizer state" : "optimizer state", (double)plan->host_bytes / 1048576.0,
+           plan->n_host_steps, per_micro_batch, (double)tf_plan_host_moved_bytes(plan) / 1048576.0);
+  tf_plan_note(plan, line);
+}
+
+static tf_status offload(tf_plan *plan, const tf_target *target, bool gradients, bool *on_host, int32_t *index) {
+  const char *what = gradients ? "gradients" : "optimizer";
   char why[512];
-  if (host_refusal(plan, first, why, sizeof(why)))
-    return tf_status_new(TF_ERR_UNSUPPORTED, "--offload optimizer: graph '%s': %s", plan->graph_name, why);
-  plan->n_host_steps = plan->n_steps - first;
-  plan->host_steps = malloc(sizeof(tf_plan_step) * (size_t)plan->n_host_steps);
-  if (!plan->host_steps)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--offload optimizer: no memory for %d host steps", plan->n_host_steps);
-  memcpy(plan->host_steps, plan->steps + first, sizeof(tf_plan_step) * (size_t)plan->n_host_steps);
-  plan->n_steps = first; /* the host steps own their names and inputs now */
-  for (int32_t id = 0; id < plan->n_buffers; id++) {
-    tf_plan_buffer *b = &plan->buffers[id];
-    if (b->region == TF_REGION_OPTIMIZER_STATE)
-      b->region = TF_REGION_HOST;
-    else if (b->region == TF_REGION_ARENA && b->last_step >= first)
-      b->last_step = first - 1; /* read by a host step: live to the end of the device steps */
-  }
-  plan->host_bytes = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
-  plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = 0;
+  if (mark_host_steps(plan, gradients, on_host, why, sizeof(why)) ||
+      refusal(plan, gradients, on_host, why, sizeof(why)))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "--offload %s: graph '%s': %s", what, plan->graph_name, why);
+  place_on_host(plan, gradients, on_host);
+  const int32_t kept = renumber(plan, on_host, index);
+  renumber_buffers(plan, on_host, index);
+  TF_RETURN_IF_ERROR(split_steps(plan, on_host, index, kept));
   trim_report(plan);
   tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
-  char line[320];
-  snprintf(line, sizeof(line),
-           "optimizer state offloaded: %.2f MiB in host memory, %d updates on the host's cores, %.2f MiB moved "
-           "between device and host per step\n",
-           (double)plan->host_bytes / 1048576.0, plan->n_host_steps,
-           (double)tf_plan_host_moved_bytes(plan) / 1048576.0);
-  tf_plan_note(plan, line);
+  note(plan, gradients);
   return NULL;
+}
+
+tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool gradients) {
+  const char *what = gradients ? "gradients" : "optimizer";
+  if (target->kind == TF_TARGET_CPU)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--offload %s: the cpu target's device memory is host memory already; offloading moves "
+                         "nothing (compile for --target cuda or vulkan)",
+                         what);
+  bool *on_host = calloc((size_t)(plan->n_steps > 0 ? plan->n_steps : 1), sizeof(bool));
+  int32_t *index = calloc((size_t)(plan->n_steps > 0 ? plan->n_steps : 1), sizeof(int32_t));
+  tf_status status = on_host && index ? offload(plan, target, gradients, on_host, index)
+                                      : tf_status_new(TF_ERR_OUT_OF_MEMORY, "--offload %s: no memory for %d steps",
+                                                      what, plan->n_steps);
+  free(on_host);
+  free(index);
+  return status;
 }

@@ -13,6 +13,9 @@
  * overflow, which the check catches), so a scaled step updates the weights bit for bit as an
  * unscaled one would. Plans that clip read the same sum and skip the same way.
  *
+ * With options.offload_gradients every gradient part goes through accumulate (no direct writes, no
+ * in-place products): the accumulators then live in host memory (compiler/offload.c).
+ *
  * With options.update_in_backward (k = 1, no clipping, no loss scaling), a gradient that one
  * backward step writes whole becomes an arena temporary instead of a gradients-region buffer: the
  * schedule (schedule_updates.c) runs its update right after it, so it lives for a few steps. */
@@ -156,13 +159,15 @@ static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, in
     return NULL; /* added in place by the fused head's step, with its other part */
   const int32_t producer = g->tensors[part].producer;
   /* A part added more than once (to one gradient or to several) stays a tensor: the rewrites below
-   * turn its producer into the add. */
-  if (!repeated && producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
+   * turn its producer into the add. Offloaded gradients live in host memory: every part is then a
+   * temporary of the arena that a host step (accumulate) adds to its gradient there. */
+  const bool rewrite = !repeated && !t->options.offload_gradients;
+  if (rewrite && producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
       (g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
        g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD) &&
       head_accumulates(t, sums, &g->nodes[producer]))
     return head_accumulate(t, sums, producer);
-  if (!repeated && producer >= 0 && g->nodes[producer].op == TF_OP_EMBEDDING_GRAD &&
+  if (rewrite && producer >= 0 && g->nodes[producer].op == TF_OP_EMBEDDING_GRAD &&
       t->phase[producer] == TF_PHASE_BACKWARD && tf_training_readers(g, part) == 0 &&
       g->tensors[part].dtype == g->tensors[accumulator].dtype) {
     tf_ir_node *node = &g->nodes[producer];
@@ -172,7 +177,7 @@ static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, in
     g->tensors[part].producer = -1;
     return NULL;
   }
-  if (!repeated && accumulates_in_place(t, accumulator, part)) {
+  if (rewrite && accumulates_in_place(t, accumulator, part)) {
     tf_ir_node *node = &g->nodes[producer];
     int32_t *inputs = realloc(node->inputs, sizeof(int32_t) * 3);
     if (!inputs)
@@ -300,7 +305,7 @@ tf_status tf_optimizer_pass(tf_training *t) {
     if (t->grad[p] < 0)
       continue;
     int32_t accumulator = t->grad[p];
-    direct[k] = writes_directly(t, p, accumulator);
+    direct[k] = !t->options.offload_gradients && writes_directly(t, p, accumulator);
     if (direct[k]) {
       /* Updated in the backward pass (schedule_updates.c), a gradient that one step writes whole is
        * a temporary of the arena; one that later parts are added to in place stays a gradient. */

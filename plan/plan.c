@@ -33,6 +33,7 @@ void tf_plan_destroy(tf_plan *plan) {
     free(plan->host_steps[i].inputs);
   }
   free(plan->host_steps);
+  free(plan->host_at);
   for (int32_t i = 0; plan->symbol_names && i < plan->n_symbols; i++)
     free(plan->symbol_names[i]);
   free(plan->symbol_names);
@@ -83,14 +84,28 @@ int64_t tf_plan_host_moved_bytes(const tf_plan *plan) {
   int64_t moved = 0;
   for (int32_t s = 0; plan && s < plan->n_host_steps; s++) {
     const tf_plan_step *step = &plan->host_steps[s];
+    /* a host step of the micro-batch block (a gradient's accumulation) runs with each micro-batch */
+    const int64_t runs = step->phase == TF_PHASE_OPTIMIZER || plan->accumulate < 1 ? 1 : plan->accumulate;
     for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
       bool written;
       const int32_t id = tf_plan_step_operand(step, k, &written);
       if (id >= 0 && id < plan->n_buffers && plan->buffers[id].region != TF_REGION_HOST)
-        moved += plan->buffers[id].bytes * (tf_plan_step_reads(step, k) + written); /* down if read, up if written */
+        moved +=
+            runs * plan->buffers[id].bytes * (tf_plan_step_reads(step, k) + written); /* down if read, up if written */
     }
   }
   return moved;
+}
+
+bool tf_plan_offloads_gradients(const tf_plan *plan) {
+  for (int32_t id = 0; plan && id < plan->n_buffers; id++)
+    if (plan->buffers[id].role == TF_ROLE_GRADIENT && plan->buffers[id].region == TF_REGION_HOST)
+      return true;
+  return false;
+}
+
+const char *tf_plan_host_contents(const tf_plan *plan) {
+  return tf_plan_offloads_gradients(plan) ? "gradients and optimizer state" : "optimizer state";
 }
 
 bool tf_plan_updates_in_backward(const tf_plan *plan) {

@@ -70,6 +70,39 @@ static tf_region region_of_role(tf_buffer_role role) {
 
 /* ---- the plan as a whole ---- */
 
+/* Where the host steps run: host step i before device step host_at[i], in 0..n_steps; one of the
+ * micro-batch block (a phase other than optimizer) within it (at most micro_steps), one of the
+ * optimizer block within that (at least micro_steps); in the order they run (the micro-batch
+ * block's first, each block's by position). */
+static tf_status check_host_positions(const tf_plan *plan) {
+  if (plan->n_host_steps > 0 && !plan->host_at)
+    return INVALID("%" PRId32 " host steps but no host_at (where each runs)", plan->n_host_steps);
+  int64_t previous = -1;
+  for (int32_t i = 0; i < plan->n_host_steps; i++) {
+    const int32_t at = plan->host_at[i];
+    const tf_phase phase = plan->host_steps[i].phase;
+    if (phase != TF_PHASE_OPTIMIZER && phase != TF_PHASE_ACCUMULATE)
+      return INVALID("host step %" PRId32 " '%s' is in phase %s; host steps are the optimizer block's or a gradient's "
+                     "accumulation",
+                     i, plan->host_steps[i].name ? plan->host_steps[i].name : "", tf_phase_name(phase));
+    const bool optimizer = phase == TF_PHASE_OPTIMIZER;
+    const int32_t low = optimizer ? plan->micro_steps : 0, high = optimizer ? plan->n_steps : plan->micro_steps;
+    if (at < low || at > high)
+      return INVALID("host step %" PRId32 " '%s' runs before device step %" PRId32 "; a host step of the %s block runs "
+                     "within it, before a step of %" PRId32 "..%" PRId32,
+                     i, plan->host_steps[i].name ? plan->host_steps[i].name : "", at,
+                     optimizer ? "optimizer" : "micro-batch", low, high);
+    const int64_t key = (int64_t)optimizer * ((int64_t)plan->n_steps + 1) + at;
+    if (key < previous)
+      return INVALID("host step %" PRId32 " '%s' runs before device step %" PRId32 " of the %s block, earlier than "
+                     "host step %" PRId32 " before it in the list; host steps are listed in the order they run",
+                     i, plan->host_steps[i].name ? plan->host_steps[i].name : "", at,
+                     optimizer ? "optimizer" : "micro-batch", i - 1);
+    previous = key;
+  }
+  return NULL;
+}
+
 static tf_status check_header(const tf_plan *plan) {
   if (plan->version == 0)
     return INVALID("plan version is 0 (missing)");
@@ -103,6 +136,7 @@ static tf_status check_header(const tf_plan *plan) {
   if (plan->n_host_steps > 0 && !plan->training)
     return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
                    plan->n_host_steps);
+  TF_RETURN_IF_ERROR(check_host_positions(plan));
   if (plan->n_symbols < 0 || (plan->n_symbols > 0 && (!plan->symbol_names || !plan->symbol_values)))
     return INVALID("%" PRId32 " symbols%s", plan->n_symbols, plan->n_symbols > 0 ? " but no names or values" : "");
   if (plan->n_outputs < 0 || (plan->n_outputs > 0 && !plan->outputs))
@@ -236,7 +270,10 @@ static tf_status check_buffer(const tf_plan *plan, int32_t id) {
                    TF_REGION_HOST);
   if (tf_dtype_size(b->dtype) <= 0)
     return INVALID("%s has unknown dtype %d", tf_plan_buffer_label(plan, id).text, (int)b->dtype);
-  const bool offloaded = b->role == TF_ROLE_OPTIMIZER_STATE && b->region == TF_REGION_HOST && plan->n_host_steps > 0;
+  /* offloaded: optimizer state, gradients and what the host steps write (check_outputs) */
+  const bool offloaded =
+      b->region == TF_REGION_HOST && plan->n_host_steps > 0 &&
+      (b->role == TF_ROLE_OPTIMIZER_STATE || b->role == TF_ROLE_GRADIENT || b->role == TF_ROLE_ACTIVATION);
   if (b->region != region_of_role(b->role) && !offloaded)
     return INVALID("%s has role %s in region %s; role %s belongs in region %s (wrong role/region)",
                    tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), tf_region_name(b->region),
@@ -379,9 +416,9 @@ static tf_status check_attrs(const tf_plan *plan, int32_t s, const tf_op_info *i
 /* The phase belongs to the block the step is in, and inference plans only run forward. */
 static tf_status check_phase(const tf_plan *plan, int32_t s) {
   tf_phase phase = step_at(plan, s)->phase;
-  if (s >= plan->n_steps && phase != TF_PHASE_OPTIMIZER)
-    return INVALID("%s is in phase %s; host steps are optimizer updates", tf_plan_step_label(plan, s).text,
-                   tf_phase_name(phase));
+  if (s >= plan->n_steps && phase != TF_PHASE_OPTIMIZER && phase != TF_PHASE_ACCUMULATE)
+    return INVALID("%s is in phase %s; host steps are the optimizer block's or a gradient's accumulation",
+                   tf_plan_step_label(plan, s).text, tf_phase_name(phase));
   if (s >= plan->n_steps)
     return NULL;
   if ((int)phase < 0 || phase >= TF_PHASE_COUNT)
@@ -422,13 +459,15 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
   if (b->region == TF_REGION_HOST && s < plan->n_steps)
     return INVALID("%s reads %s, which lies in host memory; only host steps touch the host region",
                    tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
-  /* A host step runs after every device step: an arena buffer it reads must be live to their end. */
+  /* A host step runs before device step host_at (after step host_at - 1): an arena buffer it reads is
+   * written by then and still live. */
+  const int32_t before = s >= plan->n_steps ? plan->host_at[s - plan->n_steps] - 1 : 0;
   if (s >= plan->n_steps && b->region == TF_REGION_ARENA && !has_bit(info->shape_only, i) &&
-      b->last_step != plan->n_steps - 1)
-    return INVALID("%s reads %s, live over device steps [%" PRId32 ", %" PRId32 "]; a host step runs after the last "
-                   "device step %" PRId32 ", so what it reads in the arena lives to it",
+      (b->first_step > before || b->last_step < before))
+    return INVALID("%s reads %s, live over device steps [%" PRId32 ", %" PRId32 "]; the host step runs after device "
+                   "step %" PRId32 ", so what it reads in the arena is written before it and lives to it",
                    tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, b->first_step, b->last_step,
-                   plan->n_steps - 1);
+                   before);
   if (has_bit(info->in_place, i)) {
     bool writable = b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_GRADIENT || b->role == TF_ROLE_OPTIMIZER_STATE ||
                     (b->role == TF_ROLE_STATE && step->op == TF_OP_BATCH_NORM_RUNNING);
@@ -476,18 +515,52 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
 }
 
 /* writer[b]: the step that writes arena buffer b (or gradient b, with accumulate 1), -1 until one does. */
+/* A host step's outputs: activations in host memory, each written once; it has no workspace (the
+ * host has no arena). A host activation is read by later host steps only. */
+static tf_status check_host_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
+  const tf_plan_step *step = step_at(plan, s);
+  if (step->workspace != -1)
+    return INVALID("%s has workspace %" PRId32 "; a host step has none (-1): the host has no arena",
+                   tf_plan_step_label(plan, s).text, step->workspace);
+  for (int32_t i = 0; i < step->n_outputs; i++) {
+    const int32_t id = step->outputs[i];
+    if (!valid_id(plan, id))
+      return INVALID("%s: output %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
+                     tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->role != TF_ROLE_ACTIVATION || b->region != TF_REGION_HOST)
+      return INVALID("%s writes output %" PRId32 " to %s, role %s in region %s; a host step writes activations in "
+                     "host memory",
+                     tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
+                     tf_region_name(b->region));
+    if (writer[id] >= 0)
+      return INVALID("%s writes %s twice", tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
+    writer[id] = s;
+  }
+  for (int32_t i = 0; i < step->n_inputs; i++) {
+    const int32_t id = step->inputs[i];
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region == TF_REGION_HOST && b->role == TF_ROLE_ACTIVATION && (writer[id] < 0 || writer[id] >= s))
+      return INVALID("%s reads %s before a host step writes it (read before write)", tf_plan_step_label(plan, s).text,
+                     tf_plan_buffer_label(plan, id).text);
+  }
+  return NULL;
+}
+
 static tf_status check_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
   const tf_plan_step *step = step_at(plan, s);
-  if (s >= plan->n_steps && (step->n_outputs > 0 || step->workspace != -1))
-    return INVALID("%s has %" PRId32 " outputs and workspace %" PRId32 "; a host step only updates its inputs in "
-                   "place (none, -1)",
-                   tf_plan_step_label(plan, s).text, step->n_outputs, step->workspace);
+  if (s >= plan->n_steps)
+    return check_host_outputs(plan, s, writer);
   for (int32_t i = 0; i < step->n_outputs; i++) {
     int32_t id = step->outputs[i];
     if (!valid_id(plan, id))
       return INVALID("%s: output %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
                      tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
     const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region == TF_REGION_HOST)
+      return INVALID("%s writes output %" PRId32 " to %s, which lies in host memory; only host steps touch the host "
+                     "region",
+                     tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text);
     /* With one micro-batch per step, a backward step (or the fused loss head's single pass, in the
      * forward pass) may write a parameter's gradient straight into the gradients region (once;
      * check_gradient_reads orders its readers after it). */
@@ -587,11 +660,16 @@ static tf_status check_step(const tf_plan *plan, int32_t s, int32_t *writer) {
 
 /* Every arena buffer has the step that writes it: an interval alone does not put data there. */
 static tf_status check_written(const tf_plan *plan, const int32_t *writer) {
-  for (int32_t id = 0; id < plan->n_buffers; id++)
-    if (plan->buffers[id].region == TF_REGION_ARENA && writer[id] < 0)
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region == TF_REGION_ARENA && writer[id] < 0)
       return INVALID("%s in the arena (live steps [%" PRId32 ", %" PRId32 "]) is never written: no step has it as an "
                      "output or workspace",
-                     tf_plan_buffer_label(plan, id).text, plan->buffers[id].first_step, plan->buffers[id].last_step);
+                     tf_plan_buffer_label(plan, id).text, b->first_step, b->last_step);
+    if (b->region == TF_REGION_HOST && b->role == TF_ROLE_ACTIVATION && writer[id] < 0)
+      return INVALID("%s, an activation in host memory, is never written: no host step has it as an output",
+                     tf_plan_buffer_label(plan, id).text);
+  }
   return NULL;
 }
 

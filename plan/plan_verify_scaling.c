@@ -29,6 +29,23 @@ static int32_t writer_of(const tf_plan *plan, int32_t id, int32_t *writers) {
   return first;
 }
 
+/* An overflow check in host memory (offloaded gradients): written by exactly one host step, of the
+ * optimizer block; the host region keeps it for the runtime to read after the block. */
+static tf_status check_on_host(const tf_plan *plan, int32_t check) {
+  int32_t writers = 0, phase_ok = 1;
+  for (int32_t s = 0; s < plan->n_host_steps; s++)
+    for (int32_t k = 0; k < plan->host_steps[s].n_outputs; k++)
+      if (plan->host_steps[s].outputs[k] == check) {
+        writers++;
+        phase_ok &= plan->host_steps[s].phase == TF_PHASE_OPTIMIZER;
+      }
+  if (writers != 1 || !phase_ok)
+    return INVALID("overflow_check %s in host memory must be written by exactly one host step of the optimizer block "
+                   "(written by %" PRId32 "%s)",
+                   tf_plan_buffer_label(plan, check).text, writers, phase_ok ? "" : ", one outside that block");
+  return NULL;
+}
+
 /* Dynamic loss scaling and the skipped update: the runtime writes the seed and reads the overflow
  * check, so both must be what it takes them for. */
 tf_status tf_plan_check_loss_scaling(const tf_plan *plan) {
@@ -61,8 +78,11 @@ tf_status tf_plan_check_loss_scaling(const tf_plan *plan) {
   if (!valid_id(plan, check))
     return INVALID("overflow_check is buffer id %" PRId32 ", outside 0..%" PRId32 " (or -1)", check,
                    plan->n_buffers - 1);
+  if (is_f32_scalar(plan, check, TF_REGION_HOST))
+    return check_on_host(plan, check);
   if (!is_f32_scalar(plan, check, TF_REGION_ARENA))
-    return INVALID("overflow_check %s must be an f32 scalar in the arena", tf_plan_buffer_label(plan, check).text);
+    return INVALID("overflow_check %s must be an f32 scalar in the arena (or in host memory, written by a host step)",
+                   tf_plan_buffer_label(plan, check).text);
   const int32_t writer = writer_of(plan, check, &writers);
   if (writer < plan->micro_steps || writers != 1)
     return INVALID("overflow_check %s must be written by exactly one step of the optimizer block (written by %" PRId32

@@ -24,7 +24,7 @@ static int64_t staging_of(const tf_plan *plan, const tf_plan_step *step) {
 }
 
 /* Why a host step cannot run on the host's kernels, or NULL: no CPU kernel, or a half operand (the
- * CPU kernels of the updates compute on f32 parameters and gradients). */
+ * host steps compute on f32 data; compiler/offload.c refuses such plans too). */
 static tf_status refusal(const tf_plan *plan, int32_t s, tf_cpu_kernel kernel) {
   const tf_plan_step *step = &plan->host_steps[s];
   if (!kernel)
@@ -35,9 +35,8 @@ static tf_status refusal(const tf_plan *plan, int32_t s, tf_cpu_kernel kernel) {
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
     if (b->dtype == TF_F16 || b->dtype == TF_BF16)
       return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "host step %d '%s' (%s): operand '%s' is %s; offloaded updates run on f32 parameters and "
-                           "gradients",
-                           s, step->name, tf_op_name(step->op), b->name, tf_dtype_name(b->dtype));
+                           "host step %d '%s' (%s): operand '%s' is %s; the host steps compute on f32 data", s,
+                           step->name, tf_op_name(step->op), b->name, tf_dtype_name(b->dtype));
   }
   return NULL;
 }
@@ -61,7 +60,7 @@ tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) {
     tf_host_steps_destroy(out);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY,
                          "cannot allocate the host region (%lld bytes) and staging (%lld bytes) of the offloaded "
-                         "optimizer state",
+                         "plan",
                          (long long)plan->host_bytes, (long long)out->staging_bytes);
   }
   for (int32_t s = 0; s < plan->n_host_steps; s++) {
@@ -83,10 +82,9 @@ void tf_host_steps_destroy(tf_host_steps *h) {
   memset(h, 0, sizeof(*h));
 }
 
-/* Host step s: its device operands staged, the kernel, the written ones back on the device. */
-static tf_status run_one(const tf_host_steps *h, const tf_plan *plan, int32_t s, const tf_backend_vtable *backend,
-                         void *state, void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) {
-  const tf_plan_step *step = &plan->host_steps[s];
+tf_status tf_host_step_run(const tf_host_steps *h, const tf_plan *plan, int32_t index, const tf_backend_vtable *backend,
+                           void *state, void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) {
+  const tf_plan_step *step = &plan->host_steps[index];
   char *staged = h->staging;
   for (int32_t k = 0; k < operand_count(step); k++) {
     bool written;
@@ -103,7 +101,7 @@ static tf_status run_one(const tf_host_steps *h, const tf_plan *plan, int32_t s,
   tf_cpu_args args = {
       step->op, &step->attrs, step->n_inputs, h->tensors, step->n_outputs, h->tensors + step->n_inputs, NULL,
       0,        context};
-  h->kernels[s](&args);
+  h->kernels[index](&args);
   for (int32_t k = 0; k < operand_count(step); k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
@@ -111,11 +109,4 @@ static tf_status run_one(const tf_host_steps *h, const tf_plan *plan, int32_t s,
       TF_RETURN_IF_ERROR(backend->upload(state, regions[b->region], b->offset, h->tensors[k].data, b->bytes));
   }
   return NULL;
-}
-
-tf_status tf_host_steps_run(const tf_host_steps *h, const tf_plan *plan, const tf_backend_vtable *backend, void *state,
-                            void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) {
-  for (int32_t s = 0; s < plan->n_host_steps; s++)
-    TF_RETURN_IF_ERROR(run_one(h, plan, s, backend, state, regions, context));
-  return backend->synchronize(state);
 }

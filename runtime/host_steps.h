@@ -1,8 +1,8 @@
-/* The host steps of a plan whose optimizer state is offloaded (compiler/offload.c): the host region
- * that holds the state, and the updates run on the host's cores with the CPU kernels after the
- * device's steps of each optimizer step. Each host step's device operands are copied into a staging
- * buffer (allocated once, at create: no allocation while steps run), the kernel runs on them and on
- * the state in place, and the operands it writes are copied back. */
+/* The host steps of a plan whose optimizer state (and gradients) are offloaded (compiler/offload.c):
+ * the host region that holds what they keep, and the steps run on the host's cores with the CPU
+ * kernels, each where the plan places it among the device steps. Each host step's device operands
+ * are copied into a staging buffer (allocated once, at create: no allocation while steps run), the
+ * kernel runs on them and on the host region in place, and the operands it writes are copied back. */
 #ifndef TIGHTFIT_RUNTIME_HOST_STEPS_H
 #define TIGHTFIT_RUNTIME_HOST_STEPS_H
 
@@ -23,9 +23,10 @@ typedef struct tf_host_steps {
  * precision, is refused. */
 tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) TF_MUST_USE;
 void tf_host_steps_destroy(tf_host_steps *h);
-/* Runs every host step in order: operands down from the backend's regions, the kernel, written
- * operands up again. The caller has synchronised the device steps before. */
-tf_status tf_host_steps_run(const tf_host_steps *h, const tf_plan *plan, const tf_backend_vtable *backend, void *state,
-                            void *const regions[TF_REGION_COUNT], const tf_cpu_context *context) TF_MUST_USE;
+/* Runs host step `index`: its device operands down from the backend's regions, the kernel, the
+ * written ones up again. The caller has synchronised the device steps before it. */
+tf_status tf_host_step_run(const tf_host_steps *h, const tf_plan *plan, int32_t index, const tf_backend_vtable *backend,
+                           void *state, void *const regions[TF_REGION_COUNT],
+                           const tf_cpu_context *context) TF_MUST_USE;
 
 #endif

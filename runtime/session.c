@@ -376,9 +376,35 @@ static tf_run_state run_state(const tf_session *s) {
   return run;
 }
 
+/* Runs device steps [begin, end) of the micro-batch block (or with `optimizer` the optimizer block)
+ * with the block's host steps among them: each after the device step before its host_at, the device
+ * synchronised first (compiler/offload.c places them; runtime/host_steps.c runs them). */
+static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t end, const tf_run_state *run) {
+  const tf_plan *plan = s->plan;
+  const tf_cpu_context context = {.threads = s->host_threads,
+                                  .optimizer_step = run->optimizer_step,
+                                  .micro_step = run->micro_step,
+                                  .seed = run->seed,
+                                  .loss_scale_log2 = run->loss_scale_log2};
+  const int32_t io_slot = optimizer ? 0 : s->io_slot;
+  int32_t done = begin;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    if ((plan->host_steps[h].phase == TF_PHASE_OPTIMIZER) != optimizer)
+      continue;
+    const int32_t at = plan->host_at[h];
+    if (at > done) {
+      TF_RETURN_IF_ERROR(s->backend->run(s->state, done, at, io_slot, run));
+      done = at;
+    }
+    TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+    TF_RETURN_IF_ERROR(tf_host_step_run(&s->host, plan, h, s->backend, s->state, s->regions, &context));
+  }
+  return done < end ? s->backend->run(s->state, done, end, io_slot, run) : NULL;
+}
+
 tf_status tf_session_micro_step(tf_session *s, double *loss) {
   tf_run_state run = run_state(s);
-  TF_RETURN_IF_ERROR(s->backend->run(s->state, 0, s->plan->micro_steps, s->io_slot, &run));
+  TF_RETURN_IF_ERROR(run_block(s, false, 0, s->plan->micro_steps, &run));
   s->micro_steps++;
   tf_status status = read_loss(s, loss);
   s->io_slot ^= 1;
@@ -396,8 +422,7 @@ static tf_status follow_overflow_check(tf_session *s) {
     return NULL;
   const tf_plan_buffer *b = &s->plan->buffers[s->plan->overflow_check];
   float sum_of_squares;
-  TF_RETURN_IF_ERROR(
-      s->backend->download(s->state, s->regions[b->region], b->offset, &sum_of_squares, sizeof(sum_of_squares)));
+  TF_RETURN_IF_ERROR(get(s, b, 0, &sum_of_squares, sizeof(sum_of_squares))); /* on the device, or the host's */
   c->last_skipped = !isfinite(sum_of_squares);
   if (c->last_skipped) {
     c->skipped_steps++;
@@ -414,16 +439,8 @@ static tf_status follow_overflow_check(tf_session *s) {
 
 tf_status tf_session_optimizer_step(tf_session *s) {
   tf_run_state run = run_state(s);
-  TF_RETURN_IF_ERROR(s->backend->run(s->state, s->plan->micro_steps, s->plan->n_steps, 0, &run));
+  TF_RETURN_IF_ERROR(run_block(s, true, s->plan->micro_steps, s->plan->n_steps, &run));
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
-  if (s->plan->n_host_steps > 0) {
-    const tf_cpu_context context = {.threads = s->host_threads,
-                                    .optimizer_step = run.optimizer_step,
-                                    .micro_step = run.micro_step,
-                                    .seed = run.seed,
-                                    .loss_scale_log2 = run.loss_scale_log2};
-    TF_RETURN_IF_ERROR(tf_host_steps_run(&s->host, s->plan, s->backend, s->state, s->regions, &context));
-  }
   s->optimizer_steps++;
   return follow_overflow_check(s);
 }

@@ -159,6 +159,19 @@ public:
     });
   }
 
+  // Where each host step runs: one entry per host step; absent (the first offloaded plans), every
+  // host step runs after the last device step.
+  tf_status host_at(const Vector<int32_t> *at) {
+    const uoffset_t n = static_cast<uoffset_t>(plan_->n_host_steps);
+    if (at && at->size() != n)
+      return tf_status_new(TF_ERR_INVALID_INPUT, "%s: host_at has %u entries for %u host steps (one per host step)",
+                           source_, at->size(), n);
+    plan_->host_at = allocate<int32_t>(n);
+    for (uoffset_t i = 0; i < n; i++)
+      plan_->host_at[i] = at ? at->Get(i) : plan_->n_steps;
+    return nullptr;
+  }
+
   tf_status symbols(const Vector<Offset<fb::BoundSymbol>> *symbols) {
     uoffset_t n = symbols ? symbols->size() : 0;
     plan_->symbol_names = allocate<char *>(n);
@@ -302,6 +315,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   TF_RETURN_IF_ERROR(decoder.buffers(root->buffers()));
   TF_RETURN_IF_ERROR(decoder.steps(root->steps(), &plan->steps, &plan->n_steps, "step"));
   TF_RETURN_IF_ERROR(decoder.steps(root->host_steps(), &plan->host_steps, &plan->n_host_steps, "host step"));
+  TF_RETURN_IF_ERROR(decoder.host_at(root->host_at()));
   plan->host_bytes = root->host_bytes();
   plan->ranks = root->ranks();
   plan->micro_steps = root->micro_steps();
@@ -350,6 +364,7 @@ public:
         &steps));
     std::vector<Offset<fb::Step>> host_steps;
     TF_RETURN_IF_ERROR(check_count(p.n_host_steps, p.host_steps, "host steps"));
+    TF_RETURN_IF_ERROR(check_count(p.n_host_steps, p.host_at, "host step positions"));
     TF_RETURN_IF_ERROR(encode_each(
         p.host_steps, p.n_host_steps, "host step",
         [&](const tf_plan_step &step, Offset<fb::Step> *out) { return step_at(step, out); }, &host_steps));
@@ -371,7 +386,9 @@ public:
                        overhead.empty() ? Offset<Vector<Offset<fb::OverheadPart>>>() : fbb_.CreateVector(overhead),
                        p.loss_scale_seed, p.overflow_check, static_cast<fb::DType>(p.matmul_math), string(p.graph_dir),
                        host_steps.empty() ? Offset<Vector<Offset<fb::Step>>>() : fbb_.CreateVector(host_steps),
-                       p.host_bytes, p.ranks > 1 ? p.ranks : 1);
+                       p.host_bytes, p.ranks > 1 ? p.ranks : 1,
+                       host_steps.empty() ? Offset<Vector<int32_t>>()
+                                          : fbb_.CreateVector(p.host_at, static_cast<size_t>(p.n_host_steps)));
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }

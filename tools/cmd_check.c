@@ -127,7 +127,10 @@ static const char *fallbacks_of(const tf_check_outcome *o, char *text, size_t si
   if (!eight && !lora && !host)
     return "";
   snprintf(text, size, ", with %s%s%s%s%s", eight ? "8-bit AdamW state (--allow-optimizer)" : "",
-           eight && (host || lora) ? " and " : "", host ? "the optimizer state in host memory (--offload)" : "",
+           eight && (host || lora) ? " and " : "",
+           host ? (tf_plan_offloads_gradients(o->plan) ? "the gradients and optimizer state in host memory (--offload)"
+                                                       : "the optimizer state in host memory (--offload)")
+                : "",
            host && lora ? " and " : "", lora ? "LoRA adapters (--allow-lora)" : "");
   return text;
 }

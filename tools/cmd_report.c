@@ -81,16 +81,20 @@ static void print_overhead(const tf_plan *plan) {
   }
 }
 
-/* An offloaded plan's host side: the state in host memory, the updates there, the bytes moved. */
+/* An offloaded plan's host side: what lies in host memory, the steps there, the bytes moved. */
 static void print_host(const tf_plan *plan) {
   if (plan->n_host_steps == 0)
     return;
+  int32_t per_micro_batch = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    per_micro_batch += plan->host_steps[h].phase != TF_PHASE_OPTIMIZER;
   char host[32], moved[32];
   fprintf(tf_cli_out(),
-          "\nhost memory (offloaded optimizer state, not on the device): %s; %d updates run on the host's cores "
-          "after each optimizer step's device steps, moving %s between device and host\n",
-          tf_cli_bytes(plan->host_bytes, host, sizeof(host)), plan->n_host_steps,
-          tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
+          "\nhost memory (offloaded %s, not on the device): %s; %d steps run on the host's cores (%d with each "
+          "micro-batch, the rest after each optimizer step's device steps), moving %s between device and host per "
+          "step\n",
+          tf_plan_host_contents(plan), tf_cli_bytes(plan->host_bytes, host, sizeof(host)), plan->n_host_steps,
+          per_micro_batch, tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
 }
 
 static void print_arena(const tf_plan *plan, const tf_report_summary *s) {

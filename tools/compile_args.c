@@ -115,12 +115,16 @@ void tf_compile_args_help(void) {
           "  --offload optimizer    the optimizer state in host memory and the updates on the host's cores\n"
           "                         (cuda and vulkan targets): the device holds no optimizer state; the\n"
           "                         plan says the host bytes and the bytes moved each step\n"
+          "  --offload gradients    the gradients too: each gradient part is added to its gradient in host\n"
+          "                         memory as the backward pass makes it, and the whole optimizer block\n"
+          "                         runs on the host: the device holds neither\n"
           "  --ranks R              the plan of one of R processes training data-parallel (tightfit train\n"
           "                         under mpirun -np R): each its own micro-batches, the gradients summed\n"
           "                         across them before each update (global batch = N x accumulate x R)\n"
           "  --allow-offload        with --global-batch (cuda, vulkan): when nothing fits, search again with\n"
-          "                         the optimizer state in host memory (--offload optimizer), after\n"
-          "                         --allow-optimizer and before --allow-lora, and say what it saved\n"
+          "                         the optimizer state in host memory (--offload optimizer), then with\n"
+          "                         the gradients too (--offload gradients), after --allow-optimizer and\n"
+          "                         before --allow-lora, and say what it saved\n"
           "  --allow-optimizer adamw8bit\n"
           "                         with --global-batch and AdamW: when nothing fits, search again with\n"
           "                         8-bit AdamW state (before --allow-lora), and say what it saved\n");
@@ -340,11 +344,13 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
     if (!parse_lora(value, &o->lora_rank, &o->lora_alpha))
       return BAD_VALUE("--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'", value);
   } else if (strcmp(name, "--offload") == 0) {
-    if (strcmp(value, "optimizer") != 0)
-      return BAD_VALUE("--offload takes optimizer (the optimizer state in host memory, the updates on the host), "
-                       "got '%s'",
+    const bool gradients = strcmp(value, "gradients") == 0;
+    if (strcmp(value, "optimizer") != 0 && !gradients)
+      return BAD_VALUE("--offload takes optimizer (the optimizer state in host memory, the updates on the host) or "
+                       "gradients (the gradients too), got '%s'",
                        value);
     o->offload_optimizer = true;
+    o->offload_gradients = gradients;
   } else if (strcmp(name, "--allow-optimizer") == 0) {
     if (strcmp(value, "adamw8bit") != 0)
       return BAD_VALUE("--allow-optimizer takes adamw8bit (8-bit AdamW state), got '%s'", value);
@@ -650,9 +656,9 @@ void tf_compile_args_print_memory(const tf_plan *plan, tf_json *json) {
   if (plan->n_host_steps > 0) {
     char host[32], moved[32];
     fprintf(tf_cli_out(),
-            "  host memory  %16s  (%" PRId64 " bytes: the offloaded optimizer state; %s moved between device and "
-            "host per step)\n",
-            tf_cli_bytes(plan->host_bytes, host, sizeof(host)), plan->host_bytes,
+            "  host memory  %16s  (%" PRId64 " bytes: the offloaded %s; %s moved between device and host per "
+            "step)\n",
+            tf_cli_bytes(plan->host_bytes, host, sizeof(host)), plan->host_bytes, tf_plan_host_contents(plan),
             tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
   }
   fprintf(tf_cli_out(), "  arena %s vs lower bound %s (x%.3f); without reuse %s\n",

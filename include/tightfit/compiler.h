@@ -97,6 +97,11 @@ typedef struct tf_compile_options {
    * the device total holds no optimizer state; the plan says the host bytes and the bytes moved per
    * step. Training plans for the cuda and vulkan targets, updates after the backward pass. */
   bool offload_optimizer;
+  /* Also the gradients (implies offload_optimizer): each gradient part the backward pass makes lives
+   * in the arena until a host step adds it to its gradient in host memory (with every micro-batch),
+   * and the whole optimizer block (norm, updates, zeroing) runs on the host; the device holds
+   * neither gradients nor optimizer state (ZeRO-Offload's split). */
+  bool offload_gradients;
   /* Data parallel: the plan of one of `ranks` processes (0 or 1: one), each training on its own
    * micro-batches, the gradients summed across them before the optimizer block (tightfit train
    * under mpirun); every update scales the sum by 1 / (accumulate x ranks). Updates after the
@@ -142,8 +147,9 @@ typedef struct tf_budget_options {
    * With an SGD optimizer: TF_ERR_INVALID_ARGUMENT. */
   bool allow_optimizer_8bit;
   /* When still nothing fits, search again with the optimizer state in host memory
-   * (tf_compile_options.offload_optimizer) and keep the better; before LoRA, which then starts from
-   * it. On the cpu target: TF_ERR_INVALID_ARGUMENT. */
+   * (tf_compile_options.offload_optimizer), then with the gradients there too (offload_gradients),
+   * and keep the better; before LoRA, which then starts from it. On the cpu target:
+   * TF_ERR_INVALID_ARGUMENT. */
   bool allow_offload;
 } tf_budget_options;
 

@@ -53,9 +53,16 @@ int64_t tf_plan_device_total(const tf_plan *plan);
 int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written);
 /* Whether `step` reads operand k's values (zero only writes its input; outputs are written). */
 bool tf_plan_step_reads(const tf_plan_step *step, int32_t k);
-/* The bytes an optimizer step of an offloaded plan moves between device and host: each host step's
- * device operands down, and those it writes up again (0 without host steps). */
+/* The bytes a training step of an offloaded plan moves between device and host: each host step's
+ * device operands down, and those it writes up again, once per run (a micro-batch block's host step
+ * runs `accumulate` times); 0 without host steps. */
 int64_t tf_plan_host_moved_bytes(const tf_plan *plan);
+
+/* Whether the plan keeps its gradients in host memory (compiled with --offload gradients). */
+bool tf_plan_offloads_gradients(const tf_plan *plan);
+/* What an offloaded plan keeps in host memory, in words: "optimizer state", or "gradients and
+ * optimizer state". */
+const char *tf_plan_host_contents(const tf_plan *plan);
 
 /* Writes a plan (after verifying it) to `path` through a temporary file. */
 tf_status tf_plan_save(const tf_plan *plan, const char *path) TF_MUST_USE;

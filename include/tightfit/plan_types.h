@@ -116,12 +116,16 @@ typedef struct tf_plan {
   /* The absolute folder of the graph file the plan was compiled from (NULL: unknown): an external
    * initializer's relative file not found beside the plan is looked for there. */
   char *graph_dir;
-  /* Offloaded optimizer state (compiler/offload.c): the optimizer block's updates from its first one
-   * on, run by the runtime on the host's cores after the device's steps of each optimizer step, each
-   * device operand copied to the host and back (its own index space: host step i; buffers as the
-   * device steps'); their state lies in TF_REGION_HOST, host_bytes of host memory. None: 0, NULL, 0. */
+  /* Offloaded optimizer state and gradients (compiler/offload.c): steps the runtime runs on the host's
+   * cores, each device operand copied to the host and back (its own index space: host step i;
+   * buffers as the device steps'). host_at[i] is the device step host step i runs before (n_steps:
+   * after the last); a host step in phase optimizer belongs to the optimizer block, any other to the
+   * micro-batch block (the gradients' accumulation, run with every micro-batch). What they keep (the
+   * optimizer state, offloaded gradients, what they write) lies in TF_REGION_HOST, host_bytes of
+   * host memory. None: 0, NULL, NULL, 0. */
   int32_t n_host_steps;
   tf_plan_step *host_steps;
+  int32_t *host_at;
   int64_t host_bytes;
   /* Data parallel: the processes of the job this plan is one rank of (each runs this plan on its own
    * micro-batches; the gradients are summed across them before the optimizer block, and every

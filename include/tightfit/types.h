@@ -239,8 +239,9 @@ typedef enum tf_region {
   TF_REGION_ARENA,           /* activations, backward temporaries, kernel workspaces: reused by liveness */
   TF_REGION_IO,              /* one micro-batch of inputs and labels, double-buffered */
   TF_REGION_COUNT,           /* the device regions above; a session allocates each on the device */
-  /* Host memory, never the device's: the optimizer state of a plan compiled with its state offloaded
-   * (tf_plan.host_steps), allocated by the runtime and read and written by the host steps only. */
+  /* Host memory, never the device's: the optimizer state and gradients of a plan compiled with them
+   * offloaded (tf_plan.host_steps), allocated by the runtime and read and written by the host steps
+   * only. */
   TF_REGION_HOST = TF_REGION_COUNT
 } tf_region;
 

@@ -4,7 +4,11 @@
 # the host bytes and the bytes moved per step (text, JSON, report), and trains on Vulkan (lavapipe)
 # to the same checkpoint, byte for byte, as the plan that keeps its state on the device, also across
 # a checkpoint and --resume; --allow-offload lets the budget search choose it; the combinations it
-# cannot serve are refused with the reason (exit 2).
+# cannot serve are refused with the reason (exit 2). `--offload gradients` also plans no gradients on
+# the device (host steps add each part to its gradient in host memory, with every micro-batch) and
+# trains to the device plan's losses (to 5e-6) and weights (to 2e-5: the parts are summed in another
+# order; 2026-12-02: 1e-6 and 2.9e-6), with one micro-batch and with two and clipping, and across --resume byte for byte;
+# --allow-offload takes it where offloading the state alone does not fit.
 # usage: test_offload.sh TIGHTFIT   (run from the repository root; the training part SKIPs without
 # a Vulkan device)
 tf=$1
@@ -56,6 +60,26 @@ expect_message 2 "refused for an inference plan" "an inference plan has no optim
 expect_message 2 "--offload takes optimizer" "--offload takes optimizer" \
   "$tf" compile "$dir/gpt.tfg" --offload activations --target vulkan
 
+plan gradients --offload gradients
+check "no gradients and no optimizer state on the device" \
+  test "$(region "$dir/gradients.txt" gradients)" = 0 -a "$(region "$dir/gradients.txt" optimizer_state)" = 0
+check "the host line says what lies there" \
+  "grep -q '^  host memory .* bytes: the offloaded gradients and optimizer state; .* moved between device and host per step)' '$dir/gradients.txt'"
+grads=$(region "$dir/kept.txt" gradients) gradients_total=$(region "$dir/gradients.txt" "device total")
+check "the device total is lower by the state and the gradients, within two pages ($total - $gradients_total)" \
+  test $((total - gradients_total)) -ge $((state + grads - 4194304))
+expect_message 0 "report says where the gradients are" \
+  "host memory (offloaded gradients and optimizer state, not on the device).*with each micro-batch" \
+  "$tf" report "$dir/gradients.tfplan"
+plan kept2 --accumulate 2 --clip 1.0
+plan gradients2 --accumulate 2 --clip 1.0 --offload gradients
+expect_message 0 "report: two micro-batches, the accumulations run with each" "gradients and optimizer state offloaded" \
+  "$tf" report "$dir/gradients2.tfplan"
+expect_message 2 "--offload gradients refused on the cpu target" "--offload gradients: the cpu target's device memory" \
+  "$tf" compile "$dir/gpt.tfg" --offload gradients --target cpu
+expect_message 2 "--offload gradients refused for an inference plan" "an inference plan has no gradients" \
+  "$tf" compile "$dir/gpt.tfg" --offload gradients --target vulkan --inference
+
 # --allow-offload: where nothing fits with the state on the device, the search offloads it and says so.
 expect 1 "gpt at global batch 8 in 276 MiB of Vulkan: nothing fits" "$tf" check "$dir/gpt.tfg" --target vulkan \
   --optimizer adamw --set T=64 --global-batch 8 --budget 276MiB
@@ -68,6 +92,15 @@ expect_message 2 "--allow-offload on the cpu target" "the cpu target's device me
   "$tf" check "$dir/gpt.tfg" --target cpu --set T=64 --global-batch 8 --budget 1MiB --allow-offload
 expect_message 2 "--allow-offload without --global-batch" "give --global-batch G" \
   "$tf" check "$dir/gpt.tfg" --target vulkan --budget 276MiB --allow-offload
+# a wider gpt (6.5 M parameters) in 320 MiB: the state in host memory is not enough, the gradients too fit
+"$tf" zoo gpt --param layers=2 --param d_model=512 -o "$dir/wide.tfg" > /dev/null
+expect 0 "with --allow-offload the wide gpt fits 320 MiB" "$tf" check "$dir/wide.tfg" --target vulkan --optimizer adamw \
+  --set T=64 --global-batch 8 --budget 320MiB --allow-offload
+check "the verdict names the offloaded gradients" \
+  "grep -q 'fits: .*, with the gradients and optimizer state in host memory (--offload)' '$dir/out'"
+check "the search says the state alone did not fit, the gradients too did" \
+  "grep -q 'with it in host memory (--allow-offload) it does not fit either' '$dir/out' && \
+   grep -q 'with them in host memory (--allow-offload) it fits:' '$dir/out'"
 
 if ! "$tf" devices | grep -q '^vulkan:0'; then
   echo "SKIP: no Vulkan device: the offloaded plan is not trained here"
@@ -89,4 +122,41 @@ expect_message 0 "resume it for 3 more" "resumed from" $vk "$tf" train "$dir/off
   --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_resumed" --resume
 check "3 + 3 resumed steps with the state in host memory end on the same checkpoint" \
   cmp "$dir/ck_kept/latest.safetensors" "$dir/ck_resumed/latest.safetensors"
+
+# the gradients in host memory: 6 steps beside the device plan's, with 1 and with 2 micro-batches
+for name in gradients kept2 gradients2; do
+  expect_message 0 "train the $name plan 6 steps on vulkan:0" '"steps": 6' $vk "$tf" train "$dir/$name.tfplan" \
+    --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_$name" --json
+  cp "$dir/out" "$dir/$name.json"
+done
+$vk "$tf" train "$dir/kept.tfplan" --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --json \
+  > "$dir/kept.json" 2>&1
+/usr/bin/python3 - "$dir" << 'PY' && passed=$((passed + 1)) || fail "offloaded gradients against the device plan"
+import json, struct, sys
+import numpy as np
+d = sys.argv[1]
+def losses(name):
+    return [json.loads(line)["loss"] for line in open(f"{d}/{name}.json") if line.startswith('{"step"')]
+def weights(name):
+    data = open(f"{d}/ck_{name}/latest.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
+            for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
+for device, host in (("kept", "gradients"), ("kept2", "gradients2")):
+    a, b = losses(device), losses(host)
+    wa, wb = weights(device), weights(host)
+    loss = max(abs(x - y) for x, y in zip(a, b))
+    weight = max(float(np.max(np.abs(wa[k] - wb[k]))) for k in wa)
+    print(f"{host} vs {device}: losses {b} vs {a}, worst {loss:.2g}; weights worst {weight:.2g} over {len(wa)} tensors")
+    assert len(a) == len(b) == 6 and loss <= 5e-6 and weight <= 2e-5 and sorted(wa) == sorted(wb)
+print("ok: the offloaded gradients train to the device plan's losses and weights")
+PY
+expect_message 0 "train the offloaded gradients 3 steps" "trained 3 steps" $vk "$tf" train "$dir/gradients2.tfplan" \
+  --data models/data/text/train --steps 3 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_gradients_resumed"
+expect_message 0 "resume them for 3 more" "resumed from" $vk "$tf" train "$dir/gradients2.tfplan" \
+  --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_gradients_resumed" --resume
+check "3 + 3 resumed steps with the gradients in host memory end on the 6 steps' checkpoint" \
+  cmp "$dir/ck_gradients2/latest.safetensors" "$dir/ck_gradients_resumed/latest.safetensors"
 finish test_offload

@@ -1,8 +1,9 @@
-/* Offloaded optimizer state in the plan (compiler/offload.c, plan_verify.c): the hand-built small
- * plan (plan_fixture.c) offloaded for the vulkan target moves its sgd and zero steps to the host
- * steps and its momentum to the host region, verifies, round-trips through the file format with its
- * host steps, and states the bytes moved per step; corruptions of the host side are refused by name,
- * and the cpu target is refused. */
+/* Offloaded optimizer state and gradients in the plan (compiler/offload.c, plan_verify.c): the
+ * hand-built small plan (plan_fixture.c) offloaded for the vulkan target moves its sgd and zero steps
+ * to the host steps and its momentum to the host region; with the gradients also its accumulate step
+ * (run before device step 6, with each of the 2 micro-batches) and the gradient. Each verifies,
+ * round-trips through the file format with its host steps and their places, and states the bytes
+ * moved per step; corruptions of the host side are refused by name, and the cpu target is refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,12 +14,14 @@
 
 static tf_test_counts counts;
 
-static tf_plan *offloaded(void) {
+static tf_plan *offloaded_with(bool gradients) {
   tf_plan *plan = plan_fixture_small();
   const tf_target vulkan = tf_target_default(TF_TARGET_VULKAN);
-  CHECK_OK(&counts, tf_offload_pass(plan, &vulkan));
+  CHECK_OK(&counts, tf_offload_pass(plan, &vulkan, gradients));
   return plan;
 }
+
+static tf_plan *offloaded(void) { return offloaded_with(false); }
 
 static void test_offloaded(void) {
   tf_plan *plan = plan_fixture_small();
@@ -57,6 +60,49 @@ static void test_offloaded(void) {
   tf_plan_destroy(plan);
 }
 
+/* --offload gradients: accumulate, sgd and zero on the host; dw (read by accumulate) and the loss
+ * (read after the block) live to device step 5, the last; gw after the state in the host region. */
+static void test_offloaded_gradients(void) {
+  tf_plan *plan = offloaded_with(true);
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  CHECK(&counts,
+        plan->n_steps == STEP_ACCUMULATE && plan->micro_steps == STEP_ACCUMULATE && plan->n_host_steps == 3 &&
+            plan->host_steps[0].op == TF_OP_ACCUMULATE && plan->host_steps[1].op == TF_OP_SGD &&
+            plan->host_steps[2].op == TF_OP_ZERO,
+        "device steps %d, micro-batch block %d (expected %d), host steps %d", plan->n_steps, plan->micro_steps,
+        STEP_ACCUMULATE, plan->n_host_steps);
+  CHECK(&counts, plan->host_at[0] == 6 && plan->host_at[1] == 6 && plan->host_at[2] == 6,
+        "host steps run before device steps %d, %d, %d (expected 6 each: the end of each block)", plan->host_at[0],
+        plan->host_at[1], plan->host_at[2]);
+  CHECK(&counts,
+        plan->region_bytes[TF_REGION_GRADIENTS] == 0 && plan->buffers[SMALL_GW].region == TF_REGION_HOST &&
+            plan->buffers[SMALL_GW].offset == 64 && plan->host_bytes == 124,
+        "gradients region %lld, gw at host offset %lld, host bytes %lld (expected 0, 64, 124)",
+        (long long)plan->region_bytes[TF_REGION_GRADIENTS], (long long)plan->buffers[SMALL_GW].offset,
+        (long long)plan->host_bytes);
+  CHECK(&counts, plan->buffers[SMALL_DW].last_step == 5 && plan->buffers[SMALL_LOSS].last_step == 5,
+        "dw live to %d, loss to %d (expected 5, 5)", plan->buffers[SMALL_DW].last_step,
+        plan->buffers[SMALL_LOSS].last_step);
+  /* accumulate: dw down, 60 bytes, with each of 2 micro-batches; sgd: w down and up */
+  CHECK(&counts, tf_plan_host_moved_bytes(plan) == 2 * 60 + 2 * 60, "moved %lld bytes per step, expected 240",
+        (long long)tf_plan_host_moved_bytes(plan));
+  CHECK(&counts, tf_plan_offloads_gradients(plan), "the plan says it offloads its gradients");
+  void *data = NULL;
+  size_t size = 0;
+  CHECK_OK(&counts, tf_plan_serialize(plan, &data, &size));
+  tf_plan *back = NULL;
+  CHECK_OK(&counts, tf_plan_parse(data, size, "offloaded gradients", &back));
+  CHECK(&counts,
+        back && back->n_host_steps == 3 && back->host_at && back->host_at[0] == 6 &&
+            back->host_steps[0].phase == TF_PHASE_ACCUMULATE && back->buffers[SMALL_GW].region == TF_REGION_HOST,
+        "the host steps' places survive the file format");
+  printf("offloaded gradients: %d device steps, %d host steps, %lld host bytes, %lld bytes moved per step\n",
+         plan->n_steps, plan->n_host_steps, (long long)plan->host_bytes, (long long)tf_plan_host_moved_bytes(plan));
+  tf_plan_destroy(back);
+  free(data);
+  tf_plan_destroy(plan);
+}
+
 static void device_reads_host(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[1] = SMALL_MW; }
 static void host_step_workspace(tf_plan *p) { p->host_steps[0].workspace = SMALL_WS; }
 static void host_region_too_small(tf_plan *p) { p->host_bytes = 4; }
@@ -72,6 +118,18 @@ static void momentum_on_host_in_plain_plan(tf_plan *p) {
   host_bytes_without_steps(p);
   p->host_bytes = 0;
 }
+static void accumulate_in_optimizer_block(tf_plan *p) { p->host_at[0] = p->n_steps + 1; }
+static void host_steps_out_of_order(tf_plan *p) {
+  tf_plan_step first = p->host_steps[0];
+  p->host_steps[0] = p->host_steps[1];
+  p->host_steps[1] = first;
+}
+static void host_reads_dead_arena(tf_plan *p) { p->host_steps[0].inputs[1] = SMALL_DY; /* live [3, 4] */ }
+static void host_at_missing(tf_plan *p) {
+  free(p->host_at);
+  p->host_at = NULL;
+}
+static void device_writes_host(tf_plan *p) { p->steps[STEP_MATMUL_GRAD].outputs[0] = SMALL_GW; }
 
 static void test_refused(void) {
   static const struct {
@@ -80,25 +138,46 @@ static void test_refused(void) {
     const char *needle;
   } cases[] = {
       {"a device step reads a host buffer", device_reads_host, "lies in host memory"},
-      {"a host step with a workspace", host_step_workspace, "a host step only updates its inputs in place"},
+      {"a host step with a workspace", host_step_workspace, "a host step has none (-1)"},
       {"a host region smaller than its buffers", host_region_too_small, "ends past its region host"},
       {"host bytes without host steps", host_bytes_without_steps, "none without host steps"},
-      {"a host step outside the optimizer phase", host_step_in_backward, "host steps are optimizer updates"},
+      {"a host step outside the optimizer phase", host_step_in_backward,
+       "host steps are the optimizer block's or a gradient's accumulation"},
       {"optimizer state on the host without host steps", momentum_on_host_in_plain_plan, "in region host"},
   };
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    tf_plan *plan = offloaded();
-    cases[i].mutate(plan);
+  static const struct {
+    const char *what;
+    void (*mutate)(tf_plan *);
+    const char *needle;
+  } gradient_cases[] = {
+      {"an accumulation placed in the optimizer block", accumulate_in_optimizer_block,
+       "of the micro-batch block runs within it"},
+      {"host steps listed out of order", host_steps_out_of_order, "listed in the order they run"},
+      {"a host step reads an arena buffer after its last step", host_reads_dead_arena,
+       "is written before it and lives to it"},
+      {"host steps without their places", host_at_missing, "but no host_at"},
+      {"a device step writes a gradient in host memory", device_writes_host, "only host steps touch the host region"},
+  };
+  const size_t n_cases = sizeof(cases) / sizeof(cases[0]);
+  for (size_t i = 0; i < n_cases + sizeof(gradient_cases) / sizeof(gradient_cases[0]); i++) {
+    const bool gradients = i >= n_cases;
+    tf_plan *plan = offloaded_with(gradients);
+    if (gradients)
+      gradient_cases[i - n_cases].mutate(plan);
+    else
+      cases[i].mutate(plan);
+    const char *what = gradients ? gradient_cases[i - n_cases].what : cases[i].what;
+    const char *needle = gradients ? gradient_cases[i - n_cases].needle : cases[i].needle;
     tf_status status = tf_plan_verify(plan);
-    CHECK(&counts, status && strstr(tf_status_message(status), cases[i].needle), "%s: expected '%s', got %s",
-          cases[i].what, cases[i].needle, status ? tf_status_message(status) : "(accepted)");
-    printf("%s: %s\n", cases[i].what, status ? tf_status_message(status) : "(accepted)");
+    CHECK(&counts, status && strstr(tf_status_message(status), needle), "%s: expected '%s', got %s", what, needle,
+          status ? tf_status_message(status) : "(accepted)");
+    printf("%s: %s\n", what, status ? tf_status_message(status) : "(accepted)");
     tf_status_free(status);
     tf_plan_destroy(plan);
   }
   tf_plan *plan = plan_fixture_small();
   const tf_target cpu = tf_target_default(TF_TARGET_CPU);
-  tf_status status = tf_offload_pass(plan, &cpu);
+  tf_status status = tf_offload_pass(plan, &cpu, false);
   CHECK(&counts, status && strstr(tf_status_message(status), "host memory already"), "cpu target: %s",
         status ? tf_status_message(status) : "(accepted)");
   tf_status_free(status);
@@ -107,6 +186,7 @@ static void test_refused(void) {
 
 int main(void) {
   test_offloaded();
+  test_offloaded_gradients();
   test_refused();
   return tf_test_finish("offload plan", &counts);
 }
