@@ -90,6 +90,7 @@ static void stop_grace_after(double step_seconds) {
 
 typedef struct train_args {
   const char *plan_path, *data, *eval, *checkpoint, *backend, *weights_dir, *init_from, *init_map;
+  const char *resume_dir; /* --resume: --checkpoint's folder, also on a job's ranks > 0 (which neither lock nor save) */
   int64_t steps, log_every, checkpoint_every;
   double checkpoint_minutes;  /* --checkpoint-every-minutes; 0: no time-based saving */
   int64_t loss_scale_window;  /* fp16: good steps before the loss scale doubles; 0: the runtime's 2000 */
@@ -253,8 +254,10 @@ static double now(void) {
 }
 
 /* Saves DIR/latest.safetensors, after checking (unless --check-finite off) that the weights are
- * finite: a NaN checkpoint never replaces a good one. */
-static tf_status save_checkpoint(tf_session *session, const char *dir, bool check_finite) {
+ * finite: a NaN checkpoint never replaces a good one. A job's (`ranks` > 1) counts the micro-batches
+ * of every rank (train() keeps the job's counters), so it says the job's accumulation, ranks x k: one
+ * process with --accumulate ranks x k, or a job of other ranks, resumes it where it stopped. */
+static tf_status save_checkpoint(tf_session *session, const char *dir, bool check_finite, int ranks) {
   if (check_finite) {
     char when[96];
     snprintf(when, sizeof(when), "after step %" PRId64, tf_session_optimizer_steps(session));
@@ -265,7 +268,11 @@ static tf_status save_checkpoint(tf_session *session, const char *dir, bool chec
     return tf_status_new(TF_ERR_IO, "%s: cannot create the checkpoint folder: %s", dir, strerror(errno));
   char path[4096];
   snprintf(path, sizeof(path), "%s/latest.safetensors", dir);
-  return tf_session_save(session, path, NULL, 0);
+  char accumulate[64];
+  const char *job[1] = {accumulate};
+  snprintf(accumulate, sizeof(accumulate), "tightfit.accumulate=%lld",
+           (long long)tf_session_plan(session)->accumulate * ranks);
+  return tf_session_save(session, path, ranks > 1 ? job : NULL, ranks > 1 ? 1 : 0);
 }
 
 static void progress(const train_args *a, bool tty, const tf_session *session, int64_t step, int64_t total, double loss,
@@ -312,6 +319,17 @@ static void release(train_run *run) {
   run->lock_fd = -1;
 }
 
+/* A failure: said (naming the rank in a job), and in a job the end of every rank (tf_dist_abort), so
+ * that none waits for this one in a sum. */
+static int fail_rank(const tf_dist *dist, tf_status status) {
+  if (dist->active)
+    status = tf_status_prefix(status, "rank %d of %d", dist->rank, dist->size);
+  const int code = tf_cli_fail("train", status);
+  fflush(tf_cli_out());
+  tf_dist_abort(dist, code, tf_cli_err());
+  return code;
+}
+
 static int train(const train_args *a, tf_plan *plan, train_run *run) {
   tf_session_options options = tf_session_options_default();
   options.backend = a->backend;
@@ -335,13 +353,14 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   tf_feed *feed = run->feed;
   if (!status && a->resume) {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/latest.safetensors", a->checkpoint);
+    snprintf(path, sizeof(path), "%s/latest.safetensors", a->resume_dir);
     status = tf_session_load(session, path);
     if (!status)
       status = tf_tool_check_finite(session, TF_TOOL_WEIGHTS, path, "refusing to resume from non-finite weights");
     if (!status) {
       tf_feed_seek(feed, tf_session_micro_steps(session));
-      fprintf(tf_cli_err(), "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
+      if (run->dist->rank == 0) /* a job's ranks all load it; one says so */
+        fprintf(tf_cli_err(), "resumed from %s at step %" PRId64 "\n", path, tf_session_optimizer_steps(session));
     }
   }
   if (!status && tf_session_optimizer_steps(session) >= a->steps) { /* --steps is the total to reach */
@@ -363,14 +382,21 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   double start = now(), loss = NAN, last_save = start;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);
+  const tf_dist *dist = run->dist;
+  bool stop = false; /* a job's stop signal, any rank's, agreed on after each step (tf_dist_step_end) */
   in_steps = 1;
-  for (int64_t step = first; !status && step < a->steps && !interrupted; step++) {
+  for (int64_t step = first; !status && step < a->steps && !(dist->active ? stop : interrupted); step++) {
     double sum = 0, step_start = now() - start;
+    const int64_t taken = tf_session_micro_steps(session); /* by every rank of a job, before this step */
     for (int32_t m = 0; m < plan->accumulate && !status; m++) {
       double micro_loss;
-      /* a rank's micro-batches: its own k of the R x k the step takes, as one process would take them */
-      if (run->dist->active)
-        tf_feed_seek(feed, (step * run->dist->size + run->dist->rank) * plan->accumulate + m);
+      /* A rank's micro-batches: its own k of the R x k of the step, as one process with --accumulate
+       * R x k takes them; its counter the same as there (dropout draws by it). */
+      if (dist->active) {
+        const int64_t position = taken + (int64_t)dist->rank * plan->accumulate + m;
+        tf_feed_seek(feed, position);
+        tf_session_set_counters(session, tf_session_optimizer_steps(session), position);
+      }
       status = tf_feed_next(feed, session);
       if (!status)
         status = tf_session_micro_step(session, &micro_loss);
@@ -378,6 +404,9 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
         status = tf_tool_train_nonfinite_loss(step, m, plan->accumulate, micro_loss, updates_in_backward);
       sum += micro_loss;
     }
+    if (!status && dist->active) /* the job's micro-batches so far, as the checkpoint counts them */
+      tf_session_set_counters(session, tf_session_optimizer_steps(session),
+                              taken + (int64_t)dist->size * plan->accumulate);
     if (!status)
       status = tf_dist_sum_gradients(run->dist, session);
     /* A plan that scales its loss checks every step's gradients itself and skips the update. */
@@ -393,7 +422,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       status = tf_tool_train_follow_scaling(session, step, a->json, tty, a->loss_scale_window);
     if (status)
       break;
-    loss = tf_dist_mean(run->dist, sum / plan->accumulate); /* the mean over the ranks of a job */
+    loss = tf_dist_step_end(dist, sum / plan->accumulate, interrupted, &stop); /* the ranks' mean */
     done++;
     double elapsed = now() - start;
     stop_grace_after(elapsed - step_start);
@@ -404,19 +433,21 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     const bool every_minutes = a->checkpoint_minutes > 0 && start + elapsed - last_save >= 60 * a->checkpoint_minutes;
     if (a->checkpoint && (every_steps || every_minutes)) {
       in_steps = 0;
-      status = save_checkpoint(session, a->checkpoint, a->check_finite);
+      status = save_checkpoint(session, a->checkpoint, a->check_finite, run->dist->size);
       last_save = now();
       in_steps = 1;
     }
   }
   in_steps = 0;
   alarm(0); /* the loop saw the signal: the saves below take what they take */
+  if (stop)
+    interrupted = 1; /* another rank's signal ends this one too */
   if (tty)
     fprintf(tf_cli_err(), "\n");
   if (!status && session)
     status = tf_tool_train_check_final_weights(session, a->checkpoint != NULL);
   if (!status && a->checkpoint)
-    status = save_checkpoint(session, a->checkpoint, false); /* just scanned */
+    status = save_checkpoint(session, a->checkpoint, false, run->dist->size); /* just scanned */
   double eval_loss = NAN, accuracy = NAN;
   if (!status && a->eval && !interrupted)
     status =
@@ -480,7 +511,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   }
   release(run);
   if (status)
-    return tf_cli_fail("train", status);
+    return fail_rank(run->dist, status);
   if (interrupted) {
     fprintf(tf_cli_err(), "interrupted after %" PRId64 " steps%s\n", done, a->checkpoint ? "; checkpoint saved" : "");
     return TF_EXIT_FAILED;
@@ -497,11 +528,26 @@ static int train_guarded(const train_args *a, tf_plan *plan, train_run *run) {
     tf_tool_bus_guard_disarm();
     release(run);
     fflush(tf_cli_out());
-    return tf_cli_fail("train", status);
+    return fail_rank(run->dist, status);
   }
   tf_tool_bus_guard_arm(&jump);
   int code = train(a, plan, run);
   tf_tool_bus_guard_disarm();
+  return code;
+}
+
+/* A refusal at the start of a job: one that every rank meets alike (tf_dist_start) rank 0 says and
+ * all end together; a failure of this rank's alone ends every rank (fail_rank). */
+static int refuse_start(tf_dist *dist, tf_plan *plan, tf_status status) {
+  int code = TF_EXIT_USAGE;
+  if (!dist->active || dist->failed_alone)
+    code = fail_rank(dist, status);
+  else if (dist->rank == 0)
+    code = tf_cli_fail("train", status);
+  else
+    tf_status_free(status);
+  tf_dist_finish(dist);
+  tf_plan_destroy(plan);
   return code;
 }
 
@@ -510,28 +556,36 @@ int tf_cmd_train(int argc, char **argv) {
   int parsed = parse_args(argc, argv, &a);
   if (parsed)
     return parsed < 0 ? TF_EXIT_OK : parsed;
-  tf_plan *plan;
-  tf_status status = tf_plan_load(a.plan_path, &plan);
+  a.resume_dir = a.resume ? a.checkpoint : NULL;
+  /* A job's ranks join first, so that any rank's failure from here on ends them all. */
+  tf_dist dist;
+  tf_status status = tf_dist_join(&dist);
   if (status)
     return tf_cli_fail("train", status);
-  if (!plan->training) {
-    tf_plan_destroy(plan);
-    return tf_cli_fail("train", tf_status_new(TF_ERR_INVALID_INPUT,
-                                              "%s is an inference plan: compile without "
-                                              "--inference to train",
-                                              a.plan_path));
-  }
-  tf_dist dist;
-  status = tf_dist_start(plan, &dist);
-  if (!status && dist.active && a.resume)
-    status = tf_status_new(TF_ERR_UNSUPPORTED, "--resume of a data-parallel job (--ranks %d) is not supported yet",
-                           plan->ranks);
+  tf_plan *plan = NULL;
+  status = tf_plan_load(a.plan_path, &plan);
+  if (!status && !plan->training)
+    status = tf_status_new(TF_ERR_INVALID_INPUT, "%s is an inference plan: compile without --inference to train",
+                           a.plan_path);
   if (status) {
-    tf_dist_finish(&dist);
-    tf_plan_destroy(plan);
-    return tf_cli_fail("train", status);
+    dist.failed_alone = true;
+    return refuse_start(&dist, plan, status);
   }
-  /* Rank 0 speaks and writes the checkpoints; the others train quietly (their weights are the same). */
+  const tf_dist_job job = {.plan_path = a.plan_path,
+                           .data = a.data,
+                           .checkpoint = a.checkpoint,
+                           .init_from = a.init_from,
+                           .init_map = a.init_map,
+                           .weights_dir = a.weights_dir,
+                           .steps = a.steps,
+                           .loss_scale_window = a.loss_scale_window,
+                           .seed = a.seed,
+                           .resume = a.resume};
+  status = tf_dist_start(plan, &job, &dist);
+  if (status)
+    return refuse_start(&dist, plan, status);
+  /* Rank 0 speaks and writes the checkpoints; the others train quietly (their weights are the same)
+   * and, resuming, read rank 0's checkpoint without its lock. */
   FILE *quiet = dist.active && dist.rank > 0 ? fopen("/dev/null", "w") : NULL;
   FILE *outer = tf_cli_out();
   if (quiet) {

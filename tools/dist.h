@@ -1,34 +1,64 @@
-/* Data-parallel training for `tightfit train` (issue 45, first part): a plan compiled with
- * --ranks R runs as R processes under mpirun, each on its own micro-batches; before each optimizer
- * step the gradients are summed across the ranks with MPI (Open MPI, host-staged: downloaded, summed,
+/* Data-parallel training for `tightfit train` (issue 45, ZeRO stage 0): a plan compiled with --ranks R
+ * runs as R processes under mpirun, each on its own micro-batches; before each optimizer step the
+ * gradients are summed across the ranks with MPI (Open MPI, host-staged: downloaded, summed,
  * uploaded), so every rank applies the same update and the weights stay equal. Rank 0 prints and
- * writes checkpoints. Without MPI in the build, or outside mpirun, a plan of R > 1 is refused. */
+ * writes checkpoints; every rank can load one (--resume), since each holds the whole state.
+ *
+ * Failures end the whole job: what every rank meets alike (another plan or other arguments on one
+ * rank, the wrong process count) is agreed on collectively and refused by every rank at start; what
+ * one rank meets alone (its data unreadable, a NaN, a lost lock) ends the job with MPI_Abort, naming
+ * the rank, so no rank is left waiting in a sum. Without MPI in the build, or outside mpirun, a plan
+ * of R > 1 is refused. */
 #ifndef TIGHTFIT_TOOLS_DIST_H
 #define TIGHTFIT_TOOLS_DIST_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tightfit/plan.h"
 #include "tightfit/runtime.h"
 
 typedef struct tf_dist {
-  bool active; /* a plan of more than one rank, under MPI */
+  bool active; /* MPI is initialised: a job of more than one process */
   int rank, size;
   float *staging; /* the largest gradient buffer, for the sum */
   int64_t staging_bytes;
   int32_t *gradients; /* the plan's gradient buffers to sum, found once at start */
   int32_t n_gradients;
+  bool failed_alone; /* tf_dist_start's error is this rank's alone (no memory, its plan unreadable) */
 } tf_dist;
 
-/* Starts the job's communication for `plan` (nothing for a plan of one rank): MPI's, the world's
- * size checked against plan->ranks. Errors say what is missing (MPI in the build, mpirun). */
-tf_status tf_dist_start(const tf_plan *plan, tf_dist *d) TF_MUST_USE;
+/* What the ranks of a job must agree on (threads, device, logging and saving need not). */
+typedef struct tf_dist_job {
+  const char *plan_path, *data, *checkpoint, *init_from, *init_map, *weights_dir; /* NULL: not given */
+  int64_t steps, loss_scale_window;
+  uint64_t seed;
+  bool resume;
+} tf_dist_job;
+
+/* Joins the job when a launcher (mpirun) started more than one process: MPI_Init, this rank and the
+ * world's size; nothing for one process. Call it first, so that tf_dist_abort covers every failure. */
+tf_status tf_dist_join(tf_dist *d) TF_MUST_USE;
+/* Checks `plan` against the job, collectively: each rank's `job` against rank 0's (the plan by its
+ * file's XXH64, the data folder by its .npy files' names and sizes, the rest as given), then
+ * plan->ranks against the world's size; finds the gradient buffers. A refusal is every rank's alike
+ * (rank 0 reports it) unless d->failed_alone (then tf_dist_abort). A plan of one rank in one
+ * process: nothing. */
+tf_status tf_dist_start(const tf_plan *plan, const tf_dist_job *job, tf_dist *d) TF_MUST_USE;
+/* Every rank's `lines` against rank 0's (collective): lines "KEY\tSHOWN\n", compared by KEY and
+ * named by SHOWN, e.g. "--steps 6\t--steps 6\n". A difference is an error naming the first rank that
+ * differs and its first differing line, with rank 0's, then `rule`; every rank returns it. */
+tf_status tf_dist_agree(const tf_dist *d, const char *lines, const char *rule) TF_MUST_USE;
 /* Sums every gradient buffer of the session across the ranks (all end with the same sums). */
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
-/* The mean of `value` over the ranks (a loss to print); `value` itself without a job. */
-double tf_dist_mean(const tf_dist *d, double value);
-/* Ends the job's communication (MPI_Finalize) and frees the staging. */
+/* The end of a step: the mean of `loss` over the ranks, and in *stop_any whether any rank asked to
+ * stop (`stop`: a signal), so that all stop after the same step; without a job, `loss` and `stop`. */
+double tf_dist_step_end(const tf_dist *d, double loss, bool stop, bool *stop_any);
+/* Ends every process of the job after this rank failed with exit `code`: says so on `err` with the
+ * rank, then MPI_Abort (Open MPI kills the others). Returns only without a job. */
+void tf_dist_abort(const tf_dist *d, int code, FILE *err);
+/* Ends the job's communication (MPI_Finalize, which waits for every rank) and frees the staging. */
 void tf_dist_finish(tf_dist *d);
 
 #endif
