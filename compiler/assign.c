@@ -205,8 +205,14 @@ tf_status tf_layout_assign(const tf_training *t, const tf_order *order, const tf
   if (!layout->offset)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "assign: cannot allocate offsets");
   memset(layout->region_bytes, 0, sizeof(layout->region_bytes));
+  layout->host_bytes = 0;
   for (int32_t i = 0; i < g->n_tensors; i++) {
     layout->offset[i] = -1;
+    if (t->host[i]) { /* an offloaded activation's copy: its own place in host memory */
+      layout->offset[i] = layout->host_bytes;
+      layout->host_bytes = align_up(layout->host_bytes + g->tensors[i].bytes, alignment);
+      continue;
+    }
     tf_region region = persistent_region(t, i);
     if (region == TF_REGION_COUNT)
       continue;

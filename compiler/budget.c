@@ -576,30 +576,33 @@ static void say_8bit_saving(char *line, size_t size, const tf_plan *adamw, const
            (double)after / 1048576.0, (double)before / 1048576.0);
 }
 
-/* The line saying what offloading the optimizer state (and with `gradients` the gradients too) saved
- * on the device and what it moves: the smallest plan before (`kept`) against the offloaded search's
- * (`host`). */
-static void say_offload_saving(char *line, size_t size, bool gradients, const tf_plan *kept, const tf_plan *host,
+/* What each offloading search of --allow-offload adds to host memory, in its order. */
+typedef enum offload_stage { OFFLOAD_STATE, OFFLOAD_GRADIENTS, OFFLOAD_ACTIVATIONS } offload_stage;
+
+/* The line saying what an offloading search saved on the device and what it moves: the smallest plan
+ * before (`kept`) against the offloaded search's (`host`). */
+static void say_offload_saving(char *line, size_t size, offload_stage stage, const tf_plan *kept, const tf_plan *host,
                                bool fits) {
+  static const char *const on_device[] = {"optimizer state", "gradients", "activations kept for the backward pass"};
   snprintf(line, size,
            "nothing fits with the %s on the device: with %s in host memory (--allow-offload) %s\n"
            "  offloading saved %.2f MiB of device memory at the smallest plans (%.2f MiB of %s in host memory, "
            "%.2f MiB moved between device and host per step)\n",
-           gradients ? "gradients" : "optimizer state", gradients ? "them" : "it",
-           fits ? "it fits:" : "it does not fit either",
+           on_device[stage], stage == OFFLOAD_STATE ? "it" : "them", fits ? "it fits:" : "it does not fit either",
            (double)(tf_plan_device_total(kept) - tf_plan_device_total(host)) / 1048576.0,
-           (double)host->host_bytes / 1048576.0, gradients ? "gradients and state" : "state",
+           (double)host->host_bytes / 1048576.0, tf_plan_host_contents(host),
            (double)tf_plan_host_moved_bytes(host) / 1048576.0);
 }
 
 /* One offloading search after a chosen plan that fits nowhere (the optimizer state in host memory,
- * or with `gradients` the gradients too): keeps the better as keep_better does, and `searched`
- * becomes its options when taken. */
-static tf_status search_offloaded(const tf_graph *graph, tf_budget_options *searched, bool gradients, size_t share,
+ * then the gradients too, then the activations too): keeps the better as keep_better does, and
+ * `searched` becomes its options when taken. */
+static tf_status search_offloaded(const tf_graph *graph, tf_budget_options *searched, offload_stage stage, size_t share,
                                   tf_plan **out, tf_budget_result *result) {
   tf_budget_options host = *searched;
   host.base.offload_optimizer = true;
-  host.base.offload_gradients = gradients;
+  host.base.offload_gradients = stage >= OFFLOAD_GRADIENTS;
+  host.base.offload_activations = stage >= OFFLOAD_ACTIVATIONS;
   if (host.base.update_in_backward != TF_CHOICE_OFF)
     host.base.update_in_backward = TF_CHOICE_OFF;
   tf_plan *plan = NULL;
@@ -608,7 +611,7 @@ static tf_status search_offloaded(const tf_graph *graph, tf_budget_options *sear
   if (status)
     return drop_plan(out, status);
   char headline[768];
-  say_offload_saving(headline, sizeof(headline), gradients, *out, plan, with.fits);
+  say_offload_saving(headline, sizeof(headline), stage, *out, plan, with.fits);
   if (keep_better(out, result, plan, &with, share, headline))
     *searched = host;
   return NULL;
@@ -675,9 +678,12 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
    * before LoRA (every parameter stays trained; each step moves the parameters and gradients
    * instead). */
   if (!result->fits && searched.allow_offload && !searched.base.offload_optimizer && !searched.base.offload_gradients)
-    TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, false, sizeof(result->summary) / 3, out, result));
+    TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, OFFLOAD_STATE, sizeof(result->summary) / 3, out, result));
   if (!result->fits && searched.allow_offload && !searched.base.offload_gradients)
-    TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, true, sizeof(result->summary) / 4, out, result));
+    TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, OFFLOAD_GRADIENTS, sizeof(result->summary) / 4, out, result));
+  if (!result->fits && searched.allow_offload && !searched.base.offload_activations)
+    TF_RETURN_IF_ERROR(
+        search_offloaded(graph, &searched, OFFLOAD_ACTIVATIONS, sizeof(result->summary) / 5, out, result));
   if (result->fits || searched.allow_lora_rank <= 0 || searched.base.lora_rank > 0)
     return NULL;
   /* Nothing fits training every parameter: the same search with LoRA adapters (--allow-lora R) on

@@ -141,6 +141,9 @@ static tf_status check_options(const tf_compile_options *o) {
   if (offloads(o) && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--offload %s: an inference plan has no %s", offload,
                          o->offload_gradients ? "gradients" : "optimizer state");
+  if (o->offload_activations && !o->training)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--offload activations: an inference plan keeps no activation for a backward pass");
   if (offloads(o) && o->update_in_backward == TF_CHOICE_ON)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--offload %s runs the updates on the host after the backward pass: it cannot go with "
@@ -306,6 +309,8 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
     status = tf_running_stats_pass(t);
   if (!status)
     status = tf_precision_pass(t, choice.recomputed_f32);
+  if (!status)
+    status = tf_offload_activations_pass(t);
   placement placed;
   memset(&placed, 0, sizeof(placed));
   if (!status)
@@ -313,8 +318,8 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
   tf_plan *plan = NULL;
   if (!status) /* verified once chosen (tf_compile), not each trial of a search */
     status = tf_emit(t, &placed.order, &placed.lifetimes, &placed.layout, &plan);
-  if (!status && offloads(&t->options) && t->options.training)
-    status = tf_offload_pass(plan, &t->options.target, t->options.offload_gradients);
+  if (!status && (offloads(&t->options) || t->options.offload_activations) && t->options.training)
+    status = tf_offload_pass(plan, &t->options.target, offloads(&t->options), t->options.offload_gradients);
   placement_free(&placed);
   if (facts)
     *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};

@@ -118,7 +118,7 @@ static tf_status add_buffer(tf_plan *plan, const products *p, int32_t tensor, in
   memset(b, 0, sizeof(*b));
   b->name = tf_copy_string(src->name);
   b->role = role_of(t, tensor);
-  b->region = region_of(b->role);
+  b->region = t->host[tensor] ? TF_REGION_HOST : region_of(b->role); /* an offloaded activation's copy */
   b->offset = p->layout->offset[tensor];
   b->bytes = src->bytes;
   b->dtype = src->dtype;
@@ -328,6 +328,7 @@ tf_status tf_emit(const tf_training *t, const tf_order *order, const tf_lifetime
   plan->target = tf_copy_string(tf_target_name(t->options.target.kind));
   plan->alignment = t->options.target.alignment;
   memcpy(plan->region_bytes, p->layout->region_bytes, sizeof(plan->region_bytes));
+  plan->host_bytes = p->layout->host_bytes; /* the copies' host steps come with the offload pass */
   plan->training = t->options.training;
   plan->matmul_math = t->matmul_math;
   plan->training_config = t->config;

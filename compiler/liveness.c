@@ -8,9 +8,7 @@
 #include "compiler/stages.h"
 #include "core/ops.h"
 
-static bool in_arena(const tf_training *t, int32_t id) {
-  return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION;
-}
+static bool in_arena(const tf_training *t, int32_t id) { return tf_training_in_arena(t, id); }
 
 tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_lifetimes *lifetimes) {
   const tf_graph *g = t->g;

@@ -47,9 +47,24 @@ static bool adds_to_gradient(const tf_plan *plan, int32_t s) {
   return false;
 }
 
-/* Marks the steps that run on the host in on_host[0, n_steps); why not, or NULL. */
-static const char *mark_host_steps(const tf_plan *plan, bool gradients, bool *on_host, char *why, size_t size) {
-  const int32_t first = first_update(plan);
+/* Whether step s reads or writes a buffer in host memory (an offloaded activation's copy, which the
+ * emitted plan already places there: compiler/offload_activations.c). */
+static bool touches_host(const tf_plan *plan, int32_t s) {
+  const tf_plan_step *step = &plan->steps[s];
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+    bool written;
+    if (plan->buffers[tf_plan_step_operand(step, k, &written)].region == TF_REGION_HOST)
+      return true;
+  }
+  return false;
+}
+
+/* Marks the steps that run on the host in on_host[0, n_steps): the activations' copies, and with
+ * `optimizer` the updates (with `gradients` the accumulations and the whole optimizer block); why
+ * not, or NULL. */
+static const char *mark_host_steps(const tf_plan *plan, bool optimizer, bool gradients, bool *on_host, char *why,
+                                   size_t size) {
+  const int32_t first = optimizer || gradients ? first_update(plan) : plan->n_steps;
   if (first < 0) {
     snprintf(why, size,
              "graph '%s' has no update after the backward pass to run on the host (an inference plan, or one compiled "
@@ -58,8 +73,9 @@ static const char *mark_host_steps(const tf_plan *plan, bool gradients, bool *on
     return why;
   }
   for (int32_t s = 0; s < plan->n_steps; s++) {
-    on_host[s] = gradients ? s >= plan->micro_steps || adds_to_gradient(plan, s) : s >= first;
-    if (on_host[s] && s < plan->micro_steps && plan->steps[s].op != TF_OP_ACCUMULATE) {
+    const bool accumulation = gradients && s < plan->micro_steps && adds_to_gradient(plan, s);
+    on_host[s] = touches_host(plan, s) || accumulation || (gradients ? s >= plan->micro_steps : s >= first);
+    if (accumulation && plan->steps[s].op != TF_OP_ACCUMULATE) {
       snprintf(why, size, "step '%s' (%s) adds to a gradient on the device (only accumulate moves to the host)",
                plan->steps[s].name, tf_op_name(plan->steps[s].op));
       return why;
@@ -68,16 +84,28 @@ static const char *mark_host_steps(const tf_plan *plan, bool gradients, bool *on
   return NULL;
 }
 
-/* Why host step s cannot run on the host, or NULL: it needs scratch memory in the device's arena,
- * has a half operand (the CPU kernels of the host steps compute on f32 data), or writes a buffer
- * that is live across a device step (what a host step writes moves to host memory). */
-static const char *host_step_refusal(const tf_plan *plan, const bool *on_host, int32_t s, char *why, size_t size) {
+/* Whether arena buffer id, written by a host step, moves to host memory: no device step lies in its
+ * live steps (the norm the host's updates read). One a device step reads stays in the arena, written
+ * there by the host step (an offloaded activation's copy back). */
+static bool moves_to_host(const tf_plan *plan, const bool *on_host, int32_t id) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  if (b->region != TF_REGION_ARENA)
+    return false;
+  for (int32_t s = b->first_step; s <= b->last_step; s++)
+    if (!on_host[s])
+      return false;
+  return true;
+}
+
+/* Why host step s cannot run on the host, or NULL: it needs scratch memory in the device's arena, or
+ * has a half operand (the CPU kernels of the host steps compute on f32 data; a copy moves any). */
+static const char *host_step_refusal(const tf_plan *plan, int32_t s, char *why, size_t size) {
   const tf_plan_step *step = &plan->steps[s];
   if (step->workspace >= 0) {
     snprintf(why, size, "step '%s' (%s) needs scratch memory in the device's arena", step->name, tf_op_name(step->op));
     return why;
   }
-  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+  for (int32_t k = 0; step->op != TF_OP_RESHAPE && k < step->n_inputs + step->n_outputs; k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
     if (b->dtype == TF_F16 || b->dtype == TF_BF16) {
@@ -86,25 +114,17 @@ static const char *host_step_refusal(const tf_plan *plan, const bool *on_host, i
       return why;
     }
   }
-  for (int32_t k = 0; k < step->n_outputs; k++) {
-    const tf_plan_buffer *b = &plan->buffers[step->outputs[k]];
-    for (int32_t r = b->first_step + 1; r <= b->last_step; r++)
-      if (!on_host[r]) {
-        snprintf(why, size, "step '%s' writes '%s', which is live across device step '%s'", step->name, b->name,
-                 plan->steps[r].name);
-        return why;
-      }
-  }
   return NULL;
 }
 
 /* Why a device step cannot stay on the device, or NULL: it touches what moves to host memory. */
-static const char *device_step_refusal(const tf_plan *plan, bool gradients, int32_t s, char *why, size_t size) {
+static const char *device_step_refusal(const tf_plan *plan, bool optimizer, bool gradients, int32_t s, char *why,
+                                       size_t size) {
   const tf_plan_step *step = &plan->steps[s];
   for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
-    if (b->region == TF_REGION_OPTIMIZER_STATE || (gradients && b->region == TF_REGION_GRADIENTS)) {
+    if ((optimizer && b->region == TF_REGION_OPTIMIZER_STATE) || (gradients && b->region == TF_REGION_GRADIENTS)) {
       snprintf(why, size, "device step '%s' (%s) uses '%s', which would move to host memory", step->name,
                tf_op_name(step->op), b->name);
       return why;
@@ -113,10 +133,11 @@ static const char *device_step_refusal(const tf_plan *plan, bool gradients, int3
   return NULL;
 }
 
-static const char *refusal(const tf_plan *plan, bool gradients, const bool *on_host, char *why, size_t size) {
+static const char *refusal(const tf_plan *plan, bool optimizer, bool gradients, const bool *on_host, char *why,
+                           size_t size) {
   for (int32_t s = 0; s < plan->n_steps; s++) {
-    const char *reason = on_host[s] ? host_step_refusal(plan, on_host, s, why, size)
-                                    : device_step_refusal(plan, gradients, s, why, size);
+    const char *reason = on_host[s] ? host_step_refusal(plan, s, why, size)
+                                    : device_step_refusal(plan, optimizer, gradients, s, why, size);
     if (reason)
       return reason;
   }
@@ -125,23 +146,34 @@ static const char *refusal(const tf_plan *plan, bool gradients, const bool *on_h
 
 static int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
-/* The host region: the optimizer state at its offsets, then (gradients) the gradients at theirs,
- * then each arena buffer a host step writes; plan->host_bytes its size. */
-static void place_on_host(tf_plan *plan, bool gradients, const bool *on_host) {
-  const int64_t state = align_up(plan->region_bytes[TF_REGION_OPTIMIZER_STATE], plan->alignment);
-  int64_t end = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
+/* Moves a persistent region's buffers to the host region from offset `base` on; returns its end. */
+static int64_t move_region(tf_plan *plan, tf_region region, int64_t base) {
+  int64_t end = base;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     tf_plan_buffer *b = &plan->buffers[id];
-    if (b->region == TF_REGION_OPTIMIZER_STATE) {
-      b->region = TF_REGION_HOST;
-    } else if (gradients && b->region == TF_REGION_GRADIENTS) {
-      b->region = TF_REGION_HOST;
-      b->offset += state;
-      end = b->offset + b->bytes > end ? b->offset + b->bytes : end;
-    }
+    if (b->region != region)
+      continue;
+    b->region = TF_REGION_HOST;
+    b->offset += base;
+    end = b->offset + b->bytes > end ? b->offset + b->bytes : end;
   }
+  plan->region_bytes[region] = 0;
+  return end;
+}
+
+/* The host region: the activations' copies where the plan placed them, then (optimizer) the
+ * optimizer state, then (gradients) the gradients, each at its offset, then each arena buffer that
+ * moves (moves_to_host); plan->host_bytes its size. */
+static void place_on_host(tf_plan *plan, bool optimizer, bool gradients, const bool *on_host) {
+  int64_t end = plan->host_bytes;
+  if (optimizer)
+    end = move_region(plan, TF_REGION_OPTIMIZER_STATE, align_up(end, plan->alignment));
+  if (gradients)
+    end = move_region(plan, TF_REGION_GRADIENTS, align_up(end, plan->alignment));
   for (int32_t s = 0; s < plan->n_steps; s++)
     for (int32_t k = 0; on_host[s] && k < plan->steps[s].n_outputs; k++) {
+      if (!moves_to_host(plan, on_host, plan->steps[s].outputs[k]))
+        continue;
       tf_plan_buffer *b = &plan->buffers[plan->steps[s].outputs[k]];
       plan->report.arena_naive -= align_up(b->bytes, plan->alignment); /* its arena slot, without reuse */
       b->region = TF_REGION_HOST;
@@ -151,9 +183,6 @@ static void place_on_host(tf_plan *plan, bool gradients, const bool *on_host) {
       end = b->offset + b->bytes;
     }
   plan->host_bytes = end;
-  plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = 0;
-  if (gradients)
-    plan->region_bytes[TF_REGION_GRADIENTS] = 0;
 }
 
 /* The device steps' new numbers: index[s] for a kept step; for a host step, the device step it
@@ -220,7 +249,19 @@ static void trim_report(tf_plan *plan) {
     }
 }
 
-static void note(tf_plan *plan, bool gradients) {
+/* What an offload moves (the --offload values). */
+typedef struct offload_mode {
+  bool optimizer, gradients, activations;
+} offload_mode;
+
+/* The --offload values of `mode` as the option lists them ("optimizer", "gradients,activations"). */
+static const char *mode_name(offload_mode mode) {
+  static const char *const names[8] = {"",          "activations",           "optimizer", "optimizer,activations",
+                                       "gradients", "gradients,activations", "gradients", "gradients,activations"};
+  return names[(mode.gradients ? 4 : 0) | (mode.optimizer ? 2 : 0) | (mode.activations ? 1 : 0)];
+}
+
+static void note(tf_plan *plan) {
   int32_t per_micro_batch = 0;
   for (int32_t h = 0; h < plan->n_host_steps; h++)
     per_micro_batch += plan->host_steps[h].phase != TF_PHASE_OPTIMIZER;
@@ -228,39 +269,39 @@ static void note(tf_plan *plan, bool gradients) {
   snprintf(line, sizeof(line),
            "%s offloaded: %.2f MiB in host memory, %d steps on the host's cores (%d with each micro-batch), %.2f MiB "
            "moved between device and host per step\n",
-           gradients ? "gradients and optimizer state" : "optimizer state", (double)plan->host_bytes / 1048576.0,
-           plan->n_host_steps, per_micro_batch, (double)tf_plan_host_moved_bytes(plan) / 1048576.0);
+           tf_plan_host_contents(plan), (double)plan->host_bytes / 1048576.0, plan->n_host_steps, per_micro_batch,
+           (double)tf_plan_host_moved_bytes(plan) / 1048576.0);
   tf_plan_note(plan, line);
 }
 
-static tf_status offload(tf_plan *plan, const tf_target *target, bool gradients, bool *on_host, int32_t *index) {
-  const char *what = gradients ? "gradients" : "optimizer";
+static tf_status offload(tf_plan *plan, const tf_target *target, offload_mode mode, bool *on_host, int32_t *index) {
   char why[512];
-  if (mark_host_steps(plan, gradients, on_host, why, sizeof(why)) ||
-      refusal(plan, gradients, on_host, why, sizeof(why)))
-    return tf_status_new(TF_ERR_UNSUPPORTED, "--offload %s: graph '%s': %s", what, plan->graph_name, why);
-  place_on_host(plan, gradients, on_host);
+  if (mark_host_steps(plan, mode.optimizer, mode.gradients, on_host, why, sizeof(why)) ||
+      refusal(plan, mode.optimizer, mode.gradients, on_host, why, sizeof(why)))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "--offload %s: graph '%s': %s", mode_name(mode), plan->graph_name, why);
+  place_on_host(plan, mode.optimizer, mode.gradients, on_host);
   const int32_t kept = renumber(plan, on_host, index);
   renumber_buffers(plan, on_host, index);
   TF_RETURN_IF_ERROR(split_steps(plan, on_host, index, kept));
   trim_report(plan);
   tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
-  note(plan, gradients);
+  note(plan);
   return NULL;
 }
 
-tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool gradients) {
-  const char *what = gradients ? "gradients" : "optimizer";
+tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool optimizer, bool gradients) {
+  /* the activations' copies are in the emitted plan already: buffers in host memory */
+  const offload_mode mode = {optimizer || gradients, gradients, plan->host_bytes > 0};
   if (target->kind == TF_TARGET_CPU)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--offload %s: the cpu target's device memory is host memory already; offloading moves "
                          "nothing (compile for --target cuda or vulkan)",
-                         what);
+                         mode_name(mode));
   bool *on_host = calloc((size_t)(plan->n_steps > 0 ? plan->n_steps : 1), sizeof(bool));
   int32_t *index = calloc((size_t)(plan->n_steps > 0 ? plan->n_steps : 1), sizeof(int32_t));
-  tf_status status = on_host && index ? offload(plan, target, gradients, on_host, index)
+  tf_status status = on_host && index ? offload(plan, target, mode, on_host, index)
                                       : tf_status_new(TF_ERR_OUT_OF_MEMORY, "--offload %s: no memory for %d steps",
-                                                      what, plan->n_steps);
+                                                      mode_name(mode), plan->n_steps);
   free(on_host);
   free(index);
   return status;

@@ -36,9 +36,7 @@ typedef struct scheduler {
   int32_t count;
 } scheduler;
 
-static bool in_arena(const tf_training *t, int32_t id) {
-  return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION;
-}
+static bool in_arena(const tf_training *t, int32_t id) { return tf_training_in_arena(t, id); }
 
 static bool is_candidate(const tf_training *t, int32_t n) {
   tf_phase phase = t->phase[n];

@@ -33,6 +33,7 @@ typedef struct tf_layout {
   int64_t *offset;
   int64_t *workspace_offset;
   int64_t region_bytes[TF_REGION_COUNT];
+  int64_t host_bytes; /* the tensors in host memory (t->host), each at its offset */
   int64_t arena_lower_bound, arena_naive;
   int32_t peak_step;
   int64_t *live_bytes; /* per step: arena bytes live */
@@ -64,11 +65,13 @@ tf_status tf_emit(const tf_training *t, const tf_order *order, const tf_lifetime
 /* emit.c: appends `line` (ending in a newline) to a compiled plan's notes; on no memory the note is
  * lost and the plan stays whole. */
 void tf_plan_note(tf_plan *plan, const char *line);
-/* Offloads an emitted training plan's optimizer state, and with `gradients` its gradients, to host
- * memory (compiler/offload.c): the updates (and the gradients' accumulation and the whole optimizer
- * block) become host steps, what they keep TF_REGION_HOST, and the device overhead is recomputed
- * for `target`. Refused on the cpu target and where a host step would need the device's arena. */
-tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool gradients) TF_MUST_USE;
+/* Makes an emitted training plan's steps that touch host memory (the offloaded activations'
+ * copies, compiler/offload_activations.c) host steps, and with `optimizer` offloads its optimizer
+ * state, with `gradients` its gradients too, to host memory (compiler/offload.c): the updates (and
+ * the gradients' accumulation and the whole optimizer block) become host steps, what they keep
+ * TF_REGION_HOST, and the device overhead is recomputed for `target`. Refused on the cpu target and
+ * where a host step would need the device's arena. */
+tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool optimizer, bool gradients) TF_MUST_USE;
 
 /* workspace.c: bytes of scratch the target's kernel for `node` needs. */
 int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node);

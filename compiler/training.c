@@ -24,12 +24,14 @@ tf_status tf_training_reserve(tf_training *t) {
     int32_t capacity = tensors * 2 + 16;
     if (!grow((void **)&t->role, t->capacity_tensors, capacity, sizeof(tf_buffer_role)) ||
         !grow((void **)&t->grad, t->capacity_tensors, capacity, sizeof(int32_t)) ||
-        !grow((void **)&t->owner, t->capacity_tensors, capacity, sizeof(int32_t)))
+        !grow((void **)&t->owner, t->capacity_tensors, capacity, sizeof(int32_t)) ||
+        !grow((void **)&t->host, t->capacity_tensors, capacity, sizeof(bool)))
       return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot grow per-tensor state to %d", capacity);
     for (int32_t i = t->capacity_tensors; i < capacity; i++) {
       t->role[i] = TF_ROLE_ACTIVATION;
       t->grad[i] = -1;
       t->owner[i] = -1;
+      t->host[i] = false;
     }
     t->capacity_tensors = capacity;
   }
@@ -150,11 +152,13 @@ tf_status tf_training_copy(const tf_training *from, tf_training *to) {
   copy.role = NULL;
   copy.grad = copy.owner = copy.extra_parts = copy.narrowed = copy.follows = NULL;
   copy.phase = NULL;
+  copy.host = NULL;
   bool copied =
       copy_array(from->role, from->capacity_tensors, from->capacity_tensors, sizeof(tf_buffer_role),
                  (void **)&copy.role) &&
       copy_array(from->grad, from->capacity_tensors, from->capacity_tensors, sizeof(int32_t), (void **)&copy.grad) &&
       copy_array(from->owner, from->capacity_tensors, from->capacity_tensors, sizeof(int32_t), (void **)&copy.owner) &&
+      copy_array(from->host, from->capacity_tensors, from->capacity_tensors, sizeof(bool), (void **)&copy.host) &&
       copy_array(from->extra_parts, 2 * from->n_extra_parts, 2 * from->capacity_extra_parts, sizeof(int32_t),
                  (void **)&copy.extra_parts) &&
       copy_array(from->narrowed, 2 * from->n_narrowed, 2 * from->capacity_narrowed, sizeof(int32_t),
@@ -180,8 +184,13 @@ void tf_training_free(tf_training *t) {
   free(t->extra_parts);
   free(t->narrowed);
   free(t->owner);
+  free(t->host);
   free(t->phase);
   memset(t, 0, sizeof(*t));
+}
+
+bool tf_training_in_arena(const tf_training *t, int32_t id) {
+  return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION && !t->host[id];
 }
 
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor) {

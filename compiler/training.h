@@ -23,6 +23,7 @@ typedef struct tf_training {
   tf_buffer_role *role;
   int32_t *grad;  /* parameter -> its accumulated gradient tensor (role gradient), else -1 */
   int32_t *owner; /* gradient / optimizer-state tensor -> its parameter, else -1 */
+  bool *host;     /* a tensor in host memory (an offloaded activation's copy, offload_activations.c) */
   int32_t capacity_tensors;
   /* Gradient parts of parameters used more than once (tied weights), after the first (which is
    * grad[p] after autodiff): pairs (parameter, part). The optimizer pass accumulates each part on
@@ -91,6 +92,11 @@ tf_status tf_training_cast_output(tf_training *t, int32_t n, int32_t i, tf_dtype
  * did for the report and how many recomputed activations it stored in half (recomputed_half). */
 tf_status tf_precision_pass(tf_training *t, bool recomputed_f32) TF_MUST_USE;
 
+/* offload_activations.c: with options.offload_activations, each activation the forward pass keeps
+ * for the backward pass is copied to host memory right after its producer and copied back just before
+ * its first backward (and first recompute) reader; the copies become host steps (offload.c). */
+tf_status tf_offload_activations_pass(tf_training *t) TF_MUST_USE;
+
 /* autocast.c: with options.autocast bf16/f16, the forward graph computes on half activations
  * (autocast's op lists: products on half operands, norms and softmax in f32, promotion where f32
  * and half meet); parameters and the loss stay f32. Runs on the bound graph before fuse_loss. */
@@ -123,6 +129,8 @@ tf_attrs tf_training_cast_attrs(tf_dtype to);
 tf_status tf_training_emit_cast(tf_training *t, int32_t x, tf_dtype to, tf_phase phase, const char *name,
                                 int32_t *out) TF_MUST_USE;
 
+/* Whether tensor id lives in the arena: an activation of the device, not a copy in host memory. */
+bool tf_training_in_arena(const tf_training *t, int32_t id);
 /* How many node inputs read `tensor`. */
 int32_t tf_training_readers(const tf_graph *g, int32_t tensor);
 

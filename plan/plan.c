@@ -105,7 +105,20 @@ bool tf_plan_offloads_gradients(const tf_plan *plan) {
 }
 
 const char *tf_plan_host_contents(const tf_plan *plan) {
-  return tf_plan_offloads_gradients(plan) ? "gradients and optimizer state" : "optimizer state";
+  bool state = false, activations = false;
+  for (int32_t id = 0; plan && id < plan->n_buffers; id++)
+    state |= plan->buffers[id].role == TF_ROLE_OPTIMIZER_STATE && plan->buffers[id].region == TF_REGION_HOST;
+  for (int32_t h = 0; plan && h < plan->n_host_steps; h++)
+    activations |= plan->host_steps[h].phase == TF_PHASE_FORWARD; /* a copy down */
+  static const char *const contents[8] = {"nothing",
+                                          "activations",
+                                          "optimizer state",
+                                          "activations and optimizer state",
+                                          "gradients",
+                                          "activations and gradients",
+                                          "gradients and optimizer state",
+                                          "activations, gradients and optimizer state"};
+  return contents[(tf_plan_offloads_gradients(plan) ? 4 : 0) | (state ? 2 : 0) | (activations ? 1 : 0)];
 }
 
 bool tf_plan_updates_in_backward(const tf_plan *plan) {

@@ -81,9 +81,9 @@ static tf_status check_host_positions(const tf_plan *plan) {
   for (int32_t i = 0; i < plan->n_host_steps; i++) {
     const int32_t at = plan->host_at[i];
     const tf_phase phase = plan->host_steps[i].phase;
-    if (phase != TF_PHASE_OPTIMIZER && phase != TF_PHASE_ACCUMULATE)
-      return INVALID("host step %" PRId32 " '%s' is in phase %s; host steps are the optimizer block's or a gradient's "
-                     "accumulation",
+    if (phase == TF_PHASE_BACKWARD || (int)phase < 0 || phase >= TF_PHASE_COUNT)
+      return INVALID("host step %" PRId32 " '%s' is in phase %s; host steps are the optimizer block's, a gradient's "
+                     "accumulation or an activation's copy (forward, recompute)",
                      i, plan->host_steps[i].name ? plan->host_steps[i].name : "", tf_phase_name(phase));
     const bool optimizer = phase == TF_PHASE_OPTIMIZER;
     const int32_t low = optimizer ? plan->micro_steps : 0, high = optimizer ? plan->n_steps : plan->micro_steps;
@@ -416,8 +416,9 @@ static tf_status check_attrs(const tf_plan *plan, int32_t s, const tf_op_info *i
 /* The phase belongs to the block the step is in, and inference plans only run forward. */
 static tf_status check_phase(const tf_plan *plan, int32_t s) {
   tf_phase phase = step_at(plan, s)->phase;
-  if (s >= plan->n_steps && phase != TF_PHASE_OPTIMIZER && phase != TF_PHASE_ACCUMULATE)
-    return INVALID("%s is in phase %s; host steps are the optimizer block's or a gradient's accumulation",
+  if (s >= plan->n_steps && phase == TF_PHASE_BACKWARD)
+    return INVALID("%s is in phase %s; host steps are the optimizer block's, a gradient's accumulation or an "
+                   "activation's copy (forward, recompute)",
                    tf_plan_step_label(plan, s).text, tf_phase_name(phase));
   if (s >= plan->n_steps)
     return NULL;
@@ -444,6 +445,16 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
                    "block",
                    tf_plan_step_label(plan, s).text, tf_phase_name(phase), plan->micro_steps, plan->n_steps);
   return NULL;
+}
+
+/* Whether a host step placed before device step s writes arena buffer id (an activation's copy
+ * back, which device step s may read; check_host_outputs holds it to its live steps). */
+static bool host_writes_before(const tf_plan *plan, int32_t id, int32_t s) {
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    for (int32_t k = 0; plan->host_at[h] <= s && k < plan->host_steps[h].n_outputs; k++)
+      if (plan->host_steps[h].outputs[k] == id)
+        return true;
+  return false;
 }
 
 /* Bit i of an op table mask (8 bits: variadic ops have up to 127 inputs, none of them flagged). */
@@ -503,7 +514,7 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
   }
   if (b->region != TF_REGION_ARENA || has_bit(info->shape_only, i) || s >= plan->n_steps)
     return NULL;
-  if (b->first_step >= s)
+  if (b->first_step > s || (b->first_step == s && !host_writes_before(plan, id, s)))
     return INVALID("%s reads input %" PRId32 " %s before it is written: it is written at step %" PRId32
                    " (read before write)",
                    tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, b->first_step);
@@ -515,8 +526,9 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
 }
 
 /* writer[b]: the step that writes arena buffer b (or gradient b, with accumulate 1), -1 until one does. */
-/* A host step's outputs: activations in host memory, each written once; it has no workspace (the
- * host has no arena). A host activation is read by later host steps only. */
+/* A host step's outputs: activations in host memory, or in the arena from the device step it runs
+ * before (an offloaded activation's copy back: first_step is host_at), each written once; it has
+ * no workspace (the host has no arena). A host activation is read by later host steps only. */
 static tf_status check_host_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
   const tf_plan_step *step = step_at(plan, s);
   if (step->workspace != -1)
@@ -528,11 +540,16 @@ static tf_status check_host_outputs(const tf_plan *plan, int32_t s, int32_t *wri
       return INVALID("%s: output %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
                      tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
     const tf_plan_buffer *b = &plan->buffers[id];
-    if (b->role != TF_ROLE_ACTIVATION || b->region != TF_REGION_HOST)
+    const int32_t at = plan->host_at[s - plan->n_steps];
+    if (b->role != TF_ROLE_ACTIVATION || (b->region != TF_REGION_HOST && b->region != TF_REGION_ARENA))
       return INVALID("%s writes output %" PRId32 " to %s, role %s in region %s; a host step writes activations in "
-                     "host memory",
+                     "host memory or the arena",
                      tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
                      tf_region_name(b->region));
+    if (b->region == TF_REGION_ARENA && b->first_step != at)
+      return INVALID("%s writes %s in the arena before device step %" PRId32 ", but its live steps start at %" PRId32
+                     " (output first_step mismatch)",
+                     tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, at, b->first_step);
     if (writer[id] >= 0)
       return INVALID("%s writes %s twice", tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
     writer[id] = s;

@@ -399,7 +399,7 @@ static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t
     TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
     TF_RETURN_IF_ERROR(tf_host_step_run(&s->host, plan, h, s->backend, s->state, s->regions, &context));
   }
-  return done < end ? s->backend->run(s->state, done, end, io_slot, run) : NULL;
+  return s->backend->run(s->state, done, end, io_slot, run); /* an empty block is a run too, as before */
 }
 
 tf_status tf_session_micro_step(tf_session *s, double *loss) {

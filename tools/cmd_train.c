@@ -500,8 +500,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       print_device_memory(session);
       if (plan->n_host_steps > 0) {
         char host[32], moved[32];
-        fprintf(tf_cli_out(), "host memory: %s of optimizer state, updated on the host; %s moved per step\n",
-                tf_cli_bytes(plan->host_bytes, host, sizeof(host)),
+        fprintf(tf_cli_out(), "host memory: %s of %s, %d steps run on the host; %s moved per step\n",
+                tf_cli_bytes(plan->host_bytes, host, sizeof(host)), tf_plan_host_contents(plan), plan->n_host_steps,
                 tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
       }
       if (a->checkpoint)

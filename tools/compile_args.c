@@ -118,13 +118,17 @@ void tf_compile_args_help(void) {
           "  --offload gradients    the gradients too: each gradient part is added to its gradient in host\n"
           "                         memory as the backward pass makes it, and the whole optimizer block\n"
           "                         runs on the host: the device holds neither\n"
+          "  --offload activations  the activations kept for the backward pass (with --remat, its\n"
+          "                         checkpoints) wait in host memory between the passes: copied down\n"
+          "                         after their producer, back before their first backward reader;\n"
+          "                         combine as --offload gradients,activations\n"
           "  --ranks R              the plan of one of R processes training data-parallel (tightfit train\n"
           "                         under mpirun -np R): each its own micro-batches, the gradients summed\n"
           "                         across them before each update (global batch = N x accumulate x R)\n"
           "  --allow-offload        with --global-batch (cuda, vulkan): when nothing fits, search again with\n"
           "                         the optimizer state in host memory (--offload optimizer), then with\n"
-          "                         the gradients too (--offload gradients), after --allow-optimizer and\n"
-          "                         before --allow-lora, and say what it saved\n"
+          "                         the gradients too, then the activations too, after --allow-optimizer\n"
+          "                         and before --allow-lora, and say what it saved\n"
           "  --allow-optimizer adamw8bit\n"
           "                         with --global-batch and AdamW: when nothing fits, search again with\n"
           "                         8-bit AdamW state (before --allow-lora), and say what it saved\n");
@@ -176,6 +180,30 @@ static bool split_override(const char *text, char *node, size_t size, tf_precisi
 }
 
 /* "R" or "R:ALPHA" -> the LoRA rank (1..65536) and alpha (> 0; 0 when not given: the rank). */
+/* --offload's comma list of optimizer, gradients and activations into the options; false on any other
+ * word or an empty entry. */
+static bool parse_offload(const char *text, tf_compile_options *o) {
+  bool optimizer = false, gradients = false, activations = false;
+  for (const char *word = text;;) {
+    const size_t length = strcspn(word, ",");
+    if (length == 9 && strncmp(word, "optimizer", length) == 0)
+      optimizer = true;
+    else if (length == 9 && strncmp(word, "gradients", length) == 0)
+      gradients = true;
+    else if (length == 11 && strncmp(word, "activations", length) == 0)
+      activations = true;
+    else
+      return false;
+    if (word[length] == '\0')
+      break;
+    word += length + 1;
+  }
+  o->offload_optimizer = optimizer || gradients;
+  o->offload_gradients = gradients;
+  o->offload_activations = activations;
+  return true;
+}
+
 static bool parse_lora(const char *text, int32_t *rank, double *alpha) {
   char *end;
   errno = 0;
@@ -344,13 +372,11 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
     if (!parse_lora(value, &o->lora_rank, &o->lora_alpha))
       return BAD_VALUE("--lora takes RANK or RANK:ALPHA (a rank in 1..65536, alpha > 0), got '%s'", value);
   } else if (strcmp(name, "--offload") == 0) {
-    const bool gradients = strcmp(value, "gradients") == 0;
-    if (strcmp(value, "optimizer") != 0 && !gradients)
-      return BAD_VALUE("--offload takes optimizer (the optimizer state in host memory, the updates on the host) or "
-                       "gradients (the gradients too), got '%s'",
+    if (!parse_offload(value, o))
+      return BAD_VALUE("--offload takes optimizer (the optimizer state in host memory, the updates on the host), "
+                       "gradients (the gradients too) or activations (those kept for the backward pass), or a "
+                       "comma list of them, got '%s'",
                        value);
-    o->offload_optimizer = true;
-    o->offload_gradients = gradients;
   } else if (strcmp(name, "--allow-optimizer") == 0) {
     if (strcmp(value, "adamw8bit") != 0)
       return BAD_VALUE("--allow-optimizer takes adamw8bit (8-bit AdamW state), got '%s'", value);

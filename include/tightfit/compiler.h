@@ -102,6 +102,11 @@ typedef struct tf_compile_options {
    * and the whole optimizer block (norm, updates, zeroing) runs on the host; the device holds
    * neither gradients nor optimizer state (ZeRO-Offload's split). */
   bool offload_gradients;
+  /* The activations the forward pass keeps for the backward pass (with recompute: its checkpoints)
+   * in host memory between the passes (compiler/offload_activations.c): each copied down by a host
+   * step right after its producer and up again just before its first backward reader; the arena
+   * then holds them only while they are used. Independent of the two above. */
+  bool offload_activations;
   /* Data parallel: the plan of one of `ranks` processes (0 or 1: one), each training on its own
    * micro-batches, the gradients summed across them before the optimizer block (tightfit train
    * under mpirun); every update scales the sum by 1 / (accumulate x ranks). Updates after the

@@ -60,8 +60,8 @@ int64_t tf_plan_host_moved_bytes(const tf_plan *plan);
 
 /* Whether the plan keeps its gradients in host memory (compiled with --offload gradients). */
 bool tf_plan_offloads_gradients(const tf_plan *plan);
-/* What an offloaded plan keeps in host memory, in words: "optimizer state", or "gradients and
- * optimizer state". */
+/* What an offloaded plan keeps in host memory, in words: "optimizer state", "gradients and
+ * optimizer state", "activations", ... ("nothing" without host steps). */
 const char *tf_plan_host_contents(const tf_plan *plan);
 
 /* Writes a plan (after verifying it) to `path` through a temporary file. */

@@ -8,7 +8,10 @@
 # the device (host steps add each part to its gradient in host memory, with every micro-batch) and
 # trains to the device plan's losses (to 5e-6) and weights (to 2e-5: the parts are summed in another
 # order; 2026-12-02: 1e-6 and 2.9e-6), with one micro-batch and with two and clipping, and across --resume byte for byte;
-# --allow-offload takes it where offloading the state alone does not fit.
+# --allow-offload takes it where offloading the state alone does not fit. `--offload activations` keeps
+# the activations saved for the backward pass in host memory between the passes (the arena smaller)
+# and trains to the checkpoint of the plan without it byte for byte (the copies move bytes only), also
+# with recompute's checkpoints, bf16 storage and 2 micro-batches, and beside offloaded gradients.
 # usage: test_offload.sh TIGHTFIT   (run from the repository root; the training part SKIPs without
 # a Vulkan device)
 tf=$1
@@ -58,7 +61,7 @@ expect_message 2 "refused with --update-in-backward" "cannot go with --update-in
 expect_message 2 "refused for an inference plan" "an inference plan has no optimizer state" \
   "$tf" compile "$dir/gpt.tfg" --offload optimizer --target vulkan --inference
 expect_message 2 "--offload takes optimizer" "--offload takes optimizer" \
-  "$tf" compile "$dir/gpt.tfg" --offload activations --target vulkan
+  "$tf" compile "$dir/gpt.tfg" --offload weights --target vulkan
 
 plan gradients --offload gradients
 check "no gradients and no optimizer state on the device" \
@@ -79,6 +82,25 @@ expect_message 2 "--offload gradients refused on the cpu target" "--offload grad
   "$tf" compile "$dir/gpt.tfg" --offload gradients --target cpu
 expect_message 2 "--offload gradients refused for an inference plan" "an inference plan has no gradients" \
   "$tf" compile "$dir/gpt.tfg" --offload gradients --target vulkan --inference
+plan activations --offload activations
+arena=$(region "$dir/kept.txt" arena) moved_arena=$(region "$dir/activations.txt" arena)
+check "the arena is smaller with the activations in host memory ($arena -> $moved_arena bytes)" \
+  test "$moved_arena" -lt "$arena"
+check "the host line says the activations lie there" \
+  "grep -q '^  host memory .* bytes: the offloaded activations; .* moved between device and host per step)' '$dir/activations.txt'"
+plan remat --remat checkpoints
+plan remat_activations --remat checkpoints --offload activations
+plan bf16 --precision bf16 --accumulate 2
+plan bf16_activations --precision bf16 --accumulate 2 --offload activations
+plan gradients_activations --offload gradients,activations
+check "activations, gradients and state: the host line names all three" \
+  "grep -q 'the offloaded activations, gradients and optimizer state' '$dir/gradients_activations.txt'"
+expect_message 2 "--offload activations refused for an inference plan" "keeps no activation for a backward pass" \
+  "$tf" compile "$dir/gpt.tfg" --offload activations --target vulkan --inference
+expect_message 2 "--offload activations refused on the cpu target" "--offload activations: the cpu target's device memory" \
+  "$tf" compile "$dir/gpt.tfg" --offload activations --target cpu
+expect_message 2 "--offload with a word it does not know in its list" "or a comma list of them, got 'gradients,weights'" \
+  "$tf" compile "$dir/gpt.tfg" --offload gradients,weights --target vulkan
 
 # --allow-offload: where nothing fits with the state on the device, the search offloads it and says so.
 expect 1 "gpt at global batch 8 in 276 MiB of Vulkan: nothing fits" "$tf" check "$dir/gpt.tfg" --target vulkan \
@@ -113,7 +135,7 @@ for name in kept offloaded; do
   expect_message 0 "train the $name plan 6 steps on vulkan:0" "trained 6 steps" $vk "$tf" train "$dir/$name.tfplan" \
     --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_$name"
 done
-check "train says where the state was" "grep -q '^host memory: 3.40 MiB of optimizer state, updated on the host' '$dir/out'"
+check "train says where the state was" "grep -q '^host memory: 3.40 MiB of optimizer state, [0-9]* steps run on the host' '$dir/out'"
 check "the offloaded plan trains to the same checkpoint (weights and AdamW state), byte for byte" \
   cmp "$dir/ck_kept/latest.safetensors" "$dir/ck_offloaded/latest.safetensors"
 expect_message 0 "train the offloaded plan 3 steps" "trained 3 steps" $vk "$tf" train "$dir/offloaded.tfplan" \
@@ -159,4 +181,18 @@ expect_message 0 "resume them for 3 more" "resumed from" $vk "$tf" train "$dir/g
   --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_gradients_resumed" --resume
 check "3 + 3 resumed steps with the gradients in host memory end on the 6 steps' checkpoint" \
   cmp "$dir/ck_gradients2/latest.safetensors" "$dir/ck_gradients_resumed/latest.safetensors"
+
+# the activations in host memory: the same checkpoint as the plan without them, byte for byte
+for name in activations remat remat_activations bf16 bf16_activations gradients_activations; do
+  expect_message 0 "train the $name plan 6 steps on vulkan:0" "trained 6 steps" $vk "$tf" train "$dir/$name.tfplan" \
+    --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_$name"
+done
+check "activations in host memory: the device plan's checkpoint" \
+  cmp "$dir/ck_kept/latest.safetensors" "$dir/ck_activations/latest.safetensors"
+check "recompute's checkpoints in host memory: the recompute plan's checkpoint" \
+  cmp "$dir/ck_remat/latest.safetensors" "$dir/ck_remat_activations/latest.safetensors"
+check "bf16-stored activations of 2 micro-batches in host memory: the bf16 plan's checkpoint" \
+  cmp "$dir/ck_bf16/latest.safetensors" "$dir/ck_bf16_activations/latest.safetensors"
+check "activations and gradients in host memory: the offloaded gradients' checkpoint" \
+  cmp "$dir/ck_gradients/latest.safetensors" "$dir/ck_gradients_activations/latest.safetensors"
 finish test_offload

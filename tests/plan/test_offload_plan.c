@@ -10,14 +10,16 @@
 #include "check.h"
 #include "compiler/stages.h"
 #include "plan/plan_fixture.h"
+#include "tightfit/compiler.h"
 #include "tightfit/plan.h"
+#include "tightfit/zoo.h"
 
 static tf_test_counts counts;
 
 static tf_plan *offloaded_with(bool gradients) {
   tf_plan *plan = plan_fixture_small();
   const tf_target vulkan = tf_target_default(TF_TARGET_VULKAN);
-  CHECK_OK(&counts, tf_offload_pass(plan, &vulkan, gradients));
+  CHECK_OK(&counts, tf_offload_pass(plan, &vulkan, true, gradients));
   return plan;
 }
 
@@ -103,6 +105,81 @@ static void test_offloaded_gradients(void) {
   tf_plan_destroy(plan);
 }
 
+/* gpt (1 layer) for the vulkan target, 2 x 16, with `offload_activations`. */
+static tf_plan *gpt_plan(bool offload_activations) {
+  const char *overrides[] = {"layers=1"};
+  tf_graph *g = NULL;
+  CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  options.bindings = "N=2,T=16";
+  options.offload_activations = offload_activations;
+  tf_plan *plan = NULL;
+  CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  tf_graph_destroy(g);
+  return plan;
+}
+
+/* The first host step that copies an activation back into the arena (a recompute-phase reshape) with
+ * no other host step at its place or next to it (so it can move a step either way and keep the
+ * list's order). */
+static int32_t copy_back(const tf_plan *plan) {
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    const int32_t at = plan->host_at[h];
+    if (step->phase == TF_PHASE_RECOMPUTE && step->op == TF_OP_RESHAPE && (h == 0 || plan->host_at[h - 1] < at - 1) &&
+        (h + 1 == plan->n_host_steps || plan->host_at[h + 1] > at + 1))
+      return h;
+  }
+  return -1;
+}
+
+/* --offload activations: every copy a host step of the micro-batch block (down in the forward pass
+ * into host memory, back in the arena just before a backward reader, written from that device step
+ * on), the copies verified, the arena smaller than the plan's without them; a copy back placed one
+ * step later than its reader, or its buffer live from another step, is refused. */
+static void test_offloaded_activations(void) {
+  tf_plan *kept = gpt_plan(false), *plan = gpt_plan(true);
+  if (!kept || !plan) {
+    tf_plan_destroy(kept);
+    tf_plan_destroy(plan);
+    return;
+  }
+  int32_t down = 0, back = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    down += step->phase == TF_PHASE_FORWARD && plan->buffers[step->outputs[0]].region == TF_REGION_HOST;
+    back += step->phase == TF_PHASE_RECOMPUTE && plan->buffers[step->outputs[0]].region == TF_REGION_ARENA;
+  }
+  CHECK(&counts, down > 0 && back >= down && down + back == plan->n_host_steps,
+        "%d copies down, %d back, of %d host steps", down, back, plan->n_host_steps);
+  CHECK(&counts, plan->region_bytes[TF_REGION_ARENA] < kept->region_bytes[TF_REGION_ARENA] && plan->host_bytes > 0,
+        "arena %lld bytes with the activations in host memory (%lld there), %lld without",
+        (long long)plan->region_bytes[TF_REGION_ARENA], (long long)plan->host_bytes,
+        (long long)kept->region_bytes[TF_REGION_ARENA]);
+  printf("offloaded activations of gpt (1 layer, 2 x 16): %d copies down, %d back; arena %lld -> %lld bytes, %lld in "
+         "host memory\n",
+         down, back, (long long)kept->region_bytes[TF_REGION_ARENA], (long long)plan->region_bytes[TF_REGION_ARENA],
+         (long long)plan->host_bytes);
+  const int32_t h = copy_back(plan);
+  CHECK(&counts, h >= 0, "a copy back alone at its place");
+  if (h >= 0) {
+    plan->host_at[h]--; /* a step earlier than its copy's live steps start */
+    tf_status status = tf_plan_verify(plan);
+    CHECK(&counts, status && strstr(tf_status_message(status), "output first_step mismatch"),
+          "a copy back placed before its copy's first step: %s", status ? tf_status_message(status) : "(accepted)");
+    printf("a copy back placed a step early: %s\n", status ? tf_status_message(status) : "(accepted)");
+    tf_status_free(status);
+    plan->host_at[h] += 2; /* after the device step that reads it: that step would read it unwritten */
+    status = tf_plan_verify(plan);
+    CHECK(&counts, status && strstr(tf_status_message(status), "before it is written"),
+          "a copy back after its reader: %s", status ? tf_status_message(status) : "(accepted)");
+    printf("a copy back after its reader: %s\n", status ? tf_status_message(status) : "(accepted)");
+    tf_status_free(status);
+  }
+  tf_plan_destroy(kept);
+  tf_plan_destroy(plan);
+}
+
 static void device_reads_host(tf_plan *p) { p->steps[STEP_ACCUMULATE].inputs[1] = SMALL_MW; }
 static void host_step_workspace(tf_plan *p) { p->host_steps[0].workspace = SMALL_WS; }
 static void host_region_too_small(tf_plan *p) { p->host_bytes = 4; }
@@ -142,7 +219,7 @@ static void test_refused(void) {
       {"a host region smaller than its buffers", host_region_too_small, "ends past its region host"},
       {"host bytes without host steps", host_bytes_without_steps, "none without host steps"},
       {"a host step outside the optimizer phase", host_step_in_backward,
-       "host steps are the optimizer block's or a gradient's accumulation"},
+       "host steps are the optimizer block's, a gradient's accumulation or an activation's copy"},
       {"optimizer state on the host without host steps", momentum_on_host_in_plain_plan, "in region host"},
   };
   static const struct {
@@ -177,7 +254,7 @@ static void test_refused(void) {
   }
   tf_plan *plan = plan_fixture_small();
   const tf_target cpu = tf_target_default(TF_TARGET_CPU);
-  tf_status status = tf_offload_pass(plan, &cpu, false);
+  tf_status status = tf_offload_pass(plan, &cpu, true, false);
   CHECK(&counts, status && strstr(tf_status_message(status), "host memory already"), "cpu target: %s",
         status ? tf_status_message(status) : "(accepted)");
   tf_status_free(status);
@@ -187,6 +264,7 @@ static void test_refused(void) {
 int main(void) {
   test_offloaded();
   test_offloaded_gradients();
+  test_offloaded_activations();
   test_refused();
   return tf_test_finish("offload plan", &counts);
 }
