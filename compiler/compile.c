@@ -141,6 +141,22 @@ static tf_status check_options(const tf_compile_options *o) {
   if (offloads(o) && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--offload %s: an inference plan has no %s", offload,
                          o->offload_gradients ? "gradients" : "optimizer state");
+  if (o->zero < 0 || o->zero > 2)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--zero takes 0, 1 or 2 (the ZeRO stage), got %d", o->zero);
+  if (o->zero == 2)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "--zero 2 (gradients sharded across the ranks) is not supported yet; --zero 1 shards the "
+                         "optimizer state");
+  if (o->zero > 0 && (o->ranks < 2 || !o->training))
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--zero %d shards the optimizer state across the ranks of a data-parallel training plan: "
+                         "give --ranks R (2 or more)",
+                         o->zero);
+  if (o->zero > 0 && (offloads(o) || o->offload_activations))
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "--zero %d with --offload is not supported yet (each rank's host steps "
+                         "would need its own shard)",
+                         o->zero);
   if (o->offload_activations && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--offload activations: an inference plan keeps no activation for a backward pass");
@@ -320,6 +336,8 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
     status = tf_emit(t, &placed.order, &placed.lifetimes, &placed.layout, &plan);
   if (!status && (offloads(&t->options) || t->options.offload_activations) && t->options.training)
     status = tf_offload_pass(plan, &t->options.target, offloads(&t->options), t->options.offload_gradients);
+  if (!status && t->options.zero > 0 && t->options.training)
+    status = tf_zero_pass(plan, &t->options.target);
   placement_free(&placed);
   if (facts)
     *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};

@@ -73,6 +73,11 @@ void tf_plan_note(tf_plan *plan, const char *line);
  * where a host step would need the device's arena. */
 tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool optimizer, bool gradients) TF_MUST_USE;
 
+/* Shards an emitted data-parallel training plan's optimizer state across its ranks (ZeRO stage 1,
+ * compiler/zero.c): each update and its state held by the rank owning the parameter, the state
+ * region the largest shard, the device overhead recomputed for `target`. */
+tf_status tf_zero_pass(tf_plan *plan, const tf_target *target) TF_MUST_USE;
+
 /* workspace.c: bytes of scratch the target's kernel for `node` needs. */
 int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node);
 

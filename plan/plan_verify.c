@@ -137,6 +137,10 @@ static tf_status check_header(const tf_plan *plan) {
     return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
                    plan->n_host_steps);
   TF_RETURN_IF_ERROR(check_host_positions(plan));
+  if (plan->zero < 0 || plan->zero > 1 || (plan->zero > 0 && (plan->ranks < 2 || plan->n_host_steps > 0)))
+    return INVALID("ZeRO stage %" PRId32 " of a plan of %" PRId32 " ranks with %" PRId32 " host steps; stages are 0 "
+                   "and 1, 1 for a data-parallel plan (2 ranks or more) without host steps",
+                   plan->zero, plan->ranks, plan->n_host_steps);
   if (plan->n_symbols < 0 || (plan->n_symbols > 0 && (!plan->symbol_names || !plan->symbol_values)))
     return INVALID("%" PRId32 " symbols%s", plan->n_symbols, plan->n_symbols > 0 ? " but no names or values" : "");
   if (plan->n_outputs < 0 || (plan->n_outputs > 0 && !plan->outputs))
@@ -768,6 +772,40 @@ static tf_status check_state_updates(const tf_plan *plan, int32_t *updater) {
   return NULL;
 }
 
+/* ZeRO's shards (tf_plan.zero 1): every optimizer-state buffer, and only those, is held by one rank
+ * (held_by 1..ranks); a step held by one rank is an update of the optimizer block reading that
+ * rank's shard only; a step every rank runs reads no shard. */
+static tf_status check_shards(const tf_plan *plan) {
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    const bool state = b->role == TF_ROLE_OPTIMIZER_STATE;
+    if (b->held_by < 0 || b->held_by > plan->ranks || (b->held_by > 0) != (plan->zero > 0 && state))
+      return INVALID("%s (role %s) has held_by %" PRId32 " (1 + a rank, 0: every rank); %s",
+                     tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->held_by,
+                     plan->zero > 0 ? "under ZeRO each optimizer-state buffer, and nothing else, is held by one rank "
+                                      "of the plan's"
+                                    : "a plan without ZeRO has every buffer held by every rank (0)");
+  }
+  for (int32_t s = 0; s < plan->n_steps + plan->n_host_steps; s++) {
+    const tf_plan_step *step = step_at(plan, s);
+    if (step->held_by < 0 || step->held_by > plan->ranks ||
+        (step->held_by > 0 &&
+         (plan->zero == 0 || s < plan->micro_steps || s >= plan->n_steps || !tf_op_is_update(step->op))))
+      return INVALID("%s is held by %" PRId32 "; only the updates of a ZeRO plan's optimizer block run on one rank "
+                     "(1 + a rank below %" PRId32 ")",
+                     tf_plan_step_label(plan, s).text, step->held_by, plan->ranks);
+    for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+      bool written;
+      const int32_t id = tf_plan_step_operand(step, k, &written);
+      const int32_t held = plan->buffers[id].held_by;
+      if (held > 0 && held != step->held_by)
+        return INVALID("%s (run by %s) reads %s, which only rank %" PRId32 " holds", tf_plan_step_label(plan, s).text,
+                       step->held_by > 0 ? "one rank" : "every rank", tf_plan_buffer_label(plan, id).text, held - 1);
+    }
+  }
+  return NULL;
+}
+
 /* ---- the whole ---- */
 
 static tf_status check_buffers_and_steps(const tf_plan *plan) {
@@ -798,6 +836,8 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
     status = check_updates_in_backward(plan, writer, applied);
   if (!status)
     status = check_state_updates(plan, writer);
+  if (!status)
+    status = check_shards(plan);
   free(applied);
   free(writer);
   return status;

@@ -57,7 +57,11 @@ static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const t
   return items;
 }
 
-static int64_t region_key(const tf_plan_buffer *b) { return b->region; }
+/* A region, and within the optimizer-state region of a ZeRO plan the rank holding the shard: the
+ * shards of different ranks lie on the same bytes (each rank holds its own only). */
+static int64_t region_key(const tf_plan_buffer *b) {
+  return (int64_t)b->region * (TF_PLAN_MAX_RANKS + 1) + (b->held_by > 0 ? b->held_by : 0);
+}
 
 tf_status tf_plan_check_persistent_disjoint(const tf_plan *plan) {
   int32_t n;
@@ -67,7 +71,7 @@ tf_status tf_plan_check_persistent_disjoint(const tf_plan *plan) {
   tf_status status = NULL;
   for (int32_t i = 1; i < n && !status; i++) {
     const tf_plan_buffer *a = &plan->buffers[items[i - 1].id], *b = &plan->buffers[items[i].id];
-    if (a->region == b->region && a->offset + a->bytes > b->offset)
+    if (region_key(a) == region_key(b) && a->offset + a->bytes > b->offset)
       status = INVALID("%s (bytes [%" PRId64 ", %" PRId64 ")) and %s (bytes [%" PRId64 ", %" PRId64
                        ")) overlap in region %s; buffers of a persistent region are disjoint",
                        tf_plan_buffer_label(plan, items[i - 1].id).text, a->offset, a->offset + a->bytes,

@@ -187,7 +187,7 @@ tf_status tf_session_load(tf_session *s, const char *path) {
       continue;
     tf_safetensors_tensor view;
     status = tf_safetensors_expect(file, b->name, b->dtype, b->rank, b->shape, &view);
-    if (!status)
+    if (!status && tf_session_holds(s, i)) /* under ZeRO each rank loads its own shard */
       status = tf_session_write(s, b->name, view.data, b->bytes);
   }
   if (!status) {

@@ -53,7 +53,7 @@ tf_status tf_session_find_nonfinite(tf_session *session, uint32_t roles, tf_nonf
   }
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    if (!(roles & (1u << b->role)) || !is_float(b->dtype) || b->bytes == 0)
+    if (!(roles & (1u << b->role)) || !is_float(b->dtype) || b->bytes == 0 || !tf_session_holds(session, id))
       continue;
     const int64_t element = tf_dtype_size(b->dtype), per_chunk = chunk_bytes / element;
     for (int64_t first = 0; first * element < b->bytes; first += per_chunk) {

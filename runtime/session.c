@@ -41,12 +41,35 @@ struct tf_session {
   int64_t growth_interval; /* f16: good steps after which the loss scale doubles */
   void *scratch;           /* runtime/session_scratch.h */
   int64_t scratch_bytes;
-  tf_host_steps host;   /* an offloaded plan's host region and updates (runtime/host_steps.h) */
-  int32_t host_threads; /* the threads its updates may use (the session's option) */
+  tf_host_steps host;                 /* an offloaded plan's host region and updates (runtime/host_steps.h) */
+  int32_t host_threads;               /* the threads its updates may use (the session's option) */
+  int32_t rank;                       /* a data-parallel job's rank: a ZeRO plan's shard it holds */
+  tf_session_remote_read remote_read; /* the shards of other ranks, where given */
+  void *remote_context;
 };
+
+bool tf_session_holds(const tf_session *s, int32_t buffer) {
+  const int32_t held = s->plan->buffers[buffer].held_by;
+  return held == 0 || held == s->rank + 1;
+}
+
+void tf_session_set_remote_read(tf_session *s, tf_session_remote_read read, void *context) {
+  s->remote_read = read;
+  s->remote_context = context;
+}
+
+/* A buffer another rank holds (ZeRO): why this session cannot touch it. */
+static tf_status not_held(const tf_session *s, const tf_plan_buffer *b) {
+  return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                       "buffer '%s' is rank %d's shard of the optimizer state (ZeRO stage %d); this session is rank "
+                       "%d's",
+                       b->name, b->held_by - 1, s->plan->zero, s->rank);
+}
 
 /* Writes bytes [offset, offset + bytes) of buffer b: on the device, or in the host region. */
 static tf_status put(tf_session *s, const tf_plan_buffer *b, int64_t offset, const void *data, int64_t bytes) {
+  if (!tf_session_holds(s, (int32_t)(b - s->plan->buffers)))
+    return not_held(s, b);
   if (b->region == TF_REGION_HOST) {
     memcpy((char *)s->host.region + b->offset + offset, data, (size_t)bytes);
     return NULL;
@@ -56,6 +79,11 @@ static tf_status put(tf_session *s, const tf_plan_buffer *b, int64_t offset, con
 
 /* Reads bytes [offset, offset + bytes) of buffer b (the caller has synchronised the device). */
 static tf_status get(tf_session *s, const tf_plan_buffer *b, int64_t offset, void *data, int64_t bytes) {
+  const int32_t id = (int32_t)(b - s->plan->buffers);
+  if (!tf_session_holds(s, id) && s->remote_read && offset == 0 && bytes == b->bytes)
+    return s->remote_read(s->remote_context, id, data, bytes);
+  if (!tf_session_holds(s, id))
+    return not_held(s, b);
   if (b->region == TF_REGION_HOST) {
     memcpy(data, (const char *)s->host.region + b->offset + offset, (size_t)bytes);
     return NULL;
@@ -155,7 +183,7 @@ static tf_status stage_elements(const tf_session *s, const tf_plan_buffer *b, co
 
 static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir) {
   const tf_plan_buffer *b = &s->plan->buffers[id];
-  if (b->init.kind == TF_INIT_NONE || b->bytes == 0)
+  if (b->init.kind == TF_INIT_NONE || b->bytes == 0 || !tf_session_holds(s, id))
     return NULL;
   int64_t element = tf_dtype_size(b->dtype);
   if (element <= 0)
@@ -219,6 +247,10 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   if (!options)
     options = &defaults;
   const char *name = options->backend ? options->backend : "cpu";
+  const int32_t ranks = plan->ranks > 1 ? plan->ranks : 1;
+  if (options->rank < 0 || options->rank >= ranks)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "rank %d: the plan is one of %d rank%s (0..%d)", options->rank, ranks,
+                         ranks > 1 ? "s" : "", ranks - 1);
   const tf_backend_vtable *backend = NULL;
   TF_RETURN_IF_ERROR(tf_backend_load(name, &backend));
   tf_session *s = calloc(1, sizeof(tf_session));
@@ -228,6 +260,7 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   s->backend = backend;
   s->seed = options->seed;
   s->host_threads = options->threads > 0 ? options->threads : 2;
+  s->rank = options->rank;
   s->memory.planned_bytes = tf_plan_total_bytes(plan);
   tf_backend_options backend_options = {options->device, options->threads > 0 ? options->threads : 2};
   tf_status status = backend->create(&backend_options, &s->state);
@@ -376,6 +409,23 @@ static tf_run_state run_state(const tf_session *s) {
   return run;
 }
 
+/* Device steps [begin, end) of a block, in the ranges this session runs: a ZeRO plan's updates held
+ * by other ranks are theirs (each rank updates its shard; tools/dist.c sends the parameters). */
+static tf_status run_device(tf_session *s, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run) {
+  if (s->plan->zero == 0)
+    return s->backend->run(s->state, begin, end, io_slot, run);
+  int32_t from = begin;
+  for (int32_t i = begin; i <= end; i++) {
+    const int32_t held = i < end ? s->plan->steps[i].held_by : -1;
+    if (held == 0 || held == s->rank + 1)
+      continue;
+    if (i > from)
+      TF_RETURN_IF_ERROR(s->backend->run(s->state, from, i, io_slot, run));
+    from = i + 1;
+  }
+  return NULL;
+}
+
 /* Runs device steps [begin, end) of the micro-batch block (or with `optimizer` the optimizer block)
  * with the block's host steps among them: each after the device step before its host_at, the device
  * synchronised first (compiler/offload.c places them; runtime/host_steps.c runs them). */
@@ -393,13 +443,13 @@ static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t
       continue;
     const int32_t at = plan->host_at[h];
     if (at > done) {
-      TF_RETURN_IF_ERROR(s->backend->run(s->state, done, at, io_slot, run));
+      TF_RETURN_IF_ERROR(run_device(s, done, at, io_slot, run));
       done = at;
     }
     TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
     TF_RETURN_IF_ERROR(tf_host_step_run(&s->host, plan, h, s->backend, s->state, s->regions, &context));
   }
-  return s->backend->run(s->state, done, end, io_slot, run); /* an empty block is a run too, as before */
+  return run_device(s, done, end, io_slot, run); /* an empty block is a run too, as before */
 }
 
 tf_status tf_session_micro_step(tf_session *s, double *loss) {

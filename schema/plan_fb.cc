@@ -257,6 +257,7 @@ private:
     out->io_twin = in->io_twin();
     out->alias_of = in->alias_of();
     out->unbatched = in->unbatched();
+    out->held_by = in->held_by();
     return nullptr;
   }
 
@@ -272,6 +273,7 @@ private:
     TF_RETURN_IF_ERROR(read_ints(in->outputs(), "outputs", TF_MAX_OUTPUTS, out->outputs, &out->n_outputs));
     out->workspace = in->workspace();
     out->flops = in->flops();
+    out->held_by = in->held_by();
     return nullptr;
   }
 
@@ -318,6 +320,7 @@ tf_status decode(const void *data, size_t size, const char *source, tf_plan *pla
   TF_RETURN_IF_ERROR(decoder.host_at(root->host_at()));
   plan->host_bytes = root->host_bytes();
   plan->ranks = root->ranks();
+  plan->zero = root->zero();
   plan->micro_steps = root->micro_steps();
   plan->accumulate = root->accumulate();
   plan->micro_batch = root->micro_batch();
@@ -388,7 +391,8 @@ public:
                        host_steps.empty() ? Offset<Vector<Offset<fb::Step>>>() : fbb_.CreateVector(host_steps),
                        p.host_bytes, p.ranks > 1 ? p.ranks : 1,
                        host_steps.empty() ? Offset<Vector<int32_t>>()
-                                          : fbb_.CreateVector(p.host_at, static_cast<size_t>(p.n_host_steps)));
+                                          : fbb_.CreateVector(p.host_at, static_cast<size_t>(p.n_host_steps)),
+                       p.zero);
     fb::FinishPlanBuffer(fbb_, root);
     return copy_finished(fbb_, kPlanFile, data, size);
   }
@@ -420,7 +424,7 @@ private:
                                    string(b.init.key));
     *out = fb::CreateBuffer(fbb_, string(b.name), static_cast<fb::Role>(role), static_cast<fb::Region>(region),
                             b.offset, b.bytes, static_cast<fb::DType>(dtype), shape, b.first_step, b.last_step, init,
-                            b.owner, b.io_twin, b.alias_of, b.unbatched);
+                            b.owner, b.io_twin, b.alias_of, b.unbatched, b.held_by);
     return nullptr;
   }
 
@@ -438,7 +442,7 @@ private:
     auto inputs = fbb_.CreateVector(s.inputs, static_cast<size_t>(s.n_inputs));
     auto outputs = fbb_.CreateVector(s.outputs, static_cast<size_t>(s.n_outputs));
     *out = fb::CreateStep(fbb_, string(s.name), static_cast<fb::Op>(op), kind, attrs, static_cast<fb::Phase>(phase),
-                          inputs, outputs, s.workspace, s.flops);
+                          inputs, outputs, s.workspace, s.flops, s.held_by);
     return nullptr;
   }
 

@@ -308,6 +308,8 @@ typedef struct train_run {
   tf_feed *feed;
   int lock_fd;
   tf_dist *dist; /* a data-parallel job's ranks (tools/dist.h); inactive for one process */
+  /* a job that checkpoints (rank 0 writes): under ZeRO every other rank sends its shard at each save */
+  bool job_checkpoints;
 } train_run;
 
 static void release(train_run *run) {
@@ -337,6 +339,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   options.threads = a->threads;
   options.seed = a->seed;
   options.loss_scale_growth_interval = a->loss_scale_window;
+  options.rank = run->dist->active ? run->dist->rank : 0; /* under ZeRO, the shard it holds */
   char folder[4096];
   options.weights_dir = a->weights_dir ? a->weights_dir : tf_cli_folder_of(a->plan_path, folder, sizeof(folder));
   /* The lock first: a second run on the folder is refused before it loads anything. */
@@ -344,6 +347,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   if (!status)
     status = tf_session_create(plan, &options, &run->session);
   tf_session *session = run->session;
+  if (!status && run->dist->active && plan->zero > 0 && run->dist->rank == 0) /* its checkpoints gather the shards */
+    tf_session_set_remote_read(session, tf_dist_receive_shard, run->dist);
   if (!status && !a->resume) /* NaN in imported weights: the file's fault, not the learning rate's */
     status = tf_tool_check_initial_weights(session, options.weights_dir, "refusing to train from non-finite weights");
   if (!status && a->init_from)
@@ -416,6 +421,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       status = tf_tool_train_check_gradients(session, step);
     if (!status)
       status = tf_session_optimizer_step(session);
+    if (!status) /* ZeRO: the parameters from the ranks that updated them */
+      status = tf_dist_share_updates(run->dist, session);
     if (!status && scan && updates_in_backward)
       status = tf_tool_train_check_updated_weights(session, step);
     if (!status)
@@ -436,6 +443,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       status = save_checkpoint(session, a->checkpoint, a->check_finite, run->dist->size);
       last_save = now();
       in_steps = 1;
+    } else if (run->job_checkpoints && every_steps) {
+      status = tf_dist_send_shard(run->dist, session); /* rank 0 is saving: its shard from this rank */
     }
   }
   in_steps = 0;
@@ -448,6 +457,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     status = tf_tool_train_check_final_weights(session, a->checkpoint != NULL);
   if (!status && a->checkpoint)
     status = save_checkpoint(session, a->checkpoint, false, run->dist->size); /* just scanned */
+  else if (!status && run->job_checkpoints)
+    status = tf_dist_send_shard(run->dist, session);
   double eval_loss = NAN, accuracy = NAN;
   if (!status && a->eval && !interrupted)
     status =
@@ -571,6 +582,13 @@ int tf_cmd_train(int argc, char **argv) {
     dist.failed_alone = true;
     return refuse_start(&dist, plan, status);
   }
+  if (plan->zero > 0 && a.checkpoint_minutes > 0) /* every rank alike: the plan and the options agree */
+    return refuse_start(&dist, plan,
+                        tf_status_new(TF_ERR_UNSUPPORTED,
+                                      "--checkpoint-every-minutes with a ZeRO plan (--zero %d): its ranks send their "
+                                      "shards to rank 0 at each save, so they save at the same steps (give "
+                                      "--checkpoint-every N)",
+                                      plan->zero));
   const tf_dist_job job = {.plan_path = a.plan_path,
                            .data = a.data,
                            .checkpoint = a.checkpoint,
@@ -586,13 +604,14 @@ int tf_cmd_train(int argc, char **argv) {
     return refuse_start(&dist, plan, status);
   /* Rank 0 speaks and writes the checkpoints; the others train quietly (their weights are the same)
    * and, resuming, read rank 0's checkpoint without its lock. */
+  const bool job_checkpoints = a.checkpoint != NULL;
   FILE *quiet = dist.active && dist.rank > 0 ? fopen("/dev/null", "w") : NULL;
   FILE *outer = tf_cli_out();
   if (quiet) {
     tf_cli_set_streams(quiet, tf_cli_err());
     a.checkpoint = NULL;
   }
-  train_run run = {.session = NULL, .feed = NULL, .lock_fd = -1, .dist = &dist};
+  train_run run = {.session = NULL, .feed = NULL, .lock_fd = -1, .dist = &dist, .job_checkpoints = job_checkpoints};
   int code = train_guarded(&a, plan, &run);
   if (quiet) {
     tf_cli_set_streams(outer, tf_cli_err());

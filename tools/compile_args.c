@@ -125,6 +125,10 @@ void tf_compile_args_help(void) {
           "  --ranks R              the plan of one of R processes training data-parallel (tightfit train\n"
           "                         under mpirun -np R): each its own micro-batches, the gradients summed\n"
           "                         across them before each update (global batch = N x accumulate x R)\n"
+          "  --zero S               with --ranks R: the ZeRO stage, 0 (default: every rank holds the\n"
+          "                         whole optimizer state) or 1 (each rank holds and updates the shard of\n"
+          "                         the parameters it owns, and sends them to the others: the state\n"
+          "                         region is the largest shard, about 1/R of it)\n"
           "  --allow-offload        with --global-batch (cuda, vulkan): when nothing fits, search again with\n"
           "                         the optimizer state in host memory (--offload optimizer), then with\n"
           "                         the gradients too, then the activations too, after --allow-optimizer\n"
@@ -278,6 +282,7 @@ static const compile_option compile_options[] = {
     {"--allow-precision", true},
     {"--allow-optimizer", true},
     {"--offload", true},
+    {"--zero", true},
     {"--ranks", true},
     {"--allow-offload", false},
     {"--budget", true},
@@ -377,6 +382,10 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
                        "gradients (the gradients too) or activations (those kept for the backward pass), or a "
                        "comma list of them, got '%s'",
                        value);
+  } else if (strcmp(name, "--zero") == 0) {
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "2") != 0)
+      return BAD_VALUE("--zero takes 0, 1 or 2 (the ZeRO stage), got '%s'", value);
+    o->zero = value[0] - '0';
   } else if (strcmp(name, "--allow-optimizer") == 0) {
     if (strcmp(value, "adamw8bit") != 0)
       return BAD_VALUE("--allow-optimizer takes adamw8bit (8-bit AdamW state), got '%s'", value);

@@ -180,6 +180,7 @@ static tf_status identity(const tf_dist_job *job, char **out) {
 }
 
 tf_status tf_dist_start(const tf_plan *plan, const tf_dist_job *job, tf_dist *d) {
+  d->plan = plan;
   if (!d->active)
     return plan->ranks > 1 ? refuse_alone(plan) : NULL;
   /* The same plan and arguments everywhere first: every rank must reach one verdict. A rank that

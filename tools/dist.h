@@ -26,7 +26,8 @@ typedef struct tf_dist {
   int64_t staging_bytes;
   int32_t *gradients; /* the plan's gradient buffers to sum, found once at start */
   int32_t n_gradients;
-  bool failed_alone; /* tf_dist_start's error is this rank's alone (no memory, its plan unreadable) */
+  bool failed_alone;   /* tf_dist_start's error is this rank's alone (no memory, its plan unreadable) */
+  const tf_plan *plan; /* the job's plan (tf_dist_start) */
 } tf_dist;
 
 /* What the ranks of a job must agree on (threads, device, logging and saving need not). */
@@ -52,6 +53,15 @@ tf_status tf_dist_start(const tf_plan *plan, const tf_dist_job *job, tf_dist *d)
 tf_status tf_dist_agree(const tf_dist *d, const char *lines, const char *rule) TF_MUST_USE;
 /* Sums every gradient buffer of the session across the ranks (all end with the same sums). */
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
+/* ZeRO stage 1 (tools/dist_zero.c): after each optimizer step, every parameter from the rank that
+ * updated it (it holds its state) to every other rank; nothing without ZeRO or a job. */
+tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) TF_MUST_USE;
+/* The remote read of rank 0's session (tf_session_set_remote_read, context: the tf_dist): a buffer of
+ * another rank's shard, received from it while rank 0 writes a checkpoint. */
+tf_status tf_dist_receive_shard(void *context, int32_t buffer, void *data, int64_t bytes);
+/* The other side of a checkpoint: every rank but 0 sends its shard's buffers, in buffer order, when
+ * rank 0 writes one (each save of rank 0 has its send on every other rank). */
+tf_status tf_dist_send_shard(tf_dist *d, tf_session *session) TF_MUST_USE;
 /* The end of a step: the mean of `loss` over the ranks, and in *stop_any whether any rank asked to
  * stop (`stop`: a signal), so that all stop after the same step; without a job, `loss` and `stop`. */
 double tf_dist_step_end(const tf_dist *d, double loss, bool stop, bool *stop_any);

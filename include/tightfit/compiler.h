@@ -112,6 +112,10 @@ typedef struct tf_compile_options {
    * under mpirun); every update scales the sum by 1 / (accumulate x ranks). Updates after the
    * backward pass. */
   int32_t ranks;
+  /* With ranks > 1, the ZeRO stage: 0 (every rank holds the whole optimizer state) or 1 (each rank
+   * holds the state of the parameters it owns and updates only those; the owners send the updated
+   * parameters to every rank: compiler/zero.c). */
+  int32_t zero;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

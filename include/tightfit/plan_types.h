@@ -54,6 +54,8 @@ typedef struct tf_plan_buffer {
   bool unbatched;                /* inputs and labels: the graph's first dim is not the micro-batch N (a
                                   * static shape, or a tensor shared by every sample): fed whole, one
                                   * file of exactly this shape; else false: shape[0] == micro_batch */
+  int32_t held_by;               /* ZeRO (tf_plan.zero): 1 + the only rank that holds it (its shard of the
+                                  * optimizer state, laid out on the other ranks' shards); 0: every rank */
 } tf_plan_buffer;
 
 typedef struct tf_plan_step {
@@ -67,6 +69,7 @@ typedef struct tf_plan_step {
   int32_t outputs[TF_MAX_OUTPUTS];
   int32_t workspace; /* a workspace buffer live at this step only, or -1 */
   double flops;      /* estimated floating-point operations */
+  int32_t held_by;   /* ZeRO: 1 + the only rank that runs it (the update of a parameter it owns); 0: every rank */
 } tf_plan_step;
 
 typedef struct tf_plan_report {
@@ -131,6 +134,10 @@ typedef struct tf_plan {
    * micro-batches; the gradients are summed across them before the optimizer block, and every
    * update scales by 1 / (accumulate x ranks)); 0 or 1: one process. global_batch counts them all. */
   int32_t ranks;
+  /* ZeRO stage of a data-parallel plan: 0, every rank holds the whole optimizer state; 1, each rank
+   * holds and updates the shard of the parameters it owns (held_by), the optimizer-state region is
+   * the largest shard, and the owners send the updated parameters to every rank after the block. */
+  int32_t zero;
 } tf_plan;
 
 #ifdef __cplusplus

@@ -25,6 +25,9 @@ typedef struct tf_session_options {
   /* f16 plans: optimizer steps in a row without overflow after which the loss scale doubles (0:
    * 2000, torch.cuda.amp.GradScaler's growth_interval) */
   int64_t loss_scale_growth_interval;
+  /* A data-parallel job's rank (0 .. the plan's ranks - 1; 0 for one process): a ZeRO plan's session
+   * holds and updates that rank's shard of the optimizer state only (tf_plan.zero). */
+  int32_t rank;
 } tf_session_options;
 
 typedef struct tf_session_memory {
@@ -101,6 +104,15 @@ tf_session_scaling tf_session_scaling_state(const tf_session *session);
  * skipped count; TF_ERR_INVALID_ARGUMENT when out of range. */
 tf_status tf_session_set_scaling(tf_session *session, int32_t loss_scale_log2, int64_t good_steps,
                                  int64_t skipped_steps) TF_MUST_USE;
+
+/* Whether the session holds buffer `buffer`: every buffer, but under ZeRO the shards of the other
+ * ranks (tf_plan_buffer.held_by), which it neither initialises, reads nor writes. */
+bool tf_session_holds(const tf_session *session, int32_t buffer);
+/* Where the session reads a buffer another rank holds: `read` fills data with its `bytes` (a ZeRO
+ * job's rank 0 gathers the shards so to save a checkpoint, tools/dist.c). Without one (the default),
+ * such a read is refused, naming the rank that holds it. */
+typedef tf_status (*tf_session_remote_read)(void *context, int32_t buffer, void *data, int64_t bytes);
+void tf_session_set_remote_read(tf_session *session, tf_session_remote_read read, void *context);
 
 /* Saves parameters, optimizer state and counters to a safetensors checkpoint (atomically:
  * temporary file, fsync, rename); `metadata` adds "key=value" pairs (may be NULL). */

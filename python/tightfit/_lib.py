@@ -119,7 +119,7 @@ class PlanBuffer(ctypes.Structure):
                 ("offset", ctypes.c_int64), ("bytes", ctypes.c_int64), ("dtype", ctypes.c_int),
                 ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK), ("first_step", ctypes.c_int32),
                 ("last_step", ctypes.c_int32), ("init", Init), ("owner", ctypes.c_int32), ("io_twin", ctypes.c_int32),
-                ("alias_of", ctypes.c_int32), ("unbatched", ctypes.c_bool)]
+                ("alias_of", ctypes.c_int32), ("unbatched", ctypes.c_bool), ("held_by", ctypes.c_int32)]
 
 
 class PlanHead(ctypes.Structure):
@@ -137,7 +137,7 @@ ROLE_PARAMETER, ROLE_INPUT, ROLE_LABEL, ROLE_STATE = 0, 4, 5, 8
 class SessionOptions(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_char_p), ("device", ctypes.c_int32), ("threads", ctypes.c_int32),
                 ("seed", ctypes.c_uint64), ("weights_dir", ctypes.c_char_p),
-                ("loss_scale_growth_interval", ctypes.c_int64)]
+                ("loss_scale_growth_interval", ctypes.c_int64), ("rank", ctypes.c_int32)]
 
 
 class SessionMemory(ctypes.Structure):

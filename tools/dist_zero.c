@@ -1,0 +1,109 @@
+/* tools/dist.h: ZeRO stage 1 over MPI (compiler/zero.c plans it). Each rank updates the parameters
+ * whose optimizer state it holds; after the optimizer block their owners send them to every rank
+ * (MPI_Bcast per parameter, host-staged), so the weights stay equal everywhere. A checkpoint holds the
+ * whole state: rank 0 receives each other rank's shard buffer by buffer while it writes (its
+ * session's remote read), and the others send theirs in the same order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/dist.h"
+
+#if TIGHTFIT_MPI
+#include <mpi.h>
+
+#define CHUNK_BYTES (1 << 30) /* MPI counts are ints: large buffers move in pieces */
+#define SHARD_TAG 4501
+
+/* The rank that runs update step `step` and owns the parameter it updates (its first input). */
+static int owner_of(const tf_plan_step *step) { return step->held_by - 1; }
+
+static tf_status broadcast(void *data, int64_t bytes, int root, const char *name) {
+  for (int64_t at = 0; at < bytes; at += CHUNK_BYTES) {
+    const int count = (int)(bytes - at < CHUNK_BYTES ? bytes - at : CHUNK_BYTES);
+    if (MPI_Bcast((char *)data + at, count, MPI_BYTE, root, MPI_COMM_WORLD) != MPI_SUCCESS)
+      return tf_status_new(TF_ERR_BACKEND, "sending parameter '%s' from rank %d: MPI_Bcast failed", name, root);
+  }
+  return NULL;
+}
+#endif
+
+tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) {
+  const tf_plan *plan = tf_session_plan(session);
+  if (!d->active || plan->zero == 0)
+    return NULL;
+#if TIGHTFIT_MPI
+  int64_t largest = 0;
+  for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
+    if (plan->steps[s].held_by > 0 && plan->buffers[plan->steps[s].inputs[0]].bytes > largest)
+      largest = plan->buffers[plan->steps[s].inputs[0]].bytes;
+  void *staging = malloc((size_t)(largest > 0 ? largest : 1));
+  if (!staging)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to send %lld bytes of a parameter", (long long)largest);
+  tf_status status = NULL;
+  for (int32_t s = plan->micro_steps; s < plan->n_steps && !status; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (step->held_by == 0)
+      continue;
+    const int32_t id = step->inputs[0];
+    const tf_plan_buffer *b = &plan->buffers[id];
+    const int root = owner_of(step);
+    if (root == d->rank)
+      status = tf_session_read_range(session, id, 0, staging, b->bytes);
+    if (!status)
+      status = broadcast(staging, b->bytes, root, b->name);
+    if (!status && root != d->rank)
+      status = tf_session_write_range(session, id, 0, staging, b->bytes);
+  }
+  free(staging);
+  return status;
+#else
+  return NULL;
+#endif
+}
+
+tf_status tf_dist_receive_shard(void *context, int32_t buffer, void *data, int64_t bytes) {
+  const tf_dist *d = context;
+#if TIGHTFIT_MPI
+  const tf_plan_buffer *b = &d->plan->buffers[buffer];
+  const int from = b->held_by - 1;
+  for (int64_t at = 0; at < bytes; at += CHUNK_BYTES) {
+    const int count = (int)(bytes - at < CHUNK_BYTES ? bytes - at : CHUNK_BYTES);
+    if (MPI_Recv((char *)data + at, count, MPI_BYTE, from, SHARD_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return tf_status_new(TF_ERR_BACKEND, "receiving '%s' of rank %d's shard: MPI_Recv failed", b->name, from);
+  }
+  return NULL;
+#else
+  (void)d;
+  (void)buffer;
+  (void)data;
+  (void)bytes;
+  return tf_status_new(TF_ERR_UNSUPPORTED, "a ZeRO shard cannot be received without MPI");
+#endif
+}
+
+tf_status tf_dist_send_shard(tf_dist *d, tf_session *session) {
+  const tf_plan *plan = tf_session_plan(session);
+  if (!d->active || plan->zero == 0 || d->rank == 0)
+    return NULL;
+#if TIGHTFIT_MPI
+  tf_status status = NULL;
+  for (int32_t id = 0; id < plan->n_buffers && !status; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->held_by != d->rank + 1 || b->role != TF_ROLE_OPTIMIZER_STATE)
+      continue;
+    void *data = malloc((size_t)(b->bytes > 0 ? b->bytes : 1));
+    status = data ? tf_session_read_range(session, id, 0, data, b->bytes)
+                  : tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to send '%s'", b->name);
+    for (int64_t at = 0; !status && at < b->bytes; at += CHUNK_BYTES) {
+      const int count = (int)(b->bytes - at < CHUNK_BYTES ? b->bytes - at : CHUNK_BYTES);
+      if (MPI_Send((char *)data + at, count, MPI_BYTE, 0, SHARD_TAG, MPI_COMM_WORLD) != MPI_SUCCESS)
+        status = tf_status_new(TF_ERR_BACKEND, "sending '%s' to rank 0: MPI_Send failed", b->name);
+    }
+    free(data);
+  }
+  return status;
+#else
+  (void)session;
+  return NULL;
+#endif
+}
