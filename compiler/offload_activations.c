@@ -20,19 +20,6 @@
 #include "core/linear_loss.h"
 #include "core/ops.h"
 
-static bool reads_input(const tf_ir_node *node, int32_t k) { return !tf_op_input_shape_only(node->op, k); }
-
-/* Whether node n, of a phase in `phases` (a mask of 1u << phase), reads x as data. */
-static bool reads_as(const tf_training *t, int32_t n, int32_t x, uint32_t phases) {
-  const tf_ir_node *node = &t->g->nodes[n];
-  if (!((phases >> t->phase[n]) & 1u))
-    return false;
-  for (int32_t k = 0; k < node->n_inputs; k++)
-    if (node->inputs[k] == x && reads_input(node, k))
-      return true;
-  return false;
-}
-
 /* Whether x is an input of the loss node. */
 static bool feeds_loss(const tf_training *t, int32_t x) {
   const int32_t loss_node = t->loss >= 0 ? t->g->tensors[t->loss].producer : -1;
@@ -55,7 +42,7 @@ static bool moves(const tf_training *t, int32_t x, int32_t n_nodes) {
   if (tf_linear_loss_is_train(g->nodes[producer].op) && g->nodes[producer].outputs[0] != x)
     return false;
   for (int32_t n = 0; n < n_nodes; n++)
-    if (reads_as(t, n, x, (1u << TF_PHASE_BACKWARD) | (1u << TF_PHASE_RECOMPUTE)))
+    if (tf_training_reads(t, n, x, (1u << TF_PHASE_BACKWARD) | (1u << TF_PHASE_RECOMPUTE)))
       return true;
   return false;
 }
@@ -71,27 +58,28 @@ static tf_attrs same_shape(const tf_ir_tensor *x) {
   return attrs;
 }
 
+/* A copy of host tensor `kept` back into the arena, for the readers of activation x (copy_back_for). */
+typedef struct copy_back {
+  int32_t x, kept;
+  const char *suffix;
+} copy_back;
+
+static tf_status make_copy_back(tf_training *t, const void *context, int32_t *back) {
+  const copy_back *c = context;
+  char name[600];
+  snprintf(name, sizeof(name), "%s/from_host%s", t->g->tensors[c->x].name, c->suffix);
+  const tf_attrs attrs = same_shape(&t->g->tensors[c->kept]);
+  int32_t kept = c->kept;
+  return tf_training_emit(t, TF_OP_RESHAPE, &kept, 1, &attrs, TF_PHASE_RECOMPUTE, name, back);
+}
+
 /* The readers of x among nodes [0, n_nodes) of a phase in `phases` read a new copy of host tensor
  * `kept` back in the arena (a recompute node: placed just before the first of them). */
 static tf_status copy_back_for(tf_training *t, int32_t x, int32_t kept, int32_t n_nodes, uint32_t phases,
                                const char *suffix) {
-  tf_graph *g = t->g;
-  int32_t back = -1;
-  for (int32_t n = 0; n < n_nodes; n++) {
-    if (!reads_as(t, n, x, phases))
-      continue;
-    if (back < 0) {
-      char name[600];
-      snprintf(name, sizeof(name), "%s/from_host%s", g->tensors[x].name, suffix);
-      const tf_attrs attrs = same_shape(&g->tensors[kept]);
-      TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_RESHAPE, &kept, 1, &attrs, TF_PHASE_RECOMPUTE, name, &back));
-    }
-    tf_ir_node *node = &g->nodes[n];
-    for (int32_t k = 0; k < node->n_inputs; k++)
-      if (node->inputs[k] == x && reads_input(node, k))
-        node->inputs[k] = back;
-  }
-  return NULL;
+  const copy_back c = {x, kept, suffix};
+  int32_t back;
+  return tf_training_reroute_reads(t, x, n_nodes, phases, make_copy_back, &c, &back);
 }
 
 /* Moves x: the copy down after its producer, the copies back for its backward and recompute readers. */

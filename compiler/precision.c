@@ -132,37 +132,26 @@ static int32_t half_source(const tf_training *t, int32_t x) {
   return dtype == TF_F16 || dtype == TF_BF16 ? source : -1;
 }
 
-/* Whether node n, of a phase in `phases` (a mask of 1u << phase), reads x as data. */
-static bool reads_as(const tf_training *t, int32_t n, int32_t x, uint32_t phases) {
-  const tf_ir_node *node = &t->g->nodes[n];
-  if (!((phases >> t->phase[n]) & 1u))
-    return false;
-  for (int32_t k = 0; k < node->n_inputs; k++)
-    if (node->inputs[k] == x && reads_input(node, k))
-      return true;
-  return false;
+/* A cast of the stored half tensor back to f32, for the readers of activation x (restore_for). */
+typedef struct restore {
+  int32_t x, stored;
+  const char *suffix;
+} restore;
+
+static tf_status make_restore(tf_training *t, const void *context, int32_t *restored) {
+  const restore *r = context;
+  char name[600];
+  snprintf(name, sizeof(name), "%s/restored_f32%s", t->g->tensors[r->x].name, r->suffix);
+  return tf_training_emit_cast(t, r->stored, TF_F32, TF_PHASE_RECOMPUTE, name, restored);
 }
 
 /* The readers of x among nodes [0, n_nodes) of a phase in `phases` read a new cast of half tensor
  * `stored` back to f32 instead (placed just before the first of them); nothing when none reads x. */
 static tf_status restore_for(tf_training *t, int32_t x, int32_t stored, int32_t n_nodes, uint32_t phases,
                              const char *suffix) {
-  tf_graph *g = t->g;
-  int32_t restored = -1;
-  for (int32_t n = 0; n < n_nodes; n++) {
-    if (!reads_as(t, n, x, phases))
-      continue;
-    if (restored < 0) { /* the first reader: the cast comes into being (nodes >= n_nodes) */
-      char name[600];
-      snprintf(name, sizeof(name), "%s/restored_f32%s", g->tensors[x].name, suffix);
-      TF_RETURN_IF_ERROR(tf_training_emit_cast(t, stored, TF_F32, TF_PHASE_RECOMPUTE, name, &restored));
-    }
-    tf_ir_node *node = &g->nodes[n];
-    for (int32_t k = 0; k < node->n_inputs; k++)
-      if (node->inputs[k] == x && reads_input(node, k))
-        node->inputs[k] = restored;
-  }
-  return NULL;
+  const restore r = {x, stored, suffix};
+  int32_t restored;
+  return tf_training_reroute_reads(t, x, n_nodes, phases, make_restore, &r, &restored);
 }
 
 /* The backward readers of activation `x` (nodes [0, n_nodes)) read a cast of half tensor `stored`

@@ -189,6 +189,32 @@ void tf_training_free(tf_training *t) {
   memset(t, 0, sizeof(*t));
 }
 
+bool tf_training_reads(const tf_training *t, int32_t n, int32_t x, uint32_t phases) {
+  const tf_ir_node *node = &t->g->nodes[n];
+  if (!((phases >> t->phase[n]) & 1u))
+    return false;
+  for (int32_t k = 0; k < node->n_inputs; k++)
+    if (node->inputs[k] == x && !tf_op_input_shape_only(node->op, k))
+      return true;
+  return false;
+}
+
+tf_status tf_training_reroute_reads(tf_training *t, int32_t x, int32_t n_nodes, uint32_t phases,
+                                    tf_training_make_tensor make, const void *context, int32_t *y) {
+  *y = -1;
+  for (int32_t n = 0; n < n_nodes; n++) {
+    if (!tf_training_reads(t, n, x, phases))
+      continue;
+    if (*y < 0) /* the first reader: the replacement comes into being (nodes >= n_nodes) */
+      TF_RETURN_IF_ERROR(make(t, context, y));
+    tf_ir_node *node = &t->g->nodes[n];
+    for (int32_t k = 0; k < node->n_inputs; k++)
+      if (node->inputs[k] == x && !tf_op_input_shape_only(node->op, k))
+        node->inputs[k] = *y;
+  }
+  return NULL;
+}
+
 bool tf_training_in_arena(const tf_training *t, int32_t id) {
   return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION && !t->host[id];
 }

@@ -129,6 +129,16 @@ tf_attrs tf_training_cast_attrs(tf_dtype to);
 tf_status tf_training_emit_cast(tf_training *t, int32_t x, tf_dtype to, tf_phase phase, const char *name,
                                 int32_t *out) TF_MUST_USE;
 
+/* Whether node n, of a phase in `phases` (a mask of 1u << phase), reads x as data (not for its shape). */
+bool tf_training_reads(const tf_training *t, int32_t n, int32_t x, uint32_t phases);
+/* Makes what a new node writes replace x for the readers tf_training_reroute_reads found (*y: its
+ * output), with `context` the caller's. */
+typedef tf_status (*tf_training_make_tensor)(tf_training *t, const void *context, int32_t *y);
+/* The nodes among [0, n_nodes) of a phase in `phases` (a mask of 1u << phase) that read x as data
+ * read *y instead, which `make` adds at the first of them (a recompute node: the schedule places it
+ * just before that reader); *y stays -1 when none reads x. */
+tf_status tf_training_reroute_reads(tf_training *t, int32_t x, int32_t n_nodes, uint32_t phases,
+                                    tf_training_make_tensor make, const void *context, int32_t *y) TF_MUST_USE;
 /* Whether tensor id lives in the arena: an activation of the device, not a copy in host memory. */
 bool tf_training_in_arena(const tf_training *t, int32_t id);
 /* How many node inputs read `tensor`. */
