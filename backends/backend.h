@@ -65,6 +65,11 @@ typedef struct tf_backend_vtable {
   /* Opens device options->device, measures what it offers (tf_device_capacity), and closes it
    * again; NULL when the backend cannot say (cpu). Needs no plan. */
   tf_status (*capacity)(const tf_backend_options *options, tf_device_capacity *out);
+  /* Page-locked host memory of `bytes` (zeroed) for what the runtime keeps on the host beside the
+   * device (an offloaded plan's host region and staging), which the device then copies at the link's
+   * full speed; NULL (cpu, vulkan): the runtime takes ordinary host memory. */
+  tf_status (*alloc_host)(void *state, int64_t bytes, void **host);
+  void (*free_host)(void *state, void *host);
 } tf_backend_vtable;
 
 /* The backend named `name` ("cpu", "vulkan", "cuda") in *out, or an error saying why there is none:

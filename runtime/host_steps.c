@@ -42,8 +42,32 @@ static tf_status refusal(const tf_plan *plan, int32_t s, tf_cpu_kernel kernel) {
   return NULL;
 }
 
-tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) {
+/* `bytes` of zeroed host memory: the backend's page-locked memory where it has some, else ordinary. */
+static void *host_memory(const tf_host_steps *h, int64_t bytes) {
+  void *memory = NULL;
+  const size_t size = (size_t)(bytes > 0 ? bytes : STAGING_ALIGN);
+  if (!h->backend->alloc_host) {
+    memory = aligned_alloc(STAGING_ALIGN, (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN);
+    if (memory)
+      memset(memory, 0, size);
+    return memory;
+  }
+  tf_status status = h->backend->alloc_host(h->state, bytes, &memory);
+  tf_status_free(status);
+  return status ? NULL : memory;
+}
+
+static void free_host_memory(const tf_host_steps *h, void *memory) {
+  if (memory && h->backend && h->backend->free_host)
+    h->backend->free_host(h->state, memory);
+  else
+    free(memory);
+}
+
+tf_status tf_host_steps_create(const tf_plan *plan, const tf_backend_vtable *backend, void *state, tf_host_steps *out) {
   memset(out, 0, sizeof(*out));
+  out->backend = backend;
+  out->state = state;
   if (plan->n_host_steps == 0)
     return NULL;
   int32_t most_operands = 1;
@@ -53,8 +77,9 @@ tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) {
     out->staging_bytes = bytes > out->staging_bytes ? bytes : out->staging_bytes;
     most_operands = operand_count(step) > most_operands ? operand_count(step) : most_operands;
   }
-  out->region = calloc(1, (size_t)(plan->host_bytes > 0 ? plan->host_bytes : 1));
-  out->staging = out->staging_bytes > 0 ? aligned_alloc(STAGING_ALIGN, (size_t)out->staging_bytes) : NULL;
+  out->region = host_memory(out, plan->host_bytes);
+  out->staging = out->staging_bytes > 0 ? host_memory(out, out->staging_bytes) : NULL;
+  out->pinned_bytes = backend->alloc_host ? plan->host_bytes + out->staging_bytes : 0;
   out->kernels = calloc((size_t)plan->n_host_steps, sizeof(tf_cpu_kernel));
   out->tensors = calloc((size_t)most_operands, sizeof(tf_cpu_tensor));
   if (!out->region || (out->staging_bytes > 0 && !out->staging) || !out->kernels || !out->tensors) {
@@ -76,8 +101,8 @@ tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) {
 }
 
 void tf_host_steps_destroy(tf_host_steps *h) {
-  free(h->region);
-  free(h->staging);
+  free_host_memory(h, h->region);
+  free_host_memory(h, h->staging);
   free(h->kernels);
   free(h->tensors);
   memset(h, 0, sizeof(*h));

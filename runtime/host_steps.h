@@ -11,17 +11,23 @@
 #include "tightfit/plan.h"
 
 typedef struct tf_host_steps {
+  const tf_backend_vtable *backend; /* whose page-locked memory region and staging are, where it has some */
+  void *state;
   void *region;  /* host_bytes, zeroed (the state's initial value) */
   void *staging; /* the largest host step's device operands, each 64-byte aligned */
   int64_t staging_bytes;
+  int64_t pinned_bytes;   /* region and staging when the backend page-locked them (CUDA), else 0 */
   tf_cpu_kernel *kernels; /* one per host step */
   tf_cpu_tensor *tensors; /* scratch for one step's operand tensors */
 } tf_host_steps;
 
-/* Allocates the host region and the staging buffer and finds each host step's CPU kernel; a plan
- * without host steps needs nothing (all NULL). An op with no CPU kernel, or an operand in half
+/* Allocates the host region and the staging buffer (the backend's page-locked memory where it has
+ * some: tf_backend_vtable.alloc_host) and finds each host step's CPU kernel; a plan without host
+ * steps needs nothing (all NULL). An op with no CPU kernel, or a computing step's operand in half
  * precision, is refused. */
-tf_status tf_host_steps_create(const tf_plan *plan, tf_host_steps *out) TF_MUST_USE;
+tf_status tf_host_steps_create(const tf_plan *plan, const tf_backend_vtable *backend, void *state,
+                               tf_host_steps *out) TF_MUST_USE;
+/* Frees them; before the backend's state is destroyed. */
 void tf_host_steps_destroy(tf_host_steps *h);
 /* Runs host step `index`: its device operands down from the backend's regions, the kernel, the
  * written ones up again. The caller has synchronised the device steps before it. */

@@ -269,7 +269,7 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
       status = tf_status_prefix(counted_alloc(s, plan->region_bytes[r], &s->regions[r]), "the %s region",
                                 tf_region_name((tf_region)r));
   if (!status)
-    status = tf_host_steps_create(plan, &s->host);
+    status = tf_host_steps_create(plan, backend, s->state, &s->host);
   for (int32_t i = 0; i < plan->n_buffers && !status; i++)
     status = init_buffer(s, i, options->weights_dir);
   if (!status)
@@ -296,9 +296,9 @@ void tf_session_destroy(tf_session *s) {
   for (int r = 0; r < TF_REGION_COUNT; r++)
     if (s->regions[r])
       s->backend->free_region(s->state, s->regions[r]);
+  tf_host_steps_destroy(&s->host); /* page-locked by the backend, maybe: before its state goes */
   if (s->state)
     s->backend->destroy(s->state);
-  tf_host_steps_destroy(&s->host);
   free(s->scratch);
   free(s);
 }

@@ -385,6 +385,24 @@ static tf_status cuda_alloc_region(void *state, int64_t bytes, void **region) {
   return NULL;
 }
 
+/* Page-locked host memory (cudaHostAlloc, portable across contexts), zeroed. */
+static tf_status cuda_alloc_host(void *state, int64_t bytes, void **host) {
+  cuda_state *s = state;
+  *host = NULL;
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
+  TF_RETURN_IF_ERROR(tf_cuda_status(cudaHostAlloc(host, (size_t)(bytes > 0 ? bytes : 1), cudaHostAllocPortable),
+                                    "allocating pinned host memory for the host steps"));
+  memset(*host, 0, (size_t)(bytes > 0 ? bytes : 1));
+  s->memory.pinned_host_bytes += bytes;
+  return NULL;
+}
+
+static void cuda_free_host(void *state, void *host) {
+  (void)state;
+  if (host)
+    cudaFreeHost(host);
+}
+
 static void cuda_free_region(void *state, void *region) {
   cuda_state *s = state;
   if (!region)
@@ -486,4 +504,6 @@ const tf_backend_vtable tf_backend_cuda = {
     .synchronize = tf_cuda_synchronize,
     .memory = cuda_memory,
     .capacity = cuda_capacity,
+    .alloc_host = cuda_alloc_host,
+    .free_host = cuda_free_host,
 };
