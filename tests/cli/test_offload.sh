@@ -11,7 +11,9 @@
 # --allow-offload takes it where offloading the state alone does not fit. `--offload activations` keeps
 # the activations saved for the backward pass in host memory between the passes (the arena smaller)
 # and trains to the checkpoint of the plan without it byte for byte (the copies move bytes only), also
-# with recompute's checkpoints, bf16 storage and 2 micro-batches, and beside offloaded gradients.
+# with recompute's checkpoints, bf16 storage and 2 micro-batches, and beside offloaded gradients. A job
+# of 2 ranks (mpirun, where the build has MPI) sums gradients that lie in host memory to the losses of
+# the job without offloading.
 # usage: test_offload.sh TIGHTFIT   (run from the repository root; the training part SKIPs without
 # a Vulkan device)
 tf=$1
@@ -195,4 +197,41 @@ check "bf16-stored activations of 2 micro-batches in host memory: the bf16 plan'
   cmp "$dir/ck_bf16/latest.safetensors" "$dir/ck_bf16_activations/latest.safetensors"
 check "activations and gradients in host memory: the offloaded gradients' checkpoint" \
   cmp "$dir/ck_gradients/latest.safetensors" "$dir/ck_gradients_activations/latest.safetensors"
+
+# a data-parallel job with its gradients in host memory: the ranks sum them there (tools/dist.c reads
+# and writes them through the session), to the job's losses and weights without offloading
+"$tf" compile "$dir/gpt.tfg" --set N=4,T=64 --target vulkan --ranks 2 -o "$dir/probe.tfplan" > /dev/null
+if command -v mpirun > /dev/null && ! "$tf" train "$dir/probe.tfplan" --data models/data/text/train --steps 1 2>&1 |
+  grep -q "this build has no MPI"; then
+  mpi="mpirun --allow-run-as-root --oversubscribe -np 2"
+  for name in ranks ranks_gradients; do
+    extra=$([ $name = ranks_gradients ] && echo "--offload gradients")
+    # shellcheck disable=SC2086
+    expect 0 "compile $name" "$tf" compile "$dir/gpt.tfg" --set N=4,T=64 --optimizer adamw --target vulkan --ranks 2 \
+      --fuse-loss off $extra -o "$dir/$name.tfplan"
+    expect_message 0 "2 ranks train $name" '"steps": 4' env ASAN_OPTIONS=detect_leaks=0 $mpi "$tf" train \
+      "$dir/$name.tfplan" --data models/data/text/train --steps 4 --threads 1 --device vulkan:0 --json \
+      --checkpoint "$dir/ck_$name"
+    cp "$dir/out" "$dir/$name.json"
+  done
+  /usr/bin/python3 - "$dir" << 'PY' && passed=$((passed + 1)) || fail "2 ranks with offloaded gradients"
+import json, struct, sys
+import numpy as np
+d = sys.argv[1]
+def losses(name):
+    return [json.loads(line)["loss"] for line in open(f"{d}/{name}.json") if line.startswith('{"step"')]
+def weights(name):
+    data = open(f"{d}/ck_{name}/latest.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
+            for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
+a, b = losses("ranks"), losses("ranks_gradients")
+wa, wb = weights("ranks"), weights("ranks_gradients")
+worst = max(float(np.max(np.abs(wa[k] - wb[k]))) for k in wa)
+print(f"2 ranks, gradients in host memory: losses {b} vs {a}; weights worst {worst:.2g}")
+assert len(a) == len(b) == 4 and max(abs(x - y) for x, y in zip(a, b)) <= 5e-6 and worst <= 2e-5
+PY
+fi
 finish test_offload
