@@ -47,6 +47,9 @@ tf_status tf_dist_join(tf_dist *d) TF_MUST_USE;
  * (rank 0 reports it) unless d->failed_alone (then tf_dist_abort). A plan of one rank in one
  * process: nothing. */
 tf_status tf_dist_start(const tf_plan *plan, const tf_dist_job *job, tf_dist *d) TF_MUST_USE;
+/* The lines of `job` every rank must share, in tf_dist_agree's form (the plan by its file's XXH64,
+ * the data folder by its .npy files' names and sizes, the rest as given); the caller frees *out. */
+tf_status tf_dist_identity(const tf_dist_job *job, char **out) TF_MUST_USE;
 /* Every rank's `lines` against rank 0's (collective): lines "KEY\tSHOWN\n", compared by KEY and
  * named by SHOWN, e.g. "--steps 6\t--steps 6\n". A difference is an error naming the first rank that
  * differs and its first differing line, with rank 0's, then `rule`; every rank returns it. */
