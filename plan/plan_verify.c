@@ -30,14 +30,13 @@ tf_plan_label tf_plan_buffer_label(const tf_plan *plan, int32_t id) {
   return label;
 }
 
-/* Step s: a device step for s < n_steps, host step s - n_steps after them (offloaded updates). */
-static const tf_plan_step *step_at(const tf_plan *plan, int32_t s) {
+const tf_plan_step *tf_plan_step_at(const tf_plan *plan, int32_t s) {
   return s < plan->n_steps ? &plan->steps[s] : &plan->host_steps[s - plan->n_steps];
 }
 
 tf_plan_label tf_plan_step_label(const tf_plan *plan, int32_t s) {
   tf_plan_label label;
-  const tf_plan_step *step = step_at(plan, s);
+  const tf_plan_step *step = tf_plan_step_at(plan, s);
   const char *name = step->name ? step->name : "";
   const char *dots = strlen(name) > 80 ? "..." : "";
   if (s < plan->n_steps)
@@ -69,39 +68,6 @@ static tf_region region_of_role(tf_buffer_role role) {
 }
 
 /* ---- the plan as a whole ---- */
-
-/* Where the host steps run: host step i before device step host_at[i], in 0..n_steps; one of the
- * micro-batch block (a phase other than optimizer) within it (at most micro_steps), one of the
- * optimizer block within that (at least micro_steps); in the order they run (the micro-batch
- * block's first, each block's by position). */
-static tf_status check_host_positions(const tf_plan *plan) {
-  if (plan->n_host_steps > 0 && !plan->host_at)
-    return INVALID("%" PRId32 " host steps but no host_at (where each runs)", plan->n_host_steps);
-  int64_t previous = -1;
-  for (int32_t i = 0; i < plan->n_host_steps; i++) {
-    const int32_t at = plan->host_at[i];
-    const tf_phase phase = plan->host_steps[i].phase;
-    if (phase == TF_PHASE_BACKWARD || (int)phase < 0 || phase >= TF_PHASE_COUNT)
-      return INVALID("host step %" PRId32 " '%s' is in phase %s; host steps are the optimizer block's, a gradient's "
-                     "accumulation or an activation's copy (forward, recompute)",
-                     i, plan->host_steps[i].name ? plan->host_steps[i].name : "", tf_phase_name(phase));
-    const bool optimizer = phase == TF_PHASE_OPTIMIZER;
-    const int32_t low = optimizer ? plan->micro_steps : 0, high = optimizer ? plan->n_steps : plan->micro_steps;
-    if (at < low || at > high)
-      return INVALID("host step %" PRId32 " '%s' runs before device step %" PRId32 "; a host step of the %s block runs "
-                     "within it, before a step of %" PRId32 "..%" PRId32,
-                     i, plan->host_steps[i].name ? plan->host_steps[i].name : "", at,
-                     optimizer ? "optimizer" : "micro-batch", low, high);
-    const int64_t key = (int64_t)optimizer * ((int64_t)plan->n_steps + 1) + at;
-    if (key < previous)
-      return INVALID("host step %" PRId32 " '%s' runs before device step %" PRId32 " of the %s block, earlier than "
-                     "host step %" PRId32 " before it in the list; host steps are listed in the order they run",
-                     i, plan->host_steps[i].name ? plan->host_steps[i].name : "", at,
-                     optimizer ? "optimizer" : "micro-batch", i - 1);
-    previous = key;
-  }
-  return NULL;
-}
 
 static tf_status check_header(const tf_plan *plan) {
   if (plan->version == 0)
@@ -136,7 +102,7 @@ static tf_status check_header(const tf_plan *plan) {
   if (plan->n_host_steps > 0 && !plan->training)
     return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
                    plan->n_host_steps);
-  TF_RETURN_IF_ERROR(check_host_positions(plan));
+  TF_RETURN_IF_ERROR(tf_plan_check_host_positions(plan));
   if (plan->zero < 0 || plan->zero > 1 || (plan->zero > 0 && (plan->ranks < 2 || plan->n_host_steps > 0)))
     return INVALID("ZeRO stage %" PRId32 " of a plan of %" PRId32 " ranks with %" PRId32 " host steps; stages are 0 "
                    "and 1, 1 for a data-parallel plan (2 ranks or more) without host steps",
@@ -396,7 +362,7 @@ static tf_status check_references(const tf_plan *plan, int32_t id) {
 
 /* Attributes the shape rules trust: the op's family, and counts inside their arrays. */
 static tf_status check_attrs(const tf_plan *plan, int32_t s, const tf_op_info *info) {
-  const tf_attrs *attrs = &step_at(plan, s)->attrs;
+  const tf_attrs *attrs = &tf_plan_step_at(plan, s)->attrs;
   if (attrs->kind != info->attrs)
     return INVALID("%s carries %s attributes (kind %d); %s takes %s attributes", tf_plan_step_label(plan, s).text,
                    tf_attr_kind_name(attrs->kind), (int)attrs->kind, info->name, tf_attr_kind_name(info->attrs));
@@ -419,13 +385,9 @@ static tf_status check_attrs(const tf_plan *plan, int32_t s, const tf_op_info *i
 
 /* The phase belongs to the block the step is in, and inference plans only run forward. */
 static tf_status check_phase(const tf_plan *plan, int32_t s) {
-  tf_phase phase = step_at(plan, s)->phase;
-  if (s >= plan->n_steps && phase == TF_PHASE_BACKWARD)
-    return INVALID("%s is in phase %s; host steps are the optimizer block's, a gradient's accumulation or an "
-                   "activation's copy (forward, recompute)",
-                   tf_plan_step_label(plan, s).text, tf_phase_name(phase));
+  tf_phase phase = tf_plan_step_at(plan, s)->phase;
   if (s >= plan->n_steps)
-    return NULL;
+    return NULL; /* a host step's phase is its block's (tf_plan_check_host_positions) */
   if ((int)phase < 0 || phase >= TF_PHASE_COUNT)
     return INVALID("%s has unknown phase %d (phases are 0..%d)", tf_plan_step_label(plan, s).text, (int)phase,
                    TF_PHASE_COUNT - 1);
@@ -451,21 +413,11 @@ static tf_status check_phase(const tf_plan *plan, int32_t s) {
   return NULL;
 }
 
-/* Whether a host step placed before device step s writes arena buffer id (an activation's copy
- * back, which device step s may read; check_host_outputs holds it to its live steps). */
-static bool host_writes_before(const tf_plan *plan, int32_t id, int32_t s) {
-  for (int32_t h = 0; h < plan->n_host_steps; h++)
-    for (int32_t k = 0; plan->host_at[h] <= s && k < plan->host_steps[h].n_outputs; k++)
-      if (plan->host_steps[h].outputs[k] == id)
-        return true;
-  return false;
-}
-
 /* Bit i of an op table mask (8 bits: variadic ops have up to 127 inputs, none of them flagged). */
 static bool has_bit(uint8_t mask, int32_t i) { return i < 8 && ((mask >> i) & 1u); }
 
 static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf_op_info *info) {
-  const tf_plan_step *step = step_at(plan, s);
+  const tf_plan_step *step = tf_plan_step_at(plan, s);
   int32_t id = step->inputs[i];
   if (!valid_id(plan, id))
     return INVALID("%s: input %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
@@ -518,7 +470,7 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
   }
   if (b->region != TF_REGION_ARENA || has_bit(info->shape_only, i) || s >= plan->n_steps)
     return NULL;
-  if (b->first_step > s || (b->first_step == s && !host_writes_before(plan, id, s)))
+  if (b->first_step > s || (b->first_step == s && !tf_plan_host_writes_before(plan, id, s)))
     return INVALID("%s reads input %" PRId32 " %s before it is written: it is written at step %" PRId32
                    " (read before write)",
                    tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, b->first_step);
@@ -530,48 +482,10 @@ static tf_status check_input(const tf_plan *plan, int32_t s, int32_t i, const tf
 }
 
 /* writer[b]: the step that writes arena buffer b (or gradient b, with accumulate 1), -1 until one does. */
-/* A host step's outputs: activations in host memory, or in the arena from the device step it runs
- * before (an offloaded activation's copy back: first_step is host_at), each written once; it has
- * no workspace (the host has no arena). A host activation is read by later host steps only. */
-static tf_status check_host_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
-  const tf_plan_step *step = step_at(plan, s);
-  if (step->workspace != -1)
-    return INVALID("%s has workspace %" PRId32 "; a host step has none (-1): the host has no arena",
-                   tf_plan_step_label(plan, s).text, step->workspace);
-  for (int32_t i = 0; i < step->n_outputs; i++) {
-    const int32_t id = step->outputs[i];
-    if (!valid_id(plan, id))
-      return INVALID("%s: output %" PRId32 " is buffer id %" PRId32 ", outside 0..%" PRId32,
-                     tf_plan_step_label(plan, s).text, i, id, plan->n_buffers - 1);
-    const tf_plan_buffer *b = &plan->buffers[id];
-    const int32_t at = plan->host_at[s - plan->n_steps];
-    if (b->role != TF_ROLE_ACTIVATION || (b->region != TF_REGION_HOST && b->region != TF_REGION_ARENA))
-      return INVALID("%s writes output %" PRId32 " to %s, role %s in region %s; a host step writes activations in "
-                     "host memory or the arena",
-                     tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, tf_role_name(b->role),
-                     tf_region_name(b->region));
-    if (b->region == TF_REGION_ARENA && b->first_step != at)
-      return INVALID("%s writes %s in the arena before device step %" PRId32 ", but its live steps start at %" PRId32
-                     " (output first_step mismatch)",
-                     tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, at, b->first_step);
-    if (writer[id] >= 0)
-      return INVALID("%s writes %s twice", tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
-    writer[id] = s;
-  }
-  for (int32_t i = 0; i < step->n_inputs; i++) {
-    const int32_t id = step->inputs[i];
-    const tf_plan_buffer *b = &plan->buffers[id];
-    if (b->region == TF_REGION_HOST && b->role == TF_ROLE_ACTIVATION && (writer[id] < 0 || writer[id] >= s))
-      return INVALID("%s reads %s before a host step writes it (read before write)", tf_plan_step_label(plan, s).text,
-                     tf_plan_buffer_label(plan, id).text);
-  }
-  return NULL;
-}
-
 static tf_status check_outputs(const tf_plan *plan, int32_t s, int32_t *writer) {
-  const tf_plan_step *step = step_at(plan, s);
+  const tf_plan_step *step = tf_plan_step_at(plan, s);
   if (s >= plan->n_steps)
-    return check_host_outputs(plan, s, writer);
+    return tf_plan_check_host_outputs(plan, s, writer);
   for (int32_t i = 0; i < step->n_outputs; i++) {
     int32_t id = step->outputs[i];
     if (!valid_id(plan, id))
@@ -631,7 +545,7 @@ static tf_shape_operand operand_of(const tf_plan_buffer *b) {
 
 /* The op's shape rule, run on the input buffers, reproduces every output buffer exactly. */
 static tf_status check_shapes(const tf_plan *plan, int32_t s, const tf_op_info *info) {
-  const tf_plan_step *step = step_at(plan, s);
+  const tf_plan_step *step = tf_plan_step_at(plan, s);
   tf_shape_operand operands[TF_OP_VARIADIC_INTERNAL];
   for (int32_t i = 0; i < step->n_inputs; i++)
     operands[i] = operand_of(&plan->buffers[step->inputs[i]]);
@@ -655,7 +569,7 @@ static tf_status check_shapes(const tf_plan *plan, int32_t s, const tf_op_info *
 }
 
 static tf_status check_step(const tf_plan *plan, int32_t s, int32_t *writer) {
-  const tf_plan_step *step = step_at(plan, s);
+  const tf_plan_step *step = tf_plan_step_at(plan, s);
   if (!step->name)
     return INVALID("step %" PRId32 " has no name", s);
   const tf_op_info *info = tf_op_info_get(step->op);
@@ -772,40 +686,6 @@ static tf_status check_state_updates(const tf_plan *plan, int32_t *updater) {
   return NULL;
 }
 
-/* ZeRO's shards (tf_plan.zero 1): every optimizer-state buffer, and only those, is held by one rank
- * (held_by 1..ranks); a step held by one rank is an update of the optimizer block reading that
- * rank's shard only; a step every rank runs reads no shard. */
-static tf_status check_shards(const tf_plan *plan) {
-  for (int32_t id = 0; id < plan->n_buffers; id++) {
-    const tf_plan_buffer *b = &plan->buffers[id];
-    const bool state = b->role == TF_ROLE_OPTIMIZER_STATE;
-    if (b->held_by < 0 || b->held_by > plan->ranks || (b->held_by > 0) != (plan->zero > 0 && state))
-      return INVALID("%s (role %s) has held_by %" PRId32 " (1 + a rank, 0: every rank); %s",
-                     tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->held_by,
-                     plan->zero > 0 ? "under ZeRO each optimizer-state buffer, and nothing else, is held by one rank "
-                                      "of the plan's"
-                                    : "a plan without ZeRO has every buffer held by every rank (0)");
-  }
-  for (int32_t s = 0; s < plan->n_steps + plan->n_host_steps; s++) {
-    const tf_plan_step *step = step_at(plan, s);
-    if (step->held_by < 0 || step->held_by > plan->ranks ||
-        (step->held_by > 0 &&
-         (plan->zero == 0 || s < plan->micro_steps || s >= plan->n_steps || !tf_op_is_update(step->op))))
-      return INVALID("%s is held by %" PRId32 "; only the updates of a ZeRO plan's optimizer block run on one rank "
-                     "(1 + a rank below %" PRId32 ")",
-                     tf_plan_step_label(plan, s).text, step->held_by, plan->ranks);
-    for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
-      bool written;
-      const int32_t id = tf_plan_step_operand(step, k, &written);
-      const int32_t held = plan->buffers[id].held_by;
-      if (held > 0 && held != step->held_by)
-        return INVALID("%s (run by %s) reads %s, which only rank %" PRId32 " holds", tf_plan_step_label(plan, s).text,
-                       step->held_by > 0 ? "one rank" : "every rank", tf_plan_buffer_label(plan, id).text, held - 1);
-    }
-  }
-  return NULL;
-}
-
 /* ---- the whole ---- */
 
 static tf_status check_buffers_and_steps(const tf_plan *plan) {
@@ -837,7 +717,7 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
   if (!status)
     status = check_state_updates(plan, writer);
   if (!status)
-    status = check_shards(plan);
+    status = tf_plan_check_shards(plan);
   free(applied);
   free(writer);
   return status;

@@ -1,5 +1,6 @@
-/* Pieces of tf_plan_verify() shared by plan/plan_verify.c (header, buffers, steps) and
- * plan/plan_verify_memory.c (disjointness and the report); not used elsewhere. */
+/* Pieces of tf_plan_verify() shared by plan/plan_verify.c (header, buffers, steps),
+ * plan/plan_verify_host.c (host steps, shards) and plan/plan_verify_memory.c (disjointness and the
+ * report); not used elsewhere. */
 #ifndef TIGHTFIT_PLAN_PLAN_VERIFY_INTERNAL_H
 #define TIGHTFIT_PLAN_PLAN_VERIFY_INTERNAL_H
 
@@ -18,6 +19,23 @@ tf_plan_label tf_plan_step_label(const tf_plan *plan, int32_t s);
  * filled for every buffer: alias_of followed; id itself outside the arena or for a broken chain),
  * then by first step; a malloc'ed array, NULL when out of memory (plan/plan_live.c). */
 int32_t *tf_plan_chain_order(const tf_plan *plan, int32_t *root, int32_t *count);
+
+/* Step s: a device step for s < n_steps, host step s - n_steps after them. */
+const tf_plan_step *tf_plan_step_at(const tf_plan *plan, int32_t s);
+
+/* Host steps and shards (plan_verify_host.c). Where they run: host step i before device step
+ * host_at[i], within its block (optimizer phase: the optimizer block; forward, recompute or
+ * accumulate: the micro-batch block), listed in the order they run. */
+tf_status tf_plan_check_host_positions(const tf_plan *plan) TF_MUST_USE;
+/* Whether a host step placed at or before device step s writes arena buffer id (an activation's
+ * copy back, which device step s may then read). */
+bool tf_plan_host_writes_before(const tf_plan *plan, int32_t id, int32_t s);
+/* Host step s's outputs (activations in host memory, or in the arena live from its place) and what
+ * it reads in host memory written before; writer[b] records the step that writes buffer b. */
+tf_status tf_plan_check_host_outputs(const tf_plan *plan, int32_t s, int32_t *writer) TF_MUST_USE;
+/* ZeRO (tf_plan.zero 1): every optimizer-state buffer, and nothing else, held by one rank; a held
+ * step is an update of the optimizer block reading its rank's shard only. */
+tf_status tf_plan_check_shards(const tf_plan *plan) TF_MUST_USE;
 
 /* The checks below assume every buffer passed its own checks (valid role, region, exact bytes,
  * placement inside its region, live interval inside the program). */
