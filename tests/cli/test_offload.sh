@@ -25,6 +25,30 @@ json() { # json FILE EXPRESSION: a field of a JSON file
   /usr/bin/python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
+same_training() { # same_training A B STEPS WHAT: runs A and B ($dir/NAME.json, $dir/ck_NAME) give the same
+  # STEPS losses (to 5e-6) and weights (to 2e-5: offloaded gradients sum their parts in another order)
+  /usr/bin/python3 - "$dir" "$1" "$2" "$3" << 'PY' && passed=$((passed + 1)) || fail "$4"
+import json, struct, sys
+import numpy as np
+d, first, second, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def losses(name):
+    return [json.loads(line)["loss"] for line in open(f"{d}/{name}.json") if line.startswith('{"step"')]
+def weights(name):
+    data = open(f"{d}/ck_{name}/latest.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
+            for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
+a, b = losses(first), losses(second)
+wa, wb = weights(first), weights(second)
+loss = max(abs(x - y) for x, y in zip(a, b))
+weight = max(float(np.max(np.abs(wa[k] - wb[k]))) for k in wa)
+print(f"{second} vs {first}: losses {b} vs {a}, worst {loss:.2g}; weights worst {weight:.2g} over {len(wa)} tensors")
+assert len(a) == len(b) == steps and loss <= 5e-6 and weight <= 2e-5 and sorted(wa) == sorted(wb)
+PY
+}
+
 "$tf" zoo gpt --param layers=2 -o "$dir/gpt.tfg" > /dev/null
 plan() { # plan NAME OPTION...: a vulkan-target AdamW plan of gpt at 4 x 64, text output in $dir/NAME.txt
   name=$1
@@ -155,28 +179,9 @@ for name in gradients kept2 gradients2; do
 done
 $vk "$tf" train "$dir/kept.tfplan" --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --json \
   > "$dir/kept.json" 2>&1
-/usr/bin/python3 - "$dir" << 'PY' && passed=$((passed + 1)) || fail "offloaded gradients against the device plan"
-import json, struct, sys
-import numpy as np
-d = sys.argv[1]
-def losses(name):
-    return [json.loads(line)["loss"] for line in open(f"{d}/{name}.json") if line.startswith('{"step"')]
-def weights(name):
-    data = open(f"{d}/ck_{name}/latest.safetensors", "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
-            for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
-for device, host in (("kept", "gradients"), ("kept2", "gradients2")):
-    a, b = losses(device), losses(host)
-    wa, wb = weights(device), weights(host)
-    loss = max(abs(x - y) for x, y in zip(a, b))
-    weight = max(float(np.max(np.abs(wa[k] - wb[k]))) for k in wa)
-    print(f"{host} vs {device}: losses {b} vs {a}, worst {loss:.2g}; weights worst {weight:.2g} over {len(wa)} tensors")
-    assert len(a) == len(b) == 6 and loss <= 5e-6 and weight <= 2e-5 and sorted(wa) == sorted(wb)
-print("ok: the offloaded gradients train to the device plan's losses and weights")
-PY
+for pair in kept:gradients kept2:gradients2; do
+  same_training "${pair%%:*}" "${pair#*:}" 6 "offloaded gradients ($pair) against the device plan"
+done
 expect_message 0 "train the offloaded gradients 3 steps" "trained 3 steps" $vk "$tf" train "$dir/gradients2.tfplan" \
   --data models/data/text/train --steps 3 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_gradients_resumed"
 expect_message 0 "resume them for 3 more" "resumed from" $vk "$tf" train "$dir/gradients2.tfplan" \
@@ -214,24 +219,6 @@ if command -v mpirun > /dev/null && ! "$tf" train "$dir/probe.tfplan" --data mod
       --checkpoint "$dir/ck_$name"
     cp "$dir/out" "$dir/$name.json"
   done
-  /usr/bin/python3 - "$dir" << 'PY' && passed=$((passed + 1)) || fail "2 ranks with offloaded gradients"
-import json, struct, sys
-import numpy as np
-d = sys.argv[1]
-def losses(name):
-    return [json.loads(line)["loss"] for line in open(f"{d}/{name}.json") if line.startswith('{"step"')]
-def weights(name):
-    data = open(f"{d}/ck_{name}/latest.safetensors", "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
-            for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
-a, b = losses("ranks"), losses("ranks_gradients")
-wa, wb = weights("ranks"), weights("ranks_gradients")
-worst = max(float(np.max(np.abs(wa[k] - wb[k]))) for k in wa)
-print(f"2 ranks, gradients in host memory: losses {b} vs {a}; weights worst {worst:.2g}")
-assert len(a) == len(b) == 4 and max(abs(x - y) for x, y in zip(a, b)) <= 5e-6 and worst <= 2e-5
-PY
+  same_training ranks ranks_gradients 4 "2 ranks with offloaded gradients against 2 without"
 fi
 finish test_offload
