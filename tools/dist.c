@@ -39,8 +39,9 @@ tf_status tf_dist_join(tf_dist *d) {
   return NULL;
 }
 
-/* The gradient buffers to sum (into d->gradients) and the largest one's bytes; a dtype other than
- * f32 is refused (the sum runs in f32). */
+/* The gradient buffers to sum (into d->gradients) and the staging's bytes: the largest of them, and
+ * under ZeRO of the parameters one rank updates and sends (tf_dist_share_updates); a gradient's
+ * dtype other than f32 is refused (the sum runs in f32). */
 static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
   d->gradients = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
   if (!d->gradients)
@@ -54,6 +55,10 @@ static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
                            tf_dtype_name(b->dtype));
     d->gradients[d->n_gradients++] = i;
     d->staging_bytes = b->bytes > d->staging_bytes ? b->bytes : d->staging_bytes;
+  }
+  for (int32_t s = plan->micro_steps; plan->zero > 0 && s < plan->n_steps; s++) {
+    const int64_t bytes = plan->steps[s].held_by > 0 ? plan->buffers[plan->steps[s].inputs[0]].bytes : 0;
+    d->staging_bytes = bytes > d->staging_bytes ? bytes : d->staging_bytes;
   }
   return NULL;
 }

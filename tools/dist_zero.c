@@ -32,14 +32,7 @@ tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) {
   if (!d->active || plan->zero == 0)
     return NULL;
 #if TIGHTFIT_MPI
-  int64_t largest = 0;
-  for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
-    if (plan->steps[s].held_by > 0 && plan->buffers[plan->steps[s].inputs[0]].bytes > largest)
-      largest = plan->buffers[plan->steps[s].inputs[0]].bytes;
-  void *staging = malloc((size_t)(largest > 0 ? largest : 1));
-  if (!staging)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to send %lld bytes of a parameter", (long long)largest);
-  tf_status status = NULL;
+  tf_status status = NULL; /* d->staging holds the largest parameter sent (tf_dist_start) */
   for (int32_t s = plan->micro_steps; s < plan->n_steps && !status; s++) {
     const tf_plan_step *step = &plan->steps[s];
     if (step->held_by == 0)
@@ -48,13 +41,12 @@ tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) {
     const tf_plan_buffer *b = &plan->buffers[id];
     const int root = owner_of(step);
     if (root == d->rank)
-      status = tf_session_read_range(session, id, 0, staging, b->bytes);
+      status = tf_session_read_range(session, id, 0, d->staging, b->bytes);
     if (!status)
-      status = broadcast(staging, b->bytes, root, b->name);
+      status = broadcast(d->staging, b->bytes, root, b->name);
     if (!status && root != d->rank)
-      status = tf_session_write_range(session, id, 0, staging, b->bytes);
+      status = tf_session_write_range(session, id, 0, d->staging, b->bytes);
   }
-  free(staging);
   return status;
 #else
   return NULL;
