@@ -81,6 +81,14 @@ static tf_status select_device(cuda_state *s, int32_t device) {
   return NULL;
 }
 
+/* TIGHTFIT_CUDA_LIMITS, when set, must name limits the kernels can be lowered to (kernels.h). */
+static tf_status check_limits_variable(void) {
+  tf_cuda_limits limits = {99, 9, INT64_MAX};
+  const char *value = getenv("TIGHTFIT_CUDA_LIMITS");
+  const char *why = tf_cuda_limits_cap(value, &limits);
+  return why ? tf_status_new(TF_ERR_INVALID_ARGUMENT, "cuda backend: TIGHTFIT_CUDA_LIMITS='%s': %s", value, why) : NULL;
+}
+
 tf_status tf_cuda_list_devices(tf_device_list *list) {
   int count = 0;
   cudaError_t error = cudaGetDeviceCount(&count);
@@ -88,19 +96,26 @@ tf_status tf_cuda_list_devices(tf_device_list *list) {
     return no_device(error);
   if (count == 0)
     return no_device(cudaErrorNoDevice);
+  TF_RETURN_IF_ERROR(check_limits_variable());
+  const char *lowered = getenv("TIGHTFIT_CUDA_LIMITS");
   for (int device = 0; device < count; device++) {
     struct cudaDeviceProp props;
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
     const bool usable = props.major * 10 + props.minor >= 75;
-    char name[32], attention[160];
+    char name[32], attention[160], limits_note[96] = "";
     snprintf(name, sizeof(name), "cuda:%d", device);
+    /* the kernels' choices see the limits TIGHTFIT_CUDA_LIMITS lowers them to (kernels/cuda/device_limits.cu) */
+    tf_cuda_limits limits = {props.major, props.minor, (int64_t)props.sharedMemPerBlockOptin};
+    tf_cuda_limits_cap(lowered, &limits);
+    if (lowered && *lowered)
+      snprintf(limits_note, sizeof(limits_note), "; kernels chosen as on %d.%d with %lld KiB of shared memory (%s)",
+               limits.major, limits.minor, (long long)(limits.shared_optin / 1024), "TIGHTFIT_CUDA_LIMITS");
     /* which attention kernels f16/bf16 plans take here (kernels/cuda/attention_mma.cu decides alike) */
-    tf_cuda_tensor_attention_describe(attention, sizeof(attention), props.major, props.minor,
-                                      (int64_t)props.sharedMemPerBlockOptin,
+    tf_cuda_tensor_attention_describe(attention, sizeof(attention), limits.major, limits.minor, limits.shared_optin,
                                       tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION")));
-    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s; half-precision %s", props.name,
+    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s%s; half-precision %s", props.name,
                        props.major, props.minor, (double)props.totalGlobalMem / (1 << 30),
-                       usable ? "" : " (unusable: the kernels need compute capability 7.5)", attention);
+                       usable ? "" : " (unusable: the kernels need compute capability 7.5)", limits_note, attention);
   }
   return NULL;
 }
@@ -299,6 +314,7 @@ static tf_status open_device(cuda_state *s) {
 
 static tf_status cuda_create(const tf_backend_options *options, void **state) {
   *state = NULL;
+  TF_RETURN_IF_ERROR(check_limits_variable());
   cuda_state *s = calloc(1, sizeof(cuda_state));
   if (!s)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot allocate its state");

@@ -225,17 +225,15 @@ template <typename T> tf_status run_of_depth(const tf_cuda_args *args, const Par
 
 bool aligned16(const void *data) { return ((uintptr_t)data & 15u) == 0; }
 
-/* The device's compute capability and opt-in shared memory; false when CUDA cannot say. */
+/* The device's compute capability and opt-in shared memory as the kernels choose by them
+ * (TIGHTFIT_CUDA_LIMITS lowers them); false when CUDA cannot say. */
 bool device_limits(int *major, int *minor, int64_t *shared_optin) {
-  int device = 0, bytes = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-    cudaGetLastError();
+  tf_cuda_limits limits;
+  if (!tf_cuda_current_limits(&limits))
     return false;
-  }
-  *shared_optin = bytes;
+  *major = limits.major;
+  *minor = limits.minor;
+  *shared_optin = limits.shared_optin;
   return true;
 }
 

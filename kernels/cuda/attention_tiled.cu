@@ -386,15 +386,11 @@ size_t key_shared(int dc) {
   return sizeof(float) * (size_t)(4 * kTileRows * (16 * dc + 1) + 2 * kTileRows * kScoreStride + 2 * kTileRows);
 }
 
-/* The shared memory a block may opt in to on the current device (0 when it cannot be read). */
+/* The shared memory a block may opt in to on the current device, as TIGHTFIT_CUDA_LIMITS may lower
+ * it (0 when it cannot be read). */
 size_t opt_in_shared() {
-  int device = 0, bytes = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return (size_t)bytes;
+  tf_cuda_limits limits;
+  return tf_cuda_current_limits(&limits) ? (size_t)limits.shared_optin : 0;
 }
 
 template <typename Kernel> tf_status allow_shared(Kernel kernel, size_t bytes) {

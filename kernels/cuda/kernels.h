@@ -79,6 +79,20 @@ typedef enum tf_cuda_attention_mode {
 /* The mode an environment value selects (NULL: unset). */
 tf_cuda_attention_mode tf_cuda_attention_mode_of(const char *value);
 
+/* A device's limits as the kernels choose their paths by them. */
+typedef struct tf_cuda_limits {
+  int major, minor;     /* compute capability */
+  int64_t shared_optin; /* the shared memory one block may opt in to, bytes */
+} tf_cuda_limits;
+
+/* Lowers `limits` (never raises them) to those `value` names, TIGHTFIT_CUDA_LIMITS's syntax: a card
+ * or architecture (t4/sm75, v100/sm70, a100/sm80, a10/sm86, l4/sm89) or MAJOR.MINOR[:BYTES]. NULL
+ * when done (or `value` is NULL or empty), else a constant string saying why `value` is not valid. */
+const char *tf_cuda_limits_cap(const char *value, tf_cuda_limits *limits);
+
+/* The current device's limits, lowered by TIGHTFIT_CUDA_LIMITS; false when CUDA cannot say. */
+bool tf_cuda_current_limits(tf_cuda_limits *limits);
+
 /* The shared memory per block the tensor-core kernels need for heads of `depth` features: the
  * forward's, or (backward) the largest of the gradient's three kernels; 0 for a depth they do not take. */
 int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward);

@@ -194,15 +194,11 @@ bool env_is(const char *name, const char *value) {
   return set && strcmp(set, value) == 0;
 }
 
-/* Whether the current device has tensor cores for `half` (bf16: sm_80, f16: sm_70). */
+/* Whether the current device has tensor cores for `half` (bf16: sm_80, f16: sm_70), as
+ * TIGHTFIT_CUDA_LIMITS may lower its compute capability. */
 bool has_tensor_cores(tf_dtype half) {
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return major >= (half == TF_BF16 ? 8 : 7);
+  tf_cuda_limits limits;
+  return tf_cuda_current_limits(&limits) && limits.major >= (half == TF_BF16 ? 8 : 7);
 }
 
 /* Row-major C [m, n] (f32) = op(A) op(B) + beta C with A and B of the head's half type: the tensor
