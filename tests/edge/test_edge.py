@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""bench/edge/run's parts that decide, checked without a GPU: the verdict (every way a run fails),
+the ballast's walk down to the budget on a simulated free counter, the per-pid reading of
+nvidia-smi's rows, the .npy writer against NumPy, and a --dry-run that compiles three scenarios
+(a seed scenario's answer within its budget, a recompute-auto plan between its bounds, an imported
+model when torch is there). usage: test_edge.py TIGHTFIT WORK"""
+import importlib.machinery
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HARNESS = os.path.join(ROOT, "bench", "edge", "run")
+loader = importlib.machinery.SourceFileLoader("edge_run", HARNESS)
+spec = importlib.util.spec_from_loader("edge_run", loader)
+edge = importlib.util.module_from_spec(spec)
+loader.exec_module(edge)
+MIB = edge.MIB
+
+failures = []
+
+
+def check(ok, what):
+    print("%-4s %s" % ("ok" if ok else "FAIL", what))
+    if not ok:
+        failures.append(what)
+
+
+def good_run(**changes):
+    run = {"exit": 0, "steps": 3, "losses": [4.0, 3.5, 3.0], "planned_bytes": 1000 * MIB, "budget_bytes": 1010 * MIB,
+           "pid_peak_bytes": 980 * MIB, "device_peak_bytes": 990 * MIB, "reference": "cpu",
+           "reference_losses": [4.0, 3.5000001, 3.0], "loss_tolerance": 1e-3}
+    run.update(changes)
+    return run
+
+
+def expect(label, run, status, wanted=""):
+    got, reasons = edge.judge(run, 0.03)
+    ok = got == status and (not wanted or any(wanted in r for r in reasons))
+    check(ok, "%s: %s %s" % (label, got, "; ".join(reasons)))
+
+
+def test_judge():
+    expect("a good run", good_run(), "PASS")
+    expect("device counter over the plan", good_run(device_peak_bytes=1001 * MIB), "FAIL", "over the planned")
+    expect("process peak over the plan", good_run(pid_peak_bytes=1000 * MIB + 1, device_peak_bytes=None), "FAIL",
+           "nvidia-smi process peak")
+    expect("only the device counter", good_run(pid_peak_bytes=None), "PASS")
+    expect("nothing measured", good_run(pid_peak_bytes=None, device_peak_bytes=None), "FAIL", "nothing was measured")
+    expect("slack past 3% of the budget", good_run(pid_peak_bytes=None, device_peak_bytes=960 * MIB), "FAIL",
+           "more than 3.0%")
+    expect("slack just within 3%", good_run(pid_peak_bytes=None, device_peak_bytes=int(1000 * MIB - 0.0299 * 1010 * MIB)),
+           "PASS")
+    expect("the trainer failed", good_run(exit=1), "FAIL", "exited 1")
+    expect("out of memory", good_run(out_of_memory="cuda: out of memory"), "FAIL", "out of memory")
+    expect("fewer steps", good_run(losses=[4.0, 3.5]), "FAIL", "trained 2 of 3")
+    expect("a nan loss", good_run(losses=[4.0, float("nan"), 3.0], reference_losses=None, reference=None), "FAIL",
+           "not finite")
+    expect("losses off the reference", good_run(reference_losses=[4.0, 3.51, 3.0]), "FAIL", "step 2")
+    expect("within a looser tolerance", good_run(reference_losses=[4.0, 3.51, 3.0], loss_tolerance=2e-2), "PASS")
+    expect("no reference losses", good_run(reference_losses=None), "FAIL", "no cpu reference")
+    expect("a shorter reference", good_run(reference_losses=[4.0]), "FAIL", "reference trained 1")
+    expect("a plan over its budget", good_run(planned_bytes=1020 * MIB, pid_peak_bytes=None, device_peak_bytes=1015 * MIB),
+           "FAIL", "over its budget")
+    expect("no reference asked", good_run(reference=None, reference_losses=None), "PASS")
+
+
+class FakeCuda:
+    """A device with `free` bytes that hands out 2 MiB pages and refuses allocations above `largest`."""
+
+    def __init__(self, free, largest=1 << 62):
+        self.free_bytes, self.largest, self.live = free, largest, {}
+
+    def mem_info(self):
+        return self.free_bytes, 1 << 40
+
+    def alloc(self, size):
+        pages = -(-size // edge.GRAIN) * edge.GRAIN
+        if size > self.largest or pages > self.free_bytes:
+            return None
+        self.free_bytes -= pages
+        pointer = len(self.live) + 1
+        self.live[pointer] = pages
+        return pointer
+
+    def free(self, pointer):
+        self.free_bytes += self.live.pop(pointer)
+
+
+def test_ballast():
+    for free, target, largest in ((140 * 2**30 + 3 * MIB + 12345, 16 * 2**30, 1 << 62),
+                                  (20 * 2**30, 14909 * MIB + 401, 300 * MIB),
+                                  (2 * 2**30, 2 * 2**30, 1 << 62)):
+        cuda = FakeCuda(free, largest)
+        allocations, left = edge.leave_free(cuda, target)
+        ok = target <= left < target + edge.GRAIN and left == cuda.free_bytes
+        check(ok, "ballast from %d to %d bytes free (largest allocation %d): %d left in %d allocations" % (
+            free, target, largest, left, len(allocations)))
+        for pointer in allocations:
+            cuda.free(pointer)
+        check(cuda.free_bytes == free, "the ballast's allocations all freed")
+    try:
+        edge.leave_free(FakeCuda(1 * 2**30), 2 * 2**30)
+        check(False, "a budget above the free memory is refused")
+    except edge.EdgeError as e:
+        check("less than the budget" in str(e), "a budget above the free memory is refused: %s" % e)
+
+
+def test_smi(work):
+    path = os.path.join(work, "apps.csv")
+    with open(path, "w") as f:
+        f.write("4242, 1500\n77, 9000\n4242, 1720\n[N/A], 3\n4242, [N/A]\n")
+    check(edge.smi_apps(path, 4242) == 1720 * MIB, "nvidia-smi rows: the peak of pid 4242 only (1720 MiB)")
+    check(edge.smi_apps(path, 5) is None, "nvidia-smi rows: none for a pid not listed")
+    check(edge.smi_apps(os.path.join(work, "missing.csv"), 4242) is None, "nvidia-smi rows: no file, no peak")
+
+
+def test_npy(work):
+    try:
+        import numpy
+    except ImportError:
+        print("note: no numpy: the .npy writer is checked by the dry run's tightfit reads only")
+        return
+    for kind, dtype, shape, high in (("f", "<f4", [3, 5, 7], 0), ("i", "<i4", [11], 9), ("i", "<i4", [2, 1, 4], 3)):
+        count = math.prod(shape)
+        data = edge.array_bytes(kind, count, high, 1)
+        path = os.path.join(work, "a.npy")
+        edge.write_npy(path, dtype, shape, data)
+        array = numpy.load(path)
+        ok = list(array.shape) == shape and array.dtype == numpy.dtype(dtype) and array.tobytes() == data
+        if kind == "i":
+            ok = ok and array.min() >= 0 and array.max() < high
+        check(ok, ".npy %s %s: numpy reads it back" % (dtype, shape))
+
+
+def test_dry_run(tf, work):
+    out = os.path.join(work, "dry")
+    names = "xtts-gpt-8g,gpt-remat-auto,imported-mlp"
+    done = subprocess.run([sys.executable, HARNESS, out, "--tightfit", tf, "--dry-run", "--only", names],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(done.stdout, end="")
+    check(done.returncode == 77, "--dry-run exits 77 (compiled, nothing trained): exit %d" % done.returncode)
+    records = {r["name"]: r for r in map(json.loads, open(os.path.join(out, "edge.jsonl")))}
+    x = records.get("xtts-gpt-8g", {})
+    check(x.get("budget_bytes") == 8 * 2**30 and 0.9 * x["budget_bytes"] < x.get("planned_bytes", 0) <= x["budget_bytes"],
+          "xtts-gpt at 8 GiB: the search's answer within 90-100% of the budget")
+    a = records.get("gpt-remat-auto", {})
+    check(a.get("planned_bytes", 1 << 62) <= a.get("budget_bytes", 0), "recompute auto: the plan within its budget")
+    m = records.get("imported-mlp", {})
+    check(m.get("status") == "SKIP" or "torch" in " ".join(m.get("reasons", [])).lower(),
+          "the imported model compiled (or torch is missing): %s" % m.get("reasons"))
+    data = os.path.join(out, "xtts-gpt-8g", "data")
+    check(sorted(os.listdir(data)) == ["audio_codes.npy", "audio_labels.npy", "text_labels.npy", "text_tokens.npy"],
+          "xtts-gpt's data: one .npy per input and label")
+
+
+def main():
+    tf, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    test_judge()
+    test_ballast()
+    test_smi(work)
+    test_npy(work)
+    test_dry_run(tf, work)
+    print("edge harness: %d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
