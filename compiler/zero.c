@@ -1,20 +1,62 @@
 /* ZeRO stage 1 (--ranks R --zero 1; Rajbhandari et al., "ZeRO: memory optimizations toward training
  * trillion parameter models"): a pass over the emitted data-parallel plan that shards the optimizer
- * state across the ranks. Each trained parameter is owned by one rank, chosen greedily so the ranks'
- * shards weigh about the same (largest state first, to the lightest rank; ties to the lower rank);
- * its update step and its state buffers are held by that rank (held_by = 1 + the rank). Each rank's
- * shard is packed from offset 0 of the optimizer-state region, on the same bytes as every other
- * rank's, so the region is the largest shard: the device total of every rank's plan. Every rank
- * still sums the whole gradients (each update reads its parameter's whole sum), runs the updates it
- * holds, and the runtime sends each updated parameter from its owner to the others
- * (tools/dist.c). The gradients, the zeroing and everything before the optimizer block stay on
- * every rank. */
+ * state across the ranks, each rank holding about 1/R of it (8Ψ/R bytes for f32 AdamW).
+ *
+ * The partition is DeepSpeed's: the updates' state laid end to end in step order and cut into R equal
+ * runs, rank r holding the r-th. An update whose state lies in one run is held whole by that rank
+ * (held_by = 1 + the rank: its step and its state buffers). An update a cut falls in (sgd and adamw,
+ * which are elementwise) is split at the cut, rounded to a multiple of the plan's alignment in
+ * elements: each rank updates a contiguous element range of it with its own step, whose operands
+ * are flat views of the parameter and of its gradient (buffers on their bytes: view_of, view_at),
+ * and pieces of its state (buffers of the range's bytes in that rank's shard); the whole state
+ * buffer stays in the plan, held in pieces (held_by -1, no memory of its own), under its own name,
+ * so a checkpoint holds it as a stage-0 plan's does. A split update's pieces run in its place, in
+ * order, before anything after it (its gradient's zeroing); each added step gets a workspace like
+ * the original's, on its bytes. An update that cannot be split (adamw8bit's blocks) goes whole to
+ * the rank its middle falls in.
+ *
+ * Each rank's shard is packed from offset 0 of the optimizer-state region, on the same bytes as every
+ * other rank's, so the region is the largest shard: the device total of every rank's plan. Every rank
+ * still sums the whole gradients (the clipping norm reads them whole), runs the updates it holds, and
+ * the runtime sends each updated range from its owner to the others (tools/dist_zero.c). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "compiler/stages.h"
 #include "core/ops.h"
 #include "tightfit/plan.h"
+
+typedef struct update {
+  int32_t step;
+  int64_t elements; /* of its parameter */
+  int64_t bytes;    /* where it lies in the row of all updates' state (its state, or its parameter) */
+  bool splittable;
+  int32_t first_piece, n_pieces;
+} update;
+
+typedef struct piece {
+  int64_t first, count; /* elements of the parameter */
+  int32_t rank;
+} piece;
+
+typedef struct partition {
+  update *updates;
+  int32_t n_updates;
+  piece *pieces;
+  int32_t n_pieces;
+} partition;
+
+static int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+
+static int64_t elements_of(const tf_plan_buffer *b) {
+  const int64_t size = tf_dtype_size(b->dtype);
+  return size > 0 ? b->bytes / size : 0;
+}
+
+/* The operands of an elementwise update that cover its parameter: param, grad, then its state (sgd:
+ * the momentum; adamw: both moments); the norm after them is a scalar every range reads whole. */
+static int32_t flat_operands(tf_op op) { return op == TF_OP_ADAMW ? 4 : op == TF_OP_SGD ? 3 : 0; }
 
 /* The optimizer-state bytes update step s reads. */
 static int64_t state_bytes(const tf_plan *plan, const tf_plan_step *step) {
@@ -25,78 +67,348 @@ static int64_t state_bytes(const tf_plan *plan, const tf_plan_step *step) {
   return bytes;
 }
 
-typedef struct update {
-  int32_t step;
-  int64_t bytes; /* its state and its parameter: what the rank that owns it holds and updates */
-} update;
-
-static int heaviest_first(const void *a, const void *b) {
-  const update *x = a, *y = b;
-  if (x->bytes != y->bytes)
-    return x->bytes > y->bytes ? -1 : 1;
-  return (x->step > y->step) - (x->step < y->step);
+/* Whether update step s may run as ranges: sgd or adamw whose flat operands all have its parameter's
+ * elements (and dtype sizes that keep a range of `quantum` elements aligned), long enough to cut. */
+static bool splittable(const tf_plan *plan, const tf_plan_step *step, int64_t quantum) {
+  const int32_t flat = flat_operands(step->op);
+  if (flat == 0 || step->n_inputs < flat)
+    return false;
+  const int64_t elements = elements_of(&plan->buffers[step->inputs[0]]);
+  for (int32_t k = 0; k < flat; k++) {
+    const tf_plan_buffer *b = &plan->buffers[step->inputs[k]];
+    if (elements_of(b) != elements || b->view_of != 0 || (k >= 2 && b->region != TF_REGION_OPTIMIZER_STATE))
+      return false;
+  }
+  return elements >= 2 * quantum;
 }
 
-static int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+/* Where rank r's run of the row starts: r / ranks of `total`. */
+static int64_t run_start(int64_t total, int32_t r, int32_t ranks) { return (int64_t)((__int128)total * r / ranks); }
 
-/* Each update step to the rank whose load (state and parameter bytes) is lightest so far; its state
- * buffers to that rank, at the end of the rank's shard (end[rank], aligned). */
-static void assign(tf_plan *plan, update *updates, int32_t n, int64_t *load, int64_t *end) {
-  qsort(updates, (size_t)n, sizeof(update), heaviest_first);
-  for (int32_t i = 0; i < n; i++) {
-    int32_t rank = 0;
-    for (int32_t r = 1; r < plan->ranks; r++)
-      rank = load[r] < load[rank] ? r : rank;
-    load[rank] += updates[i].bytes;
-    tf_plan_step *step = &plan->steps[updates[i].step];
-    step->held_by = rank + 1;
-    for (int32_t k = 0; k < step->n_inputs; k++) {
-      tf_plan_buffer *b = &plan->buffers[step->inputs[k]];
-      if (b->region != TF_REGION_OPTIMIZER_STATE || b->held_by > 0)
-        continue;
-      b->held_by = rank + 1;
-      b->offset = end[rank];
-      end[rank] = align_up(end[rank] + b->bytes, plan->alignment);
+/* Cuts the row of updates into the ranks' runs (see the file's comment): fills p->pieces. */
+static void cut(const tf_plan *plan, partition *p, int64_t total, int64_t quantum) {
+  int64_t at = 0; /* bytes of the row placed so far */
+  int32_t rank = 0;
+  const int32_t ranks = plan->ranks;
+  for (int32_t i = 0; i < p->n_updates; i++) {
+    update *u = &p->updates[i];
+    u->first_piece = p->n_pieces;
+    const int64_t per_element = u->splittable ? u->bytes / u->elements : 0;
+    int64_t done = 0;
+    while (done < u->elements) {
+      const int64_t end = rank + 1 < ranks ? run_start(total, rank + 1, ranks) : INT64_MAX;
+      bool whole = rank + 1 == ranks;
+      int64_t until = u->elements;
+      if (!whole && !u->splittable) {
+        if (at + u->bytes / 2 >= end) { /* its middle lies in a later run */
+          rank++;
+          continue;
+        }
+        whole = true;
+      }
+      if (!whole) {
+        if (at >= end) {
+          rank++;
+          continue;
+        }
+        until = (done + (end - at) / per_element + quantum / 2) / quantum * quantum;
+        if (until <= done) {
+          rank++;
+          continue;
+        }
+        until = until < u->elements ? until : u->elements;
+      }
+      p->pieces[p->n_pieces++] = (piece){done, until - done, rank};
+      at += u->splittable ? (until - done) * per_element : u->bytes;
+      done = until;
+      if (until < u->elements)
+        rank++;
+    }
+    u->n_pieces = p->n_pieces - u->first_piece;
+  }
+}
+
+/* ---- building the plan ---- */
+
+typedef struct builder {
+  tf_plan *plan;
+  int64_t *shard_end;  /* per rank: the end of its shard so far */
+  tf_plan_step *steps; /* the new program */
+  int32_t n_steps;
+  bool *added;                 /* per new step: a split update's range (else an old step moved) */
+  int32_t *first_of, *last_of; /* per old step: where it starts and ends in the new program */
+} builder;
+
+static char *range_name(const char *name, int64_t first, int64_t count) {
+  const size_t size = strlen(name) + 48;
+  char *text = malloc(size);
+  if (text)
+    snprintf(text, size, "%s[%lld:%lld]", name, (long long)first, (long long)(first + count));
+  return text;
+}
+
+/* Places state buffer id at the end of rank's shard. */
+static void place_in_shard(builder *b, int32_t id, int32_t rank) {
+  tf_plan_buffer *buffer = &b->plan->buffers[id];
+  buffer->held_by = rank + 1;
+  buffer->offset = b->shard_end[rank];
+  b->shard_end[rank] = align_up(buffer->offset + buffer->bytes, b->plan->alignment);
+}
+
+/* A new buffer: elements [first, first + count) of buffer `of` as a flat view (a piece when `of` is
+ * held in pieces: then placed in rank's shard). Its id, or -1 when out of memory. */
+static int32_t add_view(builder *b, int32_t of, int64_t first, int64_t count, int32_t rank) {
+  tf_plan *plan = b->plan;
+  const int32_t id = plan->n_buffers;
+  tf_plan_buffer *v = &plan->buffers[id];
+  const tf_plan_buffer *parent = &plan->buffers[of];
+  memset(v, 0, sizeof(*v));
+  v->name = range_name(parent->name, first, count);
+  if (!v->name)
+    return -1;
+  plan->n_buffers++;
+  const int64_t size = tf_dtype_size(parent->dtype);
+  v->role = parent->role;
+  v->region = parent->region;
+  v->dtype = parent->dtype;
+  v->rank = 1;
+  v->shape[0] = count;
+  v->bytes = count * size;
+  v->first_step = v->last_step = -1;
+  v->owner = parent->owner;
+  v->io_twin = v->alias_of = -1;
+  v->view_of = of + 1;
+  v->view_at = first * size;
+  v->offset = parent->offset + v->view_at;
+  if (parent->held_by < 0)
+    place_in_shard(b, id, rank);
+  return id;
+}
+
+/* A workspace for the added step at new index s, on the bytes of step `like`'s; -1 if it has none,
+ * -2 when out of memory. */
+static int32_t add_workspace(builder *b, int32_t like, int32_t s) {
+  tf_plan *plan = b->plan;
+  if (like < 0)
+    return -1;
+  tf_plan_buffer *w = &plan->buffers[plan->n_buffers];
+  *w = plan->buffers[like];
+  memset(&w->init, 0, sizeof(w->init));
+  w->name = range_name(plan->buffers[like].name, s, 1);
+  if (!w->name)
+    return -2;
+  w->first_step = w->last_step = s;
+  plan->report.arena_naive += align_up(w->bytes, plan->alignment);
+  return plan->n_buffers++;
+}
+
+/* Update step `step` (old index) split into u->n_pieces range steps at the end of the new program. */
+static tf_status split(builder *b, const partition *p, const update *u) {
+  tf_plan *plan = b->plan;
+  tf_plan_step *original = &plan->steps[u->step];
+  const int32_t flat = flat_operands(original->op);
+  for (int32_t k = 2; k < flat; k++) /* the whole state: held in pieces, no memory of its own */
+    plan->buffers[original->inputs[k]].held_by = -1, plan->buffers[original->inputs[k]].offset = 0;
+  for (int32_t i = 0; i < u->n_pieces; i++) {
+    const piece *c = &p->pieces[u->first_piece + i];
+    tf_plan_step *step = &b->steps[b->n_steps];
+    *step = *original;
+    step->name = range_name(original->name, c->first, c->count);
+    step->inputs = malloc(sizeof(int32_t) * (size_t)original->n_inputs);
+    b->added[b->n_steps++] = true; /* its name and inputs are its own */
+    if (!step->name || !step->inputs)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory to split '%s'", original->name);
+    memcpy(step->inputs, original->inputs, sizeof(int32_t) * (size_t)original->n_inputs);
+    for (int32_t k = 0; k < flat; k++)
+      if ((step->inputs[k] = add_view(b, original->inputs[k], c->first, c->count, c->rank)) < 0)
+        return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory to split '%s'", original->name);
+    step->held_by = c->rank + 1;
+    step->flops = original->flops * (double)c->count / (double)u->elements;
+    if (i > 0 && (step->workspace = add_workspace(b, original->workspace, b->n_steps - 1)) == -2)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory to split '%s'", original->name);
+  }
+  return NULL;
+}
+
+/* The new program: each old step in place, a split update as its range steps. */
+static tf_status build_steps(builder *b, const partition *p) {
+  tf_plan *plan = b->plan;
+  int32_t next = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    b->first_of[s] = b->n_steps;
+    const update *u = next < p->n_updates && p->updates[next].step == s ? &p->updates[next++] : NULL;
+    if (u && u->n_pieces > 1) {
+      TF_RETURN_IF_ERROR(split(b, p, u));
+    } else {
+      b->steps[b->n_steps++] = plan->steps[s];
+      if (u) {
+        tf_plan_step *step = &b->steps[b->n_steps - 1];
+        step->held_by = p->pieces[u->first_piece].rank + 1;
+        for (int32_t k = 0; k < step->n_inputs; k++)
+          if (plan->buffers[step->inputs[k]].region == TF_REGION_OPTIMIZER_STATE &&
+              plan->buffers[step->inputs[k]].held_by == 0)
+            place_in_shard(b, step->inputs[k], step->held_by - 1);
+      }
+    }
+    b->last_of[s] = b->n_steps - 1;
+  }
+  return NULL;
+}
+
+/* The arena's live intervals in the new program (a buffer read by a split update lives to its last
+ * range step; a workspace stays at its step), and the report's live bytes from them. */
+static tf_status renumber(builder *b, int32_t old_buffers) {
+  tf_plan *plan = b->plan;
+  for (int32_t id = 0; id < old_buffers; id++) {
+    tf_plan_buffer *x = &plan->buffers[id];
+    if (x->region != TF_REGION_ARENA)
+      continue;
+    x->first_step = b->first_of[x->first_step];
+    x->last_step = x->role == TF_ROLE_WORKSPACE ? x->first_step : b->last_of[x->last_step];
+  }
+  const size_t n = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);
+  int32_t *from = malloc(sizeof(int32_t) * n), *to = malloc(sizeof(int32_t) * n);
+  int64_t *delta = calloc((size_t)plan->n_steps + 1, sizeof(int64_t));
+  int64_t *live = malloc(sizeof(int64_t) * (size_t)(plan->n_steps > 0 ? plan->n_steps : 1));
+  tf_status status = from && to && delta && live ? tf_plan_counted_steps(plan, from, to)
+                                                 : tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory");
+  for (int32_t id = 0; id < plan->n_buffers && !status; id++)
+    if (plan->buffers[id].region == TF_REGION_ARENA && from[id] <= to[id]) {
+      const int64_t slot = align_up(plan->buffers[id].bytes, plan->alignment);
+      delta[from[id]] += slot;
+      delta[to[id] + 1] -= slot;
+    }
+  int64_t sum = 0;
+  plan->report.arena_lower_bound = 0;
+  for (int32_t s = 0; s < plan->n_steps && !status; s++) {
+    live[s] = sum += delta[s];
+    if (live[s] > plan->report.arena_lower_bound || s == 0) {
+      plan->report.arena_lower_bound = live[s];
+      plan->report.peak_step = s;
     }
   }
+  if (!status) {
+    free(plan->report.live_bytes);
+    plan->report.live_bytes = live;
+    live = NULL;
+  }
+  free(from);
+  free(to);
+  free(delta);
+  free(live);
+  return status;
+}
+
+/* The updates of the optimizer block, each with its place in the row; the whole row's bytes. */
+static int64_t list_updates(const tf_plan *plan, partition *p, int64_t quantum) {
+  int64_t total = 0, parameters = 0;
+  for (int32_t s = plan->micro_steps; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (!tf_op_is_update(step->op))
+      continue;
+    const tf_plan_buffer *param = &plan->buffers[step->inputs[0]];
+    p->updates[p->n_updates++] =
+        (update){s, elements_of(param), state_bytes(plan, step), splittable(plan, step, quantum), 0, 0};
+    total += state_bytes(plan, step);
+    parameters += param->bytes;
+  }
+  for (int32_t i = 0; total == 0 && i < p->n_updates; i++) /* no state (sgd without momentum): the parameters */
+    p->updates[i].bytes = plan->buffers[plan->steps[p->updates[i].step].inputs[0]].bytes;
+  for (int32_t i = 0; i < p->n_updates; i++) /* a range's state is whole elements'; none: nothing to split */
+    p->updates[i].splittable =
+        p->updates[i].splittable && total > 0 && p->updates[i].bytes % p->updates[i].elements == 0;
+  return total > 0 ? total : parameters;
+}
+
+static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end) {
+  int32_t extra_steps = 0, extra_buffers = 0;
+  for (int32_t i = 0; i < p->n_updates; i++)
+    if (p->updates[i].n_pieces > 1) {
+      const tf_plan_step *step = &plan->steps[p->updates[i].step];
+      extra_steps += p->updates[i].n_pieces - 1;
+      extra_buffers += p->updates[i].n_pieces * (flat_operands(step->op) + 1);
+    }
+  const int32_t old_buffers = plan->n_buffers, old_steps = plan->n_steps;
+  tf_plan_buffer *buffers = realloc(plan->buffers, sizeof(tf_plan_buffer) * (size_t)(old_buffers + extra_buffers + 1));
+  if (buffers)
+    plan->buffers = buffers;
+  const size_t new_steps = (size_t)(old_steps + extra_steps + 1);
+  builder b = {plan,
+               shard_end,
+               malloc(sizeof(tf_plan_step) * new_steps),
+               0,
+               calloc(new_steps, sizeof(bool)),
+               malloc(sizeof(int32_t) * (size_t)(old_steps + 1)),
+               malloc(sizeof(int32_t) * (size_t)(old_steps + 1))};
+  tf_status status = buffers && b.steps && b.added && b.first_of && b.last_of
+                         ? build_steps(&b, p)
+                         : tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory for %d steps", old_steps);
+  for (int32_t s = 0; status && b.steps && s < b.n_steps; s++) /* failed: the ranges made so far */
+    if (b.added[s]) {
+      free(b.steps[s].name);
+      free(b.steps[s].inputs);
+    }
+  for (int32_t i = 0; !status && i < p->n_updates; i++)
+    if (p->updates[i].n_pieces > 1) {
+      free(plan->steps[p->updates[i].step].name);
+      free(plan->steps[p->updates[i].step].inputs);
+    }
+  if (!status) {
+    free(plan->steps);
+    plan->steps = b.steps;
+    plan->n_steps = b.n_steps;
+    b.steps = NULL;
+    status = renumber(&b, old_buffers);
+  }
+  free(b.steps);
+  free(b.added);
+  free(b.first_of);
+  free(b.last_of);
+  return status;
 }
 
 tf_status tf_zero_pass(tf_plan *plan, const tf_target *target) {
   if (plan->ranks < 2)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--zero 1: graph '%s' is planned for one rank (give --ranks R)",
                          plan->graph_name);
-  update *updates = malloc(sizeof(update) * (size_t)(plan->n_steps > 0 ? plan->n_steps : 1));
-  int64_t *end = calloc((size_t)plan->ranks, sizeof(int64_t)), *load = calloc((size_t)plan->ranks, sizeof(int64_t));
-  if (!updates || !end || !load) {
-    free(updates);
-    free(end);
-    free(load);
+  const size_t room = (size_t)(plan->n_steps > 0 ? plan->n_steps : 1);
+  partition p = {malloc(sizeof(update) * room), 0, malloc(sizeof(piece) * (room + (size_t)plan->ranks)), 0};
+  int64_t *shard_end = calloc((size_t)plan->ranks, sizeof(int64_t));
+  if (!p.updates || !p.pieces || !shard_end) {
+    free(p.updates);
+    free(p.pieces);
+    free(shard_end);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory for %d steps and %d ranks", plan->n_steps,
                          plan->ranks);
   }
-  int32_t n = 0;
-  for (int32_t s = plan->micro_steps; s < plan->n_steps; s++)
-    if (tf_op_is_update(plan->steps[s].op))
-      updates[n++] = (update){s, state_bytes(plan, &plan->steps[s]) + plan->buffers[plan->steps[s].inputs[0]].bytes};
-  assign(plan, updates, n, load, end);
-  int64_t largest = 0, smallest = n > 0 ? end[0] : 0;
-  for (int32_t r = 0; r < plan->ranks; r++) {
-    largest = end[r] > largest ? end[r] : largest;
-    smallest = end[r] < smallest ? end[r] : smallest;
-  }
+  const int64_t quantum = plan->alignment; /* elements: any dtype's range then starts aligned */
+  const int64_t total = list_updates(plan, &p, quantum);
+  cut(plan, &p, total, quantum);
+  int32_t split_updates = 0;
+  for (int32_t i = 0; i < p.n_updates; i++)
+    split_updates += p.updates[i].n_pieces > 1;
   const int64_t whole = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
-  plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = largest;
-  plan->zero = 1;
-  tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
-  char line[320];
-  snprintf(line, sizeof(line),
-           "ZeRO stage 1 over %d ranks: %d updates sharded; optimizer state %.2f MiB per rank (shards %.2f to %.2f "
-           "MiB) of %.2f MiB\n",
-           plan->ranks, n, (double)largest / 1048576.0, (double)smallest / 1048576.0, (double)largest / 1048576.0,
-           (double)whole / 1048576.0);
-  tf_plan_note(plan, line);
-  free(updates);
-  free(end);
-  free(load);
-  return NULL;
+  tf_status status = apply(plan, &p, shard_end);
+  int64_t largest = 0, smallest = plan->ranks > 0 ? shard_end[0] : 0;
+  for (int32_t r = 0; r < plan->ranks; r++) {
+    largest = shard_end[r] > largest ? shard_end[r] : largest;
+    smallest = shard_end[r] < smallest ? shard_end[r] : smallest;
+  }
+  if (!status) {
+    plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = largest;
+    plan->zero = 1;
+    tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
+    char line[400];
+    snprintf(line, sizeof(line),
+             "ZeRO stage 1 over %d ranks: %d updates sharded; optimizer state %.2f MiB per rank (shards %.2f to %.2f "
+             "MiB) of %.2f MiB; %d parameters split across ranks, in %d ranges\n",
+             plan->ranks, p.n_updates, (double)largest / 1048576.0, (double)smallest / 1048576.0,
+             (double)largest / 1048576.0, (double)whole / 1048576.0, split_updates,
+             p.n_pieces - p.n_updates + split_updates);
+    tf_plan_note(plan, line);
+  }
+  free(p.updates);
+  free(p.pieces);
+  free(shard_end);
+  return status;
 }

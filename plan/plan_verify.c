@@ -3,7 +3,8 @@
  *
  * The checks run in an order where each relies only on what came before: the plan's header and
  * counts; each buffer on its own (role, region, dtype, shape, exact size, aligned offset inside its
- * region, live interval); buffers that refer to others (owner, io_twin); memory (persistent
+ * region, live interval); buffers that refer to others (owner, io_twin, ZeRO's views:
+ * plan_verify_views.c); memory (persistent
  * regions disjoint, arena buffers live at a common step disjoint: plan_verify_memory.c); each step
  * (op, phase, arity, operands, liveness, the op's shape rule); every arena buffer written; and the
  * report against the numbers it summarises. Messages name the buffer or step and the numbers. */
@@ -249,7 +250,8 @@ static tf_status check_buffer(const tf_plan *plan, int32_t id) {
                    tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), tf_region_name(b->region),
                    tf_role_name(b->role), tf_region_name(region_of_role(b->role)));
   TF_RETURN_IF_ERROR(check_size(plan, id));
-  TF_RETURN_IF_ERROR(check_placement(plan, id));
+  if (b->held_by >= 0) /* else held in pieces, no memory of its own (tf_plan_check_views) */
+    TF_RETURN_IF_ERROR(check_placement(plan, id));
   TF_RETURN_IF_ERROR(check_interval(plan, id));
   if ((int)b->init.kind < 0 || b->init.kind >= TF_INIT_COUNT)
     return INVALID("%s has unknown initializer kind %d", tf_plan_buffer_label(plan, id).text, (int)b->init.kind);
@@ -695,6 +697,7 @@ static tf_status check_buffers_and_steps(const tf_plan *plan) {
     TF_RETURN_IF_ERROR(check_references(plan, id));
     TF_RETURN_IF_ERROR(check_alias(plan, id));
   }
+  TF_RETURN_IF_ERROR(tf_plan_check_views(plan));
   TF_RETURN_IF_ERROR(tf_plan_check_persistent_disjoint(plan));
   TF_RETURN_IF_ERROR(tf_plan_check_arena_disjoint(plan));
   int32_t *writer = malloc(sizeof(int32_t) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));

@@ -91,17 +91,18 @@ tf_status tf_plan_check_host_outputs(const tf_plan *plan, int32_t s, int32_t *wr
 }
 
 /* ZeRO's shards (tf_plan.zero 1): every optimizer-state buffer, and only those, is held by one rank
- * (held_by 1..ranks); a step held by one rank is an update of the optimizer block reading that
- * rank's shard only; a step every rank runs reads no shard. */
+ * (held_by 1..ranks) or in pieces (-1: its views, tf_plan_check_views); a step held by one rank is an
+ * update of the optimizer block reading that rank's shard only; a step every rank runs reads no
+ * shard; no step reads a buffer held in pieces (its ranges' steps read the pieces). */
 tf_status tf_plan_check_shards(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     const bool state = b->role == TF_ROLE_OPTIMIZER_STATE;
-    if (b->held_by < 0 || b->held_by > plan->ranks || (b->held_by > 0) != (plan->zero > 0 && state))
-      return INVALID("%s (role %s) has held_by %" PRId32 " (1 + a rank, 0: every rank); %s",
+    if (b->held_by < -1 || b->held_by > plan->ranks || (b->held_by != 0) != (plan->zero > 0 && state))
+      return INVALID("%s (role %s) has held_by %" PRId32 " (1 + a rank, 0: every rank, -1: in pieces); %s",
                      tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->held_by,
                      plan->zero > 0 ? "under ZeRO each optimizer-state buffer, and nothing else, is held by one rank "
-                                      "of the plan's"
+                                      "of the plan's or in pieces"
                                     : "a plan without ZeRO has every buffer held by every rank (0)");
   }
   for (int32_t s = 0; s < plan->n_steps + plan->n_host_steps; s++) {
@@ -116,10 +117,14 @@ tf_status tf_plan_check_shards(const tf_plan *plan) {
       bool written;
       const int32_t id = tf_plan_step_operand(step, k, &written);
       const int32_t held = plan->buffers[id].held_by;
+      if (held < 0)
+        return INVALID("%s reads %s, which no rank holds whole (it is held in pieces: the steps of its ranges read "
+                       "them)",
+                       tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text);
       if (held > 0 && held != step->held_by)
         return INVALID("%s (run by %s) reads %s, which only rank %" PRId32 " holds", tf_plan_step_label(plan, s).text,
                        step->held_by > 0 ? "one rank" : "every rank", tf_plan_buffer_label(plan, id).text, held - 1);
     }
   }
-  return NULL;
+  return tf_plan_check_view_updates(plan);
 }

@@ -33,9 +33,27 @@ bool tf_plan_host_writes_before(const tf_plan *plan, int32_t id, int32_t s);
 /* Host step s's outputs (activations in host memory, or in the arena live from its place) and what
  * it reads in host memory written before; writer[b] records the step that writes buffer b. */
 tf_status tf_plan_check_host_outputs(const tf_plan *plan, int32_t s, int32_t *writer) TF_MUST_USE;
-/* ZeRO (tf_plan.zero 1): every optimizer-state buffer, and nothing else, held by one rank; a held
- * step is an update of the optimizer block reading its rank's shard only. */
+/* ZeRO (tf_plan.zero 1): every optimizer-state buffer, and nothing else, held by one rank or in
+ * pieces; a held step is an update of the optimizer block reading its rank's shard only, and the
+ * views it reads are the ranges of one parameter's update (plan_verify_views.c). */
 tf_status tf_plan_check_shards(const tf_plan *plan) TF_MUST_USE;
+
+/* Whether buffer b has bytes of its own: not a ZeRO view on its parent's memory (view_of, held by
+ * every rank) nor a buffer held in pieces (held_by -1). */
+static inline bool tf_plan_buffer_has_memory(const tf_plan_buffer *b) {
+  return b->held_by >= 0 && !(b->view_of != 0 && b->held_by == 0);
+}
+
+/* ZeRO's views (plan_verify_views.c), once every buffer passed its own checks: each view a flat
+ * range inside its parent (a parameter, gradient or optimizer state of a ZeRO plan, not a view),
+ * of its role, dtype and region, on its parent's bytes (offset = parent's + view_at) when every rank
+ * holds the parent, else a piece held by one rank of a parent held in pieces; the views of a parent
+ * tile it (no overlap, no gap); a buffer held in pieces is optimizer state with pieces. */
+tf_status tf_plan_check_views(const tf_plan *plan) TF_MUST_USE;
+/* The steps that read views (after every step passed its checks): each view is read by one step
+ * only, an sgd/adamw held by one rank whose flat operands (parameter, gradient, state) are all views,
+ * of one parameter, its gradient and its state, over the same elements. */
+tf_status tf_plan_check_view_updates(const tf_plan *plan) TF_MUST_USE;
 
 /* The checks below assume every buffer passed its own checks (valid role, region, exact bytes,
  * placement inside its region, live interval inside the program). */

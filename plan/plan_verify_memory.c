@@ -38,9 +38,9 @@ static tf_status out_of_memory(const tf_plan *plan) {
                        plan->n_buffers);
 }
 
-/* Buffers of the arena (or of the other regions) that hold at least one byte (an empty buffer
- * cannot overlap) and, given counted steps from..to, count at one step at least; keyed by key_of,
- * or by their first (`by_end` false) or last counted step. */
+/* Buffers of the arena (or of the other regions) that hold at least one byte of their own (an empty
+ * buffer cannot overlap; a ZeRO view lies on its parent, checked by tf_plan_check_views) and, given counted steps
+ * from..to, count at one step at least; keyed by key_of, or by their first (`by_end` false) or last counted step. */
 static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const tf_plan_buffer *), const int32_t *from,
                       const int32_t *to, bool by_end, int32_t *count) {
   keyed *items = malloc(sizeof(keyed) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
@@ -49,7 +49,8 @@ static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const t
     return NULL;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    if ((b->region == TF_REGION_ARENA) != arena || b->bytes <= 0 || (from && from[id] > to[id]))
+    if ((b->region == TF_REGION_ARENA) != arena || b->bytes <= 0 || (from && from[id] > to[id]) ||
+        !tf_plan_buffer_has_memory(b))
       continue;
     items[(*count)++] = (keyed){key_of ? key_of(b) : by_end ? to[id] : from[id], b->offset, id};
   }
@@ -210,11 +211,13 @@ tf_status tf_plan_check_arena_disjoint(const tf_plan *plan) {
 
 /* ---- the report ---- */
 
+/* Bytes per role, each byte once: a ZeRO view on its parent's memory and a buffer held in pieces
+ * count none (the parent and the pieces count them). */
 static tf_status check_role_bytes(const tf_plan *plan) {
   int64_t sums[TF_ROLE_COUNT] = {0};
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
-    if (__builtin_add_overflow(sums[b->role], b->bytes, &sums[b->role]))
+    if (tf_plan_buffer_has_memory(b) && __builtin_add_overflow(sums[b->role], b->bytes, &sums[b->role]))
       return INVALID("the %s buffers' bytes sum past int64", tf_role_name(b->role));
   }
   for (int role = 0; role < TF_ROLE_COUNT; role++)

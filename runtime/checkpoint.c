@@ -11,8 +11,23 @@
 #include "runtime/safetensors.h"
 #include "tightfit/runtime.h"
 
+/* A ZeRO view (a range one rank updates) is saved with its parent: a split update's state, held in
+ * pieces, gathered into one tensor under its own name, as a plan without ZeRO saves it. */
 static bool is_saved(const tf_plan_buffer *b) {
-  return b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE || b->role == TF_ROLE_STATE;
+  return (b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_OPTIMIZER_STATE || b->role == TF_ROLE_STATE) &&
+         b->view_of == 0;
+}
+
+/* A piece of a ZeRO buffer held in pieces that this session holds: its bytes of the parent's tensor. */
+static tf_status load_piece(tf_session *s, const tf_safetensors *file, int32_t id) {
+  const tf_plan *plan = tf_session_plan(s);
+  const tf_plan_buffer *b = &plan->buffers[id];
+  if (b->view_of == 0 || b->held_by <= 0 || !tf_session_holds(s, id))
+    return NULL;
+  const tf_plan_buffer *whole = &plan->buffers[b->view_of - 1];
+  tf_safetensors_tensor view;
+  TF_RETURN_IF_ERROR(tf_safetensors_expect(file, whole->name, whole->dtype, whole->rank, whole->shape, &view));
+  return tf_session_write_range(s, id, 0, (const char *)view.data + b->view_at, b->bytes);
 }
 
 static tf_status add_metadata(tf_safetensors_writer *writer, const char *key, int64_t value) {
@@ -183,7 +198,8 @@ tf_status tf_session_load(tf_session *s, const char *path) {
   tf_status status = read_counters(file, path, plan, &steps);
   for (int32_t i = 0; i < plan->n_buffers && !status; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (!is_saved(b))
+    status = load_piece(s, file, i);
+    if (status || !is_saved(b))
       continue;
     tf_safetensors_tensor view;
     status = tf_safetensors_expect(file, b->name, b->dtype, b->rank, b->shape, &view);

@@ -40,7 +40,10 @@ static void problem(problems *p, const char *format, ...) {
 
 static bool is_float(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
-static bool loadable(const tf_plan_buffer *b) { return b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_STATE; }
+/* A ZeRO view (a range of a parameter one rank updates) is loaded with its parameter. */
+static bool loadable(const tf_plan_buffer *b) {
+  return (b->role == TF_ROLE_PARAMETER || b->role == TF_ROLE_STATE) && b->view_of == 0;
+}
 
 static int32_t find(const tf_plan *plan, const char *name) {
   for (int32_t i = 0; i < plan->n_buffers; i++)

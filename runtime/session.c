@@ -60,6 +60,11 @@ void tf_session_set_remote_read(tf_session *s, tf_session_remote_read read, void
 
 /* A buffer another rank holds (ZeRO): why this session cannot touch it. */
 static tf_status not_held(const tf_session *s, const tf_plan_buffer *b) {
+  if (b->held_by < 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "buffer '%s' is held in pieces across the ranks (ZeRO stage %d); this session (rank %d) "
+                         "writes its own pieces",
+                         b->name, s->plan->zero, s->rank);
   return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                        "buffer '%s' is rank %d's shard of the optimizer state (ZeRO stage %d); this session is rank "
                        "%d's",
@@ -77,9 +82,30 @@ static tf_status put(tf_session *s, const tf_plan_buffer *b, int64_t offset, con
   return s->backend->upload(s->state, s->regions[b->region], b->offset + offset, data, bytes);
 }
 
+static tf_status get(tf_session *s, const tf_plan_buffer *b, int64_t offset, void *data, int64_t bytes);
+
+/* Reads bytes [offset, offset + bytes) of buffer b held in pieces (ZeRO: held_by -1) from its pieces
+ * (its views), in buffer order: those this session holds from the device, the others whole through
+ * the remote read (rank 0 gathering a checkpoint). */
+static tf_status get_pieces(tf_session *s, const tf_plan_buffer *b, int64_t offset, void *data, int64_t bytes) {
+  const int32_t id = (int32_t)(b - s->plan->buffers);
+  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
+    const tf_plan_buffer *piece = &s->plan->buffers[i];
+    if (piece->view_of != id + 1)
+      continue;
+    const int64_t from = piece->view_at > offset ? piece->view_at : offset;
+    const int64_t to = piece->view_at + piece->bytes < offset + bytes ? piece->view_at + piece->bytes : offset + bytes;
+    if (from < to)
+      TF_RETURN_IF_ERROR(get(s, piece, from - piece->view_at, (char *)data + (from - offset), to - from));
+  }
+  return NULL;
+}
+
 /* Reads bytes [offset, offset + bytes) of buffer b (the caller has synchronised the device). */
 static tf_status get(tf_session *s, const tf_plan_buffer *b, int64_t offset, void *data, int64_t bytes) {
   const int32_t id = (int32_t)(b - s->plan->buffers);
+  if (b->held_by < 0)
+    return get_pieces(s, b, offset, data, bytes);
   if (!tf_session_holds(s, id) && s->remote_read && offset == 0 && bytes == b->bytes)
     return s->remote_read(s->remote_context, id, data, bytes);
   if (!tf_session_holds(s, id))

@@ -258,6 +258,8 @@ private:
     out->alias_of = in->alias_of();
     out->unbatched = in->unbatched();
     out->held_by = in->held_by();
+    out->view_of = in->view_of();
+    out->view_at = in->view_at();
     return nullptr;
   }
 
@@ -424,7 +426,7 @@ private:
                                    string(b.init.key));
     *out = fb::CreateBuffer(fbb_, string(b.name), static_cast<fb::Role>(role), static_cast<fb::Region>(region),
                             b.offset, b.bytes, static_cast<fb::DType>(dtype), shape, b.first_step, b.last_step, init,
-                            b.owner, b.io_twin, b.alias_of, b.unbatched, b.held_by);
+                            b.owner, b.io_twin, b.alias_of, b.unbatched, b.held_by, b.view_of, b.view_at);
     return nullptr;
   }
 

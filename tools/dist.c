@@ -48,7 +48,7 @@ static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to list %d buffers", plan->n_buffers);
   for (int32_t i = 0; i < plan->n_buffers; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->role != TF_ROLE_GRADIENT || b->bytes == 0)
+    if (b->role != TF_ROLE_GRADIENT || b->bytes == 0 || b->view_of != 0) /* a view's bytes are summed whole */
       continue;
     if (b->dtype != TF_F32)
       return tf_status_new(TF_ERR_UNSUPPORTED, "--ranks: gradient '%s' is %s; the ranks sum f32 gradients", b->name,

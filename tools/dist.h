@@ -56,14 +56,16 @@ tf_status tf_dist_identity(const tf_dist_job *job, char **out) TF_MUST_USE;
 tf_status tf_dist_agree(const tf_dist *d, const char *lines, const char *rule) TF_MUST_USE;
 /* Sums every gradient buffer of the session across the ranks (all end with the same sums). */
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
-/* ZeRO stage 1 (tools/dist_zero.c): after each optimizer step, every parameter from the rank that
- * updated it (it holds its state) to every other rank; nothing without ZeRO or a job. */
+/* ZeRO stage 1 (tools/dist_zero.c): after each optimizer step, every parameter, or range of a split
+ * one, from the rank that updated it (it holds its state) to every other rank; nothing without ZeRO
+ * or a job. */
 tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) TF_MUST_USE;
 /* The remote read of rank 0's session (tf_session_set_remote_read, context: the tf_dist): a buffer of
  * another rank's shard, received from it while rank 0 writes a checkpoint. */
 tf_status tf_dist_receive_shard(void *context, int32_t buffer, void *data, int64_t bytes);
-/* The other side of a checkpoint: every rank but 0 sends its shard's buffers, in buffer order, when
- * rank 0 writes one (each save of rank 0 has its send on every other rank). */
+/* The other side of a checkpoint: every rank but 0 sends its shard's buffers, in the order rank 0
+ * reads them (by id, a state held in pieces as its pieces), when rank 0 writes one (each save of
+ * rank 0 has its send on every other rank). */
 tf_status tf_dist_send_shard(tf_dist *d, tf_session *session) TF_MUST_USE;
 /* The end of a step: the mean of `loss` over the ranks, and in *stop_any whether any rank asked to
  * stop (`stop`: a signal), so that all stop after the same step; without a job, `loss` and `stop`. */

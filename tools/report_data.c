@@ -34,13 +34,14 @@ tf_report_summary tf_report_summarise(const tf_plan *plan) {
 tf_report_parameters tf_report_parameter_split(const tf_plan *plan) {
   tf_report_parameters split = {0, 0, 0, 0};
   for (int32_t id = 0; id < plan->n_buffers; id++) {
-    if (plan->buffers[id].role != TF_ROLE_PARAMETER)
-      continue;
+    if (plan->buffers[id].role != TF_ROLE_PARAMETER || plan->buffers[id].view_of != 0)
+      continue; /* a ZeRO view is a range of its parameter, updated with it */
     bool updated = false;
     for (int32_t i = 0; i < plan->n_steps && !updated; i++) {
       const tf_plan_step *step = &plan->steps[i];
+      const int32_t first = step->n_inputs > 0 ? step->inputs[0] : -1;
       updated = (step->op == TF_OP_SGD || step->op == TF_OP_ADAMW || step->op == TF_OP_ADAMW8BIT) &&
-                step->n_inputs > 0 && step->inputs[0] == id;
+                (first == id || (first >= 0 && plan->buffers[first].view_of == id + 1));
     }
     if (updated) {
       split.trainable_bytes += plan->buffers[id].bytes;

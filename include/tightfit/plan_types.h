@@ -55,7 +55,13 @@ typedef struct tf_plan_buffer {
                                   * static shape, or a tensor shared by every sample): fed whole, one
                                   * file of exactly this shape; else false: shape[0] == micro_batch */
   int32_t held_by;               /* ZeRO (tf_plan.zero): 1 + the only rank that holds it (its shard of the
-                                  * optimizer state, laid out on the other ranks' shards); 0: every rank */
+                                  * optimizer state, laid out on the other ranks' shards); 0: every rank;
+                                  * -1: no rank whole, its views (pieces) held one by a rank each */
+  int32_t view_of;               /* ZeRO: 1 + the buffer P this one is bytes [view_at, view_at + bytes) of, a
+                                  * flat range that one rank updates: on P's own memory (offset = P's
+                                  * offset + view_at) when every rank holds P, else a piece of P held in
+                                  * pieces (held_by -1), at its own offset in its rank's shard; 0: none */
+  int64_t view_at;               /* with view_of: the range's first byte within view_of; else 0 */
 } tf_plan_buffer;
 
 typedef struct tf_plan_step {

@@ -119,7 +119,8 @@ class PlanBuffer(ctypes.Structure):
                 ("offset", ctypes.c_int64), ("bytes", ctypes.c_int64), ("dtype", ctypes.c_int),
                 ("rank", ctypes.c_int32), ("shape", ctypes.c_int64 * MAX_RANK), ("first_step", ctypes.c_int32),
                 ("last_step", ctypes.c_int32), ("init", Init), ("owner", ctypes.c_int32), ("io_twin", ctypes.c_int32),
-                ("alias_of", ctypes.c_int32), ("unbatched", ctypes.c_bool), ("held_by", ctypes.c_int32)]
+                ("alias_of", ctypes.c_int32), ("unbatched", ctypes.c_bool), ("held_by", ctypes.c_int32),
+                ("view_of", ctypes.c_int32), ("view_at", ctypes.c_int64)]
 
 
 class PlanHead(ctypes.Structure):

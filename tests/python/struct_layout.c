@@ -58,7 +58,8 @@ static void print_structs(void) {
   MEMBER(tf_plan_buffer, dtype), MEMBER(tf_plan_buffer, rank), MEMBER(tf_plan_buffer, shape);
   MEMBER(tf_plan_buffer, first_step), MEMBER(tf_plan_buffer, last_step), MEMBER(tf_plan_buffer, init);
   MEMBER(tf_plan_buffer, owner), MEMBER(tf_plan_buffer, io_twin), MEMBER(tf_plan_buffer, alias_of);
-  MEMBER(tf_plan_buffer, unbatched), MEMBER(tf_plan_buffer, held_by), close_struct();
+  MEMBER(tf_plan_buffer, unbatched), MEMBER(tf_plan_buffer, held_by), MEMBER(tf_plan_buffer, view_of);
+  MEMBER(tf_plan_buffer, view_at), close_struct();
   /* PlanHead mirrors tf_plan's leading members only: its size is not tf_plan's */
   STRUCT(PlanHead, tf_plan), MEMBER(tf_plan, version), MEMBER(tf_plan, graph_name), MEMBER(tf_plan, target);
   MEMBER(tf_plan, alignment), MEMBER(tf_plan, region_bytes), MEMBER(tf_plan, n_buffers), MEMBER(tf_plan, buffers);
