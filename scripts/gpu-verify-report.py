@@ -184,13 +184,106 @@ def train_log(args):
             half = dev[len(dev) // 2:]
             result["smi_device_mib"]["second_half_spread"] = max(half) - min(half) if half else None
     if args.smi_apps:
-        apps = parse_smi_apps(args.smi_apps)
+        apps = parse_smi_apps(args.smi_apps, args.smi_pid)
+        if args.smi_pid is not None:
+            result["smi_pid"] = args.smi_pid
         if apps:
             half = apps[len(apps) // 2:]
             result["smi_process_mib"] = {"peak": max(apps), "last": apps[-1], "samples": len(apps),
                                          "second_half_spread": max(half) - min(half) if half else None}
     print(json.dumps(clean(result)))
     return 0
+
+
+# ---------------------------------------------------------------- memory check
+
+def memory_problems(run, tolerance):
+    """(text, problems) for one run of runs.jsonl: measured against the plan for this device (its
+    measured overhead, else the default model's), by pid and by the device's counter."""
+    label = run.get("label", "?")
+    if not run.get("steps_done"):
+        return label, ["trained no step (exit %s)" % run.get("exit")]
+    plan = run.get("planned_measured_overhead") or run.get("planned") or {}
+    which = "the plan for this device" if run.get("planned_measured_overhead") else "the default-overhead plan"
+    planned = plan.get("device_total_bytes")
+    measures = []
+    proc = run.get("smi_process_mib") or {}
+    if proc.get("peak") is not None:
+        measures.append((proc["peak"] * 2**20, "nvidia-smi peak of pid %s" % run.get("smi_pid", "?")
+                         if run.get("smi_pid") is not None else "nvidia-smi process peak (no pid)"))
+    dev = run.get("smi_device_mib") or {}
+    if dev.get("peak") is not None and dev.get("baseline") is not None:
+        measures.append(((dev["peak"] - dev["baseline"]) * 2**20, "device used peak - baseline"))
+    if planned is None:
+        return label, ["no planned device total"]
+    if not measures:
+        return label, ["nothing was measured"]
+    measured, how = max(measures)
+    text = "%s: %s %.1f MiB vs %s %.1f MiB (%+.1f%%)" % (label, how, measured / 2**20, which, planned / 2**20,
+                                                        100.0 * (measured - planned) / planned)
+    problems = []
+    if run.get("smi_pid") is None and proc.get("peak") is not None:
+        problems.append("the process rows were not filtered by pid")
+    if measured > planned:
+        problems.append("over the plan")
+    elif planned - measured > tolerance * planned:
+        problems.append("more than %.1f%% below the plan (the plan over-reserves)" % (100 * tolerance))
+    return text, problems
+
+
+def memory_check(path, tolerance):
+    """One line: "PASS ...", "FAIL ..." or "SKIP ..." (no runs at all) for runs.jsonl."""
+    runs = [json.loads(line) for line in read(path).splitlines() if line.strip()]
+    if not runs:
+        return "SKIP no runs in %s" % path
+    good, bad = [], []
+    for run in runs:
+        text, problems = memory_problems(run, tolerance)
+        (bad if problems else good).append(text + (": " + ", ".join(problems) if problems else ""))
+    if bad:
+        return "FAIL " + "; ".join(bad + good)
+    return "PASS " + "; ".join(good)
+
+
+# ---------------------------------------------------------------- speed against PyTorch
+
+# The PyTorch variant each tightfit step-time row is compared with (its label's tag).
+TORCH_PARTNER = {"": "fp32-sdpa", "offload": "fp32-sdpa", "offload_gradients": "fp32-sdpa", "bf16": "bf16-sdpa",
+                 "autocast": "bf16-sdpa"}
+STEPTIME_RE = re.compile(r"^steptime-cuda-(?:(.+)-)?(\d+)x(\d+)$")
+
+
+def speed_check(paths, goal):
+    """One line: each cuda step-time row's ms/step against PyTorch's in the same call (the same N, T,
+    the partner variant); FAIL when a row has no time or no PyTorch time beside it."""
+    rows, torch = [], {}
+    for path in paths:
+        for line in read(path).splitlines():
+            if not line.strip().startswith("{"):
+                continue
+            run = json.loads(line)
+            if run.get("kind") == "torch" and run.get("step_ms"):
+                torch[(run.get("variant"), run.get("N"), run.get("T"))] = run["step_ms"]
+            elif STEPTIME_RE.match(run.get("label", "")):
+                rows.append(run)
+    if not rows:
+        return "FAIL no cuda step-time rows to compare"
+    good, bad = [], []
+    for run in rows:
+        tag, n, t = STEPTIME_RE.match(run["label"]).groups()
+        partner = TORCH_PARTNER.get(tag or "", "fp32-sdpa")
+        theirs = torch.get((partner, int(n), int(t)))
+        if not run.get("step_ms"):
+            bad.append("%s: no step time" % run["label"])
+        elif theirs is None:
+            bad.append("%s: %.1f ms, no PyTorch %s time at %sx%s in this call" % (run["label"], run["step_ms"], partner, n, t))
+        else:
+            ratio = run["step_ms"] / theirs
+            good.append("%s %.1f ms vs PyTorch %s %.1f ms: %.2fx (goal <= %.2fx %s)" % (
+                run["label"], run["step_ms"], partner, theirs, ratio, goal, "met" if ratio <= goal else "not met"))
+    if bad:
+        return "FAIL " + "; ".join(bad + good)
+    return "PASS " + "; ".join(good)
 
 
 # ---------------------------------------------------------------- report
@@ -415,11 +508,19 @@ def main(argv):
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--smi-device")
     p.add_argument("--smi-apps")
+    p.add_argument("--smi-pid", type=int, default=None, help="only nvidia-smi's rows of this process")
     p.add_argument("--smi-baseline", type=float)
     p.add_argument("--smi-after", type=float)
     p.add_argument("--compile", action="append")
     p.add_argument("--device", default="")
     p.add_argument("--exit", type=int, default=None)
+    p = sub.add_parser("memory-check")
+    p.add_argument("runs")
+    p.add_argument("--tolerance", type=float, default=3.0,
+                   help="planned - measured allowed, %% of the planned device total (default 3)")
+    p = sub.add_parser("speed-check")
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--goal", type=float, default=1.0, help="the ratio the issue asks for (default 1.0)")
     p = sub.add_parser("tail")
     p.add_argument("file")
     p.add_argument("lines", nargs="?", type=int, default=40)
@@ -428,6 +529,12 @@ def main(argv):
         return write_report(args)
     if args.command == "train-log":
         return train_log(args)
+    if args.command == "memory-check":
+        print(memory_check(args.runs, args.tolerance / 100.0))
+        return 0
+    if args.command == "speed-check":
+        print(speed_check(args.runs, args.goal))
+        return 0
     if args.command == "tail":
         print("\n".join(tail(read(args.file), args.lines)))
         return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """bench/edge/run's parts that decide, checked without a GPU: the verdict (every way a run fails),
 the ballast's walk down to the budget on a simulated free counter, the per-pid reading of
-nvidia-smi's rows, the .npy writer against NumPy, and a --dry-run that compiles three scenarios
+nvidia-smi's rows, the .npy writer against NumPy, scripts/gpu-verify's memory check (by pid, against
+the plan for the device, within 3% either way), and a --dry-run that compiles three scenarios
 (a seed scenario's answer within its budget, a recompute-auto plan between its bounds, an imported
 model when torch is there). usage: test_edge.py TIGHTFIT WORK"""
 import importlib.machinery
@@ -157,6 +158,77 @@ def test_dry_run(tf, work):
           "xtts-gpt's data: one .npy per input and label")
 
 
+REPORT = os.path.join(ROOT, "scripts", "gpu-verify-report.py")
+
+
+def memory_check(work, runs):
+    path = os.path.join(work, "runs.jsonl")
+    with open(path, "w") as f:
+        for run in runs:
+            f.write(json.dumps(run) + "\n")
+    done = subprocess.run([sys.executable, REPORT, "memory-check", path], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return done.stdout.strip()
+
+
+def gpu_run(**changes):
+    run = {"label": "steptime-cuda-8x1024", "steps_done": 12, "exit": 0, "smi_pid": 4242,
+           "planned": {"device_total_bytes": 8000 * MIB}, "planned_measured_overhead": {"device_total_bytes": 7700 * MIB},
+           "smi_process_mib": {"peak": 7600}, "smi_device_mib": {"peak": 7650, "baseline": 0}}
+    run.update(changes)
+    return run
+
+
+def test_memory_check(work):
+    """scripts/gpu-verify's memory items: fail unless measured, filtered by pid, within 3% of the plan for the
+    device in either direction."""
+    cases = [
+        ("measured within 3% below the plan for the device", [gpu_run()], "PASS"),
+        ("over the plan", [gpu_run(smi_device_mib={"peak": 7701, "baseline": 0})], "FAIL"),
+        ("more than 3% below the plan", [gpu_run(smi_process_mib={"peak": 7400}, smi_device_mib={"peak": 7450, "baseline": 0})],
+         "FAIL"),
+        ("rows not filtered by pid", [gpu_run(smi_pid=None)], "FAIL"),
+        ("a run that trained no step", [gpu_run(), gpu_run(label="bf16", steps_done=0)], "FAIL"),
+        ("nothing measured", [gpu_run(smi_process_mib=None, smi_device_mib=None)], "FAIL"),
+        ("the default plan when no device plan (4.4% below it)", [gpu_run(planned_measured_overhead=None)], "FAIL"),
+        ("no runs", [], "SKIP"),
+    ]
+    for label, runs, wanted in cases:
+        line = memory_check(work, runs)
+        check(line.startswith(wanted), "memory-check, %s: %s" % (label, line[:220]))
+    log = os.path.join(work, "train.txt")
+    with open(log, "w") as f:
+        f.write("step 1/4  loss 4.0000  10.0 samples/s\nstep 4/4  loss 3.0000  20.0 samples/s\n"
+                "trained 4 steps in 1.00 s; final loss 3.0000\n")
+    apps = os.path.join(work, "apps.csv")
+    with open(apps, "w") as f:
+        f.write("100, 7600\n200, 30000\n100, 7650\n")
+    done = subprocess.run([sys.executable, REPORT, "train-log", log, "--label", "x", "--backend", "cuda", "--model",
+                           "gpt", "--n", "8", "--smi-apps", apps, "--smi-pid", "100"], stdout=subprocess.PIPE, text=True)
+    result = json.loads(done.stdout)
+    check((result.get("smi_process_mib") or {}).get("peak") == 7650 and result.get("smi_pid") == 100,
+          "train-log --smi-pid 100: the peak of pid 100 only (7650 MiB, not the other process's 30000)")
+
+
+def test_speed_check(work):
+    """gpu-verify's speed_vs_torch: each cuda row against PyTorch's partner variant in the same call."""
+    ours, theirs = os.path.join(work, "ours.jsonl"), os.path.join(work, "torch.jsonl")
+    with open(ours, "w") as f:
+        f.write(json.dumps({"label": "steptime-cuda-8x1024", "step_ms": 221.5}) + "\n")
+        f.write(json.dumps({"label": "steptime-cuda-bf16-8x1024", "step_ms": 134.5}) + "\n")
+    for label, torch_rows, wanted, text in (
+            ("both partners there", [("fp32-sdpa", 161.1), ("bf16-sdpa", 46.3)], "PASS", "2.90x"),
+            ("no bf16 partner", [("fp32-sdpa", 161.1)], "FAIL", "no PyTorch bf16-sdpa"),
+            ("another size only", [], "FAIL", "no PyTorch fp32-sdpa")):
+        with open(theirs, "w") as f:
+            for variant, ms in torch_rows:
+                f.write(json.dumps({"kind": "torch", "variant": variant, "N": 8, "T": 1024, "step_ms": ms}) + "\n")
+            f.write(json.dumps({"kind": "torch", "variant": "fp32-sdpa", "N": 8, "T": 256, "step_ms": 40.0}) + "\n")
+        done = subprocess.run([sys.executable, REPORT, "speed-check", ours, theirs], stdout=subprocess.PIPE, text=True)
+        line = done.stdout.strip()
+        check(line.startswith(wanted) and text in line, "speed-check, %s: %s" % (label, line[:200]))
+
+
 def main():
     tf, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -164,6 +236,8 @@ def main():
     test_ballast()
     test_smi(work)
     test_npy(work)
+    test_memory_check(work)
+    test_speed_check(work)
     test_dry_run(tf, work)
     print("edge harness: %d failed" % len(failures))
     return 1 if failures else 0
