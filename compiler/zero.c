@@ -199,6 +199,7 @@ static int32_t add_workspace(builder *b, int32_t like, int32_t s) {
     return -2;
   w->first_step = w->last_step = s;
   plan->report.arena_naive += align_up(w->bytes, plan->alignment);
+  plan->report.role_bytes[TF_ROLE_WORKSPACE] += w->bytes;
   return plan->n_buffers++;
 }
 

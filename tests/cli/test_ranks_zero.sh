@@ -1,12 +1,18 @@
 #!/bin/sh
 # ZeRO stage 1 (issue 45 item 2): `compile --ranks R --zero 1` shards the optimizer state across the
-# ranks (each update and its state held by the rank that owns the parameter; the state region the
-# largest shard, about 1/R of the whole); `check --ranks R --zero 1` says so without running. A job
-# of 2 and of 4 ranks trains to the losses and the checkpoint of the same job at ZeRO stage 0 byte for
-# byte (the same sums, each update run once by its owner, the parameter sent to the others; rank 0
-# gathers the shards into the checkpoint), with --checkpoint-every too; 3 + 3 steps across --resume
-# (each rank loads its shard) end on the 6 steps' checkpoint; a stage-0 job or one process resumes a
-# stage-1 checkpoint. Refused with the reason: --zero without --ranks, --zero 2, --zero with --offload,
+# ranks as DeepSpeed's flat partition: the updates' state cut into R equal runs, an update a cut falls
+# in split into ranges, one per rank, over flat views of its parameter and gradient (the state region
+# the largest shard, a quarter of the whole at 4 ranks within the alignment); `check --ranks R --zero
+# 1` says so without running: gpt2-small at 8 ranks holds 8 bytes x its parameters / 8 of AdamW state
+# (to 0.1%) and otherwise the stage-0 plan's bytes. A job of 2 and of 4 ranks, with split parameters,
+# trains to the losses and the checkpoint of the same job at ZeRO stage 0 byte for byte (the same
+# sums, each update or range run once by its owner, sent to the others; rank 0 gathers the shards,
+# a split state piece by piece, into the checkpoint under the stage-0 names), with --checkpoint-every
+# too; 3 + 3 steps across --resume (each rank loads its shard) end on the 6 steps' checkpoint; a
+# stage-0 job or one process resumes a stage-1 checkpoint; a job of 4 ranks resumes one of 2 ranks
+# (--accumulate 2, the same global batch) and the other way round, and one process (--accumulate 4)
+# resumes the 4 ranks', at the straight job's losses (1e-6) and weights (1e-5; the sums' order
+# differs). Refused with the reason: --zero without --ranks, --zero 2, --zero with --offload,
 # --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
@@ -37,6 +43,28 @@ if grep -q "this build has no MPI" "$dir/err"; then
 fi
 expect_message 0 "report: the shards" "ZeRO stage 1 over 2 ranks: .* updates sharded; optimizer state .* MiB per rank" \
   "$tf" report "$dir/r2z1.tfplan"
+expect_message 0 "report: 4 ranks split parameters across ranks" "ZeRO stage 1 over 4 ranks: .*; [1-9][0-9]* parameters \
+split across ranks, in [1-9][0-9]* ranges" "$tf" report "$dir/r4z1.tfplan"
+"$tf" zoo gpt2-small -o "$dir/gpt2.tfg" > /dev/null
+for zero in 0 1; do
+  expect 0 "check gpt2-small --ranks 8 --zero $zero --json" "$tf" check "$dir/gpt2.tfg" --set N=8,T=1024 \
+    --optimizer adamw --target cuda --budget 80GiB --ranks 8 --zero $zero --json
+  cp "$dir/out" "$dir/gpt2_z$zero.json"
+done
+trained=$("$tf" inspect "$dir/gpt2.tfg" | sed -n 's/^parameters: \([0-9,]*\) in .*/\1/p' | tr -d ,)
+/usr/bin/python3 - "$dir" "$trained" << 'PY' && pass "gpt2-small, 8 ranks: AdamW state 8 bytes x parameters / 8 per rank (0.1%), the rest stage 0's" || fail "gpt2-small, 8 ranks: the per-rank state"
+import json, sys
+z0, z1 = (json.load(open(f"{sys.argv[1]}/gpt2_z{z}.json"))["categories"] for z in (0, 1))
+formula = 8 * int(sys.argv[2]) / 8  # f32 AdamW: 8 bytes a parameter (Ψ of them), over 8 ranks
+print(f"gpt2-small, 8 ranks: state {z1['optimizer_state'] / 2**20:.2f} MiB per rank, 8Ψ/8 = {formula / 2**20:.2f} "
+      f"MiB (stage 0: {z0['optimizer_state'] / 2**20:.2f}); device total {z1['total'] / 2**30:.3f} GiB "
+      f"(stage 0: {z0['total'] / 2**30:.3f})")
+assert formula <= z1["optimizer_state"] <= formula * 1.001
+for part in ("parameters", "gradients", "activations", "workspace", "inputs"):
+    assert z1[part] == z0[part], part
+expected = z0["total"] - z0["optimizer_state"] + formula
+assert abs(z1["total"] - expected) <= 0.01 * expected, (z1["total"], expected)
+PY
 expect_message 0 "check --ranks 8 --zero 1 answers without running" "fits" "$tf" check "$dir/gpt.tfg" --set N=2,T=32 \
   --ranks 8 --zero 1 --budget 64MiB
 
@@ -67,6 +95,53 @@ check "ZeRO 1: 3 + 3 steps across --resume (each rank loads its shard) end on th
 job 2 r2z0 stage0 6 --resume
 check "a ZeRO 0 job resumes the ZeRO 1 checkpoint to the same 6 steps' checkpoint" \
   cmp "$dir/ck_z0/latest.safetensors" "$dir/ck_stage0/latest.safetensors"
+
+# Across rank counts: 2 ranks x --accumulate 2 and 4 ranks take the same 8 samples a step (each
+# rank's micro-batches as one process with --accumulate 4 would), so each resumes the other's
+# checkpoint at the straight 4-rank job's losses and state, as one process does.
+expect 0 "compile --ranks 2 --zero 1 --accumulate 2" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw \
+  --fuse-loss off --ranks 2 --zero 1 --accumulate 2 -o "$dir/r2a2z1.tfplan"
+expect 0 "compile one process --accumulate 4" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw \
+  --fuse-loss off --accumulate 4 --no-update-in-backward -o "$dir/one4.tfplan"
+job 4 r4z1 straight4 6
+job 2 r2a2z1 two_then_four 3
+job 4 r4z1 two_then_four 6 --resume
+job 4 r4z1 four_then_two 3
+cp -r "$dir/ck_four_then_two" "$dir/ck_four_then_one"
+job 2 r2a2z1 four_then_two 6 --resume
+expect 0 "one process (ZeRO 0) resumes the 4 ranks' checkpoint" "$tf" train "$dir/one4.tfplan" --data $data \
+  --steps 6 --threads 1 --json --checkpoint "$dir/ck_four_then_one" --resume
+grep '"step"' "$dir/out" | sed 's/, "samples_per_second".*//' > "$dir/four_then_one.json"
+if /usr/bin/python3 -c "import numpy" 2> /dev/null; then
+  /usr/bin/python3 - "$dir" << 'PY' && pass "across rank counts: the straight job's losses (1e-6) and checkpoint (1e-5)" || fail "across rank counts"
+import json, re, struct, sys
+import numpy as np
+d = sys.argv[1]
+def losses(name):  # the job's lines, cut before their timing: {"step": S, ... "loss": L
+    found = (re.search(r'"step": (\d+).*"loss": ([-0-9.e+]+)', line) for line in open(f"{d}/{name}.json"))
+    return {int(m.group(1)): float(m.group(2)) for m in found if m}
+def checkpoint(folder):
+    data = open(f"{d}/{folder}/latest.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    return ({k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
+             for k, v in header.items() if k != "__metadata__"}, header["__metadata__"])
+straight = losses("straight4")
+job, _ = checkpoint("ck_straight4")
+for name in ("two_then_four", "four_then_two", "four_then_one"):
+    resumed = losses(name)
+    tensors, meta = checkpoint(f"ck_{name}")
+    worst_loss = max(abs(resumed[s] - straight[s]) for s in (4, 5, 6))
+    worst_weight = max(float(np.max(np.abs(tensors[k] - job[k]))) for k in job)
+    print(f"{name}: steps {sorted(resumed)}, losses worst {worst_loss:.2g}, state worst {worst_weight:.2g} over "
+          f"{len(tensors)} tensors (the straight job's {len(job)}), micro-step {meta['tightfit.micro_step']}")
+    assert sorted(resumed)[-3:] == [4, 5, 6] and worst_loss <= 1e-6 and worst_weight <= 1e-5
+    assert sorted(tensors) == sorted(job) and meta["tightfit.micro_step"] == "24"
+PY
+else
+  echo "skipped: across rank counts (no numpy for /usr/bin/python3)"
+fi
 
 expect_message 2 "--zero without --ranks" "give --ranks R" "$tf" compile "$dir/gpt.tfg" --zero 1
 expect_message 2 "--zero 2" "--zero 2 (gradients sharded across the ranks) is not supported yet" \

@@ -1,0 +1,223 @@
+/* ZeRO stage 1 with parameters split across ranks (compiler/zero.c, plan/plan_verify_views.c): the
+ * one-layer zoo gpt compiled for 4 ranks shards its AdamW state into 4 shards of a quarter each (within
+ * the alignment of its pieces), splitting the updates the cuts fall in into ranges whose parameter and
+ * gradient are views on their bytes and whose state pieces lie in their rank's shard; the plan
+ * verifies and round-trips its views through the file format. Malformed views are refused by name:
+ * overlapping views, a view outside its parent, a view of another region, a view that does not lie
+ * on its parent's bytes, a buffer held in pieces without pieces, a step every rank runs reading a
+ * view, and a range whose operands cover other elements. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tightfit/compiler.h"
+#include "tightfit/plan.h"
+#include "tightfit/zoo.h"
+
+static tf_test_counts counts;
+
+#define RANKS 4
+
+static tf_plan *compiled(int32_t zero, double clip_norm) {
+  const char *const overrides[] = {"layers=1"};
+  tf_graph *g = NULL;
+  CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = "N=2,T=32";
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  options.ranks = RANKS;
+  options.zero = zero;
+  options.clip_norm = clip_norm;
+  tf_plan *plan = NULL;
+  if (g)
+    CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  tf_graph_destroy(g);
+  return plan;
+}
+
+/* A fresh copy of `plan` through the file format (verified on the way back). */
+static tf_plan *copy_of(const tf_plan *plan) {
+  void *data = NULL;
+  size_t size = 0;
+  tf_plan *back = NULL;
+  CHECK_OK(&counts, tf_plan_serialize(plan, &data, &size));
+  CHECK_OK(&counts, tf_plan_parse(data, size, "zero plan", &back));
+  free(data);
+  return back;
+}
+
+/* The first view of `role` whose parent has another view after it: *next is that one. */
+static int32_t split_view(const tf_plan *plan, tf_buffer_role role, int32_t *next) {
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->view_of == 0 || b->role != role || b->view_at != 0)
+      continue;
+    for (int32_t other = 0; other < plan->n_buffers; other++)
+      if (plan->buffers[other].view_of == b->view_of && plan->buffers[other].view_at == b->bytes) {
+        *next = other;
+        return id;
+      }
+  }
+  return -1;
+}
+
+static void test_shards(void) {
+  tf_plan *stage0 = compiled(0, 0), *plan = compiled(1, 0);
+  if (!stage0 || !plan) {
+    tf_plan_destroy(stage0);
+    tf_plan_destroy(plan);
+    return;
+  }
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  const int64_t whole = stage0->region_bytes[TF_REGION_OPTIMIZER_STATE];
+  const int64_t shard = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
+  int32_t views = 0, in_pieces = 0, ranges = 0;
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    views += plan->buffers[id].view_of != 0;
+    in_pieces += plan->buffers[id].held_by == -1;
+  }
+  int64_t held[RANKS] = {0};
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    ranges += step->held_by > 0 && plan->buffers[step->inputs[0]].view_of != 0;
+    for (int32_t k = 0; step->held_by > 0 && k < step->n_inputs; k++)
+      if (plan->buffers[step->inputs[k]].region == TF_REGION_OPTIMIZER_STATE)
+        held[step->held_by - 1] += plan->buffers[step->inputs[k]].bytes;
+  }
+  printf("gpt 1 layer, %d ranks: state %lld of %lld bytes per rank (a quarter: %lld), ranks hold %lld %lld %lld %lld; "
+         "%d views, %d state buffers in pieces, %d range steps\n",
+         RANKS, (long long)shard, (long long)whole, (long long)(whole / RANKS), (long long)held[0], (long long)held[1],
+         (long long)held[2], (long long)held[3], views, in_pieces, ranges);
+  /* each shard within the padding of its buffers (16 updates x 2 moments x 64 bytes) of a quarter */
+  for (int r = 0; r < RANKS; r++)
+    CHECK(&counts, held[r] > whole / RANKS - 4096 && held[r] < whole / RANKS + 4096,
+          "rank %d holds %lld bytes of state, a quarter is %lld", r, (long long)held[r], (long long)(whole / RANKS));
+  CHECK(&counts, shard <= whole / RANKS + 4096, "the state region %lld, a quarter %lld", (long long)shard,
+        (long long)(whole / RANKS));
+  CHECK(&counts, in_pieces >= 2 && ranges >= RANKS && views == ranges * 4, "%d in pieces, %d ranges, %d views",
+        in_pieces, ranges, views);
+  tf_plan *back = copy_of(plan);
+  int32_t next = -1, first = back ? split_view(back, TF_ROLE_PARAMETER, &next) : -1;
+  CHECK(&counts, first >= 0 && back->buffers[next].view_at == back->buffers[first].bytes,
+        "the views survive the file format");
+
+  tf_plan *bad = copy_of(plan);
+  if (bad && first >= 0) { /* the next range starts one alignment early, on the first's last elements */
+    bad->buffers[next].view_at -= bad->alignment;
+    bad->buffers[next].offset -= bad->alignment;
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "overlapping views"), "overlapping views: %s", message);
+    printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  bad = copy_of(plan);
+  if (bad && first >= 0) { /* the first range moved past its parameter's end */
+    bad->buffers[first].view_at = bad->buffers[bad->buffers[first].view_of - 1].bytes;
+    bad->buffers[first].offset = bad->buffers[bad->buffers[first].view_of - 1].offset + bad->buffers[first].view_at;
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "a view outside its parent"), "outside: %s", message);
+    printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  bad = copy_of(plan);
+  int32_t gradient = -1;
+  for (int32_t id = 0; bad && id < bad->n_buffers && gradient < 0; id++)
+    gradient = bad->buffers[id].role == TF_ROLE_GRADIENT && bad->buffers[id].view_of == 0 ? id : -1;
+  if (bad && first >= 0 && gradient >= 0) { /* a parameter's range said to be a gradient's */
+    bad->buffers[first].view_of = gradient + 1;
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "a view of another region"), "another region: %s", message);
+    printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  bad = copy_of(plan);
+  if (bad && first >= 0) { /* the first range at its own offset, off its parameter's bytes */
+    bad->buffers[first].offset += bad->alignment;
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "it lies on its bytes"), "off its parent: %s", message);
+    printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  tf_plan_destroy(back);
+  tf_plan_destroy(stage0);
+  tf_plan_destroy(plan);
+}
+
+/* The steps' side: a step every rank runs reading a view (clipping's norm reading a range of a
+ * gradient for the whole), a range over other elements, a state held in pieces whose pieces are gone. */
+static void test_steps(void) {
+  tf_plan *plan = compiled(1, 1.0);
+  if (!plan)
+    return;
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  int32_t range = -1, norm = -1;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    range = range < 0 && plan->steps[s].held_by > 0 && plan->buffers[plan->steps[s].inputs[0]].view_of != 0 ? s : range;
+    norm = plan->steps[s].op == TF_OP_GLOBAL_NORM_SQ ? s : norm;
+  }
+  CHECK(&counts, range >= 0 && norm >= 0 && norm < range, "a range step %d after the norm %d", range, norm);
+  tf_plan *bad = copy_of(plan);
+  if (bad && range >= 0 && norm >= 0) {
+    const int32_t view = bad->steps[range].inputs[1], gradient = bad->buffers[view].view_of - 1;
+    for (int32_t k = 0; k < bad->steps[norm].n_inputs; k++)
+      bad->steps[norm].inputs[k] = bad->steps[norm].inputs[k] == gradient ? view : bad->steps[norm].inputs[k];
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "reads a view; only an sgd or adamw step held by one rank"),
+          "every rank: %s", message);
+    printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  bad = copy_of(plan);
+  if (bad && range >= 0) { /* the gradient's two ranges trade places: the first range reads its last elements */
+    tf_plan_step *step = &bad->steps[range];
+    tf_plan_buffer *first_range = &bad->buffers[step->inputs[1]];
+    const tf_plan_buffer *parent = &bad->buffers[first_range->view_of - 1];
+    int32_t other = -1;
+    for (int32_t id = 0; id < bad->n_buffers && other < 0; id++)
+      other = bad->buffers[id].view_of == first_range->view_of && id != step->inputs[1] ? id : -1;
+    CHECK(&counts, other >= 0 && first_range->view_at == 0 && bad->buffers[other].view_at == first_range->bytes,
+          "two ranges of the gradient");
+    if (other >= 0) {
+      first_range->view_at = bad->buffers[other].bytes;
+      first_range->offset = parent->offset + first_range->view_at;
+      bad->buffers[other].view_at = 0;
+      bad->buffers[other].offset = parent->offset;
+      tf_status status = tf_plan_verify(bad);
+      const char *message = tf_status_message(status);
+      CHECK(&counts, status && strstr(message, "a range reads the same elements"), "other elements: %s", message);
+      printf("refused: %s\n", message);
+      tf_status_free(status);
+    }
+  }
+  tf_plan_destroy(bad);
+  bad = copy_of(plan);
+  if (bad && range >= 0) { /* the pieces of its first moment made whole buffers of no one */
+    const int32_t whole = bad->buffers[bad->steps[range].inputs[2]].view_of;
+    for (int32_t id = 0; id < bad->n_buffers; id++)
+      if (bad->buffers[id].view_of == whole)
+        bad->buffers[id].view_of = 0;
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "is held in pieces (held_by -1) but has none"), "no pieces: %s", message);
+    printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  tf_plan_destroy(plan);
+}
+
+int main(void) {
+  test_shards();
+  test_steps();
+  return tf_test_finish("test_zero_plan", &counts);
+}
