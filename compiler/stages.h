@@ -74,7 +74,8 @@ void tf_plan_note(tf_plan *plan, const char *line);
 tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool optimizer, bool gradients) TF_MUST_USE;
 
 /* Shards an emitted data-parallel training plan's optimizer state across its ranks (ZeRO stage 1,
- * compiler/zero.c): each update and its state held by the rank owning the parameter, the state
+ * compiler/zero.c): the state cut into equal runs, an update held by the rank of its run or split
+ * into ranges at the cuts (views of its parameter and gradient, pieces of its state), the state
  * region the largest shard, the device overhead recomputed for `target`. */
 tf_status tf_zero_pass(tf_plan *plan, const tf_target *target) TF_MUST_USE;
 

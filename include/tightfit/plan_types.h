@@ -75,7 +75,8 @@ typedef struct tf_plan_step {
   int32_t outputs[TF_MAX_OUTPUTS];
   int32_t workspace; /* a workspace buffer live at this step only, or -1 */
   double flops;      /* estimated floating-point operations */
-  int32_t held_by;   /* ZeRO: 1 + the only rank that runs it (the update of a parameter it owns); 0: every rank */
+  int32_t held_by;   /* ZeRO: 1 + the only rank that runs it (the update of a parameter, or of a range of one,
+                      * whose state it holds); 0: every rank */
 } tf_plan_step;
 
 typedef struct tf_plan_report {
@@ -141,8 +142,9 @@ typedef struct tf_plan {
    * update scales by 1 / (accumulate x ranks)); 0 or 1: one process. global_batch counts them all. */
   int32_t ranks;
   /* ZeRO stage of a data-parallel plan: 0, every rank holds the whole optimizer state; 1, each rank
-   * holds and updates the shard of the parameters it owns (held_by), the optimizer-state region is
-   * the largest shard, and the owners send the updated parameters to every rank after the block. */
+   * holds and updates its shard (held_by: whole parameters' state, and pieces of split ones whose
+   * ranges it updates over views, view_of), the optimizer-state region is the largest shard, and the
+   * owners send the updated parameters and ranges to every rank after the block. */
   int32_t zero;
 } tf_plan;
 
