@@ -24,6 +24,9 @@ void tf_compile_args_help(void) {
           "                         memory as the budget\n"
           "  --device D             cuda:N or vulkan:N on this machine: its free memory as the budget (unless\n"
           "                         --budget) and its measured context, library and rounding overhead\n"
+          "  --device-profile F     a card measured by `tightfit devices --calibrate D -o F` (on any\n"
+          "                         machine): its target, its measured overhead, and its memory as the\n"
+          "                         budget (unless --budget)\n"
           "  --threads N            CPU threads the kernel workspaces are sized for (default 2)\n"
           "  --optimizer O          sgd, adamw or adamw8bit (AdamW, 8-bit moments) (default: the graph's);\n"
           "                         another than the graph's starts\n"
@@ -288,6 +291,7 @@ static const compile_option compile_options[] = {
     {"--budget", true},
     {"--gpu", true},
     {"--device", true},
+    {"--device-profile", true},
     {"--global-batch", true},
     {"--set", true},
     {"--target", true},
@@ -455,6 +459,9 @@ static tf_status set_target_option(tf_compile_args *args, const char *name, cons
     args->target_given = true;
   } else if (strcmp(name, "--device") == 0) {
     args->device = value;
+    args->target_given = true;
+  } else if (strcmp(name, "--device-profile") == 0) {
+    args->device_profile = value;
     args->target_given = true;
   } else if (strcmp(name, "--global-batch") == 0) {
     if (!parse_int(value, &integer) || integer < 1 || integer > (1 << 20))

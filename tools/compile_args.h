@@ -12,18 +12,19 @@ typedef struct tf_compile_args {
   tf_compile_options options;
   char bindings[1024]; /* all --set lists joined */
   const char *graph_path;
-  int64_t budget;            /* --budget (or what --gpu / --device set), or -1 */
-  bool budget_given;         /* --budget was on the command line */
-  bool target_given;         /* --target, --gpu or --device chose the target */
-  bool target_option;        /* --target itself was given (it wins over --gpu's target) */
-  const char *gpu;           /* --gpu NAME, or NULL */
-  const char *device;        /* --device cuda:N | vulkan:N, or NULL */
-  char target_note[512];     /* which target and budget were assumed, and why (tf_compile_args_resolve) */
-  int64_t global_batch;      /* --global-batch, or -1: with --budget, search N, k and recompute */
-  bool allow_precision;      /* --allow-precision P: the search may also store activations in P */
-  int32_t allow_lora_rank;   /* --allow-lora R: the search may fall back on LoRA rank R */
-  bool allow_optimizer_8bit; /* --allow-optimizer adamw8bit: the search may fall back on 8-bit AdamW state */
-  bool allow_offload;        /* --allow-offload: the search may fall back on the optimizer state in host memory */
+  int64_t budget;             /* --budget (or what --gpu / --device / --device-profile set), or -1 */
+  bool budget_given;          /* --budget was on the command line */
+  bool target_given;          /* --target, --gpu or --device chose the target */
+  bool target_option;         /* --target itself was given (it wins over --gpu's target) */
+  const char *gpu;            /* --gpu NAME, or NULL */
+  const char *device;         /* --device cuda:N | vulkan:N, or NULL */
+  const char *device_profile; /* --device-profile FILE (tools/device_profile.h), or NULL */
+  char target_note[512];      /* which target and budget were assumed, and why (tf_compile_args_resolve) */
+  int64_t global_batch;       /* --global-batch, or -1: with --budget, search N, k and recompute */
+  bool allow_precision;       /* --allow-precision P: the search may also store activations in P */
+  int32_t allow_lora_rank;    /* --allow-lora R: the search may fall back on LoRA rank R */
+  bool allow_optimizer_8bit;  /* --allow-optimizer adamw8bit: the search may fall back on 8-bit AdamW state */
+  bool allow_offload;         /* --allow-offload: the search may fall back on the optimizer state in host memory */
   tf_precision allowed_precision;
   const char *precision_overrides[TF_COMPILE_ARGS_MAX_OVERRIDES]; /* --precision-override NODE=P, as given */
   int32_t n_precision_overrides;

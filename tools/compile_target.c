@@ -7,6 +7,7 @@
 
 #include "backends/backend.h"
 #include "tools/compile_args.h"
+#include "tools/device_profile.h"
 
 static tf_status resolve_gpu(tf_compile_args *args) {
   const tf_gpu *gpu = tf_gpu_find(args->gpu);
@@ -91,7 +92,35 @@ static tf_status resolve_device(tf_compile_args *args) {
   return NULL;
 }
 
+/* --device-profile F: the target and budget of a card measured elsewhere (tools/device_profile.h). */
+static tf_status resolve_profile(tf_compile_args *args) {
+  if (args->gpu || args->device)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "give one of --gpu, --device and --device-profile");
+  tf_device_profile profile;
+  TF_RETURN_IF_ERROR(tf_status_prefix(tf_device_profile_read(args->device_profile, &profile), "--device-profile"));
+  if (args->target_option && args->options.target.kind != profile.kind)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--target %s, but the profile %s is of a %s device",
+                         tf_target_name(args->options.target.kind), args->device_profile, tf_target_name(profile.kind));
+  int32_t threads = args->options.target.threads;
+  args->options.target = tf_device_profile_target(&profile);
+  args->options.target.threads = threads;
+  const char *what = "set by --budget";
+  if (!args->budget_given) {
+    args->budget = profile.memory_bytes;
+    what = "the card's memory as the profile measured it";
+  }
+  char budget[32];
+  snprintf(args->target_note, sizeof(args->target_note),
+           "target %s; device profile %.160s of '%.64s' (%s, measured %s); budget %s (%" PRId64
+           " bytes), %s; its measured parts replace the defaults",
+           tf_target_name(profile.kind), args->device_profile, profile.name, profile.device, profile.measured_at,
+           tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
+  return NULL;
+}
+
 tf_status tf_compile_args_resolve(tf_compile_args *args) {
+  if (args->device_profile)
+    return resolve_profile(args);
   if (args->device)
     return resolve_device(args);
   if (args->gpu)
