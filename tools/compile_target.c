@@ -28,6 +28,15 @@ static tf_status resolve_gpu(tf_compile_args *args) {
     args->options.target = tf_target_default(gpu->target);
     args->options.target.threads = threads;
   }
+  const int64_t context = tf_gpu_context_bytes(gpu);
+  if (context > 0 && args->options.target.kind == TF_TARGET_CUDA) {
+    char source[TF_OVERHEAD_SOURCE_BYTES];
+    snprintf(source, sizeof(source),
+             "modelled for the %s: 288 MiB (fitted to an H200's measured context) + %d SMs x %d threads x 1 KiB "
+             "of stack (docs/gpus.md)",
+             gpu->name, gpu->sms, gpu->threads_per_sm);
+    tf_target_set_part(&args->options.target, "context", context, source);
+  }
   args->budget = gpu->bytes;
   char bytes[32];
   snprintf(args->target_note, sizeof(args->target_note),

@@ -83,9 +83,16 @@ typedef struct tf_gpu {
   const char *name;        /* "t4", "a100-80gb", ... */
   const char *description; /* "NVIDIA Tesla T4 16 GB" */
   tf_target_kind target;
-  int64_t bytes;      /* the memory the card reports to processes */
-  const char *source; /* where the figure comes from */
+  int64_t bytes;          /* the memory the card reports to processes */
+  const char *source;     /* where the figure comes from */
+  int32_t sms;            /* CUDA cards: streaming multiprocessors (0: not modelled) */
+  int32_t threads_per_sm; /* ... and the most threads one SM keeps resident */
 } tf_gpu;
+
+/* The CUDA context a process creates on `gpu`, modelled (docs/gpus.md, "The CUDA context"): a
+ * fixed part fitted to a measurement plus the local-memory reserve of 1 KiB of stack per resident
+ * thread (SMs x threads per SM); -1 for a card without SM figures (the target's default stays). */
+int64_t tf_gpu_context_bytes(const tf_gpu *gpu);
 
 /* The GPU named `name` (case-insensitive), or NULL. */
 const tf_gpu *tf_gpu_find(const char *name);
