@@ -67,6 +67,14 @@ def test_judge():
     expect("a plan over its budget", good_run(planned_bytes=1020 * MIB, pid_peak_bytes=None, device_peak_bytes=1015 * MIB),
            "FAIL", "over its budget")
     expect("no reference asked", good_run(reference=None, reference_losses=None), "PASS")
+    expect("a seed scenario's first steps against the cpu", good_run(reference_losses=[4.0], reference_steps=1), "PASS")
+    expect("... and off", good_run(reference_losses=[4.1], reference_steps=1), "FAIL", "step 1")
+    expect("the same steps skipped by an overflow", good_run(skipped_steps=[1, 2], reference_skipped_steps=[1, 2],
+                                                             expect_skips=True), "PASS")
+    expect("other steps skipped than on the cpu", good_run(skipped_steps=[1], reference_skipped_steps=[1, 2]), "FAIL",
+           "the cpu backend's [1, 2]")
+    expect("an injected overflow that did not happen", good_run(skipped_steps=[], expect_skips=True), "FAIL",
+           "did not happen")
 
 
 class FakeCuda:
@@ -229,6 +237,28 @@ def test_speed_check(work):
         check(line.startswith(wanted) and text in line, "speed-check, %s: %s" % (label, line[:200]))
 
 
+def test_confined_run(tf, work):
+    """train_confined's plumbing on the cpu under a simulated ballast: the child runs, its losses and
+    skipped steps are read, the free counter is sampled, the ballast is released."""
+    graph = os.path.join(work, "mlp.tfg")
+    plan = os.path.join(work, "mlp.tfplan")
+    subprocess.run([tf, "zoo", "mlp", "-o", graph], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([tf, "compile", graph, "--set", "N=32", "-o", plan], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    cuda = FakeCuda(4 * 2**30)
+    cuda.lock = __import__("threading").Lock()
+    folder = os.path.join(work, "confined")
+    os.makedirs(folder, exist_ok=True)
+    record = edge.train_confined(tf, cuda, plan, os.path.join(ROOT, "models", "data", "digits", "train"), 3, 2**30, 0,
+                                 folder, device_arg="cpu")
+    check(record.get("exit") == 0 and len(record.get("losses", [])) == 3 and record.get("skipped_steps") == [],
+          "a confined run: exit %s, losses %s" % (record.get("exit"), record.get("losses")))
+    check(record.get("free_samples", 0) >= 1 and record.get("device_peak_bytes") == 0,
+          "the free counter sampled (%s samples; the simulated device did not move)" % record.get("free_samples"))
+    check(1 * 2**30 <= record["free_before_bytes"] < 2**30 + edge.GRAIN and cuda.free_bytes == 4 * 2**30,
+          "the ballast left the budget free, then was released")
+
+
 def main():
     tf, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -237,6 +267,7 @@ def main():
     test_smi(work)
     test_npy(work)
     test_memory_check(work)
+    test_confined_run(tf, work)
     test_speed_check(work)
     test_dry_run(tf, work)
     print("edge harness: %d failed" % len(failures))
