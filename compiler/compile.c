@@ -143,10 +143,6 @@ static tf_status check_options(const tf_compile_options *o) {
                          o->offload_gradients ? "gradients" : "optimizer state");
   if (o->zero < 0 || o->zero > 2)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--zero takes 0, 1 or 2 (the ZeRO stage), got %d", o->zero);
-  if (o->zero == 2)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "--zero 2 (gradients sharded across the ranks) is not supported yet; --zero 1 shards the "
-                         "optimizer state");
   if (o->zero > 0 && (o->ranks < 2 || !o->training))
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--zero %d shards the optimizer state across the ranks of a data-parallel training plan: "
@@ -337,7 +333,7 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
   if (!status && (offloads(&t->options) || t->options.offload_activations) && t->options.training)
     status = tf_offload_pass(plan, &t->options.target, offloads(&t->options), t->options.offload_gradients);
   if (!status && t->options.zero > 0 && t->options.training)
-    status = tf_zero_pass(plan, &t->options.target);
+    status = tf_zero_pass(plan, &t->options.target, t->options.zero);
   placement_free(&placed);
   if (facts)
     *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};

@@ -76,8 +76,9 @@ tf_status tf_offload_pass(tf_plan *plan, const tf_target *target, bool optimizer
 /* Shards an emitted data-parallel training plan's optimizer state across its ranks (ZeRO stage 1,
  * compiler/zero.c): the state cut into equal runs, an update held by the rank of its run or split
  * into ranges at the cuts (views of its parameter and gradient, pieces of its state), the state
- * region the largest shard, the device overhead recomputed for `target`. */
-tf_status tf_zero_pass(tf_plan *plan, const tf_target *target) TF_MUST_USE;
+ * region the largest shard, the device overhead recomputed for `target`. Stage 2 shards the
+ * gradients alike, the backward pass writing buckets reduced to their owners (compiler/zero2.c). */
+tf_status tf_zero_pass(tf_plan *plan, const tf_target *target, int32_t stage) TF_MUST_USE;
 
 /* workspace.c: bytes of scratch the target's kernel for `node` needs. */
 int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_ir_node *node);

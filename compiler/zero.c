@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "compiler/stages.h"
+#include "compiler/zero.h"
 #include "core/ops.h"
 #include "tightfit/plan.h"
 
@@ -132,8 +133,11 @@ static void cut(const tf_plan *plan, partition *p, int64_t total, int64_t quantu
 
 typedef struct builder {
   tf_plan *plan;
-  int64_t *shard_end;  /* per rank: the end of its shard so far */
-  tf_plan_step *steps; /* the new program */
+  int32_t stage;            /* 1, or 2: the gradients sharded too */
+  int64_t *shard_end;       /* per rank: the end of its state shard so far; then per rank its gradient shard's */
+  const int32_t *bucket_of; /* stage 2, per old buffer: the bucket of a sharded gradient, else -1 */
+  bool *bucket_written;     /* stage 2, per buffer: a bucket the new program has written already */
+  tf_plan_step *steps;      /* the new program */
   int32_t n_steps;
   bool *added;                 /* per new step: a split update's range (else an old step moved) */
   int32_t *first_of, *last_of; /* per old step: where it starts and ends in the new program */
@@ -147,12 +151,13 @@ static char *range_name(const char *name, int64_t first, int64_t count) {
   return text;
 }
 
-/* Places state buffer id at the end of rank's shard. */
+/* Places state (or, at stage 2, gradient) buffer id at the end of rank's shard of its region. */
 static void place_in_shard(builder *b, int32_t id, int32_t rank) {
   tf_plan_buffer *buffer = &b->plan->buffers[id];
+  int64_t *end = &b->shard_end[(buffer->region == TF_REGION_GRADIENTS ? b->plan->ranks : 0) + rank];
   buffer->held_by = rank + 1;
-  buffer->offset = b->shard_end[rank];
-  b->shard_end[rank] = align_up(buffer->offset + buffer->bytes, b->plan->alignment);
+  buffer->offset = *end;
+  *end = align_up(buffer->offset + buffer->bytes, b->plan->alignment);
 }
 
 /* A new buffer: elements [first, first + count) of buffer `of` as a flat view (a piece when `of` is
@@ -208,7 +213,7 @@ static tf_status split(builder *b, const partition *p, const update *u) {
   tf_plan *plan = b->plan;
   tf_plan_step *original = &plan->steps[u->step];
   const int32_t flat = flat_operands(original->op);
-  for (int32_t k = 2; k < flat; k++) /* the whole state: held in pieces, no memory of its own */
+  for (int32_t k = b->stage == 2 ? 1 : 2; k < flat; k++) /* the whole state (and gradient): held in pieces */
     plan->buffers[original->inputs[k]].held_by = -1, plan->buffers[original->inputs[k]].offset = 0;
   for (int32_t i = 0; i < u->n_pieces; i++) {
     const piece *c = &p->pieces[u->first_piece + i];
@@ -218,26 +223,76 @@ static tf_status split(builder *b, const partition *p, const update *u) {
     step->inputs = malloc(sizeof(int32_t) * (size_t)original->n_inputs);
     b->added[b->n_steps++] = true; /* its name and inputs are its own */
     if (!step->name || !step->inputs)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory to split '%s'", original->name);
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory to split '%s'", b->stage, original->name);
     memcpy(step->inputs, original->inputs, sizeof(int32_t) * (size_t)original->n_inputs);
     for (int32_t k = 0; k < flat; k++)
       if ((step->inputs[k] = add_view(b, original->inputs[k], c->first, c->count, c->rank)) < 0)
-        return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory to split '%s'", original->name);
+        return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory to split '%s'", b->stage, original->name);
     step->held_by = c->rank + 1;
     step->flops = original->flops * (double)c->count / (double)u->elements;
     if (i > 0 && (step->workspace = add_workspace(b, original->workspace, b->n_steps - 1)) == -2)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory to split '%s'", original->name);
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory to split '%s'", b->stage, original->name);
   }
   return NULL;
 }
 
-/* The new program: each old step in place, a split update as its range steps. */
+/* Stage 2: whether old step s is the optimizer block's zeroing of a sharded gradient (dropped: the
+ * reduction of each step's first micro-batch writes the shard, tools/dist_zero.c). */
+static bool zeroes_shard(const builder *b, int32_t s) {
+  const tf_plan_step *step = &b->plan->steps[s];
+  return b->stage == 2 && s >= b->plan->micro_steps && step->op == TF_OP_ZERO && step->n_inputs == 1 &&
+         b->bucket_of[step->inputs[0]] >= 0;
+}
+
+/* Stage 2: step `step` of the micro-batch block on the buckets, not the shards; a bucket it updates in
+ * place before any step wrote it (accumulating into it) first zeroed by a step of its own. */
+static tf_status to_buckets(builder *b, tf_plan_step *step) {
+  tf_plan *plan = b->plan;
+  for (int32_t k = 0; k < step->n_outputs; k++)
+    if (b->bucket_of[step->outputs[k]] >= 0)
+      b->bucket_written[step->outputs[k] = b->bucket_of[step->outputs[k]]] = true;
+  for (int32_t k = 0; k < step->n_inputs; k++) {
+    const int32_t bucket = b->bucket_of[step->inputs[k]];
+    if (bucket < 0)
+      continue;
+    step->inputs[k] = bucket;
+    if (b->bucket_written[bucket])
+      continue;
+    b->bucket_written[bucket] = true;
+    tf_plan_step *zero = &b->steps[b->n_steps];
+    memset(zero, 0, sizeof(*zero));
+    const size_t size = strlen(plan->buffers[bucket].name) + 8;
+    zero->name = malloc(size);
+    zero->inputs = malloc(sizeof(int32_t));
+    b->added[b->n_steps++] = true;
+    if (!zero->name || !zero->inputs)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 2: no memory to zero '%s'", plan->buffers[bucket].name);
+    snprintf(zero->name, size, "zero/%s", plan->buffers[bucket].name);
+    zero->op = TF_OP_ZERO;
+    zero->phase = step->phase;
+    zero->n_inputs = 1;
+    zero->inputs[0] = bucket;
+    zero->workspace = -1;
+    zero->flops = (double)elements_of(&plan->buffers[bucket]);
+  }
+  return NULL;
+}
+
+/* The new program: each old step in place, a split update as its range steps; at stage 2 the
+ * micro-batch block on the buckets and the shards' zeroing gone. */
 static tf_status build_steps(builder *b, const partition *p) {
   tf_plan *plan = b->plan;
   int32_t next = 0;
   for (int32_t s = 0; s < plan->n_steps; s++) {
-    b->first_of[s] = b->n_steps;
     const update *u = next < p->n_updates && p->updates[next].step == s ? &p->updates[next++] : NULL;
+    if (zeroes_shard(b, s)) { /* freed by apply once the new program stands */
+      b->first_of[s] = b->n_steps;
+      b->last_of[s] = b->n_steps - 1;
+      continue;
+    }
+    if (b->stage == 2 && s < plan->micro_steps)
+      TF_RETURN_IF_ERROR(to_buckets(b, &plan->steps[s]));
+    b->first_of[s] = b->n_steps;
     if (u && u->n_pieces > 1) {
       TF_RETURN_IF_ERROR(split(b, p, u));
     } else {
@@ -245,14 +300,17 @@ static tf_status build_steps(builder *b, const partition *p) {
       if (u) {
         tf_plan_step *step = &b->steps[b->n_steps - 1];
         step->held_by = p->pieces[u->first_piece].rank + 1;
-        for (int32_t k = 0; k < step->n_inputs; k++)
-          if (plan->buffers[step->inputs[k]].region == TF_REGION_OPTIMIZER_STATE &&
-              plan->buffers[step->inputs[k]].held_by == 0)
+        for (int32_t k = 0; k < step->n_inputs; k++) {
+          const tf_plan_buffer *x = &plan->buffers[step->inputs[k]];
+          const bool shard = x->region == TF_REGION_OPTIMIZER_STATE || (b->stage == 2 && k == 1);
+          if (shard && x->held_by == 0 && x->view_of == 0)
             place_in_shard(b, step->inputs[k], step->held_by - 1);
+        }
       }
     }
     b->last_of[s] = b->n_steps - 1;
   }
+  b->first_of[plan->n_steps] = b->n_steps;
   return NULL;
 }
 
@@ -321,7 +379,17 @@ static int64_t list_updates(const tf_plan *plan, partition *p, int64_t quantum) 
   return total > 0 ? total : parameters;
 }
 
-static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end) {
+/* Stage 2: the gradients the updates read (each a shard now) and their buckets, appended to the
+ * plan's buffers (room made); bucket_of[g] for each old buffer. */
+static tf_status add_buckets(tf_plan *plan, const partition *p, int32_t *bucket_of, int32_t old_buffers) {
+  for (int32_t id = 0; id < old_buffers; id++)
+    bucket_of[id] = -1;
+  for (int32_t i = 0; i < p->n_updates; i++)
+    bucket_of[plan->steps[p->updates[i].step].inputs[1]] = 0;
+  return tf_zero2_buckets(plan, bucket_of, old_buffers);
+}
+
+static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end, int32_t stage) {
   int32_t extra_steps = 0, extra_buffers = 0;
   for (int32_t i = 0; i < p->n_updates; i++)
     if (p->updates[i].n_pieces > 1) {
@@ -329,21 +397,31 @@ static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end) {
       extra_steps += p->updates[i].n_pieces - 1;
       extra_buffers += p->updates[i].n_pieces * (flat_operands(step->op) + 1);
     }
+  if (stage == 2) /* a bucket per update's gradient, and maybe a step zeroing it */
+    extra_steps += p->n_updates, extra_buffers += p->n_updates;
   const int32_t old_buffers = plan->n_buffers, old_steps = plan->n_steps;
   tf_plan_buffer *buffers = realloc(plan->buffers, sizeof(tf_plan_buffer) * (size_t)(old_buffers + extra_buffers + 1));
   if (buffers)
     plan->buffers = buffers;
   const size_t new_steps = (size_t)(old_steps + extra_steps + 1);
+  int32_t *bucket_of = malloc(sizeof(int32_t) * (size_t)(old_buffers + 1));
   builder b = {plan,
+               stage,
                shard_end,
+               bucket_of,
+               calloc((size_t)(old_buffers + extra_buffers + 1), sizeof(bool)),
                malloc(sizeof(tf_plan_step) * new_steps),
                0,
                calloc(new_steps, sizeof(bool)),
                malloc(sizeof(int32_t) * (size_t)(old_steps + 1)),
                malloc(sizeof(int32_t) * (size_t)(old_steps + 1))};
-  tf_status status = buffers && b.steps && b.added && b.first_of && b.last_of
-                         ? build_steps(&b, p)
-                         : tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory for %d steps", old_steps);
+  tf_status status = buffers && bucket_of && b.bucket_written && b.steps && b.added && b.first_of && b.last_of
+                         ? NULL
+                         : tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory for %d steps", stage, old_steps);
+  if (!status && stage == 2)
+    status = add_buckets(plan, p, bucket_of, old_buffers);
+  if (!status)
+    status = build_steps(&b, p);
   for (int32_t s = 0; status && b.steps && s < b.n_steps; s++) /* failed: the ranges made so far */
     if (b.added[s]) {
       free(b.steps[s].name);
@@ -354,13 +432,21 @@ static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end) {
       free(plan->steps[p->updates[i].step].name);
       free(plan->steps[p->updates[i].step].inputs);
     }
+  for (int32_t s = 0; !status && s < old_steps; s++) /* the shards' zeroing, dropped */
+    if (zeroes_shard(&b, s)) {
+      free(plan->steps[s].name);
+      free(plan->steps[s].inputs);
+    }
   if (!status) {
     free(plan->steps);
     plan->steps = b.steps;
     plan->n_steps = b.n_steps;
+    plan->micro_steps = b.first_of[plan->micro_steps];
     b.steps = NULL;
     status = renumber(&b, old_buffers);
   }
+  free(bucket_of);
+  free(b.bucket_written);
   free(b.steps);
   free(b.added);
   free(b.first_of);
@@ -368,45 +454,82 @@ static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end) {
   return status;
 }
 
-tf_status tf_zero_pass(tf_plan *plan, const tf_target *target) {
-  if (plan->ranks < 2)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--zero 1: graph '%s' is planned for one rank (give --ranks R)",
+/* The largest of shard_end[0, ranks). */
+static int64_t largest_of(const int64_t *shard_end, int32_t ranks, int64_t *smallest) {
+  int64_t largest = 0;
+  *smallest = ranks > 0 ? shard_end[0] : 0;
+  for (int32_t r = 0; r < ranks; r++) {
+    largest = shard_end[r] > largest ? shard_end[r] : largest;
+    *smallest = shard_end[r] < *smallest ? shard_end[r] : *smallest;
+  }
+  return largest;
+}
+
+/* The compile note of a ZeRO plan. */
+static void note(tf_plan *plan, const partition *p, int32_t stage, const int64_t *shard_end, int64_t whole_state,
+                 int64_t whole_gradients, int64_t buckets) {
+  int32_t split_updates = 0;
+  for (int32_t i = 0; i < p->n_updates; i++)
+    split_updates += p->updates[i].n_pieces > 1;
+  int64_t smallest, smallest_gradients;
+  const int64_t largest = largest_of(shard_end, plan->ranks, &smallest);
+  const int64_t gradients = largest_of(shard_end + plan->ranks, plan->ranks, &smallest_gradients);
+  char line[600];
+  int used = snprintf(line, sizeof(line),
+                      "ZeRO stage %d over %d ranks: %d updates sharded; optimizer state %.2f MiB per rank (shards %.2f "
+                      "to %.2f MiB) of %.2f MiB; %d parameters split across ranks, in %d ranges\n",
+                      stage, plan->ranks, p->n_updates, (double)largest / 1048576.0, (double)smallest / 1048576.0,
+                      (double)largest / 1048576.0, (double)whole_state / 1048576.0, split_updates,
+                      p->n_pieces - p->n_updates + split_updates);
+  if (stage == 2 && used > 0 && used < (int)sizeof(line))
+    snprintf(line + used, sizeof(line) - (size_t)used,
+             "ZeRO stage 2: gradients %.2f MiB per rank (shards %.2f to %.2f MiB) of %.2f MiB, plus %.2f MiB of "
+             "buckets (each gradient as the backward pass writes it, reduced to its owners after its last writer)\n",
+             (double)gradients / 1048576.0, (double)smallest_gradients / 1048576.0, (double)gradients / 1048576.0,
+             (double)whole_gradients / 1048576.0, (double)buckets / 1048576.0);
+  tf_plan_note(plan, line);
+}
+
+tf_status tf_zero_pass(tf_plan *plan, const tf_target *target, int32_t stage) {
+  if (plan->ranks < 2 || stage < 1 || stage > 2)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "--zero %d: graph '%s' is planned for %d rank(s) (give --ranks R, "
+                         "and stage 1 or 2)",
+                         stage, plan->graph_name, plan->ranks);
+  if (stage == 2 && plan->overflow_check >= 0)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "--zero 2: graph '%s' reads the norm of the whole gradients (--clip, or f16 loss scaling), "
+                         "and each rank holds its shard of them only; use --zero 1",
                          plan->graph_name);
   const size_t room = (size_t)(plan->n_steps > 0 ? plan->n_steps : 1);
   partition p = {malloc(sizeof(update) * room), 0, malloc(sizeof(piece) * (room + (size_t)plan->ranks)), 0};
-  int64_t *shard_end = calloc((size_t)plan->ranks, sizeof(int64_t));
+  int64_t *shard_end = calloc((size_t)plan->ranks * 2, sizeof(int64_t));
   if (!p.updates || !p.pieces || !shard_end) {
     free(p.updates);
     free(p.pieces);
     free(shard_end);
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero 1: no memory for %d steps and %d ranks", plan->n_steps,
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory for %d steps and %d ranks", stage, plan->n_steps,
                          plan->ranks);
   }
   const int64_t quantum = plan->alignment; /* elements: any dtype's range then starts aligned */
   const int64_t total = list_updates(plan, &p, quantum);
   cut(plan, &p, total, quantum);
-  int32_t split_updates = 0;
-  for (int32_t i = 0; i < p.n_updates; i++)
-    split_updates += p.updates[i].n_pieces > 1;
   const int64_t whole = plan->region_bytes[TF_REGION_OPTIMIZER_STATE];
-  tf_status status = apply(plan, &p, shard_end);
-  int64_t largest = 0, smallest = plan->ranks > 0 ? shard_end[0] : 0;
-  for (int32_t r = 0; r < plan->ranks; r++) {
-    largest = shard_end[r] > largest ? shard_end[r] : largest;
-    smallest = shard_end[r] < smallest ? shard_end[r] : smallest;
+  const int64_t whole_gradients = plan->region_bytes[TF_REGION_GRADIENTS];
+  tf_status status = apply(plan, &p, shard_end, stage);
+  int64_t smallest, buckets = 0;
+  if (!status) {
+    plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = largest_of(shard_end, plan->ranks, &smallest);
+    plan->zero = stage;
+  }
+  if (!status && stage == 2) {
+    const int64_t shards = largest_of(shard_end + plan->ranks, plan->ranks, &smallest);
+    status = tf_zero2_place_buckets(plan, shards, &buckets);
+    plan->region_bytes[TF_REGION_GRADIENTS] = shards + buckets;
   }
   if (!status) {
-    plan->region_bytes[TF_REGION_OPTIMIZER_STATE] = largest;
-    plan->zero = 1;
     tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
-    char line[400];
-    snprintf(line, sizeof(line),
-             "ZeRO stage 1 over %d ranks: %d updates sharded; optimizer state %.2f MiB per rank (shards %.2f to %.2f "
-             "MiB) of %.2f MiB; %d parameters split across ranks, in %d ranges\n",
-             plan->ranks, p.n_updates, (double)largest / 1048576.0, (double)smallest / 1048576.0,
-             (double)largest / 1048576.0, (double)whole / 1048576.0, split_updates,
-             p.n_pieces - p.n_updates + split_updates);
-    tf_plan_note(plan, line);
+    note(plan, &p, stage, shard_end, whole, whole_gradients, buckets);
   }
   free(p.updates);
   free(p.pieces);

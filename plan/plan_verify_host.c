@@ -98,11 +98,13 @@ tf_status tf_plan_check_shards(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     const bool state = b->role == TF_ROLE_OPTIMIZER_STATE;
-    if (b->held_by < -1 || b->held_by > plan->ranks || (b->held_by != 0) != (plan->zero > 0 && state))
+    /* stage 2: a gradient is a shard (held) or a bucket (every rank's), tf_plan_check_buckets */
+    const bool either = plan->zero == 2 && b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS;
+    if (b->held_by < -1 || b->held_by > plan->ranks || (!either && (b->held_by != 0) != (plan->zero > 0 && state)))
       return INVALID("%s (role %s) has held_by %" PRId32 " (1 + a rank, 0: every rank, -1: in pieces); %s",
                      tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->held_by,
-                     plan->zero > 0 ? "under ZeRO each optimizer-state buffer, and nothing else, is held by one rank "
-                                      "of the plan's or in pieces"
+                     plan->zero > 0 ? "under ZeRO each optimizer-state buffer (at stage 2 each gradient's shard too), "
+                                      "and nothing else, is held by one rank of the plan's or in pieces"
                                     : "a plan without ZeRO has every buffer held by every rank (0)");
   }
   for (int32_t s = 0; s < plan->n_steps + plan->n_host_steps; s++) {
@@ -126,5 +128,6 @@ tf_status tf_plan_check_shards(const tf_plan *plan) {
                        step->held_by > 0 ? "one rank" : "every rank", tf_plan_buffer_label(plan, id).text, held - 1);
     }
   }
-  return tf_plan_check_view_updates(plan);
+  TF_RETURN_IF_ERROR(tf_plan_check_view_updates(plan));
+  return plan->zero == 2 ? tf_plan_check_buckets(plan) : NULL;
 }

@@ -38,6 +38,19 @@ tf_status tf_plan_check_host_outputs(const tf_plan *plan, int32_t s, int32_t *wr
  * views it reads are the ranges of one parameter's update (plan_verify_views.c). */
 tf_status tf_plan_check_shards(const tf_plan *plan) TF_MUST_USE;
 
+/* Whether buffer b is a ZeRO stage-2 plan's gradient bucket: a gradient of the gradients region that
+ * every rank holds (the micro-batch block writes it; its sums go to the shard of the same owner). */
+static inline bool tf_plan_is_bucket(const tf_plan *plan, const tf_plan_buffer *b) {
+  return plan->zero == 2 && b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS && b->held_by == 0 &&
+         b->view_of == 0;
+}
+/* ZeRO stage 2's buckets (plan_verify_buckets.c), after the shards' checks: each bucket has one shard
+ * (a gradient of its owner held by a rank or in pieces, of its bytes) and each shard one bucket; a
+ * bucket is touched in the micro-batch block only, first by a step that writes it whole (an output,
+ * or a zero), lies past every rank's shards, and two buckets live at one step of the block (from the
+ * first step that touches each to the last) lie on other bytes; no norm reads the whole gradients. */
+tf_status tf_plan_check_buckets(const tf_plan *plan) TF_MUST_USE;
+
 /* Whether buffer b has bytes of its own: not a ZeRO view on its parent's memory (view_of, held by
  * every rank) nor a buffer held in pieces (held_by -1). */
 static inline bool tf_plan_buffer_has_memory(const tf_plan_buffer *b) {

@@ -50,7 +50,7 @@ static keyed *collect(const tf_plan *plan, bool arena, int64_t (*key_of)(const t
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     if ((b->region == TF_REGION_ARENA) != arena || b->bytes <= 0 || (from && from[id] > to[id]) ||
-        !tf_plan_buffer_has_memory(b))
+        !tf_plan_buffer_has_memory(b) || (!arena && tf_plan_is_bucket(plan, b))) /* buckets: by their steps */
       continue;
     items[(*count)++] = (keyed){key_of ? key_of(b) : by_end ? to[id] : from[id], b->offset, id};
   }

@@ -21,9 +21,10 @@ static tf_status check_in_pieces(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   if (b->held_by >= 0)
     return NULL;
-  if (plan->zero == 0 || b->role != TF_ROLE_OPTIMIZER_STATE || b->view_of != 0 || b->held_by != -1)
-    return INVALID("%s (role %s) has held_by %" PRId32 "; only a ZeRO plan's optimizer state is held in pieces (-1), "
-                   "by views of it held one by a rank each",
+  const bool shardable = b->role == TF_ROLE_OPTIMIZER_STATE || (plan->zero == 2 && b->role == TF_ROLE_GRADIENT);
+  if (plan->zero == 0 || !shardable || b->view_of != 0 || b->held_by != -1)
+    return INVALID("%s (role %s) has held_by %" PRId32 "; only a ZeRO plan's optimizer state (and at stage 2 its "
+                   "gradients) is held in pieces (-1), by views of it held one by a rank each",
                    tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->held_by);
   return NULL;
 }

@@ -46,6 +46,10 @@ struct tf_session {
   int32_t rank;                       /* a data-parallel job's rank: a ZeRO plan's shard it holds */
   tf_session_remote_read remote_read; /* the shards of other ranks, where given */
   void *remote_context;
+  int32_t *pauses; /* steps of the micro-batch block after which `pause` runs (tf_session_set_pauses) */
+  int32_t n_pauses;
+  tf_session_pause pause;
+  void *pause_context;
 };
 
 bool tf_session_holds(const tf_session *s, int32_t buffer) {
@@ -56,6 +60,28 @@ bool tf_session_holds(const tf_session *s, int32_t buffer) {
 void tf_session_set_remote_read(tf_session *s, tf_session_remote_read read, void *context) {
   s->remote_read = read;
   s->remote_context = context;
+}
+
+tf_status tf_session_set_pauses(tf_session *s, const int32_t *after, int32_t n, tf_session_pause pause, void *context) {
+  if (n > 0 && s->plan->n_host_steps > 0)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "a plan with host steps cannot pause its micro-batch block");
+  for (int32_t i = 0; i < n; i++)
+    if (after[i] < 0 || after[i] >= s->plan->micro_steps || (i > 0 && after[i] <= after[i - 1]))
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "pause %" PRId32 " after step %" PRId32 ": pauses are ascending steps of the micro-batch "
+                           "block [0, %" PRId32 ")",
+                           i, after[i], s->plan->micro_steps);
+  int32_t *copy = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
+  if (n > 0 && !copy)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for %" PRId32 " pauses", n);
+  if (n > 0)
+    memcpy(copy, after, sizeof(int32_t) * (size_t)n);
+  free(s->pauses);
+  s->pauses = copy;
+  s->n_pauses = n;
+  s->pause = pause;
+  s->pause_context = context;
+  return NULL;
 }
 
 /* A buffer another rank holds (ZeRO): why this session cannot touch it. */
@@ -326,6 +352,7 @@ void tf_session_destroy(tf_session *s) {
   if (s->state)
     s->backend->destroy(s->state);
   free(s->scratch);
+  free(s->pauses);
   free(s);
 }
 
@@ -478,9 +505,21 @@ static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t
   return run_device(s, done, end, io_slot, run); /* an empty block is a run too, as before */
 }
 
+/* The micro-batch block, paused after each of s->pauses (tf_session_set_pauses). */
+static tf_status run_micro_block(tf_session *s, const tf_run_state *run) {
+  int32_t from = 0;
+  for (int32_t i = 0; i < s->n_pauses; i++) {
+    TF_RETURN_IF_ERROR(run_block(s, false, from, s->pauses[i] + 1, run));
+    TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
+    TF_RETURN_IF_ERROR(s->pause(s->pause_context, s->pauses[i]));
+    from = s->pauses[i] + 1;
+  }
+  return run_block(s, false, from, s->plan->micro_steps, run);
+}
+
 tf_status tf_session_micro_step(tf_session *s, double *loss) {
   tf_run_state run = run_state(s);
-  TF_RETURN_IF_ERROR(run_block(s, false, 0, s->plan->micro_steps, &run));
+  TF_RETURN_IF_ERROR(run_micro_block(s, &run));
   s->micro_steps++;
   tf_status status = read_loss(s, loss);
   s->io_slot ^= 1;

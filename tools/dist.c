@@ -53,7 +53,8 @@ static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
     if (b->dtype != TF_F32)
       return tf_status_new(TF_ERR_UNSUPPORTED, "--ranks: gradient '%s' is %s; the ranks sum f32 gradients", b->name,
                            tf_dtype_name(b->dtype));
-    d->gradients[d->n_gradients++] = i;
+    if (plan->zero < 2) /* stage 2: reduced as buckets (tf_dist_reduce_buckets) */
+      d->gradients[d->n_gradients++] = i;
     d->staging_bytes = b->bytes > d->staging_bytes ? b->bytes : d->staging_bytes;
   }
   for (int32_t s = plan->micro_steps; plan->zero > 0 && s < plan->n_steps; s++) {
@@ -174,5 +175,7 @@ void tf_dist_finish(tf_dist *d) {
 #endif
   free(d->staging);
   free(d->gradients);
+  free(d->buckets);
+  free(d->received);
   memset(d, 0, sizeof(*d));
 }

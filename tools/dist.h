@@ -28,7 +28,20 @@ typedef struct tf_dist {
   int32_t n_gradients;
   bool failed_alone;   /* tf_dist_start's error is this rank's alone (no memory, its plan unreadable) */
   const tf_plan *plan; /* the job's plan (tf_dist_start) */
+  /* ZeRO stage 2 (tf_dist_reduce_buckets): each gradient bucket, its shard and the step after which
+   * it is reduced, by that step; the session paused there; the owners' receiving buffer (as large as
+   * the staging). */
+  struct tf_dist_bucket *buckets;
+  int32_t n_buckets;
+  tf_session *session;
+  float *received;
 } tf_dist;
+
+/* A gradient bucket of a ZeRO stage-2 plan: reduced after step `last` into `shard` (its owner's, or
+ * its pieces' ranks). */
+typedef struct tf_dist_bucket {
+  int32_t bucket, shard, last;
+} tf_dist_bucket;
 
 /* What the ranks of a job must agree on (threads, device, logging and saving need not). */
 typedef struct tf_dist_job {
@@ -54,8 +67,14 @@ tf_status tf_dist_identity(const tf_dist_job *job, char **out) TF_MUST_USE;
  * named by SHOWN, e.g. "--steps 6\t--steps 6\n". A difference is an error naming the first rank that
  * differs and its first differing line, with rank 0's, then `rule`; every rank returns it. */
 tf_status tf_dist_agree(const tf_dist *d, const char *lines, const char *rule) TF_MUST_USE;
-/* Sums every gradient buffer of the session across the ranks (all end with the same sums). */
+/* Sums every gradient buffer of the session across the ranks (all end with the same sums); nothing at
+ * ZeRO stage 2 (tf_dist_reduce_buckets reduces them in the backward pass). */
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
+/* ZeRO stage 2 (tools/dist_zero.c): pauses `session`'s micro-batch blocks after the last step of each
+ * gradient bucket, where the ranks reduce it to the owners of its shard (MPI_Reduce to each range's
+ * rank, host-staged), who write the sum (the step's first micro-batch) or add it to their shard;
+ * nothing for other plans or without a job. */
+tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) TF_MUST_USE;
 /* ZeRO stage 1 (tools/dist_zero.c): after each optimizer step, every parameter, or range of a split
  * one, from the rank that updated it (it holds its state) to every other rank; nothing without ZeRO
  * or a job. */

@@ -113,6 +113,13 @@ bool tf_session_holds(const tf_session *session, int32_t buffer);
  * such a read is refused, naming the rank that holds it. */
 typedef tf_status (*tf_session_remote_read)(void *context, int32_t buffer, void *data, int64_t bytes);
 void tf_session_set_remote_read(tf_session *session, tf_session_remote_read read, void *context);
+/* Called in each micro-batch block after the steps given to tf_session_set_pauses, the device
+ * synchronised (a ZeRO stage-2 job reduces there the gradient buckets whose last step it was). */
+typedef tf_status (*tf_session_pause)(void *context, int32_t step);
+/* Pauses each micro-batch block after steps after[0, n) (ascending, inside the block; copied) to call
+ * `pause`; n 0: no pauses. Refused for a plan with host steps. */
+tf_status tf_session_set_pauses(tf_session *session, const int32_t *after, int32_t n, tf_session_pause pause,
+                                void *context) TF_MUST_USE;
 
 /* Saves parameters, optimizer state and counters to a safetensors checkpoint (atomically:
  * temporary file, fsync, rename); `metadata` adds "key=value" pairs (may be NULL). */

@@ -13,7 +13,7 @@
 # (--accumulate 2, the same global batch) and the other way round, and one process (--accumulate 4)
 # resumes the 4 ranks', at the straight job's losses (1e-6) and weights (1e-5; the sums' order
 # differs); on lavapipe (vulkan:0, where present) 4 ranks with split parameters give stage 0's
-# losses and checkpoint byte for byte. Refused with the reason: --zero without --ranks, --zero 2, --zero with --offload,
+# losses and checkpoint byte for byte. Refused with the reason: --zero without --ranks, --zero with --offload,
 # --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
@@ -160,8 +160,6 @@ else
 fi
 
 expect_message 2 "--zero without --ranks" "give --ranks R" "$tf" compile "$dir/gpt.tfg" --zero 1
-expect_message 2 "--zero 2" "--zero 2 (gradients sharded across the ranks) is not supported yet" \
-  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2
 expect_message 2 "--zero 3" "--zero takes 0, 1 or 2" "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 3
 expect_message 2 "--zero with --offload" "with --offload is not supported yet" \
   "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 1 --offload optimizer --target vulkan
