@@ -18,11 +18,12 @@ static bool is_saved(const tf_plan_buffer *b) {
          b->view_of == 0;
 }
 
-/* A piece of a ZeRO buffer held in pieces that this session holds: its bytes of the parent's tensor. */
+/* A piece of a ZeRO buffer held in pieces that this session holds: its bytes of the parent's tensor
+ * (a saved one's: at stage 2 a gradient is held in pieces too, and not saved). */
 static tf_status load_piece(tf_session *s, const tf_safetensors *file, int32_t id) {
   const tf_plan *plan = tf_session_plan(s);
   const tf_plan_buffer *b = &plan->buffers[id];
-  if (b->view_of == 0 || b->held_by <= 0 || !tf_session_holds(s, id))
+  if (b->view_of == 0 || b->held_by <= 0 || !tf_session_holds(s, id) || !is_saved(&plan->buffers[b->view_of - 1]))
     return NULL;
   const tf_plan_buffer *whole = &plan->buffers[b->view_of - 1];
   tf_safetensors_tensor view;

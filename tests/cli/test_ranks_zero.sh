@@ -13,7 +13,13 @@
 # (--accumulate 2, the same global batch) and the other way round, and one process (--accumulate 4)
 # resumes the 4 ranks', at the straight job's losses (1e-6) and weights (1e-5; the sums' order
 # differs); on lavapipe (vulkan:0, where present) 4 ranks with split parameters give stage 0's
-# losses and checkpoint byte for byte. Refused with the reason: --zero without --ranks, --zero with --offload,
+# losses and checkpoint byte for byte. ZeRO stage 2 (the gradients sharded, the backward pass writing
+# buckets reduced to their owners): 2 ranks give stage 0's losses and checkpoint byte for byte; 4
+# ranks, 2 x --accumulate 2 and 4 ranks on lavapipe stage 0's losses to 1e-6 and state to 1e-5 (the
+# reduction's order differs); --resume, a stage-0 job resuming it, and across rank counts and stages
+# (2 x 2 <-> 4, stage 2 <-> 1) at the straight job's; gpt2-small's state and gradients per rank at 8
+# ranks are 12 bytes x its parameters / 8 plus the buckets (1%). Refused with the reason: --zero
+# without --ranks, --zero 2 with --clip, --zero with --offload,
 # --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
@@ -75,6 +81,32 @@ job() { # job RANKS PLAN NAME STEPS [ARGS]: a job's 6 steps' JSON in $dir/NAME.j
   expect 0 "$ranks ranks: train $plan ($name, $steps steps)" $mpi "$ranks" "$tf" train "$dir/$plan.tfplan" --data $data \
     --steps "$steps" --threads 1 --json --checkpoint "$dir/ck_$name" "$@"
   grep '"step"' "$dir/out" | sed 's/, "samples_per_second".*//' > "$dir/$name.json"
+}
+close() { # close A B WHAT: jobs A and B (their JSON and checkpoints): losses to 1e-6, state to 1e-5
+  if ! /usr/bin/python3 -c "import numpy" 2> /dev/null; then
+    echo "skipped: $3 (no numpy for /usr/bin/python3)"
+    return
+  fi
+  /usr/bin/python3 - "$dir" "$1" "$2" << 'PY' && pass "$3: losses (1e-6) and state (1e-5)" || fail "$3"
+import json, re, struct, sys
+import numpy as np
+d, a, b = sys.argv[1:]
+def losses(name):
+    found = (re.search(r'"step": (\d+).*"loss": ([-0-9.e+]+)', line) for line in open(f"{d}/{name}.json"))
+    return {int(m.group(1)): float(m.group(2)) for m in found if m}
+def checkpoint(name):
+    data = open(f"{d}/ck_{name}/latest.safetensors", "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header, body = json.loads(data[8:8 + n]), data[8 + n:]
+    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
+            for k, v in header.items() if k != "__metadata__"}
+la, lb, ca, cb = losses(a), losses(b), checkpoint(a), checkpoint(b)
+worst_loss = max(abs(la[s] - lb[s]) for s in lb)  # a resumed job's steps: the last of the other's
+worst = max(float(np.max(np.abs(ca[k] - cb[k]))) for k in ca)
+print(f"{a} / {b}: steps {sorted(lb)}, losses worst {worst_loss:.2g}, state worst {worst:.2g} over {len(cb)} tensors")
+assert set(lb) <= set(la) and len(lb) >= 3 and max(lb) == max(la) and sorted(ca) == sorted(cb)
+assert worst_loss <= 1e-6 and worst <= 1e-5
+PY
 }
 job 2 r2z0 z0 6
 job 2 r2z1 z1 6 --checkpoint-every 2
@@ -147,7 +179,7 @@ fi
 # The Vulkan backend binds each view at its offset in the region: on lavapipe, 4 ranks with split
 # parameters give stage 0's losses and checkpoint byte for byte too.
 if "$tf" devices 2> /dev/null | grep -q '^vulkan:0'; then
-  for zero in 0 1; do
+  for zero in 0 1 2; do
     expect 0 "compile --target vulkan --ranks 4 --zero $zero" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 \
       --optimizer adamw --fuse-loss off --ranks 4 --zero $zero --target vulkan -o "$dir/vk$zero.tfplan"
     job 4 vk$zero vk$zero 3 --device vulkan:0
@@ -155,11 +187,86 @@ if "$tf" devices 2> /dev/null | grep -q '^vulkan:0'; then
   check "vulkan, 4 ranks: ZeRO 1 (split parameters) and 0 give the same losses" cmp "$dir/vk0.json" "$dir/vk1.json"
   check "vulkan, 4 ranks: the same checkpoint, byte for byte" \
     cmp "$dir/ck_vk0/latest.safetensors" "$dir/ck_vk1/latest.safetensors"
+  close vk0 vk2 "vulkan, 4 ranks: ZeRO 2 (its micro-batch blocks paused at each bucket's reduction) against ZeRO 0"
 else
   echo "skipped: the vulkan jobs (no vulkan:0)"
 fi
 
+# ZeRO stage 2: the gradients sharded too. Each rank holds the gradients of its shard (a gradient
+# whole, or the pieces of a split one) and the buckets the backward pass writes, each reduced to its
+# owners after its last writer (MPI_Reduce per range, tools/dist_zero.c). 2 ranks give stage 0's
+# losses and checkpoint byte for byte (a + b either way); 4 ranks, and 2 x --accumulate 2 (reduced
+# per micro-batch, then added), sum in another order (MPI_Reduce's tree, not MPI_Allreduce's; the
+# micro-batches' sums added after the reduction): stage 0's losses to 1e-6 and state to 1e-5.
+for ranks in 2 4; do
+  expect 0 "compile --ranks $ranks --zero 2" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw \
+    --fuse-loss off --ranks $ranks --zero 2 -o "$dir/r${ranks}z2.tfplan"
+  cp "$dir/out" "$dir/r${ranks}z2.txt"
+  whole=$(region "$dir/r${ranks}z0.txt" gradients) sharded=$(region "$dir/r${ranks}z2.txt" gradients)
+  check "$ranks ranks, stage 2: the gradients region is the shard and the buckets ($sharded of $whole bytes)" \
+    test "$sharded" -lt "$whole"
+  check "$ranks ranks, stage 2: the state shards of stage 1" \
+    test "$(region "$dir/r${ranks}z2.txt" optimizer_state)" -eq "$(region "$dir/r${ranks}z1.txt" optimizer_state)"
+done
+expect_message 0 "report: stage 2's gradients and buckets" "ZeRO stage 2: gradients .* MiB per rank (shards .*) of \
+.* MiB, plus .* MiB of buckets" "$tf" report "$dir/r4z2.tfplan"
+job 2 r2z2 z2 6 --checkpoint-every 2
+check "2 ranks: ZeRO 2 and 0 give the same losses" cmp "$dir/z0.json" "$dir/z2.json"
+check "2 ranks: ZeRO 2 gathers the checkpoint of ZeRO 0, byte for byte" \
+  cmp "$dir/ck_z0/latest.safetensors" "$dir/ck_z2/latest.safetensors"
+job 4 r4z2 four2 4
+close four0 four2 "4 ranks: ZeRO 2 against ZeRO 0"
+for zero in 0 2; do
+  expect 0 "compile --ranks 2 --zero $zero --accumulate 2" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 \
+    --optimizer adamw --fuse-loss off --ranks 2 --zero $zero --accumulate 2 -o "$dir/r2a2z$zero.tfplan"
+  job 2 r2a2z$zero acc$zero 4
+done
+close acc0 acc2 "2 ranks x --accumulate 2: ZeRO 2 (each micro-batch reduced, then added) against ZeRO 0"
+job 2 r2z2 half2 3
+cp -r "$dir/ck_half2" "$dir/ck_resumed2"
+cp -r "$dir/ck_half2" "$dir/ck_stage0_of2"
+job 2 r2z2 resumed2 6 --resume
+check "ZeRO 2: 3 + 3 steps across --resume end on the 6 steps' checkpoint" \
+  cmp "$dir/ck_z2/latest.safetensors" "$dir/ck_resumed2/latest.safetensors"
+job 2 r2z0 stage0_of2 6 --resume
+check "a ZeRO 0 job resumes the ZeRO 2 checkpoint to the same 6 steps' checkpoint" \
+  cmp "$dir/ck_z0/latest.safetensors" "$dir/ck_stage0_of2/latest.safetensors"
+# across rank counts and stages: 2 ranks x 2 (stage 2) then 4 ranks (stage 2), 4 ranks (stage 2) then
+# 2 ranks x 2 (stage 1), each against the straight 4-rank stage-1 job
+job 2 r2a2z2 two_then_four2 3
+job 4 r4z2 two_then_four2 6 --resume
+close straight4 two_then_four2 "2 ranks x 2 (ZeRO 2) resumed by 4 ranks (ZeRO 2)"
+job 4 r4z2 four2_then_two 3
+job 2 r2a2z1 four2_then_two 6 --resume
+close straight4 four2_then_two "4 ranks (ZeRO 2) resumed by 2 ranks x 2 (ZeRO 1)"
+
+# check --ranks 8 --zero 2: gpt2-small's state and gradients per rank are 12 bytes x Ψ / 8 plus the
+# buckets (the report's figure), the rest stage 0's
+expect 0 "check gpt2-small --ranks 8 --zero 2 --json" "$tf" check "$dir/gpt2.tfg" --set N=8,T=1024 \
+  --optimizer adamw --target cuda --budget 80GiB --ranks 8 --zero 2 --json
+cp "$dir/out" "$dir/gpt2_z2.json"
+expect 0 "compile gpt2-small --ranks 8 --zero 2" "$tf" compile "$dir/gpt2.tfg" --set N=8,T=1024 --optimizer adamw \
+  --target cuda --ranks 8 --zero 2 -o "$dir/gpt2_z2.tfplan"
+buckets=$("$tf" report "$dir/gpt2_z2.tfplan" | sed -n 's/.*plus \([0-9.]*\) MiB of buckets.*/\1/p')
+/usr/bin/python3 - "$dir" "$trained" "$buckets" << 'PY' && pass "gpt2-small, 8 ranks, stage 2: state + gradients = 12Ψ/8 + the buckets (1%), the rest stage 0's" || fail "gpt2-small, 8 ranks, stage 2"
+import json, sys
+z0, z2 = (json.load(open(f"{sys.argv[1]}/gpt2_z{z}.json"))["categories"] for z in (0, 2))
+psi, buckets = int(sys.argv[2]), float(sys.argv[3]) * 2**20
+formula = 12 * psi / 8  # f32 AdamW: 4 bytes of gradient and 8 of state a parameter, over 8 ranks
+held = z2["optimizer_state"] + z2["gradients"]
+print(f"gpt2-small, 8 ranks, stage 2: state {z2['optimizer_state'] / 2**20:.2f} + gradients "
+      f"{z2['gradients'] / 2**20:.2f} MiB per rank = 12Ψ/8 {formula / 2**20:.2f} + buckets {buckets / 2**20:.2f} "
+      f"(stage 0: {(z0['optimizer_state'] + z0['gradients']) / 2**20:.2f}); device total {z2['total'] / 2**30:.3f} GiB "
+      f"(stage 0: {z0['total'] / 2**30:.3f})")
+assert abs(held - (formula + buckets)) <= 0.01 * (formula + buckets), (held, formula, buckets)
+assert 0 < buckets < 4 * psi / 2  # the buckets live at once: under half the gradients
+for part in ("parameters", "activations", "workspace", "inputs"):
+    assert z2[part] == z0[part], part
+PY
+
 expect_message 2 "--zero without --ranks" "give --ranks R" "$tf" compile "$dir/gpt.tfg" --zero 1
+expect_message 2 "--zero 2 with --clip" "--zero 2: graph 'gpt' reads the norm of the whole gradients" \
+  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --clip 1
 expect_message 2 "--zero 3" "--zero takes 0, 1 or 2" "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 3
 expect_message 2 "--zero with --offload" "with --offload is not supported yet" \
   "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 1 --offload optimizer --target vulkan

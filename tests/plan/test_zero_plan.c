@@ -1,11 +1,15 @@
-/* ZeRO stage 1 with parameters split across ranks (compiler/zero.c, plan/plan_verify_views.c): the
+/* ZeRO stages 1 and 2 with parameters split across ranks (compiler/zero.c, plan/plan_verify_views.c): the
  * one-layer zoo gpt compiled for 4 ranks shards its AdamW state into 4 shards of a quarter each (within
  * the alignment of its pieces), splitting the updates the cuts fall in into ranges whose parameter and
  * gradient are views on their bytes and whose state pieces lie in their rank's shard; the plan
  * verifies and round-trips its views through the file format. Malformed views are refused by name:
  * overlapping views, a view outside its parent, a view of another region, a view that does not lie
  * on its parent's bytes, a buffer held in pieces without pieces, a step every rank runs reading a
- * view, and a range whose operands cover other elements. */
+ * view, and a range whose operands cover other elements. Stage 2 (compiler/zero2.c,
+ * plan/plan_verify_buckets.c) shards the gradients alike, a quarter a rank, the backward pass writing
+ * buckets past the shards, live ones on other bytes; refused by name: a bucket on the shards' bytes,
+ * two live buckets overlapping, an update reading a bucket, a shard made a second bucket, a norm of
+ * the whole gradients, a bucket accumulated into before any step wrote it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +22,7 @@ static tf_test_counts counts;
 
 #define RANKS 4
 
-static tf_plan *compiled(int32_t zero, double clip_norm) {
+static tf_plan *compiled_with(int32_t zero, double clip_norm, int32_t accumulate) {
   const char *const overrides[] = {"layers=1"};
   tf_graph *g = NULL;
   CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
@@ -28,12 +32,17 @@ static tf_plan *compiled(int32_t zero, double clip_norm) {
   options.ranks = RANKS;
   options.zero = zero;
   options.clip_norm = clip_norm;
+  options.accumulate = accumulate;
+  if (accumulate > 1)
+    options.update_in_backward = TF_CHOICE_OFF;
   tf_plan *plan = NULL;
   if (g)
     CHECK_OK(&counts, tf_compile(g, &options, &plan));
   tf_graph_destroy(g);
   return plan;
 }
+
+static tf_plan *compiled(int32_t zero, double clip_norm) { return compiled_with(zero, clip_norm, 1); }
 
 /* A fresh copy of `plan` through the file format (verified on the way back). */
 static tf_plan *copy_of(const tf_plan *plan) {
@@ -216,8 +225,151 @@ static void test_steps(void) {
   tf_plan_destroy(plan);
 }
 
+/* Whether b is a stage-2 bucket: a gradient of the gradients region every rank holds. */
+static bool bucket(const tf_plan_buffer *b) {
+  return b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS && b->held_by == 0 && b->view_of == 0;
+}
+
+/* tf_plan_verify(bad) refuses, naming `reason`; bad destroyed. */
+static void refused(tf_plan *bad, const char *reason) {
+  tf_status status = bad ? tf_plan_verify(bad) : NULL;
+  const char *message = tf_status_message(status);
+  CHECK(&counts, status && strstr(message, reason), "%s: %s", reason, message ? message : "(verified)");
+  printf("refused: %s\n", message ? message : "(verified)");
+  tf_status_free(status);
+  tf_plan_destroy(bad);
+}
+
+/* The steps of the micro-batch block that touch buffer id: the first and the last, -1 for none. */
+static void touched(const tf_plan *plan, int32_t id, int32_t *first, int32_t *last) {
+  *first = *last = -1;
+  for (int32_t s = 0; s < plan->micro_steps; s++)
+    for (int32_t k = 0; k < plan->steps[s].n_inputs + plan->steps[s].n_outputs; k++) {
+      bool written;
+      if (tf_plan_step_operand(&plan->steps[s], k, &written) == id) {
+        *first = *first < 0 ? s : *first;
+        *last = s;
+      }
+    }
+}
+
+/* ZeRO stage 2: the gradients sharded as the state (a quarter a rank, within the alignment of its
+ * pieces), a bucket a gradient (the whole gradients in buckets, their region the shard and the
+ * buckets' area), and malformed buckets refused by name. */
+static void test_stage2(void) {
+  tf_plan *stage1 = compiled(1, 0), *plan = compiled(2, 0), *accumulating = compiled_with(2, 0, 2);
+  if (!stage1 || !plan || !accumulating) {
+    tf_plan_destroy(stage1);
+    tf_plan_destroy(plan);
+    tf_plan_destroy(accumulating);
+    return;
+  }
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  CHECK_OK(&counts, tf_plan_verify(accumulating));
+  const int64_t whole = stage1->region_bytes[TF_REGION_GRADIENTS];
+  int64_t held[RANKS] = {0}, buckets = 0, shards_end = 0, area_start = INT64_MAX, area_end = 0;
+  int32_t n_buckets = 0, in_pieces = 0, long_bucket = -1, short_bucket = -1;
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->role != TF_ROLE_GRADIENT)
+      continue;
+    in_pieces += b->held_by == -1;
+    if (b->held_by > 0) {
+      held[b->held_by - 1] += b->bytes;
+      shards_end = b->offset + b->bytes > shards_end ? b->offset + b->bytes : shards_end;
+    }
+    if (!bucket(b))
+      continue;
+    n_buckets++;
+    buckets += b->bytes;
+    area_start = b->offset < area_start ? b->offset : area_start;
+    area_end = b->offset + b->bytes > area_end ? b->offset + b->bytes : area_end;
+    int32_t first, last, from = 0, to = -1;
+    touched(plan, id, &first, &last);
+    if (long_bucket >= 0)
+      touched(plan, long_bucket, &from, &to);
+    long_bucket = last - first > to - from ? id : long_bucket;
+  }
+  int32_t from = 0, to = -1;
+  if (long_bucket >= 0)
+    touched(plan, long_bucket, &from, &to);
+  for (int32_t id = 0; id < plan->n_buffers && short_bucket < 0; id++) { /* one live within the longest's steps */
+    int32_t first, last;
+    touched(plan, id, &first, &last);
+    short_bucket = bucket(&plan->buffers[id]) && first == last && from < first && last < to ? id : -1;
+  }
+  printf(
+      "stage 2, %d ranks: gradients %lld bytes per rank of %lld (ranks hold %lld %lld %lld %lld), %d buckets of %lld "
+      "bytes on %lld, %d gradients in pieces\n",
+      RANKS, (long long)plan->region_bytes[TF_REGION_GRADIENTS], (long long)whole, (long long)held[0],
+      (long long)held[1], (long long)held[2], (long long)held[3], n_buckets, (long long)buckets,
+      (long long)(area_end - area_start), in_pieces);
+  for (int r = 0; r < RANKS; r++)
+    CHECK(&counts, held[r] > whole / RANKS - 4096 && held[r] < whole / RANKS + 4096,
+          "rank %d holds %lld bytes of gradients, a quarter is %lld", r, (long long)held[r],
+          (long long)(whole / RANKS));
+  int64_t gradients = 0; /* stage 1's gradients, every rank's whole */
+  for (int32_t id = 0; id < stage1->n_buffers; id++)
+    gradients += stage1->buffers[id].role == TF_ROLE_GRADIENT && stage1->buffers[id].view_of == 0
+                     ? stage1->buffers[id].bytes
+                     : 0;
+  CHECK(&counts, buckets == gradients && n_buckets == 16 && in_pieces >= 1,
+        "%d buckets of %lld bytes (the gradients: %lld), %d in pieces", n_buckets, (long long)buckets,
+        (long long)gradients, in_pieces);
+  CHECK(&counts,
+        area_start >= shards_end && area_end - area_start < buckets / 2 &&
+            plan->region_bytes[TF_REGION_GRADIENTS] == area_end,
+        "the buckets' area [%lld, %lld) past the shards (%lld), below half their %lld bytes", (long long)area_start,
+        (long long)area_end, (long long)shards_end, (long long)buckets);
+  CHECK(&counts, long_bucket >= 0 && short_bucket >= 0, "a bucket living through the backward pass and one step");
+
+  tf_plan *bad = copy_of(plan);
+  if (bad && short_bucket >= 0) /* a bucket moved onto the shards */
+    bad->buffers[short_bucket].offset = 0;
+  refused(bad, "a bucket on the shards' bytes");
+  bad = copy_of(plan);
+  if (bad && long_bucket >= 0 && short_bucket >= 0) { /* a bucket onto another live at its step */
+    bad->buffers[short_bucket].offset = bad->buffers[long_bucket].offset;
+  }
+  refused(bad, "overlapping live buckets");
+  bad = copy_of(plan);
+  int32_t update = -1;
+  for (int32_t s = plan->micro_steps; s < plan->n_steps && update < 0; s++)
+    update = plan->steps[s].held_by > 0 && plan->buffers[plan->steps[s].inputs[1]].view_of == 0 ? s : -1;
+  if (bad && update >= 0 && short_bucket >= 0) { /* an update reading a bucket, not its shard */
+    const int32_t shard = bad->steps[update].inputs[1];
+    for (int32_t id = 0; id < bad->n_buffers; id++)
+      if (bucket(&bad->buffers[id]) && bad->buffers[id].owner == bad->buffers[shard].owner)
+        bad->steps[update].inputs[1] = id;
+  }
+  refused(bad, "a bucket read in the optimizer block");
+  bad = copy_of(plan);
+  if (bad && update >= 0) /* a shard made every rank's: a second bucket of its parameter */
+    bad->buffers[bad->steps[update].inputs[1]].held_by = 0;
+  refused(bad, "a bucket without its shard");
+  bad = copy_of(plan);
+  if (bad)
+    bad->overflow_check = bad->buffers[0].role == TF_ROLE_GRADIENT ? 0 : bad->loss;
+  refused(bad, "reads the norm of the whole gradients");
+
+  /* accumulating: each bucket zeroed first in the micro-batch block; one zero step on another's bucket */
+  int32_t zeros[2] = {-1, -1}, n_zeros = 0;
+  for (int32_t s = 0; s < accumulating->micro_steps && n_zeros < 2; s++)
+    if (accumulating->steps[s].op == TF_OP_ZERO)
+      zeros[n_zeros++] = s;
+  CHECK(&counts, n_zeros == 2, "the accumulating plan zeroes its buckets in the micro-batch block");
+  bad = copy_of(accumulating);
+  if (bad && n_zeros == 2)
+    bad->steps[zeros[0]].inputs[0] = bad->steps[zeros[1]].inputs[0];
+  refused(bad, "a bucket read before it is written");
+  tf_plan_destroy(stage1);
+  tf_plan_destroy(plan);
+  tf_plan_destroy(accumulating);
+}
+
 int main(void) {
   test_shards();
   test_steps();
+  test_stage2();
   return tf_test_finish("test_zero_plan", &counts);
 }
