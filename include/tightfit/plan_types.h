@@ -55,7 +55,8 @@ typedef struct tf_plan_buffer {
                                   * static shape, or a tensor shared by every sample): fed whole, one
                                   * file of exactly this shape; else false: shape[0] == micro_batch */
   int32_t held_by;               /* ZeRO (tf_plan.zero): 1 + the only rank that holds it (its shard of the
-                                  * optimizer state, laid out on the other ranks' shards); 0: every rank;
+                                  * optimizer state, at stage 2 of the gradients too, laid out on the other
+                                  * ranks' shards); 0: every rank (at stage 2 a gradient so is a bucket);
                                   * -1: no rank whole, its views (pieces) held one by a rank each */
   int32_t view_of;               /* ZeRO: 1 + the buffer P this one is bytes [view_at, view_at + bytes) of, a
                                   * flat range that one rank updates: on P's own memory (offset = P's
@@ -144,7 +145,10 @@ typedef struct tf_plan {
   /* ZeRO stage of a data-parallel plan: 0, every rank holds the whole optimizer state; 1, each rank
    * holds and updates its shard (held_by: whole parameters' state, and pieces of split ones whose
    * ranges it updates over views, view_of), the optimizer-state region is the largest shard, and the
-   * owners send the updated parameters and ranges to every rank after the block. */
+   * owners send the updated parameters and ranges to every rank after the block; 2, the gradients
+   * sharded alike, the micro-batch block writing each into a bucket every rank holds (a gradient of
+   * the gradients region held by every rank), reduced to the shard's owners after its last step
+   * there (compiler/zero2.c). */
   int32_t zero;
 } tf_plan;
 
