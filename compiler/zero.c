@@ -1,4 +1,4 @@
-/* ZeRO stage 1 (--ranks R --zero 1; Rajbhandari et al., "ZeRO: memory optimizations toward training
+/* ZeRO stages 1 and 2 (--ranks R --zero 1|2; Rajbhandari et al., "ZeRO: memory optimizations toward training
  * trillion parameter models"): a pass over the emitted data-parallel plan that shards the optimizer
  * state across the ranks, each rank holding about 1/R of it (8Ψ/R bytes for f32 AdamW).
  *
@@ -18,7 +18,14 @@
  * Each rank's shard is packed from offset 0 of the optimizer-state region, on the same bytes as every
  * other rank's, so the region is the largest shard: the device total of every rank's plan. Every rank
  * still sums the whole gradients (the clipping norm reads them whole), runs the updates it holds, and
- * the runtime sends each updated range from its owner to the others (tools/dist_zero.c). */
+ * the runtime sends each updated range from its owner to the others (tools/dist_zero.c).
+ *
+ * Stage 2 (--zero 2) shards the gradients by the same partition: an update's gradient held by its
+ * rank in that rank's shard of the gradients region (packed from offset 0 as the state's), a split
+ * update's held in pieces, its views pieces in their ranks' shards. The micro-batch block writes
+ * buckets in their place (compiler/zero2.c), a bucket it accumulates into zeroed first by a step of
+ * its own; the optimizer block's zeroing of the gradients goes (the reduction writes a step's first
+ * micro-batch's sum). The gradients region is the largest shard and the buckets' area. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,6 +533,9 @@ tf_status tf_zero_pass(tf_plan *plan, const tf_target *target, int32_t stage) {
     const int64_t shards = largest_of(shard_end + plan->ranks, plan->ranks, &smallest);
     status = tf_zero2_place_buckets(plan, shards, &buckets);
     plan->region_bytes[TF_REGION_GRADIENTS] = shards + buckets;
+    memset(plan->report.flops, 0, sizeof(plan->report.flops)); /* the zeroing moved into the micro-batch block */
+    for (int32_t s = 0; s < plan->n_steps; s++)
+      plan->report.flops[plan->steps[s].phase] += plan->steps[s].flops;
   }
   if (!status) {
     tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
