@@ -63,6 +63,8 @@ def clean(value):
 
 STEP_RE = re.compile(r"^step\s+(\d+)/(\d+)\s+loss\s+(\S+)\s+(\S+)\s+samples/s")
 TRAINED_RE = re.compile(r"^trained (\d+) steps in ([0-9.]+) s; final loss (\S+)")
+THROUGHPUT_RE = re.compile(r"^throughput: data feed ([0-9.]+) ms of ([0-9.]+) ms a step \(([0-9.]+)%.*; "
+                           r"model ([0-9.eE+-]+) (TFLOP|GFLOP) a step")
 BYTES_RE = re.compile(r"^\s*(regions total|device total|total)\s+.*\((\d+) bytes")
 
 
@@ -128,6 +130,10 @@ def train_log(args):
             result["steps_done"] = int(m.group(1))
             result["seconds"] = float(m.group(2))
             result["final_loss"] = finite(parse_number(m.group(3)))
+        m = THROUGHPUT_RE.match(line.strip())
+        if m:
+            result["feed_share"] = float(m.group(3)) / 100.0
+            result["flops_per_step"] = float(m.group(4)) * (1e12 if m.group(5) == "TFLOP" else 1e9)
         if line.startswith("memory:"):
             result["memory_line"] = line.strip()
         if line.startswith("device memory:"):
@@ -371,14 +377,17 @@ def write_report(args):
             if run.get("kind") == "torch" and "step_ms" in run:
                 step_rows.append(("pytorch " + run.get("variant", "?"), run.get("model", "gpt2-small"), run.get("N"),
                                   run.get("T"), run.get("step_ms"), run.get("tokens_per_s"), run.get("timed_steps"),
-                                  run.get("peak_allocated_bytes"), run.get("device", "")))
+                                  run.get("peak_allocated_bytes"), run.get("device", ""), None, None))
             elif "step_ms" in run and run.get("label", "").startswith("steptime"):
                 ms = run.get("step_ms")
                 if ms is not None and run.get("step_ms_uncertainty"):
                     ms = "%.2f ± %.2f" % (ms, run["step_ms_uncertainty"])
+                rate = (run["flops_per_step"] / (run["step_ms"] / 1e3) / 1e12
+                        if run.get("flops_per_step") and run.get("step_ms") else None)
                 step_rows.append(("tightfit " + run.get("backend", "?"), run.get("model"), run.get("N"), run.get("T"),
                                   ms, run.get("tokens_per_s"), run.get("timed_steps"),
-                                  (run.get("planned") or {}).get("device_total_bytes"), run.get("device", "")))
+                                  (run.get("planned") or {}).get("device_total_bytes"), run.get("device", ""), rate,
+                                  run.get("feed_share")))
             if "planned" in run or "smi_device_mib" in run or "device_memory_line" in run:
                 memory_rows.append(run)
             if run.get("label", "").startswith("train"):
@@ -424,12 +433,13 @@ def write_report(args):
     if step_rows:
         md.append("## Step time (one optimizer step, the same GPU; tightfit: f32 unless the row names bf16, after 2 warm-up steps, ± the rounding of its printed rate)")
         md.append("")
-        md.append("| what | model | N | T | ms/step | tokens/s | timed steps | memory (tightfit: planned device total; torch: peak allocated) | device |")
-        md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        md.append("| what | model | N | T | ms/step | tokens/s | timed steps | memory (tightfit: planned device total; torch: peak allocated) | model TFLOP/s (the plan's FLOPs) | data feed share | device |")
+        md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for row in step_rows:
-            md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 row[0], row[1], row[2], row[3], row[4] if isinstance(row[4], str) else fmt(row[4], 2), fmt(row[5], 0), row[6] if row[6] is not None else "?",
-                fmt_bytes(row[7]) if row[7] is not None else "?", md_escape(str(row[8]))))
+                fmt_bytes(row[7]) if row[7] is not None else "?", fmt(row[9], 1) if row[9] is not None else "-",
+                ("%.2f%%" % (100 * row[10])) if row[10] is not None else "-", md_escape(str(row[8]))))
         md.append("")
     if memory_rows:
         md.append("## Device memory: planned vs measured")

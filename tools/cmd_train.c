@@ -27,6 +27,7 @@
 #include "tools/finite_check.h"
 #include "tools/init_from_cli.h"
 #include "tools/train_checks.h"
+#include "tools/train_throughput.h"
 
 static volatile sig_atomic_t interrupted = 0;
 /* Seconds a stop signal waits for the step to end: three times the longest step so far, at least
@@ -386,7 +387,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   signal(SIGTERM, on_interrupt);
   signal(SIGHUP, on_interrupt); /* save as for TERM */
   signal(SIGALRM, on_stuck_step);
-  double start = now(), loss = NAN, last_save = start;
+  double start = now(), loss = NAN, last_save = start, feed_seconds = 0, steps_seconds = 0;
   int64_t first = session ? tf_session_optimizer_steps(session) : 0, done = 0;
   const bool updates_in_backward = tf_plan_updates_in_backward(plan);
   const tf_dist *dist = run->dist;
@@ -404,7 +405,9 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
         tf_feed_seek(feed, position);
         tf_session_set_counters(session, tf_session_optimizer_steps(session), position);
       }
+      const double feed_start = now();
       status = tf_feed_next(feed, session);
+      feed_seconds += now() - feed_start;
       if (!status)
         status = tf_session_micro_step(session, &micro_loss);
       if (!status && !isfinite(micro_loss))
@@ -434,6 +437,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     loss = tf_dist_step_end(dist, sum / plan->accumulate, interrupted, &stop); /* the ranks' mean */
     done++;
     double elapsed = now() - start;
+    steps_seconds += elapsed - step_start; /* the steps' own time: no checkpoint saves */
     stop_grace_after(elapsed - step_start);
     double rate = (double)(done * plan->global_batch) / (elapsed > 0 ? elapsed : 1e-9);
     double eta = elapsed / (double)done * (double)(a->steps - step - 1);
@@ -482,13 +486,15 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       if (c.scaled)
         snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped_steps\": %" PRId64,
                  ldexp(1.0, c.loss_scale_log2), c.skipped_steps);
+      char throughput[192];
+      tf_tool_train_throughput_json(throughput, sizeof(throughput), plan, done, steps_seconds, feed_seconds);
       fprintf(tf_cli_out(),
               "{\"steps\": %" PRId64 ", \"optimizer_steps\": %" PRId64
               ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
               "\"planned_bytes\": %" PRId64 ", \"allocated_bytes\": %" PRId64 ", \"allocations_after_create\": %" PRId64
-              "%s}\n",
+              "%s%s}\n",
               done, first + done, loss, eval_text[0], eval_text[1], m.planned_bytes, m.allocated_bytes,
-              m.allocations_after_create, scaling);
+              m.allocations_after_create, scaling, throughput);
     } else {
       char resumed[96] = ""; /* where a resumed run started and ended */
       if (first > 0)
@@ -511,6 +517,7 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
               tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
               tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations, m.allocations_after_create);
       print_device_memory(session);
+      tf_tool_train_print_throughput(tf_cli_out(), plan, done, steps_seconds, feed_seconds);
       if (plan->n_host_steps > 0) {
         char host[32], moved[32];
         fprintf(tf_cli_out(), "host memory: %s of %s, %d steps run on the host; %s moved per step\n",

@@ -207,7 +207,9 @@ def test_memory_check(work):
     log = os.path.join(work, "train.txt")
     with open(log, "w") as f:
         f.write("step 1/4  loss 4.0000  10.0 samples/s\nstep 4/4  loss 3.0000  20.0 samples/s\n"
-                "trained 4 steps in 1.00 s; final loss 3.0000\n")
+                "trained 4 steps in 1.00 s; final loss 3.0000\n"
+                "throughput: data feed 0.50 ms of 250.00 ms a step (0.2%: the device waits while the host reads and "
+                "uploads a batch); model 5.25 TFLOP a step at 21 TFLOP/s (the plan's estimate)\n")
     apps = os.path.join(work, "apps.csv")
     with open(apps, "w") as f:
         f.write("100, 7600\n200, 30000\n100, 7650\n")
@@ -216,6 +218,9 @@ def test_memory_check(work):
     result = json.loads(done.stdout)
     check((result.get("smi_process_mib") or {}).get("peak") == 7650 and result.get("smi_pid") == 100,
           "train-log --smi-pid 100: the peak of pid 100 only (7650 MiB, not the other process's 30000)")
+    check(result.get("feed_share") == 0.002 and result.get("flops_per_step") == 5.25e12,
+          "train-log reads the throughput line: feed share 0.2%%, 5.25 TFLOP a step (%s, %s)" % (
+              result.get("feed_share"), result.get("flops_per_step")))
 
 
 def test_speed_check(work):
