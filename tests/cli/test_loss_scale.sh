@@ -26,7 +26,7 @@ else
 fi
 "$tf" train "$dir/fp16.tfplan" --data $data --steps 2 --json >"$dir/json" 2>&1 || fail "train --json: $(cat "$dir/json")"
 grep -q '^{"step": 1, .*"loss_scale": 65536, "skipped": false}$' "$dir/json" &&
-  grep -q '"loss_scale": 65536, "skipped_steps": 0}$' "$dir/json" && pass "--json carries the scale and the skips" ||
+  grep -q '"loss_scale": 65536, "skipped_steps": 0[,}]' "$dir/json" && pass "--json carries the scale and the skips" ||
   fail "json: $(cat "$dir/json")"
 
 # Data that overflows f16 at every step: every feature x 1e7 (the hidden activations pass 65504).
