@@ -20,6 +20,7 @@
 #include "runtime/host_steps.h"
 #include "runtime/init.h"
 #include "runtime/safetensors.h"
+#include "runtime/session_backend.h"
 #include "runtime/session_scratch.h"
 #include "runtime/weights_path.h"
 #include "tightfit/runtime.h"
@@ -168,6 +169,12 @@ static tf_status allocate_scratch(tf_session *s) {
 void *tf_session_scratch(tf_session *session, int64_t *bytes) {
   *bytes = session->scratch_bytes;
   return session->scratch;
+}
+
+const tf_backend_vtable *tf_session_backend(tf_session *session, void **state, void *const **regions) {
+  *state = session->state;
+  *regions = session->regions;
+  return session->backend;
 }
 
 tf_session_options tf_session_options_default(void) {
