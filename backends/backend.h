@@ -70,7 +70,26 @@ typedef struct tf_backend_vtable {
    * full speed; NULL (cpu, vulkan): the runtime takes ordinary host memory. */
   tf_status (*alloc_host)(void *state, int64_t bytes, void **host);
   void (*free_host)(void *state, void *host);
+  /* Device-side collectives for a data-parallel job (tools/dist.c), all NULL where the backend has
+   * none (cpu, vulkan: the job sums on the host over MPI). CUDA: NCCL, loaded at the first call
+   * (backends/cuda/cuda_nccl.c). The job's launcher (MPI) carries what they exchange. */
+  /* The device's identity, equal in every process that opens it (CUDA: its PCI bus id), so that a
+   * job can see two of its ranks on one device (NCCL refuses them). */
+  tf_status (*collective_device)(void *state, char *key, size_t size);
+  /* A new communicator id (rank 0 makes it, the job sends it to every rank): at most
+   * TF_COLLECTIVE_ID_BYTES into id, its length in *bytes. Loads the library first: an error when it
+   * is missing. */
+  tf_status (*collective_id)(void *state, void *id, size_t *bytes);
+  /* Joins the communicator `id` as `rank` of `size` (collective: every rank calls it, with the id
+   * rank 0 made); once per state. */
+  tf_status (*collective_init)(void *state, int32_t rank, int32_t size, const void *id, size_t bytes);
+  /* Sums `count` elements of `dtype` (f32, bf16, f16) at region + offset across the communicator's
+   * ranks, in place, ordered on the stream the steps run on: the next run or copy sees the sum. */
+  tf_status (*allreduce_sum)(void *state, void *region, int64_t offset, int64_t count, tf_dtype dtype);
 } tf_backend_vtable;
+
+/* The largest communicator id tf_backend_vtable.collective_id makes (NCCL's is 128 bytes). */
+#define TF_COLLECTIVE_ID_BYTES 512
 
 /* The backend named `name` ("cpu", "vulkan", "cuda") in *out, or an error saying why there is none:
  * not in this build, or (cuda) its module would not load (backends/cuda/cuda_module.h). */

@@ -342,6 +342,7 @@ static void cuda_destroy(void *state) {
   if (s->copy)
     cudaStreamSynchronize(s->copy);
   tf_cuda_release_plan(s);
+  tf_cuda_nccl_close(s->nccl); /* the communicator before the streams it ran on */
   for (int i = 0; i < CUDA_SLOT_COUNT; i++)
     if (s->slot_read[i])
       cudaEventDestroy(s->slot_read[i]);
@@ -522,4 +523,8 @@ const tf_backend_vtable tf_backend_cuda = {
     .capacity = cuda_capacity,
     .alloc_host = cuda_alloc_host,
     .free_host = cuda_free_host,
+    .collective_device = tf_cuda_collective_device,
+    .collective_id = tf_cuda_collective_id,
+    .collective_init = tf_cuda_collective_init,
+    .allreduce_sum = tf_cuda_allreduce_sum,
 };

@@ -1,7 +1,8 @@
 /* The CUDA backend's state, shared by its files: cuda_device.c (device, streams, cuBLAS, regions,
  * memory accounting, the capacity measurement), cuda_transfer.c (uploads, downloads,
  * synchronisation), cuda_graphs.c (prepare: the step table and the CUDA graphs; run) and
- * cuda_warmup.c (every step run once eagerly in prepare, the regions restored afterwards). */
+ * cuda_warmup.c (every step run once eagerly in prepare, the regions restored afterwards) and
+ * cuda_nccl.c (a data-parallel job's all-reduce over NCCL). */
 #ifndef TIGHTFIT_BACKENDS_CUDA_CUDA_INTERNAL_H
 #define TIGHTFIT_BACKENDS_CUDA_CUDA_INTERNAL_H
 
@@ -37,6 +38,9 @@ typedef struct cuda_io_buffer {
   int64_t offset, bytes;
   int32_t half;
 } cuda_io_buffer;
+
+/* NCCL, loaded and its communicator made by the first collective call (cuda_nccl.c). */
+typedef struct cuda_nccl cuda_nccl;
 
 typedef struct cuda_state {
   int32_t device;
@@ -75,6 +79,7 @@ typedef struct cuda_state {
   double *profile_ms;
   cudaEvent_t *profile_events; /* n_steps + 1 */
   int64_t profile_runs;
+  cuda_nccl *nccl; /* NULL until a collective is asked for */
 } cuda_state;
 
 /* A status for a failed CUDA runtime call (NULL when `error` is cudaSuccess). */
@@ -131,5 +136,22 @@ void tf_cuda_lt_free(cuda_lt_call *call);
  * then puts every region back byte for byte as it was: module loading, cuBLAS's first-call setup
  * and any other first-launch cost happen here, outside stream capture. */
 tf_status tf_cuda_warm_up(cuda_state *s);
+
+/* cuda_nccl.c: the device-side collectives (tf_backend_vtable.collective_*, allreduce_sum). */
+/* Loads NCCL (needs no device): $TIGHTFIT_NCCL_LIBRARY alone when set, else libnccl.so.2,
+ * libnccl.so, then beside the CUDA runtime. An error names every place tried and why, or the
+ * missing symbol of a library that is not NCCL. The caller closes *out (tf_cuda_nccl_close). */
+tf_status tf_cuda_nccl_open(cuda_nccl **out);
+/* NCCL's version number (ncclGetVersion: 22803 for 2.28.3) and the file it was loaded as. */
+int tf_cuda_nccl_version(const cuda_nccl *nccl);
+const char *tf_cuda_nccl_path(const cuda_nccl *nccl);
+/* A new communicator id (ncclGetUniqueId) into id (TF_COLLECTIVE_ID_BYTES), its length in *bytes. */
+tf_status tf_cuda_nccl_unique_id(cuda_nccl *nccl, void *id, size_t *bytes);
+/* Destroys the communicator, if any, and frees the state (the library stays loaded). */
+void tf_cuda_nccl_close(cuda_nccl *nccl);
+tf_status tf_cuda_collective_device(void *state, char *key, size_t size);
+tf_status tf_cuda_collective_id(void *state, void *id, size_t *bytes);
+tf_status tf_cuda_collective_init(void *state, int32_t rank, int32_t size, const void *id, size_t bytes);
+tf_status tf_cuda_allreduce_sum(void *state, void *region, int64_t offset, int64_t count, tf_dtype dtype);
 
 #endif

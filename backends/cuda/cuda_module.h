@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever this struct or the vtable changes: a module of another build is refused. */
-#define TF_CUDA_MODULE_ABI 2
+#define TF_CUDA_MODULE_ABI 3
 
 typedef struct tf_cuda_module {
   int32_t abi;                                     /* TF_CUDA_MODULE_ABI of the build that made the module */
