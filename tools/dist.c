@@ -1,10 +1,15 @@
-/* tools/dist.h: the gradient sums of a data-parallel job over MPI, and how a job starts and ends (what
- * its ranks agree on: tools/dist_agree.c). */
+/* tools/dist.h: the gradient sums of a data-parallel job, host-staged over MPI or on the device with
+ * the backend's all-reduce (NCCL), and how a job starts and ends (what its ranks agree on:
+ * tools/dist_agree.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "tools/dist.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "runtime/session_backend.h"
+#include "tools/cli.h"
 
 #if TIGHTFIT_MPI
 #include <mpi.h>
@@ -83,8 +88,25 @@ static tf_status refuse_alone(const tf_plan *plan) {
 #endif
 }
 
+/* TIGHTFIT_DIST_NCCL into d->nccl; an error for a value other than unset, empty, 0 or 1. */
+static tf_status read_nccl_variable(tf_dist *d) {
+  const char *value = getenv("TIGHTFIT_DIST_NCCL");
+  d->nccl = !value || !*value ? TF_DIST_NCCL_AUTO : strcmp(value, "0") == 0 ? TF_DIST_NCCL_OFF : TF_DIST_NCCL_REQUIRED;
+  if (value && *value && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "TIGHTFIT_DIST_NCCL='%s': takes 0 (sum the ranks' gradients over MPI on the host) or 1 (on "
+                         "the device with NCCL, or fail); unset, the device's where the job can",
+                         value);
+  return NULL;
+}
+
 tf_status tf_dist_start(const tf_plan *plan, const tf_dist_job *job, tf_dist *d) {
   d->plan = plan;
+  d->failed_alone = true; /* the variable may differ between the ranks */
+  TF_RETURN_IF_ERROR(read_nccl_variable(d));
+  d->failed_alone = false;
+  if (!d->active && plan->ranks <= 1 && d->nccl == TF_DIST_NCCL_REQUIRED)
+    return gradients_of(plan, d); /* one process summing with itself on the device: a check of the path */
   if (!d->active)
     return plan->ranks > 1 ? refuse_alone(plan) : NULL;
   /* The same plan and arguments everywhere first: every rank must reach one verdict. A rank that
@@ -123,8 +145,174 @@ tf_status tf_dist_start(const tf_plan *plan, const tf_dist_job *job, tf_dist *d)
   return NULL;
 }
 
+/* ---- choosing how to sum: on the device (the backend's all-reduce) or host-staged over MPI ---- */
+
+#define WHY_BYTES 512
+
+/* Why this rank cannot sum on the device (written into `why`), or "" when it can: the backend, the
+ * variable, the plan's stage, where its gradients are. */
+static void local_obstacle(const tf_dist *d, const tf_backend_vtable *backend, char *why) {
+  const tf_plan *plan = d->plan;
+  why[0] = '\0';
+  if (d->nccl == TF_DIST_NCCL_OFF)
+    snprintf(why, WHY_BYTES, "TIGHTFIT_DIST_NCCL=0");
+  else if (!backend->allreduce_sum || !backend->collective_init || !backend->collective_id ||
+           !backend->collective_device)
+    snprintf(why, WHY_BYTES, "the %s backend has no device collectives", backend->name);
+  else if (plan->zero == 2)
+    snprintf(why, WHY_BYTES, "ZeRO stage 2 reduces its gradient buckets to their owners with MPI_Reduce");
+  for (int32_t g = 0; g < d->n_gradients && !why[0]; g++)
+    if (plan->buffers[d->gradients[g]].region == TF_REGION_HOST)
+      snprintf(why, WHY_BYTES, "gradient '%s' is in host memory (--offload gradients)",
+               plan->buffers[d->gradients[g]].name);
+}
+
+#if TIGHTFIT_MPI
+/* The job's first obstacle, every rank's alike: the lowest rank with one sends its reason to all
+ * (into `why`, "" when no rank has one). */
+static void agree_obstacle(const tf_dist *d, char *why) {
+  const int mine = why[0] ? d->rank : d->size;
+  int first = d->size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == d->size)
+    return;
+  char theirs[WHY_BYTES];
+  memcpy(theirs, why, WHY_BYTES);
+  MPI_Bcast(theirs, WHY_BYTES, MPI_CHAR, first, MPI_COMM_WORLD);
+  if (first == d->rank || d->size == 1)
+    return;
+  snprintf(why, WHY_BYTES, "on rank %d, %.*s", first, WHY_BYTES - 40, theirs);
+}
+
+/* "" in `why`, or the first two ranks that run on one device of one host (NCCL refuses them). */
+static tf_status shared_device(const tf_dist *d, const tf_backend_vtable *backend, void *state, char *why) {
+  enum { KEY = 256 };
+  char mine[KEY] = "";
+  gethostname(mine, 128);
+  mine[127] = '\0';
+  const size_t host = strlen(mine);
+  mine[host] = '|';
+  TF_RETURN_IF_ERROR(backend->collective_device(state, mine + host + 1, KEY - host - 1));
+  char *all = calloc((size_t)d->size, KEY);
+  if (!all)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for %d ranks' devices", d->size);
+  MPI_Allgather(mine, KEY, MPI_CHAR, all, KEY, MPI_CHAR, MPI_COMM_WORLD);
+  for (int a = 0; a < d->size && !why[0]; a++)
+    for (int b = a + 1; b < d->size && !why[0]; b++)
+      if (strncmp(all + (size_t)a * KEY, all + (size_t)b * KEY, KEY) == 0) {
+        const char *key = all + (size_t)a * KEY, *bar = strchr(key, '|');
+        snprintf(why, WHY_BYTES, "ranks %d and %d share the GPU %s on host %.*s, and NCCL refuses two ranks on one GPU",
+                 a, b, bar + 1, (int)(bar - key), key);
+      }
+  free(all);
+  return NULL;
+}
+#endif
+
+/* What rank 0 sends every rank: its communicator id, or why it has none. */
+typedef struct id_message {
+  int32_t ok;
+  uint32_t bytes;
+  char id[TF_COLLECTIVE_ID_BYTES];
+  char why[WHY_BYTES];
+} id_message;
+
+/* Makes the backend's communicator of the job's ranks: rank 0's id to all (MPI_Bcast), then each
+ * rank joins. An error (every rank's) when rank 0 has no id, e.g. NCCL does not load; the reason in
+ * `why`, every rank's alike, when a rank's join failed (NCCL's own duplicate-GPU check), so that no
+ * rank uses it. */
+static tf_status make_communicator(const tf_dist *d, const tf_backend_vtable *backend, void *state, char *why) {
+  id_message message;
+  memset(&message, 0, sizeof(message));
+  tf_status status = NULL;
+  if (d->rank == 0) {
+    size_t bytes = 0;
+    status = backend->collective_id(state, message.id, &bytes);
+    message.ok = !status;
+    message.bytes = (uint32_t)bytes;
+    if (status)
+      snprintf(message.why, WHY_BYTES, "%s", tf_status_message(status));
+  }
+#if TIGHTFIT_MPI
+  if (d->active)
+    MPI_Bcast(&message, (int)sizeof(message), MPI_BYTE, 0, MPI_COMM_WORLD);
+#endif
+  if (status)
+    return status;
+  if (!message.ok)
+    return tf_status_new(TF_ERR_BACKEND, "rank 0 made no NCCL communicator id: %s", message.why);
+  status = backend->collective_init(state, d->active ? d->rank : 0, d->active ? d->size : 1, message.id, message.bytes);
+  why[0] = '\0';
+  if (status)
+    snprintf(why, WHY_BYTES, "%s", tf_status_message(status));
+#if TIGHTFIT_MPI
+  if (d->active)
+    agree_obstacle(d, why);
+#endif
+  tf_status_free(status); /* said in `why`: the caller refuses or falls back */
+  return NULL;
+}
+
+/* Chooses d->sum for the session (collectively), makes the communicator for the device's sum, and
+ * says which on rank 0. TIGHTFIT_DIST_NCCL=1 turns a fallback into an error. */
+static tf_status choose_sum(tf_dist *d, tf_session *session) {
+  d->sum = TF_DIST_SUM_NONE;
+  if ((!d->active && d->nccl != TF_DIST_NCCL_REQUIRED) || (d->active && d->size == 1)) /* PMIx: one process */
+    return NULL;
+  void *state;
+  void *const *regions;
+  const tf_backend_vtable *backend = tf_session_backend(session, &state, &regions);
+  char why[WHY_BYTES];
+  local_obstacle(d, backend, why);
+#if TIGHTFIT_MPI
+  if (d->active) {
+    agree_obstacle(d, why);
+    if (!why[0])
+      TF_RETURN_IF_ERROR(shared_device(d, backend, state, why));
+  }
+#endif
+  if (!why[0])
+    TF_RETURN_IF_ERROR(make_communicator(d, backend, state, why));
+  const int ranks = d->active ? d->size : 1;
+  if (why[0] && d->nccl == TF_DIST_NCCL_REQUIRED)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "TIGHTFIT_DIST_NCCL=1 asks for the gradients to be summed on the device (NCCL), but %s "
+                         "(unset it, or set it to 0, to sum over MPI on the host)",
+                         why);
+  d->sum = why[0] ? TF_DIST_SUM_HOST : TF_DIST_SUM_DEVICE;
+  if (d->rank == 0 && why[0])
+    fprintf(tf_cli_err(), "tightfit train: %d ranks sum their gradients over MPI, host-staged (%s)\n", ranks, why);
+  else if (d->rank == 0 && ranks == 1)
+    fprintf(tf_cli_err(), "tightfit train: 1 rank sums its gradients on the device (%s all-reduce, NCCL)\n",
+            backend->name);
+  else if (d->rank == 0)
+    fprintf(tf_cli_err(), "tightfit train: %d ranks sum their gradients on the device (%s all-reduce, NCCL)\n", ranks,
+            backend->name);
+  return NULL;
+}
+
+/* Every gradient buffer summed in place by the backend's all-reduce. */
+static tf_status sum_on_device(const tf_dist *d, tf_session *session) {
+  void *state;
+  void *const *regions;
+  const tf_backend_vtable *backend = tf_session_backend(session, &state, &regions);
+  const tf_plan *plan = tf_session_plan(session);
+  for (int32_t g = 0; g < d->n_gradients; g++) {
+    const tf_plan_buffer *b = &plan->buffers[d->gradients[g]];
+    tf_status status =
+        backend->allreduce_sum(state, regions[b->region], b->offset, b->bytes / tf_dtype_size(b->dtype), b->dtype);
+    if (status)
+      return tf_status_prefix(status, "summing gradient '%s' across the ranks on the device", b->name);
+  }
+  return NULL;
+}
+
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) {
-  if (!d->active || d->size == 1) /* a launcher of one process that says no size (PMIx) */
+  if (d->sum == TF_DIST_SUM_UNCHOSEN)
+    TF_RETURN_IF_ERROR(choose_sum(d, session));
+  if (d->sum == TF_DIST_SUM_DEVICE)
+    return sum_on_device(d, session);
+  if (d->sum == TF_DIST_SUM_NONE)
     return NULL;
 #if TIGHTFIT_MPI
   const tf_plan *plan = tf_session_plan(session);

@@ -19,6 +19,19 @@
 #include "tightfit/plan.h"
 #include "tightfit/runtime.h"
 
+/* How a job sums its gradients (tf_dist_sum_gradients chooses at its first call, every rank alike). */
+typedef enum tf_dist_sum {
+  TF_DIST_SUM_UNCHOSEN = 0,
+  TF_DIST_SUM_NONE,   /* one process: nothing to sum */
+  TF_DIST_SUM_HOST,   /* over MPI, host-staged: downloaded, MPI_Allreduce, uploaded */
+  TF_DIST_SUM_DEVICE, /* the backend's all-reduce on the device (CUDA: NCCL), on its compute stream */
+} tf_dist_sum;
+
+/* TIGHTFIT_DIST_NCCL: unset (or empty) the device's all-reduce where the backend has one and the job
+ * can use it (more than one rank, each on its own GPU), else host-staged MPI with a note; 0 always
+ * host-staged; 1 the device's or an error, even for one process (a communicator of one rank). */
+typedef enum tf_dist_nccl { TF_DIST_NCCL_AUTO = 0, TF_DIST_NCCL_OFF, TF_DIST_NCCL_REQUIRED } tf_dist_nccl;
+
 typedef struct tf_dist {
   bool active; /* MPI is initialised: a job of more than one process */
   int rank, size;
@@ -35,6 +48,8 @@ typedef struct tf_dist {
   int32_t n_buckets;
   tf_session *session;
   float *received;
+  tf_dist_nccl nccl; /* TIGHTFIT_DIST_NCCL, read by tf_dist_start */
+  tf_dist_sum sum;   /* how the gradients are summed, chosen at the first tf_dist_sum_gradients */
 } tf_dist;
 
 /* A gradient bucket of a ZeRO stage-2 plan: reduced after step `last` into `shard` (its owner's, or
@@ -68,7 +83,11 @@ tf_status tf_dist_identity(const tf_dist_job *job, char **out) TF_MUST_USE;
  * differs and its first differing line, with rank 0's, then `rule`; every rank returns it. */
 tf_status tf_dist_agree(const tf_dist *d, const char *lines, const char *rule) TF_MUST_USE;
 /* Sums every gradient buffer of the session across the ranks (all end with the same sums); nothing at
- * ZeRO stage 2 (tf_dist_reduce_buckets reduces them in the backward pass). */
+ * ZeRO stage 2 (tf_dist_reduce_buckets reduces them in the backward pass). Its first call chooses
+ * how, collectively (tf_dist_nccl): on the device with the backend's all-reduce (CUDA: NCCL, its
+ * communicator made there: rank 0's id sent with MPI_Bcast) or host-staged over MPI, where the
+ * backend has no collectives, TIGHTFIT_DIST_NCCL is 0, the gradients are in host memory, two ranks
+ * share a GPU or NCCL refuses the communicator; rank 0 says which on tf_cli_err(). */
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
 /* ZeRO stage 2 (tools/dist_zero.c): pauses `session`'s micro-batch blocks after the last step of each
  * gradient bucket, where the ranks reduce it to the owners of its shard (MPI_Reduce to each range's

@@ -33,8 +33,14 @@ check "outside mpirun it is refused, saying how to run it" "grep -q 'run it as .
 expect 0 "mpirun -np 2 tightfit train 6 steps" $mpi 2 "$tf" train "$dir/dp.tfplan" --data models/data/text/train \
   --steps 6 --threads 1 --json --checkpoint "$dir/ck_dp"
 cp "$dir/out" "$dir/dp.json"
+# how the gradients are summed, said once by rank 0: the cpu backend has no device collectives (NCCL
+# is the cuda backend's: scripts/gpu-verify, item nccl)
+check "rank 0 says once that the ranks sum over MPI, host-staged, and why" \
+  "[ \$(grep -c 'sum their gradients' '$dir/err') = 1 ] && grep -q '^tightfit train: 2 ranks sum their gradients over \
+MPI, host-staged (the cpu backend has no device collectives)$' '$dir/err'"
 expect 0 "one process, the same global batch" "$tf" train "$dir/one.tfplan" --data models/data/text/train --steps 6 \
   --threads 1 --json --checkpoint "$dir/ck_one"
+check "one process says nothing of sums" "! grep -q 'sum their gradients' '$dir/err'"
 cp "$dir/out" "$dir/one.json"
 check "one rank printed: 6 step lines and one summary" "[ \$(grep -c '\"step\"' '$dir/dp.json') = 6 ]"
 # compare.py JOB_JSON ONE_JSON JOB_CHECKPOINT ONE_CHECKPOINT RANKS: the job's losses against one
@@ -83,4 +89,21 @@ expect_message 2 "3 processes for a plan of 2 ranks" "but mpirun started 3 proce
 expect_message 2 "--ranks with --update-in-backward" "cannot go with --update-in-backward" \
   "$tf" compile "$dir/gpt.tfg" --ranks 2 --update-in-backward
 expect_message 2 "--ranks 0" "--ranks takes 1..1024" "$tf" compile "$dir/gpt.tfg" --ranks 0
+
+# TIGHTFIT_DIST_NCCL (tools/dist.h): 0 sums host-staged, as unset does on the cpu, to the same losses; 1 demands
+# the device's all-reduce, which the cpu backend has not, so it is refused, in a job and in one process; other
+# values are refused
+expect 0 "TIGHTFIT_DIST_NCCL=0: 2 ranks, host-staged" env TIGHTFIT_DIST_NCCL=0 $mpi 2 "$tf" train "$dir/dp.tfplan" \
+  --data models/data/text/train --steps 6 --threads 1 --json
+check "TIGHTFIT_DIST_NCCL=0 says so and gives the same losses" \
+  "grep -q 'over MPI, host-staged (TIGHTFIT_DIST_NCCL=0)' '$dir/err' && \
+[ \"\$(grep -o '\"loss\": [^,]*' '$dir/out')\" = \"\$(grep -o '\"loss\": [^,]*' '$dir/dp.json')\" ]"
+expect_message 2 "TIGHTFIT_DIST_NCCL=1 on the cpu, 2 ranks" \
+  "TIGHTFIT_DIST_NCCL=1 asks for the gradients to be summed on the device (NCCL), but the cpu backend has no device" \
+  env TIGHTFIT_DIST_NCCL=1 $mpi 2 "$tf" train "$dir/dp.tfplan" --data models/data/text/train --steps 1 --threads 1
+expect_message 2 "TIGHTFIT_DIST_NCCL=1 on the cpu, one process" \
+  "but the cpu backend has no device collectives (unset it, or set it to 0" \
+  env TIGHTFIT_DIST_NCCL=1 "$tf" train "$dir/one.tfplan" --data models/data/text/train --steps 1 --threads 1
+expect_message 2 "TIGHTFIT_DIST_NCCL=yes" "TIGHTFIT_DIST_NCCL='yes': takes 0" \
+  env TIGHTFIT_DIST_NCCL=yes "$tf" train "$dir/one.tfplan" --data models/data/text/train --steps 1 --threads 1
 finish test_ranks
