@@ -218,9 +218,9 @@ typedef struct id_message {
 } id_message;
 
 /* Makes the backend's communicator of the job's ranks: rank 0's id to all (MPI_Bcast), then each
- * rank joins. An error (every rank's) when rank 0 has no id, e.g. NCCL does not load; the reason in
- * `why`, every rank's alike, when a rank's join failed (NCCL's own duplicate-GPU check), so that no
- * rank uses it. */
+ * rank joins. The reason in `why`, every rank's alike, when rank 0 has no id (NCCL does not load) or a
+ * rank's join failed (NCCL's own duplicate-GPU check), so that no rank uses it: the caller falls back
+ * to MPI on the host, or refuses under TIGHTFIT_DIST_NCCL=1. */
 static tf_status make_communicator(const tf_dist *d, const tf_backend_vtable *backend, void *state, char *why) {
   id_message message;
   memset(&message, 0, sizeof(message));
@@ -237,10 +237,11 @@ static tf_status make_communicator(const tf_dist *d, const tf_backend_vtable *ba
   if (d->active)
     MPI_Bcast(&message, (int)sizeof(message), MPI_BYTE, 0, MPI_COMM_WORLD);
 #endif
-  if (status)
-    return status;
-  if (!message.ok)
-    return tf_status_new(TF_ERR_BACKEND, "rank 0 made no NCCL communicator id: %s", message.why);
+  tf_status_free(status);
+  if (!message.ok) {
+    snprintf(why, WHY_BYTES, "rank 0 made no NCCL communicator id: %.*s", WHY_BYTES - 48, message.why);
+    return NULL;
+  }
   status = backend->collective_init(state, d->active ? d->rank : 0, d->active ? d->size : 1, message.id, message.bytes);
   why[0] = '\0';
   if (status)
