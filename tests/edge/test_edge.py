@@ -67,6 +67,10 @@ def test_judge():
     expect("a plan over its budget", good_run(planned_bytes=1020 * MIB, pid_peak_bytes=None, device_peak_bytes=1015 * MIB),
            "FAIL", "over its budget")
     expect("no reference asked", good_run(reference=None, reference_losses=None), "PASS")
+    expect("another card's plan: this card's larger context taken off",
+           good_run(device_peak_bytes=1190 * MIB, pid_peak_bytes=None, context_adjust_bytes=200 * MIB), "PASS")
+    expect("... and over the plan without it", good_run(device_peak_bytes=1190 * MIB, pid_peak_bytes=None), "FAIL",
+           "over the planned")
     expect("a seed scenario's first steps against the cpu", good_run(reference_losses=[4.0], reference_steps=1), "PASS")
     expect("... and off", good_run(reference_losses=[4.1], reference_steps=1), "FAIL", "step 1")
     expect("the same steps skipped by an overflow", good_run(skipped_steps=[1, 2], reference_skipped_steps=[1, 2],
