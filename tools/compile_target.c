@@ -47,47 +47,15 @@ static tf_status resolve_gpu(tf_compile_args *args) {
   return NULL;
 }
 
-/* The measured parts replace the target's defaults where the device could measure them. */
-static void apply_measured(tf_target *target, const tf_device_capacity *c) {
-  char source[TF_OVERHEAD_SOURCE_BYTES];
-  if (c->context_bytes >= 0) {
-    snprintf(source, sizeof(source), "measured on %.64s: the driver's device memory once this process's %s exists",
-             c->name, target->kind == TF_TARGET_CUDA ? "CUDA context" : "logical device");
-    tf_target_set_part(target, target->kind == TF_TARGET_CUDA ? "context" : "driver", c->context_bytes, source);
-  }
-  if (c->library_bytes >= 0) {
-    snprintf(source, sizeof(source), "measured on %.64s: device memory taken by creating the cuBLAS handle", c->name);
-    tf_target_set_part(target, "libraries", c->library_bytes, source);
-  }
-  if (c->granularity > 0) {
-    target->overhead.granularity = c->granularity;
-    snprintf(target->overhead.granularity_source, sizeof(target->overhead.granularity_source),
-             "measured on %.64s: each region rounds up to the allocation granularity, %" PRId64 " bytes", c->name,
-             c->granularity);
-  }
-}
-
 static tf_status resolve_device(tf_compile_args *args) {
-  char name[16];
-  int32_t index = 0;
-  tf_target_kind kind;
-  if (!tf_backend_parse_device(args->device, name, sizeof(name), &index) || !tf_target_parse(name, &kind) ||
-      kind == TF_TARGET_CPU)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--device: '%s' is not cuda:N or vulkan:N", args->device);
   if (args->gpu)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "give --gpu or --device, not both");
-  const tf_backend_vtable *backend = NULL;
-  TF_RETURN_IF_ERROR(tf_status_prefix(tf_backend_load(name, &backend), "--device %s", args->device));
-  if (!backend->capacity)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "--device %s: this build has no %s backend that can measure a device",
-                         args->device, name);
+  tf_device_profile measured;
   tf_device_capacity capacity;
-  tf_backend_options options = {index, 1};
-  TF_RETURN_IF_ERROR(tf_status_prefix(backend->capacity(&options, &capacity), "--device %s", args->device));
+  TF_RETURN_IF_ERROR(tf_device_measure(args->device, "--device", &measured, &capacity));
   int32_t threads = args->options.target.threads;
-  args->options.target = tf_target_default(kind);
+  args->options.target = tf_device_profile_target(&measured);
   args->options.target.threads = threads;
-  apply_measured(&args->options.target, &capacity);
   const char *what = "set by --budget";
   if (!args->budget_given) {
     args->budget = capacity.free_bytes >= 0 ? capacity.free_bytes : capacity.total_bytes;
@@ -96,8 +64,9 @@ static tf_status resolve_device(tf_compile_args *args) {
   }
   char budget[32];
   snprintf(args->target_note, sizeof(args->target_note),
-           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults", name,
-           args->device, capacity.name, tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
+           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults",
+           tf_target_name(measured.kind), args->device, capacity.name,
+           tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
   return NULL;
 }
 

@@ -127,36 +127,45 @@ static void from_capacity(tf_device_profile *p, const tf_device_capacity *c) {
   }
 }
 
-tf_status tf_device_calibrate(const char *device, tf_device_profile *out, FILE *progress) {
+tf_status tf_device_measure(const char *device, const char *option, tf_device_profile *out,
+                            tf_device_capacity *capacity) {
   memset(out, 0, sizeof(*out));
   out->free_bytes = out->granularity = out->graph_base_bytes = out->graph_step_bytes = -1;
   char backend_name[16];
   int32_t index = 0;
   if (!tf_backend_parse_device(device, backend_name, sizeof(backend_name), &index) ||
       !tf_target_parse(backend_name, &out->kind) || out->kind == TF_TARGET_CPU)
-    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "--calibrate: '%s' is not cuda:N or vulkan:N", device);
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "%s: '%s' is not cuda:N or vulkan:N", option, device);
   snprintf(out->device, sizeof(out->device), "%s", device);
   const tf_backend_vtable *backend = NULL;
-  TF_RETURN_IF_ERROR(tf_status_prefix(tf_backend_load(backend_name, &backend), "--calibrate %s", device));
+  TF_RETURN_IF_ERROR(tf_status_prefix(tf_backend_load(backend_name, &backend), "%s %s", option, device));
   if (!backend->capacity)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "--calibrate %s: the %s backend cannot measure a device", device,
-                         backend_name);
-  tf_device_capacity capacity;
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s %s: this build has no %s backend that can measure a device", option,
+                         device, backend_name);
   tf_backend_options options = {index, 1};
-  TF_RETURN_IF_ERROR(tf_status_prefix(backend->capacity(&options, &capacity), "--calibrate %s", device));
+  TF_RETURN_IF_ERROR(tf_status_prefix(backend->capacity(&options, capacity), "%s %s", option, device));
+  from_capacity(out, capacity);
+  time_t now = time(NULL);
+  struct tm utc;
+  gmtime_r(&now, &utc);
+  strftime(out->measured_at, sizeof(out->measured_at), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return NULL;
+}
+
+tf_status tf_device_calibrate(const char *device, tf_device_profile *out, FILE *progress) {
+  tf_device_capacity capacity;
+  TF_RETURN_IF_ERROR(tf_device_measure(device, "--calibrate", out, &capacity));
   if (capacity.total_bytes <= 0)
     return tf_status_new(TF_ERR_UNSUPPORTED, "--calibrate %s: the driver does not say the device's memory", device);
-  from_capacity(out, &capacity);
   if (progress)
     fprintf(progress,
             "calibrate: %s '%s': memory %" PRId64 " bytes, free %" PRId64 ", context %" PRId64 ", libraries %" PRId64
             ", granularity %" PRId64 "\n",
             device, capacity.name, capacity.total_bytes, capacity.free_bytes, capacity.context_bytes,
             capacity.library_bytes, capacity.granularity);
-  time_t now = time(NULL);
-  struct tm utc;
-  gmtime_r(&now, &utc);
-  strftime(out->measured_at, sizeof(out->measured_at), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  char backend_name[16];
+  int32_t index = 0;
+  tf_backend_parse_device(device, backend_name, sizeof(backend_name), &index);
   const tf_target target = tf_device_profile_target(out);
   return tf_status_prefix(measure_sessions(out, &target, backend_name, index, capacity.library_bytes, progress),
                           "--calibrate %s", device);

@@ -237,7 +237,8 @@ tf_target tf_device_profile_target(const tf_device_profile *p) {
   if (p->granularity > 0) {
     target.overhead.granularity = p->granularity;
     snprintf(target.overhead.granularity_source, sizeof(target.overhead.granularity_source),
-             "profile of %.64s: regions round up to %" PRId64 " bytes", p->name, p->granularity);
+             "measured on %.64s: each region rounds up to the allocation granularity, %" PRId64 " bytes", p->name,
+             p->granularity);
   }
   if (p->graph_base_bytes >= 0 && p->graph_step_bytes >= 0) {
     target.overhead.graph_base_bytes = p->graph_base_bytes;

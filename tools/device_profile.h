@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "backends/backend.h"
 #include "tightfit/status.h"
 #include "tightfit/target.h"
 
@@ -44,6 +45,12 @@ tf_status tf_device_profile_write(const char *path, const tf_device_profile *pro
 
 /* The target the profile describes: its kind's defaults with every measured figure in their place. */
 tf_target tf_device_profile_target(const tf_device_profile *profile);
+
+/* What the backend of `device` ("cuda:0", "vulkan:0") measures before any session (its memory, the
+ * context, the libraries, the allocation granularity), as a profile without sessions' figures; the
+ * raw measurement in *capacity. `option` names the command-line option in errors ("--device"). */
+tf_status tf_device_measure(const char *device, const char *option, tf_device_profile *out,
+                            tf_device_capacity *capacity) TF_MUST_USE;
 
 /* Measures device `device` ("cuda:0", "vulkan:0") into `out`: what the backend measures before a
  * session (memory, context, libraries, granularity), then three sessions of small plans for what
