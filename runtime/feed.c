@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "common/worker.h"
 #include "core/half_bits.h"
 #include "runtime/data_check.h"
 #include "runtime/npy.h"
@@ -35,6 +36,12 @@ struct tf_feed {
   int64_t *order;   /* the current epoch's permutation (per-sample layout) */
   int64_t order_epoch;
   int64_t *rows; /* the next micro-batch's sample rows (or window starts) */
+  /* Prepares the micro-batch after the one taken while the step runs (common/worker.h); NULL:
+   * each is read when taken. While it is busy, it alone touches rows, order and the staging. */
+  tf_worker *worker;
+  int32_t ranks;       /* a data-parallel job's ranks: each takes every ranks-th block (set_ranks) */
+  int64_t prefetched;  /* micro-batches next took ready from the worker */
+  tf_feed_guard guard; /* runs the reads of the mappings (set_guard); NULL: called directly */
 };
 
 static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
@@ -254,6 +261,8 @@ tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_f
     tf_feed_close(feed);
     return status;
   }
+  /* Without a thread (a process out of them), each micro-batch is read when taken: slower, same data. */
+  tf_status_free(tf_feed_set_prefetch(feed, true));
   *out = feed;
   return NULL;
 }
@@ -261,6 +270,7 @@ tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_f
 void tf_feed_close(tf_feed *feed) {
   if (!feed)
     return;
+  tf_worker_destroy(feed->worker); /* first: it may be reading into the buffers freed below */
   for (int32_t k = 0; feed->sources && k < feed->n_sources; k++) {
     tf_npy_close(feed->sources[k].file);
     free(feed->sources[k].staging);
@@ -323,10 +333,14 @@ static void stage(const feed_source *source, void *to, const char *from, int64_t
   tf_half_from_f32_array(from, to, count, 1);
 }
 
-/* Fills every source's staging buffer with sample rows[0..batch) (or windows) and uploads it. */
-static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *rows) {
+/* Fills every source's staging buffer with sample rows[0..batch) (or windows) of feed->rows from
+ * the files' mappings and checks its ids and labels. Runs inside the guard (set_guard), on the
+ * worker's thread or the caller's. */
+static tf_status gather(void *context) {
+  const tf_feed *feed = context;
+  const int64_t *rows = feed->rows;
   for (int32_t k = 0; k < feed->n_sources; k++) {
-    feed_source *source = &feed->sources[k];
+    const feed_source *source = &feed->sources[k];
     const tf_plan_buffer *b = source->buffer;
     size_t element = (size_t)tf_dtype_size(b->dtype), file_element = source->to_bf16 ? 4 : element;
     size_t row_bytes = (size_t)source->per_sample * element;
@@ -339,15 +353,25 @@ static tf_status write_batch(tf_feed *feed, tf_session *session, const int64_t *
       stage(source, (char *)source->staging + (size_t)r * row_bytes, data + offset, source->per_sample);
     }
     TF_RETURN_IF_ERROR(check_values(feed, source, rows));
-    TF_RETURN_IF_ERROR(tf_session_write(session, b->name, source->staging, b->bytes));
   }
   return NULL;
 }
 
-tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
+static tf_status guarded_gather(tf_feed *feed) { return feed->guard ? feed->guard(gather, feed) : gather(feed); }
+
+static tf_status upload(const tf_feed *feed, tf_session *session) {
+  for (int32_t k = 0; k < feed->n_sources; k++) {
+    const tf_plan_buffer *b = feed->sources[k].buffer;
+    TF_RETURN_IF_ERROR(tf_session_write(session, b->name, feed->sources[k].staging, b->bytes));
+  }
+  return NULL;
+}
+
+/* Micro-batch `position`'s rows: random windows of a token stream, or the epoch's permutation. */
+static void rows_at(tf_feed *feed, int64_t position) {
   int64_t *rows = feed->rows;
   for (int64_t r = 0; r < feed->batch; r++) {
-    int64_t index = feed->position * feed->batch + r;
+    int64_t index = position * feed->batch + r;
     if (feed->stream) {
       rows[r] = (int64_t)(tf_rng_uniform(feed->seed, (uint64_t)index, 0x70CE, 0) * (float)feed->samples);
       if (rows[r] >= feed->samples)
@@ -359,16 +383,72 @@ tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
       rows[r] = feed->order[index % feed->samples];
     }
   }
-  TF_RETURN_IF_ERROR(write_batch(feed, session, rows));
+}
+
+/* The worker's job (and the synchronous path): micro-batch `position` into the staging buffers. */
+static tf_status prepare(void *context, int64_t position) {
+  tf_feed *feed = context;
+  rows_at(feed, position);
+  return guarded_gather(feed);
+}
+
+/* The micro-batch this feed takes after `position`: the next, or for a job's rank the first of its
+ * next block of `accumulate` (cmd_train's order: rank r takes blocks r, r + R, r + 2R, ...). */
+static int64_t upcoming(const tf_feed *feed, int64_t position) {
+  const int64_t block = feed->plan->accumulate > 0 ? feed->plan->accumulate : 1;
+  if (feed->ranks <= 1 || (position + 1) / block == position / block)
+    return position + 1;
+  return (position / block + feed->ranks) * block;
+}
+
+/* Makes the staging buffers hold micro-batch `position`: the worker's batch when it prepared that
+ * one (its error is this batch's), else read now (a seek elsewhere discards what it prepared). */
+static tf_status take(tf_feed *feed, int64_t position) {
+  if (feed->worker && tf_worker_busy(feed->worker)) {
+    int64_t ticket;
+    tf_status status = tf_worker_wait(feed->worker, &ticket);
+    feed->prefetched += ticket == position && !status;
+    if (ticket == position)
+      return status;
+    tf_status_free(status);
+  }
+  return prepare(feed, position);
+}
+
+tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
+  TF_RETURN_IF_ERROR(take(feed, feed->position));
+  TF_RETURN_IF_ERROR(upload(feed, session));
+  if (feed->worker) /* the staging is free again: the next micro-batch is read while this one trains */
+    tf_worker_post(feed->worker, upcoming(feed, feed->position));
   feed->position++;
   return NULL;
 }
 
 tf_status tf_feed_batch_in_order(tf_feed *feed, tf_session *session, int64_t index) {
+  if (feed->worker && tf_worker_busy(feed->worker)) { /* its rows and staging are needed here */
+    int64_t ticket;
+    tf_status_free(tf_worker_wait(feed->worker, &ticket));
+  }
   int64_t *rows = feed->rows;
   for (int64_t r = 0; r < feed->batch; r++) {
     int64_t sample = (index * feed->batch + r) % feed->samples;
     rows[r] = feed->stream ? sample * (feed->window > 0 ? feed->window : 1) % feed->samples : sample;
   }
-  return write_batch(feed, session, rows);
+  TF_RETURN_IF_ERROR(guarded_gather(feed));
+  return upload(feed, session);
 }
+
+tf_status tf_feed_set_prefetch(tf_feed *feed, bool on) {
+  if (!on) {
+    tf_worker_destroy(feed->worker);
+    feed->worker = NULL;
+    return NULL;
+  }
+  return feed->worker ? NULL : tf_worker_create(prepare, feed, &feed->worker);
+}
+
+void tf_feed_set_ranks(tf_feed *feed, int32_t ranks) { feed->ranks = ranks; }
+void tf_feed_set_guard(tf_feed *feed, tf_feed_guard guard) { feed->guard = guard; }
+
+bool tf_feed_prefetching(const tf_feed *feed) { return feed->worker != NULL; }
+int64_t tf_feed_prefetched(const tf_feed *feed) { return feed->prefetched; }

@@ -13,21 +13,25 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The CLI's signal state: one guard at a time, armed by one thread. */
-static sigjmp_buf *armed_jump;
-static pthread_t armed_thread;
-static volatile sig_atomic_t armed;
-static void *volatile fault_address;
+/* The CLI's signal state. Each thread's innermost guard is its own (thread-local: `train`'s main
+ * thread and the data feed's reading thread can be guarded at once); the handler is installed while
+ * any guard is armed (`holders`, under `install_lock`). */
+static _Thread_local sigjmp_buf *volatile armed_jump;
+static _Thread_local bool arm_holds; /* tf_tool_bus_guard_arm's hold, released by disarm */
+static _Thread_local void *volatile fault_address;
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+static int holders;
 static struct sigaction previous;
 
 static void on_bus_error(int signal_number, siginfo_t *info, void *context) {
   (void)context;
-  if (armed && info->si_code == BUS_ADRERR && pthread_equal(pthread_self(), armed_thread)) {
+  sigjmp_buf *jump = armed_jump;
+  if (jump && info->si_code == BUS_ADRERR) {
     fault_address = info->si_addr;
-    armed = 0;
-    siglongjmp(*armed_jump, 1);
+    armed_jump = NULL;
+    siglongjmp(*jump, 1);
   }
-  /* Not a read past a mapped file's end on the guarded thread: returning runs the faulting
+  /* Not a read past a mapped file's end on a guarded thread: returning runs the faulting
    * instruction again, which now meets the default action (a core dump), as without the guard. */
   struct sigaction fallback;
   memset(&fallback, 0, sizeof(fallback));
@@ -35,25 +39,57 @@ static void on_bus_error(int signal_number, siginfo_t *info, void *context) {
   sigaction(signal_number, &fallback, NULL);
 }
 
+static void hold_handler(void) {
+  pthread_mutex_lock(&install_lock);
+  if (holders++ == 0) {
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_sigaction = on_bus_error;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &previous);
+  }
+  pthread_mutex_unlock(&install_lock);
+}
+
+static void release_handler(void) {
+  pthread_mutex_lock(&install_lock);
+  if (--holders == 0)
+    sigaction(SIGBUS, &previous, NULL);
+  pthread_mutex_unlock(&install_lock);
+}
+
 void tf_tool_bus_guard_arm(sigjmp_buf *jump) {
-  struct sigaction action;
-  memset(&action, 0, sizeof(action));
-  action.sa_sigaction = on_bus_error;
-  action.sa_flags = SA_SIGINFO;
-  sigemptyset(&action.sa_mask);
-  armed_jump = jump;
-  armed_thread = pthread_self();
   fault_address = NULL;
-  armed = 1;
-  sigaction(SIGBUS, &action, &previous);
+  if (!arm_holds)
+    hold_handler();
+  arm_holds = true;
+  armed_jump = jump;
 }
 
 void tf_tool_bus_guard_disarm(void) {
-  if (!armed_jump)
-    return;
-  armed = 0;
   armed_jump = NULL;
-  sigaction(SIGBUS, &previous, NULL);
+  if (arm_holds)
+    release_handler();
+  arm_holds = false;
+}
+
+tf_status tf_tool_bus_guarded(tf_status (*read)(void *context), void *context) {
+  sigjmp_buf jump;
+  sigjmp_buf *const outer = armed_jump; /* the thread's enclosing guard, back in force after */
+  hold_handler();
+  if (sigsetjmp(jump, 1)) {
+    tf_status status = tf_tool_bus_error();
+    armed_jump = outer;
+    release_handler();
+    return status;
+  }
+  fault_address = NULL;
+  armed_jump = &jump;
+  tf_status status = read(context);
+  armed_jump = outer;
+  release_handler();
+  return status;
 }
 
 /* The mapped file holding `address` (from /proc/self/maps) into path[size], and the byte of the

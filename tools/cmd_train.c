@@ -101,6 +101,7 @@ typedef struct train_args {
   char backend_name[32];
   uint64_t seed;
   bool resume, json;
+  bool prefetch; /* false: --no-prefetch */
 } train_args;
 
 static void help(void) {
@@ -151,6 +152,8 @@ static void help(void) {
           "                         skipped (weights and optimizer state unchanged) and halves the\n"
           "                         scale; the log says so. A skip at scale 1 stops the run. Plans that\n"
           "                         clip skip such a step too, and stop.\n"
+          "  --no-prefetch          read each micro-batch when its step needs it (default: the next one\n"
+          "                         is read on a background thread while a step runs; same batches)\n"
           "  --json                 one JSON object per logged step, and a summary\n\n"
           "exit codes: 0 done, 1 interrupted (checkpoint saved when asked), 2 bad usage or input\n"
           "(a data file truncated while train reads it, non-finite weights at the end too).\n");
@@ -177,12 +180,15 @@ static int parse_args(int argc, char **argv, train_args *a) {
   a->check_finite = true;
   a->check_finite_steps = 10;
   a->threads = 2;
+  a->prefetch = true;
   tf_cli_args walk = tf_cli_args_start("train", argc, argv, help, &a->json);
   while (tf_cli_args_next(&walk)) {
     const char *v;
     int64_t n;
     if (strcmp(argv[walk.i], "--resume") == 0) {
       a->resume = true;
+    } else if (strcmp(argv[walk.i], "--no-prefetch") == 0) {
+      a->prefetch = false;
     } else if (tf_cli_args_option(&walk, "--data", &v)) {
       a->data = v;
     } else if (tf_cli_args_option(&walk, "--eval", &v)) {
@@ -359,6 +365,12 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   if (!status)
     status = tf_feed_open(plan, a->data, a->seed, &run->feed);
   tf_feed *feed = run->feed;
+  if (!status) /* a data file truncated under the feed's reads: an error naming it, on either thread */
+    tf_feed_set_guard(feed, tf_tool_bus_guarded);
+  if (!status && !a->prefetch)
+    status = tf_feed_set_prefetch(feed, false);
+  if (!status && run->dist->active) /* each rank prepares its own next micro-batch */
+    tf_feed_set_ranks(feed, run->dist->size);
   if (!status && a->resume) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/latest.safetensors", a->resume_dir);

@@ -11,7 +11,11 @@
  * inference plan's features may be NaN or Inf (a training plan's must be finite). Token stream: a 1-D integer file
  * `DIR/tokens.npy` feeds [N, T] `tokens` and, shifted by one, `labels` (next-token prediction),
  * from random windows. Ids and class labels are checked against the table/class counts the plan
- * uses them with, so bad data is an error naming the file and index, never a wild read. */
+ * uses them with, so bad data is an error naming the file and index, never a wild read.
+ *
+ * While a micro-batch trains, a background thread reads the next one (prefetch, on by default), so
+ * a step waits only for the upload; the batches and their order are the same either way. A file
+ * truncated while it is read raises SIGBUS on the reading thread (see tf_feed_set_guard). */
 #ifndef TIGHTFIT_FEED_H
 #define TIGHTFIT_FEED_H
 
@@ -26,13 +30,34 @@ typedef struct tf_feed tf_feed;
 /* Opens the files in `dir` for every input and label of the plan; `seed` orders the samples. */
 tf_status tf_feed_open(const tf_plan *plan, const char *dir, uint64_t seed, tf_feed **out) TF_MUST_USE;
 void tf_feed_close(tf_feed *feed);
-/* Writes the next micro-batch into the session. Allocates nothing: open made every buffer it uses
- * (a training step stays off the heap; tests/alloc_probe measures it). */
+/* Writes the next micro-batch into the session, then starts reading the one after it in the
+ * background. Allocates nothing: open made every buffer and the thread it uses (a training step
+ * stays off the heap; tests/alloc_probe measures it). An error (an id out of range in a file changed
+ * since open; under a guard, a file shrunk since open) names the file, whichever thread met it. */
 tf_status tf_feed_next(tf_feed *feed, tf_session *session) TF_MUST_USE;
+/* Turns the background reading on (the default after open) or off (each micro-batch read when
+ * next takes it, on the calling thread); an error only when no thread can be started. */
+tf_status tf_feed_set_prefetch(tf_feed *feed, bool on) TF_MUST_USE;
+bool tf_feed_prefetching(const tf_feed *feed);
+/* What runs the feed's reads of its memory-mapped files, on whichever thread reads: guard(read,
+ * context) calls read(context) and returns its status. A file truncated while it is mapped raises
+ * SIGBUS on the reading thread; the library installs no signal handler, so a caller that wants an
+ * error instead (the CLI: tools/bus_guard.h) gives a guard that catches the signal on the calling
+ * thread and returns an error naming the file. Without one (the default) such a read kills the
+ * process, as any read of a truncated mapping does. */
+typedef tf_status (*tf_feed_guard)(tf_status (*read)(void *context), void *context);
+void tf_feed_set_guard(tf_feed *feed, tf_feed_guard guard);
+/* The micro-batches next found already read in the background (the rest were read when taken). */
+int64_t tf_feed_prefetched(const tf_feed *feed);
+/* A data-parallel job of `ranks` processes: each rank takes blocks of the plan's accumulate
+ * micro-batches, rank r blocks r, r + ranks, ... (tools/cmd_train.c), and seeks to each; the feed
+ * prepares the next of its own rather than the next in order. */
+void tf_feed_set_ranks(tf_feed *feed, int32_t ranks);
 /* Samples (or windows) in one epoch; the micro-batches `next` has produced so far. */
 int64_t tf_feed_samples(const tf_feed *feed);
 int64_t tf_feed_position(const tf_feed *feed);
-/* Skips ahead to micro-batch `position` (checkpoint resume reproduces the same order). */
+/* Skips ahead to micro-batch `position` (checkpoint resume reproduces the same order); what was
+ * prepared for another position is discarded when next runs. */
 void tf_feed_seek(tf_feed *feed, int64_t position);
 /* For evaluation: micro-batch `index` in file order (no shuffling; the last batch wraps). Allocates
  * nothing either. */
