@@ -18,8 +18,8 @@ void tf_tool_train_print_throughput(FILE *out, const tf_plan *plan, int64_t step
   const bool tera = flops >= 1e12;
   const double unit = tera ? 1e12 : 1e9;
   fprintf(out,
-          "throughput: data feed %.2f ms of %.2f ms a step (%.1f%%: the device waits while the host reads and uploads "
-          "a batch); model %.4g %s a step at %.4g %s/s (the plan's estimate)\n",
+          "throughput: data feed %.2f ms of %.2f ms a step (%.1f%%: the device waits for each batch's upload, and its "
+          "read where the background read has not finished); model %.4g %s a step at %.4g %s/s (the plan's estimate)\n",
           1e3 * feed_seconds / (double)steps, 1e3 * step, 100.0 * feed_seconds / seconds, flops / unit,
           tera ? "TFLOP" : "GFLOP", flops / step / unit, tera ? "TFLOP" : "GFLOP");
 }
