@@ -679,9 +679,11 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
    * instead). */
   if (!result->fits && searched.allow_offload && !searched.base.offload_optimizer && !searched.base.offload_gradients)
     TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, OFFLOAD_STATE, sizeof(result->summary) / 3, out, result));
-  if (!result->fits && searched.allow_offload && !searched.base.offload_gradients)
+  /* Under ZeRO only the state moves (compile.c refuses the rest with --zero). */
+  const bool host_steps_in_micro_block = searched.base.zero == 0;
+  if (!result->fits && searched.allow_offload && !searched.base.offload_gradients && host_steps_in_micro_block)
     TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, OFFLOAD_GRADIENTS, sizeof(result->summary) / 4, out, result));
-  if (!result->fits && searched.allow_offload && !searched.base.offload_activations)
+  if (!result->fits && searched.allow_offload && !searched.base.offload_activations && host_steps_in_micro_block)
     TF_RETURN_IF_ERROR(
         search_offloaded(graph, &searched, OFFLOAD_ACTIVATIONS, sizeof(result->summary) / 5, out, result));
   if (result->fits || searched.allow_lora_rank <= 0 || searched.base.lora_rank > 0)

@@ -148,11 +148,12 @@ static tf_status check_options(const tf_compile_options *o) {
                          "--zero %d shards the optimizer state across the ranks of a data-parallel training plan: "
                          "give --ranks R (2 or more)",
                          o->zero);
-  if (o->zero > 0 && (offloads(o) || o->offload_activations))
+  if (o->zero > 0 && (o->offload_gradients || o->offload_activations))
     return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "--zero %d with --offload is not supported yet (each rank's host steps "
-                         "would need its own shard)",
-                         o->zero);
+                         "--zero %d with --offload %s is not supported yet (host steps in the micro-batch block, "
+                         "which the stage's reductions would have to wait for); --offload optimizer puts each rank's "
+                         "shard of the optimizer state in host memory",
+                         o->zero, o->offload_gradients ? "gradients" : "activations");
   if (o->offload_activations && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--offload activations: an inference plan keeps no activation for a backward pass");
@@ -330,10 +331,12 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
   tf_plan *plan = NULL;
   if (!status) /* verified once chosen (tf_compile), not each trial of a search */
     status = tf_emit(t, &placed.order, &placed.lifetimes, &placed.layout, &plan);
-  if (!status && (offloads(&t->options) || t->options.offload_activations) && t->options.training)
-    status = tf_offload_pass(plan, &t->options.target, offloads(&t->options), t->options.offload_gradients);
+  /* ZeRO first: its shards of the optimizer state are what an offload then moves to host memory, and
+   * its updates (each held by one rank) the steps it moves to the host's cores */
   if (!status && t->options.zero > 0 && t->options.training)
     status = tf_zero_pass(plan, &t->options.target, t->options.zero);
+  if (!status && (offloads(&t->options) || t->options.offload_activations) && t->options.training)
+    status = tf_offload_pass(plan, &t->options.target, offloads(&t->options), t->options.offload_gradients);
   placement_free(&placed);
   if (facts)
     *facts = (pipeline_facts){remat.n_segments, remat.stride, t->recomputed_half};

@@ -3,8 +3,9 @@
  * memory.
  *
  * optimizer: the optimizer block's steps from its first update on become host steps, run after
- * the device's steps of each optimizer step; the optimizer state moves to TF_REGION_HOST at the
- * offsets it had. What the updates read in the arena (the global gradient norm) lives to the end
+ * the device's steps of each optimizer step, but the gradients' zeroing, which stays on the device
+ * (each after the update that reads the gradient); the optimizer state moves to TF_REGION_HOST at
+ * the offsets it had. What the updates read in the arena (the global gradient norm) lives to the end
  * of the device steps.
  *
  * gradients (and the optimizer state): the optimizer pass gave every gradient part its own arena
@@ -59,9 +60,22 @@ static bool touches_host(const tf_plan *plan, int32_t s) {
   return false;
 }
 
+/* Whether step s zeroes what stays on the device (a gradient, when only the state moves): it stays
+ * there too, after the host's update has read the gradient, instead of a host step uploading zeros
+ * (the whole gradients each step, with accumulation). */
+static bool zeroes_on_device(const tf_plan *plan, int32_t s) {
+  const tf_plan_step *step = &plan->steps[s];
+  if (step->op != TF_OP_ZERO)
+    return false;
+  for (int32_t k = 0; k < step->n_inputs; k++)
+    if (plan->buffers[step->inputs[k]].region != TF_REGION_GRADIENTS)
+      return false;
+  return step->n_inputs > 0;
+}
+
 /* Marks the steps that run on the host in on_host[0, n_steps): the activations' copies, and with
- * `optimizer` the updates (with `gradients` the accumulations and the whole optimizer block); why
- * not, or NULL. */
+ * `optimizer` the updates and what follows them but the gradients' zeroing (with `gradients` the
+ * accumulations and the whole optimizer block); why not, or NULL. */
 static const char *mark_host_steps(const tf_plan *plan, bool optimizer, bool gradients, bool *on_host, char *why,
                                    size_t size) {
   const int32_t first = optimizer || gradients ? first_update(plan) : plan->n_steps;
@@ -74,7 +88,8 @@ static const char *mark_host_steps(const tf_plan *plan, bool optimizer, bool gra
   }
   for (int32_t s = 0; s < plan->n_steps; s++) {
     const bool accumulation = gradients && s < plan->micro_steps && adds_to_gradient(plan, s);
-    on_host[s] = touches_host(plan, s) || accumulation || (gradients ? s >= plan->micro_steps : s >= first);
+    on_host[s] = touches_host(plan, s) || accumulation ||
+                 (gradients ? s >= plan->micro_steps : s >= first && !zeroes_on_device(plan, s));
     if (accumulation && plan->steps[s].op != TF_OP_ACCUMULATE) {
       snprintf(why, size, "step '%s' (%s) adds to a gradient on the device (only accumulate moves to the host)",
                plan->steps[s].name, tf_op_name(plan->steps[s].op));
@@ -146,7 +161,9 @@ static const char *refusal(const tf_plan *plan, bool optimizer, bool gradients, 
 
 static int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
-/* Moves a persistent region's buffers to the host region from offset `base` on; returns its end. */
+/* Moves a persistent region's buffers to the host region from offset `base` on; returns its end. A
+ * ZeRO plan's region is the largest rank's shard (each rank's from offset 0): so is what moves; a
+ * buffer held in pieces (held_by -1) has no bytes of its own there, its pieces do. */
 static int64_t move_region(tf_plan *plan, tf_region region, int64_t base) {
   int64_t end = base;
   for (int32_t id = 0; id < plan->n_buffers; id++) {
@@ -155,7 +172,8 @@ static int64_t move_region(tf_plan *plan, tf_region region, int64_t base) {
       continue;
     b->region = TF_REGION_HOST;
     b->offset += base;
-    end = b->offset + b->bytes > end ? b->offset + b->bytes : end;
+    if (b->held_by >= 0)
+      end = b->offset + b->bytes > end ? b->offset + b->bytes : end;
   }
   plan->region_bytes[region] = 0;
   return end;

@@ -80,21 +80,34 @@ int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written)
 
 bool tf_plan_step_reads(const tf_plan_step *step, int32_t k) { return k < step->n_inputs && step->op != TF_OP_ZERO; }
 
-int64_t tf_plan_host_moved_bytes(const tf_plan *plan) {
+/* The bytes host step s moves each step (see tf_plan_host_moved_bytes). */
+static int64_t host_step_moved_bytes(const tf_plan *plan, const tf_plan_step *step) {
+  /* a host step of the micro-batch block (a gradient's accumulation) runs with each micro-batch */
+  const int64_t runs = step->phase == TF_PHASE_OPTIMIZER || plan->accumulate < 1 ? 1 : plan->accumulate;
   int64_t moved = 0;
-  for (int32_t s = 0; plan && s < plan->n_host_steps; s++) {
-    const tf_plan_step *step = &plan->host_steps[s];
-    /* a host step of the micro-batch block (a gradient's accumulation) runs with each micro-batch */
-    const int64_t runs = step->phase == TF_PHASE_OPTIMIZER || plan->accumulate < 1 ? 1 : plan->accumulate;
-    for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
-      bool written;
-      const int32_t id = tf_plan_step_operand(step, k, &written);
-      if (id >= 0 && id < plan->n_buffers && plan->buffers[id].region != TF_REGION_HOST)
-        moved +=
-            runs * plan->buffers[id].bytes * (tf_plan_step_reads(step, k) + written); /* down if read, up if written */
-    }
+  for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
+    bool written;
+    const int32_t id = tf_plan_step_operand(step, k, &written);
+    if (id >= 0 && id < plan->n_buffers && plan->buffers[id].region != TF_REGION_HOST)
+      moved +=
+          runs * plan->buffers[id].bytes * (tf_plan_step_reads(step, k) + written); /* down if read, up if written */
   }
   return moved;
+}
+
+int64_t tf_plan_host_moved_bytes(const tf_plan *plan) {
+  int64_t most = 0;
+  const int32_t ranks = plan && plan->zero > 0 ? plan->ranks : 1;
+  for (int32_t rank = 0; plan && rank < ranks; rank++) { /* under ZeRO each rank runs the updates it holds */
+    int64_t moved = 0;
+    for (int32_t s = 0; s < plan->n_host_steps; s++) {
+      const int32_t held = plan->host_steps[s].held_by;
+      if (plan->zero == 0 || held <= 0 || held == rank + 1)
+        moved += host_step_moved_bytes(plan, &plan->host_steps[s]);
+    }
+    most = moved > most ? moved : most;
+  }
+  return most;
 }
 
 bool tf_plan_offloads_gradients(const tf_plan *plan) {

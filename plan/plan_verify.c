@@ -104,10 +104,14 @@ static tf_status check_header(const tf_plan *plan) {
     return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
                    plan->n_host_steps);
   TF_RETURN_IF_ERROR(tf_plan_check_host_positions(plan));
-  if (plan->zero < 0 || plan->zero > 2 || (plan->zero > 0 && (plan->ranks < 2 || plan->n_host_steps > 0)))
-    return INVALID("ZeRO stage %" PRId32 " of a plan of %" PRId32 " ranks with %" PRId32 " host steps; stages are 0, "
-                   "1 and 2, 1 and 2 for a data-parallel plan (2 ranks or more) without host steps",
-                   plan->zero, plan->ranks, plan->n_host_steps);
+  int32_t micro_host_steps = 0; /* under ZeRO the host runs updates only (--offload optimizer) */
+  for (int32_t h = 0; h < plan->n_host_steps && plan->host_steps; h++)
+    micro_host_steps += plan->host_steps[h].phase != TF_PHASE_OPTIMIZER;
+  if (plan->zero < 0 || plan->zero > 2 || (plan->zero > 0 && (plan->ranks < 2 || micro_host_steps > 0)))
+    return INVALID("ZeRO stage %" PRId32 " of a plan of %" PRId32 " ranks with %" PRId32 " host steps in the "
+                   "micro-batch block; stages are 0, 1 and 2, 1 and 2 for a data-parallel plan (2 ranks or more) "
+                   "whose host steps, if any, are the optimizer block's",
+                   plan->zero, plan->ranks, micro_host_steps);
   if (plan->n_symbols < 0 || (plan->n_symbols > 0 && (!plan->symbol_names || !plan->symbol_values)))
     return INVALID("%" PRId32 " symbols%s", plan->n_symbols, plan->n_symbols > 0 ? " but no names or values" : "");
   if (plan->n_outputs < 0 || (plan->n_outputs > 0 && !plan->outputs))

@@ -92,7 +92,8 @@ tf_status tf_plan_check_host_outputs(const tf_plan *plan, int32_t s, int32_t *wr
 
 /* ZeRO's shards (tf_plan.zero 1): every optimizer-state buffer, and only those, is held by one rank
  * (held_by 1..ranks) or in pieces (-1: its views, tf_plan_check_views); a step held by one rank is an
- * update of the optimizer block reading that rank's shard only; a step every rank runs reads no
+ * update of the optimizer block (on the device, or on the host with --offload optimizer) reading
+ * that rank's shard only; a step every rank runs reads no
  * shard; no step reads a buffer held in pieces (its ranges' steps read the pieces). */
 tf_status tf_plan_check_shards(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers; id++) {
@@ -109,9 +110,10 @@ tf_status tf_plan_check_shards(const tf_plan *plan) {
   }
   for (int32_t s = 0; s < plan->n_steps + plan->n_host_steps; s++) {
     const tf_plan_step *step = tf_plan_step_at(plan, s);
+    /* a device step after the micro-batch block, or a host step of the optimizer phase (--offload) */
+    const bool optimizer_block = s < plan->n_steps ? s >= plan->micro_steps : step->phase == TF_PHASE_OPTIMIZER;
     if (step->held_by < 0 || step->held_by > plan->ranks ||
-        (step->held_by > 0 &&
-         (plan->zero == 0 || s < plan->micro_steps || s >= plan->n_steps || !tf_op_is_update(step->op))))
+        (step->held_by > 0 && (plan->zero == 0 || !optimizer_block || !tf_op_is_update(step->op))))
       return INVALID("%s is held by %" PRId32 "; only the updates of a ZeRO plan's optimizer block run on one rank "
                      "(1 + a rank below %" PRId32 ")",
                      tf_plan_step_label(plan, s).text, step->held_by, plan->ranks);

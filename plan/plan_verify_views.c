@@ -149,7 +149,8 @@ static int64_t first_element(const tf_plan_buffer *v) { return v->view_at / tf_d
 static tf_status check_ranged_update(const tf_plan *plan, int32_t s) {
   const tf_plan_step *step = tf_plan_step_at(plan, s);
   const int32_t flat = flat_operands(step->op);
-  if (flat == 0 || step->held_by <= 0 || s >= plan->n_steps)
+  const bool host_update = s >= plan->n_steps && step->phase == TF_PHASE_OPTIMIZER; /* offloaded: on the host */
+  if (flat == 0 || step->held_by <= 0 || (s >= plan->n_steps && !host_update))
     return INVALID("%s reads a view; only an sgd or adamw step held by one rank (a split update's range) reads views",
                    tf_plan_step_label(plan, s).text);
   const tf_plan_buffer *param = &plan->buffers[step->inputs[0]];

@@ -64,8 +64,9 @@ void tf_session_set_remote_read(tf_session *s, tf_session_remote_read read, void
 }
 
 tf_status tf_session_set_pauses(tf_session *s, const int32_t *after, int32_t n, tf_session_pause pause, void *context) {
-  if (n > 0 && s->plan->n_host_steps > 0)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "a plan with host steps cannot pause its micro-batch block");
+  for (int32_t h = 0; n > 0 && h < s->plan->n_host_steps; h++)
+    if (s->plan->host_steps[h].phase != TF_PHASE_OPTIMIZER)
+      return tf_status_new(TF_ERR_UNSUPPORTED, "a plan with host steps in its micro-batch block cannot pause it");
   for (int32_t i = 0; i < n; i++)
     if (after[i] < 0 || after[i] >= s->plan->micro_steps || (i > 0 && after[i] <= after[i - 1]))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT,
@@ -500,6 +501,9 @@ static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t
   int32_t done = begin;
   for (int32_t h = 0; h < plan->n_host_steps; h++) {
     if ((plan->host_steps[h].phase == TF_PHASE_OPTIMIZER) != optimizer)
+      continue;
+    const int32_t held = plan->host_steps[h].held_by;
+    if (held > 0 && held != s->rank + 1) /* another rank's update (ZeRO: its shard of the state) */
       continue;
     const int32_t at = plan->host_at[h];
     if (at > done) {

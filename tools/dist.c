@@ -62,8 +62,9 @@ static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
       d->gradients[d->n_gradients++] = i;
     d->staging_bytes = b->bytes > d->staging_bytes ? b->bytes : d->staging_bytes;
   }
-  for (int32_t s = plan->micro_steps; plan->zero > 0 && s < plan->n_steps; s++) {
-    const int64_t bytes = plan->steps[s].held_by > 0 ? plan->buffers[plan->steps[s].inputs[0]].bytes : 0;
+  for (int32_t s = plan->micro_steps; plan->zero > 0 && s < plan->n_steps + plan->n_host_steps; s++) {
+    const tf_plan_step *step = s < plan->n_steps ? &plan->steps[s] : &plan->host_steps[s - plan->n_steps];
+    const int64_t bytes = step->held_by > 0 ? plan->buffers[step->inputs[0]].bytes : 0; /* on the host: --offload */
     d->staging_bytes = bytes > d->staging_bytes ? bytes : d->staging_bytes;
   }
   return NULL;

@@ -39,8 +39,10 @@ tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) {
     return NULL;
 #if TIGHTFIT_MPI
   tf_status status = NULL; /* d->staging holds the largest parameter or range sent (tf_dist_start) */
-  for (int32_t s = plan->micro_steps; s < plan->n_steps && !status; s++) {
-    const tf_plan_step *step = &plan->steps[s];
+  /* the optimizer block's updates: on the device, then (--offload optimizer) on the host, every rank
+   * in the same order */
+  for (int32_t s = plan->micro_steps; s < plan->n_steps + plan->n_host_steps && !status; s++) {
+    const tf_plan_step *step = s < plan->n_steps ? &plan->steps[s] : &plan->host_steps[s - plan->n_steps];
     if (step->held_by == 0)
       continue;
     const int32_t id = step->inputs[0];

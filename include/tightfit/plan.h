@@ -55,7 +55,8 @@ int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written)
 bool tf_plan_step_reads(const tf_plan_step *step, int32_t k);
 /* The bytes a training step of an offloaded plan moves between device and host: each host step's
  * device operands down, and those it writes up again, once per run (a micro-batch block's host step
- * runs `accumulate` times); 0 without host steps. */
+ * runs `accumulate` times); under ZeRO, on the rank that moves most (each runs its own updates); 0
+ * without host steps. */
 int64_t tf_plan_host_moved_bytes(const tf_plan *plan);
 
 /* Whether the plan keeps its gradients in host memory (compiled with --offload gradients). */

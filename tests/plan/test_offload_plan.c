@@ -1,9 +1,9 @@
 /* Offloaded optimizer state and gradients in the plan (compiler/offload.c, plan_verify.c): the
- * hand-built small plan (plan_fixture.c) offloaded for the vulkan target moves its sgd and zero steps
- * to the host steps and its momentum to the host region; with the gradients also its accumulate step
- * (run before device step 6, with each of the 2 micro-batches) and the gradient. Each verifies,
- * round-trips through the file format with its host steps and their places, and states the bytes
- * moved per step; corruptions of the host side are refused by name, and the cpu target is refused. */
+ * hand-built small plan (plan_fixture.c) offloaded for the vulkan target moves its sgd step to the
+ * host steps (the gradient's zeroing after it stays on the device) and its momentum to the host region; with the
+ * gradients also its accumulate step (run before device step 6, with each of the 2 micro-batches) and the gradient.
+ * Each verifies, round-trips through the file format with its host steps and their places, and states the bytes moved
+ * per step; corruptions of the host side are refused by name, and the cpu target is refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,17 +31,19 @@ static void test_offloaded(void) {
   tf_plan_destroy(plan);
   plan = offloaded();
   CHECK_OK(&counts, tf_plan_verify(plan));
+  /* the sgd on the host, before the gradient's zeroing, which stays on the device */
   CHECK(&counts,
-        plan->n_steps == STEP_SGD && plan->n_host_steps == 2 && plan->host_steps[0].op == TF_OP_SGD &&
-            plan->host_steps[1].op == TF_OP_ZERO,
-        "device steps %d (expected %d), host steps %d", plan->n_steps, STEP_SGD, plan->n_host_steps);
+        plan->n_steps == STEP_SGD + 1 && plan->n_host_steps == 1 && plan->host_steps[0].op == TF_OP_SGD &&
+            plan->host_at[0] == STEP_SGD && plan->steps[STEP_SGD].op == TF_OP_ZERO,
+        "device steps %d (expected %d, the last a zero), host steps %d (expected 1, an sgd)", plan->n_steps,
+        STEP_SGD + 1, plan->n_host_steps);
   CHECK(&counts,
         plan->region_bytes[TF_REGION_OPTIMIZER_STATE] == 0 && plan->host_bytes == state &&
             plan->buffers[SMALL_MW].region == TF_REGION_HOST,
         "optimizer state region %lld, host %lld (expected %lld)",
         (long long)plan->region_bytes[TF_REGION_OPTIMIZER_STATE], (long long)plan->host_bytes, (long long)state);
-  /* sgd: w down and up, gw down (mw stays on the host); zero: gw up only; 60 bytes each */
-  CHECK(&counts, tf_plan_host_moved_bytes(plan) == 4 * 60, "moved %lld bytes per step, expected 240",
+  /* sgd: w down and up, gw down (mw stays on the host), 60 bytes each; the zero moves nothing */
+  CHECK(&counts, tf_plan_host_moved_bytes(plan) == 3 * 60, "moved %lld bytes per step, expected 180",
         (long long)tf_plan_host_moved_bytes(plan));
   void *data = NULL;
   size_t size = 0;
@@ -49,10 +51,10 @@ static void test_offloaded(void) {
   tf_plan *back = NULL;
   CHECK_OK(&counts, tf_plan_parse(data, size, "offloaded", &back));
   CHECK(&counts,
-        back && back->n_host_steps == 2 && back->host_bytes == state && back->host_steps[0].op == TF_OP_SGD &&
+        back && back->n_host_steps == 1 && back->host_bytes == state && back->host_steps[0].op == TF_OP_SGD &&
             back->host_steps[0].n_inputs == plan->host_steps[0].n_inputs &&
-            back->buffers[SMALL_MW].region == TF_REGION_HOST &&
-            strcmp(back->host_steps[1].name, plan->host_steps[1].name) == 0,
+            back->buffers[SMALL_MW].region == TF_REGION_HOST && back->host_at[0] == plan->host_at[0] &&
+            strcmp(back->host_steps[0].name, plan->host_steps[0].name) == 0,
         "the host steps and region survive the file format");
   printf("offloaded small plan: %d device steps, %d host steps, %lld host bytes, %lld bytes moved per step; "
          "round trip ok\n",
@@ -190,7 +192,7 @@ static void host_bytes_without_steps(tf_plan *p) {
   }
   p->n_host_steps = 0;
 }
-static void host_step_in_backward(tf_plan *p) { p->host_steps[1].phase = TF_PHASE_BACKWARD; }
+static void host_step_in_backward(tf_plan *p) { p->host_steps[0].phase = TF_PHASE_BACKWARD; }
 static void momentum_on_host_in_plain_plan(tf_plan *p) {
   host_bytes_without_steps(p);
   p->host_bytes = 0;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/ops.h"
 #include "tightfit/compiler.h"
 #include "tightfit/plan.h"
 #include "tightfit/zoo.h"
@@ -22,11 +23,14 @@ static tf_test_counts counts;
 
 #define RANKS 4
 
-static tf_plan *compiled_with(int32_t zero, double clip_norm, int32_t accumulate) {
+/* gpt (1 layer) at N=2, T=32 with AdamW over RANKS ranks; `offload`: for the vulkan target with the
+ * optimizer state in host memory (ZeRO-Offload). */
+static tf_plan *compiled_for(int32_t zero, double clip_norm, int32_t accumulate, bool offload) {
   const char *const overrides[] = {"layers=1"};
   tf_graph *g = NULL;
   CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  tf_compile_options options = tf_compile_options_default(offload ? TF_TARGET_VULKAN : TF_TARGET_CPU);
+  options.offload_optimizer = offload;
   options.bindings = "N=2,T=32";
   options.optimizer = TF_OPTIMIZER_ADAMW;
   options.ranks = RANKS;
@@ -40,6 +44,10 @@ static tf_plan *compiled_with(int32_t zero, double clip_norm, int32_t accumulate
     CHECK_OK(&counts, tf_compile(g, &options, &plan));
   tf_graph_destroy(g);
   return plan;
+}
+
+static tf_plan *compiled_with(int32_t zero, double clip_norm, int32_t accumulate) {
+  return compiled_for(zero, clip_norm, accumulate, false);
 }
 
 static tf_plan *compiled(int32_t zero, double clip_norm) { return compiled_with(zero, clip_norm, 1); }
@@ -367,9 +375,76 @@ static void test_stage2(void) {
   tf_plan_destroy(accumulating);
 }
 
+/* ZeRO-Offload (--zero 1 --offload optimizer): the updates are host steps, each held by the rank of
+ * its shard (every rank runs some), the shards in the host region (its size the largest shard's, the
+ * device's state region empty), kept through the file format; a rank moves about a quarter of what a
+ * stage-0 offloaded plan moves. A held host step outside the optimizer block is refused, and so is a
+ * ZeRO plan with a host step in its micro-batch block. */
+static void test_offloaded(void) {
+  tf_plan *plan = compiled_for(1, 0.0, 1, true), *device = NULL, *plain = NULL;
+  if (!plan)
+    return;
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  tf_graph *g = NULL;
+  CHECK_OK(&counts, tf_zoo_build("gpt", (const char *const[]){"layers=1"}, 1, &g));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  options.bindings = "N=2,T=32";
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  options.ranks = RANKS;
+  options.zero = 1;
+  CHECK_OK(&counts, tf_compile(g, &options, &device)); /* the same shards on the device */
+  options.zero = 0;
+  options.offload_optimizer = true;
+  CHECK_OK(&counts, tf_compile(g, &options, &plain)); /* every rank's whole state offloaded */
+  tf_graph_destroy(g);
+  int32_t per_rank[RANKS] = {0}, held = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    if (step->held_by > 0 && step->held_by <= RANKS && tf_op_is_update(step->op))
+      per_rank[step->held_by - 1]++, held++;
+  }
+  bool every_rank = true;
+  for (int32_t r = 0; r < RANKS; r++)
+    every_rank = every_rank && per_rank[r] > 0;
+  const int64_t shard = device ? device->region_bytes[TF_REGION_OPTIMIZER_STATE] : -1;
+  const int64_t moved = tf_plan_host_moved_bytes(plan), moved_whole = plain ? tf_plan_host_moved_bytes(plain) : 0;
+  CHECK(&counts, held > 0 && every_rank, "%d held host steps, each rank some", held);
+  CHECK(&counts,
+        plan->region_bytes[TF_REGION_OPTIMIZER_STATE] == 0 && plan->host_bytes == shard &&
+            shard < plain->host_bytes / 2,
+        "host region %lld bytes = the device plan's largest shard %lld (the whole state %lld), device state %lld",
+        (long long)plan->host_bytes, (long long)shard, (long long)(plain ? plain->host_bytes : -1),
+        (long long)plan->region_bytes[TF_REGION_OPTIMIZER_STATE]);
+  CHECK(&counts, moved > 0 && moved < moved_whole / 2, "a rank moves %lld bytes a step, a stage-0 offload %lld",
+        (long long)moved, (long long)moved_whole);
+  printf("ZeRO-Offload over %d ranks: %d updates on the host (%d %d %d %d a rank), host region %lld bytes (the "
+         "largest shard; the whole state %lld), %lld bytes moved a step on the busiest rank (stage 0: %lld)\n",
+         RANKS, held, per_rank[0], per_rank[1], per_rank[2], per_rank[3], (long long)plan->host_bytes,
+         (long long)(plain ? plain->host_bytes : -1), (long long)moved, (long long)moved_whole);
+  tf_plan *back = copy_of(plan);
+  bool kept = back && back->n_host_steps == plan->n_host_steps && back->host_bytes == plan->host_bytes;
+  for (int32_t h = 0; kept && h < plan->n_host_steps; h++)
+    kept = back->host_steps[h].held_by == plan->host_steps[h].held_by;
+  CHECK(&counts, kept, "the held host steps survive the file format");
+  tf_plan_destroy(back);
+  int32_t first_held = -1;
+  for (int32_t h = 0; h < plan->n_host_steps && first_held < 0; h++)
+    first_held = plan->host_steps[h].held_by > 0 ? h : -1;
+  if ((back = copy_of(plan)) && first_held >= 0)
+    back->host_steps[first_held].phase = TF_PHASE_FORWARD;
+  refused(back, "host steps in the micro-batch block");
+  if ((back = copy_of(plan)) && first_held >= 0)
+    back->host_steps[first_held].held_by = RANKS + 1;
+  refused(back, "only the updates of a ZeRO plan's optimizer block run on one rank");
+  tf_plan_destroy(device);
+  tf_plan_destroy(plain);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
   test_shards();
   test_steps();
   test_stage2();
+  test_offloaded();
   return tf_test_finish("test_zero_plan", &counts);
 }
