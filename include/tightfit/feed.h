@@ -51,7 +51,8 @@ void tf_feed_set_guard(tf_feed *feed, tf_feed_guard guard);
 int64_t tf_feed_prefetched(const tf_feed *feed);
 /* A data-parallel job of `ranks` processes: each rank takes blocks of the plan's accumulate
  * micro-batches, rank r blocks r, r + ranks, ... (tools/cmd_train.c), and seeks to each; the feed
- * prepares the next of its own rather than the next in order. */
+ * prepares the next of its own rather than the next in order. Call it (and set_guard) before the
+ * first next: the background thread reads both. */
 void tf_feed_set_ranks(tf_feed *feed, int32_t ranks);
 /* Samples (or windows) in one epoch; the micro-batches `next` has produced so far. */
 int64_t tf_feed_samples(const tf_feed *feed);
