@@ -356,7 +356,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
   tf_session *session = run->session;
   if (!status && run->dist->active && plan->zero > 0 && run->dist->rank == 0) /* its checkpoints gather the shards */
     tf_session_set_remote_read(session, tf_dist_receive_shard, run->dist);
-  if (!status) /* ZeRO stage 2: the gradient buckets reduced in the backward pass */
+  run->dist->threads = a->threads; /* whether a thread reducing stage 2's buckets has a core of its own */
+  if (!status)                     /* ZeRO stage 2: the gradient buckets reduced in the backward pass */
     status = tf_dist_reduce_buckets(run->dist, session);
   if (!status && !a->resume) /* NaN in imported weights: the file's fault, not the learning rate's */
     status = tf_tool_check_initial_weights(session, options.weights_dir, "refusing to train from non-finite weights");

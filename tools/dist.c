@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/worker.h"
 #include "runtime/session_backend.h"
 #include "tools/cli.h"
 
@@ -35,8 +36,9 @@ tf_status tf_dist_join(tf_dist *d) {
     return NULL;
   int initialised = 0;
   MPI_Initialized(&initialised);
-  if (!initialised && MPI_Init(NULL, NULL) != MPI_SUCCESS)
-    return tf_status_new(TF_ERR_BACKEND, "MPI_Init failed");
+  int provided; /* a second thread may call MPI while the first does not: stage 2's reducer */
+  if (!initialised && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+    return tf_status_new(TF_ERR_BACKEND, "MPI_Init_thread failed");
   MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &d->size);
   d->active = true;
@@ -310,6 +312,7 @@ static tf_status sum_on_device(const tf_dist *d, tf_session *session) {
 }
 
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) {
+  TF_RETURN_IF_ERROR(tf_dist_reduce_wait(d)); /* stage 2: the last bucket's reduction */
   if (d->sum == TF_DIST_SUM_UNCHOSEN)
     TF_RETURN_IF_ERROR(choose_sum(d, session));
   if (d->sum == TF_DIST_SUM_DEVICE)
@@ -359,6 +362,7 @@ void tf_dist_abort(const tf_dist *d, int code, FILE *err) {
 }
 
 void tf_dist_finish(tf_dist *d) {
+  tf_worker_destroy(d->reducer); /* waits for a reduction in flight: before MPI ends */
 #if TIGHTFIT_MPI
   if (d->active)
     MPI_Finalize();
@@ -367,5 +371,6 @@ void tf_dist_finish(tf_dist *d) {
   free(d->gradients);
   free(d->buckets);
   free(d->received);
+  free(d->sent);
   memset(d, 0, sizeof(*d));
 }

@@ -41,21 +41,28 @@ typedef struct tf_dist {
   int32_t n_gradients;
   bool failed_alone;   /* tf_dist_start's error is this rank's alone (no memory, its plan unreadable) */
   const tf_plan *plan; /* the job's plan (tf_dist_start) */
-  /* ZeRO stage 2 (tf_dist_reduce_buckets): each gradient bucket, its shard and the step after which
-   * it is reduced, by that step; the session paused there; the owners' receiving buffer (as large as
-   * the staging). */
+  /* ZeRO stage 2 (tools/dist_buckets.c): each gradient bucket, its shard, the step after which it is
+   * reduced (by that step) and its place in the send buffer; the session paused there; the send and
+   * receive buffers (the most bytes one pause reduces); the reduction in flight (the pause's step,
+   * -1 none; whether it is the step's first micro-batch) on the reducer's thread (NULL: at the pause). */
   struct tf_dist_bucket *buckets;
   int32_t n_buckets;
   tf_session *session;
-  float *received;
+  float *sent, *received;
+  int64_t pause_bytes;
+  int32_t pending;
+  bool pending_first;
+  struct tf_worker *reducer;
+  int32_t threads;   /* each rank's compute threads (train --threads): whether a reducer has a core */
   tf_dist_nccl nccl; /* TIGHTFIT_DIST_NCCL, read by tf_dist_start */
   tf_dist_sum sum;   /* how the gradients are summed, chosen at the first tf_dist_sum_gradients */
 } tf_dist;
 
 /* A gradient bucket of a ZeRO stage-2 plan: reduced after step `last` into `shard` (its owner's, or
- * its pieces' ranks). */
+ * its pieces' ranks), staged at byte `at` of the send buffer. */
 typedef struct tf_dist_bucket {
   int32_t bucket, shard, last;
+  int64_t at;
 } tf_dist_bucket;
 
 /* What the ranks of a job must agree on (threads, device, logging and saving need not). */
@@ -89,11 +96,16 @@ tf_status tf_dist_agree(const tf_dist *d, const char *lines, const char *rule) T
  * backend has no collectives, TIGHTFIT_DIST_NCCL is 0, the gradients are in host memory, two ranks
  * share a GPU or NCCL refuses the communicator; rank 0 says which on tf_cli_err(). */
 tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
-/* ZeRO stage 2 (tools/dist_zero.c): pauses `session`'s micro-batch blocks after the last step of each
- * gradient bucket, where the ranks reduce it to the owners of its shard (MPI_Reduce to each range's
- * rank, host-staged), who write the sum (the step's first micro-batch) or add it to their shard;
- * nothing for other plans or without a job. */
+/* ZeRO stage 2 (tools/dist_buckets.c): pauses `session`'s micro-batch blocks after the last step of
+ * each gradient bucket, where the ranks reduce it to the owners of its shard (MPI_Reduce to each
+ * range's rank, host-staged; on a thread of its own while the backward pass goes on where the machine
+ * has a core for it beside d->threads a rank, or TIGHTFIT_DIST_OVERLAP=1; 0 never), who write the sum
+ * (the step's first micro-batch) or add it to their shard; rank 0 says which on tf_cli_err().
+ * Nothing for other plans or without a job. */
 tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) TF_MUST_USE;
+/* Waits for the reduction still in flight after a micro-batch (stage 2) and writes its sums; nothing
+ * otherwise. tf_dist_sum_gradients calls it first. */
+tf_status tf_dist_reduce_wait(tf_dist *d) TF_MUST_USE;
 /* ZeRO stage 1 (tools/dist_zero.c): after each optimizer step, every parameter, or range of a split
  * one, from the rank that updated it (it holds its state) to every other rank; nothing without ZeRO
  * or a job. */

@@ -228,7 +228,7 @@ fi
 
 # ZeRO stage 2: the gradients sharded too. Each rank holds the gradients of its shard (a gradient
 # whole, or the pieces of a split one) and the buckets the backward pass writes, each reduced to its
-# owners after its last writer (MPI_Reduce per range, tools/dist_zero.c). 2 ranks give stage 0's
+# owners after its last writer (MPI_Reduce per range, tools/dist_buckets.c). 2 ranks give stage 0's
 # losses and checkpoint byte for byte (a + b either way); 4 ranks, and 2 x --accumulate 2 (reduced
 # per micro-batch, then added), sum in another order (MPI_Reduce's tree, not MPI_Allreduce's; the
 # micro-batches' sums added after the reduction): stage 0's losses to 1e-6 and state to 1e-5.
@@ -256,6 +256,26 @@ for zero in 0 2; do
   job 2 r2a2z$zero acc$zero 4
 done
 close acc0 acc2 "2 ranks x --accumulate 2: ZeRO 2 (each micro-batch reduced, then added) against ZeRO 0"
+# The reductions on a thread of their own while the backward pass goes on (tools/dist_buckets.c), and
+# at each pause: the same MPI calls in the same order, so the same losses and checkpoints byte for
+# byte, also where a step's micro-batches add their sums (--accumulate 2) and with 4 ranks
+for run in "2 r2z2 6" "2 r2a2z2 4" "4 r4z2 4"; do
+  set -- $run
+  for overlap in 0 1; do
+    export TIGHTFIT_DIST_OVERLAP=$overlap
+    job "$1" "$2" "$2_overlap$overlap" "$3"
+    unset TIGHTFIT_DIST_OVERLAP
+    check "$2, TIGHTFIT_DIST_OVERLAP=$overlap: rank 0 says where the buckets are reduced" \
+      grep -q "ZeRO stage 2 reduces its [0-9]* gradient buckets $([ $overlap = 1 ] && echo 'on a thread of their own' ||
+        echo 'at each pause')" "$dir/err"
+  done
+  check "$2: the buckets reduced on their own thread give the losses of the reductions at each pause" \
+    cmp "$dir/$2_overlap0.json" "$dir/$2_overlap1.json"
+  check "$2: and the checkpoint, byte for byte" \
+    cmp "$dir/ck_$2_overlap0/latest.safetensors" "$dir/ck_$2_overlap1/latest.safetensors"
+done
+expect_message 2 "TIGHTFIT_DIST_OVERLAP=2 refused" "TIGHTFIT_DIST_OVERLAP='2': takes 0" \
+  env TIGHTFIT_DIST_OVERLAP=2 $mpi 2 "$tf" train "$dir/r2z2.tfplan" --data $data --steps 1
 job 2 r2z2 half2 3
 cp -r "$dir/ck_half2" "$dir/ck_resumed2"
 cp -r "$dir/ck_half2" "$dir/ck_stage0_of2"
