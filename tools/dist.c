@@ -317,7 +317,7 @@ tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) {
     TF_RETURN_IF_ERROR(choose_sum(d, session));
   if (d->sum == TF_DIST_SUM_DEVICE)
     return sum_on_device(d, session);
-  if (d->sum == TF_DIST_SUM_NONE)
+  if (d->sum == TF_DIST_SUM_NONE || d->summed_at_pauses)
     return NULL;
 #if TIGHTFIT_MPI
   const tf_plan *plan = tf_session_plan(session);

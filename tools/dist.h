@@ -53,9 +53,10 @@ typedef struct tf_dist {
   int32_t pending;
   bool pending_first;
   struct tf_worker *reducer;
-  int32_t threads;   /* each rank's compute threads (train --threads): whether a reducer has a core */
-  tf_dist_nccl nccl; /* TIGHTFIT_DIST_NCCL, read by tf_dist_start */
-  tf_dist_sum sum;   /* how the gradients are summed, chosen at the first tf_dist_sum_gradients */
+  int32_t threads;       /* each rank's compute threads (train --threads): whether a reducer has a core */
+  bool summed_at_pauses; /* stage 0: the gradients summed in the backward pass (tools/dist_buckets.c) */
+  tf_dist_nccl nccl;     /* TIGHTFIT_DIST_NCCL, read by tf_dist_start */
+  tf_dist_sum sum;       /* how the gradients are summed, chosen at the first tf_dist_sum_gradients */
 } tf_dist;
 
 /* A gradient bucket of a ZeRO stage-2 plan: reduced after step `last` into `shard` (its owner's, or

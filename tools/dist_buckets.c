@@ -1,8 +1,10 @@
-/* tools/dist.h: ZeRO stage 2's gradient buckets, reduced in the backward pass. Every rank's backward
- * pass writes each gradient into a bucket (compiler/zero2.c); the session pauses after the last step
+/* tools/dist.h: gradients reduced in the backward pass. ZeRO stage 2: every rank's backward pass
+ * writes each gradient into a bucket (compiler/zero2.c); the session pauses after the last step
  * writing a bucket, the ranks reduce it (MPI_Reduce per range, to the rank holding that range of the
  * gradient's shard) and the owner writes the sum into its shard on the step's first micro-batch, or
- * adds it after.
+ * adds it after. Stage 0, where the overlap below runs: each gradient is its own bucket, summed
+ * (MPI_Allreduce) after its last writer in the step's last micro-batch and written back on every
+ * rank; tf_dist_sum_gradients then has nothing left to sum.
  *
  * Overlapped with the backward pass: at a pause the buckets are copied into the send buffer and a
  * thread of their own reduces them (common/worker.h) while the session runs on to its next pause;
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/worker.h"
+#include "runtime/session_backend.h"
 #include "tools/cli.h"
 #include "tools/dist.h"
 
@@ -46,7 +49,7 @@ static tf_status reduce_range(tf_dist *d, int64_t at, int64_t bytes, int root, c
 typedef tf_status (*range_fn)(tf_dist *d, const tf_dist_bucket *k, int32_t id, int64_t at);
 static tf_status each_range(tf_dist *d, const tf_dist_bucket *k, range_fn each) {
   const tf_plan *plan = d->plan;
-  if (plan->buffers[k->shard].held_by > 0)
+  if (plan->zero == 0 || plan->buffers[k->shard].held_by > 0)
     return each(d, k, k->shard, 0);
   for (int32_t id = 0; id < plan->n_buffers; id++)
     if (plan->buffers[id].view_of == k->shard + 1)
@@ -56,6 +59,13 @@ static tf_status each_range(tf_dist *d, const tf_dist_bucket *k, range_fn each) 
 
 static tf_status reduce_one(tf_dist *d, const tf_dist_bucket *k, int32_t id, int64_t at) {
   const tf_plan_buffer *range = &d->plan->buffers[id];
+  if (d->plan->zero == 0) { /* a gradient summed whole, for every rank */
+    if (MPI_Allreduce(d->sent + k->at / 4, d->received + k->at / 4, (int)(range->bytes / 4), MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD) != MPI_SUCCESS)
+      return tf_status_new(TF_ERR_BACKEND, "summing gradient '%s' across %d ranks: MPI_Allreduce failed", range->name,
+                           d->size);
+    return NULL;
+  }
   return reduce_range(d, k->at + at, range->bytes, range->held_by - 1, d->plan->buffers[k->bucket].name);
 }
 
@@ -64,6 +74,8 @@ static tf_status reduce_one(tf_dist *d, const tf_dist_bucket *k, int32_t id, int
  * the reduction has used). */
 static tf_status write_one(tf_dist *d, const tf_dist_bucket *k, int32_t id, int64_t at) {
   const tf_plan_buffer *range = &d->plan->buffers[id];
+  if (d->plan->zero == 0) /* stage 0: the sum replaces the rank's gradient, on every rank */
+    return tf_session_write_range(d->session, id, 0, (char *)d->received + k->at, range->bytes);
   if (range->held_by - 1 != d->rank)
     return NULL;
   float *sum = (float *)((char *)d->received + k->at + at);
@@ -102,6 +114,9 @@ static tf_status finish_pending(tf_dist *d) {
  * and their reduction started (on the reducer's thread, or here). */
 static tf_status reduce_at(void *context, int32_t step) {
   tf_dist *d = context;
+  const int64_t micro = tf_session_micro_steps(d->session) % d->plan->accumulate; /* its counter: the step's */
+  if (d->plan->zero == 0 && micro != d->plan->accumulate - 1)
+    return NULL; /* stage 0 sums the step's gradients once, after its last micro-batch wrote them */
   TF_RETURN_IF_ERROR(finish_pending(d));
   for (int32_t i = 0; i < d->n_buckets; i++) {
     const tf_dist_bucket *k = &d->buckets[i];
@@ -110,7 +125,7 @@ static tf_status reduce_at(void *context, int32_t step) {
           tf_session_read_range(d->session, k->bucket, 0, (char *)d->sent + k->at, d->plan->buffers[k->bucket].bytes));
   }
   d->pending = step;
-  d->pending_first = tf_session_micro_steps(d->session) % d->plan->accumulate == 0; /* its counter: the step's */
+  d->pending_first = micro == 0;
   if (d->reducer) {
     tf_worker_post(d->reducer, step);
     return NULL;
@@ -136,9 +151,22 @@ static int by_last(const void *a, const void *b) {
   return (x->bucket > y->bucket) - (x->bucket < y->bucket);
 }
 
-/* d->buckets: each bucket of the plan (a gradient of the gradients region every rank holds), its
- * shard, the last step of the micro-batch block that touches it, and its place in the send buffer
- * among its pause's buckets; d->pause_bytes the most one pause stages. */
+/* Whether buffer id is reduced as a bucket: at stage 2 a gradient of the gradients region every rank
+ * holds; at stage 0 each gradient tf_dist_sum_gradients would sum. */
+static bool is_bucket(const tf_dist *d, int32_t id) {
+  const tf_plan_buffer *b = &d->plan->buffers[id];
+  if (d->plan->zero == 2)
+    return b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS && b->held_by == 0 && b->view_of == 0 &&
+           b->bytes > 0;
+  for (int32_t g = 0; g < d->n_gradients; g++)
+    if (d->gradients[g] == id)
+      return true;
+  return false;
+}
+
+/* d->buckets: each bucket of the plan (is_bucket), its shard (at stage 0 itself), the last step of
+ * the micro-batch block that touches it, and its place in the send buffer among its pause's buckets;
+ * d->pause_bytes the most one pause stages. */
 static tf_status list_buckets(tf_dist *d) {
   const tf_plan *plan = d->plan;
   d->buckets = malloc(sizeof(tf_dist_bucket) * (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1));
@@ -148,12 +176,10 @@ static tf_status list_buckets(tf_dist *d) {
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory to list the gradient buckets");
   }
   for (int32_t id = 0; id < plan->n_buffers; id++) {
-    const tf_plan_buffer *b = &plan->buffers[id];
     at[id] = -1;
-    if (b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS && b->held_by == 0 && b->view_of == 0 &&
-        b->bytes > 0) {
+    if (is_bucket(d, id)) {
       at[id] = d->n_buckets;
-      d->buckets[d->n_buckets++] = (tf_dist_bucket){id, shard_of(plan, id), -1, 0};
+      d->buckets[d->n_buckets++] = (tf_dist_bucket){id, plan->zero == 2 ? shard_of(plan, id) : id, -1, 0};
     }
   }
   for (int32_t s = 0; s < plan->micro_steps; s++) {
@@ -220,14 +246,60 @@ static tf_status want_reducer(const tf_dist *d, bool *want, char *why, size_t si
 }
 #endif
 
+#if TIGHTFIT_MPI
+/* Stage 0: whether this rank's gradients can be summed at the pauses, every rank agreeing (the MPI
+ * calls differ from the sum after the backward pass): the reducer wanted, the sum host-staged (a
+ * backend without device collectives, or TIGHTFIT_DIST_NCCL=0), no host step in the micro-batch block
+ * (the session cannot pause it), and a writer there for every gradient. */
+static bool sum_at_pauses(tf_dist *d, tf_session *session, bool want) {
+  void *state;
+  void *const *regions;
+  const tf_backend_vtable *backend = tf_session_backend(session, &state, &regions);
+  const tf_plan *plan = d->plan;
+  int able = want && (!backend->allreduce_sum || d->nccl == TF_DIST_NCCL_OFF) && d->n_buckets == d->n_gradients;
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    able = able && plan->host_steps[h].phase == TF_PHASE_OPTIMIZER;
+  for (int32_t i = 0; i < d->n_buckets; i++)
+    able = able && d->buckets[i].last >= 0;
+  int every = 0;
+  MPI_Allreduce(&able, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return every;
+}
+
+/* Rank 0's line on where the reductions run. */
+static void say_where(const tf_dist *d, const char *why) {
+  if (d->rank != 0)
+    return;
+  if (d->plan->zero == 0)
+    fprintf(tf_cli_err(),
+            "tightfit train: the ranks sum each of the %d gradients as the backward pass finishes it, on a thread of "
+            "their own (%s)\n",
+            d->n_buckets, why);
+  else
+    fprintf(tf_cli_err(), "tightfit train: ZeRO stage 2 reduces its %d gradient buckets %s (%s)\n", d->n_buckets,
+            d->reducer ? "on a thread of their own while the backward pass goes on"
+                       : "at each pause of the backward pass",
+            why);
+}
+#endif
+
 tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) {
   const tf_plan *plan = tf_session_plan(session);
   d->pending = -1;
-  if (!d->active || plan->zero != 2)
+  if (!d->active || plan->zero == 1)
     return NULL;
 #if TIGHTFIT_MPI
   d->session = session;
+  bool want = false;
+  char why[192] = "";
+  TF_RETURN_IF_ERROR(want_reducer(d, &want, why, sizeof(why))); /* collective */
   TF_RETURN_IF_ERROR(list_buckets(d));
+  if (plan->zero == 0 && !sum_at_pauses(d, session, want)) { /* collective too */
+    free(d->buckets);
+    d->buckets = NULL;
+    d->n_buckets = 0;
+    return NULL; /* summed after the backward pass (tf_dist_sum_gradients) */
+  }
   int32_t *after = malloc(sizeof(int32_t) * (size_t)(d->n_buckets > 0 ? d->n_buckets : 1));
   d->sent = malloc((size_t)(d->pause_bytes > 0 ? d->pause_bytes : 4));
   d->received = malloc((size_t)(d->pause_bytes > 0 ? d->pause_bytes : 4));
@@ -248,17 +320,11 @@ tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) {
   }
   tf_status status = tf_session_set_pauses(session, after, n, reduce_at, d);
   free(after);
-  bool want = false;
-  char why[192] = "";
-  if (!status)
-    status = want_reducer(d, &want, why, sizeof(why));
   if (!status && want)
     status = tf_worker_create(reduce_pause, d, &d->reducer);
-  if (!status && d->rank == 0)
-    fprintf(tf_cli_err(), "tightfit train: ZeRO stage 2 reduces its %d gradient buckets %s (%s)\n", d->n_buckets,
-            d->reducer ? "on a thread of their own while the backward pass goes on"
-                       : "at each pause of the backward pass",
-            why);
+  if (!status)
+    say_where(d, why);
+  d->summed_at_pauses = !status && plan->zero == 0;
   return status;
 #else
   return NULL;

@@ -3,7 +3,8 @@
 # `mpirun -np 2 tightfit train` gives the losses of one process training the same global batch (the
 # same plan with --accumulate 2) to 1e-6, and weights within 1e-5; so do 4 ranks against one process
 # with --accumulate 4; rank 0 alone prints and writes the checkpoint; the ranks are summed before
-# every update. Refused with the reason: the plan outside mpirun, the wrong process count,
+# every update; each gradient summed on a thread of its own as the backward pass finishes it gives
+# the sums after the backward pass byte for byte. Refused with the reason: the plan outside mpirun, the wrong process count,
 # --update-in-backward, a bad --ranks. --resume: test_ranks_resume.sh; failures and mismatched ranks:
 # test_ranks_failures.sh. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks.sh TIGHTFIT   (run from the repository root)
@@ -83,6 +84,27 @@ expect 0 "one process, the same global batch" "$tf" train "$dir/one4.tfplan" --d
 cp "$dir/out" "$dir/one4.json"
 /usr/bin/python3 "$dir/compare.py" "$dir/dp4.json" "$dir/one4.json" "$dir/ck_dp4" "$dir/ck_one4" 4 &&
   passed=$((passed + 1)) || fail "losses and weights of 4 ranks against one process"
+
+# Each gradient summed as the backward pass finishes it, on a thread of its own (tools/dist_buckets.c:
+# where the machine has a core to spare, or TIGHTFIT_DIST_OVERLAP=1), or all after the backward pass
+# (TIGHTFIT_DIST_OVERLAP=0): the same MPI_Allreduce of each gradient, so the same losses and checkpoint
+# byte for byte, also when a step's micro-batches accumulate first (the sum after the last one)
+expect 0 "compile --ranks 2 --accumulate 2" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw \
+  --fuse-loss off --ranks 2 --accumulate 2 --no-update-in-backward -o "$dir/dp_acc.tfplan"
+for plan in dp dp_acc; do
+  for overlap in 0 1; do
+    expect 0 "$plan, TIGHTFIT_DIST_OVERLAP=$overlap" env TIGHTFIT_DIST_OVERLAP=$overlap $mpi 2 "$tf" train \
+      "$dir/$plan.tfplan" --data models/data/text/train --steps 4 --threads 1 --json --checkpoint "$dir/ck_${plan}_$overlap"
+    grep '"step"' "$dir/out" | sed 's/, "samples_per_second".*//' > "$dir/${plan}_$overlap.json"
+    if [ $overlap = 1 ]; then said="grep -q 'sum each of the [0-9]* gradients as the backward pass finishes it' '$dir/err'"
+    else said="! grep -q 'sum each of the' '$dir/err'"; fi
+    check "$plan, TIGHTFIT_DIST_OVERLAP=$overlap: rank 0 says where the sums run" "$said"
+  done
+  check "$plan: summed in the backward pass, the losses of the sums after it" \
+    cmp "$dir/${plan}_0.json" "$dir/${plan}_1.json"
+  check "$plan: and the checkpoint, byte for byte" \
+    cmp "$dir/ck_${plan}_0/latest.safetensors" "$dir/ck_${plan}_1/latest.safetensors"
+done
 
 expect_message 2 "3 processes for a plan of 2 ranks" "but mpirun started 3 processes" \
   $mpi 3 "$tf" train "$dir/dp.tfplan" --data models/data/text/train --steps 1
