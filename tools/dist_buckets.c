@@ -2,9 +2,9 @@
  * writes each gradient into a bucket (compiler/zero2.c); the session pauses after the last step
  * writing a bucket, the ranks reduce it (MPI_Reduce per range, to the rank holding that range of the
  * gradient's shard) and the owner writes the sum into its shard on the step's first micro-batch, or
- * adds it after. Stage 0, where the overlap below runs: each gradient is its own bucket, summed
- * (MPI_Allreduce) after its last writer in the step's last micro-batch and written back on every
- * rank; tf_dist_sum_gradients then has nothing left to sum.
+ * adds it after. Stage 0 on the cpu backend, where the overlap below runs: each gradient is its own
+ * bucket, summed (MPI_Allreduce) after its last writer in the step's last micro-batch and written
+ * back on every rank; tf_dist_sum_gradients then has nothing left to sum.
  *
  * Overlapped with the backward pass: at a pause the buckets are copied into the send buffer and a
  * thread of their own reduces them (common/worker.h) while the session runs on to its next pause;
@@ -248,15 +248,16 @@ static tf_status want_reducer(const tf_dist *d, bool *want, char *why, size_t si
 
 #if TIGHTFIT_MPI
 /* Stage 0: whether this rank's gradients can be summed at the pauses, every rank agreeing (the MPI
- * calls differ from the sum after the backward pass): the reducer wanted, the sum host-staged (a
- * backend without device collectives, or TIGHTFIT_DIST_NCCL=0), no host step in the micro-batch block
- * (the session cannot pause it), and a writer there for every gradient. */
+ * calls differ from the sum after the backward pass): the reducer wanted, the cpu backend (its
+ * memory is the host's: a pause costs no device synchronisation, which on a GPU would stall every
+ * micro-batch), no host step in the micro-batch block (the session cannot pause it), and a writer
+ * there for every gradient. */
 static bool sum_at_pauses(tf_dist *d, tf_session *session, bool want) {
   void *state;
   void *const *regions;
   const tf_backend_vtable *backend = tf_session_backend(session, &state, &regions);
   const tf_plan *plan = d->plan;
-  int able = want && (!backend->allreduce_sum || d->nccl == TF_DIST_NCCL_OFF) && d->n_buckets == d->n_gradients;
+  int able = want && strcmp(backend->name, "cpu") == 0 && d->n_buckets == d->n_gradients;
   for (int32_t h = 0; h < plan->n_host_steps; h++)
     able = able && plan->host_steps[h].phase == TF_PHASE_OPTIMIZER;
   for (int32_t i = 0; i < d->n_buckets; i++)
