@@ -13,6 +13,9 @@
 
 #include "check.h"
 #include "common/copy.h"
+#include "runtime/npy.h"
+#include "tightfit/compiler.h"
+#include "tightfit/zoo.h"
 
 /* A new scratch folder under $TMPDIR (or /tmp); NULL on failure. The caller frees it. */
 static inline char *io_scratch_create(void) {
@@ -96,6 +99,34 @@ static inline void io_check_refusal(tf_test_counts *counts, const char *what, tf
   if (ok)
     printf("  refused %-28s %s\n", what, message);
   tf_status_free(status);
+}
+
+/* Writes DIR/FILE as a .npy of `dtype` and `shape` (a check in `counts`). */
+static inline void io_write_npy(tf_test_counts *counts, const char *dir, const char *file, tf_dtype dtype, int32_t rank,
+                                const int64_t *shape, const void *data) {
+  char path[600];
+  snprintf(path, sizeof(path), "%s/%s", dir, file);
+  tf_status status = tf_npy_write(path, dtype, rank, shape, data);
+  CHECK(counts, status == NULL, "write %s: %s", path, tf_status_message(status));
+  tf_status_free(status);
+}
+
+/* The zoo's `preset` (knobs `overrides`) compiled for the cpu target with `bindings` and `accumulate`
+ * micro-batches (0: the graph's); a check in `counts`; NULL when it failed. The caller destroys it. */
+static inline tf_plan *io_compile_zoo(tf_test_counts *counts, const char *preset, const char *const *overrides,
+                                      int32_t n, const char *bindings, int32_t accumulate) {
+  tf_graph *graph = NULL;
+  tf_plan *plan = NULL;
+  tf_status status = tf_zoo_build(preset, overrides, n, &graph);
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = bindings;
+  options.accumulate = accumulate;
+  if (!status)
+    status = tf_compile(graph, &options, &plan);
+  tf_graph_destroy(graph);
+  CHECK(counts, status == NULL, "compile %s: %s", preset, tf_status_message(status));
+  tf_status_free(status);
+  return plan;
 }
 
 #endif

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "io_test.h"
 #include "runtime/feed.h"
 #include "runtime/npy.h"
 #include "tightfit/compiler.h"
@@ -30,17 +30,7 @@ static tf_test_counts counts;
 static char root[256];
 
 static tf_plan *compile_zoo(const char *preset, const char *const *overrides, int32_t n, const char *bindings) {
-  tf_graph *graph = NULL;
-  tf_plan *plan = NULL;
-  tf_status status = tf_zoo_build(preset, overrides, n, &graph);
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
-  options.bindings = bindings;
-  if (!status)
-    status = tf_compile(graph, &options, &plan);
-  tf_graph_destroy(graph);
-  CHECK(&counts, status == NULL, "compile %s: %s", preset, tf_status_message(status));
-  tf_status_free(status);
-  return plan;
+  return io_compile_zoo(&counts, preset, overrides, n, bindings, 0);
 }
 
 /* A fresh folder under the test's root. */
@@ -53,11 +43,7 @@ static const char *folder(const char *name) {
 
 static void write_npy(const char *dir, const char *file, tf_dtype dtype, int32_t rank, const int64_t *shape,
                       const void *data) {
-  char path[600];
-  snprintf(path, sizeof(path), "%s/%s", dir, file);
-  tf_status status = tf_npy_write(path, dtype, rank, shape, data);
-  CHECK(&counts, status == NULL, "write %s: %s", path, tf_status_message(status));
-  tf_status_free(status);
+  io_write_npy(&counts, dir, file, dtype, rank, shape, data);
 }
 
 /* mlp data: `rows` samples of 64 features (x) and `label_rows` labels of 10 classes. */

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "io_test.h"
 #include "runtime/feed.h"
 #include "runtime/npy.h"
 #include "tightfit/compiler.h"
@@ -36,27 +36,12 @@ static char root[256];
 
 static tf_plan *compile_zoo(const char *preset, const char *const *overrides, int32_t n, const char *bindings,
                             int32_t accumulate) {
-  tf_graph *graph = NULL;
-  tf_plan *plan = NULL;
-  tf_status status = tf_zoo_build(preset, overrides, n, &graph);
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
-  options.bindings = bindings;
-  options.accumulate = accumulate;
-  if (!status)
-    status = tf_compile(graph, &options, &plan);
-  tf_graph_destroy(graph);
-  CHECK(&counts, status == NULL, "compile %s: %s", preset, tf_status_message(status));
-  tf_status_free(status);
-  return plan;
+  return io_compile_zoo(&counts, preset, overrides, n, bindings, accumulate);
 }
 
 static void write_npy(const char *dir, const char *file, tf_dtype dtype, int32_t rank, const int64_t *shape,
                       const void *data) {
-  char path[600];
-  snprintf(path, sizeof(path), "%s/%s", dir, file);
-  tf_status status = tf_npy_write(path, dtype, rank, shape, data);
-  CHECK(&counts, status == NULL, "write %s: %s", path, tf_status_message(status));
-  tf_status_free(status);
+  io_write_npy(&counts, dir, file, dtype, rank, shape, data);
 }
 
 /* mlp data of `samples` rows in root/NAME: sample s is x[s, e] = 100 s + e with label s % 10, so a
@@ -98,18 +83,24 @@ static void fed_samples(tf_session *session, int32_t *samples) {
   }
 }
 
+/* A cpu session of `plan` and a feed on `dir` (seed `seed`) reading in the background or not. */
+static tf_status open_feed(tf_plan *plan, const char *dir, uint64_t seed, bool prefetch, tf_session **session,
+                           tf_feed **feed) {
+  *session = NULL;
+  *feed = NULL;
+  tf_session_options options = tf_session_options_default();
+  TF_RETURN_IF_ERROR(tf_session_create(plan, &options, session));
+  TF_RETURN_IF_ERROR(tf_feed_open(plan, dir, seed, feed));
+  return tf_feed_set_prefetch(*feed, prefetch);
+}
+
 /* One feed's run: for each take, a seek to seeks[t] (when >= 0) or none, then next; the samples fed
  * into samples[t][BATCH]. ranks > 0: tf_feed_set_ranks. Returns tf_feed_prefetched (-1: failed). */
 static int64_t run_feed(tf_plan *plan, const char *dir, bool prefetch, int32_t ranks, const int64_t *seeks, int takes,
                         int32_t (*samples)[BATCH]) {
-  tf_session *session = NULL;
-  tf_feed *feed = NULL;
-  tf_session_options options = tf_session_options_default();
-  tf_status status = tf_session_create(plan, &options, &session);
-  if (!status)
-    status = tf_feed_open(plan, dir, 7, &feed);
-  if (!status)
-    status = tf_feed_set_prefetch(feed, prefetch);
+  tf_session *session;
+  tf_feed *feed;
+  tf_status status = open_feed(plan, dir, 7, prefetch, &session, &feed);
   if (!status && ranks > 0)
     tf_feed_set_ranks(feed, ranks);
   for (int t = 0; t < takes && !status; t++) {
@@ -203,12 +194,9 @@ static void ranks(const char *dir) {
 /* An in-order batch taken while the next micro-batch is being read: its own rows, and the
  * training order after it unchanged. */
 static void in_order(tf_plan *plan, const char *dir) {
-  tf_session *session = NULL;
-  tf_feed *feed = NULL;
-  tf_session_options options = tf_session_options_default();
-  tf_status status = tf_session_create(plan, &options, &session);
-  if (!status)
-    status = tf_feed_open(plan, dir, 7, &feed);
+  tf_session *session;
+  tf_feed *feed;
+  tf_status status = open_feed(plan, dir, 7, true, &session, &feed);
   int32_t first[BATCH], evaluated[BATCH], second[BATCH];
   if (!status)
     status = tf_feed_next(feed, session);
@@ -246,14 +234,9 @@ static void truncated(tf_plan *plan, bool prefetch) {
   const char *dir = digits(prefetch ? "truncated_on" : "truncated_off", 1000);
   char x_path[600];
   snprintf(x_path, sizeof(x_path), "%s/x.npy", dir);
-  tf_session *session = NULL;
-  tf_feed *feed = NULL;
-  tf_session_options options = tf_session_options_default();
-  tf_status status = tf_session_create(plan, &options, &session);
-  if (!status)
-    status = tf_feed_open(plan, dir, 7, &feed);
-  if (!status)
-    status = tf_feed_set_prefetch(feed, prefetch);
+  tf_session *session;
+  tf_feed *feed;
+  tf_status status = open_feed(plan, dir, 7, prefetch, &session, &feed);
   if (!status)
     tf_feed_set_guard(feed, tf_tool_bus_guarded);
   if (!status)
@@ -290,14 +273,9 @@ static void token_stream(void) {
   write_npy(dir, "tokens.npy", TF_I32, 1, (const int64_t[]){300}, tokens);
   int32_t fed[2][6][2 * 2 * 16];
   for (int pass = 0; pass < 2; pass++) {
-    tf_session *session = NULL;
-    tf_feed *feed = NULL;
-    tf_session_options options = tf_session_options_default();
-    tf_status status = tf_session_create(plan, &options, &session);
-    if (!status)
-      status = tf_feed_open(plan, dir, 3, &feed);
-    if (!status)
-      status = tf_feed_set_prefetch(feed, pass == 0);
+    tf_session *session;
+    tf_feed *feed;
+    tf_status status = open_feed(plan, dir, 3, pass == 0, &session, &feed);
     for (int t = 0; t < 6 && !status; t++) {
       status = tf_feed_next(feed, session);
       if (!status)
