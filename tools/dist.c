@@ -36,7 +36,7 @@ tf_status tf_dist_join(tf_dist *d) {
     return NULL;
   int initialised = 0;
   MPI_Initialized(&initialised);
-  int provided; /* a second thread may call MPI while the first does not: stage 2's reducer */
+  int provided; /* a second thread may call MPI while the first does not: the reducer (dist_buckets.c) */
   if (!initialised && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return tf_status_new(TF_ERR_BACKEND, "MPI_Init_thread failed");
   MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
@@ -60,8 +60,9 @@ static tf_status gradients_of(const tf_plan *plan, tf_dist *d) {
     if (b->dtype != TF_F32)
       return tf_status_new(TF_ERR_UNSUPPORTED, "--ranks: gradient '%s' is %s; the ranks sum f32 gradients", b->name,
                            tf_dtype_name(b->dtype));
-    if (plan->zero < 2) /* stage 2: reduced as buckets (tf_dist_reduce_buckets) */
-      d->gradients[d->n_gradients++] = i;
+    if (plan->zero == 2) /* reduced as buckets, staged in their own buffer (tools/dist_buckets.c) */
+      continue;
+    d->gradients[d->n_gradients++] = i;
     d->staging_bytes = b->bytes > d->staging_bytes ? b->bytes : d->staging_bytes;
   }
   for (int32_t s = plan->micro_steps; plan->zero > 0 && s < plan->n_steps + plan->n_host_steps; s++) {

@@ -104,8 +104,8 @@ tf_status tf_dist_sum_gradients(tf_dist *d, tf_session *session) TF_MUST_USE;
  * (the step's first micro-batch) or add it to their shard; rank 0 says which on tf_cli_err().
  * Nothing for other plans or without a job. */
 tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) TF_MUST_USE;
-/* Waits for the reduction still in flight after a micro-batch (stage 2) and writes its sums; nothing
- * otherwise. tf_dist_sum_gradients calls it first. */
+/* Waits for the reduction still in flight after a micro-batch (stage 2, or stage 0 summed at its
+ * pauses) and writes its sums; nothing otherwise. tf_dist_sum_gradients calls it first. */
 tf_status tf_dist_reduce_wait(tf_dist *d) TF_MUST_USE;
 /* ZeRO stage 1 (tools/dist_zero.c): after each optimizer step, every parameter, or range of a split
  * one, from the rank that updated it (it holds its state) to every other rank; nothing without ZeRO
