@@ -32,12 +32,12 @@ static tf_status check_in_pieces(const tf_plan *plan, int32_t id) {
 /* View id on its own: its parent, where it lies in it and who holds it. */
 static tf_status check_view(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
-  const int32_t of = b->view_of - 1;
+  const int64_t of = (int64_t)b->view_of - 1; /* a file may say INT32_MIN */
   if (plan->zero == 0)
     return INVALID("%s is a view (view_of %" PRId32 "); only a ZeRO plan's split updates read views",
                    tf_plan_buffer_label(plan, id).text, b->view_of);
   if (of < 0 || of >= plan->n_buffers || of == id)
-    return INVALID("%s is a view of buffer %" PRId32 ", not another buffer (view_of is 1 + its id)",
+    return INVALID("%s is a view of buffer %" PRId64 ", not another buffer (view_of is 1 + its id)",
                    tf_plan_buffer_label(plan, id).text, of);
   const tf_plan_buffer *p = &plan->buffers[of];
   if (p->view_of != 0)
@@ -54,8 +54,9 @@ static tf_status check_view(const tf_plan *plan, int32_t id) {
                    tf_plan_buffer_label(plan, of).text, tf_role_name(p->role), tf_dtype_name(p->dtype));
   const int64_t size = tf_dtype_size(b->dtype);
   if (b->view_at < 0 || b->view_at % size != 0 || b->view_at > p->bytes || b->bytes > p->bytes - b->view_at)
-    return INVALID("%s is bytes [%" PRId64 ", %" PRId64 ") of %s, which has %" PRId64 " (a view outside its parent)",
-                   tf_plan_buffer_label(plan, id).text, b->view_at, b->view_at + b->bytes,
+    return INVALID("%s is %" PRId64 " bytes from byte %" PRId64 " of %s, which has %" PRId64
+                   " (a view outside its parent)",
+                   tf_plan_buffer_label(plan, id).text, b->bytes, b->view_at,
                    tf_plan_buffer_label(plan, of).text, p->bytes);
   if (p->held_by == 0 && (b->held_by != 0 || b->offset != p->offset + b->view_at))
     return INVALID("%s (offset %" PRId64 ", held_by %" PRId32 ") is a view of %s, which every rank holds at offset "

@@ -10,6 +10,7 @@
  * buckets past the shards, live ones on other bytes; refused by name: a bucket on the shards' bytes,
  * two live buckets overlapping, an update reading a bucket, a shard made a second bucket, a norm of
  * the whole gradients, a bucket accumulated into before any step wrote it. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +161,21 @@ static void test_shards(void) {
     const char *message = tf_status_message(status);
     CHECK(&counts, status && strstr(message, "it lies on its bytes"), "off its parent: %s", message);
     printf("refused: %s\n", message);
+    tf_status_free(status);
+  }
+  tf_plan_destroy(bad);
+  bad = copy_of(plan);
+  if (bad && first >= 0) { /* a file's extremes (found by fuzz_plan_load): no arithmetic on them overflows */
+    bad->buffers[first].view_of = INT32_MIN;
+    tf_status status = tf_plan_verify(bad);
+    const char *message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "not another buffer"), "view_of INT32_MIN: %s", message);
+    tf_status_free(status);
+    bad->buffers[first].view_of = bad->buffers[next].view_of;
+    bad->buffers[first].view_at = INT64_MAX - 7;
+    status = tf_plan_verify(bad);
+    message = tf_status_message(status);
+    CHECK(&counts, status && strstr(message, "a view outside its parent"), "view_at INT64_MAX: %s", message);
     tf_status_free(status);
   }
   tf_plan_destroy(bad);
