@@ -54,10 +54,9 @@ static tf_status check_view(const tf_plan *plan, int32_t id) {
                    tf_plan_buffer_label(plan, of).text, tf_role_name(p->role), tf_dtype_name(p->dtype));
   const int64_t size = tf_dtype_size(b->dtype);
   if (b->view_at < 0 || b->view_at % size != 0 || b->view_at > p->bytes || b->bytes > p->bytes - b->view_at)
-    return INVALID("%s is %" PRId64 " bytes from byte %" PRId64 " of %s, which has %" PRId64
-                   " (a view outside its parent)",
-                   tf_plan_buffer_label(plan, id).text, b->bytes, b->view_at,
-                   tf_plan_buffer_label(plan, of).text, p->bytes);
+    return INVALID(
+        "%s is %" PRId64 " bytes from byte %" PRId64 " of %s, which has %" PRId64 " (a view outside its parent)",
+        tf_plan_buffer_label(plan, id).text, b->bytes, b->view_at, tf_plan_buffer_label(plan, of).text, p->bytes);
   if (p->held_by == 0 && (b->held_by != 0 || b->offset != p->offset + b->view_at))
     return INVALID("%s (offset %" PRId64 ", held_by %" PRId32 ") is a view of %s, which every rank holds at offset "
                    "%" PRId64 ": it lies on its bytes (offset %" PRId64 ", held_by 0)",
