@@ -83,8 +83,10 @@ static void chunk_logits(const head *h, int64_t first, int64_t rows) {
       });
 }
 
-/* The chunk's loss terms, summed in double per ROW_BLOCK rows and the blocks in order. */
-static double chunk_loss(const head *h, int64_t first, int64_t rows) {
+/* The chunk's loss terms, summed in double per ROW_BLOCK rows and the blocks in order. With `train`,
+ * each row's logits become their gradient in the same pass (tf_cpu_xent_row_train: the loss and the
+ * gradient of the two-pass form, bit for bit), scaled by `scale`, rows that do not count zeroed. */
+static double chunk_loss(const head *h, int64_t first, int64_t rows, bool train, real scale) {
   const int64_t blocks = row_blocks(rows);
   double partial[(TF_CPU_CHUNK + ROW_BLOCK - 1) / ROW_BLOCK + 1];
   double total = 0;
@@ -98,8 +100,12 @@ static double chunk_loss(const head *h, int64_t first, int64_t rows) {
           double sum = 0;
           for (int64_t r = begin; r < end; r++) {
             const int64_t label = label_of(h, first + r);
-            if (label >= 0)
-              sum += tf_cpu_xent_row_loss(h->logits + r * h->g.classes, h->g.classes, label);
+            real *row = h->logits + r * h->g.classes;
+            if (label < 0 && train)
+              tf_cpu_xent_row_gradient(row, row, h->g.classes, label, scale); /* zeroes it: it does not count */
+            else if (label >= 0)
+              sum += train ? tf_cpu_xent_row_train(row, h->g.classes, label, scale)
+                           : tf_cpu_xent_row_loss(row, h->g.classes, label);
           }
           partial[b] = sum;
         });
@@ -116,7 +122,7 @@ void TF_REAL_NAME(tf_cpu_linear_cross_entropy)(const tf_cpu_args *args) {
   for (int64_t first = 0; first < h.g.rows && count > 0; first += h.g.chunk_rows) {
     const int64_t rows = h.g.rows - first < h.g.chunk_rows ? h.g.rows - first : h.g.chunk_rows;
     chunk_logits(&h, first, rows);
-    total += chunk_loss(&h, first, rows);
+    total += chunk_loss(&h, first, rows, false, 0);
   }
   *(real *)args->outputs[0].data = count > 0 ? (real)(total / (double)count) : (real)0;
 }
@@ -207,8 +213,9 @@ static void gradient_pass(const head *h, real dloss, real *loss, real *dx, real 
     const int64_t rows = h->g.rows - first < h->g.chunk_rows ? h->g.rows - first : h->g.chunk_rows;
     chunk_logits(h, first, rows);
     if (loss)
-      total += chunk_loss(h, first, rows);
-    chunk_gradient(h, first, rows, scale);
+      total += chunk_loss(h, first, rows, true, scale);
+    else
+      chunk_gradient(h, first, rows, scale);
     chunk_dx(h, first, rows, dx);
     chunk_dweight(h, first, rows, first == 0 && !accumulate ? (real)0 : (real)1, dweight);
     if (dbias)

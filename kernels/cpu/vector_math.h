@@ -115,9 +115,12 @@ static inline float tf_cpu_math_half_erfc(float a, float e) {
  * the baseline (SSE2, 4 floats a vector), AVX2 (8) and AVX-512F (16), and the loader picks the best
  * one the CPU runs (an ifunc). The same operations on wider vectors, so all give the same bits: AVX2
  * has no FMA, and AVX-512F's is never used, as GCC contracts no a * b + c in ISO C mode (-std=c11:
- * -ffp-contract=off). Only for element-wise maps: a reduction's lane order would follow the vector
- * width. Elsewhere (aarch64, clang, the f64 reference) it is nothing. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(TF_REAL_F64)
+ * -ffp-contract=off). Only for element-wise maps, and for reductions over lanes fixed in the source
+ * (xent_row.h): a reduction the compiler vectorises would take its lane order from the vector
+ * width. Elsewhere (aarch64, clang, the f64 reference) it is nothing, and TF_CPU_NO_CLONES turns it
+ * off (tests/ops_dense/test_vector_widths.c builds each width on its own). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(TF_REAL_F64) &&  \
+    !defined(TF_CPU_NO_CLONES)
 #define TF_CPU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TF_CPU_VECTOR_CLONES

@@ -1,7 +1,14 @@
 /* One row of cross-entropy, shared by cross_entropy (kernels/cpu/loss.c) and the fused loss head
  * (kernels/cpu/linear_loss.c), for the kernel file's `real` (real.h). The exponentials are
- * vector_math.h's (libm's in the f64 build); the sums are omp simd lanes in double, then the lanes
- * in order. */
+ * vector_math.h's (libm's in the f64 build).
+ *
+ * The row's max and its sum of exponentials run in TF_CPU_XENT_LANES fixed lanes (element c in lane
+ * c % lanes, each lane summed in order, in double, then the lanes in order), so every vector width
+ * computes the same operations in the same order: the loops take the wider clones
+ * (TF_CPU_VECTOR_CLONES) and give the bits of the baseline build on every x86-64. The loss and the
+ * gradient of a row share its max and its sum, so the single-pass form (tf_cpu_xent_row_train, the
+ * fused head's) gives the loss of tf_cpu_xent_row_loss and the gradient of tf_cpu_xent_row_gradient
+ * bit for bit. */
 #ifndef TIGHTFIT_KERNELS_CPU_XENT_ROW_H
 #define TIGHTFIT_KERNELS_CPU_XENT_ROW_H
 
@@ -17,40 +24,96 @@
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
 
-/* -log softmax(row)[label] = log(sum(exp(row - max))) + max - row[label]; classes >= 1. The max
- * starts from the first class, so the loss is NaN exactly when that class is. */
-static inline double tf_cpu_xent_row_loss(const real *row, int64_t classes, int64_t label) {
-  real best = row[0];
-  for (int64_t c = 1; c < classes; c++)
-    best = row[c] > best ? row[c] : best;
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t c = 0; c < classes; c++)
-    sum += (double)TF_CPU_VECTOR_EXP(row[c] - best);
-  return log(sum) + ((double)best - (double)row[label]);
+#define TF_CPU_XENT_LANES 16
+
+/* The row's max, starting from its first class (classes >= 1): NaN exactly when row[0] is, and NaNs
+ * elsewhere are skipped (they make the sum NaN instead). */
+TF_CPU_VECTOR_CLONES static real tf_cpu_xent_row_max(const real *row, int64_t classes) {
+  real lane[TF_CPU_XENT_LANES];
+  for (int j = 0; j < TF_CPU_XENT_LANES; j++)
+    lane[j] = row[0];
+  int64_t c = 0;
+  for (; c + TF_CPU_XENT_LANES <= classes; c += TF_CPU_XENT_LANES)
+#pragma omp simd
+    for (int j = 0; j < TF_CPU_XENT_LANES; j++)
+      lane[j] = row[c + j] > lane[j] ? row[c + j] : lane[j];
+  for (int j = 0; c + j < classes; j++)
+    lane[j] = row[c + j] > lane[j] ? row[c + j] : lane[j];
+  real best = lane[0];
+  for (int j = 1; j < TF_CPU_XENT_LANES; j++)
+    best = lane[j] > best ? lane[j] : best;
+  return best;
 }
 
-/* d = (softmax(x) - onehot(label)) scale, or 0 when label < 0 (it does not count). d may be x. The
- * max skips NaNs (it starts from -inf). */
+/* The lanes' sum of exp(row - best), in double; with `out`, each exponential is stored there too (out
+ * may be row). The two entries below inline it (always: each clone then vectorises it at its own
+ * width), so they sum the same terms in the same order. */
+static inline __attribute__((always_inline)) double tf_cpu_xent_lanes_exp_sum(const real *row, real *out,
+                                                                              int64_t classes, real best) {
+  double lane[TF_CPU_XENT_LANES] = {0};
+  int64_t c = 0;
+  for (; c + TF_CPU_XENT_LANES <= classes; c += TF_CPU_XENT_LANES)
+#pragma omp simd
+    for (int j = 0; j < TF_CPU_XENT_LANES; j++) {
+      const real e = TF_CPU_VECTOR_EXP(row[c + j] - best);
+      if (out)
+        out[c + j] = e;
+      lane[j] += (double)e;
+    }
+  for (int j = 0; c + j < classes; j++) {
+    const real e = TF_CPU_VECTOR_EXP(row[c + j] - best);
+    if (out)
+      out[c + j] = e;
+    lane[j] += (double)e;
+  }
+  double sum = 0;
+  for (int j = 0; j < TF_CPU_XENT_LANES; j++)
+    sum += lane[j];
+  return sum;
+}
+
+TF_CPU_VECTOR_CLONES static double tf_cpu_xent_row_exp_sum(const real *row, int64_t classes, real best) {
+  return tf_cpu_xent_lanes_exp_sum(row, NULL, classes, best);
+}
+
+TF_CPU_VECTOR_CLONES static double tf_cpu_xent_row_exp_store(const real *row, real *out, int64_t classes, real best) {
+  return tf_cpu_xent_lanes_exp_sum(row, out, classes, best);
+}
+
+/* d[c] = d[c] / total * scale: the exponentials become the softmax's share of the gradient. */
+TF_CPU_VECTOR_CLONES static void tf_cpu_xent_row_scale(real *d, int64_t classes, real total, real scale) {
+#pragma omp simd
+  for (int64_t c = 0; c < classes; c++)
+    d[c] = d[c] / total * scale;
+}
+
+/* -log softmax(row)[label] = log(sum(exp(row - max))) + max - row[label]; classes >= 1. */
+static inline double tf_cpu_xent_row_loss(const real *row, int64_t classes, int64_t label) {
+  const real best = tf_cpu_xent_row_max(row, classes);
+  return log(tf_cpu_xent_row_exp_sum(row, classes, best)) + ((double)best - (double)row[label]);
+}
+
+/* d = (softmax(x) - onehot(label)) scale, or 0 when label < 0 (it does not count). d may be x. */
 static inline void tf_cpu_xent_row_gradient(const real *x, real *d, int64_t classes, int64_t label, real scale) {
   if (label < 0) {
     for (int64_t c = 0; c < classes; c++)
       d[c] = 0;
     return;
   }
-  real best = -INFINITY;
-  for (int64_t c = 0; c < classes; c++)
-    best = x[c] > best ? x[c] : best;
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t c = 0; c < classes; c++) {
-    d[c] = TF_CPU_VECTOR_EXP(x[c] - best);
-    sum += (double)d[c];
-  }
-  const real total = (real)sum;
-  for (int64_t c = 0; c < classes; c++)
-    d[c] = d[c] / total * scale;
+  const real best = tf_cpu_xent_row_max(x, classes);
+  const real total = (real)tf_cpu_xent_row_exp_store(x, d, classes, best);
+  tf_cpu_xent_row_scale(d, classes, total, scale);
   d[label] -= scale;
+}
+
+/* Both in one pass over the row, in place (label >= 0): returns the loss tf_cpu_xent_row_loss gives
+ * and leaves in row the gradient tf_cpu_xent_row_gradient gives. */
+static inline double tf_cpu_xent_row_train(real *row, int64_t classes, int64_t label, real scale) {
+  const real best = tf_cpu_xent_row_max(row, classes), picked = row[label];
+  const double sum = tf_cpu_xent_row_exp_store(row, row, classes, best);
+  tf_cpu_xent_row_scale(row, classes, (real)sum, scale);
+  row[label] -= scale;
+  return log(sum) + ((double)best - (double)picked);
 }
 
 #endif
