@@ -401,17 +401,25 @@ static int64_t upcoming(const tf_feed *feed, int64_t position) {
   return (position / block + feed->ranks) * block;
 }
 
+/* Waits for the batch the worker is preparing, if any (the staging buffers are then the caller's):
+ * its status, and its position in *ticket (-1 when none was in flight). */
+static tf_status settle(tf_feed *feed, int64_t *ticket) {
+  *ticket = -1;
+  if (!feed->worker || !tf_worker_busy(feed->worker))
+    return NULL;
+  return tf_worker_wait(feed->worker, ticket);
+}
+
 /* Makes the staging buffers hold micro-batch `position`: the worker's batch when it prepared that
  * one (its error is this batch's), else read now (a seek elsewhere discards what it prepared). */
 static tf_status take(tf_feed *feed, int64_t position) {
-  if (feed->worker && tf_worker_busy(feed->worker)) {
-    int64_t ticket;
-    tf_status status = tf_worker_wait(feed->worker, &ticket);
-    feed->prefetched += ticket == position && !status;
-    if (ticket == position)
-      return status;
-    tf_status_free(status);
+  int64_t ticket;
+  tf_status status = settle(feed, &ticket);
+  if (ticket == position) {
+    feed->prefetched += !status;
+    return status;
   }
+  tf_status_free(status);
   return prepare(feed, position);
 }
 
@@ -425,10 +433,8 @@ tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
 }
 
 tf_status tf_feed_batch_in_order(tf_feed *feed, tf_session *session, int64_t index) {
-  if (feed->worker && tf_worker_busy(feed->worker)) { /* its rows and staging are needed here */
-    int64_t ticket;
-    tf_status_free(tf_worker_wait(feed->worker, &ticket));
-  }
+  int64_t ticket; /* what the worker prepared is dropped: its rows and staging are needed here */
+  tf_status_free(settle(feed, &ticket));
   int64_t *rows = feed->rows;
   for (int64_t r = 0; r < feed->batch; r++) {
     int64_t sample = (index * feed->batch + r) % feed->samples;

@@ -35,7 +35,7 @@ typedef enum tf_dist_nccl { TF_DIST_NCCL_AUTO = 0, TF_DIST_NCCL_OFF, TF_DIST_NCC
 typedef struct tf_dist {
   bool active; /* MPI is initialised: a job of more than one process */
   int rank, size;
-  float *staging; /* the largest gradient buffer, for the sum */
+  float *staging; /* the largest gradient buffer, for the sum; NULL once summed at pauses (stage 0) */
   int64_t staging_bytes;
   int32_t *gradients; /* the plan's gradient buffers to sum, found once at start */
   int32_t n_gradients;

@@ -326,6 +326,11 @@ tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) {
   if (!status)
     say_where(d, why);
   d->summed_at_pauses = !status && plan->zero == 0;
+  if (d->summed_at_pauses) { /* every gradient goes through the send buffer: the staging is not needed */
+    free(d->staging);
+    d->staging = NULL;
+    d->staging_bytes = 0;
+  }
   return status;
 #else
   return NULL;
