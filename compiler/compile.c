@@ -148,12 +148,13 @@ static tf_status check_options(const tf_compile_options *o) {
                          "--zero %d shards the optimizer state across the ranks of a data-parallel training plan: "
                          "give --ranks R (2 or more)",
                          o->zero);
-  if (o->zero > 0 && (o->offload_gradients || o->offload_activations))
+  if (o->zero > 0 && o->offload_gradients)
     return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "--zero %d with --offload %s is not supported yet (host steps in the micro-batch block, "
-                         "which the stage's reductions would have to wait for); --offload optimizer puts each rank's "
-                         "shard of the optimizer state in host memory",
-                         o->zero, o->offload_gradients ? "gradients" : "activations");
+                         "--zero %d with --offload gradients is not supported yet (the gradients' accumulation on "
+                         "the host, which the stage's reductions would have to wait for); --offload optimizer puts "
+                         "each rank's shard of the optimizer state in host memory, --offload activations its "
+                         "activations",
+                         o->zero);
   if (o->offload_activations && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--offload activations: an inference plan keeps no activation for a backward pass");

@@ -70,6 +70,25 @@ static tf_region region_of_role(tf_buffer_role role) {
 
 /* ---- the plan as a whole ---- */
 
+/* Host steps of the micro-batch block that touch a gradient (an offloaded gradient's accumulation,
+ * which the stage's reductions would have to wait for): none under ZeRO, which lets the host run the
+ * updates (--offload optimizer) and the activations' copies (--offload activations) only. An
+ * operand out of range counts (check_references refuses it later). */
+static int32_t micro_gradient_steps(const tf_plan *plan) {
+  int32_t count = 0;
+  for (int32_t h = 0; h < plan->n_host_steps && plan->host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    bool touches = false;
+    for (int32_t k = 0; step->phase != TF_PHASE_OPTIMIZER && k < step->n_inputs + step->n_outputs; k++) {
+      bool written;
+      const int32_t id = tf_plan_step_operand(step, k, &written);
+      touches |= !valid_id(plan, id) || plan->buffers[id].role == TF_ROLE_GRADIENT;
+    }
+    count += touches;
+  }
+  return count;
+}
+
 static tf_status check_header(const tf_plan *plan) {
   if (plan->version == 0)
     return INVALID("plan version is 0 (missing)");
@@ -104,13 +123,12 @@ static tf_status check_header(const tf_plan *plan) {
     return INVALID("an inference plan with %" PRId32 " host steps; only a training plan's updates run on the host",
                    plan->n_host_steps);
   TF_RETURN_IF_ERROR(tf_plan_check_host_positions(plan));
-  int32_t micro_host_steps = 0; /* under ZeRO the host runs updates only (--offload optimizer) */
-  for (int32_t h = 0; h < plan->n_host_steps && plan->host_steps; h++)
-    micro_host_steps += plan->host_steps[h].phase != TF_PHASE_OPTIMIZER;
+  const int32_t micro_host_steps = micro_gradient_steps(plan);
   if (plan->zero < 0 || plan->zero > 2 || (plan->zero > 0 && (plan->ranks < 2 || micro_host_steps > 0)))
     return INVALID("ZeRO stage %" PRId32 " of a plan of %" PRId32 " ranks with %" PRId32 " host steps in the "
-                   "micro-batch block; stages are 0, 1 and 2, 1 and 2 for a data-parallel plan (2 ranks or more) "
-                   "whose host steps, if any, are the optimizer block's",
+                   "micro-batch block that touch a gradient; stages are 0, 1 and 2, 1 and 2 for a data-parallel "
+                   "plan (2 ranks or more) whose host steps, if any, are the optimizer block's and the "
+                   "activations' copies",
                    plan->zero, plan->ranks, micro_host_steps);
   if (plan->n_symbols < 0 || (plan->n_symbols > 0 && (!plan->symbol_names || !plan->symbol_values)))
     return INVALID("%" PRId32 " symbols%s", plan->n_symbols, plan->n_symbols > 0 ? " but no names or values" : "");

@@ -64,9 +64,6 @@ void tf_session_set_remote_read(tf_session *s, tf_session_remote_read read, void
 }
 
 tf_status tf_session_set_pauses(tf_session *s, const int32_t *after, int32_t n, tf_session_pause pause, void *context) {
-  for (int32_t h = 0; n > 0 && h < s->plan->n_host_steps; h++)
-    if (s->plan->host_steps[h].phase != TF_PHASE_OPTIMIZER)
-      return tf_status_new(TF_ERR_UNSUPPORTED, "a plan with host steps in its micro-batch block cannot pause it");
   for (int32_t i = 0; i < n; i++)
     if (after[i] < 0 || after[i] >= s->plan->micro_steps || (i > 0 && after[i] <= after[i - 1]))
       return tf_status_new(TF_ERR_INVALID_ARGUMENT,
@@ -487,9 +484,19 @@ static tf_status run_device(tf_session *s, int32_t begin, int32_t end, int32_t i
   return NULL;
 }
 
+/* Whether host step h runs within device steps [begin, end) of its block: before one of them, or
+ * after the last (host_at == end: before the pause that may end the range, so that what it adds is
+ * there for the pause's reduction); one before `begin` ran with the range before, unless `begin`
+ * starts the block. */
+static bool host_step_within(const tf_plan *plan, int32_t h, bool optimizer, int32_t begin, int32_t end) {
+  const int32_t at = plan->host_at[h], block_start = optimizer ? plan->micro_steps : 0;
+  return at <= end && (at > begin || at == block_start);
+}
+
 /* Runs device steps [begin, end) of the micro-batch block (or with `optimizer` the optimizer block)
  * with the block's host steps among them: each after the device step before its host_at, the device
- * synchronised first (compiler/offload.c places them; runtime/host_steps.c runs them). */
+ * synchronised first (compiler/offload.c places them; runtime/host_steps.c runs them). A block cut
+ * at pauses (tf_session_set_pauses) runs as ranges, each host step in the one it falls in. */
 static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t end, const tf_run_state *run) {
   const tf_plan *plan = s->plan;
   const tf_cpu_context context = {.threads = s->host_threads,
@@ -500,7 +507,8 @@ static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t
   const int32_t io_slot = optimizer ? 0 : s->io_slot;
   int32_t done = begin;
   for (int32_t h = 0; h < plan->n_host_steps; h++) {
-    if ((plan->host_steps[h].phase == TF_PHASE_OPTIMIZER) != optimizer)
+    if ((plan->host_steps[h].phase == TF_PHASE_OPTIMIZER) != optimizer ||
+        !host_step_within(plan, h, optimizer, begin, end))
       continue;
     const int32_t held = plan->host_steps[h].held_by;
     if (held > 0 && held != s->rank + 1) /* another rank's update (ZeRO: its shard of the state) */

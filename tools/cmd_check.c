@@ -126,12 +126,10 @@ static const char *fallbacks_of(const tf_check_outcome *o, char *text, size_t si
   const bool host = o->plan->n_host_steps > 0;
   if (!eight && !lora && !host)
     return "";
-  snprintf(text, size, ", with %s%s%s%s%s", eight ? "8-bit AdamW state (--allow-optimizer)" : "",
-           eight && (host || lora) ? " and " : "",
-           host ? (tf_plan_offloads_gradients(o->plan) ? "the gradients and optimizer state in host memory (--offload)"
-                                                       : "the optimizer state in host memory (--offload)")
-                : "",
-           host && lora ? " and " : "", lora ? "LoRA adapters (--allow-lora)" : "");
+  snprintf(text, size, ", with %s%s%s%s%s%s%s", eight ? "8-bit AdamW state (--allow-optimizer)" : "",
+           eight && (host || lora) ? " and " : "", host ? "the " : "", host ? tf_plan_host_contents(o->plan) : "",
+           host ? " in host memory (--offload)" : "", host && lora ? " and " : "",
+           lora ? "LoRA adapters (--allow-lora)" : "");
   return text;
 }
 

@@ -182,13 +182,19 @@ static tf_status list_buckets(tf_dist *d) {
       d->buckets[d->n_buckets++] = (tf_dist_bucket){id, plan->zero == 2 ? shard_of(plan, id) : id, -1, 0};
     }
   }
-  for (int32_t s = 0; s < plan->micro_steps; s++) {
-    const tf_plan_step *step = &plan->steps[s];
+  for (int32_t s = 0; s < plan->micro_steps + plan->n_host_steps; s++) {
+    /* a host step of the block counts at the device step before its host_at: it runs before that
+     * step's pause (tf_session_set_pauses) */
+    const bool host = s >= plan->micro_steps;
+    const tf_plan_step *step = host ? &plan->host_steps[s - plan->micro_steps] : &plan->steps[s];
+    const int32_t position = host ? plan->host_at[s - plan->micro_steps] - 1 : s;
+    if (host && step->phase == TF_PHASE_OPTIMIZER)
+      continue;
     for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
       bool written;
       const int32_t id = tf_plan_step_operand(step, k, &written);
-      if (at[id] >= 0)
-        d->buckets[at[id]].last = s;
+      if (at[id] >= 0 && position > d->buckets[at[id]].last)
+        d->buckets[at[id]].last = position > 0 ? position : 0;
     }
   }
   free(at);

@@ -117,7 +117,8 @@ void tf_session_set_remote_read(tf_session *session, tf_session_remote_read read
  * synchronised (a ZeRO stage-2 job reduces there the gradient buckets whose last step it was). */
 typedef tf_status (*tf_session_pause)(void *context, int32_t step);
 /* Pauses each micro-batch block after steps after[0, n) (ascending, inside the block; copied) to call
- * `pause`; n 0: no pauses. Refused for a plan with host steps. */
+ * `pause`; n 0: no pauses. A host step of the block placed before step after[i] + 1 (host_at) runs
+ * before that pause. */
 tf_status tf_session_set_pauses(tf_session *session, const int32_t *after, int32_t n, tf_session_pause pause,
                                 void *context) TF_MUST_USE;
 

@@ -159,6 +159,13 @@ check "the verdict names the offloaded gradients" \
 check "the search says the state alone did not fit, the gradients too did" \
   "grep -q 'with it in host memory (--allow-offload) it does not fit either' '$dir/out' && \
    grep -q 'with them in host memory (--allow-offload) it fits:' '$dir/out'"
+# Under ZeRO the gradients stay on the device: from the state the search goes to the activations.
+expect 0 "ZeRO 2 with --allow-offload: the wide gpt fits 320 MiB" "$tf" check "$dir/wide.tfg" --target vulkan \
+  --optimizer adamw --ranks 2 --zero 2 --set T=256 --global-batch 16 --budget 320MiB --allow-offload
+check "ZeRO 2: the search offloads the activations after the state, and the verdict names them" \
+  "grep -q 'nothing fits with the activations kept for the backward pass on the device: with them in host memory \
+(--allow-offload) it fits:' '$dir/out' && grep -q 'fits: .*, with the activations and optimizer state in host memory \
+(--offload)' '$dir/out' && ! grep -q 'gradients on the device' '$dir/out'"
 
 if ! "$tf" devices | grep -q '^vulkan:0'; then
   echo "SKIP: no Vulkan device: the offloaded plan is not trained here"

@@ -21,7 +21,8 @@
 # ranks are 12 bytes x its parameters / 8 plus the buckets (1%). With --offload optimizer (ZeRO-Offload)
 # each rank's shard of the state is in host memory and its updates on the host: on lavapipe, 4 ranks
 # at stages 1 and 2 end on the device-state job's losses and checkpoint byte for byte, also across
-# --resume, the host holding the largest shard. Refused with the reason: --zero without --ranks, --zero 2 with --clip,
+# --resume, the host holding the largest shard; with --offload activations (and optimizer,activations)
+# at stages 1 and 2 the device job's losses and checkpoint byte for byte. Refused with the reason: --zero without --ranks, --zero 2 with --clip,
 # --zero with --offload gradients, --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
@@ -216,6 +217,21 @@ PY
       cmp "$dir/vk$zero.json" "$dir/vk${zero}off.json"
     check "vulkan, 4 ranks: ZeRO $zero with the state offloaded, its checkpoint byte for byte" \
       cmp "$dir/ck_vk$zero/latest.safetensors" "$dir/ck_vk${zero}off/latest.safetensors"
+  done
+  # Offloaded activations under ZeRO: their copies are host steps of the micro-batch block, which at
+  # stage 2 is cut at the buckets' pauses (each copy runs in the range it falls in); alone and with
+  # the state offloaded, 4 ranks end on the device job's losses and checkpoint byte for byte.
+  for zero in 1 2; do
+    for off in activations optimizer,activations; do
+      expect_message 0 "compile --target vulkan --ranks 4 --zero $zero --offload $off" "the offloaded activations" \
+        "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw --fuse-loss off --ranks 4 --zero $zero \
+        --target vulkan --offload $off -o "$dir/vk${zero}act.tfplan"
+      job 4 vk${zero}act vk${zero}act 3 --device vulkan:0
+      check "vulkan, 4 ranks: ZeRO $zero with --offload $off, the device job's losses" \
+        cmp "$dir/vk$zero.json" "$dir/vk${zero}act.json"
+      check "vulkan, 4 ranks: ZeRO $zero with --offload $off, its checkpoint byte for byte" \
+        cmp "$dir/ck_vk$zero/latest.safetensors" "$dir/ck_vk${zero}act/latest.safetensors"
+    done
   done
   # resumed: each rank loads its shard into host memory
   job 4 vk1off vk1off_resumed 2 --device vulkan:0

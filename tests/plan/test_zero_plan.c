@@ -457,10 +457,54 @@ static void test_offloaded(void) {
   tf_plan_destroy(plan);
 }
 
+/* ZeRO with offloaded activations (vulkan target, stages 1 and 2): the copies are host steps of the
+ * micro-batch block that touch no gradient, and the plan verifies; one of them made to read a
+ * gradient (an offloaded gradient's accumulation, which the stage's reductions would have to wait
+ * for) is refused. */
+static void test_offloaded_activations(void) {
+  for (int32_t zero = 1; zero <= 2; zero++) {
+    tf_graph *g = NULL;
+    CHECK_OK(&counts, tf_zoo_build("gpt", (const char *const[]){"layers=1"}, 1, &g));
+    tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+    options.bindings = "N=2,T=32";
+    options.optimizer = TF_OPTIMIZER_ADAMW;
+    options.ranks = RANKS;
+    options.zero = zero;
+    options.offload_activations = true;
+    tf_plan *plan = NULL;
+    if (g)
+      CHECK_OK(&counts, tf_compile(g, &options, &plan));
+    tf_graph_destroy(g);
+    if (!plan)
+      continue;
+    int32_t copy = -1, gradient = -1;
+    for (int32_t h = 0; h < plan->n_host_steps && copy < 0; h++)
+      copy = plan->host_steps[h].phase != TF_PHASE_OPTIMIZER && plan->host_steps[h].n_inputs > 0 ? h : -1;
+    for (int32_t id = 0; id < plan->n_buffers && gradient < 0; id++)
+      gradient = plan->buffers[id].role == TF_ROLE_GRADIENT ? id : -1;
+    CHECK(&counts, copy >= 0 && plan->zero == zero, "ZeRO %d: an activation's copy among %d host steps", zero,
+          plan->n_host_steps);
+    CHECK_OK(&counts, tf_plan_verify(plan));
+    tf_plan *back = copy_of(plan);
+    if (back && copy >= 0 && gradient >= 0) {
+      back->host_steps[copy].inputs[0] = gradient;
+      tf_status status = tf_plan_verify(back);
+      const char *message = tf_status_message(status);
+      CHECK(&counts, status && strstr(message, "host steps in the micro-batch block that touch a gradient"),
+            "ZeRO %d, a copy reading a gradient: %s", zero, message);
+      printf("refused: %s\n", message);
+      tf_status_free(status);
+    }
+    tf_plan_destroy(back);
+    tf_plan_destroy(plan);
+  }
+}
+
 int main(void) {
   test_shards();
   test_steps();
   test_stage2();
   test_offloaded();
+  test_offloaded_activations();
   return tf_test_finish("test_zero_plan", &counts);
 }
