@@ -24,14 +24,16 @@ static tf_test_counts counts;
 
 #define RANKS 4
 
-/* gpt (1 layer) at N=2, T=32 with AdamW over RANKS ranks; `offload`: for the vulkan target with the
- * optimizer state in host memory (ZeRO-Offload). */
-static tf_plan *compiled_for(int32_t zero, double clip_norm, int32_t accumulate, bool offload) {
+/* gpt (1 layer) at N=2, T=32 with AdamW over RANKS ranks for `target`, the optimizer state (`state`)
+ * and the activations kept for the backward pass (`activations`) in host memory or not. */
+static tf_plan *plan_of(tf_target_kind target, int32_t zero, double clip_norm, int32_t accumulate, bool state,
+                        bool activations) {
   const char *const overrides[] = {"layers=1"};
   tf_graph *g = NULL;
   CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
-  tf_compile_options options = tf_compile_options_default(offload ? TF_TARGET_VULKAN : TF_TARGET_CPU);
-  options.offload_optimizer = offload;
+  tf_compile_options options = tf_compile_options_default(target);
+  options.offload_optimizer = state;
+  options.offload_activations = activations;
   options.bindings = "N=2,T=32";
   options.optimizer = TF_OPTIMIZER_ADAMW;
   options.ranks = RANKS;
@@ -45,6 +47,17 @@ static tf_plan *compiled_for(int32_t zero, double clip_norm, int32_t accumulate,
     CHECK_OK(&counts, tf_compile(g, &options, &plan));
   tf_graph_destroy(g);
   return plan;
+}
+
+/* The cpu target's plan; `offload`: the vulkan target's with the optimizer state in host memory
+ * (ZeRO-Offload). */
+static tf_plan *compiled_for(int32_t zero, double clip_norm, int32_t accumulate, bool offload) {
+  return plan_of(offload ? TF_TARGET_VULKAN : TF_TARGET_CPU, zero, clip_norm, accumulate, offload, false);
+}
+
+/* The vulkan target's plan, the state and the activations in host memory or not. */
+static tf_plan *vulkan_plan(int32_t zero, bool state, bool activations) {
+  return plan_of(TF_TARGET_VULKAN, zero, 0.0, 1, state, activations);
 }
 
 static tf_plan *compiled_with(int32_t zero, double clip_norm, int32_t accumulate) {
@@ -397,22 +410,12 @@ static void test_stage2(void) {
  * stage-0 offloaded plan moves. A held host step outside the optimizer block is refused, and so is a
  * ZeRO plan with a host step in its micro-batch block. */
 static void test_offloaded(void) {
-  tf_plan *plan = compiled_for(1, 0.0, 1, true), *device = NULL, *plain = NULL;
+  tf_plan *plan = compiled_for(1, 0.0, 1, true);
   if (!plan)
     return;
   CHECK_OK(&counts, tf_plan_verify(plan));
-  tf_graph *g = NULL;
-  CHECK_OK(&counts, tf_zoo_build("gpt", (const char *const[]){"layers=1"}, 1, &g));
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
-  options.bindings = "N=2,T=32";
-  options.optimizer = TF_OPTIMIZER_ADAMW;
-  options.ranks = RANKS;
-  options.zero = 1;
-  CHECK_OK(&counts, tf_compile(g, &options, &device)); /* the same shards on the device */
-  options.zero = 0;
-  options.offload_optimizer = true;
-  CHECK_OK(&counts, tf_compile(g, &options, &plain)); /* every rank's whole state offloaded */
-  tf_graph_destroy(g);
+  tf_plan *device = vulkan_plan(1, false, false); /* the same shards on the device */
+  tf_plan *plain = vulkan_plan(0, true, false);   /* every rank's whole state offloaded */
   int32_t per_rank[RANKS] = {0}, held = 0;
   for (int32_t h = 0; h < plan->n_host_steps; h++) {
     const tf_plan_step *step = &plan->host_steps[h];
@@ -463,18 +466,7 @@ static void test_offloaded(void) {
  * for) is refused. */
 static void test_offloaded_activations(void) {
   for (int32_t zero = 1; zero <= 2; zero++) {
-    tf_graph *g = NULL;
-    CHECK_OK(&counts, tf_zoo_build("gpt", (const char *const[]){"layers=1"}, 1, &g));
-    tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
-    options.bindings = "N=2,T=32";
-    options.optimizer = TF_OPTIMIZER_ADAMW;
-    options.ranks = RANKS;
-    options.zero = zero;
-    options.offload_activations = true;
-    tf_plan *plan = NULL;
-    if (g)
-      CHECK_OK(&counts, tf_compile(g, &options, &plan));
-    tf_graph_destroy(g);
+    tf_plan *plan = vulkan_plan(zero, false, true);
     if (!plan)
       continue;
     int32_t copy = -1, gradient = -1;
