@@ -187,14 +187,14 @@ static tf_status list_buckets(tf_dist *d) {
      * step's pause (tf_session_set_pauses) */
     const bool host = s >= plan->micro_steps;
     const tf_plan_step *step = host ? &plan->host_steps[s - plan->micro_steps] : &plan->steps[s];
-    const int32_t position = host ? plan->host_at[s - plan->micro_steps] - 1 : s;
+    const int32_t before = host ? plan->host_at[s - plan->micro_steps] - 1 : s, position = before > 0 ? before : 0;
     if (host && step->phase == TF_PHASE_OPTIMIZER)
       continue;
     for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
       bool written;
       const int32_t id = tf_plan_step_operand(step, k, &written);
       if (at[id] >= 0 && position > d->buckets[at[id]].last)
-        d->buckets[at[id]].last = position > 0 ? position : 0;
+        d->buckets[at[id]].last = position;
     }
   }
   free(at);
