@@ -256,16 +256,13 @@ static tf_status want_reducer(const tf_dist *d, bool *want, char *why, size_t si
 /* Stage 0: whether this rank's gradients can be summed at the pauses, every rank agreeing (the MPI
  * calls differ from the sum after the backward pass): the reducer wanted, the cpu backend (its
  * memory is the host's: a pause costs no device synchronisation, which on a GPU would stall every
- * micro-batch), no host step in the micro-batch block (the session cannot pause it), and a writer
- * there for every gradient. */
+ * micro-batch; nor has a cpu plan host steps), and a writer in the micro-batch block for every
+ * gradient. */
 static bool sum_at_pauses(tf_dist *d, tf_session *session, bool want) {
   void *state;
   void *const *regions;
   const tf_backend_vtable *backend = tf_session_backend(session, &state, &regions);
-  const tf_plan *plan = d->plan;
   int able = want && strcmp(backend->name, "cpu") == 0 && d->n_buckets == d->n_gradients;
-  for (int32_t h = 0; h < plan->n_host_steps; h++)
-    able = able && plan->host_steps[h].phase == TF_PHASE_OPTIMIZER;
   for (int32_t i = 0; i < d->n_buckets; i++)
     able = able && d->buckets[i].last >= 0;
   int every = 0;
