@@ -67,9 +67,17 @@ typedef struct tf_backend_vtable {
   tf_status (*capacity)(const tf_backend_options *options, tf_device_capacity *out);
   /* Page-locked host memory of `bytes` (zeroed) for what the runtime keeps on the host beside the
    * device (an offloaded plan's host region and staging), which the device then copies at the link's
-   * full speed; NULL (cpu, vulkan): the runtime takes ordinary host memory. */
+   * full speed (CUDA: page-locked; Vulkan: a host-visible buffer its copies reach); NULL (cpu): the
+   * runtime takes ordinary host memory, as it does when this fails. */
   tf_status (*alloc_host)(void *state, int64_t bytes, void **host);
   void (*free_host)(void *state, void *host);
+  /* Optional (NULL: the runtime runs every host step itself): takes into run() the micro-batch
+   * block's host steps marked in `copies` (an offloaded activation's copy between the host region and
+   * a device region, runtime/host_steps.h), each run before device step host_at, or after the block's
+   * last step when host_at ends the block, ordered among the steps without the host waiting for the
+   * device. `host` is the host region, from this backend's alloc_host. Called once, before prepare;
+   * `copies` (n_host_steps flags) stays valid until the state is destroyed. */
+  tf_status (*take_host_copies)(void *state, const tf_plan *plan, void *host, const bool *copies);
   /* Device-side collectives for a data-parallel job (tools/dist.c), all NULL where the backend has
    * none (cpu, vulkan: the job sums on the host over MPI). CUDA: NCCL, loaded at the first call
    * (backends/cuda/cuda_nccl.c). The job's launcher (MPI) carries what they exchange. */

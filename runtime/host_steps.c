@@ -42,23 +42,28 @@ static tf_status refusal(const tf_plan *plan, int32_t s, tf_cpu_kernel kernel) {
   return NULL;
 }
 
-/* `bytes` of zeroed host memory: the backend's page-locked memory where it has some, else ordinary. */
-static void *host_memory(const tf_host_steps *h, int64_t bytes) {
+/* `bytes` of zeroed host memory: the backend's (page-locked, or reachable by its copies) where it has
+ * some and can give it (*from_backend), else ordinary memory. */
+static void *host_memory(const tf_host_steps *h, int64_t bytes, bool *from_backend) {
   void *memory = NULL;
-  const size_t size = (size_t)(bytes > 0 ? bytes : STAGING_ALIGN);
-  if (!h->backend->alloc_host) {
-    memory = aligned_alloc(STAGING_ALIGN, (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN);
-    if (memory)
-      memset(memory, 0, size);
-    return memory;
+  *from_backend = false;
+  if (h->backend->alloc_host) {
+    tf_status status = h->backend->alloc_host(h->state, bytes, &memory);
+    tf_status_free(status);
+    if (!status) {
+      *from_backend = true;
+      return memory;
+    }
   }
-  tf_status status = h->backend->alloc_host(h->state, bytes, &memory);
-  tf_status_free(status);
-  return status ? NULL : memory;
+  const size_t size = (size_t)(bytes > 0 ? bytes : STAGING_ALIGN);
+  memory = aligned_alloc(STAGING_ALIGN, (size + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN);
+  if (memory)
+    memset(memory, 0, size);
+  return memory;
 }
 
-static void free_host_memory(const tf_host_steps *h, void *memory) {
-  if (memory && h->backend && h->backend->free_host)
+static void free_host_memory(const tf_host_steps *h, void *memory, bool from_backend) {
+  if (memory && from_backend)
     h->backend->free_host(h->state, memory);
   else
     free(memory);
@@ -77,12 +82,14 @@ tf_status tf_host_steps_create(const tf_plan *plan, const tf_backend_vtable *bac
     out->staging_bytes = bytes > out->staging_bytes ? bytes : out->staging_bytes;
     most_operands = operand_count(step) > most_operands ? operand_count(step) : most_operands;
   }
-  out->region = host_memory(out, plan->host_bytes);
-  out->staging = out->staging_bytes > 0 ? host_memory(out, out->staging_bytes) : NULL;
-  out->pinned_bytes = backend->alloc_host ? plan->host_bytes + out->staging_bytes : 0;
+  out->region = host_memory(out, plan->host_bytes, &out->region_from_backend);
+  out->staging = out->staging_bytes > 0 ? host_memory(out, out->staging_bytes, &out->staging_from_backend) : NULL;
+  out->pinned_bytes =
+      (out->region_from_backend ? plan->host_bytes : 0) + (out->staging_from_backend ? out->staging_bytes : 0);
   out->kernels = calloc((size_t)plan->n_host_steps, sizeof(tf_cpu_kernel));
+  out->by_backend = calloc((size_t)plan->n_host_steps, sizeof(bool));
   out->tensors = calloc((size_t)most_operands, sizeof(tf_cpu_tensor));
-  if (!out->region || (out->staging_bytes > 0 && !out->staging) || !out->kernels || !out->tensors) {
+  if (!out->region || (out->staging_bytes > 0 && !out->staging) || !out->kernels || !out->tensors || !out->by_backend) {
     tf_host_steps_destroy(out);
     return tf_status_new(TF_ERR_OUT_OF_MEMORY,
                          "cannot allocate the host region (%lld bytes) and staging (%lld bytes) of the offloaded "
@@ -101,11 +108,52 @@ tf_status tf_host_steps_create(const tf_plan *plan, const tf_backend_vtable *bac
 }
 
 void tf_host_steps_destroy(tf_host_steps *h) {
-  free_host_memory(h, h->region);
-  free_host_memory(h, h->staging);
+  free_host_memory(h, h->region, h->region_from_backend);
+  free_host_memory(h, h->staging, h->staging_from_backend);
   free(h->kernels);
+  free(h->by_backend);
   free(h->tensors);
   memset(h, 0, sizeof(*h));
+}
+
+bool tf_host_step_is_copy(const tf_plan *plan, int32_t index) {
+  const tf_plan_step *step = &plan->host_steps[index];
+  if (step->op != TF_OP_RESHAPE || step->phase == TF_PHASE_OPTIMIZER || step->n_inputs != 1 || step->n_outputs != 1)
+    return false;
+  const tf_plan_buffer *from = &plan->buffers[step->inputs[0]], *to = &plan->buffers[step->outputs[0]];
+  return from->bytes == to->bytes && (from->region == TF_REGION_HOST) != (to->region == TF_REGION_HOST);
+}
+
+/* Whether host step `index` is a copy no other kind of host step shares a place with: handed to the
+ * backend, it runs after the host steps the runtime runs at that place, so none may be there. */
+static bool copy_alone(const tf_plan *plan, int32_t index) {
+  if (!tf_host_step_is_copy(plan, index))
+    return false;
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    if (plan->host_at[h] == plan->host_at[index] && !tf_host_step_is_copy(plan, h))
+      return false;
+  return true;
+}
+
+tf_status tf_host_steps_hand_copies(tf_host_steps *h, const tf_plan *plan) {
+  const char *where = getenv("TIGHTFIT_HOST_COPIES"); /* "host": the runtime runs them (to compare) */
+  if (!h->backend || !h->backend->take_host_copies || !h->region_from_backend || plan->n_host_steps == 0 ||
+      (where && strcmp(where, "host") == 0))
+    return NULL;
+  int32_t n = 0;
+  for (int32_t s = 0; s < plan->n_host_steps; s++) {
+    h->by_backend[s] = copy_alone(plan, s);
+    n += h->by_backend[s] ? 1 : 0;
+  }
+  if (n == 0)
+    return NULL;
+  tf_status status = h->backend->take_host_copies(h->state, plan, h->region, h->by_backend);
+  if (status) {
+    memset(h->by_backend, 0, sizeof(bool) * (size_t)plan->n_host_steps);
+    return tf_status_prefix(status, "handing the offloaded activations' %d copies to the backend", n);
+  }
+  h->n_by_backend = n;
+  return NULL;
 }
 
 tf_status tf_host_step_run(const tf_host_steps *h, const tf_plan *plan, int32_t index, const tf_backend_vtable *backend,

@@ -327,6 +327,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
                                 tf_region_name((tf_region)r));
   if (!status)
     status = tf_host_steps_create(plan, backend, s->state, &s->host);
+  if (!status)
+    status = tf_host_steps_hand_copies(&s->host, plan);
   for (int32_t i = 0; i < plan->n_buffers && !status; i++)
     status = init_buffer(s, i, options->weights_dir);
   if (!status)
@@ -377,6 +379,8 @@ tf_session_memory tf_session_memory_use(const tf_session *s) {
   }
   return m;
 }
+
+int32_t tf_session_host_steps_on_device(const tf_session *s) { return s->host.n_by_backend; }
 
 tf_status tf_session_device_memory(const tf_session *s, tf_device_memory *out) {
   *out = (tf_device_memory){-1, -1, -1, -1};
@@ -511,7 +515,8 @@ static tf_status run_block(tf_session *s, bool optimizer, int32_t begin, int32_t
         !host_step_within(plan, h, optimizer, begin, end))
       continue;
     const int32_t held = plan->host_steps[h].held_by;
-    if (held > 0 && held != s->rank + 1) /* another rank's update (ZeRO: its shard of the state) */
+    if ((held > 0 && held != s->rank + 1) || /* another rank's update (ZeRO: its shard of the state) */
+        s->host.by_backend[h])               /* an activation's copy the backend runs among its steps */
       continue;
     const int32_t at = plan->host_at[h];
     if (at > done) {

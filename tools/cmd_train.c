@@ -533,8 +533,13 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
       tf_tool_train_print_throughput(tf_cli_out(), plan, done, steps_seconds, feed_seconds);
       if (plan->n_host_steps > 0) {
         char host[32], moved[32];
-        fprintf(tf_cli_out(), "host memory: %s of %s, %d steps run on the host; %s moved per step\n",
-                tf_cli_bytes(plan->host_bytes, host, sizeof(host)), tf_plan_host_contents(plan), plan->n_host_steps,
+        const int32_t on_device = tf_session_host_steps_on_device(session);
+        fprintf(tf_cli_out(), "host memory: %s of %s, %d steps run on the host",
+                tf_cli_bytes(plan->host_bytes, host, sizeof(host)), tf_plan_host_contents(plan),
+                plan->n_host_steps - on_device);
+        if (on_device > 0)
+          fprintf(tf_cli_out(), ", %d copies by the device among its steps", on_device);
+        fprintf(tf_cli_out(), "; %s moved per step\n",
                 tf_cli_bytes(tf_plan_host_moved_bytes(plan), moved, sizeof(moved)));
       }
       if (a->checkpoint)

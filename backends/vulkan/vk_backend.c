@@ -73,6 +73,24 @@ static tf_status vulkan_download(void *state, void *region, int64_t offset, void
   return vk_validation_status(state, vk_region_download(state, region, offset, host, bytes));
 }
 
+static tf_status vulkan_alloc_host(void *state, int64_t bytes, void **host) {
+  return vk_validation_status(state, vk_host_alloc(state, bytes, host));
+}
+
+static void vulkan_free_host(void *state, void *host) { vk_host_free(state, host); }
+
+/* The copies are recorded by prepare (vk_program_build) from the host region's buffer. */
+static tf_status vulkan_take_host_copies(void *state, const tf_plan *plan, void *host, const bool *copies) {
+  vk_state *vk = state;
+  const vk_host_buffer *b = vk_host_find(vk, host);
+  if (!b || b->bytes < plan->host_bytes)
+    return tf_status_new(TF_ERR_INTERNAL, "vulkan: the host region (%lld bytes) is not this backend's host memory",
+                         (long long)plan->host_bytes);
+  vk->host_region = (vk_region){.buffer = b->buffer, .memory = VK_NULL_HANDLE, .bytes = plan->host_bytes};
+  vk->host_copies = copies;
+  return NULL;
+}
+
 static tf_status vulkan_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]) {
   return tf_status_prefix(vk_validation_status(state, vk_record_prepare(state, plan, regions)),
                           "vulkan backend on '%s'", ((vk_state *)state)->properties.deviceName);
@@ -110,6 +128,9 @@ const tf_backend_vtable tf_backend_vulkan = {
     .synchronize = vulkan_synchronize,
     .memory = vulkan_memory,
     .capacity = vk_capacity,
+    .alloc_host = vulkan_alloc_host,
+    .free_host = vulkan_free_host,
+    .take_host_copies = vulkan_take_host_copies,
 };
 
 uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }

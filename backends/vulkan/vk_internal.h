@@ -136,9 +136,11 @@ typedef struct vk_limits {
 
 /* ---- vk_lower.c: plan -> program ---- */
 
-/* Lowers every step of `plan`; refuses (naming the step) what no shader implements. The caller
- * frees the program with vk_program_free(). */
-tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_program *program);
+/* Lowers every step of `plan`; refuses (naming the step) what no shader implements. The host steps
+ * marked in `host_copies` (may be NULL) become copies among the commands of the step they run before
+ * (after the micro-batch block's last step when they end it). The caller frees the program with
+ * vk_program_free(). */
+tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, const bool *host_copies, vk_program *program);
 void vk_program_free(vk_program *program);
 /* Whether a device with `limits` runs attention in tiles (shaders/attention_tiled.comp) where the
  * heads allow: its shared memory holds the tiles and TIGHTFIT_VULKAN_TILED_ATTENTION is not 0
@@ -168,6 +170,7 @@ typedef struct vk_recording {
 } vk_recording;
 
 #define VK_MAX_RECORDINGS 8
+#define VK_MAX_HOST_BUFFERS 4 /* an offloaded plan's host region and staging (runtime/host_steps.h) */
 
 typedef struct vk_state {
   /* vk_device.c */
@@ -196,6 +199,8 @@ typedef struct vk_state {
   VkCommandBuffer transfer;
   VkFence transfer_fence;
   int64_t region_bytes, region_asked, allocations, live_allocations; /* region_asked: the plan's bytes */
+  vk_host_buffer hosts[VK_MAX_HOST_BUFFERS];                         /* alloc_host's, mapped */
+  int32_t n_hosts;
   /* vk_pipelines.c */
   VkDescriptorSetLayout set_layout;
   VkPipelineLayout pipeline_layout;
@@ -203,7 +208,9 @@ typedef struct vk_state {
   VkPipeline pipelines[VK_SHADER_COUNT];
   /* vk_record.c */
   const tf_plan *plan;
-  vk_region *regions[TF_REGION_COUNT];
+  vk_region *regions[TF_REGION_COUNT + 1]; /* [TF_REGION_HOST]: host_region when copies were taken */
+  vk_region host_region;                   /* the host buffer holding the plan's host region */
+  const bool *host_copies;                 /* per host step: recorded among the steps (take_host_copies) */
   vk_program program;
   VkDescriptorPool descriptor_pool;
   VkDescriptorSet *sets; /* per command and io half: sets[2 * command + half] */
@@ -245,6 +252,11 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out);
 void vk_region_free(vk_state *vk, vk_region *region);
 tf_status vk_region_upload(vk_state *vk, vk_region *region, int64_t offset, const void *host, int64_t bytes);
 tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, void *host, int64_t bytes);
+/* Host memory of `bytes` (zeroed, mapped) in a host-visible buffer (tf_backend_vtable.alloc_host). */
+tf_status vk_host_alloc(vk_state *vk, int64_t bytes, void **host);
+void vk_host_free(vk_state *vk, void *host);
+/* The host buffer whose mapping starts at `host`, or NULL. */
+const vk_host_buffer *vk_host_find(const vk_state *vk, const void *host);
 
 /* ---- vk_pipelines.c ---- */
 tf_status vk_pipelines_create(vk_state *vk);

@@ -494,7 +494,20 @@ uint32_t vk_float_bits(float value) {
   return bits;
 }
 
-tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_program *program) {
+/* The copies of the host steps marked in `host_copies` that run before device step `at` of the
+ * micro-batch block (at == micro_steps: after its last step), in host-step order, appended to the
+ * commands of the step being lowered. */
+static tf_status emit_host_copies(vk_lower *l, const bool *host_copies, int32_t at) {
+  const tf_plan *plan = l->plan;
+  for (int32_t h = 0; host_copies && h < plan->n_host_steps; h++) {
+    const tf_plan_step *copy = &plan->host_steps[h];
+    if (host_copies[h] && plan->host_at[h] == at)
+      TF_RETURN_IF_ERROR(vk_emit_copy(l, copy->inputs[0], copy->outputs[0], plan->buffers[copy->inputs[0]].bytes));
+  }
+  return NULL;
+}
+
+tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, const bool *host_copies, vk_program *program) {
   memset(program, 0, sizeof(*program));
   program->step_first = calloc((size_t)plan->n_steps + 1, sizeof(int32_t));
   if (!program->step_first)
@@ -502,6 +515,9 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
   for (int32_t s = 0; s < plan->n_steps; s++) {
     vk_lower l = {.plan = plan, .step = &plan->steps[s], .index = s, .program = program, .limits = limits};
     program->step_first[s] = program->n_commands;
+    if (s < plan->micro_steps)
+      TF_RETURN_IF_ERROR(emit_host_copies(&l, host_copies, s));
+    const int32_t lowered = program->n_commands;
     vk_lower_fn lower = (int)l.step->op >= 0 && l.step->op < TF_OP_COUNT ? lowerings[l.step->op] : NULL;
     if (!lower)
       return vk_refuse(&l, "the Vulkan backend has no shader for this op yet");
@@ -510,9 +526,11 @@ tf_status vk_program_build(const tf_plan *plan, const vk_limits *limits, vk_prog
     TF_RETURN_IF_ERROR(lower(&l));
     const tf_dtype half = half_data(&l), qkv = half_qkv(&l);
     if (half != TF_F32)
-      TF_RETURN_IF_ERROR(use_half_variants(&l, program->step_first[s], half));
+      TF_RETURN_IF_ERROR(use_half_variants(&l, lowered, half));
     else if (qkv != TF_F32)
-      use_input_variants(&l, program->step_first[s], qkv);
+      use_input_variants(&l, lowered, qkv);
+    if (s == plan->micro_steps - 1)
+      TF_RETURN_IF_ERROR(emit_host_copies(&l, host_copies, plan->micro_steps));
   }
   program->step_first[plan->n_steps] = program->n_commands;
   return NULL;

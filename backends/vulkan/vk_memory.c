@@ -1,6 +1,7 @@
 /* Device memory: one VkBuffer + one VkDeviceMemory per plan region (device-local, storage and
- * transfer usage, zeroed at allocation), and the two host-visible buffers of the fixed overhead
- * (vulkan.h): staging for upload/download, and the run state. Copies go through the staging
+ * transfer usage, zeroed at allocation), the two host-visible buffers of the fixed overhead
+ * (vulkan.h): staging for upload/download, and the run state; and an offloaded plan's host memory
+ * (host-visible buffers in the host's memory, which the recorded copies reach). Copies go through the staging
  * buffer in chunks, each a one-shot submission of the transfer command buffer that waits on its
  * fence; a barrier at its start orders it after any compute work submitted before it. */
 #include <stdlib.h>
@@ -8,11 +9,14 @@
 
 #include "backends/vulkan/vk_internal.h"
 
-/* A memory type allowed by `bits` with all of `wanted`, or UINT32_MAX. */
-static uint32_t memory_type(const vk_state *vk, uint32_t bits, VkMemoryPropertyFlags wanted) {
-  for (uint32_t i = 0; i < vk->memory_properties.memoryTypeCount; i++)
-    if ((bits & (1u << i)) && (vk->memory_properties.memoryTypes[i].propertyFlags & wanted) == wanted)
+/* A memory type allowed by `bits` with all of `wanted` and none of `unwanted`, or UINT32_MAX. */
+static uint32_t memory_type(const vk_state *vk, uint32_t bits, VkMemoryPropertyFlags wanted,
+                            VkMemoryPropertyFlags unwanted) {
+  for (uint32_t i = 0; i < vk->memory_properties.memoryTypeCount; i++) {
+    const VkMemoryPropertyFlags flags = vk->memory_properties.memoryTypes[i].propertyFlags;
+    if ((bits & (1u << i)) && (flags & wanted) == wanted && (flags & unwanted) == 0)
       return i;
+  }
   return UINT32_MAX;
 }
 
@@ -41,10 +45,12 @@ static tf_status check_heaps(const vk_state *vk, int64_t bytes, const VkMemoryPr
   return NULL;
 }
 
-/* A buffer of `bytes` with its own memory, of the first type in `preferences` that exists. */
+/* A buffer of `bytes` with its own memory, of the first type in `preferences` that exists without
+ * any of `unwanted`. */
 static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags usage,
-                               const VkMemoryPropertyFlags *preferences, int n_preferences, VkBuffer *buffer,
-                               VkDeviceMemory *memory, int64_t *allocated) {
+                               const VkMemoryPropertyFlags *preferences, int n_preferences,
+                               VkMemoryPropertyFlags unwanted, VkBuffer *buffer, VkDeviceMemory *memory,
+                               int64_t *allocated) {
   VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = (VkDeviceSize)bytes;
   info.usage = usage;
@@ -60,7 +66,7 @@ static tf_status create_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFlags u
   vk->fn.GetBufferMemoryRequirements(vk->device, *buffer, &requirements);
   uint32_t type = UINT32_MAX;
   for (int i = 0; i < n_preferences && type == UINT32_MAX; i++)
-    type = memory_type(vk, requirements.memoryTypeBits, preferences[i]);
+    type = memory_type(vk, requirements.memoryTypeBits, preferences[i], unwanted);
   if (type == UINT32_MAX)
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "vulkan: device '%s' has no suitable memory type for a buffer of %lld bytes",
@@ -98,7 +104,7 @@ static tf_status create_host_buffer(vk_state *vk, int64_t bytes, VkBufferUsageFl
   // uncached for reads, so staging asks for plain host memory.
   int first = usage & VK_BUFFER_USAGE_STORAGE_BUFFER_BIT ? 0 : 1;
   TF_RETURN_IF_ERROR(
-      create_buffer(vk, bytes, usage, preferences + first, 2 - first, &out->buffer, &out->memory, &allocated));
+      create_buffer(vk, bytes, usage, preferences + first, 2 - first, 0, &out->buffer, &out->memory, &allocated));
   out->bytes = bytes;
   return vk_check(vk->fn.MapMemory(vk->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped), "vkMapMemory");
 }
@@ -129,6 +135,8 @@ static void close_host_buffer(vk_state *vk, vk_host_buffer *b) {
 void vk_memory_close(vk_state *vk) {
   if (!vk->device)
     return;
+  while (vk->n_hosts > 0)
+    vk_host_free(vk, vk->hosts[vk->n_hosts - 1].mapped);
   if (vk->transfer_fence)
     vk->fn.DestroyFence(vk->device, vk->transfer_fence, NULL);
   if (vk->transfer)
@@ -187,7 +195,7 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out) {
   tf_status status = create_buffer(vk, size,
                                    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                                   preferences, 2, &region->buffer, &region->memory, &region->allocated);
+                                   preferences, 2, 0, &region->buffer, &region->memory, &region->allocated);
   if (!status) {
     vk->region_bytes += region->allocated;
     vk->region_asked += bytes;
@@ -250,4 +258,51 @@ tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, vo
     done += chunk;
   }
   return NULL;
+}
+
+/* ---- host memory (tf_backend_vtable.alloc_host) ---- */
+
+tf_status vk_host_alloc(vk_state *vk, int64_t bytes, void **host) {
+  *host = NULL;
+  if (vk->n_hosts == VK_MAX_HOST_BUFFERS)
+    return tf_status_new(TF_ERR_INTERNAL, "vulkan: more than %d host buffers asked for", VK_MAX_HOST_BUFFERS);
+  // The host's own memory, cached where a type offers it: the host steps compute on it. A
+  // device-local type only where the device's memory is the host's (an integrated GPU, a CPU).
+  const VkMemoryPropertyFlags preferences[] = {
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT};
+  const VkPhysicalDeviceType type = vk->properties.deviceType;
+  const bool shared = type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const int64_t size = bytes > 0 ? (bytes + 15) / 16 * 16 : 16;
+  vk_host_buffer b = {.buffer = VK_NULL_HANDLE, .memory = VK_NULL_HANDLE, .mapped = NULL, .bytes = size};
+  int64_t allocated;
+  tf_status status =
+      create_buffer(vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, preferences, 2,
+                    shared ? 0 : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &b.buffer, &b.memory, &allocated);
+  if (!status)
+    status = vk_check(vk->fn.MapMemory(vk->device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+  if (status) {
+    destroy_buffer(vk, b.buffer, b.memory);
+    return tf_status_prefix(status, "vulkan: host memory of %lld bytes", (long long)bytes);
+  }
+  memset(b.mapped, 0, (size_t)size);
+  vk->hosts[vk->n_hosts++] = b;
+  *host = b.mapped;
+  return NULL;
+}
+
+const vk_host_buffer *vk_host_find(const vk_state *vk, const void *host) {
+  for (int32_t i = 0; i < vk->n_hosts; i++)
+    if (vk->hosts[i].mapped == host)
+      return &vk->hosts[i];
+  return NULL;
+}
+
+void vk_host_free(vk_state *vk, void *host) {
+  for (int32_t i = 0; i < vk->n_hosts; i++)
+    if (vk->hosts[i].mapped == host) {
+      close_host_buffer(vk, &vk->hosts[i]);
+      vk->hosts[i] = vk->hosts[--vk->n_hosts];
+      return;
+    }
 }

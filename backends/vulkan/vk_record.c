@@ -201,6 +201,15 @@ static void barrier(const vk_state *vk, VkCommandBuffer commands) {
   vk->fn.CmdPipelineBarrier(commands, stages, stages, 0, 1, &b, 0, NULL, 0, NULL);
 }
 
+/* Makes the recorded copies' writes to the host region visible to the host's reads after the wait. */
+static void host_visible(const vk_state *vk, VkCommandBuffer commands) {
+  VkMemoryBarrier b = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vk->fn.CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, NULL, 0,
+                            NULL);
+}
+
 /* The ranges command `c` touches on io half `half`; returns how many (at most VK_OPERANDS + 1).
  * A dispatch also reads the run-state buffer (binding VK_RUN_STATE_BINDING), which also stands in
  * for absent operands (the dummy binding): a shader that may write such a slot counts as writing it,
@@ -208,7 +217,7 @@ static void barrier(const vk_state *vk, VkCommandBuffer commands) {
 static int32_t ranges_of(const vk_state *vk, const vk_command *c, int32_t half, byte_range *ranges, bool *written) {
   int32_t n = c->kind == VK_COMMAND_DISPATCH ? c->n_bindings : c->kind == VK_COMMAND_COPY ? 2 : 1;
   uint32_t writes = c->kind == VK_COMMAND_DISPATCH ? c->writes : c->kind == VK_COMMAND_COPY ? 0x2u : 0x1u;
-  const byte_range run_state = {.region = TF_REGION_COUNT, .begin = 0, .end = 1};
+  const byte_range run_state = {.region = TF_REGION_HOST + 1, .begin = 0, .end = 1};
   int32_t kept = 0;
   bool dummy_written = false;
   for (int32_t i = 0; i < n; i++) {
@@ -280,6 +289,8 @@ static tf_status record(vk_state *vk, int32_t begin, int32_t end, int32_t half, 
   }
   free(h.reads);
   free(h.writes);
+  if (vk->host_copies)
+    host_visible(vk, commands);
   if (!ok)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot track the hazards of steps [%d, %d)", begin, end);
   return vk_check(vk->fn.EndCommandBuffer(commands), "vkEndCommandBuffer");
@@ -332,6 +343,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
   vk->plan = plan;
   for (int r = 0; r < TF_REGION_COUNT; r++)
     vk->regions[r] = regions[r];
+  vk->regions[TF_REGION_HOST] = vk->host_copies ? &vk->host_region : NULL;
   TF_RETURN_IF_ERROR(check_bindings(vk));
   vk_limits limits = {.max_storage_range = vk->properties.limits.maxStorageBufferRange,
                       .max_shared_bytes = vk->properties.limits.maxComputeSharedMemorySize,
@@ -339,7 +351,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .loop_limit = vk->loop_limit,
                       .storage16 = vk->storage16,
                       .tiled_attention = vk->tiled_attention};
-  TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, &vk->program));
+  TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, vk->host_copies, &vk->program));
   if (vk_profile_wanted())
     TF_RETURN_IF_ERROR(vk_profile_start(vk));
   TF_RETURN_IF_ERROR(vk_pipelines_create(vk));

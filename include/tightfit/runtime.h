@@ -43,6 +43,9 @@ tf_session_options tf_session_options_default(void);
 tf_status tf_session_create(const tf_plan *plan, const tf_session_options *options, tf_session **out) TF_MUST_USE;
 void tf_session_destroy(tf_session *session);
 tf_session_memory tf_session_memory_use(const tf_session *session);
+/* How many of the plan's host steps the backend runs itself, ordered among its steps with no host
+ * wait (an offloaded activation's copies, where the backend takes them: Vulkan, CUDA); 0 on the cpu. */
+int32_t tf_session_host_steps_on_device(const tf_session *session);
 /* What the device measured (Vulkan, CUDA); TF_ERR_UNSUPPORTED for a backend that cannot say (cpu). */
 tf_status tf_session_device_memory(const tf_session *session, tf_device_memory *out) TF_MUST_USE;
 const tf_plan *tf_session_plan(const tf_session *session);

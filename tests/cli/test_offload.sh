@@ -218,6 +218,24 @@ check "3 + 3 resumed steps with the gradients in host memory end on the 6 steps'
 for name in activations remat remat_activations bf16 bf16_activations gradients_activations; do
   expect_message 0 "train the $name plan 6 steps on vulkan:0" "trained 6 steps" $vk "$tf" train "$dir/$name.tfplan" \
     --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_$name"
+  cp "$dir/out" "$dir/$name.train.txt"
+done
+# the copies are the backend's, recorded among its steps: the host runs none of them; with
+# TIGHTFIT_HOST_COPIES=host the runtime runs them between device runs, to the same bytes
+check "vulkan runs the activations' copies among its steps (none on the host)" \
+  "grep -q '^host memory: .* of activations, 0 steps run on the host, [1-9][0-9]* copies by the device' \
+'$dir/activations.train.txt'"
+check "with the gradients in host memory too, only their steps run on the host" \
+  "grep -q 'steps run on the host, [1-9][0-9]* copies by the device' '$dir/gradients_activations.train.txt'"
+expect_message 0 "the recorded copies under the validation layer's synchronisation checks" "trained 2 steps" \
+  env TIGHTFIT_VULKAN_VALIDATION=1 $vk "$tf" train "$dir/gradients_activations.tfplan" \
+  --data models/data/text/train --steps 2 --threads 1 --device vulkan:0
+for name in activations bf16_activations; do
+  expect_message 0 "train the $name plan with the runtime's copies" "[1-9][0-9]* steps run on the host;" \
+    env TIGHTFIT_HOST_COPIES=host $vk "$tf" train "$dir/$name.tfplan" --data models/data/text/train --steps 6 \
+    --threads 1 --device vulkan:0 --checkpoint "$dir/ck_${name}_host"
+  check "$name: the device's copies and the runtime's end on the same checkpoint" \
+    cmp "$dir/ck_$name/latest.safetensors" "$dir/ck_${name}_host/latest.safetensors"
 done
 check "activations in host memory: the device plan's checkpoint" \
   cmp "$dir/ck_kept/latest.safetensors" "$dir/ck_activations/latest.safetensors"
