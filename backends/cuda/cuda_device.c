@@ -341,7 +341,10 @@ static void cuda_destroy(void *state) {
     cudaStreamSynchronize(s->compute);
   if (s->copy)
     cudaStreamSynchronize(s->copy);
+  if (s->offload)
+    cudaStreamSynchronize(s->offload);
   tf_cuda_release_plan(s);
+  tf_cuda_host_copies_release(s);
   tf_cuda_nccl_close(s->nccl); /* the communicator before the streams it ran on */
   for (int i = 0; i < CUDA_SLOT_COUNT; i++)
     if (s->slot_read[i])
@@ -523,6 +526,7 @@ const tf_backend_vtable tf_backend_cuda = {
     .capacity = cuda_capacity,
     .alloc_host = cuda_alloc_host,
     .free_host = cuda_free_host,
+    .take_host_copies = tf_cuda_take_host_copies,
     .collective_device = tf_cuda_collective_device,
     .collective_id = tf_cuda_collective_id,
     .collective_init = tf_cuda_collective_init,

@@ -183,13 +183,16 @@ static tf_status step_cuda_failure(const cuda_state *cs, int32_t i, int32_t half
 
 /* Launches step `i` on `half`; a failure of the launcher (tf_cuda_kernel_launch's status, freed here)
  * comes back naming the step and its operands too. */
-static tf_status step_launch(const cuda_state *cs, int32_t i, int32_t half) {
+static tf_status step_launch(cuda_state *cs, int32_t i, int32_t half) {
+  const int32_t micro_steps = cs->plan->micro_steps;
+  if (i < micro_steps) /* an offloaded activation's copies placed before it (cuda_host_copies.c) */
+    TF_RETURN_IF_ERROR(tf_cuda_host_copies_at(cs, i, half));
   bool fused = false;
   tf_status launched = cs->unfused ? NULL : tf_cuda_fused_launch(cs, i, half, &fused);
   if (!fused && !launched)
     launched = tf_cuda_kernel_launch(&cs->steps[i].args[half]);
   if (!launched)
-    return NULL;
+    return i == micro_steps - 1 ? tf_cuda_host_copies_at(cs, micro_steps, half) : NULL;
   tf_status status =
       step_failure(cs, i, half, tf_status_code(launched), "launching it failed", tf_status_message(launched));
   tf_status_free(launched);
@@ -210,11 +213,19 @@ tf_status tf_cuda_step_run_checked(cuda_state *s, int32_t i, int32_t half) {
   return error == cudaSuccess ? NULL : step_cuda_failure(s, i, half, "it failed on the device", error);
 }
 
-/* Enqueues steps [begin, end) for io half `half` on the compute stream, without waiting. */
+/* Enqueues steps [begin, end) for io half `half` on the compute stream, without waiting; the copies
+ * to the host among them on the side stream, joined back by the range's end. */
 static tf_status enqueue(cuda_state *s, int32_t begin, int32_t end, int32_t half) {
-  for (int32_t i = begin; i < end; i++)
-    TF_RETURN_IF_ERROR(step_launch(s, i, half));
-  return NULL;
+  s->copies_side = true;
+  tf_status status = NULL;
+  for (int32_t i = begin; i < end && !status; i++)
+    status = step_launch(s, i, half);
+  s->copies_side = false;
+  tf_status joined = tf_cuda_host_copies_join(s);
+  if (!status)
+    return joined;
+  tf_status_free(joined);
+  return status;
 }
 
 /* Runs steps [begin, end) one at a time, each waited for and checked (TIGHTFIT_CUDA_SYNC=1). */
@@ -305,6 +316,7 @@ tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[
     TF_RETURN_IF_ERROR(prepare_step(s, i));
   TF_RETURN_IF_ERROR(prepare_io(s));
   TF_RETURN_IF_ERROR(tf_cuda_fused_prepare(s));
+  TF_RETURN_IF_ERROR(tf_cuda_host_copies_prepare(s));
   s->forward_end = 0;
   while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
     s->forward_end++;

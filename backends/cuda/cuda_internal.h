@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_copies.h"
 #include "backends/cuda/cuda_fuse.h"
 #include "kernels/cuda/kernels.h"
 
@@ -80,6 +81,16 @@ typedef struct cuda_state {
   cudaEvent_t *profile_events; /* n_steps + 1 */
   int64_t profile_runs;
   cuda_nccl *nccl; /* NULL until a collective is asked for */
+  /* An offloaded activation's copies run among the steps (take_host_copies, cuda_copies.h): the host
+   * region (pinned, alloc_host's), the schedule, and the side stream the copies down run on
+   * (TIGHTFIT_CUDA_COPY_OVERLAP=0: on the compute stream), with the events that fork it from the
+   * compute stream and join it back. copies_side/copies_pending live while a range is launched. */
+  char *host_region;
+  const bool *host_copies;
+  tf_cuda_copy_schedule copies;
+  cudaStream_t offload;
+  cudaEvent_t offload_fork, offload_done;
+  bool copies_side, copies_pending;
 } cuda_state;
 
 /* A status for a failed CUDA runtime call (NULL when `error` is cudaSuccess). */
@@ -93,6 +104,19 @@ tf_status tf_cuda_synchronize(void *state);
 /* cuda_graphs.c */
 tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);
 tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
+/* cuda_host_copies.c: an offloaded activation's copies among the steps (cuda_copies.h). */
+/* The backend contract's take_host_copies: keeps them for prepare and makes the side stream. */
+tf_status tf_cuda_take_host_copies(void *state, const tf_plan *plan, void *host, const bool *copies);
+/* Issues the copies placed before device step `at` on `half` (at == micro_steps: after the block),
+ * waiting for the copies down first where the schedule says. */
+tf_status tf_cuda_host_copies_at(cuda_state *s, int32_t at, int32_t half);
+/* Makes the compute stream wait for the copies down issued so far (none pending: nothing). */
+tf_status tf_cuda_host_copies_join(cuda_state *s);
+/* Schedules the copies taken (cuda_copies.h) beside the active fused groups, turning off those a
+ * copy cannot leave the span of. After tf_cuda_fused_prepare. */
+tf_status tf_cuda_host_copies_prepare(cuda_state *s);
+/* Frees the schedule, the side stream and its events. */
+void tf_cuda_host_copies_release(cuda_state *s);
 void tf_cuda_release_plan(cuda_state *s);
 /* Launches step `step` for io half `half` on the compute stream and waits for it; on any error
  * (a CUDA error pending before it, its launch, its execution) a status naming the step, its op and
@@ -105,7 +129,7 @@ bool tf_cuda_profile_wanted(void);
 tf_status tf_cuda_profile_start(cuda_state *s);
 /* Launches steps [begin, end) with `launch`, an event before each, waits, adds their times. */
 tf_status tf_cuda_profile_run(cuda_state *s, int32_t begin, int32_t end, int32_t half,
-                              tf_status (*launch)(const cuda_state *, int32_t, int32_t));
+                              tf_status (*launch)(cuda_state *, int32_t, int32_t));
 void tf_cuda_profile_finish(cuda_state *s);
 
 /* cuda_fused.c: the fused groups of the prepared plan. */

@@ -27,7 +27,7 @@ tf_status tf_cuda_profile_start(cuda_state *s) {
 }
 
 tf_status tf_cuda_profile_run(cuda_state *s, int32_t begin, int32_t end, int32_t half,
-                              tf_status (*launch)(const cuda_state *, int32_t, int32_t)) {
+                              tf_status (*launch)(cuda_state *, int32_t, int32_t)) {
   for (int32_t i = begin; i < end; i++) {
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventRecord(s->profile_events[i], s->compute), "profile event"));
     TF_RETURN_IF_ERROR(launch(s, i, half));

@@ -1,0 +1,210 @@
+/* The schedule of an offloaded activation's copies on CUDA (backends/cuda/cuda_copies.h), on real
+ * compiled plans without a GPU: gpt2-small (1 layer) and the zoo's gpt (2 layers) with their
+ * activations in host memory, with recompute's checkpoints, bf16 storage, and the gradients offloaded
+ * too. Each schedule is replayed as the streams would run it (a copy down in flight from its place to
+ * the next wait; a copy back, and the end of the block, wait for them all; a fused group kept with the
+ * copies writes every member's bytes at its span's first step) and checked from outside the schedule:
+ * no step writes a byte of a copy down's source while that copy may still read it, every copy is at
+ * its host step's place, and no kept group has a copy inside its span. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_copies.h"
+#include "check.h"
+#include "tightfit/compiler.h"
+#include "tightfit/zoo.h"
+
+static tf_test_counts counts;
+
+static tf_plan *compile_zoo(const char *preset, const char *override, tf_compile_options o) {
+  tf_graph *g = NULL;
+  tf_plan *plan = NULL;
+  const char *overrides[] = {override};
+  tf_status status = tf_zoo_build(preset, overrides, 1, &g);
+  if (!status)
+    status = tf_compile(g, &o, &plan);
+  CHECK(&counts, status == NULL, "%s: %s", preset, tf_status_message(status));
+  tf_status_free(status);
+  tf_graph_destroy(g);
+  return plan;
+}
+
+/* The byte range [begin, end) of buffer id in its region. */
+typedef struct span {
+  int32_t region;
+  int64_t begin, end;
+} span;
+
+static span span_of(const tf_plan *plan, int32_t id) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  return (span){b->region, b->offset, b->offset + b->bytes};
+}
+
+static bool meet(span a, span b) {
+  return a.region == b.region && a.begin < b.end && b.begin < a.end && a.end > a.begin && b.end > b.begin;
+}
+
+/* Whether step i writes anything of `source`: its outputs, the inputs it updates, its workspace. */
+static bool writes(const tf_plan *plan, int32_t i, span source) {
+  const tf_plan_step *s = &plan->steps[i];
+  for (int32_t k = 0; k < s->n_outputs; k++)
+    if (meet(span_of(plan, s->outputs[k]), source))
+      return true;
+  for (int32_t k = 0; k < s->n_inputs; k++) {
+    bool written;
+    tf_plan_step_operand(s, k, &written);
+    if (written && meet(span_of(plan, s->inputs[k]), source))
+      return true;
+  }
+  return s->workspace >= 0 && meet(span_of(plan, s->workspace), source);
+}
+
+/* Whether step i reads or writes anything of `target` (every input counted as read). */
+static bool touches(const tf_plan *plan, int32_t i, span target) {
+  const tf_plan_step *s = &plan->steps[i];
+  for (int32_t k = 0; k < s->n_inputs; k++)
+    if (meet(span_of(plan, s->inputs[k]), target))
+      return true;
+  return writes(plan, i, target);
+}
+
+/* The kept group whose span step i lies in, or -1. */
+static int32_t group_of(const tf_cuda_fusion *groups, const bool *kept, int32_t n, int32_t i) {
+  for (int32_t g = 0; g < n; g++)
+    if (kept[g] && i >= groups[g].first && i <= groups[g].last)
+      return g;
+  return -1;
+}
+
+/* Whether, run as scheduled, a step writes bytes a copy down in flight still reads; *first_bad names it. */
+static bool replay(const tf_plan *plan, const tf_cuda_copy_schedule *k, const tf_cuda_fusion *groups, const bool *kept,
+                   int32_t n_groups, int32_t *first_bad) {
+  enum { MAX_FLIGHT = 4096 };
+  span *flight = malloc(sizeof(span) * MAX_FLIGHT);
+  int32_t n_flight = 0;
+  bool ok = flight != NULL;
+  for (int32_t at = 0; ok && at <= plan->micro_steps; at++) {
+    if (at < plan->micro_steps && k->join_before[at])
+      n_flight = 0;
+    for (int32_t c = k->first[at]; c < k->first[at + 1]; c++) {
+      const tf_plan_step *copy = &plan->host_steps[k->copies[c].host_step];
+      if (!k->copies[c].beside)
+        n_flight = 0; /* a copy in order (a copy back, or a copy down whose next step writes its source) waits */
+      else if (n_flight < MAX_FLIGHT)
+        flight[n_flight++] = span_of(plan, copy->inputs[0]);
+    }
+    if (at == plan->micro_steps)
+      break;
+    /* a kept group's launch (at its first step) writes for all its members; its other steps nothing */
+    const int32_t g = group_of(groups, kept, n_groups, at);
+    const int32_t from = g >= 0 ? (at == groups[g].first ? groups[g].first : -1) : at;
+    const int32_t to = g >= 0 ? groups[g].last : at;
+    for (int32_t i = from; from >= 0 && i <= to && ok; i++)
+      for (int32_t f = 0; f < n_flight && ok; f++)
+        if (writes(plan, i, flight[f])) {
+          ok = false;
+          *first_bad = at;
+        }
+  }
+  free(flight);
+  return ok;
+}
+
+static void check_schedule(const char *label, tf_plan *plan) {
+  if (!plan)
+    return;
+  bool *taken = calloc((size_t)(plan->n_host_steps > 0 ? plan->n_host_steps : 1), sizeof(bool));
+  int32_t n_taken = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *s = &plan->host_steps[h];
+    taken[h] = s->op == TF_OP_RESHAPE && s->phase != TF_PHASE_OPTIMIZER;
+    n_taken += taken[h] ? 1 : 0;
+  }
+  tf_cuda_fusion *groups = NULL;
+  int32_t n_groups = 0, n_kept = 0;
+  tf_status status =
+      tf_cuda_fusion_find(plan, (tf_cuda_fusion_options){.epilogues = true, .multi_tensor = true}, &groups, &n_groups);
+  CHECK(&counts, status == NULL, "%s: fusion: %s", label, tf_status_message(status));
+  tf_status_free(status);
+  bool *kept = calloc((size_t)(n_groups > 0 ? n_groups : 1), sizeof(bool));
+  tf_cuda_copy_schedule k;
+  status = tf_cuda_copy_schedule_make(plan, taken, groups, n_groups, kept, &k);
+  CHECK(&counts, status == NULL && n_taken > 0, "%s: %d copies: %s", label, n_taken, tf_status_message(status));
+  tf_status_free(status);
+  if (status || n_taken == 0) {
+    free(kept);
+    free(groups);
+    free(taken);
+    tf_plan_destroy(plan);
+    return;
+  }
+  /* every taken copy once, in run order; at its host step's place, or moved past steps that do not
+   * touch the bytes it moves (a copy down later, a copy back earlier) */
+  bool placed = k.n_copies == n_taken, moved_safely = true;
+  int32_t downs = 0, beside = 0, joins = 0, moved = 0;
+  for (int32_t c = 0; c < k.n_copies && placed; c++) {
+    const int32_t h = k.copies[c].host_step, at = k.copies[c].at, was = plan->host_at[h];
+    const tf_plan_step *copy = &plan->host_steps[h];
+    placed = taken[h] && c >= k.first[at] && c < k.first[at + 1] && (c == 0 || k.copies[c - 1].at <= at) &&
+             k.copies[c].down == (plan->buffers[copy->outputs[0]].region == TF_REGION_HOST) &&
+             (k.copies[c].down ? at >= was : at <= was);
+    for (int32_t i = was; k.copies[c].down && i < at; i++)
+      moved_safely = moved_safely && !writes(plan, i, span_of(plan, copy->inputs[0]));
+    for (int32_t i = at; !k.copies[c].down && i < was; i++)
+      moved_safely = moved_safely && !touches(plan, i, span_of(plan, copy->outputs[0]));
+    downs += k.copies[c].down ? 1 : 0;
+    beside += k.copies[c].beside ? 1 : 0;
+    moved += at != was ? 1 : 0;
+  }
+  CHECK(&counts, placed, "%s: the copies are not each at its place, in order", label);
+  CHECK(&counts, moved_safely, "%s: a copy moved past a step that touches the bytes it moves", label);
+  /* no kept group has a copy inside its span */
+  bool inside = false;
+  for (int32_t g = 0; g < n_groups; g++) {
+    n_kept += kept[g] ? 1 : 0;
+    for (int32_t c = 0; c < k.n_copies && kept[g]; c++)
+      inside = inside || (k.copies[c].at > groups[g].first && k.copies[c].at <= groups[g].last);
+  }
+  CHECK(&counts, !inside, "%s: a kept fused group has a copy inside its span", label);
+  for (int32_t i = 0; i < plan->micro_steps; i++)
+    joins += k.join_before[i] ? 1 : 0;
+  int32_t bad = -1;
+  const bool safe = replay(plan, &k, groups, kept, n_groups, &bad);
+  CHECK(&counts, safe, "%s: step %d ('%s') writes bytes a copy to the host may still read", label, bad,
+        bad >= 0 ? plan->steps[bad].name : "?");
+  printf("%-4s %s: %d copies (%d down, %d of them beside the steps; %d back; %d moved out of a group) among %d "
+         "steps, %d waits before a step, %d of %d fused groups kept\n",
+         placed && moved_safely && safe && !inside ? "ok" : "FAIL", label, k.n_copies, downs, beside,
+         k.n_copies - downs, moved, plan->micro_steps, joins, n_kept, n_groups);
+  free(kept);
+  free(groups);
+  tf_cuda_copy_schedule_free(&k);
+  free(taken);
+  tf_plan_destroy(plan);
+}
+
+static tf_compile_options options(const char *bindings) {
+  tf_compile_options o = tf_compile_options_default(TF_TARGET_CUDA);
+  o.bindings = bindings;
+  o.optimizer = TF_OPTIMIZER_ADAMW;
+  o.offload_activations = true;
+  return o;
+}
+
+int main(void) {
+  check_schedule("gpt2-small 1 layer", compile_zoo("gpt2-small", "layers=1", options("N=2,T=64")));
+  tf_compile_options o = options("N=4,T=64");
+  check_schedule("gpt 2 layers", compile_zoo("gpt", "layers=2", o));
+  o.remat = TF_REMAT_CHECKPOINTS;
+  check_schedule("gpt, recompute's checkpoints", compile_zoo("gpt", "layers=2", o));
+  o = options("N=4,T=64");
+  o.set_precision = true;
+  o.precision = TF_PRECISION_BF16;
+  o.accumulate = 2;
+  check_schedule("gpt, bf16, 2 micro-batches", compile_zoo("gpt", "layers=2", o));
+  o = options("N=4,T=64");
+  o.offload_gradients = true;
+  check_schedule("gpt, the gradients offloaded too", compile_zoo("gpt", "layers=2", o));
+  return tf_test_finish("test_cuda_copies", &counts);
+}
