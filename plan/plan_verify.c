@@ -70,10 +70,11 @@ static tf_region region_of_role(tf_buffer_role role) {
 
 /* ---- the plan as a whole ---- */
 
-/* Host steps of the micro-batch block that touch a gradient (an offloaded gradient's accumulation,
- * which the stage's reductions would have to wait for): none under ZeRO, which lets the host run the
- * updates (--offload optimizer) and the activations' copies (--offload activations) only. An
- * operand out of range counts (check_references refuses it later). */
+/* Host steps of the micro-batch block that touch a gradient (an offloaded gradient's accumulation):
+ * none at ZeRO stage 2, whose reductions at the pauses read the gradients' buckets as the backward
+ * pass writes them (its host runs the updates and the activations' copies only); stage 1 sums the
+ * whole gradients after the block, where they are. An operand out of range counts
+ * (check_references refuses it later). */
 static int32_t micro_gradient_steps(const tf_plan *plan) {
   int32_t count = 0;
   for (int32_t h = 0; h < plan->n_host_steps && plan->host_steps; h++) {
@@ -124,10 +125,11 @@ static tf_status check_header(const tf_plan *plan) {
                    plan->n_host_steps);
   TF_RETURN_IF_ERROR(tf_plan_check_host_positions(plan));
   const int32_t micro_host_steps = micro_gradient_steps(plan);
-  if (plan->zero < 0 || plan->zero > 2 || (plan->zero > 0 && (plan->ranks < 2 || micro_host_steps > 0)))
+  if (plan->zero < 0 || plan->zero > 2 || (plan->zero > 0 && plan->ranks < 2) ||
+      (plan->zero == 2 && micro_host_steps > 0))
     return INVALID("ZeRO stage %" PRId32 " of a plan of %" PRId32 " ranks with %" PRId32 " host steps in the "
                    "micro-batch block that touch a gradient; stages are 0, 1 and 2, 1 and 2 for a data-parallel "
-                   "plan (2 ranks or more) whose host steps, if any, are the optimizer block's and the "
+                   "plan (2 ranks or more), and stage 2's host steps, if any, are the optimizer block's and the "
                    "activations' copies",
                    plan->zero, plan->ranks, micro_host_steps);
   if (plan->n_symbols < 0 || (plan->n_symbols > 0 && (!plan->symbol_names || !plan->symbol_values)))

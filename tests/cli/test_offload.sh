@@ -159,7 +159,13 @@ check "the verdict names the offloaded gradients" \
 check "the search says the state alone did not fit, the gradients too did" \
   "grep -q 'with it in host memory (--allow-offload) it does not fit either' '$dir/out' && \
    grep -q 'with them in host memory (--allow-offload) it fits:' '$dir/out'"
-# Under ZeRO the gradients stay on the device: from the state the search goes to the activations.
+# At ZeRO stage 1 the search goes on from the state to the gradients, which the ranks sum in host memory.
+expect 0 "ZeRO 1 with --allow-offload: the wide gpt fits 320 MiB" "$tf" check "$dir/wide.tfg" --target vulkan \
+  --optimizer adamw --ranks 2 --zero 1 --set T=256 --global-batch 16 --budget 320MiB --allow-offload
+check "ZeRO 1: the search offloads the gradients after the state, and the verdict names them" \
+  "grep -q 'nothing fits with the gradients on the device: with them in host memory (--allow-offload) it fits:' \
+'$dir/out' && grep -q 'fits: .*, with the gradients and optimizer state in host memory (--offload)' '$dir/out'"
+# At stage 2 the gradients stay on the device: from the state the search goes to the activations.
 expect 0 "ZeRO 2 with --allow-offload: the wide gpt fits 320 MiB" "$tf" check "$dir/wide.tfg" --target vulkan \
   --optimizer adamw --ranks 2 --zero 2 --set T=256 --global-batch 16 --budget 320MiB --allow-offload
 check "ZeRO 2: the search offloads the activations after the state, and the verdict names them" \

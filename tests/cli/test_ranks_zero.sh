@@ -22,8 +22,9 @@
 # each rank's shard of the state is in host memory and its updates on the host: on lavapipe, 4 ranks
 # at stages 1 and 2 end on the device-state job's losses and checkpoint byte for byte, also across
 # --resume, the host holding the largest shard; with --offload activations (and optimizer,activations)
-# at stages 1 and 2 the device job's losses and checkpoint byte for byte. Refused with the reason: --zero without --ranks, --zero 2 with --clip,
-# --zero with --offload gradients, --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
+# at stages 1 and 2 the device job's losses and checkpoint byte for byte; with --offload gradients at
+# stage 1 (2 micro-batches, clipping) stage 0's offloaded job's, also across --resume. Refused with the reason: --zero without --ranks, --zero 2 with --clip,
+# --zero 2 with --offload gradients, --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
 . "$(dirname "$0")/harness.sh"
@@ -233,6 +234,25 @@ PY
         cmp "$dir/ck_vk$zero/latest.safetensors" "$dir/ck_vk${zero}act/latest.safetensors"
     done
   done
+  # Offloaded gradients at stage 1: each micro-batch's parts added into the gradients in host memory
+  # by host steps; the ranks sum the whole gradients there after the block, then each updates its
+  # shard on the host. With 2 micro-batches and clipping, 4 ranks end on stage 0's offloaded job's
+  # losses and checkpoint byte for byte (the parts' sums in host memory order the additions alike).
+  for zero in 0 1; do
+    expect_message 0 "compile --target vulkan --ranks 4 --zero $zero --offload gradients" \
+      "the offloaded gradients and optimizer state" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw \
+      --fuse-loss off --ranks 4 --zero $zero --accumulate 2 --clip 1.0 --target vulkan --offload gradients \
+      -o "$dir/vk${zero}grad.tfplan"
+    job 4 vk${zero}grad vk${zero}grad 3 --device vulkan:0
+  done
+  check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, stage 0's offloaded job's losses" \
+    cmp "$dir/vk0grad.json" "$dir/vk1grad.json"
+  check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, its checkpoint byte for byte" \
+    cmp "$dir/ck_vk0grad/latest.safetensors" "$dir/ck_vk1grad/latest.safetensors"
+  job 4 vk1grad vk1grad_resumed 2 --device vulkan:0
+  job 4 vk1grad vk1grad_resumed 3 --device vulkan:0 --resume
+  check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, 2 + 1 steps across --resume" \
+    cmp "$dir/ck_vk1grad/latest.safetensors" "$dir/ck_vk1grad_resumed/latest.safetensors"
   # resumed: each rank loads its shard into host memory
   job 4 vk1off vk1off_resumed 2 --device vulkan:0
   job 4 vk1off vk1off_resumed 3 --device vulkan:0 --resume
@@ -338,8 +358,8 @@ expect_message 2 "--zero without --ranks" "give --ranks R" "$tf" compile "$dir/g
 expect_message 2 "--zero 2 with --clip" "--zero 2: graph 'gpt' reads the norm of the whole gradients" \
   "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --clip 1
 expect_message 2 "--zero 3" "--zero takes 0, 1 or 2" "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 3
-expect_message 2 "--zero with --offload gradients" "with --offload gradients is not supported yet" \
-  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 1 --offload gradients --target vulkan
+expect_message 2 "--zero 2 with --offload gradients" "with --offload gradients is not supported yet" \
+  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --offload gradients --target vulkan
 expect_message 2 "--checkpoint-every-minutes with a ZeRO plan" "save at the same steps" \
   $mpi 2 "$tf" train "$dir/r2z1.tfplan" --data $data --steps 2 --checkpoint "$dir/ck_minutes" \
   --checkpoint-every-minutes 1

@@ -450,8 +450,8 @@ static void test_offloaded(void) {
   for (int32_t h = 0; h < plan->n_host_steps && first_held < 0; h++)
     first_held = plan->host_steps[h].held_by > 0 ? h : -1;
   if ((back = copy_of(plan)) && first_held >= 0)
-    back->host_steps[first_held].phase = TF_PHASE_FORWARD;
-  refused(back, "host steps in the micro-batch block");
+    back->host_steps[first_held].phase = TF_PHASE_FORWARD; /* a held update moved into the micro-batch block */
+  refused(back, "only the updates of a ZeRO plan's optimizer block run on one rank");
   if ((back = copy_of(plan)) && first_held >= 0)
     back->host_steps[first_held].held_by = RANKS + 1;
   refused(back, "only the updates of a ZeRO plan's optimizer block run on one rank");
@@ -461,9 +461,9 @@ static void test_offloaded(void) {
 }
 
 /* ZeRO with offloaded activations (vulkan target, stages 1 and 2): the copies are host steps of the
- * micro-batch block that touch no gradient, and the plan verifies; one of them made to read a
- * gradient (an offloaded gradient's accumulation, which the stage's reductions would have to wait
- * for) is refused. */
+ * micro-batch block that touch no gradient, and the plan verifies; at stage 2 one of them made to
+ * read a gradient (an offloaded gradient's accumulation, which the reductions at the pauses would
+ * have to wait for) is refused. */
 static void test_offloaded_activations(void) {
   for (int32_t zero = 1; zero <= 2; zero++) {
     tf_plan *plan = vulkan_plan(zero, false, true);
@@ -477,7 +477,7 @@ static void test_offloaded_activations(void) {
     CHECK(&counts, copy >= 0 && plan->zero == zero, "ZeRO %d: an activation's copy among %d host steps", zero,
           plan->n_host_steps);
     CHECK_OK(&counts, tf_plan_verify(plan));
-    tf_plan *back = copy_of(plan);
+    tf_plan *back = zero == 2 ? copy_of(plan) : NULL;
     if (back && copy >= 0 && gradient >= 0) {
       back->host_steps[copy].inputs[0] = gradient;
       tf_status status = tf_plan_verify(back);
@@ -492,11 +492,72 @@ static void test_offloaded_activations(void) {
   }
 }
 
+/* ZeRO stage 1 with offloaded gradients (vulkan target): the plan verifies with host steps of the
+ * micro-batch block adding into gradients in host memory, and the split updates' gradient views lie
+ * in host memory inside their parents; the same plan marked stage 2 is refused. */
+static void test_offloaded_gradients(void) {
+  const char *const overrides[] = {"layers=1"};
+  tf_graph *g = NULL;
+  CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
+  options.offload_gradients = true;
+  options.bindings = "N=2,T=32";
+  options.optimizer = TF_OPTIMIZER_ADAMW;
+  options.ranks = RANKS;
+  options.zero = 1;
+  tf_plan *plan = NULL;
+  if (g)
+    CHECK_OK(&counts, tf_compile(g, &options, &plan));
+  tf_graph_destroy(g);
+  if (!plan)
+    return;
+  int32_t accumulations = 0, views = 0, views_in_host = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    for (int32_t k = 0; step->phase != TF_PHASE_OPTIMIZER && k < step->n_inputs + step->n_outputs; k++) {
+      bool written;
+      const int32_t id = tf_plan_step_operand(step, k, &written);
+      if (written && plan->buffers[id].role == TF_ROLE_GRADIENT) {
+        accumulations++;
+        break;
+      }
+    }
+  }
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->role != TF_ROLE_GRADIENT || b->view_of == 0)
+      continue;
+    const tf_plan_buffer *parent = &plan->buffers[b->view_of - 1];
+    views++;
+    views_in_host +=
+        b->region == TF_REGION_HOST && parent->region == TF_REGION_HOST && b->offset == parent->offset + b->view_at;
+  }
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  CHECK(&counts, plan->zero == 1 && accumulations > 0 && views > 0 && views_in_host == views,
+        "ZeRO 1, offloaded gradients: %d accumulations on the host, %d of %d gradient views in host memory at their "
+        "parents' bytes",
+        accumulations, views_in_host, views);
+  printf("ZeRO 1 with offloaded gradients: %d accumulations on the host, %d gradient views in host memory\n",
+         accumulations, views);
+  tf_plan *back = copy_of(plan);
+  if (back) {
+    back->zero = 2;
+    tf_status status = tf_plan_verify(back);
+    CHECK(&counts,
+          status && strstr(tf_status_message(status), "host steps in the micro-batch block that touch a gradient"),
+          "marked stage 2: %s", tf_status_message(status));
+    tf_status_free(status);
+  }
+  tf_plan_destroy(back);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
   test_shards();
   test_steps();
   test_stage2();
   test_offloaded();
   test_offloaded_activations();
+  test_offloaded_gradients();
   return tf_test_finish("test_zero_plan", &counts);
 }
