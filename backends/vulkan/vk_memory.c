@@ -1,8 +1,8 @@
 /* Device memory: one VkBuffer + one VkDeviceMemory per plan region (device-local, storage and
  * transfer usage, zeroed at allocation), the two host-visible buffers of the fixed overhead
  * (vulkan.h): staging for upload/download, and the run state; and an offloaded plan's host memory
- * (host-visible buffers in the host's memory, which the recorded copies reach). Copies go through the staging
- * buffer in chunks, each a one-shot submission of the transfer command buffer that waits on its
+ * (host-visible, cached buffers in the host's memory, which the recorded copies reach). Copies go
+ * through the staging buffer in chunks, each a one-shot submission of the transfer command buffer that waits on its
  * fence; a barrier at its start orders it after any compute work submitted before it. */
 #include <stdlib.h>
 #include <string.h>
@@ -266,18 +266,18 @@ tf_status vk_host_alloc(vk_state *vk, int64_t bytes, void **host) {
   *host = NULL;
   if (vk->n_hosts == VK_MAX_HOST_BUFFERS)
     return tf_status_new(TF_ERR_INTERNAL, "vulkan: more than %d host buffers asked for", VK_MAX_HOST_BUFFERS);
-  // The host's own memory, cached where a type offers it: the host steps compute on it. A
-  // device-local type only where the device's memory is the host's (an integrated GPU, a CPU).
+  // The host's own memory, cached: the host steps compute on it (uncached memory would make their
+  // reads crawl; without a cached type the runtime takes ordinary memory). A device-local type only
+  // where the device's memory is the host's (an integrated GPU, a CPU).
   const VkMemoryPropertyFlags preferences[] = {
-      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
-      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT};
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT};
   const VkPhysicalDeviceType type = vk->properties.deviceType;
   const bool shared = type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   const int64_t size = bytes > 0 ? (bytes + 15) / 16 * 16 : 16;
   vk_host_buffer b = {.buffer = VK_NULL_HANDLE, .memory = VK_NULL_HANDLE, .mapped = NULL, .bytes = size};
   int64_t allocated;
   tf_status status =
-      create_buffer(vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, preferences, 2,
+      create_buffer(vk, size, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, preferences, 1,
                     shared ? 0 : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &b.buffer, &b.memory, &allocated);
   if (!status)
     status = vk_check(vk->fn.MapMemory(vk->device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
