@@ -236,7 +236,7 @@ check "with the gradients in host memory too, only their steps run on the host" 
 expect_message 0 "the recorded copies under the validation layer's synchronisation checks" "trained 2 steps" \
   env TIGHTFIT_VULKAN_VALIDATION=1 $vk "$tf" train "$dir/gradients_activations.tfplan" \
   --data models/data/text/train --steps 2 --threads 1 --device vulkan:0
-for name in activations bf16_activations; do
+for name in activations remat_activations bf16_activations gradients_activations; do
   expect_message 0 "train the $name plan with the runtime's copies" "[1-9][0-9]* steps run on the host;" \
     env TIGHTFIT_HOST_COPIES=host $vk "$tf" train "$dir/$name.tfplan" --data models/data/text/train --steps 6 \
     --threads 1 --device vulkan:0 --checkpoint "$dir/ck_${name}_host"
