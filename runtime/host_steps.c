@@ -137,6 +137,11 @@ static bool copy_alone(const tf_plan *plan, int32_t index) {
 
 tf_status tf_host_steps_hand_copies(tf_host_steps *h, const tf_plan *plan) {
   const char *where = getenv("TIGHTFIT_HOST_COPIES"); /* "host": the runtime runs them (to compare) */
+  if (where && where[0] && strcmp(where, "host") != 0 && strcmp(where, "device") != 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "TIGHTFIT_HOST_COPIES is '%s': 'device' (the default: the backend runs an offloaded "
+                         "activation's copies among its steps) or 'host' (the runtime runs them)",
+                         where);
   if (!h->backend || !h->backend->take_host_copies || !h->region_from_backend || plan->n_host_steps == 0 ||
       (where && strcmp(where, "host") == 0))
     return NULL;

@@ -236,6 +236,9 @@ check "with the gradients in host memory too, only their steps run on the host" 
 expect_message 0 "the recorded copies under the validation layer's synchronisation checks" "trained 2 steps" \
   env TIGHTFIT_VULKAN_VALIDATION=1 $vk "$tf" train "$dir/gradients_activations.tfplan" \
   --data models/data/text/train --steps 2 --threads 1 --device vulkan:0
+expect_message 2 "TIGHTFIT_HOST_COPIES takes device or host" "TIGHTFIT_HOST_COPIES is 'hots': 'device'" \
+  env TIGHTFIT_HOST_COPIES=hots $vk "$tf" train "$dir/activations.tfplan" --data models/data/text/train --steps 1 \
+  --threads 1 --device vulkan:0
 for name in activations remat_activations bf16_activations gradients_activations; do
   expect_message 0 "train the $name plan with the runtime's copies" "[1-9][0-9]* steps run on the host;" \
     env TIGHTFIT_HOST_COPIES=host $vk "$tf" train "$dir/$name.tfplan" --data models/data/text/train --steps 6 \
