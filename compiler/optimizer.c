@@ -59,6 +59,11 @@ static tf_status global_norm(tf_training *t, const int32_t *grads, int32_t n, in
   return NULL;
 }
 
+/* At ZeRO stage 2 no rank holds the whole gradients: the norm is a constant scalar the data-parallel
+ * job writes before each optimizer block, the sum of the ranks' sums of squares of their shards
+ * (tools/dist_buckets.c), which compiler/zero.c and the verifier allow for no other kind of plan. */
+static bool norm_from_ranks(const tf_training *t) { return t->options.zero == 2 && t->options.ranks > 1; }
+
 /* How many gradient parts (a parameter's first, t->grad, and its extra ones) of `param`, or of any
  * parameter when param is -1, are the tensor `part`: more than one where gradients pass through
  * unchanged (w + w, w1 + w2: each use's part is the add's upstream gradient), each then added as
@@ -345,8 +350,12 @@ tf_status tf_optimizer_pass(tf_training *t) {
   }
   free(sums);
   int32_t norm = -1;
-  if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.loss_scale > 0))
-    status = global_norm(t, accumulators, k, &norm);
+  if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.loss_scale > 0)) {
+    if (norm_from_ranks(t))
+      norm = tf_training_scalar(t, 0.0, "optimizer/global_norm_sq", &status);
+    else
+      status = global_norm(t, accumulators, k, &norm);
+  }
   t->overflow_check = norm;
   for (int32_t i = 0; i < k && !status; i++)
     status = update(t, params[i], accumulators[i], norm, direct[i]);

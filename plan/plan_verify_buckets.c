@@ -108,9 +108,9 @@ static tf_status check_bytes(const tf_plan *plan, const int32_t *first, const in
 }
 
 tf_status tf_plan_check_buckets(const tf_plan *plan) {
-  if (plan->overflow_check >= 0)
+  if (plan->overflow_check >= 0 && plan->buffers[plan->overflow_check].role != TF_ROLE_CONSTANT)
     return INVALID("a ZeRO stage-2 plan reads the norm of the whole gradients (overflow_check %s); each rank holds its "
-                   "shard of them only",
+                   "shard of them only, so the norm is a constant the job writes",
                    tf_plan_buffer_label(plan, plan->overflow_check).text);
   TF_RETURN_IF_ERROR(check_pairs(plan));
   const size_t n = (size_t)(plan->n_buffers > 0 ? plan->n_buffers : 1);

@@ -46,6 +46,19 @@ static tf_status check_on_host(const tf_plan *plan, int32_t check) {
   return NULL;
 }
 
+/* A ZeRO stage-2 plan's norm (clipping): an f32 scalar constant that no step writes, the data-parallel
+ * job's sum of the ranks' partial sums of squares, written before each optimizer block; no loss
+ * scaling reads it. */
+static tf_status check_summed_by_job(const tf_plan *plan, int32_t check) {
+  int32_t writers;
+  writer_of(plan, check, &writers);
+  if (!is_f32_scalar(plan, check, TF_REGION_PARAMETERS) || writers != 0 || plan->loss_scale_seed >= 0)
+    return INVALID("overflow_check %s of a ZeRO stage-2 plan must be an f32 scalar constant that no step writes (the "
+                   "job sums it from the ranks; written by %" PRId32 " steps) in a plan that does not scale its loss",
+                   tf_plan_buffer_label(plan, check).text, writers);
+  return NULL;
+}
+
 /* Dynamic loss scaling and the skipped update: the runtime writes the seed and reads the overflow
  * check, so both must be what it takes them for. */
 tf_status tf_plan_check_loss_scaling(const tf_plan *plan) {
@@ -80,6 +93,8 @@ tf_status tf_plan_check_loss_scaling(const tf_plan *plan) {
                    plan->n_buffers - 1);
   if (is_f32_scalar(plan, check, TF_REGION_HOST))
     return check_on_host(plan, check);
+  if (plan->zero == 2 && plan->buffers[check].role == TF_ROLE_CONSTANT) /* the ranks' sum, the job writes it */
+    return check_summed_by_job(plan, check);
   if (!is_f32_scalar(plan, check, TF_REGION_ARENA))
     return INVALID("overflow_check %s must be an f32 scalar in the arena (or in host memory, written by a host step)",
                    tf_plan_buffer_label(plan, check).text);

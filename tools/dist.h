@@ -44,14 +44,16 @@ typedef struct tf_dist {
   /* ZeRO stage 2 (tools/dist_buckets.c): each gradient bucket, its shard, the step after which it is
    * reduced (by that step) and its place in the send buffer; the session paused there; the send and
    * receive buffers (the most bytes one pause reduces); the reduction in flight (the pause's step,
-   * -1 none; whether it is the step's first micro-batch) on the reducer's thread (NULL: at the pause). */
+   * -1 none; whether it is the step's first or last micro-batch) on the reducer's thread (NULL: at the
+   * pause); with a norm to clip by, the sum of squares of what this rank owns. */
   struct tf_dist_bucket *buckets;
   int32_t n_buckets;
   tf_session *session;
   float *sent, *received;
   int64_t pause_bytes;
   int32_t pending;
-  bool pending_first;
+  bool pending_first, pending_last;
+  double norm_partial; /* --clip: the sum of squares of this rank's summed ranges in the step's last micro-batch */
   struct tf_worker *reducer;
   int32_t threads;       /* each rank's compute threads (train --threads): whether a reducer has a core */
   bool summed_at_pauses; /* stage 0: the gradients summed in the backward pass (tools/dist_buckets.c) */

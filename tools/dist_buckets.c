@@ -85,6 +85,9 @@ static tf_status write_one(tf_dist *d, const tf_dist_bucket *k, int32_t id, int6
     for (int64_t i = 0; i < range->bytes / 4; i++)
       sum[i] = held[i] + sum[i];
   }
+  if (d->pending_last && d->plan->overflow_check >= 0) /* the range's final values: its part of the norm */
+    for (int64_t i = 0; i < range->bytes / 4; i++)
+      d->norm_partial += (double)sum[i] * (double)sum[i];
   return tf_session_write_range(d->session, id, 0, sum, range->bytes);
 }
 
@@ -126,6 +129,7 @@ static tf_status reduce_at(void *context, int32_t step) {
   }
   d->pending = step;
   d->pending_first = micro == 0;
+  d->pending_last = micro == d->plan->accumulate - 1;
   if (d->reducer) {
     tf_worker_post(d->reducer, step);
     return NULL;
@@ -340,10 +344,26 @@ tf_status tf_dist_reduce_buckets(tf_dist *d, tf_session *session) {
 #endif
 }
 
+#if TIGHTFIT_MPI
+/* Stage 2 with a norm to clip by: the ranks' partial sums of squares summed (every rank, the same
+ * double), written as the plan's norm, a constant no step writes (compiler/optimizer.c). */
+static tf_status write_norm(tf_dist *d) {
+  double total = 0;
+  if (MPI_Allreduce(&d->norm_partial, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return tf_status_new(TF_ERR_BACKEND, "summing the gradients' norm across %d ranks: MPI_Allreduce failed", d->size);
+  d->norm_partial = 0;
+  const float norm_sq = (float)total;
+  return tf_session_write_range(d->session, d->plan->overflow_check, 0, &norm_sq, sizeof(norm_sq));
+}
+#endif
+
 tf_status tf_dist_reduce_wait(tf_dist *d) {
 #if TIGHTFIT_MPI
   if (d->active && d->sent && d->pending >= 0)
-    return finish_pending(d);
+    TF_RETURN_IF_ERROR(finish_pending(d));
+  if (d->active && d->sent && d->plan->zero == 2 && d->plan->overflow_check >= 0)
+    return write_norm(d);
+  return NULL;
 #else
   (void)d;
 #endif

@@ -23,7 +23,8 @@
 # at stages 1 and 2 end on the device-state job's losses and checkpoint byte for byte, also across
 # --resume, the host holding the largest shard; with --offload activations (and optimizer,activations)
 # at stages 1 and 2 the device job's losses and checkpoint byte for byte; with --offload gradients at
-# stage 1 (2 micro-batches, clipping) stage 0's offloaded job's, also across --resume. Refused with the reason: --zero without --ranks, --zero 2 with --clip,
+# stage 1 (2 micro-batches, clipping) stage 0's offloaded job's, also across --resume. With --clip at stage 2 (the norm summed by the job) 4 ranks x 2 micro-batches end on stage 0's losses to
+# 1e-6. Refused with the reason: --zero without --ranks, --zero 2 with f16 loss scaling,
 # --zero 2 with --offload gradients, --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
@@ -292,6 +293,20 @@ for zero in 0 2; do
   job 2 r2a2z$zero acc$zero 4
 done
 close acc0 acc2 "2 ranks x --accumulate 2: ZeRO 2 (each micro-batch reduced, then added) against ZeRO 0"
+# Clipping at stage 2: no rank holds the whole gradients, so the plan's norm is a constant the job
+# writes before each optimizer block, the ranks' sums of squares of their summed ranges added over
+# MPI (tools/dist_buckets.c). 4 ranks with 2 micro-batches and --clip 1 end on stage 0's losses to
+# 1e-6 and state to 1e-5; clipping binds (the unclipped job's losses differ).
+for zero in 0 2; do
+  expect 0 "compile --ranks 4 --zero $zero --accumulate 2 --clip 1" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 \
+    --optimizer adamw --fuse-loss off --ranks 4 --zero $zero --accumulate 2 --clip 1 -o "$dir/r4clipz$zero.tfplan"
+  job 4 r4clipz$zero clip$zero 4
+done
+close clip0 clip2 "4 ranks x --accumulate 2 with --clip 1: ZeRO 2 (the norm summed by the job) against ZeRO 0"
+expect 0 "compile --ranks 4 --accumulate 2 (no clipping)" "$tf" compile "$dir/gpt.tfg" --set N=2,T=32 \
+  --optimizer adamw --fuse-loss off --ranks 4 --accumulate 2 -o "$dir/r4noclip.tfplan"
+job 4 r4noclip noclip 4
+check "--clip 1 changes the 4 ranks' losses (the norm is read)" "! cmp -s '$dir/clip0.json' '$dir/noclip.json'"
 # The reductions on a thread of their own while the backward pass goes on (tools/dist_buckets.c), and
 # at each pause: the same MPI calls in the same order, so the same losses and checkpoints byte for
 # byte, also where a step's micro-batches add their sums (--accumulate 2) and with 4 ranks
@@ -355,8 +370,8 @@ for part in ("parameters", "activations", "workspace", "inputs"):
 PY
 
 expect_message 2 "--zero without --ranks" "give --ranks R" "$tf" compile "$dir/gpt.tfg" --zero 1
-expect_message 2 "--zero 2 with --clip" "--zero 2: graph 'gpt' reads the norm of the whole gradients" \
-  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --clip 1
+expect_message 2 "--zero 2 with f16 loss scaling" "--zero 2: graph 'gpt' scales its loss" \
+  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --precision fp16
 expect_message 2 "--zero 3" "--zero takes 0, 1 or 2" "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 3
 expect_message 2 "--zero 2 with --offload gradients" "with --offload gradients is not supported yet" \
   "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --offload gradients --target vulkan
