@@ -293,8 +293,7 @@ void tf_cuda_release_plan(cuda_state *s) {
   s->prepared = false;
 }
 
-/* Environment variable `name`: `unset` when it is unset or empty, else whether it is not "0". */
-static bool env_flag(const char *name, bool unset) {
+bool tf_cuda_env_flag(const char *name, bool unset) {
   const char *value = getenv(name);
   if (!value || value[0] == '\0')
     return unset;
@@ -320,9 +319,9 @@ tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[
   s->forward_end = 0;
   while (s->forward_end < plan->n_steps && plan->steps[s->forward_end].phase == TF_PHASE_FORWARD)
     s->forward_end++;
-  s->sync_steps = env_flag("TIGHTFIT_CUDA_SYNC", false);
+  s->sync_steps = tf_cuda_env_flag("TIGHTFIT_CUDA_SYNC", false);
   const bool profile = tf_cuda_profile_wanted();
-  s->use_graphs = env_flag("TIGHTFIT_CUDA_GRAPHS", true) && !s->sync_steps && !profile;
+  s->use_graphs = tf_cuda_env_flag("TIGHTFIT_CUDA_GRAPHS", true) && !s->sync_steps && !profile;
   if (profile && !s->sync_steps)
     TF_RETURN_IF_ERROR(tf_cuda_profile_start(s));
   TF_RETURN_IF_ERROR(tf_cuda_warm_up(s));

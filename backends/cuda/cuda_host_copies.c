@@ -4,25 +4,16 @@
  * (they become memcpy nodes: the host region is pinned), step by step, the profile. The copies down
  * run on the side stream only while a range is enqueued or captured (copies_side); elsewhere every
  * copy runs on the compute stream, in order. */
-#define _POSIX_C_SOURCE 200809L
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "backends/cuda/cuda_internal.h"
-
-/* Environment variable `name`: true when unset or empty, else whether it is not "0". */
-static bool env_on(const char *name) {
-  const char *value = getenv(name);
-  return !value || value[0] == '\0' || strcmp(value, "0") != 0;
-}
 
 tf_status tf_cuda_take_host_copies(void *state, const tf_plan *plan, void *host, const bool *copies) {
   cuda_state *s = state;
   (void)plan; /* scheduled by prepare, beside the fused groups (tf_cuda_host_copies_prepare) */
   s->host_region = host;
   s->host_copies = copies;
-  if (!env_on("TIGHTFIT_CUDA_COPY_OVERLAP") || s->offload)
+  if (!tf_cuda_env_flag("TIGHTFIT_CUDA_COPY_OVERLAP", true) || s->offload)
     return NULL;
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
   TF_RETURN_IF_ERROR(

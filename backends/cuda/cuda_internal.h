@@ -104,6 +104,9 @@ tf_status tf_cuda_synchronize(void *state);
 /* cuda_graphs.c */
 tf_status tf_cuda_prepare(void *state, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);
 tf_status tf_cuda_run(void *state, int32_t begin, int32_t end, int32_t io_slot, const tf_run_state *run);
+/* Environment variable `name`: `unset` when it is unset or empty, else whether it is not "0". */
+bool tf_cuda_env_flag(const char *name, bool unset);
+
 /* cuda_host_copies.c: an offloaded activation's copies among the steps (cuda_copies.h). */
 /* The backend contract's take_host_copies: keeps them for prepare and makes the side stream. */
 tf_status tf_cuda_take_host_copies(void *state, const tf_plan *plan, void *host, const bool *copies);

@@ -26,14 +26,15 @@ static tf_test_counts counts;
 
 /* gpt (1 layer) at N=2, T=32 with AdamW over RANKS ranks for `target`, the optimizer state (`state`)
  * and the activations kept for the backward pass (`activations`) in host memory or not. */
-static tf_plan *plan_of(tf_target_kind target, int32_t zero, double clip_norm, int32_t accumulate, bool state,
-                        bool activations) {
+static tf_plan *plan_offloading(tf_target_kind target, int32_t zero, double clip_norm, int32_t accumulate, bool state,
+                                bool activations, bool gradients) {
   const char *const overrides[] = {"layers=1"};
   tf_graph *g = NULL;
   CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
   tf_compile_options options = tf_compile_options_default(target);
   options.offload_optimizer = state;
   options.offload_activations = activations;
+  options.offload_gradients = gradients;
   options.bindings = "N=2,T=32";
   options.optimizer = TF_OPTIMIZER_ADAMW;
   options.ranks = RANKS;
@@ -47,6 +48,11 @@ static tf_plan *plan_of(tf_target_kind target, int32_t zero, double clip_norm, i
     CHECK_OK(&counts, tf_compile(g, &options, &plan));
   tf_graph_destroy(g);
   return plan;
+}
+
+static tf_plan *plan_of(tf_target_kind target, int32_t zero, double clip_norm, int32_t accumulate, bool state,
+                        bool activations) {
+  return plan_offloading(target, zero, clip_norm, accumulate, state, activations, false);
 }
 
 /* The cpu target's plan; `offload`: the vulkan target's with the optimizer state in host memory
@@ -496,19 +502,7 @@ static void test_offloaded_activations(void) {
  * micro-batch block adding into gradients in host memory, and the split updates' gradient views lie
  * in host memory inside their parents; the same plan marked stage 2 is refused. */
 static void test_offloaded_gradients(void) {
-  const char *const overrides[] = {"layers=1"};
-  tf_graph *g = NULL;
-  CHECK_OK(&counts, tf_zoo_build("gpt", overrides, 1, &g));
-  tf_compile_options options = tf_compile_options_default(TF_TARGET_VULKAN);
-  options.offload_gradients = true;
-  options.bindings = "N=2,T=32";
-  options.optimizer = TF_OPTIMIZER_ADAMW;
-  options.ranks = RANKS;
-  options.zero = 1;
-  tf_plan *plan = NULL;
-  if (g)
-    CHECK_OK(&counts, tf_compile(g, &options, &plan));
-  tf_graph_destroy(g);
+  tf_plan *plan = plan_offloading(TF_TARGET_VULKAN, 1, 0.0, 1, false, false, true);
   if (!plan)
     return;
   int32_t accumulations = 0, views = 0, views_in_host = 0;
