@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "kernels/cpu/blas_info.h"
 #ifdef TIGHTFIT_VULKAN
 #include "backends/vulkan/vulkan.h"
 #endif
@@ -57,8 +58,10 @@ static void add_failure(tf_device_list *list, const char *backend, tf_status sta
 
 void tf_backend_list_devices(tf_device_list *list) {
   memset(list, 0, sizeof(*list));
-  tf_device_list_add(list, "cpu", "cpu:0", "this machine's CPU, %ld cores online (OpenBLAS + OpenMP kernels)",
-                     sysconf(_SC_NPROCESSORS_ONLN));
+  char blas[256];
+  tf_cpu_blas_describe(blas, sizeof(blas));
+  tf_device_list_add(list, "cpu", "cpu:0", "this machine's CPU, %ld cores online (OpenMP kernels; %s)",
+                     sysconf(_SC_NPROCESSORS_ONLN), blas);
 #ifdef TIGHTFIT_VULKAN
   const int32_t before = list->count;
   tf_status status = tf_vulkan_list_devices(list);

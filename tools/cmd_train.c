@@ -290,7 +290,7 @@ static void progress(const train_args *a, bool tty, const tf_session *session, i
     if (c.scaled)
       snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped\": %s", ldexp(1.0, c.previous_log2),
                c.last_skipped ? "true" : "false");
-    fprintf(tf_cli_out(), "{\"step\": %" PRId64 ", \"loss\": %.6f, \"samples_per_second\": %.1f%s}\n", step, loss, rate,
+    fprintf(tf_cli_out(), "{\"step\": %" PRId64 ", \"loss\": %.9g, \"samples_per_second\": %.1f%s}\n", step, loss, rate,
             scaling);
     fflush(tf_cli_out());
   } else if (tty) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/cpu/blas_info.h"
 #include "plan/step_profile.h"
 
 #define CPU_PROFILE_VARIABLE "TIGHTFIT_CPU_PROFILE"
@@ -69,7 +70,9 @@ void tf_cpu_profile_finish(tf_cpu_profile *profile) {
     if (out) {
       tf_step_profile_write(profile->plan, profile->step_ms, profile->runs, "CPU", out);
       tf_step_profile_write_phases(profile->plan, profile->step_ms, profile->step_calls, out);
-      fprintf(out, "# threads: %d\n", profile->threads);
+      char blas[256];
+      tf_cpu_blas_describe(blas, sizeof(blas));
+      fprintf(out, "# threads: %d; %s\n", profile->threads, blas);
     }
     tf_step_profile_close(out);
   }

@@ -70,6 +70,27 @@ expect 2 "train an inference plan" "$tf" train "$dir/infer.tfplan" --data models
 expect 0 "devices" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
 grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || fail "devices lists no cpu"
 cp "$dir/out" "$dir/devices.out"
+check "devices names the CPU's BLAS and its kernels" 'grep -Eq "^cpu:0 .*OpenBLAS [0-9.]+, [A-Za-z0-9_]+ kernels" "$dir/out"'
+# OpenBLAS's core forced to a 256-bit one (OPENBLAS_CORETYPE=Haswell, as some machines' environments
+# set): on a CPU with AVX-512 the line says so and how to widen it; with SkylakeX forced, no hint.
+avx512=no
+for flag in avx512f avx512bw avx512dq avx512vl; do grep -qw "$flag" /proc/cpuinfo || avx512=absent; done
+[ "$avx512" = absent ] || avx512=yes
+expect 0 "devices with OpenBLAS forced to Haswell" env OPENBLAS_CORETYPE=Haswell \
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" VK_ICD_FILENAMES=/nonexistent.json \
+  VK_DRIVER_FILES=/nonexistent.json "$tf" devices
+if [ "$avx512" = yes ]; then
+  check "devices: Haswell kernels forced on an AVX-512 CPU are named, with the fix" \
+    'grep -q "^cpu:0 .*Haswell kernels (OPENBLAS_CORETYPE=Haswell); this CPU has AVX-512.*unset OPENBLAS_CORETYPE" "$dir/out"'
+  expect 0 "devices with OpenBLAS forced to SkylakeX" env OPENBLAS_CORETYPE=SkylakeX \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" VK_ICD_FILENAMES=/nonexistent.json \
+    VK_DRIVER_FILES=/nonexistent.json "$tf" devices
+  check "devices: 512-bit kernels get no hint" \
+    'grep -q "^cpu:0 .*SkylakeX kernels (OPENBLAS_CORETYPE=SkylakeX))$" "$dir/out"'
+else
+  check "devices: no AVX-512 on this CPU, so no hint beside Haswell" \
+    'grep "^cpu:0" "$dir/out" | grep -v -q "AVX-512"'
+fi
 # No Vulkan driver (the loader finds no ICD): listed as unavailable with the reason; training on it
 # fails at session creation with the reason, before any step.
 expect 0 "devices without a Vulkan driver" env VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \

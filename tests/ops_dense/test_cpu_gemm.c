@@ -6,7 +6,10 @@
  * goes through it with beta = 1, matmul_accumulate (sum += op(a) op(b), kernels/cpu/matmul.c), f32
  * and f64 on 1 and 2 threads against the same triple loop plus the sum it started from, and, under
  * the probe, with no heap allocation per call. (4) Its bits on any thread count and in a row cut at
- * a tile boundary. */
+ * a tile boundary. test_cpu_gemm_avx512 runs it again with OpenBLAS forced to its SkylakeX kernels
+ * (TF_TEST_BLAS_AVX512=1, skipped on a CPU without AVX-512), where the plain products that
+ * tf_cpu_gemm_would_copy names must allocate: the reason for the guard, shown on this machine even
+ * where the environment forces 256-bit kernels (OPENBLAS_CORETYPE=Haswell). */
 #define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
 #include <math.h>
 #include <stdint.h>
@@ -16,6 +19,7 @@
 
 #include "alloc_probe/probe_client.h"
 #include "check.h"
+#include "kernels/cpu/blas_info.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernels.h"
 
@@ -194,6 +198,12 @@ static int64_t allocations_in(const tf_probe *probe, bool plain_blas, int64_t m,
   return seen.allocations;
 }
 
+/* Whether this run is test_cpu_gemm_avx512's (OpenBLAS forced to its 512-bit kernels). */
+static bool avx512_forced(void) {
+  const char *wanted = getenv("TF_TEST_BLAS_AVX512");
+  return wanted && strcmp(wanted, "1") == 0;
+}
+
 static void check_allocations(char **argv) {
   tf_probe probe = tf_probe_attach(argv);
   if (!probe.mark) {
@@ -221,6 +231,11 @@ static void check_allocations(char **argv) {
            (long long)most);
     CHECK(&counts, ours == 0, "tf_cpu_gemm m=%lld n=%lld k=%lld allocated %lld times", (long long)m, (long long)n,
           (long long)k, (long long)ours);
+    if (avx512_forced())
+      CHECK(&counts, (blas > 0) == tf_cpu_gemm_would_copy(false, false, m, n, k),
+            "SkylakeX's cblas_sgemm m=%lld n=%lld k=%lld made %lld allocations; gemm.h predicts %s", (long long)m,
+            (long long)n, (long long)k, (long long)blas,
+            tf_cpu_gemm_would_copy(false, false, m, n, k) ? "some" : "none");
     /* the same product as matmul_accumulate (beta = 1) on 2 threads, after one call to start the team */
     uint32_t state = 11;
     float *a = random_matrix(m * k, &state), *b = random_matrix(k * n, &state), *sum = random_matrix(m * n, &state);
@@ -278,6 +293,16 @@ static void check_thread_invariance(void) {
 
 int main(int argc, char **argv) {
   (void)argc;
+  if (avx512_forced()) {
+    if (!tf_cpu_blas_has_avx512()) {
+      printf("SKIP: this CPU has no AVX-512, which OpenBLAS's SkylakeX kernels need\n");
+      return 77;
+    }
+    char blas[256];
+    tf_cpu_blas_describe(blas, sizeof(blas));
+    printf("%s\n", blas);
+    CHECK(&counts, tf_cpu_blas_narrowed() == false, "OpenBLAS runs 256-bit kernels: %s", blas);
+  }
   check_allocations(argv);
   check_values();
   check_accumulate_kernel();
