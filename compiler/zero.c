@@ -503,11 +503,6 @@ tf_status tf_zero_pass(tf_plan *plan, const tf_target *target, int32_t stage) {
                          "--zero %d: graph '%s' is planned for %d rank(s) (give --ranks R, "
                          "and stage 1 or 2)",
                          stage, plan->graph_name, plan->ranks);
-  if (stage == 2 && plan->loss_scale_seed >= 0)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "--zero 2: graph '%s' scales its loss (f16 storage) and skips an update whose gradients "
-                         "overflowed, which stage 2 does not check across the ranks yet; use --zero 1, or bf16",
-                         plan->graph_name);
   if (stage == 2 && plan->overflow_check >= 0 && plan->buffers[plan->overflow_check].role != TF_ROLE_CONSTANT)
     return tf_status_new(TF_ERR_INTERNAL,
                          "--zero 2: graph '%s' computes the norm of the whole gradients in its optimizer block; at "

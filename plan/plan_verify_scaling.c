@@ -46,15 +46,15 @@ static tf_status check_on_host(const tf_plan *plan, int32_t check) {
   return NULL;
 }
 
-/* A ZeRO stage-2 plan's norm (clipping): an f32 scalar constant that no step writes, the data-parallel
- * job's sum of the ranks' partial sums of squares, written before each optimizer block; no loss
- * scaling reads it. */
+/* A ZeRO stage-2 plan's norm (clipping, loss scaling): an f32 scalar constant that no step writes, the
+ * data-parallel job's sum of the ranks' partial sums of squares, written before each optimizer block,
+ * so every rank reads the same value and skips (or not) the same update. */
 static tf_status check_summed_by_job(const tf_plan *plan, int32_t check) {
   int32_t writers;
   writer_of(plan, check, &writers);
-  if (!is_f32_scalar(plan, check, TF_REGION_PARAMETERS) || writers != 0 || plan->loss_scale_seed >= 0)
+  if (!is_f32_scalar(plan, check, TF_REGION_PARAMETERS) || writers != 0)
     return INVALID("overflow_check %s of a ZeRO stage-2 plan must be an f32 scalar constant that no step writes (the "
-                   "job sums it from the ranks; written by %" PRId32 " steps) in a plan that does not scale its loss",
+                   "job sums it from the ranks; written by %" PRId32 " steps)",
                    tf_plan_buffer_label(plan, check).text, writers);
   return NULL;
 }
