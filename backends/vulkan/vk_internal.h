@@ -110,7 +110,8 @@ typedef struct vk_command {
   uint32_t writes; /* bit i: binding i is written */
   uint32_t push[VK_PUSH_WORDS];
   uint32_t groups[3];
-  int64_t bytes; /* COPY */
+  int64_t bytes;  /* COPY */
+  bool host_copy; /* COPY: an offloaded activation's copy (a host step the backend took), not a step's */
 } vk_command;
 
 /* The lowered plan: the commands of step s are [step_first[s], step_first[s + 1]). */
@@ -221,9 +222,11 @@ typedef struct vk_state {
   int32_t run_first, run_end; /* the commands [run_first, run_end) of the submission in flight */
   /* vk_profile.c (TIGHTFIT_VULKAN_PROFILE): timestamps around every command; NULL pool when off */
   VkQueryPool profile_pool;
-  double *profile_ms;      /* per step, added over the runs */
-  uint64_t *profile_ticks; /* 2 per command: where a run's timestamps are read */
-  int32_t *profile_step;   /* per command: its step */
+  double *profile_ms;       /* per step, added over the runs */
+  uint64_t *profile_ticks;  /* 2 per command: where a run's timestamps are read */
+  int32_t *profile_step;    /* per command: its step, or -1 for a host copy */
+  double profile_copies_ms; /* the host copies' time, added over the runs */
+  int32_t profile_copies;   /* how many host copies the program records */
   int64_t profile_runs;
 } vk_state;
 

@@ -501,8 +501,12 @@ static tf_status emit_host_copies(vk_lower *l, const bool *host_copies, int32_t 
   const tf_plan *plan = l->plan;
   for (int32_t h = 0; host_copies && h < plan->n_host_steps; h++) {
     const tf_plan_step *copy = &plan->host_steps[h];
-    if (host_copies[h] && plan->host_at[h] == at)
-      TF_RETURN_IF_ERROR(vk_emit_copy(l, copy->inputs[0], copy->outputs[0], plan->buffers[copy->inputs[0]].bytes));
+    if (!host_copies[h] || plan->host_at[h] != at)
+      continue;
+    const int32_t before = l->program->n_commands;
+    TF_RETURN_IF_ERROR(vk_emit_copy(l, copy->inputs[0], copy->outputs[0], plan->buffers[copy->inputs[0]].bytes));
+    if (l->program->n_commands > before)
+      l->program->commands[before].host_copy = true;
   }
   return NULL;
 }

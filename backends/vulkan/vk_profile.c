@@ -2,7 +2,8 @@
  * per command of the lowered program (2i before command i, 2i + 1 after it), both written at
  * BOTTOM_OF_PIPE, with a full barrier before every command so that each runs alone: the difference
  * is that command's time. Recordings are made once and replayed, so the timestamps are part of them
- * and every replay rewrites the same queries, which the run's wait reads back. */
+ * and every replay rewrites the same queries, which the run's wait reads back. The copies of offloaded
+ * activations recorded among the steps (vk_lower.c) are timed apart, in a line of their own. */
 #include <stdlib.h>
 
 #include "backends/vulkan/vk_internal.h"
@@ -25,9 +26,13 @@ tf_status vk_profile_start(vk_state *vk) {
   vk->profile_step = malloc(sizeof(int32_t) * (size_t)slots);
   if (!vk->profile_ms || !vk->profile_ticks || !vk->profile_step)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot keep the profile of %d steps", vk->plan->n_steps);
-  for (int32_t s = 0; s < vk->plan->n_steps; s++) /* each command's step, once */
-    for (int32_t c = vk->program.step_first[s]; c < vk->program.step_first[s + 1]; c++)
-      vk->profile_step[c] = s;
+  vk->profile_copies = 0;
+  for (int32_t s = 0; s < vk->plan->n_steps; s++) /* each command's step, once; a host copy is no step's */
+    for (int32_t c = vk->program.step_first[s]; c < vk->program.step_first[s + 1]; c++) {
+      const bool copy = vk->program.commands[c].host_copy;
+      vk->profile_step[c] = copy ? -1 : s;
+      vk->profile_copies += copy;
+    }
   VkQueryPoolCreateInfo info = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
   info.queryType = VK_QUERY_TYPE_TIMESTAMP;
   info.queryCount = (uint32_t)(2 * (commands > 0 ? commands : 1));
@@ -58,9 +63,13 @@ tf_status vk_profile_collect(vk_state *vk, int32_t first, int32_t end) {
   if (!status) {
     const uint64_t mask = vk->timestamp_bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << vk->timestamp_bits) - 1);
     const double ms_per_tick = (double)vk->properties.limits.timestampPeriod * 1e-6;
-    for (int32_t i = first; i < end; i++) /* a difference modulo the counter's width */
-      vk->profile_ms[vk->profile_step[i]] +=
-          (double)((ticks[2 * (i - first) + 1] - ticks[2 * (i - first)]) & mask) * ms_per_tick;
+    for (int32_t i = first; i < end; i++) { /* a difference modulo the counter's width */
+      const double ms = (double)((ticks[2 * (i - first) + 1] - ticks[2 * (i - first)]) & mask) * ms_per_tick;
+      if (vk->profile_step[i] < 0)
+        vk->profile_copies_ms += ms;
+      else
+        vk->profile_ms[vk->profile_step[i]] += ms;
+    }
     vk->profile_runs++;
   }
   return status;
@@ -71,6 +80,9 @@ void vk_profile_finish(vk_state *vk) {
     FILE *out = tf_step_profile_open(getenv("TIGHTFIT_VULKAN_PROFILE"));
     if (out)
       tf_step_profile_write(vk->plan, vk->profile_ms, vk->profile_runs, "Vulkan", out);
+    if (out && vk->profile_copies > 0)
+      fprintf(out, "# host copies: %d recorded among the steps, %.3f ms in all (in no step's time above)\n",
+              vk->profile_copies, vk->profile_copies_ms);
     tf_step_profile_close(out);
   }
   if (vk->profile_pool)
@@ -83,4 +95,6 @@ void vk_profile_finish(vk_state *vk) {
   vk->profile_ticks = NULL;
   vk->profile_step = NULL;
   vk->profile_runs = 0;
+  vk->profile_copies_ms = 0;
+  vk->profile_copies = 0;
 }

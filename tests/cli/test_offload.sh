@@ -233,6 +233,14 @@ check "vulkan runs the activations' copies among its steps (none on the host)" \
 '$dir/activations.train.txt'"
 check "with the gradients in host memory too, only their steps run on the host" \
   "grep -q 'steps run on the host, [1-9][0-9]* copies by the device' '$dir/gradients_activations.train.txt'"
+# the profile times those copies apart from the steps (TIGHTFIT_VULKAN_PROFILE's own line), as many as
+# train says the device runs
+copies=$(sed -n 's/.* \([0-9]*\) copies by the device among its steps.*/\1/p' "$dir/activations.train.txt")
+expect 0 "the activations plan profiled" env TIGHTFIT_VULKAN_PROFILE="$dir/activations.profile" $vk "$tf" train \
+  "$dir/activations.tfplan" --data models/data/text/train --steps 2 --threads 1 --device vulkan:0
+check "the profile's host copies: $copies recorded, timed apart from the steps" \
+  "grep -Eq '^# host copies: $copies recorded among the steps, [0-9.]+ ms in all' '$dir/activations.profile' &&
+   ! grep -q '^# host copies: .* 0.000 ms' '$dir/activations.profile'"
 expect_message 0 "the recorded copies under the validation layer's synchronisation checks" "trained 2 steps" \
   env TIGHTFIT_VULKAN_VALIDATION=1 $vk "$tf" train "$dir/gradients_activations.tfplan" \
   --data models/data/text/train --steps 2 --threads 1 --device vulkan:0
