@@ -10,8 +10,8 @@
 
 /* OpenBLAS 0.3.21's x86-64 cores whose sgemm kernels are 256 bits wide or narrower (its
  * driver/others/dynamic.c names): forcing one of them on an AVX-512 CPU halves the products' peak
- * (measured on an AMD EPYC with AVX-512, one thread: Haswell 110 GFLOP/s, SkylakeX and
- * Cooperlake 216-220, sgemm 2048 x 2048 x 2048, 2026-12-03). */
+ * (an AMD EPYC with AVX-512, one thread, 2026-12-03: sgemm at Haswell 115 GFLOP/s, SkylakeX and
+ * Cooperlake 196-222; bench/results/2026-12-03-cpu-blas-core). */
 static const char *const narrow_cores[] = {
     "Haswell", "Zen",          "SandyBridge", "Nehalem",    "Core2",       "Penryn",    "Dunnington",
     "Atom",    "Barcelona",    "Bulldozer",   "Piledriver", "Steamroller", "Excavator", "Prescott",

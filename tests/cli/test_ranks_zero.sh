@@ -315,8 +315,8 @@ check "--clip 1 changes the 4 ranks' losses (the norm is read)" "! cmp -s '$dir/
 # gradients pass through f16) from 2^16 with a window of 2: the scale grows until gradients overflow.
 # 2 ranks: stage 0's losses, scales, skips and checkpoint byte for byte; 4 ranks x 2 micro-batches:
 # the same skips and scales, losses to 5e-5 and state to 5e-3: with gradients rounded to f16, any
-# other order of the sums moves AdamW's first updates (one process with --accumulate 8 against the
-# 4 ranks' stage 0: losses 1.0e-5, state 5.1e-4 after 10 steps; stage 2: 1.3e-5 and 6.0e-4).
+# other order of the sums moves AdamW's first updates (here stage 2 is at 9.8e-6 and 1.2e-3; by hand,
+# one process with --accumulate 8 against the 4 ranks' stage 0: losses 1.0e-5, state 5.1e-4).
 for run in "2 1 6" "4 2 4"; do
   set -- $run
   for zero in 0 2; do
