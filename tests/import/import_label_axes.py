@@ -8,6 +8,7 @@ usage: import_label_axes.py TIGHTFIT       exits 77 (ctest skip) without torch""
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ class Frames(torch.nn.Module):
         return self.conv(x).transpose(1, 2)
 
 
-folder = tempfile.mkdtemp(prefix="tf-label-axes-")
+folder = tempfile.mkdtemp(prefix="tf-label-axes-")  # its random name may hold 5 digits: left out of the check
 legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
@@ -61,11 +62,13 @@ for loss in ("cross_entropy", "mse"):
     code, said = run(dynamic, "-o", os.path.join(folder, f"{loss}.tfg"), "--loss", loss, "--set", "N=2,T=101")
     check(f"--loss {loss} over a strided length of T is refused by axis and symbol",
           code == 2 and "the output's axis 1 is a length computed from the dynamic axis 'T'" in said and
-          not re.search(r"\d{5}", said) and not os.path.exists(os.path.join(folder, f"{loss}.tfg")),
+          not re.search(r"\d{5}", said.replace(folder, "<dir>")) and
+          not os.path.exists(os.path.join(folder, f"{loss}.tfg")),
           f"exit {code}: {said.strip()}")
 code, said = run(fixed, "-o", os.path.join(folder, "fixed.tfg"), "--loss", "cross_entropy")
 check("the same model with T fixed imports with its loss", code == 0, said.strip()[-200:])
 code, said = run(dynamic, "-o", os.path.join(folder, "none.tfg"), "--set", "N=2,T=101")
 check("with T dynamic and no loss it imports", code == 0, said.strip()[-200:])
+shutil.rmtree(folder, ignore_errors=True)
 print(f"import_label_axes: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
