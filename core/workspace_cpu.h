@@ -34,6 +34,12 @@
  * sums its depth in tiles of this many, in order, each call adding into C: a cut of those rows at
  * a multiple of it, accumulated slice after slice, gives the bits of the whole. */
 #define TF_CPU_MATMUL_DEPTH_TILE 256
+/* A product with A transposed whose C has fewer than TF_CPU_MATMUL_FEW_TILES tiles per batch entry
+ * (a small weight's gradient: one or two tasks, one or two threads busy) is cut into columns of
+ * TF_CPU_MATMUL_NARROW_COLUMN_TILE instead: decided by C's shape alone, never by the thread count or
+ * a depth slice, so its bits stay the same on any thread count and across depth slices. */
+#define TF_CPU_MATMUL_FEW_TILES 4
+#define TF_CPU_MATMUL_NARROW_COLUMN_TILE 128
 /* Query rows per attention block: the score block of one thread is this many rows of Tk. */
 #define TF_CPU_ATTENTION_BLOCK_ROWS 32
 

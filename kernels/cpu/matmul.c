@@ -9,8 +9,9 @@
  * sums the depth in tiles of TF_CPU_MATMUL_DEPTH_TILE, in order, so that those rows can be cut at a
  * tile boundary and accumulated (matmul_accumulate) slice after slice with the same bits. A
  * product whose B has no batch (a linear layer, x[..., K] W[K, N]) is one gemm over the flattened
- * rows of A, tiled the same way. Every output element is computed by exactly one task, so results
- * do not depend on scheduling. BLAS itself is expected to run single-threaded (workspace.h). */
+ * rows of A, tiled the same way. A small weight's gradient (A transposed, few tiles) takes narrower
+ * column tiles, chosen by C's shape alone (core/workspace_cpu.h). Every output element is computed by exactly one task,
+ * so results do not depend on scheduling. BLAS itself is expected to run single-threaded (workspace.h). */
 #include <string.h>
 
 #include "core/workspace_cpu.h"
@@ -28,6 +29,7 @@ typedef struct product {
   int64_t a_stride[TF_MAX_RANK], b_stride[TF_MAX_RANK]; /* per output batch axis, 0 where broadcast */
   int64_t batches;
   int64_t row_tiles, column_tiles; /* tiles of C per product */
+  int64_t column_tile;             /* columns of C per tile */
   real beta;                       /* 0: C = op(A) op(B); 1: C += op(A) op(B) */
 } product;
 
@@ -89,7 +91,12 @@ static product plan_product(const tf_cpu_args *args) {
     p.batch_rank = 0;
   }
   p.row_tiles = (p.m + TF_CPU_MATMUL_ROW_TILE - 1) / TF_CPU_MATMUL_ROW_TILE;
-  p.column_tiles = (p.n + TF_CPU_MATMUL_COLUMN_TILE - 1) / TF_CPU_MATMUL_COLUMN_TILE;
+  p.column_tile = TF_CPU_MATMUL_COLUMN_TILE;
+  p.column_tiles = (p.n + p.column_tile - 1) / p.column_tile;
+  if (p.transpose_a && p.row_tiles * p.column_tiles < TF_CPU_MATMUL_FEW_TILES) { /* by C's shape alone */
+    p.column_tile = TF_CPU_MATMUL_NARROW_COLUMN_TILE;
+    p.column_tiles = (p.n + p.column_tile - 1) / p.column_tile;
+  }
   return p;
 }
 
@@ -103,9 +110,9 @@ static void run_task(const product *p, int64_t task, const real *a, const real *
     a_offset += index * p->a_stride[i];
     b_offset += index * p->b_stride[i];
   }
-  const int64_t first_row = row_tile * TF_CPU_MATMUL_ROW_TILE, first_column = column_tile * TF_CPU_MATMUL_COLUMN_TILE;
+  const int64_t first_row = row_tile * TF_CPU_MATMUL_ROW_TILE, first_column = column_tile * p->column_tile;
   const int64_t m = p->m - first_row < TF_CPU_MATMUL_ROW_TILE ? p->m - first_row : TF_CPU_MATMUL_ROW_TILE;
-  const int64_t n = p->n - first_column < TF_CPU_MATMUL_COLUMN_TILE ? p->n - first_column : TF_CPU_MATMUL_COLUMN_TILE;
+  const int64_t n = p->n - first_column < p->column_tile ? p->n - first_column : p->column_tile;
   a += a_offset + (p->transpose_a ? first_row : first_row * p->lda);
   b += b_offset + (p->transpose_b ? first_column * p->ldb : first_column);
   c += batch * p->m * p->n + first_row * p->ldc + first_column;

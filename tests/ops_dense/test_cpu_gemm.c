@@ -291,6 +291,37 @@ static void check_thread_invariance(void) {
   free(b);
 }
 
+/* (5) A small weight's gradient (A transposed: [K, 128]^T [K, 384], one 256 x 512 tile, so cut into
+ * 128-column tiles by its shape, core/workspace_cpu.h): the same bits on 1, 2 and 3 threads, and its
+ * depth accumulated in two slices cut at a depth-tile boundary (the half slices) gives the whole's. */
+static void check_narrow_weight_gradient(void) {
+  enum { M = 128, N = 384, K = 700, CUT = 512 };
+  uint32_t state = 78u;
+  float *a = random_matrix((int64_t)K * M, &state), *b = random_matrix((int64_t)K * N, &state);
+  float *c[4];
+  for (int v = 0; v < 4; v++) {
+    c[v] = calloc((size_t)M * N, sizeof(float));
+    if (v < 3) {
+      accumulate_kernel(false, v + 1, true, false, M, N, K, c[v], a, b);
+    } else {
+      accumulate_kernel(false, 2, true, false, M, N, CUT, c[v], a, b);
+      accumulate_kernel(false, 2, true, false, M, N, K - CUT, c[v], a + (int64_t)CUT * M, b + (int64_t)CUT * N);
+    }
+  }
+  const bool threads_equal = !memcmp(c[0], c[1], sizeof(float) * M * N) && !memcmp(c[0], c[2], sizeof(float) * M * N);
+  const bool slices_equal = !memcmp(c[0], c[3], sizeof(float) * M * N);
+  CHECK(&counts, threads_equal, "f32 [%d, %d]^T x [%d, %d]: the bits differ between 1, 2 and 3 threads", K, M, K, N);
+  CHECK(&counts, slices_equal, "f32 [%d, %d]^T x [%d, %d]: its depth in two slices differs from the whole", K, M, K, N);
+  printf("%-4s matmul f32 [%d, %d]^T x [%d, %d] (narrow tiles): the same bits on 1, 2 and 3 threads (%s) and "
+         "over two depth slices (%s)\n",
+         threads_equal && slices_equal ? "ok" : "FAIL", K, M, K, N, threads_equal ? "yes" : "no",
+         slices_equal ? "yes" : "no");
+  for (int v = 0; v < 4; v++)
+    free(c[v]);
+  free(a);
+  free(b);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   if (avx512_forced()) {
@@ -307,5 +338,6 @@ int main(int argc, char **argv) {
   check_values();
   check_accumulate_kernel();
   check_thread_invariance();
+  check_narrow_weight_gradient();
   return tf_test_finish("cpu gemm", &counts);
 }
