@@ -257,6 +257,30 @@ static void check_allocations(char **argv) {
   }
 }
 
+/* c[0..3] zeroed [m, n]; c[0..2] += op(a) b (A transposed with ta) on 1, 2 and 3 threads. */
+static void on_three_thread_counts(float *c[4], bool ta, int64_t m, int64_t n, int64_t k, float *a, float *b) {
+  for (int v = 0; v < 4; v++)
+    c[v] = calloc((size_t)(m * n), sizeof(float));
+  for (int v = 0; v < 3; v++)
+    accumulate_kernel(false, v + 1, ta, false, m, n, k, c[v], a, b);
+}
+
+/* c[0..2]: one product on 1, 2 and 3 threads; c[3]: its cut (the first `cut_elements` compared) or
+ * slices. Checks and prints that all give the same bits; frees the four. */
+static void check_variants(float *c[4], size_t elements, size_t cut_elements, const char *product,
+                           const char *cut_what) {
+  const bool threads_equal =
+      !memcmp(c[0], c[1], sizeof(float) * elements) && !memcmp(c[0], c[2], sizeof(float) * elements);
+  const bool cut_equal = !memcmp(c[0], c[3], sizeof(float) * cut_elements);
+  CHECK(&counts, threads_equal, "%s: the bits differ between 1, 2 and 3 threads", product);
+  CHECK(&counts, cut_equal, "%s: the bits %s differ from the whole product's", product, cut_what);
+  printf("%-4s matmul %s: the same bits on 1, 2 and 3 threads (%s) and %s (%s)\n",
+         threads_equal && cut_equal ? "ok" : "FAIL", product, threads_equal ? "yes" : "no", cut_what,
+         cut_equal ? "yes" : "no");
+  for (int v = 0; v < 4; v++)
+    free(c[v]);
+}
+
 /* (4) A product's bits do not depend on the thread count: the kernel cuts C into fixed tiles
  * (TF_CPU_MATMUL_ROW_TILE x TF_CPU_MATMUL_COLUMN_TILE, core/workspace_cpu.h), one BLAS call each,
  * whatever the threads, so [700, 1100] = [700, 300] x [300, 1100] (remainder tiles both ways) on 1,
@@ -269,24 +293,12 @@ static void check_thread_invariance(void) {
   uint32_t state = 77u;
   float *a = random_matrix((int64_t)M * K, &state), *b = random_matrix((int64_t)K * N, &state);
   float *c[4];
-  for (int v = 0; v < 4; v++) {
-    c[v] = calloc((size_t)M * N, sizeof(float));
-    if (v < 3)
-      accumulate_kernel(false, v + 1, false, false, M, N, K, c[v], a, b);
-    else
-      accumulate_kernel(false, 2, false, false, CUT, N, K, c[v], a, b);
-  }
-  const bool threads_equal = !memcmp(c[0], c[1], sizeof(float) * M * N) && !memcmp(c[0], c[2], sizeof(float) * M * N);
-  const bool cut_equal = !memcmp(c[0], c[3], sizeof(float) * CUT * N);
-  CHECK(&counts, threads_equal, "f32 [%d, %d] x [%d, %d]: the bits differ between 1, 2 and 3 threads", M, K, K, N);
-  CHECK(&counts, cut_equal, "f32 [%d, %d] x [%d, %d]: its first %d rows alone differ from the whole product's", M, K, K,
-        N, CUT);
-  printf("%-4s matmul f32 [%d, %d] x [%d, %d]: the same bits on 1, 2 and 3 threads (%s) and for its first %d rows "
-         "alone (%s)\n",
-         threads_equal && cut_equal ? "ok" : "FAIL", M, K, K, N, threads_equal ? "yes" : "no", CUT,
-         cut_equal ? "yes" : "no");
-  for (int v = 0; v < 4; v++)
-    free(c[v]);
+  on_three_thread_counts(c, false, M, N, K, a, b);
+  accumulate_kernel(false, 2, false, false, CUT, N, K, c[3], a, b);
+  char product[64], cut[64];
+  snprintf(product, sizeof(product), "f32 [%d, %d] x [%d, %d]", M, K, K, N);
+  snprintf(cut, sizeof(cut), "for its first %d rows alone", CUT);
+  check_variants(c, (size_t)M * N, (size_t)CUT * N, product, cut);
   free(a);
   free(b);
 }
@@ -299,25 +311,12 @@ static void check_narrow_weight_gradient(void) {
   uint32_t state = 78u;
   float *a = random_matrix((int64_t)K * M, &state), *b = random_matrix((int64_t)K * N, &state);
   float *c[4];
-  for (int v = 0; v < 4; v++) {
-    c[v] = calloc((size_t)M * N, sizeof(float));
-    if (v < 3) {
-      accumulate_kernel(false, v + 1, true, false, M, N, K, c[v], a, b);
-    } else {
-      accumulate_kernel(false, 2, true, false, M, N, CUT, c[v], a, b);
-      accumulate_kernel(false, 2, true, false, M, N, K - CUT, c[v], a + (int64_t)CUT * M, b + (int64_t)CUT * N);
-    }
-  }
-  const bool threads_equal = !memcmp(c[0], c[1], sizeof(float) * M * N) && !memcmp(c[0], c[2], sizeof(float) * M * N);
-  const bool slices_equal = !memcmp(c[0], c[3], sizeof(float) * M * N);
-  CHECK(&counts, threads_equal, "f32 [%d, %d]^T x [%d, %d]: the bits differ between 1, 2 and 3 threads", K, M, K, N);
-  CHECK(&counts, slices_equal, "f32 [%d, %d]^T x [%d, %d]: its depth in two slices differs from the whole", K, M, K, N);
-  printf("%-4s matmul f32 [%d, %d]^T x [%d, %d] (narrow tiles): the same bits on 1, 2 and 3 threads (%s) and "
-         "over two depth slices (%s)\n",
-         threads_equal && slices_equal ? "ok" : "FAIL", K, M, K, N, threads_equal ? "yes" : "no",
-         slices_equal ? "yes" : "no");
-  for (int v = 0; v < 4; v++)
-    free(c[v]);
+  on_three_thread_counts(c, true, M, N, K, a, b);
+  accumulate_kernel(false, 2, true, false, M, N, CUT, c[3], a, b);
+  accumulate_kernel(false, 2, true, false, M, N, K - CUT, c[3], a + (int64_t)CUT * M, b + (int64_t)CUT * N);
+  char product[64];
+  snprintf(product, sizeof(product), "f32 [%d, %d]^T x [%d, %d] (narrow tiles)", K, M, K, N);
+  check_variants(c, (size_t)M * N, (size_t)M * N, product, "over two depth slices");
   free(a);
   free(b);
 }
