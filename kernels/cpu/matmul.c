@@ -10,8 +10,9 @@
  * tile boundary and accumulated (matmul_accumulate) slice after slice with the same bits. A
  * product whose B has no batch (a linear layer, x[..., K] W[K, N]) is one gemm over the flattened
  * rows of A, tiled the same way. A small weight's gradient (A transposed, few tiles) takes narrower
- * column tiles, chosen by C's shape alone (core/workspace_cpu.h). Every output element is computed by exactly one task,
- * so results do not depend on scheduling. BLAS itself is expected to run single-threaded (workspace.h). */
+ * column tiles, chosen by C's shape alone (core/workspace_cpu.h). Every output element is computed
+ * by exactly one task, so results do not depend on scheduling. BLAS itself is expected to run
+ * single-threaded (workspace.h). */
 #include <string.h>
 
 #include "core/workspace_cpu.h"
@@ -64,6 +65,8 @@ static void operands(const tf_cpu_args *args, const tf_cpu_tensor **a, const tf_
   *c = accumulate ? &args->inputs[0] : &args->outputs[0];
 }
 
+static int64_t tiles_of(int64_t length, int64_t tile) { return (length + tile - 1) / tile; }
+
 static product plan_product(const tf_cpu_args *args) {
   const tf_cpu_tensor *a, *b, *c;
   operands(args, &a, &b, &c);
@@ -90,13 +93,11 @@ static product plan_product(const tf_cpu_args *args) {
     p.batches = 1;
     p.batch_rank = 0;
   }
-  p.row_tiles = (p.m + TF_CPU_MATMUL_ROW_TILE - 1) / TF_CPU_MATMUL_ROW_TILE;
+  p.row_tiles = tiles_of(p.m, TF_CPU_MATMUL_ROW_TILE);
   p.column_tile = TF_CPU_MATMUL_COLUMN_TILE;
-  p.column_tiles = (p.n + p.column_tile - 1) / p.column_tile;
-  if (p.transpose_a && p.row_tiles * p.column_tiles < TF_CPU_MATMUL_FEW_TILES) { /* by C's shape alone */
-    p.column_tile = TF_CPU_MATMUL_NARROW_COLUMN_TILE;
-    p.column_tiles = (p.n + p.column_tile - 1) / p.column_tile;
-  }
+  if (p.transpose_a && p.row_tiles * tiles_of(p.n, p.column_tile) < TF_CPU_MATMUL_FEW_TILES)
+    p.column_tile = TF_CPU_MATMUL_NARROW_COLUMN_TILE; /* by C's shape alone */
+  p.column_tiles = tiles_of(p.n, p.column_tile);
   return p;
 }
 
