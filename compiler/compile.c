@@ -269,6 +269,25 @@ typedef struct pipeline_facts {
   int32_t n_segments, stride, recomputed_half;
 } pipeline_facts;
 
+/* The most bytes the buffers of a training graph may hold in all: recompute, storage casts and
+ * offloaded copies add at most a few copies of what is there, and the planner's sums (arena, regions,
+ * live bytes, the report) then stay far inside int64. 2^60 bytes is 1 EiB, beyond any device. */
+#define MOST_GRAPH_BYTES ((int64_t)1 << 60)
+
+/* Refuses a graph whose tensors' bytes sum past MOST_GRAPH_BYTES (symbols bound too large), before
+ * any stage adds them up. */
+static tf_status check_graph_bytes(const tf_graph *g, const char *bindings) {
+  int64_t total = 0;
+  for (int32_t i = 0; i < g->n_tensors; i++)
+    if (__builtin_add_overflow(total, g->tensors[i].bytes, &total) || total > MOST_GRAPH_BYTES)
+      return tf_status_new(TF_ERR_INVALID_INPUT,
+                           "graph '%s'%s%s: its tensors need more than 2^60 bytes (1 EiB) in all, past what a plan "
+                           "may hold (at tensor '%s', %" PRId64 " bytes): bind smaller symbols",
+                           g->name, bindings && *bindings ? " with " : "", bindings && *bindings ? bindings : "",
+                           g->tensors[i].name, g->tensors[i].bytes);
+  return NULL;
+}
+
 /* The passes that no recompute choice changes, the same for every trial of a search: the bound
  * copy through the optimizer pass. On error *t is freed. */
 static tf_status run_front(const tf_graph *graph, const tf_compile_options *options, tf_training *t) {
@@ -305,6 +324,8 @@ static tf_status run_front(const tf_graph *graph, const tf_compile_options *opti
     status = tf_fuse_loss_train_pass(t);
   if (!status && options->training)
     status = tf_optimizer_pass(t);
+  if (!status)
+    status = check_graph_bytes(t->g, options->bindings);
   if (status)
     tf_training_free(t);
   return status;

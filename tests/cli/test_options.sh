@@ -13,6 +13,13 @@ expect_message 0 "T at the table's size" "training plan" "$tf" compile "$dir/gpt
 expect_message 2 "check refuses it too" "has 256 rows" "$tf" check "$dir/gpt.tfg" --set T=257 --budget 1GiB --target cpu
 expect_message 2 "decoder length past its table" "decoder.position_ids" "$tf" compile "$dir/asr.tfg" --set U=449
 expect_message 2 "a symbol past 64 bits" "does not fit 64 bits" "$tf" compile "$dir/gpt.tfg" --set T=99999999999999999999
+# each tensor fits 64 bits, their sum does not: refused before the planner adds them up (it was an "internal error")
+expect_message 2 "a batch past what a plan holds" "need more than 2^60 bytes (1 EiB) in all" \
+  "$tf" compile "$dir/gpt.tfg" --set N=4000000000000
+expect_message 2 "the same, inference" "with N=4000000000000: its tensors need more than 2^60 bytes" \
+  "$tf" compile "$dir/gpt.tfg" --set N=4000000000000 --inference
+expect_message 2 "check refuses it too" "need more than 2^60 bytes" \
+  "$tf" check "$dir/gpt.tfg" --set N=4000000000000 --budget 1GiB --target cpu
 expect_message 2 "--lr nan" "--lr takes a positive number" "$tf" compile "$dir/gpt.tfg" --lr nan
 expect_message 2 "--lr inf" "--lr takes a positive number" "$tf" compile "$dir/gpt.tfg" --lr inf
 expect_message 2 "--weight-decay nan" "--weight-decay takes a number" "$tf" compile "$dir/gpt.tfg" --weight-decay nan
