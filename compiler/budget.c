@@ -595,13 +595,13 @@ static void say_offload_saving(char *line, size_t size, offload_stage stage, con
 }
 
 /* One offloading search after a chosen plan that fits nowhere (the optimizer state in host memory,
- * then the gradients too (not at ZeRO stage 2), then the activations too): keeps the better as keep_better does, and
+ * then the gradients too, then the activations too): keeps the better as keep_better does, and
  * `searched` becomes its options when taken. */
 static tf_status search_offloaded(const tf_graph *graph, tf_budget_options *searched, offload_stage stage, size_t share,
                                   tf_plan **out, tf_budget_result *result) {
   tf_budget_options host = *searched;
   host.base.offload_optimizer = true;
-  host.base.offload_gradients = stage >= OFFLOAD_GRADIENTS && searched->base.zero < 2; /* refused with --zero 2 */
+  host.base.offload_gradients = stage >= OFFLOAD_GRADIENTS;
   host.base.offload_activations = stage >= OFFLOAD_ACTIVATIONS;
   if (host.base.update_in_backward != TF_CHOICE_OFF)
     host.base.update_in_backward = TF_CHOICE_OFF;
@@ -679,9 +679,7 @@ tf_status tf_compile_budget(const tf_graph *graph, const tf_budget_options *give
    * instead). */
   if (!result->fits && searched.allow_offload && !searched.base.offload_optimizer && !searched.base.offload_gradients)
     TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, OFFLOAD_STATE, sizeof(result->summary) / 3, out, result));
-  /* At ZeRO stage 2 the gradients stay on the device (compile.c refuses --zero 2 with --offload
-   * gradients): the state, then the activations. */
-  if (!result->fits && searched.allow_offload && !searched.base.offload_gradients && searched.base.zero < 2)
+  if (!result->fits && searched.allow_offload && !searched.base.offload_gradients)
     TF_RETURN_IF_ERROR(search_offloaded(graph, &searched, OFFLOAD_GRADIENTS, sizeof(result->summary) / 4, out, result));
   if (!result->fits && searched.allow_offload && !searched.base.offload_activations)
     TF_RETURN_IF_ERROR(

@@ -148,13 +148,6 @@ static tf_status check_options(const tf_compile_options *o) {
                          "--zero %d shards the optimizer state across the ranks of a data-parallel training plan: "
                          "give --ranks R (2 or more)",
                          o->zero);
-  if (o->zero > 1 && o->offload_gradients)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "--zero %d with --offload gradients is not supported yet (the gradients' accumulation on "
-                         "the host, which the reductions at the backward pass's pauses would have to wait for); "
-                         "--zero 1 keeps them in host memory, --offload optimizer puts each rank's shard of the "
-                         "optimizer state there, --offload activations its activations",
-                         o->zero);
   if (o->offload_activations && !o->training)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "--offload activations: an inference plan keeps no activation for a backward pass");

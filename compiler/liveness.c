@@ -40,12 +40,14 @@ tf_status tf_lifetimes_find(const tf_training *t, const tf_order *order, tf_life
         last[in] = s;
       }
     }
-    /* An offloaded update runs on the host (compiler/offload.c), and with the gradients offloaded so do
-     * their accumulation and the whole optimizer block: the CPU kernel's scratch, not the target's. */
+    /* An offloaded update runs on the host (compiler/offload.c), and with the gradients offloaded so does
+     * the whole optimizer block (and below ZeRO stage 2 their accumulation): the CPU kernel's scratch,
+     * not the target's. */
     const tf_phase phase = t->phase[order->steps[s]];
     const bool on_host =
         ((t->options.offload_optimizer || t->options.offload_gradients) && tf_op_is_update(node->op)) ||
-        (t->options.offload_gradients && (phase == TF_PHASE_ACCUMULATE || phase == TF_PHASE_OPTIMIZER));
+        (t->options.offload_gradients && phase == TF_PHASE_OPTIMIZER) ||
+        (tf_training_host_accumulates(&t->options) && phase == TF_PHASE_ACCUMULATE);
     workspace[s] = tf_workspace_bytes(on_host ? &host : &t->options.target, g, node);
     if (workspace[s] < 0)
       return tf_status_new(TF_ERR_INTERNAL, "step %d (%s): negative workspace", s, node->name);

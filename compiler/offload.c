@@ -14,6 +14,10 @@
  * followed it), adding the part to its gradient in host memory with every micro-batch; the whole
  * optimizer block (norm, updates, zeroing) runs on the host after the device's steps. The
  * gradients follow the state in the host region, then what the host steps write (the norm).
+ * At ZeRO stage 2 the backward pass writes each gradient into a bucket on the device, which the job
+ * reduces into its owner's shard (compiler/zero2.c): the buckets and every step of the micro-batch
+ * block stay on the device, the shards move to the host region (the buckets' area then starts at
+ * the gradients region's offset 0), and the optimizer block runs on the host.
  *
  * The device steps keep their order; removing the host steps renumbers them, and an arena buffer
  * a host step reads last is live to the device step before it (nothing later overwrites it before
@@ -34,6 +38,12 @@ static int32_t first_update(const tf_plan *plan) {
     if (tf_op_is_update(plan->steps[s].op))
       return s;
   return -1;
+}
+
+/* Whether buffer b moves to host memory with the gradients: one of the gradients region, but at ZeRO
+ * stage 2 a bucket (held by every rank, written by the device's backward pass). */
+static bool moves_with_gradients(const tf_plan *plan, const tf_plan_buffer *b) {
+  return b->region == TF_REGION_GRADIENTS && (plan->zero < 2 || b->held_by != 0);
 }
 
 /* Whether step s adds to a gradient in place (a micro-batch's accumulate). */
@@ -87,7 +97,7 @@ static const char *mark_host_steps(const tf_plan *plan, bool optimizer, bool gra
     return why;
   }
   for (int32_t s = 0; s < plan->n_steps; s++) {
-    const bool accumulation = gradients && s < plan->micro_steps && adds_to_gradient(plan, s);
+    const bool accumulation = gradients && plan->zero < 2 && s < plan->micro_steps && adds_to_gradient(plan, s);
     on_host[s] = touches_host(plan, s) || accumulation ||
                  (gradients ? s >= plan->micro_steps : s >= first && !zeroes_on_device(plan, s));
     if (accumulation && plan->steps[s].op != TF_OP_ACCUMULATE) {
@@ -139,7 +149,7 @@ static const char *device_step_refusal(const tf_plan *plan, bool optimizer, bool
   for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
-    if ((optimizer && b->region == TF_REGION_OPTIMIZER_STATE) || (gradients && b->region == TF_REGION_GRADIENTS)) {
+    if ((optimizer && b->region == TF_REGION_OPTIMIZER_STATE) || (gradients && moves_with_gradients(plan, b))) {
       snprintf(why, size, "device step '%s' (%s) uses '%s', which would move to host memory", step->name,
                tf_op_name(step->op), b->name);
       return why;
@@ -179,6 +189,34 @@ static int64_t move_region(tf_plan *plan, tf_region region, int64_t base) {
   return end;
 }
 
+/* ZeRO stage 2: the gradients' shards (held by a rank, or in pieces) move to the host region from
+ * offset `base` on, as move_region moves a region; the buckets stay, moved down to the region's
+ * start (they lay past the shards). Returns the end of what moved. */
+static int64_t move_shards(tf_plan *plan, int64_t base) {
+  int64_t start = plan->region_bytes[TF_REGION_GRADIENTS]; /* the buckets' first byte */
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region == TF_REGION_GRADIENTS && !moves_with_gradients(plan, b) && b->offset < start)
+      start = b->offset;
+  }
+  int64_t end = base;
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    tf_plan_buffer *b = &plan->buffers[id];
+    if (b->region != TF_REGION_GRADIENTS)
+      continue;
+    if (!moves_with_gradients(plan, b)) {
+      b->offset -= start;
+      continue;
+    }
+    b->region = TF_REGION_HOST;
+    b->offset += base;
+    if (b->held_by >= 0)
+      end = b->offset + b->bytes > end ? b->offset + b->bytes : end;
+  }
+  plan->region_bytes[TF_REGION_GRADIENTS] -= start;
+  return end;
+}
+
 /* The host region: the activations' copies where the plan placed them, then (optimizer) the
  * optimizer state, then (gradients) the gradients, each at its offset, then each arena buffer that
  * moves (moves_to_host); plan->host_bytes its size. */
@@ -186,7 +224,9 @@ static void place_on_host(tf_plan *plan, bool optimizer, bool gradients, const b
   int64_t end = plan->host_bytes;
   if (optimizer)
     end = move_region(plan, TF_REGION_OPTIMIZER_STATE, align_up(end, plan->alignment));
-  if (gradients)
+  if (gradients && plan->zero == 2)
+    end = move_shards(plan, align_up(end, plan->alignment));
+  else if (gradients)
     end = move_region(plan, TF_REGION_GRADIENTS, align_up(end, plan->alignment));
   for (int32_t s = 0; s < plan->n_steps; s++)
     for (int32_t k = 0; on_host[s] && k < plan->steps[s].n_outputs; k++) {

@@ -13,8 +13,10 @@
  * overflow, which the check catches), so a scaled step updates the weights bit for bit as an
  * unscaled one would. Plans that clip read the same sum and skip the same way.
  *
- * With options.offload_gradients every gradient part goes through accumulate (no direct writes, no
- * in-place products): the accumulators then live in host memory (compiler/offload.c).
+ * With options.offload_gradients (below ZeRO stage 2: tf_training_host_accumulates) every gradient
+ * part goes through accumulate (no direct writes, no in-place products): the accumulators then live
+ * in host memory (compiler/offload.c). At stage 2 the gradients are written as without offloading:
+ * into the device's buckets, which the job reduces into the shards in host memory.
  *
  * With options.update_in_backward (k = 1, no clipping, no loss scaling), a gradient that one
  * backward step writes whole becomes an arena temporary instead of a gradients-region buffer: the
@@ -166,7 +168,7 @@ static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, in
   /* A part added more than once (to one gradient or to several) stays a tensor: the rewrites below
    * turn its producer into the add. Offloaded gradients live in host memory: every part is then a
    * temporary of the arena that a host step (accumulate) adds to its gradient there. */
-  const bool rewrite = !repeated && !t->options.offload_gradients;
+  const bool rewrite = !repeated && !tf_training_host_accumulates(&t->options);
   if (rewrite && producer >= 0 && t->phase[producer] == TF_PHASE_BACKWARD &&
       (g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
        g->nodes[producer].op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD) &&
@@ -310,7 +312,7 @@ tf_status tf_optimizer_pass(tf_training *t) {
     if (t->grad[p] < 0)
       continue;
     int32_t accumulator = t->grad[p];
-    direct[k] = !t->options.offload_gradients && writes_directly(t, p, accumulator);
+    direct[k] = !tf_training_host_accumulates(&t->options) && writes_directly(t, p, accumulator);
     if (direct[k]) {
       /* Updated in the backward pass (schedule_updates.c), a gradient that one step writes whole is
        * a temporary of the arena; one that later parts are added to in place stays a gradient. */

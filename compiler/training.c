@@ -215,6 +215,10 @@ tf_status tf_training_reroute_reads(tf_training *t, int32_t x, int32_t n_nodes, 
   return NULL;
 }
 
+bool tf_training_host_accumulates(const tf_compile_options *options) {
+  return options->offload_gradients && options->zero < 2;
+}
+
 bool tf_training_in_arena(const tf_training *t, int32_t id) {
   return t->role[id] == TF_ROLE_ACTIVATION && t->g->tensors[id].kind == TF_ACTIVATION && !t->host[id];
 }

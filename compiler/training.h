@@ -139,6 +139,10 @@ typedef tf_status (*tf_training_make_tensor)(tf_training *t, const void *context
  * just before that reader); *y stays -1 when none reads x. */
 tf_status tf_training_reroute_reads(tf_training *t, int32_t x, int32_t n_nodes, uint32_t phases,
                                     tf_training_make_tensor make, const void *context, int32_t *y) TF_MUST_USE;
+/* Whether the micro-batch block adds each gradient part to its gradient on the host (--offload
+ * gradients below ZeRO stage 2; at stage 2 the backward pass writes the device's buckets, which the
+ * job reduces into the gradients' shards in host memory: compiler/offload.c). */
+bool tf_training_host_accumulates(const tf_compile_options *options);
 /* Whether tensor id lives in the arena: an activation of the device, not a copy in host memory. */
 bool tf_training_in_arena(const tf_training *t, int32_t id);
 /* How many node inputs read `tensor`. */

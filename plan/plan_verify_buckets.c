@@ -12,9 +12,11 @@
 
 #define INVALID(...) tf_status_new(TF_ERR_INVALID_INPUT, __VA_ARGS__)
 
-/* A gradient of the gradients region held by a rank or in pieces (not a piece itself). */
+/* A gradient held by a rank or in pieces (not a piece itself), in the gradients region or (--offload
+ * gradients) in host memory. */
 static bool is_shard(const tf_plan_buffer *b) {
-  return b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS && b->held_by != 0 && b->view_of == 0;
+  return b->role == TF_ROLE_GRADIENT && (b->region == TF_REGION_GRADIENTS || b->region == TF_REGION_HOST) &&
+         b->held_by != 0 && b->view_of == 0;
 }
 
 /* Each bucket and each shard paired with one of the other kind: the same owner, dtype and bytes. */
@@ -70,7 +72,8 @@ static tf_status live_steps(const tf_plan *plan, int32_t *first, int32_t *last) 
   return NULL;
 }
 
-/* Every bucket past every shard's bytes; two buckets live at one step on other bytes. */
+/* Every bucket past every shard's bytes in the gradients region (none there when they are in host
+ * memory); two buckets live at one step on other bytes. */
 static tf_status check_bytes(const tf_plan *plan, const int32_t *first, const int32_t *last) {
   int64_t shards_end = 0;
   int32_t last_shard = -1;

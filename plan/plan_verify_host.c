@@ -99,8 +99,10 @@ tf_status tf_plan_check_shards(const tf_plan *plan) {
   for (int32_t id = 0; id < plan->n_buffers; id++) {
     const tf_plan_buffer *b = &plan->buffers[id];
     const bool state = b->role == TF_ROLE_OPTIMIZER_STATE;
-    /* stage 2: a gradient is a shard (held) or a bucket (every rank's), tf_plan_check_buckets */
-    const bool either = plan->zero == 2 && b->role == TF_ROLE_GRADIENT && b->region == TF_REGION_GRADIENTS;
+    /* stage 2: a gradient is a shard (held; in host memory with --offload gradients) or a bucket
+     * (every rank's), tf_plan_check_buckets */
+    const bool either = plan->zero == 2 && b->role == TF_ROLE_GRADIENT &&
+                        (b->region == TF_REGION_GRADIENTS || b->region == TF_REGION_HOST);
     if (b->held_by < -1 || b->held_by > plan->ranks || (!either && (b->held_by != 0) != (plan->zero > 0 && state)))
       return INVALID("%s (role %s) has held_by %" PRId32 " (1 + a rank, 0: every rank, -1: in pieces); %s",
                      tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), b->held_by,

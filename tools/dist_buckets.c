@@ -137,11 +137,13 @@ static tf_status reduce_at(void *context, int32_t step) {
   return finish_pending(d);
 }
 
-/* The shard of bucket id: the gradient of its owner held by a rank or in pieces; -1 if none. */
+/* The shard of bucket id: the gradient of its owner held by a rank or in pieces, on the device or
+ * (--offload gradients) in host memory; -1 if none. */
 static int32_t shard_of(const tf_plan *plan, int32_t id) {
   for (int32_t other = 0; other < plan->n_buffers; other++) {
     const tf_plan_buffer *o = &plan->buffers[other];
-    if (o->role == TF_ROLE_GRADIENT && o->region == TF_REGION_GRADIENTS && o->held_by != 0 && o->view_of == 0 &&
+    const bool gradients = o->region == TF_REGION_GRADIENTS || o->region == TF_REGION_HOST;
+    if (o->role == TF_ROLE_GRADIENT && gradients && o->held_by != 0 && o->view_of == 0 &&
         o->owner == plan->buffers[id].owner)
       return other;
   }

@@ -23,10 +23,11 @@
 # at stages 1 and 2 end on the device-state job's losses and checkpoint byte for byte, also across
 # --resume, the host holding the largest shard; with --offload activations (and optimizer,activations)
 # at stages 1 and 2 the device job's losses and checkpoint byte for byte; with --offload gradients at
-# stage 1 (2 micro-batches, clipping) stage 0's offloaded job's, also across --resume. With --clip at stage 2 (the norm summed by the job) 4 ranks x 2 micro-batches end on stage 0's losses to
+# stage 1 (2 micro-batches, clipping) stage 0's offloaded job's, also across --resume, and at stage 2
+# (the shards in host memory, the buckets on the device) the state-offloaded stage-2 job's byte for
+# byte, also across --resume. With --clip at stage 2 (the norm summed by the job) 4 ranks x 2 micro-batches end on stage 0's losses to
 # 1e-6; with f16 loss scaling (--autocast fp16) stage 2 skips the steps stage 0 skips, at its losses.
-# Refused with the reason: --zero without --ranks,
-# --zero 2 with --offload gradients, --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
+# Refused with the reason: --zero without --ranks, --checkpoint-every-minutes. SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_zero.sh TIGHTFIT   (run from the repository root)
 tf=$1
 . "$(dirname "$0")/harness.sh"
@@ -257,6 +258,27 @@ PY
   job 4 vk1grad vk1grad_resumed 3 --device vulkan:0 --resume
   check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, 2 + 1 steps across --resume" \
     cmp "$dir/ck_vk1grad/latest.safetensors" "$dir/ck_vk1grad_resumed/latest.safetensors"
+  # Offloaded gradients at stage 2: the backward pass writes the device's buckets, the ranks reduce
+  # each into its owner's shard in host memory, and each updates its shard on the host: 4 ranks with
+  # 2 micro-batches and clipping end on the stage-2 job with the state offloaded (the same reductions,
+  # the same host updates) byte for byte, also across --resume.
+  for off in optimizer gradients; do
+    expect_message 0 "compile --target vulkan --ranks 4 --zero 2 --offload $off" "host memory" "$tf" compile \
+      "$dir/gpt.tfg" --set N=2,T=32 --optimizer adamw --fuse-loss off --ranks 4 --zero 2 --accumulate 2 --clip 1.0 \
+      --target vulkan --offload $off -o "$dir/vk2$off.tfplan"
+    cp "$dir/out" "$dir/vk2$off.txt"
+    job 4 vk2$off vk2$off 3 --device vulkan:0
+  done
+  check "compile: ZeRO 2 with the gradients offloaded, the shards in host memory (a smaller gradients region)" \
+    test "$(region "$dir/vk2gradients.txt" gradients)" -lt "$(region "$dir/vk2optimizer.txt" gradients)"
+  check "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, the state-offloaded job's losses" \
+    cmp "$dir/vk2optimizer.json" "$dir/vk2gradients.json"
+  check "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, its checkpoint byte for byte" \
+    cmp "$dir/ck_vk2optimizer/latest.safetensors" "$dir/ck_vk2gradients/latest.safetensors"
+  job 4 vk2gradients vk2gradients_resumed 2 --device vulkan:0
+  job 4 vk2gradients vk2gradients_resumed 3 --device vulkan:0 --resume
+  check "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, 2 + 1 steps across --resume" \
+    cmp "$dir/ck_vk2gradients/latest.safetensors" "$dir/ck_vk2gradients_resumed/latest.safetensors"
   # resumed: each rank loads its shard into host memory
   job 4 vk1off vk1off_resumed 2 --device vulkan:0
   job 4 vk1off vk1off_resumed 3 --device vulkan:0 --resume
@@ -399,8 +421,6 @@ PY
 
 expect_message 2 "--zero without --ranks" "give --ranks R" "$tf" compile "$dir/gpt.tfg" --zero 1
 expect_message 2 "--zero 3" "--zero takes 0, 1 or 2" "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 3
-expect_message 2 "--zero 2 with --offload gradients" "with --offload gradients is not supported yet" \
-  "$tf" compile "$dir/gpt.tfg" --ranks 2 --zero 2 --offload gradients --target vulkan
 expect_message 2 "--checkpoint-every-minutes with a ZeRO plan" "save at the same steps" \
   $mpi 2 "$tf" train "$dir/r2z1.tfplan" --data $data --steps 2 --checkpoint "$dir/ck_minutes" \
   --checkpoint-every-minutes 1

@@ -546,6 +546,77 @@ static void test_offloaded_gradients(void) {
   tf_plan_destroy(plan);
 }
 
+/* Whether b is a ZeRO stage-2 gradient bucket (every rank's, written by the backward pass). */
+static bool is_bucket(const tf_plan_buffer *b) {
+  return b->role == TF_ROLE_GRADIENT && b->held_by == 0 && b->view_of == 0;
+}
+
+/* ZeRO stage 2 with offloaded gradients (vulkan target, 2 micro-batches, clipping): the plan verifies;
+ * no host step runs in the micro-batch block (the device's buckets, reduced at the pauses, do the
+ * summing); every shard, whole or a piece, is in host memory, every bucket stays in the gradients
+ * region, which is the offload-optimizer plan's less its shards' bytes; a shard put back on the
+ * buckets' bytes is refused. */
+static void test_stage2_offloaded_gradients(void) {
+  tf_plan *plan = plan_offloading(TF_TARGET_VULKAN, 2, 1.0, 2, false, false, true);
+  tf_plan *state = plan_offloading(TF_TARGET_VULKAN, 2, 1.0, 2, true, false, false);
+  if (!plan || !state) {
+    tf_plan_destroy(plan);
+    tf_plan_destroy(state);
+    return;
+  }
+  CHECK_OK(&counts, tf_plan_verify(plan));
+  int32_t micro_host = 0, shards = 0, shards_in_host = 0, buckets = 0, buckets_on_device = 0;
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    micro_host += plan->host_steps[h].phase != TF_PHASE_OPTIMIZER;
+  int64_t first_bucket = INT64_MAX, shard_bytes = 0;
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if (b->role != TF_ROLE_GRADIENT)
+      continue;
+    if (is_bucket(b)) {
+      buckets++;
+      buckets_on_device += b->region == TF_REGION_GRADIENTS;
+      first_bucket = b->offset < first_bucket ? b->offset : first_bucket;
+      continue;
+    }
+    shards++;
+    shards_in_host += b->region == TF_REGION_HOST;
+  }
+  for (int32_t id = 0; id < state->n_buffers; id++) { /* the device's shards in the state-offloaded plan */
+    const tf_plan_buffer *b = &state->buffers[id];
+    if (b->role == TF_ROLE_GRADIENT && !is_bucket(b) && b->held_by > 0 && b->offset + b->bytes > shard_bytes)
+      shard_bytes = b->offset + b->bytes;
+  }
+  CHECK(&counts, micro_host == 0, "ZeRO 2, offloaded gradients: %d host steps in the micro-batch block", micro_host);
+  CHECK(&counts, shards > 0 && shards_in_host == shards && buckets > 0 && buckets_on_device == buckets,
+        "ZeRO 2, offloaded gradients: %d of %d shards in host memory, %d of %d buckets on the device", shards_in_host,
+        shards, buckets_on_device, buckets);
+  const int64_t device = plan->region_bytes[TF_REGION_GRADIENTS], before = state->region_bytes[TF_REGION_GRADIENTS];
+  CHECK(&counts, first_bucket == 0 && shard_bytes > 0 && device < before && device >= before - shard_bytes,
+        "ZeRO 2, offloaded gradients: gradients region %lld bytes (first bucket at %lld), %lld with the shards "
+        "(%lld bytes of them) on the device",
+        (long long)device, (long long)first_bucket, (long long)before, (long long)shard_bytes);
+  printf("ZeRO 2 with offloaded gradients: %d shards in host memory, %d buckets on the device, gradients region "
+         "%lld -> %lld bytes\n",
+         shards, buckets, (long long)before, (long long)device);
+  tf_plan *back = copy_of(plan);
+  for (int32_t id = 0; back && id < back->n_buffers; id++) {
+    tf_plan_buffer *b = &back->buffers[id];
+    if (b->role == TF_ROLE_GRADIENT && b->held_by > 0 && b->view_of == 0 && b->region == TF_REGION_HOST) {
+      b->region = TF_REGION_GRADIENTS; /* back on the device, at offset 0: the first bucket's bytes */
+      b->offset = 0;
+      tf_status status = tf_plan_verify(back);
+      CHECK(&counts, status && strstr(tf_status_message(status), "a bucket on the shards' bytes"),
+            "a shard on the buckets' bytes: %s", tf_status_message(status));
+      tf_status_free(status);
+      break;
+    }
+  }
+  tf_plan_destroy(back);
+  tf_plan_destroy(state);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
   test_shards();
   test_steps();
@@ -553,5 +624,6 @@ int main(void) {
   test_offloaded();
   test_offloaded_activations();
   test_offloaded_gradients();
+  test_stage2_offloaded_gradients();
   return tf_test_finish("test_zero_plan", &counts);
 }
