@@ -89,6 +89,16 @@ job() { # job RANKS PLAN NAME STEPS [ARGS]: a job's 6 steps' JSON in $dir/NAME.j
     --steps "$steps" --threads 1 --json --checkpoint "$dir/ck_$name" "$@"
   grep '"step"' "$dir/out" | sed 's/, "samples_per_second".*//' > "$dir/$name.json"
 }
+same_job() { # same_job A B WHAT: jobs A and B end on the same losses and checkpoint, byte for byte
+  check "$3 losses" cmp "$dir/$1.json" "$dir/$2.json"
+  check "$3 checkpoint byte for byte" cmp "$dir/ck_$1/latest.safetensors" "$dir/ck_$2/latest.safetensors"
+}
+resumes() { # resumes PLAN WHAT: 4 ranks on vulkan:0, 2 + 1 steps across --resume end on job PLAN's 3 steps'
+  job 4 "$1" "$1_resumed" 2 --device vulkan:0
+  job 4 "$1" "$1_resumed" 3 --device vulkan:0 --resume
+  check "$2, 2 + 1 steps across --resume end on the 3 steps' checkpoint" \
+    cmp "$dir/ck_$1/latest.safetensors" "$dir/ck_$1_resumed/latest.safetensors"
+}
 close() { # close A B WHAT [LOSS STATE]: jobs A and B (their JSON and checkpoints): losses to 1e-6, state to
   # 1e-5 (or to LOSS and STATE)
   if ! /usr/bin/python3 -c "import numpy" 2> /dev/null; then
@@ -250,14 +260,8 @@ PY
       -o "$dir/vk${zero}grad.tfplan"
     job 4 vk${zero}grad vk${zero}grad 3 --device vulkan:0
   done
-  check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, stage 0's offloaded job's losses" \
-    cmp "$dir/vk0grad.json" "$dir/vk1grad.json"
-  check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, its checkpoint byte for byte" \
-    cmp "$dir/ck_vk0grad/latest.safetensors" "$dir/ck_vk1grad/latest.safetensors"
-  job 4 vk1grad vk1grad_resumed 2 --device vulkan:0
-  job 4 vk1grad vk1grad_resumed 3 --device vulkan:0 --resume
-  check "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, 2 + 1 steps across --resume" \
-    cmp "$dir/ck_vk1grad/latest.safetensors" "$dir/ck_vk1grad_resumed/latest.safetensors"
+  same_job vk0grad vk1grad "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded, stage 0's offloaded job's"
+  resumes vk1grad "vulkan, 4 ranks: ZeRO 1 with the gradients offloaded"
   # Offloaded gradients at stage 2: the backward pass writes the device's buckets, the ranks reduce
   # each into its owner's shard in host memory, and each updates its shard on the host: 4 ranks with
   # 2 micro-batches and clipping end on the stage-2 job with the state offloaded (the same reductions,
@@ -271,19 +275,10 @@ PY
   done
   check "compile: ZeRO 2 with the gradients offloaded, the shards in host memory (a smaller gradients region)" \
     test "$(region "$dir/vk2gradients.txt" gradients)" -lt "$(region "$dir/vk2optimizer.txt" gradients)"
-  check "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, the state-offloaded job's losses" \
-    cmp "$dir/vk2optimizer.json" "$dir/vk2gradients.json"
-  check "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, its checkpoint byte for byte" \
-    cmp "$dir/ck_vk2optimizer/latest.safetensors" "$dir/ck_vk2gradients/latest.safetensors"
-  job 4 vk2gradients vk2gradients_resumed 2 --device vulkan:0
-  job 4 vk2gradients vk2gradients_resumed 3 --device vulkan:0 --resume
-  check "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, 2 + 1 steps across --resume" \
-    cmp "$dir/ck_vk2gradients/latest.safetensors" "$dir/ck_vk2gradients_resumed/latest.safetensors"
+  same_job vk2optimizer vk2gradients "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded, the state-offloaded job's"
+  resumes vk2gradients "vulkan, 4 ranks: ZeRO 2 with the gradients offloaded"
   # resumed: each rank loads its shard into host memory
-  job 4 vk1off vk1off_resumed 2 --device vulkan:0
-  job 4 vk1off vk1off_resumed 3 --device vulkan:0 --resume
-  check "vulkan, 4 ranks: ZeRO 1 offloaded, 2 + 1 steps across --resume end on the 3 steps' checkpoint" \
-    cmp "$dir/ck_vk1off/latest.safetensors" "$dir/ck_vk1off_resumed/latest.safetensors"
+  resumes vk1off "vulkan, 4 ranks: ZeRO 1 offloaded"
 else
   echo "skipped: the vulkan jobs (no vulkan:0)"
 fi

@@ -555,7 +555,7 @@ static bool is_bucket(const tf_plan_buffer *b) {
  * no host step runs in the micro-batch block (the device's buckets, reduced at the pauses, do the
  * summing); every shard, whole or a piece, is in host memory, every bucket stays in the gradients
  * region, which is the offload-optimizer plan's less its shards' bytes; a shard put back on the
- * buckets' bytes is refused. */
+ * buckets' bytes is refused, and so is a bucket moved to host memory (device steps write it). */
 static void test_stage2_offloaded_gradients(void) {
   tf_plan *plan = plan_offloading(TF_TARGET_VULKAN, 2, 1.0, 2, false, false, true);
   tf_plan *state = plan_offloading(TF_TARGET_VULKAN, 2, 1.0, 2, true, false, false);
@@ -608,6 +608,19 @@ static void test_stage2_offloaded_gradients(void) {
       tf_status status = tf_plan_verify(back);
       CHECK(&counts, status && strstr(tf_status_message(status), "a bucket on the shards' bytes"),
             "a shard on the buckets' bytes: %s", tf_status_message(status));
+      tf_status_free(status);
+      break;
+    }
+  }
+  tf_plan_destroy(back);
+  back = copy_of(plan);
+  for (int32_t id = 0; back && id < back->n_buffers; id++) {
+    tf_plan_buffer *b = &back->buffers[id];
+    if (is_bucket(b) && b->region == TF_REGION_GRADIENTS) {
+      b->region = TF_REGION_HOST; /* at offset 0 of the host region: in bounds, on another buffer's bytes */
+      tf_status status = tf_plan_verify(back); /* the device's backward pass writes it */
+      CHECK(&counts, status && strstr(tf_status_message(status), "which lies in host memory; only host steps"),
+            "a bucket in host memory: %s", tf_status_message(status));
       tf_status_free(status);
       break;
     }
