@@ -31,6 +31,15 @@ static inline tf_linear_loss_geometry tf_linear_loss_geometry_of(const tf_attrs 
   return g;
 }
 
+/* Whether `op` is a fused loss head's step (the forward, single-pass, gradient and accumulating
+ * forms): each takes (x, weight, labels, ...), its class count the weight's V. */
+static inline bool tf_linear_loss_op(tf_op op) {
+  return op == TF_OP_LINEAR_CROSS_ENTROPY || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD ||
+         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD || op == TF_OP_LINEAR_CROSS_ENTROPY_TRAIN ||
+         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_TRAIN || op == TF_OP_LINEAR_CROSS_ENTROPY_GRAD_ACCUMULATE ||
+         op == TF_OP_LINEAR_CROSS_ENTROPY_BIAS_GRAD_ACCUMULATE;
+}
+
 /* The input index of the bias of a fused loss head step of `op` with `n_inputs` inputs, or -1 when
  * it has none: the bias follows (x, weight, labels) in linear_cross_entropy and (x, weight, labels,
  * dloss) in linear_cross_entropy_bias_grad, _bias_train and _bias_grad_accumulate. */

@@ -2,7 +2,8 @@
  * (runtime/data_check.c) and the session finds non-finite weights and gradients
  * (tf_session_find_nonfinite). Each case names the exact message, position and value it expects:
  *   - per-sample files: row counts that disagree, NaN and -inf features at (sample, element), a
- *     label past the classes at its sample, the ignored label accepted, f64 data named as such;
+ *     label past the classes at its sample (of the logits, or of a fused loss head's weight), the
+ *     ignored label accepted, f64 data named as such;
  *   - token streams: a token past the vocabulary and a negative one at their exact index, exactly
  *     T + 1 tokens give one window and T none (with the numbers);
  *   - the cache of files that passed: written, used, invalidated by a change, off when asked;
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/linear_loss.h"
 #include "io_test.h"
 #include "runtime/feed.h"
 #include "runtime/npy.h"
@@ -119,6 +121,50 @@ static void per_sample_files(void) {
   write_npy(dir, "x.npy", TF_FILE_F64, 2, (const int64_t[]){4, 64}, wide);
   write_npy(dir, "labels.npy", TF_I32, 1, (const int64_t[]){4}, labels);
   expect_open("float64 features", plan, dir, "holds float64 ('<f8'), but 'x' is f32 (save it as numpy.float32)");
+  free(x);
+  free(labels);
+  tf_plan_destroy(plan);
+}
+
+/* The mlp with its loss head fused (linear_cross_entropy: the labels read by the fused step, its
+ * classes the weight's): a label past them is refused as the unfused plan's is (the kernels would
+ * skip it as ignored, without a word), and the ignored label is accepted. */
+static void fused_head_labels(void) {
+  tf_graph *graph = NULL;
+  tf_plan *plan = NULL;
+  tf_status status = tf_zoo_build("mlp", NULL, 0, &graph);
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.bindings = "N=4";
+  options.fuse_loss = TF_FUSE_LOSS_ON;
+  if (!status)
+    status = tf_compile(graph, &options, &plan);
+  tf_graph_destroy(graph);
+  CHECK(&counts, status == NULL, "compile the mlp with its head fused: %s", tf_status_message(status));
+  tf_status_free(status);
+  if (!plan)
+    return;
+  int64_t ignore = 0;
+  bool fused = false;
+  for (int32_t s = 0; s < plan->n_steps; s++)
+    if (tf_linear_loss_op(plan->steps[s].op)) {
+      fused = true;
+      ignore = plan->steps[s].attrs.u.cross_entropy.ignore_index;
+    }
+  CHECK(&counts, fused, "the mlp's plan with --fuse-loss on has a fused loss head");
+  float *x = calloc(200 * 64, sizeof(float));
+  int32_t *labels = calloc(200, sizeof(int32_t));
+  const char *dir = folder("fused_label");
+  write_digits(dir, 200, 200, x, labels);
+  labels[50] = 10;
+  write_npy(dir, "labels.npy", TF_I32, 1, (const int64_t[]){200}, labels);
+  expect_open("fused head: label 10 of 10 classes at sample 50", plan, dir,
+              "fused_label/labels.npy: sample 50 is 10, outside [0, 10) for 'labels' (the classes of the fused loss "
+              "head's weight 'head.weight')");
+  dir = folder("fused_ignored");
+  write_digits(dir, 200, 200, x, labels);
+  labels[50] = (int32_t)ignore;
+  write_npy(dir, "labels.npy", TF_I32, 1, (const int64_t[]){200}, labels);
+  CHECK(&counts, expect_open("fused head: the ignored label at sample 50", plan, dir, NULL) == 200, "200 samples");
   free(x);
   free(labels);
   tf_plan_destroy(plan);
@@ -283,6 +329,7 @@ int main(void) {
   }
   setenv("TIGHTFIT_CACHE_DIR", "off", 1);
   per_sample_files();
+  fused_head_labels();
   token_streams();
   cache();
   find_nonfinite();
