@@ -15,6 +15,8 @@
 
 #include "common/atomic_file.h"
 #include "common/file.h"
+#include "core/linear_loss.h"
+#include "tightfit/runtime.h"
 
 #define SCAN_BLOCK 4096
 #define CACHE_VERSION "tightfit data check 2"
@@ -81,27 +83,24 @@ FIRST_OUT_OF_RANGE(i32, int32_t)
 FIRST_OUT_OF_RANGE(i64, int64_t)
 #undef FIRST_OUT_OF_RANGE
 
-/* "nan", "inf" or "-inf" for a non-finite value of `file` at `index`. */
-static const char *nonfinite_name(const tf_npy *file, int64_t index) {
-  const void *data = tf_npy_data(file);
+/* "nan", "inf" or "-inf" for the non-finite value at `index` of `data` (of `dtype`). */
+static const char *nonfinite_name(const void *data, tf_dtype dtype, int64_t index) {
   bool nan, negative;
-  if (tf_npy_dtype(file) == TF_F32) {
+  if (dtype == TF_F32) {
     uint32_t bits = ((const uint32_t *)data)[index];
     nan = (bits & 0x007FFFFFu) != 0;
     negative = bits >> 31;
   } else {
     uint16_t bits = ((const uint16_t *)data)[index];
-    uint16_t mantissa = tf_npy_dtype(file) == TF_F16 ? 0x03FF : 0x007F;
+    uint16_t mantissa = dtype == TF_F16 ? 0x03FF : 0x007F;
     nan = (bits & mantissa) != 0;
     negative = bits >> 15;
   }
   return nan ? "nan" : negative ? "-inf" : "inf";
 }
 
-static tf_status scan(const tf_npy *file, const tf_data_rule *rule) {
-  const int64_t n = tf_npy_count(file);
-  const void *data = tf_npy_data(file);
-  const tf_dtype dtype = tf_npy_dtype(file);
+tf_status tf_data_check_values(const char *source, const void *data, tf_dtype dtype, int64_t n,
+                               const tf_data_rule *rule) {
   char where[96];
   int64_t bad = -1;
   if (dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16) {
@@ -113,7 +112,7 @@ static tf_status scan(const tf_npy *file, const tf_data_rule *rule) {
     return tf_status_new(TF_ERR_INVALID_INPUT,
                          "%s: %s is %s: '%s' takes finite values only (one non-finite input makes every weight NaN "
                          "within a few steps); clean the data or drop that sample",
-                         tf_npy_path(file), where, nonfinite_name(file, bad), rule->tensor);
+                         source, where, nonfinite_name(data, dtype, bad), rule->tensor);
   }
   if (rule->limit <= 0 || (dtype != TF_I32 && dtype != TF_I64))
     return NULL;
@@ -122,8 +121,62 @@ static tf_status scan(const tf_npy *file, const tf_data_rule *rule) {
     return NULL;
   int64_t value = dtype == TF_I32 ? ((const int32_t *)data)[bad] : ((const int64_t *)data)[bad];
   tf_data_position(rule, bad, where, sizeof(where));
-  return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s is %" PRId64 ", outside [0, %" PRId64 ") for '%s' (%s)",
-                       tf_npy_path(file), where, value, rule->limit, rule->tensor, rule->limit_what);
+  return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s is %" PRId64 ", outside [0, %" PRId64 ") for '%s' (%s)", source,
+                       where, value, rule->limit, rule->tensor, rule->limit_what);
+}
+
+static tf_status scan(const tf_npy *file, const tf_data_rule *rule) {
+  return tf_data_check_values(tf_npy_path(file), tf_npy_data(file), tf_npy_dtype(file), tf_npy_count(file), rule);
+}
+
+void tf_data_rule_limits(const tf_plan *plan, int32_t id, tf_data_rule *rule, char *what, size_t size) {
+  memset(rule, 0, sizeof(*rule));
+  rule->limit_what = what;
+  what[0] = 0;
+  for (int32_t s = 0; s < plan->n_steps; s++) {
+    const tf_plan_step *step = &plan->steps[s];
+    if (step->op == TF_OP_EMBEDDING && step->inputs[0] == id) {
+      const tf_plan_buffer *table = &plan->buffers[step->inputs[1]];
+      rule->limit = table->shape[0];
+      snprintf(what, size, "the rows of the embedding table '%s'", table->name);
+    }
+    if (step->op == TF_OP_CROSS_ENTROPY && step->inputs[1] == id) {
+      const tf_plan_buffer *logits = &plan->buffers[step->inputs[0]];
+      rule->limit = logits->shape[logits->rank - 1];
+      snprintf(what, size, "the classes of the logits '%s'", logits->name);
+      rule->ignore = step->attrs.u.cross_entropy.ignore_index;
+      rule->has_ignore = true;
+    }
+    if (tf_linear_loss_op(step->op) && step->inputs[2] == id) {
+      const tf_plan_buffer *weight = &plan->buffers[step->inputs[1]];
+      rule->limit = weight->shape[step->attrs.u.cross_entropy.transpose_weight ? 0 : 1];
+      snprintf(what, size, "the classes of the fused loss head's weight '%s'", weight->name);
+      rule->ignore = step->attrs.u.cross_entropy.ignore_index;
+      rule->has_ignore = true;
+    }
+  }
+}
+
+tf_status tf_session_check_input(const tf_session *session, const char *name, const void *data, int64_t bytes) {
+  const tf_plan *plan = tf_session_plan(session);
+  for (int32_t id = 0; id < plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &plan->buffers[id];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || strcmp(b->name, name) != 0)
+      continue;
+    if (bytes != b->bytes)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "'%s' holds %" PRId64 " bytes, not %" PRId64, name, b->bytes,
+                           bytes);
+    char what[192], source[300];
+    tf_data_rule rule;
+    tf_data_rule_limits(plan, id, &rule, what, sizeof(what));
+    rule.tensor = b->name;
+    rule.per_sample = 1;
+    for (int32_t d = b->unbatched ? 0 : 1; d < b->rank; d++)
+      rule.per_sample *= b->shape[d];
+    snprintf(source, sizeof(source), "the data written to '%s'", name);
+    return tf_data_check_values(source, data, b->dtype, b->bytes / tf_dtype_size(b->dtype), &rule);
+  }
+  return NULL;
 }
 
 /* ---- the cache of files that passed ---- */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "runtime/npy.h"
+#include "tightfit/plan.h"
 #include "tightfit/status.h"
 
 #ifdef __cplusplus
@@ -37,6 +38,17 @@ typedef struct tf_data_rule {
 /* Checks every value of `file` against `rule` (floats finite, integers in range), or finds it in
  * the cache of files that passed. Returns an error naming the first bad value's position. */
 tf_status tf_data_check_file(const tf_npy *file, const tf_data_rule *rule) TF_MUST_USE;
+
+/* Checks `n` values of `dtype` at `data` against `rule` as tf_data_check_file does a file's (no
+ * cache); errors name `source` (a file, or what the values are) and the first bad value's position. */
+tf_status tf_data_check_values(const char *source, const void *data, tf_dtype dtype, int64_t n,
+                               const tf_data_rule *rule) TF_MUST_USE;
+
+/* The range plan buffer `id` must lie in as ids or labels: rule->limit the rows of the embedding
+ * table that reads it, or the classes of the cross-entropy (its logits', or a fused loss head's
+ * weight's, which would otherwise skip a label past them as ignored) with its ignored label; 0 when
+ * none reads it. What the limit counts goes into `what` (size bytes), which rule->limit_what points at. */
+void tf_data_rule_limits(const tf_plan *plan, int32_t id, tf_data_rule *rule, char *what, size_t size);
 
 /* The position of element `index` of `file` for messages: "sample 12, element 3", "sample 12"
  * (one element per sample) or "token 50" (a stream). Writes at most `size` bytes to `text`. */

@@ -9,7 +9,6 @@
 #include "common/rng.h"
 #include "common/worker.h"
 #include "core/half_bits.h"
-#include "core/linear_loss.h"
 #include "runtime/data_check.h"
 #include "runtime/npy.h"
 
@@ -47,33 +46,13 @@ struct tf_feed {
 
 static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
 
-/* Ids of an embedding must be < its table's rows; labels of cross-entropy < its class count, that of
- * the logits or, for a fused loss head, of its weight (which the kernels would otherwise skip as
- * ignored, without a word). */
+/* The range the source's ids or labels must lie in (tf_data_rule_limits). */
 static void find_limits(const tf_plan *plan, int32_t id, feed_source *source) {
-  for (int32_t s = 0; s < plan->n_steps; s++) {
-    const tf_plan_step *step = &plan->steps[s];
-    if (step->op == TF_OP_EMBEDDING && step->inputs[0] == id) {
-      const tf_plan_buffer *table = &plan->buffers[step->inputs[1]];
-      source->limit = table->shape[0];
-      snprintf(source->limit_what, sizeof(source->limit_what), "the rows of the embedding table '%s'", table->name);
-    }
-    if (step->op == TF_OP_CROSS_ENTROPY && step->inputs[1] == id) {
-      const tf_plan_buffer *logits = &plan->buffers[step->inputs[0]];
-      source->limit = logits->shape[logits->rank - 1];
-      snprintf(source->limit_what, sizeof(source->limit_what), "the classes of the logits '%s'", logits->name);
-      source->ignore = step->attrs.u.cross_entropy.ignore_index;
-      source->has_ignore = true;
-    }
-    if (tf_linear_loss_op(step->op) && step->inputs[2] == id) {
-      const tf_plan_buffer *weight = &plan->buffers[step->inputs[1]];
-      source->limit = weight->shape[step->attrs.u.cross_entropy.transpose_weight ? 0 : 1];
-      snprintf(source->limit_what, sizeof(source->limit_what), "the classes of the fused loss head's weight '%s'",
-               weight->name);
-      source->ignore = step->attrs.u.cross_entropy.ignore_index;
-      source->has_ignore = true;
-    }
-  }
+  tf_data_rule rule;
+  tf_data_rule_limits(plan, id, &rule, source->limit_what, sizeof(source->limit_what));
+  source->limit = rule.limit;
+  source->has_ignore = rule.has_ignore;
+  source->ignore = rule.ignore;
 }
 
 /* NumPy's name of a graph dtype, for the advice in messages (bf16 has none). */

@@ -53,6 +53,12 @@ const tf_plan *tf_session_plan(const tf_session *session);
 /* Copies host data into buffer `name` (an input, label or parameter; in the io region, into the
  * half the next micro-batch uses). `bytes` must equal the buffer's size. */
 tf_status tf_session_write(tf_session *session, const char *name, const void *data, int64_t bytes) TF_MUST_USE;
+/* Checks host data about to be written into input or label `name` as the data feed checks a file
+ * (runtime/data_check.h): floats finite, ids and labels inside the embedding's rows or the loss's
+ * classes; an error names `name`, the sample and element, the value and the bound. Other buffers
+ * pass unchecked. tf_session_write itself copies bytes as they are. */
+tf_status tf_session_check_input(const tf_session *session, const char *name, const void *data,
+                                 int64_t bytes) TF_MUST_USE;
 /* Copies buffer `name` to the host. */
 tf_status tf_session_read(tf_session *session, const char *name, void *data, int64_t bytes) TF_MUST_USE;
 

@@ -717,8 +717,10 @@ class Session:
 
     @_exclusive
     def write(self, name, value):
-        """Copies a numpy array (one micro-batch) into buffer `name`."""
+        """Copies a numpy array (one micro-batch) into buffer `name`; an input or label is checked first
+        as `tightfit train` checks its files (floats finite, ids and labels in range)."""
         array, _ = self._array(name, value)
+        _lib.check(_lib.lib.tf_session_check_input(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
         _lib.check(_lib.lib.tf_session_write(self._s, _bytes(name), array.ctypes.data, array.nbytes), name)
 
     @_exclusive
@@ -805,6 +807,8 @@ class Session:
         `data`: name -> numpy array with samples along axis 0 (one per input and label; or "tokens"
         for token models), or a folder of .npy files. Returns the loss of each step."""
         import numpy as np
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise TightfitError(f"train: steps takes a count of 1 or more (as tightfit train --steps), got {steps!r}")
         folder = None
         feed = _lib.c_feed_p()
         try:

@@ -7,7 +7,10 @@
   `with Session(...) as s:` closes it, and collecting a session frees it;
 - inputs and labels are never cast unsafely: a float, bool, string or object array for an integer
   input raises TypeError, a value outside the int32 range ValueError (no wrap), a wrong shape
-  ValueError, each naming the input (and a TightfitError too); integer arrays in range are taken.
+  ValueError, each naming the input (and a TightfitError too); integer arrays in range are taken;
+  values are checked as `tightfit train` checks its files: a NaN feature or a label outside the
+  classes raises naming the sample (they trained silently: relu took NaN to 0, the loss skipped the
+  label); train() takes 1 step or more.
 usage: test_session.py   (run from the repository root, PYTHONPATH=python)"""
 import gc
 import os
@@ -148,6 +151,17 @@ raises("train with float labels", TypeError, ["'labels'", "float64"], session.tr
        {"x": xs, "labels": ys.astype(np.float64)}, 1)
 raises("train with labels + 2**32", ValueError, ["'labels'", "int32"], session.train,
        {"x": xs, "labels": ys.astype(np.int64) + 2 ** 32}, 1)
+# the values too, as `tightfit train` checks its files: finite features, labels inside the classes
+nan_x = xs[:32].copy()
+nan_x[3, 7] = np.nan
+raises("step with a NaN feature", tightfit.TightfitError, ["'x'", "sample 3, element 7 is nan", "finite"],
+       session.step, {"x": nan_x, "labels": labels})
+raises("step with label 10 of 10 classes", tightfit.TightfitError, ["'labels'", "sample 5 is 10", "outside [0, 10)"],
+       session.step, {"x": xs[:32], "labels": np.where(np.arange(32) == 5, 10, labels)})
+raises("forward with a negative label", tightfit.TightfitError, ["'labels'", "is -3"], session.forward,
+       {"x": xs[:32], "labels": np.where(np.arange(32) == 0, -3, labels)})
+raises("train for 0 steps", tightfit.TightfitError, ["steps", "1 or more"], session.train,
+       {"x": xs, "labels": ys}, 0)
 ok(session.steps == 0, "no refused call stepped the session")
 wide = session.forward({"x": xs[:32].astype(np.float64), "labels": labels.astype(np.int64)})
 narrow = session.forward({"x": xs[:32], "labels": labels.astype(np.uint8)})
