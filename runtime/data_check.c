@@ -1,6 +1,7 @@
-/* Data validation at feed open (data_check.h): a scan of every value, and a cache of files that
- * passed. The scans go in blocks: a branch-free pass over a block (which the compiler vectorises)
- * says whether it holds a bad value, and only then a second pass finds the first one. */
+/* Data validation (data_check.h): at feed open a scan of every value, and a cache of files that
+ * passed; the same scan of a batch written through the session (tf_session_check_input). The scans
+ * go in blocks: a branch-free pass over a block (which the compiler vectorises) says whether it
+ * holds a bad value, and only then a second pass finds the first one. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "runtime/data_check.h"
 
