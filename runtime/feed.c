@@ -11,6 +11,7 @@
 #include "core/half_bits.h"
 #include "runtime/data_check.h"
 #include "runtime/npy.h"
+#include "runtime/sample_layout.h"
 
 typedef struct feed_source {
   const tf_plan_buffer *buffer;
@@ -123,7 +124,8 @@ static tf_status open_source(tf_feed *feed, const char *dir, const tf_plan_buffe
     return tf_status_new(TF_ERR_INVALID_INPUT,
                          "%s: each sample has %" PRId64 " elements, but '%s' takes %" PRId64 " per sample", path,
                          per_sample_file, b->name, source->per_sample);
-  return NULL;
+  return tf_sample_layout_check(path, b->name, b->shape + 1, b->rank - 1, tf_npy_shape(source->file) + 1,
+                                tf_npy_rank(source->file) - 1);
 }
 
 /* A token stream: a rank-1 tokens file feeding rank-2 [N, T] integer buffers. */
