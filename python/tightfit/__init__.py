@@ -586,10 +586,15 @@ def compile(graph, output=None, **options):
     else:
         folder = None
     handle, text = _lib.c_plan_p(), ctypes.c_void_p()
-    with _Request(options) as request:
-        _lib.check(_lib.lib.tf_request_compile(request, _bytes(path), _bytes(output), ctypes.byref(handle),
-                                               ctypes.byref(text)))
-    plan = Plan(output, weights_dir=graph_dir, summary=_result(_lib.take_text(text)), _handle=handle.value)
+    try:
+        with _Request(options) as request:
+            _lib.check(_lib.lib.tf_request_compile(request, _bytes(path), _bytes(output), ctypes.byref(handle),
+                                                   ctypes.byref(text)))
+        plan = Plan(output, weights_dir=graph_dir, summary=_result(_lib.take_text(text)), _handle=handle.value)
+    except BaseException:
+        if folder:  # the temporary plan's folder goes with the compile that failed
+            shutil.rmtree(folder, True)
+        raise
     # the plan's parameters are initialised from files beside the graph (a from_torch graph's
     # weights live in its temporary folder, removed with the Graph): keep the Graph alive with it
     plan._graph = graph if isinstance(graph, Graph) else None

@@ -7,6 +7,7 @@
   prints for the same plan, seed and data (`tightfit train --json`);
 - bad inputs raise TightfitError carrying the library's message.
 usage: test_package.py TIGHTFIT-CLI   (run from the repository root, PYTHONPATH=python)"""
+import gc
 import json
 import os
 import subprocess
@@ -234,5 +235,19 @@ bad = {"x": xs, "labels": np.full(len(ys), 99, dtype=np.int32)}
 raises("labels past the class count", "labels", tightfit.Session(zoo).train, bad, 1)
 raises("a folder without data", "x.npy", tightfit.Session(zoo).train, work, 1)
 raises("a session on a device that is not there", "nosuch", tightfit.Session, zoo, device="nosuch:0")
+
+
+def work_folders():
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("tightfit-")}
+
+
+fresh = tightfit.zoo("mlp")
+before = work_folders()
+for bad_options, needle in (({"warp": 9}, "--warp"), ({"set": {"N": 0}}, "N"), ({"matmul_math": "fp8"}, "fp8")):
+    raises(f"compile with {bad_options}", needle, tightfit.compile, fresh, **bad_options)
+del fresh  # its own folder (the .tfg the compiles read) goes with it
+gc.collect()
+left = work_folders() - before
+ok(not left, "a compile that fails leaves no temporary folder behind", f"left: {sorted(left)}")
 
 finish("python package")

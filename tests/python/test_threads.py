@@ -19,8 +19,11 @@ def job(graph_path, n, budget):
 
 
 def main():
-    folder = tempfile.mkdtemp(prefix="tightfit-threads-")
-    graph_path = os.path.join(folder, "mlp.tfg")
+    with tempfile.TemporaryDirectory(prefix="tightfit-threads-") as folder:
+        run_cases(os.path.join(folder, "mlp.tfg"))
+
+
+def run_cases(graph_path):
     tightfit.zoo("mlp").save(graph_path)
     cases = [(n, budget) for n in (1, 8, 32, 128, 512) for budget in ("64KiB", "1MiB")]
     alone = {case: job(graph_path, *case) for case in cases}
