@@ -1,12 +1,17 @@
 /* The operators that make values known at import time or constants of the graph: Identity (a known
- * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range and
- * ConstantOfShape (a small fill stays known; others become graph constants). */
+ * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range (fixed and
+ * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (a small fill stays
+ * known; others become graph constants). */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "common/checked.h"
 #include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
+
+/* The longest Range with fixed ends that stays a known value (positions of a fixed sequence length,
+ * from which a rotary table or a causal mask folds); a longer one is an arange constant of the graph. */
+#define OX_KNOWN_RANGE ((int64_t)1 << 16)
 
 tf_status ox_convert_identity(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
@@ -94,6 +99,14 @@ tf_status ox_convert_range(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_INVALID_INPUT,
                    "Range from %" PRId64 " to %" PRId64 " has more elements than int64 counts", s, l.size);
   tf_dim length = l.symbol >= 0 ? l : tf_fixed(span);
+  if (l.symbol < 0 && span <= OX_KNOWN_RANGE) { /* fixed positions stay known: tables computed from them fold */
+    ox_known *k = ox_known_new(false, limit->dtype == TF_I32 ? TF_I32 : TF_I64, 1, &span);
+    if (!k)
+      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a Range of %" PRId64, span);
+    for (int64_t i = 0; i < span; i++)
+      k->ints[i] = tf_fixed(s + i);
+    return ox_set_known(im, node, 0, k);
+  }
   // A symbolic length (torch.arange(x.shape[1])) is a constant of symbolic shape: position ids.
   char name[300];
   snprintf(name, sizeof(name), "%s", node->proto->output[0]);

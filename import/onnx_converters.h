@@ -19,6 +19,8 @@ bool ox_is_unary(const char *op_type);
 tf_status ox_convert_unary(ox_import *im, const ox_node *node);
 tf_status ox_convert_leaky_relu(ox_import *im, const ox_node *node);
 tf_status ox_convert_sqrt(ox_import *im, const ox_node *node);
+tf_status ox_convert_cos(ox_import *im, const ox_node *node);
+tf_status ox_convert_sin(ox_import *im, const ox_node *node);
 tf_status ox_convert_gelu(ox_import *im, const ox_node *node);
 tf_status ox_convert_max(ox_import *im, const ox_node *node);
 tf_status ox_convert_min(ox_import *im, const ox_node *node);
@@ -41,6 +43,10 @@ tf_status ox_convert_mod(ox_import *im, const ox_node *node);
 /* onnx_mask.c: Equal, Where and Not folded on known values; on data, masks as f32 0/1 tensors (Equal
  * of data with a constant, Not, Cast to BOOL, Where with one constant branch: masked_fill). */
 tf_status ox_convert_equal(ox_import *im, const ox_node *node);
+tf_status ox_convert_greater(ox_import *im, const ox_node *node);
+tf_status ox_convert_less(ox_import *im, const ox_node *node);
+tf_status ox_convert_greater_or_equal(ox_import *im, const ox_node *node);
+tf_status ox_convert_less_or_equal(ox_import *im, const ox_node *node);
 tf_status ox_convert_where(ox_import *im, const ox_node *node);
 tf_status ox_convert_not(ox_import *im, const ox_node *node);
 /* Cast to BOOL of data (ox_convert_cast's): nonzero as an f32 0/1 mask. */

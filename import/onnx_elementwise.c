@@ -124,6 +124,24 @@ tf_status ox_convert_sqrt(ox_import *im, const ox_node *node) {
   return unary(im, node, TF_OP_SQRT);
 }
 
+/* Cos and Sin of a known value (a rotary embedding's table from positions and frequencies); tightfit
+ * has no trigonometric op for data. */
+static tf_status trigonometric(ox_import *im, const ox_node *node, double (*function)(double)) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  if (!ox_is_known(im, ox_input(node, 0)))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "%s of data computed from the inputs is not supported (only of values known when importing, "
+                   "as a rotary embedding's table of positions)",
+                   node->proto->op_type);
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(ox_value_find(im, ox_input(node, 0))->known, function, &k)));
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonometric(im, node, cos); }
+
+tf_status ox_convert_sin(ox_import *im, const ox_node *node) { return trigonometric(im, node, sin); }
+
 tf_status ox_convert_gelu(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));

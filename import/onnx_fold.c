@@ -1,6 +1,9 @@
 /* ONNX operators on values known at import time: the Shape / Gather / Unsqueeze / Concat / Cast
- * arithmetic that torch.onnx.export writes for `x.view(n, t, h, d)`, and scalar float constants. An
- * integer may be a multiple of one symbol (N, 3*T); arithmetic that leaves that form is refused. */
+ * arithmetic that torch.onnx.export writes for `x.view(n, t, h, d)`, scalar float constants, and
+ * the tables a model computes from positions alone (a rotary embedding's cos and sin: Range, Expand,
+ * MatMul, Transpose, Cos, Sin; a causal mask's Greater). An integer may be a multiple of one symbol
+ * (N, 3*T); arithmetic that leaves that form is refused. Floats are held in double; the results of
+ * MatMul and of the unary functions of an f32 value are rounded to f32, as the model computes them. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +77,17 @@ static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
       r += b.size;
     *out = tf_fixed(r);
     return true;
+  case '>': /* Greater, Less, GreaterOrEqual ('G'), LessOrEqual ('L'): of fixed sizes only */
+  case '<':
+  case 'G':
+  case 'L':
+    if (!fa || !fb)
+      return false;
+    *out = tf_fixed(op == '>'   ? a.size > b.size
+                    : op == '<' ? a.size < b.size
+                    : op == 'G' ? a.size >= b.size
+                                : a.size <= b.size);
+    return true;
   case '=': /* Equal: a symbol's multiple is >= 1, so it equals no number below 1 */
     if (fa && fb)
       *out = tf_fixed(a.size == b.size);
@@ -95,6 +109,10 @@ static double fold_real(char op, double a, double b) {
   case '*': return a * b;
   case '/': return a / b;
   case '=': return a == b;
+  case '>': return a > b;
+  case '<': return a < b;
+  case 'G': return a >= b;
+  case 'L': return a <= b;
   case '%': return a - floor(a / b) * b;
   case 'f': return fmod(a, b);
   default: return pow(a, b);
@@ -358,5 +376,123 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
     }
   }
   *out = k;
+  return NULL;
+}
+
+/* The most multiply-adds a MatMul of known values may take at import (a rotary table: T x d/2). */
+#define OX_FOLD_MATMUL_WORK ((int64_t)1 << 28)
+
+/* The value an f32 computation stores: `x` rounded to f32 when the value's type is f32. */
+static double stored(tf_dtype dtype, double x) { return dtype == TF_F32 ? (double)(float)x : x; }
+
+static double real_at(const ox_known *x, int64_t i) { return x->is_float ? x->reals[i] : (double)x->ints[i].size; }
+
+static bool has_symbol(const ox_known *x) {
+  for (int64_t i = 0; !x->is_float && i < x->count; i++)
+    if (x->ints[i].symbol >= 0)
+      return true;
+  return false;
+}
+
+tf_status ox_fold_transpose(const ox_known *x, const int32_t *perm, ox_known **out) {
+  int64_t shape[TF_MAX_RANK], strides[TF_MAX_RANK], stride = 1;
+  for (int32_t i = x->rank - 1; i >= 0; i--) {
+    strides[i] = stride;
+    stride *= x->shape[i];
+  }
+  for (int32_t i = 0; i < x->rank; i++)
+    shape[i] = x->shape[perm[i]];
+  *out = ox_known_new(x->is_float, x->dtype, x->rank, shape);
+  if (!*out)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a transpose");
+  for (int64_t i = 0; i < (*out)->count; i++) {
+    int64_t rest = i, from = 0;
+    for (int32_t d = x->rank - 1; d >= 0; d--) {
+      from += (rest % shape[d]) * strides[perm[d]];
+      rest /= shape[d];
+    }
+    if (x->is_float)
+      (*out)->reals[i] = x->reals[from];
+    else
+      (*out)->ints[i] = x->ints[from];
+  }
+  return NULL;
+}
+
+tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, ox_known **out) {
+  ox_known target = {.rank = rank};
+  memcpy(target.shape, shape, sizeof(int64_t) * (size_t)rank);
+  int32_t out_rank;
+  int64_t out_shape[TF_MAX_RANK];
+  *out = NULL;
+  if (!broadcast(x, &target, &out_rank, out_shape))
+    return tf_status_new(TF_ERR_SHAPE, "Expand: a known value that does not broadcast to the shape");
+  *out = ox_known_new(x->is_float, x->dtype, out_rank, out_shape);
+  if (!*out)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for an expand");
+  for (int64_t i = 0; i < (*out)->count; i++) {
+    const int64_t from = source_index(x, out_rank, out_shape, i);
+    if (x->is_float)
+      (*out)->reals[i] = x->reals[from];
+    else
+      (*out)->ints[i] = x->ints[from];
+  }
+  return NULL;
+}
+
+tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, ox_known **out) {
+  *out = NULL;
+  if (a->rank < 2 || b->rank < 2 || has_symbol(a) || has_symbol(b))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "MatMul of known values needs two of rank 2 or more, without sizes");
+  const int64_t m = a->shape[a->rank - 2], k = a->shape[a->rank - 1], n = b->shape[b->rank - 1];
+  if (b->shape[b->rank - 2] != k)
+    return tf_status_new(TF_ERR_SHAPE, "MatMul of known values: %" PRId64 " columns against %" PRId64 " rows", k,
+                         b->shape[b->rank - 2]);
+  ox_known batch_a = {.rank = a->rank - 2}, batch_b = {.rank = b->rank - 2};
+  memcpy(batch_a.shape, a->shape, sizeof(int64_t) * (size_t)batch_a.rank);
+  memcpy(batch_b.shape, b->shape, sizeof(int64_t) * (size_t)batch_b.rank);
+  int32_t rank;
+  int64_t shape[TF_MAX_RANK];
+  if (!broadcast(&batch_a, &batch_b, &rank, shape) || rank + 2 > TF_MAX_RANK)
+    return tf_status_new(TF_ERR_SHAPE, "MatMul of known values whose batch axes do not broadcast");
+  int64_t batches = 1;
+  for (int32_t i = 0; i < rank; i++)
+    batches *= shape[i];
+  const double work = (double)batches * (double)m * (double)n * (double)k;
+  if (work > OX_FOLD_MATMUL_WORK)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "MatMul of known values of %.3g multiply-adds, over the %.3g folded "
+                         "when importing",
+                         work, (double)OX_FOLD_MATMUL_WORK);
+  shape[rank] = m;
+  shape[rank + 1] = n;
+  const tf_dtype dtype = a->is_float ? a->dtype : b->is_float ? b->dtype : TF_F32;
+  *out = ox_known_new(true, dtype, rank + 2, shape);
+  if (!*out)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a MatMul of known values");
+  for (int64_t e = 0; e < batches; e++) {
+    const int64_t first_a = source_index(&batch_a, rank, shape, e) * m * k;
+    const int64_t first_b = source_index(&batch_b, rank, shape, e) * k * n;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double sum = 0;
+        for (int64_t t = 0; t < k; t++)
+          sum += real_at(a, first_a + i * k + t) * real_at(b, first_b + t * n + j);
+        (*out)->reals[(e * m + i) * n + j] = stored(dtype, sum);
+      }
+  }
+  return NULL;
+}
+
+tf_status ox_fold_unary(const ox_known *x, double (*function)(double), ox_known **out) {
+  *out = NULL;
+  if (has_symbol(x))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "a function of a symbolic size");
+  const tf_dtype dtype = x->is_float ? x->dtype : TF_F32;
+  *out = ox_known_new(true, dtype, x->rank, x->shape);
+  if (!*out)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < x->count; i++)
+    (*out)->reals[i] = stored(dtype, function(real_at(x, i)));
   return NULL;
 }

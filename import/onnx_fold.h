@@ -6,7 +6,8 @@
 
 #include "import/onnx_values.h"
 
-/* a op b with numpy broadcasting; op is '+', '-', '*', '/', '=' (Equal) or '^' (Pow). */
+/* a op b with numpy broadcasting; op is '+', '-', '*', '/', '=' (Equal), '>' (Greater), '<' (Less),
+ * 'G' (GreaterOrEqual), 'L' (LessOrEqual), '%' / 'f' (Mod) or '^' (Pow). */
 tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known **out) TF_MUST_USE;
 /* cond ? x : y elementwise over known values (numpy broadcasting of the three). */
 tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known *y, ox_known **out) TF_MUST_USE;
@@ -20,5 +21,15 @@ tf_status ox_fold_slice1(const ox_known *x, int64_t start, int64_t end, int64_t 
 tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) TF_MUST_USE;
 /* ONNX Concat of n parts along `axis`. */
 tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, ox_known **out) TF_MUST_USE;
+
+/* x with its axes permuted: axis i of the result is axis perm[i] of x. */
+tf_status ox_fold_transpose(const ox_known *x, const int32_t *perm, ox_known **out) TF_MUST_USE;
+/* x broadcast with `shape` (ONNX Expand: numpy rules, each axis the larger of the two). */
+tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, ox_known **out) TF_MUST_USE;
+/* a @ b (numpy matmul of rank 2 or more, batch axes broadcast), each sum in double, stored as f32
+ * when the operands are f32. */
+tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, ox_known **out) TF_MUST_USE;
+/* function(x) element by element, a float of x's type (f32 for integers), stored as f32 when f32. */
+tf_status ox_fold_unary(const ox_known *x, double (*function)(double), ox_known **out) TF_MUST_USE;
 
 #endif

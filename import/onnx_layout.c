@@ -162,9 +162,12 @@ tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node) { return sque
 tf_status ox_convert_squeeze(ox_import *im, const ox_node *node) { return squeeze_like(im, node, false); }
 
 tf_status ox_convert_transpose(ox_import *im, const ox_node *node) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  int32_t rank = ox_rank_of(im, x);
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const bool known = ox_is_known(im, ox_input(node, 0));
+  tf_tensor_id x = TF_NO_TENSOR;
+  if (!known)
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank = known ? ox_value_find(im, ox_input(node, 0))->known->rank : ox_rank_of(im, x);
   int64_t perm64[TF_MAX_RANK];
   int32_t perm[TF_MAX_RANK];
   int32_t n = ox_attr_ints(node, "perm", perm64, TF_MAX_RANK);
@@ -174,6 +177,17 @@ tf_status ox_convert_transpose(ox_import *im, const ox_node *node) {
     perm[i] = n < 0 ? rank - 1 - i : (int32_t)perm64[i];
   if (n >= 0 && n != rank)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "perm has %" PRId32 " axes for a rank-%" PRId32 " input", n, rank);
+  if (known) {
+    bool seen[TF_MAX_RANK] = {false};
+    for (int32_t i = 0; i < rank; i++) {
+      if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT, "perm is not a permutation of %" PRId32 " axes", rank);
+      seen[perm[i]] = true;
+    }
+    ox_known *k;
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_transpose(ox_value_find(im, ox_input(node, 0))->known, perm, &k)));
+    return ox_set_known(im, node, 0, k);
+  }
   return ox_set_tensor(im, node, 0, tf_transpose(im->graph, x, perm, rank));
 }
 
@@ -358,6 +372,17 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
         value->count == 1 && (value->is_float || value->ints[0].symbol < 0) ? expanded_fill(value, shape) : NULL;
     if (fill)
       return ox_set_known(im, node, 0, fill);
+    int64_t sizes[TF_MAX_RANK];
+    bool fixed = true;
+    for (int64_t i = 0; i < shape->count; i++) {
+      fixed = fixed && shape->ints[i].symbol < 0 && shape->ints[i].size >= 1;
+      sizes[i] = shape->ints[i].size;
+    }
+    if (fixed) { /* a table computed from positions (a rotary embedding's inv_freq): stays known */
+      ox_known *k;
+      TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_expand(value, (int32_t)shape->count, sizes, &k)));
+      return ox_set_known(im, node, 0, k);
+    }
   }
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -378,6 +403,47 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_expand(im->graph, x, tf_shape_from(target, out_rank)));
 }
 
+/* Whether known `index` holds first, first + 1, ... (a position table: arange(T)) inside an axis of
+ * `length` (negative indices counted from its end, where it is fixed). */
+static bool consecutive(const ox_known *index, tf_dim length, int64_t *first) {
+  if (index->is_float || index->count < 1)
+    return false;
+  for (int64_t i = 0; i < index->count; i++)
+    if (index->ints[i].symbol >= 0)
+      return false;
+  int64_t start = index->ints[0].size;
+  if (start < 0 && length.symbol < 0 && length.size >= 0)
+    start += length.size;
+  for (int64_t i = 1; i < index->count; i++)
+    if (index->ints[i].size != index->ints[0].size + i)
+      return false;
+  if (start < 0 || (length.symbol < 0 && start + index->count > length.size))
+    return false;
+  *first = start;
+  return true;
+}
+
+/* Gather of data along `axis` by the consecutive known indices of input 1 from `first`: the slice
+ * [first, first + count) of that axis, reshaped to the indices' shape there (wpe[arange(T)]). */
+static tf_status gather_span(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis, int64_t first) {
+  const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK], out[TF_MAX_RANK];
+  ox_tensor_dims(im, data, &rank, dims);
+  if (rank - 1 + index->rank > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", rank - 1 + index->rank,
+                   TF_MAX_RANK);
+  tf_tensor_id y = tf_slice(im->graph, data, axis, first, first + index->count, 1);
+  int32_t m = 0;
+  for (int32_t d = 0; d < axis; d++)
+    out[m++] = dims[d];
+  for (int32_t d = 0; d < index->rank; d++)
+    out[m++] = tf_fixed(index->shape[d]);
+  for (int32_t d = axis + 1; d < rank; d++)
+    out[m++] = dims[d];
+  return reshape_to(im, node, y, out, m);
+}
+
 tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
@@ -396,7 +462,16 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   ox_tensor_dims(im, data, &rank, dims);
   if (axis < 0)
     axis += rank;
-  if (ox_is_known(im, ox_input(node, 1))) {
+  if (ox_is_known(im, ox_input(node, 1)) && ox_value_find(im, ox_input(node, 1))->known->count > 1) {
+    int64_t first;
+    if (consecutive(ox_value_find(im, ox_input(node, 1))->known, axis >= 0 && axis < rank ? dims[axis] : tf_fixed(-1),
+                    &first))
+      return gather_span(im, node, data, (int32_t)axis, first);
+    if (axis != 0 || rank != 2)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "Gather of a tensor by several known indices that are not consecutive positions, other than "
+                     "rows of a 2-d table");
+  } else if (ox_is_known(im, ox_input(node, 1))) {
     // x[:, i]: a slice of width one, then the axis dropped.
     const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
     if (index->count != 1 || index->is_float || index->ints[0].symbol >= 0 || axis < 0 || axis >= rank)

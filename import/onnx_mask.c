@@ -174,6 +174,27 @@ tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
   return ox_set_known(im, node, 0, k);
 }
 
+/* Greater, Less, GreaterOrEqual and LessOrEqual of known values (a causal mask's positions: HF's
+ * arange(S) > cache_position[:, None]); of data they are refused. */
+static tf_status compare(ox_import *im, const ox_node *node, char op) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
+  if (!ox_is_known(im, a) || !ox_is_known(im, b))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "%s of data computed from the inputs is not supported (only of values known when importing, "
+                   "as positions in a causal mask)",
+                   node->proto->op_type);
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_greater(ox_import *im, const ox_node *node) { return compare(im, node, '>'); }
+tf_status ox_convert_less(ox_import *im, const ox_node *node) { return compare(im, node, '<'); }
+tf_status ox_convert_greater_or_equal(ox_import *im, const ox_node *node) { return compare(im, node, 'G'); }
+tf_status ox_convert_less_or_equal(ox_import *im, const ox_node *node) { return compare(im, node, 'L'); }
+
 tf_status ox_convert_where(ox_import *im, const ox_node *node) {
   for (int32_t i = 0; i < 3; i++) {
     TF_RETURN_IF_ERROR(ox_need_input(im, node, i));

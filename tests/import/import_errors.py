@@ -166,6 +166,11 @@ def main():
         two_writers = model([node("MatMul", ["x", "w"], ["y"], "mm"), node("Relu", ["x"], ["y"], "relu")],
                             [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                             [tensor("w", [4, 4], [0.5] * 16)])
+        # Cos and Greater fold on known values (rotary tables, causal masks); of data they are refused
+        cos_data = model([node("Cos", ["x"], ["y"], "cos0")], [value_info("x", 1, ["N", 4])],
+                         [value_info("y", 1, ["N", 4])])
+        greater_data = model([node("Greater", ["x", "zero"], ["c"], "gt"), node("Where", ["c", "x", "zero"], ["y"], "sel")],
+                             [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
         bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
@@ -209,6 +214,10 @@ def main():
              ["data_equal.onnx", "'eq' (Equal)", "two data tensors"]),
             ("fractional resize", write("fractional.onnx", fractional),
              ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
+            ("Cos of data", write("cos_data.onnx", cos_data),
+             ["cos_data.onnx", "'cos0' (Cos)", "Cos of data computed from the inputs is not supported"]),
+            ("Greater of data", write("greater_data.onnx", greater_data),
+             ["greater_data.onnx", "'gt' (Greater)", "Greater of data computed from the inputs is not supported"]),
             ("two nodes write one tensor", write("two_writers.onnx", two_writers),
              ["two_writers.onnx", "tensor 'y'", "two nodes", "'mm' (MatMul)", "'relu' (Relu)"]),
         ]

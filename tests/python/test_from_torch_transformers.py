@@ -1,7 +1,8 @@
 """tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
-(sequence classification), ViT (image classification), Whisper's encoder and Wav2Vec2 (its CTC head's
-logits) — each small (2 layers, d 32, 2 heads), in train mode with dropout 0. Each is imported, its
+(sequence classification), ViT (image classification), Whisper's encoder, Wav2Vec2 (its CTC head's
+logits), and the Llama family's causal LMs (Llama, Qwen2, Phi-3: rotary positions, RMSNorm, SwiGLU,
+grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
 forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
 first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
 module's own weights against PyTorch training the same module (torch_training.train_both: losses and
@@ -152,9 +153,32 @@ def wav2vec2():
     return run(model, {"input_values": torch.randn(BATCH, samples)}, torch.randn(BATCH, 39, 12), "mse")
 
 
+def decoder(config_class, model_class, seed, **extra):
+    """A Llama-family causal LM (rotary positions, RMSNorm, SwiGLU, grouped-query attention: 4 query
+    heads over 2 key/value heads), per-token cross_entropy. Its rotary cos/sin tables and causal mask
+    are computed from positions (Range, MatMul, Cos, Sin, Greater), which the importer folds into
+    constants. Weights of std 0.05 (the configs' 0.02 leaves dozens of near-zero first gradients; at
+    0.1-0.2 some of these models' own f32 training departs from float64's by 3e-4 within 10 steps)."""
+    def build():
+        torch.manual_seed(seed)
+        config = config_class(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                              intermediate_size=64, vocab_size=64, max_position_embeddings=16, attention_dropout=0.0,
+                              attn_implementation="eager", initializer_range=0.05, **extra)
+        model = Wrapped(model_class(config), "input_ids", flat=64)
+        ids = torch.randint(0, 64, (BATCH, 12))
+        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
+    return build
+
+
 case("transformers GPT2LMHeadModel (2 layers, d 32), per-token cross_entropy", gpt2)
 case("transformers BertForSequenceClassification (2 layers, d 32), cross_entropy", bert)
 case("transformers ViTForImageClassification (2 layers, d 32, 16x16 patches of 4), cross_entropy", vit)
 case("transformers Whisper encoder (2 layers, d 32, 8 mel bins), mse", whisper_encoder)
 case("transformers Wav2Vec2ForCTC (2 conv + 2 transformer layers, d 32), mse on the logits", wav2vec2)
+case("transformers LlamaForCausalLM (2 layers, d 32, 4 heads over 2 kv heads), per-token cross_entropy",
+     decoder(transformers.LlamaConfig, transformers.LlamaForCausalLM, 25))
+case("transformers Qwen2ForCausalLM (2 layers, d 32, q/k/v biases), per-token cross_entropy",
+     decoder(transformers.Qwen2Config, transformers.Qwen2ForCausalLM, 27))
+case("transformers Phi3ForCausalLM (2 layers, d 32, fused qkv and gate_up), per-token cross_entropy",
+     decoder(transformers.Phi3Config, transformers.Phi3ForCausalLM, 30, pad_token_id=0))
 finish("from_torch_transformers")
