@@ -138,6 +138,14 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
+    # torch.onnx.export fills every argument of forward() after the given ones with its default
+    # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
+    # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
+    # a forward that takes only the given inputs, the module runs as module(*example_inputs) runs, its
+    # defaults constants.
+    own_forward = module.__dict__.get("forward")
+    bound_forward = module.forward
+    module.forward = lambda *args: bound_forward(*args)
     module.eval()
     for m in batch_norms + fast_path:
         m.training = True
@@ -156,6 +164,10 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, **kwargs)
     finally:
+        if own_forward is None:
+            del module.forward
+        else:
+            module.forward = own_forward
         _restore_forward(padding_rows)
         for m, rate in attention_dropout:
             m.dropout = rate

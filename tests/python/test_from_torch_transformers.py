@@ -181,4 +181,30 @@ case("transformers Qwen2ForCausalLM (2 layers, d 32, q/k/v biases), per-token cr
      decoder(transformers.Qwen2Config, transformers.Qwen2ForCausalLM, 27))
 case("transformers Phi3ForCausalLM (2 layers, d 32, fused qkv and gate_up), per-token cross_entropy",
      decoder(transformers.Phi3Config, transformers.Phi3ForCausalLM, 30, pad_token_id=0))
+def llama_as_it_is():
+    """LlamaForCausalLM given to from_torch as it is (no wrapper): its forward's defaults stay constants
+    (torch.onnx.export would make num_logits_to_keep=0 an int64 input), the logits [N, T, V] meet per-token
+    labels [N, T], and the parameters keep the module's state_dict names, which a Hugging Face
+    checkpoint uses."""
+    torch.manual_seed(37)
+    config = transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      hidden_size=32, intermediate_size=64, vocab_size=64, max_position_embeddings=16,
+                                      attn_implementation="eager", initializer_range=0.05)
+    model = transformers.LlamaForCausalLM(config)
+    ids, labels = torch.randint(0, 64, (BATCH, 12)), torch.randint(0, 64, (BATCH, 12))
+    graph = tightfit.from_torch(model, ids, loss="cross_entropy")
+    session = tightfit.Session(tightfit.compile(graph, set={"N": BATCH}), seed=0)
+    got = session.forward({"x": ids.numpy(), "labels": labels.numpy()})
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits
+        expected = torch.nn.functional.cross_entropy(logits.reshape(-1, 64), labels.reshape(-1)).item()
+    names = set(session.state_dict())
+    missing = sorted(set(dict(model.named_parameters())) - names)
+    seen = f"first loss {got:.6f}, PyTorch's {expected:.6f}; {len(names)} parameters by their module names"
+    if missing:
+        return f"parameters not under their module names: {missing[:3]}", seen
+    return (f"the loss is not PyTorch's: {seen}" if abs(got - expected) > 1e-5 * abs(expected) else None), seen
+
+
+case("transformers LlamaForCausalLM as it is (no wrapper, per-token labels [N, T])", llama_as_it_is)
 finish("from_torch_transformers")
