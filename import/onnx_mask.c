@@ -74,13 +74,31 @@ static tf_status known_scalar(ox_import *im, const ox_node *node, int32_t i, int
   return NULL;
 }
 
+/* Equal of a graph constant that one value fills (a mask of ones of symbolic shape, which a model
+ * makes when given none: DistilBERT's torch.ones(input_shape)) with known scalar k: the constant 0/1
+ * fill of that shape. NULL-status and *out TF_NO_TENSOR when x is not such a fill. */
+static tf_status equal_of_fill(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t other, tf_tensor_id *out) {
+  tf_tensor_info info;
+  *out = TF_NO_TENSOR;
+  if (!tf_graph_tensor(im->graph, x, &info) || info.kind != TF_CONSTANT || info.init.kind != TF_INIT_FILL)
+    return NULL;
+  double k;
+  TF_RETURN_IF_ERROR(known_scalar(im, node, other, info.rank, "Equal", &k));
+  *out = tf_graph_constant(im->graph, node->proto->output[0], TF_F32, info.declared,
+                           tf_init_make(TF_INIT_FILL, info.init.a == k ? 1.0 : 0.0, 0));
+  return ox_graph_error(im, node);
+}
+
 static tf_status mask_equal(ox_import *im, const ox_node *node) {
   const bool known0 = ox_is_known(im, ox_input(node, 0)), known1 = ox_is_known(im, ox_input(node, 1));
   if (known0 == known1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of two data tensors (only of data with a constant)");
   const int32_t data = known0 ? 1 : 0;
-  tf_tensor_id x;
+  tf_tensor_id x, filled;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));
+  TF_RETURN_IF_ERROR(equal_of_fill(im, node, x, 1 - data, &filled));
+  if (filled != TF_NO_TENSOR)
+    return ox_set_tensor(im, node, 0, filled);
   const tf_dtype dtype = ox_dtype_of(im, x);
   if (!is_integer_dtype(dtype) && dtype != TF_F32)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of %s data (only of integer or bool data)",

@@ -1,7 +1,7 @@
 """tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
-(sequence classification), ViT (image classification), Whisper's encoder, Wav2Vec2 (its CTC head's
-logits), and the Llama family's causal LMs (Llama, Qwen2, Phi-3: rotary positions, RMSNorm, SwiGLU,
+(sequence classification), DistilBERT (masked LM), ViT (image classification), Whisper's encoder,
+Wav2Vec2 (its CTC head's logits), and the Llama family's causal LMs (Llama, Qwen2, Phi-3: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
 forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
 first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
@@ -153,6 +153,28 @@ def wav2vec2():
     return run(model, {"input_values": torch.randn(BATCH, samples)}, torch.randn(BATCH, 39, 12), "mse")
 
 
+def distilbert():
+    """DistilBERT builds its attention mask as torch.ones(input_shape) when given none and compares it
+    with 0 (a float Equal), which the importer folds: a constant fill."""
+    torch.manual_seed(41)
+    config = transformers.DistilBertConfig(n_layers=2, n_heads=2, dim=32, hidden_dim=64, vocab_size=64,
+                                           max_position_embeddings=40, dropout=0.0, attention_dropout=0.0,
+                                           initializer_range=0.05)
+    model = Wrapped(transformers.DistilBertForMaskedLM(config), "input_ids", flat=64)
+    ids = torch.randint(3, 64, (BATCH, 12))
+    return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
+
+
+def causal_lm(config, model_class, seed):
+    """A causal LM of `config` (its own argument names), per-token cross_entropy."""
+    def build():
+        torch.manual_seed(seed)
+        model = Wrapped(model_class(config), "input_ids", flat=64)
+        ids = torch.randint(0, 64, (BATCH, 12))
+        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
+    return build
+
+
 def decoder(config_class, model_class, seed, **extra):
     """A Llama-family causal LM (rotary positions, RMSNorm, SwiGLU, grouped-query attention: 4 query
     heads over 2 key/value heads), per-token cross_entropy. Its rotary cos/sin tables and causal mask
@@ -175,6 +197,8 @@ case("transformers BertForSequenceClassification (2 layers, d 32), cross_entropy
 case("transformers ViTForImageClassification (2 layers, d 32, 16x16 patches of 4), cross_entropy", vit)
 case("transformers Whisper encoder (2 layers, d 32, 8 mel bins), mse", whisper_encoder)
 case("transformers Wav2Vec2ForCTC (2 conv + 2 transformer layers, d 32), mse on the logits", wav2vec2)
+case("transformers DistilBertForMaskedLM (2 layers, d 32, its default mask of ones), per-token cross_entropy",
+     distilbert)
 case("transformers LlamaForCausalLM (2 layers, d 32, 4 heads over 2 kv heads), per-token cross_entropy",
      decoder(transformers.LlamaConfig, transformers.LlamaForCausalLM, 25))
 case("transformers Qwen2ForCausalLM (2 layers, d 32, q/k/v biases), per-token cross_entropy",
@@ -207,4 +231,13 @@ def llama_as_it_is():
 
 
 case("transformers LlamaForCausalLM as it is (no wrapper, per-token labels [N, T])", llama_as_it_is)
+case("transformers GPTNeoXForCausalLM (Pythia's: partial rotary, parallel residual), per-token cross_entropy",
+     causal_lm(transformers.GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                          intermediate_size=64, vocab_size=64, max_position_embeddings=40,
+                                          attention_dropout=0.0, hidden_dropout=0.0, initializer_range=0.05,
+                                          attn_implementation="eager"), transformers.GPTNeoXForCausalLM, 42))
+case("transformers FalconForCausalLM (rotary, multi-query attention), per-token cross_entropy",
+     causal_lm(transformers.FalconConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, vocab_size=64,
+                                         hidden_dropout=0.0, attention_dropout=0.0, initializer_range=0.05,
+                                         attn_implementation="eager"), transformers.FalconForCausalLM, 45))
 finish("from_torch_transformers")
