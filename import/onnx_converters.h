@@ -115,6 +115,7 @@ tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 /* onnx_triangle.c: Trilu folded on a known value; on data with fixed last two axes, times a 0/1
  * triangle. */
 tf_status ox_convert_trilu(ox_import *im, const ox_node *node);
+tf_status ox_convert_cumsum(ox_import *im, const ox_node *node);
 
 /* onnx_recurrent.c: LSTM and GRU nodes, unrolled over a fixed time axis (tf_lstm / tf_gru); refused
  * with a reason: a symbolic time axis, shorter sequence_lens, peepholes, clip, other activations,

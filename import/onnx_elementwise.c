@@ -19,7 +19,8 @@
  *   Mod(a, b)           on values known at import time only (PyTorch 2.x's unflatten computes
  *                       (dim + rank) % rank): tightfit has no remainder op for data
  *
- * A composite's operands must be float data (f32, f16, bf16); anything else is refused naming the node. */
+ * A composite's operands must be float data (f32, f16, bf16); anything else is refused naming the node.
+ * Add, Sub and Mul of integer data compute in f32 between casts (integer_binary). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -28,6 +29,21 @@
 #include "import/onnx_fold.h"
 
 /* ---- the operators tightfit has an op for ---- */
+
+static bool is_integer(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
+
+/* Add, Sub or Mul of integer data (position ids a model computes from its mask: RoBERTa's
+ * cumsum(ids != pad) * mask + pad, OPT's cumsum(mask) - 1): tightfit computes on floats, so in f32
+ * between casts, the result cast back to a's type. Exact while every value and result is a whole
+ * number below 2^24 in magnitude (positions and masks are); Div of integers (floor) is refused. */
+static tf_status integer_binary(ox_import *im, const ox_node *node, tf_op op, tf_tensor_id a, tf_tensor_id b) {
+  const tf_dtype dtype = ox_dtype_of(im, a);
+  if (op != TF_OP_ADD && op != TF_OP_SUB && op != TF_OP_MUL)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of integer data (only Add, Sub and Mul)", node->proto->op_type);
+  tf_tensor_id ids[2] = {tf_cast(im->graph, a, TF_F32), tf_cast(im->graph, b, TF_F32)};
+  tf_tensor_id y = tf_graph_node(im->graph, op, ids, 2, NULL);
+  return ox_set_tensor(im, node, 0, tf_cast(im->graph, y, dtype));
+}
 
 static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op op) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
@@ -49,6 +65,8 @@ static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op o
   if (tb == TF_NO_TENSOR)
     TF_RETURN_IF_ERROR(ox_operand(im, node, 1, ta, &tb));
   ox_match_half(im, &ta, &tb);
+  if (is_integer(ox_dtype_of(im, ta)) && is_integer(ox_dtype_of(im, tb)))
+    return integer_binary(im, node, op, ta, tb);
   tf_tensor_id ids[2] = {ta, tb};
   return ox_set_tensor(im, node, 0, tf_graph_node(im->graph, op, ids, 2, NULL));
 }

@@ -79,6 +79,7 @@ static const ox_converter_row converters[] = {
     {"Not", ox_convert_not},
     {"Mod", ox_convert_mod},
     {"Trilu", ox_convert_trilu},
+    {"CumSum", ox_convert_cumsum},
     {"Gather", ox_convert_gather},
     {"Conv", ox_convert_conv},
     {"ConvTranspose", ox_convert_conv_transpose},

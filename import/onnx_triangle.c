@@ -97,3 +97,100 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_known_constant(im, node, mask_name, triangle, &mask));
   return ox_set_tensor(im, node, 0, tf_mul(im->graph, x, mask));
 }
+
+/* CumSum of a known value along `axis`: running sums in order (ONNX exclusive, reverse). */
+static ox_known *fold_cumsum(const ox_known *x, int32_t axis, bool exclusive, bool reverse) {
+  ox_known *out = ox_known_new(x->is_float, x->dtype, x->rank, x->shape);
+  if (!out)
+    return NULL;
+  int64_t inner = 1;
+  for (int32_t d = axis + 1; d < x->rank; d++)
+    inner *= x->shape[d];
+  const int64_t length = x->shape[axis], outer = length > 0 && inner > 0 ? x->count / (length * inner) : 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double real = 0;
+      int64_t whole = 0;
+      for (int64_t step = 0; step < length; step++) {
+        const int64_t at = (o * length + (reverse ? length - 1 - step : step)) * inner + i;
+        const double value = x->is_float ? x->reals[at] : 0;
+        const int64_t count = x->is_float ? 0 : x->ints[at].size;
+        if (!exclusive) {
+          real += value;
+          whole += count;
+        }
+        if (x->is_float)
+          out->reals[at] = real;
+        else
+          out->ints[at] = tf_fixed(whole);
+        if (exclusive) {
+          real += value;
+          whole += count;
+        }
+      }
+    }
+  return out;
+}
+
+/* ONNX CumSum (opset 11+; axis a known integer; exclusive, reverse). A known value folds. On data,
+ * along the last axis of fixed length L (L x L at most OX_MAX_TRIANGLE): x times a constant 0/1
+ * triangle (y[j] = sum over i of x[i] U[i, j]), which is exact for whole numbers below 2^24 (masks
+ * and positions: RoBERTa's and OPT's position ids); float data is summed in the product's order,
+ * not one by one. Integer data is summed in f32 between casts. */
+tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_known *axis_value;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &axis_value));
+  if (axis_value->count != 1 || axis_value->is_float || axis_value->ints[0].symbol >= 0)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "the axis must be one fixed integer");
+  const bool exclusive = ox_attr_int(node, "exclusive", 0) != 0, reverse = ox_attr_int(node, "reverse", 0) != 0;
+  const char *name = ox_input(node, 0);
+  int64_t axis = axis_value->ints[0].size;
+  if (ox_is_known(im, name)) {
+    const ox_known *x = ox_value_find(im, name)->known;
+    if (axis < -x->rank || axis >= x->rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, x->rank);
+    for (int64_t i = 0; i < x->count && !x->is_float; i++)
+      if (x->ints[i].symbol >= 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a known input holding symbolic sizes");
+    ox_known *out = fold_cumsum(x, (int32_t)(axis < 0 ? axis + x->rank : axis), exclusive, reverse);
+    return out ? ox_set_known(im, node, 0, out) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  if (axis < 0)
+    axis += rank;
+  if (rank < 2 || axis != rank - 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "CumSum of data along axis %" PRId64 " of a rank-%" PRId32 " input (only along the last axis, "
+                   "rank 2 or more)",
+                   axis, rank);
+  const tf_dim length = dims[rank - 1];
+  if (length.symbol >= 0 || length.size < 1 || length.size > OX_MAX_TRIANGLE / length.size)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "CumSum of data along an axis that is symbolic or longer than 4096 (the triangle it multiplies by)");
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  const bool integer = dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8;
+  if (!integer && dtype != TF_F32)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "CumSum of %s data (only integer or f32 data)", tf_dtype_name(dtype));
+  const int64_t shape[2] = {length.size, length.size};
+  ox_known *ones = ox_known_new(true, TF_F32, 2, shape);
+  if (!ones)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < ones->count; i++)
+    ones->reals[i] = 1.0;
+  /* U[i, j] = 1 where x[i] counts towards y[j]: i <= j (i < j exclusive); reversed, i >= j (i > j) */
+  ox_known *triangle = fold(ones, reverse ? (exclusive ? -1 : 0) : (exclusive ? 1 : 0), !reverse);
+  ox_known_free(ones);
+  if (!triangle)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  char triangle_name[300];
+  snprintf(triangle_name, sizeof(triangle_name), "%s.triangle", node->proto->output[0]);
+  tf_tensor_id sums;
+  TF_RETURN_IF_ERROR(ox_known_constant(im, node, triangle_name, triangle, &sums));
+  tf_tensor_id y = tf_matmul(im->graph, integer ? tf_cast(im->graph, x, TF_F32) : x, sums, false, false);
+  return ox_set_tensor(im, node, 0, integer ? tf_cast(im->graph, y, dtype) : y);
+}

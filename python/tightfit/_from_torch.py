@@ -74,11 +74,24 @@ def _padding_rows_as_torch_trains_them(torch, module):
     constant): the same output, and no gradient reaches the padding row. Returns the patched layers,
     which _restore_forward() puts back. (A layer with max_norm, which renormalises rows in the forward
     pass, exports as it would without this.)"""
+    import warnings
     import torch.nn.functional as F
     patched = []
+    owners = {}
+    for prefix, m in module.named_modules():  # a tied weight is a parameter of two modules
+        for name, p in m._parameters.items():
+            if p is not None:
+                owners.setdefault(id(p), []).append(f"{prefix}.{name}" if prefix else name)
     for m in module.modules():
         if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None and m.max_norm is None:
             row = m.weight.detach()[m.padding_idx].clone()
+            if len(owners.get(id(m.weight), [])) > 1:
+                warnings.warn(f"from_torch: the padding row {m.padding_idx} of {' and '.join(owners[id(m.weight)])} "
+                              "(one tied weight) is trained through the other use, which PyTorch's lookups of the "
+                              "padding id then read; tightfit's read its value at export, so the embeddings of "
+                              "padding tokens drift from PyTorch's as it trains (tightfit has no stop-gradient to "
+                              "say it otherwise): untie the weight, or mask padding tokens out",
+                              stacklevel=4)
 
             def forward(ids, m=m, row=row):
                 looked_up = F.embedding(ids, m.weight, None, None, m.norm_type, m.scale_grad_by_freq, m.sparse)

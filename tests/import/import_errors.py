@@ -97,7 +97,7 @@ class Unsupported(torch.nn.Module):
         self.fc = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        return self.fc(x).sign().cumsum(1).sign()
+        return self.fc(x).sign().floor().sign()
 
 
 def main():
@@ -171,6 +171,12 @@ def main():
                          [value_info("y", 1, ["N", 4])])
         greater_data = model([node("Greater", ["x", "zero"], ["c"], "gt"), node("Where", ["c", "x", "zero"], ["y"], "sel")],
                              [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
+        # CumSum of data is a product with a triangle along the last axis; integer data computes Add,
+        # Sub and Mul in f32 between casts, and Div (floor) is refused
+        cumsum_axis0 = model([node("CumSum", ["x", "axis"], ["y"], "cs")], [value_info("x", 1, ["N", 4])],
+                             [value_info("y", 1, ["N", 4])], [int_tensor("axis", [], [0])])
+        integer_div = model([node("Div", ["m", "two"], ["q"], "div"), node("Cast", ["q"], ["y"], "f", attribute_int("to", 1))],
+                            [value_info("m", 7, ["N", 4])], [value_info("y", 1, ["N", 4])], [int_tensor("two", [], [2])])
         bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
@@ -187,7 +193,7 @@ def main():
             ("unnamed dynamic axis", write("axis.onnx", model([node("Relu", ["x"], ["y"], "r")],
                                                               [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
              ["axis.onnx", "'x'", "axis 0"]),
-            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Sign (2 nodes", "CumSum (1 node"]),
+            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Sign (2 nodes", "Floor (1 node"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),
@@ -218,6 +224,10 @@ def main():
              ["cos_data.onnx", "'cos0' (Cos)", "Cos of data computed from the inputs is not supported"]),
             ("Greater of data", write("greater_data.onnx", greater_data),
              ["greater_data.onnx", "'gt' (Greater)", "Greater of data computed from the inputs is not supported"]),
+            ("CumSum of data along the batch axis", write("cumsum0.onnx", cumsum_axis0),
+             ["cumsum0.onnx", "'cs' (CumSum)", "only along the last axis"]),
+            ("Div of integer data", write("integer_div.onnx", integer_div),
+             ["integer_div.onnx", "'div' (Div)", "Div of integer data (only Add, Sub and Mul)"]),
             ("two nodes write one tensor", write("two_writers.onnx", two_writers),
              ["two_writers.onnx", "tensor 'y'", "two nodes", "'mm' (MatMul)", "'relu' (Relu)"]),
         ]

@@ -1,8 +1,8 @@
 """tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
-(sequence classification), DistilBERT (masked LM), ViT (image classification), Whisper's encoder,
-Wav2Vec2 (its CTC head's logits), and the Llama family's causal LMs (Llama, Qwen2, Phi-3: rotary positions, RMSNorm, SwiGLU,
-grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
+and RoBERTa (sequence classification), DistilBERT (masked LM), ViT (image classification), Whisper's encoder,
+Wav2Vec2 (its CTC head's logits), OPT, GPT-NeoX and Falcon, and the Llama family's causal LMs (Llama, Qwen2, Phi-3: rotary
+positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
 forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
 first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
 module's own weights against PyTorch training the same module (torch_training.train_both: losses and
@@ -165,6 +165,39 @@ def distilbert():
     return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
 
 
+def roberta():
+    """RoBERTa numbers its positions from the ids: cumsum(ids != pad) * (ids != pad) + pad, integer
+    arithmetic and a CumSum on data, which import as f32 ops between casts and a product with a 0/1
+    triangle. Two rows end in padding, so the positions differ from row to row. (Sequence
+    classification: the masked LM ties its head to the embeddings, whose padding row PyTorch then
+    trains through the head, which from_torch warns about.)"""
+    torch.manual_seed(40)
+    config = transformers.RobertaConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                        intermediate_size=64, vocab_size=64, max_position_embeddings=40,
+                                        pad_token_id=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                        initializer_range=0.05, num_labels=3)
+    model = Wrapped(transformers.RobertaForSequenceClassification(config), "input_ids")
+    ids = torch.randint(3, 64, (BATCH, 12))
+    ids[0, 9:] = ids[2, 5:] = 1
+    return run(model, {"input_ids": ids}, torch.randint(0, 3, (BATCH,)), "cross_entropy")
+
+
+def tied_padding_warns():
+    """RobertaForMaskedLM ties its head to the word embeddings, whose padding row PyTorch then trains
+    through the head: from_torch says that tightfit's lookups of the padding id do not follow it."""
+    torch.manual_seed(40)
+    config = transformers.RobertaConfig(num_hidden_layers=1, num_attention_heads=2, hidden_size=32,
+                                        intermediate_size=64, vocab_size=64, max_position_embeddings=40,
+                                        pad_token_id=1)
+    model = Wrapped(transformers.RobertaForMaskedLM(config), "input_ids", flat=64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tightfit.from_torch(model, torch.randint(3, 64, (BATCH, 12)), loss="cross_entropy")
+    said = [str(w.message) for w in caught if "padding row 1" in str(w.message)]
+    seen = said[0][:160] if said else "no warning"
+    return (None if said and "lm_head.decoder.weight" in said[0] else "no warning names the tied padding row"), seen
+
+
 def causal_lm(config, model_class, seed):
     """A causal LM of `config` (its own argument names), per-token cross_entropy."""
     def build():
@@ -195,6 +228,10 @@ def decoder(config_class, model_class, seed, **extra):
 case("transformers GPT2LMHeadModel (2 layers, d 32), per-token cross_entropy", gpt2)
 case("transformers BertForSequenceClassification (2 layers, d 32), cross_entropy", bert)
 case("transformers ViTForImageClassification (2 layers, d 32, 16x16 patches of 4), cross_entropy", vit)
+case("transformers RobertaForSequenceClassification (2 layers, d 32, positions from the ids, padded rows), cross_entropy",
+     roberta)
+case("transformers RobertaForMaskedLM: from_torch warns that its tied padding row is trained through the head",
+     tied_padding_warns)
 case("transformers Whisper encoder (2 layers, d 32, 8 mel bins), mse", whisper_encoder)
 case("transformers Wav2Vec2ForCTC (2 conv + 2 transformer layers, d 32), mse on the logits", wav2vec2)
 case("transformers DistilBertForMaskedLM (2 layers, d 32, its default mask of ones), per-token cross_entropy",
@@ -240,4 +277,8 @@ case("transformers FalconForCausalLM (rotary, multi-query attention), per-token 
      causal_lm(transformers.FalconConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, vocab_size=64,
                                          hidden_dropout=0.0, attention_dropout=0.0, initializer_range=0.05,
                                          attn_implementation="eager"), transformers.FalconForCausalLM, 45))
+case("transformers OPTForCausalLM (positions from the cumulative sum of its mask), per-token cross_entropy",
+     causal_lm(transformers.OPTConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, ffn_dim=64,
+                                      vocab_size=64, max_position_embeddings=40, dropout=0.0, attention_dropout=0.0,
+                                      word_embed_proj_dim=32, init_std=0.05), transformers.OPTForCausalLM, 43))
 finish("from_torch_transformers")
