@@ -415,9 +415,9 @@ static bool consecutive(const ox_known *index, tf_dim length, int64_t *first) {
   if (start < 0 && length.symbol < 0 && length.size >= 0)
     start += length.size;
   for (int64_t i = 1; i < index->count; i++)
-    if (index->ints[i].size != index->ints[0].size + i)
+    if (index->ints[i - 1].size == INT64_MAX || index->ints[i].size != index->ints[i - 1].size + 1)
       return false;
-  if (start < 0 || (length.symbol < 0 && start + index->count > length.size))
+  if (start < 0 || start > INT64_MAX - index->count || (length.symbol < 0 && start + index->count > length.size))
     return false;
   *first = start;
   return true;

@@ -98,7 +98,14 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_mul(im->graph, x, mask));
 }
 
-/* CumSum of a known value along `axis`: running sums in order (ONNX exclusive, reverse). */
+/* real += value and whole += count; false when the integer sum leaves 64 bits. */
+static bool add_to(double *real, int64_t *whole, double value, int64_t count) {
+  *real += value;
+  return !__builtin_add_overflow(*whole, count, whole);
+}
+
+/* CumSum of a known value along `axis`: running sums in order (ONNX exclusive, reverse); NULL when
+ * out of memory or when an integer sum leaves 64 bits. */
 static ox_known *fold_cumsum(const ox_known *x, int32_t axis, bool exclusive, bool reverse) {
   ox_known *out = ox_known_new(x->is_float, x->dtype, x->rank, x->shape);
   if (!out)
@@ -115,21 +122,20 @@ static ox_known *fold_cumsum(const ox_known *x, int32_t axis, bool exclusive, bo
         const int64_t at = (o * length + (reverse ? length - 1 - step : step)) * inner + i;
         const double value = x->is_float ? x->reals[at] : 0;
         const int64_t count = x->is_float ? 0 : x->ints[at].size;
-        if (!exclusive) {
-          real += value;
-          whole += count;
-        }
+        if (!exclusive && !add_to(&real, &whole, value, count))
+          goto overflow;
         if (x->is_float)
           out->reals[at] = real;
         else
           out->ints[at] = tf_fixed(whole);
-        if (exclusive) {
-          real += value;
-          whole += count;
-        }
+        if (exclusive && !add_to(&real, &whole, value, count))
+          goto overflow;
       }
     }
   return out;
+overflow:
+  ox_known_free(out);
+  return NULL;
 }
 
 /* ONNX CumSum (opset 11+; axis a known integer; exclusive, reverse). A known value folds. On data,
@@ -154,7 +160,8 @@ tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
       if (x->ints[i].symbol >= 0)
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a known input holding symbolic sizes");
     ox_known *out = fold_cumsum(x, (int32_t)(axis < 0 ? axis + x->rank : axis), exclusive, reverse);
-    return out ? ox_set_known(im, node, 0, out) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+    return out ? ox_set_known(im, node, 0, out)
+               : ox_fail(im, node, TF_ERR_UNSUPPORTED, "running sums that int64 cannot hold, or no memory");
   }
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
