@@ -35,6 +35,26 @@ static ox_known *fold(const ox_known *x, int64_t k, bool upper) {
   return out;
 }
 
+/* A rows x columns graph constant of 1s inside the triangle from diagonal k (upper or lower), 0s
+ * outside, named after the node's output; of `dtype` (a half constant: its f32 values cast where read). */
+static tf_status triangle_constant(ox_import *im, const ox_node *node, int64_t rows, int64_t columns, int64_t k,
+                                   bool upper, tf_dtype dtype, tf_tensor_id *out) {
+  const int64_t shape[2] = {rows, columns};
+  ox_known *ones = ox_known_new(true, TF_F32, 2, shape);
+  if (!ones)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < ones->count; i++)
+    ones->reals[i] = 1.0;
+  ox_known *triangle = fold(ones, k, upper);
+  ox_known_free(ones);
+  if (!triangle)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  triangle->dtype = dtype;
+  char name[300];
+  snprintf(name, sizeof(name), "%s.triangle", node->proto->output[0]);
+  return ox_known_constant(im, node, name, triangle, out);
+}
+
 tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const int64_t upper = ox_attr_int(node, "upper", 1);
@@ -80,21 +100,8 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "a %" PRId64 " x %" PRId64 " triangle of data (at most %" PRId64 " elements)", rows.size,
                    columns.size, OX_MAX_TRIANGLE);
-  const int64_t shape[2] = {rows.size, columns.size};
-  ox_known *ones = ox_known_new(true, TF_F32, 2, shape);
-  if (!ones)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  for (int64_t i = 0; i < ones->count; i++)
-    ones->reals[i] = 1.0;
-  ox_known *triangle = fold(ones, k, upper == 1);
-  ox_known_free(ones);
-  if (!triangle)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  triangle->dtype = dtype; /* a half constant: its f32 values cast where read */
-  char mask_name[300];
-  snprintf(mask_name, sizeof(mask_name), "%s.triangle", node->proto->output[0]);
   tf_tensor_id mask;
-  TF_RETURN_IF_ERROR(ox_known_constant(im, node, mask_name, triangle, &mask));
+  TF_RETURN_IF_ERROR(triangle_constant(im, node, rows.size, columns.size, k, upper == 1, dtype, &mask));
   return ox_set_tensor(im, node, 0, tf_mul(im->graph, x, mask));
 }
 
@@ -183,21 +190,10 @@ tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
   const bool integer = dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8;
   if (!integer && dtype != TF_F32)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "CumSum of %s data (only integer or f32 data)", tf_dtype_name(dtype));
-  const int64_t shape[2] = {length.size, length.size};
-  ox_known *ones = ox_known_new(true, TF_F32, 2, shape);
-  if (!ones)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  for (int64_t i = 0; i < ones->count; i++)
-    ones->reals[i] = 1.0;
   /* U[i, j] = 1 where x[i] counts towards y[j]: i <= j (i < j exclusive); reversed, i >= j (i > j) */
-  ox_known *triangle = fold(ones, reverse ? (exclusive ? -1 : 0) : (exclusive ? 1 : 0), !reverse);
-  ox_known_free(ones);
-  if (!triangle)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  char triangle_name[300];
-  snprintf(triangle_name, sizeof(triangle_name), "%s.triangle", node->proto->output[0]);
   tf_tensor_id sums;
-  TF_RETURN_IF_ERROR(ox_known_constant(im, node, triangle_name, triangle, &sums));
+  TF_RETURN_IF_ERROR(triangle_constant(im, node, length.size, length.size,
+                                       reverse ? (exclusive ? -1 : 0) : (exclusive ? 1 : 0), !reverse, TF_F32, &sums));
   tf_tensor_id y = tf_matmul(im->graph, integer ? tf_cast(im->graph, x, TF_F32) : x, sums, false, false);
   return ox_set_tensor(im, node, 0, integer ? tf_cast(im->graph, y, dtype) : y);
 }
