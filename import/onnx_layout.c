@@ -444,6 +444,23 @@ static tf_status gather_span(ox_import *im, const ox_node *node, tf_tensor_id da
   return reshape_to(im, node, y, out, m);
 }
 
+/* Known row indices that an embedding lookup may read: each a fixed number in [0, rows) (the lookup
+ * has no negative indexing, and reads no row past the table). */
+static tf_status rows_inside(ox_import *im, const ox_node *node, const ox_known *index, tf_dim rows) {
+  if (index->is_float || rows.symbol >= 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather by known %s indices of a table of %s rows",
+                   index->is_float ? "float" : "integer", rows.symbol >= 0 ? "symbolic" : "fixed");
+  for (int64_t i = 0; i < index->count; i++) {
+    const tf_dim at = index->ints[i];
+    if (at.symbol >= 0 || at.size < 0 || at.size >= rows.size)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "Gather by known indices: index %" PRId64 " is %" PRId64 "%s, outside [0, %" PRId64
+                     ") (the table's rows; negative indices are not taken)",
+                     i, at.size, at.symbol >= 0 ? " times a symbol" : "", rows.size);
+  }
+  return NULL;
+}
+
 tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
@@ -471,6 +488,7 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                      "Gather of a tensor by several known indices that are not consecutive positions, other than "
                      "rows of a 2-d table");
+    TF_RETURN_IF_ERROR(rows_inside(im, node, ox_value_find(im, ox_input(node, 1))->known, dims[0]));
   } else if (ox_is_known(im, ox_input(node, 1))) {
     // x[:, i]: a slice of width one, then the axis dropped.
     const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;

@@ -177,6 +177,10 @@ def main():
                              [value_info("y", 1, ["N", 4])], [int_tensor("axis", [], [0])])
         integer_div = model([node("Div", ["m", "two"], ["q"], "div"), node("Cast", ["q"], ["y"], "f", attribute_int("to", 1))],
                             [value_info("m", 7, ["N", 4])], [value_info("y", 1, ["N", 4])], [int_tensor("two", [], [2])])
+        # known indices that are not consecutive: rows of a 2-d table, each inside it
+        gather_outside = model([node("Gather", ["table", "idx"], ["y"], "rows")], [value_info("x", 1, ["N", 4])],
+                               [value_info("y", 1, [2, 3])],
+                               [tensor("table", [4, 3], [0.5] * 12), int_tensor("idx", [2], [2, -1])])
         bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
@@ -228,6 +232,8 @@ def main():
              ["cumsum0.onnx", "'cs' (CumSum)", "only along the last axis"]),
             ("Div of integer data", write("integer_div.onnx", integer_div),
              ["integer_div.onnx", "'div' (Div)", "Div of integer data (only Add, Sub and Mul)"]),
+            ("Gather by a known negative index", write("gather_outside.onnx", gather_outside),
+             ["gather_outside.onnx", "'rows' (Gather)", "index 1 is -1, outside [0, 4)"]),
             ("two nodes write one tensor", write("two_writers.onnx", two_writers),
              ["two_writers.onnx", "tensor 'y'", "two nodes", "'mm' (MatMul)", "'relu' (Relu)"]),
         ]
