@@ -20,7 +20,7 @@
  *                       (dim + rank) % rank): tightfit has no remainder op for data
  *
  * A composite's operands must be float data (f32, f16, bf16); anything else is refused naming the node.
- * Add, Sub and Mul of integer data compute in f32 between casts (integer_binary). */
+ * Add, Sub and Mul of i32/i64 data compute in f32 between casts (integer_binary). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -30,9 +30,10 @@
 
 /* ---- the operators tightfit has an op for ---- */
 
-static bool is_integer(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
+/* i32 and i64: u8 arithmetic wraps modulo 256, which f32 arithmetic would not; it stays refused. */
+static bool is_integer(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64; }
 
-/* Add, Sub or Mul of integer data (position ids a model computes from its mask: RoBERTa's
+/* Add, Sub or Mul of i32/i64 data (position ids a model computes from its mask: RoBERTa's
  * cumsum(ids != pad) * mask + pad, OPT's cumsum(mask) - 1): tightfit computes on floats, so in f32
  * between casts, the result cast back to a's type. Exact while every value and result is a whole
  * number below 2^24 in magnitude (positions and masks are); Div of integers (floor) is refused. */

@@ -187,9 +187,9 @@ tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "CumSum of data along an axis that is symbolic or longer than 4096 (the triangle it multiplies by)");
   const tf_dtype dtype = ox_dtype_of(im, x);
-  const bool integer = dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8;
+  const bool integer = dtype == TF_I32 || dtype == TF_I64; /* u8 sums wrap modulo 256: refused */
   if (!integer && dtype != TF_F32)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "CumSum of %s data (only integer or f32 data)", tf_dtype_name(dtype));
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "CumSum of %s data (only i32, i64 or f32 data)", tf_dtype_name(dtype));
   /* U[i, j] = 1 where x[i] counts towards y[j]: i <= j (i < j exclusive); reversed, i >= j (i > j) */
   tf_tensor_id sums;
   TF_RETURN_IF_ERROR(triangle_constant(im, node, length.size, length.size,
