@@ -156,9 +156,12 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
     # a forward that takes only the given inputs, the module runs as module(*example_inputs) runs, its
     # defaults constants.
+    # (A TorchScript module exports its scripted forward itself, which must stay a script method.)
+    scripted = isinstance(module, torch.jit.ScriptModule)
     own_forward = module.__dict__.get("forward")
     bound_forward = module.forward
-    module.forward = lambda *args: bound_forward(*args)
+    if not scripted:
+        module.forward = lambda *args: bound_forward(*args)
     module.eval()
     for m in batch_norms + fast_path:
         m.training = True
@@ -177,7 +180,9 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, **kwargs)
     finally:
-        if own_forward is None:
+        if scripted:
+            pass
+        elif own_forward is None:
             del module.forward
         else:
             module.forward = own_forward

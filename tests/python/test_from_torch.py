@@ -765,5 +765,20 @@ def padding_mask():
 
 
 case("a padding mask given as a second input (Equal, Where on data) trains as PyTorch's", padding_mask)
+
+
+# A TorchScript module exports its scripted forward: from_torch leaves it as it is (it calls other
+# modules through a forward that takes only the given inputs, which a script module cannot take).
+def scripted():
+    torch.manual_seed(6)
+    model = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 5)))
+    xs, ys = torch.randn(batch, 8), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 3)
+    seen = f"3 AdamW steps {losses} vs PyTorch {expected}, worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else seen), seen
+
+
+case("a TorchScript module (torch.jit.script) imports and trains as PyTorch's", scripted)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
