@@ -387,7 +387,7 @@ static double stored(tf_dtype dtype, double x) { return dtype == TF_F32 ? (doubl
 
 static double real_at(const ox_known *x, int64_t i) { return x->is_float ? x->reals[i] : (double)x->ints[i].size; }
 
-static bool has_symbol(const ox_known *x) {
+bool ox_known_has_symbol(const ox_known *x) {
   for (int64_t i = 0; !x->is_float && i < x->count; i++)
     if (x->ints[i].symbol >= 0)
       return true;
@@ -442,7 +442,7 @@ tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, 
 
 tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, ox_known **out) {
   *out = NULL;
-  if (a->rank < 2 || b->rank < 2 || has_symbol(a) || has_symbol(b))
+  if (a->rank < 2 || b->rank < 2 || ox_known_has_symbol(a) || ox_known_has_symbol(b))
     return tf_status_new(TF_ERR_UNSUPPORTED, "MatMul of known values needs two of rank 2 or more, without sizes");
   const int64_t m = a->shape[a->rank - 2], k = a->shape[a->rank - 1], n = b->shape[b->rank - 1];
   if (b->shape[b->rank - 2] != k)
@@ -486,7 +486,7 @@ tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, ox_known **out) {
 
 tf_status ox_fold_unary(const ox_known *x, double (*function)(double), ox_known **out) {
   *out = NULL;
-  if (has_symbol(x))
+  if (ox_known_has_symbol(x))
     return tf_status_new(TF_ERR_UNSUPPORTED, "a function of a symbolic size");
   const tf_dtype dtype = x->is_float ? x->dtype : TF_F32;
   *out = ox_known_new(true, dtype, x->rank, x->shape);

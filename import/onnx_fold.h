@@ -22,6 +22,8 @@ tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t 
 /* ONNX Concat of n parts along `axis`. */
 tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, ox_known **out) TF_MUST_USE;
 
+/* Whether integer value x holds a symbolic size (a multiple of N) anywhere. */
+bool ox_known_has_symbol(const ox_known *x);
 /* x with its axes permuted: axis i of the result is axis perm[i] of x. */
 tf_status ox_fold_transpose(const ox_known *x, const int32_t *perm, ox_known **out) TF_MUST_USE;
 /* x broadcast with `shape` (ONNX Expand: numpy rules, each axis the larger of the two). */

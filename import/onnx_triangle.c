@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "import/onnx_converters.h"
+#include "import/onnx_fold.h"
 
 /* The most elements of the 0/1 triangle that Trilu of data multiplies by (a 4096 x 4096 mask). */
 #define OX_MAX_TRIANGLE ((int64_t)1 << 24)
@@ -73,9 +74,8 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
     const ox_known *x = ox_value_find(im, name)->known;
     if (x->rank < 2)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "a rank-%" PRId32 " input (at least 2)", x->rank);
-    for (int64_t i = 0; i < x->count && !x->is_float; i++)
-      if (x->ints[i].symbol >= 0)
-        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a known input holding symbolic sizes");
+    if (ox_known_has_symbol(x))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a known input holding symbolic sizes");
     ox_known *out = fold(x, k, upper == 1);
     if (!out)
       return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
@@ -163,9 +163,8 @@ tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
     const ox_known *x = ox_value_find(im, name)->known;
     if (axis < -x->rank || axis >= x->rank)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, x->rank);
-    for (int64_t i = 0; i < x->count && !x->is_float; i++)
-      if (x->ints[i].symbol >= 0)
-        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a known input holding symbolic sizes");
+    if (ox_known_has_symbol(x))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a known input holding symbolic sizes");
     ox_known *out = fold_cumsum(x, (int32_t)(axis < 0 ? axis + x->rank : axis), exclusive, reverse);
     return out ? ox_set_known(im, node, 0, out)
                : ox_fail(im, node, TF_ERR_UNSUPPORTED, "running sums that int64 cannot hold, or no memory");
