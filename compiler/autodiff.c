@@ -14,14 +14,15 @@
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
 /* depends[t]: t is a trained (not frozen) parameter or computed from one (floating only). What
- * only frozen parameters feed gets no gradient: the backward pass stops there. */
+ * only frozen parameters feed gets no gradient: the backward pass stops there, as it does at a
+ * stop_gradient, whose output is a constant to autodiff (PyTorch's detach()). */
 static void mark_dependents(const tf_graph *g, bool *depends) {
   for (int32_t i = 0; i < g->n_tensors; i++)
     depends[i] = g->tensors[i].kind == TF_PARAMETER && !g->tensors[i].frozen && is_floating(g->tensors[i].dtype);
   for (int32_t n = 0; n < g->n_nodes; n++) {
     const tf_ir_node *node = &g->nodes[n];
     bool any = false;
-    for (int32_t k = 0; k < node->n_inputs; k++)
+    for (int32_t k = 0; k < node->n_inputs && node->op != TF_OP_STOP_GRADIENT; k++)
       any = any || depends[node->inputs[k]];
     for (int32_t k = 0; k < node->n_outputs; k++)
       depends[node->outputs[k]] = any && is_floating(g->tensors[node->outputs[k]].dtype);

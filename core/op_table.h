@@ -401,7 +401,12 @@
   /* codes with an f32 scale per block of TF_ADAMW8BIT_BLOCK elements (kernels/cpu/optimizer8bit.c) */                 \
   X(ADAMW8BIT,            adamw8bit,            88, TRAINING, 6,  7,   0,  0,   0x3d, OPTIMIZER,    adamw8bit,         \
       NONE,      OPTIMIZER,          none,             adamw8bit,            adamw8bit,       adamw8bit,               \
-      STATE8,       WHOLE,     NONE)
+      STATE8,       WHOLE,     NONE)                                                                                   \
+  /* x -> x, through which no gradient flows: autodiff treats its output as a constant (PyTorch's */                  \
+  /* detach(); compiler/autodiff.c) */                                                                                 \
+  X(STOP_GRADIENT,        stop_gradient,        89, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               none,             stop_gradient,        unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)
 // clang-format on
 
 #endif

@@ -1,7 +1,7 @@
 /* The operators that make values known at import time or constants of the graph: Identity (a known
  * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range (fixed and
  * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (a small fill stays
- * known; others become graph constants). */
+ * known; others become graph constants); and tightfit's StopGradient, a value autodiff treats as a constant. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -25,6 +25,21 @@ tf_status ox_convert_identity(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x)); /* a tied initializer stays one parameter */
   return ox_set_tensor(im, node, 0, x);
+}
+
+/* tightfit's StopGradient (domain "tightfit", written by from_torch for PyTorch's detach()): its
+ * input's value, through which no gradient flows. A known value and integer data have none. */
+tf_status ox_convert_stop_gradient(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  ox_value *from = ox_value_find(im, ox_input(node, 0));
+  if (from && from->known && from->tensor == TF_NO_TENSOR && !from->initializer)
+    return ox_convert_identity(im, node);
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  tf_tensor_info info;
+  bool floating =
+      tf_graph_tensor(im->graph, x, &info) && (info.dtype == TF_F32 || info.dtype == TF_F16 || info.dtype == TF_BF16);
+  return ox_set_tensor(im, node, 0, floating ? tf_unary(im->graph, TF_OP_STOP_GRADIENT, x) : x);
 }
 
 tf_status ox_convert_constant(ox_import *im, const ox_node *node) {

@@ -103,6 +103,7 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node);
 
 /* onnx_constants.c */
 tf_status ox_convert_identity(ox_import *im, const ox_node *node);
+tf_status ox_convert_stop_gradient(ox_import *im, const ox_node *node);
 tf_status ox_convert_constant(ox_import *im, const ox_node *node);
 tf_status ox_convert_shape(ox_import *im, const ox_node *node);
 tf_status ox_convert_range(ox_import *im, const ox_node *node);

@@ -21,7 +21,7 @@ static tf_status check_model(ox_import *im) {
   im->opset = -1;
   for (size_t i = 0; i < m->n_opset_import; i++) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
-    if (!o->domain || !*o->domain || strcmp(o->domain, "ai.onnx") == 0)
+    if (ox_default_domain(o->domain))
       im->opset = o->has_version ? o->version : -1;
   }
   if (im->opset < OX_MIN_OPSET || im->opset > OX_MAX_OPSET)

@@ -30,6 +30,8 @@ int64_t ox_attr_int(const ox_node *node, const char *name, int64_t fallback);
 double ox_attr_float(const ox_node *node, const char *name, double fallback);
 /* Copies the ints of attribute `name` into out (at most max); returns how many (-1 when absent). */
 int32_t ox_attr_ints(const ox_node *node, const char *name, int64_t *out, int32_t max);
+/* True when `domain` (a NodeProto's) is ONNX's default one: absent, "" or "ai.onnx". */
+bool ox_default_domain(const char *domain);
 /* "node 'name' (Conv)" for messages, into the caller's buffer (returned); "the graph" for NULL. */
 const char *ox_node_label(const ox_node *node, char *buf, size_t size);
 /* A status "<file>: node '<name>' (<op>): <reason>". */

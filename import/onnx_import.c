@@ -58,21 +58,21 @@ bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out) {
 
 /* Every live node's operator must have a converter: one message lists them all. */
 static tf_status check_operators(ox_import *im) {
-  const char *names[64];
+  const char *names[64], *domains[64];
   const char *first[64];
   int32_t counts[64], n = 0, total = 0;
   for (int32_t i = 0; i < im->n_nodes; i++) {
     const ox_node *node = &im->nodes[i];
-    const char *domain = node->proto->domain;
-    bool default_domain = !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
-    if (!node->live || node->fused != OX_PLAIN || (default_domain && ox_op_supported(node->proto->op_type)))
+    if (!node->live || node->fused != OX_PLAIN || ox_op_supported(node->proto->domain, node->proto->op_type))
       continue;
     const char *op = node->proto->op_type ? node->proto->op_type : "?";
+    const char *domain = ox_default_domain(node->proto->domain) ? "" : node->proto->domain;
     int32_t j = 0;
-    while (j < n && strcmp(names[j], op) != 0)
+    while (j < n && (strcmp(names[j], op) != 0 || strcmp(domains[j], domain) != 0))
       j++;
     if (j == n && n < 64) {
       names[n] = op;
+      domains[n] = domain;
       first[n] = node->proto->name && *node->proto->name            ? node->proto->name
                  : node->proto->n_output && *node->proto->output[0] ? node->proto->output[0] /* unnamed: its output */
                                                                     : "?";
@@ -87,8 +87,9 @@ static tf_status check_operators(ox_import *im) {
   char list[2048] = "";
   size_t used = 0;
   for (int32_t j = 0; j < n && used < sizeof(list); j++)
-    used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s (%" PRId32 " node%s, first '%s')", j ? ", " : "",
-                             names[j], counts[j], counts[j] == 1 ? "" : "s", first[j]);
+    used +=
+        (size_t)snprintf(list + used, sizeof(list) - used, "%s%s%s%s (%" PRId32 " node%s, first '%s')", j ? ", " : "",
+                         domains[j], *domains[j] ? "::" : "", names[j], counts[j], counts[j] == 1 ? "" : "s", first[j]);
   return tf_status_new(TF_ERR_UNSUPPORTED, "%s: %" PRId32 " node%s with unsupported operators: %s", im->source, total,
                        total == 1 ? "" : "s", list);
 }

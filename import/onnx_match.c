@@ -12,7 +12,8 @@ ox_node *ox_producer(ox_import *im, const char *name) {
 }
 
 bool ox_is_op(const ox_node *node, const char *op_type) {
-  return node && node->fused == OX_PLAIN && strcmp(node->proto->op_type, op_type) == 0;
+  return node && node->fused == OX_PLAIN && ox_default_domain(node->proto->domain) &&
+         strcmp(node->proto->op_type, op_type) == 0;
 }
 
 /* The tensor of `p` when it is a Constant node (its "value" attribute), else NULL. */

@@ -38,6 +38,8 @@ int32_t ox_attr_ints(const ox_node *node, const char *name, int64_t *out, int32_
   return a->n_ints > (size_t)max ? max + 1 : n;
 }
 
+bool ox_default_domain(const char *domain) { return !domain || !*domain || strcmp(domain, "ai.onnx") == 0; }
+
 const char *ox_node_label(const ox_node *node, char *buf, size_t size) {
   if (!node) {
     snprintf(buf, size, "the graph");

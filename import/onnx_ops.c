@@ -98,19 +98,36 @@ static const ox_converter_row converters[] = {
     {"ConstantOfShape", ox_convert_constant_of_shape},
 };
 
-static ox_converter find_converter(const char *op_type) {
-  for (size_t i = 0; i < sizeof(converters) / sizeof(converters[0]); i++)
-    if (strcmp(converters[i].op_type, op_type) == 0)
-      return converters[i].convert;
-  return ox_is_unary(op_type) ? ox_convert_unary : NULL;
+/* The operators of tightfit's own domain, which from_torch writes. */
+static const ox_converter_row tightfit_converters[] = {
+    {"StopGradient", ox_convert_stop_gradient},
+};
+
+static ox_converter find_in(const ox_converter_row *rows, size_t n, const char *op_type) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(rows[i].op_type, op_type) == 0)
+      return rows[i].convert;
+  return NULL;
 }
 
-bool ox_op_supported(const char *op_type) { return op_type && find_converter(op_type) != NULL; }
+static ox_converter find_converter(const char *domain, const char *op_type) {
+  if (!op_type)
+    return NULL;
+  if (ox_default_domain(domain)) {
+    ox_converter convert = find_in(converters, sizeof(converters) / sizeof(converters[0]), op_type);
+    return convert ? convert : ox_is_unary(op_type) ? ox_convert_unary : NULL;
+  }
+  if (strcmp(domain, OX_TIGHTFIT_DOMAIN) == 0)
+    return find_in(tightfit_converters, sizeof(tightfit_converters) / sizeof(tightfit_converters[0]), op_type);
+  return NULL;
+}
+
+bool ox_op_supported(const char *domain, const char *op_type) { return find_converter(domain, op_type) != NULL; }
 
 tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   if (node->fused != OX_PLAIN)
     return ox_convert_fused(im, node);
-  ox_converter convert = find_converter(node->proto->op_type);
+  ox_converter convert = find_converter(node->proto->domain, node->proto->op_type);
   if (!convert)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "operator %s is not supported", node->proto->op_type);
   return convert(im, node);

@@ -5,8 +5,11 @@
 
 #include "import/onnx_state.h"
 
-/* True when op_type has a converter. */
-bool ox_op_supported(const char *op_type);
+/* tightfit's own ONNX domain (its operators: StopGradient). */
+#define OX_TIGHTFIT_DOMAIN "tightfit"
+
+/* True when op_type of `domain` (NULL or "" or "ai.onnx": the default domain) has a converter. */
+bool ox_op_supported(const char *domain, const char *op_type);
 /* Emits node `node` (a fused one as its pattern's op): stores every output value (a tensor or a
  * known value). */
 tf_status ox_op_emit(ox_import *im, const ox_node *node) TF_MUST_USE;

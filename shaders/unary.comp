@@ -85,6 +85,7 @@ float forward(uint op, float x) {
   case TF_OP_LEAKY_RELU: return x > 0.0 ? x : x * pc.slope;
   case TF_OP_ABS: return abs(x);
   case TF_OP_ERF: return erf_of(x);
+  case TF_OP_STOP_GRADIENT: return x;
   }
   return MISSING;
 }

@@ -118,6 +118,7 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_LEAKY_RELU: return x > 0 ? x : x * a.slope;
   case TF_OP_ABS: return fabsf(x);
   case TF_OP_ERF: return erff(x);
+  case TF_OP_STOP_GRADIENT: return x;
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }

@@ -11,6 +11,10 @@ from . import _checksum, _lib
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
+# The ONNX domain of tightfit's own operators (import/onnx_ops.h's OX_TIGHTFIT_DOMAIN).
+STOP_GRADIENT_DOMAIN = "tightfit"
+
+
 def _running_statistics(torch, module):
     """name -> float32 numpy copy of each running mean and variance of the BatchNorms in training mode
     (state_dict names, as the ONNX export names its initializers)."""
@@ -71,10 +75,11 @@ def _padding_rows_as_torch_trains_them(torch, module):
     """Each nn.Embedding with a padding_idx made to export as PyTorch trains it: PyTorch never gives its
     padding row a gradient, which ONNX's Gather cannot say. While the export traces, the layer computes
     where(ids == padding_idx, row, embedding(ids, weight)), `row` the padding row's value now (a
-    constant): the same output, and no gradient reaches the padding row. Returns the patched layers,
-    which _restore_forward() puts back. (A layer with max_norm, which renormalises rows in the forward
-    pass, exports as it would without this.)"""
-    import warnings
+    constant): the same output, and no gradient reaches the padding row. A weight tied to another use
+    (a masked LM's head) trains its padding row through that use, and PyTorch's lookups of the padding
+    id read it as it trains: `row` is then the row itself, detached (tightfit's StopGradient). Returns
+    the patched layers, which _restore_forward() puts back. (A layer with max_norm, which renormalises
+    rows in the forward pass, exports as it would without this.)"""
     import torch.nn.functional as F
     patched = []
     owners = {}
@@ -84,22 +89,31 @@ def _padding_rows_as_torch_trains_them(torch, module):
                 owners.setdefault(id(p), []).append(f"{prefix}.{name}" if prefix else name)
     for m in module.modules():
         if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None and m.max_norm is None:
-            row = m.weight.detach()[m.padding_idx].clone()
-            if len(owners.get(id(m.weight), [])) > 1:
-                warnings.warn(f"from_torch: the padding row {m.padding_idx} of {' and '.join(owners[id(m.weight)])} "
-                              "(one tied weight) is trained through the other use, which PyTorch's lookups of the "
-                              "padding id then read; tightfit's read its value at export, so the embeddings of "
-                              "padding tokens drift from PyTorch's as it trains (tightfit has no stop-gradient to "
-                              "say it otherwise): untie the weight, or mask padding tokens out",
-                              stacklevel=4)
+            tied = len(owners.get(id(m.weight), [])) > 1
+            row = None if tied else m.weight.detach()[m.padding_idx].clone()
 
             def forward(ids, m=m, row=row):
                 looked_up = F.embedding(ids, m.weight, None, None, m.norm_type, m.scale_grad_by_freq, m.sparse)
                 keep = (ids != m.padding_idx).unsqueeze(-1).to(looked_up.dtype)
+                if row is None:
+                    return looked_up * keep + m.weight[m.padding_idx].detach() * (1 - keep)
                 return looked_up * keep if not row.any() else looked_up * keep + row * (1 - keep)
             m.forward = forward
             patched.append(m)
     return patched
+
+
+def _detach_as_stop_gradient(torch):
+    """Makes the export write PyTorch's detach() as tightfit's StopGradient (domain "tightfit"), where
+    torch's own symbolic writes nothing and the detached value would train through (a straight-through
+    estimator, a commitment loss, a target network's output). Returns the function that puts torch's
+    symbolic back."""
+    def stop_gradient(g, x):
+        out = g.op(f"{STOP_GRADIENT_DOMAIN}::StopGradient", x)
+        out.setType(x.type())
+        return out
+    torch.onnx.register_custom_op_symbolic("aten::detach", stop_gradient, 9)
+    return lambda: torch.onnx.unregister_custom_op_symbolic("aten::detach", 9)
 
 
 def _restore_forward(modules):
@@ -136,7 +150,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     takes the ordinary path (projections, softmax, masks as ONNX ops), each MultiheadAttention's
     dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
     Their Dropout submodules stay in eval mode (the identity). An Embedding's padding row gets no
-    gradient, as in PyTorch (_padding_rows_as_torch_trains_them)."""
+    gradient, as in PyTorch (_padding_rows_as_torch_trains_them), and a detached value none
+    (_detach_as_stop_gradient)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
@@ -151,6 +166,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
+    restore_detach = _detach_as_stop_gradient(torch)
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -178,8 +194,9 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             warnings.simplefilter("ignore")
             torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
-                              do_constant_folding=False, **kwargs)
+                              do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
     finally:
+        restore_detach()
         if scripted:
             pass
         elif own_forward is None:

@@ -403,7 +403,65 @@ static void repeated_part_cases(void) {
   }
 }
 
+/* stop_gradient is no derivative, so no finite difference can check it: loss = sum(x * stop_gradient(x))
+ * + sum(x) must give the gradient x + 1 (through the first factor and the second sum only; 2x + 1 if
+ * gradients flowed through stop_gradient), and a loss that reaches the parameters only through
+ * stop_gradient trains nothing (a compile error). */
+static tf_plan *sgd_plan(tf_graph *g, tf_status *status) {
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CPU);
+  options.optimizer = TF_OPTIMIZER_SGD;
+  options.target.threads = 1;
+  tf_plan *plan = NULL;
+  *status = tf_compile(g, &options, &plan);
+  tf_graph_destroy(g);
+  return plan;
+}
+
+static void stop_gradient_cases(void) {
+  tf_graph *g = new_graph("stop_gradient");
+  tf_tensor_id x = param(g, "x", S(F(3), F(7)));
+  tf_tensor_id y = tf_mul(g, x, tf_unary(g, TF_OP_STOP_GRADIENT, x));
+  tf_graph_set_loss(g,
+                    tf_add(g, tf_reduce(g, TF_OP_SUM, y, NULL, 0, false), tf_reduce(g, TF_OP_SUM, x, NULL, 0, false)));
+  tf_status status = NULL;
+  tf_plan *plan = sgd_plan(g, &status);
+  CHECK(&counts, status == NULL, "stop_gradient: compile: %s", tf_status_message(status));
+  tf_status_free(status);
+  if (plan) {
+    tf_interp in;
+    tf_interp_init(&in, plan);
+    int32_t grad = -1, p = -1;
+    for (int32_t b = 0; b < plan->n_buffers; b++)
+      if (plan->buffers[b].role == TF_ROLE_GRADIENT)
+        grad = b, p = plan->buffers[b].owner;
+    CHECK(&counts, grad >= 0, "stop_gradient: x has no gradient buffer");
+    if (grad >= 0) {
+      fill_values(&in, p, VALUES_ANY);
+      tf_interp_run(&in, 0, plan->micro_steps);
+      const double *xs = in.data[p], *gs = in.data[grad];
+      double worst = 0;
+      for (int64_t i = 0; i < tf_interp_count(&in, p); i++)
+        worst = fmax(worst, fabs(gs[i] - (xs[i] + 1)));
+      CHECK(&counts, worst < 1e-12, "stop_gradient: d loss / d x is %.10g away from x + 1", worst);
+      printf("gradcheck %-28s %3" PRId64 " elements, worst |error| against x + 1 %.2e\n", "x * stop_gradient(x)",
+             tf_interp_count(&in, p), worst);
+    }
+    tf_interp_free(&in);
+    tf_plan_destroy(plan);
+  }
+  g = new_graph("only_stopped");
+  x = param(g, "x", S(F(3), F(7)));
+  tf_graph_set_loss(
+      g, tf_reduce(g, TF_OP_SUM, tf_unary(g, TF_OP_EXP, tf_unary(g, TF_OP_STOP_GRADIENT, x)), NULL, 0, false));
+  plan = sgd_plan(g, &status);
+  CHECK(&counts, status && strstr(tf_status_message(status), "nothing to train"),
+        "a loss reaching x only through stop_gradient: %s", status ? tf_status_message(status) : "compiled");
+  tf_status_free(status);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
+  stop_gradient_cases();
   repeated_part_cases();
   matmul_cases();
   binary_cases();

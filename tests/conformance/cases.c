@@ -102,6 +102,13 @@ static void build_softplus_wide(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_unary(g, TF_OP_SOFTPLUS, x));
 }
 
+/* x * stop_gradient(x): the value x^2, the gradient x (not 2x), which the f64 reference's plan,
+ * compiled from the same graph, also says; tests/autodiff checks it against the formula. */
+static void build_stop_gradient(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x = param(g, c, "x", &c->shapes[0]);
+  finish_probe(g, c, tf_mul(g, x, tf_unary(g, TF_OP_STOP_GRADIENT, x)));
+}
+
 static void build_dropout(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_dropout(g, param(g, c, "x", &c->shapes[0]), 0.3f));
 }
@@ -360,6 +367,7 @@ static const conf_case cases[] = {
     {"relu (+ grad) [3,257]", build_unary, .op = TF_OP_RELU, .shapes = {DIMS(3, 257)}, MATH},
     {"abs (+ grad) [3,257]", build_unary, .op = TF_OP_ABS, .shapes = {DIMS(3, 257)}, MATH},
     {"erf (+ grad) [3,257]", build_unary, .op = TF_OP_ERF, .shapes = {DIMS(3, 257)}, MATH},
+    {"x * stop_gradient(x) [3,257]", build_stop_gradient, .shapes = {DIMS(3, 257)}, MATH},
     {"silu (+ grad) [3,257]", build_unary, .op = TF_OP_SILU, .shapes = {DIMS(3, 257)}, MATH},
     {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},
     {"tanh (+ grad) [3,257]", build_unary, .op = TF_OP_TANH, .shapes = {DIMS(3, 257)}, MATH},

@@ -25,6 +25,7 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
                               sums = {1e-5, 1e-5, 1}, update = {5e-7, 2e-6, 0};
   switch (op) {
   case TF_OP_NEG:
+  case TF_OP_STOP_GRADIENT:
   case TF_OP_ABS:
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:
@@ -80,6 +81,7 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
                               update = {1e-7, 1e-6, 1};
   switch (op) {
   case TF_OP_NEG:
+  case TF_OP_STOP_GRADIENT:
   case TF_OP_ABS:
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:

@@ -198,6 +198,19 @@ def main():
                                                               [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
              ["axis.onnx", "'x'", "axis 0"]),
             ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Sign (2 nodes", "Floor (1 node"]),
+            # Relu of another domain is not ONNX's Relu (NodeProto field 7: the domain)
+            ("an operator of a custom domain", write("domain.onnx", model(
+                [node("Relu", ["x"], ["y"], "fast_relu", field_bytes(7, "com.example"))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])])),
+             ["domain.onnx", "com.example::Relu (1 node", "first 'fast_relu'"]),
+            # ... also inside a pattern: torch's exact GELU with a custom Erf is no gelu
+            ("a custom-domain operator inside the GELU pattern", write("gelu_domain.onnx", model(
+                [node("Div", ["x", "sqrt2"], ["a"], "div"), node("Erf", ["a"], ["b"], "erf", field_bytes(7, "com.example")),
+                 node("Add", ["b", "one"], ["c"], "add"), node("Mul", ["x", "c"], ["d"], "mul"),
+                 node("Mul", ["d", "half"], ["y"], "mul_half")],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                [tensor("sqrt2", [], [2 ** 0.5]), tensor("one", [], [1.0]), tensor("half", [], [0.5])])),
+             ["gelu_domain.onnx", "com.example::Erf (1 node", "first 'erf'"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),

@@ -81,6 +81,7 @@ static void elementwise_calls(builder *b, bool large) {
   CALL(TF_OP_RELU_GRAD, none, EXACT, R(-3, 3, n), R(-1, 1, n));
   CALL(TF_OP_ABS, none, EXACT, R(-3, 3, n));
   CALL(TF_OP_ABS_GRAD, none, EXACT, R(-3, 3, n), R(-1, 1, n));
+  CALL(TF_OP_STOP_GRADIENT, none, EXACT, R(-3, 3, n));
   CALL(TF_OP_ERF, none, TRANSCENDENTAL, R(-5, 5, n)); // past 3.9, where erf(x) rounds to 1 in f32
   CALL(TF_OP_ERF, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
   CALL(TF_OP_ERF_GRAD, none, TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));

@@ -780,5 +780,34 @@ def scripted():
 
 
 case("a TorchScript module (torch.jit.script) imports and trains as PyTorch's", scripted)
+# detach() is PyTorch's stop-gradient, which torch's ONNX export drops: from_torch writes it as
+# tightfit's StopGradient. A straight-through estimator (tanh's value forward, the identity's gradient
+# backward: a quantiser's trick) and a detached gate; without the op both train as if not detached.
+class StraightThrough(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.gate, self.b = torch.nn.Linear(8, 16), torch.nn.Linear(8, 16), torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        h = h + (torch.tanh(h) - h).detach()
+        return self.b(h * torch.sigmoid(self.gate(x)).detach() + h)
+
+
+def detached():
+    torch.manual_seed(7)
+    model = StraightThrough()
+    xs, ys = torch.randn(batch, 8), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    seen = f"{ops.count('stop_gradient')} stop_gradient; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("stop_gradient") != 2:
+        return f"expected 2 stop_gradient nodes: {ops}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("detach() (a straight-through estimator, a detached gate) trains as PyTorch's", detached)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
