@@ -1,7 +1,8 @@
 /* The operators that make values known at import time or constants of the graph: Identity (a known
  * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range (fixed and
- * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (a small fill stays
- * known; others become graph constants); and tightfit's StopGradient, a value autodiff treats as a constant. */
+ * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (fixed and up to
+ * OX_KNOWN_FILL elements: known; others become graph constants); and tightfit's StopGradient, a
+ * value autodiff treats as a constant. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -12,6 +13,9 @@
 /* The longest Range with fixed ends that stays a known value (positions of a fixed sequence length,
  * from which a rotary table or a causal mask folds); a longer one is an arange constant of the graph. */
 #define OX_KNOWN_RANGE ((int64_t)1 << 16)
+/* The largest fixed ConstantOfShape that stays a known value (16 MiB of integers: T5's [512, 512]
+ * relative positions and their cap); a larger or symbolic one is a fill constant of the graph. */
+#define OX_KNOWN_FILL ((int64_t)1 << 20)
 
 tf_status ox_convert_identity(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
@@ -153,10 +157,11 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
   for (int64_t i = 0; i < shape->count; i++) {
     dims[i] = shape->ints[i];
     sizes[i] = dims[i].size;
-    fixed = fixed && dims[i].symbol < 0 && dims[i].size >= 0 && dims[i].size <= 64;
+    fixed = fixed && dims[i].symbol < 0 && dims[i].size >= 0 && dims[i].size <= OX_KNOWN_FILL;
     count *= fixed ? dims[i].size : 1;
+    fixed = fixed && count <= OX_KNOWN_FILL;
   }
-  if (fixed && count <= 64) { /* a small fill (torch.full([], x) is Add(ConstantOfShape([]), x)): known */
+  if (fixed) { /* torch.full([], x) is Add(ConstantOfShape([]), x); T5's full_like of its [T, T] buckets */
     const bool is_float = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
     ox_known *k = ox_known_new(is_float, dtype, (int32_t)shape->count, sizes);
     if (!k)

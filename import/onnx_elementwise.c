@@ -77,7 +77,56 @@ tf_status ox_convert_sub(ox_import *im, const ox_node *node) { return binary(im,
 tf_status ox_convert_mul(ox_import *im, const ox_node *node) { return binary(im, node, '*', TF_OP_MUL); }
 tf_status ox_convert_div(ox_import *im, const ox_node *node) { return binary(im, node, '/', TF_OP_DIV); }
 
+static double neg_of(double x) { return -x; }
+static double relu_of(double x) { return x > 0 ? x : 0; }
+static double sigmoid_of(double x) { return 1 / (1 + exp(-x)); }
+static double softplus_of(double x) { return x > 20 ? x : log1p(exp(x)); } /* ours and PyTorch's */
+
+/* The function a unary op computes, in double, for folding known values. */
+static double (*unary_function(tf_op op))(double) {
+  switch (op) {
+  case TF_OP_RELU: return relu_of;
+  case TF_OP_SIGMOID: return sigmoid_of;
+  case TF_OP_TANH: return tanh;
+  case TF_OP_EXP: return exp;
+  case TF_OP_LOG: return log;
+  case TF_OP_NEG: return neg_of;
+  case TF_OP_ABS: return fabs;
+  case TF_OP_SOFTPLUS: return softplus_of;
+  case TF_OP_ERF: return erf;
+  default: return NULL;
+  }
+}
+
+/* A unary op of a known value (T5's relative position buckets: Abs, Neg, Log of positions): Neg,
+ * Abs and Relu of integers stay integers (fixed ones: a symbolic size is refused), the rest in f32. */
+static tf_status fold_unary(ox_import *im, const ox_node *node, tf_op op, const ox_known *x) {
+  ox_known *k;
+  if (!x->is_float && (op == TF_OP_NEG || op == TF_OP_ABS || op == TF_OP_RELU)) {
+    if (ox_known_has_symbol(x))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of a symbolic size", node->proto->op_type);
+    if (!(k = ox_fold_copy(x, x->rank, x->shape)))
+      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+    for (int64_t i = 0; i < k->count; i++) {
+      const int64_t v = k->ints[i].size;
+      if (v == INT64_MIN && op != TF_OP_RELU) {
+        ox_known_free(k);
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of %" PRId64 ", which int64 cannot hold", node->proto->op_type,
+                       v);
+      }
+      k->ints[i] = tf_fixed(op == TF_OP_NEG ? -v : op == TF_OP_ABS ? (v < 0 ? -v : v) : (v > 0 ? v : 0));
+    }
+    return ox_set_known(im, node, 0, k);
+  }
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(x, unary_function(op), &k)));
+  return ox_set_known(im, node, 0, k);
+}
+
 static tf_status unary(ox_import *im, const ox_node *node, tf_op op) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_value *from = ox_value_find(im, ox_input(node, 0));
+  if (from && unary_function(op) && ox_is_known(im, ox_input(node, 0)) && !from->initializer)
+    return fold_unary(im, node, op, from->known);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
@@ -308,9 +357,40 @@ static tf_status variadic_inputs(ox_import *im, const ox_node *node, tf_tensor_i
   return NULL;
 }
 
+/* Max ('M') or Min ('m') of known values only (T5's relative position buckets, capped by
+ * torch.min): folded left to right; false in *done when an input is data. */
+static tf_status fold_extremum(ox_import *im, const ox_node *node, char op, bool *done) {
+  *done = false;
+  ox_known *k = NULL;
+  for (int32_t i = 0; i < node->n_inputs; i++)
+    if (ox_input(node, i) && !ox_is_known(im, ox_input(node, i)))
+      return NULL;
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    if (!ox_input(node, i))
+      continue;
+    const ox_known *x = ox_value_find(im, ox_input(node, i))->known;
+    ox_known *next = NULL;
+    tf_status status = k ? ox_fold_binary(op, k, x, &next) : NULL;
+    next = k ? next : ox_fold_copy(x, x->rank, x->shape);
+    ox_known_free(k);
+    TF_RETURN_IF_ERROR(ox_at(im, node, status));
+    if (!next)
+      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+    k = next;
+  }
+  if (!k)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "no inputs");
+  *done = true;
+  return ox_set_known(im, node, 0, k);
+}
+
 tf_status ox_convert_max(ox_import *im, const ox_node *node) {
   tf_tensor_id ids[64], y;
   int32_t n;
+  bool folded;
+  TF_RETURN_IF_ERROR(fold_extremum(im, node, 'M', &folded));
+  if (folded)
+    return NULL;
   TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
   TF_RETURN_IF_ERROR(maximum(im, node, ids, n, &y));
   return ox_set_tensor(im, node, 0, y);
@@ -319,6 +399,10 @@ tf_status ox_convert_max(ox_import *im, const ox_node *node) {
 tf_status ox_convert_min(ox_import *im, const ox_node *node) {
   tf_tensor_id ids[64], y;
   int32_t n;
+  bool folded;
+  TF_RETURN_IF_ERROR(fold_extremum(im, node, 'm', &folded));
+  if (folded)
+    return NULL;
   TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
   TF_RETURN_IF_ERROR(minimum(im, node, ids, n, &y));
   return ox_set_tensor(im, node, 0, y);

@@ -88,6 +88,12 @@ static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
                     : op == 'G' ? a.size >= b.size
                                 : a.size <= b.size);
     return true;
+  case 'M': /* Max, Min: of fixed sizes only */
+  case 'm':
+    if (!fa || !fb)
+      return false;
+    *out = tf_fixed(op == 'M' ? (a.size > b.size ? a.size : b.size) : (a.size < b.size ? a.size : b.size));
+    return true;
   case '=': /* Equal: a symbol's multiple is >= 1, so it equals no number below 1 */
     if (fa && fb)
       *out = tf_fixed(a.size == b.size);
@@ -115,9 +121,14 @@ static double fold_real(char op, double a, double b) {
   case 'L': return a <= b;
   case '%': return a - floor(a / b) * b;
   case 'f': return fmod(a, b);
+  case 'M': return a != a || b != b ? NAN : fmax(a, b); /* ONNX's Max and Min propagate NaN */
+  case 'm': return a != a || b != b ? NAN : fmin(a, b);
   default: return pow(a, b);
   }
 }
+
+/* x as a value of `dtype` holds it: f32 values rounded to f32, as ONNX computes them. */
+static double stored(tf_dtype dtype, double x) { return dtype == TF_F32 ? (double)(float)x : x; }
 
 /* The broadcast shape of a and b (numpy rules); false when they do not broadcast. */
 static bool broadcast(const ox_known *a, const ox_known *b, int32_t *rank, int64_t *shape) {
@@ -167,7 +178,7 @@ tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known
         ox_known_free(k);
         return tf_status_new(TF_ERR_UNSUPPORTED, "float arithmetic on a symbolic size");
       }
-      k->reals[i] = fold_real(op, x, y);
+      k->reals[i] = stored(k->dtype, fold_real(op, x, y));
     } else if ((op == '/' || op == '%' || op == 'f') && b->ints[ib].symbol < 0 && b->ints[ib].size == 0) {
       ox_known_free(k);
       return tf_status_new(TF_ERR_INVALID_INPUT, "integer %s of %" PRId64 "%s by zero",
@@ -234,12 +245,15 @@ tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) {
     } else if (is_float) {
       (*out)->reals[i] = x->reals[i];
     } else if (x->is_float) {
-      if (!(fabs(x->reals[i]) < 0x1p63)) { /* NaN, infinite or past int64 */
+      if (isnan(x->reals[i])) {
         ox_known_free(*out);
         *out = NULL;
-        return tf_status_new(TF_ERR_UNSUPPORTED, "a cast to an integer of %g, which int64 cannot hold", x->reals[i]);
+        return tf_status_new(TF_ERR_UNSUPPORTED, "a cast to an integer of NaN");
       }
-      (*out)->ints[i] = tf_fixed((int64_t)x->reals[i]);
+      /* past int64 (T5's log(0) = -inf, which its Where then leaves out): saturated, as CUDA's cast */
+      (*out)->ints[i] = tf_fixed(x->reals[i] >= 0x1p63   ? INT64_MAX
+                                 : x->reals[i] < -0x1p63 ? INT64_MIN
+                                                         : (int64_t)x->reals[i]);
     } else {
       (*out)->ints[i] = x->ints[i];
     }
@@ -260,24 +274,47 @@ ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape) {
   return k;
 }
 
-tf_status ox_fold_slice1(const ox_known *x, int64_t start, int64_t end, int64_t step, ox_known **out) {
+/* ONNX's Slice bounds on an axis of n elements: start and end counted from the end when negative,
+ * then clamped to [0, n] (step > 0) or start to [0, n - 1] and end to [-1, n - 1] (step < 0). */
+static int64_t slice_bound(int64_t at, int64_t n, bool backward, bool is_end) {
+  if (at < 0)
+    at = at < -n ? -1 : at + n; /* never overflows: -n <= at < 0 here, or below */
+  const int64_t low = backward && is_end ? -1 : 0, high = backward ? n - 1 : n;
+  return at < low ? low : at > high ? high : at;
+}
+
+tf_status ox_fold_slice(const ox_known *x, int32_t axis, int64_t start, int64_t end, int64_t step, ox_known **out) {
   *out = NULL;
-  if (x->rank != 1 || step < 1)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "Slice of a known rank-%" PRId32 " value with step %" PRId64, x->rank,
+  if (axis < 0 || axis >= x->rank || step == 0 || step == INT64_MIN)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "Slice of a known rank-%" PRId32 " value: axis %" PRId32 ", step %" PRId64, x->rank, axis,
                          step);
-  const int64_t n = x->count;
-  start = start < 0 ? (start + n < 0 ? 0 : start + n) : (start > n ? n : start);
-  end = end < 0 ? (end + n < 0 ? 0 : end + n) : (end > n ? n : end);
-  const int64_t count = end > start ? (end - start - 1) / step + 1 : 0; /* no overflow at step INT64_MAX */
-  ox_known *k = ox_known_new(x->is_float, x->dtype, 1, &count);
+  const int64_t n = x->shape[axis];
+  const bool backward = step < 0;
+  start = slice_bound(start, n, backward, false);
+  end = slice_bound(end, n, backward, true);
+  const int64_t stride = backward ? -step : step, span = backward ? start - end : end - start;
+  int64_t shape[TF_MAX_RANK];
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+  shape[axis] = span > 0 ? (span - 1) / stride + 1 : 0; /* no overflow at a step of INT64_MAX */
+  ox_known *k = ox_known_new(x->is_float, x->dtype, x->rank, shape);
   if (!k)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Slice");
-  for (int64_t i = 0; i < count; i++) {
-    if (x->is_float)
-      k->reals[i] = x->reals[start + i * step];
-    else
-      k->ints[i] = x->ints[start + i * step];
-  }
+  int64_t outer = 1, inner = 1;
+  for (int32_t i = 0; i < axis; i++)
+    outer *= x->shape[i];
+  for (int32_t i = axis + 1; i < x->rank; i++)
+    inner *= x->shape[i];
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < shape[axis]; j++)
+      for (int64_t e = 0; e < inner; e++, at++) {
+        const int64_t from = (o * n + start + j * step) * inner + e;
+        if (x->is_float)
+          k->reals[at] = x->reals[from];
+        else
+          k->ints[at] = x->ints[from];
+      }
   *out = k;
   return NULL;
 }
@@ -383,7 +420,6 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
 #define OX_FOLD_MATMUL_WORK ((int64_t)1 << 28)
 
 /* The value an f32 computation stores: `x` rounded to f32 when the value's type is f32. */
-static double stored(tf_dtype dtype, double x) { return dtype == TF_F32 ? (double)(float)x : x; }
 
 static double real_at(const ox_known *x, int64_t i) { return x->is_float ? x->reals[i] : (double)x->ints[i].size; }
 

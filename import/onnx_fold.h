@@ -15,8 +15,10 @@ tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known 
 tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) TF_MUST_USE;
 /* x with the same elements and a new shape of the same element count; NULL when it differs. */
 ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape);
-/* x[start:end:step] of a rank-1 value (Python's clamping of start and end; step >= 1). */
-tf_status ox_fold_slice1(const ox_known *x, int64_t start, int64_t end, int64_t step, ox_known **out) TF_MUST_USE;
+/* x[start:end:step] along `axis` (0 <= axis < rank) with ONNX's Slice clamping of start and end, for
+ * a positive step and a negative one (torch's export reverses Pad's pads with step -1); step != 0. */
+tf_status ox_fold_slice(const ox_known *x, int32_t axis, int64_t start, int64_t end, int64_t step,
+                        ox_known **out) TF_MUST_USE;
 /* ONNX Gather of `indices` along `axis` of `data`. */
 tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) TF_MUST_USE;
 /* ONNX Concat of n parts along `axis`. */

@@ -215,14 +215,40 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_concat(im->graph, ids, n, (int32_t)axis));
 }
 
+/* Slice of a known value (a shape vector's part: `v.size(-1)` exports as Slice(Shape(v), -1,
+ * INT_MAX); Pad's pads reversed by torch's export with step -1), one axis after the other. */
+static tf_status fold_slice(ox_import *im, const ox_node *node, const int64_t *starts, const ox_known *ends,
+                            const int64_t *axes, const int64_t *steps, int32_t n) {
+  const ox_known *value = ox_value_find(im, ox_input(node, 0))->known;
+  ox_known *k = ox_fold_copy(value, value->rank, value->shape);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int32_t i = 0; i < n; i++) {
+    const int64_t axis = axes ? (axes[i] < 0 ? axes[i] + k->rank : axes[i]) : i;
+    if (axis < 0 || axis >= k->rank) {
+      const int32_t rank = k->rank;
+      ox_known_free(k);
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range for rank %" PRId32,
+                     axes ? axes[i] : i, rank);
+    }
+    ox_known *sliced;
+    tf_status status = ox_fold_slice(k, (int32_t)axis, starts[i], ends->ints[i].size, steps ? steps[i] : 1, &sliced);
+    ox_known_free(k);
+    TF_RETURN_IF_ERROR(ox_at(im, node, status));
+    k = sliced;
+  }
+  return ox_set_known(im, node, 0, k);
+}
+
 tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  const bool known_vector =
-      ox_is_known(im, ox_input(node, 0)) && ox_value_find(im, ox_input(node, 0))->known->rank == 1;
+  /* (a float initializer read as known elsewhere stays a parameter here: its slice trains) */
+  const bool known = ox_is_known(im, ox_input(node, 0)) && !ox_value_find(im, ox_input(node, 0))->initializer;
+  const bool known_vector = known && ox_value_find(im, ox_input(node, 0))->known->rank == 1;
   tf_tensor_id x = TF_NO_TENSOR;
   int32_t rank = 1;
   tf_dim dims[TF_MAX_RANK];
-  if (!known_vector) {
+  if (!known) {
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
     ox_tensor_dims(im, x, &rank, dims);
   }
@@ -240,17 +266,14 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   if (ends->is_float || ends->count != n_starts || (n_axes >= 0 && n_axes != n_starts) ||
       (n_steps >= 0 && n_steps != n_starts))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "starts, ends, axes and steps differ in length");
-  if (known_vector && n_starts == 1 && (n_axes < 0 || axes[0] == 0 || axes[0] == -1)) {
-    /* a shape vector's part (`v.size(-1)` exports as Slice(Shape(v), -1, INT_MAX)) */
-    const ox_known *value = ox_value_find(im, ox_input(node, 0))->known;
-    tf_dim end = ends->ints[0];
-    if (end.symbol >= 0)
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end slicing a known value");
-    ox_known *k;
-    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_slice1(value, starts[0], end.size, n_steps >= 0 ? steps[0] : 1, &k)));
-    return ox_set_known(im, node, 0, k);
-  }
-  if (x == TF_NO_TENSOR) { /* a known vector sliced otherwise: as a tensor */
+  bool fixed_ends = true;
+  for (int32_t i = 0; i < n_starts; i++)
+    fixed_ends = fixed_ends && ends->ints[i].symbol < 0;
+  if (known && fixed_ends)
+    return fold_slice(im, node, starts, ends, n_axes >= 0 ? axes : NULL, n_steps >= 0 ? steps : NULL, n_starts);
+  if (known_vector)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end slicing a known value");
+  if (x == TF_NO_TENSOR) { /* a known value sliced up to a symbolic end: as a tensor */
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
     ox_tensor_dims(im, x, &rank, dims);
   }
@@ -547,7 +570,46 @@ tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));
 }
 
-/* Only a zero Pad: torch exports one before every avg_pool2d (count_include_pad), padding 0 or not. */
+/* Pad's constant value: input 2 (opset 11+, a known scalar) or the `value` attribute; 0 when absent. */
+static tf_status pad_value(ox_import *im, const ox_node *node, double *value) {
+  *value = im->opset >= 11 ? 0 : ox_attr_float(node, "value", 0);
+  if (im->opset < 11 || !ox_input(node, 2))
+    return NULL;
+  const ox_known *k;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &k));
+  if (k->count != 1 || (!k->is_float && k->ints[0].symbol >= 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a constant value that is not one number");
+  *value = k->is_float ? k->reals[0] : (double)k->ints[0].size;
+  return NULL;
+}
+
+/* x with `before` and `after` elements of `value` on `axis` (each >= 0): a concat with constants
+ * expanded to x's other sizes (the batch's symbolic one too). */
+static tf_tensor_id pad_axis(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before,
+                             int64_t after, double value) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  tf_tensor_id parts[3];
+  int32_t n = 0;
+  if (before == 0 && after == 0)
+    return x;
+  const tf_tensor_id fill = ox_scalar(im, node, ox_dtype_of(im, x), value);
+  for (int32_t side = 0; side < 2; side++) {
+    if (side == 1)
+      parts[n++] = x;
+    const int64_t width = side == 0 ? before : after;
+    if (width > 0) {
+      dims[axis] = tf_fixed(width);
+      parts[n++] = tf_expand(im->graph, fill, tf_shape_from(dims, rank));
+    }
+  }
+  return tf_concat(im->graph, parts, n, axis);
+}
+
+/* Pad in constant mode (MobileBERT's trigram embeddings pad the sequence with a zero row): negative
+ * pads crop (a slice), positive ones add constants (pad_axis). Zero Pads before an avg_pool2d and
+ * convolution pads are the patterns' (onnx_patterns.c). */
 tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
   int64_t pads[2 * TF_MAX_RANK];
   int32_t n = 0;
@@ -555,10 +617,31 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
     TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, pads, 2 * TF_MAX_RANK, &n));
   else if ((n = ox_attr_ints(node, "pads", pads, 2 * TF_MAX_RANK)) > 2 * TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many pads");
-  for (int32_t i = 0; i < n; i++)
-    if (pads[i] != 0)
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "non-zero padding (only the pooling and convolution pads are)");
+  const Onnx__AttributeProto *mode = ox_attr(node, "mode");
+  if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "mode '%.*s' (only constant)", (int)mode->s.len,
+                   (const char *)mode->s.data);
+  if (im->opset >= 18 && ox_input(node, 3))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "an axes input (pads for every axis only)");
+  double value;
+  TF_RETURN_IF_ERROR(pad_value(im, node, &value));
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank = ox_rank_of(im, x);
+  if (n != 2 * rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "%" PRId32 " pads for a rank-%" PRId32 " input (two per axis)", n,
+                   rank);
+  for (int32_t axis = 0; axis < rank; axis++) {
+    const int64_t before = pads[axis], after = pads[rank + axis];
+    if (before < 0 || after < 0) {
+      int32_t r;
+      tf_dim dims[TF_MAX_RANK];
+      ox_tensor_dims(im, x, &r, dims);
+      if (dims[axis].symbol >= 0 && after < 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cropping the end of symbolic axis %" PRId32, axis);
+      x = tf_slice(im->graph, x, axis, before < 0 ? -before : 0, after < 0 ? dims[axis].size + after : INT64_MAX, 1);
+    }
+    x = pad_axis(im, node, x, axis, before > 0 ? before : 0, after > 0 ? after : 0, value);
+  }
   return ox_set_tensor(im, node, 0, x);
 }

@@ -198,6 +198,15 @@ def main():
                                                               [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
              ["axis.onnx", "'x'", "axis 0"]),
             ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Sign (2 nodes", "Floor (1 node"]),
+            # a known value's Slice with an axis past its rank (the fuzzer's find: the message read
+            # the freed value's rank)
+            ("slice of a known value, axis out of range", write("slice_axis.onnx", model(
+                [node("Slice", ["k", "s", "e", "a"], ["sk"], "cut"), node("Cast", ["sk"], ["f"], "cast", attribute_int("to", 1)),
+                 node("Add", ["x", "f"], ["y"], "add")],
+                [value_info("x", 1, ["N", 2])], [value_info("y", 1, ["N", 2])],
+                [int_tensor("k", [2, 2], [1, 2, 3, 4]), int_tensor("s", [1], [0]), int_tensor("e", [1], [1]),
+                 int_tensor("a", [1], [5])])),
+             ["slice_axis.onnx", "'cut' (Slice)", "axis 5 out of range for rank 2"]),
             # Relu of another domain is not ONNX's Relu (NodeProto field 7: the domain)
             ("an operator of a custom domain", write("domain.onnx", model(
                 [node("Relu", ["x"], ["y"], "fast_relu", field_bytes(7, "com.example"))],

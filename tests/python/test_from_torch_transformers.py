@@ -1,7 +1,9 @@
 """tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
-and RoBERTa (sequence classification, masked LM), DistilBERT (masked LM), ViT (image classification), Whisper's encoder,
-Wav2Vec2 (its CTC head's logits), OPT, GPT-NeoX and Falcon, and the Llama family's causal LMs (Llama, Qwen2, Phi-3: rotary
+and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM), T5's
+encoder, ViT, Swin
+and ConvNeXt (image classification), Whisper's encoder,
+Wav2Vec2 (its CTC head's logits), OPT, GPT-NeoX and Falcon, and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary
 positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
 forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
 first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
@@ -207,6 +209,38 @@ def roberta_masked_lm():
     return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
 
 
+def t5_encoder():
+    """T5's relative position buckets: |j - i|, a log, a truncating cast, a min and a where over the
+    positions, which the importer folds into the [T, T] bucket ids of an embedding lookup (log(0) is
+    -inf, cast to int64 as CUDA does, and left out by the where, as in PyTorch)."""
+    torch.manual_seed(42)
+    config = transformers.T5Config(num_layers=2, num_heads=2, d_model=32, d_kv=16, d_ff=64, vocab_size=64,
+                                   dropout_rate=0.0, relative_attention_num_buckets=8,
+                                   relative_attention_max_distance=16)
+    model = Wrapped(transformers.T5EncoderModel(config), "input_ids")
+    return run(model, {"input_ids": torch.randint(0, 64, (BATCH, 12))}, torch.randn(BATCH, 12, 32), "mse")
+
+
+def masked_lm(config, model_class, seed):
+    """A masked LM of `config`, per-token cross_entropy over 12 tokens."""
+    def build():
+        torch.manual_seed(seed)
+        model = Wrapped(model_class(config), "input_ids", flat=64)
+        ids = torch.randint(3, 64, (BATCH, 12))
+        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
+    return build
+
+
+def image_classifier(model_class, config, seed):
+    """An image classifier of `config` on 32x32 images, 5 classes."""
+    def build():
+        torch.manual_seed(seed)
+        model = Wrapped(model_class(config), "pixel_values")
+        return run(model, {"pixel_values": torch.randn(BATCH, 3, 32, 32)}, torch.randint(0, 5, (BATCH,)),
+                   "cross_entropy")
+    return build
+
+
 def causal_lm(config, model_class, seed):
     """A causal LM of `config` (its own argument names), per-token cross_entropy."""
     def build():
@@ -245,6 +279,33 @@ case("transformers Whisper encoder (2 layers, d 32, 8 mel bins), mse", whisper_e
 case("transformers Wav2Vec2ForCTC (2 conv + 2 transformer layers, d 32), mse on the logits", wav2vec2)
 case("transformers DistilBertForMaskedLM (2 layers, d 32, its default mask of ones), per-token cross_entropy",
      distilbert)
+case("transformers T5EncoderModel (2 layers, d 32, relative position buckets), mse", t5_encoder)
+case("transformers MPNetForMaskedLM (2 layers, d 32, relative position buckets), per-token cross_entropy",
+     masked_lm(transformers.MPNetConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                                        vocab_size=64, max_position_embeddings=40, hidden_dropout_prob=0.0,
+                                        attention_probs_dropout_prob=0.0, initializer_range=0.05),
+               transformers.MPNetForMaskedLM, 43))
+case("transformers AlbertForMaskedLM (2 layers sharing one, factorized embeddings), per-token cross_entropy",
+     masked_lm(transformers.AlbertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, embedding_size=16,
+                                         intermediate_size=64, vocab_size=64, max_position_embeddings=16,
+                                         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                         initializer_range=0.05), transformers.AlbertForMaskedLM, 47))
+case("transformers ElectraForMaskedLM (the generator: 2 layers, embeddings of 16 projected), per-token cross_entropy",
+     masked_lm(transformers.ElectraConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, embedding_size=16,
+                                          intermediate_size=64, vocab_size=64, max_position_embeddings=16,
+                                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                          initializer_range=0.2), transformers.ElectraForMaskedLM, 48))
+case("transformers SwinForImageClassification (2 stages, windows of 4, shifted), cross_entropy",
+     image_classifier(transformers.SwinForImageClassification,
+                      transformers.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                                              window_size=4, num_labels=5, hidden_dropout_prob=0.0,
+                                              attention_probs_dropout_prob=0.0, drop_path_rate=0.0), 45))
+case("transformers ConvNextForImageClassification (2 stages, layer scale 1: at 1e-6 its blocks' gradients are too small "
+     "to compare), cross_entropy",
+     image_classifier(transformers.ConvNextForImageClassification,
+                      transformers.ConvNextConfig(num_stages=2, num_channels=3, hidden_sizes=[8, 16], depths=[1, 1],
+                                                  num_labels=5, image_size=32, drop_path_rate=0.0,
+                                                  layer_scale_init_value=1.0), 46))
 case("transformers LlamaForCausalLM (2 layers, d 32, 4 heads over 2 kv heads), per-token cross_entropy",
      decoder(transformers.LlamaConfig, transformers.LlamaForCausalLM, 25))
 case("transformers Qwen2ForCausalLM (2 layers, d 32, q/k/v biases), per-token cross_entropy",
@@ -276,6 +337,8 @@ def llama_as_it_is():
     return (f"the loss is not PyTorch's: {seen}" if abs(got - expected) > 1e-5 * abs(expected) else None), seen
 
 
+case("transformers GemmaForCausalLM (2 layers, d 32, heads of 8, scaled embeddings), per-token cross_entropy",
+     decoder(transformers.GemmaConfig, transformers.GemmaForCausalLM, 50, head_dim=8))
 case("transformers LlamaForCausalLM as it is (no wrapper, per-token labels [N, T])", llama_as_it_is)
 case("transformers GPTNeoXForCausalLM (Pythia's: partial rotary, parallel residual), per-token cross_entropy",
      causal_lm(transformers.GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
