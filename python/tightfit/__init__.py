@@ -229,6 +229,10 @@ class Graph:
         """|x|; an L1 loss is mean(abs(y - target)), torch.nn.L1Loss()."""
         return self.unary("abs", x)
 
+    def stop_gradient(self, x):
+        """x, through which no gradient flows (PyTorch's x.detach()): a target, a straight-through estimator."""
+        return self.unary("stop_gradient", x)
+
     def gelu(self, x, approximate=False):
         return self._checked(_lib.lib.tf_gelu(self._g, x, approximate), "gelu")
 

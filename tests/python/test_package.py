@@ -175,6 +175,19 @@ l_w_expected = l_w - 0.5 * (l_x.T.astype(np.float64) @ (np.sign(l_r) / l_r.size)
 ok(abs(l_loss - np.abs(l_r).mean()) < 1e-6 and np.abs(ls.read("w", shape=(5, 3)) - l_w_expected).max() < 1e-6,
    f"Graph.abs: an L1 loss {l_loss:.6f} (numpy {np.abs(l_r).mean():.6f}) and one SGD step as numpy's")
 
+# ---- stop_gradient: loss = mean(y * stop_gradient(y)), y = x w: dw = x^T y / n, not 2 x^T y / n ----
+sg = tightfit.Graph("detached")
+sx = sg.input("x", [4, 5])
+sy = sg.matmul(sx, sg.parameter("w", [5, 3], init="normal"))
+sg.finish(sy, sg.reduce("mean", sg.mul(sy, sg.stop_gradient(sy)), [0, 1]))
+ss = tightfit.Session(tightfit.compile(sg, optimizer="sgd", lr=0.5), seed=4)
+s_w = ss.read("w", shape=(5, 3)).astype(np.float64)
+s_y = l_x.astype(np.float64) @ s_w
+ss.step({"x": l_x})
+s_expected = s_w - 0.5 * (l_x.T.astype(np.float64) @ (s_y / s_y.size))
+ok(np.abs(ss.read("w", shape=(5, 3)) - s_expected).max() < 1e-6,
+   "Graph.stop_gradient: one SGD step of mean(y * stop_gradient(y)) as numpy's, the gradient through one factor")
+
 # ---- matmul_math: stored in the plan and reported; an unknown value raises ----
 half = tightfit.compile(tightfit.zoo("mlp"), set={"N": 32}, matmul_math="bf16")
 ok(half.report()["matmul_math"] == "bf16" and kept.report()["matmul_math"] == "f32",
