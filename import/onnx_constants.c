@@ -4,6 +4,7 @@
  * OX_KNOWN_FILL elements: known; others become graph constants); and tightfit's StopGradient, a
  * value autodiff treats as a constant. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "common/checked.h"
@@ -99,13 +100,55 @@ tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
   return ox_set_known(im, node, 0, k);
 }
 
+/* A Range of fixed numbers and at most OX_KNOWN_RANGE elements as a known value: integers, or floats
+ * (XLNet's relative positions, torch.arange(T, -T, -1.0)), any non-zero step. */
+static tf_status fixed_range(ox_import *im, const ox_node *node, const ox_known *start, const ox_known *limit,
+                             const ox_known *delta) {
+  const bool is_float = start->is_float || limit->is_float || delta->is_float;
+  const double s = is_float && start->is_float ? start->reals[0] : (double)start->ints[0].size;
+  const double l = limit->is_float ? limit->reals[0] : (double)limit->ints[0].size;
+  const double d = delta->is_float ? delta->reals[0] : (double)delta->ints[0].size;
+  double count = d != 0 ? ceil((l - s) / d) : NAN;
+  if (!is_float && d != 0) { /* exactly: int64 ends need not fit a double */
+    const int64_t a = start->ints[0].size, b = limit->ints[0].size, step = delta->ints[0].size;
+    int64_t span;
+    const bool fits = step > 0 ? tf_checked_sub_i64(b, a, &span) : tf_checked_sub_i64(a, b, &span);
+    const int64_t stride = step > 0 ? step : (step == INT64_MIN ? INT64_MAX : -step);
+    count = !fits ? INFINITY : span <= 0 ? 0 : (double)((span - 1) / stride + 1);
+  }
+  if (!(count <= (double)OX_KNOWN_RANGE)) /* NaN too: a zero step, infinite ends */
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Range from %g to %g by %g: a non-zero step and at most %" PRId64 " elements", s, l, d,
+                   OX_KNOWN_RANGE);
+  const int64_t n = count > 0 ? (int64_t)count : 0;
+  ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : (limit->dtype == TF_I32 ? TF_I32 : TF_I64), 1, &n);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a Range of %" PRId64, n);
+  for (int64_t i = 0; i < n; i++) {
+    if (is_float)
+      k->reals[i] = (double)(float)(s + (double)i * d);
+    else
+      k->ints[i] = tf_fixed(start->ints[0].size + i * delta->ints[0].size); /* within [start, limit) */
+  }
+  return ox_set_known(im, node, 0, k);
+}
+
 tf_status ox_convert_range(ox_import *im, const ox_node *node) {
   const ox_known *start, *limit, *delta;
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &start));
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &limit));
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &delta));
-  if (start->count != 1 || limit->count != 1 || delta->count != 1 || start->is_float || limit->is_float ||
-      delta->is_float || start->ints[0].symbol >= 0 || delta->ints[0].symbol >= 0)
+  if (start->count != 1 || limit->count != 1 || delta->count != 1)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "start, limit and delta must be scalars");
+  const bool fixed = (start->is_float || start->ints[0].symbol < 0) && (limit->is_float || limit->ints[0].symbol < 0) &&
+                     (delta->is_float || delta->ints[0].symbol < 0);
+  int64_t span = 0;
+  const bool long_arange =
+      fixed && !start->is_float && !limit->is_float && !delta->is_float && delta->ints[0].size == 1 &&
+      (!tf_checked_sub_i64(limit->ints[0].size, start->ints[0].size, &span) || span > OX_KNOWN_RANGE);
+  if (fixed && !long_arange)
+    return fixed_range(im, node, start, limit, delta);
+  if (start->is_float || limit->is_float || delta->is_float || start->ints[0].symbol >= 0 || delta->ints[0].symbol >= 0)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Range of integers with a fixed start and step");
   int64_t s = start->ints[0].size, d = delta->ints[0].size;
   tf_dim l = limit->ints[0];
@@ -113,19 +156,11 @@ tf_status ox_convert_range(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "Range with a step other than 1, or from a start other than 0 to a "
                    "symbolic limit");
-  int64_t span = 0;
+  span = 0;
   if (l.symbol < 0 && l.size > s && !tf_checked_sub_i64(l.size, s, &span))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT,
                    "Range from %" PRId64 " to %" PRId64 " has more elements than int64 counts", s, l.size);
   tf_dim length = l.symbol >= 0 ? l : tf_fixed(span);
-  if (l.symbol < 0 && span <= OX_KNOWN_RANGE) { /* fixed positions stay known: tables computed from them fold */
-    ox_known *k = ox_known_new(false, limit->dtype == TF_I32 ? TF_I32 : TF_I64, 1, &span);
-    if (!k)
-      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a Range of %" PRId64, span);
-    for (int64_t i = 0; i < span; i++)
-      k->ints[i] = tf_fixed(s + i);
-    return ox_set_known(im, node, 0, k);
-  }
   // A symbolic length (torch.arange(x.shape[1])) is a constant of symbolic shape: position ids.
   char name[300];
   snprintf(name, sizeof(name), "%s", node->proto->output[0]);

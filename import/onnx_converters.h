@@ -101,6 +101,9 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
 
+/* onnx_einsum.c: Einsum as transposes, reshapes, sums and batched matmuls */
+tf_status ox_convert_einsum(ox_import *im, const ox_node *node);
+
 /* onnx_constants.c */
 tf_status ox_convert_identity(ox_import *im, const ox_node *node);
 tf_status ox_convert_stop_gradient(ox_import *im, const ox_node *node);

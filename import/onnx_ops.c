@@ -42,6 +42,7 @@ static const ox_converter_row converters[] = {
     {"Mean", ox_convert_mean},
     {"Size", ox_convert_size},
     {"MatMul", ox_convert_matmul},
+    {"Einsum", ox_convert_einsum},
     {"Gemm", ox_convert_gemm},
     {"Softmax", ox_convert_softmax},
     {"LogSoftmax", ox_convert_log_softmax},

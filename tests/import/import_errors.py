@@ -207,6 +207,22 @@ def main():
                 [int_tensor("k", [2, 2], [1, 2, 3, 4]), int_tensor("s", [1], [0]), int_tensor("e", [1], [1]),
                  int_tensor("a", [1], [5])])),
              ["slice_axis.onnx", "'cut' (Slice)", "axis 5 out of range for rank 2"]),
+            # Einsum: a diagonal (a label twice in one term), and an equation of the wrong operand count
+            ("einsum diagonal", write("einsum_diag.onnx", model(
+                [node("Einsum", ["x", "w"], ["y"], "diag", attribute_string("equation", "ni,jj->nj"))],
+                [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N", 3])], [tensor("w", [3, 3], [0.5] * 9)])),
+             ["einsum_diag.onnx", "'diag' (Einsum)", "label 'j' twice in one term"]),
+            ("einsum terms", write("einsum_terms.onnx", model(
+                [node("Einsum", ["x", "w"], ["y"], "terms", attribute_string("equation", "ni->n"))],
+                [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N"])], [tensor("w", [3, 3], [0.5] * 9)])),
+             ["einsum_terms.onnx", "'terms' (Einsum)", "has not one term per input (2)"]),
+            # a Range of fixed numbers with a zero step
+            ("range zero step", write("range_step.onnx", model(
+                [node("Range", ["s", "l", "d"], ["r"], "positions"), node("Cast", ["r"], ["f"], "cast", attribute_int("to", 1)),
+                 node("Add", ["x", "f"], ["y"], "add")],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                [int_tensor("s", [], [0]), int_tensor("l", [], [4]), int_tensor("d", [], [0])])),
+             ["range_step.onnx", "'positions' (Range)", "a non-zero step"]),
             # Relu of another domain is not ONNX's Relu (NodeProto field 7: the domain)
             ("an operator of a custom domain", write("domain.onnx", model(
                 [node("Relu", ["x"], ["y"], "fast_relu", field_bytes(7, "com.example"))],

@@ -837,5 +837,48 @@ def padded():
 
 
 case("F.pad of data (zeros, a value, a negative pad) trains as PyTorch's", padded)
+# torch.einsum exports as ONNX's Einsum, which imports as transposes, reshapes, sums and batched
+# matmuls: attention's scores and context, an ellipsis, a dot product, a sum, an implicit output, an
+# outer product and three operands, trained as PyTorch trains them; of known values it folds (XLNet's
+# sinusoid table from a float Range counting down).
+class Einsums(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+        self.w = torch.nn.Parameter(torch.randn(8, 4) * 0.3)
+        self.u = torch.nn.Parameter(torch.randn(4, 5) * 0.3)
+        self.v = torch.nn.Parameter(torch.randn(6) * 0.3)
+
+    def forward(self, x):  # x [N, 6, 8]
+        q = self.q(x).reshape(-1, 6, 2, 4)
+        k = self.k(x).reshape(-1, 6, 2, 4)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k).softmax(-1)
+        context = torch.einsum("bhqk,bkhd->bqhd", scores, k).reshape(-1, 6, 8)
+        y = torch.einsum("...ij,jk->...ik", context, self.w)  # [N, 6, 4]
+        # XLNet's sinusoids: float positions counting down (Range), an outer product of known values
+        positions, frequencies = torch.arange(6.0, 0.0, -1.0), 1 / 100 ** (torch.arange(0, 8, 2.0) / 8)
+        y = y + torch.sin(torch.einsum("i,d->id", positions, frequencies))
+        dots = torch.einsum("bti,bti->bt", y, y)  # [N, 6]
+        pooled = torch.einsum("bt,t->b", dots, self.v)  # [N]
+        outer = torch.einsum("bi,bj->bij", y.sum(1), y.mean(1)).sum(-1)  # [N, 4]
+        total = torch.einsum("btij->bi", torch.einsum("bti,bj->btij", y, outer))
+        return torch.einsum("bi,ij", total + outer, self.u) + torch.einsum("b,i,ij->bj", pooled, y[0, 0], self.u)
+
+
+def einsums():
+    torch.manual_seed(9)
+    model = Einsums()
+    xs, ys = torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    seen = f"{ops.count('matmul')} matmul, {ops.count('sum')} sum; 5 AdamW steps {losses[0]:.6f} -> " \
+        f"{losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("torch.einsum (attention, an ellipsis, dots, sums, an implicit output, three operands, a folded table) trains "
+     "as PyTorch's",
+     einsums)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
