@@ -100,6 +100,7 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node);
 tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
+tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node);
 
 /* onnx_einsum.c: Einsum as transposes, reshapes, sums and batched matmuls */
 tf_status ox_convert_einsum(ox_import *im, const ox_node *node);

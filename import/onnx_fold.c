@@ -319,6 +319,115 @@ tf_status ox_fold_slice(const ox_known *x, int32_t axis, int64_t start, int64_t 
   return NULL;
 }
 
+tf_status ox_fold_reduce(const ox_known *x, const bool *reduced, bool keepdims, char op, ox_known **out) {
+  *out = NULL;
+  if (!x->is_float && ox_known_has_symbol(x))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "a reduction of symbolic sizes");
+  int64_t shape[TF_MAX_RANK], kept[TF_MAX_RANK]; /* kept: the output's shape with every axis, 1 where reduced */
+  int32_t rank = 0;
+  for (int32_t i = 0; i < x->rank; i++) {
+    kept[i] = reduced[i] ? 1 : x->shape[i];
+    if (!reduced[i] || keepdims)
+      shape[rank++] = kept[i];
+  }
+  ox_known *k = ox_known_new(x->is_float, x->dtype, rank, shape);
+  bool *filled = k ? calloc((size_t)(k->count ? k->count : 1), sizeof(bool)) : NULL;
+  if (!filled) {
+    ox_known_free(k);
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a reduction");
+  }
+  bool fits = true;
+  for (int64_t i = 0; i < x->count && fits; i++) {
+    int64_t rest = i, to = 0, stride = 1;
+    for (int32_t a = x->rank - 1; a >= 0; a--) { /* the output element of input element i */
+      const int64_t at = rest % x->shape[a];
+      rest /= x->shape[a];
+      to += (reduced[a] ? 0 : at) * stride;
+      stride *= kept[a];
+    }
+    if (x->is_float)
+      k->reals[to] = !filled[to] ? x->reals[i] : stored(k->dtype, fold_real(op, k->reals[to], x->reals[i]));
+    else if (!filled[to])
+      k->ints[to] = x->ints[i];
+    else
+      fits = fold_int(op, k->ints[to], x->ints[i], &k->ints[to]);
+    filled[to] = true;
+  }
+  for (int64_t i = 0; i < k->count && fits; i++) /* an empty reduction: the sum 0 (max/min: refused) */
+    if (!filled[i] && op == '+') {
+      if (k->is_float)
+        k->reals[i] = 0;
+      else
+        k->ints[i] = tf_fixed(0);
+    } else {
+      fits = filled[i];
+    }
+  free(filled);
+  if (!fits) {
+    ox_known_free(k);
+    return tf_status_new(TF_ERR_UNSUPPORTED, "a reduction of known values past int64, or a max of none");
+  }
+  *out = k;
+  return NULL;
+}
+
+tf_status ox_fold_scatter_nd(const ox_known *data, const ox_known *indices, const ox_known *updates, char reduction,
+                             ox_known **out) {
+  *out = NULL;
+  const int32_t k = indices->rank > 0 ? (int32_t)indices->shape[indices->rank - 1] : -1;
+  if (indices->is_float || ox_known_has_symbol(indices) || (!data->is_float && ox_known_has_symbol(data)) ||
+      (!updates->is_float && ox_known_has_symbol(updates)))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "ScatterND: integer indices and fixed values");
+  if (k < 1 || k > data->rank || updates->rank != indices->rank - 1 + data->rank - k)
+    return tf_status_new(TF_ERR_INVALID_INPUT,
+                         "ScatterND: indices [..., %" PRId32 "] and updates of rank %" PRId32
+                         " for data of rank %" PRId32,
+                         k, updates->rank, data->rank);
+  int64_t slice = 1, n = 1;
+  for (int32_t i = k; i < data->rank; i++)
+    slice *= data->shape[i];
+  for (int32_t i = 0; i < indices->rank - 1; i++) {
+    if (updates->shape[i] != indices->shape[i])
+      return tf_status_new(TF_ERR_INVALID_INPUT, "ScatterND: updates' axis %" PRId32 " is not the indices'", i);
+    n *= indices->shape[i];
+  }
+  for (int32_t i = k; i < data->rank; i++)
+    if (updates->shape[indices->rank - 1 + i - k] != data->shape[i])
+      return tf_status_new(TF_ERR_INVALID_INPUT, "ScatterND: updates' slices are not data's");
+  if (data->is_float != updates->is_float)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "ScatterND: updates of another type than the data's");
+  ox_known *y = ox_fold_copy(data, data->rank, data->shape);
+  if (!y)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a ScatterND");
+  for (int64_t j = 0; j < n; j++) {
+    int64_t at = 0;
+    for (int32_t a = 0; a < k; a++) {
+      int64_t index = indices->ints[j * k + a].size;
+      index += index < 0 ? data->shape[a] : 0;
+      if (index < 0 || index >= data->shape[a]) {
+        ox_known_free(y);
+        return tf_status_new(TF_ERR_INVALID_INPUT, "ScatterND: index %" PRId64 " outside axis %" PRId32 " of %" PRId64,
+                             indices->ints[j * k + a].size, a, data->shape[a]);
+      }
+      at = at * data->shape[a] + index;
+    }
+    for (int64_t e = 0; e < slice; e++) {
+      const int64_t to = at * slice + e, from = j * slice + e;
+      if (data->is_float) {
+        const double u = updates->reals[from];
+        y->reals[to] = stored(y->dtype, reduction == '=' ? u : fold_real(reduction, y->reals[to], u));
+      } else if (reduction == '=') {
+        y->ints[to] = updates->ints[from];
+      } else if (!fold_int(reduction, y->ints[to], updates->ints[from], &y->ints[to])) {
+        ox_known_free(y);
+        return tf_status_new(TF_ERR_UNSUPPORTED, "ScatterND: an integer reduction past int64");
+      }
+    }
+  }
+  *out = y;
+  return NULL;
+}
+
 tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) {
   *out = NULL;
   if (axis < 0)

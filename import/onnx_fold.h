@@ -15,6 +15,13 @@ tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known 
 tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) TF_MUST_USE;
 /* x with the same elements and a new shape of the same element count; NULL when it differs. */
 ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape);
+/* x reduced over the axes marked in `reduced` ('+' sum, 'M' max, 'm' min; integers exact): the
+ * reduced axes kept as 1 or dropped. */
+tf_status ox_fold_reduce(const ox_known *x, const bool *reduced, bool keepdims, char op, ox_known **out) TF_MUST_USE;
+/* ONNX's ScatterND of known values (reduction 'none' '=', 'add' '+', 'mul' '*', 'max' 'M', 'min' 'm'):
+ * data with each slice that `indices` (integers, [..., k]) names set from or reduced with `updates`. */
+tf_status ox_fold_scatter_nd(const ox_known *data, const ox_known *indices, const ox_known *updates, char reduction,
+                             ox_known **out) TF_MUST_USE;
 /* x[start:end:step] along `axis` (0 <= axis < rank) with ONNX's Slice clamping of start and end, for
  * a positive step and a negative one (torch's export reverses Pad's pads with step -1); step != 0. */
 tf_status ox_fold_slice(const ox_known *x, int32_t axis, int64_t start, int64_t end, int64_t step,

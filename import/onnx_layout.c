@@ -69,7 +69,24 @@ tf_status ox_convert_reshape(ox_import *im, const ox_node *node) {
   return reshape_to(im, node, x, dims, (int32_t)shape->count);
 }
 
+/* Flatten of a known value (BEiT's meshgrid of window coordinates): the same elements as [outer, inner]. */
+static tf_status fold_flatten(ox_import *im, const ox_node *node, const ox_known *x) {
+  int64_t axis = ox_attr_int(node, "axis", 1), shape[2] = {1, 1};
+  if (axis < 0)
+    axis += x->rank;
+  if (axis < 0 || axis > x->rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, x->rank);
+  for (int32_t i = 0; i < x->rank; i++)
+    shape[i < axis ? 0 : 1] *= x->shape[i];
+  ox_known *k = ox_fold_copy(x, 2, shape);
+  return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+}
+
 tf_status ox_convert_flatten(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_value *from = ox_value_find(im, ox_input(node, 0));
+  if (from && ox_is_known(im, ox_input(node, 0)) && !from->initializer)
+    return fold_flatten(im, node, from->known);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
@@ -644,4 +661,34 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
     x = pad_axis(im, node, x, axis, before > 0 ? before : 0, after > 0 ? after : 0, value);
   }
   return ox_set_tensor(im, node, 0, x);
+}
+
+/* ScatterND of values known when importing (BEiT's relative position index, built by slice
+ * assignments: `index[1:, 1:] = ...`): folded. Of data it is refused: tightfit has no scatter op. */
+tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node) {
+  for (int32_t i = 0; i < 3; i++) {
+    TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
+    if (!ox_is_known(im, ox_input(node, i)) || ox_value_find(im, ox_input(node, i))->initializer)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "ScatterND of data (input %" PRId32 " '%s'): only of values known when importing, as a "
+                     "position index built by slice assignments",
+                     i, ox_input(node, i));
+  }
+  const Onnx__AttributeProto *a = ox_attr(node, "reduction");
+  static const struct {
+    const char *name;
+    char op;
+  } reductions[] = {{"none", '='}, {"add", '+'}, {"mul", '*'}, {"max", 'M'}, {"min", 'm'}};
+  char op = a && a->has_s ? 0 : '=';
+  for (size_t i = 0; !op && i < sizeof(reductions) / sizeof(reductions[0]); i++)
+    if (a->s.len == strlen(reductions[i].name) && memcmp(a->s.data, reductions[i].name, a->s.len) == 0)
+      op = reductions[i].op;
+  if (!op)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "reduction '%.*s'", (int)a->s.len, (const char *)a->s.data);
+  ox_known *k;
+  TF_RETURN_IF_ERROR(
+      ox_at(im, node,
+            ox_fold_scatter_nd(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
+                               ox_value_find(im, ox_input(node, 2))->known, op, &k)));
+  return ox_set_known(im, node, 0, k);
 }

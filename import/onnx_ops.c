@@ -67,6 +67,7 @@ static const ox_converter_row converters[] = {
     {"Transpose", ox_convert_transpose},
     {"Concat", ox_convert_concat},
     {"Slice", ox_convert_slice},
+    {"ScatterND", ox_convert_scatter_nd},
     {"Split", ox_convert_split},
     {"Expand", ox_convert_expand},
     {"Resize", ox_convert_resize},

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 
 #include "import/onnx_converters.h"
+#include "import/onnx_fold.h"
 
 typedef enum reduce_kind {
   REDUCE_PLAIN,
@@ -56,9 +57,28 @@ static tf_tensor_id log_sum_exp(tf_graph *g, tf_tensor_id x, const int32_t *axes
   return keepdims ? y : tf_reduce(g, TF_OP_SUM, y, axes, n, false);
 }
 
+/* ReduceSum, ReduceMax or ReduceMin of a known value (BEiT's relative coordinates summed): folded. */
+static tf_status fold_reduce(ox_import *im, const ox_node *node, const ox_known *x, const int64_t *axes, int32_t n,
+                             char op) {
+  bool reduced[TF_MAX_RANK] = {false};
+  if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0)) {
+    ox_known *copy = ox_fold_copy(x, x->rank, x->shape);
+    return copy ? ox_set_known(im, node, 0, copy) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  }
+  for (int32_t i = 0; i < x->rank; i++)
+    reduced[i] = n <= 0;
+  for (int32_t i = 0; i < n; i++) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    if (axis < 0 || axis >= x->rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " value", axes[i], x->rank);
+    reduced[axis] = true;
+  }
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_reduce(x, reduced, ox_attr_int(node, "keepdims", 1) != 0, op, &k)));
+  return ox_set_known(im, node, 0, k);
+}
+
 static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_input, reduce_kind kind) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int64_t axes[TF_MAX_RANK];
   int32_t n = -1;
   if (axes_input && ox_input(node, 1))
@@ -67,6 +87,13 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
     n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
   if (n > TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_value *from = ox_value_find(im, ox_input(node, 0));
+  const bool plain = kind == REDUCE_PLAIN || kind == REDUCE_MIN;
+  if (plain && (op == TF_OP_SUM || op == TF_OP_MAX) && from && ox_is_known(im, ox_input(node, 0)) && !from->initializer)
+    return fold_reduce(im, node, from->known, axes, n, kind == REDUCE_MIN ? 'm' : op == TF_OP_SUM ? '+' : 'M');
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   tf_graph *g = im->graph;
   if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0))
     return ox_set_tensor(im, node, 0, kind == REDUCE_LOG_SUM_EXP ? x : after(g, kind, before(g, kind, x)));

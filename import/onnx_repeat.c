@@ -25,7 +25,9 @@ static bool attr_is(const ox_node *node, const char *name, const char *fallback,
 static tf_status factors(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *factor) {
   const int32_t scales_at = im->opset < 11 ? 1 : 2, sizes_at = 3;
   const ox_known *k;
-  if (ox_input(node, scales_at)) {
+  const ox_value *scales = ox_input(node, scales_at) ? ox_value_find(im, ox_input(node, scales_at)) : NULL;
+  const bool no_scales = scales && scales->known && scales->known->count == 0 && ox_input(node, sizes_at);
+  if (ox_input(node, scales_at) && !no_scales) { /* (an empty scales beside sizes: torch's size= export) */
     TF_RETURN_IF_ERROR(ox_known_of(im, node, scales_at, &k));
     if (!k->is_float || k->count != rank)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "scales must hold %" PRId32 " floats", rank);
@@ -89,6 +91,18 @@ static tf_status repeat_axes(ox_import *im, const ox_node *node, tf_tensor_id x,
 tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t factor[TF_MAX_RANK];
+  /* (factors' error, if any, is the nearest path's to report below) */
+  tf_status no_factors = factors(im, node, rank, dims, factor);
+  bool same_size = !no_factors && !attr_is(node, "coordinate_transformation_mode", "half_pixel", "tf_crop_and_resize");
+  tf_status_free(no_factors);
+  for (int32_t a = 0; a < rank && same_size; a++)
+    same_size = factor[a] == 1;
+  if (same_size) /* every mode maps each pixel to itself (BEiT's table interpolated to its own size) */
+    return ox_set_tensor(im, node, 0, x);
   if (!attr_is(node, "mode", "nearest", "nearest"))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest (linear and cubic are not supported)");
   bool asymmetric = attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
@@ -101,10 +115,6 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "this coordinate_transformation_mode and nearest_mode (asymmetric with floor, or half_pixel with "
                    "rounding, only)");
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
-  int64_t factor[TF_MAX_RANK];
   TF_RETURN_IF_ERROR(factors(im, node, rank, dims, factor));
   return repeat_axes(im, node, x, factor, false);
 }

@@ -216,6 +216,12 @@ def main():
                 [node("Einsum", ["x", "w"], ["y"], "terms", attribute_string("equation", "ni->n"))],
                 [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N"])], [tensor("w", [3, 3], [0.5] * 9)])),
              ["einsum_terms.onnx", "'terms' (Einsum)", "has not one term per input (2)"]),
+            # ScatterND of data (a slice assignment into an input): no scatter op
+            ("scatter of data", write("scatter.onnx", model(
+                [node("ScatterND", ["x", "i", "u"], ["y"], "assign")],
+                [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 4])],
+                [int_tensor("i", [1, 1], [0]), tensor("u", [1, 4], [1.0] * 4)])),
+             ["scatter.onnx", "'assign' (ScatterND)", "ScatterND of data", "'x'"]),
             # a Range of fixed numbers with a zero step
             ("range zero step", write("range_step.onnx", model(
                 [node("Range", ["s", "l", "d"], ["r"], "positions"), node("Cast", ["r"], ["f"], "cast", attribute_int("to", 1)),

@@ -794,18 +794,22 @@ class StraightThrough(torch.nn.Module):
         return self.b(h * torch.sigmoid(self.gate(x)).detach() + h)
 
 
-def detached():
-    torch.manual_seed(7)
-    model = StraightThrough()
-    xs, ys = torch.randn(batch, 8), torch.randint(0, 5, (batch,))
+def beside_torch(model, xs, ys, counted, steps=5):
+    """from_torch of `model` (cross_entropy), then `steps` AdamW steps by tightfit and by PyTorch:
+    (a problem or None, what was seen, the graph's ops), what was seen counting the ops in `counted`."""
     graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
     ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
-    seen = f"{ops.count('stop_gradient')} stop_gradient; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
-        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
-    if ops.count("stop_gradient") != 2:
-        return f"expected 2 stop_gradient nodes: {ops}", seen
-    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+    losses, expected, worst = adamw_both(graph, model, xs, ys, steps)
+    seen = ", ".join(f"{ops.count(op)} {op}" for op in counted) + f"; {steps} AdamW steps {losses[0]:.6f} -> " \
+        f"{losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen, ops
+
+
+def detached():
+    torch.manual_seed(7)
+    problem, seen, ops = beside_torch(StraightThrough(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
+                                      ["stop_gradient"])
+    return (f"expected 2 stop_gradient nodes: {ops}" if ops.count("stop_gradient") != 2 else problem), seen
 
 
 case("detach() (a straight-through estimator, a detached gate) trains as PyTorch's", detached)
@@ -826,14 +830,7 @@ class Shifted(torch.nn.Module):
 
 def padded():
     torch.manual_seed(8)
-    model = Shifted()
-    xs, ys = torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,))
-    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
-    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
-    seen = f"{ops.count('concat')} concat, {ops.count('slice')} slice; 5 AdamW steps {losses[0]:.6f} -> " \
-        f"{losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
-    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+    return beside_torch(Shifted(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["concat", "slice"])[:2]
 
 
 case("F.pad of data (zeros, a value, a negative pad) trains as PyTorch's", padded)
@@ -867,14 +864,7 @@ class Einsums(torch.nn.Module):
 
 def einsums():
     torch.manual_seed(9)
-    model = Einsums()
-    xs, ys = torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,))
-    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
-    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
-    seen = f"{ops.count('matmul')} matmul, {ops.count('sum')} sum; 5 AdamW steps {losses[0]:.6f} -> " \
-        f"{losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
-    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+    return beside_torch(Einsums(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["matmul", "sum"])[:2]
 
 
 case("torch.einsum (attention, an ellipsis, dots, sums, an implicit output, three operands, a folded table) trains "
