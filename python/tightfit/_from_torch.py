@@ -166,7 +166,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
-    restore_detach = _detach_as_stop_gradient(torch)
+    restore_detach = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -183,6 +183,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         m.training = True
     module.training = True  # the top level only: read by the deduplication, by no layer
     try:
+        restore_detach = _detach_as_stop_gradient(torch)
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -196,7 +197,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
     finally:
-        restore_detach()
+        if restore_detach:
+            restore_detach()
         if scripted:
             pass
         elif own_forward is None:
