@@ -119,16 +119,41 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   return repeat_axes(im, node, x, factor, false);
 }
 
+/* Tile's symbolic repeats (WavLM's position bias repeated for each of the batch's N rows): each on
+ * an axis of size 1, which is then expanded to that size; *x becomes the expanded tensor and those
+ * axes' repeats 1. */
+static tf_status expand_symbolic_repeats(ox_import *im, const ox_node *node, const ox_known *k, tf_tensor_id *x,
+                                         int64_t *repeats) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, *x, &rank, dims);
+  bool any = false;
+  for (int32_t a = 0; a < rank; a++) {
+    repeats[a] = k->ints[a].size;
+    if (k->ints[a].symbol < 0)
+      continue;
+    if (dims[a].symbol >= 0 || dims[a].size != 1)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic repeat on axis %" PRId32 " of a size other than 1", a);
+    dims[a] = k->ints[a];
+    repeats[a] = 1;
+    any = true;
+  }
+  if (any)
+    *x = tf_expand(im->graph, *x, tf_shape_from(dims, rank));
+  return ox_graph_error(im, node);
+}
+
 tf_status ox_convert_tile(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const int32_t rank = ox_rank_of(im, x);
   int64_t repeats[TF_MAX_RANK];
-  int32_t n;
-  TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, repeats, TF_MAX_RANK, &n));
-  if (n != rank)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "repeats holds %" PRId32 " values for a rank-%" PRId32 " input", n,
-                   rank);
+  const ox_known *k;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &k));
+  if (k->is_float || k->count != rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "repeats holds %" PRId64 " values for a rank-%" PRId32 " input",
+                   k->count, rank);
+  TF_RETURN_IF_ERROR(expand_symbolic_repeats(im, node, k, &x, repeats));
   for (int32_t a = 0; a < rank; a++)
     if (repeats[a] < 1 || repeats[a] > 1024)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED, "repeats %" PRId64 " on axis %" PRId32 " (1 to 1024 only)",

@@ -222,6 +222,11 @@ def main():
                 [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 4])],
                 [int_tensor("i", [1, 1], [0]), tensor("u", [1, 4], [1.0] * 4)])),
              ["scatter.onnx", "'assign' (ScatterND)", "ScatterND of data", "'x'"]),
+            # Tile by the batch's symbolic size of an axis that is not 1
+            ("tile symbolic repeat", write("tile.onnx", model(
+                [node("Shape", ["x"], ["s"], "shape"), node("Tile", ["x", "s"], ["y"], "repeat")],
+                [value_info("x", 1, ["N", 2])], [value_info("y", 1, ["N", 4])])),
+             ["tile.onnx", "'repeat' (Tile)", "a symbolic repeat on axis 0 of a size other than 1"]),
             # a Range of fixed numbers with a zero step
             ("range zero step", write("range_step.onnx", model(
                 [node("Range", ["s", "l", "d"], ["r"], "positions"), node("Cast", ["r"], ["f"], "cast", attribute_int("to", 1)),

@@ -3,7 +3,7 @@ architectures built from their configs with random weights (no download) — GPT
 and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM), T5's
 encoder, ViT, BEiT, Swin
 and ConvNeXt (image classification), Whisper's encoder,
-Wav2Vec2 (its CTC head's logits), OPT, GPT-NeoX and Falcon, and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary
+Wav2Vec2 (its CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX and Falcon, and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary
 positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
 forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
 first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
@@ -32,8 +32,11 @@ warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
 # Wav2Vec2's encoder asks whether it runs under FSDP, which imports torch.distributed.fsdp; under Python
 # 3.11 Debian's PyTorch 1.13 fails that import (a dataclass with a mutable default). Nothing here is
 # sharded: the answer is no.
+import transformers.models.hubert.modeling_hubert as _hubert  # noqa: E402
 import transformers.models.wav2vec2.modeling_wav2vec2 as _wav2vec2  # noqa: E402
-_wav2vec2.is_fsdp_managed_module = lambda module: False
+import transformers.models.wavlm.modeling_wavlm as _wavlm  # noqa: E402
+for _speech in (_wav2vec2, _hubert, _wavlm):
+    _speech.is_fsdp_managed_module = lambda module: False
 _gelu = torch.nn.functional.gelu
 
 
@@ -166,6 +169,21 @@ def wav2vec2():
     return run(model, {"input_values": torch.randn(BATCH, samples)}, torch.randn(BATCH, 39, 12), "mse")
 
 
+def speech_encoder(model_class, config_class, seed, **extra):
+    """A Wav2Vec2-style encoder (HuBERT; WavLM, whose gated relative position bias is bucketed by a log
+    of the positions and tiled over the batch) of 2 layers, d 32, mse on its last hidden state."""
+    def build():
+        torch.manual_seed(seed)
+        config = config_class(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                              conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                              num_conv_pos_embedding_groups=4, hidden_dropout=0.0, attention_dropout=0.0,
+                              activation_dropout=0.0, feat_proj_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0,
+                              initializer_range=0.2, **extra)
+        model = Wrapped(model_class(config), "input_values")
+        return run(model, {"input_values": torch.randn(BATCH, 400)}, torch.randn(BATCH, 39, 32), "mse")
+    return build
+
+
 def distilbert():
     """DistilBERT builds its attention mask as torch.ones(input_shape) when given none and compares it
     with 0 (a float Equal), which the importer folds: a constant fill."""
@@ -273,6 +291,10 @@ case("transformers RobertaForMaskedLM (1 layer, d 32, its head tied to the embed
      "cross_entropy", roberta_masked_lm)
 case("transformers Whisper encoder (2 layers, d 32, 8 mel bins), mse", whisper_encoder)
 case("transformers Wav2Vec2ForCTC (2 conv + 2 transformer layers, d 32), mse on the logits", wav2vec2)
+case("transformers HubertModel (2 conv + 2 transformer layers, d 32), mse", speech_encoder(
+    transformers.HubertModel, transformers.HubertConfig, 53))
+case("transformers WavLMModel (2 conv + 2 transformer layers, d 32, bucketed relative position bias), mse",
+     speech_encoder(transformers.WavLMModel, transformers.WavLMConfig, 54, num_buckets=16, max_bucket_distance=20))
 case("transformers DistilBertForMaskedLM (2 layers, d 32, its default mask of ones), per-token cross_entropy",
      distilbert)
 case("transformers T5EncoderModel (2 layers, d 32, relative position buckets), mse", t5_encoder)
