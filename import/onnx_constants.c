@@ -36,14 +36,12 @@ tf_status ox_convert_identity(ox_import *im, const ox_node *node) {
  * input's value, through which no gradient flows. A known value and integer data have none. */
 tf_status ox_convert_stop_gradient(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  ox_value *from = ox_value_find(im, ox_input(node, 0));
-  if (from && from->known && from->tensor == TF_NO_TENSOR && !from->initializer)
+  if (ox_foldable(im, node, 0))
     return ox_convert_identity(im, node);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  tf_tensor_info info;
-  bool floating =
-      tf_graph_tensor(im->graph, x, &info) && (info.dtype == TF_F32 || info.dtype == TF_F16 || info.dtype == TF_BF16);
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  const bool floating = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
   return ox_set_tensor(im, node, 0, floating ? tf_unary(im->graph, TF_OP_STOP_GRADIENT, x) : x);
 }
 

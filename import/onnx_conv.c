@@ -7,8 +7,7 @@
 #include "import/onnx_converters.h"
 
 static tf_status symmetric_pads(ox_import *im, const ox_node *node, int32_t n, int32_t *padding) {
-  const Onnx__AttributeProto *auto_pad = ox_attr(node, "auto_pad");
-  if (auto_pad && auto_pad->has_s && !(auto_pad->s.len == 6 && memcmp(auto_pad->s.data, "NOTSET", 6) == 0))
+  if (!ox_attr_is(node, "auto_pad", "NOTSET", "NOTSET"))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "auto_pad (export with explicit pads)");
   int64_t pads[8];
   int32_t count = ox_attr_ints(node, "pads", pads, 8);

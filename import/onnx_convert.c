@@ -10,6 +10,12 @@ bool ox_is_known(ox_import *im, const char *name) {
   return v && v->known && v->tensor == TF_NO_TENSOR;
 }
 
+const ox_known *ox_foldable(ox_import *im, const ox_node *node, int32_t i) {
+  const char *name = ox_input(node, i);
+  ox_value *v = name ? ox_value_find(im, name) : NULL;
+  return v && v->known && v->tensor == TF_NO_TENSOR && !v->initializer ? v->known : NULL;
+}
+
 /* Output `i` becomes graph tensor `id` (renamed to the ONNX name when it is a graph output). */
 tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id id) {
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));

@@ -8,6 +8,9 @@
 
 /* True when value `name` is known and has no graph tensor yet. */
 bool ox_is_known(ox_import *im, const char *name);
+/* Input i's known value when a fold may read it as a constant (known, no graph tensor yet, not a
+ * float initializer, which stays a parameter that trains); NULL otherwise. */
+const ox_known *ox_foldable(ox_import *im, const ox_node *node, int32_t i);
 /* Output i becomes graph tensor `id` (the builder's error, if any, is returned). */
 tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id id) TF_MUST_USE;
 /* Output i becomes known value `k` (taken over, also on error). */

@@ -27,6 +27,8 @@ const char *ox_dtype_name(int32_t type);
 const char *ox_input(const ox_node *node, int32_t i);
 const Onnx__AttributeProto *ox_attr(const ox_node *node, const char *name);
 int64_t ox_attr_int(const ox_node *node, const char *name, int64_t fallback);
+/* Whether string attribute `name` (`fallback` when absent) is `expected`. */
+bool ox_attr_is(const ox_node *node, const char *name, const char *fallback, const char *expected);
 double ox_attr_float(const ox_node *node, const char *name, double fallback);
 /* Copies the ints of attribute `name` into out (at most max); returns how many (-1 when absent). */
 int32_t ox_attr_ints(const ox_node *node, const char *name, int64_t *out, int32_t max);

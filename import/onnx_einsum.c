@@ -324,8 +324,7 @@ tf_status ox_convert_einsum(ox_import *im, const ox_node *node) {
   bool all_known = true;
   for (int32_t k = 0; k < n; k++) {
     TF_RETURN_IF_ERROR(ox_need_input(im, node, k));
-    const ox_value *v = ox_value_find(im, ox_input(node, k));
-    terms[k].known = ox_is_known(im, ox_input(node, k)) && !v->initializer ? v->known : NULL;
+    terms[k].known = ox_foldable(im, node, k);
     terms[k].x = TF_NO_TENSOR;
     if (!terms[k].known)
       TF_RETURN_IF_ERROR(ox_tensor_of(im, node, k, &terms[k].x));

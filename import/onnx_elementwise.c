@@ -124,9 +124,9 @@ static tf_status fold_unary(ox_import *im, const ox_node *node, tf_op op, const 
 
 static tf_status unary(ox_import *im, const ox_node *node, tf_op op) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  const ox_value *from = ox_value_find(im, ox_input(node, 0));
-  if (from && unary_function(op) && ox_is_known(im, ox_input(node, 0)) && !from->initializer)
-    return fold_unary(im, node, op, from->known);
+  const ox_known *known = ox_foldable(im, node, 0);
+  if (known && unary_function(op))
+    return fold_unary(im, node, op, known);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
@@ -363,12 +363,12 @@ static tf_status fold_extremum(ox_import *im, const ox_node *node, char op, bool
   *done = false;
   ox_known *k = NULL;
   for (int32_t i = 0; i < node->n_inputs; i++)
-    if (ox_input(node, i) && !ox_is_known(im, ox_input(node, i)))
+    if (ox_input(node, i) && !ox_foldable(im, node, i))
       return NULL;
   for (int32_t i = 0; i < node->n_inputs; i++) {
     if (!ox_input(node, i))
       continue;
-    const ox_known *x = ox_value_find(im, ox_input(node, i))->known;
+    const ox_known *x = ox_foldable(im, node, i);
     ox_known *next = NULL;
     tf_status status = k ? ox_fold_binary(op, k, x, &next) : NULL;
     next = k ? next : ox_fold_copy(x, x->rank, x->shape);

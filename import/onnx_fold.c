@@ -528,8 +528,6 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
 /* The most multiply-adds a MatMul of known values may take at import (a rotary table: T x d/2). */
 #define OX_FOLD_MATMUL_WORK ((int64_t)1 << 28)
 
-/* The value an f32 computation stores: `x` rounded to f32 when the value's type is f32. */
-
 static double real_at(const ox_known *x, int64_t i) { return x->is_float ? x->reals[i] : (double)x->ints[i].size; }
 
 bool ox_known_has_symbol(const ox_known *x) {

@@ -84,9 +84,9 @@ static tf_status fold_flatten(ox_import *im, const ox_node *node, const ox_known
 
 tf_status ox_convert_flatten(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  const ox_value *from = ox_value_find(im, ox_input(node, 0));
-  if (from && ox_is_known(im, ox_input(node, 0)) && !from->initializer)
-    return fold_flatten(im, node, from->known);
+  const ox_known *known = ox_foldable(im, node, 0);
+  if (known)
+    return fold_flatten(im, node, known);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
@@ -236,7 +236,7 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
  * INT_MAX); Pad's pads reversed by torch's export with step -1), one axis after the other. */
 static tf_status fold_slice(ox_import *im, const ox_node *node, const int64_t *starts, const ox_known *ends,
                             const int64_t *axes, const int64_t *steps, int32_t n) {
-  const ox_known *value = ox_value_find(im, ox_input(node, 0))->known;
+  const ox_known *value = ox_foldable(im, node, 0);
   ox_known *k = ox_fold_copy(value, value->rank, value->shape);
   if (!k)
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
@@ -259,9 +259,8 @@ static tf_status fold_slice(ox_import *im, const ox_node *node, const int64_t *s
 
 tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  /* (a float initializer read as known elsewhere stays a parameter here: its slice trains) */
-  const bool known = ox_is_known(im, ox_input(node, 0)) && !ox_value_find(im, ox_input(node, 0))->initializer;
-  const bool known_vector = known && ox_value_find(im, ox_input(node, 0))->known->rank == 1;
+  const bool known = ox_foldable(im, node, 0) != NULL;
+  const bool known_vector = known && ox_foldable(im, node, 0)->rank == 1;
   tf_tensor_id x = TF_NO_TENSOR;
   int32_t rank = 1;
   tf_dim dims[TF_MAX_RANK];
@@ -634,10 +633,8 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
     TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, pads, 2 * TF_MAX_RANK, &n));
   else if ((n = ox_attr_ints(node, "pads", pads, 2 * TF_MAX_RANK)) > 2 * TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many pads");
-  const Onnx__AttributeProto *mode = ox_attr(node, "mode");
-  if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "mode '%.*s' (only constant)", (int)mode->s.len,
-                   (const char *)mode->s.data);
+  if (!ox_attr_is(node, "mode", "constant", "constant"))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than constant (reflect and edge are not supported)");
   if (im->opset >= 18 && ox_input(node, 3))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "an axes input (pads for every axis only)");
   double value;
@@ -668,27 +665,25 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node) {
   for (int32_t i = 0; i < 3; i++) {
     TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
-    if (!ox_is_known(im, ox_input(node, i)) || ox_value_find(im, ox_input(node, i))->initializer)
+    if (!ox_foldable(im, node, i))
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                      "ScatterND of data (input %" PRId32 " '%s'): only of values known when importing, as a "
                      "position index built by slice assignments",
                      i, ox_input(node, i));
   }
-  const Onnx__AttributeProto *a = ox_attr(node, "reduction");
   static const struct {
     const char *name;
     char op;
   } reductions[] = {{"none", '='}, {"add", '+'}, {"mul", '*'}, {"max", 'M'}, {"min", 'm'}};
-  char op = a && a->has_s ? 0 : '=';
+  char op = 0;
   for (size_t i = 0; !op && i < sizeof(reductions) / sizeof(reductions[0]); i++)
-    if (a->s.len == strlen(reductions[i].name) && memcmp(a->s.data, reductions[i].name, a->s.len) == 0)
+    if (ox_attr_is(node, "reduction", "none", reductions[i].name))
       op = reductions[i].op;
   if (!op)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "reduction '%.*s'", (int)a->s.len, (const char *)a->s.data);
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a reduction other than none, add, mul, max or min");
   ox_known *k;
   TF_RETURN_IF_ERROR(
       ox_at(im, node,
-            ox_fold_scatter_nd(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
-                               ox_value_find(im, ox_input(node, 2))->known, op, &k)));
+            ox_fold_scatter_nd(ox_foldable(im, node, 0), ox_foldable(im, node, 1), ox_foldable(im, node, 2), op, &k)));
   return ox_set_known(im, node, 0, k);
 }

@@ -18,6 +18,13 @@ const Onnx__AttributeProto *ox_attr(const ox_node *node, const char *name) {
   return NULL;
 }
 
+bool ox_attr_is(const ox_node *node, const char *name, const char *fallback, const char *expected) {
+  const Onnx__AttributeProto *a = ox_attr(node, name);
+  if (!a || !a->has_s)
+    return strcmp(fallback, expected) == 0;
+  return a->s.len == strlen(expected) && memcmp(a->s.data, expected, a->s.len) == 0;
+}
+
 int64_t ox_attr_int(const ox_node *node, const char *name, int64_t fallback) {
   const Onnx__AttributeProto *a = ox_attr(node, name);
   return a && a->has_i ? a->i : fallback;

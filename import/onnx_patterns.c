@@ -292,8 +292,7 @@ static void match_padded_pool(ox_import *im, ox_node *node) {
   ox_node *pad = ox_producer(im, ox_input(node, 0));
   if (!ox_is_op(pad, "Pad") || (ox_input(pad, 2) && !ox_is_scalar(im, ox_input(pad, 2), 0, 0)))
     return;
-  const Onnx__AttributeProto *mode = ox_attr(pad, "mode");
-  if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
+  if (!ox_attr_is(pad, "mode", "constant", "constant"))
     return;
   int64_t pads[8], own[4];
   int32_t n = im->opset >= 11 ? ox_ints_of(im, ox_input(pad, 1), pads, 8) : ox_attr_ints(pad, "pads", pads, 8);

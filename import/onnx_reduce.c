@@ -88,10 +88,10 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
   if (n > TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  const ox_value *from = ox_value_find(im, ox_input(node, 0));
+  const ox_known *known = ox_foldable(im, node, 0);
   const bool plain = kind == REDUCE_PLAIN || kind == REDUCE_MIN;
-  if (plain && (op == TF_OP_SUM || op == TF_OP_MAX) && from && ox_is_known(im, ox_input(node, 0)) && !from->initializer)
-    return fold_reduce(im, node, from->known, axes, n, kind == REDUCE_MIN ? 'm' : op == TF_OP_SUM ? '+' : 'M');
+  if (plain && (op == TF_OP_SUM || op == TF_OP_MAX) && known)
+    return fold_reduce(im, node, known, axes, n, kind == REDUCE_MIN ? 'm' : op == TF_OP_SUM ? '+' : 'M');
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   tf_graph *g = im->graph;

@@ -13,13 +13,6 @@
 #include "import/onnx_converters.h"
 
 /* String attribute `name`, or `fallback` when absent, equals `expected`. */
-static bool attr_is(const ox_node *node, const char *name, const char *fallback, const char *expected) {
-  const Onnx__AttributeProto *a = ox_attr(node, name);
-  if (!a || !a->has_s)
-    return strcmp(fallback, expected) == 0;
-  return a->s.len == strlen(expected) && memcmp(a->s.data, expected, a->s.len) == 0;
-}
-
 /* The factor of each of x's `rank` axes from the scales (floats) or the sizes (integers of the
  * output, which must be whole multiples of fixed input sizes): each a whole number >= 1. */
 static tf_status factors(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *factor) {
@@ -95,27 +88,30 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
   int64_t factor[TF_MAX_RANK];
-  /* (factors' error, if any, is the nearest path's to report below) */
-  tf_status no_factors = factors(im, node, rank, dims, factor);
-  bool same_size = !no_factors && !attr_is(node, "coordinate_transformation_mode", "half_pixel", "tf_crop_and_resize");
-  tf_status_free(no_factors);
+  tf_status no_factors = factors(im, node, rank, dims, factor); /* reported after the mode's checks */
+  bool same_size =
+      !no_factors && !ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "tf_crop_and_resize");
   for (int32_t a = 0; a < rank && same_size; a++)
     same_size = factor[a] == 1;
   if (same_size) /* every mode maps each pixel to itself (BEiT's table interpolated to its own size) */
     return ox_set_tensor(im, node, 0, x);
-  if (!attr_is(node, "mode", "nearest", "nearest"))
+  if (!ox_attr_is(node, "mode", "nearest", "nearest")) {
+    tf_status_free(no_factors);
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest (linear and cubic are not supported)");
-  bool asymmetric = attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
-  bool half_pixel = attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||
-                    attr_is(node, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
-  bool floor_mode = attr_is(node, "nearest_mode", "round_prefer_floor", "floor");
-  bool rounding = attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||
-                  attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_ceil");
-  if (!(asymmetric && floor_mode) && !(half_pixel && rounding))
+  }
+  bool asymmetric = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
+  bool half_pixel = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||
+                    ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
+  bool floor_mode = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "floor");
+  bool rounding = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||
+                  ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_ceil");
+  if (!(asymmetric && floor_mode) && !(half_pixel && rounding)) {
+    tf_status_free(no_factors);
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "this coordinate_transformation_mode and nearest_mode (asymmetric with floor, or half_pixel with "
                    "rounding, only)");
-  TF_RETURN_IF_ERROR(factors(im, node, rank, dims, factor));
+  }
+  TF_RETURN_IF_ERROR(no_factors);
   return repeat_axes(im, node, x, factor, false);
 }
 
