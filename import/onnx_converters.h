@@ -21,6 +21,10 @@ tf_status ox_convert_leaky_relu(ox_import *im, const ox_node *node);
 tf_status ox_convert_sqrt(ox_import *im, const ox_node *node);
 tf_status ox_convert_cos(ox_import *im, const ox_node *node);
 tf_status ox_convert_sin(ox_import *im, const ox_node *node);
+/* Sign, Ceil and Floor of known values (DeBERTa-v2's log-bucketed relative positions); refused on data. */
+tf_status ox_convert_sign(ox_import *im, const ox_node *node);
+tf_status ox_convert_ceil(ox_import *im, const ox_node *node);
+tf_status ox_convert_floor(ox_import *im, const ox_node *node);
 tf_status ox_convert_gelu(ox_import *im, const ox_node *node);
 tf_status ox_convert_max(ox_import *im, const ox_node *node);
 tf_status ox_convert_min(ox_import *im, const ox_node *node);
@@ -49,6 +53,10 @@ tf_status ox_convert_greater_or_equal(ox_import *im, const ox_node *node);
 tf_status ox_convert_less_or_equal(ox_import *im, const ox_node *node);
 tf_status ox_convert_where(ox_import *im, const ox_node *node);
 tf_status ox_convert_not(ox_import *im, const ox_node *node);
+/* And, Or, Xor: folded on known values; of masks, products and sums of 0/1 tensors. */
+tf_status ox_convert_and(ox_import *im, const ox_node *node);
+tf_status ox_convert_or(ox_import *im, const ox_node *node);
+tf_status ox_convert_xor(ox_import *im, const ox_node *node);
 /* Cast to BOOL of data (ox_convert_cast's): nonzero as an f32 0/1 mask. */
 tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node);
 
@@ -100,7 +108,12 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node);
 tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
+
+/* onnx_scatter.c: ScatterND, folded or of data as a slice assignment */
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node);
+
+/* onnx_gather_elements.c: GatherElements by known (or known, expanded) indices: an embedding lookup */
+tf_status ox_convert_gather_elements(ox_import *im, const ox_node *node);
 
 /* onnx_einsum.c: Einsum as transposes, reshapes, sums and batched matmuls */
 tf_status ox_convert_einsum(ox_import *im, const ox_node *node);

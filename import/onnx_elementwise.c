@@ -206,6 +206,35 @@ static tf_status trigonometric(ox_import *im, const ox_node *node, double (*func
   return ox_set_known(im, node, 0, k);
 }
 
+static double sign_of(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; } /* NaN stays NaN, -0 stays -0 */
+
+/* Sign, Ceil and Floor of a known value (DeBERTa-v2's log buckets of relative positions: sign, ceil);
+ * of integers they stay integers. tightfit has no rounding op for data. */
+static tf_status rounding(ox_import *im, const ox_node *node, double (*function)(double)) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_known *x = ox_foldable(im, node, 0);
+  if (!x)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "%s of data is not supported (only of values known when importing, as relative positions)",
+                   node->proto->op_type);
+  ox_known *k;
+  if (x->is_float) {
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(x, function, &k)));
+    return ox_set_known(im, node, 0, k);
+  }
+  if (ox_known_has_symbol(x))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of a symbolic size", node->proto->op_type);
+  if (!(k = ox_fold_copy(x, x->rank, x->shape)))
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; function == sign_of && i < k->count; i++)
+    k->ints[i] = tf_fixed(k->ints[i].size > 0 ? 1 : k->ints[i].size < 0 ? -1 : 0);
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_sign(ox_import *im, const ox_node *node) { return rounding(im, node, sign_of); }
+tf_status ox_convert_ceil(ox_import *im, const ox_node *node) { return rounding(im, node, ceil); }
+tf_status ox_convert_floor(ox_import *im, const ox_node *node) { return rounding(im, node, floor); }
+
 tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonometric(im, node, cos); }
 
 tf_status ox_convert_sin(ox_import *im, const ox_node *node) { return trigonometric(im, node, sin); }
@@ -443,7 +472,32 @@ static tf_status clip(ox_import *im, const ox_node *node, tf_tensor_id x, tf_ten
 
 /* Clip: bounds from inputs 1 and 2 (opset 11 on; a known scalar becomes a constant of x's dtype),
  * before that from the min and max attributes. */
+/* Clip of a known value by known bounds (DeBERTa's clamp of relative positions): Max, then Min. */
+static tf_status fold_clip(ox_import *im, const ox_node *node, const ox_known *x) {
+  ox_known *k = ox_fold_copy(x, x->rank, x->shape);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int32_t i = 0; i < 2; i++) {
+    const ox_known *bound = ox_input(node, i + 1) ? ox_foldable(im, node, i + 1) : NULL;
+    if (!bound)
+      continue;
+    ox_known *next;
+    tf_status status = ox_fold_binary(i == 0 ? 'M' : 'm', k, bound, &next);
+    ox_known_free(k);
+    TF_RETURN_IF_ERROR(ox_at(im, node, status));
+    k = next;
+  }
+  return ox_set_known(im, node, 0, k);
+}
+
 tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_known *known = ox_foldable(im, node, 0);
+  bool bounds_known = im->opset >= 11;
+  for (int32_t i = 1; i <= 2 && bounds_known; i++)
+    bounds_known = !ox_input(node, i) || ox_foldable(im, node, i);
+  if (known && bounds_known)
+    return fold_clip(im, node, known);
   tf_tensor_id x, bounds[2] = {TF_NO_TENSOR, TF_NO_TENSOR};
   TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
   static const char *const names[2] = {"min", "max"};

@@ -94,6 +94,13 @@ static bool fold_int(char op, tf_dim a, tf_dim b, tf_dim *out) {
       return false;
     *out = tf_fixed(op == 'M' ? (a.size > b.size ? a.size : b.size) : (a.size < b.size ? a.size : b.size));
     return true;
+  case 'A': /* And, Or, Xor: of fixed values only */
+  case 'O':
+  case 'X':
+    if (!fa || !fb)
+      return false;
+    *out = tf_fixed(op == 'A' ? a.size && b.size : op == 'O' ? a.size || b.size : !a.size != !b.size);
+    return true;
   case '=': /* Equal: a symbol's multiple is >= 1, so it equals no number below 1 */
     if (fa && fb)
       *out = tf_fixed(a.size == b.size);
@@ -119,6 +126,9 @@ static double fold_real(char op, double a, double b) {
   case '<': return a < b;
   case 'G': return a >= b;
   case 'L': return a <= b;
+  case 'A': return a != 0 && b != 0;
+  case 'O': return a != 0 || b != 0;
+  case 'X': return (a != 0) != (b != 0);
   case '%': return a - floor(a / b) * b;
   case 'f': return fmod(a, b);
   case 'M': return a != a || b != b ? NAN : fmax(a, b); /* ONNX's Max and Min propagate NaN */

@@ -7,7 +7,8 @@
 #include "import/onnx_values.h"
 
 /* a op b with numpy broadcasting; op is '+', '-', '*', '/', '=' (Equal), '>' (Greater), '<' (Less),
- * 'G' (GreaterOrEqual), 'L' (LessOrEqual), '%' / 'f' (Mod) or '^' (Pow). */
+ * 'G' (GreaterOrEqual), 'L' (LessOrEqual), '%' / 'f' (Mod), 'M' / 'm' (Max, Min), 'A' / 'O' / 'X'
+ * (And, Or, Xor) or '^' (Pow). */
 tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known **out) TF_MUST_USE;
 /* cond ? x : y elementwise over known values (numpy broadcasting of the three). */
 tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known *y, ox_known **out) TF_MUST_USE;

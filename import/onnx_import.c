@@ -124,6 +124,23 @@ static tf_tensor_id output_copy(ox_import *im, tf_tensor_id id) {
   return rank < 0 ? id : tf_reshape(im->graph, id, tf_shape_from(dims, rank));
 }
 
+/* An output ONNX types BOOL that the importer computed as an f32 mask of 0s and 1s (And, Equal of
+ * data): cast to u8, the type tightfit reads and writes bool data as; the output keeps its name. */
+static tf_status bool_output(ox_import *im, const Onnx__ValueInfoProto *info, tf_tensor_id *id) {
+  const Onnx__TypeProto *type = info->type;
+  tf_tensor_info tensor;
+  if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !type->tensor_type ||
+      type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ||
+      !tf_graph_tensor(im->graph, *id, &tensor) || tensor.dtype != TF_F32)
+    return NULL;
+  char mask[300];
+  snprintf(mask, sizeof(mask), "%s.mask", tensor.name);
+  if (tensor.kind == TF_ACTIVATION)
+    tf_graph_rename(im->graph, *id, mask);
+  *id = tf_cast(im->graph, *id, TF_U8);
+  return ox_graph_error(im, NULL);
+}
+
 /* --loss output: the first output is the model's loss already; it must be a scalar. */
 static tf_status output_loss(ox_import *im, tf_tensor_id first) {
   int32_t rank;
@@ -215,6 +232,7 @@ static tf_status add_outputs_and_loss(ox_import *im) {
       id = output_copy(im, id);
       TF_RETURN_IF_ERROR(ox_graph_error(im, NULL));
     }
+    TF_RETURN_IF_ERROR(bool_output(im, g->output[i], &id));
     if (name && tf_graph_tensor(im->graph, id, &info) && info.kind == TF_ACTIVATION && strcmp(info.name, name) != 0 &&
         tf_graph_find_tensor(im->graph, name) == TF_NO_TENSOR)
       tf_graph_rename(im->graph, id, name);

@@ -659,31 +659,3 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
   }
   return ox_set_tensor(im, node, 0, x);
 }
-
-/* ScatterND of values known when importing (BEiT's relative position index, built by slice
- * assignments: `index[1:, 1:] = ...`): folded. Of data it is refused: tightfit has no scatter op. */
-tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node) {
-  for (int32_t i = 0; i < 3; i++) {
-    TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
-    if (!ox_foldable(im, node, i))
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "ScatterND of data (input %" PRId32 " '%s'): only of values known when importing, as a "
-                     "position index built by slice assignments",
-                     i, ox_input(node, i));
-  }
-  static const struct {
-    const char *name;
-    char op;
-  } reductions[] = {{"none", '='}, {"add", '+'}, {"mul", '*'}, {"max", 'M'}, {"min", 'm'}};
-  char op = 0;
-  for (size_t i = 0; !op && i < sizeof(reductions) / sizeof(reductions[0]); i++)
-    if (ox_attr_is(node, "reduction", "none", reductions[i].name))
-      op = reductions[i].op;
-  if (!op)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a reduction other than none, add, mul, max or min");
-  ox_known *k;
-  TF_RETURN_IF_ERROR(
-      ox_at(im, node,
-            ox_fold_scatter_nd(ox_foldable(im, node, 0), ox_foldable(im, node, 1), ox_foldable(im, node, 2), op, &k)));
-  return ox_set_known(im, node, 0, k);
-}

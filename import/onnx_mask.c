@@ -7,6 +7,7 @@
  *   nonzero(x)     = 1 - relu(1 - |x|)               x of integer or bool type, cast to f32
  *                  = 1 - relu(1 - |x| 2^100 2^49)    x of a float type (Cast to BOOL)
  *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
+ *                  = relu(1 - |x - k| 2^100 2^49)    float x, k finite (no gradient: a stop_gradient)
  *   not m          = 1 - m
  *   where(m, v, x) = x (1 - m) + v m                 v finite
  *                  = x (1 - m) + log(1 - m)          v = -inf (log 0 = -inf, log 1 = 0)
@@ -15,9 +16,10 @@
  * For an integer x cast to f32, x != k leaves |x - k| >= 1 (both are whole numbers; a cast that
  * rounds a large x keeps it far from a small k), so each mask is exactly 0 or 1, and where() gives
  * x or v bit for bit wherever x is finite; its gradient with respect to x is (1 - m), 0 where the
- * fill is taken, as PyTorch's. Refused, with the node named: Equal of float data (a float compared
- * with a constant is not a whole-number difference) or of two data tensors, Where whose branches
- * are both data or whose data branch is not float. */
+ * fill is taken, as PyTorch's. Where of integer data (BART's ids, masked_fill(ids == -100, pad))
+ * computes in f32 and casts back: exact while the ids and the fill are whole numbers below 2^24.
+ * Equal of float data with a finite constant scales the difference as nonzero() does (float_equal).
+ * Refused, with the node named: Equal of two data tensors, Where whose branches are both data. */
 #include <math.h>
 
 #include "import/onnx_converters.h"
@@ -89,6 +91,25 @@ static tf_status equal_of_fill(ox_import *im, const ox_node *node, tf_tensor_id 
   return ox_graph_error(im, node);
 }
 
+/* Equal of float data x with finite known k (BLOOM's padding mask: causal + attention_mask == 0):
+ * relu(1 - |x - k| 2^149), exact where subnormals are kept (x - k is 0 only when x == k, and the
+ * smallest subnormal scaled reaches 1). PyTorch's == has no gradient: the mask is a stop_gradient. */
+static tf_status float_equal(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t other) {
+  double k;
+  TF_RETURN_IF_ERROR(known_scalar(im, node, other, ox_rank_of(im, x), "Equal", &k));
+  if (!isfinite(k))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data with %g (only with a finite number)", k);
+  tf_tensor_id wide = ox_dtype_of(im, x) == TF_F32 ? x : tf_cast(im->graph, x, TF_F32);
+  tf_tensor_id distance =
+      tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide, ox_scalar(im, node, TF_F32, k)));
+  tf_tensor_id scaled =
+      binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, distance, ox_scalar(im, node, TF_F32, 0x1p100)),
+                  ox_scalar(im, node, TF_F32, 0x1p49));
+  tf_tensor_id equal = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, scaled, TF_F32));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, tf_unary(im->graph, TF_OP_STOP_GRADIENT, equal));
+}
+
 static tf_status mask_equal(ox_import *im, const ox_node *node) {
   const bool known0 = ox_is_known(im, ox_input(node, 0)), known1 = ox_is_known(im, ox_input(node, 1));
   if (known0 == known1)
@@ -100,13 +121,11 @@ static tf_status mask_equal(ox_import *im, const ox_node *node) {
   if (filled != TF_NO_TENSOR)
     return ox_set_tensor(im, node, 0, filled);
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (!is_integer_dtype(dtype) && dtype != TF_F32)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of %s data (only of integer or bool data)",
-                   tf_dtype_name(dtype));
-  /* f32 data is a mask this file made only where ONNX says bool: Equal takes one type, so the
-   * constant is bool too */
-  if (dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype != TF_U8)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data (only of integer or bool data)");
+  /* f32 data is a mask this file made where ONNX says bool: Equal takes one type, so the constant
+   * is bool too */
+  if (!is_integer_dtype(dtype) &&
+      !(dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype == TF_U8))
+    return float_equal(im, node, x, 1 - data);
   double k;
   TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, ox_rank_of(im, x), "Equal", &k));
   if (k != floor(k) || fabs(k) >= OX_MASK_EXACT_LIMIT)
@@ -162,19 +181,25 @@ static tf_status mask_where(ox_import *im, const ox_node *node) {
   tf_tensor_id x, m;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where of %s data (only of float data)", tf_dtype_name(dtype));
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && !is_integer_dtype(dtype))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where of %s data (only of float or integer data)",
+                   tf_dtype_name(dtype));
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
   const int32_t rank = ox_rank_of(im, x) > ox_rank_of(im, m) ? ox_rank_of(im, x) : ox_rank_of(im, m);
   double v;
   TF_RETURN_IF_ERROR(known_scalar(im, node, 3 - data, rank, "Where", &v));
   if (isnan(v))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where filling NaN");
+  if (is_integer_dtype(dtype) && (v != floor(v) || fabs(v) >= OX_MASK_EXACT_LIMIT))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Where of integer data filling %g (only a whole number below 2^24 in magnitude)", v);
   if (data == 1) /* Where(keep, x, v): the fill goes where the condition is 0 */
     m = one_minus(im, node, m, TF_F32);
+  if (is_integer_dtype(dtype)) /* ids filled (BART's masked_fill of -100 by the pad id): in f32, cast back */
+    x = tf_cast(im->graph, x, TF_F32);
   tf_tensor_id out;
   TF_RETURN_IF_ERROR(masked_fill(im, node, x, m, v, &out));
-  return ox_set_tensor(im, node, 0, out);
+  return ox_set_tensor(im, node, 0, is_integer_dtype(dtype) ? tf_cast(im->graph, out, dtype) : out);
 }
 
 /* ---- Equal, Where and Not: folded on values known at import time (the shape arithmetic
@@ -226,6 +251,36 @@ tf_status ox_convert_where(ox_import *im, const ox_node *node) {
                           ox_value_find(im, ox_input(node, 2))->known, &k)));
   return ox_set_known(im, node, 0, k);
 }
+
+/* And, Or and Xor of two masks: m1 m2, m1 + m2 - m1 m2 and |m1 - m2|, exact on 0s and 1s. */
+static tf_status mask_logical(ox_import *im, const ox_node *node, char op) {
+  tf_tensor_id a, b;
+  TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &a));
+  TF_RETURN_IF_ERROR(mask_operand(im, node, 1, true, &b));
+  tf_tensor_id both = binary_node(im, TF_OP_MUL, a, b), out = both;
+  if (op == 'O')
+    out = binary_node(im, TF_OP_SUB, binary_node(im, TF_OP_ADD, a, b), both);
+  else if (op == 'X')
+    out = tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, a, b));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, out);
+}
+
+static tf_status logical(ox_import *im, const ox_node *node, char op) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
+  if (!ox_is_known(im, a) || !ox_is_known(im, b))
+    return mask_logical(im, node, op);
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+  k->dtype = TF_U8;
+  return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_and(ox_import *im, const ox_node *node) { return logical(im, node, 'A'); }
+tf_status ox_convert_or(ox_import *im, const ox_node *node) { return logical(im, node, 'O'); }
+tf_status ox_convert_xor(ox_import *im, const ox_node *node) { return logical(im, node, 'X'); }
 
 tf_status ox_convert_not(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "import/onnx_converters.h"
 
 /* String attribute `name`, or `fallback` when absent, equals `expected`. */
@@ -115,31 +116,83 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   return repeat_axes(im, node, x, factor, false);
 }
 
-/* Tile's symbolic repeats (WavLM's position bias repeated for each of the batch's N rows): each on
- * an axis of size 1, which is then expanded to that size; *x becomes the expanded tensor and those
+/* Tile's symbolic repeats: on an axis of size 1 (WavLM's position bias repeated for each of the
+ * batch's N rows) an expand; on an axis of fixed size s (DeBERTa-v2's position keys repeated N
+ * times over their H heads: [N*H, ...]) an axis of the repeat inserted before it, expanded, and
+ * merged with it (the copies one after another, as Tile lays them). *x becomes the result and those
  * axes' repeats 1. */
 static tf_status expand_symbolic_repeats(ox_import *im, const ox_node *node, const ox_known *k, tf_tensor_id *x,
                                          int64_t *repeats) {
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
+  int32_t rank, n = 0;
+  tf_dim dims[TF_MAX_RANK], apart[TF_MAX_RANK], expanded[TF_MAX_RANK], merged[TF_MAX_RANK];
   ox_tensor_dims(im, *x, &rank, dims);
   bool any = false;
   for (int32_t a = 0; a < rank; a++) {
-    repeats[a] = k->ints[a].size;
-    if (k->ints[a].symbol < 0)
-      continue;
-    if (dims[a].symbol >= 0 || dims[a].size != 1)
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic repeat on axis %" PRId32 " of a size other than 1", a);
-    dims[a] = k->ints[a];
-    repeats[a] = 1;
-    any = true;
+    const bool symbolic = k->ints[a].symbol >= 0, of_one = dims[a].symbol < 0 && dims[a].size == 1;
+    repeats[a] = symbolic ? 1 : k->ints[a].size;
+    merged[a] = symbolic && of_one ? k->ints[a] : dims[a];
+    if (symbolic && !of_one) { /* the repeat's own axis, before this one */
+      int64_t size;
+      if (dims[a].symbol >= 0 || dims[a].size < 1 || !tf_checked_mul_i64(k->ints[a].size, dims[a].size, &size))
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic repeat on axis %" PRId32 " of symbolic size", a);
+      if (n + 2 > TF_MAX_RANK)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic repeat past rank %d", TF_MAX_RANK);
+      apart[n] = tf_fixed(1);
+      expanded[n++] = k->ints[a];
+      merged[a] = tf_sym_times(k->ints[a].symbol, size);
+    }
+    if (n == TF_MAX_RANK)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic repeat past rank %d", TF_MAX_RANK);
+    apart[n] = dims[a];
+    expanded[n++] = symbolic && of_one ? k->ints[a] : dims[a];
+    any = any || symbolic;
   }
-  if (any)
-    *x = tf_expand(im->graph, *x, tf_shape_from(dims, rank));
+  if (!any)
+    return NULL;
+  if (n != rank)
+    *x = tf_reshape(im->graph, *x, tf_shape_from(apart, n));
+  *x = tf_expand(im->graph, *x, tf_shape_from(expanded, n));
+  if (n != rank)
+    *x = tf_reshape(im->graph, *x, tf_shape_from(merged, rank));
   return ox_graph_error(im, node);
 }
 
+/* Tile of a known value by fixed repeats (DeBERTa's relative positions: k_ids.repeat(T, 1)), at
+ * most TILE_FOLD_LIMIT elements: folded. */
+#define TILE_FOLD_LIMIT ((int64_t)1 << 20)
+static tf_status fold_tile(ox_import *im, const ox_node *node, const ox_known *x, const ox_known *k) {
+  int64_t shape[TF_MAX_RANK], count = 1;
+  if (k->is_float || k->count != x->rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "repeats holds %" PRId64 " values for a rank-%" PRId32 " input",
+                   k->count, x->rank);
+  for (int32_t a = 0; a < x->rank; a++)
+    if (k->ints[a].symbol >= 0 || k->ints[a].size < 0 || !tf_checked_mul_i64(x->shape[a], k->ints[a].size, &shape[a]) ||
+        !tf_checked_mul_i64(count, shape[a], &count) || count > TILE_FOLD_LIMIT)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a Tile of a known value to more than %" PRId64 " elements",
+                     TILE_FOLD_LIMIT);
+  ox_known *out = ox_known_new(x->is_float, x->dtype, x->rank, shape);
+  if (!out)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < count; i++) {
+    int64_t at = i, source = 0, stride = 1;
+    for (int32_t a = x->rank - 1; a >= 0; a--) {
+      source += (at % shape[a]) % x->shape[a] * stride;
+      at /= shape[a];
+      stride *= x->shape[a];
+    }
+    if (x->is_float)
+      out->reals[i] = x->reals[source];
+    else
+      out->ints[i] = x->ints[source];
+  }
+  return ox_set_known(im, node, 0, out);
+}
+
 tf_status ox_convert_tile(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_known *known = ox_foldable(im, node, 0);
+  if (known && ox_is_known(im, ox_input(node, 1)))
+    return fold_tile(im, node, known, ox_value_find(im, ox_input(node, 1))->known);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const int32_t rank = ox_rank_of(im, x);

@@ -21,6 +21,12 @@
 // Only the copy (convert 0) is compiled in.
 //
 // cast from i64 to f32 (convert 7) reads each element's two words and writes one.
+//
+// cast between u8 and f32 (convert 8: u8 -> f32, 9: f32 -> u8) walks the u8 side by 32-bit words,
+// four elements to a word (byte k of word i is element 4i + k), so no 8-bit storage feature is
+// needed; to u8 an invocation writes a whole word, the bytes past the count as 0 (as the cast down
+// to 16 bits above). f32 to u8 as kernels/cpu/cast.c: truncation toward zero, saturated to
+// [0, 255], NaN to 0.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -42,12 +48,12 @@ layout(push_constant) uniform Push {
   uint src_stride[6];
   uint dst_stride[6];
   uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
-                   // 6: bf16 -> f32, 7: i64 -> f32 (3..7: count is in elements, contiguous, bases and
-                   // strides unused)
+                   // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8 (3..9: count is in
+                   // elements, contiguous, bases and strides unused)
 } pc;
 
 const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
-const uint CONVERT_FROM_I64 = 7u;
+const uint CONVERT_FROM_I64 = 7u, CONVERT_FROM_U8 = 8u, CONVERT_TO_U8 = 9u;
 
 #if !defined(LAYOUT16)
 // Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
@@ -123,6 +129,23 @@ void cast_from_i64() {
     dst[i] = f32_from_i64(src[2u * i], src[2u * i + 1u]);
 }
 
+uint u8_of(float v) { return isnan(v) || v <= 0.0 ? 0u : v >= 255.0 ? 255u : uint(v); }
+
+void cast_bytes() {
+  if (pc.convert == CONVERT_FROM_U8) {
+    for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size())
+      dst[i] = floatBitsToUint(float((src[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu));
+    return;
+  }
+  uint words = (pc.count + 3u) / 4u;
+  for (uint w = gl_GlobalInvocationID.x; w < words; w += grid_size()) {
+    uint word = 0u;
+    for (uint k = 0u; k < 4u && 4u * w + k < pc.count; k++)
+      word |= u8_of(uintBitsToFloat(src[4u * w + k])) << (8u * k);
+    dst[w] = word;
+  }
+}
+
 uint converted(uint word) {
   if (pc.convert == 1u) {
     float v = uintBitsToFloat(word);
@@ -159,6 +182,8 @@ void main() {
 #else
   if (pc.convert == CONVERT_FROM_I64)
     cast_from_i64();
+  else if (pc.convert == CONVERT_FROM_U8 || pc.convert == CONVERT_TO_U8)
+    cast_bytes();
   else if (pc.convert >= CONVERT_TO_F16)
     cast_pairs();
   else

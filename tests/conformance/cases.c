@@ -141,6 +141,14 @@ static void build_cast_saturating(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_cast(g, tf_cast(g, x, TF_I32), TF_F32));
 }
 
+/* Values from -100 to 400 through u8, which truncates and saturates to [0, 255] (a mask's type;
+ * the Vulkan shader packs four to a word: 335 elements leave a word of three). */
+static void build_cast_u8(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x =
+      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -100.0, 400.0));
+  finish_probe(g, c, tf_cast(g, tf_cast(g, x, TF_U8), TF_F32));
+}
+
 static void build_reduce(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_reduce(g, c->op, param(g, c, "x", &c->shapes[0]), c->axes, c->n_axes, c->keepdims));
 }
@@ -388,6 +396,8 @@ static const conf_case cases[] = {
      .settings.needs = CONF_NEEDS_HALF},
     {"cast f32 -> i32 (saturating) -> f32", build_cast_saturating, .shapes = {DIMS(5, 67)}, EXACT,
      .settings.forward_only = true},
+    {"cast f32 -> u8 (saturating) -> f32", build_cast_u8, .shapes = {DIMS(5, 67)}, EXACT,
+     .settings.forward_only = true},
     /* the half casts bit for bit: ties, overflow, NaNs, infinities, signed zeros, subnormals; odd counts */
     {"cast f32->f16->f32 special values + random bits [4097]", build_cast_f32_patterns, .shapes = {DIMS(4097)},
      .dtype = TF_F16, HALF_PATTERNS},
@@ -629,7 +639,8 @@ static const conf_case cases[] = {
  * rows with nothing to train. */
 static bool runs_on_half(const conf_case *c) {
   const bool cast_row = c->build == build_cast || c->build == build_cast_f32_patterns ||
-                        c->build == build_cast_half_patterns || c->build == build_cast_saturating;
+                        c->build == build_cast_half_patterns || c->build == build_cast_saturating ||
+                        c->build == build_cast_u8;
   return !cast_row && !c->settings.forward_only;
 }
 

@@ -97,7 +97,7 @@ class Unsupported(torch.nn.Module):
         self.fc = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        return self.fc(x).sign().floor().sign()
+        return self.fc(x).round().isnan().float().round()
 
 
 def main():
@@ -154,7 +154,7 @@ def main():
                          inputs, [value_info("y", 1, ["N", 4])], initializers)
         x, m = value_info("x", 1, ["N", 4]), value_info("m", 7, ["N", 4])
         both_data = masked(["m", "k"], ["x", "x"], [x, m], [int_tensor("k", [], [0])])
-        float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [0.5]))),
+        float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [float("inf")]))),
                              node("Equal", ["x", "half"], ["c"], "eq"), node("Where", ["c", "zero", "x"], ["y"], "sel")],
                             [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
         data_equal = masked(["m", "m2"], ["zero", "x"], [x, m, value_info("m2", 7, ["N", 4])],
@@ -197,7 +197,7 @@ def main():
             ("unnamed dynamic axis", write("axis.onnx", model([node("Relu", ["x"], ["y"], "r")],
                                                               [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
              ["axis.onnx", "'x'", "axis 0"]),
-            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Sign (2 nodes", "Floor (1 node"]),
+            ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "Round (2 nodes", "IsNaN (1 node"]),
             # a known value's Slice with an axis past its rank (the fuzzer's find: the message read
             # the freed value's rank)
             ("slice of a known value, axis out of range", write("slice_axis.onnx", model(
@@ -216,17 +216,28 @@ def main():
                 [node("Einsum", ["x", "w"], ["y"], "terms", attribute_string("equation", "ni->n"))],
                 [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N"])], [tensor("w", [3, 3], [0.5] * 9)])),
              ["einsum_terms.onnx", "'terms' (Einsum)", "has not one term per input (2)"]),
-            # ScatterND of data (a slice assignment into an input): no scatter op
-            ("scatter of data", write("scatter.onnx", model(
+            # ScatterND of data is a slice assignment (a box of slices and concats); rows in reverse
+            # order are no slice's positions, and a row written twice is refused too
+            ("scatter of data, reversed rows", write("scatter.onnx", model(
                 [node("ScatterND", ["x", "i", "u"], ["y"], "assign")],
                 [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 4])],
-                [int_tensor("i", [1, 1], [0]), tensor("u", [1, 4], [1.0] * 4)])),
-             ["scatter.onnx", "'assign' (ScatterND)", "ScatterND of data", "'x'"]),
-            # Tile by the batch's symbolic size of an axis that is not 1
+                [int_tensor("i", [2, 1], [1, 0]), tensor("u", [2, 4], [1.0] * 8)])),
+             ["scatter.onnx", "'assign' (ScatterND)", "index component 0 is not a slice's positions"]),
+            ("scatter of data, a row twice", write("scatter_twice.onnx", model(
+                [node("ScatterND", ["x", "i", "u"], ["y"], "assign")],
+                [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 4])],
+                [int_tensor("i", [2, 1], [1, 1]), tensor("u", [2, 4], [1.0] * 8)])),
+             ["scatter_twice.onnx", "'assign' (ScatterND)", "axis 0 of the indices writes the same positions again"]),
+            ("scatter of data by computed indices", write("scatter_computed.onnx", model(
+                [node("ScatterND", ["x", "i", "u"], ["y"], "assign")],
+                [value_info("x", 1, [2, 4]), value_info("i", 7, [1, 1])], [value_info("y", 1, [2, 4])],
+                [tensor("u", [1, 4], [1.0] * 4)])),
+             ["scatter_computed.onnx", "'assign' (ScatterND)", "by computed indices", "'x'"]),
+            # Tile by the batch's symbolic size of an axis of symbolic size
             ("tile symbolic repeat", write("tile.onnx", model(
                 [node("Shape", ["x"], ["s"], "shape"), node("Tile", ["x", "s"], ["y"], "repeat")],
                 [value_info("x", 1, ["N", 2])], [value_info("y", 1, ["N", 4])])),
-             ["tile.onnx", "'repeat' (Tile)", "a symbolic repeat on axis 0 of a size other than 1"]),
+             ["tile.onnx", "'repeat' (Tile)", "a symbolic repeat on axis 0 of symbolic size"]),
             # a Range of fixed numbers with a zero step
             ("range zero step", write("range_step.onnx", model(
                 [node("Range", ["s", "l", "d"], ["r"], "positions"), node("Cast", ["r"], ["f"], "cast", attribute_int("to", 1)),
@@ -267,8 +278,19 @@ def main():
             ("bilinear resize", write("bilinear.onnx", bilinear), ["bilinear.onnx", "'up' (Resize)", "nearest"]),
             ("Where with both branches data", write("where2.onnx", both_data),
              ["where2.onnx", "'sel' (Where)", "both branches data"]),
-            ("Equal of float data", write("float_equal.onnx", float_equal),
-             ["float_equal.onnx", "'eq' (Equal)", "Equal of float data"]),
+            ("Sign of data", write("sign_data.onnx", model(
+                [node("Sign", ["x"], ["y"], "sign0")], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])])),
+             ["sign_data.onnx", "'sign0' (Sign)", "Sign of data is not supported"]),
+            ("GatherElements by computed indices", write("gather_elements.onnx", model(
+                [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
+                [value_info("x", 1, ["N", 4]), value_info("i", 7, ["N", 4])], [value_info("y", 1, ["N", 4])])),
+             ["gather_elements.onnx", "'pick' (GatherElements)", "by computed indices"]),
+            ("GatherElements by a known index outside", write("gather_elements_outside.onnx", model(
+                [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
+                [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 2])], [int_tensor("i", [2, 2], [3, 0, 1, 4])])),
+             ["gather_elements_outside.onnx", "'pick' (GatherElements)", "index 4 outside axis 1 of 4"]),
+            ("Equal of float data with infinity", write("float_equal.onnx", float_equal),
+             ["float_equal.onnx", "'eq' (Equal)", "Equal of float data with inf (only with a finite number)"]),
             ("Equal of two data tensors", write("data_equal.onnx", data_equal),
              ["data_equal.onnx", "'eq' (Equal)", "two data tensors"]),
             ("fractional resize", write("fractional.onnx", fractional),

@@ -72,9 +72,12 @@ def load_tensor(path):
 
 def as_tightfit_reads(array, elem_type):
     """bfloat16 data (which NumPy lacks: the test files hold its bits as uint16) as float32, as
-    tightfit reads a bf16 input's data and writes a bf16 output."""
+    tightfit reads a bf16 input's data and writes a bf16 output; bool data as uint8 0s and 1s, the
+    type tightfit reads and writes bool data as (it has no bool type)."""
     if elem_type == onnx.TensorProto.BFLOAT16 and array.dtype == np.uint16:
         return (array.astype(np.uint32) << 16).view(np.float32)
+    if elem_type == onnx.TensorProto.BOOL and array.dtype == np.bool_:
+        return array.astype(np.uint8)
     return array
 
 

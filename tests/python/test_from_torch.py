@@ -192,7 +192,10 @@ def dumped(graph):
 
 
 def case(label, run):
-    """Runs one check: run() returns (problem or None, what was seen); a TightfitError is a failure."""
+    """Runs one check: run() returns (problem or None, what was seen); a TightfitError is a failure. With
+    TALLY_ONLY set (a developer's switch), only the cases whose label contains it run."""
+    if os.environ.get("TALLY_ONLY", "") not in label:
+        return
     global failed
     try:
         problem, seen = run()
@@ -870,5 +873,78 @@ def einsums():
 case("torch.einsum (attention, an ellipsis, dots, sums, an implicit output, three operands, a folded table) trains "
      "as PyTorch's",
      einsums)
+# Slice assignments of data export as ScatterND whose indices are a Range reshaped, expanded and
+# concatenated; the importer reads them back as a box of the data and writes slices and concats: a
+# shift right (BART's decoder ids), a single position, a box over two axes with its updates transposed,
+# and an assignment into a zero tensor; gradients reach both the kept data and the updates.
+class SliceAssigned(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = self.a(x)
+        shifted = torch.zeros_like(h)
+        shifted[:, 1:] = h[:, :-1]
+        shifted[:, 0] = 0.5 * h[:, 5]
+        g = h.clone()
+        g[:, 2:5, 1:3] = x[:, 1:3, 4:7].transpose(1, 2) * 2
+        g[:, :, 7] = shifted[:, :, 0]
+        return self.b((shifted * g).mean(dim=1))
+
+
+def slice_assigned():
+    torch.manual_seed(10)
+    problem, seen, ops = beside_torch(SliceAssigned(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)),
+                                      ["concat", "slice", "transpose"])
+    return (f"expected no ScatterND left: {ops}" if "scatter" in " ".join(ops) else problem), seen
+
+
+case("slice assignments of data (x[:, 1:] = y, a position, a transposed box) train as PyTorch's", slice_assigned)
+# == of float data with a number (BLOOM's padding mask): exact, and no gradient through the mask.
+class FloatEqual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        return self.b(h.masked_fill(torch.relu(h) == 0, 0.25) * (h.abs() == 0.5).float() + h)
+
+
+def float_equal():
+    torch.manual_seed(11)
+    x = torch.randn(batch, 8)
+    x[0, :4] = 0.5
+    model = FloatEqual()
+    with torch.no_grad():  # h[0, :4] = 0.5 exactly: the weights of row 0 of x's first four inputs
+        model.a.weight[:4], model.a.bias[:4] = 0.0, 0.5
+    problem, seen, ops = beside_torch(model, x, torch.randint(0, 5, (batch,)), ["stop_gradient"], steps=3)
+    return (f"expected 2 stop_gradient nodes: {ops}" if ops.count("stop_gradient") != 2 else problem), seen
+
+
+case("== of float data with a number trains as PyTorch's", float_equal)
+# torch.gather by known indices (DeBERTa's relative positions, expanded over the batch; Funnel's
+# position table) is an embedding lookup: an index read twice sums its gradients, as torch's does.
+class Gathered(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(6, 5)
+        self.table = torch.nn.Parameter(torch.randn(4, 6) * 0.5)
+        self.register_buffer("columns", torch.tensor([[5, 0, 3, 3, 11, 2]]))
+        self.register_buffer("rows", torch.tensor([[3, 0, 1, 1, 2, 0], [0, 0, 3, 2, 1, 1]]))
+
+    def forward(self, x):  # x [N, 8]
+        h = self.a(x)
+        picked = torch.gather(h, 1, self.columns.expand(x.shape[0], 6))  # [N, 6]
+        return self.b(picked * torch.gather(self.table, 0, self.rows).sum(0))
+
+
+def gathered():
+    torch.manual_seed(12)
+    return beside_torch(Gathered(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["embedding"])[:2]
+
+
+case("torch.gather by known indices trains as PyTorch's", gathered)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

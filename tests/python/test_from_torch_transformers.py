@@ -3,7 +3,7 @@ architectures built from their configs with random weights (no download) — GPT
 and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM), T5's
 encoder, ViT, BEiT, Swin
 and ConvNeXt (image classification), Whisper's encoder,
-Wav2Vec2 (its CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX and Falcon, and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary
+Wav2Vec2 (its CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART and BLOOM, and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary
 positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
 forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
 first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
@@ -380,4 +380,32 @@ case("transformers OPTForCausalLM (positions from the cumulative sum of its mask
      causal_lm(transformers.OPTConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, ffn_dim=64,
                                       vocab_size=64, max_position_embeddings=40, dropout=0.0, attention_dropout=0.0,
                                       word_embed_proj_dim=32, init_std=0.05), transformers.OPTForCausalLM, 43))
+case("transformers BartForConditionalGeneration (1+1 layers, its decoder ids the input shifted right: a slice "
+     "assignment, ScatterND of data), per-token cross_entropy",
+     causal_lm(transformers.BartConfig(encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                       decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                       vocab_size=64, max_position_embeddings=16, dropout=0.0, attention_dropout=0.0,
+                                       activation_dropout=0.0, init_std=0.2), transformers.BartForConditionalGeneration,
+               56, lowest_id=3))
+case("transformers BloomForCausalLM (ALiBi, its causal mask written by a slice assignment, a float ==), per-token "
+     "cross_entropy",
+     causal_lm(transformers.BloomConfig(n_layer=2, n_head=2, hidden_size=32, vocab_size=64, hidden_dropout=0.0,
+                                        attention_dropout=0.0, initializer_range=0.05), transformers.BloomForCausalLM, 57))
+case("transformers DebertaForMaskedLM (disentangled attention: content-to-position and position-to-content scores "
+     "gathered by relative position, GatherElements), per-token cross_entropy",
+     masked_lm(transformers.DebertaConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                                          vocab_size=64, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                          attention_probs_dropout_prob=0.0, relative_attention=True,
+                                          pos_att_type=["p2c", "c2p"], max_relative_positions=16,
+                                          position_biased_input=False, initializer_range=0.2),
+               transformers.DebertaForMaskedLM, 58))
+case("transformers DebertaV2ForMaskedLM (DeBERTa-v3's: log-bucketed relative positions, Sign and Ceil folded), "
+     "per-token cross_entropy",
+     masked_lm(transformers.DebertaV2Config(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                            intermediate_size=64, vocab_size=64, max_position_embeddings=16,
+                                            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                            relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8,
+                                            max_relative_positions=16, position_biased_input=False,
+                                            norm_rel_ebd="layer_norm", share_att_key=True, initializer_range=0.2),
+               transformers.DebertaV2ForMaskedLM, 59))
 finish("from_torch_transformers")
