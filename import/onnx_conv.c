@@ -97,13 +97,30 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
 tf_status ox_convert_conv(ox_import *im, const ox_node *node) { return conv_like(im, node, false); }
 tf_status ox_convert_conv_transpose(ox_import *im, const ox_node *node) { return conv_like(im, node, true); }
 
+/* ceil_mode=1 where the windows tile each (fixed) spatial axis exactly, so that rounding the count
+ * of windows up adds none (Funnel's avg_pool2d(ceil_mode=True) over an even sequence); refused
+ * where a partial window would be added. */
+static tf_status ceil_as_floor(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  for (int32_t i = 0; i < 2; i++) {
+    const tf_dim d = dims[2 + i];
+    const int64_t span = d.size + 2 * (int64_t)a->padding[i] - a->kernel[i];
+    if (d.symbol >= 0 || d.size < 0 || a->stride[i] < 1 || span < 0 || span % a->stride[i] != 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "ceil_mode=1 over spatial axis %" PRId32 " where the windows do not tile it exactly (a "
+                     "partial last window; only exact tilings, where ceil and floor agree)",
+                     i);
+  }
+  return NULL;
+}
+
 static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   if (ox_rank_of(im, x) != 4)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "pooling over a rank-%" PRId32 " input (2-d only)", ox_rank_of(im, x));
-  if (ox_attr_int(node, "ceil_mode", 0) != 0)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ceil_mode=1");
   tf_pool_attrs a;
   memset(&a, 0, sizeof(a));
   TF_RETURN_IF_ERROR(symmetric_pads(im, node, 2, a.padding));
@@ -119,6 +136,8 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
   }
   if (dilation[0] != 1 || dilation[1] != 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "dilated pooling");
+  if (ox_attr_int(node, "ceil_mode", 0) != 0)
+    TF_RETURN_IF_ERROR(ceil_as_floor(im, node, x, &a));
   if (node->pool_padding[0] || node->pool_padding[1]) { /* a Pad of zeros folded in: counted, like tf */
     a.padding[0] = node->pool_padding[0];
     a.padding[1] = node->pool_padding[1];

@@ -320,11 +320,19 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
  * along `axis`; the sizes come from input 1 (opset 13+) or the `split` attribute (before), else the
  * axis is cut into as many equal parts as the node has outputs. */
 tf_status ox_convert_split(ox_import *im, const ox_node *node) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  int32_t rank;
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_known *known = ox_foldable(im, node, 0); /* folded (Funnel's repeat counts) */
+  tf_tensor_id x = TF_NO_TENSOR;
+  int32_t rank = 0;
   tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
+  if (known) {
+    rank = known->rank;
+    for (int32_t d = 0; d < rank; d++)
+      dims[d] = tf_fixed(known->shape[d]);
+  } else {
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    ox_tensor_dims(im, x, &rank, dims);
+  }
   int64_t axis = ox_attr_int(node, "axis", 0);
   if (axis < 0)
     axis += rank;
@@ -365,7 +373,13 @@ tf_status ox_convert_split(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "split sizes along symbolic axis %" PRId64, axis);
   int64_t start = 0;
   for (int32_t i = 0; i < parts; i++) {
-    TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, tf_slice(im->graph, x, (int32_t)axis, start, start + sizes[i], 1)));
+    if (known) {
+      ox_known *k;
+      TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_slice(known, (int32_t)axis, start, start + sizes[i], 1, &k)));
+      TF_RETURN_IF_ERROR(ox_set_known(im, node, i, k));
+    } else {
+      TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, tf_slice(im->graph, x, (int32_t)axis, start, start + sizes[i], 1)));
+    }
     start += sizes[i];
   }
   return NULL;

@@ -8,6 +8,7 @@
  *                  = 1 - relu(1 - |x| 2^100 2^49)    x of a float type (Cast to BOOL)
  *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
  *                  = relu(1 - |x - k| 2^100 2^49)    float x, k finite (no gradient: a stop_gradient)
+ *   x == y         = the same of two data tensors    integers below 2^24; floats finite
  *   not m          = 1 - m
  *   where(m, v, x) = x (1 - m) + v m                 v finite
  *                  = x (1 - m) + log(1 - m)          v = -inf (log 0 = -inf, log 1 = 0)
@@ -18,9 +19,11 @@
  * x or v bit for bit wherever x is finite; its gradient with respect to x is (1 - m), 0 where the
  * fill is taken, as PyTorch's. Where of integer data (BART's ids, masked_fill(ids == -100, pad))
  * computes in f32 and casts back: exact while the ids and the fill are whole numbers below 2^24.
- * Equal of float data with a finite constant scales the difference as nonzero() does (float_equal).
- * Refused, with the node named: Equal of two data tensors, Where whose branches are both data. */
+ * Equal of float data scales the difference as nonzero() does (equal_of). Where with both branches
+ * data, or both constants, blends them: a m + b (1 - m) (where_blend: exact for finite branches). */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 
 #include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
@@ -91,29 +94,41 @@ static tf_status equal_of_fill(ox_import *im, const ox_node *node, tf_tensor_id 
   return ox_graph_error(im, node);
 }
 
-/* Equal of float data x with finite known k (BLOOM's padding mask: causal + attention_mask == 0):
- * relu(1 - |x - k| 2^149), exact where subnormals are kept (x - k is 0 only when x == k, and the
- * smallest subnormal scaled reaches 1). PyTorch's == has no gradient: the mask is a stop_gradient. */
-static tf_status float_equal(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t other) {
-  double k;
-  TF_RETURN_IF_ERROR(known_scalar(im, node, other, ox_rank_of(im, x), "Equal", &k));
-  if (!isfinite(k))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data with %g (only with a finite number)", k);
-  tf_tensor_id wide = ox_dtype_of(im, x) == TF_F32 ? x : tf_cast(im->graph, x, TF_F32);
-  tf_tensor_id distance =
-      tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide, ox_scalar(im, node, TF_F32, k)));
-  tf_tensor_id scaled =
-      binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, distance, ox_scalar(im, node, TF_F32, 0x1p100)),
-                  ox_scalar(im, node, TF_F32, 0x1p49));
-  tf_tensor_id equal = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, scaled, TF_F32));
+/* a == b of tensors (b broadcast): relu(1 - |a - b|) on f32 copies, with |a - b| scaled by 2^149
+ * first for float data (`scaled`: the smallest nonzero difference, a subnormal, then reaches 1;
+ * x - k is 0 only when x == k where subnormals are kept). PyTorch's == has no gradient: a float
+ * mask is a stop_gradient. */
+static tf_status equal_of(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled) {
+  tf_tensor_id wide[2] = {a, b};
+  for (int32_t i = 0; i < 2; i++)
+    if (ox_dtype_of(im, wide[i]) != TF_F32)
+      wide[i] = tf_cast(im->graph, wide[i], TF_F32);
+  tf_tensor_id distance = tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide[0], wide[1]));
+  if (scaled)
+    distance = binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, distance, ox_scalar(im, node, TF_F32, 0x1p100)),
+                           ox_scalar(im, node, TF_F32, 0x1p49));
+  tf_tensor_id equal = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
-  return ox_set_tensor(im, node, 0, tf_unary(im->graph, TF_OP_STOP_GRADIENT, equal));
+  return ox_set_tensor(im, node, 0, scaled ? tf_unary(im->graph, TF_OP_STOP_GRADIENT, equal) : equal);
+}
+
+/* Equal of two data tensors of one type (Funnel's token_type_ids[:, :, None] == token_type_ids[:, None]):
+ * integers and bool masks exact below 2^24, floats scaled. */
+static tf_status data_equal(ox_import *im, const ox_node *node) {
+  tf_tensor_id a, b;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &a));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &b));
+  const tf_dtype dtype = ox_dtype_of(im, a);
+  if (dtype != ox_dtype_of(im, b))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Equal of %s and %s data (one type)", tf_dtype_name(dtype),
+                   tf_dtype_name(ox_dtype_of(im, b)));
+  return equal_of(im, node, a, b, !is_integer_dtype(dtype));
 }
 
 static tf_status mask_equal(ox_import *im, const ox_node *node) {
   const bool known0 = ox_is_known(im, ox_input(node, 0)), known1 = ox_is_known(im, ox_input(node, 1));
-  if (known0 == known1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of two data tensors (only of data with a constant)");
+  if (!known0 && !known1)
+    return data_equal(im, node);
   const int32_t data = known0 ? 1 : 0;
   tf_tensor_id x, filled;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));
@@ -121,21 +136,20 @@ static tf_status mask_equal(ox_import *im, const ox_node *node) {
   if (filled != TF_NO_TENSOR)
     return ox_set_tensor(im, node, 0, filled);
   const tf_dtype dtype = ox_dtype_of(im, x);
+  double k;
+  TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, ox_rank_of(im, x), "Equal", &k));
   /* f32 data is a mask this file made where ONNX says bool: Equal takes one type, so the constant
    * is bool too */
   if (!is_integer_dtype(dtype) &&
-      !(dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype == TF_U8))
-    return float_equal(im, node, x, 1 - data);
-  double k;
-  TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, ox_rank_of(im, x), "Equal", &k));
+      !(dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype == TF_U8)) {
+    if (!isfinite(k))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data with %g (only with a finite number)", k);
+    return equal_of(im, node, x, ox_scalar(im, node, TF_F32, k), true); /* BLOOM's causal + mask == 0 */
+  }
   if (k != floor(k) || fabs(k) >= OX_MASK_EXACT_LIMIT)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "Equal of data with %g (only with a whole number below 2^24 in magnitude)", k);
-  tf_tensor_id wide = dtype == TF_F32 ? x : tf_cast(im->graph, x, TF_F32);
-  tf_tensor_id distance =
-      tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide, ox_scalar(im, node, TF_F32, k)));
-  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
-  return ox_set_tensor(im, node, 0, tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32)));
+  return equal_of(im, node, x, ox_scalar(im, node, TF_F32, k), false);
 }
 
 static tf_status mask_not(ox_import *im, const ox_node *node) {
@@ -171,12 +185,59 @@ static tf_status masked_fill(ox_import *im, const ox_node *node, tf_tensor_id x,
   return ox_graph_error(im, node);
 }
 
+/* Where(m, a, b) with both branches data (Funnel's token-type bias) or both constants: a m + b (1 - m),
+ * exact wherever both branches are finite (a non-finite value in the branch not taken gives NaN,
+ * where PyTorch gives the other branch; constants must be finite); integers in f32 between casts. */
+/* An error when input i is a known value or an initializer holding a value that is not finite. */
+static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
+  const ox_value *v = ox_value_find(im, ox_input(node, i));
+  ox_known *decoded = NULL;
+  const ox_known *k = v->known;
+  if (!k && v->initializer) {
+    char what[512], label[256];
+    snprintf(what, sizeof(what), "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+    TF_RETURN_IF_ERROR(ox_known_from_tensor(v->initializer, what, &decoded));
+    k = decoded;
+  }
+  double bad = 0;
+  for (int64_t e = 0; k && k->is_float && e < k->count && isfinite(bad); e++)
+    bad = k->reals[e];
+  ox_known_free(decoded);
+  if (!isfinite(bad))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Where blending two branches, input %" PRId32 " '%s' holding %g (only finite constants)", i,
+                   ox_input(node, i), bad);
+  return NULL;
+}
+
+static tf_status where_blend(ox_import *im, const ox_node *node) {
+  for (int32_t i = 1; i <= 2; i++)
+    TF_RETURN_IF_ERROR(finite_branch(im, node, i));
+  tf_tensor_id m, a, b;
+  TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &a));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &b));
+  const tf_dtype dtype = ox_dtype_of(im, a);
+  if (dtype != ox_dtype_of(im, b))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Where of %s and %s branches (one type)", tf_dtype_name(dtype),
+                   tf_dtype_name(ox_dtype_of(im, b)));
+  const tf_dtype compute = is_integer_dtype(dtype) ? TF_F32 : dtype;
+  if (compute != dtype) {
+    a = tf_cast(im->graph, a, TF_F32);
+    b = tf_cast(im->graph, b, TF_F32);
+  }
+  if (compute != TF_F32)
+    m = tf_cast(im->graph, m, compute);
+  tf_tensor_id out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_MUL, a, m),
+                                 binary_node(im, TF_OP_MUL, b, one_minus(im, node, m, compute)));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, compute != dtype ? tf_cast(im->graph, out, dtype) : out);
+}
+
 static tf_status mask_where(ox_import *im, const ox_node *node) {
   const bool known1 = ox_is_known(im, ox_input(node, 1)), known2 = ox_is_known(im, ox_input(node, 2));
   if (known1 == known2)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   known1 ? "Where of a data condition between two constants (only with one branch data)"
-                          : "Where with both branches data (only with one branch a constant, as masked_fill)");
+    return where_blend(im, node);
   const int32_t data = known1 ? 2 : 1;
   tf_tensor_id x, m;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));

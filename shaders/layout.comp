@@ -22,6 +22,11 @@
 //
 // cast from i64 to f32 (convert 7) reads each element's two words and writes one.
 //
+// cast from f32 to i64 (convert 10) writes each element's two words, as kernels/cpu/cast.c:
+// truncation toward zero, saturated to int64's range, NaN to 0. The magnitude, split at 2^32, gives
+// two whole numbers an f32 holds exactly (an f32 of 2^32 or more is a multiple of 2^9); a negative
+// value is then negated in two's complement on the words.
+//
 // cast between u8 and f32 (convert 8: u8 -> f32, 9: f32 -> u8) walks the u8 side by 32-bit words,
 // four elements to a word (byte k of word i is element 4i + k), so no 8-bit storage feature is
 // needed; to u8 an invocation writes a whole word, the bytes past the count as 0 (as the cast down
@@ -48,12 +53,12 @@ layout(push_constant) uniform Push {
   uint src_stride[6];
   uint dst_stride[6];
   uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
-                   // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8 (3..9: count is in
-                   // elements, contiguous, bases and strides unused)
+                   // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8, 10: f32 -> i64 (3..10:
+                   // count is in elements, contiguous, bases and strides unused)
 } pc;
 
 const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
-const uint CONVERT_FROM_I64 = 7u, CONVERT_FROM_U8 = 8u, CONVERT_TO_U8 = 9u;
+const uint CONVERT_FROM_I64 = 7u, CONVERT_FROM_U8 = 8u, CONVERT_TO_U8 = 9u, CONVERT_TO_I64 = 10u;
 
 #if !defined(LAYOUT16)
 // Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
@@ -129,6 +134,29 @@ void cast_from_i64() {
     dst[i] = f32_from_i64(src[2u * i], src[2u * i + 1u]);
 }
 
+void cast_to_i64() {
+  for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
+    float v = uintBitsToFloat(src[i]);
+    uint low = 0u, high = 0u;
+    if (v >= 9223372036854775808.0) {
+      low = 0xffffffffu;
+      high = 0x7fffffffu;
+    } else if (v < -9223372036854775808.0) {
+      high = 0x80000000u;
+    } else if (!isnan(v)) { /* |trunc(v)| split at 2^32, then negated in two's complement */
+      float t = trunc(v), m = abs(t), upper = floor(m / 4294967296.0);
+      low = uint(m - upper * 4294967296.0);
+      high = uint(upper);
+      if (t < 0.0) {
+        low = ~low + 1u;
+        high = ~high + (low == 0u ? 1u : 0u);
+      }
+    }
+    dst[2u * i] = low;
+    dst[2u * i + 1u] = high;
+  }
+}
+
 uint u8_of(float v) { return isnan(v) || v <= 0.0 ? 0u : v >= 255.0 ? 255u : uint(v); }
 
 void cast_bytes() {
@@ -182,6 +210,8 @@ void main() {
 #else
   if (pc.convert == CONVERT_FROM_I64)
     cast_from_i64();
+  else if (pc.convert == CONVERT_TO_I64)
+    cast_to_i64();
   else if (pc.convert == CONVERT_FROM_U8 || pc.convert == CONVERT_TO_U8)
     cast_bytes();
   else if (pc.convert >= CONVERT_TO_F16)

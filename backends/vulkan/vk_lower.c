@@ -270,8 +270,7 @@ static tf_status check_dtypes(const vk_lower *l) {
     } else if (b->dtype == TF_F32 || b->dtype == TF_I32 ||
                (b->dtype == TF_I64 && k < l->step->n_inputs && takes_indices(l->step->op))) {
       continue;
-    } else if (l->step->op == TF_OP_CAST &&
-               (is_half(b->dtype) || b->dtype == TF_U8 || (b->dtype == TF_I64 && k == 0))) {
+    } else if (l->step->op == TF_OP_CAST && (is_half(b->dtype) || b->dtype == TF_U8 || b->dtype == TF_I64)) {
       continue; /* vk_lower_cast says which pairs */
     } else if (l->step->op == TF_OP_ADAMW8BIT && b->dtype == TF_U8) {
       continue; /* the moments' codes, which adamw8bit.comp reads four to a uint */

@@ -29,6 +29,7 @@ typedef enum layout_convert {
   CONVERT_I64_TO_F32 = 7,
   CONVERT_U8_TO_F32 = 8,
   CONVERT_F32_TO_U8 = 9,
+  CONVERT_F32_TO_I64 = 10,
 } layout_convert;
 
 /* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
@@ -157,7 +158,7 @@ tf_status vk_lower_layout(vk_lower *l) {
  * as every buffer starts at a multiple of 4, which the plan's alignment ensures. */
 static tf_status contiguous_cast(vk_lower *l, const tf_plan_buffer *out, layout_convert convert) {
   const bool pairs = convert >= CONVERT_F32_TO_F16 && convert <= CONVERT_BF16_TO_F32;
-  if (convert != CONVERT_I64_TO_F32 && l->plan->alignment % 4 != 0)
+  if ((convert == CONVERT_U8_TO_F32 || convert == CONVERT_F32_TO_U8 || pairs) && l->plan->alignment % 4 != 0)
     return vk_refuse(l,
                      "a cast to or from a 16-bit or 8-bit type works in 32-bit words, so buffers must start at "
                      "multiples of 4 bytes; the plan's alignment is %lld",
@@ -191,7 +192,7 @@ tf_status vk_lower_cast(vk_lower *l) {
       {TF_F32, TF_F16, CONVERT_F32_TO_F16},   {TF_F16, TF_F32, CONVERT_F16_TO_F32},
       {TF_F32, TF_BF16, CONVERT_F32_TO_BF16}, {TF_BF16, TF_F32, CONVERT_BF16_TO_F32},
       {TF_I64, TF_F32, CONVERT_I64_TO_F32},   {TF_U8, TF_F32, CONVERT_U8_TO_F32},
-      {TF_F32, TF_U8, CONVERT_F32_TO_U8},
+      {TF_F32, TF_U8, CONVERT_F32_TO_U8},     {TF_F32, TF_I64, CONVERT_F32_TO_I64},
   };
   for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
     if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
@@ -203,7 +204,6 @@ tf_status vk_lower_cast(vk_lower *l) {
     return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4,
                              pairs[i].convert);
   }
-  return vk_refuse(l,
-                   "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, f16, bf16 and u8, and i64 to f32 only",
+  return vk_refuse(l, "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, i64, f16, bf16 and u8 only",
                    tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
 }

@@ -86,6 +86,10 @@ def attribute_int(name, value):
     return field_bytes(5, field_bytes(1, name) + field_varint(3, value) + field_varint(20, 2))
 
 
+def attribute_ints(name, values):
+    return field_bytes(5, field_bytes(1, name) + b"".join(field_varint(8, v) for v in values) + field_varint(20, 7))
+
+
 def relu_model(**kwargs):
     return model([node("Relu", ["x"], ["y"], "relu0")], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                  **kwargs)
@@ -153,12 +157,13 @@ def main():
             return model([node("Equal", equal_inputs, ["c"], "eq"), node("Where", ["c"] + where_inputs, ["y"], "sel")],
                          inputs, [value_info("y", 1, ["N", 4])], initializers)
         x, m = value_info("x", 1, ["N", 4]), value_info("m", 7, ["N", 4])
-        both_data = masked(["m", "k"], ["x", "x"], [x, m], [int_tensor("k", [], [0])])
+        # Where between two constants blends them by the mask: an infinite one would give NaN
+        infinite_branch = masked(["m", "k"], ["ninf", "zero"], [x, m],
+                                 [int_tensor("k", [], [0]), tensor("ninf", [], [float("-inf")]), tensor("zero", [], [0.0])])
         float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [float("inf")]))),
                              node("Equal", ["x", "half"], ["c"], "eq"), node("Where", ["c", "zero", "x"], ["y"], "sel")],
                             [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
-        data_equal = masked(["m", "m2"], ["zero", "x"], [x, m, value_info("m2", 7, ["N", 4])],
-                            [tensor("zero", [], [0.0])])
+        data_equal = masked(["m", "x"], ["zero", "x"], [x, m], [tensor("zero", [], [0.0])])
         reshape_overflow = model([node("Reshape", ["k", "shape"], ["r"], "reshape"), node("Add", ["x", "r"], ["y"], "add")],
                                  [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                                  [int_tensor("k", [1], [1]), int_tensor("shape", [2], [8796093022210, 2199023255554])])
@@ -276,8 +281,8 @@ def main():
              ["reshape_overflow.onnx", "tensor 'a' is written by two nodes", "'add' (Add)", "'c1' (Constant)"]),
             ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
             ("bilinear resize", write("bilinear.onnx", bilinear), ["bilinear.onnx", "'up' (Resize)", "nearest"]),
-            ("Where with both branches data", write("where2.onnx", both_data),
-             ["where2.onnx", "'sel' (Where)", "both branches data"]),
+            ("Where between two constants, one infinite", write("where2.onnx", infinite_branch),
+             ["where2.onnx", "'sel' (Where)", "input 1 'ninf' holding -inf (only finite constants)"]),
             ("Sign of data", write("sign_data.onnx", model(
                 [node("Sign", ["x"], ["y"], "sign0")], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])])),
              ["sign_data.onnx", "'sign0' (Sign)", "Sign of data is not supported"]),
@@ -291,8 +296,14 @@ def main():
              ["gather_elements_outside.onnx", "'pick' (GatherElements)", "index 4 outside axis 1 of 4"]),
             ("Equal of float data with infinity", write("float_equal.onnx", float_equal),
              ["float_equal.onnx", "'eq' (Equal)", "Equal of float data with inf (only with a finite number)"]),
-            ("Equal of two data tensors", write("data_equal.onnx", data_equal),
-             ["data_equal.onnx", "'eq' (Equal)", "two data tensors"]),
+            ("Equal of two data tensors of two types", write("data_equal.onnx", data_equal),
+             ["data_equal.onnx", "'eq' (Equal)", "Equal of i64 and f32 data (one type)"]),
+            # ceil_mode pooling where a partial last window would be added (5 rows, windows of 2)
+            ("ceil_mode with a partial window", write("ceil_pool.onnx", model(
+                [node("AveragePool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2]) +
+                      attribute_ints("strides", [2, 2]) + attribute_int("ceil_mode", 1))],
+                [value_info("x", 1, ["N", 1, 5, 4])], [value_info("y", 1, ["N", 1, 3, 2])])),
+             ["ceil_pool.onnx", "'pool' (AveragePool)", "ceil_mode=1 over spatial axis 0"]),
             ("fractional resize", write("fractional.onnx", fractional),
              ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
             ("Cos of data", write("cos_data.onnx", cos_data),

@@ -901,15 +901,19 @@ def slice_assigned():
 
 
 case("slice assignments of data (x[:, 1:] = y, a position, a transposed box) train as PyTorch's", slice_assigned)
-# == of float data with a number (BLOOM's padding mask): exact, and no gradient through the mask.
+# == of float data with a number (BLOOM's padding mask) and of two data tensors: exact, and no
+# gradient through the mask; torch.where with both branches data blends them by the mask.
 class FloatEqual(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+        self.register_buffer("keep", torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]))
 
     def forward(self, x):
         h = self.a(x)
-        return self.b(h.masked_fill(torch.relu(h) == 0, 0.25) * (h.abs() == 0.5).float() + h)
+        same = torch.relu(h) == torch.relu(h * self.keep)  # == of two data tensors
+        both = torch.where(same, h, 2 * h)  # Where with both branches data
+        return self.b(h.masked_fill(torch.relu(h) == 0, 0.25) * (h.abs() == 0.5).float() + both)
 
 
 def float_equal():
@@ -920,24 +924,28 @@ def float_equal():
     with torch.no_grad():  # h[0, :4] = 0.5 exactly: the weights of row 0 of x's first four inputs
         model.a.weight[:4], model.a.bias[:4] = 0.0, 0.5
     problem, seen, ops = beside_torch(model, x, torch.randint(0, 5, (batch,)), ["stop_gradient"], steps=3)
-    return (f"expected 2 stop_gradient nodes: {ops}" if ops.count("stop_gradient") != 2 else problem), seen
+    return (f"expected 3 stop_gradient nodes: {ops}" if ops.count("stop_gradient") != 3 else problem), seen
 
 
-case("== of float data with a number trains as PyTorch's", float_equal)
+case("== of float data (with a number, of two tensors) and where() of two tensors train as PyTorch's", float_equal)
 # torch.gather by known indices (DeBERTa's relative positions, expanded over the batch; Funnel's
-# position table) is an embedding lookup: an index read twice sums its gradients, as torch's does.
+# position table) is an embedding lookup: an index read twice sums its gradients, as torch's does;
+# x.repeat(N, 1) of a tensor of two rows is an expand of a new axis merged with the rows.
 class Gathered(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(6, 5)
         self.table = torch.nn.Parameter(torch.randn(4, 6) * 0.5)
+        self.heads = torch.nn.Parameter(torch.randn(2, 3) * 0.5)
         self.register_buffer("columns", torch.tensor([[5, 0, 3, 3, 11, 2]]))
         self.register_buffer("rows", torch.tensor([[3, 0, 1, 1, 2, 0], [0, 0, 3, 2, 1, 1]]))
 
     def forward(self, x):  # x [N, 8]
         h = self.a(x)
         picked = torch.gather(h, 1, self.columns.expand(x.shape[0], 6))  # [N, 6]
-        return self.b(picked * torch.gather(self.table, 0, self.rows).sum(0))
+        # DeBERTa-v2's repeat over the batch of a tensor whose first axis is not 1: [2N, 3]
+        repeated = self.heads.repeat(x.shape[0], 1).reshape(x.shape[0], 6)
+        return self.b(picked * torch.gather(self.table, 0, self.rows).sum(0) * repeated)
 
 
 def gathered():
@@ -945,6 +953,6 @@ def gathered():
     return beside_torch(Gathered(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["embedding"])[:2]
 
 
-case("torch.gather by known indices trains as PyTorch's", gathered)
+case("torch.gather by known indices, and a repeat over the batch, train as PyTorch's", gathered)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
