@@ -211,12 +211,12 @@ static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
 }
 
 static tf_status where_blend(ox_import *im, const ox_node *node) {
-  for (int32_t i = 1; i <= 2; i++)
-    TF_RETURN_IF_ERROR(finite_branch(im, node, i));
   tf_tensor_id m, a, b;
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &a));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &a)); /* each branch has a value past here */
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &b));
+  for (int32_t i = 1; i <= 2; i++)
+    TF_RETURN_IF_ERROR(finite_branch(im, node, i));
   const tf_dtype dtype = ox_dtype_of(im, a);
   if (dtype != ox_dtype_of(im, b))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Where of %s and %s branches (one type)", tf_dtype_name(dtype),
@@ -300,11 +300,11 @@ tf_status ox_convert_greater_or_equal(ox_import *im, const ox_node *node) { retu
 tf_status ox_convert_less_or_equal(ox_import *im, const ox_node *node) { return compare(im, node, 'L'); }
 
 tf_status ox_convert_where(ox_import *im, const ox_node *node) {
-  for (int32_t i = 0; i < 3; i++) {
+  for (int32_t i = 0; i < 3; i++) /* all three first: the mask paths read each */
     TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
+  for (int32_t i = 0; i < 3; i++)
     if (!ox_is_known(im, ox_input(node, i)))
       return mask_where(im, node);
-  }
   ox_known *k;
   TF_RETURN_IF_ERROR(
       ox_at(im, node,

@@ -177,8 +177,8 @@ static bool grid_sliced(ox_import *im, const ox_node *node, const grid *in, int3
   return true;
 }
 
-/* Add, Sub or Mul of a grid and a known number (either side). */
-static bool grid_arithmetic(ox_import *im, const ox_node *node, int32_t depth, grid *g) {
+/* Value `name`, the output of Add, Sub or Mul of a grid and a known number (either side). */
+static bool grid_arithmetic(ox_import *im, const char *name, const ox_node *node, int32_t depth, grid *g) {
   const char *op = node->proto->op_type;
   int64_t number;
   int32_t side = fixed_scalar(im, ox_input(node, 1), &number)   ? 0
@@ -188,7 +188,7 @@ static bool grid_arithmetic(ox_import *im, const ox_node *node, int32_t depth, g
     return false;
   int32_t rank;
   int64_t sizes[TF_MAX_RANK];
-  if (!value_sizes(im, node->proto->output[0], &rank, sizes) || rank != g->rank ||
+  if (!value_sizes(im, name, &rank, sizes) || rank != g->rank ||
       memcmp(sizes, g->sizes, sizeof(int64_t) * (size_t)rank) != 0)
     return false;
   if (strcmp(op, "Mul") == 0) {
@@ -235,7 +235,7 @@ static bool grid_of(ox_import *im, const char *name, int32_t depth, grid *g) {
     return true;
   }
   if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0)
-    return grid_arithmetic(im, node, depth, g);
+    return grid_arithmetic(im, name, node, depth, g);
   const bool reshapes = strcmp(op, "Reshape") == 0 || strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0 ||
                         strcmp(op, "Flatten") == 0 || strcmp(op, "Identity") == 0 || strcmp(op, "Cast") == 0;
   if (strcmp(op, "Cast") == 0 && v->tensor != TF_NO_TENSOR &&

@@ -27,6 +27,9 @@
 // two whole numbers an f32 holds exactly (an f32 of 2^32 or more is a multiple of 2^9); a negative
 // value is then negated in two's complement on the words.
 //
+// cast from i32 to i64 (convert 11) sign-extends each element to two words; from i64 to i32
+// (convert 12) keeps the low word (two's-complement wrap-around, as kernels/cpu/cast.c).
+//
 // cast between u8 and f32 (convert 8: u8 -> f32, 9: f32 -> u8) walks the u8 side by 32-bit words,
 // four elements to a word (byte k of word i is element 4i + k), so no 8-bit storage feature is
 // needed; to u8 an invocation writes a whole word, the bytes past the count as 0 (as the cast down
@@ -53,12 +56,14 @@ layout(push_constant) uniform Push {
   uint src_stride[6];
   uint dst_stride[6];
   uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
-                   // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8, 10: f32 -> i64 (3..10:
-                   // count is in elements, contiguous, bases and strides unused)
+                   // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8, 10: f32 -> i64,
+                   // 11: i32 -> i64, 12: i64 -> i32 (3..12: count is in elements, contiguous, bases
+                   // and strides unused)
 } pc;
 
 const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
 const uint CONVERT_FROM_I64 = 7u, CONVERT_FROM_U8 = 8u, CONVERT_TO_U8 = 9u, CONVERT_TO_I64 = 10u;
+const uint CONVERT_I32_TO_I64 = 11u, CONVERT_I64_TO_I32 = 12u;
 
 #if !defined(LAYOUT16)
 // Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
@@ -157,6 +162,17 @@ void cast_to_i64() {
   }
 }
 
+void cast_integers() {
+  for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
+    if (pc.convert == CONVERT_I64_TO_I32) {
+      dst[i] = src[2u * i];
+    } else {
+      dst[2u * i] = src[i];
+      dst[2u * i + 1u] = int(src[i]) < 0 ? 0xffffffffu : 0u;
+    }
+  }
+}
+
 uint u8_of(float v) { return isnan(v) || v <= 0.0 ? 0u : v >= 255.0 ? 255u : uint(v); }
 
 void cast_bytes() {
@@ -212,6 +228,8 @@ void main() {
     cast_from_i64();
   else if (pc.convert == CONVERT_TO_I64)
     cast_to_i64();
+  else if (pc.convert == CONVERT_I32_TO_I64 || pc.convert == CONVERT_I64_TO_I32)
+    cast_integers();
   else if (pc.convert == CONVERT_FROM_U8 || pc.convert == CONVERT_TO_U8)
     cast_bytes();
   else if (pc.convert >= CONVERT_TO_F16)

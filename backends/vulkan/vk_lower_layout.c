@@ -30,6 +30,8 @@ typedef enum layout_convert {
   CONVERT_U8_TO_F32 = 8,
   CONVERT_F32_TO_U8 = 9,
   CONVERT_F32_TO_I64 = 10,
+  CONVERT_I32_TO_I64 = 11,
+  CONVERT_I64_TO_I32 = 12,
 } layout_convert;
 
 /* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
@@ -193,6 +195,7 @@ tf_status vk_lower_cast(vk_lower *l) {
       {TF_F32, TF_BF16, CONVERT_F32_TO_BF16}, {TF_BF16, TF_F32, CONVERT_BF16_TO_F32},
       {TF_I64, TF_F32, CONVERT_I64_TO_F32},   {TF_U8, TF_F32, CONVERT_U8_TO_F32},
       {TF_F32, TF_U8, CONVERT_F32_TO_U8},     {TF_F32, TF_I64, CONVERT_F32_TO_I64},
+      {TF_I32, TF_I64, CONVERT_I32_TO_I64},   {TF_I64, TF_I32, CONVERT_I64_TO_I32},
   };
   for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
     if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
@@ -204,6 +207,8 @@ tf_status vk_lower_cast(vk_lower *l) {
     return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4,
                              pairs[i].convert);
   }
-  return vk_refuse(l, "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, i64, f16, bf16 and u8 only",
-                   tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
+  return vk_refuse(
+      l,
+      "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, i64, f16, bf16 and u8, and i32 to and from i64 only",
+      tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
 }

@@ -157,6 +157,15 @@ static void build_cast_i64(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_cast(g, tf_cast(g, x, TF_I64), TF_F32));
 }
 
+/* f32 -> i64 -> i32 -> i64 -> f32 over +-6e9: the narrowing wraps (two's complement), the widening
+ * sign-extends (RoBERTa's position ids move between the two). */
+static void build_cast_i32_i64(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x =
+      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -6e9, 6e9));
+  tf_tensor_id narrow = tf_cast(g, tf_cast(g, x, TF_I64), TF_I32);
+  finish_probe(g, c, tf_cast(g, tf_cast(g, narrow, TF_I64), TF_F32));
+}
+
 static void build_reduce(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_reduce(g, c->op, param(g, c, "x", &c->shapes[0]), c->axes, c->n_axes, c->keepdims));
 }
@@ -410,6 +419,8 @@ static const conf_case cases[] = {
      .settings.forward_only = true},
     {"cast f32 -> i64 (saturating) -> f32", build_cast_i64, .shapes = {DIMS(5, 67)}, .slope = 3e19f, EXACT,
      .settings.forward_only = true},
+    {"cast f32 -> i64 -> i32 (wrapping) -> i64 -> f32", build_cast_i32_i64, .shapes = {DIMS(5, 67)}, EXACT,
+     .settings.forward_only = true},
     /* the half casts bit for bit: ties, overflow, NaNs, infinities, signed zeros, subnormals; odd counts */
     {"cast f32->f16->f32 special values + random bits [4097]", build_cast_f32_patterns, .shapes = {DIMS(4097)},
      .dtype = TF_F16, HALF_PATTERNS},
@@ -652,7 +663,7 @@ static const conf_case cases[] = {
 static bool runs_on_half(const conf_case *c) {
   const bool cast_row = c->build == build_cast || c->build == build_cast_f32_patterns ||
                         c->build == build_cast_half_patterns || c->build == build_cast_saturating ||
-                        c->build == build_cast_u8 || c->build == build_cast_i64;
+                        c->build == build_cast_u8 || c->build == build_cast_i64 || c->build == build_cast_i32_i64;
   return !cast_row && !c->settings.forward_only;
 }
 

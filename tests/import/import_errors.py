@@ -296,6 +296,14 @@ def main():
              ["gather_elements_outside.onnx", "'pick' (GatherElements)", "index 4 outside axis 1 of 4"]),
             ("Equal of float data with infinity", write("float_equal.onnx", float_equal),
              ["float_equal.onnx", "'eq' (Equal)", "Equal of float data with inf (only with a finite number)"]),
+            # the fuzzer's find: a Where of a data condition whose third input is empty read it
+            ("Where without its third input", write("where_missing.onnx", model(
+                [node("Equal", ["m", "k"], ["c"], "eq"), node("Where", ["c", "x", ""], ["y"], "sel")],
+                [x, m], [value_info("y", 1, ["N", 4])], [int_tensor("k", [], [0])])),
+             ["where_missing.onnx", "'sel' (Where)", "input 2 is missing"]),
+            ("fuzzer's Where file, a branch no node writes", os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx", "where_unnamed_branch.onnx"),
+             ["where_unnamed_branch.onnx", "'/Where' (Where)", "is produced by no node, input or initializer"]),
             ("Equal of two data tensors of two types", write("data_equal.onnx", data_equal),
              ["data_equal.onnx", "'eq' (Equal)", "Equal of i64 and f32 data (one type)"]),
             # ceil_mode pooling where a partial last window would be added (5 rows, windows of 2)

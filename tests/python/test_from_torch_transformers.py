@@ -1,14 +1,15 @@
 """tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
-and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM), T5's
-encoder, ViT, BEiT, Swin
-and ConvNeXt (image classification), Whisper's encoder,
-Wav2Vec2 (its CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2) and Funnel, and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary
-positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is imported, its
-forward pass checked against onnxruntime running the very ONNX file from_torch wrote (the loss of the
-first batch from onnxruntime's outputs within 1e-5 of tightfit's), then trained 10 AdamW steps from the
-module's own weights against PyTorch training the same module (torch_training.train_both: losses and
-trained weights within 1e-5).
+and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM),
+T5's encoder, ViT, BEiT, Swin and ConvNeXt (image classification), Whisper's encoder, Wav2Vec2 (its
+CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2) and Funnel,
+and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary positions, RMSNorm, SwiGLU,
+grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
+imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
+(the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
+integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
+steps from the module's own weights against PyTorch training the same module
+(torch_training.train_both: losses and trained weights within 1e-5).
 Needs the virtual environment scripts/setup makes (transformers, onnxruntime: scripts/requirements-test.txt)
 over Debian's PyTorch. usage: test_from_torch_transformers.py   (PYTHONPATH=python)"""
 import os
@@ -104,9 +105,34 @@ def against_onnxruntime(inputs, labels, loss):
     return check
 
 
-def run(model, inputs, labels, loss):
+def and_on_vulkan(check):
+    """`check`, then the same plan on Vulkan (lavapipe here): its first loss and two AdamW steps must be
+    the CPU's within 1e-5 (relative). For models whose integer arithmetic (positions, shifted ids,
+    masks) runs as casts and f32 ops, which the Vulkan shaders must take too."""
+    def both(graph, session, feed):
+        problem, seen = check(graph, session, feed)
+        if problem:
+            return problem, seen
+        plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+        try:
+            gpu = tightfit.Session(plan, seed=0, device="vulkan")
+        except tightfit.TightfitError as error:
+            if "no Vulkan" in str(error):
+                return None, f"{seen}; skipped on Vulkan: no Vulkan device"
+            raise
+        cpu = tightfit.Session(plan, seed=0)
+        got = [gpu.forward(feed)] + [gpu.step(feed) for _ in range(2)]
+        want = [cpu.forward(feed)] + [cpu.step(feed) for _ in range(2)]
+        apart = max(abs(a - b) / abs(b) for a, b in zip(got, want))
+        seen += f"; on Vulkan {got[0]:.6f} -> {got[-1]:.6f} ({apart:.1e} from the CPU's)"
+        return (f"Vulkan's losses {got} are not the CPU's {want}" if apart > 1e-5 else None), seen
+    return both
+
+
+def run(model, inputs, labels, loss, vulkan=False):
     model.train()
-    return train_both(model, inputs, labels, loss, before_training=against_onnxruntime(inputs, labels, loss))
+    check = against_onnxruntime(inputs, labels, loss)
+    return train_both(model, inputs, labels, loss, before_training=and_on_vulkan(check) if vulkan else check)
 
 
 # BERT, Whisper and Wav2Vec2 start from weights of std 0.2 rather than their configs' 0.02: at 0.02 the
@@ -208,7 +234,7 @@ def roberta():
     model = Wrapped(transformers.RobertaForSequenceClassification(config), "input_ids")
     ids = torch.randint(3, 64, (BATCH, 12))
     ids[0, 9:] = ids[2, 5:] = 1
-    return run(model, {"input_ids": ids}, torch.randint(0, 3, (BATCH,)), "cross_entropy")
+    return run(model, {"input_ids": ids}, torch.randint(0, 3, (BATCH,)), "cross_entropy", vulkan=True)
 
 
 def roberta_masked_lm():
@@ -249,20 +275,20 @@ def image_classifier(model_class, config, seed):
     return build
 
 
-def causal_lm(config, model_class, seed, lowest_id=0):
+def causal_lm(config, model_class, seed, lowest_id=0, vulkan=False):
     """A causal (or masked) LM of `config` (its own argument names), per-token cross_entropy over 12
-    token ids from lowest_id."""
+    token ids from lowest_id; also on Vulkan when `vulkan`."""
     def build():
         torch.manual_seed(seed)
         model = Wrapped(model_class(config), "input_ids", flat=64)
         ids = torch.randint(lowest_id, 64, (BATCH, 12))
-        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy")
+        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy", vulkan)
     return build
 
 
-def masked_lm(config, model_class, seed):
+def masked_lm(config, model_class, seed, vulkan=False):
     """A masked LM of `config`: ids from 3, past its special tokens."""
-    return causal_lm(config, model_class, seed, lowest_id=3)
+    return causal_lm(config, model_class, seed, lowest_id=3, vulkan=vulkan)
 
 
 def decoder(config_class, model_class, seed, **extra):
@@ -386,11 +412,12 @@ case("transformers BartForConditionalGeneration (1+1 layers, its decoder ids the
                                        decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
                                        vocab_size=64, max_position_embeddings=16, dropout=0.0, attention_dropout=0.0,
                                        activation_dropout=0.0, init_std=0.2), transformers.BartForConditionalGeneration,
-               56, lowest_id=3))
+               56, lowest_id=3, vulkan=True))
 case("transformers BloomForCausalLM (ALiBi, its causal mask written by a slice assignment, a float ==), per-token "
      "cross_entropy",
      causal_lm(transformers.BloomConfig(n_layer=2, n_head=2, hidden_size=32, vocab_size=64, hidden_dropout=0.0,
-                                        attention_dropout=0.0, initializer_range=0.05), transformers.BloomForCausalLM, 57))
+                                        attention_dropout=0.0, initializer_range=0.05),
+               transformers.BloomForCausalLM, 57, vulkan=True))
 case("transformers DebertaForMaskedLM (disentangled attention: content-to-position and position-to-content scores "
      "gathered by relative position, GatherElements), per-token cross_entropy",
      masked_lm(transformers.DebertaConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
@@ -407,12 +434,12 @@ case("transformers DebertaV2ForMaskedLM (DeBERTa-v3's: log-bucketed relative pos
                                             relative_attention=True, pos_att_type=["p2c", "c2p"], position_buckets=8,
                                             max_relative_positions=16, position_biased_input=False,
                                             norm_rel_ebd="layer_norm", share_att_key=True, initializer_range=0.2),
-               transformers.DebertaV2ForMaskedLM, 59))
+               transformers.DebertaV2ForMaskedLM, 59, vulkan=True))
 case("transformers FunnelForMaskedLM (pooled then upsampled sequence, relative positions gathered, token-type masks "
      "of data compared; init 0.1: at 0.2 PyTorch's own f32 training departs from float64's by 4e-4 within 10 steps), "
      "per-token cross_entropy",
      masked_lm(transformers.FunnelConfig(block_sizes=[1, 1], num_decoder_layers=1, d_model=32, n_head=2, d_head=16,
                                          d_inner=64, vocab_size=64, hidden_dropout=0.0, attention_dropout=0.0,
                                          activation_dropout=0.0, initializer_std=0.1),
-               transformers.FunnelForMaskedLM, 60))
+               transformers.FunnelForMaskedLM, 60, vulkan=True))
 finish("from_torch_transformers")
