@@ -11,6 +11,7 @@ budget, and train from numpy arrays. Pure Python over libtightfit.so (ctypes); s
 Every failure raises tightfit.TightfitError carrying the library's message.
 """
 import ctypes
+import filecmp
 import functools
 import json
 import math
@@ -385,8 +386,18 @@ class Graph:
 
     # -- files --
     def save(self, path):
-        """Writes the graph as a .tfg file."""
+        """Writes the graph as a .tfg file; an imported graph's weights (from_torch's
+        weights.safetensors, which the .tfg names) are copied beside it, never over another file."""
+        weights = os.path.join(self._dir, "weights.safetensors") if self._dir else None
+        folder = os.path.dirname(os.path.abspath(path))
+        beside = os.path.join(folder, "weights.safetensors")
+        copy = weights and os.path.exists(weights) and os.path.realpath(folder) != os.path.realpath(self._dir)
+        if copy and os.path.exists(beside) and not filecmp.cmp(weights, beside, shallow=False):
+            raise TightfitError(f"save: {beside} exists and holds other weights; the graph names its weights "
+                                "'weights.safetensors' beside the .tfg: save it to another folder", "invalid_input")
         _lib.check(_lib.lib.tf_graph_save(self._g, _bytes(path)), "save")
+        if copy:
+            shutil.copyfile(weights, beside)
 
     def _file(self):
         """A .tfg of this graph for the command line, beside the files it references."""

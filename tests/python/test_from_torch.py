@@ -954,5 +954,33 @@ def gathered():
 
 
 case("torch.gather by known indices, and a repeat over the batch, train as PyTorch's", gathered)
+# A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
+# .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
+def saved_and_loaded():
+    torch.manual_seed(13)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.Tanh(), torch.nn.Linear(6, 5))
+    xs, ys = torch.randn(batch, 8), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    feed = {"x": xs.numpy(), "labels": ys.numpy().astype(np.int32)}
+    with tempfile.TemporaryDirectory() as folder:
+        graph.save(os.path.join(folder, "model.tfg"))
+        loaded = tightfit.load(os.path.join(folder, "model.tfg"))
+        got = tightfit.Session(tightfit.compile(loaded, set={"N": batch}), seed=0).forward(feed)
+        other = os.path.join(folder, "other")
+        os.mkdir(other)
+        with open(os.path.join(other, "weights.safetensors"), "wb") as f:
+            f.write(b"someone else's")
+        try:
+            graph.save(os.path.join(other, "model.tfg"))
+            return "saving over another weights.safetensors was not refused", ""
+        except tightfit.TightfitError as error:
+            refused = str(error)
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(model(xs), ys).item()
+    seen = f"loaded back: first loss {got:.6f}, PyTorch's {expected:.6f}; beside other weights: {refused[:60]}..."
+    return (f"the loaded graph's loss is not PyTorch's: {seen}" if abs(got - expected) > 1e-5 else None), seen
+
+
+case("a saved from_torch graph keeps its weights beside it", saved_and_loaded)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
