@@ -2,7 +2,7 @@
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
 and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM),
 T5's encoder, ViT, BEiT, Swin and ConvNeXt (image classification), Whisper's encoder, Wav2Vec2 (its
-CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2) and Funnel,
+CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2), Funnel, MobileBERT and XLNet,
 and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
@@ -442,4 +442,15 @@ case("transformers FunnelForMaskedLM (pooled then upsampled sequence, relative p
                                          d_inner=64, vocab_size=64, hidden_dropout=0.0, attention_dropout=0.0,
                                          activation_dropout=0.0, initializer_std=0.1),
                transformers.FunnelForMaskedLM, 60, vulkan=True))
+case("transformers MobileBertForMaskedLM (bottlenecks, no-norm layers, trigram embeddings: F.pad of data), per-token "
+     "cross_entropy",
+     masked_lm(transformers.MobileBertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, embedding_size=16,
+                                             intermediate_size=64, intra_bottleneck_size=16, vocab_size=64,
+                                             max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                             attention_probs_dropout_prob=0.0, initializer_range=0.1),
+               transformers.MobileBertForMaskedLM, 61))
+case("transformers XLNetLMHeadModel (two-stream relative attention by torch.einsum, sinusoids counting down; its "
+     "segment and mask embeddings unused without token types), per-token cross_entropy",
+     causal_lm(transformers.XLNetConfig(n_layer=2, n_head=2, d_model=32, d_inner=64, vocab_size=64, dropout=0.0,
+                                        initializer_range=0.1), transformers.XLNetLMHeadModel, 62))
 finish("from_torch_transformers")

@@ -46,8 +46,9 @@ def pytorch_steps(model, inputs, labels, loss):
         value = criterion(model(*inputs.values()), labels)
         value.backward()
         if first_gradients is None:
-            first_gradients = {k: p.grad.detach().clone() for k, p in model.named_parameters()
-                               if p.requires_grad}
+            # None for a parameter the forward pass does not use (XLNet's mask_emb): AdamW leaves it
+            first_gradients = {k: p.grad.detach().clone() if p.grad is not None else None
+                               for k, p in model.named_parameters() if p.requires_grad}
         optimizer.step()
         expected.append(value.item())
     return expected, first_gradients
@@ -91,12 +92,14 @@ def train_both(model, inputs, labels, loss, before_training=None):
     # PyTorch computes as exactly zero and tightfit as rounding), not counted.
     trained = session.state_dict()
     reference = {k: v.detach().numpy() for k, v in model.named_parameters()}
-    missing = sorted(set(reference) - set(trained))
+    # what the forward pass does not use is not in the exported graph, and PyTorch does not train it
+    unused = sorted(k for k, g in first_gradients.items() if g is None)
+    missing = sorted(set(reference) - set(trained) - set(unused))
     apart, noisy, left_out = {}, 0, {}
     frozen = [k for k, p in model.named_parameters() if not p.requires_grad]
     moved = [k for k in frozen if k in trained and not np.array_equal(trained[k], start[k].numpy())]
     for k, v in reference.items():
-        if k in trained and k not in frozen:
+        if k in trained and k not in frozen and k not in unused:
             gradient = first_gradients[k].abs().numpy()
             decided = gradient >= 1e-6
             noisy += int(((gradient < 1e-6) & (gradient > 0)).sum())
@@ -104,7 +107,8 @@ def train_both(model, inputs, labels, loss, before_training=None):
             apart[k] = float(np.max(np.abs(trained[k] - v)[decided], initial=0.0))
     worst_name = max(apart, key=apart.get)
     worst_weight = apart[worst_name]
-    seen = (f"{len(reference)} tensors" + (f" ({len(frozen)} frozen)" if frozen else "") + f"; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
+    seen = (f"{len(reference)} tensors" + (f" ({len(frozen)} frozen)" if frozen else "") +
+            (f" ({len(unused)} unused by the forward pass)" if unused else "") + f"; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
             f"{expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst_loss:.1e} relative, worst "
             f"weight difference {worst_weight:.1e} ({worst_name}; {noisy} elements of a first gradient below "
             "1e-6 but not 0 left out)" + (f"; {checked[1]}" if checked[1] else "") + (f"; warned: {said}" if said else ""))
