@@ -266,32 +266,40 @@ static tf_status mask_where(ox_import *im, const ox_node *node) {
 /* ---- Equal, Where and Not: folded on values known at import time (the shape arithmetic
  * torch.onnx.export writes for `expand(n, t)`: Where(Equal(shape, -1), ones, shape)), masks on data ---- */
 
-tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
+/* Folds `node` (two inputs) by `op` when both inputs are known (*folded true; the result u8 for
+ * And, Or and Xor); otherwise leaves it to the caller's path for data. */
+static tf_status fold_pair(ox_import *im, const ox_node *node, char op, bool *folded) {
+  *folded = false;
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
   const char *a = ox_input(node, 0), *b = ox_input(node, 1);
   if (!ox_is_known(im, a) || !ox_is_known(im, b))
-    return mask_equal(im, node);
+    return NULL;
   ox_known *k;
-  TF_RETURN_IF_ERROR(
-      ox_at(im, node, ox_fold_binary('=', ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+  if (op == 'A' || op == 'O' || op == 'X')
+    k->dtype = TF_U8;
+  *folded = true;
   return ox_set_known(im, node, 0, k);
+}
+
+tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
+  bool folded;
+  TF_RETURN_IF_ERROR(fold_pair(im, node, '=', &folded));
+  return folded ? NULL : mask_equal(im, node);
 }
 
 /* Greater, Less, GreaterOrEqual and LessOrEqual of known values (a causal mask's positions: HF's
  * arange(S) > cache_position[:, None]); of data they are refused. */
 static tf_status compare(ox_import *im, const ox_node *node, char op) {
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
-  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
-  if (!ox_is_known(im, a) || !ox_is_known(im, b))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "%s of data computed from the inputs is not supported (only of values known when importing, "
-                   "as positions in a causal mask)",
-                   node->proto->op_type);
-  ox_known *k;
-  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
-  return ox_set_known(im, node, 0, k);
+  bool folded;
+  TF_RETURN_IF_ERROR(fold_pair(im, node, op, &folded));
+  if (folded)
+    return NULL;
+  return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                 "%s of data computed from the inputs is not supported (only of values known when importing, "
+                 "as positions in a causal mask)",
+                 node->proto->op_type);
 }
 
 tf_status ox_convert_greater(ox_import *im, const ox_node *node) { return compare(im, node, '>'); }
@@ -328,15 +336,9 @@ static tf_status mask_logical(ox_import *im, const ox_node *node, char op) {
 }
 
 static tf_status logical(ox_import *im, const ox_node *node, char op) {
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
-  const char *a = ox_input(node, 0), *b = ox_input(node, 1);
-  if (!ox_is_known(im, a) || !ox_is_known(im, b))
-    return mask_logical(im, node, op);
-  ox_known *k;
-  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
-  k->dtype = TF_U8;
-  return ox_set_known(im, node, 0, k);
+  bool folded;
+  TF_RETURN_IF_ERROR(fold_pair(im, node, op, &folded));
+  return folded ? NULL : mask_logical(im, node, op);
 }
 
 tf_status ox_convert_and(ox_import *im, const ox_node *node) { return logical(im, node, 'A'); }
