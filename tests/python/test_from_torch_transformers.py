@@ -2,7 +2,8 @@
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
 and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM),
 T5's encoder, ViT, BEiT, Swin and ConvNeXt (image classification), Whisper's encoder, Wav2Vec2 (its
-CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2), Funnel, MobileBERT and XLNet,
+CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2), Funnel,
+MobileBERT, XLNet, the encoder-decoders T5, Pegasus and Marian (source and decoder ids, two inputs),
 and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
@@ -291,6 +292,28 @@ def masked_lm(config, model_class, seed, vulkan=False):
     return causal_lm(config, model_class, seed, lowest_id=3, vulkan=vulkan)
 
 
+class Seq2Seq(torch.nn.Module):
+    """An encoder-decoder given the source ids and the decoder's ids (two inputs), its logits flattened
+    to [-1, 64] for a per-token cross_entropy."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, y):
+        return self.model(input_ids=x, decoder_input_ids=y, return_dict=False)[0].reshape(-1, 64)
+
+
+def seq2seq(config, model_class, seed):
+    """An encoder-decoder of `config` on 12 source ids and 8 decoder ids, per-token cross_entropy."""
+    def build():
+        torch.manual_seed(seed)
+        ids, decoded = torch.randint(3, 64, (BATCH, 12)), torch.randint(3, 64, (BATCH, 8))
+        return run(Seq2Seq(model_class(config)), {"input_ids": ids, "decoder_input_ids": decoded},
+                   torch.randint(0, 64, (BATCH * 8,)), "cross_entropy")
+    return build
+
+
 def decoder(config_class, model_class, seed, **extra):
     """A Llama-family causal LM (rotary positions, RMSNorm, SwiGLU, grouped-query attention: 4 query
     heads over 2 key/value heads), per-token cross_entropy. Its rotary cos/sin tables and causal mask
@@ -453,4 +476,21 @@ case("transformers XLNetLMHeadModel (two-stream relative attention by torch.eins
      "segment and mask embeddings unused without token types), per-token cross_entropy",
      causal_lm(transformers.XLNetConfig(n_layer=2, n_head=2, d_model=32, d_inner=64, vocab_size=64, dropout=0.0,
                                         initializer_range=0.1), transformers.XLNetLMHeadModel, 62))
+case("transformers T5ForConditionalGeneration (1+1 layers: the decoder's causal relative buckets, cross-attention; "
+     "two inputs), per-token cross_entropy",
+     seq2seq(transformers.T5Config(num_layers=1, num_decoder_layers=1, num_heads=2, d_model=32, d_kv=16, d_ff=64,
+                                   vocab_size=64, dropout_rate=0.0, relative_attention_num_buckets=8,
+                                   relative_attention_max_distance=16), transformers.T5ForConditionalGeneration, 63))
+case("transformers PegasusForConditionalGeneration (sinusoidal positions, frozen), per-token cross_entropy",
+     seq2seq(transformers.PegasusConfig(encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                        decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                        vocab_size=64, max_position_embeddings=16, dropout=0.0, attention_dropout=0.0,
+                                        activation_dropout=0.0, init_std=0.05),
+             transformers.PegasusForConditionalGeneration, 64))
+case("transformers MarianMTModel (sinusoidal positions, frozen), per-token cross_entropy",
+     seq2seq(transformers.MarianConfig(encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                       decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                       vocab_size=64, max_position_embeddings=16, dropout=0.0, attention_dropout=0.0,
+                                       activation_dropout=0.0, init_std=0.1, pad_token_id=1),
+             transformers.MarianMTModel, 65))
 finish("from_torch_transformers")
