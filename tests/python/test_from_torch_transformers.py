@@ -3,9 +3,9 @@ architectures built from their configs with random weights (no download) — GPT
 and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM),
 T5's encoder, ViT, BEiT, Swin and ConvNeXt (image classification), Whisper's encoder, Wav2Vec2 (its
 CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2), Funnel,
-MobileBERT, XLNet, the encoder-decoders T5, Pegasus and Marian (source and decoder ids, two inputs),
-and the Llama family's causal LMs (Llama, Qwen2, Phi-3, Gemma: rotary positions, RMSNorm, SwiGLU,
-grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
+MobileBERT, XLNet, SqueezeBERT, the encoder-decoders T5, Pegasus and Marian (source and decoder ids,
+two inputs), GPT-Neo, GPTBigCode, Phi, StableLM, Starcoder2, OLMo and the Llama family's causal LMs
+(Llama, Qwen2, Phi-3, Gemma: rotary positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
@@ -493,4 +493,36 @@ case("transformers MarianMTModel (sinusoidal positions, frozen), per-token cross
                                        vocab_size=64, max_position_embeddings=16, dropout=0.0, attention_dropout=0.0,
                                        activation_dropout=0.0, init_std=0.1, pad_token_id=1),
              transformers.MarianMTModel, 65))
+# Causal LMs that needed nothing new: GPT-Neo (local attention windows), GPTBigCode (multi-query),
+# Phi (partial rotary, parallel blocks), StableLM, Starcoder2 and OLMo (the Llama family's variants);
+# SqueezeBERT (grouped 1-d convolutions for its projections)
+DECODER = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, intermediate_size=64, vocab_size=64,
+               max_position_embeddings=16, initializer_range=0.05)
+case("transformers GPTNeoForCausalLM (global and local attention layers, windows of 4), per-token cross_entropy",
+     causal_lm(transformers.GPTNeoConfig(num_layers=2, num_heads=2, hidden_size=32, vocab_size=64,
+                                         max_position_embeddings=16, attention_types=[[["global", "local"], 1]],
+                                         window_size=4, embed_dropout=0.0, attention_dropout=0.0, resid_dropout=0.0,
+                                         initializer_range=0.05), transformers.GPTNeoForCausalLM, 66))
+case("transformers GPTBigCodeForCausalLM (multi-query attention), per-token cross_entropy",
+     causal_lm(transformers.GPTBigCodeConfig(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=16,
+                                             resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, multi_query=True,
+                                             initializer_range=0.05), transformers.GPTBigCodeForCausalLM, 67))
+case("transformers PhiForCausalLM (partial rotary, parallel attention and MLP), per-token cross_entropy",
+     causal_lm(transformers.PhiConfig(partial_rotary_factor=0.5, attn_implementation="eager", resid_pdrop=0.0,
+                                      embd_pdrop=0.0, attention_dropout=0.0, **DECODER), transformers.PhiForCausalLM, 68))
+case("transformers StableLmForCausalLM, per-token cross_entropy",
+     causal_lm(transformers.StableLmConfig(attn_implementation="eager", num_key_value_heads=2, **DECODER),
+               transformers.StableLmForCausalLM, 69))
+case("transformers Starcoder2ForCausalLM, per-token cross_entropy",
+     causal_lm(transformers.Starcoder2Config(attn_implementation="eager", num_key_value_heads=2, residual_dropout=0.0,
+                                             embedding_dropout=0.0, **DECODER), transformers.Starcoder2ForCausalLM, 70))
+case("transformers OlmoForCausalLM (layer norm without parameters), per-token cross_entropy",
+     causal_lm(transformers.OlmoConfig(attn_implementation="eager", num_key_value_heads=2, **DECODER),
+               transformers.OlmoForCausalLM, 71))
+case("transformers SqueezeBertForMaskedLM (grouped 1-d convolutions), per-token cross_entropy",
+     masked_lm(transformers.SqueezeBertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+                                              intermediate_size=64, embedding_size=32, vocab_size=64,
+                                              max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                              attention_probs_dropout_prob=0.0, initializer_range=0.05),
+               transformers.SqueezeBertForMaskedLM, 72))
 finish("from_torch_transformers")
