@@ -226,8 +226,9 @@ static tf_status rounding(ox_import *im, const ox_node *node, double (*function)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of a symbolic size", node->proto->op_type);
   if (!(k = ox_fold_copy(x, x->rank, x->shape)))
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  for (int64_t i = 0; function == sign_of && i < k->count; i++)
-    k->ints[i] = tf_fixed(k->ints[i].size > 0 ? 1 : k->ints[i].size < 0 ? -1 : 0);
+  if (function == sign_of) /* Ceil and Floor leave integers as they are */
+    for (int64_t i = 0; i < k->count; i++)
+      k->ints[i] = tf_fixed(k->ints[i].size > 0 ? 1 : k->ints[i].size < 0 ? -1 : 0);
   return ox_set_known(im, node, 0, k);
 }
 
@@ -470,8 +471,6 @@ static tf_status clip(ox_import *im, const ox_node *node, tf_tensor_id x, tf_ten
   return NULL;
 }
 
-/* Clip: bounds from inputs 1 and 2 (opset 11 on; a known scalar becomes a constant of x's dtype),
- * before that from the min and max attributes. */
 /* Clip of a known value by known bounds (DeBERTa's clamp of relative positions): Max, then Min. */
 static tf_status fold_clip(ox_import *im, const ox_node *node, const ox_known *x) {
   ox_known *k = ox_fold_copy(x, x->rank, x->shape);
@@ -490,6 +489,8 @@ static tf_status fold_clip(ox_import *im, const ox_node *node, const ox_known *x
   return ox_set_known(im, node, 0, k);
 }
 
+/* Clip: bounds from inputs 1 and 2 (opset 11 on; a known scalar becomes a constant of x's dtype),
+ * before that from the min and max attributes; of known values by known bounds folded. */
 tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *known = ox_foldable(im, node, 0);

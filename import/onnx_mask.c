@@ -43,6 +43,12 @@ static tf_tensor_id binary_node(ox_import *im, tf_op op, tf_tensor_id a, tf_tens
   return tf_graph_node(im->graph, op, ids, 2, NULL);
 }
 
+/* |x| (f32) scaled by 2^149, in two steps an f32 holds: the smallest subnormal then reaches 1. */
+static tf_tensor_id scaled_to_one(ox_import *im, const ox_node *node, tf_tensor_id magnitude) {
+  return binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, magnitude, ox_scalar(im, node, TF_F32, 0x1p100)),
+                     ox_scalar(im, node, TF_F32, 0x1p49));
+}
+
 /* Input i of `node` as an f32 tensor of 0s and 1s: where ONNX types it bool (`is_bool`) an f32
  * tensor is a mask this file made and is taken as it is; anything else through nonzero(), for
  * floats with |x| scaled by 2^149 first so that the smallest subnormal reaches 1 (a backend that
@@ -57,8 +63,7 @@ static tf_status mask_operand(ox_import *im, const ox_node *node, int32_t i, boo
   }
   tf_tensor_id magnitude = tf_unary(im->graph, TF_OP_ABS, dtype == TF_F32 ? x : tf_cast(im->graph, x, TF_F32));
   if (!is_integer_dtype(dtype))
-    magnitude = binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, magnitude, ox_scalar(im, node, TF_F32, 0x1p100)),
-                            ox_scalar(im, node, TF_F32, 0x1p49));
+    magnitude = scaled_to_one(im, node, magnitude);
   tf_tensor_id off = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, magnitude, TF_F32));
   *out = one_minus(im, node, off, TF_F32);
   return ox_graph_error(im, node);
@@ -105,8 +110,7 @@ static tf_status equal_of(ox_import *im, const ox_node *node, tf_tensor_id a, tf
       wide[i] = tf_cast(im->graph, wide[i], TF_F32);
   tf_tensor_id distance = tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide[0], wide[1]));
   if (scaled)
-    distance = binary_node(im, TF_OP_MUL, binary_node(im, TF_OP_MUL, distance, ox_scalar(im, node, TF_F32, 0x1p100)),
-                           ox_scalar(im, node, TF_F32, 0x1p49));
+    distance = scaled_to_one(im, node, distance);
   tf_tensor_id equal = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, scaled ? tf_unary(im->graph, TF_OP_STOP_GRADIENT, equal) : equal);
@@ -185,9 +189,6 @@ static tf_status masked_fill(ox_import *im, const ox_node *node, tf_tensor_id x,
   return ox_graph_error(im, node);
 }
 
-/* Where(m, a, b) with both branches data (Funnel's token-type bias) or both constants: a m + b (1 - m),
- * exact wherever both branches are finite (a non-finite value in the branch not taken gives NaN,
- * where PyTorch gives the other branch; constants must be finite); integers in f32 between casts. */
 /* An error when input i is a known value or an initializer holding a value that is not finite. */
 static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
   const ox_value *v = ox_value_find(im, ox_input(node, i));
@@ -210,6 +211,9 @@ static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
   return NULL;
 }
 
+/* Where(m, a, b) with both branches data (Funnel's token-type bias) or both constants: a m + b (1 - m),
+ * exact wherever both branches are finite (a non-finite value in the branch not taken gives NaN,
+ * where PyTorch gives the other branch; constants must be finite); integers in f32 between casts. */
 static tf_status where_blend(ox_import *im, const ox_node *node) {
   tf_tensor_id m, a, b;
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
