@@ -34,12 +34,19 @@
  * sums its depth in tiles of this many, in order, each call adding into C: a cut of those rows at
  * a multiple of it, accumulated slice after slice, gives the bits of the whole. */
 #define TF_CPU_MATMUL_DEPTH_TILE 256
-/* A product with A transposed whose C has fewer than TF_CPU_MATMUL_FEW_TILES tiles per batch entry
- * (a small weight's gradient: one or two tasks, one or two threads busy) is cut into columns of
- * TF_CPU_MATMUL_NARROW_COLUMN_TILE instead: decided by C's shape alone, never by the thread count or
- * a depth slice, so its bits stay the same on any thread count and across depth slices. */
+/* A product whose C would have fewer than TF_CPU_MATMUL_FEW_TILES tiles per batch entry (a small
+ * weight's gradient, or a product of a few hundred rows: one or two tasks, often of unequal size)
+ * cuts its columns into as many tiles as it takes, of equal width (a multiple of
+ * TF_CPU_MATMUL_COLUMN_ALIGN, at least TF_CPU_MATMUL_NARROW_COLUMN_TILE: narrower calls lose speed).
+ * It is decided by the whole product's shape alone, never by the thread count: a half slice of its
+ * rows is told the rows of the whole (tf_cpu_args.whole_rows), a depth slice its depth, so its bits
+ * stay the same on any thread count and in any slice. */
 #define TF_CPU_MATMUL_FEW_TILES 4
-#define TF_CPU_MATMUL_NARROW_COLUMN_TILE 128
+#define TF_CPU_MATMUL_NARROW_COLUMN_TILE 64
+#define TF_CPU_MATMUL_COLUMN_ALIGN 16
+/* A product of fewer multiply-adds than this keeps its tiles: a finer cut would cost more in waking
+ * threads than it saves. */
+#define TF_CPU_MATMUL_NARROW_MIN_WORK ((int64_t)1 << 22)
 /* Query rows per attention block: the score block of one thread is this many rows of Tk. */
 #define TF_CPU_ATTENTION_BLOCK_ROWS 32
 

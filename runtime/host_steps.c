@@ -177,9 +177,13 @@ tf_status tf_host_step_run(const tf_host_steps *h, const tf_plan *plan, int32_t 
     }
     h->tensors[k] = tf_tensor_ref_make(data, b->dtype, b->rank, b->shape);
   }
-  tf_cpu_args args = {
-      step->op, &step->attrs, step->n_inputs, h->tensors, step->n_outputs, h->tensors + step->n_inputs, NULL,
-      0,        context};
+  tf_cpu_args args = {.op = step->op,
+                      .attrs = &step->attrs,
+                      .n_inputs = step->n_inputs,
+                      .inputs = h->tensors,
+                      .n_outputs = step->n_outputs,
+                      .outputs = h->tensors + step->n_inputs,
+                      .context = context};
   h->kernels[index](&args);
   for (int32_t k = 0; k < operand_count(step); k++) {
     bool written;

@@ -37,8 +37,8 @@ static void open_slice(const tf_cpu_args *args, const tf_cpu_half_slices *s, int
 }
 
 /* A depth slice after the first: its product added into the whole result (matmul_accumulate, the
- * same tiles and depth order as the whole product). */
-static void add_product(const tf_cpu_args *args, const tf_cpu_tensor *wide) {
+ * same tiles and depth order as the whole product, of `depth`). */
+static void add_product(const tf_cpu_args *args, const tf_cpu_tensor *wide, int64_t depth) {
   const tf_cpu_tensor operands[3] = {wide[args->n_inputs], wide[0], wide[1]};
   tf_cpu_args accumulate = *args;
   accumulate.op = TF_OP_MATMUL_ACCUMULATE;
@@ -46,6 +46,7 @@ static void add_product(const tf_cpu_args *args, const tf_cpu_tensor *wide) {
   accumulate.inputs = operands;
   accumulate.n_outputs = 0;
   accumulate.outputs = NULL;
+  accumulate.whole_rows = depth;
   tf_cpu_kernel_get(TF_OP_MATMUL_ACCUMULATE, false)(&accumulate);
 }
 
@@ -65,7 +66,7 @@ void tf_cpu_half_run(tf_cpu_kernel kernel, const tf_cpu_args *args, const tf_cpu
     const int64_t rows = s->rows - first < s->slice_rows ? s->rows - first : s->slice_rows;
     open_slice(args, s, first, rows, stored, wide);
     if (s->summed && first > 0) {
-      add_product(args, wide);
+      add_product(args, wide, s->rows);
       continue;
     }
     tf_cpu_args inner = *args;
@@ -73,6 +74,7 @@ void tf_cpu_half_run(tf_cpu_kernel kernel, const tf_cpu_args *args, const tf_cpu
     inner.outputs = wide + args->n_inputs;
     inner.workspace = inner_bytes > 0 ? (char *)args->workspace + s->inner_offset : NULL;
     inner.workspace_bytes = inner_bytes > 0 ? inner_bytes : 0;
+    inner.whole_rows = s->cut ? s->rows : 0; /* the rows the cut is of */
     kernel(&inner);
     close_outputs(args, s, stored, wide, false);
   }

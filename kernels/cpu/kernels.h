@@ -40,6 +40,9 @@ typedef struct tf_cpu_args {
   void *workspace; /* tf_cpu_workspace_bytes() bytes, 64-byte aligned, or NULL when 0 */
   int64_t workspace_bytes;
   const tf_cpu_context *context;
+  /* On a half slice (backends/cpu/cpu_half.c): the first axis of the step's operands before the cut,
+   * so that a product tiles the slice as it tiles the whole (kernels/cpu/matmul.c); 0 otherwise. */
+  int64_t whole_rows;
 } tf_cpu_args;
 
 typedef void (*tf_cpu_kernel)(const tf_cpu_args *args);

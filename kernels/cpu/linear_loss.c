@@ -57,22 +57,36 @@ static int64_t counted_labels(const head *h) {
 
 static int64_t row_blocks(int64_t rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
 
-/* Spans of a product's output the threads share, each one gemm: fixed sizes, so every element is
- * computed by the same call whatever the thread count, and each span reads its own slice of the
- * weight, so a chunk reads the weight once per product (16-row tasks read all of it each). */
+/* Spans of a product's output the threads share, each one gemm: sizes fixed by the head's shape
+ * alone, so every element is computed by the same call whatever the thread count, and each span
+ * reads its own slice of the weight, so a chunk reads the weight once per product (16-row tasks read
+ * all of it each). A dimension that would give fewer than FEW_SPANS spans (a vocabulary of a few
+ * hundred classes, a narrow model) is cut into narrower spans, down to NARROW_SPAN: one span would
+ * keep one thread busy. */
 #define CLASS_SPAN 2048  /* logits columns, dweight rows ([V, d]) or columns ([d, V]) */
 #define FEATURE_SPAN 128 /* dx columns, dweight rows ([d, V]) */
+#define FEW_SPANS 4
+#define NARROW_SPAN 64
 
 static int64_t spans(int64_t n, int64_t span) { return (n + span - 1) / span; }
 
-/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight) (+ bias), CLASS_SPAN columns a
- * task; the bias is added after the product, as the unfused add does. */
+/* The span of a dimension of n: `widest` halved while n would make fewer than FEW_SPANS of it. */
+static int64_t span_of(int64_t n, int64_t widest) {
+  int64_t span = widest;
+  while (span > NARROW_SPAN && spans(n, span) < FEW_SPANS)
+    span /= 2;
+  return span;
+}
+
+/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight) (+ bias), a class span of columns
+ * a task; the bias is added after the product, as the unfused add does. */
 static void chunk_logits(const head *h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry *g = &h->g;
-  const int64_t n = spans(g->classes, CLASS_SPAN), ldw = g->transpose_weight ? g->features : g->classes;
+  const int64_t span = span_of(g->classes, CLASS_SPAN), n = spans(g->classes, span);
+  const int64_t ldw = g->transpose_weight ? g->features : g->classes;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
-        const int64_t begin = b * CLASS_SPAN, end = begin + CLASS_SPAN < g->classes ? begin + CLASS_SPAN : g->classes;
+        const int64_t begin = b * span, end = begin + span < g->classes ? begin + span : g->classes;
         const real *w = h->weight + (g->transpose_weight ? begin * g->features : begin);
         tf_cpu_gemm(false, g->transpose_weight, rows, end - begin, g->features, 1, h->x + first * g->features,
                     g->features, w, ldw, 0, h->logits + begin, g->classes);
@@ -138,14 +152,14 @@ static void chunk_gradient(const head *h, int64_t first, int64_t rows, real scal
       });
 }
 
-/* dx[first .. first + rows) = dlogits weight (or weightᵀ), FEATURE_SPAN columns a task. */
+/* dx[first .. first + rows) = dlogits weight (or weightᵀ), a feature span of columns a task. */
 static void chunk_dx(const head *h, int64_t first, int64_t rows, real *dx) {
   const tf_linear_loss_geometry *g = &h->g;
-  const int64_t n = spans(g->features, FEATURE_SPAN), ldw = g->transpose_weight ? g->features : g->classes;
+  const int64_t span = span_of(g->features, FEATURE_SPAN), n = spans(g->features, span);
+  const int64_t ldw = g->transpose_weight ? g->features : g->classes;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
-        const int64_t begin = b * FEATURE_SPAN;
-        const int64_t end = begin + FEATURE_SPAN < g->features ? begin + FEATURE_SPAN : g->features;
+        const int64_t begin = b * span, end = begin + span < g->features ? begin + span : g->features;
         const real *w = h->weight + (g->transpose_weight ? begin : begin * g->classes);
         tf_cpu_gemm(false, !g->transpose_weight, rows, end - begin, g->classes, 1, h->logits, g->classes, w, ldw, 0,
                     dx + first * g->features + begin, g->features);
@@ -153,13 +167,14 @@ static void chunk_dx(const head *h, int64_t first, int64_t rows, real *dx) {
 }
 
 /* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]), a span of its rows a
- * task (CLASS_SPAN classes, or FEATURE_SPAN features); beta 0 on the first chunk. */
+ * task (a class span, or a feature span); beta 0 on the first chunk. */
 static void chunk_dweight(const head *h, int64_t first, int64_t rows, real beta, real *dweight) {
   const tf_linear_loss_geometry *g = &h->g;
   const real *x = h->x + first * g->features;
   const int64_t out_rows = g->transpose_weight ? g->classes : g->features;
   const int64_t width = g->transpose_weight ? g->features : g->classes;
-  const int64_t span = g->transpose_weight ? CLASS_SPAN : FEATURE_SPAN, n = spans(out_rows, span);
+  const int64_t span = g->transpose_weight ? span_of(out_rows, CLASS_SPAN) : span_of(out_rows, FEATURE_SPAN);
+  const int64_t n = spans(out_rows, span);
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
         const int64_t begin = b * span, end = begin + span < out_rows ? begin + span : out_rows;
@@ -172,13 +187,13 @@ static void chunk_dweight(const head *h, int64_t first, int64_t rows, real beta,
       });
 }
 
-/* dbias[c] (+)= the sum over the chunk's rows of dlogits[., c], in double, rows in order, CLASS_SPAN
- * classes a task; the first chunk overwrites. */
+/* dbias[c] (+)= the sum over the chunk's rows of dlogits[., c], in double, rows in order, a class
+ * span a task; the first chunk overwrites. */
 static void chunk_dbias(const head *h, int64_t rows, bool first_chunk, real *dbias) {
-  const int64_t classes = h->g.classes, n = spans(classes, CLASS_SPAN);
+  const int64_t classes = h->g.classes, span = span_of(classes, CLASS_SPAN), n = spans(classes, span);
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
-        const int64_t begin = b * CLASS_SPAN, end = begin + CLASS_SPAN < classes ? begin + CLASS_SPAN : classes;
+        const int64_t begin = b * span, end = begin + span < classes ? begin + span : classes;
         for (int64_t c = begin; c < end; c++) {
           double sum = first_chunk ? 0.0 : (double)dbias[c];
           for (int64_t r = 0; r < rows; r++)

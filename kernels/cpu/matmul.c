@@ -9,10 +9,11 @@
  * sums the depth in tiles of TF_CPU_MATMUL_DEPTH_TILE, in order, so that those rows can be cut at a
  * tile boundary and accumulated (matmul_accumulate) slice after slice with the same bits. A
  * product whose B has no batch (a linear layer, x[..., K] W[K, N]) is one gemm over the flattened
- * rows of A, tiled the same way. A small weight's gradient (A transposed, few tiles) takes narrower
- * column tiles, chosen by C's shape alone (core/workspace_cpu.h). Every output element is computed
- * by exactly one task, so results do not depend on scheduling. BLAS itself is expected to run
- * single-threaded (workspace.h). */
+ * rows of A, tiled the same way. A product of few tiles (a small weight's gradient, a product of a
+ * few hundred rows) takes narrower column tiles, chosen by the whole product's shape alone
+ * (core/workspace_cpu.h). Every output element is computed by exactly one task, so results do not
+ * depend on scheduling; the tasks are handed out one at a time (the last row tile is often short).
+ * BLAS itself is expected to run single-threaded (workspace.h). */
 #include <string.h>
 
 #include "core/workspace_cpu.h"
@@ -67,6 +68,35 @@ static void operands(const tf_cpu_args *args, const tf_cpu_tensor **a, const tf_
 
 static int64_t tiles_of(int64_t length, int64_t tile) { return (length + tile - 1) / tile; }
 
+/* Columns of C per tile for a product of `m` rows (per batch entry), `n` columns and depth `k`: the
+ * column tile; or, where C would have fewer than TF_CPU_MATMUL_FEW_TILES tiles, n cut into as many
+ * as it takes of equal width (a multiple of TF_CPU_MATMUL_COLUMN_ALIGN, at least the narrow tile).
+ * A product below TF_CPU_MATMUL_NARROW_MIN_WORK multiply-adds keeps the column tile. */
+static int64_t column_tile_of(int64_t m, int64_t n, int64_t k) {
+  const int64_t row_tiles = tiles_of(m, TF_CPU_MATMUL_ROW_TILE);
+  if (row_tiles * tiles_of(n, TF_CPU_MATMUL_COLUMN_TILE) >= TF_CPU_MATMUL_FEW_TILES ||
+      (double)m * (double)n * (double)k < (double)TF_CPU_MATMUL_NARROW_MIN_WORK)
+    return TF_CPU_MATMUL_COLUMN_TILE;
+  const int64_t wanted = tiles_of(TF_CPU_MATMUL_FEW_TILES, row_tiles); /* column tiles */
+  const int64_t tile = tiles_of(tiles_of(n, wanted), TF_CPU_MATMUL_COLUMN_ALIGN) * TF_CPU_MATMUL_COLUMN_ALIGN;
+  return tile < TF_CPU_MATMUL_NARROW_COLUMN_TILE ? TF_CPU_MATMUL_NARROW_COLUMN_TILE : tile;
+}
+
+/* The rows and depth the tiles are chosen for: the product's own, or on a half slice (whole_rows, the
+ * first axis of A before the cut) the whole product's: its rows where A's rows are C's (A not
+ * transposed, batch entries flattened into rows), its depth where A is a transposed matrix (a weight's
+ * gradient cut along its depth). A cut of batch entries leaves each entry's product whole. */
+static void whole_shape_of(const tf_cpu_args *args, const tf_cpu_tensor *a, const product *p, int64_t *m, int64_t *k) {
+  *m = p->m;
+  *k = p->k;
+  if (args->whole_rows <= 0 || p->batch_rank != 0 || a->shape[0] <= 0)
+    return;
+  if (!p->transpose_a)
+    *m = p->m / a->shape[0] * args->whole_rows;
+  else if (a->rank == 2)
+    *k = args->whole_rows;
+}
+
 static product plan_product(const tf_cpu_args *args) {
   const tf_cpu_tensor *a, *b, *c;
   operands(args, &a, &b, &c);
@@ -94,9 +124,9 @@ static product plan_product(const tf_cpu_args *args) {
     p.batch_rank = 0;
   }
   p.row_tiles = tiles_of(p.m, TF_CPU_MATMUL_ROW_TILE);
-  p.column_tile = TF_CPU_MATMUL_COLUMN_TILE;
-  if (p.transpose_a && p.row_tiles * tiles_of(p.n, p.column_tile) < TF_CPU_MATMUL_FEW_TILES)
-    p.column_tile = TF_CPU_MATMUL_NARROW_COLUMN_TILE; /* by C's shape alone */
+  int64_t whole_m, whole_k;
+  whole_shape_of(args, a, &p, &whole_m, &whole_k);
+  p.column_tile = column_tile_of(whole_m, p.n, whole_k);
   p.column_tiles = tiles_of(p.n, p.column_tile);
   return p;
 }
@@ -149,7 +179,7 @@ static void run_product(const tf_cpu_args *args) {
   const real *a_data = a->data, *b_data = b->data;
   real *c = out->data;
   int64_t tasks = p.batches * p.row_tiles * p.column_tiles;
-  TF_CPU_PARALLEL_FOR(
+  TF_CPU_PARALLEL_FOR_DYNAMIC(
       team_size(args, tasks), for (int64_t task = 0; task < tasks; task++) { run_task(&p, task, a_data, b_data, c); });
 }
 

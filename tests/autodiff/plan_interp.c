@@ -103,8 +103,15 @@ bool tf_interp_run(tf_interp *interp, int32_t begin, int32_t end) {
                                              interp->context.threads, 8);
     if (workspace_bytes > 0)
       workspace = aligned_alloc(64, (size_t)((workspace_bytes + 63) / 64 * 64));
-    tf_cpu_args args = {step->op, &step->attrs, step->n_inputs,  inputs,          step->n_outputs,
-                        outputs,  workspace,    workspace_bytes, &interp->context};
+    tf_cpu_args args = {.op = step->op,
+                        .attrs = &step->attrs,
+                        .n_inputs = step->n_inputs,
+                        .inputs = inputs,
+                        .n_outputs = step->n_outputs,
+                        .outputs = outputs,
+                        .workspace = workspace,
+                        .workspace_bytes = workspace_bytes,
+                        .context = &interp->context};
     kernel(&args);
     free(workspace);
   }

@@ -35,7 +35,15 @@ static void bench(const char *label, tf_op op, tf_attrs attrs, tf_cpu_tensor *in
   int64_t bytes = tf_cpu_workspace_bytes(op, &attrs, n_in, in, n_out, out, threads, 4);
   void *workspace = bytes ? aligned_alloc(64, (size_t)(bytes + 63) / 64 * 64) : NULL;
   tf_cpu_context context = {.threads = threads, .optimizer_step = 1, .seed = 1};
-  tf_cpu_args args = {op, &attrs, n_in, in, n_out, out, workspace, bytes, &context};
+  tf_cpu_args args = {.op = op,
+                      .attrs = &attrs,
+                      .n_inputs = n_in,
+                      .inputs = in,
+                      .n_outputs = n_out,
+                      .outputs = out,
+                      .workspace = workspace,
+                      .workspace_bytes = bytes,
+                      .context = &context};
   tf_cpu_kernel kernel = dense_kernel(op, false);
   double best = 1e30;
   for (int r = 0; r < REPEATS; r++) {

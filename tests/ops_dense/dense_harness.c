@@ -205,7 +205,15 @@ bool dense_run_planned(tf_test_counts *counts, tf_op op, const tf_attrs *attrs, 
   unsigned char *workspace = guarded_alloc(bytes);
   memset(workspace + GUARD_BYTES, 0xFF, (size_t)bytes); // NaN: a kernel must not read scratch it did not write
   tf_cpu_context context = {.threads = threads, .optimizer_step = 1, .seed = 1234};
-  tf_cpu_args args = {op, attrs, n_inputs, in, n_outputs, out, bytes ? workspace + GUARD_BYTES : NULL, bytes, &context};
+  tf_cpu_args args = {.op = op,
+                      .attrs = attrs,
+                      .n_inputs = n_inputs,
+                      .inputs = in,
+                      .n_outputs = n_outputs,
+                      .outputs = out,
+                      .workspace = bytes ? workspace + GUARD_BYTES : NULL,
+                      .workspace_bytes = bytes,
+                      .context = &context};
   dense_kernel(op, f64)(&args);
 
   bool ok = guards_intact(workspace, bytes);

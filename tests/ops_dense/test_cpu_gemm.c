@@ -6,8 +6,11 @@
  * goes through it with beta = 1, matmul_accumulate (sum += op(a) op(b), kernels/cpu/matmul.c), f32
  * and f64 on 1 and 2 threads against the same triple loop plus the sum it started from, and, under
  * the probe, with no heap allocation per call. (4) Its bits on any thread count and in a row cut at
- * a tile boundary. test_cpu_gemm_avx512 runs it again with OpenBLAS forced to its SkylakeX kernels
- * (TF_TEST_BLAS_AVX512=1, skipped on a CPU without AVX-512), where the plain products that
+ * a tile boundary, (5) a small weight's gradient in narrow tiles and over depth slices, (6) a product
+ * of few rows in narrow tiles and as a half slice, (7) depth slices of a product narrowed by its
+ * whole depth. test_cpu_gemm_haswell runs it on OpenBLAS's
+ * Haswell kernels, whose bits depend on the column tiles. test_cpu_gemm_avx512 runs it again with OpenBLAS forced to
+ * its SkylakeX kernels (TF_TEST_BLAS_AVX512=1, skipped on a CPU without AVX-512), where the plain products that
  * tf_cpu_gemm_would_copy names must allocate: the reason for the guard, shown on this machine even
  * where the environment forces 256-bit kernels (OPENBLAS_CORETYPE=Haswell). */
 #define _GNU_SOURCE /* the probe client's dlsym(RTLD_DEFAULT) */
@@ -108,9 +111,10 @@ static tf_cpu_tensor matrix(void *data, tf_dtype dtype, int64_t rows, int64_t co
   return t;
 }
 
-/* matmul_accumulate(sum [m, n], a, b) through the op's CPU kernel in f32 or f64 on `threads`. */
-static void accumulate_kernel(bool f64, int32_t threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, void *sum,
-                              void *a, void *b) {
+/* matmul_accumulate(sum [m, n], a, b) through the op's CPU kernel in f32 or f64 on `threads`, as a
+ * half slice of a product of `whole_rows` rows runs it (0: the product is whole). */
+static void accumulate_slice(bool f64, int32_t threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, void *sum,
+                             void *a, void *b, int64_t whole_rows) {
   const tf_dtype dtype = TF_F32; /* the f64 kernels take f32 tensors held as double (kernels/cpu/real.h) */
   tf_attrs attrs;
   memset(&attrs, 0, sizeof(attrs));
@@ -126,8 +130,15 @@ static void accumulate_kernel(bool f64, int32_t threads, bool ta, bool tb, int64
                             .inputs = inputs,
                             .n_outputs = 0,
                             .outputs = NULL,
-                            .context = &context};
+                            .context = &context,
+                            .whole_rows = whole_rows};
   tf_cpu_kernel_get(TF_OP_MATMUL_ACCUMULATE, f64)(&args);
+}
+
+/* matmul_accumulate(sum [m, n], a, b) through the op's CPU kernel in f32 or f64 on `threads`. */
+static void accumulate_kernel(bool f64, int32_t threads, bool ta, bool tb, int64_t m, int64_t n, int64_t k, void *sum,
+                              void *a, void *b) {
+  accumulate_slice(f64, threads, ta, tb, m, n, k, sum, a, b, 0);
 }
 
 /* sum0 + op(a) op(b) from the kernel against float64 loops: f32 and f64, 1 and 2 threads. */
@@ -304,7 +315,7 @@ static void check_thread_invariance(void) {
 }
 
 /* (5) A small weight's gradient (A transposed: [K, 128]^T [K, 384], one 256 x 512 tile, so cut into
- * 128-column tiles by its shape, core/workspace_cpu.h): the same bits on 1, 2 and 3 threads, and its
+ * 64-column tiles by its shape, core/workspace_cpu.h): the same bits on 1, 2 and 3 threads, and its
  * depth accumulated in two slices cut at a depth-tile boundary (the half slices) gives the whole's. */
 static void check_narrow_weight_gradient(void) {
   enum { M = 128, N = 384, K = 700, CUT = 512 };
@@ -312,13 +323,58 @@ static void check_narrow_weight_gradient(void) {
   float *a = random_matrix((int64_t)K * M, &state), *b = random_matrix((int64_t)K * N, &state);
   float *c[4];
   on_three_thread_counts(c, true, M, N, K, a, b);
-  accumulate_kernel(false, 2, true, false, M, N, CUT, c[3], a, b);
-  accumulate_kernel(false, 2, true, false, M, N, K - CUT, c[3], a + (int64_t)CUT * M, b + (int64_t)CUT * N);
+  accumulate_slice(false, 2, true, false, M, N, CUT, c[3], a, b, K);
+  accumulate_slice(false, 2, true, false, M, N, K - CUT, c[3], a + (int64_t)CUT * M, b + (int64_t)CUT * N, K);
   char product[64];
   snprintf(product, sizeof(product), "f32 [%d, %d]^T x [%d, %d] (narrow tiles)", K, M, K, N);
   check_variants(c, (size_t)M * N, (size_t)M * N, product, "over two depth slices");
   free(a);
   free(b);
+}
+
+/* (6) A product of few rows ([300, 128] x [128, 200]: two row tiles of one 512-column tile, so cut
+ * into 128-column tiles by the whole product's shape, core/workspace_cpu.h): the same bits on 1, 2
+ * and 3 threads, and its first 256 rows computed as a half slice of the 300 (the kernel told the
+ * whole's rows) give the whole's. Taken alone, those rows would be cut into 64-column tiles, which on
+ * OpenBLAS's 256-bit kernels (test_cpu_gemm_haswell) give other bits. */
+static void check_few_rows(void) {
+  enum { M = 300, N = 200, K = 128, CUT = 256 };
+  uint32_t state = 79u;
+  float *a = random_matrix((int64_t)M * K, &state), *b = random_matrix((int64_t)K * N, &state);
+  float *c[4];
+  on_three_thread_counts(c, false, M, N, K, a, b);
+  accumulate_slice(false, 2, false, false, CUT, N, K, c[3], a, b, M);
+  char product[64], cut[64];
+  snprintf(product, sizeof(product), "f32 [%d, %d] x [%d, %d] (few rows)", M, K, K, N);
+  snprintf(cut, sizeof(cut), "for its first %d rows as a half slice", CUT);
+  check_variants(c, (size_t)M * N, (size_t)CUT * N, product, cut);
+  free(a);
+  free(b);
+}
+
+/* (7) A weight's gradient narrowed only by its whole depth ([700, 64]^T x [700, 128]: 5.7 M
+ * multiply-adds, above TF_CPU_MATMUL_NARROW_MIN_WORK, cut into 64-column tiles) accumulated over two
+ * depth slices, each told the whole's depth: the whole's bits. Alone, each slice is under the
+ * threshold and would be one 128-column call, which on the Haswell kernels gives other bits. */
+static void check_depth_slices_of_narrow(void) {
+  enum { M = 64, N = 128, K = 700, CUT = 256 };
+  uint32_t state = 80u;
+  float *a = random_matrix((int64_t)K * M, &state), *b = random_matrix((int64_t)K * N, &state);
+  float *c[4];
+  on_three_thread_counts(c, true, M, N, K, a, b);
+  accumulate_slice(false, 2, true, false, M, N, CUT, c[3], a, b, K);
+  accumulate_slice(false, 2, true, false, M, N, K - CUT, c[3], a + (int64_t)CUT * M, b + (int64_t)CUT * N, K);
+  char product[64];
+  snprintf(product, sizeof(product), "f32 [%d, %d]^T x [%d, %d] (narrowed by its depth)", K, M, K, N);
+  check_variants(c, (size_t)M * N, (size_t)M * N, product, "over two depth slices");
+  free(a);
+  free(b);
+}
+
+/* Whether this run is test_cpu_gemm_haswell's (OpenBLAS forced to its 256-bit Haswell kernels). */
+static bool haswell_forced(void) {
+  const char *wanted = getenv("TF_TEST_BLAS_HASWELL");
+  return wanted && strcmp(wanted, "1") == 0;
 }
 
 int main(int argc, char **argv) {
@@ -333,10 +389,26 @@ int main(int argc, char **argv) {
     printf("%s\n", blas);
     CHECK(&counts, tf_cpu_blas_narrowed() == false, "OpenBLAS runs 256-bit kernels: %s", blas);
   }
+#if defined(__x86_64__) || defined(__i386__)
+  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  const bool has_avx2 = false;
+#endif
+  if (haswell_forced()) {
+    if (!has_avx2) {
+      printf("SKIP: this CPU has no AVX2 and FMA, which OpenBLAS's Haswell kernels need\n");
+      return 77;
+    }
+    char blas[256];
+    tf_cpu_blas_describe(blas, sizeof(blas));
+    printf("%s\n", blas);
+  }
   check_allocations(argv);
   check_values();
   check_accumulate_kernel();
   check_thread_invariance();
   check_narrow_weight_gradient();
+  check_few_rows();
+  check_depth_slices_of_narrow();
   return tf_test_finish("cpu gemm", &counts);
 }

@@ -93,8 +93,20 @@ static void check_case(tf_test_counts *c, const pool_case *k, bool f64, int32_t 
   tf_cpu_context context = {.threads = threads};
   tf_cpu_tensor in[2] = {tensor(xb, k->shape), tensor(dyb, out_shape)}, y = tensor(yb, out_shape),
                 dx = tensor(dxb, k->shape);
-  tf_cpu_args forward = {TF_OP_MAX_POOL2D, &attrs, 1, in, 1, &y, NULL, 0, &context};
-  tf_cpu_args backward = {TF_OP_MAX_POOL2D_GRAD, &attrs, 2, in, 1, &dx, NULL, 0, &context};
+  tf_cpu_args forward = {.op = TF_OP_MAX_POOL2D,
+                         .attrs = &attrs,
+                         .n_inputs = 1,
+                         .inputs = in,
+                         .n_outputs = 1,
+                         .outputs = &y,
+                         .context = &context};
+  tf_cpu_args backward = {.op = TF_OP_MAX_POOL2D_GRAD,
+                          .attrs = &attrs,
+                          .n_inputs = 2,
+                          .inputs = in,
+                          .n_outputs = 1,
+                          .outputs = &dx,
+                          .context = &context};
   tf_cpu_kernel_get(TF_OP_MAX_POOL2D, f64)(&forward);
   tf_cpu_kernel_get(TF_OP_MAX_POOL2D_GRAD, f64)(&backward);
 

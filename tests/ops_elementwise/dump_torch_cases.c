@@ -225,7 +225,13 @@ static void run_cast(bool f64, tf_dtype from, tf_dtype to, const void *in, void 
   tf_attrs attrs = th_no_attrs();
   attrs.kind = TF_ATTR_CAST;
   attrs.u.cast.to = to;
-  tf_cpu_args args = {TF_OP_CAST, &attrs, 1, &x, 1, &y, NULL, 0, &th_context};
+  tf_cpu_args args = {.op = TF_OP_CAST,
+                      .attrs = &attrs,
+                      .n_inputs = 1,
+                      .inputs = &x,
+                      .n_outputs = 1,
+                      .outputs = &y,
+                      .context = &th_context};
   (f64 ? tf_cpu_cast_f64 : tf_cpu_cast_f32)(&args);
 }
 

@@ -282,8 +282,13 @@ int th_run(tf_op op, const tf_attrs *attrs, th_tensor *inputs, int n_inputs, th_
     outputs[i] = th_zeros(dtype, (size_t)results[i].rank, results[i].shape);
     cpu_outputs[i] = cpu_tensor(&outputs[i], to_buffer(&outputs[i], f64));
   }
-  tf_cpu_args args = {op,         attrs ? attrs : &none, n_inputs, cpu_inputs, info->n_outputs, cpu_outputs, NULL, 0,
-                      &th_context};
+  tf_cpu_args args = {.op = op,
+                      .attrs = attrs ? attrs : &none,
+                      .n_inputs = n_inputs,
+                      .inputs = cpu_inputs,
+                      .n_outputs = info->n_outputs,
+                      .outputs = cpu_outputs,
+                      .context = &th_context};
   kernel_pair kernel = kernel_of(op);
   (f64 ? kernel.f64 : kernel.f32)(&args);
   for (int i = 0; i < info->n_outputs; i++)
