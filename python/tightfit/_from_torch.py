@@ -116,6 +116,47 @@ def _detach_as_stop_gradient(torch):
     return lambda: torch.onnx.unregister_custom_op_symbolic("aten::detach", 9)
 
 
+def _repeat_interleave_as_expand(torch):
+    """Makes the export write torch.repeat_interleave(x, r, dim) by a constant r along an axis whose
+    later axes have fixed sizes (GPT-J's and CodeGen's rotary tables: repeat_interleave(sin[:, :, None,
+    :], 2, 3)) as Unsqueeze, Expand and Reshape: each element repeated r times in place. Where a size of
+    x is dynamic, torch's own symbolic writes a Loop over a sequence of slices, which the importer
+    refuses. Other forms (repeats per element, no dim) keep torch's symbolic. Returns the function that
+    puts torch's symbolics back."""
+    from torch.onnx import symbolic_helper as helper
+    from torch.onnx import symbolic_opset9, symbolic_opset13
+
+    def own(g, self, repeats, dim, output_size):
+        if g.opset >= 13:
+            return symbolic_opset13.repeat_interleave(g, self, repeats, dim, output_size)
+        return symbolic_opset9.repeat_interleave(g, self, repeats, dim, output_size)
+
+    def as_expand(g, self, repeats, dim=None, output_size=None):
+        rank, sizes = helper._get_tensor_rank(self), helper._get_tensor_sizes(self)
+        if helper._is_none(dim) or rank is None or sizes is None or not helper._is_constant(repeats):
+            return own(g, self, repeats, dim, output_size)
+        times = helper._maybe_get_const(repeats, "t")
+        times = torch.as_tensor(times).reshape(-1)
+        axis = helper._get_const(dim, "i", "dim")
+        axis = axis + rank if axis < 0 else axis
+        if times.numel() != 1 or not 0 <= axis < rank or any(size is None for size in sizes[axis + 1:]):
+            return own(g, self, repeats, dim, output_size)
+        count = int(times[0])
+        spread = helper._unsqueeze_helper(g, self, [axis + 1])
+        ones = [1] * (axis + 1) + [count] + [1] * (rank - axis - 1)
+        spread = g.op("Expand", spread, g.op("Constant", value_t=torch.tensor(ones, dtype=torch.int64)))
+        merged = [0] * axis + [-1] + [int(size) for size in sizes[axis + 1:]]
+        return g.op("Reshape", spread, g.op("Constant", value_t=torch.tensor(merged, dtype=torch.int64)))
+
+    for version in (9, 13):
+        torch.onnx.register_custom_op_symbolic("aten::repeat_interleave", as_expand, version)
+
+    def restore():
+        for version in (9, 13):
+            torch.onnx.unregister_custom_op_symbolic("aten::repeat_interleave", version)
+    return restore
+
+
 def _restore_forward(modules):
     for m in modules:
         m.__dict__.pop("forward", None)
@@ -150,8 +191,9 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     takes the ordinary path (projections, softmax, masks as ONNX ops), each MultiheadAttention's
     dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
     Their Dropout submodules stay in eval mode (the identity). An Embedding's padding row gets no
-    gradient, as in PyTorch (_padding_rows_as_torch_trains_them), and a detached value none
-    (_detach_as_stop_gradient)."""
+    gradient, as in PyTorch (_padding_rows_as_torch_trains_them), a detached value none
+    (_detach_as_stop_gradient), and repeat_interleave by a constant is written without a Loop
+    (_repeat_interleave_as_expand)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
@@ -166,7 +208,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
-    restore_detach = None
+    restore_detach = restore_repeat = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -184,6 +226,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     module.training = True  # the top level only: read by the deduplication, by no layer
     try:
         restore_detach = _detach_as_stop_gradient(torch)
+        restore_repeat = _repeat_interleave_as_expand(torch)
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -199,6 +242,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     finally:
         if restore_detach:
             restore_detach()
+        if restore_repeat:
+            restore_repeat()
         if scripted:
             pass
         elif own_forward is None:

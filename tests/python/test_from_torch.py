@@ -954,6 +954,28 @@ def gathered():
 
 
 case("torch.gather by known indices, and a repeat over the batch, train as PyTorch's", gathered)
+
+
+# torch.repeat_interleave by a constant (GPT-J's rotary tables): torch's own export writes a Loop over
+# slices when a size is dynamic (the batch here); from_torch writes Unsqueeze, Expand and Reshape.
+class Interleaved(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(48, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = self.a(x).reshape(x.shape[0], 3, 4)
+        middle = torch.repeat_interleave(h, 2, dim=1)  # [N, 6, 4]: rows 0 0 1 1 2 2
+        last = torch.repeat_interleave(torch.tanh(middle), 2, -1)  # [N, 6, 8]
+        return self.b(last.reshape(x.shape[0], 48))
+
+
+def interleaved():
+    torch.manual_seed(13)
+    return beside_torch(Interleaved(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["reshape"])[:2]
+
+
+case("torch.repeat_interleave by a constant, along a middle and the last axis, trains as PyTorch's", interleaved)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
 def saved_and_loaded():

@@ -525,4 +525,14 @@ case("transformers SqueezeBertForMaskedLM (grouped 1-d convolutions), per-token 
                                               max_position_embeddings=16, hidden_dropout_prob=0.0,
                                               attention_probs_dropout_prob=0.0, initializer_range=0.05),
                transformers.SqueezeBertForMaskedLM, 72))
+case("transformers GPTJForCausalLM (rotary tables by repeat_interleave: an Expand, not a Loop; parallel "
+     "attention and MLP), per-token cross_entropy",
+     causal_lm(transformers.GPTJConfig(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=16, rotary_dim=8,
+                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, initializer_range=0.05),
+               transformers.GPTJForCausalLM, 73))
+case("transformers CodeGenForCausalLM (GPT-J's rotary, a fused qkv projection split in 4 groups), per-token "
+     "cross_entropy",
+     causal_lm(transformers.CodeGenConfig(n_layer=2, n_head=4, n_embd=32, vocab_size=64, n_positions=16,
+                                          n_ctx=16, rotary_dim=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                          initializer_range=0.05), transformers.CodeGenForCausalLM, 74))
 finish("from_torch_transformers")
