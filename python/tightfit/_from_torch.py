@@ -157,6 +157,35 @@ def _repeat_interleave_as_expand(torch):
     return restore
 
 
+def _registered(name, opset):
+    """Whether torch's exporter has a symbolic for `name` at `opset` (its registry moved in 2.x)."""
+    import importlib
+    for module in ("torch.onnx._internal.torchscript_exporter.registration", "torch.onnx._internal.registration"):
+        try:
+            return importlib.import_module(module).registry.is_registered_op(name, opset)
+        except (ImportError, AttributeError):
+            continue
+    return False
+
+
+def _bitwise_ops_of_masks(torch, opset):
+    """Gives torch.bitwise_or/and/xor (and their in-place forms: Mistral's sliding-window mask,
+    `diagonal_attend_mask.bitwise_or_(sliding_attend_mask)`) the symbolics of `|`, `&` and `^` (ONNX
+    Or, And, Xor of bool masks) where torch's exporter has none (1.13 has none of the three). Returns
+    the function that removes them."""
+    from torch.onnx import symbolic_opset9
+    added = []
+    for name, same in (("bitwise_or", "__or_"), ("bitwise_and", "__and_"), ("bitwise_xor", "__xor_")):
+        if not _registered("aten::" + name, opset) and hasattr(symbolic_opset9, same):
+            torch.onnx.register_custom_op_symbolic("aten::" + name, getattr(symbolic_opset9, same), 9)
+            added.append("aten::" + name)
+
+    def restore():
+        for name in added:
+            torch.onnx.unregister_custom_op_symbolic(name, 9)
+    return restore
+
+
 def _restore_forward(modules):
     for m in modules:
         m.__dict__.pop("forward", None)
@@ -192,8 +221,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
     Their Dropout submodules stay in eval mode (the identity). An Embedding's padding row gets no
     gradient, as in PyTorch (_padding_rows_as_torch_trains_them), a detached value none
-    (_detach_as_stop_gradient), and repeat_interleave by a constant is written without a Loop
-    (_repeat_interleave_as_expand)."""
+    (_detach_as_stop_gradient), repeat_interleave by a constant is written without a Loop
+    (_repeat_interleave_as_expand) and bitwise_or/and/xor of masks as | & ^ (_bitwise_ops_of_masks)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
@@ -208,7 +237,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
-    restore_detach = restore_repeat = None
+    restore_detach = restore_repeat = restore_bitwise = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -227,6 +256,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     try:
         restore_detach = _detach_as_stop_gradient(torch)
         restore_repeat = _repeat_interleave_as_expand(torch)
+        restore_bitwise = _bitwise_ops_of_masks(torch, kwargs.get("opset_version", 17))
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -244,6 +274,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             restore_detach()
         if restore_repeat:
             restore_repeat()
+        if restore_bitwise:
+            restore_bitwise()
         if scripted:
             pass
         elif own_forward is None:

@@ -535,4 +535,7 @@ case("transformers CodeGenForCausalLM (GPT-J's rotary, a fused qkv projection sp
      causal_lm(transformers.CodeGenConfig(n_layer=2, n_head=4, n_embd=32, vocab_size=64, n_positions=16,
                                           n_ctx=16, rotary_dim=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                                           initializer_range=0.05), transformers.CodeGenForCausalLM, 74))
+case("transformers MistralForCausalLM (a sliding window of 4: its mask by bitwise_or_, which torch 1.13 cannot "
+     "export alone), per-token cross_entropy",
+     decoder(transformers.MistralConfig, transformers.MistralForCausalLM, 75, sliding_window=4))
 finish("from_torch_transformers")
