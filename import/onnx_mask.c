@@ -9,6 +9,7 @@
  *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
  *                  = relu(1 - |x - k| 2^100 2^49)    float x, k finite (no gradient: a stop_gradient)
  *   x == y         = the same of two data tensors    integers below 2^24; floats finite
+ *   x < y, x > y   = relu(1 - relu(1 - d))           integers, d = y - x or x - y (+ 1 for <=, >=)
  *   not m          = 1 - m
  *   where(m, v, x) = x (1 - m) + v m                 v finite
  *                  = x (1 - m) + log(1 - m)          v = -inf (log 0 = -inf, log 1 = 0)
@@ -293,17 +294,38 @@ tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
   return folded ? NULL : mask_equal(im, node);
 }
 
+/* Greater, Less, GreaterOrEqual or LessOrEqual of integer data (a known side a constant: XLM's
+ * padding mask arange(T) < lengths[:, None]): on whole numbers cast to f32 (exact below 2^24),
+ * d = a - b for > (b - a for <), plus 1 for the forms with equality, is >= 1 where the comparison
+ * holds and <= 0 where it does not, and the mask is relu(1 - relu(1 - d)). Float data is refused. */
+static tf_status compare_integers(ox_import *im, const ox_node *node, char op) {
+  tf_tensor_id x[2];
+  for (int32_t i = 0; i < 2; i++) {
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &x[i]));
+    const tf_dtype dtype = ox_dtype_of(im, x[i]);
+    if (!is_integer_dtype(dtype))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "%s of %s data (only of integer data, or of values known when importing, as positions in a "
+                     "causal mask)",
+                     node->proto->op_type, tf_dtype_name(dtype));
+    x[i] = tf_cast(im->graph, x[i], TF_F32);
+  }
+  const bool greater = op == '>' || op == 'G';
+  tf_tensor_id d = binary_node(im, TF_OP_SUB, x[greater ? 0 : 1], x[greater ? 1 : 0]);
+  if (op == 'G' || op == 'L')
+    d = binary_node(im, TF_OP_ADD, d, ox_scalar(im, node, TF_F32, 1.0));
+  tf_tensor_id below = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, d, TF_F32)); /* relu(1 - d) */
+  tf_tensor_id mask = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, below, TF_F32));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, mask);
+}
+
 /* Greater, Less, GreaterOrEqual and LessOrEqual of known values (a causal mask's positions: HF's
- * arange(S) > cache_position[:, None]); of data they are refused. */
+ * arange(S) > cache_position[:, None]), folded; of integer data, a mask (compare_integers). */
 static tf_status compare(ox_import *im, const ox_node *node, char op) {
   bool folded;
   TF_RETURN_IF_ERROR(fold_pair(im, node, op, &folded));
-  if (folded)
-    return NULL;
-  return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                 "%s of data computed from the inputs is not supported (only of values known when importing, "
-                 "as positions in a causal mask)",
-                 node->proto->op_type);
+  return folded ? NULL : compare_integers(im, node, op);
 }
 
 tf_status ox_convert_greater(ox_import *im, const ox_node *node) { return compare(im, node, '>'); }

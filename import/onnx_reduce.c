@@ -11,7 +11,9 @@
  *                                      (ONNX's is -inf there)
  *
  * The axes come from the attribute, or from input 1 from the opset that moved them there (13 for
- * ReduceSum, 18 for the others); they must be known at import. */
+ * ReduceSum, 18 for the others); they must be known at import. ReduceSum, ReduceMax and ReduceMin of
+ * i32/i64 data (a mask's count: XLM's `(ids != pad).sum(1)`) compute in f32 between casts: exact
+ * while every value and sum is a whole number below 2^24 in magnitude. */
 #include <inttypes.h>
 
 #include "import/onnx_converters.h"
@@ -95,16 +97,25 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   tf_graph *g = im->graph;
-  if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0))
-    return ox_set_tensor(im, node, 0, kind == REDUCE_LOG_SUM_EXP ? x : after(g, kind, before(g, kind, x)));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  const bool integer = dtype == TF_I32 || dtype == TF_I64;
+  if (integer && !(plain && op != TF_OP_MEAN))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of integer data (only ReduceSum, ReduceMax and ReduceMin)",
+                   node->proto->op_type);
+  if (integer)
+    x = tf_cast(g, x, TF_F32);
+  if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0)) {
+    const tf_tensor_id y = kind == REDUCE_LOG_SUM_EXP ? x : after(g, kind, before(g, kind, x));
+    return ox_set_tensor(im, node, 0, integer ? tf_cast(g, y, dtype) : y);
+  }
   int32_t axes32[TF_MAX_RANK];
   for (int32_t i = 0; i < n; i++)
     axes32[i] = (int32_t)axes[i];
   bool keepdims = ox_attr_int(node, "keepdims", 1) != 0;
   if (kind == REDUCE_LOG_SUM_EXP)
     return ox_set_tensor(im, node, 0, log_sum_exp(g, x, axes32, n < 0 ? 0 : n, keepdims));
-  tf_tensor_id y = tf_reduce(g, op, before(g, kind, x), axes32, n < 0 ? 0 : n, keepdims);
-  return ox_set_tensor(im, node, 0, after(g, kind, y));
+  tf_tensor_id y = after(g, kind, tf_reduce(g, op, before(g, kind, x), axes32, n < 0 ? 0 : n, keepdims));
+  return ox_set_tensor(im, node, 0, integer ? tf_cast(g, y, dtype) : y);
 }
 
 tf_status ox_convert_reduce_mean(ox_import *im, const ox_node *node) {

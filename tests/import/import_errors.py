@@ -171,7 +171,7 @@ def main():
         two_writers = model([node("MatMul", ["x", "w"], ["y"], "mm"), node("Relu", ["x"], ["y"], "relu")],
                             [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                             [tensor("w", [4, 4], [0.5] * 16)])
-        # Cos and Greater fold on known values (rotary tables, causal masks); of data they are refused
+        # Cos and Greater fold on known values (rotary tables, causal masks); of float data they are refused
         cos_data = model([node("Cos", ["x"], ["y"], "cos0")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])])
         greater_data = model([node("Greater", ["x", "zero"], ["c"], "gt"), node("Where", ["c", "x", "zero"], ["y"], "sel")],
@@ -182,6 +182,11 @@ def main():
                              [value_info("y", 1, ["N", 4])], [int_tensor("axis", [], [0])])
         integer_div = model([node("Div", ["m", "two"], ["q"], "div"), node("Cast", ["q"], ["y"], "f", attribute_int("to", 1))],
                             [value_info("m", 7, ["N", 4])], [value_info("y", 1, ["N", 4])], [int_tensor("two", [], [2])])
+        # ReduceSum, ReduceMax and ReduceMin of integer data compute in f32 between casts; ReduceMean (a
+        # floor division) is refused
+        integer_mean = model([node("ReduceMean", ["m"], ["q"], "avg", attribute_ints("axes", [1])),
+                              node("Cast", ["q"], ["y"], "f", attribute_int("to", 1))],
+                             [value_info("m", 7, ["N", 4])], [value_info("y", 1, ["N", 1])])
         # known indices that are not consecutive: rows of a 2-d table, each inside it
         gather_outside = model([node("Gather", ["table", "idx"], ["y"], "rows")], [value_info("x", 1, ["N", 4])],
                                [value_info("y", 1, [2, 3])],
@@ -317,7 +322,9 @@ def main():
             ("Cos of data", write("cos_data.onnx", cos_data),
              ["cos_data.onnx", "'cos0' (Cos)", "Cos of data computed from the inputs is not supported"]),
             ("Greater of data", write("greater_data.onnx", greater_data),
-             ["greater_data.onnx", "'gt' (Greater)", "Greater of data computed from the inputs is not supported"]),
+             ["greater_data.onnx", "'gt' (Greater)", "Greater of f32 data (only of integer data, or of values known"]),
+            ("ReduceMean of integer data", write("integer_mean.onnx", integer_mean),
+             ["integer_mean.onnx", "'avg' (ReduceMean)", "ReduceMean of integer data (only ReduceSum, ReduceMax and"]),
             ("CumSum of data along the batch axis", write("cumsum0.onnx", cumsum_axis0),
              ["cumsum0.onnx", "'cs' (CumSum)", "only along the last axis"]),
             ("Div of integer data", write("integer_div.onnx", integer_div),

@@ -976,6 +976,28 @@ def interleaved():
 
 
 case("torch.repeat_interleave by a constant, along a middle and the last axis, trains as PyTorch's", interleaved)
+
+
+# Comparisons of integer data (XLM's padding mask arange(T) < lengths[:, None]): masks of 0s and 1s.
+class Compared(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+        self.register_buffer("positions", torch.arange(8))
+
+    def forward(self, x):  # x [N, 8]
+        counts = (x[:, :1] * 4).long()  # whole numbers from the data, about -8..8
+        keep = (self.positions < counts) | (self.positions >= counts + 6)
+        near = (counts <= self.positions) & (self.positions > counts - 3) & (counts.sum(1, keepdim=True) > -2)
+        return self.b(torch.tanh(self.a(x)) * keep + 0.5 * near)
+
+
+def compared():
+    torch.manual_seed(14)
+    return beside_torch(Compared(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["relu"])[:2]
+
+
+case("comparisons of integer data (<, <=, >, >=, summed counts) make masks that train as PyTorch's", compared)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
 def saved_and_loaded():

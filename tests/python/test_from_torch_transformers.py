@@ -538,4 +538,9 @@ case("transformers CodeGenForCausalLM (GPT-J's rotary, a fused qkv projection sp
 case("transformers MistralForCausalLM (a sliding window of 4: its mask by bitwise_or_, which torch 1.13 cannot "
      "export alone), per-token cross_entropy",
      decoder(transformers.MistralConfig, transformers.MistralForCausalLM, 75, sliding_window=4))
+case("transformers XLMWithLMHeadModel (its padding mask arange(T) < (ids != pad).sum(1): a comparison of integer "
+     "data; sinusoids off), per-token cross_entropy",
+     causal_lm(transformers.XLMConfig(n_layers=2, n_heads=2, emb_dim=32, vocab_size=64, max_position_embeddings=16,
+                                      dropout=0.0, attention_dropout=0.0, init_std=0.05, embed_init_std=0.05),
+               transformers.XLMWithLMHeadModel, 76, lowest_id=3))
 finish("from_torch_transformers")
