@@ -2,6 +2,7 @@
  * Pad of zeros before an AveragePool folded into it, onnx_patterns.c), GlobalAveragePool. Pads must
  * be the same at both ends of an axis. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "import/onnx_converters.h"
@@ -116,6 +117,53 @@ static tf_status ceil_as_floor(ox_import *im, const ox_node *node, tf_tensor_id 
   return NULL;
 }
 
+/* The input positions a window of `kernel` at output position o covers along an axis of `size`
+ * (stride, padding): those of [o stride - padding, + kernel) inside [0, size). */
+static int64_t covered(int64_t o, int64_t size, int32_t kernel, int32_t stride, int32_t padding) {
+  const int64_t first = o * stride - padding, last = first + kernel;
+  return (last < size ? last : size) - (first > 0 ? first : 0);
+}
+
+/* Padded average pooling that does not count the padding (count_include_pad=0, PyTorch's
+ * avg_pool2d(count_include_pad=False): PoolFormer's token mixer): the counting pool times a constant
+ * [OH, OW] of kh kw / (the input positions the window covers), over spatial axes of fixed size.
+ * Within an f32 rounding of PyTorch's sum / count; its gradient is dy / count at each covered
+ * position, as PyTorch's. */
+static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t size[2], out[2];
+  for (int32_t i = 0; i < 2; i++) {
+    size[i] = dims[2 + i].size;
+    if (dims[2 + i].symbol >= 0 || size[i] < 0 || a->stride[i] < 1)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "padded average pooling that does not count the padding (count_include_pad=0) over a spatial "
+                     "axis of symbolic size (only of fixed sizes)");
+    out[i] = (size[i] + 2 * (int64_t)a->padding[i] - a->kernel[i]) / a->stride[i] + 1;
+  }
+  ox_known *k = ox_known_new(true, TF_F32, 2, out);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for the counts of %" PRId64 " x %" PRId64 " windows",
+                   out[0], out[1]);
+  for (int64_t h = 0; h < out[0]; h++)
+    for (int64_t w = 0; w < out[1]; w++) {
+      const int64_t count = covered(h, size[0], a->kernel[0], a->stride[0], a->padding[0]) *
+                            covered(w, size[1], a->kernel[1], a->stride[1], a->padding[1]);
+      if (count <= 0) {
+        ox_known_free(k);
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT, "a window at (%" PRId64 ", %" PRId64 ") covers only padding", h,
+                       w);
+      }
+      k->reals[h * out[1] + w] = (double)a->kernel[0] * a->kernel[1] / (double)count;
+    }
+  char name[300];
+  snprintf(name, sizeof(name), "%s.window_counts", node->proto->output[0]);
+  tf_tensor_id scale;
+  TF_RETURN_IF_ERROR(ox_known_constant(im, node, name, k, &scale));
+  return ox_set_tensor(im, node, 0, tf_mul(im->graph, tf_pool2d(im->graph, TF_OP_AVG_POOL2D, x, a), scale));
+}
+
 static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -142,7 +190,7 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
     a.padding[0] = node->pool_padding[0];
     a.padding[1] = node->pool_padding[1];
   } else if (op == TF_OP_AVG_POOL2D && (a.padding[0] || a.padding[1]) && !ox_attr_int(node, "count_include_pad", 0))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "padded average pooling must count the padding (count_include_pad=1)");
+    return uncounted_padding(im, node, x, &a);
   return ox_set_tensor(im, node, 0, tf_pool2d(im->graph, op, x, &a));
 }
 

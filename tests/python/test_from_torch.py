@@ -998,6 +998,30 @@ def compared():
 
 
 case("comparisons of integer data (<, <=, >, >=, summed counts) make masks that train as PyTorch's", compared)
+
+
+# Average pooling that does not count its padding (PoolFormer's token mixer), at stride 1 and 2.
+class UncountedPadding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 3, 3, padding=1)
+        self.same = torch.nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+        self.strided = torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False)
+        self.head = torch.nn.Linear(3 * 4 * 4, 5)
+
+    def forward(self, x):  # x [N, 64]: 8 x 8 images
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 8, 8)))
+        h = self.strided(self.same(h) - h)
+        return self.head(h.flatten(1))
+
+
+def uncounted_padding():
+    torch.manual_seed(15)
+    return beside_torch(UncountedPadding(), torch.randn(batch, 64), torch.randint(0, 5, (batch,)),
+                        ["avg_pool2d"])[:2]
+
+
+case("average pooling that does not count its padding (stride 1 and 2) trains as PyTorch's", uncounted_padding)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
 def saved_and_loaded():

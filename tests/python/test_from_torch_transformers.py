@@ -543,4 +543,10 @@ case("transformers XLMWithLMHeadModel (its padding mask arange(T) < (ids != pad)
      causal_lm(transformers.XLMConfig(n_layers=2, n_heads=2, emb_dim=32, vocab_size=64, max_position_embeddings=16,
                                       dropout=0.0, attention_dropout=0.0, init_std=0.05, embed_init_std=0.05),
                transformers.XLMWithLMHeadModel, 76, lowest_id=3))
+case("transformers PoolFormerForImageClassification (its token mixer avg_pool2d(3, 1, 1, count_include_pad=False) "
+     "less its input; layer scale 1), cross_entropy",
+     image_classifier(transformers.PoolFormerForImageClassification,
+                      transformers.PoolFormerConfig(depths=[1, 1, 1, 1], hidden_sizes=[8, 16, 16, 16], num_labels=5,
+                                                    image_size=32, drop_path_rate=0.0, hidden_dropout_prob=0.0,
+                                                    layer_scale_init_value=1.0), 77))
 finish("from_torch_transformers")
