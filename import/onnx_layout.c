@@ -514,6 +514,56 @@ static tf_status rows_inside(ox_import *im, const ox_node *node, const ox_known 
   return NULL;
 }
 
+/* Gather along `axis` of a tensor whose other axes have fixed sizes, by known indices in range
+ * (LeViT's attention_biases[:, idxs]: a [heads, offsets] parameter by a [T, T] table of offsets):
+ * the axis moved first and the others flattened into a [length, rest] table, an embedding lookup of
+ * it, and the result shaped and transposed back to data[:axis] + indices + data[axis + 1:]; the
+ * gradient sums repeated indices as torch's does. */
+static tf_status gather_along(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis) {
+  const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, data, &rank, dims);
+  if (rank - 1 + index->rank > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", rank - 1 + index->rank,
+                   TF_MAX_RANK);
+  int64_t rest = 1;
+  for (int32_t d = 0; d < rank; d++)
+    if (d != axis && (dims[d].symbol >= 0 || dims[d].size < 0))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "Gather by known indices along axis %" PRId32 " of a tensor whose axis %" PRId32
+                     " has a symbolic size (only rows of a 2-d table, or along an axis of a tensor of fixed sizes)",
+                     axis, d);
+    else if (d != axis)
+      rest *= dims[d].size;
+  TF_RETURN_IF_ERROR(rows_inside(im, node, index, dims[axis]));
+  int32_t first[TF_MAX_RANK], back[TF_MAX_RANK], m = 0;
+  first[m++] = axis;
+  for (int32_t d = 0; d < rank; d++)
+    if (d != axis)
+      first[m++] = d;
+  tf_tensor_id table =
+      tf_reshape(im->graph, tf_transpose(im->graph, data, first, rank), TF_SHAPE(dims[axis], tf_fixed(rest)));
+  tf_tensor_id ids;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
+  tf_dim looked[TF_MAX_RANK]; /* indices, then data's axes before and after `axis` */
+  m = 0;
+  for (int32_t d = 0; d < index->rank; d++)
+    looked[m++] = tf_fixed(index->shape[d]);
+  for (int32_t d = 0; d < rank; d++)
+    if (d != axis)
+      looked[m++] = dims[d];
+  tf_tensor_id y = tf_reshape(im->graph, tf_embedding(im->graph, ids, table), tf_shape_from(looked, m));
+  int32_t n = 0; /* data's axes before `axis`, the indices', data's after */
+  for (int32_t d = 0; d < axis; d++)
+    back[n++] = index->rank + d;
+  for (int32_t d = 0; d < index->rank; d++)
+    back[n++] = d;
+  for (int32_t d = axis; d < rank - 1; d++)
+    back[n++] = index->rank + d;
+  return ox_set_tensor(im, node, 0, tf_transpose(im->graph, y, back, m));
+}
+
 tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
@@ -537,10 +587,11 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
     if (consecutive(ox_value_find(im, ox_input(node, 1))->known, axis >= 0 && axis < rank ? dims[axis] : tf_fixed(-1),
                     &first))
       return gather_span(im, node, data, (int32_t)axis, first);
+    if (axis < 0 || axis >= rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Gather along axis %" PRId64 " of a rank-%" PRId32 " tensor",
+                     ox_attr_int(node, "axis", 0), rank);
     if (axis != 0 || rank != 2)
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "Gather of a tensor by several known indices that are not consecutive positions, other than "
-                     "rows of a 2-d table");
+      return gather_along(im, node, data, (int32_t)axis);
     TF_RETURN_IF_ERROR(rows_inside(im, node, ox_value_find(im, ox_input(node, 1))->known, dims[0]));
   } else if (ox_is_known(im, ox_input(node, 1))) {
     // x[:, i]: a slice of width one, then the axis dropped.

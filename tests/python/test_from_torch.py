@@ -1022,6 +1022,33 @@ def uncounted_padding():
 
 
 case("average pooling that does not count its padding (stride 1 and 2) trains as PyTorch's", uncounted_padding)
+
+
+# Indexing by known positions along an axis other than a 2-d table's rows (LeViT's attention biases,
+# attention_biases[:, idxs]: a [heads, offsets] parameter by a [T, T] table; a middle axis of a cube).
+class BiasTable(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(12, 5)
+        self.biases = torch.nn.Parameter(torch.randn(3, 5) * 0.5)
+        self.cube = torch.nn.Parameter(torch.randn(2, 4, 3) * 0.5)
+        self.register_buffer("idxs", torch.tensor([[0, 1, 4, 2], [4, 4, 3, 0], [1, 2, 3, 4], [0, 0, 2, 1]]))
+        self.register_buffer("rows", torch.tensor([3, 0, 0, 2]))
+
+    def forward(self, x):  # x [N, 8]
+        h = self.a(x).reshape(x.shape[0], 3, 4)
+        bias = self.biases[:, self.idxs]  # [3, 4, 4], offsets repeated
+        mixed = (h[:, :, :, None] * bias).sum(-1)  # [N, 3, 4]
+        picked = self.cube[:, self.rows, :].sum(0)  # [4, 3], row 0 twice
+        return self.b(torch.tanh(mixed + picked.t()).reshape(x.shape[0], 12))
+
+
+def bias_table():
+    torch.manual_seed(16)
+    return beside_torch(BiasTable(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["embedding"])[:2]
+
+
+case("indexing a parameter along its second axis by a known table (LeViT's biases) trains as PyTorch's", bias_table)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
 def saved_and_loaded():
