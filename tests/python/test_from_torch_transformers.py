@@ -1,11 +1,12 @@
 """tightfit.from_torch on models nobody here wrote (issue 44, item 5): Hugging Face `transformers`
 architectures built from their configs with random weights (no download) — GPT-2 (LM head), BERT
 and RoBERTa (sequence classification, masked LM), DistilBERT, MPNet, ALBERT and ELECTRA (masked LM),
-T5's encoder, ViT, BEiT, Swin and ConvNeXt (image classification), Whisper's encoder, Wav2Vec2 (its
+T5's encoder, ViT, BEiT, Swin, ConvNeXt and PoolFormer (image classification), Whisper's encoder, Wav2Vec2 (its
 CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (v1 and v2), Funnel,
-MobileBERT, XLNet, SqueezeBERT, the encoder-decoders T5, Pegasus and Marian (source and decoder ids,
-two inputs), GPT-Neo, GPTBigCode, Phi, StableLM, Starcoder2, OLMo and the Llama family's causal LMs
-(Llama, Qwen2, Phi-3, Gemma: rotary positions, RMSNorm, SwiGLU, grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
+MobileBERT, XLNet, XLM, SqueezeBERT, the encoder-decoders T5, Pegasus and Marian (source and decoder
+ids, two inputs), GPT-Neo, GPT-J, CodeGen, GPTBigCode, Phi, StableLM, Starcoder2, OLMo and the Llama
+family's causal LMs (Llama, Qwen2, Phi-3, Gemma, Mistral: rotary positions, RMSNorm, SwiGLU,
+grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
