@@ -130,6 +130,10 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node);
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
 tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 
+/* onnx_resize_linear.c: Resize in linear mode of data x, over its last two axes of fixed sizes, as
+ * products with constant interpolation matrices. */
+tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor_id x);
+
 /* onnx_triangle.c: Trilu folded on a known value; on data with fixed last two axes, times a 0/1
  * triangle. */
 tf_status ox_convert_trilu(ox_import *im, const ox_node *node);

@@ -3,8 +3,8 @@
  * - Resize in nearest mode by whole factors (nn.Upsample(scale_factor=2), F.interpolate(mode=
  *   "nearest"): the upsampling of GAN generators and UNets): each element repeated s times along
  *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
- *   whole factor (asymmetric with floor, half_pixel with rounding). Other modes (linear, cubic) and
- *   fractional factors are refused.
+ *   whole factor (asymmetric with floor, half_pixel with rounding); fractional factors are refused.
+ *   Linear mode is onnx_resize_linear.c's; cubic is refused.
  * - Tile (x.repeat(...)): the whole axis repeated r times. */
 #include <inttypes.h>
 #include <math.h>
@@ -96,9 +96,13 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
     same_size = factor[a] == 1;
   if (same_size) /* every mode maps each pixel to itself (BEiT's table interpolated to its own size) */
     return ox_set_tensor(im, node, 0, x);
+  if (ox_attr_is(node, "mode", "nearest", "linear")) {
+    tf_status_free(no_factors);
+    return ox_convert_resize_linear(im, node, x);
+  }
   if (!ox_attr_is(node, "mode", "nearest", "nearest")) {
     tf_status_free(no_factors);
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest (linear and cubic are not supported)");
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest and linear (cubic is not supported)");
   }
   bool asymmetric = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
   bool half_pixel = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||

@@ -191,7 +191,7 @@ def main():
         gather_outside = model([node("Gather", ["table", "idx"], ["y"], "rows")], [value_info("x", 1, ["N", 4])],
                                [value_info("y", 1, [2, 3])],
                                [tensor("table", [4, 3], [0.5] * 12), int_tensor("idx", [2], [2, -1])])
-        bilinear = resize(attribute_string("mode", "linear"), [1.0, 1.0, 2.0, 2.0])
+        bicubic = resize(attribute_string("mode", "cubic"), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
             # (what, file, words every message must hold)
@@ -285,7 +285,8 @@ def main():
                                                             "corpus", "onnx", "reshape_overflow.onnx"),
              ["reshape_overflow.onnx", "tensor 'a' is written by two nodes", "'add' (Add)", "'c1' (Constant)"]),
             ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
-            ("bilinear resize", write("bilinear.onnx", bilinear), ["bilinear.onnx", "'up' (Resize)", "nearest"]),
+            ("bicubic resize", write("bicubic.onnx", bicubic),
+             ["bicubic.onnx", "'up' (Resize)", "cubic is not supported"]),
             ("Where between two constants, one infinite", write("where2.onnx", infinite_branch),
              ["where2.onnx", "'sel' (Where)", "input 1 'ninf' holding -inf (only finite constants)"]),
             ("Sign of data", write("sign_data.onnx", model(

@@ -1049,6 +1049,34 @@ def bias_table():
 
 
 case("indexing a parameter along its second axis by a known table (LeViT's biases) trains as PyTorch's", bias_table)
+
+
+# Linear interpolation (F.interpolate bilinear and linear: MobileViT, segmentation heads): products with
+# constant blend matrices, up and down, to sizes that are not multiples, both corner conventions.
+class Interpolated(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.head = torch.nn.Linear(2 * 8 * 8 + 2 * 5 * 7 + 2 * 3 * 3 + 2 * 11, 5)
+
+    def forward(self, x):  # x [N, 16]: 4 x 4 images
+        F = torch.nn.functional
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 4, 4)))
+        up = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)  # [N, 2, 8, 8]
+        odd = F.interpolate(h, size=(5, 7), mode="bilinear", align_corners=True)
+        down = F.interpolate(up, size=(3, 3), mode="bilinear", align_corners=False)
+        line = F.interpolate(h.mean(3), size=11, mode="linear", align_corners=False)  # [N, 2, 11]
+        parts = [t.flatten(1) for t in (up, odd, down, line)]
+        return self.head(torch.cat(parts, 1))
+
+
+def interpolated():
+    torch.manual_seed(17)
+    return beside_torch(Interpolated(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)), ["matmul"])[:2]
+
+
+case("bilinear and linear interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's",
+     interpolated)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
 def saved_and_loaded():

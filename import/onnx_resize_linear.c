@@ -1,0 +1,145 @@
+/* Resize in linear mode (F.interpolate(mode="bilinear" or "linear"): MobileViT's feature maps,
+ * segmentation heads) over the last one or two axes, of fixed sizes, as products with constant
+ * interpolation matrices: y = A_h x A_w^T, A_h [OH, H] and A_w [OW, W], each output position a blend
+ * of two input positions with the weights PyTorch computes, so the gradient is the transposed blend.
+ * An output position o maps to the input coordinate
+ *
+ *   half_pixel, pytorch_half_pixel   (o + 0.5) / scale - 0.5, below 0 taken as 0 (align_corners=False;
+ *                                    pytorch_half_pixel: 0 where the output has one position)
+ *   align_corners                    o (in - 1) / (out - 1)  (0 where out is 1)
+ *   asymmetric                       o / scale
+ *
+ * scale = out / in (the scales input's value where it is given), and blends positions i0 = floor(src)
+ * and i1 = min(i0 + 1, in - 1) with weights 1 - (src - i0) and src - i0 (src at most in - 1). Axes
+ * before the last two must keep their sizes; cubic mode and the other coordinate modes are refused. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "import/onnx_converters.h"
+
+typedef enum coordinates { HALF_PIXEL, PYTORCH_HALF_PIXEL, ALIGN_CORNERS, ASYMMETRIC } coordinates;
+
+static bool coordinates_of(const ox_node *node, coordinates *out) {
+  static const struct {
+    const char *name;
+    coordinates mode;
+  } modes[] = {{"half_pixel", HALF_PIXEL},
+               {"pytorch_half_pixel", PYTORCH_HALF_PIXEL},
+               {"align_corners", ALIGN_CORNERS},
+               {"asymmetric", ASYMMETRIC}};
+  for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+    if (ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", modes[i].name)) {
+      *out = modes[i].mode;
+      return true;
+    }
+  return false;
+}
+
+/* The input coordinate of output position o (in [0, in - 1]). */
+static double source_of(coordinates mode, int64_t o, int64_t in, int64_t out, double scale) {
+  double src;
+  switch (mode) {
+  case ALIGN_CORNERS: src = out > 1 ? (double)o * (double)(in - 1) / (double)(out - 1) : 0.0; break;
+  case ASYMMETRIC: src = (double)o / scale; break;
+  case PYTORCH_HALF_PIXEL: src = out > 1 ? ((double)o + 0.5) / scale - 0.5 : 0.0; break;
+  default: src = ((double)o + 0.5) / scale - 0.5; break;
+  }
+  if (src < 0)
+    src = 0;
+  return src > (double)(in - 1) ? (double)(in - 1) : src;
+}
+
+/* The [out, in] matrix of the blend along one axis, as a graph constant. */
+static tf_status blend_matrix(ox_import *im, const ox_node *node, coordinates mode, int64_t in, int64_t out,
+                              double scale, const char *suffix, tf_tensor_id *matrix) {
+  const int64_t shape[2] = {out, in};
+  ox_known *k = ox_known_new(true, TF_F32, 2, shape);
+  if (!k)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a %" PRId64 " x %" PRId64 " interpolation matrix",
+                   out, in);
+  for (int64_t o = 0; o < out; o++) {
+    const double src = source_of(mode, o, in, out, scale);
+    const int64_t i0 = (int64_t)floor(src), i1 = i0 + 1 < in ? i0 + 1 : in - 1;
+    const double w1 = src - (double)i0;
+    k->reals[o * in + i0] += 1.0 - w1;
+    k->reals[o * in + i1] += w1;
+  }
+  char name[300];
+  snprintf(name, sizeof(name), "%s.%s", node->proto->output[0], suffix);
+  return ox_known_constant(im, node, name, k, matrix);
+}
+
+/* The output sizes and scales of x's axes from the scales (floats) or the sizes input, and which
+ * axes keep their size (a symbolic one too). */
+static tf_status sizes_of(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *out,
+                          double *scale, bool *kept) {
+  const int32_t scales_at = im->opset < 11 ? 1 : 2, sizes_at = 3;
+  const ox_known *k;
+  const ox_value *scales = ox_input(node, scales_at) ? ox_value_find(im, ox_input(node, scales_at)) : NULL;
+  const bool no_scales = scales && scales->known && scales->known->count == 0 && ox_input(node, sizes_at);
+  if (ox_input(node, scales_at) && !no_scales) {
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, scales_at, &k));
+    if (!k->is_float || k->count != rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "scales must hold %" PRId32 " floats", rank);
+    for (int32_t a = 0; a < rank; a++) {
+      if (!(k->reals[a] > 0 && k->reals[a] <= 1024))
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "scale %g on axis %" PRId32 " (0 to 1024 only)", k->reals[a], a);
+      scale[a] = k->reals[a];
+      out[a] = dims[a].symbol >= 0 ? -1 : (int64_t)floor((double)dims[a].size * k->reals[a]);
+      kept[a] = k->reals[a] == 1.0;
+    }
+    return NULL;
+  }
+  if (!ox_input(node, sizes_at))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "neither scales nor sizes is given");
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, sizes_at, &k));
+  if (k->is_float || k->count != rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "sizes must hold %" PRId32 " integers", rank);
+  for (int32_t a = 0; a < rank; a++) {
+    kept[a] = k->ints[a].symbol == dims[a].symbol && k->ints[a].size == dims[a].size;
+    out[a] = k->ints[a].symbol < 0 ? k->ints[a].size : -1;
+    scale[a] = dims[a].symbol < 0 && dims[a].size > 0 && out[a] > 0 ? (double)out[a] / (double)dims[a].size : 1.0;
+  }
+  return NULL;
+}
+
+tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor_id x) {
+  coordinates mode;
+  if (!coordinates_of(node, &mode))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "linear mode with this coordinate_transformation_mode (half_pixel, pytorch_half_pixel, "
+                   "align_corners or asymmetric only)");
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t out[TF_MAX_RANK];
+  double scale[TF_MAX_RANK];
+  bool kept[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(sizes_of(im, node, rank, dims, out, scale, kept));
+  for (int32_t a = 0; a < rank; a++) {
+    if (kept[a])
+      continue;
+    if (a < rank - 2)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "linear resizing of axis %" PRId32 " (only of the last two axes, as F.interpolate does)", a);
+    if (dims[a].symbol >= 0 || dims[a].size < 1 || out[a] < 1 || out[a] > ((int64_t)1 << 16))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "linear resizing of axis %" PRId32 " from a symbolic size or to a size outside 1..65536", a);
+  }
+  tf_tensor_id y = x;
+  const int32_t rows = rank - 2, columns = rank - 1;
+  if (rank >= 2 && !kept[rows]) { /* A_h y over the rows */
+    tf_tensor_id a_h;
+    TF_RETURN_IF_ERROR(blend_matrix(im, node, mode, dims[rows].size, out[rows], scale[rows], "rows_blend", &a_h));
+    y = tf_matmul(im->graph, a_h, y, false, false);
+  }
+  if (rank >= 1 && !kept[columns]) { /* y A_w^T over the columns */
+    tf_tensor_id a_w;
+    TF_RETURN_IF_ERROR(
+        blend_matrix(im, node, mode, dims[columns].size, out[columns], scale[columns], "columns_blend", &a_w));
+    y = tf_matmul(im->graph, y, a_w, false, true);
+  }
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, y);
+}
