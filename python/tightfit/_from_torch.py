@@ -139,7 +139,8 @@ def _repeat_interleave_as_expand(torch):
         times = torch.as_tensor(times).reshape(-1)
         axis = helper._get_const(dim, "i", "dim")
         axis = axis + rank if axis < 0 else axis
-        if times.numel() != 1 or not 0 <= axis < rank or any(size is None for size in sizes[axis + 1:]):
+        if (times.numel() != 1 or int(times[0]) < 1 or not 0 <= axis < rank or
+                any(size is None for size in sizes[axis + 1:])):
             return own(g, self, repeats, dim, output_size)
         count = int(times[0])
         spread = helper._unsqueeze_helper(g, self, [axis + 1])
