@@ -130,8 +130,13 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node);
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
 tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 
-/* onnx_resize_linear.c: Resize in linear mode of data x, over its last two axes of fixed sizes, as
- * products with constant interpolation matrices. */
+/* onnx_resize_linear.c. Resize's target for a rank-`rank` input: its known scales (floats, one per
+ * axis) or, where none are given (or an empty scales beside sizes: torch's size= export), its known
+ * sizes (integers, one per axis); the other NULL. */
+tf_status ox_resize_target(ox_import *im, const ox_node *node, int32_t rank, const ox_known **scales,
+                           const ox_known **sizes) TF_MUST_USE;
+/* Resize in linear mode of data x, over its last two axes of fixed sizes, as products with constant
+ * interpolation matrices. */
 tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor_id x);
 
 /* onnx_triangle.c: Trilu folded on a known value; on data with fixed last two axes, times a 0/1

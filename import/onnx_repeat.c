@@ -13,33 +13,22 @@
 #include "common/checked.h"
 #include "import/onnx_converters.h"
 
-/* String attribute `name`, or `fallback` when absent, equals `expected`. */
 /* The factor of each of x's `rank` axes from the scales (floats) or the sizes (integers of the
  * output, which must be whole multiples of fixed input sizes): each a whole number >= 1. */
 static tf_status factors(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *factor) {
-  const int32_t scales_at = im->opset < 11 ? 1 : 2, sizes_at = 3;
-  const ox_known *k;
-  const ox_value *scales = ox_input(node, scales_at) ? ox_value_find(im, ox_input(node, scales_at)) : NULL;
-  const bool no_scales = scales && scales->known && scales->known->count == 0 && ox_input(node, sizes_at);
-  if (ox_input(node, scales_at) && !no_scales) { /* (an empty scales beside sizes: torch's size= export) */
-    TF_RETURN_IF_ERROR(ox_known_of(im, node, scales_at, &k));
-    if (!k->is_float || k->count != rank)
-      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "scales must hold %" PRId32 " floats", rank);
+  const ox_known *scales, *sizes;
+  TF_RETURN_IF_ERROR(ox_resize_target(im, node, rank, &scales, &sizes));
+  if (scales) {
     for (int32_t a = 0; a < rank; a++) {
-      if (!(k->reals[a] >= 1 && k->reals[a] <= 1024 && k->reals[a] == floor(k->reals[a])))
+      if (!(scales->reals[a] >= 1 && scales->reals[a] <= 1024 && scales->reals[a] == floor(scales->reals[a])))
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "scale %g on axis %" PRId32 " (whole factors of 1 to 1024 only)",
-                       k->reals[a], a);
-      factor[a] = (int64_t)k->reals[a];
+                       scales->reals[a], a);
+      factor[a] = (int64_t)scales->reals[a];
     }
     return NULL;
   }
-  if (!ox_input(node, sizes_at))
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "neither scales nor sizes is given");
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, sizes_at, &k));
-  if (k->is_float || k->count != rank)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "sizes must hold %" PRId32 " integers", rank);
   for (int32_t a = 0; a < rank; a++) {
-    const tf_dim in = dims[a], out = k->ints[a];
+    const tf_dim in = dims[a], out = sizes->ints[a];
     bool same_symbol = in.symbol == out.symbol && in.size > 0 && out.size % in.size == 0;
     if (!same_symbol || out.size / in.size < 1 || out.size / in.size > 1024)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,

@@ -11,7 +11,8 @@
  *
  * scale = out / in (the scales input's value where it is given), and blends positions i0 = floor(src)
  * and i1 = min(i0 + 1, in - 1) with weights 1 - (src - i0) and src - i0 (src at most in - 1). Axes
- * before the last two must keep their sizes; cubic mode and the other coordinate modes are refused. */
+ * before the last two must keep their sizes; cubic mode and the other coordinate modes are refused.
+ * Also Resize's target (the scales or the sizes input), which the nearest mode reads too. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,35 +71,44 @@ static tf_status blend_matrix(ox_import *im, const ox_node *node, coordinates mo
   return ox_known_constant(im, node, name, k, matrix);
 }
 
-/* The output sizes and scales of x's axes from the scales (floats) or the sizes input, and which
- * axes keep their size (a symbolic one too). */
-static tf_status sizes_of(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *out,
-                          double *scale, bool *kept) {
+tf_status ox_resize_target(ox_import *im, const ox_node *node, int32_t rank, const ox_known **scales,
+                           const ox_known **sizes) {
   const int32_t scales_at = im->opset < 11 ? 1 : 2, sizes_at = 3;
-  const ox_known *k;
-  const ox_value *scales = ox_input(node, scales_at) ? ox_value_find(im, ox_input(node, scales_at)) : NULL;
-  const bool no_scales = scales && scales->known && scales->known->count == 0 && ox_input(node, sizes_at);
-  if (ox_input(node, scales_at) && !no_scales) {
-    TF_RETURN_IF_ERROR(ox_known_of(im, node, scales_at, &k));
-    if (!k->is_float || k->count != rank)
+  const ox_value *given = ox_input(node, scales_at) ? ox_value_find(im, ox_input(node, scales_at)) : NULL;
+  const bool no_scales = given && given->known && given->known->count == 0 && ox_input(node, sizes_at);
+  *scales = *sizes = NULL;
+  if (ox_input(node, scales_at) && !no_scales) { /* (an empty scales beside sizes: torch's size= export) */
+    TF_RETURN_IF_ERROR(ox_known_of(im, node, scales_at, scales));
+    if (!(*scales)->is_float || (*scales)->count != rank)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "scales must hold %" PRId32 " floats", rank);
-    for (int32_t a = 0; a < rank; a++) {
-      if (!(k->reals[a] > 0 && k->reals[a] <= 1024))
-        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "scale %g on axis %" PRId32 " (0 to 1024 only)", k->reals[a], a);
-      scale[a] = k->reals[a];
-      out[a] = dims[a].symbol >= 0 ? -1 : (int64_t)floor((double)dims[a].size * k->reals[a]);
-      kept[a] = k->reals[a] == 1.0;
-    }
     return NULL;
   }
   if (!ox_input(node, sizes_at))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "neither scales nor sizes is given");
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, sizes_at, &k));
-  if (k->is_float || k->count != rank)
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, sizes_at, sizes));
+  if ((*sizes)->is_float || (*sizes)->count != rank)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "sizes must hold %" PRId32 " integers", rank);
+  return NULL;
+}
+
+/* The output sizes and scales of x's axes from the scales (floats) or the sizes input, and which
+ * axes keep their size (a symbolic one too). */
+static tf_status sizes_of(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int64_t *out,
+                          double *scale, bool *kept) {
+  const ox_known *scales, *sizes;
+  TF_RETURN_IF_ERROR(ox_resize_target(im, node, rank, &scales, &sizes));
   for (int32_t a = 0; a < rank; a++) {
-    kept[a] = k->ints[a].symbol == dims[a].symbol && k->ints[a].size == dims[a].size;
-    out[a] = k->ints[a].symbol < 0 ? k->ints[a].size : -1;
+    if (scales) {
+      if (!(scales->reals[a] > 0 && scales->reals[a] <= 1024))
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "scale %g on axis %" PRId32 " (0 to 1024 only)", scales->reals[a],
+                       a);
+      scale[a] = scales->reals[a];
+      out[a] = dims[a].symbol >= 0 ? -1 : (int64_t)floor((double)dims[a].size * scales->reals[a]);
+      kept[a] = scales->reals[a] == 1.0;
+      continue;
+    }
+    kept[a] = sizes->ints[a].symbol == dims[a].symbol && sizes->ints[a].size == dims[a].size;
+    out[a] = sizes->ints[a].symbol < 0 ? sizes->ints[a].size : -1;
     scale[a] = dims[a].symbol < 0 && dims[a].size > 0 && out[a] > 0 ? (double)out[a] / (double)dims[a].size : 1.0;
   }
   return NULL;
