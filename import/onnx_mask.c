@@ -1,4 +1,4 @@
-/* Equal, Where and Not, folded on values known at import time (the end of this file), and boolean
+/* Equal, Where, Not and the comparisons, folded on values known at import time (the end of this file), and boolean
  * masks computed from data (padding masks): Equal of data with a constant, Not, Cast to BOOL, and
  * Where with one branch a constant (masked_fill). tightfit has no boolean ops, so a mask
  * on data is an f32 tensor of exact 0s and 1s built from existing element-wise ops, and Where
@@ -9,7 +9,8 @@
  *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
  *                  = relu(1 - |x - k| 2^100 2^49)    float x, k finite (no gradient: a stop_gradient)
  *   x == y         = the same of two data tensors    integers below 2^24; floats finite
- *   x < y, x > y   = relu(1 - relu(1 - d))           integers, d = y - x or x - y (+ 1 for <=, >=)
+ *   x < y, x > y   = relu(1 - relu(1 - d))           integers, d = y - x or x - y (+ 1 for <=, >=);
+ *                                                    floats, d scaled by 2^149, x >= y = 1 - [y > x]
  *   not m          = 1 - m
  *   where(m, v, x) = x (1 - m) + v m                 v finite
  *                  = x (1 - m) + log(1 - m)          v = -inf (log 0 = -inf, log 1 = 0)
@@ -294,38 +295,48 @@ tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
   return folded ? NULL : mask_equal(im, node);
 }
 
-/* Greater, Less, GreaterOrEqual or LessOrEqual of integer data (a known side a constant: XLM's
- * padding mask arange(T) < lengths[:, None]): on whole numbers cast to f32 (exact below 2^24),
- * d = a - b for > (b - a for <), plus 1 for the forms with equality, is >= 1 where the comparison
- * holds and <= 0 where it does not, and the mask is relu(1 - relu(1 - d)). Float data is refused. */
-static tf_status compare_integers(ox_import *im, const ox_node *node, char op) {
+/* Greater, Less, GreaterOrEqual or LessOrEqual of data (a known side a constant), as a 0/1 mask
+ * relu(1 - relu(1 - d)), 1 where d >= 1 and 0 where d <= 0. Integer data (XLM's padding mask
+ * arange(T) < lengths[:, None]), cast to f32 (exact below 2^24): d = a - b for > (b - a for <), plus
+ * 1 for the forms with equality. Float data: d = (a - b) 2^149 for > (the smallest positive
+ * difference, a subnormal, then reaches 1; x - y is 0 only where x == y where subnormals are kept),
+ * and a >= b as 1 - [b > a]; PyTorch's comparisons have no gradient: a stop_gradient. */
+static tf_status compare_data(ox_import *im, const ox_node *node, char op) {
   tf_tensor_id x[2];
+  bool integer[2];
   for (int32_t i = 0; i < 2; i++) {
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &x[i]));
     const tf_dtype dtype = ox_dtype_of(im, x[i]);
-    if (!is_integer_dtype(dtype))
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "%s of %s data (only of integer data, or of values known when importing, as positions in a "
-                     "causal mask)",
-                     node->proto->op_type, tf_dtype_name(dtype));
-    x[i] = tf_cast(im->graph, x[i], TF_F32);
+    integer[i] = is_integer_dtype(dtype);
+    if (dtype != TF_F32)
+      x[i] = tf_cast(im->graph, x[i], TF_F32);
   }
-  const bool greater = op == '>' || op == 'G';
-  tf_tensor_id d = binary_node(im, TF_OP_SUB, x[greater ? 0 : 1], x[greater ? 1 : 0]);
-  if (op == 'G' || op == 'L')
+  if (integer[0] != integer[1])
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "%s of %s and %s data (one kind: integers or floats)",
+                   node->proto->op_type, integer[0] ? "integer" : "float", integer[1] ? "integer" : "float");
+  const bool greater = op == '>' || op == 'G', equality = op == 'G' || op == 'L';
+  const bool flipped = integer[0] ? !greater : greater == equality; /* d = x[1] - x[0] */
+  tf_tensor_id d = binary_node(im, TF_OP_SUB, x[flipped ? 1 : 0], x[flipped ? 0 : 1]);
+  if (integer[0] && equality)
     d = binary_node(im, TF_OP_ADD, d, ox_scalar(im, node, TF_F32, 1.0));
+  if (!integer[0])
+    d = scaled_to_one(im, node, d);
   tf_tensor_id below = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, d, TF_F32)); /* relu(1 - d) */
   tf_tensor_id mask = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, below, TF_F32));
+  if (!integer[0] && equality) /* a >= b: not b > a */
+    mask = one_minus(im, node, mask, TF_F32);
+  if (!integer[0])
+    mask = tf_unary(im->graph, TF_OP_STOP_GRADIENT, mask);
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, mask);
 }
 
 /* Greater, Less, GreaterOrEqual and LessOrEqual of known values (a causal mask's positions: HF's
- * arange(S) > cache_position[:, None]), folded; of integer data, a mask (compare_integers). */
+ * arange(S) > cache_position[:, None]), folded; of data, a mask (compare_data). */
 static tf_status compare(ox_import *im, const ox_node *node, char op) {
   bool folded;
   TF_RETURN_IF_ERROR(fold_pair(im, node, op, &folded));
-  return folded ? NULL : compare_integers(im, node, op);
+  return folded ? NULL : compare_data(im, node, op);
 }
 
 tf_status ox_convert_greater(ox_import *im, const ox_node *node) { return compare(im, node, '>'); }

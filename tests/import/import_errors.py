@@ -171,10 +171,11 @@ def main():
         two_writers = model([node("MatMul", ["x", "w"], ["y"], "mm"), node("Relu", ["x"], ["y"], "relu")],
                             [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                             [tensor("w", [4, 4], [0.5] * 16)])
-        # Cos and Greater fold on known values (rotary tables, causal masks); of float data they are refused
+        # Cos folds on known values (rotary tables); of data it is refused. Greater of data compares one kind
         cos_data = model([node("Cos", ["x"], ["y"], "cos0")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])])
-        greater_data = model([node("Greater", ["x", "zero"], ["c"], "gt"), node("Where", ["c", "x", "zero"], ["y"], "sel")],
+        greater_data = model([node("Cast", ["x"], ["xi"], "int", attribute_int("to", 7)),
+                              node("Greater", ["xi", "x"], ["c"], "gt"), node("Where", ["c", "x", "zero"], ["y"], "sel")],
                              [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
         # CumSum of data is a product with a triangle along the last axis; integer data computes Add,
         # Sub and Mul in f32 between casts, and Div (floor) is refused
@@ -322,8 +323,8 @@ def main():
              ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
             ("Cos of data", write("cos_data.onnx", cos_data),
              ["cos_data.onnx", "'cos0' (Cos)", "Cos of data computed from the inputs is not supported"]),
-            ("Greater of data", write("greater_data.onnx", greater_data),
-             ["greater_data.onnx", "'gt' (Greater)", "Greater of f32 data (only of integer data, or of values known"]),
+            ("Greater of integer and float data", write("greater_data.onnx", greater_data),
+             ["greater_data.onnx", "'gt' (Greater)", "Greater of integer and float data (one kind"]),
             ("ReduceMean of integer data", write("integer_mean.onnx", integer_mean),
              ["integer_mean.onnx", "'avg' (ReduceMean)", "ReduceMean of integer data (only ReduceSum, ReduceMax and"]),
             ("CumSum of data along the batch axis", write("cumsum0.onnx", cumsum_axis0),

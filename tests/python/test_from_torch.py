@@ -978,7 +978,8 @@ def interleaved():
 case("torch.repeat_interleave by a constant, along a middle and the last axis, trains as PyTorch's", interleaved)
 
 
-# Comparisons of integer data (XLM's padding mask arange(T) < lengths[:, None]): masks of 0s and 1s.
+# Comparisons of data (XLM's padding mask arange(T) < lengths[:, None]; float data's signs): masks of 0s and
+# 1s, those of floats with no gradient.
 class Compared(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -989,7 +990,9 @@ class Compared(torch.nn.Module):
         counts = (x[:, :1] * 4).long()  # whole numbers from the data, about -8..8
         keep = (self.positions < counts) | (self.positions >= counts + 6)
         near = (counts <= self.positions) & (self.positions > counts - 3) & (counts.sum(1, keepdim=True) > -2)
-        return self.b(torch.tanh(self.a(x)) * keep + 0.5 * near)
+        h = self.a(x)
+        signs = (h > 0).float() - (h <= x[:, 1:2]).float() + 0.5 * (x >= 0.25).float() - (h < -0.5).float()
+        return self.b(torch.tanh(h) * keep + 0.5 * near + signs)
 
 
 def compared():
@@ -997,7 +1000,8 @@ def compared():
     return beside_torch(Compared(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["relu"])[:2]
 
 
-case("comparisons of integer data (<, <=, >, >=, summed counts) make masks that train as PyTorch's", compared)
+case("comparisons of integer and float data (<, <=, >, >=, summed counts) make masks that train as PyTorch's",
+     compared)
 
 
 # Average pooling that does not count its padding (PoolFormer's token mixer), at stride 1 and 2.
