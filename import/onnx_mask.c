@@ -2,8 +2,7 @@
  * file), and boolean masks computed from data (padding masks): Equal of data with a constant, Not,
  * Cast to BOOL, the comparisons, and Where with one branch a constant (masked_fill). tightfit has no
  * boolean ops, so a mask on data is an f32 tensor of exact 0s and 1s built from existing element-wise
- * ops, and Where
- * becomes arithmetic that is exact for such masks:
+ * ops, and Where becomes arithmetic that is exact for such masks:
  *
  *   nonzero(x)     = 1 - relu(1 - |x|)               x of integer or bool type, cast to f32
  *                  = 1 - relu(1 - |x| 2^100 2^49)    x of a float type (Cast to BOOL)
