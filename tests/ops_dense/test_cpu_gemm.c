@@ -314,27 +314,30 @@ static void check_thread_invariance(void) {
   free(b);
 }
 
-/* (5) A small weight's gradient (A transposed: [K, 128]^T [K, 384], one 256 x 512 tile, so cut into
- * 64-column tiles by its shape, core/workspace_cpu.h): the same bits on 1, 2 and 3 threads, and its
- * depth accumulated in two slices cut at a depth-tile boundary (the half slices) gives the whole's. */
-static void check_narrow_weight_gradient(void) {
-  enum { M = 128, N = 384, K = 700, CUT = 512 };
-  uint32_t state = 78u;
-  float *a = random_matrix((int64_t)K * M, &state), *b = random_matrix((int64_t)K * N, &state);
+/* A weight's gradient [k, m]^T [k, n] on 1, 2 and 3 threads, and accumulated over two depth slices
+ * cut at `cut` (a depth-tile boundary: the half slices), each told the whole's depth: all the same
+ * bits. */
+static void check_depth_slices(int64_t m, int64_t n, int64_t k, int64_t cut, uint32_t state, const char *what) {
+  float *a = random_matrix(k * m, &state), *b = random_matrix(k * n, &state);
   float *c[4];
-  on_three_thread_counts(c, true, M, N, K, a, b);
-  accumulate_slice(false, 2, true, false, M, N, CUT, c[3], a, b, K);
-  accumulate_slice(false, 2, true, false, M, N, K - CUT, c[3], a + (int64_t)CUT * M, b + (int64_t)CUT * N, K);
-  char product[64];
-  snprintf(product, sizeof(product), "f32 [%d, %d]^T x [%d, %d] (narrow tiles)", K, M, K, N);
-  check_variants(c, (size_t)M * N, (size_t)M * N, product, "over two depth slices");
+  on_three_thread_counts(c, true, m, n, k, a, b);
+  accumulate_slice(false, 2, true, false, m, n, cut, c[3], a, b, k);
+  accumulate_slice(false, 2, true, false, m, n, k - cut, c[3], a + cut * m, b + cut * n, k);
+  char product[96];
+  snprintf(product, sizeof(product), "f32 [%lld, %lld]^T x [%lld, %lld] (%s)", (long long)k, (long long)m, (long long)k,
+           (long long)n, what);
+  check_variants(c, (size_t)(m * n), (size_t)(m * n), product, "over two depth slices");
   free(a);
   free(b);
 }
 
+/* (5) A small weight's gradient ([700, 128]^T [700, 384]: one 256 x 512 tile, so cut into four
+ * 96-column tiles by its shape, core/workspace_cpu.h). */
+static void check_narrow_weight_gradient(void) { check_depth_slices(128, 384, 700, 512, 78u, "narrow tiles"); }
+
 /* (6) A product of few rows ([300, 128] x [128, 200]: two row tiles of one 512-column tile, so cut
- * into 128-column tiles by the whole product's shape, core/workspace_cpu.h): the same bits on 1, 2
- * and 3 threads, and its first 256 rows computed as a half slice of the 300 (the kernel told the
+ * into two 112-column tiles by the whole product's shape, core/workspace_cpu.h): the same bits on 1,
+ * 2 and 3 threads, and its first 256 rows computed as a half slice of the 300 (the kernel told the
  * whole's rows) give the whole's. Taken alone, those rows would be cut into 64-column tiles, which on
  * OpenBLAS's 256-bit kernels (test_cpu_gemm_haswell) give other bits. */
 static void check_few_rows(void) {
@@ -353,23 +356,10 @@ static void check_few_rows(void) {
 }
 
 /* (7) A weight's gradient narrowed only by its whole depth ([700, 64]^T x [700, 128]: 5.7 M
- * multiply-adds, above TF_CPU_MATMUL_NARROW_MIN_WORK, cut into 64-column tiles) accumulated over two
- * depth slices, each told the whole's depth: the whole's bits. Alone, each slice is under the
- * threshold and would be one 128-column call, which on the Haswell kernels gives other bits. */
-static void check_depth_slices_of_narrow(void) {
-  enum { M = 64, N = 128, K = 700, CUT = 256 };
-  uint32_t state = 80u;
-  float *a = random_matrix((int64_t)K * M, &state), *b = random_matrix((int64_t)K * N, &state);
-  float *c[4];
-  on_three_thread_counts(c, true, M, N, K, a, b);
-  accumulate_slice(false, 2, true, false, M, N, CUT, c[3], a, b, K);
-  accumulate_slice(false, 2, true, false, M, N, K - CUT, c[3], a + (int64_t)CUT * M, b + (int64_t)CUT * N, K);
-  char product[64];
-  snprintf(product, sizeof(product), "f32 [%d, %d]^T x [%d, %d] (narrowed by its depth)", K, M, K, N);
-  check_variants(c, (size_t)M * N, (size_t)M * N, product, "over two depth slices");
-  free(a);
-  free(b);
-}
+ * multiply-adds, above TF_CPU_MATMUL_NARROW_MIN_WORK, cut into 64-column tiles). Alone, each depth
+ * slice is under the threshold and would be one 128-column call, which on the Haswell kernels gives
+ * other bits. */
+static void check_depth_slices_of_narrow(void) { check_depth_slices(64, 128, 700, 256, 80u, "narrowed by its depth"); }
 
 /* Whether this run is test_cpu_gemm_haswell's (OpenBLAS forced to its 256-bit Haswell kernels). */
 static bool haswell_forced(void) {
