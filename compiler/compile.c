@@ -79,8 +79,9 @@ static tf_status resolve_config(const tf_graph *g, const tf_compile_options *o, 
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "unknown precision %d (0 f32, 1 bf16, 2 f16)", (int)c->precision);
   if (o->loss_scale > 0)
     c->loss_scale = o->loss_scale;
-  if (!tf_training_stores_f16(g, c) && o->autocast != TF_F16)
-    c->loss_scale = 0; /* only plans that store f16 (or compute on it: autocast.c runs later) scale the loss */
+  if (!tf_training_stores_f16(g, c) && o->autocast != TF_F16 && o->param_dtype != TF_F16)
+    c->loss_scale = 0; /* only plans that store f16 (or compute on it: autocast.c and master_weights.c run
+                        * later) scale the loss */
   else if (c->loss_scale == 0)
     c->loss_scale = 65536.0; /* torch.cuda.amp.GradScaler's initial scale */
   int exponent;
@@ -128,6 +129,8 @@ static tf_status check_options(const tf_compile_options *o) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "accumulation steps %d is outside 1..%d", o->accumulate, 1 << 20);
   if (o->matmul_math != TF_F32 && o->matmul_math != TF_BF16 && o->matmul_math != TF_F16)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "matmul math %d is not f32, bf16 or f16", (int)o->matmul_math);
+  if (o->param_dtype != TF_F32 && o->param_dtype != TF_BF16 && o->param_dtype != TF_F16)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "parameter dtype %d is not f32, bf16 or f16", (int)o->param_dtype);
   if (o->autocast != TF_F32 && o->autocast != TF_BF16 && o->autocast != TF_F16)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "autocast %d is not f32 (off), bf16 or f16", (int)o->autocast);
   if (o->ranks < 0 || o->ranks > TF_PLAN_MAX_RANKS)
@@ -298,6 +301,8 @@ static tf_status run_front(const tf_graph *graph, const tf_compile_options *opti
     status = tf_autocast_pass(t);
   if (!status)
     status = tf_fuse_loss_pass(t);
+  if (!status)
+    status = tf_master_weights_pass(t);
   if (!status)
     status = tf_training_reserve(t);
   if (!status)

@@ -253,6 +253,29 @@ static void batch_norm_note(const tf_training *t, const tf_plan *plan, char *lin
            plan->accumulate > 1 ? " (not the global batch: gradient accumulation splits it)" : "", running);
 }
 
+/* The line saying which half parameters train through f32 masters (master_weights.c), or "". */
+static void master_note(const tf_training *t, const tf_plan *plan, char *line, size_t size) {
+  int64_t half_bytes = 0, master_bytes = 0;
+  int32_t masters = 0;
+  tf_dtype dtype = TF_BF16;
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if (b->role != TF_ROLE_OPTIMIZER_STATE || b->init.kind == TF_INIT_NONE || b->owner < 0)
+      continue;
+    masters++;
+    master_bytes += b->bytes;
+    half_bytes += plan->buffers[b->owner].bytes;
+    dtype = plan->buffers[b->owner].dtype;
+  }
+  line[0] = '\0';
+  if (masters > 0)
+    snprintf(line, size,
+             "master weights: %d %s parameters (%.2f MiB%s) trained through f32 masters in the optimizer state "
+             "(%.2f MiB), each written from its master after its update\n",
+             masters, tf_dtype_name(dtype), (double)half_bytes / (1 << 20),
+             t->half_parameters > 0 ? ", stored half by --param-dtype" : "", (double)master_bytes / (1 << 20));
+}
+
 static void emit_report(tf_plan *plan, const products *p) {
   const tf_training *t = p->t;
   tf_plan_report *r = &plan->report;
@@ -266,8 +289,9 @@ static void emit_report(tf_plan *plan, const products *p) {
     memcpy(r->live_bytes, p->layout->live_bytes, sizeof(int64_t) * (size_t)p->order->n_steps);
   for (int32_t s = 0; s < plan->n_steps; s++)
     r->flops[plan->steps[s].phase] += plan->steps[s].flops;
-  char notes[4096], batch_norm[512];
+  char notes[4096], batch_norm[512], masters[256];
   batch_norm_note(t, plan, batch_norm, sizeof(batch_norm));
+  master_note(t, plan, masters, sizeof(masters));
   static const char *const optimizers[] = {"none", "sgd", "adamw", "adamw8bit"};
   if (plan->training)
     snprintf(notes, sizeof(notes),
@@ -276,11 +300,11 @@ static void emit_report(tf_plan *plan, const products *p) {
              "%s\n"
              "%s\n"
              "%s\n"
-             "%s"
+             "%s%s"
              "arena: greedy by size, best fit among buffers live at the same time\n",
              plan->micro_batch, plan->accumulate, plan->global_batch, optimizers[t->config.optimizer],
              t->config.learning_rate, t->config.weight_decay, t->config.clip_norm, t->remat_notes, t->precision_notes,
-             p->order->notes, batch_norm);
+             p->order->notes, batch_norm, masters);
   else
     snprintf(notes, sizeof(notes), "inference plan: forward steps only, batch %" PRId64 "\n%s%s%s", plan->micro_batch,
              t->half_nodes + t->half_kernel_nodes > 0 ? t->precision_notes : "",

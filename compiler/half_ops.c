@@ -212,25 +212,9 @@ static tf_status lower(tf_training *t, int32_t n, tf_node_order *order) {
   return NULL;
 }
 
-/* Training keeps f32 master weights: the optimizer kernels update f32 parameters. A frozen half
- * parameter is never updated, so it needs none: it is read through casts like any half tensor. */
-static tf_status check_parameters(const tf_training *t) {
-  const tf_graph *g = t->g;
-  for (int32_t i = 0; i < g->n_tensors && t->options.training; i++)
-    if (g->tensors[i].kind == TF_PARAMETER && !g->tensors[i].frozen && is_half(g->tensors[i].dtype))
-      return tf_status_new(TF_ERR_UNSUPPORTED,
-                           "parameter '%s' is %s: training keeps f32 master weights; declare it f32 and cast it "
-                           "to %s where the graph reads it (or compile with --precision %s to store activations "
-                           "in half)",
-                           g->tensors[i].name, tf_dtype_name(g->tensors[i].dtype), tf_dtype_name(g->tensors[i].dtype),
-                           g->tensors[i].dtype == TF_F16 ? "fp16" : "bf16");
-  return NULL;
-}
-
 tf_status tf_half_ops_pass(tf_training *t, int32_t *lowered) {
   tf_graph *g = t->g;
   *lowered = 0;
-  TF_RETURN_IF_ERROR(check_parameters(t));
   const int32_t n_nodes = g->n_nodes;
   for (int32_t n = 0; n < n_nodes; n++) {
     *lowered += on_half_data(t, n);

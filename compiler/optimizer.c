@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "compiler/training.h"
 #include "core/linear_loss.h"
 #include "core/ops.h"
@@ -154,6 +155,17 @@ static tf_status head_accumulate(tf_training *t, int32_t *sums, int32_t n) {
   return NULL;
 }
 
+/* *wide = cast(x -> f32), a new activation of `phase` named after `label`. */
+static tf_status widen(tf_training *t, int32_t x, tf_phase phase, const char *label, int32_t *wide) {
+  tf_attrs at;
+  memset(&at, 0, sizeof(at));
+  at.kind = TF_ATTR_CAST;
+  at.u.cast.to = TF_F32;
+  char name[560];
+  snprintf(name, sizeof(name), "%s/f32", label);
+  return tf_training_emit(t, TF_OP_CAST, &x, 1, &at, phase, name, wide);
+}
+
 /* Adds gradient part `part` to `accumulator`. A part that embedding_grad writes and nothing reads
  * is scattered straight into the accumulator instead (its node becomes embedding_grad_accumulate),
  * so the dense [V, d] part never exists; a weight's 2-D matmul part is added by its own gemm (the
@@ -200,8 +212,16 @@ static tf_status add_part(tf_training *t, int32_t *sums, int32_t accumulator, in
     return NULL;
   }
   int32_t pair[2] = {accumulator, part};
+  if (g->tensors[part].dtype != g->tensors[accumulator].dtype) {
+    /* a half parameter's part, summed in f32: widened right after the step that makes it */
+    TF_RETURN_IF_ERROR(widen(t, part, TF_PHASE_BACKWARD, label, &pair[1]));
+    t->follows[g->n_nodes - 1] = g->tensors[part].producer;
+  }
   return tf_training_emit(t, TF_OP_ACCUMULATE, pair, 2, NULL, TF_PHASE_ACCUMULATE, label, NULL);
 }
+
+/* Whether every update reads the gradients' sum of squares (clipping, loss scaling). */
+static bool needs_norm(const tf_training *t) { return t->config.clip_norm > 0 || t->config.loss_scale > 0; }
 
 static bool has_extra_parts(const tf_training *t, int32_t param) {
   for (int32_t e = 0; e < t->n_extra_parts; e++)
@@ -249,25 +269,55 @@ static tf_status state8(tf_training *t, int32_t param, int32_t *inputs, int32_t 
   return NULL;
 }
 
+/* The f32 master weights of half parameter `param`: optimizer state of its shape, initialised by
+ * its initialiser (the runtime draws them from the parameter's name: tf_plan_init_name), so the
+ * master starts at full precision and the parameter at its rounding. */
+static tf_status master(tf_training *t, int32_t param, int32_t *id) {
+  char label[512];
+  snprintf(label, sizeof(label), "master(%s)", t->g->tensors[param].name);
+  const tf_ir_tensor *p = &t->g->tensors[param];
+  TF_RETURN_IF_ERROR(state_tensor(t, param, label, TF_F32, p->bytes / tf_dtype_size(p->dtype), true, id));
+  tf_ir_tensor *m = &t->g->tensors[*id];
+  p = &t->g->tensors[param];
+  m->init_kind = p->init_kind;
+  m->init_a = p->init_a;
+  m->init_b = p->init_b;
+  m->init_file = tf_copy_string(p->init_file);
+  m->init_key = tf_copy_string(p->init_key);
+  if ((p->init_file && !m->init_file) || (p->init_key && !m->init_key))
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "optimizer: cannot copy the initialiser of '%s'", p->name);
+  return NULL;
+}
+
 static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int32_t norm, bool direct) {
   tf_status status = NULL;
   const char *name = t->g->tensors[param].name;
   char label[512];
   int32_t inputs[7], n = 0;
-  inputs[n++] = param;
-  inputs[n++] = accumulator;
+  /* A half parameter: the update changes its f32 master from the f32 gradient (a half one widened),
+   * and cast_into writes the parameter from the master; its state is f32, shaped like the master. */
+  int32_t weights = param, gradient = accumulator;
+  if (tf_master_weights_needed(t, param)) {
+    TF_RETURN_IF_ERROR(master(t, param, &weights));
+    snprintf(label, sizeof(label), "optimizer/%s", t->g->tensors[param].name);
+    if (t->g->tensors[accumulator].dtype != TF_F32)
+      TF_RETURN_IF_ERROR(widen(t, accumulator, TF_PHASE_OPTIMIZER, label, &gradient));
+    name = t->g->tensors[param].name;
+  }
+  inputs[n++] = weights;
+  inputs[n++] = gradient;
   if (t->config.optimizer == TF_OPTIMIZER_ADAMW8BIT) {
     TF_RETURN_IF_ERROR(state8(t, param, inputs, &n));
   } else if (t->config.optimizer == TF_OPTIMIZER_ADAMW) {
     snprintf(label, sizeof(label), "adam_m(%s)", name);
-    inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+    inputs[n++] = tf_training_tensor_like(t, weights, TF_ROLE_OPTIMIZER_STATE, label, &status);
     if (!status) {
-      snprintf(label, sizeof(label), "adam_v(%s)", name);
-      inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+      snprintf(label, sizeof(label), "adam_v(%s)", t->g->tensors[param].name);
+      inputs[n++] = tf_training_tensor_like(t, weights, TF_ROLE_OPTIMIZER_STATE, label, &status);
     }
   } else {
     snprintf(label, sizeof(label), "momentum(%s)", name);
-    inputs[n++] = tf_training_tensor_like(t, param, TF_ROLE_OPTIMIZER_STATE, label, &status);
+    inputs[n++] = tf_training_tensor_like(t, weights, TF_ROLE_OPTIMIZER_STATE, label, &status);
   }
   if (status)
     return status;
@@ -281,6 +331,11 @@ static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int3
              : t->config.optimizer == TF_OPTIMIZER_ADAMW8BIT ? TF_OP_ADAMW8BIT
                                                              : TF_OP_SGD;
   TF_RETURN_IF_ERROR(tf_training_emit(t, op, inputs, n, &at, TF_PHASE_OPTIMIZER, label, NULL));
+  if (weights != param) {
+    const int32_t pair[2] = {param, weights};
+    snprintf(label, sizeof(label), "optimizer/%s/cast_into", t->g->tensors[param].name);
+    TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST_INTO, pair, 2, NULL, TF_PHASE_OPTIMIZER, label, NULL));
+  }
   if (direct)
     return NULL;
   snprintf(label, sizeof(label), "optimizer/zero/%s", name);
@@ -312,7 +367,10 @@ tf_status tf_optimizer_pass(tf_training *t) {
     if (t->grad[p] < 0)
       continue;
     int32_t accumulator = t->grad[p];
-    direct[k] = !tf_training_host_accumulates(&t->options) && writes_directly(t, p, accumulator);
+    /* A half parameter's gradient is summed in f32 where parts are added to it (a tied weight) or
+     * the gradients' norm reads it (the norm reads f32 sums). */
+    const bool widened = tf_master_weights_needed(t, p) && (needs_norm(t) || has_extra_parts(t, p));
+    direct[k] = !tf_training_host_accumulates(&t->options) && !widened && writes_directly(t, p, accumulator);
     if (direct[k]) {
       /* Updated in the backward pass (schedule_updates.c), a gradient that one step writes whole is
        * a temporary of the arena; one that later parts are added to in place stays a gradient. */
@@ -324,6 +382,11 @@ tf_status tf_optimizer_pass(tf_training *t) {
       accumulator = tf_training_tensor_like(t, p, TF_ROLE_GRADIENT, label, &status);
       if (status)
         break;
+      if (tf_master_weights_needed(t, p)) { /* summed in f32, as the master is updated */
+        tf_ir_tensor *sum = &g->tensors[accumulator];
+        sum->bytes = sum->bytes / tf_dtype_size(sum->dtype) * 4;
+        sum->dtype = TF_F32;
+      }
       sums[t->grad[p]] = accumulator;
     }
     if (t->role[accumulator] == TF_ROLE_GRADIENT)
@@ -352,7 +415,7 @@ tf_status tf_optimizer_pass(tf_training *t) {
   }
   free(sums);
   int32_t norm = -1;
-  if (!status && k > 0 && (t->config.clip_norm > 0 || t->config.loss_scale > 0)) {
+  if (!status && k > 0 && needs_norm(t)) {
     if (norm_from_ranks(t))
       norm = tf_training_scalar(t, 0.0, "optimizer/global_norm_sq", &status);
     else

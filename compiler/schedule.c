@@ -35,6 +35,15 @@ static void place_recompute(const tf_training *t, int32_t n, followers f, bool *
   }
 }
 
+/* Appends the nodes placed right after node n (its accumulates, the nodes that follow it), each
+ * followed by its own (a half gradient's widening cast, then the accumulate that reads it). */
+static void place_followers(int32_t n, followers f, int32_t *schedule, int32_t *count) {
+  for (int32_t a = f.first[n]; a >= 0; a = f.next[a]) {
+    schedule[(*count)++] = a;
+    place_followers(a, f, schedule, count);
+  }
+}
+
 tf_status tf_order_model(const tf_training *t, tf_order *out) {
   const tf_graph *g = t->g;
   tf_order_free(out);
@@ -76,8 +85,7 @@ tf_status tf_order_model(const tf_training *t, tf_order *out) {
       continue;
     place_recompute(t, n, (followers){first_accumulate, next}, placed, out->steps, &count);
     out->steps[count++] = n;
-    for (int32_t a = first_accumulate[n]; a >= 0; a = next[a])
-      out->steps[count++] = a;
+    place_followers(n, (followers){first_accumulate, next}, out->steps, &count);
   }
   out->micro_steps = count;
   for (int32_t n = 0; n < g->n_nodes; n++)

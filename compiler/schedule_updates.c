@@ -41,10 +41,22 @@ static int32_t ready_after(const tf_training *t, const int32_t *last, int32_t n)
   return after;
 }
 
+/* Optimizer node n placed after micro-batch step `after`: a later step of the block that touches
+ * one of its operands goes no earlier (a zero after the update that read its gradient, the update
+ * after the cast that widened its gradient, cast_into after the update of its master). */
+static void touched_by_update(const tf_graph *g, int32_t n, int32_t after, int32_t *last) {
+  const tf_ir_node *node = &g->nodes[n];
+  for (int32_t k = 0; k < node->n_inputs; k++)
+    last[node->inputs[k]] = after > last[node->inputs[k]] ? after : last[node->inputs[k]];
+  for (int32_t k = 0; k < node->n_outputs; k++)
+    last[node->outputs[k]] = after > last[node->outputs[k]] ? after : last[node->outputs[k]];
+}
+
 static tf_status check_movable(const tf_training *t, int32_t n) {
   const tf_ir_node *node = &t->g->nodes[n];
-  if (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ADAMW8BIT || node->op == TF_OP_ZERO)
-    return NULL;
+  if (node->op == TF_OP_SGD || node->op == TF_OP_ADAMW || node->op == TF_OP_ADAMW8BIT || node->op == TF_OP_ZERO ||
+      node->op == TF_OP_CAST || node->op == TF_OP_CAST_INTO)
+    return NULL; /* the casts: a half parameter's gradient widened, the parameter written from its master */
   return tf_status_new(TF_ERR_INTERNAL,
                        "update in backward: optimizer step '%s' (%s) cannot move into the backward "
                        "pass",
@@ -71,15 +83,15 @@ tf_status tf_order_move_updates(const tf_training *t, tf_order *order) {
   for (int32_t u = 0; u < n_updates && !status; u++) {
     const int32_t n = order->steps[n_micro + u];
     status = check_movable(t, n);
-    /* A zero follows its update (the step before it in the block, which reads the same gradient);
-     * an operand no micro-batch step touches leaves the step at the end of the block. */
-    after[u] = g->nodes[n].op == TF_OP_ZERO && u > 0 ? after[u - 1] : ready_after(t, last, n);
+    /* An operand no micro-batch step touches leaves the step at the end of the block. */
+    after[u] = ready_after(t, last, n);
     if (after[u] < 0)
       after[u] = n_micro - 1;
     /* never inside the forward prefix, which evaluation runs alone (the fused loss head's single
      * pass writes its weight's gradient there) */
     if (after[u] < forward_end - 1)
       after[u] = forward_end - 1;
+    touched_by_update(g, n, after[u], last);
   }
   /* Merge: after micro-batch step s come the optimizer steps ready after s, in their block order
    * (a stable bucket sort on `after`; fill[s] is the next free place of bucket s in `moved`). */

@@ -50,6 +50,7 @@ typedef struct tf_training {
   int32_t autocast_casts;      /* casts autocast.c inserted */
   int32_t running_stats_nodes; /* batch_norm nodes whose running statistics the plan updates (running_stats.c) */
   int32_t recomputed_half;     /* precision.c: recomputed activations it stored in half */
+  int32_t half_parameters;     /* master_weights.c: f32 parameters it stored in options.param_dtype */
 } tf_training;
 
 /* Grows the per-tensor and per-node arrays to the graph's current size (new entries: activation,
@@ -180,8 +181,12 @@ tf_status tf_remat(tf_training *t, const tf_remat_request *request, tf_remat_res
 tf_status tf_running_stats_pass(tf_training *t) TF_MUST_USE;
 
 /* The passes, in pipeline order. */
-tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE;    /* freeze.c: the options' frozen parameters */
-tf_status tf_lora_pass(tf_training *t) TF_MUST_USE;      /* lora.c: low-rank adapters on linear weights */
+tf_status tf_freeze_pass(tf_training *t) TF_MUST_USE; /* freeze.c: the options' frozen parameters */
+tf_status tf_lora_pass(tf_training *t) TF_MUST_USE;   /* lora.c: low-rank adapters on linear weights */
+/* master_weights.c: with options.param_dtype bf16/f16, every f32 parameter stored in that type. */
+tf_status tf_master_weights_pass(tf_training *t) TF_MUST_USE;
+/* master_weights.c: whether trained parameter `param` is half, so that it keeps an f32 master. */
+bool tf_master_weights_needed(const tf_training *t, int32_t param);
 tf_status tf_autodiff(tf_training *t) TF_MUST_USE;       /* autodiff.c: backward nodes, grads per parameter */
 tf_status tf_optimizer_pass(tf_training *t) TF_MUST_USE; /* optimizer.c: accumulators, state, updates */
 

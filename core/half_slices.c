@@ -18,7 +18,7 @@ static int64_t align_up(int64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * AL
 
 bool tf_cpu_half_step(tf_op op, int32_t n_inputs, const tf_tensor_ref *inputs, int32_t n_outputs,
                       const tf_tensor_ref *outputs) {
-  if (op == TF_OP_CAST || tf_op_moves_elements(op)) /* the CPU's kernels copy bytes of any dtype */
+  if (op == TF_OP_CAST || op == TF_OP_CAST_INTO || tf_op_moves_elements(op)) /* the kernels take any dtype */
     return false;
   for (int32_t k = 0; k < n_inputs; k++)
     if (is_half(inputs[k].dtype) && !tf_op_input_shape_only(op, k))

@@ -406,7 +406,12 @@
   /* detach(); compiler/autodiff.c) */                                                                                 \
   X(STOP_GRADIENT,        stop_gradient,        89, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
       INPUT0,    NONE,               none,             stop_gradient,        unary,           unary,                   \
-      FLOAT,        ROWS,      ALL)
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* (param, master): param = master cast to param's dtype (rounded to nearest even), in place; no */                  \
+  /* outputs. Writes a half parameter from its f32 master weights after their update (optimizer.c) */                  \
+  X(CAST_INTO,            cast_into,            90, TRAINING, 2,  2,   0,  0,   0x1, NONE,          cast_into,         \
+      NONE,      NONE,               none,             cast_into,            cast_into,       cast_into,               \
+      ANY,          WHOLE,     NONE)
 // clang-format on
 
 #endif

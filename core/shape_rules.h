@@ -92,6 +92,8 @@ tf_status tf_shape_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_ctc_loss_grad(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out); /* accumulate zero sgd adamw */
 tf_status tf_shape_adamw8bit(const tf_shape_query *q, tf_shape_result *out);
+/* (param, master): master f32, param floating, one shape; no outputs. */
+tf_status tf_shape_cast_into(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_global_norm_sq(const tf_shape_query *q, tf_shape_result *out);
 
 #ifdef __cplusplus

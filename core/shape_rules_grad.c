@@ -219,6 +219,19 @@ tf_status tf_shape_update(const tf_shape_query *q, tf_shape_result *out) {
   return NULL;
 }
 
+/* cast_into (param, master): no outputs; master f32, param floating, of master's shape. */
+tf_status tf_shape_cast_into(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_cast_into));
+  const tf_shape_operand *param = &q->inputs[0], *master = &q->inputs[1];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, param));
+  if (master->dtype != TF_F32)
+    return tf_status_new(TF_ERR_SHAPE, "master weights %s must be f32", tf_rules_describe(master).text);
+  TF_RETURN_IF_ERROR(tf_rules_check_shape_equal(param, master));
+  out->rank = 0;
+  out->dtype = TF_F32;
+  return NULL;
+}
+
 /* adamw8bit (param, grad, m_codes, m_scales, v_codes, v_scales [, norm_sq]): grad as param; each
  * moment's codes u8 of param's shape, its scales f32 [ceil(count / TF_ADAMW8BIT_BLOCK)]. */
 tf_status tf_shape_adamw8bit(const tf_shape_query *q, tf_shape_result *out) {

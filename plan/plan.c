@@ -80,6 +80,13 @@ int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written)
 
 bool tf_plan_step_reads(const tf_plan_step *step, int32_t k) { return k < step->n_inputs && step->op != TF_OP_ZERO; }
 
+const char *tf_plan_init_name(const tf_plan *plan, int32_t id) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  const bool master =
+      b->role == TF_ROLE_OPTIMIZER_STATE && b->init.kind != TF_INIT_NONE && b->owner >= 0 && b->owner < plan->n_buffers;
+  return master ? plan->buffers[b->owner].name : b->name;
+}
+
 /* The bytes host step s moves each step (see tf_plan_host_moved_bytes). */
 static int64_t host_step_moved_bytes(const tf_plan *plan, const tf_plan_step *step) {
   /* a host step of the micro-batch block (a gradient's accumulation) runs with each micro-batch */

@@ -652,7 +652,8 @@ static tf_status check_gradient_reads(const tf_plan *plan, const int32_t *writer
 
 /* Updates in the backward pass (an optimizer step inside the micro-batch block, accumulate 1): no
  * later step of the block reads what an update wrote in place (a parameter, its state, a zeroed
- * gradient: it would see the new value, where the plan without the move saw the old), and no later
+ * gradient: it would see the new value, where the plan without the move saw the old; optimizer
+ * steps excepted, which read what the update before them wrote: cast_into a master), and no later
  * step but another optimizer step adds to a gradient an update has read (that part would be
  * lost). updated[b] / applied[b]: the step that did so, or -1. */
 static tf_status check_updates_in_backward(const tf_plan *plan, int32_t *updated, int32_t *applied) {
@@ -664,7 +665,7 @@ static tf_status check_updates_in_backward(const tf_plan *plan, int32_t *updated
     const bool optimizer = step->phase == TF_PHASE_OPTIMIZER;
     for (int32_t i = 0; i < step->n_inputs; i++) {
       const int32_t id = step->inputs[i];
-      if (updated[id] >= 0 && !has_bit(info->shape_only, i))
+      if (updated[id] >= 0 && !optimizer && !has_bit(info->shape_only, i))
         return INVALID("%s reads input %" PRId32 " %s after step %" PRId32 " updated it in place in the same pass: "
                        "it would see the new value (an update moved before a reader)",
                        tf_plan_step_label(plan, s).text, i, tf_plan_buffer_label(plan, id).text, updated[id]);

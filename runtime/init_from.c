@@ -141,6 +141,17 @@ static tf_status write_tensor(tf_session *session, int32_t id, const binding *t,
   return NULL;
 }
 
+/* The f32 master of half parameter `param` (compile --param-dtype: optimizer state with an
+ * initialiser, tf_plan_init_name), or -1. */
+static int32_t master_of(const tf_plan *plan, int32_t param) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if (b->role == TF_ROLE_OPTIMIZER_STATE && b->owner == param && b->init.kind != TF_INIT_NONE && b->view_of == 0)
+      return i;
+  }
+  return -1;
+}
+
 /* Matches every file tensor to a plan buffer (bound[id].view.name set) and accounts for every
  * parameter; records each problem. */
 static void match(const tf_plan *plan, const tf_safetensors *file, const tf_init_map *map, binding *bound,
@@ -224,6 +235,10 @@ tf_status tf_session_init_from(tf_session *session, const char *path, const tf_i
       continue;
     const tf_plan_buffer *b = &plan->buffers[id];
     status = write_tensor(session, id, &bound[id], staging);
+    /* a half parameter's f32 master gets the file's values too, at full precision */
+    const int32_t master = master_of(plan, id);
+    if (!status && master >= 0)
+      status = write_tensor(session, master, &bound[id], staging);
     if (status)
       status = tf_status_prefix(status, "%s: writing '%s'", path, b->name);
     r.loaded++;

@@ -207,35 +207,71 @@ static bool backend_measure(const tf_session *s, tf_device_memory *out) {
  * which on the CPU backend is the device's. */
 #define TF_SESSION_STAGING_BYTES ((int64_t)1 << 20)
 
-/* A half buffer's generated initial value: the f32 values an f32 buffer of its name would get,
+/* A half buffer's generated initial value: the f32 values an f32 buffer drawn from `name` would get,
  * each rounded to nearest even (core/half_bits.h), into host[0, count); made 4096 at a time on the
  * stack, so no second staging buffer exists. */
-static tf_status stage_half(const tf_session *s, const tf_plan_buffer *b, int64_t begin, int64_t count, void *host) {
+static tf_status stage_half(const tf_session *s, const tf_plan_buffer *b, const char *name, int64_t begin,
+                            int64_t count, void *host) {
   float wide[4096];
   uint16_t *out = host;
   for (int64_t done = 0; done < count;) {
     const int64_t n = count - done < 4096 ? count - done : 4096;
-    TF_RETURN_IF_ERROR(
-        tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, TF_F32, begin + done, n, wide));
+    TF_RETURN_IF_ERROR(tf_init_fill_range(&b->init, name, b->rank, b->shape, s->seed, TF_F32, begin + done, n, wide));
     tf_half_from_f32_array(wide, out + done, n, b->dtype == TF_BF16);
     done += n;
   }
   return NULL;
 }
 
-/* Fills host[0, count) with elements [begin, begin + count) of buffer b's initial value. */
-static tf_status stage_elements(const tf_session *s, const tf_plan_buffer *b, const tf_safetensors_tensor *view,
-                                int64_t begin, int64_t count, void *host) {
+static bool is_float(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
+
+/* count elements of a file's float tensor from `from`, in buffer b's float dtype: widened exactly,
+ * or rounded to nearest even (a bf16 parameter from an f32 file, its f32 master from a bf16 one). */
+static void stage_converted(const tf_plan_buffer *b, tf_dtype file_dtype, const void *from, int64_t count, void *host) {
+  if (b->dtype == TF_F32) {
+    tf_f32_from_half_array(from, host, count, file_dtype == TF_BF16);
+    return;
+  }
+  float wide[4096];
+  const char *in = from;
+  for (int64_t done = 0; done < count;) {
+    const int64_t n = count - done < 4096 ? count - done : 4096;
+    if (file_dtype == TF_F32)
+      memcpy(wide, in + done * 4, (size_t)n * 4);
+    else
+      tf_f32_from_half_array(in + done * 2, (uint32_t *)wide, n, file_dtype == TF_BF16);
+    tf_half_from_f32_array(wide, (uint16_t *)host + done, n, b->dtype == TF_BF16);
+    done += n;
+  }
+}
+
+/* Fills host[0, count) with elements [begin, begin + count) of buffer id's initial value. */
+static tf_status stage_elements(const tf_session *s, int32_t id, const tf_safetensors_tensor *view, int64_t begin,
+                                int64_t count, void *host) {
+  const tf_plan_buffer *b = &s->plan->buffers[id];
   int64_t element = tf_dtype_size(b->dtype);
+  if (b->init.kind == TF_INIT_EXTERNAL && view->dtype != b->dtype) {
+    stage_converted(b, view->dtype, (const char *)view->data + begin * tf_dtype_size(view->dtype), count, host);
+    return NULL;
+  }
   if (b->init.kind == TF_INIT_EXTERNAL) {
     memcpy(host, (const char *)view->data + begin * element, (size_t)(count * element));
     return NULL;
   }
+  const char *name = tf_plan_init_name(s->plan, id);
   if (b->dtype == TF_F16 || b->dtype == TF_BF16)
-    return stage_half(s, b, begin, count, host);
+    return stage_half(s, b, name, begin, count, host);
   if (b->dtype != TF_F32 && b->dtype != TF_I32 && b->dtype != TF_I64)
     return tf_status_new(TF_ERR_UNSUPPORTED, "'%s': cannot initialise %s tensors", b->name, tf_dtype_name(b->dtype));
-  return tf_init_fill_range(&b->init, b->name, b->rank, b->shape, s->seed, b->dtype, begin, count, host);
+  return tf_init_fill_range(&b->init, name, b->rank, b->shape, s->seed, b->dtype, begin, count, host);
+}
+
+/* The file's tensor for external buffer b: of b's dtype and shape, or of another float dtype when
+ * b's is one (stage_converted converts it). */
+static tf_status find_external(const tf_safetensors *file, const tf_plan_buffer *b, tf_safetensors_tensor *view) {
+  TF_RETURN_IF_ERROR(tf_safetensors_find(file, b->init.key, view));
+  const tf_dtype dtype = is_float(view->dtype) && is_float(b->dtype) ? view->dtype : b->dtype;
+  return tf_safetensors_expect(file, b->init.key, dtype, b->rank, b->shape, view);
 }
 
 static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir) {
@@ -261,11 +297,11 @@ static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir)
     if (!status)
       status = tf_safetensors_open(path, &file);
     if (!status)
-      status = tf_safetensors_expect(file, b->init.key, b->dtype, b->rank, b->shape, &view);
+      status = find_external(file, b, &view);
   }
   for (int64_t begin = 0; begin < total && !status; begin += per_chunk) {
     int64_t count = total - begin < per_chunk ? total - begin : per_chunk;
-    status = stage_elements(s, b, &view, begin, count, host);
+    status = stage_elements(s, id, &view, begin, count, host);
     if (!status)
       status = put(s, b, begin * element, host, count * element);
   }

@@ -64,6 +64,10 @@ void tf_compile_args_help(void) {
           "                         half); master weights, their gradients, optimizer state and the loss\n"
           "                         stay f32; the products' math follows (--matmul-math P) (default:\n"
           "                         off)\n"
+          "  --param-dtype P        fp32 (default), bf16 or fp16: parameters stored in P, as a model\n"
+          "                         converted with .to(torch.bfloat16); each trained one keeps an f32\n"
+          "                         master copy in the optimizer state, updated from the widened\n"
+          "                         gradient, which then writes the parameter (DeepSpeed's bf16)\n"
           "  --no-half-kernels      ops on f16/bf16 data (a bf16 model) all compute on f32 copies between\n"
           "                         casts; by default each target runs most ops on half data itself,\n"
           "                         computing in f32 without the f32 copies: vulkan (matmul, convolutions,\n"
@@ -275,6 +279,7 @@ static const compile_option compile_options[] = {
     {"--precision", true},
     {"--matmul-math", true},
     {"--autocast", true},
+    {"--param-dtype", true},
     {"--loss-scale", true},
     {"--precision-override", true},
     {"--freeze", true},
@@ -346,6 +351,10 @@ static tf_status set_precision_option(tf_compile_args *args, const char *name, c
     if (!precision_named(value, &precision) || precision == TF_PRECISION_F32)
       return BAD_VALUE("unknown autocast type '%s' (bf16, fp16)", value);
     o->autocast = precision == TF_PRECISION_BF16 ? TF_BF16 : TF_F16;
+  } else if (strcmp(name, "--param-dtype") == 0) {
+    if (!precision_named(value, &precision))
+      return BAD_VALUE("unknown parameter dtype '%s' (fp32, bf16, fp16)", value);
+    o->param_dtype = precision == TF_PRECISION_BF16 ? TF_BF16 : precision == TF_PRECISION_F16 ? TF_F16 : TF_F32;
   } else if (strcmp(name, "--loss-scale") == 0) {
     double scale = 0;
     int exponent = 0;

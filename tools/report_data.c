@@ -40,7 +40,9 @@ tf_report_parameters tf_report_parameter_split(const tf_plan *plan) {
     for (int32_t i = 0; i < plan->n_steps && !updated; i++) {
       const tf_plan_step *step = &plan->steps[i];
       const int32_t first = step->n_inputs > 0 ? step->inputs[0] : -1;
-      updated = (step->op == TF_OP_SGD || step->op == TF_OP_ADAMW || step->op == TF_OP_ADAMW8BIT) &&
+      /* an update, or cast_into writing a half parameter from its updated master */
+      updated = (step->op == TF_OP_SGD || step->op == TF_OP_ADAMW || step->op == TF_OP_ADAMW8BIT ||
+                 step->op == TF_OP_CAST_INTO) &&
                 (first == id || (first >= 0 && plan->buffers[first].view_of == id + 1));
     }
     if (updated) {

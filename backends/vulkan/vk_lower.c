@@ -174,7 +174,7 @@ static bool f32_in_every_variant(const vk_lower *l, int32_t k) {
  * the compiler, targets/target.c; the operands f32_in_every_variant aside), else TF_F32. Casts
  * and the layout moves are not such steps: they take their dtypes one by one (check_dtypes). */
 static tf_dtype half_data(const vk_lower *l) {
-  if (l->step->op == TF_OP_CAST || moves_bytes_only(l->step->op))
+  if (l->step->op == TF_OP_CAST || l->step->op == TF_OP_CAST_INTO || moves_bytes_only(l->step->op))
     return TF_F32;
   tf_dtype half = TF_F32;
   for (int32_t k = 0; k < l->step->n_inputs + l->step->n_outputs; k++) {
@@ -270,7 +270,8 @@ static tf_status check_dtypes(const vk_lower *l) {
     } else if (b->dtype == TF_F32 || b->dtype == TF_I32 ||
                (b->dtype == TF_I64 && k < l->step->n_inputs && takes_indices(l->step->op))) {
       continue;
-    } else if (l->step->op == TF_OP_CAST && (is_half(b->dtype) || b->dtype == TF_U8 || b->dtype == TF_I64)) {
+    } else if ((l->step->op == TF_OP_CAST || l->step->op == TF_OP_CAST_INTO) &&
+               (is_half(b->dtype) || b->dtype == TF_U8 || b->dtype == TF_I64)) {
       continue; /* vk_lower_cast says which pairs */
     } else if (l->step->op == TF_OP_ADAMW8BIT && b->dtype == TF_U8) {
       continue; /* the moments' codes, which adamw8bit.comp reads four to a uint */

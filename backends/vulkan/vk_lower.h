@@ -22,9 +22,10 @@ tf_status vk_lower_binary(vk_lower *l); /* add sub mul div accumulate */
 tf_status vk_lower_unary(vk_lower *l);  /* neg ... tanh, gelu and the activation gradients */
 tf_status vk_lower_zero(vk_lower *l);
 tf_status vk_lower_dropout(vk_lower *l);
-tf_status vk_lower_cast(vk_lower *l);   /* f32 to and from i32, f16 and bf16 */
-tf_status vk_lower_layout(vk_lower *l); /* reshape transpose expand slice slice_grad concat */
-tf_status vk_lower_reduce(vk_lower *l); /* sum mean max sum_to max_grad */
+tf_status vk_lower_cast(vk_lower *l);      /* f32 to and from i32, f16 and bf16 */
+tf_status vk_lower_cast_into(vk_lower *l); /* (param, master): the cast written over param */
+tf_status vk_lower_layout(vk_lower *l);    /* reshape transpose expand slice slice_grad concat */
+tf_status vk_lower_reduce(vk_lower *l);    /* sum mean max sum_to max_grad */
 tf_status vk_lower_global_norm_sq(vk_lower *l);
 tf_status vk_lower_softmax(vk_lower *l); /* softmax log_softmax and their gradients */
 tf_status vk_lower_matmul(vk_lower *l);

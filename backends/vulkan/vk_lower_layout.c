@@ -158,7 +158,8 @@ tf_status vk_lower_layout(vk_lower *l) {
  * With an odd count the pairs' cast down also writes the 2 bytes after the last element (as 0);
  * they lie in the binding (its range is rounded up to 4 bytes) and belong to no other buffer as long
  * as every buffer starts at a multiple of 4, which the plan's alignment ensures. */
-static tf_status contiguous_cast(vk_lower *l, const tf_plan_buffer *out, layout_convert convert) {
+static tf_status contiguous_cast(vk_lower *l, int32_t from, int32_t to, layout_convert convert) {
+  const tf_plan_buffer *out = vk_buffer(l, to);
   const bool pairs = convert >= CONVERT_F32_TO_F16 && convert <= CONVERT_BF16_TO_F32;
   if ((convert == CONVERT_U8_TO_F32 || convert == CONVERT_F32_TO_U8 || pairs) && l->plan->alignment % 4 != 0)
     return vk_refuse(l,
@@ -173,7 +174,7 @@ static tf_status contiguous_cast(vk_lower *l, const tf_plan_buffer *out, layout_
   memset(&push, 0, sizeof(push));
   push.count = (uint32_t)count;
   push.convert = convert;
-  int32_t buffers[2] = {vk_in(l, 0), vk_out(l, 0)};
+  int32_t buffers[2] = {from, to};
   return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push),
                           vk_groups(pairs                          ? (count + 1) / 2
                                     : convert == CONVERT_F32_TO_U8 ? (count + 3) / 4
@@ -182,10 +183,11 @@ static tf_status contiguous_cast(vk_lower *l, const tf_plan_buffer *out, layout_
                           1, 1);
 }
 
-tf_status vk_lower_cast(vk_lower *l) {
-  const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0)), *out = vk_buffer(l, vk_out(l, 0));
+/* Buffer `to` = buffer `from` cast to to's dtype. */
+static tf_status cast_between(vk_lower *l, int32_t from, int32_t to) {
+  const tf_plan_buffer *x = vk_buffer(l, from), *out = vk_buffer(l, to);
   if (x->dtype == out->dtype)
-    return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
+    return vk_emit_copy(l, from, to, out->bytes);
   static const struct {
     tf_dtype from, to;
     layout_convert convert;
@@ -201,14 +203,17 @@ tf_status vk_lower_cast(vk_lower *l) {
     if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
       continue;
     if (pairs[i].convert >= CONVERT_F32_TO_F16)
-      return contiguous_cast(l, out, pairs[i].convert);
+      return contiguous_cast(l, from, to, pairs[i].convert);
     int64_t strides[TF_MAX_RANK];
     vk_contiguous_strides(out, strides);
-    return gather_converting(l, vk_in(l, 0), vk_out(l, 0), out->rank, out->shape, strides, strides, 0, 0, 4,
-                             pairs[i].convert);
+    return gather_converting(l, from, to, out->rank, out->shape, strides, strides, 0, 0, 4, pairs[i].convert);
   }
   return vk_refuse(
       l,
       "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, i64, f16, bf16 and u8, and i32 to and from i64 only",
       tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
 }
+
+tf_status vk_lower_cast(vk_lower *l) { return cast_between(l, vk_in(l, 0), vk_out(l, 0)); }
+
+tf_status vk_lower_cast_into(vk_lower *l) { return cast_between(l, vk_in(l, 1), vk_in(l, 0)); }

@@ -116,6 +116,10 @@ typedef struct tf_compile_options {
    * holds the state of the parameters it owns and updates only those; the owners send the updated
    * parameters to every rank: compiler/zero.c). */
   int32_t zero;
+  /* TF_F32 (the default) or TF_BF16 / TF_F16: every f32 parameter is stored in that type
+   * (compiler/master_weights.c); a trained one keeps an f32 master copy in the optimizer state,
+   * which its update changes, then writes the parameter from (DeepSpeed's bf16 weights). */
+  tf_dtype param_dtype;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

@@ -53,6 +53,9 @@ int64_t tf_plan_device_total(const tf_plan *plan);
 int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written);
 /* Whether `step` reads operand k's values (zero only writes its input; outputs are written). */
 bool tf_plan_step_reads(const tf_plan_step *step, int32_t k);
+/* The name whose hash draws buffer `id`'s generated initial values: its own, or for the f32 master
+ * of a half parameter (optimizer state with an initialiser) the parameter's, so both draw the same. */
+const char *tf_plan_init_name(const tf_plan *plan, int32_t id);
 /* The bytes a training step of an offloaded plan moves between device and host: each host step's
  * device operands down, and those it writes up again, once per run (a micro-batch block's host step
  * runs `accumulate` times); under ZeRO, on the rank that moves most (each runs its own updates); 0

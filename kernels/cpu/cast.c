@@ -277,3 +277,13 @@ void TF_REAL_NAME(tf_cpu_cast)(const tf_cpu_args *args) {
         }
       });
 }
+
+/* cast_into (param, master): the cast of master into param's own memory. */
+void TF_REAL_NAME(tf_cpu_cast_into)(const tf_cpu_args *args) {
+  tf_cpu_args cast = *args;
+  cast.n_inputs = 1;
+  cast.inputs = &args->inputs[1];
+  cast.n_outputs = 1;
+  cast.outputs = &args->inputs[0];
+  TF_REAL_NAME(tf_cpu_cast)(&cast);
+}

@@ -152,4 +152,14 @@ TF_CUDA_LAUNCHER(cast) {
   return launch_status();
 }
 
+/* cast_into (param, master): the cast of master into param's own memory. */
+TF_CUDA_LAUNCHER(cast_into) {
+  tf_cuda_args cast = *args;
+  cast.n_inputs = 1;
+  cast.inputs = &args->inputs[1];
+  cast.n_outputs = 1;
+  cast.outputs = &args->inputs[0];
+  return launch_cast(&cast);
+}
+
 } // namespace tf_cuda

@@ -310,8 +310,9 @@ TF_CUDA_LAUNCHER(pool);      /* pool.cu */
 TF_CUDA_LAUNCHER(dropout);   /* random.cu */
 TF_CUDA_LAUNCHER(attention); /* attention.cu */
 TF_CUDA_LAUNCHER(attention_grad);
-TF_CUDA_LAUNCHER(cast); /* cast.cu */
-TF_CUDA_LAUNCHER(loss); /* loss.cu: cross_entropy, mse, bce_with_logits */
+TF_CUDA_LAUNCHER(cast);      /* cast.cu */
+TF_CUDA_LAUNCHER(cast_into); /* cast.cu: (param, master), in place */
+TF_CUDA_LAUNCHER(loss);      /* loss.cu: cross_entropy, mse, bce_with_logits */
 TF_CUDA_LAUNCHER(loss_grad);
 TF_CUDA_LAUNCHER(optimizer);            /* optimizer.cu: accumulate, zero, sgd, adamw */
 TF_CUDA_LAUNCHER(adamw8bit);            /* optimizer.cu: adamw8bit */

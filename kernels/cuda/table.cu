@@ -15,6 +15,7 @@ bool moves_bytes(tf_op op) {
   case TF_OP_SLICE_GRAD:
   case TF_OP_EXPAND:
   case TF_OP_CAST:
+  case TF_OP_CAST_INTO:
   case TF_OP_ZERO: return true;
   default: return false;
   }

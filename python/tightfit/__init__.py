@@ -564,6 +564,7 @@ class Plan:
         self.inputs = {}  # name -> (dtype, shape) of each input and label (one micro-batch)
         self.unbatched = set()  # inputs without the batch axis N (a static shape): the same tensor every micro-batch
         self.weights = {}  # name -> (dtype, shape) of each parameter and running statistic, in plan order
+        self.masters = {}  # name of a half parameter -> its f32 master's buffer (compile param_dtype="bf16")
         for i in range(head.n_buffers):
             b = head.buffers[i]
             if b.role in (_lib.ROLE_INPUT, _lib.ROLE_LABEL):
@@ -572,6 +573,8 @@ class Plan:
                     self.unbatched.add(b.name.decode())
             elif b.role in (_lib.ROLE_PARAMETER, _lib.ROLE_STATE):
                 self.weights[b.name.decode()] = (_lib.DTYPE_NAMES[b.dtype], tuple(b.shape[:b.rank]))
+            elif b.role == _lib.ROLE_OPTIMIZER_STATE and b.init.kind != 0 and 0 <= b.owner < head.n_buffers:
+                self.masters[head.buffers[b.owner].name.decode()] = b.name.decode()
 
     @property
     def total_bytes(self):
@@ -762,11 +765,13 @@ class Session:
 
     @_exclusive
     def state_dict(self):
-        """name -> numpy array of every parameter (the f32 master weights) and running statistic of the
-        plan, as trained so far. For a from_torch graph the names are the module's state_dict keys, so
-        `module.load_state_dict({k: torch.from_numpy(v) for k, v in session.state_dict().items()},
-        strict=False)` puts the training back into the module (num_batches_tracked is not kept)."""
-        return {name: self.read(name, shape=shape, dtype=dtype) for name, (dtype, shape) in self.plan.weights.items()}
+        """name -> numpy array of every parameter (the f32 master weights: a half parameter's master where
+        it has one) and running statistic of the plan, as trained so far. For a from_torch graph the
+        names are the module's state_dict keys, so `module.load_state_dict({k: torch.from_numpy(v) for
+        k, v in session.state_dict().items()}, strict=False)` puts the training back into the module
+        (num_batches_tracked is not kept)."""
+        return {name: self.read(self.plan.masters[name], shape=shape) if name in self.plan.masters
+                else self.read(name, shape=shape, dtype=dtype) for name, (dtype, shape) in self.plan.weights.items()}
 
     @_exclusive
     def step(self, batch):

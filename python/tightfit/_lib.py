@@ -132,7 +132,7 @@ class PlanHead(ctypes.Structure):
                 ("global_batch", ctypes.c_int64)]
 
 
-ROLE_PARAMETER, ROLE_INPUT, ROLE_LABEL, ROLE_STATE = 0, 4, 5, 8
+ROLE_PARAMETER, ROLE_OPTIMIZER_STATE, ROLE_INPUT, ROLE_LABEL, ROLE_STATE = 0, 3, 4, 5, 8
 
 
 class SessionOptions(ctypes.Structure):

@@ -357,6 +357,12 @@ static const conf_case cases[] = {
     /* adamw8bit: the [67,29] weight is 7 blocks of 256 and a partial one of 151 */
     {"matmul [13,67]x[67,29] adamw8bit", build_matmul, .shapes = {DIMS(13, 67), DIMS(67, 29)},
      .settings.optimizer = CONF_ADAMW8BIT},
+    /* bf16/f16 parameters with f32 masters (compile param_dtype): the products read widened copies,
+     * the gradients are half, widened for the update of the master, which cast_into writes back */
+    {"matmul [13,67]x[67,29] bf16 params, f32 masters", build_matmul, .shapes = {DIMS(13, 67), DIMS(67, 29)}, ADAMW,
+     .settings.params = TF_BF16},
+    {"matmul [13,67]x[67,29] f16 params, 2 micro-batches", build_matmul, .shapes = {DIMS(13, 67), DIMS(67, 29)},
+     .settings.params = TF_F16},
     {"matmul batched [3,13,67]x[3,67,29]", build_matmul, .shapes = {DIMS(3, 13, 67), DIMS(3, 67, 29)}, ADAMW},
     {"matmul linear [2,3,13,5]x[5,7]", build_matmul, .shapes = {DIMS(2, 3, 13, 5), DIMS(5, 7)}},
     {"matmul broadcast [1,3,13,5]x[2,1,5,7]", build_matmul, .shapes = {DIMS(1, 3, 13, 5), DIMS(2, 1, 5, 7)}, ADAMW},

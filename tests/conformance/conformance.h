@@ -83,6 +83,7 @@ typedef struct conf_settings {
   bool forward_only; /* nothing to train (e.g. through an integer cast): the inference plan only */
   uint32_t needs;    /* CONF_NEEDS_* */
   tf_dtype storage;  /* f32; f16/bf16: the row run on half data (conf_run_table_half) */
+  tf_dtype params;   /* f32; f16/bf16: parameters stored half with f32 masters (compile param_dtype) */
 } conf_settings;
 
 /* Per op, on one backend: plan steps run and the worst errors seen. */

@@ -41,6 +41,7 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_MAX_POOL2D:
   case TF_OP_ZERO: return exact;
   case TF_OP_CAST:
+  case TF_OP_CAST_INTO:
   case TF_OP_ADD:
   case TF_OP_SUB:
   case TF_OP_MUL:
@@ -94,6 +95,7 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_EXPAND:
   case TF_OP_DROPOUT:
   case TF_OP_CAST:
+  case TF_OP_CAST_INTO:
   case TF_OP_EMBEDDING:
   case TF_OP_EMBEDDING_GRAD:
   case TF_OP_MAX:
