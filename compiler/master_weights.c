@@ -9,9 +9,10 @@
  * DeepSpeed's bf16 training does. Runs on the bound graph after autocast and fuse_loss (the fused
  * head reads the weight like any reader), before half_ops.
  *
- * A graph's own half parameters (a bf16 model) are trained through masters too. Not yet with data
- * parallelism or offloading: ZeRO would shard the masters as optimizer state and send each owner's
- * half range, and the host tier would run cast_into on the host. */
+ * A graph's own half parameters (a bf16 model) are trained through masters too. Data parallel plans
+ * sum the gradients in f32 (optimizer.c); ZeRO shards the masters as optimizer state, and each
+ * owner writes and sends its range of the parameter (compiler/zero.c). Not yet with offloading (the
+ * host tier would run cast_into on the host). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,9 +32,7 @@ static tf_status check_scope(const tf_training *t) {
   for (int32_t i = 0; i < t->g->n_tensors && trained < 0; i++)
     if (tf_master_weights_needed(t, i) && !t->g->tensors[i].frozen)
       trained = i;
-  const char *what = o->ranks > 1                                   ? "--ranks (data parallelism)"
-                     : o->offload_optimizer || o->offload_gradients ? "--offload optimizer/gradients"
-                                                                    : NULL;
+  const char *what = o->offload_optimizer || o->offload_gradients ? "--offload optimizer/gradients" : NULL;
   if (what && o->training && trained >= 0)
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "parameter '%s' is %s: a trained half parameter keeps f32 master weights, which %s does "

@@ -367,9 +367,11 @@ tf_status tf_optimizer_pass(tf_training *t) {
     if (t->grad[p] < 0)
       continue;
     int32_t accumulator = t->grad[p];
-    /* A half parameter's gradient is summed in f32 where parts are added to it (a tied weight) or
-     * the gradients' norm reads it (the norm reads f32 sums). */
-    const bool widened = tf_master_weights_needed(t, p) && (needs_norm(t) || has_extra_parts(t, p));
+    /* A half parameter's gradient is summed in f32 where parts are added to it (a tied weight), the
+     * gradients' norm reads it (the norm reads f32 sums) or the ranks of a data-parallel job sum it
+     * (in f32: tools/dist.c). */
+    const bool widened =
+        tf_master_weights_needed(t, p) && (needs_norm(t) || has_extra_parts(t, p) || t->options.ranks > 1);
     direct[k] = !tf_training_host_accumulates(&t->options) && !widened && writes_directly(t, p, accumulator);
     if (direct[k]) {
       /* Updated in the backward pass (schedule_updates.c), a gradient that one step writes whole is

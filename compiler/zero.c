@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "compiler/stages.h"
 #include "compiler/zero.h"
 #include "core/ops.h"
@@ -192,6 +193,14 @@ static int32_t add_view(builder *b, int32_t of, int64_t first, int64_t count, in
   v->view_of = of + 1;
   v->view_at = first * size;
   v->offset = parent->offset + v->view_at;
+  if (parent->role == TF_ROLE_OPTIMIZER_STATE && parent->init.kind != TF_INIT_NONE) {
+    /* a half parameter's master in pieces: each drawn as its range of the whole (runtime/session.c) */
+    v->init = parent->init;
+    v->init.file = tf_copy_string(parent->init.file);
+    v->init.key = tf_copy_string(parent->init.key);
+    if ((parent->init.file && !v->init.file) || (parent->init.key && !v->init.key))
+      return -1;
+  }
   if (parent->held_by < 0)
     place_in_shard(b, id, rank);
   return id;
@@ -220,8 +229,11 @@ static tf_status split(builder *b, const partition *p, const update *u) {
   tf_plan *plan = b->plan;
   tf_plan_step *original = &plan->steps[u->step];
   const int32_t flat = flat_operands(original->op);
-  for (int32_t k = b->stage == 2 ? 1 : 2; k < flat; k++) /* the whole state (and gradient): held in pieces */
-    plan->buffers[original->inputs[k]].held_by = -1, plan->buffers[original->inputs[k]].offset = 0;
+  for (int32_t k = 0; k < flat; k++) { /* the whole state (a half parameter's master too; and gradient): in pieces */
+    tf_plan_buffer *x = &plan->buffers[original->inputs[k]];
+    if (x->region == TF_REGION_OPTIMIZER_STATE || (b->stage == 2 && k == 1))
+      x->held_by = -1, x->offset = 0;
+  }
   for (int32_t i = 0; i < u->n_pieces; i++) {
     const piece *c = &p->pieces[u->first_piece + i];
     tf_plan_step *step = &b->steps[b->n_steps];
@@ -239,6 +251,44 @@ static tf_status split(builder *b, const partition *p, const update *u) {
     step->flops = original->flops * (double)c->count / (double)u->elements;
     if (i > 0 && (step->workspace = add_workspace(b, original->workspace, b->n_steps - 1)) == -2)
       return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory to split '%s'", b->stage, original->name);
+  }
+  return NULL;
+}
+
+/* Old step u->step + 1 when it is the cast_into writing a half parameter from the master update u
+ * changed (compiler/optimizer.c emits it right after the update), else -1. */
+static int32_t cast_after(const tf_plan *plan, const update *u) {
+  const int32_t c = u->step + 1;
+  if (c >= plan->n_steps)
+    return -1;
+  const tf_plan_step *cast = &plan->steps[c];
+  return cast->op == TF_OP_CAST_INTO && cast->n_inputs == 2 && cast->inputs[1] == plan->steps[u->step].inputs[0] ? c
+                                                                                                                 : -1;
+}
+
+/* cast_into step c (old index) run where update u runs: whole by its rank, or one range per piece,
+ * over a view of the parameter and that piece's view of the master (the split's range steps from new
+ * index first_range), so each owner writes its range of the parameter and sends it. */
+static tf_status place_cast(builder *b, const partition *p, const update *u, int32_t c, int32_t first_range) {
+  const tf_plan_step *original = &b->plan->steps[c];
+  if (u->n_pieces <= 1) {
+    b->steps[b->n_steps] = *original;
+    b->steps[b->n_steps++].held_by = p->pieces[u->first_piece].rank + 1;
+    return NULL;
+  }
+  for (int32_t i = 0; i < u->n_pieces; i++) {
+    const piece *range = &p->pieces[u->first_piece + i];
+    tf_plan_step *step = &b->steps[b->n_steps];
+    *step = *original;
+    step->name = range_name(original->name, range->first, range->count);
+    step->inputs = malloc(sizeof(int32_t) * 2);
+    b->added[b->n_steps++] = true;
+    if (!step->name || !step->inputs ||
+        (step->inputs[0] = add_view(b, original->inputs[0], range->first, range->count, range->rank)) < 0)
+      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "--zero %d: no memory to split '%s'", b->stage, original->name);
+    step->inputs[1] = b->steps[first_range + i].inputs[0];
+    step->held_by = range->rank + 1;
+    step->flops = original->flops * (double)range->count / (double)u->elements;
   }
   return NULL;
 }
@@ -289,8 +339,10 @@ static tf_status to_buckets(builder *b, tf_plan_step *step) {
  * micro-batch block on the buckets and the shards' zeroing gone. */
 static tf_status build_steps(builder *b, const partition *p) {
   tf_plan *plan = b->plan;
-  int32_t next = 0;
+  int32_t next = 0, cast = -1;
   for (int32_t s = 0; s < plan->n_steps; s++) {
+    if (s == cast) /* placed with its update, below */
+      continue;
     const update *u = next < p->n_updates && p->updates[next].step == s ? &p->updates[next++] : NULL;
     if (zeroes_shard(b, s)) { /* freed by apply once the new program stands */
       b->first_of[s] = b->n_steps;
@@ -316,6 +368,11 @@ static tf_status build_steps(builder *b, const partition *p) {
       }
     }
     b->last_of[s] = b->n_steps - 1;
+    if (u && (cast = cast_after(plan, u)) >= 0) {
+      b->first_of[cast] = b->n_steps;
+      TF_RETURN_IF_ERROR(place_cast(b, p, u, cast, b->first_of[s]));
+      b->last_of[cast] = b->n_steps - 1;
+    }
   }
   b->first_of[plan->n_steps] = b->n_steps;
   return NULL;
@@ -401,8 +458,9 @@ static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end, int32_t 
   for (int32_t i = 0; i < p->n_updates; i++)
     if (p->updates[i].n_pieces > 1) {
       const tf_plan_step *step = &plan->steps[p->updates[i].step];
-      extra_steps += p->updates[i].n_pieces - 1;
-      extra_buffers += p->updates[i].n_pieces * (flat_operands(step->op) + 1);
+      /* and its cast_into's ranges, each with a view of the parameter, where it has one */
+      extra_steps += 2 * (p->updates[i].n_pieces - 1);
+      extra_buffers += p->updates[i].n_pieces * (flat_operands(step->op) + 2);
     }
   if (stage == 2) /* a bucket per update's gradient, and maybe a step zeroing it */
     extra_steps += p->n_updates, extra_buffers += p->n_updates;
@@ -436,8 +494,13 @@ static tf_status apply(tf_plan *plan, partition *p, int64_t *shard_end, int32_t 
     }
   for (int32_t i = 0; !status && i < p->n_updates; i++)
     if (p->updates[i].n_pieces > 1) {
+      const int32_t cast = cast_after(plan, &p->updates[i]);
       free(plan->steps[p->updates[i].step].name);
       free(plan->steps[p->updates[i].step].inputs);
+      if (cast >= 0) {
+        free(plan->steps[cast].name);
+        free(plan->steps[cast].inputs);
+      }
     }
   for (int32_t s = 0; !status && s < old_steps; s++) /* the shards' zeroing, dropped */
     if (zeroes_shard(&b, s)) {

@@ -115,9 +115,10 @@ tf_status tf_plan_check_shards(const tf_plan *plan) {
     /* a device step after the micro-batch block, or a host step of the optimizer phase (--offload) */
     const bool optimizer_block = s < plan->n_steps ? s >= plan->micro_steps : step->phase == TF_PHASE_OPTIMIZER;
     if (step->held_by < 0 || step->held_by > plan->ranks ||
-        (step->held_by > 0 && (plan->zero == 0 || !optimizer_block || !tf_op_is_update(step->op))))
+        (step->held_by > 0 &&
+         (plan->zero == 0 || !optimizer_block || !(tf_op_is_update(step->op) || step->op == TF_OP_CAST_INTO))))
       return INVALID("%s is held by %" PRId32 "; only the updates of a ZeRO plan's optimizer block run on one rank "
-                     "(1 + a rank below %" PRId32 ")",
+                     "(1 + a rank below %" PRId32 "; and the cast_into writing a half parameter from its master)",
                      tf_plan_step_label(plan, s).text, step->held_by, plan->ranks);
     for (int32_t k = 0; k < step->n_inputs + step->n_outputs; k++) {
       bool written;

@@ -47,9 +47,14 @@ static tf_status check_view(const tf_plan *plan, int32_t id) {
     return INVALID("%s in region %s is a view of %s in region %s (a view of another region)",
                    tf_plan_buffer_label(plan, id).text, tf_region_name(b->region), tf_plan_buffer_label(plan, of).text,
                    tf_region_name(p->region));
-  if (!viewable(b->role) || p->role != b->role || p->dtype != b->dtype || b->rank != 1 || b->init.kind != TF_INIT_NONE)
+  /* a piece of a half parameter's master carries its whole's initialiser: drawn as its range of it */
+  const bool drawn =
+      b->init.kind == TF_INIT_NONE || (b->role == TF_ROLE_OPTIMIZER_STATE && b->init.kind == p->init.kind &&
+                                       b->init.a == p->init.a && b->init.b == p->init.b);
+  if (!viewable(b->role) || p->role != b->role || p->dtype != b->dtype || b->rank != 1 || !drawn)
     return INVALID("%s (role %s, %s, rank %" PRId32 ") is a view of %s (role %s, %s); a view is a flat range of a "
-                   "parameter, gradient or optimizer state, of its role and dtype, with no initializer",
+                   "parameter, gradient or optimizer state, of its role and dtype, with no initializer (a master's "
+                   "piece: its whole's)",
                    tf_plan_buffer_label(plan, id).text, tf_role_name(b->role), tf_dtype_name(b->dtype), b->rank,
                    tf_plan_buffer_label(plan, of).text, tf_role_name(p->role), tf_dtype_name(p->dtype));
   const int64_t size = tf_dtype_size(b->dtype);
@@ -139,25 +144,42 @@ tf_status tf_plan_check_views(const tf_plan *plan) {
 
 /* ---- the steps that read them ---- */
 
-static int32_t flat_operands(tf_op op) { return op == TF_OP_ADAMW ? 4 : op == TF_OP_SGD ? 3 : 0; }
+static int32_t flat_operands(tf_op op) {
+  return op == TF_OP_ADAMW ? 4 : op == TF_OP_SGD ? 3 : op == TF_OP_CAST_INTO ? 2 : 0;
+}
+
+/* The role operand k of a range step reads: an update's parameter (or a half parameter's master,
+ * optimizer state), gradient, state; cast_into's parameter and master. */
+static bool range_role(tf_op op, int32_t k, const tf_plan_buffer *whole) {
+  const bool master = whole->role == TF_ROLE_OPTIMIZER_STATE && whole->init.kind != TF_INIT_NONE;
+  if (op == TF_OP_CAST_INTO)
+    return k == 0 ? whole->role == TF_ROLE_PARAMETER : master;
+  return k == 0   ? whole->role == TF_ROLE_PARAMETER || master
+         : k == 1 ? whole->role == TF_ROLE_GRADIENT
+                  : whole->role == TF_ROLE_OPTIMIZER_STATE;
+}
 
 /* The first element of view v. */
 static int64_t first_element(const tf_plan_buffer *v) { return v->view_at / tf_dtype_size(v->dtype); }
 
 /* Step s reads views: an sgd/adamw held by one rank, its flat operands views over the same elements
- * of one parameter (operand 0), that parameter's gradient (1) and its state (2 on). */
+ * of one parameter (operand 0; or of a half parameter's f32 master), that parameter's gradient (1)
+ * and its state (2 on); or the cast_into after such a range, the same elements of the parameter (0)
+ * and of its master (1). */
 static tf_status check_ranged_update(const tf_plan *plan, int32_t s) {
   const tf_plan_step *step = tf_plan_step_at(plan, s);
   const int32_t flat = flat_operands(step->op);
   const bool host_update = s >= plan->n_steps && step->phase == TF_PHASE_OPTIMIZER; /* offloaded: on the host */
   if (flat == 0 || step->held_by <= 0 || (s >= plan->n_steps && !host_update))
-    return INVALID("%s reads a view; only an sgd or adamw step held by one rank (a split update's range) reads views",
+    return INVALID("%s reads a view; only an sgd or adamw step held by one rank (a split update's range), and the "
+                   "cast_into after it, reads views",
                    tf_plan_step_label(plan, s).text);
   const tf_plan_buffer *param = &plan->buffers[step->inputs[0]];
-  const int32_t parameter = param->view_of - 1;
+  const tf_plan_buffer *first =
+      param->view_of > 0 && param->view_of <= plan->n_buffers ? &plan->buffers[param->view_of - 1] : param;
+  const int32_t parameter = first->role == TF_ROLE_PARAMETER ? param->view_of - 1 : first->owner;
   for (int32_t k = 0; k < step->n_inputs; k++) {
     const tf_plan_buffer *v = &plan->buffers[step->inputs[k]];
-    const tf_buffer_role role = k == 0 ? TF_ROLE_PARAMETER : k == 1 ? TF_ROLE_GRADIENT : TF_ROLE_OPTIMIZER_STATE;
     if ((k < flat) != (v->view_of != 0))
       return INVALID("%s reads %s as operand %" PRId32 "; a range's parameter, gradient and state are views (operands "
                      "0..%" PRId32 "), and nothing else",
@@ -165,8 +187,9 @@ static tf_status check_ranged_update(const tf_plan *plan, int32_t s) {
     if (k >= flat)
       continue;
     const tf_plan_buffer *whole = &plan->buffers[v->view_of - 1];
-    if (v->role != role || (k > 0 && whole->owner != parameter) || first_element(v) != first_element(param) ||
-        v->shape[0] != param->shape[0])
+    const bool owned = whole->role == TF_ROLE_PARAMETER ? v->view_of - 1 == parameter : whole->owner == parameter;
+    if (v->role != whole->role || !range_role(step->op, k, whole) || !owned ||
+        first_element(v) != first_element(param) || v->shape[0] != param->shape[0])
       return INVALID("%s reads %s (elements from %" PRId64 ", %" PRId64 " of them) as operand %" PRId32 " with %s "
                      "(from %" PRId64 ", %" PRId64 "); a range reads the same elements of one parameter, its "
                      "gradient and its state",
@@ -193,7 +216,10 @@ tf_status tf_plan_check_view_updates(const tf_plan *plan) {
       if (plan->buffers[id].view_of == 0)
         continue;
       views = true;
-      if (reader[id] >= 0)
+      /* a master's piece is read by its update's range and the cast_into range after it */
+      const bool cast = step->op == TF_OP_CAST_INTO && k == 1 && reader[id] >= 0 &&
+                        tf_op_is_update(tf_plan_step_at(plan, reader[id])->op);
+      if (reader[id] >= 0 && !cast)
         status = INVALID("%s reads %s, which step %" PRId32 " reads too; a view is the range of one update step",
                          tf_plan_step_label(plan, s).text, tf_plan_buffer_label(plan, id).text, reader[id]);
       reader[id] = s;

@@ -245,10 +245,25 @@ static void stage_converted(const tf_plan_buffer *b, tf_dtype file_dtype, const 
   }
 }
 
+/* Buffer id's initial value is elements [first, first + its count) of buffer *whole's: a ZeRO piece
+ * of a half parameter's master (compiler/zero.c) is its range of the whole master's; any other
+ * buffer is its own whole. */
+static int32_t whole_of(const tf_plan *plan, int32_t id, int64_t *first) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  *first = 0;
+  if (b->view_of <= 0 || b->view_of > plan->n_buffers)
+    return id;
+  *first = b->view_at / tf_dtype_size(b->dtype);
+  return b->view_of - 1;
+}
+
 /* Fills host[0, count) with elements [begin, begin + count) of buffer id's initial value. */
 static tf_status stage_elements(const tf_session *s, int32_t id, const tf_safetensors_tensor *view, int64_t begin,
                                 int64_t count, void *host) {
-  const tf_plan_buffer *b = &s->plan->buffers[id];
+  int64_t first;
+  const int32_t whole = whole_of(s->plan, id, &first);
+  const tf_plan_buffer *b = &s->plan->buffers[whole];
+  begin += first;
   int64_t element = tf_dtype_size(b->dtype);
   if (b->init.kind == TF_INIT_EXTERNAL && view->dtype != b->dtype) {
     stage_converted(b, view->dtype, (const char *)view->data + begin * tf_dtype_size(view->dtype), count, host);
@@ -258,7 +273,7 @@ static tf_status stage_elements(const tf_session *s, int32_t id, const tf_safete
     memcpy(host, (const char *)view->data + begin * element, (size_t)(count * element));
     return NULL;
   }
-  const char *name = tf_plan_init_name(s->plan, id);
+  const char *name = tf_plan_init_name(s->plan, whole);
   if (b->dtype == TF_F16 || b->dtype == TF_BF16)
     return stage_half(s, b, name, begin, count, host);
   if (b->dtype != TF_F32 && b->dtype != TF_I32 && b->dtype != TF_I64)
@@ -293,11 +308,13 @@ static tf_status init_buffer(tf_session *s, int32_t id, const char *weights_dir)
   memset(&view, 0, sizeof(view));
   if (b->init.kind == TF_INIT_EXTERNAL) {
     char path[4096];
+    int64_t first;
+    const tf_plan_buffer *whole = &s->plan->buffers[whole_of(s->plan, id, &first)];
     status = tf_weights_path(s->plan, weights_dir, b->init.file, path, sizeof(path));
     if (!status)
       status = tf_safetensors_open(path, &file);
     if (!status)
-      status = find_external(file, b, &view);
+      status = find_external(file, whole, &view);
   }
   for (int64_t begin = 0; begin < total && !status; begin += per_chunk) {
     int64_t count = total - begin < per_chunk ? total - begin : per_chunk;

@@ -1,10 +1,10 @@
 /* tools/dist.h: ZeRO stages 1 and 2 over MPI (compiler/zero.c plans them). Each rank updates the parameters,
- * and the ranges of split parameters, whose optimizer state it holds; after the optimizer block their
- * owners send them to every rank (MPI_Bcast per updated parameter or range, host-staged through the
- * job's staging buffer, sized at start for the largest), so the weights stay equal everywhere. A
- * checkpoint holds the whole state: rank 0 receives each other rank's shard buffer by buffer (a split
- * state piece by piece) while it writes (its session's remote read), and the others send theirs in
- * the same order. Stage 2's reductions of the gradient buckets: tools/dist_buckets.c. */
+ * and the ranges of split parameters, whose optimizer state it holds (a half parameter's f32 master, then
+ * the parameter by cast_into); after the optimizer block their owners send them to every rank (MPI_Bcast per updated
+ * parameter or range, host-staged through the job's staging buffer, sized at start for the largest), so the weights
+ * stay equal everywhere. A checkpoint holds the whole state: rank 0 receives each other rank's shard buffer by buffer
+ * (a split state piece by piece) while it writes (its session's remote read), and the others send theirs in the same
+ * order. Stage 2's reductions of the gradient buckets: tools/dist_buckets.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,8 +40,8 @@ tf_status tf_dist_share_updates(tf_dist *d, tf_session *session) {
    * in the same order */
   for (int32_t s = plan->micro_steps; s < plan->n_steps + plan->n_host_steps && !status; s++) {
     const tf_plan_step *step = s < plan->n_steps ? &plan->steps[s] : &plan->host_steps[s - plan->n_steps];
-    if (step->held_by == 0)
-      continue;
+    if (step->held_by == 0 || step->n_inputs == 0 || plan->buffers[step->inputs[0]].role != TF_ROLE_PARAMETER)
+      continue; /* a half parameter's master: its owner's cast_into writes the parameter, sent from there */
     const int32_t id = step->inputs[0];
     const tf_plan_buffer *b = &plan->buffers[id];
     const int root = owner_of(step);
