@@ -182,5 +182,24 @@ for bad in fp32 fp8; do
   [ "$rc" -eq 2 ] && grep -q "unknown autocast type '$bad' (bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
     pass "--autocast $bad refused (exit 2)" || fail "--autocast $bad: exit $rc, $(head -n 1 "$dir/bad.out")"
 done
+# --param-dtype bf16: bf16 parameters trained through f32 masters; the report names them
+"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --optimizer adamw --lr 1e-3 --param-dtype bf16 -o "$dir/pd.tfplan" \
+  >"$dir/pd.out" 2>&1 || fail "compile --param-dtype bf16: $(tail -n 2 "$dir/pd.out")"
+"$tf" report "$dir/pd.tfplan" >"$dir/pd.report" 2>&1
+grep -q "master weights: [1-9][0-9]* bf16 parameters (.*, stored half by --param-dtype) trained through f32 masters" \
+  "$dir/pd.report" && grep -q "trainable parameters ([1-9]" "$dir/pd.report" &&
+  "$tf" train "$dir/pd.tfplan" --data models/data/text/train --steps 2 --log-every 1 >"$dir/train_pd" 2>&1 &&
+  pass "--param-dtype bf16: $(grep -o 'master weights: [^(]*' "$dir/pd.report"); trains" ||
+  fail "--param-dtype bf16: $(grep -E 'master|trainable' "$dir/pd.report" | tr '\n' ' ') $(tail -n 1 "$dir/train_pd")"
+"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --param-dtype int8 -o "$dir/bad.tfplan" >"$dir/bad.out" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "unknown parameter dtype 'int8' (fp32, bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
+  pass "--param-dtype int8 refused (exit 2)" || fail "--param-dtype int8: exit $rc, $(head -n 1 "$dir/bad.out")"
+"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --param-dtype bf16 --target cuda --offload optimizer -o "$dir/bad.tfplan" \
+  >"$dir/bad.out" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "keeps f32 master weights, which --offload optimizer/gradients does not handle yet" \
+  "$dir/bad.out" && pass "--param-dtype bf16 --offload optimizer refused (exit 2)" ||
+  fail "--param-dtype bf16 --offload optimizer: exit $rc, $(head -n 1 "$dir/bad.out")"
 
 finish precision
