@@ -11,8 +11,8 @@
  *
  * A graph's own half parameters (a bf16 model) are trained through masters too. Data parallel plans
  * sum the gradients in f32 (optimizer.c); ZeRO shards the masters as optimizer state, and each
- * owner writes and sends its range of the parameter (compiler/zero.c). Not yet with offloading (the
- * host tier would run cast_into on the host). */
+ * owner writes and sends its range of the parameter (compiler/zero.c); offloading moves the masters
+ * to host memory with the moments, and the host's cast_into writes the parameter it sends up. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,23 +23,6 @@
 bool tf_master_weights_needed(const tf_training *t, int32_t param) {
   const tf_ir_tensor *p = &t->g->tensors[param];
   return p->kind == TF_PARAMETER && (p->dtype == TF_F16 || p->dtype == TF_BF16);
-}
-
-/* A trained half parameter (converted here, or the graph's own) needs what this pass's scope holds. */
-static tf_status check_scope(const tf_training *t) {
-  const tf_compile_options *o = &t->options;
-  int32_t trained = -1;
-  for (int32_t i = 0; i < t->g->n_tensors && trained < 0; i++)
-    if (tf_master_weights_needed(t, i) && !t->g->tensors[i].frozen)
-      trained = i;
-  const char *what = o->offload_optimizer || o->offload_gradients ? "--offload optimizer/gradients" : NULL;
-  if (what && o->training && trained >= 0)
-    return tf_status_new(TF_ERR_UNSUPPORTED,
-                         "parameter '%s' is %s: a trained half parameter keeps f32 master weights, which %s does "
-                         "not handle yet; store it f32 (--param-dtype fp32, or declare it f32 and cast it where "
-                         "the graph reads it)",
-                         t->g->tensors[trained].name, tf_dtype_name(t->g->tensors[trained].dtype), what);
-  return NULL;
 }
 
 /* Node n casts converted parameter x to x's new type (autocast's copy for a half product): an
@@ -137,5 +120,5 @@ tf_status tf_master_weights_pass(tf_training *t) {
     free(converted);
     TF_RETURN_IF_ERROR(status);
   }
-  return check_scope(t);
+  return NULL;
 }

@@ -123,14 +123,16 @@ static bool moves_to_host(const tf_plan *plan, const bool *on_host, int32_t id) 
 }
 
 /* Why host step s cannot run on the host, or NULL: it needs scratch memory in the device's arena, or
- * has a half operand (the CPU kernels of the host steps compute on f32 data; a copy moves any). */
+ * has a half operand (the CPU kernels of the host steps compute on f32 data; a copy moves any, a
+ * cast converts any: cast_into writes a half parameter from its master). */
 static const char *host_step_refusal(const tf_plan *plan, int32_t s, char *why, size_t size) {
   const tf_plan_step *step = &plan->steps[s];
   if (step->workspace >= 0) {
     snprintf(why, size, "step '%s' (%s) needs scratch memory in the device's arena", step->name, tf_op_name(step->op));
     return why;
   }
-  for (int32_t k = 0; step->op != TF_OP_RESHAPE && k < step->n_inputs + step->n_outputs; k++) {
+  const bool any = step->op == TF_OP_RESHAPE || tf_op_info_get(step->op)->dtypes == TF_DTYPES_ANY;
+  for (int32_t k = 0; !any && k < step->n_inputs + step->n_outputs; k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
     if (b->dtype == TF_F16 || b->dtype == TF_BF16) {

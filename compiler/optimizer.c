@@ -18,6 +18,11 @@
  * in host memory (compiler/offload.c). At stage 2 the gradients are written as without offloading:
  * into the device's buckets, which the job reduces into the shards in host memory.
  *
+ * A half parameter (compiler/master_weights.c) is updated through its f32 master, an optimizer-state
+ * tensor `master(name)` drawn from the parameter's initialiser: the update reads the gradient widened
+ * to f32 (a half gradient written whole, cast; parts summed into an f32 accumulator) and changes the
+ * master, then cast_into writes the parameter from it.
+ *
  * With options.update_in_backward (k = 1, no clipping, no loss scaling), a gradient that one
  * backward step writes whole becomes an arena temporary instead of a gradients-region buffer: the
  * schedule (schedule_updates.c) runs its update right after it, so it lives for a few steps. */
@@ -157,13 +162,9 @@ static tf_status head_accumulate(tf_training *t, int32_t *sums, int32_t n) {
 
 /* *wide = cast(x -> f32), a new activation of `phase` named after `label`. */
 static tf_status widen(tf_training *t, int32_t x, tf_phase phase, const char *label, int32_t *wide) {
-  tf_attrs at;
-  memset(&at, 0, sizeof(at));
-  at.kind = TF_ATTR_CAST;
-  at.u.cast.to = TF_F32;
   char name[560];
   snprintf(name, sizeof(name), "%s/f32", label);
-  return tf_training_emit(t, TF_OP_CAST, &x, 1, &at, phase, name, wide);
+  return tf_training_emit_cast(t, x, TF_F32, phase, name, wide);
 }
 
 /* Adds gradient part `part` to `accumulator`. A part that embedding_grad writes and nothing reads
@@ -299,10 +300,9 @@ static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int3
   int32_t weights = param, gradient = accumulator;
   if (tf_master_weights_needed(t, param)) {
     TF_RETURN_IF_ERROR(master(t, param, &weights));
-    snprintf(label, sizeof(label), "optimizer/%s", t->g->tensors[param].name);
+    snprintf(label, sizeof(label), "optimizer/%s", name);
     if (t->g->tensors[accumulator].dtype != TF_F32)
       TF_RETURN_IF_ERROR(widen(t, accumulator, TF_PHASE_OPTIMIZER, label, &gradient));
-    name = t->g->tensors[param].name;
   }
   inputs[n++] = weights;
   inputs[n++] = gradient;
@@ -312,7 +312,7 @@ static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int3
     snprintf(label, sizeof(label), "adam_m(%s)", name);
     inputs[n++] = tf_training_tensor_like(t, weights, TF_ROLE_OPTIMIZER_STATE, label, &status);
     if (!status) {
-      snprintf(label, sizeof(label), "adam_v(%s)", t->g->tensors[param].name);
+      snprintf(label, sizeof(label), "adam_v(%s)", name);
       inputs[n++] = tf_training_tensor_like(t, weights, TF_ROLE_OPTIMIZER_STATE, label, &status);
     }
   } else {
@@ -333,7 +333,7 @@ static tf_status update(tf_training *t, int32_t param, int32_t accumulator, int3
   TF_RETURN_IF_ERROR(tf_training_emit(t, op, inputs, n, &at, TF_PHASE_OPTIMIZER, label, NULL));
   if (weights != param) {
     const int32_t pair[2] = {param, weights};
-    snprintf(label, sizeof(label), "optimizer/%s/cast_into", t->g->tensors[param].name);
+    snprintf(label, sizeof(label), "optimizer/%s/cast_into", name);
     TF_RETURN_IF_ERROR(tf_training_emit(t, TF_OP_CAST_INTO, pair, 2, NULL, TF_PHASE_OPTIMIZER, label, NULL));
   }
   if (direct)

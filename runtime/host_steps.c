@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ops.h"
+
 #define STAGING_ALIGN 64
 
 static int64_t aligned(int64_t bytes) { return (bytes + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN; }
@@ -25,13 +27,14 @@ static int64_t staging_of(const tf_plan *plan, const tf_plan_step *step) {
 
 /* Why a host step cannot run on the host's kernels, or NULL: no CPU kernel, or a half operand of a
  * step that computes (the host steps compute on f32 data; compiler/offload.c refuses such plans
- * too); an activation's copy (reshape) moves any type. */
+ * too); an activation's copy (reshape) moves any type, a cast (cast_into) converts any. */
 static tf_status refusal(const tf_plan *plan, int32_t s, tf_cpu_kernel kernel) {
   const tf_plan_step *step = &plan->host_steps[s];
   if (!kernel)
     return tf_status_new(TF_ERR_UNSUPPORTED, "host step %d '%s' (%s): no CPU kernel to run it on the host", s,
                          step->name, tf_op_name(step->op));
-  for (int32_t k = 0; step->op != TF_OP_RESHAPE && k < operand_count(step); k++) {
+  const bool any = step->op == TF_OP_RESHAPE || tf_op_info_get(step->op)->dtypes == TF_DTYPES_ANY;
+  for (int32_t k = 0; !any && k < operand_count(step); k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
     if (b->dtype == TF_F16 || b->dtype == TF_BF16)

@@ -468,13 +468,13 @@ static tf_status find_buffer(const tf_session *s, const char *name, int64_t byte
 }
 
 tf_status tf_session_write(tf_session *s, const char *name, const void *data, int64_t bytes) {
-  int32_t id;
+  int32_t id = -1; /* set by find_buffer when it succeeds (-Wmaybe-uninitialized in Release) */
   TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
   return put(s, &s->plan->buffers[id], 0, data, bytes);
 }
 
 tf_status tf_session_read(tf_session *s, const char *name, void *data, int64_t bytes) {
-  int32_t id;
+  int32_t id = -1; /* set by find_buffer when it succeeds (-Wmaybe-uninitialized in Release) */
   TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
   TF_RETURN_IF_ERROR(s->backend->synchronize(s->state));
   return get(s, &s->plan->buffers[id], 0, data, bytes);

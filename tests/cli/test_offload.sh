@@ -13,7 +13,8 @@
 # and trains to the checkpoint of the plan without it byte for byte (the copies move bytes only), also
 # with recompute's checkpoints, bf16 storage and 2 micro-batches, and beside offloaded gradients. A job
 # of 2 ranks (mpirun, where the build has MPI) sums gradients that lie in host memory to the losses of
-# the job without offloading.
+# the job without offloading. bf16 parameters with f32 masters (--param-dtype bf16): with the state
+# offloaded the device plan's checkpoint byte for byte, with the gradients too its losses and weights.
 # usage: test_offload.sh TIGHTFIT   (run from the repository root; the training part SKIPs without
 # a Vulkan device)
 tf=$1
@@ -38,8 +39,12 @@ def weights(name):
     n = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8:8 + n])
     body = data[8 + n:]
-    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]], dtype=np.float32)
-            for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
+    def values(v):  # f32, or bf16 widened (bf16 parameters with their f32 masters)
+        raw = body[v["data_offsets"][0]:v["data_offsets"][1]]
+        if v["dtype"] == "BF16":
+            return (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+        return np.frombuffer(raw, dtype=np.float32)
+    return {k: values(v) for k, v in header.items() if k != "__metadata__" and not k.startswith("adam")}
 a, b = losses(first), losses(second)
 wa, wb = weights(first), weights(second)
 loss = max(abs(x - y) for x, y in zip(a, b))
@@ -261,6 +266,20 @@ check "bf16-stored activations of 2 micro-batches in host memory: the bf16 plan'
   cmp "$dir/ck_bf16/latest.safetensors" "$dir/ck_bf16_activations/latest.safetensors"
 check "activations and gradients in host memory: the offloaded gradients' checkpoint" \
   cmp "$dir/ck_gradients/latest.safetensors" "$dir/ck_gradients_activations/latest.safetensors"
+
+# bf16 parameters with f32 masters (--param-dtype bf16): the masters, moments and updates on the host,
+# the bf16 gradients down and each parameter (written from its master by cast_into there) up
+plan kept_bf16 --param-dtype bf16
+plan offloaded_bf16 --param-dtype bf16 --offload optimizer
+plan gradients_bf16 --param-dtype bf16 --offload gradients
+for name in kept_bf16 offloaded_bf16 gradients_bf16; do
+  expect_message 0 "train the $name plan 6 steps on vulkan:0" '"steps": 6' $vk "$tf" train "$dir/$name.tfplan" \
+    --data models/data/text/train --steps 6 --threads 1 --device vulkan:0 --checkpoint "$dir/ck_$name" --json
+  cp "$dir/out" "$dir/$name.json"
+done
+check "bf16 parameters, their masters and state in host memory: the device plan's checkpoint, byte for byte" \
+  cmp "$dir/ck_kept_bf16/latest.safetensors" "$dir/ck_offloaded_bf16/latest.safetensors"
+same_training kept_bf16 gradients_bf16 6 "bf16 parameters with the gradients in host memory against the device plan"
 
 # a data-parallel job with its gradients in host memory: the ranks sum them there (tools/dist.c reads
 # and writes them through the session), to the job's losses and weights without offloading

@@ -195,11 +195,5 @@ grep -q "master weights: [1-9][0-9]* bf16 parameters (.*, stored half by --param
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown parameter dtype 'int8' (fp32, bf16, fp16)" "$dir/bad.out" && [ ! -e "$dir/bad.tfplan" ] &&
   pass "--param-dtype int8 refused (exit 2)" || fail "--param-dtype int8: exit $rc, $(head -n 1 "$dir/bad.out")"
-"$tf" compile "$dir/gpt.tfg" --set N=8,T=64 --param-dtype bf16 --target cuda --offload optimizer -o "$dir/bad.tfplan" \
-  >"$dir/bad.out" 2>&1
-rc=$?
-[ "$rc" -eq 2 ] && grep -q "keeps f32 master weights, which --offload optimizer/gradients does not handle yet" \
-  "$dir/bad.out" && pass "--param-dtype bf16 --offload optimizer refused (exit 2)" ||
-  fail "--param-dtype bf16 --offload optimizer: exit $rc, $(head -n 1 "$dir/bad.out")"
 
 finish precision

@@ -272,13 +272,6 @@ static void check_refusals(void) {
         status ? tf_status_message(status) : "accepted");
   tf_status_free(status);
   tf_graph_destroy(g);
-  g = mlp(TF_BF16); /* a trained bf16 weight needs its f32 master: with offloaded updates, refused */
-  if (g) {
-    tf_compile_options offloaded = tf_compile_options_default(TF_TARGET_CUDA);
-    offloaded.offload_optimizer = true;
-    expect_error(g, &offloaded, "a trained bf16 weight, --offload optimizer", "keeps f32 master weights");
-    tf_graph_destroy(g);
-  }
 }
 
 /* The flag survives the .tfg; a graph without frozen parameters encodes as before (no field). */
