@@ -275,7 +275,7 @@ static tf_status state8(tf_training *t, int32_t param, int32_t *inputs, int32_t 
  * master starts at full precision and the parameter at its rounding. */
 static tf_status master(tf_training *t, int32_t param, int32_t *id) {
   char label[512];
-  snprintf(label, sizeof(label), "master(%s)", t->g->tensors[param].name);
+  tf_plan_master_name(t->g->tensors[param].name, label, sizeof(label));
   const tf_ir_tensor *p = &t->g->tensors[param];
   TF_RETURN_IF_ERROR(state_tensor(t, param, label, TF_F32, p->bytes / tf_dtype_size(p->dtype), true, id));
   tf_ir_tensor *m = &t->g->tensors[*id];

@@ -2,6 +2,7 @@
  * saving all or nothing (runtime/atomic_file.h: temporary file, fsync, rename), and the plan's
  * lifetime and names. A plan file is untrusted input, so nothing reaches a caller that
  * tf_plan_verify() has not accepted. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/atomic_file.h"
@@ -79,6 +80,8 @@ int32_t tf_plan_step_operand(const tf_plan_step *step, int32_t k, bool *written)
 }
 
 bool tf_plan_step_reads(const tf_plan_step *step, int32_t k) { return k < step->n_inputs && step->op != TF_OP_ZERO; }
+
+void tf_plan_master_name(const char *param, char *name, size_t size) { snprintf(name, size, "master(%s)", param); }
 
 const char *tf_plan_init_name(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];

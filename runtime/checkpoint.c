@@ -9,6 +9,7 @@
 
 #include "common/checked.h"
 #include "runtime/safetensors.h"
+#include "runtime/tensor_write.h"
 #include "tightfit/runtime.h"
 
 /* A ZeRO view (a range one rank updates) is saved with its parent: a split update's state, held in
@@ -18,17 +19,46 @@ static bool is_saved(const tf_plan_buffer *b) {
          b->view_of == 0;
 }
 
-/* A piece of a ZeRO buffer held in pieces that this session holds: its bytes of the parent's tensor
+/* Whether buffer b is a half parameter's f32 master (optimizer state with an initialiser). */
+static bool is_master(const tf_plan_buffer *b) {
+  return b->role == TF_ROLE_OPTIMIZER_STATE && b->init.kind != TF_INIT_NONE && b->owner >= 0;
+}
+
+static bool has_tensor(const tf_safetensors *file, const char *name) {
+  tf_safetensors_tensor view;
+  tf_status status = tf_safetensors_find(file, name, &view);
+  tf_status_free(status);
+  return status == NULL;
+}
+
+/* The file tensor saved buffer id loads from, so checkpoints load across parameter dtypes
+ * (--param-dtype): its own; but a parameter reads the file's f32 master of it where the file has one
+ * (full precision), and a half parameter's master the file lacks (a checkpoint of f32 weights) reads
+ * the file's parameter. Of the buffer's shape, and its dtype or another float one (converted). */
+static tf_status source_of(const tf_plan *plan, const tf_safetensors *file, int32_t id, tf_safetensors_tensor *view) {
+  const tf_plan_buffer *b = &plan->buffers[id];
+  char master[1100];
+  tf_plan_master_name(b->name, master, sizeof(master));
+  const char *name = b->name;
+  if (b->role == TF_ROLE_PARAMETER && has_tensor(file, master))
+    name = master;
+  else if (is_master(b) && b->owner < plan->n_buffers && !has_tensor(file, b->name))
+    name = plan->buffers[b->owner].name;
+  TF_RETURN_IF_ERROR(tf_safetensors_find(file, name, view));
+  const tf_dtype dtype = tf_tensor_write_convertible(b->dtype, view->dtype) ? view->dtype : b->dtype;
+  return tf_safetensors_expect(file, name, dtype, b->rank, b->shape, view);
+}
+
+/* A piece of a ZeRO buffer held in pieces that this session holds: its range of the parent's tensor
  * (a saved one's: at stage 2 a gradient is held in pieces too, and not saved). */
 static tf_status load_piece(tf_session *s, const tf_safetensors *file, int32_t id) {
   const tf_plan *plan = tf_session_plan(s);
   const tf_plan_buffer *b = &plan->buffers[id];
   if (b->view_of == 0 || b->held_by <= 0 || !tf_session_holds(s, id) || !is_saved(&plan->buffers[b->view_of - 1]))
     return NULL;
-  const tf_plan_buffer *whole = &plan->buffers[b->view_of - 1];
   tf_safetensors_tensor view;
-  TF_RETURN_IF_ERROR(tf_safetensors_expect(file, whole->name, whole->dtype, whole->rank, whole->shape, &view));
-  return tf_session_write_range(s, id, 0, (const char *)view.data + b->view_at, b->bytes);
+  TF_RETURN_IF_ERROR(source_of(plan, file, b->view_of - 1, &view));
+  return tf_tensor_write(s, id, &view, b->view_at / tf_dtype_size(b->dtype), false);
 }
 
 static tf_status add_metadata(tf_safetensors_writer *writer, const char *key, int64_t value) {
@@ -203,9 +233,9 @@ tf_status tf_session_load(tf_session *s, const char *path) {
     if (status || !is_saved(b))
       continue;
     tf_safetensors_tensor view;
-    status = tf_safetensors_expect(file, b->name, b->dtype, b->rank, b->shape, &view);
+    status = source_of(plan, file, i, &view);
     if (!status && tf_session_holds(s, i)) /* under ZeRO each rank loads its own shard */
-      status = tf_session_write(s, b->name, view.data, b->bytes);
+      status = tf_tensor_write(s, i, &view, 0, false);
   }
   if (!status) {
     /* A checkpoint of a plan that did not scale its loss keeps this plan's current scale. */

@@ -9,13 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/half_bits.h"
 #include "runtime/init_map.h"
 #include "runtime/safetensors.h"
+#include "runtime/tensor_write.h"
 #include "tightfit/plan.h"
 
 #define MAX_LISTED 8
-#define STAGING_ELEMENTS ((int64_t)1 << 18) /* 1 MiB of f32 */
 
 /* The problems found, the first MAX_LISTED in text, all counted. */
 typedef struct problems {
@@ -37,8 +36,6 @@ static void problem(problems *p, const char *format, ...) {
     p->used = (size_t)n < sizeof(p->text) - p->used ? p->used + (size_t)n : sizeof(p->text) - 1;
   va_end(args);
 }
-
-static bool is_float(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
 /* A ZeRO view (a range of a parameter one rank updates) is loaded with its parameter. */
 static bool loadable(const tf_plan_buffer *b) {
@@ -71,9 +68,7 @@ static void check_tensor(const tf_init_map *map, const tf_plan_buffer *b, const 
   char theirs[128], ours[128];
   tf_format_shape(view->shape, view->rank, theirs, sizeof(theirs));
   tf_format_shape(b->shape, b->rank, ours, sizeof(ours));
-  bool convertible =
-      is_float(b->dtype) ? (is_float(view->dtype) || view->dtype == TF_FILE_F64) : view->dtype == b->dtype;
-  if (!convertible) {
+  if (!tf_tensor_write_convertible(b->dtype, view->dtype)) {
     problem(p, "'%s' is %s in the file, the plan's '%s' is %s", view->name, view->file_dtype, b->name,
             tf_dtype_name(b->dtype));
     return;
@@ -90,55 +85,6 @@ static void check_tensor(const tf_init_map *map, const tf_plan_buffer *b, const 
     to->view = *view;
     to->transpose = transpose;
   }
-}
-
-/* Element `i` of the file tensor as f32 bits. */
-static uint32_t element_bits(const tf_safetensors_tensor *v, int64_t i) {
-  const char *at = (const char *)v->data;
-  if (v->dtype == TF_FILE_F64) {
-    double d;
-    memcpy(&d, at + 8 * i, 8);
-    float f = (float)d;
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    return bits;
-  }
-  if (v->dtype == TF_F32) {
-    uint32_t bits;
-    memcpy(&bits, at + 4 * i, 4);
-    return bits;
-  }
-  uint16_t h;
-  memcpy(&h, at + 2 * i, 2);
-  return v->dtype == TF_BF16 ? tf_f32_bits_from_bf16(h) : tf_f32_bits_from_f16(h);
-}
-
-/* Writes binding `t` into plan buffer `id`, converted to the buffer's dtype; transposed, the plan's
- * [R, C] element (r, c) is the file's [C, R] element (c, r). */
-static tf_status write_tensor(tf_session *session, int32_t id, const binding *t, void *staging) {
-  const tf_plan_buffer *b = &tf_session_plan(session)->buffers[id];
-  const tf_safetensors_tensor *v = &t->view;
-  if (!t->transpose && v->dtype == b->dtype)
-    return tf_session_write_range(session, id, 0, v->data, b->bytes);
-  const int64_t element = tf_dtype_size(b->dtype), total = b->bytes / element;
-  const int64_t rows = t->transpose ? b->shape[0] : 1, cols = t->transpose ? b->shape[1] : 1;
-  for (int64_t begin = 0; begin < total; begin += STAGING_ELEMENTS) {
-    const int64_t count = total - begin < STAGING_ELEMENTS ? total - begin : STAGING_ELEMENTS;
-    for (int64_t k = 0; k < count; k++) {
-      const int64_t i = begin + k, source = t->transpose ? (i % cols) * rows + i / cols : i;
-      if (!is_float(b->dtype)) { /* an integer tensor of the same dtype, transposed */
-        memcpy((char *)staging + element * k, (const char *)v->data + element * source, (size_t)element);
-        continue;
-      }
-      const uint32_t bits = element_bits(v, source);
-      if (b->dtype == TF_F32)
-        memcpy((char *)staging + 4 * k, &bits, 4);
-      else
-        ((uint16_t *)staging)[k] = b->dtype == TF_BF16 ? tf_bf16_from_f32_bits(bits) : tf_f16_from_f32_bits(bits);
-    }
-    TF_RETURN_IF_ERROR(tf_session_write_range(session, id, begin * element, staging, count * element));
-  }
-  return NULL;
 }
 
 /* The f32 master of half parameter `param` (compile --param-dtype: optimizer state with an
@@ -218,10 +164,9 @@ tf_status tf_session_init_from(tf_session *session, const char *path, const tf_i
   tf_safetensors *file;
   TF_RETURN_IF_ERROR(tf_safetensors_open(path, &file));
   binding *bound = calloc((size_t)plan->n_buffers + 1, sizeof(*bound));
-  void *staging = malloc((size_t)STAGING_ELEMENTS * 8);
   problems *p = calloc(1, sizeof(*p));
   tf_status status = NULL;
-  if (!bound || !staging || !p)
+  if (!bound || !p)
     status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
   if (!status) {
     match(plan, file, map, bound, &r, p);
@@ -234,11 +179,11 @@ tf_status tf_session_init_from(tf_session *session, const char *path, const tf_i
     if (!bound[id].view.name)
       continue;
     const tf_plan_buffer *b = &plan->buffers[id];
-    status = write_tensor(session, id, &bound[id], staging);
+    status = tf_tensor_write(session, id, &bound[id].view, 0, bound[id].transpose);
     /* a half parameter's f32 master gets the file's values too, at full precision */
     const int32_t master = master_of(plan, id);
     if (!status && master >= 0)
-      status = write_tensor(session, master, &bound[id], staging);
+      status = tf_tensor_write(session, master, &bound[id].view, 0, bound[id].transpose);
     if (status)
       status = tf_status_prefix(status, "%s: writing '%s'", path, b->name);
     r.loaded++;
@@ -246,7 +191,6 @@ tf_status tf_session_init_from(tf_session *session, const char *path, const tf_i
     r.converted += bound[id].view.dtype != b->dtype;
   }
   free(p);
-  free(staging);
   free(bound);
   tf_safetensors_close(file);
   if (!status && out)

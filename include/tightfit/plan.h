@@ -56,6 +56,9 @@ bool tf_plan_step_reads(const tf_plan_step *step, int32_t k);
 /* The name whose hash draws buffer `id`'s generated initial values: its own, or for the f32 master
  * of a half parameter (optimizer state with an initialiser) the parameter's, so both draw the same. */
 const char *tf_plan_init_name(const tf_plan *plan, int32_t id);
+/* The name of half parameter `param`'s f32 master ("master(param)"): its buffer's, and its tensor's in
+ * checkpoints, which load across parameter dtypes by it (runtime/checkpoint.c). */
+void tf_plan_master_name(const char *param, char *name, size_t size);
 /* The bytes a training step of an offloaded plan moves between device and host: each host step's
  * device operands down, and those it writes up again, once per run (a micro-batch block's host step
  * runs `accumulate` times); under ZeRO, on the rank that moves most (each runs its own updates); 0

@@ -158,12 +158,45 @@ def pretrained_masters():
              "parameters their rounding")
 
 
+def across_dtypes():
+    """Checkpoints load across parameter dtypes: an f32 plan's into a bf16 plan (each master the f32
+    weight, each parameter its rounding, the moments as saved), and that plan's back into an f32 plan
+    (each weight its master, at full precision)."""
+    graph = tightfit.zoo("mlp")
+    rng = np.random.default_rng(5)
+    feed = {"x": rng.random((4, 64), dtype=np.float32), "labels": rng.integers(0, 10, 4).astype(np.int32)}
+    wide = tightfit.Session(tightfit.compile(graph, set={"N": 4}, optimizer="adamw"), seed=1)
+    plan = tightfit.compile(graph, set={"N": 4}, optimizer="adamw", param_dtype="bf16")
+    narrow = tightfit.Session(plan, seed=2)
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(3):
+            wide.step(feed)
+        wide.save(os.path.join(folder, "f32.safetensors"))
+        narrow.load(os.path.join(folder, "f32.safetensors"))
+        expected = wide.state_dict()
+        masters = narrow.state_dict()
+        into_bf16 = all(np.array_equal(masters[k], v) for k, v in expected.items()) and all(
+            np.array_equal(narrow.read(k, shape=shape, dtype="bf16"), bf16_bits(expected[k]))
+            for k, (_, shape) in plan.weights.items())
+        moments = all(np.array_equal(narrow.read(f"adam_m({k})", shape=v.shape), wide.read(f"adam_m({k})", shape=v.shape))
+                      for k, v in expected.items())
+        narrow.step(feed)
+        narrow.save(os.path.join(folder, "bf16.safetensors"))
+        back = tightfit.Session(tightfit.compile(graph, set={"N": 4}, optimizer="adamw"), seed=3)
+        back.load(os.path.join(folder, "bf16.safetensors"))
+        into_f32 = all(np.array_equal(back.state_dict()[k], v) for k, v in narrow.state_dict().items())
+    tally.ok(into_bf16 and moments and into_f32, "checkpoints across dtypes: an f32 plan's into a bf16 plan (masters "
+             "the weights bit for bit, parameters their rounding, moments as saved) and back (weights the masters)",
+             f"into bf16 {into_bf16}, moments {moments}, into f32 {into_f32}")
+
+
 def main():
     plan = train("adamw", 1)
     train("adamw", 2)
     train("sgd", 1)
     drawn_masters()
     pretrained_masters()
+    across_dtypes()
     report = plan.report()
     elements = sum(int(np.prod(shape)) for _, shape in plan.weights.values())
     parameters, state = report["roles"]["parameter"], report["roles"]["optimizer_state"]
