@@ -1,13 +1,15 @@
 /* tf_lora_merge (include/tightfit/init_from.h): a LoRA plan's trained weights as the plain model's,
  * each adapted weight W + alpha/rank * (B A) (transposed where W is stored [in, out]), the adapters
  * left out, so `train --init-from` or `run` of the plan compiled without --lora reads them. The
- * pairs, the scale and each weight's layout come from the plan compiler/lora.c wrote. */
+ * pairs, the scale and each weight's layout come from the plan compiler/lora.c wrote. A plan of
+ * --param-dtype bf16 merges in f32 from the widened weights and the adapters' f32 masters. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half_bits.h"
 #include "runtime/safetensors.h"
 #include "tightfit/init_from.h"
 #include "tightfit/plan.h"
@@ -56,14 +58,44 @@ static bool transposed_by_steps(const tf_plan *plan, int32_t w, bool *found) {
   return false;
 }
 
-/* One adapted weight: out[W's shape] = W + scale * B A, in f32 (products summed in double). */
-static tf_status merge_one(const tf_plan *plan, const tf_safetensors *file, int32_t w, int32_t a, int32_t b,
-                           double scale, float *out) {
-  const tf_plan_buffer *W = &plan->buffers[w], *A = &plan->buffers[a], *B = &plan->buffers[b];
-  tf_safetensors_tensor vw, va, vb;
-  TF_RETURN_IF_ERROR(tf_safetensors_expect(file, W->name, TF_F32, W->rank, W->shape, &vw));
-  TF_RETURN_IF_ERROR(tf_safetensors_expect(file, A->name, TF_F32, A->rank, A->shape, &va));
-  TF_RETURN_IF_ERROR(tf_safetensors_expect(file, B->name, TF_F32, B->rank, B->shape, &vb));
+/* The file's tensor of parameter p as trained: its f32 master where the file has one (a plan of
+ * --param-dtype bf16), else its own; *name says which. */
+static tf_status trained_tensor(const tf_safetensors *file, const tf_plan_buffer *p, tf_safetensors_tensor *view,
+                                char *name, size_t size) {
+  tf_plan_master_name(p->name, name, size);
+  tf_status missing = tf_safetensors_find(file, name, view);
+  if (missing)
+    snprintf(name, size, "%s", p->name);
+  tf_status_free(missing);
+  TF_RETURN_IF_ERROR(tf_safetensors_find(file, name, view));
+  const tf_dtype dtype = view->dtype == TF_BF16 || view->dtype == TF_F16 ? view->dtype : TF_F32;
+  return tf_safetensors_expect(file, name, dtype, p->rank, p->shape, view);
+}
+
+/* Parameter p's trained values in f32 (trained_tensor's): the file's data, or in *owned a copy
+ * widened from f16/bf16 (the caller frees it). */
+static tf_status f32_values(const tf_safetensors *file, const tf_plan_buffer *p, const float **values, float **owned) {
+  char name[1100];
+  tf_safetensors_tensor view;
+  *owned = NULL;
+  TF_RETURN_IF_ERROR(trained_tensor(file, p, &view, name, sizeof(name)));
+  if (view.dtype == TF_F32) {
+    *values = view.data;
+    return NULL;
+  }
+  const int64_t count = p->bytes / tf_dtype_size(p->dtype);
+  *owned = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+  if (!*owned)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "widening '%s': out of memory", name);
+  tf_f32_from_half_array(view.data, (uint32_t *)*owned, count, view.dtype == TF_BF16);
+  *values = *owned;
+  return NULL;
+}
+
+/* merge_one's sum over W's [in, out] or [out, in] layout. */
+static tf_status merge_values(const tf_plan_buffer *W, const tf_plan_buffer *A, const tf_plan_buffer *B,
+                              const tf_plan *plan, int32_t w, const float *wv, const float *av, const float *bv,
+                              double scale, float *out) {
   const int64_t rank = A->shape[0], in = A->shape[1], outs = B->shape[0];
   bool found;
   bool transposed = transposed_by_steps(plan, w, &found);
@@ -81,7 +113,6 @@ static tf_status merge_one(const tf_plan *plan, const tf_safetensors *file, int3
                          "'%s' [%" PRId64 ", %" PRId64 "] does not match its adapters [%" PRId64 ", %" PRId64
                          "] and [%" PRId64 ", %" PRId64 "]",
                          W->name, W->shape[0], W->shape[1], A->shape[0], A->shape[1], B->shape[0], B->shape[1]);
-  const float *wv = vw.data, *av = va.data, *bv = vb.data;
   for (int64_t o = 0; o < outs; o++)
     for (int64_t i = 0; i < in; i++) {
       double sum = 0;
@@ -93,6 +124,25 @@ static tf_status merge_one(const tf_plan *plan, const tf_safetensors *file, int3
       out[at] = (float)((double)base + scale * sum);
     }
   return NULL;
+}
+
+/* One adapted weight: out[W's shape] = W + scale * B A, in f32 (products summed in double), from the
+ * f32 values of W, A and B (a bf16 plan's widened, its adapters' masters). */
+static tf_status merge_one(const tf_plan *plan, const tf_safetensors *file, int32_t w, int32_t a, int32_t b,
+                           double scale, float *out) {
+  const tf_plan_buffer *W = &plan->buffers[w], *A = &plan->buffers[a], *B = &plan->buffers[b];
+  const float *wv = NULL, *av = NULL, *bv = NULL;
+  float *owned[3] = {NULL, NULL, NULL};
+  tf_status status = f32_values(file, W, &wv, &owned[0]);
+  if (!status)
+    status = f32_values(file, A, &av, &owned[1]);
+  if (!status)
+    status = f32_values(file, B, &bv, &owned[2]);
+  if (!status)
+    status = merge_values(W, A, B, plan, w, wv, av, bv, scale, out);
+  for (int32_t k = 0; k < 3; k++)
+    free(owned[k]);
+  return status;
 }
 
 /* The scale the plan's LoRA steps multiply by (the constant lora_scale). */
@@ -135,7 +185,7 @@ tf_status tf_lora_merge(const tf_plan *plan, const char *checkpoint, const char 
       break;
     }
     adapter[i] = adapter[b] = true;
-    owned[w] = malloc((size_t)plan->buffers[w].bytes);
+    owned[w] = malloc(sizeof(float) * (size_t)(plan->buffers[w].bytes / tf_dtype_size(plan->buffers[w].dtype)));
     status = owned[w] ? merge_one(plan, file, w, i, b, scale, owned[w])
                       : tf_status_new(TF_ERR_OUT_OF_MEMORY, "merging '%s': out of memory", base);
     count++;
@@ -144,14 +194,19 @@ tf_status tf_lora_merge(const tf_plan *plan, const char *checkpoint, const char 
     const tf_plan_buffer *p = &plan->buffers[i];
     if ((p->role != TF_ROLE_PARAMETER && p->role != TF_ROLE_STATE) || adapter[i])
       continue;
+    /* a merged weight in f32; any other as trained (a bf16 plan's trained one: its f32 master) */
     const void *data = owned[i];
+    tf_dtype dtype = TF_F32;
     tf_safetensors_tensor view;
+    char name[1100];
     if (!data) {
-      status = tf_safetensors_expect(file, p->name, p->dtype, p->rank, p->shape, &view);
+      status = p->role == TF_ROLE_PARAMETER ? trained_tensor(file, p, &view, name, sizeof(name))
+                                            : tf_safetensors_expect(file, p->name, p->dtype, p->rank, p->shape, &view);
       data = view.data;
+      dtype = view.dtype;
     }
     if (!status)
-      status = tf_safetensors_writer_add(writer, p->name, p->dtype, p->rank, p->shape, data);
+      status = tf_safetensors_writer_add(writer, p->name, dtype, p->rank, p->shape, data);
   }
   if (!status)
     status = tf_safetensors_writer_set_metadata(writer, "merged_from", checkpoint);

@@ -113,6 +113,46 @@ code, out, err = tightfit._run("merge-lora", [plain.plan.path, checkpoint, "-o",
 verdict("merge-lora of a plan without adapters is refused", code == 2 and "compiled without --lora" in err,
         f"exit {code}: {err.strip()}")
 
+# LoRA on a bf16 base (--param-dtype bf16): the frozen base weights stored bf16 (half the bytes, no
+# master), the adapters bf16 with f32 masters; merge-lora merges in f32 from the widened base and the
+# adapters' masters.
+def safetensors_any(path):
+    """name -> float32 array of a safetensors file, bf16 tensors widened."""
+    import json
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    def values(v):
+        raw = data[v["data_offsets"][0]:v["data_offsets"][1]]
+        if v["dtype"] == "BF16":
+            return (np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(v["shape"])
+        return np.frombuffer(raw, dtype=np.float32).reshape(v["shape"])
+    return {k: values(v) for k, v in header.items() if k != "__metadata__"}
+
+
+half_plan = tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0,
+                             lora=f"{RANK}:{ALPHA:g}", lora_targets=["0.weight", "2.weight"], param_dtype="bf16")
+half_report = half_plan.report()
+half = tightfit.Session(half_plan, seed=0)
+half_losses = [half.step(feed) for _ in range(STEPS)]
+half_checkpoint, half_merged = os.path.join(folder, "lora_bf16.safetensors"), os.path.join(folder, "merged_bf16.safetensors")
+half.save(half_checkpoint)
+code, out, err = tightfit._run("merge-lora", [half_plan.path, half_checkpoint, "-o", half_merged])
+saved, merged_half = safetensors_any(half_checkpoint), safetensors_any(half_merged) if code == 0 else {}
+worst = 0.0
+for stem in ("0", "2"):
+    a, b = saved[f"master({stem}.lora_A.weight)"], saved[f"master({stem}.lora_B.weight)"]
+    expected = saved[f"{stem}.weight"].astype(np.float64) + ALPHA / RANK * (b.astype(np.float64) @ a)
+    worst = max(worst, float(np.max(np.abs(merged_half.get(f"{stem}.weight", np.zeros(1)) - expected))))
+frozen_bytes = half_report["parameters"]["frozen_bytes"]
+verdict("LoRA on a bf16 base: frozen weights in bf16, trains; merge-lora merges the widened base and the adapters' "
+        "f32 masters in f32",
+        code == 0 and frozen_bytes * 2 == sum(v.numel() * 4 for k, v in before.items() if "lora_" not in k) and
+        half_losses[-1] < half_losses[0] and abs(half_losses[-1] - losses[-1]) < 1e-2 * losses[-1] and worst <= 1e-6,
+        f"frozen {frozen_bytes} B; losses {half_losses[0]:.6f} -> {half_losses[-1]:.6f} (f32 base {losses[-1]:.6f}); "
+        f"merged weights within {worst:.1e} of W + alpha/r B A; exit {code} {err.strip()[:200]}")
+
 
 def refused(label, options, expect):
     try:
