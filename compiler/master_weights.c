@@ -102,23 +102,22 @@ static tf_status rewire(tf_training *t, const bool *converted) {
 tf_status tf_master_weights_pass(tf_training *t) {
   tf_graph *g = t->g;
   t->half_parameters = 0;
-  if (t->options.param_dtype != TF_F32) {
-    bool *converted = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(bool));
-    if (!converted)
-      return tf_status_new(TF_ERR_OUT_OF_MEMORY, "master weights: cannot allocate for %d tensors", g->n_tensors);
-    const int64_t size = tf_dtype_size(t->options.param_dtype);
-    for (int32_t i = 0; i < g->n_tensors; i++) {
-      tf_ir_tensor *p = &g->tensors[i];
-      if (p->kind != TF_PARAMETER || p->dtype != TF_F32)
-        continue;
-      p->dtype = t->options.param_dtype;
-      p->bytes = p->bytes / 4 * size;
-      converted[i] = true;
-      t->half_parameters++;
-    }
-    tf_status status = t->half_parameters > 0 ? rewire(t, converted) : NULL;
-    free(converted);
-    TF_RETURN_IF_ERROR(status);
+  if (t->options.param_dtype == TF_F32)
+    return NULL;
+  bool *converted = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(bool));
+  if (!converted)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "master weights: cannot allocate for %d tensors", g->n_tensors);
+  const int64_t size = tf_dtype_size(t->options.param_dtype);
+  for (int32_t i = 0; i < g->n_tensors; i++) {
+    tf_ir_tensor *p = &g->tensors[i];
+    if (p->kind != TF_PARAMETER || p->dtype != TF_F32)
+      continue;
+    p->dtype = t->options.param_dtype;
+    p->bytes = p->bytes / 4 * size;
+    converted[i] = true;
+    t->half_parameters++;
   }
-  return NULL;
+  tf_status status = t->half_parameters > 0 ? rewire(t, converted) : NULL;
+  free(converted);
+  return status;
 }

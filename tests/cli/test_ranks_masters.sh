@@ -5,7 +5,8 @@
 # writing and sending its range of the bf16 parameter. A job of 2 ranks at stages 1 and 2, and of 4
 # ranks at stage 1 (with split parameters), trains to stage 0's losses and checkpoint byte for byte;
 # 4 ranks at stage 2 to stage 0's losses within 1e-6 (the reduction's order differs); a stage-1 job
-# resumes its own checkpoint (2 + 2 steps) onto the straight job's. `check --ranks 8` of gpt2-small:
+# resumes its own checkpoint (2 + 2 steps) onto the straight job's; with the state offloaded (where a
+# Vulkan device is: lavapipe) 2 ranks end on the device job's checkpoint byte for byte. `check --ranks 8` of gpt2-small:
 # per rank 2 bytes of parameter and 4 of gradient per parameter, and 12 / 8 bytes of masters and
 # AdamW moments at stage 1 (each to 0.1%: the regions' alignment). SKIPs (exit 77) without mpirun or without MPI in the build.
 # usage: test_ranks_masters.sh TIGHTFIT   (run from the repository root)
@@ -58,6 +59,21 @@ expect 0 "2 ranks, stage 1: --resume to 4 steps" $mpi 2 "$tf" train "$dir/r2z1.t
   --checkpoint "$dir/resumed" --resume
 check "2 + 2 steps across --resume: the straight job's checkpoint, byte for byte" \
   cmp -s "$dir/c2z1/latest.safetensors" "$dir/resumed/latest.safetensors"
+
+# ZeRO-Offload: each rank's masters and moments in host memory, its updates and cast_into on the host
+if "$tf" devices | grep -q '^vulkan:0'; then
+  for name in device host; do
+    extra=$([ $name = host ] && echo "--offload optimizer")
+    # shellcheck disable=SC2086
+    expect 0 "compile --ranks 2 --zero 1 --param-dtype bf16 $extra (vulkan)" "$tf" compile "$dir/gpt.tfg" \
+      --set N=2,T=32 --optimizer adamw --target vulkan --fuse-loss off --ranks 2 --zero 1 --param-dtype bf16 $extra \
+      -o "$dir/v_$name.tfplan"
+    expect 0 "2 ranks on vulkan:0, the state on the $name: 4 steps" $mpi 2 "$tf" train "$dir/v_$name.tfplan" \
+      --data $data --steps 4 --threads 1 --device vulkan:0 --checkpoint "$dir/cv_$name"
+  done
+  check "ZeRO-Offload with masters: the device job's checkpoint, byte for byte" \
+    cmp -s "$dir/cv_device/latest.safetensors" "$dir/cv_host/latest.safetensors"
+fi
 
 "$tf" zoo gpt2-small -o "$dir/gpt2.tfg" > /dev/null
 expect 0 "check gpt2-small --ranks 8 --zero 1 --param-dtype bf16 --json" "$tf" check "$dir/gpt2.tfg" --set N=8,T=1024 \
