@@ -83,6 +83,15 @@ bool tf_plan_step_reads(const tf_plan_step *step, int32_t k) { return k < step->
 
 void tf_plan_master_name(const char *param, char *name, size_t size) { snprintf(name, size, "master(%s)", param); }
 
+int32_t tf_plan_master_of(const tf_plan *plan, int32_t param) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if (b->role == TF_ROLE_OPTIMIZER_STATE && b->owner == param && b->init.kind != TF_INIT_NONE && b->view_of == 0)
+      return i;
+  }
+  return -1;
+}
+
 const char *tf_plan_init_name(const tf_plan *plan, int32_t id) {
   const tf_plan_buffer *b = &plan->buffers[id];
   const bool master =

@@ -87,17 +87,6 @@ static void check_tensor(const tf_init_map *map, const tf_plan_buffer *b, const 
   }
 }
 
-/* The f32 master of half parameter `param` (compile --param-dtype: optimizer state with an
- * initialiser, tf_plan_init_name), or -1. */
-static int32_t master_of(const tf_plan *plan, int32_t param) {
-  for (int32_t i = 0; i < plan->n_buffers; i++) {
-    const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->role == TF_ROLE_OPTIMIZER_STATE && b->owner == param && b->init.kind != TF_INIT_NONE && b->view_of == 0)
-      return i;
-  }
-  return -1;
-}
-
 /* Matches every file tensor to a plan buffer (bound[id].view.name set) and accounts for every
  * parameter; records each problem. */
 static void match(const tf_plan *plan, const tf_safetensors *file, const tf_init_map *map, binding *bound,
@@ -181,7 +170,7 @@ tf_status tf_session_init_from(tf_session *session, const char *path, const tf_i
     const tf_plan_buffer *b = &plan->buffers[id];
     status = tf_tensor_write(session, id, &bound[id].view, 0, bound[id].transpose);
     /* a half parameter's f32 master gets the file's values too, at full precision */
-    const int32_t master = master_of(plan, id);
+    const int32_t master = tf_plan_master_of(plan, id);
     if (!status && master >= 0)
       status = tf_tensor_write(session, master, &bound[id].view, 0, bound[id].transpose);
     if (status)

@@ -467,10 +467,33 @@ static tf_status find_buffer(const tf_session *s, const char *name, int64_t byte
   return tf_status_new(TF_ERR_INVALID_ARGUMENT, "the plan has no buffer named '%s'", name);
 }
 
+/* Half parameter `param`'s f32 master (or this rank's pieces of it, ZeRO) from the parameter's new
+ * values `data`, widened: the next update then starts from what was written. */
+static tf_status write_master(tf_session *s, int32_t param, const void *data) {
+  const int32_t master = tf_plan_master_of(s->plan, param);
+  const tf_plan_buffer *p = &s->plan->buffers[param];
+  for (int32_t id = 0; master >= 0 && id < s->plan->n_buffers; id++) {
+    const tf_plan_buffer *b = &s->plan->buffers[id];
+    if ((id != master && b->view_of != master + 1) || !tf_session_holds(s, id))
+      continue;
+    const int64_t first = b->view_at / 4, total = b->bytes / 4;
+    uint32_t wide[4096];
+    for (int64_t done = 0; done < total;) {
+      const int64_t n = total - done < 4096 ? total - done : 4096;
+      tf_f32_from_half_array((const uint16_t *)data + first + done, wide, n, p->dtype == TF_BF16);
+      TF_RETURN_IF_ERROR(put(s, b, done * 4, wide, n * 4));
+      done += n;
+    }
+  }
+  return NULL;
+}
+
 tf_status tf_session_write(tf_session *s, const char *name, const void *data, int64_t bytes) {
   int32_t id = -1; /* set by find_buffer when it succeeds (-Wmaybe-uninitialized in Release) */
   TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
-  return put(s, &s->plan->buffers[id], 0, data, bytes);
+  TF_RETURN_IF_ERROR(put(s, &s->plan->buffers[id], 0, data, bytes));
+  const tf_plan_buffer *b = &s->plan->buffers[id];
+  return b->role == TF_ROLE_PARAMETER && (b->dtype == TF_BF16 || b->dtype == TF_F16) ? write_master(s, id, data) : NULL;
 }
 
 tf_status tf_session_read(tf_session *s, const char *name, void *data, int64_t bytes) {

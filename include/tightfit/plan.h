@@ -59,6 +59,8 @@ const char *tf_plan_init_name(const tf_plan *plan, int32_t id);
 /* The name of half parameter `param`'s f32 master ("master(param)"): its buffer's, and its tensor's in
  * checkpoints, which load across parameter dtypes by it (runtime/checkpoint.c). */
 void tf_plan_master_name(const char *param, char *name, size_t size);
+/* The buffer of parameter `param`'s f32 master (whole, not a ZeRO piece), or -1 when it has none. */
+int32_t tf_plan_master_of(const tf_plan *plan, int32_t param);
 /* The bytes a training step of an offloaded plan moves between device and host: each host step's
  * device operands down, and those it writes up again, once per run (a micro-batch block's host step
  * runs `accumulate` times); under ZeRO, on the rank that moves most (each runs its own updates); 0

@@ -51,7 +51,8 @@ tf_status tf_session_device_memory(const tf_session *session, tf_device_memory *
 const tf_plan *tf_session_plan(const tf_session *session);
 
 /* Copies host data into buffer `name` (an input, label or parameter; in the io region, into the
- * half the next micro-batch uses). `bytes` must equal the buffer's size. */
+ * half the next micro-batch uses). `bytes` must equal the buffer's size. A half parameter's f32
+ * master (compile --param-dtype) takes the written values too, widened. */
 tf_status tf_session_write(tf_session *session, const char *name, const void *data, int64_t bytes) TF_MUST_USE;
 /* Checks host data about to be written into input or label `name` as the data feed checks a file
  * (runtime/data_check.h): floats finite, ids and labels inside the embedding's rows or the loss's

@@ -190,6 +190,21 @@ def across_dtypes():
              f"into bf16 {into_bf16}, moments {moments}, into f32 {into_f32}")
 
 
+def written_parameter():
+    """tf_session_write of a bf16 parameter (the C API) writes its master too, widened: the next update
+    starts from what was written."""
+    from tightfit import _lib
+    plan = tightfit.compile(tightfit.zoo("mlp"), set={"N": 4}, optimizer="adamw", param_dtype="bf16")
+    session = tightfit.Session(plan, seed=0)
+    name, (_, shape) = next(iter(plan.weights.items()))
+    values = bf16_bits(np.random.default_rng(9).standard_normal(shape).astype(np.float32))
+    bits = np.ascontiguousarray((values.view(np.uint32) >> 16).astype(np.uint16))
+    _lib.check(_lib.lib.tf_session_write(session._s, name.encode(), bits.ctypes.data, bits.nbytes), name)
+    tally.ok(np.array_equal(session.read(plan.masters[name], shape), values) and
+             np.array_equal(session.read(name, shape=shape, dtype="bf16"), values),
+             f"tf_session_write of bf16 '{name}': its master takes the values, widened")
+
+
 def main():
     plan = train("adamw", 1)
     train("adamw", 2)
@@ -197,6 +212,7 @@ def main():
     drawn_masters()
     pretrained_masters()
     across_dtypes()
+    written_parameter()
     report = plan.report()
     elements = sum(int(np.prod(shape)) for _, shape in plan.weights.values())
     parameters, state = report["roles"]["parameter"], report["roles"]["optimizer_state"]
