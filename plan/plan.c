@@ -84,9 +84,13 @@ bool tf_plan_step_reads(const tf_plan_step *step, int32_t k) { return k < step->
 void tf_plan_master_name(const char *param, char *name, size_t size) { snprintf(name, size, "master(%s)", param); }
 
 int32_t tf_plan_master_of(const tf_plan *plan, int32_t param) {
+  const tf_plan_buffer *p = &plan->buffers[param];
+  const int64_t size = tf_dtype_size(p->dtype), elements = size > 0 ? p->bytes / size : -1;
   for (int32_t i = 0; i < plan->n_buffers; i++) {
     const tf_plan_buffer *b = &plan->buffers[i];
-    if (b->role == TF_ROLE_OPTIMIZER_STATE && b->owner == param && b->init.kind != TF_INIT_NONE && b->view_of == 0)
+    /* f32, one element per parameter element (a plan file could say otherwise) */
+    if (b->role == TF_ROLE_OPTIMIZER_STATE && b->owner == param && b->init.kind != TF_INIT_NONE && b->view_of == 0 &&
+        b->dtype == TF_F32 && b->bytes == 4 * elements)
       return i;
   }
   return -1;
