@@ -59,7 +59,7 @@ static void devices_help(void) {
                         "memory heaps) and CUDA, and for a backend without one, why (no driver, no device, the CUDA\n"
                         "module missing). Pass one to `train` or `run` with --device, e.g. --device vulkan:0.\n\n"
                         "With --calibrate D (cuda:N or vulkan:N): measures that device's memory and overhead (the\n"
-                        "context, libraries, allocation granularity, and from five small training sessions the\n"
+                        "context, libraries, allocation granularity, and from seven small training sessions the\n"
                         "kernels' module code and CUDA graphs) into a device profile, which `compile` and `check`\n"
                         "take on any machine with --device-profile FILE (docs/memory.md, \"Device profiles\").\n\n"
                         "options:\n"

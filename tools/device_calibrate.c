@@ -1,18 +1,26 @@
 /* `tightfit devices --calibrate D`: measures device D's overhead into a device profile
  * (tools/device_profile.h). What the backend measures before any session (the card's memory, the
  * context, the libraries, the allocation granularity: tf_device_capacity), then what only sessions
- * show, from five sessions of small training plans in this process:
+ * show, from seven sessions of small training plans in this process:
  *
- *   1. gpt, 1 layer     its overhead = libraries + the module code of the kernels it uses + its graphs
- *   2. cnn              + the module code of the convolution and pooling kernels
- *   3. gpt, 1 layer     modules loaded already: libraries + graphs of S1 captured steps
- *   4. gpt, 4 layers    libraries + graphs of S4 captured steps
- *   5. cnn              libraries + its graphs
+ *   1. gpt, 1 layer, f32        its overhead = libraries + the module code of its kernels + its graphs
+ *   2. cnn                      + the module code of the convolution and pooling kernels
+ *   3. gpt, 1 layer, autocast   + the module code of the half-precision kernels (bf16 products,
+ *                                 tensor-core attention, casts)
+ *   4. gpt, 1 layer, f32        modules loaded already: libraries + graphs of S4 captured steps
+ *   5. gpt, 24 layers, f32      libraries + graphs of S5 captured steps
+ *   6. cnn                      libraries + its graphs
+ *   7. gpt, 1 layer, autocast   libraries + its graphs
  *
- * module code = (1 - 3) + (2 - 5); graphs per captured step = (4 - 3) / (S4 - S1); graphs per plan
- * = 3 - libraries - S1 x per step (each at least 0). A kernel no calibration plan launches is not
- * counted; the profile's module_code source says which plans ran. CUDA's lazy loading is what makes
- * the first sessions larger; a backend without module code or graphs (Vulkan) measures about 0. */
+ * module code = (1 - 4) + (2 - 6) + (3 - 7); graphs per captured step = (5 - 4) / (S5 - S4); graphs
+ * per plan = 4 - libraries - S4 x per step (each at least 0). The device counts memory in pages of
+ * the allocation granularity, so each difference may be a page short: module code and graphs per
+ * plan get one page of margin each. 24 layers capture about 3,000 more steps than 1, enough for the
+ * graphs' few KiB per step to show above a page (the H200's first calibration, with 4 layers, read
+ * 0 there while a gpt2-small step's graphs took 6-12 MiB). A kernel no calibration plan launches is
+ * not counted; the profile's module_code source says which plans ran. CUDA's lazy loading is what
+ * makes the first sessions larger; a backend without module code or graphs (Vulkan) measures about
+ * 0. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,11 +35,15 @@
 
 typedef struct calibration_plan {
   const char *preset, *override, *bindings;
+  tf_dtype autocast; /* TF_F32: off */
 } calibration_plan;
 
-static const calibration_plan GPT_1 = {"gpt", "layers=1", "N=2,T=16"};
-static const calibration_plan GPT_4 = {"gpt", "layers=4", "N=2,T=16"};
-static const calibration_plan CNN = {"cnn", NULL, "N=2"};
+static const calibration_plan GPT_1 = {"gpt", "layers=1", "N=2,T=16", TF_F32};
+static const calibration_plan GPT_HALF = {"gpt", "layers=1", "N=2,T=16", TF_BF16};
+static const calibration_plan GPT_DEEP = {"gpt", "layers=24", "N=2,T=16", TF_F32};
+static const calibration_plan CNN = {"cnn", NULL, "N=2", TF_F32};
+
+enum { SESSIONS = 7 };
 
 /* Compiles `which` for `target` and opens a session of it on the device: its measured overhead
  * bytes and the plan's captured steps. */
@@ -43,6 +55,7 @@ static tf_status session_overhead(const calibration_plan *which, const tf_target
   tf_compile_options options = tf_compile_options_default(target->kind);
   options.target = *target;
   options.bindings = which->bindings;
+  options.autocast = which->autocast;
   tf_plan *plan = NULL;
   tf_status status = tf_compile(graph, &options, &plan);
   tf_graph_destroy(graph);
@@ -63,9 +76,10 @@ static tf_status session_overhead(const calibration_plan *which, const tf_target
   }
   tf_session_destroy(session);
   tf_plan_destroy(plan);
-  return status
-             ? tf_status_prefix(status, "calibration plan %s %s", which->preset, which->override ? which->override : "")
-             : NULL;
+  return status ? tf_status_prefix(status, "calibration plan %s %s%s", which->preset,
+                                   which->override ? which->override : "",
+                                   which->autocast == TF_BF16 ? " autocast bf16" : "")
+                : NULL;
 }
 
 static void add_part(tf_device_profile *p, const char *name, int64_t bytes, const char *source) {
@@ -79,33 +93,38 @@ static void add_part(tf_device_profile *p, const char *name, int64_t bytes, cons
 
 static int64_t at_least_zero(int64_t bytes) { return bytes > 0 ? bytes : 0; }
 
-/* The five sessions (see the top of the file) and what follows from them. */
+/* The seven sessions (see the top of the file) and what follows from them. */
 static tf_status measure_sessions(tf_device_profile *p, const tf_target *target, const char *backend, int32_t index,
                                   int64_t library_bytes, FILE *progress) {
-  const calibration_plan *order[5] = {&GPT_1, &CNN, &GPT_1, &GPT_4, &CNN};
-  int64_t overhead[5], steps[5];
-  for (int i = 0; i < 5; i++) {
+  const calibration_plan *order[SESSIONS] = {&GPT_1, &CNN, &GPT_HALF, &GPT_1, &GPT_DEEP, &CNN, &GPT_HALF};
+  int64_t overhead[SESSIONS], steps[SESSIONS];
+  for (int i = 0; i < SESSIONS; i++) {
     TF_RETURN_IF_ERROR(session_overhead(order[i], target, backend, index, &overhead[i], &steps[i]));
     if (progress)
-      fprintf(progress, "calibrate: session %d/5 (%s %s, %" PRId64 " captured steps): overhead %" PRId64 " bytes\n",
-              i + 1, order[i]->preset, order[i]->override ? order[i]->override : "", steps[i], overhead[i]);
+      fprintf(progress, "calibrate: session %d/%d (%s %s%s, %" PRId64 " captured steps): overhead %" PRId64 " bytes\n",
+              i + 1, SESSIONS, order[i]->preset, order[i]->override ? order[i]->override : "",
+              order[i]->autocast == TF_BF16 ? " autocast bf16" : "", steps[i], overhead[i]);
   }
-  const int64_t module = at_least_zero(overhead[0] - overhead[2]) + at_least_zero(overhead[1] - overhead[4]);
-  const int64_t per_step = steps[3] > steps[2] ? at_least_zero((overhead[3] - overhead[2]) / (steps[3] - steps[2])) : 0;
-  const int64_t base = at_least_zero(overhead[2] - (library_bytes > 0 ? library_bytes : 0) - per_step * steps[2]);
+  const int64_t page = p->granularity > 0 ? p->granularity : 0;
+  const int64_t module = at_least_zero(overhead[0] - overhead[3]) + at_least_zero(overhead[1] - overhead[5]) +
+                         at_least_zero(overhead[2] - overhead[6]) + page;
+  const int64_t per_step = steps[4] > steps[3] ? at_least_zero((overhead[4] - overhead[3]) / (steps[4] - steps[3])) : 0;
+  const int64_t base =
+      at_least_zero(overhead[3] - (library_bytes > 0 ? library_bytes : 0) - per_step * steps[3]) + page;
   char source[TF_OVERHEAD_SOURCE_BYTES];
   if (p->kind != TF_TARGET_CUDA)
     return NULL; /* no module code or graphs to model: the sessions only checked that plans run */
   snprintf(source, sizeof(source),
-           "measured on %.48s: first sessions of gpt and cnn plans less their second (kernel modules and cuBLAS "
-           "state the warm-ups loaded; other ops' kernels not counted)",
+           "measured on %.48s: first sessions of gpt (f32, autocast bf16) and cnn plans less their second, plus "
+           "a page (kernels no calibration plan launches not counted)",
            p->name);
   add_part(p, "module_code", module, source);
   p->graph_base_bytes = base;
   p->graph_step_bytes = per_step;
   snprintf(p->graph_source, sizeof(p->graph_source),
-           "measured on %.64s: graphs of gpt plans of %" PRId64 " and %" PRId64 " captured steps (per plan, per step)",
-           p->name, steps[2], steps[3]);
+           "measured on %.64s: graphs of gpt plans of %" PRId64 " and %" PRId64
+           " captured steps (per plan plus a page, per step)",
+           p->name, steps[3], steps[4]);
   return NULL;
 }
 

@@ -7,9 +7,57 @@
  * the steps of micro-batch i. Every other copy (parameters at creation, checkpoints, reads of the
  * loss) is synchronous: both streams drain first. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/cuda/cuda_internal.h"
+
+/* A micro-batch's copy into the pinned mirror is the host's share of each step: 38.5 MB of vit-b16
+ * images at N = 64 took 10.4 ms of a 215 ms step on an H200's host (one thread, 3.7 GB/s). Copies of
+ * at least PARALLEL_COPY_BYTES are split over up to PARALLEL_COPY_THREADS threads. */
+enum { PARALLEL_COPY_BYTES = 8 << 20, PARALLEL_COPY_THREADS = 8 };
+
+typedef struct copy_part {
+  char *to;
+  const char *from;
+  size_t bytes;
+} copy_part;
+
+static void *copy_one_part(void *arg) {
+  const copy_part *part = arg;
+  memcpy(part->to, part->from, part->bytes);
+  return NULL;
+}
+
+/* memcpy, on several threads when it is large and the host has the cores; the calling thread copies
+ * the first part, and a thread that cannot be started leaves its part to the caller. */
+static void copy_to_mirror(char *to, const char *from, size_t bytes) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = cores > PARALLEL_COPY_THREADS ? PARALLEL_COPY_THREADS : (int)(cores > 1 ? cores : 1);
+  if (bytes < PARALLEL_COPY_BYTES || threads < 2) {
+    memcpy(to, from, bytes);
+    return;
+  }
+  copy_part parts[PARALLEL_COPY_THREADS];
+  pthread_t ids[PARALLEL_COPY_THREADS];
+  bool started[PARALLEL_COPY_THREADS] = {false};
+  const size_t share = (bytes / (size_t)threads + 63) / 64 * 64;
+  for (int i = 0; i < threads; i++) {
+    const size_t begin = share * (size_t)i < bytes ? share * (size_t)i : bytes;
+    const size_t end = begin + share < bytes ? begin + share : bytes;
+    parts[i] = (copy_part){to + begin, from + begin, end - begin};
+    if (i > 0 && parts[i].bytes > 0)
+      started[i] = pthread_create(&ids[i], NULL, copy_one_part, &parts[i]) == 0;
+  }
+  copy_one_part(&parts[0]);
+  for (int i = 1; i < threads; i++) {
+    if (started[i])
+      pthread_join(ids[i], NULL);
+    else if (parts[i].bytes > 0)
+      copy_one_part(&parts[i]);
+  }
+}
 
 /* The io half the bytes [offset, offset + bytes) of the io region belong to, or -1. */
 static int32_t io_half_of(const cuda_state *s, int64_t offset, int64_t bytes) {
@@ -36,7 +84,7 @@ tf_status tf_cuda_upload(void *state, void *region, int64_t offset, const void *
   if (half >= 0 && s->io_mirror) {
     // The mirror's bytes may still be on their way to the device from the last upload of this half.
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventSynchronize(s->uploaded[half]), "waiting for an upload"));
-    memcpy(s->io_mirror + offset, host, (size_t)bytes);
+    copy_to_mirror(s->io_mirror + offset, host, (size_t)bytes);
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->copy, s->consumed[half], 0), "ordering an upload"));
     TF_RETURN_IF_ERROR(
         tf_cuda_status(cudaMemcpyAsync(target, s->io_mirror + offset, (size_t)bytes, cudaMemcpyHostToDevice, s->copy),
