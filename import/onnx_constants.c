@@ -181,7 +181,7 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
     snprintf(what, sizeof(what), "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
     TF_RETURN_IF_ERROR(ox_known_from_tensor(a->t, what, &k));
     value = k->count < 1 ? 0 : k->is_float ? k->reals[0] : (double)k->ints[0].size;
-    dtype = k->is_float ? TF_F32 : k->dtype;
+    dtype = k->is_float && k->dtype != TF_F16 && k->dtype != TF_BF16 ? TF_F32 : k->dtype; /* bf16: opset 20 */
     ox_known_free(k);
   }
   tf_dim dims[TF_MAX_RANK];
@@ -207,7 +207,9 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
     }
     return ox_set_known(im, node, 0, k);
   }
-  tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], dtype,
+  /* A half fill is an f32 constant cast to its type, as the importer's other half constants. */
+  const bool half = dtype == TF_F16 || dtype == TF_BF16;
+  tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], half ? TF_F32 : dtype,
                                       tf_shape_from(dims, (int32_t)shape->count), tf_init_make(TF_INIT_FILL, value, 0));
-  return ox_set_tensor(im, node, 0, id);
+  return ox_set_tensor(im, node, 0, half ? tf_cast(im->graph, id, dtype) : id);
 }

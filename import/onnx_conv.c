@@ -183,7 +183,10 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
     return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
   }
   if (dilation[0] != 1 || dilation[1] != 1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "dilated pooling");
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "dilations %" PRId32 " x %" PRId32 " (dilated pooling: MaxPool's, and AveragePool's from "
+                   "opset 19, is not supported)",
+                   dilation[0], dilation[1]);
   if (ox_attr_int(node, "ceil_mode", 0) != 0)
     TF_RETURN_IF_ERROR(ceil_as_floor(im, node, x, &a));
   if (node->pool_padding[0] || node->pool_padding[1]) { /* a Pad of zeros folded in: counted, like tf */

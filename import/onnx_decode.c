@@ -1,6 +1,15 @@
 /* The decode stage: the ONNX protobuf (protobuf-c, C generated from Debian's onnx.proto at build
  * time) into the model, checked for its IR version and opset, and its nodes into im->nodes in the
- * order the file lists them, one writer per value; ONNX element types as tightfit dtypes. */
+ * order the file lists them, one writer per value; ONNX element types as tightfit dtypes.
+ *
+ * Opsets 19 to 21 (what PyTorch 2.9+ exports by default) changed these operators the importer reads
+ * (docs/import.md, "Opsets 19 to 21"): new element types only (float8 at 19, int4/uint4 at 21: Cast,
+ * Constant, ConstantOfShape, Identity, Reshape, Shape, Size, Flatten, Squeeze, Unsqueeze, Transpose,
+ * Pad; refused wherever a tensor of such a type appears, by ox_dtype), Equal of strings (refused, no
+ * string type), ReduceMax/ReduceMin of bool (onnx_reduce.c), Pad's `wrap` mode (refused),
+ * AveragePool's dilations (refused unless 1), Resize's half_pixel_symmetric coordinates
+ * (onnx_resize_linear.c) and Gelu (onnx_elementwise.c). GroupNormalization (whose scale and bias
+ * became per channel at 21), IsNaN and IsInf are not read at any opset. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +18,7 @@
 #include "import/onnx_decode.h"
 
 #define OX_MIN_OPSET 7
-#define OX_MAX_OPSET 18
+#define OX_MAX_OPSET 21
 
 static tf_status check_model(ox_import *im) {
   const Onnx__ModelProto *m = im->model;
@@ -28,8 +37,8 @@ static tf_status check_model(ox_import *im) {
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: opset %" PRId64 " of the default domain (supported: %d to %d; %s)",
                          im->source, im->opset, OX_MIN_OPSET, OX_MAX_OPSET,
                          im->opset < 0 ? "the model imports none"
-                                       : "export with opset_version=14 or 17; PyTorch 2.x: with dynamo=False, or "
-                                         "opset_version=18 for its dynamo exporter");
+                                       : "export with an opset_version from 7 to 21: torch.onnx.export's default "
+                                         "in PyTorch 2.9+, 20, is read; tightfit.from_torch writes 17");
   im->onnx = m->graph;
   return NULL;
 }
@@ -105,5 +114,11 @@ bool ox_dtype(int32_t type, tf_dtype *out) {
 
 const char *ox_dtype_name(int32_t type) {
   const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(&onnx__tensor_proto__data_type__descriptor, type);
-  return v ? v->name : "unknown";
+  if (v)
+    return v->name;
+  /* The types of onnx.proto versions after Debian's (1.12, which ends at BFLOAT16): the float8 of
+   * opset 19, the int4 of opset 21, the float4 of opset 23. */
+  static const char *const newer[] = {"FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4",        "INT4",           "FLOAT4E2M1"};
+  return type >= 17 && type < 17 + (int32_t)(sizeof(newer) / sizeof(newer[0])) ? newer[type - 17] : "unknown";
 }

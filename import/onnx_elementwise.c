@@ -240,11 +240,18 @@ tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonomet
 
 tf_status ox_convert_sin(ox_import *im, const ox_node *node) { return trigonometric(im, node, sin); }
 
+/* Gelu (the default domain's from opset 20): approximate "none" (the default: erf) or "tanh"; any
+ * other spelling is refused rather than read as one of them. */
 tf_status ox_convert_gelu(ox_import *im, const ox_node *node) {
+  const bool tanh_form = ox_attr_is(node, "approximate", "none", "tanh");
+  if (!tanh_form && !ox_attr_is(node, "approximate", "none", "none")) {
+    const Onnx__AttributeProto *a = ox_attr(node, "approximate");
+    const int length = a && a->has_s && a->s.len < 64 ? (int)a->s.len : 0;
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "approximate '%.*s' (\"none\" or \"tanh\")", length,
+                   length ? (const char *)a->s.data : "");
+  }
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  const Onnx__AttributeProto *a = ox_attr(node, "approximate");
-  bool tanh_form = a && a->has_s && a->s.len == 4 && memcmp(a->s.data, "tanh", 4) == 0;
   return ox_set_tensor(im, node, 0, tf_gelu(im->graph, x, tanh_form));
 }
 

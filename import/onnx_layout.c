@@ -699,7 +699,8 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
   else if ((n = ox_attr_ints(node, "pads", pads, 2 * TF_MAX_RANK)) > 2 * TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many pads");
   if (!ox_attr_is(node, "mode", "constant", "constant"))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than constant (reflect and edge are not supported)");
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "a mode other than constant (reflect, edge and opset 19's wrap are not supported)");
   if (im->opset >= 18 && ox_input(node, 3))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "an axes input (pads for every axis only)");
   double value;

@@ -13,7 +13,8 @@
  * The axes come from the attribute, or from input 1 from the opset that moved them there (13 for
  * ReduceSum, 18 for the others); they must be known at import. ReduceSum, ReduceMax and ReduceMin of
  * i32/i64 data (a mask's count: XLM's `(ids != pad).sum(1)`) compute in f32 between casts: exact
- * while every value and sum is a whole number below 2^24 in magnitude. */
+ * while every value and sum is a whole number below 2^24 in magnitude; so do ReduceMax and
+ * ReduceMin of u8 and bool data (opset 20's bool: any and all), exactly. */
 #include <inttypes.h>
 
 #include "import/onnx_converters.h"
@@ -98,9 +99,13 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   tf_graph *g = im->graph;
   const tf_dtype dtype = ox_dtype_of(im, x);
-  const bool integer = dtype == TF_I32 || dtype == TF_I64;
+  /* u8 data: ONNX's uint8, and its bool (ReduceMax/ReduceMin of bool from opset 20: any, all) */
+  const bool integer = dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8;
   if (integer && !(plain && op != TF_OP_MEAN))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of integer data (only ReduceSum, ReduceMax and ReduceMin)",
+                   node->proto->op_type);
+  if (dtype == TF_U8 && op != TF_OP_MAX) /* a u8 sum wraps modulo 256, an f32 one does not */
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of u8 or bool data (only ReduceMax and ReduceMin)",
                    node->proto->op_type);
   if (integer)
     x = tf_cast(g, x, TF_F32);

@@ -3,7 +3,8 @@
  * - Resize in nearest mode by whole factors (nn.Upsample(scale_factor=2), F.interpolate(mode=
  *   "nearest"): the upsampling of GAN generators and UNets): each element repeated s times along
  *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
- *   whole factor (asymmetric with floor, half_pixel with rounding); fractional factors are refused.
+ *   whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding); fractional
+ *   factors are refused.
  *   Linear mode is onnx_resize_linear.c's; cubic is refused.
  * - Tile (x.repeat(...)): the whole axis repeated r times. */
 #include <inttypes.h>
@@ -71,12 +72,32 @@ static tf_status repeat_axes(ox_import *im, const ox_node *node, tf_tensor_id x,
   return ox_set_tensor(im, node, 0, tf_reshape(g, y, tf_shape_from(out, rank)));
 }
 
+/* Resize's attributes of opset 18 that change which axes and sizes are meant: `axes` (a subset of the
+ * axes, or another order) and `keep_aspect_ratio_policy` (sizes adjusted to the aspect ratio) are
+ * read only in their default forms. */
+static tf_status default_axes(ox_import *im, const ox_node *node, int32_t rank) {
+  int64_t axes[TF_MAX_RANK + 1];
+  const int32_t n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK + 1);
+  bool every = n == rank;
+  for (int32_t i = 0; i < n && every; i++)
+    every = axes[i] == i || axes[i] == i - rank;
+  if (n > 0 && !every)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "an axes attribute other than every axis in order (%" PRId32 " axes of a rank-%" PRId32
+                   " input): scales and sizes for every axis only",
+                   n, rank);
+  if (!ox_attr_is(node, "keep_aspect_ratio_policy", "stretch", "stretch") && ox_input(node, 3))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a keep_aspect_ratio_policy other than stretch (sizes as given only)");
+  return NULL;
+}
+
 tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
+  TF_RETURN_IF_ERROR(default_axes(im, node, rank));
   int64_t factor[TF_MAX_RANK];
   tf_status no_factors = factors(im, node, rank, dims, factor); /* reported after the mode's checks */
   bool same_size =
@@ -94,7 +115,9 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest and linear (cubic is not supported)");
   }
   bool asymmetric = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
+  /* half_pixel_symmetric (opset 19) is half_pixel where out is in times a whole factor */
   bool half_pixel = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||
+                    ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel_symmetric") ||
                     ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
   bool floor_mode = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "floor");
   bool rounding = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||

@@ -6,12 +6,15 @@
  *
  *   half_pixel, pytorch_half_pixel   (o + 0.5) / scale - 0.5, below 0 taken as 0 (align_corners=False;
  *                                    pytorch_half_pixel: 0 where the output has one position)
+ *   half_pixel_symmetric (opset 19)  the same plus in / 2 (1 - out / (in scale)): half_pixel
+ *                                    centred when scale times in is not a whole number
  *   align_corners                    o (in - 1) / (out - 1)  (0 where out is 1)
  *   asymmetric                       o / scale
  *
  * scale = out / in (the scales input's value where it is given), and blends positions i0 = floor(src)
  * and i1 = min(i0 + 1, in - 1) with weights 1 - (src - i0) and src - i0 (src at most in - 1). Axes
- * before the last two must keep their sizes; cubic mode and the other coordinate modes are refused.
+ * before the last two must keep their sizes; cubic mode and the other coordinate modes are refused,
+ * and so is antialias (opset 18) where an axis shrinks (it widens the blend there).
  * Also Resize's target (the scales or the sizes input), which the nearest mode reads too. */
 #include <inttypes.h>
 #include <math.h>
@@ -19,13 +22,20 @@
 
 #include "import/onnx_converters.h"
 
-typedef enum coordinates { HALF_PIXEL, PYTORCH_HALF_PIXEL, ALIGN_CORNERS, ASYMMETRIC } coordinates;
+typedef enum coordinates {
+  HALF_PIXEL,
+  HALF_PIXEL_SYMMETRIC,
+  PYTORCH_HALF_PIXEL,
+  ALIGN_CORNERS,
+  ASYMMETRIC
+} coordinates;
 
 static bool coordinates_of(const ox_node *node, coordinates *out) {
   static const struct {
     const char *name;
     coordinates mode;
   } modes[] = {{"half_pixel", HALF_PIXEL},
+               {"half_pixel_symmetric", HALF_PIXEL_SYMMETRIC},
                {"pytorch_half_pixel", PYTORCH_HALF_PIXEL},
                {"align_corners", ALIGN_CORNERS},
                {"asymmetric", ASYMMETRIC}};
@@ -44,6 +54,11 @@ static double source_of(coordinates mode, int64_t o, int64_t in, int64_t out, do
   case ALIGN_CORNERS: src = out > 1 ? (double)o * (double)(in - 1) / (double)(out - 1) : 0.0; break;
   case ASYMMETRIC: src = (double)o / scale; break;
   case PYTORCH_HALF_PIXEL: src = out > 1 ? ((double)o + 0.5) / scale - 0.5 : 0.0; break;
+  case HALF_PIXEL_SYMMETRIC: { /* opset 19: centred where out, a whole number, is not in * scale */
+    const double adjustment = (double)out / ((double)in * scale);
+    src = (double)in / 2 * (1 - adjustment) + ((double)o + 0.5) / scale - 0.5;
+    break;
+  }
   default: src = ((double)o + 0.5) / scale - 0.5; break;
   }
   if (src < 0)
@@ -118,8 +133,8 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
   coordinates mode;
   if (!coordinates_of(node, &mode))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "linear mode with this coordinate_transformation_mode (half_pixel, pytorch_half_pixel, "
-                   "align_corners or asymmetric only)");
+                   "linear mode with this coordinate_transformation_mode (half_pixel, half_pixel_symmetric, "
+                   "pytorch_half_pixel, align_corners or asymmetric only)");
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
@@ -136,6 +151,11 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
     if (dims[a].symbol >= 0 || dims[a].size < 1 || out[a] < 1 || out[a] > ((int64_t)1 << 16))
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                      "linear resizing of axis %" PRId32 " from a symbolic size or to a size outside 1..65536", a);
+    if (scale[a] < 1 && ox_attr_int(node, "antialias", 0) != 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "antialias=1 while shrinking axis %" PRId32 " (scale %g; antialiased linear resizing is not "
+                     "supported)",
+                     a, scale[a]);
   }
   tf_tensor_id y = x;
   const int32_t rows = rank - 2, columns = rank - 1;

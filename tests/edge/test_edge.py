@@ -2,9 +2,10 @@
 """bench/edge/run's parts that decide, checked without a GPU: the verdict (every way a run fails),
 the ballast's walk down to the budget on a simulated free counter, the per-pid reading of
 nvidia-smi's rows, the .npy writer against NumPy, scripts/gpu-verify's memory check (by pid, against
-the plan for the device, within 3% either way), and a --dry-run that compiles three scenarios
+the plan for the device, within 3% either way), a --dry-run that compiles three scenarios
 (a seed scenario's answer within its budget, a recompute-auto plan between its bounds, an imported
-model when torch is there). usage: test_edge.py TIGHTFIT WORK"""
+model when torch is there), and that the dry run compiles with the very command lines the real run
+does (its GPU parts stubbed), the cpu reference's included. usage: test_edge.py TIGHTFIT WORK"""
 import importlib.machinery
 import importlib.util
 import json
@@ -170,6 +171,54 @@ def test_dry_run(tf, work):
           "xtts-gpt's data: one .npy per input and label")
 
 
+def compile_lines(tf, out, name, dry_run):
+    """The compile command lines scenario `name` runs (out's path as OUT), its record and a problem or
+    None. The real run's GPU parts are stubbed: the confined training returns nothing measured, each
+    `train` (the cpu reference's) prints two steps, and `--device cuda:N` compiles as `--target cuda`
+    (no GPU here), which is how the dry run spells it."""
+    lines, original, confined = [], edge.run_tool, edge.train_confined
+
+    def recording_run_tool(command, log=None, check=True):
+        if command[1] == "train":
+            return '{"step": 1, "loss": 1.0}\n{"step": 2, "loss": 0.9}\n'
+        if "--device" in command:
+            i = command.index("--device")
+            command = command[:i] + ["--target", "cuda"] + command[i + 2:]
+        if command[1] == "compile":
+            lines.append(" ".join(command).replace(out, "OUT"))
+        return original(command, log, check)
+
+    edge.run_tool = recording_run_tool
+    edge.train_confined = lambda *a, **k: {"exit": 0, "losses": [1.0, 0.9]}
+    try:
+        args = edge.parse_args([out, "--tightfit", tf, "--only", name, "--steps", "2"] + (["--dry-run"] if dry_run else []))
+        scenario = [s for s in edge.SCENARIOS if s.name == name][0]
+        record = edge.run_scenario(tf, None, scenario, args)
+    finally:
+        edge.run_tool, edge.train_confined = original, confined
+    return lines, record
+
+
+def test_dry_run_compiles_as_the_run(tf, work):
+    """The dry run executes the very compile command lines the real run does (issue of 2026-12-04: the
+    dry run passed while the real run's cpu reference compile of gpt-remat-auto, `--remat auto`
+    without `--budget`, failed), so a compile that fails on the GPU machine fails here first."""
+    for name in ("gpt-remat-auto", "gpt-checkpoints"):
+        dry, dry_record = compile_lines(tf, os.path.join(work, "same-dry"), name, True)
+        real, real_record = compile_lines(tf, os.path.join(work, "same-real"), name, False)
+        harness_errors = [r for r in real_record.get("reasons", []) if "exit" in r and "trainer" not in r]
+        check(dry == real and not harness_errors and dry_record.get("status") == "SKIP",
+              "%s: the dry run's %d compile lines are the real run's %d (dry run %s; real run's compile errors: %s)" % (
+                  name, len(dry), len(real), dry_record.get("status"), harness_errors or "none"))
+        for line in real:
+            print("     %s" % line)
+        if dry != real:
+            for line in sorted(set(real) - set(dry)):
+                print("     only in the real run: %s" % line)
+            for line in sorted(set(dry) - set(real)):
+                print("     only in the dry run: %s" % line)
+
+
 REPORT = os.path.join(ROOT, "scripts", "gpu-verify-report.py")
 
 
@@ -279,6 +328,7 @@ def main():
     test_confined_run(tf, work)
     test_speed_check(work)
     test_dry_run(tf, work)
+    test_dry_run_compiles_as_the_run(tf, work)
     print("edge harness: %d failed" % len(failures))
     return 1 if failures else 0
 

@@ -31,7 +31,7 @@ def imported(path):
 
 # The TorchScript exporter, whose eval-mode export these warnings are about: PyTorch 2.x also has the
 # dynamo exporter (its default from 2.9, test_dynamo_export.py), and its TorchScript exporter's default
-# opset is 20 (tightfit reads 7 to 18), where 1.13's is 14.
+# opset is 20 (tightfit reads 7 to 21; these tests pin 17, as from_torch does), where 1.13's is 14.
 TORCHSCRIPT = {"dynamo": False, "opset_version": 17} if "dynamo" in inspect.signature(torch.onnx.export).parameters \
     else {}
 

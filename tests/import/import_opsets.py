@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+"""`tightfit import` of opsets 19, 20 and 21 (what PyTorch 2.9+ exports by default), each model written
+with onnx.helper, imported, compiled (--inference), run, and its output compared with numpy's:
+
+  the operators whose definitions changed only by new element types (Transpose, Unsqueeze, Squeeze,
+      Flatten, Reshape, Identity, Pad, Cast with opset 19's saturate attribute, Constant,
+      ConstantOfShape, Shape, Size) in one chain, at opsets 18, 19, 20 and 21: the same output each time
+  Gelu (opset 20), approximate "none" and "tanh", against numpy's erf and tanh forms (within 1e-6)
+  ReduceMax and ReduceMin of bool data (opset 20): any and all over an axis, exact
+  ConstantOfShape of a bf16 value (opset 20): a bf16 fill
+  Resize with half_pixel_symmetric coordinates (opset 19): linear to fractional and whole scales
+      against the formula of ONNX's definition; nearest by a whole factor (each element repeated)
+and the refusals, each exit 2 naming the node and why (no graph written): Pad in wrap mode, a
+dilated AveragePool (19), Cast to float8 (19) and int4 (21), a Constant of uint4 (21), a
+ConstantOfShape of float8 (20), Gelu with another approximation, antialiased linear downscaling,
+Resize's axes and keep_aspect_ratio_policy (18), GroupNormalization (21), IsNaN (20), opset 22.
+
+usage: import_opsets.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as error:
+    print(f"import_opsets.py: skipped, cannot import onnx or numpy ({error})")
+    sys.exit(77)
+
+F32 = TensorProto.FLOAT
+# The element types after Debian's onnx 1.12 (onnx.proto numbers): its TensorProto lacks the names.
+FLOAT8E4M3FN, FLOAT8E5M2, UINT4, INT4 = 17, 19, 21, 22
+
+
+def const(name, value, dtype=np.int64):
+    return helper.make_node("Constant", [], [name], name=name, value=numpy_helper.from_array(np.array(value, dtype=dtype), name))
+
+
+def raw_tensor(name, data_type, dims, raw):
+    """A TensorProto of any element type number, its bytes given (onnx 1.12's make_tensor checks the type)."""
+    t = TensorProto()
+    t.name, t.data_type, t.raw_data = name, data_type, raw
+    t.dims.extend(dims)
+    return t
+
+
+def make(nodes, inputs, outputs, opset):
+    graph = helper.make_graph(nodes, "opsets", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs])
+    # IR 10 is what opset 21 comes with (onnx 1.16); the importer reads any IR from 3 on.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="onnx.helper",
+                             ir_version=10 if opset >= 21 else 9 if opset >= 19 else 8)
+
+
+def type_chain(opset):
+    """x [2, 3, 4] -> Transpose -> Unsqueeze -> Squeeze -> Flatten -> Reshape -> Identity -> Pad ->
+    Cast f16 (saturate) -> Cast f32, + ConstantOfShape(1.5) + Size(x) * Shape(x)[2]: [2, 15]."""
+    cast_attributes = {"saturate": 1} if opset >= 19 else {}
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], name="transpose", perm=[0, 2, 1]),
+        const("axis1", [1]),
+        helper.make_node("Unsqueeze", ["t", "axis1"], ["u"], name="unsqueeze"),
+        helper.make_node("Squeeze", ["u", "axis1"], ["s"], name="squeeze"),
+        helper.make_node("Flatten", ["s"], ["f"], name="flatten", axis=1),
+        const("shape", [2, -1]),
+        helper.make_node("Reshape", ["f", "shape"], ["r"], name="reshape"),
+        helper.make_node("Identity", ["r"], ["i"], name="identity"),
+        const("pads", [0, 1, 0, 2]),
+        const("pad_value", 0.25, np.float32),
+        helper.make_node("Pad", ["i", "pads", "pad_value"], ["p"], name="pad", mode="constant"),
+        helper.make_node("Cast", ["p"], ["h"], name="to_f16", to=TensorProto.FLOAT16, **cast_attributes),
+        helper.make_node("Cast", ["h"], ["c"], name="to_f32", to=F32, **cast_attributes),
+        const("fill_shape", [15]),
+        helper.make_node("ConstantOfShape", ["fill_shape"], ["fill"], name="fill",
+                         value=numpy_helper.from_array(np.array([1.5], dtype=np.float32), "v")),
+        helper.make_node("Add", ["c", "fill"], ["a"], name="add"),
+        helper.make_node("Size", ["x"], ["count"], name="size"),
+        helper.make_node("Shape", ["x"], ["dims"], name="shape_of", start=2),
+        helper.make_node("Mul", ["count", "dims"], ["product"], name="count_times_width"),
+        helper.make_node("Cast", ["product"], ["scale"], name="scale", to=F32),
+        helper.make_node("Mul", ["a", "scale"], ["y"], name="mul"),
+    ]
+    return make(nodes, [("x", F32, [2, 3, 4])], [("y", F32, [2, 15])], opset)
+
+
+def type_chain_reference(x):
+    p = np.pad(x.transpose(0, 2, 1).reshape(2, 12), ((0, 0), (1, 2)), constant_values=0.25)
+    return (p.astype(np.float16).astype(np.float64) + 1.5) * (x.size * x.shape[2])
+
+
+def gelu_model(approximate):
+    attributes = {} if approximate is None else {"approximate": approximate}
+    return make([helper.make_node("Gelu", ["x"], ["y"], name="gelu", **attributes)], [("x", F32, [3, 7])],
+                [("y", F32, [3, 7])], 20)
+
+
+def bool_reduce(op):
+    nodes = [const("axes", [1]), helper.make_node(op, ["x", "axes"], ["r"], name="reduce", keepdims=0),
+             helper.make_node("Cast", ["r"], ["y"], name="to_f32", to=F32)]
+    return make(nodes, [("x", TensorProto.BOOL, [4, 3])], [("y", F32, [4])], 20)
+
+
+def bf16_fill():
+    bits = np.array([0x4040], dtype=np.uint16)  # 3.0 in bf16
+    nodes = [const("fill_shape", [2, 3]),
+             helper.make_node("ConstantOfShape", ["fill_shape"], ["fill"], name="fill",
+                              value=raw_tensor("v", TensorProto.BFLOAT16, [1], bits.tobytes())),
+             helper.make_node("Cast", ["fill"], ["f"], name="to_f32", to=F32),
+             helper.make_node("Mul", ["x", "f"], ["y"], name="mul")]
+    return make(nodes, [("x", F32, [2, 3])], [("y", F32, [2, 3])], 20)
+
+
+def resize(mode, scales=None, sizes=None, in_shape=(1, 1, 4, 5), opset=19, **attributes):
+    nodes = [const("roi", [], np.float32), const("scales", scales if scales is not None else [], np.float32)]
+    inputs = ["x", "roi", "scales"]
+    if sizes is not None:
+        nodes.append(const("sizes", sizes))
+        inputs.append("sizes")
+    nodes.append(helper.make_node("Resize", inputs, ["y"], name="resize", mode=mode, **attributes))
+    out = list(sizes) if sizes is not None else [int(math.floor(d * s)) for d, s in zip(in_shape, scales)]
+    return make(nodes, [("x", F32, list(in_shape))], [("y", F32, out)], opset)
+
+
+def half_pixel_symmetric_linear(x, scales):
+    """Resize, linear, half_pixel_symmetric, as ONNX's definition of Resize-19 writes it: per axis
+    x_ori = in / 2 (1 - out / (in scale)) + (o + 0.5) / scale - 0.5, clamped to [0, in - 1]."""
+    y = x.astype(np.float64)
+    for axis, scale in enumerate(scales):
+        size = y.shape[axis]
+        out = int(math.floor(size * scale))
+        if out == size and scale == 1:
+            continue
+        blend = np.zeros((out, size))
+        adjustment = out / (size * scale)
+        for o in range(out):
+            src = size / 2 * (1 - adjustment) + (o + 0.5) / scale - 0.5
+            src = min(max(src, 0.0), size - 1.0)
+            i0 = int(math.floor(src))
+            i1 = min(i0 + 1, size - 1)
+            blend[o, i0] += 1 - (src - i0)
+            blend[o, i1] += src - i0
+        y = np.moveaxis(np.tensordot(blend, np.moveaxis(y, axis, 0), axes=(1, 0)), 0, axis)
+    return y
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    tightfit = sys.argv[1]
+    failures = []
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as folder:
+        def path(name):
+            return os.path.join(folder, name)
+
+        def import_model(name, model):
+            onnx.save(model, path(name + ".onnx"))
+            return subprocess.run([tightfit, "import", path(name + ".onnx"), "-o", path(name + ".tfg")],
+                                  capture_output=True, text=True)
+
+        def run_model(name, model, x):
+            """(output, ops of the imported graph) or (None, why)."""
+            done = import_model(name, model)
+            if done.returncode != 0:
+                return None, f"import: exit {done.returncode}: {done.stderr.strip()}"
+            done = subprocess.run([tightfit, "compile", path(name + ".tfg"), "--inference", "-o",
+                                   path(name + ".tfplan")], capture_output=True, text=True)
+            if done.returncode != 0:
+                return None, f"compile: exit {done.returncode}: {done.stderr.strip()}"
+            os.makedirs(path(name + ".data"))
+            np.save(path(name + ".data/x.npy"), x)
+            done = subprocess.run([tightfit, "run", path(name + ".tfplan"), "--data", path(name + ".data"),
+                                   "--output", path(name + ".out")], capture_output=True, text=True)
+            if done.returncode != 0:
+                return None, f"run: exit {done.returncode}: {done.stderr.strip()}"
+            dump = json.loads(subprocess.run([tightfit, "dump", path(name + ".tfg")], capture_output=True,
+                                             text=True).stdout)
+            return np.load(path(name + ".out/y.npy")), sorted(n["op"] for n in dump["nodes"])
+
+        def check(what, name, model, x, want, tolerance=0.0, ops_wanted=()):
+            got, ops = run_model(name, model, x)
+            if got is None:
+                failures.append(f"{what}: {ops}")
+                print(f"{what}: {ops}")
+                return None
+            worst = float(np.max(np.abs(got.astype(np.float64) - want))) if got.shape == want.shape else None
+            print(f"{what}: output {list(got.shape)}, worst difference {worst} (tolerance {tolerance}), ops {ops}")
+            if worst is None or not worst <= tolerance:
+                failures.append(f"{what}: output {list(got.shape)} vs {list(want.shape)}, worst difference {worst}")
+            for op in ops_wanted:
+                if op not in ops:
+                    failures.append(f"{what}: the imported graph has no '{op}' node: {ops}")
+            return got
+
+        x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+        outputs = {}
+        for opset in (18, 19, 20, 21):
+            outputs[opset] = check(f"the types-only operators at opset {opset}", f"chain{opset}", type_chain(opset), x,
+                                   type_chain_reference(x))
+        if all(o is not None for o in outputs.values()):
+            same = all(np.array_equal(outputs[18], outputs[o]) for o in (19, 20, 21))
+            print(f"the chain at opsets 19, 20 and 21 gives opset 18's output bit for bit: {same}")
+            if not same:
+                failures.append("the types-only chain differs between opset 18 and a later opset")
+
+        wide = (rng.standard_normal((3, 7)) * 3).astype(np.float32)
+        w = wide.astype(np.float64)
+        erf_form = 0.5 * w * (1 + np.vectorize(math.erf)(w / math.sqrt(2)))
+        tanh_form = 0.5 * w * (1 + np.tanh(math.sqrt(2 / math.pi) * (w + 0.044715 * w ** 3)))
+        print(f"(the two GELU forms differ by up to {float(np.max(np.abs(erf_form - tanh_form))):.2e} here)")
+        for approximate, want in ((None, erf_form), ("none", erf_form), ("tanh", tanh_form)):
+            check(f"Gelu-20, approximate {approximate or 'absent'}", f"gelu_{approximate}", gelu_model(approximate),
+                  wide, want, 1e-6, ops_wanted=("gelu",))
+
+        mask = np.array([[0, 0, 0], [0, 1, 0], [1, 1, 1], [0, 0, 1]], dtype=np.uint8)
+        check("ReduceMax of bool (opset 20): any over axis 1", "any", bool_reduce("ReduceMax"), mask,
+              mask.max(axis=1).astype(np.float64))
+        check("ReduceMin of bool (opset 20): all over axis 1", "all", bool_reduce("ReduceMin"), mask,
+              mask.min(axis=1).astype(np.float64))
+
+        small = rng.standard_normal((2, 3)).astype(np.float32)
+        check("ConstantOfShape of a bf16 value (opset 20)", "bf16_fill", bf16_fill(), small,
+              (small * np.float32(3.0)).astype(np.float64))
+
+        image = rng.standard_normal((1, 1, 4, 5)).astype(np.float32)
+        for scales in ([1, 1, 1.5, 0.7], [1, 1, 2, 3], [1, 1, 0.6, 1.3]):
+            check(f"Resize-19 linear, half_pixel_symmetric, scales {scales}", "symmetric_" + "_".join(map(str, scales)),
+                  resize("linear", scales, coordinate_transformation_mode="half_pixel_symmetric"), image,
+                  half_pixel_symmetric_linear(image, scales), 1e-6)
+        check("Resize-19 nearest, half_pixel_symmetric, by 2", "symmetric_nearest",
+              resize("nearest", [1, 1, 2, 2], coordinate_transformation_mode="half_pixel_symmetric"), image,
+              image.repeat(2, axis=2).repeat(2, axis=3).astype(np.float64))
+
+        node = lambda op, inputs=("x",), **a: helper.make_node(op, list(inputs), ["y"], name="n", **a)  # noqa: E731
+        refusals = [
+            ("Pad in wrap mode (19)", make([const("pads", [0, 1, 0, 1]), node("Pad", ["x", "pads"], mode="wrap")],
+                                          [("x", F32, [2, 3])], [("y", F32, [2, 5])], 19),
+             ["'n' (Pad)", "wrap are not supported"]),
+            ("a dilated AveragePool (19)", make([node("AveragePool", kernel_shape=[2, 2], dilations=[2, 2])],
+                                                [("x", F32, [1, 1, 6, 6])], [("y", F32, [1, 1, 4, 4])], 19),
+             ["'n' (AveragePool)", "dilations 2 x 2"]),
+            ("Cast to float8 (19)", make([node("Cast", to=FLOAT8E4M3FN, saturate=0)], [("x", F32, [4])],
+                                         [("y", FLOAT8E4M3FN, [4])], 19),
+             ["'n' (Cast)", "cast to FLOAT8E4M3FN (17)"]),
+            ("Cast to int4 (21)", make([node("Cast", to=INT4)], [("x", F32, [4])], [("y", INT4, [4])], 21),
+             ["'n' (Cast)", "cast to INT4 (22)"]),
+            ("a Constant of uint4 (21)", make([helper.make_node("Constant", [], ["c"], name="n",
+                                                                value=raw_tensor("c", UINT4, [2], b"\x21")),
+                                               helper.make_node("Cast", ["c"], ["cf"], name="cast", to=F32),
+                                               helper.make_node("Add", ["x", "cf"], ["y"], name="add")],
+                                              [("x", F32, [2])], [("y", F32, [2])], 21),
+             ["'n' (Constant)", "element type UINT4 (21) is not supported"]),
+            ("a ConstantOfShape of float8 (20)", make([const("s", [2]), helper.make_node(
+                "ConstantOfShape", ["s"], ["c"], name="n", value=raw_tensor("v", FLOAT8E5M2, [1], b"\x3c")),
+                helper.make_node("Cast", ["c"], ["cf"], name="cast", to=F32),
+                helper.make_node("Add", ["x", "cf"], ["y"], name="add")], [("x", F32, [2])], [("y", F32, [2])], 20),
+             ["'n' (ConstantOfShape)", "element type FLOAT8E5M2 (19) is not supported"]),
+            ("Gelu with approximate 'fast'", make([node("Gelu", approximate="fast")], [("x", F32, [4])],
+                                                  [("y", F32, [4])], 20),
+             ["'n' (Gelu)", "approximate 'fast'"]),
+            ("antialiased linear downscaling (18)", resize("linear", [1, 1, 0.5, 0.5], in_shape=(1, 1, 4, 6),
+                                                           antialias=1),
+             ["'resize' (Resize)", "antialias=1 while shrinking axis 2"]),
+            ("Resize of a subset of axes (18)", resize("nearest", [2, 2], in_shape=(1, 1, 4, 5), axes=[2, 3]),
+             ["'resize' (Resize)", "an axes attribute other than every axis in order"]),
+            ("Resize keeping the aspect ratio (18)", resize("nearest", sizes=[1, 1, 8, 8], in_shape=(1, 1, 4, 5),
+                                                            keep_aspect_ratio_policy="not_larger"),
+             ["'resize' (Resize)", "keep_aspect_ratio_policy other than stretch"]),
+            ("GroupNormalization (21: scale and bias per channel)", make(
+                [const("scale", [1, 1, 1, 1], np.float32), const("bias", [0, 0, 0, 0], np.float32),
+                 node("GroupNormalization", ["x", "scale", "bias"], num_groups=2)],
+                [("x", F32, [1, 4, 3])], [("y", F32, [1, 4, 3])], 21),
+             ["GroupNormalization", "'n'"]),
+            ("IsNaN (20)", make([node("IsNaN")], [("x", F32, [4])], [("y", TensorProto.BOOL, [4])], 20),
+             ["IsNaN", "'n'"]),
+            ("opset 22", make([node("Relu")], [("x", F32, [4])], [("y", F32, [4])], 22),
+             ["opset 22 of the default domain (supported: 7 to 21"]),
+        ]
+        for what, model, words in refusals:
+            name = "refused_" + "".join(c for c in what if c.isalnum())
+            done = import_model(name, model)
+            message = done.stderr.strip()
+            print(f"{what}: exit {done.returncode}: {message}")
+            if done.returncode != 2 or any(w not in message for w in words) or os.path.exists(path(name + ".tfg")):
+                failures.append(f"{what}: wanted exit 2, no graph and {[w for w in words if w not in message]}")
+    for failure in failures:
+        print("FAIL:", failure)
+    print("import_opsets:", "FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
