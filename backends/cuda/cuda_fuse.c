@@ -221,11 +221,14 @@ static bool match_forward(const plan_index *index, int32_t m, tf_cuda_fusion *f)
   const int32_t bias = as->inputs[0] == y ? as->inputs[1] : as->inputs[0];
   const int32_t z = as->outputs[0];
   const tf_plan_buffer *bb = &plan->buffers[bias];
-  if (bias == y || !is_bias_vector(bb, n, yb->dtype) || index->producer[bias] >= m ||
-      !same_shape(&plan->buffers[z], yb) || plan->buffers[z].dtype != yb->dtype)
+  const int32_t made = index->producer[bias];
+  if (bias == y || !is_bias_vector(bb, n, yb->dtype) || made >= add || !same_shape(&plan->buffers[z], yb) ||
+      plan->buffers[z].dtype != yb->dtype)
     return false;
+  /* At the matmul when the bias exists by then; else at the add: autocast's cast of an f32 bias to
+   * the product's half type runs between the two (the GEMM's reads then move to the add). */
   *f = (tf_cuda_fusion){.kind = TF_CUDA_FUSION_BIAS,
-                        .launch_step = m,
+                        .launch_step = made < m ? m : add,
                         .first = m,
                         .last = add,
                         .matmul_step = m,

@@ -156,6 +156,15 @@ static void gpt2_plans(void) {
    * make their spans overlap: one bgradb group */
   check_plan("gpt2-small bf16 storage, bf16 math", plan, (expected){{4, 0, 0, 1, 1}, 16});
   tf_plan_destroy(plan);
+
+  /* autocast: the biases are cast to bf16 between each matmul and its add, so the four bias groups
+   * launch at the add. Two bias gradients stay apart: their f32 cast reads db between the sum_to and
+   * the matmul, and the product's output shares bytes with a step between the two */
+  o = cuda_options("N=2,T=64");
+  o.autocast = TF_BF16;
+  plan = compile_zoo("gpt2-small", GPT1, 1, o);
+  check_plan("gpt2-small autocast bf16", plan, (expected){{3, 0, 1, 2, 1}, 16});
+  tf_plan_destroy(plan);
 }
 
 /* The zoo's mlp with two accumulated micro-batches: relu, no gelu; weight gradients through

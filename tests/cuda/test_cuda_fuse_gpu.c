@@ -37,7 +37,7 @@ typedef struct model {
   double learning_rate;
   int32_t accumulate;
   tf_precision precision;
-  tf_dtype matmul_math;
+  tf_dtype matmul_math, autocast;
   double loss_tolerance, far_share; /* relative loss difference; share of weights > lr/2 apart */
 } model;
 
@@ -68,6 +68,21 @@ static const model MODELS[] = {
      .accumulate = 1,
      .precision = TF_PRECISION_BF16,
      .matmul_math = TF_BF16,
+     .loss_tolerance = 2e-2,
+     .far_share = 0.05},
+    /* autocast: each bias cast to bf16 between its matmul and its add, the groups launched at the add */
+    {.label = "gpt 2 layers autocast bf16",
+     .preset = "gpt",
+     .bindings = "N=4,T=16",
+     .overrides = GPT_2_LAYERS,
+     .n_overrides = 6,
+     .int_high = 64,
+     .optimizer = TF_OPTIMIZER_ADAMW,
+     .learning_rate = 1e-3,
+     .accumulate = 1,
+     .precision = TF_PRECISION_F32,
+     .matmul_math = TF_F32,
+     .autocast = TF_BF16,
      .loss_tolerance = 2e-2,
      .far_share = 0.05},
     {.label = "mlp sgd",
@@ -105,6 +120,7 @@ static tf_plan *compile_model(const model *m) {
   o.set_precision = m->precision != TF_PRECISION_F32;
   o.precision = m->precision;
   o.matmul_math = m->matmul_math;
+  o.autocast = m->autocast; /* TF_F32 where not given: off */
   return tf_test_zoo_plan(&counts, m->label, m->preset, m->overrides, m->n_overrides, &o);
 }
 
