@@ -19,11 +19,12 @@
  *
  * Switch: TIGHTFIT_CUDA_TENSOR_ATTENTION (kernels.h), read at each launch (a getenv: launches happen
  * at warm-up and capture, or per step without graphs). Anything refused or failing before the
- * kernels run falls back to the other kernels. */
+ * kernels run falls back to the other kernels. `fast` hands the whole step to attention_fast.cu's
+ * FlashAttention-2-style kernels (same contract and workspace); the host logic here serves both. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/attention_fast.cuh" /* includes attention_mma.cuh */
 
 namespace tf_cuda {
 namespace {
@@ -237,8 +238,10 @@ bool device_limits(int *major, int *minor, int64_t *shared_optin) {
   return true;
 }
 
-/* Runs the step on tensor cores (no checks but prepare_kernel's). */
+/* Runs the step on tensor cores (no checks but prepare_kernel's); fast: attention_fast.cu's kernels. */
 tf_status launch_checked(const tf_cuda_args *args, tf_cuda_attention_mode mode) {
+  if (mode == TF_CUDA_ATTENTION_FAST)
+    return launch_fast_attention(args, args->op == TF_OP_ATTENTION_GRAD);
   Params p;
   p.d = attention_dims_of(args);
   p.split = mode != TF_CUDA_ATTENTION_ROUNDED;
@@ -246,6 +249,20 @@ tf_status launch_checked(const tf_cuda_args *args, tf_cuda_attention_mode mode) 
   if (args->inputs[0].dtype == TF_BF16)
     return run_of_depth<Bf16>(args, p, backward);
   return run_of_depth<F16>(args, p, backward);
+}
+
+/* TIGHTFIT_CUDA_ATTENTION_DEBUG=1: the path of each attention launch on stderr (the warm-up and the
+ * capture with graphs, every step without), `why` the reason it is not the tensor cores. The H200's
+ * fourth lend timed the training step's attention at the CUDA-core kernels' speed though the plan's
+ * operands pass every refusal here: this says which check or launch declined. */
+void say_path(const tf_cuda_args *args, tf_cuda_attention_mode mode, const char *why) {
+  const char *debug = getenv("TIGHTFIT_CUDA_ATTENTION_DEBUG");
+  if (!debug || !debug[0] || strcmp(debug, "0") == 0)
+    return;
+  const char *name = mode == TF_CUDA_ATTENTION_FAST ? "fast" : mode == TF_CUDA_ATTENTION_ROUNDED ? "rounded" : "split";
+  fprintf(stderr, "tightfit cuda attention: %s [%lld, %lld, %lld] %d heads: %s%s\n", tf_op_name(args->op),
+          (long long)args->inputs[0].shape[0], (long long)args->inputs[0].shape[1], (long long)args->inputs[0].shape[2],
+          (int)args->attrs->u.attention.num_heads, why ? "CUDA-core kernels: " : "tensor cores, ", why ? why : name);
 }
 
 } // namespace
@@ -257,16 +274,24 @@ tf_status tensor_attention(const tf_cuda_args *args, bool backward, bool *handle
   const tf_cuda_attention_mode mode = tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION"));
   int major = 0, minor = 0;
   int64_t shared_optin = 0;
-  if (mode == TF_CUDA_ATTENTION_OFF || !device_limits(&major, &minor, &shared_optin) ||
-      tf_cuda_tensor_attention_refusal(args, major, minor, shared_optin, mode))
+  if (!device_limits(&major, &minor, &shared_optin)) {
+    say_path(args, mode, "the device's limits are unknown");
     return NULL;
+  }
+  const char *refused = tf_cuda_tensor_attention_refusal(args, major, minor, shared_optin, mode);
+  if (refused) {
+    say_path(args, mode, refused);
+    return NULL;
+  }
   (void)backward; /* the op says it: args->op */
   tf_status status = launch_checked(args, mode);
   if (status) { /* refused or failed to launch: nothing ran to completion, the other kernels redo it all */
+    say_path(args, mode, tf_status_message(status));
     tf_status_free(status);
     cudaGetLastError();
     return NULL;
   }
+  say_path(args, mode, NULL);
   *handled = true;
   return NULL;
 }
@@ -281,13 +306,19 @@ extern "C" tf_cuda_attention_mode tf_cuda_attention_mode_of(const char *value) {
     return TF_CUDA_ATTENTION_OFF;
   if (value && strcmp(value, "rounded") == 0)
     return TF_CUDA_ATTENTION_ROUNDED;
+  if (value && strcmp(value, "fast") == 0)
+    return TF_CUDA_ATTENTION_FAST;
   return TF_CUDA_ATTENTION_SPLIT;
 }
 
-extern "C" int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward) {
+extern "C" int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward, tf_cuda_attention_mode mode) {
   if (depth != 32 && depth != 64 && depth != 128)
     return 0;
   const int dm = (int)depth;
+  if (mode == TF_CUDA_ATTENTION_FAST) { /* the statistics and dQ kernels both take query_shared */
+    const int query = fast_attention::query_shared(dm), key = fast_attention::key_shared(dm);
+    return !backward ? fast_attention::forward_shared(dm) : key > query ? key : query;
+  }
   if (!backward)
     return forward_shared(dm);
   const int most = statistics_shared(dm) > query_shared(dm) ? statistics_shared(dm) : query_shared(dm);
@@ -340,7 +371,7 @@ extern "C" const char *tf_cuda_tensor_attention_refusal(const tf_cuda_args *args
   const int64_t blocks = args->inputs[0].shape[0] * heads * tiles_of(args->inputs[0].shape[1]);
   if (blocks > INT32_MAX)
     return "more blocks than the grid takes";
-  if (tf_cuda_tensor_attention_shared(depth, backward) > shared_optin)
+  if (tf_cuda_tensor_attention_shared(depth, backward, mode) > shared_optin)
     return "the device gives less shared memory per block than the kernels need";
   return NULL;
 }
@@ -361,9 +392,9 @@ extern "C" void tf_cuda_tensor_attention_describe(char *text, size_t size, int m
   char forward[32] = "", backward[32] = "";
   size_t f = 0, b = 0;
   for (int depth = 32; depth <= 128; depth *= 2) {
-    if (tf_cuda_tensor_attention_shared(depth, false) <= shared_optin)
+    if (tf_cuda_tensor_attention_shared(depth, false, mode) <= shared_optin)
       f += (size_t)snprintf(forward + f, sizeof(forward) - f, "%s%d", f ? ", " : "", depth);
-    if (tf_cuda_tensor_attention_shared(depth, true) <= shared_optin)
+    if (tf_cuda_tensor_attention_shared(depth, true, mode) <= shared_optin)
       b += (size_t)snprintf(backward + b, sizeof(backward) - b, "%s%d", b ? ", " : "", depth);
   }
   if (f == 0) {
@@ -371,11 +402,13 @@ extern "C" void tf_cuda_tensor_attention_describe(char *text, size_t size, int m
              (long long)shared_optin);
     return;
   }
-  const char *products = mode == TF_CUDA_ATTENTION_ROUNDED ? "P, dS rounded" : "P, dS in two terms";
+  const bool rounded = mode == TF_CUDA_ATTENTION_ROUNDED || mode == TF_CUDA_ATTENTION_FAST;
+  const char *products = rounded ? "P, dS rounded" : "P, dS in two terms";
+  const char *kernels = mode == TF_CUDA_ATTENTION_FAST ? "FlashAttention-2-style mma.sync" : "wmma";
   if (strcmp(forward, backward) == 0)
-    snprintf(text, size, "attention: tensor cores (wmma bf16/f16, %s, D in {%s})", products, forward);
+    snprintf(text, size, "attention: tensor cores (%s bf16/f16, %s, D in {%s})", kernels, products, forward);
   else
-    snprintf(text, size, "attention: tensor cores (wmma bf16/f16, %s, D in {%s}; gradient D in {%s})", products,
+    snprintf(text, size, "attention: tensor cores (%s bf16/f16, %s, D in {%s}; gradient D in {%s})", kernels, products,
              forward, b ? backward : "none");
 }
 

@@ -68,12 +68,14 @@ bool tf_cuda_kernel_takes_half(tf_op op);
 
 /* TIGHTFIT_CUDA_TENSOR_ATTENTION: "0" off (the CUDA-core kernels run); "rounded": P and dS rounded
  * once to the half type before their products (FlashAttention-2's: faster, 2^-9 relative error per
- * bf16 term); anything else, unset included: on, P and dS as two half terms each (the f32 kernels'
- * result up to f32 summation order). */
+ * bf16 term); "fast": the same precision on FlashAttention-2-style kernels (attention_fast*.cu:
+ * mma.sync, scores in registers, cp.async); anything else, unset included: on, P and dS as two half
+ * terms each (the f32 kernels' result up to f32 summation order). */
 typedef enum tf_cuda_attention_mode {
   TF_CUDA_ATTENTION_OFF = 0,
   TF_CUDA_ATTENTION_SPLIT = 1,
   TF_CUDA_ATTENTION_ROUNDED = 2,
+  TF_CUDA_ATTENTION_FAST = 3,
 } tf_cuda_attention_mode;
 
 /* The mode an environment value selects (NULL: unset). */
@@ -93,9 +95,10 @@ const char *tf_cuda_limits_cap(const char *value, tf_cuda_limits *limits);
 /* The current device's limits, lowered by TIGHTFIT_CUDA_LIMITS; false when CUDA cannot say. */
 bool tf_cuda_current_limits(tf_cuda_limits *limits);
 
-/* The shared memory per block the tensor-core kernels need for heads of `depth` features: the
- * forward's, or (backward) the largest of the gradient's three kernels; 0 for a depth they do not take. */
-int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward);
+/* The shared memory per block the tensor-core kernels of `mode` need for heads of `depth` features:
+ * the forward's, or (backward) the largest of the gradient's three kernels; 0 for a depth they do
+ * not take. */
+int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward, tf_cuda_attention_mode mode);
 
 /* Why the attention or attention_grad step `args` would not run on tensor cores on a device of
  * compute capability major.minor giving `shared_optin` bytes of shared memory per block, under

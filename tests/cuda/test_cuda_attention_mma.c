@@ -13,8 +13,11 @@
  *   3. TIGHTFIT_CUDA_TENSOR_ATTENTION=rounded (P, dS rounded once: each term off by up to u of itself,
  *      so an output by up to u sum |terms|, a few times max |ref| for these data): 1.01 u |ref| +
  *      4 u max(1, max |ref|);
- *   4. causal: query 0 sees one key, so its dS is 0 and dq's row 0 must be exactly 0 (delta from the
- *      same dP product as dS, attention_mma.cu).
+ *   4. TIGHTFIT_CUDA_TENSOR_ATTENTION=fast (attention_fast*.cu, FlashAttention-2-style kernels; P and
+ *      dS rounded once, as `rounded`): the same tolerance as 3, and through the launcher with the
+ *      switch set bit for bit;
+ *   5. causal: query 0 sees one key, so its dS is 0 and dq's row 0 must be exactly 0 (delta from the
+ *      same dP product as dS, attention_mma.cu, attention_fast.cuh), on every tensor path.
  * Then the step times of gpt2-small's attention (8 x 1024, 12 heads of 64, causal, bf16) on each path.
  * Exits 77 after the host checks without a CUDA device. */
 #define _POSIX_C_SOURCE 200809L
@@ -102,11 +105,17 @@ static void test_choice(void) {
   expect_refusal("bf16 D 64 forward, sm_90", &p.forward, 9, h100, TF_CUDA_ATTENTION_SPLIT, NULL);
   expect_refusal("bf16 D 64 gradient, sm_90", &p.grad, 9, h100, TF_CUDA_ATTENTION_SPLIT, NULL);
   expect_refusal("bf16 D 64 gradient, rounded", &p.grad, 8, h100, TF_CUDA_ATTENTION_ROUNDED, NULL);
+  expect_refusal("bf16 D 64 forward, fast", &p.forward, 8, h100, TF_CUDA_ATTENTION_FAST, NULL);
+  expect_refusal("bf16 D 64 gradient, fast", &p.grad, 9, h100, TF_CUDA_ATTENTION_FAST, NULL);
+  expect_refusal("bf16 D 64 gradient, fast, sm_75", &p.grad, 7, h100, TF_CUDA_ATTENTION_FAST, "compute capability");
   expect_refusal("switched off", &p.forward, 9, h100, TF_CUDA_ATTENTION_OFF, "TIGHTFIT_CUDA_TENSOR_ATTENTION=0");
   expect_refusal("sm_75", &p.forward, 7, h100, TF_CUDA_ATTENTION_SPLIT, "compute capability");
   problem_init(&p, TF_F16, 1, 5, 9, 1, 128, false, aligned, fake, big_workspace);
   expect_refusal("f16 D 128 forward, 99 KiB (sm_86)", &p.forward, 8, a6000, TF_CUDA_ATTENTION_SPLIT, NULL);
   expect_refusal("f16 D 128 gradient, 99 KiB (sm_86)", &p.grad, 8, a6000, TF_CUDA_ATTENTION_SPLIT, "shared memory");
+  expect_refusal("f16 D 128 forward, fast, 99 KiB (sm_86)", &p.forward, 8, a6000, TF_CUDA_ATTENTION_FAST, NULL);
+  expect_refusal("f16 D 128 gradient, fast, 99 KiB (sm_86)", &p.grad, 8, a6000, TF_CUDA_ATTENTION_FAST,
+                 "shared memory");
   problem_init(&p, TF_F32, 1, 5, 9, 1, 64, false, aligned, fake, big_workspace);
   expect_refusal("f32", &p.forward, 9, h100, TF_CUDA_ATTENTION_SPLIT, "not f16 or bf16");
   problem_init(&p, TF_BF16, 1, 5, 9, 1, 100, false, aligned, fake, big_workspace);
@@ -132,15 +141,13 @@ static void test_choice(void) {
   const struct {
     const char *value;
     tf_cuda_attention_mode mode;
-  } modes[] = {{NULL, TF_CUDA_ATTENTION_SPLIT},
-               {"", TF_CUDA_ATTENTION_SPLIT},
-               {"1", TF_CUDA_ATTENTION_SPLIT},
-               {"0", TF_CUDA_ATTENTION_OFF},
-               {"rounded", TF_CUDA_ATTENTION_ROUNDED}};
+  } modes[] = {{NULL, TF_CUDA_ATTENTION_SPLIT},        {"", TF_CUDA_ATTENTION_SPLIT},
+               {"1", TF_CUDA_ATTENTION_SPLIT},         {"0", TF_CUDA_ATTENTION_OFF},
+               {"rounded", TF_CUDA_ATTENTION_ROUNDED}, {"fast", TF_CUDA_ATTENTION_FAST}};
   for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
     CHECK(&counts, tf_cuda_attention_mode_of(modes[i].value) == modes[i].mode, "TIGHTFIT_CUDA_TENSOR_ATTENTION=%s",
           modes[i].value ? modes[i].value : "(unset)");
-  printf("ok   TIGHTFIT_CUDA_TENSOR_ATTENTION: unset, '', 1 -> two-term, 0 -> off, rounded -> rounded\n");
+  printf("ok   TIGHTFIT_CUDA_TENSOR_ATTENTION: unset, '', 1 -> two-term, 0 -> off, rounded -> rounded, fast -> fast\n");
 
   const struct {
     int major;
@@ -152,6 +159,9 @@ static void test_choice(void) {
        "attention: tensor cores (wmma bf16/f16, P, dS in two terms, D in {32, 64, 128})"},
       {8, a6000, TF_CUDA_ATTENTION_SPLIT, "D in {32, 64, 128}; gradient D in {32}"},
       {9, h100, TF_CUDA_ATTENTION_ROUNDED, "P, dS rounded"},
+      {9, h100, TF_CUDA_ATTENTION_FAST,
+       "attention: tensor cores (FlashAttention-2-style mma.sync bf16/f16, P, dS rounded, D in {32, 64, 128})"},
+      {8, a6000, TF_CUDA_ATTENTION_FAST, "D in {32, 64, 128}; gradient D in {32, 64})"},
       {7, h100, TF_CUDA_ATTENTION_SPLIT, "attention: CUDA cores (compute capability 7.5"},
       {9, h100, TF_CUDA_ATTENTION_OFF, "attention: CUDA cores (TIGHTFIT_CUDA_TENSOR_ATTENTION=0)"},
   };
@@ -313,9 +323,10 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
   uint16_t *bits = malloc((size_t)count * 2);
   reference r = {calloc((size_t)count, 8), calloc((size_t)count, 8), calloc((size_t)count, 8),
                  calloc((size_t)count, 8)};
-  outcome tensor, launcher, cores, rounded;
+  outcome tensor = {0}, launcher = {0}, cores = {0}, rounded = {0}, fast = {0}, fast_launcher = {0};
   bool ok = bits && r.y && r.dq && r.dk && r.dv && outcome_alloc(&tensor, count) && outcome_alloc(&launcher, count) &&
-            outcome_alloc(&cores, count) && outcome_alloc(&rounded, count);
+            outcome_alloc(&cores, count) && outcome_alloc(&rounded, count) && outcome_alloc(&fast, count) &&
+            outcome_alloc(&fast_launcher, count);
   for (int b = 0; b < 8 && ok; b++)
     ok = cudaMalloc(&device[b], (size_t)count * 2) == cudaSuccess;
   ok = ok && cudaMalloc(&workspace, (size_t)workspace_bytes) == cudaSuccess;
@@ -339,17 +350,25 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
     run_path(&p, device, count, 0, TF_CUDA_ATTENTION_SPLIT, &tensor, bits, label);
     run_path(&p, device, count, 1, TF_CUDA_ATTENTION_SPLIT, &launcher, bits, label);
     run_path(&p, device, count, 0, TF_CUDA_ATTENTION_ROUNDED, &rounded, bits, label);
+    run_path(&p, device, count, 0, TF_CUDA_ATTENTION_FAST, &fast, bits, label);
+    setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", "fast", 1);
+    run_path(&p, device, count, 1, TF_CUDA_ATTENTION_FAST, &fast_launcher, bits, label);
     setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", "0", 1);
     run_path(&p, device, count, 1, TF_CUDA_ATTENTION_OFF, &cores, bits, label);
     unsetenv("TIGHTFIT_CUDA_TENSOR_ATTENTION");
     const double w_tensor = against(&p, &tensor, &r, 1e-5 + 1.01 * u, 1e-5, label);
     const double w_cores = against(&p, &cores, &r, 1e-5 + 1.01 * u, 1e-5, label);
     const double w_rounded = against(&p, &rounded, &r, 1.01 * u, 4 * u, label);
-    bool same = tensor.ran && launcher.ran;
-    for (int b = 4; b < 8 && same; b++)
-      same = memcmp(tensor.values[b], launcher.values[b],
-                    sizeof(float) * (size_t)(b == 6 || b == 7 ? tk : tq) * (size_t)(batch * width)) == 0;
+    const double w_fast = against(&p, &fast, &r, 1.01 * u, 4 * u, label);
+    bool same = tensor.ran && launcher.ran, same_fast = fast.ran && fast_launcher.ran;
+    for (int b = 4; b < 8; b++) {
+      const size_t bytes = sizeof(float) * (size_t)(b == 6 || b == 7 ? tk : tq) * (size_t)(batch * width);
+      same = same && memcmp(tensor.values[b], launcher.values[b], bytes) == 0;
+      same_fast = same_fast && memcmp(fast.values[b], fast_launcher.values[b], bytes) == 0;
+    }
     CHECK(&counts, same, "%s: the launcher's results differ from the tensor path's (did it take another path?)", label);
+    CHECK(&counts, same_fast, "%s: the launcher's results under =fast differ from the fast kernels' (another path?)",
+          label);
     double w_pair = 0; /* tensor path vs CUDA cores */
     for (int b = 4; b < 8 && tensor.ran && cores.ran; b++) {
       const int64_t n = (b == 6 || b == 7 ? tk : tq) * batch * width;
@@ -362,15 +381,18 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
       free(wide);
     }
     bool zero_row = true; /* causal: query 0 sees key 0 only, dS = 0, dq row 0 exactly 0 */
-    for (int64_t n = 0; causal && n < batch && tensor.ran && rounded.ran; n++)
+    for (int64_t n = 0; causal && n < batch && tensor.ran && rounded.ran && fast.ran; n++)
       for (int64_t c = 0; c < width; c++)
-        zero_row =
-            zero_row && tensor.values[5][n * tq * width + c] == 0.0f && rounded.values[5][n * tq * width + c] == 0.0f;
+        zero_row = zero_row && tensor.values[5][n * tq * width + c] == 0.0f &&
+                   rounded.values[5][n * tq * width + c] == 0.0f && fast.values[5][n * tq * width + c] == 0.0f;
     CHECK(&counts, zero_row, "%s: dq of query 0 (one visible key) is not exactly 0", label);
-    const bool passed = w_tensor <= 1 && w_cores <= 1 && w_rounded <= 1 && w_pair <= 1 && same && zero_row;
-    printf("%-4s %-36s two-term %.3f, CUDA cores %.3f, rounded %.3f, tensor vs cores %.3f (x tolerance)%s%s\n",
-           passed ? "ok" : "FAIL", label, w_tensor, w_cores, w_rounded, w_pair, same ? "; launcher identical" : "",
-           causal ? (zero_row ? "; dq row 0 exactly 0" : "; dq row 0 NOT 0") : "");
+    const bool passed =
+        w_tensor <= 1 && w_cores <= 1 && w_rounded <= 1 && w_fast <= 1 && w_pair <= 1 && same && same_fast && zero_row;
+    printf(
+        "%-4s %-36s two-term %.3f, CUDA cores %.3f, rounded %.3f, fast %.3f, tensor vs cores %.3f (x tolerance)%s%s\n",
+        passed ? "ok" : "FAIL", label, w_tensor, w_cores, w_rounded, w_fast, w_pair,
+        same && same_fast ? "; launchers identical" : "",
+        causal ? (zero_row ? "; dq row 0 exactly 0" : "; dq row 0 NOT 0") : "");
   }
   for (int b = 0; b < 8; b++)
     cudaFree(device[b]);
@@ -380,6 +402,7 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
   free(bits);
   free(r.y), free(r.dq), free(r.dk), free(r.dv);
   outcome_free(&tensor), outcome_free(&launcher), outcome_free(&cores), outcome_free(&rounded);
+  outcome_free(&fast), outcome_free(&fast_launcher);
 }
 
 /* Milliseconds per launch of `args` (mean of 10 after one warm-up), or -1 on failure. */
@@ -412,9 +435,9 @@ static void time_paths(void) {
   if (ok) {
     problem p;
     problem_init(&p, TF_BF16, batch, t, t, heads, depth, true, device, workspace, workspace_bytes);
-    const char *settings[3] = {NULL, "rounded", "0"};
-    const char *names[3] = {"tensor cores, two-term", "tensor cores, rounded", "CUDA cores"};
-    for (int s = 0; s < 3; s++) {
+    const char *settings[4] = {NULL, "rounded", "fast", "0"};
+    const char *names[4] = {"tensor cores, two-term", "tensor cores, rounded", "tensor cores, fast", "CUDA cores"};
+    for (int s = 0; s < 4; s++) {
       if (settings[s])
         setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", settings[s], 1);
       else
