@@ -49,14 +49,22 @@ static tf_status resolve_gpu(tf_compile_args *args) {
 
 /* The device's figures: on CUDA the whole calibration (tools/device_calibrate.c: its seven small
  * sessions measure the module code and the graphs, which the defaults overstate by about 180 MiB on
- * an H200), elsewhere what the backend measures before a session. */
-static tf_status measure_device(const char *device, tf_device_profile *measured) {
+ * an H200), elsewhere what the backend measures before a session. Sessions that cannot run (a card
+ * already nearly full) leave those two parts at their defaults, said in `why` (else empty). */
+static tf_status measure_device(const char *device, tf_device_profile *measured, char *why, size_t why_size) {
   char backend_name[16];
   int32_t index = 0;
   tf_target_kind kind = TF_TARGET_CPU;
+  why[0] = '\0';
   if (tf_backend_parse_device(device, backend_name, sizeof(backend_name), &index) &&
-      tf_target_parse(backend_name, &kind) && kind == TF_TARGET_CUDA)
-    return tf_status_prefix(tf_device_calibrate(device, measured, NULL), "--device");
+      tf_target_parse(backend_name, &kind) && kind == TF_TARGET_CUDA) {
+    tf_status status = tf_device_calibrate(device, measured, NULL);
+    if (!status)
+      return NULL;
+    snprintf(why, why_size, " (module code and graphs: defaults, the calibration failed: %.300s)",
+             tf_status_message(status));
+    tf_status_free(status);
+  }
   tf_device_capacity capacity;
   return tf_device_measure(device, "--device", measured, &capacity);
 }
@@ -65,7 +73,8 @@ static tf_status resolve_device(tf_compile_args *args) {
   if (args->gpu)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "give --gpu or --device, not both");
   tf_device_profile measured;
-  TF_RETURN_IF_ERROR(measure_device(args->device, &measured));
+  char why[384];
+  TF_RETURN_IF_ERROR(measure_device(args->device, &measured, why, sizeof(why)));
   int32_t threads = args->options.target.threads;
   args->options.target = tf_device_profile_target(&measured);
   args->options.target.threads = threads;
@@ -77,9 +86,9 @@ static tf_status resolve_device(tf_compile_args *args) {
   }
   char budget[32];
   snprintf(args->target_note, sizeof(args->target_note),
-           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults",
+           "target %s; device %s '%.64s'; budget %s (%" PRId64 " bytes), %s; measured parts replace the defaults%s",
            tf_target_name(measured.kind), args->device, measured.name,
-           tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what);
+           tf_cli_bytes(args->budget, budget, sizeof(budget)), args->budget, what, why);
   return NULL;
 }
 
