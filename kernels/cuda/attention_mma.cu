@@ -255,14 +255,25 @@ tf_status launch_checked(const tf_cuda_args *args, tf_cuda_attention_mode mode) 
  * capture with graphs, every step without), `why` the reason it is not the tensor cores. The H200's
  * fourth lend timed the training step's attention at the CUDA-core kernels' speed though the plan's
  * operands pass every refusal here: this says which check or launch declined. */
-void say_path(const tf_cuda_args *args, tf_cuda_attention_mode mode, const char *why) {
+bool debugging_paths(void) {
   const char *debug = getenv("TIGHTFIT_CUDA_ATTENTION_DEBUG");
-  if (!debug || !debug[0] || strcmp(debug, "0") == 0)
+  return debug && debug[0] && strcmp(debug, "0") != 0;
+}
+
+void say_path(const tf_cuda_args *args, tf_cuda_attention_mode mode, const char *why) {
+  if (!debugging_paths())
     return;
   const char *name = mode == TF_CUDA_ATTENTION_FAST ? "fast" : mode == TF_CUDA_ATTENTION_ROUNDED ? "rounded" : "split";
   fprintf(stderr, "tightfit cuda attention: %s [%lld, %lld, %lld] %d heads: %s%s\n", tf_op_name(args->op),
           (long long)args->inputs[0].shape[0], (long long)args->inputs[0].shape[1], (long long)args->inputs[0].shape[2],
           (int)args->attrs->u.attention.num_heads, why ? "CUDA-core kernels: " : "tensor cores, ", why ? why : name);
+}
+
+/* Another call's error found pending before the launch (see tensor_attention). */
+void say_pending(const tf_cuda_args *args, cudaError_t earlier) {
+  if (debugging_paths())
+    fprintf(stderr, "tightfit cuda attention: %s: an earlier call left %s pending; cleared before the launch\n",
+            tf_op_name(args->op), cudaGetErrorName(earlier));
 }
 
 } // namespace
@@ -284,6 +295,13 @@ tf_status tensor_attention(const tf_cuda_args *args, bool backward, bool *handle
     return NULL;
   }
   (void)backward; /* the op says it: args->op */
+  /* An error another call left behind (the runtime keeps the last one per thread) would make this
+   * launch's check fail and the step fall back, as the fallback below always cleared it: cleared
+   * first, and said (a guess at the H200's slow attention: in training a cuBLAS product runs just
+   * before each attention step; in the test nothing does). */
+  const cudaError_t earlier = cudaGetLastError();
+  if (earlier != cudaSuccess)
+    say_pending(args, earlier);
   tf_status status = launch_checked(args, mode);
   if (status) { /* refused or failed to launch: nothing ran to completion, the other kernels redo it all */
     say_path(args, mode, tf_status_message(status));

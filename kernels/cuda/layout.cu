@@ -33,6 +33,34 @@ __global__ void place_rows(const T *in, T *out, int64_t outer, int64_t length, i
   }
 }
 
+/* rows x `units` 16-byte units: out + r out_pitch + 16 u = in + r in_pitch + 16 u (pitches in bytes).
+ * A slice of step 1 or one input of a concat is such a copy: gpt2-small's q, k, v slices and the
+ * concat of their gradients took about 5 ms of an H200 step element by element (three 64-bit
+ * divisions per 2-byte element), 8 elements a division here. */
+__global__ void copy_rows16(const char *in, char *out, int64_t rows, int64_t units, int64_t in_pitch,
+                            int64_t out_pitch) {
+  TF_CUDA_GRID_STRIDE(t, rows * units) {
+    const int64_t r = t / units, u = t - r * units;
+    *reinterpret_cast<uint4 *>(out + r * out_pitch + u * 16) =
+        *reinterpret_cast<const uint4 *>(in + r * in_pitch + u * 16);
+  }
+}
+
+bool all_aligned16(const void *p, int64_t a, int64_t b, int64_t c) {
+  return (reinterpret_cast<uintptr_t>(p) | (uintptr_t)a | (uintptr_t)b | (uintptr_t)c) % 16 == 0;
+}
+
+/* Copies `rows` rows of `row_bytes` from in (pitch in_pitch) to out (pitch out_pitch) 16 bytes at a
+ * time when every address and size allows; false (nothing launched) when not. */
+bool copy_rows_vectorized(const char *in, char *out, int64_t rows, int64_t row_bytes, int64_t in_pitch,
+                          int64_t out_pitch, cudaStream_t stream) {
+  if (!all_aligned16(in, row_bytes, in_pitch, out_pitch) || !all_aligned16(out, 0, 0, 0) || rows * row_bytes == 0)
+    return false;
+  const int64_t units = row_bytes / 16;
+  copy_rows16<<<blocks_for(rows * units), kThreads, 0, stream>>>(in, out, rows, units, in_pitch, out_pitch);
+  return true;
+}
+
 /* dx[o, p, i] = dy[o, (p - start) / step, i] at the slice's positions, 0 elsewhere. */
 template <typename T>
 __global__ void scatter_rows(const T *dy, T *dx, int64_t outer, int64_t dim, int64_t inner, int64_t length,
@@ -87,7 +115,11 @@ template <typename T> tf_status run(const tf_cuda_args *args) {
     for (int32_t k = 0; k < args->n_inputs; k++) {
       const tf_cuda_tensor *in = &args->inputs[k];
       const int64_t length = in->shape[axis];
-      if (in->count > 0)
+      const int64_t row = length * inner * (int64_t)sizeof(T),
+                    out_pitch = out->shape[axis] * inner * (int64_t)sizeof(T);
+      if (in->count > 0 &&
+          !copy_rows_vectorized((const char *)in->data, (char *)out->data + before * inner * (int64_t)sizeof(T), outer,
+                                row, row, out_pitch, stream))
         place_rows<T><<<blocks_for(in->count), kThreads, 0, stream>>>((const T *)in->data, (T *)out->data, outer,
                                                                       length, inner, out->shape[axis], before);
       before += length;
@@ -99,7 +131,10 @@ template <typename T> tf_status run(const tf_cuda_args *args) {
     const int32_t axis = a->axis < 0 ? a->axis + x->rank : a->axis;
     int64_t outer, inner;
     split_at(x, axis, &outer, &inner);
-    if (n > 0)
+    const int64_t start = tf_slice_bound(a->start, x->shape[axis]), row = out->shape[axis] * inner * (int64_t)sizeof(T);
+    if (n > 0 && (a->step != 1 ||
+                  !copy_rows_vectorized((const char *)x->data + start * inner * (int64_t)sizeof(T), (char *)out->data,
+                                        outer, row, x->shape[axis] * inner * (int64_t)sizeof(T), row, stream)))
       take_rows<T><<<blocks_for(n), kThreads, 0, stream>>>((const T *)x->data, (T *)out->data, outer, out->shape[axis],
                                                            inner, x->shape[axis],
                                                            tf_slice_bound(a->start, x->shape[axis]), a->step);

@@ -525,6 +525,14 @@ static const conf_case cases[] = {
     {"concat axis 1", build_concat, .shapes = {DIMS(2, 3, 5), DIMS(2, 1, 5), DIMS(2, 4, 5)}, .axes = {1}, EXACT},
     {"slice axis 1 [1:-1:3] (+ slice_grad)", build_slice, .shapes = {DIMS(4, 13, 3)}, .axes = {1}, .slice = {1, -1, 3},
      EXACT},
+    /* rows of whole 16-byte units (CUDA copies them 16 bytes at a time, layout.cu), and in half runs
+     * some that are not */
+    {"concat axis 2, rows of 16-byte units", build_concat, .shapes = {DIMS(3, 5, 8), DIMS(3, 5, 4), DIMS(3, 5, 12)},
+     .axes = {2}, EXACT},
+    {"slice axis 2 [4:12] (+ slice_grad)", build_slice, .shapes = {DIMS(3, 5, 16)}, .axes = {2}, .slice = {4, 12, 1},
+     EXACT},
+    {"slice axis 2 [8:16] (+ slice_grad)", build_slice, .shapes = {DIMS(3, 5, 24)}, .axes = {2}, .slice = {8, 16, 1},
+     EXACT},
     {"expand [1,5,1]->[4,5,3]", build_expand, .shapes = {DIMS(1, 5, 1), DIMS(4, 5, 3)}},
 
     /* convolutions and pooling */
