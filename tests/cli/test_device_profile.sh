@@ -17,7 +17,7 @@ tf=$1
 vk="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 if $vk "$tf" devices 2>/dev/null | grep -q '^vulkan:0'; then
   expect_phrase 0 "calibrate vulkan:0" "profile of vulkan" $vk "$tf" devices --calibrate vulkan:0 -o "$dir/lvp.profile"
-  check "... 5 calibration sessions ran (progress on stderr)" "[ \"\$(grep -c '^calibrate: session [1-5]/5' '$dir/err')\" -eq 5 ]"
+  check "... 7 calibration sessions ran, the autocast gpt among them (progress on stderr)" "[ \"\$(grep -c '^calibrate: session [1-7]/7' '$dir/err')\" -eq 7 ] && grep -q 'autocast bf16' '$dir/err'"
   check "... the profile names the backend, device and memory" \
     "grep -q '^backend vulkan\$' '$dir/lvp.profile' && grep -q '^device vulkan:0\$' '$dir/lvp.profile' && grep -q '^memory [1-9][0-9]*\$' '$dir/lvp.profile'"
   memory=$(sed -n 's/^memory //p' "$dir/lvp.profile")
