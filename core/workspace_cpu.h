@@ -47,6 +47,26 @@
 /* A product of fewer multiply-adds than this keeps its tiles: a finer cut would cost more in waking
  * threads than it saves. */
 #define TF_CPU_MATMUL_NARROW_MIN_WORK ((int64_t)1 << 22)
+
+/* Columns of C per tile for a product of `m` rows (per batch entry), `n` columns and depth `k`: the
+ * column tile; or, where C would have fewer than TF_CPU_MATMUL_FEW_TILES tiles, n cut into as many
+ * as it takes of equal width (a multiple of TF_CPU_MATMUL_COLUMN_ALIGN, at least the narrow tile).
+ * A product below TF_CPU_MATMUL_NARROW_MIN_WORK multiply-adds keeps the column tile. The matmul
+ * kernel and the fused loss head (kernels/cpu/linear_loss.c) cut their products with it alike, so
+ * the smallest plan's fused head gives the plain plan's bits (OpenBLAS's Haswell and Zen kernels
+ * sum a column in another order by its place in the call). */
+static inline int64_t tf_cpu_matmul_column_tile(int64_t m, int64_t n, int64_t k) {
+  const int64_t row_tiles = (m + TF_CPU_MATMUL_ROW_TILE - 1) / TF_CPU_MATMUL_ROW_TILE;
+  const int64_t column_tiles = (n + TF_CPU_MATMUL_COLUMN_TILE - 1) / TF_CPU_MATMUL_COLUMN_TILE;
+  if (row_tiles * column_tiles >= TF_CPU_MATMUL_FEW_TILES ||
+      (double)m * (double)n * (double)k < (double)TF_CPU_MATMUL_NARROW_MIN_WORK)
+    return TF_CPU_MATMUL_COLUMN_TILE;
+  const int64_t wanted = (TF_CPU_MATMUL_FEW_TILES + row_tiles - 1) / row_tiles; /* column tiles */
+  const int64_t width = (n + wanted - 1) / wanted;
+  const int64_t tile =
+      (width + TF_CPU_MATMUL_COLUMN_ALIGN - 1) / TF_CPU_MATMUL_COLUMN_ALIGN * TF_CPU_MATMUL_COLUMN_ALIGN;
+  return tile < TF_CPU_MATMUL_NARROW_COLUMN_TILE ? TF_CPU_MATMUL_NARROW_COLUMN_TILE : tile;
+}
 /* Query rows per attention block: the score block of one thread is this many rows of Tk. */
 #define TF_CPU_ATTENTION_BLOCK_ROWS 32
 

@@ -6,17 +6,19 @@
  * dx (rows of the chunk) and dweight (summed over chunks), and a sum over its rows to dbias (summed
  * over chunks) (backward).
  *
- * Every product is cut into spans of its output of fixed sizes that the threads share, each span one
- * single-threaded gemm over its own slice of the weight; loss terms are summed in double in blocks
- * that depend only on the chunk's rows, in order: results do not depend on the thread count. */
+ * Every product is cut into the tiles the plain plan's matmul uses (tiled_run below), each one
+ * single-threaded gemm; loss terms are summed in double in blocks that depend only on the chunk's
+ * rows, in order: results do not depend on the thread count, and match the unfused plan's. */
 #include "core/linear_loss.h"
+#include "core/workspace_cpu.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/indexing.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/xent_row.h"
 
-#define ROW_BLOCK 16 /* rows of a chunk per task of the loss partials */
+#define ROW_BLOCK 16   /* rows of a chunk per task of the loss partials */
+#define DBIAS_SPAN 256 /* classes per task of the bias gradient (each a sum of its own, in order) */
 
 typedef struct head {
   tf_linear_loss_geometry g;
@@ -57,44 +59,74 @@ static int64_t counted_labels(const head *h) {
 
 static int64_t row_blocks(int64_t rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
 
-/* Spans of a product's output the threads share, each one gemm: sizes fixed by the head's shape
- * alone, so every element is computed by the same call whatever the thread count, and each span
- * reads its own slice of the weight, so a chunk reads the weight once per product (16-row tasks read
- * all of it each). A dimension that would give fewer than FEW_SPANS spans (a vocabulary of a few
- * hundred classes, a narrow model) is cut into narrower spans, down to NARROW_SPAN: one span would
- * keep one thread busy. */
-#define CLASS_SPAN 2048  /* logits columns, dweight rows ([V, d]) or columns ([d, V]) */
-#define FEATURE_SPAN 128 /* dx columns, dweight rows ([d, V]) */
-#define FEW_SPANS 4
-#define NARROW_SPAN 64
+/* A product of the head cut exactly as kernels/cpu/matmul.c cuts the plain plan's matmul of the
+ * whole head: tiles of TF_CPU_MATMUL_ROW_TILE rows by tf_cpu_matmul_column_tile columns (chosen by
+ * the whole product's shape: all rows, or for a weight's gradient all of its depth), a transposed A's
+ * depth in tiles of TF_CPU_MATMUL_DEPTH_TILE summed in order, one BLAS call per tile and depth tile.
+ * OpenBLAS's kernels sum an element in an order that depends on its place in the call (the Haswell
+ * and Zen ones by column, an AVX2 host showed), so the same cuts give the plain plan's bits: the
+ * smallest plan (compiler's fused head) trains to the plain plan's weights, chunk after chunk where
+ * chunk_rows is a multiple of the row and depth tiles. Each tile is one task, whatever the threads. */
+typedef struct tiled {
+  bool transpose_a, transpose_b;
+  int64_t m, n, k;     /* op(A) [m, k], op(B) [k, n] */
+  int64_t column_tile; /* tf_cpu_matmul_column_tile of the whole product */
+  const real *a, *b;
+  int64_t lda, ldb, ldc;
+  real beta; /* of the first depth tile */
+  real *c;
+} tiled;
 
-static int64_t spans(int64_t n, int64_t span) { return (n + span - 1) / span; }
+static int64_t tiles_of(int64_t n, int64_t tile) { return (n + tile - 1) / tile; }
 
-/* The span of a dimension of n: `widest` halved while n would make fewer than FEW_SPANS of it. */
-static int64_t span_of(int64_t n, int64_t widest) {
-  int64_t span = widest;
-  while (span > NARROW_SPAN && spans(n, span) < FEW_SPANS)
-    span /= 2;
-  return span;
+static void tiled_task(const tiled *p, int64_t task) {
+  const int64_t column_tiles = tiles_of(p->n, p->column_tile);
+  const int64_t first_row = task / column_tiles * TF_CPU_MATMUL_ROW_TILE;
+  const int64_t first_column = task % column_tiles * p->column_tile;
+  const int64_t m = p->m - first_row < TF_CPU_MATMUL_ROW_TILE ? p->m - first_row : TF_CPU_MATMUL_ROW_TILE;
+  const int64_t n = p->n - first_column < p->column_tile ? p->n - first_column : p->column_tile;
+  const real *a = p->a + (p->transpose_a ? first_row : first_row * p->lda);
+  const real *b = p->b + (p->transpose_b ? first_column * p->ldb : first_column);
+  real *c = p->c + first_row * p->ldc + first_column;
+  if (!p->transpose_a) {
+    tf_cpu_gemm(false, p->transpose_b, m, n, p->k, 1, a, p->lda, b, p->ldb, p->beta, c, p->ldc);
+    return;
+  }
+  for (int64_t first = 0; first < p->k; first += TF_CPU_MATMUL_DEPTH_TILE) { /* depth tiles, in order */
+    const int64_t depth = p->k - first < TF_CPU_MATMUL_DEPTH_TILE ? p->k - first : TF_CPU_MATMUL_DEPTH_TILE;
+    tf_cpu_gemm(true, p->transpose_b, m, n, depth, 1, a + first * p->lda, p->lda,
+                b + (p->transpose_b ? first : first * p->ldb), p->ldb, first == 0 ? p->beta : 1, c, p->ldc);
+  }
 }
 
-/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight) (+ bias), a class span of columns
- * a task; the bias is added after the product, as the unfused add does. */
+static void tiled_run(const head *h, const tiled *p) {
+  const int64_t tasks = tiles_of(p->m, TF_CPU_MATMUL_ROW_TILE) * tiles_of(p->n, p->column_tile);
+  TF_CPU_PARALLEL_FOR_DYNAMIC(
+      tf_cpu_team(h->threads, tasks > 1), for (int64_t task = 0; task < tasks; task++) { tiled_task(p, task); });
+}
+
+/* logits[0 .. rows) = x[first .. first + rows) weightᵀ (or weight) (+ bias): the plain plan's
+ * product x Wᵀ of all rows, then its add of the bias. */
 static void chunk_logits(const head *h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry *g = &h->g;
-  const int64_t span = span_of(g->classes, CLASS_SPAN), n = spans(g->classes, span);
-  const int64_t ldw = g->transpose_weight ? g->features : g->classes;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
-        const int64_t begin = b * span, end = begin + span < g->classes ? begin + span : g->classes;
-        const real *w = h->weight + (g->transpose_weight ? begin * g->features : begin);
-        tf_cpu_gemm(false, g->transpose_weight, rows, end - begin, g->features, 1, h->x + first * g->features,
-                    g->features, w, ldw, 0, h->logits + begin, g->classes);
-        if (h->bias)
-          for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = begin; c < end; c++)
-              h->logits[r * g->classes + c] += h->bias[c];
-      });
+  const tiled p = {.transpose_b = g->transpose_weight,
+                   .m = rows,
+                   .n = g->classes,
+                   .k = g->features,
+                   .column_tile = tf_cpu_matmul_column_tile(g->rows, g->classes, g->features),
+                   .a = h->x + first * g->features,
+                   .lda = g->features,
+                   .b = h->weight,
+                   .ldb = g->transpose_weight ? g->features : g->classes,
+                   .c = h->logits,
+                   .ldc = g->classes};
+  tiled_run(h, &p);
+  if (h->bias)
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(h->threads, rows * g->classes > TF_CPU_CHUNK), for (int64_t r = 0; r < rows; r++) {
+          for (int64_t c = 0; c < g->classes; c++)
+            h->logits[r * g->classes + c] += h->bias[c];
+        });
 }
 
 /* The chunk's loss terms, summed in double per ROW_BLOCK rows and the blocks in order. With `train`,
@@ -152,45 +184,49 @@ static void chunk_gradient(const head *h, int64_t first, int64_t rows, real scal
       });
 }
 
-/* dx[first .. first + rows) = dlogits weight (or weightᵀ), a feature span of columns a task. */
+/* dx[first .. first + rows) = dlogits weight (or weightᵀ): the plain plan's dlogits W. */
 static void chunk_dx(const head *h, int64_t first, int64_t rows, real *dx) {
   const tf_linear_loss_geometry *g = &h->g;
-  const int64_t span = span_of(g->features, FEATURE_SPAN), n = spans(g->features, span);
-  const int64_t ldw = g->transpose_weight ? g->features : g->classes;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
-        const int64_t begin = b * span, end = begin + span < g->features ? begin + span : g->features;
-        const real *w = h->weight + (g->transpose_weight ? begin : begin * g->classes);
-        tf_cpu_gemm(false, !g->transpose_weight, rows, end - begin, g->classes, 1, h->logits, g->classes, w, ldw, 0,
-                    dx + first * g->features + begin, g->features);
-      });
+  const tiled p = {.transpose_b = !g->transpose_weight,
+                   .m = rows,
+                   .n = g->features,
+                   .k = g->classes,
+                   .column_tile = tf_cpu_matmul_column_tile(g->rows, g->features, g->classes),
+                   .a = h->logits,
+                   .lda = g->classes,
+                   .b = h->weight,
+                   .ldb = g->transpose_weight ? g->features : g->classes,
+                   .c = dx + first * g->features,
+                   .ldc = g->features};
+  tiled_run(h, &p);
 }
 
-/* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]), a span of its rows a
- * task (a class span, or a feature span); beta 0 on the first chunk. */
+/* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]): the plain plan's
+ * weight gradient, its depth (the rows) in tiles; beta 0 on the first chunk. */
 static void chunk_dweight(const head *h, int64_t first, int64_t rows, real beta, real *dweight) {
   const tf_linear_loss_geometry *g = &h->g;
   const real *x = h->x + first * g->features;
   const int64_t out_rows = g->transpose_weight ? g->classes : g->features;
   const int64_t width = g->transpose_weight ? g->features : g->classes;
-  const int64_t span = g->transpose_weight ? span_of(out_rows, CLASS_SPAN) : span_of(out_rows, FEATURE_SPAN);
-  const int64_t n = spans(out_rows, span);
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
-        const int64_t begin = b * span, end = begin + span < out_rows ? begin + span : out_rows;
-        if (g->transpose_weight) /* dweight[begin..end) = dlogits[:, begin..end)ᵀ x */
-          tf_cpu_gemm(true, false, end - begin, width, rows, 1, h->logits + begin, g->classes, x, g->features, beta,
-                      dweight + begin * width, width);
-        else /* dweight[begin..end) = x[:, begin..end)ᵀ dlogits */
-          tf_cpu_gemm(true, false, end - begin, width, rows, 1, x + begin, g->features, h->logits, g->classes, beta,
-                      dweight + begin * width, width);
-      });
+  const tiled p = {.transpose_a = true,
+                   .m = out_rows,
+                   .n = width,
+                   .k = rows,
+                   .column_tile = tf_cpu_matmul_column_tile(out_rows, width, g->rows),
+                   .a = g->transpose_weight ? h->logits : x,
+                   .lda = g->transpose_weight ? g->classes : g->features,
+                   .b = g->transpose_weight ? x : h->logits,
+                   .ldb = g->transpose_weight ? g->features : g->classes,
+                   .beta = beta,
+                   .c = dweight,
+                   .ldc = width};
+  tiled_run(h, &p);
 }
 
 /* dbias[c] (+)= the sum over the chunk's rows of dlogits[., c], in double, rows in order, a class
  * span a task; the first chunk overwrites. */
 static void chunk_dbias(const head *h, int64_t rows, bool first_chunk, real *dbias) {
-  const int64_t classes = h->g.classes, span = span_of(classes, CLASS_SPAN), n = spans(classes, span);
+  const int64_t classes = h->g.classes, span = DBIAS_SPAN, n = tiles_of(classes, span);
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(h->threads, n > 1), for (int64_t b = 0; b < n; b++) {
         const int64_t begin = b * span, end = begin + span < classes ? begin + span : classes;

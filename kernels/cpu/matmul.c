@@ -68,20 +68,6 @@ static void operands(const tf_cpu_args *args, const tf_cpu_tensor **a, const tf_
 
 static int64_t tiles_of(int64_t length, int64_t tile) { return (length + tile - 1) / tile; }
 
-/* Columns of C per tile for a product of `m` rows (per batch entry), `n` columns and depth `k`: the
- * column tile; or, where C would have fewer than TF_CPU_MATMUL_FEW_TILES tiles, n cut into as many
- * as it takes of equal width (a multiple of TF_CPU_MATMUL_COLUMN_ALIGN, at least the narrow tile).
- * A product below TF_CPU_MATMUL_NARROW_MIN_WORK multiply-adds keeps the column tile. */
-static int64_t column_tile_of(int64_t m, int64_t n, int64_t k) {
-  const int64_t row_tiles = tiles_of(m, TF_CPU_MATMUL_ROW_TILE);
-  if (row_tiles * tiles_of(n, TF_CPU_MATMUL_COLUMN_TILE) >= TF_CPU_MATMUL_FEW_TILES ||
-      (double)m * (double)n * (double)k < (double)TF_CPU_MATMUL_NARROW_MIN_WORK)
-    return TF_CPU_MATMUL_COLUMN_TILE;
-  const int64_t wanted = tiles_of(TF_CPU_MATMUL_FEW_TILES, row_tiles); /* column tiles */
-  const int64_t tile = tiles_of(tiles_of(n, wanted), TF_CPU_MATMUL_COLUMN_ALIGN) * TF_CPU_MATMUL_COLUMN_ALIGN;
-  return tile < TF_CPU_MATMUL_NARROW_COLUMN_TILE ? TF_CPU_MATMUL_NARROW_COLUMN_TILE : tile;
-}
-
 /* The rows and depth the tiles are chosen for: the product's own, or on a half slice (whole_rows, the
  * first axis of A before the cut) the whole product's: its rows where A's rows are C's (A not
  * transposed, batch entries flattened into rows), its depth where A is a transposed matrix (a weight's
@@ -126,7 +112,7 @@ static product plan_product(const tf_cpu_args *args) {
   p.row_tiles = tiles_of(p.m, TF_CPU_MATMUL_ROW_TILE);
   int64_t whole_m, whole_k;
   whole_shape_of(args, a, &p, &whole_m, &whole_k);
-  p.column_tile = column_tile_of(whole_m, p.n, whole_k);
+  p.column_tile = tf_cpu_matmul_column_tile(whole_m, p.n, whole_k);
   p.column_tiles = tiles_of(p.n, p.column_tile);
   return p;
 }

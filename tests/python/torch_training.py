@@ -1,6 +1,6 @@
 """The check every from_torch training test shares: a module imported with tightfit.from_torch and trained
 STEPS AdamW steps by a tightfit Session and by PyTorch from the same weights, losses and trained weights
-compared within 1e-5 (train_both), each model one tally.case() that counts passes and failures.
+compared within 1e-5 and WEIGHT_TOLERANCE (train_both), each model one tally.case() that counts passes and failures.
 Imported by the tests beside it (PYTHONPATH has this folder: it is the script's own)."""
 import copy
 import warnings
@@ -11,6 +11,12 @@ import torch
 import tightfit
 
 BATCH, STEPS, LR = 3, 10, 1e-2
+# Trained weights agree within WEIGHT_TOLERANCE (0.5% of one step of lr; ten steps move a weight by up
+# to 0.1). 1e-5 held on the AVX-512 hosts; on an AVX2 host (2026-12-04: PyTorch's and OpenBLAS's
+# AVX2 kernels round otherwise) WavLM's q_proj ended 2.0e-5 from PyTorch's with its losses 2.6e-6
+# apart: AdamW turns a later step's near-cancelling gradient's rounding into up to lr. A wrong op
+# moves weights by far more.
+WEIGHT_TOLERANCE = 5e-5
 
 
 def flags(model):
@@ -57,7 +63,8 @@ def pytorch_steps(model, inputs, labels, loss):
 def train_both(model, inputs, labels, loss, before_training=None):
     """Imports `model` (inputs: {name: tensor}, given to the model in that order) with `loss`, trains
     STEPS AdamW steps in tightfit, then in PyTorch from the same weights (train mode); returns what
-    was seen and a problem (None when the losses and the trained weights agree within 1e-5).
+    was seen and a problem (None when the losses agree within 1e-5, the trained weights within
+    WEIGHT_TOLERANCE).
     before_training(graph, session, feed), when given, checks the imported graph before the first step
     and returns (problem or None, what was seen)."""
     before = flags(model)
@@ -122,6 +129,6 @@ def train_both(model, inputs, labels, loss, before_training=None):
         most = sorted(left_out, key=left_out.get, reverse=True)[:3]
         return ("over 5% of the elements left out of the weight comparison: " +
                 ", ".join(f"{left_out[k]} of {reference[k].size} in {k}" for k in most)), seen
-    if worst_weight > 1e-5:
+    if worst_weight > WEIGHT_TOLERANCE:
         return "the trained weights are not PyTorch's", seen
     return None, seen
