@@ -15,9 +15,7 @@ elements.
 
 usage: import_torch2_ops.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -25,6 +23,8 @@ try:
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
+
+    from imported_runs import ImportedRuns
 except ImportError as error:
     print(f"import_torch2_ops.py: skipped, cannot import onnx or numpy ({error})")
     sys.exit(77)
@@ -92,32 +92,8 @@ def main():
     failures = []
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as folder:
-        def path(name):
-            return os.path.join(folder, name)
-
-        def import_model(name, model):
-            onnx.save(model, path(name + ".onnx"))
-            return subprocess.run([tightfit, "import", path(name + ".onnx"), "-o", path(name + ".tfg")],
-                                  capture_output=True, text=True)
-
-        def run_model(name, model, x):
-            """(output, ops of the imported graph) or (None, why)."""
-            done = import_model(name, model)
-            if done.returncode != 0:
-                return None, f"import: exit {done.returncode}: {done.stderr.strip()}"
-            done = subprocess.run([tightfit, "compile", path(name + ".tfg"), "--inference", "-o",
-                                   path(name + ".tfplan")], capture_output=True, text=True)
-            if done.returncode != 0:
-                return None, f"compile: exit {done.returncode}: {done.stderr.strip()}"
-            os.makedirs(path(name + ".data"))
-            np.save(path(name + ".data/x.npy"), x)
-            done = subprocess.run([tightfit, "run", path(name + ".tfplan"), "--data", path(name + ".data"),
-                                   "--output", path(name + ".out")], capture_output=True, text=True)
-            if done.returncode != 0:
-                return None, f"run: exit {done.returncode}: {done.stderr.strip()}"
-            dump = json.loads(subprocess.run([tightfit, "dump", path(name + ".tfg")], capture_output=True,
-                                             text=True).stdout)
-            return np.load(path(name + ".out/y.npy")), sorted(n["op"] for n in dump["nodes"])
+        runs = ImportedRuns(tightfit, folder)
+        path, import_model, run_model = runs.path, runs.import_model, runs.run_model
 
         def check(what, name, model, x, want, tolerance=0.0, ops_left_out=()):
             got, ops = run_model(name, model, x)
