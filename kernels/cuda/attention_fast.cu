@@ -31,15 +31,11 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   uint16_t *qs = reinterpret_cast<uint16_t *>(shared);
   constexpr int tile = tile_bytes(D) / 2; /* elements; buffer b's K at qs + (1 + 2b) tile, V after it */
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-  const int64_t heads_total = d.batch * d.heads, tiles = tiles_of(d.queries);
-  const int64_t i0 = (tiles - 1 - blockIdx.x / heads_total) * kRows;
-  const int64_t n = blockIdx.x % heads_total / d.heads, h = blockIdx.x % heads_total % d.heads;
-  const int64_t q_base = n * d.queries * d.width + h * D, k_base = n * d.keys * d.width + h * D;
+  const QueryBlock block = query_block<D>(d);
+  const int64_t i0 = block.i0, q_base = block.q_base, k_base = block.k_base, key_tiles = block.key_tiles;
   const uint16_t *qh = reinterpret_cast<const uint16_t *>(q) + q_base;
   const uint16_t *kh = reinterpret_cast<const uint16_t *>(k) + k_base;
   const uint16_t *vh = reinterpret_cast<const uint16_t *>(v) + k_base;
-  const int64_t keys_end = d.causal && i0 + kRows < d.keys ? i0 + kRows : d.keys;
-  const int64_t key_tiles = tiles_of(keys_end);
   load_tile<D>(qs, qh, i0, d.queries, d.width);
   load_tile<D>(qs + tile, kh, 0, d.keys, d.width);
   load_tile<D>(qs + 2 * tile, vh, 0, d.keys, d.width);
@@ -131,14 +127,11 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   uint16_t *qs = reinterpret_cast<uint16_t *>(shared), *dos = qs + tile_bytes(D) / 2;
   constexpr int tile = tile_bytes(D) / 2; /* elements; buffer b's K at qs + (2 + 2b) tile, V after it */
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-  const int64_t heads_total = d.batch * d.heads, tiles = tiles_of(d.queries);
-  const int64_t i0 = (tiles - 1 - blockIdx.x / heads_total) * kRows;
-  const int64_t n = blockIdx.x % heads_total / d.heads, h = blockIdx.x % heads_total % d.heads;
-  const int64_t q_base = n * d.queries * d.width + h * D, k_base = n * d.keys * d.width + h * D;
+  const QueryBlock block = query_block<D>(d);
+  const int64_t i0 = block.i0, n = block.n, h = block.h, q_base = block.q_base, k_base = block.k_base;
+  const int64_t key_tiles = block.key_tiles;
   const uint16_t *kh = reinterpret_cast<const uint16_t *>(k) + k_base;
   const uint16_t *vh = reinterpret_cast<const uint16_t *>(v) + k_base;
-  const int64_t keys_end = d.causal && i0 + kRows < d.keys ? i0 + kRows : d.keys;
-  const int64_t key_tiles = tiles_of(keys_end);
   load_tile<D>(qs, reinterpret_cast<const uint16_t *>(q) + q_base, i0, d.queries, d.width);
   load_tile<D>(dos, reinterpret_cast<const uint16_t *>(dy) + q_base, i0, d.queries, d.width);
   load_tile<D>(qs + 2 * tile, kh, 0, d.keys, d.width);

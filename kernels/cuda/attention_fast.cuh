@@ -73,6 +73,26 @@ __device__ inline bool needs_mask(int64_t i0, int64_t j0, const AttentionDims &d
 
 __device__ inline uint32_t shared_address(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
+/* Where a query-tile block (forward, statistics, dQ) works: its first query (the last tiles first:
+ * under causal masking they see the most key tiles), its head (n, h), the element offsets of that
+ * head in q, dy and y (q_base) and in k and v (k_base), and how many key tiles it sees. */
+struct QueryBlock {
+  int64_t i0, n, h, q_base, k_base, key_tiles;
+};
+
+template <int D> __device__ inline QueryBlock query_block(const AttentionDims &d) {
+  const int64_t heads_total = d.batch * d.heads, tiles = tiles_of(d.queries);
+  QueryBlock b;
+  b.i0 = (tiles - 1 - blockIdx.x / heads_total) * kRows;
+  b.n = blockIdx.x % heads_total / d.heads;
+  b.h = blockIdx.x % heads_total % d.heads;
+  b.q_base = b.n * d.queries * d.width + b.h * D;
+  b.k_base = b.n * d.keys * d.width + b.h * D;
+  const int64_t keys_end = d.causal && b.i0 + kRows < d.keys ? b.i0 + kRows : d.keys;
+  b.key_tiles = tiles_of(keys_end);
+  return b;
+}
+
 /* 16 bytes global -> shared, bypassing L1; zeros when !valid (nothing read). */
 __device__ inline void copy_async(uint32_t to, const void *from, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(from), "r"(valid ? 16 : 0) : "memory");
