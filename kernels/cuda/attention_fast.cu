@@ -1,5 +1,5 @@
-/* Attention on tensor cores, FlashAttention-2 style (TIGHTFIT_CUDA_TENSOR_ATTENTION=fast): the
- * forward and the gradient's statistics; dQ, dK and dV are attention_fast_backward.cu, the tiles,
+/* Attention on tensor cores, FlashAttention-2 style (the default, TIGHTFIT_CUDA_TENSOR_ATTENTION unset
+ * or =fast): the forward and the gradient's statistics; dQ, dK and dV are attention_fast_backward.cu, the tiles,
  * fragments and products attention_fast.cuh. attention_mma.cu chooses the path and checks the
  * operands (tf_cuda_tensor_attention_refusal) before anything here runs.
  *

@@ -19,8 +19,10 @@
  *
  * Switch: TIGHTFIT_CUDA_TENSOR_ATTENTION (kernels.h), read at each launch (a getenv: launches happen
  * at warm-up and capture, or per step without graphs). Anything refused or failing before the
- * kernels run falls back to the other kernels. `fast` hands the whole step to attention_fast.cu's
- * FlashAttention-2-style kernels (same contract and workspace); the host logic here serves both. */
+ * kernels run falls back to the other kernels. The default (`fast`) hands the whole step to
+ * attention_fast.cu's FlashAttention-2-style kernels (same contract and workspace, less shared
+ * memory for every D); `split` and `rounded` run this file's wmma kernels. The host logic here
+ * serves both. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,9 +326,9 @@ extern "C" tf_cuda_attention_mode tf_cuda_attention_mode_of(const char *value) {
     return TF_CUDA_ATTENTION_OFF;
   if (value && strcmp(value, "rounded") == 0)
     return TF_CUDA_ATTENTION_ROUNDED;
-  if (value && strcmp(value, "fast") == 0)
-    return TF_CUDA_ATTENTION_FAST;
-  return TF_CUDA_ATTENTION_SPLIT;
+  if (value && strcmp(value, "split") == 0)
+    return TF_CUDA_ATTENTION_SPLIT;
+  return TF_CUDA_ATTENTION_FAST;
 }
 
 extern "C" int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward, tf_cuda_attention_mode mode) {

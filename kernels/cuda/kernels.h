@@ -66,11 +66,12 @@ bool tf_cuda_kernel_takes_half(tf_op op);
 
 /* ---- attention on tensor cores (attention_mma.cu): which path an attention step takes ---- */
 
-/* TIGHTFIT_CUDA_TENSOR_ATTENTION: "0" off (the CUDA-core kernels run); "rounded": P and dS rounded
- * once to the half type before their products (FlashAttention-2's: faster, 2^-9 relative error per
- * bf16 term); "fast": the same precision on FlashAttention-2-style kernels (attention_fast*.cu:
- * mma.sync, scores in registers, cp.async); anything else, unset included: on, P and dS as two half
- * terms each (the f32 kernels' result up to f32 summation order). */
+/* TIGHTFIT_CUDA_TENSOR_ATTENTION: "0" off (the CUDA-core kernels run); "split": the wmma kernels with
+ * P and dS as two half terms each (the f32 kernels' result up to f32 summation order); "rounded": the
+ * wmma kernels with P and dS rounded once to the half type (2^-9 relative error per bf16 term);
+ * anything else, unset included: FlashAttention-2-style kernels (attention_fast*.cu: mma.sync, scores
+ * in registers, cp.async) at the rounded precision, 3.7x faster than "split" on an H200
+ * (bench/results/2026-12-04-gpu-h200-lend5). */
 typedef enum tf_cuda_attention_mode {
   TF_CUDA_ATTENTION_OFF = 0,
   TF_CUDA_ATTENTION_SPLIT = 1,

@@ -2,20 +2,20 @@
  * (tf_cuda_tensor_attention_refusal, _describe, _mode_of: dtypes, head width, compute capability,
  * shared memory, alignment, workspace, the switch). On a GPU: bf16 and f16, D 32, 64, 128, T in
  * {1, 17, 64, 130, 256} (tails of the 64-row tiles), causal and not, Tq != Tk, forward and gradient,
- *   1. the default path (P, dS as two half terms) against a float64 reference on the same half
+ *   1. the two-term path (=split: P, dS as two half terms) against a float64 reference on the same half
  *      inputs, held to the conformance suite's step tolerance for half data (harness: one rounding of
  *      the result, u = 2^-8 bf16, 2^-11 f16, plus the f32 "sums" tolerance): |y - ref| <= (1e-5 +
  *      1.01 u)|ref| + 1e-5 max(1, max |ref|). Two-term P is P to 2^-16 (bf16) relative, far inside;
- *   2. the same through the launcher (attention.cu's choice) bit for bit (deterministic, and proof
+ *   2. the same through the launcher (attention.cu's choice, =split) bit for bit (deterministic, and proof
  *      the launcher took the tensor path), and the CUDA-core kernels (TIGHTFIT_CUDA_TENSOR_ATTENTION=0)
  *      against the same reference and against the tensor path (2.02 u |b| + 2e-5 max(1, max |b|):
  *      each within one rounding of the f32 result);
  *   3. TIGHTFIT_CUDA_TENSOR_ATTENTION=rounded (P, dS rounded once: each term off by up to u of itself,
  *      so an output by up to u sum |terms|, a few times max |ref| for these data): 1.01 u |ref| +
  *      4 u max(1, max |ref|);
- *   4. TIGHTFIT_CUDA_TENSOR_ATTENTION=fast (attention_fast*.cu, FlashAttention-2-style kernels; P and
- *      dS rounded once, as `rounded`): the same tolerance as 3, and through the launcher with the
- *      switch set bit for bit;
+ *   4. the default, =fast (attention_fast*.cu, FlashAttention-2-style kernels; P and dS rounded
+ *      once, as `rounded`): the same tolerance as 3, and through the launcher with the switch unset
+ *      bit for bit;
  *   5. causal: query 0 sees one key, so its dS is 0 and dq's row 0 must be exactly 0 (delta from the
  *      same dP product as dS, attention_mma.cu, attention_fast.cuh), on every tensor path.
  * Then the step times of gpt2-small's attention (8 x 1024, 12 heads of 64, causal, bf16) on each path.
@@ -141,13 +141,15 @@ static void test_choice(void) {
   const struct {
     const char *value;
     tf_cuda_attention_mode mode;
-  } modes[] = {{NULL, TF_CUDA_ATTENTION_SPLIT},        {"", TF_CUDA_ATTENTION_SPLIT},
-               {"1", TF_CUDA_ATTENTION_SPLIT},         {"0", TF_CUDA_ATTENTION_OFF},
-               {"rounded", TF_CUDA_ATTENTION_ROUNDED}, {"fast", TF_CUDA_ATTENTION_FAST}};
+  } modes[] = {{NULL, TF_CUDA_ATTENTION_FAST},     {"", TF_CUDA_ATTENTION_FAST},
+               {"1", TF_CUDA_ATTENTION_FAST},      {"0", TF_CUDA_ATTENTION_OFF},
+               {"split", TF_CUDA_ATTENTION_SPLIT}, {"rounded", TF_CUDA_ATTENTION_ROUNDED},
+               {"fast", TF_CUDA_ATTENTION_FAST}};
   for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
     CHECK(&counts, tf_cuda_attention_mode_of(modes[i].value) == modes[i].mode, "TIGHTFIT_CUDA_TENSOR_ATTENTION=%s",
           modes[i].value ? modes[i].value : "(unset)");
-  printf("ok   TIGHTFIT_CUDA_TENSOR_ATTENTION: unset, '', 1 -> two-term, 0 -> off, rounded -> rounded, fast -> fast\n");
+  printf("ok   TIGHTFIT_CUDA_TENSOR_ATTENTION: unset, '', 1, fast -> fast, 0 -> off, split -> two-term, rounded -> "
+         "rounded\n");
 
   const struct {
     int major;
@@ -346,12 +348,12 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
     problem_init(&p, type, batch, tq, tk, heads, depth, causal, device, workspace, workspace_bytes);
     reference_run(&p, host[0], host[1], host[2], host[3], &r);
     const double u = type == TF_BF16 ? 1.0 / 256.0 : 1.0 / 2048.0;
-    unsetenv("TIGHTFIT_CUDA_TENSOR_ATTENTION");
+    setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", "split", 1);
     run_path(&p, device, count, 0, TF_CUDA_ATTENTION_SPLIT, &tensor, bits, label);
     run_path(&p, device, count, 1, TF_CUDA_ATTENTION_SPLIT, &launcher, bits, label);
     run_path(&p, device, count, 0, TF_CUDA_ATTENTION_ROUNDED, &rounded, bits, label);
     run_path(&p, device, count, 0, TF_CUDA_ATTENTION_FAST, &fast, bits, label);
-    setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", "fast", 1);
+    unsetenv("TIGHTFIT_CUDA_TENSOR_ATTENTION"); /* the default: the fast kernels */
     run_path(&p, device, count, 1, TF_CUDA_ATTENTION_FAST, &fast_launcher, bits, label);
     setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", "0", 1);
     run_path(&p, device, count, 1, TF_CUDA_ATTENTION_OFF, &cores, bits, label);
@@ -367,7 +369,7 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
       same_fast = same_fast && memcmp(fast.values[b], fast_launcher.values[b], bytes) == 0;
     }
     CHECK(&counts, same, "%s: the launcher's results differ from the tensor path's (did it take another path?)", label);
-    CHECK(&counts, same_fast, "%s: the launcher's results under =fast differ from the fast kernels' (another path?)",
+    CHECK(&counts, same_fast, "%s: the launcher's results by default differ from the fast kernels' (another path?)",
           label);
     double w_pair = 0; /* tensor path vs CUDA cores */
     for (int b = 4; b < 8 && tensor.ran && cores.ran; b++) {
@@ -435,7 +437,7 @@ static void time_paths(void) {
   if (ok) {
     problem p;
     problem_init(&p, TF_BF16, batch, t, t, heads, depth, true, device, workspace, workspace_bytes);
-    const char *settings[4] = {NULL, "rounded", "fast", "0"};
+    const char *settings[4] = {"split", "rounded", NULL, "0"};
     const char *names[4] = {"tensor cores, two-term", "tensor cores, rounded", "tensor cores, fast", "CUDA cores"};
     for (int s = 0; s < 4; s++) {
       if (settings[s])
