@@ -51,7 +51,7 @@ void tf_cuda_fusion_describe(const tf_cuda_fusion *f, char *text, size_t size) {
   for (int32_t k = 0; k < f->n_members && used >= 0 && (size_t)used < size; k++)
     used += snprintf(text + used, size - (size_t)used, "%s%d", k ? "," : " ", f->members[k]);
   if (used >= 0 && (size_t)used < size)
-    snprintf(text + used, size - (size_t)used, " at %d", f->launch_step);
+    snprintf(text + used, size - (size_t)used, " at %d%s", f->launch_step, f->workspace ? "" : " (no workspace)");
 }
 
 /* ---- what the plan says about buffers and steps ---- */
@@ -86,6 +86,14 @@ static tf_status index_plan(const tf_plan *plan, plan_index *index) {
     for (int32_t k = 0; k < step->n_outputs; k++)
       if (index->producer[step->outputs[k]] < 0)
         index->producer[step->outputs[k]] = s;
+  }
+  /* an offloaded activation's copy to the host reads its source like a step: a fused launch must
+   * write it (z beside a GELU as the aux output; no bias epilogue skipping an offloaded product) */
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *step = &plan->host_steps[h];
+    for (int32_t k = 0; k < step->n_inputs; k++)
+      if (reads_data(step, k))
+        index->readers[step->inputs[k]]++;
   }
   return NULL;
 }
@@ -130,6 +138,19 @@ static bool step_touches(const tf_plan *plan, int32_t s, int32_t b, bool writes_
   return step->workspace >= 0 && bytes_overlap(plan, step->workspace, b);
 }
 
+/* Whether host step h (a copy between the device and the host region, run before device step
+ * host_at[h]) uses (writes_only: writes) any byte of buffer b. */
+static bool host_step_touches(const tf_plan *plan, int32_t h, int32_t b, bool writes_only) {
+  const tf_plan_step *step = &plan->host_steps[h];
+  for (int32_t k = 0; k < step->n_inputs && !writes_only; k++)
+    if (reads_data(step, k) && bytes_overlap(plan, step->inputs[k], b))
+      return true;
+  for (int32_t k = 0; k < step->n_outputs; k++)
+    if (bytes_overlap(plan, step->outputs[k], b))
+      return true;
+  return false;
+}
+
 /* A buffer the fused launch writes or reads, and the step where the plan writes or reads it. */
 typedef struct moved {
   int32_t buffer, planned_step;
@@ -142,14 +163,45 @@ static bool is_member(const tf_cuda_fusion *f, int32_t s) {
   return false;
 }
 
-/* See the file comment. Also: nothing written overlaps anything read (no in-place GEMM). */
-static bool moves_safely(const tf_plan *plan, const tf_cuda_fusion *f, const moved *writes, int32_t n_writes,
+/* Whether the GEMM's workspace (the matmul step's: scratch the plan keeps free at that step only)
+ * is free at the launch step too: it overlaps nothing the launch writes or reads (an output the plan
+ * makes later, z at the add, may lie on those bytes) and no buffer live there (the plan's live
+ * ranges; other workspaces are scratch of steps whose kernels this launch replaces or that run
+ * before or after it). */
+static bool workspace_free(const tf_plan *plan, const tf_cuda_fusion *f, const moved *writes, int32_t n_writes,
+                           const moved *reads, int32_t n_reads) {
+  const int32_t workspace = plan->steps[f->matmul_step].workspace, at = f->launch_step;
+  if (workspace < 0)
+    return true;
+  for (int32_t w = 0; w < n_writes; w++)
+    if (bytes_overlap(plan, workspace, writes[w].buffer))
+      return false;
+  for (int32_t r = 0; r < n_reads; r++)
+    if (bytes_overlap(plan, workspace, reads[r].buffer))
+      return false;
+  for (int32_t b = 0; b < plan->n_buffers && at != f->matmul_step; b++) {
+    const tf_plan_buffer *x = &plan->buffers[b];
+    if (b != workspace && x->role != TF_ROLE_WORKSPACE && x->first_step <= at && at <= x->last_step &&
+        bytes_overlap(plan, workspace, b))
+      return false;
+  }
+  return true;
+}
+
+/* See the file comment. Also: nothing written overlaps anything read (no in-place GEMM) or another
+ * write; f->workspace says whether the launch may use the workspace (workspace_free). */
+static bool moves_safely(const tf_plan *plan, tf_cuda_fusion *f, const moved *writes, int32_t n_writes,
                          const moved *reads, int32_t n_reads) {
   const int32_t at = f->launch_step;
-  for (int32_t w = 0; w < n_writes; w++)
+  f->workspace = workspace_free(plan, f, writes, n_writes, reads, n_reads);
+  for (int32_t w = 0; w < n_writes; w++) {
     for (int32_t r = 0; r < n_reads; r++)
       if (bytes_overlap(plan, writes[w].buffer, reads[r].buffer))
         return false;
+    for (int32_t v = w + 1; v < n_writes; v++)
+      if (bytes_overlap(plan, writes[w].buffer, writes[v].buffer))
+        return false;
+  }
   for (int32_t s = f->first + 1; s < f->last; s++) {
     if (is_member(f, s))
       continue;
@@ -163,6 +215,25 @@ static bool moves_safely(const tf_plan *plan, const tf_cuda_fusion *f, const mov
       const int32_t lo = at < reads[r].planned_step ? at : reads[r].planned_step;
       const int32_t hi = at < reads[r].planned_step ? reads[r].planned_step : at;
       if (s >= lo && s < hi && step_touches(plan, s, reads[r].buffer, true))
+        return false;
+    }
+  }
+  /* the host steps (offloaded activations' copies) run between device steps: one before step p lies
+   * between steps lo and hi when lo < p <= hi */
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const int32_t p = plan->host_at[h];
+    if (p <= f->first || p > f->last)
+      continue;
+    for (int32_t w = 0; w < n_writes; w++) {
+      const int32_t lo = at < writes[w].planned_step ? at : writes[w].planned_step;
+      const int32_t hi = at < writes[w].planned_step ? writes[w].planned_step : at;
+      if (p > lo && p <= hi && host_step_touches(plan, h, writes[w].buffer, false))
+        return false;
+    }
+    for (int32_t r = 0; r < n_reads; r++) {
+      const int32_t lo = at < reads[r].planned_step ? at : reads[r].planned_step;
+      const int32_t hi = at < reads[r].planned_step ? reads[r].planned_step : at;
+      if (p > lo && p <= hi && host_step_touches(plan, h, reads[r].buffer, true))
         return false;
     }
   }

@@ -19,7 +19,8 @@
  *     maybe followed by the zero step of its gradient (gradient accumulation): one coefficient
  *     kernel and one multi-tensor update launch (or a few, when the list is long).
  * A GEMM group is kept only if moving its writes and reads to the launch step changes nothing any
- * other step sees (byte ranges checked against every step in between). */
+ * other step, or copy to or from the host (host_steps), sees (byte ranges checked against every step
+ * in between); it uses the matmul step's workspace only where that is free at the launch step. */
 #ifndef TIGHTFIT_BACKENDS_CUDA_CUDA_FUSE_H
 #define TIGHTFIT_BACKENDS_CUDA_CUDA_FUSE_H
 
@@ -55,6 +56,9 @@ typedef struct tf_cuda_fusion {
   int32_t bias;                                           /* BIAS*: the bias read; BGRADB: the bias gradient written */
   int32_t output; /* D: z or the gelu output (BIAS*), the matmul's output (BGRADB) */
   int32_t aux;    /* BIAS_GELU_AUX: z, written beside D; else -1 */
+  /* GEMM groups: whether the launch may use the matmul step's planned workspace (free at the launch
+   * step too); else cuBLASLt is asked for an algorithm without one */
+  bool workspace;
   /* OPTIMIZER: steps [first, last]; with zero_grads every update is followed by the zero step of its
    * gradient (gradient accumulation), which the same launch does (0.0f over the gradient) */
   bool zero_grads;
@@ -76,7 +80,8 @@ tf_status tf_cuda_fusion_find(const tf_plan *plan, tf_cuda_fusion_options option
 /* The kind's name: "bias", "bias+gelu", "bias+gelu(aux)", "bgradb", "optimizer", "bgrada". */
 const char *tf_cuda_fusion_kind_name(tf_cuda_fusion_kind kind);
 
-/* One line describing group f ("bias+gelu(aux) steps 14,15,16 at 14"), truncated to `size`. */
+/* One line describing group f ("bias+gelu(aux) steps 14,15,16 at 14", "... (no workspace)"),
+ * truncated to `size`. */
 void tf_cuda_fusion_describe(const tf_cuda_fusion *f, char *text, size_t size);
 
 #ifdef __cplusplus

@@ -21,7 +21,8 @@
  * sum_to sums in double. The tests state the tolerances.
  *
  * Memory: the heuristic is asked only for algorithms whose workspace fits the matmul step's planned
- * workspace slice (CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES), and the result's workspaceSize is
+ * workspace slice (CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES), or none where that slice is not free
+ * at the launch step (the group's `workspace`, cuda_fuse.c), and the result's workspaceSize is
  * checked again, so cuBLASLt never allocates. */
 #define _POSIX_C_SOURCE 200809L
 #include <cublasLt.h>
@@ -103,8 +104,6 @@ tf_status tf_cuda_lt_prepare(cuda_state *s, const tf_cuda_fusion *g, cuda_lt_cal
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || m <= 0 || n <= 0 || k <= 0)
     return tf_status_new(TF_ERR_UNSUPPORTED, "GEMM m %lld, n %lld, k %lld outside what it fuses", (long long)m,
                          (long long)n, (long long)k);
-  if (!args->workspace || args->workspace_bytes <= 0)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "the matmul step has no planned workspace");
   const tf_dtype dtype = out->dtype;
   const bool half = dtype == TF_F16 || dtype == TF_BF16;
   const cublasComputeType_t compute = half                           ? CUBLAS_COMPUTE_32F
@@ -156,7 +155,8 @@ tf_status tf_cuda_lt_prepare(cuda_state *s, const tf_cuda_fusion *g, cuda_lt_cal
   LT_TRY(cublasLtMatrixLayoutCreate(&c->layout_c, type, (uint64_t)n, (uint64_t)m, n), "layout C");
   cublasLtMatmulPreference_t preference = NULL;
   LT_TRY(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const size_t max_workspace = (size_t)args->workspace_bytes;
+  /* the planned workspace where it is free at the launch step (cuda_fuse.h), else none */
+  const size_t max_workspace = g->workspace && args->workspace ? (size_t)args->workspace_bytes : 0;
   const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                                &max_workspace, sizeof(max_workspace));
@@ -197,7 +197,8 @@ tf_status tf_cuda_lt_launch(const cuda_state *s, const tf_cuda_fusion *g, const 
   const bool bias_gradient = g->kind == TF_CUDA_FUSION_BGRADB || g->kind == TF_CUDA_FUSION_BGRADA;
   void *d = bias_gradient ? matmul_out : buffer_address(s, g->output);
   return lt_status(cublasLtMatmul((cublasLtHandle_t)s->cublaslt, c->desc, &alpha, a, c->layout_a, b, c->layout_b,
-                                  &c->beta, d, c->layout_c, d, c->layout_c, &c->algo, args->workspace,
-                                  c->workspace_bytes, (cudaStream_t)args->stream),
+                                  &c->beta, d, c->layout_c, d, c->layout_c, &c->algo,
+                                  c->workspace_bytes ? args->workspace : NULL, c->workspace_bytes,
+                                  (cudaStream_t)args->stream),
                    "cublasLtMatmul");
 }

@@ -84,7 +84,7 @@ tf_status tf_cuda_upload(void *state, void *region, int64_t offset, const void *
   if (half >= 0 && s->io_mirror) {
     // The mirror's bytes may still be on their way to the device from the last upload of this half.
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventSynchronize(s->uploaded[half]), "waiting for an upload"));
-    copy_to_mirror(s->io_mirror + offset, host, (size_t)bytes);
+    copy_to_mirror((char *)s->io_mirror + offset, host, (size_t)bytes);
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->copy, s->consumed[half], 0), "ordering an upload"));
     TF_RETURN_IF_ERROR(
         tf_cuda_status(cudaMemcpyAsync(target, s->io_mirror + offset, (size_t)bytes, cudaMemcpyHostToDevice, s->copy),

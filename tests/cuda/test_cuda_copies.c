@@ -111,6 +111,68 @@ static bool replay(const tf_plan *plan, const tf_cuda_copy_schedule *k, const tf
   return ok;
 }
 
+/* Whether the fused launch of GEMM group f leaves buffer b unwritten though a member step writes it. */
+static bool skips(const tf_plan *plan, const tf_cuda_fusion *f, int32_t b) {
+  if (f->kind == TF_CUDA_FUSION_OPTIMIZER || b == f->output || b == f->aux || b == f->bias)
+    return false;
+  for (int32_t m = 0; m < f->n_members; m++)
+    for (int32_t k = 0; k < plan->steps[f->members[m]].n_outputs; k++)
+      if (plan->steps[f->members[m]].outputs[k] == b)
+        return true;
+  return false;
+}
+
+/* writes() and touches() without the step's workspace: a fused launch runs none of its members'
+ * own kernels, and its GEMM's workspace is cuda_fuse.c's check (test_cuda_fuse's). */
+static bool writes_data(const tf_plan *plan, int32_t i, span source) {
+  const tf_plan_step *s = &plan->steps[i];
+  for (int32_t k = 0; k < s->n_outputs; k++)
+    if (meet(span_of(plan, s->outputs[k]), source))
+      return true;
+  for (int32_t k = 0; k < s->n_inputs; k++) {
+    bool written;
+    tf_plan_step_operand(s, k, &written);
+    if (written && meet(span_of(plan, s->inputs[k]), source))
+      return true;
+  }
+  return false;
+}
+
+static bool touches_data(const tf_plan *plan, int32_t i, span target) {
+  const tf_plan_step *s = &plan->steps[i];
+  for (int32_t k = 0; k < s->n_inputs; k++)
+    if (meet(span_of(plan, s->inputs[k]), target))
+      return true;
+  return writes_data(plan, i, target);
+}
+
+/* Whether the host steps, run by the runtime at their places (TIGHTFIT_HOST_COPIES=host: every group
+ * found stays, each launch doing its members' work at its launch step), see what they would see
+ * without fusion: no copy reads a buffer a group skips, and no member whose work moves across a
+ * copy's place (the member on one side, the launch on the other) writes what the copy reads or
+ * touches what it writes. *bad: the first host step that would not. */
+static bool runtime_order_safe(const tf_plan *plan, const tf_cuda_fusion *groups, int32_t n, int32_t *bad) {
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const tf_plan_step *copy = &plan->host_steps[h];
+    const int32_t p = plan->host_at[h];
+    const span from = span_of(plan, copy->inputs[0]), to = span_of(plan, copy->outputs[0]);
+    for (int32_t g = 0; g < n; g++) {
+      const tf_cuda_fusion *f = &groups[g];
+      bool ok = !skips(plan, f, copy->inputs[0]);
+      for (int32_t m = 0; ok && p > f->first && p <= f->last && m < f->n_members; m++) {
+        const int32_t i = f->members[m];
+        if ((i < p) != (f->launch_step < p))
+          ok = !writes_data(plan, i, from) && !touches_data(plan, i, to);
+      }
+      if (!ok) {
+        *bad = h;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 static void check_schedule(const char *label, tf_plan *plan) {
   if (!plan)
     return;
@@ -127,6 +189,10 @@ static void check_schedule(const char *label, tf_plan *plan) {
       tf_cuda_fusion_find(plan, (tf_cuda_fusion_options){.epilogues = true, .multi_tensor = true}, &groups, &n_groups);
   CHECK(&counts, status == NULL, "%s: fusion: %s", label, tf_status_message(status));
   tf_status_free(status);
+  int32_t bad_copy = -1;
+  const bool runtime_safe = runtime_order_safe(plan, groups, n_groups, &bad_copy);
+  CHECK(&counts, runtime_safe, "%s: run by the runtime, host step %d ('%s') would see a fused group's reordering",
+        label, bad_copy, bad_copy >= 0 ? plan->host_steps[bad_copy].name : "?");
   bool *kept = calloc((size_t)(n_groups > 0 ? n_groups : 1), sizeof(bool));
   tf_cuda_copy_schedule k;
   status = tf_cuda_copy_schedule_make(plan, taken, groups, n_groups, kept, &k);
@@ -167,6 +233,15 @@ static void check_schedule(const char *label, tf_plan *plan) {
       inside = inside || (k.copies[c].at > groups[g].first && k.copies[c].at <= groups[g].last);
   }
   CHECK(&counts, !inside, "%s: a kept fused group has a copy inside its span", label);
+  /* a copy down reads a buffer a fused launch writes: never a member's output it skips (the matmul's
+   * product under a bias epilogue, z under a GELU one without the aux output) */
+  int32_t skipped = -1;
+  for (int32_t g = 0; g < n_groups && skipped < 0; g++)
+    for (int32_t c = 0; c < k.n_copies && skipped < 0 && kept[g]; c++)
+      if (k.copies[c].down && skips(plan, &groups[g], plan->host_steps[k.copies[c].host_step].inputs[0]))
+        skipped = plan->host_steps[k.copies[c].host_step].inputs[0];
+  CHECK(&counts, skipped < 0, "%s: a copy to the host reads buffer %d ('%s'), which a kept fused group never writes",
+        label, skipped, skipped >= 0 ? plan->buffers[skipped].name : "?");
   for (int32_t i = 0; i < plan->micro_steps; i++)
     joins += k.join_before[i] ? 1 : 0;
   int32_t bad = -1;
@@ -175,8 +250,8 @@ static void check_schedule(const char *label, tf_plan *plan) {
         bad >= 0 ? plan->steps[bad].name : "?");
   printf("%-4s %s: %d copies (%d down, %d of them beside the steps; %d back; %d moved out of a group) among %d "
          "steps, %d waits before a step, %d of %d fused groups kept\n",
-         placed && moved_safely && safe && !inside ? "ok" : "FAIL", label, k.n_copies, downs, beside,
-         k.n_copies - downs, moved, plan->micro_steps, joins, n_kept, n_groups);
+         placed && moved_safely && safe && !inside && skipped < 0 && runtime_safe ? "ok" : "FAIL", label, k.n_copies,
+         downs, beside, k.n_copies - downs, moved, plan->micro_steps, joins, n_kept, n_groups);
   free(kept);
   free(groups);
   tf_cuda_copy_schedule_free(&k);

@@ -4,7 +4,8 @@
  * gradient accumulation (matmul_accumulate); a linear without bias whose product is read twice (no
  * group); one bias shared by two linears (both fuse). Each plan's groups are printed and their
  * counts per kind asserted; the switches turn each kind off; and a plan whose bytes are made to
- * overlap between a bgradb group's steps loses that group (the byte-range check). What the fused
+ * overlap between a bgradb group's steps loses that group (the byte-range check); a group uses its
+ * matmul's workspace only where no live buffer or operand of its steps lies on it. What the fused
  * launches compute is test_cuda_fuse_gpu's (on a GPU). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,35 @@ typedef struct expected {
 
 static const tf_cuda_fusion_options ALL = {.epilogues = true, .multi_tensor = true};
 
+static bool overlap(const tf_plan *plan, int32_t a, int32_t b) {
+  const tf_plan_buffer *x = &plan->buffers[a], *y = &plan->buffers[b];
+  return x->region == y->region && x->bytes > 0 && y->bytes > 0 && x->offset < y->offset + y->bytes &&
+         y->offset < x->offset + x->bytes;
+}
+
+/* Whether GEMM group f may use its matmul's workspace, checked apart from cuda_fuse.c: where it
+ * says so, the workspace shares no byte with a member step's operand or output, nor with any
+ * non-workspace buffer live at the launch step. */
+static bool workspace_use_safe(const tf_plan *plan, const tf_cuda_fusion *f) {
+  const int32_t ws = f->kind == TF_CUDA_FUSION_OPTIMIZER ? -1 : plan->steps[f->matmul_step].workspace;
+  if (ws < 0 || !f->workspace)
+    return true;
+  for (int32_t m = 0; m < f->n_members; m++) {
+    const tf_plan_step *step = &plan->steps[f->members[m]];
+    for (int32_t k = 0; k < step->n_inputs; k++)
+      if (overlap(plan, ws, step->inputs[k]))
+        return false;
+    for (int32_t k = 0; k < step->n_outputs; k++)
+      if (overlap(plan, ws, step->outputs[k]))
+        return false;
+  }
+  for (int32_t b = 0; b < plan->n_buffers; b++)
+    if (b != ws && plan->buffers[b].role != TF_ROLE_WORKSPACE && plan->buffers[b].first_step <= f->launch_step &&
+        f->launch_step <= plan->buffers[b].last_step && overlap(plan, ws, b))
+      return false;
+  return true;
+}
+
 /* Finds the groups of `plan` with `options`, prints them under `label`, counts them per kind. */
 static int32_t find_groups(const char *label, const tf_plan *plan, tf_cuda_fusion_options options, int32_t *kinds,
                            int32_t *optimizer_tensors, bool print) {
@@ -39,6 +69,8 @@ static int32_t find_groups(const char *label, const tf_plan *plan, tf_cuda_fusio
   memset(kinds, 0, KINDS * sizeof(int32_t));
   *optimizer_tensors = 0;
   for (int32_t g = 0; g < n; g++) {
+    CHECK(&counts, workspace_use_safe(plan, &groups[g]), "%s: group at step %d uses a workspace that is not free there",
+          label, groups[g].launch_step);
     kinds[groups[g].kind == TF_CUDA_FUSION_BGRADA ? TF_CUDA_FUSION_BGRADB : groups[g].kind]++; /* bgrad[ab] */
     if (groups[g].kind == TF_CUDA_FUSION_OPTIMIZER)
       *optimizer_tensors += (groups[g].last - groups[g].first + 1) / (groups[g].zero_grads ? 2 : 1);
