@@ -58,7 +58,7 @@ static tf_status measure_device(const char *device, tf_device_profile *measured,
   why[0] = '\0';
   if (tf_backend_parse_device(device, backend_name, sizeof(backend_name), &index) &&
       tf_target_parse(backend_name, &kind) && kind == TF_TARGET_CUDA) {
-    tf_status status = tf_device_calibrate(device, measured, NULL);
+    tf_status status = tf_device_calibrate(device, measured, stderr); /* a line per session: progress */
     if (!status)
       return NULL;
     snprintf(why, why_size, " (module code and graphs: defaults, the calibration failed: %.300s)",
