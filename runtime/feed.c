@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/rng.h"
 #include "common/worker.h"
@@ -40,9 +41,10 @@ struct tf_feed {
   /* Prepares the micro-batch after the one taken while the step runs (common/worker.h); NULL:
    * each is read when taken. While it is busy, it alone touches rows, order and the staging. */
   tf_worker *worker;
-  int32_t ranks;       /* a data-parallel job's ranks: each takes every ranks-th block (set_ranks) */
-  int64_t prefetched;  /* micro-batches next took ready from the worker */
-  tf_feed_guard guard; /* runs the reads of the mappings (set_guard); NULL: called directly */
+  int32_t ranks;         /* a data-parallel job's ranks: each takes every ranks-th block (set_ranks) */
+  int64_t prefetched;    /* micro-batches next took ready from the worker */
+  tf_feed_guard guard;   /* runs the reads of the mappings (set_guard); NULL: called directly */
+  double upload_seconds; /* next's time in tf_session_write: handing the batches to the device */
 };
 
 static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
@@ -415,9 +417,18 @@ static tf_status take(tf_feed *feed, int64_t position) {
   return prepare(feed, position);
 }
 
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 tf_status tf_feed_next(tf_feed *feed, tf_session *session) {
   TF_RETURN_IF_ERROR(take(feed, feed->position));
-  TF_RETURN_IF_ERROR(upload(feed, session));
+  const double start = seconds_now();
+  tf_status status = upload(feed, session);
+  feed->upload_seconds += seconds_now() - start;
+  TF_RETURN_IF_ERROR(status);
   if (feed->worker) /* the staging is free again: the next micro-batch is read while this one trains */
     tf_worker_post(feed->worker, upcoming(feed, feed->position));
   feed->position++;
@@ -450,3 +461,5 @@ void tf_feed_set_guard(tf_feed *feed, tf_feed_guard guard) { feed->guard = guard
 
 bool tf_feed_prefetching(const tf_feed *feed) { return feed->worker != NULL; }
 int64_t tf_feed_prefetched(const tf_feed *feed) { return feed->prefetched; }
+
+double tf_feed_upload_seconds(const tf_feed *feed) { return feed ? feed->upload_seconds : 0; }

@@ -500,7 +500,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
         snprintf(scaling, sizeof(scaling), ", \"loss_scale\": %.0f, \"skipped_steps\": %" PRId64,
                  ldexp(1.0, c.loss_scale_log2), c.skipped_steps);
       char throughput[192];
-      tf_tool_train_throughput_json(throughput, sizeof(throughput), plan, done, steps_seconds, feed_seconds);
+      tf_tool_train_throughput_json(throughput, sizeof(throughput), plan, done, steps_seconds, feed_seconds,
+                                    tf_feed_upload_seconds(feed));
       fprintf(tf_cli_out(),
               "{\"steps\": %" PRId64 ", \"optimizer_steps\": %" PRId64
               ", \"final_loss\": %.6f, \"eval_loss\": %s, \"eval_accuracy\": %s, "
@@ -530,7 +531,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
               tf_cli_bytes(m.planned_bytes, planned, sizeof(planned)),
               tf_cli_bytes(m.allocated_bytes, allocated, sizeof(allocated)), m.allocations, m.allocations_after_create);
       print_device_memory(session);
-      tf_tool_train_print_throughput(tf_cli_out(), plan, done, steps_seconds, feed_seconds);
+      tf_tool_train_print_throughput(tf_cli_out(), plan, done, steps_seconds, feed_seconds,
+                                     tf_feed_upload_seconds(feed));
       if (plan->n_host_steps > 0) {
         char host[32], moved[32];
         const int32_t on_device = tf_session_host_steps_on_device(session);

@@ -13,12 +13,14 @@
  * steps `accumulate` times, the optimizer block's once. */
 double tf_tool_plan_step_flops(const tf_plan *plan);
 
-/* One line: "throughput: data feed X ms of Y ms a step (P%; ...); model F TFLOP a step at R TFLOP/s"
- * for `steps` optimizer steps in `seconds`, `feed_seconds` of them in the feed. */
-void tf_tool_train_print_throughput(FILE *out, const tf_plan *plan, int64_t steps, double seconds, double feed_seconds);
+/* One line: "throughput: data feed X ms of Y ms a step (P%: ...); model F TFLOP a step at R TFLOP/s"
+ * for `steps` optimizer steps in `seconds`, `feed_seconds` of them in the feed, `upload_seconds` of
+ * those handing batches to the device (tf_feed_upload_seconds). */
+void tf_tool_train_print_throughput(FILE *out, const tf_plan *plan, int64_t steps, double seconds, double feed_seconds,
+                                    double upload_seconds);
 
 /* The same as JSON members (", \"feed_seconds\": ..."), appended to the summary object's text. */
 void tf_tool_train_throughput_json(char *text, size_t size, const tf_plan *plan, int64_t steps, double seconds,
-                                   double feed_seconds);
+                                   double feed_seconds, double upload_seconds);
 
 #endif

@@ -49,6 +49,9 @@ typedef tf_status (*tf_feed_guard)(tf_status (*read)(void *context), void *conte
 void tf_feed_set_guard(tf_feed *feed, tf_feed_guard guard);
 /* The micro-batches next found already read in the background (the rest were read when taken). */
 int64_t tf_feed_prefetched(const tf_feed *feed);
+/* The seconds next spent so far handing its batches to the session (tf_session_write: on a GPU the
+ * copy into pinned memory and the upload's start), the rest of its time being the reads. */
+double tf_feed_upload_seconds(const tf_feed *feed);
 /* A data-parallel job of `ranks` processes: each rank takes blocks of the plan's accumulate
  * micro-batches, rank r blocks r, r + ranks, ... (tools/cmd_train.c), and seeks to each; the feed
  * prepares the next of its own rather than the next in order. Call it (and set_guard) before the
