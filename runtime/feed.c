@@ -25,6 +25,7 @@ typedef struct feed_source {
   int64_t shift;        /* token stream: 0 for tokens, 1 for labels */
   char limit_what[192]; /* what `limit` counts, for messages */
   void *staging;
+  bool staging_from_session; /* from tf_session_alloc_host (tf_feed_stage_in), else malloc */
 } feed_source;
 
 struct tf_feed {
@@ -41,10 +42,11 @@ struct tf_feed {
   /* Prepares the micro-batch after the one taken while the step runs (common/worker.h); NULL:
    * each is read when taken. While it is busy, it alone touches rows, order and the staging. */
   tf_worker *worker;
-  int32_t ranks;         /* a data-parallel job's ranks: each takes every ranks-th block (set_ranks) */
-  int64_t prefetched;    /* micro-batches next took ready from the worker */
-  tf_feed_guard guard;   /* runs the reads of the mappings (set_guard); NULL: called directly */
-  double upload_seconds; /* next's time in tf_session_write: handing the batches to the device */
+  int32_t ranks;          /* a data-parallel job's ranks: each takes every ranks-th block (set_ranks) */
+  int64_t prefetched;     /* micro-batches next took ready from the worker */
+  tf_feed_guard guard;    /* runs the reads of the mappings (set_guard); NULL: called directly */
+  double upload_seconds;  /* next's time in tf_session_write: handing the batches to the device */
+  tf_session *host_owner; /* the session whose host memory holds staging (tf_feed_stage_in), or NULL */
 };
 
 static int64_t sample_count(const tf_npy *file) { return tf_npy_rank(file) ? tf_npy_shape(file)[0] : 0; }
@@ -267,7 +269,10 @@ void tf_feed_close(tf_feed *feed) {
   tf_worker_destroy(feed->worker); /* first: it may be reading into the buffers freed below */
   for (int32_t k = 0; feed->sources && k < feed->n_sources; k++) {
     tf_npy_close(feed->sources[k].file);
-    free(feed->sources[k].staging);
+    if (feed->sources[k].staging_from_session)
+      tf_session_free_host(feed->host_owner, feed->sources[k].staging);
+    else
+      free(feed->sources[k].staging);
   }
   free(feed->sources);
   free(feed->order);
@@ -461,5 +466,33 @@ void tf_feed_set_guard(tf_feed *feed, tf_feed_guard guard) { feed->guard = guard
 
 bool tf_feed_prefetching(const tf_feed *feed) { return feed->worker != NULL; }
 int64_t tf_feed_prefetched(const tf_feed *feed) { return feed->prefetched; }
+
+tf_status tf_feed_stage_in(tf_feed *feed, tf_session *session, int64_t min_bytes) {
+  if (feed->position != 0 || (feed->worker && tf_worker_busy(feed->worker)) || feed->host_owner)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_feed_stage_in: call it once, before the first micro-batch");
+  for (int32_t k = 0; k < feed->n_sources; k++) {
+    feed_source *source = &feed->sources[k];
+    void *host = NULL;
+    if (source->buffer->bytes < min_bytes || source->buffer->bytes == 0)
+      continue;
+    tf_status status = tf_session_alloc_host(session, source->buffer->bytes, &host);
+    if (status || !host) { /* none, or none left: this source keeps its ordinary staging */
+      tf_status_free(status);
+      continue;
+    }
+    free(source->staging);
+    source->staging = host;
+    source->staging_from_session = true;
+    feed->host_owner = session;
+  }
+  return NULL;
+}
+
+int32_t tf_feed_staged_in(const tf_feed *feed) {
+  int32_t staged = 0;
+  for (int32_t k = 0; k < feed->n_sources; k++)
+    staged += feed->sources[k].staging_from_session ? 1 : 0;
+  return staged;
+}
 
 double tf_feed_upload_seconds(const tf_feed *feed) { return feed ? feed->upload_seconds : 0; }

@@ -441,6 +441,16 @@ tf_status tf_session_device_memory(const tf_session *s, tf_device_memory *out) {
     return tf_status_new(TF_ERR_UNSUPPORTED, "the %s backend does not measure device memory", s->backend->name);
   return s->backend->memory(s->state, out);
 }
+tf_status tf_session_alloc_host(tf_session *s, int64_t bytes, void **host) {
+  *host = NULL;
+  return s->backend->alloc_host ? s->backend->alloc_host(s->state, bytes, host) : NULL;
+}
+
+void tf_session_free_host(tf_session *s, void *host) {
+  if (host && s->backend->free_host)
+    s->backend->free_host(s->state, host);
+}
+
 const tf_plan *tf_session_plan(const tf_session *s) { return s->plan; }
 int64_t tf_session_optimizer_steps(const tf_session *s) { return s->optimizer_steps; }
 int64_t tf_session_micro_steps(const tf_session *s) { return s->micro_steps; }

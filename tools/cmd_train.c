@@ -372,6 +372,8 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     status = tf_feed_set_prefetch(feed, false);
   if (!status && run->dist->active) /* each rank prepares its own next micro-batch */
     tf_feed_set_ranks(feed, run->dist->size);
+  if (!status) /* large inputs staged in the device's host memory: CUDA uploads them without a copy */
+    status = tf_feed_stage_in(feed, session, (int64_t)1 << 20);
   if (!status && a->resume) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/latest.safetensors", a->resume_dir);

@@ -4,8 +4,9 @@
  * copied into a pinned mirror of the io region and sent with cudaMemcpyAsync on the copy stream,
  * which first waits until the steps that last read that io half have finished; the next run on that
  * half waits (on the device) until its upload has landed. So uploading micro-batch i + 1 overlaps
- * the steps of micro-batch i. Every other copy (parameters at creation, checkpoints, reads of the
- * loss) is synchronous: both streams drain first. */
+ * the steps of micro-batch i. Host data that is page-locked already (a feed staged in the session's
+ * host memory, tf_feed_stage_in) is sent from where it is, and waited for: no host copy at all. Every other copy
+ * (parameters at creation, checkpoints, reads of the loss) is synchronous: both streams drain first. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <string.h>
@@ -69,6 +70,16 @@ static int32_t io_half_of(const cuda_state *s, int64_t offset, int64_t bytes) {
   return -1;
 }
 
+/* Whether `host` is page-locked memory CUDA knows (cudaHostAlloc'ed or registered). */
+static bool is_page_locked(const void *host) {
+  struct cudaPointerAttributes attributes;
+  if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+    cudaGetLastError(); /* an unknown pointer is not an error worth keeping */
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
 static tf_status drain(cuda_state *s) {
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamSynchronize(s->copy), "waiting for uploads"));
   return tf_cuda_status(cudaStreamSynchronize(s->compute), "waiting for the steps");
@@ -81,6 +92,15 @@ tf_status tf_cuda_upload(void *state, void *region, int64_t offset, const void *
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaSetDevice(s->device), "cudaSetDevice"));
   char *target = (char *)region + offset;
   const int32_t half = s->prepared && region == s->regions[TF_REGION_IO] ? io_half_of(s, offset, bytes) : -1;
+  if (half >= 0 && is_page_locked(host)) {
+    // From page-locked memory (a feed staged in the session's host memory): no copy into the mirror;
+    // the caller may reuse its bytes on return, so the upload is waited for (the link's full speed).
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaStreamWaitEvent(s->copy, s->consumed[half], 0), "ordering an upload"));
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaMemcpyAsync(target, host, (size_t)bytes, cudaMemcpyHostToDevice, s->copy),
+                                      "uploading a micro-batch"));
+    TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventRecord(s->uploaded[half], s->copy), "recording an upload"));
+    return tf_cuda_status(cudaEventSynchronize(s->uploaded[half]), "waiting for an upload");
+  }
   if (half >= 0 && s->io_mirror) {
     // The mirror's bytes may still be on their way to the device from the last upload of this half.
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventSynchronize(s->uploaded[half]), "waiting for an upload"));

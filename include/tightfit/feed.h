@@ -35,6 +35,14 @@ void tf_feed_close(tf_feed *feed);
  * stays off the heap; tests/alloc_probe measures it). An error (an id out of range in a file changed
  * since open; under a guard, a file shrunk since open) names the file, whichever thread met it. */
 tf_status tf_feed_next(tf_feed *feed, tf_session *session) TF_MUST_USE;
+/* Moves the staging of every input of `min_bytes` or more into `session`'s host memory
+ * (tf_session_alloc_host: page-locked on CUDA, whose upload then copies from it directly instead of
+ * through its own pinned mirror); a source the backend has no memory for keeps its own. Call it
+ * once, before the first next; close the feed before destroying the session. Small inputs gain
+ * little and a backend has few host buffers (Vulkan: 4): `tightfit train` stages 1 MiB and up. */
+tf_status tf_feed_stage_in(tf_feed *feed, tf_session *session, int64_t min_bytes) TF_MUST_USE;
+/* How many inputs tf_feed_stage_in moved into the session's host memory. */
+int32_t tf_feed_staged_in(const tf_feed *feed);
 /* Turns the background reading on (the default after open) or off (each micro-batch read when
  * next takes it, on the calling thread); an error only when no thread can be started. */
 tf_status tf_feed_set_prefetch(tf_feed *feed, bool on) TF_MUST_USE;

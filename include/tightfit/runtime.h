@@ -48,6 +48,11 @@ tf_session_memory tf_session_memory_use(const tf_session *session);
 int32_t tf_session_host_steps_on_device(const tf_session *session);
 /* What the device measured (Vulkan, CUDA); TF_ERR_UNSUPPORTED for a backend that cannot say (cpu). */
 tf_status tf_session_device_memory(const tf_session *session, tf_device_memory *out) TF_MUST_USE;
+/* Host memory of `bytes` (zeroed) that the session's device copies from at the link's full speed
+ * (CUDA: page-locked), for a caller's staging of inputs (tf_feed_stage_in); NULL with *host NULL
+ * when the backend has none. Give it back with tf_session_free_host before destroying the session. */
+tf_status tf_session_alloc_host(tf_session *session, int64_t bytes, void **host) TF_MUST_USE;
+void tf_session_free_host(tf_session *session, void *host);
 const tf_plan *tf_session_plan(const tf_session *session);
 
 /* Copies host data into buffer `name` (an input, label or parameter; in the io region, into the
