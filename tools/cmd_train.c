@@ -372,7 +372,10 @@ static int train(const train_args *a, tf_plan *plan, train_run *run) {
     status = tf_feed_set_prefetch(feed, false);
   if (!status && run->dist->active) /* each rank prepares its own next micro-batch */
     tf_feed_set_ranks(feed, run->dist->size);
-  if (!status) /* large inputs staged in the device's host memory: CUDA uploads them without a copy */
+  /* large inputs staged in the device's host memory: CUDA uploads them without a copy (off with
+   * TIGHTFIT_FEED_STAGE_IN=0, the path before, for comparison) */
+  const char *stage_in = getenv("TIGHTFIT_FEED_STAGE_IN");
+  if (!status && !(stage_in && strcmp(stage_in, "0") == 0))
     status = tf_feed_stage_in(feed, session, (int64_t)1 << 20);
   if (!status && a->resume) {
     char path[4096];
