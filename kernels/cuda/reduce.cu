@@ -108,6 +108,15 @@ __device__ inline int64_t group_offset(const tf_cuda_reduction &r, int64_t e) {
   return offset;
 }
 
+/* The stride of the one reduced axis of a reduction whose reduced axes merged into one run
+ * (r.length > 0): group_offset(r, e) == e * reduced_stride(r). */
+__device__ inline int64_t reduced_stride(const tf_cuda_reduction &r) {
+  for (int32_t i = 0; i < r.rank; i++)
+    if (r.reduced[i])
+      return r.stride[i];
+  return 0;
+}
+
 /* ---- full: contiguous x of n elements into one value ---- */
 
 template <int MODE, typename T, bool SQUARES>
@@ -167,8 +176,14 @@ __global__ void columns_kernel(const T *x, T *y, typename Acc<MODE, T>::type *pa
     const int64_t begin = r.group * split / r.splits, end = r.group * (split + 1) / r.splits;
     const int64_t base = output_base(r, o);
     A value = identity<MODE, T>();
-    for (int64_t e = begin; e < end; e++)
-      value = combine<MODE>(value, (A)value_of(x[base + group_offset(r, e)]));
+    if (r.length > 0) { /* one reduced axis (a bias gradient's rows): its stride, no division per element */
+      const int64_t stride = reduced_stride(r);
+      for (int64_t e = begin; e < end; e++)
+        value = combine<MODE>(value, (A)value_of(x[base + e * stride]));
+    } else {
+      for (int64_t e = begin; e < end; e++)
+        value = combine<MODE>(value, (A)value_of(x[base + group_offset(r, e)]));
+    }
     if (r.splits == 1)
       y[o] = finish<MODE, T>(value, divisor);
     else
