@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/half_bits.h"
 #include "core/workspace_cuda.h"
@@ -70,9 +72,21 @@ inline cublasStatus_t gemm_f32(cublasHandle_t handle, tf_dtype math, cublasOpera
                                int m, int n, int k, const float *alpha, const float *a, int lda, long long stride_a,
                                const float *b, int ldb, long long stride_b, const float *beta, float *c, int ldc,
                                long long stride_c, int batch) {
-  if (math != TF_BF16 && math != TF_F16)
-    return cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
-                                     ldc, stride_c, batch);
+  if (math != TF_BF16 && math != TF_F16) {
+    /* TIGHTFIT_CUDA_F32_MATH=default: cuBLAS's default math, reductions in f32, still no TF32 (what PyTorch
+     * runs for fp32 without allow_tf32), to time against the pedantic mode the handle keeps */
+    const char *mode = getenv("TIGHTFIT_CUDA_F32_MATH");
+    if (!mode || strcmp(mode, "default") != 0)
+      return cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                                       ldc, stride_c, batch);
+    cublasStatus_t status = cublasSetMathMode(
+        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status = cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta,
+                                         c, ldc, stride_c, batch);
+    const cublasStatus_t restored = cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);
+    return status != CUBLAS_STATUS_SUCCESS ? status : restored;
+  }
   cublasStatus_t status = cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
   if (status == CUBLAS_STATUS_SUCCESS)
     status = cublasGemmStridedBatchedEx(handle, op_a, op_b, m, n, k, alpha, a, CUDA_R_32F, lda, stride_a, b, CUDA_R_32F,
