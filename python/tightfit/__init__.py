@@ -846,6 +846,8 @@ class Session:
                     np.save(os.path.join(directory, f"{name}.npy"), array)
             _lib.check(_lib.lib.tf_feed_open(self.plan._p, _bytes(directory), self.seed if seed is None else seed,
                                              ctypes.byref(feed)), "train")
+            # inputs of 1 MiB and up staged in the device's host memory, as tightfit train does
+            _lib.check(_lib.lib.tf_feed_stage_in(feed, self._s, 1 << 20), "train")
             losses = []
             for _ in range(steps):
                 total = 0.0

@@ -271,6 +271,7 @@ _declare("tf_session_load", c_status, c_session_p, ctypes.c_char_p)
 _declare("tf_feed_open", c_status, c_plan_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.POINTER(c_feed_p))
 _declare("tf_feed_close", None, c_feed_p)
 _declare("tf_feed_next", c_status, c_feed_p, c_session_p)
+_declare("tf_feed_stage_in", c_status, c_feed_p, c_session_p, ctypes.c_int64)
 _declare("tf_cli_run_captured", ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
          ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
 # compile, check, report, devices (tightfit/cli.h's requests)
