@@ -38,7 +38,7 @@ typedef struct tf_cuda_memory {
   int64_t graph_bytes;         /* the drop in free memory across prepare(): kernel modules and cuBLAS state loaded
                                 * by the warm-up, CUDA graph instantiation */
   int64_t free_after_prepare;  /* free device memory when prepare() returned */
-  int64_t pinned_host_bytes;   /* pinned host memory: the io mirror and the run values */
+  int64_t pinned_host_bytes;   /* pinned host memory: io mirror, run values, alloc_host */
   int64_t warmup_host_bytes;   /* host memory prepare()'s warm-up held at its peak for its copy of the regions
                                 * (cuda_warmup.c), freed before prepare() returned */
   int64_t allocations;         /* cudaMalloc calls so far (one per region) */
