@@ -36,7 +36,7 @@ typedef struct tf_cuda_memory {
   int64_t region_bytes;        /* asked for by alloc_region(): the plan's bytes */
   int64_t region_device_bytes; /* the drop in free memory across the region allocations */
   int64_t graph_bytes;         /* the drop in free memory across prepare(): kernel modules and cuBLAS state loaded
-                                * by the warm-up, CUDA graph instantiation */
+                                * by the warm-up, CUDA graph instantiation and upload */
   int64_t free_after_prepare;  /* free device memory when prepare() returned */
   int64_t pinned_host_bytes;   /* pinned host memory: io mirror, run values, alloc_host */
   int64_t warmup_host_bytes;   /* host memory prepare()'s warm-up held at its peak for its copy of the regions
