@@ -599,6 +599,18 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
     if (index->count != 1 || index->is_float || index->ints[0].symbol >= 0 || axis < 0 || axis >= rank)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather of a tensor by several known indices");
     int64_t i = index->ints[0].size;
+    const tf_dim along = dims[axis];
+    if (along.symbol < 0 && along.size >= 0) { // a fixed axis: ONNX's range [-n, n), negatives from the end
+      if (i < -along.size || i >= along.size)
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                       "Gather index %" PRId64 " is outside [-%" PRId64 ", %" PRId64 ") along axis %" PRId64, i,
+                       along.size, along.size, ox_attr_int(node, "axis", 0));
+      if (i < 0)
+        i += along.size;
+    } else if (i == INT64_MAX || i < -(int64_t)INT32_MAX) { // no axis is that long: nor is i + 1 an int64
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Gather index %" PRId64 " along axis %" PRId64 " of unknown size",
+                     i, ox_attr_int(node, "axis", 0));
+    }
     tf_tensor_id y = tf_slice(im->graph, data, (int32_t)axis, i, i == -1 ? INT64_MAX : i + 1, 1);
     tf_dim out[TF_MAX_RANK];
     int32_t m = 0;
