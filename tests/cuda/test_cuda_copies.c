@@ -45,8 +45,10 @@ static bool meet(span a, span b) {
   return a.region == b.region && a.begin < b.end && b.begin < a.end && a.end > a.begin && b.end > b.begin;
 }
 
-/* Whether step i writes anything of `source`: its outputs, the inputs it updates, its workspace. */
-static bool writes(const tf_plan *plan, int32_t i, span source) {
+/* Whether step i writes data of `source`: its outputs, the inputs it updates (not its workspace:
+ * a fused launch runs none of its members' own kernels, and its GEMM's workspace is cuda_fuse.c's
+ * check, test_cuda_fuse's). */
+static bool writes_data(const tf_plan *plan, int32_t i, span source) {
   const tf_plan_step *s = &plan->steps[i];
   for (int32_t k = 0; k < s->n_outputs; k++)
     if (meet(span_of(plan, s->outputs[k]), source))
@@ -57,16 +59,29 @@ static bool writes(const tf_plan *plan, int32_t i, span source) {
     if (written && meet(span_of(plan, s->inputs[k]), source))
       return true;
   }
-  return s->workspace >= 0 && meet(span_of(plan, s->workspace), source);
+  return false;
 }
 
-/* Whether step i reads or writes anything of `target` (every input counted as read). */
-static bool touches(const tf_plan *plan, int32_t i, span target) {
+/* Whether step i reads or writes data of `target` (every input counted as read). */
+static bool touches_data(const tf_plan *plan, int32_t i, span target) {
   const tf_plan_step *s = &plan->steps[i];
   for (int32_t k = 0; k < s->n_inputs; k++)
     if (meet(span_of(plan, s->inputs[k]), target))
       return true;
-  return writes(plan, i, target);
+  return writes_data(plan, i, target);
+}
+
+static bool in_workspace(const tf_plan *plan, int32_t i, span bytes) {
+  return plan->steps[i].workspace >= 0 && meet(span_of(plan, plan->steps[i].workspace), bytes);
+}
+
+/* The same with the step's workspace: what step i does when it runs as compiled. */
+static bool writes(const tf_plan *plan, int32_t i, span source) {
+  return writes_data(plan, i, source) || in_workspace(plan, i, source);
+}
+
+static bool touches(const tf_plan *plan, int32_t i, span target) {
+  return touches_data(plan, i, target) || in_workspace(plan, i, target);
 }
 
 /* The kept group whose span step i lies in, or -1. */
@@ -120,30 +135,6 @@ static bool skips(const tf_plan *plan, const tf_cuda_fusion *f, int32_t b) {
       if (plan->steps[f->members[m]].outputs[k] == b)
         return true;
   return false;
-}
-
-/* writes() and touches() without the step's workspace: a fused launch runs none of its members'
- * own kernels, and its GEMM's workspace is cuda_fuse.c's check (test_cuda_fuse's). */
-static bool writes_data(const tf_plan *plan, int32_t i, span source) {
-  const tf_plan_step *s = &plan->steps[i];
-  for (int32_t k = 0; k < s->n_outputs; k++)
-    if (meet(span_of(plan, s->outputs[k]), source))
-      return true;
-  for (int32_t k = 0; k < s->n_inputs; k++) {
-    bool written;
-    tf_plan_step_operand(s, k, &written);
-    if (written && meet(span_of(plan, s->inputs[k]), source))
-      return true;
-  }
-  return false;
-}
-
-static bool touches_data(const tf_plan *plan, int32_t i, span target) {
-  const tf_plan_step *s = &plan->steps[i];
-  for (int32_t k = 0; k < s->n_inputs; k++)
-    if (meet(span_of(plan, s->inputs[k]), target))
-      return true;
-  return writes_data(plan, i, target);
 }
 
 /* Whether the host steps, run by the runtime at their places (TIGHTFIT_HOST_COPIES=host: every group
