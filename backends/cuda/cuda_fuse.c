@@ -163,6 +163,24 @@ static bool is_member(const tf_cuda_fusion *f, int32_t s) {
   return false;
 }
 
+/* Whether moving m's write (a read: `read`) from its planned step to the launch step passes a step
+ * outside the group, or a host step (an offloaded activation's copy), that uses its bytes (for a read:
+ * writes them). Between launch step L and planned step P: device steps strictly between for a write,
+ * from min(L, P) on for a read; a host step placed before device step p when min < p <= max. */
+static bool move_passes_a_use(const tf_plan *plan, const tf_cuda_fusion *f, moved m, bool read) {
+  const int32_t at = f->launch_step;
+  const int32_t lo = at < m.planned_step ? at : m.planned_step, hi = at < m.planned_step ? m.planned_step : at;
+  for (int32_t s = f->first + 1; s < f->last; s++)
+    if (!is_member(f, s) && (read ? s >= lo : s > lo) && s < hi && step_touches(plan, s, m.buffer, read))
+      return true;
+  for (int32_t h = 0; h < plan->n_host_steps; h++) {
+    const int32_t p = plan->host_at[h];
+    if (p > f->first && p <= f->last && p > lo && p <= hi && host_step_touches(plan, h, m.buffer, read))
+      return true;
+  }
+  return false;
+}
+
 /* Whether the GEMM's workspace (the matmul step's: scratch the plan keeps free at that step only)
  * is free at the launch step too: it overlaps nothing the launch writes or reads (an output the plan
  * makes later, z at the add, may lie on those bytes) and no buffer live there (the plan's live
@@ -192,7 +210,6 @@ static bool workspace_free(const tf_plan *plan, const tf_cuda_fusion *f, const m
  * write; f->workspace says whether the launch may use the workspace (workspace_free). */
 static bool moves_safely(const tf_plan *plan, tf_cuda_fusion *f, const moved *writes, int32_t n_writes,
                          const moved *reads, int32_t n_reads) {
-  const int32_t at = f->launch_step;
   f->workspace = workspace_free(plan, f, writes, n_writes, reads, n_reads);
   for (int32_t w = 0; w < n_writes; w++) {
     for (int32_t r = 0; r < n_reads; r++)
@@ -202,41 +219,12 @@ static bool moves_safely(const tf_plan *plan, tf_cuda_fusion *f, const moved *wr
       if (bytes_overlap(plan, writes[w].buffer, writes[v].buffer))
         return false;
   }
-  for (int32_t s = f->first + 1; s < f->last; s++) {
-    if (is_member(f, s))
-      continue;
-    for (int32_t w = 0; w < n_writes; w++) {
-      const int32_t lo = at < writes[w].planned_step ? at : writes[w].planned_step;
-      const int32_t hi = at < writes[w].planned_step ? writes[w].planned_step : at;
-      if (s > lo && s < hi && step_touches(plan, s, writes[w].buffer, false))
-        return false;
-    }
-    for (int32_t r = 0; r < n_reads; r++) {
-      const int32_t lo = at < reads[r].planned_step ? at : reads[r].planned_step;
-      const int32_t hi = at < reads[r].planned_step ? reads[r].planned_step : at;
-      if (s >= lo && s < hi && step_touches(plan, s, reads[r].buffer, true))
-        return false;
-    }
-  }
-  /* the host steps (offloaded activations' copies) run between device steps: one before step p lies
-   * between steps lo and hi when lo < p <= hi */
-  for (int32_t h = 0; h < plan->n_host_steps; h++) {
-    const int32_t p = plan->host_at[h];
-    if (p <= f->first || p > f->last)
-      continue;
-    for (int32_t w = 0; w < n_writes; w++) {
-      const int32_t lo = at < writes[w].planned_step ? at : writes[w].planned_step;
-      const int32_t hi = at < writes[w].planned_step ? writes[w].planned_step : at;
-      if (p > lo && p <= hi && host_step_touches(plan, h, writes[w].buffer, false))
-        return false;
-    }
-    for (int32_t r = 0; r < n_reads; r++) {
-      const int32_t lo = at < reads[r].planned_step ? at : reads[r].planned_step;
-      const int32_t hi = at < reads[r].planned_step ? reads[r].planned_step : at;
-      if (p > lo && p <= hi && host_step_touches(plan, h, reads[r].buffer, true))
-        return false;
-    }
-  }
+  for (int32_t w = 0; w < n_writes; w++)
+    if (move_passes_a_use(plan, f, writes[w], false))
+      return false;
+  for (int32_t r = 0; r < n_reads; r++)
+    if (move_passes_a_use(plan, f, reads[r], true))
+      return false;
   return true;
 }
 
