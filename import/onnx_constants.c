@@ -71,7 +71,7 @@ tf_status ox_convert_constant(ox_import *im, const ox_node *node) {
   } else {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "no value, value_float, value_int(s) or value_floats attribute");
   }
-  return k ? ox_set_known(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  return k ? ox_set_read(im, node, 0, k) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
 }
 
 tf_status ox_convert_shape(ox_import *im, const ox_node *node) {
@@ -121,7 +121,7 @@ static tf_status fixed_range(ox_import *im, const ox_node *node, const ox_known 
   const int64_t n = count > 0 ? (int64_t)count : 0;
   ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : (limit->dtype == TF_I32 ? TF_I32 : TF_I64), 1, &n);
   if (!k)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a Range of %" PRId64, n);
+    return ox_at(im, node, ox_known_refusal(1, &n, "a Range"));
   for (int64_t i = 0; i < n; i++) {
     if (is_float)
       k->reals[i] = (double)(float)(s + (double)i * d);
@@ -198,7 +198,7 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
     const bool is_float = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
     ox_known *k = ox_known_new(is_float, dtype, (int32_t)shape->count, sizes);
     if (!k)
-      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a fill");
+      return ox_at(im, node, ox_known_refusal((int32_t)shape->count, sizes, "a fill"));
     for (int64_t i = 0; i < k->count; i++) {
       if (is_float)
         k->reals[i] = value;

@@ -144,8 +144,7 @@ static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor
   }
   ox_known *k = ox_known_new(true, TF_F32, 2, out);
   if (!k)
-    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for the counts of %" PRId64 " x %" PRId64 " windows",
-                   out[0], out[1]);
+    return ox_at(im, node, ox_known_refusal(2, out, "the counts of the windows"));
   for (int64_t h = 0; h < out[0]; h++)
     for (int64_t w = 0; w < out[1]; w++) {
       const int64_t count = covered(h, size[0], a->kernel[0], a->stride[0], a->padding[0]) *

@@ -13,8 +13,12 @@ bool ox_is_known(ox_import *im, const char *name);
 const ox_known *ox_foldable(ox_import *im, const ox_node *node, int32_t i);
 /* Output i becomes graph tensor `id` (the builder's error, if any, is returned). */
 tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id id) TF_MUST_USE;
-/* Output i becomes known value `k` (taken over, also on error). */
+/* Output i becomes known value `k` computed at import (taken over, also on error); refused once the
+ * import's computed values pass OX_MAX_FOLDED_ELEMENTS. */
 tf_status ox_set_known(ox_import *im, const ox_node *node, int32_t i, ox_known *k) TF_MUST_USE;
+/* Output i becomes known value `k` read from the file (a Constant node's), not counted: its size is
+ * the file's. */
+tf_status ox_set_read(ox_import *im, const ox_node *node, int32_t i, ox_known *k) TF_MUST_USE;
 /* Input i as a graph tensor (made from an initializer or known value on first use). */
 tf_status ox_tensor_of(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id *id) TF_MUST_USE;
 /* Input i's known value (borrowed). */

@@ -12,9 +12,9 @@ tf_status ox_convert_matmul(ox_import *im, const ox_node *node) {
   if (!node->transpose_b && ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
     /* frequencies x positions: a rotary embedding's angles */
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_at(
-        im, node,
-        ox_fold_matmul(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known, &k)));
+    TF_RETURN_IF_ERROR(ox_at(im, node,
+                             ox_fold_matmul(ox_value_find(im, ox_input(node, 0))->known,
+                                            ox_value_find(im, ox_input(node, 1))->known, ox_fold_room(im), &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id a, b;

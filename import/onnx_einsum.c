@@ -239,8 +239,11 @@ static tf_status fold_einsum(ox_import *im, const ox_node *node, const einsum_te
     return NULL;
   for (int32_t i = 0; i < n_output; i++)
     shape[i] = sizes[find(labels, n, output[i])];
-  ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : terms[0].known->dtype, n_output, shape);
-  double *sums = k ? calloc((size_t)(k->count ? k->count : 1), sizeof(double)) : NULL;
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_at(im, node,
+                           ox_known_within(is_float, is_float ? TF_F32 : terms[0].known->dtype, n_output, shape,
+                                           ox_fold_room(im), "an Einsum", &k)));
+  double *sums = calloc((size_t)(k->count ? k->count : 1), sizeof(double));
   if (!sums) {
     ox_known_free(k);
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");

@@ -53,7 +53,8 @@ static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op o
   if (ox_is_known(im, a) && ox_is_known(im, b)) {
     ox_known *k;
     TF_RETURN_IF_ERROR(
-        ox_at(im, node, ox_fold_binary(symbol, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+        ox_at(im, node,
+              ox_fold_binary(symbol, ox_value_find(im, a)->known, ox_value_find(im, b)->known, ox_fold_room(im), &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id ta = TF_NO_TENSOR, tb = TF_NO_TENSOR;
@@ -260,7 +261,7 @@ tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
     ox_known *k;
     TF_RETURN_IF_ERROR(ox_at(im, node,
                              ox_fold_binary('^', ox_value_find(im, ox_input(node, 0))->known,
-                                            ox_value_find(im, ox_input(node, 1))->known, &k)));
+                                            ox_value_find(im, ox_input(node, 1))->known, ox_fold_room(im), &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id x;
@@ -407,7 +408,7 @@ static tf_status fold_extremum(ox_import *im, const ox_node *node, char op, bool
       continue;
     const ox_known *x = ox_foldable(im, node, i);
     ox_known *next = NULL;
-    tf_status status = k ? ox_fold_binary(op, k, x, &next) : NULL;
+    tf_status status = k ? ox_fold_binary(op, k, x, ox_fold_room(im), &next) : NULL;
     next = k ? next : ox_fold_copy(x, x->rank, x->shape);
     ox_known_free(k);
     TF_RETURN_IF_ERROR(ox_at(im, node, status));
@@ -488,7 +489,7 @@ static tf_status fold_clip(ox_import *im, const ox_node *node, const ox_known *x
     if (!bound)
       continue;
     ox_known *next;
-    tf_status status = ox_fold_binary(i == 0 ? 'M' : 'm', k, bound, &next);
+    tf_status status = ox_fold_binary(i == 0 ? 'M' : 'm', k, bound, ox_fold_room(im), &next);
     ox_known_free(k);
     TF_RETURN_IF_ERROR(ox_at(im, node, status));
     k = next;
@@ -658,6 +659,6 @@ tf_status ox_convert_mod(ox_import *im, const ox_node *node) {
   if (fmod == 0 && (x->is_float || y->is_float))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "fmod 0 on floating-point values (ONNX requires fmod 1)");
   ox_known *k;
-  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(fmod ? 'f' : '%', x, y, &k)));
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(fmod ? 'f' : '%', x, y, ox_fold_room(im), &k)));
   return ox_set_known(im, node, 0, k);
 }

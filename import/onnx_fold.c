@@ -169,16 +169,15 @@ static int64_t source_index(const ox_known *k, int32_t rank, const int64_t *shap
   return index;
 }
 
-tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known **out) {
+tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, int64_t room, ox_known **out) {
   *out = NULL;
   int32_t rank;
   int64_t shape[TF_MAX_RANK];
   if (!broadcast(a, b, &rank, shape))
     return tf_status_new(TF_ERR_SHAPE, "known operands of shapes that do not broadcast");
   bool is_float = a->is_float || b->is_float;
-  ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : a->dtype, rank, shape);
-  if (!k)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory");
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_known_within(is_float, is_float ? TF_F32 : a->dtype, rank, shape, room, "the result", &k));
   for (int64_t i = 0; i < k->count; i++) {
     int64_t ia = source_index(a, rank, shape, i), ib = source_index(b, rank, shape, i);
     if (is_float) {
@@ -207,24 +206,20 @@ tf_status ox_fold_binary(char op, const ox_known *a, const ox_known *b, ox_known
   return NULL;
 }
 
-tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known *y, ox_known **out) {
+tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known *y, int64_t room, ox_known **out) {
   *out = NULL;
   int32_t rank, rank2;
   int64_t shape[TF_MAX_RANK], shape2[TF_MAX_RANK];
   if (!broadcast(x, y, &rank, shape))
     return tf_status_new(TF_ERR_SHAPE, "Where: known values of shapes that do not broadcast");
-  ox_known *both = ox_known_new(false, TF_I64, rank, shape); /* the shape of x and y broadcast */
-  if (!both)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Where");
-  const bool fits = broadcast(cond, both, &rank2, shape2);
-  ox_known_free(both);
-  if (!fits)
+  ox_known both = {.rank = rank}; /* the shape of x and y broadcast */
+  memcpy(both.shape, shape, sizeof(int64_t) * (size_t)rank);
+  if (!broadcast(cond, &both, &rank2, shape2))
     return tf_status_new(TF_ERR_SHAPE, "Where: a condition that does not broadcast with its values");
   if (x->is_float != y->is_float)
     return tf_status_new(TF_ERR_UNSUPPORTED, "Where of a known float and a known integer");
-  ox_known *k = ox_known_new(x->is_float, x->dtype, rank2, shape2);
-  if (!k)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Where");
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_known_within(x->is_float, x->dtype, rank2, shape2, room, "a Where", &k));
   for (int64_t i = 0; i < k->count; i++) {
     const int64_t ic = source_index(cond, rank2, shape2, i);
     const bool take_x = cond->is_float ? cond->reals[ic] != 0 : cond->ints[ic].size != 0 || cond->ints[ic].symbol >= 0;
@@ -438,7 +433,7 @@ tf_status ox_fold_scatter_nd(const ox_known *data, const ox_known *indices, cons
   return NULL;
 }
 
-tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, ox_known **out) {
+tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t axis, int64_t room, ox_known **out) {
   *out = NULL;
   if (axis < 0)
     axis += data->rank;
@@ -452,9 +447,8 @@ tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t 
     shape[rank++] = indices->shape[i];
   for (int32_t i = axis + 1; i < data->rank; i++)
     shape[rank++] = data->shape[i];
-  ox_known *k = ox_known_new(data->is_float, data->dtype, rank, shape);
-  if (!k)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Gather");
+  ox_known *k;
+  TF_RETURN_IF_ERROR(ox_known_within(data->is_float, data->dtype, rank, shape, room, "a Gather", &k));
   int64_t outer = 1, inner = 1, n = data->shape[axis];
   for (int32_t i = 0; i < axis; i++)
     outer *= data->shape[i];
@@ -488,7 +482,7 @@ tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t 
   return NULL;
 }
 
-tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, ox_known **out) {
+tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, int64_t room, ox_known **out) {
   *out = NULL;
   if (n < 1)
     return tf_status_new(TF_ERR_INVALID_INPUT, "Concat of nothing");
@@ -510,9 +504,9 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
     shape[axis] += parts[p]->shape[axis];
     is_float = is_float || parts[p]->is_float;
   }
-  ox_known *k = ox_known_new(is_float, is_float ? TF_F32 : first->dtype, first->rank, shape);
-  if (!k)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a Concat");
+  ox_known *k;
+  TF_RETURN_IF_ERROR(
+      ox_known_within(is_float, is_float ? TF_F32 : first->dtype, first->rank, shape, room, "a Concat", &k));
   int64_t outer = 1, inner = 1;
   for (int32_t i = 0; i < axis; i++)
     outer *= shape[i];
@@ -536,7 +530,7 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
 }
 
 /* The most multiply-adds a MatMul of known values may take at import (a rotary table: T x d/2). */
-#define OX_FOLD_MATMUL_WORK ((int64_t)1 << 28)
+#define OX_FOLD_MATMUL_WORK ((int64_t)1 << 24)
 
 static double real_at(const ox_known *x, int64_t i) { return x->is_float ? x->reals[i] : (double)x->ints[i].size; }
 
@@ -572,7 +566,7 @@ tf_status ox_fold_transpose(const ox_known *x, const int32_t *perm, ox_known **o
   return NULL;
 }
 
-tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, ox_known **out) {
+tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, int64_t room, ox_known **out) {
   ox_known target = {.rank = rank};
   memcpy(target.shape, shape, sizeof(int64_t) * (size_t)rank);
   int32_t out_rank;
@@ -580,9 +574,7 @@ tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, 
   *out = NULL;
   if (!broadcast(x, &target, &out_rank, out_shape))
     return tf_status_new(TF_ERR_SHAPE, "Expand: a known value that does not broadcast to the shape");
-  *out = ox_known_new(x->is_float, x->dtype, out_rank, out_shape);
-  if (!*out)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for an expand");
+  TF_RETURN_IF_ERROR(ox_known_within(x->is_float, x->dtype, out_rank, out_shape, room, "an Expand", out));
   for (int64_t i = 0; i < (*out)->count; i++) {
     const int64_t from = source_index(x, out_rank, out_shape, i);
     if (x->is_float)
@@ -593,7 +585,7 @@ tf_status ox_fold_expand(const ox_known *x, int32_t rank, const int64_t *shape, 
   return NULL;
 }
 
-tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, ox_known **out) {
+tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, int64_t room, ox_known **out) {
   *out = NULL;
   if (a->rank < 2 || b->rank < 2 || ox_known_has_symbol(a) || ox_known_has_symbol(b))
     return tf_status_new(TF_ERR_UNSUPPORTED, "MatMul of known values needs two of rank 2 or more, without sizes");
@@ -620,9 +612,7 @@ tf_status ox_fold_matmul(const ox_known *a, const ox_known *b, ox_known **out) {
   shape[rank] = m;
   shape[rank + 1] = n;
   const tf_dtype dtype = a->is_float ? a->dtype : b->is_float ? b->dtype : TF_F32;
-  *out = ox_known_new(true, dtype, rank + 2, shape);
-  if (!*out)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for a MatMul of known values");
+  TF_RETURN_IF_ERROR(ox_known_within(true, dtype, rank + 2, shape, room, "a MatMul", out));
   for (int64_t e = 0; e < batches; e++) {
     const int64_t first_a = source_index(&batch_a, rank, shape, e) * m * k;
     const int64_t first_b = source_index(&batch_b, rank, shape, e) * k * n;

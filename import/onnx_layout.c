@@ -221,7 +221,7 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
     for (int32_t i = 0; i < n; i++)
       parts[i] = ox_value_find(im, ox_input(node, i))->known;
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_concat(parts, n, (int32_t)axis, &k)));
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_concat(parts, n, (int32_t)axis, ox_fold_room(im), &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id ids[64];
@@ -433,7 +433,7 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
     }
     if (fixed) { /* a table computed from positions (a rotary embedding's inv_freq): stays known */
       ox_known *k;
-      TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_expand(value, (int32_t)shape->count, sizes, &k)));
+      TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_expand(value, (int32_t)shape->count, sizes, ox_fold_room(im), &k)));
       return ox_set_known(im, node, 0, k);
     }
   }
@@ -570,9 +570,10 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   int64_t axis = ox_attr_int(node, "axis", 0);
   if (ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_at(im, node,
-                             ox_fold_gather(ox_value_find(im, ox_input(node, 0))->known,
-                                            ox_value_find(im, ox_input(node, 1))->known, (int32_t)axis, &k)));
+    TF_RETURN_IF_ERROR(
+        ox_at(im, node,
+              ox_fold_gather(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
+                             (int32_t)axis, ox_fold_room(im), &k)));
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id data;

@@ -282,7 +282,8 @@ static tf_status fold_pair(ox_import *im, const ox_node *node, char op, bool *fo
   if (!ox_is_known(im, a) || !ox_is_known(im, b))
     return NULL;
   ox_known *k;
-  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, &k)));
+  TF_RETURN_IF_ERROR(ox_at(
+      im, node, ox_fold_binary(op, ox_value_find(im, a)->known, ox_value_find(im, b)->known, ox_fold_room(im), &k)));
   if (op == 'A' || op == 'O' || op == 'X')
     k->dtype = TF_U8;
   *folded = true;
@@ -354,7 +355,7 @@ tf_status ox_convert_where(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(
       ox_at(im, node,
             ox_fold_where(ox_value_find(im, ox_input(node, 0))->known, ox_value_find(im, ox_input(node, 1))->known,
-                          ox_value_find(im, ox_input(node, 2))->known, &k)));
+                          ox_value_find(im, ox_input(node, 2))->known, ox_fold_room(im), &k)));
   return ox_set_known(im, node, 0, k);
 }
 

@@ -44,8 +44,8 @@ ox_known *ox_known_new(bool is_float, tf_dtype dtype, int32_t rank, const int64_
     return NULL;
   int64_t count = 1;
   for (int32_t i = 0; i < rank; i++) {
-    if (shape[i] < 0 || (shape[i] > 0 && count > ((int64_t)1 << 26) / shape[i]))
-      return NULL; /* known values are shape data and small constants: at most 2^26 elements */
+    if (shape[i] < 0 || (shape[i] > 0 && count > OX_MAX_KNOWN_ELEMENTS / shape[i]))
+      return NULL;
     count *= shape[i];
   }
   ox_known *k = calloc(1, sizeof(ox_known));
@@ -70,6 +70,46 @@ ox_known *ox_known_new(bool is_float, tf_dtype dtype, int32_t rank, const int64_
     k->ints[i] = tf_fixed(0);
   return k;
 }
+
+tf_status ox_known_refusal(int32_t rank, const int64_t *shape, const char *what) {
+  char dims[TF_MAX_RANK * 24 + 4] = "[";
+  size_t at = 1;
+  bool over = rank < 0 || rank > TF_MAX_RANK;
+  for (int32_t i = 0, n = over ? 0 : rank; i < n; i++) {
+    at += (size_t)snprintf(dims + at, sizeof(dims) - at, "%s%" PRId64, i ? "," : "", shape[i]);
+    over = over || shape[i] < 0;
+  }
+  snprintf(dims + at, sizeof(dims) - at, "]");
+  if (over)
+    return tf_status_new(TF_ERR_INVALID_INPUT, "%s computed at import would have the shape %s", what, dims);
+  double count = 1;
+  for (int32_t i = 0; i < rank; i++)
+    count *= (double)shape[i];
+  if (count > (double)OX_MAX_KNOWN_ELEMENTS)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s computed at import would be %s (%.0f elements); the importer folds shape data and "
+                         "tables of at most %" PRId64 " elements: export with dynamic axes (docs/import.md)",
+                         what, dims, count, OX_MAX_KNOWN_ELEMENTS);
+  return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for %s %s", what, dims);
+}
+
+tf_status ox_known_within(bool is_float, tf_dtype dtype, int32_t rank, const int64_t *shape, int64_t room,
+                          const char *what, ox_known **out) {
+  *out = NULL;
+  double count = 1;
+  for (int32_t i = 0; i >= 0 && i < rank && i < TF_MAX_RANK; i++)
+    count *= shape[i] > 0 ? (double)shape[i] : 0;
+  if (count > (double)room && count <= (double)OX_MAX_KNOWN_ELEMENTS)
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s computed at import would hold %.0f elements, more than the %" PRId64
+                         " left of the %" PRId64 " the importer computes in all (shape data and small tables): "
+                         "export with dynamic axes (docs/import.md)",
+                         what, count, room, OX_MAX_FOLDED_ELEMENTS);
+  *out = ox_known_new(is_float, dtype, rank, shape);
+  return *out ? NULL : ox_known_refusal(rank, shape, what);
+}
+
+int64_t ox_fold_room(const ox_import *im) { return OX_MAX_FOLDED_ELEMENTS - im->folded_elements; }
 
 void ox_known_free(ox_known *known) {
   if (!known)

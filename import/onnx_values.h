@@ -12,8 +12,23 @@
 ox_value *ox_value_get(ox_import *im, const char *name);
 /* The value `name` if it exists, else NULL. */
 ox_value *ox_value_find(ox_import *im, const char *name);
-/* A new known value of `count` elements (owned by the caller until stored in a value). */
+/* The most elements one known value holds: shape data and position tables, not activations. */
+#define OX_MAX_KNOWN_ELEMENTS ((int64_t)1 << 24)
+/* The most elements the known values one import computes hold in all (ox_set_known counts them;
+ * values read from the file are not counted): bounds the work a small file can ask of the folds. */
+#define OX_MAX_FOLDED_ELEMENTS ((int64_t)1 << 24)
+/* A new known value of `count` elements (owned by the caller until stored in a value); NULL past
+ * OX_MAX_KNOWN_ELEMENTS or when memory runs out (ox_known_refusal says which). */
 ox_known *ox_known_new(bool is_float, tf_dtype dtype, int32_t rank, const int64_t *shape);
+/* Why ox_known_new(rank, shape) gave NULL: TF_ERR_UNSUPPORTED naming the element count when the shape
+ * is over OX_MAX_KNOWN_ELEMENTS, else TF_ERR_OUT_OF_MEMORY "no memory for `what`". */
+tf_status ox_known_refusal(int32_t rank, const int64_t *shape, const char *what) TF_MUST_USE;
+/* ox_known_new of a value computed at import, refused before anything is allocated when its elements
+ * pass `room` (ox_fold_room) or OX_MAX_KNOWN_ELEMENTS; errors name `what` ("a Where"). */
+tf_status ox_known_within(bool is_float, tf_dtype dtype, int32_t rank, const int64_t *shape, int64_t room,
+                          const char *what, ox_known **out) TF_MUST_USE;
+/* How many more elements the values this import computes may hold (OX_MAX_FOLDED_ELEMENTS in all). */
+int64_t ox_fold_room(const ox_import *im);
 void ox_known_free(ox_known *known);
 /* Decodes an ONNX tensor (raw or typed data) into a known value; errors name `what`. */
 tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_known **out) TF_MUST_USE;

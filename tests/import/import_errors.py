@@ -164,6 +164,12 @@ def main():
                              node("Equal", ["x", "half"], ["c"], "eq"), node("Where", ["c", "zero", "x"], ["y"], "sel")],
                             [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
         data_equal = masked(["m", "x"], ["zero", "x"], [x, m], [tensor("zero", [], [0.0])])
+        # two Expands of a known value, 2^23 elements each, fill the 2^24 computed in all: their sum is refused
+        fold_total = model([node("Constant", [], ["one"], "one", attribute_tensor("value", tensor("v", [1], [1.0]))),
+                            node("Expand", ["one", "shape"], ["t1"], "e1"), node("Expand", ["one", "shape"], ["t2"], "e2"),
+                            node("Add", ["t1", "t2"], ["t"], "sum"), node("Add", ["x", "t"], ["y"], "add")],
+                           [value_info("x", 1, ["N", 4096, 2048])], [value_info("y", 1, ["N", 4096, 2048])],
+                           [int_tensor("shape", [2], [4096, 2048])])
         reshape_overflow = model([node("Reshape", ["k", "shape"], ["r"], "reshape"), node("Add", ["x", "r"], ["y"], "add")],
                                  [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                                  [int_tensor("k", [1], [1]), int_tensor("shape", [2], [8796093022210, 2199023255554])])
@@ -286,6 +292,14 @@ def main():
                                                             "corpus", "onnx", "reshape_overflow.onnx"),
              ["reshape_overflow.onnx", "tensor 'a' is written by two nodes", "'add' (Add)", "'c1' (Constant)"]),
             ("known integers overflow", write("mul.onnx", mul_overflow), ["mul.onnx", "'mul' (Mul)", "64 bits"]),
+            # the fuzzer's find: a 1 KB file whose folds computed tables of 2^25 elements (32.8 s under
+            # the sanitizers); a value computed at import is refused before it is computed when over
+            # 2^24 elements, or when the values computed in all would pass 2^24
+            ("fuzzer's file, an Expand too large to fold", os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx", "fold_expand_large.onnx"),
+             ["fold_expand_large.onnx", "'invx' (Expand)", "[16777216,2,1] (33554432 elements)", "at most 16777216"]),
+            ("folds past the import's total", write("fold_total.onnx", fold_total),
+             ["fold_total.onnx", "'sum' (Add)", "8388608 elements, more than the 0 left of the 16777216"]),
             ("bicubic resize", write("bicubic.onnx", bicubic),
              ["bicubic.onnx", "'up' (Resize)", "cubic is not supported"]),
             ("Where between two constants, one infinite", write("where2.onnx", infinite_branch),
