@@ -102,7 +102,7 @@ tf_status tf_cuda_list_devices(tf_device_list *list) {
     struct cudaDeviceProp props;
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
     const bool usable = props.major * 10 + props.minor >= 75;
-    char name[32], attention[160], limits_note[96] = "";
+    char name[32], attention[160], f32_attention[160], limits_note[96] = "";
     snprintf(name, sizeof(name), "cuda:%d", device);
     /* the kernels' choices see the limits TIGHTFIT_CUDA_LIMITS lowers them to (kernels/cuda/device_limits.cu) */
     tf_cuda_limits limits = {props.major, props.minor, (int64_t)props.sharedMemPerBlockOptin};
@@ -113,9 +113,13 @@ tf_status tf_cuda_list_devices(tf_device_list *list) {
     /* which attention kernels f16/bf16 plans take here (kernels/cuda/attention_mma.cu decides alike) */
     tf_cuda_tensor_attention_describe(attention, sizeof(attention), limits.major, limits.minor, limits.shared_optin,
                                       tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION")));
-    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s%s; half-precision %s", props.name,
-                       props.major, props.minor, (double)props.totalGlobalMem / (1 << 30),
-                       usable ? "" : " (unusable: the kernels need compute capability 7.5)", limits_note, attention);
+    tf_cuda_f32_attention_describe(f32_attention, sizeof(f32_attention), limits.major, limits.minor,
+                                   limits.shared_optin,
+                                   tf_cuda_f32_attention_on(getenv("TIGHTFIT_CUDA_F32_ATTENTION")));
+    tf_device_list_add(list, "cuda", name, "%s, compute capability %d.%d, %.1f GiB%s%s; half-precision %s; %s",
+                       props.name, props.major, props.minor, (double)props.totalGlobalMem / (1 << 30),
+                       usable ? "" : " (unusable: the kernels need compute capability 7.5)", limits_note, attention,
+                       f32_attention);
   }
   return NULL;
 }

@@ -61,37 +61,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     float s[8][4];
     const uint32_t k_at = shared_address(qs + (1 + 2 * buf) * tile), v_at = k_at + tile * 2;
     scores<T, D>(s, shared_address(qs), k_at, warp, lane);
-    const bool mask = needs_mask(i0, j0, d);
-    float top[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        float x = __fmul_rn(s[nt][e], d.scale); /* rounded as the statistics and the gradient round it */
-        if (mask && !visible(row[e >> 1], j0 + nt * 8 + 2 * t + (e & 1), d))
-          x = -INFINITY;
-        s[nt][e] = x;
-        top[e >> 1] = fmaxf(top[e >> 1], x);
-      }
     float correction[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      top[r] = fmaxf(top[r], __shfl_xor_sync(kFullMask, top[r], 1));
-      top[r] = fmaxf(top[r], __shfl_xor_sync(kFullMask, top[r], 2));
-      const float m_new = fmaxf(m[r], top[r]);
-      correction[r] = m_new == -INFINITY ? 1.0f : expf(m[r] - m_new); /* 0 when m was -inf */
-      m[r] = m_new;
-      l[r] *= correction[r];
-    }
-#pragma unroll
-    for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int r = e >> 1; /* m finite: expf(-inf - m) = 0 for the masked; m -inf: none visible yet */
-        const float pv = m[r] == -INFINITY ? 0.0f : expf(s[nt][e] - m[r]);
-        s[nt][e] = pv;
-        l[r] += pv;
-      }
+    softmax_tile(s, m, l, correction, row, i0, j0, t, d);
 #pragma unroll
     for (int dn = 0; dn < D / 8; dn++)
 #pragma unroll
@@ -154,37 +125,16 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     const uint32_t k_at = shared_address(qs + (2 + 2 * buf) * tile), v_at = k_at + tile * 2;
     scores<T, D>(s, shared_address(qs), k_at, warp, lane);
     scores<T, D>(dp, shared_address(dos), v_at, warp, lane);
-    const bool mask = needs_mask(i0, j0, d);
-    float top[2] = {-INFINITY, -INFINITY};
+    float correction[2];
+    softmax_tile(s, m, l, correction, row, i0, j0, t, d); /* P: 0 exactly where not visible */
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+      weighted[r] *= correction[r];
 #pragma unroll
     for (int nt = 0; nt < 8; nt++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        float x = __fmul_rn(s[nt][e], d.scale);
-        if (mask && !visible(row[e >> 1], j0 + nt * 8 + 2 * t + (e & 1), d))
-          x = -INFINITY;
-        s[nt][e] = x;
-        top[e >> 1] = fmaxf(top[e >> 1], x);
-      }
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      top[r] = fmaxf(top[r], __shfl_xor_sync(kFullMask, top[r], 1));
-      top[r] = fmaxf(top[r], __shfl_xor_sync(kFullMask, top[r], 2));
-      const float m_new = fmaxf(m[r], top[r]);
-      const float correction = m_new == -INFINITY ? 1.0f : expf(m[r] - m_new);
-      m[r] = m_new;
-      l[r] *= correction;
-      weighted[r] *= correction;
-    }
-#pragma unroll
-    for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int r = e >> 1;
-        const float pv = m[r] == -INFINITY ? 0.0f : expf(s[nt][e] - m[r]); /* 0 exactly where not visible */
-        l[r] += pv;
-        weighted[r] += pv * dp[nt][e];
-      }
+      for (int e = 0; e < 4; e++)
+        weighted[e >> 1] += s[nt][e] * dp[nt][e];
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {

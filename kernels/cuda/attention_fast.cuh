@@ -267,6 +267,73 @@ __device__ inline void write_rows(const float (&acc)[D / 8][4], float factor, ui
   }
 }
 
+/* One key tile of the online softmax over a warp's [16 x 64] score block (C fragments; rows row[0],
+ * row[1] are this thread's g and g + 8): s scaled (__fmul_rn, as the statistics and the gradient
+ * round it) and masked, the rows' running max m raised (over the quad's 4 lanes), this thread's part
+ * of the row sums l rescaled by `correction` (returned for what else the caller rescales), and s
+ * turned into P = expf(x - m), added to l. */
+__device__ inline void softmax_tile(float (&s)[8][4], float (&m)[2], float (&l)[2], float (&correction)[2],
+                                    const int64_t (&row)[2], int64_t i0, int64_t j0, int t, const AttentionDims &d) {
+  const bool mask = needs_mask(i0, j0, d);
+  float top[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      float x = __fmul_rn(s[nt][e], d.scale);
+      if (mask && !visible(row[e >> 1], j0 + nt * 8 + 2 * t + (e & 1), d))
+        x = -INFINITY;
+      s[nt][e] = x;
+      top[e >> 1] = fmaxf(top[e >> 1], x);
+    }
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    top[r] = fmaxf(top[r], __shfl_xor_sync(kFullMask, top[r], 1));
+    top[r] = fmaxf(top[r], __shfl_xor_sync(kFullMask, top[r], 2));
+    const float m_new = fmaxf(m[r], top[r]);
+    correction[r] = m_new == -INFINITY ? 1.0f : expf(m[r] - m_new); /* 0 when m was -inf */
+    m[r] = m_new;
+    l[r] *= correction[r];
+  }
+#pragma unroll
+  for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int r = e >> 1; /* m finite: expf(-inf - m) = 0 for the masked; m -inf: none visible yet */
+      const float pv = m[r] == -INFINITY ? 0.0f : expf(s[nt][e] - m[r]);
+      s[nt][e] = pv;
+      l[r] += pv;
+    }
+}
+
+/* The rows' lse and delta (0 past the last query). */
+__device__ inline void load_statistics(const float *lse, const float *delta, int64_t stat_base, const int64_t (&row)[2],
+                                       const AttentionDims &d, float (&row_lse)[2], float (&row_delta)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    row_lse[r] = row[r] < d.queries ? lse[stat_base + row[r]] : 0.0f;
+    row_delta[r] = row[r] < d.queries ? delta[stat_base + row[r]] : 0.0f;
+  }
+}
+
+/* s becomes P and dp becomes dS for the (query tile i0, key tile j0) pair, element by element. */
+__device__ inline void probabilities(float (&s)[8][4], float (&dp)[8][4], const float (&row_lse)[2],
+                                     const float (&row_delta)[2], const int64_t (&row)[2], int64_t i0, int64_t j0,
+                                     int t, const AttentionDims &d) {
+  const bool mask = needs_mask(i0, j0, d);
+#pragma unroll
+  for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int r = e >> 1;
+      const bool seen = !mask || visible(row[r], j0 + nt * 8 + 2 * t + (e & 1), d);
+      /* __fmul_rn: the scaled score rounded as the forward and the statistics rounded it */
+      const float pv = seen ? expf(__fmul_rn(s[nt][e], d.scale) - row_lse[r]) : 0.0f;
+      s[nt][e] = pv;
+      dp[nt][e] = pv * (dp[nt][e] - row_delta[r]);
+    }
+}
+
 #endif
 
 } // namespace fast_attention

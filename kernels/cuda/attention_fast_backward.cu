@@ -20,36 +20,6 @@ namespace {
 
 using namespace fast_attention;
 
-#ifdef TF_FAST_ATTENTION
-/* The rows' lse and delta (0 past the last query). */
-__device__ inline void load_statistics(const float *lse, const float *delta, int64_t stat_base, const int64_t (&row)[2],
-                                       const AttentionDims &d, float (&row_lse)[2], float (&row_delta)[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    row_lse[r] = row[r] < d.queries ? lse[stat_base + row[r]] : 0.0f;
-    row_delta[r] = row[r] < d.queries ? delta[stat_base + row[r]] : 0.0f;
-  }
-}
-
-/* s becomes P and dp becomes dS for the (query tile i0, key tile j0) pair, element by element. */
-__device__ inline void probabilities(float (&s)[8][4], float (&dp)[8][4], const float (&row_lse)[2],
-                                     const float (&row_delta)[2], const int64_t (&row)[2], int64_t i0, int64_t j0,
-                                     int t, const AttentionDims &d) {
-  const bool mask = needs_mask(i0, j0, d);
-#pragma unroll
-  for (int nt = 0; nt < 8; nt++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int r = e >> 1;
-      const bool seen = !mask || visible(row[r], j0 + nt * 8 + 2 * t + (e & 1), d);
-      /* __fmul_rn: the scaled score rounded as the forward and the statistics rounded it */
-      const float pv = seen ? expf(__fmul_rn(s[nt][e], d.scale) - row_lse[r]) : 0.0f;
-      s[nt][e] = pv;
-      dp[nt][e] = pv * (dp[nt][e] - row_delta[r]);
-    }
-}
-#endif
-
 template <typename T, int D>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     fast_query_gradient(const T *q, const T *k, const T *v, const T *dy, const float *lse, const float *delta, T *dq,

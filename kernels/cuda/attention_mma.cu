@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/attention_fast.cuh" /* includes attention_mma.cuh */
+#include "kernels/cuda/attention_f32.cuh" /* includes attention_fast.cuh and attention_mma.cuh */
 
 namespace tf_cuda {
 namespace {
@@ -240,6 +240,40 @@ bool device_limits(int *major, int *minor, int64_t *shared_optin) {
   return true;
 }
 
+} // namespace
+
+const char *attention_operands_refusal(const tf_cuda_args *args) {
+  const bool backward = args->op == TF_OP_ATTENTION_GRAD;
+  const int64_t heads = args->attrs->u.attention.num_heads, width = args->inputs[0].shape[2];
+  if (heads <= 0 || width % heads != 0)
+    return "the width is not heads x D";
+  const int64_t depth = width / heads;
+  if (depth != 32 && depth != 64 && depth != 128)
+    return "head width not 32, 64 or 128";
+  if (args->inputs[0].shape[0] < 1 || args->inputs[0].shape[1] < 1 || args->inputs[1].shape[1] < 1)
+    return "no queries or no keys";
+  if (args->inputs[1].shape[2] != width || args->inputs[2].shape[2] != width ||
+      args->inputs[2].shape[1] != args->inputs[1].shape[1])
+    return "k and v unlike q";
+  for (int32_t k = 0; k < (backward ? 4 : 3); k++)
+    if (!aligned16(args->inputs[k].data))
+      return "an operand is not 16-byte aligned";
+  for (int32_t k = 0; k < (backward ? 3 : 1); k++)
+    if (!aligned16(args->outputs[k].data))
+      return "an output is not 16-byte aligned";
+  if (backward) {
+    const int64_t rows = args->inputs[0].shape[0] * args->inputs[0].shape[1] * heads;
+    if (!args->workspace || args->workspace_bytes < tf_cuda_round_up(4 * rows) + 4 * rows)
+      return "the workspace is smaller than lse and delta";
+  }
+  const int64_t blocks = args->inputs[0].shape[0] * heads * tiles_of(args->inputs[0].shape[1]);
+  if (blocks > INT32_MAX)
+    return "more blocks than the grid takes";
+  return NULL;
+}
+
+namespace {
+
 /* Runs the step on tensor cores (no checks but prepare_kernel's); fast: attention_fast.cu's kernels. */
 tf_status launch_checked(const tf_cuda_args *args, tf_cuda_attention_mode mode) {
   if (mode == TF_CUDA_ATTENTION_FAST)
@@ -262,10 +296,16 @@ bool debugging_paths(void) {
   return debug && debug[0] && strcmp(debug, "0") != 0;
 }
 
-void say_path(const tf_cuda_args *args, tf_cuda_attention_mode mode, const char *why) {
+/* The tensor path's name in those lines. */
+const char *path_name(bool f32, tf_cuda_attention_mode mode) {
+  if (f32)
+    return "f32, 3xTF32";
+  return mode == TF_CUDA_ATTENTION_FAST ? "fast" : mode == TF_CUDA_ATTENTION_ROUNDED ? "rounded" : "split";
+}
+
+void say_path(const tf_cuda_args *args, const char *name, const char *why) {
   if (!debugging_paths())
     return;
-  const char *name = mode == TF_CUDA_ATTENTION_FAST ? "fast" : mode == TF_CUDA_ATTENTION_ROUNDED ? "rounded" : "split";
   fprintf(stderr, "tightfit cuda attention: %s [%lld, %lld, %lld] %d heads: %s%s\n", tf_op_name(args->op),
           (long long)args->inputs[0].shape[0], (long long)args->inputs[0].shape[1], (long long)args->inputs[0].shape[2],
           (int)args->attrs->u.attention.num_heads, why ? "CUDA-core kernels: " : "tensor cores, ", why ? why : name);
@@ -282,18 +322,25 @@ void say_pending(const tf_cuda_args *args, cudaError_t earlier) {
 
 tf_status tensor_attention(const tf_cuda_args *args, bool backward, bool *handled) {
   *handled = false;
-  if (!is_half_dtype(args->inputs[0].dtype)) /* the f32 plans never read the environment */
+  const bool f32 = args->inputs[0].dtype == TF_F32;
+  if (!is_half_dtype(args->inputs[0].dtype) && !f32)
     return NULL;
-  const tf_cuda_attention_mode mode = tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION"));
+  /* f32 steps take the tensor cores only when TIGHTFIT_CUDA_F32_ATTENTION says so (kernels.h) */
+  if (f32 && !tf_cuda_f32_attention_on(getenv("TIGHTFIT_CUDA_F32_ATTENTION")))
+    return NULL;
+  const tf_cuda_attention_mode mode =
+      f32 ? TF_CUDA_ATTENTION_FAST : tf_cuda_attention_mode_of(getenv("TIGHTFIT_CUDA_TENSOR_ATTENTION"));
+  const char *name = path_name(f32, mode);
   int major = 0, minor = 0;
   int64_t shared_optin = 0;
   if (!device_limits(&major, &minor, &shared_optin)) {
-    say_path(args, mode, "the device's limits are unknown");
+    say_path(args, name, "the device's limits are unknown");
     return NULL;
   }
-  const char *refused = tf_cuda_tensor_attention_refusal(args, major, minor, shared_optin, mode);
+  const char *refused = f32 ? tf_cuda_f32_attention_refusal(args, major, minor, shared_optin)
+                            : tf_cuda_tensor_attention_refusal(args, major, minor, shared_optin, mode);
   if (refused) {
-    say_path(args, mode, refused);
+    say_path(args, name, refused);
     return NULL;
   }
   (void)backward; /* the op says it: args->op */
@@ -304,14 +351,14 @@ tf_status tensor_attention(const tf_cuda_args *args, bool backward, bool *handle
   const cudaError_t earlier = cudaGetLastError();
   if (earlier != cudaSuccess)
     say_pending(args, earlier);
-  tf_status status = launch_checked(args, mode);
+  tf_status status = f32 ? launch_f32_attention(args, args->op == TF_OP_ATTENTION_GRAD) : launch_checked(args, mode);
   if (status) { /* refused or failed to launch: nothing ran to completion, the other kernels redo it all */
-    say_path(args, mode, tf_status_message(status));
+    say_path(args, name, tf_status_message(status));
     tf_status_free(status);
     cudaGetLastError();
     return NULL;
   }
-  say_path(args, mode, NULL);
+  say_path(args, name, NULL);
   *handled = true;
   return NULL;
 }
@@ -366,31 +413,10 @@ extern "C" const char *tf_cuda_tensor_attention_refusal(const tf_cuda_args *args
   for (int32_t k = 0; k < (backward ? 3 : 1); k++)
     if (args->outputs[k].dtype != type)
       return "the outputs are not of q's half type";
-  const int64_t heads = args->attrs->u.attention.num_heads, width = args->inputs[0].shape[2];
-  if (heads <= 0 || width % heads != 0)
-    return "the width is not heads x D";
-  const int64_t depth = width / heads;
-  if (depth != 32 && depth != 64 && depth != 128)
-    return "head width not 32, 64 or 128";
-  if (args->inputs[0].shape[0] < 1 || args->inputs[0].shape[1] < 1 || args->inputs[1].shape[1] < 1)
-    return "no queries or no keys";
-  if (args->inputs[1].shape[2] != width || args->inputs[2].shape[2] != width ||
-      args->inputs[2].shape[1] != args->inputs[1].shape[1])
-    return "k and v unlike q";
-  for (int32_t k = 0; k < (backward ? 4 : 3); k++)
-    if (!aligned16(args->inputs[k].data))
-      return "an operand is not 16-byte aligned";
-  for (int32_t k = 0; k < (backward ? 3 : 1); k++)
-    if (!aligned16(args->outputs[k].data))
-      return "an output is not 16-byte aligned";
-  if (backward) {
-    const int64_t rows = args->inputs[0].shape[0] * args->inputs[0].shape[1] * heads;
-    if (!args->workspace || args->workspace_bytes < tf_cuda_round_up(4 * rows) + 4 * rows)
-      return "the workspace is smaller than lse and delta";
-  }
-  const int64_t blocks = args->inputs[0].shape[0] * heads * tiles_of(args->inputs[0].shape[1]);
-  if (blocks > INT32_MAX)
-    return "more blocks than the grid takes";
+  const char *operands = attention_operands_refusal(args);
+  if (operands)
+    return operands;
+  const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
   if (tf_cuda_tensor_attention_shared(depth, backward, mode) > shared_optin)
     return "the device gives less shared memory per block than the kernels need";
   return NULL;
@@ -441,4 +467,15 @@ extern "C" tf_status tf_cuda_tensor_attention_launch(const tf_cuda_args *args, t
   if (refused)
     return tf_status_new(TF_ERR_UNSUPPORTED, "tensor-core attention refused: %s", refused);
   return launch_checked(args, mode);
+}
+
+extern "C" tf_status tf_cuda_f32_attention_launch(const tf_cuda_args *args) {
+  int major = 0, minor = 0;
+  int64_t shared_optin = 0;
+  if (!device_limits(&major, &minor, &shared_optin))
+    return tf_status_new(TF_ERR_BACKEND, "f32 tensor-core attention: cannot read the device's limits");
+  const char *refused = tf_cuda_f32_attention_refusal(args, major, minor, shared_optin);
+  if (refused)
+    return tf_status_new(TF_ERR_UNSUPPORTED, "f32 tensor-core attention refused: %s", refused);
+  return launch_f32_attention(args, args->op == TF_OP_ATTENTION_GRAD);
 }

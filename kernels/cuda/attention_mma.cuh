@@ -193,6 +193,10 @@ __device__ inline void write_rows(const Accumulator (&acc)[D / 16], float factor
 tf_status launch_mma_attention_gradients(const tf_cuda_args *args, const mma_attention::Params &p, const float *lse,
                                          const float *delta);
 
+/* attention_mma.cu: why an attention step's operands do not fit any tensor-core kernels whatever their
+ * type (heads and head width, sizes, alignment, the gradient's workspace, the grid); NULL when they do. */
+const char *attention_operands_refusal(const tf_cuda_args *args);
+
 } // namespace tf_cuda
 
 #endif

@@ -116,6 +116,23 @@ void tf_cuda_tensor_attention_describe(char *text, size_t size, int major, int m
  * comparing the paths): NULL, TF_ERR_UNSUPPORTED naming the refusal, or the failed call's status. */
 tf_status tf_cuda_tensor_attention_launch(const tf_cuda_args *args, tf_cuda_attention_mode mode);
 
+/* f32 attention on tensor cores (attention_f32*.cu): FlashAttention-2-style kernels whose products are
+ * three TF32 products each (3xTF32, f32 accuracy; PyTorch's memory-efficient attention does the same
+ * for f32 on sm_80+). Opt-in until measured on a GPU: TIGHTFIT_CUDA_F32_ATTENTION=tensor (or 1) takes
+ * them where tf_cuda_f32_attention_refusal allows, anything else keeps the CUDA-core kernels. */
+bool tf_cuda_f32_attention_on(const char *value);
+/* The shared memory per block the f32 kernels need for heads of `depth` (forward, or the larger of
+ * the gradient's kernels); 0 for a depth they do not take. */
+int64_t tf_cuda_f32_attention_shared(int64_t depth, bool backward);
+/* Why the f32 attention or attention_grad step `args` would not run on the f32 tensor-core kernels on
+ * such a device: NULL when it would, else a constant string naming the reason. Host logic only. */
+const char *tf_cuda_f32_attention_refusal(const tf_cuda_args *args, int major, int minor, int64_t shared_optin);
+/* The line `tightfit devices` prints for f32 attention (`on`: the switch is set), into text[0..size). */
+void tf_cuda_f32_attention_describe(char *text, size_t size, int major, int minor, int64_t shared_optin, bool on);
+/* Runs the f32 step on the tensor-core kernels, never falling back (for tests): NULL, TF_ERR_UNSUPPORTED
+ * naming the refusal, or the failed call's status. */
+tf_status tf_cuda_f32_attention_launch(const tf_cuda_args *args);
+
 /* Checks what the launcher cannot do for these operands (an unsupported dtype, a head width
  * above the attention kernels' limit, a size above cuBLAS's int range); NULL when it can, else a
  * TF_ERR_UNSUPPORTED status (the caller frees it) naming the op and the numbers involved. The plan

@@ -18,7 +18,12 @@
  *      bit for bit;
  *   5. causal: query 0 sees one key, so its dS is 0 and dq's row 0 must be exactly 0 (delta from the
  *      same dP product as dS, attention_mma.cu, attention_fast.cuh), on every tensor path.
- * Then the step times of gpt2-small's attention (8 x 1024, 12 heads of 64, causal, bf16) on each path.
+ *   6. f32 (attention_f32*.cu, TIGHTFIT_CUDA_F32_ATTENTION=tensor: 3xTF32 products, f32 accuracy): the
+ *      tensor kernels and the CUDA-core ones against the reference at f32's tolerance, 2e-5 |ref| +
+ *      2e-5 max(1, max |ref|) (a 3xTF32 product is the f32 one to ~2^-21; a wrong fragment is off by
+ *      O(1)), the launcher with the switch set bit for bit the tensor kernels', and dq's row 0 exactly 0.
+ * Then the step times of gpt2-small's attention (8 x 1024, 12 heads of 64, causal) on each path, bf16
+ * and f32.
  * Exits 77 after the host checks without a CUDA device. */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
@@ -49,6 +54,8 @@ static tf_cuda_tensor tensor_of(tf_dtype type, int64_t n, int64_t t, int64_t wid
   tf_cuda_tensor x = {.data = data, .dtype = type, .rank = 3, .shape = {n, t, width}, .count = n * t * width};
   return x;
 }
+
+static size_t element_bytes(tf_dtype type) { return type == TF_F32 ? 4 : 2; }
 
 /* The problem's arguments over device buffers (NULL: none, for host checks). */
 static void problem_init(problem *p, tf_dtype type, int64_t n, int64_t tq, int64_t tk, int64_t heads, int64_t depth,
@@ -95,6 +102,60 @@ static void expect_refusal(const char *label, const tf_cuda_args *args, int majo
   printf("%-4s %s: %s\n", ok ? "ok" : "FAIL", label, why ? why : "tensor cores");
 }
 
+/* The f32 tensor kernels' choice: the switch, the refusals, the devices line. */
+static void expect_f32(const char *label, const tf_cuda_args *args, int major, int64_t shared, const char *wanted) {
+  const char *why = tf_cuda_f32_attention_refusal(args, major, 0, shared);
+  const bool ok = wanted ? why && strstr(why, wanted) : why == NULL;
+  CHECK(&counts, ok, "f32 refusal %s: got '%s', wanted %s", label, why ? why : "(accepted)",
+        wanted ? wanted : "accept");
+  printf("%-4s f32 %s: %s\n", ok ? "ok" : "FAIL", label, why ? why : "accepted");
+}
+
+static void test_f32_choice(int64_t h100, void *const aligned[8], void *fake, int64_t workspace) {
+  const struct {
+    const char *value;
+    bool on;
+  } values[] = {{NULL, false}, {"", false}, {"0", false}, {"cores", false}, {"tensor", true}, {"1", true}};
+  for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+    CHECK(&counts, tf_cuda_f32_attention_on(values[i].value) == values[i].on, "TIGHTFIT_CUDA_F32_ATTENTION=%s",
+          values[i].value ? values[i].value : "(unset)");
+  printf("ok   TIGHTFIT_CUDA_F32_ATTENTION: tensor, 1 -> tensor cores; unset, '', 0, others -> CUDA cores\n");
+  problem p;
+  problem_init(&p, TF_F32, 2, 130, 130, 2, 64, true, aligned, fake, workspace);
+  expect_f32("D 64 forward, sm_90", &p.forward, 9, h100, NULL);
+  expect_f32("D 64 gradient, sm_80", &p.grad, 8, h100, NULL);
+  expect_f32("D 64 gradient, 99 KiB (sm_86)", &p.grad, 8, 99 * 1024, "shared memory");
+  expect_f32("D 64 forward, sm_75", &p.forward, 7, h100, "compute capability");
+  problem_init(&p, TF_F32, 2, 130, 130, 2, 128, true, aligned, fake, workspace);
+  expect_f32("D 128 forward, 227 KiB", &p.forward, 9, h100, NULL);
+  expect_f32("D 128 gradient, 227 KiB", &p.grad, 9, h100, "shared memory");
+  problem_init(&p, TF_F32, 2, 130, 130, 2, 100, true, aligned, fake, workspace);
+  expect_f32("D 100", &p.forward, 9, h100, "head width");
+  problem_init(&p, TF_BF16, 2, 130, 130, 2, 64, true, aligned, fake, workspace);
+  expect_f32("bf16 operands", &p.forward, 9, h100, "not all f32");
+  problem_init(&p, TF_F32, 2, 130, 130, 2, 64, true, aligned, fake, workspace);
+  p.grad_in[3].dtype = TF_BF16;
+  expect_f32("f32 q, k, v with a bf16 dy", &p.grad, 9, h100, "not all f32");
+  const struct {
+    int major;
+    int64_t shared;
+    bool on;
+    const char *wanted;
+  } lines[] = {
+      {9, h100, true, "f32 attention: tensor cores (3xTF32 mma.sync, D in {32, 64, 128}; gradient D in {32, 64})"},
+      {9, h100, false, "f32 attention: CUDA cores (TIGHTFIT_CUDA_F32_ATTENTION=tensor"},
+      {7, h100, true, "f32 attention: CUDA cores (compute capability 7.5"},
+  };
+  for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+    char text[256];
+    tf_cuda_f32_attention_describe(text, sizeof(text), lines[i].major, lines[i].major == 7 ? 5 : 0, lines[i].shared,
+                                   lines[i].on);
+    const bool ok = strstr(text, lines[i].wanted) != NULL;
+    CHECK(&counts, ok, "f32 describe: '%s' lacks '%s'", text, lines[i].wanted);
+    printf("%-4s f32 describe sm_%d%d: %s\n", ok ? "ok" : "FAIL", lines[i].major, lines[i].major == 7 ? 5 : 0, text);
+  }
+}
+
 static void test_choice(void) {
   const int64_t h100 = 227 * 1024, a6000 = 99 * 1024;
   const int64_t big_workspace = (int64_t)1 << 30;
@@ -137,6 +198,7 @@ static void test_choice(void) {
   expect_refusal("workspace exact", &p.grad, 9, h100, TF_CUDA_ATTENTION_SPLIT, NULL);
   problem_init(&p, TF_BF16, 1, 0, 9, 2, 32, true, aligned, fake, big_workspace);
   expect_refusal("no queries", &p.forward, 9, h100, TF_CUDA_ATTENTION_SPLIT, "no queries");
+  test_f32_choice(h100, aligned, fake, big_workspace);
 
   const struct {
     const char *value;
@@ -247,10 +309,15 @@ static double worst_ratio(const float *got, const double *want, int64_t n, doubl
   return worst;
 }
 
-/* Device buffers 0..7 (q, k, v, dy, y, dq, dk, dv) to host floats. */
+/* Device buffers 4..7 (y, dq, dk, dv) to host floats; `bits` holds the largest as half bits. */
 static bool download(const problem *p, void *const device[8], float *out[8], uint16_t *bits) {
   for (int b = 4; b < 8; b++) {
     const int64_t count = (b == 6 || b == 7 ? p->keys : p->queries) * p->batch * p->heads * p->depth;
+    if (p->type == TF_F32) {
+      if (cudaMemcpy(out[b], device[b], (size_t)count * 4, cudaMemcpyDeviceToHost) != cudaSuccess)
+        return false;
+      continue;
+    }
     if (cudaMemcpy(bits, device[b], (size_t)count * 2, cudaMemcpyDeviceToHost) != cudaSuccess)
       return false;
     for (int64_t i = 0; i < count; i++)
@@ -278,15 +345,20 @@ static void outcome_free(outcome *o) {
     free(o->values[b]);
 }
 
-/* Runs forward and gradient one way: 0 the tensor path (no fallback) in `mode`, 1 the launcher
- * under the environment as it is. Clears the outputs first. */
+/* Runs forward and gradient one way: 0 the tensor path (no fallback) in `mode` (f32: the f32 tensor
+ * kernels), 1 the launcher under the environment as it is. Clears the outputs first. */
 static void run_path(const problem *p, void *const device[8], int64_t count, int how, tf_cuda_attention_mode mode,
                      outcome *o, uint16_t *bits, const char *label) {
-  for (int b = 4; b < 8; b++)
-    cudaMemset(device[b], 0xff, (size_t)count * 2); /* NaN-like bits: an element left unwritten shows */
-  tf_status status = how == 0 ? tf_cuda_tensor_attention_launch(&p->forward, mode) : tf_cuda_kernel_launch(&p->forward);
+  for (int b = 4; b < 8; b++) /* NaN bits: an element left unwritten shows */
+    cudaMemset(device[b], 0xff, (size_t)count * element_bytes(p->type));
+  const bool f32 = p->type == TF_F32;
+  tf_status status = how == 1 ? tf_cuda_kernel_launch(&p->forward)
+                     : f32    ? tf_cuda_f32_attention_launch(&p->forward)
+                              : tf_cuda_tensor_attention_launch(&p->forward, mode);
   if (!status)
-    status = how == 0 ? tf_cuda_tensor_attention_launch(&p->grad, mode) : tf_cuda_kernel_launch(&p->grad);
+    status = how == 1 ? tf_cuda_kernel_launch(&p->grad)
+             : f32    ? tf_cuda_f32_attention_launch(&p->grad)
+                      : tf_cuda_tensor_attention_launch(&p->grad, mode);
   const cudaError_t synced = cudaDeviceSynchronize();
   CHECK(&counts, status == NULL && synced == cudaSuccess, "%s: %s / %s", label, tf_status_message(status),
         cudaGetErrorString(synced));
@@ -407,6 +479,73 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
   outcome_free(&fast), outcome_free(&fast_launcher);
 }
 
+/* One f32 problem: the f32 tensor kernels (3xTF32), the launcher with TIGHTFIT_CUDA_F32_ATTENTION=tensor
+ * and the CUDA-core kernels (the switch unset), as the top says (6). */
+static void run_case_f32(int64_t tq, int64_t tk, int64_t depth, bool causal) {
+  const int64_t batch = 2, heads = 2, width = heads * depth;
+  const int64_t count = batch * (tq > tk ? tq : tk) * width, rows = batch * heads * tq;
+  const int64_t workspace_bytes = ((4 * rows + 255) / 256) * 256 + 4 * rows;
+  char label[160];
+  snprintf(label, sizeof(label), "f32 D %lld %s Tq %lld Tk %lld", (long long)depth, causal ? "causal" : "full",
+           (long long)tq, (long long)tk);
+  void *device[8] = {NULL}, *workspace = NULL;
+  float *host[4] = {NULL};
+  reference r = {calloc((size_t)count, 8), calloc((size_t)count, 8), calloc((size_t)count, 8),
+                 calloc((size_t)count, 8)};
+  outcome tensor = {0}, launcher = {0}, cores = {0};
+  bool ok = r.y && r.dq && r.dk && r.dv && outcome_alloc(&tensor, count) && outcome_alloc(&launcher, count) &&
+            outcome_alloc(&cores, count);
+  for (int b = 0; b < 8 && ok; b++)
+    ok = cudaMalloc(&device[b], (size_t)count * 4) == cudaSuccess;
+  ok = ok && cudaMalloc(&workspace, (size_t)workspace_bytes) == cudaSuccess;
+  uint64_t seed = 4321 + (uint64_t)(tq * 1000 + tk) * 7 + (uint64_t)depth + (causal ? 1 : 0);
+  for (int b = 0; b < 4 && ok; b++) {
+    const int64_t n = (b == 1 || b == 2 ? tk : tq) * batch * width;
+    ok = (host[b] = malloc(sizeof(float) * (size_t)n)) != NULL;
+    for (int64_t i = 0; ok && i < n; i++)
+      host[b][i] = (float)((b == 0 ? 1.5 : 1.0) * cuda_test_normal(&seed)); /* q: sharper rows */
+    ok = ok && cudaMemcpy(device[b], host[b], (size_t)n * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+  }
+  CHECK(&counts, ok, "%s: setting up (host or device memory)", label);
+  if (ok) {
+    problem p;
+    problem_init(&p, TF_F32, batch, tq, tk, heads, depth, causal, device, workspace, workspace_bytes);
+    reference_run(&p, host[0], host[1], host[2], host[3], &r);
+    run_path(&p, device, count, 0, TF_CUDA_ATTENTION_FAST, &tensor, NULL, label);
+    setenv("TIGHTFIT_CUDA_F32_ATTENTION", "tensor", 1);
+    run_path(&p, device, count, 1, TF_CUDA_ATTENTION_FAST, &launcher, NULL, label);
+    unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
+    run_path(&p, device, count, 1, TF_CUDA_ATTENTION_OFF, &cores, NULL, label);
+    const double w_tensor = against(&p, &tensor, &r, 2e-5, 2e-5, label);
+    const double w_cores = against(&p, &cores, &r, 2e-5, 2e-5, label);
+    bool same = tensor.ran && launcher.ran, differ = false;
+    for (int b = 4; b < 8; b++) {
+      const size_t bytes = sizeof(float) * (size_t)(b == 6 || b == 7 ? tk : tq) * (size_t)(batch * width);
+      same = same && memcmp(tensor.values[b], launcher.values[b], bytes) == 0;
+      differ = differ || (cores.ran && memcmp(tensor.values[b], cores.values[b], bytes) != 0);
+    }
+    CHECK(&counts, same, "%s: the launcher's results with the switch set differ from the f32 tensor kernels'", label);
+    /* sums in other orders differ somewhere at these sizes: equal would mean the tensor path ran the CUDA cores */
+    CHECK(&counts, tq < 64 || differ, "%s: the f32 tensor kernels' results equal the CUDA cores' bit for bit", label);
+    bool zero_row = true; /* causal: query 0 sees key 0 only, dS = 0, dq row 0 exactly 0 */
+    for (int64_t n = 0; causal && n < batch && tensor.ran; n++)
+      for (int64_t c = 0; c < width; c++)
+        zero_row = zero_row && tensor.values[5][n * tq * width + c] == 0.0f;
+    CHECK(&counts, zero_row, "%s: dq of query 0 (one visible key) is not exactly 0", label);
+    const bool passed = w_tensor <= 1 && w_cores <= 1 && same && (tq < 64 || differ) && zero_row;
+    printf("%-4s %-36s 3xTF32 %.3f, CUDA cores %.3f (x tolerance)%s%s\n", passed ? "ok" : "FAIL", label, w_tensor,
+           w_cores, same ? "; launcher identical" : "",
+           causal ? (zero_row ? "; dq row 0 exactly 0" : "; dq row 0 NOT 0") : "");
+  }
+  for (int b = 0; b < 8; b++)
+    cudaFree(device[b]);
+  cudaFree(workspace);
+  for (int b = 0; b < 4; b++)
+    free(host[b]);
+  free(r.y), free(r.dq), free(r.dk), free(r.dv);
+  outcome_free(&tensor), outcome_free(&launcher), outcome_free(&cores);
+}
+
 /* Milliseconds per launch of `args` (mean of 10 after one warm-up), or -1 on failure. */
 static double time_launch(const tf_cuda_args *args) {
   cudaEvent_t start, stop;
@@ -457,6 +596,39 @@ static void time_paths(void) {
   cudaFree(workspace);
 }
 
+/* The same attention in f32: the CUDA-core kernels and the 3xTF32 ones (printed, not held). */
+static void time_paths_f32(void) {
+  const int64_t batch = 8, t = 1024, heads = 12, depth = 64, count = batch * t * heads * depth;
+  const int64_t rows = batch * heads * t, workspace_bytes = ((4 * rows + 255) / 256) * 256 + 4 * rows;
+  void *device[8] = {NULL}, *workspace = NULL;
+  bool ok = cudaMalloc(&workspace, (size_t)workspace_bytes) == cudaSuccess;
+  for (int b = 0; b < 8 && ok; b++)
+    ok = cudaMalloc(&device[b], (size_t)count * 4) == cudaSuccess &&
+         cudaMemset(device[b], 0x3c, (size_t)count * 4) == cudaSuccess;
+  CHECK(&counts, ok, "timing f32: device memory");
+  if (ok) {
+    problem p;
+    problem_init(&p, TF_F32, batch, t, t, heads, depth, true, device, workspace, workspace_bytes);
+    const char *settings[2] = {NULL, "tensor"};
+    const char *names[2] = {"CUDA cores", "tensor cores, 3xTF32"};
+    for (int s = 0; s < 2; s++) {
+      if (settings[s])
+        setenv("TIGHTFIT_CUDA_F32_ATTENTION", settings[s], 1);
+      else
+        unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
+      const double forward = time_launch(&p.forward), gradient = time_launch(&p.grad);
+      CHECK(&counts, forward >= 0 && gradient >= 0, "timing f32 %s failed", names[s]);
+      printf("time gpt2-small attention (8 x 1024, 12 x 64, causal, f32), %-24s forward %.3f ms, gradient %.3f ms "
+             "(per layer)\n",
+             names[s], forward, gradient);
+    }
+    unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
+  }
+  for (int b = 0; b < 8; b++)
+    cudaFree(device[b]);
+  cudaFree(workspace);
+}
+
 int main(void) {
   test_choice();
   const int available = cuda_test_device();
@@ -481,6 +653,11 @@ int main(void) {
           run_case(types[t], lengths[l][0], lengths[l][1], depth, causal);
   run_case(TF_BF16, 130, 130, 32, true);
   run_case(TF_F16, 17, 64, 32, false);
+  for (int64_t depth = 32; depth <= 64; depth *= 2) /* the f32 gradient kernels take D 32 and 64 */
+    for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++)
+      for (int causal = 0; causal < 2; causal++)
+        run_case_f32(lengths[l][0], lengths[l][1], depth, causal);
   time_paths();
+  time_paths_f32();
   return tf_test_finish("cuda tensor-core attention", &counts);
 }
