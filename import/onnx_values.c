@@ -97,7 +97,7 @@ tf_status ox_known_within(bool is_float, tf_dtype dtype, int32_t rank, const int
                           const char *what, ox_known **out) {
   *out = NULL;
   double count = 1;
-  for (int32_t i = 0; i >= 0 && i < rank && i < TF_MAX_RANK; i++)
+  for (int32_t i = 0; i < rank && i < TF_MAX_RANK; i++)
     count *= shape[i] > 0 ? (double)shape[i] : 0;
   if (count > (double)room && count <= (double)OX_MAX_KNOWN_ELEMENTS)
     return tf_status_new(TF_ERR_UNSUPPORTED,
