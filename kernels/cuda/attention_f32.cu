@@ -192,6 +192,13 @@ extern "C" int64_t tf_cuda_f32_attention_shared(int64_t depth, bool backward) {
   return !backward ? f32_attention::forward_shared(dm) : key > query ? key : query;
 }
 
+/* The shared memory the f32 kernels need for D = 32, 64, 128: need[0] the forward's, need[1] the gradient's. */
+static void shared_needs(int64_t (&need)[2][3]) {
+  for (int i = 0; i < 3; i++)
+    for (int b = 0; b < 2; b++)
+      need[b][i] = tf_cuda_f32_attention_shared(32 << i, b == 1);
+}
+
 extern "C" const char *tf_cuda_f32_attention_refusal(const tf_cuda_args *args, int major, int minor,
                                                      int64_t shared_optin) {
   (void)minor;
@@ -208,13 +215,9 @@ extern "C" const char *tf_cuda_f32_attention_refusal(const tf_cuda_args *args, i
   for (int32_t k = 0; k < (backward ? 3 : 1); k++)
     if (args->outputs[k].dtype != TF_F32)
       return "the outputs are not f32";
-  const char *operands = attention_operands_refusal(args);
-  if (operands)
-    return operands;
-  const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
-  if (tf_cuda_f32_attention_shared(depth, backward) > shared_optin)
-    return "the device gives less shared memory per block than the kernels need";
-  return NULL;
+  int64_t need[2][3];
+  shared_needs(need);
+  return attention_operands_refusal(args, need, shared_optin);
 }
 
 extern "C" void tf_cuda_f32_attention_describe(char *text, size_t size, int major, int minor, int64_t shared_optin,
@@ -230,20 +233,7 @@ extern "C" void tf_cuda_f32_attention_describe(char *text, size_t size, int majo
              minor);
     return;
   }
-  char forward[32] = "", backward[32] = "";
-  size_t f = 0, b = 0;
-  for (int depth = 32; depth <= 128; depth *= 2) {
-    if (tf_cuda_f32_attention_shared(depth, false) <= shared_optin)
-      f += (size_t)snprintf(forward + f, sizeof(forward) - f, "%s%d", f ? ", " : "", depth);
-    if (tf_cuda_f32_attention_shared(depth, true) <= shared_optin)
-      b += (size_t)snprintf(backward + b, sizeof(backward) - b, "%s%d", b ? ", " : "", depth);
-  }
-  if (f == 0)
-    snprintf(text, size, "f32 attention: CUDA cores (%lld bytes of shared memory per block are too few)",
-             (long long)shared_optin);
-  else if (strcmp(forward, backward) == 0)
-    snprintf(text, size, "f32 attention: tensor cores (3xTF32 mma.sync, D in {%s})", forward);
-  else
-    snprintf(text, size, "f32 attention: tensor cores (3xTF32 mma.sync, D in {%s}; gradient D in {%s})", forward,
-             b ? backward : "none");
+  int64_t need[2][3];
+  shared_needs(need);
+  describe_depths(text, size, "f32 attention", "3xTF32 mma.sync", need, shared_optin);
 }

@@ -242,7 +242,26 @@ bool device_limits(int *major, int *minor, int64_t *shared_optin) {
 
 } // namespace
 
-const char *attention_operands_refusal(const tf_cuda_args *args) {
+void describe_depths(char *text, size_t size, const char *what, const char *kernels, const int64_t (&need)[2][3],
+                     int64_t shared_optin) {
+  char lists[2][32] = {"", ""};
+  size_t used[2] = {0, 0};
+  for (int i = 0; i < 3; i++)
+    for (int b = 0; b < 2; b++)
+      if (need[b][i] <= shared_optin)
+        used[b] +=
+            (size_t)snprintf(lists[b] + used[b], sizeof(lists[b]) - used[b], "%s%d", used[b] ? ", " : "", 32 << i);
+  if (used[0] == 0)
+    snprintf(text, size, "%s: CUDA cores (%lld bytes of shared memory per block are too few)", what,
+             (long long)shared_optin);
+  else if (strcmp(lists[0], lists[1]) == 0)
+    snprintf(text, size, "%s: tensor cores (%s, D in {%s})", what, kernels, lists[0]);
+  else
+    snprintf(text, size, "%s: tensor cores (%s, D in {%s}; gradient D in {%s})", what, kernels, lists[0],
+             used[1] ? lists[1] : "none");
+}
+
+const char *attention_operands_refusal(const tf_cuda_args *args, const int64_t (&need)[2][3], int64_t shared_optin) {
   const bool backward = args->op == TF_OP_ATTENTION_GRAD;
   const int64_t heads = args->attrs->u.attention.num_heads, width = args->inputs[0].shape[2];
   if (heads <= 0 || width % heads != 0)
@@ -269,6 +288,8 @@ const char *attention_operands_refusal(const tf_cuda_args *args) {
   const int64_t blocks = args->inputs[0].shape[0] * heads * tiles_of(args->inputs[0].shape[1]);
   if (blocks > INT32_MAX)
     return "more blocks than the grid takes";
+  if (need[backward ? 1 : 0][depth == 32 ? 0 : depth == 64 ? 1 : 2] > shared_optin)
+    return "the device gives less shared memory per block than the kernels need";
   return NULL;
 }
 
@@ -392,6 +413,13 @@ extern "C" int64_t tf_cuda_tensor_attention_shared(int64_t depth, bool backward,
   return most > key_shared(dm) ? most : key_shared(dm);
 }
 
+/* The shared memory `mode`'s kernels need for D = 32, 64, 128: need[0] the forward's, need[1] the gradient's. */
+static void shared_needs(tf_cuda_attention_mode mode, int64_t (&need)[2][3]) {
+  for (int i = 0; i < 3; i++)
+    for (int b = 0; b < 2; b++)
+      need[b][i] = tf_cuda_tensor_attention_shared(32 << i, b == 1, mode);
+}
+
 extern "C" const char *tf_cuda_tensor_attention_refusal(const tf_cuda_args *args, int major, int minor,
                                                         int64_t shared_optin, tf_cuda_attention_mode mode) {
   (void)minor;
@@ -413,13 +441,9 @@ extern "C" const char *tf_cuda_tensor_attention_refusal(const tf_cuda_args *args
   for (int32_t k = 0; k < (backward ? 3 : 1); k++)
     if (args->outputs[k].dtype != type)
       return "the outputs are not of q's half type";
-  const char *operands = attention_operands_refusal(args);
-  if (operands)
-    return operands;
-  const int64_t depth = args->inputs[0].shape[2] / args->attrs->u.attention.num_heads;
-  if (tf_cuda_tensor_attention_shared(depth, backward, mode) > shared_optin)
-    return "the device gives less shared memory per block than the kernels need";
-  return NULL;
+  int64_t need[2][3];
+  shared_needs(mode, need);
+  return attention_operands_refusal(args, need, shared_optin);
 }
 
 extern "C" void tf_cuda_tensor_attention_describe(char *text, size_t size, int major, int minor, int64_t shared_optin,
@@ -435,27 +459,14 @@ extern "C" void tf_cuda_tensor_attention_describe(char *text, size_t size, int m
              minor);
     return;
   }
-  char forward[32] = "", backward[32] = "";
-  size_t f = 0, b = 0;
-  for (int depth = 32; depth <= 128; depth *= 2) {
-    if (tf_cuda_tensor_attention_shared(depth, false, mode) <= shared_optin)
-      f += (size_t)snprintf(forward + f, sizeof(forward) - f, "%s%d", f ? ", " : "", depth);
-    if (tf_cuda_tensor_attention_shared(depth, true, mode) <= shared_optin)
-      b += (size_t)snprintf(backward + b, sizeof(backward) - b, "%s%d", b ? ", " : "", depth);
-  }
-  if (f == 0) {
-    snprintf(text, size, "attention: CUDA cores (%lld bytes of shared memory per block are too few)",
-             (long long)shared_optin);
-    return;
-  }
+  int64_t need[2][3];
+  shared_needs(mode, need);
   const bool rounded = mode == TF_CUDA_ATTENTION_ROUNDED || mode == TF_CUDA_ATTENTION_FAST;
-  const char *products = rounded ? "P, dS rounded" : "P, dS in two terms";
-  const char *kernels = mode == TF_CUDA_ATTENTION_FAST ? "FlashAttention-2-style mma.sync" : "wmma";
-  if (strcmp(forward, backward) == 0)
-    snprintf(text, size, "attention: tensor cores (%s bf16/f16, %s, D in {%s})", kernels, products, forward);
-  else
-    snprintf(text, size, "attention: tensor cores (%s bf16/f16, %s, D in {%s}; gradient D in {%s})", kernels, products,
-             forward, b ? backward : "none");
+  char kernels[96];
+  snprintf(kernels, sizeof(kernels), "%s bf16/f16, %s",
+           mode == TF_CUDA_ATTENTION_FAST ? "FlashAttention-2-style mma.sync" : "wmma",
+           rounded ? "P, dS rounded" : "P, dS in two terms");
+  describe_depths(text, size, "attention", kernels, need, shared_optin);
 }
 
 extern "C" tf_status tf_cuda_tensor_attention_launch(const tf_cuda_args *args, tf_cuda_attention_mode mode) {

@@ -193,9 +193,17 @@ __device__ inline void write_rows(const Accumulator (&acc)[D / 16], float factor
 tf_status launch_mma_attention_gradients(const tf_cuda_args *args, const mma_attention::Params &p, const float *lse,
                                          const float *delta);
 
-/* attention_mma.cu: why an attention step's operands do not fit any tensor-core kernels whatever their
- * type (heads and head width, sizes, alignment, the gradient's workspace, the grid); NULL when they do. */
-const char *attention_operands_refusal(const tf_cuda_args *args);
+/* attention_mma.cu: why an attention step's operands do not fit a path's tensor-core kernels whatever
+ * their type (heads and head width, sizes, alignment, the gradient's workspace, the grid, and the
+ * shared memory its kernels need for D = 32, 64, 128, need[0] forward, need[1] gradient, against
+ * `shared_optin`); NULL when they do. */
+const char *attention_operands_refusal(const tf_cuda_args *args, const int64_t (&need)[2][3], int64_t shared_optin);
+
+/* attention_mma.cu: the devices line of a tensor-core attention path, "WHAT: tensor cores (KERNELS, D
+ * in {32, 64}; gradient D in {32})" or "WHAT: CUDA cores (...)", from the shared memory its kernels
+ * need for D = 32, 64, 128 (need[0] the forward's, need[1] the gradient's) against `shared_optin`. */
+void describe_depths(char *text, size_t size, const char *what, const char *kernels, const int64_t (&need)[2][3],
+                     int64_t shared_optin);
 
 } // namespace tf_cuda
 

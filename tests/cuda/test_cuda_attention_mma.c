@@ -563,66 +563,33 @@ static double time_launch(const tf_cuda_args *args) {
   return ok ? ms / 10.0 : -1.0;
 }
 
-/* gpt2-small's attention, 8 x 1024, 12 heads of 64, causal, bf16, on each path (printed, not held). */
-static void time_paths(void) {
+/* gpt2-small's attention, 8 x 1024, 12 heads of 64, causal, in `type`, on each of `n` paths, path i
+ * chosen by `variable` set to settings[i] (NULL: unset) and named names[i] (printed, not held). */
+static void time_paths(tf_dtype type, const char *variable, const char *const *settings, const char *const *names,
+                       int n) {
   const int64_t batch = 8, t = 1024, heads = 12, depth = 64, count = batch * t * heads * depth;
   const int64_t rows = batch * heads * t, workspace_bytes = ((4 * rows + 255) / 256) * 256 + 4 * rows;
+  const size_t bytes = (size_t)count * element_bytes(type);
   void *device[8] = {NULL}, *workspace = NULL;
   bool ok = cudaMalloc(&workspace, (size_t)workspace_bytes) == cudaSuccess;
   for (int b = 0; b < 8 && ok; b++)
-    ok = cudaMalloc(&device[b], (size_t)count * 2) == cudaSuccess &&
-         cudaMemset(device[b], 0x3c, (size_t)count * 2) == cudaSuccess;
-  CHECK(&counts, ok, "timing: device memory");
+    ok = cudaMalloc(&device[b], bytes) == cudaSuccess && cudaMemset(device[b], 0x3c, bytes) == cudaSuccess;
+  CHECK(&counts, ok, "timing %s: device memory", tf_dtype_name(type));
   if (ok) {
     problem p;
-    problem_init(&p, TF_BF16, batch, t, t, heads, depth, true, device, workspace, workspace_bytes);
-    const char *settings[4] = {"split", "rounded", NULL, "0"};
-    const char *names[4] = {"tensor cores, two-term", "tensor cores, rounded", "tensor cores, fast", "CUDA cores"};
-    for (int s = 0; s < 4; s++) {
+    problem_init(&p, type, batch, t, t, heads, depth, true, device, workspace, workspace_bytes);
+    for (int s = 0; s < n; s++) {
       if (settings[s])
-        setenv("TIGHTFIT_CUDA_TENSOR_ATTENTION", settings[s], 1);
+        setenv(variable, settings[s], 1);
       else
-        unsetenv("TIGHTFIT_CUDA_TENSOR_ATTENTION");
+        unsetenv(variable);
       const double forward = time_launch(&p.forward), gradient = time_launch(&p.grad);
-      CHECK(&counts, forward >= 0 && gradient >= 0, "timing %s failed", names[s]);
-      printf("time gpt2-small attention (8 x 1024, 12 x 64, causal, bf16), %-24s forward %.3f ms, gradient %.3f ms "
+      CHECK(&counts, forward >= 0 && gradient >= 0, "timing %s %s failed", tf_dtype_name(type), names[s]);
+      printf("time gpt2-small attention (8 x 1024, 12 x 64, causal, %s), %-24s forward %.3f ms, gradient %.3f ms "
              "(per layer)\n",
-             names[s], forward, gradient);
+             tf_dtype_name(type), names[s], forward, gradient);
     }
-    unsetenv("TIGHTFIT_CUDA_TENSOR_ATTENTION");
-  }
-  for (int b = 0; b < 8; b++)
-    cudaFree(device[b]);
-  cudaFree(workspace);
-}
-
-/* The same attention in f32: the CUDA-core kernels and the 3xTF32 ones (printed, not held). */
-static void time_paths_f32(void) {
-  const int64_t batch = 8, t = 1024, heads = 12, depth = 64, count = batch * t * heads * depth;
-  const int64_t rows = batch * heads * t, workspace_bytes = ((4 * rows + 255) / 256) * 256 + 4 * rows;
-  void *device[8] = {NULL}, *workspace = NULL;
-  bool ok = cudaMalloc(&workspace, (size_t)workspace_bytes) == cudaSuccess;
-  for (int b = 0; b < 8 && ok; b++)
-    ok = cudaMalloc(&device[b], (size_t)count * 4) == cudaSuccess &&
-         cudaMemset(device[b], 0x3c, (size_t)count * 4) == cudaSuccess;
-  CHECK(&counts, ok, "timing f32: device memory");
-  if (ok) {
-    problem p;
-    problem_init(&p, TF_F32, batch, t, t, heads, depth, true, device, workspace, workspace_bytes);
-    const char *settings[2] = {NULL, "tensor"};
-    const char *names[2] = {"CUDA cores", "tensor cores, 3xTF32"};
-    for (int s = 0; s < 2; s++) {
-      if (settings[s])
-        setenv("TIGHTFIT_CUDA_F32_ATTENTION", settings[s], 1);
-      else
-        unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
-      const double forward = time_launch(&p.forward), gradient = time_launch(&p.grad);
-      CHECK(&counts, forward >= 0 && gradient >= 0, "timing f32 %s failed", names[s]);
-      printf("time gpt2-small attention (8 x 1024, 12 x 64, causal, f32), %-24s forward %.3f ms, gradient %.3f ms "
-             "(per layer)\n",
-             names[s], forward, gradient);
-    }
-    unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
+    unsetenv(variable);
   }
   for (int b = 0; b < 8; b++)
     cudaFree(device[b]);
@@ -657,7 +624,10 @@ int main(void) {
     for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++)
       for (int causal = 0; causal < 2; causal++)
         run_case_f32(lengths[l][0], lengths[l][1], depth, causal);
-  time_paths();
-  time_paths_f32();
+  const char *half_settings[4] = {"split", "rounded", NULL, "0"};
+  const char *half_names[4] = {"tensor cores, two-term", "tensor cores, rounded", "tensor cores, fast", "CUDA cores"};
+  time_paths(TF_BF16, "TIGHTFIT_CUDA_TENSOR_ATTENTION", half_settings, half_names, 4);
+  const char *f32_settings[2] = {NULL, "tensor"}, *f32_names[2] = {"CUDA cores", "tensor cores, 3xTF32"};
+  time_paths(TF_F32, "TIGHTFIT_CUDA_F32_ATTENTION", f32_settings, f32_names, 2);
   return tf_test_finish("cuda tensor-core attention", &counts);
 }
