@@ -29,13 +29,13 @@ tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor
 }
 
 tf_status ox_set_known(ox_import *im, const ox_node *node, int32_t i, ox_known *k) {
-  if ((size_t)i < node->proto->n_output && k->count > OX_MAX_FOLDED_ELEMENTS - im->folded_elements) {
+  if ((size_t)i < node->proto->n_output && k->count > ox_fold_room(im)) {
     const int64_t count = k->count;
     ox_known_free(k);
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "the values computed at import pass %" PRId64 " elements in all (this one: %" PRId64
                    "); the importer folds shape data and small tables: export with dynamic axes (docs/import.md)",
-                   OX_MAX_FOLDED_ELEMENTS, count);
+                   ox_fold_budget(im), count);
   }
   im->folded_elements += k->count;
   return ox_set_read(im, node, i, k);

@@ -14,7 +14,7 @@ const ox_known *ox_foldable(ox_import *im, const ox_node *node, int32_t i);
 /* Output i becomes graph tensor `id` (the builder's error, if any, is returned). */
 tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id id) TF_MUST_USE;
 /* Output i becomes known value `k` computed at import (taken over, also on error); refused once the
- * import's computed values pass OX_MAX_FOLDED_ELEMENTS. */
+ * import's computed values pass ox_fold_budget. */
 tf_status ox_set_known(ox_import *im, const ox_node *node, int32_t i, ox_known *k) TF_MUST_USE;
 /* Output i becomes known value `k` read from the file (a Constant node's), not counted: its size is
  * the file's. */

@@ -354,6 +354,7 @@ static tf_status import_bytes(const void *data, size_t size, const char *source,
   ox_import im;
   memset(&im, 0, sizeof(im));
   im.source = source;
+  im.file_bytes = (int64_t)size;
   im.options = options ? options : &defaults;
   im.weights_ref = im.options->weights_ref ? im.options->weights_ref
                    : weights_path          ? base_name(weights_path)

@@ -100,7 +100,8 @@ typedef struct ox_import {
   int32_t n_values, cap_values;
   tf_strmap value_ids; /* value name -> index in values */
   int32_t n_symbols;
-  int64_t folded_elements; /* the elements of every known value node outputs got (OX_MAX_FOLDED_ELEMENTS) */
+  int64_t folded_elements; /* the elements of every known value node outputs got (ox_fold_budget) */
+  int64_t file_bytes;      /* the model's size */
   ox_weight *weights;
   int32_t n_weights, cap_weights;
   const char *weights_ref; /* the file name parameters reference */

@@ -102,14 +102,19 @@ tf_status ox_known_within(bool is_float, tf_dtype dtype, int32_t rank, const int
   if (count > (double)room && count <= (double)OX_MAX_KNOWN_ELEMENTS)
     return tf_status_new(TF_ERR_UNSUPPORTED,
                          "%s computed at import would hold %.0f elements, more than the %" PRId64
-                         " left of the %" PRId64 " the importer computes in all (shape data and small tables): "
-                         "export with dynamic axes (docs/import.md)",
-                         what, count, room, OX_MAX_FOLDED_ELEMENTS);
+                         " left of what the importer computes for this file (shape data and small tables, %" PRId64
+                         " elements in all, or one per byte of the file): export with dynamic axes "
+                         "(docs/import.md)",
+                         what, count, room < 0 ? 0 : room, OX_MAX_FOLDED_ELEMENTS);
   *out = ox_known_new(is_float, dtype, rank, shape);
   return *out ? NULL : ox_known_refusal(rank, shape, what);
 }
 
-int64_t ox_fold_room(const ox_import *im) { return OX_MAX_FOLDED_ELEMENTS - im->folded_elements; }
+int64_t ox_fold_budget(const ox_import *im) {
+  return im->file_bytes > OX_MAX_FOLDED_ELEMENTS ? im->file_bytes : OX_MAX_FOLDED_ELEMENTS;
+}
+
+int64_t ox_fold_room(const ox_import *im) { return ox_fold_budget(im) - im->folded_elements; }
 
 void ox_known_free(ox_known *known) {
   if (!known)

@@ -12,10 +12,12 @@
 ox_value *ox_value_get(ox_import *im, const char *name);
 /* The value `name` if it exists, else NULL. */
 ox_value *ox_value_find(ox_import *im, const char *name);
-/* The most elements one known value holds: shape data and position tables, not activations. */
-#define OX_MAX_KNOWN_ELEMENTS ((int64_t)1 << 24)
+/* The most elements one known value holds: shape data, position tables and the constants a file
+ * holds, not activations. */
+#define OX_MAX_KNOWN_ELEMENTS ((int64_t)1 << 26)
 /* The most elements the known values one import computes hold in all (ox_set_known counts them;
- * values read from the file are not counted): bounds the work a small file can ask of the folds. */
+ * values read from the file are not counted), or one per byte of the file where that is more:
+ * bounds the work a small file can ask of the folds, in proportion to its size. */
 #define OX_MAX_FOLDED_ELEMENTS ((int64_t)1 << 24)
 /* A new known value of `count` elements (owned by the caller until stored in a value); NULL past
  * OX_MAX_KNOWN_ELEMENTS or when memory runs out (ox_known_refusal says which). */
@@ -27,7 +29,10 @@ tf_status ox_known_refusal(int32_t rank, const int64_t *shape, const char *what)
  * pass `room` (ox_fold_room) or OX_MAX_KNOWN_ELEMENTS; errors name `what` ("a Where"). */
 tf_status ox_known_within(bool is_float, tf_dtype dtype, int32_t rank, const int64_t *shape, int64_t room,
                           const char *what, ox_known **out) TF_MUST_USE;
-/* How many more elements the values this import computes may hold (OX_MAX_FOLDED_ELEMENTS in all). */
+/* How many elements the values this import computes may hold in all: OX_MAX_FOLDED_ELEMENTS, or the
+ * file's bytes where more. */
+int64_t ox_fold_budget(const ox_import *im);
+/* How many more elements the values this import computes may hold (ox_fold_budget in all). */
 int64_t ox_fold_room(const ox_import *im);
 void ox_known_free(ox_known *known);
 /* Decodes an ONNX tensor (raw or typed data) into a known value; errors name `what`. */
