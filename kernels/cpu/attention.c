@@ -1,11 +1,12 @@
 /* Fused scaled-dot-product attention and its gradient, flash-style: O(T) memory per thread.
  *
  * q [N, Tq, H*D], k and v [N, Tk, H*D]; head h reads columns [h*D, (h+1)*D). Query rows go in blocks
- * of TF_CPU_ATTENTION_BLOCK_ROWS: a block's scores [rows, Tk] are one gemm into the thread's
+ * of TF_CPU_ATTENTION_BLOCK_ROWS: a block's scores [rows, Tk] are one product into the thread's
  * workspace slice, turned into probabilities row by row (max-subtracted exponentials), then
  * multiplied by V. Nothing [Tq, Tk] is kept for more than one block. Causal: key j is visible to
  * query i when j <= i (top-left aligned, as torch's is_causal), so a block only reads the keys its
- * last row can see. With no keys (Tk = 0) the output is 0.
+ * last row can see, and the products skip the 4 x 16 tiles the mask zeroes (kernels/cpu/tile.h:
+ * register-tiled, faster than BLAS at these sizes). With no keys (Tk = 0) the output is 0.
  *
  * The gradient recomputes each block's probabilities P (no saved statistics), then
  *   dP = dO Vᵀ,  dS = P ∘ (dP - rowsum(P ∘ dP)),  dQ = scale dS K,  dK += scale dSᵀ Q,  dV += Pᵀ dO.
@@ -17,10 +18,10 @@
 #include <string.h>
 
 #include "core/workspace_cpu.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
+#include "kernels/cpu/tile.h"
 #include "kernels/cpu/vector_math.h"
 
 // The omp simd loops below are a request, not a requirement: clang, when sanitizers keep it from
@@ -148,15 +149,45 @@ static double row_dot(const real *a, const real *b, int64_t n) {
   return sum;
 }
 
+/* The rows of a block see keys up to their own position when causal (top-left aligned): the band
+ * of the products whose rows are the block's query rows, and of those whose rows are keys. */
+static tf_cpu_band query_band(const attention *at, int64_t first) {
+  return (tf_cpu_band){at->causal ? TF_CPU_BAND_UPTO : TF_CPU_BAND_ALL, first};
+}
+static tf_cpu_band key_band(const attention *at, int64_t first) {
+  return (tf_cpu_band){at->causal ? TF_CPU_BAND_FROM : TF_CPU_BAND_ALL, first};
+}
+
+/* The keys row r of a block starting at query `first` may see, of the block's `keys`. */
+static int64_t allowed_keys(const attention *at, int64_t first, int64_t r, int64_t keys) {
+  return at->causal && first + r + 1 < keys ? first + r + 1 : keys;
+}
+
 /* The probabilities of query rows [first, first + rows) of one head over keys [0, keys), into
  * p [rows, keys]: softmax(scale q kᵀ), masked entries exactly 0. */
 static void probabilities(const attention *at, const real *q_block, const real *k_head, int64_t first, int64_t rows,
                           int64_t keys, real *p) {
   if (keys == 0) // no keys (Tk = 0): the caller's products come out 0
     return;
-  tf_cpu_gemm(false, true, rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, 0, p, keys);
+  TF_REAL_NAME(tf_cpu_tile_nt)
+  (rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, query_band(at, first), false, p, keys);
   for (int64_t r = 0; r < rows; r++)
-    softmax_row(p + r * keys, at->causal && first + r + 1 < keys ? first + r + 1 : keys, keys);
+    softmax_row(p + r * keys, allowed_keys(at, first, r, keys), keys);
+}
+
+/* dS = P ∘ (dP - rowsum(P ∘ dP)) over each row's allowed keys, into dp; 0 past them (dP is not
+ * computed there). */
+static void score_gradient(const attention *at, int64_t first, int64_t rows, int64_t keys, const real *p, real *dp) {
+  for (int64_t r = 0; r < rows; r++) {
+    const real *p_row = p + r * keys;
+    real *dp_row = dp + r * keys;
+    const int64_t allowed = allowed_keys(at, first, r, keys);
+    const double delta = row_dot(p_row, dp_row, allowed);
+    for (int64_t j = 0; j < allowed; j++)
+      dp_row[j] = p_row[j] * (dp_row[j] - (real)delta);
+    for (int64_t j = allowed; j < keys; j++)
+      dp_row[j] = 0;
+  }
 }
 
 /* The most threads (<= the context's) whose workspace fits the one this call was given; 0 if none. */
@@ -204,8 +235,9 @@ void TF_REAL_NAME(tf_cpu_attention)(const tf_cpu_args *args) {
         int64_t column = h * at.depth, row_base = n * at.queries + first;
         real *p = workspace_at(args, omp_get_thread_num() * slice);
         probabilities(&at, q + row_base * at.width + column, k + n * at.keys * at.width + column, first, rows, keys, p);
-        tf_cpu_gemm(false, false, rows, at.depth, keys, 1, p, keys, v + n * at.keys * at.width + column, at.width, 0,
-                    y + row_base * at.width + column, at.width);
+        TF_REAL_NAME(tf_cpu_tile_nn)
+        (rows, at.depth, keys, 1, p, keys, 1, v + n * at.keys * at.width + column, at.width, query_band(&at, first),
+         false, y + row_base * at.width + column, at.width);
       });
 }
 
@@ -236,18 +268,18 @@ void TF_REAL_NAME(tf_cpu_attention_grad)(const tf_cpu_args *args) {
           int64_t keys = visible_keys(&at, first, rows);
           int64_t offset = (n * at.queries + first) * at.width + column;
           probabilities(&at, q + offset, k_head, first, rows, keys, p);
-          tf_cpu_gemm(false, true, rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, 0, dp, keys);
-          for (int64_t r = 0; keys > 0 && r < rows; r++) {
-            real *p_row = p + r * keys, *dp_row = dp + r * keys;
-            const double delta = row_dot(p_row, dp_row, keys);
-            for (int64_t j = 0; j < keys; j++)
-              dp_row[j] = p_row[j] * (dp_row[j] - (real)delta);
-          }
-          tf_cpu_gemm(false, false, rows, at.depth, keys, at.scale, dp, keys, k_head, at.width, 0, dq + offset,
-                      at.width);
-          tf_cpu_gemm(true, false, keys, at.depth, rows, at.scale, dp, keys, q + offset, at.width, 1, dk_head,
-                      at.width);
-          tf_cpu_gemm(true, false, keys, at.depth, rows, 1, p, keys, dy + offset, at.width, 1, dv_head, at.width);
+          TF_REAL_NAME(tf_cpu_tile_nt)
+          (rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, query_band(&at, first), false, dp, keys);
+          if (keys > 0)
+            score_gradient(&at, first, rows, keys, p, dp);
+          TF_REAL_NAME(tf_cpu_tile_nn)
+          (rows, at.depth, keys, at.scale, dp, keys, 1, k_head, at.width, query_band(&at, first), false, dq + offset,
+           at.width);
+          TF_REAL_NAME(tf_cpu_tile_nn)
+          (keys, at.depth, rows, at.scale, dp, 1, keys, q + offset, at.width, key_band(&at, first), true, dk_head,
+           at.width);
+          TF_REAL_NAME(tf_cpu_tile_nn)
+          (keys, at.depth, rows, 1, p, 1, keys, dy + offset, at.width, key_band(&at, first), true, dv_head, at.width);
         }
       });
 }
