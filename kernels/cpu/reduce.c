@@ -15,6 +15,8 @@
 #define COLUMN_TILE 256 /* output columns one task accumulates at once (stack doubles) */
 #define MIN_TILE 16     /* ... and at least this many (a cache line of doubles and more) */
 #define LANES 8         /* outputs summed side by side when each has several reduced runs */
+#define ROW_BLOCKS 8    /* a bias gradient's rows in at most this many blocks ... */
+#define PARTIALS 8192   /* ... whose partial sums (blocks x columns doubles, on the stack) fit here */
 
 /* The geometry of a reduction of x over a mask of axes, collapsed: size-1 axes dropped, adjacent
  * axes of the same kind (reduced or kept) merged. x is contiguous, so merging always works. */
@@ -157,6 +159,36 @@ static inline void sum_lanes(const reduction *r, const real *x, int64_t o, int64
   });
 }
 
+/* The row blocks of a bias gradient's sum (one kept run of `inner` columns after the reduced rows):
+ * up to ROW_BLOCKS, each of at least TF_CPU_CHUNK elements, while their partials fit PARTIALS; 1
+ * when the sum is not of that kind. From the shape alone, so the bits do not depend on threads. */
+static int64_t row_blocks(const reduction *r) {
+  if (r->outer != 1 || r->inner <= 1 || r->inner > PARTIALS / 2)
+    return 1;
+  int64_t blocks = r->length * r->inner / TF_CPU_CHUNK;
+  blocks = blocks < ROW_BLOCKS ? blocks : ROW_BLOCKS;
+  blocks = blocks < PARTIALS / r->inner ? blocks : PARTIALS / r->inner;
+  blocks = blocks < r->length ? blocks : r->length;
+  return blocks > 1 ? blocks : 1;
+}
+
+/* out[i] = the sum over `rows` rows of x [rows, inner] of column i, in row order, in double. */
+static void column_sums(const real *x, int64_t inner, int64_t rows, double *out) {
+  for (int64_t first = 0; first < inner; first += COLUMN_TILE) {
+    const int64_t count = inner - first < COLUMN_TILE ? inner - first : COLUMN_TILE;
+    double sum[COLUMN_TILE];
+    for (int64_t i = 0; i < count; i++)
+      sum[i] = 0;
+    for (int64_t j = 0; j < rows; j++) {
+      const real *row = x + j * inner + first;
+      for (int64_t i = 0; i < count; i++)
+        sum[i] += (double)row[i];
+    }
+    for (int64_t i = 0; i < count; i++)
+      out[first + i] = sum[i];
+  }
+}
+
 /* y = the sum (or mean) of x over r's reduced axes. */
 static void sum_run(const reduction *r, const real *x, real *y, bool mean, int threads) {
   const double divisor = mean ? (double)r->group : 1.0;
@@ -172,6 +204,25 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
             sum += (double)x[o * length + j];
           y[o] = (real)(sum / divisor);
         });
+  } else if (r->reduced_groups <= 1 && row_blocks(r) > 1) {
+    // A bias gradient ([length, inner] summed over its rows): each thread sums blocks of whole rows,
+    // the rows an element-wise producer's static split gave that thread (split by columns, each
+    // thread read every row, half of them from the other core's cache: slower on two threads than
+    // on one); the blocks depend on the shape alone and their partials are added in block order.
+    const int64_t inner = r->inner, length = r->length, blocks = row_blocks(r);
+    const int64_t rows = (length + blocks - 1) / blocks;
+    double partial[PARTIALS];
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, r->outputs * length > TF_CPU_CHUNK), for (int64_t b = 0; b < blocks; b++) {
+          const int64_t first = b * rows, count = length - first < rows ? length - first : rows;
+          column_sums(x + first * inner, inner, count > 0 ? count : 0, partial + b * inner);
+        });
+    for (int64_t i = 0; i < inner; i++) {
+      double sum = 0;
+      for (int64_t b = 0; b < blocks; b++)
+        sum += partial[b * inner + i];
+      y[i] = (real)(sum / divisor);
+    }
   } else if (r->reduced_groups <= 1) {
     // Columns ([outer, length, inner], inner > 1): a tile of outputs accumulates row by row, so
     // the reads stay contiguous and each output still adds its terms in order (whatever the tile

@@ -130,6 +130,8 @@ static void reduction_calls(builder *b, bool large) {
   CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 3, 4, 5), R(0, 1, 5));
   CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 3, 4, 5), th_random(0, 1, 0, NULL));
   CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 2, 3), R(0, 1, 2, 3));
+  // A bias gradient past TF_CPU_CHUNK elements: its rows in blocks (kernels/cpu/reduce.c row_blocks).
+  CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 601, 64), R(0, 1, 64));
   if (large)
     CALL(TF_OP_SUM_TO, th_no_attrs(), ROUNDED, R(-2, 2, 4099, 257), R(0, 1, 257));
   CALL(TF_OP_GLOBAL_NORM_SQ, th_no_attrs(), ROUNDED, R(-2, 2, 3, 5), R(-2, 2, 7), th_random(-2, 2, 0, NULL));
