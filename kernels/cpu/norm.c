@@ -26,6 +26,7 @@
 #endif
 
 #define COLUMN_TILE 256
+#define PARTIALS 8192 /* row blocks' partial dgamma and dbeta sums (doubles, on the stack) */
 
 typedef struct row_stats {
   double mean, rstd; /* rms_norm: mean is 0 */
@@ -158,6 +159,29 @@ TF_CPU_VECTOR_CLONES static void input_gradient_row(const real *xr, const real *
     dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
 }
 
+/* What phase 2 below reads: x, dy, and dx holding each row's statistics when `keep`. */
+typedef struct norm_terms {
+  const real *in, *dy;
+  const real *dx;
+  int64_t features;
+  double epsilon;
+  bool rms, keep;
+} norm_terms;
+
+/* gamma_sum[j] and beta_sum[j], j < count: columns [first, first + count) of dy xhat and of dy summed
+ * over rows [first_row, first_row + rows), in row order, in double. */
+static void column_terms(const norm_terms *t, int64_t first_row, int64_t rows, int64_t first, int64_t count,
+                         double *gamma_sum, double *beta_sum) {
+  for (int64_t j = 0; j < count; j++)
+    gamma_sum[j] = beta_sum[j] = 0;
+  for (int64_t row = first_row; row < first_row + rows; row++) {
+    const real *xr = t->in + row * t->features + first, *dyr = t->dy + row * t->features + first;
+    const row_stats s = t->keep ? kept_stats(t->dx + row * t->features, t->rms)
+                                : stats_of(t->in + row * t->features, t->features, t->epsilon, t->rms);
+    add_column_terms(xr, dyr, s, count, gamma_sum, beta_sum);
+  }
+}
+
 static void norm_backward(const tf_cpu_args *args, bool rms) {
   const tf_cpu_tensor *x = &args->inputs[0];
   const int64_t features = x->shape[x->rank - 1];
@@ -180,28 +204,48 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
         });
   }
 
-  // Phase 2: dgamma = sum over rows of dy * xhat, dbeta = sum of dy, a tile of columns per task.
-  int64_t width = (features + threads - 1) / threads;
-  width = width > COLUMN_TILE ? COLUMN_TILE : width;
-  const int64_t tiles = (features + width - 1) / width;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(threads, parallel), for (int64_t tile = 0; tile < tiles; tile++) {
-        const int64_t first = tile * width, count = features - first < width ? features - first : width;
-        double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
-        for (int64_t j = 0; j < count; j++)
-          gamma_sum[j] = beta_sum[j] = 0;
-        for (int64_t row = 0; row < rows; row++) {
-          const real *xr = in + row * features + first, *dyr = dy + row * features + first;
-          const row_stats s =
-              keep ? kept_stats(dx + row * features, rms) : stats_of(in + row * features, features, epsilon, rms);
-          add_column_terms(xr, dyr, s, count, gamma_sum, beta_sum);
-        }
-        for (int64_t j = 0; j < count; j++) {
-          dgamma[first + j] = (real)gamma_sum[j];
-          if (dbeta)
-            dbeta[first + j] = (real)beta_sum[j];
-        }
-      });
+  // Phase 2: dgamma = sum over rows of dy * xhat, dbeta = sum of dy: by blocks of rows where the
+  // partials fit (tf_cpu_row_blocks), else a tile of columns per task.
+  const norm_terms terms = {in, dy, dx, features, epsilon, rms, keep};
+  const int64_t blocks = tf_cpu_row_blocks(rows, features, 2, TF_CPU_CHUNK, PARTIALS);
+  if (blocks > 1) {
+    const int64_t block_rows = (rows + blocks - 1) / blocks;
+    double gamma_partial[PARTIALS / 2], beta_partial[PARTIALS / 2];
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, parallel), for (int64_t b = 0; b < blocks; b++) {
+          const int64_t first_row = b * block_rows;
+          const int64_t count = rows - first_row < block_rows ? rows - first_row : block_rows;
+          for (int64_t first = 0; first < features; first += COLUMN_TILE)
+            column_terms(&terms, first_row, count > 0 ? count : 0, first,
+                         features - first < COLUMN_TILE ? features - first : COLUMN_TILE,
+                         gamma_partial + b * features + first, beta_partial + b * features + first);
+        });
+    for (int64_t j = 0; j < features; j++) {
+      double gamma_sum = 0, beta_sum = 0;
+      for (int64_t b = 0; b < blocks; b++) {
+        gamma_sum += gamma_partial[b * features + j];
+        beta_sum += beta_partial[b * features + j];
+      }
+      dgamma[j] = (real)gamma_sum;
+      if (dbeta)
+        dbeta[j] = (real)beta_sum;
+    }
+  } else {
+    int64_t width = (features + threads - 1) / threads;
+    width = width > COLUMN_TILE ? COLUMN_TILE : width;
+    const int64_t tiles = (features + width - 1) / width;
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, parallel), for (int64_t tile = 0; tile < tiles; tile++) {
+          const int64_t first = tile * width, count = features - first < width ? features - first : width;
+          double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
+          column_terms(&terms, 0, rows, first, count, gamma_sum, beta_sum);
+          for (int64_t j = 0; j < count; j++) {
+            dgamma[first + j] = (real)gamma_sum[j];
+            if (dbeta)
+              dbeta[first + j] = (real)beta_sum[j];
+          }
+        });
+  }
 
   // Phase 3: dx per row. With g = dy * gamma and xhat the normalised x,
   //   layer_norm: dx = rstd (g - mean(g) - xhat mean(g xhat))

@@ -19,9 +19,28 @@
 #define TIGHTFIT_KERNELS_CPU_PARALLEL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* `threads` when the loop has enough work to split (`wide`), else 1: the team of an `if` clause. */
 static inline int tf_cpu_team(int threads, bool wide) { return wide && threads > 1 ? threads : 1; }
+
+/* Column sums over many rows ([rows, columns] summed over rows: a bias or a norm's weight
+ * gradient) split by blocks of whole rows, each thread its blocks, every column's block partials
+ * added in block order. Split by columns instead, each of two threads read every row, half of them
+ * written by the other core (an element-wise producer's static split): slower than one thread.
+ * TF_CPU_ROW_BLOCKS blocks at most, each of at least `chunk` elements, while blocks x columns x
+ * `sums` partials fit `capacity` doubles; 1 when that leaves fewer than two. From the shape alone,
+ * so results do not depend on the thread count. */
+#define TF_CPU_ROW_BLOCKS 8
+static inline int64_t tf_cpu_row_blocks(int64_t rows, int64_t columns, int64_t sums, int64_t chunk, int64_t capacity) {
+  if (rows < 2 || columns < 1 || columns * sums * 2 > capacity)
+    return 1;
+  int64_t blocks = rows * columns / chunk;
+  blocks = blocks < TF_CPU_ROW_BLOCKS ? blocks : TF_CPU_ROW_BLOCKS;
+  blocks = blocks < capacity / (columns * sums) ? blocks : capacity / (columns * sums);
+  blocks = blocks < rows ? blocks : rows;
+  return blocks > 1 ? blocks : 1;
+}
 
 #define TF_CPU_PRAGMA(text) _Pragma(#text)
 

@@ -15,8 +15,7 @@
 #define COLUMN_TILE 256 /* output columns one task accumulates at once (stack doubles) */
 #define MIN_TILE 16     /* ... and at least this many (a cache line of doubles and more) */
 #define LANES 8         /* outputs summed side by side when each has several reduced runs */
-#define ROW_BLOCKS 8    /* a bias gradient's rows in at most this many blocks ... */
-#define PARTIALS 8192   /* ... whose partial sums (blocks x columns doubles, on the stack) fit here */
+#define PARTIALS 8192   /* a bias gradient's row blocks' partial sums (doubles, on the stack) */
 
 /* The geometry of a reduction of x over a mask of axes, collapsed: size-1 axes dropped, adjacent
  * axes of the same kind (reduced or kept) merged. x is contiguous, so merging always works. */
@@ -159,17 +158,12 @@ static inline void sum_lanes(const reduction *r, const real *x, int64_t o, int64
   });
 }
 
-/* The row blocks of a bias gradient's sum (one kept run of `inner` columns after the reduced rows):
- * up to ROW_BLOCKS, each of at least TF_CPU_CHUNK elements, while their partials fit PARTIALS; 1
- * when the sum is not of that kind. From the shape alone, so the bits do not depend on threads. */
+/* The row blocks of a bias gradient's sum (one kept run of `inner` columns after the reduced rows;
+ * kernels/cpu/parallel.h); 1 when the sum is not of that kind. */
 static int64_t row_blocks(const reduction *r) {
-  if (r->outer != 1 || r->inner <= 1 || r->inner > PARTIALS / 2)
+  if (r->outer != 1 || r->inner <= 1)
     return 1;
-  int64_t blocks = r->length * r->inner / TF_CPU_CHUNK;
-  blocks = blocks < ROW_BLOCKS ? blocks : ROW_BLOCKS;
-  blocks = blocks < PARTIALS / r->inner ? blocks : PARTIALS / r->inner;
-  blocks = blocks < r->length ? blocks : r->length;
-  return blocks > 1 ? blocks : 1;
+  return tf_cpu_row_blocks(r->length, r->inner, 1, TF_CPU_CHUNK, PARTIALS);
 }
 
 /* out[i] = the sum over `rows` rows of x [rows, inner] of column i, in row order, in double. */
@@ -205,10 +199,8 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
           y[o] = (real)(sum / divisor);
         });
   } else if (r->reduced_groups <= 1 && row_blocks(r) > 1) {
-    // A bias gradient ([length, inner] summed over its rows): each thread sums blocks of whole rows,
-    // the rows an element-wise producer's static split gave that thread (split by columns, each
-    // thread read every row, half of them from the other core's cache: slower on two threads than
-    // on one); the blocks depend on the shape alone and their partials are added in block order.
+    // A bias gradient ([length, inner] summed over its rows): blocks of whole rows per thread, the
+    // partials added in block order (tf_cpu_row_blocks).
     const int64_t inner = r->inner, length = r->length, blocks = row_blocks(r);
     const int64_t rows = (length + blocks - 1) / blocks;
     double partial[PARTIALS];

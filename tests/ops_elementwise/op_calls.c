@@ -169,6 +169,9 @@ static void softmax_norm_calls(builder *b, bool large) {
     CALL(TF_OP_LAYER_NORM_GRAD, th_norm(1e-5f), STATISTICS, R(-2, 2, rows, d), R(0.5, 1.5, d), R(-1, 1, rows, d));
     CALL(TF_OP_RMS_NORM_GRAD, th_norm(1e-6f), STATISTICS, R(-2, 2, rows, d), R(0.5, 1.5, d), R(-1, 1, rows, d));
   }
+  // dgamma and dbeta past TF_CPU_CHUNK elements: summed by row blocks (kernels/cpu/norm.c, phase 2).
+  CALL(TF_OP_LAYER_NORM_GRAD, th_norm(1e-5f), STATISTICS, R(-2, 2, 601, 64), R(0.5, 1.5, 64), R(-1, 1, 601, 64));
+  CALL(TF_OP_RMS_NORM_GRAD, th_norm(1e-6f), STATISTICS, R(-2, 2, 601, 64), R(0.5, 1.5, 64), R(-1, 1, 601, 64));
   /* batch_norm: channels on axis 1; statistics over N (rank 2) or N and the spatial axes */
   const int64_t batch = large ? 64 : 4;
   CALL(TF_OP_BATCH_NORM, th_norm(1e-5f), STATISTICS, R(-2, 2, batch, 3, 5, 7), R(0.5, 1.5, 3), R(-1, 1, 3));
