@@ -1,5 +1,6 @@
 /* The one BLAS entry of the CPU kernels: C = alpha op(A) op(B) + beta C, row-major, for the kernel
- * file's `real` (real.h). Every matmul, convolution and attention product goes through it.
+ * file's `real` (real.h). Every matmul and convolution product goes through it; of the attention's,
+ * the f64 build's and the f32 score products of heads wider than 256 (the rest: kernels/cpu/tile.h).
  *
  * Beyond cblas it (1) accepts empty operands (cblas rejects leading dimensions of 0) and (2) makes
  * no heap allocation. The second matters for the memory promise (issue 12: no allocation after
