@@ -26,7 +26,7 @@
 #endif
 
 #define COLUMN_TILE 256
-#define PARTIALS 8192 /* row blocks' partial dgamma and dbeta sums (doubles, on the stack) */
+#define PARTIALS 4096 /* row blocks' partial dgamma and dbeta sums (doubles, on the stack) */
 
 typedef struct row_stats {
   double mean, rstd; /* rms_norm: mean is 0 */

@@ -15,7 +15,7 @@
 #define COLUMN_TILE 256 /* output columns one task accumulates at once (stack doubles) */
 #define MIN_TILE 16     /* ... and at least this many (a cache line of doubles and more) */
 #define LANES 8         /* outputs summed side by side when each has several reduced runs */
-#define PARTIALS 8192   /* a bias gradient's row blocks' partial sums (doubles, on the stack) */
+#define PARTIALS 4096   /* a bias gradient's row blocks' partial sums (doubles, on the stack) */
 
 /* The geometry of a reduction of x over a mask of axes, collapsed: size-1 axes dropped, adjacent
  * axes of the same kind (reduced or kept) merged. x is contiguous, so merging always works. */
