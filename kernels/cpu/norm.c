@@ -215,10 +215,8 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
         tf_cpu_team(threads, parallel), for (int64_t b = 0; b < blocks; b++) {
           const int64_t first_row = b * block_rows;
           const int64_t count = rows - first_row < block_rows ? rows - first_row : block_rows;
-          for (int64_t first = 0; first < features; first += COLUMN_TILE)
-            column_terms(&terms, first_row, count > 0 ? count : 0, first,
-                         features - first < COLUMN_TILE ? features - first : COLUMN_TILE,
-                         gamma_partial + b * features + first, beta_partial + b * features + first);
+          column_terms(&terms, first_row, count > 0 ? count : 0, 0, features, gamma_partial + b * features,
+                       beta_partial + b * features);
         });
     for (int64_t j = 0; j < features; j++) {
       double gamma_sum = 0, beta_sum = 0;

@@ -166,26 +166,25 @@ static int64_t row_blocks(const reduction *r) {
   return tf_cpu_row_blocks(r->length, r->inner, 1, TF_CPU_CHUNK, PARTIALS);
 }
 
-/* out[i] = the sum over `rows` rows of x [rows, inner] of column i, in row order, in double. */
-static void column_sums(const real *x, int64_t inner, int64_t rows, double *out) {
-  for (int64_t first = 0; first < inner; first += COLUMN_TILE) {
-    const int64_t count = inner - first < COLUMN_TILE ? inner - first : COLUMN_TILE;
-    double sum[COLUMN_TILE];
+/* out[i] = the sum over j < rows of x[j stride + i], for i < count <= COLUMN_TILE: columns summed row
+ * by row (the reads contiguous), each in row order, in double, on this thread's stack until the end
+ * (summed straight into a shared array, 6-13% slower on two threads). */
+static void column_sums(const real *x, int64_t stride, int64_t rows, int64_t count, double *out) {
+  double sum[COLUMN_TILE];
+  for (int64_t i = 0; i < count; i++)
+    sum[i] = 0;
+  for (int64_t j = 0; j < rows; j++) {
+    const real *row = x + j * stride;
     for (int64_t i = 0; i < count; i++)
-      sum[i] = 0;
-    for (int64_t j = 0; j < rows; j++) {
-      const real *row = x + j * inner + first;
-      for (int64_t i = 0; i < count; i++)
-        sum[i] += (double)row[i];
-    }
-    for (int64_t i = 0; i < count; i++)
-      out[first + i] = sum[i];
+      sum[i] += (double)row[i];
   }
+  memcpy(out, sum, sizeof(double) * (size_t)count);
 }
 
 /* y = the sum (or mean) of x over r's reduced axes. */
 static void sum_run(const reduction *r, const real *x, real *y, bool mean, int threads) {
   const double divisor = mean ? (double)r->group : 1.0;
+  const int64_t blocks = row_blocks(r);
   if (r->outputs == 1 && r->reduced_groups <= 1) {
     y[0] = (real)(blocked_sum(x, r->group, false, threads) / divisor);
   } else if (r->reduced_groups <= 1 && r->inner == 1) {
@@ -198,16 +197,18 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
             sum += (double)x[o * length + j];
           y[o] = (real)(sum / divisor);
         });
-  } else if (r->reduced_groups <= 1 && row_blocks(r) > 1) {
+  } else if (r->reduced_groups <= 1 && blocks > 1) {
     // A bias gradient ([length, inner] summed over its rows): blocks of whole rows per thread, the
     // partials added in block order (tf_cpu_row_blocks).
-    const int64_t inner = r->inner, length = r->length, blocks = row_blocks(r);
+    const int64_t inner = r->inner, length = r->length;
     const int64_t rows = (length + blocks - 1) / blocks;
     double partial[PARTIALS];
     TF_CPU_PARALLEL_FOR(
         tf_cpu_team(threads, r->outputs * length > TF_CPU_CHUNK), for (int64_t b = 0; b < blocks; b++) {
           const int64_t first = b * rows, count = length - first < rows ? length - first : rows;
-          column_sums(x + first * inner, inner, count > 0 ? count : 0, partial + b * inner);
+          for (int64_t tile = 0; tile < inner; tile += COLUMN_TILE)
+            column_sums(x + first * inner + tile, inner, count > 0 ? count : 0,
+                        inner - tile < COLUMN_TILE ? inner - tile : COLUMN_TILE, partial + b * inner + tile);
         });
     for (int64_t i = 0; i < inner; i++) {
       double sum = 0;
@@ -229,13 +230,7 @@ static void sum_run(const reduction *r, const real *x, real *y, bool mean, int t
           const int64_t o = task / tiles, first = (task % tiles) * width;
           const int64_t count = inner - first < width ? inner - first : width;
           double sum[COLUMN_TILE];
-          for (int64_t i = 0; i < count; i++)
-            sum[i] = 0;
-          for (int64_t j = 0; j < length; j++) {
-            const real *row = x + (o * length + j) * inner + first;
-            for (int64_t i = 0; i < count; i++)
-              sum[i] += (double)row[i];
-          }
+          column_sums(x + o * length * inner + first, inner, length, count, sum);
           for (int64_t i = 0; i < count; i++)
             y[o * inner + first + i] = (real)(sum[i] / divisor);
         });
