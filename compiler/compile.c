@@ -339,6 +339,8 @@ static tf_status run_back(tf_training *t, remat_choice choice, tf_plan **out, pi
   tf_remat_result remat;
   tf_status status = tf_remat(t, &request, &remat);
   if (!status)
+    status = tf_gelu_pair_pass(t);
+  if (!status)
     status = tf_running_stats_pass(t);
   if (!status)
     status = tf_precision_pass(t, choice.recomputed_f32);

@@ -120,6 +120,9 @@ bool tf_training_half_kernel_takes(const tf_training *t, int32_t n, const int32_
  * concat of the slices' gradients. */
 tf_status tf_slice_grads_pass(tf_training *t) TF_MUST_USE;
 
+/* gelu_pair.c: gelu + gelu_grad of one f32 x -> gelu_pair + mul (cpu target; after recompute). */
+tf_status tf_gelu_pair_pass(tf_training *t) TF_MUST_USE;
+
 /* Removes node n, keeping the per-node arrays (phase, follows) in step with the graph. */
 tf_status tf_training_remove_node(tf_training *t, int32_t n) TF_MUST_USE;
 /* Removes the n_ids nodes `ids` (any order, each once) at once, as tf_training_remove_node does. */

@@ -411,7 +411,12 @@
   /* outputs. Writes a half parameter from its f32 master weights after their update (optimizer.c) */                  \
   X(CAST_INTO,            cast_into,            90, TRAINING, 2,  2,   0,  0,   0x1, NONE,          cast_into,         \
       NONE,      NONE,               none,             cast_into,            cast_into,       cast_into,               \
-      ANY,          WHOLE,     NONE)
+      ANY,          WHOLE,     NONE)                                                                               \
+  /* (x) -> (y, dydx): gelu and its derivative from one evaluation; compiler/gelu_pair.c emits it (cpu */         \
+  /* target, f32) in place of gelu when gelu_grad reads the same x, which then becomes dy dydx (mul) */              \
+  X(GELU_PAIR,            gelu_pair,            91, TRAINING, 1,  1,   2,  0,   0,   GELU,          unary_pair,        \
+      INPUT0,    NONE,               none,             gelu_pair,            gelu_pair,       gelu_pair,               \
+      FLOAT,        ROWS,      NONE)
 // clang-format on
 
 #endif

@@ -43,6 +43,7 @@ tf_status tf_shape_matmul(const tf_shape_query *q, tf_shape_result *out);
 tf_status tf_shape_matmul_accumulate(const tf_shape_query *q, tf_shape_result *out); /* (sum, a, b): no output */
 tf_status tf_shape_broadcast(const tf_shape_query *q, tf_shape_result *out);         /* add sub mul div */
 tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out); /* neg exp ... tanh, gelu, leaky_relu */
+tf_status tf_shape_unary_pair(const tf_shape_query *q, tf_shape_result *out);  /* gelu_pair: (x) -> (y, dydx) */
 tf_status tf_shape_reduce(const tf_shape_query *q, tf_shape_result *out);      /* sum mean max */
 tf_status tf_shape_softmax(const tf_shape_query *q, tf_shape_result *out);     /* softmax log_softmax */
 tf_status tf_shape_norm(const tf_shape_query *q, tf_shape_result *out);        /* layer_norm rms_norm */

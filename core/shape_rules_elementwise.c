@@ -30,6 +30,16 @@ tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out) {
   return tf_rules_finish(out);
 }
 
+/* Two outputs of x's shape and dtype: a float unary and its derivative (gelu_pair). */
+tf_status tf_shape_unary_pair(const tf_shape_query *q, tf_shape_result *out) {
+  TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_unary_pair));
+  const tf_shape_operand *x = &q->inputs[0];
+  TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
+  tf_rules_copy_shape(&out[0], x, x->dtype);
+  tf_rules_copy_shape(&out[1], x, x->dtype);
+  return tf_rules_finish(out);
+}
+
 tf_status tf_shape_dropout(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_dropout));
   const tf_shape_operand *x = &q->inputs[0];

@@ -14,7 +14,7 @@ layout(push_constant) uniform Push {
   uint count;
   uint op;          // the tf_op number: TF_OP_* from op_codes.glsl (generated from core/op_table.h)
   uint approximate; // gelu, gelu_grad: the tanh form
-  uint gradient;    // 0: y = f(x); 1: dx = dy f'(v), dy at binding 1
+  uint gradient;    // 0: y = f(x); 1: dx = dy f'(v), dy at binding 1; 2: y = f'(v) (gelu_pair)
   float slope;      // leaky_relu, leaky_relu_grad: alpha
 } pc;
 
@@ -67,7 +67,21 @@ float log1p_of(float e) {
   return u == 1.0 ? e : log(u) * (e / (u - 1.0));
 }
 
-float gelu_tanh(float x) { return 0.5 * x * (1.0 + tanh_of(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x))); }
+// The tanh form through s = 0.5 (1 + tanh u) = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), from
+// a = e^{-2|u|}: 1 + tanh u cancels for u < 0 (kernels/cpu/elementwise.c's form). *derivative is
+// s + 2 x u' s (1 - s), s (1 - s) = a / (1 + a)^2.
+float gelu_tanh_and_derivative(float x, out float derivative) {
+  float u = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x);
+  float a = exp(-2.0 * abs(u)), larger = 1.0 / (1.0 + a);
+  float s = u < 0.0 ? a * larger : larger;
+  derivative = s + 2.0 * x * (SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * x * x)) * a * larger * larger;
+  return x * s;
+}
+
+float gelu_tanh(float x) {
+  float unused;
+  return gelu_tanh_and_derivative(x, unused);
+}
 
 float forward(uint op, float x) {
   switch (op) {
@@ -94,9 +108,9 @@ float derivative(uint op, float v) {
   switch (op) {
   case TF_OP_GELU_GRAD:
     if (pc.approximate != 0u) {
-      float t = tanh_of(SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v));
-      float inner = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_CUBIC * v * v);
-      return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * inner;
+      float derivative;
+      gelu_tanh_and_derivative(v, derivative);
+      return derivative;
     }
     return normal_cdf(v) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
   case TF_OP_SILU_GRAD: {
@@ -117,6 +131,8 @@ void main() {
     float x = TO_F32(v[i]);
     if (pc.gradient == 0u) {
       y[i] = FROM_F32(forward(pc.op, x));
+    } else if (pc.gradient == 2u) {
+      y[i] = FROM_F32(derivative(pc.op, x));
     } else {
       float g = TO_F32(dy[i]);
       // relu_grad selects rather than multiplies: dy stays exact (and 0 * inf does not make NaN).

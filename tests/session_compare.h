@@ -67,6 +67,13 @@ static inline tf_status tf_test_feed(tf_session *session, const tf_plan *plan, i
   return NULL;
 }
 
+/* One optimizer step of one micro-batch: micro-batch `step` fed (tf_test_feed), its loss to *loss. */
+static inline tf_status tf_test_train_step(tf_session *session, const tf_plan *plan, int64_t step, double *loss) {
+  TF_RETURN_IF_ERROR(tf_test_feed(session, plan, step, false));
+  TF_RETURN_IF_ERROR(tf_session_micro_step(session, loss));
+  return tf_session_optimizer_step(session);
+}
+
 /* Bytes of parameters and optimizer state that differ between session a (plan pa) and session b
  * (plan pb), buffers matched by name; -1 when a buffer of a is missing from b or of another size. */
 static inline int64_t tf_test_state_difference(tf_test_counts *counts, tf_session *a, const tf_plan *pa, tf_session *b,

@@ -105,6 +105,10 @@ void tf_compile_args_help(void) {
           "                         logits and their gradient never exist; the gradient recomputes them,\n"
           "                         except with --accumulate 1 for the head that gives the loss, whose\n"
           "                         loss and gradients come from one pass (training plans)\n"
+          "  --gelu-pair G          auto (default: on the cpu target), on or off: each gelu whose gradient\n"
+          "                         reads the same f32 x keeps its derivative from the forward pass, and\n"
+          "                         the gradient multiplies by it (one GELU evaluation less; the same\n"
+          "                         weights bit for bit; training plans)\n"
           "  --loss-chunk R         rows of logits a fused loss head computes at a time (default: 1/32\n"
           "                         of the rows, at least 256, at most 64 MiB of logits; the\n"
           "                         --global-batch search may take it down to 64 rows to fit, never\n"
@@ -287,6 +291,7 @@ static const compile_option compile_options[] = {
     {"--lora", true},
     {"--train-only", true},
     {"--fuse-loss", true},
+    {"--gelu-pair", true},
     {"--loss-chunk", true},
     {"--allow-lora", true},
     {"--allow-precision", true},
@@ -416,6 +421,12 @@ static tf_status set_training_option(tf_compile_args *args, const char *name, co
     if (k < 0)
       return BAD_VALUE("--fuse-loss takes smallest, auto, on or off, got '%s'", value);
     o->fuse_loss = (tf_fuse_loss)k;
+  } else if (strcmp(name, "--gelu-pair") == 0) {
+    static const char *const modes[] = {"auto", "on", "off"}; /* tf_gelu_pair's order */
+    const int k = index_of(value, modes, 3);
+    if (k < 0)
+      return BAD_VALUE("--gelu-pair takes auto, on or off, got '%s'", value);
+    o->gelu_pair = (tf_gelu_pair)k;
   } else if (strcmp(name, "--loss-chunk") == 0) {
     if (!parse_int(value, &integer) || integer < 1)
       return BAD_VALUE("--loss-chunk takes a positive row count, got '%s'", value);

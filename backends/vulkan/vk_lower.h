@@ -18,8 +18,9 @@ typedef struct vk_lower {
 typedef tf_status (*vk_lower_fn)(vk_lower *l);
 
 /* ---- families (one file each) ---- */
-tf_status vk_lower_binary(vk_lower *l); /* add sub mul div accumulate */
-tf_status vk_lower_unary(vk_lower *l);  /* neg ... tanh, gelu and the activation gradients */
+tf_status vk_lower_binary(vk_lower *l);    /* add sub mul div accumulate */
+tf_status vk_lower_unary(vk_lower *l);     /* neg ... tanh, gelu and the activation gradients */
+tf_status vk_lower_gelu_pair(vk_lower *l); /* gelu and its derivative: two unary dispatches */
 tf_status vk_lower_zero(vk_lower *l);
 tf_status vk_lower_dropout(vk_lower *l);
 tf_status vk_lower_cast(vk_lower *l);      /* f32 to and from i32, f16 and bf16 */

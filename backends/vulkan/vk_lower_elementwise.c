@@ -11,7 +11,8 @@ typedef struct binary_push {
 } binary_push;
 
 /* op: the tf_op number (shaders switch on op_codes.glsl, generated from the op table); approximate:
- * gelu's tanh form; gradient: dx = dy f'(v), with dy at binding 1; slope: leaky_relu's alpha. */
+ * gelu's tanh form; gradient: 1, dx = dy f'(v), with dy at binding 1; 2, f'(v) alone (gelu_pair);
+ * slope: leaky_relu's alpha. */
 typedef struct unary_push {
   uint32_t count, op, approximate, gradient;
   float slope;
@@ -72,6 +73,29 @@ tf_status vk_lower_unary(vk_lower *l) {
                      .slope = slope};
   int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
   return vk_emit_dispatch(l, VK_SHADER_unary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+}
+
+/* gelu_pair(x) -> (y, dydx): the derivative first (gelu_grad's case of shaders/unary.comp, without
+ * dy), then gelu, whose y may be x's own memory (the op table's alias). */
+tf_status vk_lower_gelu_pair(vk_lower *l) {
+  const tf_plan_step *step = l->step;
+  const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
+  int64_t count = vk_count(out);
+  if (count == 0)
+    return NULL;
+  TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
+  unary_push push = {.count = (uint32_t)count,
+                     .op = TF_OP_GELU_GRAD,
+                     .approximate = step->attrs.u.gelu.approximate,
+                     .gradient = 2,
+                     .slope = 0.0f};
+  int32_t derivative[3] = {vk_in(l, 0), -1, vk_out(l, 1)};
+  TF_RETURN_IF_ERROR(
+      vk_emit_dispatch(l, VK_SHADER_unary, 3, derivative, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1));
+  push.op = TF_OP_GELU;
+  push.gradient = 0;
+  int32_t value[3] = {vk_in(l, 0), -1, vk_out(l, 0)};
+  return vk_emit_dispatch(l, VK_SHADER_unary, 3, value, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }
 
 tf_status vk_lower_zero(vk_lower *l) { return vk_emit_fill(l, vk_in(l, 0)); }

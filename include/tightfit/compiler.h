@@ -35,6 +35,11 @@ typedef enum tf_choice { TF_CHOICE_OFF = 0, TF_CHOICE_ON = 1, TF_CHOICE_SMALLEST
 #define TF_FUSE_LOSS_AUTO_CLASSES 8192
 #define TF_FUSE_LOSS_AUTO_BYTES ((int64_t)128 << 20)
 
+/* Where compile pairs a gelu with its derivative (tf_compile_options.gelu_pair): AUTO, on the cpu
+ * target, where the GELU's evaluation costs more than the second output (on a GPU it is bound by
+ * memory); ON, on every target (the conformance suite runs the op on each backend); OFF, nowhere. */
+typedef enum tf_gelu_pair { TF_GELU_PAIR_AUTO = 0, TF_GELU_PAIR_ON = 1, TF_GELU_PAIR_OFF = 2 } tf_gelu_pair;
+
 typedef struct tf_compile_options {
   tf_target target;
   const char *bindings;   /* "N=8,T=128": symbols bound for this plan (NULL: defaults) */
@@ -120,6 +125,10 @@ typedef struct tf_compile_options {
    * (compiler/master_weights.c); a trained one keeps an f32 master copy in the optimizer state,
    * which its update changes, then writes the parameter from (DeepSpeed's bf16 weights). */
   tf_dtype param_dtype;
+  /* Each gelu whose gradient reads the same f32 x computed as gelu_pair, its derivative kept from the
+   * forward evaluation, and that gradient as dy times it (compiler/gelu_pair.c): the same bits and
+   * bytes, one GELU evaluation less per element. */
+  tf_gelu_pair gelu_pair;
 } tf_compile_options;
 
 /* The activations a training plan of `graph` saves for the backward pass (the candidates for

@@ -52,6 +52,14 @@ static inline real gelu_of(real x, bool approximate) {
   return (real)0.5 * x * ((real)1 + erf(x * (real)SQRT_HALF));
 }
 
+static inline real gelu_derivative(real x, bool approximate);
+
+/* gelu(x), and its derivative into *derivative: the reference computes them apart. */
+static inline real gelu_and_derivative(real x, bool approximate, real *derivative) {
+  *derivative = gelu_derivative(x, approximate);
+  return gelu_of(x, approximate);
+}
+
 static inline real gelu_derivative(real x, bool approximate) {
   if (approximate) {
     real inner = (real)SQRT_2_OVER_PI * (x + (real)GELU_CUBIC * x * x * x);
@@ -111,6 +119,11 @@ static inline real gelu_derivative(real x, bool approximate) {
   else
     gelu_erf(x, &derivative);
   return derivative;
+}
+
+/* gelu(x), and into *derivative what gelu_derivative(x) returns, from one evaluation. */
+static inline real gelu_and_derivative(real x, bool approximate, real *derivative) {
+  return approximate ? gelu_tanh(x, derivative) : gelu_erf(x, derivative);
 }
 
 #endif
@@ -266,6 +279,32 @@ DEFINE_UNARY(stop_gradient, x) /* the identity: only autodiff treats it otherwis
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
   unary_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_span : gelu_erf_span, 0);
+}
+
+/* gelu_pair: y = gelu(x) and dydx = gelu'(x) from one evaluation, the bits of gelu's and of the
+ * derivative gelu_grad multiplies dy by (its dx is dy dydx exactly). */
+#define DEFINE_GELU_PAIR_SPAN(name, APPROXIMATE)                                                                       \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *in, real *out, real *derivative, int64_t n) {               \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
+      const real x = in[i];                                                                                            \
+      real d;                                                                                                          \
+      out[i] = gelu_and_derivative(x, APPROXIMATE, &d);                                                                \
+      derivative[i] = d;                                                                                               \
+    }                                                                                                                  \
+  }
+DEFINE_GELU_PAIR_SPAN(gelu_erf_pair, false)
+DEFINE_GELU_PAIR_SPAN(gelu_tanh_pair, true)
+
+void TF_REAL_NAME(tf_cpu_gelu_pair)(const tf_cpu_args *args) {
+  const real *in = args->inputs[0].data;
+  real *out = args->outputs[0].data, *derivative = args->outputs[1].data;
+  const bool approximate = args->attrs->u.gelu.approximate;
+  const int64_t n = args->outputs[0].count, chunks = (n + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
+        const int64_t begin = chunk * TF_CPU_CHUNK, length = n - begin < TF_CPU_CHUNK ? n - begin : TF_CPU_CHUNK;
+        (approximate ? gelu_tanh_pair_span : gelu_erf_pair_span)(in + begin, out + begin, derivative + begin, length);
+      });
 }
 
 void TF_REAL_NAME(tf_cpu_leaky_relu)(const tf_cpu_args *args) {

@@ -306,6 +306,7 @@ inline tf_status copy(void *to, const void *from, int64_t bytes, cudaStream_t st
 TF_CUDA_LAUNCHER(binary);          /* elementwise.cu: add, sub, mul, div */
 TF_CUDA_LAUNCHER(unary);           /* neg ... tanh, gelu */
 TF_CUDA_LAUNCHER(activation_grad); /* relu_grad ... tanh_grad */
+TF_CUDA_LAUNCHER(gelu_pair);       /* gelu and its derivative */
 TF_CUDA_LAUNCHER(reduce);          /* reduce.cu: sum, mean, max, sum_to */
 TF_CUDA_LAUNCHER(max_grad);
 TF_CUDA_LAUNCHER(global_norm_sq);

@@ -19,24 +19,30 @@ namespace {
 
 __device__ inline float sigmoid_of(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-__device__ inline float gelu_of(float x, bool approximate) {
+/* The tanh form through s = 0.5 (1 + tanh u) = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), from
+ * a = e^{-2|u|}, and the erf form through erfc: 1 + tanh u and 1 + erf(x / sqrt 2) cancel for x < 0
+ * (kernels/cpu/elementwise.c's forms). The tanh form's derivative is s + 2 x u' s (1 - s), s (1 - s)
+ * = a / (1 + a)^2; the erf form's Phi(x) + x phi(x). */
+struct gelu_terms {
+  float value, derivative;
+};
+
+__device__ inline gelu_terms gelu_and_derivative(float x, bool approximate) {
   if (approximate) {
-    float inner = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(inner));
+    const float u = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x);
+    const float a = expf(-2.0f * fabsf(u)), larger = 1.0f / (1.0f + a);
+    const float s = u < 0 ? a * larger : larger;
+    const float u_derivative = SQRT_2_OVER_PI * (1.0f + (float)(3 * 0.044715) * x * x);
+    return {x * s, s + 2.0f * x * u_derivative * a * larger * larger};
   }
-  return 0.5f * x * (1.0f + erff(x * SQRT_HALF));
+  const float cdf = 0.5f * erfcf(-x * SQRT_HALF);
+  return {x * cdf, cdf + x * (INV_SQRT_2PI * expf(-0.5f * x * x))};
 }
 
+__device__ inline float gelu_of(float x, bool approximate) { return gelu_and_derivative(x, approximate).value; }
+
 __device__ inline float gelu_derivative(float x, bool approximate) {
-  if (approximate) {
-    float inner = SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x);
-    float t = tanhf(inner);
-    float inner_derivative = SQRT_2_OVER_PI * (1.0f + (float)(3 * 0.044715) * x * x);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * inner_derivative;
-  }
-  float cdf = 0.5f * (1.0f + erff(x * SQRT_HALF));
-  float pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
-  return cdf + x * pdf;
+  return gelu_and_derivative(x, approximate).derivative;
 }
 
 /* ---- binaries ---- */
@@ -170,6 +176,30 @@ template <int OP, typename T> tf_status grad_run(const tf_cuda_args *args) {
   return launch_status();
 }
 
+/* ---- gelu_pair: y = gelu(x) and dydx = gelu'(x), the derivative gelu_grad multiplies dy by ---- */
+
+template <typename T>
+__global__ void gelu_pair_kernel(const T *in, T *out, T *derivative, int64_t n, bool approximate) {
+  TF_CUDA_GRID_STRIDE(i, n) {
+    const gelu_terms terms = gelu_and_derivative(to_f32(in[i]), approximate);
+    out[i] = from_f32<T>(terms.value);
+    derivative[i] = from_f32<T>(terms.derivative);
+  }
+}
+
+tf_status gelu_pair_run(const tf_cuda_args *args) {
+  const int64_t n = args->outputs[0].count;
+  if (n == 0)
+    return NULL;
+  return with_storage(args->outputs[0].dtype, [&](auto storage) {
+    using T = decltype(storage);
+    gelu_pair_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(args)>>>(
+        (const T *)args->inputs[0].data, (T *)args->outputs[0].data, (T *)args->outputs[1].data, n,
+        activation_of(args->attrs).approximate);
+    return launch_status();
+  });
+}
+
 tf_status not_elementwise(const tf_cuda_args *args) {
   return tf_status_new(TF_ERR_INTERNAL, "cuda element-wise kernels: op %d (%s) is not an element-wise op",
                        (int)args->op, tf_op_name(args->op));
@@ -210,5 +240,6 @@ tf_status dispatch(const tf_cuda_args *args) {
 TF_CUDA_LAUNCHER(binary) { return dispatch(args); }
 TF_CUDA_LAUNCHER(unary) { return dispatch(args); }
 TF_CUDA_LAUNCHER(activation_grad) { return dispatch(args); }
+TF_CUDA_LAUNCHER(gelu_pair) { return gelu_pair_run(args); }
 
 } // namespace tf_cuda

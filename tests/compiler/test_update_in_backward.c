@@ -129,12 +129,6 @@ static tf_session *open_session(const tf_plan *plan, const char *backend, bool *
   return session;
 }
 
-static tf_status train_step(tf_session *session, const tf_plan *plan, int64_t step, double *loss) {
-  TF_RETURN_IF_ERROR(tf_test_feed(session, plan, step, false));
-  TF_RETURN_IF_ERROR(tf_session_micro_step(session, loss));
-  return tf_session_optimizer_step(session);
-}
-
 static int64_t arena_and_gradients(const tf_plan *plan) {
   return plan->region_bytes[TF_REGION_ARENA] + plan->region_bytes[TF_REGION_GRADIENTS];
 }
@@ -168,8 +162,8 @@ static void same_weights(const test_case *c, const char *backend) {
   int64_t differ = 0;
   double loss0 = NAN, loss1 = NAN;
   for (int64_t step = 0; step < STEPS && s0 && s1 && differ == 0; step++) {
-    CHECK_OK(&counts, train_step(s0, plain, step, &loss0));
-    CHECK_OK(&counts, train_step(s1, moved, step, &loss1));
+    CHECK_OK(&counts, tf_test_train_step(s0, plain, step, &loss0));
+    CHECK_OK(&counts, tf_test_train_step(s1, moved, step, &loss1));
     differ = tf_test_state_difference(&counts, s0, plain, s1, moved);
   }
   if (s0 && s1) {

@@ -95,6 +95,13 @@ static void build_unary(tf_graph *g, const conf_case *c) {
                                            : tf_unary(g, c->op, x));
 }
 
+/* gelu of an activation (a + b), whose gradient reads it: with settings.gelu_pair the training plan
+ * holds gelu_pair and a mul in place of gelu and gelu_grad (compiler/gelu_pair.c). */
+static void build_gelu_pair(tf_graph *g, const conf_case *c) {
+  tf_tensor_id a = param(g, c, "a", &c->shapes[0]), b = param(g, c, "b", &c->shapes[0]);
+  finish_probe(g, c, tf_gelu(g, tf_graph_node(g, TF_OP_ADD, (tf_tensor_id[]){a, b}, 2, NULL), c->approximate));
+}
+
 /* softplus over [-30, 30]: both branches (x > 20 returns x) and the tiny outputs of log1p(exp(x)). */
 static void build_softplus_wide(tf_graph *g, const conf_case *c) {
   tf_tensor_id x = stored(
@@ -407,6 +414,9 @@ static const conf_case cases[] = {
      MATH},
     {"gelu erf (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, MATH},
     {"gelu tanh (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, .approximate = true, MATH},
+    {"gelu_pair erf of a + b [3,257]", build_gelu_pair, .shapes = {DIMS(3, 257)}, MATH, .settings.gelu_pair = true},
+    {"gelu_pair tanh of a + b [5,131]", build_gelu_pair, .shapes = {DIMS(5, 131)}, .approximate = true, MATH,
+     .settings.gelu_pair = true},
     {"leaky_relu 0.2 (+ grad) [3,257]", build_unary, .op = TF_OP_LEAKY_RELU, .shapes = {DIMS(3, 257)}, .slope = 0.2f,
      MATH},
     {"leaky_relu -1.5 (+ grad) [5,131]", build_unary, .op = TF_OP_LEAKY_RELU, .shapes = {DIMS(5, 131)}, .slope = -1.5f,

@@ -84,6 +84,7 @@ typedef struct conf_settings {
   uint32_t needs;    /* CONF_NEEDS_* */
   tf_dtype storage;  /* f32; f16/bf16: the row run on half data (conf_run_table_half) */
   tf_dtype params;   /* f32; f16/bf16: parameters stored half with f32 masters (compile param_dtype) */
+  bool gelu_pair;    /* compiled with gelu_pair on for every target (the cpu target's default only) */
 } conf_settings;
 
 /* Per op, on one backend: plan steps run and the worst errors seen. */

@@ -595,6 +595,8 @@ void conf_check_graph(tf_test_counts *counts, const conf_backend *backend, conf_
     options.training = training;
     options.param_dtype = settings->params;
     options.loss_scale = 1.0; /* f16 rows: an unscaled loss, so no update is skipped for overflow */
+    if (settings->gelu_pair)
+      options.gelu_pair = TF_GELU_PAIR_ON;
     tf_plan *plan = NULL;
     tf_status status = tf_compile(graph, &options, &plan);
     CHECK(counts, status == NULL, "%s: compiling the %s plan: %s", label, training ? "training" : "inference",

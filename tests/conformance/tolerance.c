@@ -63,6 +63,7 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_ERF:
   case TF_OP_ERF_GRAD:
   case TF_OP_GELU_GRAD:
+  case TF_OP_GELU_PAIR:
   case TF_OP_SILU_GRAD:
   case TF_OP_SIGMOID_GRAD:
   case TF_OP_TANH_GRAD:
@@ -127,6 +128,7 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_ERF:
   case TF_OP_ERF_GRAD:
   case TF_OP_GELU_GRAD:
+  case TF_OP_GELU_PAIR:
   case TF_OP_SILU_GRAD:
   case TF_OP_SIGMOID_GRAD:
   case TF_OP_TANH_GRAD:

@@ -27,7 +27,7 @@ static tf_test_counts counts;
 static conf_coverage coverage;
 static const conf_backend backend = {
     .name = "vulkan", .target = TF_TARGET_VULKAN, .claims = NULL, .refuses = CONF_NEEDS_WIDE_HEADS};
-static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0, TF_F32, TF_F32};
+static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0, TF_F32, TF_F32, false};
 
 /* What the device and the environment give the shaders: lavapipe, whose shader loops end silently
  * after 65,535 iterations per invocation (steps that could need more are refused, vk_check_loops,
