@@ -56,46 +56,45 @@ tf_status vk_lower_binary(vk_lower *l) {
   return vk_emit_dispatch(l, VK_SHADER_binary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }
 
-tf_status vk_lower_unary(vk_lower *l) {
-  const tf_plan_step *step = l->step;
-  const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
-  int64_t count = vk_count(out);
-  if (count == 0)
-    return NULL;
-  TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
-  bool approximate = step->attrs.kind == TF_ATTR_GELU && step->attrs.u.gelu.approximate;
-  bool gradient = step->n_inputs == 2;
-  float slope = step->attrs.kind == TF_ATTR_LEAKY_RELU ? step->attrs.u.leaky_relu.alpha : 0.0f;
+/* One dispatch of shaders/unary.comp over `count` elements: op's f(x) into y (gradient 0), dy f'(x)
+ * (1) or f'(x) alone (2); gelu's form and leaky_relu's slope from the step's attributes. */
+static tf_status unary_dispatch(vk_lower *l, tf_op op, uint32_t gradient, int32_t x, int32_t dy, int32_t y,
+                                int64_t count) {
+  const tf_attrs *attrs = &l->step->attrs;
   unary_push push = {.count = (uint32_t)count,
-                     .op = (uint32_t)step->op,
-                     .approximate = approximate,
+                     .op = (uint32_t)op,
+                     .approximate = attrs->kind == TF_ATTR_GELU && attrs->u.gelu.approximate,
                      .gradient = gradient,
-                     .slope = slope};
-  int32_t buffers[3] = {vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0)};
+                     .slope = attrs->kind == TF_ATTR_LEAKY_RELU ? attrs->u.leaky_relu.alpha : 0.0f};
+  int32_t buffers[3] = {x, dy, y};
   return vk_emit_dispatch(l, VK_SHADER_unary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+}
+
+/* The element count of output 0, checked against the shaders' limit; 0: nothing to dispatch. */
+static tf_status output_count(vk_lower *l, int64_t *count) {
+  const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
+  *count = vk_count(out);
+  return *count == 0 ? NULL : vk_check_count(l, *count, out->name);
+}
+
+tf_status vk_lower_unary(vk_lower *l) {
+  int64_t count;
+  TF_RETURN_IF_ERROR(output_count(l, &count));
+  const bool gradient = l->step->n_inputs == 2;
+  return count == 0
+             ? NULL
+             : unary_dispatch(l, l->step->op, gradient, vk_in(l, 0), gradient ? vk_in(l, 1) : -1, vk_out(l, 0), count);
 }
 
 /* gelu_pair(x) -> (y, dydx): the derivative first (gelu_grad's case of shaders/unary.comp, without
  * dy), then gelu, whose y may be x's own memory (the op table's alias). */
 tf_status vk_lower_gelu_pair(vk_lower *l) {
-  const tf_plan_step *step = l->step;
-  const tf_plan_buffer *out = vk_buffer(l, vk_out(l, 0));
-  int64_t count = vk_count(out);
+  int64_t count;
+  TF_RETURN_IF_ERROR(output_count(l, &count));
   if (count == 0)
     return NULL;
-  TF_RETURN_IF_ERROR(vk_check_count(l, count, out->name));
-  unary_push push = {.count = (uint32_t)count,
-                     .op = TF_OP_GELU_GRAD,
-                     .approximate = step->attrs.u.gelu.approximate,
-                     .gradient = 2,
-                     .slope = 0.0f};
-  int32_t derivative[3] = {vk_in(l, 0), -1, vk_out(l, 1)};
-  TF_RETURN_IF_ERROR(
-      vk_emit_dispatch(l, VK_SHADER_unary, 3, derivative, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1));
-  push.op = TF_OP_GELU;
-  push.gradient = 0;
-  int32_t value[3] = {vk_in(l, 0), -1, vk_out(l, 0)};
-  return vk_emit_dispatch(l, VK_SHADER_unary, 3, value, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
+  TF_RETURN_IF_ERROR(unary_dispatch(l, TF_OP_GELU_GRAD, 2, vk_in(l, 0), -1, vk_out(l, 1), count));
+  return unary_dispatch(l, TF_OP_GELU, 0, vk_in(l, 0), -1, vk_out(l, 0), count);
 }
 
 tf_status vk_lower_zero(vk_lower *l) { return vk_emit_fill(l, vk_in(l, 0)); }

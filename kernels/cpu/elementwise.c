@@ -52,14 +52,6 @@ static inline real gelu_of(real x, bool approximate) {
   return (real)0.5 * x * ((real)1 + erf(x * (real)SQRT_HALF));
 }
 
-static inline real gelu_derivative(real x, bool approximate);
-
-/* gelu(x), and its derivative into *derivative: the reference computes them apart. */
-static inline real gelu_and_derivative(real x, bool approximate, real *derivative) {
-  *derivative = gelu_derivative(x, approximate);
-  return gelu_of(x, approximate);
-}
-
 static inline real gelu_derivative(real x, bool approximate) {
   if (approximate) {
     real inner = (real)SQRT_2_OVER_PI * (x + (real)GELU_CUBIC * x * x * x);
@@ -70,6 +62,12 @@ static inline real gelu_derivative(real x, bool approximate) {
   real cdf = (real)0.5 * ((real)1 + erf(x * (real)SQRT_HALF));
   real pdf = (real)INV_SQRT_2PI * exp((real)-0.5 * x * x);
   return cdf + x * pdf;
+}
+
+/* gelu(x), and its derivative into *derivative: the reference computes them apart. */
+static inline real gelu_and_derivative(real x, bool approximate, real *derivative) {
+  *derivative = gelu_derivative(x, approximate);
+  return gelu_of(x, approximate);
 }
 
 #else
@@ -107,23 +105,20 @@ static inline float gelu_erf(float x, float *derivative) {
   return x * cdf;
 }
 
+/* gelu(x), and its derivative into *derivative, from one evaluation of either form. */
+static inline real gelu_and_derivative(real x, bool approximate, real *derivative) {
+  return approximate ? gelu_tanh(x, derivative) : gelu_erf(x, derivative);
+}
+
 static inline real gelu_of(real x, bool approximate) {
   float unused;
-  return approximate ? gelu_tanh(x, &unused) : gelu_erf(x, &unused);
+  return gelu_and_derivative(x, approximate, &unused);
 }
 
 static inline real gelu_derivative(real x, bool approximate) {
   float derivative;
-  if (approximate)
-    gelu_tanh(x, &derivative);
-  else
-    gelu_erf(x, &derivative);
+  gelu_and_derivative(x, approximate, &derivative);
   return derivative;
-}
-
-/* gelu(x), and into *derivative what gelu_derivative(x) returns, from one evaluation. */
-static inline real gelu_and_derivative(real x, bool approximate, real *derivative) {
-  return approximate ? gelu_tanh(x, derivative) : gelu_erf(x, derivative);
 }
 
 #endif
