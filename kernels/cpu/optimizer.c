@@ -16,14 +16,24 @@
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/update_factor.h"
+#include "kernels/cpu/update_span.h"
+
+/* CALL (a span of `length` elements from `begin`) over [0, n) in spans of TF_CPU_CHUNK elements, on
+ * the kernel's threads when there is more than one span (kernels/cpu/update_span.h). */
+#define FOR_EACH_SPAN(args, n, CALL)                                                                                   \
+  TF_CPU_PARALLEL_FOR(                                                                                                 \
+      tf_cpu_team(tf_cpu_threads(args), (n) > TF_CPU_CHUNK),                                                           \
+      for (int64_t begin = 0; begin < (n); begin += TF_CPU_CHUNK) {                                                    \
+        const int64_t length = (n)-begin < TF_CPU_CHUNK ? (n)-begin : TF_CPU_CHUNK;                                    \
+        CALL;                                                                                                          \
+      })
 
 /* sum += x */
 void TF_REAL_NAME(tf_cpu_accumulate)(const tf_cpu_args *args) {
   real *sum = args->inputs[0].data;
   const real *x = args->inputs[1].data;
   const int64_t n = args->inputs[0].count;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) { sum[i] += x[i]; });
+  FOR_EACH_SPAN(args, n, tf_cpu_accumulate_span(sum + begin, x + begin, length));
 }
 
 /* x = 0 */
@@ -41,20 +51,13 @@ void TF_REAL_NAME(tf_cpu_sgd)(const tf_cpu_args *args) {
   const int64_t n = args->inputs[0].count;
   if (overflowed(args, 3))
     return;
-  const real factor = (real)gradient_factor(args, 3);
-  const real lr = (real)a->learning_rate, decay = (real)a->weight_decay, momentum = (real)a->momentum;
-  const bool decays = a->weight_decay != 0.0f, has_momentum = a->momentum != 0.0f;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) {
-        real g = grad[i] * factor;
-        if (decays)
-          g += decay * param[i];
-        if (has_momentum) {
-          buffer[i] = momentum * buffer[i] + g;
-          g = buffer[i];
-        }
-        param[i] -= lr * g;
-      });
+  const tf_cpu_sgd_coefficients k = {.factor = (real)gradient_factor(args, 3),
+                                     .lr = (real)a->learning_rate,
+                                     .decay = (real)a->weight_decay,
+                                     .momentum = (real)a->momentum,
+                                     .decays = a->weight_decay != 0.0f,
+                                     .has_momentum = a->momentum != 0.0f};
+  FOR_EACH_SPAN(args, n, tf_cpu_sgd_span(param + begin, grad + begin, buffer + begin, length, &k));
 }
 
 /* (param, grad, m, v [, norm_sq]), t = the session's optimizer step (>= 1):
@@ -69,18 +72,14 @@ void TF_REAL_NAME(tf_cpu_adamw)(const tf_cpu_args *args) {
     return;
   const int64_t step = args->context && args->context->optimizer_step > 0 ? args->context->optimizer_step : 1;
   const double lr = (double)a->learning_rate, beta1 = (double)a->beta1, beta2 = (double)a->beta2;
-  const real factor = (real)gradient_factor(args, 4);
-  const real decay = (real)(1.0 - lr * (double)a->weight_decay);
-  const real b1 = (real)beta1, b2 = (real)beta2, one_minus_b1 = (real)(1.0 - beta1), one_minus_b2 = (real)(1.0 - beta2);
-  const real step_size = (real)(lr / (1.0 - pow(beta1, (double)step)));
-  const real correction2_sqrt = (real)sqrt(1.0 - pow(beta2, (double)step));
-  const real epsilon = (real)a->epsilon;
-  TF_CPU_PARALLEL_FOR(
-      tf_cpu_team(tf_cpu_threads(args), n > TF_CPU_CHUNK), for (int64_t i = 0; i < n; i++) {
-        const real g = grad[i] * factor;
-        param[i] *= decay;
-        m[i] = m[i] * b1 + one_minus_b1 * g;
-        v[i] = v[i] * b2 + one_minus_b2 * g * g;
-        param[i] -= step_size * (m[i] / (TF_REAL_SQRT(v[i]) / correction2_sqrt + epsilon));
-      });
+  const tf_cpu_adamw_coefficients k = {.factor = (real)gradient_factor(args, 4),
+                                       .decay = (real)(1.0 - lr * (double)a->weight_decay),
+                                       .b1 = (real)beta1,
+                                       .one_minus_b1 = (real)(1.0 - beta1),
+                                       .b2 = (real)beta2,
+                                       .one_minus_b2 = (real)(1.0 - beta2),
+                                       .step_size = (real)(lr / (1.0 - pow(beta1, (double)step))),
+                                       .correction2_sqrt = (real)sqrt(1.0 - pow(beta2, (double)step)),
+                                       .epsilon = (real)a->epsilon};
+  FOR_EACH_SPAN(args, n, tf_cpu_adamw_span(param + begin, grad + begin, m + begin, v + begin, length, &k));
 }

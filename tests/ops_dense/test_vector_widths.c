@@ -7,6 +7,9 @@
  *   - the single pass (tf_cpu_xent_row_train) equals the two passes byte for byte at each width;
  *   - the baseline's loss is within 1e-6 (of 1 + the loss) of a float64 reference, and its gradient's
  *     entries within 1e-6 of it (so equal garbage cannot pass).
+ * The parameter updates' spans (kernels/cpu/update_span.h: accumulate, SGD with momentum, AdamW) over
+ * lengths with every kind of tail, three steps: every width's tensors equal the test's own scalar
+ * loops byte for byte.
  * A width the CPU lacks prints SKIP. */
 #include <math.h>
 #include <stdbool.h>
@@ -133,7 +136,67 @@ static void check_case(int64_t rows, int64_t classes, float spread, uint32_t see
   free(labels);
 }
 
+/* The updates as plain scalar loops, written here from the formulas in kernels/cpu/optimizer.c. */
+static void scalar_updates(const tf_test_update_case *c) {
+  for (int t = 1; t <= c->steps; t++) {
+    float s[4], a[9];
+    tf_test_update_coefficients(t, s, a);
+    for (int64_t i = 0; i < c->n; i++) {
+      c->acc[i] += c->grad[i];
+      const float g = c->acc[i] * s[0] + s[2] * c->sgd_param[i];
+      c->buffer[i] = s[3] * c->buffer[i] + g;
+      c->sgd_param[i] -= s[1] * c->buffer[i];
+      const float h = c->acc[i] * a[0];
+      c->adam_param[i] *= a[1];
+      c->m[i] = c->m[i] * a[2] + a[3] * h;
+      c->v[i] = c->v[i] * a[4] + a[5] * h * h;
+      c->adam_param[i] -= a[6] * (c->m[i] / (sqrtf(c->v[i]) / a[7] + a[8]));
+    }
+  }
+}
+
+enum { UPDATE_ARRAYS = 6 }; /* acc, sgd_param, buffer, adam_param, m, v */
+
+static tf_test_update_case make_update_case(const float *grad, float *storage, int64_t n) {
+  uint32_t state = 7;
+  for (int64_t i = 0; i < UPDATE_ARRAYS * n; i++)
+    storage[i] = i / n == 5 ? uniform(&state) : (uniform(&state) * 2 - 1); /* v >= 0 */
+  return (tf_test_update_case){
+      grad, storage, storage + n, storage + 2 * n, storage + 3 * n, storage + 4 * n, storage + 5 * n, n, 3};
+}
+
+static void check_updates(int64_t n) {
+  float *grad = malloc(sizeof(float) * (size_t)n), *want = malloc(sizeof(float) * (size_t)(UPDATE_ARRAYS * n));
+  float *got = malloc(sizeof(float) * (size_t)(UPDATE_ARRAYS * n));
+  uint32_t state = (uint32_t)n;
+  for (int64_t i = 0; i < n; i++)
+    grad[i] = i % 11 == 0 ? 0.0f : (uniform(&state) * 2 - 1) * (i % 3 ? 1.0f : 1e-6f);
+  const tf_test_update_case reference = make_update_case(grad, want, n);
+  scalar_updates(&reference);
+  const struct {
+    const char *name, *feature;
+    void (*run)(const tf_test_update_case *);
+  } widths[] = {{"sse2", NULL, tf_test_updates_sse2},
+                {"avx2", "avx2", tf_test_updates_avx2},
+                {"avx512f", "avx512f", tf_test_updates_avx512}};
+  for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
+    if (widths[w].feature &&
+        !(!strcmp(widths[w].feature, "avx2") ? __builtin_cpu_supports("avx2") : __builtin_cpu_supports("avx512f")))
+      continue;
+    const tf_test_update_case c = make_update_case(grad, got, n);
+    widths[w].run(&c);
+    CHECK(&counts, !memcmp(got, want, sizeof(float) * (size_t)(UPDATE_ARRAYS * n)),
+          "%s: the updates of %lld elements differ from the scalar loops'", widths[w].name, (long long)n);
+  }
+  free(grad);
+  free(want);
+  free(got);
+}
+
 int main(void) {
+  const int64_t lengths[] = {1, 3, 4, 7, 8, 15, 16, 17, 63, 64, 65, 16384 + 37};
+  for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
+    check_updates(lengths[i]);
   const int64_t classes[] = {1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 100, 1000, 4099};
   uint32_t seed = 1;
   for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
