@@ -47,16 +47,26 @@
 /* A product of fewer multiply-adds than this keeps its tiles: a finer cut would cost more in waking
  * threads than it saves. */
 #define TF_CPU_MATMUL_NARROW_MIN_WORK ((int64_t)1 << 22)
+/* A product of at least TF_CPU_MATMUL_TALL_ROW_TILES row tiles (tasks enough for any thread count)
+ * and at most TF_CPU_MATMUL_WIDE_COLUMN_TILE columns takes them in one tile: a head's weight
+ * gradient, [50257, 768] from 256 rows, took 268-312 ms on a Zen 2 core in tiles of 512 + 256
+ * columns and 238-250 ms in tiles of 768 (OpenBLAS packs B again for each call, and the 256-column
+ * calls run slower); products of fewer rows keep their tiles for balance between threads. */
+#define TF_CPU_MATMUL_TALL_ROW_TILES 16
+#define TF_CPU_MATMUL_WIDE_COLUMN_TILE 1024
 
 /* Columns of C per tile for a product of `m` rows (per batch entry), `n` columns and depth `k`: the
- * column tile; or, where C would have fewer than TF_CPU_MATMUL_FEW_TILES tiles, n cut into as many
- * as it takes of equal width (a multiple of TF_CPU_MATMUL_COLUMN_ALIGN, at least the narrow tile).
- * A product below TF_CPU_MATMUL_NARROW_MIN_WORK multiply-adds keeps the column tile. The matmul
- * kernel and the fused loss head (kernels/cpu/linear_loss.c) cut their products with it alike, so
- * the smallest plan's fused head gives the plain plan's bits (OpenBLAS's Haswell and Zen kernels
- * sum a column in another order by its place in the call). */
+ * column tile; all n for a tall product of at most the wide tile; or, where C would have fewer than
+ * TF_CPU_MATMUL_FEW_TILES tiles, n cut into as many as it takes of equal width (a multiple of
+ * TF_CPU_MATMUL_COLUMN_ALIGN, at least the narrow tile). A product below
+ * TF_CPU_MATMUL_NARROW_MIN_WORK multiply-adds keeps the column tile. The matmul kernel and the fused
+ * loss head (kernels/cpu/linear_loss.c) cut their products with it alike, so the smallest plan's
+ * fused head gives the plain plan's bits (OpenBLAS's Haswell and Zen kernels sum a column in another
+ * order by its place in the call). */
 static inline int64_t tf_cpu_matmul_column_tile(int64_t m, int64_t n, int64_t k) {
   const int64_t row_tiles = (m + TF_CPU_MATMUL_ROW_TILE - 1) / TF_CPU_MATMUL_ROW_TILE;
+  if (row_tiles >= TF_CPU_MATMUL_TALL_ROW_TILES && n > TF_CPU_MATMUL_COLUMN_TILE && n <= TF_CPU_MATMUL_WIDE_COLUMN_TILE)
+    return n;
   const int64_t column_tiles = (n + TF_CPU_MATMUL_COLUMN_TILE - 1) / TF_CPU_MATMUL_COLUMN_TILE;
   if (row_tiles * column_tiles >= TF_CPU_MATMUL_FEW_TILES ||
       (double)m * (double)n * (double)k < (double)TF_CPU_MATMUL_NARROW_MIN_WORK)
