@@ -81,19 +81,24 @@ int64_t tf_cpu_conv_workspace_elements(tf_op op, const tf_cpu_conv_geometry *g, 
   return total;
 }
 
-int64_t tf_cpu_attention_block_rows(int64_t query_length) {
-  return query_length < TF_CPU_ATTENTION_BLOCK_ROWS ? query_length : TF_CPU_ATTENTION_BLOCK_ROWS;
+int64_t tf_cpu_attention_block_rows(int64_t query_length, int64_t key_length) {
+  int64_t block = key_length > 0 ? TF_CPU_ATTENTION_BLOCK_ELEMENTS / 2 / key_length : TF_CPU_ATTENTION_MAX_BLOCK_ROWS;
+  block = block / TF_CPU_ATTENTION_BLOCK_ROWS * TF_CPU_ATTENTION_BLOCK_ROWS;
+  block = block < TF_CPU_ATTENTION_BLOCK_ROWS ? TF_CPU_ATTENTION_BLOCK_ROWS : block;
+  block = block > TF_CPU_ATTENTION_MAX_BLOCK_ROWS ? TF_CPU_ATTENTION_MAX_BLOCK_ROWS : block;
+  return query_length < block ? query_length : block;
 }
 
 int64_t tf_cpu_attention_thread_elements(tf_op op, int64_t query_length, int64_t key_length) {
-  int64_t block = saturating_mul(tf_cpu_attention_block_rows(query_length), key_length);
+  int64_t block = saturating_mul(tf_cpu_attention_block_rows(query_length, key_length), key_length);
   return tf_cpu_workspace_round(saturating_mul(op == TF_OP_ATTENTION_GRAD ? 2 : 1, block));
 }
 
-int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t query_length, int32_t threads) {
+int64_t tf_cpu_attention_workers(tf_op op, int64_t batch, int64_t heads, int64_t query_length, int64_t key_length,
+                                 int32_t threads) {
   int64_t tasks = saturating_mul(batch, heads);
   if (op == TF_OP_ATTENTION && query_length > 0)
-    tasks = saturating_mul(tasks, ceil_div(query_length, tf_cpu_attention_block_rows(query_length)));
+    tasks = saturating_mul(tasks, ceil_div(query_length, tf_cpu_attention_block_rows(query_length, key_length)));
   int64_t workers = threads < tasks ? threads : tasks;
   return workers > 1 ? workers : 1;
 }
@@ -113,9 +118,9 @@ int64_t tf_cpu_workspace_bytes(tf_op op, const tf_attrs *attrs, int32_t n_inputs
     break;
   case TF_WORKSPACE_ATTENTION:
   case TF_WORKSPACE_ATTENTION_GRAD:
-    elements = saturating_mul(
-        tf_cpu_attention_workers(op, inputs[0].shape[0], attrs->u.attention.num_heads, inputs[0].shape[1], threads),
-        tf_cpu_attention_thread_elements(op, inputs[0].shape[1], inputs[1].shape[1]));
+    elements = saturating_mul(tf_cpu_attention_workers(op, inputs[0].shape[0], attrs->u.attention.num_heads,
+                                                       inputs[0].shape[1], inputs[1].shape[1], threads),
+                              tf_cpu_attention_thread_elements(op, inputs[0].shape[1], inputs[1].shape[1]));
     break;
   case TF_WORKSPACE_LINEAR_CROSS_ENTROPY: {
     tf_linear_loss_geometry g = tf_linear_loss_geometry_of(attrs, &inputs[0], &inputs[1]);

@@ -1,7 +1,7 @@
 /* Fused scaled-dot-product attention and its gradient, flash-style: O(T) memory per thread.
  *
  * q [N, Tq, H*D], k and v [N, Tk, H*D]; head h reads columns [h*D, (h+1)*D). Query rows go in blocks
- * of TF_CPU_ATTENTION_BLOCK_ROWS: a block's scores [rows, Tk] are one product into the thread's
+ * (tf_cpu_attention_block_rows: 32 to 128 rows, by Tk): a block's scores [rows, Tk] are one product into the thread's
  * workspace slice, turned into probabilities row by row (max-subtracted exponentials), then
  * multiplied by V. Nothing [Tq, Tk] is kept for more than one block. Causal: key j is visible to
  * query i when j <= i (top-left aligned, as torch's is_causal), so a block only reads the keys its
@@ -48,7 +48,7 @@ static attention attention_of(const tf_cpu_args *args) {
   at.width = q->shape[2];
   at.heads = a->num_heads;
   at.depth = at.width / at.heads;
-  at.block = tf_cpu_attention_block_rows(at.queries);
+  at.block = tf_cpu_attention_block_rows(at.queries, at.keys);
   at.blocks = at.block > 0 ? (at.queries + at.block - 1) / at.block : 0;
   at.scale = a->scale != 0 ? (real)a->scale : (real)1 / TF_REAL_SQRT((real)at.depth);
   at.causal = a->causal;
@@ -194,7 +194,7 @@ static void score_gradient(const attention *at, int64_t first, int64_t rows, int
 static int workers_for(const tf_cpu_args *args, const attention *at) {
   int32_t threads = args->context->threads > 0 ? args->context->threads : 1;
   int64_t slice = tf_cpu_attention_thread_elements(args->op, at->queries, at->keys) * (int64_t)sizeof(real);
-  int64_t workers = tf_cpu_attention_workers(args->op, at->batch, at->heads, at->queries, threads);
+  int64_t workers = tf_cpu_attention_workers(args->op, at->batch, at->heads, at->queries, at->keys, threads);
   while (workers > 1 && workers * slice > args->workspace_bytes)
     workers--;
   return workers * slice > args->workspace_bytes ? 0 : (int)workers;

@@ -599,6 +599,10 @@ static const conf_case cases[] = {
      .causal = true},
     {"attention causal T 70, heads of 64", build_attention, .shapes = {DIMS(2, 70, 128), DIMS(2, 70, 128)}, .heads = 2,
      .causal = true},
+    /* the CPU's blocks of more than 32 query rows (96 here: core/workspace_cpu.c), several per head */
+    {"attention causal T 150, 2 heads of 16", build_attention, .shapes = {DIMS(2, 150, 32), DIMS(2, 150, 32)},
+     .heads = 2, .causal = true, ADAMW},
+    {"attention Tq 200, Tk 130, head of 8", build_attention, .shapes = {DIMS(2, 200, 8), DIMS(2, 130, 8)}, .heads = 1},
     /* one query (causal: it sees one key, so dS must be exactly 0 under AdamW); T = Tk not a multiple
      * of the tiled shader's 16-row blocks, heads of 10, three batch entries */
     {"attention causal Tq 1, Tk 5, 2 heads of 9", build_attention, .shapes = {DIMS(3, 1, 18), DIMS(3, 5, 18)},
