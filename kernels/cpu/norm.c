@@ -128,21 +128,6 @@ static row_stats kept_stats(const real *dx_row, bool rms) {
   return s;
 }
 
-/* sum of g = dy gamma and of g xhat over a row, in double. Its own function because the parallel
- * loop that uses it is a macro argument (kernels/cpu/parallel.h), where a #pragma cannot stand. */
-static void gradient_sums(const real *xr, const real *dyr, const real *gamma, int64_t features, row_stats s,
-                          double *g_total, double *gx_total) {
-  double g_sum = 0, gx_sum = 0;
-#pragma omp simd reduction(+ : g_sum, gx_sum)
-  for (int64_t j = 0; j < features; j++) {
-    const double g = (double)(dyr[j] * gamma[j]);
-    g_sum += g;
-    gx_sum += g * (double)normalised(xr[j], s);
-  }
-  *g_total = g_sum;
-  *gx_total = gx_sum;
-}
-
 /* One row's terms of dgamma (dy xhat) and dbeta (dy), added to each column's sum. */
 TF_CPU_VECTOR_CLONES static void add_column_terms(const real *xr, const real *dyr, row_stats s, int64_t n,
                                                   double *gamma_sum, double *beta_sum) {
@@ -152,11 +137,57 @@ TF_CPU_VECTOR_CLONES static void add_column_terms(const real *xr, const real *dy
   }
 }
 
-/* dx of one row (phase 3 below). */
-TF_CPU_VECTOR_CLONES static void input_gradient_row(const real *xr, const real *dyr, const real *gamma, row_stats s,
-                                                    real rstd, real g_mean, real gx_mean, int64_t n, real *dxr) {
+/* xhat[j] = normalised(x[j]) over one row: what the three uses below read, computed once. */
+TF_CPU_VECTOR_CLONES static void normalised_row(const real *xr, row_stats s, int64_t n, real *xhat) {
   for (int64_t j = 0; j < n; j++)
-    dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - normalised(xr[j], s) * gx_mean);
+    xhat[j] = normalised(xr[j], s);
+}
+
+/* add_column_terms from the row's xhat: the same values. */
+TF_CPU_VECTOR_CLONES static void add_column_terms_of(const real *xhat, const real *dyr, int64_t n, double *gamma_sum,
+                                                     double *beta_sum) {
+  for (int64_t j = 0; j < n; j++) {
+    gamma_sum[j] += (double)(dyr[j] * xhat[j]);
+    beta_sum[j] += (double)dyr[j];
+  }
+}
+
+/* sum of g = dy gamma and of g xhat over a row, in double. Its own function because the parallel
+ * loop that uses it is a macro argument (kernels/cpu/parallel.h), where a #pragma cannot stand. */
+static void gradient_sums_of(const real *xhat, const real *dyr, const real *gamma, int64_t features, double *g_total,
+                             double *gx_total) {
+  double g_sum = 0, gx_sum = 0;
+#pragma omp simd reduction(+ : g_sum, gx_sum)
+  for (int64_t j = 0; j < features; j++) {
+    const double g = (double)(dyr[j] * gamma[j]);
+    g_sum += g;
+    gx_sum += g * (double)xhat[j];
+  }
+  *g_total = g_sum;
+  *gx_total = gx_sum;
+}
+
+/* dx of one row from its xhat (xhat may be dxr). */
+TF_CPU_VECTOR_CLONES static void input_gradient_row_of(const real *xhat, const real *dyr, const real *gamma, real rstd,
+                                                       real g_mean, real gx_mean, int64_t n, real *dxr) {
+  for (int64_t j = 0; j < n; j++)
+    dxr[j] = rstd * (dyr[j] * gamma[j] - g_mean - xhat[j] * gx_mean);
+}
+
+/* One row's dx, its xhat first written into dxr and read from there (so x is read once more, not
+ * three times); with gamma_sum, the row's dgamma and dbeta terms are added to those column sums too.
+ * With g = dy * gamma and xhat the normalised x,
+ *   layer_norm: dx = rstd (g - mean(g) - xhat mean(g xhat))
+ *   rms_norm:   dx = rstd (g - xhat mean(g xhat)),  xhat = x rstd */
+static void row_gradient(const real *xr, const real *dyr, const real *gamma, row_stats s, int64_t features, bool rms,
+                         double *gamma_sum, double *beta_sum, real *dxr) {
+  normalised_row(xr, s, features, dxr);
+  if (gamma_sum)
+    add_column_terms_of(dxr, dyr, features, gamma_sum, beta_sum);
+  double g_sum = 0, gx_sum = 0;
+  gradient_sums_of(dxr, dyr, gamma, features, &g_sum, &gx_sum);
+  const real g_mean = rms ? (real)0 : (real)(g_sum / (double)features), gx_mean = (real)(gx_sum / (double)features);
+  input_gradient_row_of(dxr, dyr, gamma, (real)s.rstd, g_mean, gx_mean, features, dxr);
 }
 
 /* What phase 2 below reads: x, dy, and dx holding each row's statistics when `keep`. */
@@ -182,6 +213,21 @@ static void column_terms(const norm_terms *t, int64_t first_row, int64_t rows, i
   }
 }
 
+/* dgamma[j] and dbeta[j] (when dbeta) from `blocks` row blocks' partial column sums, in block order. */
+static void sum_partials(const double *gamma_partial, const double *beta_partial, int64_t blocks, int64_t features,
+                         real *dgamma, real *dbeta) {
+  for (int64_t j = 0; j < features; j++) {
+    double gamma_sum = 0, beta_sum = 0;
+    for (int64_t b = 0; b < blocks; b++) {
+      gamma_sum += gamma_partial[b * features + j];
+      beta_sum += beta_partial[b * features + j];
+    }
+    dgamma[j] = (real)gamma_sum;
+    if (dbeta)
+      dbeta[j] = (real)beta_sum;
+  }
+}
+
 static void norm_backward(const tf_cpu_args *args, bool rms) {
   const tf_cpu_tensor *x = &args->inputs[0];
   const int64_t features = x->shape[x->rank - 1];
@@ -194,9 +240,32 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
   const double epsilon = (double)args->attrs->u.norm.epsilon;
   const int threads = tf_cpu_threads(args);
   const bool parallel = x->count > TF_CPU_CHUNK;
-  const bool keep = (size_t)features * sizeof(real) >= kept_bytes(rms);
 
-  // Phase 1: each row's statistics, kept in the row's own dx.
+  // Where the partial column sums of blocks of rows fit (tf_cpu_row_blocks), one pass per block:
+  // each row's statistics, its dgamma and dbeta terms (added to the block's partials, rows in
+  // order) and its dx.
+  const int64_t blocks = tf_cpu_row_blocks(rows, features, 2, TF_CPU_CHUNK, PARTIALS);
+  if (blocks > 1) {
+    const int64_t block_rows = (rows + blocks - 1) / blocks;
+    double gamma_partial[PARTIALS / 2], beta_partial[PARTIALS / 2];
+    TF_CPU_PARALLEL_FOR(
+        tf_cpu_team(threads, parallel), for (int64_t b = 0; b < blocks; b++) {
+          double *gamma_sum = gamma_partial + b * features, *beta_sum = beta_partial + b * features;
+          for (int64_t j = 0; j < features; j++)
+            gamma_sum[j] = beta_sum[j] = 0;
+          const int64_t end = (b + 1) * block_rows < rows ? (b + 1) * block_rows : rows;
+          for (int64_t row = b * block_rows; row < end; row++) {
+            const real *xr = in + row * features;
+            row_gradient(xr, dy + row * features, gamma, stats_of(xr, features, epsilon, rms), features, rms, gamma_sum,
+                         beta_sum, dx + row * features);
+          }
+        });
+    sum_partials(gamma_partial, beta_partial, blocks, features, dgamma, dbeta);
+    return;
+  }
+
+  // Else three phases. (1) Each row's statistics, kept in the row's own dx.
+  const bool keep = (size_t)features * sizeof(real) >= kept_bytes(rms);
   if (keep) {
     TF_CPU_PARALLEL_FOR(
         tf_cpu_team(threads, parallel), for (int64_t row = 0; row < rows; row++) {
@@ -204,60 +273,30 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
         });
   }
 
-  // Phase 2: dgamma = sum over rows of dy * xhat, dbeta = sum of dy: by blocks of rows where the
-  // partials fit (tf_cpu_row_blocks), else a tile of columns per task.
+  // (2) dgamma = sum over rows of dy * xhat, dbeta = sum of dy: a tile of columns per task.
   const norm_terms terms = {in, dy, dx, features, epsilon, rms, keep};
-  const int64_t blocks = tf_cpu_row_blocks(rows, features, 2, TF_CPU_CHUNK, PARTIALS);
-  if (blocks > 1) {
-    const int64_t block_rows = (rows + blocks - 1) / blocks;
-    double gamma_partial[PARTIALS / 2], beta_partial[PARTIALS / 2];
-    TF_CPU_PARALLEL_FOR(
-        tf_cpu_team(threads, parallel), for (int64_t b = 0; b < blocks; b++) {
-          const int64_t first_row = b * block_rows;
-          const int64_t count = rows - first_row < block_rows ? rows - first_row : block_rows;
-          column_terms(&terms, first_row, count > 0 ? count : 0, 0, features, gamma_partial + b * features,
-                       beta_partial + b * features);
-        });
-    for (int64_t j = 0; j < features; j++) {
-      double gamma_sum = 0, beta_sum = 0;
-      for (int64_t b = 0; b < blocks; b++) {
-        gamma_sum += gamma_partial[b * features + j];
-        beta_sum += beta_partial[b * features + j];
-      }
-      dgamma[j] = (real)gamma_sum;
-      if (dbeta)
-        dbeta[j] = (real)beta_sum;
-    }
-  } else {
-    int64_t width = (features + threads - 1) / threads;
-    width = width > COLUMN_TILE ? COLUMN_TILE : width;
-    const int64_t tiles = (features + width - 1) / width;
-    TF_CPU_PARALLEL_FOR(
-        tf_cpu_team(threads, parallel), for (int64_t tile = 0; tile < tiles; tile++) {
-          const int64_t first = tile * width, count = features - first < width ? features - first : width;
-          double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
-          column_terms(&terms, 0, rows, first, count, gamma_sum, beta_sum);
-          for (int64_t j = 0; j < count; j++) {
-            dgamma[first + j] = (real)gamma_sum[j];
-            if (dbeta)
-              dbeta[first + j] = (real)beta_sum[j];
-          }
-        });
-  }
+  int64_t width = (features + threads - 1) / threads;
+  width = width > COLUMN_TILE ? COLUMN_TILE : width;
+  const int64_t tiles = (features + width - 1) / width;
+  TF_CPU_PARALLEL_FOR(
+      tf_cpu_team(threads, parallel), for (int64_t tile = 0; tile < tiles; tile++) {
+        const int64_t first = tile * width, count = features - first < width ? features - first : width;
+        double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
+        column_terms(&terms, 0, rows, first, count, gamma_sum, beta_sum);
+        for (int64_t j = 0; j < count; j++) {
+          dgamma[first + j] = (real)gamma_sum[j];
+          if (dbeta)
+            dbeta[first + j] = (real)beta_sum[j];
+        }
+      });
 
-  // Phase 3: dx per row. With g = dy * gamma and xhat the normalised x,
-  //   layer_norm: dx = rstd (g - mean(g) - xhat mean(g xhat))
-  //   rms_norm:   dx = rstd (g - xhat mean(g xhat)),  xhat = x rstd
+  // (3) dx per row, reading the row's statistics back before overwriting them.
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(threads, parallel), for (int64_t row = 0; row < rows; row++) {
-        const real *xr = in + row * features, *dyr = dy + row * features;
+        const real *xr = in + row * features;
         real *dxr = dx + row * features;
         const row_stats s = keep ? kept_stats(dxr, rms) : stats_of(xr, features, epsilon, rms);
-        double g_sum = 0, gx_sum = 0;
-        gradient_sums(xr, dyr, gamma, features, s, &g_sum, &gx_sum);
-        const real rstd = (real)s.rstd, g_mean = rms ? (real)0 : (real)(g_sum / (double)features);
-        const real gx_mean = (real)(gx_sum / (double)features);
-        input_gradient_row(xr, dyr, gamma, s, rstd, g_mean, gx_mean, features, dxr);
+        row_gradient(xr, dy + row * features, gamma, s, features, rms, NULL, NULL, dxr);
       });
 }
 

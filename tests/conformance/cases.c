@@ -516,6 +516,10 @@ static const conf_case cases[] = {
     {"layer_norm (+ grad) [700,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(700, 37)}, .beta = true},
     {"layer_norm no beta (+ grad) [700,37]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(700, 37)}},
     {"rms_norm (+ grad) [700,37]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(700, 37)}},
+    /* enough elements for the CPU's gradient by blocks of rows (4 blocks; 3 uneven ones) */
+    {"layer_norm (+ grad) [600,128]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(600, 128)}, .beta = true},
+    {"rms_norm (+ grad) [600,128]", build_norm, .op = TF_OP_RMS_NORM, .shapes = {DIMS(600, 128)}},
+    {"layer_norm no beta (+ grad) [1001,65]", build_norm, .op = TF_OP_LAYER_NORM, .shapes = {DIMS(1001, 65)}},
 
     /* embedding: out-of-range ids (rows of zeros, no gradient), the sort across blocks. With SGD
      * (2 micro-batches) the gradient is scattered into the accumulator (embedding_grad_accumulate);
