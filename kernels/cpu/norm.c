@@ -5,12 +5,16 @@
  * every row and thread count) and come from one function for the forward and the backward pass,
  * so the backward's recomputation equals the forward bit for bit.
  *
- * The backward runs in three parallel phases: (1) over rows, the statistics of each row, kept in
- * the first bytes of that row of dx (which is written last); (2) over columns, dgamma and dbeta,
- * each column summed over the rows in order, so the result does not depend on the thread count and
- * needs no per-thread partial rows; (3) over rows, dx, reading the row's statistics back before
- * overwriting them. Rows too short to hold the statistics (fewer than 16 bytes; 8 for rms_norm)
- * recompute them in phases 2 and 3 instead. dx must not alias x or dy (the op table declares no in-place
+ * The backward, where each of a few blocks of rows (tf_cpu_row_blocks, fixed by the shape) can keep
+ * partial dgamma and dbeta sums, makes one pass per block: each row's statistics, its normalised x
+ * (written into its dx row, read from there), its terms added to the block's partials in row order,
+ * and its dx; the partials are then added in block order. Otherwise it runs in three parallel
+ * phases: (1) over rows, the statistics of each row, kept in the first bytes of that row of dx
+ * (which is written last); (2) over columns, dgamma and dbeta, each column summed over the rows in
+ * order, so the result does not depend on the thread count and needs no per-thread partial rows;
+ * (3) over rows, dx, reading the row's statistics back before overwriting them. Rows too short to
+ * hold the statistics (fewer than 16 bytes; 8 for rms_norm) recompute them in phases 2 and 3
+ * instead. dx must not alias x or dy (the op table declares no in-place
  * inputs for these ops). */
 #include <string.h>
 
