@@ -26,35 +26,74 @@
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/update_factor.h"
+#include "kernels/cpu/vector_math.h"
 
 typedef struct adam_scalars {
   real factor, decay, b1, b2, one_minus_b1, one_minus_b2, step_size, correction2_sqrt, epsilon;
 } adam_scalars;
 
-/* round to nearest, ties away from zero, of x >= 0 */
-static inline real round_positive(real x) { return (real)floor((double)(x + (real)0.5)); }
+/* round to nearest, ties away from zero, of x >= 0: floor(x + 0.5) in the compute type (a float's
+ * floor is a float: the f32 build once took it in double, a libm call per element, to the same
+ * value) */
+static inline real round_positive(real x) { return TF_REAL_FLOOR(x + (real)0.5); }
 
-static void update_block(const adam_scalars *s, real *param, const real *grad, uint8_t *m_codes, real *m_scale,
-                         uint8_t *v_codes, real *v_scale, int64_t count) {
-  real m[TF_ADAMW8BIT_BLOCK], v[TF_ADAMW8BIT_BLOCK];
-  const real m_step = *m_scale / (real)127, v_step = *v_scale / (real)255;
-  real m_max = 0, v_max = 0;
+/* The block's loops are maps over restrict operands, so they take the wider clones
+ * (TF_CPU_VECTOR_CLONES: the same operations at every width, the same bits), and the two largest
+ * values are taken in TF_CPU_MAX_LANES fixed lanes (element i in lane i % lanes): a maximum is exact
+ * in any order, and NaNs are passed over in every lane as by one scalar loop. gpt2-small-l2-2's
+ * update (53.5M parameters) took 1,081 ms a step on a Zen 2 core as one scalar loop with a floor()
+ * call per code. */
+#define TF_CPU_MAX_LANES 16
+
+/* The dequantized moments' update and the parameter's (tf_cpu_adamw's arithmetic) into m and v. */
+TF_CPU_VECTOR_CLONES static void update_moments(const adam_scalars *s, real *restrict param, const real *restrict grad,
+                                                const uint8_t *restrict m_codes, const uint8_t *restrict v_codes,
+                                                real m_step, real v_step, int64_t count, real *restrict m,
+                                                real *restrict v) {
+  const real factor = s->factor, decay = s->decay, b1 = s->b1, b2 = s->b2, one_minus_b1 = s->one_minus_b1;
+  const real one_minus_b2 = s->one_minus_b2, step_size = s->step_size, correction2_sqrt = s->correction2_sqrt;
+  const real epsilon = s->epsilon;
   for (int64_t i = 0; i < count; i++) {
     const real r = (real)v_codes[i] * v_step;
     const real m_old = (real)(int8_t)m_codes[i] * m_step, v_old = (r * r) * (r * r);
-    const real g = grad[i] * s->factor;
-    param[i] *= s->decay;
-    m[i] = m_old * s->b1 + s->one_minus_b1 * g;
-    v[i] = v_old * s->b2 + s->one_minus_b2 * g * g;
-    param[i] -= s->step_size * (m[i] / (TF_REAL_SQRT(v[i]) / s->correction2_sqrt + s->epsilon));
-    const real magnitude = TF_REAL_FABS(m[i]);
-    m_max = magnitude > m_max ? magnitude : m_max;
-    v_max = v[i] > v_max ? v[i] : v_max;
+    const real g = grad[i] * factor;
+    param[i] *= decay;
+    m[i] = m_old * b1 + one_minus_b1 * g;
+    v[i] = v_old * b2 + one_minus_b2 * g * g;
+    param[i] -= step_size * (m[i] / (TF_REAL_SQRT(v[i]) / correction2_sqrt + epsilon));
   }
-  const real root_max = TF_REAL_SQRT(TF_REAL_SQRT(v_max));
-  *m_scale = m_max;
-  *v_scale = root_max;
-  const real m_inverse = m_max > 0 ? (real)127 / m_max : 0, v_inverse = root_max > 0 ? (real)255 / root_max : 0;
+}
+
+/* The largest |m[i]| and v[i] (0 when none is larger), in fixed lanes. */
+TF_CPU_VECTOR_CLONES static void largest(const real *restrict m, const real *restrict v, int64_t count, real *m_max,
+                                         real *v_max) {
+  real m_lane[TF_CPU_MAX_LANES] = {0}, v_lane[TF_CPU_MAX_LANES] = {0};
+  int64_t i = 0;
+  for (; i + TF_CPU_MAX_LANES <= count; i += TF_CPU_MAX_LANES)
+#pragma omp simd
+    for (int j = 0; j < TF_CPU_MAX_LANES; j++) {
+      const real magnitude = TF_REAL_FABS(m[i + j]);
+      m_lane[j] = magnitude > m_lane[j] ? magnitude : m_lane[j];
+      v_lane[j] = v[i + j] > v_lane[j] ? v[i + j] : v_lane[j];
+    }
+  for (int j = 0; i + j < count; j++) {
+    const real magnitude = TF_REAL_FABS(m[i + j]);
+    m_lane[j] = magnitude > m_lane[j] ? magnitude : m_lane[j];
+    v_lane[j] = v[i + j] > v_lane[j] ? v[i + j] : v_lane[j];
+  }
+  real m_top = 0, v_top = 0;
+  for (int j = 0; j < TF_CPU_MAX_LANES; j++) {
+    m_top = m_lane[j] > m_top ? m_lane[j] : m_top;
+    v_top = v_lane[j] > v_top ? v_lane[j] : v_top;
+  }
+  *m_max = m_top;
+  *v_max = v_top;
+}
+
+/* The codes of m and v against the block's scales. */
+TF_CPU_VECTOR_CLONES static void quantize(const real *restrict m, const real *restrict v, real m_inverse,
+                                          real v_inverse, int64_t count, uint8_t *restrict m_codes,
+                                          uint8_t *restrict v_codes) {
   for (int64_t i = 0; i < count; i++) {
     real q = round_positive(TF_REAL_FABS(m[i]) * m_inverse);
     q = q > 127 ? 127 : q;
@@ -62,6 +101,19 @@ static void update_block(const adam_scalars *s, real *param, const real *grad, u
     real c = round_positive(TF_REAL_SQRT(TF_REAL_SQRT(v[i])) * v_inverse);
     v_codes[i] = (uint8_t)(c > 255 ? 255 : c);
   }
+}
+
+static void update_block(const adam_scalars *s, real *param, const real *grad, uint8_t *m_codes, real *m_scale,
+                         uint8_t *v_codes, real *v_scale, int64_t count) {
+  real m[TF_ADAMW8BIT_BLOCK], v[TF_ADAMW8BIT_BLOCK];
+  update_moments(s, param, grad, m_codes, v_codes, *m_scale / (real)127, *v_scale / (real)255, count, m, v);
+  real m_max, v_max;
+  largest(m, v, count, &m_max, &v_max);
+  const real root_max = TF_REAL_SQRT(TF_REAL_SQRT(v_max));
+  *m_scale = m_max;
+  *v_scale = root_max;
+  const real m_inverse = m_max > 0 ? (real)127 / m_max : 0, v_inverse = root_max > 0 ? (real)255 / root_max : 0;
+  quantize(m, v, m_inverse, v_inverse, count, m_codes, v_codes);
 }
 
 /* (param, grad, m_codes, m_scales, v_codes, v_scales [, norm_sq]), t = the session's step (>= 1) */

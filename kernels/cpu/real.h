@@ -23,6 +23,7 @@ typedef double real;
 #define TF_REAL_TANH tanh
 #define TF_REAL_ERF erf
 #define TF_REAL_FABS fabs
+#define TF_REAL_FLOOR floor
 #else
 typedef float real;
 #define TF_REAL_SUFFIX _f32
@@ -34,6 +35,7 @@ typedef float real;
 #define TF_REAL_TANH tanhf
 #define TF_REAL_ERF erff
 #define TF_REAL_FABS fabsf
+#define TF_REAL_FLOOR floorf
 #endif
 
 #define TF_REAL_NAME(name) TF_REAL_CONCAT(name, TF_REAL_SUFFIX)
