@@ -132,24 +132,15 @@ static row_stats kept_stats(const real *dx_row, bool rms) {
   return s;
 }
 
-/* One row's terms of dgamma (dy xhat) and dbeta (dy), added to each column's sum. */
-TF_CPU_VECTOR_CLONES static void add_column_terms(const real *xr, const real *dyr, row_stats s, int64_t n,
-                                                  double *gamma_sum, double *beta_sum) {
-  for (int64_t j = 0; j < n; j++) {
-    gamma_sum[j] += (double)(dyr[j] * normalised(xr[j], s));
-    beta_sum[j] += (double)dyr[j];
-  }
-}
-
 /* xhat[j] = normalised(x[j]) over one row: what the three uses below read, computed once. */
 TF_CPU_VECTOR_CLONES static void normalised_row(const real *xr, row_stats s, int64_t n, real *xhat) {
   for (int64_t j = 0; j < n; j++)
     xhat[j] = normalised(xr[j], s);
 }
 
-/* add_column_terms from the row's xhat: the same values. */
-TF_CPU_VECTOR_CLONES static void add_column_terms_of(const real *xhat, const real *dyr, int64_t n, double *gamma_sum,
-                                                     double *beta_sum) {
+/* One row's terms of dgamma (dy xhat) and dbeta (dy), added to each column's sum. */
+TF_CPU_VECTOR_CLONES static void add_column_terms(const real *xhat, const real *dyr, int64_t n, double *gamma_sum,
+                                                  double *beta_sum) {
   for (int64_t j = 0; j < n; j++) {
     gamma_sum[j] += (double)(dyr[j] * xhat[j]);
     beta_sum[j] += (double)dyr[j];
@@ -187,7 +178,7 @@ static void row_gradient(const real *xr, const real *dyr, const real *gamma, row
                          double *gamma_sum, double *beta_sum, real *dxr) {
   normalised_row(xr, s, features, dxr);
   if (gamma_sum)
-    add_column_terms_of(dxr, dyr, features, gamma_sum, beta_sum);
+    add_column_terms(dxr, dyr, features, gamma_sum, beta_sum);
   double g_sum = 0, gx_sum = 0;
   gradient_sums_of(dxr, dyr, gamma, features, &g_sum, &gx_sum);
   const real g_mean = rms ? (real)0 : (real)(g_sum / (double)features), gx_mean = (real)(gx_sum / (double)features);
@@ -203,17 +194,19 @@ typedef struct norm_terms {
   bool rms, keep;
 } norm_terms;
 
-/* gamma_sum[j] and beta_sum[j], j < count: columns [first, first + count) of dy xhat and of dy summed
- * over rows [first_row, first_row + rows), in row order, in double. */
-static void column_terms(const norm_terms *t, int64_t first_row, int64_t rows, int64_t first, int64_t count,
-                         double *gamma_sum, double *beta_sum) {
+/* gamma_sum[j] and beta_sum[j], j < count <= COLUMN_TILE: columns [first, first + count) of dy xhat
+ * and of dy summed over `rows` rows, in row order, in double. */
+static void column_terms(const norm_terms *t, int64_t rows, int64_t first, int64_t count, double *gamma_sum,
+                         double *beta_sum) {
+  real xhat[COLUMN_TILE];
   for (int64_t j = 0; j < count; j++)
     gamma_sum[j] = beta_sum[j] = 0;
-  for (int64_t row = first_row; row < first_row + rows; row++) {
+  for (int64_t row = 0; row < rows; row++) {
     const real *xr = t->in + row * t->features + first, *dyr = t->dy + row * t->features + first;
     const row_stats s = t->keep ? kept_stats(t->dx + row * t->features, t->rms)
                                 : stats_of(t->in + row * t->features, t->features, t->epsilon, t->rms);
-    add_column_terms(xr, dyr, s, count, gamma_sum, beta_sum);
+    normalised_row(xr, s, count, xhat);
+    add_column_terms(xhat, dyr, count, gamma_sum, beta_sum);
   }
 }
 
@@ -286,7 +279,7 @@ static void norm_backward(const tf_cpu_args *args, bool rms) {
       tf_cpu_team(threads, parallel), for (int64_t tile = 0; tile < tiles; tile++) {
         const int64_t first = tile * width, count = features - first < width ? features - first : width;
         double gamma_sum[COLUMN_TILE], beta_sum[COLUMN_TILE];
-        column_terms(&terms, 0, rows, first, count, gamma_sum, beta_sum);
+        column_terms(&terms, rows, first, count, gamma_sum, beta_sum);
         for (int64_t j = 0; j < count; j++) {
           dgamma[first + j] = (real)gamma_sum[j];
           if (dbeta)

@@ -17,9 +17,7 @@
 
 #include "check.h"
 #include "session_compare.h"
-#include "tightfit/compiler.h"
-#include "tightfit/runtime.h"
-#include "tightfit/zoo.h"
+#include "zoo_plans.h"
 
 static tf_test_counts counts;
 
@@ -46,23 +44,12 @@ static const test_case cases[] = {
      TF_REMAT_CHECKPOINTS},
 };
 
-static tf_graph *build(const test_case *c) {
-  int32_t n = 0;
-  while (c->overrides[n])
-    n++;
-  tf_graph *g = NULL;
-  tf_status status = tf_zoo_build(c->preset, c->overrides, n, &g);
-  CHECK(&counts, status == NULL, "%s: build: %s", c->name, tf_status_message(status));
-  tf_status_free(status);
-  return g;
-}
-
 /* The case compiled for `target` with `pairing`; NULL on failure. */
 static tf_plan *compile_case(const test_case *c, tf_target_kind target, tf_gelu_pair pairing, tf_precision precision,
                              bool training) {
-  tf_graph *g = build(c);
-  if (!g)
-    return NULL;
+  int32_t n = 0;
+  while (c->overrides[n])
+    n++;
   tf_compile_options o = tf_compile_options_default(target);
   o.bindings = c->bindings;
   o.optimizer = TF_OPTIMIZER_ADAMW;
@@ -72,12 +59,7 @@ static tf_plan *compile_case(const test_case *c, tf_target_kind target, tf_gelu_
   o.precision = precision;
   o.gelu_pair = pairing;
   o.training = training;
-  tf_plan *plan = NULL;
-  tf_status status = tf_compile(g, &o, &plan);
-  CHECK(&counts, status == NULL, "%s: compile: %s", c->name, tf_status_message(status));
-  tf_status_free(status);
-  tf_graph_destroy(g);
-  return plan;
+  return tf_test_zoo_plan(&counts, c->name, c->preset, c->overrides, n, &o);
 }
 
 static int32_t steps_of(const tf_plan *plan, tf_op op) {
@@ -85,17 +67,6 @@ static int32_t steps_of(const tf_plan *plan, tf_op op) {
   for (int32_t s = 0; plan && s < plan->n_steps; s++)
     count += plan->steps[s].op == op;
   return count;
-}
-
-static tf_session *open_session(const tf_plan *plan) {
-  tf_session_options o = tf_session_options_default();
-  o.backend = "cpu";
-  o.seed = 5;
-  tf_session *session = NULL;
-  tf_status status = tf_session_create(plan, &o, &session);
-  CHECK(&counts, status == NULL, "session: %s", tf_status_message(status));
-  tf_status_free(status);
-  return session;
 }
 
 /* (a) and (b) */
@@ -117,7 +88,8 @@ static void same_weights(const test_case *c) {
         total0);
   printf("%-4s %-24s (b) %d gelu_grad -> %d gelu_pair; device total %" PRId64 " -> %" PRId64 " bytes\n",
          pairs == grads && total1 <= total0 ? "ok" : "FAIL", c->name, grads, pairs, total0, total1);
-  tf_session *s0 = open_session(plain), *s1 = s0 ? open_session(paired) : NULL;
+  tf_session *s0 = tf_test_session(&counts, plain, "cpu", 5);
+  tf_session *s1 = s0 ? tf_test_session(&counts, paired, "cpu", 5) : NULL;
   int64_t differ = 0;
   double loss0 = NAN, loss1 = NAN;
   for (int64_t step = 0; step < STEPS && s0 && s1 && differ == 0; step++) {
