@@ -6,7 +6,8 @@
  * multiplied by V. Nothing [Tq, Tk] is kept for more than one block. Causal: key j is visible to
  * query i when j <= i (top-left aligned, as torch's is_causal), so a block only reads the keys its
  * last row can see, and the products skip the 4 x 16 tiles the mask zeroes (kernels/cpu/tile.h:
- * register-tiled, faster than BLAS at these sizes). With no keys (Tk = 0) the output is 0.
+ * register-tiled); unmasked products of 64K multiply-adds or more are BLAS's (blas_pays below). With
+ * no keys (Tk = 0) the output is 0.
  *
  * The gradient recomputes each block's probabilities P (no saved statistics), then
  *   dP = dO Vᵀ,  dS = P ∘ (dP - rowsum(P ∘ dP)),  dQ = scale dS K,  dK += scale dSᵀ Q,  dV += Pᵀ dO.
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "core/workspace_cpu.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/list.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/real.h"
@@ -149,6 +151,38 @@ static double row_dot(const real *a, const real *b, int64_t n) {
   return sum;
 }
 
+/* The block products: BLAS (kernels/cpu/gemm.h) where no mask applies and it is the faster (at least
+ * TF_CPU_ATTENTION_BLAS_WORK multiply-adds, and for the NN form at least 32 columns: on a Zen 2 core
+ * OpenBLAS reached 73-83 GFLOP/s at asr's 100 x 100 x 64 and 100 x 64 x 100 where the register
+ * tiles reach 51-61, and the tiles stay ahead below it, e.g. 52 against 42 at 32³ NN); the
+ * register tiles (kernels/cpu/tile.h) otherwise, and always under a causal band, whose masked
+ * tiles they skip. The choice follows the shapes alone, never the thread count. */
+#define TF_CPU_ATTENTION_BLAS_WORK 65536
+static bool blas_pays(tf_cpu_band band, int64_t m, int64_t n, int64_t k, bool nn) {
+  return band.kind == TF_CPU_BAND_ALL && m * n * k >= TF_CPU_ATTENTION_BLAS_WORK && (!nn || n >= 32);
+}
+
+/* C[m, n] = alpha A B (+ C when `accumulate`), A(i, p) at a[i a_row + p a_col] (one stride 1). */
+static void product_nn(int64_t m, int64_t n, int64_t k, real alpha, const real *a, int64_t a_row, int64_t a_col,
+                       const real *b, int64_t ldb, tf_cpu_band band, bool accumulate, real *c, int64_t ldc) {
+  if (!blas_pays(band, m, n, k, true)) {
+    TF_REAL_NAME(tf_cpu_tile_nn)(m, n, k, alpha, a, a_row, a_col, b, ldb, band, accumulate, c, ldc);
+    return;
+  }
+  const bool transposed = a_col != 1;
+  tf_cpu_gemm(transposed, false, m, n, k, alpha, a, transposed ? a_col : a_row, b, ldb, accumulate ? 1 : 0, c, ldc);
+}
+
+/* C[m, n] = alpha A Bᵀ (+ C when `accumulate`), A [m, k] and B [n, k] row-major. */
+static void product_nt(int64_t m, int64_t n, int64_t k, real alpha, const real *a, int64_t lda, const real *b,
+                       int64_t ldb, tf_cpu_band band, bool accumulate, real *c, int64_t ldc) {
+  if (!blas_pays(band, m, n, k, false)) {
+    TF_REAL_NAME(tf_cpu_tile_nt)(m, n, k, alpha, a, lda, b, ldb, band, accumulate, c, ldc);
+    return;
+  }
+  tf_cpu_gemm(false, true, m, n, k, alpha, a, lda, b, ldb, accumulate ? 1 : 0, c, ldc);
+}
+
 /* The rows of a block see keys up to their own position when causal (top-left aligned): the band
  * of the products whose rows are the block's query rows, and of those whose rows are keys. */
 static tf_cpu_band query_band(const attention *at, int64_t first) {
@@ -169,8 +203,8 @@ static void probabilities(const attention *at, const real *q_block, const real *
                           int64_t keys, real *p) {
   if (keys == 0) // no keys (Tk = 0): the caller's products come out 0
     return;
-  TF_REAL_NAME(tf_cpu_tile_nt)
-  (rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, query_band(at, first), false, p, keys);
+  product_nt(rows, keys, at->depth, at->scale, q_block, at->width, k_head, at->width, query_band(at, first), false, p,
+             keys);
   for (int64_t r = 0; r < rows; r++)
     softmax_row(p + r * keys, allowed_keys(at, first, r, keys), keys);
 }
@@ -235,9 +269,8 @@ void TF_REAL_NAME(tf_cpu_attention)(const tf_cpu_args *args) {
         int64_t column = h * at.depth, row_base = n * at.queries + first;
         real *p = workspace_at(args, omp_get_thread_num() * slice);
         probabilities(&at, q + row_base * at.width + column, k + n * at.keys * at.width + column, first, rows, keys, p);
-        TF_REAL_NAME(tf_cpu_tile_nn)
-        (rows, at.depth, keys, 1, p, keys, 1, v + n * at.keys * at.width + column, at.width, query_band(&at, first),
-         false, y + row_base * at.width + column, at.width);
+        product_nn(rows, at.depth, keys, 1, p, keys, 1, v + n * at.keys * at.width + column, at.width,
+                   query_band(&at, first), false, y + row_base * at.width + column, at.width);
       });
 }
 
@@ -268,18 +301,16 @@ void TF_REAL_NAME(tf_cpu_attention_grad)(const tf_cpu_args *args) {
           int64_t keys = visible_keys(&at, first, rows);
           int64_t offset = (n * at.queries + first) * at.width + column;
           probabilities(&at, q + offset, k_head, first, rows, keys, p);
-          TF_REAL_NAME(tf_cpu_tile_nt)
-          (rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, query_band(&at, first), false, dp, keys);
+          product_nt(rows, keys, at.depth, 1, dy + offset, at.width, v_head, at.width, query_band(&at, first), false,
+                     dp, keys);
           if (keys > 0)
             score_gradient(&at, first, rows, keys, p, dp);
-          TF_REAL_NAME(tf_cpu_tile_nn)
-          (rows, at.depth, keys, at.scale, dp, keys, 1, k_head, at.width, query_band(&at, first), false, dq + offset,
-           at.width);
-          TF_REAL_NAME(tf_cpu_tile_nn)
-          (keys, at.depth, rows, at.scale, dp, 1, keys, q + offset, at.width, key_band(&at, first), true, dk_head,
-           at.width);
-          TF_REAL_NAME(tf_cpu_tile_nn)
-          (keys, at.depth, rows, 1, p, 1, keys, dy + offset, at.width, key_band(&at, first), true, dv_head, at.width);
+          product_nn(rows, at.depth, keys, at.scale, dp, keys, 1, k_head, at.width, query_band(&at, first), false,
+                     dq + offset, at.width);
+          product_nn(keys, at.depth, rows, at.scale, dp, 1, keys, q + offset, at.width, key_band(&at, first), true,
+                     dk_head, at.width);
+          product_nn(keys, at.depth, rows, 1, p, 1, keys, dy + offset, at.width, key_band(&at, first), true, dv_head,
+                     at.width);
         }
       });
 }
