@@ -1,6 +1,7 @@
 /* The one BLAS entry of the CPU kernels: C = alpha op(A) op(B) + beta C, row-major, for the kernel
  * file's `real` (real.h). Every matmul and convolution product goes through it; of the attention's,
- * the f64 build's and the f32 score products of heads wider than 256 (the rest: kernels/cpu/tile.h).
+ * the f64 build's, the f32 unmasked blocks of 64K multiply-adds or more (kernels/cpu/attention.c,
+ * blas_pays) and the f32 score products of heads wider than 256 (the rest: kernels/cpu/tile.h).
  *
  * Beyond cblas it (1) accepts empty operands (cblas rejects leading dimensions of 0) and (2) makes
  * no heap allocation. The second matters for the memory promise (issue 12: no allocation after
@@ -11,7 +12,8 @@
  * left after its 16-row blocks number 1 to 8 and K >= 32. Our row-major NN call is that kernel with
  * its rows = our columns n. Then the last n % 16 columns are computed here instead, by a plain loop
  * (at most 8 columns of a product under 100³ multiply-adds), and BLAS gets the first n - n % 16,
- * which leave no rows for the copy. The other small kernels (NT, TN) allocate nothing. */
+ * which leave no rows for the copy. The other small kernels (NT, TN) allocate nothing. (3) It asks
+ * BLAS for beta = 0 as a memset and beta = 1 (tf_cpu_gemm_zero). */
 #ifndef TIGHTFIT_KERNELS_CPU_GEMM_H
 #define TIGHTFIT_KERNELS_CPU_GEMM_H
 
