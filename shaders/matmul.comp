@@ -13,8 +13,9 @@
 // (rows 4 ty.., columns 4 tx..); K advances 16 at a time through shared memory, loaded with
 // consecutive invocations on each operand's contiguous axis and read back as vec4 (one 16-byte read
 // per operand and k: the float4 scheme of GPU SGEMMs, and no per-lane gathers on lavapipe). Edges
-// are bounds-checked (zeros), so any size works. The subgroup variant is described below; no
-// VK_KHR_cooperative_matrix variant (shaders/README.md says why).
+// are bounds-checked (zeros), so any size works. The subgroup variant is described below, the big-
+// tile variant (-DBIG=1, MODE 0) beside its main; no VK_KHR_cooperative_matrix variant
+// (shaders/README.md says why).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
@@ -24,6 +25,12 @@
 #endif
 #ifndef SUBGROUP
 #define SUBGROUP 0
+#endif
+#ifndef BIG
+#define BIG 0
+#endif
+#if BIG && (MODE != 0 || SUBGROUP)
+#error "the big-tile variant is a matmul (MODE 0) without subgroups"
 #endif
 #if SUBGROUP
 // The subgroup variant (compiled with -DSUBGROUP=1, chosen where the device has subgroup shuffles):
@@ -40,6 +47,15 @@
 #define BM 64
 #define BN 32
 layout(local_size_x = 64) in;
+#elif BIG
+// The big-tile variant: 16 x 16 invocations compute a 128 x 128 tile of C, each an 8 x 8 block (rows
+// 4 ty.. and 64 + 4 ty.., columns 4 tx.. and 64 + 4 tx..: every read of shared memory is a vec4 that
+// a half-warp shares or reads from consecutive banks), 64 multiply-adds per four vec4 reads. While
+// it multiplies one K block from shared memory, its registers hold the next block's loads.
+#define BM 128
+#define BN 128
+#define BK 16
+layout(local_size_x = 16, local_size_y = 16) in;
 #else
 #define BM 64
 #define BN 64
@@ -252,6 +268,71 @@ void main() {
   [[unroll]] for (uint i = 0u; i < ROWS; i++)
     [[unroll]] for (uint j = 0u; j < 4u; j++)
       store_c(row0 + i, col0 + j, acc[i][j]);
+}
+#elif BIG
+// Element e of a tile's load (BK x BM of A, BK x BN of B; 8 per invocation each): its k and m/n,
+// consecutive invocations walking the operand's contiguous axis.
+void tile_a_position(uint e, bool a_k, out uint kk, out uint mm) {
+  kk = a_k ? e % BK : e / BM;
+  mm = a_k ? e / BK : e % BM;
+}
+
+void tile_b_position(uint e, bool b_k, out uint kk, out uint nn) {
+  kk = b_k ? e % BK : e / BN;
+  nn = b_k ? e / BK : e % BN;
+}
+
+void main() {
+  select_batch(gl_WorkGroupID.z);
+  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
+  uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+  bool a_k = a_walks_k(), b_k = b_walks_k();
+  // acc[(4 h + i) * 2 + g][j]: C[row0 + 64 h + 4 ty + i, col0 + 64 g + 4 tx + j]
+  vec4 acc[16];
+  [[unroll]] for (uint i = 0u; i < 16u; i++)
+    acc[i] = vec4(0.0);
+  float next_a[8], next_b[8];
+  [[unroll]] for (uint r = 0u; r < 8u; r++) {
+    uint kk, mm, nn;
+    tile_a_position(tid + 256u * r, a_k, kk, mm);
+    next_a[r] = load_a(row0 + mm, kk);
+    tile_b_position(tid + 256u * r, b_k, kk, nn);
+    next_b[r] = load_b(kk, col0 + nn);
+  }
+  for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+      uint kk, mm, nn;
+      tile_a_position(tid + 256u * r, a_k, kk, mm);
+      tile_a[kk][mm >> 2][mm & 3u] = next_a[r];
+      tile_b_position(tid + 256u * r, b_k, kk, nn);
+      tile_b[kk][nn >> 2][nn & 3u] = next_b[r];
+    }
+    barrier();
+    // The next block's loads (zeros past K) go out before this block's products.
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+      uint kk, mm, nn;
+      tile_a_position(tid + 256u * r, a_k, kk, mm);
+      next_a[r] = load_a(row0 + mm, k0 + BK + kk);
+      tile_b_position(tid + 256u * r, b_k, kk, nn);
+      next_b[r] = load_b(k0 + BK + kk, col0 + nn);
+    }
+    [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
+      vec4 a0 = tile_a[kk][ty], a1 = tile_a[kk][ty + 16u];
+      vec4 b0 = tile_b[kk][tx], b1 = tile_b[kk][tx + 16u];
+      [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        acc[i * 2u] += a0[i] * b0;
+        acc[i * 2u + 1u] += a0[i] * b1;
+        acc[(4u + i) * 2u] += a1[i] * b0;
+        acc[(4u + i) * 2u + 1u] += a1[i] * b1;
+      }
+    }
+    barrier();
+  }
+  [[unroll]] for (uint h = 0u; h < 2u; h++)
+    [[unroll]] for (uint i = 0u; i < 4u; i++)
+      [[unroll]] for (uint g = 0u; g < 2u; g++)
+        [[unroll]] for (uint j = 0u; j < 4u; j++)
+          store_c(row0 + 64u * h + 4u * ty + i, col0 + 64u * g + 4u * tx + j, acc[(4u * h + i) * 2u + g][j]);
 }
 #else
 void main() {

@@ -142,4 +142,6 @@ bool tf_vulkan_tiled_attention(void *state) {
   return vk_attention_tiled(&limits);
 }
 
+int tf_vulkan_big_matmul(void *state) { return (int)((const vk_state *)state)->big_matmul; }
+
 const char *tf_vulkan_device_name(void *state) { return ((const vk_state *)state)->properties.deviceName; }

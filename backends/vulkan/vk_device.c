@@ -256,6 +256,24 @@ static bool tiled_attention_allowed(void) {
   return !(requested && strcmp(requested, "0") == 0);
 }
 
+/* Which products take matmul.comp's big-tile variant (vk_limits): TIGHTFIT_VULKAN_BIG_MATMUL=0 none,
+ * =1 or unset the large ones, =all every one (the tests' way to run it over every case). */
+static tf_status big_matmul_of(vk_big_matmul *mode) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_BIG_MATMUL");
+  if (!requested || !*requested)
+    *mode = VK_BIG_MATMUL_LARGE;
+  else if (strcmp(requested, "0") == 0)
+    *mode = VK_BIG_MATMUL_OFF;
+  else if (strcmp(requested, "1") == 0)
+    *mode = VK_BIG_MATMUL_LARGE;
+  else if (strcmp(requested, "all") == 0)
+    *mode = VK_BIG_MATMUL_ALL;
+  else
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: TIGHTFIT_VULKAN_BIG_MATMUL='%s'; use 0, 1 or all",
+                         requested);
+  return NULL;
+}
+
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
   TF_RETURN_IF_ERROR(
@@ -293,6 +311,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   vk->subgroup_size = usable_subgroup_size(vk);
   vk->storage16 = storage16_of(vk, vk->physical);
   vk->tiled_attention = tiled_attention_allowed();
+  TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
   // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
   // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with
@@ -401,11 +420,16 @@ tf_status tf_vulkan_list_devices(tf_device_list *list) {
     VkPhysicalDeviceProperties2 properties = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     properties.pNext = &subgroup;
     vk.fn.GetPhysicalDeviceProperties2(devices[i], &properties);
-    if (used < sizeof(text))
-      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s", subgroup.subgroupSize,
+    vk_big_matmul big = VK_BIG_MATMUL_OFF;
+    status = big_matmul_of(&big);
+    static const char *const big_text[] = {"", "; large products in 128 x 128 tiles",
+                                           "; every product in 128 x 128 tiles"};
+    if (!status && used < sizeof(text))
+      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s%s", subgroup.subgroupSize,
                subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)",
                storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"
-                                             : "no 16-bit storage (compile with --no-half-kernels)");
+                                             : "no 16-bit storage (compile with --no-half-kernels)",
+               big_text[big]);
     snprintf(device, sizeof(device), "vulkan:%u", i);
     tf_device_list_add(list, "vulkan", device, "%s", text);
   }

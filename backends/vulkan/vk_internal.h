@@ -84,7 +84,8 @@ typedef struct vk_functions {
   X(attention_sg_in_bf16) X(batch_norm) X(batch_norm_sg) X(batch_norm_f16) X(batch_norm_bf16) X(batch_norm_sg_f16) \
   X(batch_norm_sg_bf16) X(batch_norm_running) X(batch_norm_running_sg) X(batch_norm_running_f16) \
   X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc) X(adamw8bit) \
-  X(attention_tiled) X(attention_tiled_f16) X(attention_tiled_bf16) X(attention_tiled_in_f16) X(attention_tiled_in_bf16)
+  X(attention_tiled) X(attention_tiled_f16) X(attention_tiled_bf16) X(attention_tiled_in_f16) X(attention_tiled_in_bf16) \
+  X(matmul_big) X(matmul_big_f16) X(matmul_big_bf16)
 // clang-format on
 
 typedef enum vk_shader {
@@ -123,6 +124,10 @@ typedef struct vk_program {
   float adam_key[VK_ADAM_SLOTS][3]; /* (learning rate, beta1, beta2) of each AdamW slot */
 } vk_program;
 
+/* Which products run matmul.comp's big-tile variant (128 x 128 tiles; TIGHTFIT_VULKAN_BIG_MATMUL,
+ * vk_device.c): none, those with enough tiles to fill a large GPU (vk_lower_dense.c), or every one. */
+typedef enum vk_big_matmul { VK_BIG_MATMUL_OFF = 0, VK_BIG_MATMUL_LARGE, VK_BIG_MATMUL_ALL } vk_big_matmul;
+
 /* What lowering may assume about the device. `subgroup_size` is nonzero when the *_sg shader
  * variants may run: compute-stage subgroups with basic, arithmetic and shuffle operations, a
  * power-of-two size of at least 8 (see vk_device.c), and TIGHTFIT_VULKAN_SUBGROUPS not 0. */
@@ -133,6 +138,7 @@ typedef struct vk_limits {
   int64_t loop_limit;   /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
   bool storage16;       /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
   bool tiled_attention; /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
+  vk_big_matmul big_matmul;
 } vk_limits;
 
 /* ---- vk_lower.c: plan -> program ---- */
@@ -186,10 +192,11 @@ typedef struct vk_state {
   VkPhysicalDevice physical;
   VkPhysicalDeviceProperties properties;
   VkPhysicalDeviceMemoryProperties memory_properties;
-  uint32_t subgroup_size; /* 0: the subgroup shader variants are not used (vk_limits) */
-  int64_t loop_limit;     /* see vk_limits */
-  bool storage16;         /* see vk_limits */
-  bool tiled_attention;   /* see vk_limits */
+  uint32_t subgroup_size;   /* 0: the subgroup shader variants are not used (vk_limits) */
+  int64_t loop_limit;       /* see vk_limits */
+  bool storage16;           /* see vk_limits */
+  bool tiled_attention;     /* see vk_limits */
+  vk_big_matmul big_matmul; /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;
   uint32_t timestamp_bits; /* the queue family's timestampValidBits (0: no timestamps) */

@@ -92,6 +92,7 @@ static const struct {
     {VK_SHADER_softmax_sg, VK_SHADER_softmax_sg_f16, VK_SHADER_softmax_sg_bf16},
     {VK_SHADER_matmul, VK_SHADER_matmul_f16, VK_SHADER_matmul_bf16},
     {VK_SHADER_matmul_sg, VK_SHADER_matmul_sg_f16, VK_SHADER_matmul_sg_bf16},
+    {VK_SHADER_matmul_big, VK_SHADER_matmul_big_f16, VK_SHADER_matmul_big_bf16},
     {VK_SHADER_dropout, VK_SHADER_dropout_f16, VK_SHADER_dropout_bf16},
     {VK_SHADER_reduce, VK_SHADER_reduce_f16, VK_SHADER_reduce_bf16},
     {VK_SHADER_reduce_sg, VK_SHADER_reduce_sg_f16, VK_SHADER_reduce_sg_bf16},
@@ -125,7 +126,8 @@ static const struct {
     {VK_SHADER_attention_tiled, VK_SHADER_attention_tiled_in_f16, VK_SHADER_attention_tiled_in_bf16},
 };
 
-/* The shader a subgroup, half or half-input variant was compiled from (itself for a plain shader). */
+/* The shader a subgroup, big-tile, half or half-input variant was compiled from (itself for a plain
+ * shader). */
 static vk_shader plain_of(vk_shader shader) {
   for (size_t i = 0; i < sizeof(half_variants) / sizeof(half_variants[0]); i++)
     if (half_variants[i].f16 == shader || half_variants[i].bf16 == shader)
@@ -136,6 +138,8 @@ static vk_shader plain_of(vk_shader shader) {
   for (size_t i = 0; i < sizeof(subgroup_variants) / sizeof(subgroup_variants[0]); i++)
     if (subgroup_variants[i].subgroup == shader)
       return subgroup_variants[i].plain;
+  if (shader == VK_SHADER_matmul_big)
+    return VK_SHADER_matmul;
   return shader == VK_SHADER_layout16 ? VK_SHADER_layout : shader;
 }
 

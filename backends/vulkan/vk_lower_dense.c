@@ -7,9 +7,15 @@
 #include "core/workspace_cpu.h"
 
 /* The tile of C a workgroup computes (matmul.comp's BM x BN): 64 x 64, or 64 x 32 in the subgroup
- * variant. */
+ * variant; 128 x 128 in the big-tile variant (BIG_TILE). */
 #define TILE_M 64
 static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 : 64; }
+#define BIG_TILE 128
+/* The big-tile variant takes a product (by default) when it has at least this many 128 x 128
+ * tiles: two workgroups on each of 128 compute units, a large GPU's (an H200 has 132 SMs). Below it
+ * the 4x more workgroups of the 64-row tiles keep more of the GPU busy (a weight gradient of
+ * 768 x 768 has 36 big tiles). */
+#define BIG_MIN_TILES 256
 
 typedef struct matmul_push {
   uint32_t m, n, k, flags, lda, ldb, batch_rank, a_offset;
@@ -56,9 +62,20 @@ static bool b_reads_vec4(bool tb, int64_t n, int64_t ldb, int64_t b_offset, int3
   return aligned;
 }
 
+/* Whether a product of m x n in `batches` runs in 128 x 128 tiles (vk_limits.big_matmul). */
+static bool big_tiles(const vk_lower *l, int64_t m, int64_t n, int64_t batches) {
+  const int64_t tiles = ((m + BIG_TILE - 1) / BIG_TILE) * ((n + BIG_TILE - 1) / BIG_TILE) * batches;
+  return l->limits->big_matmul == VK_BIG_MATMUL_ALL ||
+         (l->limits->big_matmul == VK_BIG_MATMUL_LARGE && tiles >= BIG_MIN_TILES);
+}
+
 /* The dispatch of one matmul.comp product (MODE 0): a workgroup per tile of C, a grid layer per batch. */
 static tf_status emit_product(vk_lower *l, const int32_t buffers[4], const matmul_push *push, int64_t m, int64_t n,
                               int64_t batches) {
+  if (big_tiles(l, m, n, batches))
+    return vk_emit_dispatch(l, VK_SHADER_matmul_big, 4, buffers, 0x4, push, sizeof(*push),
+                            (uint32_t)((n + BIG_TILE - 1) / BIG_TILE), (uint32_t)((m + BIG_TILE - 1) / BIG_TILE),
+                            (uint32_t)batches);
   return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, push, sizeof(*push),
                           (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
                           (uint32_t)batches);

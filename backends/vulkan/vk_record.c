@@ -350,7 +350,8 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .subgroup_size = vk->subgroup_size,
                       .loop_limit = vk->loop_limit,
                       .storage16 = vk->storage16,
-                      .tiled_attention = vk->tiled_attention};
+                      .tiled_attention = vk->tiled_attention,
+                      .big_matmul = vk->big_matmul};
   TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, vk->host_copies, &vk->program));
   if (vk_profile_wanted())
     TF_RETURN_IF_ERROR(vk_profile_start(vk));

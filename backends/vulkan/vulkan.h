@@ -41,6 +41,10 @@ uint32_t tf_vulkan_subgroup_size(void *state);
  * where they apply: its shared memory holds their tiles and TIGHTFIT_VULKAN_TILED_ATTENTION is not 0. */
 bool tf_vulkan_tiled_attention(void *state);
 
+/* Which products on this state's device run the big-tile matmul (128 x 128 tiles): 0 none, 1 the
+ * large ones (the default), 2 every one (TIGHTFIT_VULKAN_BIG_MATMUL=0, 1, all). */
+int tf_vulkan_big_matmul(void *state);
+
 /* The device's name (VkPhysicalDeviceProperties::deviceName) for this state. */
 const char *tf_vulkan_device_name(void *state);
 

@@ -376,6 +376,8 @@ static const conf_case cases[] = {
     {"matmul broadcast A^T [3,5,13]x[5,7]", build_matmul, .shapes = {DIMS(3, 5, 13), DIMS(5, 7)}, .transpose_a = true},
     {"matmul [2,1,3,4,6]x[3,1,6,5] (loops)", build_matmul, .shapes = {DIMS(2, 1, 3, 4, 6), DIMS(3, 1, 6, 5)}, ADAMW},
     {"matmul [131,257]x[257,65]", build_matmul, .shapes = {DIMS(131, 257), DIMS(257, 65)}},
+    /* Past 128 on M and N (the big-tile Vulkan matmul's partial tiles on both axes, and in each gradient). */
+    {"matmul [130,40]x[40,260]", build_matmul, .shapes = {DIMS(130, 40), DIMS(40, 260)}},
     /* matmul_accumulate: with SGD's 2 micro-batches each 2-D gradient product of the rows above adds
      * itself to its accumulator (transposes (F,T), (T,F), (F,F)); these add (T,T), the weight of a
      * batched activation (one product over the flattened rows, as a linear layer's), and a weight

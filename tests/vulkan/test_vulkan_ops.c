@@ -288,15 +288,40 @@ static int attention_rows(void) {
   return tf_test_finish("vulkan ops (attention rows)", &counts);
 }
 
+/* The products' rows (matmul, matmul_accumulate, the fused loss heads' chunks) with every product in
+ * 128 x 128 tiles (TIGHTFIT_VULKAN_BIG_MATMUL=all: matmul.comp's big-tile variant, which by default
+ * only products of at least 256 such tiles take, none of the table's), on f32, bf16 and f16 data: partial tiles on
+ * every edge, K not a multiple of 16, transposes, batches, offsets (`test_vulkan_ops matmul`). */
+static int big_matmul_rows(void) {
+  setenv("TIGHTFIT_VULKAN_BIG_MATMUL", "all", 1);
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  tf_backend_options options = {0, 1};
+  void *state = NULL;
+  tf_status status = vulkan->create(&options, &state);
+  CHECK_OK(&counts, status);
+  const int mode = state ? tf_vulkan_big_matmul(state) : -1;
+  if (state)
+    vulkan->destroy(state);
+  CHECK(&counts, mode == 2, "TIGHTFIT_VULKAN_BIG_MATMUL=all gave mode %d, not 2 (every product)", mode);
+  printf("%s every product in 128 x 128 tiles (mode %d)\n", mode == 2 ? "ok  " : "FAIL", mode);
+  conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F32, "128 x 128 tiles");
+  conf_run_rows(&counts, &backend, &coverage, "linear_cross_entropy", TF_F32, "128 x 128 tiles");
+  conf_run_rows(&counts, &backend, &coverage, "matmul", TF_BF16, "128 x 128 tiles");
+  conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F16, "128 x 128 tiles");
+  unsetenv("TIGHTFIT_VULKAN_BIG_MATMUL");
+  parity_check_validation(&counts);
+  return tf_test_finish("vulkan ops (products in 128 x 128 tiles)", &counts);
+}
+
 /* Everything without an argument; "f32": the f32 table, the refusals and what only Vulkan has;
- * "half": the bf16 and f16 rows; "attention": attention_rows. ctest runs the first two parts as
- * two tests (test_vulkan_ops and test_vulkan_ops_half), which run in parallel and which CI's
- * sanitizer stage can tell apart. */
+ * "half": the bf16 and f16 rows; "attention": attention_rows; "matmul": big_matmul_rows. ctest runs the first two parts
+ * as two tests (test_vulkan_ops and test_vulkan_ops_half), which run in parallel and which CI's sanitizer stage can
+ * tell apart. */
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "all";
   if (strcmp(part, "all") != 0 && strcmp(part, "f32") != 0 && strcmp(part, "half") != 0 &&
-      strcmp(part, "attention") != 0) {
-    fprintf(stderr, "usage: test_vulkan_ops [f32|half|attention] (got '%s')\n", part);
+      strcmp(part, "attention") != 0 && strcmp(part, "matmul") != 0) {
+    fprintf(stderr, "usage: test_vulkan_ops [f32|half|attention|matmul] (got '%s')\n", part);
     return 2;
   }
   const bool f32 = strcmp(part, "half") != 0, half = strcmp(part, "f32") != 0;
@@ -305,6 +330,8 @@ int main(int argc, char **argv) {
     return available;
   if (strcmp(part, "attention") == 0)
     return attention_rows();
+  if (strcmp(part, "matmul") == 0)
+    return big_matmul_rows();
   if (f32) {
     conf_run_table(&counts, &backend, &coverage);
     test_untiled_attention(TF_F32);
