@@ -32,9 +32,11 @@ static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUM
 /* What the device and the environment give the shaders: lavapipe, whose shader loops end silently
  * after 65,535 iterations per invocation (steps that could need more are refused, vk_check_loops,
  * not run wrong); attention in tiles (shaders/attention_tiled.comp, unless
- * TIGHTFIT_VULKAN_TILED_ATTENTION=0); subgroup variants (unless TIGHTFIT_VULKAN_SUBGROUPS=0). */
+ * TIGHTFIT_VULKAN_TILED_ATTENTION=0); subgroup variants (unless TIGHTFIT_VULKAN_SUBGROUPS=0); which
+ * products take 128 x 128 tiles (TIGHTFIT_VULKAN_BIG_MATMUL). */
 typedef struct device_facts {
   bool lavapipe, tiled_attention, subgroups;
+  int big_matmul; /* tf_vulkan_big_matmul, -1 without a session */
 } device_facts;
 
 static device_facts device_facts_now(void) {
@@ -42,11 +44,12 @@ static device_facts device_facts_now(void) {
   tf_backend_options options = {0, 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
-  device_facts facts = {false, false, false};
+  device_facts facts = {false, false, false, -1};
   if (!status) {
     facts.lavapipe = strstr(tf_vulkan_device_name(state), "llvmpipe") != NULL;
     facts.tiled_attention = tf_vulkan_tiled_attention(state);
     facts.subgroups = tf_vulkan_subgroup_size(state) != 0;
+    facts.big_matmul = tf_vulkan_big_matmul(state);
   }
   tf_status_free(status);
   if (state)
@@ -294,14 +297,7 @@ static int attention_rows(void) {
  * every edge, K not a multiple of 16, transposes, batches, offsets (`test_vulkan_ops matmul`). */
 static int big_matmul_rows(void) {
   setenv("TIGHTFIT_VULKAN_BIG_MATMUL", "all", 1);
-  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
-  tf_backend_options options = {0, 1};
-  void *state = NULL;
-  tf_status status = vulkan->create(&options, &state);
-  CHECK_OK(&counts, status);
-  const int mode = state ? tf_vulkan_big_matmul(state) : -1;
-  if (state)
-    vulkan->destroy(state);
+  const int mode = device_facts_now().big_matmul;
   CHECK(&counts, mode == 2, "TIGHTFIT_VULKAN_BIG_MATMUL=all gave mode %d, not 2 (every product)", mode);
   printf("%s every product in 128 x 128 tiles (mode %d)\n", mode == 2 ? "ok  " : "FAIL", mode);
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F32, "128 x 128 tiles");
