@@ -16,6 +16,9 @@ static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 
  * the 4x more workgroups of the 64-row tiles keep more of the GPU busy (a weight gradient of
  * 768 x 768 has 36 big tiles). */
 #define BIG_MIN_TILES 256
+/* Its shared memory: two tiles of 16 x (128 / 4 + 1) vec4 (matmul.comp's tile_a, tile_b), more than
+ * the 16 KiB Vulkan guarantees; a device with less runs the 64-row tiles. */
+#define BIG_SHARED_BYTES (2 * 16 * (128 / 4 + 1) * 16)
 
 typedef struct matmul_push {
   uint32_t m, n, k, flags, lda, ldb, batch_rank, a_offset;
@@ -65,8 +68,9 @@ static bool b_reads_vec4(bool tb, int64_t n, int64_t ldb, int64_t b_offset, int3
 /* Whether a product of m x n in `batches` runs in 128 x 128 tiles (vk_limits.big_matmul). */
 static bool big_tiles(const vk_lower *l, int64_t m, int64_t n, int64_t batches) {
   const int64_t tiles = ((m + BIG_TILE - 1) / BIG_TILE) * ((n + BIG_TILE - 1) / BIG_TILE) * batches;
-  return l->limits->big_matmul == VK_BIG_MATMUL_ALL ||
-         (l->limits->big_matmul == VK_BIG_MATMUL_LARGE && tiles >= BIG_MIN_TILES);
+  return l->limits->max_shared_bytes >= BIG_SHARED_BYTES &&
+         (l->limits->big_matmul == VK_BIG_MATMUL_ALL ||
+          (l->limits->big_matmul == VK_BIG_MATMUL_LARGE && tiles >= BIG_MIN_TILES));
 }
 
 /* The dispatch of one matmul.comp product (MODE 0): a workgroup per tile of C, a grid layer per batch. */
