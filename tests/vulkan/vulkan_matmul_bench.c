@@ -56,6 +56,8 @@ int main(int argc, char **argv) {
   static const char *const backends[2] = {"cpu", "vulkan"};
   float *result = malloc(sizeof(float) * (size_t)(m * n)), *reference = malloc(sizeof(float) * (size_t)(m * n));
   double error = 0;
+  if (!result || !reference)
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot hold two %lld x %lld results", (long long)m, (long long)n);
   for (int i = 0; i < 2 && !status && result && reference; i++) {
     tf_compile_options options = tf_compile_options_default(i ? TF_TARGET_VULKAN : TF_TARGET_CPU);
     options.training = false;
