@@ -5,10 +5,10 @@
  * (19-25 GFLOP/s on a Zen 2 core at the char gpt's shapes, against 74 for the model's big products).
  * These compute 4 x 16 tiles of C in registers, straight from the operands, and skip the tiles a
  * causal mask zeroes. The attention kernel takes them under a causal mask and for the smallest
- * products; unmasked products of 64K multiply-adds or more (NN: of 32 columns or more) go to BLAS, faster there since
- * the zeroing of C left OpenBLAS (kernels/cpu/attention.c, blas_pays). Every element of C is the sum over p in
- * increasing order of a(i,p) b(p,j), each product rounded, then alpha times it (plus C): the same bits on every vector
- * width.
+ * products; unmasked products of 64K multiply-adds or more (NN: 32 columns or more) go to BLAS, which
+ * is faster there now that C is zeroed by a memset (kernels/cpu/attention.c, blas_pays). Every
+ * element of C is the sum over p in increasing order of a(i,p) b(p,j), each product rounded, then
+ * alpha times it (plus C): the same bits on every vector width.
  *
  * A band says which terms of row i of C may be skipped because the operand is 0 there (a causal
  * mask): none, only p <= i + offset (TF_CPU_BAND_UPTO), or only p >= i - offset
