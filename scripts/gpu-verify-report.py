@@ -119,7 +119,8 @@ def parse_smi_apps(path, pid=None):
 def train_log(args):
     text = read(args.log)
     steps = []
-    result = {"label": args.label, "backend": args.backend, "model": args.model, "N": args.n, "T": args.t,
+    result = {"label": args.label, "backend": args.backend, "model": args.model, "size": args.size or "%dx%d" % (args.n, args.t),
+              "N": args.n, "T": args.t,
               "device": args.device, "exit": args.exit}
     for line in text.splitlines():
         m = STEP_RE.match(line.strip())
@@ -257,12 +258,12 @@ def memory_check(path, tolerance):
 TORCH_PARTNER = {"": "fp32-sdpa", "offload": "fp32-sdpa", "offload_gradients": "fp32-sdpa", "bf16": "bf16-sdpa",
                  "autocast": "bf16-sdpa", "autocast_split": "bf16-sdpa", "f32_default": "fp32-sdpa", "f32_tensor": "fp32-sdpa", "f32_chunk": "fp32-sdpa",
                  "master": "bf16-sdpa"}
-STEPTIME_RE = re.compile(r"^steptime-cuda-(?:(.+)-)?(\d+)x(\d+)$")
+STEPTIME_RE = re.compile(r"^steptime-cuda-(?:(.+)-)?(\d+x[0-9A-Za-z=+]+)$")
 
 
 def speed_check(paths, goal):
-    """One line: each cuda step-time row's ms/step against PyTorch's in the same call (the same N, T,
-    the partner variant); FAIL when a row has no time or no PyTorch time beside it."""
+    """One line: each cuda step-time row's ms/step against PyTorch's in the same call (the same model
+    and size, the partner variant); FAIL when a row has no time or no PyTorch time beside it."""
     rows, torch = [], {}
     for path in paths:
         for line in read(path).splitlines():
@@ -270,20 +271,21 @@ def speed_check(paths, goal):
                 continue
             run = json.loads(line)
             if run.get("kind") == "torch" and run.get("step_ms"):
-                torch[(run.get("variant"), run.get("N"), run.get("T"))] = run["step_ms"]
+                torch[(run.get("variant"), run.get("model"), size_of(run))] = run["step_ms"]
             elif STEPTIME_RE.match(run.get("label", "")):
                 rows.append(run)
     if not rows:
         return "FAIL no cuda step-time rows to compare"
     good, bad = [], []
     for run in rows:
-        tag, n, t = STEPTIME_RE.match(run["label"]).groups()
+        tag, size = STEPTIME_RE.match(run["label"]).groups()
         partner = TORCH_PARTNER.get(tag or "", "fp32-sdpa")
-        theirs = torch.get((partner, int(n), int(t)))
+        theirs = torch.get((partner, run.get("model"), size))
         if not run.get("step_ms"):
             bad.append("%s: no step time" % run["label"])
         elif theirs is None:
-            bad.append("%s: %.1f ms, no PyTorch %s time at %sx%s in this call" % (run["label"], run["step_ms"], partner, n, t))
+            bad.append("%s: %.1f ms, no PyTorch %s time%s at %s in this call" % (
+                run["label"], run["step_ms"], partner, " for %s" % run["model"] if run.get("model") else "", size))
         else:
             ratio = run["step_ms"] / theirs
             good.append("%s %.1f ms vs PyTorch %s %.1f ms: %.2fx (goal <= %.2fx %s)" % (
@@ -294,6 +296,11 @@ def speed_check(paths, goal):
 
 
 # ---------------------------------------------------------------- report
+
+def size_of(run):
+    """A run's size as given (NxT or NxK=V+K=V); older runs have N and T only."""
+    return run.get("size") or "%sx%s" % (run.get("N"), run.get("T"))
+
 
 def load_items(items_dir):
     items = []
@@ -376,7 +383,7 @@ def write_report(args):
     for item in items:
         for run in item.get("runs", []):
             if run.get("kind") == "torch" and "step_ms" in run:
-                step_rows.append(("pytorch " + run.get("variant", "?"), run.get("model", "gpt2-small"), run.get("N"),
+                step_rows.append(("pytorch " + run.get("variant", "?"), run.get("model", "gpt2-small"), size_of(run),
                                   run.get("T"), run.get("step_ms"), run.get("tokens_per_s"), run.get("timed_steps"),
                                   run.get("peak_allocated_bytes"), run.get("device", ""), None, None))
             elif "step_ms" in run and run.get("label", "").startswith("steptime"):
@@ -385,7 +392,7 @@ def write_report(args):
                     ms = "%.2f ± %.2f" % (ms, run["step_ms_uncertainty"])
                 rate = (run["flops_per_step"] / (run["step_ms"] / 1e3) / 1e12
                         if run.get("flops_per_step") and run.get("step_ms") else None)
-                step_rows.append(("tightfit " + run.get("backend", "?"), run.get("model"), run.get("N"), run.get("T"),
+                step_rows.append(("tightfit " + run.get("backend", "?"), run.get("model"), size_of(run), run.get("T"),
                                   ms, run.get("tokens_per_s"), run.get("timed_steps"),
                                   (run.get("planned") or {}).get("device_total_bytes"), run.get("device", ""), rate,
                                   run.get("feed_share")))
@@ -434,7 +441,7 @@ def write_report(args):
     if step_rows:
         md.append("## Step time (one optimizer step, the same GPU; tightfit: f32 unless the row names bf16, after 2 warm-up steps, ± the rounding of its printed rate)")
         md.append("")
-        md.append("| what | model | N | T | ms/step | tokens/s | timed steps | memory (tightfit: planned device total; torch: peak allocated) | model TFLOP/s (the plan's FLOPs) | data feed share | device |")
+        md.append("| what | model | size (NxT, NxK=V+K=V) | label positions a sample | ms/step | tokens/s (label positions) | timed steps | memory (tightfit: planned device total; torch: peak allocated) | model TFLOP/s (the plan's FLOPs) | data feed share | device |")
         md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
         for row in step_rows:
             md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
@@ -515,7 +522,8 @@ def main(argv):
     p.add_argument("--backend", required=True)
     p.add_argument("--model", required=True)
     p.add_argument("--n", type=int, required=True)
-    p.add_argument("--t", type=int, default=0)
+    p.add_argument("--t", type=int, default=0, help="label positions per sample (tokens/s counts them)")
+    p.add_argument("--size", default="", help="the size as given: NxT or NxK=V+K=V (default NxT)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--smi-device")
     p.add_argument("--smi-apps")

@@ -140,9 +140,9 @@ def test_npy(work):
         return
     for kind, dtype, shape, high in (("f", "<f4", [3, 5, 7], 0), ("i", "<i4", [11], 9), ("i", "<i4", [2, 1, 4], 3)):
         count = math.prod(shape)
-        data = edge.array_bytes(kind, count, high, 1)
+        data = edge.synthdata.array_bytes(kind, count, high, 1)
         path = os.path.join(work, "a.npy")
-        edge.write_npy(path, dtype, shape, data)
+        edge.synthdata.write_npy(path, dtype, shape, data)
         array = numpy.load(path)
         ok = list(array.shape) == shape and array.dtype == numpy.dtype(dtype) and array.tobytes() == data
         if kind == "i":
@@ -293,6 +293,48 @@ def test_speed_check(work):
         done = subprocess.run([sys.executable, REPORT, "speed-check", ours, theirs], stdout=subprocess.PIPE, text=True)
         line = done.stdout.strip()
         check(line.startswith(wanted) and text in line, "speed-check, %s: %s" % (label, line[:200]))
+    # a model other than a gpt: sizes with the graph's symbols, paired by model and size
+    with open(ours, "w") as f:
+        f.write(json.dumps({"label": "steptime-cuda-autocast-32xTa=605", "model": "xtts-gpt", "step_ms": 300.0}) + "\n")
+    for label, model, size, wanted, text in (
+            ("xtts-gpt beside its PyTorch twin", "xtts-gpt", "32xTa=605", "PASS", "1.50x"),
+            ("another model at that size", "asr-256-12-6", "32xTa=605", "FAIL", "no PyTorch bf16-sdpa time for xtts-gpt"),
+            ("another size", "xtts-gpt", "32xTa=256", "FAIL", "at 32xTa=605")):
+        with open(theirs, "w") as f:
+            f.write(json.dumps({"kind": "torch", "variant": "bf16-sdpa", "model": model, "size": size, "N": 32,
+                                "T": 669, "step_ms": 200.0}) + "\n")
+        done = subprocess.run([sys.executable, REPORT, "speed-check", ours, theirs], stdout=subprocess.PIPE, text=True)
+        line = done.stdout.strip()
+        check(line.startswith(wanted) and text in line, "speed-check, %s: %s" % (label, line[:200]))
+
+
+def test_synthdata(tf, work):
+    """bench/synthdata.py: one .npy per input and label in the vocabularies (a knob overrides the preset's),
+    the label positions a sample has, the text stream for a gpt, a clear error without a range."""
+    synthdata = edge.synthdata
+    graph = os.path.join(work, "asr.tfg")
+    subprocess.run([tf, "zoo", "asr-128-6-3", "--param", "vocab=300", "-o", graph], check=True, stdout=subprocess.DEVNULL)
+    folder = os.path.join(work, "asr_data")
+    result = synthdata.make_data(tf, graph, ["T=25,U=12"], synthdata.config_ints("asr-128-6-3 vocab=300"), 3, folder)
+    check(result["label_positions"] == 12 and sorted(result["files"]) == ["labels.npy", "mel.npy", "tokens.npy"],
+          "synthdata asr: mel, tokens, labels; 12 label positions a sample (%s)" % result)
+    plan = os.path.join(work, "asr.tfplan")
+    subprocess.run([tf, "compile", graph, "--set", "N=3,T=25,U=12", "-o", plan], check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run([tf, "train", plan, "--data", folder, "--steps", "1"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    check(done.returncode == 0, "tightfit trains on synthdata's asr data (tokens within vocab=300): exit %d %s" % (
+        done.returncode, done.stdout.strip()[-200:]))
+    check(synthdata.config_ints("xtts-gpt text_vocab=10")["text_labels"] == 10 and
+          synthdata.config_ints("xtts-gpt")["audio_codes"] == 1026, "synthdata: a vocabulary knob overrides the preset's")
+    gpt = os.path.join(work, "gpt.tfg")
+    subprocess.run([tf, "zoo", "gpt", "-o", gpt], check=True, stdout=subprocess.DEVNULL)
+    result = synthdata.make_data(tf, gpt, ["T=32"], {}, 2, os.path.join(work, "gpt_data"))
+    check(result["stream"] and result["label_positions"] == 32, "synthdata gpt: the text stream, 32 positions (%s)" % result)
+    try:
+        synthdata.make_data(tf, graph, ["T=25,U=12"], {}, 2, os.path.join(work, "none"))
+        check(False, "synthdata without integer ranges: refused")
+    except synthdata.DataError as e:
+        check("tokens" in str(e), "synthdata without integer ranges: refused naming the input (%s)" % e)
 
 
 def test_confined_run(tf, work):
@@ -327,6 +369,7 @@ def main():
     test_memory_check(work)
     test_confined_run(tf, work)
     test_speed_check(work)
+    test_synthdata(tf, work)
     test_dry_run(tf, work)
     test_dry_run_compiles_as_the_run(tf, work)
     print("edge harness: %d failed" % len(failures))

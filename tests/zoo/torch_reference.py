@@ -203,7 +203,7 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(d_model)
 
     def forward(self, tokens):
-        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.h:
             x = block(x)
         return F.linear(self.ln_f(x), self.wte.weight)  # tied head: no parameter of its own
@@ -284,7 +284,7 @@ class ASREncoder(nn.Module):
 
     def forward(self, mel):
         x = F.gelu(self.conv2(F.gelu(self.conv1(mel)))).transpose(1, 2)
-        x = x + self.embed_positions(torch.arange(x.shape[1]))
+        x = x + self.embed_positions(torch.arange(x.shape[1], device=x.device))
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x)
@@ -300,7 +300,7 @@ class ASRDecoder(nn.Module):
         self.ln_f = nn.LayerNorm(d)
 
     def forward(self, tokens, memory):
-        x = self.embed_tokens(tokens) + self.embed_positions(torch.arange(tokens.shape[1]))
+        x = self.embed_tokens(tokens) + self.embed_positions(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.blocks:
             x = block(x, memory)
         return F.linear(self.ln_f(x), self.embed_tokens.weight)  # tied head
@@ -331,8 +331,8 @@ class XTTSGPT(nn.Module):
 
     def forward(self, text_tokens, audio_codes):
         tt, ta = text_tokens.shape[1], audio_codes.shape[1]
-        text = self.text_embedding(text_tokens) + self.text_pos_embedding(torch.arange(tt))
-        audio = self.mel_embedding(audio_codes) + self.mel_pos_embedding(torch.arange(ta))
+        text = self.text_embedding(text_tokens) + self.text_pos_embedding(torch.arange(tt, device=text_tokens.device))
+        audio = self.mel_embedding(audio_codes) + self.mel_pos_embedding(torch.arange(ta, device=audio_codes.device))
         x = torch.cat([text, audio], dim=1)
         for block in self.h:
             x = block(x)
