@@ -55,7 +55,7 @@ int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_
       return 4 * tf_linear_loss_vulkan_half_workspace_of(&lg, node->op != TF_OP_LINEAR_CROSS_ENTROPY,
                                                          tf_linear_loss_bias_input(node->op, n_inputs) >= 0)
                      .words;
-    return 4 * tf_linear_loss_vulkan_workspace_words(&lg);
+    return 4 * tf_linear_loss_vulkan_workspace_words(&lg, node->op != TF_OP_LINEAR_CROSS_ENTROPY);
   }
   default: return 0;
   }

@@ -80,17 +80,38 @@ static inline int64_t tf_linear_loss_chunk_elements(const tf_linear_loss_geometr
   return g->chunk_rows * g->classes;
 }
 
+/* The Vulkan head's dx product of a chunk, [chunk_rows, d] summed over the V classes, has few output
+ * tiles and a long depth (gpt2-small at 8 x 1024: 48 tiles of 64 x 64, 50,257 classes deep): too few
+ * workgroups to fill a GPU. Where its output has fewer than 128 such tiles and V >= 4,096, it runs as
+ * one batched product over this many equal slices of the classes (V / slices each, 2,048 or more; 8
+ * slices at most) into the workspace, the V mod slices classes left over as a product straight into
+ * dx, then one pass adds the slices to dx in slice order; else 1 (one product straight into dx).
+ * Chosen by shape alone: the plan reserves what the lowering uses. */
+static inline int64_t tf_linear_loss_vulkan_dx_slices(const tf_linear_loss_geometry *g) {
+  const int64_t tiles = ((g->chunk_rows + 63) / 64) * ((g->features + 63) / 64);
+  if (tiles >= 128 || g->classes < 4096)
+    return 1;
+  return g->classes / 2048 < 8 ? g->classes / 2048 : 8;
+}
+
 /* The Vulkan workspace of a fused loss head, in f32 words (backends/vulkan/vk_lower_linear_loss.c):
  * one chunk of logits, then each row's loss term (every row of the step: the loss is summed once,
- * in a fixed order, after the last chunk), then the count of the labels that count (a u32). */
+ * in a fixed order, after the last chunk), then the count of the labels that count (a u32), then,
+ * for a gradient step whose dx runs in slices, each slice's [chunk_rows, d] product (from a multiple
+ * of 64 words). */
 static inline int64_t tf_linear_loss_vulkan_terms_at(const tf_linear_loss_geometry *g) {
   return tf_linear_loss_chunk_elements(g);
 }
 static inline int64_t tf_linear_loss_vulkan_count_at(const tf_linear_loss_geometry *g) {
   return tf_linear_loss_vulkan_terms_at(g) + g->rows;
 }
-static inline int64_t tf_linear_loss_vulkan_workspace_words(const tf_linear_loss_geometry *g) {
-  return tf_linear_loss_vulkan_count_at(g) + 1;
+static inline int64_t tf_linear_loss_vulkan_partials_at(const tf_linear_loss_geometry *g) {
+  return (tf_linear_loss_vulkan_count_at(g) + 1 + 63) / 64 * 64;
+}
+static inline int64_t tf_linear_loss_vulkan_workspace_words(const tf_linear_loss_geometry *g, bool gradients) {
+  const int64_t slices = gradients ? tf_linear_loss_vulkan_dx_slices(g) : 1;
+  return slices > 1 ? tf_linear_loss_vulkan_partials_at(g) + slices * g->chunk_rows * g->features
+                    : tf_linear_loss_vulkan_count_at(g) + 1;
 }
 
 /* The CPU's fused loss head on f16/bf16 data (kernels/cpu/linear_loss_half.c) walks the classes in

@@ -7,7 +7,7 @@
 // one chunk of logits, then every row's loss term, then the count of the labels that count.
 //
 // Modes (the lowering's order: COUNT once; per chunk the logits GEMM, ROWS, then for a gradient the
-// dx GEMM, the dweight GEMM and DBIAS; LOSS once after the last chunk):
+// dx GEMM (or its slices and DX_SUM), the dweight GEMM and DBIAS; LOSS once after the last chunk):
 //   COUNT  one workgroup: the labels that count (not ignore_index, inside [0, V)), as a u32 word.
 //   ROWS   a workgroup per row of the chunk: adds the bias, takes the row's log sum exp (max and
 //          compensated sum in a fixed tree), writes its loss term (want_loss), then turns the row's
@@ -15,6 +15,9 @@
 //          not count), as kernels/cpu/xent_row.h computes it.
 //   DBIAS  an invocation per class: dbias[v] (+)= the chunk's dlogits[., v], rows in order.
 //   LOSS   one workgroup: the terms of every row in a fixed order over the count (0 when none).
+//   DX_SUM an invocation per element of the chunk's dx rows: (add: dx, the left-over classes'
+//          product, else 0) plus the slices' partial products in slice order
+//          (core/linear_loss.h, tf_linear_loss_vulkan_dx_slices).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -24,12 +27,13 @@ layout(std430, set = 0, binding = 1) readonly buffer DLoss { ELEMENT dloss[]; };
 layout(std430, set = 0, binding = 2) buffer Work { float work[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
 layout(std430, set = 0, binding = 4) buffer Loss { ELEMENT loss_out[]; };
-layout(std430, set = 0, binding = 5) buffer DBias { ELEMENT dbias[]; }; // read too when adding
+layout(std430, set = 0, binding = 5) buffer DOut { ELEMENT dbias[]; }; // DX_SUM: dx; read too when adding
 
 #define COUNT 0u
 #define ROWS 1u
 #define DBIAS 2u
 #define LOSS 3u
+#define DX_SUM 4u
 
 layout(push_constant) uniform Push {
   uint rows;       // of the whole step
@@ -44,8 +48,11 @@ layout(push_constant) uniform Push {
   uint has_bias;
   uint want_loss;
   uint want_grad;
-  uint add;        // DBIAS: add to dbias (a later chunk, or an accumulating step)
+  uint add;        // DBIAS: add to dbias (a later chunk, or an accumulating step); DX_SUM: to dx
   uint wide_labels; // 1: the labels are i64, (low, high) pairs of ints
+  uint features;    // DX_SUM: dx's row length
+  uint slices;      // DX_SUM: the partial products, each chunk x features words
+  uint partials_at; // DX_SUM: the first one's word offset in the workspace
 } pc;
 
 #include "linear_loss_rows.glsl"
@@ -94,6 +101,16 @@ void main() {
   if (pc.mode == ROWS) {
     for (uint r = gl_WorkGroupID.x; r < pc.chunk; r += gl_NumWorkGroups.x)
       row_pass(r); // uniform per workgroup: its barriers are reached by all
+    return;
+  }
+  if (pc.mode == DX_SUM) {
+    uint count = pc.chunk * pc.features, at = pc.first * pc.features;
+    for (uint i = gl_GlobalInvocationID.x; i < count; i += grid_size()) {
+      float sum = pc.add != 0u ? TO_F32(dbias[at + i]) : 0.0;
+      for (uint s = 0u; s < pc.slices; s++)
+        sum += work[pc.partials_at + s * count + i];
+      dbias[at + i] = FROM_F32(sum);
+    }
     return;
   }
   if (pc.mode == DBIAS) {

@@ -256,6 +256,14 @@ static bool tiled_attention_allowed(void) {
   return !(requested && strcmp(requested, "0") == 0);
 }
 
+/* Whether the fused loss head's dx products may run in slices of the classes where the plan gives
+ * them the workspace (core/linear_loss.h): TIGHTFIT_VULKAN_SPLIT_DX=0 runs each as one product (a GPU
+ * run times both; the workspace stays reserved either way). */
+static bool split_dx_allowed(void) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_SPLIT_DX");
+  return !(requested && strcmp(requested, "0") == 0);
+}
+
 /* Which products take matmul.comp's big-tile variant (vk_limits): TIGHTFIT_VULKAN_BIG_MATMUL=0 none,
  * =1 or unset the large ones, =all every one (the tests' way to run it over every case). */
 static tf_status big_matmul_of(vk_big_matmul *mode) {
@@ -311,6 +319,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   vk->subgroup_size = usable_subgroup_size(vk);
   vk->storage16 = storage16_of(vk, vk->physical);
   vk->tiled_attention = tiled_attention_allowed();
+  vk->split_dx = split_dx_allowed();
   TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
   // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses

@@ -138,6 +138,7 @@ typedef struct vk_limits {
   int64_t loop_limit;   /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
   bool storage16;       /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
   bool tiled_attention; /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
+  bool split_dx;        /* the loss head's dx products may run in slices (TIGHTFIT_VULKAN_SPLIT_DX not 0) */
   vk_big_matmul big_matmul;
 } vk_limits;
 
@@ -196,6 +197,7 @@ typedef struct vk_state {
   int64_t loop_limit;       /* see vk_limits */
   bool storage16;           /* see vk_limits */
   bool tiled_attention;     /* see vk_limits */
+  bool split_dx;            /* see vk_limits */
   vk_big_matmul big_matmul; /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;

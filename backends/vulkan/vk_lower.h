@@ -75,6 +75,9 @@ typedef struct vk_gemm {
   int32_t a, b, c;
   int64_t a_offset, b_offset, c_offset, lda, ldb, m, n, k;
   bool ta, tb, accumulate;
+  /* batches > 1: that many products, entry z reading A and B from z times their batch strides (in
+   * elements) past their offsets and writing C's z-th [m, n] block after c_offset */
+  int64_t batches, a_batch_stride, b_batch_stride;
 } vk_gemm;
 tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g);
 /* An UNSUPPORTED status naming the step, its op and `why` (printf-style). */

@@ -148,24 +148,32 @@ tf_status vk_lower_matmul(vk_lower *l) {
 }
 
 tf_status vk_emit_gemm(vk_lower *l, const vk_gemm *g) {
+  const int64_t batches = g->batches > 1 ? g->batches : 1;
   if (g->m == 0 || g->n == 0)
     return NULL;
-  TF_RETURN_IF_ERROR(check_grid(l, g->m, g->n, 1));
+  TF_RETURN_IF_ERROR(check_grid(l, g->m, g->n, batches));
   TF_RETURN_IF_ERROR(vk_check_loops(l, (g->k + 7) / 8 + 8));
   matmul_push push;
   memset(&push, 0, sizeof(push));
   push.m = (uint32_t)g->m;
   push.n = (uint32_t)g->n;
   push.k = (uint32_t)g->k;
-  const bool vec4 = b_reads_vec4(g->tb, g->n, g->ldb, g->b_offset, 0, NULL);
+  const int64_t b_stride[1] = {g->b_batch_stride};
+  const bool vec4 = b_reads_vec4(g->tb, g->n, g->ldb, g->b_offset, batches > 1 ? 1 : 0, b_stride);
   push.flags = (g->ta ? 1u : 0u) | (g->tb ? 2u : 0u) | (vec4 ? 8u : 0u) | (g->accumulate ? 16u : 0u);
   push.lda = (uint32_t)g->lda;
   push.ldb = (uint32_t)g->ldb;
   push.a_offset = (uint32_t)g->a_offset;
   push.b_offset = (uint32_t)g->b_offset;
   push.c_offset = (uint32_t)g->c_offset;
+  if (batches > 1) {
+    push.batch_rank = 1;
+    push.batch_shape[0] = (uint32_t)batches;
+    push.a_batch_stride[0] = (uint32_t)g->a_batch_stride;
+    push.b_batch_stride[0] = (uint32_t)g->b_batch_stride;
+  }
   int32_t buffers[4] = {g->a, g->b, g->c, -1};
-  return emit_product(l, buffers, &push, g->m, g->n, 1);
+  return emit_product(l, buffers, &push, g->m, g->n, batches);
 }
 
 static tf_tensor_ref tensor_of(const tf_plan_buffer *b) {

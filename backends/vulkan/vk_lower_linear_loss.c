@@ -1,29 +1,32 @@
 /* The fused loss head: linear_cross_entropy and its gradient forms, chunk_rows rows at a time as on
  * the CPU and CUDA (kernels/cpu/linear_loss.c): per chunk, the logits as one GEMM into the step's
  * workspace (shaders/matmul.comp on row blocks), the row pass (shaders/linear_loss.comp: log sum
- * exp, loss terms, dlogits in place), then dx (a GEMM into the chunk's rows of dx), dweight (a GEMM
- * summed over the chunks) and dbias. The loss is summed once, after the last chunk, from every
- * row's term. The workspace is core/linear_loss.h's tf_linear_loss_vulkan_workspace_words. A head
- * with no features is refused (its logits would be the bias alone; no model has one). */
+ * exp, loss terms, dlogits in place), then dx (a GEMM into the chunk's rows of dx, or one a slice
+ * of the classes into the workspace and a pass summing them: tf_linear_loss_vulkan_dx_slices),
+ * dweight (a GEMM summed over the chunks) and dbias. The loss is summed once, after the last chunk,
+ * from every row's term. The workspace is core/linear_loss.h's tf_linear_loss_vulkan_workspace_words.
+ * A head with no features is refused (its logits would be the bias alone; no model has one). */
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
 #include "core/linear_loss.h"
 
-enum { MODE_COUNT = 0, MODE_ROWS, MODE_DBIAS, MODE_LOSS };
+enum { MODE_COUNT = 0, MODE_ROWS, MODE_DBIAS, MODE_LOSS, MODE_DX_SUM };
 
 typedef struct linear_loss_push {
   uint32_t rows, classes;
   int32_t ignore_low, ignore_high;
   uint32_t mode, first, chunk, terms_at, count_at, has_bias, want_loss, want_grad, add, wide_labels;
+  uint32_t features, slices, partials_at;
 } linear_loss_push;
 
 typedef struct head {
   vk_loss_head io;
   linear_loss_push push;
+  int64_t slices; /* the dx product's slices of the classes (1: one product straight into dx) */
 } head;
 
-/* Bindings: labels, dloss, workspace, bias, loss, dbias (-1: the dummy). */
+/* Bindings: labels, dloss, workspace, bias, loss, dbias or dx (DX_SUM) (-1: the dummy). */
 static tf_status shader(vk_lower *l, const head *h, uint32_t mode, uint32_t groups, int64_t loops) {
   linear_loss_push push = h->push;
   push.mode = mode;
@@ -32,8 +35,10 @@ static tf_status shader(vk_lower *l, const head *h, uint32_t mode, uint32_t grou
                               h->io.work,
                               h->io.bias,
                               mode == MODE_LOSS ? h->io.loss : -1,
-                              mode == MODE_DBIAS ? h->io.dbias : -1};
-  const uint32_t writes = mode == MODE_LOSS ? 0x10 : mode == MODE_DBIAS ? 0x20 : 0x4;
+                              mode == MODE_DBIAS    ? h->io.dbias
+                              : mode == MODE_DX_SUM ? h->io.dx
+                                                    : -1};
+  const uint32_t writes = mode == MODE_LOSS ? 0x10 : mode == MODE_DBIAS || mode == MODE_DX_SUM ? 0x20 : 0x4;
   TF_RETURN_IF_ERROR(vk_check_loops(l, loops));
   return vk_emit_dispatch(l, VK_SHADER_linear_loss, 6, buffers, writes, &push, sizeof(push), groups, 1, 1);
 }
@@ -54,20 +59,46 @@ static tf_status chunk_logits(vk_lower *l, const vk_loss_head *h, int64_t first,
   return vk_emit_gemm(l, &p);
 }
 
-/* dx[first ..] = dlogits weight (or dlogits weightᵀ). */
-static tf_status chunk_dx(vk_lower *l, const vk_loss_head *h, int64_t first, int64_t rows) {
+/* dx[first ..] = dlogits weight (or dlogits weightᵀ) over `slices` x `width` classes from `from`:
+ * with one slice into dx's rows; with more, slice z into the workspace's partial product z. */
+static tf_status dx_product(vk_lower *l, const vk_loss_head *h, int64_t first, int64_t rows, int64_t from,
+                            int64_t width, int64_t slices) {
   const tf_linear_loss_geometry *g = &h->g;
   vk_gemm p = {.a = h->work,
                .b = h->weight,
-               .c = h->dx,
-               .c_offset = first * g->features,
+               .c = slices > 1 ? h->work : h->dx,
+               .a_offset = from,
+               .b_offset = g->transpose_weight ? from * g->features : from,
+               .c_offset = slices > 1 ? tf_linear_loss_vulkan_partials_at(g) : first * g->features,
                .lda = g->classes,
                .ldb = g->transpose_weight ? g->features : g->classes,
                .m = rows,
                .n = g->features,
-               .k = g->classes,
-               .tb = !g->transpose_weight};
+               .k = width,
+               .tb = !g->transpose_weight,
+               .batches = slices,
+               .a_batch_stride = width,
+               .b_batch_stride = g->transpose_weight ? width * g->features : width};
   return vk_emit_gemm(l, &p);
+}
+
+/* The chunk's dx: one product; or, in slices (tf_linear_loss_vulkan_dx_slices), the classes left over
+ * straight into dx, the slices in one batched product, and the pass adding them to dx in order. */
+static tf_status chunk_dx(vk_lower *l, head *h, int64_t first, int64_t rows) {
+  const tf_linear_loss_geometry *g = &h->io.g;
+  if (h->slices <= 1)
+    return dx_product(l, &h->io, first, rows, 0, g->classes, 1);
+  const int64_t width = g->classes / h->slices, rest = g->classes - h->slices * width;
+  if (rest > 0)
+    TF_RETURN_IF_ERROR(dx_product(l, &h->io, first, rows, h->slices * width, rest, 1));
+  TF_RETURN_IF_ERROR(dx_product(l, &h->io, first, rows, 0, width, h->slices));
+  const int64_t count = rows * g->features;
+  h->push.add = rest > 0;
+  h->push.slices = (uint32_t)h->slices;
+  const tf_status status =
+      shader(l, h, MODE_DX_SUM, vk_groups(count, 256), vk_grid_rounds(count, 256) * (h->slices + 2));
+  h->push.add = 0;
+  return status;
 }
 
 /* dweight (+)= dlogitsᵀ x[first ..] ([V, d]) or x[first ..]ᵀ dlogits ([d, V]). */
@@ -118,7 +149,8 @@ tf_status vk_loss_head_of(vk_lower *l, vk_loss_head *h) {
 static tf_status head_of(vk_lower *l, head *h) {
   TF_RETURN_IF_ERROR(vk_loss_head_of(l, &h->io));
   const vk_loss_head *io = &h->io;
-  const int64_t needed = 4 * tf_linear_loss_vulkan_workspace_words(&io->g);
+  h->slices = io->dx >= 0 && l->limits->split_dx ? tf_linear_loss_vulkan_dx_slices(&io->g) : 1;
+  const int64_t needed = 4 * tf_linear_loss_vulkan_workspace_words(&io->g, h->slices > 1);
   TF_RETURN_IF_ERROR(vk_check_workspace(l, needed));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(vk_buffer(l, io->x)), vk_buffer(l, io->x)->name));
   TF_RETURN_IF_ERROR(vk_check_count(l, vk_count(vk_buffer(l, io->weight)), vk_buffer(l, io->weight)->name));
@@ -133,7 +165,9 @@ static tf_status head_of(vk_lower *l, head *h) {
                                .has_bias = io->bias >= 0,
                                .want_loss = io->loss >= 0,
                                .want_grad = io->dx >= 0,
-                               .wide_labels = vk_buffer(l, io->labels)->dtype == TF_I64};
+                               .wide_labels = vk_buffer(l, io->labels)->dtype == TF_I64,
+                               .features = (uint32_t)io->g.features,
+                               .partials_at = (uint32_t)tf_linear_loss_vulkan_partials_at(&io->g)};
   return NULL;
 }
 
@@ -172,7 +206,7 @@ tf_status vk_lower_linear_cross_entropy(vk_lower *l) {
     if (h.io.dx < 0)
       continue;
     const bool add = first > 0 || h.io.accumulate;
-    TF_RETURN_IF_ERROR(chunk_dx(l, &h.io, first, rows));
+    TF_RETURN_IF_ERROR(chunk_dx(l, &h, first, rows));
     TF_RETURN_IF_ERROR(chunk_dweight(l, &h.io, first, rows, add));
     if (h.io.dbias >= 0) {
       h.push.add = add;

@@ -688,6 +688,14 @@ static const conf_case cases[] = {
     {"linear_cross_entropy_bias_train [9,8] x [8,4500] + [4500], chunk 4, out of range",
      build_linear_cross_entropy_bias, .shapes = {DIMS(9, 8), DIMS(8, 4500), DIMS(9)}, .chunk_rows = 4, .dtype = TF_I32,
      .ignore_index = -1, .settings.data = {16, 4503}, ADAMW},
+    /* Vulkan runs dx in slices of the classes here (core/linear_loss.h: 3 of 2,050 and 1 left over; 2 of
+     * 2,049 and 1), chunks of other sizes last */
+    {"linear_cross_entropy_train [3,7,8] x [6151,8]^T, chunk 5", build_linear_cross_entropy,
+     .shapes = {DIMS(3, 7, 8), DIMS(6151, 8), DIMS(3, 7)}, .transpose_b = true, .chunk_rows = 5, .dtype = TF_I32,
+     .ignore_index = -100, .settings.data = {17, 6151, -100, true}, ADAMW},
+    {"linear_cross_entropy + bias (+ grad) [11,8] x [8,4099] + [4099], chunk 4", build_linear_cross_entropy_bias,
+     .shapes = {DIMS(11, 8), DIMS(8, 4099), DIMS(11)}, .chunk_rows = 4, .dtype = TF_I32, .ignore_index = -1,
+     .settings.data = {18, 4099}},
     {"mse (+ grad) [7,19]", build_pair_loss, .op = TF_OP_MSE, .shapes = {DIMS(7, 19)}},
     {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
 };

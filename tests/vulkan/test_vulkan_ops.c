@@ -20,6 +20,7 @@
 #include "backends/backend.h"
 #include "backends/vulkan/vulkan.h"
 #include "conformance.h"
+#include "core/linear_loss.h"
 #include "op_graphs.h"
 #include "parity.h"
 
@@ -291,6 +292,31 @@ static int attention_rows(void) {
   return tf_test_finish("vulkan ops (attention rows)", &counts);
 }
 
+/* Which heads run dx in slices of the classes (core/linear_loss.h) and the workspace that reserves:
+ * gpt2-small's head at 8 x 1024 in 8 slices, the table's 4,500-class rows in 2, none where the
+ * classes are few or the output has many tiles, and no partial products for a forward head. */
+static void test_dx_slices(void) {
+  const struct {
+    int64_t rows, features, classes, chunk, slices;
+  } cases[] = {{8192, 768, 50257, 256, 8},  {10, 8, 4500, 3, 2},      {21, 8, 6151, 5, 3},  {23, 8, 1031, 5, 1},
+               {8192, 768, 50257, 2048, 1}, {512, 128, 5000, 512, 2}, {64, 64, 4095, 64, 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const tf_linear_loss_geometry g = {cases[i].rows, cases[i].features, cases[i].classes, cases[i].chunk, true};
+    const int64_t slices = tf_linear_loss_vulkan_dx_slices(&g);
+    CHECK(&counts, slices == cases[i].slices, "dx slices of [%lld, %lld] x %lld classes, chunk %lld: %lld, want %lld",
+          (long long)g.rows, (long long)g.features, (long long)g.classes, (long long)g.chunk_rows, (long long)slices,
+          (long long)cases[i].slices);
+    const int64_t plain = tf_linear_loss_vulkan_count_at(&g) + 1;
+    const int64_t want =
+        slices > 1 ? tf_linear_loss_vulkan_partials_at(&g) + slices * g.chunk_rows * g.features : plain;
+    CHECK(&counts, tf_linear_loss_vulkan_workspace_words(&g, true) == want && want >= plain,
+          "the gradient head's workspace holds its %lld partial products", (long long)slices);
+    CHECK(&counts, tf_linear_loss_vulkan_workspace_words(&g, false) == plain,
+          "a forward head's workspace has no partial products");
+  }
+  printf("ok   dx in slices where the head's dx product has few tiles and many classes\n");
+}
+
 /* The products' rows (matmul, matmul_accumulate, the fused loss heads' chunks) with every product in
  * 128 x 128 tiles (TIGHTFIT_VULKAN_BIG_MATMUL=all: matmul.comp's big-tile variant, which by default
  * only products of at least 256 such tiles take, none of the table's), on f32, bf16 and f16 data: partial tiles on
@@ -305,6 +331,11 @@ static int big_matmul_rows(void) {
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_BF16, "128 x 128 tiles");
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F16, "128 x 128 tiles");
   unsetenv("TIGHTFIT_VULKAN_BIG_MATMUL");
+  test_dx_slices();
+  /* the heads' rows again with dx as one product where the plan reserved its slices */
+  setenv("TIGHTFIT_VULKAN_SPLIT_DX", "0", 1);
+  conf_run_rows(&counts, &backend, &coverage, "linear_cross_entropy", TF_F32, "dx in one product");
+  unsetenv("TIGHTFIT_VULKAN_SPLIT_DX");
   parity_check_validation(&counts);
   return tf_test_finish("vulkan ops (products in 128 x 128 tiles)", &counts);
 }
