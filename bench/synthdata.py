@@ -5,6 +5,7 @@ One .npy per input and label of the graph at `samples` samples (the graph's symb
 N set to samples): floats normal(0, 1), integers uniform in [0, high) with high per input name
 (--ints, else the preset's table below). Token models that read a 1-D tokens.npy stream (the zoo's
 gpt family: inputs `tokens`, labels `labels`, both [N, T] i32) get models/data/text's stream instead.
+A gpt whose vocabulary is under 128 (a `vocab` knob, --ints) gets random tokens instead.
 Reproducible (fixed seeds); large float arrays repeat a 1 Mi-value block (shapes, not information).
 Standard library only: the GPU machines' python may lack NumPy.
 
@@ -59,6 +60,8 @@ def write_npy(path, dtype, shape, values):
 def array_bytes(kind, count, high, seed):
     """count values: normal floats (kind f) or integers in [0, high) (kind i: int32, q: int64),
     reproducible. Large arrays repeat a 1 Mi-value block."""
+    if count == 0:
+        return b""
     rng = random.Random(seed)
     block = min(count, 1 << 20)
     if kind == "f":
@@ -79,7 +82,10 @@ def inspect(tf, graph, sets, samples):
         raise DataError("%s: cannot run: %s" % (tf, e))
     if done.returncode != 0:
         raise DataError("%s: exit %d: %s" % (" ".join(command[:3]), done.returncode, done.stderr.strip()[-400:]))
-    return json.loads(done.stdout)
+    try:
+        return json.loads(done.stdout)
+    except ValueError as e:
+        raise DataError("%s printed no JSON: %s" % (" ".join(command[:3]), e))
 
 
 def label_positions(info):
@@ -100,7 +106,10 @@ def make_data(tf, graph, sets, ints, samples, folder):
     info = inspect(tf, graph, sets, samples)
     result = {"folder": folder, "stream": False, "files": [], "label_positions": label_positions(info)}
     names = [t["name"] for t in info["inputs"] + info["labels"]]
-    if names == ["tokens", "labels"] and info["inputs"][0]["dtype"] == "i32" and len(info["inputs"][0]["shape"]) == 2:
+    # the text stream's tokens are in [0, 128): a smaller vocabulary gets random tokens instead
+    text_fits = ints.get("tokens", 128) >= 128 and ints.get("labels", 128) >= 128
+    if names == ["tokens", "labels"] and info["inputs"][0]["dtype"] == "i32" and len(info["inputs"][0]["shape"]) == 2 \
+            and text_fits:
         shutil.copy(os.path.join(ROOT, "models", "data", "text", "train", "tokens.npy"), folder)
         result.update(stream=True, files=["tokens.npy"])
         return result

@@ -356,6 +356,9 @@ static tf_status fit_loss_head(search *s, const config *c, const outcome *as_is,
   if (base->loss_chunk_rows > 0 || start.head.workspace == 0 || first <= LOSS_CHUNK_FLOOR ||
       over > start.head.workspace)
     return NULL; /* the user's chunk; nothing to shrink; or more over than the whole workspace */
+  /* bisection over the chunk sizes: each probe is compiled and checked, so the chunk chosen fits; where
+   * the bytes are not monotone in the chunk (the Vulkan head's dx slices, core/linear_loss.h) it may be
+   * smaller than the largest that would */
   const int32_t count = (int32_t)((first - LOSS_CHUNK_FLOOR - 1) / LOSS_CHUNK_STEP + 1);
   const int64_t row_bytes = 4 * start.head.classes;
   const int64_t wanted = first - (over + row_bytes - 1) / row_bytes;

@@ -86,7 +86,10 @@ static inline int64_t tf_linear_loss_chunk_elements(const tf_linear_loss_geometr
  * one batched product over this many equal slices of the classes (V / slices each, 2,048 or more; 8
  * slices at most) into the workspace, the V mod slices classes left over as a product straight into
  * dx, then one pass adds the slices to dx in slice order; else 1 (one product straight into dx).
- * Chosen by shape alone: the plan reserves what the lowering uses. */
+ * Chosen by shape alone: the plan reserves what the lowering uses. So the workspace is not monotone
+ * in chunk_rows: where a smaller chunk crosses below 128 tiles, the partial products appear (gpt2-small:
+ * a 640-row chunk needs 36.1M words, a 704-row one 35.4M); the budget search compiles every chunk it
+ * tries (compiler/budget.c). A plan compiled before the slices runs dx as one product. */
 static inline int64_t tf_linear_loss_vulkan_dx_slices(const tf_linear_loss_geometry *g) {
   const int64_t tiles = ((g->chunk_rows + 63) / 64) * ((g->features + 63) / 64);
   if (tiles >= 128 || g->classes < 4096)

@@ -330,6 +330,9 @@ def test_synthdata(tf, work):
     subprocess.run([tf, "zoo", "gpt", "-o", gpt], check=True, stdout=subprocess.DEVNULL)
     result = synthdata.make_data(tf, gpt, ["T=32"], {}, 2, os.path.join(work, "gpt_data"))
     check(result["stream"] and result["label_positions"] == 32, "synthdata gpt: the text stream, 32 positions (%s)" % result)
+    small = synthdata.make_data(tf, gpt, ["T=32"], synthdata.config_ints("gpt vocab=64"), 2, os.path.join(work, "gpt64"))
+    check(not small["stream"] and sorted(small["files"]) == ["labels.npy", "tokens.npy"],
+          "synthdata gpt vocab=64: random tokens, not the text stream's [0, 128) (%s)" % small)
     try:
         synthdata.make_data(tf, graph, ["T=25,U=12"], {}, 2, os.path.join(work, "none"))
         check(False, "synthdata without integer ranges: refused")
