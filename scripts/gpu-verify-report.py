@@ -119,9 +119,8 @@ def parse_smi_apps(path, pid=None):
 def train_log(args):
     text = read(args.log)
     steps = []
-    result = {"label": args.label, "backend": args.backend, "model": args.model, "size": args.size or "%dx%d" % (args.n, args.t),
-              "N": args.n, "T": args.t,
-              "device": args.device, "exit": args.exit}
+    result = {"label": args.label, "backend": args.backend, "model": args.model, "size": args.size or None,
+              "N": args.n, "T": args.t, "device": args.device, "exit": args.exit}
     for line in text.splitlines():
         m = STEP_RE.match(line.strip())
         if m:

@@ -27,7 +27,7 @@ layout(std430, set = 0, binding = 1) readonly buffer DLoss { ELEMENT dloss[]; };
 layout(std430, set = 0, binding = 2) buffer Work { float work[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
 layout(std430, set = 0, binding = 4) buffer Loss { ELEMENT loss_out[]; };
-layout(std430, set = 0, binding = 5) buffer DOut { ELEMENT dbias[]; }; // DX_SUM: dx; read too when adding
+layout(std430, set = 0, binding = 5) buffer DOut { ELEMENT dout[]; }; // dbias, or DX_SUM's dx; read too when adding
 
 #define COUNT 0u
 #define ROWS 1u
@@ -106,19 +106,19 @@ void main() {
   if (pc.mode == DX_SUM) {
     uint count = pc.chunk * pc.features, at = pc.first * pc.features;
     for (uint i = gl_GlobalInvocationID.x; i < count; i += grid_size()) {
-      float sum = pc.add != 0u ? TO_F32(dbias[at + i]) : 0.0;
+      float sum = pc.add != 0u ? TO_F32(dout[at + i]) : 0.0;
       for (uint s = 0u; s < pc.slices; s++)
         sum += work[pc.partials_at + s * count + i];
-      dbias[at + i] = FROM_F32(sum);
+      dout[at + i] = FROM_F32(sum);
     }
     return;
   }
   if (pc.mode == DBIAS) {
     for (uint v = gl_GlobalInvocationID.x; v < pc.classes; v += grid_size()) {
-      float sum = pc.add != 0u ? TO_F32(dbias[v]) : 0.0;
+      float sum = pc.add != 0u ? TO_F32(dout[v]) : 0.0;
       for (uint r = 0u; r < pc.chunk; r++)
         sum += work[r * pc.classes + v];
-      dbias[v] = FROM_F32(sum);
+      dout[v] = FROM_F32(sum);
     }
     return;
   }

@@ -437,8 +437,12 @@ tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what) {
   return NULL;
 }
 
+int64_t vk_workspace_bytes(const vk_lower *l) {
+  return l->step->workspace >= 0 ? vk_buffer(l, l->step->workspace)->bytes : 0;
+}
+
 tf_status vk_check_workspace(const vk_lower *l, int64_t needed) {
-  const int64_t given = l->step->workspace >= 0 ? vk_buffer(l, l->step->workspace)->bytes : 0;
+  const int64_t given = vk_workspace_bytes(l);
   if (given < needed)
     return vk_refuse(l,
                      "its Vulkan shaders need %lld workspace bytes and the plan gives it %lld: this plan was compiled "

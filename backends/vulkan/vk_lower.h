@@ -102,6 +102,8 @@ tf_status vk_check_count(const vk_lower *l, int64_t count, const char *what);
 /* Refuses a step whose plan gives it less workspace than the `needed` bytes its shaders use (a plan
  * compiled for another target), naming both numbers. */
 tf_status vk_check_workspace(const vk_lower *l, int64_t needed);
+/* The bytes of workspace the plan gives the step being lowered (0 when none). */
+int64_t vk_workspace_bytes(const vk_lower *l);
 
 /* Merges adjacent axes that every operand walks contiguously (strides[k][i] == strides[k][i+1] x
  * shape[i+1]) and drops axes of size 1; *rank becomes at least 1. strides holds n rows. */

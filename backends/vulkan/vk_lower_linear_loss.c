@@ -151,8 +151,7 @@ static tf_status head_of(vk_lower *l, head *h) {
   const vk_loss_head *io = &h->io;
   h->slices = io->dx >= 0 && l->limits->split_dx ? tf_linear_loss_vulkan_dx_slices(&io->g) : 1;
   /* a plan compiled before the slices (its workspace ends at the count) runs dx as one product */
-  const int64_t given = l->step->workspace >= 0 ? vk_buffer(l, l->step->workspace)->bytes : 0;
-  if (h->slices > 1 && given < 4 * tf_linear_loss_vulkan_workspace_words(&io->g, true))
+  if (h->slices > 1 && vk_workspace_bytes(l) < 4 * tf_linear_loss_vulkan_workspace_words(&io->g, true))
     h->slices = 1;
   const int64_t needed = 4 * tf_linear_loss_vulkan_workspace_words(&io->g, h->slices > 1);
   TF_RETURN_IF_ERROR(vk_check_workspace(l, needed));
