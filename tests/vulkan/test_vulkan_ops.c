@@ -37,6 +37,7 @@ static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUM
  * products take 128 x 128 tiles (TIGHTFIT_VULKAN_BIG_MATMUL). */
 typedef struct device_facts {
   bool lavapipe, tiled_attention, subgroups;
+  unsigned subgroup_size; /* 0: subgroup variants off */
   int big_matmul; /* tf_vulkan_big_matmul, -1 without a session */
 } device_facts;
 
@@ -45,11 +46,12 @@ static device_facts device_facts_now(void) {
   tf_backend_options options = {0, 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
-  device_facts facts = {false, false, false, -1};
+  device_facts facts = {false, false, false, 0, -1};
   if (!status) {
     facts.lavapipe = strstr(tf_vulkan_device_name(state), "llvmpipe") != NULL;
     facts.tiled_attention = tf_vulkan_tiled_attention(state);
-    facts.subgroups = tf_vulkan_subgroup_size(state) != 0;
+    facts.subgroup_size = tf_vulkan_subgroup_size(state);
+    facts.subgroups = facts.subgroup_size != 0;
     facts.big_matmul = tf_vulkan_big_matmul(state);
   }
   tf_status_free(status);
@@ -340,6 +342,22 @@ static int big_matmul_rows(void) {
   return tf_test_finish("vulkan ops (products in 128 x 128 tiles)", &counts);
 }
 
+/* TIGHTFIT_TEST_SUBGROUP_SIZE=N: the subgroup variants must run with subgroups of N lanes, or the
+ * test fails (test_vulkan_ops_subgroups16 asks lavapipe for 16 with LP_NATIVE_VECTOR_WIDTH=512: two
+ * clusters of 8 lanes a subgroup, as NVIDIA's 32 has four; lavapipe's default 8 has one, under which
+ * a cluster numbered or read without its subgroup offset passes). */
+static void check_subgroup_size(void) {
+  const char *want = getenv("TIGHTFIT_TEST_SUBGROUP_SIZE");
+  if (!want)
+    return;
+  const unsigned size = device_facts_now().subgroup_size;
+  const bool ok = size == (unsigned)strtoul(want, NULL, 10);
+  CHECK(&counts, ok, "TIGHTFIT_TEST_SUBGROUP_SIZE=%s, but the subgroup variants run with subgroups of %u (0: off)", want,
+        size);
+  if (ok)
+    printf("ok   subgroups of %u lanes (TIGHTFIT_TEST_SUBGROUP_SIZE=%s)\n", size, want);
+}
+
 /* Everything without an argument; "f32": the f32 table, the refusals and what only Vulkan has;
  * "half": the bf16 and f16 rows; "attention": attention_rows; "matmul": big_matmul_rows. ctest runs the first two parts
  * as two tests (test_vulkan_ops and test_vulkan_ops_half), which run in parallel and which CI's sanitizer stage can
@@ -355,6 +373,7 @@ int main(int argc, char **argv) {
   int available = parity_vulkan_available();
   if (available != 0)
     return available;
+  check_subgroup_size();
   if (strcmp(part, "attention") == 0)
     return attention_rows();
   if (strcmp(part, "matmul") == 0)
