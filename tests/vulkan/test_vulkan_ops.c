@@ -38,7 +38,7 @@ static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUM
 typedef struct device_facts {
   bool lavapipe, tiled_attention, subgroups;
   unsigned subgroup_size; /* 0: subgroup variants off */
-  int big_matmul; /* tf_vulkan_big_matmul, -1 without a session */
+  int big_matmul;         /* tf_vulkan_big_matmul, -1 without a session */
 } device_facts;
 
 static device_facts device_facts_now(void) {
@@ -352,8 +352,8 @@ static void check_subgroup_size(void) {
     return;
   const unsigned size = device_facts_now().subgroup_size;
   const bool ok = size == (unsigned)strtoul(want, NULL, 10);
-  CHECK(&counts, ok, "TIGHTFIT_TEST_SUBGROUP_SIZE=%s, but the subgroup variants run with subgroups of %u (0: off)", want,
-        size);
+  CHECK(&counts, ok, "TIGHTFIT_TEST_SUBGROUP_SIZE=%s, but the subgroup variants run with subgroups of %u (0: off)",
+        want, size);
   if (ok)
     printf("ok   subgroups of %u lanes (TIGHTFIT_TEST_SUBGROUP_SIZE=%s)\n", size, want);
 }
