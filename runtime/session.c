@@ -19,6 +19,7 @@
 #include "core/half_bits.h"
 #include "runtime/host_steps.h"
 #include "runtime/init.h"
+#include "runtime/poison.h"
 #include "runtime/safetensors.h"
 #include "runtime/session_backend.h"
 #include "runtime/session_scratch.h"
@@ -189,6 +190,14 @@ static tf_status counted_alloc(tf_session *s, int64_t bytes, void **region) {
   s->memory.allocations++;
   s->asked_bytes += bytes;
   return NULL;
+}
+
+/* TIGHTFIT_POISON_ARENA=1: the arena and input regions filled with NaNs before the first step
+ * (runtime/poison.h). */
+static tf_status poison_regions(tf_session *s, const tf_plan *plan) {
+  bool requested = false;
+  TF_RETURN_IF_ERROR(tf_poison_requested(&requested));
+  return requested ? tf_poison_regions(s->backend, s->state, plan, s->regions) : NULL;
 }
 
 /* What the backend says it holds; false (and -1s) when it does not measure. */
@@ -378,6 +387,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
     if (plan->region_bytes[r] > 0)
       status = tf_status_prefix(counted_alloc(s, plan->region_bytes[r], &s->regions[r]), "the %s region",
                                 tf_region_name((tf_region)r));
+  if (!status)
+    status = poison_regions(s, plan);
   if (!status)
     status = tf_host_steps_create(plan, backend, s->state, &s->host);
   if (!status)

@@ -138,11 +138,12 @@ static tf_status create_instance(vk_state *vk) {
                           VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   messenger.pfnUserCallback = on_message;
   messenger.pUserData = vk;
-  // Synchronization validation too: it checks the barriers vk_record.c places between commands.
+  // Synchronization validation too: it checks the barriers vk_record.c places between commands. Not
+  // with wide bindings: its hazards are the descriptors' ranges, which then overlap the neighbours'.
   VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
   VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
   features.pNext = &messenger;
-  features.enabledValidationFeatureCount = 1;
+  features.enabledValidationFeatureCount = vk->wide_bindings ? 0 : 1;
   features.pEnabledValidationFeatures = enables;
   VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pApplicationInfo = &app;
@@ -376,7 +377,21 @@ static tf_status create_device(vk_state *vk) {
   return vk_check(vk->fn.CreateCommandPool(vk->device, &pool, NULL, &vk->command_pool), "vkCreateCommandPool");
 }
 
+/* TIGHTFIT_VULKAN_WIDE_BINDINGS=1: each operand bound from its offset to its region's end (vk_record.c),
+ * a testing switch. lavapipe checks every storage access against its binding (a read past it gives 0,
+ * a write past it is dropped); a GPU without robust buffer access reads and writes the neighbouring
+ * buffers there. Bound wide, lavapipe does as such a GPU would, and a shader that strays past its
+ * operand fails the parity tests (with TIGHTFIT_POISON_ARENA=1 its reads meet NaNs). */
+static tf_status wide_bindings_of(bool *wide) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_WIDE_BINDINGS");
+  *wide = requested && strcmp(requested, "1") == 0;
+  if (requested && *requested && strcmp(requested, "0") != 0 && strcmp(requested, "1") != 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: TIGHTFIT_VULKAN_WIDE_BINDINGS='%s'; use 0 or 1", requested);
+  return NULL;
+}
+
 tf_status vk_device_open(vk_state *vk, int32_t device_index) {
+  TF_RETURN_IF_ERROR(wide_bindings_of(&vk->wide_bindings));
   TF_RETURN_IF_ERROR(open_loader(vk));
   TF_RETURN_IF_ERROR(create_instance(vk));
   TF_RETURN_IF_ERROR(choose_device(vk, device_index));

@@ -187,6 +187,7 @@ typedef struct vk_state {
   VkInstance instance;
   VkDebugUtilsMessengerEXT messenger;
   bool validation;
+  bool wide_bindings;          /* TIGHTFIT_VULKAN_WIDE_BINDINGS=1: operands bound to their region's end (vk_record.c) */
   int32_t validation_messages; /* errors and warnings the layer reported */
   char first_message[2048];    /* the first of those not yet reported */
   int32_t reported_messages;   /* how many of them an error status has carried already */

@@ -72,6 +72,12 @@ static void descriptor_of(const vk_state *vk, int32_t id, VkDescriptorBufferInfo
   info->buffer = vk->regions[b->region]->buffer;
   info->offset = (VkDeviceSize)b->offset;
   info->range = (VkDeviceSize)((b->bytes + 3) / 4 * 4);
+  if (vk->wide_bindings && b->region < TF_REGION_COUNT) { // to the region's end (vk_region_alloc rounds it to 16 bytes)
+    const uint64_t to_end = (uint64_t)(vk->regions[b->region]->bytes + 15) / 16 * 16 - (uint64_t)b->offset;
+    const uint64_t most = vk->properties.limits.maxStorageBufferRange;
+    if (to_end > info->range)
+      info->range = (VkDeviceSize)(to_end < most ? to_end : most);
+  }
 }
 
 static tf_status check_bindings(const vk_state *vk) {

@@ -15,6 +15,7 @@
 #include "kernels/cpu/kernels.h"
 #include "report.h"
 #include "runtime/init.h"
+#include "runtime/poison.h"
 #include "tightfit/compiler.h"
 
 #define THREADS 2 /* the backend's and the reference kernels' */
@@ -301,6 +302,12 @@ static tf_status device_open(device *d, const char *name, const tf_plan *plan) {
   for (int r = 0; r < TF_REGION_COUNT; r++)
     if (plan->region_bytes[r] > 0)
       TF_RETURN_IF_ERROR(d->backend->alloc_region(d->state, plan->region_bytes[r], &d->regions[r]));
+  // TIGHTFIT_POISON_ARENA=1 as a session does it: a step reading arena or input bytes no upload or
+  // earlier step wrote computes NaN (runtime/poison.h).
+  bool poison = false;
+  TF_RETURN_IF_ERROR(tf_poison_requested(&poison));
+  if (poison)
+    TF_RETURN_IF_ERROR(tf_poison_regions(d->backend, d->state, plan, d->regions));
   return d->backend->prepare(d->state, plan, d->regions);
 }
 
