@@ -26,6 +26,8 @@ static tf_status vulkan_create(const tf_backend_options *options, void **state) 
   tf_status status = vk_device_open(vk, options ? options->device : 0);
   if (!status)
     status = vk_memory_open(vk);
+  if (!status)
+    status = vk_subgroup_probe(vk);
   status = vk_validation_status(vk, status);
   if (status) {
     vulkan_destroy(vk);
@@ -134,6 +136,11 @@ const tf_backend_vtable tf_backend_vulkan = {
 };
 
 uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }
+
+const char *tf_vulkan_subgroup_refusal(void *state) {
+  const vk_state *vk = state;
+  return vk->subgroup_refusal[0] ? vk->subgroup_refusal : NULL;
+}
 
 bool tf_vulkan_tiled_attention(void *state) {
   const vk_state *vk = state;

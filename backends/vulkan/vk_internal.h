@@ -85,7 +85,7 @@ typedef struct vk_functions {
   X(batch_norm_sg_bf16) X(batch_norm_running) X(batch_norm_running_sg) X(batch_norm_running_f16) \
   X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc) X(adamw8bit) \
   X(attention_tiled) X(attention_tiled_f16) X(attention_tiled_bf16) X(attention_tiled_in_f16) X(attention_tiled_in_bf16) \
-  X(matmul_big) X(matmul_big_f16) X(matmul_big_bf16)
+  X(matmul_big) X(matmul_big_f16) X(matmul_big_bf16) X(subgroup_probe)
 // clang-format on
 
 typedef enum vk_shader {
@@ -194,12 +194,13 @@ typedef struct vk_state {
   VkPhysicalDevice physical;
   VkPhysicalDeviceProperties properties;
   VkPhysicalDeviceMemoryProperties memory_properties;
-  uint32_t subgroup_size;   /* 0: the subgroup shader variants are not used (vk_limits) */
-  int64_t loop_limit;       /* see vk_limits */
-  bool storage16;           /* see vk_limits */
-  bool tiled_attention;     /* see vk_limits */
-  bool split_dx;            /* see vk_limits */
-  vk_big_matmul big_matmul; /* see vk_limits */
+  uint32_t subgroup_size;     /* 0: the subgroup shader variants are not used (vk_limits) */
+  char subgroup_refusal[256]; /* why the subgroup probe turned them off; "" when it did not */
+  int64_t loop_limit;         /* see vk_limits */
+  bool storage16;             /* see vk_limits */
+  bool tiled_attention;       /* see vk_limits */
+  bool split_dx;              /* see vk_limits */
+  vk_big_matmul big_matmul;   /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;
   uint32_t timestamp_bits; /* the queue family's timestampValidBits (0: no timestamps) */
@@ -265,6 +266,10 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out);
 void vk_region_free(vk_state *vk, vk_region *region);
 tf_status vk_region_upload(vk_state *vk, vk_region *region, int64_t offset, const void *host, int64_t bytes);
 tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, void *host, int64_t bytes);
+/* The one-off command buffer (vk->transfer): begun after a barrier on earlier compute and transfer
+ * writes; ended, submitted and waited for (`to_host`: a copy's writes made visible to host reads). */
+tf_status vk_transfer_begin(vk_state *vk);
+tf_status vk_transfer_submit(vk_state *vk, bool to_host);
 /* Host memory of `bytes` (zeroed, mapped) in a host-visible buffer (tf_backend_vtable.alloc_host). */
 tf_status vk_host_alloc(vk_state *vk, int64_t bytes, void **host);
 void vk_host_free(vk_state *vk, void *host);
@@ -275,6 +280,14 @@ const vk_host_buffer *vk_host_find(const vk_state *vk, const void *host);
 tf_status vk_pipelines_create(vk_state *vk);
 void vk_pipelines_destroy(vk_state *vk);
 const char *vk_shader_name(vk_shader shader);
+/* The layouts and `shader`'s pipeline, created unless they exist (kept until vk_pipelines_destroy). */
+tf_status vk_pipeline_ensure(vk_state *vk, vk_shader shader);
+
+/* ---- vk_subgroup_probe.c ---- */
+/* Where the subgroup variants are on, runs shaders/subgroup_probe.comp once and turns them off
+ * (vk->subgroup_size 0, the reason in vk->subgroup_refusal) unless the device's lanes form the
+ * clusters they assume. Needs the device, the run-state buffer and the transfer command buffer. */
+tf_status vk_subgroup_probe(vk_state *vk);
 
 /* ---- vk_record.c ---- */
 tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);

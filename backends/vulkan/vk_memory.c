@@ -147,7 +147,7 @@ void vk_memory_close(vk_state *vk) {
 
 /* ---- one-shot transfers ---- */
 
-static tf_status transfer_begin(vk_state *vk) {
+tf_status vk_transfer_begin(vk_state *vk) {
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetCommandBuffer(vk->transfer, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -161,8 +161,7 @@ static tf_status transfer_begin(vk_state *vk) {
   return NULL;
 }
 
-/* Ends, submits and waits; `to_host` makes the copy's writes visible to host reads. */
-static tf_status transfer_submit(vk_state *vk, bool to_host) {
+tf_status vk_transfer_submit(vk_state *vk, bool to_host) {
   if (to_host) {
     VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -199,11 +198,11 @@ tf_status vk_region_alloc(vk_state *vk, int64_t bytes, vk_region **out) {
   if (!status) {
     vk->region_bytes += region->allocated;
     vk->region_asked += bytes;
-    status = transfer_begin(vk);
+    status = vk_transfer_begin(vk);
   }
   if (!status) {
     vk->fn.CmdFillBuffer(vk->transfer, region->buffer, 0, VK_WHOLE_SIZE, 0);
-    status = transfer_submit(vk, false);
+    status = vk_transfer_submit(vk, false);
   }
   if (status) {
     vk_region_free(vk, region);
@@ -237,10 +236,10 @@ tf_status vk_region_upload(vk_state *vk, vk_region *region, int64_t offset, cons
   for (int64_t done = 0; done < bytes;) {
     int64_t chunk = bytes - done < vk->staging.bytes ? bytes - done : vk->staging.bytes;
     memcpy(vk->staging.mapped, (const char *)host + done, (size_t)chunk);
-    TF_RETURN_IF_ERROR(transfer_begin(vk));
+    TF_RETURN_IF_ERROR(vk_transfer_begin(vk));
     VkBufferCopy copy = {.srcOffset = 0, .dstOffset = (VkDeviceSize)(offset + done), .size = (VkDeviceSize)chunk};
     vk->fn.CmdCopyBuffer(vk->transfer, vk->staging.buffer, region->buffer, 1, &copy);
-    TF_RETURN_IF_ERROR(transfer_submit(vk, false));
+    TF_RETURN_IF_ERROR(vk_transfer_submit(vk, false));
     done += chunk;
   }
   return NULL;
@@ -250,10 +249,10 @@ tf_status vk_region_download(vk_state *vk, vk_region *region, int64_t offset, vo
   TF_RETURN_IF_ERROR(check_range(region, offset, bytes, "download"));
   for (int64_t done = 0; done < bytes;) {
     int64_t chunk = bytes - done < vk->staging.bytes ? bytes - done : vk->staging.bytes;
-    TF_RETURN_IF_ERROR(transfer_begin(vk));
+    TF_RETURN_IF_ERROR(vk_transfer_begin(vk));
     VkBufferCopy copy = {.srcOffset = (VkDeviceSize)(offset + done), .dstOffset = 0, .size = (VkDeviceSize)chunk};
     vk->fn.CmdCopyBuffer(vk->transfer, region->buffer, vk->staging.buffer, 1, &copy);
-    TF_RETURN_IF_ERROR(transfer_submit(vk, true));
+    TF_RETURN_IF_ERROR(vk_transfer_submit(vk, true));
     memcpy((char *)host + done, vk->staging.mapped, (size_t)chunk);
     done += chunk;
   }

@@ -71,6 +71,12 @@ static tf_status create_pipeline(vk_state *vk, vk_shader shader) {
   return tf_status_prefix(status, "shader '%s'", shaders[shader].name);
 }
 
+tf_status vk_pipeline_ensure(vk_state *vk, vk_shader shader) {
+  if (!vk->pipeline_layout)
+    TF_RETURN_IF_ERROR(create_layouts(vk));
+  return vk->pipelines[shader] ? NULL : create_pipeline(vk, shader);
+}
+
 tf_status vk_pipelines_create(vk_state *vk) {
   if (!vk->pipeline_layout)
     TF_RETURN_IF_ERROR(create_layouts(vk));

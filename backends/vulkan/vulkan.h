@@ -34,8 +34,12 @@ typedef struct tf_vulkan_memory {
 tf_vulkan_memory tf_vulkan_memory_use(void *state);
 
 /* The subgroup size the backend's subgroup shader variants (shaders/README.md) run with on this
- * state's device, or 0 when they are off (the device lacks them, or TIGHTFIT_VULKAN_SUBGROUPS=0). */
+ * state's device, or 0 when they are off (the device lacks them, TIGHTFIT_VULKAN_SUBGROUPS=0, or
+ * the subgroup probe found the lanes unlike what the driver reports). */
 uint32_t tf_vulkan_subgroup_size(void *state);
+/* Why the subgroup probe (backends/vulkan/vk_subgroup_probe.c) turned the variants off on this
+ * state's device, or NULL when it did not. */
+const char *tf_vulkan_subgroup_refusal(void *state);
 
 /* Whether attention steps on this state's device run the tiled shaders (shaders/attention_tiled.comp)
  * where they apply: its shared memory holds their tiles and TIGHTFIT_VULKAN_TILED_ATTENTION is not 0. */

@@ -18,18 +18,26 @@ static void *pinned_backend;
 
 /* Says which shader variants run, and fails when that is not what was asked for: none with
  * TIGHTFIT_VULKAN_SUBGROUPS=0, and the subgroup ones on lavapipe (which has them), so CI exercises
- * both. */
+ * both; the subgroup probe's refusal (vk_subgroup_probe.c) exactly when TIGHTFIT_TEST_SUBGROUP_REFUSED=1. */
 static int check_subgroups(void *state) {
-  const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS");
+  const char *requested = getenv("TIGHTFIT_VULKAN_SUBGROUPS"),
+             *refusal_wanted = getenv("TIGHTFIT_TEST_SUBGROUP_REFUSED");
   bool off = requested && strcmp(requested, "0") == 0;
+  bool want_refusal = refusal_wanted && strcmp(refusal_wanted, "1") == 0;
   uint32_t size = tf_vulkan_subgroup_size(state);
-  const char *name = tf_vulkan_device_name(state);
-  printf("device %s: subgroup shader variants %s (%u lanes)\n", name, size ? "on" : "off", size);
+  const char *name = tf_vulkan_device_name(state), *refusal = tf_vulkan_subgroup_refusal(state);
+  printf("device %s: subgroup shader variants %s (%u lanes)%s%s\n", name, size ? "on" : "off", size,
+         refusal ? "; the subgroup probe turned them off: " : "", refusal ? refusal : "");
   if (off && size != 0) {
     printf("FAIL: TIGHTFIT_VULKAN_SUBGROUPS=0 but the subgroup variants are on\n");
     return 1;
   }
-  if (!off && strstr(name, "llvmpipe") && size == 0) {
+  if (want_refusal != (refusal != NULL)) {
+    printf("FAIL: the subgroup probe %s (TIGHTFIT_TEST_SUBGROUP_REFUSED=%s)\n",
+           refusal ? "refused the variants" : "let the variants run", refusal_wanted ? refusal_wanted : "unset");
+    return 1;
+  }
+  if (!off && !want_refusal && strstr(name, "llvmpipe") && size == 0) {
     printf("FAIL: lavapipe has subgroup shuffles and arithmetic, yet the subgroup variants are off\n");
     return 1;
   }
