@@ -448,9 +448,20 @@ tf_status tf_vulkan_list_devices(tf_device_list *list) {
     status = big_matmul_of(&big);
     static const char *const big_text[] = {"", "; large products in 128 x 128 tiles",
                                            "; every product in 128 x 128 tiles"};
+    // What a session would find: the probe runs where the variants would (vk_subgroup_probe.c).
+    char refusal[256] = "", off[300] = "";
+    if (!status && subgroup_variants_allowed(&subgroup)) {
+      tf_status probe = vk_subgroup_probe_device((int32_t)i, refusal, sizeof(refusal));
+      if (probe)
+        snprintf(refusal, sizeof(refusal), "the subgroup probe could not run: %s", tf_status_message(probe));
+      tf_status_free(probe);
+    }
+    if (refusal[0])
+      snprintf(off, sizeof(off), " (subgroup shaders off: %s)", refusal);
+    else if (!subgroup_variants_allowed(&subgroup))
+      snprintf(off, sizeof(off), " (subgroup shaders off)");
     if (!status && used < sizeof(text))
-      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s%s", subgroup.subgroupSize,
-               subgroup_variants_allowed(&subgroup) ? "" : " (subgroup shaders off)",
+      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s%s", subgroup.subgroupSize, off,
                storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"
                                              : "no 16-bit storage (compile with --no-half-kernels)",
                big_text[big]);

@@ -7,6 +7,7 @@
  * every invocation vouches for its exchanges and the 64 name distinct (cluster, lane) pairs, the
  * session runs the plain shaders and keeps the reason (tf_vulkan_subgroup_refusal). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/vulkan/vk_internal.h"
@@ -22,9 +23,8 @@ static const char *judge(const uint32_t *words, uint32_t reported, char *why, si
     const uint32_t me = words[i] & 255u;
     if (!(words[i] & 256u)) {
       snprintf(why, size,
-               "the driver reports subgroups of %u, but invocation %d's cluster exchanges did not stay in its "
-               "cluster of 8 lanes (cluster %u, lane %u)",
-               reported, i, me / 8, me % 8);
+               "the driver reports subgroups of %u, but invocation %d's exchanges left its cluster of 8 lanes",
+               reported, i);
       return why;
     }
     if (me >= PROBE_INVOCATIONS || seen[me]) {
@@ -90,4 +90,25 @@ tf_status vk_subgroup_probe(vk_state *vk) {
     vk->subgroup_size = 0;
   memset(vk->run_state.mapped, 0, (size_t)TF_VULKAN_RUN_STATE_BYTES); // as vk_memory_open leaves it
   return NULL;
+}
+
+tf_status vk_subgroup_probe_device(int32_t index, char *refusal, size_t size) {
+  refusal[0] = '\0';
+  vk_state *vk = calloc(1, sizeof(vk_state));
+  if (!vk)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate a device's state for the subgroup probe");
+  tf_status status = vk_device_open(vk, index);
+  if (!status)
+    status = vk_memory_open(vk);
+  if (!status)
+    status = vk_subgroup_probe(vk);
+  if (!status)
+    snprintf(refusal, size, "%s", vk->subgroup_refusal);
+  vk_pipelines_destroy(vk);
+  vk_memory_close(vk);
+  vk_device_close(vk);
+  status = vk_validation_status(vk, status);
+  vk_validation_keep(vk);
+  free(vk);
+  return status;
 }

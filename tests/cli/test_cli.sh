@@ -71,6 +71,16 @@ expect 0 "devices" env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks
 grep -q "^cpu:0" "$dir/out" && passed=$((passed + 1)) || fail "devices lists no cpu"
 cp "$dir/out" "$dir/devices.out"
 check "devices names the CPU's BLAS and its kernels" 'grep -Eq "^cpu:0 .*OpenBLAS [0-9.]+, [A-Za-z0-9_]+ kernels" "$dir/out"'
+# The subgroup probe (backends/vulkan/vk_subgroup_probe.c) as devices shows it: lavapipe's 8 lanes
+# pass it; at LP_NATIVE_VECTOR_WIDTH=1024 lavapipe reports 32 but runs 16, and the line says the
+# subgroup shaders are off and why.
+if grep -q "^vulkan:0  llvmpipe" "$dir/out"; then
+  check "devices: lavapipe's subgroups pass the probe" 'grep -q "^vulkan:0 .*; subgroups of 8; " "$dir/out"'
+  expect 0 "devices with lavapipe's vectors 1024 bits wide" env LP_NATIVE_VECTOR_WIDTH=1024 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$tf" devices
+  check "devices: subgroups reported as 32 but run 16 wide are refused, with the reason" \
+    'grep -q "^vulkan:0 .*subgroups of 32 (subgroup shaders off: the driver reports subgroups of 32, but invocation" "$dir/out"'
+fi
 # OpenBLAS's core forced to a 256-bit one (OPENBLAS_CORETYPE=Haswell, as some machines' environments
 # set): on a CPU with AVX-512 the line says so and how to widen it; with SkylakeX forced, no hint.
 avx512=no
