@@ -70,6 +70,9 @@ void row_pass(uint r) {
     }
     best = max(best, logit);
   }
+  // The biased logits are read by other invocations below (the label's by invocation 0): buffer
+  // writes are made visible to them only by a memory barrier (barrier() orders shared memory alone).
+  memoryBarrierBuffer();
   best = tree_max(best);
   float sum = 0.0, carry = 0.0;
   for (uint v = t; v < pc.classes; v += 256u)
@@ -79,6 +82,7 @@ void row_pass(uint r) {
     work[pc.terms_at + pc.first + r] = label >= 0 ? lse - work[base + uint(label)] : 0.0;
   if (pc.want_grad == 0u)
     return;
+  memoryBarrierBuffer();
   barrier(); // the term read the label's logit before it is overwritten
   uint n = counted();
   float scale = n > 0u ? TO_F32(dloss[0]) / float(n) : 0.0;
@@ -88,7 +92,7 @@ void row_pass(uint r) {
       continue;
     }
     // as kernels/cpu/xent_row.h: exp(x - max) / sum x scale, less scale at the label
-    float d = exp(work[base + v] - best) / total * scale;
+    precise float d = exp(work[base + v] - best) / total * scale; // no fused d - scale at the label
     work[base + v] = uint(label) == v ? d - scale : d;
   }
 }
