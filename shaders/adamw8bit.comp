@@ -67,7 +67,8 @@ void main() {
     }
     m_max[t] = abs(m);
     v_max[t] = v;
-    barrier(); // every invocation has read the old scales and codes
+    memoryBarrierBuffer(); // buffers: barrier() alone orders shared memory only
+    barrier();             // every invocation has read the old scales and codes
     for (uint half_size = 128u; half_size > 0u; half_size /= 2u) {
       if (t < half_size) {
         m_max[t] = max(m_max[t], m_max[t + half_size]);

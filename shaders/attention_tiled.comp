@@ -307,7 +307,8 @@ void query_block(uint n, uint h, uint i0) {
       }
     }
   }
-  barrier(); // the statistics are read before the rows holding them are overwritten
+  memoryBarrierBuffer(); // they are in dq, a buffer: barrier() alone orders shared memory only
+  barrier();             // the statistics are read before the rows holding them are overwritten
   [[unroll]] for (uint r = 0u; r < 2u; r++) {
     uint i = i0 + 2u * ty() + r;
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {

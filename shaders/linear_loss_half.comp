@@ -107,6 +107,7 @@ void row_statistics(uint r) {
   float sum = 0.0, carry = 0.0;
   for (uint v = t; v < pc.span; v += 256u)
     kahan_add(sum, carry, exp(logit(r, v) - best));
+  memoryBarrierBuffer(); // with tree_sum's barrier: every invocation read work[at] before invocation 0 writes it
   float total = tree_sum(sum - carry);
   if (t != 0u)
     return;

@@ -154,6 +154,7 @@ void rows() {
         kahan_add(g_sum, g_carry, g);
         kahan_add(gx_sum, gx_carry, g * ((TO_F32(x[base + j]) - s.x) * s.y));
       }
+      memoryBarrierBuffer(); // with the tree's barrier: the kept statistics read before they are overwritten
       float g_mean = pc.rms != 0u ? 0.0 : tree(g_sum) / float(pc.features);
       float gx_mean = tree(gx_sum) / float(pc.features);
       for (uint j = t; j < pc.features; j += WG) {
