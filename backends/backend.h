@@ -82,7 +82,9 @@ typedef struct tf_backend_vtable {
    * none (cpu, vulkan: the job sums on the host over MPI). CUDA: NCCL, loaded at the first call
    * (backends/cuda/cuda_nccl.c). The job's launcher (MPI) carries what they exchange. */
   /* The device's identity, equal in every process that opens it (CUDA: its PCI bus id), so that a
-   * job can see two of its ranks on one device (NCCL refuses them). */
+   * job can see two of its ranks on one device (NCCL refuses them). Every rank calls it before the
+   * job decides how to sum, so it also loads the library: an error says this rank cannot join (the
+   * job then sums over MPI rather than leave the other ranks waiting in collective_init). */
   tf_status (*collective_device)(void *state, char *key, size_t size);
   /* A new communicator id (rank 0 makes it, the job sends it to every rank): at most
    * TF_COLLECTIVE_ID_BYTES into id, its length in *bytes. Loads the library first: an error when it

@@ -188,7 +188,10 @@ static void agree_obstacle(const tf_dist *d, char *why) {
   snprintf(why, WHY_BYTES, "on rank %d, %.*s", first, WHY_BYTES - 40, theirs);
 }
 
-/* "" in `why`, or the first two ranks that run on one device of one host (NCCL refuses them). */
+/* "" in `why`, or, every rank's alike, the first rank that cannot join a device communicator (its
+ * NCCL does not load: collective_device says so) or the first two ranks that run on one device of
+ * one host (NCCL refuses them). A rank that cannot join must say so here: were it to fail alone in
+ * collective_init, the others would wait there for it for ever. */
 static tf_status shared_device(const tf_dist *d, const tf_backend_vtable *backend, void *state, char *why) {
   enum { KEY = 256 };
   char mine[KEY] = "";
@@ -196,7 +199,12 @@ static tf_status shared_device(const tf_dist *d, const tf_backend_vtable *backen
   mine[127] = '\0';
   const size_t host = strlen(mine);
   mine[host] = '|';
-  TF_RETURN_IF_ERROR(backend->collective_device(state, mine + host + 1, KEY - host - 1));
+  tf_status local = backend->collective_device(state, mine + host + 1, KEY - host - 1);
+  if (local) { /* its key made unique, so that it pairs with no other rank's */
+    snprintf(why, WHY_BYTES, "%s", tf_status_message(local));
+    snprintf(mine + host + 1, KEY - host - 1, "rank %d without a device key", d->rank);
+    tf_status_free(local);
+  }
   char *all = calloc((size_t)d->size, KEY);
   if (!all)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "no memory for %d ranks' devices", d->size);
@@ -209,6 +217,7 @@ static tf_status shared_device(const tf_dist *d, const tf_backend_vtable *backen
                  a, b, bar + 1, (int)(bar - key), key);
       }
   free(all);
+  agree_obstacle(d, why);
   return NULL;
 }
 #endif

@@ -162,8 +162,12 @@ void tf_cuda_nccl_close(cuda_nccl *nccl) {
 
 /* ---- the vtable's entries ---- */
 
+static tf_status nccl_of(cuda_state *s, cuda_nccl **out);
+
 tf_status tf_cuda_collective_device(void *state, char *key, size_t size) {
-  const cuda_state *s = state;
+  cuda_state *s = state;
+  cuda_nccl *nccl; // loaded on every rank before the job's decision (backend.h)
+  TF_RETURN_IF_ERROR(nccl_of(s, &nccl));
   char bus_id[64];
   TF_RETURN_IF_ERROR(tf_cuda_status(cudaDeviceGetPCIBusId(bus_id, (int)sizeof(bus_id), s->device),
                                     "cudaDeviceGetPCIBusId (the device a data-parallel rank runs on)"));
