@@ -416,6 +416,10 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
 void tf_session_destroy(tf_session *s) {
   if (!s)
     return;
+  // A run may still be in flight when a step failed after its submission (a Vulkan validation
+  // message turned into an error, a later range's failure): the regions go only after it ends.
+  if (s->state && s->backend->synchronize)
+    tf_status_free(s->backend->synchronize(s->state));
   for (int r = 0; r < TF_REGION_COUNT; r++)
     if (s->regions[r])
       s->backend->free_region(s->state, s->regions[r]);

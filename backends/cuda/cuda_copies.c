@@ -39,10 +39,16 @@ static int32_t first_writer(const tf_plan *plan, int32_t at, int32_t buffer) {
 
 /* Moves the copies placed inside group g's span (before one of its steps but the first) out of it: a
  * copy down after the span, a copy back before it; false (nothing moved) when a step it would pass
- * touches the bytes it moves. */
-static bool place_outside(const tf_plan *plan, tf_cuda_copy_schedule *k, const tf_cuda_fusion *g) {
+ * touches the bytes it moves, or when a host step the runtime runs (not in `taken`) falls inside the
+ * span: the runtime cuts the range there, so the group runs unfused anyway, and a moved copy would
+ * pass that host step, whose operands `touched` does not see (a gradient the host accumulates, whose
+ * bytes a copy back reuses). */
+static bool place_outside(const tf_plan *plan, const bool *taken, tf_cuda_copy_schedule *k, const tf_cuda_fusion *g) {
   if (g->first >= plan->micro_steps)
     return true;
+  for (int32_t h = 0; h < plan->n_host_steps; h++)
+    if (!taken[h] && plan->host_at[h] > g->first && plan->host_at[h] <= g->last)
+      return false;
   for (int32_t pass = 0; pass < 2; pass++) /* check every copy, then move them */
     for (int32_t c = 0; c < k->n_copies; c++) {
       tf_cuda_copy *copy = &k->copies[c];
@@ -125,7 +131,7 @@ tf_status tf_cuda_copy_schedule_make(const tf_plan *plan, const bool *taken, con
   }
   index_places(plan, out);
   for (int32_t g = 0; g < n_groups; g++)
-    kept[g] = place_outside(plan, out, &groups[g]);
+    kept[g] = place_outside(plan, taken, out, &groups[g]);
   index_places(plan, out);
   place_waits(plan, groups, kept, n_groups, out);
   return NULL;

@@ -340,7 +340,11 @@ static tf_status recording_for(vk_state *vk, int32_t begin, int32_t end, int32_t
   r->begin = begin;
   r->end = end;
   r->io_slot = half;
-  TF_RETURN_IF_ERROR(record(vk, begin, end, half, r->commands));
+  tf_status status = record(vk, begin, end, half, r->commands);
+  if (status) { // half-recorded: never found again (re-recorded next time)
+    r->begin = r->end = -1;
+    return status;
+  }
   *out = r->commands;
   return NULL;
 }
@@ -436,6 +440,7 @@ tf_status vk_record_wait(vk_state *vk) {
 void vk_record_release(vk_state *vk) {
   if (!vk->device)
     return;
+  tf_status_free(vk_record_wait(vk)); // the last run's timestamps collected before the profile is written
   vk->fn.DeviceWaitIdle(vk->device);
   vk_profile_finish(vk);
   for (int32_t i = 0; i < vk->n_recordings; i++)

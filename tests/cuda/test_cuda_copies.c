@@ -224,6 +224,15 @@ static void check_schedule(const char *label, tf_plan *plan) {
       inside = inside || (k.copies[c].at > groups[g].first && k.copies[c].at <= groups[g].last);
   }
   CHECK(&counts, !inside, "%s: a kept fused group has a copy inside its span", label);
+  /* nor a host step the runtime runs: it cuts the range there, so the group runs unfused, and a copy
+   * moved out of the span would have passed that step's operands (which `touched` does not see) */
+  int32_t runtime_inside = -1;
+  for (int32_t g = 0; g < n_groups; g++)
+    for (int32_t h = 0; h < plan->n_host_steps && kept[g]; h++)
+      if (!taken[h] && plan->host_at[h] > groups[g].first && plan->host_at[h] <= groups[g].last)
+        runtime_inside = h;
+  CHECK(&counts, runtime_inside < 0, "%s: a kept fused group's span holds host step %d ('%s'), which the runtime runs",
+        label, runtime_inside, runtime_inside >= 0 ? plan->host_steps[runtime_inside].name : "?");
   /* a copy down reads a buffer a fused launch writes: never a member's output it skips (the matmul's
    * product under a bias epilogue, z under a GELU one without the aux output) */
   int32_t skipped = -1;
@@ -272,5 +281,10 @@ int main(void) {
   o = options("N=4,T=64");
   o.offload_gradients = true;
   check_schedule("gpt, the gradients offloaded too", compile_zoo("gpt", "layers=2", o));
+  o.accumulate = 2;
+  check_schedule("gpt, the gradients offloaded too, 2 micro-batches", compile_zoo("gpt", "layers=2", o));
+  o = options("N=2,T=64");
+  o.offload_gradients = true;
+  check_schedule("gpt2-small 1 layer, the gradients offloaded too", compile_zoo("gpt2-small", "layers=1", o));
   return tf_test_finish("test_cuda_copies", &counts);
 }
