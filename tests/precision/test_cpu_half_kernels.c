@@ -144,10 +144,12 @@ static tf_status train(const tf_plan *plan, outcome *out) {
   so.threads = 2;
   tf_session *s = NULL;
   TF_RETURN_IF_ERROR(tf_session_create(plan, &so, &s));
-  feed(s);
   tf_status status = NULL;
   out->allocations = -1;
   for (int i = 0; i < STEPS && !status; i++) {
+    /* every micro-step: the inputs are double-buffered, so a batch written once would be read by the
+     * first step only (the second read the other half's zeros until TIGHTFIT_POISON_ARENA showed it) */
+    feed(s);
     tf_probe_phase(&probe, "step"); /* the first step is the warm-up: threads started, libraries touched */
     status = tf_session_micro_step(s, &out->losses[i]);
     if (!status)
