@@ -6,7 +6,7 @@
 
 #define POISON_PIECE_BYTES ((int64_t)1 << 20)
 
-tf_status tf_poison_requested(bool *requested) {
+static tf_status requested_of(bool *requested) {
   const char *value = getenv("TIGHTFIT_POISON_ARENA");
   *requested = value && strcmp(value, "1") == 0;
   if (value && *value && strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
@@ -23,9 +23,13 @@ static tf_status poison_region(const tf_backend_vtable *backend, void *state, vo
   return status;
 }
 
-tf_status tf_poison_regions(const tf_backend_vtable *backend, void *state, const tf_plan *plan,
-                            void *const regions[TF_REGION_COUNT]) {
+tf_status tf_poison_if_asked(const tf_backend_vtable *backend, void *state, const tf_plan *plan,
+                             void *const regions[TF_REGION_COUNT]) {
   static const tf_region poisoned[] = {TF_REGION_ARENA, TF_REGION_IO};
+  bool requested = false;
+  TF_RETURN_IF_ERROR(requested_of(&requested));
+  if (!requested)
+    return NULL;
   uint32_t *words = malloc((size_t)POISON_PIECE_BYTES);
   if (!words)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "TIGHTFIT_POISON_ARENA=1: cannot allocate %lld bytes",

@@ -19,12 +19,11 @@
  * NaN as bf16 and as f16; as an i32 id or label 2,143,322,048, out of every table's range. */
 #define TF_POISON_WORD 0x7fc07fc0u
 
-/* Whether TIGHTFIT_POISON_ARENA asks for it: unset or "0" no, "1" yes, anything else an error. */
-tf_status tf_poison_requested(bool *requested);
-
-/* Fills the arena and input regions of `plan` (those allocated: `regions[r]` not NULL) with
- * TF_POISON_WORD through the backend's upload, a MiB at a time. */
-tf_status tf_poison_regions(const tf_backend_vtable *backend, void *state, const tf_plan *plan,
-                            void *const regions[TF_REGION_COUNT]);
+/* Where TIGHTFIT_POISON_ARENA=1 (unset or "0": nothing; any other value an error), fills the arena
+ * and input regions of `plan` (those allocated: `regions[r]` not NULL) with TF_POISON_WORD through
+ * the backend's upload, a MiB at a time. Sessions call it after allocating, and so does the
+ * conformance harness. */
+tf_status tf_poison_if_asked(const tf_backend_vtable *backend, void *state, const tf_plan *plan,
+                             void *const regions[TF_REGION_COUNT]);
 
 #endif

@@ -192,14 +192,6 @@ static tf_status counted_alloc(tf_session *s, int64_t bytes, void **region) {
   return NULL;
 }
 
-/* TIGHTFIT_POISON_ARENA=1: the arena and input regions filled with NaNs before the first step
- * (runtime/poison.h). */
-static tf_status poison_regions(tf_session *s, const tf_plan *plan) {
-  bool requested = false;
-  TF_RETURN_IF_ERROR(tf_poison_requested(&requested));
-  return requested ? tf_poison_regions(s->backend, s->state, plan, s->regions) : NULL;
-}
-
 /* What the backend says it holds; false (and -1s) when it does not measure. */
 static bool backend_measure(const tf_session *s, tf_device_memory *out) {
   *out = (tf_device_memory){-1, -1, -1, -1};
@@ -388,7 +380,7 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
       status = tf_status_prefix(counted_alloc(s, plan->region_bytes[r], &s->regions[r]), "the %s region",
                                 tf_region_name((tf_region)r));
   if (!status)
-    status = poison_regions(s, plan);
+    status = tf_poison_if_asked(backend, s->state, plan, s->regions); /* TIGHTFIT_POISON_ARENA=1 */
   if (!status)
     status = tf_host_steps_create(plan, backend, s->state, &s->host);
   if (!status)

@@ -448,18 +448,24 @@ tf_status tf_vulkan_list_devices(tf_device_list *list) {
     status = big_matmul_of(&big);
     static const char *const big_text[] = {"", "; large products in 128 x 128 tiles",
                                            "; every product in 128 x 128 tiles"};
-    // What a session would find: the probe runs where the variants would (vk_subgroup_probe.c).
-    char refusal[256] = "", off[300] = "";
-    if (!status && subgroup_variants_allowed(&subgroup)) {
-      tf_status probe = vk_subgroup_probe_device((int32_t)i, refusal, sizeof(refusal));
-      if (probe)
-        snprintf(refusal, sizeof(refusal), "the subgroup probe could not run: %s", tf_status_message(probe));
+    // What a session would find: one is opened where the variants would run, so that the subgroup
+    // probe (vk_subgroup_probe.c) runs as in any session.
+    const bool allowed = subgroup_variants_allowed(&subgroup);
+    char off[300] = "";
+    if (!status && allowed) {
+      void *session = NULL;
+      tf_backend_options options = {.device = (int32_t)i, .threads = 1};
+      tf_status probe = tf_backend_vulkan.create(&options, &session);
+      const char *refusal = probe ? tf_status_message(probe) : tf_vulkan_subgroup_refusal(session);
+      if (refusal)
+        snprintf(off, sizeof(off), " (subgroup shaders off: %s%s)", probe ? "the subgroup probe could not run: " : "",
+                 refusal);
       tf_status_free(probe);
-    }
-    if (refusal[0])
-      snprintf(off, sizeof(off), " (subgroup shaders off: %s)", refusal);
-    else if (!subgroup_variants_allowed(&subgroup))
+      if (session)
+        tf_backend_vulkan.destroy(session);
+    } else if (!allowed) {
       snprintf(off, sizeof(off), " (subgroup shaders off)");
+    }
     if (!status && used < sizeof(text))
       snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s%s", subgroup.subgroupSize, off,
                storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"

@@ -288,9 +288,6 @@ tf_status vk_pipeline_ensure(vk_state *vk, vk_shader shader);
  * (vk->subgroup_size 0, the reason in vk->subgroup_refusal) unless the device's lanes form the
  * clusters they assume. Needs the device, the run-state buffer and the transfer command buffer. */
 tf_status vk_subgroup_probe(vk_state *vk);
-/* The probe on device `index` alone (`tightfit devices`): opens the device, probes, closes it;
- * `refusal` gets why the variants would be off there, or "". */
-tf_status vk_subgroup_probe_device(int32_t index, char *refusal, size_t size);
 
 /* ---- vk_record.c ---- */
 tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regions[TF_REGION_COUNT]);

@@ -7,7 +7,6 @@
  * every invocation vouches for its exchanges and the 64 name distinct (cluster, lane) pairs, the
  * session runs the plain shaders and keeps the reason (tf_vulkan_subgroup_refusal). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backends/vulkan/vk_internal.h"
@@ -90,25 +89,4 @@ tf_status vk_subgroup_probe(vk_state *vk) {
     vk->subgroup_size = 0;
   memset(vk->run_state.mapped, 0, (size_t)TF_VULKAN_RUN_STATE_BYTES); // as vk_memory_open leaves it
   return NULL;
-}
-
-tf_status vk_subgroup_probe_device(int32_t index, char *refusal, size_t size) {
-  refusal[0] = '\0';
-  vk_state *vk = calloc(1, sizeof(vk_state));
-  if (!vk)
-    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot allocate a device's state for the subgroup probe");
-  tf_status status = vk_device_open(vk, index);
-  if (!status)
-    status = vk_memory_open(vk);
-  if (!status)
-    status = vk_subgroup_probe(vk);
-  if (!status)
-    snprintf(refusal, size, "%s", vk->subgroup_refusal);
-  vk_pipelines_destroy(vk);
-  vk_memory_close(vk);
-  vk_device_close(vk);
-  status = vk_validation_status(vk, status);
-  vk_validation_keep(vk);
-  free(vk);
-  return status;
 }

@@ -304,10 +304,7 @@ static tf_status device_open(device *d, const char *name, const tf_plan *plan) {
       TF_RETURN_IF_ERROR(d->backend->alloc_region(d->state, plan->region_bytes[r], &d->regions[r]));
   // TIGHTFIT_POISON_ARENA=1 as a session does it: a step reading arena or input bytes no upload or
   // earlier step wrote computes NaN (runtime/poison.h).
-  bool poison = false;
-  TF_RETURN_IF_ERROR(tf_poison_requested(&poison));
-  if (poison)
-    TF_RETURN_IF_ERROR(tf_poison_regions(d->backend, d->state, plan, d->regions));
+  TF_RETURN_IF_ERROR(tf_poison_if_asked(d->backend, d->state, plan, d->regions));
   return d->backend->prepare(d->state, plan, d->regions);
 }
 
