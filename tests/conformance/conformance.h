@@ -146,5 +146,8 @@ conf_tolerance conf_tolerance_family(conf_family family);
 /* ... for a case run on half data (conf_settings.storage f16 or bf16): the family's plus 4 units of
  * the half type, scaled by max(1, max |cpu|); the family's own for f32. */
 conf_tolerance conf_tolerance_half(conf_family family, tf_dtype storage);
+/* Units u max(1, max |ref|) that `backend`'s step of `op` on half data may add by rounding its
+ * intermediate terms to the half type (0: none; CUDA's tensor-core attention rounds P and dS). */
+double conf_half_rounded_terms(const char *backend, tf_op op);
 
 #endif
