@@ -3,8 +3,8 @@
 //
 // Forward: a workgroup per row (mean, then the centred variance, by tree sums). Backward, three
 // dispatches like the CPU's phases, with no workspace: (1) STATS: a workgroup per row writes the
-// row's mean and rstd into the first two floats of its dx row; (2) PARAMS: an invocation per column
-// sums dgamma and dbeta over the rows, in row order, reading the kept statistics; (3) INPUT: a
+// row's mean and rstd into the first two floats of its dx row; (2) PARAMS: 8 invocations per column
+// sum dgamma and dbeta over the rows, reading the kept statistics; (3) INPUT: a
 // workgroup per row reads its statistics back, then overwrites the row with dx. Rows too short to
 // keep them (layer_norm with one feature) recompute them instead.
 #extension GL_GOOGLE_include_directive : require
@@ -111,18 +111,42 @@ vec2 kept_stats(uint row) {
   return vec2(LOAD_STAT(out_data, base), LOAD_STAT(out_data, base + STAT_ELEMENTS));
 }
 
-void params(uint column) {
-  float g_sum = 0.0, g_carry = 0.0, b_sum = 0.0, b_carry = 0.0;
-  for (uint row = 0u; row < pc.rows; row++) {
-    uint at = row * pc.features + column;
-    vec2 s = pc.keep != 0u ? kept_stats(row) : row_stats_serial(row * pc.features);
-    float d = TO_F32(third[at]);
-    kahan_add(g_sum, g_carry, d * ((TO_F32(x[at]) - s.x) * s.y));
-    kahan_add(b_sum, b_carry, d);
+// PARAMS: a workgroup owns PARAM_COLUMNS neighbouring columns; PARAM_LANES invocations each sum
+// every PARAM_LANES-th row of one column, and the lanes' partials are added in lane order (fixed,
+// so the result does not depend on scheduling). An invocation per column walking every row took
+// 28 ms a layer norm of gpt2-small on an H100 (8,192 rows, 768 columns on 3 workgroups).
+#define PARAM_COLUMNS 8u
+#define PARAM_LANES 8u // PARAM_COLUMNS x PARAM_LANES = WG
+shared float partial_beta[WG];
+
+void params() {
+  uint t = gl_LocalInvocationID.x, c = t % PARAM_COLUMNS, lane = t / PARAM_COLUMNS;
+  for (uint first = gl_WorkGroupID.x * PARAM_COLUMNS; first < pc.features;
+       first += gl_NumWorkGroups.x * PARAM_COLUMNS) {
+    uint column = first + c;
+    float g_sum = 0.0, g_carry = 0.0, b_sum = 0.0, b_carry = 0.0;
+    for (uint row = lane; column < pc.features && row < pc.rows; row += PARAM_LANES) {
+      uint at = row * pc.features + column;
+      vec2 s = pc.keep != 0u ? kept_stats(row) : row_stats_serial(row * pc.features);
+      float d = TO_F32(third[at]);
+      kahan_add(g_sum, g_carry, d * ((TO_F32(x[at]) - s.x) * s.y));
+      kahan_add(b_sum, b_carry, d);
+    }
+    partial[t] = g_sum;
+    partial_beta[t] = b_sum;
+    barrier();
+    if (lane == 0u && column < pc.features) {
+      float g = partial[c], b = partial_beta[c];
+      for (uint i = 1u; i < PARAM_LANES; i++) {
+        g += partial[c + i * PARAM_COLUMNS];
+        b += partial_beta[c + i * PARAM_COLUMNS];
+      }
+      dgamma[column] = FROM_F32(g);
+      if (pc.has_beta != 0u)
+        dbeta[column] = FROM_F32(b);
+    }
+    barrier();
   }
-  dgamma[column] = FROM_F32(g_sum);
-  if (pc.has_beta != 0u)
-    dbeta[column] = FROM_F32(b_sum);
 }
 
 void rows() {
@@ -172,8 +196,7 @@ void rows() {
 // No early return from main in shaders with barriers (lavapipe leaks a coroutine frame then).
 void main() {
   if (pc.mode == PARAMS) {
-    for (uint column = gl_GlobalInvocationID.x; column < pc.features; column += grid_size())
-      params(column);
+    params();
   } else {
     rows();
   }

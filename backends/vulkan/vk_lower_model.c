@@ -35,6 +35,8 @@ typedef struct optimizer_push {
 } optimizer_push;
 
 enum { NORM_FORWARD = 0, NORM_STATS, NORM_PARAMS, NORM_INPUT };
+/* norm.comp's PARAMS layout: a workgroup of 64 owns 8 columns, 8 lanes sharing each one's rows. */
+enum { NORM_PARAM_COLUMNS = 8, NORM_PARAM_LANES = 8 };
 
 tf_status vk_lower_norm(vk_lower *l) {
   tf_op op = l->step->op;
@@ -62,7 +64,9 @@ tf_status vk_lower_norm(vk_lower *l) {
   const bool keep = features >= (rms ? 1 : 2) * stat_elements;
   if (op == TF_OP_LAYER_NORM_GRAD || op == TF_OP_RMS_NORM_GRAD)
     TF_RETURN_IF_ERROR(
-        vk_check_loops(l, vk_grid_rounds(features, 256) * (int64_t)push.rows * (keep ? 1 : 2 * features + 1)));
+        vk_check_loops(l, vk_grid_rounds(features, NORM_PARAM_COLUMNS) *
+                              ((push.rows + NORM_PARAM_LANES - 1) / NORM_PARAM_LANES + NORM_PARAM_LANES) *
+                              (keep ? 1 : 2 * features + 1)));
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
@@ -81,7 +85,7 @@ tf_status vk_lower_norm(vk_lower *l) {
   }
   push.mode = NORM_PARAMS;
   TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, &push, sizeof(push),
-                                      vk_groups(features, 256), 1, 1));
+                                      vk_groups(features, NORM_PARAM_COLUMNS), 1, 1));
   push.mode = NORM_INPUT;
   return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1,
                                   1)

@@ -13,6 +13,9 @@ typedef struct reduce_push {
 
 enum { REDUCE_SUM = 0, REDUCE_MAX = 1, REDUCE_MAX_GRAD = 2, REDUCE_NORM_SQ = 3 };
 
+/* per_thread's third value, and reduce.comp's COLUMNS x LANES workgroup in that layout. */
+enum { REDUCE_IN_COLUMNS = 2, REDUCE_COLUMNS = 16, REDUCE_LANES = 16 };
+
 typedef struct softmax_push {
   uint32_t lines, classes, inner, mode;
 } softmax_push;
@@ -77,9 +80,12 @@ tf_status vk_lower_reduce(vk_lower *l) {
   push.mode = op == TF_OP_MAX ? REDUCE_MAX : op == TF_OP_MAX_GRAD ? REDUCE_MAX_GRAD : REDUCE_SUM;
   push.divisor = op == TF_OP_MEAN ? (float)push.group : 1.0f;
   // A workgroup per output (a tree in shared memory) only for a few long groups (full sums, long
-  // rows); otherwise an invocation per output walks its group, and neighbouring invocations read
-  // neighbouring columns (bias gradients).
+  // rows); many long groups (bias gradients) in columns: a workgroup's 16 lanes share each of its
+  // 16 outputs' groups, neighbouring invocations reading neighbouring columns; otherwise an
+  // invocation per output walks its group.
   push.per_thread = push.mode != REDUCE_MAX_GRAD && !(push.outputs < 256 && push.group >= 1024);
+  if (push.per_thread && push.group >= 4 * REDUCE_LANES)
+    push.per_thread = REDUCE_IN_COLUMNS;
   if (push.outputs == 0)
     return NULL;
   int32_t buffers[4] = {vk_in(l, 0), -1, -1, vk_out(l, 0)};
@@ -87,10 +93,14 @@ tf_status vk_lower_reduce(vk_lower *l) {
     buffers[1] = vk_in(l, 1);
     buffers[2] = vk_in(l, 2);
   }
-  uint32_t groups = push.per_thread ? vk_groups(push.outputs, 256) : vk_groups(push.outputs, 1);
-  // An invocation walks whole groups (per_thread) or a 256th of each (twice for max_grad).
-  int64_t walk = push.per_thread ? push.group : 2 * ((push.group + 255) / 256) + 8;
-  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.outputs, push.per_thread ? 256 : 1) * (walk + 1)));
+  const int64_t per_group = push.per_thread == REDUCE_IN_COLUMNS ? REDUCE_COLUMNS : push.per_thread ? 256 : 1;
+  uint32_t groups = vk_groups(push.outputs, per_group);
+  // An invocation walks whole groups (per_thread), a 16th of each (columns, then adds 16 partials)
+  // or a 256th (twice for max_grad).
+  int64_t walk = push.per_thread == REDUCE_IN_COLUMNS ? (push.group + REDUCE_LANES - 1) / REDUCE_LANES + REDUCE_LANES
+                 : push.per_thread                    ? push.group
+                                                      : 2 * ((push.group + 255) / 256) + 8;
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.outputs, per_group) * (walk + 1)));
   return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_reduce), 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
 
