@@ -17,25 +17,24 @@ static void add_part(tf_overhead_model *model, const char *name, int64_t bytes, 
 }
 
 static void cuda_overhead(tf_overhead_model *m) {
-  add_part(m, "context", 768 * MIB,
-           "default: the CUDA context (its local-memory reserve grows with the SM count); PyTorch processes "
-           "show 0.3-0.6 GiB; NVML measured 523.6 MiB on an H200 (CUDA 13.0); --device cuda:N measures it");
+  add_part(m, "context", 640 * MIB,
+           "default: the context model (docs/gpus.md) for 160 SMs x 2048 threads, 608 MiB; NVML measured 523.6 "
+           "MiB on an H200 and an H100 (CUDA 13.0); --gpu NAME models it, --device cuda:N measures it");
   add_part(m, "libraries", 80 * MIB,
            "default: the cuBLAS handle, streams and events (cuBLAS's workspace is in the arena, "
            "cublasSetWorkspace); measured 66 MiB on an H200 (CUDA 13.0); --device cuda:N measures it");
-  add_part(m, "module_code", 112 * MIB,
-           "default: device code of tightfit's kernels and of the cuBLAS kernels loaded on first use (lazy "
-           "loading, all loaded by the warm-up before capture); the warm-up and graphs of gpt2-small took "
-           "under 10 MiB on an H200");
+  add_part(m, "module_code", 32 * MIB,
+           "default: device code of tightfit's and cuBLAS's kernels (lazy loading; the warm-up loads it all); "
+           "calibrations measured 2-10 MiB on an H200; with the graphs 12-16 MiB for gpt2-small, xtts-gpt on an H100");
   m->granularity = 2 * MIB;
   snprintf(m->granularity_source, sizeof(m->granularity_source), "%s",
            "default: cudaMalloc rounds each region up to the allocation granularity, 2 MiB on current GPUs "
            "(cuMemGetAllocationGranularity); --device cuda:N measures it");
-  m->graph_base_bytes = 32 * MIB;
-  m->graph_step_bytes = 16 * KIB;
+  m->graph_base_bytes = 8 * MIB;
+  m->graph_step_bytes = 4 * KIB;
   snprintf(m->graph_source, sizeof(m->graph_source), "%s",
-           "default: CUDA-graph executables, 32 MiB + 16 KiB per captured step (micro-batch and forward blocks "
-           "twice, optimizer block once); with the warm-up under 10 MiB for gpt2-small's 733 steps on an H200");
+           "default: CUDA-graph executables, 8 MiB + 4 KiB per captured step (micro-batch and forward blocks "
+           "twice, optimizer block once); calibrations on an H200 measured 2 MiB + 1 KiB per step");
 }
 
 static void vulkan_overhead(tf_overhead_model *m) {
