@@ -142,7 +142,7 @@ static void from_capacity(tf_device_profile *p, const tf_device_capacity *c) {
   p->granularity = c->granularity;
   if (c->context_bytes >= 0) {
     snprintf(source, sizeof(source), "measured on %.64s: the driver's device memory once a %s exists", c->name,
-             p->kind == TF_TARGET_CUDA ? "CUDA context" : "logical device");
+             p->kind == TF_TARGET_CUDA ? "CUDA context" : "logical device (with its unreported part, vk_capacity.c)");
     add_part(p, p->kind == TF_TARGET_CUDA ? "context" : "driver", c->context_bytes, source);
   }
   if (c->library_bytes >= 0) {
