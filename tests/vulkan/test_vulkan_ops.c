@@ -363,6 +363,7 @@ static void check_subgroup_size(void) {
  * as two tests (test_vulkan_ops and test_vulkan_ops_half), which run in parallel and which CI's sanitizer stage can
  * tell apart. */
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a run stopped at its time limit shows how far it got */
   const char *part = argc > 1 ? argv[1] : "all";
   if (strcmp(part, "all") != 0 && strcmp(part, "f32") != 0 && strcmp(part, "half") != 0 &&
       strcmp(part, "attention") != 0 && strcmp(part, "matmul") != 0) {
