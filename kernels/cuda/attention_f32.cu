@@ -182,7 +182,7 @@ tf_status launch_f32_attention(const tf_cuda_args *args, bool backward) {
 using namespace tf_cuda;
 
 extern "C" bool tf_cuda_f32_attention_on(const char *value) {
-  return value && (strcmp(value, "tensor") == 0 || strcmp(value, "1") == 0);
+  return !value || (strcmp(value, "0") != 0 && strcmp(value, "cores") != 0);
 }
 
 extern "C" int64_t tf_cuda_f32_attention_shared(int64_t depth, bool backward) {
@@ -225,7 +225,7 @@ extern "C" void tf_cuda_f32_attention_describe(char *text, size_t size, int majo
   if (size == 0)
     return;
   if (!on) {
-    snprintf(text, size, "f32 attention: CUDA cores (TIGHTFIT_CUDA_F32_ATTENTION=tensor: tensor cores, 3xTF32)");
+    snprintf(text, size, "f32 attention: CUDA cores (TIGHTFIT_CUDA_F32_ATTENTION=cores; unset: tensor cores, 3xTF32)");
     return;
   }
   if (major < 8) {

@@ -18,10 +18,10 @@
  *      bit for bit;
  *   5. causal: query 0 sees one key, so its dS is 0 and dq's row 0 must be exactly 0 (delta from the
  *      same dP product as dS, attention_mma.cu, attention_fast.cuh), on every tensor path.
- *   6. f32 (attention_f32*.cu, TIGHTFIT_CUDA_F32_ATTENTION=tensor: 3xTF32 products, f32 accuracy): the
+ *   6. f32 (attention_f32*.cu, the default; TIGHTFIT_CUDA_F32_ATTENTION=cores: the CUDA cores): the
  *      tensor kernels and the CUDA-core ones against the reference at f32's tolerance, 2e-5 |ref| +
  *      2e-5 max(1, max |ref|) (a 3xTF32 product is the f32 one to ~2^-21; a wrong fragment is off by
- *      O(1)), the launcher with the switch set bit for bit the tensor kernels', and dq's row 0 exactly 0.
+ *      O(1)), the launcher with the switch unset bit for bit the tensor kernels', and dq's row 0 exactly 0.
  * Then the step times of gpt2-small's attention (8 x 1024, 12 heads of 64, causal) on each path, bf16
  * and f32.
  * Exits 77 after the host checks without a CUDA device. */
@@ -115,11 +115,11 @@ static void test_f32_choice(int64_t h100, void *const aligned[8], void *fake, in
   const struct {
     const char *value;
     bool on;
-  } values[] = {{NULL, false}, {"", false}, {"0", false}, {"cores", false}, {"tensor", true}, {"1", true}};
+  } values[] = {{NULL, true}, {"", true}, {"0", false}, {"cores", false}, {"tensor", true}, {"1", true}};
   for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
     CHECK(&counts, tf_cuda_f32_attention_on(values[i].value) == values[i].on, "TIGHTFIT_CUDA_F32_ATTENTION=%s",
           values[i].value ? values[i].value : "(unset)");
-  printf("ok   TIGHTFIT_CUDA_F32_ATTENTION: tensor, 1 -> tensor cores; unset, '', 0, others -> CUDA cores\n");
+  printf("ok   TIGHTFIT_CUDA_F32_ATTENTION: unset, '', tensor, 1 -> tensor cores; cores, 0 -> CUDA cores\n");
   problem p;
   problem_init(&p, TF_F32, 2, 130, 130, 2, 64, true, aligned, fake, workspace);
   expect_f32("D 64 forward, sm_90", &p.forward, 9, h100, NULL);
@@ -143,7 +143,7 @@ static void test_f32_choice(int64_t h100, void *const aligned[8], void *fake, in
     const char *wanted;
   } lines[] = {
       {9, h100, true, "f32 attention: tensor cores (3xTF32 mma.sync, D in {32, 64, 128}; gradient D in {32, 64})"},
-      {9, h100, false, "f32 attention: CUDA cores (TIGHTFIT_CUDA_F32_ATTENTION=tensor"},
+      {9, h100, false, "f32 attention: CUDA cores (TIGHTFIT_CUDA_F32_ATTENTION=cores"},
       {7, h100, true, "f32 attention: CUDA cores (compute capability 7.5"},
   };
   for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
@@ -479,8 +479,8 @@ static void run_case(tf_dtype type, int64_t tq, int64_t tk, int64_t depth, bool 
   outcome_free(&fast), outcome_free(&fast_launcher);
 }
 
-/* One f32 problem: the f32 tensor kernels (3xTF32), the launcher with TIGHTFIT_CUDA_F32_ATTENTION=tensor
- * and the CUDA-core kernels (the switch unset), as the top says (6). */
+/* One f32 problem: the f32 tensor kernels (3xTF32), the launcher with TIGHTFIT_CUDA_F32_ATTENTION unset
+ * (the default) and the CUDA-core kernels (=cores), as the top says (6). */
 static void run_case_f32(int64_t tq, int64_t tk, int64_t depth, bool causal) {
   const int64_t batch = 2, heads = 2, width = heads * depth;
   const int64_t count = batch * (tq > tk ? tq : tk) * width, rows = batch * heads * tq;
@@ -512,10 +512,11 @@ static void run_case_f32(int64_t tq, int64_t tk, int64_t depth, bool causal) {
     problem_init(&p, TF_F32, batch, tq, tk, heads, depth, causal, device, workspace, workspace_bytes);
     reference_run(&p, host[0], host[1], host[2], host[3], &r);
     run_path(&p, device, count, 0, TF_CUDA_ATTENTION_FAST, &tensor, NULL, label);
-    setenv("TIGHTFIT_CUDA_F32_ATTENTION", "tensor", 1);
-    run_path(&p, device, count, 1, TF_CUDA_ATTENTION_FAST, &launcher, NULL, label);
     unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
+    run_path(&p, device, count, 1, TF_CUDA_ATTENTION_FAST, &launcher, NULL, label);
+    setenv("TIGHTFIT_CUDA_F32_ATTENTION", "cores", 1);
     run_path(&p, device, count, 1, TF_CUDA_ATTENTION_OFF, &cores, NULL, label);
+    unsetenv("TIGHTFIT_CUDA_F32_ATTENTION");
     const double w_tensor = against(&p, &tensor, &r, 2e-5, 2e-5, label);
     const double w_cores = against(&p, &cores, &r, 2e-5, 2e-5, label);
     bool same = tensor.ran && launcher.ran, differ = false;
@@ -524,7 +525,7 @@ static void run_case_f32(int64_t tq, int64_t tk, int64_t depth, bool causal) {
       same = same && memcmp(tensor.values[b], launcher.values[b], bytes) == 0;
       differ = differ || (cores.ran && memcmp(tensor.values[b], cores.values[b], bytes) != 0);
     }
-    CHECK(&counts, same, "%s: the launcher's results with the switch set differ from the f32 tensor kernels'", label);
+    CHECK(&counts, same, "%s: the launcher's results by default differ from the f32 tensor kernels'", label);
     /* sums in other orders differ somewhere at these sizes: equal would mean the tensor path ran the CUDA cores */
     CHECK(&counts, tq < 64 || differ, "%s: the f32 tensor kernels' results equal the CUDA cores' bit for bit", label);
     bool zero_row = true; /* causal: query 0 sees key 0 only, dS = 0, dq row 0 exactly 0 */
@@ -627,7 +628,7 @@ int main(void) {
   const char *half_settings[4] = {"split", "rounded", NULL, "0"};
   const char *half_names[4] = {"tensor cores, two-term", "tensor cores, rounded", "tensor cores, fast", "CUDA cores"};
   time_paths(TF_BF16, "TIGHTFIT_CUDA_TENSOR_ATTENTION", half_settings, half_names, 4);
-  const char *f32_settings[2] = {NULL, "tensor"}, *f32_names[2] = {"CUDA cores", "tensor cores, 3xTF32"};
+  const char *f32_settings[2] = {"cores", NULL}, *f32_names[2] = {"CUDA cores", "tensor cores, 3xTF32"};
   time_paths(TF_F32, "TIGHTFIT_CUDA_F32_ATTENTION", f32_settings, f32_names, 2);
   return tf_test_finish("cuda tensor-core attention", &counts);
 }
