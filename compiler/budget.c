@@ -401,7 +401,7 @@ static void note_head(tf_plan *plan, const tf_compile_options *base) {
   loss_head h = head_of(plan);
   if (!h.fused || !plan->report.notes)
     return;
-  int64_t usual = base->loss_chunk_rows > 0 ? base->loss_chunk_rows : tf_fuse_loss_chunk_rows(h.rows, h.classes);
+  int64_t usual = base->loss_chunk_rows > 0 ? base->loss_chunk_rows : tf_fuse_loss_chunk_rows(base, h.rows, h.classes);
   usual = usual > h.rows ? h.rows : usual;
   bool fused_here = base->fuse_loss == TF_FUSE_LOSS_AUTO && h.below_auto;
   char line[300];

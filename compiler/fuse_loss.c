@@ -36,11 +36,22 @@
 #define CHUNK_SHARE 32
 #define CHUNK_MIN_ROWS 256
 #define CHUNK_MAX_BYTES ((int64_t)64 << 20)
+/* CUDA with f32 products: at least 2,048 rows, at most 512 MiB of f32 logits. A 256-row chunk's dx
+ * product ([256 x 768] over 50,257 classes for gpt2-small) is few tiles for a GPU's SMs and its weight
+ * gradient sums 256 rows: on the H100 (sixth lend) gpt2-small's f32 step took 195 ms in 2,048-row
+ * chunks against 210 in 256, for 330 MiB more (7.49 GiB against 7.16). A budget that does not hold
+ * them shrinks the chunk (compiler/budget.c). Half products (autocast, bf16 math) keep the CPU's rule
+ * until timed. */
+#define CUDA_CHUNK_MIN_ROWS 2048
+#define CUDA_CHUNK_MAX_BYTES ((int64_t)512 << 20)
 
-int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes) {
+int64_t tf_fuse_loss_chunk_rows(const tf_compile_options *options, int64_t rows, int64_t classes) {
+  const bool gpu = options && options->target.kind == TF_TARGET_CUDA && options->matmul_math == TF_F32 &&
+                   options->autocast == TF_F32;
   int64_t chunk = (rows + CHUNK_SHARE - 1) / CHUNK_SHARE;
-  chunk = chunk < CHUNK_MIN_ROWS ? CHUNK_MIN_ROWS : chunk;
-  int64_t cap = CHUNK_MAX_BYTES / (4 * (classes > 0 ? classes : 1));
+  const int64_t least = gpu ? CUDA_CHUNK_MIN_ROWS : CHUNK_MIN_ROWS;
+  chunk = chunk < least ? least : chunk;
+  int64_t cap = (gpu ? CUDA_CHUNK_MAX_BYTES : CHUNK_MAX_BYTES) / (4 * (classes > 0 ? classes : 1));
   chunk = chunk > cap ? cap : chunk;
   chunk = chunk < 1 ? 1 : chunk;
   return chunk > rows ? (rows > 0 ? rows : 1) : chunk;
@@ -210,7 +221,7 @@ static tf_status fuse(tf_training *t, int32_t node, head h) {
   loss->op = TF_OP_LINEAR_CROSS_ENTROPY;
   loss->attrs.u.cross_entropy.transpose_weight = matmul->attrs.u.matmul.transpose_b;
   loss->attrs.u.cross_entropy.chunk_rows =
-      t->options.loss_chunk_rows > 0 ? t->options.loss_chunk_rows : tf_fuse_loss_chunk_rows(rows, classes);
+      t->options.loss_chunk_rows > 0 ? t->options.loss_chunk_rows : tf_fuse_loss_chunk_rows(&t->options, rows, classes);
   drop_output(g, logits);
   drop_output(g, head_out);
   drop_output(g, product);

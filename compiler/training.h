@@ -158,8 +158,9 @@ tf_status tf_fuse_loss_pass(tf_training *t) TF_MUST_USE;
 /* fuse_loss.c, after autodiff: the fused head that produces the loss and its gradient node become
  * one linear_cross_entropy_train node of the forward pass (one micro-batch per step). */
 tf_status tf_fuse_loss_train_pass(tf_training *t) TF_MUST_USE;
-/* The rows of logits a fused loss head computes at a time when the options do not say. */
-int64_t tf_fuse_loss_chunk_rows(int64_t rows, int64_t classes);
+/* The rows of logits a fused loss head computes at a time when the options do not say: the CPU's
+ * rule, or on CUDA with f32 products (no autocast) the GPU's. */
+int64_t tf_fuse_loss_chunk_rows(const tf_compile_options *options, int64_t rows, int64_t classes);
 
 /* What the driver asks of one recompute run (compile.c searches over it). */
 typedef struct tf_remat_request {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "compiler/training.h"
 #include "tightfit/compiler.h"
 #include "tightfit/runtime.h"
 #include "tightfit/zoo.h"
@@ -330,7 +331,39 @@ static void chosen_chunk_trains(void) {
   tf_graph_destroy(g);
 }
 
+/* The default chunk (compiler/fuse_loss.c): the CPU's rule (1/32 of the rows, 256 at least, 64 MiB of
+ * logits at most), and on CUDA with f32 products the GPU's (2,048 rows at least, 512 MiB at most);
+ * autocast and half products keep the CPU's. */
+static void default_chunks(void) {
+  tf_compile_options cpu = tf_compile_options_default(TF_TARGET_CPU);
+  tf_compile_options cuda = tf_compile_options_default(TF_TARGET_CUDA);
+  tf_compile_options autocast = cuda, half_math = cuda;
+  autocast.autocast = TF_BF16;
+  half_math.matmul_math = TF_BF16;
+  const struct {
+    const char *what;
+    const tf_compile_options *options;
+    int64_t rows, classes, chunk;
+  } cases[] = {
+      {"cpu, gpt2-small 8 x 1024", &cpu, 8192, 50257, 256},
+      {"cpu, 64 MiB of logits at most", &cpu, 1 << 20, 50257, (64 << 20) / (4 * 50257)},
+      {"cuda, gpt2-small 8 x 1024", &cuda, 8192, 50257, 2048},
+      {"cuda, fewer rows than 2,048", &cuda, 1000, 50257, 1000},
+      {"cuda, 512 MiB of logits at most", &cuda, 1 << 20, 50257, (512 << 20) / (4 * 50257)},
+      {"cuda, a 32nd of the rows above 2,048", &cuda, 1 << 17, 1000, (1 << 17) / 32},
+      {"cuda autocast", &autocast, 8192, 50257, 256},
+      {"cuda, bf16 products", &half_math, 8192, 50257, 256},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const int64_t got = tf_fuse_loss_chunk_rows(cases[i].options, cases[i].rows, cases[i].classes);
+    CHECK(&counts, got == cases[i].chunk, "default chunk, %s: %" PRId64 " rows, wanted %" PRId64, cases[i].what, got,
+          cases[i].chunk);
+  }
+  printf("ok   the default chunks of the cpu and cuda targets (%zu cases)\n", sizeof(cases) / sizeof(cases[0]));
+}
+
 int main(void) {
+  default_chunks();
   tf_graph *g = zoo(NULL, 0);
   if (g) {
     largest_chunk_that_fits(g);
