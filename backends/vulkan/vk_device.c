@@ -283,6 +283,23 @@ static tf_status big_matmul_of(vk_big_matmul *mode) {
   return NULL;
 }
 
+/* Whether products take matmul.comp's subgroup variant where the subgroup variants run:
+ * TIGHTFIT_VULKAN_MATMUL_SUBGROUPS=1 or 0, else on a CPU device (lavapipe: 7.8-8.3 GFLOP/s against
+ * the plain variant's 5.4 at 1024^3) but not on a GPU: on NVIDIA's driver the plain variant was faster
+ * at every shape measured, 7,528 GFLOP/s against 2,303 for a weight gradient's 768 x 8192 x 768 on
+ * the H100 (sixth lend) and 10,968 against 7,885 for 256 x 768 x 50,257 on the H200. */
+static tf_status matmul_subgroups_of(const VkPhysicalDeviceProperties *properties, bool *out) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_MATMUL_SUBGROUPS");
+  if (!requested || !*requested)
+    *out = properties->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  else if (strcmp(requested, "0") == 0 || strcmp(requested, "1") == 0)
+    *out = requested[0] == '1';
+  else
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: TIGHTFIT_VULKAN_MATMUL_SUBGROUPS='%s'; use 0 or 1",
+                         requested);
+  return NULL;
+}
+
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
   TF_RETURN_IF_ERROR(
@@ -322,6 +339,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   vk->tiled_attention = tiled_attention_allowed();
   vk->split_dx = split_dx_allowed();
   TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
+  TF_RETURN_IF_ERROR(matmul_subgroups_of(&vk->properties, &vk->matmul_subgroups));
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
   // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
   // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with

@@ -135,10 +135,11 @@ typedef struct vk_limits {
   uint64_t max_storage_range;
   uint32_t max_shared_bytes;
   uint32_t subgroup_size;
-  int64_t loop_limit;   /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
-  bool storage16;       /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
-  bool tiled_attention; /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
-  bool split_dx;        /* the loss head's dx products may run in slices (TIGHTFIT_VULKAN_SPLIT_DX not 0) */
+  int64_t loop_limit;    /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
+  bool storage16;        /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
+  bool tiled_attention;  /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
+  bool split_dx;         /* the loss head's dx products may run in slices (TIGHTFIT_VULKAN_SPLIT_DX not 0) */
+  bool matmul_subgroups; /* products may take matmul.comp's subgroup variant (vk_device.c, matmul_subgroups_of) */
   vk_big_matmul big_matmul;
 } vk_limits;
 
@@ -200,6 +201,7 @@ typedef struct vk_state {
   bool storage16;             /* see vk_limits */
   bool tiled_attention;       /* see vk_limits */
   bool split_dx;              /* see vk_limits */
+  bool matmul_subgroups;      /* see vk_limits */
   vk_big_matmul big_matmul;   /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;

@@ -10,6 +10,9 @@
  * variant; 128 x 128 in the big-tile variant (BIG_TILE). */
 #define TILE_M 64
 static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 : 64; }
+/* Whether a product takes the subgroup variant (vk_limits.matmul_subgroups), and its tile's width. */
+static bool product_subgroups(const vk_lower *l) { return l->limits->subgroup_size && l->limits->matmul_subgroups; }
+static int64_t product_tile_n(const vk_lower *l) { return product_subgroups(l) ? 32 : 64; }
 #define BIG_TILE 128
 /* The big-tile variant takes a product (by default) when it has at least this many 128 x 128
  * tiles: two workgroups on each of 128 compute units, a large GPU's (an H200 has 132 SMs). Below it
@@ -80,9 +83,10 @@ static tf_status emit_product(vk_lower *l, const int32_t buffers[4], const matmu
     return vk_emit_dispatch(l, VK_SHADER_matmul_big, 4, buffers, 0x4, push, sizeof(*push),
                             (uint32_t)((n + BIG_TILE - 1) / BIG_TILE), (uint32_t)((m + BIG_TILE - 1) / BIG_TILE),
                             (uint32_t)batches);
-  return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_matmul), 4, buffers, 0x4, push, sizeof(*push),
-                          (uint32_t)((n + tile_n(l) - 1) / tile_n(l)), (uint32_t)((m + TILE_M - 1) / TILE_M),
-                          (uint32_t)batches);
+  const vk_shader shader = product_subgroups(l) ? vk_variant(l, VK_SHADER_matmul) : VK_SHADER_matmul;
+  return vk_emit_dispatch(l, shader, 4, buffers, 0x4, push, sizeof(*push),
+                          (uint32_t)((n + product_tile_n(l) - 1) / product_tile_n(l)),
+                          (uint32_t)((m + TILE_M - 1) / TILE_M), (uint32_t)batches);
 }
 
 /* matmul (a, b) -> c, and matmul_accumulate (c, a, b): c += the product (flag bit 4), c's binding

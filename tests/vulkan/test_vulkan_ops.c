@@ -333,6 +333,13 @@ static int big_matmul_rows(void) {
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_BF16, "128 x 128 tiles");
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F16, "128 x 128 tiles");
   unsetenv("TIGHTFIT_VULKAN_BIG_MATMUL");
+  /* the products in the plain variant's 64-wide tiles beside the other shaders' subgroup variants
+   * (what GPUs take, vk_device.c) and in the subgroup variant (what lavapipe takes), either device */
+  for (int s = 0; s < 2; s++) {
+    setenv("TIGHTFIT_VULKAN_MATMUL_SUBGROUPS", s ? "1" : "0", 1);
+    conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F32, s ? "subgroup products" : "plain products");
+  }
+  unsetenv("TIGHTFIT_VULKAN_MATMUL_SUBGROUPS");
   test_dx_slices();
   /* the heads' rows again with dx as one product where the plan reserved its slices */
   setenv("TIGHTFIT_VULKAN_SPLIT_DX", "0", 1);
