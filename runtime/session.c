@@ -38,6 +38,7 @@ struct tf_session {
   uint64_t seed;
   int64_t optimizer_steps, micro_steps;
   int32_t io_slot;     /* the half the next micro-step reads */
+  bool *written;       /* per plan buffer: an io input or label written since a micro-step last read it */
   int32_t forward_end; /* steps [0, forward_end) are the forward phase */
   tf_session_scaling scaling;
   int64_t growth_interval; /* f16: good steps after which the loss scale doubles */
@@ -393,6 +394,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
     status = start_scaling(s, options->loss_scale_growth_interval);
   if (!status)
     status = allocate_scratch(s);
+  if (!status && !(s->written = calloc((size_t)plan->n_buffers + 1, sizeof(bool))))
+    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate the inputs' written flags");
   if (status) {
     tf_session_destroy(s);
     return tf_status_prefix(status, "session on %s", name);
@@ -420,6 +423,7 @@ void tf_session_destroy(tf_session *s) {
     s->backend->destroy(s->state);
   free(s->scratch);
   free(s->pauses);
+  free(s->written);
   free(s);
 }
 
@@ -505,10 +509,16 @@ static tf_status write_master(tf_session *s, int32_t param, const void *data) {
   return NULL;
 }
 
+/* An input or label of the io region: what each micro-step must be given (tf_session_micro_step). */
+static bool fed(const tf_plan_buffer *b) {
+  return b->region == TF_REGION_IO && (b->role == TF_ROLE_INPUT || b->role == TF_ROLE_LABEL);
+}
+
 tf_status tf_session_write(tf_session *s, const char *name, const void *data, int64_t bytes) {
   int32_t id = -1; /* set by find_buffer when it succeeds (-Wmaybe-uninitialized in Release) */
   TF_RETURN_IF_ERROR(find_buffer(s, name, bytes, &id));
   TF_RETURN_IF_ERROR(put(s, &s->plan->buffers[id], 0, data, bytes));
+  s->written[id] = true;
   const tf_plan_buffer *b = &s->plan->buffers[id];
   return b->role == TF_ROLE_PARAMETER && (b->dtype == TF_BF16 || b->dtype == TF_F16) ? write_master(s, id, data) : NULL;
 }
@@ -541,7 +551,9 @@ tf_status tf_session_read_range(tf_session *s, int32_t buffer, int64_t offset, v
 
 tf_status tf_session_write_range(tf_session *s, int32_t buffer, int64_t offset, const void *data, int64_t bytes) {
   TF_RETURN_IF_ERROR(check_range(s, buffer, offset, bytes));
-  return put(s, &s->plan->buffers[buffer], offset, data, bytes);
+  TF_RETURN_IF_ERROR(put(s, &s->plan->buffers[buffer], offset, data, bytes));
+  s->written[buffer] = true;
+  return NULL;
 }
 
 static tf_status read_loss(tf_session *s, double *loss) {
@@ -634,7 +646,39 @@ static tf_status run_micro_block(tf_session *s, const tf_run_state *run) {
   return run_block(s, false, from, s->plan->micro_steps, run);
 }
 
+/* Input or label i's buffer in the half the next micro-step reads (i itself without a twin), or -1
+ * when i is not one given each micro-step or is a twin (its primary stands for the pair). */
+static int32_t fed_now(const tf_session *s, int32_t i) {
+  const tf_plan_buffer *b = &s->plan->buffers[i];
+  if (!fed(b) || (b->io_twin >= 0 && b->io_twin < i))
+    return -1;
+  return s->io_slot == 1 && b->io_twin >= 0 ? b->io_twin : i;
+}
+
+/* Refuses a micro-step whose half of the io region holds an input or label not written since a
+ * micro-step last read that half: the step would train on the zeros it started with, or on the batch
+ * of two micro-steps before (the halves alternate). Then marks that half read. */
+static tf_status take_inputs(tf_session *s) {
+  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
+    const int32_t id = fed_now(s, i);
+    if (id >= 0 && !s->written[id])
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "micro-step %" PRId64 ": %s '%s' was not written since the last micro-step that read "
+                           "its half of the io region (write every input and label before each micro-step: "
+                           "tf_session_write; the halves alternate)",
+                           s->micro_steps + 1, s->plan->buffers[i].role == TF_ROLE_LABEL ? "label" : "input",
+                           s->plan->buffers[i].name);
+  }
+  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
+    const int32_t id = fed_now(s, i);
+    if (id >= 0)
+      s->written[id] = false;
+  }
+  return NULL;
+}
+
 tf_status tf_session_micro_step(tf_session *s, double *loss) {
+  TF_RETURN_IF_ERROR(take_inputs(s));
   tf_run_state run = run_state(s);
   TF_RETURN_IF_ERROR(run_micro_block(s, &run));
   s->micro_steps++;

@@ -117,9 +117,9 @@ tf_status tf_half_model_train(tf_test_counts *counts, const tf_plan *plan, const
   so.seed = 3;
   tf_session *s = NULL;
   TF_RETURN_IF_ERROR(tf_session_create(plan, &so, &s));
-  feed(counts, s);
   tf_status status = NULL;
   for (int i = 0; i < TF_HALF_MODEL_STEPS && !status; i++) {
+    feed(counts, s); /* every micro-step: the io halves alternate (the second step once read zeros) */
     status = tf_session_micro_step(s, &out->losses[i]);
     if (!status)
       status = tf_session_optimizer_step(s);

@@ -89,7 +89,8 @@ typedef struct tf_nonfinite {
 tf_status tf_session_find_nonfinite(tf_session *session, uint32_t roles, tf_nonfinite *out) TF_MUST_USE;
 
 /* Runs the micro-batch block once on the inputs written since the last call; *loss gets the loss
- * (NAN when the plan has none). Alternates the io halves. */
+ * (NAN when the plan has none). Alternates the io halves; refuses, naming it, an input or label not
+ * written since the micro-step that last read its half (it would train on zeros or an old batch). */
 tf_status tf_session_micro_step(tf_session *session, double *loss) TF_MUST_USE;
 /* Runs the optimizer block once (after `accumulate` micro-steps). When the plan has an overflow
  * check (f16 plans, plans that clip) and a gradient is not finite, the update is skipped:

@@ -321,7 +321,65 @@ static void find_nonfinite(void) {
   tf_plan_destroy(plan);
 }
 
+/* Writes zeros (valid ids and labels) into every input and label, or into those but `skip`. */
+static void write_inputs(tf_session *session, const tf_plan *plan, const char *skip) {
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if ((b->role != TF_ROLE_INPUT && b->role != TF_ROLE_LABEL) || (b->io_twin >= 0 && b->io_twin < i) ||
+        (skip && strcmp(b->name, skip) == 0))
+      continue;
+    void *zeros = calloc(1, (size_t)b->bytes);
+    tf_status status = zeros ? tf_session_write(session, b->name, zeros, b->bytes) : NULL;
+    CHECK(&counts, zeros && !status, "writing '%s': %s", b->name, zeros ? tf_status_message(status) : "no memory");
+    tf_status_free(status);
+    free(zeros);
+  }
+}
+
+/* A micro-step whose inputs were not written since the last one read their half of the io region is
+ * refused, naming the input (it would train on zeros, or on the batch of two micro-steps before). */
+static void unwritten_inputs(void) {
+  tf_plan *plan = compile_zoo("mlp", NULL, 0, "N=4");
+  tf_session *session = NULL;
+  if (plan)
+    CHECK_OK(&counts, tf_session_create(plan, NULL, &session));
+  if (!session) {
+    tf_plan_destroy(plan);
+    return;
+  }
+  const char *label = NULL;
+  for (int32_t i = 0; i < plan->n_buffers && !label; i++)
+    label = plan->buffers[i].role == TF_ROLE_LABEL ? plan->buffers[i].name : NULL;
+  double loss;
+  tf_status status = tf_session_micro_step(session, &loss);
+  CHECK(&counts, status && strstr(tf_status_message(status), "micro-step 1: input"),
+        "a first micro-step without inputs: %s", status ? tf_status_message(status) : "accepted");
+  tf_status_free(status);
+  write_inputs(session, plan, NULL);
+  CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+  status = tf_session_micro_step(session, &loss); /* the other half, never written */
+  CHECK(&counts, status && strstr(tf_status_message(status), "was not written"),
+        "a second micro-step without writes: %s", status ? tf_status_message(status) : "accepted");
+  tf_status_free(status);
+  write_inputs(session, plan, NULL);
+  CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+  write_inputs(session, plan, label); /* the next half's inputs, not its labels */
+  char wanted[160];
+  snprintf(wanted, sizeof(wanted), "micro-step 3: label '%s' was not written", label ? label : "?");
+  status = tf_session_micro_step(session, &loss);
+  CHECK(&counts, label && status && strstr(tf_status_message(status), wanted), "labels missing: %s (wanted '%s')",
+        status ? tf_status_message(status) : "accepted", wanted);
+  tf_status_free(status);
+  write_inputs(session, plan, NULL);
+  CHECK_OK(&counts, tf_session_micro_step(session, &loss));
+  CHECK_OK(&counts, tf_session_optimizer_step(session));
+  printf("ok   micro-steps on unwritten inputs or labels refused, naming them\n");
+  tf_session_destroy(session);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
+  unwritten_inputs();
   snprintf(root, sizeof(root), "/tmp/tf_data_validation_XXXXXX");
   if (!mkdtemp(root)) {
     perror("mkdtemp");
