@@ -382,6 +382,7 @@ tf_status tf_emit(const tf_training *t, const tf_order *order, const tf_lifetime
     }
     emit_report(plan, p);
     tf_target_plan_overhead(&t->options.target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
+    tf_target_plan_collectives(&t->options.target, plan->ranks, &plan->overhead);
   }
   free(buffer_of);
   if (status) {

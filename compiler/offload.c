@@ -345,6 +345,7 @@ static tf_status offload(tf_plan *plan, const tf_target *target, offload_mode mo
   TF_RETURN_IF_ERROR(split_steps(plan, on_host, index, kept));
   trim_report(plan);
   tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
+  tf_target_plan_collectives(target, plan->ranks, &plan->overhead);
   note(plan);
   return NULL;
 }

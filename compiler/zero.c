@@ -602,6 +602,7 @@ tf_status tf_zero_pass(tf_plan *plan, const tf_target *target, int32_t stage) {
   }
   if (!status) {
     tf_target_plan_overhead(target, plan->region_bytes, tf_plan_graph_steps(plan), &plan->overhead);
+    tf_target_plan_collectives(target, plan->ranks, &plan->overhead);
     note(plan, &p, stage, shard_end, whole, whole_gradients, buckets);
   }
   free(p.updates);

@@ -40,6 +40,13 @@ static void append(tf_device_overhead *out, const char *name, int64_t bytes, con
   snprintf(part->source, sizeof(part->source), "%s", source);
 }
 
+void tf_target_plan_collectives(const tf_target *target, int32_t ranks, tf_device_overhead *out) {
+  if (ranks > 1 && target->kind == TF_TARGET_CUDA)
+    append(out, "collectives", TF_TARGET_COLLECTIVES_BYTES,
+           "default, not measured: NCCL's communicator (its buffers, NCCL_BUFFSIZE 4 MiB a channel, connection "
+           "and protocol over up to 32 channels, and its kernels), whether NCCL or MPI sums at run time");
+}
+
 void tf_target_plan_overhead(const tf_target *target, const int64_t region_bytes[TF_REGION_COUNT], int64_t graph_steps,
                              tf_device_overhead *out) {
   const tf_overhead_model *m = &target->overhead;

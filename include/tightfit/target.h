@@ -73,6 +73,12 @@ const char *tf_target_name(tf_target_kind kind);
  * "rounding" and "graphs" where they are not zero. */
 void tf_target_plan_overhead(const tf_target *target, const int64_t region_bytes[TF_REGION_COUNT], int64_t graph_steps,
                              tf_device_overhead *out);
+/* Adds the "collectives" part to `out` for a plan of `ranks` > 1 processes on the cuda target: the
+ * device memory of NCCL's communicator (TF_TARGET_COLLECTIVES_BYTES, not measured yet). */
+void tf_target_plan_collectives(const tf_target *target, int32_t ranks, tf_device_overhead *out);
+/* NCCL's buffers (NCCL_BUFFSIZE, 4 MiB by default, per channel, connection and protocol: a ring's
+ * and a tree's over up to 32 channels) and its kernels, modelled as 1 GiB until two GPUs measure it. */
+#define TF_TARGET_COLLECTIVES_BYTES ((int64_t)1 << 30)
 /* Replaces the fixed part `name` (adding it when absent) with a measured figure; false when the
  * model has no room left. */
 bool tf_target_set_part(tf_target *target, const char *name, int64_t bytes, const char *source);

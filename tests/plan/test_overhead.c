@@ -65,6 +65,40 @@ static void test_measured_part(tf_test_counts *c) {
   CHECK(c, context && context->bytes == 123 && strcmp(context->source, "measured on X") == 0, "measured context");
 }
 
+/* A data-parallel cuda plan counts NCCL's communicator; one process, or another target, does not. */
+static void test_collectives(tf_test_counts *c) {
+  const struct {
+    tf_target_kind kind;
+    int32_t ranks;
+    bool counted;
+  } cases[] = {{TF_TARGET_CUDA, 2, true},
+               {TF_TARGET_CUDA, 8, true},
+               {TF_TARGET_CUDA, 1, false},
+               {TF_TARGET_VULKAN, 2, false},
+               {TF_TARGET_CPU, 4, false}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    tf_target target = tf_target_default(cases[i].kind);
+    int64_t regions[TF_REGION_COUNT] = {0};
+    tf_device_overhead o;
+    tf_target_plan_overhead(&target, regions, 0, &o);
+    tf_target_plan_collectives(&target, cases[i].ranks, &o);
+    const tf_overhead_part *part = part_named(&o, "collectives");
+    CHECK(c, cases[i].counted ? part && part->bytes == TF_TARGET_COLLECTIVES_BYTES : part == NULL,
+          "target %d, %d ranks: collectives %s", (int)cases[i].kind, cases[i].ranks, part ? "counted" : "absent");
+  }
+  tf_graph *g = NULL;
+  CHECK_OK(c, tf_graph_load(TF_TEST_DATA "/good/cnn.tfg", &g));
+  tf_compile_options options = tf_compile_options_default(TF_TARGET_CUDA);
+  options.bindings = "N=16";
+  options.ranks = 2;
+  tf_plan *plan = NULL;
+  if (g)
+    CHECK_OK(c, tf_compile(g, &options, &plan));
+  CHECK(c, plan && part_named(&plan->overhead, "collectives"), "a --ranks 2 cuda plan counts NCCL's communicator");
+  tf_plan_destroy(plan);
+  tf_graph_destroy(g);
+}
+
 /* The parts survive a save and a load; a negative or nameless part and an overflowing sum are refused. */
 static void test_plan_file(tf_test_counts *c) {
   tf_plan *plan = plan_fixture_small();
@@ -168,6 +202,7 @@ int main(void) {
   test_cuda_model(&counts);
   test_cpu_and_vulkan(&counts);
   test_measured_part(&counts);
+  test_collectives(&counts);
   test_plan_file(&counts);
   test_budget_counts_overhead(&counts);
   test_gpus(&counts);
