@@ -39,6 +39,7 @@ struct tf_session {
   int64_t optimizer_steps, micro_steps;
   int32_t io_slot;     /* the half the next micro-step reads */
   bool *written;       /* per plan buffer: an io input or label written since a micro-step last read it */
+  int32_t *fed, n_fed; /* the io inputs and labels (the primary of each twin pair), found at create */
   int32_t forward_end; /* steps [0, forward_end) are the forward phase */
   tf_session_scaling scaling;
   int64_t growth_interval; /* f16: good steps after which the loss scale doubles */
@@ -353,6 +354,27 @@ static tf_status start_scaling(tf_session *s, int64_t growth_interval) {
   return write_seed(s);
 }
 
+/* An input or label of the io region: what each micro-step must be given (tf_session_micro_step). */
+static bool fed(const tf_plan_buffer *b) {
+  return b->region == TF_REGION_IO && (b->role == TF_ROLE_INPUT || b->role == TF_ROLE_LABEL);
+}
+
+/* s->fed: each io input and label a micro-step must be given, its twin stood for by the primary;
+ * s->written: a flag per plan buffer (calloc'ed for at least one, so that none means a null). */
+static tf_status find_fed(tf_session *s) {
+  const tf_plan *plan = s->plan;
+  s->written = calloc((size_t)plan->n_buffers + 1, sizeof(bool));
+  s->fed = calloc((size_t)plan->n_buffers + 1, sizeof(int32_t));
+  if (!s->written || !s->fed)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate the inputs' written flags");
+  for (int32_t i = 0; i < plan->n_buffers; i++) {
+    const tf_plan_buffer *b = &plan->buffers[i];
+    if (fed(b) && !(b->io_twin >= 0 && b->io_twin < i))
+      s->fed[s->n_fed++] = i;
+  }
+  return NULL;
+}
+
 tf_status tf_session_create(const tf_plan *plan, const tf_session_options *options, tf_session **out) {
   *out = NULL;
   tf_session_options defaults = tf_session_options_default();
@@ -394,8 +416,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
     status = start_scaling(s, options->loss_scale_growth_interval);
   if (!status)
     status = allocate_scratch(s);
-  if (!status && !(s->written = calloc((size_t)plan->n_buffers + 1, sizeof(bool))))
-    status = tf_status_new(TF_ERR_OUT_OF_MEMORY, "cannot allocate the inputs' written flags");
+  if (!status)
+    status = find_fed(s);
   if (status) {
     tf_session_destroy(s);
     return tf_status_prefix(status, "session on %s", name);
@@ -424,6 +446,7 @@ void tf_session_destroy(tf_session *s) {
   free(s->scratch);
   free(s->pauses);
   free(s->written);
+  free(s->fed);
   free(s);
 }
 
@@ -507,11 +530,6 @@ static tf_status write_master(tf_session *s, int32_t param, const void *data) {
     }
   }
   return NULL;
-}
-
-/* An input or label of the io region: what each micro-step must be given (tf_session_micro_step). */
-static bool fed(const tf_plan_buffer *b) {
-  return b->region == TF_REGION_IO && (b->role == TF_ROLE_INPUT || b->role == TF_ROLE_LABEL);
 }
 
 tf_status tf_session_write(tf_session *s, const char *name, const void *data, int64_t bytes) {
@@ -646,34 +664,27 @@ static tf_status run_micro_block(tf_session *s, const tf_run_state *run) {
   return run_block(s, false, from, s->plan->micro_steps, run);
 }
 
-/* Input or label i's buffer in the half the next micro-step reads (i itself without a twin), or -1
- * when i is not one given each micro-step or is a twin (its primary stands for the pair). */
+/* Fed buffer i's (a primary) buffer in the half the next micro-step reads: itself, or its twin. */
 static int32_t fed_now(const tf_session *s, int32_t i) {
-  const tf_plan_buffer *b = &s->plan->buffers[i];
-  if (!fed(b) || (b->io_twin >= 0 && b->io_twin < i))
-    return -1;
-  return s->io_slot == 1 && b->io_twin >= 0 ? b->io_twin : i;
+  const int32_t twin = s->plan->buffers[i].io_twin;
+  return s->io_slot == 1 && twin >= 0 ? twin : i;
 }
 
 /* Refuses a micro-step whose half of the io region holds an input or label not written since a
  * micro-step last read that half: the step would train on the zeros it started with, or on the batch
  * of two micro-steps before (the halves alternate). Then marks that half read. */
 static tf_status take_inputs(tf_session *s) {
-  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
-    const int32_t id = fed_now(s, i);
-    if (id >= 0 && !s->written[id])
+  for (int32_t k = 0; k < s->n_fed; k++) {
+    const tf_plan_buffer *b = &s->plan->buffers[s->fed[k]];
+    if (!s->written[fed_now(s, s->fed[k])])
       return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                            "micro-step %" PRId64 ": %s '%s' was not written since the last micro-step that read "
                            "its half of the io region (write every input and label before each micro-step: "
                            "tf_session_write; the halves alternate)",
-                           s->micro_steps + 1, s->plan->buffers[i].role == TF_ROLE_LABEL ? "label" : "input",
-                           s->plan->buffers[i].name);
+                           s->micro_steps + 1, b->role == TF_ROLE_LABEL ? "label" : "input", b->name);
   }
-  for (int32_t i = 0; i < s->plan->n_buffers; i++) {
-    const int32_t id = fed_now(s, i);
-    if (id >= 0)
-      s->written[id] = false;
-  }
+  for (int32_t k = 0; k < s->n_fed; k++)
+    s->written[fed_now(s, s->fed[k])] = false;
   return NULL;
 }
 

@@ -58,10 +58,14 @@ static const tf_gpu gpus[] = {
 #define CONTEXT_FIXED_BYTES ((int64_t)288 << 20)
 #define STACK_BYTES_PER_THREAD ((int64_t)1024)
 
+int64_t tf_cuda_context_model(int32_t sms, int32_t threads_per_sm) {
+  return CONTEXT_FIXED_BYTES + (int64_t)sms * threads_per_sm * STACK_BYTES_PER_THREAD;
+}
+
 int64_t tf_gpu_context_bytes(const tf_gpu *gpu) {
   if (!gpu || gpu->target != TF_TARGET_CUDA || gpu->sms <= 0 || gpu->threads_per_sm <= 0)
     return -1;
-  return CONTEXT_FIXED_BYTES + (int64_t)gpu->sms * gpu->threads_per_sm * STACK_BYTES_PER_THREAD;
+  return tf_cuda_context_model(gpu->sms, gpu->threads_per_sm);
 }
 
 static bool same_name(const char *a, const char *b) {

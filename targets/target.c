@@ -16,8 +16,15 @@ static void add_part(tf_overhead_model *model, const char *name, int64_t bytes, 
   snprintf(part->source, sizeof(part->source), "%s", source);
 }
 
+/* Without a card: the context model (targets/gpus.c) for 160 SMs x 2048 threads, above every named
+ * card (an H100 or H200: 132 x 2048), rounded up to 64 MiB: 608 -> 640 MiB. */
+static int64_t default_context_bytes(void) {
+  const int64_t step = 64 * MIB, modelled = tf_cuda_context_model(160, 2048);
+  return (modelled + step - 1) / step * step;
+}
+
 static void cuda_overhead(tf_overhead_model *m) {
-  add_part(m, "context", 640 * MIB,
+  add_part(m, "context", default_context_bytes(),
            "default: the context model (docs/gpus.md) for 160 SMs x 2048 threads, 608 MiB; NVML measured 523.6 "
            "MiB on an H200 and an H100 (CUDA 13.0); --gpu NAME models it, --device cuda:N measures it");
   add_part(m, "libraries", 80 * MIB,

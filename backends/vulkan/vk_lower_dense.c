@@ -9,10 +9,10 @@
 /* The tile of C a workgroup computes (matmul.comp's BM x BN): 64 x 64, or 64 x 32 in the subgroup
  * variant; 128 x 128 in the big-tile variant (BIG_TILE). */
 #define TILE_M 64
-static int64_t tile_n(const vk_lower *l) { return l->limits->subgroup_size ? 32 : 64; }
-/* Whether a product takes the subgroup variant (vk_limits.matmul_subgroups), and its tile's width. */
+static int64_t tile_width(bool subgroups) { return subgroups ? 32 : 64; }
+static int64_t tile_n(const vk_lower *l) { return tile_width(l->limits->subgroup_size != 0); }
+/* Whether a product takes the subgroup variant (vk_limits.matmul_subgroups). */
 static bool product_subgroups(const vk_lower *l) { return l->limits->subgroup_size && l->limits->matmul_subgroups; }
-static int64_t product_tile_n(const vk_lower *l) { return product_subgroups(l) ? 32 : 64; }
 #define BIG_TILE 128
 /* The big-tile variant takes a product (by default) when it has at least this many 128 x 128
  * tiles: two workgroups on each of 128 compute units, a large GPU's (an H200 has 132 SMs). Below it
@@ -85,7 +85,7 @@ static tf_status emit_product(vk_lower *l, const int32_t buffers[4], const matmu
                             (uint32_t)batches);
   const vk_shader shader = product_subgroups(l) ? vk_variant(l, VK_SHADER_matmul) : VK_SHADER_matmul;
   return vk_emit_dispatch(l, shader, 4, buffers, 0x4, push, sizeof(*push),
-                          (uint32_t)((n + product_tile_n(l) - 1) / product_tile_n(l)),
+                          (uint32_t)((n + tile_width(product_subgroups(l)) - 1) / tile_width(product_subgroups(l))),
                           (uint32_t)((m + TILE_M - 1) / TILE_M), (uint32_t)batches);
 }
 

@@ -99,6 +99,8 @@ typedef struct tf_gpu {
  * fixed part fitted to a measurement plus the local-memory reserve of 1 KiB of stack per resident
  * thread (SMs x threads per SM); -1 for a card without SM figures (the target's default stays). */
 int64_t tf_gpu_context_bytes(const tf_gpu *gpu);
+/* That model for a card of `sms` SMs keeping `threads_per_sm` threads each resident. */
+int64_t tf_cuda_context_model(int32_t sms, int32_t threads_per_sm);
 
 /* The GPU named `name` (case-insensitive), or NULL. */
 const tf_gpu *tf_gpu_find(const char *name);

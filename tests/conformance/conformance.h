@@ -49,6 +49,9 @@ typedef struct conf_backend {
    * backend's own acceptance of a step (NULL: accepted; else a status the harness frees); nothing
    * runs, and a step accepted counts as covered (a half step's half coverage included). */
   tf_status (*check_step)(const tf_plan *plan, int32_t step);
+  /* Units u max(1, max |ref|) its steps of `op` on half data may add by rounding intermediate terms
+   * to the half type (NULL: none; conf_cuda_rounded_terms for the cuda backend). */
+  double (*rounded_terms)(tf_op op);
 } conf_backend;
 
 /* Inputs and labels: f32 normal; integers in [0, int_high), every 7th replaced by int_special when
@@ -146,8 +149,7 @@ conf_tolerance conf_tolerance_family(conf_family family);
 /* ... for a case run on half data (conf_settings.storage f16 or bf16): the family's plus 4 units of
  * the half type, scaled by max(1, max |cpu|); the family's own for f32. */
 conf_tolerance conf_tolerance_half(conf_family family, tf_dtype storage);
-/* Units u max(1, max |ref|) that `backend`'s step of `op` on half data may add by rounding its
- * intermediate terms to the half type (0: none; CUDA's tensor-core attention rounds P and dS). */
-double conf_half_rounded_terms(const char *backend, tf_op op);
+/* conf_backend.rounded_terms of the cuda backend: its tensor-core attention rounds P and dS. */
+double conf_cuda_rounded_terms(tf_op op);
 
 #endif

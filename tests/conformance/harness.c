@@ -410,7 +410,7 @@ static bool check_step(plan_check *c, host *reference, int32_t s) {
     ok = got && device_ok(c, device_download(&c->device, b, got), s, "downloading an output");
     if (ok && wide_ref[k] && wide_cpu[k])
       conf_compare_half_step(c->counts, c->backend->name, c->label, plan, s, id, got, wide_ref[k], wide_cpu[k],
-                             &errors);
+                             c->backend->rounded_terms ? c->backend->rounded_terms(step->op) : 0.0, &errors);
     else if (ok)
       conf_compare_step(c->counts, c->backend->name, c->label, plan, s, id, got, ref[k], cpu[k], &errors);
     free(got);

@@ -26,10 +26,11 @@ void conf_compare_step(tf_test_counts *counts, const char *backend, const char *
 
 /* The same for a half (f16, bf16) buffer written by a step that computes on half data (a half
  * kernel): `got` widened against the f64 and f32 results before their rounding to the half type,
- * within the op's tolerances plus one half rounding (f64) or two (f32). */
+ * within the op's tolerances plus one half rounding (f64) or two (f32), plus `terms` u max(1, max |ref|)
+ * (conf_backend.rounded_terms). */
 void conf_compare_half_step(tf_test_counts *counts, const char *backend, const char *label, const tf_plan *plan,
                             int32_t s, int32_t id, const void *got, const double *reference, const float *cpu,
-                            conf_step_errors *errors);
+                            double terms, conf_step_errors *errors);
 
 /* Folds step s's errors into the op's coverage and the case's result. */
 void conf_record_step(conf_coverage *coverage, conf_result *result, const tf_plan *plan, int32_t s,

@@ -20,9 +20,6 @@
  * Against the f32 CPU kernel, the tolerances are those test_cuda_ops has always used. */
 #include "conformance.h"
 
-#include <stdbool.h>
-#include <string.h>
-
 conf_tolerance conf_tolerance_f64(tf_op op) {
   static const conf_tolerance exact = {0, 0, 0}, rounded = {0, 2.4e-7, 0}, math = {1e-6, 2e-6, 0},
                               sums = {1e-5, 1e-5, 1}, update = {5e-7, 2e-6, 0};
@@ -180,7 +177,4 @@ conf_tolerance conf_tolerance_half(conf_family family, tf_dtype storage) {
  * reaches 2.5 u max(1, max |ref|); the elements the sixth lend printed (H100, heads of 64 and 128) were
  * off by up to 0.6 u (bf16) and 1.5 u (f16) absolute. 4 u, test_cuda_attention_mma's bound for the
  * same kernels; a wrong fragment or tile is off by O(max |ref|). */
-double conf_half_rounded_terms(const char *backend, tf_op op) {
-  const bool attention = op == TF_OP_ATTENTION || op == TF_OP_ATTENTION_GRAD;
-  return attention && backend && strcmp(backend, "cuda") == 0 ? 4.0 : 0.0;
-}
+double conf_cuda_rounded_terms(tf_op op) { return op == TF_OP_ATTENTION || op == TF_OP_ATTENTION_GRAD ? 4.0 : 0.0; }

@@ -130,7 +130,11 @@ int main(void) {
   int available = cuda_test_device();
   if (available != 0)
     return available;
-  const conf_backend cuda = {.name = "cuda", .target = TF_TARGET_CUDA, .claims = cuda_claims, .refuses = 0};
+  const conf_backend cuda = {.name = "cuda",
+                             .target = TF_TARGET_CUDA,
+                             .claims = cuda_claims,
+                             .refuses = 0,
+                             .rounded_terms = conf_cuda_rounded_terms};
   conf_run_table(&counts, &cuda, &coverage);
   conf_run_table_half(&counts, &cuda, &coverage, TF_BF16);
   conf_run_table_half(&counts, &cuda, &coverage, TF_F16);
