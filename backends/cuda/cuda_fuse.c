@@ -23,9 +23,42 @@ static bool env_on(const char *name) {
   return !value || value[0] == '\0' || strcmp(value, "0") != 0;
 }
 
-tf_cuda_fusion_options tf_cuda_fusion_options_from_env(void) {
-  return (tf_cuda_fusion_options){.epilogues = env_on("TIGHTFIT_CUDA_EPILOGUES"),
-                                  .multi_tensor = env_on("TIGHTFIT_CUDA_MULTI_TENSOR")};
+tf_status tf_cuda_gelu_epilogue_parse(const char *value, uint32_t *dtypes) {
+  *dtypes = TF_CUDA_GELU_EPILOGUE_DEFAULT;
+  if (!value || value[0] == '\0')
+    return NULL;
+  if (strcmp(value, "all") == 0) {
+    *dtypes = 1u << TF_F32 | 1u << TF_BF16 | 1u << TF_F16;
+    return NULL;
+  }
+  *dtypes = 0;
+  if (strcmp(value, "0") == 0 || strcmp(value, "off") == 0)
+    return NULL;
+  for (const char *at = value; *at;) {
+    const size_t length = strcspn(at, ",");
+    const tf_dtype types[3] = {TF_F32, TF_BF16, TF_F16};
+    bool known = false;
+    for (int i = 0; i < 3 && !known; i++) {
+      const char *name = tf_dtype_name(types[i]);
+      if (strlen(name) == length && strncmp(at, name, length) == 0) {
+        *dtypes |= 1u << types[i];
+        known = true;
+      }
+    }
+    if (!known)
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                           "cuda backend: TIGHTFIT_CUDA_GELU_EPILOGUE='%s': expected all, off, or a comma list of f32, "
+                           "bf16, f16",
+                           value);
+    at += length + (at[length] == ',');
+  }
+  return NULL;
+}
+
+tf_status tf_cuda_fusion_options_from_env(tf_cuda_fusion_options *options) {
+  *options = (tf_cuda_fusion_options){.epilogues = env_on("TIGHTFIT_CUDA_EPILOGUES"),
+                                      .multi_tensor = env_on("TIGHTFIT_CUDA_MULTI_TENSOR")};
+  return tf_cuda_gelu_epilogue_parse(getenv("TIGHTFIT_CUDA_GELU_EPILOGUE"), &options->gelu_dtypes);
 }
 
 const char *tf_cuda_fusion_kind_name(tf_cuda_fusion_kind kind) {
@@ -258,7 +291,7 @@ static int32_t only_reader(const plan_index *index, int32_t b) {
 
 /* ---- forward: matmul -> add(bias) [-> gelu] ---- */
 
-static bool match_forward(const plan_index *index, int32_t m, tf_cuda_fusion *f) {
+static bool match_forward(const plan_index *index, int32_t m, uint32_t gelu_dtypes, tf_cuda_fusion *f) {
   const tf_plan *plan = index->plan;
   const tf_plan_step *mm = &plan->steps[m];
   if (mm->op != TF_OP_MATMUL || mm->n_inputs != 2 || mm->n_outputs != 1 || mm->attrs.u.matmul.transpose_a)
@@ -305,7 +338,7 @@ static bool match_forward(const plan_index *index, int32_t m, tf_cuda_fusion *f)
         plan->buffers[g->outputs[0]].dtype == yb->dtype)
       gelu = s;
   }
-  if (gelu >= 0) {
+  if (gelu >= 0 && (gelu_dtypes >> yb->dtype & 1u)) {
     const int32_t out = plan->steps[gelu].outputs[0];
     const bool z_read_elsewhere = index->readers[z] > 1;
     /* the aux output's leading dimension (n) must be a multiple of 8; z and the gelu output must not
@@ -476,7 +509,7 @@ tf_status tf_cuda_fusion_find(const tf_plan *plan, tf_cuda_fusion_options option
       }
     }
     if (!found && options.epilogues)
-      found = match_forward(&index, s, &f) || match_bgradb(&index, s, &f);
+      found = match_forward(&index, s, options.gelu_dtypes, &f) || match_bgradb(&index, s, &f);
     if (!found)
       continue;
     bool clash = (f.first < forward_end && f.last >= forward_end) ||

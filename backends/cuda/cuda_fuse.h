@@ -10,7 +10,8 @@
  *     epilogue writes z.
  *   - BIAS_GELU / BIAS_GELU_AUX: the same followed by gelu(z) -> a with the tanh approximation
  *     (cuBLASLt's GELU): D = a; z also written as the epilogue's aux output when another step
- *     reads it (the gradient), else not written at all.
+ *     reads it (the gradient), else not written at all. Only on products of the types the options
+ *     name (f16 by default); on others the group stops at BIAS.
  *   - BGRADB: sum_to(dz, b) -> db and the weight gradient matmul(dzᵀ, x) -> dW (or
  *     matmul_accumulate), dz read directly or through a reshape view: one GEMM whose epilogue
  *     reduces dz into db (CUBLASLT_EPILOGUE_BGRADB); BGRADA: the same with weights stored [in, out],
@@ -67,10 +68,25 @@ typedef struct tf_cuda_fusion {
 typedef struct tf_cuda_fusion_options {
   bool epilogues;    /* GEMM groups; TIGHTFIT_CUDA_EPILOGUES=0 turns them off */
   bool multi_tensor; /* OPTIMIZER groups; TIGHTFIT_CUDA_MULTI_TENSOR=0 turns them off */
+  /* BIAS_GELU*: bit (1u << dtype) set where products of that type take the GELU into the epilogue;
+   * the others stop at BIAS and their gelu launches as compiled (TIGHTFIT_CUDA_GELU_EPILOGUE) */
+  uint32_t gelu_dtypes;
 } tf_cuda_fusion_options;
 
-/* The options from the environment: each on unless its variable is "0". */
-tf_cuda_fusion_options tf_cuda_fusion_options_from_env(void);
+/* The GELU epilogue's default types: f16 only. cuBLASLt's GELU epilogues on f32 and bf16 products
+ * run a slower kernel than the plain GEMM and a separate GELU together (llm.c PR 338, 2024; an H100
+ * f32 gpt2-small c_fc product with it: 1.79 ms, 21.5 TFLOP/s, where the model's other products ran
+ * at 52.7 TFLOP/s, bench/results/2026-12-05-gpu-h100-lend6). */
+#define TF_CUDA_GELU_EPILOGUE_DEFAULT (1u << TF_F16)
+
+/* The GELU epilogue's types for a TIGHTFIT_CUDA_GELU_EPILOGUE value: NULL or "" the default,
+ * "all" every floating type, "0" or "off" none, else a comma list of "f32", "bf16", "f16". A bad
+ * value is an invalid-argument status naming it. */
+tf_status tf_cuda_gelu_epilogue_parse(const char *value, uint32_t *dtypes) TF_MUST_USE;
+
+/* The options from the environment into *options: each switch on unless its variable is "0", the
+ * GELU epilogue's types from TIGHTFIT_CUDA_GELU_EPILOGUE (an invalid value: its status). */
+tf_status tf_cuda_fusion_options_from_env(tf_cuda_fusion_options *options) TF_MUST_USE;
 
 /* Finds the groups of `plan` that `options` allow, in order of their first step: *out is malloc'ed
  * (the caller frees it; NULL when none) and *count set. NULL, or an out-of-memory status. */

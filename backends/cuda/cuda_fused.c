@@ -41,7 +41,9 @@ tf_status tf_cuda_fused_prepare(cuda_state *s) {
   const tf_plan *plan = s->plan;
   tf_cuda_fusion *groups = NULL;
   int32_t count = 0;
-  TF_RETURN_IF_ERROR(tf_cuda_fusion_find(plan, tf_cuda_fusion_options_from_env(), &groups, &count));
+  tf_cuda_fusion_options options;
+  TF_RETURN_IF_ERROR(tf_cuda_fusion_options_from_env(&options));
+  TF_RETURN_IF_ERROR(tf_cuda_fusion_find(plan, options, &groups, &count));
   s->fused_of_step = malloc((size_t)(plan->n_steps > 0 ? plan->n_steps : 1) * sizeof(int32_t));
   s->fused = calloc((size_t)(count > 0 ? count : 1), sizeof(cuda_fused));
   if (!s->fused_of_step || !s->fused) {

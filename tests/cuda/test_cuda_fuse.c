@@ -7,6 +7,7 @@
  * overlap between a bgradb group's steps loses that group (the byte-range check); a group uses its
  * matmul's workspace only where no live buffer or operand of its steps lies on it. What the fused
  * launches compute is test_cuda_fuse_gpu's (on a GPU). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ typedef struct expected {
   int32_t optimizer_tensors; /* in all optimizer groups together; -1: not checked */
 } expected;
 
-static const tf_cuda_fusion_options ALL = {.epilogues = true, .multi_tensor = true};
+static const tf_cuda_fusion_options ALL = {
+    .epilogues = true, .multi_tensor = true, .gelu_dtypes = 1u << TF_F32 | 1u << TF_BF16 | 1u << TF_F16};
 
 static bool overlap(const tf_plan *plan, int32_t a, int32_t b) {
   const tf_plan_buffer *x = &plan->buffers[a], *y = &plan->buffers[b];
@@ -102,12 +104,21 @@ static void check_plan(const char *label, const tf_plan *plan, expected want) {
          ok ? "ok" : "FAIL", label, kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], tensors);
   /* the switches: each turns its kinds off, the other's stay */
   int32_t off[KINDS], off_tensors;
-  find_groups(label, plan, (tf_cuda_fusion_options){.epilogues = false, .multi_tensor = true}, off, &off_tensors,
-              false);
+  find_groups(label, plan, (tf_cuda_fusion_options){.epilogues = false, .multi_tensor = true, .gelu_dtypes = ~0u}, off,
+              &off_tensors, false);
   const bool epilogues_off = off[0] + off[1] + off[2] + off[3] == 0 && off[4] == kinds[4];
-  find_groups(label, plan, (tf_cuda_fusion_options){.epilogues = true, .multi_tensor = false}, off, &off_tensors,
-              false);
+  find_groups(label, plan, (tf_cuda_fusion_options){.epilogues = true, .multi_tensor = false, .gelu_dtypes = ~0u}, off,
+              &off_tensors, false);
   const bool multi_off = off[4] == 0 && off[0] == kinds[0] && off[3] == kinds[3];
+  /* no GELU epilogue: each bias+gelu group becomes a bias group, nothing else changes */
+  int32_t no_gelu[KINDS];
+  find_groups(label, plan, (tf_cuda_fusion_options){.epilogues = true, .multi_tensor = true, .gelu_dtypes = 0}, no_gelu,
+              &off_tensors, false);
+  CHECK(&counts,
+        no_gelu[1] + no_gelu[2] == 0 && no_gelu[0] == kinds[0] + kinds[1] + kinds[2] && no_gelu[3] == kinds[3] &&
+            no_gelu[4] == kinds[4],
+        "%s: without the GELU epilogue: bias %d, bias+gelu %d, bias+gelu(aux) %d, bgradb %d, optimizer %d", label,
+        no_gelu[0], no_gelu[1], no_gelu[2], no_gelu[3], no_gelu[4]);
   CHECK(&counts, epilogues_off && multi_off,
         "%s: a switch left groups of its kind (epilogues off ok %d, multi off ok %d)", label, epilogues_off, multi_off);
 }
@@ -273,7 +284,58 @@ static void small_plans(void) {
   tf_plan_destroy(plan);
 }
 
+/* TIGHTFIT_CUDA_GELU_EPILOGUE: its values, its refusals, and the default (f16 only) on an f32 plan,
+ * whose c_fc group then stops at the bias. */
+static void gelu_switch(void) {
+  static const struct {
+    const char *value;
+    uint32_t dtypes;
+    bool ok;
+  } cases[] = {
+      {NULL, 1u << TF_F16, true},
+      {"", 1u << TF_F16, true},
+      {"all", 1u << TF_F32 | 1u << TF_BF16 | 1u << TF_F16, true},
+      {"off", 0, true},
+      {"0", 0, true},
+      {"f32,bf16", 1u << TF_F32 | 1u << TF_BF16, true},
+      {"f16", 1u << TF_F16, true},
+      {"f64", 0, false},
+      {"f32,,f16", 0, false},
+      {"F32", 0, false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uint32_t dtypes = 0;
+    tf_status status = tf_cuda_gelu_epilogue_parse(cases[i].value, &dtypes);
+    const bool ok = cases[i].ok ? status == NULL && dtypes == cases[i].dtypes
+                                : status != NULL && tf_status_code(status) == TF_ERR_INVALID_ARGUMENT &&
+                                      strstr(tf_status_message(status), cases[i].value) != NULL;
+    CHECK(&counts, ok, "TIGHTFIT_CUDA_GELU_EPILOGUE='%s': types 0x%x, status '%s'",
+          cases[i].value ? cases[i].value : "(unset)", dtypes, tf_status_message(status));
+    printf("%-4s TIGHTFIT_CUDA_GELU_EPILOGUE='%s': %s\n", ok ? "ok" : "FAIL",
+           cases[i].value ? cases[i].value : "(unset)", status ? tf_status_message(status) : "accepted");
+    tf_status_free(status);
+  }
+  unsetenv("TIGHTFIT_CUDA_GELU_EPILOGUE");
+  tf_cuda_fusion_options options;
+  tf_status status = tf_cuda_fusion_options_from_env(&options);
+  CHECK(&counts, status == NULL, "options from the environment: %s", tf_status_message(status));
+  tf_status_free(status);
+  tf_plan *plan = compile_zoo("gpt2-small", GPT1, 1, cuda_options("N=2,T=64"));
+  if (!plan)
+    return;
+  int32_t kinds[KINDS], tensors = 0;
+  find_groups("gpt2-small f32, default options", plan, options, kinds, &tensors, false);
+  const bool ok = kinds[0] == 4 && kinds[1] + kinds[2] == 0 && kinds[3] == 4;
+  CHECK(&counts, ok,
+        "gpt2-small f32 with the default options: bias %d, bias+gelu %d + %d, bgradb %d (expected 4, 0, 4)", kinds[0],
+        kinds[1], kinds[2], kinds[3]);
+  printf("%-4s gpt2-small f32, default options: bias %d, bias+gelu(aux) %d, bgradb %d\n", ok ? "ok" : "FAIL", kinds[0],
+         kinds[2], kinds[3]);
+  tf_plan_destroy(plan);
+}
+
 int main(void) {
+  gelu_switch();
   gpt2_plans();
   mlp_plans();
   half_model_plan();

@@ -1,5 +1,6 @@
 /* The CUDA backend's fused launches on a GPU (backends/cuda/cuda_fuse.h): a few training steps of
- * each model with everything fused, with TIGHTFIT_CUDA_EPILOGUES=0, and with both switches off.
+ * each model with everything fused (the GELU epilogue on every type: TIGHTFIT_CUDA_GELU_EPILOGUE=all,
+ * where by default only f16 products take it), with TIGHTFIT_CUDA_EPILOGUES=0, and with both switches off.
  *   - Fused vs epilogues off (the multi-tensor optimizer on in both): every loss within the model's
  *     relative tolerance, every weight finite, and at most a small share of them more than half a
  *     learning rate apart. Not bit for bit: the bias epilogue adds the bias in f32 before rounding
@@ -163,6 +164,7 @@ static void train(const model *m, const tf_plan *plan, const char *epilogues, co
   memset(out, 0, sizeof(*out));
   setenv("TIGHTFIT_CUDA_EPILOGUES", epilogues, 1);
   setenv("TIGHTFIT_CUDA_MULTI_TENSOR", multi_tensor, 1);
+  setenv("TIGHTFIT_CUDA_GELU_EPILOGUE", "all", 1);
   if (profile)
     setenv("TIGHTFIT_CUDA_PROFILE", profile, 1);
   tf_session_options options = tf_session_options_default();
@@ -190,6 +192,7 @@ static void train(const model *m, const tf_plan *plan, const char *epilogues, co
   unsetenv("TIGHTFIT_CUDA_PROFILE");
   unsetenv("TIGHTFIT_CUDA_EPILOGUES");
   unsetenv("TIGHTFIT_CUDA_MULTI_TENSOR");
+  unsetenv("TIGHTFIT_CUDA_GELU_EPILOGUE");
 }
 
 /* Fused vs unfused epilogues: losses within tolerance, few weights more than lr / 2 apart. */
