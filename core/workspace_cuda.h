@@ -220,15 +220,23 @@ static inline int64_t tf_cuda_embedding_keys(int64_t ids) {
 }
 
 /* linear_cross_entropy and its gradient (kernels/cuda/linear_loss.cu): one chunk of logits, each
- * row's loss (double), the count of labels, then the cuBLAS workspace; each part 256-byte aligned. */
+ * row's loss (double), the count of labels, then the cuBLAS workspace; each part 256-byte aligned.
+ * A chunk's rows of logits lie `ld` floats apart: the classes rounded up to a multiple of 8, so that
+ * every row starts 32-byte aligned and the products read and write it in vector loads (gpt2-small's
+ * 50,257 classes leave each row but the first misaligned); the padding is never read or written. */
 typedef struct tf_cuda_linear_loss_layout {
+  int64_t ld; /* floats from one row of logits to the next */
   int64_t logits, row_losses, count, cublas, total;
 } tf_cuda_linear_loss_layout;
 
+/* The padded leading dimension of a chunk of logits over `classes` (see above). */
+static inline int64_t tf_cuda_linear_loss_ld(int64_t classes) { return (classes + 7) / 8 * 8; }
+
 static inline tf_cuda_linear_loss_layout tf_cuda_linear_loss_layout_of(const tf_linear_loss_geometry *g) {
   tf_cuda_linear_loss_layout l;
+  l.ld = tf_cuda_linear_loss_ld(g->classes);
   l.logits = 0;
-  l.row_losses = tf_cuda_round_up(4 * tf_linear_loss_chunk_elements(g));
+  l.row_losses = tf_cuda_round_up(4 * g->chunk_rows * l.ld);
   l.count = l.row_losses + tf_cuda_round_up(8 * g->rows);
   l.cublas = l.count + tf_cuda_round_up(8);
   l.total = l.cublas + TF_CUDA_CUBLAS_WORKSPACE;

@@ -256,7 +256,7 @@ def memory_check(path, tolerance):
 # The PyTorch variant each tightfit step-time row is compared with (its label's tag).
 TORCH_PARTNER = {"": "fp32-sdpa", "offload": "fp32-sdpa", "offload_gradients": "fp32-sdpa", "bf16": "bf16-sdpa",
                  "autocast": "bf16-sdpa", "autocast_split": "bf16-sdpa", "f32_default": "fp32-sdpa", "f32_tensor": "fp32-sdpa", "f32_cores": "fp32-sdpa", "f32_chunk": "fp32-sdpa",
-                 "f32_gelu": "fp32-sdpa", "autocast_gelu": "bf16-sdpa", "master": "bf16-sdpa"}
+                 "f32_gelu": "fp32-sdpa", "f32_unpadded": "fp32-sdpa", "autocast_gelu": "bf16-sdpa", "master": "bf16-sdpa"}
 STEPTIME_RE = re.compile(r"^steptime-cuda-(?:(.+)-)?(\d+x[0-9A-Za-z=+]+)$")
 
 

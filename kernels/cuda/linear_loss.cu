@@ -1,6 +1,7 @@
 /* The fused loss head, as kernels/cpu/linear_loss.c: linear_cross_entropy(x, weight, labels [, bias])
  * and its gradient (dx, dweight [, dbias]), chunk_rows rows of logits at a time in the workspace
- * (core/workspace_cuda.h's tf_cuda_linear_loss_layout), so the [rows, V] logits never exist. The
+ * (core/workspace_cuda.h's tf_cuda_linear_loss_layout, rows a padded ld apart), so the [rows, V]
+ * logits never exist. The
  * products are cuBLAS gemms (pedantic f32, as matmul.cu); a block reduces each row. The loss is each
  * row's term in double, summed in a fixed order by one block: deterministic, no atomics. */
 #include "kernels/cuda/common.cuh"
@@ -17,6 +18,7 @@ struct Head {
   bool wide;
   int64_t ignore;
   float *logits;
+  int64_t ld; /* floats from one row of logits to the next (the layout's padded stride) */
   double *row_losses;
   long long *count;
   void *cublas_space;
@@ -38,6 +40,9 @@ Head head_of(const tf_cuda_args *args) {
   h.wide = args->inputs[2].dtype == TF_I64;
   h.ignore = args->attrs->u.cross_entropy.ignore_index;
   h.logits = (float *)(space + layout.logits);
+  /* TIGHTFIT_CUDA_HEAD_PAD=0: rows `classes` apart, unpadded (what the padding gains, measured) */
+  const char *pad = getenv("TIGHTFIT_CUDA_HEAD_PAD");
+  h.ld = pad && strcmp(pad, "0") == 0 ? h.g.classes : layout.ld;
   h.row_losses = (double *)(space + layout.row_losses);
   h.count = (long long *)(space + layout.count);
   h.cublas_space = space + layout.cublas;
@@ -47,32 +52,33 @@ Head head_of(const tf_cuda_args *args) {
   return h;
 }
 
-/* logits[r, c] += bias[c] over rows x classes, after the product (as the unfused add). */
-__global__ void add_bias(float *logits, const float *bias, int64_t rows, int64_t classes) {
+/* logits[r, c] += bias[c] over rows x classes (rows ld apart), after the product (as the unfused add). */
+__global__ void add_bias(float *logits, int64_t ld, const float *bias, int64_t rows, int64_t classes) {
   const int64_t n = rows * classes, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    logits[i] += bias[i % classes];
+    logits[i / classes * ld + i % classes] += bias[i % classes];
 }
 
 /* dbias[c] (+)= the sum of dlogits[., c] over the chunk's rows, in double, rows in order: one thread
  * a class, deterministic; the first chunk overwrites. */
-__global__ void chunk_dbias(const float *dlogits, int64_t rows, int64_t classes, bool first_chunk, float *dbias) {
+__global__ void chunk_dbias(const float *dlogits, int64_t ld, int64_t rows, int64_t classes, bool first_chunk,
+                            float *dbias) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; c < classes; c += stride) {
     double sum = first_chunk ? 0.0 : (double)dbias[c];
     for (int64_t r = 0; r < rows; r++)
-      sum += (double)dlogits[r * classes + c];
+      sum += (double)dlogits[r * ld + c];
     dbias[c] = (float)sum;
   }
 }
 
 /* row_losses[first + r] = -log softmax(logits[r])[label] (0 where the label does not count); a block per row. */
-__global__ void chunk_losses(const float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
-                             int64_t classes, int64_t ignore, double *row_losses) {
+__global__ void chunk_losses(const float *logits, int64_t ld, const void *labels, bool wide, int64_t first,
+                             int64_t rows, int64_t classes, int64_t ignore, double *row_losses) {
   __shared__ XentScratch scratch;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t label = xent_label_at(labels, wide, first + r, classes, ignore);
-    const double loss = label < 0 ? 0.0 : xent_block_loss(logits + r * classes, classes, label, &scratch);
+    const double loss = label < 0 ? 0.0 : xent_block_loss(logits + r * ld, classes, label, &scratch);
     if (threadIdx.x == 0)
       row_losses[first + r] = loss;
   }
@@ -90,12 +96,12 @@ __global__ void finish(const double *row_losses, int64_t rows, const long long *
 
 /* In place: logits[r] becomes (softmax - onehot(label)) dloss / count, 0 where the label does not
  * count; a block per row. */
-__global__ void chunk_gradient(float *logits, const void *labels, bool wide, int64_t first, int64_t rows,
+__global__ void chunk_gradient(float *logits, int64_t ld, const void *labels, bool wide, int64_t first, int64_t rows,
                                int64_t classes, int64_t ignore, const float *dloss, const long long *count) {
   __shared__ XentScratch scratch;
   const float scale = *count > 0 ? (float)((double)dloss[0] / (double)*count) : 0.0f;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float *d = logits + r * classes;
+    float *d = logits + r * ld;
     xent_block_gradient(d, d, classes, xent_label_at(labels, wide, first + r, classes, ignore), scale, &scratch);
   }
 }
@@ -112,10 +118,10 @@ int64_t weight_stride(const tf_linear_loss_geometry &g) { return g.transpose_wei
 tf_status chunk_logits(const Head &h, int64_t first, int64_t rows) {
   const tf_linear_loss_geometry &g = h.g;
   TF_RETURN_IF_ERROR(gemm(h, false, g.transpose_weight, rows, g.classes, g.features, h.x + first * g.features,
-                          g.features, h.weight, weight_stride(g), 0.0f, h.logits, g.classes));
+                          g.features, h.weight, weight_stride(g), 0.0f, h.logits, h.ld));
   if (!h.bias)
     return NULL;
-  add_bias<<<blocks_for(rows * g.classes), kThreads, 0, h.stream>>>(h.logits, h.bias, rows, g.classes);
+  add_bias<<<blocks_for(rows * g.classes), kThreads, 0, h.stream>>>(h.logits, h.ld, h.bias, rows, g.classes);
   return launch_status();
 }
 
@@ -146,8 +152,8 @@ TF_CUDA_LAUNCHER(linear_cross_entropy) {
   for (int64_t first = 0; first < h.g.rows; first += h.g.chunk_rows) {
     const int64_t rows = h.g.rows - first < h.g.chunk_rows ? h.g.rows - first : h.g.chunk_rows;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
-    chunk_losses<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, h.g.classes,
-                                                              h.ignore, h.row_losses);
+    chunk_losses<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.ld, h.labels, h.wide, first, rows,
+                                                              h.g.classes, h.ignore, h.row_losses);
     TF_RETURN_IF_ERROR(launch_status());
   }
   finish<<<1, kThreads, 0, h.stream>>>(h.row_losses, h.g.rows, h.count, loss);
@@ -169,25 +175,25 @@ tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *d
     const float *x = h.x + first * g.features;
     TF_RETURN_IF_ERROR(chunk_logits(h, first, rows));
     if (loss) {
-      chunk_losses<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
-                                                                h.ignore, h.row_losses);
+      chunk_losses<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.ld, h.labels, h.wide, first, rows,
+                                                                g.classes, h.ignore, h.row_losses);
       TF_RETURN_IF_ERROR(launch_status());
     }
-    chunk_gradient<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.labels, h.wide, first, rows, g.classes,
-                                                                h.ignore, dloss, h.count);
+    chunk_gradient<<<row_blocks(rows), kThreads, 0, h.stream>>>(h.logits, h.ld, h.labels, h.wide, first, rows,
+                                                                g.classes, h.ignore, dloss, h.count);
     TF_RETURN_IF_ERROR(launch_status());
     /* dx rows = dlogits weight ([V, d]) or dlogits weightᵀ ([d, V]) */
-    TF_RETURN_IF_ERROR(gemm(h, false, !g.transpose_weight, rows, g.features, g.classes, h.logits, g.classes, h.weight,
+    TF_RETURN_IF_ERROR(gemm(h, false, !g.transpose_weight, rows, g.features, g.classes, h.logits, h.ld, h.weight,
                             weight_stride(g), 0.0f, dx + first * g.features, g.features));
     const float beta = first == 0 && !accumulate ? 0.0f : 1.0f;
     if (g.transpose_weight) /* dweight [V, d] (+)= dlogitsᵀ x */
-      TF_RETURN_IF_ERROR(gemm(h, true, false, g.classes, g.features, rows, h.logits, g.classes, x, g.features, beta,
+      TF_RETURN_IF_ERROR(gemm(h, true, false, g.classes, g.features, rows, h.logits, h.ld, x, g.features, beta,
                               dweight, g.features));
     else /* dweight [d, V] (+)= xᵀ dlogits */
-      TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, g.classes, beta,
+      TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, h.ld, beta,
                               dweight, g.classes));
     if (dbias) {
-      chunk_dbias<<<blocks_for(g.classes), kThreads, 0, h.stream>>>(h.logits, rows, g.classes,
+      chunk_dbias<<<blocks_for(g.classes), kThreads, 0, h.stream>>>(h.logits, h.ld, rows, g.classes,
                                                                     first == 0 && !accumulate, dbias);
       TF_RETURN_IF_ERROR(launch_status());
     }
