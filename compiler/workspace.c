@@ -1,8 +1,9 @@
 /* Kernel workspace per op and target: the one thing about kernels the planner must know. The
  * formulas live in core/ (core/workspace_cpu.c, core/workspace_cuda.h), which the kernels include
  * too, so the planned bytes and the bytes a kernel touches come from one formula; of the Vulkan
- * shaders only the fused loss heads (core/linear_loss.h), embedding's gradient on half data
- * (core/workspace.h) and the CTC loss (core/ctc.h) need any. */
+ * shaders only the fused loss heads (core/linear_loss.h), embedding's gradient on half data, the
+ * split column sums of sum_to/sum/mean and the norms' gradients (core/workspace.h) and the CTC loss
+ * (core/ctc.h) need any. */
 #include <string.h>
 
 #include "compiler/training.h"
@@ -40,10 +41,16 @@ int64_t tf_workspace_bytes(const tf_target *target, const tf_graph *g, const tf_
     int32_t n_inputs = operands(g, node, inputs, outputs);
     return tf_cuda_workspace_bytes(node->op, &node->attrs, n_inputs, inputs, node->n_outputs, outputs);
   }
-  case TF_TARGET_VULKAN: { /* scratch for the fused loss heads' chunks and embedding's gradient on half data */
+  case TF_TARGET_VULKAN: { /* the fused loss heads' chunks, column partials, embedding's gradient on half data */
     const int32_t n_inputs = operands(g, node, inputs, outputs);
     if (node->op == TF_OP_EMBEDDING_GRAD && (outputs[0].dtype == TF_F16 || outputs[0].dtype == TF_BF16))
       return tf_vulkan_embedding_grad_half_workspace_bytes(inputs[0].count);
+    if (tf_op_workspace_rule(node->op) == TF_WORKSPACE_REDUCE) /* reduce.comp's split columns */
+      return tf_vulkan_reduce_workspace_bytes(node->op, inputs[0].count, outputs[0].count);
+    if (tf_op_workspace_rule(node->op) == TF_WORKSPACE_NORM_GRAD) { /* norm.comp's dgamma/dbeta partials */
+      const int64_t features = inputs[0].rank > 0 ? inputs[0].shape[inputs[0].rank - 1] : 0;
+      return features > 0 ? tf_vulkan_norm_grad_workspace_bytes(inputs[0].count / features, features) : 0;
+    }
     if (tf_op_workspace_rule(node->op) == TF_WORKSPACE_CTC) { /* shaders/ctc.comp: f32 words */
       const tf_ctc_geometry cg = tf_ctc_geometry_of(&inputs[0], &inputs[1]);
       return tf_ctc_mul(4, tf_ctc_workspace_elements(&cg));

@@ -2,11 +2,14 @@
 // layer_norm and rms_norm over the last axis and their gradients (kernels/cpu/norm.c).
 //
 // Forward: a workgroup per row (mean, then the centred variance, by tree sums). Backward, three
-// dispatches like the CPU's phases, with no workspace: (1) STATS: a workgroup per row writes the
-// row's mean and rstd into the first two floats of its dx row; (2) PARAMS: 8 invocations per column
-// sum dgamma and dbeta over the rows, reading the kept statistics; (3) INPUT: a
-// workgroup per row reads its statistics back, then overwrites the row with dx. Rows too short to
-// keep them (layer_norm with one feature) recompute them instead.
+// dispatches like the CPU's phases: (1) STATS: a workgroup per row writes the row's mean and rstd
+// into the first two floats of its dx row; (2) PARAMS: 8 invocations per column sum dgamma and
+// dbeta over the rows, reading the kept statistics, or, where the plan gives the step its
+// workspace (core/workspace.h, tf_vulkan_norm_grad_workspace_bytes), two dispatches:
+// PARAM_PARTIALS, a workgroup per (64 columns, chunk of rows) writing each column's sums of the
+// chunk to the workspace, and PARAM_COMBINE adding each column's partials in chunk order; (3)
+// INPUT: a workgroup per row reads its statistics back, then overwrites the row with dx. Rows too
+// short to keep them (layer_norm with one feature) recompute them instead.
 #extension GL_GOOGLE_include_directive : require
 #if SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -22,11 +25,16 @@ layout(std430, set = 0, binding = 2) readonly buffer Third { ELEMENT third[]; };
 layout(std430, set = 0, binding = 3) buffer Out { ELEMENT out_data[]; };         // y, or dx
 layout(std430, set = 0, binding = 4) writeonly buffer DGamma { ELEMENT dgamma[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer DBeta { ELEMENT dbeta[]; };
+#if SPLIT // norm_split: PARAM_PARTIALS and PARAM_COMBINE only; dgamma's [chunk][feature], then dbeta's
+layout(std430, set = 0, binding = 6) buffer Partials { float partials[]; };
+#endif
 
 #define FORWARD 0
 #define STATS 1
 #define PARAMS 2
 #define INPUT 3
+#define PARAM_PARTIALS 4
+#define PARAM_COMBINE 5
 
 layout(push_constant) uniform Push {
   uint rows;
@@ -36,6 +44,8 @@ layout(push_constant) uniform Push {
   uint rms;       // rms_norm: no mean, no beta
   uint has_beta;  // forward: a beta operand; backward: a dbeta output
   uint keep;      // backward: statistics kept in dx rows
+  uint chunk_rows; // the split: rows a chunk
+  uint chunks;
 } pc;
 
 shared float partial[WG];
@@ -149,6 +159,48 @@ void params() {
   }
 }
 
+#if SPLIT
+// PARAM_PARTIALS: workgroup (x, y) owns columns [64x, 64x + 64) and rows [y chunk_rows, ...): an
+// invocation per column walks the chunk's rows in order (neighbouring invocations read neighbouring
+// columns of a row).
+void param_partials() {
+  uint column = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x, chunk = gl_WorkGroupID.y;
+  uint first = chunk * pc.chunk_rows, end = column < pc.features ? min(first + pc.chunk_rows, pc.rows) : first;
+  float g_sum = 0.0, g_carry = 0.0, b_sum = 0.0, b_carry = 0.0;
+  for (uint row = first; row < end; row++) {
+    uint at = row * pc.features + column;
+    vec2 s = pc.keep != 0u ? kept_stats(row) : row_stats_serial(row * pc.features);
+    float d = TO_F32(third[at]);
+    kahan_add(g_sum, g_carry, d * ((TO_F32(x[at]) - s.x) * s.y));
+    kahan_add(b_sum, b_carry, d);
+  }
+  if (column < pc.features) {
+    partials[chunk * pc.features + column] = g_sum;
+    partials[(pc.chunks + chunk) * pc.features + column] = b_sum;
+  }
+}
+
+// PARAM_COMBINE: an invocation per column adds its chunks' partials in chunk order.
+void param_combine() {
+  for (uint column = gl_GlobalInvocationID.x; column < pc.features; column += grid_size()) {
+    float g_sum = 0.0, g_carry = 0.0, b_sum = 0.0, b_carry = 0.0;
+    for (uint k = 0u; k < pc.chunks; k++) {
+      kahan_add(g_sum, g_carry, partials[k * pc.features + column]);
+      kahan_add(b_sum, b_carry, partials[(pc.chunks + k) * pc.features + column]);
+    }
+    dgamma[column] = FROM_F32(g_sum);
+    if (pc.has_beta != 0u)
+      dbeta[column] = FROM_F32(b_sum);
+  }
+}
+
+void main() {
+  if (pc.mode == PARAM_PARTIALS)
+    param_partials();
+  else
+    param_combine();
+}
+#else
 void rows() {
   uint t = gl_LocalInvocationID.x;
   for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
@@ -201,3 +253,4 @@ void main() {
     rows();
   }
 }
+#endif

@@ -6,8 +6,11 @@
 // x[base(o) + offset(j)] for j in [0, group). Either each invocation owns outputs and walks their
 // groups serially (per_thread: many short groups), or a workgroup owns neighbouring outputs and
 // splits their groups between lanes (columns: many long groups, e.g. a bias gradient), or a
-// workgroup owns an output and reduces a tree in shared memory (few, long groups). Sums are compensated (Kahan). Both orders
-// are fixed, so results do not depend on scheduling.
+// workgroup owns an output and reduces a tree in shared memory (few, long groups). Long columns of
+// sums are split (core/workspace.h, tf_vulkan_reduce_chunk_rows): SPLIT_PARTIALS, a workgroup per
+// (64 outputs, chunk of their groups), writes f32 partials to the workspace; SPLIT_COMBINE adds
+// each output's partials in chunk order. Sums are compensated (Kahan). Every order is fixed, so
+// results do not depend on scheduling.
 #extension GL_GOOGLE_include_directive : require
 #if SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -20,6 +23,9 @@ layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Yin { ELEMENT y_in[]; };   // max_grad: max(x)
 layout(std430, set = 0, binding = 2) readonly buffer DY { ELEMENT dy[]; };      // max_grad: dy
 layout(std430, set = 0, binding = 3) buffer Out { ELEMENT out_data[]; };
+#if SPLIT // reduce_split: the split's two passes only; the partials [chunk][output]
+layout(std430, set = 0, binding = 4) buffer Partials { float partials[]; };
+#endif
 
 #define SUM 0
 #define MAX 1
@@ -39,6 +45,8 @@ layout(push_constant) uniform Push {
   uint kept_stride[4];
   uint reduced_shape[4];
   uint reduced_stride[4];
+  uint chunk_rows; // split: a chunk's elements of each group
+  uint chunks;
 } pc;
 
 shared float partial[256];
@@ -54,6 +62,8 @@ uint base_of(uint o) {
 }
 
 uint offset_of(uint j) {
+  if (pc.n_reduced == 1u)
+    return j * pc.reduced_stride[0]; // one reduced run (a bias gradient's rows): no division
   uint offset = 0;
   for (int d = int(pc.n_reduced) - 1; d >= 0; d--) {
     offset += (j % pc.reduced_shape[d]) * pc.reduced_stride[d];
@@ -66,21 +76,23 @@ uint offset_of(uint j) {
 float max_of(float best, float value) { return (value > best || isnan(value)) ? value : best; }
 bool is_maximum(float value, float best) { return value == best || (isnan(value) && isnan(best)); }
 
-// This invocation's part of output o's group: elements first, first + step, ...
-float walk(uint base, uint first, uint step) {
+// This invocation's part of output o's group: elements first, first + step, ... before end.
+float walk_to(uint base, uint first, uint end, uint step) {
   if (pc.mode == MAX) {
     float best = -1.0 / 0.0;
-    for (uint j = first; j < pc.group; j += step)
+    for (uint j = first; j < end; j += step)
       best = max_of(best, TO_F32(x[base + offset_of(j)]));
     return best;
   }
   float sum = 0.0, carry = 0.0;
-  for (uint j = first; j < pc.group; j += step) {
+  for (uint j = first; j < end; j += step) {
     float v = TO_F32(x[base + offset_of(j)]);
     kahan_add(sum, carry, pc.mode == NORM_SQ ? v * v : v);
   }
   return sum;
 }
+
+float walk(uint base, uint first, uint step) { return walk_to(base, first, pc.group, step); }
 
 #if SUBGROUP
 // The subgroup variant: each subgroup reduces its lanes (subgroupAdd / subgroupMax, NaN counted
@@ -189,6 +201,46 @@ void columns() {
   }
 }
 
+#if SPLIT
+// SPLIT_PARTIALS (sums only): workgroup (x, y) owns outputs [64x, 64x + 64) and elements
+// [y chunk_rows, (y + 1) chunk_rows) of their groups; SPLIT_LANES invocations each walk every
+// SPLIT_LANES-th element of one output's chunk, added in lane order into partials[y][o].
+#define SPLIT_COLUMNS 64u
+#define SPLIT_LANES 4u // SPLIT_COLUMNS x SPLIT_LANES = the workgroup
+void split_partials() {
+  uint t = gl_LocalInvocationID.x, c = t % SPLIT_COLUMNS, lane = t / SPLIT_COLUMNS;
+  uint o = gl_WorkGroupID.x * SPLIT_COLUMNS + c, first = gl_WorkGroupID.y * pc.chunk_rows;
+  uint end = min(first + pc.chunk_rows, pc.group);
+  partial[t] = o < pc.outputs ? walk_to(base_of(o), first + lane, end, SPLIT_LANES) : 0.0;
+  barrier();
+  if (lane == 0u && o < pc.outputs) {
+    float sum = partial[c];
+    for (uint i = 1u; i < SPLIT_LANES; i++)
+      sum += partial[c + i * SPLIT_COLUMNS];
+    partials[gl_WorkGroupID.y * pc.outputs + o] = sum;
+  }
+}
+
+// SPLIT_COMBINE: an invocation per output adds its chunks' partials in chunk order.
+void split_combine() {
+  for (uint o = gl_GlobalInvocationID.x; o < pc.outputs; o += grid_size()) {
+    float sum = 0.0, carry = 0.0;
+    for (uint k = 0u; k < pc.chunks; k++)
+      kahan_add(sum, carry, partials[k * pc.outputs + o]);
+    finish(o, sum);
+  }
+}
+
+#define SPLIT_PARTIALS 3u
+
+// No early return from main in shaders with barriers (lavapipe leaks a coroutine frame then).
+void main() {
+  if (pc.per_thread == SPLIT_PARTIALS)
+    split_partials();
+  else
+    split_combine();
+}
+#else
 // No early return from main in shaders with barriers (lavapipe leaks a coroutine frame then).
 void main() {
   if (pc.per_thread == 2u) {
@@ -208,3 +260,4 @@ void main() {
     }
   }
 }
+#endif

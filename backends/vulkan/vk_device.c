@@ -265,6 +265,14 @@ static bool split_dx_allowed(void) {
   return !(requested && strcmp(requested, "0") == 0);
 }
 
+/* Whether long column sums (sum_to's bias gradients, the norms' dgamma and dbeta) may run split in
+ * chunks where the plan gives them the workspace (core/workspace.h): TIGHTFIT_VULKAN_SPLIT_COLUMNS=0
+ * keeps one pass of lanes per column (a GPU run times both; the workspace stays reserved). */
+static bool split_columns_allowed(void) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_SPLIT_COLUMNS");
+  return !(requested && strcmp(requested, "0") == 0);
+}
+
 /* Which products take matmul.comp's big-tile variant (vk_limits): TIGHTFIT_VULKAN_BIG_MATMUL=0 none,
  * =1 or unset the large ones, =all every one (the tests' way to run it over every case). */
 static tf_status big_matmul_of(vk_big_matmul *mode) {
@@ -338,6 +346,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   vk->storage16 = storage16_of(vk, vk->physical);
   vk->tiled_attention = tiled_attention_allowed();
   vk->split_dx = split_dx_allowed();
+  vk->split_columns = split_columns_allowed();
   TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
   TF_RETURN_IF_ERROR(matmul_subgroups_of(&vk->properties, &vk->matmul_subgroups));
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535

@@ -7,6 +7,7 @@
 
 #include "backends/vulkan/vk_lower.h"
 #include "core/ops.h"
+#include "core/workspace.h"
 
 /* The op table's vulkan column (core/op_table.h): vk_lower_<vulkan>. */
 #define LOWERING(ID, name, number, scope, min, max, outputs, shape_only, in_place, attrs, shape, alias, workspace,     \
@@ -23,8 +24,10 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_unary] = 0x4,
     [VK_SHADER_layout] = 0x2,
     [VK_SHADER_reduce] = 0x8,
+    [VK_SHADER_reduce_split] = 0x18, /* the output; the partials */
     [VK_SHADER_softmax] = 0x4,
     [VK_SHADER_norm] = 0x38,
+    [VK_SHADER_norm_split] = 0x70, /* dgamma, dbeta; the partials */
     [VK_SHADER_embedding] = 0x4,
     [VK_SHADER_matmul] = 0x4,
     [VK_SHADER_conv_forward] = 0x4,
@@ -93,6 +96,8 @@ static const struct {
     {VK_SHADER_matmul, VK_SHADER_matmul_f16, VK_SHADER_matmul_bf16},
     {VK_SHADER_matmul_sg, VK_SHADER_matmul_sg_f16, VK_SHADER_matmul_sg_bf16},
     {VK_SHADER_matmul_big, VK_SHADER_matmul_big_f16, VK_SHADER_matmul_big_bf16},
+    {VK_SHADER_reduce_split, VK_SHADER_reduce_split_f16, VK_SHADER_reduce_split_bf16},
+    {VK_SHADER_norm_split, VK_SHADER_norm_split_f16, VK_SHADER_norm_split_bf16},
     {VK_SHADER_dropout, VK_SHADER_dropout_f16, VK_SHADER_dropout_bf16},
     {VK_SHADER_reduce, VK_SHADER_reduce_f16, VK_SHADER_reduce_bf16},
     {VK_SHADER_reduce_sg, VK_SHADER_reduce_sg_f16, VK_SHADER_reduce_sg_bf16},
@@ -424,6 +429,11 @@ tf_status vk_check_loops(const vk_lower *l, int64_t iterations) {
                      "every loop after %lld in all, silently; run this plan on a GPU or the CPU backend",
                      (long long)iterations, (long long)l->limits->loop_limit);
   return NULL;
+}
+
+bool vk_split_columns_on(const vk_lower *l, int64_t outputs, int64_t workspace_bytes) {
+  return l->limits->split_columns && workspace_bytes > 0 && vk_workspace_bytes(l) >= workspace_bytes &&
+         (outputs + TF_VULKAN_SPLIT_COLUMNS - 1) / TF_VULKAN_SPLIT_COLUMNS <= VK_GROUP_LIMIT;
 }
 
 int64_t vk_grid_rounds(int64_t items, int64_t per_group) {

@@ -95,6 +95,10 @@ uint32_t vk_groups(int64_t items, int64_t per_group);
  * iterations in all (lavapipe's; see vk_limits), naming the step. `iterations` is an estimate
  * from above. */
 tf_status vk_check_loops(const vk_lower *l, int64_t iterations);
+/* Whether a column sum over `outputs` may run split (core/workspace.h): the device allows it, its
+ * blocks of TF_VULKAN_SPLIT_COLUMNS fit one grid dimension, and the plan gave the step the
+ * `workspace_bytes` it needs (a plan compiled before the split runs unsplit). */
+bool vk_split_columns_on(const vk_lower *l, int64_t outputs, int64_t workspace_bytes);
 /* Rounds of a grid-stride loop over `items`, `per_group` a workgroup, with vk_groups' cap. */
 int64_t vk_grid_rounds(int64_t items, int64_t per_group);
 /* Refuses counts the 32-bit shader indices cannot address. */

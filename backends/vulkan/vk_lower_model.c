@@ -11,6 +11,7 @@ typedef struct norm_push {
   uint32_t rows, features;
   float epsilon;
   uint32_t mode, rms, has_beta, keep;
+  uint32_t chunk_rows, chunks; /* NORM_PARAM_PARTIALS / _COMBINE */
 } norm_push;
 
 typedef struct embedding_push {
@@ -34,9 +35,36 @@ typedef struct optimizer_push {
   float beta1, beta2, one_minus_beta1, one_minus_beta2, epsilon, clip_norm, grad_scale;
 } optimizer_push;
 
-enum { NORM_FORWARD = 0, NORM_STATS, NORM_PARAMS, NORM_INPUT };
+enum { NORM_FORWARD = 0, NORM_STATS, NORM_PARAMS, NORM_INPUT, NORM_PARAM_PARTIALS, NORM_PARAM_COMBINE };
 /* norm.comp's PARAMS layout: a workgroup of 64 owns 8 columns, 8 lanes sharing each one's rows. */
 enum { NORM_PARAM_COLUMNS = 8, NORM_PARAM_LANES = 8 };
+
+/* dgamma and dbeta: split in chunks of rows where the plan gives the workspace (core/workspace.h),
+ * else 8 lanes a column over every row. `buffers` holds the step's six operands. */
+static tf_status norm_params(vk_lower *l, norm_push *push, const int32_t *buffers, bool keep) {
+  const int64_t chunk_rows = tf_vulkan_column_chunk_rows(push->features, push->rows);
+  const int64_t bytes = tf_vulkan_norm_grad_workspace_bytes(push->rows, push->features);
+  if (chunk_rows == 0 || !vk_split_columns_on(l, push->features, bytes)) {
+    TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push->features, NORM_PARAM_COLUMNS) *
+                                             ((push->rows + NORM_PARAM_LANES - 1) / NORM_PARAM_LANES + NORM_PARAM_LANES) *
+                                             (keep ? 1 : 2 * push->features + 1)));
+    push->mode = NORM_PARAMS;
+    return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, push, sizeof(*push),
+                            vk_groups(push->features, NORM_PARAM_COLUMNS), 1, 1);
+  }
+  const int64_t chunks = tf_vulkan_column_chunks(push->rows, chunk_rows);
+  push->chunk_rows = (uint32_t)chunk_rows;
+  push->chunks = (uint32_t)chunks;
+  const int32_t split[7] = {buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5], l->step->workspace};
+  TF_RETURN_IF_ERROR(vk_check_loops(l, (chunk_rows + 1) * (keep ? 1 : 2 * push->features + 1)));
+  push->mode = NORM_PARAM_PARTIALS;
+  TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_norm_split, 7, split, 0x40, push, sizeof(*push),
+                                      vk_groups(push->features, TF_VULKAN_SPLIT_COLUMNS), (uint32_t)chunks, 1));
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push->features, 64) * (chunks + 1)));
+  push->mode = NORM_PARAM_COMBINE;
+  return vk_emit_dispatch(l, VK_SHADER_norm_split, 7, split, 0x30, push, sizeof(*push),
+                          vk_groups(push->features, 64), 1, 1);
+}
 
 tf_status vk_lower_norm(vk_lower *l) {
   tf_op op = l->step->op;
@@ -62,11 +90,6 @@ tf_status vk_lower_norm(vk_lower *l) {
   // taking two elements of f16/bf16 data (shaders/common.glsl, STORE_STAT).
   const int64_t stat_elements = tf_dtype_size(vk_buffer(l, vk_out(l, 0))->dtype) == 2 ? 2 : 1;
   const bool keep = features >= (rms ? 1 : 2) * stat_elements;
-  if (op == TF_OP_LAYER_NORM_GRAD || op == TF_OP_RMS_NORM_GRAD)
-    TF_RETURN_IF_ERROR(
-        vk_check_loops(l, vk_grid_rounds(features, NORM_PARAM_COLUMNS) *
-                              ((push.rows + NORM_PARAM_LANES - 1) / NORM_PARAM_LANES + NORM_PARAM_LANES) *
-                              (keep ? 1 : 2 * features + 1)));
   if (op == TF_OP_LAYER_NORM || op == TF_OP_RMS_NORM) {
     push.has_beta = !rms && l->step->n_inputs > 2;
     int32_t buffers[4] = {vk_in(l, 0), vk_in(l, 1), push.has_beta ? vk_in(l, 2) : -1, vk_out(l, 0)};
@@ -83,9 +106,7 @@ tf_status vk_lower_norm(vk_lower *l) {
     TF_RETURN_IF_ERROR(
         vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1, 1));
   }
-  push.mode = NORM_PARAMS;
-  TF_RETURN_IF_ERROR(vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, &push, sizeof(push),
-                                      vk_groups(features, NORM_PARAM_COLUMNS), 1, 1));
+  TF_RETURN_IF_ERROR(norm_params(l, &push, buffers, keep));
   push.mode = NORM_INPUT;
   return count ? vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x8, &push, sizeof(push), row_groups, 1,
                                   1)

@@ -3,18 +3,22 @@
 #include <string.h>
 
 #include "backends/vulkan/vk_lower.h"
+#include "core/workspace.h"
 
 typedef struct reduce_push {
   uint32_t outputs, group, mode, per_thread, n_kept, n_reduced;
   float divisor;
   uint32_t accumulate;
   uint32_t kept_shape[4], kept_stride[4], reduced_shape[4], reduced_stride[4];
+  uint32_t chunk_rows, chunks; /* the split (REDUCE_SPLIT_*) */
 } reduce_push;
 
 enum { REDUCE_SUM = 0, REDUCE_MAX = 1, REDUCE_MAX_GRAD = 2, REDUCE_NORM_SQ = 3 };
 
-/* per_thread's third value, and reduce.comp's COLUMNS x LANES workgroup in that layout. */
+/* per_thread's third value, and reduce.comp's COLUMNS x LANES workgroup in that layout; the split's
+ * two passes (core/workspace.h) and their SPLIT_COLUMNS x SPLIT_LANES workgroup. */
 enum { REDUCE_IN_COLUMNS = 2, REDUCE_COLUMNS = 16, REDUCE_LANES = 16 };
+enum { REDUCE_SPLIT_PARTIALS = 3, REDUCE_SPLIT_COMBINE = 4, REDUCE_SPLIT_LANES = 4 };
 
 typedef struct softmax_push {
   uint32_t lines, classes, inner, mode;
@@ -57,6 +61,23 @@ static tf_status geometry(vk_lower *l, const tf_plan_buffer *x, const bool *redu
   return NULL;
 }
 
+/* The split sum (core/workspace.h): partials of each (64 outputs, chunk) into the workspace, then
+ * each output's partials added in chunk order. */
+static tf_status split(vk_lower *l, reduce_push *push, int64_t chunk_rows) {
+  const int64_t chunks = tf_vulkan_column_chunks(push->group, chunk_rows);
+  push->chunk_rows = (uint32_t)chunk_rows;
+  push->chunks = (uint32_t)chunks;
+  int32_t buffers[5] = {vk_in(l, 0), -1, -1, vk_out(l, 0), l->step->workspace};
+  TF_RETURN_IF_ERROR(vk_check_loops(l, (chunk_rows + REDUCE_SPLIT_LANES - 1) / REDUCE_SPLIT_LANES + REDUCE_SPLIT_LANES));
+  push->per_thread = REDUCE_SPLIT_PARTIALS;
+  TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_reduce_split, 5, buffers, 0x10, push, sizeof(*push),
+                                      vk_groups(push->outputs, TF_VULKAN_SPLIT_COLUMNS), (uint32_t)chunks, 1));
+  TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push->outputs, 256) * (chunks + 1)));
+  push->per_thread = REDUCE_SPLIT_COMBINE;
+  return vk_emit_dispatch(l, VK_SHADER_reduce_split, 5, buffers, 0x8, push, sizeof(*push),
+                          vk_groups(push->outputs, 256), 1, 1);
+}
+
 tf_status vk_lower_reduce(vk_lower *l) {
   tf_op op = l->step->op;
   const tf_plan_buffer *x = vk_buffer(l, vk_in(l, 0));
@@ -88,6 +109,10 @@ tf_status vk_lower_reduce(vk_lower *l) {
     push.per_thread = REDUCE_IN_COLUMNS;
   if (push.outputs == 0)
     return NULL;
+  const int64_t chunk_rows = tf_vulkan_reduce_chunk_rows(op, vk_count(x), push.outputs);
+  if (chunk_rows > 0 && push.per_thread == REDUCE_IN_COLUMNS &&
+      vk_split_columns_on(l, push.outputs, tf_vulkan_reduce_workspace_bytes(op, vk_count(x), push.outputs)))
+    return split(l, &push, chunk_rows);
   int32_t buffers[4] = {vk_in(l, 0), -1, -1, vk_out(l, 0)};
   if (op == TF_OP_MAX_GRAD) {
     buffers[1] = vk_in(l, 1);

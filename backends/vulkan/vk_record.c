@@ -362,6 +362,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .storage16 = vk->storage16,
                       .tiled_attention = vk->tiled_attention,
                       .split_dx = vk->split_dx,
+                      .split_columns = vk->split_columns,
                       .matmul_subgroups = vk->matmul_subgroups,
                       .big_matmul = vk->big_matmul};
   TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, vk->host_copies, &vk->program));
