@@ -63,7 +63,9 @@ static inline int64_t tf_vulkan_column_chunk_rows(int64_t outputs, int64_t group
 }
 
 /* The chunks of `group` at `rows` a chunk (the last may be shorter). */
-static inline int64_t tf_vulkan_column_chunks(int64_t group, int64_t rows) { return rows > 0 ? (group + rows - 1) / rows : 1; }
+static inline int64_t tf_vulkan_column_chunks(int64_t group, int64_t rows) {
+  return rows > 0 ? (group + rows - 1) / rows : 1;
+}
 
 /* Vulkan sum_to, sum and mean (the other reductions: 0): out_count outputs, each the sum of
  * in_count / out_count elements. reduce.comp sums in columns (and so splits) unless a tree per

@@ -45,9 +45,10 @@ static tf_status norm_params(vk_lower *l, norm_push *push, const int32_t *buffer
   const int64_t chunk_rows = tf_vulkan_column_chunk_rows(push->features, push->rows);
   const int64_t bytes = tf_vulkan_norm_grad_workspace_bytes(push->rows, push->features);
   if (chunk_rows == 0 || !vk_split_columns_on(l, push->features, bytes)) {
-    TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push->features, NORM_PARAM_COLUMNS) *
-                                             ((push->rows + NORM_PARAM_LANES - 1) / NORM_PARAM_LANES + NORM_PARAM_LANES) *
-                                             (keep ? 1 : 2 * push->features + 1)));
+    TF_RETURN_IF_ERROR(
+        vk_check_loops(l, vk_grid_rounds(push->features, NORM_PARAM_COLUMNS) *
+                              ((push->rows + NORM_PARAM_LANES - 1) / NORM_PARAM_LANES + NORM_PARAM_LANES) *
+                              (keep ? 1 : 2 * push->features + 1)));
     push->mode = NORM_PARAMS;
     return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_norm), 6, buffers, 0x30, push, sizeof(*push),
                             vk_groups(push->features, NORM_PARAM_COLUMNS), 1, 1);
@@ -62,8 +63,8 @@ static tf_status norm_params(vk_lower *l, norm_push *push, const int32_t *buffer
                                       vk_groups(push->features, TF_VULKAN_SPLIT_COLUMNS), (uint32_t)chunks, 1));
   TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push->features, 64) * (chunks + 1)));
   push->mode = NORM_PARAM_COMBINE;
-  return vk_emit_dispatch(l, VK_SHADER_norm_split, 7, split, 0x30, push, sizeof(*push),
-                          vk_groups(push->features, 64), 1, 1);
+  return vk_emit_dispatch(l, VK_SHADER_norm_split, 7, split, 0x30, push, sizeof(*push), vk_groups(push->features, 64),
+                          1, 1);
 }
 
 tf_status vk_lower_norm(vk_lower *l) {

@@ -68,7 +68,8 @@ static tf_status split(vk_lower *l, reduce_push *push, int64_t chunk_rows) {
   push->chunk_rows = (uint32_t)chunk_rows;
   push->chunks = (uint32_t)chunks;
   int32_t buffers[5] = {vk_in(l, 0), -1, -1, vk_out(l, 0), l->step->workspace};
-  TF_RETURN_IF_ERROR(vk_check_loops(l, (chunk_rows + REDUCE_SPLIT_LANES - 1) / REDUCE_SPLIT_LANES + REDUCE_SPLIT_LANES));
+  TF_RETURN_IF_ERROR(
+      vk_check_loops(l, (chunk_rows + REDUCE_SPLIT_LANES - 1) / REDUCE_SPLIT_LANES + REDUCE_SPLIT_LANES));
   push->per_thread = REDUCE_SPLIT_PARTIALS;
   TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_reduce_split, 5, buffers, 0x10, push, sizeof(*push),
                                       vk_groups(push->outputs, TF_VULKAN_SPLIT_COLUMNS), (uint32_t)chunks, 1));

@@ -187,11 +187,11 @@ tf_status gradient_pass(const Head &h, const float *dloss, float *loss, float *d
                             weight_stride(g), 0.0f, dx + first * g.features, g.features));
     const float beta = first == 0 && !accumulate ? 0.0f : 1.0f;
     if (g.transpose_weight) /* dweight [V, d] (+)= dlogitsᵀ x */
-      TF_RETURN_IF_ERROR(gemm(h, true, false, g.classes, g.features, rows, h.logits, h.ld, x, g.features, beta,
-                              dweight, g.features));
+      TF_RETURN_IF_ERROR(
+          gemm(h, true, false, g.classes, g.features, rows, h.logits, h.ld, x, g.features, beta, dweight, g.features));
     else /* dweight [d, V] (+)= xᵀ dlogits */
-      TF_RETURN_IF_ERROR(gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, h.ld, beta,
-                              dweight, g.classes));
+      TF_RETURN_IF_ERROR(
+          gemm(h, true, false, g.features, g.classes, rows, x, g.features, h.logits, h.ld, beta, dweight, g.classes));
     if (dbias) {
       chunk_dbias<<<blocks_for(g.classes), kThreads, 0, h.stream>>>(h.logits, h.ld, rows, g.classes,
                                                                     first == 0 && !accumulate, dbias);

@@ -21,6 +21,7 @@
 #include "backends/vulkan/vulkan.h"
 #include "conformance.h"
 #include "core/linear_loss.h"
+#include "core/workspace.h"
 #include "op_graphs.h"
 #include "parity.h"
 
@@ -235,6 +236,51 @@ static void test_untiled_attention(tf_dtype storage) {
   unsetenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
 }
 
+/* The split column sums' chunks (core/workspace.h) on known shapes, then the sum_to and norm rows
+ * again with TIGHTFIT_VULKAN_SPLIT_COLUMNS=0 (one pass of lanes a column, what a plan compiled
+ * before the split runs), on f32 or `storage` f16 data; the table ran them split where it applies. */
+static void test_unsplit_columns(tf_dtype storage) {
+  const struct {
+    tf_op op;
+    int64_t outputs, group, rows, workspace;
+  } cases[] = {
+      {TF_OP_SUM_TO, 768, 8192, 96, 4 * 768 * 86},    /* gpt2-small's bias gradients: 12 x 86 workgroups */
+      {TF_OP_SUM_TO, 3072, 8192, 373, 4 * 3072 * 22}, /* c_fc's: 48 x 22 */
+      {TF_OP_SUM_TO, 37, 300, 75, 4 * 37 * 4},        /* the table's bias gradient [300, 37] */
+      {TF_OP_SUM, 1, 377, 76, 4 * 1 * 5},             /* a full sum of 377 (columns: under 1,024) */
+      {TF_OP_SUM_TO, 37, 3000, 0, 0},                 /* few outputs, long groups: a tree each */
+      {TF_OP_SUM_TO, 4096, 127, 0, 0},                /* groups under two chunks of 64 */
+      {TF_OP_MAX, 768, 8192, 0, 0},                   /* sums only */
+      {TF_OP_SUM_TO, 64 * 65536, 256, 0, 0},          /* more blocks than a grid dimension holds */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const int64_t in = cases[i].outputs * cases[i].group;
+    const int64_t rows = tf_vulkan_reduce_chunk_rows(cases[i].op, in, cases[i].outputs);
+    const int64_t bytes = tf_vulkan_reduce_workspace_bytes(cases[i].op, in, cases[i].outputs);
+    CHECK(&counts, rows == cases[i].rows && bytes == cases[i].workspace,
+          "%s of %lld outputs over %lld: chunk rows %lld (want %lld), workspace %lld (want %lld)",
+          tf_op_name(cases[i].op), (long long)cases[i].outputs, (long long)cases[i].group, (long long)rows,
+          (long long)cases[i].rows, (long long)bytes, (long long)cases[i].workspace);
+  }
+  CHECK(&counts,
+        tf_vulkan_norm_grad_workspace_bytes(8192, 768) == 8 * 768 * 86 &&
+            tf_vulkan_norm_grad_workspace_bytes(6, 300) == 0,
+        "the norms' split workspace: %lld for gpt2-small, %lld for 6 rows",
+        (long long)tf_vulkan_norm_grad_workspace_bytes(8192, 768),
+        (long long)tf_vulkan_norm_grad_workspace_bytes(6, 300));
+  printf("ok   split column sums: chunks of 96 rows for gpt2-small's bias gradients, none where a tree suits\n");
+  const char *requested = getenv("TIGHTFIT_VULKAN_SPLIT_COLUMNS");
+  if (requested && strcmp(requested, "0") == 0) {
+    printf("ok   column rows not run again: TIGHTFIT_VULKAN_SPLIT_COLUMNS=0 ran them unsplit above\n");
+    return;
+  }
+  setenv("TIGHTFIT_VULKAN_SPLIT_COLUMNS", "0", 1);
+  conf_run_rows(&counts, &backend, &coverage, "sum_to", storage, "columns unsplit");
+  conf_run_rows(&counts, &backend, &coverage, "layer_norm", storage, "columns unsplit");
+  conf_run_rows(&counts, &backend, &coverage, "rms_norm", storage, "columns unsplit");
+  unsetenv("TIGHTFIT_VULKAN_SPLIT_COLUMNS");
+}
+
 /* cast from i64 to f32 (integer data an f32 op reads: an imported padding mask), bit for bit the
  * CPU's rule, through double: twice rounded to nearest even, on values where that matters. */
 static void test_i64_cast(void) {
@@ -389,11 +435,13 @@ int main(int argc, char **argv) {
   if (f32) {
     conf_run_table(&counts, &backend, &coverage);
     test_untiled_attention(TF_F32);
+    test_unsplit_columns(TF_F32);
   }
   if (half) {
     conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
     conf_run_table_half(&counts, &backend, &coverage, TF_F16);
     test_untiled_attention(TF_F16);
+    test_unsplit_columns(TF_F16);
     conf_check_half_coverage(&counts, &backend, &coverage);
   }
   if (f32) {
