@@ -8,11 +8,13 @@
 // 128 where the device's shared memory holds the tiles, and TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps
 // attention.comp.
 //
-// Tiles: 16 rows of one head of q, k, v or dy widened to f32, row stride D | 1 (odd: the 8 rows a
+// Tiles: BLOCK rows of one head of q, k, v or dy widened to f32, row stride D | 1 (odd: the 8 rows a
 // score product reads at once fall in distinct banks), rows past the tensor's end zero. Thread t is
-// (ty, tx) = (t / 8, t % 8). In a 16 x 16 score tile it holds rows 2ty + r and columns tx + 8c
-// (r, c < 2); in a [16, D] result (O, dq, dk, dv) rows 2ty + r and columns tx + 8e (e < 16, D <= 128),
-// in registers: the loops over r, c and e have constant bounds and are unrolled.
+// (ty, tx) = (t / 8, t % 8). In a BLOCK x BLOCK score tile it holds rows ROWS ty + r and columns
+// tx + 8c (r, c < ROWS = BLOCK / 8); in a [BLOCK, D] result (O, dq, dk, dv) rows ROWS ty + r and
+// columns tx + 8e (e < PARTS = MAX_DEPTH / 8), in registers: the loops over r, c and e have constant
+// bounds and are unrolled. 32-row blocks do four times the products per shared-memory read of a
+// score and twice the work per tile load and barrier of 16-row ones.
 //
 // Passes (pc.mode): FORWARD, a workgroup per query block: per key tile S = scale Q K^T, the rows'
 // online softmax (each of the 8 invocations of a row reads the row's 16 scores from shared memory
@@ -29,8 +31,8 @@
 // key gets p = exp(0) / 1 = 1 and O = v_j bit for bit, so delta is that key's dO . v_j and
 // dS = p (dP - delta) is exactly 0, as on the CPU (docs/cuda.md). Masked pairs get p = dS = 0.
 //
-// Shared memory: three tiles of 16 x 129 f32, two 16 x 17 score tiles and 3 x 16 row statistics,
-// 27,136 bytes (vk_lower_attention.c, TILED_SHARED_BYTES); forward and STATS hold Q, K, V; QUERY Q,
+// Shared memory: three tiles of BLOCK x (MAX_DEPTH + 1) f32, two BLOCK x (BLOCK + 1) score tiles and
+// 3 x BLOCK row statistics, 27,136 bytes for BLOCK 16, MAX_DEPTH 128 (vk_lower_attention.c); forward and STATS hold Q, K, V; QUERY Q,
 // dO and one tile for V then K; KV holds K and V and one tile for the query side, which it loads
 // three times per query tile (Q, dO, Q again) to stay within lavapipe's 32 KiB.
 // -DELEMENT_F16 / -DELEMENT_BF16 and -DINPUT_F16 / -DINPUT_BF16 (common.glsl) as in attention.comp:
@@ -39,11 +41,20 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
+// The variants (backends/vulkan/CMakeLists.txt): attention_tiled BLOCK 16, MAX_DEPTH 128;
+// attention_tiled_d64 BLOCK 32, MAX_DEPTH 64 (GPUs: 33,792 bytes of shared memory); attention_tiled_d32
+// BLOCK 32, MAX_DEPTH 32 (21,888 bytes: within lavapipe's 32 KiB, so the tests run the 32-row code).
+#ifndef BLOCK
+#define BLOCK 16u // query rows of a block, key rows of a tile
+#endif
+#ifndef MAX_DEPTH
 #define MAX_DEPTH 128u
-#define BLOCK 16u  // query rows of a block, key rows of a tile
-#define LANES 8u   // invocations sharing a row
+#endif
+#define LANES 8u                         // invocations sharing a row
 #define THREADS 64u
-#define PARTS 16   // MAX_DEPTH / LANES: a row's columns per invocation
+#define ROWS (BLOCK / LANES)             // rows (and score columns) per invocation
+#define SCORES (ROWS * ROWS)             // score pairs per invocation
+#define PARTS (MAX_DEPTH / LANES)        // a row's columns per invocation
 #define TILE_FLOATS (BLOCK * (MAX_DEPTH + 1u))
 #define SCORE_STRIDE (BLOCK + 1u)
 
@@ -120,21 +131,31 @@ void load_stats(uint base, uint first) {
   row_stats[2u * BLOCK + t] = s.z;
 }
 
-// (row 2ty, row 2ty + 1) of the tile at `a` dotted with (row tx, row tx + 8) of the tile at `b`,
-// each over d in order without contraction: (r0 c0, r0 c1, r1 c0, r1 c1).
-vec4 products(uint a, uint b) {
-  uint s = stride(), ra = a + 2u * ty() * s, rb = b + tx() * s;
-  precise vec4 sum = vec4(0.0);
+// Rows ROWS ty + r of the tile at `a` dotted with rows tx + 8c of the tile at `b`, each over d in
+// order without contraction: pair r ROWS + c.
+float[SCORES] products(uint a, uint b) {
+  uint s = stride(), ra = a + ROWS * ty() * s, rb = b + tx() * s;
+  precise float sum[SCORES];
+  [[unroll]] for (uint k = 0u; k < SCORES; k++)
+    sum[k] = 0.0;
   for (uint d = 0u; d < pc.depth; d++) {
-    vec2 x = vec2(tiles[ra + d], tiles[ra + s + d]);
-    vec2 y = vec2(tiles[rb + d], tiles[rb + LANES * s + d]);
-    sum += x.xxyy * y.xyxy;
+    float x[ROWS], y[ROWS];
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+      x[r] = tiles[ra + r * s + d];
+      y[r] = tiles[rb + r * LANES * s + d];
+    }
+    [[unroll]] for (uint k = 0u; k < SCORES; k++) {
+      precise float product = x[k / ROWS] * y[k % ROWS];
+      sum[k] = sum[k] + product;
+    }
   }
   return sum;
 }
 
-vec4 scaled(vec4 s) {
-  precise vec4 product = pc.scale * s;
+float[SCORES] scaled(float s[SCORES]) {
+  precise float product[SCORES];
+  [[unroll]] for (uint k = 0u; k < SCORES; k++)
+    product[k] = pc.scale * s[k];
   return product;
 }
 
@@ -145,13 +166,13 @@ uint visible_in_tile(uint i, uint j0) {
   return i < pc.queries && last > j0 ? min(BLOCK, last - j0) : 0u;
 }
 
-uint score_row(uint c) { return 2u * ty() + c / 2u; }
-uint score_column(uint c) { return tx() + LANES * (c % 2u); }
+uint score_row(uint c) { return ROWS * ty() + c / ROWS; }
+uint score_column(uint c) { return tx() + LANES * (c % ROWS); }
 
-// (p, dS) of the thread's four pairs of query block i0 and key tile j0 from their scaled scores and
+// (p, dS) of the thread's pairs of query block i0 and key tile j0 from their scaled scores and
 // dO . v, with the query rows' statistics in row_stats: p = exp(s - max) / sum, as attention.comp.
-void probabilities(uint i0, uint j0, vec4 s, vec4 g, out vec4 p, out vec4 ds) {
-  [[unroll]] for (uint c = 0u; c < 4u; c++) {
+void probabilities(uint i0, uint j0, float s[SCORES], float g[SCORES], out float p[SCORES], out float ds[SCORES]) {
+  [[unroll]] for (uint c = 0u; c < SCORES; c++) {
     uint row = score_row(c), column = score_column(c);
     p[c] = 0.0;
     ds[c] = 0.0;
@@ -166,37 +187,41 @@ void probabilities(uint i0, uint j0, vec4 s, vec4 g, out vec4 p, out vec4 ds) {
 void forward_block(uint n, uint h, uint i0) {
   uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
   load_q(AT_0, qb, i0, pc.queries);
-  float best[2] = float[2](-1.0 / 0.0, -1.0 / 0.0), total[2] = float[2](0.0, 0.0);
-  float o[2][PARTS];
-  [[unroll]] for (uint r = 0u; r < 2u; r++)
+  float best[ROWS], total[ROWS];
+  float o[ROWS][PARTS];
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    best[r] = -1.0 / 0.0;
+    total[r] = 0.0;
     [[unroll]] for (uint e = 0u; e < PARTS; e++)
       o[r][e] = 0.0;
+  }
   uint keys_end = pc.causal != 0u ? min(pc.keys, i0 + BLOCK) : pc.keys;
   for (uint j0 = 0u; j0 < keys_end; j0 += BLOCK) {
     barrier(); // the last tile's K, V and scores are read
     load_k(AT_1, kb, j0, pc.keys);
     load_v(AT_2, kb, j0, pc.keys);
     barrier();
-    vec4 scores = scaled(products(AT_0, AT_1));
-    [[unroll]] for (uint c = 0u; c < 4u; c++) {
+    float scores[SCORES] = scaled(products(AT_0, AT_1));
+    [[unroll]] for (uint c = 0u; c < SCORES; c++) {
       uint row = score_row(c), column = score_column(c);
       score_tile[row * SCORE_STRIDE + column] = visible(i0 + row, j0 + column) ? scores[c] : -1.0 / 0.0;
     }
     barrier();
-    // The walks over the tile's keys hold the loops over the thread's 2 rows, so that those unroll
-    // (o stays in registers) and each V element read serves both rows.
-    uint seen[2];
-    float top[2];
-    [[unroll]] for (uint r = 0u; r < 2u; r++) {
-      seen[r] = visible_in_tile(i0 + 2u * ty() + r, j0);
+    // The walks over the tile's keys hold the loops over the thread's ROWS rows, so that those
+    // unroll (o stays in registers) and each V element read serves every row.
+    uint seen[ROWS];
+    float top[ROWS];
+    uint walk = 0u;
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+      seen[r] = visible_in_tile(i0 + ROWS * ty() + r, j0);
       top[r] = -1.0 / 0.0;
+      walk = max(walk, seen[r]);
     }
-    uint walk = max(seen[0], seen[1]);
     for (uint j = 0u; j < walk; j++)
-      [[unroll]] for (uint r = 0u; r < 2u; r++)
+      [[unroll]] for (uint r = 0u; r < ROWS; r++)
         if (j < seen[r])
-          top[r] = max(top[r], score_tile[(2u * ty() + r) * SCORE_STRIDE + j]);
-    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+          top[r] = max(top[r], score_tile[(ROWS * ty() + r) * SCORE_STRIDE + j]);
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
       float next = max(best[r], top[r]);
       if (next == -1.0 / 0.0)
         continue; // nothing visible yet (seen[r] is 0)
@@ -207,11 +232,11 @@ void forward_block(uint n, uint h, uint i0) {
       best[r] = next;
     }
     for (uint j = 0u; j < walk; j++) {
-      float p[2];
-      [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      float p[ROWS];
+      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
         p[r] = 0.0;
         if (j < seen[r]) {
-          p[r] = exp(score_tile[(2u * ty() + r) * SCORE_STRIDE + j] - best[r]);
+          p[r] = exp(score_tile[(ROWS * ty() + r) * SCORE_STRIDE + j] - best[r]);
           total[r] += p[r];
         }
       }
@@ -219,19 +244,19 @@ void forward_block(uint n, uint h, uint i0) {
         uint column = tx() + LANES * e;
         if (column < pc.depth) {
           float value = tiles[AT_2 + j * s + column];
-          [[unroll]] for (uint r = 0u; r < 2u; r++)
+          [[unroll]] for (uint r = 0u; r < ROWS; r++)
             if (j < seen[r])
               o[r][e] += p[r] * value;
         }
       }
     }
   }
-  float inverse[2];
-  [[unroll]] for (uint r = 0u; r < 2u; r++)
+  float inverse[ROWS];
+  [[unroll]] for (uint r = 0u; r < ROWS; r++)
     inverse[r] = total[r] > 0.0 ? 1.0 / total[r] : 0.0;
   if (pc.mode == FORWARD) {
-    [[unroll]] for (uint r = 0u; r < 2u; r++) {
-      uint i = i0 + 2u * ty() + r;
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+      uint i = i0 + ROWS * ty() + r;
       [[unroll]] for (uint e = 0u; e < PARTS; e++) {
         uint column = tx() + LANES * e;
         if (i < pc.queries && column < pc.depth)
@@ -242,17 +267,17 @@ void forward_block(uint n, uint h, uint i0) {
   }
   // STATS: O over the Q tile, then delta = dO . O summed over d in order, as products() sums dO . v.
   barrier();
-  [[unroll]] for (uint r = 0u; r < 2u; r++)
+  [[unroll]] for (uint r = 0u; r < ROWS; r++)
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
       uint column = tx() + LANES * e;
       if (column < pc.depth)
-        tiles[AT_0 + (2u * ty() + r) * s + column] = o[r][e] * inverse[r];
+        tiles[AT_0 + (ROWS * ty() + r) * s + column] = o[r][e] * inverse[r];
     }
   barrier();
   if (tx() != 0u)
     return;
-  [[unroll]] for (uint r = 0u; r < 2u; r++) {
-    uint row = 2u * ty() + r, i = i0 + row;
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    uint row = ROWS * ty() + r, i = i0 + row;
     if (i >= pc.queries)
       continue;
     uint at = qb + i * pc.width;
@@ -271,8 +296,8 @@ void query_block(uint n, uint h, uint i0) {
   load_q(AT_0, qb, i0, pc.queries);
   load_d_out(AT_1, qb, i0, pc.queries);
   load_stats(qb, i0);
-  float acc[2][PARTS];
-  [[unroll]] for (uint r = 0u; r < 2u; r++)
+  float acc[ROWS][PARTS];
+  [[unroll]] for (uint r = 0u; r < ROWS; r++)
     [[unroll]] for (uint e = 0u; e < PARTS; e++)
       acc[r][e] = 0.0;
   uint keys_end = pc.causal != 0u ? min(pc.keys, i0 + BLOCK) : pc.keys;
@@ -280,27 +305,29 @@ void query_block(uint n, uint h, uint i0) {
     barrier(); // the last tile's K and dS are read
     load_v(AT_2, kb, j0, pc.keys);
     barrier();
-    vec4 g = products(AT_1, AT_2);
+    float g[SCORES] = products(AT_1, AT_2);
     barrier(); // V is read
     load_k(AT_2, kb, j0, pc.keys);
     barrier();
-    vec4 p, ds;
+    float p[SCORES], ds[SCORES];
     probabilities(i0, j0, scaled(products(AT_0, AT_2)), g, p, ds);
-    [[unroll]] for (uint c = 0u; c < 4u; c++)
+    [[unroll]] for (uint c = 0u; c < SCORES; c++)
       gradient_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = ds[c];
     barrier();
-    uint seen[2];
-    [[unroll]] for (uint r = 0u; r < 2u; r++)
-      seen[r] = visible_in_tile(i0 + 2u * ty() + r, j0);
-    for (uint j = 0u; j < max(seen[0], seen[1]); j++) {
-      float gradient[2];
-      [[unroll]] for (uint r = 0u; r < 2u; r++)
-        gradient[r] = gradient_tile[(2u * ty() + r) * SCORE_STRIDE + j];
+    uint seen[ROWS], walk = 0u;
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+      seen[r] = visible_in_tile(i0 + ROWS * ty() + r, j0);
+      walk = max(walk, seen[r]);
+    }
+    for (uint j = 0u; j < walk; j++) {
+      float gradient[ROWS];
+      [[unroll]] for (uint r = 0u; r < ROWS; r++)
+        gradient[r] = gradient_tile[(ROWS * ty() + r) * SCORE_STRIDE + j];
       [[unroll]] for (uint e = 0u; e < PARTS; e++) {
         uint column = tx() + LANES * e;
         if (column < pc.depth) {
           float value = tiles[AT_2 + j * s + column];
-          [[unroll]] for (uint r = 0u; r < 2u; r++)
+          [[unroll]] for (uint r = 0u; r < ROWS; r++)
             if (j < seen[r])
               acc[r][e] += gradient[r] * value;
         }
@@ -309,8 +336,8 @@ void query_block(uint n, uint h, uint i0) {
   }
   memoryBarrierBuffer(); // they are in dq, a buffer: barrier() alone orders shared memory only
   barrier();             // the statistics are read before the rows holding them are overwritten
-  [[unroll]] for (uint r = 0u; r < 2u; r++) {
-    uint i = i0 + 2u * ty() + r;
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    uint i = i0 + ROWS * ty() + r;
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
       uint column = tx() + LANES * e;
       if (i < pc.queries && column < pc.depth)
@@ -324,8 +351,8 @@ void key_block(uint n, uint h, uint j0) {
   uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
   load_k(AT_0, kb, j0, pc.keys);
   load_v(AT_1, kb, j0, pc.keys);
-  float gk[2][PARTS], gv[2][PARTS];
-  [[unroll]] for (uint r = 0u; r < 2u; r++)
+  float gk[ROWS][PARTS], gv[ROWS][PARTS];
+  [[unroll]] for (uint r = 0u; r < ROWS; r++)
     [[unroll]] for (uint e = 0u; e < PARTS; e++)
       gk[r][e] = gv[r][e] = 0.0;
   // causal: query i sees key j when j <= i, so the query blocks before j0 see none of this block
@@ -334,22 +361,22 @@ void key_block(uint n, uint h, uint j0) {
     load_q(AT_2, qb, i0, pc.queries);
     load_stats(qb, i0);
     barrier();
-    vec4 scores = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
+    float scores[SCORES] = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
     barrier(); // Q is read
     load_d_out(AT_2, qb, i0, pc.queries);
     barrier();
-    vec4 p, ds;
+    float p[SCORES], ds[SCORES];
     probabilities(i0, j0, scores, products(AT_2, AT_1), p, ds);
-    [[unroll]] for (uint c = 0u; c < 4u; c++) {
+    [[unroll]] for (uint c = 0u; c < SCORES; c++) {
       score_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = p[c];
       gradient_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = ds[c];
     }
     barrier();
-    // now rows are keys 2ty + r and columns features, summed over the tile's queries
+    // now rows are keys ROWS ty + r and columns features, summed over the tile's queries
     uint tile_queries = min(BLOCK, pc.queries - i0);
     for (uint i = 0u; i < tile_queries; i++) {
-      [[unroll]] for (uint r = 0u; r < 2u; r++) {
-        float weight = score_tile[i * SCORE_STRIDE + 2u * ty() + r];
+      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        float weight = score_tile[i * SCORE_STRIDE + ROWS * ty() + r];
         [[unroll]] for (uint e = 0u; e < PARTS; e++) {
           uint column = tx() + LANES * e;
           if (column < pc.depth)
@@ -361,8 +388,8 @@ void key_block(uint n, uint h, uint j0) {
     load_q(AT_2, qb, i0, pc.queries);
     barrier();
     for (uint i = 0u; i < tile_queries; i++) {
-      [[unroll]] for (uint r = 0u; r < 2u; r++) {
-        float weight = gradient_tile[i * SCORE_STRIDE + 2u * ty() + r];
+      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+        float weight = gradient_tile[i * SCORE_STRIDE + ROWS * ty() + r];
         [[unroll]] for (uint e = 0u; e < PARTS; e++) {
           uint column = tx() + LANES * e;
           if (column < pc.depth)
@@ -371,8 +398,8 @@ void key_block(uint n, uint h, uint j0) {
       }
     }
   }
-  [[unroll]] for (uint r = 0u; r < 2u; r++) {
-    uint j = j0 + 2u * ty() + r;
+  [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+    uint j = j0 + ROWS * ty() + r;
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
       uint column = tx() + LANES * e;
       if (j < pc.keys && column < pc.depth) {

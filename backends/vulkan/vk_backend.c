@@ -145,7 +145,8 @@ const char *tf_vulkan_subgroup_refusal(void *state) {
 bool tf_vulkan_tiled_attention(void *state) {
   const vk_state *vk = state;
   const vk_limits limits = {.max_shared_bytes = vk->properties.limits.maxComputeSharedMemorySize,
-                            .tiled_attention = vk->tiled_attention};
+                            .tiled_attention = vk->tiled_attention,
+                            .tiled_wide = vk->tiled_wide};
   return vk_attention_tiled(&limits);
 }
 

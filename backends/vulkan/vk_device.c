@@ -250,11 +250,15 @@ static bool storage16_of(const vk_state *vk, VkPhysicalDevice physical) {
 }
 
 /* Whether attention may take the tiled shaders (shaders/attention_tiled.comp) where they apply:
- * TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps shaders/attention.comp (a GPU run times both, the tests
- * check both). */
+ * TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps shaders/attention.comp, =16 the tiled shaders' 16-row
+ * blocks only (a GPU run times each, the tests check each). */
 static bool tiled_attention_allowed(void) {
   const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
   return !(requested && strcmp(requested, "0") == 0);
+}
+static bool tiled_wide_allowed(void) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
+  return !(requested && (strcmp(requested, "0") == 0 || strcmp(requested, "16") == 0));
 }
 
 /* Whether the fused loss head's dx products may run in slices of the classes where the plan gives
@@ -345,6 +349,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   vk->subgroup_size = usable_subgroup_size(vk);
   vk->storage16 = storage16_of(vk, vk->physical);
   vk->tiled_attention = tiled_attention_allowed();
+  vk->tiled_wide = tiled_wide_allowed();
   vk->split_dx = split_dx_allowed();
   vk->split_columns = split_columns_allowed();
   TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));

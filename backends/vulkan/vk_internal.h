@@ -86,7 +86,10 @@ typedef struct vk_functions {
   X(batch_norm_running_bf16) X(batch_norm_running_sg_f16) X(batch_norm_running_sg_bf16) X(ctc) X(adamw8bit) \
   X(attention_tiled) X(attention_tiled_f16) X(attention_tiled_bf16) X(attention_tiled_in_f16) X(attention_tiled_in_bf16) \
   X(matmul_big) X(matmul_big_f16) X(matmul_big_bf16) X(subgroup_probe) X(reduce_split) X(reduce_split_f16) \
-  X(reduce_split_bf16) X(norm_split) X(norm_split_f16) X(norm_split_bf16)
+  X(reduce_split_bf16) X(norm_split) X(norm_split_f16) X(norm_split_bf16) X(attention_tiled_d64) \
+  X(attention_tiled_d64_f16) X(attention_tiled_d64_bf16) X(attention_tiled_d64_in_f16) X(attention_tiled_d64_in_bf16) \
+  X(attention_tiled_d32) X(attention_tiled_d32_f16) X(attention_tiled_d32_bf16) X(attention_tiled_d32_in_f16) \
+  X(attention_tiled_d32_in_bf16)
 // clang-format on
 
 typedef enum vk_shader {
@@ -139,6 +142,7 @@ typedef struct vk_limits {
   int64_t loop_limit;    /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
   bool storage16;        /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
   bool tiled_attention;  /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
+  bool tiled_wide;       /* ... in its 32-row blocks (TIGHTFIT_VULKAN_TILED_ATTENTION not 0 nor 16) */
   bool split_dx;         /* the loss head's dx products may run in slices (TIGHTFIT_VULKAN_SPLIT_DX not 0) */
   bool split_columns;    /* long column sums may run split in chunks (TIGHTFIT_VULKAN_SPLIT_COLUMNS not 0) */
   bool matmul_subgroups; /* products may take matmul.comp's subgroup variant (vk_device.c, matmul_subgroups_of) */
@@ -202,6 +206,7 @@ typedef struct vk_state {
   int64_t loop_limit;         /* see vk_limits */
   bool storage16;             /* see vk_limits */
   bool tiled_attention;       /* see vk_limits */
+  bool tiled_wide;            /* see vk_limits */
   bool split_dx;              /* see vk_limits */
   bool split_columns;         /* see vk_limits */
   bool matmul_subgroups;      /* see vk_limits */

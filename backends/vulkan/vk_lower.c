@@ -35,6 +35,8 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_conv_grad_input] = 0x4,
     [VK_SHADER_attention] = 0x70,
     [VK_SHADER_attention_tiled] = 0x70,
+    [VK_SHADER_attention_tiled_d64] = 0x70,
+    [VK_SHADER_attention_tiled_d32] = 0x70,
     [VK_SHADER_pool] = 0x4,
     [VK_SHADER_loss] = 0x8,
     [VK_SHADER_optimizer] = 0xd,
@@ -106,6 +108,8 @@ static const struct {
     {VK_SHADER_attention, VK_SHADER_attention_f16, VK_SHADER_attention_bf16},
     {VK_SHADER_attention_sg, VK_SHADER_attention_sg_f16, VK_SHADER_attention_sg_bf16},
     {VK_SHADER_attention_tiled, VK_SHADER_attention_tiled_f16, VK_SHADER_attention_tiled_bf16},
+    {VK_SHADER_attention_tiled_d64, VK_SHADER_attention_tiled_d64_f16, VK_SHADER_attention_tiled_d64_bf16},
+    {VK_SHADER_attention_tiled_d32, VK_SHADER_attention_tiled_d32_f16, VK_SHADER_attention_tiled_d32_bf16},
     {VK_SHADER_embedding, VK_SHADER_embedding_f16, VK_SHADER_embedding_bf16},
     {VK_SHADER_conv_forward, VK_SHADER_conv_forward_f16, VK_SHADER_conv_forward_bf16},
     {VK_SHADER_conv_forward_sg, VK_SHADER_conv_forward_sg_f16, VK_SHADER_conv_forward_sg_bf16},
@@ -129,6 +133,8 @@ static const struct {
     {VK_SHADER_attention, VK_SHADER_attention_in_f16, VK_SHADER_attention_in_bf16},
     {VK_SHADER_attention_sg, VK_SHADER_attention_sg_in_f16, VK_SHADER_attention_sg_in_bf16},
     {VK_SHADER_attention_tiled, VK_SHADER_attention_tiled_in_f16, VK_SHADER_attention_tiled_in_bf16},
+    {VK_SHADER_attention_tiled_d64, VK_SHADER_attention_tiled_d64_in_f16, VK_SHADER_attention_tiled_d64_in_bf16},
+    {VK_SHADER_attention_tiled_d32, VK_SHADER_attention_tiled_d32_in_f16, VK_SHADER_attention_tiled_d32_in_bf16},
 };
 
 /* The shader a subgroup, big-tile, half or half-input variant was compiled from (itself for a plain

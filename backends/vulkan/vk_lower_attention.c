@@ -1,5 +1,5 @@
-/* Fused attention and its gradient: shaders/attention_tiled.comp (a workgroup per block of 16 query
- * or key rows, K and V tiles in shared memory) where it applies, else shaders/attention.comp (an
+/* Fused attention and its gradient: shaders/attention_tiled.comp (a workgroup per block of 32 or 16
+ * query or key rows, K and V tiles in shared memory) where it applies, else shaders/attention.comp (an
  * invocation, or an 8-lane cluster, per row). Both keep the gradient's row statistics in dq's rows:
  * no workspace. */
 #include <math.h>
@@ -15,21 +15,40 @@ typedef struct attention_push {
 
 enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
 
-/* attention_tiled.comp's geometry: blocks of TILED_BLOCK rows, heads of at most TILED_DEPTH, and its
- * shared memory: three [16, 129] f32 tiles, two [16, 17] score tiles and 3 x 16 row statistics. */
-#define TILED_BLOCK 16
+/* attention_tiled.comp's variants: blocks of `block` rows, heads of at most `depth`, the first that
+ * holds the head and whose shared memory (three [block, depth + 1] f32 tiles, two [block, block + 1]
+ * score tiles and 3 x block row statistics) the device has: 32-row blocks do four times the score
+ * products per shared-memory read and twice the work per tile load and barrier of 16-row ones. */
+typedef struct tiled_variant {
+  vk_shader shader;
+  uint32_t block, depth;
+} tiled_variant;
+static const tiled_variant TILED[] = {
+    {VK_SHADER_attention_tiled_d32, 32, 32}, /* 21,888 bytes */
+    {VK_SHADER_attention_tiled_d64, 32, 64}, /* 33,792 bytes */
+    {VK_SHADER_attention_tiled, 16, 128},    /* 27,136 bytes */
+};
 #define TILED_DEPTH 128
-#define TILED_SHARED_BYTES                                                                                             \
-  (4 * (3 * TILED_BLOCK * (TILED_DEPTH + 1) + 2 * TILED_BLOCK * (TILED_BLOCK + 1) + 3 * TILED_BLOCK))
+
+static int64_t tiled_shared_bytes(const tiled_variant *v) {
+  return 4 * (3 * (int64_t)v->block * (v->depth + 1) + 2 * (int64_t)v->block * (v->block + 1) + 3 * (int64_t)v->block);
+}
+
+/* The variant for heads of `depth` on a device of `limits`, or NULL (none applies). */
+static const tiled_variant *tiled_variant_of(const vk_limits *limits, uint32_t depth) {
+  for (size_t i = 0; limits->tiled_attention && i < sizeof(TILED) / sizeof(TILED[0]); i++)
+    if (depth <= TILED[i].depth && tiled_shared_bytes(&TILED[i]) <= (int64_t)limits->max_shared_bytes &&
+        (TILED[i].block == 16 || limits->tiled_wide))
+      return &TILED[i];
+  return NULL;
+}
 /* Heads narrower than 8 leave most of the 8 invocations that share a row idle (lavapipe runs them
  * all: a first version took 42 s instead of 9 on test_vulkan_ops' forward over 87,382 heads of 3);
  * from 8 on, the gradient's statistics fit in dq's rows in every dtype (6 elements in f16/bf16), so
  * an f32 plan and its half twin take the same shaders. */
 #define TILED_MIN_DEPTH 8
 
-bool vk_attention_tiled(const vk_limits *limits) {
-  return limits->tiled_attention && limits->max_shared_bytes >= TILED_SHARED_BYTES;
-}
+bool vk_attention_tiled(const vk_limits *limits) { return tiled_variant_of(limits, TILED_DEPTH) != NULL; }
 
 /* Loop iterations one invocation of attention.comp may run in all, from above. An invocation
  * walks its head-width `elements` (depth, or ceil(depth / 8) for a lane of the subgroup variant)
@@ -46,17 +65,17 @@ static int64_t row_loops(const attention_push *p, int64_t elements, int64_t item
   return loops < 1e18 ? (int64_t)loops : (int64_t)1e18; // in double: queries x keys x ... may pass int64
 }
 
-/* Loop iterations one invocation of attention_tiled.comp may run in all, from above, in the longest
- * of its passes: per tile it visits, a tile load runs ceil(16 depth / 64) iterations, a score
- * product `depth`, a walk over the tile's 16 rows or columns 16 for each of the invocation's 2 rows
- * (twice in the forward: the maximum, then P V), plus 16 for the short loops; times the blocks' grid
- * rounds. The loops over a row's 16 columns (e) have constant bounds and are unrolled: no
+/* Loop iterations one invocation of attention_tiled.comp (blocks of `block` rows) may run in all,
+ * from above, in the longest of its passes: per tile it visits, a tile load runs
+ * ceil(block depth / 64) iterations, a score product `depth`, a walk over the tile's block rows or
+ * columns (twice in the forward: the maximum, then P V), plus 16 for the short loops; times the
+ * blocks' grid rounds. The loops over a row's 16 columns (e) have constant bounds and are unrolled: no
  * iterations of their own (on lavapipe the causal [1,1024,64] gradient of test_vulkan_ops, whose KV
  * pass would run some 84,000 iterations per invocation were they loops, matches the CPU). */
-static int64_t tiled_loops(const attention_push *p, bool gradient) {
-  const double load = ((double)TILED_BLOCK * p->depth + 63) / 64, depth = p->depth, walk = TILED_BLOCK, slack = 16;
-  const double key_tiles = (p->keys + TILED_BLOCK - 1) / TILED_BLOCK;
-  const double query_tiles = (p->queries + TILED_BLOCK - 1) / TILED_BLOCK, heads = (double)p->batch * p->heads;
+static int64_t tiled_loops(const attention_push *p, uint32_t block, bool gradient) {
+  const double load = ((double)block * p->depth + 63) / 64, depth = p->depth, walk = block, slack = 16;
+  const double key_tiles = (p->keys + block - 1) / block;
+  const double query_tiles = (p->queries + block - 1) / block, heads = (double)p->batch * p->heads;
   /* forward and STATS, per key tile: K and V, S, each row's maximum and O += P V; STATS: dO . O */
   const double forward = load + key_tiles * (1 + 2 * load + depth + 2 * 2 * walk + slack) + 2 * depth + slack;
   double blocks = heads * query_tiles, longest = forward;
@@ -73,17 +92,17 @@ static int64_t tiled_loops(const attention_push *p, bool gradient) {
   return loops < 1e18 ? (int64_t)loops : (int64_t)1e18;
 }
 
-/* The tiled shaders' dispatches: a workgroup per block of 16 rows, capped at VK_GROUP_LIMIT (the
+/* The tiled shaders' dispatches: a workgroup per block of rows, capped at VK_GROUP_LIMIT (the
  * shader walks the rest). */
-static tf_status emit_tiled(vk_lower *l, attention_push *push, bool gradient) {
+static tf_status emit_tiled(vk_lower *l, const tiled_variant *v, attention_push *push, bool gradient) {
   const int64_t heads = (int64_t)push->batch * push->heads;
-  const int64_t query_blocks = heads * ((push->queries + TILED_BLOCK - 1) / TILED_BLOCK);
-  const int64_t key_blocks = heads * ((push->keys + TILED_BLOCK - 1) / TILED_BLOCK);
+  const int64_t query_blocks = heads * ((push->queries + v->block - 1) / v->block);
+  const int64_t key_blocks = heads * ((push->keys + v->block - 1) / v->block);
   if (!gradient) {
     push->mode = ATTENTION_FORWARD;
     int32_t buffers[5] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), -1, vk_out(l, 0)};
     return query_blocks == 0 ? NULL
-                             : vk_emit_dispatch(l, VK_SHADER_attention_tiled, 5, buffers, 0x10, push, sizeof(*push),
+                             : vk_emit_dispatch(l, v->shader, 5, buffers, 0x10, push, sizeof(*push),
                                                 vk_groups(query_blocks, 1), 1, 1);
   }
   int32_t buffers[7] = {vk_in(l, 0), vk_in(l, 1), vk_in(l, 2), vk_in(l, 3), vk_out(l, 0), vk_out(l, 1), vk_out(l, 2)};
@@ -96,8 +115,8 @@ static tf_status emit_tiled(vk_lower *l, attention_push *push, bool gradient) {
   for (int pass = 0; pass < 3; pass++) {
     push->mode = passes[pass].mode;
     if (passes[pass].blocks > 0)
-      TF_RETURN_IF_ERROR(vk_emit_dispatch(l, VK_SHADER_attention_tiled, 7, buffers, passes[pass].writes, push,
-                                          sizeof(*push), vk_groups(passes[pass].blocks, 1), 1, 1));
+      TF_RETURN_IF_ERROR(vk_emit_dispatch(l, v->shader, 7, buffers, passes[pass].writes, push, sizeof(*push),
+                                          vk_groups(passes[pass].blocks, 1), 1, 1));
   }
   return NULL;
 }
@@ -164,7 +183,7 @@ tf_status vk_lower_attention(vk_lower *l) {
   // Tiles where the device's shared memory holds them, the kept statistics fit and lavapipe's loop
   // limit allows; else a row per invocation (or cluster), which needs fewer loop iterations per
   // invocation at few rows and at the subgroup variant's 8 lanes a row.
-  const bool tiled = vk_attention_tiled(l->limits) && push.depth >= TILED_MIN_DEPTH && push.depth <= TILED_DEPTH &&
-                     !(l->limits->loop_limit > 0 && tiled_loops(&push, gradient) > l->limits->loop_limit);
-  return tiled ? emit_tiled(l, &push, gradient) : emit_rows(l, &push, gradient);
+  const tiled_variant *v = push.depth >= TILED_MIN_DEPTH ? tiled_variant_of(l->limits, push.depth) : NULL;
+  const bool tiled = v && !(l->limits->loop_limit > 0 && tiled_loops(&push, v->block, gradient) > l->limits->loop_limit);
+  return tiled ? emit_tiled(l, v, &push, gradient) : emit_rows(l, &push, gradient);
 }

@@ -361,6 +361,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .loop_limit = vk->loop_limit,
                       .storage16 = vk->storage16,
                       .tiled_attention = vk->tiled_attention,
+                      .tiled_wide = vk->tiled_wide,
                       .split_dx = vk->split_dx,
                       .split_columns = vk->split_columns,
                       .matmul_subgroups = vk->matmul_subgroups,
