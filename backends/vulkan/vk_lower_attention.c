@@ -184,6 +184,7 @@ tf_status vk_lower_attention(vk_lower *l) {
   // limit allows; else a row per invocation (or cluster), which needs fewer loop iterations per
   // invocation at few rows and at the subgroup variant's 8 lanes a row.
   const tiled_variant *v = push.depth >= TILED_MIN_DEPTH ? tiled_variant_of(l->limits, push.depth) : NULL;
-  const bool tiled = v && !(l->limits->loop_limit > 0 && tiled_loops(&push, v->block, gradient) > l->limits->loop_limit);
+  const bool tiled =
+      v && !(l->limits->loop_limit > 0 && tiled_loops(&push, v->block, gradient) > l->limits->loop_limit);
   return tiled ? emit_tiled(l, v, &push, gradient) : emit_rows(l, &push, gradient);
 }

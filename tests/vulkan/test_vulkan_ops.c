@@ -213,9 +213,9 @@ static void test_refusals(void) {
 }
 
 /* The attention rows again (those with something to train) with TIGHTFIT_VULKAN_TILED_ATTENTION=0,
- * through attention.comp's shaders (the subgroup variant unless TIGHTFIT_VULKAN_SUBGROUPS=0), on f32
- * or `storage` f16 data (f16 and bf16 keep the statistics alike); the table ran attention_tiled.comp's
- * where they apply, which must be every row with heads of 8 to 128 on lavapipe (32 KiB of shared
+ * then =16 (the tiled shaders' 16-row blocks only), through attention.comp's shaders (the subgroup variant unless
+ * TIGHTFIT_VULKAN_SUBGROUPS=0), on f32 or `storage` f16 data (f16 and bf16 keep the statistics alike); the table ran
+ * attention_tiled.comp's where they apply, which must be every row with heads of 8 to 128 on lavapipe (32 KiB of shared
  * memory). */
 static void test_untiled_attention(tf_dtype storage) {
   const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
@@ -233,6 +233,10 @@ static void test_untiled_attention(tf_dtype storage) {
     conf_run_rows(&counts, &backend, &coverage, "attention", storage, "attention.comp");
   else
     CHECK(&counts, false, "TIGHTFIT_VULKAN_TILED_ATTENTION=0 left the tiled attention shaders on");
+  /* heads of 8 to 32 took the 32-row blocks (attention_tiled_d32 on lavapipe); the 16-row blocks,
+   * which wider heads take, once more over them */
+  setenv("TIGHTFIT_VULKAN_TILED_ATTENTION", "16", 1);
+  conf_run_rows(&counts, &backend, &coverage, "attention", storage, "16-row blocks");
   unsetenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
 }
 
