@@ -31,10 +31,12 @@
 // key gets p = exp(0) / 1 = 1 and O = v_j bit for bit, so delta is that key's dO . v_j and
 // dS = p (dP - delta) is exactly 0, as on the CPU (docs/cuda.md). Masked pairs get p = dS = 0.
 //
-// Shared memory: three tiles of BLOCK x (MAX_DEPTH + 1) f32, two BLOCK x (BLOCK + 1) score tiles and
-// 3 x BLOCK row statistics, 27,136 bytes for BLOCK 16, MAX_DEPTH 128 (vk_lower_attention.c); forward and STATS hold Q, K, V; QUERY Q,
-// dO and one tile for V then K; KV holds K and V and one tile for the query side, which it loads
-// three times per query tile (Q, dO, Q again) to stay within lavapipe's 32 KiB.
+// Shared memory: three tiles of BLOCK x (MAX_DEPTH + 1) f32 (four with FOUR_TILES), two
+// BLOCK x (BLOCK + 1) score tiles and 3 x BLOCK row statistics: 27,136 bytes for BLOCK 16, MAX_DEPTH
+// 128 (vk_lower_attention.c). Forward and STATS hold Q, K, V; QUERY Q, dO and one tile for V then K;
+// KV holds K and V and one tile for the query side, which it loads three times per query tile (Q,
+// dO, Q again) to stay within lavapipe's 32 KiB, or (FOUR_TILES, the 32-row variants) Q and dO in
+// two tiles, each loaded once.
 // -DELEMENT_F16 / -DELEMENT_BF16 and -DINPUT_F16 / -DINPUT_BF16 (common.glsl) as in attention.comp:
 // tiles, registers and statistics are f32, each result rounded once.
 #extension GL_GOOGLE_include_directive : require
@@ -42,8 +44,9 @@
 #include "common.glsl"
 
 // The variants (backends/vulkan/CMakeLists.txt): attention_tiled BLOCK 16, MAX_DEPTH 128;
-// attention_tiled_d64 BLOCK 32, MAX_DEPTH 64 (GPUs: 33,792 bytes of shared memory); attention_tiled_d32
-// BLOCK 32, MAX_DEPTH 32 (21,888 bytes: within lavapipe's 32 KiB, so the tests run the 32-row code).
+// attention_tiled_d64 BLOCK 32, MAX_DEPTH 64, FOUR_TILES (GPUs: 42,112 bytes of shared memory);
+// attention_tiled_d32 BLOCK 32, MAX_DEPTH 32, FOUR_TILES (25,728 bytes: within lavapipe's 32 KiB, so
+// the tests run the 32-row code).
 #ifndef BLOCK
 #define BLOCK 16u // query rows of a block, key rows of a tile
 #endif
@@ -80,7 +83,11 @@ layout(push_constant) uniform Push {
   uint keep; // always 1 for the gradient here (the lowering keeps depth >= 8)
 } pc;
 
+#if FOUR_TILES // the 32-row variants: the KV pass keeps Q and dO side by side (no second load of Q)
+shared float tiles[4u * TILE_FLOATS];
+#else
 shared float tiles[3u * TILE_FLOATS];
+#endif
 shared float score_tile[BLOCK * SCORE_STRIDE];    // S (forward, STATS), P (KV)
 shared float gradient_tile[BLOCK * SCORE_STRIDE]; // dS (KV, QUERY)
 shared float row_stats[3u * BLOCK];               // max, sum, delta of the tile's query rows
@@ -88,6 +95,7 @@ shared float row_stats[3u * BLOCK];               // max, sum, delta of the tile
 #define AT_0 0u
 #define AT_1 TILE_FLOATS
 #define AT_2 (2u * TILE_FLOATS)
+#define AT_3 (3u * TILE_FLOATS)
 
 uint stride() { return pc.depth | 1u; }
 uint tx() { return gl_LocalInvocationID.x % LANES; }
@@ -98,15 +106,22 @@ bool visible(uint i, uint j) { return i < pc.queries && j < pc.keys && (pc.causa
 
 // Rows [first, first + BLOCK) of the head at `base` of `source` (rows `limit`) into the tile at
 // `at`, widened to f32; rows past `limit` zero.
+// Element e = r D + d of the tile goes to invocation e % 64; (r, d) advance by THREADS elements a
+// round without a division (a division per element cost about as much as the load).
 #define DEFINE_LOAD(name, source, widen)                                                                               \
   void name(uint at, uint base, uint first, uint limit) {                                                              \
-    uint s = stride();                                                                                                 \
-    for (uint e = gl_LocalInvocationID.x; e < BLOCK * pc.depth; e += THREADS) {                                       \
-      uint r = e / pc.depth, d = e - r * pc.depth;                                                                     \
+    uint s = stride(), step_r = THREADS / pc.depth, step_d = THREADS - step_r * pc.depth;                             \
+    uint r = gl_LocalInvocationID.x / pc.depth, d = gl_LocalInvocationID.x - r * pc.depth;                            \
+    for (; r < BLOCK; r += step_r) {                                                                                   \
       float value = 0.0;                                                                                               \
       if (first + r < limit)                                                                                           \
         value = widen(source[base + (first + r) * pc.width + d]);                                                      \
       tiles[at + r * s + d] = value;                                                                                   \
+      d += step_d;                                                                                                     \
+      if (d >= pc.depth) {                                                                                             \
+        d -= pc.depth;                                                                                                 \
+        r++;                                                                                                           \
+      }                                                                                                                \
     }                                                                                                                  \
   }
 DEFINE_LOAD(load_q, q, IN_TO_F32)
@@ -346,7 +361,8 @@ void query_block(uint n, uint h, uint i0) {
   }
 }
 
-// KV: dk and dv of the key block at row j0 of head h. Tiles: K, V, and Q, dO, Q in turn.
+// KV: dk and dv of the key block at row j0 of head h. Tiles: K, V, and Q, dO, Q in turn (FOUR_TILES:
+// Q and dO, each loaded once).
 void key_block(uint n, uint h, uint j0) {
   uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
   load_k(AT_0, kb, j0, pc.keys);
@@ -360,6 +376,14 @@ void key_block(uint n, uint h, uint j0) {
     barrier(); // the last tile's Q, P and dS are read
     load_q(AT_2, qb, i0, pc.queries);
     load_stats(qb, i0);
+#if FOUR_TILES
+    load_d_out(AT_3, qb, i0, pc.queries);
+    barrier();
+    float scores[SCORES] = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
+    float p[SCORES], ds[SCORES];
+    probabilities(i0, j0, scores, products(AT_3, AT_1), p, ds);
+#define D_OUT_TILE AT_3
+#else
     barrier();
     float scores[SCORES] = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
     barrier(); // Q is read
@@ -367,6 +391,8 @@ void key_block(uint n, uint h, uint j0) {
     barrier();
     float p[SCORES], ds[SCORES];
     probabilities(i0, j0, scores, products(AT_2, AT_1), p, ds);
+#define D_OUT_TILE AT_2
+#endif
     [[unroll]] for (uint c = 0u; c < SCORES; c++) {
       score_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = p[c];
       gradient_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = ds[c];
@@ -380,13 +406,15 @@ void key_block(uint n, uint h, uint j0) {
         [[unroll]] for (uint e = 0u; e < PARTS; e++) {
           uint column = tx() + LANES * e;
           if (column < pc.depth)
-            gv[r][e] += weight * tiles[AT_2 + i * s + column];
+            gv[r][e] += weight * tiles[D_OUT_TILE + i * s + column];
         }
       }
     }
+#if !FOUR_TILES
     barrier(); // dO is read
     load_q(AT_2, qb, i0, pc.queries);
     barrier();
+#endif
     for (uint i = 0u; i < tile_queries; i++) {
       [[unroll]] for (uint r = 0u; r < ROWS; r++) {
         float weight = gradient_tile[i * SCORE_STRIDE + ROWS * ty() + r];

@@ -16,22 +16,24 @@ typedef struct attention_push {
 enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
 
 /* attention_tiled.comp's variants: blocks of `block` rows, heads of at most `depth`, the first that
- * holds the head and whose shared memory (three [block, depth + 1] f32 tiles, two [block, block + 1]
+ * holds the head and whose shared memory (`tiles` [block, depth + 1] f32 tiles, two [block, block + 1]
  * score tiles and 3 x block row statistics) the device has: 32-row blocks do four times the score
- * products per shared-memory read and twice the work per tile load and barrier of 16-row ones. */
+ * products per shared-memory read and twice the work per tile load and barrier of 16-row ones, and
+ * keep Q and dO apart in the KV pass (a fourth tile, FOUR_TILES). */
 typedef struct tiled_variant {
   vk_shader shader;
-  uint32_t block, depth;
+  uint32_t block, depth, tiles;
 } tiled_variant;
 static const tiled_variant TILED[] = {
-    {VK_SHADER_attention_tiled_d32, 32, 32}, /* 21,888 bytes */
-    {VK_SHADER_attention_tiled_d64, 32, 64}, /* 33,792 bytes */
-    {VK_SHADER_attention_tiled, 16, 128},    /* 27,136 bytes */
+    {VK_SHADER_attention_tiled_d32, 32, 32, 4}, /* 25,728 bytes */
+    {VK_SHADER_attention_tiled_d64, 32, 64, 4}, /* 42,112 bytes */
+    {VK_SHADER_attention_tiled, 16, 128, 3},    /* 27,136 bytes */
 };
 #define TILED_DEPTH 128
 
 static int64_t tiled_shared_bytes(const tiled_variant *v) {
-  return 4 * (3 * (int64_t)v->block * (v->depth + 1) + 2 * (int64_t)v->block * (v->block + 1) + 3 * (int64_t)v->block);
+  return 4 * ((int64_t)v->tiles * v->block * (v->depth + 1) + 2 * (int64_t)v->block * (v->block + 1) +
+              3 * (int64_t)v->block);
 }
 
 /* The variant for heads of `depth` on a device of `limits`, or NULL (none applies). */
