@@ -17,8 +17,9 @@
 // score and twice the work per tile load and barrier of 16-row ones.
 //
 // Passes (pc.mode): FORWARD, a workgroup per query block: per key tile S = scale Q K^T, the rows'
-// online softmax (each of the 8 invocations of a row reads the row's 16 scores from shared memory
-// and computes the same maximum, p's and sum in the same order) and O += P V. STATS: the same walk,
+// online softmax (each of the 8 invocations of a row reads the row's scores from shared memory and
+// computes the same maximum; each invocation the p of its own pairs, shared through memory; all 8
+// sum a row's p in the same order) and O += P V. STATS: the same walk,
 // then (max, sum, delta) of each query row into the first three f32s (STAT_ELEMENTS each) of the
 // row's head slice of dq, as attention.comp keeps them (no workspace). KV, a workgroup per key
 // block: dv = sum_i P_ij dO_i and dk = scale sum_i dS_ij q_i over the query tiles that see it.
@@ -89,7 +90,7 @@ shared float tiles[4u * TILE_FLOATS];
 shared float tiles[3u * TILE_FLOATS];
 #endif
 shared float score_tile[BLOCK * SCORE_STRIDE];    // S (forward, STATS), P (KV)
-shared float gradient_tile[BLOCK * SCORE_STRIDE]; // dS (KV, QUERY)
+shared float gradient_tile[BLOCK * SCORE_STRIDE]; // P (forward, STATS), dS (KV, QUERY)
 shared float row_stats[3u * BLOCK];               // max, sum, delta of the tile's query rows
 
 #define AT_0 0u
@@ -246,12 +247,20 @@ void forward_block(uint n, uint h, uint i0) {
         o[r][e] *= correction;
       best[r] = next;
     }
+    // Each invocation's own pairs: p = exp(s - max) into gradient_tile (which the forward does not
+    // use otherwise), one exponential a pair instead of one per pair and lane of its row.
+    [[unroll]] for (uint c = 0u; c < SCORES; c++) {
+      uint row = score_row(c), column = score_column(c);
+      gradient_tile[row * SCORE_STRIDE + column] =
+          visible(i0 + row, j0 + column) ? exp(scores[c] - best[c / ROWS]) : 0.0;
+    }
+    barrier();
     for (uint j = 0u; j < walk; j++) {
       float p[ROWS];
       [[unroll]] for (uint r = 0u; r < ROWS; r++) {
         p[r] = 0.0;
         if (j < seen[r]) {
-          p[r] = exp(score_tile[(ROWS * ty() + r) * SCORE_STRIDE + j] - best[r]);
+          p[r] = gradient_tile[(ROWS * ty() + r) * SCORE_STRIDE + j];
           total[r] += p[r];
         }
       }
