@@ -37,7 +37,7 @@
 // 128 (vk_lower_attention.c). Forward and STATS hold Q, K, V; QUERY Q, dO and one tile for V then K;
 // KV holds K and V and one tile for the query side, which it loads three times per query tile (Q,
 // dO, Q again) to stay within lavapipe's 32 KiB, or (FOUR_TILES, the 32-row variants) Q and dO in
-// two tiles, each loaded once.
+// two tiles, each loaded once; QUERY with FOUR_TILES holds V and K side by side.
 // -DELEMENT_F16 / -DELEMENT_BF16 and -DINPUT_F16 / -DINPUT_BF16 (common.glsl) as in attention.comp:
 // tiles, registers and statistics are f32, each result rounded once.
 #extension GL_GOOGLE_include_directive : require
@@ -314,7 +314,8 @@ void forward_block(uint n, uint h, uint i0) {
   }
 }
 
-// QUERY: dq of the query block at row i0 of head h. Tiles: Q, dO, then V and K in turn.
+// QUERY: dq of the query block at row i0 of head h. Tiles: Q, dO, then V and K in turn (FOUR_TILES:
+// side by side, loaded together).
 void query_block(uint n, uint h, uint i0) {
   uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
   load_q(AT_0, qb, i0, pc.queries);
@@ -328,13 +329,21 @@ void query_block(uint n, uint h, uint i0) {
   for (uint j0 = 0u; j0 < keys_end; j0 += BLOCK) {
     barrier(); // the last tile's K and dS are read
     load_v(AT_2, kb, j0, pc.keys);
+#if FOUR_TILES
+    load_k(AT_3, kb, j0, pc.keys);
+    barrier();
+    float g[SCORES] = products(AT_1, AT_2);
+#define K_TILE AT_3
+#else
     barrier();
     float g[SCORES] = products(AT_1, AT_2);
     barrier(); // V is read
     load_k(AT_2, kb, j0, pc.keys);
     barrier();
+#define K_TILE AT_2
+#endif
     float p[SCORES], ds[SCORES];
-    probabilities(i0, j0, scaled(products(AT_0, AT_2)), g, p, ds);
+    probabilities(i0, j0, scaled(products(AT_0, K_TILE)), g, p, ds);
     [[unroll]] for (uint c = 0u; c < SCORES; c++)
       gradient_tile[score_row(c) * SCORE_STRIDE + score_column(c)] = ds[c];
     barrier();
@@ -350,7 +359,7 @@ void query_block(uint n, uint h, uint i0) {
       [[unroll]] for (uint e = 0u; e < PARTS; e++) {
         uint column = tx() + LANES * e;
         if (column < pc.depth) {
-          float value = tiles[AT_2 + j * s + column];
+          float value = tiles[K_TILE + j * s + column];
           [[unroll]] for (uint r = 0u; r < ROWS; r++)
             if (j < seen[r])
               acc[r][e] += gradient[r] * value;
