@@ -67,16 +67,21 @@ static inline int64_t tf_vulkan_column_chunks(int64_t group, int64_t rows) {
   return rows > 0 ? (group + rows - 1) / rows : 1;
 }
 
+/* How reduce.comp (vk_lower_reduce.c) reduces `outputs` groups of `group` elements: a workgroup per
+ * output (a tree) for fewer than 256 outputs over 1,024 or more elements; else in columns (lanes
+ * sharing each output's group) for groups of 64 or more; else an invocation per output. */
+static inline bool tf_vulkan_reduce_tree(int64_t outputs, int64_t group) { return outputs < 256 && group >= 1024; }
+static inline bool tf_vulkan_reduce_in_columns(int64_t outputs, int64_t group) {
+  return !tf_vulkan_reduce_tree(outputs, group) && group >= 64;
+}
+
 /* Vulkan sum_to, sum and mean (the other reductions: 0): out_count outputs, each the sum of
- * in_count / out_count elements. reduce.comp sums in columns (and so splits) unless a tree per
- * output suits better: fewer than 256 outputs over 1,024 or more elements, or groups under 64. */
+ * in_count / out_count elements; the sums reduce.comp takes in columns may split. */
 static inline int64_t tf_vulkan_reduce_chunk_rows(tf_op op, int64_t in_count, int64_t out_count) {
   if ((op != TF_OP_SUM_TO && op != TF_OP_SUM && op != TF_OP_MEAN) || out_count <= 0)
     return 0;
   const int64_t group = in_count / out_count;
-  if ((out_count < 256 && group >= 1024) || group < 64)
-    return 0;
-  return tf_vulkan_column_chunk_rows(out_count, group);
+  return tf_vulkan_reduce_in_columns(out_count, group) ? tf_vulkan_column_chunk_rows(out_count, group) : 0;
 }
 static inline int64_t tf_vulkan_reduce_workspace_bytes(tf_op op, int64_t in_count, int64_t out_count) {
   const int64_t rows = tf_vulkan_reduce_chunk_rows(op, in_count, out_count);

@@ -249,16 +249,13 @@ static bool storage16_of(const vk_state *vk, VkPhysicalDevice physical) {
   return storage.storageBuffer16BitAccess == VK_TRUE;
 }
 
-/* Whether attention may take the tiled shaders (shaders/attention_tiled.comp) where they apply:
- * TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps shaders/attention.comp, =16 the tiled shaders' 16-row
- * blocks only (a GPU run times each, the tests check each). */
-static bool tiled_attention_allowed(void) {
+/* Whether attention may take the tiled shaders (shaders/attention_tiled.comp) where they apply, and
+ * their 32-row blocks: TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps shaders/attention.comp, =16 the tiled
+ * shaders' 16-row blocks only (a GPU run times each, the tests check each). */
+static void tiled_attention_of(vk_state *vk) {
   const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
-  return !(requested && strcmp(requested, "0") == 0);
-}
-static bool tiled_wide_allowed(void) {
-  const char *requested = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
-  return !(requested && (strcmp(requested, "0") == 0 || strcmp(requested, "16") == 0));
+  vk->tiled_attention = !(requested && strcmp(requested, "0") == 0);
+  vk->tiled_wide = vk->tiled_attention && !(requested && strcmp(requested, "16") == 0);
 }
 
 /* Whether the fused loss head's dx products may run in slices of the classes where the plan gives
@@ -348,8 +345,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
   vk->subgroup_size = usable_subgroup_size(vk);
   vk->storage16 = storage16_of(vk, vk->physical);
-  vk->tiled_attention = tiled_attention_allowed();
-  vk->tiled_wide = tiled_wide_allowed();
+  tiled_attention_of(vk);
   vk->split_dx = split_dx_allowed();
   vk->split_columns = split_columns_allowed();
   TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));

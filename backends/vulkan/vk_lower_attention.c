@@ -17,7 +17,7 @@ enum { ATTENTION_FORWARD = 0, ATTENTION_STATS, ATTENTION_KV, ATTENTION_QUERY };
 
 /* attention_tiled.comp's variants: blocks of `block` rows, heads of at most `depth`, the first that
  * holds the head and whose shared memory (`tiles` [block, depth + 1] f32 tiles, two [block, block + 1]
- * score tiles and 3 x block row statistics) the device has: 32-row blocks do four times the score
+ * score tiles and 3 x block row statistics) the device has: 32-row blocks do twice the score
  * products per shared-memory read and twice the work per tile load and barrier of 16-row ones, and
  * keep Q and dO apart in the KV pass (a fourth tile, FOUR_TILES). */
 typedef struct tiled_variant {
@@ -71,7 +71,7 @@ static int64_t row_loops(const attention_push *p, int64_t elements, int64_t item
  * from above, in the longest of its passes: per tile it visits, a tile load runs
  * ceil(block depth / 64) iterations, a score product `depth`, a walk over the tile's block rows or
  * columns (twice in the forward: the maximum, then P V), plus 16 for the short loops; times the
- * blocks' grid rounds. The loops over a row's 16 columns (e) have constant bounds and are unrolled: no
+ * blocks' grid rounds. The loops over a row's columns (e < PARTS) have constant bounds and are unrolled: no
  * iterations of their own (on lavapipe the causal [1,1024,64] gradient of test_vulkan_ops, whose KV
  * pass would run some 84,000 iterations per invocation were they loops, matches the CPU). */
 static int64_t tiled_loops(const attention_push *p, uint32_t block, bool gradient) {

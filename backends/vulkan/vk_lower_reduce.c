@@ -105,13 +105,14 @@ tf_status vk_lower_reduce(vk_lower *l) {
   // rows); many long groups (bias gradients) in columns: a workgroup's 16 lanes share each of its
   // 16 outputs' groups, neighbouring invocations reading neighbouring columns; otherwise an
   // invocation per output walks its group.
-  push.per_thread = push.mode != REDUCE_MAX_GRAD && !(push.outputs < 256 && push.group >= 1024);
-  if (push.per_thread && push.group >= 4 * REDUCE_LANES)
+  // (core/workspace.h: the planner reserves the split's workspace by the same rule)
+  push.per_thread = push.mode != REDUCE_MAX_GRAD && !tf_vulkan_reduce_tree(push.outputs, push.group);
+  if (push.per_thread && tf_vulkan_reduce_in_columns(push.outputs, push.group))
     push.per_thread = REDUCE_IN_COLUMNS;
   if (push.outputs == 0)
     return NULL;
   const int64_t chunk_rows = tf_vulkan_reduce_chunk_rows(op, vk_count(x), push.outputs);
-  if (chunk_rows > 0 && push.per_thread == REDUCE_IN_COLUMNS &&
+  if (chunk_rows > 0 &&
       vk_split_columns_on(l, push.outputs, tf_vulkan_reduce_workspace_bytes(op, vk_count(x), push.outputs)))
     return split(l, &push, chunk_rows);
   int32_t buffers[4] = {vk_in(l, 0), -1, -1, vk_out(l, 0)};
