@@ -670,19 +670,27 @@ static int32_t fed_now(const tf_session *s, int32_t i) {
   return s->io_slot == 1 && twin >= 0 ? twin : i;
 }
 
-/* Refuses a micro-step whose half of the io region holds an input or label not written since a
- * micro-step last read that half: the step would train on the zeros it started with, or on the batch
- * of two micro-steps before (the halves alternate). Then marks that half read. */
-static tf_status take_inputs(tf_session *s) {
+/* Refuses a run (`what`: "micro-step N" or "forward pass") whose half of the io region holds an
+ * input or label not written since a micro-step last read that half: it would run on the zeros the
+ * region started with, or on the batch of two micro-steps before (the halves alternate). */
+static tf_status check_inputs(const tf_session *s, const char *what) {
   for (int32_t k = 0; k < s->n_fed; k++) {
     const tf_plan_buffer *b = &s->plan->buffers[s->fed[k]];
     if (!s->written[fed_now(s, s->fed[k])])
       return tf_status_new(TF_ERR_INVALID_ARGUMENT,
-                           "micro-step %" PRId64 ": %s '%s' was not written since the last micro-step that read "
-                           "its half of the io region (write every input and label before each micro-step: "
-                           "tf_session_write; the halves alternate)",
-                           s->micro_steps + 1, b->role == TF_ROLE_LABEL ? "label" : "input", b->name);
+                           "%s: %s '%s' was not written since the last micro-step that read its half of the io "
+                           "region (write every input and label before each run: tf_session_write; the halves "
+                           "alternate)",
+                           what, b->role == TF_ROLE_LABEL ? "label" : "input", b->name);
   }
+  return NULL;
+}
+
+/* check_inputs for the next micro-step, then marks its half read. */
+static tf_status take_inputs(tf_session *s) {
+  char what[48];
+  snprintf(what, sizeof(what), "micro-step %" PRId64, s->micro_steps + 1);
+  TF_RETURN_IF_ERROR(check_inputs(s, what));
   for (int32_t k = 0; k < s->n_fed; k++)
     s->written[fed_now(s, s->fed[k])] = false;
   return NULL;
@@ -753,6 +761,7 @@ tf_status tf_session_set_scaling(tf_session *s, int32_t loss_scale_log2, int64_t
 }
 
 tf_status tf_session_forward(tf_session *s, double *loss) {
+  TF_RETURN_IF_ERROR(check_inputs(s, "forward pass")); /* reads the half without consuming it */
   tf_run_state run = run_state(s);
   TF_RETURN_IF_ERROR(s->backend->run(s->state, 0, s->forward_end, s->io_slot, &run));
   return read_loss(s, loss);

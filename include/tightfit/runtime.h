@@ -97,7 +97,8 @@ tf_status tf_session_micro_step(tf_session *session, double *loss) TF_MUST_USE;
  * parameters and optimizer state stay bit for bit as they were; tf_session_scaling() says so. An
  * f16 plan then halves its loss scale, and doubles it after the growth interval of good steps. */
 tf_status tf_session_optimizer_step(tf_session *session) TF_MUST_USE;
-/* Runs only the forward steps (evaluation): the loss and outputs are readable afterwards. */
+/* Runs only the forward steps (evaluation): the loss and outputs are readable afterwards. Refuses,
+ * as a micro-step does, an input or label not written since a micro-step read its half; may repeat. */
 tf_status tf_session_forward(tf_session *session, double *loss) TF_MUST_USE;
 /* Optimizer steps and micro-steps done so far. */
 int64_t tf_session_optimizer_steps(const tf_session *session);

@@ -336,8 +336,9 @@ static void write_inputs(tf_session *session, const tf_plan *plan, const char *s
   }
 }
 
-/* A micro-step whose inputs were not written since the last one read their half of the io region is
- * refused, naming the input (it would train on zeros, or on the batch of two micro-steps before). */
+/* A micro-step or forward pass whose inputs were not written since the last micro-step read their half
+ * of the io region is refused, naming the input (it would run on zeros, or on the batch of two
+ * micro-steps before); a forward pass does not take the half, so it may repeat. */
 static void unwritten_inputs(void) {
   tf_plan *plan = compile_zoo("mlp", NULL, 0, "N=4");
   tf_session *session = NULL;
@@ -355,11 +356,21 @@ static void unwritten_inputs(void) {
   CHECK(&counts, status && strstr(tf_status_message(status), "micro-step 1: input"),
         "a first micro-step without inputs: %s", status ? tf_status_message(status) : "accepted");
   tf_status_free(status);
+  status = tf_session_forward(session, &loss);
+  CHECK(&counts, status && strstr(tf_status_message(status), "forward pass: input"),
+        "a forward pass without inputs: %s", status ? tf_status_message(status) : "accepted");
+  tf_status_free(status);
   write_inputs(session, plan, NULL);
+  CHECK_OK(&counts, tf_session_forward(session, &loss)); /* reads the half without taking it */
+  CHECK_OK(&counts, tf_session_forward(session, &loss));
   CHECK_OK(&counts, tf_session_micro_step(session, &loss));
   status = tf_session_micro_step(session, &loss); /* the other half, never written */
   CHECK(&counts, status && strstr(tf_status_message(status), "was not written"),
         "a second micro-step without writes: %s", status ? tf_status_message(status) : "accepted");
+  tf_status_free(status);
+  status = tf_session_forward(session, &loss);
+  CHECK(&counts, status && strstr(tf_status_message(status), "forward pass: input"),
+        "a forward pass on a half never written: %s", status ? tf_status_message(status) : "accepted");
   tf_status_free(status);
   write_inputs(session, plan, NULL);
   CHECK_OK(&counts, tf_session_micro_step(session, &loss));
@@ -373,7 +384,7 @@ static void unwritten_inputs(void) {
   write_inputs(session, plan, NULL);
   CHECK_OK(&counts, tf_session_micro_step(session, &loss));
   CHECK_OK(&counts, tf_session_optimizer_step(session));
-  printf("ok   micro-steps on unwritten inputs or labels refused, naming them\n");
+  printf("ok   micro-steps and forward passes on unwritten inputs or labels refused, naming them\n");
   tf_session_destroy(session);
   tf_plan_destroy(plan);
 }
