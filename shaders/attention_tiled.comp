@@ -26,8 +26,9 @@
 // QUERY, a workgroup per query block: dq = scale sum_j dS_ij k_j, overwriting the statistics, which
 // the block read into shared memory first (no other block reads its rows').
 //
-// Exact zeros: every score and every dO . v_j is one invocation's `precise` sum over d in order
-// (products(); no FMA contraction, as in attention.comp), and delta is dO . O summed the same way
+// Exact zeros: every score and every dO . v_j is one invocation's `precise` chain of fma() over d
+// in order (products(): one rounding a step, the same in every pass, where a contraction left to the
+// compiler could differ between them), and delta is dO . O summed the same way
 // (attention.comp sums P dP instead; the two are equal in exact arithmetic). A query that sees one
 // key gets p = exp(0) / 1 = 1 and O = v_j bit for bit, so delta is that key's dO . v_j and
 // dS = p (dP - delta) is exactly 0, as on the CPU (docs/cuda.md). Masked pairs get p = dS = 0.
@@ -55,7 +56,6 @@
 #define MAX_DEPTH 128u
 #endif
 #define LANES 8u                         // invocations sharing a row
-#define THREADS 64u
 #define ROWS (BLOCK / LANES)             // rows (and score columns) per invocation
 #define SCORES (ROWS * ROWS)             // score pairs per invocation
 #define PARTS (MAX_DEPTH / LANES)        // a row's columns per invocation
@@ -105,30 +105,50 @@ uint ty() { return gl_LocalInvocationID.x / LANES; }
 uint head_at(uint n, uint rows, uint h) { return n * rows * pc.width + h * pc.depth; }
 bool visible(uint i, uint j) { return i < pc.queries && j < pc.keys && (pc.causal == 0u || j <= i); }
 
-// Rows [first, first + BLOCK) of the head at `base` of `source` (rows `limit`) into the tile at
-// `at`, widened to f32; rows past `limit` zero.
-// Element e = r D + d of the tile goes to invocation e % 64; (r, d) advance by THREADS elements a
-// round without a division (a division per element cost about as much as the load).
-#define DEFINE_LOAD(name, source, widen)                                                                               \
-  void name(uint at, uint base, uint first, uint limit) {                                                              \
-    uint s = stride(), step_r = THREADS / pc.depth, step_d = THREADS - step_r * pc.depth;                             \
-    uint r = gl_LocalInvocationID.x / pc.depth, d = gl_LocalInvocationID.x - r * pc.depth;                            \
-    for (; r < BLOCK; r += step_r) {                                                                                   \
-      float value = 0.0;                                                                                               \
-      if (first + r < limit)                                                                                           \
-        value = widen(source[base + (first + r) * pc.width + d]);                                                      \
-      tiles[at + r * s + d] = value;                                                                                   \
-      d += step_d;                                                                                                     \
-      if (d >= pc.depth) {                                                                                             \
-        d -= pc.depth;                                                                                                 \
-        r++;                                                                                                           \
+// Rows [first, first + BLOCK) of the head at `base` of `source` (rows `limit`), widened to f32, into
+// registers (fetch_*; rows past `limit` zero), then into the tile at `at` (store_tile; load_* does
+// both). Invocation t holds columns t % 32 + 32 m of rows t / 32 + 2 i (a warp reads 32 consecutive
+// elements of a row): the loops have constant bounds, so all of a tile's loads are in flight at
+// once (a loop walking the elements one by one waited out one memory latency per element), and a
+// pass fetches its next tile while it computes on the current one.
+#define LOAD_ROWS (BLOCK / 2u)
+#define LOAD_COLUMNS ((MAX_DEPTH + 31u) / 32u)
+#define TILE_VALUES (LOAD_ROWS * LOAD_COLUMNS)
+#define DEFINE_FETCH(name, source, widen)                                                                              \
+  void name(uint base, uint first, uint limit, out float value[TILE_VALUES]) {                                        \
+    uint lane = gl_LocalInvocationID.x % 32u, half_rows = gl_LocalInvocationID.x / 32u;                               \
+    [[unroll]] for (uint i = 0u; i < LOAD_ROWS; i++) {                                                                 \
+      uint r = half_rows + 2u * i;                                                                                     \
+      [[unroll]] for (uint m = 0u; m < LOAD_COLUMNS; m++) {                                                            \
+        uint d = lane + 32u * m;                                                                                       \
+        value[i * LOAD_COLUMNS + m] =                                                                                  \
+            first + r < limit && d < pc.depth ? widen(source[base + (first + r) * pc.width + d]) : 0.0;                \
       }                                                                                                                \
     }                                                                                                                  \
   }
-DEFINE_LOAD(load_q, q, IN_TO_F32)
-DEFINE_LOAD(load_k, k, IN_TO_F32)
-DEFINE_LOAD(load_v, v, IN_TO_F32)
-DEFINE_LOAD(load_d_out, d_out, TO_F32)
+DEFINE_FETCH(fetch_q, q, IN_TO_F32)
+DEFINE_FETCH(fetch_k, k, IN_TO_F32)
+DEFINE_FETCH(fetch_v, v, IN_TO_F32)
+DEFINE_FETCH(fetch_d_out, d_out, TO_F32)
+
+void store_tile(uint at, float value[TILE_VALUES]) {
+  uint s = stride(), lane = gl_LocalInvocationID.x % 32u, half_rows = gl_LocalInvocationID.x / 32u;
+  [[unroll]] for (uint i = 0u; i < LOAD_ROWS; i++)
+    [[unroll]] for (uint m = 0u; m < LOAD_COLUMNS; m++)
+      if (lane + 32u * m < pc.depth)
+        tiles[at + (half_rows + 2u * i) * s + lane + 32u * m] = value[i * LOAD_COLUMNS + m];
+}
+
+#define DEFINE_LOAD(name, fetch)                                                                                       \
+  void name(uint at, uint base, uint first, uint limit) {                                                              \
+    float value[TILE_VALUES];                                                                                          \
+    fetch(base, first, limit, value);                                                                                  \
+    store_tile(at, value);                                                                                             \
+  }
+DEFINE_LOAD(load_q, fetch_q)
+DEFINE_LOAD(load_k, fetch_k)
+DEFINE_LOAD(load_v, fetch_v)
+DEFINE_LOAD(load_d_out, fetch_d_out)
 
 // The kept statistics of query rows [first, first + BLOCK) into row_stats ((0, 1, 0) past the last
 // query, whose pairs are all masked).
@@ -160,10 +180,8 @@ float[SCORES] products(uint a, uint b) {
       x[r] = tiles[ra + r * s + d];
       y[r] = tiles[rb + r * LANES * s + d];
     }
-    [[unroll]] for (uint k = 0u; k < SCORES; k++) {
-      precise float product = x[k / ROWS] * y[k % ROWS];
-      sum[k] = sum[k] + product;
-    }
+    [[unroll]] for (uint k = 0u; k < SCORES; k++)
+      sum[k] = fma(x[k / ROWS], y[k % ROWS], sum[k]);
   }
   return sum;
 }
@@ -212,11 +230,18 @@ void forward_block(uint n, uint h, uint i0) {
       o[r][e] = 0.0;
   }
   uint keys_end = pc.causal != 0u ? min(pc.keys, i0 + BLOCK) : pc.keys;
+  float next_k[TILE_VALUES], next_v[TILE_VALUES];
+  fetch_k(kb, 0u, pc.keys, next_k);
+  fetch_v(kb, 0u, pc.keys, next_v);
   for (uint j0 = 0u; j0 < keys_end; j0 += BLOCK) {
     barrier(); // the last tile's K, V and scores are read
-    load_k(AT_1, kb, j0, pc.keys);
-    load_v(AT_2, kb, j0, pc.keys);
+    store_tile(AT_1, next_k);
+    store_tile(AT_2, next_v);
     barrier();
+    if (j0 + BLOCK < keys_end) { // the next tile's loads go out before this one's work
+      fetch_k(kb, j0 + BLOCK, pc.keys, next_k);
+      fetch_v(kb, j0 + BLOCK, pc.keys, next_v);
+    }
     float scores[SCORES] = scaled(products(AT_0, AT_1));
     [[unroll]] for (uint c = 0u; c < SCORES; c++) {
       uint row = score_row(c), column = score_column(c);
@@ -307,7 +332,7 @@ void forward_block(uint n, uint h, uint i0) {
     uint at = qb + i * pc.width;
     precise float delta = 0.0;
     for (uint d = 0u; d < pc.depth; d++)
-      delta += TO_F32(d_out[at + d]) * tiles[AT_0 + row * s + d];
+      delta = fma(TO_F32(d_out[at + d]), tiles[AT_0 + row * s + d], delta);
     STORE_STAT(out_data, at, best[r]);
     STORE_STAT(out_data, at + STAT_ELEMENTS, total[r]);
     STORE_STAT(out_data, at + 2u * STAT_ELEMENTS, delta);
@@ -326,20 +351,31 @@ void query_block(uint n, uint h, uint i0) {
     [[unroll]] for (uint e = 0u; e < PARTS; e++)
       acc[r][e] = 0.0;
   uint keys_end = pc.causal != 0u ? min(pc.keys, i0 + BLOCK) : pc.keys;
+  float next_k[TILE_VALUES], next_v[TILE_VALUES];
+  fetch_v(kb, 0u, pc.keys, next_v);
+  fetch_k(kb, 0u, pc.keys, next_k);
   for (uint j0 = 0u; j0 < keys_end; j0 += BLOCK) {
     barrier(); // the last tile's K and dS are read
-    load_v(AT_2, kb, j0, pc.keys);
+    store_tile(AT_2, next_v);
 #if FOUR_TILES
-    load_k(AT_3, kb, j0, pc.keys);
+    store_tile(AT_3, next_k);
     barrier();
+    if (j0 + BLOCK < keys_end) { // the next tile's loads go out before this one's work
+      fetch_v(kb, j0 + BLOCK, pc.keys, next_v);
+      fetch_k(kb, j0 + BLOCK, pc.keys, next_k);
+    }
     float g[SCORES] = products(AT_1, AT_2);
 #define K_TILE AT_3
 #else
     barrier();
+    if (j0 + BLOCK < keys_end)
+      fetch_v(kb, j0 + BLOCK, pc.keys, next_v);
     float g[SCORES] = products(AT_1, AT_2);
     barrier(); // V is read
-    load_k(AT_2, kb, j0, pc.keys);
+    store_tile(AT_2, next_k);
     barrier();
+    if (j0 + BLOCK < keys_end)
+      fetch_k(kb, j0 + BLOCK, pc.keys, next_k);
 #define K_TILE AT_2
 #endif
     float p[SCORES], ds[SCORES];
@@ -390,18 +426,29 @@ void key_block(uint n, uint h, uint j0) {
     [[unroll]] for (uint e = 0u; e < PARTS; e++)
       gk[r][e] = gv[r][e] = 0.0;
   // causal: query i sees key j when j <= i, so the query blocks before j0 see none of this block
-  for (uint i0 = pc.causal != 0u ? j0 : 0u; i0 < pc.queries; i0 += BLOCK) {
+  uint queries_from = pc.causal != 0u ? j0 : 0u;
+#if FOUR_TILES
+  float next_q[TILE_VALUES], next_d_out[TILE_VALUES];
+  fetch_q(qb, queries_from, pc.queries, next_q);
+  fetch_d_out(qb, queries_from, pc.queries, next_d_out);
+#endif
+  for (uint i0 = queries_from; i0 < pc.queries; i0 += BLOCK) {
     barrier(); // the last tile's Q, P and dS are read
-    load_q(AT_2, qb, i0, pc.queries);
     load_stats(qb, i0);
 #if FOUR_TILES
-    load_d_out(AT_3, qb, i0, pc.queries);
+    store_tile(AT_2, next_q);
+    store_tile(AT_3, next_d_out);
     barrier();
+    if (i0 + BLOCK < pc.queries) { // the next tile's loads go out before this one's work
+      fetch_q(qb, i0 + BLOCK, pc.queries, next_q);
+      fetch_d_out(qb, i0 + BLOCK, pc.queries, next_d_out);
+    }
     float scores[SCORES] = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
     float p[SCORES], ds[SCORES];
     probabilities(i0, j0, scores, products(AT_3, AT_1), p, ds);
 #define D_OUT_TILE AT_3
 #else
+    load_q(AT_2, qb, i0, pc.queries);
     barrier();
     float scores[SCORES] = scaled(products(AT_2, AT_0)); // rows: queries, columns: keys
     barrier(); // Q is read
