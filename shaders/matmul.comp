@@ -51,7 +51,8 @@ layout(local_size_x = 64) in;
 // The big-tile variant: 16 x 16 invocations compute a 128 x 128 tile of C, each an 8 x 8 block (rows
 // 4 ty.. and 64 + 4 ty.., columns 4 tx.. and 64 + 4 tx..: every read of shared memory is a vec4 that
 // a half-warp shares or reads from consecutive banks), 64 multiply-adds per four vec4 reads. While
-// it multiplies one K block from shared memory, its registers hold the next block's loads.
+// it multiplies one K block from shared memory, its registers hold the next block's loads: two vec4
+// quads of each operand where the host found them aligned (flag bits 5, 6), else eight elements.
 #define BM 128
 #define BN 128
 #define BK 16
@@ -70,6 +71,13 @@ layout(std430, set = 0, binding = 2) buffer C { ELEMENT c[]; }; // read too: mat
 layout(std430, set = 0, binding = 2) writeonly buffer C { ELEMENT c[]; };
 #endif
 layout(std430, set = 0, binding = 3) readonly buffer Bias { ELEMENT bias[]; };
+#if BIG
+// A and B again, as vec4: read so when the host sets flag bit 5 (A) or 6 (B): the operand's row
+// stride, element offset and batch strides multiples of 4, so four elements along its contiguous
+// axis starting at a multiple of 4 are one aligned vec4.
+layout(std430, set = 0, binding = 0) readonly buffer A4 { ELEMENT4 a4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B4 { ELEMENT4 b4[]; };
+#endif
 #if SUBGROUP && MODE == 0
 // B again, as vec4: read so when the host sets flag bit 3 (B not transposed, and n, ldb and every
 // batch stride of B multiples of 4, so each lane's 4 columns are one aligned vec4).
@@ -80,7 +88,8 @@ layout(std430, set = 0, binding = 1) readonly buffer B4 { ELEMENT4 b4[]; };
 layout(push_constant) uniform Push {
   uint m, n, k;
   uint flags;          // bit 0: A transposed (stored [K, M]), bit 1: B transposed (stored [N, K]),
-                       // bit 3: B read as vec4 (subgroup variant), bit 4: C += the product
+                       // bit 3: B read as vec4 (subgroup variant), bit 4: C += the product,
+                       // bits 5 and 6: A and B read as vec4 (big-tile variant)
   uint lda, ldb;       // row strides as stored
   uint batch_rank;     // collapsed batch axes (<= 4)
   uint a_offset;       // element offsets of A, B and C in their bindings (a row block of a larger
@@ -270,6 +279,8 @@ void main() {
       store_c(row0 + i, col0 + j, acc[i][j]);
 }
 #elif BIG
+uint row0, col0; // the workgroup's tile of C
+
 // Element e of a tile's load (BK x BM of A, BK x BN of B; 8 per invocation each): its k and m/n,
 // consecutive invocations walking the operand's contiguous axis.
 void tile_a_position(uint e, bool a_k, out uint kk, out uint mm) {
@@ -282,40 +293,125 @@ void tile_b_position(uint e, bool b_k, out uint kk, out uint nn) {
   nn = b_k ? e / BK : e % BN;
 }
 
+// Quad q of a tile's load (4 consecutive elements along the operand's contiguous axis; 2 per
+// invocation each, flag bits 5 and 6): the k and m/n of its first element.
+void quad_a_position(uint q, bool a_k, out uint kk, out uint mm) {
+  kk = a_k ? q % (BK / 4u) * 4u : q / (BM / 4u);
+  mm = a_k ? q / (BK / 4u) : q % (BM / 4u) * 4u;
+}
+
+void quad_b_position(uint q, bool b_k, out uint kk, out uint nn) {
+  kk = b_k ? q % (BK / 4u) * 4u : q / (BN / 4u);
+  nn = b_k ? q / (BK / 4u) : q % (BN / 4u) * 4u;
+}
+
+// A(row, kk .. kk + 3) (a_k) or A(row .. row + 3, kk): one vec4 where all four are inside, else
+// element by element (zeros outside).
+vec4 load_a4(uint row, uint kk, bool a_k) {
+  if (a_k) {
+    if (row < pc.m && kk + 3u < pc.k)
+      return TO_F32_4(a4[(a_base + row * pc.lda + kk) >> 2]);
+    return vec4(load_a(row, kk), load_a(row, kk + 1u), load_a(row, kk + 2u), load_a(row, kk + 3u));
+  }
+  if (kk < pc.k && row + 3u < pc.m)
+    return TO_F32_4(a4[(a_base + kk * pc.lda + row) >> 2]);
+  return vec4(load_a(row, kk), load_a(row + 1u, kk), load_a(row + 2u, kk), load_a(row + 3u, kk));
+}
+
+// B(kk .. kk + 3, col) (b_k) or B(kk, col .. col + 3), as load_a4.
+vec4 load_b4(uint kk, uint col, bool b_k) {
+  if (b_k) {
+    if (col < pc.n && kk + 3u < pc.k)
+      return TO_F32_4(b4[(b_base + col * pc.ldb + kk) >> 2]);
+    return vec4(load_b(kk, col), load_b(kk + 1u, col), load_b(kk + 2u, col), load_b(kk + 3u, col));
+  }
+  if (kk < pc.k && col + 3u < pc.n)
+    return TO_F32_4(b4[(b_base + kk * pc.ldb + col) >> 2]);
+  return vec4(load_b(kk, col), load_b(kk, col + 1u), load_b(kk, col + 2u), load_b(kk, col + 3u));
+}
+
+// The invocation's share of the A and B tiles at k0 into registers: 2 quads or 8 elements of each.
+void fetch(uint k0, uint tid, bool a_k, bool b_k, out vec4 next_a[2], out vec4 next_b[2]) {
+  uint kk, mm, nn;
+  if ((pc.flags & 32u) != 0u) {
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      quad_a_position(tid + 256u * r, a_k, kk, mm);
+      next_a[r] = load_a4(row0 + mm, k0 + kk, a_k);
+    }
+  } else {
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+      tile_a_position(tid + 256u * r, a_k, kk, mm);
+      next_a[r / 4u][r % 4u] = load_a(row0 + mm, k0 + kk);
+    }
+  }
+  if ((pc.flags & 64u) != 0u) {
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      quad_b_position(tid + 256u * r, b_k, kk, nn);
+      next_b[r] = load_b4(k0 + kk, col0 + nn, b_k);
+    }
+  } else {
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+      tile_b_position(tid + 256u * r, b_k, kk, nn);
+      next_b[r / 4u][r % 4u] = load_b(k0 + kk, col0 + nn);
+    }
+  }
+}
+
+// fetch()'s registers into the shared tiles: a quad along m or n is one vec4 store, one along k
+// four.
+void store_tiles(uint tid, bool a_k, bool b_k, vec4 next_a[2], vec4 next_b[2]) {
+  uint kk, mm, nn;
+  if ((pc.flags & 32u) != 0u) {
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      quad_a_position(tid + 256u * r, a_k, kk, mm);
+      if (a_k) {
+        [[unroll]] for (uint i = 0u; i < 4u; i++)
+          tile_a[kk + i][mm >> 2][mm & 3u] = next_a[r][i];
+      } else {
+        tile_a[kk][mm >> 2] = next_a[r];
+      }
+    }
+  } else {
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+      tile_a_position(tid + 256u * r, a_k, kk, mm);
+      tile_a[kk][mm >> 2][mm & 3u] = next_a[r / 4u][r % 4u];
+    }
+  }
+  if ((pc.flags & 64u) != 0u) {
+    [[unroll]] for (uint r = 0u; r < 2u; r++) {
+      quad_b_position(tid + 256u * r, b_k, kk, nn);
+      if (b_k) {
+        [[unroll]] for (uint i = 0u; i < 4u; i++)
+          tile_b[kk + i][nn >> 2][nn & 3u] = next_b[r][i];
+      } else {
+        tile_b[kk][nn >> 2] = next_b[r];
+      }
+    }
+  } else {
+    [[unroll]] for (uint r = 0u; r < 8u; r++) {
+      tile_b_position(tid + 256u * r, b_k, kk, nn);
+      tile_b[kk][nn >> 2][nn & 3u] = next_b[r / 4u][r % 4u];
+    }
+  }
+}
+
 void main() {
   select_batch(gl_WorkGroupID.z);
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
-  uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+  row0 = gl_WorkGroupID.y * BM;
+  col0 = gl_WorkGroupID.x * BN;
   bool a_k = a_walks_k(), b_k = b_walks_k();
   // acc[(4 h + i) * 2 + g][j]: C[row0 + 64 h + 4 ty + i, col0 + 64 g + 4 tx + j]
   vec4 acc[16];
   [[unroll]] for (uint i = 0u; i < 16u; i++)
     acc[i] = vec4(0.0);
-  float next_a[8], next_b[8];
-  [[unroll]] for (uint r = 0u; r < 8u; r++) {
-    uint kk, mm, nn;
-    tile_a_position(tid + 256u * r, a_k, kk, mm);
-    next_a[r] = load_a(row0 + mm, kk);
-    tile_b_position(tid + 256u * r, b_k, kk, nn);
-    next_b[r] = load_b(kk, col0 + nn);
-  }
+  vec4 next_a[2], next_b[2];
+  fetch(0u, tid, a_k, b_k, next_a, next_b);
   for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
-    [[unroll]] for (uint r = 0u; r < 8u; r++) {
-      uint kk, mm, nn;
-      tile_a_position(tid + 256u * r, a_k, kk, mm);
-      tile_a[kk][mm >> 2][mm & 3u] = next_a[r];
-      tile_b_position(tid + 256u * r, b_k, kk, nn);
-      tile_b[kk][nn >> 2][nn & 3u] = next_b[r];
-    }
+    store_tiles(tid, a_k, b_k, next_a, next_b);
     barrier();
     // The next block's loads (zeros past K) go out before this block's products.
-    [[unroll]] for (uint r = 0u; r < 8u; r++) {
-      uint kk, mm, nn;
-      tile_a_position(tid + 256u * r, a_k, kk, mm);
-      next_a[r] = load_a(row0 + mm, k0 + BK + kk);
-      tile_b_position(tid + 256u * r, b_k, kk, nn);
-      next_b[r] = load_b(k0 + BK + kk, col0 + nn);
-    }
+    fetch(k0 + BK, tid, a_k, b_k, next_a, next_b);
     [[unroll]] for (uint kk = 0u; kk < BK; kk++) {
       vec4 a0 = tile_a[kk][ty], a1 = tile_a[kk][ty + 16u];
       vec4 b0 = tile_b[kk][tx], b1 = tile_b[kk][tx + 16u];

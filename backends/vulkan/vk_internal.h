@@ -146,6 +146,7 @@ typedef struct vk_limits {
   bool split_dx;         /* the loss head's dx products may run in slices (TIGHTFIT_VULKAN_SPLIT_DX not 0) */
   bool split_columns;    /* long column sums may run split in chunks (TIGHTFIT_VULKAN_SPLIT_COLUMNS not 0) */
   bool matmul_subgroups; /* products may take matmul.comp's subgroup variant (vk_device.c, matmul_subgroups_of) */
+  bool matmul_quads; /* the big-tile variant may read aligned operands as vec4 (TIGHTFIT_VULKAN_MATMUL_QUADS not 0) */
   vk_big_matmul big_matmul;
 } vk_limits;
 
@@ -210,6 +211,7 @@ typedef struct vk_state {
   bool split_dx;              /* see vk_limits */
   bool split_columns;         /* see vk_limits */
   bool matmul_subgroups;      /* see vk_limits */
+  bool matmul_quads;          /* see vk_limits */
   vk_big_matmul big_matmul;   /* see vk_limits */
   VkDevice device;
   uint32_t queue_family;

@@ -76,13 +76,29 @@ static bool big_tiles(const vk_lower *l, int64_t m, int64_t n, int64_t batches) 
           (l->limits->big_matmul == VK_BIG_MATMUL_LARGE && tiles >= BIG_MIN_TILES));
 }
 
-/* The dispatch of one matmul.comp product (MODE 0): a workgroup per tile of C, a grid layer per batch. */
+/* Whether an operand's quads (four elements along its contiguous axis from a multiple of 4) are
+ * aligned vec4s of its binding: its row stride, element offset and batch strides multiples of 4. */
+static bool quads_aligned(uint32_t row_stride, uint32_t offset, const uint32_t *batch_strides, uint32_t batch_rank) {
+  bool aligned = row_stride % 4 == 0 && offset % 4 == 0;
+  for (uint32_t i = 0; i < batch_rank; i++)
+    aligned = aligned && batch_strides[i] % 4 == 0;
+  return aligned;
+}
+
+/* The dispatch of one matmul.comp product (MODE 0): a workgroup per tile of C, a grid layer per batch;
+ * the big-tile variant reads A and B in aligned quads where it can (flag bits 5 and 6). */
 static tf_status emit_product(vk_lower *l, const int32_t buffers[4], const matmul_push *push, int64_t m, int64_t n,
                               int64_t batches) {
-  if (big_tiles(l, m, n, batches))
-    return vk_emit_dispatch(l, VK_SHADER_matmul_big, 4, buffers, 0x4, push, sizeof(*push),
+  if (big_tiles(l, m, n, batches)) {
+    matmul_push big = *push;
+    if (l->limits->matmul_quads && quads_aligned(big.lda, big.a_offset, big.a_batch_stride, big.batch_rank))
+      big.flags |= 32u;
+    if (l->limits->matmul_quads && quads_aligned(big.ldb, big.b_offset, big.b_batch_stride, big.batch_rank))
+      big.flags |= 64u;
+    return vk_emit_dispatch(l, VK_SHADER_matmul_big, 4, buffers, 0x4, &big, sizeof(big),
                             (uint32_t)((n + BIG_TILE - 1) / BIG_TILE), (uint32_t)((m + BIG_TILE - 1) / BIG_TILE),
                             (uint32_t)batches);
+  }
   const vk_shader shader = product_subgroups(l) ? vk_variant(l, VK_SHADER_matmul) : VK_SHADER_matmul;
   return vk_emit_dispatch(l, shader, 4, buffers, 0x4, push, sizeof(*push),
                           (uint32_t)((n + tile_width(product_subgroups(l)) - 1) / tile_width(product_subgroups(l))),

@@ -365,6 +365,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .split_dx = vk->split_dx,
                       .split_columns = vk->split_columns,
                       .matmul_subgroups = vk->matmul_subgroups,
+                      .matmul_quads = vk->matmul_quads,
                       .big_matmul = vk->big_matmul};
   TF_RETURN_IF_ERROR(vk_program_build(plan, &limits, vk->host_copies, &vk->program));
   if (vk_profile_wanted())

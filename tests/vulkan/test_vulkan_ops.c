@@ -382,6 +382,10 @@ static int big_matmul_rows(void) {
   conf_run_rows(&counts, &backend, &coverage, "linear_cross_entropy", TF_F32, "128 x 128 tiles");
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_BF16, "128 x 128 tiles");
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F16, "128 x 128 tiles");
+  /* the big tiles loading element by element where they would read aligned vec4 quads */
+  setenv("TIGHTFIT_VULKAN_MATMUL_QUADS", "0", 1);
+  conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F32, "128 x 128 tiles, element loads");
+  unsetenv("TIGHTFIT_VULKAN_MATMUL_QUADS");
   unsetenv("TIGHTFIT_VULKAN_BIG_MATMUL");
   /* the products in the plain variant's 64-wide tiles beside the other shaders' subgroup variants
    * (what GPUs take, vk_device.c) and in the subgroup variant (what lavapipe takes), either device */
