@@ -8,13 +8,15 @@
 // 128 where the device's shared memory holds the tiles, and TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps
 // attention.comp.
 //
-// Tiles: BLOCK rows of one head of q, k, v or dy widened to f32, row stride D | 1 (odd: the 8 rows a
-// score product reads at once fall in distinct banks), rows past the tensor's end zero. Thread t is
-// (ty, tx) = (t / 8, t % 8). In a BLOCK x BLOCK score tile it holds rows ROWS ty + r and columns
+// Tiles: BLOCK rows of one head of q, k, v or dy widened to f32, held as vec4s (tiles4) with a row
+// stride of an odd number of vec4s (the 8 rows a score product reads at once start in distinct
+// banks; columns past D zero), rows past the tensor's end zero; the score products read vec4s.
+// Thread t is (ty, tx) = (t / 8, t % 8). In a BLOCK x BLOCK score tile it holds rows ROWS ty + r and columns
 // tx + 8c (r, c < ROWS = BLOCK / 8); in a [BLOCK, D] result (O, dq, dk, dv) rows ROWS ty + r and
 // columns tx + 8e (e < PARTS = MAX_DEPTH / 8), in registers: the loops over r, c and e have constant
 // bounds and are unrolled. 32-row blocks do twice the products per shared-memory read of 16-row
-// ones (16 from 8 reads a depth step, against 4 from 4) and twice the work per tile load and barrier.
+// ones (64 from 8 vec4 reads per four depth steps, against 16 from 4) and twice the work per tile
+// load and barrier.
 //
 // Passes (pc.mode): FORWARD, a workgroup per query block: per key tile S = scale Q K^T, the rows'
 // online softmax (each of the 8 invocations of a row reads the row's scores from shared memory and
@@ -33,8 +35,8 @@
 // key gets p = exp(0) / 1 = 1 and O = v_j bit for bit, so delta is that key's dO . v_j and
 // dS = p (dP - delta) is exactly 0, as on the CPU (docs/cuda.md). Masked pairs get p = dS = 0.
 //
-// Shared memory: three tiles of BLOCK x (MAX_DEPTH + 1) f32 (four with FOUR_TILES), two
-// BLOCK x (BLOCK + 1) score tiles and 3 x BLOCK row statistics: 27,136 bytes for BLOCK 16, MAX_DEPTH
+// Shared memory: three tiles of BLOCK x (MAX_DEPTH + 4) f32 (four with FOUR_TILES), two
+// BLOCK x (BLOCK + 1) score tiles and 3 x BLOCK row statistics: 27,712 bytes for BLOCK 16, MAX_DEPTH
 // 128 (vk_lower_attention.c). Forward and STATS hold Q, K, V; QUERY Q, dO and one tile for V then K;
 // KV holds K and V and one tile for the query side, which it loads three times per query tile (Q,
 // dO, Q again) to stay within lavapipe's 32 KiB, or (FOUR_TILES, the 32-row variants) Q and dO in
@@ -46,8 +48,8 @@
 #include "common.glsl"
 
 // The variants (backends/vulkan/CMakeLists.txt): attention_tiled BLOCK 16, MAX_DEPTH 128;
-// attention_tiled_d64 BLOCK 32, MAX_DEPTH 64, FOUR_TILES (GPUs: 42,112 bytes of shared memory);
-// attention_tiled_d32 BLOCK 32, MAX_DEPTH 32, FOUR_TILES (25,728 bytes: within lavapipe's 32 KiB, so
+// attention_tiled_d64 BLOCK 32, MAX_DEPTH 64, FOUR_TILES (GPUs: 43,648 bytes of shared memory);
+// attention_tiled_d32 BLOCK 32, MAX_DEPTH 32, FOUR_TILES (27,264 bytes: within lavapipe's 32 KiB, so
 // the tests run the 32-row code).
 #ifndef BLOCK
 #define BLOCK 16u // query rows of a block, key rows of a tile
@@ -59,7 +61,7 @@
 #define ROWS (BLOCK / LANES)             // rows (and score columns) per invocation
 #define SCORES (ROWS * ROWS)             // score pairs per invocation
 #define PARTS (MAX_DEPTH / LANES)        // a row's columns per invocation
-#define TILE_FLOATS (BLOCK * (MAX_DEPTH + 1u))
+#define TILE_FLOATS (BLOCK * (MAX_DEPTH + 4u))
 #define SCORE_STRIDE (BLOCK + 1u)
 
 layout(local_size_x = 64) in;
@@ -85,9 +87,9 @@ layout(push_constant) uniform Push {
 } pc;
 
 #if FOUR_TILES // the 32-row variants: the KV pass keeps Q and dO side by side (no second load of Q)
-shared float tiles[4u * TILE_FLOATS];
+shared vec4 tiles4[TILE_FLOATS]; // four tiles of TILE_FLOATS / 4 vec4
 #else
-shared float tiles[3u * TILE_FLOATS];
+shared vec4 tiles4[3u * TILE_FLOATS / 4u];
 #endif
 shared float score_tile[BLOCK * SCORE_STRIDE];    // S (forward, STATS), P (KV)
 shared float gradient_tile[BLOCK * SCORE_STRIDE]; // P (forward, STATS), dS (KV, QUERY)
@@ -98,7 +100,13 @@ shared float row_stats[3u * BLOCK];               // max, sum, delta of the tile
 #define AT_2 (2u * TILE_FLOATS)
 #define AT_3 (3u * TILE_FLOATS)
 
-uint stride() { return pc.depth | 1u; }
+// A tile row's floats: the head's columns rounded up to a whole vec4, then to an odd number of vec4
+// (rows tx + 8c start in distinct banks for products()' vec4 reads); the columns past D hold zeros.
+uint quads() { return (pc.depth + 3u) / 4u; }
+uint stride() { return 4u * (quads() | 1u); }
+// Element i of the tiles (a float index; tiles4 holds them four to a vec4).
+float tile(uint i) { return tiles4[i >> 2][i & 3u]; }
+void set_tile(uint i, float value) { tiles4[i >> 2][i & 3u] = value; }
 uint tx() { return gl_LocalInvocationID.x % LANES; }
 uint ty() { return gl_LocalInvocationID.x / LANES; }
 // Element index of row 0 of head h of batch entry n in a [N, rows, width] tensor.
@@ -135,8 +143,8 @@ void store_tile(uint at, float value[TILE_VALUES]) {
   uint s = stride(), lane = gl_LocalInvocationID.x % 32u, half_rows = gl_LocalInvocationID.x / 32u;
   [[unroll]] for (uint i = 0u; i < LOAD_ROWS; i++)
     [[unroll]] for (uint m = 0u; m < LOAD_COLUMNS; m++)
-      if (lane + 32u * m < pc.depth)
-        tiles[at + (half_rows + 2u * i) * s + lane + 32u * m] = value[i * LOAD_COLUMNS + m];
+      if (lane + 32u * m < 4u * quads()) // the columns past D too: zeros
+        set_tile(at + (half_rows + 2u * i) * s + lane + 32u * m, value[i * LOAD_COLUMNS + m]);
 }
 
 #define DEFINE_LOAD(name, fetch)                                                                                       \
@@ -168,20 +176,22 @@ void load_stats(uint base, uint first) {
 }
 
 // Rows ROWS ty + r of the tile at `a` dotted with rows tx + 8c of the tile at `b`, each over d in
-// order without contraction: pair r ROWS + c.
+// order as a chain of fma() (the zero columns past D last): pair r ROWS + c. Reads are vec4s, four
+// depth steps of ROWS rows of each tile: 2 ROWS reads feed 4 SCORES multiply-adds.
 float[SCORES] products(uint a, uint b) {
-  uint s = stride(), ra = a + ROWS * ty() * s, rb = b + tx() * s;
+  uint s4 = stride() / 4u, ra = a / 4u + ROWS * ty() * s4, rb = b / 4u + tx() * s4;
   precise float sum[SCORES];
   [[unroll]] for (uint k = 0u; k < SCORES; k++)
     sum[k] = 0.0;
-  for (uint d = 0u; d < pc.depth; d++) {
-    float x[ROWS], y[ROWS];
+  for (uint d = 0u; d < quads(); d++) {
+    vec4 x[ROWS], y[ROWS];
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-      x[r] = tiles[ra + r * s + d];
-      y[r] = tiles[rb + r * LANES * s + d];
+      x[r] = tiles4[ra + r * s4 + d];
+      y[r] = tiles4[rb + r * LANES * s4 + d];
     }
-    [[unroll]] for (uint k = 0u; k < SCORES; k++)
-      sum[k] = fma(x[k / ROWS], y[k % ROWS], sum[k]);
+    [[unroll]] for (uint c = 0u; c < 4u; c++)
+      [[unroll]] for (uint k = 0u; k < SCORES; k++)
+        sum[k] = fma(x[k / ROWS][c], y[k % ROWS][c], sum[k]);
   }
   return sum;
 }
@@ -292,7 +302,7 @@ void forward_block(uint n, uint h, uint i0) {
       [[unroll]] for (uint e = 0u; e < PARTS; e++) {
         uint column = tx() + LANES * e;
         if (column < pc.depth) {
-          float value = tiles[AT_2 + j * s + column];
+          float value = tile(AT_2 + j * s + column);
           [[unroll]] for (uint r = 0u; r < ROWS; r++)
             if (j < seen[r])
               o[r][e] += p[r] * value;
@@ -320,7 +330,7 @@ void forward_block(uint n, uint h, uint i0) {
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
       uint column = tx() + LANES * e;
       if (column < pc.depth)
-        tiles[AT_0 + (ROWS * ty() + r) * s + column] = o[r][e] * inverse[r];
+        set_tile(AT_0 + (ROWS * ty() + r) * s + column, o[r][e] * inverse[r]);
     }
   barrier();
   if (tx() != 0u)
@@ -332,7 +342,7 @@ void forward_block(uint n, uint h, uint i0) {
     uint at = qb + i * pc.width;
     precise float delta = 0.0;
     for (uint d = 0u; d < pc.depth; d++)
-      delta = fma(TO_F32(d_out[at + d]), tiles[AT_0 + row * s + d], delta);
+      delta = fma(TO_F32(d_out[at + d]), tile(AT_0 + row * s + d), delta);
     STORE_STAT(out_data, at, best[r]);
     STORE_STAT(out_data, at + STAT_ELEMENTS, total[r]);
     STORE_STAT(out_data, at + 2u * STAT_ELEMENTS, delta);
@@ -395,7 +405,7 @@ void query_block(uint n, uint h, uint i0) {
       [[unroll]] for (uint e = 0u; e < PARTS; e++) {
         uint column = tx() + LANES * e;
         if (column < pc.depth) {
-          float value = tiles[K_TILE + j * s + column];
+          float value = tile(K_TILE + j * s + column);
           [[unroll]] for (uint r = 0u; r < ROWS; r++)
             if (j < seen[r])
               acc[r][e] += gradient[r] * value;
@@ -471,7 +481,7 @@ void key_block(uint n, uint h, uint j0) {
         [[unroll]] for (uint e = 0u; e < PARTS; e++) {
           uint column = tx() + LANES * e;
           if (column < pc.depth)
-            gv[r][e] += weight * tiles[D_OUT_TILE + i * s + column];
+            gv[r][e] += weight * tile(D_OUT_TILE + i * s + column);
         }
       }
     }
@@ -486,7 +496,7 @@ void key_block(uint n, uint h, uint j0) {
         [[unroll]] for (uint e = 0u; e < PARTS; e++) {
           uint column = tx() + LANES * e;
           if (column < pc.depth)
-            gk[r][e] += weight * tiles[AT_2 + i * s + column];
+            gk[r][e] += weight * tile(AT_2 + i * s + column);
         }
       }
     }
