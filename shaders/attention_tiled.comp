@@ -11,10 +11,10 @@
 // Tiles: BLOCK rows of one head of q, k, v or dy widened to f32, held as vec4s (tiles4) with a row
 // stride of an odd number of vec4s (the 8 rows a score product reads at once start in distinct
 // banks; columns past D zero), rows past the tensor's end zero; the score products read vec4s.
-// Thread t is (ty, tx) = (t / 8, t % 8). In a BLOCK x BLOCK score tile it holds rows ROWS ty + r and columns
-// tx + 8c (r, c < ROWS = BLOCK / 8); in a [BLOCK, D] result (O, dq, dk, dv) rows ROWS ty + r and
-// columns tx + 8e (e < PARTS = MAX_DEPTH / 8), in registers: the loops over r, c and e have constant
-// bounds and are unrolled. 32-row blocks do twice the products per shared-memory read of 16-row
+// Thread t is (ty, tx) = (t / 8, t % 8). In a BLOCK x BLOCK score tile it holds rows ROWS ty + r and
+// columns tx + 8c (r, c < ROWS = BLOCK / 8); in a [BLOCK, D] result (O, dq, dk, dv) rows ROWS ty + r
+// and columns 4 tx + 32 (e / 4) + e % 4 (e < PARTS = MAX_DEPTH / 8: vec4 groups of a tile row), in
+// registers: the loops over r, c and e have constant bounds and are unrolled. 32-row blocks do twice the products per shared-memory read of 16-row
 // ones (64 from 8 vec4 reads per four depth steps, against 16 from 4) and twice the work per tile
 // load and barrier.
 //
@@ -109,6 +109,15 @@ float tile(uint i) { return tiles4[i >> 2][i & 3u]; }
 void set_tile(uint i, float value) { tiles4[i >> 2][i & 3u] = value; }
 uint tx() { return gl_LocalInvocationID.x % LANES; }
 uint ty() { return gl_LocalInvocationID.x / LANES; }
+// A [BLOCK, D] result (O, dq, dk, dv) in registers: element e of a row is column result_column(e),
+// four consecutive columns a group, groups 32 apart, so that a row of the tile it is summed from is
+// read as GROUPS vec4s (tile_group).
+#define GROUPS (PARTS / 4u)
+uint result_column(uint e) { return 4u * tx() + 4u * LANES * (e / 4u) + e % 4u; }
+// Whether group g of the invocation's columns holds any of the head's (its vec4 inside a tile row).
+bool group_inside(uint g) { return tx() + LANES * g < quads(); }
+// Group g of the invocation's columns in row `row` of the tile at `at` (group_inside(g)).
+vec4 tile_group(uint at, uint row, uint g) { return tiles4[(at + row * stride()) / 4u + tx() + LANES * g]; }
 // Element index of row 0 of head h of batch entry n in a [N, rows, width] tensor.
 uint head_at(uint n, uint rows, uint h) { return n * rows * pc.width + h * pc.depth; }
 bool visible(uint i, uint j) { return i < pc.queries && j < pc.keys && (pc.causal == 0u || j <= i); }
@@ -299,13 +308,13 @@ void forward_block(uint n, uint h, uint i0) {
           total[r] += p[r];
         }
       }
-      [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-        uint column = tx() + LANES * e;
-        if (column < pc.depth) {
-          float value = tile(AT_2 + j * s + column);
-          [[unroll]] for (uint r = 0u; r < ROWS; r++)
-            if (j < seen[r])
-              o[r][e] += p[r] * value;
+      [[unroll]] for (uint g = 0u; g < GROUPS; g++) {
+        if (group_inside(g)) {
+          vec4 value = tile_group(AT_2, j, g);
+          [[unroll]] for (uint c = 0u; c < 4u; c++)
+            [[unroll]] for (uint r = 0u; r < ROWS; r++)
+              if (j < seen[r])
+                o[r][4u * g + c] += p[r] * value[c];
         }
       }
     }
@@ -317,7 +326,7 @@ void forward_block(uint n, uint h, uint i0) {
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
       uint i = i0 + ROWS * ty() + r;
       [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-        uint column = tx() + LANES * e;
+        uint column = result_column(e);
         if (i < pc.queries && column < pc.depth)
           out_data[qb + i * pc.width + column] = FROM_F32(o[r][e] * inverse[r]);
       }
@@ -328,7 +337,7 @@ void forward_block(uint n, uint h, uint i0) {
   barrier();
   [[unroll]] for (uint r = 0u; r < ROWS; r++)
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-      uint column = tx() + LANES * e;
+      uint column = result_column(e);
       if (column < pc.depth)
         set_tile(AT_0 + (ROWS * ty() + r) * s + column, o[r][e] * inverse[r]);
     }
@@ -402,13 +411,13 @@ void query_block(uint n, uint h, uint i0) {
       float gradient[ROWS];
       [[unroll]] for (uint r = 0u; r < ROWS; r++)
         gradient[r] = gradient_tile[(ROWS * ty() + r) * SCORE_STRIDE + j];
-      [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-        uint column = tx() + LANES * e;
-        if (column < pc.depth) {
-          float value = tile(K_TILE + j * s + column);
-          [[unroll]] for (uint r = 0u; r < ROWS; r++)
-            if (j < seen[r])
-              acc[r][e] += gradient[r] * value;
+      [[unroll]] for (uint g = 0u; g < GROUPS; g++) {
+        if (group_inside(g)) {
+          vec4 value = tile_group(K_TILE, j, g);
+          [[unroll]] for (uint c = 0u; c < 4u; c++)
+            [[unroll]] for (uint r = 0u; r < ROWS; r++)
+              if (j < seen[r])
+                acc[r][4u * g + c] += gradient[r] * value[c];
         }
       }
     }
@@ -418,7 +427,7 @@ void query_block(uint n, uint h, uint i0) {
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
     uint i = i0 + ROWS * ty() + r;
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-      uint column = tx() + LANES * e;
+      uint column = result_column(e);
       if (i < pc.queries && column < pc.depth)
         out_data[qb + i * pc.width + column] = FROM_F32(pc.scale * acc[r][e]);
     }
@@ -476,12 +485,15 @@ void key_block(uint n, uint h, uint j0) {
     // now rows are keys ROWS ty + r and columns features, summed over the tile's queries
     uint tile_queries = min(BLOCK, pc.queries - i0);
     for (uint i = 0u; i < tile_queries; i++) {
-      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        float weight = score_tile[i * SCORE_STRIDE + ROWS * ty() + r];
-        [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-          uint column = tx() + LANES * e;
-          if (column < pc.depth)
-            gv[r][e] += weight * tile(D_OUT_TILE + i * s + column);
+      float weight[ROWS];
+      [[unroll]] for (uint r = 0u; r < ROWS; r++)
+        weight[r] = score_tile[i * SCORE_STRIDE + ROWS * ty() + r];
+      [[unroll]] for (uint g = 0u; g < GROUPS; g++) {
+        if (group_inside(g)) {
+          vec4 value = tile_group(D_OUT_TILE, i, g);
+          [[unroll]] for (uint c = 0u; c < 4u; c++)
+            [[unroll]] for (uint r = 0u; r < ROWS; r++)
+              gv[r][4u * g + c] += weight[r] * value[c];
         }
       }
     }
@@ -491,12 +503,15 @@ void key_block(uint n, uint h, uint j0) {
     barrier();
 #endif
     for (uint i = 0u; i < tile_queries; i++) {
-      [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        float weight = gradient_tile[i * SCORE_STRIDE + ROWS * ty() + r];
-        [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-          uint column = tx() + LANES * e;
-          if (column < pc.depth)
-            gk[r][e] += weight * tile(AT_2 + i * s + column);
+      float weight[ROWS];
+      [[unroll]] for (uint r = 0u; r < ROWS; r++)
+        weight[r] = gradient_tile[i * SCORE_STRIDE + ROWS * ty() + r];
+      [[unroll]] for (uint g = 0u; g < GROUPS; g++) {
+        if (group_inside(g)) {
+          vec4 value = tile_group(AT_2, i, g);
+          [[unroll]] for (uint c = 0u; c < 4u; c++)
+            [[unroll]] for (uint r = 0u; r < ROWS; r++)
+              gk[r][4u * g + c] += weight[r] * value[c];
         }
       }
     }
@@ -504,7 +519,7 @@ void key_block(uint n, uint h, uint j0) {
   [[unroll]] for (uint r = 0u; r < ROWS; r++) {
     uint j = j0 + ROWS * ty() + r;
     [[unroll]] for (uint e = 0u; e < PARTS; e++) {
-      uint column = tx() + LANES * e;
+      uint column = result_column(e);
       if (j < pc.keys && column < pc.depth) {
         dk[kb + j * pc.width + column] = FROM_F32(pc.scale * gk[r][e]);
         dv[kb + j * pc.width + column] = FROM_F32(gv[r][e]);
