@@ -14,15 +14,15 @@
 // Thread t is (ty, tx) = (t / 8, t % 8). In a BLOCK x BLOCK score tile it holds rows ROWS ty + r and
 // columns tx + 8c (r, c < ROWS = BLOCK / 8); in a [BLOCK, D] result (O, dq, dk, dv) rows ROWS ty + r
 // and columns 4 tx + 32 (e / 4) + e % 4 (e < PARTS = MAX_DEPTH / 8: vec4 groups of a tile row), in
-// registers: the loops over r, c and e have constant bounds and are unrolled. 32-row blocks do twice the products per shared-memory read of 16-row
-// ones (64 from 8 vec4 reads per four depth steps, against 16 from 4) and twice the work per tile
-// load and barrier.
+// registers: the loops over r, c and e have constant bounds and are unrolled. 32-row blocks do
+// twice the products per shared-memory read of 16-row ones (64 from 8 vec4 reads per four depth
+// steps, against 16 from 4) and twice the work per tile load and barrier.
 //
 // Passes (pc.mode): FORWARD, a workgroup per query block: per key tile S = scale Q K^T, the rows'
-// online softmax (each of the 8 invocations of a row reads the row's scores from shared memory and
-// computes the same maximum; each invocation the p of its own pairs, shared through memory; all 8
-// sum a row's p in the same order) and O += P V. STATS: the same walk,
-// then (max, sum, delta) of each query row into the first three f32s (STAT_ELEMENTS each) of the
+// online softmax (each of the 8 invocations of a row writes the maximum of its own pairs of the row
+// and reads the row's 8, so all compute the same maximum; each the p of its own pairs, shared
+// through memory; all 8 sum a row's p in the same order) and O += P V. STATS: the same walk, then
+// (max, sum, delta) of each query row into the first three f32s (STAT_ELEMENTS each) of the
 // row's head slice of dq, as attention.comp keeps them (no workspace). KV, a workgroup per key
 // block: dv = sum_i P_ij dO_i and dk = scale sum_i dS_ij q_i over the query tiles that see it.
 // QUERY, a workgroup per query block: dq = scale sum_j dS_ij k_j, overwriting the statistics, which
@@ -91,7 +91,7 @@ shared vec4 tiles4[TILE_FLOATS]; // four tiles of TILE_FLOATS / 4 vec4
 #else
 shared vec4 tiles4[3u * TILE_FLOATS / 4u];
 #endif
-shared float score_tile[BLOCK * SCORE_STRIDE];    // S (forward, STATS), P (KV)
+shared float score_tile[BLOCK * SCORE_STRIDE];    // the invocations' row maxima (forward, STATS), P (KV)
 shared float gradient_tile[BLOCK * SCORE_STRIDE]; // P (forward, STATS), dS (KV, QUERY)
 shared float row_stats[3u * BLOCK];               // max, sum, delta of the tile's query rows
 
@@ -262,9 +262,14 @@ void forward_block(uint n, uint h, uint i0) {
       fetch_v(kb, j0 + BLOCK, pc.keys, next_v);
     }
     float scores[SCORES] = scaled(products(AT_0, AT_1));
-    [[unroll]] for (uint c = 0u; c < SCORES; c++) {
-      uint row = score_row(c), column = score_column(c);
-      score_tile[row * SCORE_STRIDE + column] = visible(i0 + row, j0 + column) ? scores[c] : -1.0 / 0.0;
+    // A row's maximum over the tile: each invocation's over its visible pairs of the row into
+    // score_tile (column tx), then the row's LANES of them (max is exact in any order).
+    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
+      float mine = -1.0 / 0.0;
+      [[unroll]] for (uint c = 0u; c < ROWS; c++)
+        if (visible(i0 + ROWS * ty() + r, j0 + tx() + LANES * c))
+          mine = max(mine, scores[r * ROWS + c]);
+      score_tile[(ROWS * ty() + r) * SCORE_STRIDE + tx()] = mine;
     }
     barrier();
     // The walks over the tile's keys hold the loops over the thread's ROWS rows, so that those
@@ -276,11 +281,9 @@ void forward_block(uint n, uint h, uint i0) {
       seen[r] = visible_in_tile(i0 + ROWS * ty() + r, j0);
       top[r] = -1.0 / 0.0;
       walk = max(walk, seen[r]);
+      [[unroll]] for (uint lane = 0u; lane < LANES; lane++)
+        top[r] = max(top[r], score_tile[(ROWS * ty() + r) * SCORE_STRIDE + lane]);
     }
-    for (uint j = 0u; j < walk; j++)
-      [[unroll]] for (uint r = 0u; r < ROWS; r++)
-        if (j < seen[r])
-          top[r] = max(top[r], score_tile[(ROWS * ty() + r) * SCORE_STRIDE + j]);
     [[unroll]] for (uint r = 0u; r < ROWS; r++) {
       float next = max(best[r], top[r]);
       if (next == -1.0 / 0.0)
