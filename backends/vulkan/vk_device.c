@@ -275,10 +275,14 @@ static bool split_columns_allowed(void) {
 }
 
 /* Whether matmul.comp's big-tile variant reads operands whose quads are aligned as vec4 (flag bits 5
- * and 6): TIGHTFIT_VULKAN_MATMUL_QUADS=0 keeps element loads (a GPU run times both). */
-static bool matmul_quads_allowed(void) {
+ * and 6): TIGHTFIT_VULKAN_MATMUL_QUADS=0 keeps element loads (a GPU run times both), 1 or unset
+ * reads quads; another value is refused. */
+static tf_status matmul_quads_of(bool *quads) {
   const char *requested = getenv("TIGHTFIT_VULKAN_MATMUL_QUADS");
-  return !(requested && strcmp(requested, "0") == 0);
+  *quads = !requested || !*requested || strcmp(requested, "1") == 0;
+  if (!*quads && strcmp(requested, "0") != 0)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: TIGHTFIT_VULKAN_MATMUL_QUADS='%s'; use 0 or 1", requested);
+  return NULL;
 }
 
 /* Which products take matmul.comp's big-tile variant (vk_limits): TIGHTFIT_VULKAN_BIG_MATMUL=0 none,
@@ -355,7 +359,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   tiled_attention_of(vk);
   vk->split_dx = split_dx_allowed();
   vk->split_columns = split_columns_allowed();
-  vk->matmul_quads = matmul_quads_allowed();
+  TF_RETURN_IF_ERROR(matmul_quads_of(&vk->matmul_quads));
   TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
   TF_RETURN_IF_ERROR(matmul_subgroups_of(&vk->properties, &vk->matmul_subgroups));
   // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535

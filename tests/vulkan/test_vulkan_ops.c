@@ -385,6 +385,16 @@ static int big_matmul_rows(void) {
   /* the big tiles loading element by element where they would read aligned vec4 quads */
   setenv("TIGHTFIT_VULKAN_MATMUL_QUADS", "0", 1);
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F32, "128 x 128 tiles, element loads");
+  setenv("TIGHTFIT_VULKAN_MATMUL_QUADS", "yes", 1); /* neither 0 nor 1: the device is not opened */
+  void *state = NULL;
+  const tf_backend_options options = {0, 1};
+  tf_status status = tf_backend_find("vulkan")->create(&options, &state);
+  const bool refused = status && strstr(tf_status_message(status), "TIGHTFIT_VULKAN_MATMUL_QUADS='yes'");
+  CHECK(&counts, refused, "TIGHTFIT_VULKAN_MATMUL_QUADS=yes: %s", status ? tf_status_message(status) : "accepted");
+  printf("%s TIGHTFIT_VULKAN_MATMUL_QUADS=yes refused\n", refused ? "ok  " : "FAIL");
+  tf_status_free(status);
+  if (state)
+    tf_backend_find("vulkan")->destroy(state);
   unsetenv("TIGHTFIT_VULKAN_MATMUL_QUADS");
   unsetenv("TIGHTFIT_VULKAN_BIG_MATMUL");
   /* the products in the plain variant's 64-wide tiles beside the other shaders' subgroup variants
