@@ -68,24 +68,25 @@ static int64_t row_loops(const attention_push *p, int64_t elements, int64_t item
 }
 
 /* Loop iterations one invocation of attention_tiled.comp (blocks of `block` rows) may run in all,
- * from above, in the longest of its passes: per tile it visits, a tile load runs
- * ceil(block depth / 64) iterations, a score product `depth`, a walk over the tile's block rows or
- * columns (twice in the forward: the maximum, then P V), plus 16 for the short loops; times the
- * blocks' grid rounds. The loops over a row's columns (e < PARTS) have constant bounds and are unrolled: no
- * iterations of their own (on lavapipe the causal [1,1024,64] gradient of test_vulkan_ops, whose KV
- * pass would run some 84,000 iterations per invocation were they loops, matches the CPU). */
+ * from above, in the longest of its passes: per tile it visits, a score product ceil(depth / 4) (vec4
+ * steps), a walk over the tile's block rows or columns, plus 16 for the short loops; STATS then sums
+ * dO . O over `depth` for each of the invocation's block / 8 rows; times the blocks' grid rounds. The
+ * tile loads and the loops over a row's columns (e < PARTS), lanes and rows have constant bounds and
+ * are unrolled: no iterations of their own (on lavapipe the causal [1,1024,64] gradient of
+ * test_vulkan_ops, whose KV pass would run some 84,000 iterations per invocation were they loops,
+ * matches the CPU). */
 static int64_t tiled_loops(const attention_push *p, uint32_t block, bool gradient) {
-  const double load = ((double)block * p->depth + 63) / 64, depth = p->depth, walk = block, slack = 16;
+  const double quads = (p->depth + 3) / 4, walk = block, slack = 16;
   const double key_tiles = (p->keys + block - 1) / block;
   const double query_tiles = (p->queries + block - 1) / block, heads = (double)p->batch * p->heads;
-  /* forward and STATS, per key tile: K and V, S, each row's maximum and O += P V; STATS: dO . O */
-  const double forward = load + key_tiles * (1 + 2 * load + depth + 2 * 2 * walk + slack) + 2 * depth + slack;
+  /* forward and STATS, per key tile: S and O += P V; STATS: dO . O row by row */
+  const double forward = key_tiles * (1 + quads + walk + slack) + (double)(block / 8) * p->depth + slack;
   double blocks = heads * query_tiles, longest = forward;
   if (gradient) {
-    /* QUERY, per key tile: V, dO . V, K, S, dq += dS K; KV, per query tile: Q, S, dO, dO . V,
-     * dv += P dO and (Q again) dk += dS Q, each a walk over the queries around the loop over r */
-    const double query = 2 * load + key_tiles * (1 + 2 * load + 2 * depth + 2 * walk + slack) + slack;
-    const double key = 2 * load + query_tiles * (1 + 3 * load + 2 * depth + 2 * 3 * walk + slack) + slack;
+    /* QUERY, per key tile: dO . V, S, dq += dS K; KV, per query tile: S, dO . V, dv += P dO and
+     * dk += dS Q, each a walk over the tile's queries */
+    const double query = key_tiles * (1 + 2 * quads + walk + slack) + slack;
+    const double key = query_tiles * (1 + 2 * quads + 2 * walk + slack) + slack;
     longest = query > longest ? query : longest;
     longest = key > longest ? key : longest;
     blocks = heads * (query_tiles > key_tiles ? query_tiles : key_tiles);

@@ -2,8 +2,8 @@
  * and its gradient (dx, dweight [, dbias]), chunk_rows rows of logits at a time in the workspace
  * (core/workspace_cuda.h's tf_cuda_linear_loss_layout, rows a padded ld apart), so the [rows, V]
  * logits never exist. The products are cuBLAS gemms (pedantic f32, as matmul.cu); a block reduces
- * each row. The loss is each
- * row's term in double, summed in a fixed order by one block: deterministic, no atomics. */
+ * each row. The loss is each row's term in double, summed in a fixed order by one block:
+ * deterministic, no atomics. */
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/xent_row.cuh"
 
