@@ -364,7 +364,7 @@ void forward_block(uint n, uint h, uint i0) {
 // QUERY: dq of the query block at row i0 of head h. Tiles: Q, dO, then V and K in turn (FOUR_TILES:
 // side by side, loaded together).
 void query_block(uint n, uint h, uint i0) {
-  uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
+  uint qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
   load_q(AT_0, qb, i0, pc.queries);
   load_d_out(AT_1, qb, i0, pc.queries);
   load_stats(qb, i0);
@@ -440,7 +440,7 @@ void query_block(uint n, uint h, uint i0) {
 // KV: dk and dv of the key block at row j0 of head h. Tiles: K, V, and Q, dO, Q in turn (FOUR_TILES:
 // Q and dO, each loaded once).
 void key_block(uint n, uint h, uint j0) {
-  uint s = stride(), qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
+  uint qb = head_at(n, pc.queries, h), kb = head_at(n, pc.keys, h);
   load_k(AT_0, kb, j0, pc.keys);
   load_v(AT_1, kb, j0, pc.keys);
   float gk[ROWS][PARTS], gv[ROWS][PARTS];
