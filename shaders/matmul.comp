@@ -295,14 +295,10 @@ void tile_b_position(uint e, bool b_k, out uint kk, out uint nn) {
 
 // Quad q of a tile's load (4 consecutive elements along the operand's contiguous axis; 2 per
 // invocation each, flag bits 5 and 6): the k and m/n of its first element.
-void quad_a_position(uint q, bool a_k, out uint kk, out uint mm) {
-  kk = a_k ? q % (BK / 4u) * 4u : q / (BM / 4u);
-  mm = a_k ? q / (BK / 4u) : q % (BM / 4u) * 4u;
-}
-
-void quad_b_position(uint q, bool b_k, out uint kk, out uint nn) {
-  kk = b_k ? q % (BK / 4u) * 4u : q / (BN / 4u);
-  nn = b_k ? q / (BK / 4u) : q % (BN / 4u) * 4u;
+// `width`: the tile's m (A) or n (B) extent, BM or BN.
+void quad_position(uint q, bool walks_k, uint width, out uint kk, out uint mn) {
+  kk = walks_k ? q % (BK / 4u) * 4u : q / (width / 4u);
+  mn = walks_k ? q / (BK / 4u) : q % (width / 4u) * 4u;
 }
 
 // A(row, kk .. kk + 3) (a_k) or A(row .. row + 3, kk): one vec4 where all four are inside, else
@@ -335,7 +331,7 @@ void fetch(uint k0, uint tid, bool a_k, bool b_k, out vec4 next_a[2], out vec4 n
   uint kk, mm, nn;
   if ((pc.flags & 32u) != 0u) {
     [[unroll]] for (uint r = 0u; r < 2u; r++) {
-      quad_a_position(tid + 256u * r, a_k, kk, mm);
+      quad_position(tid + 256u * r, a_k, BM, kk, mm);
       next_a[r] = load_a4(row0 + mm, k0 + kk, a_k);
     }
   } else {
@@ -346,7 +342,7 @@ void fetch(uint k0, uint tid, bool a_k, bool b_k, out vec4 next_a[2], out vec4 n
   }
   if ((pc.flags & 64u) != 0u) {
     [[unroll]] for (uint r = 0u; r < 2u; r++) {
-      quad_b_position(tid + 256u * r, b_k, kk, nn);
+      quad_position(tid + 256u * r, b_k, BN, kk, nn);
       next_b[r] = load_b4(k0 + kk, col0 + nn, b_k);
     }
   } else {
@@ -363,7 +359,7 @@ void store_tiles(uint tid, bool a_k, bool b_k, vec4 next_a[2], vec4 next_b[2]) {
   uint kk, mm, nn;
   if ((pc.flags & 32u) != 0u) {
     [[unroll]] for (uint r = 0u; r < 2u; r++) {
-      quad_a_position(tid + 256u * r, a_k, kk, mm);
+      quad_position(tid + 256u * r, a_k, BM, kk, mm);
       if (a_k) {
         [[unroll]] for (uint i = 0u; i < 4u; i++)
           tile_a[kk + i][mm >> 2][mm & 3u] = next_a[r][i];
@@ -379,7 +375,7 @@ void store_tiles(uint tid, bool a_k, bool b_k, vec4 next_a[2], vec4 next_b[2]) {
   }
   if ((pc.flags & 64u) != 0u) {
     [[unroll]] for (uint r = 0u; r < 2u; r++) {
-      quad_b_position(tid + 256u * r, b_k, kk, nn);
+      quad_position(tid + 256u * r, b_k, BN, kk, nn);
       if (b_k) {
         [[unroll]] for (uint i = 0u; i < 4u; i++)
           tile_b[kk + i][nn >> 2][nn & 3u] = next_b[r][i];
