@@ -27,6 +27,9 @@ typedef struct tf_run_state {
 typedef struct tf_backend_options {
   int32_t device;  /* index among the backend's devices */
   int32_t threads; /* CPU: worker threads (<= the plan's target threads) */
+  /* A device from open_shared that the state uses instead of opening its own (NULL: its own);
+   * `device` is then the shared device's. */
+  void *shared;
 } tf_backend_options;
 
 /* What a device offers before any session exists (tf_backend_vtable.capacity): what `tightfit check
@@ -96,6 +99,14 @@ typedef struct tf_backend_vtable {
   /* Sums `count` elements of `dtype` (f32, bf16, f16) at region + offset across the communicator's
    * ranks, in place, ordered on the stream the steps run on: the next run or copy sees the sum. */
   tf_status (*allreduce_sum)(void *state, void *region, int64_t offset, int64_t count, tf_dtype dtype);
+  /* Optional (NULL where a backend keeps nothing per device worth sharing): opens device
+   * options->device once for the states created with options->shared set to it, which then share
+   * the device, its queue and (Vulkan) the pipelines compiled for any of them, each state keeping its
+   * own memory, command buffers and settings. close_shared after the last of those states is
+   * destroyed. Their calls are serialised where they meet (the queue, the pipelines); a message of
+   * Vulkan's validation layer fails the next fallible call that any of them makes. */
+  tf_status (*open_shared)(const tf_backend_options *options, void **shared);
+  void (*close_shared)(void *shared);
 } tf_backend_vtable;
 
 /* The largest communicator id tf_backend_vtable.collective_id makes (NCCL's is 128 bytes). */

@@ -396,7 +396,8 @@ tf_status tf_session_create(const tf_plan *plan, const tf_session_options *optio
   s->host_threads = options->threads > 0 ? options->threads : 2;
   s->rank = options->rank;
   s->memory.planned_bytes = tf_plan_total_bytes(plan);
-  tf_backend_options backend_options = {options->device, options->threads > 0 ? options->threads : 2};
+  tf_backend_options backend_options = {.device = options->device,
+                                        .threads = options->threads > 0 ? options->threads : 2};
   tf_status status = backend->create(&backend_options, &s->state);
   for (int r = 0; r < TF_REGION_COUNT && !status; r++)
     if (plan->region_bytes[r] > 0)

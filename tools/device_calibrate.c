@@ -168,7 +168,7 @@ tf_status tf_device_measure(const char *device, const char *option, tf_device_pr
   if (!backend->capacity)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s %s: this build has no %s backend that can measure a device", option,
                          device, backend_name);
-  tf_backend_options options = {index, 1};
+  tf_backend_options options = {.device = index, .threads = 1};
   TF_RETURN_IF_ERROR(tf_status_prefix(backend->capacity(&options, capacity), "%s %s", option, device));
   from_capacity(out, capacity);
   time_t now = time(NULL);

@@ -23,7 +23,8 @@ static tf_status vulkan_create(const tf_backend_options *options, void **state) 
   vk_state *vk = calloc(1, sizeof(vk_state));
   if (!vk)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan backend: cannot allocate its state");
-  tf_status status = vk_device_open(vk, options ? options->device : 0);
+  tf_status status = options && options->shared ? vk_device_borrow(vk, options->shared)
+                                                : vk_device_open(vk, options ? options->device : 0);
   if (!status)
     status = vk_memory_open(vk);
   if (!status)
@@ -35,6 +36,36 @@ static tf_status vulkan_create(const tf_backend_options *options, void **state) 
   }
   *state = vk;
   return NULL;
+}
+
+/* A device for several states (tf_backend_vtable.open_shared): opened as a state opens its own,
+ * without the memory and the subgroup probe each borrowing state still makes for itself. */
+static tf_status vulkan_open_shared(const tf_backend_options *options, void **shared) {
+  *shared = NULL;
+  vk_state *vk = calloc(1, sizeof(vk_state));
+  if (!vk)
+    return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan backend: cannot allocate a shared device");
+  tf_status status = vk_device_open(vk, options ? options->device : 0);
+  if (!status && pthread_mutex_init(&vk->lock, NULL) != 0)
+    status = tf_status_new(TF_ERR_INTERNAL, "vulkan backend: cannot create the shared device's lock");
+  vk->has_lock = !status;
+  status = vk_validation_status(vk, status);
+  if (status) {
+    vulkan_destroy(vk);
+    return status;
+  }
+  *shared = vk;
+  return NULL;
+}
+
+static void vulkan_close_shared(void *shared) {
+  vk_state *vk = shared;
+  if (!vk)
+    return;
+  if (vk->has_lock)
+    pthread_mutex_destroy(&vk->lock);
+  vk->has_lock = false;
+  vulkan_destroy(vk);
 }
 
 static tf_target vulkan_target(void *state) {
@@ -133,6 +164,8 @@ const tf_backend_vtable tf_backend_vulkan = {
     .alloc_host = vulkan_alloc_host,
     .free_host = vulkan_free_host,
     .take_host_copies = vulkan_take_host_copies,
+    .open_shared = vulkan_open_shared,
+    .close_shared = vulkan_close_shared,
 };
 
 uint32_t tf_vulkan_subgroup_size(void *state) { return ((const vk_state *)state)->subgroup_size; }

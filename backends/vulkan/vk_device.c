@@ -1,6 +1,8 @@
 /* Opening a device: the loader (dlopen'ed), the instance (with the validation layer and a
  * messenger that counts its messages when TIGHTFIT_VULKAN_VALIDATION=1), the physical device by
- * index, a check of the limits the shaders rely on, the logical device and one compute queue. */
+ * index, a check of the limits the shaders rely on, the logical device and one compute queue; or
+ * borrowing all of that from a shared device (tf_backend_vtable.open_shared), whose lock then
+ * serialises the borrowers' use of the queue. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <pthread.h>
@@ -34,6 +36,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
 }
 
 tf_status vk_validation_status(vk_state *vk, tf_status status) {
+  vk = vk->shared ? vk->shared : vk; // a borrowing state's messages are counted by the shared device's messenger
   const int32_t fresh = vk->validation_messages - vk->reported_messages;
   if (fresh == 0)
     return status;
@@ -55,6 +58,7 @@ static int32_t unreported_count;
 static char unreported_first[sizeof(((vk_state *)NULL)->first_message)];
 
 void vk_validation_keep(vk_state *vk) {
+  vk = vk->shared ? vk->shared : vk;
   const int32_t fresh = vk->validation_messages - vk->reported_messages;
   if (fresh == 0)
     return;
@@ -320,6 +324,25 @@ static tf_status matmul_subgroups_of(const VkPhysicalDeviceProperties *propertie
   return NULL;
 }
 
+/* What a state reads from its device and the environment when it is created, whether it opens
+ * the device or borrows a shared one (16-bit storage aside: a device feature, set before). */
+static tf_status read_settings(vk_state *vk) {
+  vk->subgroup_size = usable_subgroup_size(vk);
+  tiled_attention_of(vk);
+  vk->split_dx = split_dx_allowed();
+  vk->split_columns = split_columns_allowed();
+  TF_RETURN_IF_ERROR(matmul_quads_of(&vk->matmul_quads));
+  TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
+  TF_RETURN_IF_ERROR(matmul_subgroups_of(&vk->properties, &vk->matmul_subgroups));
+  // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
+  // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
+  // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with
+  // the refusal lifted, softmax over 30,000 classes by one invocation a row gives zeros past
+  // class ~25,000.)
+  vk->loop_limit = strncmp(vk->properties.deviceName, "llvmpipe", 8) == 0 ? 65535 : 0;
+  return NULL;
+}
+
 static tf_status choose_device(vk_state *vk, int32_t index) {
   uint32_t count = 0;
   TF_RETURN_IF_ERROR(
@@ -354,20 +377,8 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
                          vk->properties.deviceName, VK_API_VERSION_MAJOR(vk->properties.apiVersion),
                          VK_API_VERSION_MINOR(vk->properties.apiVersion));
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
-  vk->subgroup_size = usable_subgroup_size(vk);
   vk->storage16 = storage16_of(vk, vk->physical);
-  tiled_attention_of(vk);
-  vk->split_dx = split_dx_allowed();
-  vk->split_columns = split_columns_allowed();
-  TF_RETURN_IF_ERROR(matmul_quads_of(&vk->matmul_quads));
-  TF_RETURN_IF_ERROR(big_matmul_of(&vk->big_matmul));
-  TF_RETURN_IF_ERROR(matmul_subgroups_of(&vk->properties, &vk->matmul_subgroups));
-  // llvmpipe (lavapipe) ends every loop of a shader invocation once the invocation has run 65,535
-  // loop iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently: the lowering refuses
-  // steps that could need more (vk_check_loops) rather than compute wrong results. (Measured: with
-  // the refusal lifted, softmax over 30,000 classes by one invocation a row gives zeros past
-  // class ~25,000.)
-  vk->loop_limit = strncmp(vk->properties.deviceName, "llvmpipe", 8) == 0 ? 65535 : 0;
+  TF_RETURN_IF_ERROR(read_settings(vk));
   uint32_t families = 0;
   vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->physical, &families, NULL);
   VkQueueFamilyProperties *family = calloc(families ? families : 1, sizeof(VkQueueFamilyProperties));
@@ -391,6 +402,13 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
   return NULL;
 }
 
+static tf_status create_command_pool(vk_state *vk) {
+  VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = vk->queue_family;
+  return vk_check(vk->fn.CreateCommandPool(vk->device, &pool, NULL, &vk->command_pool), "vkCreateCommandPool");
+}
+
 static tf_status create_device(vk_state *vk) {
   float priority = 1.0f;
   VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -411,10 +429,7 @@ static tf_status create_device(vk_state *vk) {
   VK_DEVICE_FUNCTIONS(LOAD_DEVICE)
 #undef LOAD_DEVICE
   vk->fn.GetDeviceQueue(vk->device, vk->queue_family, 0, &vk->queue);
-  VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  pool.queueFamilyIndex = vk->queue_family;
-  return vk_check(vk->fn.CreateCommandPool(vk->device, &pool, NULL, &vk->command_pool), "vkCreateCommandPool");
+  return create_command_pool(vk);
 }
 
 /* TIGHTFIT_VULKAN_WIDE_BINDINGS=1: each operand bound from its offset to its region's end (vk_record.c),
@@ -438,7 +453,52 @@ tf_status vk_device_open(vk_state *vk, int32_t device_index) {
   return create_device(vk);
 }
 
+tf_status vk_device_borrow(vk_state *vk, vk_state *shared) {
+  if (!shared->device || !shared->has_lock)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: the shared device given is not open");
+  vk->shared = shared;
+  TF_RETURN_IF_ERROR(wide_bindings_of(&vk->wide_bindings));
+  vk->loader = shared->loader;
+  vk->fn = shared->fn;
+  vk->instance = shared->instance;
+  vk->validation = shared->validation;
+  vk->physical = shared->physical;
+  vk->properties = shared->properties;
+  vk->memory_properties = shared->memory_properties;
+  vk->queue_family = shared->queue_family;
+  vk->timestamp_bits = shared->timestamp_bits;
+  vk->device = shared->device;
+  vk->queue = shared->queue;
+  vk->storage16 = shared->storage16 && storage16_of(vk, vk->physical);
+  TF_RETURN_IF_ERROR(read_settings(vk));
+  return create_command_pool(vk);
+}
+
+tf_status vk_queue_submit(vk_state *vk, const VkSubmitInfo *submit, VkFence fence) {
+  if (vk->shared)
+    pthread_mutex_lock(&vk->shared->lock);
+  tf_status status = vk_check(vk->fn.QueueSubmit(vk->queue, 1, submit, fence), "vkQueueSubmit");
+  if (vk->shared)
+    pthread_mutex_unlock(&vk->shared->lock);
+  return status;
+}
+
+void vk_device_idle(vk_state *vk) {
+  if (vk->shared)
+    pthread_mutex_lock(&vk->shared->lock);
+  vk->fn.DeviceWaitIdle(vk->device);
+  if (vk->shared)
+    pthread_mutex_unlock(&vk->shared->lock);
+}
+
 void vk_device_close(vk_state *vk) {
+  if (vk->shared) {
+    // The device, instance and messenger are the shared device's (closed by close_shared).
+    if (vk->command_pool)
+      vk->fn.DestroyCommandPool(vk->device, vk->command_pool, NULL);
+    vk->command_pool = VK_NULL_HANDLE;
+    return;
+  }
   if (vk->device) {
     vk->fn.DeviceWaitIdle(vk->device);
     if (vk->command_pool)

@@ -3,6 +3,7 @@
  *
  * Files, one concern each:
  *   vk_device.c    instance, validation messenger, physical device choice, logical device, queue
+ *                  (or those of a shared device, borrowed)
  *   vk_memory.c    regions (one VkBuffer + VkDeviceMemory each), staging, upload/download
  *   vk_pipelines.c shader modules and compute pipelines from the embedded SPIR-V, the layouts
  *   vk_lower*.c    plan step -> commands (pure host logic, no Vulkan calls), one op family a file
@@ -11,6 +12,7 @@
 #ifndef TIGHTFIT_BACKENDS_VULKAN_VK_INTERNAL_H
 #define TIGHTFIT_BACKENDS_VULKAN_VK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #define VK_NO_PROTOTYPES
@@ -190,6 +192,12 @@ typedef struct vk_recording {
 
 typedef struct vk_state {
   /* vk_device.c */
+  /* The shared device (tf_backend_vtable.open_shared) this state borrows its loader, instance,
+   * device, queue, validation log and pipelines from; NULL when it opened its own. */
+  struct vk_state *shared;
+  /* A shared device's: serialises its borrowers' queue submissions and pipeline creation. */
+  pthread_mutex_t lock;
+  bool has_lock;
   void *loader; /* dlopen handle of libvulkan.so.1, never closed (vk_device_close) */
   vk_functions fn;
   VkInstance instance;
@@ -255,8 +263,17 @@ typedef struct vk_state {
 
 /* ---- vk_device.c ---- */
 tf_status vk_device_open(vk_state *vk, int32_t device_index);
-/* Destroys the device and the instance. Messages the validation layer reports meanwhile (leaked
- * objects) stay counted in `vk` for vk_validation_status or vk_validation_keep. */
+/* Makes `vk` use `shared`'s device (opened by vk_device_open, `shared->has_lock` set): the handles
+ * are copied, the settings read from the environment as vk_device_open reads them (16-bit storage
+ * only where the shared device has it), and a command pool of its own created. */
+tf_status vk_device_borrow(vk_state *vk, vk_state *shared);
+/* vkQueueSubmit of one batch, and vkDeviceWaitIdle, under the shared device's lock where `vk`
+ * borrows one (its queue is externally synchronised). */
+tf_status vk_queue_submit(vk_state *vk, const VkSubmitInfo *submit, VkFence fence);
+void vk_device_idle(vk_state *vk);
+/* Destroys the device and the instance (a borrowing state: its command pool only). Messages the
+ * validation layer reports meanwhile (leaked objects) stay counted for vk_validation_status or
+ * vk_validation_keep. */
 void vk_device_close(vk_state *vk);
 /* The backend contract's `capacity`: opens device options->device, measures it, closes it. */
 tf_status vk_capacity(const tf_backend_options *options, tf_device_capacity *out);

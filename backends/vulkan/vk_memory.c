@@ -174,7 +174,7 @@ tf_status vk_transfer_submit(vk_state *vk, bool to_host) {
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &vk->transfer;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetFences(vk->device, 1, &vk->transfer_fence), "vkResetFences"));
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.QueueSubmit(vk->queue, 1, &submit, vk->transfer_fence), "vkQueueSubmit"));
+  TF_RETURN_IF_ERROR(vk_queue_submit(vk, &submit, vk->transfer_fence));
   TF_RETURN_IF_ERROR(
       vk_check(vk->fn.WaitForFences(vk->device, 1, &vk->transfer_fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
   return NULL;

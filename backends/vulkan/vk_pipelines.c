@@ -1,7 +1,8 @@
 /* Compute pipelines from the SPIR-V embedded at build time (backends/vulkan/CMakeLists.txt turns
  * each shader variant of shaders/ into a C array). Every pipeline shares one layout: descriptor set 0
  * with VK_OPERANDS storage buffers plus the run state, and 128 bytes of push constants. Only the
- * shaders a plan uses are compiled, once, in prepare. */
+ * shaders a plan uses are compiled, once, in prepare; on a shared device (open_shared) once for all
+ * the states that borrow it. */
 #include <string.h>
 
 #include "backends/vulkan/vk_internal.h"
@@ -71,26 +72,51 @@ static tf_status create_pipeline(vk_state *vk, vk_shader shader) {
   return tf_status_prefix(status, "shader '%s'", shaders[shader].name);
 }
 
-tf_status vk_pipeline_ensure(vk_state *vk, vk_shader shader) {
+/* The layouts, and `shader`'s pipeline unless `shader` is VK_SHADER_COUNT, in `vk` itself. */
+static tf_status ensure_own(vk_state *vk, vk_shader shader) {
   if (!vk->pipeline_layout)
     TF_RETURN_IF_ERROR(create_layouts(vk));
-  return vk->pipelines[shader] ? NULL : create_pipeline(vk, shader);
+  return shader == VK_SHADER_COUNT || vk->pipelines[shader] ? NULL : create_pipeline(vk, shader);
+}
+
+/* A borrowing state takes the shared device's layouts and pipelines: each compiled once for all
+ * the states that borrow it. */
+tf_status vk_pipeline_ensure(vk_state *vk, vk_shader shader) {
+  if (!vk->shared)
+    return ensure_own(vk, shader);
+  if (vk->pipeline_layout && (shader == VK_SHADER_COUNT || vk->pipelines[shader]))
+    return NULL;
+  vk_state *shared = vk->shared;
+  pthread_mutex_lock(&shared->lock);
+  tf_status status = ensure_own(shared, shader);
+  pthread_mutex_unlock(&shared->lock);
+  TF_RETURN_IF_ERROR(status);
+  vk->set_layout = shared->set_layout;
+  vk->pipeline_layout = shared->pipeline_layout;
+  if (shader != VK_SHADER_COUNT)
+    vk->pipelines[shader] = shared->pipelines[shader];
+  return NULL;
 }
 
 tf_status vk_pipelines_create(vk_state *vk) {
-  if (!vk->pipeline_layout)
-    TF_RETURN_IF_ERROR(create_layouts(vk));
+  TF_RETURN_IF_ERROR(vk_pipeline_ensure(vk, VK_SHADER_COUNT));
   bool used[VK_SHADER_COUNT] = {false};
   for (int32_t c = 0; c < vk->program.n_commands; c++)
     if (vk->program.commands[c].kind == VK_COMMAND_DISPATCH)
       used[vk->program.commands[c].shader] = true;
   for (int s = 0; s < VK_SHADER_COUNT; s++)
-    if (used[s] && !vk->pipelines[s])
-      TF_RETURN_IF_ERROR(create_pipeline(vk, (vk_shader)s));
+    if (used[s])
+      TF_RETURN_IF_ERROR(vk_pipeline_ensure(vk, (vk_shader)s));
   return NULL;
 }
 
 void vk_pipelines_destroy(vk_state *vk) {
+  if (vk->shared) { // the handles are the shared device's, destroyed by close_shared
+    memset(vk->pipelines, 0, sizeof(vk->pipelines));
+    vk->pipeline_layout = VK_NULL_HANDLE;
+    vk->set_layout = VK_NULL_HANDLE;
+    return;
+  }
   if (!vk->device)
     return;
   for (int s = 0; s < VK_SHADER_COUNT; s++) {

@@ -425,7 +425,7 @@ tf_status vk_record_run(vk_state *vk, int32_t begin, int32_t end, int32_t io_slo
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &commands;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.ResetFences(vk->device, 1, &vk->run_fence), "vkResetFences"));
-  TF_RETURN_IF_ERROR(vk_check(vk->fn.QueueSubmit(vk->queue, 1, &submit, vk->run_fence), "vkQueueSubmit"));
+  TF_RETURN_IF_ERROR(vk_queue_submit(vk, &submit, vk->run_fence));
   vk->run_pending = true;
   vk->run_first = vk->program.step_first[begin];
   vk->run_end = vk->program.step_first[end];
@@ -445,7 +445,7 @@ void vk_record_release(vk_state *vk) {
   if (!vk->device)
     return;
   tf_status_free(vk_record_wait(vk)); // the last run's timestamps collected before the profile is written
-  vk->fn.DeviceWaitIdle(vk->device);
+  vk_device_idle(vk);
   vk_profile_finish(vk);
   for (int32_t i = 0; i < vk->n_recordings; i++)
     vk->fn.FreeCommandBuffers(vk->device, vk->command_pool, 1, &vk->recordings[i].commands);

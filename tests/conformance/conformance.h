@@ -52,6 +52,9 @@ typedef struct conf_backend {
   /* Units u max(1, max |ref|) its steps of `op` on half data may add by rounding intermediate terms
    * to the half type (NULL: none; conf_cuda_rounded_terms for the cuda backend). */
   double (*rounded_terms)(tf_op op);
+  /* A device from the backend's open_shared that every case's state borrows (NULL: each case opens
+   * its own): the pipelines a case compiles are there for the next (test_vulkan_ops). */
+  void *shared;
 } conf_backend;
 
 /* Inputs and labels: f32 normal; integers in [0, int_high), every 7th replaced by int_special when

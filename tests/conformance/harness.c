@@ -292,12 +292,12 @@ typedef struct device {
   void *regions[TF_REGION_COUNT];
 } device;
 
-static tf_status device_open(device *d, const char *name, const tf_plan *plan) {
+static tf_status device_open(device *d, const conf_backend *backend, const tf_plan *plan) {
   memset(d, 0, sizeof(*d));
-  d->backend = tf_backend_find(name);
+  d->backend = tf_backend_find(backend->name);
   if (!d->backend)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "this build has no '%s' backend", name);
-  tf_backend_options options = {0, THREADS};
+    return tf_status_new(TF_ERR_UNSUPPORTED, "this build has no '%s' backend", backend->name);
+  tf_backend_options options = {.device = 0, .threads = THREADS, .shared = backend->shared};
   TF_RETURN_IF_ERROR(d->backend->create(&options, &d->state));
   for (int r = 0; r < TF_REGION_COUNT; r++)
     if (plan->region_bytes[r] > 0)
@@ -530,7 +530,7 @@ static plan_outcome check_plan(plan_check *c, const conf_settings *settings, boo
   }
   if (c->backend->check_step)
     return check_steps_only(c);
-  tf_status status = device_open(&c->device, c->backend->name, plan);
+  tf_status status = device_open(&c->device, c->backend, plan);
   if (settings->needs & c->backend->refuses) {
     CHECK(c->counts, tf_status_code(status) == TF_ERR_UNSUPPORTED,
           "%s on %s: needs what the backend refuses, yet session creation gave: %s", c->label, c->backend->name,

@@ -196,7 +196,7 @@ static void refuse_in_place(tf_plan *plan, tf_dtype half) {
     return;
   const tf_backend_vtable *cpu = tf_backend_find("cpu");
   void *state = NULL, *regions[TF_REGION_COUNT] = {NULL};
-  const tf_backend_options options = {0, 2};
+  const tf_backend_options options = {.device = 0, .threads = 2};
   CHECK_OK(&counts, cpu->create(&options, &state));
   for (int r = 0; r < TF_REGION_COUNT && state; r++)
     if (plan->region_bytes[r] > 0)

@@ -27,7 +27,9 @@
 
 static tf_test_counts counts;
 static conf_coverage coverage;
-static const conf_backend backend = {
+/* .shared: one device for every case (main opens it): a shader's pipeline is compiled once, not once
+ * a case (lavapipe spends most of this test compiling otherwise). */
+static conf_backend backend = {
     .name = "vulkan", .target = TF_TARGET_VULKAN, .claims = NULL, .refuses = CONF_NEEDS_WIDE_HEADS};
 static const conf_settings FLOATS = {{1, 0, 0, false, false}, CONF_SGD, CONF_SUMS, false, 0, TF_F32, TF_F32, false};
 
@@ -44,7 +46,7 @@ typedef struct device_facts {
 
 static device_facts device_facts_now(void) {
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
   device_facts facts = {false, false, false, 0, -1};
@@ -139,7 +141,7 @@ static void test_loop_limit(void) {
 static void test_no_loader(void) {
   setenv("TIGHTFIT_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);
   const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
-  tf_backend_options options = {0, 1};
+  tf_backend_options options = {.device = 0, .threads = 1};
   void *state = NULL;
   tf_status status = vulkan->create(&options, &state);
   CHECK(&counts,
@@ -334,14 +336,12 @@ static void test_i64_cast(void) {
 
 /* The attention rows alone: f32 (tiled where it applies), f32 through attention.comp, bf16, f16
  * (`test_vulkan_ops attention`: a GPU session's or a shader change's quick check). */
-static int attention_rows(void) {
+static void attention_rows(void) {
   conf_run_rows(&counts, &backend, &coverage, "attention", TF_F32, "tiled where it applies");
   test_untiled_attention(TF_F32);
   conf_run_rows(&counts, &backend, &coverage, "attention", TF_BF16, "tiled where it applies");
   conf_run_rows(&counts, &backend, &coverage, "attention", TF_F16, "tiled where it applies");
   test_untiled_attention(TF_F16);
-  parity_check_validation(&counts);
-  return tf_test_finish("vulkan ops (attention rows)", &counts);
 }
 
 /* Which heads run dx in slices of the classes (core/linear_loss.h) and the workspace that reserves:
@@ -373,7 +373,7 @@ static void test_dx_slices(void) {
  * 128 x 128 tiles (TIGHTFIT_VULKAN_BIG_MATMUL=all: matmul.comp's big-tile variant, which by default
  * only products of at least 256 such tiles take, none of the table's), on f32, bf16 and f16 data: partial tiles on
  * every edge, K not a multiple of 16, transposes, batches, offsets (`test_vulkan_ops matmul`). */
-static int big_matmul_rows(void) {
+static void big_matmul_rows(void) {
   setenv("TIGHTFIT_VULKAN_BIG_MATMUL", "all", 1);
   const int mode = device_facts_now().big_matmul;
   CHECK(&counts, mode == 2, "TIGHTFIT_VULKAN_BIG_MATMUL=all gave mode %d, not 2 (every product)", mode);
@@ -387,7 +387,7 @@ static int big_matmul_rows(void) {
   conf_run_rows(&counts, &backend, &coverage, "matmul", TF_F32, "128 x 128 tiles, element loads");
   setenv("TIGHTFIT_VULKAN_MATMUL_QUADS", "yes", 1); /* neither 0 nor 1: the device is not opened */
   void *state = NULL;
-  const tf_backend_options options = {0, 1};
+  const tf_backend_options options = {.device = 0, .threads = 1};
   tf_status status = tf_backend_find("vulkan")->create(&options, &state);
   const bool refused = status && strstr(tf_status_message(status), "TIGHTFIT_VULKAN_MATMUL_QUADS='yes'");
   CHECK(&counts, refused, "TIGHTFIT_VULKAN_MATMUL_QUADS=yes: %s", status ? tf_status_message(status) : "accepted");
@@ -409,8 +409,6 @@ static int big_matmul_rows(void) {
   setenv("TIGHTFIT_VULKAN_SPLIT_DX", "0", 1);
   conf_run_rows(&counts, &backend, &coverage, "linear_cross_entropy", TF_F32, "dx in one product");
   unsetenv("TIGHTFIT_VULKAN_SPLIT_DX");
-  parity_check_validation(&counts);
-  return tf_test_finish("vulkan ops (products in 128 x 128 tiles)", &counts);
 }
 
 /* TIGHTFIT_TEST_SUBGROUP_SIZE=N: the subgroup variants must run with subgroups of N lanes, or the
@@ -427,6 +425,27 @@ static void check_subgroup_size(void) {
         want, size);
   if (ok)
     printf("ok   subgroups of %u lanes (TIGHTFIT_TEST_SUBGROUP_SIZE=%s)\n", size, want);
+}
+
+/* The tables of cases: f32 with what only Vulkan has (f32), the bf16 and f16 rows (half). */
+static void run_tables(bool f32, bool half) {
+  if (f32) {
+    conf_run_table(&counts, &backend, &coverage);
+    test_untiled_attention(TF_F32);
+    test_unsplit_columns(TF_F32);
+  }
+  if (half) {
+    conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
+    conf_run_table_half(&counts, &backend, &coverage, TF_F16);
+    test_untiled_attention(TF_F16);
+    test_unsplit_columns(TF_F16);
+    conf_check_half_coverage(&counts, &backend, &coverage);
+  }
+  if (f32) {
+    test_refusals();
+    test_i64_cast();
+    conf_check_coverage(&counts, &backend, &coverage);
+  }
 }
 
 /* Everything without an argument; "f32": the f32 table, the refusals and what only Vulkan has;
@@ -446,27 +465,22 @@ int main(int argc, char **argv) {
   if (available != 0)
     return available;
   check_subgroup_size();
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  const tf_backend_options options = {.device = 0, .threads = 1};
+  CHECK_OK(&counts, vulkan->open_shared(&options, &backend.shared));
+  const char *label = strcmp(part, "attention") == 0 ? "vulkan ops (attention rows)"
+                      : strcmp(part, "matmul") == 0  ? "vulkan ops (products in 128 x 128 tiles)"
+                      : half && !f32                 ? "vulkan ops (bf16, f16 rows)"
+                                                     : "vulkan ops";
   if (strcmp(part, "attention") == 0)
-    return attention_rows();
-  if (strcmp(part, "matmul") == 0)
-    return big_matmul_rows();
-  if (f32) {
-    conf_run_table(&counts, &backend, &coverage);
-    test_untiled_attention(TF_F32);
-    test_unsplit_columns(TF_F32);
-  }
-  if (half) {
-    conf_run_table_half(&counts, &backend, &coverage, TF_BF16);
-    conf_run_table_half(&counts, &backend, &coverage, TF_F16);
-    test_untiled_attention(TF_F16);
-    test_unsplit_columns(TF_F16);
-    conf_check_half_coverage(&counts, &backend, &coverage);
-  }
-  if (f32) {
-    test_refusals();
-    test_i64_cast();
-    conf_check_coverage(&counts, &backend, &coverage);
-  }
+    attention_rows();
+  else if (strcmp(part, "matmul") == 0)
+    big_matmul_rows();
+  else
+    run_tables(f32, half);
+  /* closed before the check: leaked objects are reported when the device is destroyed */
+  vulkan->close_shared(backend.shared);
+  backend.shared = NULL;
   parity_check_validation(&counts);
-  return tf_test_finish(half && !f32 ? "vulkan ops (bf16, f16 rows)" : "vulkan ops", &counts);
+  return tf_test_finish(label, &counts);
 }
