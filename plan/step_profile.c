@@ -2,6 +2,7 @@
 #include "plan/step_profile.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,84 @@ static void write_ops(const tf_plan *plan, const double *step_ms, double total, 
   }
 }
 
-void tf_step_profile_write(const tf_plan *plan, const double *step_ms, int64_t runs, const char *backend, FILE *out) {
+/* A product's shape as the profile prints it: "[M,K]^T x [K,N] f32" (A's and B's shapes as stored,
+ * ^T where the step reads one transposed, the output's type). */
+static void product_shape(const tf_plan *plan, const tf_plan_step *step, char *text, size_t size) {
+  size_t used = 0;
+  for (int k = 0; k < 2 && used < size; k++) {
+    const tf_plan_buffer *b = &plan->buffers[step->inputs[step->n_inputs - 2 + k]];
+    const bool transposed = k == 0 ? step->attrs.u.matmul.transpose_a : step->attrs.u.matmul.transpose_b;
+    used += (size_t)snprintf(text + used, size - used, "%s[", k ? " x " : "");
+    for (int32_t d = 0; d < b->rank && used < size; d++)
+      used += (size_t)snprintf(text + used, size - used, "%s%lld", d ? "," : "", (long long)b->shape[d]);
+    if (used < size)
+      used += (size_t)snprintf(text + used, size - used, "]%s", transposed ? "^T" : "");
+  }
+  if (used < size)
+    snprintf(text + used, size - used, " %s", tf_dtype_name(plan->buffers[step->outputs[0]].dtype));
+}
+
+static bool is_product(const tf_plan_step *step) {
+  return (step->op == TF_OP_MATMUL || step->op == TF_OP_MATMUL_ACCUMULATE) && step->n_inputs >= 2 &&
+         step->attrs.kind == TF_ATTR_MATMUL;
+}
+
+/* "# products by shape": the matmul steps grouped by shape, slowest group first, with their rate
+ * (the steps' estimated FLOPs over their time): where a backend's products fall short of its peak. */
+static void write_products(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, FILE *out) {
+  enum { GROUPS = 64, SHOWN = 16 };
+  struct {
+    char shape[96];
+    tf_op op;
+    int32_t steps;
+    double ms, flops;
+  } groups[GROUPS];
+  int32_t n = 0, others = 0;
+  for (int32_t i = 0; i < plan->n_steps; i++) {
+    const tf_plan_step *step = &plan->steps[i];
+    if (!is_product(step))
+      continue;
+    char shape[96];
+    product_shape(plan, step, shape, sizeof(shape));
+    int32_t g = 0;
+    while (g < n && (groups[g].op != step->op || strcmp(groups[g].shape, shape) != 0))
+      g++;
+    if (g == n && n == GROUPS) {
+      others++;
+      continue;
+    }
+    if (g == n) {
+      snprintf(groups[n].shape, sizeof(groups[n].shape), "%s", shape);
+      groups[n].op = step->op;
+      groups[n].steps = 0;
+      groups[n].ms = groups[n].flops = 0;
+      n++;
+    }
+    groups[g].steps++;
+    groups[g].ms += step_ms[i];
+    groups[g].flops += step->flops * (double)step_calls[i];
+  }
+  if (n == 0)
+    return;
+  fprintf(out, "# products by shape (A x B as stored, ^T: read transposed)\n%-18s %-44s %6s %11s %10s\n", "op", "shape",
+          "steps", "total ms", "GFLOP/s");
+  for (int32_t shown = 0; shown < SHOWN; shown++) { /* groups by total, slowest first */
+    int32_t best = -1;
+    for (int32_t g = 0; g < n; g++)
+      if (groups[g].steps && (best < 0 || groups[g].ms > groups[best].ms))
+        best = g;
+    if (best < 0)
+      break;
+    fprintf(out, "%-18s %-44s %6d %11.3f %10.1f\n", tf_op_name(groups[best].op), groups[best].shape, groups[best].steps,
+            groups[best].ms, groups[best].ms > 0 ? groups[best].flops / (groups[best].ms * 1e6) : 0.0);
+    groups[best].steps = 0;
+  }
+  if (others)
+    fprintf(out, "# (%d products of further shapes not listed)\n", others);
+}
+
+void tf_step_profile_write(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, int64_t runs,
+                           const char *backend, FILE *out) {
   double total = 0;
   for (int32_t i = 0; i < plan->n_steps; i++)
     total += step_ms[i];
@@ -59,6 +137,7 @@ void tf_step_profile_write(const tf_plan *plan, const double *step_ms, int64_t r
             steps[k].ms);
   }
   free(steps);
+  write_products(plan, step_ms, step_calls, out);
 }
 
 void tf_step_profile_write_phases(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, FILE *out) {

@@ -10,8 +10,11 @@
 #include "tightfit/plan.h"
 
 /* Writes to `out`: a header naming `backend`, the steps and `runs`; the total per op, slowest first,
- * with its share; and the 25 slowest steps with their names. step_ms has plan->n_steps entries. */
-void tf_step_profile_write(const tf_plan *plan, const double *step_ms, int64_t runs, const char *backend, FILE *out);
+ * with its share; the 25 slowest steps with their names; and the products (matmul steps) grouped by
+ * shape with their rate (the plan's FLOPs of each step times step_calls over the time). step_ms and
+ * step_calls (how many times each step was timed) have plan->n_steps entries. */
+void tf_step_profile_write(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, int64_t runs,
+                           const char *backend, FILE *out);
 
 /* Writes to `out` a "# phases" table: per phase of the plan (forward, recompute, backward, accumulate,
  * optimizer) its total, its steps, how many times they ran in all (step_calls, per step) and its share. */

@@ -68,7 +68,7 @@ void tf_cpu_profile_finish(tf_cpu_profile *profile) {
   if (profile->runs > 0 && profile->plan) {
     FILE *out = tf_step_profile_open(profile->path);
     if (out) {
-      tf_step_profile_write(profile->plan, profile->step_ms, profile->runs, "CPU", out);
+      tf_step_profile_write(profile->plan, profile->step_ms, profile->step_calls, profile->runs, "CPU", out);
       tf_step_profile_write_phases(profile->plan, profile->step_ms, profile->step_calls, out);
       char blas[256];
       tf_cpu_blas_describe(blas, sizeof(blas));

@@ -78,6 +78,7 @@ typedef struct cuda_state {
   bool unfused;   /* the current run() cuts a group's span: its steps launch as compiled */
   /* TIGHTFIT_CUDA_PROFILE (cuda_profile.c): per-step elapsed totals; NULL when off */
   double *profile_ms;
+  int64_t *profile_calls;      /* per step: how many runs timed it */
   cudaEvent_t *profile_events; /* n_steps + 1 */
   int64_t profile_runs;
   cuda_nccl *nccl; /* NULL until a collective is asked for */

@@ -1,7 +1,8 @@
 /* TIGHTFIT_CUDA_PROFILE=FILE: where the step time of a CUDA session goes. Every run() enqueues its
  * steps one by one (no graphs) with a CUDA event before each and one after the last, waits for them,
  * and adds each step's elapsed time to its total; when the plan is released the totals go to FILE
- * ("-" for stderr) as two tables: per op (total ms, launches, share) and the 25 slowest steps.
+ * ("-" for stderr) as tables: per op (total ms, launches, share), the 25 slowest steps and the
+ * products by shape with their rates.
  * A diagnostic for finding slow kernels, not a timing to report: the per-step events and the wait
  * at the end of each run() add their own cost, and graphs are off. */
 #include <stdio.h>
@@ -18,8 +19,9 @@ bool tf_cuda_profile_wanted(void) {
 tf_status tf_cuda_profile_start(cuda_state *s) {
   TF_RETURN_IF_ERROR(tf_step_profile_check("TIGHTFIT_CUDA_PROFILE", getenv("TIGHTFIT_CUDA_PROFILE")));
   s->profile_ms = calloc((size_t)(s->n_steps ? s->n_steps : 1), sizeof(double));
+  s->profile_calls = calloc((size_t)(s->n_steps ? s->n_steps : 1), sizeof(int64_t));
   s->profile_events = calloc((size_t)s->n_steps + 1, sizeof(cudaEvent_t));
-  if (!s->profile_ms || !s->profile_events)
+  if (!s->profile_ms || !s->profile_calls || !s->profile_events)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "cuda backend: cannot keep the profile of %d steps", s->n_steps);
   for (int32_t i = 0; i <= s->n_steps; i++)
     TF_RETURN_IF_ERROR(tf_cuda_status(cudaEventCreate(&s->profile_events[i]), "creating a profile event"));
@@ -39,6 +41,7 @@ tf_status tf_cuda_profile_run(cuda_state *s, int32_t begin, int32_t end, int32_t
     TF_RETURN_IF_ERROR(
         tf_cuda_status(cudaEventElapsedTime(&ms, s->profile_events[i], s->profile_events[i + 1]), "profile time"));
     s->profile_ms[i] += ms;
+    s->profile_calls[i]++;
   }
   s->profile_runs++;
   return NULL;
@@ -62,7 +65,7 @@ void tf_cuda_profile_finish(cuda_state *s) {
   if (s->profile_ms && s->profile_runs > 0) {
     FILE *out = tf_step_profile_open(getenv("TIGHTFIT_CUDA_PROFILE"));
     if (out) {
-      tf_step_profile_write(s->plan, s->profile_ms, s->profile_runs, "CUDA", out);
+      tf_step_profile_write(s->plan, s->profile_ms, s->profile_calls, s->profile_runs, "CUDA", out);
       write_fused(s, out);
     }
     tf_step_profile_close(out);
@@ -73,7 +76,9 @@ void tf_cuda_profile_finish(cuda_state *s) {
         cudaEventDestroy(s->profile_events[i]);
   free(s->profile_events);
   free(s->profile_ms);
+  free(s->profile_calls);
   s->profile_events = NULL;
   s->profile_ms = NULL;
+  s->profile_calls = NULL;
   s->profile_runs = 0;
 }

@@ -254,6 +254,7 @@ typedef struct vk_state {
   /* vk_profile.c (TIGHTFIT_VULKAN_PROFILE): timestamps around every command; NULL pool when off */
   VkQueryPool profile_pool;
   double *profile_ms;       /* per step, added over the runs */
+  int64_t *profile_calls;   /* per step: how many runs timed it */
   uint64_t *profile_ticks;  /* 2 per command: where a run's timestamps are read */
   int32_t *profile_step;    /* per command: its step, or -1 for a host copy */
   double profile_copies_ms; /* the host copies' time, added over the runs */

@@ -24,7 +24,8 @@ tf_status vk_profile_start(vk_state *vk) {
   vk->profile_ms = calloc((size_t)(vk->plan->n_steps ? vk->plan->n_steps : 1), sizeof(double));
   vk->profile_ticks = malloc(sizeof(uint64_t) * 2 * (size_t)slots);
   vk->profile_step = malloc(sizeof(int32_t) * (size_t)slots);
-  if (!vk->profile_ms || !vk->profile_ticks || !vk->profile_step)
+  vk->profile_calls = calloc((size_t)(vk->plan->n_steps ? vk->plan->n_steps : 1), sizeof(int64_t));
+  if (!vk->profile_ms || !vk->profile_ticks || !vk->profile_step || !vk->profile_calls)
     return tf_status_new(TF_ERR_OUT_OF_MEMORY, "vulkan: cannot keep the profile of %d steps", vk->plan->n_steps);
   vk->profile_copies = 0;
   for (int32_t s = 0; s < vk->plan->n_steps; s++) /* each command's step, once; a host copy is no step's */
@@ -63,12 +64,18 @@ tf_status vk_profile_collect(vk_state *vk, int32_t first, int32_t end) {
   if (!status) {
     const uint64_t mask = vk->timestamp_bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << vk->timestamp_bits) - 1);
     const double ms_per_tick = (double)vk->properties.limits.timestampPeriod * 1e-6;
+    int32_t counted = -1;                   /* a step's commands are consecutive: counted once a run */
     for (int32_t i = first; i < end; i++) { /* a difference modulo the counter's width */
       const double ms = (double)((ticks[2 * (i - first) + 1] - ticks[2 * (i - first)]) & mask) * ms_per_tick;
-      if (vk->profile_step[i] < 0)
+      const int32_t step = vk->profile_step[i];
+      if (step < 0) {
         vk->profile_copies_ms += ms;
-      else
-        vk->profile_ms[vk->profile_step[i]] += ms;
+        continue;
+      }
+      vk->profile_ms[step] += ms;
+      if (step != counted)
+        vk->profile_calls[step]++;
+      counted = step;
     }
     vk->profile_runs++;
   }
@@ -79,7 +86,7 @@ void vk_profile_finish(vk_state *vk) {
   if (vk->profile_ms && vk->profile_runs > 0 && vk->plan) {
     FILE *out = tf_step_profile_open(getenv("TIGHTFIT_VULKAN_PROFILE"));
     if (out)
-      tf_step_profile_write(vk->plan, vk->profile_ms, vk->profile_runs, "Vulkan", out);
+      tf_step_profile_write(vk->plan, vk->profile_ms, vk->profile_calls, vk->profile_runs, "Vulkan", out);
     if (out && vk->profile_copies > 0)
       fprintf(out, "# host copies: %d recorded among the steps, %.3f ms in all (in no step's time above)\n",
               vk->profile_copies, vk->profile_copies_ms);
@@ -91,6 +98,8 @@ void vk_profile_finish(vk_state *vk) {
   free(vk->profile_ms);
   free(vk->profile_ticks);
   free(vk->profile_step);
+  free(vk->profile_calls);
+  vk->profile_calls = NULL;
   vk->profile_ms = NULL;
   vk->profile_ticks = NULL;
   vk->profile_step = NULL;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The step profiles (TIGHTFIT_VULKAN_PROFILE, TIGHTFIT_CUDA_PROFILE) through train: the file names
 # the backend, every step of the plan and every run; the op totals add up to the total and their
-# step counts to the plan's steps (which op is heaviest is not asserted: that is timing, and
+# step counts to the plan's steps; the products table has a row a shape with the plan's FLOPs over
+# its time (check_profile_products.py) (which op is heaviest is not asserted: that is timing, and
 # under a loaded or instrumented run it varies); the losses are those of the same run unprofiled (the profile only
 # adds barriers or events); a path that cannot be written fails the session's creation (exit 2)
 # before any step. Vulkan runs on lavapipe in CI; CUDA where a GPU is present, else it says skip.
@@ -45,13 +46,16 @@ for backend in vulkan cuda; do
       if (count != steps || d > 0.001 * NR + 0.01 || total <= 0) {
         printf "op totals %.3f ms over %d steps; header %.3f ms over %d steps\n", sum, count, total, steps; exit 1 }
     }' "$p" >"$dir/awk" 2>&1 || fail "$backend: $(cat "$dir/awk")"
-  [ "$(sed -n '/^# slowest steps/,$p' "$p" | wc -l)" -eq 26 ] || fail "$backend: not 25 slowest steps"
+  [ "$(sed -n '/^# slowest steps/,/^# products by shape/p' "$p" | wc -l)" -eq 27 ] || fail "$backend: not 25 slowest steps"
+  "$tf" dump "$dir/$backend.tfplan" -o "$dir/plan.json" || fail "$backend: dump"
+  /usr/bin/python3 "$(dirname "$0")/check_profile_products.py" "$p" "$dir/plan.json" 3 >"$dir/products" 2>&1 ||
+    fail "$backend: the products table: $(cat "$dir/products")"
   env "$variable=$dir/no/such/folder/x" "$tf" train "$dir/$backend.tfplan" --device $backend:0 \
     --data models/data/text/train --steps 1 >"$dir/bad" 2>&1
   rc=$?
   [ "$rc" -eq 2 ] && grep -q "$variable: cannot write the profile to '$dir/no/such/folder/x'" "$dir/bad" &&
     ! grep -q "^step 1" "$dir/bad" || fail "$backend: an unwritable profile path: exit $rc, $(tail -n 1 "$dir/bad")"
-  [ "$failed" -eq 0 ] && pass "$backend profile: $(head -n 1 "$p"); top op $(sed -n 3p "$p" | awk '{print $1, $2 " ms"}')"
+  [ "$failed" -eq 0 ] && pass "$backend profile: $(head -n 1 "$p"); top op $(sed -n 3p "$p" | awk '{print $1, $2 " ms"}'); $(tail -n 1 "$dir/products")"
 done
 
 finish profile
