@@ -41,7 +41,7 @@ static void write_ops(const tf_plan *plan, const double *step_ms, double total, 
 }
 
 /* A product's shape as the profile prints it: "[M,K]^T x [K,N] f32" (A's and B's shapes as stored,
- * ^T where the step reads one transposed, the output's type). */
+ * ^T where the step reads one transposed, C's type). */
 static void product_shape(const tf_plan *plan, const tf_plan_step *step, char *text, size_t size) {
   size_t used = 0;
   for (int k = 0; k < 2 && used < size; k++) {
@@ -53,8 +53,10 @@ static void product_shape(const tf_plan *plan, const tf_plan_step *step, char *t
     if (used < size)
       used += (size_t)snprintf(text + used, size - used, "]%s", transposed ? "^T" : "");
   }
+  // the type of C: the output, or a matmul_accumulate's first input (it has no output)
+  const int32_t c = step->n_outputs > 0 ? step->outputs[0] : step->inputs[0];
   if (used < size)
-    snprintf(text + used, size - used, " %s", tf_dtype_name(plan->buffers[step->outputs[0]].dtype));
+    snprintf(text + used, size - used, " %s", tf_dtype_name(plan->buffers[c].dtype));
 }
 
 static bool is_product(const tf_plan_step *step) {
@@ -62,45 +64,42 @@ static bool is_product(const tf_plan_step *step) {
          step->attrs.kind == TF_ATTR_MATMUL;
 }
 
+typedef struct product_group {
+  char shape[160];
+  tf_op op;
+  int32_t steps;
+  double ms, flops;
+} product_group;
+
 /* "# products by shape": the matmul steps grouped by shape, slowest group first, with their rate
- * (the steps' estimated FLOPs over their time): where a backend's products fall short of its peak. */
+ * (the steps' estimated FLOPs times their timed calls over their time): where a backend's products
+ * fall short of its peak. The 16 slowest groups are listed, the rest summed in a line. */
 static void write_products(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, FILE *out) {
-  enum { GROUPS = 64, SHOWN = 16 };
-  struct {
-    char shape[96];
-    tf_op op;
-    int32_t steps;
-    double ms, flops;
-  } groups[GROUPS];
-  int32_t n = 0, others = 0;
+  enum { SHOWN = 16 };
+  product_group *groups = calloc((size_t)(plan->n_steps ? plan->n_steps : 1), sizeof(product_group));
+  if (!groups)
+    return;
+  int32_t n = 0;
   for (int32_t i = 0; i < plan->n_steps; i++) {
     const tf_plan_step *step = &plan->steps[i];
     if (!is_product(step))
       continue;
-    char shape[96];
+    char shape[sizeof(groups[0].shape)];
     product_shape(plan, step, shape, sizeof(shape));
     int32_t g = 0;
     while (g < n && (groups[g].op != step->op || strcmp(groups[g].shape, shape) != 0))
       g++;
-    if (g == n && n == GROUPS) {
-      others++;
-      continue;
-    }
     if (g == n) {
       snprintf(groups[n].shape, sizeof(groups[n].shape), "%s", shape);
-      groups[n].op = step->op;
-      groups[n].steps = 0;
-      groups[n].ms = groups[n].flops = 0;
-      n++;
+      groups[n++].op = step->op;
     }
     groups[g].steps++;
     groups[g].ms += step_ms[i];
     groups[g].flops += step->flops * (double)step_calls[i];
   }
-  if (n == 0)
-    return;
-  fprintf(out, "# products by shape (A x B as stored, ^T: read transposed)\n%-18s %-44s %6s %11s %10s\n", "op", "shape",
-          "steps", "total ms", "GFLOP/s");
+  if (n > 0)
+    fprintf(out, "# products by shape (A x B as stored, ^T: read transposed)\n%-18s %-44s %6s %11s %10s\n", "op",
+            "shape", "steps", "total ms", "GFLOP/s");
   for (int32_t shown = 0; shown < SHOWN; shown++) { /* groups by total, slowest first */
     int32_t best = -1;
     for (int32_t g = 0; g < n; g++)
@@ -108,12 +107,22 @@ static void write_products(const tf_plan *plan, const double *step_ms, const int
         best = g;
     if (best < 0)
       break;
-    fprintf(out, "%-18s %-44s %6d %11.3f %10.1f\n", tf_op_name(groups[best].op), groups[best].shape, groups[best].steps,
-            groups[best].ms, groups[best].ms > 0 ? groups[best].flops / (groups[best].ms * 1e6) : 0.0);
+    const product_group *b = &groups[best];
+    fprintf(out, "%-18s %-44s %6d %11.3f %10.1f\n", tf_op_name(b->op), b->shape, b->steps, b->ms,
+            b->ms > 0 ? b->flops / (b->ms * 1e6) : 0.0);
     groups[best].steps = 0;
   }
-  if (others)
-    fprintf(out, "# (%d products of further shapes not listed)\n", others);
+  int32_t rest = 0, rest_steps = 0;
+  double rest_ms = 0;
+  for (int32_t g = 0; g < n; g++)
+    if (groups[g].steps) {
+      rest++;
+      rest_steps += groups[g].steps;
+      rest_ms += groups[g].ms;
+    }
+  if (rest)
+    fprintf(out, "# and %d shapes more (%d steps, %.3f ms) not listed\n", rest, rest_steps, rest_ms);
+  free(groups);
 }
 
 void tf_step_profile_write(const tf_plan *plan, const double *step_ms, const int64_t *step_calls, int64_t runs,

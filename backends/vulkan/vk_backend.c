@@ -38,6 +38,8 @@ static tf_status vulkan_create(const tf_backend_options *options, void **state) 
   return NULL;
 }
 
+static void vulkan_close_shared(void *shared);
+
 /* A device for several states (tf_backend_vtable.open_shared): opened as a state opens its own,
  * without the memory and the subgroup probe each borrowing state still makes for itself. */
 static tf_status vulkan_open_shared(const tf_backend_options *options, void **shared) {
@@ -48,10 +50,14 @@ static tf_status vulkan_open_shared(const tf_backend_options *options, void **sh
   tf_status status = vk_device_open(vk, options ? options->device : 0);
   if (!status && pthread_mutex_init(&vk->lock, NULL) != 0)
     status = tf_status_new(TF_ERR_INTERNAL, "vulkan backend: cannot create the shared device's lock");
+  else if (!status && pthread_mutex_init(&vk->log_lock, NULL) != 0) {
+    pthread_mutex_destroy(&vk->lock);
+    status = tf_status_new(TF_ERR_INTERNAL, "vulkan backend: cannot create the shared device's lock");
+  }
   vk->has_lock = !status;
   status = vk_validation_status(vk, status);
   if (status) {
-    vulkan_destroy(vk);
+    vulkan_close_shared(vk);
     return status;
   }
   *shared = vk;
@@ -62,8 +68,10 @@ static void vulkan_close_shared(void *shared) {
   vk_state *vk = shared;
   if (!vk)
     return;
-  if (vk->has_lock)
+  if (vk->has_lock) { // no borrowing state is left to take them
     pthread_mutex_destroy(&vk->lock);
+    pthread_mutex_destroy(&vk->log_lock);
+  }
   vk->has_lock = false;
   vulkan_destroy(vk);
 }

@@ -23,6 +23,18 @@ tf_status vk_check(VkResult result, const char *what) {
                        "vulkan: %s failed (VkResult %d)", what, (int)result);
 }
 
+/* The validation counters of `vk` (a shared device's, or a state's own) are used under its
+ * log_lock where it has one: states sharing a device may run on several threads. */
+static void log_lock(vk_state *vk) {
+  if (vk->has_lock)
+    pthread_mutex_lock(&vk->log_lock);
+}
+
+static void log_unlock(vk_state *vk) {
+  if (vk->has_lock)
+    pthread_mutex_unlock(&vk->log_lock);
+}
+
 /* Counts warnings and errors; keeps the first that no status has carried yet, for the status that will. */
 static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                  VkDebugUtilsMessageTypeFlagsEXT types,
@@ -30,21 +42,27 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlag
   vk_state *vk = user;
   if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
     return VK_FALSE;
+  log_lock(vk);
   if (vk->validation_messages++ == vk->reported_messages)
     snprintf(vk->first_message, sizeof(vk->first_message), "%s", data && data->pMessage ? data->pMessage : "?");
+  log_unlock(vk);
   return VK_FALSE;
 }
 
 tf_status vk_validation_status(vk_state *vk, tf_status status) {
   vk = vk->shared ? vk->shared : vk; // a borrowing state's messages are counted by the shared device's messenger
+  log_lock(vk);
   const int32_t fresh = vk->validation_messages - vk->reported_messages;
-  if (fresh == 0)
+  if (fresh == 0) {
+    log_unlock(vk);
     return status;
+  }
   vk->reported_messages = vk->validation_messages;
   tf_status reported =
       tf_status_new(status ? tf_status_code(status) : TF_ERR_INTERNAL,
                     "vulkan: the validation layer reported %d message(s); the first: %s%s%s", fresh, vk->first_message,
                     status ? "; and the call failed: " : "", tf_status_message(status));
+  log_unlock(vk);
   tf_status_free(status);
   return reported;
 }
@@ -59,15 +77,17 @@ static char unreported_first[sizeof(((vk_state *)NULL)->first_message)];
 
 void vk_validation_keep(vk_state *vk) {
   vk = vk->shared ? vk->shared : vk;
+  log_lock(vk);
   const int32_t fresh = vk->validation_messages - vk->reported_messages;
-  if (fresh == 0)
-    return;
   vk->reported_messages = vk->validation_messages;
-  pthread_mutex_lock(&unreported_lock);
-  if (unreported_count == 0)
-    snprintf(unreported_first, sizeof(unreported_first), "%s", vk->first_message);
-  unreported_count += fresh;
-  pthread_mutex_unlock(&unreported_lock);
+  if (fresh > 0) {
+    pthread_mutex_lock(&unreported_lock);
+    if (unreported_count == 0)
+      snprintf(unreported_first, sizeof(unreported_first), "%s", vk->first_message);
+    unreported_count += fresh;
+    pthread_mutex_unlock(&unreported_lock);
+  }
+  log_unlock(vk);
 }
 
 int32_t tf_vulkan_validation_unreported(char *first, size_t size) {
@@ -458,6 +478,12 @@ tf_status vk_device_borrow(vk_state *vk, vk_state *shared) {
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: the shared device given is not open");
   vk->shared = shared;
   TF_RETURN_IF_ERROR(wide_bindings_of(&vk->wide_bindings));
+  // The shared instance chose its validation for its own setting (synchronisation checks are off
+  // under wide bindings): a state asking otherwise would be checked wrongly.
+  if (vk->wide_bindings != shared->wide_bindings)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "vulkan: TIGHTFIT_VULKAN_WIDE_BINDINGS is %d here but was %d when the shared device opened",
+                         vk->wide_bindings, shared->wide_bindings);
   vk->loader = shared->loader;
   vk->fn = shared->fn;
   vk->instance = shared->instance;

@@ -195,8 +195,10 @@ typedef struct vk_state {
   /* The shared device (tf_backend_vtable.open_shared) this state borrows its loader, instance,
    * device, queue, validation log and pipelines from; NULL when it opened its own. */
   struct vk_state *shared;
-  /* A shared device's: serialises its borrowers' queue submissions and pipeline creation. */
-  pthread_mutex_t lock;
+  /* A shared device's: `lock` serialises its borrowers' queue submissions and pipeline creation,
+   * `log_lock` their use of the validation counters below (the messenger may report during a
+   * submission, under `lock`); both initialised when has_lock. */
+  pthread_mutex_t lock, log_lock;
   bool has_lock;
   void *loader; /* dlopen handle of libvulkan.so.1, never closed (vk_device_close) */
   vk_functions fn;

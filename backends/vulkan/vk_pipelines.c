@@ -69,6 +69,11 @@ static tf_status create_pipeline(vk_state *vk, vk_shader shader) {
   tf_status status =
       vk_check(vk->fn.CreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, &vk->pipelines[shader]),
                "vkCreateComputePipelines");
+  if (status) { // a later try creates the module again
+    vk->fn.DestroyShaderModule(vk->device, vk->modules[shader], NULL);
+    vk->modules[shader] = VK_NULL_HANDLE;
+    vk->pipelines[shader] = VK_NULL_HANDLE;
+  }
   return tf_status_prefix(status, "shader '%s'", shaders[shader].name);
 }
 

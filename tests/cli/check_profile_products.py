@@ -1,12 +1,14 @@
 """Checks a step profile's "# products by shape" table against the plan it profiled, for test_profile.sh:
 
-    check_profile_products.py PROFILE PLAN.json CALLS
+    check_profile_products.py PROFILE PLAN.json STEPS ACCUMULATE
 
-PLAN.json is `tightfit dump` of the plan; every step ran CALLS times (one micro-batch a step, no
-accumulation). Groups the plan's matmul and matmul_accumulate steps by op and shape as the table
-names them ("[M,K]^T x [K,N] f32": A and B as stored, ^T where read transposed, the output's type),
-and requires one row a group with its number of steps and a rate equal to the group's FLOPs x CALLS
-over the row's time (to the printed rounding); the rows' times add up to the op table's matmul totals.
+PLAN.json is `tightfit dump` of the plan, trained STEPS optimizer steps of ACCUMULATE micro-batches:
+a step of the optimizer phase ran STEPS times, any other STEPS x ACCUMULATE. Groups the plan's
+matmul and matmul_accumulate steps by op and shape as the table names them ("[M,K]^T x [K,N] f32":
+A and B as stored, ^T where read transposed, C's type: the output's, a matmul_accumulate's first
+input's), and requires one row a group (the 16 slowest) with its number of steps and a rate equal
+to the group's FLOPs x calls over the row's time (to the printed rounding); the rows' times add up
+to the op table's matmul totals.
 Prints what it compared; exits 1 on a mismatch.
 """
 import collections
@@ -19,11 +21,12 @@ def shape_of(plan, step):
         buffer = plan["buffers"][index]
         transposed = step["attrs"]["transpose_b" if k else "transpose_a"]
         parts.append("[" + ",".join(str(d) for d in buffer["shape"]) + "]" + ("^T" if transposed else ""))
-    return " x ".join(parts) + " " + plan["buffers"][step["outputs"][0]]["dtype"]
+    c = step["outputs"][0] if step["outputs"] else step["inputs"][0]
+    return " x ".join(parts) + " " + plan["buffers"][c]["dtype"]
 
 
 def main():
-    path, plan_path, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    path, plan_path, steps_run, accumulate = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     import json
     plan = json.load(open(plan_path))
     lines = open(path).read().splitlines()
@@ -32,7 +35,7 @@ def main():
         if step["op"] in ("matmul", "matmul_accumulate"):
             group = want[(step["op"], shape_of(plan, step))]
             group[0] += 1
-            group[1] += step["flops"]
+            group[1] += step["flops"] * (steps_run if step["phase"] == "optimizer" else steps_run * accumulate)
     op_ms = {}
     for line in lines[2:]:
         if line.startswith("#"):
@@ -57,11 +60,13 @@ def main():
             errors.append(f"a row the plan has no product of: {op} {shape}")
             continue
         n, flops = want[(op, shape)]
-        expected = flops * calls / (ms * 1e6) if ms > 0 else 0.0  # GFLOP/s
+        if ms < 0.0005:  # printed as 0.000: no rate to compare
+            continue
+        expected = flops / (ms * 1e6)  # GFLOP/s
         # the rate is printed to 0.1, from a time exact to 0.0005 ms
         if steps != n or abs(rate - expected) > 0.05 + expected * 0.0005 / max(ms, 1e-9) + 1e-6 * expected:
             errors.append(f"{op} {shape}: {steps} steps at {rate} GFLOP/s; the plan: {n} steps, "
-                          f"{flops:.0f} FLOPs a call x {calls} over {ms} ms = {expected:.4f}")
+                          f"{flops:.0f} FLOPs in all over {ms} ms = {expected:.4f}")
     if len(want) <= 16:
         table = sum(row[3] for row in rows)
         ops = op_ms.get("matmul", 0.0) + op_ms.get("matmul_accumulate", 0.0)
@@ -70,7 +75,8 @@ def main():
     if errors:
         print("\n".join(errors))
         sys.exit(1)
-    print(f"{len(rows)} product shapes, {sum(v[0] for v in want.values())} steps, rates = FLOPs x {calls} / time")
+    print(f"{len(rows)} product shapes, {sum(v[0] for v in want.values())} steps "
+          f"({sum(1 for k in want if k[0] == 'matmul_accumulate')} of them matmul_accumulate), rates = FLOPs / time")
 
 
 main()

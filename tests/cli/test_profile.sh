@@ -48,14 +48,23 @@ for backend in vulkan cuda; do
     }' "$p" >"$dir/awk" 2>&1 || fail "$backend: $(cat "$dir/awk")"
   [ "$(sed -n '/^# slowest steps/,/^# products by shape/p' "$p" | wc -l)" -eq 27 ] || fail "$backend: not 25 slowest steps"
   "$tf" dump "$dir/$backend.tfplan" -o "$dir/plan.json" || fail "$backend: dump"
-  /usr/bin/python3 "$(dirname "$0")/check_profile_products.py" "$p" "$dir/plan.json" 3 >"$dir/products" 2>&1 ||
+  /usr/bin/python3 "$(dirname "$0")/check_profile_products.py" "$p" "$dir/plan.json" 3 1 >"$dir/products" 2>&1 ||
     fail "$backend: the products table: $(cat "$dir/products")"
+  # with 2 micro-batches a step: the weight gradients become matmul_accumulate (C is their first input)
+  # and run twice as often as the optimizer's steps
+  "$tf" compile "$dir/gpt.tfg" --target $backend --set N=2,T=32 --accumulate 2 -o "$dir/$backend-2.tfplan" \
+    >"$dir/compile" 2>&1 || fail "compile --accumulate 2 for $backend: $(tail -n 1 "$dir/compile")"
+  "$tf" dump "$dir/$backend-2.tfplan" -o "$dir/plan-2.json" || fail "$backend: dump"
+  env "$variable=$dir/$backend-2.profile" "$tf" train "$dir/$backend-2.tfplan" --device $backend:0 \
+    --data models/data/text/train --steps 2 >"$dir/profiled" 2>&1 || fail "$backend: --accumulate 2: $(tail -n 1 "$dir/profiled")"
+  /usr/bin/python3 "$(dirname "$0")/check_profile_products.py" "$dir/$backend-2.profile" "$dir/plan-2.json" 2 2 \
+    >"$dir/products-2" 2>&1 || fail "$backend: --accumulate 2: the products table: $(cat "$dir/products-2")"
   env "$variable=$dir/no/such/folder/x" "$tf" train "$dir/$backend.tfplan" --device $backend:0 \
     --data models/data/text/train --steps 1 >"$dir/bad" 2>&1
   rc=$?
   [ "$rc" -eq 2 ] && grep -q "$variable: cannot write the profile to '$dir/no/such/folder/x'" "$dir/bad" &&
     ! grep -q "^step 1" "$dir/bad" || fail "$backend: an unwritable profile path: exit $rc, $(tail -n 1 "$dir/bad")"
-  [ "$failed" -eq 0 ] && pass "$backend profile: $(head -n 1 "$p"); top op $(sed -n 3p "$p" | awk '{print $1, $2 " ms"}'); $(tail -n 1 "$dir/products")"
+  [ "$failed" -eq 0 ] && pass "$backend profile: $(head -n 1 "$p"); top op $(sed -n 3p "$p" | awk '{print $1, $2 " ms"}'); $(tail -n 1 "$dir/products"); --accumulate 2: $(tail -n 1 "$dir/products-2")"
 done
 
 finish profile

@@ -173,6 +173,47 @@ static tf_session *vulkan_session(tf_graph *g, bool training, tf_plan **plan) {
  * bits is out of range (a zero row, as on the CPU), not the row its low word names: ids {1, 2^32 + 1,
  * -1, 4} give rows table[1], 0, 0, table[4]. Then what the backend refuses, it refuses at session
  * creation with a message naming the cause. */
+/* A state borrowing the shared device (backend.shared) reads its own settings, but not one the
+ * shared instance fixed: TIGHTFIT_VULKAN_WIDE_BINDINGS other than the shared device's is refused
+ * (its synchronisation checks were chosen for the device's setting), and a setting a state may
+ * choose alone (TIGHTFIT_VULKAN_TILED_ATTENTION) is the state's. */
+static void test_shared_device(void) {
+  const tf_backend_vtable *vulkan = tf_backend_find("vulkan");
+  char wide[16] = "";
+  const bool set = getenv("TIGHTFIT_VULKAN_WIDE_BINDINGS") != NULL;
+  if (set)
+    snprintf(wide, sizeof(wide), "%s", getenv("TIGHTFIT_VULKAN_WIDE_BINDINGS"));
+  const bool was_wide = strcmp(wide, "1") == 0;
+  setenv("TIGHTFIT_VULKAN_WIDE_BINDINGS", was_wide ? "0" : "1", 1);
+  const tf_backend_options options = {.device = 0, .threads = 1, .shared = backend.shared};
+  void *state = NULL;
+  tf_status status = vulkan->create(&options, &state);
+  const bool refused = tf_status_code(status) == TF_ERR_INVALID_ARGUMENT &&
+                       strstr(tf_status_message(status), "TIGHTFIT_VULKAN_WIDE_BINDINGS") != NULL;
+  CHECK(&counts, refused && !state, "a state asking other wide bindings than the shared device's: %s",
+        status ? tf_status_message(status) : "created");
+  printf("%s shared device: other wide bindings refused (%s)\n", refused ? "ok  " : "FAIL",
+         status ? tf_status_message(status) : "created");
+  tf_status_free(status);
+  if (state)
+    vulkan->destroy(state);
+  setenv("TIGHTFIT_VULKAN_WIDE_BINDINGS", was_wide ? "1" : "0", 1);
+  setenv("TIGHTFIT_VULKAN_TILED_ATTENTION", "0", 1);
+  state = NULL;
+  CHECK_OK(&counts, vulkan->create(&options, &state));
+  const bool own = state && !tf_vulkan_tiled_attention(state);
+  CHECK(&counts, own, "a borrowing state with TIGHTFIT_VULKAN_TILED_ATTENTION=0 still takes the tiled shaders");
+  printf("%s shared device: a borrowing state reads its own settings (tiled attention %s)\n", own ? "ok  " : "FAIL",
+         own ? "off" : "on");
+  if (state)
+    vulkan->destroy(state);
+  unsetenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
+  if (!set)
+    unsetenv("TIGHTFIT_VULKAN_WIDE_BINDINGS");
+  else
+    setenv("TIGHTFIT_VULKAN_WIDE_BINDINGS", wide, 1);
+}
+
 static void test_refusals(void) {
   tf_graph *g = tf_test_graph_begin(&counts, "i64 ids");
   tf_tensor_id ids = tf_graph_input(g, "ids", TF_I64, TF_SHAPE(d(4)));
@@ -442,6 +483,7 @@ static void run_tables(bool f32, bool half) {
     conf_check_half_coverage(&counts, &backend, &coverage);
   }
   if (f32) {
+    test_shared_device();
     test_refusals();
     test_i64_cast();
     conf_check_coverage(&counts, &backend, &coverage);
