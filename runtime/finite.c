@@ -17,10 +17,30 @@ enum { CHUNK_BYTES = 16 << 10 };
 /* The value of a non-finite element: NaN, or an infinity of its sign. */
 static double nonfinite_value(bool nan, bool negative) { return nan ? NAN : negative ? -INFINITY : INFINITY; }
 
+/* Whether any of `count` elements of `bits` has an all-ones exponent (NaN or infinity): no exit
+ * inside the loop, so the compiler vectorises it. The scan of every weight runs after each of a
+ * run's first steps: with an exit per element it cost gpt2-small cut to two layers ~100 ms of its
+ * ~1 s step on a Zen 4 core, ~45 ms since (most of it the copy through the scratch). */
+static bool any_nonfinite32(const uint32_t *bits, int64_t count) {
+  uint32_t any = 0;
+  for (int64_t i = 0; i < count; i++)
+    any |= (uint32_t)((bits[i] & 0x7F800000u) == 0x7F800000u);
+  return any != 0;
+}
+
+static bool any_nonfinite16(const uint16_t *bits, int64_t count, uint16_t exponent) {
+  uint32_t any = 0;
+  for (int64_t i = 0; i < count; i++)
+    any |= (uint32_t)((bits[i] & exponent) == exponent);
+  return any != 0;
+}
+
 /* The first non-finite element of `count` elements of `dtype` at `data`, or -1; *value gets it. */
 static int64_t first_nonfinite(tf_dtype dtype, const void *data, int64_t count, double *value) {
   if (dtype == TF_F32) {
     const uint32_t *bits = data;
+    if (!any_nonfinite32(bits, count))
+      return -1;
     for (int64_t i = 0; i < count; i++)
       if ((bits[i] & 0x7F800000u) == 0x7F800000u) {
         *value = nonfinite_value((bits[i] & 0x007FFFFFu) != 0, bits[i] >> 31);
@@ -30,6 +50,8 @@ static int64_t first_nonfinite(tf_dtype dtype, const void *data, int64_t count, 
   }
   const uint16_t exponent = dtype == TF_F16 ? 0x7C00 : 0x7F80, mantissa = dtype == TF_F16 ? 0x03FF : 0x007F;
   const uint16_t *bits = data;
+  if (!any_nonfinite16(bits, count, exponent))
+    return -1;
   for (int64_t i = 0; i < count; i++)
     if ((bits[i] & exponent) == exponent) {
       *value = nonfinite_value((bits[i] & mantissa) != 0, bits[i] >> 15);
