@@ -198,6 +198,10 @@ static void test_shared_device(void) {
   if (state)
     vulkan->destroy(state);
   setenv("TIGHTFIT_VULKAN_WIDE_BINDINGS", was_wide ? "1" : "0", 1);
+  char tiled[16] = "";
+  const bool tiled_set = getenv("TIGHTFIT_VULKAN_TILED_ATTENTION") != NULL;
+  if (tiled_set)
+    snprintf(tiled, sizeof(tiled), "%s", getenv("TIGHTFIT_VULKAN_TILED_ATTENTION"));
   setenv("TIGHTFIT_VULKAN_TILED_ATTENTION", "0", 1);
   state = NULL;
   CHECK_OK(&counts, vulkan->create(&options, &state));
@@ -207,7 +211,10 @@ static void test_shared_device(void) {
          own ? "off" : "on");
   if (state)
     vulkan->destroy(state);
-  unsetenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
+  if (tiled_set) /* as the caller had them */
+    setenv("TIGHTFIT_VULKAN_TILED_ATTENTION", tiled, 1);
+  else
+    unsetenv("TIGHTFIT_VULKAN_TILED_ATTENTION");
   if (!set)
     unsetenv("TIGHTFIT_VULKAN_WIDE_BINDINGS");
   else
