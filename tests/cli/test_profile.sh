@@ -2,10 +2,11 @@
 # The step profiles (TIGHTFIT_VULKAN_PROFILE, TIGHTFIT_CUDA_PROFILE) through train: the file names
 # the backend, every step of the plan and every run; the op totals add up to the total and their
 # step counts to the plan's steps; the products table has a row a shape with the plan's FLOPs over
-# its time (check_profile_products.py) (which op is heaviest is not asserted: that is timing, and
-# under a loaded or instrumented run it varies); the losses are those of the same run unprofiled (the profile only
-# adds barriers or events); a path that cannot be written fails the session's creation (exit 2)
-# before any step. Vulkan runs on lavapipe in CI; CUDA where a GPU is present, else it says skip.
+# its time, with and without accumulation (check_profile_products.py); the losses are those of the
+# same run unprofiled (the profile only adds barriers or events); a path that cannot be written
+# fails the session's creation (exit 2) before any step. Which op is heaviest is not asserted: that
+# is timing, and under a loaded or instrumented run it varies. Vulkan runs on lavapipe in CI; CUDA
+# where a GPU is present, else it says skip.
 # Usage: test_profile.sh path/to/tightfit (run from the repository root).
 tf="$1"
 # Leak checks off under ASan, as for the other CLI tests' Vulkan runs: lavapipe leaks a small cache
