@@ -1,4 +1,4 @@
-/* LSTM and GRU layers (include/tightfit/recurrent.h) unrolled over time into existing ops. The input
+/* LSTM, GRU and simple RNN layers (include/tightfit/recurrent.h) unrolled over time into existing ops. The input
  * projection of all time steps is one matmul; each step adds only the recurrent product, so a step
  * costs one [N, H] x [H, G*H] matmul and elementwise ops on [1, N, *] slices. States stay rank 3
  * ([1, N, H]) so that no reshape needs the batch size, which may be a symbol. */
@@ -14,8 +14,9 @@
 #define MAX_CONCAT 64 /* TF_OP_VARIADIC: concat's most inputs */
 
 typedef struct rnn_layer {
-  const char *op; /* "lstm" or "gru", for messages */
-  int32_t gates;  /* G */
+  const char *op;   /* "lstm", "gru" or "rnn", for messages */
+  int32_t gates;    /* G */
+  tf_op activation; /* the simple RNN's: TF_OP_TANH, TF_OP_RELU or TF_OP_SIGMOID */
   int64_t steps, batch, input, hidden, dirs;
   tf_dtype dtype;
   tf_rnn_options options;
@@ -215,6 +216,14 @@ static tf_tensor_id gru_step(tf_graph *g, const rnn_layer *layer, tf_tensor_id x
   return tf_add(g, n, tf_mul(g, z, tf_sub(g, state, n)));
 }
 
+/* One simple RNN step: f(x_t W^T + biases + h R^T) on [1, N, H]. */
+static tf_tensor_id rnn_step(tf_graph *g, const rnn_layer *layer, tf_tensor_id xt, tf_tensor_id recurrent,
+                             tf_tensor_id state) {
+  if (state != TF_NO_TENSOR)
+    xt = tf_add(g, xt, tf_matmul(g, state, recurrent, false, true));
+  return tf_unary(g, layer->activation, xt);
+}
+
 /* One direction d over x [T, N, I]: its outputs [T, N, H] and the last state in *last. */
 static tf_tensor_id run_direction(tf_graph *g, const rnn_layer *layer, int64_t d, tf_tensor_id x, tf_tensor_id w,
                                   tf_tensor_id r, tf_tensor_id b, rnn_state *last) {
@@ -226,7 +235,7 @@ static tf_tensor_id run_direction(tf_graph *g, const rnn_layer *layer, int64_t d
   if (b != TF_NO_TENSOR) {
     tf_tensor_id bd = tf_slice(g, b, 0, d, d + 1, 1);
     tf_tensor_id wb = tf_slice(g, bd, 1, 0, gh, 1), rb = tf_slice(g, bd, 1, gh, 2 * gh, 1);
-    if (lstm || !layer->options.linear_before_reset) {
+    if (lstm || layer->gates == 1 || !layer->options.linear_before_reset) {
       projected = tf_add(g, projected, tf_add(g, wb, rb));
     } else {
       projected = tf_add(g, projected, wb);
@@ -235,7 +244,7 @@ static tf_tensor_id run_direction(tf_graph *g, const rnn_layer *layer, int64_t d
       wt.rb_h = tf_slice(g, rb, 1, 2 * h, 3 * h, 1);
     }
   }
-  if (!lstm && !layer->options.linear_before_reset) {
+  if (layer->gates == 3 && !layer->options.linear_before_reset) {
     wt.r_zr = tf_slice(g, recurrent, 0, 0, 2 * h, 1);
     wt.r_h = tf_slice(g, recurrent, 0, 2 * h, 3 * h, 1);
   }
@@ -251,6 +260,8 @@ static tf_tensor_id run_direction(tf_graph *g, const rnn_layer *layer, int64_t d
     tf_tensor_id xt = tf_slice(g, projected, 0, t, t + 1, 1);
     if (lstm)
       s = lstm_step(g, layer, xt, recurrent, s);
+    else if (layer->gates == 1)
+      s.h = rnn_step(g, layer, xt, recurrent, s.h);
     else
       s.h = gru_step(g, layer, xt, &wt, s.h);
     outputs[t] = s.h;
@@ -313,6 +324,23 @@ tf_tensor_id tf_gru(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id r,
   rnn_layer layer = {.op = "gru", .gates = 3, .options = options ? *options : tf_rnn_options_default()};
   tf_tensor_id results[3];
   run_layer(g, &layer, x, w, r, b, h0, TF_NO_TENSOR, results);
+  for (int32_t i = 0; outputs && i < 2; i++)
+    outputs[i] = results[i];
+  return results[0];
+}
+
+tf_tensor_id tf_rnn(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id r, tf_tensor_id b, tf_tensor_id h0,
+                    tf_op activation, const tf_rnn_options *options, tf_tensor_id outputs[2]) {
+  rnn_layer layer = {
+      .op = "rnn", .gates = 1, .activation = activation, .options = options ? *options : tf_rnn_options_default()};
+  tf_tensor_id results[3] = {TF_NO_TENSOR, TF_NO_TENSOR, TF_NO_TENSOR};
+  if (activation != TF_OP_TANH && activation != TF_OP_RELU && activation != TF_OP_SIGMOID)
+    tf_ir_fail(
+        g, tf_status_new(TF_ERR_INVALID_ARGUMENT,
+                         "rnn: activation op %d is not tanh, relu or sigmoid (TF_OP_TANH, TF_OP_RELU, TF_OP_SIGMOID)",
+                         (int)activation));
+  else
+    run_layer(g, &layer, x, w, r, b, h0, TF_NO_TENSOR, results);
   for (int32_t i = 0; outputs && i < 2; i++)
     outputs[i] = results[i];
   return results[0];

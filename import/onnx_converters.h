@@ -144,11 +144,16 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
 tf_status ox_convert_trilu(ox_import *im, const ox_node *node);
 tf_status ox_convert_cumsum(ox_import *im, const ox_node *node);
 
-/* onnx_recurrent.c: LSTM and GRU nodes, unrolled over a fixed time axis (tf_lstm / tf_gru); refused
- * with a reason: a symbolic time axis, shorter sequence_lens, peepholes, clip, other activations,
- * input_forget. */
+/* onnx_recurrent.c: LSTM, GRU and RNN nodes, unrolled over a fixed time axis (tf_lstm / tf_gru /
+ * tf_rnn); refused with a reason: a symbolic time axis, shorter sequence_lens, peepholes, clip, other
+ * activations, input_forget. */
 tf_status ox_convert_lstm(ox_import *im, const ox_node *node);
 tf_status ox_convert_gru(ox_import *im, const ox_node *node);
+tf_status ox_convert_rnn(ox_import *im, const ox_node *node);
+
+/* onnx_depth_space.c: DepthToSpace (DCR, CRD) and SpaceToDepth on [N, C, H, W] data with a fixed C. */
+tf_status ox_convert_depth_to_space(ox_import *im, const ox_node *node);
+tf_status ox_convert_space_to_depth(ox_import *im, const ox_node *node);
 
 /* onnx_fused.c: a node the patterns stage fused (ox_node.fused other than OX_PLAIN). */
 tf_status ox_convert_fused(ox_import *im, const ox_node *node);

@@ -1,9 +1,9 @@
-/* LSTM and GRU nodes as torch.onnx.export writes them (nn.LSTM, nn.GRU: one node per layer, W, R
- * and B computed from the module's parameters by Slice/Concat/Unsqueeze, zero initial states from
- * ConstantOfShape), built with tf_lstm / tf_gru (include/tightfit/recurrent.h), which unroll the
- * time axis: it must be fixed when importing. Refused with a reason: a symbolic time axis,
- * sequence_lens shorter than the time axis, peepholes (P), clip, activations other than the
- * defaults, input_forget. */
+/* LSTM, GRU and RNN nodes as torch.onnx.export writes them (nn.LSTM, nn.GRU, nn.RNN: one node per
+ * layer, W, R and B computed from the module's parameters by Slice/Concat/Unsqueeze, zero initial
+ * states from ConstantOfShape), built with tf_lstm / tf_gru / tf_rnn (include/tightfit/recurrent.h),
+ * which unroll the time axis: it must be fixed when importing. Refused with a reason: a symbolic time
+ * axis, sequence_lens shorter than the time axis, peepholes (P), clip, activations other than the
+ * defaults (an RNN's: Tanh, Relu or Sigmoid, the same in both directions), input_forget. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,14 +32,15 @@ static tf_status direction_of(ox_import *im, const ox_node *node, tf_rnn_directi
   return NULL;
 }
 
-/* Refuses the attributes tf_lstm / tf_gru do not implement: clip, input_forget, activations other
- * than `defaults` (per direction), activation_alpha/beta. */
+/* Refuses the attributes tf_lstm / tf_gru / tf_rnn do not implement: clip, input_forget,
+ * activation_alpha/beta, and activations other than `defaults` (per direction; not checked when
+ * n_defaults is 0: the RNN's rnn_activation checks them). */
 static tf_status refuse_variants(ox_import *im, const ox_node *node, const char *const *defaults, int32_t n_defaults,
                                  int32_t dirs) {
   if (ox_attr(node, "clip"))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "the clip attribute (%g) is not supported: tightfit's recurrent layers do not clip the gates' "
-                   "inputs (PyTorch's LSTM and GRU never do)",
+                   "inputs (PyTorch's LSTM, GRU and RNN never do)",
                    ox_attr_float(node, "clip", 0));
   if (ox_attr_int(node, "input_forget", 0) != 0)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "input_forget=1 (coupled input and forget gates) is not supported");
@@ -47,7 +48,7 @@ static tf_status refuse_variants(ox_import *im, const ox_node *node, const char 
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "activation_alpha/activation_beta are not supported: only the default activations are");
   const Onnx__AttributeProto *a = ox_attr(node, "activations");
-  if (!a)
+  if (!a || n_defaults == 0)
     return NULL;
   bool defaults_only = a->n_strings == (size_t)(n_defaults * dirs);
   for (size_t i = 0; defaults_only && i < a->n_strings; i++)
@@ -203,6 +204,51 @@ tf_status ox_convert_gru(ox_import *im, const ox_node *node) {
   options.linear_before_reset = ox_attr_int(node, "linear_before_reset", 0) != 0;
   TF_RETURN_IF_ERROR(optional_input(im, node, 5, ox_dtype_of(im, in[0]), true, &h0));
   tf_gru(im->graph, in[0], in[1], in[2], in[3], h0, &options, out);
+  for (int32_t i = 0; i < 2; i++)
+    TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, out[i]));
+  return NULL;
+}
+
+/* The RNN's activation (attribute `activations`: one per direction, Tanh when absent): Tanh, Relu or
+ * Sigmoid, the same in every direction. */
+static tf_status rnn_activation(ox_import *im, const ox_node *node, int32_t dirs, tf_op *out) {
+  static const struct {
+    const char *name;
+    tf_op op;
+  } known[] = {{"Tanh", TF_OP_TANH}, {"Relu", TF_OP_RELU}, {"Sigmoid", TF_OP_SIGMOID}};
+  *out = TF_OP_TANH;
+  const Onnx__AttributeProto *a = ox_attr(node, "activations");
+  if (!a)
+    return NULL;
+  if (a->n_strings != (size_t)dirs)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "activations has %zu entries for %" PRId32 " direction%s",
+                   a->n_strings, dirs, dirs == 1 ? "" : "s");
+  for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+    bool all = true;
+    for (size_t i = 0; i < a->n_strings; i++)
+      all = all && string_is(&a->strings[i], known[k].name);
+    if (all) {
+      *out = known[k].op;
+      return NULL;
+    }
+  }
+  char given[80] = "";
+  for (size_t i = 0; i < a->n_strings; i++)
+    snprintf(given + strlen(given), sizeof(given) - strlen(given), "%s'%.*s'", i ? ", " : "",
+             (int)(a->strings[i].len < 32 ? a->strings[i].len : 32), (const char *)a->strings[i].data);
+  return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                 "activations %s are not supported: an RNN takes Tanh, Relu or Sigmoid, the same in both directions",
+                 given);
+}
+
+tf_status ox_convert_rnn(ox_import *im, const ox_node *node) {
+  tf_tensor_id in[4], h0, out[2];
+  tf_rnn_options options;
+  TF_RETURN_IF_ERROR(common_inputs(im, node, NULL, 0, in, &options));
+  tf_op activation;
+  TF_RETURN_IF_ERROR(rnn_activation(im, node, options.direction == TF_RNN_BIDIRECTIONAL ? 2 : 1, &activation));
+  TF_RETURN_IF_ERROR(optional_input(im, node, 5, ox_dtype_of(im, in[0]), true, &h0));
+  tf_rnn(im->graph, in[0], in[1], in[2], in[3], h0, activation, &options, out);
   for (int32_t i = 0; i < 2; i++)
     TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, out[i]));
   return NULL;

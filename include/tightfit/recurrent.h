@@ -1,4 +1,4 @@
-/* Recurrent layers (LSTM, GRU) for the graph builder (tightfit/graph.h), in ONNX's conventions.
+/* Recurrent layers (LSTM, GRU, simple RNN) for the graph builder (tightfit/graph.h), in ONNX's conventions.
  *
  * A layer is a composite: it is unrolled over the time axis into ops the op table has (one matmul
  * for the input projection of every time step, then per step the recurrent matmul, slices, sigmoid,
@@ -6,8 +6,8 @@
  * nodes. The number of nodes and the activations saved for the backward pass grow with T, which is
  * taken at its current size: the time axis must not be a symbol that is bound to another value later.
  *
- * Tensors (ONNX LSTM/GRU; G = 4 gates for LSTM in order i, o, f, c; G = 3 for GRU in order z, r, h;
- * dirs = 2 for a bidirectional layer, else 1):
+ * Tensors (ONNX LSTM/GRU/RNN; G = 4 gates for LSTM in order i, o, f, c; G = 3 for GRU in order z, r, h;
+ * G = 1 for RNN; dirs = 2 for a bidirectional layer, else 1):
  *   x  [T, N, I] (layout 0) or [N, T, I] (layout 1)
  *   w  [dirs, G*H, I]   input weights            r [dirs, G*H, H]  recurrent weights
  *   b  [dirs, 2*G*H]    input then recurrent biases (optional: TF_NO_TENSOR)
@@ -54,6 +54,12 @@ tf_tensor_id tf_lstm(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id r
  * in outputs[0..1]. b and h0 may be TF_NO_TENSOR. */
 tf_tensor_id tf_gru(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id r, tf_tensor_id b, tf_tensor_id h0,
                     const tf_rnn_options *options, tf_tensor_id outputs[2]);
+
+/* A simple RNN layer (ONNX RNN, PyTorch's nn.RNN): h_t = f(x_t W^T + Wb + Rb + h_(t-1) R^T) with f
+ * `activation` (TF_OP_TANH, TF_OP_RELU or TF_OP_SIGMOID; the same in both directions): returns Y and,
+ * when `outputs` is not NULL, stores Y and Y_h in outputs[0..1]. b and h0 may be TF_NO_TENSOR. */
+tf_tensor_id tf_rnn(tf_graph *g, tf_tensor_id x, tf_tensor_id w, tf_tensor_id r, tf_tensor_id b, tf_tensor_id h0,
+                    tf_op activation, const tf_rnn_options *options, tf_tensor_id outputs[2]);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
-/* tf_lstm and tf_gru (include/tightfit/recurrent.h) in float64: each layer, every operand a
+/* tf_lstm, tf_gru and tf_rnn (include/tightfit/recurrent.h) in float64: each layer, every operand a
  * parameter, is compiled into a training plan and run by the f64 interpreter; its forward outputs
- * are compared with a direct loop implementation of ONNX's LSTM/GRU equations below (written from
+ * are compared with a direct loop implementation of ONNX's LSTM/GRU/RNN equations below (written from
  * the ONNX operator documentation, not from the builder), and each parameter's gradient with
  * central differences of the loss mse(Y) + mse(Y_h) (+ mse(Y_c)). PyTorch's agreement is tested
  * end to end by tests/python/test_from_torch_recurrent.py. */
@@ -23,7 +23,12 @@ typedef struct rnn_case {
   int64_t steps, batch, input, hidden;
   tf_rnn_options options;
   bool bias, initial; /* b; h0 (and c0) */
+  bool simple;        /* a simple RNN (tf_rnn; lstm false) with `activation` */
+  tf_op activation;
 } rnn_case;
+
+/* G: the gates of the case's layer. */
+static int64_t gates_of(const rnn_case *c) { return c->lstm ? 4 : c->simple ? 1 : 3; }
 
 static uint64_t random_state = 0x9E3779B97F4A7C15ull;
 static double uniform(void) {
@@ -33,7 +38,12 @@ static double uniform(void) {
 
 static double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
 
-/* ---- the reference: ONNX LSTM / GRU, loops over [T, N, *] in layout 0 ---- */
+/* The simple RNN's activation f. */
+static double activate(tf_op op, double v) {
+  return op == TF_OP_RELU ? fmax(v, 0.0) : op == TF_OP_SIGMOID ? sigmoid(v) : tanh(v);
+}
+
+/* ---- the reference: ONNX LSTM / GRU / RNN, loops over [T, N, *] in either layout ---- */
 
 typedef struct reference {
   const rnn_case *c;
@@ -91,7 +101,9 @@ static void reference_run(reference *ref) {
       for (int64_t s = 0; s < c->steps; s++) {
         const int64_t t = reverse ? c->steps - 1 - s : s;
         for (int64_t k = 0; k < H; k++) {
-          if (c->lstm) { /* gates i, o, f, c */
+          if (c->simple) { /* h = f(x W^T + Wb + h R^T + Rb) */
+            next_h[k] = activate(c->activation, input_part(ref, d, k, t, n) + recurrent_part(ref, d, k, h));
+          } else if (c->lstm) { /* gates i, o, f, c */
             double i = sigmoid(input_part(ref, d, k, t, n) + recurrent_part(ref, d, k, h));
             double o = sigmoid(input_part(ref, d, H + k, t, n) + recurrent_part(ref, d, H + k, h));
             double f = sigmoid(input_part(ref, d, 2 * H + k, t, n) + recurrent_part(ref, d, 2 * H + k, h));
@@ -139,7 +151,7 @@ static tf_tensor_id param(tf_graph *g, const char *name, tf_shape shape) {
 static tf_graph *build(const rnn_case *c) {
   tf_graph *g = NULL;
   tf_status_free(tf_graph_create(c->name, &g));
-  const int64_t dirs = c->options.direction == TF_RNN_BIDIRECTIONAL ? 2 : 1, gh = (c->lstm ? 4 : 3) * c->hidden;
+  const int64_t dirs = c->options.direction == TF_RNN_BIDIRECTIONAL ? 2 : 1, gh = gates_of(c) * c->hidden;
   const bool bf = c->options.layout == 1;
   tf_tensor_id x = param(
       g, "x", bf ? TF_SHAPE(F(c->batch), F(c->steps), F(c->input)) : TF_SHAPE(F(c->steps), F(c->batch), F(c->input)));
@@ -152,6 +164,8 @@ static tf_graph *build(const rnn_case *c) {
   tf_tensor_id out[3] = {TF_NO_TENSOR, TF_NO_TENSOR, TF_NO_TENSOR};
   if (c->lstm)
     tf_lstm(g, x, w, r, b, h0, c0, &c->options, out);
+  else if (c->simple)
+    tf_rnn(g, x, w, r, b, h0, c->activation, &c->options, out);
   else
     tf_gru(g, x, w, r, b, h0, &c->options, out);
   static const char *names[3] = {"y", "y_h", "y_c"};
@@ -181,7 +195,7 @@ static const double *buffer(tf_interp *in, const char *name) {
 }
 
 static void check_forward(const rnn_case *c, tf_interp *in) {
-  reference ref = {.c = c, .dirs = c->options.direction == TF_RNN_BIDIRECTIONAL ? 2 : 1, .gates = c->lstm ? 4 : 3};
+  reference ref = {.c = c, .dirs = c->options.direction == TF_RNN_BIDIRECTIONAL ? 2 : 1, .gates = gates_of(c)};
   ref.x = buffer(in, "x");
   ref.w = buffer(in, "w");
   ref.r = buffer(in, "r");
@@ -291,6 +305,15 @@ static void check_errors(void) {
         "a w of the wrong input size: %s", message);
   printf("error     %s\n", message);
   tf_graph_destroy(g);
+  tf_status_free(tf_graph_create("bad", &g));
+  x = param(g, "x", TF_SHAPE(F(3), F(2), F(4)));
+  w = param(g, "w", TF_SHAPE(F(1), F(2), F(4)));
+  r = param(g, "r", TF_SHAPE(F(1), F(2), F(2)));
+  y = tf_rnn(g, x, w, r, TF_NO_TENSOR, TF_NO_TENSOR, TF_OP_GELU, NULL, NULL);
+  message = tf_status_message(tf_graph_status(g));
+  CHECK(&counts, y == TF_NO_TENSOR && strstr(message, "is not tanh, relu or sigmoid"), "an RNN with gelu: %s", message);
+  printf("error     %s\n", message);
+  tf_graph_destroy(g);
 }
 
 int main(void) {
@@ -303,16 +326,20 @@ int main(void) {
   gru_after_reset.linear_before_reset = false;
   gru_after_reset_bf.linear_before_reset = false;
   const rnn_case cases[] = {
-      {"lstm forward, b, h0, c0", true, 3, 2, 3, 2, forward, true, true},
-      {"lstm bidirectional, layout 1, no b/h0/c0", true, 3, 2, 3, 2, both_bf, false, false},
-      {"lstm reverse, b", true, 4, 1, 2, 3, reverse, true, false},
-      {"lstm bidirectional, b, h0, c0", true, 2, 2, 2, 2, both, true, true},
-      {"gru bidirectional, b, h0 (linear before reset)", false, 3, 2, 3, 2, both, true, true},
-      {"gru forward, b, no h0 (linear before reset)", false, 3, 2, 2, 2, forward, true, false},
-      {"gru forward, b, h0 (reset before linear)", false, 3, 2, 3, 2, gru_after_reset, true, true},
-      {"gru bidirectional, layout 1, h0 (reset first)", false, 2, 3, 2, 2, gru_after_reset_bf, false, true},
+      {"lstm forward, b, h0, c0", true, 3, 2, 3, 2, forward, true, true, false, TF_OP_TANH},
+      {"lstm bidirectional, layout 1, no b/h0/c0", true, 3, 2, 3, 2, both_bf, false, false, false, TF_OP_TANH},
+      {"lstm reverse, b", true, 4, 1, 2, 3, reverse, true, false, false, TF_OP_TANH},
+      {"lstm bidirectional, b, h0, c0", true, 2, 2, 2, 2, both, true, true, false, TF_OP_TANH},
+      {"gru bidirectional, b, h0 (linear before reset)", false, 3, 2, 3, 2, both, true, true, false, TF_OP_TANH},
+      {"gru forward, b, no h0 (linear before reset)", false, 3, 2, 2, 2, forward, true, false, false, TF_OP_TANH},
+      {"gru forward, b, h0 (reset before linear)", false, 3, 2, 3, 2, gru_after_reset, true, true, false, TF_OP_TANH},
+      {"gru bidirectional, layout 1, h0 (reset first)", false, 2, 3, 2, 2, gru_after_reset_bf, false, true, false,
+       TF_OP_TANH},
       /* more steps than one concat takes (64): the outputs are concatenated in groups */
-      {"lstm bidirectional, 70 steps", true, 70, 1, 1, 1, both, true, true},
+      {"lstm bidirectional, 70 steps", true, 70, 1, 1, 1, both, true, true, false, TF_OP_TANH},
+      {"rnn tanh forward, b, h0", false, 3, 2, 3, 2, forward, true, true, true, TF_OP_TANH},
+      {"rnn relu bidirectional, layout 1, b", false, 3, 2, 3, 2, both_bf, true, false, true, TF_OP_RELU},
+      {"rnn sigmoid reverse, no b, h0", false, 4, 1, 2, 3, reverse, false, true, true, TF_OP_SIGMOID},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
     check_case(&cases[i]);

@@ -275,6 +275,28 @@ def main():
                 [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                 [tensor("sqrt2", [], [2 ** 0.5]), tensor("one", [], [1.0]), tensor("half", [], [0.5])])),
              ["gelu_domain.onnx", "com.example::Erf (1 node", "first 'erf'"]),
+            # DepthToSpace / SpaceToDepth: channels not a multiple of the block squared, a spatial axis
+            # the block does not divide, an unknown mode, no blocksize, a symbolic channel axis
+            ("depth to space, channels", write("d2s_channels.onnx", model(
+                [node("DepthToSpace", ["x"], ["y"], "shuffle", attribute_int("blocksize", 2))],
+                [value_info("x", 1, ["N", 6, 2, 2])], [value_info("y", 1, ["N", 1, 4, 4])])),
+             ["d2s_channels.onnx", "'shuffle' (DepthToSpace)", "channels (6)", "block size squared (4)"]),
+            ("depth to space, mode", write("d2s_mode.onnx", model(
+                [node("DepthToSpace", ["x"], ["y"], "shuffle", attribute_int("blocksize", 2) + attribute_string("mode", "RCD"))],
+                [value_info("x", 1, ["N", 4, 2, 2])], [value_info("y", 1, ["N", 1, 4, 4])])),
+             ["d2s_mode.onnx", "'shuffle' (DepthToSpace)", "mode 'RCD' is not DCR or CRD"]),
+            ("depth to space, no blocksize", write("d2s_block.onnx", model(
+                [node("DepthToSpace", ["x"], ["y"], "shuffle")],
+                [value_info("x", 1, ["N", 4, 2, 2])], [value_info("y", 1, ["N", 1, 4, 4])])),
+             ["d2s_block.onnx", "'shuffle' (DepthToSpace)", "blocksize 0", "required"]),
+            ("depth to space, symbolic channels", write("d2s_symbolic.onnx", model(
+                [node("DepthToSpace", ["x"], ["y"], "shuffle", attribute_int("blocksize", 2))],
+                [value_info("x", 1, [2, "C", 2, 2])], [value_info("y", 1, [2, "C", 4, 4])])),
+             ["d2s_symbolic.onnx", "'shuffle' (DepthToSpace)", "channel axis (axis 1) must have a fixed size"]),
+            ("space to depth, width", write("s2d_width.onnx", model(
+                [node("SpaceToDepth", ["x"], ["y"], "unshuffle", attribute_int("blocksize", 2))],
+                [value_info("x", 1, ["N", 1, 4, 5])], [value_info("y", 1, ["N", 4, 2, 2])])),
+             ["s2d_width.onnx", "'unshuffle' (SpaceToDepth)", "axis 3 (5) is not a multiple of the block size 2"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
-"""`tightfit import` of ONNX LSTM and GRU nodes in the forms tightfit refuses: each must exit 2 with a
+"""`tightfit import` of ONNX LSTM, GRU and RNN nodes in the forms tightfit refuses: each must exit 2 with a
 message naming the file, the node and what to do, and leave no graph behind. The models are written
 with onnx.helper (python3-onnx): a symbolic time axis, sequence_lens shorter than the time axis or
-computed from the data, peepholes (P), clip, a non-default activation, input_forget. The same LSTM
-with a fixed time axis imports (exit 0), as a control that the refusals are about the form.
+computed from the data, peepholes (P), clip, a non-default activation, input_forget; an RNN with an
+activation other than Tanh, Relu or Sigmoid, or another one per direction. The same LSTM with a fixed
+time axis, and RNNs with Relu and Sigmoid, import (exit 0), as a control that the refusals are about
+the form.
 
 usage: import_recurrent.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -23,13 +25,14 @@ except ImportError as error:
 HIDDEN, INPUT, STEPS, BATCH = 3, 4, 5, 2
 
 
-def model(op="LSTM", time="fixed", attributes=None, sequence_lens=None, peepholes=False, layout=0):
-    """An ONNX model of one LSTM/GRU node on x, W/R/B initializers; `time`: "fixed" (5) or a symbol name."""
-    gates = 4 if op == "LSTM" else 3
+def model(op="LSTM", time="fixed", attributes=None, sequence_lens=None, peepholes=False, layout=0, dirs=1):
+    """An ONNX model of one LSTM/GRU/RNN node on x, W/R/B initializers; `time`: "fixed" (5) or a symbol
+    name; `dirs` 2: bidirectional."""
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((1, gates * HIDDEN, INPUT)).astype(np.float32), "W"),
-             numpy_helper.from_array(rng.standard_normal((1, gates * HIDDEN, HIDDEN)).astype(np.float32), "R"),
-             numpy_helper.from_array(rng.standard_normal((1, 2 * gates * HIDDEN)).astype(np.float32), "B")]
+    inits = [numpy_helper.from_array(rng.standard_normal((dirs, gates * HIDDEN, INPUT)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((dirs, gates * HIDDEN, HIDDEN)).astype(np.float32), "R"),
+             numpy_helper.from_array(rng.standard_normal((dirs, 2 * gates * HIDDEN)).astype(np.float32), "B")]
     time_dim = STEPS if time == "fixed" else time
     x_dims = ["N", time_dim, INPUT] if layout else [time_dim, "N", INPUT]
     graph_inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_dims)]
@@ -45,8 +48,10 @@ def model(op="LSTM", time="fixed", attributes=None, sequence_lens=None, peephole
         inputs[7] = "P"
     while inputs and inputs[-1] == "":
         inputs.pop()
+    if dirs == 2:
+        attributes = dict(attributes or {}, direction="bidirectional")
     node = helper.make_node(op, inputs, ["y"], name="rnn", hidden_size=HIDDEN, layout=layout, **(attributes or {}))
-    y_dims = ["N", time_dim, 1, HIDDEN] if layout else [time_dim, 1, "N", HIDDEN]
+    y_dims = ["N", time_dim, dirs, HIDDEN] if layout else [time_dim, dirs, "N", HIDDEN]
     graph = helper.make_graph([node], "recurrent", graph_inputs,
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_dims)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
@@ -86,6 +91,14 @@ def main():
              ["relu.onnx", "'rnn' (GRU)", "activations other than the defaults (Sigmoid, Tanh, per direction)"]),
             ("input_forget", write("forget.onnx", model(attributes={"input_forget": 1})),
              ["forget.onnx", "'rnn' (LSTM)", "input_forget=1"]),
+            ("an RNN activation tightfit lacks", write("softsign.onnx", model(op="RNN", attributes={
+                "activations": ["Softsign"]})),
+             ["softsign.onnx", "'rnn' (RNN)", "activations 'Softsign' are not supported", "Tanh, Relu or Sigmoid"]),
+            ("an RNN with another activation per direction", write("mixed.onnx", model(op="RNN", dirs=2, attributes={
+                "activations": ["Tanh", "Relu"]})),
+             ["mixed.onnx", "'rnn' (RNN)", "activations 'Tanh', 'Relu' are not supported", "the same in both directions"]),
+            ("an RNN with clip", write("rnn_clip.onnx", model(op="RNN", attributes={"clip": 2.0})),
+             ["rnn_clip.onnx", "'rnn' (RNN)", "the clip attribute (2)"]),
         ]
         for what, onnx_path, words in cases:
             out = path("out.tfg")
@@ -100,7 +113,9 @@ def main():
                 os.remove(path(name))
         for what, m in [("LSTM with a fixed time axis and full sequence_lens", model(sequence_lens=[5, 5])),
                         ("GRU, layout 1, default activations given", model(op="GRU", layout=1, attributes={
-                            "activations": ["Sigmoid", "Tanh"], "linear_before_reset": 1}))]:
+                            "activations": ["Sigmoid", "Tanh"], "linear_before_reset": 1})),
+                        ("bidirectional RNN, Relu", model(op="RNN", dirs=2, attributes={"activations": ["Relu", "Relu"]})),
+                        ("RNN, layout 1, Sigmoid", model(op="RNN", layout=1, attributes={"activations": ["Sigmoid"]}))]:
             result = subprocess.run([tightfit, "import", write("good.onnx", m), "-o", path("good.tfg")],
                                     capture_output=True, text=True)
             print(f"{what}: exit {result.returncode}: {result.stdout.strip()} {result.stderr.strip()}")

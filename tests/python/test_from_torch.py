@@ -1109,5 +1109,20 @@ def saved_and_loaded():
 
 
 case("a saved from_torch graph keeps its weights beside it", saved_and_loaded)
+# nn.PixelShuffle exports as DepthToSpace (CRD mode) and nn.PixelUnshuffle as a 6-D Reshape/Transpose
+# chain (or SpaceToDepth): each imports as reshape, transpose, reshape, and a super-resolution-style
+# block (conv, shuffle up, conv, shuffle down) trains as PyTorch's; torch.onnx.export of an explicit
+# SpaceToDepth is covered by ONNX's node tests (tests/onnx_node).
+def pixel_shuffles():
+    torch.manual_seed(14)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 12, 3, padding=1), torch.nn.PixelShuffle(2), torch.nn.Tanh(),
+                                torch.nn.Conv2d(3, 2, 3, padding=1), torch.nn.PixelUnshuffle(4), torch.nn.Flatten(),
+                                torch.nn.Linear(32 * 2 * 2, 5))
+    problem, seen, ops = beside_torch(model, torch.randn(batch, 3, 4, 4), torch.randint(0, 5, (batch,)),
+                                      ["transpose", "reshape"])
+    return (f"expected 2 transposes (one per shuffle): {ops}" if ops.count("transpose") != 2 else problem), seen
+
+
+case("PixelShuffle and PixelUnshuffle (DepthToSpace, a 6-D transpose) train as PyTorch's", pixel_shuffles)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

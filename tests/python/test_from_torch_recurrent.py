@@ -1,8 +1,9 @@
-"""tightfit.from_torch on PyTorch's recurrent layers (issue 44): nn.LSTM and nn.GRU, exported as ONNX
-LSTM/GRU nodes and imported unrolled over time (include/tightfit/recurrent.h). Models: an embedding ->
+"""tightfit.from_torch on PyTorch's recurrent layers (issue 44): nn.LSTM, nn.GRU and nn.RNN, exported as
+ONNX LSTM/GRU/RNN nodes and imported unrolled over time (include/tightfit/recurrent.h). Models: an embedding ->
 2-layer bidirectional LSTM -> Linear head with cross_entropy; a GRU regressor on its last hidden state
 with mse; a reverse-free single-direction LSTM without biases; initial states (h0, c0) given as model
-inputs; a time-major (batch_first=False) LSTM with a fixed batch; a 2-layer GRU without biases. Each is
+inputs; a time-major (batch_first=False) LSTM with a fixed batch; a 2-layer GRU without biases; a
+2-layer bidirectional tanh RNN and a relu RNN with h0 as an input. Each is
 trained 10 AdamW steps in tightfit and in PyTorch from the same weights (the tagger also with
 --remat checkpoints, whose plan must recompute: more steps, a smaller arena): every loss within 1e-5
 relative, every weight after training within 1e-5. One model also runs on the Vulkan backend
@@ -195,6 +196,20 @@ def gru_initial_state():
     return train_both(WithStates("GRU"), {"x": x, "h0": h0}, y, "mse", dynamic_batch=False)
 
 
+def rnn_two_layers():
+    torch.manual_seed(10)
+    x, y = torch.randn(BATCH, 6, 4), torch.randn(BATCH, 2)
+    return train_both(Regressor("RNN", num_layers=2, bidirectional=True, batch_first=True), {"x": x}, y, "mse",
+                      devices=("cpu", "vulkan"))
+
+
+def rnn_relu_initial_state():
+    torch.manual_seed(11)
+    x, y = torch.randn(BATCH, 5, 3), torch.randn(BATCH, 5, 2)
+    h0 = torch.randn(1, BATCH, 4)
+    return train_both(WithStates("RNN", nonlinearity="relu"), {"x": x, "h0": h0}, y, "mse", dynamic_batch=False)
+
+
 def opsets():
     """The tagger through from_torch at opsets 13 to 17: the first loss equals PyTorch's."""
     torch.manual_seed(8)
@@ -276,6 +291,8 @@ case("LSTM without biases, mse", lstm_no_bias)
 case("time-major 2-layer bidirectional LSTM (batch_first=False, fixed batch), mse", lstm_time_major)
 case("2-layer bidirectional LSTM with h0, c0 as inputs, mse", lstm_initial_states)
 case("GRU with h0 as an input, mse", gru_initial_state)
+case("2-layer bidirectional RNN (tanh), mse, on cpu and vulkan", rnn_two_layers)
+case("RNN (relu) with h0 as an input, mse", rnn_relu_initial_state)
 case("the tagger through from_torch at opsets 13..17: first loss as PyTorch's", opsets)
 case("the tagger's plain eval-mode export through `tightfit import`, 10 AdamW steps", plain_export_cli)
 case("time-major LSTM with a dynamic batch: refused, saying what to do", time_major_dynamic_refused)
