@@ -1,6 +1,6 @@
-/* Convolution and pooling: Conv and ConvTranspose (1-d and 2-d), MaxPool and AveragePool (2-d; a
- * Pad of zeros before an AveragePool folded into it, onnx_patterns.c), GlobalAveragePool. Pads must
- * be the same at both ends of an axis. */
+/* Convolution and pooling: Conv and ConvTranspose (1-d and 2-d), MaxPool and AveragePool (1-d and
+ * 2-d, the 1-d ones as 2-d over a plane of height 1; a Pad of zeros before a 2-d AveragePool folded
+ * into it, onnx_patterns.c), GlobalAveragePool. Pads must be the same at both ends of an axis. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -129,7 +129,8 @@ static int64_t covered(int64_t o, int64_t size, int32_t kernel, int32_t stride, 
  * [OH, OW] of kh kw / (the input positions the window covers), over spatial axes of fixed size.
  * Within an f32 rounding of PyTorch's sum / count; its gradient is dy / count at each covered
  * position, as PyTorch's. */
-static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a) {
+static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a,
+                                   tf_tensor_id *y) {
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
@@ -160,23 +161,21 @@ static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor
   snprintf(name, sizeof(name), "%s.window_counts", node->proto->output[0]);
   tf_tensor_id scale;
   TF_RETURN_IF_ERROR(ox_known_constant(im, node, name, k, &scale));
-  return ox_set_tensor(im, node, 0, tf_mul(im->graph, tf_pool2d(im->graph, TF_OP_AVG_POOL2D, x, a), scale));
+  *y = tf_mul(im->graph, tf_pool2d(im->graph, TF_OP_AVG_POOL2D, x, a), scale);
+  return NULL;
 }
 
-static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  if (ox_rank_of(im, x) != 4)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "pooling over a rank-%" PRId32 " input (2-d only)", ox_rank_of(im, x));
-  tf_pool_attrs a;
-  memset(&a, 0, sizeof(a));
-  TF_RETURN_IF_ERROR(symmetric_pads(im, node, 2, a.padding));
-  int32_t dilation[2];
-  tf_status status = ints_or(node, "kernel_shape", 2, -1, a.kernel);
+/* The pooling attributes of a `spatial`-d node (1 or 2) as 2-d ones: a 1-d window over the width,
+ * height 1. */
+static tf_status pool_attrs(ox_import *im, const ox_node *node, int32_t spatial, tf_pool_attrs *a) {
+  memset(a, 0, sizeof(*a));
+  TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a->padding));
+  int32_t dilation[2] = {1, 1};
+  tf_status status = ints_or(node, "kernel_shape", spatial, -1, a->kernel);
   if (!status)
-    status = ints_or(node, "strides", 2, 1, a.stride);
+    status = ints_or(node, "strides", spatial, 1, a->stride);
   if (!status)
-    status = ints_or(node, "dilations", 2, 1, dilation);
+    status = ints_or(node, "dilations", spatial, 1, dilation);
   if (status) {
     char label[256];
     return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
@@ -186,14 +185,46 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
                    "dilations %" PRId32 " x %" PRId32 " (dilated pooling: MaxPool's, and AveragePool's from "
                    "opset 19, is not supported)",
                    dilation[0], dilation[1]);
+  if (spatial == 1) {
+    a->kernel[1] = a->kernel[0];
+    a->stride[1] = a->stride[0];
+    a->padding[1] = a->padding[0];
+    a->kernel[0] = a->stride[0] = 1;
+    a->padding[0] = 0;
+  }
+  return NULL;
+}
+
+static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const int32_t rank = ox_rank_of(im, x);
+  if (rank != 3 && rank != 4)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "pooling over a rank-%" PRId32 " input (1-d and 2-d only)", rank);
+  tf_pool_attrs a;
+  TF_RETURN_IF_ERROR(pool_attrs(im, node, rank - 2, &a));
+  tf_dim xd[TF_MAX_RANK], yd[TF_MAX_RANK];
+  int32_t xr, yr;
+  ox_tensor_dims(im, x, &xr, xd);
+  if (rank == 3) /* [N, C, L] as [N, C, 1, L] */
+    x = tf_reshape(im->graph, x, TF_SHAPE(xd[0], xd[1], tf_fixed(1), xd[2]));
   if (ox_attr_int(node, "ceil_mode", 0) != 0)
     TF_RETURN_IF_ERROR(ceil_as_floor(im, node, x, &a));
+  tf_tensor_id y = TF_NO_TENSOR;
   if (node->pool_padding[0] || node->pool_padding[1]) { /* a Pad of zeros folded in: counted, like tf */
     a.padding[0] = node->pool_padding[0];
     a.padding[1] = node->pool_padding[1];
   } else if (op == TF_OP_AVG_POOL2D && (a.padding[0] || a.padding[1]) && !ox_attr_int(node, "count_include_pad", 0))
-    return uncounted_padding(im, node, x, &a);
-  return ox_set_tensor(im, node, 0, tf_pool2d(im->graph, op, x, &a));
+    TF_RETURN_IF_ERROR(uncounted_padding(im, node, x, &a, &y));
+  if (y == TF_NO_TENSOR)
+    y = tf_pool2d(im->graph, op, x, &a);
+  if (rank == 3) {
+    if (tf_graph_status(im->graph))
+      return ox_graph_error(im, node);
+    ox_tensor_dims(im, y, &yr, yd);
+    y = tf_reshape(im->graph, y, TF_SHAPE(yd[0], yd[1], yd[3]));
+  }
+  return ox_set_tensor(im, node, 0, y);
 }
 
 tf_status ox_convert_max_pool(ox_import *im, const ox_node *node) {

@@ -83,6 +83,7 @@ tf_status ox_convert_reduce_min(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_l2(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_l1(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_sum_square(ox_import *im, const ox_node *node);
+tf_status ox_convert_reduce_prod(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_log_sum(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node);
 
@@ -108,6 +109,14 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node);
 tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
+
+/* onnx_pad_modes.c: Pad's modes other than constant, on one axis of fixed size */
+typedef enum ox_pad_mode { OX_PAD_CONSTANT, OX_PAD_REFLECT, OX_PAD_EDGE, OX_PAD_WRAP } ox_pad_mode;
+/* x with `before` and `after` (>= 0) elements on `axis` copied from x as `mode` (not constant) says:
+ * slices of x concatenated with it, into *out; an error naming the node for a symbolic axis, a
+ * reflection as wide as the axis, a wrap wider than it. */
+tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before, int64_t after,
+                        ox_pad_mode mode, tf_tensor_id *out) TF_MUST_USE;
 
 /* onnx_scatter.c: ScatterND, folded or of data as a slice assignment */
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node);

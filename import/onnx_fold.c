@@ -358,12 +358,12 @@ tf_status ox_fold_reduce(const ox_known *x, const bool *reduced, bool keepdims, 
       fits = fold_int(op, k->ints[to], x->ints[i], &k->ints[to]);
     filled[to] = true;
   }
-  for (int64_t i = 0; i < k->count && fits; i++) /* an empty reduction: the sum 0 (max/min: refused) */
-    if (!filled[i] && op == '+') {
+  for (int64_t i = 0; i < k->count && fits; i++) /* an empty reduction: the sum 0, the product 1 (max/min: refused) */
+    if (!filled[i] && (op == '+' || op == '*')) {
       if (k->is_float)
-        k->reals[i] = 0;
+        k->reals[i] = op == '+' ? 0 : 1;
       else
-        k->ints[i] = tf_fixed(0);
+        k->ints[i] = tf_fixed(op == '+' ? 0 : 1);
     } else {
       fits = filled[i];
     }

@@ -18,7 +18,7 @@ tf_status ox_fold_where(const ox_known *cond, const ox_known *x, const ox_known 
 tf_status ox_fold_cast(const ox_known *x, tf_dtype to, ox_known **out) TF_MUST_USE;
 /* x with the same elements and a new shape of the same element count; NULL when it differs. */
 ox_known *ox_fold_copy(const ox_known *x, int32_t rank, const int64_t *shape);
-/* x reduced over the axes marked in `reduced` ('+' sum, 'M' max, 'm' min; integers exact): the
+/* x reduced over the axes marked in `reduced` ('+' sum, '*' product, 'M' max, 'm' min; integers exact): the
  * reduced axes kept as 1 or dropped. */
 tf_status ox_fold_reduce(const ox_known *x, const bool *reduced, bool keepdims, char op, ox_known **out) TF_MUST_USE;
 /* ONNX's ScatterND of known values (reduction 'none' '=', 'add' '+', 'mul' '*', 'max' 'M', 'min' 'm'):

@@ -701,9 +701,23 @@ static tf_tensor_id pad_axis(ox_import *im, const ox_node *node, tf_tensor_id x,
   return tf_concat(im->graph, parts, n, axis);
 }
 
-/* Pad in constant mode (MobileBERT's trigram embeddings pad the sequence with a zero row): negative
- * pads crop (a slice), positive ones add constants (pad_axis). Zero Pads before an avg_pool2d and
- * convolution pads are the patterns' (onnx_patterns.c). */
+/* Pad's mode attribute: constant (the default), reflect, edge, or wrap (opset 19). */
+static tf_status pad_mode(ox_import *im, const ox_node *node, ox_pad_mode *mode) {
+  static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
+  for (int32_t m = 0; m < 4; m++)
+    if (ox_attr_is(node, "mode", "constant", names[m])) {
+      *mode = (ox_pad_mode)m;
+      return m == OX_PAD_WRAP && im->opset < 19 ? ox_fail(im, node, TF_ERR_INVALID_INPUT, "mode wrap before opset 19")
+                                                : NULL;
+    }
+  return ox_fail(im, node, TF_ERR_INVALID_INPUT, "a mode other than constant, reflect, edge or wrap");
+}
+
+/* Pad: in constant mode (MobileBERT's trigram embeddings pad the sequence with a zero row) negative
+ * pads crop (a slice), positive ones add constants (pad_axis); in reflect, edge and wrap modes
+ * (nn.ReflectionPad2d, nn.ReplicationPad2d) positive pads add copies of x's elements
+ * (onnx_pad_modes.c). Zero Pads before an avg_pool2d and convolution pads are the patterns'
+ * (onnx_patterns.c). */
 tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
   int64_t pads[2 * TF_MAX_RANK];
   int32_t n = 0;
@@ -711,9 +725,8 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
     TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, pads, 2 * TF_MAX_RANK, &n));
   else if ((n = ox_attr_ints(node, "pads", pads, 2 * TF_MAX_RANK)) > 2 * TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many pads");
-  if (!ox_attr_is(node, "mode", "constant", "constant"))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "a mode other than constant (reflect, edge and opset 19's wrap are not supported)");
+  ox_pad_mode mode;
+  TF_RETURN_IF_ERROR(pad_mode(im, node, &mode));
   if (im->opset >= 18 && ox_input(node, 3))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "an axes input (pads for every axis only)");
   double value;
@@ -726,6 +739,13 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
                    rank);
   for (int32_t axis = 0; axis < rank; axis++) {
     const int64_t before = pads[axis], after = pads[rank + axis];
+    if (mode != OX_PAD_CONSTANT) {
+      if (before < 0 || after < 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a negative pad on axis %" PRId32 " in a mode other than constant",
+                       axis);
+      TF_RETURN_IF_ERROR(ox_pad_copies(im, node, x, axis, before, after, mode, &x));
+      continue;
+    }
     if (before < 0 || after < 0) {
       int32_t r;
       tf_dim dims[TF_MAX_RANK];

@@ -53,6 +53,7 @@ static const ox_converter_row converters[] = {
     {"ReduceL2", ox_convert_reduce_l2},
     {"ReduceL1", ox_convert_reduce_l1},
     {"ReduceSumSquare", ox_convert_reduce_sum_square},
+    {"ReduceProd", ox_convert_reduce_prod},
     {"ReduceLogSum", ox_convert_reduce_log_sum},
     {"ReduceLogSumExp", ox_convert_reduce_log_sum_exp},
     {"NegativeLogLikelihoodLoss", ox_convert_nll_loss},

@@ -9,6 +9,8 @@
  *   ReduceLogSumExp                    m + log(sum(exp(x - m))), m = max(x) over the same axes: no
  *                                      overflow past exp(88); NaN where every reduced x is -inf
  *                                      (ONNX's is -inf there)
+ *   ReduceProd                         of values known at import only (torch's std and var count
+ *                                      the reduced elements as the product of their sizes)
  *
  * The axes come from the attribute, or from input 1 from the opset that moved them there (13 for
  * ReduceSum, 18 for the others); they must be known at import. ReduceSum, ReduceMax and ReduceMin of
@@ -81,16 +83,23 @@ static tf_status fold_reduce(ox_import *im, const ox_node *node, const ox_known 
   return ox_set_known(im, node, 0, k);
 }
 
+/* The axes: from input 1 (`axes_input`: the opset that moved them there) or the attribute, into
+ * axes[0, *n); *n is -1 when none are given (every axis). */
+static tf_status reduce_axes(ox_import *im, const ox_node *node, bool axes_input, int64_t *axes, int32_t *n) {
+  *n = -1;
+  if (axes_input && ox_input(node, 1))
+    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, axes, TF_MAX_RANK, n));
+  else if (!axes_input)
+    *n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
+  if (*n > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
+  return ox_need_input(im, node, 0);
+}
+
 static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_input, reduce_kind kind) {
   int64_t axes[TF_MAX_RANK];
-  int32_t n = -1;
-  if (axes_input && ox_input(node, 1))
-    TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, axes, TF_MAX_RANK, &n));
-  else if (!axes_input)
-    n = ox_attr_ints(node, "axes", axes, TF_MAX_RANK);
-  if (n > TF_MAX_RANK)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "too many axes");
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  int32_t n;
+  TF_RETURN_IF_ERROR(reduce_axes(im, node, axes_input, axes, &n));
   const ox_known *known = ox_foldable(im, node, 0);
   const bool plain = kind == REDUCE_PLAIN || kind == REDUCE_MIN;
   if (plain && (op == TF_OP_SUM || op == TF_OP_MAX) && known)
@@ -150,4 +159,18 @@ tf_status ox_convert_reduce_log_sum(ox_import *im, const ox_node *node) {
 }
 tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node) {
   return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_LOG_SUM_EXP);
+}
+
+/* ReduceProd: folded on a known value (torch's std and var: the count of the reduced elements, a
+ * product of sizes, which may be a symbol's multiple); refused on data. */
+tf_status ox_convert_reduce_prod(ox_import *im, const ox_node *node) {
+  int64_t axes[TF_MAX_RANK];
+  int32_t n;
+  TF_RETURN_IF_ERROR(reduce_axes(im, node, im->opset >= 18, axes, &n));
+  const ox_known *known = ox_foldable(im, node, 0);
+  if (!known)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "ReduceProd of data (only of values known at import, such as the sizes torch's std and var "
+                   "multiply)");
+  return fold_reduce(im, node, known, axes, n, '*');
 }

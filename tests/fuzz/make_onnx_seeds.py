@@ -6,8 +6,9 @@ a Relu, an Abs of a Sub, a Conv with weights, a weight-normed (ReduceL2) 1-d Con
 InstanceNormalization, a half_pixel Resize, a MatMul + Add with a Shape/Gather/Unsqueeze/Concat/Reshape chain, an
 exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (Equal, Where, Cast to
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
-bf16 initializers), an eval-mode BatchNormalization with a tied running variance, and an opset-3
-model the importer refuses. Each is under 1 KiB."""
+bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
+SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, and an opset-3 model the importer refuses.
+Each is under 1 KiB."""
 import os
 import struct
 import sys
@@ -133,6 +134,24 @@ SEEDS = {
     ], [value_info("x", 1, ["N", "T", "T"]), value_info("m", 7, ["N", "T"])], [value_info("y", 1, ["N", "T", "T"])]),
     "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])], opset=3),
+    # pixel shuffles (import/onnx_depth_space.c), a reflect pad (import/onnx_pad_modes.c) and a 1-d
+    # MaxPool, a simple RNN (tf_rnn) with Relu
+    "shuffle_pad_rnn.onnx": model([
+        node("DepthToSpace", ["x"], ["d"], "shuffle", int_attribute("blocksize", 2) +
+             field_bytes(5, field_bytes(1, "mode") + field_bytes(4, "CRD") + field_varint(20, 3))),
+        node("SpaceToDepth", ["d"], ["s"], "unshuffle", int_attribute("blocksize", 2)),
+        const_node("k0", "shape", [3], ints=[0, 4, 4]),
+        node("Reshape", ["s", "shape"], ["r"], "flat"),
+        const_node("k1", "pads", [6], ints=[0, 0, 2, 0, 0, 1]),
+        node("Pad", ["r", "pads"], ["p"], "mirror",
+             field_bytes(5, field_bytes(1, "mode") + field_bytes(4, "reflect") + field_varint(20, 3))),
+        node("MaxPool", ["p"], ["q"], "pool", ints_attribute("kernel_shape", [2]) + ints_attribute("strides", [2])),
+        node("Transpose", ["q"], ["t"], "time_major", ints_attribute("perm", [2, 0, 1])),
+        node("RNN", ["t", "w", "rr", "b"], ["y"], "rnn", int_attribute("hidden_size", 2) +
+             field_bytes(5, field_bytes(1, "activations") + field_bytes(9, "Relu") + field_varint(20, 8))),
+    ], [value_info("x", 1, [2, 4, 2, 2])], [value_info("y", 1, [3, 1, 2, 2])],
+        [tensor("w", [1, 2, 4], [0.1 * i for i in range(8)]), tensor("rr", [1, 2, 2], [0.5, -0.5, 0.25, 0.75]),
+         tensor("b", [1, 4], [0.0, 0.1, 0.2, 0.3])]),
 }
 
 

@@ -297,6 +297,32 @@ def main():
                 [node("SpaceToDepth", ["x"], ["y"], "unshuffle", attribute_int("blocksize", 2))],
                 [value_info("x", 1, ["N", 1, 4, 5])], [value_info("y", 1, ["N", 4, 2, 2])])),
              ["s2d_width.onnx", "'unshuffle' (SpaceToDepth)", "axis 3 (5) is not a multiple of the block size 2"]),
+            # Pad in reflect/edge/wrap modes copies elements of a fixed axis: a reflection as wide as the
+            # axis, a negative pad, a symbolic axis and wrap before opset 19 are refused
+            ("reflect pad as wide as the axis", write("reflect_wide.onnx", model(
+                [node("Pad", ["x", "p"], ["y"], "mirror", attribute_string("mode", "reflect"))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 8])], [int_tensor("p", [4], [0, 0, 0, 4])])),
+             ["reflect_wide.onnx", "'mirror' (Pad)", "a reflect pad of 4 on axis 1 of 4 elements"]),
+            ("edge pad, negative", write("edge_negative.onnx", model(
+                [node("Pad", ["x", "p"], ["y"], "edge", attribute_string("mode", "edge"))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 3])], [int_tensor("p", [4], [0, 0, 0, -1])])),
+             ["edge_negative.onnx", "'edge' (Pad)", "a negative pad on axis 1 in a mode other than constant"]),
+            ("reflect pad of the batch axis", write("reflect_batch.onnx", model(
+                [node("Pad", ["x", "p"], ["y"], "mirror", attribute_string("mode", "reflect"))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])], [int_tensor("p", [4], [1, 0, 0, 0])])),
+             ["reflect_batch.onnx", "'mirror' (Pad)", "a reflect pad on axis 0 of symbolic size"]),
+            ("wrap pad before opset 19", write("wrap.onnx", model(
+                [node("Pad", ["x", "p"], ["y"], "around", attribute_string("mode", "wrap"))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 5])], [int_tensor("p", [4], [0, 1, 0, 0])])),
+             ["wrap.onnx", "'around' (Pad)", "mode wrap before opset 19"]),
+            ("ReduceProd of data", write("prod.onnx", model(
+                [node("ReduceProd", ["x"], ["y"], "product", attribute_ints("axes", [1]))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 1])])),
+             ["prod.onnx", "'product' (ReduceProd)", "ReduceProd of data"]),
+            ("3-d pooling", write("pool3d.onnx", model(
+                [node("MaxPool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2, 2]))],
+                [value_info("x", 1, ["N", 1, 4, 4, 4])], [value_info("y", 1, ["N", 1, 3, 3, 3])])),
+             ["pool3d.onnx", "'pool' (MaxPool)", "rank-5 input (1-d and 2-d only)"]),
             ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),

@@ -1124,5 +1124,48 @@ def pixel_shuffles():
 
 
 case("PixelShuffle and PixelUnshuffle (DepthToSpace, a 6-D transpose) train as PyTorch's", pixel_shuffles)
+# Reflect and replicate padding (nn.ReflectionPad2d in CycleGAN-style generators, nn.ReflectionPad1d
+# in MelGAN-style vocoders) import as slices of the data concatenated with it; 1-d pooling as 2-d over
+# a plane of height 1; torch's std and var, whose element count ReduceProd computes from the shape,
+# fold it. Each trains as PyTorch's.
+class PaddedGenerator(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.ReflectionPad2d(2), torch.nn.Conv2d(3, 4, 5), torch.nn.ReLU(),
+                                        torch.nn.ReplicationPad2d((1, 2, 0, 1)), torch.nn.Conv2d(4, 2, 3))
+        self.head = torch.nn.Linear(2 * 5 * 6, 5)
+
+    def forward(self, x):  # x [N, 3, 6, 5]
+        return self.head(torch.flatten(self.body(x), 1))
+
+
+class PooledSequence(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pad, self.conv = torch.nn.ReflectionPad1d(3), torch.nn.Conv1d(4, 6, 7)
+        self.max = torch.nn.MaxPool1d(3, stride=2, padding=1)
+        self.avg = torch.nn.AvgPool1d(2, stride=2, padding=1, count_include_pad=False)
+        self.head = torch.nn.Linear(6 * 3, 5)
+
+    def forward(self, x):  # x [N, 4, 9]
+        h = self.avg(self.max(torch.tanh(self.conv(self.pad(x)))))
+        h = (h - h.mean(-1, keepdim=True)) / (h.std(-1, keepdim=True) + 1e-3) + h.var(-1, keepdim=True)
+        return self.head(torch.flatten(h, 1))
+
+
+def padded_and_pooled():
+    torch.manual_seed(15)
+    problem, seen, ops = beside_torch(PaddedGenerator(), torch.randn(batch, 3, 6, 5), torch.randint(0, 5, (batch,)),
+                                      ["slice", "concat", "expand"])
+    if problem or ops.count("slice") < 8:
+        return problem or f"expected the reflect pad's slices: {ops}", seen
+    problem, seen1d, ops = beside_torch(PooledSequence(), torch.randn(batch, 4, 9), torch.randint(0, 5, (batch,)),
+                                        ["max_pool2d", "avg_pool2d", "slice"])
+    if not problem and (ops.count("max_pool2d") != 1 or ops.count("avg_pool2d") != 1):
+        problem = f"expected one max_pool2d and one avg_pool2d: {ops}"
+    return problem, f"reflect/replicate 2-d: {seen}; reflect 1-d, 1-d pools, std, var: {seen1d}"
+
+
+case("ReflectionPad, ReplicationPad, 1-d pooling, std and var train as PyTorch's", padded_and_pooled)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1,0 +1,91 @@
+/* Pad in reflect, edge and wrap modes (nn.ReflectionPad1d/2d, nn.ReplicationPad1d/2d, numpy's wrap),
+ * one axis at a time: the added borders are slices of x concatenated with it, so the gradient of
+ * every copied element flows back to the element it copies. The axis must have a fixed size. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "import/onnx_converters.h"
+
+#define MAX_CONCAT 64 /* TF_OP_VARIADIC: concat's most inputs */
+
+/* concat of parts[0..n) along `axis`, in groups of at most MAX_CONCAT (parts is overwritten). */
+static tf_tensor_id concat_parts(tf_graph *g, tf_tensor_id *parts, int64_t n, int32_t axis) {
+  while (n > 1) {
+    int64_t groups = 0;
+    for (int64_t start = 0; start < n; start += MAX_CONCAT) {
+      const int64_t count = n - start < MAX_CONCAT ? n - start : MAX_CONCAT;
+      parts[groups++] = count == 1 ? parts[start] : tf_concat(g, parts + start, (int32_t)count, axis);
+    }
+    n = groups;
+  }
+  return parts[0];
+}
+
+/* x's elements [i, i + width) along axis, `copies` times over (edge mode's one element repeated). */
+static tf_tensor_id border(ox_import *im, tf_tensor_id x, int32_t axis, int64_t i, int64_t width, int64_t copies) {
+  tf_tensor_id part = tf_slice(im->graph, x, axis, i, i + width, 1);
+  if (copies == 1)
+    return part;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  dims[axis] = tf_fixed(copies);
+  return tf_expand(im->graph, part, tf_shape_from(dims, rank));
+}
+
+/* The limits of a mode's pad on an axis of n elements: reflect below n, wrap at most n. */
+static tf_status check_width(ox_import *im, const ox_node *node, ox_pad_mode mode, int32_t axis, int64_t n,
+                             int64_t width) {
+  if (mode == OX_PAD_REFLECT && width >= n)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                   "a reflect pad of %" PRId64 " on axis %" PRId32 " of %" PRId64 " elements (it must be less than the "
+                   "axis, as PyTorch's ReflectionPad requires)",
+                   width, axis, n);
+  if (mode == OX_PAD_WRAP && width > n)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "a wrap pad of %" PRId64 " on axis %" PRId32 " of %" PRId64 " elements (at most the axis)", width,
+                   axis, n);
+  return NULL;
+}
+
+tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before, int64_t after,
+                        ox_pad_mode mode, tf_tensor_id *out) {
+  *out = x;
+  if (before == 0 && after == 0)
+    return NULL;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  const int64_t n = dims[axis].size;
+  if (dims[axis].symbol >= 0 || n < 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "a %s pad on axis %" PRId32 " of symbolic size (its size must be fixed)",
+                   mode == OX_PAD_REFLECT ? "reflect"
+                   : mode == OX_PAD_EDGE  ? "edge"
+                                          : "wrap",
+                   axis);
+  TF_RETURN_IF_ERROR(check_width(im, node, mode, axis, n, before));
+  TF_RETURN_IF_ERROR(check_width(im, node, mode, axis, n, after));
+  /* reflect: one part per copied element; edge and wrap: one part per side */
+  tf_tensor_id *parts = calloc((size_t)(before + after + 1), sizeof(*parts));
+  if (!parts)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a pad of %" PRId64 " elements", before + after);
+  int64_t k = 0;
+  if (mode == OX_PAD_REFLECT) {
+    for (int64_t i = before; i >= 1; i--) /* x[before], ..., x[1] */
+      parts[k++] = border(im, x, axis, i, 1, 1);
+    parts[k++] = x;
+    for (int64_t i = n - 2; i >= n - 1 - after; i--) /* x[n - 2], ..., x[n - 1 - after] */
+      parts[k++] = border(im, x, axis, i, 1, 1);
+  } else {
+    const bool edge = mode == OX_PAD_EDGE;
+    if (before > 0)
+      parts[k++] = edge ? border(im, x, axis, 0, 1, before) : border(im, x, axis, n - before, before, 1);
+    parts[k++] = x;
+    if (after > 0)
+      parts[k++] = edge ? border(im, x, axis, n - 1, 1, after) : border(im, x, axis, 0, after, 1);
+  }
+  *out = concat_parts(im->graph, parts, k, axis);
+  free(parts);
+  return NULL;
+}
