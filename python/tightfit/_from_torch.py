@@ -158,6 +158,46 @@ def _repeat_interleave_as_expand(torch):
     return restore
 
 
+def _circular_pad_as_torch(torch):
+    """PyTorch 1.x's export of circular padding (F.pad(mode="circular"), Conv2d(padding_mode="circular"))
+    takes each axis's left and right widths in the wrong order and slices one element short of the end
+    (torch/onnx/symbolic_opset9.py's _pad_circular): onnxruntime runs its file 1.8 away from PyTorch's
+    output on a Conv2d(padding=1, padding_mode="circular"), and the import trained that model. Under 1.x
+    the export writes it as PyTorch computes it: per padded axis, from the last, Concat(x[-left:], x,
+    x[:right]). Negative (cropping) circular pads, and inputs of unknown rank, are refused. 2.x exports
+    it right and keeps its own symbolic. Returns the function that puts torch's symbolic back."""
+    if int(torch.__version__.split(".")[0]) >= 2:
+        return lambda: None
+    from torch.onnx import symbolic_helper as helper
+    from torch.onnx import symbolic_opset9, symbolic_opset11
+
+    def pad(g, input, pad, mode, value):
+        own = symbolic_opset11.pad if g.opset >= 11 else symbolic_opset9.pad
+        if helper._parse_arg(mode, "s") != "circular":
+            return own(g, input, pad, mode, value)
+        padding, rank = symbolic_opset9._convert_padding_node(pad), helper._get_tensor_rank(input)
+        if rank is None or len(padding) % 2 or len(padding) // 2 > rank or min(padding) < 0:
+            raise TightfitError(f"from_torch: circular padding {list(padding)} of an input of rank {rank}: only "
+                                "non-negative widths of an input of known rank export right under PyTorch 1.x")
+        out = input
+        for i in range(len(padding) // 2):
+            axis, left, right = rank - 1 - i, padding[2 * i], padding[2 * i + 1]
+            parts = [helper._slice_helper(g, out, axes=[axis], starts=[-left], ends=[2 ** 62])] if left else []
+            parts.append(out)
+            if right:
+                parts.append(helper._slice_helper(g, out, axes=[axis], starts=[0], ends=[right]))
+            out = g.op("Concat", *parts, axis_i=axis) if len(parts) > 1 else out
+        return out
+
+    for version in (9, 11):
+        torch.onnx.register_custom_op_symbolic("aten::pad", pad, version)
+
+    def restore():
+        for version in (9, 11):
+            torch.onnx.unregister_custom_op_symbolic("aten::pad", version)
+    return restore
+
+
 def _registered(name, opset):
     """Whether torch's exporter has a symbolic for `name` at `opset` (its registry moved in 2.x)."""
     import importlib
@@ -223,7 +263,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     Their Dropout submodules stay in eval mode (the identity). An Embedding's padding row gets no
     gradient, as in PyTorch (_padding_rows_as_torch_trains_them), a detached value none
     (_detach_as_stop_gradient), repeat_interleave by a constant is written without a Loop
-    (_repeat_interleave_as_expand) and bitwise_or/and/xor of masks as | & ^ (_bitwise_ops_of_masks)."""
+    (_repeat_interleave_as_expand), bitwise_or/and/xor of masks as | & ^ (_bitwise_ops_of_masks) and
+    PyTorch 1.x's circular padding as PyTorch computes it (_circular_pad_as_torch)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
@@ -238,7 +279,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
-    restore_detach = restore_repeat = restore_bitwise = None
+    restore_detach = restore_repeat = restore_bitwise = restore_circular = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -258,6 +299,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restore_detach = _detach_as_stop_gradient(torch)
         restore_repeat = _repeat_interleave_as_expand(torch)
         restore_bitwise = _bitwise_ops_of_masks(torch, kwargs.get("opset_version", 17))
+        restore_circular = _circular_pad_as_torch(torch)
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -277,6 +319,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             restore_repeat()
         if restore_bitwise:
             restore_bitwise()
+        if restore_circular:
+            restore_circular()
         if scripted:
             pass
         elif own_forward is None:

@@ -1167,5 +1167,27 @@ def padded_and_pooled():
 
 
 case("ReflectionPad, ReplicationPad, 1-d pooling, std and var train as PyTorch's", padded_and_pooled)
+# Circular padding (Conv2d(padding_mode="circular"), F.pad(mode="circular")): PyTorch 1.x's exporter
+# slices the wrong elements for it (onnxruntime disagrees with PyTorch on its file), so from_torch
+# writes it itself there (_circular_pad_as_torch); 2.x's export is right. Either way it must train as
+# PyTorch's.
+class CircularPads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1, padding_mode="circular")
+        self.head = torch.nn.Linear(4 * 7 * 8, 5)
+
+    def forward(self, x):  # x [N, 3, 6, 5]
+        h = F.pad(torch.tanh(self.conv(x)), (1, 2, 0, 1), mode="circular")
+        return self.head(torch.flatten(h, 1))
+
+
+def circular_padding():
+    torch.manual_seed(16)
+    return beside_torch(CircularPads(), torch.randn(batch, 3, 6, 5), torch.randint(0, 5, (batch,)),
+                        ["slice", "concat"])[:2]
+
+
+case("circular padding (Conv2d padding_mode, F.pad) trains as PyTorch's", circular_padding)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
