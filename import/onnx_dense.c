@@ -1,6 +1,6 @@
-/* The operators of dense layers: MatMul and Gemm (input 1 maybe read through a dropped Transpose,
- * onnx_patterns.c), Softmax and LogSoftmax, LayerNormalization and Dropout (the identity unless the
- * export is in training mode). */
+/* The operators of dense layers: MatMul (1-d operands as numpy reads them) and Gemm (input 1 maybe
+ * read through a dropped Transpose, onnx_patterns.c), Softmax and LogSoftmax, LayerNormalization and Dropout (the
+ * identity unless the export is in training mode). */
 #include <inttypes.h>
 
 #include "import/onnx_converters.h"
@@ -21,7 +21,25 @@ tf_status ox_convert_matmul(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &a));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &b));
   ox_match_half(im, &a, &b);
-  return ox_set_tensor(im, node, 0, tf_matmul(im->graph, a, b, false, node->transpose_b));
+  /* numpy's 1-d operands (torch.mv, a dot product: spectral_norm's sigma): a [K] as [1, K], b [K]
+   * as [K, 1], that axis of the product dropped after */
+  tf_dim ad[TF_MAX_RANK], bd[TF_MAX_RANK], yd[TF_MAX_RANK];
+  int32_t ar, br, yr;
+  ox_tensor_dims(im, a, &ar, ad);
+  ox_tensor_dims(im, b, &br, bd);
+  if (ar == 1)
+    a = tf_reshape(im->graph, a, TF_SHAPE(tf_fixed(1), ad[0]));
+  if (br == 1 && !node->transpose_b)
+    b = tf_reshape(im->graph, b, TF_SHAPE(bd[0], tf_fixed(1)));
+  tf_tensor_id y = tf_matmul(im->graph, a, b, false, node->transpose_b);
+  if ((ar != 1 && (br != 1 || node->transpose_b)) || tf_graph_status(im->graph))
+    return ox_set_tensor(im, node, 0, y);
+  ox_tensor_dims(im, y, &yr, yd);
+  int32_t kept = 0;
+  for (int32_t i = 0; i < yr; i++)
+    if (!((ar == 1 && i == yr - 2) || (br == 1 && i == yr - 1)))
+      yd[kept++] = yd[i];
+  return ox_set_tensor(im, node, 0, tf_reshape(im->graph, y, tf_shape_from(yd, kept)));
 }
 
 tf_status ox_convert_gemm(ox_import *im, const ox_node *node) {

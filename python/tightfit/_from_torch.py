@@ -59,6 +59,20 @@ def _set_weights(path, values):
     return done
 
 
+def _spectral_normed(torch, module):
+    """The names of the submodules under spectral_norm: the hook form (torch.nn.utils.spectral_norm, a
+    forward pre-hook and weight_u / weight_v buffers) or the parametrization form
+    (torch.nn.utils.parametrizations.spectral_norm)."""
+    found = []
+    for name, m in module.named_modules():
+        hooks = [h for h in getattr(m, "_forward_pre_hooks", {}).values() if type(h).__name__ == "SpectralNorm"]
+        parametrized = [p for plist in getattr(getattr(m, "parametrizations", None) or {}, "values", lambda: [])()
+                        for p in plist if type(p).__name__ == "_SpectralNorm"]
+        if hooks or parametrized:
+            found.append(name or type(m).__name__)
+    return found
+
+
 def _dropout_left_out(torch, module):
     """'name (p=...)' of each dropout the export leaves out: Dropout layers and MultiheadAttention's
     attention dropout with p > 0 in training mode (both export as the identity, as in eval mode)."""
@@ -407,6 +421,13 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
                 and m.momentum is None:
             raise TightfitError("from_torch: a BatchNorm in training mode with momentum=None (a cumulative average "
                                 "of its running statistics) is not supported; give it a momentum, or call eval()")
+    spectral = _spectral_normed(torch, module)
+    if spectral:
+        raise TightfitError(f"from_torch: spectral_norm on {', '.join(repr(n) for n in spectral)} is not supported: in training it runs a "
+                            "power iteration at every forward pass that updates its vectors u and v, state the "
+                            "imported graph would not have (it would train with them frozen); remove it "
+                            "(torch.nn.utils.remove_spectral_norm, or parametrize.remove_parametrizations)",
+                            "unsupported")
     # the export's trace updates the running statistics it writes: the values before it go back below
     running = _running_statistics(torch, module)
     _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs)

@@ -1189,5 +1189,55 @@ def circular_padding():
 
 
 case("circular padding (Conv2d padding_mode, F.pad) trains as PyTorch's", circular_padding)
+# numpy's 1-d MatMul operands (x @ w for a vector w, torch.mv, torch.dot): a [K] as [1, K], b [K] as
+# [K, 1], that axis dropped after; trains as PyTorch's.
+class VectorProducts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.w, self.p = torch.nn.Parameter(torch.randn(8) * 0.3), torch.nn.Parameter(torch.randn(8) * 0.3)
+        self.u, self.m = torch.nn.Parameter(torch.randn(5) * 0.3), torch.nn.Parameter(torch.randn(5, 8) * 0.3)
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = torch.tanh(self.a(x))
+        per_step = h @ self.w  # [N, 6]: b 1-d, batched
+        mixed = self.u @ self.m  # [8]: a 1-d
+        dot = torch.dot(self.w, self.p)  # []: both 1-d
+        return ((h * mixed + dot) @ self.m.t()).mean(1) + per_step[:, :5]
+
+
+def vector_products():
+    torch.manual_seed(17)
+    return beside_torch(VectorProducts(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["matmul"])[:2]
+
+
+case("1-d MatMul operands (x @ vector, vector @ matrix, torch.dot) train as PyTorch's", vector_products)
+
+
+# spectral_norm updates its power-iteration vectors at every training forward pass, state a graph
+# does not have: refused by name in both of its forms, rather than trained with them frozen.
+def spectral_norm_refused():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+    torch.nn.utils.spectral_norm(model[0])
+    forms = [("hook", model)]
+    parametrizations = getattr(torch.nn.utils, "parametrizations", None)
+    if parametrizations is not None and hasattr(parametrizations, "spectral_norm"):
+        other = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+        parametrizations.spectral_norm(other[0])
+        forms.append(("parametrization", other))
+    seen = []
+    for form, m in forms:
+        try:
+            tightfit.from_torch(m, (torch.randn(batch, 3, 8, 8),), loss="cross_entropy")
+            return f"the {form} form imported", ""
+        except tightfit.TightfitError as error:
+            text = str(error)
+            if "spectral_norm on '0'" not in text or "power iteration" not in text:
+                return f"the {form} form's message: {text}", ""
+            seen.append(form)
+    return None, f"refused ({', '.join(seen)}): {text[:90]}..."
+
+
+case("spectral_norm is refused, naming the module", spectral_norm_refused)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
