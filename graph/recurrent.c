@@ -117,6 +117,13 @@ static bool check_layer(tf_graph *g, rnn_layer *layer, tf_tensor_id x, tf_tensor
          layer->hidden, layer->steps, xt->name);
     return false;
   }
+  if (layer->steps > TF_RNN_MAX_STEPS) {
+    fail(g,
+         "%s: x '%s' has %" PRId64 " time steps; a recurrent layer is unrolled into about 15 nodes a step, and "
+         "takes at most %d steps",
+         layer->op, xt->name, layer->steps, TF_RNN_MAX_STEPS);
+    return false;
+  }
   const int64_t dirs = layer->dirs, gh = layer->gates * layer->hidden, n = layer->batch, h = layer->hidden;
   const int64_t w_dims[3] = {dirs, gh, layer->input}, r_dims[3] = {dirs, gh, h}, b_dims[2] = {dirs, 2 * gh};
   const int64_t state_dims[3] = {o->layout ? n : dirs, o->layout ? dirs : n, h};

@@ -27,6 +27,9 @@
 extern "C" {
 #endif
 
+/* The most time steps a layer unrolls (each about 15 nodes); more is an error. */
+#define TF_RNN_MAX_STEPS 16384
+
 typedef enum tf_rnn_direction {
   TF_RNN_FORWARD = 0,
   TF_RNN_REVERSE = 1,

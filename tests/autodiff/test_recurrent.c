@@ -314,6 +314,17 @@ static void check_errors(void) {
   CHECK(&counts, y == TF_NO_TENSOR && strstr(message, "is not tanh, relu or sigmoid"), "an RNN with gelu: %s", message);
   printf("error     %s\n", message);
   tf_graph_destroy(g);
+  /* a time axis past TF_RNN_MAX_STEPS (the fuzzer's find: 2^29 steps unrolled ran out of memory) */
+  tf_status_free(tf_graph_create("bad", &g));
+  x = param(g, "x", TF_SHAPE(F(TF_RNN_MAX_STEPS + 1), F(1), F(1)));
+  w = param(g, "w", TF_SHAPE(F(1), F(3), F(1)));
+  r = param(g, "r", TF_SHAPE(F(1), F(3), F(1)));
+  y = tf_gru(g, x, w, r, TF_NO_TENSOR, TF_NO_TENSOR, NULL, NULL);
+  message = tf_status_message(tf_graph_status(g));
+  CHECK(&counts, y == TF_NO_TENSOR && strstr(message, "has 16385 time steps") && strstr(message, "at most 16384"),
+        "a GRU of 16385 steps: %s", message);
+  printf("error     %s\n", message);
+  tf_graph_destroy(g);
 }
 
 int main(void) {

@@ -343,6 +343,10 @@ def main():
             # the fuzzer's find: a 1 KB file whose folds computed tables of 2^25 elements (32.8 s under
             # the sanitizers); a value computed at import is refused before it is computed when the
             # values computed in all would pass 2^24 elements (or one per byte of a larger file)
+            # the fuzzer's find (2026-12-06): an RNN whose time axis is 2^29 steps, unrolled until memory ran out
+            ("fuzzer's file, an RNN of 2^29 steps", os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx", "rnn_time_axis_huge.onnx"),
+             ["rnn_time_axis_huge.onnx", "'rnn' (RNN)", "536870930 time steps", "at most 16384 steps"]),
             ("fuzzer's file, an Expand too large to fold", os.path.join(
                 os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx", "fold_expand_large.onnx"),
              ["fold_expand_large.onnx", "'invx' (Expand)", "would hold 33554432 elements, more than the",

@@ -1239,5 +1239,55 @@ def spectral_norm_refused():
 
 
 case("spectral_norm is refused, naming the module", spectral_norm_refused)
+# HiFi-GAN's discriminators in miniature (a TTS vocoder's GAN, weight_norm throughout): the
+# multi-period one pads the waveform by reflection to a multiple of its period and reshapes it into
+# [T / p, p] planes for (k, 1) convolutions; the multi-scale one average-pools it (AvgPool1d with
+# padding) before grouped, strided Conv1d. Both train as PyTorch's.
+class PeriodDiscriminator(torch.nn.Module):
+    def __init__(self, period=3):
+        super().__init__()
+        norm = torch.nn.utils.weight_norm
+        self.period = period
+        self.convs = torch.nn.ModuleList([norm(torch.nn.Conv2d(1, 8, (5, 1), (3, 1), padding=(2, 0))),
+                                          norm(torch.nn.Conv2d(8, 16, (5, 1), (3, 1), padding=(2, 0)))])
+        self.post = norm(torch.nn.Conv2d(16, 1, (3, 1), 1, padding=(1, 0)))
+        self.head = torch.nn.Linear(2 * 3, 5)
+
+    def forward(self, x):  # x [N, 1, 50]
+        n, c, t = x.shape
+        x = F.pad(x, (0, self.period - t % self.period), "reflect")
+        x = x.view(n, c, x.shape[2] // self.period, self.period)
+        for conv in self.convs:
+            x = F.leaky_relu(conv(x), 0.1)
+        return self.head(torch.flatten(self.post(x), 1))
+
+
+class ScaleDiscriminator(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        norm = torch.nn.utils.weight_norm
+        self.pool = torch.nn.AvgPool1d(4, 2, padding=2)
+        self.convs = torch.nn.ModuleList([norm(torch.nn.Conv1d(1, 8, 15, 1, padding=7)),
+                                          norm(torch.nn.Conv1d(8, 16, 41, 4, groups=4, padding=20))])
+        self.head = torch.nn.Linear(16 * 7, 5)
+
+    def forward(self, x):  # x [N, 1, 50]
+        x = self.pool(x)
+        for conv in self.convs:
+            x = F.leaky_relu(conv(x), 0.1)
+        return self.head(torch.flatten(x, 1))
+
+
+def hifigan_discriminators():
+    torch.manual_seed(18)
+    wave, labels = torch.randn(batch, 1, 50), torch.randint(0, 5, (batch,))
+    problem, period, ops = beside_torch(PeriodDiscriminator(), wave, labels, ["conv2d", "concat"])
+    if problem:
+        return problem, period
+    problem, scale, ops = beside_torch(ScaleDiscriminator(), wave, labels, ["avg_pool2d", "conv1d"])
+    return problem, f"multi-period: {period}; multi-scale: {scale}"
+
+
+case("HiFi-GAN's period and scale discriminators (reflect pad, AvgPool1d) train as PyTorch's", hifigan_discriminators)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
