@@ -167,6 +167,14 @@ static void vjp_abs(tf_vjp *v) { vjp_from_input(v, TF_OP_ABS_GRAD); }           
 static void vjp_erf(tf_vjp *v) { vjp_from_input(v, TF_OP_ERF_GRAD); }               /* dy 2/sqrt(pi) e^(-x²) */
 static void vjp_sigmoid(tf_vjp *v) { vjp_from_output(v, TF_OP_SIGMOID_GRAD); }
 static void vjp_tanh(tf_vjp *v) { vjp_from_output(v, TF_OP_TANH_GRAD); }
+/* y = sin(x): dx = dy cos(x); y = cos(x): dx = dy (-sin(x)). */
+static void vjp_sin(tf_vjp *v) {
+  tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, op1(v, TF_OP_COS, tf_vjp_input(v, 0), NULL), NULL));
+}
+static void vjp_cos(tf_vjp *v) {
+  int32_t minus_sin = op1(v, TF_OP_NEG, op1(v, TF_OP_SIN, tf_vjp_input(v, 0), NULL), NULL);
+  tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, minus_sin, NULL));
+}
 /* y = log(1 + e^x): dx = dy sigmoid(x), from the existing kernels. */
 static void vjp_softplus(tf_vjp *v) {
   tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, op1(v, TF_OP_SIGMOID, tf_vjp_input(v, 0), NULL), NULL));

@@ -416,7 +416,15 @@
   /* target, f32) in place of gelu when gelu_grad reads the same x, which then becomes dy dydx (mul) */              \
   X(GELU_PAIR,            gelu_pair,            91, TRAINING, 1,  1,   2,  0,   0,   GELU,          unary_pair,        \
       INPUT0,    NONE,               none,             gelu_pair,            gelu_pair,       gelu_pair,               \
-      FLOAT,        ROWS,      NONE)
+      FLOAT,        ROWS,      NONE)                                                                                   \
+  /* x -> sin(x), cos(x): data through sinusoids (diffusion timestep and NeRF-style position embeddings, */          \
+  /* SIREN); each one's gradient is the other's, composed (compiler/autodiff_rules.c) */                              \
+  X(SIN,                  sin,                  92, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               sin,              sin,                  unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(COS,                  cos,                  93, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               cos,              cos,                  unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)
 // clang-format on
 
 #endif

@@ -193,15 +193,15 @@ tf_status ox_convert_sqrt(ox_import *im, const ox_node *node) {
   return unary(im, node, TF_OP_SQRT);
 }
 
-/* Cos and Sin of a known value (a rotary embedding's table from positions and frequencies); tightfit
- * has no trigonometric op for data. */
-static tf_status trigonometric(ox_import *im, const ox_node *node, double (*function)(double)) {
+/* Cos and Sin: of a known value folded (a rotary embedding's table from positions and frequencies),
+ * of data the cos and sin ops (a diffusion model's timestep embedding, SIREN). */
+static tf_status trigonometric(ox_import *im, const ox_node *node, double (*function)(double), tf_op op) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
-  if (!ox_is_known(im, ox_input(node, 0)))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "%s of data computed from the inputs is not supported (only of values known when importing, "
-                   "as a rotary embedding's table of positions)",
-                   node->proto->op_type);
+  if (!ox_is_known(im, ox_input(node, 0))) {
+    tf_tensor_id x;
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+    return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
+  }
   ox_known *k;
   TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(ox_value_find(im, ox_input(node, 0))->known, function, &k)));
   return ox_set_known(im, node, 0, k);
@@ -237,9 +237,9 @@ tf_status ox_convert_sign(ox_import *im, const ox_node *node) { return rounding(
 tf_status ox_convert_ceil(ox_import *im, const ox_node *node) { return rounding(im, node, ceil); }
 tf_status ox_convert_floor(ox_import *im, const ox_node *node) { return rounding(im, node, floor); }
 
-tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonometric(im, node, cos); }
+tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonometric(im, node, cos, TF_OP_COS); }
 
-tf_status ox_convert_sin(ox_import *im, const ox_node *node) { return trigonometric(im, node, sin); }
+tf_status ox_convert_sin(ox_import *im, const ox_node *node) { return trigonometric(im, node, sin, TF_OP_SIN); }
 
 /* Gelu (the default domain's from opset 20): approximate "none" (the default: erf) or "tanh"; any
  * other spelling is refused rather than read as one of them. */

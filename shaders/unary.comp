@@ -56,6 +56,22 @@ float erf_of(float x) {
   return x < 0.0 ? -e : e;
 }
 
+// sin(x) (phase 0) or cos(x) (phase 1), not GLSL's sin and cos, which Vulkan holds only to 2^-11
+// absolute on [-pi, pi]: x less k pi/2 (k = round(x 2/pi)) in three parts (Cody and Waite's; the
+// first part has 8 bits, so k times it is exact for |k| < 2^16), then cephes' sinf/cosf polynomials
+// on [-pi/4, pi/4]; cos(x) = sin(x + pi/2), a quadrant further. Within a few units in the last place
+// for |x| < 1e5; NaN for infinities and NaN.
+float sin_cos_of(float x, uint phase) {
+  precise float k = round(x * 0.63661977236758134308);
+  precise float r = ((x - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.549789954891882e-8;
+  uint quadrant = (uint(int(k)) + phase) & 3u;
+  float z = r * r;
+  float s = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+  float c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+  float v = (quadrant & 1u) != 0u ? c : s;
+  return (quadrant & 2u) != 0u ? -v : v;
+}
+
 // tanh without inf/inf for large |x|: tanh(15) rounds to 1 in f32 already.
 float tanh_of(float x) { return tanh(clamp(x, -15.0, 15.0)); }
 
@@ -99,6 +115,8 @@ float forward(uint op, float x) {
   case TF_OP_LEAKY_RELU: return x > 0.0 ? x : x * pc.slope;
   case TF_OP_ABS: return abs(x);
   case TF_OP_ERF: return erf_of(x);
+  case TF_OP_SIN: return sin_cos_of(x, 0u);
+  case TF_OP_COS: return sin_cos_of(x, 1u);
   case TF_OP_STOP_GRADIENT: return x;
   }
   return MISSING;

@@ -269,6 +269,8 @@ DEFINE_UNARY_SPAN(gelu_tanh, gelu_of(x, true))
 DEFINE_UNARY_SPAN(leaky_relu, x > 0 ? x : x * slope) /* PyTorch's: x * negative_slope at x <= 0 */
 DEFINE_UNARY(abs, TF_REAL_FABS(x))
 DEFINE_UNARY(erf, TF_REAL_ERF(x))
+DEFINE_UNARY(sin, TF_REAL_SIN(x))
+DEFINE_UNARY(cos, TF_REAL_COS(x))
 DEFINE_UNARY(stop_gradient, x) /* the identity: only autodiff treats it otherwise */
 // clang-format on
 

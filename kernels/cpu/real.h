@@ -24,6 +24,8 @@ typedef double real;
 #define TF_REAL_ERF erf
 #define TF_REAL_FABS fabs
 #define TF_REAL_FLOOR floor
+#define TF_REAL_SIN sin
+#define TF_REAL_COS cos
 #else
 typedef float real;
 #define TF_REAL_SUFFIX _f32
@@ -36,6 +38,8 @@ typedef float real;
 #define TF_REAL_ERF erff
 #define TF_REAL_FABS fabsf
 #define TF_REAL_FLOOR floorf
+#define TF_REAL_SIN sinf
+#define TF_REAL_COS cosf
 #endif
 
 #define TF_REAL_NAME(name) TF_REAL_CONCAT(name, TF_REAL_SUFFIX)

@@ -124,6 +124,8 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_LEAKY_RELU: return x > 0 ? x : x * a.slope;
   case TF_OP_ABS: return fabsf(x);
   case TF_OP_ERF: return erff(x);
+  case TF_OP_SIN: return sinf(x); /* not fast math: within 2 ulp, with full range reduction */
+  case TF_OP_COS: return cosf(x);
   case TF_OP_STOP_GRADIENT: return x;
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }

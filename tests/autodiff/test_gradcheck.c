@@ -177,7 +177,8 @@ static void unary_cases(void) {
   } ops[] = {{TF_OP_NEG, VALUES_ANY},       {TF_OP_EXP, VALUES_ANY},        {TF_OP_LOG, VALUES_POSITIVE},
              {TF_OP_SQRT, VALUES_POSITIVE}, {TF_OP_RSQRT, VALUES_POSITIVE}, {TF_OP_RELU, VALUES_SPREAD},
              {TF_OP_SILU, VALUES_ANY},      {TF_OP_SIGMOID, VALUES_ANY},    {TF_OP_TANH, VALUES_ANY},
-             {TF_OP_SOFTPLUS, VALUES_ANY},  {TF_OP_ABS, VALUES_SPREAD},     {TF_OP_ERF, VALUES_ANY}};
+             {TF_OP_SOFTPLUS, VALUES_ANY},  {TF_OP_ABS, VALUES_SPREAD},     {TF_OP_ERF, VALUES_ANY},
+             {TF_OP_SIN, VALUES_ANY},       {TF_OP_COS, VALUES_ANY}};
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     tf_graph *g = new_graph("unary");
     tf_tensor_id x = param(g, "x", S(F(3), F(7)));

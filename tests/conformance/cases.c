@@ -411,6 +411,8 @@ static const conf_case cases[] = {
     {"relu (+ grad) [3,257]", build_unary, .op = TF_OP_RELU, .shapes = {DIMS(3, 257)}, MATH},
     {"abs (+ grad) [3,257]", build_unary, .op = TF_OP_ABS, .shapes = {DIMS(3, 257)}, MATH},
     {"erf (+ grad) [3,257]", build_unary, .op = TF_OP_ERF, .shapes = {DIMS(3, 257)}, MATH},
+    {"sin (+ grad) [3,257]", build_unary, .op = TF_OP_SIN, .shapes = {DIMS(3, 257)}, MATH},
+    {"cos (+ grad) [3,257]", build_unary, .op = TF_OP_COS, .shapes = {DIMS(3, 257)}, MATH},
     {"x * stop_gradient(x) [3,257]", build_stop_gradient, .shapes = {DIMS(3, 257)}, MATH},
     {"silu (+ grad) [3,257]", build_unary, .op = TF_OP_SILU, .shapes = {DIMS(3, 257)}, MATH},
     {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},

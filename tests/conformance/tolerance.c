@@ -62,6 +62,8 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_SOFTPLUS:
   case TF_OP_ERF:
   case TF_OP_ERF_GRAD:
+  case TF_OP_SIN:
+  case TF_OP_COS:
   case TF_OP_GELU_GRAD:
   case TF_OP_GELU_PAIR:
   case TF_OP_SILU_GRAD:
@@ -127,6 +129,8 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_SOFTPLUS:
   case TF_OP_ERF:
   case TF_OP_ERF_GRAD:
+  case TF_OP_SIN:
+  case TF_OP_COS:
   case TF_OP_GELU_GRAD:
   case TF_OP_GELU_PAIR:
   case TF_OP_SILU_GRAD:

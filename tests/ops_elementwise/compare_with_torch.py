@@ -105,7 +105,8 @@ def reference(op, a, context, ins):
     x = ins[0]
     unary = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
              "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
-             "softplus": F.softplus, "abs": torch.abs, "erf": torch.erf, "stop_gradient": torch.Tensor.detach}
+             "softplus": F.softplus, "abs": torch.abs, "erf": torch.erf, "stop_gradient": torch.Tensor.detach,
+             "sin": torch.sin, "cos": torch.cos}
     if op in ("add", "sub", "mul", "div"):
         return [getattr(torch, op)(x, ins[1])]
     if op in unary:

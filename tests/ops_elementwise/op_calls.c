@@ -85,6 +85,10 @@ static void elementwise_calls(builder *b, bool large) {
   CALL(TF_OP_ERF, none, TRANSCENDENTAL, R(-5, 5, n)); // past 3.9, where erf(x) rounds to 1 in f32
   CALL(TF_OP_ERF, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
   CALL(TF_OP_ERF_GRAD, none, TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
+  CALL(TF_OP_SIN, none, TRANSCENDENTAL, R(-10, 10, n)); // several quadrants either side
+  CALL(TF_OP_SIN, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
+  CALL(TF_OP_COS, none, TRANSCENDENTAL, R(-10, 10, n));
+  CALL(TF_OP_COS, none, TRANSCENDENTAL, R(1.5, 1.65, n)); // around pi/2, where cos crosses 0
   CALL(TF_OP_GELU_GRAD, th_gelu(false), TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
   CALL(TF_OP_GELU_GRAD, th_gelu(true), TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
   CALL(TF_OP_SILU_GRAD, none, TRANSCENDENTAL, R(-8, 8, n), R(-1, 1, n));

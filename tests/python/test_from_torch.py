@@ -1289,5 +1289,35 @@ def hifigan_discriminators():
 
 
 case("HiFi-GAN's period and scale discriminators (reflect pad, AvgPool1d) train as PyTorch's", hifigan_discriminators)
+# Sin and Cos of data (the sin and cos ops): a diffusion model's sinusoidal timestep embedding of a
+# float input t, and a SIREN layer (sin(30 (W x + b))) whose gradient runs through cos; trains as
+# PyTorch's.
+class TimestepSiren(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("frequencies", torch.exp(-torch.arange(4.0) * 0.7))
+        self.siren, self.mix = torch.nn.Linear(8, 8), torch.nn.Linear(16, 5)
+
+    def forward(self, x, t):  # x [N, 8], t [N]
+        angles = t[:, None] * self.frequencies[None, :]
+        embedding = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+        return self.mix(torch.cat([torch.sin(30 * self.siren(x)) / 30, embedding], dim=1))
+
+
+def sinusoids_of_data():
+    torch.manual_seed(19)
+    model = TimestepSiren()
+    xs, ts, ys = torch.randn(batch, 8), torch.rand(batch) * 1000, torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs, ts), loss="cross_entropy", input_names=["x", "t"])
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5, inputs={"x": xs, "t": ts})
+    seen = f"{ops.count('sin')} sin, {ops.count('cos')} cos; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("sin") != 2 or ops.count("cos") != 1:
+        return f"expected 2 sin and 1 cos nodes: {ops}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("Sin and Cos of data (a timestep embedding, a SIREN layer) train as PyTorch's", sinusoids_of_data)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
