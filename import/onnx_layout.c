@@ -701,6 +701,9 @@ static tf_tensor_id pad_axis(ox_import *im, const ox_node *node, tf_tensor_id x,
   return tf_concat(im->graph, parts, n, axis);
 }
 
+/* The widest pad or crop read (the fuzzer's INT64_MIN crop had no negation). */
+#define PAD_LIMIT (INT64_C(1) << 31)
+
 /* Pad's mode attribute: constant (the default), reflect, edge, or wrap (opset 19). */
 static tf_status pad_mode(ox_import *im, const ox_node *node, ox_pad_mode *mode) {
   static const char *const names[] = {"constant", "reflect", "edge", "wrap"};
@@ -739,6 +742,10 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
                    rank);
   for (int32_t axis = 0; axis < rank; axis++) {
     const int64_t before = pads[axis], after = pads[rank + axis];
+    if (before < -PAD_LIMIT || before > PAD_LIMIT || after < -PAD_LIMIT || after > PAD_LIMIT)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                     "pads %" PRId64 " and %" PRId64 " on axis %" PRId32 ": each must be within +-2^31", before, after,
+                     axis);
     if (mode != OX_PAD_CONSTANT) {
       if (before < 0 || after < 0)
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a negative pad on axis %" PRId32 " in a mode other than constant",

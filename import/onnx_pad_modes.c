@@ -66,8 +66,9 @@ tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int3
                    axis);
   TF_RETURN_IF_ERROR(check_width(im, node, mode, axis, n, before));
   TF_RETURN_IF_ERROR(check_width(im, node, mode, axis, n, after));
-  /* reflect: one part per copied element; edge and wrap: one part per side */
-  tf_tensor_id *parts = calloc((size_t)(before + after + 1), sizeof(*parts));
+  /* reflect: one part per copied element (each below n); edge and wrap: one part per side */
+  const int64_t n_parts = mode == OX_PAD_REFLECT ? before + after + 1 : 3;
+  tf_tensor_id *parts = calloc((size_t)n_parts, sizeof(*parts));
   if (!parts)
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a pad of %" PRId64 " elements", before + after);
   int64_t k = 0;

@@ -344,6 +344,10 @@ def main():
             # the fuzzer's find: a 1 KB file whose folds computed tables of 2^25 elements (32.8 s under
             # the sanitizers); a value computed at import is refused before it is computed when the
             # values computed in all would pass 2^24 elements (or one per byte of a larger file)
+            # the fuzzer's find (2026-12-06): a Pad whose crop is INT64_MIN, negated (undefined behaviour)
+            ("fuzzer's file, a pad of INT64_MIN", os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx", "pad_int64_min.onnx"),
+             ["pad_int64_min.onnx", "'mirror' (Pad)", "pads -9223372036854775808 and 0 on axis 1", "within +-2^31"]),
             # the fuzzer's find (2026-12-06): an RNN whose time axis is 2^29 steps, unrolled until memory ran out
             ("fuzzer's file, an RNN of 2^29 steps", os.path.join(
                 os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "onnx", "rnn_time_axis_huge.onnx"),
