@@ -110,13 +110,20 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
 
-/* onnx_pad_modes.c: Pad's modes other than constant, on one axis of fixed size */
+/* onnx_axis_copies.c: an axis of fixed size rebuilt from slices of its elements: Pad's modes other
+ * than constant, and Slice with a negative step */
 typedef enum ox_pad_mode { OX_PAD_CONSTANT, OX_PAD_REFLECT, OX_PAD_EDGE, OX_PAD_WRAP } ox_pad_mode;
 /* x with `before` and `after` (>= 0) elements on `axis` copied from x as `mode` (not constant) says:
  * slices of x concatenated with it, into *out; an error naming the node for a symbolic axis, a
  * reflection as wide as the axis, a wrap wider than it. */
 tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before, int64_t after,
                         ox_pad_mode mode, tf_tensor_id *out) TF_MUST_USE;
+/* x's elements start, start + step, ... (step < 0; ONNX's clamping of start and end) along `axis` of
+ * fixed size, as a concat of one-element slices (torch.flip, x[::-1]), into *out; an error naming the
+ * node for a symbolic axis, an empty result, or more than OX_SLICE_COPIES_MAX elements. */
+#define OX_SLICE_COPIES_MAX 4096
+tf_status ox_slice_backwards(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t start,
+                             int64_t end, int64_t step, tf_tensor_id *out) TF_MUST_USE;
 
 /* onnx_scatter.c: ScatterND, folded or of data as a slice assignment */
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node);

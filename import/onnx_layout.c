@@ -301,8 +301,14 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
     if (axis < 0 || axis >= rank)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range", axis);
     int64_t step = n_steps >= 0 ? steps[i] : 1;
-    if (step < 1)
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "step %" PRId64 " (only positive steps)", step);
+    if (step == 0)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "step 0 on axis %" PRId64, axis);
+    if (step < 0) { /* torch.flip: one-element slices, concatenated (onnx_axis_copies.c) */
+      if (ends->ints[i].symbol >= 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end with a negative step");
+      TF_RETURN_IF_ERROR(ox_slice_backwards(im, node, y, (int32_t)axis, starts[i], ends->ints[i].size, step, &y));
+      continue;
+    }
     tf_dim end = ends->ints[i];
     int64_t end_value = end.size;
     if (end.symbol >= 0) {
@@ -719,7 +725,7 @@ static tf_status pad_mode(ox_import *im, const ox_node *node, ox_pad_mode *mode)
 /* Pad: in constant mode (MobileBERT's trigram embeddings pad the sequence with a zero row) negative
  * pads crop (a slice), positive ones add constants (pad_axis); in reflect, edge and wrap modes
  * (nn.ReflectionPad2d, nn.ReplicationPad2d) positive pads add copies of x's elements
- * (onnx_pad_modes.c). Zero Pads before an avg_pool2d and convolution pads are the patterns'
+ * (onnx_axis_copies.c). Zero Pads before an avg_pool2d and convolution pads are the patterns'
  * (onnx_patterns.c). */
 tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
   int64_t pads[2 * TF_MAX_RANK];

@@ -134,7 +134,7 @@ SEEDS = {
     ], [value_info("x", 1, ["N", "T", "T"]), value_info("m", 7, ["N", "T"])], [value_info("y", 1, ["N", "T", "T"])]),
     "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])], opset=3),
-    # pixel shuffles (import/onnx_depth_space.c), a reflect pad (import/onnx_pad_modes.c) and a 1-d
+    # pixel shuffles (import/onnx_depth_space.c), a reflect pad (import/onnx_axis_copies.c) and a 1-d
     # MaxPool, a simple RNN (tf_rnn) with Relu
     "shuffle_pad_rnn.onnx": model([
         node("DepthToSpace", ["x"], ["d"], "shuffle", int_attribute("blocksize", 2) +

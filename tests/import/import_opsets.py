@@ -5,7 +5,7 @@ with onnx.helper, imported, compiled (--inference), run, and its output compared
   the operators whose definitions changed only by new element types (Transpose, Unsqueeze, Squeeze,
       Flatten, Reshape, Identity, Pad, Cast with opset 19's saturate attribute, Constant,
       ConstantOfShape, Shape, Size) in one chain, at opsets 18, 19, 20 and 21: the same output each time
-      (Pad's wrap mode, new in 19, against numpy.pad: import_pad_modes.py)
+      (Pad's wrap mode, new in 19, against numpy.pad: import_axis_copies.py)
   Gelu (opset 20), approximate "none" and "tanh", against numpy's erf and tanh forms (within 1e-6)
   ReduceMax and ReduceMin of bool data (opset 20): any and all over an axis, exact
   ConstantOfShape of a bf16 value (opset 20): a bf16 fill

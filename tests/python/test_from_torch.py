@@ -1319,5 +1319,30 @@ def sinusoids_of_data():
 
 
 case("Sin and Cos of data (a timestep embedding, a SIREN layer) train as PyTorch's", sinusoids_of_data)
+# torch.flip (Slice with step -1: the flows of VITS and Glow-TTS flip their channels between coupling
+# layers) imports as one-element slices concatenated in reverse; a coupling flow in miniature trains as
+# PyTorch's.
+class FlippedCoupling(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre, self.post = torch.nn.Conv1d(3, 8, 3, padding=1), torch.nn.Conv1d(8, 3, 3, padding=1)
+        self.head = torch.nn.Linear(6 * 5, 5)
+
+    def forward(self, x):  # x [N, 6, 5]: two halves of 3 channels
+        for _ in range(2):
+            a, b = x[:, :3], x[:, 3:]
+            b = b + self.post(torch.tanh(self.pre(a)))
+            x = torch.flip(torch.cat([a, b], dim=1), [1])
+        return self.head(torch.flatten(torch.flip(x, [2]), 1))
+
+
+def flipped_coupling():
+    torch.manual_seed(20)
+    problem, seen, ops = beside_torch(FlippedCoupling(), torch.randn(batch, 6, 5), torch.randint(0, 5, (batch,)),
+                                      ["slice", "concat"])
+    return (f"expected the flips' slices: {ops}" if not problem and ops.count("slice") < 17 else problem), seen
+
+
+case("torch.flip (a flow's channel flips) trains as PyTorch's", flipped_coupling)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

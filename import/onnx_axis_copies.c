@@ -1,6 +1,9 @@
-/* Pad in reflect, edge and wrap modes (nn.ReflectionPad1d/2d, nn.ReplicationPad1d/2d, numpy's wrap),
- * one axis at a time: the added borders are slices of x concatenated with it, so the gradient of
- * every copied element flows back to the element it copies. The axis must have a fixed size. */
+/* An axis rebuilt from slices of its own elements, concatenated, so that the gradient of every copied
+ * element flows back to the element it copies; the axis must have a fixed size:
+ *   - Pad in reflect, edge and wrap modes (nn.ReflectionPad1d/2d, nn.ReplicationPad1d/2d, numpy's
+ *     wrap), one axis at a time: the added borders;
+ *   - Slice with a negative step (torch.flip: the flows of VITS and Glow-TTS flip their channels),
+ *     one element at a time. */
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -87,6 +90,34 @@ tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int3
       parts[k++] = edge ? border(im, x, axis, n - 1, 1, after) : border(im, x, axis, 0, after, 1);
   }
   *out = concat_parts(im->graph, parts, k, axis);
+  free(parts);
+  return NULL;
+}
+
+tf_status ox_slice_backwards(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t start,
+                             int64_t end, int64_t step, tf_tensor_id *out) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  const int64_t n = dims[axis].size;
+  if (dims[axis].symbol >= 0 || n < 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "step %" PRId64 " on axis %" PRId32 " of symbolic size (a negative step needs a fixed size)", step,
+                   axis);
+  /* ONNX's clamping for a negative step: start into [0, n - 1], end into [-1, n - 1] */
+  start = start < 0 ? (start < -n ? -1 : start + n) : (start > n - 1 ? n - 1 : start);
+  end = end < 0 ? (end < -n ? -1 : end + n) : (end > n - 1 ? n - 1 : end);
+  const int64_t count = start > end ? (start - end - 1) / -step + 1 : 0;
+  if (count < 1 || count > OX_SLICE_COPIES_MAX)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "step %" PRId64 " on axis %" PRId32 " takes %" PRId64 " elements (a negative step takes 1 to %d)",
+                   step, axis, count, OX_SLICE_COPIES_MAX);
+  tf_tensor_id *parts = calloc((size_t)count, sizeof(*parts));
+  if (!parts)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a slice of %" PRId64 " elements", count);
+  for (int64_t k = 0; k < count; k++)
+    parts[k] = border(im, x, axis, start + k * step, 1, 1);
+  *out = concat_parts(im->graph, parts, count, axis);
   free(parts);
   return NULL;
 }
