@@ -167,6 +167,11 @@ tf_status ox_convert_lstm(ox_import *im, const ox_node *node);
 tf_status ox_convert_gru(ox_import *im, const ox_node *node);
 tf_status ox_convert_rnn(ox_import *im, const ox_node *node);
 
+/* onnx_argmax.c: ArgMax and ArgMin of float data along a fixed axis, composed of max, sub, abs, mul,
+ * relu and a cast to i64 (no gradient) */
+tf_status ox_convert_arg_max(ox_import *im, const ox_node *node);
+tf_status ox_convert_arg_min(ox_import *im, const ox_node *node);
+
 /* onnx_depth_space.c: DepthToSpace (DCR, CRD) and SpaceToDepth on [N, C, H, W] data with a fixed C. */
 tf_status ox_convert_depth_to_space(ox_import *im, const ox_node *node);
 tf_status ox_convert_space_to_depth(ox_import *im, const ox_node *node);

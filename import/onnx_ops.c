@@ -54,6 +54,8 @@ static const ox_converter_row converters[] = {
     {"ReduceL1", ox_convert_reduce_l1},
     {"ReduceSumSquare", ox_convert_reduce_sum_square},
     {"ReduceProd", ox_convert_reduce_prod},
+    {"ArgMax", ox_convert_arg_max},
+    {"ArgMin", ox_convert_arg_min},
     {"ReduceLogSum", ox_convert_reduce_log_sum},
     {"ReduceLogSumExp", ox_convert_reduce_log_sum_exp},
     {"NegativeLogLikelihoodLoss", ox_convert_nll_loss},

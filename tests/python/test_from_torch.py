@@ -1344,5 +1344,32 @@ def flipped_coupling():
 
 
 case("torch.flip (a flow's channel flips) trains as PyTorch's", flipped_coupling)
+# argmin/argmax of data (ONNX ArgMin/ArgMax, composed exactly of max, abs, relu and a cast): a VQ-VAE's
+# nearest codebook entry (distances.argmin(1)), looked up, with the straight-through estimator
+# (z + (zq - z).detach()); and a prediction's argmax fed back as an embedding; train as PyTorch's.
+class Quantizer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encode, self.codebook = torch.nn.Linear(8, 4), torch.nn.Embedding(6, 4)
+        self.guess, self.head = torch.nn.Linear(8, 3), torch.nn.Linear(4, 5)
+        self.hint = torch.nn.Embedding(3, 4)
+
+    def forward(self, x):  # x [N, 8]
+        z = self.encode(x)
+        e = self.codebook.weight
+        distances = (z ** 2).sum(1, keepdim=True) + (e ** 2).sum(1) - 2 * z @ e.t()
+        quantized = self.codebook(distances.argmin(1))
+        z = z + (quantized - z).detach()
+        return self.head(z + self.hint(self.guess(x).argmax(-1)))
+
+
+def argmin_quantizer():
+    torch.manual_seed(21)
+    problem, seen, ops = beside_torch(Quantizer(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
+                                      ["embedding", "stop_gradient"])
+    return (f"expected 2 embedding lookups: {ops}" if not problem and ops.count("embedding") != 2 else problem), seen
+
+
+case("argmin/argmax of data (a VQ codebook lookup, straight-through) train as PyTorch's", argmin_quantizer)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
