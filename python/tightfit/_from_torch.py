@@ -212,6 +212,31 @@ def _circular_pad_as_torch(torch):
     return restore
 
 
+def _rms_norm_as_ops(torch, opset):
+    """Gives torch.nn.RMSNorm / F.rms_norm (aten::rms_norm, PyTorch 2.4+) a symbolic where the
+    exporter has none at `opset` (ONNX's RMSNormalization is opset 23): x * (1 / sqrt(mean(x^2) + eps))
+    * weight over the normalised axes, eps PyTorch's default (the dtype's machine epsilon) when None,
+    which the importer reads as one rms_norm over the last axis. Returns the function that removes it."""
+    if _registered("aten::rms_norm", opset) or not hasattr(torch.nn.functional, "rms_norm"):
+        return lambda: None
+    from torch.onnx import symbolic_helper as helper
+
+    types = helper._type_utils.JitScalarType
+
+    def rms_norm(g, x, normalized_shape, weight=None, eps=None):
+        axes = list(range(-len(helper._get_const(normalized_shape, "is", "normalized_shape")), 0))
+        dtype = types.from_value(x, types.FLOAT).dtype()
+        eps = None if eps is None or helper._is_none(eps) else helper._get_const(eps, "f", "eps")
+        epsilon = torch.finfo(dtype).eps if eps is None else float(eps)
+        mean = g.op("ReduceMean", g.op("Mul", x, x), axes_i=axes, keepdims_i=1)
+        root = g.op("Sqrt", g.op("Add", mean, g.op("Constant", value_t=torch.tensor(epsilon, dtype=dtype))))
+        y = g.op("Mul", x, g.op("Reciprocal", root))
+        return y if weight is None or helper._is_none(weight) else g.op("Mul", y, weight)
+
+    torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, 9)
+    return lambda: torch.onnx.unregister_custom_op_symbolic("aten::rms_norm", 9)
+
+
 def _registered(name, opset):
     """Whether torch's exporter has a symbolic for `name` at `opset` (its registry moved in 2.x)."""
     import importlib
@@ -293,7 +318,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
-    restore_detach = restore_repeat = restore_bitwise = restore_circular = None
+    restore_detach = restore_repeat = restore_bitwise = restore_circular = restore_rms = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -314,6 +339,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restore_repeat = _repeat_interleave_as_expand(torch)
         restore_bitwise = _bitwise_ops_of_masks(torch, kwargs.get("opset_version", 17))
         restore_circular = _circular_pad_as_torch(torch)
+        restore_rms = _rms_norm_as_ops(torch, kwargs.get("opset_version", 17))
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -335,6 +361,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             restore_bitwise()
         if restore_circular:
             restore_circular()
+        if restore_rms:
+            restore_rms()
         if scripted:
             pass
         elif own_forward is None:

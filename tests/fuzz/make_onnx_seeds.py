@@ -7,7 +7,8 @@ InstanceNormalization, a half_pixel Resize, a MatMul + Add with a Shape/Gather/U
 exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (Equal, Where, Cast to
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
-SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, and an opset-3 model the importer refuses.
+SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, and an
+opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
@@ -152,6 +153,19 @@ SEEDS = {
     ], [value_info("x", 1, [2, 4, 2, 2])], [value_info("y", 1, [3, 1, 2, 2])],
         [tensor("w", [1, 2, 4], [0.1 * i for i in range(8)]), tensor("rr", [1, 2, 2], [0.5, -0.5, 0.25, 0.75]),
          tensor("b", [1, 4], [0.0, 0.1, 0.2, 0.3])]),
+    # a codebook lookup by ArgMin (import/onnx_argmax.c), a flip (Slice with step -1) and Sin of data
+    "argmin_flip_sin.onnx": model([
+        node("MatMul", ["x", "codes"], ["d"], "distances"),
+        node("ArgMin", ["d"], ["i"], "nearest", int_attribute("axis", 1) + int_attribute("keepdims", 0)),
+        node("Gather", ["table", "i"], ["q"], "lookup", int_attribute("axis", 0)),
+        const_node("k0", "starts", [1], ints=[-1]),
+        const_node("k1", "ends", [1], ints=[-(2 ** 63 - 1)]),
+        const_node("k2", "axes", [1], ints=[1]),
+        const_node("k3", "steps", [1], ints=[-1]),
+        node("Slice", ["q", "starts", "ends", "axes", "steps"], ["f"], "flip"),
+        node("Sin", ["f"], ["y"], "sin"),
+    ], [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N", 2])],
+        [tensor("codes", [3, 4], [0.1 * i - 0.5 for i in range(12)]), tensor("table", [4, 2], [0.5 * i for i in range(8)])]),
 }
 
 

@@ -1371,5 +1371,25 @@ def argmin_quantizer():
 
 
 case("argmin/argmax of data (a VQ codebook lookup, straight-through) train as PyTorch's", argmin_quantizer)
+# nn.RMSNorm (PyTorch 2.4+; aten::rms_norm has no symbolic below ONNX's opset 23): from_torch writes it
+# out, which imports as one rms_norm, and trains as PyTorch's, with eps given or PyTorch's default, and
+# without a weight. Where this PyTorch has no nn.RMSNorm the case says so.
+def torch_rms_norm():
+    if not hasattr(torch.nn, "RMSNorm"):
+        return None, f"PyTorch {torch.__version__} has no nn.RMSNorm"
+    torch.manual_seed(22)
+    seen = []
+    for norm in (torch.nn.RMSNorm(8, eps=1e-5), torch.nn.RMSNorm(8), torch.nn.RMSNorm(8, elementwise_affine=False)):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), norm, torch.nn.Linear(8, 5))
+        problem, text, ops = beside_torch(model, torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["rms_norm"])
+        if problem:
+            return problem, text
+        if norm.weight is not None and ops.count("rms_norm") != 1:
+            return f"expected one rms_norm: {ops}", text
+        seen.append(text)
+    return None, "; ".join(seen)
+
+
+case("nn.RMSNorm (eps given, default, no weight) trains as PyTorch's", torch_rms_norm)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
