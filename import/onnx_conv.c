@@ -98,30 +98,44 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
 tf_status ox_convert_conv(ox_import *im, const ox_node *node) { return conv_like(im, node, false); }
 tf_status ox_convert_conv_transpose(ox_import *im, const ox_node *node) { return conv_like(im, node, true); }
 
-/* ceil_mode=1 where the windows tile each (fixed) spatial axis exactly, so that rounding the count
- * of windows up adds none (Funnel's avg_pool2d(ceil_mode=True) over an even sequence); refused
- * where a partial window would be added. */
-static tf_status ceil_as_floor(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a) {
+/* ceil_mode=1: the windows of each spatial axis, counted up (PyTorch's and ONNX's rule: a last window
+ * that would start past the input and its left padding is dropped), as floor-mode windows over x
+ * padded at the end by `extra[i]` elements (none where the windows tile the axis exactly: Funnel's
+ * avg_pool2d(ceil_mode=True) over an even sequence); the spatial sizes must be fixed. */
+static tf_status ceil_windows(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a,
+                              int64_t extra[2]) {
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
   for (int32_t i = 0; i < 2; i++) {
     const tf_dim d = dims[2 + i];
-    const int64_t span = d.size + 2 * (int64_t)a->padding[i] - a->kernel[i];
-    if (d.symbol >= 0 || d.size < 0 || a->stride[i] < 1 || span < 0 || span % a->stride[i] != 0)
+    const int64_t s = a->stride[i], span = d.size + 2 * (int64_t)a->padding[i] - a->kernel[i];
+    extra[i] = 0;
+    if (s == 1) /* every window count is whole */
+      continue;
+    if (d.symbol >= 0)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "ceil_mode=1 over spatial axis %" PRId32 " where the windows do not tile it exactly (a "
-                     "partial last window; only exact tilings, where ceil and floor agree)",
+                     "ceil_mode=1 over spatial axis %" PRId32 " of symbolic size, where the windows may not tile it "
+                     "(a fixed size is needed)",
                      i);
+    if (s < 1 || span < 0 || span % s == 0)
+      continue; /* the pool's own rule refuses the first two */
+    int64_t windows = (span + s - 1) / s + 1;
+    if ((windows - 1) * s >= d.size + a->padding[i])
+      windows--;
+    extra[i] = (windows - 1) * s + a->kernel[i] - (d.size + 2 * (int64_t)a->padding[i]);
   }
   return NULL;
 }
 
-/* The input positions a window of `kernel` at output position o covers along an axis of `size`
- * (stride, padding): those of [o stride - padding, + kernel) inside [0, size). */
-static int64_t covered(int64_t o, int64_t size, int32_t kernel, int32_t stride, int32_t padding) {
+/* The positions a window of `kernel` at output position o counts along an axis of `size` (stride,
+ * padding): those of [o stride - padding, + kernel) inside [0, size), or with `padding_counted`
+ * inside [-padding, size + padding) (PyTorch's count_include_pad: the padding counts, a ceil-mode
+ * window's overhang past it does not). */
+static int64_t covered(int64_t o, int64_t size, int32_t kernel, int32_t stride, int32_t padding, bool padding_counted) {
+  const int64_t low = padding_counted ? -padding : 0, high = padding_counted ? size + padding : size;
   const int64_t first = o * stride - padding, last = first + kernel;
-  return (last < size ? last : size) - (first > 0 ? first : 0);
+  return (last < high ? last : high) - (first > low ? first : low);
 }
 
 /* Padded average pooling that does not count the padding (count_include_pad=0, PyTorch's
@@ -130,7 +144,7 @@ static int64_t covered(int64_t o, int64_t size, int32_t kernel, int32_t stride, 
  * Within an f32 rounding of PyTorch's sum / count; its gradient is dy / count at each covered
  * position, as PyTorch's. */
 static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_pool_attrs *a,
-                                   tf_tensor_id *y) {
+                                   const int64_t extra[2], bool padding_counted, tf_tensor_id *y) {
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
@@ -141,15 +155,17 @@ static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                      "padded average pooling that does not count the padding (count_include_pad=0) over a spatial "
                      "axis of symbolic size (only of fixed sizes)");
-    out[i] = (size[i] + 2 * (int64_t)a->padding[i] - a->kernel[i]) / a->stride[i] + 1;
+    out[i] = (size[i] + 2 * (int64_t)a->padding[i] + extra[i] - a->kernel[i]) / a->stride[i] + 1;
   }
+  for (int32_t i = 0; i < 2; i++) /* a ceil-mode pool's overhang: zeros the counting pool adds up */
+    x = ox_pad_axis(im, node, x, 2 + i, 0, extra[i], 0.0);
   ox_known *k = ox_known_new(true, TF_F32, 2, out);
   if (!k)
     return ox_at(im, node, ox_known_refusal(2, out, "the counts of the windows"));
   for (int64_t h = 0; h < out[0]; h++)
     for (int64_t w = 0; w < out[1]; w++) {
-      const int64_t count = covered(h, size[0], a->kernel[0], a->stride[0], a->padding[0]) *
-                            covered(w, size[1], a->kernel[1], a->stride[1], a->padding[1]);
+      const int64_t count = covered(h, size[0], a->kernel[0], a->stride[0], a->padding[0], padding_counted) *
+                            covered(w, size[1], a->kernel[1], a->stride[1], a->padding[1], padding_counted);
       if (count <= 0) {
         ox_known_free(k);
         return ox_fail(im, node, TF_ERR_INVALID_INPUT, "a window at (%" PRId64 ", %" PRId64 ") covers only padding", h,
@@ -208,14 +224,20 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
   ox_tensor_dims(im, x, &xr, xd);
   if (rank == 3) /* [N, C, L] as [N, C, 1, L] */
     x = tf_reshape(im->graph, x, TF_SHAPE(xd[0], xd[1], tf_fixed(1), xd[2]));
-  if (ox_attr_int(node, "ceil_mode", 0) != 0)
-    TF_RETURN_IF_ERROR(ceil_as_floor(im, node, x, &a));
   tf_tensor_id y = TF_NO_TENSOR;
   if (node->pool_padding[0] || node->pool_padding[1]) { /* a Pad of zeros folded in: counted, like tf */
     a.padding[0] = node->pool_padding[0];
     a.padding[1] = node->pool_padding[1];
-  } else if (op == TF_OP_AVG_POOL2D && (a.padding[0] || a.padding[1]) && !ox_attr_int(node, "count_include_pad", 0))
-    TF_RETURN_IF_ERROR(uncounted_padding(im, node, x, &a, &y));
+  }
+  int64_t extra[2] = {0, 0};
+  if (ox_attr_int(node, "ceil_mode", 0) != 0)
+    TF_RETURN_IF_ERROR(ceil_windows(im, node, x, &a, extra));
+  const bool counted = node->pool_padding[0] || node->pool_padding[1] || ox_attr_int(node, "count_include_pad", 0);
+  if (op == TF_OP_AVG_POOL2D && (extra[0] || extra[1] || ((a.padding[0] || a.padding[1]) && !counted)))
+    TF_RETURN_IF_ERROR(uncounted_padding(im, node, x, &a, extra, counted, &y));
+  else if (extra[0] || extra[1]) /* max: the overhang repeats the last element, so it changes no maximum */
+    for (int32_t i = 0; i < 2; i++)
+      TF_RETURN_IF_ERROR(ox_pad_copies(im, node, x, 2 + i, 0, extra[i], OX_PAD_EDGE, &x));
   if (y == TF_NO_TENSOR)
     y = tf_pool2d(im->graph, op, x, &a);
   if (rank == 3) {

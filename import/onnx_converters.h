@@ -109,6 +109,10 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node);
 tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
+/* x with `before` and `after` elements of `value` on `axis` (each >= 0): a concat with constants
+ * expanded to x's other sizes (a symbolic batch too). */
+tf_tensor_id ox_pad_axis(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before,
+                         int64_t after, double value);
 
 /* onnx_axis_copies.c: an axis of fixed size rebuilt from slices of its elements: Pad's modes other
  * than constant, and Slice with a negative step */

@@ -685,8 +685,8 @@ static tf_status pad_value(ox_import *im, const ox_node *node, double *value) {
 
 /* x with `before` and `after` elements of `value` on `axis` (each >= 0): a concat with constants
  * expanded to x's other sizes (the batch's symbolic one too). */
-static tf_tensor_id pad_axis(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before,
-                             int64_t after, double value) {
+tf_tensor_id ox_pad_axis(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t before,
+                         int64_t after, double value) {
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
@@ -723,7 +723,7 @@ static tf_status pad_mode(ox_import *im, const ox_node *node, ox_pad_mode *mode)
 }
 
 /* Pad: in constant mode (MobileBERT's trigram embeddings pad the sequence with a zero row) negative
- * pads crop (a slice), positive ones add constants (pad_axis); in reflect, edge and wrap modes
+ * pads crop (a slice), positive ones add constants (ox_pad_axis); in reflect, edge and wrap modes
  * (nn.ReflectionPad2d, nn.ReplicationPad2d) positive pads add copies of x's elements
  * (onnx_axis_copies.c). Zero Pads before an avg_pool2d and convolution pads are the patterns'
  * (onnx_patterns.c). */
@@ -767,7 +767,7 @@ tf_status ox_convert_pad(ox_import *im, const ox_node *node) {
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cropping the end of symbolic axis %" PRId32, axis);
       x = tf_slice(im->graph, x, axis, before < 0 ? -before : 0, after < 0 ? dims[axis].size + after : INT64_MAX, 1);
     }
-    x = pad_axis(im, node, x, axis, before > 0 ? before : 0, after > 0 ? after : 0, value);
+    x = ox_pad_axis(im, node, x, axis, before > 0 ? before : 0, after > 0 ? after : 0, value);
   }
   return ox_set_tensor(im, node, 0, x);
 }

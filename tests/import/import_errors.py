@@ -385,12 +385,12 @@ def main():
              ["where_unnamed_branch.onnx", "'/Where' (Where)", "is produced by no node, input or initializer"]),
             ("Equal of two data tensors of two types", write("data_equal.onnx", data_equal),
              ["data_equal.onnx", "'eq' (Equal)", "Equal of i64 and f32 data (one type)"]),
-            # ceil_mode pooling where a partial last window would be added (5 rows, windows of 2)
-            ("ceil_mode with a partial window", write("ceil_pool.onnx", model(
+            # ceil_mode pooling where a partial last window may be added, over a symbolic size (windows of 2)
+            ("ceil_mode over a symbolic axis", write("ceil_pool.onnx", model(
                 [node("AveragePool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2]) +
                       attribute_ints("strides", [2, 2]) + attribute_int("ceil_mode", 1))],
-                [value_info("x", 1, ["N", 1, 5, 4])], [value_info("y", 1, ["N", 1, 3, 2])])),
-             ["ceil_pool.onnx", "'pool' (AveragePool)", "ceil_mode=1 over spatial axis 0"]),
+                [value_info("x", 1, ["N", 1, "H", 4])], [value_info("y", 1, ["N", 1, "H2", 2])])),
+             ["ceil_pool.onnx", "'pool' (AveragePool)", "ceil_mode=1 over spatial axis 0 of symbolic size"]),
             ("fractional resize", write("fractional.onnx", fractional),
              ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
             ("Cos of integer data", write("cos_data.onnx", cos_data), ["cos_data.onnx", "'cos0' (Cos)"]),

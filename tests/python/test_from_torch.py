@@ -1391,5 +1391,44 @@ def torch_rms_norm():
 
 
 case("nn.RMSNorm (eps given, default, no weight) trains as PyTorch's", torch_rms_norm)
+# ceil_mode pooling with partial last windows (SqueezeNet's MaxPool2d(3, 2, ceil_mode=True), ResNet-D's
+# AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False), padded and 1-d forms): floor-mode windows
+# over an input padded at the end (max: the last element repeated; average: zeros, then each window's
+# own count, PyTorch's divisor); each trains as PyTorch's.
+class CeilPooled(torch.nn.Module):
+    def __init__(self, pool, spatial):
+        super().__init__()
+        self.conv = (torch.nn.Conv2d if len(spatial) == 2 else torch.nn.Conv1d)(2, 3, 1)
+        self.pool = pool
+        with torch.no_grad():
+            size = self.pool(torch.zeros(1, 3, *spatial)).numel()
+        self.head = torch.nn.Linear(size, 5)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.pool(self.conv(x)), 1))
+
+
+def ceil_mode_pools():
+    torch.manual_seed(23)
+    forms = [("max 3/2 over 7x7", torch.nn.MaxPool2d(3, 2, ceil_mode=True), (7, 7)),
+             ("avg 2/2 over 7x7, padding not counted", torch.nn.AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False),
+              (7, 7)),
+             ("avg 3/2 pad 1 over 6x6, counted", torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True), (6, 6)),
+             ("avg 3/2 pad 1 over 6x5, not counted",
+              torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False), (6, 5)),
+             ("max 2/2 pad 1 over 5x6", torch.nn.MaxPool2d(2, 2, padding=1, ceil_mode=True), (5, 6)),
+             ("avg1d 3/2 over 8", torch.nn.AvgPool1d(3, 2, ceil_mode=True), (8,)),
+             ("max1d 2/2 over 7", torch.nn.MaxPool1d(2, 2, ceil_mode=True), (7,))]
+    seen = []
+    for label, pool, spatial in forms:
+        problem, text, _ = beside_torch(CeilPooled(pool, spatial), torch.randn(batch, 2, *spatial),
+                                        torch.randint(0, 5, (batch,)), [], steps=4)
+        if problem:
+            return f"{label}: {problem}", text
+        seen.append(f"{label} {text.split('difference ')[-1]}")
+    return None, "worst relative differences: " + ", ".join(seen)
+
+
+case("ceil_mode pooling with partial windows (max, average counted or not, 1-d) trains as PyTorch's", ceil_mode_pools)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
