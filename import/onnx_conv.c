@@ -1,6 +1,7 @@
 /* Convolution and pooling: Conv and ConvTranspose (1-d and 2-d), MaxPool and AveragePool (1-d and
  * 2-d, the 1-d ones as 2-d over a plane of height 1; a Pad of zeros before a 2-d AveragePool folded
- * into it, onnx_patterns.c), GlobalAveragePool. Pads must be the same at both ends of an axis. */
+ * into it, onnx_patterns.c), GlobalAveragePool. A Conv's pads may differ at an axis's two ends and
+ * come from auto_pad (conv_pads); the others' must be the same at both ends. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,53 @@ static tf_status conv_transpose1d(ox_import *im, const ox_node *node, tf_tensor_
   return ox_set_tensor(im, node, 0, tf_reshape(g, y, TF_SHAPE(yd[0], yd[1], yd[3])));
 }
 
+/* A Conv's pads (explicit, or auto_pad SAME_UPPER / SAME_LOWER / VALID, which torch 2.x writes for
+ * padding="same") as the symmetric padding a conv takes (`padding`) plus zeros concatenated to x where
+ * an axis's two ends differ (an even kernel's "same": one more at the end, or for SAME_LOWER at the
+ * start). "same" pads ceil(in / stride) outputs' worth: with a stride above 1 the axis must be fixed. */
+static tf_status conv_pads(ox_import *im, const ox_node *node, tf_tensor_id *x, tf_tensor_id w, int32_t spatial,
+                           const int32_t *stride, const int32_t *dilation, int32_t *padding) {
+  int64_t pads[8] = {0};
+  int32_t count = ox_attr_ints(node, "pads", pads, 8);
+  const bool same_upper = ox_attr_is(node, "auto_pad", "NOTSET", "SAME_UPPER"),
+             same_lower = ox_attr_is(node, "auto_pad", "NOTSET", "SAME_LOWER"),
+             valid = ox_attr_is(node, "auto_pad", "NOTSET", "VALID");
+  if (!same_upper && !same_lower && !valid && !ox_attr_is(node, "auto_pad", "NOTSET", "NOTSET"))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "auto_pad is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  if (count >= 0 && count != 2 * spatial && !(same_upper || same_lower || valid))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "%" PRId32 " pads for %" PRId32 " spatial axes", count, spatial);
+  int32_t xr, wr;
+  tf_dim xd[TF_MAX_RANK], wd[TF_MAX_RANK];
+  ox_tensor_dims(im, *x, &xr, xd);
+  ox_tensor_dims(im, w, &wr, wd);
+  for (int32_t i = 0; i < spatial; i++) {
+    int64_t begin = count >= 0 ? pads[i] : 0, end = count >= 0 ? pads[i + spatial] : 0;
+    if (valid) {
+      begin = end = 0;
+    } else if (same_upper || same_lower) {
+      const tf_dim in = xd[2 + i];
+      const int64_t reach = (int64_t)(wd[2 + i].size - 1) * dilation[i] + 1;
+      if (stride[i] != 1 && in.symbol >= 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                       "auto_pad %s with stride %" PRId32 " on spatial axis %" PRId32 " of symbolic size (a fixed "
+                       "size is needed)",
+                       same_upper ? "SAME_UPPER" : "SAME_LOWER", stride[i], i);
+      const int64_t outputs = stride[i] == 1 ? 0 : (in.size + stride[i] - 1) / stride[i];
+      int64_t total = stride[i] == 1 ? reach - 1 : (outputs - 1) * stride[i] + reach - in.size;
+      total = total > 0 ? total : 0;
+      begin = same_upper ? total / 2 : total - total / 2;
+      end = total - begin;
+    }
+    if (begin < 0 || end < 0 || begin > (1 << 20) || end > (1 << 20))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "pads %" PRId64 " and %" PRId64 " on spatial axis %" PRId32 " (0 to 2^20 only)", begin, end, i);
+    padding[i] = (int32_t)(begin < end ? begin : end);
+    if (begin != end) /* the difference as zeros at the end that has more */
+      *x = ox_pad_axis(im, node, *x, 2 + i, begin - padding[i], end - padding[i], 0.0);
+  }
+  return NULL;
+}
+
 static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) {
   tf_tensor_id x, w, bias = TF_NO_TENSOR;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -72,7 +120,8 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "output_shape (export with output_padding)");
   tf_conv_attrs a;
   memset(&a, 0, sizeof(a));
-  TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a.padding));
+  if (transposed)
+    TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a.padding));
   tf_status status = ints_or(node, "strides", spatial, 1, a.stride);
   if (!status)
     status = ints_or(node, "dilations", spatial, 1, a.dilation);
@@ -82,6 +131,8 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
     char label[256];
     return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
   }
+  if (!transposed)
+    TF_RETURN_IF_ERROR(conv_pads(im, node, &x, w, spatial, a.stride, a.dilation, a.padding));
   a.groups = (int32_t)ox_attr_int(node, "group", 1);
   if (spatial == 1 && transposed)
     return conv_transpose1d(im, node, x, w, bias, &a);

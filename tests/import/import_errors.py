@@ -123,8 +123,11 @@ def main():
                           dynamic_axes={"x": {0: "N"}}, opset_version=14)
         with open(path("unsupported.onnx"), "rb") as f:
             exported = f.read()
-        conv = model([node("Conv", ["x", "w"], ["y"], "conv_same", attribute_string("auto_pad", "SAME_UPPER"))],
-                     [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4])],
+        # auto_pad SAME_UPPER reads with a fixed size, or any with stride 1; strided over a symbolic axis it
+        # is refused
+        conv = model([node("Conv", ["x", "w"], ["y"], "conv_same", attribute_string("auto_pad", "SAME_UPPER") +
+                           attribute_ints("strides", [2, 2]))],
+                     [value_info("x", 1, ["N", 1, "H", 4])], [value_info("y", 1, ["N", 1, "H2", 2])],
                      [tensor("w", [1, 1, 3, 3], [0.1] * 9)])
         torch.onnx.export(torch.nn.Sequential(torch.nn.Conv2d(2, 2, 3), torch.nn.BatchNorm2d(2)).train(),
                           (torch.randn(2, 2, 5, 5),), path("bn_training.onnx"), input_names=["x"],
@@ -324,7 +327,8 @@ def main():
                 [node("MaxPool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2, 2]))],
                 [value_info("x", 1, ["N", 1, 4, 4, 4])], [value_info("y", 1, ["N", 1, 3, 3, 3])])),
              ["pool3d.onnx", "'pool' (MaxPool)", "rank-5 input (1-d and 2-d only)"]),
-            ("auto_pad", write("conv.onnx", conv), ["conv.onnx", "conv_same", "auto_pad"]),
+            ("auto_pad, strided over a symbolic axis", write("conv.onnx", conv),
+             ["conv.onnx", "conv_same", "auto_pad SAME_UPPER with stride 2 on spatial axis 0 of symbolic size"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),
             ("batch norm, negative variance", write("bn.onnx", bn),

@@ -1430,5 +1430,33 @@ def ceil_mode_pools():
 
 
 case("ceil_mode pooling with partial windows (max, average counted or not, 1-d) trains as PyTorch's", ceil_mode_pools)
+# padding="same" (PyTorch 2.x writes ONNX auto_pad SAME_UPPER; 1.13 cannot export it at all): an even
+# kernel pads one more at the end, as zeros concatenated before a symmetric convolution; 2-d and a
+# dilated 1-d convolution train as PyTorch's.
+class SamePadded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.image = torch.nn.Conv2d(3, 4, 4, padding="same")
+        self.sequence = torch.nn.Conv1d(4, 2, 6, padding="same", dilation=2)
+        self.head = torch.nn.Linear(2 * 5 * 6, 5)
+
+    def forward(self, x):  # x [N, 3, 5, 6]
+        h = torch.tanh(self.image(x)).flatten(2)  # [N, 4, 30]
+        return self.head(torch.flatten(self.sequence(h), 1))
+
+
+def same_padding():
+    torch.manual_seed(24)
+    model, xs = SamePadded(), torch.randn(batch, 3, 5, 6)
+    try:
+        problem, seen, ops = beside_torch(model, xs, torch.randint(0, 5, (batch,)), ["concat", "conv2d", "conv1d"])
+    except Exception as error:  # the exporter's own refusal (torch.onnx's errors differ by version)
+        if torch.__version__.startswith("1."):
+            return None, f"PyTorch {torch.__version__} cannot export padding='same': {str(error)[:60]}"
+        raise
+    return problem, seen
+
+
+case("padding='same' with even kernels (ONNX auto_pad) trains as PyTorch's", same_padding)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
