@@ -256,6 +256,8 @@ tf_status ox_convert_gelu(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_gelu(im->graph, x, tanh_form));
 }
 
+static tf_tensor_id power(ox_import *im, const ox_node *node, tf_tensor_id x, double p);
+
 tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
   if (ox_is_known(im, ox_input(node, 0)) && ox_is_known(im, ox_input(node, 1))) {
     ox_known *k;
@@ -271,20 +273,13 @@ tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
   if (e->count != 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the exponent must be one number");
   double p = e->is_float ? e->reals[0] : (double)e->ints[0].size;
-  tf_tensor_id y;
-  if (p == 1)
-    y = x;
-  else if (p == 2)
-    y = tf_mul(im->graph, x, x);
-  else if (p == 3)
-    y = tf_mul(im->graph, tf_mul(im->graph, x, x), x);
-  else if (p == 0.5)
-    y = tf_unary(im->graph, TF_OP_SQRT, x);
-  else if (p == -0.5)
-    y = tf_unary(im->graph, TF_OP_RSQRT, x);
-  else
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "exponent %g (supported: 0.5, -0.5, 1, 2, 3)", p);
-  return ox_set_tensor(im, node, 0, y);
+  /* an f32 exponent within 2^-20 of +-1/2 is the square root: PyTorch's p-norms export 1/p rounded
+   * (pairwise_distance's and cdist's 0.49999976) and compute the 2-norm's square root */
+  if (fabs(fabs(p) - 0.5) <= 0x1p-20)
+    p = p > 0 ? 0.5 : -0.5;
+  if (p == 0 || !isfinite(p))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "exponent %.9g (any finite exponent but 0)", p);
+  return ox_set_tensor(im, node, 0, power(im, node, x, p));
 }
 
 /* ---- composites ---- */
@@ -526,6 +521,29 @@ tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
   tf_tensor_id y;
   TF_RETURN_IF_ERROR(clip(im, node, x, bounds[0], bounds[1], &y));
   return ox_set_tensor(im, node, 0, y);
+}
+
+/* x^p for a finite p other than 0: +-1/2 sqrt and rsqrt; a whole p of magnitude 1 to 16 by
+ * multiplications (squares of squares; negative ones the reciprocal), exact in sign for negative x;
+ * any other p exp(p log x) (NaN for negative x, as PyTorch's; 0 or infinity at 0). */
+static tf_tensor_id power(ox_import *im, const ox_node *node, tf_tensor_id x, double p) {
+  tf_graph *g = im->graph;
+  if (p == 0.5)
+    return tf_unary(g, TF_OP_SQRT, x);
+  if (p == -0.5)
+    return tf_unary(g, TF_OP_RSQRT, x);
+  if (p == floor(p) && fabs(p) <= 16) {
+    tf_tensor_id y = TF_NO_TENSOR, square = x;
+    for (int64_t n = (int64_t)fabs(p); n > 0; n >>= 1) {
+      if (n & 1)
+        y = y == TF_NO_TENSOR ? square : tf_mul(g, y, square);
+      if (n > 1)
+        square = tf_mul(g, square, square);
+    }
+    return p > 0 ? y : tf_div(g, scalar_like(im, node, x, 1.0), y);
+  }
+  tf_tensor_id logarithm = tf_unary(g, TF_OP_LOG, x);
+  return tf_unary(g, TF_OP_EXP, tf_mul(g, logarithm, scalar_like(im, node, x, p)));
 }
 
 tf_status ox_convert_reciprocal(ox_import *im, const ox_node *node) {

@@ -1458,5 +1458,28 @@ def same_padding():
 
 
 case("padding='same' with even kernels (ONNX auto_pad) trains as PyTorch's", same_padding)
+# Pow by any constant exponent: whole ones by multiplications (negative x keeps its sign), others as
+# exp(p log x), and an f32 exponent within 2^-20 of 1/2 as the square root (pairwise_distance's 2-norm
+# exports 1/p rounded, 0.49999976); each trains as PyTorch's.
+class Powers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(8, 8), torch.nn.Linear(5, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = torch.tanh(self.a(x))
+        positive = h.abs() + 0.5
+        distance = F.pairwise_distance(h[:, :4], h[:, 4:]).unsqueeze(1)
+        parts = [h.pow(4).sum(1, keepdim=True), h.pow(5).sum(1, keepdim=True), positive.pow(-2).sum(1, keepdim=True),
+                 positive.pow(1.5).sum(1, keepdim=True) + positive.pow(-0.75).sum(1, keepdim=True), distance]
+        return self.head(torch.cat(parts, dim=1))
+
+
+def powers():
+    torch.manual_seed(25)
+    return beside_torch(Powers(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["exp", "log", "sqrt"])[:2]
+
+
+case("Pow by whole, fractional and negative exponents, pairwise_distance, trains as PyTorch's", powers)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
