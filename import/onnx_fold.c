@@ -326,7 +326,7 @@ tf_status ox_fold_slice(const ox_known *x, int32_t axis, int64_t start, int64_t 
 
 tf_status ox_fold_reduce(const ox_known *x, const bool *reduced, bool keepdims, char op, ox_known **out) {
   *out = NULL;
-  if (!x->is_float && ox_known_has_symbol(x))
+  if (!x->is_float && ox_known_has_symbol(x) && op != '*')
     return tf_status_new(TF_ERR_UNSUPPORTED, "a reduction of symbolic sizes");
   int64_t shape[TF_MAX_RANK], kept[TF_MAX_RANK]; /* kept: the output's shape with every axis, 1 where reduced */
   int32_t rank = 0;

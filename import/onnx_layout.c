@@ -643,6 +643,23 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_embedding(im->graph, ids, data));
 }
 
+/* One symbolic size (a symbol s times m: the count torch's std and var divide by over the batch axis)
+ * cast to a float: a tensor the bound plan computes, sum(expand(1, [s])) m, exact below 2^24. */
+static tf_status symbolic_size_as_float(ox_import *im, const ox_node *node, const ox_known *k, tf_dtype to) {
+  tf_graph *g = im->graph;
+  const int32_t axes[1] = {0};
+  tf_tensor_id ones = tf_expand(g, ox_scalar(im, node, TF_F32, 1.0), TF_SHAPE(tf_sym(k->ints[0].symbol)));
+  tf_tensor_id y = tf_reduce(g, TF_OP_SUM, ones, axes, 1, false);
+  if (k->ints[0].size != 1)
+    y = tf_mul(g, y, ox_scalar(im, node, TF_F32, (double)k->ints[0].size));
+  if (k->rank > 0)
+    y = tf_reshape(g, y, TF_SHAPE(tf_fixed(1)));
+  if (to == TF_F16 || to == TF_BF16)
+    y = tf_cast(g, y, to);
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, y);
+}
+
 tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
   int64_t to_onnx = ox_attr_int(node, "to", 0);
   // PyTorch 2.x's TorchScript exporter casts a scalar to a bf16 operand's type as Cast(to=15): torch's
@@ -656,8 +673,12 @@ tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cast to %s (%" PRId64 ")", ox_dtype_name((int32_t)to_onnx), to_onnx);
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   if (ox_is_known(im, ox_input(node, 0))) {
+    const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
+    const bool to_float = to == TF_F32 || to == TF_F16 || to == TF_BF16;
+    if (to_float && !x->is_float && x->count == 1 && x->rank <= 1 && x->ints[0].symbol >= 0)
+      return symbolic_size_as_float(im, node, x, to);
     ox_known *k;
-    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_cast(ox_value_find(im, ox_input(node, 0))->known, to, &k)));
+    TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_cast(x, to, &k)));
     return ox_set_known(im, node, 0, k);
   }
   if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) /* nonzero, not a wrapping or saturating cast */

@@ -1481,5 +1481,35 @@ def powers():
 
 
 case("Pow by whole, fractional and negative exponents, pairwise_distance, trains as PyTorch's", powers)
+# Statistics over the batch axis (x.std(0), x.var(0): a hand-written batch normalisation): torch's
+# export counts the elements as ReduceProd of the shape, a symbolic size cast to a float, which becomes
+# a tensor the bound plan computes (sum(expand(1, [N]))); exported at batch 4 and trained at batch 6,
+# it divides by the bound batch, as PyTorch does.
+class BatchStatistics(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        return self.head((h - h.mean(0)) / (h.std(0) + 1e-3) + h.var(0, unbiased=False))
+
+
+def batch_axis_statistics():
+    torch.manual_seed(26)
+    model, example = BatchStatistics(), torch.randn(batch, 8)
+    graph = tightfit.from_torch(model, (example,), loss="cross_entropy")
+    xs, ys = torch.randn(6, 8), torch.randint(0, 5, (6,))
+    plan = tightfit.compile(graph, set={"N": 6}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": xs.numpy(), "labels": ys.numpy().astype(np.int32)}) for _ in range(5)]
+    expected = adamw_losses(model, (xs,), ys, 5, 1e-2)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"exported at N={batch}, trained at N=6: 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("std and var over the batch axis count the bound batch, as PyTorch's", batch_axis_statistics)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
