@@ -36,6 +36,20 @@ static tf_tensor_id border(ox_import *im, tf_tensor_id x, int32_t axis, int64_t 
   return tf_expand(im->graph, part, tf_shape_from(dims, rank));
 }
 
+/* The fixed size of x's `axis`, into *n; `what` (a reflect pad, a negative step) refused on a
+ * symbolic axis. */
+static tf_status fixed_size(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, const char *what,
+                            int64_t *n) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  *n = dims[axis].size;
+  if (dims[axis].symbol >= 0 || *n < 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s on axis %" PRId32 " of symbolic size (it must be fixed)", what,
+                   axis);
+  return NULL;
+}
+
 /* The limits of a mode's pad on an axis of n elements: reflect below n, wrap at most n. */
 static tf_status check_width(ox_import *im, const ox_node *node, ox_pad_mode mode, int32_t axis, int64_t n,
                              int64_t width) {
@@ -56,17 +70,9 @@ tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int3
   *out = x;
   if (before == 0 && after == 0)
     return NULL;
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
-  const int64_t n = dims[axis].size;
-  if (dims[axis].symbol >= 0 || n < 1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "a %s pad on axis %" PRId32 " of symbolic size (its size must be fixed)",
-                   mode == OX_PAD_REFLECT ? "reflect"
-                   : mode == OX_PAD_EDGE  ? "edge"
-                                          : "wrap",
-                   axis);
+  int64_t n;
+  const char *what = mode == OX_PAD_REFLECT ? "a reflect pad" : mode == OX_PAD_EDGE ? "an edge pad" : "a wrap pad";
+  TF_RETURN_IF_ERROR(fixed_size(im, node, x, axis, what, &n));
   TF_RETURN_IF_ERROR(check_width(im, node, mode, axis, n, before));
   TF_RETURN_IF_ERROR(check_width(im, node, mode, axis, n, after));
   /* reflect: one part per copied element (each below n); edge and wrap: one part per side */
@@ -96,14 +102,8 @@ tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int3
 
 tf_status ox_slice_backwards(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t start,
                              int64_t end, int64_t step, tf_tensor_id *out) {
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
-  const int64_t n = dims[axis].size;
-  if (dims[axis].symbol >= 0 || n < 1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "step %" PRId64 " on axis %" PRId32 " of symbolic size (a negative step needs a fixed size)", step,
-                   axis);
+  int64_t n;
+  TF_RETURN_IF_ERROR(fixed_size(im, node, x, axis, "a negative step", &n));
   /* ONNX's clamping for a negative step: start into [0, n - 1], end into [-1, n - 1] */
   start = start < 0 ? (start < -n ? -1 : start + n) : (start > n - 1 ? n - 1 : start);
   end = end < 0 ? (end < -n ? -1 : end + n) : (end > n - 1 ? n - 1 : end);

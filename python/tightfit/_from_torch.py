@@ -163,12 +163,18 @@ def _repeat_interleave_as_expand(torch):
         merged = [0] * axis + [-1] + [int(size) for size in sizes[axis + 1:]]
         return g.op("Reshape", spread, g.op("Constant", value_t=torch.tensor(merged, dtype=torch.int64)))
 
-    for version in (9, 13):
-        torch.onnx.register_custom_op_symbolic("aten::repeat_interleave", as_expand, version)
+    return _register_symbolic(torch, "aten::repeat_interleave", as_expand, (9, 13))
+
+
+def _register_symbolic(torch, name, symbolic, versions):
+    """Registers `symbolic` for the aten op `name` from each opset of `versions`; returns the function
+    that removes them (torch's own symbolics then apply again)."""
+    for version in versions:
+        torch.onnx.register_custom_op_symbolic(name, symbolic, version)
 
     def restore():
-        for version in (9, 13):
-            torch.onnx.unregister_custom_op_symbolic("aten::repeat_interleave", version)
+        for version in versions:
+            torch.onnx.unregister_custom_op_symbolic(name, version)
     return restore
 
 
@@ -203,13 +209,7 @@ def _circular_pad_as_torch(torch):
             out = g.op("Concat", *parts, axis_i=axis) if len(parts) > 1 else out
         return out
 
-    for version in (9, 11):
-        torch.onnx.register_custom_op_symbolic("aten::pad", pad, version)
-
-    def restore():
-        for version in (9, 11):
-            torch.onnx.unregister_custom_op_symbolic("aten::pad", version)
-    return restore
+    return _register_symbolic(torch, "aten::pad", pad, (9, 11))
 
 
 def _rms_norm_as_ops(torch, opset):
@@ -233,8 +233,7 @@ def _rms_norm_as_ops(torch, opset):
         y = g.op("Mul", x, g.op("Reciprocal", root))
         return y if weight is None or helper._is_none(weight) else g.op("Mul", y, weight)
 
-    torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, 9)
-    return lambda: torch.onnx.unregister_custom_op_symbolic("aten::rms_norm", 9)
+    return _register_symbolic(torch, "aten::rms_norm", rms_norm, (9,))
 
 
 def _registered(name, opset):
