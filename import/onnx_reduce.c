@@ -43,10 +43,27 @@ static tf_tensor_id before(tf_graph *g, reduce_kind kind, tf_tensor_id x) {
   }
 }
 
+/* sqrt(s) of an f32 sum of squares as PyTorch's 2-norm differentiates it: its backward gives a zero
+ * norm the gradient 0 (a masked, all-zero row through F.normalize or x.norm()), where sqrt's would
+ * be 0.5 / 0 and the row's 2x d(s) 0 x inf = NaN. Written sg(sqrt(s)) + (s - sg(s)) c with
+ * c = sg(0.5 / (sqrt(s) + 1e-30)) (sg: stop_gradient): the value is sqrt(s) exactly (0 x c is 0, c
+ * being finite), the gradient c: 0.5 / sqrt(s) within 1e-8 relative where sqrt(s) >= 1e-22, finite
+ * at 0. Half sums keep the plain sqrt (1e-30 is 0 in f16). */
+static tf_tensor_id norm_of(ox_import *im, const ox_node *node, tf_tensor_id s) {
+  tf_graph *g = im->graph;
+  if (ox_dtype_of(im, s) != TF_F32)
+    return tf_unary(g, TF_OP_SQRT, s);
+  tf_tensor_id root = tf_unary(g, TF_OP_SQRT, s), fixed = tf_unary(g, TF_OP_STOP_GRADIENT, s);
+  tf_tensor_id shifted = tf_add(g, root, ox_scalar(im, node, TF_F32, 1e-30));
+  tf_tensor_id slope = tf_unary(g, TF_OP_STOP_GRADIENT, tf_div(g, ox_scalar(im, node, TF_F32, 0.5), shifted));
+  return tf_add(g, tf_unary(g, TF_OP_STOP_GRADIENT, root), tf_mul(g, tf_sub(g, s, fixed), slope));
+}
+
 /* The reduction's result y as the node gives it: sqrt(y), -y, log(y) or y. */
-static tf_tensor_id after(tf_graph *g, reduce_kind kind, tf_tensor_id y) {
+static tf_tensor_id after(ox_import *im, const ox_node *node, reduce_kind kind, tf_tensor_id y) {
+  tf_graph *g = im->graph;
   switch (kind) {
-  case REDUCE_L2: return tf_unary(g, TF_OP_SQRT, y);
+  case REDUCE_L2: return norm_of(im, node, y);
   case REDUCE_MIN: return tf_unary(g, TF_OP_NEG, y);
   case REDUCE_LOG_SUM: return tf_unary(g, TF_OP_LOG, y);
   default: return y;
@@ -119,7 +136,7 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
   if (integer)
     x = tf_cast(g, x, TF_F32);
   if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0)) {
-    const tf_tensor_id y = kind == REDUCE_LOG_SUM_EXP ? x : after(g, kind, before(g, kind, x));
+    const tf_tensor_id y = kind == REDUCE_LOG_SUM_EXP ? x : after(im, node, kind, before(g, kind, x));
     return ox_set_tensor(im, node, 0, integer ? tf_cast(g, y, dtype) : y);
   }
   int32_t axes32[TF_MAX_RANK];
@@ -128,7 +145,7 @@ static tf_status reduce(ox_import *im, const ox_node *node, tf_op op, bool axes_
   bool keepdims = ox_attr_int(node, "keepdims", 1) != 0;
   if (kind == REDUCE_LOG_SUM_EXP)
     return ox_set_tensor(im, node, 0, log_sum_exp(g, x, axes32, n < 0 ? 0 : n, keepdims));
-  tf_tensor_id y = after(g, kind, tf_reduce(g, op, before(g, kind, x), axes32, n < 0 ? 0 : n, keepdims));
+  tf_tensor_id y = after(im, node, kind, tf_reduce(g, op, before(g, kind, x), axes32, n < 0 ? 0 : n, keepdims));
   return ox_set_tensor(im, node, 0, integer ? tf_cast(g, y, dtype) : y);
 }
 

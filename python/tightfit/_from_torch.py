@@ -212,6 +212,25 @@ def _circular_pad_as_torch(torch):
     return _register_symbolic(torch, "aten::pad", pad, (9, 11))
 
 
+def _frobenius_norm_as_l2(torch):
+    """PyTorch 1.x exports x.norm(dim=...) (aten::frobenius_norm) as Sqrt(ReduceSum(Mul(x, x))), whose
+    square root differentiates to 0.5 / 0 at a zero row (NaN through a masked, all-zero row), where
+    PyTorch's norm backward gives it 0. Under 1.x the export writes ReduceL2, which the importer reads
+    as PyTorch's norm (import/onnx_reduce.c); 2.x writes ReduceL2 itself. Returns the function that
+    puts torch's symbolic back."""
+    if int(torch.__version__.split(".")[0]) >= 2:
+        return lambda: None
+    from torch.onnx import symbolic_helper as helper
+
+    def frobenius_norm(g, x, dim=None, keepdim=False):
+        keep = 0 if keepdim is None or helper._is_none(keepdim) else helper._get_const(keepdim, "i", "keepdim")
+        if dim is None or helper._is_none(dim):
+            return g.op("ReduceL2", x, keepdims_i=keep)
+        return g.op("ReduceL2", x, axes_i=helper._get_const(dim, "is", "dim"), keepdims_i=keep)
+
+    return _register_symbolic(torch, "aten::frobenius_norm", frobenius_norm, (9, 13))
+
+
 def _rms_norm_as_ops(torch, opset):
     """Gives torch.nn.RMSNorm / F.rms_norm (aten::rms_norm, PyTorch 2.4+) a symbolic where the
     exporter has none at `opset` (ONNX's RMSNormalization is opset 23): x * (1 / sqrt(mean(x^2) + eps))
@@ -302,7 +321,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     gradient, as in PyTorch (_padding_rows_as_torch_trains_them), a detached value none
     (_detach_as_stop_gradient), repeat_interleave by a constant is written without a Loop
     (_repeat_interleave_as_expand), bitwise_or/and/xor of masks as | & ^ (_bitwise_ops_of_masks) and
-    PyTorch 1.x's circular padding as PyTorch computes it (_circular_pad_as_torch)."""
+    PyTorch 1.x's circular padding as PyTorch computes it (_circular_pad_as_torch) and its x.norm(dim)
+    as ReduceL2 (_frobenius_norm_as_l2)."""
     import warnings
     modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
@@ -317,7 +337,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
     padding_rows = _padding_rows_as_torch_trains_them(torch, module)
-    restore_detach = restore_repeat = restore_bitwise = restore_circular = restore_rms = None
+    restore_detach = restore_repeat = restore_bitwise = restore_circular = restore_rms = restore_norm = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -339,6 +359,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restore_bitwise = _bitwise_ops_of_masks(torch, kwargs.get("opset_version", 17))
         restore_circular = _circular_pad_as_torch(torch)
         restore_rms = _rms_norm_as_ops(torch, kwargs.get("opset_version", 17))
+        restore_norm = _frobenius_norm_as_l2(torch)
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -362,6 +383,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             restore_circular()
         if restore_rms:
             restore_rms()
+        if restore_norm:
+            restore_norm()
         if scripted:
             pass
         elif own_forward is None:

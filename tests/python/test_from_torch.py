@@ -1511,5 +1511,31 @@ def batch_axis_statistics():
 
 
 case("std and var over the batch axis count the bound batch, as PyTorch's", batch_axis_statistics)
+# A zero row's 2-norm (a masked row through F.normalize and x.norm(dim)): PyTorch's norm backward gives
+# it the gradient 0, where a square root's would be 0.5 / 0 and the row's gradient NaN; ReduceL2 (which
+# from_torch has PyTorch 1.x write for x.norm(dim) too) imports as a norm differentiated as PyTorch's.
+# Trains as PyTorch's (before: "the loss is nan" at the second step).
+class MaskedNormalize(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(8, 8, bias=False), torch.nn.Linear(8, 5)
+
+    def forward(self, x, keep):
+        z = self.a(x) * keep
+        return self.head(F.normalize(z, dim=-1) + z.norm(dim=-1, keepdim=True))
+
+
+def zero_row_norms():
+    torch.manual_seed(27)
+    model = MaskedNormalize()
+    xs, keep, ys = torch.randn(batch, 8), torch.tensor([[1.0], [0.0], [1.0], [1.0]]), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs, keep), loss="cross_entropy", input_names=["x", "keep"])
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5, inputs={"x": xs, "keep": keep})
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a masked zero row through F.normalize and x.norm trains as PyTorch's (norm's gradient 0 at 0)", zero_row_norms)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
