@@ -2,8 +2,8 @@
  * embedding lookup; a classifier's prediction) composed of existing ops, exactly. On an f32 copy of x
  * along an axis of fixed size K (at most 2^24):
  *   m = max(x) over the axis, kept;
- *   e = relu(1 - |x - m| 2^149): 1 where x equals the maximum, else 0 (the smallest nonzero
- *       difference, a subnormal, reaches 1 where subnormals are kept, as onnx_mask.c's equality);
+ *   e = relu(1 - |x - m| 2^149): 1 where x equals the maximum, else 0 (onnx_mask.c's equality,
+ *       ox_equal_mask: the smallest nonzero difference, a subnormal, reaches 1 where subnormals are kept);
  *   the first such position: K - 1 - max(e (K - 1 - p)); with select_last_index the last: max(e p)
  *   (positions p are whole numbers, exact in f32), cast to i64.
  * ArgMin is ArgMax of -x. No gradient flows through it (PyTorch's argmax has none): a stop_gradient.
@@ -15,11 +15,6 @@
 #include "import/onnx_converters.h"
 
 #define MAX_POSITIONS (INT64_C(1) << 24) /* whole numbers exact in f32 */
-
-static tf_tensor_id binary(ox_import *im, tf_op op, tf_tensor_id a, tf_tensor_id b) {
-  tf_tensor_id ids[2] = {a, b};
-  return tf_graph_node(im->graph, op, ids, 2, NULL);
-}
 
 /* The constant [1, .., K, .., 1] (K on `axis`) of the positions p, or of K - 1 - p (`reversed`). */
 static tf_status positions(ox_import *im, const ox_node *node, int32_t rank, int32_t axis, int64_t k, bool reversed,
@@ -62,16 +57,12 @@ static tf_status arg_extreme(ox_import *im, const ox_node *node, bool minimum) {
   if (minimum)
     x = tf_unary(g, TF_OP_NEG, x);
   const int32_t axes[1] = {(int32_t)axis};
-  tf_tensor_id m = tf_reduce(g, TF_OP_MAX, x, axes, 1, true);
-  tf_tensor_id distance = tf_unary(g, TF_OP_ABS, binary(im, TF_OP_SUB, x, m));
-  distance = binary(im, TF_OP_MUL, binary(im, TF_OP_MUL, distance, ox_scalar(im, node, TF_F32, 0x1p100)),
-                    ox_scalar(im, node, TF_F32, 0x1p49));
-  tf_tensor_id at_max = tf_unary(g, TF_OP_RELU, binary(im, TF_OP_SUB, ox_scalar(im, node, TF_F32, 1.0), distance));
+  tf_tensor_id at_max = ox_equal_mask(im, node, x, tf_reduce(g, TF_OP_MAX, x, axes, 1, true), true);
   tf_tensor_id weights;
   TF_RETURN_IF_ERROR(positions(im, node, rank, (int32_t)axis, along.size, !last, &weights));
-  tf_tensor_id index = tf_reduce(g, TF_OP_MAX, binary(im, TF_OP_MUL, at_max, weights), axes, 1, keepdims);
+  tf_tensor_id index = tf_reduce(g, TF_OP_MAX, tf_mul(g, at_max, weights), axes, 1, keepdims);
   if (!last)
-    index = binary(im, TF_OP_SUB, ox_scalar(im, node, TF_F32, (double)(along.size - 1)), index);
+    index = tf_sub(g, ox_scalar(im, node, TF_F32, (double)(along.size - 1)), index);
   index = tf_cast(g, tf_unary(g, TF_OP_STOP_GRADIENT, index), TF_I64);
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, index);

@@ -59,6 +59,9 @@ tf_status ox_convert_or(ox_import *im, const ox_node *node);
 tf_status ox_convert_xor(ox_import *im, const ox_node *node);
 /* Cast to BOOL of data (ox_convert_cast's): nonzero as an f32 0/1 mask. */
 tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node);
+/* a == b of f32 tensors (b broadcast) as an f32 0/1 mask, relu(1 - |a - b|), |a - b| scaled by 2^149
+ * first where `scaled` (floats: the smallest nonzero difference, a subnormal, then reaches 1). */
+tf_tensor_id ox_equal_mask(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled);
 
 /* onnx_dense.c */
 tf_status ox_convert_matmul(ox_import *im, const ox_node *node);

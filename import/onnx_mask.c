@@ -105,15 +105,19 @@ static tf_status equal_of_fill(ox_import *im, const ox_node *node, tf_tensor_id 
  * first for float data (`scaled`: the smallest nonzero difference, a subnormal, then reaches 1;
  * x - k is 0 only when x == k where subnormals are kept). PyTorch's == has no gradient: a float
  * mask is a stop_gradient. */
+tf_tensor_id ox_equal_mask(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled) {
+  tf_tensor_id distance = tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, a, b));
+  if (scaled)
+    distance = scaled_to_one(im, node, distance);
+  return tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32));
+}
+
 static tf_status equal_of(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled) {
   tf_tensor_id wide[2] = {a, b};
   for (int32_t i = 0; i < 2; i++)
     if (ox_dtype_of(im, wide[i]) != TF_F32)
       wide[i] = tf_cast(im->graph, wide[i], TF_F32);
-  tf_tensor_id distance = tf_unary(im->graph, TF_OP_ABS, binary_node(im, TF_OP_SUB, wide[0], wide[1]));
-  if (scaled)
-    distance = scaled_to_one(im, node, distance);
-  tf_tensor_id equal = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32));
+  tf_tensor_id equal = ox_equal_mask(im, node, wide[0], wide[1], scaled);
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, scaled ? tf_unary(im->graph, TF_OP_STOP_GRADIENT, equal) : equal);
 }

@@ -178,6 +178,11 @@ def _register_symbolic(torch, name, symbolic, versions):
     return restore
 
 
+def _torch_1x(torch):
+    """Whether this is PyTorch 1.x, whose exporter some patches below correct."""
+    return int(torch.__version__.split(".")[0]) < 2
+
+
 def _circular_pad_as_torch(torch):
     """PyTorch 1.x's export of circular padding (F.pad(mode="circular"), Conv2d(padding_mode="circular"))
     takes each axis's left and right widths in the wrong order and slices one element short of the end
@@ -186,7 +191,7 @@ def _circular_pad_as_torch(torch):
     the export writes it as PyTorch computes it: per padded axis, from the last, Concat(x[-left:], x,
     x[:right]). Negative (cropping) circular pads, and inputs of unknown rank, are refused. 2.x exports
     it right and keeps its own symbolic. Returns the function that puts torch's symbolic back."""
-    if int(torch.__version__.split(".")[0]) >= 2:
+    if not _torch_1x(torch):
         return lambda: None
     from torch.onnx import symbolic_helper as helper
     from torch.onnx import symbolic_opset9, symbolic_opset11
@@ -218,7 +223,7 @@ def _frobenius_norm_as_l2(torch):
     PyTorch's norm backward gives it 0. Under 1.x the export writes ReduceL2, which the importer reads
     as PyTorch's norm (import/onnx_reduce.c); 2.x writes ReduceL2 itself. Returns the function that
     puts torch's symbolic back."""
-    if int(torch.__version__.split(".")[0]) >= 2:
+    if not _torch_1x(torch):
         return lambda: None
     from torch.onnx import symbolic_helper as helper
 
