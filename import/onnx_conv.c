@@ -1,6 +1,6 @@
-/* Convolution and pooling: Conv and ConvTranspose (1-d and 2-d), MaxPool and AveragePool (1-d and
- * 2-d, the 1-d ones as 2-d over a plane of height 1; a Pad of zeros before a 2-d AveragePool folded
- * into it, onnx_patterns.c), GlobalAveragePool. A Conv's pads may differ at an axis's two ends and
+/* Convolution and pooling: Conv and ConvTranspose (1-d, 2-d, and 3-d through onnx_conv3d.c), MaxPool
+ * and AveragePool (1-d, 2-d and 3-d, the 1-d ones as 2-d over a plane of height 1; a Pad of zeros before a 2-d
+ * AveragePool folded into it, onnx_patterns.c), GlobalAveragePool. A Conv's pads may differ at an axis's two ends and
  * come from auto_pad (conv_pads); the others' must be the same at both ends. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -107,6 +107,39 @@ static tf_status conv_pads(ox_import *im, const ox_node *node, tf_tensor_id *x, 
   return NULL;
 }
 
+/* A 3-d Conv's or ConvTranspose's attributes (three of each; a Conv's pads as conv_pads makes them, a
+ * ConvTranspose's the same at both ends), then ox_conv3d or ox_conv_transpose3d. */
+static tf_status conv3d_of(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias,
+                           bool transposed) {
+  ox_conv3d_attrs a;
+  memset(&a, 0, sizeof(a));
+  tf_status status = ints_or(node, "strides", 3, 1, a.stride);
+  if (!status)
+    status = ints_or(node, "dilations", 3, 1, a.dilation);
+  if (!status)
+    status = ints_or(node, "output_padding", 3, 0, a.output_padding);
+  if (status) {
+    char label[256];
+    return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+  }
+  for (int32_t i = 0; i < 3; i++)
+    if (a.stride[i] < 1 || a.stride[i] > 64 || a.dilation[i] < 1 || a.dilation[i] > 64 || a.output_padding[i] < 0 ||
+        a.output_padding[i] >= a.stride[i])
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                     "stride %" PRId32 ", dilation %" PRId32 ", output_padding %" PRId32 " on spatial axis %" PRId32
+                     " (stride and dilation 1 to 64, output_padding below the stride)",
+                     a.stride[i], a.dilation[i], a.output_padding[i], i);
+  a.groups = (int32_t)ox_attr_int(node, "group", 1);
+  if (!transposed) {
+    TF_RETURN_IF_ERROR(conv_pads(im, node, &x, w, 3, a.stride, a.dilation, a.padding));
+    return ox_conv3d(im, node, x, w, bias, &a);
+  }
+  if (ox_attr(node, "output_shape"))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "output_shape (export with output_padding)");
+  TF_RETURN_IF_ERROR(symmetric_pads(im, node, 3, a.padding));
+  return ox_conv_transpose3d(im, node, x, w, bias, &a);
+}
+
 static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) {
   tf_tensor_id x, w, bias = TF_NO_TENSOR;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -114,8 +147,10 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
   if (ox_input(node, 2))
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &bias));
   int32_t spatial = ox_rank_of(im, w) - 2;
+  if (spatial == 3)
+    return conv3d_of(im, node, x, w, bias, transposed);
   if (spatial != 1 && spatial != 2)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 "-d convolution (1-d and 2-d only)", spatial);
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 "-d convolution (1-d, 2-d and 3-d only)", spatial);
   if (transposed && ox_attr(node, "output_shape"))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "output_shape (export with output_padding)");
   tf_conv_attrs a;
@@ -262,12 +297,44 @@ static tf_status pool_attrs(ox_import *im, const ox_node *node, int32_t spatial,
   return NULL;
 }
 
+/* A 3-d pool's attributes: the depth's apart, the height's and width's as a 2-d pool's; then ox_pool3d.
+ * Padding the same at both ends, no dilation, no ceil_mode; an average counts the padding (or has none). */
+static tf_status pool3d(ox_import *im, const ox_node *node, tf_op op, tf_tensor_id x) {
+  int32_t kernel[3], stride[3], padding[3], dilation[3];
+  TF_RETURN_IF_ERROR(symmetric_pads(im, node, 3, padding));
+  tf_status status = ints_or(node, "kernel_shape", 3, -1, kernel);
+  if (!status)
+    status = ints_or(node, "strides", 3, 1, stride);
+  if (!status)
+    status = ints_or(node, "dilations", 3, 1, dilation);
+  if (status) {
+    char label[256];
+    return tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label)));
+  }
+  if (dilation[0] != 1 || dilation[1] != 1 || dilation[2] != 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "dilated 3-d pooling (dilations %" PRId32 " x %" PRId32 " x %" PRId32 ")", dilation[0], dilation[1],
+                   dilation[2]);
+  if (ox_attr_int(node, "ceil_mode", 0) != 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ceil_mode in a 3-d pool");
+  if (op == TF_OP_AVG_POOL2D && (padding[0] || padding[1] || padding[2]) && !ox_attr_int(node, "count_include_pad", 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "a padded 3-d AveragePool that does not count the padding "
+                   "(count_include_pad=False)");
+  if (node->pool_padding[0] || node->pool_padding[1])
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a Pad folded into a 3-d pool");
+  const tf_pool_attrs plane = {{kernel[1], kernel[2]}, {stride[1], stride[2]}, {padding[1], padding[2]}};
+  return ox_pool3d(im, node, op, x, &plane, kernel[0], stride[0], padding[0]);
+}
+
 static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const int32_t rank = ox_rank_of(im, x);
+  if (rank == 5)
+    return pool3d(im, node, op, x);
   if (rank != 3 && rank != 4)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "pooling over a rank-%" PRId32 " input (1-d and 2-d only)", rank);
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "pooling over a rank-%" PRId32 " input (1-d, 2-d and 3-d only)", rank);
   tf_pool_attrs a;
   TF_RETURN_IF_ERROR(pool_attrs(im, node, rank - 2, &a));
   tf_dim xd[TF_MAX_RANK], yd[TF_MAX_RANK];

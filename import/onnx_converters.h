@@ -73,6 +73,23 @@ tf_status ox_convert_dropout(ox_import *im, const ox_node *node);
 
 /* onnx_conv.c */
 tf_status ox_convert_conv(ox_import *im, const ox_node *node);
+/* onnx_conv3d.c: 3-d convolution and pooling as 2-d ops over the depth planes; each sets the node's
+ * output. A Conv's attributes (depth, height, width; its pads already symmetric): */
+typedef struct ox_conv3d_attrs {
+  int32_t stride[3], padding[3], dilation[3], output_padding[3];
+  int32_t groups;
+} ox_conv3d_attrs;
+/* x [N, C, D, H, W]: one conv2d over its depth taps stacked beside the channels. */
+tf_status ox_conv3d(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias,
+                    const ox_conv3d_attrs *a);
+/* x [N, C, D, H, W]: one conv_transpose2d over its planes for every depth tap, the taps spread to
+ * their output planes and summed. */
+tf_status ox_conv_transpose3d(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id w, tf_tensor_id bias,
+                              const ox_conv3d_attrs *a);
+/* x [N, C, D, H, W]: `op` (max_pool2d or avg_pool2d, `plane` its height and width) over each plane,
+ * then the depth window (kernel, stride, padding) max- or mean-reduced. */
+tf_status ox_pool3d(ox_import *im, const ox_node *node, tf_op op, tf_tensor_id x, const tf_pool_attrs *plane,
+                    int32_t kernel, int32_t stride, int32_t padding);
 tf_status ox_convert_conv_transpose(ox_import *im, const ox_node *node);
 tf_status ox_convert_max_pool(ox_import *im, const ox_node *node);
 tf_status ox_convert_average_pool(ox_import *im, const ox_node *node);

@@ -137,8 +137,7 @@ def _repeat_interleave_as_expand(torch):
     x is dynamic, torch's own symbolic writes a Loop over a sequence of slices, which the importer
     refuses. Other forms (repeats per element, no dim) keep torch's symbolic. Returns the function that
     puts torch's symbolics back."""
-    from torch.onnx import symbolic_helper as helper
-    from torch.onnx import symbolic_opset9, symbolic_opset13
+    helper, symbolic_opset9, symbolic_opset13 = _exporter("symbolic_helper", "symbolic_opset9", "symbolic_opset13")
 
     def own(g, self, repeats, dim, output_size):
         if g.opset >= 13:
@@ -193,8 +192,7 @@ def _circular_pad_as_torch(torch):
     it right and keeps its own symbolic. Returns the function that puts torch's symbolic back."""
     if not _torch_1x(torch):
         return lambda: None
-    from torch.onnx import symbolic_helper as helper
-    from torch.onnx import symbolic_opset9, symbolic_opset11
+    helper, symbolic_opset9, symbolic_opset11 = _exporter("symbolic_helper", "symbolic_opset9", "symbolic_opset11")
 
     def pad(g, input, pad, mode, value):
         own = symbolic_opset11.pad if g.opset >= 11 else symbolic_opset9.pad
@@ -225,7 +223,7 @@ def _frobenius_norm_as_l2(torch):
     puts torch's symbolic back."""
     if not _torch_1x(torch):
         return lambda: None
-    from torch.onnx import symbolic_helper as helper
+    helper, = _exporter("symbolic_helper")
 
     def frobenius_norm(g, x, dim=None, keepdim=False):
         keep = 0 if keepdim is None or helper._is_none(keepdim) else helper._get_const(keepdim, "i", "keepdim")
@@ -236,6 +234,23 @@ def _frobenius_norm_as_l2(torch):
     return _register_symbolic(torch, "aten::frobenius_norm", frobenius_norm, (9, 13))
 
 
+def _zero_as_zeros_like(torch):
+    """Gives PyTorch 1.x's exporter a symbolic for `x.zero_()` (aten::zero; 2.x has one): zeros of x's
+    shape and type, which the exporter writes into a sliced tensor as a slice assignment (torchvision's
+    Swin v2 zeroes the key third of a copy of its qkv bias). Returns the function that removes it."""
+    if not _torch_1x(torch):
+        return lambda: None
+    type_utils, = _exporter("_type_utils")
+    types = type_utils.JitScalarType
+
+    def zero(g, x):
+        name = x.type().scalarType()
+        dtype = torch.float32 if name is None else types.from_name(name).dtype()
+        return g.op("ConstantOfShape", g.op("Shape", x), value_t=torch.tensor([0], dtype=dtype))
+
+    return _register_symbolic(torch, "aten::zero", zero, (9,))
+
+
 def _rms_norm_as_ops(torch, opset):
     """Gives torch.nn.RMSNorm / F.rms_norm (aten::rms_norm, PyTorch 2.4+) a symbolic where the
     exporter has none at `opset` (ONNX's RMSNormalization is opset 23): x * (1 / sqrt(mean(x^2) + eps))
@@ -243,9 +258,8 @@ def _rms_norm_as_ops(torch, opset):
     which the importer reads as one rms_norm over the last axis. Returns the function that removes it."""
     if _registered("aten::rms_norm", opset) or not hasattr(torch.nn.functional, "rms_norm"):
         return lambda: None
-    from torch.onnx import symbolic_helper as helper
-
-    types = helper._type_utils.JitScalarType
+    helper, type_utils = _exporter("symbolic_helper", "_type_utils")
+    types = type_utils.JitScalarType
 
     def rms_norm(g, x, normalized_shape, weight=None, eps=None):
         axes = list(range(-len(helper._get_const(normalized_shape, "is", "normalized_shape")), 0))
@@ -258,6 +272,21 @@ def _rms_norm_as_ops(torch, opset):
         return y if weight is None or helper._is_none(weight) else g.op("Mul", y, weight)
 
     return _register_symbolic(torch, "aten::rms_norm", rms_norm, (9,))
+
+
+def _exporter(*names):
+    """The TorchScript exporter's modules `names` (symbolic_helper, symbolic_opset9, _type_utils, ...):
+    torch.onnx.NAME in 1.x, torch.onnx._internal.torchscript_exporter.NAME from 2.9, where
+    torch.onnx.NAME is a shim that star-imports only the public names (no _is_none, no __or_), and
+    is what a module imported first (torchvision's ops) leaves in place of the real one."""
+    import importlib
+    found = []
+    for name in names:
+        try:
+            found.append(importlib.import_module("torch.onnx._internal.torchscript_exporter." + name))
+        except ImportError:
+            found.append(importlib.import_module("torch.onnx." + name))
+    return found
 
 
 def _registered(name, opset):
@@ -276,7 +305,7 @@ def _bitwise_ops_of_masks(torch, opset):
     `diagonal_attend_mask.bitwise_or_(sliding_attend_mask)`) the symbolics of `|`, `&` and `^` (ONNX
     Or, And, Xor of bool masks) where torch's exporter has none (1.13 has none of the three). Returns
     the function that removes them."""
-    from torch.onnx import symbolic_opset9
+    symbolic_opset9, = _exporter("symbolic_opset9")
     added = []
     for name, same in (("bitwise_or", "__or_"), ("bitwise_and", "__and_"), ("bitwise_xor", "__xor_")):
         if not _registered("aten::" + name, opset) and hasattr(symbolic_opset9, same):
@@ -358,13 +387,14 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     for m in batch_norms + fast_path:
         m.training = True
     module.training = True  # the top level only: read by the deduplication, by no layer
+    restores = []
     try:
-        restore_detach = _detach_as_stop_gradient(torch)
-        restore_repeat = _repeat_interleave_as_expand(torch)
-        restore_bitwise = _bitwise_ops_of_masks(torch, kwargs.get("opset_version", 17))
-        restore_circular = _circular_pad_as_torch(torch)
-        restore_rms = _rms_norm_as_ops(torch, kwargs.get("opset_version", 17))
-        restore_norm = _frobenius_norm_as_l2(torch)
+        opset = kwargs.get("opset_version", 17)
+        for patch in (_detach_as_stop_gradient, _repeat_interleave_as_expand, _circular_pad_as_torch,
+                      _frobenius_norm_as_l2, _zero_as_zeros_like):
+            restores.append(patch(torch))
+        restores.append(_bitwise_ops_of_masks(torch, opset))
+        restores.append(_rms_norm_as_ops(torch, opset))
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -378,18 +408,9 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
     finally:
-        if restore_detach:
-            restore_detach()
-        if restore_repeat:
-            restore_repeat()
-        if restore_bitwise:
-            restore_bitwise()
-        if restore_circular:
-            restore_circular()
-        if restore_rms:
-            restore_rms()
-        if restore_norm:
-            restore_norm()
+        for restore in reversed(restores):  # those registered before one that failed too
+            if restore:
+                restore()
         if scripted:
             pass
         elif own_forward is None:

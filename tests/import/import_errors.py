@@ -323,10 +323,27 @@ def main():
                 [node("ReduceProd", ["x"], ["y"], "product", attribute_ints("axes", [1]))],
                 [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 1])])),
              ["prod.onnx", "'product' (ReduceProd)", "ReduceProd of data"]),
-            ("3-d pooling", write("pool3d.onnx", model(
-                [node("MaxPool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2, 2]))],
-                [value_info("x", 1, ["N", 1, 4, 4, 4])], [value_info("y", 1, ["N", 1, 3, 3, 3])])),
-             ["pool3d.onnx", "'pool' (MaxPool)", "rank-5 input (1-d and 2-d only)"]),
+            # 3-d convolution and pooling are 2-d ops over the depth planes (onnx_conv3d.c): a symbolic
+            # depth, ceil_mode and a padded average that does not count its padding are refused
+            ("3-d pooling, ceil_mode", write("pool3d.onnx", model(
+                [node("MaxPool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2, 2]) +
+                      attribute_ints("strides", [2, 2, 2]) + attribute_int("ceil_mode", 1))],
+                [value_info("x", 1, ["N", 1, 5, 4, 4])], [value_info("y", 1, ["N", 1, 3, 2, 2])])),
+             ["pool3d.onnx", "'pool' (MaxPool)", "ceil_mode in a 3-d pool"]),
+            ("3-d average pool, padding not counted", write("avg3d.onnx", model(
+                [node("AveragePool", ["x"], ["y"], "avg", attribute_ints("kernel_shape", [3, 3, 3]) +
+                      attribute_ints("pads", [1, 1, 1, 1, 1, 1]))],
+                [value_info("x", 1, ["N", 1, 4, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4, 4])])),
+             ["avg3d.onnx", "'avg' (AveragePool)", "count_include_pad=False"]),
+            ("3-d Conv over a symbolic depth", write("conv3d.onnx", model(
+                [node("Conv", ["x", "w"], ["y"], "volume")],
+                [value_info("x", 1, ["N", 1, "D", 4, 4])], [value_info("y", 1, ["N", 1, "D2", 2, 2])],
+                [tensor("w", [1, 1, 3, 3, 3], [0.1] * 27)])),
+             ["conv3d.onnx", "'volume' (Conv)", "depth (axis 2) must have a fixed size"]),
+            ("4-d pooling", write("pool4d.onnx", model(
+                [node("MaxPool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2, 2, 2]))],
+                [value_info("x", 1, ["N", 1, 4, 4, 4, 4])], [value_info("y", 1, ["N", 1, 3, 3, 3, 3])])),
+             ["pool4d.onnx", "'pool' (MaxPool)", "rank-6 input (1-d, 2-d and 3-d only)"]),
             ("auto_pad, strided over a symbolic axis", write("conv.onnx", conv),
              ["conv.onnx", "conv_same", "auto_pad SAME_UPPER with stride 2 on spatial axis 0 of symbolic size"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),

@@ -1458,6 +1458,50 @@ def same_padding():
 
 
 case("padding='same' with even kernels (ONNX auto_pad) trains as PyTorch's", same_padding)
+# 3-d convolution and pooling (video networks, volumetric U-Nets): Conv3d as one conv2d over its depth
+# taps stacked beside the channels (groups, padding, a strided and dilated depth), ConvTranspose3d as
+# one conv_transpose2d whose taps are spread over the output planes (2/2 by a reshape; 3/2 with
+# output_padding; 3/1 grouped; (2,3,3)/(3,2,2) dilated), MaxPool3d and AvgPool3d as a 2-d pool per plane
+# and a depth window reduced over stacked slices (padded: edge copies for max, counted zeros for avg).
+class Volumetric(torch.nn.Module):
+    def __init__(self, pool, up):
+        super().__init__()
+        self.enc = torch.nn.Conv3d(2, 8, 3, padding=1)
+        self.pool = pool
+        self.mid = torch.nn.Conv3d(8, 8, (3, 3, 3), stride=(2, 1, 1), padding=(2, 1, 1), dilation=(2, 1, 1), groups=2)
+        self.up = up
+        with torch.no_grad():
+            size = self.features(torch.zeros(1, 2, 6, 8, 8)).numel()
+        self.head = torch.nn.Linear(size, 5)  # every output position its own weights: placement matters
+
+    def features(self, x):  # x [N, 2, 6, 8, 8]
+        return self.up(torch.relu(self.mid(self.pool(torch.relu(self.enc(x))))))
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.features(x), 1))
+
+
+def volumetric():
+    nn = torch.nn
+    forms = [("max 2, up 2/2", nn.MaxPool3d(2), nn.ConvTranspose3d(8, 4, 2, stride=2)),
+             ("avg 2, up 3/2 output_padding 1", nn.AvgPool3d(2), nn.ConvTranspose3d(8, 4, 3, 2, 1, output_padding=1)),
+             ("max 3/2 pad 1, up 3/1 grouped", nn.MaxPool3d(3, 2, 1), nn.ConvTranspose3d(8, 4, 3, 1, 1, groups=2)),
+             ("avg 3/(1,2,2) pad 1, up (2,3,3)/(3,2,2) dilated", nn.AvgPool3d(3, (1, 2, 2), 1),
+              nn.ConvTranspose3d(8, 4, (2, 3, 3), (3, 2, 2), (0, 1, 1), dilation=(2, 1, 1), bias=False)),
+             ("no pool, up 2/2 output_padding (1,0,1)", nn.Identity(),
+              nn.ConvTranspose3d(8, 4, 2, stride=2, output_padding=(1, 0, 1)))]
+    seen = []
+    for i, (label, pool, up) in enumerate(forms):
+        torch.manual_seed(40 + i)
+        problem, text, ops = beside_torch(Volumetric(pool, up), torch.randn(batch, 2, 6, 8, 8),
+                                          torch.randint(0, 5, (batch,)), [], steps=4)
+        if problem:
+            return f"{label}: {problem}", text
+        seen.append(f"{label} {text.split('difference ')[-1]}")
+    return None, "worst relative differences: " + ", ".join(seen)
+
+
+case("Conv3d, ConvTranspose3d, MaxPool3d and AvgPool3d train as PyTorch's", volumetric)
 # Pow by any constant exponent: whole ones by multiplications (negative x keeps its sign), others as
 # exp(p log x), and an f32 exponent within 2^-20 of 1/2 as the square root (pairwise_distance's 2-norm
 # exports 1/p rounded, 0.49999976); each trains as PyTorch's.
