@@ -125,9 +125,15 @@ static tf_status batch_statistics(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "momentum %g must be in [0, 1]", 1.0 - momentum);
   if (dims[1].symbol >= 0 || dims[1].size < 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its channel axis must have a fixed size");
-  tf_tensor_id mean, var;
-  TF_RETURN_IF_ERROR(tracked_statistic(im, node, 3, dims[1].size, &mean));
-  TF_RETURN_IF_ERROR(tracked_statistic(im, node, 4, dims[1].size, &var));
+  /* F.batch_norm(training=True) without running statistics (timm's StdConv2d and ScaledStdConv2d
+   * standardise their weights so: BiT, NFNets): PyTorch exports the batch's own mean and variance
+   * as inputs 3 and 4, computed from the data, which training mode's output does not read */
+  const bool untracked = !ox_is_known(im, ox_input(node, 3)) && !ox_is_known(im, ox_input(node, 4));
+  tf_tensor_id mean = TF_NO_TENSOR, var = TF_NO_TENSOR;
+  if (!untracked) {
+    TF_RETURN_IF_ERROR(tracked_statistic(im, node, 3, dims[1].size, &mean));
+    TF_RETURN_IF_ERROR(tracked_statistic(im, node, 4, dims[1].size, &var));
+  }
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &scale));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &bias));
   const tf_dtype dtype = ox_dtype_of(im, x);
@@ -136,6 +142,8 @@ static tf_status batch_statistics(ox_import *im, const ox_node *node) {
   if (ox_dtype_of(im, bias) != dtype)
     bias = tf_cast(im->graph, bias, dtype);
   const double epsilon = ox_attr_float(node, "epsilon", 1e-5);
+  if (untracked)
+    return ox_set_tensor(im, node, 0, tf_batch_norm(im->graph, x, scale, bias, (float)epsilon));
   return ox_set_tensor(im, node, 0,
                        tf_batch_norm_tracked(im->graph, x, scale, bias, mean, var, (float)epsilon, (float)momentum));
 }

@@ -1,8 +1,8 @@
 /* The operators that make values known at import time or constants of the graph: Identity (a known
  * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range (fixed and
  * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (fixed and up to
- * OX_KNOWN_FILL elements: known; others become graph constants); and tightfit's StopGradient, a
- * value autodiff treats as a constant. */
+ * OX_KNOWN_FILL elements: known; others become graph constants), OneHot of known values; and
+ * tightfit's StopGradient, a value autodiff treats as a constant. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -212,4 +212,55 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
   tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], half ? TF_F32 : dtype,
                                       tf_shape_from(dims, (int32_t)shape->count), tf_init_make(TF_INIT_FILL, value, 0));
   return ox_set_tensor(im, node, 0, half ? tf_cast(im->graph, id, dtype) : id);
+}
+
+/* OneHot of known indices, depth and [off, on] values (PyTorch 2.x's repeat_interleave by a
+ * symbolic count writes its repeats so: GCViT's q_global.repeat_interleave(B // b, 0)): a known
+ * value, the values integers (a symbol's multiple too) or floats; an index below 0 counts from the
+ * end, one outside [-depth, depth) is all off. Refused on data. */
+tf_status ox_convert_one_hot(ox_import *im, const ox_node *node) {
+  const ox_known *indices, *depth, *values;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &indices));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &depth));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &values));
+  if (indices->is_float || ox_known_has_symbol(indices) || indices->rank >= TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "OneHot's indices must be fixed integers of rank below %d",
+                   TF_MAX_RANK);
+  const double d = depth->count != 1 ? -1 : depth->is_float ? depth->reals[0] : (double)depth->ints[0].size;
+  if (depth->count != 1 || (!depth->is_float && depth->ints[0].symbol >= 0) || !(d >= 1 && d <= OX_KNOWN_FILL))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "OneHot's depth must be one fixed number from 1 to %" PRId64,
+                   OX_KNOWN_FILL);
+  if (values->count != 2)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "OneHot's values hold %" PRId64 " elements, not [off, on]",
+                   values->count);
+  const int64_t n = (int64_t)d, rank = indices->rank + 1;
+  int64_t axis = ox_attr_int(node, "axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId64 " output", axis, rank);
+  axis = axis < 0 ? axis + rank : axis;
+  if (indices->count > OX_KNOWN_FILL / n)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "OneHot of more than %" PRId64 " elements", OX_KNOWN_FILL);
+  int64_t shape[TF_MAX_RANK], outer = 1, inner = 1;
+  for (int64_t i = 0, j = 0; i < rank; i++) {
+    shape[i] = i == axis ? n : indices->shape[j++];
+    if (i < axis)
+      outer *= shape[i];
+    else if (i > axis)
+      inner *= shape[i];
+  }
+  ox_known *k = ox_known_new(values->is_float, values->dtype, (int32_t)rank, shape);
+  if (!k)
+    return ox_at(im, node, ox_known_refusal((int32_t)rank, shape, "a OneHot"));
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t c = 0; c < n; c++)
+      for (int64_t i = 0; i < inner; i++) {
+        int64_t index = indices->ints[o * inner + i].size;
+        index = index < 0 ? index + n : index;
+        const int64_t at = (o * n + c) * inner + i, pick = index == c ? 1 : 0;
+        if (values->is_float)
+          k->reals[at] = values->reals[pick];
+        else
+          k->ints[at] = values->ints[pick];
+      }
+  return ox_set_known(im, node, 0, k);
 }

@@ -15,6 +15,17 @@
 
 #include "import/onnx_converters.h"
 
+#define SIZE_LIMIT (INT64_C(1) << 40) /* an axis folded from two (batch and depth, channels and depth) */
+
+/* a times b as one axis's size, or an error naming what they are when it would pass 2^40. */
+static tf_status folded(ox_import *im, const ox_node *node, int64_t a, int64_t b, const char *what, int64_t *out) {
+  if (a < 1 || b < 1 || a > SIZE_LIMIT / b)
+    return ox_fail(im, node, TF_ERR_SHAPE, "%s (%" PRId64 " x %" PRId64 ") is not a size tightfit takes (2^40 at most)",
+                   what, a, b);
+  *out = a * b;
+  return NULL;
+}
+
 /* The attributes of the height and width: a 2-d convolution's. */
 static tf_conv_attrs plane_attrs(const ox_conv3d_attrs *a) {
   tf_conv_attrs c = {.groups = a->groups};
@@ -72,7 +83,7 @@ tf_status ox_conv3d(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tenso
   tf_tensor_id stacked = depth_taps(g, x, xd, groups, taps, planes, stride[0], dilation[0]);
   stacked = tf_transpose(g, stacked, (const int32_t[]){0, 4, 1, 2, 3, 5, 6}, 7);
   tf_dim rows = xd[0];
-  rows.size *= planes;
+  TF_RETURN_IF_ERROR(folded(im, node, xd[0].size, planes, "the batch times the output planes", &rows.size));
   stacked = tf_reshape(g, stacked, TF_SHAPE(rows, tf_fixed(taps * xd[1].size), xd[3], xd[4]));
   /* [O, C/g, kd, kh, kw] -> [O, kd, C/g, kh, kw] -> [O, kd C/g, kh, kw] */
   tf_tensor_id w2 = tf_transpose(g, w, (const int32_t[]){0, 2, 1, 3, 4}, 5);
@@ -136,7 +147,7 @@ tf_status ox_conv_transpose3d(ox_import *im, const ox_node *node, tf_tensor_id x
                    full - 2 * (int64_t)a->padding[0]);
   tf_graph *g = im->graph;
   tf_dim rows = xd[0];
-  rows.size *= planes;
+  TF_RETURN_IF_ERROR(folded(im, node, xd[0].size, planes, "the batch times the input planes", &rows.size));
   /* [N, C, D, H, W] -> [N, D, C, H, W] -> [N D, C, H, W] */
   tf_tensor_id x2 = tf_transpose(g, x, (const int32_t[]){0, 2, 1, 3, 4}, 5);
   x2 = tf_reshape(g, x2, TF_SHAPE(rows, xd[1], xd[3], xd[4]));
@@ -197,8 +208,10 @@ tf_status ox_pool3d(ox_import *im, const ox_node *node, tf_op op, tf_tensor_id x
                    " planes",
                    kernel, stride, padding, xd[2].size);
   const int64_t planes = (depth - kernel) / stride + 1;
+  int64_t channel_planes = 0;
+  TF_RETURN_IF_ERROR(folded(im, node, xd[1].size, xd[2].size, "the channels times the planes", &channel_planes));
   tf_graph *g = im->graph;
-  tf_tensor_id y = tf_reshape(g, x, TF_SHAPE(xd[0], tf_fixed(xd[1].size * xd[2].size), xd[3], xd[4]));
+  tf_tensor_id y = tf_reshape(g, x, TF_SHAPE(xd[0], tf_fixed(channel_planes), xd[3], xd[4]));
   y = tf_pool2d(g, op, y, plane);
   if (tf_graph_status(g))
     return ox_graph_error(im, node);

@@ -165,6 +165,7 @@ tf_status ox_convert_constant(ox_import *im, const ox_node *node);
 tf_status ox_convert_shape(ox_import *im, const ox_node *node);
 tf_status ox_convert_range(ox_import *im, const ox_node *node);
 tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node);
+tf_status ox_convert_one_hot(ox_import *im, const ox_node *node);
 
 /* onnx_repeat.c */
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);

@@ -110,6 +110,7 @@ static const ox_converter_row converters[] = {
     {"Constant", ox_convert_constant},
     {"Shape", ox_convert_shape},
     {"Range", ox_convert_range},
+    {"OneHot", ox_convert_one_hot},
     {"ConstantOfShape", ox_convert_constant_of_shape},
 };
 

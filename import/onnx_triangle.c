@@ -146,7 +146,8 @@ overflow:
 }
 
 /* ONNX CumSum (opset 11+; axis a known integer; exclusive, reverse). A known value folds. On data,
- * along the last axis of fixed length L (L x L at most OX_MAX_TRIANGLE): x times a constant 0/1
+ * along an axis of fixed length L (L x L at most OX_MAX_TRIANGLE; another axis than the last swapped
+ * with it by a transpose, and back; a vector as one row): x times a constant 0/1
  * triangle (y[j] = sum over i of x[i] U[i, j]), which is exact for whole numbers below 2^24 (masks
  * and positions: RoBERTa's and OPT's position ids); float data is summed in the product's order,
  * not one by one. Integer data is summed in f32 between casts. */
@@ -176,12 +177,9 @@ tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
   ox_tensor_dims(im, x, &rank, dims);
   if (axis < 0)
     axis += rank;
-  if (rank < 2 || axis != rank - 1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "CumSum of data along axis %" PRId64 " of a rank-%" PRId32 " input (only along the last axis, "
-                   "rank 2 or more)",
-                   axis, rank);
-  const tf_dim length = dims[rank - 1];
+  if (axis < 0 || axis >= rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, rank);
+  const tf_dim length = dims[axis];
   if (length.symbol >= 0 || length.size < 1 || length.size > OX_MAX_TRIANGLE / length.size)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "CumSum of data along an axis that is symbolic or longer than 4096 (the triangle it multiplies by)");
@@ -193,6 +191,17 @@ tf_status ox_convert_cumsum(ox_import *im, const ox_node *node) {
   tf_tensor_id sums;
   TF_RETURN_IF_ERROR(triangle_constant(im, node, length.size, length.size,
                                        reverse ? (exclusive ? -1 : 0) : (exclusive ? 1 : 0), !reverse, TF_F32, &sums));
-  tf_tensor_id y = tf_matmul(im->graph, integer ? tf_cast(im->graph, x, TF_F32) : x, sums, false, false);
-  return ox_set_tensor(im, node, 0, integer ? tf_cast(im->graph, y, dtype) : y);
+  /* another axis is swapped with the last one (and back); a vector is one row */
+  tf_graph *g = im->graph;
+  int32_t swap[TF_MAX_RANK];
+  for (int32_t i = 0; i < rank; i++)
+    swap[i] = i == axis ? rank - 1 : i == rank - 1 ? (int32_t)axis : i;
+  tf_tensor_id rows = rank == 1          ? tf_reshape(g, x, TF_SHAPE(tf_fixed(1), length))
+                      : axis != rank - 1 ? tf_transpose(g, x, swap, rank)
+                                         : x;
+  tf_tensor_id y = tf_matmul(g, integer ? tf_cast(g, rows, TF_F32) : rows, sums, false, false);
+  if (integer)
+    y = tf_cast(g, y, dtype);
+  y = rank == 1 ? tf_reshape(g, y, TF_SHAPE(length)) : axis != rank - 1 ? tf_transpose(g, y, swap, rank) : y;
+  return ox_set_tensor(im, node, 0, y);
 }

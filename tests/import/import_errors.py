@@ -340,6 +340,11 @@ def main():
                 [value_info("x", 1, ["N", 1, "D", 4, 4])], [value_info("y", 1, ["N", 1, "D2", 2, 2])],
                 [tensor("w", [1, 1, 3, 3, 3], [0.1] * 27)])),
              ["conv3d.onnx", "'volume' (Conv)", "depth (axis 2) must have a fixed size"]),
+            ("OneHot of data", write("onehot.onnx", model(
+                [node("OneHot", ["ids", "depth", "values"], ["y"], "hot")],
+                [value_info("ids", 7, ["N", 3])], [value_info("y", 1, ["N", 3, 4])],
+                [int_tensor("depth", [], [4]), tensor("values", [2], [0.0, 1.0])])),
+             ["onehot.onnx", "'hot' (OneHot)", "'ids'"]),
             ("4-d pooling", write("pool4d.onnx", model(
                 [node("MaxPool", ["x"], ["y"], "pool", attribute_ints("kernel_shape", [2, 2, 2, 2]))],
                 [value_info("x", 1, ["N", 1, 4, 4, 4, 4])], [value_info("y", 1, ["N", 1, 3, 3, 3, 3])])),
@@ -420,7 +425,7 @@ def main():
             ("ReduceMean of integer data", write("integer_mean.onnx", integer_mean),
              ["integer_mean.onnx", "'avg' (ReduceMean)", "ReduceMean of integer data (only ReduceSum, ReduceMax and"]),
             ("CumSum of data along the batch axis", write("cumsum0.onnx", cumsum_axis0),
-             ["cumsum0.onnx", "'cs' (CumSum)", "only along the last axis"]),
+             ["cumsum0.onnx", "'cs' (CumSum)", "along an axis that is symbolic"]),
             ("Div of integer data", write("integer_div.onnx", integer_div),
              ["integer_div.onnx", "'div' (Div)", "Div of integer data (only Add, Sub and Mul)"]),
             ("Gather by a known negative index", write("gather_outside.onnx", gather_outside),

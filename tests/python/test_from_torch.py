@@ -1502,6 +1502,38 @@ def volumetric():
 
 
 case("Conv3d, ConvTranspose3d, MaxPool3d and AvgPool3d train as PyTorch's", volumetric)
+# Three of timm's spellings: weights standardised by F.batch_norm(w, None, None, training=True) before
+# each convolution (BiT's StdConv2d, NFNets' ScaledStdConv2d: PyTorch exports the batch's own mean and
+# variance as BatchNormalization's statistics inputs), a running sum along an axis other than the last
+# (EdgeNeXt's Fourier positions: ones.cumsum(1)), and a parameter repeated by a count computed from the
+# batch size (GCViT's q_global.repeat_interleave(B // b, 0): PyTorch 2.x writes it with a OneHot of known
+# values, which the import folds).
+class Standardised(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.gain = torch.nn.Parameter(torch.ones(4))
+        self.query = torch.nn.Parameter(torch.randn(1, 4, 5))
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 3, 5, 5]
+        w = F.batch_norm(self.conv.weight.reshape(1, 4, -1), None, None, weight=self.gain, training=True,
+                         momentum=0.0, eps=1e-6).reshape_as(self.conv.weight)
+        h = F.conv2d(x, w, self.conv.bias, padding=1)  # [N, 4, 5, 5]
+        positions = torch.ones_like(h[:, 0]).cumsum(1) / 5  # [N, 5, 5], along axis 1
+        h = h * positions.unsqueeze(1) + h.cumsum(2) / 5
+        query = self.query.repeat_interleave(x.shape[0] // self.query.shape[0], dim=0)  # [N, 4, 5]
+        return self.head(torch.tanh(torch.cat([h, h * query.unsqueeze(-1)], 1)).mean((2, 3)))
+
+
+def timm_spellings():
+    torch.manual_seed(45)
+    return beside_torch(Standardised(), torch.randn(batch, 3, 5, 5), torch.randint(0, 5, (batch,)),
+                        ["batch_norm", "matmul"])[:2]
+
+
+case("standardised weights (F.batch_norm without running statistics), cumsum along any axis and a repeat by a "
+     "count from the batch size train as PyTorch's", timm_spellings)
 # Pow by any constant exponent: whole ones by multiplications (negative x keeps its sign), others as
 # exp(p log x), and an f32 exponent within 2^-20 of 1/2 as the square root (pairwise_distance's 2-norm
 # exports 1/p rounded, 0.49999976); each trains as PyTorch's.
