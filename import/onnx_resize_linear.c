@@ -1,6 +1,7 @@
-/* Resize in linear mode (F.interpolate(mode="bilinear" or "linear"): MobileViT's feature maps,
- * segmentation heads) over the last one or two axes, of fixed sizes, as products with constant
- * interpolation matrices: y = A_h x A_w^T, A_h [OH, H] and A_w [OW, W], each output position a blend
+/* Resize in linear mode (F.interpolate(mode="bilinear", "linear" or "trilinear"): MobileViT's feature
+ * maps, segmentation heads, volumetric U-Nets) over the last one, two or three axes, of fixed sizes, as
+ * products with constant interpolation matrices: y = A_h x A_w^T, A_h [OH, H] and A_w [OW, W] (and
+ * first A_d [OD, D] times x's planes as rows of H W), each output position a blend
  * of two input positions with the weights PyTorch computes, so the gradient is the transposed blend.
  * An output position o maps to the input coordinate
  *
@@ -13,7 +14,7 @@
  *
  * scale = out / in (the scales input's value where it is given), and blends positions i0 = floor(src)
  * and i1 = min(i0 + 1, in - 1) with weights 1 - (src - i0) and src - i0 (src at most in - 1). Axes
- * before the last two must keep their sizes; cubic mode and the other coordinate modes are refused,
+ * before the last three must keep their sizes; cubic mode and the other coordinate modes are refused,
  * and so is antialias (opset 18) where an axis shrinks (it widens the blend there).
  * Also Resize's target (the scales or the sizes input), which the nearest mode reads too. */
 #include <inttypes.h>
@@ -145,9 +146,11 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
   for (int32_t a = 0; a < rank; a++) {
     if (kept[a])
       continue;
-    if (a < rank - 2)
+    if (a < rank - 3 || (a == rank - 3 && (dims[rank - 2].symbol >= 0 || dims[rank - 1].symbol >= 0)))
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "linear resizing of axis %" PRId32 " (only of the last two axes, as F.interpolate does)", a);
+                     "linear resizing of axis %" PRId32 " (only of the last three axes, as F.interpolate does; the "
+                     "third from last with the last two of fixed sizes)",
+                     a);
     if (dims[a].symbol >= 0 || dims[a].size < 1 || out[a] < 1 || out[a] > ((int64_t)1 << 16))
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                      "linear resizing of axis %" PRId32 " from a symbolic size or to a size outside 1..65536", a);
@@ -158,7 +161,20 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
                      a, scale[a]);
   }
   tf_tensor_id y = x;
-  const int32_t rows = rank - 2, columns = rank - 1;
+  const int32_t depth = rank - 3, rows = rank - 2, columns = rank - 1;
+  if (rank >= 3 && !kept[depth]) { /* A_d y over the planes, each [H, W] plane one row */
+    tf_tensor_id a_d;
+    TF_RETURN_IF_ERROR(blend_matrix(im, node, mode, dims[depth].size, out[depth], scale[depth], "planes_blend", &a_d));
+    tf_dim flat[TF_MAX_RANK];
+    for (int32_t i = 0; i < rank; i++)
+      flat[i] = dims[i];
+    flat[rows] = tf_fixed(dims[rows].size * dims[columns].size);
+    y = tf_matmul(im->graph, a_d, tf_reshape(im->graph, y, tf_shape_from(flat, rank - 1)), false, false);
+    flat[depth] = tf_fixed(out[depth]);
+    flat[rows] = dims[rows];
+    flat[columns] = dims[columns];
+    y = tf_reshape(im->graph, y, tf_shape_from(flat, rank));
+  }
   if (rank >= 2 && !kept[rows]) { /* A_h y over the rows */
     tf_tensor_id a_h;
     TF_RETURN_IF_ERROR(blend_matrix(im, node, mode, dims[rows].size, out[rows], scale[rows], "rows_blend", &a_h));

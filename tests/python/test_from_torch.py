@@ -1061,7 +1061,7 @@ class Interpolated(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
-        self.head = torch.nn.Linear(2 * 8 * 8 + 2 * 5 * 7 + 2 * 3 * 3 + 2 * 11, 5)
+        self.head = torch.nn.Linear(2 * 8 * 8 + 2 * 5 * 7 + 2 * 3 * 3 + 2 * 11 + 2 * 3 * 8 * 8 + 2 * 5 * 3 * 2, 5)
 
     def forward(self, x):  # x [N, 16]: 4 x 4 images
         F = torch.nn.functional
@@ -1070,7 +1070,10 @@ class Interpolated(torch.nn.Module):
         odd = F.interpolate(h, size=(5, 7), mode="bilinear", align_corners=True)
         down = F.interpolate(up, size=(3, 3), mode="bilinear", align_corners=False)
         line = F.interpolate(h.mean(3), size=11, mode="linear", align_corners=False)  # [N, 2, 11]
-        parts = [t.flatten(1) for t in (up, odd, down, line)]
+        volume = torch.stack([h, h * h], 2)  # [N, 2, 2, 4, 4]: a volume of 2 planes
+        trilinear = F.interpolate(volume, scale_factor=(1.5, 2, 2), mode="trilinear", align_corners=False)
+        corners = F.interpolate(volume, size=(5, 3, 2), mode="trilinear", align_corners=True)
+        parts = [t.flatten(1) for t in (up, odd, down, line, trilinear, corners)]
         return self.head(torch.cat(parts, 1))
 
 
@@ -1079,7 +1082,7 @@ def interpolated():
     return beside_torch(Interpolated(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)), ["matmul"])[:2]
 
 
-case("bilinear and linear interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's",
+case("bilinear, linear and trilinear interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's",
      interpolated)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
