@@ -520,6 +520,41 @@ static tf_status rows_inside(ox_import *im, const ox_node *node, const ox_known 
   return NULL;
 }
 
+/* Gather along a fixed `axis` by known indices in range, of a tensor with a symbolic axis elsewhere
+ * (nn.Unfold / F.unfold: PyTorch gathers each window's rows and columns by known tables over a batch
+ * of symbolic size): each run of consecutive indices one slice of the axis, the slices concatenated
+ * there and the axis shaped as the indices; the gradient adds the slices' parts where runs overlap.
+ * At most OX_SLICE_COPIES_MAX runs. */
+static tf_status gather_by_slices(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis,
+                                  const ox_known *index, const tf_dim *dims, int32_t rank) {
+  TF_RETURN_IF_ERROR(rows_inside(im, node, index, dims[axis]));
+  tf_tensor_id pieces[OX_SLICE_COPIES_MAX];
+  int32_t n = 0;
+  for (int64_t i = 0; i < index->count;) {
+    int64_t end = i + 1;
+    while (end < index->count && index->ints[end].size == index->ints[end - 1].size + 1)
+      end++;
+    if (n == OX_SLICE_COPIES_MAX)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "Gather by known indices in more than %d runs of consecutive ones along axis %" PRId32
+                     " of a tensor with a symbolic axis",
+                     OX_SLICE_COPIES_MAX, axis);
+    const int64_t first = index->ints[i].size;
+    pieces[n++] = tf_slice(im->graph, data, axis, first, first + (end - i), 1);
+    i = end;
+  }
+  tf_tensor_id y = n == 1 ? pieces[0] : tf_concat(im->graph, pieces, n, axis);
+  tf_dim out[TF_MAX_RANK];
+  int32_t m = 0;
+  for (int32_t d = 0; d < axis; d++)
+    out[m++] = dims[d];
+  for (int32_t d = 0; d < index->rank; d++)
+    out[m++] = tf_fixed(index->shape[d]);
+  for (int32_t d = axis + 1; d < rank; d++)
+    out[m++] = dims[d];
+  return reshape_to(im, node, y, out, m);
+}
+
 /* Gather along `axis` of a tensor whose other axes have fixed sizes, by known indices in range
  * (LeViT's attention_biases[:, idxs]: a [heads, offsets] parameter by a [T, T] table of offsets):
  * the axis moved first and the others flattened into a [length, rest] table, an embedding lookup of
@@ -536,10 +571,7 @@ static tf_status gather_along(ox_import *im, const ox_node *node, tf_tensor_id d
   int64_t rest = 1;
   for (int32_t d = 0; d < rank; d++)
     if (d != axis && (dims[d].symbol >= 0 || dims[d].size < 0))
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                     "Gather by known indices along axis %" PRId32 " of a tensor whose axis %" PRId32
-                     " has a symbolic size (only rows of a 2-d table, or along an axis of a tensor of fixed sizes)",
-                     axis, d);
+      return gather_by_slices(im, node, data, axis, index, dims, rank);
     else if (d != axis)
       rest *= dims[d].size;
   TF_RETURN_IF_ERROR(rows_inside(im, node, index, dims[axis]));

@@ -1537,6 +1537,29 @@ def timm_spellings():
 
 case("standardised weights (F.batch_norm without running statistics), cumsum along any axis and a repeat by a "
      "count from the batch size train as PyTorch's", timm_spellings)
+# nn.Unfold / F.unfold (im2col: HaloNet's, VOLO's and research code's patches): PyTorch gathers each window's
+# rows and columns by known index tables, over a batch of symbolic size: runs of consecutive indices
+# become slices, concatenated (overlapping windows' gradients add); and Tensor.unfold's patches.
+class Unfolded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 2, 1)
+        self.head = torch.nn.Linear(18 * 9 + 2 * 2 * 6 * 4 + 2 * 6 * 2 * 3, 5)
+
+    def forward(self, x):  # x [N, 2, 6, 6]
+        h = torch.tanh(self.conv(x))
+        windows = F.unfold(h, kernel_size=3, padding=1, stride=2)  # [N, 18, 9], overlapping
+        dilated = F.unfold(h, kernel_size=(2, 1), dilation=(2, 1))  # [N, 4, 24]
+        patches = h.unfold(3, 3, 2)  # [N, 2, 6, 2, 3]
+        return self.head(torch.cat([windows.flatten(1), dilated.flatten(1), patches.flatten(1)], 1))
+
+
+def unfolded():
+    torch.manual_seed(46)
+    return beside_torch(Unfolded(), torch.randn(batch, 2, 6, 6), torch.randint(0, 5, (batch,)), ["concat"])[:2]
+
+
+case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold train as PyTorch's", unfolded)
 # Pow by any constant exponent: whole ones by multiplications (negative x keeps its sign), others as
 # exp(p log x), and an f32 exponent within 2^-20 of 1/2 as the square root (pairwise_distance's 2-norm
 # exports 1/p rounded, 0.49999976); each trains as PyTorch's.
