@@ -482,17 +482,11 @@ static bool consecutive(const ox_known *index, tf_dim length, int64_t *first) {
   return true;
 }
 
-/* Gather of data along `axis` by the consecutive known indices of input 1 from `first`: the slice
- * [first, first + count) of that axis, reshaped to the indices' shape there (wpe[arange(T)]). */
-static tf_status gather_span(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis, int64_t first) {
-  const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK], out[TF_MAX_RANK];
-  ox_tensor_dims(im, data, &rank, dims);
-  if (rank - 1 + index->rank > TF_MAX_RANK)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", rank - 1 + index->rank,
-                   TF_MAX_RANK);
-  tf_tensor_id y = tf_slice(im->graph, data, axis, first, first + index->count, 1);
+/* y, data's elements gathered along `axis` (dims, rank: data's), shaped data[:axis] + indices +
+ * data[axis + 1:]: the node's output. */
+static tf_status shaped_as_indices(ox_import *im, const ox_node *node, tf_tensor_id y, const tf_dim *dims, int32_t rank,
+                                   int32_t axis, const ox_known *index) {
+  tf_dim out[TF_MAX_RANK];
   int32_t m = 0;
   for (int32_t d = 0; d < axis; d++)
     out[m++] = dims[d];
@@ -501,6 +495,20 @@ static tf_status gather_span(ox_import *im, const ox_node *node, tf_tensor_id da
   for (int32_t d = axis + 1; d < rank; d++)
     out[m++] = dims[d];
   return reshape_to(im, node, y, out, m);
+}
+
+/* Gather of data along `axis` by the consecutive known indices of input 1 from `first`: the slice
+ * [first, first + count) of that axis, reshaped to the indices' shape there (wpe[arange(T)]). */
+static tf_status gather_span(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis, int64_t first) {
+  const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, data, &rank, dims);
+  if (rank - 1 + index->rank > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", rank - 1 + index->rank,
+                   TF_MAX_RANK);
+  return shaped_as_indices(im, node, tf_slice(im->graph, data, axis, first, first + index->count, 1), dims, rank, axis,
+                           index);
 }
 
 /* Known row indices that an embedding lookup may read: each a fixed number in [0, rows) (the lookup
@@ -543,16 +551,8 @@ static tf_status gather_by_slices(ox_import *im, const ox_node *node, tf_tensor_
     pieces[n++] = tf_slice(im->graph, data, axis, first, first + (end - i), 1);
     i = end;
   }
-  tf_tensor_id y = n == 1 ? pieces[0] : tf_concat(im->graph, pieces, n, axis);
-  tf_dim out[TF_MAX_RANK];
-  int32_t m = 0;
-  for (int32_t d = 0; d < axis; d++)
-    out[m++] = dims[d];
-  for (int32_t d = 0; d < index->rank; d++)
-    out[m++] = tf_fixed(index->shape[d]);
-  for (int32_t d = axis + 1; d < rank; d++)
-    out[m++] = dims[d];
-  return reshape_to(im, node, y, out, m);
+  return shaped_as_indices(im, node, n == 1 ? pieces[0] : tf_concat(im->graph, pieces, n, axis), dims, rank, axis,
+                           index);
 }
 
 /* Gather along `axis` of a tensor whose other axes have fixed sizes, by known indices in range
