@@ -5,7 +5,7 @@
  *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
  *   whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding); fractional
  *   factors are refused.
- *   Linear mode is onnx_resize_linear.c's; cubic is refused.
+ *   Linear and cubic modes are onnx_resize_linear.c's.
  * - Tile (x.repeat(...)): the whole axis repeated r times. */
 #include <inttypes.h>
 #include <math.h>
@@ -106,13 +106,13 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
     same_size = factor[a] == 1;
   if (same_size) /* every mode maps each pixel to itself (BEiT's table interpolated to its own size) */
     return ox_set_tensor(im, node, 0, x);
-  if (ox_attr_is(node, "mode", "nearest", "linear")) {
+  if (ox_attr_is(node, "mode", "nearest", "linear") || ox_attr_is(node, "mode", "nearest", "cubic")) {
     tf_status_free(no_factors);
     return ox_convert_resize_linear(im, node, x);
   }
   if (!ox_attr_is(node, "mode", "nearest", "nearest")) {
     tf_status_free(no_factors);
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest and linear (cubic is not supported)");
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest, linear and cubic");
   }
   bool asymmetric = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
   /* half_pixel_symmetric (opset 19) is half_pixel where out is in times a whole factor */

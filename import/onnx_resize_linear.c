@@ -1,5 +1,7 @@
 /* Resize in linear mode (F.interpolate(mode="bilinear", "linear" or "trilinear"): MobileViT's feature
- * maps, segmentation heads, volumetric U-Nets) over the last one, two or three axes, of fixed sizes, as
+ * maps, segmentation heads, volumetric U-Nets) and cubic mode (mode="bicubic": four taps of Keys'
+ * kernel with cubic_coeff_a, PyTorch's -0.75, the coordinate not clamped and taps past an edge
+ * reading the edge) over the last one, two or three axes, of fixed sizes, as
  * products with constant interpolation matrices: y = A_h x A_w^T, A_h [OH, H] and A_w [OW, W] (and
  * first A_d [OD, D] times x's planes as rows of H W), each output position a blend
  * of two input positions with the weights PyTorch computes, so the gradient is the transposed blend.
@@ -48,8 +50,9 @@ static bool coordinates_of(const ox_node *node, coordinates *out) {
   return false;
 }
 
-/* The input coordinate of output position o (in [0, in - 1]). */
-static double source_of(coordinates mode, int64_t o, int64_t in, int64_t out, double scale) {
+/* The input coordinate of output position o: in [0, in - 1] for linear mode; cubic mode's (`clamp`
+ * false) may lie outside, its taps then reading the edge (PyTorch's bicubic, ONNX's cubic). */
+static double source_of(coordinates mode, int64_t o, int64_t in, int64_t out, double scale, bool clamp) {
   double src;
   switch (mode) {
   case ALIGN_CORNERS: src = out > 1 ? (double)o * (double)(in - 1) / (double)(out - 1) : 0.0; break;
@@ -62,25 +65,44 @@ static double source_of(coordinates mode, int64_t o, int64_t in, int64_t out, do
   }
   default: src = ((double)o + 0.5) / scale - 0.5; break;
   }
+  if (!clamp)
+    return src;
   if (src < 0)
     src = 0;
   return src > (double)(in - 1) ? (double)(in - 1) : src;
 }
 
-/* The [out, in] matrix of the blend along one axis, as a graph constant. */
-static tf_status blend_matrix(ox_import *im, const ox_node *node, coordinates mode, int64_t in, int64_t out,
-                              double scale, const char *suffix, tf_tensor_id *matrix) {
+/* The cubic convolution kernel at distance x with coefficient a (Keys; PyTorch's a = -0.75). */
+static double cubic_weight(double x, double a) {
+  x = fabs(x);
+  if (x <= 1)
+    return ((a + 2) * x - (a + 3)) * x * x + 1;
+  return x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0.0;
+}
+
+/* The [out, in] matrix of the blend along one axis, as a graph constant: two taps per output in
+ * linear mode, four in cubic mode (`cubic` holds its coefficient a; taps past an edge read the edge). */
+static tf_status blend_matrix(ox_import *im, const ox_node *node, coordinates mode, const double *cubic, int64_t in,
+                              int64_t out, double scale, const char *suffix, tf_tensor_id *matrix) {
   const int64_t shape[2] = {out, in};
   ox_known *k = ox_known_new(true, TF_F32, 2, shape);
   if (!k)
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory for a %" PRId64 " x %" PRId64 " interpolation matrix",
                    out, in);
   for (int64_t o = 0; o < out; o++) {
-    const double src = source_of(mode, o, in, out, scale);
-    const int64_t i0 = (int64_t)floor(src), i1 = i0 + 1 < in ? i0 + 1 : in - 1;
-    const double w1 = src - (double)i0;
-    k->reals[o * in + i0] += 1.0 - w1;
-    k->reals[o * in + i1] += w1;
+    const double src = source_of(mode, o, in, out, scale, !cubic);
+    const int64_t i0 = (int64_t)floor(src);
+    const double t = src - (double)i0;
+    if (!cubic) {
+      const int64_t i1 = i0 + 1 < in ? i0 + 1 : in - 1;
+      k->reals[o * in + i0] += 1.0 - t;
+      k->reals[o * in + i1] += t;
+      continue;
+    }
+    for (int64_t tap = -1; tap <= 2; tap++) {
+      const int64_t i = i0 + tap < 0 ? 0 : i0 + tap > in - 1 ? in - 1 : i0 + tap;
+      k->reals[o * in + i] += cubic_weight(t - (double)tap, *cubic);
+    }
   }
   char name[300];
   snprintf(name, sizeof(name), "%s.%s", node->proto->output[0], suffix);
@@ -134,8 +156,13 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
   coordinates mode;
   if (!coordinates_of(node, &mode))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "linear mode with this coordinate_transformation_mode (half_pixel, half_pixel_symmetric, "
-                   "pytorch_half_pixel, align_corners or asymmetric only)");
+                   "linear or cubic mode with this coordinate_transformation_mode (half_pixel, "
+                   "half_pixel_symmetric, pytorch_half_pixel, align_corners or asymmetric only)");
+  const bool is_cubic = ox_attr_is(node, "mode", "nearest", "cubic");
+  const double coeff = ox_attr_float(node, "cubic_coeff_a", -0.75);
+  const double *cubic = is_cubic ? &coeff : NULL;
+  if (is_cubic && (ox_attr_int(node, "exclude_outside", 0) != 0 || !isfinite(coeff)))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cubic mode with exclude_outside=1 or a non-finite cubic_coeff_a");
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
@@ -164,7 +191,8 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
   const int32_t depth = rank - 3, rows = rank - 2, columns = rank - 1;
   if (rank >= 3 && !kept[depth]) { /* A_d y over the planes, each [H, W] plane one row */
     tf_tensor_id a_d;
-    TF_RETURN_IF_ERROR(blend_matrix(im, node, mode, dims[depth].size, out[depth], scale[depth], "planes_blend", &a_d));
+    TF_RETURN_IF_ERROR(
+        blend_matrix(im, node, mode, cubic, dims[depth].size, out[depth], scale[depth], "planes_blend", &a_d));
     tf_dim flat[TF_MAX_RANK];
     for (int32_t i = 0; i < rank; i++)
       flat[i] = dims[i];
@@ -177,13 +205,14 @@ tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor
   }
   if (rank >= 2 && !kept[rows]) { /* A_h y over the rows */
     tf_tensor_id a_h;
-    TF_RETURN_IF_ERROR(blend_matrix(im, node, mode, dims[rows].size, out[rows], scale[rows], "rows_blend", &a_h));
+    TF_RETURN_IF_ERROR(
+        blend_matrix(im, node, mode, cubic, dims[rows].size, out[rows], scale[rows], "rows_blend", &a_h));
     y = tf_matmul(im->graph, a_h, y, false, false);
   }
   if (rank >= 1 && !kept[columns]) { /* y A_w^T over the columns */
     tf_tensor_id a_w;
     TF_RETURN_IF_ERROR(
-        blend_matrix(im, node, mode, dims[columns].size, out[columns], scale[columns], "columns_blend", &a_w));
+        blend_matrix(im, node, mode, cubic, dims[columns].size, out[columns], scale[columns], "columns_blend", &a_w));
     y = tf_matmul(im->graph, y, a_w, false, true);
   }
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));

@@ -175,7 +175,7 @@ tf_status tf_host_step_run(const tf_host_steps *h, const tf_plan *plan, int32_t 
     if (b->region != TF_REGION_HOST) {
       data = staged;
       staged += aligned(b->bytes);
-      if (tf_plan_step_reads(step, k))
+      if (tf_plan_step_reads(step, k) && b->bytes > 0) /* an empty tensor's region may not exist */
         TF_RETURN_IF_ERROR(backend->download(state, regions[b->region], b->offset, data, b->bytes));
     }
     h->tensors[k] = tf_tensor_ref_make(data, b->dtype, b->rank, b->shape);
@@ -191,7 +191,7 @@ tf_status tf_host_step_run(const tf_host_steps *h, const tf_plan *plan, int32_t 
   for (int32_t k = 0; k < operand_count(step); k++) {
     bool written;
     const tf_plan_buffer *b = &plan->buffers[tf_plan_step_operand(step, k, &written)];
-    if (written && b->region != TF_REGION_HOST)
+    if (written && b->region != TF_REGION_HOST && b->bytes > 0)
       TF_RETURN_IF_ERROR(backend->upload(state, regions[b->region], b->offset, h->tensors[k].data, b->bytes));
   }
   return NULL;

@@ -99,10 +99,13 @@ static tf_status not_held(const tf_session *s, const tf_plan_buffer *b) {
                        b->name, b->held_by - 1, s->plan->zero, s->rank);
 }
 
-/* Writes bytes [offset, offset + bytes) of buffer b: on the device, or in the host region. */
+/* Writes bytes [offset, offset + bytes) of buffer b: on the device, or in the host region. Nothing
+ * for none (an empty tensor's region may be one the plan never sized, and no backend was given). */
 static tf_status put(tf_session *s, const tf_plan_buffer *b, int64_t offset, const void *data, int64_t bytes) {
   if (!tf_session_holds(s, (int32_t)(b - s->plan->buffers)))
     return not_held(s, b);
+  if (bytes == 0)
+    return NULL;
   if (b->region == TF_REGION_HOST) {
     memcpy((char *)s->host.region + b->offset + offset, data, (size_t)bytes);
     return NULL;
@@ -129,9 +132,12 @@ static tf_status get_pieces(tf_session *s, const tf_plan_buffer *b, int64_t offs
   return NULL;
 }
 
-/* Reads bytes [offset, offset + bytes) of buffer b (the caller has synchronised the device). */
+/* Reads bytes [offset, offset + bytes) of buffer b (the caller has synchronised the device); nothing
+ * for none, as put(). */
 static tf_status get(tf_session *s, const tf_plan_buffer *b, int64_t offset, void *data, int64_t bytes) {
   const int32_t id = (int32_t)(b - s->plan->buffers);
+  if (bytes == 0)
+    return NULL;
   if (b->held_by < 0)
     return get_pieces(s, b, offset, data, bytes);
   if (!tf_session_holds(s, id) && s->remote_read && offset == 0 && bytes == b->bytes)

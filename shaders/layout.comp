@@ -1,7 +1,8 @@
 #version 450
 // Moving elements without computing (kernels/cpu/layout.c): transpose, expand, slice, concat (one
 // dispatch per input) and slice_grad's placement are all dst[dst_base + sum(i_d dst_stride_d)] =
-// src[src_base + sum(i_d src_stride_d)] over an iteration shape of at most 6 axes. Elements are
+// src[src_base + sum(i_d src_stride_d)] over an iteration shape of at most 9 axes (a tensor's 8, and
+// the words of an 8-byte element; 128 bytes of push constants, the least a device has). Elements are
 // 32-bit words: the host describes an 8-byte element as an extra innermost axis of 2 words, so
 // any dtype of 4 or 8 bytes moves bit for bit. cast between f32 and i32 is the same walk with a
 // conversion (kernels/cpu/cast.c: truncation toward zero, saturated, NaN to 0; to f32 rounded).
@@ -52,9 +53,9 @@ layout(push_constant) uniform Push {
   uint rank;
   uint src_base;
   uint dst_base;
-  uint shape[6];
-  uint src_stride[6];
-  uint dst_stride[6];
+  uint shape[9];
+  uint src_stride[9];
+  uint dst_stride[9];
   uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
                    // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8, 10: f32 -> i64,
                    // 11: i32 -> i64, 12: i64 -> i32 (3..12: count is in elements, contiguous, bases

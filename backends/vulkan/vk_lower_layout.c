@@ -9,7 +9,7 @@
 #include "backends/vulkan/vk_lower.h"
 #include "core/slice_bounds.h"
 
-#define GATHER_RANK 6
+#define GATHER_RANK 9 /* 8 axes (TF_MAX_RANK), and the two words of an 8-byte element: 128 push bytes */
 
 typedef struct layout_push {
   uint32_t count, rank, src_base, dst_base;

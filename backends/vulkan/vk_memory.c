@@ -224,6 +224,8 @@ void vk_region_free(vk_state *vk, vk_region *region) {
 }
 
 static tf_status check_range(const vk_region *region, int64_t offset, int64_t bytes, const char *what) {
+  if (!region)
+    return tf_status_new(TF_ERR_INVALID_ARGUMENT, "vulkan: %s of %lld bytes from no region", what, (long long)bytes);
   if (offset < 0 || bytes < 0 || offset > region->bytes || bytes > region->bytes - offset)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "vulkan: %s of %lld bytes at offset %lld lies outside a region of %lld", what,

@@ -202,7 +202,7 @@ def main():
         gather_outside = model([node("Gather", ["table", "idx"], ["y"], "rows")], [value_info("x", 1, ["N", 4])],
                                [value_info("y", 1, [2, 3])],
                                [tensor("table", [4, 3], [0.5] * 12), int_tensor("idx", [2], [2, -1])])
-        bicubic = resize(attribute_string("mode", "cubic"), [1.0, 1.0, 2.0, 2.0])
+        bicubic = resize(attribute_string("mode", "cubic") + attribute_int("exclude_outside", 1), [1.0, 1.0, 2.0, 2.0])
         fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
         cases = [
             # (what, file, words every message must hold)
@@ -384,8 +384,8 @@ def main():
               "16777216 elements in all"]),
             ("folds past the import's total", write("fold_total.onnx", fold_total),
              ["fold_total.onnx", "'sum' (Add)", "8388608 elements, more than the 0 left", "16777216 elements in all"]),
-            ("bicubic resize", write("bicubic.onnx", bicubic),
-             ["bicubic.onnx", "'up' (Resize)", "cubic is not supported"]),
+            ("bicubic resize excluding the outside", write("bicubic.onnx", bicubic),
+             ["bicubic.onnx", "'up' (Resize)", "cubic mode with exclude_outside=1"]),
             ("Where between two constants, one infinite", write("where2.onnx", infinite_branch),
              ["where2.onnx", "'sel' (Where)", "input 1 'ninf' holding -inf (only finite constants)"]),
             ("Sign of data", write("sign_data.onnx", model(

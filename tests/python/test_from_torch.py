@@ -1084,6 +1084,29 @@ def interpolated():
 
 case("bilinear, linear and trilinear interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's",
      interpolated)
+# Bicubic interpolation: four taps of Keys' kernel (a = -0.75) per output position, the taps past an edge
+# reading the edge, as constant blend matrices like the linear modes'.
+class Bicubic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.head = torch.nn.Linear(2 * 8 * 8 + 2 * 7 * 5 + 2 * 3 * 3, 5)
+
+    def forward(self, x):  # x [N, 16]: 4 x 4 images
+        F = torch.nn.functional
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 4, 4)))
+        up = F.interpolate(h, scale_factor=2, mode="bicubic", align_corners=False)  # [N, 2, 8, 8]
+        corners = F.interpolate(h, size=(7, 5), mode="bicubic", align_corners=True)
+        down = F.interpolate(up, size=(3, 3), mode="bicubic")
+        return self.head(torch.cat([t.flatten(1) for t in (up, corners, down)], 1))
+
+
+def bicubic():
+    torch.manual_seed(18)
+    return beside_torch(Bicubic(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)), ["matmul"], steps=3)[:2]
+
+
+case("bicubic interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's", bicubic)
 # A from_torch graph saved to a folder of its own carries its weights (weights.safetensors, which the
 # .tfg names) there: loaded back it gives the same loss; saving beside other weights is refused.
 def saved_and_loaded():
