@@ -55,6 +55,16 @@ static tf_status float_values(ox_import *im, const ox_node *node, int32_t i, ox_
   return *out ? NULL : tf_status_new(TF_ERR_OUT_OF_MEMORY, "%s: no memory for the values of '%s'", im->source, name);
 }
 
+/* Whether node input i is computed from the data: neither a known value, an initializer, nor a
+ * parameter made from one (what float_values takes). */
+static bool computed_from_data(ox_import *im, const ox_node *node, int32_t i) {
+  const char *name = ox_input(node, i);
+  const ox_value *v = name ? ox_value_find(im, name) : NULL;
+  if (!v || v->known || v->initializer)
+    return false;
+  return v->tensor == TF_NO_TENSOR || !weights_of(im, v->tensor);
+}
+
 /* Per-channel values of BatchNormalization input i (the running mean or variance): C floats, the
  * caller's to free. */
 static tf_status running_statistic(ox_import *im, const ox_node *node, int32_t i, int64_t channels, ox_known **k) {
@@ -128,7 +138,7 @@ static tf_status batch_statistics(ox_import *im, const ox_node *node) {
   /* F.batch_norm(training=True) without running statistics (timm's StdConv2d and ScaledStdConv2d
    * standardise their weights so: BiT, NFNets): PyTorch exports the batch's own mean and variance
    * as inputs 3 and 4, computed from the data, which training mode's output does not read */
-  const bool untracked = !ox_is_known(im, ox_input(node, 3)) && !ox_is_known(im, ox_input(node, 4));
+  const bool untracked = computed_from_data(im, node, 3) && computed_from_data(im, node, 4);
   tf_tensor_id mean = TF_NO_TENSOR, var = TF_NO_TENSOR;
   if (!untracked) {
     TF_RETURN_IF_ERROR(tracked_statistic(im, node, 3, dims[1].size, &mean));
