@@ -1,6 +1,6 @@
 """tightfit.from_torch on torchvision's models as they are: ResNet, MobileNet v2/v3, EfficientNet,
 ShuffleNet, SqueezeNet, GoogLeNet, ConvNeXt, Swin and Swin v2, a small ViT, the DeepLabV3 and LR-ASPP
-segmentation heads, the video ResNets r3d_18 and mc3_18 (Conv3d), and MaxViT where torchvision has it,
+segmentation heads, the video ResNets r3d_18 and mc3_18 (Conv3d), and MaxViT (under PyTorch 2.x),
 built with random weights (no download), in train mode (BatchNorm on each batch's statistics), dropout
 and stochastic depth at 0.
 
@@ -219,6 +219,7 @@ case("torchvision video mc3_18 (3-d then 2-d-in-3-d convolutions), also on Vulka
 if hasattr(M, "swin_v2_t"):  # torchvision 0.15+: PyTorch 2.x's
     case("torchvision swin_v2_t (cosine attention with a learned logit scale, log-spaced position MLP)",
          classifier(lambda: M.swin_v2_t(num_classes=5)))
+if hasattr(M, "maxvit_t") and not torch.__version__.startswith("1."):  # 224 x 224: the 2.x run only (CI time)
     case("torchvision maxvit_t (MBConv, block and grid attention; 224 x 224, its smallest)",
          classifier(lambda: M.maxvit_t(num_classes=5), size=224))
 finish("from_torch_torchvision")
