@@ -216,7 +216,7 @@ case("torchvision video r3d_18 (Conv3d, BatchNorm3d; 4 frames of 32 x 32)",
      classifier(lambda: M.video.r3d_18(num_classes=5), size=32, frames=4))
 case("torchvision video mc3_18 (3-d then 2-d-in-3-d convolutions), also on Vulkan",
      classifier(lambda: M.video.mc3_18(num_classes=5), size=32, frames=4, vulkan=True))
-if hasattr(M, "swin_v2_t"):  # torchvision 0.15+: PyTorch 2.x's
+if hasattr(M, "swin_v2_t"):  # torchvision 0.14 (Debian's) has it too
     case("torchvision swin_v2_t (cosine attention with a learned logit scale, log-spaced position MLP)",
          classifier(lambda: M.swin_v2_t(num_classes=5)))
 if hasattr(M, "maxvit_t") and not torch.__version__.startswith("1."):  # 224 x 224: the 2.x run only (CI time)
