@@ -52,8 +52,9 @@ static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_
     return NULL;
   vk_collapse(&rank, shape, 2, strides);
   if (words == 2) {
-    if (rank >= TF_MAX_RANK)
-      return vk_refuse(l, "the copy needs %d strided axes; the layout shader walks %d", rank + 1, GATHER_RANK);
+    if (rank >= TF_MAX_RANK) /* the iteration arrays hold TF_MAX_RANK axes */
+      return vk_refuse(l, "the copy of 8-byte elements needs %d strided axes with their words; at most %d", rank + 1,
+                       TF_MAX_RANK);
     // The two words of an element: an innermost axis walked contiguously by both sides.
     shape[rank] = 2;
     strides[0][rank] = strides[1][rank] = 1;
