@@ -117,6 +117,9 @@ tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);
 tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
 
 /* onnx_layout.c */
+/* The node's output: x reshaped to `rank` dims, each fixed, symbolic, or {-1, -1} (inferred; one at
+ * most, else an error naming the node). */
+tf_status ox_reshape_to(ox_import *im, const ox_node *node, tf_tensor_id x, const tf_dim *dims, int32_t rank);
 tf_status ox_convert_reshape(ox_import *im, const ox_node *node);
 tf_status ox_convert_flatten(ox_import *im, const ox_node *node);
 tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node);
@@ -126,7 +129,6 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node);
 tf_status ox_convert_slice(ox_import *im, const ox_node *node);
 tf_status ox_convert_split(ox_import *im, const ox_node *node);
 tf_status ox_convert_expand(ox_import *im, const ox_node *node);
-tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
 /* x with `before` and `after` elements of `value` on `axis` (each >= 0): a concat with constants
@@ -148,6 +150,9 @@ tf_status ox_pad_copies(ox_import *im, const ox_node *node, tf_tensor_id x, int3
 #define OX_SLICE_COPIES_MAX 4096
 tf_status ox_slice_backwards(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, int64_t start,
                              int64_t end, int64_t step, tf_tensor_id *out) TF_MUST_USE;
+
+/* onnx_gather.c: Gather */
+tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 
 /* onnx_scatter.c: ScatterND, folded or of data as a slice assignment */
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node);

@@ -808,6 +808,19 @@ def beside_torch(model, xs, ys, counted, steps=5):
     return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen, ops
 
 
+def each_beside_torch(forms, steps=4):
+    """beside_torch for each (label, make) of `forms` (make() -> (model, xs), labels of 5 classes drawn
+    after it): the first problem with what was seen, or (None, every form's worst difference)."""
+    seen = []
+    for label, make in forms:
+        model, xs = make()
+        problem, text, _ = beside_torch(model, xs, torch.randint(0, 5, (batch,)), [], steps=steps)
+        if problem:
+            return f"{label}: {problem}", text
+        seen.append(f"{label} {text.split('difference ')[-1]}")
+    return None, "worst relative differences: " + ", ".join(seen)
+
+
 def detached():
     torch.manual_seed(7)
     problem, seen, ops = beside_torch(StraightThrough(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
@@ -1445,14 +1458,9 @@ def ceil_mode_pools():
              ("max 2/2 pad 1 over 5x6", torch.nn.MaxPool2d(2, 2, padding=1, ceil_mode=True), (5, 6)),
              ("avg1d 3/2 over 8", torch.nn.AvgPool1d(3, 2, ceil_mode=True), (8,)),
              ("max1d 2/2 over 7", torch.nn.MaxPool1d(2, 2, ceil_mode=True), (7,))]
-    seen = []
-    for label, pool, spatial in forms:
-        problem, text, _ = beside_torch(CeilPooled(pool, spatial), torch.randn(batch, 2, *spatial),
-                                        torch.randint(0, 5, (batch,)), [], steps=4)
-        if problem:
-            return f"{label}: {problem}", text
-        seen.append(f"{label} {text.split('difference ')[-1]}")
-    return None, "worst relative differences: " + ", ".join(seen)
+    return each_beside_torch([(label, lambda pool=pool, spatial=spatial: (CeilPooled(pool, spatial),
+                                                                          torch.randn(batch, 2, *spatial)))
+                              for label, pool, spatial in forms])
 
 
 case("ceil_mode pooling with partial windows (max, average counted or not, 1-d) trains as PyTorch's", ceil_mode_pools)
@@ -1516,15 +1524,11 @@ def volumetric():
               nn.ConvTranspose3d(8, 4, (2, 3, 3), (3, 2, 2), (0, 1, 1), dilation=(2, 1, 1), bias=False)),
              ("no pool, up 2/2 output_padding (1,0,1)", nn.Identity(),
               nn.ConvTranspose3d(8, 4, 2, stride=2, output_padding=(1, 0, 1)))]
-    seen = []
-    for i, (label, pool, up) in enumerate(forms):
+    def made(i, pool, up):
         torch.manual_seed(40 + i)
-        problem, text, ops = beside_torch(Volumetric(pool, up), torch.randn(batch, 2, 6, 8, 8),
-                                          torch.randint(0, 5, (batch,)), [], steps=4)
-        if problem:
-            return f"{label}: {problem}", text
-        seen.append(f"{label} {text.split('difference ')[-1]}")
-    return None, "worst relative differences: " + ", ".join(seen)
+        return Volumetric(pool, up), torch.randn(batch, 2, 6, 8, 8)
+    return each_beside_torch([(label, lambda i=i, pool=pool, up=up: made(i, pool, up))
+                              for i, (label, pool, up) in enumerate(forms)])
 
 
 case("Conv3d, ConvTranspose3d, MaxPool3d and AvgPool3d train as PyTorch's", volumetric)
