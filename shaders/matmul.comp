@@ -101,7 +101,8 @@ layout(push_constant) uniform Push {
 #else
 layout(push_constant) uniform Push {
   uint m, n, k;
-  uint flags;          // bit 2: bias (conv forward, conv_transpose2d)
+  uint flags;          // bit 2: bias (conv forward, conv_transpose2d), bit 3: the images folded
+                       // into the columns (forward and grad input: n = images x positions, z = group)
   uint batch;          // images
   uint channels, height, width;            // the image
   uint out_channels, out_height, out_width; // the response
@@ -119,6 +120,30 @@ shared vec4 tile_b[BK][BN / 4 + 1];
 
 uint a_base, b_base, c_base; // MODE 0: element offsets of this batch entry
 uint image, group_index;     // conv modes
+
+#if MODE == 1 || MODE == 3
+// The positions of one image in C's columns: the response's (forward) or the image's (grad input).
+uint image_positions() {
+#if MODE == 1
+  return pc.out_height * pc.out_width;
+#else
+  return pc.height * pc.width;
+#endif
+}
+
+// Column `col` of C as an image and a position in it: with the images folded in (flag bit 3, small
+// images: one workgroup's tile spans several), else this workgroup's image.
+void image_column(uint col, out uint img, out uint p) {
+  if ((pc.flags & 8u) != 0u) {
+    uint positions = image_positions();
+    img = col / positions;
+    p = col % positions;
+  } else {
+    img = image;
+    p = col;
+  }
+}
+#endif
 
 #if MODE != 0
 // The image element feeding column-matrix row r at response position p of `img`, or 0 (padding).
@@ -161,22 +186,25 @@ float load_b(uint kk, uint col) {
 #if MODE == 0
   return TO_F32(b[b_base + ((pc.flags & 2u) != 0u ? col * pc.ldb + kk : kk * pc.ldb + col)]);
 #elif MODE == 1
-  return image_tap(image, kk, col);
+  uint img, p;
+  image_column(col, img, p);
+  return image_tap(img, kk, p);
 #elif MODE == 2
   uint positions = pc.out_height * pc.out_width;
   return image_tap(kk / positions, col, kk % positions);
 #else
   // dy at the response position whose tap `tap` lands on image position `col`, if one does.
   uint og = pc.out_channels / pc.groups, taps = pc.kernel_h * pc.kernel_w;
-  uint o = kk / taps, tap = kk % taps;
-  int hh = int(col / pc.width) + int(pc.pad_h) - int((tap / pc.kernel_w) * pc.dilation_h);
-  int ww = int(col % pc.width) + int(pc.pad_w) - int((tap % pc.kernel_w) * pc.dilation_w);
+  uint o = kk / taps, tap = kk % taps, img, q;
+  image_column(col, img, q);
+  int hh = int(q / pc.width) + int(pc.pad_h) - int((tap / pc.kernel_w) * pc.dilation_h);
+  int ww = int(q % pc.width) + int(pc.pad_w) - int((tap % pc.kernel_w) * pc.dilation_w);
   if (hh < 0 || ww < 0 || hh % int(pc.stride_h) != 0 || ww % int(pc.stride_w) != 0)
     return 0.0;
   uint oh = uint(hh) / pc.stride_h, ow = uint(ww) / pc.stride_w;
   if (oh >= pc.out_height || ow >= pc.out_width)
     return 0.0;
-  return TO_F32(b[((image * pc.out_channels) + group_index * og + o) * pc.out_height * pc.out_width +
+  return TO_F32(b[((img * pc.out_channels) + group_index * og + o) * pc.out_height * pc.out_width +
                   oh * pc.out_width + ow]);
 #endif
 }
@@ -210,18 +238,20 @@ void store_c(uint row, uint col, float value) {
     value += TO_F32(c[at]);
   c[at] = FROM_F32(value);
 #elif MODE == 1
-  uint og = pc.out_channels / pc.groups, channel = group_index * og + row;
+  uint og = pc.out_channels / pc.groups, channel = group_index * og + row, img, p;
+  image_column(col, img, p);
   if ((pc.flags & 4u) != 0u)
     value += TO_F32(bias[channel]);
-  c[(image * pc.out_channels + channel) * pc.n + col] = FROM_F32(value);
+  c[(img * pc.out_channels + channel) * image_positions() + p] = FROM_F32(value);
 #elif MODE == 2
   uint og = pc.out_channels / pc.groups;
   c[(group_index * og + row) * pc.n + col] = FROM_F32(value);
 #else
-  uint cg = pc.channels / pc.groups, channel = group_index * cg + row;
+  uint cg = pc.channels / pc.groups, channel = group_index * cg + row, img, q;
+  image_column(col, img, q);
   if ((pc.flags & 4u) != 0u) // conv_transpose2d: a bias per image channel
     value += TO_F32(bias[channel]);
-  c[(image * pc.channels + channel) * pc.n + col] = FROM_F32(value);
+  c[(img * pc.channels + channel) * image_positions() + q] = FROM_F32(value);
 #endif
 }
 
@@ -241,8 +271,9 @@ void select_batch(uint z) {
 #elif MODE == 2
   group_index = z;
 #else
-  image = z / pc.groups;
-  group_index = z % pc.groups;
+  bool folded = (pc.flags & 8u) != 0u;
+  image = folded ? 0u : z / pc.groups;
+  group_index = folded ? z : z % pc.groups;
 #endif
 }
 

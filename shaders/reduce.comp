@@ -179,6 +179,20 @@ void max_grad(uint o) {
   }
 }
 
+// The same by one invocation per output (short groups: Clip's and Max's stacks of 2).
+void max_grad_alone(uint o) {
+  uint base = base_of(o);
+  float best = TO_F32(y_in[o]);
+  uint maxima = 0u;
+  for (uint j = 0u; j < pc.group; j++)
+    maxima += is_maximum(TO_F32(x[base + offset_of(j)]), best) ? 1u : 0u;
+  float share = maxima > 0u ? TO_F32(dy[o]) / float(maxima) : 0.0;
+  for (uint j = 0u; j < pc.group; j++) {
+    uint at = base + offset_of(j);
+    out_data[at] = FROM_F32(is_maximum(TO_F32(x[at]), best) ? share : 0.0);
+  }
+}
+
 // Many outputs with long groups (a bias gradient: 768 columns over 8,192 rows): a workgroup owns
 // COLUMNS neighbouring outputs, LANES invocations each walk every LANES-th element of one output's
 // group, and the lanes' partials are added in lane order: 16 times the invocations of one per output
@@ -247,7 +261,10 @@ void main() {
     columns();
   } else if (pc.per_thread != 0u) {
     for (uint o = gl_GlobalInvocationID.x; o < pc.outputs; o += grid_size())
-      finish(o, walk(base_of(o), 0u, 1u));
+      if (pc.mode == MAX_GRAD)
+        max_grad_alone(o);
+      else
+        finish(o, walk(base_of(o), 0u, 1u));
   } else {
     for (uint o = gl_WorkGroupID.x; o < pc.outputs; o += gl_NumWorkGroups.x) {
       if (pc.mode == MAX_GRAD) {

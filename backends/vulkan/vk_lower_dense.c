@@ -247,6 +247,14 @@ tf_status vk_lower_conv(vk_lower *l) {
       push.flags = 4u;
     }
   }
+  // Forward and grad input: the images side by side in C's columns (z the group only) where the grid
+  // holds them, so that small images (a CNN's last stages: 2 x 2 to 7 x 7) fill a tile's columns.
+  if (shader != VK_SHADER_conv_grad_weight && g.batch > 1 &&
+      (n * g.batch + tile_n(l) - 1) / tile_n(l) <= VK_GROUP_LIMIT) {
+    n *= g.batch;
+    batches = g.groups;
+    push.flags |= 8u;
+  }
   TF_RETURN_IF_ERROR(check_grid(l, m, n, batches));
   TF_RETURN_IF_ERROR(vk_check_loops(l, (k + 7) / 8 + 8));
   for (int32_t i = 0; i < l->step->n_inputs; i++)

@@ -106,8 +106,11 @@ tf_status vk_lower_reduce(vk_lower *l) {
   // 16 outputs' groups, neighbouring invocations reading neighbouring columns; otherwise an
   // invocation per output walks its group.
   // (core/workspace.h: the planner reserves the split's workspace by the same rule)
-  push.per_thread = push.mode != REDUCE_MAX_GRAD && !tf_vulkan_reduce_tree(push.outputs, push.group);
-  if (push.per_thread && tf_vulkan_reduce_in_columns(push.outputs, push.group))
+  // max_grad: a workgroup per output only where a sum would take one (a few long groups), else an
+  // invocation per output counts and writes its group (Clip's and Max's stacks of 2: 256 times fewer
+  // invocations than a workgroup each, and no barriers).
+  push.per_thread = !tf_vulkan_reduce_tree(push.outputs, push.group);
+  if (push.per_thread && push.mode != REDUCE_MAX_GRAD && tf_vulkan_reduce_in_columns(push.outputs, push.group))
     push.per_thread = REDUCE_IN_COLUMNS;
   if (push.outputs == 0)
     return NULL;
@@ -122,11 +125,12 @@ tf_status vk_lower_reduce(vk_lower *l) {
   }
   const int64_t per_group = push.per_thread == REDUCE_IN_COLUMNS ? REDUCE_COLUMNS : push.per_thread ? 256 : 1;
   uint32_t groups = vk_groups(push.outputs, per_group);
-  // An invocation walks whole groups (per_thread), a 16th of each (columns, then adds 16 partials)
-  // or a 256th (twice for max_grad).
+  // An invocation walks whole groups (per_thread; twice for max_grad), a 16th of each (columns, then
+  // adds 16 partials) or a 256th (twice for max_grad).
+  const int64_t passes = op == TF_OP_MAX_GRAD ? 2 : 1;
   int64_t walk = push.per_thread == REDUCE_IN_COLUMNS ? (push.group + REDUCE_LANES - 1) / REDUCE_LANES + REDUCE_LANES
-                 : push.per_thread                    ? push.group
-                                                      : 2 * ((push.group + 255) / 256) + 8;
+                 : push.per_thread                    ? passes * push.group
+                                                      : passes * ((push.group + 255) / 256) + 8;
   TF_RETURN_IF_ERROR(vk_check_loops(l, vk_grid_rounds(push.outputs, per_group) * (walk + 1)));
   return vk_emit_dispatch(l, vk_variant(l, VK_SHADER_reduce), 4, buffers, 0x8, &push, sizeof(push), groups, 1, 1);
 }
