@@ -165,6 +165,7 @@ static void vjp_silu(tf_vjp *v) { vjp_from_input(v, TF_OP_SILU_GRAD); }
 static void vjp_leaky_relu(tf_vjp *v) { vjp_from_input(v, TF_OP_LEAKY_RELU_GRAD); } /* PyTorch's: x > 0 */
 static void vjp_abs(tf_vjp *v) { vjp_from_input(v, TF_OP_ABS_GRAD); }               /* PyTorch's: dy sgn(x) */
 static void vjp_erf(tf_vjp *v) { vjp_from_input(v, TF_OP_ERF_GRAD); }               /* dy 2/sqrt(pi) e^(-x²) */
+static void vjp_clip(tf_vjp *v) { vjp_from_input(v, TF_OP_CLIP_GRAD); } /* PyTorch's hardtanh: lo < x < hi */
 static void vjp_sigmoid(tf_vjp *v) { vjp_from_output(v, TF_OP_SIGMOID_GRAD); }
 static void vjp_tanh(tf_vjp *v) { vjp_from_output(v, TF_OP_TANH_GRAD); }
 /* y = sin(x): dx = dy cos(x); y = cos(x): dx = dy (-sin(x)). */

@@ -424,6 +424,14 @@
       FLOAT,        ROWS,      ALL)                                                                                    \
   X(COS,                  cos,                  93, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
       INPUT0,    NONE,               cos,              cos,                  unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* x -> min(max(x, lo), hi), NaN kept (ONNX's Clip with constant bounds; ReLU6, hardtanh, torch.clamp) */            \
+  X(CLIP,                 clip,                 94, GRAPH,    1,  1,   1,  0,   0,   CLIP,          unary_float,       \
+      INPUT0,    NONE,               clip,             clip,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* (x, dy) -> dx: dy where lo < x < hi, else 0 (PyTorch's hardtanh_backward) */                                     \
+  X(CLIP_GRAD,            clip_grad,            95, TRAINING, 2,  2,   1,  0,   0,   CLIP,          elementwise_grad,  \
+      ANY_INPUT, NONE,               none,             clip_grad,            activation_grad, unary,                   \
       FLOAT,        ROWS,      ALL)
 // clang-format on
 

@@ -85,8 +85,8 @@ const char *tf_op_name(tf_op op) {
 
 const char *tf_attr_kind_name(tf_attr_kind kind) {
   static const char *const names[TF_ATTR_COUNT] = {
-      "none", "matmul",  "reduce",    "axis", "norm", "shape",         "transpose", "slice",      "conv",
-      "pool", "dropout", "attention", "cast", "gelu", "cross_entropy", "optimizer", "leaky_relu", "ctc"};
+      "none",    "matmul",    "reduce", "axis", "norm",          "shape",     "transpose",  "slice", "conv", "pool",
+      "dropout", "attention", "cast",   "gelu", "cross_entropy", "optimizer", "leaky_relu", "ctc",   "clip"};
   if ((int)kind < 0 || kind >= TF_ATTR_COUNT)
     return "?";
   return names[kind];

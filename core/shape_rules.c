@@ -110,11 +110,15 @@ tf_status tf_rules_check_floating(const tf_shape_query *q, const tf_shape_operan
                        tf_rules_describe(x).text, tf_dtype_name(x->dtype), tf_op_name(q->op));
 }
 
-tf_status tf_rules_check_slope(const tf_shape_query *q, const tf_shape_operand *x) {
-  if (!q->attrs || q->attrs->kind != TF_ATTR_LEAKY_RELU || isfinite(q->attrs->u.leaky_relu.alpha))
-    return NULL;
-  return tf_status_new(TF_ERR_SHAPE, "%s's slope alpha %g on %s must be finite", tf_op_name(q->op),
-                       (double)q->attrs->u.leaky_relu.alpha, tf_rules_describe(x).text);
+tf_status tf_rules_check_activation(const tf_shape_query *q, const tf_shape_operand *x) {
+  if (q->attrs && q->attrs->kind == TF_ATTR_LEAKY_RELU && !isfinite(q->attrs->u.leaky_relu.alpha))
+    return tf_status_new(TF_ERR_SHAPE, "%s's slope alpha %g on %s must be finite", tf_op_name(q->op),
+                         (double)q->attrs->u.leaky_relu.alpha, tf_rules_describe(x).text);
+  const tf_clip_attrs *clip = q->attrs && q->attrs->kind == TF_ATTR_CLIP ? &q->attrs->u.clip : NULL;
+  if (clip && ((!isfinite(clip->lo) && clip->lo != -INFINITY) || (!isfinite(clip->hi) && clip->hi != INFINITY)))
+    return tf_status_new(TF_ERR_SHAPE, "%s's bounds [%g, %g] on %s must be finite (-inf and inf: no bound)",
+                         tf_op_name(q->op), (double)clip->lo, (double)clip->hi, tf_rules_describe(x).text);
+  return NULL;
 }
 
 tf_status tf_rules_check_same_dtype(const tf_shape_operand *a, const tf_shape_operand *b) {

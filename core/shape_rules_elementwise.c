@@ -25,7 +25,7 @@ tf_status tf_shape_unary_float(const tf_shape_query *q, tf_shape_result *out) {
   TF_RETURN_IF_ERROR(tf_rules_begin(q, out, tf_shape_unary_float));
   const tf_shape_operand *x = &q->inputs[0];
   TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
-  TF_RETURN_IF_ERROR(tf_rules_check_slope(q, x));
+  TF_RETURN_IF_ERROR(tf_rules_check_activation(q, x));
   tf_rules_copy_shape(out, x, x->dtype);
   return tf_rules_finish(out);
 }

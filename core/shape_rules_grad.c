@@ -47,7 +47,7 @@ tf_status tf_shape_elementwise_grad(const tf_shape_query *q, tf_shape_result *ou
   TF_RETURN_IF_ERROR(tf_rules_check_floating(q, x));
   TF_RETURN_IF_ERROR(tf_rules_check_same_dtype(x, dy));
   TF_RETURN_IF_ERROR(tf_rules_check_shape_equal(x, dy));
-  TF_RETURN_IF_ERROR(tf_rules_check_slope(q, x));
+  TF_RETURN_IF_ERROR(tf_rules_check_activation(q, x));
   if (q->op == TF_OP_SOFTMAX_GRAD || q->op == TF_OP_LOG_SOFTMAX_GRAD) {
     int32_t axis;
     TF_RETURN_IF_ERROR(tf_rules_normalize_axis(x, q->attrs->u.axis.axis, &axis));

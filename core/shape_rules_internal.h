@@ -33,8 +33,9 @@ bool tf_rules_is_floating(tf_dtype dtype);
 bool tf_rules_is_integer(tf_dtype dtype); /* i32 or i64: index types */
 /* Errors unless x has a floating dtype; the message names q's op. */
 tf_status tf_rules_check_floating(const tf_shape_query *q, const tf_shape_operand *x);
-/* Errors unless a leaky_relu slope (q's attributes, when of that family) is finite. */
-tf_status tf_rules_check_slope(const tf_shape_query *q, const tf_shape_operand *x);
+/* Errors unless an activation's float attributes (q's, when of that family) are usable: a leaky_relu
+ * slope finite, clip's bounds not NaN. */
+tf_status tf_rules_check_activation(const tf_shape_query *q, const tf_shape_operand *x);
 /* Errors unless a and b have the same dtype. */
 tf_status tf_rules_check_same_dtype(const tf_shape_operand *a, const tf_shape_operand *b);
 /* Errors unless x's rank is exactly `rank`; `layout` describes it in the message ("[N,C,H,W]"). */

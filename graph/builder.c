@@ -299,6 +299,13 @@ tf_tensor_id tf_leaky_relu(tf_graph *g, tf_tensor_id x, float alpha) {
   return node1(g, TF_OP_LEAKY_RELU, x, &attrs);
 }
 
+tf_tensor_id tf_clip(tf_graph *g, tf_tensor_id x, float lo, float hi) {
+  tf_attrs attrs = attrs_of(TF_ATTR_CLIP);
+  attrs.u.clip.lo = lo;
+  attrs.u.clip.hi = hi;
+  return node1(g, TF_OP_CLIP, x, &attrs);
+}
+
 tf_tensor_id tf_reduce(tf_graph *g, tf_op op, tf_tensor_id x, const int32_t *axes, int32_t n_axes, bool keepdims) {
   if (!g->status && op != TF_OP_SUM && op != TF_OP_MEAN && op != TF_OP_MAX) {
     tf_ir_fail(g, tf_status_new(TF_ERR_INVALID_ARGUMENT, "tf_reduce: %s is not sum, mean or max", tf_op_name(op)));

@@ -5,7 +5,8 @@
  *
  *   Max(a, b, ...)      max over a new last axis of the inputs broadcast and stacked (concat): exact
  *   Min(a, b, ...)      -Max(-a, -b, ...): exact
- *   Clip(x, lo, hi)     Min(Max(x, lo), hi) (either bound may be absent): exact
+ *   Clip(x, lo, hi)     clip, where the bounds are numbers known at import time; else
+ *                       Min(Max(x, lo), hi) (either bound may be absent): exact
  *   Sum, Mean           a chain of adds (Mean then divides by the count)
  *   Reciprocal(x)       1 / x
  *   Softsign(x)         x / (1 + |x|)
@@ -492,8 +493,30 @@ static tf_status fold_clip(ox_import *im, const ox_node *node, const ox_known *x
   return ox_set_known(im, node, 0, k);
 }
 
-/* Clip: bounds from inputs 1 and 2 (opset 11 on; a known scalar becomes a constant of x's dtype),
- * before that from the min and max attributes; of known values by known bounds folded. */
+/* Clip's bound `i` (1 min, 2 max) as a number: input i (opset 11 on) known at import time as a float
+ * scalar, or the attribute (before); `absent` when not given. False when the bound is data, or NaN
+ * (the bounds then compose Max and Min). */
+static bool constant_bound(ox_import *im, const ox_node *node, int32_t i, double absent, double *value) {
+  *value = absent;
+  if (im->opset < 11) {
+    const char *name = i == 1 ? "min" : "max";
+    if (ox_attr(node, name))
+      *value = ox_attr_float(node, name, 0);
+    return !isnan(*value);
+  }
+  if (!ox_input(node, i))
+    return true;
+  const ox_known *k = ox_foldable(im, node, i);
+  if (!k || !k->is_float || k->rank != 0 || k->count != 1)
+    return false;
+  *value = k->reals[0];
+  return !isnan(*value);
+}
+
+/* Clip: bounds from inputs 1 and 2 (opset 11 on), before that from the min and max attributes. Bounds
+ * known at import time (ReLU6, hardtanh, torch.clamp by numbers) make one clip op; bounds of data
+ * compose Max and Min (a known scalar becomes a constant of x's dtype); known values by known bounds
+ * fold. */
 tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *known = ox_foldable(im, node, 0);
@@ -504,6 +527,9 @@ tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
     return fold_clip(im, node, known);
   tf_tensor_id x, bounds[2] = {TF_NO_TENSOR, TF_NO_TENSOR};
   TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  double lo, hi;
+  if (constant_bound(im, node, 1, -INFINITY, &lo) && constant_bound(im, node, 2, INFINITY, &hi))
+    return ox_set_tensor(im, node, 0, tf_clip(im->graph, x, (float)lo, (float)hi));
   static const char *const names[2] = {"min", "max"};
   for (int32_t i = 0; i < 2; i++) {
     if (im->opset < 11) {
@@ -561,11 +587,13 @@ tf_status ox_convert_softsign(ox_import *im, const ox_node *node) {
 
 static tf_status hard_sigmoid(ox_import *im, const ox_node *node, tf_tensor_id x, double alpha, double beta,
                               tf_tensor_id *out) {
+  *out = TF_NO_TENSOR;
   if (!isfinite(alpha) || !isfinite(beta))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "alpha %g, beta %g (finite numbers)", alpha, beta);
   tf_graph *g = im->graph;
   tf_tensor_id y = tf_add(g, tf_mul(g, x, scalar_like(im, node, x, alpha)), scalar_like(im, node, x, beta));
-  return clip(im, node, y, scalar_like(im, node, x, 0.0), scalar_like(im, node, x, 1.0), out);
+  *out = tf_clip(g, y, 0.0f, 1.0f);
+  return NULL;
 }
 
 tf_status ox_convert_hard_sigmoid(ox_import *im, const ox_node *node) {

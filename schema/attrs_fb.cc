@@ -2,6 +2,7 @@
 // the small helpers graph_fb.cc and plan_fb.cc both need.
 #include "schema/attrs_fb.h"
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -207,6 +208,11 @@ tf_status read_attrs(fb::Attrs type, const void *table, tf_attrs *attrs) {
     attrs->u.ctc = tf_ctc_attrs{t->blank(), t->zero_infinity()};
     break;
   }
+  case fb::Attrs_ClipAttrs: {
+    auto t = static_cast<const fb::ClipAttrs *>(table);
+    attrs->u.clip = tf_clip_attrs{t->no_lo() ? -INFINITY : t->lo(), t->no_hi() ? INFINITY : t->hi()};
+    break;
+  }
   case fb::Attrs_NONE: break;
   }
   return nullptr;
@@ -312,6 +318,11 @@ tf_status write_attrs(flatbuffers::FlatBufferBuilder &fbb, const tf_attrs &attrs
   }
   case fb::Attrs_LeakyReluAttrs: *table = fb::CreateLeakyReluAttrs(fbb, u.leaky_relu.alpha).Union(); break;
   case fb::Attrs_CtcAttrs: *table = fb::CreateCtcAttrs(fbb, u.ctc.blank, u.ctc.zero_infinity).Union(); break;
+  case fb::Attrs_ClipAttrs: { // an absent bound as a flag: JSON has no infinities
+    const bool no_lo = u.clip.lo == -INFINITY, no_hi = u.clip.hi == INFINITY;
+    *table = fb::CreateClipAttrs(fbb, no_lo ? 0.0f : u.clip.lo, no_hi ? 0.0f : u.clip.hi, no_lo, no_hi).Union();
+    break;
+  }
   }
   return nullptr;
 }

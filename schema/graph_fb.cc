@@ -52,6 +52,7 @@ SAME(Attrs_ConvAttrs, TF_ATTR_CONV) SAME(Attrs_PoolAttrs, TF_ATTR_POOL) SAME(Att
 SAME(Attrs_AttentionAttrs, TF_ATTR_ATTENTION) SAME(Attrs_CastAttrs, TF_ATTR_CAST) SAME(Attrs_GeluAttrs, TF_ATTR_GELU)
 SAME(Attrs_CrossEntropyAttrs, TF_ATTR_CROSS_ENTROPY) SAME(Attrs_OptimizerAttrs, TF_ATTR_OPTIMIZER)
 SAME(Attrs_LeakyReluAttrs, TF_ATTR_LEAKY_RELU) SAME(Attrs_CtcAttrs, TF_ATTR_CTC)
+SAME(Attrs_ClipAttrs, TF_ATTR_CLIP)
 SAME(Attrs_MAX, TF_ATTR_COUNT - 1)
 SAME(Optimizer_none, TF_OPTIMIZER_NONE) SAME(Optimizer_sgd, TF_OPTIMIZER_SGD) SAME(Optimizer_adamw, TF_OPTIMIZER_ADAMW)
 SAME(Optimizer_adamw8bit, TF_OPTIMIZER_ADAMW8BIT)

@@ -16,6 +16,7 @@ layout(push_constant) uniform Push {
   uint approximate; // gelu, gelu_grad: the tanh form
   uint gradient;    // 0: y = f(x); 1: dx = dy f'(v), dy at binding 1; 2: y = f'(v) (gelu_pair)
   float slope;      // leaky_relu, leaky_relu_grad: alpha
+  float lo, hi;     // clip, clip_grad: the bounds
 } pc;
 
 // What an op without a case here computes: NaN, so that the parity tests see it.
@@ -113,6 +114,10 @@ float forward(uint op, float x) {
   case TF_OP_TANH: return tanh_of(x);
   case TF_OP_SOFTPLUS: return x > 20.0 ? x : log1p_of(exp(x));
   case TF_OP_LEAKY_RELU: return x > 0.0 ? x : x * pc.slope;
+  case TF_OP_CLIP: { // min(max(x, lo), hi): hi everywhere when lo > hi, NaN kept
+    float y = x < pc.lo ? pc.lo : x;
+    return y > pc.hi ? pc.hi : y;
+  }
   case TF_OP_ABS: return abs(x);
   case TF_OP_ERF: return erf_of(x);
   case TF_OP_SIN: return sin_cos_of(x, 0u);
@@ -138,6 +143,7 @@ float derivative(uint op, float v) {
   case TF_OP_SIGMOID_GRAD: return v * (1.0 - v);
   case TF_OP_TANH_GRAD: return 1.0 - v * v;
   case TF_OP_LEAKY_RELU_GRAD: return v > 0.0 ? 1.0 : pc.slope; // dy * 1 is dy exactly
+  case TF_OP_CLIP_GRAD: return v > pc.lo && v < pc.hi ? 1.0 : 0.0;
   case TF_OP_ABS_GRAD: return v > 0.0 ? 1.0 : (v < 0.0 ? -1.0 : 0.0); // sgn(NaN) = 0, as PyTorch
   case TF_OP_ERF_GRAD: return TWO_OVER_SQRT_PI * exp(-v * v);
   }
@@ -153,8 +159,10 @@ void main() {
       y[i] = FROM_F32(derivative(pc.op, x));
     } else {
       float g = TO_F32(dy[i]);
-      // relu_grad selects rather than multiplies: dy stays exact (and 0 * inf does not make NaN).
-      y[i] = FROM_F32(pc.op == TF_OP_RELU_GRAD ? (x > 0.0 ? g : 0.0) : g * derivative(pc.op, x));
+      // relu_grad and clip_grad select rather than multiply: dy stays exact (and 0 * inf does not make NaN).
+      bool passes = pc.op == TF_OP_RELU_GRAD ? x > 0.0 : x > pc.lo && x < pc.hi;
+      bool selects = pc.op == TF_OP_RELU_GRAD || pc.op == TF_OP_CLIP_GRAD;
+      y[i] = FROM_F32(selects ? (passes ? g : 0.0) : g * derivative(pc.op, x));
     }
   }
 }

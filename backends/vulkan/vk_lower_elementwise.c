@@ -12,10 +12,10 @@ typedef struct binary_push {
 
 /* op: the tf_op number (shaders switch on op_codes.glsl, generated from the op table); approximate:
  * gelu's tanh form; gradient: 1, dx = dy f'(v), with dy at binding 1; 2, f'(v) alone (gelu_pair);
- * slope: leaky_relu's alpha. */
+ * slope: leaky_relu's alpha; lo, hi: clip's bounds. */
 typedef struct unary_push {
   uint32_t count, op, approximate, gradient;
-  float slope;
+  float slope, lo, hi;
 } unary_push;
 
 typedef struct dropout_push {
@@ -57,7 +57,7 @@ tf_status vk_lower_binary(vk_lower *l) {
 }
 
 /* One dispatch of shaders/unary.comp over `count` elements: op's f(x) into y (gradient 0), dy f'(x)
- * (1) or f'(x) alone (2); gelu's form and leaky_relu's slope from the step's attributes. */
+ * (1) or f'(x) alone (2); gelu's form, leaky_relu's slope and clip's bounds from the step's attributes. */
 static tf_status unary_dispatch(vk_lower *l, tf_op op, uint32_t gradient, int32_t x, int32_t dy, int32_t y,
                                 int64_t count) {
   const tf_attrs *attrs = &l->step->attrs;
@@ -65,7 +65,9 @@ static tf_status unary_dispatch(vk_lower *l, tf_op op, uint32_t gradient, int32_
                      .op = (uint32_t)op,
                      .approximate = attrs->kind == TF_ATTR_GELU && attrs->u.gelu.approximate,
                      .gradient = gradient,
-                     .slope = attrs->kind == TF_ATTR_LEAKY_RELU ? attrs->u.leaky_relu.alpha : 0.0f};
+                     .slope = attrs->kind == TF_ATTR_LEAKY_RELU ? attrs->u.leaky_relu.alpha : 0.0f,
+                     .lo = attrs->kind == TF_ATTR_CLIP ? attrs->u.clip.lo : 0.0f,
+                     .hi = attrs->kind == TF_ATTR_CLIP ? attrs->u.clip.hi : 0.0f};
   int32_t buffers[3] = {x, dy, y};
   return vk_emit_dispatch(l, VK_SHADER_unary, 3, buffers, 0x4, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }

@@ -114,6 +114,9 @@ tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x);
 tf_tensor_id tf_gelu(tf_graph *g, tf_tensor_id x, bool approximate);
 /* x for x > 0, alpha x otherwise (torch.nn.LeakyReLU(negative_slope=alpha)); alpha must be finite. */
 tf_tensor_id tf_leaky_relu(tf_graph *g, tf_tensor_id x, float alpha);
+/* min(max(x, lo), hi) (torch.clamp, nn.ReLU6 as (0, 6), nn.Hardtanh); -INFINITY or INFINITY for an
+ * absent bound; otherwise finite. Its gradient passes dy where lo < x < hi (PyTorch's hardtanh rule). */
+tf_tensor_id tf_clip(tf_graph *g, tf_tensor_id x, float lo, float hi);
 tf_tensor_id tf_reduce(tf_graph *g, tf_op op, tf_tensor_id x, const int32_t *axes, int32_t n_axes,
                        bool keepdims); /* sum, mean, max */
 tf_tensor_id tf_softmax(tf_graph *g, tf_tensor_id x, int32_t axis);

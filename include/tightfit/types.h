@@ -94,6 +94,7 @@ typedef enum tf_attr_kind {
   TF_ATTR_OPTIMIZER,  /* sgd, adamw (plans only) */
   TF_ATTR_LEAKY_RELU, /* families added since, of graphs and plans alike, take the next numbers */
   TF_ATTR_CTC,
+  TF_ATTR_CLIP,
   TF_ATTR_COUNT
 } tf_attr_kind;
 
@@ -155,6 +156,11 @@ typedef struct tf_gelu_attrs {
 typedef struct tf_leaky_relu_attrs {
   float alpha;
 } tf_leaky_relu_attrs;
+/* y = min(max(x, lo), hi) (all hi where lo > hi, as torch.clamp); lo finite or -inf (absent), hi finite
+ * or inf. */
+typedef struct tf_clip_attrs {
+  float lo, hi;
+} tf_clip_attrs;
 /* ctc_loss, ctc_loss_grad: the blank class (in [0, classes)) and whether an impossible alignment's
  * infinite loss, and its gradient, count as 0 (PyTorch's zero_infinity; false: the loss is inf). */
 typedef struct tf_ctc_attrs {
@@ -195,6 +201,7 @@ typedef struct tf_attrs {
     tf_optimizer_attrs optimizer;
     tf_leaky_relu_attrs leaky_relu;
     tf_ctc_attrs ctc;
+    tf_clip_attrs clip;
   } u;
 } tf_attrs;
 

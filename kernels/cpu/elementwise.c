@@ -1,6 +1,6 @@
 /* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
- * (neg ... tanh, gelu, softplus, leaky_relu) and the gradients of the activations (relu_grad ...
- * tanh_grad, leaky_relu_grad).
+ * (neg ... tanh, gelu, softplus, leaky_relu, clip) and the gradients of the activations (relu_grad ...
+ * tanh_grad, leaky_relu_grad, clip_grad).
  *
  * Every output element is computed by exactly one thread from its own inputs, so results do not
  * depend on the thread count. The output may alias an input of its own shape (in-place fusion):
@@ -207,6 +207,13 @@ void TF_REAL_NAME(tf_cpu_sub)(const tf_cpu_args *args) { binary_run(args, sub_se
 void TF_REAL_NAME(tf_cpu_mul)(const tf_cpu_args *args) { binary_run(args, mul_segment); }
 void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_segment); }
 
+/* min(max(x, lo), hi): lo > hi gives hi everywhere (torch.clamp's rule), and a NaN x stays NaN (both
+ * comparisons are false). */
+static inline real clip_of(real x, real lo, real hi) {
+  const real y = x < lo ? lo : x;
+  return y > hi ? hi : y;
+}
+
 /* ---- unaries and activation gradients ----
  * Each kernel cuts its elements into chunks of TF_CPU_CHUNK (one thread each) and runs a span
  * function over a chunk. The span's loop is `omp simd`: it vectorises at -O2 as at -O3, and needs
@@ -214,36 +221,37 @@ void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_se
  * code. Within a vector iteration every element is loaded before it is stored, so out == in is
  * still correct; partial overlap never occurs (the plan aliases whole tensors). */
 
-/* `slope` is leaky_relu's alpha; the other spans ignore it. */
-typedef void (*unary_span)(const real *in, real *out, int64_t n, real slope);
-typedef void (*grad_span)(const real *value, const real *upstream, real *out, int64_t n, real slope);
+/* `a` and `b` are the op's float attributes (leaky_relu's alpha in a; clip's lo and hi); the other
+ * spans ignore them. */
+typedef void (*unary_span)(const real *in, real *out, int64_t n, real a, real b);
+typedef void (*grad_span)(const real *value, const real *upstream, real *out, int64_t n, real a, real b);
 
-static void unary_run(const tf_cpu_args *args, unary_span span, real slope) {
+static void unary_run(const tf_cpu_args *args, unary_span span, real a, real b) {
   const real *in = args->inputs[0].data;
   real *out = args->outputs[0].data;
   const int64_t n = args->outputs[0].count, chunks = (n + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
         const int64_t begin = chunk * TF_CPU_CHUNK, length = n - begin < TF_CPU_CHUNK ? n - begin : TF_CPU_CHUNK;
-        span(in + begin, out + begin, length, slope);
+        span(in + begin, out + begin, length, a, b);
       });
 }
 
-static void grad_run(const tf_cpu_args *args, grad_span span, real slope) {
+static void grad_run(const tf_cpu_args *args, grad_span span, real a, real b) {
   const real *value = args->inputs[0].data, *upstream = args->inputs[1].data;
   real *out = args->outputs[0].data;
   const int64_t n = args->outputs[0].count, chunks = (n + TF_CPU_CHUNK - 1) / TF_CPU_CHUNK;
   TF_CPU_PARALLEL_FOR(
       tf_cpu_team(tf_cpu_threads(args), chunks > 1), for (int64_t chunk = 0; chunk < chunks; chunk++) {
         const int64_t begin = chunk * TF_CPU_CHUNK, length = n - begin < TF_CPU_CHUNK ? n - begin : TF_CPU_CHUNK;
-        span(value + begin, upstream + begin, out + begin, length, slope);
+        span(value + begin, upstream + begin, out + begin, length, a, b);
       });
 }
 
 /* y[i] = EXPR(x): the span alone, and the span with its kernel. */
 #define DEFINE_UNARY_SPAN(name, EXPR)                                                                                  \
-  TF_CPU_VECTOR_CLONES static void name##_span(const real *in, real *out, int64_t n, real slope) {                     \
-    (void)slope;                                                                                                       \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *in, real *out, int64_t n, real a, real b) {                 \
+    (void)a, (void)b;                                                                                                  \
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
       real x = in[i];                                                                                                  \
       out[i] = EXPR;                                                                                                   \
@@ -251,7 +259,7 @@ static void grad_run(const tf_cpu_args *args, grad_span span, real slope) {
   }
 #define DEFINE_UNARY(name, EXPR)                                                                                       \
   DEFINE_UNARY_SPAN(name, EXPR)                                                                                        \
-  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { unary_run(args, name##_span, 0); }
+  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { unary_run(args, name##_span, 0, 0); }
 
 // clang-format off
 DEFINE_UNARY(neg, -x)
@@ -266,7 +274,8 @@ DEFINE_UNARY(tanh, tanh_of(x))
 DEFINE_UNARY(softplus, x > (real)SOFTPLUS_THRESHOLD ? x : TF_REAL_LOG1P(TF_REAL_EXP(x)))
 DEFINE_UNARY_SPAN(gelu_erf, gelu_of(x, false))
 DEFINE_UNARY_SPAN(gelu_tanh, gelu_of(x, true))
-DEFINE_UNARY_SPAN(leaky_relu, x > 0 ? x : x * slope) /* PyTorch's: x * negative_slope at x <= 0 */
+DEFINE_UNARY_SPAN(leaky_relu, x > 0 ? x : x * a) /* PyTorch's: x * negative_slope at x <= 0 */
+DEFINE_UNARY_SPAN(clip, clip_of(x, a, b))
 DEFINE_UNARY(abs, TF_REAL_FABS(x))
 DEFINE_UNARY(erf, TF_REAL_ERF(x))
 DEFINE_UNARY(sin, TF_REAL_SIN(x))
@@ -275,7 +284,7 @@ DEFINE_UNARY(stop_gradient, x) /* the identity: only autodiff treats it otherwis
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {
-  unary_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_span : gelu_erf_span, 0);
+  unary_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_span : gelu_erf_span, 0, 0);
 }
 
 /* gelu_pair: y = gelu(x) and dydx = gelu'(x) from one evaluation, the bits of gelu's and of the
@@ -305,14 +314,18 @@ void TF_REAL_NAME(tf_cpu_gelu_pair)(const tf_cpu_args *args) {
 }
 
 void TF_REAL_NAME(tf_cpu_leaky_relu)(const tf_cpu_args *args) {
-  unary_run(args, leaky_relu_span, (real)args->attrs->u.leaky_relu.alpha);
+  unary_run(args, leaky_relu_span, (real)args->attrs->u.leaky_relu.alpha, 0);
+}
+
+void TF_REAL_NAME(tf_cpu_clip)(const tf_cpu_args *args) {
+  unary_run(args, clip_span, (real)args->attrs->u.clip.lo, (real)args->attrs->u.clip.hi);
 }
 
 /* dx[i] = EXPR(v, dy), v = x or y as the op's comment in graph.h says: the span, and with its kernel. */
 #define DEFINE_GRAD_SPAN(name, EXPR)                                                                                   \
-  TF_CPU_VECTOR_CLONES static void name##_span(const real *value, const real *upstream, real *out, int64_t n,          \
-                                               real slope) {                                                           \
-    (void)slope;                                                                                                       \
+  TF_CPU_VECTOR_CLONES static void name##_span(const real *value, const real *upstream, real *out, int64_t n, real a,  \
+                                               real b) {                                                               \
+    (void)a, (void)b;                                                                                                  \
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                              \
       real v = value[i], dy = upstream[i];                                                                             \
       out[i] = EXPR;                                                                                                   \
@@ -320,7 +333,7 @@ void TF_REAL_NAME(tf_cpu_leaky_relu)(const tf_cpu_args *args) {
   }
 #define DEFINE_GRAD(name, EXPR)                                                                                        \
   DEFINE_GRAD_SPAN(name, EXPR)                                                                                         \
-  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { grad_run(args, name##_span, 0); }
+  void TF_REAL_NAME(tf_cpu_##name)(const tf_cpu_args *args) { grad_run(args, name##_span, 0, 0); }
 
 /* relu'(0) = 0, as in PyTorch's threshold_backward. clang-format would read "dy * f(v)" as a
  * declaration. */
@@ -331,16 +344,21 @@ DEFINE_GRAD(sigmoid_grad, dy * v * ((real)1 - v))
 DEFINE_GRAD(tanh_grad, dy * ((real)1 - v * v))
 DEFINE_GRAD_SPAN(gelu_erf_grad, dy * gelu_derivative(v, false))
 DEFINE_GRAD_SPAN(gelu_tanh_grad, dy * gelu_derivative(v, true))
-DEFINE_GRAD_SPAN(leaky_relu_grad, v > 0 ? dy : dy * slope) /* PyTorch's leaky_relu_backward */
+DEFINE_GRAD_SPAN(leaky_relu_grad, v > 0 ? dy : dy * a) /* PyTorch's leaky_relu_backward */
+DEFINE_GRAD_SPAN(clip_grad, v > a && v < b ? dy : (real)0) /* PyTorch's hardtanh_backward: 0 at a bound */
 /* PyTorch's dy sgn(x): sgn is 0 at 0 and for a NaN x, and 0 times an infinite dy is NaN */
 DEFINE_GRAD(abs_grad, dy * (v > 0 ? (real)1 : v < 0 ? (real)-1 : (real)0))
 DEFINE_GRAD(erf_grad, dy * ((real)TWO_OVER_SQRT_PI * exp_of(-v * v)))
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu_grad)(const tf_cpu_args *args) {
-  grad_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_grad_span : gelu_erf_grad_span, 0);
+  grad_run(args, args->attrs->u.gelu.approximate ? gelu_tanh_grad_span : gelu_erf_grad_span, 0, 0);
 }
 
 void TF_REAL_NAME(tf_cpu_leaky_relu_grad)(const tf_cpu_args *args) {
-  grad_run(args, leaky_relu_grad_span, (real)args->attrs->u.leaky_relu.alpha);
+  grad_run(args, leaky_relu_grad_span, (real)args->attrs->u.leaky_relu.alpha, 0);
+}
+
+void TF_REAL_NAME(tf_cpu_clip_grad)(const tf_cpu_args *args) {
+  grad_run(args, clip_grad_span, (real)args->attrs->u.clip.lo, (real)args->attrs->u.clip.hi);
 }

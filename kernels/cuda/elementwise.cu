@@ -93,19 +93,29 @@ template <int OP, typename T> tf_status binary_run(const tf_cuda_args *args) {
 
 /* ---- unaries ---- */
 
-/* An activation's attributes: gelu's tanh form, leaky_relu's slope. */
+/* An activation's attributes: gelu's tanh form, leaky_relu's slope, clip's bounds. */
 struct activation {
   bool approximate;
-  float slope;
+  float slope, lo, hi;
 };
 
 static activation activation_of(const tf_attrs *attrs) {
-  activation a = {false, 0.0f};
+  activation a = {false, 0.0f, 0.0f, 0.0f};
   if (attrs && attrs->kind == TF_ATTR_GELU)
     a.approximate = attrs->u.gelu.approximate;
   if (attrs && attrs->kind == TF_ATTR_LEAKY_RELU)
     a.slope = attrs->u.leaky_relu.alpha;
+  if (attrs && attrs->kind == TF_ATTR_CLIP) {
+    a.lo = attrs->u.clip.lo;
+    a.hi = attrs->u.clip.hi;
+  }
   return a;
+}
+
+/* min(max(x, lo), hi), as kernels/cpu/elementwise.c's clip_of: hi everywhere when lo > hi, NaN kept. */
+__device__ inline float clip_of(float x, float lo, float hi) {
+  const float y = x < lo ? lo : x;
+  return y > hi ? hi : y;
 }
 
 template <int OP> __device__ inline float unary_op(float x, activation a) {
@@ -122,6 +132,7 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_TANH: return tanhf(x);
   case TF_OP_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
   case TF_OP_LEAKY_RELU: return x > 0 ? x : x * a.slope;
+  case TF_OP_CLIP: return clip_of(x, a.lo, a.hi);
   case TF_OP_ABS: return fabsf(x);
   case TF_OP_ERF: return erff(x);
   case TF_OP_SIN: return sinf(x); /* not fast math: within 2 ulp, with full range reduction */
@@ -157,6 +168,7 @@ template <int OP> __device__ inline float grad_op(float v, float dy, activation 
   case TF_OP_SIGMOID_GRAD: return dy * v * (1.0f - v);
   case TF_OP_TANH_GRAD: return dy * (1.0f - v * v);
   case TF_OP_LEAKY_RELU_GRAD: return v > 0 ? dy : dy * a.slope;
+  case TF_OP_CLIP_GRAD: return v > a.lo && v < a.hi ? dy : 0.0f;
   case TF_OP_ABS_GRAD: return dy * (v > 0 ? 1.0f : v < 0 ? -1.0f : 0.0f); /* sgn(NaN) = 0, as PyTorch */
   case TF_OP_ERF_GRAD: return dy * (TWO_OVER_SQRT_PI * expf(-v * v));
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */

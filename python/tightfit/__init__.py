@@ -241,6 +241,10 @@ class Graph:
         """x for x > 0, alpha * x otherwise (torch.nn.LeakyReLU(negative_slope=alpha))."""
         return self._checked(_lib.lib.tf_leaky_relu(self._g, x, alpha), "leaky_relu")
 
+    def clip(self, x, lo=float("-inf"), hi=float("inf")):
+        """min(max(x, lo), hi) (torch.clamp; nn.ReLU6 is clip(x, 0, 6)); its gradient passes where lo < x < hi."""
+        return self._checked(_lib.lib.tf_clip(self._g, x, lo, hi), "clip")
+
     def reduce(self, op, x, axes, keepdims=False):
         """op: sum, mean or max over `axes`."""
         array = (ctypes.c_int32 * len(axes))(*axes)

@@ -206,6 +206,7 @@ for _name in ("tf_add", "tf_sub", "tf_mul", "tf_div", "tf_mse", "tf_bce_with_log
 _declare("tf_unary", c_tensor, c_graph_p, ctypes.c_int, c_tensor)
 _declare("tf_gelu", c_tensor, c_graph_p, c_tensor, ctypes.c_bool)
 _declare("tf_leaky_relu", c_tensor, c_graph_p, c_tensor, ctypes.c_float)
+_declare("tf_clip", c_tensor, c_graph_p, c_tensor, ctypes.c_float, ctypes.c_float)
 _declare("tf_ctc_loss", c_tensor, c_graph_p, c_tensor, c_tensor, c_tensor, ctypes.c_int64, ctypes.c_bool)
 _declare("tf_reduce", c_tensor, c_graph_p, ctypes.c_int, c_tensor, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32,
          ctypes.c_bool)

@@ -198,6 +198,14 @@ static void unary_cases(void) {
     finish_with_mse(g, tf_leaky_relu(g, x, slopes[i]), S(F(3), F(7)));
     check_case(&(gradcheck_case){i == 0 ? "leaky_relu 0.2" : "leaky_relu -0.5", g, VALUES_SPREAD, 0, 0});
   }
+  /* bounds between VALUES_SPREAD's grid points (0.03 or more from each): no value at a kink */
+  const float bounds[2][2] = {{-0.5f, 0.8f}, {-INFINITY, 0.8f}};
+  for (int i = 0; i < 2; i++) {
+    tf_graph *g = new_graph("clip");
+    tf_tensor_id x = param(g, "x", S(F(3), F(7)));
+    finish_with_mse(g, tf_clip(g, x, bounds[i][0], bounds[i][1]), S(F(3), F(7)));
+    check_case(&(gradcheck_case){i == 0 ? "clip [-0.5, 0.8]" : "clip [-inf, 0.8]", g, VALUES_SPREAD, 0, 0});
+  }
 }
 
 static void reduce_cases(void) {

@@ -6,6 +6,7 @@
  * im2col chunks, every attention head-width variant, the subgroup variants' clusters, a second
  * grid-stride round. Unless a row says otherwise its data is f32 normal values, its training uses
  * SGD (conformance.h) and its end-to-end tolerance is the "sums" one. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ struct conf_case {
   bool keepdims, transpose_a, transpose_b, approximate, beta, bias, causal;
   int32_t heads;
   float slope;    /* leaky_relu's alpha */
+  float lo, hi;   /* clip's bounds */
   tf_dtype dtype; /* cast's round trip; ids and labels */
   int64_t ignore_index;
   int64_t chunk_rows; /* linear_cross_entropy */
@@ -92,6 +94,7 @@ static void build_unary(tf_graph *g, const conf_case *c) {
   finish_probe(g, c,
                c->op == TF_OP_GELU         ? tf_gelu(g, x, c->approximate)
                : c->op == TF_OP_LEAKY_RELU ? tf_leaky_relu(g, x, c->slope)
+               : c->op == TF_OP_CLIP       ? tf_clip(g, x, c->lo, c->hi)
                                            : tf_unary(g, c->op, x));
 }
 
@@ -429,6 +432,10 @@ static const conf_case cases[] = {
      MATH},
     {"leaky_relu -1.5 (+ grad) [5,131]", build_unary, .op = TF_OP_LEAKY_RELU, .shapes = {DIMS(5, 131)}, .slope = -1.5f,
      MATH},
+    {"clip [-0.5, 0.8] (+ grad) [3,257]", build_unary, .op = TF_OP_CLIP, .shapes = {DIMS(3, 257)}, .lo = -0.5f,
+     .hi = 0.8f, MATH},
+    {"clip [-inf, 0.25] (+ grad) [5,131]", build_unary, .op = TF_OP_CLIP, .shapes = {DIMS(5, 131)}, .lo = -INFINITY,
+     .hi = 0.25f, MATH},
     {"dropout 0.3 (+ grad) [7,131]", build_dropout, .shapes = {DIMS(7, 131)}, EXACT},
     {"cast f32->f32 (+ grad) [7,19]", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_F32, EXACT},
     {"cast f32->f16->f32 (+ grad)", build_cast, .shapes = {DIMS(7, 19)}, .dtype = TF_F16, EXACT,

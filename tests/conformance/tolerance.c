@@ -30,6 +30,8 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:
   case TF_OP_RELU_GRAD:
+  case TF_OP_CLIP:
+  case TF_OP_CLIP_GRAD:
   case TF_OP_RESHAPE:
   case TF_OP_TRANSPOSE:
   case TF_OP_CONCAT:
@@ -113,7 +115,9 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_SUB:
   case TF_OP_MUL:
   case TF_OP_LEAKY_RELU:
-  case TF_OP_LEAKY_RELU_GRAD: return exact;
+  case TF_OP_LEAKY_RELU_GRAD:
+  case TF_OP_CLIP:
+  case TF_OP_CLIP_GRAD: return exact;
   case TF_OP_SGD:
   case TF_OP_ADAMW:
   case TF_OP_ADAMW8BIT: return update; /* same operations; pow() may differ in the last bit */

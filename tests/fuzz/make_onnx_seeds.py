@@ -7,8 +7,8 @@ InstanceNormalization, a half_pixel Resize, a MatMul + Add with a Shape/Gather/U
 exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (Equal, Where, Cast to
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
-SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, and an
-opset-3 model the importer refuses.
+SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
+constant bounds around a HardSwish, and an opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
@@ -166,6 +166,14 @@ SEEDS = {
         node("Sin", ["f"], ["y"], "sin"),
     ], [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N", 2])],
         [tensor("codes", [3, 4], [0.1 * i - 0.5 for i in range(12)]), tensor("table", [4, 2], [0.5 * i for i in range(8)])]),
+    # clip ops (import/onnx_elementwise.c's constant bounds): a one-sided Clip, HardSwish, ReLU6's Clip
+    "clip_hardswish.onnx": model([
+        const_node("k0", "lo", [], floats=[-1.0]),
+        const_node("k1", "hi", [], floats=[6.0]),
+        node("Clip", ["x", "lo"], ["c"], "floor"),
+        node("HardSwish", ["c"], ["h"], "hswish"),
+        node("Clip", ["h", "", "hi"], ["y"], "relu6"),
+    ], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])]),
 }
 
 

@@ -118,6 +118,10 @@ def reference(op, a, context, ins):
         return [F.leaky_relu(x, a["alpha"])]
     if op == "leaky_relu_grad":
         return vjp(lambda t: F.leaky_relu(t, a["alpha"]), [x], ins[1], [0])
+    if op == "clip":
+        return [torch.clamp(x, a["lo"], a["hi"])]
+    if op == "clip_grad":  # PyTorch's hardtanh rule: 0 at a bound (no value here lies on one)
+        return vjp(lambda t: F.hardtanh(t, a["lo"], a["hi"]), [x], ins[1], [0])
     if op in ("relu_grad", "gelu_grad", "silu_grad", "abs_grad", "erf_grad"):
         function = {"relu_grad": torch.relu, "gelu_grad": gelu, "silu_grad": F.silu, "abs_grad": torch.abs,
                     "erf_grad": torch.erf}[op]

@@ -80,8 +80,17 @@ static void write_ints(const char *key, const int64_t *values, int n) {
   fprintf(manifest, "]");
 }
 
+/* value as JSON that Python's json reads: %.9g, or Infinity / -Infinity; in `text` (32 bytes). */
+static const char *json_number(float value, char *text) {
+  if (isinf(value))
+    return value > 0 ? "Infinity" : "-Infinity";
+  snprintf(text, 32, "%.9g", (double)value);
+  return text;
+}
+
 static void write_attrs(const tf_attrs *a) {
   int64_t values[TF_MAX_RANK];
+  char text[2][32];
   fprintf(manifest, ", \"attrs\": {");
   switch (a->kind) {
   case TF_ATTR_REDUCE:
@@ -111,6 +120,9 @@ static void write_attrs(const tf_attrs *a) {
     break;
   case TF_ATTR_GELU: fprintf(manifest, "\"approximate\": %s", a->u.gelu.approximate ? "true" : "false"); break;
   case TF_ATTR_LEAKY_RELU: fprintf(manifest, "\"alpha\": %.9g", (double)a->u.leaky_relu.alpha); break;
+  case TF_ATTR_CLIP: /* JSON's spelling of an infinite bound, which Python's json reads */
+    fprintf(manifest, "\"lo\": %s, \"hi\": %s", json_number(a->u.clip.lo, text[0]), json_number(a->u.clip.hi, text[1]));
+    break;
   case TF_ATTR_CROSS_ENTROPY: fprintf(manifest, "\"ignore_index\": %" PRId64, a->u.cross_entropy.ignore_index); break;
   case TF_ATTR_OPTIMIZER: {
     const tf_optimizer_attrs *o = &a->u.optimizer;

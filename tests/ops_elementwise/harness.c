@@ -176,6 +176,13 @@ tf_attrs th_leaky_relu(float alpha) {
   return a;
 }
 
+tf_attrs th_clip(float lo, float hi) {
+  tf_attrs a = attrs_of(TF_ATTR_CLIP);
+  a.u.clip.lo = lo;
+  a.u.clip.hi = hi;
+  return a;
+}
+
 tf_attrs th_cross_entropy(int64_t ignore_index) {
   tf_attrs a = attrs_of(TF_ATTR_CROSS_ENTROPY);
   a.u.cross_entropy.ignore_index = ignore_index;

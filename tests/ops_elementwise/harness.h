@@ -51,6 +51,7 @@ tf_attrs th_slice(int32_t axis, int64_t start, int64_t end, int64_t step);
 tf_attrs th_dropout(float rate, uint64_t seed);
 tf_attrs th_gelu(bool approximate);
 tf_attrs th_leaky_relu(float alpha);
+tf_attrs th_clip(float lo, float hi);
 tf_attrs th_cross_entropy(int64_t ignore_index);
 tf_attrs th_optimizer(float lr, float momentum, float beta1, float beta2, float epsilon, float weight_decay,
                       float clip_norm, float grad_scale);

@@ -1,5 +1,6 @@
 #include "op_calls.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,9 @@ static void elementwise_calls(builder *b, bool large) {
   CALL(TF_OP_SOFTPLUS, none, TRANSCENDENTAL, R(-30, 30, n)); // both sides of the threshold 20
   CALL(TF_OP_LEAKY_RELU, th_leaky_relu(0.2f), ROUNDED, R(-3, 3, n));
   CALL(TF_OP_LEAKY_RELU_GRAD, th_leaky_relu(0.2f), ROUNDED, R(-3, 3, n), R(-1, 1, n));
+  CALL(TF_OP_CLIP, th_clip(-1.0f, 2.5f), EXACT, R(-3, 3, n));
+  CALL(TF_OP_CLIP, th_clip(0.5f, INFINITY), EXACT, R(-3, 3, n));
+  CALL(TF_OP_CLIP_GRAD, th_clip(-1.0f, 2.5f), EXACT, R(-3, 3, n), R(-1, 1, n));
   CALL(TF_OP_RELU_GRAD, none, EXACT, R(-3, 3, n), R(-1, 1, n));
   CALL(TF_OP_ABS, none, EXACT, R(-3, 3, n));
   CALL(TF_OP_ABS_GRAD, none, EXACT, R(-3, 3, n), R(-1, 1, n));

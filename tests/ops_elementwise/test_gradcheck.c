@@ -85,6 +85,7 @@ static void grad_of_x(const grad_case *c, const th_tensor *y, const th_tensor *d
              : c->op == TF_OP_ERF        ? TF_OP_ERF_GRAD
              : c->op == TF_OP_GELU       ? TF_OP_GELU_GRAD
              : c->op == TF_OP_LEAKY_RELU ? TF_OP_LEAKY_RELU_GRAD
+             : c->op == TF_OP_CLIP       ? TF_OP_CLIP_GRAD
                                          : TF_OP_SILU_GRAD;
   g[0] = th_call(op, &c->attrs, IN(0), dy);
 }
@@ -289,6 +290,7 @@ static void unary_cases(tf_test_counts *counts) {
   CASE("gelu_grad (tanh)", TF_OP_GELU, th_gelu(true), grad_of_x, R(-4, 4, 5, 11));
   CASE("silu_grad", TF_OP_SILU, none, grad_of_x, R(-6, 6, 5, 11));
   CASE("leaky_relu_grad", TF_OP_LEAKY_RELU, th_leaky_relu(0.2f), grad_of_x, R(-2, 2, 5, 11));
+  CASE("clip_grad", TF_OP_CLIP, th_clip(-0.5f, 1.25f), grad_of_x, R(-2, 2, 5, 11));
   CASE("sigmoid_grad", TF_OP_SIGMOID, none, grad_of_y, R(-6, 6, 5, 11));
   CASE("tanh_grad", TF_OP_TANH, none, grad_of_y, R(-3, 3, 5, 11));
   CASE("softplus (sigmoid, mul)", TF_OP_SOFTPLUS, none, grad_softplus, R(-6, 6, 3, 7));

@@ -241,6 +241,8 @@ raises("a shape mismatch in the builder", "matmul", g.matmul, x, labels)
 raises("an undeclared symbol", "unknown symbol 'T'", g.input, "tokens", ["T"])
 leaky = tightfit.Graph("leaky")
 raises("leaky_relu with a NaN slope", "slope alpha nan", leaky.leaky_relu, leaky.input("x", [4]), float("nan"))
+clip = tightfit.Graph("clip")
+raises("clip with a NaN bound", "must be finite", clip.clip, clip.input("x", [4]), 0.0, float("nan"))
 bn = tightfit.Graph("bn")
 raises("batch_norm without a channel axis", "batch_norm needs [N, C, ...]", bn.batch_norm, bn.input("v", [4]),
        bn.parameter("g", [4], "ones"), bn.parameter("b", [4]))

@@ -261,6 +261,25 @@ static void test_unary(tf_test_counts *c) {
                "slope alpha inf", "finite");
   EXPECT_ERROR(c, "leaky_relu without attributes",
                RULE(tf_shape_unary_float, TF_OP_LEAKY_RELU, NULL, T("x", TF_F32, 5)), "leaky_relu", "none");
+  tf_attrs clip = attrs_of(TF_ATTR_CLIP);
+  clip.u.clip.lo = 0.0f, clip.u.clip.hi = INFINITY; /* an absent bound is infinite */
+  EXPECT_SHAPE(c, "clip f16", RULE(tf_shape_unary_float, TF_OP_CLIP, &clip, T("x", TF_F16, 3, 2)), TF_F16, 3, 2);
+  EXPECT_SHAPE(c, "clip_grad",
+               RULE(tf_shape_elementwise_grad, TF_OP_CLIP_GRAD, &clip, T("x", TF_F32, 4), T("dy", TF_F32, 4)), TF_F32,
+               4);
+  EXPECT_ERROR(c, "clip of integers", RULE(tf_shape_unary_float, TF_OP_CLIP, &clip, T("x", TF_I32, 5)), "clip", "i32");
+  clip.u.clip.hi = NAN;
+  EXPECT_ERROR(c, "clip bound NaN", RULE(tf_shape_unary_float, TF_OP_CLIP, &clip, T("x", TF_F32, 5)),
+               "clip's bounds [0, nan] on 'x' [5]", "must be finite");
+  clip.u.clip.lo = NAN, clip.u.clip.hi = 6.0f;
+  EXPECT_ERROR(c, "clip_grad bound NaN",
+               RULE(tf_shape_elementwise_grad, TF_OP_CLIP_GRAD, &clip, T("x", TF_F32, 4), T("dy", TF_F32, 4)),
+               "clip_grad's bounds [nan, 6]", "finite");
+  clip.u.clip.lo = INFINITY; /* +inf is no lower bound */
+  EXPECT_ERROR(c, "clip lower bound inf", RULE(tf_shape_unary_float, TF_OP_CLIP, &clip, T("x", TF_F32, 5)),
+               "clip's bounds [inf, 6]", "-inf and inf: no bound");
+  EXPECT_ERROR(c, "clip without attributes", RULE(tf_shape_unary_float, TF_OP_CLIP, NULL, T("x", TF_F32, 5)), "clip",
+               "none");
 }
 
 static void test_dropout(tf_test_counts *c) {
