@@ -159,13 +159,17 @@ static void vjp_from_output(tf_vjp *v, tf_op grad_op) {
   tf_vjp_give(v, 0, op2(v, grad_op, tf_vjp_output(v), v->dy, attrs(v)->kind ? attrs(v) : NULL));
 }
 
-static void vjp_relu(tf_vjp *v) { vjp_from_input(v, TF_OP_RELU_GRAD); }
+/* relu_grad and clip_grad read y, which selects the same elements as x does (y > 0 exactly where x > 0;
+ * lo < y < hi exactly where lo < x < hi, the bounds excluded), as PyTorch's relu does: y is what the
+ * next layer's gradient keeps anyway (a conv's or matmul's input), so x (a BatchNorm's output, a
+ * conv's) is not kept for it. */
+static void vjp_relu(tf_vjp *v) { vjp_from_output(v, TF_OP_RELU_GRAD); }
 static void vjp_gelu(tf_vjp *v) { vjp_from_input(v, TF_OP_GELU_GRAD); }
 static void vjp_silu(tf_vjp *v) { vjp_from_input(v, TF_OP_SILU_GRAD); }
 static void vjp_leaky_relu(tf_vjp *v) { vjp_from_input(v, TF_OP_LEAKY_RELU_GRAD); } /* PyTorch's: x > 0 */
 static void vjp_abs(tf_vjp *v) { vjp_from_input(v, TF_OP_ABS_GRAD); }               /* PyTorch's: dy sgn(x) */
 static void vjp_erf(tf_vjp *v) { vjp_from_input(v, TF_OP_ERF_GRAD); }               /* dy 2/sqrt(pi) e^(-x²) */
-static void vjp_clip(tf_vjp *v) { vjp_from_input(v, TF_OP_CLIP_GRAD); } /* PyTorch's hardtanh: lo < x < hi */
+static void vjp_clip(tf_vjp *v) { vjp_from_output(v, TF_OP_CLIP_GRAD); } /* as relu's; PyTorch's hardtanh rule */
 static void vjp_sigmoid(tf_vjp *v) { vjp_from_output(v, TF_OP_SIGMOID_GRAD); }
 static void vjp_tanh(tf_vjp *v) { vjp_from_output(v, TF_OP_TANH_GRAD); }
 /* y = sin(x): dx = dy cos(x); y = cos(x): dx = dy (-sin(x)). */

@@ -192,7 +192,7 @@
   /* Training-only ops: the compiler's autodiff and optimizer passes emit them into plans; a .tfg                      \
    * model graph may not hold them. Inputs marked (shape) are read for their shape only, never                         \
    * their data (the shape_only column). Gradient ops take the forward op's attributes. */                             \
-  /* (x, dy) -> dx */                                                                                                  \
+  /* (v, dy) -> dx: dy where v > 0; v is relu's output y (autodiff), or its input x: the same elements */            \
   X(RELU_GRAD,            relu_grad,            39, TRAINING, 2,  2,   1,  0,   0,   NONE,          elementwise_grad,  \
       ANY_INPUT, NONE,               none,             relu_grad,            activation_grad, unary,                   \
       FLOAT,        ROWS,      ALL)                                                                                    \
@@ -429,7 +429,7 @@
   X(CLIP,                 clip,                 94, GRAPH,    1,  1,   1,  0,   0,   CLIP,          unary_float,       \
       INPUT0,    NONE,               clip,             clip,                 unary,           unary,                   \
       FLOAT,        ROWS,      ALL)                                                                                    \
-  /* (x, dy) -> dx: dy where lo < x < hi, else 0 (PyTorch's hardtanh_backward) */                                     \
+  /* (v, dy) -> dx: dy where lo < v < hi, else 0 (PyTorch's hardtanh_backward); v is y or x, as relu_grad's */      \
   X(CLIP_GRAD,            clip_grad,            95, TRAINING, 2,  2,   1,  0,   0,   CLIP,          elementwise_grad,  \
       ANY_INPUT, NONE,               none,             clip_grad,            activation_grad, unary,                   \
       FLOAT,        ROWS,      ALL)
