@@ -25,21 +25,28 @@ PyTorch 1.13 only.
 Runs under Debian's PyTorch 1.13 (python3-torchvision 0.14) and PyTorch 2.x (.venv-torch2, torchvision
 from scripts/requirements-torch2.txt). usage: test_from_torch_torchvision.py   (PYTHONPATH=python)"""
 import copy
+import os
 import warnings
 
-import numpy as np
-import torch
-import torchvision  # first, as a user's script imports it
+# One thread in each pool: ctest runs two tests at a time on CI's two cores, where teams of two
+# (OpenMP spinning at each barrier, OpenBLAS's own pool) in each of two such tests took 3-4 times
+# their time alone. Set before numpy and torch load their BLAS.
+for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
 
-import tightfit
-from tally import case, finish
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torchvision  # noqa: E402 (first, as a user's script imports it)
+
+import tightfit  # noqa: E402
+from tally import case, finish  # noqa: E402
 
 LR, BATCH = 1e7, 4
 # Vulkan's kernels do not depend on which exporter wrote the graph: the run under Debian's PyTorch
 # checks them, the 2.x run the CPU only (CI time: lavapipe runs these steps 10-100 times slower).
 ON_VULKAN = torch.__version__.startswith("1.")
 ALSO_VULKAN = ", also on Vulkan" if ON_VULKAN else ""
-torch.set_num_threads(2)
+torch.set_num_threads(1)
 warnings.filterwarnings("ignore")
 M = torchvision.models
 print("library:", tightfit.library_path(), "torch", torch.__version__, "torchvision", torchvision.__version__)
@@ -83,7 +90,7 @@ def pytorch_step(model, x, target, loss, dtype):
 def tightfit_step(graph, x, target, loss, device="cpu"):
     """One SGD step at LR: the loss, each parameter's gradient (w0 - w1) / LR and the running statistics."""
     plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="sgd", lr=LR, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0, device=device)
+    session = tightfit.Session(plan, seed=0, device=device, threads=1)
     before = session.state_dict()
     feed = {"x": x.numpy(), "labels": target.numpy().astype(np.int32) if loss == "cross_entropy" else target.numpy()}
     value = session.step(feed)

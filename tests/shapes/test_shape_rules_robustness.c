@@ -173,6 +173,13 @@ static void mutate_attrs(uint64_t *state, tf_attrs *attrs) {
   memcpy(words, &attrs->u, sizeof(words));
   words[next_random(state) % (sizeof(words) / sizeof(words[0]))] = random_word(state);
   memcpy(&attrs->u, words, sizeof(words));
+}
+
+/* The bool fields of the family `attrs` ends up with, set to random valid values: a random word may
+ * have landed on one, or the family changed after it did, and a bool holding 4 is undefined behaviour
+ * in C (UBSan: "not a valid value for type '_Bool'"), which no file can give (FlatBuffers reads bools
+ * as bools). */
+static void valid_flags(uint64_t *state, tf_attrs *attrs) {
   bool flag = next_random(state) & 1;
   switch (attrs->kind) {
   case TF_ATTR_MATMUL:
@@ -209,6 +216,7 @@ static void mutate(uint64_t *state, const tf_op_info *info, seed_query *s) {
     else
       s->n_inputs = info->min_inputs + (int32_t)(next_random(state) % (uint64_t)(s->n_inputs - info->min_inputs + 1));
   }
+  valid_flags(state, &s->attrs);
 }
 
 /* A refused query must say TF_ERR_SHAPE; an accepted one must have a valid output. */
