@@ -42,16 +42,25 @@ static tf_status shaped_as_indices(ox_import *im, const ox_node *node, tf_tensor
   return ox_reshape_to(im, node, y, out, m);
 }
 
+/* A Gather by known indices: the indices (input 1), and data's rank and dims; refused when the result
+ * would exceed TF_MAX_RANK axes. */
+static tf_status gather_operands(ox_import *im, const ox_node *node, tf_tensor_id data, const ox_known **index,
+                                 int32_t *rank, tf_dim *dims) {
+  *index = ox_value_find(im, ox_input(node, 1))->known;
+  ox_tensor_dims(im, data, rank, dims);
+  if (*rank - 1 + (*index)->rank > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", *rank - 1 + (*index)->rank,
+                   TF_MAX_RANK);
+  return NULL;
+}
+
 /* Gather of data along `axis` by the consecutive known indices of input 1 from `first`: the slice
  * [first, first + count) of that axis, reshaped to the indices' shape there (wpe[arange(T)]). */
 static tf_status gather_span(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis, int64_t first) {
-  const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
+  const ox_known *index;
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, data, &rank, dims);
-  if (rank - 1 + index->rank > TF_MAX_RANK)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", rank - 1 + index->rank,
-                   TF_MAX_RANK);
+  TF_RETURN_IF_ERROR(gather_operands(im, node, data, &index, &rank, dims));
   return shaped_as_indices(im, node, tf_slice(im->graph, data, axis, first, first + index->count, 1), dims, rank, axis,
                            index);
 }
@@ -106,13 +115,10 @@ static tf_status gather_by_slices(ox_import *im, const ox_node *node, tf_tensor_
  * it, and the result shaped and transposed back to data[:axis] + indices + data[axis + 1:]; the
  * gradient sums repeated indices as torch's does. */
 static tf_status gather_along(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis) {
-  const ox_known *index = ox_value_find(im, ox_input(node, 1))->known;
+  const ox_known *index;
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, data, &rank, dims);
-  if (rank - 1 + index->rank > TF_MAX_RANK)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather to rank %" PRId32 ", over %d", rank - 1 + index->rank,
-                   TF_MAX_RANK);
+  TF_RETURN_IF_ERROR(gather_operands(im, node, data, &index, &rank, dims));
   int64_t rest = 1;
   for (int32_t d = 0; d < rank; d++)
     if (d != axis && (dims[d].symbol >= 0 || dims[d].size < 0))
