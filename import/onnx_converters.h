@@ -107,10 +107,13 @@ tf_status ox_convert_reduce_prod(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_log_sum(ox_import *im, const ox_node *node);
 tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node);
 
-/* onnx_loss.c: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (labels through a one-hot
- * embedding table). */
+/* onnx_loss.c: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (the cross_entropy op, or labels
+ * through a one-hot embedding table). */
 tf_status ox_convert_nll_loss(ox_import *im, const ox_node *node);
 tf_status ox_convert_softmax_cross_entropy_loss(ox_import *im, const ox_node *node);
+/* The patterns stage's OX_NLL_OF_LOG_SOFTMAX: the cross_entropy op of z where the LogSoftmax was
+ * over the classes, else the loss of log_softmax(z) over its axis. */
+tf_status ox_convert_nll_of_log_softmax(ox_import *im, const ox_node *node);
 
 /* onnx_batch_norm.c, onnx_instance_norm.c */
 tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);

@@ -1,5 +1,6 @@
 /* The nodes the patterns stage fused (onnx_patterns.c, onnx_attention.c) as one graph op each: GELU,
- * attention, layer norm, RMS norm, SiLU. Their inputs are the pattern's real inputs (ox_node.inputs). */
+ * attention, layer norm, RMS norm, SiLU, the loss of a LogSoftmax (onnx_loss.c). Their inputs are the pattern's real
+ * inputs (ox_node.inputs). */
 #include <math.h>
 #include <string.h>
 
@@ -69,6 +70,7 @@ tf_status ox_convert_fused(ox_import *im, const ox_node *node) {
   case OX_LAYER_NORM: return emit_layer_norm(im, node);
   case OX_RMS_NORM: return emit_rms_norm(im, node);
   case OX_SILU: return emit_silu(im, node);
+  case OX_NLL_OF_LOG_SOFTMAX: return ox_convert_nll_of_log_softmax(im, node);
   default: break;
   }
   return ox_fail(im, node, TF_ERR_INTERNAL, "fused pattern %d has no converter", (int)node->fused);

@@ -286,6 +286,24 @@ static void match_transposed_operand(ox_import *im, ox_node *node) {
   node->transpose_b = true;
 }
 
+/* NegativeLogLikelihoodLoss of LogSoftmax(z) (F.nll_loss(F.log_softmax(z, 1)), and torch's
+ * cross_entropy before opset 12) as a mean without class weights: fused, so that the loss reads z
+ * (onnx_loss.c) and a LogSoftmax nothing else reads is not computed. */
+static void match_nll_of_log_softmax(ox_import *im, ox_node *node) {
+  if (!ox_is_op(node, "NegativeLogLikelihoodLoss") || ox_input(node, 2) || !ox_input(node, 1) ||
+      !ox_attr_is(node, "reduction", "mean", "mean"))
+    return;
+  ox_node *log_softmax = ox_producer(im, ox_input(node, 0));
+  if (!ox_is_op(log_softmax, "LogSoftmax") || !ox_input(log_softmax, 0))
+    return;
+  node->fused = OX_NLL_OF_LOG_SOFTMAX;
+  node->fused_inputs[0] = ox_input(log_softmax, 0);
+  node->fused_inputs[1] = ox_input(node, 1);
+  node->inputs = node->fused_inputs;
+  node->n_inputs = 2;
+  node->softmax_axis = ox_attr_int(log_softmax, "axis", im->opset >= 13 ? -1 : 1);
+}
+
 static void match_padded_pool(ox_import *im, ox_node *node) {
   if (!ox_is_op(node, "AveragePool"))
     return;
@@ -325,6 +343,7 @@ void ox_rewrite_patterns(ox_import *im) {
   for (int32_t i = 0; i < im->n_nodes; i++) {
     match_transposed_operand(im, &im->nodes[i]);
     match_padded_pool(im, &im->nodes[i]);
+    match_nll_of_log_softmax(im, &im->nodes[i]);
   }
 }
 

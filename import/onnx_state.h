@@ -43,6 +43,8 @@ typedef enum ox_fused {
   OX_LAYER_NORM, /* (x - mean) / sqrt(var + eps) * gamma + beta, last axis: inputs {x, gamma, beta}, eps in scale */
   OX_RMS_NORM,   /* x * rsqrt(mean(x^2) + eps) * gamma, last axis: inputs {x, gamma}, eps in scale */
   OX_SILU,       /* x * sigmoid(x): inputs {x} */
+  OX_NLL_OF_LOG_SOFTMAX, /* NegativeLogLikelihoodLoss (mean, no weight) of LogSoftmax(z): inputs {z, labels},
+                            the LogSoftmax's axis in softmax_axis */
 } ox_fused;
 
 /* A node as decoded (proto, inputs) and as the patterns stage rewrote it (fused, the fields below). */
@@ -57,6 +59,7 @@ typedef struct ox_node {
   int32_t pool_padding[2]; /* AveragePool: the padding of a Pad of zeros folded into it */
   double scale;            /* attention: scores are multiplied by this; layer norm: epsilon */
   bool scale_divides;      /* attention with a computed scale (input 4): scores are divided by it */
+  int64_t softmax_axis;    /* OX_NLL_OF_LOG_SOFTMAX: the LogSoftmax's axis attribute, as written */
   bool live;               /* some graph output depends on it */
 } ox_node;
 

@@ -8,14 +8,14 @@ exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (E
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
-constant bounds around a HardSwish, and an opset-3 model the importer refuses.
+constant bounds around a HardSwish, the losses with ignore_index -100, and an opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "import"))
-from import_errors import field_bytes, field_float, field_varint, model, node, tensor, value_info  # noqa: E402
+from import_errors import attribute_string, field_bytes, field_float, field_varint, model, node, tensor, value_info  # noqa: E402
 
 
 def const_node(name, output, dims, ints=None, floats=None):
@@ -174,6 +174,17 @@ SEEDS = {
         node("HardSwish", ["c"], ["h"], "hswish"),
         node("Clip", ["h", "", "hi"], ["y"], "relu6"),
     ], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])]),
+    # the losses (import/onnx_loss.c) with PyTorch's ignore_index -100: NLL of a LogSoftmax over the classes
+    # (the cross_entropy op) and a weighted SoftmaxCrossEntropyLoss, reduction none (the masked one-hot)
+    "losses_ignore_index.onnx": model([
+        node("LogSoftmax", ["x"], ["lp"], "log_softmax", int_attribute("axis", 1)),
+        node("NegativeLogLikelihoodLoss", ["lp", "y"], ["a"], "nll", int_attribute("ignore_index", -100 % 2 ** 64)),
+        node("SoftmaxCrossEntropyLoss", ["x", "y", "w"], ["b"], "sce",
+             int_attribute("ignore_index", -100 % 2 ** 64) + attribute_string("reduction", "none")),
+        node("ReduceSum", ["b"], ["s"], "sum", int_attribute("keepdims", 0)),
+        node("Add", ["a", "s"], ["loss"], "add"),
+    ], [value_info("x", 1, ["N", 5, 3]), value_info("y", 7, ["N", 3])], [value_info("loss", 1, [])],
+        [tensor("w", [5], [0.5, 2.0, 1.0, 0.25, 3.0])]),
 }
 
 

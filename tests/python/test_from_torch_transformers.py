@@ -14,6 +14,7 @@ steps from the module's own weights against PyTorch training the same module
 (torch_training.train_both: losses and trained weights within 1e-5).
 Needs the virtual environment scripts/setup makes (transformers, onnxruntime: scripts/requirements-test.txt)
 over Debian's PyTorch. usage: test_from_torch_transformers.py   (PYTHONPATH=python)"""
+import copy
 import os
 import warnings
 
@@ -550,4 +551,49 @@ case("transformers PoolFormerForImageClassification (its token mixer avg_pool2d(
                       transformers.PoolFormerConfig(depths=[1, 1, 1, 1], hidden_sizes=[8, 16, 16, 16], num_labels=5,
                                                     image_size=32, drop_path_rate=0.0, hidden_dropout_prob=0.0,
                                                     layer_scale_init_value=1.0), 77))
+
+
+class OwnLossLM(torch.nn.Module):
+    """A causal LM given its labels: returns the loss transformers computes itself (the shift, and
+    CrossEntropyLoss's ignore_index -100 on the padded positions)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, labels):
+        return self.model(input_ids=input_ids, labels=labels).loss
+
+
+def gpt2_own_loss():
+    """GPT2LMHeadModel(labels=...) as a user trains it: its own loss (from_torch(loss="output")), labels -100
+    after each sequence's 9th token, 3,000 classes; 4 AdamW steps beside PyTorch from the same weights."""
+    torch.manual_seed(78)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=3000, n_positions=16,
+                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = OwnLossLM(transformers.GPT2LMHeadModel(config))
+    ids = torch.randint(0, 3000, (BATCH, 12))
+    labels = ids.clone()
+    labels[:, 9:] = -100
+    start = copy.deepcopy(model)
+    graph = tightfit.from_torch(model, (ids, labels), loss="output", input_names=["input_ids", "labels"])
+    plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    feed = {"input_ids": ids.numpy(), "labels": labels.numpy()}
+    losses = [session.step(feed) for _ in range(4)]
+    optimizer, expected = torch.optim.AdamW(start.parameters(), lr=1e-2, weight_decay=0), []
+    for _ in range(4):
+        optimizer.zero_grad()
+        loss = start(ids, labels)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}), " \
+        f"worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("transformers GPT2LMHeadModel given its labels: its own loss (shifted, ignore_index -100, 3,000 classes) "
+     "trains as PyTorch's", gpt2_own_loss)
 finish("from_torch_transformers")

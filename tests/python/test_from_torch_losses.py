@@ -1,0 +1,130 @@
+"""Losses a PyTorch module computes itself (from_torch(loss="output")), as F.cross_entropy and F.nll_loss
+write them: PyTorch's default ignore_index -100 (the padding label of every Hugging Face model), any number
+of classes, class weights, reduction 'none' and 'sum', [N, C, T] scores. Each trains 4 AdamW steps beside
+PyTorch from the same weights on labels with ignored positions; the plain mean (F.cross_entropy's default,
+and nll_loss of log_softmax over the classes) imports as one cross_entropy op, with no one-hot table. A label
+that is neither a class nor ignored is refused at run (the data check) or makes the loss non-finite.
+usage: test_from_torch_losses.py   (PYTHONPATH=python:tests/python)"""
+import copy
+import json
+import os
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import tightfit
+from tally import case, finish
+
+torch.set_num_threads(1)
+N, STEPS, LR = 16, 4, 1e-2
+
+
+def ops_of(graph):
+    """The op of every node of `graph` (its `tightfit dump`)."""
+    with tempfile.TemporaryDirectory() as folder:
+        graph.save(os.path.join(folder, "graph.tfg"))
+        return [node["op"] for node in json.loads(tightfit._run("dump", [os.path.join(folder, "graph.tfg")])[1])["nodes"]]
+
+
+class OwnLoss(torch.nn.Module):
+    """A linear layer (and for sequences, a second over time) whose forward returns `loss(scores, y)`."""
+
+    def __init__(self, features, classes, loss, sequence=False):
+        super().__init__()
+        self.layer, self.loss, self.sequence = torch.nn.Linear(features, classes), loss, sequence
+
+    def forward(self, x, y):
+        scores = self.layer(x)  # [N, C], or [N, T, C] for sequences, given to the loss as [N, C, T]
+        return self.loss(scores.transpose(1, 2) if self.sequence else scores, y)
+
+
+def trained(model, x, y):
+    """4 AdamW steps in tightfit (from_torch(loss="output")) and in PyTorch from the same weights:
+    (tightfit's losses, PyTorch's, the worst relative difference, the graph's ops)."""
+    start = copy.deepcopy(model)
+    graph = tightfit.from_torch(model, (x, y), loss="output", input_names=["x", "y"])
+    plan = tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": x.numpy(), "y": y.numpy()}) for _ in range(STEPS)]
+    optimizer = torch.optim.AdamW(start.parameters(), lr=LR, weight_decay=0)
+    expected = []
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        loss = start(x, y)
+        loss.backward()
+        optimizer.step()
+        expected.append(loss.item())
+    worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(losses, expected))
+    return losses, expected, worst, ops_of(graph)
+
+
+def beside_torch(loss, classes, plain, sequence=False, features=8):
+    """A case: OwnLoss(loss) on labels of which a third are -100 trains as PyTorch's; `plain` says whether
+    the graph must be one cross_entropy op (no embedding) or the composite (an embedding)."""
+
+    def run():
+        torch.manual_seed(classes)
+        model = OwnLoss(features, classes, loss, sequence)
+        x = torch.randn(N, 6, features) if sequence else torch.randn(N, features)
+        y = torch.randint(0, classes, (N, 6) if sequence else (N,))
+        y[torch.rand(y.shape) < 0.34] = -100
+        y.view(-1)[0] = -100
+        losses, expected, worst, ops = trained(model, x, y)
+        seen = f"{ops.count('cross_entropy')} cross_entropy, {ops.count('embedding')} embedding; {STEPS} AdamW " \
+            f"steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}), worst " \
+            f"relative difference {worst:.1e}"
+        form = ops.count("cross_entropy") == 1 and "embedding" not in ops if plain else \
+            "cross_entropy" not in ops and "embedding" in ops
+        if not form:
+            return f"expected {'one cross_entropy op' if plain else 'the one-hot composite'}: {ops}", seen
+        return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+    return run
+
+
+WEIGHTS = torch.tensor([0.5, 2.0, 1.0, 0.25, 3.0])
+case("F.cross_entropy as it is (ignore_index -100), 3,000 classes: one cross_entropy op, trains as PyTorch's",
+     beside_torch(F.cross_entropy, 3000, True))
+case("F.cross_entropy of [N, C, T] scores (ignore_index -100): one cross_entropy op, trains as PyTorch's",
+     beside_torch(F.cross_entropy, 7, True, sequence=True))
+case("F.nll_loss(F.log_softmax(x, -1)) (ignore_index -100): one cross_entropy op, trains as PyTorch's",
+     beside_torch(lambda s, y: F.nll_loss(F.log_softmax(s, -1), y), 5, True))
+case("F.nll_loss(F.log_softmax(x, 1)) of [N, C, T] scores: one cross_entropy op, trains as PyTorch's",
+     beside_torch(lambda s, y: F.nll_loss(F.log_softmax(s, 1), y), 6, True, sequence=True))
+case("F.cross_entropy with class weights and ignore_index -100 trains as PyTorch's",
+     beside_torch(lambda s, y: F.cross_entropy(s, y, weight=WEIGHTS), 5, False))
+case("F.cross_entropy(reduction='sum') with ignore_index -100 trains as PyTorch's",
+     beside_torch(lambda s, y: F.cross_entropy(s, y, reduction="sum"), 5, False))
+case("F.cross_entropy(reduction='none') of [N, C, T] scores, ignored positions 0, trains as PyTorch's",
+     beside_torch(lambda s, y: (F.cross_entropy(s, y, reduction="none") * torch.arange(1.0, 7.0)).mean(), 5, False,
+                  sequence=True))
+case("F.nll_loss of log-probabilities made otherwise (log of a softmax) with ignore_index -100 trains as PyTorch's",
+     beside_torch(lambda s, y: F.nll_loss(torch.log(F.softmax(s, -1)), y), 5, False))
+case("F.cross_entropy(ignore_index=2), an index among the classes, trains as PyTorch's",
+     beside_torch(lambda s, y: F.cross_entropy(s, torch.where(y < 0, torch.full_like(y, 2), y), ignore_index=2,
+                                               reduction="sum"), 6, False))
+
+
+def bad_labels():
+    """A label that is neither a class nor ignored: the plain mean's data check refuses it when fed; the
+    composite's loss is +inf there, and the step refuses to update on it."""
+    seen = []
+    for loss, plain in ((F.cross_entropy, True), (lambda s, y: F.cross_entropy(s, y, reduction="sum"), False)):
+        torch.manual_seed(3)
+        model, x, y = OwnLoss(8, 5, loss), torch.randn(N, 8), torch.tensor([0, -100, 4, 1] * 4)
+        graph = tightfit.from_torch(model, (x, y), loss="output", input_names=["x", "y"])
+        session = tightfit.Session(tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR))
+        try:
+            value = session.step({"x": x.numpy(), "y": np.array([0, -100, 7, 1] * 4)})
+            if plain or np.isfinite(value):
+                return f"label 7 of 5 classes ({'plain' if plain else 'composite'}) gave the loss {value}", seen
+            seen.append(f"composite: loss {value}")
+        except tightfit.TightfitError as error:
+            seen.append(f"{'plain' if plain else 'composite'}: {str(error)[:160]}")
+    return None, "; ".join(seen)
+
+
+case("a label outside the classes that is not ignore_index is refused, never left out unnoticed", bad_labels)
+finish("from_torch losses")
