@@ -8,7 +8,7 @@ exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (E
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
-constant bounds around a HardSwish, the losses with ignore_index -100, and an opset-3 model the importer refuses.
+constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, and an opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
@@ -185,6 +185,12 @@ SEEDS = {
         node("Add", ["a", "s"], ["loss"], "add"),
     ], [value_info("x", 1, ["N", 5, 3]), value_info("y", 7, ["N", 3])], [value_info("loss", 1, [])],
         [tensor("w", [5], [0.5, 2.0, 1.0, 0.25, 3.0])]),
+    # LayerNormalization from axis -2 (import/onnx_dense.c): scale [2, 3], bias broadcast from [3], Mean output
+    "layer_norm_axes.onnx": model([
+        node("LayerNormalization", ["x", "g", "b"], ["y", "m"], "norm", int_attribute("axis", -2 % 2 ** 64)),
+        node("Add", ["y", "m"], ["z"], "add"),
+    ], [value_info("x", 1, ["N", 2, 3])], [value_info("z", 1, ["N", 2, 3])],
+        [tensor("g", [2, 3], [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]), tensor("b", [3], [0.1, 0.2, 0.3])]),
 }
 
 

@@ -1709,5 +1709,34 @@ def zero_row_norms():
 
 
 case("a masked zero row through F.normalize and x.norm trains as PyTorch's (norm's gradient 0 at 0)", zero_row_norms)
+
+
+# nn.LayerNorm over several trailing axes (normalized_shape [C, H, W] after a conv, [T, D] without
+# elementwise affine): PyTorch 2.x exports LayerNormalization from axis -3 and -2 (refused before: "only
+# the last axis"), which imports as one layer_norm over the axes flattened.
+class WideNorms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 3, 3, padding=1)
+        self.image_norm = torch.nn.LayerNorm([3, 4, 4])
+        self.sequence_norm = torch.nn.LayerNorm([3, 16], elementwise_affine=False)
+        self.head = torch.nn.Linear(48, 5)
+        with torch.no_grad():  # away from PyTorch's ones and zeros, so a misplaced element shows
+            self.image_norm.weight.uniform_(0.5, 1.5)
+            self.image_norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):  # x [N, 16]: 4 x 4 images
+        h = self.image_norm(self.conv(x.reshape(-1, 1, 4, 4)))
+        return self.head(self.sequence_norm(torch.tanh(h).reshape(-1, 3, 16)).reshape(-1, 48))
+
+
+def wide_norms():
+    torch.manual_seed(28)
+    problem, seen, ops = beside_torch(WideNorms(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)),
+                                      ["layer_norm"])
+    return problem, seen
+
+
+case("nn.LayerNorm over several trailing axes ([C, H, W], [T, D] without affine) trains as PyTorch's", wide_norms)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
