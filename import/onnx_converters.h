@@ -63,6 +63,37 @@ tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node);
  * first where `scaled` (floats: the smallest nonzero difference, a subnormal, then reaches 1). */
 tf_tensor_id ox_equal_mask(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled);
 
+/* onnx_indices.c: indices computed at run time into an axis of fixed size (the file's top comment). */
+/* Indices read as f32 are exact below this; the axis must be shorter. */
+#define OX_INDEX_EXACT_LIMIT ((int64_t)1 << 24)
+/* Integer `indices` into an axis of `size`: *wrapped, f32, negative ones counted from the end; *poison,
+ * f32 of their shape, 0 where the index is in [-size, size) and +inf elsewhere (to add to what is read). */
+tf_status ox_wrapped_indices(ox_import *im, const ox_node *node, tf_tensor_id indices, int64_t size,
+                             tf_tensor_id *wrapped, tf_tensor_id *poison);
+/* The one-hot [..., size] f32 of `wrapped` [...] (from ox_wrapped_indices): zero rows where out of range. */
+tf_status ox_one_hot_of(ox_import *im, const ox_node *node, tf_tensor_id wrapped, int64_t size, tf_tensor_id *out);
+/* perm moves `axis` of a rank-`rank` tensor last, the others kept in order; back undoes it. */
+void ox_axis_last(int32_t rank, int32_t axis, int32_t *perm, int32_t *back);
+/* GatherElements' and ScatterElements' operands with their axis moved last (ox_along_last). */
+typedef struct ox_along {
+  int32_t rank, axis;        /* the data's, axis normalised */
+  int64_t length;            /* A: the data's axis, fixed */
+  tf_dim count;              /* K: the indices' axis */
+  tf_dim dims[TF_MAX_RANK];  /* the data's, in its order */
+  int32_t perm[TF_MAX_RANK]; /* axis last */
+  int32_t back[TF_MAX_RANK]; /* its inverse */
+  bool identity;             /* axis already last: no transposes */
+  tf_tensor_id data;         /* [..., A] */
+  tf_tensor_id one_hot;      /* [..., K, A], the data's dtype */
+  tf_tensor_id poison;       /* [..., K] f32 (ox_wrapped_indices) */
+} ox_along;
+/* Data and computed indices of one rank whose axes other than `axis` are the data's: moved so that
+ * axis is last, the indices one-hot over the data's (fixed) length along it. */
+tf_status ox_along_last(ox_import *im, const ox_node *node, tf_tensor_id data, tf_tensor_id indices, int32_t axis,
+                        ox_along *out);
+/* y in ox_along's order moved back to the data's. */
+tf_tensor_id ox_along_back(ox_import *im, const ox_along *a, tf_tensor_id y);
+
 /* onnx_dense.c */
 tf_status ox_convert_matmul(ox_import *im, const ox_node *node);
 tf_status ox_convert_gemm(ox_import *im, const ox_node *node);
@@ -160,7 +191,12 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node);
 /* onnx_scatter.c: ScatterND, folded or of data as a slice assignment */
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node);
 
-/* onnx_gather_elements.c: GatherElements by known (or known, expanded) indices: an embedding lookup */
+/* onnx_scatter_elements.c: ScatterElements and Scatter (reductions none and add) by any indices, as
+ * one-hot products. */
+tf_status ox_convert_scatter_elements(ox_import *im, const ox_node *node);
+
+/* onnx_gather_elements.c: GatherElements by known (or known, expanded) indices: an embedding lookup;
+ * by computed ones a one-hot product */
 tf_status ox_convert_gather_elements(ox_import *im, const ox_node *node);
 
 /* onnx_einsum.c: Einsum as transposes, reshapes, sums and batched matmuls */

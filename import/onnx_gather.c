@@ -1,7 +1,7 @@
 /* ONNX Gather: folded when both inputs are known; by a known scalar index one slice; by known
  * indices a slice of a consecutive span, rows of a 2-d table (an embedding lookup), a table made of
  * the tensor's other axes, or slices of consecutive runs where another axis is symbolic; by computed
- * indices an embedding lookup of a 2-d table. */
+ * indices an embedding lookup of a 2-d table, or of a table made of the other axes (gather_computed). */
 #include <inttypes.h>
 
 #include "import/onnx_converters.h"
@@ -153,6 +153,58 @@ static tf_status gather_along(ox_import *im, const ox_node *node, tf_tensor_id d
   return ox_set_tensor(im, node, 0, tf_transpose(im->graph, y, back, m));
 }
 
+/* Gather along `axis` (of fixed size; not axis 0 of a 2-d table, an embedding lookup) by indices
+ * computed at run time (x[:, idx], torch.index_select by data): as gather_along, the axis moved first
+ * and the others flattened into a [length, rest] table, looked up by the wrapped indices
+ * (onnx_indices.c), shaped and moved back; the poison added, so an index outside [-length, length)
+ * gives +inf, not 0. */
+static tf_status gather_computed(ox_import *im, const ox_node *node, tf_tensor_id data, int32_t axis,
+                                 const tf_dim *dims, int32_t rank) {
+  const tf_dim length = dims[axis];
+  if (length.symbol >= 0 || length.size < 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Gather by computed indices along axis %" PRId32 " of symbolic or no size (only a fixed one)", axis);
+  tf_graph *g = im->graph;
+  tf_tensor_id ids, wrapped, poison;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
+  TF_RETURN_IF_ERROR(ox_wrapped_indices(im, node, ids, length.size, &wrapped, &poison));
+  int32_t first[TF_MAX_RANK], back[TF_MAX_RANK], m = 0, ids_rank;
+  tf_dim ids_dims[TF_MAX_RANK], looked[TF_MAX_RANK];
+  ox_tensor_dims(im, ids, &ids_rank, ids_dims);
+  if (ids_rank + rank - 1 > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Gather whose output has more than %d axes", TF_MAX_RANK);
+  int64_t rest = 1;
+  bool fixed = true;
+  first[m++] = axis;
+  for (int32_t d = 0; d < rank; d++)
+    if (d != axis) {
+      first[m++] = d;
+      fixed = fixed && dims[d].symbol < 0 && dims[d].size >= 0;
+      rest = fixed ? rest * dims[d].size : rest;
+    }
+  tf_tensor_id table =
+      tf_reshape(g, tf_transpose(g, data, first, rank), TF_SHAPE(length, fixed ? tf_fixed(rest) : (tf_dim){-1, -1}));
+  m = 0; /* the indices' axes, then data's before and after `axis` */
+  for (int32_t d = 0; d < ids_rank; d++)
+    looked[m++] = ids_dims[d];
+  for (int32_t d = 0; d < rank; d++)
+    if (d != axis)
+      looked[m++] = dims[d];
+  tf_tensor_id y = tf_reshape(g, tf_embedding(g, tf_cast(g, wrapped, TF_I64), table), tf_shape_from(looked, m));
+  for (int32_t d = ids_rank; d < m; d++)
+    looked[d] = tf_fixed(1);
+  poison = tf_reshape(g, poison, tf_shape_from(looked, m));
+  y = tf_add(g, y, ox_dtype_of(im, y) == TF_F32 ? poison : tf_cast(g, poison, ox_dtype_of(im, y)));
+  int32_t n = 0;
+  for (int32_t d = 0; d < axis; d++)
+    back[n++] = ids_rank + d;
+  for (int32_t d = 0; d < ids_rank; d++)
+    back[n++] = d;
+  for (int32_t d = axis; d < rank - 1; d++)
+    back[n++] = ids_rank + d;
+  return ox_set_tensor(im, node, 0, tf_transpose(g, y, back, m));
+}
+
 tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
@@ -216,11 +268,11 @@ tf_status ox_convert_gather(ox_import *im, const ox_node *node) {
     }
     return ox_reshape_to(im, node, y, out, m);
   }
+  if (axis < 0 || axis >= rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Gather along axis %" PRId64 " of a rank-%" PRId32 " tensor",
+                   ox_attr_int(node, "axis", 0), rank);
   if (axis != 0 || rank != 2)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "Gather by computed indices is an embedding lookup: axis 0 of a 2-d table (got axis %" PRId64
-                   " of rank %" PRId32 ")",
-                   axis, rank);
+    return gather_computed(im, node, data, (int32_t)axis, dims, rank);
   tf_tensor_id ids;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
   return ox_set_tensor(im, node, 0, tf_embedding(im->graph, ids, data));

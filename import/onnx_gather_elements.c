@@ -1,6 +1,7 @@
 /* GatherElements (torch.gather) of data by indices known when importing, or known and broadcast by
  * an Expand to a symbolic batch (DeBERTa's c2p_pos.expand([N, H, T, T]), Funnel's position ids): an
- * embedding lookup, whose gradient is the scatter-add torch.gather's is.
+ * embedding lookup, whose gradient is the scatter-add torch.gather's is. By indices computed at run
+ * time: a one-hot product (gather_elements_computed).
  *
  * The output axes split in two: the gather axis and every axis along which the known indices vary
  * (V, all of fixed size), and the others, along which they are broadcast (B, where the output is
@@ -84,16 +85,42 @@ static tf_status row_ids(ox_import *im, const ox_node *node, const ox_known *ind
   return NULL;
 }
 
+/* The `axis` attribute, kept in int32 range (a value outside is refused as an axis anyway). */
+static int32_t axis_of(const ox_node *node) {
+  const int64_t axis = ox_attr_int(node, "axis", 0);
+  return axis < -TF_MAX_RANK - 1 || axis > TF_MAX_RANK ? TF_MAX_RANK + 1 : (int32_t)axis;
+}
+
+/* By indices computed at run time (torch.gather(x, dim, labels[:, None]), a top-k's positions): with
+ * the axis last (onnx_indices.c), y[..., k] = sum over a of x[..., a] one_hot[..., k, a], the poison
+ * added (an index outside [-A, A) gives +inf), moved back. The gradient to x is the one-hot's
+ * scatter-add; the indices' axes other than `axis` must be the data's. */
+static tf_status gather_elements_computed(ox_import *im, const ox_node *node, tf_tensor_id data) {
+  tf_tensor_id ids;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
+  ox_along a;
+  TF_RETURN_IF_ERROR(ox_along_last(im, node, data, ids, axis_of(node), &a));
+  tf_dim rows[TF_MAX_RANK];
+  for (int32_t d = 0; d < a.rank - 1; d++)
+    rows[d] = a.dims[a.perm[d]];
+  rows[a.rank - 1] = tf_fixed(1);
+  rows[a.rank] = tf_fixed(a.length);
+  tf_graph *g = im->graph;
+  tf_tensor_id x = tf_reshape(g, a.data, tf_shape_from(rows, a.rank + 1));
+  int32_t last = a.rank;
+  tf_tensor_id y = tf_reduce(g, TF_OP_SUM, tf_mul(g, x, a.one_hot), &last, 1, false);
+  y = tf_add(g, y, ox_dtype_of(im, y) == TF_F32 ? a.poison : tf_cast(g, a.poison, ox_dtype_of(im, y)));
+  return ox_set_tensor(im, node, 0, ox_along_back(im, &a, y));
+}
+
 tf_status ox_convert_gather_elements(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
-  const ox_known *index = known_indices(im, node);
-  if (!index || index->is_float)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "GatherElements by computed indices (only by integers known when importing, or such "
-                   "integers expanded)");
   tf_tensor_id data;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &data));
+  const ox_known *index = known_indices(im, node);
+  if (!index || index->is_float)
+    return gather_elements_computed(im, node, data);
   int32_t rank, out_rank;
   tf_dim dims[TF_MAX_RANK], out_dims[TF_MAX_RANK];
   ox_tensor_dims(im, data, &rank, dims);

@@ -136,9 +136,12 @@ static tf_status nll(ox_import *im, const ox_node *node, tf_tensor_id xt, tf_ten
   const tf_dtype label_type = ox_dtype_of(im, labels);
   if (label_type != TF_I32 && label_type != TF_I64)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "labels are %s (i32 or i64 class ids)", tf_dtype_name(label_type));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node)); /* xt is made by the caller (a transpose, a log_softmax) */
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, xt, &rank, dims);
+  if (rank < 1)
+    return ox_fail(im, node, TF_ERR_INTERNAL, "the scores have no class axis");
   const tf_dim classes = dims[rank - 1];
   if (classes.symbol >= 0 || classes.size < 1 || classes.size > OX_LOSS_MAX_CLASSES)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the class axis must be a fixed size from 1 to %d",

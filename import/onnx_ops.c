@@ -73,6 +73,8 @@ static const ox_converter_row converters[] = {
     {"Concat", ox_convert_concat},
     {"Slice", ox_convert_slice},
     {"ScatterND", ox_convert_scatter_nd},
+    {"ScatterElements", ox_convert_scatter_elements},
+    {"Scatter", ox_convert_scatter_elements},
     {"Split", ox_convert_split},
     {"Expand", ox_convert_expand},
     {"Resize", ox_convert_resize},

@@ -8,7 +8,7 @@ exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (E
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
-constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, and an opset-3 model the importer refuses.
+constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, and an opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
@@ -191,6 +191,14 @@ SEEDS = {
         node("Add", ["y", "m"], ["z"], "add"),
     ], [value_info("x", 1, ["N", 2, 3])], [value_info("z", 1, ["N", 2, 3])],
         [tensor("g", [2, 3], [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]), tensor("b", [3], [0.1, 0.2, 0.3])]),
+    # indices computed at run time (import/onnx_indices.c): Gather along axis 1, GatherElements, ScatterElements
+    "indices_of_data.onnx": model([
+        node("Gather", ["x", "j"], ["g"], "take", int_attribute("axis", 1)),
+        node("GatherElements", ["g", "i"], ["e"], "pick", int_attribute("axis", 1)),
+        node("ScatterElements", ["x", "i", "e"], ["y"], "put", int_attribute("axis", 1) +
+             attribute_string("reduction", "add")),
+    ], [value_info("x", 1, ["N", 4]), value_info("j", 7, [3]), value_info("i", 7, ["N", 2])],
+        [value_info("y", 1, ["N", 4])]),
 }
 
 

@@ -391,10 +391,20 @@ def main():
             ("Sign of data", write("sign_data.onnx", model(
                 [node("Sign", ["x"], ["y"], "sign0")], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])])),
              ["sign_data.onnx", "'sign0' (Sign)", "Sign of data is not supported"]),
-            ("GatherElements by computed indices", write("gather_elements.onnx", model(
-                [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
-                [value_info("x", 1, ["N", 4]), value_info("i", 7, ["N", 4])], [value_info("y", 1, ["N", 4])])),
-             ["gather_elements.onnx", "'pick' (GatherElements)", "by computed indices"]),
+            ("GatherElements by computed indices shorter than the data along another axis",
+             write("gather_elements.onnx", model(
+                 [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
+                 [value_info("x", 1, [3, 4]), value_info("i", 7, [2, 4])], [value_info("y", 1, [2, 4])])),
+             ["gather_elements.onnx", "'pick' (GatherElements)", "whose axis 0 is not the data's (only along axis 1)"]),
+            ("ScatterElements with reduction max", write("scatter_max.onnx", model(
+                [node("ScatterElements", ["x", "i", "u"], ["y"], "put", attribute_string("reduction", "max"))],
+                [value_info("x", 1, ["N", 4]), value_info("i", 7, ["N", 2]), value_info("u", 1, ["N", 2])],
+                [value_info("y", 1, ["N", 4])])),
+             ["scatter_max.onnx", "'put' (ScatterElements)", "reduction mul, max or min (only none and add)"]),
+            ("Gather by computed indices along a symbolic axis", write("gather_symbolic.onnx", model(
+                [node("Gather", ["x", "i"], ["y"], "take", attribute_int("axis", 1))],
+                [value_info("x", 1, [2, "T"]), value_info("i", 7, [3])], [value_info("y", 1, [2, 3])])),
+             ["gather_symbolic.onnx", "'take' (Gather)", "along axis 1 of symbolic or no size"]),
             ("GatherElements by a known index outside", write("gather_elements_outside.onnx", model(
                 [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
                 [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 2])], [int_tensor("i", [2, 2], [3, 0, 1, 4])])),

@@ -1012,6 +1012,47 @@ def gathered():
 case("torch.gather by known indices, and a repeat over the batch, train as PyTorch's", gathered)
 
 
+# Indexing by indices computed at run time (not known at import): x[:, idx] by an argmax of a
+# parameter and index_select along the last axis by a model input (Gather along axes other than a 2-d
+# table's rows), torch.gather by a per-row index tensor (GatherElements by data).
+class GatheredByData(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(20, 5)
+        self.choice = torch.nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x, rows):  # x [N, 8], rows [N, 2] in [0, 3)
+        h = self.a(x).reshape(x.shape[0], 3, 4)
+        picked = h[:, self.choice.argmax(0)]  # [N, 4, 4]: rows of h chosen at run time
+        last = torch.index_select(torch.tanh(h), 2, rows[0])  # [N, 3, 2]
+        per_row = torch.gather(h[:, :, 0], 1, rows)  # [N, 2]
+        return self.b(torch.cat([picked.reshape(x.shape[0], 16) * 0.5, last.sum(1), per_row], 1))
+
+
+def gathered_by_data():
+    torch.manual_seed(29)
+    model = GatheredByData()
+    xs, ys, rows = torch.randn(batch, 8), torch.randint(0, 5, (batch,)), torch.randint(0, 3, (batch, 2))
+    inputs = {"x": xs, "rows": rows}
+    graph = tightfit.from_torch(model, (xs, rows), loss="cross_entropy", input_names=list(inputs))
+    sessions = []
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5, sessions=sessions, inputs=inputs)
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    outside = rows.numpy().copy()
+    outside[1, 0] = 3  # not a position of h[:, :, 0]: torch.gather raises; tightfit's loss is +inf
+    try:
+        loss = sessions[0].step({"x": xs.numpy(), "rows": outside, "labels": ys.numpy().astype(np.int32)})
+        return f"an index outside the axis gave the loss {loss}", seen
+    except tightfit.TightfitError as error:
+        seen += f"; an index outside the axis: {str(error)[:80]}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("x[:, idx], index_select and torch.gather by indices computed at run time train as PyTorch's",
+     gathered_by_data)
+
+
 # torch.repeat_interleave by a constant (GPT-J's rotary tables): torch's own export writes a Loop over
 # slices when a size is dynamic (the batch here); from_torch writes Unsqueeze, Expand and Reshape.
 class Interleaved(torch.nn.Module):

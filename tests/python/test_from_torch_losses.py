@@ -60,23 +60,25 @@ def trained(model, x, y):
     return losses, expected, worst, ops_of(graph)
 
 
-def beside_torch(loss, classes, plain, sequence=False, features=8):
-    """A case: OwnLoss(loss) on labels of which a third are -100 trains as PyTorch's; `plain` says whether
-    the graph must be one cross_entropy op (no embedding) or the composite (an embedding)."""
+def beside_torch(loss, classes, plain, sequence=False, features=8, ignored=True):
+    """A case: OwnLoss(loss) on labels of which a third are -100 (none unless `ignored`) trains as PyTorch's;
+    `plain` says whether the graph must be one cross_entropy op (no embedding) or the composite (an
+    embedding); None: either."""
 
     def run():
         torch.manual_seed(classes)
         model = OwnLoss(features, classes, loss, sequence)
         x = torch.randn(N, 6, features) if sequence else torch.randn(N, features)
         y = torch.randint(0, classes, (N, 6) if sequence else (N,))
-        y[torch.rand(y.shape) < 0.34] = -100
-        y.view(-1)[0] = -100
+        if ignored:
+            y[torch.rand(y.shape) < 0.34] = -100
+            y.view(-1)[0] = -100
         losses, expected, worst, ops = trained(model, x, y)
         seen = f"{ops.count('cross_entropy')} cross_entropy, {ops.count('embedding')} embedding; {STEPS} AdamW " \
             f"steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}), worst " \
             f"relative difference {worst:.1e}"
-        form = ops.count("cross_entropy") == 1 and "embedding" not in ops if plain else \
-            "cross_entropy" not in ops and "embedding" in ops
+        form = plain is None or (ops.count("cross_entropy") == 1 and "embedding" not in ops if plain else
+                                 "cross_entropy" not in ops and "embedding" in ops)
         if not form:
             return f"expected {'one cross_entropy op' if plain else 'the one-hot composite'}: {ops}", seen
         return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
@@ -105,6 +107,36 @@ case("F.nll_loss of log-probabilities made otherwise (log of a softmax) with ign
 case("F.cross_entropy(ignore_index=2), an index among the classes, trains as PyTorch's",
      beside_torch(lambda s, y: F.cross_entropy(s, torch.where(y < 0, torch.full_like(y, 2), y), ignore_index=2,
                                                reduction="sum"), 6, False))
+
+
+
+def smoothed_by_gather(s, y, smoothing=0.1):
+    """timm's LabelSmoothingCrossEntropy: the label's log-probability by torch.gather (GatherElements by data)."""
+    log_probs = F.log_softmax(s, dim=-1)
+    nll = -log_probs.gather(dim=-1, index=y.unsqueeze(1)).squeeze(1)
+    return ((1 - smoothing) * nll - smoothing * log_probs.mean(dim=-1)).mean()
+
+
+def smoothed_by_scatter(s, y):
+    """Soft targets from a one-hot made by zeros_like(x).scatter(1, y[:, None], 1.0) (ScatterElements by data)."""
+    soft = torch.zeros_like(s).scatter(1, y.unsqueeze(1), 1.0) * 0.9 + 0.1 / s.shape[1]
+    return torch.sum(-soft * F.log_softmax(s, -1), -1).mean()
+
+
+def scattered_scores(s, y):
+    """Scores written into by a scatter whose updates train (s.scatter(1, idx, 2 s[:, :2]) and scatter_add), the
+    positions a function of the labels: gradients to the data where nothing was written, and to the updates."""
+    idx = torch.stack([y, torch.where(y < 4, y + 1, torch.zeros_like(y))], 1)
+    written = s.scatter(1, idx, 2 * s[:, :2]).scatter_add(1, idx, torch.tanh(s[:, 2:4]))
+    return F.cross_entropy(written, y)
+
+
+case("timm's label smoothing (log-probabilities by torch.gather of the labels) trains as PyTorch's",
+     beside_torch(smoothed_by_gather, 5, None, ignored=False))
+case("soft targets from zeros_like(x).scatter(1, labels, 1.0) train as PyTorch's",
+     beside_torch(smoothed_by_scatter, 5, None, ignored=False))
+case("scores written by scatter and scatter_add at positions computed from the labels train as PyTorch's",
+     beside_torch(scattered_scores, 5, None, ignored=False))
 
 
 def bad_labels():
