@@ -214,15 +214,59 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, half ? tf_cast(im->graph, id, dtype) : id);
 }
 
+/* OneHot of indices computed at run time (F.one_hot(labels, C)) by a known depth and [off, on]
+ * values: each index's one-hot row over depth (onnx_indices.c: one outside [-depth, depth) all off,
+ * as ONNX has it), off + (on - off) row, the depth axis moved to `axis`, in the values' dtype (an
+ * integer one exact: the rows are 0s and 1s). */
+static tf_status one_hot_of_data(ox_import *im, const ox_node *node, int64_t depth, const ox_known *values) {
+  tf_tensor_id indices, wrapped, poison, row;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &indices));
+  TF_RETURN_IF_ERROR(ox_wrapped_indices(im, node, indices, depth, &wrapped, &poison));
+  TF_RETURN_IF_ERROR(ox_one_hot_of(im, node, wrapped, depth, &row));
+  const int32_t rank = ox_rank_of(im, row);
+  int64_t axis = ox_attr_int(node, "axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " output", axis, rank);
+  axis = axis < 0 ? axis + rank : axis;
+  const double off = values->is_float ? values->reals[0] : (double)values->ints[0].size;
+  const double on = values->is_float ? values->reals[1] : (double)values->ints[1].size;
+  if ((!values->is_float && (values->ints[0].symbol >= 0 || values->ints[1].symbol >= 0)) || !isfinite(off) ||
+      !isfinite(on))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "OneHot of data with values that are not two finite numbers");
+  tf_graph *g = im->graph;
+  tf_tensor_id y = row;
+  if (on - off != 1.0)
+    y = tf_mul(g, y, ox_scalar(im, node, TF_F32, on - off));
+  if (off != 0.0)
+    y = tf_add(g, y, ox_scalar(im, node, TF_F32, off));
+  if (axis != rank - 1) {
+    int32_t perm[TF_MAX_RANK];
+    for (int32_t d = 0, j = 0; d < rank; d++)
+      perm[d] = d == axis ? rank - 1 : j++;
+    y = tf_transpose(g, y, perm, rank);
+  }
+  return ox_set_tensor(im, node, 0, values->dtype == TF_F32 ? y : tf_cast(g, y, values->dtype));
+}
+
 /* OneHot of known indices, depth and [off, on] values (PyTorch 2.x's repeat_interleave by a
  * symbolic count writes its repeats so: GCViT's q_global.repeat_interleave(B // b, 0)): a known
  * value, the values integers (a symbol's multiple too) or floats; an index below 0 counts from the
- * end, one outside [-depth, depth) is all off. Refused on data. */
+ * end, one outside [-depth, depth) is all off. Of indices computed at run time: one_hot_of_data. */
 tf_status ox_convert_one_hot(ox_import *im, const ox_node *node) {
   const ox_known *indices, *depth, *values;
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &indices));
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &depth));
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &values));
+  if (values->count != 2)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "OneHot's values hold %" PRId64 " elements, not [off, on]",
+                   values->count);
+  if (!ox_is_known(im, ox_input(node, 0))) {
+    const double n = depth->count != 1 ? -1 : depth->is_float ? depth->reals[0] : (double)depth->ints[0].size;
+    if (depth->count != 1 || (!depth->is_float && depth->ints[0].symbol >= 0) || !(n >= 1 && n < OX_INDEX_EXACT_LIMIT))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "OneHot of data: the depth must be one fixed number from 1 to 2^24 - 1");
+    return one_hot_of_data(im, node, (int64_t)n, values);
+  }
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &indices));
   if (indices->is_float || ox_known_has_symbol(indices) || indices->rank >= TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "OneHot's indices must be fixed integers of rank below %d",
                    TF_MAX_RANK);
@@ -230,9 +274,6 @@ tf_status ox_convert_one_hot(ox_import *im, const ox_node *node) {
   if (depth->count != 1 || (!depth->is_float && depth->ints[0].symbol >= 0) || !(d >= 1 && d <= OX_KNOWN_FILL))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "OneHot's depth must be one fixed number from 1 to %" PRId64,
                    OX_KNOWN_FILL);
-  if (values->count != 2)
-    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "OneHot's values hold %" PRId64 " elements, not [off, on]",
-                   values->count);
   const int64_t n = (int64_t)d, rank = indices->rank + 1;
   int64_t axis = ox_attr_int(node, "axis", -1);
   if (axis < -rank || axis >= rank)

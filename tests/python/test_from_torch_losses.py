@@ -131,10 +131,17 @@ def scattered_scores(s, y):
     return F.cross_entropy(written, y)
 
 
+def dice(s, y):
+    """A soft Dice loss against F.one_hot(labels, C) (OneHot of data, an i64 output cast to float)."""
+    p, t = F.softmax(s, -1), F.one_hot(y, s.shape[-1]).float()
+    return 1 - (2 * (p * t).sum() + 1) / (p.sum() + t.sum() + 1)
+
+
 case("timm's label smoothing (log-probabilities by torch.gather of the labels) trains as PyTorch's",
      beside_torch(smoothed_by_gather, 5, None, ignored=False))
 case("soft targets from zeros_like(x).scatter(1, labels, 1.0) train as PyTorch's",
      beside_torch(smoothed_by_scatter, 5, None, ignored=False))
+case("a Dice loss against F.one_hot(labels) trains as PyTorch's", beside_torch(dice, 5, None, ignored=False))
 case("scores written by scatter and scatter_add at positions computed from the labels train as PyTorch's",
      beside_torch(scattered_scores, 5, None, ignored=False))
 
