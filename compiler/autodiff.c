@@ -13,16 +13,22 @@
 
 static bool is_floating(tf_dtype dtype) { return dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16; }
 
+/* Whether the op's output is a constant to autodiff: stop_gradient (PyTorch's detach()), and the
+ * steps floor, ceil, round and sign, whose gradient is 0 wherever it exists (PyTorch's too). */
+static bool passes_no_gradient(tf_op op) {
+  return op == TF_OP_STOP_GRADIENT || op == TF_OP_FLOOR || op == TF_OP_CEIL || op == TF_OP_ROUND || op == TF_OP_SIGN;
+}
+
 /* depends[t]: t is a trained (not frozen) parameter or computed from one (floating only). What
- * only frozen parameters feed gets no gradient: the backward pass stops there, as it does at a
- * stop_gradient, whose output is a constant to autodiff (PyTorch's detach()). */
+ * only frozen parameters feed gets no gradient: the backward pass stops there, as it does at an op
+ * whose output is a constant to autodiff (passes_no_gradient). */
 static void mark_dependents(const tf_graph *g, bool *depends) {
   for (int32_t i = 0; i < g->n_tensors; i++)
     depends[i] = g->tensors[i].kind == TF_PARAMETER && !g->tensors[i].frozen && is_floating(g->tensors[i].dtype);
   for (int32_t n = 0; n < g->n_nodes; n++) {
     const tf_ir_node *node = &g->nodes[n];
     bool any = false;
-    for (int32_t k = 0; k < node->n_inputs && node->op != TF_OP_STOP_GRADIENT; k++)
+    for (int32_t k = 0; k < node->n_inputs && !passes_no_gradient(node->op); k++)
       any = any || depends[node->inputs[k]];
     for (int32_t k = 0; k < node->n_outputs; k++)
       depends[node->outputs[k]] = any && is_floating(g->tensors[node->outputs[k]].dtype);

@@ -432,6 +432,22 @@
   /* (v, dy) -> dx: dy where lo < v < hi, else 0 (PyTorch's hardtanh_backward); v is y or x, as relu_grad's */      \
   X(CLIP_GRAD,            clip_grad,            95, TRAINING, 2,  2,   1,  0,   0,   CLIP,          elementwise_grad,  \
       ANY_INPUT, NONE,               none,             clip_grad,            activation_grad, unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* x -> floor(x), ceil(x), round(x) (half to even, as torch.round and ONNX's Round), sign(x) (-1, 0 or 1; */       \
+  /* a NaN and a signed zero kept): steps, whose gradient is 0 (PyTorch's): autodiff passes none through */           \
+  /* them, as through stop_gradient (compiler/autodiff.c). A straight-through estimator composes them */             \
+  /* with stop_gradient: x + stop_gradient(round(x) - x) */                                                          \
+  X(FLOOR,                floor,                96, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               none,             floor,                unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(CEIL,                 ceil,                 97, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               none,             ceil,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(ROUND,                round,                98, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               none,             round,                unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(SIGN,                 sign,                 99, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               none,             sign,                 unary,           unary,                   \
       FLOAT,        ROWS,      ALL)
 // clang-format on
 

@@ -21,10 +21,12 @@ tf_status ox_convert_leaky_relu(ox_import *im, const ox_node *node);
 tf_status ox_convert_sqrt(ox_import *im, const ox_node *node);
 tf_status ox_convert_cos(ox_import *im, const ox_node *node);
 tf_status ox_convert_sin(ox_import *im, const ox_node *node);
-/* Sign, Ceil and Floor of known values (DeBERTa-v2's log-bucketed relative positions); refused on data. */
+/* Sign, Ceil, Floor and Round: of known values folded (DeBERTa-v2's log-bucketed relative positions);
+ * of data the ops of those names. */
 tf_status ox_convert_sign(ox_import *im, const ox_node *node);
 tf_status ox_convert_ceil(ox_import *im, const ox_node *node);
 tf_status ox_convert_floor(ox_import *im, const ox_node *node);
+tf_status ox_convert_round(ox_import *im, const ox_node *node);
 tf_status ox_convert_gelu(ox_import *im, const ox_node *node);
 tf_status ox_convert_max(ox_import *im, const ox_node *node);
 tf_status ox_convert_min(ox_import *im, const ox_node *node);
@@ -41,7 +43,7 @@ tf_status ox_convert_celu(ox_import *im, const ox_node *node);
 tf_status ox_convert_prelu(ox_import *im, const ox_node *node);
 tf_status ox_convert_mish(ox_import *im, const ox_node *node);
 tf_status ox_convert_size(ox_import *im, const ox_node *node);
-/* Mod: folded on values known at import time; refused on data. */
+/* Mod: folded on values known at import time; of data, a - b floor(a / b) or C's fmod in f32. */
 tf_status ox_convert_mod(ox_import *im, const ox_node *node);
 
 /* onnx_mask.c: Equal, Where and Not folded on known values; on data, masks as f32 0/1 tensors (Equal

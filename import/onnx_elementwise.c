@@ -210,15 +210,28 @@ static tf_status trigonometric(ox_import *im, const ox_node *node, double (*func
 
 static double sign_of(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; } /* NaN stays NaN, -0 stays -0 */
 
-/* Sign, Ceil and Floor of a known value (DeBERTa-v2's log buckets of relative positions: sign, ceil);
- * of integers they stay integers. tightfit has no rounding op for data. */
-static tf_status rounding(ox_import *im, const ox_node *node, double (*function)(double)) {
+static bool is_integer_type(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
+
+/* Sign, Ceil, Floor and Round of data: the op (no gradient passes, as PyTorch's is 0); of integer
+ * data the integers themselves, their sign computed in f32 (exact) and cast back. */
+static tf_status rounding_of_data(ox_import *im, const ox_node *node, tf_op op) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (!is_integer_type(dtype))
+    return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
+  if (op != TF_OP_SIGN)
+    return ox_set_tensor(im, node, 0, x);
+  return ox_set_tensor(im, node, 0, tf_cast(im->graph, tf_unary(im->graph, op, tf_cast(im->graph, x, TF_F32)), dtype));
+}
+
+/* Sign, Ceil, Floor and Round of a known value folded (DeBERTa-v2's log buckets of relative
+ * positions: sign, ceil); of integers they stay integers. Of data: rounding_of_data. */
+static tf_status rounding(ox_import *im, const ox_node *node, double (*function)(double), tf_op op) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *x = ox_foldable(im, node, 0);
   if (!x)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "%s of data is not supported (only of values known when importing, as relative positions)",
-                   node->proto->op_type);
+    return rounding_of_data(im, node, op);
   ox_known *k;
   if (x->is_float) {
     TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(x, function, &k)));
@@ -228,15 +241,17 @@ static tf_status rounding(ox_import *im, const ox_node *node, double (*function)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of a symbolic size", node->proto->op_type);
   if (!(k = ox_fold_copy(x, x->rank, x->shape)))
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
-  if (function == sign_of) /* Ceil and Floor leave integers as they are */
+  if (function == sign_of) /* Ceil, Floor and Round leave integers as they are */
     for (int64_t i = 0; i < k->count; i++)
       k->ints[i] = tf_fixed(k->ints[i].size > 0 ? 1 : k->ints[i].size < 0 ? -1 : 0);
   return ox_set_known(im, node, 0, k);
 }
 
-tf_status ox_convert_sign(ox_import *im, const ox_node *node) { return rounding(im, node, sign_of); }
-tf_status ox_convert_ceil(ox_import *im, const ox_node *node) { return rounding(im, node, ceil); }
-tf_status ox_convert_floor(ox_import *im, const ox_node *node) { return rounding(im, node, floor); }
+tf_status ox_convert_sign(ox_import *im, const ox_node *node) { return rounding(im, node, sign_of, TF_OP_SIGN); }
+tf_status ox_convert_ceil(ox_import *im, const ox_node *node) { return rounding(im, node, ceil, TF_OP_CEIL); }
+tf_status ox_convert_floor(ox_import *im, const ox_node *node) { return rounding(im, node, floor, TF_OP_FLOOR); }
+/* nearbyint: ties to even in the default rounding mode, as ONNX's Round and torch.round */
+tf_status ox_convert_round(ox_import *im, const ox_node *node) { return rounding(im, node, nearbyint, TF_OP_ROUND); }
 
 tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonometric(im, node, cos, TF_OP_COS); }
 
@@ -689,19 +704,42 @@ tf_status ox_convert_size(ox_import *im, const ox_node *node) {
   return ox_set_known(im, node, 0, k);
 }
 
+/* Mod of data: a - b q in f32, q = floor(a / b) (fmod 0: the divisor's sign, Python's %, for integer
+ * data, computed in f32 and cast back: exact while |a| and |b| are below 2^23) or q = trunc(a / b) =
+ * sign(a / b) floor(|a / b|) (fmod 1: C's fmod, the dividend's sign; for floats within a few roundings
+ * of it, where C's is exact). The gradients are PyTorch's: 1 to a, -q to b. */
+static tf_status mod_of_data(ox_import *im, const ox_node *node, bool fmod) {
+  tf_tensor_id a, b;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &a));
+  TF_RETURN_IF_ERROR(ox_operand(im, node, 1, a, &b));
+  const tf_dtype dtype = ox_dtype_of(im, a);
+  if (dtype != ox_dtype_of(im, b))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Mod of %s and %s data (one type)", tf_dtype_name(dtype),
+                   tf_dtype_name(ox_dtype_of(im, b)));
+  tf_graph *g = im->graph;
+  const bool integer = is_integer_type(dtype);
+  if (integer) {
+    a = tf_cast(g, a, TF_F32);
+    b = tf_cast(g, b, TF_F32);
+  }
+  tf_tensor_id ratio = tf_div(g, a, b);
+  tf_tensor_id q =
+      fmod ? tf_mul(g, tf_unary(g, TF_OP_SIGN, ratio), tf_unary(g, TF_OP_FLOOR, tf_unary(g, TF_OP_ABS, ratio)))
+           : tf_unary(g, TF_OP_FLOOR, ratio);
+  tf_tensor_id r = tf_sub(g, a, tf_mul(g, b, q));
+  return ox_set_tensor(im, node, 0, integer ? tf_cast(g, r, dtype) : r);
+}
+
 tf_status ox_convert_mod(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
   const char *a = ox_input(node, 0), *b = ox_input(node, 1);
-  if (!ox_is_known(im, a) || !ox_is_known(im, b))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "Mod of data computed at run time ('%s'): only of values known at import time (shapes and "
-                   "constants)",
-                   ox_is_known(im, a) ? b : a);
   const int64_t fmod = ox_attr_int(node, "fmod", 0);
-  const ox_known *x = ox_value_find(im, a)->known, *y = ox_value_find(im, b)->known;
   if (fmod != 0 && fmod != 1)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "fmod %" PRId64 " (0 or 1)", fmod);
+  if (!ox_is_known(im, a) || !ox_is_known(im, b))
+    return mod_of_data(im, node, fmod == 1);
+  const ox_known *x = ox_value_find(im, a)->known, *y = ox_value_find(im, b)->known;
   if (fmod == 0 && (x->is_float || y->is_float))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "fmod 0 on floating-point values (ONNX requires fmod 1)");
   ox_known *k;

@@ -92,6 +92,7 @@ static const ox_converter_row converters[] = {
     {"Sign", ox_convert_sign},
     {"Ceil", ox_convert_ceil},
     {"Floor", ox_convert_floor},
+    {"Round", ox_convert_round},
     {"Mod", ox_convert_mod},
     {"Trilu", ox_convert_trilu},
     {"CumSum", ox_convert_cumsum},

@@ -123,6 +123,10 @@ float forward(uint op, float x) {
   case TF_OP_SIN: return sin_cos_of(x, 0u);
   case TF_OP_COS: return sin_cos_of(x, 1u);
   case TF_OP_STOP_GRADIENT: return x;
+  case TF_OP_FLOOR: return floor(x);
+  case TF_OP_CEIL: return ceil(x);
+  case TF_OP_ROUND: return roundEven(x);
+  case TF_OP_SIGN: return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x);
   }
   return MISSING;
 }

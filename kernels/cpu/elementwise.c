@@ -281,6 +281,10 @@ DEFINE_UNARY(erf, TF_REAL_ERF(x))
 DEFINE_UNARY(sin, TF_REAL_SIN(x))
 DEFINE_UNARY(cos, TF_REAL_COS(x))
 DEFINE_UNARY(stop_gradient, x) /* the identity: only autodiff treats it otherwise */
+DEFINE_UNARY(floor, TF_REAL_FLOOR(x))
+DEFINE_UNARY(ceil, TF_REAL_CEIL(x))
+DEFINE_UNARY(round, TF_REAL_ROUND_EVEN(x)) /* ties to even: the default rounding mode, never changed here */
+DEFINE_UNARY(sign, x > 0 ? (real)1 : x < 0 ? (real)-1 : x) /* a NaN and a signed zero kept */
 // clang-format on
 
 void TF_REAL_NAME(tf_cpu_gelu)(const tf_cpu_args *args) {

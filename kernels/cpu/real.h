@@ -24,6 +24,8 @@ typedef double real;
 #define TF_REAL_ERF erf
 #define TF_REAL_FABS fabs
 #define TF_REAL_FLOOR floor
+#define TF_REAL_CEIL ceil
+#define TF_REAL_ROUND_EVEN nearbyint
 #define TF_REAL_SIN sin
 #define TF_REAL_COS cos
 #else
@@ -38,6 +40,8 @@ typedef float real;
 #define TF_REAL_ERF erff
 #define TF_REAL_FABS fabsf
 #define TF_REAL_FLOOR floorf
+#define TF_REAL_CEIL ceilf
+#define TF_REAL_ROUND_EVEN nearbyintf
 #define TF_REAL_SIN sinf
 #define TF_REAL_COS cosf
 #endif

@@ -138,6 +138,10 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_SIN: return sinf(x); /* not fast math: within 2 ulp, with full range reduction */
   case TF_OP_COS: return cosf(x);
   case TF_OP_STOP_GRADIENT: return x;
+  case TF_OP_FLOOR: return floorf(x);
+  case TF_OP_CEIL: return ceilf(x);
+  case TF_OP_ROUND: return rintf(x); /* ties to even */
+  case TF_OP_SIGN: return x > 0 ? 1.0f : x < 0 ? -1.0f : x;
   default: return __int_as_float(0x7fc00000); /* NaN: an op without a case here */
   }
 }

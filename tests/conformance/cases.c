@@ -119,6 +119,13 @@ static void build_stop_gradient(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_mul(g, x, tf_unary(g, TF_OP_STOP_GRADIENT, x)));
 }
 
+/* x * step(x + x), step one of floor, ceil, round and sign: the steps' values over several integers,
+ * and the gradient step(2x) alone (none passes through a step, as none through stop_gradient). */
+static void build_step(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x = param(g, c, "x", &c->shapes[0]);
+  finish_probe(g, c, tf_mul(g, x, tf_unary(g, c->op, tf_add(g, x, x))));
+}
+
 static void build_dropout(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_dropout(g, param(g, c, "x", &c->shapes[0]), 0.3f));
 }
@@ -417,6 +424,10 @@ static const conf_case cases[] = {
     {"sin (+ grad) [3,257]", build_unary, .op = TF_OP_SIN, .shapes = {DIMS(3, 257)}, MATH},
     {"cos (+ grad) [3,257]", build_unary, .op = TF_OP_COS, .shapes = {DIMS(3, 257)}, MATH},
     {"x * stop_gradient(x) [3,257]", build_stop_gradient, .shapes = {DIMS(3, 257)}, MATH},
+    {"x * floor(2x) [3,257]", build_step, .op = TF_OP_FLOOR, .shapes = {DIMS(3, 257)}, MATH},
+    {"x * ceil(2x) [3,257]", build_step, .op = TF_OP_CEIL, .shapes = {DIMS(3, 257)}, MATH},
+    {"x * round(2x) [3,257]", build_step, .op = TF_OP_ROUND, .shapes = {DIMS(3, 257)}, MATH},
+    {"x * sign(2x) [3,257]", build_step, .op = TF_OP_SIGN, .shapes = {DIMS(3, 257)}, MATH},
     {"silu (+ grad) [3,257]", build_unary, .op = TF_OP_SILU, .shapes = {DIMS(3, 257)}, MATH},
     {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},
     {"tanh (+ grad) [3,257]", build_unary, .op = TF_OP_TANH, .shapes = {DIMS(3, 257)}, MATH},

@@ -26,6 +26,10 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   switch (op) {
   case TF_OP_NEG:
   case TF_OP_STOP_GRADIENT:
+  case TF_OP_FLOOR:
+  case TF_OP_CEIL:
+  case TF_OP_ROUND:
+  case TF_OP_SIGN:
   case TF_OP_ABS:
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:
@@ -88,6 +92,10 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   switch (op) {
   case TF_OP_NEG:
   case TF_OP_STOP_GRADIENT:
+  case TF_OP_FLOOR:
+  case TF_OP_CEIL:
+  case TF_OP_ROUND:
+  case TF_OP_SIGN:
   case TF_OP_ABS:
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:

@@ -106,7 +106,8 @@ def reference(op, a, context, ins):
     unary = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
              "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
              "softplus": F.softplus, "abs": torch.abs, "erf": torch.erf, "stop_gradient": torch.Tensor.detach,
-             "sin": torch.sin, "cos": torch.cos}
+             "sin": torch.sin, "cos": torch.cos, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
+             "sign": torch.sign}
     if op in ("add", "sub", "mul", "div"):
         return [getattr(torch, op)(x, ins[1])]
     if op in unary:

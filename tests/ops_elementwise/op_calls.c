@@ -48,6 +48,14 @@ static th_tensor class_labels(tf_dtype dtype, size_t rank, const int64_t *shape,
   return t;
 }
 
+/* n multiples of 0.5 in [-8, 8]: round's ties, each to its even neighbour. */
+static th_tensor halves(int64_t n) {
+  th_tensor t = th_zeros(TF_F32, TH_SHAPE(n));
+  for (int64_t i = 0; i < t.count; i++)
+    t.values[i] = 0.5 * (double)th_integer(-16, 16);
+  return t;
+}
+
 static void elementwise_calls(builder *b, bool large) {
   const tf_attrs none = th_no_attrs();
   static const tf_op binaries[] = {TF_OP_ADD, TF_OP_SUB, TF_OP_MUL, TF_OP_DIV};
@@ -86,6 +94,11 @@ static void elementwise_calls(builder *b, bool large) {
   CALL(TF_OP_ABS, none, EXACT, R(-3, 3, n));
   CALL(TF_OP_ABS_GRAD, none, EXACT, R(-3, 3, n), R(-1, 1, n));
   CALL(TF_OP_STOP_GRADIENT, none, EXACT, R(-3, 3, n));
+  CALL(TF_OP_FLOOR, none, EXACT, R(-3, 3, n));
+  CALL(TF_OP_CEIL, none, EXACT, R(-3, 3, n));
+  CALL(TF_OP_ROUND, none, EXACT, R(-3, 3, n));
+  CALL(TF_OP_ROUND, none, EXACT, halves(n)); // the ties, to even
+  CALL(TF_OP_SIGN, none, EXACT, R(-3, 3, n));
   CALL(TF_OP_ERF, none, TRANSCENDENTAL, R(-5, 5, n)); // past 3.9, where erf(x) rounds to 1 in f32
   CALL(TF_OP_ERF, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
   CALL(TF_OP_ERF_GRAD, none, TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));

@@ -1779,5 +1779,30 @@ def wide_norms():
 
 
 case("nn.LayerNorm over several trailing axes ([C, H, W], [T, D] without affine) trains as PyTorch's", wide_norms)
+
+
+# Rounding of data: a straight-through quantizer (finite scalar quantization: x + (round(x) - x).detach()),
+# torch.floor, a float remainder (x % 0.75: Floor of data in the export), torch.sign and torch.fmod; each
+# step's gradient is 0, as PyTorch's (refused before: "Floor of data is not supported", Round unknown).
+class Rounded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(24, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = 3 * torch.tanh(self.a(x))
+        quantized = h + (torch.round(h) - h).detach()
+        steps = torch.floor(h) * 0.1 + torch.sign(h) * h + h % 0.75 + torch.fmod(h, 0.6)
+        return self.b(torch.cat([quantized, steps], 1))
+
+
+def rounded():
+    torch.manual_seed(30)
+    problem, seen, ops = beside_torch(Rounded(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
+                                      ["round", "floor", "sign"])
+    return problem, seen
+
+
+case("torch.round through a straight-through estimator, floor, sign, % and fmod of data train as PyTorch's", rounded)
 print(f"from_torch: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

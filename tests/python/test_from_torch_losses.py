@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import tightfit
 from tally import case, finish
+from torch_training import adamw_losses
 
 torch.set_num_threads(1)
 N, STEPS, LR = 16, 4, 1e-2
@@ -48,14 +49,7 @@ def trained(model, x, y):
     plan = tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0)
     session = tightfit.Session(plan, seed=0)
     losses = [session.step({"x": x.numpy(), "y": y.numpy()}) for _ in range(STEPS)]
-    optimizer = torch.optim.AdamW(start.parameters(), lr=LR, weight_decay=0)
-    expected = []
-    for _ in range(STEPS):
-        optimizer.zero_grad()
-        loss = start(x, y)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
+    expected = adamw_losses(start, (x, y), None, STEPS, LR, criterion=lambda loss, _: loss)
     worst = max(abs(a - b) / max(abs(b), 1e-30) for a, b in zip(losses, expected))
     return losses, expected, worst, ops_of(graph)
 

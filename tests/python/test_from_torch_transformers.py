@@ -26,7 +26,7 @@ import transformers
 
 import tightfit
 from tally import case, finish
-from torch_training import BATCH, train_both
+from torch_training import BATCH, adamw_losses, train_both
 
 print("library:", tightfit.library_path(), "transformers", transformers.__version__, "onnxruntime",
       onnxruntime.__version__, "torch", torch.__version__)
@@ -581,13 +581,7 @@ def gpt2_own_loss():
     session = tightfit.Session(plan, seed=0)
     feed = {"input_ids": ids.numpy(), "labels": labels.numpy()}
     losses = [session.step(feed) for _ in range(4)]
-    optimizer, expected = torch.optim.AdamW(start.parameters(), lr=1e-2, weight_decay=0), []
-    for _ in range(4):
-        optimizer.zero_grad()
-        loss = start(ids, labels)
-        loss.backward()
-        optimizer.step()
-        expected.append(loss.item())
+    expected = adamw_losses(start, (ids, labels), None, 4, 1e-2, criterion=lambda loss, _: loss)
     worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
     seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}), " \
         f"worst relative difference {worst:.1e}"
