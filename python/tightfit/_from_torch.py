@@ -7,7 +7,7 @@ import shutil
 import warnings
 import weakref
 
-from . import _checksum, _lib
+from . import _checksum, _lib, _loss_symbolics
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -395,6 +395,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             restores.append(patch(torch))
         restores.append(_bitwise_ops_of_masks(torch, opset))
         restores.append(_rms_norm_as_ops(torch, opset))
+        restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():

@@ -4,6 +4,8 @@ of classes, class weights, reduction 'none' and 'sum', [N, C, T] scores. Each tr
 PyTorch from the same weights on labels with ignored positions; the plain mean (F.cross_entropy's default,
 and nll_loss of log_softmax over the classes) imports as one cross_entropy op, with no one-hot table. A label
 that is neither a class nor ignored is refused at run (the data check) or makes the loss non-finite.
+The losses PyTorch's exporter has no symbolic for (mse, l1, smooth L1, Huber, binary cross-entropy, margin,
+Poisson, triplet) train as PyTorch's too.
 usage: test_from_torch_losses.py   (PYTHONPATH=python:tests/python)"""
 import copy
 import json
@@ -138,6 +140,42 @@ case("soft targets from zeros_like(x).scatter(1, labels, 1.0) train as PyTorch's
 case("a Dice loss against F.one_hot(labels) trains as PyTorch's", beside_torch(dice, 5, None, ignored=False))
 case("scores written by scatter and scatter_add at positions computed from the labels train as PyTorch's",
      beside_torch(scattered_scores, 5, None, ignored=False))
+
+
+# PyTorch's losses that its TorchScript exporter has no symbolic for (python/tightfit/_loss_symbolics.py writes
+# their formulas; before, torch.onnx.export raised UnsupportedOperatorError), each computed by the module on
+# float targets t [N, 4] and trained 4 AdamW steps beside PyTorch.
+TARGET_LOSSES = {
+    "mse_loss": lambda s, t: F.mse_loss(s, t),
+    "mse_loss sum": lambda s, t: F.mse_loss(s, t, reduction="sum"),
+    "l1_loss": lambda s, t: F.l1_loss(s, t),
+    "smooth_l1_loss": lambda s, t: F.smooth_l1_loss(s, t, beta=0.5),
+    "huber_loss": lambda s, t: F.huber_loss(s, t, delta=0.7),
+    "binary_cross_entropy": lambda s, t: F.binary_cross_entropy(torch.sigmoid(s), torch.sigmoid(t)),
+    "margin_ranking_loss": lambda s, t: F.margin_ranking_loss(s[:, 0], s[:, 1], torch.sign(t[:, 0]), margin=0.2),
+    "soft_margin_loss": lambda s, t: F.soft_margin_loss(s, torch.sign(t)),
+    "hinge_embedding_loss": lambda s, t: F.hinge_embedding_loss(s, torch.sign(t), margin=0.5),
+    "cosine_embedding_loss": lambda s, t: F.cosine_embedding_loss(s, t, torch.sign(t[:, 0]), margin=0.1),
+    "poisson_nll_loss": lambda s, t: F.poisson_nll_loss(s, t.abs() * 2, full=True),
+    "triplet_margin_loss": lambda s, t: F.triplet_margin_loss(s, t, -0.5 * t, margin=2.0),
+    "triplet_margin_loss p=1, swap": lambda s, t: F.triplet_margin_loss(s, t, 0.5 * t, p=1, swap=True),
+}
+
+
+def target_losses():
+    seen = []
+    for name, loss in TARGET_LOSSES.items():
+        torch.manual_seed(11)
+        model, x, t = OwnLoss(8, 4, loss), torch.randn(N, 8), torch.randn(N, 4)
+        losses, expected, worst, _ = trained(model, x, t)
+        if not worst <= 1e-5:
+            return f"{name}: tightfit {losses} vs PyTorch {expected}", ", ".join(seen)
+        seen.append(f"{name} {worst:.0e}")
+    return None, "worst relative differences: " + ", ".join(seen)
+
+
+case("F.mse_loss, l1, smooth_l1, huber, binary_cross_entropy and the margin, Poisson and triplet losses inside a "
+     "module train as PyTorch's", target_losses)
 
 
 def bad_labels():
