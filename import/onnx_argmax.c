@@ -6,6 +6,9 @@
  *       ox_equal_mask: the smallest nonzero difference, a subnormal, reaches 1 where subnormals are kept);
  *   the first such position: K - 1 - max(e (K - 1 - p)); with select_last_index the last: max(e p)
  *   (positions p are whole numbers, exact in f32), cast to i64.
+ * Integer data (GPT2ForSequenceClassification's last non-padding position, the argmax of positions times a
+ * mask) is compared in f32 too: exact while its values are below 2^24 in magnitude (larger ones may
+ * round to equal values, and the first of them is taken).
  * ArgMin is ArgMax of -x. No gradient flows through it (PyTorch's argmax has none): a stop_gradient.
  * A NaN in x gives no defined index (PyTorch's is the NaN's position); an index a lookup then reads
  * out of range is refused by that kernel. */
@@ -44,8 +47,8 @@ static tf_status arg_extreme(ox_import *im, const ox_node *node, bool minimum) {
   axis = axis < 0 ? axis + rank : axis;
   const tf_dim along = dims[axis];
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of %s data (float data only)", node->proto->op_type,
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && dtype != TF_I32 && dtype != TF_I64 && dtype != TF_U8)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of %s data (float or integer data only)", node->proto->op_type,
                    tf_dtype_name(dtype));
   if (along.symbol >= 0 || along.size < 1 || along.size > MAX_POSITIONS)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s along axis %" PRId64 " of %s size (a fixed size of 1 to 2^24)",

@@ -36,9 +36,16 @@ def reference(x, labels, lengths, blank, zero_infinity):
     """PyTorch's loss and dloss/dx in f64 (labels padded with negatives; PyTorch reads target_lengths)."""
     xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
     target_lengths = torch.tensor([int(np.argmax(np.append(row, -1) < 0)) for row in labels])
-    loss = F.ctc_loss(F.log_softmax(xt, 2).transpose(0, 1), torch.tensor(np.where(labels < 0, blank, labels)),
-                      torch.tensor(lengths, dtype=torch.long), target_lengths, blank=blank, reduction="mean",
-                      zero_infinity=zero_infinity)
+    frames = torch.tensor(lengths, dtype=torch.long)
+    losses = F.ctc_loss(F.log_softmax(xt, 2).transpose(0, 1), torch.tensor(np.where(labels < 0, blank, labels)),
+                        frames, target_lengths, blank=blank, reduction="none", zero_infinity=zero_infinity)
+    # PyTorch 1.13 reads memory it never wrote for a sequence of no frames (its loss came out anywhere from
+    # -0.5 to -1.6e266 run to run): there the loss is exactly 0 for an empty target, else impossible (inf, or
+    # 0 with zero_infinity). reduction='mean' as PyTorch's: each loss over its target length, then the mean.
+    impossible = torch.tensor(0.0 if zero_infinity else float("inf"), dtype=torch.float64)
+    exact = torch.where(target_lengths == 0, torch.tensor(0.0, dtype=torch.float64), impossible)
+    losses = torch.where(frames == 0, exact, losses)
+    loss = (losses / target_lengths.clamp(min=1)).mean()
     if torch.isfinite(loss):
         loss.backward()
         return loss.item(), xt.grad.numpy()

@@ -553,41 +553,60 @@ case("transformers PoolFormerForImageClassification (its token mixer avg_pool2d(
                                                     layer_scale_init_value=1.0), 77))
 
 
-class OwnLossLM(torch.nn.Module):
-    """A causal LM given its labels: returns the loss transformers computes itself (the shift, and
-    CrossEntropyLoss's ignore_index -100 on the padded positions)."""
+class OwnLoss(torch.nn.Module):
+    """A model given its labels: returns the loss transformers computes itself (for a causal LM the shift
+    and CrossEntropyLoss's ignore_index -100 on the padded positions). `names`: its forward's keywords."""
 
-    def __init__(self, model):
+    def __init__(self, model, names):
         super().__init__()
-        self.model = model
+        self.model, self.names = model, names
 
-    def forward(self, input_ids, labels):
-        return self.model(input_ids=input_ids, labels=labels).loss
+    def forward(self, *inputs):
+        return self.model(**dict(zip(self.names, inputs))).loss
+
+
+def own_loss_beside_torch(model, inputs, steps=4):
+    """from_torch(loss="output") of OwnLoss(model) on `inputs` ({keyword: tensor}), `steps` AdamW steps (lr
+    1e-2) beside PyTorch from the same weights: (a problem or None, what was seen)."""
+    model = OwnLoss(model, list(inputs))
+    start = copy.deepcopy(model)
+    graph = tightfit.from_torch(model, tuple(inputs.values()), loss="output", input_names=list(inputs))
+    plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({k: v.numpy() for k, v in inputs.items()}) for _ in range(steps)]
+    expected = adamw_losses(start, tuple(inputs.values()), None, steps, 1e-2, criterion=lambda loss, _: loss)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"{steps} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> " \
+        f"{expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
 
 
 def gpt2_own_loss():
     """GPT2LMHeadModel(labels=...) as a user trains it: its own loss (from_torch(loss="output")), labels -100
-    after each sequence's 9th token, 3,000 classes; 4 AdamW steps beside PyTorch from the same weights."""
+    after each sequence's 9th token, 3,000 classes."""
     torch.manual_seed(78)
     config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=3000, n_positions=16,
                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    model = OwnLossLM(transformers.GPT2LMHeadModel(config))
     ids = torch.randint(0, 3000, (BATCH, 12))
     labels = ids.clone()
     labels[:, 9:] = -100
-    start = copy.deepcopy(model)
-    graph = tightfit.from_torch(model, (ids, labels), loss="output", input_names=["input_ids", "labels"])
-    plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    session = tightfit.Session(plan, seed=0)
-    feed = {"input_ids": ids.numpy(), "labels": labels.numpy()}
-    losses = [session.step(feed) for _ in range(4)]
-    expected = adamw_losses(start, (ids, labels), None, 4, 1e-2, criterion=lambda loss, _: loss)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
-    seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> {expected[-1]:.6f}), " \
-        f"worst relative difference {worst:.1e}"
-    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+    return own_loss_beside_torch(transformers.GPT2LMHeadModel(config), {"input_ids": ids, "labels": labels})
+
+
+def gpt2_classifier_own_loss():
+    """GPT2ForSequenceClassification(labels=...): the logits at each sequence's last token before its padding,
+    found as the argmax of positions times a mask of integer data (refused before: ArgMax of i32 data)."""
+    torch.manual_seed(79)
+    config = transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=64, n_positions=16, num_labels=3,
+                                     pad_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    ids = torch.randint(1, 64, (BATCH, 12))
+    ids[0, 7:], ids[2, 10:] = 0, 0  # two padded sequences
+    return own_loss_beside_torch(transformers.GPT2ForSequenceClassification(config),
+                                 {"input_ids": ids, "labels": torch.randint(0, 3, (BATCH,))})
 
 
 case("transformers GPT2LMHeadModel given its labels: its own loss (shifted, ignore_index -100, 3,000 classes) "
      "trains as PyTorch's", gpt2_own_loss)
+case("transformers GPT2ForSequenceClassification given its labels: the last token before the padding by an argmax "
+     "of integer data, its own cross-entropy, trains as PyTorch's", gpt2_classifier_own_loss)
 finish("from_torch_transformers")
