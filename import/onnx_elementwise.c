@@ -522,9 +522,9 @@ static bool constant_bound(ox_import *im, const ox_node *node, int32_t i, double
   if (!ox_input(node, i))
     return true;
   const ox_known *k = ox_foldable(im, node, i);
-  if (!k || !k->is_float || k->rank != 0 || k->count != 1)
+  if (!k || k->rank != 0 || k->count != 1 || (!k->is_float && k->ints[0].symbol >= 0))
     return false;
-  *value = k->reals[0];
+  *value = k->is_float ? k->reals[0] : (double)k->ints[0].size; /* an integer x's bounds are integers */
   return !isnan(*value);
 }
 
@@ -541,8 +541,15 @@ tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
   if (known && bounds_known)
     return fold_clip(im, node, known);
   tf_tensor_id x, bounds[2] = {TF_NO_TENSOR, TF_NO_TENSOR};
-  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
   double lo, hi;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (is_integer_type(dtype) && constant_bound(im, node, 1, -INFINITY, &lo) &&
+      constant_bound(im, node, 2, INFINITY, &hi)) /* clamp(positions, 0, T): in f32, exact below 2^24 */
+    return ox_set_tensor(
+        im, node, 0,
+        tf_cast(im->graph, tf_clip(im->graph, tf_cast(im->graph, x, TF_F32), (float)lo, (float)hi), dtype));
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
   if (constant_bound(im, node, 1, -INFINITY, &lo) && constant_bound(im, node, 2, INFINITY, &hi))
     return ox_set_tensor(im, node, 0, tf_clip(im->graph, x, (float)lo, (float)hi));
   static const char *const names[2] = {"min", "max"};

@@ -5,7 +5,10 @@ module that computes
 its own loss with one of them (from_torch(loss="output")) exports as the element-wise ONNX operators of
 PyTorch's own formula, which the importer reads and autodiff differentiates as PyTorch's backward does
 (the steps of a branch taken by Where are masks without a gradient). Each is registered only where the
-exporter has none at the export's opset."""
+exporter has none at the export's opset; and F.cross_entropy's in place of torch's, which refuses label
+smoothing and an ignore_index read from a shape."""
+
+from ._lib import TightfitError
 
 # aten's reduction codes: none, mean, sum
 _NONE, _MEAN, _SUM = 0, 1, 2
@@ -127,18 +130,73 @@ def register(torch, opset, helper, registered):
             far = g.op("Min", far, distance(positive, negative))
         return reduced(g, relu(g, g.op("Add", g.op("Sub", near, far), const(g, anchor, m))), reduction)
 
+    def static_int(value):
+        """The integer `value` holds: a constant, or an axis's size read from a tensor whose size there is
+        fixed (Gather(Shape(x), k): BertForQuestionAnswering's ignore_index = start_logits.size(1)); None."""
+        constant = helper._maybe_get_const(value, "i")
+        if not helper._is_value(constant):
+            return int(constant)
+        node = value.node()
+        if node.kind() != "onnx::Gather" or next(node.inputs()).node().kind() != "onnx::Shape":
+            return None
+        index = helper._maybe_get_const(list(node.inputs())[1], "i")
+        sizes = helper._get_tensor_sizes(next(next(node.inputs()).node().inputs()))
+        if helper._is_value(index) or sizes is None or not -len(sizes) <= index < len(sizes):
+            return None
+        return sizes[index]
+
+    def reduce_counted(g, per, counts, code):
+        """Per-label losses `per` (0 where a label does not count), reduced as aten's `code` over the counts."""
+        if code == _NONE:
+            return per
+        total = g.op("ReduceSum", per, keepdims_i=0)
+        return total if code == _SUM else g.op("Div", total, g.op("ReduceSum", counts, keepdims_i=0))
+
+    def cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing):
+        """torch's own (SoftmaxCrossEntropyLoss), and also: an ignore_index computed in the graph (a size read
+        from a shape: BertForQuestionAnswering's start_logits.size(1)), as the loss of the labels with the
+        ignored ones made class 0, times their 0/1 counts; label smoothing (without class weights), (1 - e)
+        CE + e the mean over the classes of -log_softmax, over the labels that count."""
+        ignored = static_int(ignore_index)
+        code = helper._maybe_get_const(reduction, "i")
+        smoothing = helper._maybe_get_const(label_smoothing, "f")
+        smoothing = 0.0 if helper._is_value(smoothing) or smoothing is None else float(smoothing)
+        weighted = not (weight is None or helper._is_none(weight))
+        mode = {_NONE: "none", _MEAN: "mean", _SUM: "sum"}[code]
+        if weighted and (ignored is None or smoothing):
+            raise TightfitError("from_torch: cross_entropy with class weights and label smoothing or an ignore_index "
+                                "computed in the graph is not supported")
+        ignore = g.op("Constant", value_t=torch.tensor(ignored)) if ignored is not None else ignore_index
+        counts = g.op("Cast", g.op("Not", g.op("Equal", target, ignore)), to_i=1)  # FLOAT: 1 where a label counts
+        if ignored is not None:
+            loss = g.op("SoftmaxCrossEntropyLoss", *([x, target] + ([weight] if weighted else [])), reduction_s=mode,
+                        ignore_index_i=ignored)
+        else:
+            labels = g.op("Where", g.op("Equal", target, ignore), g.op("Constant", value_t=torch.tensor(0)), target)
+            per = g.op("Mul", g.op("SoftmaxCrossEntropyLoss", x, labels, reduction_s="none"), counts)
+            loss = reduce_counted(g, per, counts, code)
+        if smoothing == 0.0:
+            return loss
+        spread = g.op("Neg", g.op("ReduceMean", g.op("LogSoftmax", x, axis_i=1), axes_i=[1], keepdims_i=0))
+        spread = reduce_counted(g, g.op("Mul", spread, counts), counts, code)
+        return g.op("Add", g.op("Mul", loss, const(g, x, 1.0 - smoothing)), g.op("Mul", spread, const(g, x, smoothing)))
+
     symbolics = {"mse_loss": mse_loss, "l1_loss": l1_loss, "smooth_l1_loss": smooth_l1_loss,
                  "huber_loss": huber_loss, "binary_cross_entropy": binary_cross_entropy,
                  "margin_ranking_loss": margin_ranking_loss, "soft_margin_loss": soft_margin_loss,
                  "hinge_embedding_loss": hinge_embedding_loss, "cosine_embedding_loss": cosine_embedding_loss,
-                 "poisson_nll_loss": poisson_nll_loss, "triplet_margin_loss": triplet_margin_loss}
+                 "poisson_nll_loss": poisson_nll_loss, "triplet_margin_loss": triplet_margin_loss,
+                 "cross_entropy_loss": cross_entropy_loss}
     added = []
     for name, symbolic in symbolics.items():
-        if not registered("aten::" + name, opset):
-            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, 9)
-            added.append("aten::" + name)
+        # torch's own cross_entropy_loss is an opset-12 symbolic, which one registered from opset 9 would
+        # not replace there
+        versions = (9, 12) if name == "cross_entropy_loss" else (9,) if not registered("aten::" + name, opset) else ()
+        for version in versions:
+            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
+            added.append(("aten::" + name, version))
 
     def restore():
-        for name in added:
-            torch.onnx.unregister_custom_op_symbolic(name, 9)
+        for name, version in added:
+            torch.onnx.unregister_custom_op_symbolic(name, version)
     return restore

@@ -5,7 +5,7 @@ PyTorch from the same weights on labels with ignored positions; the plain mean (
 and nll_loss of log_softmax over the classes) imports as one cross_entropy op, with no one-hot table. A label
 that is neither a class nor ignored is refused at run (the data check) or makes the loss non-finite.
 The losses PyTorch's exporter has no symbolic for (mse, l1, smooth L1, Huber, binary cross-entropy, margin,
-Poisson, triplet) train as PyTorch's too.
+Poisson, triplet) and cross-entropy with label smoothing (which it refuses) train as PyTorch's too.
 usage: test_from_torch_losses.py   (PYTHONPATH=python:tests/python)"""
 import copy
 import json
@@ -100,6 +100,13 @@ case("F.cross_entropy(reduction='none') of [N, C, T] scores, ignored positions 0
                   sequence=True))
 case("F.nll_loss of log-probabilities made otherwise (log of a softmax) with ignore_index -100 trains as PyTorch's",
      beside_torch(lambda s, y: F.nll_loss(torch.log(F.softmax(s, -1)), y), 5, False))
+case("F.cross_entropy(label_smoothing=0.1) (ignore_index -100; torch's exporter refuses it) trains as PyTorch's",
+     beside_torch(lambda s, y: F.cross_entropy(s, y, label_smoothing=0.1), 5, None))
+case("F.cross_entropy(label_smoothing=0.2, reduction='sum') trains as PyTorch's",
+     beside_torch(lambda s, y: F.cross_entropy(s, y, label_smoothing=0.2, reduction="sum"), 5, None))
+case("F.cross_entropy(label_smoothing=0.1, reduction='none') of [N, C, T] scores trains as PyTorch's",
+     beside_torch(lambda s, y: F.cross_entropy(s, y, label_smoothing=0.1, reduction="none").sum(), 6, None,
+                  sequence=True))
 case("F.cross_entropy(ignore_index=2), an index among the classes, trains as PyTorch's",
      beside_torch(lambda s, y: F.cross_entropy(s, torch.where(y < 0, torch.full_like(y, 2), y), ignore_index=2,
                                                reduction="sum"), 6, False))

@@ -593,6 +593,20 @@ def gpt2_own_loss():
     return own_loss_beside_torch(transformers.GPT2LMHeadModel(config), {"input_ids": ids, "labels": labels})
 
 
+def bert_qa_own_loss():
+    """BertForQuestionAnswering(start_positions=..., end_positions=...): its loss clamps the positions to
+    [0, T] and ignores T, a size read from a shape (torch's exporter refused that ignore_index)."""
+    torch.manual_seed(80)
+    config = transformers.BertConfig(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+                                     vocab_size=64, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                                     attention_probs_dropout_prob=0.0, attn_implementation="eager")
+    ids = torch.randint(0, 64, (BATCH, 12))
+    starts, ends = torch.randint(0, 12, (BATCH,)), torch.randint(0, 12, (BATCH,))
+    starts[1], ends[2] = 20, 15  # past the sequence: clamped to T, which the loss ignores
+    return own_loss_beside_torch(transformers.BertForQuestionAnswering(config),
+                                 {"input_ids": ids, "start_positions": starts, "end_positions": ends})
+
+
 def gpt2_classifier_own_loss():
     """GPT2ForSequenceClassification(labels=...): the logits at each sequence's last token before its padding,
     found as the argmax of positions times a mask of integer data (refused before: ArgMax of i32 data)."""
@@ -607,6 +621,8 @@ def gpt2_classifier_own_loss():
 
 case("transformers GPT2LMHeadModel given its labels: its own loss (shifted, ignore_index -100, 3,000 classes) "
      "trains as PyTorch's", gpt2_own_loss)
+case("transformers BertForQuestionAnswering given its start and end positions: positions clamped to T (integer "
+     "data), cross-entropy whose ignore_index is start_logits.size(1), trains as PyTorch's", bert_qa_own_loss)
 case("transformers GPT2ForSequenceClassification given its labels: the last token before the padding by an argmax "
      "of integer data, its own cross-entropy, trains as PyTorch's", gpt2_classifier_own_loss)
 finish("from_torch_transformers")
