@@ -47,7 +47,7 @@ static tf_status arg_extreme(ox_import *im, const ox_node *node, bool minimum) {
   axis = axis < 0 ? axis + rank : axis;
   const tf_dim along = dims[axis];
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && dtype != TF_I32 && dtype != TF_I64 && dtype != TF_U8)
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && !ox_is_integer_dtype(dtype))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of %s data (float or integer data only)", node->proto->op_type,
                    tf_dtype_name(dtype));
   if (along.symbol >= 0 || along.size < 1 || along.size > MAX_POSITIONS)

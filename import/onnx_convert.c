@@ -125,6 +125,8 @@ static bool is_half_dtype(tf_dtype dtype) { return dtype == TF_F16 || dtype == T
  * Cast(scores, float) -> Div -> Softmax in f32, then MatMul with the bf16 values (eager PyTorch
  * computes that product in bf16), and a decomposed bf16 LayerNorm with f32 scale and shift. Other
  * mismatches are left to the builder's error. */
+bool ox_is_integer_dtype(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
+
 void ox_match_half(ox_import *im, tf_tensor_id *a, tf_tensor_id *b) {
   tf_tensor_info x, y;
   if (!tf_graph_tensor(im->graph, *a, &x) || !tf_graph_tensor(im->graph, *b, &y))

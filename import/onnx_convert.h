@@ -34,6 +34,8 @@ tf_tensor_id ox_scalar(ox_import *im, const ox_node *node, tf_dtype dtype, doubl
 /* Input i of an elementwise op whose other operand is tensor `other`: a known scalar becomes a
  * constant of the other's dtype. */
 tf_status ox_operand(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id other, tf_tensor_id *id) TF_MUST_USE;
+/* Whether `dtype` is one of the integer types data may have (i32, i64, u8). */
+bool ox_is_integer_dtype(tf_dtype dtype);
 /* Of two operands, one f32 and one f16/bf16, the f32 one cast to the half type (PyTorch exports
  * such mixed ops from bf16 models); any other pair is left as it is. */
 void ox_match_half(ox_import *im, tf_tensor_id *a, tf_tensor_id *b);

@@ -89,9 +89,9 @@ typedef struct ox_along {
   tf_tensor_id one_hot;      /* [..., K, A], the data's dtype */
   tf_tensor_id poison;       /* [..., K] f32 (ox_wrapped_indices) */
 } ox_along;
-/* Data and computed indices of one rank whose axes other than `axis` are the data's: moved so that
- * axis is last, the indices one-hot over the data's (fixed) length along it. */
-tf_status ox_along_last(ox_import *im, const ox_node *node, tf_tensor_id data, tf_tensor_id indices, int32_t axis,
+/* Data and computed indices of one rank whose axes other than `axis` (the attribute as written) are the data's: moved
+ * so that axis is last, the indices one-hot over the data's (fixed) length along it. */
+tf_status ox_along_last(ox_import *im, const ox_node *node, tf_tensor_id data, tf_tensor_id indices, int64_t axis,
                         ox_along *out);
 /* y in ox_along's order moved back to the data's. */
 tf_tensor_id ox_along_back(ox_import *im, const ox_along *a, tf_tensor_id y);

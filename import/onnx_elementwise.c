@@ -210,15 +210,13 @@ static tf_status trigonometric(ox_import *im, const ox_node *node, double (*func
 
 static double sign_of(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; } /* NaN stays NaN, -0 stays -0 */
 
-static bool is_integer_type(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
-
 /* Sign, Ceil, Floor and Round of data: the op (no gradient passes, as PyTorch's is 0); of integer
  * data the integers themselves, their sign computed in f32 (exact) and cast back. */
 static tf_status rounding_of_data(ox_import *im, const ox_node *node, tf_op op) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (!is_integer_type(dtype))
+  if (!ox_is_integer_dtype(dtype))
     return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
   if (op != TF_OP_SIGN)
     return ox_set_tensor(im, node, 0, x);
@@ -544,7 +542,7 @@ tf_status ox_convert_clip(ox_import *im, const ox_node *node) {
   double lo, hi;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (is_integer_type(dtype) && constant_bound(im, node, 1, -INFINITY, &lo) &&
+  if (ox_is_integer_dtype(dtype) && constant_bound(im, node, 1, -INFINITY, &lo) &&
       constant_bound(im, node, 2, INFINITY, &hi)) /* clamp(positions, 0, T): in f32, exact below 2^24 */
     return ox_set_tensor(
         im, node, 0,
@@ -724,7 +722,7 @@ static tf_status mod_of_data(ox_import *im, const ox_node *node, bool fmod) {
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Mod of %s and %s data (one type)", tf_dtype_name(dtype),
                    tf_dtype_name(ox_dtype_of(im, b)));
   tf_graph *g = im->graph;
-  const bool integer = is_integer_type(dtype);
+  const bool integer = ox_is_integer_dtype(dtype);
   if (integer) {
     a = tf_cast(g, a, TF_F32);
     b = tf_cast(g, b, TF_F32);

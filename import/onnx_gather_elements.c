@@ -85,12 +85,6 @@ static tf_status row_ids(ox_import *im, const ox_node *node, const ox_known *ind
   return NULL;
 }
 
-/* The `axis` attribute, kept in int32 range (a value outside is refused as an axis anyway). */
-static int32_t axis_of(const ox_node *node) {
-  const int64_t axis = ox_attr_int(node, "axis", 0);
-  return axis < -TF_MAX_RANK - 1 || axis > TF_MAX_RANK ? TF_MAX_RANK + 1 : (int32_t)axis;
-}
-
 /* By indices computed at run time (torch.gather(x, dim, labels[:, None]), a top-k's positions): with
  * the axis last (onnx_indices.c), y[..., k] = sum over a of x[..., a] one_hot[..., k, a], the poison
  * added (an index outside [-A, A) gives +inf), moved back. The gradient to x is the one-hot's
@@ -99,7 +93,7 @@ static tf_status gather_elements_computed(ox_import *im, const ox_node *node, tf
   tf_tensor_id ids;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
   ox_along a;
-  TF_RETURN_IF_ERROR(ox_along_last(im, node, data, ids, axis_of(node), &a));
+  TF_RETURN_IF_ERROR(ox_along_last(im, node, data, ids, ox_attr_int(node, "axis", 0), &a));
   tf_dim rows[TF_MAX_RANK];
   for (int32_t d = 0; d < a.rank - 1; d++)
     rows[d] = a.dims[a.perm[d]];

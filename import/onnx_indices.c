@@ -73,16 +73,17 @@ void ox_axis_last(int32_t rank, int32_t axis, int32_t *perm, int32_t *back) {
     back[perm[d]] = d;
 }
 
-tf_status ox_along_last(ox_import *im, const ox_node *node, tf_tensor_id data, tf_tensor_id indices, int32_t axis,
+tf_status ox_along_last(ox_import *im, const ox_node *node, tf_tensor_id data, tf_tensor_id indices, int64_t attribute,
                         ox_along *out) {
   int32_t rank, ids_rank;
   tf_dim ids_dims[TF_MAX_RANK];
   ox_tensor_dims(im, data, &rank, out->dims);
   ox_tensor_dims(im, indices, &ids_rank, ids_dims);
-  if (axis < -rank || axis >= rank || ids_rank != rank)
+  if (attribute < -rank || attribute >= rank || ids_rank != rank)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT,
-                   "axis %" PRId32 " and indices of rank %" PRId32 " for data of rank %" PRId32, axis, ids_rank, rank);
-  axis = axis < 0 ? axis + rank : axis;
+                   "axis %" PRId64 " and indices of rank %" PRId32 " for data of rank %" PRId32, attribute, ids_rank,
+                   rank);
+  const int32_t axis = (int32_t)(attribute < 0 ? attribute + rank : attribute);
   const tf_dim length = out->dims[axis];
   if (length.symbol >= 0 || length.size < 1)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,

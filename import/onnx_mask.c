@@ -33,8 +33,6 @@
 /* |k| below this: an integer constant an f32 holds exactly. */
 #define OX_MASK_EXACT_LIMIT 16777216.0
 
-static bool is_integer_dtype(tf_dtype dtype) { return dtype == TF_I32 || dtype == TF_I64 || dtype == TF_U8; }
-
 static tf_tensor_id one_minus(ox_import *im, const ox_node *node, tf_tensor_id x, tf_dtype dtype) {
   tf_tensor_id ids[2] = {ox_scalar(im, node, dtype, 1.0), x};
   return tf_graph_node(im->graph, TF_OP_SUB, ids, 2, NULL);
@@ -64,7 +62,7 @@ static tf_status mask_operand(ox_import *im, const ox_node *node, int32_t i, boo
     return NULL;
   }
   tf_tensor_id magnitude = tf_unary(im->graph, TF_OP_ABS, dtype == TF_F32 ? x : tf_cast(im->graph, x, TF_F32));
-  if (!is_integer_dtype(dtype))
+  if (!ox_is_integer_dtype(dtype))
     magnitude = scaled_to_one(im, node, magnitude);
   tf_tensor_id off = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, magnitude, TF_F32));
   *out = one_minus(im, node, off, TF_F32);
@@ -132,7 +130,7 @@ static tf_status data_equal(ox_import *im, const ox_node *node) {
   if (dtype != ox_dtype_of(im, b))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Equal of %s and %s data (one type)", tf_dtype_name(dtype),
                    tf_dtype_name(ox_dtype_of(im, b)));
-  return equal_of(im, node, a, b, !is_integer_dtype(dtype));
+  return equal_of(im, node, a, b, !ox_is_integer_dtype(dtype));
 }
 
 static tf_status mask_equal(ox_import *im, const ox_node *node) {
@@ -150,7 +148,7 @@ static tf_status mask_equal(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, ox_rank_of(im, x), "Equal", &k));
   /* f32 data is a mask this file made where ONNX says bool: Equal takes one type, so the constant
    * is bool too */
-  if (!is_integer_dtype(dtype) &&
+  if (!ox_is_integer_dtype(dtype) &&
       !(dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype == TF_U8)) {
     if (!isfinite(k))
       return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data with %g (only with a finite number)", k);
@@ -231,7 +229,7 @@ static tf_status where_blend(ox_import *im, const ox_node *node) {
   if (dtype != ox_dtype_of(im, b))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Where of %s and %s branches (one type)", tf_dtype_name(dtype),
                    tf_dtype_name(ox_dtype_of(im, b)));
-  const tf_dtype compute = is_integer_dtype(dtype) ? TF_F32 : dtype;
+  const tf_dtype compute = ox_is_integer_dtype(dtype) ? TF_F32 : dtype;
   if (compute != dtype) {
     a = tf_cast(im->graph, a, TF_F32);
     b = tf_cast(im->graph, b, TF_F32);
@@ -252,7 +250,7 @@ static tf_status mask_where(ox_import *im, const ox_node *node) {
   tf_tensor_id x, m;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, data, &x));
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && !is_integer_dtype(dtype))
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && !ox_is_integer_dtype(dtype))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where of %s data (only of float or integer data)",
                    tf_dtype_name(dtype));
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
@@ -261,16 +259,16 @@ static tf_status mask_where(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(known_scalar(im, node, 3 - data, rank, "Where", &v));
   if (isnan(v))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where filling NaN");
-  if (is_integer_dtype(dtype) && (v != floor(v) || fabs(v) >= OX_MASK_EXACT_LIMIT))
+  if (ox_is_integer_dtype(dtype) && (v != floor(v) || fabs(v) >= OX_MASK_EXACT_LIMIT))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "Where of integer data filling %g (only a whole number below 2^24 in magnitude)", v);
   if (data == 1) /* Where(keep, x, v): the fill goes where the condition is 0 */
     m = one_minus(im, node, m, TF_F32);
-  if (is_integer_dtype(dtype)) /* ids filled (BART's masked_fill of -100 by the pad id): in f32, cast back */
+  if (ox_is_integer_dtype(dtype)) /* ids filled (BART's masked_fill of -100 by the pad id): in f32, cast back */
     x = tf_cast(im->graph, x, TF_F32);
   tf_tensor_id out;
   TF_RETURN_IF_ERROR(masked_fill(im, node, x, m, v, &out));
-  return ox_set_tensor(im, node, 0, is_integer_dtype(dtype) ? tf_cast(im->graph, out, dtype) : out);
+  return ox_set_tensor(im, node, 0, ox_is_integer_dtype(dtype) ? tf_cast(im->graph, out, dtype) : out);
 }
 
 /* ---- Equal, Where and Not: folded on values known at import time (the shape arithmetic
@@ -312,7 +310,7 @@ static tf_status compare_data(ox_import *im, const ox_node *node, char op) {
   for (int32_t i = 0; i < 2; i++) {
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &x[i]));
     const tf_dtype dtype = ox_dtype_of(im, x[i]);
-    integer[i] = is_integer_dtype(dtype);
+    integer[i] = ox_is_integer_dtype(dtype);
     if (dtype != TF_F32)
       x[i] = tf_cast(im->graph, x[i], TF_F32);
   }

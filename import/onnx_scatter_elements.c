@@ -30,10 +30,8 @@ tf_status ox_convert_scatter_elements(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
   TF_RETURN_IF_ERROR(ox_operand(im, node, 2, data, &updates));
   ox_match_half(im, &data, &updates);
-  int64_t axis = ox_attr_int(node, "axis", 0);
-  axis = axis < -TF_MAX_RANK - 1 || axis > TF_MAX_RANK ? TF_MAX_RANK + 1 : axis;
   ox_along a;
-  TF_RETURN_IF_ERROR(ox_along_last(im, node, data, ids, (int32_t)axis, &a));
+  TF_RETURN_IF_ERROR(ox_along_last(im, node, data, ids, ox_attr_int(node, "axis", 0), &a));
   int32_t updates_rank;
   tf_dim updates_dims[TF_MAX_RANK], columns[TF_MAX_RANK];
   ox_tensor_dims(im, updates, &updates_rank, updates_dims);
