@@ -1,7 +1,8 @@
 /* The operators that make values known at import time or constants of the graph: Identity (a known
  * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range (fixed and
  * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (fixed and up to
- * OX_KNOWN_FILL elements: known; others become graph constants), OneHot of known values; and
+ * OX_KNOWN_FILL elements: known; others become graph constants), OneHot of known values, EyeLike of a
+ * fixed shape; and
  * tightfit's StopGradient, a value autodiff treats as a constant. */
 #include <inttypes.h>
 #include <math.h>
@@ -303,5 +304,53 @@ tf_status ox_convert_one_hot(ox_import *im, const ox_node *node) {
         else
           k->ints[at] = values->ints[pick];
       }
+  return ox_set_known(im, node, 0, k);
+}
+
+/* The dtype of input 0: its known value's, or its tensor's. */
+static tf_status input_dtype(ox_import *im, const ox_node *node, tf_dtype *dtype) {
+  if (ox_is_known(im, ox_input(node, 0))) {
+    *dtype = ox_value_find(im, ox_input(node, 0))->known->dtype;
+    return NULL;
+  }
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  *dtype = ox_dtype_of(im, x);
+  return NULL;
+}
+
+tf_status ox_convert_eye_like(ox_import *im, const ox_node *node) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, dims));
+  if (rank != 2)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "EyeLike of a rank-%" PRId32 " input (ONNX: rank 2)", rank);
+  if (dims[0].symbol >= 0 || dims[1].symbol >= 0 || dims[0].size > OX_KNOWN_FILL ||
+      dims[1].size > OX_KNOWN_FILL / (dims[0].size > 0 ? dims[0].size : 1))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "EyeLike of an input of fixed shape with at most %" PRId64 " elements",
+                   OX_KNOWN_FILL);
+  tf_dtype dtype;
+  const Onnx__AttributeProto *attr = ox_attr(node, "dtype");
+  if (attr) {
+    const int64_t code = ox_attr_int(node, "dtype", 0);
+    if (!ox_dtype((int32_t)code, &dtype))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "EyeLike of dtype %s (%" PRId64 ")", ox_dtype_name((int32_t)code),
+                     code);
+  } else {
+    TF_RETURN_IF_ERROR(input_dtype(im, node, &dtype));
+  }
+  const bool is_float = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
+  const int64_t shape[2] = {dims[0].size, dims[1].size}, diagonal = ox_attr_int(node, "k", 0);
+  ox_known *k = ox_known_new(is_float, dtype, 2, shape);
+  if (!k)
+    return ox_at(im, node, ox_known_refusal(2, shape, "an EyeLike"));
+  for (int64_t i = 0; i < shape[0]; i++)
+    for (int64_t j = 0; j < shape[1]; j++) {
+      const int64_t one = j - i == diagonal ? 1 : 0;
+      if (is_float)
+        k->reals[i * shape[1] + j] = (double)one;
+      else
+        k->ints[i * shape[1] + j] = tf_fixed(one);
+    }
   return ox_set_known(im, node, 0, k);
 }

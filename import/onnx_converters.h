@@ -212,6 +212,9 @@ tf_status ox_convert_shape(ox_import *im, const ox_node *node);
 tf_status ox_convert_range(ox_import *im, const ox_node *node);
 tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node);
 tf_status ox_convert_one_hot(ox_import *im, const ox_node *node);
+/* EyeLike of a 2-d input of fixed shape (torch.eye(n) of a known n): a known value, ones on diagonal
+ * k, of the dtype attribute's type or the input's. */
+tf_status ox_convert_eye_like(ox_import *im, const ox_node *node);
 
 /* onnx_repeat.c */
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
@@ -242,6 +245,9 @@ tf_status ox_convert_rnn(ox_import *im, const ox_node *node);
  * relu and a cast to i64 (no gradient) */
 tf_status ox_convert_arg_max(ox_import *im, const ox_node *node);
 tf_status ox_convert_arg_min(ox_import *im, const ox_node *node);
+/* TopK of data by a known k (a mixture of experts' router): k rounds of ArgMax's first maximum, each
+ * value gathered by its one-hot (the gradient reaches the chosen positions, as PyTorch's). */
+tf_status ox_convert_top_k(ox_import *im, const ox_node *node);
 
 /* onnx_depth_space.c: DepthToSpace (DCR, CRD) and SpaceToDepth on [N, C, H, W] data with a fixed C. */
 tf_status ox_convert_depth_to_space(ox_import *im, const ox_node *node);

@@ -56,6 +56,7 @@ static const ox_converter_row converters[] = {
     {"ReduceProd", ox_convert_reduce_prod},
     {"ArgMax", ox_convert_arg_max},
     {"ArgMin", ox_convert_arg_min},
+    {"TopK", ox_convert_top_k},
     {"ReduceLogSum", ox_convert_reduce_log_sum},
     {"ReduceLogSumExp", ox_convert_reduce_log_sum_exp},
     {"NegativeLogLikelihoodLoss", ox_convert_nll_loss},
@@ -114,6 +115,7 @@ static const ox_converter_row converters[] = {
     {"Shape", ox_convert_shape},
     {"Range", ox_convert_range},
     {"OneHot", ox_convert_one_hot},
+    {"EyeLike", ox_convert_eye_like},
     {"ConstantOfShape", ox_convert_constant_of_shape},
 };
 

@@ -7,7 +7,9 @@
  * positions u (a Range, reshaped, expanded, sliced or shifted by a number; or a known value of that
  * form). A component that depends on one axis of u with coefficient 1 is a span of data's axis, one
  * that depends on none a single position; every axis of u longer than one feeds one component (no
- * position is written twice). Anything else (a strided, diagonal or computed index) is refused. */
+ * position is written twice). A negative position counts from the end (XGLM's shift_labels[:, -1] =
+ * pad; on a symbolic axis, slices by negative bounds). Anything else (a strided, diagonal or computed
+ * index) is refused. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -311,12 +313,17 @@ static tf_status box_of(ox_import *im, const ox_node *node, const grid *parts, i
       fed[d]++;
     }
     const int64_t size = data_sizes[j];
+    const bool fixed_size = size < OX_SYMBOL_PRIME_MIN, fixed_length = b->length[j] < OX_SYMBOL_PRIME_MIN;
+    if (b->start[j] < 0 && fixed_size) /* counted from the end (shift_labels[:, -1] = pad) */
+      b->start[j] += size;
     const bool whole = b->start[j] == 0 && b->length[j] == size;
-    const bool fixed = size < OX_SYMBOL_PRIME_MIN && b->length[j] < OX_SYMBOL_PRIME_MIN;
-    if (!whole && (!fixed || b->start[j] < 0 || b->start[j] > size - b->length[j]))
+    /* On a symbolic axis, positions counted from the end: slices by negative bounds (assign_box). */
+    const bool from_end = !fixed_size && fixed_length && b->start[j] < 0 && b->start[j] + b->length[j] <= 0;
+    const bool inside = fixed_size && fixed_length && b->start[j] >= 0 && b->start[j] <= size - b->length[j];
+    if (!whole && !from_end && !inside)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                      "ScatterND of data: positions from %" PRId64 " to %" PRId64 " of axis %" PRId32
-                     " are not inside it (a negative index, or part of a symbolic axis)",
+                     " are not inside it (an index out of bounds, or part of a symbolic axis)",
                      b->start[j], b->start[j] + b->length[j], j);
   }
   for (int32_t d = 0; d < q; d++)
@@ -375,12 +382,15 @@ static tf_tensor_id assign_box(ox_import *im, tf_tensor_id data, tf_tensor_id va
   const int64_t start = b->start[j], end = start + b->length[j];
   if (start == 0 && b->length[j] == data_sizes[j])
     return assign_box(im, data, values, b, data_sizes, j + 1);
+  /* A negative start (a symbolic axis, box_of): bounds counted from the end, the box ending at it
+   * when end is 0. */
   tf_tensor_id parts[3];
   int32_t n = 0;
-  if (start > 0)
+  if (start != 0)
     parts[n++] = tf_slice(im->graph, data, j, 0, start, 1);
-  parts[n++] = assign_box(im, tf_slice(im->graph, data, j, start, end, 1), values, b, data_sizes, j + 1);
-  if (end < data_sizes[j])
+  const int64_t box_end = start < 0 && end == 0 ? INT64_MAX : end;
+  parts[n++] = assign_box(im, tf_slice(im->graph, data, j, start, box_end, 1), values, b, data_sizes, j + 1);
+  if (start < 0 ? end < 0 : end < data_sizes[j])
     parts[n++] = tf_slice(im->graph, data, j, end, INT64_MAX, 1);
   return tf_concat(im->graph, parts, n, j);
 }

@@ -121,8 +121,10 @@ static void fill_f32(const plan *p, uint64_t seed, int64_t begin, int64_t count,
   }
 }
 
-/* Integers: a and b must be integral and every value a + i b (i in the range) must fit `bits`. */
-static tf_status fill_integer(const plan *p, const char *name, int64_t begin, int64_t count, int bits, void *out) {
+/* Integers: a and b must be integral and every value a + i b (i in the range) must fit `dtype` (i32, i64,
+ * or u8: a mask's ones). */
+static tf_status fill_integer(const plan *p, const char *name, int64_t begin, int64_t count, tf_dtype dtype,
+                              void *out) {
   if (p->rule == NORMAL || p->rule == UNIFORM)
     return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': random initializers need a float tensor", name);
   bool arange = p->rule == ARANGE;
@@ -132,16 +134,20 @@ static tf_status fill_integer(const plan *p, const char *name, int64_t begin, in
     return tf_status_new(TF_ERR_INVALID_ARGUMENT,
                          "init of tensor '%s': integer tensors need integer values (a = %g, b = %g)", name, p->a, p->b);
   __int128 a = (__int128)(int64_t)p->a, b = arange ? (__int128)(int64_t)p->b : 0;
-  __int128 low = -((__int128)1 << (bits - 1)), high = ((__int128)1 << (bits - 1)) - 1;
+  const int bits = dtype == TF_I64 ? 64 : dtype == TF_I32 ? 32 : 8;
+  __int128 low = dtype == TF_U8 ? 0 : -((__int128)1 << (bits - 1));
+  __int128 high = dtype == TF_U8 ? 255 : ((__int128)1 << (bits - 1)) - 1;
   if (count > 0) {
     __int128 first = a + (__int128)begin * b, last = a + (__int128)(begin + count - 1) * b;
     if (first < low || first > high || last < low || last > high)
-      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': %s(%g, %g) leaves the range of i%d", name,
-                           arange ? "arange" : "fill", p->a, p->b, bits);
+      return tf_status_new(TF_ERR_INVALID_ARGUMENT, "init of tensor '%s': %s(%g, %g) leaves the range of %s", name,
+                           arange ? "arange" : "fill", p->a, p->b, tf_dtype_name(dtype));
   }
   for (int64_t i = 0; i < count; i++) {
     __int128 value = a + (__int128)(begin + i) * b;
-    if (bits == 32)
+    if (dtype == TF_U8)
+      ((uint8_t *)out)[i] = (uint8_t)value;
+    else if (dtype == TF_I32)
       ((int32_t *)out)[i] = (int32_t)value;
     else
       ((int64_t *)out)[i] = (int64_t)value;
@@ -180,10 +186,11 @@ tf_status tf_init_fill_range(const tf_init *init, const char *tensor_name, int32
   TF_RETURN_IF_ERROR(make_plan(init, tensor_name, rank, shape, &p));
   switch (dtype) {
   case TF_F32: fill_f32(&p, seed, begin, count, out); return NULL;
-  case TF_I32: return fill_integer(&p, name, begin, count, 32, out);
-  case TF_I64: return fill_integer(&p, name, begin, count, 64, out);
+  case TF_I32:
+  case TF_I64:
+  case TF_U8: return fill_integer(&p, name, begin, count, dtype, out);
   default:
-    return tf_status_new(TF_ERR_UNSUPPORTED, "init of tensor '%s': cannot fill dtype %s (f32, i32, i64 only)", name,
+    return tf_status_new(TF_ERR_UNSUPPORTED, "init of tensor '%s': cannot fill dtype %s (f32, i32, i64, u8 only)", name,
                          tf_dtype_name(dtype));
   }
 }

@@ -48,7 +48,7 @@ tf_status tf_init_fill_i64(const tf_init *init, const char *tensor_name, int32_t
                            uint64_t seed, int64_t *out) TF_MUST_USE;
 
 /* Fills out[0 .. count) with elements [begin, begin + count) of the flattened tensor, `dtype` being
- * TF_F32, TF_I32 or TF_I64 (out points to that type): the values are those of the whole-tensor
+ * TF_F32, TF_I32, TF_I64 or TF_U8 (out points to that type): the values are those of the whole-tensor
  * calls, so a large parameter can be initialised chunk by chunk or by several threads. */
 tf_status tf_init_fill_range(const tf_init *init, const char *tensor_name, int32_t rank, const int64_t *shape,
                              uint64_t seed, tf_dtype dtype, int64_t begin, int64_t count, void *out) TF_MUST_USE;

@@ -285,7 +285,7 @@ static tf_status stage_elements(const tf_session *s, int32_t id, const tf_safete
   const char *name = tf_plan_init_name(s->plan, whole);
   if (b->dtype == TF_F16 || b->dtype == TF_BF16)
     return stage_half(s, b, name, begin, count, host);
-  if (b->dtype != TF_F32 && b->dtype != TF_I32 && b->dtype != TF_I64)
+  if (b->dtype != TF_F32 && b->dtype != TF_I32 && b->dtype != TF_I64 && b->dtype != TF_U8)
     return tf_status_new(TF_ERR_UNSUPPORTED, "'%s': cannot initialise %s tensors", b->name, tf_dtype_name(b->dtype));
   return tf_init_fill_range(&b->init, name, b->rank, b->shape, s->seed, b->dtype, begin, count, host);
 }

@@ -9,6 +9,10 @@
 // -DELEMENT_BF16 select 16-bit storage: the elements are uint16_t bit patterns (only
 // storageBuffer16BitAccess is needed, no 16-bit arithmetic), converted by half.glsl's integer code,
 // so a shader on half data computes bit for bit what cast up -> its f32 variant -> cast down does.
+#if defined(LAYOUT8)
+#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#endif
 #if defined(ELEMENT_F16) || defined(ELEMENT_BF16) || defined(LAYOUT16) || defined(INPUT_F16) || defined(INPUT_BF16)
 #extension GL_EXT_shader_16bit_storage : require
 #endif

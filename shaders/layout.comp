@@ -19,7 +19,8 @@
 //
 // With -DLAYOUT16 (the layout16 module, used where the device has storageBuffer16BitAccess) the
 // walk moves 16-bit elements (f16, bf16) one per index: the layout ops of half-precision data.
-// Only the copy (convert 0) is compiled in.
+// Only the copy (convert 0) is compiled in. With -DLAYOUT8 (layout8, where the device has
+// storageBuffer8BitAccess) the same walk moves bytes (u8: a bool mask), one per index.
 //
 // cast from i64 to f32 (convert 7) reads each element's two words and writes one.
 //
@@ -40,7 +41,10 @@
 #include "common.glsl"
 
 layout(local_size_x = 256) in;
-#if defined(LAYOUT16)
+#if defined(LAYOUT8)
+layout(std430, set = 0, binding = 0) readonly buffer Src { uint8_t src[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint8_t dst[]; };
+#elif defined(LAYOUT16)
 layout(std430, set = 0, binding = 0) readonly buffer Src { uint16_t src[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Dst { uint16_t dst[]; };
 #else
@@ -58,15 +62,16 @@ layout(push_constant) uniform Push {
   uint dst_stride[9];
   uint convert;    // 0: copy, 1: f32 -> i32, 2: i32 -> f32, 3: f32 -> f16, 4: f16 -> f32, 5: f32 -> bf16,
                    // 6: bf16 -> f32, 7: i64 -> f32, 8: u8 -> f32, 9: f32 -> u8, 10: f32 -> i64,
-                   // 11: i32 -> i64, 12: i64 -> i32 (3..12: count is in elements, contiguous, bases
-                   // and strides unused)
+                   // 11: i32 -> i64, 12: i64 -> i32, 13: u8 -> i32, 14: u8 -> i64, 15: i32 -> u8,
+                   // 16: i64 -> u8 (3..16: count is in elements, contiguous, bases and strides unused)
 } pc;
 
 const uint CONVERT_TO_F16 = 3u, CONVERT_FROM_F16 = 4u, CONVERT_TO_BF16 = 5u, CONVERT_FROM_BF16 = 6u;
 const uint CONVERT_FROM_I64 = 7u, CONVERT_FROM_U8 = 8u, CONVERT_TO_U8 = 9u, CONVERT_TO_I64 = 10u;
 const uint CONVERT_I32_TO_I64 = 11u, CONVERT_I64_TO_I32 = 12u;
+const uint CONVERT_U8_TO_I32 = 13u, CONVERT_U8_TO_I64 = 14u, CONVERT_I32_TO_U8 = 15u, CONVERT_I64_TO_U8 = 16u;
 
-#if !defined(LAYOUT16)
+#if !defined(LAYOUT16) && !defined(LAYOUT8)
 // Element pairs: word i of the 16-bit side holds elements 2i (low half) and 2i + 1 (high half).
 void cast_pairs() {
   uint words = (pc.count + 1u) / 2u;
@@ -191,6 +196,32 @@ void cast_bytes() {
   }
 }
 
+// Between bytes and integers as kernels/cpu/cast.c casts them: a byte widened, an integer's low byte
+// kept (C's conversion to uint8_t).
+void cast_integer_bytes() {
+  if (pc.convert == CONVERT_U8_TO_I32 || pc.convert == CONVERT_U8_TO_I64) {
+    bool wide = pc.convert == CONVERT_U8_TO_I64;
+    for (uint i = gl_GlobalInvocationID.x; i < pc.count; i += grid_size()) {
+      uint b = (src[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu;
+      if (wide) {
+        dst[2u * i] = b;
+        dst[2u * i + 1u] = 0u;
+      } else {
+        dst[i] = b;
+      }
+    }
+    return;
+  }
+  uint step = pc.convert == CONVERT_I64_TO_U8 ? 2u : 1u; // an i64's low word comes first
+  uint words = (pc.count + 3u) / 4u;
+  for (uint w = gl_GlobalInvocationID.x; w < words; w += grid_size()) {
+    uint word = 0u;
+    for (uint k = 0u; k < 4u && 4u * w + k < pc.count; k++)
+      word |= (src[step * (4u * w + k)] & 0xffu) << (8u * k);
+    dst[w] = word;
+  }
+}
+
 uint converted(uint word) {
   if (pc.convert == 1u) {
     float v = uintBitsToFloat(word);
@@ -213,7 +244,7 @@ void gather() {
       s += index * pc.src_stride[axis];
       d += index * pc.dst_stride[axis];
     }
-#if defined(LAYOUT16)
+#if defined(LAYOUT16) || defined(LAYOUT8)
     dst[d] = src[s];
 #else
     dst[d] = converted(src[s]);
@@ -222,7 +253,7 @@ void gather() {
 }
 
 void main() {
-#if defined(LAYOUT16)
+#if defined(LAYOUT16) || defined(LAYOUT8)
   gather();
 #else
   if (pc.convert == CONVERT_FROM_I64)
@@ -233,6 +264,8 @@ void main() {
     cast_integers();
   else if (pc.convert == CONVERT_FROM_U8 || pc.convert == CONVERT_TO_U8)
     cast_bytes();
+  else if (pc.convert >= CONVERT_U8_TO_I32)
+    cast_integer_bytes();
   else if (pc.convert >= CONVERT_TO_F16)
     cast_pairs();
   else

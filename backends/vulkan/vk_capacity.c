@@ -24,16 +24,7 @@ static uint32_t largest_device_heap(const VkPhysicalDeviceMemoryProperties *m) {
 }
 
 static bool has_memory_budget(vk_state *vk) {
-  uint32_t count = 0;
-  if (vk->fn.EnumerateDeviceExtensionProperties(vk->physical, NULL, &count, NULL) != VK_SUCCESS || count == 0)
-    return false;
-  VkExtensionProperties *extensions = calloc(count, sizeof(VkExtensionProperties));
-  bool found = false;
-  if (extensions && vk->fn.EnumerateDeviceExtensionProperties(vk->physical, NULL, &count, extensions) == VK_SUCCESS)
-    for (uint32_t i = 0; i < count && !found; i++)
-      found = strcmp(extensions[i].extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME) == 0;
-  free(extensions);
-  return found;
+  return vk_has_device_extension(vk, vk->physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 }
 
 /* What the driver keeps on the device beyond the heap usage VK_EXT_memory_budget reports once the

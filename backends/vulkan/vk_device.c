@@ -273,6 +273,36 @@ static bool storage16_of(const vk_state *vk, VkPhysicalDevice physical) {
   return storage.storageBuffer16BitAccess == VK_TRUE;
 }
 
+bool vk_has_device_extension(const vk_state *vk, VkPhysicalDevice physical, const char *name) {
+  uint32_t count = 0;
+  if (vk->fn.EnumerateDeviceExtensionProperties(physical, NULL, &count, NULL) != VK_SUCCESS || count == 0)
+    return false;
+  VkExtensionProperties *extensions = calloc(count, sizeof(VkExtensionProperties));
+  bool found = false;
+  if (extensions && vk->fn.EnumerateDeviceExtensionProperties(physical, NULL, &count, extensions) == VK_SUCCESS)
+    for (uint32_t i = 0; i < count && !found; i++)
+      found = strcmp(extensions[i].extensionName, name) == 0;
+  free(extensions);
+  return found;
+}
+
+/* Whether the device offers VK_KHR_8bit_storage's storageBuffer8BitAccess, which the byte layout moves
+ * need (shaders/layout.comp's layout8: a bool mask expanded, sliced or concatenated): the extension is
+ * enabled at device creation when present. TIGHTFIT_VULKAN_8BIT=0 leaves it off (a test checks the
+ * refusal). */
+static bool storage8_of(const vk_state *vk, VkPhysicalDevice physical) {
+  const char *requested = getenv("TIGHTFIT_VULKAN_8BIT");
+  if ((requested && strcmp(requested, "0") == 0) ||
+      !vk_has_device_extension(vk, physical, VK_KHR_8BIT_STORAGE_EXTENSION_NAME))
+    return false;
+  VkPhysicalDevice8BitStorageFeaturesKHR storage = {.sType =
+                                                        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 features = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &storage;
+  vk->fn.GetPhysicalDeviceFeatures2(physical, &features);
+  return storage.storageBuffer8BitAccess == VK_TRUE;
+}
+
 /* Whether attention may take the tiled shaders (shaders/attention_tiled.comp) where they apply, and
  * their 32-row blocks: TIGHTFIT_VULKAN_TILED_ATTENTION=0 keeps shaders/attention.comp, =16 the tiled
  * shaders' 16-row blocks only (a GPU run times each, the tests check each). */
@@ -398,6 +428,7 @@ static tf_status choose_device(vk_state *vk, int32_t index) {
                          VK_API_VERSION_MINOR(vk->properties.apiVersion));
   TF_RETURN_IF_ERROR(check_limits(&vk->properties));
   vk->storage16 = storage16_of(vk, vk->physical);
+  vk->storage8 = storage8_of(vk, vk->physical);
   TF_RETURN_IF_ERROR(read_settings(vk));
   uint32_t families = 0;
   vk->fn.GetPhysicalDeviceQueueFamilyProperties(vk->physical, &families, NULL);
@@ -437,8 +468,16 @@ static tf_status create_device(vk_state *vk) {
   queue.pQueuePriorities = &priority;
   VkPhysicalDevice16BitStorageFeatures storage = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   storage.storageBuffer16BitAccess = vk->storage16 ? VK_TRUE : VK_FALSE;
+  VkPhysicalDevice8BitStorageFeaturesKHR bytes = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES_KHR};
+  bytes.storageBuffer8BitAccess = VK_TRUE;
+  const char *extensions[] = {VK_KHR_8BIT_STORAGE_EXTENSION_NAME};
   VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &storage;
+  if (vk->storage8) {
+    storage.pNext = &bytes;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = extensions;
+  }
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
   TF_RETURN_IF_ERROR(vk_check(vk->fn.CreateDevice(vk->physical, &info, NULL, &vk->device), "vkCreateDevice"));
@@ -496,6 +535,7 @@ tf_status vk_device_borrow(vk_state *vk, vk_state *shared) {
   vk->device = shared->device;
   vk->queue = shared->queue;
   vk->storage16 = shared->storage16 && storage16_of(vk, vk->physical);
+  vk->storage8 = shared->storage8 && storage8_of(vk, vk->physical);
   TF_RETURN_IF_ERROR(read_settings(vk));
   return create_command_pool(vk);
 }

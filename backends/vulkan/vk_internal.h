@@ -91,7 +91,7 @@ typedef struct vk_functions {
   X(reduce_split_bf16) X(norm_split) X(norm_split_f16) X(norm_split_bf16) X(attention_tiled_d64) \
   X(attention_tiled_d64_f16) X(attention_tiled_d64_bf16) X(attention_tiled_d64_in_f16) X(attention_tiled_d64_in_bf16) \
   X(attention_tiled_d32) X(attention_tiled_d32_f16) X(attention_tiled_d32_bf16) X(attention_tiled_d32_in_f16) \
-  X(attention_tiled_d32_in_bf16)
+  X(attention_tiled_d32_in_bf16) X(layout8)
 // clang-format on
 
 typedef enum vk_shader {
@@ -143,6 +143,7 @@ typedef struct vk_limits {
   uint32_t subgroup_size;
   int64_t loop_limit;    /* loop iterations one invocation may run in all, 0: no limit (lavapipe: 65535) */
   bool storage16;        /* storageBuffer16BitAccess enabled: steps on f16/bf16 data may run (vk_device.c) */
+  bool storage8;         /* storageBuffer8BitAccess enabled: layout ops may move u8 data (a mask; vk_device.c) */
   bool tiled_attention;  /* attention may run shaders/attention_tiled.comp (TIGHTFIT_VULKAN_TILED_ATTENTION not 0) */
   bool tiled_wide;       /* ... in its 32-row blocks (TIGHTFIT_VULKAN_TILED_ATTENTION not 0 nor 16) */
   bool split_dx;         /* the loss head's dx products may run in slices (TIGHTFIT_VULKAN_SPLIT_DX not 0) */
@@ -216,6 +217,7 @@ typedef struct vk_state {
   char subgroup_refusal[256]; /* why the subgroup probe turned them off; "" when it did not */
   int64_t loop_limit;         /* see vk_limits */
   bool storage16;             /* see vk_limits */
+  bool storage8;              /* see vk_limits */
   bool tiled_attention;       /* see vk_limits */
   bool tiled_wide;            /* see vk_limits */
   bool split_dx;              /* see vk_limits */
@@ -332,6 +334,8 @@ void vk_record_release(vk_state *vk);
  * before each) between two timestamps; after each run the times are added to their steps, and when
  * the plan is released FILE gets the time per op and the slowest steps (plan/step_profile.h). A
  * diagnostic: the barriers serialise what would overlap. */
+/* Whether `physical` offers device extension `name`. */
+bool vk_has_device_extension(const vk_state *vk, VkPhysicalDevice physical, const char *name);
 bool vk_profile_wanted(void);
 /* Creates the query pool for the program's commands; a device without timestamps is refused. */
 tf_status vk_profile_start(vk_state *vk);

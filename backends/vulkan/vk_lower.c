@@ -50,6 +50,7 @@ static const uint32_t writable_bindings[VK_SHADER_COUNT] = {
     [VK_SHADER_loss_sg_half_f16] = 0x8,
     [VK_SHADER_loss_sg_half_bf16] = 0x8,
     [VK_SHADER_layout16] = 0x2,
+    [VK_SHADER_layout8] = 0x2,
     [VK_SHADER_batch_norm] = 0x38,        /* y (forward); dx, dgamma, dbeta (gradient) */
     [VK_SHADER_batch_norm_running] = 0x6, /* running_mean, running_var, in place */
     [VK_SHADER_ctc] = 0x30,               /* the workspace, the loss or dlogits */
@@ -151,7 +152,7 @@ static vk_shader plain_of(vk_shader shader) {
       return subgroup_variants[i].plain;
   if (shader == VK_SHADER_matmul_big)
     return VK_SHADER_matmul;
-  return shader == VK_SHADER_layout16 ? VK_SHADER_layout : shader;
+  return shader == VK_SHADER_layout16 || shader == VK_SHADER_layout8 ? VK_SHADER_layout : shader;
 }
 
 /* The `half` (f16 or bf16) storage variant of an f32 shader, or VK_SHADER_COUNT when it has none. */
@@ -251,7 +252,17 @@ static tf_status check_storage16(const vk_lower *l, tf_dtype dtype) {
                    tf_dtype_name(dtype));
 }
 
-/* The shaders compute in f32 and read i32 or i64 ids and labels; layout ops move 2-, 4- and 8-byte
+/* Layout ops on u8 data (a bool mask) move bytes: the device must allow 8-bit storage access. */
+static tf_status check_storage8(const vk_lower *l, const tf_plan_buffer *b) {
+  if (l->limits->storage8)
+    return NULL;
+  return vk_refuse(l,
+                   "it moves the u8 elements of '%s', and this device has no VK_KHR_8bit_storage "
+                   "storageBuffer8BitAccess (or TIGHTFIT_VULKAN_8BIT=0)",
+                   b->name);
+}
+
+/* The shaders compute in f32 and read i32 or i64 ids and labels; layout ops move 1-, 2-, 4- and 8-byte
  * elements of any dtype; cast also reads and writes f16 and bf16 (which pairs: vk_lower_cast), the
  * storage of half-precision plans; a step whose floating data is all f16 or all bf16 runs its
  * shaders' half variants (half_variants, after lowering). */
@@ -280,6 +291,10 @@ static tf_status check_dtypes(const vk_lower *l) {
         continue;
       if (tf_dtype_size(b->dtype) == 2) {
         TF_RETURN_IF_ERROR(check_storage16(l, b->dtype));
+        continue;
+      }
+      if (b->dtype == TF_U8) {
+        TF_RETURN_IF_ERROR(check_storage8(l, b));
         continue;
       }
     } else if (b->dtype == TF_F32 || b->dtype == TF_I32 ||

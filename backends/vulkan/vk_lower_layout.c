@@ -1,7 +1,8 @@
 /* Steps that move elements without computing (kernels/cpu/layout.c): reshape is a buffer copy;
  * transpose, expand, slice, slice_grad and concat are strided gathers (shaders/layout.comp) of
- * 32-bit words, an 8-byte element being two of them, or of 16-bit elements (f16, bf16: the layout16
- * module, which needs storageBuffer16BitAccess, vk_lower.c checks it); cast between f32 and i32 is a gather that
+ * 32-bit words, an 8-byte element being two of them, of 16-bit elements (f16, bf16: the layout16
+ * module, which needs storageBuffer16BitAccess, vk_lower.c checks it) or of bytes (u8: layout8, which
+ * needs storageBuffer8BitAccess); cast between f32 and i32 is a gather that
  * converts, cast between f32 and f16 or bf16 a walk over element pairs (one 32-bit word of the
  * 16-bit side each), so no 16-bit storage feature is needed. */
 #include <string.h>
@@ -32,7 +33,22 @@ typedef enum layout_convert {
   CONVERT_F32_TO_I64 = 10,
   CONVERT_I32_TO_I64 = 11,
   CONVERT_I64_TO_I32 = 12,
+  CONVERT_U8_TO_I32 = 13,
+  CONVERT_U8_TO_I64 = 14,
+  CONVERT_I32_TO_U8 = 15,
+  CONVERT_I64_TO_U8 = 16,
 } layout_convert;
+
+/* Whether `convert` reads or writes bytes (shaders/layout.comp's cast_bytes: 32-bit words, four
+ * bytes each). */
+static bool converts_bytes(layout_convert convert) {
+  return convert == CONVERT_U8_TO_F32 || convert == CONVERT_F32_TO_U8 || convert >= CONVERT_U8_TO_I32;
+}
+
+/* Whether `convert` writes bytes: one invocation a word of four. */
+static bool writes_bytes(layout_convert convert) {
+  return convert == CONVERT_F32_TO_U8 || convert == CONVERT_I32_TO_U8 || convert == CONVERT_I64_TO_U8;
+}
 
 /* dst[dst_base + sum i_d dst_stride_d] = src[src_base + sum i_d src_stride_d] over `shape`, all in
  * elements of `size` bytes (2, 4 or 8), converted by `convert` (4-byte elements). The shader walks
@@ -41,7 +57,7 @@ static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_
                                    const int64_t *src_stride, const int64_t *dst_stride, int64_t src_base,
                                    int64_t dst_base, int64_t size, uint32_t convert) {
   int64_t shape[TF_MAX_RANK], strides[2][TF_MAX_RANK];
-  int64_t words = size == 2 ? 1 : size / 4, count = 1;
+  int64_t words = size <= 2 ? 1 : size / 4, count = 1;
   for (int32_t i = 0; i < rank; i++) {
     shape[i] = shape_in[i];
     strides[0][i] = src_stride[i] * words;
@@ -78,8 +94,8 @@ static tf_status gather_converting(vk_lower *l, int32_t src, int32_t dst, int32_
     push.dst_stride[i] = (uint32_t)strides[1][i];
   }
   int32_t buffers[2] = {src, dst};
-  return vk_emit_dispatch(l, size == 2 ? VK_SHADER_layout16 : VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push),
-                          vk_groups(count, 256), 1, 1);
+  const vk_shader shader = size == 1 ? VK_SHADER_layout8 : size == 2 ? VK_SHADER_layout16 : VK_SHADER_layout;
+  return vk_emit_dispatch(l, shader, 2, buffers, 0x2, &push, sizeof(push), vk_groups(count, 256), 1, 1);
 }
 
 static tf_status gather(vk_lower *l, int32_t src, int32_t dst, int32_t rank, const int64_t *shape,
@@ -141,8 +157,8 @@ tf_status vk_lower_layout(vk_lower *l) {
   int64_t size = tf_dtype_size(out->dtype);
   if (l->step->op == TF_OP_RESHAPE)
     return vk_emit_copy(l, vk_in(l, 0), vk_out(l, 0), out->bytes);
-  if (size != 2 && size != 4 && size != 8) /* the walk moves 16-bit halves or whole 32-bit words */
-    return vk_refuse(l, "the layout shaders move elements of 2, 4 or 8 bytes; '%s' is %s", out->name,
+  if (size != 1 && size != 2 && size != 4 && size != 8) /* the walk moves bytes, 16-bit halves or 32-bit words */
+    return vk_refuse(l, "the layout shaders move elements of 1, 2, 4 or 8 bytes; '%s' is %s", out->name,
                      tf_dtype_name(out->dtype));
   switch (l->step->op) {
   case TF_OP_TRANSPOSE: return lower_transpose(l, x, out, size);
@@ -162,7 +178,7 @@ tf_status vk_lower_layout(vk_lower *l) {
 static tf_status contiguous_cast(vk_lower *l, int32_t from, int32_t to, layout_convert convert) {
   const tf_plan_buffer *out = vk_buffer(l, to);
   const bool pairs = convert >= CONVERT_F32_TO_F16 && convert <= CONVERT_BF16_TO_F32;
-  if ((convert == CONVERT_U8_TO_F32 || convert == CONVERT_F32_TO_U8 || pairs) && l->plan->alignment % 4 != 0)
+  if ((converts_bytes(convert) || pairs) && l->plan->alignment % 4 != 0)
     return vk_refuse(l,
                      "a cast to or from a 16-bit or 8-bit type works in 32-bit words, so buffers must start at "
                      "multiples of 4 bytes; the plan's alignment is %lld",
@@ -177,9 +193,9 @@ static tf_status contiguous_cast(vk_lower *l, int32_t from, int32_t to, layout_c
   push.convert = convert;
   int32_t buffers[2] = {from, to};
   return vk_emit_dispatch(l, VK_SHADER_layout, 2, buffers, 0x2, &push, sizeof(push),
-                          vk_groups(pairs                          ? (count + 1) / 2
-                                    : convert == CONVERT_F32_TO_U8 ? (count + 3) / 4
-                                                                   : count,
+                          vk_groups(pairs                   ? (count + 1) / 2
+                                    : writes_bytes(convert) ? (count + 3) / 4
+                                                            : count,
                                     256),
                           1, 1);
 }
@@ -199,6 +215,8 @@ static tf_status cast_between(vk_lower *l, int32_t from, int32_t to) {
       {TF_I64, TF_F32, CONVERT_I64_TO_F32},   {TF_U8, TF_F32, CONVERT_U8_TO_F32},
       {TF_F32, TF_U8, CONVERT_F32_TO_U8},     {TF_F32, TF_I64, CONVERT_F32_TO_I64},
       {TF_I32, TF_I64, CONVERT_I32_TO_I64},   {TF_I64, TF_I32, CONVERT_I64_TO_I32},
+      {TF_U8, TF_I32, CONVERT_U8_TO_I32},     {TF_U8, TF_I64, CONVERT_U8_TO_I64},
+      {TF_I32, TF_U8, CONVERT_I32_TO_U8},     {TF_I64, TF_U8, CONVERT_I64_TO_U8},
   };
   for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
     if (pairs[i].from != x->dtype || pairs[i].to != out->dtype)
@@ -209,10 +227,10 @@ static tf_status cast_between(vk_lower *l, int32_t from, int32_t to) {
     vk_contiguous_strides(out, strides);
     return gather_converting(l, from, to, out->rank, out->shape, strides, strides, 0, 0, 4, pairs[i].convert);
   }
-  return vk_refuse(
-      l,
-      "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, i64, f16, bf16 and u8, and i32 to and from i64 only",
-      tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
+  return vk_refuse(l,
+                   "cast %s -> %s: the Vulkan shaders cast f32 to and from i32, i64, f16, bf16 and u8, and between the "
+                   "integer types only",
+                   tf_dtype_name(x->dtype), tf_dtype_name(out->dtype));
 }
 
 tf_status vk_lower_cast(vk_lower *l) { return cast_between(l, vk_in(l, 0), vk_out(l, 0)); }

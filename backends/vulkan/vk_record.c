@@ -360,6 +360,7 @@ tf_status vk_record_prepare(vk_state *vk, const tf_plan *plan, void *const regio
                       .subgroup_size = vk->subgroup_size,
                       .loop_limit = vk->loop_limit,
                       .storage16 = vk->storage16,
+                      .storage8 = vk->storage8,
                       .tiled_attention = vk->tiled_attention,
                       .tiled_wide = vk->tiled_wide,
                       .split_dx = vk->split_dx,

@@ -87,34 +87,91 @@ def _dropout_left_out(torch, module):
 
 def _padding_rows_as_torch_trains_them(torch, module):
     """Each nn.Embedding with a padding_idx made to export as PyTorch trains it: PyTorch never gives its
-    padding row a gradient, which ONNX's Gather cannot say. While the export traces, the layer computes
-    where(ids == padding_idx, row, embedding(ids, weight)), `row` the padding row's value now (a
-    constant): the same output, and no gradient reaches the padding row. A weight tied to another use
-    (a masked LM's head) trains its padding row through that use, and PyTorch's lookups of the padding
-    id read it as it trains: `row` is then the row itself, detached (tightfit's StopGradient). Returns
-    the patched layers, which _restore_forward() puts back. (A layer with max_norm, which renormalises
-    rows in the forward pass, exports as it would without this.)"""
+    padding row a gradient, which ONNX's Gather cannot say. While the export traces, a lookup of such a
+    layer's weight with its padding_idx computes where(ids == padding_idx, row, embedding(ids, weight)),
+    `row` the padding row's value now (a constant): the same output, and no gradient reaches the
+    padding row. A weight tied to another use (a masked LM's head) trains its padding row through that
+    use, and PyTorch's lookups of the padding id read it as it trains: `row` is then the row itself,
+    detached (tightfit's StopGradient). The lookup is F.embedding's, so a subclass's own forward (a
+    scaled embedding: BioGPT's, M2M100's) still runs around it. Returns the function that puts
+    F.embedding back, or None. (A layer with max_norm, which renormalises rows in the forward pass,
+    exports as it would without this.)"""
     import torch.nn.functional as F
-    patched = []
     owners = {}
     for prefix, m in module.named_modules():  # a tied weight is a parameter of two modules
         for name, p in m._parameters.items():
             if p is not None:
                 owners.setdefault(id(p), []).append(f"{prefix}.{name}" if prefix else name)
+    rows = {}
     for m in module.modules():
         if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None and m.max_norm is None:
             tied = len(owners.get(id(m.weight), [])) > 1
-            row = None if tied else m.weight.detach()[m.padding_idx].clone()
+            rows[id(m.weight)] = (m.weight, m.padding_idx, None if tied else m.weight.detach()[m.padding_idx].clone())
+    if not rows:
+        return None
+    original = F.embedding
 
-            def forward(ids, m=m, row=row):
-                looked_up = F.embedding(ids, m.weight, None, None, m.norm_type, m.scale_grad_by_freq, m.sparse)
-                keep = (ids != m.padding_idx).unsqueeze(-1).to(looked_up.dtype)
-                if row is None:
-                    return looked_up * keep + m.weight[m.padding_idx].detach() * (1 - keep)
-                return looked_up * keep if not row.any() else looked_up * keep + row * (1 - keep)
-            m.forward = forward
-            patched.append(m)
-    return patched
+    def embedding(ids, weight, padding_idx=None, max_norm=None, *args, **kwargs):
+        weight_of, padding, row = rows.get(id(weight), (None, None, None))
+        if weight_of is not weight or padding_idx is None or max_norm is not None or \
+                padding_idx % weight.size(0) != padding:
+            return original(ids, weight, padding_idx, max_norm, *args, **kwargs)
+        looked_up = original(ids, weight, None, None, *args, **kwargs)
+        keep = (ids != padding).unsqueeze(-1).to(looked_up.dtype)
+        if row is None:
+            return looked_up * keep + weight[padding].detach() * (1 - keep)
+        return looked_up * keep if not row.any() else looked_up * keep + row * (1 - keep)
+    F.embedding = embedding
+
+    def restore():
+        F.embedding = original
+    return restore
+
+
+def _sparse_moe_blocks_densely(torch, module):
+    """Each transformers sparse mixture-of-experts block (Mixtral's, Qwen2-MoE's, OLMoE's, Jamba's:
+    a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`)
+    made to export densely: its forward sends each expert the tokens routed to it by torch.where(mask),
+    a shape the data decides (ONNX NonZero), which no plan of fixed shapes holds. While the export
+    traces, the block computes every expert on every token and weights it by the router's top-k
+    probabilities scattered over the experts (zero elsewhere, renormalised where the block
+    renormalises them), plus Qwen2-MoE's gated shared expert: the same output and the same
+    gradients (an expert's parameters get nothing from the tokens not routed to it), at
+    num_experts / top_k times the experts' work and activations. A block with router jitter on
+    (training with jitter_noise > 0: random) is left as it is. Returns the function that puts the
+    forwards back, or None."""
+    import torch.nn.functional as F
+    patched = []
+    for m in module.modules():
+        router = getattr(m, "gate", None) if isinstance(getattr(m, "gate", None), torch.nn.Linear) else \
+            getattr(m, "router", None)
+        if not type(m).__name__.endswith("SparseMoeBlock") or not isinstance(router, torch.nn.Linear) or \
+                not isinstance(getattr(m, "experts", None), torch.nn.ModuleList) or \
+                not isinstance(getattr(m, "top_k", None), int) or getattr(m, "jitter_noise", 0) > 0:
+            continue
+        renormalise = getattr(m, "norm_topk_prob", type(m).__name__.startswith("Mixtral"))
+
+        def forward(hidden_states, m=m, router=router, renormalise=renormalise):
+            batch, length, width = hidden_states.shape
+            x = hidden_states.reshape(-1, width)
+            logits = router(x)
+            top, chosen = torch.topk(F.softmax(logits, dim=1, dtype=torch.float), m.top_k, dim=-1)
+            if renormalise:
+                top = top / top.sum(dim=-1, keepdim=True)
+            weights = torch.zeros_like(logits, dtype=x.dtype).scatter(1, chosen, top.to(x.dtype))
+            out = sum(weights[:, e:e + 1] * expert(x) for e, expert in enumerate(m.experts))
+            if getattr(m, "shared_expert", None) is not None and getattr(m, "shared_expert_gate", None) is not None:
+                out = out + torch.sigmoid(m.shared_expert_gate(x)) * m.shared_expert(x)
+            return out.reshape(batch, length, width), logits
+        m.forward = forward
+        patched.append(m)
+    if not patched:
+        return None
+
+    def restore():
+        for m in patched:
+            m.__dict__.pop("forward", None)
+    return restore
 
 
 def _detach_as_stop_gradient(torch):
@@ -318,11 +375,6 @@ def _bitwise_ops_of_masks(torch, opset):
     return restore
 
 
-def _restore_forward(modules):
-    for m in modules:
-        m.__dict__.pop("forward", None)
-
-
 def _export_options(torch, opset_version):
     """torch.onnx.export's version-dependent options. PyTorch 2.x also has the dynamo exporter (its default
     from 2.9), which writes opset 18 and later and decomposes what the TorchScript exporter keeps whole
@@ -370,7 +422,6 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     constant_buffers = [(m, dict(m._buffers)) for m in module.modules()
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
                         any(b is not None and b.is_floating_point() for b in m._buffers.values())]
-    padding_rows = _padding_rows_as_torch_trains_them(torch, module)
     restore_detach = restore_repeat = restore_bitwise = restore_circular = restore_rms = restore_norm = None
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
@@ -393,6 +444,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         for patch in (_detach_as_stop_gradient, _repeat_interleave_as_expand, _circular_pad_as_torch,
                       _frobenius_norm_as_l2, _zero_as_zeros_like):
             restores.append(patch(torch))
+        restores.append(_padding_rows_as_torch_trains_them(torch, module))
+        restores.append(_sparse_moe_blocks_densely(torch, module))
         restores.append(_bitwise_ops_of_masks(torch, opset))
         restores.append(_rms_norm_as_ops(torch, opset))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
@@ -418,7 +471,6 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             del module.forward
         else:
             module.forward = own_forward
-        _restore_forward(padding_rows)
         for m, rate in attention_dropout:
             m.dropout = rate
         for m, saved in constant_buffers:

@@ -183,6 +183,31 @@ static void build_cast_i32_i64(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_cast(g, tf_cast(g, narrow, TF_I64), TF_F32));
 }
 
+/* f32 -> i32 -> u8 -> i64 -> u8 -> i32 -> f32 over -600..600: an integer cast to u8 keeps its low
+ * byte (-5 -> 251), a byte widens (a bool mask's .long(): BioGPT's positions); 335 elements leave
+ * the Vulkan shader's last word three bytes. */
+static void build_cast_bytes(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x =
+      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -600.0, 600.0));
+  tf_tensor_id bytes = tf_cast(g, tf_cast(g, x, TF_I32), TF_U8);
+  tf_tensor_id again = tf_cast(g, tf_cast(g, bytes, TF_I64), TF_U8);
+  finish_probe(g, c, tf_cast(g, tf_cast(g, again, TF_I32), TF_F32));
+}
+
+/* A bool mask's moves (BioGPT's default attention mask, expanded to [N, 1, T, T]): u8 through
+ * transpose, expand, slice and concat, the odd sizes leaving partial words (the Vulkan layout8 module
+ * moves bytes one per index). x is [5, 13]. */
+static void build_layout_bytes(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x =
+      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, 0.0, 16.0));
+  const int32_t flip[2] = {1, 0};
+  tf_tensor_id t = tf_transpose(g, tf_cast(g, x, TF_U8), flip, 2); /* [67, 5] */
+  tf_tensor_id wide = tf_expand(g, tf_slice(g, t, 0, 1, 12, 2), TF_SHAPE(tf_fixed(3), tf_fixed(6), tf_fixed(5)));
+  tf_tensor_id parts[2] = {tf_slice(g, wide, 2, 1, 4, 1), wide};
+  tf_tensor_id joined = tf_concat(g, parts, 2, 2); /* [3, 6, 8] */
+  finish_probe(g, c, tf_cast(g, joined, TF_F32));
+}
+
 static void build_reduce(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_reduce(g, c->op, param(g, c, "x", &c->shapes[0]), c->axes, c->n_axes, c->keepdims));
 }
@@ -463,6 +488,10 @@ static const conf_case cases[] = {
      .settings.forward_only = true},
     {"cast f32 -> i64 -> i32 (wrapping) -> i64 -> f32", build_cast_i32_i64, .shapes = {DIMS(5, 67)}, EXACT,
      .settings.forward_only = true},
+    {"cast f32 -> i32 -> u8 (low byte) -> i64 -> u8 -> i32 -> f32", build_cast_bytes, .shapes = {DIMS(5, 67)}, EXACT,
+     .settings.forward_only = true},
+    {"u8 transpose, slice, expand, concat", build_layout_bytes, .shapes = {DIMS(5, 13)}, EXACT,
+     .settings.forward_only = true},
     /* the half casts bit for bit: ties, overflow, NaNs, infinities, signed zeros, subnormals; odd counts */
     {"cast f32->f16->f32 special values + random bits [4097]", build_cast_f32_patterns, .shapes = {DIMS(4097)},
      .dtype = TF_F16, HALF_PATTERNS},
@@ -729,7 +758,8 @@ static const conf_case cases[] = {
 static bool runs_on_half(const conf_case *c) {
   const bool cast_row = c->build == build_cast || c->build == build_cast_f32_patterns ||
                         c->build == build_cast_half_patterns || c->build == build_cast_saturating ||
-                        c->build == build_cast_u8 || c->build == build_cast_i64 || c->build == build_cast_i32_i64;
+                        c->build == build_cast_u8 || c->build == build_cast_i64 || c->build == build_cast_i32_i64 ||
+                        c->build == build_cast_bytes || c->build == build_layout_bytes;
   return !cast_row && !c->settings.forward_only;
 }
 

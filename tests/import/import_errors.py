@@ -220,6 +220,10 @@ def main():
                                                               [value_info("x", 1, [0, 4])], [value_info("y", 1, [4])])),
              ["axis.onnx", "'x'", "axis 0"]),
             ("unsupported operators", path("unsupported.onnx"), ["unsupported.onnx", "IsNaN (2 nodes", "IsInf (1 node"]),
+            # a shape the data decides (a mixture of experts' torch.where(mask)): why, and what to write
+            ("NonZero", write("nonzero.onnx", model([node("NonZero", ["x"], ["y"], "rows")],
+                                                    [value_info("x", 1, ["N", 4])], [value_info("y", 7, [2, "K"])])),
+             ["nonzero.onnx", "NonZero (1 node, first 'rows')", "the data decides", "densely"]),
             # a known value's Slice with an axis past its rank (the fuzzer's find: the message read
             # the freed value's rank)
             ("slice of a known value, axis out of range", write("slice_axis.onnx", model(

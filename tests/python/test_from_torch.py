@@ -1125,6 +1125,95 @@ def uncounted_padding():
 case("average pooling that does not count its padding (stride 1 and 2) trains as PyTorch's", uncounted_padding)
 
 
+# An embedding subclass with its own forward around the lookup (BioGPT's and M2M100's scaled word
+# embeddings: super().forward(ids) * sqrt(d)) and a padding_idx: the scale stays, and the padding row,
+# looked up by the batch, gets no gradient (AdamW would move it by lr), as in PyTorch. BioGPT's default
+# attention mask, torch.ones(shape, dtype=torch.bool), is a u8 constant filled with ones.
+class ScaledEmbedding(torch.nn.Embedding):
+    def forward(self, ids):
+        return super().forward(ids) * 4.0
+
+
+class ScaledLookup(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.words = ScaledEmbedding(10, 8, padding_idx=1)
+        with torch.no_grad():
+            self.words.weight[1] = 0.25  # a padding row that is not zero
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, ids):  # ids [N, 6]
+        mask = torch.ones(ids.shape, dtype=torch.bool)
+        counted = torch.cumsum(mask.long(), dim=1) * mask  # 1 ... 6
+        return self.head((torch.tanh(self.words(ids)) * counted[..., None]).mean(1))
+
+
+def scaled_lookup():
+    torch.manual_seed(17)
+    model = ScaledLookup()
+    ids = torch.randint(0, 10, (batch, 6))
+    ids[:, 0] = 1
+    return beside_torch(model, ids, torch.randint(0, 5, (batch,)), ["embedding"])[:2]
+
+
+case("an embedding subclass's own forward (a scale) around a lookup with a padding_idx trains as PyTorch's",
+     scaled_lookup)
+
+
+# Writes at positions counted from the end (XGLM's shift_labels[:, -1] = pad_token_id: a ScatterND at
+# index -1) and an identity of a traced size (Nystromformer's torch.eye(mat.size(-1)): EyeLike).
+class FromTheEnd(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+        self.w = torch.nn.Parameter(torch.randn(8, 8) * 0.3)
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = self.a(x)
+        h[:, -1] = 0.5
+        h[:, -3] = h[:, 0] * 2
+        identity = torch.eye(h.size(-1))
+        return self.b((h @ (7 * identity + self.w)).mean(1))
+
+
+def from_the_end():
+    torch.manual_seed(18)
+    return beside_torch(FromTheEnd(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["concat"])[:2]
+
+
+case("writes at positions counted from the end (x[:, -1] = v) and torch.eye of a traced size train as PyTorch's",
+     from_the_end)
+
+
+# torch.topk of data (ONNX TopK): a mixture of experts routed densely (the router's top 2 of 4 experts
+# by softmax, renormalised, scattered back over the experts: the gradient reaches the chosen
+# probabilities only), the smallest 2 along a middle axis, and k = 1.
+class DenseRouted(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = torch.nn.Linear(8, 4)
+        self.experts = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(4))
+        self.head = torch.nn.Linear(8 + 3 + 5, 5)
+
+    def forward(self, x):  # x [N, 6, 8]
+        probs = self.gate(x).softmax(-1)
+        top, chosen = torch.topk(probs, 2, dim=-1)
+        weights = torch.zeros_like(probs).scatter(-1, chosen, top / top.sum(-1, keepdim=True))
+        mixed = sum(weights[..., e:e + 1] * torch.tanh(expert(x)) for e, expert in enumerate(self.experts))
+        smallest = torch.topk(x[..., :3], 2, dim=1, largest=False).values.mean(1)  # [N, 3]
+        first = torch.topk(x.mean(-1), 1).values * torch.ones(1, 5)  # [N, 5]
+        return self.head(torch.cat([mixed.mean(1), smallest, first], -1))
+
+
+def dense_routed():
+    torch.manual_seed(19)
+    return beside_torch(DenseRouted(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["concat"])[:2]
+
+
+case("torch.topk of data (a densely routed mixture of experts, the smallest along a middle axis, k = 1) trains as "
+     "PyTorch's", dense_routed)
+
+
 # Indexing by known positions along an axis other than a 2-d table's rows (LeViT's attention biases,
 # attention_biases[:, idxs]: a [heads, offsets] parameter by a [T, T] table; a middle axis of a cube).
 class BiasTable(torch.nn.Module):

@@ -540,6 +540,17 @@ case("transformers CodeGenForCausalLM (GPT-J's rotary, a fused qkv projection sp
 case("transformers MistralForCausalLM (a sliding window of 4: its mask by bitwise_or_, which torch 1.13 cannot "
      "export alone), per-token cross_entropy",
      decoder(transformers.MistralConfig, transformers.MistralForCausalLM, 75, sliding_window=4))
+# Sparse mixtures of experts (torch.where(mask) per expert: a shape the data decides) export densely
+# (tightfit.from_torch: every expert on every token, weighted by the router's top-k scores) and must
+# train as PyTorch's sparse blocks do.
+case("transformers MixtralForCausalLM (4 experts, the top 2 renormalised; its sparse blocks computed densely), "
+     "per-token cross_entropy",
+     decoder(transformers.MixtralConfig, transformers.MixtralForCausalLM, 78, num_local_experts=4,
+             num_experts_per_tok=2))
+case("transformers Qwen2MoeForCausalLM (4 experts, the top 2 as they are, a gated shared expert), per-token "
+     "cross_entropy",
+     decoder(transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM, 79, num_experts=4, num_experts_per_tok=2,
+             moe_intermediate_size=32, shared_expert_intermediate_size=32))
 case("transformers XLMWithLMHeadModel (its padding mask arange(T) < (ids != pad).sum(1): a comparison of integer "
      "data; sinusoids off), per-token cross_entropy",
      causal_lm(transformers.XLMConfig(n_layers=2, n_heads=2, emb_dim=32, vocab_size=64, max_position_embeddings=16,

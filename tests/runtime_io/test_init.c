@@ -167,6 +167,11 @@ static void test_constants(float *v) {
   tf_init fill = {TF_INIT_FILL, -7, 0.25 /* b is ignored by fill */, NULL, NULL};
   CHECK_OK(&counts, tf_init_fill_i32(&fill, "sevens", 1, five, 1, ids));
   CHECK(&counts, ids[0] == -7 && ids[4] == -7, "i32 fill wrong");
+  /* A mask's ones (ONNX ConstantOfShape of a bool 1: BioGPT's default attention mask). */
+  uint8_t mask[5] = {0};
+  tf_init ones = {TF_INIT_FILL, 1, 0, NULL, NULL};
+  CHECK_OK(&counts, tf_init_fill_range(&ones, "mask", 1, five, 1, TF_U8, 0, 5, mask));
+  CHECK(&counts, mask[0] == 1 && mask[4] == 1, "u8 fill wrong: %d %d", mask[0], mask[4]);
   printf("  i32 arange(0, 1) [4,16]: 0 1 ... 63; i64 arange(3e9, -2e9): %" PRId64 " ... %" PRId64 "; i32 fill(-7)\n",
          wide[0], wide[4]);
 }
@@ -248,6 +253,9 @@ static void test_refusals(float *v) {
   tf_init overflow = {TF_INIT_ARANGE, 2147483640.0, 1, NULL, NULL};
   expect_error("i32 overflow", tf_init_fill_i32(&overflow, "ids", 2, shape, 1, ids), TF_ERR_INVALID_ARGUMENT,
                "range of i32");
+  tf_init minus_one = {TF_INIT_FILL, -1, 0, NULL, NULL};
+  expect_error("u8 of -1", tf_init_fill_range(&minus_one, "mask", 2, shape, 1, TF_U8, 0, 16, ids),
+               TF_ERR_INVALID_ARGUMENT, "range of u8");
   const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
   expect_error("rank 9", tf_init_fill_f32(&normal, "w", 9, nine, 1, v), TF_ERR_INVALID_ARGUMENT, "rank 9");
   expect_error("range past end", tf_init_fill_range(&normal, "w", 2, shape, 1, TF_F32, 10, 7, v),

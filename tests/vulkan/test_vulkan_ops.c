@@ -137,6 +137,24 @@ static void test_loop_limit(void) {
   }
 }
 
+/* Without 8-bit storage (TIGHTFIT_VULKAN_8BIT=0) a layout op on u8 data is refused at session
+ * creation, naming the buffer and the feature (the conformance rows run the moves where it is on). */
+static void test_no_8bit_storage(void) {
+  setenv("TIGHTFIT_VULKAN_8BIT", "0", 1);
+  tf_graph *g = tf_test_graph_begin(&counts, "mask");
+  const int32_t flip[2] = {1, 0};
+  tf_tensor_id x = tf_test_param(g, "x", TF_SHAPE(d(3), d(5)));
+  tf_tensor_id moved = tf_cast(g, tf_transpose(g, tf_cast(g, x, TF_U8), flip, 2), TF_F32);
+  tf_test_finish_probe(g, tf_mul(g, moved, tf_transpose(g, x, flip, 2)));
+  tf_status status = create_training(g);
+  tf_graph_destroy(g);
+  CHECK(&counts, status && strstr(tf_status_message(status), "storageBuffer8BitAccess"), "u8 transpose: %s",
+        status ? tf_status_message(status) : "created");
+  printf("ok   refused: %s\n", status ? tf_status_message(status) : "-");
+  tf_status_free(status);
+  unsetenv("TIGHTFIT_VULKAN_8BIT");
+}
+
 /* A loader that cannot be opened is named, with what to install. */
 static void test_no_loader(void) {
   setenv("TIGHTFIT_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);
@@ -260,6 +278,7 @@ static void test_refusals(void) {
   test_out_of_memory();
   test_loop_limit();
   test_no_loader();
+  test_no_8bit_storage();
 }
 
 /* The attention rows again (those with something to train) with TIGHTFIT_VULKAN_TILED_ATTENTION=0,
