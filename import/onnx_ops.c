@@ -3,12 +3,16 @@
  * tightfit op are rows of onnx_elementwise.c's unary_ops), and the fused nodes of the patterns
  * stage. A converter folds the node when its inputs are known at import time (shape arithmetic),
  * and otherwise adds graph ops through the builder, which checks shapes as it goes. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "import/onnx_converters.h"
 #include "import/onnx_ops.h"
 
 typedef tf_status (*ox_converter)(ox_import *im, const ox_node *node);
+
+static tf_status convert_if(ox_import *im, const ox_node *node);
 
 typedef struct ox_converter_row {
   const char *op_type;
@@ -116,6 +120,7 @@ static const ox_converter_row converters[] = {
     {"Range", ox_convert_range},
     {"OneHot", ox_convert_one_hot},
     {"EyeLike", ox_convert_eye_like},
+    {"If", convert_if},
     {"ConstantOfShape", ox_convert_constant_of_shape},
 };
 
@@ -152,4 +157,76 @@ tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   if (!convert)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "operator %s is not supported", node->proto->op_type);
   return convert(im, node);
+}
+
+/* If output i becomes the value named `from` (a branch's output), as Identity passes it on. */
+static tf_status pass_out(ox_import *im, const ox_node *node, size_t i, const char *from) {
+  char *inputs[1] = {(char *)from}, *outputs[1] = {node->proto->output[i]};
+  Onnx__NodeProto proto = ONNX__NODE_PROTO__INIT;
+  proto.name = node->proto->name;
+  proto.op_type = "Identity";
+  proto.n_input = 1;
+  proto.input = inputs;
+  proto.n_output = 1;
+  proto.output = outputs;
+  const ox_node identity = {.proto = &proto, .inputs = (const char *const *)inputs, .n_inputs = 1, .live = true};
+  return ox_convert_identity(im, &identity);
+}
+
+/* Emits every node of `branch`, in order, then the If's outputs. */
+static tf_status emit_branch(ox_import *im, const ox_node *node, const Onnx__GraphProto *branch) {
+  if (branch->n_initializer > 0 || branch->n_sparse_initializer > 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "an If branch with initializers of its own");
+  if (branch->n_output != node->proto->n_output)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "a branch of %zu outputs for an If of %zu", branch->n_output,
+                   node->proto->n_output);
+  for (size_t n = 0; n < branch->n_node; n++) {
+    const Onnx__NodeProto *proto = branch->node[n];
+    if (!proto || !proto->op_type)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "node %zu of its branch has no operator type", n);
+    if (!ox_op_supported(proto->domain, proto->op_type))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its branch's node %zu is %s, which tightfit does not import", n,
+                     proto->op_type);
+    const ox_node inner = {.proto = proto,
+                           .inputs = (const char *const *)proto->input,
+                           .n_inputs = (int32_t)(proto->n_input < 4096 ? proto->n_input : 4096),
+                           .live = true};
+    TF_RETURN_IF_ERROR(ox_op_emit(im, &inner));
+  }
+  for (size_t i = 0; i < branch->n_output; i++) {
+    const char *from = branch->output[i] ? branch->output[i]->name : NULL;
+    if (!from || !*from || !node->proto->output[i] || !*node->proto->output[i])
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "output %zu of the If or its branch has no name", i);
+    TF_RETURN_IF_ERROR(pass_out(im, node, i, from));
+  }
+  return NULL;
+}
+
+/* If whose condition is known when importing (PyTorch's export of x.squeeze(d) on an axis whose size
+ * it could not see, opset 13+: If(Shape(x)[d] == 1, Squeeze, Identity), Mamba-2's; any condition that
+ * folds): the chosen branch's nodes are emitted in place, reading the values around the If by name
+ * (ox_mark_live keeps their producers), and the If's outputs are the branch's outputs. A condition
+ * computed from data (control flow that depends on the batch) is refused: a plan runs one fixed
+ * sequence of steps. Here, beside the table, since a branch's nodes go through ox_op_emit. */
+static tf_status convert_if(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  if (!ox_is_known(im, ox_input(node, 0)))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "an If whose condition '%s' is computed from data: a plan runs one fixed sequence of steps (only "
+                   "a condition known when importing, from shapes or constants, chooses its branch)",
+                   ox_input(node, 0));
+  const ox_known *condition;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &condition));
+  if (condition->count != 1 || (!condition->is_float && condition->ints[0].symbol >= 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "an If whose condition is not one fixed value");
+  const bool taken = condition->is_float ? condition->reals[0] != 0 : condition->ints[0].size != 0;
+  const Onnx__AttributeProto *a = ox_attr(node, taken ? "then_branch" : "else_branch");
+  if (!a || !a->g)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "no %s graph", taken ? "then_branch" : "else_branch");
+  if (im->branch_depth >= OX_MAX_BRANCH_DEPTH)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "If branches nested more than %d deep", OX_MAX_BRANCH_DEPTH);
+  im->branch_depth++;
+  tf_status status = emit_branch(im, node, a->g);
+  im->branch_depth--;
+  return status;
 }

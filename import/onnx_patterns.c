@@ -347,6 +347,28 @@ void ox_rewrite_patterns(ox_import *im) {
   }
 }
 
+/* Marks live the producers of every value the subgraphs of `proto` (an If's branches) read from the
+ * graph around them, nested ones too (down to OX_MAX_BRANCH_DEPTH; deeper ones are refused when
+ * emitted). */
+static void mark_captured(ox_import *im, const Onnx__NodeProto *proto, int32_t depth) {
+  for (size_t a = 0; a < proto->n_attribute && depth < OX_MAX_BRANCH_DEPTH; a++) {
+    const Onnx__GraphProto *g = proto->attribute[a] ? proto->attribute[a]->g : NULL;
+    for (size_t n = 0; g && n < g->n_node; n++) {
+      for (size_t j = 0; j < g->node[n]->n_input; j++) {
+        ox_node *p = g->node[n]->input[j] ? ox_producer(im, g->node[n]->input[j]) : NULL;
+        if (p)
+          p->live = true;
+      }
+      mark_captured(im, g->node[n], depth + 1);
+    }
+    for (size_t o = 0; g && o < g->n_output; o++) {
+      ox_node *p = g->output[o] && g->output[o]->name ? ox_producer(im, g->output[o]->name) : NULL;
+      if (p)
+        p->live = true;
+    }
+  }
+}
+
 void ox_mark_live(ox_import *im) {
   // Walk back from the outputs; nodes come in topological order, so one backward sweep suffices.
   for (size_t i = 0; i < im->onnx->n_output; i++) {
@@ -363,5 +385,6 @@ void ox_mark_live(ox_import *im) {
       if (p)
         p->live = true;
     }
+    mark_captured(im, node->proto, 0);
   }
 }

@@ -109,6 +109,10 @@ typedef struct ox_import {
   int32_t n_weights, cap_weights;
   const char *weights_ref; /* the file name parameters reference */
   tf_strmap owned_names;   /* names the importer made (keys freed at the end) */
+  int32_t branch_depth;    /* the If branches being emitted inside one another (onnx_if.c) */
 } ox_import;
+
+/* How deep If branches may nest, in the importer's walks and its emission. */
+#define OX_MAX_BRANCH_DEPTH 16
 
 #endif

@@ -8,7 +8,8 @@ exact-GELU pattern, a Softmax + Flatten + Transpose, a padding mask from data (E
 BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
-constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, and an opset-3 model the importer refuses.
+constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, an If of a known condition with an If
+inside its branch beside TopK and EyeLike, and an opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
@@ -200,6 +201,36 @@ SEEDS = {
     ], [value_info("x", 1, ["N", 4]), value_info("j", 7, [3]), value_info("i", 7, ["N", 2])],
         [value_info("y", 1, ["N", 4])]),
 }
+
+
+def attribute_graph(name, nodes, outputs):
+    """An attribute holding a subgraph (an If's branch): its nodes and outputs (value_info bytes)."""
+    graph = b"".join(field_bytes(1, n) for n in nodes) + field_bytes(2, name) + b"".join(field_bytes(12, o) for o in outputs)
+    return field_bytes(5, field_bytes(1, name) + field_bytes(6, graph) + field_varint(20, 5))
+
+
+SEEDS["if_topk_eye.onnx"] = model([
+    # If(Shape(x)[1] == 4): the then branch an If of its own, reading x's Relu from two levels up
+    node("Relu", ["x"], ["r"], "relu"),
+    node("Shape", ["x"], ["s"], "shape"),
+    const_node("k0", "one", [], ints=[1]),
+    node("Gather", ["s", "one"], ["n"], "size", int_attribute("axis", 0)),
+    const_node("k1", "four", [], ints=[4]),
+    node("Equal", ["n", "four"], ["c"], "is_four"),
+    node("If", ["c"], ["b"], "outer",
+         attribute_graph("then_branch", [node("If", ["c"], ["t"], "inner",
+                                              attribute_graph("then_branch", [node("Neg", ["r"], ["u"], "neg")],
+                                                              [value_info("u", 1, ["N", 4])]) +
+                                              attribute_graph("else_branch", [node("Identity", ["x"], ["v"], "same")],
+                                                              [value_info("v", 1, ["N", 4])]))],
+                         [value_info("t", 1, ["N", 4])]) +
+         attribute_graph("else_branch", [node("Identity", ["x"], ["e"], "keep")], [value_info("e", 1, ["N", 4])])),
+    # TopK of data (import/onnx_argmax.c) and an identity of a fixed shape (EyeLike)
+    const_node("k2", "k", [1], ints=[2]),
+    node("TopK", ["b", "k"], ["top", "at"], "top2", int_attribute("axis", 1)),
+    node("EyeLike", ["w"], ["eye"], "eye", int_attribute("k", 1)),
+    node("MatMul", ["top", "eye"], ["y"], "mix"),
+], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 2])], [tensor("w", [2, 2], [0.5, 1.0, 1.5, 2.0])])
 
 
 def main():

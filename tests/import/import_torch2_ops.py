@@ -10,9 +10,11 @@ written with onnx.helper, imported, compiled (--inference), run, and its output 
   Cast(to=15) from producer "pytorch": PyTorch 2.x's number for bf16 (pytorch/pytorch#158658), so
       y = x rounded to bf16, exact; from another producer COMPLEX128, refused
   Mod of data, fmod 1: x fmod 3, within a few roundings of numpy's
+  If of a condition known when importing (the exporter's If around x.squeeze(d), Mamba-2's): the
+      branch taken emitted in place, a value only it reads (Relu(x)) computed too, exact
 and the refusals, each exit 2 naming the node and why: Mod with fmod 0 on floats, a
 remainder by zero, Trilu of integer data, of data with symbolic last axes, or of more than 2^24
-elements.
+elements, and an If whose condition is computed from data.
 
 usage: import_torch2_ops.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -79,6 +81,25 @@ def cast_15(producer):
     return make(nodes, [("x", F32, [4, 8])], [("y", F32, [4, 8])], producer=producer)
 
 
+def known_if(length, condition_from_data=False):
+    """x [2, length, 5] -> If(Shape(x)[1] == 4, -Relu(x), x): Relu(x) is read by the then branch alone.
+    With condition_from_data the condition is ReduceSum(x) > 0."""
+    then_branch = helper.make_graph([helper.make_node("Neg", ["r"], ["t"], name="neg")], "then", [],
+                                    [helper.make_tensor_value_info("t", F32, [2, length, 5])])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["e"], name="same")], "else", [],
+                                    [helper.make_tensor_value_info("e", F32, [2, length, 5])])
+    if condition_from_data:
+        condition = [const("zero", 0.0, np.float32), helper.make_node("ReduceSum", ["x"], ["total"], name="sum", keepdims=0),
+                     helper.make_node("Greater", ["total", "zero"], ["c"], name="positive")]
+    else:
+        condition = [helper.make_node("Shape", ["x"], ["shape"], name="shape"), const("one", 1),
+                     helper.make_node("Gather", ["shape", "one"], ["size"], name="size", axis=0), const("four", 4),
+                     helper.make_node("Equal", ["size", "four"], ["c"], name="is_four")]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu")] + condition + [
+        helper.make_node("If", ["c"], ["y"], name="choose", then_branch=then_branch, else_branch=else_branch)]
+    return make(nodes, [("x", F32, [2, length, 5])], [("y", F32, [2, length, 5])])
+
+
 def bf16_round(x):
     bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # to nearest, ties to even
@@ -140,6 +161,12 @@ def main():
         check("Cast(to=15) from PyTorch reads as bf16", "cast15", cast_15("pytorch"), wide,
               bf16_round(wide).astype(np.float64))
 
+        for length in (4, 3):
+            x = rng.standard_normal((2, length, 5)).astype(np.float32)
+            want = -np.maximum(x, 0).astype(np.float64) if length == 4 else x.astype(np.float64)
+            check(f"If of a known condition (axis 1 of {length} == 4: the {'then' if length == 4 else 'else'} branch)",
+                  f"if{length}", known_if(length), x, want)
+
         mod_zero = make([const("a", [7]), const("b", [0]), helper.make_node("Mod", ["a", "b"], ["m"], name="mod"),
                          helper.make_node("Reshape", ["x", "m"], ["y"], name="reshape")],
                         [("x", F32, [7])], [("y", F32, [7])])
@@ -160,6 +187,8 @@ def main():
              ["'tri' (Trilu)", "a 5000 x 5000 triangle of data (at most 16777216 elements)"]),
             ("Cast(to=15) from another producer", "cast_other", cast_15("other"),
              ["'to_bf16' (Cast)", "cast to COMPLEX128 (15)"]),
+            ("an If of a condition computed from data", "if_data", known_if(4, condition_from_data=True),
+             ["'choose' (If)", "computed from data"]),
         ]
         for what, name, model, words in refusals:
             done = import_model(name, model)

@@ -132,9 +132,11 @@ def and_on_vulkan(check):
     return both
 
 
-def run(model, inputs, labels, loss, vulkan=False):
+def run(model, inputs, labels, loss, vulkan=False, onnxruntime_too=True):
+    """train_both, checking the first loss against onnxruntime's unless `onnxruntime_too` is False (a
+    file onnxruntime refuses), and on Vulkan when `vulkan`."""
     model.train()
-    check = against_onnxruntime(inputs, labels, loss)
+    check = against_onnxruntime(inputs, labels, loss) if onnxruntime_too else None
     return train_both(model, inputs, labels, loss, before_training=and_on_vulkan(check) if vulkan else check)
 
 
@@ -278,14 +280,15 @@ def image_classifier(model_class, config, seed):
     return build
 
 
-def causal_lm(config, model_class, seed, lowest_id=0, vulkan=False):
+def causal_lm(config, model_class, seed, lowest_id=0, vulkan=False, onnxruntime_too=True):
     """A causal (or masked) LM of `config` (its own argument names), per-token cross_entropy over 12
-    token ids from lowest_id; also on Vulkan when `vulkan`."""
+    token ids from lowest_id; also on Vulkan when `vulkan`; run's `onnxruntime_too`."""
     def build():
         torch.manual_seed(seed)
         model = Wrapped(model_class(config), "input_ids", flat=64)
         ids = torch.randint(lowest_id, 64, (BATCH, 12))
-        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy", vulkan)
+        return run(model, {"input_ids": ids}, torch.randint(0, 64, (BATCH * 12,)), "cross_entropy", vulkan,
+                   onnxruntime_too)
     return build
 
 
@@ -540,6 +543,13 @@ case("transformers CodeGenForCausalLM (GPT-J's rotary, a fused qkv projection sp
 case("transformers MistralForCausalLM (a sliding window of 4: its mask by bitwise_or_, which torch 1.13 cannot "
      "export alone), per-token cross_entropy",
      decoder(transformers.MistralConfig, transformers.MistralForCausalLM, 75, sliding_window=4))
+# Mamba-2: onnxruntime refuses torch's file itself (its If's branch not taken squeezes an axis of 12).
+case("transformers Mamba2ForCausalLM (its chunked selective scan; the exporter's If around a squeeze, whose "
+     "condition folds when importing), per-token cross_entropy",
+     causal_lm(transformers.Mamba2Config(num_hidden_layers=2, hidden_size=32, state_size=4, vocab_size=64, expand=2,
+                                         conv_kernel=4, num_heads=4, head_dim=16, n_groups=1, chunk_size=4,
+                                         initializer_range=0.05), transformers.Mamba2ForCausalLM, 80,
+               onnxruntime_too=False))
 # Sparse mixtures of experts (torch.where(mask) per expert: a shape the data decides) export densely
 # (tightfit.from_torch: every expert on every token, weighted by the router's top-k scores) and must
 # train as PyTorch's sparse blocks do.
