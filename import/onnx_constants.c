@@ -132,7 +132,28 @@ static tf_status fixed_range(ox_import *im, const ox_node *node, const ox_known 
   return ox_set_known(im, node, 0, k);
 }
 
+/* A Range of floats from 0 by 1 to a symbolic size cast to f32 (Gemma 2's torch.arange(T, dtype=float)
+ * of a symbolic T): an arange constant of f32, of symbolic length. */
+static tf_status float_range_to_size(ox_import *im, const ox_node *node, const ox_value *limit) {
+  const ox_known *start, *delta;
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &start));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &delta));
+  const double s = start->count != 1 ? NAN : start->is_float ? start->reals[0] : (double)start->ints[0].size;
+  const double d = delta->count != 1 ? NAN : delta->is_float ? delta->reals[0] : (double)delta->ints[0].size;
+  if (s != 0 || d != 1 || (!start->is_float && start->ints[0].symbol >= 0) ||
+      (!delta->is_float && delta->ints[0].symbol >= 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a Range to a symbolic size cast to a float only from 0 by 1");
+  tf_dim length = limit->float_size;
+  tf_tensor_id id = tf_graph_constant(im->graph, node->proto->output[0], TF_F32, tf_shape_from(&length, 1),
+                                      tf_init_make(TF_INIT_ARANGE, 0, 1));
+  return ox_set_tensor(im, node, 0, id);
+}
+
 tf_status ox_convert_range(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const ox_value *to = ox_value_find(im, ox_input(node, 1));
+  if (to && !ox_is_known(im, ox_input(node, 1)) && to->is_float_size)
+    return float_range_to_size(im, node, to);
   const ox_known *start, *limit, *delta;
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 0, &start));
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &limit));

@@ -475,7 +475,13 @@ static tf_status symbolic_size_as_float(ox_import *im, const ox_node *node, cons
   if (to == TF_F16 || to == TF_BF16)
     y = tf_cast(g, y, to);
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
-  return ox_set_tensor(im, node, 0, y);
+  TF_RETURN_IF_ERROR(ox_set_tensor(im, node, 0, y));
+  ox_value *v = ox_value_find(im, node->proto->output[0]);
+  if (v && k->rank == 0 && to == TF_F32) { /* torch.arange(x.shape[1], dtype=torch.float) */
+    v->is_float_size = true;
+    v->float_size = k->ints[0];
+  }
+  return NULL;
 }
 
 tf_status ox_convert_cast(ox_import *im, const ox_node *node) {

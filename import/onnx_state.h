@@ -32,6 +32,8 @@ typedef struct ox_value {
   tf_tensor_id tensor;                  /* the graph tensor, or TF_NO_TENSOR until needed */
   ox_known *known;                      /* owned; NULL unless known at import time */
   const Onnx__TensorProto *initializer; /* a float initializer: a parameter, made on first use */
+  bool is_float_size;                   /* the tensor is symbolic size float_size cast to a float */
+  tf_dim float_size;                    /* (onnx_layout.c's Cast: a Range to it stays a constant) */
 } ox_value;
 
 typedef enum ox_fused {

@@ -174,6 +174,26 @@ def _sparse_moe_blocks_densely(torch, module):
     return restore
 
 
+def _no_generation_cache(module):
+    """Each submodule's `config.use_cache` (a transformers model's) set False while the export traces: the
+    export runs the module in eval mode, where a transformers model builds its key/value cache for
+    generation (Gemma 2's HybridCache, whose length it then reads from the cache's data), which
+    training never uses. Returns the function that puts the configs back, or None."""
+    changed = []
+    for m in module.modules():
+        config = getattr(m, "config", None)
+        if getattr(config, "use_cache", None) is True and all(config is not c for c in changed):
+            config.use_cache = False
+            changed.append(config)
+    if not changed:
+        return None
+
+    def restore():
+        for config in changed:
+            config.use_cache = True
+    return restore
+
+
 def _detach_as_stop_gradient(torch):
     """Makes the export write PyTorch's detach() as tightfit's StopGradient (domain "tightfit"), where
     torch's own symbolic writes nothing and the detached value would train through (a straight-through
@@ -446,6 +466,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             restores.append(patch(torch))
         restores.append(_padding_rows_as_torch_trains_them(torch, module))
         restores.append(_sparse_moe_blocks_densely(torch, module))
+        restores.append(_no_generation_cache(module))
         restores.append(_bitwise_ops_of_masks(torch, opset))
         restores.append(_rms_norm_as_ops(torch, opset))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))

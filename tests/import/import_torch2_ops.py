@@ -2,7 +2,8 @@
 """`tightfit import` of what PyTorch 2.x's TorchScript exporter writes and 1.13's did not, each in a model
 written with onnx.helper, imported, compiled (--inference), run, and its output compared with numpy's:
 
-  Trilu on data (lower, upper, a diagonal k of -1 and 1), exact: x times a 0/1 triangle
+  Trilu on data (lower, upper, a diagonal k of -1 and 1), exact: x times a 0/1 triangle; on a bool
+      mask (Gemma 2's sliding window, tril(ones_like(mask), -w)) in f32 between casts
   Trilu folded: scaled_dot_product_attention's causal mask, Softmax(x + Where(Equal(Trilu(Expand(1,
       [T, S])), 0), -inf, 0)), within 1e-6; the mask is one constant (no expand or mul node)
   Mod folded: a Reshape's shape from Mod of constants, both signs and both fmod modes (a wrong sign
@@ -49,6 +50,13 @@ def trilu_on_data(upper, k):
     nodes = ([const("k", k)] if k is not None else []) + [
         helper.make_node("Trilu", ["x"] + (["k"] if k is not None else []), ["y"], name="tri", upper=upper)]
     return make(nodes, [("x", F32, [2, 4, 5])], [("y", F32, [2, 4, 5])])
+
+
+def trilu_on_mask(k):
+    """x [2, 4, 5] of bool -> Cast(Trilu(x, k), FLOAT): the lower triangle of the mask."""
+    nodes = [const("k", k), helper.make_node("Trilu", ["x", "k"], ["t"], name="tri", upper=0),
+             helper.make_node("Cast", ["t"], ["y"], name="to_float", to=TensorProto.FLOAT)]
+    return make(nodes, [("x", TensorProto.BOOL, [2, 4, 5])], [("y", F32, [2, 4, 5])])
 
 
 def causal_softmax():
@@ -135,6 +143,9 @@ def main():
         for upper, k in [(0, None), (1, None), (0, -1), (1, 1)]:
             want = (np.triu if upper else np.tril)(x.astype(np.float64), 0 if k is None else k)
             check(f"Trilu on data, upper={upper}, k={k}", f"tri{upper}{k}", trilu_on_data(upper, k), x, want)
+
+        mask = (rng.random((2, 4, 5)) < 0.7).astype(np.uint8)
+        check("Trilu of a bool mask, k=-1", "trimask", trilu_on_mask(-1), mask, np.tril(mask, -1).astype(np.float64))
 
         scores = rng.standard_normal((2, 5, 5)).astype(np.float32)
         masked = np.where(np.tril(np.ones((5, 5))) == 0, -np.inf, scores.astype(np.float64))

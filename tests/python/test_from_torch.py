@@ -9,6 +9,7 @@ import math
 import os
 import sys
 import tempfile
+import types
 
 import numpy as np
 import torch
@@ -1162,6 +1163,67 @@ case("an embedding subclass's own forward (a scale) around a lookup with a paddi
 
 # Writes at positions counted from the end (XGLM's shift_labels[:, -1] = pad_token_id: a ScatterND at
 # index -1) and an identity of a traced size (Nystromformer's torch.eye(mat.size(-1)): EyeLike).
+class CachingBody(torch.nn.Module):
+    """Like a transformers model's body: in eval mode (the export's) with config.use_cache it builds a
+    key/value cache and reads its length from the cache's data (Gemma 2's HybridCache), which training
+    never does."""
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.a = torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = self.a(x)
+        if self.config.use_cache and not self.training:
+            cache = torch.zeros_like(h)
+            cache[:, :2] = h[:, :2].detach()
+            seen = (cache != 0).any(0).sum()
+            h = h + torch.arange(seen, seen + 5, dtype=torch.float32)
+        return h
+
+
+class GenerationCache(torch.nn.Module):
+    """A transformers-like model around CachingBody: from_torch turns config.use_cache off while it
+    exports (the body then computes what it trains), and puts it back."""
+    def __init__(self):
+        super().__init__()
+        self.config = types.SimpleNamespace(use_cache=True)
+        self.body = CachingBody(self.config)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def generation_cache():
+    torch.manual_seed(21)
+    model = GenerationCache()
+    problem, seen = beside_torch(model, torch.randn(batch, 8), torch.randint(0, 5, (batch,)), [])[:2]
+    return problem or (None if model.config.use_cache is True else "config.use_cache was not put back"), seen
+
+
+case("a transformers-like model's generation cache (config.use_cache in eval mode) is left out of the export",
+     generation_cache)
+
+
+class FloatPositions(torch.nn.Module):
+    """torch.arange over the batch axis in floats (a Range to a symbolic size cast to f32)."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 8]
+        rows = torch.arange(x.shape[0], dtype=torch.float32)
+        return self.a(x) + 0.1 * rows[:, None]
+
+
+def float_positions():
+    torch.manual_seed(20)
+    return beside_torch(FloatPositions(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), [])[:2]
+
+
+case("torch.arange(x.shape[0], dtype=torch.float32) of the symbolic batch trains as PyTorch's", float_positions)
+
+
 class FromTheEnd(torch.nn.Module):
     def __init__(self):
         super().__init__()
