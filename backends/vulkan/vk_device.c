@@ -633,9 +633,10 @@ tf_status tf_vulkan_list_devices(tf_device_list *list) {
       snprintf(off, sizeof(off), " (subgroup shaders off)");
     }
     if (!status && used < sizeof(text))
-      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s%s", subgroup.subgroupSize, off,
+      snprintf(text + used, sizeof(text) - used, "; subgroups of %u%s; %s; %s%s", subgroup.subgroupSize, off,
                storage16_of(&vk, devices[i]) ? "16-bit storage (half kernels)"
                                              : "no 16-bit storage (compile with --no-half-kernels)",
+               storage8_of(&vk, devices[i]) ? "8-bit storage (bool masks move)" : "no 8-bit storage (no u8 moves)",
                big_text[big]);
     snprintf(device, sizeof(device), "vulkan:%u", i);
     tf_device_list_add(list, "vulkan", device, "%s", text);
