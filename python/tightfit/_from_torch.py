@@ -130,8 +130,8 @@ def _padding_rows_as_torch_trains_them(torch, module):
 
 def _sparse_moe_blocks_densely(torch, module):
     """Each transformers sparse mixture-of-experts block (Mixtral's, Qwen2-MoE's, OLMoE's, Jamba's:
-    a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`)
-    made to export densely: its forward sends each expert the tokens routed to it by torch.where(mask),
+    a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`; and
+    Switch Transformers' sparse MLP, _switch_densely) made to export densely: its forward sends each expert the tokens routed to it by torch.where(mask),
     a shape the data decides (ONNX NonZero), which no plan of fixed shapes holds. While the export
     traces, the block computes every expert on every token and weights it by the router's top-k
     probabilities scattered over the experts (zero elsewhere, renormalised where the block
@@ -143,6 +143,11 @@ def _sparse_moe_blocks_densely(torch, module):
     import torch.nn.functional as F
     patched = []
     for m in module.modules():
+        if type(m).__name__ == "SwitchTransformersSparseMLP" and isinstance(getattr(m, "experts", None),
+                                                                           torch.nn.ModuleDict):
+            m.forward = _switch_densely(torch, m)
+            patched.append(m)
+            continue
         router = getattr(m, "gate", None) if isinstance(getattr(m, "gate", None), torch.nn.Linear) else \
             getattr(m, "router", None)
         if not type(m).__name__.endswith("SparseMoeBlock") or not isinstance(router, torch.nn.Linear) or \
@@ -172,6 +177,23 @@ def _sparse_moe_blocks_densely(torch, module):
         for m in patched:
             m.__dict__.pop("forward", None)
     return restore
+
+
+def _switch_densely(torch, m):
+    """Switch Transformers' sparse MLP (top-1 routing, tokens past an expert's capacity kept as they are)
+    as a dense forward: each expert on every token, taken where the router's mask routes the token to
+    it (torch.where), the others' states kept. Its own forward indexes by the mask (NonZero) and keeps
+    only the experts the traced batch used (`.tolist()`), which the export would freeze."""
+    def forward(hidden_states):
+        router_mask, router_probs, router_logits = m.router(hidden_states)
+        expert_index = torch.argmax(router_mask, dim=-1)
+        routed = router_mask.bool()
+        next_states = hidden_states
+        for idx in range(routed.shape[-1]):
+            expert = getattr(m.experts, f"expert_{idx}")
+            next_states = torch.where(routed[:, :, idx, None], expert(hidden_states), next_states)
+        return router_probs * next_states, (router_logits, expert_index)
+    return forward
 
 
 def _no_generation_cache(module):

@@ -552,11 +552,20 @@ case("transformers Mamba2ForCausalLM (its chunked selective scan; the exporter's
                onnxruntime_too=False))
 # Sparse mixtures of experts (torch.where(mask) per expert: a shape the data decides) export densely
 # (tightfit.from_torch: every expert on every token, weighted by the router's top-k scores) and must
-# train as PyTorch's sparse blocks do.
+# train as PyTorch's sparse blocks do. (Switch at its default initializer_factor of 1: PyTorch's own f32
+# training departs from float64's by 4e-5 within the 10 steps; at 0.5 by 1.6e-7.)
 case("transformers MixtralForCausalLM (4 experts, the top 2 renormalised; its sparse blocks computed densely), "
      "per-token cross_entropy",
      decoder(transformers.MixtralConfig, transformers.MixtralForCausalLM, 78, num_local_experts=4,
              num_experts_per_tok=2))
+case("transformers SwitchTransformersForConditionalGeneration (4 experts, top 1 within a capacity of 8 tokens; "
+     "its sparse MLPs computed densely), per-token cross_entropy",
+     seq2seq(transformers.SwitchTransformersConfig(num_layers=2, num_decoder_layers=2, num_heads=2, d_model=32, d_kv=16,
+                                                   d_ff=64, expert_capacity=8, num_experts=4, vocab_size=64,
+                                                   dropout_rate=0.0, router_jitter_noise=0.0, encoder_sparse_step=1,
+                                                   decoder_sparse_step=1, relative_attention_num_buckets=8,
+                                                   relative_attention_max_distance=16, initializer_factor=0.5),
+             transformers.SwitchTransformersForConditionalGeneration, 81))
 case("transformers Qwen2MoeForCausalLM (4 experts, the top 2 as they are, a gated shared expert), per-token "
      "cross_entropy",
      decoder(transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM, 79, num_experts=4, num_experts_per_tok=2,

@@ -16,8 +16,8 @@ def run(label, model, inputs):
     start = copy.deepcopy(w)
     try:
         g = tightfit.from_torch(w, tuple(inputs.values()), loss="output", input_names=list(inputs))
-        plan = tightfit.compile(g, set={"N": B}, optimizer="adamw", lr=1e-3, weight_decay=0, clip=0)
-        s = tightfit.Session(plan, seed=0)
+        plan = tightfit.compile(g, set={"N": B}, optimizer="adamw", lr=1e-3, weight_decay=0, clip=0, **({"target": "vulkan"} if __import__("os").environ.get("DEV", "cpu") != "cpu" else {}))
+        s = tightfit.Session(plan, seed=0, device=__import__("os").environ.get("DEV", "cpu"))
         feed = {k: v.numpy() for k, v in inputs.items()}
         got = [s.step(feed) for _ in range(3)]
         want = adamw_losses(start, tuple(inputs.values()), None, 3, 1e-3, criterion=lambda l, _: l)
