@@ -187,6 +187,12 @@ static tf_status emit_branch(ox_import *im, const ox_node *node, const Onnx__Gra
     if (!ox_op_supported(proto->domain, proto->op_type))
       return ox_fail(im, node, TF_ERR_UNSUPPORTED, "its branch's node %zu is %s, which tightfit does not import", n,
                      proto->op_type);
+    for (size_t o = 0; o < proto->n_output; o++) {
+      const ox_value *taken = proto->output[o] ? ox_value_find(im, proto->output[o]) : NULL;
+      if (taken && (taken->known || taken->tensor != TF_NO_TENSOR || taken->initializer))
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT, "its branch's node %zu writes '%s', a name already given", n,
+                       proto->output[o]);
+    }
     const ox_node inner = {.proto = proto,
                            .inputs = (const char *const *)proto->input,
                            .n_inputs = (int32_t)(proto->n_input < 4096 ? proto->n_input : 4096),

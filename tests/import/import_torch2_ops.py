@@ -15,7 +15,7 @@ written with onnx.helper, imported, compiled (--inference), run, and its output 
       branch taken emitted in place, a value only it reads (Relu(x)) computed too, exact
 and the refusals, each exit 2 naming the node and why: Mod with fmod 0 on floats, a
 remainder by zero, Trilu of integer data, of data with symbolic last axes, or of more than 2^24
-elements, and an If whose condition is computed from data.
+elements, and an If whose condition is computed from data or whose branch writes a name already given.
 
 usage: import_torch2_ops.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -89,11 +89,11 @@ def cast_15(producer):
     return make(nodes, [("x", F32, [4, 8])], [("y", F32, [4, 8])], producer=producer)
 
 
-def known_if(length, condition_from_data=False):
+def known_if(length, condition_from_data=False, writes="t"):
     """x [2, length, 5] -> If(Shape(x)[1] == 4, -Relu(x), x): Relu(x) is read by the then branch alone.
-    With condition_from_data the condition is ReduceSum(x) > 0."""
-    then_branch = helper.make_graph([helper.make_node("Neg", ["r"], ["t"], name="neg")], "then", [],
-                                    [helper.make_tensor_value_info("t", F32, [2, length, 5])])
+    With condition_from_data the condition is ReduceSum(x) > 0; `writes` names the then branch's value."""
+    then_branch = helper.make_graph([helper.make_node("Neg", ["r"], [writes], name="neg")], "then", [],
+                                    [helper.make_tensor_value_info(writes, F32, [2, length, 5])])
     else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["e"], name="same")], "else", [],
                                     [helper.make_tensor_value_info("e", F32, [2, length, 5])])
     if condition_from_data:
@@ -200,6 +200,8 @@ def main():
              ["'to_bf16' (Cast)", "cast to COMPLEX128 (15)"]),
             ("an If of a condition computed from data", "if_data", known_if(4, condition_from_data=True),
              ["'choose' (If)", "computed from data"]),
+            ("an If whose branch writes a name the graph has", "if_rewrites", known_if(4, writes="r"),
+             ["'choose' (If)", "writes 'r', a name already given"]),
         ]
         for what, name, model, words in refusals:
             done = import_model(name, model)
