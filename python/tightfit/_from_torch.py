@@ -131,8 +131,9 @@ def _padding_rows_as_torch_trains_them(torch, module):
 def _sparse_moe_blocks_densely(torch, module):
     """Each transformers sparse mixture-of-experts block (Mixtral's, Qwen2-MoE's, OLMoE's, Jamba's:
     a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`; and
-    Switch Transformers' sparse MLP, _switch_densely) made to export densely: its forward sends each expert the tokens routed to it by torch.where(mask),
-    a shape the data decides (ONNX NonZero), which no plan of fixed shapes holds. While the export
+    Switch Transformers' sparse MLP, _switch_densely) made to export densely: its forward sends each
+    expert the tokens routed to it by torch.where(mask), a shape the data decides (ONNX NonZero),
+    which no plan of fixed shapes holds. While the export
     traces, the block computes every expert on every token and weights it by the router's top-k
     probabilities scattered over the experts (zero elsewhere, renormalised where the block
     renormalises them), plus Qwen2-MoE's gated shared expert: the same output and the same
