@@ -100,14 +100,12 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "a %" PRId64 " x %" PRId64 " triangle of data (at most %" PRId64 " elements)", rows.size,
                    columns.size, OX_MAX_TRIANGLE);
+  /* A bool mask (Gemma 2's sliding window, tril(ones_like(mask))) in f32, exactly. */
+  const tf_dtype work = dtype == TF_U8 ? TF_F32 : dtype;
   tf_tensor_id mask;
-  if (dtype == TF_U8) { /* a bool mask (Gemma 2's sliding window, tril(ones_like(mask))): in f32, exactly */
-    TF_RETURN_IF_ERROR(triangle_constant(im, node, rows.size, columns.size, k, upper == 1, TF_F32, &mask));
-    tf_tensor_id y = tf_mul(im->graph, tf_cast(im->graph, x, TF_F32), mask);
-    return ox_set_tensor(im, node, 0, tf_cast(im->graph, y, TF_U8));
-  }
-  TF_RETURN_IF_ERROR(triangle_constant(im, node, rows.size, columns.size, k, upper == 1, dtype, &mask));
-  return ox_set_tensor(im, node, 0, tf_mul(im->graph, x, mask));
+  TF_RETURN_IF_ERROR(triangle_constant(im, node, rows.size, columns.size, k, upper == 1, work, &mask));
+  tf_tensor_id y = tf_mul(im->graph, work == dtype ? x : tf_cast(im->graph, x, work), mask);
+  return ox_set_tensor(im, node, 0, work == dtype ? y : tf_cast(im->graph, y, dtype));
 }
 
 /* real += value and whole += count; false when the integer sum leaves 64 bits. */

@@ -11,68 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conformance.h"
-#include "op_graphs.h"
-
-/* A shape of fixed sizes, usable in a static table. */
-typedef struct dims {
-  int32_t rank;
-  int64_t size[6];
-} dims;
-#define DIMS(...)                                                                                                      \
-  {                                                                                                                    \
-    (int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), { __VA_ARGS__ }                                     \
-  }
-
-typedef struct conf_case conf_case;
-
-struct conf_case {
-  const char *label;
-  void (*build)(tf_graph *g, const conf_case *c); /* adds the op and finishes the graph (op_graphs.h) */
-  tf_op op;                                       /* for builders of a family: which op */
-  dims shapes[3];                                 /* the operands' shapes, in the builder's order */
-  int32_t axes[4], n_axes;                        /* reduce axes; softmax, concat, slice axis; permutation */
-  int64_t slice[3];                               /* start, end, step */
-  bool keepdims, transpose_a, transpose_b, approximate, beta, bias, causal;
-  int32_t heads;
-  float slope;    /* leaky_relu's alpha */
-  float lo, hi;   /* clip's bounds */
-  tf_dtype dtype; /* cast's round trip; ids and labels */
-  int64_t ignore_index;
-  int64_t chunk_rows; /* linear_cross_entropy */
-  int64_t blank;      /* ctc_loss */
-  bool zero_infinity; /* ctc_loss */
-  tf_conv_attrs conv; /* conv1d: stride, padding, dilation [0] */
-  tf_pool_attrs pool;
-  conf_settings settings; /* settings.storage f16/bf16: every float operand and result of the op in that type */
-};
-
-static tf_shape shape_of(const dims *s) {
-  tf_shape shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.rank = s->rank;
-  for (int32_t i = 0; i < s->rank; i++)
-    shape.dims[i] = d(s->size[i]);
-  return shape;
-}
-
-/* x as the row's operands are stored: itself, or cast to the half type of a half run. */
-static tf_tensor_id stored(tf_graph *g, const conf_case *c, tf_tensor_id x) {
-  return c->settings.storage == TF_F32 ? x : tf_cast(g, x, c->settings.storage);
-}
-
-static tf_tensor_id param(tf_graph *g, const conf_case *c, const char *name, const dims *s) {
-  return stored(g, c, tf_test_param(g, name, shape_of(s)));
-}
-
-static tf_tensor_id positive(tf_graph *g, const conf_case *c, const char *name, const dims *s) {
-  return stored(g, c, tf_test_positive(g, name, shape_of(s)));
-}
-
-/* loss = sum(y x probe), y widened to f32 first in a half run. */
-static void finish_probe(tf_graph *g, const conf_case *c, tf_tensor_id y) {
-  tf_test_finish_probe(g, c->settings.storage == TF_F32 ? y : tf_cast(g, y, TF_F32));
-}
+#include "case_builders.h"
 
 /* ---- builders ---- */
 
@@ -128,84 +67,6 @@ static void build_step(tf_graph *g, const conf_case *c) {
 
 static void build_dropout(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_dropout(g, param(g, c, "x", &c->shapes[0]), 0.3f));
-}
-
-/* f32 -> dtype -> f32 (a single f32 -> f32 cast when dtype is f32). */
-static void build_cast(tf_graph *g, const conf_case *c) {
-  tf_tensor_id y = tf_cast(g, param(g, c, "x", &c->shapes[0]), c->dtype);
-  finish_probe(g, c, c->dtype == TF_F32 ? y : tf_cast(g, y, TF_F32));
-}
-
-/* Bit-exactness of the half casts (conf_data.patterns): `from` -> `to` -> `from`, each result a
- * graph output: f16/bf16 ones compared bit for bit, and f32 ones step by step bit for bit with the
- * CPU kernel. Nothing to train: the inference plan only. */
-static void cast_there_and_back(tf_graph *g, const conf_case *c, tf_dtype from, tf_dtype to) {
-  tf_tensor_id there = tf_cast(g, tf_graph_input(g, "x", from, shape_of(&c->shapes[0])), to);
-  tf_graph_add_output(g, there);
-  tf_graph_add_output(g, tf_cast(g, there, from));
-}
-
-/* f32 special values and random bits -> dtype -> f32. */
-static void build_cast_f32_patterns(tf_graph *g, const conf_case *c) { cast_there_and_back(g, c, TF_F32, c->dtype); }
-
-/* Every 16-bit value of dtype -> f32 -> dtype. */
-static void build_cast_half_patterns(tf_graph *g, const conf_case *c) { cast_there_and_back(g, c, c->dtype, TF_F32); }
-
-/* Values up to 3e9 through i32, which saturates: nothing to train (the integers cut the gradient). */
-static void build_cast_saturating(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x =
-      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -3e9, 3e9));
-  finish_probe(g, c, tf_cast(g, tf_cast(g, x, TF_I32), TF_F32));
-}
-
-/* Values from -100 to 400 through u8, which truncates and saturates to [0, 255] (a mask's type;
- * the Vulkan shader packs four to a word: 335 elements leave a word of three). */
-static void build_cast_u8(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x =
-      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -100.0, 400.0));
-  finish_probe(g, c, tf_cast(g, tf_cast(g, x, TF_U8), TF_F32));
-}
-
-/* Values through i64 (truncation toward zero; past +-2^63 saturated): from -range to range, range the
- * row's slope (the Vulkan shader splits each value at 2^32 into two words). */
-static void build_cast_i64(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x = tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]),
-                                      tf_init_make(TF_INIT_UNIFORM, -(double)c->slope, (double)c->slope));
-  finish_probe(g, c, tf_cast(g, tf_cast(g, x, TF_I64), TF_F32));
-}
-
-/* f32 -> i64 -> i32 -> i64 -> f32 over +-6e9: the narrowing wraps (two's complement), the widening
- * sign-extends (RoBERTa's position ids move between the two). */
-static void build_cast_i32_i64(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x =
-      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -6e9, 6e9));
-  tf_tensor_id narrow = tf_cast(g, tf_cast(g, x, TF_I64), TF_I32);
-  finish_probe(g, c, tf_cast(g, tf_cast(g, narrow, TF_I64), TF_F32));
-}
-
-/* f32 -> i32 -> u8 -> i64 -> u8 -> i32 -> f32 over -600..600: an integer cast to u8 keeps its low
- * byte (-5 -> 251), a byte widens (a bool mask's .long(): BioGPT's positions); 335 elements leave
- * the Vulkan shader's last word three bytes. */
-static void build_cast_bytes(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x =
-      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -600.0, 600.0));
-  tf_tensor_id bytes = tf_cast(g, tf_cast(g, x, TF_I32), TF_U8);
-  tf_tensor_id again = tf_cast(g, tf_cast(g, bytes, TF_I64), TF_U8);
-  finish_probe(g, c, tf_cast(g, tf_cast(g, again, TF_I32), TF_F32));
-}
-
-/* A bool mask's moves (BioGPT's default attention mask, expanded to [N, 1, T, T]): u8 through
- * transpose, expand, slice and concat, the odd sizes leaving partial words (the Vulkan layout8 module
- * moves bytes one per index). x is [5, 13]. */
-static void build_layout_bytes(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x =
-      tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, 0.0, 16.0));
-  const int32_t flip[2] = {1, 0};
-  tf_tensor_id t = tf_transpose(g, tf_cast(g, x, TF_U8), flip, 2); /* [67, 5] */
-  tf_tensor_id wide = tf_expand(g, tf_slice(g, t, 0, 1, 12, 2), TF_SHAPE(tf_fixed(3), tf_fixed(6), tf_fixed(5)));
-  tf_tensor_id parts[2] = {tf_slice(g, wide, 2, 1, 4, 1), wide};
-  tf_tensor_id joined = tf_concat(g, parts, 2, 2); /* [3, 6, 8] */
-  finish_probe(g, c, tf_cast(g, joined, TF_F32));
 }
 
 static void build_reduce(tf_graph *g, const conf_case *c) {
@@ -753,15 +614,9 @@ static const conf_case cases[] = {
     {"bce_with_logits (+ grad) [7,19]", build_pair_loss, .op = TF_OP_BCE_WITH_LOGITS, .shapes = {DIMS(7, 19)}},
 };
 
-/* Whether a row also runs on half data: not the casts' own rows (they choose their dtypes) nor
- * rows with nothing to train. */
-static bool runs_on_half(const conf_case *c) {
-  const bool cast_row = c->build == build_cast || c->build == build_cast_f32_patterns ||
-                        c->build == build_cast_half_patterns || c->build == build_cast_saturating ||
-                        c->build == build_cast_u8 || c->build == build_cast_i64 || c->build == build_cast_i32_i64 ||
-                        c->build == build_cast_bytes || c->build == build_layout_bytes;
-  return !cast_row && !c->settings.forward_only;
-}
+/* Whether a row also runs on half data: not the casts' own rows (they choose their dtypes; every cast
+ * row but build_cast's is forward-only) nor rows with nothing to train. */
+static bool runs_on_half(const conf_case *c) { return c->build != build_cast && !c->settings.forward_only; }
 
 static void run_case(tf_test_counts *counts, const conf_backend *backend, conf_coverage *coverage, const conf_case *c,
                      const char *label) {
