@@ -580,6 +580,13 @@ class Plan:
             elif b.role == _lib.ROLE_OPTIMIZER_STATE and b.init.kind != 0 and 0 <= b.owner < head.n_buffers:
                 self.masters[head.buffers[b.owner].name.decode()] = b.name.decode()
 
+    def _buffers(self):
+        """name -> (dtype, shape) of every buffer of the plan (activations included)."""
+        head = ctypes.cast(self._p, ctypes.POINTER(_lib.PlanHead)).contents
+        return {head.buffers[i].name.decode(): (_lib.DTYPE_NAMES[head.buffers[i].dtype],
+                                                 tuple(head.buffers[i].shape[:head.buffers[i].rank]))
+                for i in range(head.n_buffers)}
+
     @property
     def total_bytes(self):
         """Every region: what a session allocates."""

@@ -1,13 +1,14 @@
 """tightfit.from_torch: a PyTorch module exported through ONNX, as it is (training mode, its own parameter
 tensors), and imported by the C importer (include/tightfit/onnx.h). docs/import.md says what it keeps."""
 import ctypes
+import functools
 import json
 import os
 import shutil
 import warnings
 import weakref
 
-from . import _checksum, _lib, _loss_symbolics
+from . import _checksum, _lib, _loss_symbolics, _verify
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -431,6 +432,30 @@ def _export_options(torch, opset_version):
     return options
 
 
+def _modes_as_exported(torch, module):
+    """The layers in eval mode (no dropout noise) but a BatchNorm in training mode (batch statistics)
+    and MultiheadAttention and TransformerEncoderLayer in training mode with no attention dropout (in
+    eval mode under no_grad they take PyTorch's fused inference kernels, which have no ONNX export and
+    give a padded position's output as 0). Returns the function that puts the modes back."""
+    modes = {m: m.training for m in module.modules()}
+    batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
+    fast_path = [m for m in module.modules()
+                 if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer))]
+    attention_dropout = [(m, m.dropout) for m in fast_path if isinstance(m, torch.nn.MultiheadAttention)]
+    module.eval()
+    for m in batch_norms + fast_path:
+        m.training = True
+    for m, _ in attention_dropout:
+        m.dropout = 0.0
+
+    def restore():
+        for m, rate in attention_dropout:
+            m.dropout = rate
+        for m, training in modes.items():
+            m.training = training
+    return restore
+
+
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
@@ -453,12 +478,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     PyTorch 1.x's circular padding as PyTorch computes it (_circular_pad_as_torch) and its x.norm(dim)
     as ReduceL2 (_frobenius_norm_as_l2)."""
     import warnings
-    modes = {m: m.training for m in module.modules()}
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
     buffers = [(b, b.detach().clone()) for m in batch_norms for b in m.buffers()]
-    fast_path = [m for m in module.modules()
-                 if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer))]
-    attention_dropout = [(m, m.dropout) for m in fast_path if isinstance(m, torch.nn.MultiheadAttention)]
     # float buffers other than BatchNorm statistics (an attention mask, a positional table) are
     # constants that PyTorch never trains: held as plain attributes meanwhile, they export as Constant
     # nodes, which import as constants, where as initializers they would import as parameters
@@ -477,11 +498,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     bound_forward = module.forward
     if not scripted:
         module.forward = lambda *args: bound_forward(*args)
-    module.eval()
-    for m in batch_norms + fast_path:
-        m.training = True
+    restores = [_modes_as_exported(torch, module)]
     module.training = True  # the top level only: read by the deduplication, by no layer
-    restores = []
     try:
         opset = kwargs.get("opset_version", 17)
         for patch in (_detach_as_stop_gradient, _repeat_interleave_as_expand, _circular_pad_as_torch,
@@ -498,8 +516,6 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                 if b is not None and b.is_floating_point():
                     del m._buffers[name]
                     object.__setattr__(m, name, b)
-        for m, _ in attention_dropout:
-            m.dropout = 0.0
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
@@ -515,15 +531,11 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             del module.forward
         else:
             module.forward = own_forward
-        for m, rate in attention_dropout:
-            m.dropout = rate
         for m, saved in constant_buffers:
             for name in saved:
                 m.__dict__.pop(name, None)
             m._buffers.clear()
             m._buffers.update(saved)
-        for m, training in modes.items():
-            m.training = training
         with torch.no_grad():
             for b, saved in buffers:
                 b.copy_(saved)
@@ -562,7 +574,7 @@ def _freeze_as_torch(torch, module, graph):
 
 
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
-               name=None, opset_version=None, label_length=None):
+               name=None, opset_version=None, label_length=None, verify=None):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
     it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
     `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1", "ctc") adds a `labels` input and the
@@ -570,7 +582,9 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     negative label, as F.ctc_loss(log_softmax(output), reduction='mean'); "output": the module's output already
     is the scalar loss.
     The graph's weights are the module's, in a safetensors file beside the graph's temporary files.
-    Parameters whose requires_grad is False are frozen in the graph (no gradient, optimizer state or update)."""
+    Parameters whose requires_grad is False are frozen in the graph (no gradient, optimizer state or update).
+    verify: compare the graph's output with the module's on the example inputs (an inference plan on the
+    CPU) and raise where they differ; None does so for modules of up to 2 GiB of parameters."""
     if not _lib.HAS_ONNX:
         raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
                             "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
@@ -631,6 +645,15 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         warnings.warn("from_torch: the running statistics " + ", ".join(sorted(set(running) - set(restored))) +
                       " were not found in the imported weights under their names: they start from the values "
                       "after the export's trace (one forward pass later)", stacklevel=2)
+    if verify is None and _verify.parameter_bytes(module) > _verify.AUTO_LIMIT_BYTES:
+        verify = False
+        warnings.warn(f"from_torch: {_verify.parameter_bytes(module):,} bytes of parameters: the import is "
+                      "not checked against the module (it would hold the weights twice more); "
+                      "from_torch(..., verify=True) checks it", stacklevel=2)
+    if verify is not False:
+        # a transformers model without its generation cache, as exported (training never uses one)
+        _verify.compare(torch, module, example_inputs, graph, names, loss,
+                        patches=(functools.partial(_modes_as_exported, torch), _no_generation_cache))
     _freeze_as_torch(torch, module, graph)
     frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
     if frozen:

@@ -1,0 +1,182 @@
+"""from_torch's check of the import against the module (verify, python/tightfit/_verify.py): a module
+whose export computes another function (a branch on torch.jit.is_tracing() or
+torch.onnx.is_in_onnx_export(), as transformers' RecurrentGemma takes) is refused with where and by
+how much; verify=False imports it; integer outputs compare exactly; a module that draws random numbers
+is not compared (a warning says so); verify=None skips a module past the size limit with a warning.
+usage: test_from_torch_verify.py   (PYTHONPATH=python)"""
+import os
+import sys
+import warnings
+
+import torch
+
+import tightfit
+from tightfit import _verify
+
+print("library:", tightfit.library_path())
+passed = failed = 0
+
+
+def case(label, run):
+    """run() returns (problem or None, what was seen); TALLY_ONLY runs only the labels containing it."""
+    global passed, failed
+    if os.environ.get("TALLY_ONLY", "") not in label:
+        return
+    try:
+        problem, seen = run()
+    except tightfit.TightfitError as error:
+        problem, seen = f"TightfitError: {error}", ""
+    if problem:
+        print(f"FAIL: {label}: {problem}")
+        failed += 1
+    else:
+        print(f"ok: {label}: {seen}")
+        passed += 1
+
+
+class Traced(torch.nn.Module):
+    """Scales its output by 2 only when not traced (`when` says how it asks)."""
+    def __init__(self, when):
+        super().__init__()
+        self.when = when
+        self.a = torch.nn.Linear(8, 16)
+        self.b = torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        if not self.when():
+            h = h * 2.0
+        return self.b(h)
+
+
+class SlightlyTraced(Traced):
+    """RecurrentGemma's case in small: a multiplier sqrt(1 - a^2) with a near 0 left out under tracing,
+    so the outputs differ by ~1e-4 of their size, far below a fixed tolerance of 1e-3."""
+    def forward(self, x):
+        h = torch.tanh(self.a(x))
+        if not self.when():
+            h = h * torch.sqrt(1.0 - torch.full_like(h, 0.02) ** 2)
+        return self.b(h)
+
+
+def refused(model, what):
+    try:
+        tightfit.from_torch(model, (torch.randn(4, 8),), loss="cross_entropy")
+    except tightfit.TightfitError as error:
+        text = str(error)
+        for part in ("verify", "another output than the module", "|difference|", "graph ", "module ",
+                     "verify=False", what):
+            if part not in text:
+                return f"the message lacks {part!r}: {text}", ""
+        return None, text[:150] + "..."
+    return "imported without a word", ""
+
+
+def tracing_branch():
+    torch.manual_seed(1)
+    return refused(Traced(torch.jit.is_tracing), "PyTorch's own rounding error")
+
+
+def export_branch():
+    torch.manual_seed(2)
+    return refused(Traced(torch.onnx.is_in_onnx_export), "at least")
+
+
+def slight_branch():
+    torch.manual_seed(3)
+    return refused(SlightlyTraced(torch.jit.is_tracing), "64 x")
+
+
+def verify_off():
+    torch.manual_seed(4)
+    model = Traced(torch.jit.is_tracing)
+    x = torch.randn(4, 8)
+    graph = tightfit.from_torch(model, (x,), loss="cross_entropy", verify=False)
+    plan = tightfit.compile(graph, set={"N": 4})
+    with tightfit.Session(plan) as session:
+        loss = session.forward({"x": x.numpy(), "labels": torch.zeros(4, dtype=torch.int64).numpy()})
+    return None, f"imported; its first loss {loss:.4f} (the traced function's)"
+
+
+class ArgMax(torch.nn.Module):
+    def __init__(self, shift=0):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 6)
+        self.shift = shift
+
+    def forward(self, x):
+        index = torch.argmax(self.a(x), dim=1)
+        return index + self.shift if torch.jit.is_tracing() else index
+
+
+def integer_outputs():
+    torch.manual_seed(5)
+    tightfit.from_torch(ArgMax(), (torch.randn(4, 8),))
+    try:
+        tightfit.from_torch(ArgMax(1), (torch.randn(4, 8),))
+    except tightfit.TightfitError as error:
+        if "differs from the module's at 4 of 4 elements" not in str(error):
+            return f"the message: {error}", ""
+        return None, "equal argmax imported; argmax + 1 under tracing refused: " + str(error)[:80] + "..."
+    return "argmax + 1 under tracing imported", ""
+
+
+class Noisy(torch.nn.Module):
+    """Draws noise in its forward (as a VAE's reparameterisation does)."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = self.a(x)
+        return y + torch.randn_like(y)
+
+
+def random_forward():
+    torch.manual_seed(6)
+    try:
+        tightfit.from_torch(Noisy(), (torch.randn(4, 8),), loss="mse")
+        return "imported (the importer had refused RandomNormalLike: compare this case end to end)", ""
+    except tightfit.TightfitError as error:
+        if "RandomNormalLike" not in str(error):
+            return f"refused otherwise: {error}", ""
+    # the check itself, on a graph never reached: the module's two runs differ first
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _verify.compare(torch, Noisy(), (torch.randn(4, 8),), None, ["x"], "mse")
+    texts = [str(w.message) for w in seen if "changes from one run to the next" in str(w.message)]
+    return (None, "the import refuses RandomNormalLike; the check warns: " + texts[0][:80] + "...") if texts \
+        else (f"no warning: {[str(w.message) for w in seen]}", "")
+
+
+def size_limit():
+    torch.manual_seed(7)
+    limit = _verify.AUTO_LIMIT_BYTES
+    _verify.AUTO_LIMIT_BYTES = 64
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            tightfit.from_torch(Traced(torch.jit.is_tracing), (torch.randn(4, 8),), loss="cross_entropy")
+        texts = [str(w.message) for w in seen if "not checked against the module" in str(w.message)]
+        if not texts:
+            return f"no warning: {[str(w.message) for w in seen]}", ""
+        try:
+            tightfit.from_torch(Traced(torch.jit.is_tracing), (torch.randn(4, 8),), loss="cross_entropy",
+                                verify=True)
+        except tightfit.TightfitError:
+            return None, texts[0][:90] + "...; verify=True still checks (refused)"
+        return "verify=True past the limit imported without a word", ""
+    finally:
+        _verify.AUTO_LIMIT_BYTES = limit
+
+
+case("a branch on torch.jit.is_tracing() is refused with where and by how much", tracing_branch)
+case("a branch on torch.onnx.is_in_onnx_export() is refused", export_branch)
+case("a difference of 1e-4 of the output (RecurrentGemma's) is refused: the bound is PyTorch's own rounding",
+     slight_branch)
+case("verify=False imports it anyway", verify_off)
+case("integer outputs compare exactly", integer_outputs)
+case("a forward that draws random numbers is not compared, and a warning says so", random_forward)
+case("verify=None skips a module past the size limit with a warning; verify=True checks it", size_limit)
+print(f"from_torch_verify: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
