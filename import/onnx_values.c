@@ -1,6 +1,7 @@
 /* ONNX values: decoding tensors into known values, turning initializers into parameters and known
  * values into constants on first use, and reading a tensor's symbolic shape back from the builder. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -250,13 +251,64 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
   return NULL;
 }
 
+/* The symbol whose import-time prime `value` is a multiple of (ox_tensor_dims' rule), or -1. */
+static int32_t symbol_of_size(const ox_import *im, int64_t value, int64_t *times) {
+  for (int32_t s = 0; s < im->n_symbols && value >= OX_SYMBOL_PRIME_MIN; s++) {
+    int64_t prime = ox_symbol_prime(s);
+    if (value % prime == 0 && value / prime < OX_SYMBOL_PRIME_MIN) {
+      *times = value / prime;
+      return s;
+    }
+  }
+  return -1;
+}
+
+/* `text` with each size of a symbol's import-time prime written as the symbol ("[100003,6]" ->
+ * "[N,6]", "600018 elements" -> "6N elements"); returns whether it wrote one. */
+static bool sizes_as_symbols(const ox_import *im, const char *text, char *out, size_t size) {
+  size_t used = 0;
+  bool wrote = false;
+  for (const char *p = text; *p && used + 1 < size;) {
+    bool starts_number = isdigit((unsigned char)*p) && (p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_'));
+    if (!starts_number) {
+      out[used++] = *p++;
+      continue;
+    }
+    char *end;
+    long long value = strtoll(p, &end, 10);
+    int64_t times = 0;
+    int32_t s = isalnum((unsigned char)*end) || *end == '_' ? -1 : symbol_of_size(im, value, &times);
+    const char *name;
+    int64_t default_value, bound;
+    if (s >= 0 && tf_graph_symbol_at(im->graph, s, &name, &default_value, &bound)) {
+      int n = times == 1 ? snprintf(out + used, size - used, "%s", name)
+                         : snprintf(out + used, size - used, "%" PRId64 "%s", times, name);
+      used = n > 0 && (size_t)n < size - used ? used + (size_t)n : size - 1;
+      wrote = true;
+    } else {
+      size_t length = (size_t)(end - p) < size - 1 - used ? (size_t)(end - p) : size - 1 - used;
+      memcpy(out + used, p, length);
+      used += length;
+    }
+    p = end;
+  }
+  out[used] = '\0';
+  return wrote;
+}
+
 tf_status ox_graph_error(ox_import *im, const ox_node *node) {
   const struct tf_status_s *error = tf_graph_status(im->graph);
   if (!error)
     return NULL;
-  char label[256];
-  return tf_status_new(tf_status_code(error), "%s: %s: %s", im->source, ox_node_label(node, label, sizeof(label)),
-                       tf_status_message(error));
+  char label[256], message[2048];
+  bool symbolic = sizes_as_symbols(im, tf_status_message(error), message, sizeof(message));
+  return tf_status_new(tf_status_code(error), "%s: %s: %s%s", im->source, ox_node_label(node, label, sizeof(label)),
+                       message,
+                       symbolic ? " (a dynamic axis meets a fixed size here: where the exported module read that "
+                                  "axis's size as a number, say len(x) or x.shape[0] passed on as an int, the trace "
+                                  "froze it; export with that axis fixed: from_torch(..., dynamic_batch=False), or "
+                                  "torch.onnx.export without it in dynamic_axes)"
+                                : "");
 }
 
 tf_status ox_need_known(ox_import *im, const ox_node *node, const char *name, const ox_known **out) {

@@ -648,7 +648,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     if verify is None and _verify.parameter_bytes(module) > _verify.AUTO_LIMIT_BYTES:
         verify = False
         warnings.warn(f"from_torch: {_verify.parameter_bytes(module):,} bytes of parameters: the import is "
-                      "not checked against the module (it would hold the weights twice more); "
+                      "not checked against the module (it would hold them three times more meanwhile: in float64, and the plan's); "
                       "from_torch(..., verify=True) checks it", stacklevel=2)
     if verify is not False:
         # a transformers model without its generation cache, as exported (training never uses one)

@@ -4,7 +4,6 @@ mode on batch statistics) against the graph's, from an inference plan on the CPU
 records one path through the module's Python: code that branches on torch.jit.is_tracing(), on
 torch.onnx.is_in_onnx_export() or on a value the trace freezes exports something else, and training
 that graph would train another model without a word."""
-import copy
 import warnings
 
 from ._lib import TightfitError
@@ -16,7 +15,7 @@ NOISE_FACTOR = 64
 FLOOR = 1e-5
 # where the module does not run in float64: a share of the output's largest magnitude, by its dtype
 TOLERANCE = {"f32": 1e-3, "f64": 1e-3, "f16": 2e-2, "bf16": 5e-2}
-# the check holds the weights twice more (a float64 copy, the graph's): above this many bytes of
+# the check holds the weights three times more (in float64, the graph's): above this many bytes of
 # parameters from_torch(verify=None) skips it
 AUTO_LIMIT_BYTES = 2 << 30
 
@@ -94,13 +93,22 @@ def graph_output(graph, example_inputs, names, loss):
 
 
 def _float64_output(torch, module, example_inputs, patches):
-    """The module's first output computed in float64 (a copy of it), or None where it does not run so."""
+    """The module's first output computed in float64 (its parameters and buffers converted meanwhile,
+    then the module given back its own tensor objects and their data), or None where it does not run so."""
+    held = [(m, dict(m._parameters), dict(m._buffers)) for m in module.modules()]
+    data = [(p, p.data) for _, parameters, _ in held for p in parameters.values() if p is not None]
     try:
-        twin = copy.deepcopy(module).double()
+        module.double()
         inputs = tuple(x.double() if x.is_floating_point() else x for x in example_inputs)
-        output = module_output(torch, twin, inputs, patches)
-    except Exception:  # a layer without float64 kernels, a module that cannot be copied: coarser bounds
+        output = module_output(torch, module, inputs, patches)
+    except Exception:  # a layer without float64 kernels, a tensor attribute left in float32: coarser bounds
         return None
+    finally:
+        for p, value in data:
+            p.data = value
+        for m, parameters, buffers in held:
+            m._parameters.update(parameters)
+            m._buffers.update(buffers)
     return None if output is None or not output.is_floating_point() else output.detach().cpu().numpy()
 
 

@@ -224,6 +224,12 @@ def main():
             ("NonZero", write("nonzero.onnx", model([node("NonZero", ["x"], ["y"], "rows")],
                                                     [value_info("x", 1, ["N", 4])], [value_info("y", 7, [2, "K"])])),
              ["nonzero.onnx", "NonZero (1 node, first 'rows')", "the data decides", "densely"]),
+            # a fixed size meeting a dynamic axis (a trace that froze len(x)): the message names the
+            # symbol, not its import-time stand-in (100003), and says how to export instead
+            ("a dynamic axis against a fixed size", write("frozen.onnx", model(
+                [node("Reshape", ["x", "s"], ["y"], "regroup")],
+                [value_info("x", 1, ["N", 6])], [value_info("y", 1, ["M", 2, 6])], [int_tensor("s", [3], [-1, 2, 6])])),
+             ["frozen.onnx", "'regroup' (Reshape)", "[N,6] has 6N elements", "dynamic_batch=False"]),
             # a known value's Slice with an axis past its rank (the fuzzer's find: the message read
             # the freed value's rank)
             ("slice of a known value, axis out of range", write("slice_axis.onnx", model(

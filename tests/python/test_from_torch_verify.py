@@ -170,6 +170,27 @@ def size_limit():
         _verify.AUTO_LIMIT_BYTES = limit
 
 
+def module_untouched():
+    """After from_torch (and its float64 run) the module holds the same parameter and buffer objects, of
+    the same dtypes and values, in the same modes: PyTorch trains it on as before."""
+    torch.manual_seed(8)
+    model = torch.nn.Sequential(torch.nn.Conv1d(2, 4, 3), torch.nn.BatchNorm1d(4), torch.nn.GELU(),
+                                torch.nn.Flatten(), torch.nn.Linear(4 * 6, 3))
+    model[1].eval()
+    before = {name: (t, t.dtype, t.detach().clone()) for name, t in
+              list(model.named_parameters()) + list(model.named_buffers())}
+    modes = [m.training for m in model.modules()]
+    tightfit.from_torch(model, (torch.randn(4, 2, 8),), loss="cross_entropy")
+    after = dict(list(model.named_parameters()) + list(model.named_buffers()))
+    for name, (t, dtype, value) in before.items():
+        if after[name] is not t or t.dtype != dtype or not torch.equal(t, value):
+            return f"{name}: {'another object' if after[name] is not t else after[name].dtype}", ""
+    if [m.training for m in model.modules()] != modes:
+        return "the modes changed", ""
+    return None, f"{len(before)} parameters and buffers: same objects, dtypes and values; modes as before"
+
+
+case("the module is left as it was: the same tensors, dtypes, values and modes", module_untouched)
 case("a branch on torch.jit.is_tracing() is refused with where and by how much", tracing_branch)
 case("a branch on torch.onnx.is_in_onnx_export() is refused", export_branch)
 case("a difference of 1e-4 of the output (RecurrentGemma's) is refused: the bound is PyTorch's own rounding",
