@@ -1,8 +1,8 @@
 /* The operators that make values known at import time or constants of the graph: Identity (a known
  * value copied, a tensor passed on), Constant, Shape (a tensor's symbolic shape), Range (fixed and
  * up to OX_KNOWN_RANGE long: known; else a graph constant) and ConstantOfShape (fixed and up to
- * OX_KNOWN_FILL elements: known; others become graph constants), OneHot of known values, EyeLike of a
- * fixed shape; and
+ * OX_KNOWN_FILL elements: known; others become graph constants), OneHot of known values, EyeLike (of a
+ * fixed shape known, of a symbolic one computed); and
  * tightfit's StopGradient, a value autodiff treats as a constant. */
 #include <inttypes.h>
 #include <math.h>
@@ -340,16 +340,39 @@ static tf_status input_dtype(ox_import *im, const ox_node *node, tf_dtype *dtype
   return NULL;
 }
 
+/* EyeLike of a symbolic (or large) shape [R, C] (SigLIP's torch.eye(N) over a batch of N): a graph
+ * computation, relu(1 - |i + k - j|) of the row positions [R, 1] and the column positions [1, C]
+ * (arange constants of f32, exact below 2^24), a 0/1 mask of f32 (the form a bool takes here, see
+ * onnx_mask.c), cast to an integer or half `dtype`. */
+static tf_status eye_of_symbolic_shape(ox_import *im, const ox_node *node, const tf_dim *dims, int64_t diagonal,
+                                       tf_dtype dtype, bool is_bool) {
+  char name[300];
+  snprintf(name, sizeof(name), "%s.rows", node->proto->output[0]);
+  tf_tensor_id rows = tf_graph_constant(im->graph, name, TF_F32, TF_SHAPE(dims[0], tf_fixed(1)),
+                                        tf_init_make(TF_INIT_ARANGE, (double)diagonal, 1));
+  snprintf(name, sizeof(name), "%s.columns", node->proto->output[0]);
+  tf_tensor_id columns = tf_graph_constant(im->graph, name, TF_F32, TF_SHAPE(tf_fixed(1), dims[1]),
+                                           tf_init_make(TF_INIT_ARANGE, 0, 1));
+  tf_tensor_id apart[2] = {rows, columns};
+  tf_tensor_id distance = tf_unary(im->graph, TF_OP_ABS, tf_graph_node(im->graph, TF_OP_SUB, apart, 2, NULL));
+  tf_tensor_id minus[2] = {ox_scalar(im, node, TF_F32, 1.0), distance};
+  tf_tensor_id eye = tf_unary(im->graph, TF_OP_RELU, tf_graph_node(im->graph, TF_OP_SUB, minus, 2, NULL));
+  if (!is_bool && dtype != TF_F32)
+    eye = tf_cast(im->graph, eye, dtype);
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, eye);
+}
+
 tf_status ox_convert_eye_like(ox_import *im, const ox_node *node) {
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, dims));
   if (rank != 2)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "EyeLike of a rank-%" PRId32 " input (ONNX: rank 2)", rank);
-  if (dims[0].symbol >= 0 || dims[1].symbol >= 0 || dims[0].size > OX_KNOWN_FILL ||
-      dims[1].size > OX_KNOWN_FILL / (dims[0].size > 0 ? dims[0].size : 1))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "EyeLike of an input of fixed shape with at most %" PRId64 " elements",
-                   OX_KNOWN_FILL);
+  const bool symbolic = dims[0].symbol >= 0 || dims[1].symbol >= 0 || dims[0].size > OX_KNOWN_FILL ||
+                        dims[1].size > OX_KNOWN_FILL / (dims[0].size > 0 ? dims[0].size : 1);
+  if (symbolic && (dims[0].size < 0 || dims[1].size < 0))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "EyeLike of an input whose axis is a product of symbols");
   tf_dtype dtype;
   const Onnx__AttributeProto *attr = ox_attr(node, "dtype");
   if (attr) {
@@ -362,6 +385,10 @@ tf_status ox_convert_eye_like(ox_import *im, const ox_node *node) {
   }
   const bool is_float = dtype == TF_F32 || dtype == TF_F16 || dtype == TF_BF16;
   const int64_t shape[2] = {dims[0].size, dims[1].size}, diagonal = ox_attr_int(node, "k", 0);
+  if (symbolic)
+    return eye_of_symbolic_shape(im, node, dims, diagonal, dtype,
+                                 attr ? ox_attr_int(node, "dtype", 0) == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+                                      : dtype == TF_U8);
   ox_known *k = ox_known_new(is_float, dtype, 2, shape);
   if (!k)
     return ox_at(im, node, ox_known_refusal(2, shape, "an EyeLike"));

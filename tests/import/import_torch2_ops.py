@@ -11,6 +11,7 @@ written with onnx.helper, imported, compiled (--inference), run, and its output 
   Cast(to=15) from producer "pytorch": PyTorch 2.x's number for bf16 (pytorch/pytorch#158658), so
       y = x rounded to bf16, exact; from another producer COMPLEX128, refused
   Mod of data, fmod 1: x fmod 3, within a few roundings of numpy's
+  EyeLike of a symbolic shape [N, 5] (k 1, 3 and -1; f32, int64 and bool), computed in the graph, exact
   If of a condition known when importing (the exporter's If around x.squeeze(d), Mamba-2's): the
       branch taken emitted in place, a value only it reads (Relu(x)) computed too, exact
 and the refusals, each exit 2 naming the node and why: Mod with fmod 0 on floats, a
@@ -108,6 +109,14 @@ def known_if(length, condition_from_data=False, writes="t"):
     return make(nodes, [("x", F32, [2, length, 5])], [("y", F32, [2, length, 5])])
 
 
+def eye_like(k, dtype):
+    """x [N, 5] + Cast(EyeLike(x, k, dtype), FLOAT): an eye of a symbolic shape, computed in the graph."""
+    nodes = [helper.make_node("EyeLike", ["x"], ["e"], name="eye", k=k, dtype=dtype),
+             helper.make_node("Cast", ["e"], ["f"], name="to_float", to=TensorProto.FLOAT),
+             helper.make_node("Add", ["x", "f"], ["y"], name="add")]
+    return make(nodes, [("x", F32, ["N", 5])], [("y", F32, ["N", 5])])
+
+
 def bf16_round(x):
     bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # to nearest, ties to even
@@ -146,6 +155,12 @@ def main():
 
         mask = (rng.random((2, 4, 5)) < 0.7).astype(np.uint8)
         check("Trilu of a bool mask, k=-1", "trimask", trilu_on_mask(-1), mask, np.tril(mask, -1).astype(np.float64))
+
+        # `tightfit run` runs the plan at N's default, 1, once per row of x: each row meets eye(1, 5, k)
+        rows = rng.standard_normal((3, 5)).astype(np.float32)
+        for k, dtype in ((1, TensorProto.FLOAT), (3, TensorProto.INT64), (-1, TensorProto.BOOL)):
+            check(f"EyeLike of a symbolic [N, 5], k={k}, {TensorProto.DataType.Name(dtype)}", f"eye{k}",
+                  eye_like(k, dtype), rows, rows.astype(np.float64) + np.eye(1, 5, k))
 
         scores = rng.standard_normal((2, 5, 5)).astype(np.float32)
         masked = np.where(np.tril(np.ones((5, 5))) == 0, -np.inf, scores.astype(np.float64))

@@ -1247,6 +1247,38 @@ case("writes at positions counted from the end (x[:, -1] = v) and torch.eye of a
      from_the_end)
 
 
+# A contrastive loss over the batch (SigLIP's): torch.eye(N) of the batch size, an EyeLike of a
+# symbolic [N, N], computed in the graph; exported at batch 4, trained at 6.
+class PairwiseSigmoid(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.image, self.text = torch.nn.Linear(8, 6), torch.nn.Linear(8, 6)
+
+    def forward(self, x):  # x [N, 8]
+        logits = torch.tanh(self.image(x)) @ torch.tanh(self.text(x.flip(-1))).t() * 3.0  # [N, N]
+        labels = 2 * torch.eye(logits.size(0)) - 1  # 1 on the pairs, -1 elsewhere
+        return -F.logsigmoid(labels * logits).sum() / logits.size(0)
+
+
+def pairwise_sigmoid():
+    torch.manual_seed(26)
+    model = PairwiseSigmoid()
+    graph = tightfit.from_torch(model, (torch.randn(4, 8),), loss="output")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    xs = torch.randn(6, 8)
+    plan = tightfit.compile(graph, set={"N": 6}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    with tightfit.Session(plan, seed=0) as session:
+        losses = [session.step({"x": xs.numpy()}) for _ in range(4)]
+    expected = adamw_losses(model, (xs,), None, 4, 1e-2, criterion=lambda loss, _: loss)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"{ops.count('abs')} abs (the eye's distance); 4 AdamW steps at N=6 {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 and "abs" in ops else f"tightfit {losses} vs PyTorch {expected}, ops {set(ops)}"), seen
+
+
+case("torch.eye of the batch size (a contrastive loss over [N, N], SigLIP's) is computed at any batch", pairwise_sigmoid)
+
+
 # torch.topk of data (ONNX TopK): a mixture of experts routed densely (the router's top 2 of 4 experts
 # by softmax, renormalised, scattered back over the experts: the gradient reaches the chosen
 # probabilities only), the smallest 2 along a middle axis, and k = 1.
