@@ -284,6 +284,14 @@ static tf_status check_graph_bytes(const tf_graph *g, const char *bindings) {
   return NULL;
 }
 
+/* An inference plan runs the forward pass as PyTorch's eval mode does: each dropout the identity (a
+ * copy at rate 0, which every backend's dropout kernel makes), never a random mask on a prediction. */
+static void inference_without_dropout(tf_graph *g) {
+  for (int32_t n = 0; n < g->n_nodes; n++)
+    if (g->nodes[n].op == TF_OP_DROPOUT)
+      g->nodes[n].attrs.u.dropout.rate = 0.0f;
+}
+
 /* The passes that no recompute choice changes, the same for every trial of a search: the bound
  * copy through the optimizer pass. On error *t is freed. */
 static tf_status run_front(const tf_graph *graph, const tf_compile_options *options, tf_training *t) {
@@ -293,6 +301,8 @@ static tf_status run_front(const tf_graph *graph, const tf_compile_options *opti
   tf_status status = bound_copy(graph, options->bindings, &t->g);
   if (!status)
     status = resolve_config(t->g, options, &t->config);
+  if (!status && !options->training)
+    inference_without_dropout(t->g);
   if (!status)
     status = tf_freeze_pass(t);
   if (!status)

@@ -351,8 +351,8 @@ static tf_status eye_of_symbolic_shape(ox_import *im, const ox_node *node, const
   tf_tensor_id rows = tf_graph_constant(im->graph, name, TF_F32, TF_SHAPE(dims[0], tf_fixed(1)),
                                         tf_init_make(TF_INIT_ARANGE, (double)diagonal, 1));
   snprintf(name, sizeof(name), "%s.columns", node->proto->output[0]);
-  tf_tensor_id columns = tf_graph_constant(im->graph, name, TF_F32, TF_SHAPE(tf_fixed(1), dims[1]),
-                                           tf_init_make(TF_INIT_ARANGE, 0, 1));
+  tf_tensor_id columns =
+      tf_graph_constant(im->graph, name, TF_F32, TF_SHAPE(tf_fixed(1), dims[1]), tf_init_make(TF_INIT_ARANGE, 0, 1));
   tf_tensor_id apart[2] = {rows, columns};
   tf_tensor_id distance = tf_unary(im->graph, TF_OP_ABS, tf_graph_node(im->graph, TF_OP_SUB, apart, 2, NULL));
   tf_tensor_id minus[2] = {ox_scalar(im, node, TF_F32, 1.0), distance};

@@ -74,11 +74,20 @@ def _spectral_normed(torch, module):
     return found
 
 
-def _dropout_left_out(torch, module):
-    """'name (p=...)' of each dropout the export leaves out: Dropout layers and MultiheadAttention's
-    attention dropout with p > 0 in training mode (both export as the identity, as in eval mode)."""
+def _kept_dropout(torch, m):
+    """Whether `m` is a Dropout layer that trains (p > 0, training mode): exported as ONNX Dropout in
+    training mode, which imports as tightfit's dropout (seeded masks, the same rate and scaling)."""
+    return isinstance(m, torch.nn.Dropout) and m.training and m.p > 0
+
+
+def _dropout_left_out(torch, module, keep_dropout):
+    """'name (p=...)' of each dropout the export leaves out: Dropout layers unless `keep_dropout`
+    (_kept_dropout), Dropout1d/2d/3d and AlphaDropout, and MultiheadAttention's attention dropout, with
+    p > 0 in training mode (exported as the identity, as in eval mode)."""
     found = []
     for name, m in module.named_modules():
+        if keep_dropout and _kept_dropout(torch, m):
+            continue
         if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0:
             found.append(f"{name or type(m).__name__} (p={m.p:g})")
         elif isinstance(m, torch.nn.MultiheadAttention) and m.training and m.dropout > 0:
@@ -432,18 +441,20 @@ def _export_options(torch, opset_version):
     return options
 
 
-def _modes_as_exported(torch, module):
-    """The layers in eval mode (no dropout noise) but a BatchNorm in training mode (batch statistics)
-    and MultiheadAttention and TransformerEncoderLayer in training mode with no attention dropout (in
+def _modes_as_exported(torch, module, keep_dropout=False):
+    """The layers in eval mode (no dropout noise) but a BatchNorm in training mode (batch statistics),
+    MultiheadAttention and TransformerEncoderLayer in training mode with no attention dropout (in
     eval mode under no_grad they take PyTorch's fused inference kernels, which have no ONNX export and
-    give a padded position's output as 0). Returns the function that puts the modes back."""
+    give a padded position's output as 0), and with `keep_dropout` each Dropout layer that trains
+    (_kept_dropout). Returns the function that puts the modes back."""
     modes = {m: m.training for m in module.modules()}
+    kept = [m for m in module.modules() if keep_dropout and _kept_dropout(torch, m)]
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
     fast_path = [m for m in module.modules()
                  if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer))]
     attention_dropout = [(m, m.dropout) for m in fast_path if isinstance(m, torch.nn.MultiheadAttention)]
     module.eval()
-    for m in batch_norms + fast_path:
+    for m in batch_norms + fast_path + kept:
         m.training = True
     for m, _ in attention_dropout:
         m.dropout = 0.0
@@ -456,7 +467,8 @@ def _modes_as_exported(torch, module):
     return restore
 
 
-def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs):
+def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs,
+                                   keep_dropout):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
     statistics restored after the export's trace, which would update them), and every parameter
@@ -471,7 +483,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     ONNX export), and TransformerEncoder follows its first layer: they export in training mode, which
     takes the ordinary path (projections, softmax, masks as ONNX ops), each MultiheadAttention's
     dropout probability set to 0 meanwhile (in eval mode it is not applied either) and restored after.
-    Their Dropout submodules stay in eval mode (the identity). An Embedding's padding row gets no
+    Their Dropout submodules, as every Dropout layer, train as tightfit's dropout with keep_dropout (else the
+    identity). An Embedding's padding row gets no
     gradient, as in PyTorch (_padding_rows_as_torch_trains_them), a detached value none
     (_detach_as_stop_gradient), repeat_interleave by a constant is written without a Loop
     (_repeat_interleave_as_expand), bitwise_or/and/xor of masks as | & ^ (_bitwise_ops_of_masks) and
@@ -498,7 +511,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     bound_forward = module.forward
     if not scripted:
         module.forward = lambda *args: bound_forward(*args)
-    restores = [_modes_as_exported(torch, module)]
+    restores = [_modes_as_exported(torch, module, keep_dropout)]
     module.training = True  # the top level only: read by the deduplication, by no layer
     try:
         opset = kwargs.get("opset_version", 17)
@@ -574,7 +587,7 @@ def _freeze_as_torch(torch, module, graph):
 
 
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
-               name=None, opset_version=None, label_length=None, verify=None):
+               name=None, opset_version=None, label_length=None, verify=None, dropout=True):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
     it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
     `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1", "ctc") adds a `labels` input and the
@@ -584,7 +597,9 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     The graph's weights are the module's, in a safetensors file beside the graph's temporary files.
     Parameters whose requires_grad is False are frozen in the graph (no gradient, optimizer state or update).
     verify: compare the graph's output with the module's on the example inputs (an inference plan on the
-    CPU) and raise where they differ; None does so for modules of up to 2 GiB of parameters."""
+    CPU) and raise where they differ; None does so for modules of up to 2 GiB of parameters.
+    dropout: each nn.Dropout layer that trains (p > 0, training mode) trains as tightfit's dropout (seeded
+    masks); False leaves every dropout out (the identity: losses comparable with PyTorch's without dropout)."""
     if not _lib.HAS_ONNX:
         raise TightfitError(f"from_torch: {library_path()} has no tf_onnx_import: this libtightfit.so was built "
                             "without the ONNX importer (include/tightfit/onnx.h)", "unsupported")
@@ -617,12 +632,12 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
                             "unsupported")
     # the export's trace updates the running statistics it writes: the values before it go back below
     running = _running_statistics(torch, module)
-    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs)
-    left_out = _dropout_left_out(torch, module)
+    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout)
+    left_out = _dropout_left_out(torch, module, dropout)
     if left_out:
         warnings.warn(f"from_torch: dropout is left out of the imported graph (exported as in eval mode, the "
-                      f"identity): {', '.join(left_out)}; it trains without dropout. tightfit's own dropout op "
-                      "(Graph.dropout) draws seeded masks: docs/import.md", stacklevel=2)
+                      f"identity): {', '.join(left_out)}; it trains without {'it' if len(left_out) == 1 else 'them'}"
+                      f"{'' if dropout else ' (dropout=False)'}: docs/import.md", stacklevel=2)
     options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
         else _lib.OnnxOptions(ignore_index=-100)
     options.weights_path = _bytes(os.path.join(directory, "weights.safetensors"))

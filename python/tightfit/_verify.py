@@ -94,7 +94,10 @@ def graph_output(graph, example_inputs, names, loss):
 
 def _float64_output(torch, module, example_inputs, patches):
     """The module's first output computed in float64 (its parameters and buffers converted meanwhile,
-    then the module given back its own tensor objects and their data), or None where it does not run so."""
+    then the module given back its own tensor objects and their data), or None where it does not run so
+    (and for a TorchScript module, whose tensors are its compiled module's)."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return None
     held = [(m, dict(m._parameters), dict(m._buffers)) for m in module.modules()]
     data = [(p, p.data) for _, parameters, _ in held for p in parameters.values() if p is not None]
     try:

@@ -152,27 +152,33 @@ case("TransformerDecoderLayer, a causal target mask, cross-attention on a memory
 case("TransformerDecoderLayer, pre-norm, mse", decoder_layer_pre_norm_mse)
 
 
-# Dropout with p > 0 (a TransformerEncoderLayer's default 0.1, MultiheadAttention's attention
-# dropout) is left out, as in an eval-mode export: the import works, from_torch warns naming each
-# dropout left out, and the module keeps its dropout probabilities and training flags.
-def dropout_left_out():
+# Dropout with p > 0 (a TransformerEncoderLayer's default 0.1): its Dropout layers train as tightfit's
+# dropout (seeded masks), MultiheadAttention's attention dropout is left out (the fused attention has
+# none) with a warning naming it; dropout=False leaves every one out, naming each; the module keeps its
+# dropout probabilities and training flags either way.
+def dropout_kept_or_left_out():
     torch.manual_seed(11)
     model = torch.nn.Sequential(torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True), torch.nn.Flatten(),
                                 torch.nn.Linear(5 * 16, 4))
     before = flags(model)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        graph = tightfit.from_torch(model, (torch.randn(BATCH, 5, 16),), loss="cross_entropy")
-    said = [str(w.message) for w in caught if "dropout is left out" in str(w.message)]
-    ops = [n["op"] for n in __import__("json").loads(tightfit._run("dump", [graph._file()])[1])["nodes"]]
-    seen = f"warned: {said}; dropout nodes {ops.count('dropout')}; attention dropout {model[0].self_attn.dropout}"
-    if flags(model) != before:
-        return "from_torch changed the module's training flags or dropout probabilities", seen
-    if len(said) != 1 or not all(name in said[0] for name in
-                                 ("0.self_attn (attention dropout p=0.1)", "0.dropout (p=0.1)", "0.dropout1 (p=0.1)")):
-        return "expected one warning naming each dropout left out", seen
-    return (None if "dropout" not in ops else "a dropout node was imported"), seen
+    seen = []
+    for keep in (True, False):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            graph = tightfit.from_torch(model, (torch.randn(BATCH, 5, 16),), loss="cross_entropy", dropout=keep)
+        said = [str(w.message) for w in caught if "dropout is left out" in str(w.message)]
+        ops = [n["op"] for n in __import__("json").loads(tightfit._run("dump", [graph._file()])[1])["nodes"]]
+        seen.append(f"dropout={keep}: {ops.count('dropout')} dropout nodes, warned {said}")
+        if flags(model) != before:
+            return "from_torch changed the module's training flags or dropout probabilities", "; ".join(seen)
+        layers = ("0.dropout (p=0.1)", "0.dropout1 (p=0.1)", "0.dropout2 (p=0.1)")
+        named = [name for name in layers if said and name in said[0]]
+        if len(said) != 1 or "0.self_attn (attention dropout p=0.1)" not in said[0] or \
+                named != ([] if keep else list(layers)) or ops.count("dropout") != (3 if keep else 0):
+            return "expected the three layers kept (or, with dropout=False, named as left out)", "; ".join(seen)
+    return None, "; ".join(seen)
 
 
-case("dropout p > 0 is left out with a warning naming each layer, the module unchanged", dropout_left_out)
+case("dropout p > 0: Dropout layers train as tightfit's dropout, attention dropout left out with a warning; "
+     "dropout=False leaves every one out; the module unchanged", dropout_kept_or_left_out)
 finish("from_torch_transformer")

@@ -1,7 +1,8 @@
 """from_torch's check of the import against the module (verify, python/tightfit/_verify.py): a module
 whose export computes another function (a branch on torch.jit.is_tracing() or
 torch.onnx.is_in_onnx_export(), as transformers' RecurrentGemma takes) is refused with where and by
-how much; verify=False imports it; integer outputs compare exactly; a module that draws random numbers
+how much; verify=False imports it; integer outputs compare exactly; a Dropout layer, kept for training,
+is left out of the comparison (inference plans run dropout as the identity); a module that draws random numbers
 is not compared (a warning says so); verify=None skips a module past the size limit with a warning.
 usage: test_from_torch_verify.py   (PYTHONPATH=python)"""
 import os
@@ -190,6 +191,26 @@ def module_untouched():
     return None, f"{len(before)} parameters and buffers: same objects, dtypes and values; modes as before"
 
 
+def kept_dropout():
+    """A Dropout layer trains as tightfit's dropout, and the check still compares: an inference plan runs
+    every dropout as the identity (PyTorch's eval mode), never a random mask on a prediction."""
+    torch.manual_seed(9)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5), torch.nn.Linear(32, 4))
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    graph = tightfit.from_torch(model, (x,), loss="cross_entropy")
+    losses = []
+    for seed in (1, 2):
+        with tightfit.Session(tightfit.compile(graph, set={"N": 16}), seed=seed) as session:
+            losses.append(session.forward({"x": x.numpy(), "labels": y.numpy()}))
+    model.eval()
+    plain = torch.nn.functional.cross_entropy(model(x), y).item()
+    model.train()
+    if losses[0] == losses[1] or plain in losses:
+        return f"training forward losses {losses} (seeds 1, 2), without dropout {plain}: no dropout drawn", ""
+    return None, f"verified; training forward losses {losses[0]:.4f}, {losses[1]:.4f} (seeds 1, 2) vs {plain:.4f} without"
+
+
+case("a Dropout layer trains with seeded masks, and the check compares without them", kept_dropout)
 case("the module is left as it was: the same tensors, dtypes, values and modes", module_untouched)
 case("a branch on torch.jit.is_tracing() is refused with where and by how much", tracing_branch)
 case("a branch on torch.onnx.is_in_onnx_export() is refused", export_branch)
