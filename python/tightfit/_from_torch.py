@@ -82,8 +82,8 @@ def _kept_dropout(torch, m):
 
 def _dropout_left_out(torch, module, keep_dropout):
     """'name (p=...)' of each dropout the export leaves out: Dropout layers unless `keep_dropout`
-    (_kept_dropout), Dropout1d/2d/3d and AlphaDropout, and MultiheadAttention's attention dropout, with
-    p > 0 in training mode (exported as the identity, as in eval mode)."""
+    (_kept_dropout), Dropout1d/2d/3d and AlphaDropout, MultiheadAttention's attention dropout and a rate
+    attribute that F.dropout reads, with p > 0 in training mode (exported as the identity, as in eval mode)."""
     found = []
     for name, m in module.named_modules():
         if keep_dropout and _kept_dropout(torch, m):
@@ -92,6 +92,11 @@ def _dropout_left_out(torch, module, keep_dropout):
             found.append(f"{name or type(m).__name__} (p={m.p:g})")
         elif isinstance(m, torch.nn.MultiheadAttention) and m.training and m.dropout > 0:
             found.append(f"{name or 'MultiheadAttention'} (attention dropout p={m.dropout:g})")
+        elif m.training and not isinstance(m, torch.nn.modules.dropout._DropoutNd):
+            # a rate kept as a number for F.dropout(x, p=self.dropout, training=self.training), as
+            # transformers' BART, Whisper and Llama attention write it: the module is in eval mode meanwhile
+            found += [f"{name + '.' if name else ''}{key} (F.dropout p={value:g})" for key, value in vars(m).items()
+                      if "dropout" in key and isinstance(value, float) and value > 0]
     return found
 
 
@@ -636,7 +641,8 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     left_out = _dropout_left_out(torch, module, dropout)
     if left_out:
         warnings.warn(f"from_torch: dropout is left out of the imported graph (exported as in eval mode, the "
-                      f"identity): {', '.join(left_out)}; it trains without {'it' if len(left_out) == 1 else 'them'}"
+                      f"identity): {', '.join(left_out[:6])}{f' and {len(left_out) - 6} more' if len(left_out) > 6 else ''}"
+                      f"; it trains without {'it' if len(left_out) == 1 else 'them'}"
                       f"{'' if dropout else ' (dropout=False)'}: docs/import.md", stacklevel=2)
     options = _lib.lib.tf_onnx_options_default() if hasattr(_lib.lib, "tf_onnx_options_default") \
         else _lib.OnnxOptions(ignore_index=-100)

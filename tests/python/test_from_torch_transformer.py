@@ -179,6 +179,29 @@ def dropout_kept_or_left_out():
     return None, "; ".join(seen)
 
 
+class FunctionalDropout(torch.nn.Module):
+    """transformers' way (BART, Whisper): the rate kept as a number for F.dropout(training=self.training)."""
+    def __init__(self):
+        super().__init__()
+        self.dropout, self.activation_dropout = 0.2, 0.0
+        self.a = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.a(torch.nn.functional.dropout(x, p=self.dropout, training=self.training))
+
+
+def functional_dropout_named():
+    torch.manual_seed(12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tightfit.from_torch(torch.nn.Sequential(FunctionalDropout()), (torch.randn(BATCH, 8),), loss="cross_entropy")
+    said = [str(w.message) for w in caught if "dropout is left out" in str(w.message)]
+    if len(said) != 1 or "0.dropout (F.dropout p=0.2)" not in said[0] or "activation_dropout" in said[0]:
+        return f"expected one warning naming 0.dropout (and not the rate of 0): {said}", ""
+    return None, said[0][:140] + "..."
+
+
+case("a rate F.dropout reads (transformers' functional dropout) is named as left out", functional_dropout_named)
 case("dropout p > 0: Dropout layers train as tightfit's dropout, attention dropout left out with a warning; "
      "dropout=False leaves every one out; the module unchanged", dropout_kept_or_left_out)
 finish("from_torch_transformer")
