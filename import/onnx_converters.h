@@ -166,6 +166,7 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node);
 tf_status ox_convert_split(ox_import *im, const ox_node *node);
 tf_status ox_convert_expand(ox_import *im, const ox_node *node);
 tf_status ox_convert_cast(ox_import *im, const ox_node *node);
+tf_status ox_convert_cast_like(ox_import *im, const ox_node *node);
 tf_status ox_convert_pad(ox_import *im, const ox_node *node);
 /* x with `before` and `after` elements of `value` on `axis` (each >= 0): a concat with constants
  * expanded to x's other sizes (a symbolic batch too). */

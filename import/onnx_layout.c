@@ -1,5 +1,5 @@
 /* ONNX layout operators: reshapes, transposes, concatenation, slicing, splitting, expanding,
- * casts and zero pads, which fold when their inputs are known at import time and
+ * casts (Cast, CastLike) and zero pads, which fold when their inputs are known at import time and
  * otherwise add graph ops (the constant and shape operators are in onnx_constants.c, Gather in onnx_gather.c). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,6 +8,7 @@
 
 #include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
+#include "import/onnx_patterns.h"
 
 /* ---- layout ---- */
 
@@ -484,14 +485,8 @@ static tf_status symbolic_size_as_float(ox_import *im, const ox_node *node, cons
   return NULL;
 }
 
-tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
-  int64_t to_onnx = ox_attr_int(node, "to", 0);
-  // PyTorch 2.x's TorchScript exporter casts a scalar to a bf16 operand's type as Cast(to=15): torch's
-  // own number for BFloat16, which ONNX numbers COMPLEX128 (pytorch/pytorch#158658). That exporter
-  // writes no complex types, so from PyTorch 15 means bf16 (BFLOAT16 is 16).
-  const char *producer = im->model->producer_name;
-  if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128 && producer && strcmp(producer, "pytorch") == 0)
-    to_onnx = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+/* Input 0 of `node` cast to ONNX type `to_onnx` (Cast's `to`, CastLike's second input's type). */
+static tf_status cast_to(ox_import *im, const ox_node *node, int64_t to_onnx) {
   tf_dtype to;
   if (!ox_dtype((int32_t)to_onnx, &to))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "cast to %s (%" PRId64 ")", ox_dtype_name((int32_t)to_onnx), to_onnx);
@@ -513,6 +508,79 @@ tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));
+}
+
+tf_status ox_convert_cast(ox_import *im, const ox_node *node) {
+  int64_t to_onnx = ox_attr_int(node, "to", 0);
+  // PyTorch 2.x's TorchScript exporter casts a scalar to a bf16 operand's type as Cast(to=15): torch's
+  // own number for BFloat16, which ONNX numbers COMPLEX128 (pytorch/pytorch#158658). That exporter
+  // writes no complex types, so from PyTorch 15 means bf16 (BFLOAT16 is 16).
+  const char *producer = im->model->producer_name;
+  if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128 && producer && strcmp(producer, "pytorch") == 0)
+    to_onnx = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+  return cast_to(im, node, to_onnx);
+}
+
+/* The ONNX type the model declares for value `name` (a graph input, an initializer, a value_info),
+ * or 0. */
+static int32_t declared_type(const ox_import *im, const char *name) {
+  const Onnx__GraphProto *g = im->onnx;
+  const Onnx__ValueInfoProto *const *lists[] = {(const Onnx__ValueInfoProto *const *)g->input,
+                                                (const Onnx__ValueInfoProto *const *)g->value_info};
+  const size_t counts[] = {g->n_input, g->n_value_info};
+  for (size_t l = 0; l < 2; l++)
+    for (size_t i = 0; i < counts[l]; i++) {
+      const Onnx__ValueInfoProto *info = lists[l][i];
+      if (info->name && strcmp(info->name, name) == 0 && info->type &&
+          info->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && info->type->tensor_type)
+        return info->type->tensor_type->elem_type;
+    }
+  for (size_t i = 0; i < g->n_initializer; i++)
+    if (g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0)
+      return g->initializer[i]->data_type;
+  return 0;
+}
+
+/* The ONNX type of value `name`, which CastLike casts to: as declared, else as its producer makes it
+ * (a comparison or logic op: BOOL, whose data this importer holds as an f32 0/1 mask; Cast: its
+ * `to`), else its tensor's or known value's own type. 0 where none is found. */
+static int32_t like_type(ox_import *im, const char *name) {
+  int32_t declared = declared_type(im, name);
+  if (declared)
+    return declared;
+  static const char *const boolean_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+                                            "Not",   "And",  "Or",      "Xor",         "IsNaN",
+                                            "IsInf"};
+  const ox_node *producer = ox_producer(im, name);
+  for (size_t i = 0; producer && i < sizeof(boolean_ops) / sizeof(boolean_ops[0]); i++)
+    if (strcmp(producer->proto->op_type, boolean_ops[i]) == 0)
+      return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+  if (producer && strcmp(producer->proto->op_type, "Cast") == 0)
+    return (int32_t)ox_attr_int(producer, "to", 0);
+  const ox_value *v = ox_value_find(im, name);
+  const tf_dtype dtype = !v                          ? TF_DTYPE_COUNT
+                         : v->known                  ? v->known->dtype
+                         : v->tensor != TF_NO_TENSOR ? ox_dtype_of(im, v->tensor)
+                                                     : TF_DTYPE_COUNT;
+  switch (dtype) {
+  case TF_F32: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  case TF_F16: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+  case TF_BF16: return ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+  case TF_I32: return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+  case TF_I64: return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+  case TF_U8: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+  default: return 0;
+  }
+}
+
+/* CastLike (opset 15): input 0 cast to the type of input 1 (PyTorch 2.x's dynamo exporter writes it
+ * for `x.type_as(y)` and its scalars). */
+tf_status ox_convert_cast_like(ox_import *im, const ox_node *node) {
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  const int32_t to_onnx = like_type(im, ox_input(node, 1));
+  if (!to_onnx)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "CastLike: the type of input '%s' is not known", ox_input(node, 1));
+  return cast_to(im, node, to_onnx);
 }
 
 /* Pad's constant value: input 2 (opset 11+, a known scalar) or the `value` attribute; 0 when absent. */

@@ -110,6 +110,7 @@ static const ox_converter_row converters[] = {
     {"GlobalAveragePool", ox_convert_global_average_pool},
     {"Dropout", ox_convert_dropout},
     {"Cast", ox_convert_cast},
+    {"CastLike", ox_convert_cast_like},
     {"Identity", ox_convert_identity},
     {"LSTM", ox_convert_lstm},
     {"GRU", ox_convert_gru},

@@ -11,6 +11,7 @@ written with onnx.helper, imported, compiled (--inference), run, and its output 
   Cast(to=15) from producer "pytorch": PyTorch 2.x's number for bf16 (pytorch/pytorch#158658), so
       y = x rounded to bf16, exact; from another producer COMPLEX128, refused
   Mod of data, fmod 1: x fmod 3, within a few roundings of numpy's
+  CastLike (opset 15) to a comparison's type (BOOL: nonzero) and to an int64 initializer's (toward zero)
   EyeLike of a symbolic shape [N, 5] (k 1, 3 and -1; f32, int64 and bool), computed in the graph, exact
   If of a condition known when importing (the exporter's If around x.squeeze(d), Mamba-2's): the
       branch taken emitted in place, a value only it reads (Relu(x)) computed too, exact
@@ -117,6 +118,24 @@ def eye_like(k, dtype):
     return make(nodes, [("x", F32, ["N", 5])], [("y", F32, ["N", 5])])
 
 
+def cast_like_mask():
+    """x [3, 4] -> Cast(CastLike(x, Greater(x, 0)), FLOAT): cast to the type of a comparison, BOOL: x != 0."""
+    nodes = [const("zero", 0.0, np.float32), helper.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
+             helper.make_node("CastLike", ["x", "m"], ["b"], name="like"),
+             helper.make_node("Cast", ["b"], ["y"], name="to_float", to=TensorProto.FLOAT)]
+    return make(nodes, [("x", F32, [3, 4])], [("y", F32, [3, 4])], opset=15)
+
+
+def cast_like_integer():
+    """x [3, 4] -> Cast(CastLike(x * 2.5, an int64 initializer), FLOAT): rounded toward zero."""
+    nodes = [const("k", 2.5, np.float32), helper.make_node("Mul", ["x", "k"], ["s"], name="scale"),
+             helper.make_node("CastLike", ["s", "ids"], ["i"], name="like"),
+             helper.make_node("Cast", ["i"], ["y"], name="to_float", to=TensorProto.FLOAT)]
+    model = make(nodes, [("x", F32, [3, 4])], [("y", F32, [3, 4])], opset=15)
+    model.graph.initializer.append(numpy_helper.from_array(np.array([7], dtype=np.int64), "ids"))
+    return model
+
+
 def bf16_round(x):
     bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # to nearest, ties to even
@@ -156,11 +175,18 @@ def main():
         mask = (rng.random((2, 4, 5)) < 0.7).astype(np.uint8)
         check("Trilu of a bool mask, k=-1", "trimask", trilu_on_mask(-1), mask, np.tril(mask, -1).astype(np.float64))
 
+        holes = rng.standard_normal((3, 4)).astype(np.float32)
+        holes[0, :2] = 0
+        check("CastLike to a comparison's type (BOOL): nonzero", "castlike_bool", cast_like_mask(), holes,
+              (holes != 0).astype(np.float64))
+        check("CastLike to an int64 initializer's type: toward zero", "castlike_int", cast_like_integer(), holes,
+              np.trunc(holes.astype(np.float32) * np.float32(2.5)).astype(np.float64))
+
         # `tightfit run` runs the plan at N's default, 1, once per row of x: each row meets eye(1, 5, k)
         rows = rng.standard_normal((3, 5)).astype(np.float32)
         for k, dtype in ((1, TensorProto.FLOAT), (3, TensorProto.INT64), (-1, TensorProto.BOOL)):
             check(f"EyeLike of a symbolic [N, 5], k={k}, {TensorProto.DataType.Name(dtype)}", f"eye{k}",
-                  eye_like(k, dtype), rows, rows.astype(np.float64) + np.eye(1, 5, k))
+                  eye_like(k, dtype), rows, (rows + np.eye(1, 5, k, dtype=np.float32)).astype(np.float64))
 
         scores = rng.standard_normal((2, 5, 5)).astype(np.float32)
         masked = np.where(np.tril(np.ones((5, 5))) == 0, -np.inf, scores.astype(np.float64))
