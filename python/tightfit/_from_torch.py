@@ -145,8 +145,8 @@ def _padding_rows_as_torch_trains_them(torch, module):
 
 def _sparse_moe_blocks_densely(torch, module):
     """Each transformers sparse mixture-of-experts block (Mixtral's, Qwen2-MoE's, OLMoE's, Jamba's:
-    a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`; and
-    Switch Transformers' sparse MLP, _switch_densely) made to export densely: its forward sends each
+    a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`;
+    Switch Transformers' sparse MLP, _switch_densely; DBRX's experts, _dbrx_densely) made to export densely: its forward sends each
     expert the tokens routed to it by torch.where(mask), a shape the data decides (ONNX NonZero),
     which no plan of fixed shapes holds. While the export
     traces, the block computes every expert on every token and weights it by the router's top-k
@@ -162,6 +162,10 @@ def _sparse_moe_blocks_densely(torch, module):
         if type(m).__name__ == "SwitchTransformersSparseMLP" and isinstance(getattr(m, "experts", None),
                                                                            torch.nn.ModuleDict):
             m.forward = _switch_densely(torch, m)
+            patched.append(m)
+            continue
+        if type(m).__name__ == "DbrxExperts" and all(hasattr(getattr(m, "mlp", None), w) for w in ("w1", "v1", "w2")):
+            m.forward = _dbrx_densely(torch, m)
             patched.append(m)
             continue
         router = getattr(m, "gate", None) if isinstance(getattr(m, "gate", None), torch.nn.Linear) else \
@@ -193,6 +197,22 @@ def _sparse_moe_blocks_densely(torch, module):
         for m in patched:
             m.__dict__.pop("forward", None)
     return restore
+
+
+def _dbrx_densely(torch, m):
+    """DBRX's experts (DbrxExperts: one GLU whose w1, v1, w2 stack every expert's [ffn, d] weights) as a
+    dense forward: each expert on every token, weighted by its top-k weight scattered over the experts.
+    Its own forward gathers each expert's tokens by torch.where (NonZero) and skips an expert no token
+    chose (a branch the export would freeze)."""
+    def forward(x, weights, top_weights, top_experts):
+        batch, length, width = x.shape
+        flat = x.reshape(-1, width)
+        experts, ffn = m.mlp.moe_num_experts, m.mlp.ffn_hidden_size
+        dense = torch.zeros(flat.shape[0], experts, dtype=flat.dtype).scatter(1, top_experts, top_weights.to(flat.dtype))
+        w1, v1, w2 = (w.view(experts, ffn, width) for w in (m.mlp.w1, m.mlp.v1, m.mlp.w2))
+        out = sum(dense[:, e:e + 1] * m.mlp(flat, w1[e], v1[e], w2[e]) for e in range(experts))
+        return out.reshape(batch, length, width)
+    return forward
 
 
 def _switch_densely(torch, m):

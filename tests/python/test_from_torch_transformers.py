@@ -570,6 +570,33 @@ case("transformers Qwen2MoeForCausalLM (4 experts, the top 2 as they are, a gate
      "cross_entropy",
      decoder(transformers.Qwen2MoeConfig, transformers.Qwen2MoeForCausalLM, 79, num_experts=4, num_experts_per_tok=2,
              moe_intermediate_size=32, shared_expert_intermediate_size=32))
+class DbrxBlock(torch.nn.Module):
+    """transformers' DbrxFFN (a router's top 2 of 4 experts, the experts one GLU stacking their weights)
+    between tokens [N, T, d] and a classifier of their mean: DBRX's whole model needs PyTorch 2.x."""
+
+    def __init__(self):
+        super().__init__()
+        config = transformers.DbrxConfig(d_model=16, n_heads=2, n_layers=1, max_seq_len=16, vocab_size=32,
+                                         ffn_config=dict(ffn_hidden_size=24, moe_num_experts=4, moe_top_k=2))
+        from transformers.models.dbrx import modeling_dbrx
+        self.ffn = modeling_dbrx.DbrxFFN(config)
+        self.head = torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        y, _ = self.ffn(x)
+        return self.head(y.mean(1))
+
+
+def dbrx_experts():
+    torch.manual_seed(82)
+    model = DbrxBlock()
+    for weight in model.ffn.experts.mlp.parameters():  # torch.empty until a DbrxPreTrainedModel fills them
+        torch.nn.init.normal_(weight, std=0.3)
+    return run(model, {"x": torch.randn(BATCH, 6, 16)}, torch.randint(0, 5, (BATCH,)), "cross_entropy",
+               onnxruntime_too=False)
+
+
+case("transformers DbrxFFN (4 experts stacked in one GLU, the top 2; computed densely), cross_entropy", dbrx_experts)
 case("transformers XLMWithLMHeadModel (its padding mask arange(T) < (ids != pad).sum(1): a comparison of integer "
      "data; sinusoids off), per-token cross_entropy",
      causal_lm(transformers.XLMConfig(n_layers=2, n_heads=2, emb_dim=32, vocab_size=64, max_position_embeddings=16,
