@@ -1,0 +1,111 @@
+"""What the from_torch test files share (test_from_torch.py and the test_from_torch_attention, _operators and
+_convolution files split from it): the batch size, the tally of "ok: ..." and "FAIL: ..." lines, case(),
+the importer check each file starts with, and the helpers that train an import beside PyTorch. Imported by
+those files (Python puts the script's own folder on sys.path)."""
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+import tightfit
+from torch_training import adamw_losses
+
+batch = 4
+counts = {"passed": 0, "failed": 0}
+
+
+def report_ok(text):
+    """Prints an ok line and counts it."""
+    counts["passed"] += 1
+    print("ok: " + text)
+
+
+def report_failure(text):
+    """Prints a FAIL line and counts it."""
+    counts["failed"] += 1
+    print("FAIL: " + text)
+
+
+def require_importer():
+    """Prints the library and exits 1 (a failure, not a skip) when from_torch cannot import a small
+    module, as when libtightfit.so has no ONNX importer: from_torch is part of the package's promise."""
+    print("library:", tightfit.library_path())
+    try:
+        tightfit.from_torch(torch.nn.Linear(8, 3), (torch.randn(batch, 8),), loss="cross_entropy")
+    except tightfit.TightfitError as error:
+        print(f"FAIL: from_torch: {error}")
+        sys.exit(1)
+
+
+def finish(name, failed=0):
+    """Prints "name: N passed, M failed", M counting `failed` (the failures a file counted outside case()
+    and report_failure), and exits 1 when a check failed, else 0."""
+    failed += counts["failed"]
+    print(f"{name}: {counts['passed']} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+def dumped(graph):
+    """`tightfit dump` of `graph` (JSON text)."""
+    with tempfile.TemporaryDirectory() as folder:
+        graph.save(os.path.join(folder, "graph.tfg"))
+        return tightfit._run("dump", [os.path.join(folder, "graph.tfg")])[1]
+
+
+def case(label, run):
+    """Runs one check: run() returns (problem or None, what was seen); a TightfitError is a failure. With
+    TALLY_ONLY set (a developer's switch), only the cases whose label contains it run."""
+    if os.environ.get("TALLY_ONLY", "") not in label:
+        return
+    try:
+        problem, seen = run()
+    except tightfit.TightfitError as error:
+        problem, seen = f"from_torch: {error}", ""
+    if problem:
+        report_failure(f"{label}: {problem}")
+    else:
+        report_ok(f"{label}: {seen}")
+
+
+def adamw_both(graph, model, xs, ys, steps, sessions=None, inputs=None):
+    """`steps` AdamW steps (lr 1e-2, no weight decay, no clipping) on one batch, by tightfit on `graph`
+    and by PyTorch on `model`: (tightfit's losses, PyTorch's, the worst relative difference). The
+    session is appended to `sessions` when given. `inputs` ({name: tensor}) replaces the single input
+    `x` = xs for a model of several inputs, given to it in that order."""
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    if sessions is not None:
+        sessions.append(session)
+    inputs = inputs or {"x": xs}
+    feed = {name: t.numpy() if t.is_floating_point() else t.numpy().astype(np.int64) for name, t in inputs.items()}
+    feed["labels"] = ys.numpy().astype(np.int32)
+    losses = [session.step(feed) for _ in range(steps)]
+    expected = adamw_losses(model, inputs.values(), ys, steps, 1e-2)
+    return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+
+
+def beside_torch(model, xs, ys, counted, steps=5):
+    """from_torch of `model` (cross_entropy), then `steps` AdamW steps by tightfit and by PyTorch:
+    (a problem or None, what was seen, the graph's ops), what was seen counting the ops in `counted`."""
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, steps)
+    seen = ", ".join(f"{ops.count(op)} {op}" for op in counted) + f"; {steps} AdamW steps {losses[0]:.6f} -> " \
+        f"{losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen, ops
+
+
+def each_beside_torch(forms, steps=4):
+    """beside_torch for each (label, make) of `forms` (make() -> (model, xs), labels of 5 classes drawn
+    after it): the first problem with what was seen, or (None, every form's worst difference)."""
+    seen = []
+    for label, make in forms:
+        model, xs = make()
+        problem, text, _ = beside_torch(model, xs, torch.randint(0, 5, (batch,)), [], steps=steps)
+        if problem:
+            return f"{label}: {problem}", text
+        seen.append(f"{label} {text.split('difference ')[-1]}")
+    return None, "worst relative differences: " + ", ".join(seen)

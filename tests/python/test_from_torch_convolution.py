@@ -1,0 +1,573 @@
+"""tightfit.from_torch on convolutional, pooling and audio networks' pieces, each trained beside PyTorch
+from the same weights: a DCGAN discriminator's LeakyReLU and Softplus, a mobile network's clamps, an L1
+loss and a weight_norm vocoder, HiFi-GAN's discriminators, spectral_norm refused, average pooling that
+does not count its padding, ceil_mode pools, interpolation (linear, bilinear, trilinear, bicubic),
+PixelShuffle, reflect, replicate and circular padding, padding="same", 3-d convolutions and pools,
+timm's standardised weights, and F.unfold. Fails, not skips, without the ONNX importer.
+usage: test_from_torch_convolution.py   (PYTHONPATH=python)"""
+import copy
+import json
+
+import torch
+import torch.nn.functional as F
+
+import tightfit
+from from_torch_cases import adamw_both, batch, beside_torch, case, dumped, each_beside_torch, finish, \
+    require_importer
+from torch_training import adamw_losses
+
+require_importer()
+
+
+# A DCGAN discriminator's activations: LeakyReLU(0.2) after strided convolutions (and a Softplus), 5
+# AdamW steps as PyTorch's.
+def leaky_discriminator():
+    torch.manual_seed(6)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 4, stride=2, padding=1), torch.nn.LeakyReLU(0.2),
+                                torch.nn.Conv2d(8, 16, 4, stride=2, padding=1), torch.nn.LeakyReLU(0.2),
+                                torch.nn.Flatten(), torch.nn.Linear(16 * 4 * 4, 8), torch.nn.Softplus(),
+                                torch.nn.Linear(8, 2))
+    xs, ys = torch.randn(batch, 3, 16, 16), torch.randint(0, 2, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    seen = f"{ops.count('leaky_relu')} leaky_relu, {ops.count('softplus')} softplus; 5 AdamW steps " \
+        f"{losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("leaky_relu") != 2 or ops.count("softplus") != 1:
+        return f"expected 2 leaky_relu and 1 softplus nodes: {ops}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("LeakyReLU(0.2) and Softplus import and train as PyTorch's", leaky_discriminator)
+
+
+# A mobile network's clamps: ReLU6, Hardtanh, torch.clamp by numbers (one side and both), Hardsigmoid
+# and Hardswish import as one clip op each (no Max/Min stacks, whose stacked copies made MobileNet v2's
+# plan 2.5 times its ReLU twin's) and train 5 AdamW steps as PyTorch's; the plan of a ReLU6 network is
+# no larger than the same network's with ReLU.
+class Clamps(torch.nn.Module):
+    def __init__(self, activation=None):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.head = torch.nn.Linear(8 * 8 * 8, 4)
+        self.activation = activation or torch.nn.ReLU6()
+
+    def forward(self, x):
+        h = self.activation(self.conv1(x))
+        h = torch.nn.functional.hardtanh(self.conv2(h), -0.5, 0.75) + h.clamp(min=0.25)
+        h = torch.nn.functional.hardswish(h) * torch.nn.functional.hardsigmoid(h.clamp(-1.0, 2.0))
+        return self.head(h.flatten(1))
+
+
+def clamps():
+    torch.manual_seed(8)
+    model = Clamps()
+    xs, ys = 2 * torch.randn(batch, 3, 8, 8), torch.randint(0, 4, (batch,))
+    graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+    twin = copy.deepcopy(model)
+    twin.activation = torch.nn.ReLU()
+    plans = [tightfit.compile(tightfit.from_torch(m, (xs,), loss="cross_entropy"), set={"N": batch},
+                              optimizer="adamw").total_bytes for m in (model, twin)]
+    seen = f"{ops.count('clip')} clip, {ops.count('max')} max; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}; plan {plans[0]} bytes " \
+        f"(with ReLU {plans[1]})"
+    if ops.count("clip") != 6 or ops.count("max") != 0:
+        return f"expected 6 clip nodes and no max: {ops}", seen
+    if plans[0] > plans[1]:
+        return "the ReLU6 network's plan is larger than its ReLU twin's", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("ReLU6, Hardtanh, clamp, Hardsigmoid and Hardswish import as clip and train as PyTorch's", clamps)
+
+
+def l1_steps_beside_torch(model, xs, ys, steps=5):
+    """Imports `model` with loss="l1", trains `steps` AdamW steps (lr 1e-2, no decay, no clipping) in
+    tightfit and then in PyTorch from the same weights; returns (the graph's ops, tightfit's losses,
+    PyTorch's, the worst relative difference)."""
+    graph = tightfit.from_torch(model, (xs,), loss="l1")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": xs.numpy(), "labels": ys.numpy()}) for _ in range(steps)]
+    expected = adamw_losses(model, (xs,), ys, steps, 1e-2, criterion=F.l1_loss)
+    return ops, losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+
+
+# A TTS-style mel head trained on an L1 loss (loss="l1": mean |output - target|, PyTorch's L1Loss),
+# with a torch.abs inside the model too: 5 AdamW steps as PyTorch's.
+def l1_mel_head():
+    torch.manual_seed(7)
+
+    class MelHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden, self.out = torch.nn.Linear(12, 32), torch.nn.Linear(32, 20)
+
+        def forward(self, x):
+            return self.out(torch.abs(self.hidden(x)))
+
+    model = MelHead()
+    xs, ys = torch.randn(batch, 12), torch.randn(batch, 20)
+    ops, losses, expected, worst = l1_steps_beside_torch(model, xs, ys)
+    seen = f"{ops.count('abs')} abs nodes; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("abs") != 2:
+        return f"expected 2 abs nodes (the model's and the loss's): {ops}", seen
+    return (None if worst <= 1e-5 and losses[-1] < losses[0] else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("torch.abs and an L1 loss import and train as PyTorch's", l1_mel_head)
+
+
+# A HiFi-GAN-style vocoder in miniature (weight_norm on Conv1d and ConvTranspose1d, a dilated
+# residual block, LeakyReLU 0.1, tanh) trained on an L1 loss against a waveform: 5 AdamW steps as
+# PyTorch's, weight_g and weight_v updated as its parameters.
+def weight_norm_vocoder():
+    torch.manual_seed(11)
+    norm = torch.nn.utils.weight_norm
+
+    class Vocoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre = norm(torch.nn.Conv1d(8, 16, 7, padding=3))
+            self.up1 = norm(torch.nn.ConvTranspose1d(16, 8, 4, stride=2, padding=1))
+            self.up2 = norm(torch.nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
+            self.res = torch.nn.ModuleList([norm(torch.nn.Conv1d(4, 4, 3, dilation=d, padding=d)) for d in (1, 3)])
+            self.post = norm(torch.nn.Conv1d(4, 1, 7, padding=3))
+
+        def forward(self, mel):
+            h = self.up2(F.leaky_relu(self.up1(F.leaky_relu(self.pre(mel), 0.1)), 0.1))
+            for conv in self.res:
+                h = h + conv(F.leaky_relu(h, 0.1))
+            return torch.tanh(self.post(F.leaky_relu(h, 0.1)))
+
+    model = Vocoder()
+    mel, wave = torch.randn(batch, 8, 6), 0.5 * torch.randn(batch, 1, 24)
+    ops, losses, expected, worst = l1_steps_beside_torch(model, mel, wave)
+    seen = f"{ops.count('conv_transpose2d')} conv_transpose2d, {ops.count('sqrt')} sqrt (weight norms); 5 AdamW " \
+        f"steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("conv_transpose2d") != 2 or ops.count("sqrt") != 6:
+        return f"expected 2 conv_transpose2d and 6 sqrt nodes: {ops}", seen
+    return (None if worst <= 1e-5 and losses[-1] < losses[0] else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a weight_norm vocoder (ConvTranspose1d) imports and trains as PyTorch's", weight_norm_vocoder)
+
+
+# HiFi-GAN's discriminators in miniature (a TTS vocoder's GAN, weight_norm throughout): the
+# multi-period one pads the waveform by reflection to a multiple of its period and reshapes it into
+# [T / p, p] planes for (k, 1) convolutions; the multi-scale one average-pools it (AvgPool1d with
+# padding) before grouped, strided Conv1d. Both train as PyTorch's.
+class PeriodDiscriminator(torch.nn.Module):
+    def __init__(self, period=3):
+        super().__init__()
+        norm = torch.nn.utils.weight_norm
+        self.period = period
+        self.convs = torch.nn.ModuleList([norm(torch.nn.Conv2d(1, 8, (5, 1), (3, 1), padding=(2, 0))),
+                                          norm(torch.nn.Conv2d(8, 16, (5, 1), (3, 1), padding=(2, 0)))])
+        self.post = norm(torch.nn.Conv2d(16, 1, (3, 1), 1, padding=(1, 0)))
+        self.head = torch.nn.Linear(2 * 3, 5)
+
+    def forward(self, x):  # x [N, 1, 50]
+        n, c, t = x.shape
+        x = F.pad(x, (0, self.period - t % self.period), "reflect")
+        x = x.view(n, c, x.shape[2] // self.period, self.period)
+        for conv in self.convs:
+            x = F.leaky_relu(conv(x), 0.1)
+        return self.head(torch.flatten(self.post(x), 1))
+
+
+class ScaleDiscriminator(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        norm = torch.nn.utils.weight_norm
+        self.pool = torch.nn.AvgPool1d(4, 2, padding=2)
+        self.convs = torch.nn.ModuleList([norm(torch.nn.Conv1d(1, 8, 15, 1, padding=7)),
+                                          norm(torch.nn.Conv1d(8, 16, 41, 4, groups=4, padding=20))])
+        self.head = torch.nn.Linear(16 * 7, 5)
+
+    def forward(self, x):  # x [N, 1, 50]
+        x = self.pool(x)
+        for conv in self.convs:
+            x = F.leaky_relu(conv(x), 0.1)
+        return self.head(torch.flatten(x, 1))
+
+
+def hifigan_discriminators():
+    torch.manual_seed(18)
+    wave, labels = torch.randn(batch, 1, 50), torch.randint(0, 5, (batch,))
+    problem, period, ops = beside_torch(PeriodDiscriminator(), wave, labels, ["conv2d", "concat"])
+    if problem:
+        return problem, period
+    problem, scale, ops = beside_torch(ScaleDiscriminator(), wave, labels, ["avg_pool2d", "conv1d"])
+    return problem, f"multi-period: {period}; multi-scale: {scale}"
+
+
+case("HiFi-GAN's period and scale discriminators (reflect pad, AvgPool1d) train as PyTorch's", hifigan_discriminators)
+
+
+# spectral_norm updates its power-iteration vectors at every training forward pass, state a graph
+# does not have: refused by name in both of its forms, rather than trained with them frozen.
+def spectral_norm_refused():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+    torch.nn.utils.spectral_norm(model[0])
+    forms = [("hook", model)]
+    parametrizations = getattr(torch.nn.utils, "parametrizations", None)
+    if parametrizations is not None and hasattr(parametrizations, "spectral_norm"):
+        other = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+        parametrizations.spectral_norm(other[0])
+        forms.append(("parametrization", other))
+    seen = []
+    for form, m in forms:
+        try:
+            tightfit.from_torch(m, (torch.randn(batch, 3, 8, 8),), loss="cross_entropy")
+            return f"the {form} form imported", ""
+        except tightfit.TightfitError as error:
+            text = str(error)
+            if "spectral_norm on '0'" not in text or "power iteration" not in text:
+                return f"the {form} form's message: {text}", ""
+            seen.append(form)
+    return None, f"refused ({', '.join(seen)}): {text[:90]}..."
+
+
+case("spectral_norm is refused, naming the module", spectral_norm_refused)
+
+
+# Average pooling that does not count its padding (PoolFormer's token mixer), at stride 1 and 2.
+class UncountedPadding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 3, 3, padding=1)
+        self.same = torch.nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+        self.strided = torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False)
+        self.head = torch.nn.Linear(3 * 4 * 4, 5)
+
+    def forward(self, x):  # x [N, 64]: 8 x 8 images
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 8, 8)))
+        h = self.strided(self.same(h) - h)
+        return self.head(h.flatten(1))
+
+
+def uncounted_padding():
+    torch.manual_seed(15)
+    return beside_torch(UncountedPadding(), torch.randn(batch, 64), torch.randint(0, 5, (batch,)),
+                        ["avg_pool2d"])[:2]
+
+
+case("average pooling that does not count its padding (stride 1 and 2) trains as PyTorch's", uncounted_padding)
+
+
+# ceil_mode pooling with partial last windows (SqueezeNet's MaxPool2d(3, 2, ceil_mode=True), ResNet-D's
+# AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False), padded and 1-d forms): floor-mode windows
+# over an input padded at the end (max: the last element repeated; average: zeros, then each window's
+# own count, PyTorch's divisor); each trains as PyTorch's.
+class CeilPooled(torch.nn.Module):
+    def __init__(self, pool, spatial):
+        super().__init__()
+        self.conv = (torch.nn.Conv2d if len(spatial) == 2 else torch.nn.Conv1d)(2, 3, 1)
+        self.pool = pool
+        with torch.no_grad():
+            size = self.pool(torch.zeros(1, 3, *spatial)).numel()
+        self.head = torch.nn.Linear(size, 5)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.pool(self.conv(x)), 1))
+
+
+def ceil_mode_pools():
+    torch.manual_seed(23)
+    forms = [("max 3/2 over 7x7", torch.nn.MaxPool2d(3, 2, ceil_mode=True), (7, 7)),
+             ("avg 2/2 over 7x7, padding not counted", torch.nn.AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False),
+              (7, 7)),
+             ("avg 3/2 pad 1 over 6x6, counted", torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True), (6, 6)),
+             ("avg 3/2 pad 1 over 6x5, not counted",
+              torch.nn.AvgPool2d(3, 2, padding=1, ceil_mode=True, count_include_pad=False), (6, 5)),
+             ("max 2/2 pad 1 over 5x6", torch.nn.MaxPool2d(2, 2, padding=1, ceil_mode=True), (5, 6)),
+             ("avg1d 3/2 over 8", torch.nn.AvgPool1d(3, 2, ceil_mode=True), (8,)),
+             ("max1d 2/2 over 7", torch.nn.MaxPool1d(2, 2, ceil_mode=True), (7,))]
+    return each_beside_torch([(label, lambda pool=pool, spatial=spatial: (CeilPooled(pool, spatial),
+                                                                          torch.randn(batch, 2, *spatial)))
+                              for label, pool, spatial in forms])
+
+
+case("ceil_mode pooling with partial windows (max, average counted or not, 1-d) trains as PyTorch's", ceil_mode_pools)
+
+
+# Linear interpolation (F.interpolate bilinear and linear: MobileViT, segmentation heads): products with
+# constant blend matrices, up and down, to sizes that are not multiples, both corner conventions.
+class Interpolated(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.head = torch.nn.Linear(2 * 8 * 8 + 2 * 5 * 7 + 2 * 3 * 3 + 2 * 11 + 2 * 3 * 8 * 8 + 2 * 5 * 3 * 2, 5)
+
+    def forward(self, x):  # x [N, 16]: 4 x 4 images
+        F = torch.nn.functional
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 4, 4)))
+        up = F.interpolate(h, scale_factor=2, mode="bilinear", align_corners=False)  # [N, 2, 8, 8]
+        odd = F.interpolate(h, size=(5, 7), mode="bilinear", align_corners=True)
+        down = F.interpolate(up, size=(3, 3), mode="bilinear", align_corners=False)
+        line = F.interpolate(h.mean(3), size=11, mode="linear", align_corners=False)  # [N, 2, 11]
+        volume = torch.stack([h, h * h], 2)  # [N, 2, 2, 4, 4]: a volume of 2 planes
+        trilinear = F.interpolate(volume, scale_factor=(1.5, 2, 2), mode="trilinear", align_corners=False)
+        corners = F.interpolate(volume, size=(5, 3, 2), mode="trilinear", align_corners=True)
+        parts = [t.flatten(1) for t in (up, odd, down, line, trilinear, corners)]
+        return self.head(torch.cat(parts, 1))
+
+
+def interpolated():
+    torch.manual_seed(17)
+    return beside_torch(Interpolated(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)), ["matmul"])[:2]
+
+
+case("bilinear, linear and trilinear interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's",
+     interpolated)
+
+
+# Bicubic interpolation: four taps of Keys' kernel (a = -0.75) per output position, the taps past an edge
+# reading the edge, as constant blend matrices like the linear modes'.
+class Bicubic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.head = torch.nn.Linear(2 * 8 * 8 + 2 * 7 * 5 + 2 * 3 * 3, 5)
+
+    def forward(self, x):  # x [N, 16]: 4 x 4 images
+        F = torch.nn.functional
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 4, 4)))
+        up = F.interpolate(h, scale_factor=2, mode="bicubic", align_corners=False)  # [N, 2, 8, 8]
+        corners = F.interpolate(h, size=(7, 5), mode="bicubic", align_corners=True)
+        down = F.interpolate(up, size=(3, 3), mode="bicubic")
+        return self.head(torch.cat([t.flatten(1) for t in (up, corners, down)], 1))
+
+
+def bicubic():
+    torch.manual_seed(18)
+    return beside_torch(Bicubic(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)), ["matmul"], steps=3)[:2]
+
+
+case("bicubic interpolation (up, down, odd sizes, align_corners both ways) trains as PyTorch's", bicubic)
+
+
+# nn.PixelShuffle exports as DepthToSpace (CRD mode) and nn.PixelUnshuffle as a 6-D Reshape/Transpose
+# chain (or SpaceToDepth): each imports as reshape, transpose, reshape, and a super-resolution-style
+# block (conv, shuffle up, conv, shuffle down) trains as PyTorch's; torch.onnx.export of an explicit
+# SpaceToDepth is covered by ONNX's node tests (tests/onnx_node).
+def pixel_shuffles():
+    torch.manual_seed(14)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 12, 3, padding=1), torch.nn.PixelShuffle(2), torch.nn.Tanh(),
+                                torch.nn.Conv2d(3, 2, 3, padding=1), torch.nn.PixelUnshuffle(4), torch.nn.Flatten(),
+                                torch.nn.Linear(32 * 2 * 2, 5))
+    problem, seen, ops = beside_torch(model, torch.randn(batch, 3, 4, 4), torch.randint(0, 5, (batch,)),
+                                      ["transpose", "reshape"])
+    return (f"expected 2 transposes (one per shuffle): {ops}" if ops.count("transpose") != 2 else problem), seen
+
+
+case("PixelShuffle and PixelUnshuffle (DepthToSpace, a 6-D transpose) train as PyTorch's", pixel_shuffles)
+
+
+# Reflect and replicate padding (nn.ReflectionPad2d in CycleGAN-style generators, nn.ReflectionPad1d
+# in MelGAN-style vocoders) import as slices of the data concatenated with it; 1-d pooling as 2-d over
+# a plane of height 1; torch's std and var, whose element count ReduceProd computes from the shape,
+# fold it. Each trains as PyTorch's.
+class PaddedGenerator(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.ReflectionPad2d(2), torch.nn.Conv2d(3, 4, 5), torch.nn.ReLU(),
+                                        torch.nn.ReplicationPad2d((1, 2, 0, 1)), torch.nn.Conv2d(4, 2, 3))
+        self.head = torch.nn.Linear(2 * 5 * 6, 5)
+
+    def forward(self, x):  # x [N, 3, 6, 5]
+        return self.head(torch.flatten(self.body(x), 1))
+
+
+class PooledSequence(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pad, self.conv = torch.nn.ReflectionPad1d(3), torch.nn.Conv1d(4, 6, 7)
+        self.max = torch.nn.MaxPool1d(3, stride=2, padding=1)
+        self.avg = torch.nn.AvgPool1d(2, stride=2, padding=1, count_include_pad=False)
+        self.head = torch.nn.Linear(6 * 3, 5)
+
+    def forward(self, x):  # x [N, 4, 9]
+        h = self.avg(self.max(torch.tanh(self.conv(self.pad(x)))))
+        h = (h - h.mean(-1, keepdim=True)) / (h.std(-1, keepdim=True) + 1e-3) + h.var(-1, keepdim=True)
+        return self.head(torch.flatten(h, 1))
+
+
+def padded_and_pooled():
+    torch.manual_seed(15)
+    problem, seen, ops = beside_torch(PaddedGenerator(), torch.randn(batch, 3, 6, 5), torch.randint(0, 5, (batch,)),
+                                      ["slice", "concat", "expand"])
+    if problem or ops.count("slice") < 8:
+        return problem or f"expected the reflect pad's slices: {ops}", seen
+    problem, seen1d, ops = beside_torch(PooledSequence(), torch.randn(batch, 4, 9), torch.randint(0, 5, (batch,)),
+                                        ["max_pool2d", "avg_pool2d", "slice"])
+    if not problem and (ops.count("max_pool2d") != 1 or ops.count("avg_pool2d") != 1):
+        problem = f"expected one max_pool2d and one avg_pool2d: {ops}"
+    return problem, f"reflect/replicate 2-d: {seen}; reflect 1-d, 1-d pools, std, var: {seen1d}"
+
+
+case("ReflectionPad, ReplicationPad, 1-d pooling, std and var train as PyTorch's", padded_and_pooled)
+
+
+# Circular padding (Conv2d(padding_mode="circular"), F.pad(mode="circular")): PyTorch 1.x's exporter
+# slices the wrong elements for it (onnxruntime disagrees with PyTorch on its file), so from_torch
+# writes it itself there (_circular_pad_as_torch); 2.x's export is right. Either way it must train as
+# PyTorch's.
+class CircularPads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1, padding_mode="circular")
+        self.head = torch.nn.Linear(4 * 7 * 8, 5)
+
+    def forward(self, x):  # x [N, 3, 6, 5]
+        h = F.pad(torch.tanh(self.conv(x)), (1, 2, 0, 1), mode="circular")
+        return self.head(torch.flatten(h, 1))
+
+
+def circular_padding():
+    torch.manual_seed(16)
+    return beside_torch(CircularPads(), torch.randn(batch, 3, 6, 5), torch.randint(0, 5, (batch,)),
+                        ["slice", "concat"])[:2]
+
+
+case("circular padding (Conv2d padding_mode, F.pad) trains as PyTorch's", circular_padding)
+
+
+# padding="same" (PyTorch 2.x writes ONNX auto_pad SAME_UPPER; 1.13 cannot export it at all): an even
+# kernel pads one more at the end, as zeros concatenated before a symmetric convolution; 2-d and a
+# dilated 1-d convolution train as PyTorch's.
+class SamePadded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.image = torch.nn.Conv2d(3, 4, 4, padding="same")
+        self.sequence = torch.nn.Conv1d(4, 2, 6, padding="same", dilation=2)
+        self.head = torch.nn.Linear(2 * 5 * 6, 5)
+
+    def forward(self, x):  # x [N, 3, 5, 6]
+        h = torch.tanh(self.image(x)).flatten(2)  # [N, 4, 30]
+        return self.head(torch.flatten(self.sequence(h), 1))
+
+
+def same_padding():
+    torch.manual_seed(24)
+    model, xs = SamePadded(), torch.randn(batch, 3, 5, 6)
+    try:
+        problem, seen, ops = beside_torch(model, xs, torch.randint(0, 5, (batch,)), ["concat", "conv2d", "conv1d"])
+    except Exception as error:  # the exporter's own refusal (torch.onnx's errors differ by version)
+        if torch.__version__.startswith("1."):
+            return None, f"PyTorch {torch.__version__} cannot export padding='same': {str(error)[:60]}"
+        raise
+    return problem, seen
+
+
+case("padding='same' with even kernels (ONNX auto_pad) trains as PyTorch's", same_padding)
+
+
+# 3-d convolution and pooling (video networks, volumetric U-Nets): Conv3d as one conv2d over its depth
+# taps stacked beside the channels (groups, padding, a strided and dilated depth), ConvTranspose3d as
+# one conv_transpose2d whose taps are spread over the output planes (2/2 by a reshape; 3/2 with
+# output_padding; 3/1 grouped; (2,3,3)/(3,2,2) dilated), MaxPool3d and AvgPool3d as a 2-d pool per plane
+# and a depth window reduced over stacked slices (padded: edge copies for max, counted zeros for avg).
+class Volumetric(torch.nn.Module):
+    def __init__(self, pool, up):
+        super().__init__()
+        self.enc = torch.nn.Conv3d(2, 8, 3, padding=1)
+        self.pool = pool
+        self.mid = torch.nn.Conv3d(8, 8, (3, 3, 3), stride=(2, 1, 1), padding=(2, 1, 1), dilation=(2, 1, 1), groups=2)
+        self.up = up
+        with torch.no_grad():
+            size = self.features(torch.zeros(1, 2, 6, 8, 8)).numel()
+        self.head = torch.nn.Linear(size, 5)  # every output position its own weights: placement matters
+
+    def features(self, x):  # x [N, 2, 6, 8, 8]
+        return self.up(torch.relu(self.mid(self.pool(torch.relu(self.enc(x))))))
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.features(x), 1))
+
+
+def volumetric():
+    nn = torch.nn
+    forms = [("max 2, up 2/2", nn.MaxPool3d(2), nn.ConvTranspose3d(8, 4, 2, stride=2)),
+             ("avg 2, up 3/2 output_padding 1", nn.AvgPool3d(2), nn.ConvTranspose3d(8, 4, 3, 2, 1, output_padding=1)),
+             ("max 3/2 pad 1, up 3/1 grouped", nn.MaxPool3d(3, 2, 1), nn.ConvTranspose3d(8, 4, 3, 1, 1, groups=2)),
+             ("avg 3/(1,2,2) pad 1, up (2,3,3)/(3,2,2) dilated", nn.AvgPool3d(3, (1, 2, 2), 1),
+              nn.ConvTranspose3d(8, 4, (2, 3, 3), (3, 2, 2), (0, 1, 1), dilation=(2, 1, 1), bias=False)),
+             ("no pool, up 2/2 output_padding (1,0,1)", nn.Identity(),
+              nn.ConvTranspose3d(8, 4, 2, stride=2, output_padding=(1, 0, 1)))]
+    def made(i, pool, up):
+        torch.manual_seed(40 + i)
+        return Volumetric(pool, up), torch.randn(batch, 2, 6, 8, 8)
+    return each_beside_torch([(label, lambda i=i, pool=pool, up=up: made(i, pool, up))
+                              for i, (label, pool, up) in enumerate(forms)])
+
+
+case("Conv3d, ConvTranspose3d, MaxPool3d and AvgPool3d train as PyTorch's", volumetric)
+
+
+# Three of timm's spellings: weights standardised by F.batch_norm(w, None, None, training=True) before
+# each convolution (BiT's StdConv2d, NFNets' ScaledStdConv2d: PyTorch exports the batch's own mean and
+# variance as BatchNormalization's statistics inputs), a running sum along an axis other than the last
+# (EdgeNeXt's Fourier positions: ones.cumsum(1)), and a parameter repeated by a count computed from the
+# batch size (GCViT's q_global.repeat_interleave(B // b, 0): PyTorch 2.x writes it with a OneHot of known
+# values, which the import folds).
+class Standardised(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.gain = torch.nn.Parameter(torch.ones(4))
+        self.query = torch.nn.Parameter(torch.randn(1, 4, 5))
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 3, 5, 5]
+        w = F.batch_norm(self.conv.weight.reshape(1, 4, -1), None, None, weight=self.gain, training=True,
+                         momentum=0.0, eps=1e-6).reshape_as(self.conv.weight)
+        h = F.conv2d(x, w, self.conv.bias, padding=1)  # [N, 4, 5, 5]
+        positions = torch.ones_like(h[:, 0]).cumsum(1) / 5  # [N, 5, 5], along axis 1
+        h = h * positions.unsqueeze(1) + h.cumsum(2) / 5
+        query = self.query.repeat_interleave(x.shape[0] // self.query.shape[0], dim=0)  # [N, 4, 5]
+        return self.head(torch.tanh(torch.cat([h, h * query.unsqueeze(-1)], 1)).mean((2, 3)))
+
+
+def timm_spellings():
+    torch.manual_seed(45)
+    return beside_torch(Standardised(), torch.randn(batch, 3, 5, 5), torch.randint(0, 5, (batch,)),
+                        ["batch_norm", "matmul"])[:2]
+
+
+case("standardised weights (F.batch_norm without running statistics), cumsum along any axis and a repeat by a "
+     "count from the batch size train as PyTorch's", timm_spellings)
+
+
+# nn.Unfold / F.unfold (im2col: HaloNet's, VOLO's and research code's patches): PyTorch gathers each window's
+# rows and columns by known index tables, over a batch of symbolic size: runs of consecutive indices
+# become slices, concatenated (overlapping windows' gradients add); and Tensor.unfold's patches.
+class Unfolded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 2, 1)
+        self.head = torch.nn.Linear(18 * 9 + 2 * 2 * 6 * 4 + 2 * 6 * 2 * 3, 5)
+
+    def forward(self, x):  # x [N, 2, 6, 6]
+        h = torch.tanh(self.conv(x))
+        windows = F.unfold(h, kernel_size=3, padding=1, stride=2)  # [N, 18, 9], overlapping
+        dilated = F.unfold(h, kernel_size=(2, 1), dilation=(2, 1))  # [N, 4, 24]
+        patches = h.unfold(3, 3, 2)  # [N, 2, 6, 2, 3]
+        return self.head(torch.cat([windows.flatten(1), dilated.flatten(1), patches.flatten(1)], 1))
+
+
+def unfolded():
+    torch.manual_seed(46)
+    return beside_torch(Unfolded(), torch.randn(batch, 2, 6, 6), torch.randint(0, 5, (batch,)), ["concat"])[:2]
+
+
+case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold train as PyTorch's", unfolded)
+
+
+finish("from_torch_convolution")

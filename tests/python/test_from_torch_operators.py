@@ -1,0 +1,543 @@
+"""tightfit.from_torch on single operators and indexing as PyTorch code writes them, each trained beside
+PyTorch from the same weights: detach() as a stop-gradient, F.pad of data, slice assignments (ScatterND),
+== and comparisons of data, torch.gather and indexing by known and by computed indices, repeat and
+repeat_interleave, torch.arange and torch.eye of traced sizes, writes counted from the end, 1-d MatMul
+operands, sin and cos, torch.flip, argmin/argmax, Pow by any exponent, statistics over the batch axis,
+a zero row's norm, and rounding. Fails, not skips, without the ONNX importer.
+usage: test_from_torch_operators.py   (PYTHONPATH=python)"""
+import json
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import tightfit
+from from_torch_cases import adamw_both, batch, beside_torch, case, dumped, finish, require_importer
+from torch_training import adamw_losses
+
+require_importer()
+
+
+# detach() is PyTorch's stop-gradient, which torch's ONNX export drops: from_torch writes it as
+# tightfit's StopGradient. A straight-through estimator (tanh's value forward, the identity's gradient
+# backward: a quantiser's trick) and a detached gate; without the op both train as if not detached.
+class StraightThrough(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.gate, self.b = torch.nn.Linear(8, 16), torch.nn.Linear(8, 16), torch.nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        h = h + (torch.tanh(h) - h).detach()
+        return self.b(h * torch.sigmoid(self.gate(x)).detach() + h)
+
+
+def detached():
+    torch.manual_seed(7)
+    problem, seen, ops = beside_torch(StraightThrough(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
+                                      ["stop_gradient"])
+    return (f"expected 2 stop_gradient nodes: {ops}" if ops.count("stop_gradient") != 2 else problem), seen
+
+
+case("detach() (a straight-through estimator, a detached gate) trains as PyTorch's", detached)
+
+
+# F.pad of data in constant mode (MobileBERT's trigram embeddings shift the sequence by a zero row each
+# way): concats with constants, a negative pad a crop; torch's export reverses the pads with a Slice of
+# step -1, which the importer folds.
+class Shifted(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(24, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        before = F.pad(h[:, 1:], [0, 0, 0, 1])
+        after = F.pad(h, [0, 0, 1, -1], value=0.5)
+        return self.b(torch.cat([before, h, after], dim=2).mean(dim=1))
+
+
+def padded():
+    torch.manual_seed(8)
+    return beside_torch(Shifted(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["concat", "slice"])[:2]
+
+
+case("F.pad of data (zeros, a value, a negative pad) trains as PyTorch's", padded)
+
+
+# Slice assignments of data export as ScatterND whose indices are a Range reshaped, expanded and
+# concatenated; the importer reads them back as a box of the data and writes slices and concats: a
+# shift right (BART's decoder ids), a single position, a box over two axes with its updates transposed,
+# and an assignment into a zero tensor; gradients reach both the kept data and the updates.
+class SliceAssigned(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = self.a(x)
+        shifted = torch.zeros_like(h)
+        shifted[:, 1:] = h[:, :-1]
+        shifted[:, 0] = 0.5 * h[:, 5]
+        g = h.clone()
+        g[:, 2:5, 1:3] = x[:, 1:3, 4:7].transpose(1, 2) * 2
+        g[:, :, 7] = shifted[:, :, 0]
+        return self.b((shifted * g).mean(dim=1))
+
+
+def slice_assigned():
+    torch.manual_seed(10)
+    problem, seen, ops = beside_torch(SliceAssigned(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)),
+                                      ["concat", "slice", "transpose"])
+    return (f"expected no ScatterND left: {ops}" if "scatter" in " ".join(ops) else problem), seen
+
+
+case("slice assignments of data (x[:, 1:] = y, a position, a transposed box) train as PyTorch's", slice_assigned)
+
+
+# == of float data with a number (BLOOM's padding mask) and of two data tensors: exact, and no
+# gradient through the mask; torch.where with both branches data blends them by the mask.
+class FloatEqual(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+        self.register_buffer("keep", torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]))
+
+    def forward(self, x):
+        h = self.a(x)
+        same = torch.relu(h) == torch.relu(h * self.keep)  # == of two data tensors
+        both = torch.where(same, h, 2 * h)  # Where with both branches data
+        return self.b(h.masked_fill(torch.relu(h) == 0, 0.25) * (h.abs() == 0.5).float() + both)
+
+
+def float_equal():
+    torch.manual_seed(11)
+    x = torch.randn(batch, 8)
+    x[0, :4] = 0.5
+    model = FloatEqual()
+    with torch.no_grad():  # h[0, :4] = 0.5 exactly: the weights of row 0 of x's first four inputs
+        model.a.weight[:4], model.a.bias[:4] = 0.0, 0.5
+    problem, seen, ops = beside_torch(model, x, torch.randint(0, 5, (batch,)), ["stop_gradient"], steps=3)
+    return (f"expected 3 stop_gradient nodes: {ops}" if ops.count("stop_gradient") != 3 else problem), seen
+
+
+case("== of float data (with a number, of two tensors) and where() of two tensors train as PyTorch's", float_equal)
+
+
+# torch.gather by known indices (DeBERTa's relative positions, expanded over the batch; Funnel's
+# position table) is an embedding lookup: an index read twice sums its gradients, as torch's does;
+# x.repeat(N, 1) of a tensor of two rows is an expand of a new axis merged with the rows.
+class Gathered(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(6, 5)
+        self.table = torch.nn.Parameter(torch.randn(4, 6) * 0.5)
+        self.heads = torch.nn.Parameter(torch.randn(2, 3) * 0.5)
+        self.register_buffer("columns", torch.tensor([[5, 0, 3, 3, 11, 2]]))
+        self.register_buffer("rows", torch.tensor([[3, 0, 1, 1, 2, 0], [0, 0, 3, 2, 1, 1]]))
+
+    def forward(self, x):  # x [N, 8]
+        h = self.a(x)
+        picked = torch.gather(h, 1, self.columns.expand(x.shape[0], 6))  # [N, 6]
+        # DeBERTa-v2's repeat over the batch of a tensor whose first axis is not 1: [2N, 3]
+        repeated = self.heads.repeat(x.shape[0], 1).reshape(x.shape[0], 6)
+        return self.b(picked * torch.gather(self.table, 0, self.rows).sum(0) * repeated)
+
+
+def gathered():
+    torch.manual_seed(12)
+    return beside_torch(Gathered(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["embedding"])[:2]
+
+
+case("torch.gather by known indices, and a repeat over the batch, train as PyTorch's", gathered)
+
+
+# Indexing by indices computed at run time (not known at import): x[:, idx] by an argmax of a
+# parameter and index_select along the last axis by a model input (Gather along axes other than a 2-d
+# table's rows), torch.gather by a per-row index tensor (GatherElements by data).
+class GatheredByData(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(20, 5)
+        self.choice = torch.nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x, rows):  # x [N, 8], rows [N, 2] in [0, 3)
+        h = self.a(x).reshape(x.shape[0], 3, 4)
+        picked = h[:, self.choice.argmax(0)]  # [N, 4, 4]: rows of h chosen at run time
+        last = torch.index_select(torch.tanh(h), 2, rows[0])  # [N, 3, 2]
+        per_row = torch.gather(h[:, :, 0], 1, rows)  # [N, 2]
+        return self.b(torch.cat([picked.reshape(x.shape[0], 16) * 0.5, last.sum(1), per_row], 1))
+
+
+def gathered_by_data():
+    torch.manual_seed(29)
+    model = GatheredByData()
+    xs, ys, rows = torch.randn(batch, 8), torch.randint(0, 5, (batch,)), torch.randint(0, 3, (batch, 2))
+    inputs = {"x": xs, "rows": rows}
+    graph = tightfit.from_torch(model, (xs, rows), loss="cross_entropy", input_names=list(inputs))
+    sessions = []
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5, sessions=sessions, inputs=inputs)
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    outside = rows.numpy().copy()
+    outside[1, 0] = 3  # not a position of h[:, :, 0]: torch.gather raises; tightfit's loss is +inf
+    try:
+        loss = sessions[0].step({"x": xs.numpy(), "rows": outside, "labels": ys.numpy().astype(np.int32)})
+        return f"an index outside the axis gave the loss {loss}", seen
+    except tightfit.TightfitError as error:
+        seen += f"; an index outside the axis: {str(error)[:80]}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("x[:, idx], index_select and torch.gather by indices computed at run time train as PyTorch's",
+     gathered_by_data)
+
+
+# torch.repeat_interleave by a constant (GPT-J's rotary tables): torch's own export writes a Loop over
+# slices when a size is dynamic (the batch here); from_torch writes Unsqueeze, Expand and Reshape.
+class Interleaved(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(48, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = self.a(x).reshape(x.shape[0], 3, 4)
+        middle = torch.repeat_interleave(h, 2, dim=1)  # [N, 6, 4]: rows 0 0 1 1 2 2
+        last = torch.repeat_interleave(torch.tanh(middle), 2, -1)  # [N, 6, 8]
+        return self.b(last.reshape(x.shape[0], 48))
+
+
+def interleaved():
+    torch.manual_seed(13)
+    return beside_torch(Interleaved(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["reshape"])[:2]
+
+
+case("torch.repeat_interleave by a constant, along a middle and the last axis, trains as PyTorch's", interleaved)
+
+
+# Comparisons of data (XLM's padding mask arange(T) < lengths[:, None]; float data's signs): masks of 0s and
+# 1s, those of floats with no gradient.
+class Compared(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+        self.register_buffer("positions", torch.arange(8))
+
+    def forward(self, x):  # x [N, 8]
+        counts = (x[:, :1] * 4).long()  # whole numbers from the data, about -8..8
+        keep = (self.positions < counts) | (self.positions >= counts + 6)
+        near = (counts <= self.positions) & (self.positions > counts - 3) & (counts.sum(1, keepdim=True) > -2)
+        h = self.a(x)
+        signs = (h > 0).float() - (h <= x[:, 1:2]).float() + 0.5 * (x >= 0.25).float() - (h < -0.5).float()
+        return self.b(torch.tanh(h) * keep + 0.5 * near + signs)
+
+
+def compared():
+    torch.manual_seed(14)
+    return beside_torch(Compared(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["relu"])[:2]
+
+
+case("comparisons of integer and float data (<, <=, >, >=, summed counts) make masks that train as PyTorch's",
+     compared)
+
+
+class FloatPositions(torch.nn.Module):
+    """torch.arange over the batch axis in floats (a Range to a symbolic size cast to f32)."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 5)
+
+    def forward(self, x):  # x [N, 8]
+        rows = torch.arange(x.shape[0], dtype=torch.float32)
+        return self.a(x) + 0.1 * rows[:, None]
+
+
+def float_positions():
+    torch.manual_seed(20)
+    return beside_torch(FloatPositions(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), [])[:2]
+
+
+case("torch.arange(x.shape[0], dtype=torch.float32) of the symbolic batch trains as PyTorch's", float_positions)
+
+
+# Writes at positions counted from the end (XGLM's shift_labels[:, -1] = pad_token_id: a ScatterND at
+# index -1) and an identity of a traced size (Nystromformer's torch.eye(mat.size(-1)): EyeLike).
+class FromTheEnd(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+        self.w = torch.nn.Parameter(torch.randn(8, 8) * 0.3)
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = self.a(x)
+        h[:, -1] = 0.5
+        h[:, -3] = h[:, 0] * 2
+        identity = torch.eye(h.size(-1))
+        return self.b((h @ (7 * identity + self.w)).mean(1))
+
+
+def from_the_end():
+    torch.manual_seed(18)
+    return beside_torch(FromTheEnd(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["concat"])[:2]
+
+
+case("writes at positions counted from the end (x[:, -1] = v) and torch.eye of a traced size train as PyTorch's",
+     from_the_end)
+
+
+# A contrastive loss over the batch (SigLIP's): torch.eye(N) of the batch size, an EyeLike of a
+# symbolic [N, N], computed in the graph; exported at batch 4, trained at 6.
+class PairwiseSigmoid(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.image, self.text = torch.nn.Linear(8, 6), torch.nn.Linear(8, 6)
+
+    def forward(self, x):  # x [N, 8]
+        logits = torch.tanh(self.image(x)) @ torch.tanh(self.text(x.flip(-1))).t() * 3.0  # [N, N]
+        labels = 2 * torch.eye(logits.size(0)) - 1  # 1 on the pairs, -1 elsewhere
+        return -F.logsigmoid(labels * logits).sum() / logits.size(0)
+
+
+def pairwise_sigmoid():
+    torch.manual_seed(26)
+    model = PairwiseSigmoid()
+    graph = tightfit.from_torch(model, (torch.randn(4, 8),), loss="output")
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    xs = torch.randn(6, 8)
+    plan = tightfit.compile(graph, set={"N": 6}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    with tightfit.Session(plan, seed=0) as session:
+        losses = [session.step({"x": xs.numpy()}) for _ in range(4)]
+    expected = adamw_losses(model, (xs,), None, 4, 1e-2, criterion=lambda loss, _: loss)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"{ops.count('abs')} abs (the eye's distance); 4 AdamW steps at N=6 {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 and "abs" in ops else f"tightfit {losses} vs PyTorch {expected}, ops {set(ops)}"), seen
+
+
+case("torch.eye of the batch size (a contrastive loss over [N, N], SigLIP's) is computed at any batch", pairwise_sigmoid)
+
+
+# numpy's 1-d MatMul operands (x @ w for a vector w, torch.mv, torch.dot): a [K] as [1, K], b [K] as
+# [K, 1], that axis dropped after; trains as PyTorch's.
+class VectorProducts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.w, self.p = torch.nn.Parameter(torch.randn(8) * 0.3), torch.nn.Parameter(torch.randn(8) * 0.3)
+        self.u, self.m = torch.nn.Parameter(torch.randn(5) * 0.3), torch.nn.Parameter(torch.randn(5, 8) * 0.3)
+
+    def forward(self, x):  # x [N, 6, 8]
+        h = torch.tanh(self.a(x))
+        per_step = h @ self.w  # [N, 6]: b 1-d, batched
+        mixed = self.u @ self.m  # [8]: a 1-d
+        dot = torch.dot(self.w, self.p)  # []: both 1-d
+        return ((h * mixed + dot) @ self.m.t()).mean(1) + per_step[:, :5]
+
+
+def vector_products():
+    torch.manual_seed(17)
+    return beside_torch(VectorProducts(), torch.randn(batch, 6, 8), torch.randint(0, 5, (batch,)), ["matmul"])[:2]
+
+
+case("1-d MatMul operands (x @ vector, vector @ matrix, torch.dot) train as PyTorch's", vector_products)
+
+
+# Sin and Cos of data (the sin and cos ops): a diffusion model's sinusoidal timestep embedding of a
+# float input t, and a SIREN layer (sin(30 (W x + b))) whose gradient runs through cos; trains as
+# PyTorch's.
+class TimestepSiren(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("frequencies", torch.exp(-torch.arange(4.0) * 0.7))
+        self.siren, self.mix = torch.nn.Linear(8, 8), torch.nn.Linear(16, 5)
+
+    def forward(self, x, t):  # x [N, 8], t [N]
+        angles = t[:, None] * self.frequencies[None, :]
+        embedding = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+        return self.mix(torch.cat([torch.sin(30 * self.siren(x)) / 30, embedding], dim=1))
+
+
+def sinusoids_of_data():
+    torch.manual_seed(19)
+    model = TimestepSiren()
+    xs, ts, ys = torch.randn(batch, 8), torch.rand(batch) * 1000, torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs, ts), loss="cross_entropy", input_names=["x", "t"])
+    ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5, inputs={"x": xs, "t": ts})
+    seen = f"{ops.count('sin')} sin, {ops.count('cos')} cos; 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    if ops.count("sin") != 2 or ops.count("cos") != 1:
+        return f"expected 2 sin and 1 cos nodes: {ops}", seen
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("Sin and Cos of data (a timestep embedding, a SIREN layer) train as PyTorch's", sinusoids_of_data)
+
+
+# torch.flip (Slice with step -1: the flows of VITS and Glow-TTS flip their channels between coupling
+# layers) imports as one-element slices concatenated in reverse; a coupling flow in miniature trains as
+# PyTorch's.
+class FlippedCoupling(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre, self.post = torch.nn.Conv1d(3, 8, 3, padding=1), torch.nn.Conv1d(8, 3, 3, padding=1)
+        self.head = torch.nn.Linear(6 * 5, 5)
+
+    def forward(self, x):  # x [N, 6, 5]: two halves of 3 channels
+        for _ in range(2):
+            a, b = x[:, :3], x[:, 3:]
+            b = b + self.post(torch.tanh(self.pre(a)))
+            x = torch.flip(torch.cat([a, b], dim=1), [1])
+        return self.head(torch.flatten(torch.flip(x, [2]), 1))
+
+
+def flipped_coupling():
+    torch.manual_seed(20)
+    problem, seen, ops = beside_torch(FlippedCoupling(), torch.randn(batch, 6, 5), torch.randint(0, 5, (batch,)),
+                                      ["slice", "concat"])
+    return (f"expected the flips' slices: {ops}" if not problem and ops.count("slice") < 17 else problem), seen
+
+
+case("torch.flip (a flow's channel flips) trains as PyTorch's", flipped_coupling)
+
+
+# argmin/argmax of data (ONNX ArgMin/ArgMax, composed exactly of max, abs, relu and a cast): a VQ-VAE's
+# nearest codebook entry (distances.argmin(1)), looked up, with the straight-through estimator
+# (z + (zq - z).detach()); and a prediction's argmax fed back as an embedding; train as PyTorch's.
+class Quantizer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encode, self.codebook = torch.nn.Linear(8, 4), torch.nn.Embedding(6, 4)
+        self.guess, self.head = torch.nn.Linear(8, 3), torch.nn.Linear(4, 5)
+        self.hint = torch.nn.Embedding(3, 4)
+
+    def forward(self, x):  # x [N, 8]
+        z = self.encode(x)
+        e = self.codebook.weight
+        distances = (z ** 2).sum(1, keepdim=True) + (e ** 2).sum(1) - 2 * z @ e.t()
+        quantized = self.codebook(distances.argmin(1))
+        z = z + (quantized - z).detach()
+        return self.head(z + self.hint(self.guess(x).argmax(-1)))
+
+
+def argmin_quantizer():
+    torch.manual_seed(21)
+    problem, seen, ops = beside_torch(Quantizer(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
+                                      ["embedding", "stop_gradient"])
+    return (f"expected 2 embedding lookups: {ops}" if not problem and ops.count("embedding") != 2 else problem), seen
+
+
+case("argmin/argmax of data (a VQ codebook lookup, straight-through) train as PyTorch's", argmin_quantizer)
+
+
+# Pow by any constant exponent: whole ones by multiplications (negative x keeps its sign), others as
+# exp(p log x), and an f32 exponent within 2^-20 of 1/2 as the square root (pairwise_distance's 2-norm
+# exports 1/p rounded, 0.49999976); each trains as PyTorch's.
+class Powers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(8, 8), torch.nn.Linear(5, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = torch.tanh(self.a(x))
+        positive = h.abs() + 0.5
+        distance = F.pairwise_distance(h[:, :4], h[:, 4:]).unsqueeze(1)
+        parts = [h.pow(4).sum(1, keepdim=True), h.pow(5).sum(1, keepdim=True), positive.pow(-2).sum(1, keepdim=True),
+                 positive.pow(1.5).sum(1, keepdim=True) + positive.pow(-0.75).sum(1, keepdim=True), distance]
+        return self.head(torch.cat(parts, dim=1))
+
+
+def powers():
+    torch.manual_seed(25)
+    return beside_torch(Powers(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["exp", "log", "sqrt"])[:2]
+
+
+case("Pow by whole, fractional and negative exponents, pairwise_distance, trains as PyTorch's", powers)
+
+
+# Statistics over the batch axis (x.std(0), x.var(0): a hand-written batch normalisation): torch's
+# export counts the elements as ReduceProd of the shape, a symbolic size cast to a float, which becomes
+# a tensor the bound plan computes (sum(expand(1, [N]))); exported at batch 4 and trained at batch 6,
+# it divides by the bound batch, as PyTorch does.
+class BatchStatistics(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(8, 8), torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        return self.head((h - h.mean(0)) / (h.std(0) + 1e-3) + h.var(0, unbiased=False))
+
+
+def batch_axis_statistics():
+    torch.manual_seed(26)
+    model, example = BatchStatistics(), torch.randn(batch, 8)
+    graph = tightfit.from_torch(model, (example,), loss="cross_entropy")
+    xs, ys = torch.randn(6, 8), torch.randint(0, 5, (6,))
+    plan = tightfit.compile(graph, set={"N": 6}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    session = tightfit.Session(plan, seed=0)
+    losses = [session.step({"x": xs.numpy(), "labels": ys.numpy().astype(np.int32)}) for _ in range(5)]
+    expected = adamw_losses(model, (xs,), ys, 5, 1e-2)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"exported at N={batch}, trained at N=6: 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
+        f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("std and var over the batch axis count the bound batch, as PyTorch's", batch_axis_statistics)
+
+
+# A zero row's 2-norm (a masked row through F.normalize and x.norm(dim)): PyTorch's norm backward gives
+# it the gradient 0, where a square root's would be 0.5 / 0 and the row's gradient NaN; ReduceL2 (which
+# from_torch has PyTorch 1.x write for x.norm(dim) too) imports as a norm differentiated as PyTorch's.
+# Trains as PyTorch's (before: "the loss is nan" at the second step).
+class MaskedNormalize(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(8, 8, bias=False), torch.nn.Linear(8, 5)
+
+    def forward(self, x, keep):
+        z = self.a(x) * keep
+        return self.head(F.normalize(z, dim=-1) + z.norm(dim=-1, keepdim=True))
+
+
+def zero_row_norms():
+    torch.manual_seed(27)
+    model = MaskedNormalize()
+    xs, keep, ys = torch.randn(batch, 8), torch.tensor([[1.0], [0.0], [1.0], [1.0]]), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (xs, keep), loss="cross_entropy", input_names=["x", "keep"])
+    losses, expected, worst = adamw_both(graph, model, xs, ys, 5, inputs={"x": xs, "keep": keep})
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("a masked zero row through F.normalize and x.norm trains as PyTorch's (norm's gradient 0 at 0)", zero_row_norms)
+
+
+# Rounding of data: a straight-through quantizer (finite scalar quantization: x + (round(x) - x).detach()),
+# torch.floor, a float remainder (x % 0.75: Floor of data in the export), torch.sign and torch.fmod; each
+# step's gradient is 0, as PyTorch's (refused before: "Floor of data is not supported", Round unknown).
+class Rounded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 12), torch.nn.Linear(24, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = 3 * torch.tanh(self.a(x))
+        quantized = h + (torch.round(h) - h).detach()
+        steps = torch.floor(h) * 0.1 + torch.sign(h) * h + h % 0.75 + torch.fmod(h, 0.6)
+        return self.b(torch.cat([quantized, steps], 1))
+
+
+def rounded():
+    torch.manual_seed(30)
+    problem, seen, ops = beside_torch(Rounded(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)),
+                                      ["round", "floor", "sign"])
+    return problem, seen
+
+
+case("torch.round through a straight-through estimator, floor, sign, % and fmod of data train as PyTorch's", rounded)
+
+
+finish("from_torch_operators")
