@@ -492,8 +492,31 @@ def _modes_as_exported(torch, module, keep_dropout=False):
     return restore
 
 
+def _custom_functions_recorded(torch, seen):
+    """Each custom torch.autograd.Function the module applies while the export traces, named in `seen`
+    (one without a `symbolic` of its own: the export inlines its forward, and its backward, a
+    straight-through estimator's or a gradient reversal's, is lost). Returns the function that puts
+    Function.apply back."""
+    original = torch.autograd.Function.__dict__.get("apply")  # a classmethod on 2.x, inherited on 1.13
+
+    def apply(cls, *args, **kwargs):
+        if not hasattr(cls, "symbolic") and cls.__qualname__ not in seen:
+            seen.append(cls.__qualname__)
+        if original is None:
+            return super(torch.autograd.Function, cls).apply(*args, **kwargs)
+        return original.__func__(cls, *args, **kwargs)
+    torch.autograd.Function.apply = classmethod(apply)
+
+    def restore():
+        if original is None:
+            del torch.autograd.Function.apply
+        else:
+            torch.autograd.Function.apply = original
+    return restore
+
+
 def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs,
-                                   keep_dropout):
+                                   keep_dropout, functions):
     """torch.onnx.export of `module` with its layers in eval mode (no dropout noise), but for each
     BatchNorm in training mode, which exports as one normalising by batch statistics (its running
     statistics restored after the export's trace, which would update them), and every parameter
@@ -514,7 +537,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     (_detach_as_stop_gradient), repeat_interleave by a constant is written without a Loop
     (_repeat_interleave_as_expand), bitwise_or/and/xor of masks as | & ^ (_bitwise_ops_of_masks) and
     PyTorch 1.x's circular padding as PyTorch computes it (_circular_pad_as_torch) and its x.norm(dim)
-    as ReduceL2 (_frobenius_norm_as_l2)."""
+    as ReduceL2 (_frobenius_norm_as_l2); each custom autograd Function applied is named in `functions`
+    (_custom_functions_recorded)."""
     import warnings
     batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
     buffers = [(b, b.detach().clone()) for m in batch_norms for b in m.buffers()]
@@ -548,6 +572,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_no_generation_cache(module))
         restores.append(_bitwise_ops_of_masks(torch, opset))
         restores.append(_rms_norm_as_ops(torch, opset))
+        restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         for m, saved in constant_buffers:
             for name, b in saved.items():
@@ -657,7 +682,15 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
                             "unsupported")
     # the export's trace updates the running statistics it writes: the values before it go back below
     running = _running_statistics(torch, module)
-    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout)
+    functions = []
+    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout,
+                                   functions)
+    if functions:
+        warnings.warn(f"from_torch: the module applies custom autograd Functions ({', '.join(functions)}): the export "
+                      "carries their forward only, so tightfit trains with the derivative of their forward ops, not "
+                      "with their own backward (a straight-through estimator's or a gradient reversal's differs); "
+                      "where that matters, write the gradient rule as ops (a straight-through estimator: "
+                      "x + (f(x) - x).detach())", stacklevel=2)
     left_out = _dropout_left_out(torch, module, dropout)
     if left_out:
         warnings.warn(f"from_torch: dropout is left out of the imported graph (exported as in eval mode, the "

@@ -3,7 +3,7 @@ whose export computes another function (a branch on torch.jit.is_tracing() or
 torch.onnx.is_in_onnx_export(), as transformers' RecurrentGemma takes) is refused with where and by
 how much; verify=False imports it; integer outputs compare exactly; a Dropout layer, kept for training,
 is left out of the comparison (inference plans run dropout as the identity); a module that draws random numbers
-is not compared (a warning says so); verify=None skips a module past the size limit with a warning.
+is not compared; a custom autograd Function, whose backward the export loses, is named (a warning says so); verify=None skips a module past the size limit with a warning.
 usage: test_from_torch_verify.py   (PYTHONPATH=python)"""
 import os
 import sys
@@ -210,6 +210,47 @@ def kept_dropout():
     return None, f"verified; training forward losses {losses[0]:.4f}, {losses[1]:.4f} (seeds 1, 2) vs {plain:.4f} without"
 
 
+class RoundThrough(torch.autograd.Function):
+    """A straight-through estimator: round forward, the gradient passed through unchanged."""
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, gradient):
+        return gradient
+
+
+class Quantised(torch.nn.Module):
+    def __init__(self, through):
+        super().__init__()
+        self.a, self.b, self.through = torch.nn.Linear(8, 6), torch.nn.Linear(6, 4), through
+
+    def forward(self, x):
+        h = self.a(x) * 4
+        return self.b((RoundThrough.apply(h) if self.through else h + (torch.round(h) - h).detach()) / 4)
+
+
+def custom_functions():
+    """A custom autograd Function's backward is not exported: from_torch names the Function; the
+    straight-through estimator written as ops (x + (round(x) - x).detach()) imports without a word;
+    torch.autograd.Function.apply is put back."""
+    torch.manual_seed(10)
+    before = torch.autograd.Function.__dict__.get("apply")
+    said = {}
+    for through in (True, False):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            tightfit.from_torch(Quantised(through), (torch.randn(4, 8),), loss="cross_entropy")
+        said[through] = [str(w.message) for w in seen if "custom autograd Functions" in str(w.message)]
+    if torch.autograd.Function.__dict__.get("apply") is not before:
+        return "torch.autograd.Function.apply was not put back", ""
+    if len(said[True]) != 1 or "(RoundThrough)" not in said[True][0] or said[False]:
+        return f"warnings: applied {said[True]}, as ops {said[False]}", ""
+    return None, said[True][0][:120] + "...; the estimator as ops: no warning"
+
+
+case("a custom autograd Function (its backward not exported) is named", custom_functions)
 case("a Dropout layer trains with seeded masks, and the check compares without them", kept_dropout)
 case("the module is left as it was: the same tensors, dtypes, values and modes", module_untouched)
 case("a branch on torch.jit.is_tracing() is refused with where and by how much", tracing_branch)
