@@ -9,14 +9,15 @@ BOOL, Not), a bf16 MatMul + Add + Mul (raw and int32_data
 bf16 initializers), an eval-mode BatchNormalization with a tied running variance, DepthToSpace +
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
 constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, an If of a known condition with an If
-inside its branch beside TopK and EyeLike, and an opset-3 model the importer refuses.
+inside its branch beside TopK and EyeLike, CastLike to a comparison's and an initializer's type beside an EyeLike of
+a symbolic [N, N] and a Reshape of N rows into pairs, and an opset-3 model the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "import"))
-from import_errors import attribute_string, field_bytes, field_float, field_varint, model, node, tensor, value_info  # noqa: E402
+from import_errors import attribute_string, field_bytes, field_float, field_varint, int_tensor, model, node, tensor, value_info  # noqa: E402
 
 
 def const_node(name, output, dims, ints=None, floats=None):
@@ -231,6 +232,23 @@ SEEDS["if_topk_eye.onnx"] = model([
     node("EyeLike", ["w"], ["eye"], "eye", int_attribute("k", 1)),
     node("MatMul", ["top", "eye"], ["y"], "mix"),
 ], [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 2])], [tensor("w", [2, 2], [0.5, 1.0, 1.5, 2.0])])
+
+SEEDS["castlike_eye_frozen.onnx"] = model([
+    # CastLike to a comparison's type (BOOL) and to an initializer's; an EyeLike of a symbolic [N, N]
+    # (import/onnx_layout.c, onnx_constants.c); a Reshape whose fixed size meets the symbol N (the
+    # message writes N for its import-time prime)
+    const_node("k0", "zero", [], floats=[0.0]),
+    node("Greater", ["x", "zero"], ["m"], "positive"),
+    node("CastLike", ["x", "m"], ["b"], "like_bool"),
+    node("CastLike", ["x", "ids"], ["i"], "like_int"),
+    node("MatMul", ["x", "w"], ["sq"], "square"),
+    node("Transpose", ["x"], ["xt"], "t"),
+    node("MatMul", ["sq", "xt"], ["nn"], "pairs"),
+    node("EyeLike", ["nn"], ["eye"], "eye", int_attribute("k", -1)),
+    node("Reshape", ["b", "shape"], ["y"], "regroup"),
+], [value_info("x", 1, ["N", 4])], [value_info("y", 9, ["M", 2, 4]), value_info("eye", 1, ["N", "N"]),
+                                     value_info("i", 7, ["N", 4])],
+    [tensor("w", [4, 4], [0.5] * 16), int_tensor("ids", [1], [7]), int_tensor("shape", [3], [-1, 2, 4])], opset=15)
 
 
 def main():

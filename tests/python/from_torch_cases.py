@@ -1,5 +1,5 @@
 """What the from_torch test files share (test_from_torch.py and the test_from_torch_attention, _operators and
-_convolution files split from it): the batch size, the tally of "ok: ..." and "FAIL: ..." lines, case(),
+_convolution files split from it): the batch size, tally.py's case() and counts,
 the importer check each file starts with, and the helpers that train an import beside PyTorch. Imported by
 those files (Python puts the script's own folder on sys.path)."""
 import json
@@ -10,23 +10,22 @@ import tempfile
 import numpy as np
 import torch
 
+import tally
 import tightfit
+from tally import case  # noqa: F401 (the files import it from here)
 from torch_training import adamw_losses
 
 batch = 4
-counts = {"passed": 0, "failed": 0}
 
 
 def report_ok(text):
-    """Prints an ok line and counts it."""
-    counts["passed"] += 1
-    print("ok: " + text)
+    """Prints an ok line and counts it (tally.py's count)."""
+    tally.ok(True, text)
 
 
 def report_failure(text):
     """Prints a FAIL line and counts it."""
-    counts["failed"] += 1
-    print("FAIL: " + text)
+    tally.ok(False, text)
 
 
 def require_importer():
@@ -41,11 +40,9 @@ def require_importer():
 
 
 def finish(name, failed=0):
-    """Prints "name: N passed, M failed", M counting `failed` (the failures a file counted outside case()
-    and report_failure), and exits 1 when a check failed, else 0."""
-    failed += counts["failed"]
-    print(f"{name}: {counts['passed']} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    """tally.finish(name) with `failed` more failures (those a file counted outside case() and report_failure)."""
+    tally.counts["failed"] += failed
+    tally.finish(name)
 
 
 def dumped(graph):
@@ -53,21 +50,6 @@ def dumped(graph):
     with tempfile.TemporaryDirectory() as folder:
         graph.save(os.path.join(folder, "graph.tfg"))
         return tightfit._run("dump", [os.path.join(folder, "graph.tfg")])[1]
-
-
-def case(label, run):
-    """Runs one check: run() returns (problem or None, what was seen); a TightfitError is a failure. With
-    TALLY_ONLY set (a developer's switch), only the cases whose label contains it run."""
-    if os.environ.get("TALLY_ONLY", "") not in label:
-        return
-    try:
-        problem, seen = run()
-    except tightfit.TightfitError as error:
-        problem, seen = f"from_torch: {error}", ""
-    if problem:
-        report_failure(f"{label}: {problem}")
-    else:
-        report_ok(f"{label}: {seen}")
 
 
 def adamw_both(graph, model, xs, ys, steps, sessions=None, inputs=None):

@@ -5,34 +5,15 @@ how much; verify=False imports it; integer outputs compare exactly; a Dropout la
 is left out of the comparison (inference plans run dropout as the identity); a module that draws random numbers
 is not compared; a custom autograd Function, whose backward the export loses, is named (a warning says so); verify=None skips a module past the size limit with a warning.
 usage: test_from_torch_verify.py   (PYTHONPATH=python)"""
-import os
-import sys
 import warnings
 
 import torch
 
 import tightfit
+from tally import case, finish
 from tightfit import _verify
 
 print("library:", tightfit.library_path())
-passed = failed = 0
-
-
-def case(label, run):
-    """run() returns (problem or None, what was seen); TALLY_ONLY runs only the labels containing it."""
-    global passed, failed
-    if os.environ.get("TALLY_ONLY", "") not in label:
-        return
-    try:
-        problem, seen = run()
-    except tightfit.TightfitError as error:
-        problem, seen = f"TightfitError: {error}", ""
-    if problem:
-        print(f"FAIL: {label}: {problem}")
-        failed += 1
-    else:
-        print(f"ok: {label}: {seen}")
-        passed += 1
 
 
 class Traced(torch.nn.Module):
@@ -261,5 +242,4 @@ case("verify=False imports it anyway", verify_off)
 case("integer outputs compare exactly", integer_outputs)
 case("a forward that draws random numbers is not compared, and a warning says so", random_forward)
 case("verify=None skips a module past the size limit with a warning; verify=True checks it", size_limit)
-print(f"from_torch_verify: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("from_torch_verify")
