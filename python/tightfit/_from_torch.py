@@ -636,11 +636,15 @@ def _freeze_as_torch(torch, module, graph):
                       "names with compile(freeze=[...]) (tightfit dump lists them)", stacklevel=3)
 
 
+# What the importer's message says where a dynamic axis meets a size the export fixed (import/onnx_values.c)
+_FROZEN_AXIS = "a dynamic axis meets a fixed size here"
+
+
 def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batch=True, input_names=None,
                name=None, opset_version=None, label_length=None, verify=None, dropout=True):
     """Exports `module` with torch.onnx.export (example_inputs: a tensor or a tuple of them) and imports
     it with the C importer (tf_onnx_import, include/tightfit/onnx.h). The batch axis becomes symbol
-    `batch_symbol`; loss ("cross_entropy", "mse", "bce_with_logits", "l1", "ctc") adds a `labels` input and the
+    `batch_symbol` (fixed, with a warning, where the export froze it); loss ("cross_entropy", "mse", "bce_with_logits", "l1", "ctc") adds a `labels` input and the
     loss; "ctc" takes an output [N, T, C] and labels [N, label_length] (default T), each target ended by a
     negative label, as F.ctc_loss(log_softmax(output), reduction='mean'); "output": the module's output already
     is the scalar loss.
@@ -706,8 +710,23 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     options.graph_name = _bytes(name or type(module).__name__)
     handle = _lib.c_graph_p()
     try:
-        _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
-                   "from_torch")
+        try:
+            _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
+                       "from_torch")
+        except TightfitError as error:
+            if not dynamic_batch or _FROZEN_AXIS not in str(error):
+                raise
+            # the trace froze the batch size where the module read it as a number (CLIP's
+            # torch.arange(len(logits)) labels): the traced computation at the traced batch, fixed
+            warnings.warn(f"from_torch: the export froze the batch size {example_inputs[0].shape[0]} where the module "
+                          f"reads it as a number ({str(error).split(' (a dynamic axis')[0].split('model.onnx: ')[-1]}): imported "
+                          f"with the batch fixed at {example_inputs[0].shape[0]} (no symbol {batch_symbol}; "
+                          "dynamic_batch=False says so); accumulation still makes larger global batches",
+                          stacklevel=2)
+            _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, None, kwargs, dropout, [])
+            options.symbol_defaults = None
+            _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
+                       "from_torch")
     except TightfitError:
         shutil.rmtree(directory, True)
         raise

@@ -3,7 +3,7 @@ whose export computes another function (a branch on torch.jit.is_tracing() or
 torch.onnx.is_in_onnx_export(), as transformers' RecurrentGemma takes) is refused with where and by
 how much; verify=False imports it; integer outputs compare exactly; a Dropout layer, kept for training,
 is left out of the comparison (inference plans run dropout as the identity); a module that draws random numbers
-is not compared; a custom autograd Function, whose backward the export loses, is named (a warning says so); verify=None skips a module past the size limit with a warning.
+is not compared; a batch size the trace froze imports fixed, with a warning; a custom autograd Function, whose backward the export loses, is named (a warning says so); verify=None skips a module past the size limit with a warning.
 usage: test_from_torch_verify.py   (PYTHONPATH=python)"""
 import warnings
 
@@ -12,6 +12,7 @@ import torch
 import tightfit
 from tally import case, finish
 from tightfit import _verify
+from torch_training import adamw_losses
 
 print("library:", tightfit.library_path())
 
@@ -232,6 +233,38 @@ def custom_functions():
 
 
 case("a custom autograd Function (its backward not exported) is named", custom_functions)
+class ContrastiveByLength(torch.nn.Module):
+    """CLIP's loss: cross_entropy(logits, torch.arange(len(logits))), len() a number the trace freezes."""
+    def __init__(self):
+        super().__init__()
+        self.image, self.text = torch.nn.Linear(8, 6), torch.nn.Linear(8, 6)
+
+    def forward(self, x):
+        logits = self.image(x) @ self.text(x.flip(-1)).t()
+        return torch.nn.functional.cross_entropy(logits, torch.arange(len(logits)))
+
+
+def frozen_batch():
+    """A batch size the trace froze: imported with the batch fixed, a warning naming where; trains as
+    PyTorch's at that batch."""
+    torch.manual_seed(11)
+    model, x = ContrastiveByLength(), torch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        graph = tightfit.from_torch(model, (x,), loss="output")
+    said = [str(w.message) for w in seen if "froze the batch size 4" in str(w.message)]
+    if len(said) != 1 or "SoftmaxCrossEntropyLoss" not in said[0] or "[N,N]" not in said[0]:
+        return f"warnings: {[str(w.message) for w in seen]}", ""
+    plan = tightfit.compile(graph, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    with tightfit.Session(plan) as session:
+        losses = [session.step({"x": x.numpy()}) for _ in range(3)]
+    expected = adamw_losses(model, (x,), None, 3, 1e-2, criterion=lambda loss, _: loss)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    return (None if worst < 1e-5 and plan.inputs["x"][1] == (4, 8) else f"losses {losses} vs {expected}"), \
+        f"{said[0][:110]}...; 3 AdamW steps at the fixed batch, worst relative difference {worst:.1e}"
+
+
+case("a batch size the trace froze (CLIP's arange(len(logits))) imports fixed, with a warning", frozen_batch)
 case("a Dropout layer trains with seeded masks, and the check compares without them", kept_dropout)
 case("the module is left as it was: the same tensors, dtypes, values and modes", module_untouched)
 case("a branch on torch.jit.is_tracing() is refused with where and by how much", tracing_branch)
