@@ -709,6 +709,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     options.label_length = int(label_length or 0)
     options.graph_name = _bytes(name or type(module).__name__)
     handle = _lib.c_graph_p()
+    symbolic = dynamic_batch  # whether the graph's batch axis is symbol batch_symbol
     try:
         try:
             _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
@@ -725,6 +726,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
                           stacklevel=2)
             _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, None, kwargs, dropout, [])
             options.symbol_defaults = None
+            symbolic = False
             _lib.check(_lib.lib.tf_onnx_import(_bytes(onnx_path), ctypes.byref(options), ctypes.byref(handle)),
                        "from_torch")
     except TightfitError:
@@ -746,7 +748,8 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     if verify is not False:
         # a transformers model without its generation cache, as exported (training never uses one)
         _verify.compare(torch, module, example_inputs, graph, names, loss,
-                        patches=(functools.partial(_modes_as_exported, torch), _no_generation_cache))
+                        patches=(functools.partial(_modes_as_exported, torch), _no_generation_cache),
+                        batch_symbol=batch_symbol if symbolic else None)
     _freeze_as_torch(torch, module, graph)
     frozen = _lib.lib.tf_onnx_frozen_batch_norms(handle) if hasattr(_lib.lib, "tf_onnx_frozen_batch_norms") else 0
     if frozen:

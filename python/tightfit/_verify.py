@@ -75,10 +75,11 @@ def _array(x):
     return array.astype("uint8") if array.dtype == bool else array
 
 
-def graph_output(graph, example_inputs, names, loss):
-    """The graph's output "output" on the example inputs: an inference plan's forward pass on the CPU."""
+def graph_output(graph, example_inputs, names, loss, bindings=None):
+    """The graph's output "output" on the example inputs: an inference plan's forward pass on the CPU,
+    its symbols bound as `bindings` says (None: their defaults)."""
     from . import Session, compile
-    plan = compile(graph, inference=True, target="cpu")
+    plan = compile(graph, inference=True, target="cpu", set=bindings)
     head_buffers = plan._buffers()
     if "output" not in head_buffers:
         raise TightfitError("from_torch: verify: the inference plan has no buffer 'output' to compare")
@@ -136,11 +137,12 @@ def _nondeterministic(first, second):
                                                    equal_nan=a.is_floating_point())
 
 
-def compare(torch, module, example_inputs, graph, names, loss, patches=()):
+def compare(torch, module, example_inputs, graph, names, loss, patches=(), batch_symbol=None):
     """Raises TightfitError where the graph's output differs from the module's (run under `patches`,
-    as module_output) by more than _tolerance allows; warns and returns where the module's own output
+    as module_output) by more than _tolerance allows: on the example inputs, and where the batch axis is
+    symbol `batch_symbol`, on them twice over (a batch the trace froze computes something else at
+    another size, which the budget search may choose). Warns and returns where the module's own output
     changes from one run to the next (random numbers drawn in its forward)."""
-    import numpy as np
     expected = module_output(torch, module, example_inputs, patches)
     if expected is None:
         return
@@ -148,24 +150,40 @@ def compare(torch, module, example_inputs, graph, names, loss, patches=()):
         warnings.warn("from_torch: verify: the module's output changes from one run to the next on the same inputs "
                       "(random numbers drawn in its forward?): the import is not checked against it", stacklevel=3)
         return
+    _compare_at(torch, module, example_inputs, expected, graph, names, loss, patches, None, "on the example inputs")
+    if batch_symbol is None:
+        return
+    doubled = tuple(torch.cat([x, x]) for x in example_inputs)
+    size = int(doubled[0].shape[0])
+    _compare_at(torch, module, doubled, module_output(torch, module, doubled, patches), graph, names, loss, patches,
+                {batch_symbol: size}, f"at {batch_symbol}={size} (the example inputs twice over; a size the trace "
+                                      f"froze at {size // 2} differs there: from_torch(..., dynamic_batch=False) "
+                                      f"imports the batch fixed)")
+
+
+def _compare_at(torch, module, inputs, expected, graph, names, loss, patches, bindings, where):
+    """compare()'s check of the module's output `expected` on `inputs` against the graph's."""
+    import numpy as np
+    if expected is None:
+        return
     dtype = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}.get(expected.dtype)
     reference = expected.detach().float().cpu().numpy() if dtype else expected.detach().cpu().numpy()
     try:
-        actual, _ = graph_output(graph, example_inputs, names, loss)
+        actual, _ = graph_output(graph, inputs, names, loss, bindings)
     except TightfitError as error:
-        raise TightfitError(f"from_torch: verify: the graph's forward pass on the example inputs (an inference plan on "
-                            f"the CPU) failed: {error}; from_torch(..., verify=False) imports without the check",
+        raise TightfitError(f"from_torch: verify: the graph's forward pass {where} (an inference plan on the CPU) "
+                            f"failed: {error}; from_torch(..., verify=False) imports without the check",
                             error.code) from error
     if tuple(actual.shape) != tuple(reference.shape):
         if actual.size != reference.size:
-            raise TightfitError(f"from_torch: verify: the imported graph's output has shape {list(actual.shape)}, "
-                                f"the module's {list(reference.shape)}")
+            raise TightfitError(f"from_torch: verify: {where}, the imported graph's output has shape "
+                                f"{list(actual.shape)}, the module's {list(reference.shape)}{_HINT}")
         actual = actual.reshape(reference.shape)
     if dtype is None:  # integer or bool outputs: equal or wrong
         wrong = np.argwhere(actual.astype(np.int64) != reference.astype(np.int64))
         if len(wrong):
             at = tuple(int(i) for i in wrong[0])
-            raise TightfitError(f"from_torch: verify: the imported graph's output differs from the module's at "
+            raise TightfitError(f"from_torch: verify: {where}, the imported graph's output differs from the module's at "
                                 f"{len(wrong)} of {reference.size} elements: at {list(at)} {actual[at]} where the module "
                                 f"gives {reference[at]}{_HINT}")
         return
@@ -174,11 +192,11 @@ def compare(torch, module, example_inputs, graph, names, loss, patches=()):
     difference[np.isnan(difference)] = np.inf
     if not difference.size:
         return
-    allowed, why = _tolerance(torch, module, example_inputs, patches, reference, dtype)
+    allowed, why = _tolerance(torch, module, inputs, patches, reference, dtype)
     if not np.max(difference) <= allowed:
         at = tuple(int(i) for i in np.unravel_index(int(np.argmax(difference)), reference.shape))
-        raise TightfitError(f"from_torch: verify: the imported graph computes another output than the module on the "
-                            f"example inputs: |difference| {float(np.max(difference)):.3g} at {list(at)} (graph "
+        raise TightfitError(f"from_torch: verify: the imported graph computes another output than the module {where}: "
+                            f"|difference| {float(np.max(difference)):.3g} at {list(at)} (graph "
                             f"{float(actual[at]):.7g}, module {float(reference[at]):.7g}), more than {why}{_HINT}")
 
 

@@ -233,6 +233,34 @@ def custom_functions():
 
 
 case("a custom autograd Function (its backward not exported) is named", custom_functions)
+class FrozenCount(torch.nn.Module):
+    """The batch mean as sum / n, n the traced batch as a Python number: right at the traced batch only."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 6)
+
+    def forward(self, x):  # x [N, 6]
+        h = self.a(x)
+        return h - h.sum(0) / int(x.shape[0])
+
+
+def frozen_count():
+    """Right at the example's batch, wrong at any other: the check at twice the batch refuses it (the
+    budget search may choose another micro-batch); dynamic_batch=False imports it fixed."""
+    torch.manual_seed(12)
+    try:
+        tightfit.from_torch(FrozenCount(), (torch.randn(4, 6),), loss="mse")
+    except tightfit.TightfitError as error:
+        if "at N=8 (the example inputs twice over" not in str(error) or "dynamic_batch=False" not in str(error):
+            return f"the message: {error}", ""
+        tightfit.from_torch(FrozenCount(), (torch.randn(4, 6),), loss="mse", dynamic_batch=False)
+        return None, str(error)[:150] + "...; dynamic_batch=False imports"
+    return "imported without a word", ""
+
+
+case("a count the trace froze, right at the example's batch only, is refused at twice the batch", frozen_count)
+
+
 class ContrastiveByLength(torch.nn.Module):
     """CLIP's loss: cross_entropy(logits, torch.arange(len(logits))), len() a number the trace freezes."""
     def __init__(self):
