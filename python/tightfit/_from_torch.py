@@ -661,6 +661,8 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         raise TightfitError("from_torch: loss must be one of cross_entropy, mse, bce_with_logits, l1, ctc, output or "
                             f"None, got {loss!r}")
     import torch
+    if type(module).__name__ == "OptimizedModule" and isinstance(getattr(module, "_orig_mod", None), torch.nn.Module):
+        module = module._orig_mod  # torch.compile's wrapper: the module it compiles, the same parameters
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
