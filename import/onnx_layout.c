@@ -8,7 +8,6 @@
 
 #include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
-#include "import/onnx_patterns.h"
 
 /* ---- layout ---- */
 
@@ -551,7 +550,8 @@ static int32_t like_type(ox_import *im, const char *name) {
   static const char *const boolean_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
                                             "Not",   "And",  "Or",      "Xor",         "IsNaN",
                                             "IsInf"};
-  const ox_node *producer = ox_producer(im, name);
+  const int32_t index = tf_strmap_get(&im->producers, name);
+  const ox_node *producer = index < 0 ? NULL : &im->nodes[index];
   for (size_t i = 0; producer && i < sizeof(boolean_ops) / sizeof(boolean_ops[0]); i++)
     if (strcmp(producer->proto->op_type, boolean_ops[i]) == 0)
       return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
