@@ -61,6 +61,20 @@ tf_status ox_convert_or(ox_import *im, const ox_node *node);
 tf_status ox_convert_xor(ox_import *im, const ox_node *node);
 /* Cast to BOOL of data (ox_convert_cast's): nonzero as an f32 0/1 mask. */
 tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node);
+/* Input i of `node` as an f32 tensor of 0s and 1s: 1 where it is nonzero (any dtype; a mask stays itself). */
+tf_status ox_nonzero_mask(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id *out) TF_MUST_USE;
+
+/* onnx_masked.c: boolean indexing reduced to a number (x[mask] into element-wise ops and a sum or
+ * mean of all the selected values), computed densely. */
+typedef tf_status (*ox_converter)(ox_import *im, const ox_node *node);
+/* NonZero: a selection (its mask, no tensor), which only Transpose and GatherND may read. */
+tf_status ox_convert_nonzero(ox_import *im, const ox_node *node);
+/* GatherND by a selection: the whole data tensor, masked. */
+tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node);
+/* Emits `node` through `convert`, or refuses it, where it reads a selection or a masked value:
+ * element-wise ops keep the mask, ReduceSum/ReduceMean of all elements weigh by it. */
+tf_status ox_masked_emit(ox_import *im, const ox_node *node, ox_converter convert) TF_MUST_USE;
+
 /* a == b of f32 tensors (b broadcast) as an f32 0/1 mask, relu(1 - |a - b|), |a - b| scaled by 2^149
  * first where `scaled` (floats: the smallest nonzero difference, a subnormal, then reaches 1). */
 tf_tensor_id ox_equal_mask(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled);

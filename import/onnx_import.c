@@ -56,14 +56,6 @@ bool tf_onnx_loss_parse(const char *name, tf_onnx_loss *out) {
   return false;
 }
 
-/* What the refusal of NonZero adds: why no plan can hold it, and what to write instead. */
-#define NONZERO_HINT                                                                                                   \
-  ". NonZero's output has as many rows as its input has nonzero elements (torch.nonzero, torch.where(mask), "          \
-  "x[mask]: a mixture of experts' sparse dispatch), a shape the data decides, and a plan's shapes and bytes are "      \
-  "fixed before the first step: compute the selected rows densely instead (every expert on every token, "              \
-  "weighted by the router's top-k scores scattered over the experts, zero elsewhere: the same values and "             \
-  "gradients)"
-
 /* Every live node's operator must have a converter: one message lists them all. */
 static tf_status check_operators(ox_import *im) {
   const char *names[64], *domains[64];
@@ -98,11 +90,8 @@ static tf_status check_operators(ox_import *im) {
     used +=
         (size_t)snprintf(list + used, sizeof(list) - used, "%s%s%s%s (%" PRId32 " node%s, first '%s')", j ? ", " : "",
                          domains[j], *domains[j] ? "::" : "", names[j], counts[j], counts[j] == 1 ? "" : "s", first[j]);
-  bool nonzero = false;
-  for (int32_t j = 0; j < n; j++)
-    nonzero = nonzero || (strcmp(names[j], "NonZero") == 0 && !*domains[j]);
-  return tf_status_new(TF_ERR_UNSUPPORTED, "%s: %" PRId32 " node%s with unsupported operators: %s%s", im->source, total,
-                       total == 1 ? "" : "s", list, nonzero ? NONZERO_HINT : "");
+  return tf_status_new(TF_ERR_UNSUPPORTED, "%s: %" PRId32 " node%s with unsupported operators: %s", im->source, total,
+                       total == 1 ? "" : "s", list);
 }
 
 /* PyTorch's F.l1_loss (reduction "mean"): the mean of |output - label| over every element, in f32
@@ -236,6 +225,9 @@ static tf_status add_outputs_and_loss(ox_import *im) {
   for (size_t i = 0; i < g->n_output; i++) {
     const char *name = g->output[i]->name;
     TF_RETURN_IF_ERROR(check_output_type(im, g->output[i]));
+    if (name && ox_is_selected(ox_value_find(im, name)))
+      return tf_status_new(TF_ERR_UNSUPPORTED, "%s: output '%s' is the positions or values of boolean indexing%s",
+                           im->source, name, ox_selection_hint());
     tf_tensor_id id;
     TF_RETURN_IF_ERROR(ox_tensor(im, NULL, name ? name : "", &id));
     tf_tensor_info info;

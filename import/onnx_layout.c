@@ -547,9 +547,8 @@ static int32_t like_type(ox_import *im, const char *name) {
   int32_t declared = declared_type(im, name);
   if (declared)
     return declared;
-  static const char *const boolean_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-                                            "Not",   "And",  "Or",      "Xor",         "IsNaN",
-                                            "IsInf"};
+  static const char *const boolean_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
+                                            "And",   "Or",   "Xor",     "IsNaN",       "IsInf"};
   const int32_t index = tf_strmap_get(&im->producers, name);
   const ox_node *producer = index < 0 ? NULL : &im->nodes[index];
   for (size_t i = 0; producer && i < sizeof(boolean_ops) / sizeof(boolean_ops[0]); i++)

@@ -69,6 +69,10 @@ static tf_status mask_operand(ox_import *im, const ox_node *node, int32_t i, boo
   return ox_graph_error(im, node);
 }
 
+tf_status ox_nonzero_mask(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id *out) {
+  return mask_operand(im, node, i, false, out);
+}
+
 /* The single value of known input i beside data of rank `rank`, or an error naming what `what` needs
  * (a constant of higher rank would raise the output's). */
 static tf_status known_scalar(ox_import *im, const ox_node *node, int32_t i, int32_t rank, const char *what,

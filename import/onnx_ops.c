@@ -10,8 +10,6 @@
 #include "import/onnx_converters.h"
 #include "import/onnx_ops.h"
 
-typedef tf_status (*ox_converter)(ox_import *im, const ox_node *node);
-
 static tf_status convert_if(ox_import *im, const ox_node *node);
 
 typedef struct ox_converter_row {
@@ -110,6 +108,8 @@ static const ox_converter_row converters[] = {
     {"GlobalAveragePool", ox_convert_global_average_pool},
     {"Dropout", ox_convert_dropout},
     {"Cast", ox_convert_cast},
+    {"NonZero", ox_convert_nonzero},
+    {"GatherND", ox_convert_gather_nd},
     {"CastLike", ox_convert_cast_like},
     {"Identity", ox_convert_identity},
     {"LSTM", ox_convert_lstm},
@@ -153,11 +153,11 @@ bool ox_op_supported(const char *domain, const char *op_type) { return find_conv
 
 tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   if (node->fused != OX_PLAIN)
-    return ox_convert_fused(im, node);
+    return ox_masked_emit(im, node, ox_convert_fused);
   ox_converter convert = find_converter(node->proto->domain, node->proto->op_type);
   if (!convert)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "operator %s is not supported", node->proto->op_type);
-  return convert(im, node);
+  return ox_masked_emit(im, node, convert);
 }
 
 /* If output i becomes the value named `from` (a branch's output), as Identity passes it on. */

@@ -13,5 +13,9 @@ bool ox_op_supported(const char *domain, const char *op_type);
 /* Emits node `node` (a fused one as its pattern's op): stores every output value (a tensor or a
  * known value). */
 tf_status ox_op_emit(ox_import *im, const ox_node *node) TF_MUST_USE;
+/* Whether value v is boolean indexing's positions or values (onnx_masked.c), never a graph output. */
+bool ox_is_selected(const ox_value *v);
+/* Why such a value that goes elsewhere is refused, and what to write instead (": ..."). */
+const char *ox_selection_hint(void);
 
 #endif

@@ -34,6 +34,13 @@ typedef struct ox_value {
   const Onnx__TensorProto *initializer; /* a float initializer: a parameter, made on first use */
   bool is_float_size;                   /* the tensor is symbolic size float_size cast to a float */
   tf_dim float_size;                    /* (onnx_layout.c's Cast: a Range to it stays a constant) */
+  bool selection;                       /* NonZero's positions of `mask`, no tensor (onnx_masked.c) */
+  bool masked;                          /* the tensor's elements where `mask` holds: x[mask] densely */
+  bool masked_shape;                    /* Shape of a masked value: its whole tensor's, for Expand */
+  tf_tensor_id mask;                    /* the 0/1 mask of a selection or masked value */
+  int32_t mask_source;                  /* which mask: the value NonZero read, less any Expand of it */
+  bool has_positions;                   /* a NonZero of this value was made: its 0/1 mask `positions` */
+  tf_tensor_id positions;
 } ox_value;
 
 typedef enum ox_fused {

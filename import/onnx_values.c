@@ -296,6 +296,15 @@ static bool sizes_as_symbols(const ox_import *im, const char *text, char *out, s
   return wrote;
 }
 
+/* Whether a builder's message is about two shapes that do not fit together (not a dtype's). */
+static bool about_shapes(const char *message) {
+  static const char *const phrases[] = {"differ", "must have the shape", "broadcast", "match", "not a multiple"};
+  for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++)
+    if (strstr(message, phrases[i]))
+      return true;
+  return false;
+}
+
 tf_status ox_graph_error(ox_import *im, const ox_node *node) {
   const struct tf_status_s *error = tf_graph_status(im->graph);
   if (!error)
@@ -304,11 +313,12 @@ tf_status ox_graph_error(ox_import *im, const ox_node *node) {
   bool symbolic = sizes_as_symbols(im, tf_status_message(error), message, sizeof(message));
   return tf_status_new(tf_status_code(error), "%s: %s: %s%s", im->source, ox_node_label(node, label, sizeof(label)),
                        message,
-                       symbolic ? " (a dynamic axis meets a fixed size here: where the exported module read that "
-                                  "axis's size as a number, say len(x) or x.shape[0] passed on as an int, the trace "
-                                  "froze it; export with that axis fixed: from_torch(..., dynamic_batch=False), or "
-                                  "torch.onnx.export without it in dynamic_axes)"
-                                : "");
+                       symbolic && about_shapes(message)
+                           ? " (a dynamic axis meets a fixed size here: where the exported module read that "
+                             "axis's size as a number, say len(x) or x.shape[0] passed on as an int, the trace "
+                             "froze it; export with that axis fixed: from_torch(..., dynamic_batch=False), or "
+                             "torch.onnx.export without it in dynamic_axes)"
+                           : "");
 }
 
 tf_status ox_need_known(ox_import *im, const ox_node *node, const char *name, const ox_known **out) {

@@ -10,7 +10,8 @@ bf16 initializers), an eval-mode BatchNormalization with a tied running variance
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
 constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, an If of a known condition with an If
 inside its branch beside TopK and EyeLike, CastLike to a comparison's and an initializer's type beside an EyeLike of
-a symbolic [N, N] and a Reshape of N rows into pairs, and an opset-3 model the importer refuses.
+a symbolic [N, N] and a Reshape of N rows into pairs, a masked mean (x[mask] computed densely), and an opset-3 model
+the importer refuses.
 Each is under 1 KiB."""
 import os
 import struct
@@ -249,6 +250,25 @@ SEEDS["castlike_eye_frozen.onnx"] = model([
 ], [value_info("x", 1, ["N", 4])], [value_info("y", 9, ["M", 2, 4]), value_info("eye", 1, ["N", "N"]),
                                      value_info("i", 7, ["N", 4])],
     [tensor("w", [4, 4], [0.5] * 16), int_tensor("ids", [1], [7]), int_tensor("shape", [3], [-1, 2, 4])], opset=15)
+
+SEEDS["masked_loss.onnx"] = model([
+    # boolean indexing reduced to a number (import/onnx_masked.c): mean |x[m] - t[m]| over the frames that
+    # are not padding, x[m] broadcast through Shape, ConstantOfShape and Expand as PyTorch writes it
+    const_node("k0", "pad", [], floats=[-100.0]),
+    node("Equal", ["t", "pad"], ["is_pad"], "is_pad"),
+    node("Not", ["is_pad"], ["keep"], "keep"),
+    node("NonZero", ["keep"], ["at"], "positions"),
+    node("Transpose", ["at"], ["rows"], "rows"),
+    node("GatherND", ["x", "rows"], ["xs"], "pick_x"),
+    node("GatherND", ["t", "rows"], ["ts"], "pick_t"),
+    node("Shape", ["xs"], ["xs_shape"], "shape"),
+    node("ConstantOfShape", ["xs_shape"], ["zeros"], "zeros"),
+    node("Add", ["zeros", "xs"], ["xs2"], "broadcast"),
+    node("Expand", ["ts", "xs_shape"], ["ts2"], "expand"),
+    node("Sub", ["xs2", "ts2"], ["d"], "difference"),
+    node("Abs", ["d"], ["a"], "magnitude"),
+    node("ReduceMean", ["a"], ["y"], "mean", int_attribute("keepdims", 0)),
+], [value_info("x", 1, ["N", 3, 4]), value_info("t", 1, ["N", 3, 4])], [value_info("y", 1, [])])
 
 
 def main():

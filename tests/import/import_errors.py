@@ -223,7 +223,22 @@ def main():
             # a shape the data decides (a mixture of experts' torch.where(mask)): why, and what to write
             ("NonZero", write("nonzero.onnx", model([node("NonZero", ["x"], ["y"], "rows")],
                                                     [value_info("x", 1, ["N", 4])], [value_info("y", 7, [2, "K"])])),
-             ["nonzero.onnx", "NonZero (1 node, first 'rows')", "the data decides", "densely"]),
+             ["nonzero.onnx", "output 'y' is the positions or values of boolean indexing", "the data decides",
+              "densely"]),
+            # x[mask] into anything but element-wise ops and a sum or mean of all of it: why, and what to write
+            ("x[mask] into a MatMul", write("selected_matmul.onnx", model(
+                [node("Not", ["m"], ["keep"], "keep"), node("NonZero", ["keep"], ["at"], "positions"),
+                 node("Transpose", ["at"], ["rows"], "rows"), node("GatherND", ["x", "rows"], ["picked"], "pick"),
+                 node("MatMul", ["picked", "w"], ["y"], "project")],
+                [value_info("x", 1, ["N", 3, 4]), value_info("m", 9, ["N", 3])], [value_info("y", 1, ["K", 4])],
+                [tensor("w", [4, 4], [0.5] * 16)])),
+             ["selected_matmul.onnx", "'project' (MatMul)", "MatMul of selected values (x[mask])", "the data decides",
+              "a sum or mean of all of them"]),
+            # GatherND by indices from data, not a mask's positions
+            ("GatherND by data", write("gathernd_data.onnx", model(
+                [node("GatherND", ["x", "i"], ["y"], "gather")],
+                [value_info("x", 1, ["N", 4]), value_info("i", 7, ["N", 1])], [value_info("y", 1, ["N"])])),
+             ["gathernd_data.onnx", "'gather' (GatherND)", "by indices other than NonZero's"]),
             # a fixed size meeting a dynamic axis (a trace that froze len(x)): the message names the
             # symbol, not its import-time stand-in (100003), and says how to export instead
             ("a dynamic axis against a fixed size", write("frozen.onnx", model(
