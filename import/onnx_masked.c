@@ -11,10 +11,11 @@
  *   sum  = ReduceSum(v * m)                      m: the mask as 0/1, broadcast over x's trailing axes
  *   mean = ReduceSum(v * m) / ReduceSum(expand(m, shape(v)))
  *
- * with the same gradients (zero at the positions not selected, as PyTorch's gather gives). The
- * element-wise ops then also run on the positions not selected: a value there that is not finite
- * (a log of padding) makes the sum not finite, where PyTorch never computed it. A selection that
- * reaches anything else (a matmul, an output, a reduction over some axes) is refused, saying why.
+ * and F.cross_entropy(logits[mask], labels[mask]) as the cross_entropy op of the whole tensors with
+ * the labels not selected ignored, with the same gradients (zero at the positions not selected, as PyTorch's gather
+ * gives). The element-wise ops then also run on the positions not selected: a value there that is not finite (a log of
+ * padding) makes the sum not finite, where PyTorch never computed it. A selection that reaches anything else (a matmul,
+ * an output, a reduction over some axes) is refused, saying why.
  *
  * A NonZero output (and a Transpose of it) is a "selection" value: the mask, no graph tensor. A
  * GatherND by a selection gives a "masked" value: the whole tensor x, with its mask. */
@@ -166,6 +167,60 @@ static tf_status reduce_selected(ox_import *im, const ox_node *node, const ox_va
   return ox_set_tensor(im, node, 0, total);
 }
 
+/* SoftmaxCrossEntropyLoss (mean, no class weights) of selected rows of logits [..., C] and the labels
+ * selected alike (F.cross_entropy(logits[mask], labels[mask])): the cross_entropy op of the whole
+ * tensors, the labels not selected replaced by an index it ignores, so its mean runs over the selected
+ * labels that are not the node's own ignore_index: PyTorch's number. */
+static tf_status cross_entropy_selected(ox_import *im, const ox_node *node) {
+  const ox_value *logits_value = input_value(im, node, 0), *labels_value = input_value(im, node, 1);
+  const bool weighted = ox_input(node, 2) != NULL, log_prob = node->proto->n_output > 1 && *node->proto->output[1];
+  const int64_t reduction_given = ox_attr(node, "reduction") != NULL;
+  const Onnx__AttributeProto *reduction = ox_attr(node, "reduction");
+  const bool mean = !reduction_given || (reduction->s.len == 4 && memcmp(reduction->s.data, "mean", 4) == 0);
+  if (!logits_value || !labels_value || !logits_value->masked || !labels_value->masked || weighted || log_prob || !mean)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "SoftmaxCrossEntropyLoss of selected values other than F.cross_entropy(logits[mask], "
+                   "labels[mask]) with the mean, no class weights and no log-probabilities output%s",
+                   OX_SELECTION_HINT);
+  const tf_tensor_id label_mask = labels_value->mask;
+  tf_tensor_id logits, labels;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &logits));
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &labels));
+  const int32_t label_rank = ox_rank_of(im, labels);
+  tf_tensor_info mask_info;
+  if (ox_rank_of(im, logits) != label_rank + 1 || !tf_graph_tensor(im->graph, label_mask, &mask_info) ||
+      mask_info.rank != label_rank)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "cross-entropy of selected rows whose classes are not the logits' last axis (logits[mask] of "
+                   "[..., C] by a mask of [...])%s",
+                   OX_SELECTION_HINT);
+  const int64_t ignored = ox_attr(node, "ignore_index") ? ox_attr_int(node, "ignore_index", -100) : -100;
+  if (ignored <= -16777216 || ignored >= 16777216)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "cross-entropy of selected values with ignore_index %" PRId64 " (from -2^24 to 2^24: labels are "
+                   "compared in f32)",
+                   ignored);
+  tf_graph *g = im->graph;
+  const tf_dtype label_type = ox_dtype_of(im, labels);
+  tf_tensor_id as_real = label_type == TF_F32 ? labels : tf_cast(g, labels, TF_F32);
+  /* a class ignore_index: those labels are left out too, so the labels left out become -100 */
+  const int64_t left_out = ignored >= 0 ? -100 : ignored;
+  tf_tensor_id keep = label_mask;
+  if (ignored >= 0)
+    keep = tf_mul(g, keep,
+                  tf_sub(g, ox_scalar(im, node, TF_F32, 1.0),
+                         ox_equal_mask(im, node, as_real, ox_scalar(im, node, TF_F32, (double)ignored), false)));
+  /* labels keep + left_out (1 - keep), exact in f32 for labels and ignore_index below 2^24 */
+  tf_tensor_id kept = tf_mul(g, as_real, keep);
+  tf_tensor_id others =
+      tf_mul(g, tf_sub(g, ox_scalar(im, node, TF_F32, 1.0), keep), ox_scalar(im, node, TF_F32, (double)left_out));
+  tf_tensor_id chosen = tf_add(g, kept, others);
+  tf_tensor_id loss =
+      tf_cross_entropy(g, logits, label_type == TF_F32 ? chosen : tf_cast(g, chosen, label_type), left_out);
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, loss);
+}
+
 /* Marks every output of `node` as masked by `mask` (shape: a masked value's Shape). */
 static void mark_outputs(ox_import *im, const ox_node *node, const ox_value *like, bool shape) {
   for (size_t o = 0; o < node->proto->n_output; o++) {
@@ -232,6 +287,8 @@ tf_status ox_masked_emit(ox_import *im, const ox_node *node, ox_converter conver
     return convert(im, node);
   if (node->fused == OX_PLAIN && (strcmp(op, "ReduceSum") == 0 || strcmp(op, "ReduceMean") == 0))
     return reduce_selected(im, node, masked);
+  if (node->fused == OX_PLAIN && strcmp(op, "SoftmaxCrossEntropyLoss") == 0)
+    return cross_entropy_selected(im, node);
   if (node->fused == OX_PLAIN && strcmp(op, "Shape") == 0 && node->n_inputs == 1) {
     TF_RETURN_IF_ERROR(convert(im, node));
     mark_outputs(im, node, masked, true);

@@ -578,4 +578,38 @@ def padded_frames():
 
 case("boolean indexing into a loss over the frames that are not padding (x[mask], masked_select) computes "
      "densely and trains as PyTorch's", padded_frames)
+
+
+class SelectedTokens(torch.nn.Module):
+    """F.cross_entropy over the tokens a mask keeps (an ASR or masked-LM loss written by indexing)."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 7)
+
+    def forward(self, x, classes, keep):  # x [N, T, 6], classes [N, T], keep [N, T] of 0/1
+        logits = self.a(x)
+        m = keep > 0
+        return F.cross_entropy(logits[m], classes[m]) + F.cross_entropy(logits[m], classes[m], ignore_index=3)
+
+
+def selected_tokens():
+    torch.manual_seed(28)
+    model = SelectedTokens()
+    x, classes = torch.randn(batch, 5, 6), torch.randint(0, 7, (batch, 5))
+    keep = (torch.rand(batch, 5) > 0.3).to(torch.uint8)
+    classes[0, 0], keep[0, 0] = 3, 1
+    inputs = (x, classes, keep)
+    graph = tightfit.from_torch(model, inputs, loss="output", input_names=["x", "classes", "keep"])
+    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
+    with tightfit.Session(plan, seed=0) as session:
+        losses = [session.step({"x": x.numpy(), "classes": classes.numpy(), "keep": keep.numpy()}) for _ in range(4)]
+    expected = adamw_losses(model, inputs, None, 4, 1e-2, criterion=lambda loss, _: loss)
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("F.cross_entropy(logits[mask], labels[mask]) (and with an ignore_index among the classes) trains as PyTorch's",
+     selected_tokens)
 finish("from_torch_operators")
