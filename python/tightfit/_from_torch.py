@@ -540,8 +540,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     as ReduceL2 (_frobenius_norm_as_l2); each custom autograd Function applied is named in `functions`
     (_custom_functions_recorded)."""
     import warnings
-    batch_norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.training]
-    buffers = [(b, b.detach().clone()) for m in batch_norms for b in m.buffers()]
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]  # the trace updates some: put back after
     # float buffers other than BatchNorm statistics (an attention mask, a positional table) are
     # constants that PyTorch never trains: held as plain attributes meanwhile, they export as Constant
     # nodes, which import as constants, where as initializers they would import as parameters

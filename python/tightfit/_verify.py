@@ -38,9 +38,8 @@ def first_tensor(torch, value):
 def module_output(torch, module, example_inputs, patches):
     """module(*example_inputs)'s first output as the export computed it: under `patches`, functions
     of the module that set it up as the export did (modes, configs) and return the function that
-    undoes it; the BatchNorm statistics the run updates put back."""
-    statistics = [(b, b.detach().clone()) for m in module.modules()
-                  if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for b in m.buffers()]
+    undoes it; every buffer the run updates (BatchNorm's statistics, a step counter) put back."""
+    statistics = [(b, b.detach().clone()) for b in module.buffers()]
     restores = []
     try:
         for patch in patches:

@@ -153,13 +153,26 @@ def size_limit():
         _verify.AUTO_LIMIT_BYTES = limit
 
 
+class Counting(torch.nn.Module):
+    """Counts its calls in a buffer (forward updates it in place, as a step counter or an EMA does)."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.calls += 1
+        return x
+
+
 def module_untouched():
-    """After from_torch (and its float64 run) the module holds the same parameter and buffer objects, of
-    the same dtypes and values, in the same modes: PyTorch trains it on as before."""
+    """After from_torch (its export's trace and its check's runs) the module holds the same parameter and
+    buffer objects, of the same dtypes and values (a call counter's too), in the same modes: PyTorch
+    trains it on as before."""
     torch.manual_seed(8)
     model = torch.nn.Sequential(torch.nn.Conv1d(2, 4, 3), torch.nn.BatchNorm1d(4), torch.nn.GELU(),
                                 torch.nn.Flatten(), torch.nn.Linear(4 * 6, 3))
     model[1].eval()
+    model.append(Counting())
     before = {name: (t, t.dtype, t.detach().clone()) for name, t in
               list(model.named_parameters()) + list(model.named_buffers())}
     modes = [m.training for m in model.modules()]
