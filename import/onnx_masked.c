@@ -69,6 +69,8 @@ static int32_t mask_source(ox_import *im, const char *name) {
  * per x[mask]). */
 tf_status ox_convert_nonzero(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  if (!ox_value_find(im, ox_input(node, 0)))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "input '%s' has no value", ox_input(node, 0));
   if (!ox_value_find(im, ox_input(node, 0))->has_positions) {
     tf_tensor_id positions;
     TF_RETURN_IF_ERROR(ox_nonzero_mask(im, node, 0, &positions));

@@ -234,6 +234,13 @@ def main():
                 [tensor("w", [4, 4], [0.5] * 16)])),
              ["selected_matmul.onnx", "'project' (MatMul)", "MatMul of selected values (x[mask])", "the data decides",
               "a sum or mean of all of them"]),
+            # NonZero of a name nothing writes (the fuzzer's find: the converter read the value unchecked)
+            ("NonZero of nothing", write("nonzero_nothing.onnx", model(
+                [node("NonZero", ["nothing"], ["at"], "positions"), node("Transpose", ["at"], ["rows"], "rows"),
+                 node("GatherND", ["x", "rows"], ["picked"], "pick"), node("ReduceSum", ["picked"], ["y"], "total",
+                                                                          attribute_int("keepdims", 0))],
+                [value_info("x", 1, ["N", 3])], [value_info("y", 1, [])])),
+             ["nonzero_nothing.onnx", "'positions' (NonZero)", "input 'nothing' has no value"]),
             # GatherND by indices from data, not a mask's positions
             ("GatherND by data", write("gathernd_data.onnx", model(
                 [node("GatherND", ["x", "i"], ["y"], "gather")],
