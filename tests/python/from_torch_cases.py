@@ -69,6 +69,21 @@ def adamw_both(graph, model, xs, ys, steps, sessions=None, inputs=None):
     return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
 
 
+def own_loss_both(graph, model, inputs, steps, bindings=None, device="cpu"):
+    """`steps` AdamW steps (lr 1e-2, no weight decay, no clipping) of a graph whose output is the module's
+    own loss (from_torch(loss="output")), by tightfit on `device` (the plan for its backend, symbols bound
+    as `bindings`) and by PyTorch on `model`, on `inputs` ({name: tensor}, in the module's order): (tightfit's
+    losses, PyTorch's, the worst relative difference); PyTorch's side is skipped (None, inf) off the CPU."""
+    plan = tightfit.compile(graph, target=device.split(":")[0], set=bindings, optimizer="adamw", lr=1e-2,
+                            weight_decay=0, clip=0)
+    with tightfit.Session(plan, seed=0, device=device) as session:
+        losses = [session.step({name: t.numpy() for name, t in inputs.items()}) for _ in range(steps)]
+    if device != "cpu":
+        return losses, None, float("inf")
+    expected = adamw_losses(model, tuple(inputs.values()), None, steps, 1e-2, criterion=lambda loss, _: loss)
+    return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+
+
 def beside_torch(model, xs, ys, counted, steps=5):
     """from_torch of `model` (cross_entropy), then `steps` AdamW steps by tightfit and by PyTorch:
     (a problem or None, what was seen, the graph's ops), what was seen counting the ops in `counted`."""

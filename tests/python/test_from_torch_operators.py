@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import tightfit
-from from_torch_cases import adamw_both, batch, beside_torch, case, dumped, finish, require_importer
+from from_torch_cases import adamw_both, batch, beside_torch, case, dumped, finish, own_loss_both, require_importer
 from torch_training import adamw_losses
 
 require_importer()
@@ -303,12 +303,7 @@ def pairwise_sigmoid():
     model = PairwiseSigmoid()
     graph = tightfit.from_torch(model, (torch.randn(4, 8),), loss="output")
     ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    xs = torch.randn(6, 8)
-    plan = tightfit.compile(graph, set={"N": 6}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    with tightfit.Session(plan, seed=0) as session:
-        losses = [session.step({"x": xs.numpy()}) for _ in range(4)]
-    expected = adamw_losses(model, (xs,), None, 4, 1e-2, criterion=lambda loss, _: loss)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    losses, expected, worst = own_loss_both(graph, model, {"x": torch.randn(6, 8)}, 4, {"N": 6})
     seen = f"{ops.count('abs')} abs (the eye's distance); 4 AdamW steps at N=6 {losses[0]:.6f} -> {losses[-1]:.6f} " \
         f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
     return (None if worst <= 1e-5 and "abs" in ops else f"tightfit {losses} vs PyTorch {expected}, ops {set(ops)}"), seen
@@ -566,26 +561,19 @@ def padded_frames():
     target[0, 3:], target[2, 4:] = -100.0, -100.0
     graph = tightfit.from_torch(model, (x, target), loss="output", input_names=["x", "target"])
     ops = [node["op"] for node in json.loads(dumped(graph))["nodes"]]
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    with tightfit.Session(plan, seed=0) as session:
-        losses = [session.step({"x": x.numpy(), "target": target.numpy()}) for _ in range(4)]
-    expected = adamw_losses(model, (x, target), None, 4, 1e-2, criterion=lambda loss, _: loss)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    inputs = {"x": x, "target": target}
+    losses, expected, worst = own_loss_both(graph, model, inputs, 4, {"N": batch})
     seen = f"{len(ops)} ops, no gather; 4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch " \
         f"{expected[-1]:.6f}), worst relative difference {worst:.1e}"
     if worst > 1e-5 or "gather_nd" in ops:
         return f"tightfit {losses} vs PyTorch {expected}", seen
     # the same plan's ops on the Vulkan backend (lavapipe in CI): the CPU's losses
-    plan = tightfit.compile(graph, target="vulkan", set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0,
-                            clip=0)
     try:
-        session = tightfit.Session(plan, seed=0, device="vulkan")
+        on_vulkan = own_loss_both(graph, model, inputs, 4, {"N": batch}, device="vulkan")[0]
     except tightfit.TightfitError as error:
         if "no Vulkan" in str(error) or "unsupported" in str(error).lower():
             return None, seen + f"; Vulkan skipped: no device ({error})"
         raise
-    with session:
-        on_vulkan = [session.step({"x": x.numpy(), "target": target.numpy()}) for _ in range(4)]
     apart = max(abs(a - b) / abs(b) for a, b in zip(on_vulkan, losses))
     seen += f"; on Vulkan within {apart:.1e} of the CPU's"
     return (None if apart <= 1e-5 else f"Vulkan {on_vulkan} vs CPU {losses}"), seen
@@ -613,13 +601,9 @@ def selected_tokens():
     x, classes = torch.randn(batch, 5, 6), torch.randint(0, 7, (batch, 5))
     keep = (torch.rand(batch, 5) > 0.3).to(torch.uint8)
     classes[0, 0], keep[0, 0] = 3, 1
-    inputs = (x, classes, keep)
-    graph = tightfit.from_torch(model, inputs, loss="output", input_names=["x", "classes", "keep"])
-    plan = tightfit.compile(graph, set={"N": batch}, optimizer="adamw", lr=1e-2, weight_decay=0, clip=0)
-    with tightfit.Session(plan, seed=0) as session:
-        losses = [session.step({"x": x.numpy(), "classes": classes.numpy(), "keep": keep.numpy()}) for _ in range(4)]
-    expected = adamw_losses(model, inputs, None, 4, 1e-2, criterion=lambda loss, _: loss)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    inputs = {"x": x, "classes": classes, "keep": keep}
+    graph = tightfit.from_torch(model, tuple(inputs.values()), loss="output", input_names=list(inputs))
+    losses, expected, worst = own_loss_both(graph, model, inputs, 4, {"N": batch})
     seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
         f"difference {worst:.1e}"
     return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
