@@ -25,6 +25,8 @@ const char *ox_dtype_name(int32_t type);
 
 /* Input i's name (ox_node.inputs, as rewritten), or NULL when absent or empty, or node is NULL. */
 const char *ox_input(const ox_node *node, int32_t i);
+/* The node writing value `name`, or NULL (an input, an initializer, NULL). */
+ox_node *ox_producer(ox_import *im, const char *name);
 const Onnx__AttributeProto *ox_attr(const ox_node *node, const char *name);
 int64_t ox_attr_int(const ox_node *node, const char *name, int64_t fallback);
 /* Whether string attribute `name` (`fallback` when absent) is `expected`. */

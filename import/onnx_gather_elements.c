@@ -24,10 +24,9 @@ static const ox_known *known_indices(ox_import *im, const ox_node *node) {
   const ox_known *k = ox_foldable(im, node, 1);
   if (k)
     return k;
-  const int32_t at = tf_strmap_get(&im->producers, ox_input(node, 1));
-  if (at < 0)
+  const ox_node *expand = ox_producer(im, ox_input(node, 1));
+  if (!expand)
     return NULL;
-  const ox_node *expand = &im->nodes[at];
   if (expand->fused != OX_PLAIN || !ox_default_domain(expand->proto->domain) ||
       strcmp(expand->proto->op_type, "Expand") != 0)
     return NULL;

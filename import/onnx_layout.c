@@ -549,8 +549,7 @@ static int32_t like_type(ox_import *im, const char *name) {
     return declared;
   static const char *const boolean_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
                                             "And",   "Or",   "Xor",     "IsNaN",       "IsInf"};
-  const int32_t index = tf_strmap_get(&im->producers, name);
-  const ox_node *producer = index < 0 ? NULL : &im->nodes[index];
+  const ox_node *producer = ox_producer(im, name);
   for (size_t i = 0; producer && i < sizeof(boolean_ops) / sizeof(boolean_ops[0]); i++)
     if (strcmp(producer->proto->op_type, boolean_ops[i]) == 0)
       return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;

@@ -55,8 +55,7 @@ static const ox_value *input_value(ox_import *im, const ox_node *node, int32_t i
  * expands the mask to the data's shape once per call): values selected by one mask combine. */
 static int32_t mask_source(ox_import *im, const char *name) {
   for (int32_t depth = 0; depth < 16; depth++) {
-    const int32_t index = tf_strmap_get(&im->producers, name);
-    const ox_node *producer = index < 0 ? NULL : &im->nodes[index];
+    const ox_node *producer = ox_producer(im, name);
     if (!producer || producer->fused != OX_PLAIN || strcmp(producer->proto->op_type, "Expand") != 0 ||
         producer->n_inputs < 1 || !producer->inputs[0])
       break;
@@ -128,8 +127,6 @@ tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node) {
     shape[i] = i < m_rank ? m_dims[i] : tf_fixed(1);
   tf_tensor_id mask =
       m_rank == x_rank ? indices->mask : tf_reshape(im->graph, indices->mask, tf_shape_from(shape, x_rank));
-  if (ox_dtype_of(im, x) != TF_F32 && !ox_is_integer_dtype(ox_dtype_of(im, x)))
-    mask = tf_cast(im->graph, mask, ox_dtype_of(im, x));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   TF_RETURN_IF_ERROR(ox_set_tensor(im, node, 0, x));
   ox_value *out = ox_value_find(im, node->proto->output[0]);
@@ -149,20 +146,17 @@ static tf_status reduce_selected(ox_import *im, const ox_node *node, const ox_va
                    node->proto->op_type, mean ? "mean" : "sum", mean ? "mean" : "sum", OX_SELECTION_HINT);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  const int32_t rank = ox_rank_of(im, x);
-  int32_t axes[TF_MAX_RANK];
-  for (int32_t i = 0; i < rank; i++)
-    axes[i] = i;
+  const int32_t every = 0; /* n_axes 0: all of them */
   tf_tensor_id mask = v->mask;
   if (ox_dtype_of(im, mask) != ox_dtype_of(im, x))
     mask = tf_cast(im->graph, mask, ox_dtype_of(im, x));
-  tf_tensor_id total = tf_reduce(im->graph, TF_OP_SUM, tf_mul(im->graph, x, mask), axes, rank, false);
+  tf_tensor_id total = tf_reduce(im->graph, TF_OP_SUM, tf_mul(im->graph, x, mask), &every, 0, false);
   if (mean) {
     int32_t x_rank;
     tf_dim dims[TF_MAX_RANK];
     ox_tensor_dims(im, x, &x_rank, dims);
     tf_tensor_id count =
-        tf_reduce(im->graph, TF_OP_SUM, tf_expand(im->graph, mask, tf_shape_from(dims, x_rank)), axes, rank, false);
+        tf_reduce(im->graph, TF_OP_SUM, tf_expand(im->graph, mask, tf_shape_from(dims, x_rank)), &every, 0, false);
     total = tf_div(im->graph, total, count);
   }
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));

@@ -6,11 +6,6 @@
 #include "core/half_bits.h"
 #include "import/onnx_patterns.h"
 
-ox_node *ox_producer(ox_import *im, const char *name) {
-  int32_t index = name ? tf_strmap_get(&im->producers, name) : -1;
-  return index < 0 ? NULL : &im->nodes[index];
-}
-
 bool ox_is_op(const ox_node *node, const char *op_type) {
   return node && node->fused == OX_PLAIN && ox_default_domain(node->proto->domain) &&
          strcmp(node->proto->op_type, op_type) == 0;

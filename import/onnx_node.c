@@ -73,6 +73,11 @@ tf_status ox_at(const ox_import *im, const ox_node *node, tf_status status) {
   return status ? tf_status_prefix(status, "%s: %s", im->source, ox_node_label(node, label, sizeof(label))) : NULL;
 }
 
+ox_node *ox_producer(ox_import *im, const char *name) {
+  int32_t index = name ? tf_strmap_get(&im->producers, name) : -1;
+  return index < 0 ? NULL : &im->nodes[index];
+}
+
 tf_status ox_need_input(ox_import *im, const ox_node *node, int32_t i) {
   return ox_input(node, i) ? NULL : ox_fail(im, node, TF_ERR_INVALID_INPUT, "input %" PRId32 " is missing", i);
 }

@@ -21,8 +21,6 @@ void ox_match_attention(ox_import *im, ox_node *top);
 
 /* ---- what patterns are matched with (onnx_match.c) ---- */
 
-/* The node writing value `name`, or NULL (an input, an initializer, NULL). */
-ox_node *ox_producer(ox_import *im, const char *name);
 /* True when `node` is a not yet rewritten `op_type` node (false for NULL). */
 bool ox_is_op(const ox_node *node, const char *op_type);
 /* True when both names are given and equal. */

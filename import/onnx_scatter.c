@@ -221,10 +221,9 @@ static bool grid_of(ox_import *im, const char *name, int32_t depth, grid *g) {
     column.shape[column.rank++] = 1;
     return fit_known(&column, 0, 1, g);
   }
-  const int32_t at = tf_strmap_get(&im->producers, name);
-  if (at < 0)
+  const ox_node *node = ox_producer(im, name);
+  if (!node)
     return false;
-  const ox_node *node = &im->nodes[at];
   const char *op = node->proto->op_type;
   if (node->fused != OX_PLAIN || !ox_default_domain(node->proto->domain))
     return false;

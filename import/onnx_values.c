@@ -251,7 +251,8 @@ tf_status ox_known_from_tensor(const Onnx__TensorProto *t, const char *what, ox_
   return NULL;
 }
 
-/* The symbol whose import-time prime `value` is a multiple of (ox_tensor_dims' rule), or -1. */
+/* The symbol whose import-time prime `value` is a small multiple of (times the prime, fewer times than
+ * OX_SYMBOL_PRIME_MIN: ox_tensor_dims' rule, shared with the messages), or -1. */
 static int32_t symbol_of_size(const ox_import *im, int64_t value, int64_t *times) {
   for (int32_t s = 0; s < im->n_symbols && value >= OX_SYMBOL_PRIME_MIN; s++) {
     int64_t prime = ox_symbol_prime(s);
@@ -552,19 +553,16 @@ void ox_tensor_dims(const ox_import *im, tf_tensor_id id, int32_t *rank, tf_dim 
     dims[i] = tf_fixed(size);
     if (size < OX_SYMBOL_PRIME_MIN)
       continue;
-    bool multiple_of_any = false;
-    dims[i] = (tf_dim){-1, -1};
-    for (int32_t s = 0; s < im->n_symbols; s++) {
-      int64_t prime = ox_symbol_prime(s);
-      if (size % prime != 0)
-        continue;
-      multiple_of_any = true;
-      if (size / prime < OX_SYMBOL_PRIME_MIN) {
-        dims[i] = tf_sym_times(s, size / prime);
-        break;
-      }
+    int64_t times;
+    const int32_t symbol = symbol_of_size(im, size, &times);
+    if (symbol >= 0) {
+      dims[i] = tf_sym_times(symbol, times);
+      continue;
     }
-    if (!multiple_of_any && size / OX_SYMBOL_PRIME_MIN < OX_SYMBOL_PRIME_MIN)
-      dims[i] = tf_fixed(size); /* a fixed size of 100003 or more, e.g. a long audio axis */
+    bool multiple_of_any = false;
+    for (int32_t s = 0; s < im->n_symbols; s++)
+      multiple_of_any = multiple_of_any || size % ox_symbol_prime(s) == 0;
+    /* a fixed size of 100003 or more (a long audio axis), or a product of symbols, which has no name */
+    dims[i] = !multiple_of_any && size / OX_SYMBOL_PRIME_MIN < OX_SYMBOL_PRIME_MIN ? tf_fixed(size) : (tf_dim){-1, -1};
   }
 }
