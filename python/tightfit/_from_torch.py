@@ -721,7 +721,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
             # the trace froze the batch size where the module read it as a number (CLIP's
             # torch.arange(len(logits)) labels): the traced computation at the traced batch, fixed
             warnings.warn(f"from_torch: the export froze the batch size {example_inputs[0].shape[0]} where the module "
-                          f"reads it as a number ({str(error).split(' (a dynamic axis')[0].split('model.onnx: ')[-1]}): imported "
+                          f"reads it as a number ({str(error).split(' (a dynamic axis')[0].split(onnx_path + ': ')[-1]}): imported "
                           f"with the batch fixed at {example_inputs[0].shape[0]} (no symbol {batch_symbol}; "
                           "dynamic_batch=False says so); accumulation still makes larger global batches",
                           stacklevel=2)

@@ -89,7 +89,7 @@ def graph_output(graph, example_inputs, names, loss, bindings=None):
             batch[name] = _label(label_dtype, label_shape, loss)
     with Session(plan, threads=1) as session:
         session.forward(batch)
-        return session.read("output", shape=shape, dtype=dtype), dtype
+        return session.read("output", shape=shape, dtype=dtype)
 
 
 def _float64_output(torch, module, example_inputs, patches):
@@ -168,7 +168,7 @@ def _compare_at(torch, module, inputs, expected, graph, names, loss, patches, bi
     dtype = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}.get(expected.dtype)
     reference = expected.detach().float().cpu().numpy() if dtype else expected.detach().cpu().numpy()
     try:
-        actual, _ = graph_output(graph, inputs, names, loss, bindings)
+        actual = graph_output(graph, inputs, names, loss, bindings)
     except TightfitError as error:
         raise TightfitError(f"from_torch: verify: the graph's forward pass {where} (an inference plan on the CPU) "
                             f"failed: {error}; from_torch(..., verify=False) imports without the check",
