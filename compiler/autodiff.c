@@ -19,6 +19,12 @@ static bool passes_no_gradient(tf_op op) {
   return op == TF_OP_STOP_GRADIENT || op == TF_OP_FLOOR || op == TF_OP_CEIL || op == TF_OP_ROUND || op == TF_OP_SIGN;
 }
 
+/* Whether input k of an op passes a gradient: not through an op of passes_no_gradient, nor to keep's
+ * mask (input 1), whose output is piecewise constant in it. */
+static bool input_passes_gradient(tf_op op, int32_t k) {
+  return !passes_no_gradient(op) && !(op == TF_OP_KEEP && k == 1);
+}
+
 /* depends[t]: t is a trained (not frozen) parameter or computed from one (floating only). What
  * only frozen parameters feed gets no gradient: the backward pass stops there, as it does at an op
  * whose output is a constant to autodiff (passes_no_gradient). */
@@ -28,8 +34,8 @@ static void mark_dependents(const tf_graph *g, bool *depends) {
   for (int32_t n = 0; n < g->n_nodes; n++) {
     const tf_ir_node *node = &g->nodes[n];
     bool any = false;
-    for (int32_t k = 0; k < node->n_inputs && !passes_no_gradient(node->op); k++)
-      any = any || depends[node->inputs[k]];
+    for (int32_t k = 0; k < node->n_inputs; k++)
+      any = any || (depends[node->inputs[k]] && input_passes_gradient(node->op, k));
     for (int32_t k = 0; k < node->n_outputs; k++)
       depends[node->outputs[k]] = any && is_floating(g->tensors[node->outputs[k]].dtype);
   }
@@ -44,7 +50,7 @@ static void mark_needs(const tf_graph *g, int32_t n_forward, int32_t loss, const
     if (!needs[node->outputs[0]])
       continue;
     for (int32_t k = 0; k < node->n_inputs; k++)
-      if (depends[node->inputs[k]])
+      if (depends[node->inputs[k]] && input_passes_gradient(node->op, k))
         needs[node->inputs[k]] = true;
   }
 }

@@ -131,6 +131,13 @@ static void vjp_div(tf_vjp *v) {
   }
 }
 
+/* y = keep(x, m): dx = keep(dy, m), 0 where x was not kept (a NaN dy there too); m gets none. */
+static void vjp_keep(tf_vjp *v) {
+  const int32_t x = tf_vjp_input(v, 0);
+  if (tf_vjp_wants(v, 0))
+    tf_vjp_give(v, 0, reduce_to(v, op2(v, TF_OP_KEEP, v->dy, tf_vjp_input(v, 1), NULL), x));
+}
+
 static void vjp_neg(tf_vjp *v) { tf_vjp_give(v, 0, op1(v, TF_OP_NEG, v->dy, NULL)); }
 static void vjp_exp(tf_vjp *v) { tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, tf_vjp_output(v), NULL)); }
 static void vjp_log(tf_vjp *v) { tf_vjp_give(v, 0, op2(v, TF_OP_DIV, v->dy, tf_vjp_input(v, 0), NULL)); }

@@ -275,6 +275,7 @@ tf_tensor_id tf_add(tf_graph *g, tf_tensor_id a, tf_tensor_id b) { return node2(
 tf_tensor_id tf_sub(tf_graph *g, tf_tensor_id a, tf_tensor_id b) { return node2(g, TF_OP_SUB, a, b, NULL); }
 tf_tensor_id tf_mul(tf_graph *g, tf_tensor_id a, tf_tensor_id b) { return node2(g, TF_OP_MUL, a, b, NULL); }
 tf_tensor_id tf_div(tf_graph *g, tf_tensor_id a, tf_tensor_id b) { return node2(g, TF_OP_DIV, a, b, NULL); }
+tf_tensor_id tf_keep(tf_graph *g, tf_tensor_id x, tf_tensor_id m) { return node2(g, TF_OP_KEEP, x, m, NULL); }
 
 tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x) {
   const tf_op_info *info = tf_op_info_get(op);

@@ -12,17 +12,20 @@
  *   x < y, x > y   = relu(1 - relu(1 - d))           integers, d = y - x or x - y (+ 1 for <=, >=);
  *                                                    floats, d scaled by 2^149, x >= y = 1 - [y > x]
  *   not m          = 1 - m
- *   where(m, v, x) = x (1 - m) + v m                 v finite
- *                  = x (1 - m) + log(1 - m)          v = -inf (log 0 = -inf, log 1 = 0)
- *                  = x (1 - m) - log(1 - m)          v = +inf
+ *   where(m, v, x) = keep(x, 1 - m) + v m            v finite
+ *                  = keep(x, 1 - m) + log(1 - m)     v = -inf (log 0 = -inf, log 1 = 0)
+ *                  = keep(x, 1 - m) - log(1 - m)     v = +inf
  *
- * For an integer x cast to f32, x != k leaves |x - k| >= 1 (both are whole numbers; a cast that
- * rounds a large x keeps it far from a small k), so each mask is exactly 0 or 1, and where() gives
- * x or v bit for bit wherever x is finite; its gradient with respect to x is (1 - m), 0 where the
- * fill is taken, as PyTorch's. Where of integer data (BART's ids, masked_fill(ids == -100, pad))
- * computes in f32 and casts back: exact while the ids and the fill are whole numbers below 2^24.
- * Equal of float data scales the difference as nonzero() does (equal_of). Where with both branches
- * data, or both constants, blends them: a m + b (1 - m) (where_blend: exact for finite branches). */
+ * keep(x, k) is the select op: x where k != 0, else 0, a NaN or an infinity of x included (x (1 - m)
+ * would make it NaN: masked_fill(isnan-free padding, 0) of a log). For an integer x cast to f32,
+ * x != k leaves |x - k| >= 1 (both are whole numbers; a cast that rounds a large x keeps it far from
+ * a small k), so each mask is exactly 0 or 1, and where() gives x or v bit for bit; its gradient
+ * with respect to x is keep(dy, 1 - m), 0 where the fill is taken, as PyTorch's. Where of integer
+ * data (BART's ids, masked_fill(ids == -100, pad)) computes in f32 and casts back: exact while the
+ * ids and the fill are whole numbers below 2^24. Equal of float data scales the difference as
+ * nonzero() does (equal_of). Where with both branches data, or both constants, selects each:
+ * keep(a, m) + keep(b, 1 - m) (where_blend: exact where the branch taken is finite, as
+ * torch.where(x > 0, x.log(), 0)). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -178,26 +181,28 @@ tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, m);
 }
 
+/* The constant v where the 0/1 mask m is 1, 0 where it is 0, in `dtype` (m's): m v, or for an
+ * infinity -log(1 - m) or log(1 - m) (log 0 = -inf, log 1 = 0), since inf * 0 is NaN. */
+static tf_tensor_id fill_of(ox_import *im, const ox_node *node, tf_tensor_id m, double v, tf_dtype dtype) {
+  if (!isinf(v))
+    return binary_node(im, TF_OP_MUL, m, ox_scalar(im, node, dtype, v));
+  tf_tensor_id fill = tf_unary(im->graph, TF_OP_LOG, one_minus(im, node, m, dtype));
+  return v > 0 ? tf_unary(im->graph, TF_OP_NEG, fill) : fill;
+}
+
 /* x where the mask m is 0, the constant v where it is 1, in x's dtype (see the top of the file). */
 static tf_status masked_fill(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id m, double v,
                              tf_tensor_id *out) {
   const tf_dtype dtype = ox_dtype_of(im, x);
   if (dtype != TF_F32)
     m = tf_cast(im->graph, m, dtype);
-  tf_tensor_id keep = one_minus(im, node, m, dtype);
-  tf_tensor_id fill;
-  if (isinf(v)) {
-    fill = tf_unary(im->graph, TF_OP_LOG, keep);
-    if (v > 0)
-      fill = tf_unary(im->graph, TF_OP_NEG, fill);
-  } else {
-    fill = binary_node(im, TF_OP_MUL, m, ox_scalar(im, node, dtype, v));
-  }
-  *out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_MUL, x, keep), fill);
+  *out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_KEEP, x, one_minus(im, node, m, dtype)),
+                     fill_of(im, node, m, v, dtype));
   return ox_graph_error(im, node);
 }
 
-/* An error when input i is a known value or an initializer holding a value that is not finite. */
+/* An error when input i is a known value of several elements or an initializer holding a value that
+ * is not finite (a graph constant holds finite values only; one value takes fill_of). */
 static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
   const ox_value *v = ox_value_find(im, ox_input(node, i));
   ox_known *decoded = NULL;
@@ -214,17 +219,51 @@ static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
   ox_known_free(decoded);
   if (!isfinite(bad))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "Where blending two branches, input %" PRId32 " '%s' holding %g (only finite constants)", i,
-                   ox_input(node, i), bad);
+                   "Where of two branches, input %" PRId32
+                   " '%s' holding %g among several values (only finite constant "
+                   "tensors; a single infinity is taken)",
+                   i, ox_input(node, i), bad);
   return NULL;
 }
 
-/* Where(m, a, b) with both branches data (Funnel's token-type bias) or both constants: a m + b (1 - m),
- * exact wherever both branches are finite (a non-finite value in the branch not taken gives NaN,
- * where PyTorch gives the other branch; constants must be finite); integers in f32 between casts. */
+/* Whether input i is a known value of one element (a number) of rank `rank` at most. */
+static bool one_value(ox_import *im, const ox_node *node, int32_t i, int32_t rank) {
+  const ox_value *v = ox_value_find(im, ox_input(node, i));
+  return v && v->known && v->known->count == 1 && v->known->rank <= rank &&
+         (v->known->is_float || v->known->ints[0].symbol < 0);
+}
+
+/* Where(m, a, b) of two numbers (an additive mask: torch.where(m, 0.0, -inf)): fill_of(m, a) +
+ * fill_of(1 - m, b), of m's shape, an infinity included; integers in f32, cast back. */
+static tf_status where_of_numbers(ox_import *im, const ox_node *node, tf_tensor_id m) {
+  const ox_known *a = ox_value_find(im, ox_input(node, 1))->known, *b = ox_value_find(im, ox_input(node, 2))->known;
+  const double va = a->is_float ? a->reals[0] : (double)a->ints[0].size;
+  const double vb = b->is_float ? b->reals[0] : (double)b->ints[0].size;
+  if (isnan(va) || isnan(vb))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where filling NaN");
+  if (a->is_float != b->is_float)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Where of a float and an integer branch (one type)");
+  const tf_dtype dtype = a->is_float && (a->dtype == TF_F16 || a->dtype == TF_BF16) ? a->dtype : TF_F32;
+  if (dtype != TF_F32)
+    m = tf_cast(im->graph, m, dtype);
+  tf_tensor_id out = binary_node(im, TF_OP_ADD, fill_of(im, node, m, va, dtype),
+                                 fill_of(im, node, one_minus(im, node, m, dtype), vb, dtype));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, a->is_float ? out : tf_cast(im->graph, out, a->dtype));
+}
+
+/* Where(m, a, b) with both branches data (Funnel's token-type bias) or both constants: keep(a, m) +
+ * keep(b, 1 - m), the branch taken bit for bit whatever the other holds (log's NaN in the branch not
+ * taken: torch.where(x > 0, x.log(), 0)); two numbers take where_of_numbers; integers in f32
+ * between casts. */
 static tf_status where_blend(ox_import *im, const ox_node *node) {
   tf_tensor_id m, a, b;
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
+  TF_RETURN_IF_ERROR(ox_need_input(im, node, 2));
+  const int32_t rank = ox_rank_of(im, m);
+  if (one_value(im, node, 1, rank) && one_value(im, node, 2, rank))
+    return where_of_numbers(im, node, m);
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &a)); /* each branch has a value past here */
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &b));
   for (int32_t i = 1; i <= 2; i++)
@@ -240,8 +279,8 @@ static tf_status where_blend(ox_import *im, const ox_node *node) {
   }
   if (compute != TF_F32)
     m = tf_cast(im->graph, m, compute);
-  tf_tensor_id out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_MUL, a, m),
-                                 binary_node(im, TF_OP_MUL, b, one_minus(im, node, m, compute)));
+  tf_tensor_id out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_KEEP, a, m),
+                                 binary_node(im, TF_OP_KEEP, b, one_minus(im, node, m, compute)));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, compute != dtype ? tf_cast(im->graph, out, dtype) : out);
 }

@@ -8,14 +8,17 @@
  * through element-wise ops (with scalars, or with values selected by the same mask) into a ReduceSum
  * or ReduceMean of every element, the same number comes from the whole tensors:
  *
- *   sum  = ReduceSum(v * m)                      m: the mask as 0/1, broadcast over x's trailing axes
- *   mean = ReduceSum(v * m) / ReduceSum(expand(m, shape(v)))
+ *   sum  = ReduceSum(keep(v, m))                 m: the mask as 0/1, broadcast over x's trailing axes
+ *   mean = ReduceSum(keep(v, m)) / ReduceSum(expand(m, shape(v)))
  *
  * and F.cross_entropy(logits[mask], labels[mask]) as the cross_entropy op of the whole tensors with
  * the labels not selected ignored, with the same gradients (zero at the positions not selected, as PyTorch's gather
- * gives). The element-wise ops then also run on the positions not selected: a value there that is not finite (a log of
- * padding) makes the sum not finite, where PyTorch never computed it. A selection that reaches anything else (a matmul,
- * an output, a reduction over some axes) is refused, saying why.
+ * gives). The element-wise ops then also run on the positions not selected, where keep (a select, not a product by
+ * the mask) fences them in: the selection is keep(x, m), so a NaN or an infinity of x there never enters, and the
+ * reduction's keep drops what the ops make there (a log of padding's zeros), forward; backward, the reduction's
+ * keep(dy, m) gives those positions a zero gradient and the selection's keep(dx, m) drops whatever the ops' rules make
+ * of it there (0 / 0). A selection that reaches anything else (a matmul, an output, a reduction over some axes) is
+ * refused, saying why.
  *
  * A NonZero output (and a Transpose of it) is a "selection" value: the mask, no graph tensor. A
  * GatherND by a selection gives a "masked" value: the whole tensor x, with its mask. */
@@ -127,6 +130,9 @@ tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node) {
     shape[i] = i < m_rank ? m_dims[i] : tf_fixed(1);
   tf_tensor_id mask =
       m_rank == x_rank ? indices->mask : tf_reshape(im->graph, indices->mask, tf_shape_from(shape, x_rank));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (!ox_is_integer_dtype(dtype)) /* a NaN or an infinity not selected (padding) goes no further */
+    x = tf_keep(im->graph, x, dtype == ox_dtype_of(im, mask) ? mask : tf_cast(im->graph, mask, dtype));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   TF_RETURN_IF_ERROR(ox_set_tensor(im, node, 0, x));
   ox_value *out = ox_value_find(im, node->proto->output[0]);
@@ -136,7 +142,7 @@ tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node) {
   return NULL;
 }
 
-/* ReduceSum or ReduceMean of every selected value: sum(v m) [/ sum(expand(m))]. */
+/* ReduceSum or ReduceMean of every selected value: sum(keep(v, m)) [/ sum(expand(m))]. */
 static tf_status reduce_selected(ox_import *im, const ox_node *node, const ox_value *v) {
   const bool mean = strcmp(node->proto->op_type, "ReduceMean") == 0;
   if (ox_input(node, 1) || ox_attr(node, "axes") || ox_attr_int(node, "keepdims", 1) != 0)
@@ -150,7 +156,7 @@ static tf_status reduce_selected(ox_import *im, const ox_node *node, const ox_va
   tf_tensor_id mask = v->mask;
   if (ox_dtype_of(im, mask) != ox_dtype_of(im, x))
     mask = tf_cast(im->graph, mask, ox_dtype_of(im, x));
-  tf_tensor_id total = tf_reduce(im->graph, TF_OP_SUM, tf_mul(im->graph, x, mask), &every, 0, false);
+  tf_tensor_id total = tf_reduce(im->graph, TF_OP_SUM, tf_keep(im->graph, x, mask), &every, 0, false);
   if (mean) {
     int32_t x_rank;
     tf_dim dims[TF_MAX_RANK];

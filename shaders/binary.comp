@@ -1,5 +1,5 @@
 #version 450
-// add, sub, mul, div with numpy broadcasting (kernels/cpu/elementwise.c), and accumulate (an add
+// add, sub, mul, div, keep with numpy broadcasting (kernels/cpu/elementwise.c), and accumulate (an add
 // whose output is its first input). The host collapses the output's axes with both operands'
 // strides (0 where broadcast) to at most 8.
 #extension GL_GOOGLE_include_directive : require
@@ -13,7 +13,7 @@ layout(std430, set = 0, binding = 2) writeonly buffer Y { ELEMENT y[]; };
 
 layout(push_constant) uniform Push {
   uint count;
-  uint op;        // the tf_op number (op_codes.glsl): add, sub, mul or div
+  uint op;        // the tf_op number (op_codes.glsl): add, sub, mul, div or keep
   uint rank;
   uint reserved;
   uint shape[8];
@@ -37,6 +37,7 @@ void main() {
     case TF_OP_SUB: r = x - z; break;
     case TF_OP_MUL: r = x * z; break;
     case TF_OP_DIV: r = x / z; break;
+    case TF_OP_KEEP: r = z != 0.0 ? x : 0.0; break; // a select: no NaN of x where z is 0
     default: r = uintBitsToFloat(0x7fc00000u); break; // NaN: an op without a case here
     }
     y[i] = FROM_F32(r);

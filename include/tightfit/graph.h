@@ -108,6 +108,8 @@ tf_tensor_id tf_add(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
 tf_tensor_id tf_sub(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
 tf_tensor_id tf_mul(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
 tf_tensor_id tf_div(tf_graph *g, tf_tensor_id a, tf_tensor_id b);
+/* x where m != 0, else 0, even where x is NaN or infinite (torch.where(m, x, 0)); broadcasts. */
+tf_tensor_id tf_keep(tf_graph *g, tf_tensor_id x, tf_tensor_id m);
 /* Any attribute-free float unary: an op whose row in core/op_table.h has shape rule unary_float and
  * attrs NONE (neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh, ...; not gelu). */
 tf_tensor_id tf_unary(tf_graph *g, tf_op op, tf_tensor_id x);

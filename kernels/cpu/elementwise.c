@@ -1,4 +1,4 @@
-/* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div), the float unaries
+/* Element-by-element kernels: the broadcasting binaries (add, sub, mul, div, keep), the float unaries
  * (neg ... tanh, gelu, softplus, leaky_relu, clip) and the gradients of the activations (relu_grad ...
  * tanh_grad, leaky_relu_grad, clip_grad).
  *
@@ -167,6 +167,7 @@ DEFINE_SEGMENT(add, x + y)
 DEFINE_SEGMENT(sub, x - y)
 DEFINE_SEGMENT(mul, x * y)
 DEFINE_SEGMENT(div, x / y)
+DEFINE_SEGMENT(keep, y != 0 ? x : (real)0) /* a select: a NaN or an infinity of x where y is 0 gives 0 */
 // clang-format on
 
 /* out = a (op) b with numpy broadcasting of both operands to the output's shape. The iteration
@@ -206,6 +207,7 @@ void TF_REAL_NAME(tf_cpu_add)(const tf_cpu_args *args) { binary_run(args, add_se
 void TF_REAL_NAME(tf_cpu_sub)(const tf_cpu_args *args) { binary_run(args, sub_segment); }
 void TF_REAL_NAME(tf_cpu_mul)(const tf_cpu_args *args) { binary_run(args, mul_segment); }
 void TF_REAL_NAME(tf_cpu_div)(const tf_cpu_args *args) { binary_run(args, div_segment); }
+void TF_REAL_NAME(tf_cpu_keep)(const tf_cpu_args *args) { binary_run(args, keep_segment); }
 
 /* min(max(x, lo), hi): lo > hi gives hi everywhere (torch.clamp's rule), and a NaN x stays NaN (both
  * comparisons are false). */

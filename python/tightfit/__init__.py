@@ -210,6 +210,10 @@ class Graph:
     def div(self, a, b):
         return self._checked(_lib.lib.tf_div(self._g, a, b), "div")
 
+    def keep(self, x, m):
+        """x where m is nonzero, else 0, even where x is NaN or infinite (torch.where(m, x, 0))."""
+        return self._checked(_lib.lib.tf_keep(self._g, x, m), "keep")
+
     def unary(self, op, x):
         """op: an attribute-free float unary by name (neg, exp, log, sqrt, rsqrt, relu, silu, sigmoid, tanh,
         softplus, abs, ...: every one the library's op table has, tf_op_is_unary)."""

@@ -201,7 +201,7 @@ _declare("tf_zoo_build", c_status, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char
 
 # op constructors (include/tightfit/graph.h)
 _declare("tf_matmul", c_tensor, c_graph_p, c_tensor, c_tensor, ctypes.c_bool, ctypes.c_bool)
-for _name in ("tf_add", "tf_sub", "tf_mul", "tf_div", "tf_mse", "tf_bce_with_logits", "tf_embedding"):
+for _name in ("tf_add", "tf_sub", "tf_mul", "tf_div", "tf_keep", "tf_mse", "tf_bce_with_logits", "tf_embedding"):
     _declare(_name, c_tensor, c_graph_p, c_tensor, c_tensor)
 _declare("tf_unary", c_tensor, c_graph_p, ctypes.c_int, c_tensor)
 _declare("tf_gelu", c_tensor, c_graph_p, c_tensor, ctypes.c_bool)

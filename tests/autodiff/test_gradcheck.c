@@ -170,6 +170,16 @@ static void binary_cases(void) {
   }
 }
 
+/* keep(a, m) of a parameter broadcast against a mask with zeros (relu of an input: about half):
+ * the gradient keep(dy, m) summed to a's shape, none to the mask's input. */
+static void keep_case(void) {
+  tf_graph *g = new_graph("keep");
+  tf_tensor_id a = param(g, "a", S(F(3), F(1), F(5)));
+  tf_tensor_id m = tf_unary(g, TF_OP_RELU, tf_graph_input(g, "m", TF_F32, S(F(4), F(5))));
+  finish_with_mse(g, tf_keep(g, tf_mul(g, a, a), m), S(F(3), F(4), F(5)));
+  check_case(&(gradcheck_case){"keep broadcast", g, VALUES_ANY, 0, 0});
+}
+
 static void unary_cases(void) {
   static const struct {
     tf_op op;
@@ -474,6 +484,7 @@ int main(void) {
   repeated_part_cases();
   matmul_cases();
   binary_cases();
+  keep_case();
   unary_cases();
   reduce_cases();
   norm_cases();

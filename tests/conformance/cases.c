@@ -65,6 +65,20 @@ static void build_step(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_mul(g, x, tf_unary(g, c->op, tf_add(g, x, x))));
 }
 
+/* keep(a, relu(sign(b))): a where b > 0, 0 elsewhere, broadcast; the gradient keep(dy, mask) summed
+ * to a's shape, none to b (sign passes none, and keep none to its mask). */
+static void build_keep(tf_graph *g, const conf_case *c) {
+  tf_tensor_id a = param(g, c, "a", &c->shapes[0]), b = param(g, c, "b", &c->shapes[1]);
+  finish_probe(g, c, tf_keep(g, a, tf_unary(g, TF_OP_RELU, tf_unary(g, TF_OP_SIGN, b))));
+}
+
+/* keep(log x, relu(sign(x))): log x where x > 0, and 0, not log's NaN, where x < 0, forward and
+ * backward (dy 0 there divided by x). */
+static void build_keep_log(tf_graph *g, const conf_case *c) {
+  tf_tensor_id x = param(g, c, "x", &c->shapes[0]);
+  finish_probe(g, c, tf_keep(g, tf_unary(g, TF_OP_LOG, x), tf_unary(g, TF_OP_RELU, tf_unary(g, TF_OP_SIGN, x))));
+}
+
 static void build_dropout(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_dropout(g, param(g, c, "x", &c->shapes[0]), 0.3f));
 }
@@ -299,6 +313,8 @@ static const conf_case cases[] = {
     {"mul [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_MUL, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
     {"div [5,7,3] (+) [7,1]", build_binary, .op = TF_OP_DIV, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
     {"add [1] + [4,1,259]", build_binary, .op = TF_OP_ADD, .shapes = {DIMS(1), DIMS(4, 1, 259)}},
+    {"keep [5,7,3] where [7,1] > 0", build_keep, .shapes = {DIMS(5, 7, 3), DIMS(7, 1)}},
+    {"keep log(x) where x > 0 [3,257]", build_keep_log, .shapes = {DIMS(3, 257)}, MATH},
     {"neg (+ grad) [3,257]", build_unary, .op = TF_OP_NEG, .shapes = {DIMS(3, 257)}, MATH},
     {"exp (+ grad) [3,257]", build_unary, .op = TF_OP_EXP, .shapes = {DIMS(3, 257)}, MATH},
     {"log (+ grad) [3,257]", build_unary, .op = TF_OP_LOG, .shapes = {DIMS(3, 257)}, MATH},

@@ -30,6 +30,7 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_CEIL:
   case TF_OP_ROUND:
   case TF_OP_SIGN:
+  case TF_OP_KEEP:
   case TF_OP_ABS:
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:
@@ -96,6 +97,7 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_CEIL:
   case TF_OP_ROUND:
   case TF_OP_SIGN:
+  case TF_OP_KEEP:
   case TF_OP_ABS:
   case TF_OP_ABS_GRAD:
   case TF_OP_RELU:

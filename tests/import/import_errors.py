@@ -161,9 +161,10 @@ def main():
             return model([node("Equal", equal_inputs, ["c"], "eq"), node("Where", ["c"] + where_inputs, ["y"], "sel")],
                          inputs, [value_info("y", 1, ["N", 4])], initializers)
         x, m = value_info("x", 1, ["N", 4]), value_info("m", 7, ["N", 4])
-        # Where between two constants blends them by the mask: an infinite one would give NaN
+        # Where between two constant tensors of several values, one infinite: no graph constant holds it
         infinite_branch = masked(["m", "k"], ["ninf", "zero"], [x, m],
-                                 [int_tensor("k", [], [0]), tensor("ninf", [], [float("-inf")]), tensor("zero", [], [0.0])])
+                                 [int_tensor("k", [], [0]), tensor("ninf", [4], [0.0, float("-inf"), 0.0, 1.0]),
+                                  tensor("zero", [], [0.0])])
         float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [float("inf")]))),
                              node("Equal", ["x", "half"], ["c"], "eq"), node("Where", ["c", "zero", "x"], ["y"], "sel")],
                             [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
@@ -424,8 +425,6 @@ def main():
              ["fold_total.onnx", "'sum' (Add)", "8388608 elements, more than the 0 left", "16777216 elements in all"]),
             ("bicubic resize excluding the outside", write("bicubic.onnx", bicubic),
              ["bicubic.onnx", "'up' (Resize)", "cubic mode with exclude_outside=1"]),
-            ("Where between two constants, one infinite", write("where2.onnx", infinite_branch),
-             ["where2.onnx", "'sel' (Where)", "input 1 'ninf' holding -inf (only finite constants)"]),
             ("GatherElements by computed indices shorter than the data along another axis",
              write("gather_elements.onnx", model(
                  [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
@@ -444,6 +443,8 @@ def main():
                 [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
                 [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 2])], [int_tensor("i", [2, 2], [3, 0, 1, 4])])),
              ["gather_elements_outside.onnx", "'pick' (GatherElements)", "index 4 outside axis 1 of 4"]),
+            ("Where between two constants, one of several values infinite", write("where2.onnx", infinite_branch),
+             ["where2.onnx", "'sel' (Where)", "input 1 'ninf' holding -inf among several values"]),
             ("Equal of float data with infinity", write("float_equal.onnx", float_equal),
              ["float_equal.onnx", "'eq' (Equal)", "Equal of float data with inf (only with a finite number)"]),
             # the fuzzer's find: a Where of a data condition whose third input is empty read it

@@ -110,6 +110,8 @@ def reference(op, a, context, ins):
              "sign": torch.sign}
     if op in ("add", "sub", "mul", "div"):
         return [getattr(torch, op)(x, ins[1])]
+    if op == "keep":
+        return [torch.where(ins[1] != 0, x, torch.zeros((), dtype=x.dtype))]
     if op in unary:
         return [unary[op](x)]
     gelu = lambda t: F.gelu(t, approximate="tanh" if a.get("approximate") else "none")

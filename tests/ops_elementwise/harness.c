@@ -75,6 +75,22 @@ th_tensor th_random(double low, double high, size_t rank, const int64_t *shape) 
   return t;
 }
 
+th_tensor th_mask_with_zeros(size_t rank, const int64_t *shape) {
+  static const double kept[] = {1.0, -0.5, 3.0};
+  th_tensor t = th_zeros(TF_F32, rank, shape);
+  for (int64_t i = 0; i < t.count; i++)
+    t.values[i] = i % 3 == 0 ? 0.0 : kept[i % 4 % 3];
+  return t;
+}
+
+th_tensor th_nonfinite_where_zero(size_t rank, const int64_t *shape) {
+  static const double bad[] = {NAN, INFINITY, -INFINITY};
+  th_tensor t = th_random(-2, 2, rank, shape);
+  for (int64_t i = 0; i < t.count; i += 3)
+    t.values[i] = bad[i / 3 % 3];
+  return t;
+}
+
 th_tensor th_scalar(double value) {
   th_tensor t = th_zeros(TF_F32, 0, NULL);
   t.values[0] = value;

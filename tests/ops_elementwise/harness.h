@@ -34,6 +34,10 @@ int64_t th_integer(int64_t low, int64_t high); /* in [low, high] */
 /* ---- tensors ---- */
 th_tensor th_zeros(tf_dtype dtype, size_t rank, const int64_t *shape);
 th_tensor th_random(double low, double high, size_t rank, const int64_t *shape);
+/* A mask with zeros at every third element (from the first), 1, -0.5 or 3 elsewhere: keep's masks. */
+th_tensor th_mask_with_zeros(size_t rank, const int64_t *shape);
+/* Values in [-2, 2] with NaN, +inf and -inf where th_mask_with_zeros of the shape is 0. */
+th_tensor th_nonfinite_where_zero(size_t rank, const int64_t *shape);
 th_tensor th_scalar(double value);
 th_tensor th_copy(const th_tensor *t);
 /* The same values rounded to float: f32 and f64 runs then see identical inputs. */

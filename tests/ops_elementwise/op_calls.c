@@ -56,6 +56,9 @@ static th_tensor halves(int64_t n) {
   return t;
 }
 
+#define MASK(...) th_mask_with_zeros(TH_SHAPE(__VA_ARGS__))
+#define NONFINITE(...) th_nonfinite_where_zero(TH_SHAPE(__VA_ARGS__))
+
 static void elementwise_calls(builder *b, bool large) {
   const tf_attrs none = th_no_attrs();
   static const tf_op binaries[] = {TF_OP_ADD, TF_OP_SUB, TF_OP_MUL, TF_OP_DIV};
@@ -72,6 +75,11 @@ static void elementwise_calls(builder *b, bool large) {
       CALL(op, none, ROUNDED, R(-2, 2, 70001), R(0.5, 2, 70001));
     }
   }
+  CALL(TF_OP_KEEP, none, EXACT, NONFINITE(7), MASK(7));
+  CALL(TF_OP_KEEP, none, EXACT, R(-2, 2, 3, 1, 5), MASK(4, 1));
+  CALL(TF_OP_KEEP, none, EXACT, MASK(5), R(-2, 2, 2, 3, 5)); /* x broadcast against the mask */
+  if (large)
+    CALL(TF_OP_KEEP, none, EXACT, NONFINITE(301, 257), MASK(301, 257));
   const int64_t n = large ? 100003 : 37;
   CALL(TF_OP_NEG, none, EXACT, R(-3, 3, n));
   CALL(TF_OP_EXP, none, TRANSCENDENTAL, R(-3, 3, n));

@@ -54,6 +54,11 @@ static void grad_div(const grad_case *c, const th_tensor *y, const th_tensor *dy
   g[0] = th_call(TF_OP_SUM_TO, NULL, &da, IN(0));
   g[1] = th_call(TF_OP_SUM_TO, NULL, &db, IN(1));
 }
+/* keep(x, m): dx = keep(dy, m) summed to x's shape; m none (left unchecked). */
+static void grad_keep(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
+  th_tensor dx = th_call(TF_OP_KEEP, NULL, dy, IN(1));
+  g[0] = th_call(TF_OP_SUM_TO, NULL, &dx, IN(0));
+}
 static void grad_neg(const grad_case *c, const th_tensor *y, const th_tensor *dy, th_tensor *g) {
   g[0] = th_call(TF_OP_NEG, NULL, dy);
 }
@@ -274,6 +279,9 @@ static void binary_cases(tf_test_counts *counts) {
     CASE(ops[k].label, ops[k].op, none, ops[k].fn, R(0.5, 2, 3, 1), th_random(0.5, 2, 0, NULL));
     CASE(ops[k].label, ops[k].op, none, ops[k].fn, R(0.5, 2, 1, 13), R(0.5, 2, 11, 1));
   }
+  tf_attrs none = th_no_attrs();
+  CASE("keep (keep, sum_to)", TF_OP_KEEP, none, grad_keep, R(-2, 2, 3, 7), th_mask_with_zeros(TH_SHAPE(3, 7)));
+  CASE("keep (keep, sum_to)", TF_OP_KEEP, none, grad_keep, R(-2, 2, 3, 1, 5), th_mask_with_zeros(TH_SHAPE(4, 5)));
 }
 
 static void unary_cases(tf_test_counts *counts) {

@@ -84,6 +84,26 @@ def own_loss_both(graph, model, inputs, steps, bindings=None, device="cpu"):
     return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
 
 
+def own_loss_everywhere(graph, model, inputs, steps, bindings, seen=""):
+    """own_loss_both on the CPU beside PyTorch (within 1e-5), then the same plan's ops on Vulkan (lavapipe
+    in CI) beside the CPU's losses (within 1e-5; skipped, saying so, without a device): (a problem or
+    None, what was seen after `seen`)."""
+    losses, expected, worst = own_loss_both(graph, model, inputs, steps, bindings)
+    seen += f"{steps} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst " \
+        f"relative difference {worst:.1e}"
+    if not worst <= 1e-5:
+        return f"tightfit {losses} vs PyTorch {expected}", seen
+    try:
+        on_vulkan = own_loss_both(graph, model, inputs, steps, bindings, device="vulkan")[0]
+    except tightfit.TightfitError as error:
+        if "no Vulkan" in str(error) or "unsupported" in str(error).lower():
+            return None, seen + f"; Vulkan skipped: no device ({error})"
+        raise
+    apart = max(abs(a - b) / abs(b) for a, b in zip(on_vulkan, losses))
+    seen += f"; on Vulkan within {apart:.1e} of the CPU's"
+    return (None if apart <= 1e-5 else f"Vulkan {on_vulkan} vs CPU {losses}"), seen
+
+
 def beside_torch(model, xs, ys, counted, steps=5):
     """from_torch of `model` (cross_entropy), then `steps` AdamW steps by tightfit and by PyTorch:
     (a problem or None, what was seen, the graph's ops), what was seen counting the ops in `counted`."""

@@ -201,6 +201,10 @@ static void test_broadcast(tf_test_counts *c) {
                RULE(tf_shape_broadcast, TF_OP_MUL, NULL, SCALAR("s", TF_F16), T("b", TF_F16, 2, 3)), TF_F16, 2, 3);
   EXPECT_SCALAR(c, "sub scalar - scalar",
                 RULE(tf_shape_broadcast, TF_OP_SUB, NULL, SCALAR("a", TF_F32), SCALAR("b", TF_F32)), TF_F32);
+  EXPECT_SHAPE(c, "keep [3,1] where [4]",
+               RULE(tf_shape_broadcast, TF_OP_KEEP, NULL, T("x", TF_BF16, 3, 1), T("m", TF_BF16, 4)), TF_BF16, 3, 4);
+  EXPECT_ERROR(c, "keep f32 where u8", RULE(tf_shape_broadcast, TF_OP_KEEP, NULL, T("x", TF_F32, 3), T("m", TF_U8, 3)),
+               "input 1 'm' [3] is u8", "keep computes on f32");
   EXPECT_SHAPE(c, "div [2,0] / [1] keeps the empty dim",
                RULE(tf_shape_broadcast, TF_OP_DIV, NULL, T("a", TF_F32, 2, 0), T("b", TF_F32, 1)), TF_F32, 2, 0);
   /* The op table's dtypes column (core/op_dtypes.c): no kernel computes on integers, so integer
