@@ -103,15 +103,16 @@ static tf_tensor_id l1_loss(tf_graph *g, tf_tensor_id output, tf_tensor_id label
   return tf_reduce(g, TF_OP_MEAN, tf_unary(g, TF_OP_ABS, tf_sub(g, output, label)), NULL, 0, false);
 }
 
-/* A declared float64 output: tightfit computes no float64, so it would come out as f32. */
+/* A declared float64 output: tightfit computes no float64, so it would come out as f32 (unless the
+ * options narrow float64). */
 static tf_status check_output_type(const ox_import *im, const Onnx__ValueInfoProto *info) {
   const Onnx__TypeProto *type = info->type;
-  if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !type->tensor_type ||
-      type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
+  if (im->options->narrow_float64 || !type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+      !type->tensor_type || type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
     return NULL;
   return tf_status_new(TF_ERR_UNSUPPORTED,
                        "%s: output '%s' is DOUBLE: tightfit computes in f32 at most, so it would "
-                       "come out as FLOAT",
+                       "come out as FLOAT (`tightfit import --narrow-float64` allows it)",
                        im->source, info->name ? info->name : "?");
 }
 

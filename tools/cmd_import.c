@@ -15,7 +15,8 @@
 static void help(void) {
   fprintf(tf_cli_out(),
           "usage: tightfit import M.onnx -o M.tfg [--weights NAME] [--loss L [--ignore-index I]\n"
-          "                       [--label-length S]] [--label NAME] [--set SYM=V,...] [--name NAME] [--json]\n\n"
+          "                       [--label-length S]] [--label NAME] [--set SYM=V,...] [--name NAME]\n"
+          "                       [--narrow-float64] [--json]\n\n"
           "Imports an ONNX model as a graph. Its initializers become parameters whose values are written\n"
           "to a safetensors file beside the graph, which the graph references, so `compile` and `train`\n"
           "start from them. Dynamic axes become symbols named after their dim_param (N, T, ...).\n"
@@ -40,6 +41,9 @@ static void help(void) {
           "  --label NAME       the label input's name (default labels)\n"
           "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
           "  --name NAME        the graph's name (default: the ONNX graph's)\n"
+          "  --narrow-float64   compute a cast of data to DOUBLE, and a DOUBLE output, in f32 (float64\n"
+          "                     constants always are; PyTorch 1.13 exports torch.where(m, 0.0, -inf) of\n"
+          "                     Python numbers so); without it both are refused\n"
           "  --json             machine-readable result\n");
 }
 
@@ -174,6 +178,8 @@ int tf_cmd_import(int argc, char **argv) {
         if (errno || end == v || *end)
           return tf_cli_usage_error("import", "--ignore-index '%s' is not an integer", v);
       }
+    } else if (strcmp(argv[walk.i], "--narrow-float64") == 0) {
+      options.narrow_float64 = true;
     } else if (tf_cli_args_option(&walk, "--label", &options.label_name) ||
                tf_cli_args_option(&walk, "--set", &options.symbol_defaults) ||
                tf_cli_args_option(&walk, "--name", &options.graph_name)) {

@@ -708,6 +708,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     options.symbol_defaults = _bytes(f"{batch_symbol}={example_inputs[0].shape[0]}") if dynamic_batch else None
     options.loss = _lib.ONNX_LOSSES[loss]
     options.label_length = int(label_length or 0)
+    options.narrow_float64 = True  # PyTorch 1.13's float64 casts of where() of numbers; verify checks the result
     options.graph_name = _bytes(name or type(module).__name__)
     handle = _lib.c_graph_p()
     symbolic = dynamic_batch  # whether the graph's batch axis is symbol batch_symbol

@@ -156,7 +156,8 @@ class OnnxOptions(ctypes.Structure):
     """tf_onnx_options (include/tightfit/onnx.h)."""
     _fields_ = [("weights_path", ctypes.c_char_p), ("weights_ref", ctypes.c_char_p),
                 ("symbol_defaults", ctypes.c_char_p), ("loss", ctypes.c_int), ("ignore_index", ctypes.c_int64),
-                ("label_name", ctypes.c_char_p), ("graph_name", ctypes.c_char_p), ("label_length", ctypes.c_int64)]
+                ("label_name", ctypes.c_char_p), ("graph_name", ctypes.c_char_p), ("label_length", ctypes.c_int64),
+                ("narrow_float64", ctypes.c_bool)]
 
 
 ONNX_LOSSES = {None: 0, "none": 0, "cross_entropy": 1, "mse": 2, "bce_with_logits": 3, "l1": 4, "ctc": 5, "output": 6}

@@ -6,7 +6,9 @@ plan and `run` it into a folder it creates (its outputs must equal PyTorch's to 
 working folder); imported without a loss, `run --json` says null for the loss and the accuracy.
 A static export (no dynamic_axes: x [8, 1, 8, 8], what torch.onnx.export writes by default) trains
 on its whole files every step: 3 SGD steps give PyTorch's full-batch losses (issue 49: the feed cut
-x into 8 samples, filled one and trained on uninitialised bytes).
+x into 8 samples, filled one and trained on uninitialised bytes). torch.where of two Python numbers,
+which PyTorch 1.13 exports as float64, imports with --narrow-float64 (refused without, saying so) and
+runs to PyTorch's outputs.
 
 usage: import_cli.py TIGHTFIT       exits 77 (ctest skip) without torch
 """
@@ -82,6 +84,50 @@ def static_training(tightfit, module, x, labels, folder, elsewhere):
         raise SystemExit("import_cli: FAIL (the static export trains otherwise than PyTorch)")
 
 
+class AdditiveMask(torch.nn.Module):
+    """torch.where of two Python numbers (an additive mask), which PyTorch 1.13 exports as float64: a
+    Cast of the scores to DOUBLE and a DOUBLE output, though eager PyTorch computes in f32."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 6)
+
+    def forward(self, x, keys):
+        return self.a(x) + torch.where(keys > 0, 0.0, float("-inf"))
+
+
+def narrowed_float64(tightfit, folder, elsewhere):
+    """Refused without --narrow-float64 (saying so) where the export wrote float64; with it, `run`
+    gives PyTorch's outputs, -inf included."""
+    module = AdditiveMask()
+    x = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    keys = np.array([[1, 1, 0, 1, 1, 0]] * 4, dtype=np.float32)
+    onnx = os.path.join(folder, "mask.onnx")
+    torch.onnx.export(module, (torch.from_numpy(x), torch.from_numpy(keys)), onnx, input_names=["x", "keys"],
+                      output_names=["y"], opset_version=14)
+    graph = os.path.join(folder, "mask.tfg")
+    refused = subprocess.run([tightfit, "import", onnx, "-o", graph], capture_output=True, text=True, cwd=elsewhere)
+    print(f"without --narrow-float64: exit {refused.returncode}: {(refused.stdout + refused.stderr).strip()}")
+    if refused.returncode != 0 and "--narrow-float64" not in refused.stderr:
+        raise SystemExit("import_cli: FAIL (the float64 refusal does not name --narrow-float64)")
+    run([tightfit, "import", onnx, "-o", graph, "--narrow-float64"], elsewhere)
+    data, out, plan = (os.path.join(folder, name) for name in ("mask-data", "mask-out", "mask.tfplan"))
+    os.makedirs(data)
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "keys.npy"), keys)
+    run([tightfit, "compile", graph, "--inference", "-o", plan], elsewhere)
+    run([tightfit, "run", plan, "--data", data, "--output", out], elsewhere)
+    ours = np.load(os.path.join(out, "y.npy"))
+    with torch.no_grad():
+        theirs = module(torch.from_numpy(x), torch.from_numpy(keys)).numpy()
+    same_inf = np.array_equal(np.isinf(ours), np.isinf(theirs)) and theirs.dtype == np.float32
+    finite = np.isfinite(theirs)
+    error = float(np.max(np.abs(ours[finite] - theirs[finite])))
+    print(f"--narrow-float64 run vs PyTorch: {int((~finite).sum())} -inf alike: {same_inf}, max |difference| "
+          f"{error:.2e}")
+    if not same_inf or error > 1e-5:
+        raise SystemExit("import_cli: FAIL (the narrowed model computes otherwise than PyTorch)")
+
+
 def main():
     tightfit = os.path.abspath(sys.argv[1])
     torch.manual_seed(0)
@@ -126,6 +172,7 @@ def main():
         if error > 1e-5:
             raise SystemExit("import_cli: FAIL (outputs differ)")
         static_training(tightfit, module, x, labels, folder, elsewhere)
+        narrowed_float64(tightfit, folder, elsewhere)
     print("import_cli: PASS")
     return 0
 

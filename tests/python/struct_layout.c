@@ -79,7 +79,8 @@ static void print_structs(void) {
   MEMBER(tf_session_scaling, last_skipped), close_struct();
   STRUCT(OnnxOptions, tf_onnx_options), MEMBER(tf_onnx_options, weights_path), MEMBER(tf_onnx_options, weights_ref);
   MEMBER(tf_onnx_options, symbol_defaults), MEMBER(tf_onnx_options, loss), MEMBER(tf_onnx_options, ignore_index);
-  MEMBER(tf_onnx_options, label_name), MEMBER(tf_onnx_options, graph_name), MEMBER(tf_onnx_options, label_length);
+  MEMBER(tf_onnx_options, label_name), MEMBER(tf_onnx_options, graph_name), MEMBER(tf_onnx_options, label_length),
+      MEMBER(tf_onnx_options, narrow_float64);
   close_struct();
 }
 
