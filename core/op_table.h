@@ -449,9 +449,9 @@
   X(SIGN,                 sign,                 99, GRAPH,    1,  1,   1,  0,   0,   NONE,          unary_float,       \
       INPUT0,    NONE,               none,             sign,                 unary,           unary,                   \
       FLOAT,        ROWS,      ALL)                                                                                    \
-  /* (x, m) -> x where m != 0, else 0, a NaN or an infinity of x included (torch.where(m, x, 0)), with */           \
-  /* numpy broadcasting: a select that no product by a 0/1 mask gives (NaN * 0 is NaN). dx = keep(dy, m), */         \
-  /* sum_to x's shape; m gets no gradient. The importer's where(), masked_fill and x[mask] take it */                \
+  /* (x, m) -> x where m != 0 (a NaN m too), else 0, a NaN or an infinity of x included (torch.where(m, x, 0)), */  \
+  /* with numpy broadcasting: a select that no product by a 0/1 mask gives (NaN * 0 is NaN). dx = keep(dy, m), */    \
+  /* sum_to x's shape; m gets no gradient. The importer's where(), masked_fill, x[mask] and isnan take it */          \
   X(KEEP,                 keep,                 100, GRAPH,   2,  2,   1,  0,   0,   NONE,          broadcast,         \
       ANY_INPUT, NONE,               keep,             keep,                 binary,          binary,                  \
       FLOAT,        ROWS,      ALL)

@@ -55,6 +55,9 @@ tf_status ox_convert_greater_or_equal(ox_import *im, const ox_node *node);
 tf_status ox_convert_less_or_equal(ox_import *im, const ox_node *node);
 tf_status ox_convert_where(ox_import *im, const ox_node *node);
 tf_status ox_convert_not(ox_import *im, const ox_node *node);
+/* IsNaN, IsInf: 0/1 masks of the values that are not finite (onnx_finite.c). */
+tf_status ox_convert_isnan(ox_import *im, const ox_node *node);
+tf_status ox_convert_isinf(ox_import *im, const ox_node *node);
 /* And, Or, Xor: folded on known values; of masks, products and sums of 0/1 tensors. */
 tf_status ox_convert_and(ox_import *im, const ox_node *node);
 tf_status ox_convert_or(ox_import *im, const ox_node *node);

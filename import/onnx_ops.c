@@ -89,6 +89,8 @@ static const ox_converter_row converters[] = {
     {"LessOrEqual", ox_convert_less_or_equal},
     {"Where", ox_convert_where},
     {"Not", ox_convert_not},
+    {"IsNaN", ox_convert_isnan},
+    {"IsInf", ox_convert_isinf},
     {"And", ox_convert_and},
     {"Or", ox_convert_or},
     {"Xor", ox_convert_xor},

@@ -37,7 +37,7 @@ void main() {
     case TF_OP_SUB: r = x - z; break;
     case TF_OP_MUL: r = x * z; break;
     case TF_OP_DIV: r = x / z; break;
-    case TF_OP_KEEP: r = z != 0.0 ? x : 0.0; break; // a select: no NaN of x where z is 0
+    case TF_OP_KEEP: r = z == 0.0 ? 0.0 : x; break; // a select: 0 where z is 0 (a NaN of x too); a NaN z keeps x
     default: r = uintBitsToFloat(0x7fc00000u); break; // NaN: an op without a case here
     }
     y[i] = FROM_F32(r);

@@ -167,7 +167,7 @@ DEFINE_SEGMENT(add, x + y)
 DEFINE_SEGMENT(sub, x - y)
 DEFINE_SEGMENT(mul, x * y)
 DEFINE_SEGMENT(div, x / y)
-DEFINE_SEGMENT(keep, y != 0 ? x : (real)0) /* a select: a NaN or an infinity of x where y is 0 gives 0 */
+DEFINE_SEGMENT(keep, y == 0 ? (real)0 : x) /* a select: 0 where y is 0 (a NaN of x too); a NaN y keeps x */
 // clang-format on
 
 /* out = a (op) b with numpy broadcasting of both operands to the output's shape. The iteration

@@ -53,7 +53,7 @@ template <int OP> __device__ inline float binary_op(float x, float y) {
   case TF_OP_SUB: return x - y;
   case TF_OP_MUL: return x * y;
   case TF_OP_DIV: return x / y;
-  case TF_OP_KEEP: return y != 0.0f ? x : 0.0f; /* a select: no NaN of x where y is 0 */
+  case TF_OP_KEEP: return y == 0.0f ? 0.0f : x; /* a select: 0 where y is 0 (a NaN of x too); a NaN y keeps x */
   default: return __int_as_float(0x7fc00000);   /* NaN: an op without a case here */
   }
 }

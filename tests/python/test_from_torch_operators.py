@@ -635,4 +635,30 @@ def nonfinite_not_taken():
 
 case("values that are not finite where nothing takes them (a log of padding selected away, where(h > 0, "
      "h.log(), h), masked_fill of a log, a -inf additive mask) train as PyTorch's", nonfinite_not_taken)
+# torch.nan_to_num, torch.isfinite, torch.isinf and torch.isnan of a computed value (a log of targets with
+# zeros and negatives: -inf and NaN): IsNaN and IsInf as masks composed of keep, clip and sign.
+class NanGuards(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 8)
+
+    def forward(self, x, target):  # target [N, T, 8] with zeros and negatives
+        pred = self.a(x)
+        log_target = torch.log(target)
+        clean = torch.nan_to_num(log_target, nan=0.0, neginf=-5.0)
+        finite = torch.isfinite(log_target)
+        bad = torch.isnan(log_target) | torch.isinf(log_target)
+        return ((pred - clean) ** 2).mean() + (pred * finite).mean() + bad.float().mean()
+
+
+def nan_guards():
+    torch.manual_seed(30)
+    model = NanGuards()
+    x, target = torch.randn(batch, 5, 6), torch.rand(batch, 5, 8) * 2
+    target[0, 3:], target[2, 4:], target[1, 0, :3] = 0.0, 0.0, -0.5
+    graph = tightfit.from_torch(model, (x, target), loss="output", input_names=["x", "target"])
+    return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
+
+
+case("torch.nan_to_num, isfinite, isinf and isnan of a log with -inf and NaN train as PyTorch's", nan_guards)
 finish("from_torch_operators")
