@@ -9,12 +9,13 @@ with onnx.helper, imported, compiled (--inference), run, and its output compared
   Gelu (opset 20), approximate "none" and "tanh", against numpy's erf and tanh forms (within 1e-6)
   ReduceMax and ReduceMin of bool data (opset 20): any and all over an axis, exact
   ConstantOfShape of a bf16 value (opset 20): a bf16 fill
+  IsNaN and IsInf (opset 20) of NaN, both infinities and finite values: isnan + 2 isinf, exact
   Resize with half_pixel_symmetric coordinates (opset 19): linear to fractional and whole scales
       against the formula of ONNX's definition; nearest by a whole factor (each element repeated)
 and the refusals, each exit 2 naming the node and why (no graph written): a
 dilated AveragePool (19), Cast to float8 (19) and int4 (21), a Constant of uint4 (21), a
 ConstantOfShape of float8 (20), Gelu with another approximation, antialiased linear downscaling,
-Resize's axes and keep_aspect_ratio_policy (18), GroupNormalization (21), IsNaN (20), opset 22.
+Resize's axes and keep_aspect_ratio_policy (18), GroupNormalization (21), opset 22.
 
 usage: import_opsets.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -104,6 +105,15 @@ def bool_reduce(op):
     nodes = [const("axes", [1]), helper.make_node(op, ["x", "axes"], ["r"], name="reduce", keepdims=0),
              helper.make_node("Cast", ["r"], ["y"], name="to_f32", to=F32)]
     return make(nodes, [("x", TensorProto.BOOL, [4, 3])], [("y", F32, [4])], 20)
+
+
+def finite_masks():
+    """isnan(x) + 2 isinf(x) at opset 20 (IsNaN and IsInf gained types there)."""
+    nodes = [helper.make_node("IsNaN", ["x"], ["n"], name="isnan"), helper.make_node("IsInf", ["x"], ["i"], name="isinf"),
+             helper.make_node("Cast", ["n"], ["nf"], name="n_f32", to=F32),
+             helper.make_node("Cast", ["i"], ["if"], name="i_f32", to=F32),
+             helper.make_node("Add", ["nf", "if"], ["s"], name="add"), helper.make_node("Add", ["s", "if"], ["y"], name="y")]
+    return make(nodes, [("x", F32, [6])], [("y", F32, [6])], 20)
 
 
 def bf16_fill():
@@ -201,6 +211,10 @@ def main():
         check("ReduceMin of bool (opset 20): all over axis 1", "all", bool_reduce("ReduceMin"), mask,
               mask.min(axis=1).astype(np.float64))
 
+        odd = np.array([1.5, np.nan, np.inf, -np.inf, 0.0, -2.0], dtype=np.float32)
+        check("IsNaN and IsInf (opset 20): isnan + 2 isinf", "finite_masks", finite_masks(), odd,
+              (np.isnan(odd) + 2 * np.isinf(odd)).astype(np.float64))
+
         small = rng.standard_normal((2, 3)).astype(np.float32)
         check("ConstantOfShape of a bf16 value (opset 20)", "bf16_fill", bf16_fill(), small,
               (small * np.float32(3.0)).astype(np.float64))
@@ -251,8 +265,6 @@ def main():
                  node("GroupNormalization", ["x", "scale", "bias"], num_groups=2)],
                 [("x", F32, [1, 4, 3])], [("y", F32, [1, 4, 3])], 21),
              ["GroupNormalization", "'n'"]),
-            ("IsNaN (20)", make([node("IsNaN")], [("x", F32, [4])], [("y", TensorProto.BOOL, [4])], 20),
-             ["IsNaN", "'n'"]),
             ("opset 22", make([node("Relu")], [("x", F32, [4])], [("y", F32, [4])], 22),
              ["opset 22 of the default domain (supported: 7 to 21"]),
         ]
