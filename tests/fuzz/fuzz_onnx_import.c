@@ -14,6 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tf_onnx_options options = tf_onnx_options_default();
   /* no loss, cross_entropy (integer labels) and l1 (float labels), chosen deterministically */
   options.loss = size % 3 == 0 ? TF_ONNX_LOSS_NONE : size % 3 == 1 ? TF_ONNX_LOSS_CROSS_ENTROPY : TF_ONNX_LOSS_L1;
+  /* float64 casts narrowed (from_torch's setting) or refused, by the size's parity */
+  options.narrow_float64 = size % 2 == 1;
   tf_graph *g = NULL;
   tf_status status = tf_onnx_import_bytes(input, size, "fuzz.onnx", &options, &g);
   if (status && !tf_status_message(status)[0])
