@@ -504,8 +504,9 @@ static tf_status cast_to(ox_import *im, const ox_node *node, int64_t to_onnx) {
   if (to_onnx == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE && !im->options->narrow_float64)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "cast of data to DOUBLE: tightfit has no float64 data (constants are narrowed to f32); "
-                   "`tightfit import --narrow-float64` computes it in f32 (PyTorch 1.13 exports "
-                   "torch.where(m, 0.0, -inf) of two Python numbers so, which PyTorch computes in f32)");
+                   "`tightfit import --narrow-float64` computes it in f32 (torch.onnx's TorchScript exporter "
+                   "writes such casts for torch.where(m, 0.0, -inf) of two Python numbers and torch.nan_to_num, "
+                   "which PyTorch computes in f32)");
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));

@@ -615,7 +615,7 @@ class NonFiniteNotTaken(torch.nn.Module):
         log_l2 = ((torch.log(target[mask]) - torch.log((pred * target)[mask])) ** 2).mean()  # 0 / 0 in log's rule
         h = self.a(x)
         safe_log = torch.where(h > 0, h.log(), h).mean() + h.log().masked_fill(h <= 0, 0.5).mean()
-        # of Python numbers, which PyTorch 1.13 exports as float64 (from_torch narrows it to f32)
+        # of Python numbers, which the TorchScript exporter writes in float64 (from_torch narrows it to f32)
         bias = torch.where(keys[:, None, :] > 0, 0.0, float("-inf"))
         scores = torch.softmax(self.q(x) @ x.transpose(1, 2) + bias, dim=-1)
         return log_l2 + 0.1 * safe_log + (scores @ x).pow(2).mean()
