@@ -19,8 +19,7 @@ static tf_tensor_id nonzero_or_nan(ox_import *im, const ox_node *node, tf_tensor
   return tf_keep(im->graph, ox_scalar(im, node, ox_dtype_of(im, d), 1.0), d);
 }
 
-/* isnan(x): keep(1, c - c) of c = clip(x, -1, 1). */
-static tf_tensor_id nan_mask(ox_import *im, const ox_node *node, tf_tensor_id x) {
+tf_tensor_id ox_nan_mask(ox_import *im, const ox_node *node, tf_tensor_id x) {
   tf_tensor_id c = tf_clip(im->graph, x, -1.0f, 1.0f);
   return nonzero_or_nan(im, node, tf_sub(im->graph, c, c));
 }
@@ -61,7 +60,7 @@ tf_status ox_convert_isnan(ox_import *im, const ox_node *node) {
     return fold(im, node, false, false, true);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(float_input(im, node, &x));
-  return set_mask(im, node, nan_mask(im, node, x));
+  return set_mask(im, node, ox_nan_mask(im, node, x));
 }
 
 tf_status ox_convert_isinf(ox_import *im, const ox_node *node) {
@@ -73,7 +72,7 @@ tf_status ox_convert_isinf(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(float_input(im, node, &x));
   tf_graph *g = im->graph;
-  tf_tensor_id inf = tf_sub(g, nonzero_or_nan(im, node, tf_sub(g, x, x)), nan_mask(im, node, x));
+  tf_tensor_id inf = tf_sub(g, nonzero_or_nan(im, node, tf_sub(g, x, x)), ox_nan_mask(im, node, x));
   if (!positive || !negative) {
     tf_tensor_id s = tf_unary(g, TF_OP_SIGN, tf_keep(g, x, inf));
     inf = positive   ? tf_unary(g, TF_OP_RELU, s)

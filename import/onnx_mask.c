@@ -9,8 +9,9 @@
  *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
  *                  = relu(1 - |x - k| 2^100 2^49)    float x, k finite (no gradient: a stop_gradient)
  *   x == y         = the same of two data tensors    integers below 2^24; floats finite
- *   x < y, x > y   = relu(1 - relu(1 - d))           integers, d = y - x or x - y (+ 1 for <=, >=);
+ *   x < y, x > y   = 1 - relu(1 - relu(d))           integers, d = y - x or x - y (+ 1 for <=, >=);
  *                                                    floats, d scaled by 2^149, x >= y = 1 - [y > x]
+ *                                                    where neither is NaN (a NaN compares false)
  *   not m          = 1 - m
  *   where(m, v, x) = keep(x, 1 - m) + v m            v finite
  *                  = keep(x, 1 - m) + log(1 - m)     v = -inf (log 0 = -inf, log 1 = 0)
@@ -342,11 +343,13 @@ tf_status ox_convert_equal(ox_import *im, const ox_node *node) {
 }
 
 /* Greater, Less, GreaterOrEqual or LessOrEqual of data (a known side a constant), as a 0/1 mask
- * relu(1 - relu(1 - d)), 1 where d >= 1 and 0 where d <= 0. Integer data (XLM's padding mask
- * arange(T) < lengths[:, None]), cast to f32 (exact below 2^24): d = a - b for > (b - a for <), plus
- * 1 for the forms with equality. Float data: d = (a - b) 2^149 for > (the smallest positive
- * difference, a subnormal, then reaches 1; x - y is 0 only where x == y where subnormals are kept),
- * and a >= b as 1 - [b > a]; PyTorch's comparisons have no gradient: a stop_gradient. */
+ * 1 - relu(1 - relu(d)), 1 where d >= 1 and 0 where d <= 0 or d is NaN (relu of a NaN is 0 on every
+ * backend). Integer data (XLM's padding mask arange(T) < lengths[:, None]), cast to f32 (exact below
+ * 2^24): d = a - b for > (b - a for <), plus 1 for the forms with equality. Float data: d = (a - b)
+ * 2^149 for > (the smallest positive difference, a subnormal, then reaches 1; x - y is 0 only where
+ * x == y where subnormals are kept; inf > inf is NaN: 0), and a >= b as (1 - [b > a]) times 0 where a
+ * or b is NaN (ox_nan_mask), as PyTorch's comparisons with a NaN are false (inf >= inf true);
+ * PyTorch's comparisons have no gradient: a stop_gradient. */
 static tf_status compare_data(ox_import *im, const ox_node *node, char op) {
   tf_tensor_id x[2];
   bool integer[2];
@@ -367,10 +370,13 @@ static tf_status compare_data(ox_import *im, const ox_node *node, char op) {
     d = binary_node(im, TF_OP_ADD, d, ox_scalar(im, node, TF_F32, 1.0));
   if (!integer[0])
     d = scaled_to_one(im, node, d);
-  tf_tensor_id below = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, d, TF_F32)); /* relu(1 - d) */
-  tf_tensor_id mask = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, below, TF_F32));
-  if (!integer[0] && equality) /* a >= b: not b > a */
+  tf_tensor_id below = tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, tf_unary(im->graph, TF_OP_RELU, d), TF_F32));
+  tf_tensor_id mask = one_minus(im, node, below, TF_F32); /* 1 - relu(1 - relu(d)) */
+  if (!integer[0] && equality) {                          /* a >= b: not b > a, and neither a NaN */
     mask = one_minus(im, node, mask, TF_F32);
+    for (int32_t i = 0; i < 2; i++)
+      mask = binary_node(im, TF_OP_MUL, mask, one_minus(im, node, ox_nan_mask(im, node, x[i]), TF_F32));
+  }
   if (!integer[0])
     mask = tf_unary(im->graph, TF_OP_STOP_GRADIENT, mask);
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Masks of data holding NaN and infinities in an inference plan (whose inputs may hold them), each
+model written with onnx.helper, imported, compiled (--inference) and run, against numpy's answers:
+
+  Greater, Less, GreaterOrEqual, LessOrEqual of x and 0.5 x (both data): a NaN compares false,
+      inf >= inf and -inf <= -inf true, inf > inf false (PyTorch's and numpy's rules)
+  IsNaN, IsInf (both signs and each alone) of x
+  Where(x > 0, x, 0), Where(IsNaN(x), 0, x) (nan_to_num's first step): the branch taken, exactly
+
+usage: import_nonfinite.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
+"""
+import os
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from imported_runs import ImportedRuns
+except ImportError as error:
+    print(f"import_nonfinite.py: skipped, cannot import onnx or numpy ({error})")
+    sys.exit(77)
+
+F32, N = TensorProto.FLOAT, 12
+
+
+def model(nodes, initializers=()):
+    graph = helper.make_graph(nodes, "nonfinite", [helper.make_tensor_value_info("x", F32, [N])],
+                              [helper.make_tensor_value_info("y", F32, [N])], list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="onnx.helper",
+                             ir_version=8)
+
+
+def number(name, value):
+    return numpy_helper.from_array(np.array(value, dtype=np.float32), name)
+
+
+def as_float(op, inputs, **attributes):
+    """op(inputs) (a bool) cast to f32 as y."""
+    return model([helper.make_node(op, inputs, ["b"], name="op", **attributes),
+                  helper.make_node("Cast", ["b"], ["y"], name="to_f32", to=F32)])
+
+
+def main():
+    tightfit = os.path.abspath(sys.argv[1])
+    x = np.array([1.5, np.nan, np.inf, -np.inf, 0.0, -2.0, 3.0, np.nan, -0.0, 1e-40, -np.inf, np.inf],
+                 dtype=np.float32)
+    half = x * np.float32(0.5)
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="tf-nonfinite-") as folder:
+        runs = ImportedRuns(tightfit, folder)
+        halved = helper.make_node("Mul", ["x", "k"], ["h"], name="half")
+        cases = []
+        for op, want in (("Greater", x > half), ("Less", x < half), ("GreaterOrEqual", x >= half),
+                         ("LessOrEqual", x <= half)):
+            m = as_float(op, ["x", "h"])
+            m.graph.node.insert(0, halved)
+            m.graph.initializer.append(number("k", 0.5))
+            cases.append((f"{op}(x, 0.5 x)", op, m, want))
+        cases += [("IsNaN(x)", "isnan", as_float("IsNaN", ["x"]), np.isnan(x)),
+                  ("IsInf(x)", "isinf", as_float("IsInf", ["x"]), np.isinf(x)),
+                  ("IsInf(x) of +inf", "posinf", as_float("IsInf", ["x"], detect_negative=0), np.isposinf(x)),
+                  ("IsInf(x) of -inf", "neginf", as_float("IsInf", ["x"], detect_positive=0), np.isneginf(x)),
+                  ("Where(x > 0, x, 0)", "relu_where", model(
+                      [helper.make_node("Greater", ["x", "zero"], ["c"], name="gt"),
+                       helper.make_node("Where", ["c", "x", "zero"], ["y"], name="sel")], [number("zero", 0.0)]),
+                   np.where(x > 0, x, np.float32(0))),
+                  ("Where(IsNaN(x), 0, x)", "nan_to_zero", model(
+                      [helper.make_node("IsNaN", ["x"], ["c"], name="isnan"),
+                       helper.make_node("Where", ["c", "zero", "x"], ["y"], name="sel")], [number("zero", 0.0)]),
+                   np.where(np.isnan(x), np.float32(0), x))]
+        for what, name, onnx_model, want in cases:
+            got, ops = runs.run_model(name, onnx_model, x)
+            want = np.asarray(want, dtype=np.float32)
+            same = got is not None and got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+            print(f"{what}: {'the same' if same else 'DIFFERENT'}: {got if got is not None else ops} "
+                  f"(numpy {want})")
+            if not same:
+                failures.append(what)
+    print(f"import_nonfinite: {'FAIL: ' + ', '.join(failures) if failures else 'PASS'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
