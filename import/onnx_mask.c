@@ -17,16 +17,16 @@
  *                  = keep(x, 1 - m) + log(1 - m)     v = -inf (log 0 = -inf, log 1 = 0)
  *                  = keep(x, 1 - m) - log(1 - m)     v = +inf
  *
- * keep(x, k) is the select op: x where k != 0, else 0, a NaN or an infinity of x included (x (1 - m)
- * would make it NaN: masked_fill(isnan-free padding, 0) of a log). For an integer x cast to f32,
+ * keep(x, k) is the select op: x where k != 0, else 0, a NaN or an infinity of x included, where
+ * x (1 - m) would be NaN (a log of padding's zeros, masked_fill'ed to 0). For an integer x cast to f32,
  * x != k leaves |x - k| >= 1 (both are whole numbers; a cast that rounds a large x keeps it far from
  * a small k), so each mask is exactly 0 or 1, and where() gives x or v bit for bit; its gradient
  * with respect to x is keep(dy, 1 - m), 0 where the fill is taken, as PyTorch's. Where of integer
  * data (BART's ids, masked_fill(ids == -100, pad)) computes in f32 and casts back: exact while the
  * ids and the fill are whole numbers below 2^24. Equal of float data scales the difference as
  * nonzero() does (equal_of). Where with both branches data, or both constants, selects each:
- * keep(a, m) + keep(b, 1 - m) (where_blend: exact where the branch taken is finite, as
- * torch.where(x > 0, x.log(), 0)). */
+ * keep(a, m) + keep(b, 1 - m) (where_blend: the branch taken, whatever the other holds, as
+ * torch.where(x > 0, x.log(), x) needs). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@ model written with onnx.helper, imported, compiled (--inference) and run, agains
 
   Greater, Less, GreaterOrEqual, LessOrEqual of x and 0.5 x (both data): a NaN compares false,
       inf >= inf and -inf <= -inf true, inf > inf false (PyTorch's and numpy's rules)
-  IsNaN, IsInf (both signs and each alone) of x
+  IsNaN, IsInf (both signs and each alone) of x, and of a constant (folded at import)
   Where(x > 0, x, 0), Where(IsNaN(x), 0, x) (nan_to_num's first step): the branch taken, exactly
 
 usage: import_nonfinite.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
@@ -70,6 +70,20 @@ def main():
                       [helper.make_node("IsNaN", ["x"], ["c"], name="isnan"),
                        helper.make_node("Where", ["c", "zero", "x"], ["y"], name="sel")], [number("zero", 0.0)]),
                    np.where(np.isnan(x), np.float32(0), x))]
+        # of a Constant node: folded at import (Where(..., 0, 0) of x makes the output a tensor of x's shape)
+        c = np.array([1.0, np.nan, np.inf, -np.inf] * 3, dtype=np.float32)
+        cases.append(("IsNaN(c) + 2 IsInf(c, +inf only), c a constant (folded)", "folded", model(
+            [helper.make_node("Constant", [], ["c"], name="c", value=number("c", c)),
+             helper.make_node("IsNaN", ["c"], ["cn"], name="cn"),
+             helper.make_node("IsInf", ["c"], ["ci"], name="ci", detect_negative=0),
+             helper.make_node("Cast", ["cn"], ["cnf"], name="cnf", to=F32),
+             helper.make_node("Cast", ["ci"], ["cif"], name="cif", to=F32),
+             helper.make_node("IsNaN", ["x"], ["xn"], name="xn"),
+             helper.make_node("Where", ["xn", "zero", "zero"], ["z"], name="z"),
+             helper.make_node("Add", ["cif", "cif"], ["ci2"], name="ci2"),
+             helper.make_node("Add", ["cnf", "ci2"], ["s"], name="s"),
+             helper.make_node("Add", ["s", "z"], ["y"], name="y")], [number("zero", 0.0)]),
+            np.isnan(c) + 2 * np.isposinf(c)))
         for what, name, onnx_model, want in cases:
             got, ops = runs.run_model(name, onnx_model, x)
             want = np.asarray(want, dtype=np.float32)
