@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Masks of data holding NaN and infinities in an inference plan (whose inputs may hold them), each
-model written with onnx.helper, imported, compiled (--inference) and run, against numpy's answers:
+model written with onnx.helper, imported, compiled (--inference) and run on the CPU and on Vulkan
+(lavapipe in CI; skipped, saying so, without a device), against numpy's answers:
 
   Greater, Less, GreaterOrEqual, LessOrEqual of x and 0.5 x (both data): a NaN compares false,
       inf >= inf and -inf <= -inf true, inf > inf false (PyTorch's and numpy's rules)
@@ -42,56 +43,71 @@ def as_float(op, inputs, **attributes):
                   helper.make_node("Cast", ["b"], ["y"], name="to_f32", to=F32)])
 
 
+def cases_of(x):
+    """(what, name, model, numpy's output) of each case on input x."""
+    half = x * np.float32(0.5)
+    halved = helper.make_node("Mul", ["x", "k"], ["h"], name="half")
+    cases = []
+    for op, want in (("Greater", x > half), ("Less", x < half), ("GreaterOrEqual", x >= half),
+                     ("LessOrEqual", x <= half)):
+        m = as_float(op, ["x", "h"])
+        m.graph.node.insert(0, halved)
+        m.graph.initializer.append(number("k", 0.5))
+        cases.append((f"{op}(x, 0.5 x)", op, m, want))
+    cases += [("IsNaN(x)", "isnan", as_float("IsNaN", ["x"]), np.isnan(x)),
+              ("IsInf(x)", "isinf", as_float("IsInf", ["x"]), np.isinf(x)),
+              ("IsInf(x) of +inf", "posinf", as_float("IsInf", ["x"], detect_negative=0), np.isposinf(x)),
+              ("IsInf(x) of -inf", "neginf", as_float("IsInf", ["x"], detect_positive=0), np.isneginf(x)),
+              ("Where(x > 0, x, 0)", "relu_where", model(
+                  [helper.make_node("Greater", ["x", "zero"], ["c"], name="gt"),
+                   helper.make_node("Where", ["c", "x", "zero"], ["y"], name="sel")], [number("zero", 0.0)]),
+               np.where(x > 0, x, np.float32(0))),
+              ("Where(IsNaN(x), 0, x)", "nan_to_zero", model(
+                  [helper.make_node("IsNaN", ["x"], ["c"], name="isnan"),
+                   helper.make_node("Where", ["c", "zero", "x"], ["y"], name="sel")], [number("zero", 0.0)]),
+               np.where(np.isnan(x), np.float32(0), x))]
+    # of a Constant node: folded at import (Where(..., 0, 0) of x makes the output a tensor of x's shape)
+    c = np.array([1.0, np.nan, np.inf, -np.inf] * 3, dtype=np.float32)
+    cases.append(("IsNaN(c) + 2 IsInf(c, +inf only), c a constant (folded)", "folded", model(
+        [helper.make_node("Constant", [], ["c"], name="c", value=number("c", c)),
+         helper.make_node("IsNaN", ["c"], ["cn"], name="cn"),
+         helper.make_node("IsInf", ["c"], ["ci"], name="ci", detect_negative=0),
+         helper.make_node("Cast", ["cn"], ["cnf"], name="cnf", to=F32),
+         helper.make_node("Cast", ["ci"], ["cif"], name="cif", to=F32),
+         helper.make_node("IsNaN", ["x"], ["xn"], name="xn"),
+         helper.make_node("Where", ["xn", "zero", "zero"], ["z"], name="z"),
+         helper.make_node("Add", ["cif", "cif"], ["ci2"], name="ci2"),
+         helper.make_node("Add", ["cnf", "ci2"], ["s"], name="s"),
+         helper.make_node("Add", ["s", "z"], ["y"], name="y")], [number("zero", 0.0)]),
+        np.isnan(c) + 2 * np.isposinf(c)))
+    return cases
+
+
+def run_cases(runs, x, device):
+    """Each case on `device` ("cpu", "vulkan:0"): the failures; none, saying so, without a Vulkan device."""
+    failures = []
+    for what, name, onnx_model, want in cases_of(x):
+        got, ops = runs.run_model(name, onnx_model, x)
+        if got is None and device != "cpu" and "vulkan: no " in ops.lower():
+            print(f"{device}: skipped, no device ({ops})")
+            return []
+        want = np.asarray(want, dtype=np.float32)
+        same = got is not None and got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+        print(f"{device}: {what}: {'the same' if same else 'DIFFERENT'}: {got if got is not None else ops} "
+              f"(numpy {want})")
+        if not same:
+            failures.append(f"{what} on {device}")
+    return failures
+
+
 def main():
     tightfit = os.path.abspath(sys.argv[1])
     x = np.array([1.5, np.nan, np.inf, -np.inf, 0.0, -2.0, 3.0, np.nan, -0.0, 1e-40, -np.inf, np.inf],
                  dtype=np.float32)
-    half = x * np.float32(0.5)
     failures = []
-    with tempfile.TemporaryDirectory(prefix="tf-nonfinite-") as folder:
-        runs = ImportedRuns(tightfit, folder)
-        halved = helper.make_node("Mul", ["x", "k"], ["h"], name="half")
-        cases = []
-        for op, want in (("Greater", x > half), ("Less", x < half), ("GreaterOrEqual", x >= half),
-                         ("LessOrEqual", x <= half)):
-            m = as_float(op, ["x", "h"])
-            m.graph.node.insert(0, halved)
-            m.graph.initializer.append(number("k", 0.5))
-            cases.append((f"{op}(x, 0.5 x)", op, m, want))
-        cases += [("IsNaN(x)", "isnan", as_float("IsNaN", ["x"]), np.isnan(x)),
-                  ("IsInf(x)", "isinf", as_float("IsInf", ["x"]), np.isinf(x)),
-                  ("IsInf(x) of +inf", "posinf", as_float("IsInf", ["x"], detect_negative=0), np.isposinf(x)),
-                  ("IsInf(x) of -inf", "neginf", as_float("IsInf", ["x"], detect_positive=0), np.isneginf(x)),
-                  ("Where(x > 0, x, 0)", "relu_where", model(
-                      [helper.make_node("Greater", ["x", "zero"], ["c"], name="gt"),
-                       helper.make_node("Where", ["c", "x", "zero"], ["y"], name="sel")], [number("zero", 0.0)]),
-                   np.where(x > 0, x, np.float32(0))),
-                  ("Where(IsNaN(x), 0, x)", "nan_to_zero", model(
-                      [helper.make_node("IsNaN", ["x"], ["c"], name="isnan"),
-                       helper.make_node("Where", ["c", "zero", "x"], ["y"], name="sel")], [number("zero", 0.0)]),
-                   np.where(np.isnan(x), np.float32(0), x))]
-        # of a Constant node: folded at import (Where(..., 0, 0) of x makes the output a tensor of x's shape)
-        c = np.array([1.0, np.nan, np.inf, -np.inf] * 3, dtype=np.float32)
-        cases.append(("IsNaN(c) + 2 IsInf(c, +inf only), c a constant (folded)", "folded", model(
-            [helper.make_node("Constant", [], ["c"], name="c", value=number("c", c)),
-             helper.make_node("IsNaN", ["c"], ["cn"], name="cn"),
-             helper.make_node("IsInf", ["c"], ["ci"], name="ci", detect_negative=0),
-             helper.make_node("Cast", ["cn"], ["cnf"], name="cnf", to=F32),
-             helper.make_node("Cast", ["ci"], ["cif"], name="cif", to=F32),
-             helper.make_node("IsNaN", ["x"], ["xn"], name="xn"),
-             helper.make_node("Where", ["xn", "zero", "zero"], ["z"], name="z"),
-             helper.make_node("Add", ["cif", "cif"], ["ci2"], name="ci2"),
-             helper.make_node("Add", ["cnf", "ci2"], ["s"], name="s"),
-             helper.make_node("Add", ["s", "z"], ["y"], name="y")], [number("zero", 0.0)]),
-            np.isnan(c) + 2 * np.isposinf(c)))
-        for what, name, onnx_model, want in cases:
-            got, ops = runs.run_model(name, onnx_model, x)
-            want = np.asarray(want, dtype=np.float32)
-            same = got is not None and got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
-            print(f"{what}: {'the same' if same else 'DIFFERENT'}: {got if got is not None else ops} "
-                  f"(numpy {want})")
-            if not same:
-                failures.append(what)
+    for device in ("cpu", "vulkan:0"):
+        with tempfile.TemporaryDirectory(prefix="tf-nonfinite-") as folder:
+            failures += run_cases(ImportedRuns(tightfit, folder, device), x, device)
     print(f"import_nonfinite: {'FAIL: ' + ', '.join(failures) if failures else 'PASS'}")
     return 1 if failures else 0
 

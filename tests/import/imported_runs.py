@@ -1,5 +1,5 @@
 """Running ONNX models through the CLI for the importer's tests: import, compile for inference, run
-on one input `x`, and list the imported graph's ops. Imported by the tests beside it (a script's own
+on one input `x` (on the CPU, or another `tightfit run --device`), and list the imported graph's ops. Imported by the tests beside it (a script's own
 folder is on its path)."""
 import json
 import os
@@ -12,8 +12,8 @@ import onnx
 class ImportedRuns:
     """Models saved and run under `folder` with the `tightfit` program."""
 
-    def __init__(self, tightfit, folder):
-        self.tightfit, self.folder = tightfit, folder
+    def __init__(self, tightfit, folder, device="cpu"):
+        self.tightfit, self.folder, self.device = tightfit, folder, device
 
     def path(self, name):
         return os.path.join(self.folder, name)
@@ -36,7 +36,8 @@ class ImportedRuns:
         os.makedirs(self.path(name + ".data"))
         np.save(self.path(name + ".data/x.npy"), x)
         done = subprocess.run([self.tightfit, "run", self.path(name + ".tfplan"), "--data", self.path(name + ".data"),
-                               "--output", self.path(name + ".out")], capture_output=True, text=True)
+                               "--output", self.path(name + ".out"), "--device", self.device], capture_output=True,
+                              text=True)
         if done.returncode != 0:
             return None, f"run: exit {done.returncode}: {done.stderr.strip()}"
         dump = json.loads(subprocess.run([self.tightfit, "dump", self.path(name + ".tfg")], capture_output=True,
