@@ -60,6 +60,8 @@ tf_status ox_convert_isnan(ox_import *im, const ox_node *node);
 tf_status ox_convert_isinf(ox_import *im, const ox_node *node);
 /* isnan(x) of float data x as a 0/1 mask of x's dtype: keep(1, c - c) of c = clip(x, -1, 1). */
 tf_tensor_id ox_nan_mask(ox_import *im, const ox_node *node, tf_tensor_id x);
+/* sign(keep(x, isinf(x))) of float data x: 1 at +inf, -1 at -inf, 0 elsewhere (a NaN too). */
+tf_tensor_id ox_inf_sign(ox_import *im, const ox_node *node, tf_tensor_id x);
 /* And, Or, Xor: folded on known values; of masks, products and sums of 0/1 tensors. */
 tf_status ox_convert_and(ox_import *im, const ox_node *node);
 tf_status ox_convert_or(ox_import *im, const ox_node *node);

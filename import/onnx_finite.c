@@ -6,8 +6,10 @@
  *                                                keep's mask compares with 0, which a NaN is not
  *   isnan(x)      = keep(1, c - c), c = clip(x, -1, 1)   clip keeps a NaN, makes an infinity finite
  *   isinf(x)      = not_finite(x) - isnan(x)
- *   s             = sign(keep(x, isinf(x)))       +1 at +inf, -1 at -inf, 0 elsewhere
+ *   s             = sign(keep(x, isinf(x)))       +1 at +inf, -1 at -inf, 0 elsewhere (ox_inf_sign)
  *   +inf only     = relu(s),  -inf only = relu(-s)   (detect_negative 0, detect_positive 0)
+ *
+ * onnx_mask.c's Equal takes ox_inf_sign for x == inf and for inf == inf of two tensors.
  *
  * No gradient flows through them (keep passes none to its mask, sign none at all), as PyTorch's. */
 #include <math.h>
@@ -22,6 +24,15 @@ static tf_tensor_id nonzero_or_nan(ox_import *im, const ox_node *node, tf_tensor
 tf_tensor_id ox_nan_mask(ox_import *im, const ox_node *node, tf_tensor_id x) {
   tf_tensor_id c = tf_clip(im->graph, x, -1.0f, 1.0f);
   return nonzero_or_nan(im, node, tf_sub(im->graph, c, c));
+}
+
+/* isinf(x): keep(1, x - x) - isnan(x). */
+static tf_tensor_id inf_mask(ox_import *im, const ox_node *node, tf_tensor_id x) {
+  return tf_sub(im->graph, nonzero_or_nan(im, node, tf_sub(im->graph, x, x)), ox_nan_mask(im, node, x));
+}
+
+tf_tensor_id ox_inf_sign(ox_import *im, const ox_node *node, tf_tensor_id x) {
+  return tf_unary(im->graph, TF_OP_SIGN, tf_keep(im->graph, x, inf_mask(im, node, x)));
 }
 
 /* Input 0 as float data (integer data cast to f32: never NaN nor infinite). */
@@ -72,9 +83,9 @@ tf_status ox_convert_isinf(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(float_input(im, node, &x));
   tf_graph *g = im->graph;
-  tf_tensor_id inf = tf_sub(g, nonzero_or_nan(im, node, tf_sub(g, x, x)), ox_nan_mask(im, node, x));
+  tf_tensor_id inf = inf_mask(im, node, x);
   if (!positive || !negative) {
-    tf_tensor_id s = tf_unary(g, TF_OP_SIGN, tf_keep(g, x, inf));
+    tf_tensor_id s = ox_inf_sign(im, node, x);
     inf = positive   ? tf_unary(g, TF_OP_RELU, s)
           : negative ? tf_unary(g, TF_OP_RELU, tf_unary(g, TF_OP_NEG, s))
                      : tf_mul(g, inf, ox_scalar(im, node, ox_dtype_of(im, x), 0.0));

@@ -8,7 +8,9 @@
  *                  = 1 - relu(1 - |x| 2^100 2^49)    x of a float type (Cast to BOOL)
  *   x == k         = relu(1 - |x - k|)               integer or bool x, k an integer constant, |k| < 2^24
  *                  = relu(1 - |x - k| 2^100 2^49)    float x, k finite (no gradient: a stop_gradient)
- *   x == y         = the same of two data tensors    integers below 2^24; floats finite
+ *                  = relu(+-sign(keep(x, isinf x)))  float x, k = +-inf (onnx_finite.c's ox_inf_sign)
+ *   x == y         = the same of two data tensors    integers below 2^24; floats plus relu(sx sy) of
+ *                                                    their infinities' signs (inf - inf is NaN)
  *   x < y, x > y   = 1 - relu(1 - relu(d))           integers, d = y - x or x - y (+ 1 for <=, >=);
  *                                                    floats, d scaled by 2^149, x >= y = 1 - [y > x]
  *                                                    where neither is NaN (a NaN compares false)
@@ -118,12 +120,20 @@ tf_tensor_id ox_equal_mask(ox_import *im, const ox_node *node, tf_tensor_id a, t
   return tf_unary(im->graph, TF_OP_RELU, one_minus(im, node, distance, TF_F32));
 }
 
-static tf_status equal_of(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled) {
+/* a == b as ox_equal_mask of f32 copies; of two float tensors (`infinities`) plus relu(sa sb) of
+ * their infinities' signs (ox_inf_sign), since inf - inf is NaN where inf == inf is true. */
+static tf_status equal_of(ox_import *im, const ox_node *node, tf_tensor_id a, tf_tensor_id b, bool scaled,
+                          bool infinities) {
   tf_tensor_id wide[2] = {a, b};
   for (int32_t i = 0; i < 2; i++)
     if (ox_dtype_of(im, wide[i]) != TF_F32)
       wide[i] = tf_cast(im->graph, wide[i], TF_F32);
   tf_tensor_id equal = ox_equal_mask(im, node, wide[0], wide[1], scaled);
+  if (infinities)
+    equal = binary_node(
+        im, TF_OP_ADD, equal,
+        tf_unary(im->graph, TF_OP_RELU,
+                 binary_node(im, TF_OP_MUL, ox_inf_sign(im, node, wide[0]), ox_inf_sign(im, node, wide[1]))));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, scaled ? tf_unary(im->graph, TF_OP_STOP_GRADIENT, equal) : equal);
 }
@@ -138,7 +148,17 @@ static tf_status data_equal(ox_import *im, const ox_node *node) {
   if (dtype != ox_dtype_of(im, b))
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Equal of %s and %s data (one type)", tf_dtype_name(dtype),
                    tf_dtype_name(ox_dtype_of(im, b)));
-  return equal_of(im, node, a, b, !ox_is_integer_dtype(dtype));
+  return equal_of(im, node, a, b, !ox_is_integer_dtype(dtype), !ox_is_integer_dtype(dtype));
+}
+
+/* x == +inf (`positive`) or x == -inf of float data: relu(s) or relu(-s) of s = ox_inf_sign(x). */
+static tf_status inf_equal(ox_import *im, const ox_node *node, tf_tensor_id x, bool positive) {
+  if (ox_dtype_of(im, x) != TF_F32)
+    x = tf_cast(im->graph, x, TF_F32);
+  tf_tensor_id s = ox_inf_sign(im, node, x);
+  tf_tensor_id mask = tf_unary(im->graph, TF_OP_RELU, positive ? s : tf_unary(im->graph, TF_OP_NEG, s));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, mask);
 }
 
 static tf_status mask_equal(ox_import *im, const ox_node *node) {
@@ -158,14 +178,16 @@ static tf_status mask_equal(ox_import *im, const ox_node *node) {
    * is bool too */
   if (!ox_is_integer_dtype(dtype) &&
       !(dtype == TF_F32 && ox_value_find(im, ox_input(node, 1 - data))->known->dtype == TF_U8)) {
-    if (!isfinite(k))
-      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data with %g (only with a finite number)", k);
-    return equal_of(im, node, x, ox_scalar(im, node, TF_F32, k), true); /* BLOOM's causal + mask == 0 */
+    if (isnan(k))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Equal of float data with NaN (never true: write zeros instead)");
+    if (isinf(k)) /* x == inf: relu(sign(keep(x, isinf(x)))), of -inf relu(-...) */
+      return inf_equal(im, node, x, k > 0);
+    return equal_of(im, node, x, ox_scalar(im, node, TF_F32, k), true, false); /* BLOOM's causal + mask == 0 */
   }
   if (k != floor(k) || fabs(k) >= OX_MASK_EXACT_LIMIT)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "Equal of data with %g (only with a whole number below 2^24 in magnitude)", k);
-  return equal_of(im, node, x, ox_scalar(im, node, TF_F32, k), false);
+  return equal_of(im, node, x, ox_scalar(im, node, TF_F32, k), false, false);
 }
 
 static tf_status mask_not(ox_import *im, const ox_node *node) {

@@ -165,7 +165,7 @@ def main():
         infinite_branch = masked(["m", "k"], ["ninf", "zero"], [x, m],
                                  [int_tensor("k", [], [0]), tensor("ninf", [4], [0.0, float("-inf"), 0.0, 1.0]),
                                   tensor("zero", [], [0.0])])
-        float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [float("inf")]))),
+        float_equal = model([node("Constant", [], ["half"], "half", attribute_tensor("value", tensor("h", [], [float("nan")]))),
                              node("Equal", ["x", "half"], ["c"], "eq"), node("Where", ["c", "zero", "x"], ["y"], "sel")],
                             [x], [value_info("y", 1, ["N", 4])], [tensor("zero", [], [0.0])])
         data_equal = masked(["m", "x"], ["zero", "x"], [x, m], [tensor("zero", [], [0.0])])
@@ -445,8 +445,8 @@ def main():
              ["gather_elements_outside.onnx", "'pick' (GatherElements)", "index 4 outside axis 1 of 4"]),
             ("Where between two constants, one of several values infinite", write("where2.onnx", infinite_branch),
              ["where2.onnx", "'sel' (Where)", "input 1 'ninf' holding -inf among several values"]),
-            ("Equal of float data with infinity", write("float_equal.onnx", float_equal),
-             ["float_equal.onnx", "'eq' (Equal)", "Equal of float data with inf (only with a finite number)"]),
+            ("Equal of float data with NaN", write("float_equal.onnx", float_equal),
+             ["float_equal.onnx", "'eq' (Equal)", "Equal of float data with NaN (never true"]),
             # the fuzzer's find: a Where of a data condition whose third input is empty read it
             ("Where without its third input", write("where_missing.onnx", model(
                 [node("Equal", ["m", "k"], ["c"], "eq"), node("Where", ["c", "x", ""], ["y"], "sel")],

@@ -5,6 +5,7 @@ model written with onnx.helper, imported, compiled (--inference) and run on the 
 
   Greater, Less, GreaterOrEqual, LessOrEqual of x and 0.5 x (both data): a NaN compares false,
       inf >= inf and -inf <= -inf true, inf > inf false (PyTorch's and numpy's rules)
+  Equal of x and 1 x (inf == inf true, NaN == NaN false), of x and +inf, of x and -inf
   IsNaN, IsInf (both signs and each alone) of x, and of a constant (folded at import)
   Where(x > 0, x, 0), Where(IsNaN(x), 0, x) (nan_to_num's first step): the branch taken, exactly
 
@@ -54,6 +55,14 @@ def cases_of(x):
         m.graph.node.insert(0, halved)
         m.graph.initializer.append(number("k", 0.5))
         cases.append((f"{op}(x, 0.5 x)", op, m, want))
+    same = as_float("Equal", ["x", "h"])
+    same.graph.node.insert(0, helper.make_node("Mul", ["x", "one"], ["h"], name="same"))
+    same.graph.initializer.append(number("one", 1.0))
+    cases.append(("Equal(x, 1 x)", "equal", same, x == x * np.float32(1)))
+    for sign in (1, -1):
+        m = as_float("Equal", ["x", "inf"])  # of a Constant node: a known number (an initializer is a weight)
+        m.graph.node.insert(0, helper.make_node("Constant", [], ["inf"], name="inf", value=number("inf", sign * np.inf)))
+        cases.append((f"Equal(x, {'+' if sign > 0 else '-'}inf)", f"equal_inf{sign}", m, x == sign * np.inf))
     cases += [("IsNaN(x)", "isnan", as_float("IsNaN", ["x"]), np.isnan(x)),
               ("IsInf(x)", "isinf", as_float("IsInf", ["x"]), np.isinf(x)),
               ("IsInf(x) of +inf", "posinf", as_float("IsInf", ["x"], detect_negative=0), np.isposinf(x)),
