@@ -187,6 +187,40 @@ static void vjp_cos(tf_vjp *v) {
   int32_t minus_sin = op1(v, TF_OP_NEG, op1(v, TF_OP_SIN, tf_vjp_input(v, 0), NULL), NULL);
   tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, minus_sin, NULL));
 }
+/* The inverse and hyperbolic functions: dx = dy f'(x), f' composed of existing ops; 1 - x² as
+ * (1 - x)(1 + x), exact near |x| = 1, where the gradients grow without bound. */
+static int32_t times_dy(tf_vjp *v, int32_t derivative) { return op2(v, TF_OP_MUL, v->dy, derivative, NULL); }
+static int32_t one_minus_square(tf_vjp *v, int32_t x) {
+  int32_t one = tf_vjp_scalar(v, 1.0);
+  return op2(v, TF_OP_MUL, op2(v, TF_OP_SUB, one, x, NULL), op2(v, TF_OP_ADD, one, x, NULL), NULL);
+}
+static int32_t one_plus_square(tf_vjp *v, int32_t x) {
+  return op2(v, TF_OP_ADD, op2(v, TF_OP_MUL, x, x, NULL), tf_vjp_scalar(v, 1.0), NULL);
+}
+static void vjp_asin(tf_vjp *v) { /* 1 / sqrt(1 - x²) */
+  tf_vjp_give(v, 0, times_dy(v, op1(v, TF_OP_RSQRT, one_minus_square(v, tf_vjp_input(v, 0)), NULL)));
+}
+static void vjp_acos(tf_vjp *v) { /* -1 / sqrt(1 - x²) */
+  int32_t rsqrt = op1(v, TF_OP_RSQRT, one_minus_square(v, tf_vjp_input(v, 0)), NULL);
+  tf_vjp_give(v, 0, times_dy(v, op1(v, TF_OP_NEG, rsqrt, NULL)));
+}
+static void vjp_atan(tf_vjp *v) { /* 1 / (1 + x²) */
+  tf_vjp_give(v, 0, op2(v, TF_OP_DIV, v->dy, one_plus_square(v, tf_vjp_input(v, 0)), NULL));
+}
+static void vjp_tan(tf_vjp *v) { tf_vjp_give(v, 0, times_dy(v, one_plus_square(v, tf_vjp_output(v)))); } /* 1 + y² */
+static void vjp_sinh(tf_vjp *v) { tf_vjp_give(v, 0, times_dy(v, op1(v, TF_OP_COSH, tf_vjp_input(v, 0), NULL))); }
+static void vjp_cosh(tf_vjp *v) { tf_vjp_give(v, 0, times_dy(v, op1(v, TF_OP_SINH, tf_vjp_input(v, 0), NULL))); }
+static void vjp_asinh(tf_vjp *v) { /* 1 / sqrt(1 + x²) */
+  tf_vjp_give(v, 0, times_dy(v, op1(v, TF_OP_RSQRT, one_plus_square(v, tf_vjp_input(v, 0)), NULL)));
+}
+static void vjp_acosh(tf_vjp *v) { /* 1 / sqrt((x - 1)(x + 1)) */
+  int32_t x = tf_vjp_input(v, 0), one = tf_vjp_scalar(v, 1.0);
+  int32_t product = op2(v, TF_OP_MUL, op2(v, TF_OP_SUB, x, one, NULL), op2(v, TF_OP_ADD, x, one, NULL), NULL);
+  tf_vjp_give(v, 0, times_dy(v, op1(v, TF_OP_RSQRT, product, NULL)));
+}
+static void vjp_atanh(tf_vjp *v) { /* 1 / (1 - x²) */
+  tf_vjp_give(v, 0, op2(v, TF_OP_DIV, v->dy, one_minus_square(v, tf_vjp_input(v, 0)), NULL));
+}
 /* y = log(1 + e^x): dx = dy sigmoid(x), from the existing kernels. */
 static void vjp_softplus(tf_vjp *v) {
   tf_vjp_give(v, 0, op2(v, TF_OP_MUL, v->dy, op1(v, TF_OP_SIGMOID, tf_vjp_input(v, 0), NULL), NULL));

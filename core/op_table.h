@@ -454,6 +454,36 @@
   /* sum_to x's shape; m gets no gradient. The importer's where(), masked_fill, x[mask] and isnan take it */          \
   X(KEEP,                 keep,                 100, GRAPH,   2,  2,   1,  0,   0,   NONE,          broadcast,         \
       ANY_INPUT, NONE,               keep,             keep,                 binary,          binary,                  \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  /* x -> asin, acos, atan, tan, sinh, cosh, asinh, acosh, atanh of x (ONNX's operators of those names; */             \
+  /* torch.atan in a CIoU loss, atanh of a squashed policy's actions, hyperbolic embeddings); NaN outside */           \
+  /* the domain; gradients composed of existing ops (compiler/autodiff_rules.c) */                                     \
+  X(ASIN,                 asin,                 101, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               asin,             asin,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(ACOS,                 acos,                 102, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               acos,             acos,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(ATAN,                 atan,                 103, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               atan,             atan,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(TAN,                  tan,                  104, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               tan,              tan,                  unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(SINH,                 sinh,                 105, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               sinh,             sinh,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(COSH,                 cosh,                 106, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               cosh,             cosh,                 unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(ASINH,                asinh,                107, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               asinh,            asinh,                unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(ACOSH,                acosh,                108, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               acosh,            acosh,                unary,           unary,                   \
+      FLOAT,        ROWS,      ALL)                                                                                    \
+  X(ATANH,                atanh,                109, GRAPH,   1,  1,   1,  0,   0,   NONE,          unary_float,       \
+      INPUT0,    NONE,               atanh,            atanh,                unary,           unary,                   \
       FLOAT,        ROWS,      ALL)
 // clang-format on
 

@@ -194,17 +194,47 @@ tf_status ox_convert_sqrt(ox_import *im, const ox_node *node) {
   return unary(im, node, TF_OP_SQRT);
 }
 
-/* Cos and Sin: of a known value folded (a rotary embedding's table from positions and frequencies),
- * of data the cos and sin ops (a diffusion model's timestep embedding, SIREN). */
-static tf_status trigonometric(ox_import *im, const ox_node *node, double (*function)(double), tf_op op) {
+/* The trigonometric and hyperbolic functions and their inverses: of a known value folded (a rotary
+ * embedding's cos and sin tables from positions and frequencies), of data the graph op of the same
+ * name (a diffusion model's timestep embedding, SIREN, a CIoU loss's atan). */
+typedef struct trigonometric_row {
+  const char *op_type;
+  double (*function)(double);
+  tf_op op;
+} trigonometric_row;
+
+// One row a line, however short.
+// clang-format off
+static const trigonometric_row trigonometric_ops[] = {
+    {"Sin", sin, TF_OP_SIN},
+    {"Cos", cos, TF_OP_COS},
+    {"Tan", tan, TF_OP_TAN},
+    {"Asin", asin, TF_OP_ASIN},
+    {"Acos", acos, TF_OP_ACOS},
+    {"Atan", atan, TF_OP_ATAN},
+    {"Sinh", sinh, TF_OP_SINH},
+    {"Cosh", cosh, TF_OP_COSH},
+    {"Asinh", asinh, TF_OP_ASINH},
+    {"Acosh", acosh, TF_OP_ACOSH},
+    {"Atanh", atanh, TF_OP_ATANH},
+};
+// clang-format on
+
+tf_status ox_convert_trigonometric(ox_import *im, const ox_node *node) {
+  const trigonometric_row *row = NULL;
+  for (size_t i = 0; i < sizeof(trigonometric_ops) / sizeof(trigonometric_ops[0]); i++)
+    if (strcmp(trigonometric_ops[i].op_type, node->proto->op_type) == 0)
+      row = &trigonometric_ops[i];
+  if (!row)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "operator %s is not supported", node->proto->op_type);
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   if (!ox_is_known(im, ox_input(node, 0))) {
     tf_tensor_id x;
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-    return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
+    return ox_set_tensor(im, node, 0, tf_unary(im->graph, row->op, x));
   }
   ox_known *k;
-  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(ox_value_find(im, ox_input(node, 0))->known, function, &k)));
+  TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_unary(ox_value_find(im, ox_input(node, 0))->known, row->function, &k)));
   return ox_set_known(im, node, 0, k);
 }
 
@@ -250,10 +280,6 @@ tf_status ox_convert_ceil(ox_import *im, const ox_node *node) { return rounding(
 tf_status ox_convert_floor(ox_import *im, const ox_node *node) { return rounding(im, node, floor, TF_OP_FLOOR); }
 /* nearbyint: ties to even in the default rounding mode, as ONNX's Round and torch.round */
 tf_status ox_convert_round(ox_import *im, const ox_node *node) { return rounding(im, node, nearbyint, TF_OP_ROUND); }
-
-tf_status ox_convert_cos(ox_import *im, const ox_node *node) { return trigonometric(im, node, cos, TF_OP_COS); }
-
-tf_status ox_convert_sin(ox_import *im, const ox_node *node) { return trigonometric(im, node, sin, TF_OP_SIN); }
 
 /* Gelu (the default domain's from opset 20): approximate "none" (the default: erf) or "tanh"; any
  * other spelling is refused rather than read as one of them. */

@@ -4,6 +4,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "op_codes.glsl"
+#include "elementary.glsl"
 
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer V { ELEMENT v[]; };
@@ -78,12 +79,6 @@ float tanh_of(float x) { return tanh(clamp(x, -15.0, 15.0)); }
 
 float sigmoid_of(float x) { return 1.0 / (1.0 + exp(-x)); }
 
-// log(1 + e) without GLSL's missing log1p: exact where 1 + e rounds to 1 (Goldberg's correction).
-float log1p_of(float e) {
-  float u = 1.0 + e;
-  return u == 1.0 ? e : log(u) * (e / (u - 1.0));
-}
-
 // The tanh form through s = 0.5 (1 + tanh u) = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), from
 // a = e^{-2|u|}: 1 + tanh u cancels for u < 0 (kernels/cpu/elementwise.c's form). *derivative is
 // s + 2 x u' s (1 - s), s (1 - s) = a / (1 + a)^2.
@@ -122,6 +117,15 @@ float forward(uint op, float x) {
   case TF_OP_ERF: return erf_of(x);
   case TF_OP_SIN: return sin_cos_of(x, 0u);
   case TF_OP_COS: return sin_cos_of(x, 1u);
+  case TF_OP_ASIN: return asin_of(x);
+  case TF_OP_ACOS: return acos_of(x);
+  case TF_OP_ATAN: return atan_of(x);
+  case TF_OP_TAN: return sin_cos_of(x, 0u) / sin_cos_of(x, 1u);
+  case TF_OP_SINH: return sinh_of(x);
+  case TF_OP_COSH: return cosh_of(x);
+  case TF_OP_ASINH: return asinh_of(x);
+  case TF_OP_ACOSH: return acosh_of(x);
+  case TF_OP_ATANH: return atanh_of(x);
   case TF_OP_STOP_GRADIENT: return x;
   case TF_OP_FLOOR: return floor(x);
   case TF_OP_CEIL: return ceil(x);

@@ -28,6 +28,15 @@ typedef double real;
 #define TF_REAL_ROUND_EVEN nearbyint
 #define TF_REAL_SIN sin
 #define TF_REAL_COS cos
+#define TF_REAL_ASIN asin
+#define TF_REAL_ACOS acos
+#define TF_REAL_ATAN atan
+#define TF_REAL_TAN tan
+#define TF_REAL_SINH sinh
+#define TF_REAL_COSH cosh
+#define TF_REAL_ASINH asinh
+#define TF_REAL_ACOSH acosh
+#define TF_REAL_ATANH atanh
 #else
 typedef float real;
 #define TF_REAL_SUFFIX _f32
@@ -44,6 +53,15 @@ typedef float real;
 #define TF_REAL_ROUND_EVEN nearbyintf
 #define TF_REAL_SIN sinf
 #define TF_REAL_COS cosf
+#define TF_REAL_ASIN asinf
+#define TF_REAL_ACOS acosf
+#define TF_REAL_ATAN atanf
+#define TF_REAL_TAN tanf
+#define TF_REAL_SINH sinhf
+#define TF_REAL_COSH coshf
+#define TF_REAL_ASINH asinhf
+#define TF_REAL_ACOSH acoshf
+#define TF_REAL_ATANH atanhf
 #endif
 
 #define TF_REAL_NAME(name) TF_REAL_CONCAT(name, TF_REAL_SUFFIX)

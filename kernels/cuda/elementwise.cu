@@ -138,6 +138,15 @@ template <int OP> __device__ inline float unary_op(float x, activation a) {
   case TF_OP_ERF: return erff(x);
   case TF_OP_SIN: return sinf(x); /* not fast math: within 2 ulp, with full range reduction */
   case TF_OP_COS: return cosf(x);
+  case TF_OP_ASIN: return asinf(x);
+  case TF_OP_ACOS: return acosf(x);
+  case TF_OP_ATAN: return atanf(x);
+  case TF_OP_TAN: return tanf(x);
+  case TF_OP_SINH: return sinhf(x);
+  case TF_OP_COSH: return coshf(x);
+  case TF_OP_ASINH: return asinhf(x);
+  case TF_OP_ACOSH: return acoshf(x);
+  case TF_OP_ATANH: return atanhf(x);
   case TF_OP_STOP_GRADIENT: return x;
   case TF_OP_FLOOR: return floorf(x);
   case TF_OP_CEIL: return ceilf(x);

@@ -453,6 +453,23 @@ def _bitwise_ops_of_masks(torch, opset):
     return restore
 
 
+def _hyperbolic_ops(torch, opset):
+    """Gives torch.sinh, cosh, asinh, acosh and atanh the symbolics ONNX has for them since opset 9
+    (Sinh, Cosh, Asinh, Acosh, Atanh) where torch's exporter has none (1.13's and 2.x's TorchScript
+    exporter have none of the five). Returns the function that removes them."""
+    added = []
+    for name in ("sinh", "cosh", "asinh", "acosh", "atanh"):
+        if not _registered("aten::" + name, opset):
+            op_type = name[0].upper() + name[1:]
+            torch.onnx.register_custom_op_symbolic("aten::" + name, lambda g, x, op_type=op_type: g.op(op_type, x), 9)
+            added.append("aten::" + name)
+
+    def restore():
+        for name in added:
+            torch.onnx.unregister_custom_op_symbolic(name, 9)
+    return restore
+
+
 def _export_options(torch, opset_version):
     """torch.onnx.export's version-dependent options. PyTorch 2.x also has the dynamo exporter (its default
     from 2.9), which writes opset 18 and later and decomposes what the TorchScript exporter keeps whole
@@ -571,6 +588,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_no_generation_cache(module))
         restores.append(_bitwise_ops_of_masks(torch, opset))
         restores.append(_rms_norm_as_ops(torch, opset))
+        restores.append(_hyperbolic_ops(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         for m, saved in constant_buffers:

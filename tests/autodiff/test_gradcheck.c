@@ -15,7 +15,13 @@
 
 static tf_test_counts counts;
 
-typedef enum value_kind { VALUES_ANY, VALUES_POSITIVE, VALUES_SPREAD } value_kind;
+typedef enum value_kind {
+  VALUES_ANY,
+  VALUES_POSITIVE,
+  VALUES_SPREAD,
+  VALUES_GREATER_THAN_ONE,
+  VALUES_INSIDE_ONE
+} value_kind;
 
 typedef struct gradcheck_case {
   const char *name;
@@ -48,6 +54,10 @@ static void fill_values(tf_interp *in, int32_t id, value_kind kind) {
     double u = uniform();
     if (kind == VALUES_POSITIVE)
       x[i] = 0.5 + 1.5 * u;
+    else if (kind == VALUES_GREATER_THAN_ONE) /* acosh's domain, away from its pole at 1 */
+      x[i] = 1.25 + 1.5 * u;
+    else if (kind == VALUES_INSIDE_ONE) /* asin's, acos's and atanh's domain, away from its poles */
+      x[i] = 0.9 * (2.0 * u - 1.0);
     else if (kind == VALUES_SPREAD) /* distinct, away from 0: no ties, no kinks */
       x[i] = (((double)((i * 7919) % (n + 13)) + 0.5) / (double)(n + 13) - 0.5) * 4.0 + 0.01 * u;
     else
@@ -184,11 +194,18 @@ static void unary_cases(void) {
   static const struct {
     tf_op op;
     value_kind values;
-  } ops[] = {{TF_OP_NEG, VALUES_ANY},       {TF_OP_EXP, VALUES_ANY},        {TF_OP_LOG, VALUES_POSITIVE},
-             {TF_OP_SQRT, VALUES_POSITIVE}, {TF_OP_RSQRT, VALUES_POSITIVE}, {TF_OP_RELU, VALUES_SPREAD},
-             {TF_OP_SILU, VALUES_ANY},      {TF_OP_SIGMOID, VALUES_ANY},    {TF_OP_TANH, VALUES_ANY},
-             {TF_OP_SOFTPLUS, VALUES_ANY},  {TF_OP_ABS, VALUES_SPREAD},     {TF_OP_ERF, VALUES_ANY},
-             {TF_OP_SIN, VALUES_ANY},       {TF_OP_COS, VALUES_ANY}};
+  } ops[] = {{TF_OP_NEG, VALUES_ANY},         {TF_OP_EXP, VALUES_ANY},
+             {TF_OP_LOG, VALUES_POSITIVE},    {TF_OP_SQRT, VALUES_POSITIVE},
+             {TF_OP_RSQRT, VALUES_POSITIVE},  {TF_OP_RELU, VALUES_SPREAD},
+             {TF_OP_SILU, VALUES_ANY},        {TF_OP_SIGMOID, VALUES_ANY},
+             {TF_OP_TANH, VALUES_ANY},        {TF_OP_SOFTPLUS, VALUES_ANY},
+             {TF_OP_ABS, VALUES_SPREAD},      {TF_OP_ERF, VALUES_ANY},
+             {TF_OP_SIN, VALUES_ANY},         {TF_OP_COS, VALUES_ANY},
+             {TF_OP_ASIN, VALUES_INSIDE_ONE}, {TF_OP_ACOS, VALUES_INSIDE_ONE},
+             {TF_OP_ATAN, VALUES_ANY},        {TF_OP_TAN, VALUES_ANY},
+             {TF_OP_SINH, VALUES_ANY},        {TF_OP_COSH, VALUES_ANY},
+             {TF_OP_ASINH, VALUES_ANY},       {TF_OP_ACOSH, VALUES_GREATER_THAN_ONE},
+             {TF_OP_ATANH, VALUES_INSIDE_ONE}};
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     tf_graph *g = new_graph("unary");
     tf_tensor_id x = param(g, "x", S(F(3), F(7)));

@@ -27,9 +27,28 @@ static void build_binary(tf_graph *g, const conf_case *c) {
   finish_probe(g, c, tf_graph_node(g, c->op, (tf_tensor_id[]){a, b}, 2, NULL));
 }
 
+/* x uniform in [lo, hi]: an op's domain (asin's), or away from its poles (tan's). */
+static tf_tensor_id uniform(tf_graph *g, const conf_case *c, const dims *s, double lo, double hi) {
+  return stored(g, c, tf_graph_parameter(g, "x", TF_F32, shape_of(s), tf_init_make(TF_INIT_UNIFORM, lo, hi)));
+}
+
+/* The unary op's input: normal, or within the op's domain. */
+static tf_tensor_id unary_input(tf_graph *g, const conf_case *c) {
+  switch (c->op) {
+  case TF_OP_LOG:
+  case TF_OP_SQRT:
+  case TF_OP_RSQRT: return positive(g, c, "x", &c->shapes[0]);
+  case TF_OP_ASIN:
+  case TF_OP_ACOS:
+  case TF_OP_ATANH: return uniform(g, c, &c->shapes[0], -0.95, 0.95);
+  case TF_OP_TAN: return uniform(g, c, &c->shapes[0], -1.3, 1.3);
+  case TF_OP_ACOSH: return uniform(g, c, &c->shapes[0], 1.05, 4.0);
+  default: return param(g, c, "x", &c->shapes[0]);
+  }
+}
+
 static void build_unary(tf_graph *g, const conf_case *c) {
-  const bool domain = c->op == TF_OP_LOG || c->op == TF_OP_SQRT || c->op == TF_OP_RSQRT;
-  tf_tensor_id x = domain ? positive(g, c, "x", &c->shapes[0]) : param(g, c, "x", &c->shapes[0]);
+  tf_tensor_id x = unary_input(g, c);
   finish_probe(g, c,
                c->op == TF_OP_GELU         ? tf_gelu(g, x, c->approximate)
                : c->op == TF_OP_LEAKY_RELU ? tf_leaky_relu(g, x, c->slope)
@@ -37,18 +56,21 @@ static void build_unary(tf_graph *g, const conf_case *c) {
                                            : tf_unary(g, c->op, x));
 }
 
+/* A unary op over x uniform in [lo, hi]: every branch of its kernels (softplus over [-30, 30]: x > 20
+ * returns x, and the tiny outputs of log1p(exp(x)); sinh's and cosh's past 20, asinh's past 2^12;
+ * asinh, atanh and sinh near 0, where log(1 + x) or e^x - e^-x would lose the small result).
+ * The rows of sinh, cosh, asinh and acosh run forward only: their values, or the x² of their
+ * gradients, pass f16's range, and a step of SGD on gradients of 1e12 leaves nothing to compare (the
+ * [3,257] rows check their gradients). */
+static void build_unary_wide(tf_graph *g, const conf_case *c) {
+  finish_probe(g, c, tf_unary(g, c->op, uniform(g, c, &c->shapes[0], c->lo, c->hi)));
+}
+
 /* gelu of an activation (a + b), whose gradient reads it: with settings.gelu_pair the training plan
  * holds gelu_pair and a mul in place of gelu and gelu_grad (compiler/gelu_pair.c). */
 static void build_gelu_pair(tf_graph *g, const conf_case *c) {
   tf_tensor_id a = param(g, c, "a", &c->shapes[0]), b = param(g, c, "b", &c->shapes[0]);
   finish_probe(g, c, tf_gelu(g, tf_graph_node(g, TF_OP_ADD, (tf_tensor_id[]){a, b}, 2, NULL), c->approximate));
-}
-
-/* softplus over [-30, 30]: both branches (x > 20 returns x) and the tiny outputs of log1p(exp(x)). */
-static void build_softplus_wide(tf_graph *g, const conf_case *c) {
-  tf_tensor_id x = stored(
-      g, c, tf_graph_parameter(g, "x", TF_F32, shape_of(&c->shapes[0]), tf_init_make(TF_INIT_UNIFORM, -30.0, 30.0)));
-  finish_probe(g, c, tf_unary(g, TF_OP_SOFTPLUS, x));
 }
 
 /* x * stop_gradient(x): the value x^2, the gradient x (not 2x), which the f64 reference's plan,
@@ -325,6 +347,15 @@ static const conf_case cases[] = {
     {"erf (+ grad) [3,257]", build_unary, .op = TF_OP_ERF, .shapes = {DIMS(3, 257)}, MATH},
     {"sin (+ grad) [3,257]", build_unary, .op = TF_OP_SIN, .shapes = {DIMS(3, 257)}, MATH},
     {"cos (+ grad) [3,257]", build_unary, .op = TF_OP_COS, .shapes = {DIMS(3, 257)}, MATH},
+    {"asin (+ grad) [3,257]", build_unary, .op = TF_OP_ASIN, .shapes = {DIMS(3, 257)}, MATH},
+    {"acos (+ grad) [3,257]", build_unary, .op = TF_OP_ACOS, .shapes = {DIMS(3, 257)}, MATH},
+    {"atan (+ grad) [3,257]", build_unary, .op = TF_OP_ATAN, .shapes = {DIMS(3, 257)}, MATH},
+    {"tan (+ grad) [3,257]", build_unary, .op = TF_OP_TAN, .shapes = {DIMS(3, 257)}, MATH},
+    {"sinh (+ grad) [3,257]", build_unary, .op = TF_OP_SINH, .shapes = {DIMS(3, 257)}, MATH},
+    {"cosh (+ grad) [3,257]", build_unary, .op = TF_OP_COSH, .shapes = {DIMS(3, 257)}, MATH},
+    {"asinh (+ grad) [3,257]", build_unary, .op = TF_OP_ASINH, .shapes = {DIMS(3, 257)}, MATH},
+    {"acosh (+ grad) [3,257]", build_unary, .op = TF_OP_ACOSH, .shapes = {DIMS(3, 257)}, MATH},
+    {"atanh (+ grad) [3,257]", build_unary, .op = TF_OP_ATANH, .shapes = {DIMS(3, 257)}, MATH},
     {"x * stop_gradient(x) [3,257]", build_stop_gradient, .shapes = {DIMS(3, 257)}, MATH},
     {"x * floor(2x) [3,257]", build_step, .op = TF_OP_FLOOR, .shapes = {DIMS(3, 257)}, MATH},
     {"x * ceil(2x) [3,257]", build_step, .op = TF_OP_CEIL, .shapes = {DIMS(3, 257)}, MATH},
@@ -334,8 +365,26 @@ static const conf_case cases[] = {
     {"sigmoid (+ grad) [3,257]", build_unary, .op = TF_OP_SIGMOID, .shapes = {DIMS(3, 257)}, MATH},
     {"tanh (+ grad) [3,257]", build_unary, .op = TF_OP_TANH, .shapes = {DIMS(3, 257)}, MATH},
     {"softplus (+ grad) [3,257]", build_unary, .op = TF_OP_SOFTPLUS, .shapes = {DIMS(3, 257)}, MATH},
-    {"softplus over [-30, 30] (+ grad) [5,131]", build_softplus_wide, .op = TF_OP_SOFTPLUS, .shapes = {DIMS(5, 131)},
-     MATH},
+    {"softplus over [-30, 30] (+ grad) [5,131]", build_unary_wide, .op = TF_OP_SOFTPLUS, .shapes = {DIMS(5, 131)},
+     .lo = -30, .hi = 30, MATH},
+    {"atan over [-1e8, 1e8] (+ grad) [5,131]", build_unary_wide, .op = TF_OP_ATAN, .shapes = {DIMS(5, 131)}, .lo = -1e8,
+     .hi = 1e8, MATH},
+    {"atan over [-30, 30] (+ grad) [5,131]", build_unary_wide, .op = TF_OP_ATAN, .shapes = {DIMS(5, 131)}, .lo = -30,
+     .hi = 30, MATH},
+    {"sinh over [-30, 30] [5,131]", build_unary_wide, .op = TF_OP_SINH, .shapes = {DIMS(5, 131)}, .lo = -30, .hi = 30,
+     MATH, .settings.forward_only = true},
+    {"cosh over [-30, 30] [5,131]", build_unary_wide, .op = TF_OP_COSH, .shapes = {DIMS(5, 131)}, .lo = -30, .hi = 30,
+     MATH, .settings.forward_only = true},
+    {"asinh over [-0.01, 0.01] (+ grad) [5,131]", build_unary_wide, .op = TF_OP_ASINH, .shapes = {DIMS(5, 131)},
+     .lo = -0.01, .hi = 0.01, MATH},
+    {"atanh over [-0.01, 0.01] (+ grad) [5,131]", build_unary_wide, .op = TF_OP_ATANH, .shapes = {DIMS(5, 131)},
+     .lo = -0.01, .hi = 0.01, MATH},
+    {"sinh over [-0.01, 0.01] (+ grad) [5,131]", build_unary_wide, .op = TF_OP_SINH, .shapes = {DIMS(5, 131)},
+     .lo = -0.01, .hi = 0.01, MATH},
+    {"asinh over [-1e4, 1e4] [5,131]", build_unary_wide, .op = TF_OP_ASINH, .shapes = {DIMS(5, 131)}, .lo = -1e4,
+     .hi = 1e4, MATH, .settings.forward_only = true},
+    {"acosh over [1, 1e4] [5,131]", build_unary_wide, .op = TF_OP_ACOSH, .shapes = {DIMS(5, 131)}, .lo = 1, .hi = 1e4,
+     MATH, .settings.forward_only = true},
     {"gelu erf (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, MATH},
     {"gelu tanh (+ grad) [3,257]", build_unary, .op = TF_OP_GELU, .shapes = {DIMS(3, 257)}, .approximate = true, MATH},
     {"gelu_pair erf of a + b [3,257]", build_gelu_pair, .shapes = {DIMS(3, 257)}, MATH, .settings.gelu_pair = true},

@@ -71,6 +71,15 @@ conf_tolerance conf_tolerance_f64(tf_op op) {
   case TF_OP_ERF_GRAD:
   case TF_OP_SIN:
   case TF_OP_COS:
+  case TF_OP_ASIN:
+  case TF_OP_ACOS:
+  case TF_OP_ATAN:
+  case TF_OP_TAN:
+  case TF_OP_SINH:
+  case TF_OP_COSH:
+  case TF_OP_ASINH:
+  case TF_OP_ACOSH:
+  case TF_OP_ATANH:
   case TF_OP_GELU_GRAD:
   case TF_OP_GELU_PAIR:
   case TF_OP_SILU_GRAD:
@@ -145,6 +154,15 @@ conf_tolerance conf_tolerance_f32(tf_op op) {
   case TF_OP_ERF_GRAD:
   case TF_OP_SIN:
   case TF_OP_COS:
+  case TF_OP_ASIN:
+  case TF_OP_ACOS:
+  case TF_OP_ATAN:
+  case TF_OP_TAN:
+  case TF_OP_SINH:
+  case TF_OP_COSH:
+  case TF_OP_ASINH:
+  case TF_OP_ACOSH:
+  case TF_OP_ATANH:
   case TF_OP_GELU_GRAD:
   case TF_OP_GELU_PAIR:
   case TF_OP_SILU_GRAD:

@@ -107,7 +107,8 @@ def reference(op, a, context, ins):
              "relu": torch.relu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
              "softplus": F.softplus, "abs": torch.abs, "erf": torch.erf, "stop_gradient": torch.Tensor.detach,
              "sin": torch.sin, "cos": torch.cos, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
-             "sign": torch.sign}
+             "sign": torch.sign, "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "tan": torch.tan,
+             "sinh": torch.sinh, "cosh": torch.cosh, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh}
     if op in ("add", "sub", "mul", "div"):
         return [getattr(torch, op)(x, ins[1])]
     if op == "keep":

@@ -114,6 +114,23 @@ static void elementwise_calls(builder *b, bool large) {
   CALL(TF_OP_SIN, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
   CALL(TF_OP_COS, none, TRANSCENDENTAL, R(-10, 10, n));
   CALL(TF_OP_COS, none, TRANSCENDENTAL, R(1.5, 1.65, n)); // around pi/2, where cos crosses 0
+  CALL(TF_OP_ASIN, none, TRANSCENDENTAL, R(-1, 1, n));    // both polynomials, and the ends
+  CALL(TF_OP_ASIN, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
+  CALL(TF_OP_ACOS, none, TRANSCENDENTAL, R(-1, 1, n));
+  CALL(TF_OP_ACOS, none, TRANSCENDENTAL, R(0.999, 1, n)); // near 1, where acos goes to 0
+  CALL(TF_OP_ATAN, none, TRANSCENDENTAL, R(-30, 30, n));  // the three reductions
+  CALL(TF_OP_ATAN, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
+  CALL(TF_OP_TAN, none, TRANSCENDENTAL, R(-1.5, 1.5, n));
+  CALL(TF_OP_SINH, none, TRANSCENDENTAL, R(-30, 30, n));   // past 20 too
+  CALL(TF_OP_SINH, none, TRANSCENDENTAL, R(-1.5, 1.5, n)); // the polynomial and its edge at 1
+  CALL(TF_OP_SINH, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
+  CALL(TF_OP_COSH, none, TRANSCENDENTAL, R(-30, 30, n));
+  CALL(TF_OP_ASINH, none, TRANSCENDENTAL, R(-1e4, 1e4, n)); // past 2^12 too
+  CALL(TF_OP_ASINH, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
+  CALL(TF_OP_ACOSH, none, TRANSCENDENTAL, R(1, 1e4, n));
+  CALL(TF_OP_ACOSH, none, TRANSCENDENTAL, R(1, 1.01, n)); // near 1, where acosh goes to 0
+  CALL(TF_OP_ATANH, none, TRANSCENDENTAL, R(-0.999, 0.999, n));
+  CALL(TF_OP_ATANH, none, TRANSCENDENTAL, R(-0.01, 0.01, n));
   CALL(TF_OP_GELU_GRAD, th_gelu(false), TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
   CALL(TF_OP_GELU_GRAD, th_gelu(true), TRANSCENDENTAL, R(-5, 5, n), R(-1, 1, n));
   CALL(TF_OP_SILU_GRAD, none, TRANSCENDENTAL, R(-8, 8, n), R(-1, 1, n));

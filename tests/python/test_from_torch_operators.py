@@ -661,4 +661,42 @@ def nan_guards():
 
 
 case("torch.nan_to_num, isfinite, isinf and isnan of a log with -inf and NaN train as PyTorch's", nan_guards)
+# The inverse trigonometric and hyperbolic functions of data (one op each): a CIoU box loss's aspect
+# term (atan of width / height), a tanh-squashed policy's log-probability (atanh of its actions), the
+# angle between embeddings (acos of a clamped cosine), asinh's symlog, and sinh, cosh, tan, asin and
+# acosh of bounded activations (sinh to atanh through from_torch's own symbolics: torch's exporter has
+# none for them).
+class InverseAndHyperbolic(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(6, 8), torch.nn.Linear(6, 8)
+
+    def forward(self, x, boxes):  # boxes [N, 4]: widths and heights > 0
+        h, g = self.a(x), self.b(x)
+        w = F.softplus(h[:, :4]) + 0.1
+        aspect = (torch.atan(boxes[:, :2] / boxes[:, 2:]) - torch.atan(w[:, :2] / w[:, 2:])).pow(2).mean()
+        action = torch.tanh(h) * 0.99
+        log_prob = (torch.atanh(action) - torch.log(1 - action.pow(2) + 1e-6)).mean()
+        cosine = F.cosine_similarity(h, g, dim=1).clamp(-0.99, 0.99)
+        angle = torch.acos(cosine).mean() + torch.asin(cosine * 0.5).mean()
+        bounded = torch.tanh(g)
+        hyperbolic = (torch.sinh(bounded) * torch.cosh(bounded) + torch.tan(bounded)).mean()
+        return aspect + log_prob + angle + 0.1 * hyperbolic + torch.asinh(10 * h).mean() + torch.acosh(
+            1 + F.softplus(g)).mean()
+
+
+def inverse_and_hyperbolic():
+    torch.manual_seed(31)
+    model = InverseAndHyperbolic()
+    x, boxes = torch.randn(batch, 6), torch.rand(batch, 4) + 0.2
+    graph = tightfit.from_torch(model, (x, boxes), loss="output", input_names=["x", "boxes"])
+    ops = {node["op"] for node in json.loads(dumped(graph))["nodes"]}
+    missing = {"atan", "atanh", "acos", "asin", "sinh", "cosh", "tan", "asinh", "acosh"} - ops
+    if missing:
+        return f"no {sorted(missing)} op in the graph: {sorted(ops)}", ""
+    return own_loss_everywhere(graph, model, {"x": x, "boxes": boxes}, 4, {"N": batch})
+
+
+case("atan, asin, acos, tan, sinh, cosh, asinh, acosh and atanh of data (a CIoU aspect term, a squashed "
+     "policy's log-probability) train as PyTorch's", inverse_and_hyperbolic)
 finish("from_torch_operators")

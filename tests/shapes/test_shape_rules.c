@@ -229,10 +229,11 @@ static void test_broadcast(tf_test_counts *c) {
 
 static void test_unary(tf_test_counts *c) {
   tf_shape_result out;
-  const tf_op ops[] = {TF_OP_NEG,   TF_OP_EXP,  TF_OP_LOG,           TF_OP_SQRT, TF_OP_RSQRT,
-                       TF_OP_RELU,  TF_OP_SILU, TF_OP_SIGMOID,       TF_OP_TANH, TF_OP_SOFTPLUS,
-                       TF_OP_ABS,   TF_OP_ERF,  TF_OP_STOP_GRADIENT, TF_OP_SIN,  TF_OP_COS,
-                       TF_OP_FLOOR, TF_OP_CEIL, TF_OP_ROUND,         TF_OP_SIGN};
+  const tf_op ops[] = {TF_OP_NEG,           TF_OP_EXP,     TF_OP_LOG,   TF_OP_SQRT,     TF_OP_RSQRT, TF_OP_RELU,
+                       TF_OP_SILU,          TF_OP_SIGMOID, TF_OP_TANH,  TF_OP_SOFTPLUS, TF_OP_ABS,   TF_OP_ERF,
+                       TF_OP_STOP_GRADIENT, TF_OP_SIN,     TF_OP_COS,   TF_OP_FLOOR,    TF_OP_CEIL,  TF_OP_ROUND,
+                       TF_OP_SIGN,          TF_OP_ASIN,    TF_OP_ACOS,  TF_OP_ATAN,     TF_OP_TAN,   TF_OP_SINH,
+                       TF_OP_COSH,          TF_OP_ASINH,   TF_OP_ACOSH, TF_OP_ATANH};
   for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
     char label[64];
     snprintf(label, sizeof(label), "%s [2,3] f16", tf_op_name(ops[i]));
