@@ -14,6 +14,9 @@ tf_status ox_convert_sub(ox_import *im, const ox_node *node);
 tf_status ox_convert_mul(ox_import *im, const ox_node *node);
 tf_status ox_convert_div(ox_import *im, const ox_node *node);
 tf_status ox_convert_pow(ox_import *im, const ox_node *node);
+/* x^p where the exponent p is data or holds several values (import/onnx_pow.c), broadcast; integer x
+ * computed in f32 and rounded back to its dtype. */
+tf_status ox_pow_of_data(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id p, tf_tensor_id *y);
 /* True when `op_type` is one row of the unary_ops table (Relu, Sigmoid, ...): ox_convert_unary's. */
 bool ox_is_unary(const char *op_type);
 tf_status ox_convert_unary(ox_import *im, const ox_node *node);

@@ -307,11 +307,14 @@ tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id x;
-  const ox_known *e;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &e));
-  if (e->count != 1)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "the exponent must be one number");
+  const ox_known *e = ox_foldable(im, node, 1);
+  if (!e || e->count != 1 || ox_is_integer_dtype(ox_dtype_of(im, x))) { /* an exponent of data, or several */
+    tf_tensor_id p, y;
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &p));
+    TF_RETURN_IF_ERROR(ox_pow_of_data(im, node, x, p, &y));
+    return ox_set_tensor(im, node, 0, y);
+  }
   double p = e->is_float ? e->reals[0] : (double)e->ints[0].size;
   /* an f32 exponent within 2^-20 of +-1/2 is the square root: PyTorch's p-norms export 1/p rounded
    * (pairwise_distance's and cdist's 0.49999976) and compute the 2-norm's square root */

@@ -8,6 +8,8 @@ model written with onnx.helper, imported, compiled (--inference) and run on the 
   Equal of x and 1 x (inf == inf true, NaN == NaN false), of x and +inf, of x and -inf
   IsNaN, IsInf (both signs and each alone) of x, and of a constant (folded at import)
   Where(x > 0, x, 0), Where(IsNaN(x), 0, x) (nan_to_num's first step): the branch taken, exactly
+  Pow(x, e) of an exponent of several values (as of data): C's pow at 0, NaN, +-inf, a negative base
+      to a whole and to a fractional power, and e = 0 (1 for any x), within 1e-6
 
 usage: import_nonfinite.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -45,7 +47,7 @@ def as_float(op, inputs, **attributes):
 
 
 def cases_of(x):
-    """(what, name, model, numpy's output) of each case on input x."""
+    """(what, name, model, numpy's output[, relative tolerance: else exact]) of each case on input x."""
     half = x * np.float32(0.5)
     halved = helper.make_node("Mul", ["x", "k"], ["h"], name="half")
     cases = []
@@ -89,19 +91,29 @@ def cases_of(x):
          helper.make_node("Add", ["cnf", "ci2"], ["s"], name="s"),
          helper.make_node("Add", ["s", "z"], ["y"], name="y")], [number("zero", 0.0)]),
         np.isnan(c) + 2 * np.isposinf(c)))
+    # (a subnormal x, 1e-40, only squared: its log is a GPU's own, which may flush it to 0)
+    for name, e in (("pow_whole", [2, 0, 0.5, 3, -1, 2, 0, 3, 0.5, 2, 2, -2]),
+                    ("pow_mixed", [0, 1, -0.5, 2, 0, 0.5, -2, 0, 3, 2, 3, 0.25])):
+        e = np.array(e, dtype=np.float32)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            want = np.power(x, e)
+        cases.append((f"Pow(x, {e.tolist()})", name, model(
+            [helper.make_node("Constant", [], ["e"], name="e", value=number("e", e)),
+             helper.make_node("Pow", ["x", "e"], ["y"], name="pow")]), want, 1e-6))
     return cases
 
 
 def run_cases(runs, x, device):
     """Each case on `device` ("cpu", "vulkan:0"): the failures; none, saying so, without a Vulkan device."""
     failures = []
-    for what, name, onnx_model, want in cases_of(x):
+    for what, name, onnx_model, want, *tolerance in cases_of(x):
         got, ops = runs.run_model(name, onnx_model, x)
         if got is None and device != "cpu" and "vulkan: no " in ops.lower():
             print(f"{device}: skipped, no device ({ops})")
             return []
         want = np.asarray(want, dtype=np.float32)
-        same = got is not None and got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+        rtol = tolerance[0] if tolerance else 0.0
+        same = got is not None and got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=0, equal_nan=True)
         print(f"{device}: {what}: {'the same' if same else 'DIFFERENT'}: {got if got is not None else ops} "
               f"(numpy {want})")
         if not same:

@@ -451,6 +451,39 @@ def powers():
 case("Pow by whole, fractional and negative exponents, pairwise_distance, trains as PyTorch's", powers)
 
 
+# Pow of an exponent that trains (GeM pooling: x.clamp(min=eps).pow(p) with p a parameter, mean over the
+# positions, then ^(1/p)) and of two tensors (x ** y, a negative base to whole powers, zeros to a
+# positive power): both the base's and the exponent's gradients as PyTorch's.
+class LearnedPowers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = torch.nn.Conv2d(3, 4, 3), torch.nn.Linear(8, 5)
+        self.p = torch.nn.Parameter(torch.ones(1) * 3)
+
+    def forward(self, x, k):  # x [N, 3, 8, 8]; k [N, 4]: whole exponents 1 to 3
+        features = F.relu(self.conv(x))
+        gem = features.clamp(min=1e-6).pow(self.p).mean((2, 3)).pow(1.0 / self.p)
+        signed = torch.tanh(features.mean((2, 3)) - 0.2) ** k  # negative bases, whole exponents
+        zeros = F.relu(features[:, :, 0, 0] - 0.3) ** (k * 0.5 + 0.5)  # zeros to positive powers
+        return self.head(torch.cat([gem, signed + zeros], dim=1))
+
+
+def learned_powers():
+    torch.manual_seed(32)
+    model = LearnedPowers()
+    x, k = torch.randn(batch, 3, 8, 8), torch.randint(1, 4, (batch, 4)).float()
+    labels = torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (x, k), loss="cross_entropy", input_names=["x", "k"])
+    losses, expected, worst = adamw_both(graph, model, x, labels, 5, inputs={"x": x, "k": k})
+    p_after = model.p.item()
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}; PyTorch's p 3 -> {p_after:.6f}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("Pow of a learned exponent (GeM pooling) and of two tensors (x ** y) trains as PyTorch's", learned_powers)
+
+
 # Statistics over the batch axis (x.std(0), x.var(0): a hand-written batch normalisation): torch's
 # export counts the elements as ReduceProd of the shape, a symbolic size cast to a float, which becomes
 # a tensor the bound plan computes (sum(expand(1, [N]))); exported at batch 4 and trained at batch 6,
