@@ -309,7 +309,8 @@ tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const ox_known *e = ox_foldable(im, node, 1);
-  if (!e || e->count != 1 || ox_is_integer_dtype(ox_dtype_of(im, x))) { /* an exponent of data, or several */
+  const bool zero = e && e->count == 1 && (e->is_float ? e->reals[0] == 0 : e->ints[0].size == 0);
+  if (!e || e->count != 1 || zero || ox_is_integer_dtype(ox_dtype_of(im, x))) { /* of data, several, x^0 */
     tf_tensor_id p, y;
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &p));
     TF_RETURN_IF_ERROR(ox_pow_of_data(im, node, x, p, &y));
@@ -320,8 +321,8 @@ tf_status ox_convert_pow(ox_import *im, const ox_node *node) {
    * (pairwise_distance's and cdist's 0.49999976) and compute the 2-norm's square root */
   if (fabs(fabs(p) - 0.5) <= 0x1p-20)
     p = p > 0 ? 0.5 : -0.5;
-  if (p == 0 || !isfinite(p))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "exponent %.9g (any finite exponent but 0)", p);
+  if (!isfinite(p))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "exponent %.9g (a finite exponent)", p);
   return ox_set_tensor(im, node, 0, power(im, node, x, p));
 }
 

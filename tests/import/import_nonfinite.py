@@ -9,7 +9,7 @@ model written with onnx.helper, imported, compiled (--inference) and run on the 
   IsNaN, IsInf (both signs and each alone) of x, and of a constant (folded at import)
   Where(x > 0, x, 0), Where(IsNaN(x), 0, x) (nan_to_num's first step): the branch taken, exactly
   Pow(x, e) of an exponent of several values (as of data): C's pow at 0, NaN, +-inf, a negative base
-      to a whole and to a fractional power, and e = 0 (1 for any x), within 1e-6
+      to a whole and to a fractional power, and e = 0 (1 for any x), within 1e-6; Pow(x, 0): all 1
 
 usage: import_nonfinite.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -93,7 +93,7 @@ def cases_of(x):
         np.isnan(c) + 2 * np.isposinf(c)))
     # (a subnormal x, 1e-40, only squared: its log is a GPU's own, which may flush it to 0)
     for name, e in (("pow_whole", [2, 0, 0.5, 3, -1, 2, 0, 3, 0.5, 2, 2, -2]),
-                    ("pow_mixed", [0, 1, -0.5, 2, 0, 0.5, -2, 0, 3, 2, 3, 0.25])):
+                    ("pow_mixed", [0, 1, -0.5, 2, 0, 0.5, -2, 0, 3, 2, 3, 0.25]), ("pow_zero", 0.0)):
         e = np.array(e, dtype=np.float32)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             want = np.power(x, e)
