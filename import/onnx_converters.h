@@ -44,6 +44,8 @@ tf_status ox_convert_elu(ox_import *im, const ox_node *node);
 tf_status ox_convert_selu(ox_import *im, const ox_node *node);
 tf_status ox_convert_celu(ox_import *im, const ox_node *node);
 tf_status ox_convert_prelu(ox_import *im, const ox_node *node);
+tf_status ox_convert_thresholded_relu(ox_import *im, const ox_node *node);
+tf_status ox_convert_shrink(ox_import *im, const ox_node *node);
 tf_status ox_convert_mish(ox_import *im, const ox_node *node);
 tf_status ox_convert_size(ox_import *im, const ox_node *node);
 /* Mod: folded on values known at import time; of data, a - b floor(a / b) or C's fmod in f32. */

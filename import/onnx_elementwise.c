@@ -711,6 +711,37 @@ tf_status ox_convert_prelu(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_sub(g, relu(im, x), tf_mul(g, slope, relu(im, neg(im, x)))));
 }
 
+/* keep(v, relu(d)): v where d > 0, else 0 (a NaN d too), gradients through v only. */
+static tf_tensor_id where_positive(ox_import *im, tf_tensor_id v, tf_tensor_id d) {
+  return tf_keep(im->graph, v, relu(im, d));
+}
+
+/* ThresholdedRelu: x where x > alpha, else 0 (F.threshold(x, alpha, 0)); a NaN gives 0, as the
+ * comparison is false. */
+tf_status ox_convert_thresholded_relu(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  const double alpha = ox_attr_float(node, "alpha", 1.0);
+  if (!isfinite(alpha))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "alpha %g (a finite threshold)", alpha);
+  return ox_set_tensor(im, node, 0, where_positive(im, x, tf_sub(im->graph, x, scalar_like(im, node, x, alpha))));
+}
+
+/* Shrink: x - bias where x > lambd, x + bias where x < -lambd, else 0 (F.hardshrink: bias 0;
+ * F.softshrink: bias = lambd). */
+tf_status ox_convert_shrink(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));
+  const double bias = ox_attr_float(node, "bias", 0.0), lambd = ox_attr_float(node, "lambd", 0.5);
+  if (!isfinite(bias) || !isfinite(lambd))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "bias %g, lambd %g (finite numbers)", bias, lambd);
+  tf_graph *g = im->graph;
+  tf_tensor_id b = scalar_like(im, node, x, bias), l = scalar_like(im, node, x, lambd);
+  tf_tensor_id above = where_positive(im, tf_sub(g, x, b), tf_sub(g, x, l));
+  tf_tensor_id below = where_positive(im, tf_add(g, x, b), tf_sub(g, neg(im, x), l));
+  return ox_set_tensor(im, node, 0, tf_add(g, above, below));
+}
+
 tf_status ox_convert_mish(ox_import *im, const ox_node *node) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(float_input(im, node, 0, &x));

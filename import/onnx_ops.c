@@ -46,6 +46,8 @@ static const ox_converter_row converters[] = {
     {"Celu", ox_convert_celu},
     {"PRelu", ox_convert_prelu},
     {"Mish", ox_convert_mish},
+    {"ThresholdedRelu", ox_convert_thresholded_relu},
+    {"Shrink", ox_convert_shrink},
     {"Max", ox_convert_max},
     {"Min", ox_convert_min},
     {"Clip", ox_convert_clip},
