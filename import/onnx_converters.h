@@ -177,6 +177,10 @@ tf_status ox_convert_nll_of_log_softmax(ox_import *im, const ox_node *node);
 /* onnx_batch_norm.c, onnx_instance_norm.c */
 tf_status ox_convert_batch_norm(ox_import *im, const ox_node *node);
 tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
+/* MeanVarianceNormalization: (x - mean) / (sqrt(biased variance) + 1e-9) over its axes. */
+tf_status ox_convert_mean_variance_norm(ox_import *im, const ox_node *node);
+/* LRN across channels (import/onnx_lrn.c): x / (bias + alpha / size * window sums of x^2)^beta. */
+tf_status ox_convert_lrn(ox_import *im, const ox_node *node);
 
 /* onnx_layout.c */
 /* The node's output: x reshaped to `rank` dims, each fixed, symbolic, or {-1, -1} (inferred; one at

@@ -1,8 +1,9 @@
-/* InstanceNormalization: each (sample, channel) of x [N, C, spatial...] normalised by its own mean
- * and biased variance over the spatial axes, then scaled and shifted per channel (scale, B).
- * nn.InstanceNorm1d/2d export it, and nn.GroupNorm too: over x reshaped to [N, groups, -1], with a
- * scale of ones and a B of zeros, the module's own weight and bias applied after by Mul and Add. It
- * becomes mean, sub, mul, add and rsqrt, whose gradients autodiff derives. */
+/* InstanceNormalization and MeanVarianceNormalization. InstanceNormalization: each (sample, channel) of x [N, C,
+ * spatial...] normalised by its own mean and biased variance over the spatial axes, then scaled and shifted per channel
+ * (scale, B). nn.InstanceNorm1d/2d export it, and nn.GroupNorm too: over x reshaped to [N, groups, -1], with a scale of
+ * ones and a B of zeros, the module's own weight and bias applied after by Mul and Add. It becomes mean, sub, mul, add
+ * and rsqrt, whose gradients autodiff derives. MeanVarianceNormalization: (x - mean) / (sqrt(biased variance) + 1e-9)
+ * over its axes, from mean, sub, mul, sqrt, add and div. */
 #include <inttypes.h>
 
 #include "import/onnx_converters.h"
@@ -68,4 +69,40 @@ tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node) {
   if (!known_all(im, node, 2, 0.0))
     TF_RETURN_IF_ERROR(per_channel(im, node, 2, shape, false, &y));
   return ox_set_tensor(im, node, 0, y);
+}
+
+/* The distinct axes of MeanVarianceNormalization's `axes` attribute (default 0, 2, 3), counted from
+ * the end when negative, into axes[0, *n). */
+static tf_status normalised_axes(ox_import *im, const ox_node *node, int32_t rank, int32_t *axes, int32_t *n) {
+  int64_t given[TF_MAX_RANK + 1];
+  int32_t count = ox_attr_ints(node, "axes", given, TF_MAX_RANK + 1);
+  if (count < 0) {
+    count = 3;
+    given[0] = 0, given[1] = 2, given[2] = 3;
+  }
+  if (count < 1 || count > rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "%" PRId32 " axes for an input of rank %" PRId32, count, rank);
+  for (int32_t i = 0; i < count; i++) {
+    const int64_t a = given[i] < 0 ? given[i] + rank : given[i];
+    if (a < 0 || a >= rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of an input of rank %" PRId32, given[i], rank);
+    for (int32_t j = 0; j < i; j++)
+      if (axes[j] == (int32_t)a)
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " given twice", given[i]);
+    axes[i] = (int32_t)a;
+  }
+  *n = count;
+  return NULL;
+}
+
+tf_status ox_convert_mean_variance_norm(ox_import *im, const ox_node *node) {
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  int32_t axes[TF_MAX_RANK], n = 0;
+  TF_RETURN_IF_ERROR(normalised_axes(im, node, ox_rank_of(im, x), axes, &n));
+  tf_graph *g = im->graph;
+  tf_tensor_id centred = tf_sub(g, x, tf_reduce(g, TF_OP_MEAN, x, axes, n, true));
+  tf_tensor_id variance = tf_reduce(g, TF_OP_MEAN, tf_mul(g, centred, centred), axes, n, true);
+  tf_tensor_id deviation = tf_add(g, tf_unary(g, TF_OP_SQRT, variance), ox_scalar(im, node, ox_dtype_of(im, x), 1e-9));
+  return ox_set_tensor(im, node, 0, tf_div(g, centred, deviation));
 }

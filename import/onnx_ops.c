@@ -77,6 +77,8 @@ static const ox_converter_row converters[] = {
     {"LayerNormalization", ox_convert_layer_norm},
     {"BatchNormalization", ox_convert_batch_norm},
     {"InstanceNormalization", ox_convert_instance_norm},
+    {"MeanVarianceNormalization", ox_convert_mean_variance_norm},
+    {"LRN", ox_convert_lrn},
     {"Reshape", ox_convert_reshape},
     {"Flatten", ox_convert_flatten},
     {"Unsqueeze", ox_convert_unsqueeze},

@@ -484,6 +484,78 @@ def learned_powers():
 case("Pow of a learned exponent (GeM pooling) and of two tensors (x ** y) trains as PyTorch's", learned_powers)
 
 
+# ONNX's LRN and MeanVarianceNormalization, which PyTorch's exporter never writes (F.local_response_norm
+# exports as its parts): a torch.autograd.Function whose symbolic writes each node and whose forward and
+# backward are PyTorch's (AlexNet's LRN: size 5, odd, where PyTorch's window and ONNX's agree).
+def _through(forward):
+    """The backward of `forward`, by autograd on a recomputation."""
+    def backward(ctx, dy):
+        x, = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            return torch.autograd.grad(forward(x), x, dy)[0]
+    return backward
+
+
+def _lrn(x):
+    return F.local_response_norm(x, 5, alpha=1e-2, beta=0.75, k=2.0)
+
+
+def _mvn(x):
+    centred = x - x.mean((0, 2, 3), keepdim=True)
+    return centred / (centred.pow(2).mean((0, 2, 3), keepdim=True).sqrt() + 1e-9)
+
+
+class OnnxLrn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _lrn(x)
+
+    backward = staticmethod(_through(_lrn))
+
+    @staticmethod
+    def symbolic(g, x):
+        return g.op("LRN", x, size_i=5, alpha_f=1e-2, beta_f=0.75, bias_f=2.0)
+
+
+class OnnxMvn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _mvn(x)
+
+    backward = staticmethod(_through(_mvn))
+
+    @staticmethod
+    def symbolic(g, x):
+        return g.op("MeanVarianceNormalization", x, axes_i=[0, 2, 3])
+
+
+class LrnMvn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = torch.nn.Conv2d(3, 7, 3), torch.nn.Linear(14, 5)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return self.head(torch.cat([OnnxLrn.apply(h).mean((2, 3)), OnnxMvn.apply(h).pow(2).mean((2, 3))], dim=1))
+
+
+def lrn_mvn():
+    torch.manual_seed(33)
+    model = LrnMvn()
+    x, labels = torch.randn(batch, 3, 8, 8) * 2, torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (x,), loss="cross_entropy")
+    losses, expected, worst = adamw_both(graph, model, x, labels, 5)
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("ONNX's LRN and MeanVarianceNormalization (written by a Function's symbolic) train as PyTorch's", lrn_mvn)
+
+
 # Statistics over the batch axis (x.std(0), x.var(0): a hand-written batch normalisation): torch's
 # export counts the elements as ReduceProd of the shape, a symbolic size cast to a float, which becomes
 # a tensor the bound plan computes (sum(expand(1, [N]))); exported at batch 4 and trained at batch 6,
