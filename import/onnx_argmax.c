@@ -9,9 +9,9 @@
  * Integer data (GPT2ForSequenceClassification's last non-padding position, the argmax of positions times a
  * mask) is compared in f32 too: exact while its values are below 2^24 in magnitude (larger ones may
  * round to equal values, and the first of them is taken).
- * ArgMin is ArgMax of -x. No gradient flows through it (PyTorch's argmax has none): a stop_gradient.
- * A NaN in x gives no defined index (PyTorch's is the NaN's position); an index a lookup then reads
- * out of range is refused by that kernel.
+ * ArgMin is ArgMax of -x; Hardmax the one-hot of ArgMax's index. No gradient flows through them (PyTorch's argmax has
+ * none): a stop_gradient. A NaN in x gives no defined index (PyTorch's is the NaN's position); an index a lookup then
+ * reads out of range is refused by that kernel.
  *
  * TopK by a known k (at most TOPK_MAX) is k rounds of that first maximum on a stop-gradient copy s of x
  * clipped to the finite range (negated for the smallest): the round's index i, its one-hot
@@ -100,6 +100,30 @@ static tf_status arg_extreme(ox_import *im, const ox_node *node, bool minimum) {
 
 tf_status ox_convert_arg_max(ox_import *im, const ox_node *node) { return arg_extreme(im, node, false); }
 tf_status ox_convert_arg_min(ox_import *im, const ox_node *node) { return arg_extreme(im, node, true); }
+
+/* Hardmax: 1 at the first maximum along the axis, 0 elsewhere (the one-hot of ArgMax's index), in x's
+ * dtype, under a stop_gradient (its derivative is 0). From opset 13 along one axis (default -1);
+ * before, over the axes from `axis` (default 1) flattened, which is the same where it is the last. */
+tf_status ox_convert_hardmax(ox_import *im, const ox_node *node) {
+  along_axis a;
+  TF_RETURN_IF_ERROR(along_axis_of(im, node, im->opset >= 13 ? -1 : 1, &a));
+  if (im->opset < 13 && a.axis != a.rank - 1)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Hardmax before opset 13 over axes %" PRId64 " to %" PRId32 " flattened (only over the last axis)",
+                   a.axis, a.rank - 1);
+  tf_graph *g = im->graph;
+  tf_tensor_id x = a.dtype == TF_F32 ? a.x : tf_cast(g, a.x, TF_F32);
+  const int32_t axes[1] = {(int32_t)a.axis};
+  tf_tensor_id reversed, forward;
+  TF_RETURN_IF_ERROR(positions(im, node, a.rank, (int32_t)a.axis, a.size, true, &reversed));
+  TF_RETURN_IF_ERROR(positions(im, node, a.rank, (int32_t)a.axis, a.size, false, &forward));
+  tf_tensor_id at_max = ox_equal_mask(im, node, x, tf_reduce(g, TF_OP_MAX, x, axes, 1, true), true);
+  tf_tensor_id first = tf_sub(g, ox_scalar(im, node, TF_F32, (double)(a.size - 1)),
+                              tf_reduce(g, TF_OP_MAX, tf_mul(g, at_max, reversed), axes, 1, true));
+  tf_tensor_id y = tf_unary(g, TF_OP_STOP_GRADIENT, ox_equal_mask(im, node, forward, first, true));
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  return ox_set_tensor(im, node, 0, a.dtype == TF_F32 ? y : tf_cast(g, y, a.dtype));
+}
 
 /* TopK's k: input 1 (opset 10+) or the attribute. */
 static tf_status top_k_count(ox_import *im, const ox_node *node, int64_t *k) {

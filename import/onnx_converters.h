@@ -276,6 +276,8 @@ tf_status ox_convert_rnn(ox_import *im, const ox_node *node);
  * relu and a cast to i64 (no gradient) */
 tf_status ox_convert_arg_max(ox_import *im, const ox_node *node);
 tf_status ox_convert_arg_min(ox_import *im, const ox_node *node);
+/* Hardmax: the one-hot of the first maximum along the axis (onnx_argmax.c). */
+tf_status ox_convert_hardmax(ox_import *im, const ox_node *node);
 /* TopK of data by a known k (a mixture of experts' router): k rounds of ArgMax's first maximum, each
  * value gathered by its one-hot (the gradient reaches the chosen positions, as PyTorch's). */
 tf_status ox_convert_top_k(ox_import *im, const ox_node *node);

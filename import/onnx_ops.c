@@ -69,6 +69,7 @@ static const ox_converter_row converters[] = {
     {"ReduceProd", ox_convert_reduce_prod},
     {"ArgMax", ox_convert_arg_max},
     {"ArgMin", ox_convert_arg_min},
+    {"Hardmax", ox_convert_hardmax},
     {"TopK", ox_convert_top_k},
     {"ReduceLogSum", ox_convert_reduce_log_sum},
     {"ReduceLogSumExp", ox_convert_reduce_log_sum_exp},
