@@ -271,7 +271,8 @@ static tf_status uncounted_padding(ox_import *im, const ox_node *node, tf_tensor
  * height 1. */
 static tf_status pool_attrs(ox_import *im, const ox_node *node, int32_t spatial, tf_pool_attrs *a) {
   memset(a, 0, sizeof(*a));
-  TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a->padding));
+  if (ox_attr_is(node, "auto_pad", "NOTSET", "NOTSET")) /* else same_pool_pads, once the kernel is read */
+    TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a->padding));
   int32_t dilation[2] = {1, 1};
   tf_status status = ints_or(node, "kernel_shape", spatial, -1, a->kernel);
   if (!status)
@@ -293,6 +294,55 @@ static tf_status pool_attrs(ox_import *im, const ox_node *node, int32_t spatial,
     a->padding[1] = a->padding[0];
     a->kernel[0] = a->stride[0] = 1;
     a->padding[0] = 0;
+  }
+  return NULL;
+}
+
+/* A 2-d pool's auto_pad (SAME_UPPER, SAME_LOWER, VALID; tf2onnx writes them): "same" pads so that
+ * ceil(size / stride) windows fit, floor(total / 2) before and the rest after (SAME_LOWER: the larger
+ * half before), as the symmetric `padding` plus `extra[i]` at the end (ceil_windows' overhang: the pool
+ * then treats it as it does a ceil-mode window's); a max pool's larger half before as copies of the
+ * first element. With a stride above 1 the axis must be fixed; an average's larger half before
+ * (SAME_LOWER of an odd total) and a counted overhang (count_include_pad=1) are refused, as is
+ * ceil_mode beside auto_pad. */
+static tf_status same_pool_pads(ox_import *im, const ox_node *node, tf_op op, tf_tensor_id *x, tf_pool_attrs *a,
+                                int64_t extra[2]) {
+  const bool upper = ox_attr_is(node, "auto_pad", "NOTSET", "SAME_UPPER"),
+             lower = ox_attr_is(node, "auto_pad", "NOTSET", "SAME_LOWER"),
+             valid = ox_attr_is(node, "auto_pad", "NOTSET", "VALID");
+  if (!upper && !lower && !valid)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "auto_pad is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  if (ox_attr_int(node, "ceil_mode", 0) != 0)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ceil_mode=1 beside auto_pad");
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, *x, &rank, dims);
+  for (int32_t i = 0; i < 2; i++) {
+    const tf_dim d = dims[2 + i];
+    const int64_t k = a->kernel[i], s = a->stride[i];
+    a->padding[i] = 0;
+    extra[i] = 0;
+    if (valid || k < 1 || s < 1) /* the pool's own rule refuses the last two */
+      continue;
+    if (s != 1 && d.symbol >= 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "auto_pad with stride %" PRId64 " over spatial axis %" PRId32 " of symbolic size (a fixed size "
+                     "is needed)",
+                     s, i);
+    int64_t total = s == 1 ? k - 1 : ((d.size + s - 1) / s - 1) * s + k - d.size;
+    total = total > 0 ? total : 0;
+    const int64_t before = upper ? total / 2 : total - total / 2, after = total - before;
+    if (before > after && op != TF_OP_MAX_POOL2D)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "AveragePool's auto_pad SAME_LOWER with an odd padding (%" PRId64 ") over spatial axis %" PRId32
+                     " (its extra element before the input)",
+                     total, i);
+    if (before > after) /* a max pool's: the first element repeated before changes no maximum */
+      TF_RETURN_IF_ERROR(ox_pad_copies(im, node, *x, 2 + i, before - after, 0, OX_PAD_EDGE, x));
+    a->padding[i] = (int32_t)(before < after ? before : after);
+    extra[i] = after - a->padding[i];
+    if (extra[i] && ox_attr_int(node, "count_include_pad", 0))
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "auto_pad SAME with an odd padding that count_include_pad=1 counts");
   }
   return NULL;
 }
@@ -348,7 +398,9 @@ static tf_status pool(ox_import *im, const ox_node *node, tf_op op) {
     a.padding[1] = node->pool_padding[1];
   }
   int64_t extra[2] = {0, 0};
-  if (ox_attr_int(node, "ceil_mode", 0) != 0)
+  if (!ox_attr_is(node, "auto_pad", "NOTSET", "NOTSET"))
+    TF_RETURN_IF_ERROR(same_pool_pads(im, node, op, &x, &a, extra));
+  else if (ox_attr_int(node, "ceil_mode", 0) != 0)
     TF_RETURN_IF_ERROR(ceil_windows(im, node, x, &a, extra));
   const bool counted = node->pool_padding[0] || node->pool_padding[1] || ox_attr_int(node, "count_include_pad", 0);
   if (op == TF_OP_AVG_POOL2D && (extra[0] || extra[1] || ((a.padding[0] || a.padding[1]) && !counted)))

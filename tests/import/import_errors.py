@@ -391,6 +391,16 @@ def main():
              ["pool4d.onnx", "'pool' (MaxPool)", "rank-6 input (1-d, 2-d and 3-d only)"]),
             ("auto_pad, strided over a symbolic axis", write("conv.onnx", conv),
              ["conv.onnx", "conv_same", "auto_pad SAME_UPPER with stride 2 on spatial axis 0 of symbolic size"]),
+            ("a pool's auto_pad, strided over a symbolic axis", write("pool_same.onnx", model(
+                [node("MaxPool", ["x"], ["y"], "pool_same", attribute_string("auto_pad", "SAME_UPPER") +
+                      attribute_ints("kernel_shape", [3, 3]) + attribute_ints("strides", [2, 2]))],
+                [value_info("x", 1, ["N", 1, "H", 4])], [value_info("y", 1, ["N", 1, "H2", 2])])),
+             ["pool_same.onnx", "pool_same", "auto_pad with stride 2 over spatial axis 0 of symbolic size"]),
+            ("an average pool's SAME_LOWER with its extra element first", write("avg_lower.onnx", model(
+                [node("AveragePool", ["x"], ["y"], "avg_lower", attribute_string("auto_pad", "SAME_LOWER") +
+                      attribute_ints("kernel_shape", [2, 2]))],
+                [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4])])),
+             ["avg_lower.onnx", "avg_lower", "SAME_LOWER with an odd padding (1)", "before the input"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),
             ("batch norm, negative variance", write("bn.onnx", bn),

@@ -556,6 +556,58 @@ def lrn_mvn():
 case("ONNX's LRN and MeanVarianceNormalization (written by a Function's symbolic) train as PyTorch's", lrn_mvn)
 
 
+# MaxPool and AveragePool with auto_pad="SAME_UPPER" (as tf2onnx writes them; PyTorch's exporter writes
+# explicit pads): 3 x 3 windows, stride 2 over 8 x 8: 4 x 4 windows need one element of padding, after
+# (SAME_UPPER: floor(1 / 2) = 0 before) or before (SAME_LOWER's max). PyTorch's side: -inf padding for the max, and for the
+# average (count_include_pad=0, ONNX's default) the sum over the input's positions divided by their count.
+def _max_same(x, before):
+    return F.max_pool2d(F.pad(x, (before, 1 - before, before, 1 - before), value=float("-inf")), 3, 2)
+
+
+def _avg_same(x):
+    padded = F.pad(x, (0, 1, 0, 1))
+    counts = F.avg_pool2d(F.pad(torch.ones_like(x[:1, :1]), (0, 1, 0, 1)), 3, 2, divisor_override=1)
+    return F.avg_pool2d(padded, 3, 2, divisor_override=1) / counts
+
+
+class SamePools(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _max_same(x, 0) + _avg_same(x) + _max_same(x, 1)
+
+    backward = staticmethod(_through(lambda x: _max_same(x, 0) + _avg_same(x) + _max_same(x, 1)))
+
+    @staticmethod
+    def symbolic(g, x):
+        pools = [g.op(op, x, kernel_shape_i=[3, 3], strides_i=[2, 2], auto_pad_s=pad)
+                 for op, pad in (("MaxPool", "SAME_UPPER"), ("AveragePool", "SAME_UPPER"), ("MaxPool", "SAME_LOWER"))]
+        return g.op("Add", g.op("Add", pools[0], pools[1]), pools[2])
+
+
+class SamePooled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.head = torch.nn.Conv2d(3, 4, 2), torch.nn.Linear(64, 5)
+
+    def forward(self, x):  # x [N, 3, 9, 9]: 8 x 8 after the conv, 4 x 4 after the pools
+        return self.head(SamePools.apply(self.conv(x)).flatten(1))
+
+
+def same_pools():
+    torch.manual_seed(34)
+    model = SamePooled()
+    x, labels = torch.randn(batch, 3, 9, 9), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (x,), loss="cross_entropy")
+    losses, expected, worst = adamw_both(graph, model, x, labels, 5)
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst relative " \
+        f"difference {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+case("MaxPool and AveragePool with auto_pad SAME_UPPER (and a max's SAME_LOWER) train as PyTorch's", same_pools)
+
+
 # Statistics over the batch axis (x.std(0), x.var(0): a hand-written batch normalisation): torch's
 # export counts the elements as ReduceProd of the shape, a symbolic size cast to a float, which becomes
 # a tensor the bound plan computes (sum(expand(1, [N]))); exported at batch 4 and trained at batch 6,
