@@ -487,14 +487,24 @@ case("Pow of a learned exponent (GeM pooling) and of two tensors (x ** y) trains
 # ONNX's LRN and MeanVarianceNormalization, which PyTorch's exporter never writes (F.local_response_norm
 # exports as its parts): a torch.autograd.Function whose symbolic writes each node and whose forward and
 # backward are PyTorch's (AlexNet's LRN: size 5, odd, where PyTorch's window and ONNX's agree).
-def _through(forward):
-    """The backward of `forward`, by autograd on a recomputation."""
-    def backward(ctx, dy):
-        x, = ctx.saved_tensors
-        with torch.enable_grad():
-            x = x.detach().requires_grad_()
-            return torch.autograd.grad(forward(x), x, dy)[0]
-    return backward
+def _onnx_node(forward, symbolic):
+    """A torch.autograd.Function computing `forward` (its backward by autograd on a recomputation) that
+    the export writes as `symbolic` (g, x) -> ONNX node."""
+    class Node(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return forward(x)
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, = ctx.saved_tensors
+            with torch.enable_grad():
+                x = x.detach().requires_grad_()
+                return torch.autograd.grad(forward(x), x, dy)[0]
+
+    Node.symbolic = staticmethod(symbolic)
+    return Node
 
 
 def _lrn(x):
@@ -506,30 +516,8 @@ def _mvn(x):
     return centred / (centred.pow(2).mean((0, 2, 3), keepdim=True).sqrt() + 1e-9)
 
 
-class OnnxLrn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _lrn(x)
-
-    backward = staticmethod(_through(_lrn))
-
-    @staticmethod
-    def symbolic(g, x):
-        return g.op("LRN", x, size_i=5, alpha_f=1e-2, beta_f=0.75, bias_f=2.0)
-
-
-class OnnxMvn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _mvn(x)
-
-    backward = staticmethod(_through(_mvn))
-
-    @staticmethod
-    def symbolic(g, x):
-        return g.op("MeanVarianceNormalization", x, axes_i=[0, 2, 3])
+OnnxLrn = _onnx_node(_lrn, lambda g, x: g.op("LRN", x, size_i=5, alpha_f=1e-2, beta_f=0.75, bias_f=2.0))
+OnnxMvn = _onnx_node(_mvn, lambda g, x: g.op("MeanVarianceNormalization", x, axes_i=[0, 2, 3]))
 
 
 class LrnMvn(torch.nn.Module):
@@ -570,19 +558,13 @@ def _avg_same(x):
     return F.avg_pool2d(padded, 3, 2, divisor_override=1) / counts
 
 
-class SamePools(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _max_same(x, 0) + _avg_same(x) + _max_same(x, 1)
+def _same_pools(g, x):
+    pools = [g.op(op, x, kernel_shape_i=[3, 3], strides_i=[2, 2], auto_pad_s=pad)
+             for op, pad in (("MaxPool", "SAME_UPPER"), ("AveragePool", "SAME_UPPER"), ("MaxPool", "SAME_LOWER"))]
+    return g.op("Add", g.op("Add", pools[0], pools[1]), pools[2])
 
-    backward = staticmethod(_through(lambda x: _max_same(x, 0) + _avg_same(x) + _max_same(x, 1)))
 
-    @staticmethod
-    def symbolic(g, x):
-        pools = [g.op(op, x, kernel_shape_i=[3, 3], strides_i=[2, 2], auto_pad_s=pad)
-                 for op, pad in (("MaxPool", "SAME_UPPER"), ("AveragePool", "SAME_UPPER"), ("MaxPool", "SAME_LOWER"))]
-        return g.op("Add", g.op("Add", pools[0], pools[1]), pools[2])
+SamePools = _onnx_node(lambda x: _max_same(x, 0) + _avg_same(x) + _max_same(x, 1), _same_pools)
 
 
 class SamePooled(torch.nn.Module):
