@@ -22,7 +22,8 @@ bool ox_is_unary(const char *op_type);
 tf_status ox_convert_unary(ox_import *im, const ox_node *node);
 tf_status ox_convert_leaky_relu(ox_import *im, const ox_node *node);
 tf_status ox_convert_sqrt(ox_import *im, const ox_node *node);
-/* Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh: folded, or the op of that name. */
+/* onnx_functions.c: Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh: folded, or the op
+ * of that name. */
 tf_status ox_convert_trigonometric(ox_import *im, const ox_node *node);
 /* Sign, Ceil, Floor and Round: of known values folded (DeBERTa-v2's log-bucketed relative positions);
  * of data the ops of those names. */
