@@ -66,6 +66,11 @@ tf_status ox_convert_isnan(ox_import *im, const ox_node *node);
 tf_status ox_convert_isinf(ox_import *im, const ox_node *node);
 /* isnan(x) of float data x as a 0/1 mask of x's dtype: keep(1, c - c) of c = clip(x, -1, 1). */
 tf_tensor_id ox_nan_mask(ox_import *im, const ox_node *node, tf_tensor_id x);
+/* 1 where d is nonzero or NaN, 0 where it is 0, in d's dtype: keep(1, d) (onnx_finite.c). */
+tf_tensor_id ox_nonzero_of(ox_import *im, const ox_node *node, tf_tensor_id d);
+/* The constant v where the 0/1 mask m is 1, 0 where it is 0, in `dtype` (m's): m v, or for an infinity
+ * -log(1 - m) or log(1 - m) (log 0 = -inf, log 1 = 0), since inf * 0 is NaN (onnx_mask.c). */
+tf_tensor_id ox_mask_fill(ox_import *im, const ox_node *node, tf_tensor_id m, double v, tf_dtype dtype);
 /* sign(keep(x, isinf(x))) of float data x: 1 at +inf, -1 at -inf, 0 elsewhere (a NaN too). */
 tf_tensor_id ox_inf_sign(ox_import *im, const ox_node *node, tf_tensor_id x);
 /* And, Or, Xor: folded on known values; of masks, products and sums of 0/1 tensors. */

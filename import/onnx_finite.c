@@ -16,19 +16,18 @@
 
 #include "import/onnx_converters.h"
 
-/* 1 where d is nonzero or NaN, 0 where it is 0, in d's dtype. */
-static tf_tensor_id nonzero_or_nan(ox_import *im, const ox_node *node, tf_tensor_id d) {
+tf_tensor_id ox_nonzero_of(ox_import *im, const ox_node *node, tf_tensor_id d) {
   return tf_keep(im->graph, ox_scalar(im, node, ox_dtype_of(im, d), 1.0), d);
 }
 
 tf_tensor_id ox_nan_mask(ox_import *im, const ox_node *node, tf_tensor_id x) {
   tf_tensor_id c = tf_clip(im->graph, x, -1.0f, 1.0f);
-  return nonzero_or_nan(im, node, tf_sub(im->graph, c, c));
+  return ox_nonzero_of(im, node, tf_sub(im->graph, c, c));
 }
 
 /* isinf(x): keep(1, x - x) - isnan(x). */
 static tf_tensor_id inf_mask(ox_import *im, const ox_node *node, tf_tensor_id x) {
-  return tf_sub(im->graph, nonzero_or_nan(im, node, tf_sub(im->graph, x, x)), ox_nan_mask(im, node, x));
+  return tf_sub(im->graph, ox_nonzero_of(im, node, tf_sub(im->graph, x, x)), ox_nan_mask(im, node, x));
 }
 
 tf_tensor_id ox_inf_sign(ox_import *im, const ox_node *node, tf_tensor_id x) {

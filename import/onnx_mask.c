@@ -204,9 +204,7 @@ tf_status ox_convert_mask_cast(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, m);
 }
 
-/* The constant v where the 0/1 mask m is 1, 0 where it is 0, in `dtype` (m's): m v, or for an
- * infinity -log(1 - m) or log(1 - m) (log 0 = -inf, log 1 = 0), since inf * 0 is NaN. */
-static tf_tensor_id fill_of(ox_import *im, const ox_node *node, tf_tensor_id m, double v, tf_dtype dtype) {
+tf_tensor_id ox_mask_fill(ox_import *im, const ox_node *node, tf_tensor_id m, double v, tf_dtype dtype) {
   if (!isinf(v))
     return binary_node(im, TF_OP_MUL, m, ox_scalar(im, node, dtype, v));
   tf_tensor_id fill = tf_unary(im->graph, TF_OP_LOG, one_minus(im, node, m, dtype));
@@ -220,12 +218,12 @@ static tf_status masked_fill(ox_import *im, const ox_node *node, tf_tensor_id x,
   if (dtype != TF_F32)
     m = tf_cast(im->graph, m, dtype);
   *out = binary_node(im, TF_OP_ADD, binary_node(im, TF_OP_KEEP, x, one_minus(im, node, m, dtype)),
-                     fill_of(im, node, m, v, dtype));
+                     ox_mask_fill(im, node, m, v, dtype));
   return ox_graph_error(im, node);
 }
 
 /* An error when input i is a known value of several elements or an initializer holding a value that
- * is not finite (a graph constant holds finite values only; one value takes fill_of). */
+ * is not finite (a graph constant holds finite values only; one value takes ox_mask_fill). */
 static tf_status finite_branch(ox_import *im, const ox_node *node, int32_t i) {
   const ox_value *v = ox_value_find(im, ox_input(node, i));
   ox_known *decoded = NULL;
@@ -256,8 +254,8 @@ static bool one_value(ox_import *im, const ox_node *node, int32_t i, int32_t ran
          (v->known->is_float || v->known->ints[0].symbol < 0);
 }
 
-/* Where(m, a, b) of two numbers (an additive mask: torch.where(m, 0.0, -inf)): fill_of(m, a) +
- * fill_of(1 - m, b), of m's shape, an infinity included; integers in f32, cast back. */
+/* Where(m, a, b) of two numbers (an additive mask: torch.where(m, 0.0, -inf)): ox_mask_fill(m, a) +
+ * ox_mask_fill(1 - m, b), of m's shape, an infinity included; integers in f32, cast back. */
 static tf_status where_of_numbers(ox_import *im, const ox_node *node, tf_tensor_id m) {
   const ox_known *a = ox_value_find(im, ox_input(node, 1))->known, *b = ox_value_find(im, ox_input(node, 2))->known;
   const double va = a->is_float ? a->reals[0] : (double)a->ints[0].size;
@@ -269,8 +267,8 @@ static tf_status where_of_numbers(ox_import *im, const ox_node *node, tf_tensor_
   const tf_dtype dtype = a->is_float && (a->dtype == TF_F16 || a->dtype == TF_BF16) ? a->dtype : TF_F32;
   if (dtype != TF_F32)
     m = tf_cast(im->graph, m, dtype);
-  tf_tensor_id out = binary_node(im, TF_OP_ADD, fill_of(im, node, m, va, dtype),
-                                 fill_of(im, node, one_minus(im, node, m, dtype), vb, dtype));
+  tf_tensor_id out = binary_node(im, TF_OP_ADD, ox_mask_fill(im, node, m, va, dtype),
+                                 ox_mask_fill(im, node, one_minus(im, node, m, dtype), vb, dtype));
   TF_RETURN_IF_ERROR(ox_graph_error(im, node));
   return ox_set_tensor(im, node, 0, a->is_float ? out : tf_cast(im->graph, out, a->dtype));
 }
