@@ -187,6 +187,14 @@ tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
 tf_status ox_convert_mean_variance_norm(ox_import *im, const ox_node *node);
 /* LRN across channels (import/onnx_lrn.c): x / (bias + alpha / size * window sums of x^2)^beta. */
 tf_status ox_convert_lrn(ox_import *im, const ox_node *node);
+/* import/onnx_signal.c: DFT (a product by the transform's matrix) and STFT (a strided convolution by it),
+ * any dtype the input has; the windows and the mel filter bank, known values. */
+tf_status ox_convert_dft(ox_import *im, const ox_node *node);
+tf_status ox_convert_stft(ox_import *im, const ox_node *node);
+tf_status ox_convert_hann_window(ox_import *im, const ox_node *node);
+tf_status ox_convert_hamming_window(ox_import *im, const ox_node *node);
+tf_status ox_convert_blackman_window(ox_import *im, const ox_node *node);
+tf_status ox_convert_mel_weight_matrix(ox_import *im, const ox_node *node);
 
 /* onnx_layout.c */
 /* The node's output: x reshaped to `rank` dims, each fixed, symbolic, or {-1, -1} (inferred; one at

@@ -8,7 +8,7 @@ import shutil
 import warnings
 import weakref
 
-from . import _checksum, _lib, _loss_symbolics, _verify
+from . import _checksum, _lib, _loss_symbolics, _spectral_symbolics, _verify
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -362,9 +362,10 @@ def _frobenius_norm_as_l2(torch):
 
     def frobenius_norm(g, x, dim=None, keepdim=False):
         keep = 0 if keepdim is None or helper._is_none(keepdim) else helper._get_const(keepdim, "i", "keepdim")
-        if dim is None or helper._is_none(dim):
+        axes = None if dim is None or helper._is_none(dim) else helper._get_const(dim, "is", "dim")
+        if not axes:  # torch.norm(x, p="fro") passes dim=[]: every axis (an empty axes attribute is invalid)
             return g.op("ReduceL2", x, keepdims_i=keep)
-        return g.op("ReduceL2", x, axes_i=helper._get_const(dim, "is", "dim"), keepdims_i=keep)
+        return g.op("ReduceL2", x, axes_i=axes, keepdims_i=keep)
 
     return _register_symbolic(torch, "aten::frobenius_norm", frobenius_norm, (9, 13))
 
@@ -591,6 +592,9 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_hyperbolic_ops(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
+        transforms = []  # one entry per Fourier transform the export writes
+        restores.append(_spectral_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
+                                                     transforms))
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -601,6 +605,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
+            if transforms:
+                _spectral_symbolics.refuse_complex_uses(torch, module, example_inputs)
     finally:
         for restore in reversed(restores):  # those registered before one that failed too
             if restore:
@@ -706,8 +712,17 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     # the export's trace updates the running statistics it writes: the values before it go back below
     running = _running_statistics(torch, module)
     functions = []
-    _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout,
-                                   functions)
+    try:
+        _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout,
+                                       functions)
+    except _spectral_symbolics.NeedsOpset17:
+        if opset_version is not None:
+            raise TightfitError(f"from_torch: the module's Fourier transforms need opset 17 or later (ONNX's DFT and "
+                                f"STFT), not opset_version={opset_version}", "unsupported") from None
+        kwargs["opset_version"] = 17  # PyTorch 1.x exports at 14 by default
+        functions.clear()
+        _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout,
+                                       functions)
     if functions:
         warnings.warn(f"from_torch: the module applies custom autograd Functions ({', '.join(functions)}): the export "
                       "carries their forward only, so tightfit trains with the derivative of their forward ops, not "

@@ -10,7 +10,8 @@ bf16 initializers), an eval-mode BatchNormalization with a tied running variance
 SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a flip + Sin, Clips by
 constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, an If of a known condition with an If
 inside its branch beside TopK and EyeLike, CastLike to a comparison's and an initializer's type beside an EyeLike of
-a symbolic [N, N] and a Reshape of N rows into pairs, a masked mean (x[mask] computed densely), and an opset-3 model
+a symbolic [N, N] and a Reshape of N rows into pairs, a masked mean (x[mask] computed densely), an STFT by a Hann window into a mel filter bank beside an inverse DFT,
+and an opset-3 model
 the importer refuses.
 Each is under 1 KiB."""
 import os
@@ -269,6 +270,26 @@ SEEDS["masked_loss.onnx"] = model([
     node("Abs", ["d"], ["a"], "magnitude"),
     node("ReduceMean", ["a"], ["y"], "mean", int_attribute("keepdims", 0)),
 ], [value_info("x", 1, ["N", 3, 4]), value_info("t", 1, ["N", 3, 4])], [value_info("y", 1, [])])
+
+SEEDS["signal.onnx"] = model([
+    # ONNX's signal operators (import/onnx_signal.c): a Hann window of known size, an STFT of the signal by it,
+    # the power spectrum through a mel filter bank, and an inverse DFT along the frames of the STFT
+    const_node("k0", "size", [], ints=[16]),
+    const_node("k1", "step", [], ints=[4]),
+    const_node("k2", "mels", [], ints=[4]),
+    const_node("k3", "rate", [], ints=[8000]),
+    const_node("k4", "low", [], floats=[0.0]),
+    const_node("k5", "high", [], floats=[3000.0]),
+    node("HannWindow", ["size"], ["w"], "window"),
+    node("STFT", ["x", "step", "w"], ["s"], "stft"),
+    node("Mul", ["s", "s"], ["sq"], "square"),
+    const_node("k6", "last", [1], ints=[-1]),
+    node("ReduceSum", ["sq", "last"], ["power"], "power", int_attribute("keepdims", 0)),
+    node("MelWeightMatrix", ["mels", "size", "rate", "low", "high"], ["bank"], "bank"),
+    node("MatMul", ["power", "bank"], ["mel"], "mel"),
+    node("DFT", ["s"], ["back"], "inverse", int_attribute("axis", 1) + int_attribute("inverse", 1)),
+], [value_info("x", 1, ["N", 64, 1])], [value_info("mel", 1, ["N", 13, 4]), value_info("back", 1, ["N", 13, 9, 2])],
+    opset=17)
 
 
 def main():

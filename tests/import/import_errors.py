@@ -401,6 +401,35 @@ def main():
                       attribute_ints("kernel_shape", [2, 2]))],
                 [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4])])),
              ["avg_lower.onnx", "avg_lower", "SAME_LOWER with an odd padding (1)", "before the input"]),
+            ("a DFT along a symbolic axis", write("dft_symbolic.onnx", model(
+                [node("DFT", ["x"], ["y"], "dft_t", attribute_int("axis", 1))],
+                [value_info("x", 1, ["N", "T", 1])], [value_info("y", 1, ["N", "T", 2])], opset=17)),
+             ["dft_symbolic.onnx", "dft_t", "the transformed axis 1 must have a fixed size"]),
+            ("a DFT along the real/imaginary axis", write("dft_axis.onnx", model(
+                [node("DFT", ["x"], ["y"], "dft_last", attribute_int("axis", 2))],
+                [value_info("x", 1, ["N", 8, 2])], [value_info("y", 1, ["N", 8, 2])], opset=17)),
+             ["dft_axis.onnx", "dft_last", "axis 2 of a rank-3 input"]),
+            ("a DFT of an input not ending in 1 or 2 values", write("dft_pairs.onnx", model(
+                [node("DFT", ["x"], ["y"], "dft_3", attribute_int("axis", 1))],
+                [value_info("x", 1, ["N", 8, 3])], [value_info("y", 1, ["N", 8, 2])], opset=17)),
+             ["dft_pairs.onnx", "dft_3", "end in an axis of 1 (real) or 2"]),
+            ("an STFT whose frame_step is data", write("stft_step.onnx", model(
+                [node("STFT", ["x", "step"], ["y"], "stft_data")],
+                [value_info("x", 1, ["N", 64, 1]), value_info("step", 7, [])], [value_info("y", 1, ["N", 7, 9, 2])],
+                opset=17)),
+             ["stft_step.onnx", "stft_data", "input 'step' must be known when importing"]),
+            ("an STFT whose window is not its frame_length", write("stft_window.onnx", model(
+                [node("STFT", ["x", "step", "w", "length"], ["y"], "stft_w")],
+                [value_info("x", 1, ["N", 64, 1])], [value_info("y", 1, ["N", 7, 9, 2])],
+                [int_tensor("step", [], [8]), tensor("w", [16], [1.0] * 16), int_tensor("length", [], [8])],
+                opset=17)),
+             ["stft_window.onnx", "stft_w", "a window of 16 samples for frames of 8"]),
+            ("a mel filter bank past the sample rate's half", write("mel.onnx", model(
+                [node("MelWeightMatrix", ["m", "n", "rate", "lo", "hi"], ["y"], "mel_high")], [],
+                [value_info("y", 1, [9, 8])],
+                [int_tensor("m", [], [8]), int_tensor("n", [], [16]), int_tensor("rate", [], [8000]),
+                 tensor("lo", [], [0.0]), tensor("hi", [], [7000.0])], opset=17)),
+             ["mel.onnx", "mel_high", "upper edge is past the sample rate's half"]),
             ("batch norm in training mode, its running mean read", write("bn_read.onnx", bn_read),
              ["bn_read.onnx", "'add' (Add)", "'rm'"]),
             ("batch norm, negative variance", write("bn.onnx", bn),

@@ -387,6 +387,11 @@ case("transformers ConvNextForImageClassification (2 stages, layer scale 1: at 1
                       transformers.ConvNextConfig(num_stages=2, num_channels=3, hidden_sizes=[8, 16], depths=[1, 1],
                                                   num_labels=5, image_size=32, drop_path_rate=0.0,
                                                   layer_scale_init_value=1.0), 46))
+case("transformers FNetForMaskedLM (2 layers, d 32: token mixing by the real part of a 2-d Fourier transform, "
+     "torch.fft.fftn(x, dim=(1, 2)).real, as ONNX DFTs), per-token cross_entropy",
+     masked_lm(transformers.FNetConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                                       max_position_embeddings=32, hidden_dropout_prob=0.0), transformers.FNetForMaskedLM,
+               41, vulkan=True))
 case("transformers LlamaForCausalLM (2 layers, d 32, 4 heads over 2 kv heads), per-token cross_entropy",
      decoder(transformers.LlamaConfig, transformers.LlamaForCausalLM, 25))
 case("transformers Qwen2ForCausalLM (2 layers, d 32, q/k/v biases), per-token cross_entropy",

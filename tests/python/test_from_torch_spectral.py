@@ -1,0 +1,231 @@
+"""tightfit.from_torch on PyTorch's Fourier transforms, each model trained beside PyTorch from the same weights
+(and its plan on Vulkan beside the CPU): a multi-resolution STFT loss of a vocoder (torch.stft's complex
+result, its magnitude, the centring reflect pad, a window shorter than the frame), a log-mel front end
+(torch.stft(return_complex=False), normalized, a mel filter bank), torch.fft's fft, ifft, rfft, fft2 and
+rfftn with each norm and a given n or s, FNet-style token mixing; and the refusals: a complex product
+(named with its line), an opset before ONNX's DFT. Fails, not skips, without the ONNX importer.
+usage: test_from_torch_spectral.py   (PYTHONPATH=python)"""
+import copy
+import json
+
+import torch
+import torch.nn.functional as F
+
+import tightfit
+from from_torch_cases import batch, case, dumped, finish, own_loss_both, own_loss_everywhere, require_importer
+from torch_training import adamw_losses
+
+require_importer()
+
+
+def ops_of(graph):
+    return {node["op"] for node in json.loads(dumped(graph))["nodes"]}
+
+
+class Vocoder(torch.nn.Module):
+    """A small waveform generator trained by a multi-resolution STFT loss (Parallel WaveGAN's, HiFi-GAN's
+    auxiliary loss): spectral convergence plus the L1 of log magnitudes, at two resolutions, one of them
+    with a window shorter than its frame."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Conv1d(1, 8, 7, padding=3), torch.nn.Tanh(),
+                                       torch.nn.Conv1d(8, 1, 7, padding=3))
+        self.resolutions = [(64, 16, 64), (32, 8, 24)]
+        for n, _, width in self.resolutions:
+            self.register_buffer(f"window{n}", torch.hann_window(width))
+
+    def magnitude(self, x, n, hop, width):
+        spec = torch.stft(x, n, hop_length=hop, win_length=width, window=getattr(self, f"window{n}"),
+                          return_complex=True)
+        return torch.clamp(spec.abs(), min=1e-5)
+
+    def forward(self, noise, target):
+        audio = self.net(noise[:, None, :])[:, 0, :]
+        loss = 0
+        for n, hop, width in self.resolutions:
+            got, want = self.magnitude(audio, n, hop, width), self.magnitude(target, n, hop, width)
+            convergence = torch.norm(want - got, p="fro") / torch.norm(want, p="fro")
+            loss = loss + convergence + F.l1_loss(torch.log(got), torch.log(want))
+        return loss
+
+
+def stft_loss():
+    """Trained beside PyTorch and beside PyTorch in float64: the log magnitudes' gradients (1 / |X| at the quiet
+    bins) under AdamW's sign-like steps put PyTorch's own f32 losses 5e-6 from float64's by the third step, so
+    tightfit's must be as near float64's as PyTorch's f32 are (twice their distance, at least 1e-5); its
+    Vulkan losses within 1e-5 of its CPU ones."""
+    torch.manual_seed(3)
+    model = Vocoder()
+    # a tone in noise: a pure tone's spectrum has bins near 0 whose logs PyTorch's own f32 loss gets 5.6e-6 off
+    # its float64 one, the comparison's whole margin
+    noise, target = torch.randn(batch, 256), torch.sin(torch.arange(256.0) * 0.3) + 0.5 * torch.randn(batch, 256)
+    reference = copy.deepcopy(model).double()
+    graph = tightfit.from_torch(model, (noise, target), loss="output", input_names=["noise", "target"])
+    if "conv1d" not in ops_of(graph) and "conv2d" not in ops_of(graph):
+        return f"no convolution (the STFT) in the graph: {sorted(ops_of(graph))}", ""
+    inputs = {"noise": noise, "target": target}
+    losses, expected, _ = own_loss_both(graph, model, inputs, 4, {"N": batch})
+    exact = adamw_losses(reference, (noise.double(), target.double()), None, 4, 1e-2, criterion=lambda loss, _: loss)
+    ours, theirs = (max(abs(a - b) / abs(b) for a, b in zip(run, exact)) for run in (losses, expected))
+    seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}, float64 " \
+        f"{exact[-1]:.6f}); from float64's: tightfit {ours:.1e}, PyTorch {theirs:.1e}"
+    if not ours <= max(1e-5, 2 * theirs):
+        return f"tightfit {losses} vs PyTorch's float64 {exact} (PyTorch's f32 {expected})", seen
+    try:
+        on_vulkan = own_loss_both(graph, model, inputs, 4, {"N": batch}, device="vulkan")[0]
+    except tightfit.TightfitError as error:
+        if "no Vulkan" in str(error):
+            return None, seen + f"; Vulkan skipped: no device ({error})"
+        raise
+    apart = max(abs(a - b) / abs(b) for a, b in zip(on_vulkan, losses))
+    seen += f"; on Vulkan within {apart:.1e} of the CPU's"
+    return (None if apart <= 1e-5 else f"Vulkan {on_vulkan} vs CPU {losses}"), seen
+
+
+def mel_bank(bins, mels):
+    """Triangular filters over `bins` linear bins (the shape torchaudio's melscale_fbanks gives)."""
+    edges = torch.linspace(0, bins - 1, mels + 2)
+    grid = torch.arange(bins, dtype=torch.float32)[:, None]
+    rise = (grid - edges[:-2]) / (edges[1:-1] - edges[:-2])
+    fall = (edges[2:] - grid) / (edges[2:] - edges[1:-1])
+    return torch.clamp(torch.minimum(rise, fall), min=0)
+
+
+class MelClassifier(torch.nn.Module):
+    """Keyword spotting on raw audio: a normalized STFT's power (return_complex=False: the real pairs torch
+    gives), a mel filter bank, log, a convolution over time, mean-pooled into 5 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hamming_window(48))
+        self.register_buffer("mel", mel_bank(25, 12))
+        self.conv = torch.nn.Conv1d(12, 16, 3, padding=1)
+        self.head = torch.nn.Linear(16, 5)
+
+    def forward(self, audio, labels):
+        spec = torch.stft(audio, 48, hop_length=12, window=self.window, normalized=True, center=False,
+                          return_complex=False)
+        power = (spec ** 2).sum(-1)                       # [N, 25, frames]
+        mel = torch.log(torch.matmul(power.transpose(1, 2), self.mel) + 1e-4).transpose(1, 2)
+        logits = self.head(torch.relu(self.conv(mel)).mean(-1))
+        return F.cross_entropy(logits, labels)
+
+
+def mel_front_end():
+    torch.manual_seed(5)
+    model = MelClassifier()
+    audio, labels = torch.randn(batch, 300), torch.randint(0, 5, (batch,))
+    graph = tightfit.from_torch(model, (audio, labels), loss="output", input_names=["audio", "labels"])
+    return own_loss_everywhere(graph, model, {"audio": audio, "labels": labels}, 4, {"N": batch})
+
+
+class Spectra(torch.nn.Module):
+    """Features from each transform of torch.fft after a Linear: rfft with norm="ortho", fft with n
+    (zero padding) and with n shorter than the axis, ifft of an fft with norm="forward" (back to the
+    signal), fft2 of the [N, 4, 6] view, rfftn with s; then another Linear and an MSE."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(24, 24), torch.nn.Linear(13 + 32 + 10 + 24 + 24 + 12, 3)
+
+    def forward(self, x, target):
+        h = self.a(x)
+        parts = [torch.fft.rfft(h, norm="ortho").abs(),
+                 torch.view_as_real(torch.fft.fft(h, n=16)).flatten(1),
+                 torch.fft.fft(h, n=10).imag,
+                 torch.fft.ifft(torch.fft.fft(h, norm="forward"), norm="forward").real,
+                 torch.fft.fft2(h.reshape(-1, 4, 6)).abs().flatten(1),
+                 torch.fft.rfftn(h.reshape(-1, 4, 6), s=(4, 4), dim=(1, 2)).real.flatten(1) * 0.5 +
+                 torch.fft.rfftn(h.reshape(-1, 4, 6), s=(4, 4), dim=(1, 2)).imag.flatten(1)]
+        return F.mse_loss(self.b(torch.cat(parts, 1)), target)
+
+
+def fft_family():
+    torch.manual_seed(7)
+    model = Spectra()
+    x, target = torch.randn(batch, 24), torch.randn(batch, 3)
+    graph = tightfit.from_torch(model, (x, target), loss="output", input_names=["x", "target"])
+    return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
+
+
+class FourierMixing(torch.nn.Module):
+    """FNet's token mixing, fftn(x, dim=(1, 2)).real, in a residual block with LayerNorm."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.norm, self.out = torch.nn.Linear(3, 16), torch.nn.LayerNorm(16), torch.nn.Linear(16, 1)
+
+    def forward(self, x, target):
+        h = self.embed(x)
+        h = self.norm(h + torch.fft.fftn(h, dim=(1, 2)).real)
+        return F.mse_loss(self.out(h)[..., 0], target)
+
+
+def fourier_mixing():
+    torch.manual_seed(11)
+    model = FourierMixing()
+    x, target = torch.randn(batch, 10, 3), torch.randn(batch, 10)
+    graph = tightfit.from_torch(model, (x, target), loss="output", input_names=["x", "target"])
+    return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
+
+
+class SilentBins(torch.nn.Module):
+    """The magnitudes of a spectrum with exact zeros (a frame of padding): PyTorch's abs of a complex 0 has
+    gradient 0; as sqrt(re^2 + im^2) it would be NaN and poison every weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.a(x)
+        padded = torch.cat([h, torch.zeros_like(h)], 1)
+        return torch.fft.rfft(padded * 0).abs().sum() + torch.fft.rfft(padded).abs().mean()
+
+
+def silent_bins():
+    torch.manual_seed(13)
+    model = SilentBins()
+    x = torch.randn(batch, 8)
+    graph = tightfit.from_torch(model, (x,), loss="output")
+    return own_loss_everywhere(graph, model, {"x": x}, 4, {"N": batch})
+
+
+class ComplexProduct(torch.nn.Module):
+    def forward(self, x):
+        f = torch.fft.rfft(x)
+        return (f * f).real.sum()
+
+
+def complex_product_refused():
+    try:
+        tightfit.from_torch(ComplexProduct(), (torch.randn(batch, 16),), loss="output")
+    except tightfit.TightfitError as error:
+        message = str(error)
+        named = "aten::mul" in message and "test_from_torch_spectral.py" in message
+        return (None if named else f"the message names no aten::mul at its line: {message}"), message[:160]
+    return "a complex product imported", ""
+
+
+def old_opset_refused():
+    model = FourierMixing()
+    try:
+        tightfit.from_torch(model, (torch.randn(batch, 10, 3), torch.randn(batch, 10)), loss="output",
+                            opset_version=16)
+    except tightfit.TightfitError as error:
+        return (None if "opset 17" in str(error) else f"unexpected message: {error}"), str(error)[:160]
+    return "a DFT at opset 16 imported", ""
+
+
+case("a multi-resolution STFT loss (torch.stft's complex result, abs, the centring reflect pad, a window shorter "
+     "than its frame) trains a waveform generator as near float64's as PyTorch's", stft_loss)
+case("a log-mel front end (torch.stft(return_complex=False), normalized, Hamming window, a mel filter bank) trains a "
+     "classifier as PyTorch's", mel_front_end)
+case("torch.fft's rfft (ortho), fft with n longer and shorter than the axis, ifft of fft (forward), fft2 and rfftn "
+     "with s, read by abs, .real, .imag and view_as_real, train as PyTorch's", fft_family)
+case("FNet's token mixing, fftn(x, dim=(1, 2)).real, trains as PyTorch's", fourier_mixing)
+case("the magnitude of an exactly zero spectrum has gradient 0, as PyTorch's (no NaN)", silent_bins)
+case("a product of complex tensors is refused, naming aten::mul and its line", complex_product_refused)
+case("a Fourier transform at an opset before 17 (ONNX's DFT) is refused, naming opset 17", old_opset_refused)
+finish("from_torch_spectral")
