@@ -8,7 +8,7 @@ import shutil
 import warnings
 import weakref
 
-from . import _checksum, _lib, _loss_symbolics, _spectral_symbolics, _verify
+from . import _checksum, _complex_symbolics, _lib, _loss_symbolics, _spectral_symbolics, _verify
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -425,15 +425,28 @@ def _exporter(*names):
     return found
 
 
-def _registered(name, opset):
-    """Whether torch's exporter has a symbolic for `name` at `opset` (its registry moved in 2.x)."""
+def _registry():
+    """The TorchScript exporter's symbolic registry (its module moved in 2.x), or None."""
     import importlib
     for module in ("torch.onnx._internal.torchscript_exporter.registration", "torch.onnx._internal.registration"):
         try:
-            return importlib.import_module(module).registry.is_registered_op(name, opset)
+            return importlib.import_module(module).registry
         except (ImportError, AttributeError):
             continue
-    return False
+    return None
+
+
+def _registered(name, opset):
+    """Whether torch's exporter has a symbolic for `name` at `opset`."""
+    registry = _registry()
+    return registry is not None and registry.is_registered_op(name, opset)
+
+
+def _symbolic_of(name, opset):
+    """The symbolic torch's exporter applies to `name` at `opset` now (a custom one first), or None."""
+    registry = _registry()
+    group = registry.get_function_group(name) if registry is not None else None
+    return group.get(opset) if group is not None else None
 
 
 def _bitwise_ops_of_masks(torch, opset):
@@ -592,9 +605,12 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_hyperbolic_ops(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
-        transforms = []  # one entry per Fourier transform the export writes
+        complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs
+        restores.append(_complex_symbolics.register(torch, *_exporter("symbolic_helper"), _symbolic_of,
+                                                    complex_written))
+        restores.append(_complex_symbolics.complex_numbers_as_pairs(torch))
         restores.append(_spectral_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
-                                                     transforms))
+                                                     complex_written))
         for m, saved in constant_buffers:
             for name, b in saved.items():
                 if b is not None and b.is_floating_point():
@@ -605,8 +621,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
             torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
                               dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
                               do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
-            if transforms:
-                _spectral_symbolics.refuse_complex_uses(torch, module, example_inputs)
+            if complex_written:
+                _complex_symbolics.refuse_unsupported_uses(torch, module, example_inputs)
     finally:
         for restore in reversed(restores):  # those registered before one that failed too
             if restore:

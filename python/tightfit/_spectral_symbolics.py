@@ -1,30 +1,19 @@
 """Symbolics for PyTorch's Fourier transforms, which its TorchScript exporter has none for (torch.fft.fft,
-ifft, rfft, fftn, fft2, rfftn, rfft2; torch.stft under 1.x, and with return_complex=True under 2.x), and
-for what reads their complex results (abs, .real, .imag, view_as_real): a spectrogram loss
-(`torch.stft(...).abs()`), a mel front end, FNet's `fftn(x).real`. A complex tensor [...] is ONNX's
-real pair [..., 2] (the DFT and STFT operators' own form), which the importer computes as products by
-the transform's matrix and trains through. The exporter loses the complex dtype (its shape inference
-calls the pairs float), so each symbolic reads whether its input is complex from the traced node
-(g.original_node); the other ops of a complex value (complex products, angles) have no pair form here:
-`complex_uses` names them after the export, from the module's own trace."""
+ifft, rfft, irfft, fftn, ifftn, fft2, ifft2, rfftn, rfft2, torch.istft; torch.stft under 1.x, and with
+return_complex=True under 2.x): a spectrogram loss, a mel front end, FNet's `fftn(x).real`, an iSTFT vocoder.
+A complex tensor is ONNX's real pairs [..., 2] (_complex_symbolics.py: the arithmetic and what reads them).
+The forward transforms are ONNX's DFT and STFT, which the importer computes as products by the transform's
+matrix; irfft and istft, which ONNX has no operator for, are products by the inverse's constant matrix
+(istft's as one ConvTranspose that also overlap-adds the frames). Each reads from the traced node
+(g.original_node) whether its input is complex and its fixed sizes."""
 
+from ._complex_symbolics import as_pairs, is_complex
 from ._lib import TightfitError
-
-_COMPLEX = ("ComplexFloat", "ComplexDouble", "ComplexHalf")
-# ops that read a complex tensor as these symbolics write it (mul and div by a real scalar, add and sub
-# of two complex values: the element-wise ONNX op on the pairs is the complex one)
-_PAIR_READERS = {"aten::abs", "aten::real", "aten::imag", "aten::view_as_real", "aten::fft_fft", "aten::fft_ifft",
-                 "aten::fft_fftn", "aten::fft_fft2", "aten::fft_ifftn", "aten::fft_ifft2"}
 
 
 class NeedsOpset17(Exception):
     """Raised by a transform's symbolic at an opset before 17 (ONNX's DFT and STFT): from_torch exports again
     at 17 (PyTorch 1.13's default is 14)."""
-
-
-def _is_complex(value):
-    t = value.type()
-    return t.kind() == "TensorType" and t.scalarType() in _COMPLEX
 
 
 def register(torch, opset, helper, registered, used):
@@ -64,13 +53,8 @@ def register(torch, opset, helper, registered, used):
         if g.opset < 17:
             raise NeedsOpset17()
 
-    def as_pairs(g, y):
-        """y typed as the float pairs of the traced node's complex output (PyTorch 1.x's shape inference
-        otherwise keeps the complex dtype, which no ONNX op takes)."""
-        t = g.original_node.output().type()
-        if t.kind() == "TensorType" and t.scalarType() in _COMPLEX and t.sizes() is not None:
-            y.setType(t.with_dtype(torch.float32).with_sizes(list(t.sizes()) + [2]))
-        return y
+    def typed(g, y):
+        return as_pairs(torch, g, y)
 
     def dft(g, x, pair, axis, length, inverse, onesided, norm):
         """One transform along `axis` (of the complex tensor, not counting the pair's axis) of the pair x, or
@@ -90,15 +74,15 @@ def register(torch, opset, helper, registered, used):
         else:
             y = g.op("DFT", x, *lengths, axis_i=axis, inverse_i=int(inverse), onesided_i=int(onesided))
         if norm == "backward":
-            return as_pairs(g, y)
+            return typed(g, y)
         # ONNX's inverse divides by the length (torch's "backward" norm); the others rescale
         factor = {("backward", False): 1.0, ("backward", True): 1.0, ("forward", False): 1.0 / length,
                   ("forward", True): float(length), ("ortho", False): length ** -0.5,
                   ("ortho", True): length ** 0.5}[(norm, inverse)]
-        return as_pairs(g, scaled(g, y, factor))
+        return typed(g, scaled(g, y, factor))
 
     def one_axis(g, x, n, dim, norm, inverse, onesided):
-        pair, rank = _is_complex(original(g, 0)), rank_of(g, 0)
+        pair, rank = is_complex(original(g, 0)), rank_of(g, 0)
         if onesided and pair:
             raise TightfitError("from_torch: torch.fft.rfft of a complex tensor")
         axis = helper._get_const(dim, "i", "dim")
@@ -119,7 +103,7 @@ def register(torch, opset, helper, registered, used):
 
     def many_axes(g, x, s, dim, norm, inverse, onesided_last, default_dims):
         """fftn/fft2/rfftn/rfft2: one transform per axis, the last first where it is the one-sided one."""
-        pair, rank = _is_complex(original(g, 0)), rank_of(g, 0)
+        pair, rank = is_complex(original(g, 0)), rank_of(g, 0)
         dims = default_dims(rank) if helper._is_none(dim) else list(helper._get_const(dim, "is", "dim"))
         dims = [d + rank if d < 0 else d for d in dims]
         lengths = None if helper._is_none(s) else list(helper._get_const(s, "is", "s"))
@@ -163,7 +147,7 @@ def register(torch, opset, helper, registered, used):
     def stft(g, x, n_fft, hop_length, win_length, window, normalized, onesided=None, return_complex=None, *rest):
         """torch.stft (after its centring pad, which the trace records as a Pad): ONNX's STFT of the signal
         [B, L, 1] by the window centred in n_fft samples, moved to torch's [B, bins, frames, 2]."""
-        if _is_complex(original(g, 0)):
+        if is_complex(original(g, 0)):
             raise TightfitError("from_torch: torch.stft of a complex signal")
         if rest and not all(helper._is_none(r) for r in rest):
             raise TightfitError("from_torch: torch.stft's align_to_window")
@@ -188,37 +172,97 @@ def register(torch, opset, helper, registered, used):
         y = g.op("Transpose", y, perm_i=[0, 2, 1, 3])
         if rank == 1:
             y = g.op("Squeeze", y, ints(g, [0]))
-        return as_pairs(g, scaled(g, y, n ** -0.5 if helper._maybe_get_const(normalized, "b") else 1.0))
+        return typed(g, scaled(g, y, n ** -0.5 if helper._maybe_get_const(normalized, "b") else 1.0))
 
-    def part(g, x, index):
-        return g.op("Gather", x, g.op("Constant", value_t=torch.tensor(index, dtype=torch.int64)), axis_i=-1)
+    def real_inverse(n, bins, scale, window=None):
+        """The [bins, 2, n] matrix of the complex-to-real inverse transform (torch's irfft, the frames of its
+        istft): [k, 0, j] (a real part) c_k cos(2 pi j k / n), [k, 1, j] (an imaginary part) -c_k sin, where
+        c_k is 1 for the bins without a mirror (0 and n / 2), 2 for the others and 0 past n / 2; times
+        `scale` and window sample j."""
+        k = torch.arange(bins, dtype=torch.float64)[:, None]
+        j = torch.arange(n, dtype=torch.float64)[None, :]
+        angle = 2 * torch.pi * torch.remainder(k * j, n) / n
+        weight = torch.where((k == 0) | (2 * k == n), 1.0, 2.0) * (k <= n // 2)
+        w = torch.stack([weight * torch.cos(angle), -weight * torch.sin(angle)], 1) * scale
+        if window is not None:
+            w = w * window.to(torch.float64)[None, None, :]
+        return w
 
-    def absolute(g, x):
-        """|z| of a complex z as ReduceL2 over the pair, which the importer differentiates as PyTorch's norm
-        (0 at z = 0, where sqrt(re^2 + im^2) would give NaN)."""
-        if not _is_complex(original(g, 0)):
-            return g.op("Abs", x)
-        if g.opset >= 18:  # the axes became an input
-            return g.op("ReduceL2", x, ints(g, [-1]), keepdims_i=0)
-        return g.op("ReduceL2", x, axes_i=[-1], keepdims_i=0)
+    def fft_irfft(g, x, n, dim, norm):
+        """torch.fft.irfft: the axis moved last with the pair, read as one row of 2 K values, times the constant
+        [2 K, n] matrix (a linear map of the real and imaginary parts, so its gradient is PyTorch's)."""
+        if not is_complex(original(g, 0)):
+            raise TightfitError("from_torch: torch.fft.irfft of a real tensor")
+        rank = rank_of(g, 0)
+        axis = helper._get_const(dim, "i", "dim")
+        axis = axis + rank if axis < 0 else axis
+        bins = size_of(g, 0, axis)
+        if bins is None:
+            raise TightfitError(f"from_torch: torch.fft.irfft along axis {axis}, whose size the trace does not fix")
+        length = 2 * (bins - 1) if helper._is_none(n) else helper._get_const(n, "i", "n")
+        used.append(True)
+        scale = {"backward": 1.0 / length, "forward": 1.0, "ortho": length ** -0.5}[norm_of(norm)]
+        matrix = real_inverse(length, bins, scale).reshape(2 * bins, length)  # row 2 k + part, as the pairs read
+        perm = [i for i in range(rank) if i != axis] + [axis, rank]
+        rows = g.op("Reshape", g.op("Transpose", x, perm_i=perm), ints(g, [0] * (rank - 1) + [-1]))
+        y = g.op("MatMul", rows, g.op("Constant", value_t=matrix.to(torch.float32)))
+        back = list(range(rank - 1))
+        back.insert(axis, rank - 1)
+        return g.op("Transpose", y, perm_i=back)
 
-    def real(g, x):
-        return part(g, x, 0) if _is_complex(original(g, 0)) else x
-
-    def imag(g, x):
-        if not _is_complex(original(g, 0)):
-            raise TightfitError("from_torch: .imag of a real tensor")
-        return part(g, x, 1)
-
-    def view_as_real(g, x):
-        return x
+    def istft(g, x, n_fft, hop_length, win_length, window, center, normalized, onesided=None, length=None,
+              return_complex=None):
+        """torch.istft: every frame's inverse transform and their overlap-add as one ConvTranspose of stride hop
+        by the [2 K, 1, n_fft] matrix with the window folded in, then divided by the overlap-added squared
+        window (known at export: the window's values and the frame count), trimmed as torch trims it."""
+        if not is_complex(original(g, 0)):
+            raise TightfitError("from_torch: torch.istft of a real tensor")
+        if not helper._is_none(return_complex) and helper._get_const(return_complex, "b", "return_complex"):
+            raise TightfitError("from_torch: torch.istft with return_complex=True")
+        n = helper._get_const(n_fft, "i", "n_fft")
+        hop = n // 4 if helper._is_none(hop_length) else helper._get_const(hop_length, "i", "hop_length")
+        width = n if helper._is_none(win_length) else helper._get_const(win_length, "i", "win_length")
+        values = torch.ones(width) if helper._is_none(window) else helper._maybe_get_const(window, "t")
+        if not isinstance(values, torch.Tensor):
+            raise TightfitError("from_torch: torch.istft by a window that is data (its overlap-added square must be "
+                                "known at export)")
+        left = (n - width) // 2
+        values = torch.cat([torch.zeros(left), values.to(torch.float32), torch.zeros(n - width - left)])
+        rank = rank_of(g, 0)
+        bins, frames = size_of(g, 0, rank - 2), size_of(g, 0, rank - 1)
+        if rank not in (2, 3) or bins is None or frames is None:
+            raise TightfitError("from_torch: torch.istft of a [batch,] bins x frames input of fixed bins and frames")
+        norm = n ** -0.5 if helper._maybe_get_const(normalized, "b") else 1.0 / n
+        used.append(True)
+        # a real output is the complex-to-real inverse of bins 0 .. n / 2 whether onesided or not (PyTorch's: the
+        # bins past n / 2 are left out, as their mirror would be)
+        weight = real_inverse(n, bins, norm, values).transpose(0, 1)  # channel (part, bin)
+        pairs = x if rank == 3 else g.op("Unsqueeze", x, ints(g, [0]))
+        channels = g.op("Reshape", g.op("Transpose", pairs, perm_i=[0, 3, 1, 2]), ints(g, [-1, 2 * bins, frames]))
+        y = g.op("ConvTranspose", channels,
+                 g.op("Constant", value_t=weight.reshape(2 * bins, 1, n).to(torch.float32)), strides_i=[hop])
+        total = n + hop * (frames - 1)
+        envelope = torch.zeros(total, dtype=torch.float64)
+        for f in range(frames):
+            envelope[f * hop:f * hop + n] += values.to(torch.float64) ** 2
+        start = n // 2 if helper._maybe_get_const(center, "b") else 0
+        end = start + helper._get_const(length, "i", "length") if not helper._is_none(length) else \
+            (total - n // 2 if helper._maybe_get_const(center, "b") else total)
+        stop = min(end, total)
+        if envelope[start:stop].abs().min() < 1e-11:
+            raise TightfitError("from_torch: torch.istft's window overlap-adds to 0 somewhere (torch refuses it too)")
+        y = g.op("Slice", g.op("Squeeze", y, ints(g, [1])), ints(g, [start]), ints(g, [stop]), ints(g, [1]))
+        y = g.op("Mul", y, g.op("Constant", value_t=(1 / envelope[start:stop]).to(torch.float32)))
+        if end > total:
+            y = g.op("Pad", y, ints(g, [0, 0, 0, end - total]))
+        return y if rank == 3 else g.op("Squeeze", y, ints(g, [0]))
 
     symbolics = {"fft_fft": fft_fft, "fft_ifft": fft_ifft, "fft_rfft": fft_rfft, "fft_fftn": fft_fftn,
                  "fft_ifftn": fft_ifftn, "fft_fft2": fft_fft2, "fft_ifft2": fft_ifft2, "fft_rfftn": fft_rfftn,
-                 "fft_rfft2": fft_rfft2, "real": real, "imag": imag, "view_as_real": view_as_real}
+                 "fft_rfft2": fft_rfft2, "fft_irfft": fft_irfft, "istft": istft}
     added = [name for name in symbolics if not registered("aten::" + name, opset)]
-    added += ["stft", "abs"]  # in place of torch's: complex signals and values
-    symbolics.update(stft=stft, abs=absolute)
+    added += ["stft"]  # in place of torch's, which refuses return_complex=True
+    symbolics.update(stft=stft)
     versions = sorted({9, opset})  # at the export's opset too: a custom symbolic wins only at its own version
     for name in added:
         for version in versions:
@@ -229,44 +273,3 @@ def register(torch, opset, helper, registered, used):
             for version in versions:
                 torch.onnx.unregister_custom_op_symbolic("aten::" + name, version)
     return restore
-
-
-def complex_uses(torch, module, example_inputs):
-    """The ops of the module's trace that read a complex tensor in a way the symbolics above do not write
-    (a complex product, an angle, a complex tensor returned), as "aten::mul (file:line)" strings."""
-    with torch.no_grad():
-        graph = torch.jit._get_trace_graph(module, tuple(example_inputs))[0]  # the trace torch.onnx.export takes
-    found = []
-    for node in graph.nodes():
-        complex_inputs = [i for i in node.inputs() if _is_complex(i)]
-        if not complex_inputs or node.kind() in _PAIR_READERS or _complex_arithmetic(node):
-            continue
-        where = node.sourceRange().strip().splitlines()[0] if node.sourceRange() else ""
-        found.append(f"{node.kind()}" + (f" ({where})" if where else ""))
-    for output in graph.outputs():
-        if _is_complex(output):
-            found.append("a complex output")
-    return found
-
-
-def _complex_arithmetic(node):
-    """Whether `node` is complex arithmetic whose element-wise ONNX op on the pairs is exact: add or sub of two
-    complex tensors, mul or div of a complex tensor by a real number."""
-    inputs = list(node.inputs())
-    if node.kind() in ("aten::add", "aten::sub") and len(inputs) >= 2:
-        return _is_complex(inputs[0]) and _is_complex(inputs[1])
-    if node.kind() in ("aten::mul", "aten::div") and len(inputs) >= 2:
-        other = inputs[1] if _is_complex(inputs[0]) else inputs[0]
-        t = other.type()
-        scalar = t.kind() != "TensorType" or t.dim() == 0
-        return _is_complex(inputs[0]) != _is_complex(inputs[1]) and scalar
-    return False
-
-
-def refuse_complex_uses(torch, module, example_inputs):
-    """Raises naming each op that reads a complex tensor in a way the export does not write as pairs."""
-    found = complex_uses(torch, module, example_inputs)
-    if found:
-        raise TightfitError("from_torch: these ops read complex tensors, which tightfit holds as [..., 2] real pairs "
-                            "for abs, .real, .imag, view_as_real, the Fourier transforms and complex +, -, and x or / "
-                            "by a real number only: " + "; ".join(found), "unsupported")

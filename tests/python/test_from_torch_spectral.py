@@ -2,8 +2,9 @@
 (and its plan on Vulkan beside the CPU): a multi-resolution STFT loss of a vocoder (torch.stft's complex
 result, its magnitude, the centring reflect pad, a window shorter than the frame), a log-mel front end
 (torch.stft(return_complex=False), normalized, a mel filter bank), torch.fft's fft, ifft, rfft, fft2 and
-rfftn with each norm and a given n or s, FNet-style token mixing; and the refusals: a complex product
-(named with its line), an opset before ONNX's DFT. Fails, not skips, without the ONNX importer.
+rfftn with each norm and a given n or s, FNet-style token mixing, Vocos' head (a spectrum of
+exp(mag) * (cos p + 1j sin p) through torch.istft), complex arithmetic with irfft and istft; and the refusals:
+an op of complex tensors without a pair form (a sum over an axis, named with its line), an opset before ONNX's DFT. Fails, not skips, without the ONNX importer.
 usage: test_from_torch_spectral.py   (PYTHONPATH=python)"""
 import copy
 import json
@@ -192,20 +193,79 @@ def silent_bins():
     return own_loss_everywhere(graph, model, {"x": x}, 4, {"N": batch})
 
 
-class ComplexProduct(torch.nn.Module):
+class VocosHead(torch.nn.Module):
+    """Vocos' vocoder head: a convolution predicts each frame's log-magnitude and phase, the spectrum
+    exp(mag) * (cos p + 1j sin p) (complex arithmetic with the number 1j), torch.istft(center=True) back
+    to a waveform, an L1 loss against the target."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Conv1d(6, 2 * 17, 3, padding=1)
+        self.register_buffer("window", torch.hann_window(32))
+
+    def forward(self, features, target):
+        h = self.proj(features)
+        magnitude, phase = torch.clamp(torch.exp(h[:, :17]), max=1e2), h[:, 17:]
+        spectrum = magnitude * (torch.cos(phase) + 1j * torch.sin(phase))
+        audio = torch.istft(spectrum, 32, hop_length=8, win_length=32, window=self.window, center=True)
+        return F.l1_loss(audio, target)
+
+
+def vocos_head():
+    torch.manual_seed(17)
+    model = VocosHead()
+    features, target = torch.randn(batch, 6, 12), 0.1 * torch.randn(batch, 88)
+    graph = tightfit.from_torch(model, (features, target), loss="output", input_names=["features", "target"])
+    return own_loss_everywhere(graph, model, {"features": features, "target": target}, 4, {"N": batch})
+
+
+class ComplexArithmetic(torch.nn.Module):
+    """torch.complex, torch.polar, exp of an imaginary tensor, products, quotients, sums and differences of
+    complex and real tensors and numbers, torch.conj; then torch.fft.irfft (with n and ortho) and
+    torch.istft with a length, a window shorter than its frame and normalized=True, and of every bin
+    (onesided=False)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 2 * 9 * 5), torch.nn.Linear(8, 2 * 16 * 5)
+
+    def forward(self, x, target):
+        h = self.a(x).reshape(-1, 2, 9, 5)
+        z = torch.complex(h[:, 0], h[:, 1])
+        q = torch.polar(torch.sigmoid(h[:, 1]) + 0.5, h[:, 0])
+        w = (z * q - z / (q + 2)) * 0.5 + torch.conj(z) - torch.exp(1j * h[:, 0]) / 3
+        wave = torch.fft.irfft(w, n=12, dim=1, norm="ortho").flatten(1)
+        audio = torch.istft(w, 16, hop_length=4, win_length=12, window=torch.hann_window(12), normalized=True,
+                            length=22)
+        g = self.b(x).reshape(-1, 2, 16, 5)
+        whole = torch.istft(torch.complex(g[:, 0], g[:, 1]), 16, hop_length=4, window=torch.hann_window(16),
+                            onesided=False)  # PyTorch's real output: bins 0 .. 8 as one-sided, the rest unread
+        return F.mse_loss(torch.cat([wave, audio, whole], 1), target) + w.abs().mean()
+
+
+def complex_arithmetic():
+    torch.manual_seed(19)
+    model = ComplexArithmetic()
+    x, target = torch.randn(batch, 8), torch.randn(batch, 60 + 22 + 16)
+    graph = tightfit.from_torch(model, (x, target), loss="output", input_names=["x", "target"])
+    return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
+
+
+class ComplexSum(torch.nn.Module):
+    """A sum over an axis of a complex tensor: the exporter writes a ReduceSum that would run on the pairs."""
+
     def forward(self, x):
-        f = torch.fft.rfft(x)
-        return (f * f).real.sum()
+        return torch.fft.rfft(x).sum(1).abs().sum()
 
 
-def complex_product_refused():
+def sum_refused():
     try:
-        tightfit.from_torch(ComplexProduct(), (torch.randn(batch, 16),), loss="output")
+        tightfit.from_torch(ComplexSum(), (torch.randn(batch, 16),), loss="output")
     except tightfit.TightfitError as error:
         message = str(error)
-        named = "aten::mul" in message and "test_from_torch_spectral.py" in message
-        return (None if named else f"the message names no aten::mul at its line: {message}"), message[:160]
-    return "a complex product imported", ""
+        named = "aten::sum" in message and "test_from_torch_spectral.py" in message
+        return (None if named else f"the message names no aten::sum at its line: {message}"), message[:200]
+    return "a sum of a complex tensor imported", ""
 
 
 def old_opset_refused():
@@ -225,7 +285,12 @@ case("a log-mel front end (torch.stft(return_complex=False), normalized, Hamming
 case("torch.fft's rfft (ortho), fft with n longer and shorter than the axis, ifft of fft (forward), fft2 and rfftn "
      "with s, read by abs, .real, .imag and view_as_real, train as PyTorch's", fft_family)
 case("FNet's token mixing, fftn(x, dim=(1, 2)).real, trains as PyTorch's", fourier_mixing)
+case("Vocos' head (exp(mag) * (cos p + 1j sin p), torch.istft centred) trains as PyTorch's", vocos_head)
+case("complex arithmetic (torch.complex, torch.polar, exp(1j x), *, /, +, - of complex and real values, conj), "
+     "torch.fft.irfft with n and ortho, torch.istft with a length and a short window, normalized, and two-sided, "
+     "train as PyTorch's",
+     complex_arithmetic)
 case("the magnitude of an exactly zero spectrum has gradient 0, as PyTorch's (no NaN)", silent_bins)
-case("a product of complex tensors is refused, naming aten::mul and its line", complex_product_refused)
+case("a sum over an axis of a complex tensor (no pair form) is refused, naming aten::sum and its line", sum_refused)
 case("a Fourier transform at an opset before 17 (ONNX's DFT) is refused, naming opset 17", old_opset_refused)
 finish("from_torch_spectral")

@@ -1,0 +1,234 @@
+"""Complex tensors in from_torch's export as ONNX's real pairs [..., 2] (real, imaginary: the form of ONNX's DFT
+and STFT, which _spectral_symbolics.py writes for PyTorch's Fourier transforms). The exporter loses the complex
+dtype (its shape inference calls the pairs float), so each symbolic here reads whether an input is complex
+from the traced node (g.original_node) and, where none is, applies the symbolic torch's exporter had for the
+op: abs (as ReduceL2 over the pair, which the importer differentiates as PyTorch's norm: 0 at z = 0), .real,
+.imag, view_as_real, view_as_complex, conj, torch.complex, torch.polar, exp, and +, -, *, / of complex and
+real tensors or numbers (a vocoder's mag * (cos p + 1j sin p)). `unsupported_uses` names every other op of a
+complex tensor after the export, from the module's own trace."""
+
+from ._lib import TightfitError
+
+_COMPLEX = ("ComplexFloat", "ComplexDouble", "ComplexHalf")
+# the ops that read a complex tensor as pairs: these symbolics' and _spectral_symbolics.py's
+PAIR_READERS = {"aten::" + name for name in (
+    "abs", "real", "imag", "view_as_real", "conj", "_conj", "resolve_conj", "resolve_neg", "exp", "mul", "add", "sub", "div",
+    "neg", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
+
+
+def is_complex(value):
+    """Whether a traced value is a complex tensor."""
+    t = value.type()
+    return t.kind() == "TensorType" and t.scalarType() in _COMPLEX
+
+
+def as_pairs(torch, g, y):
+    """y typed as the float pairs of the traced node's complex output (PyTorch 1.x's shape inference otherwise
+    keeps the complex dtype, which no ONNX op takes); y itself."""
+    t = g.original_node.output().type()
+    if t.kind() == "TensorType" and t.scalarType() in _COMPLEX and t.sizes() is not None:
+        y.setType(t.with_dtype(torch.float32).with_sizes(list(t.sizes()) + [2]))
+    return y
+
+
+def register(torch, helper, symbolic_of, used):
+    """Registers the symbolics above (torch's own, `symbolic_of(name, opset)`, apply where no input is complex);
+    appends to `used` each time one writes complex arithmetic. Returns the function that removes them."""
+
+    def ints(g, values):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+    def floats(g, values):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.float32))
+
+    def complex_inputs(g):
+        flags = [is_complex(i) for i in g.original_node.inputs()]
+        if any(flags):
+            used.append(True)
+        return flags
+
+    def unsqueeze_last(g, x):
+        return g.op("Unsqueeze", x, ints(g, [-1])) if g.opset >= 13 else g.op("Unsqueeze", x, axes_i=[-1])
+
+    def part(g, z, index):
+        return g.op("Gather", z, ints(g, index), axis_i=-1)
+
+    def pair(g, re, im):
+        return g.op("Concat", unsqueeze_last(g, re), unsqueeze_last(g, im), axis_i=-1)
+
+    def typed(g, y):
+        return as_pairs(torch, g, y)
+
+    def operand(g, x, complex_in):
+        """An operand of complex arithmetic as (pairs, True), or a real one as (x, False); a complex constant
+        (1j) becomes its pairs."""
+        if complex_in:
+            value = helper._maybe_get_const(x, "t")
+            if isinstance(value, torch.Tensor) and value.is_complex():
+                return g.op("Constant", value_t=torch.view_as_real(value.to(torch.complex64))), True
+            return x, True
+        value = helper._maybe_get_const(x, "t")
+        if isinstance(value, (int, float)):
+            return g.op("Constant", value_t=torch.tensor(float(value))), False
+        return x, False
+
+    def lifted(g, r):
+        """A real tensor as the pairs of (r, 0)."""
+        return g.op("Mul", unsqueeze_last(g, r), floats(g, [1.0, 0.0]))
+
+    def own(name, g, *args):
+        function = originals.get((name, g.opset))
+        if function is None:
+            raise TightfitError(f"from_torch: torch's exporter has no symbolic for aten::{name} at opset {g.opset}")
+        return function(g, *args)
+
+    def product(g, a, b):
+        ar, ai, br, bi = part(g, a, 0), part(g, a, 1), part(g, b, 0), part(g, b, 1)
+        return pair(g, g.op("Sub", g.op("Mul", ar, br), g.op("Mul", ai, bi)),
+                    g.op("Add", g.op("Mul", ar, bi), g.op("Mul", ai, br)))
+
+    def mul(g, a, b):
+        flags = complex_inputs(g)
+        if not any(flags[:2]):
+            return own("mul", g, a, b)
+        (a, ca), (b, cb) = operand(g, a, flags[0]), operand(g, b, flags[1])
+        if ca and cb:
+            return typed(g, product(g, a, b))
+        return typed(g, g.op("Mul", a, unsqueeze_last(g, b)) if ca else g.op("Mul", unsqueeze_last(g, a), b))
+
+    def div(g, a, b, *rest):
+        flags = complex_inputs(g)
+        if not any(flags[:2]):
+            return own("div", g, a, b, *rest)
+        if rest and not all(helper._is_none(r) for r in rest):
+            raise TightfitError("from_torch: a rounding division of complex tensors")
+        (a, ca), (b, cb) = operand(g, a, flags[0]), operand(g, b, flags[1])
+        if not cb:
+            return typed(g, g.op("Div", a, unsqueeze_last(g, b)))
+        br, bi = part(g, b, 0), part(g, b, 1)
+        scale = g.op("Add", g.op("Mul", br, br), g.op("Mul", bi, bi))
+        conjugate = pair(g, br, g.op("Neg", bi))
+        top = product(g, a if ca else lifted(g, a), conjugate)
+        return typed(g, g.op("Div", top, unsqueeze_last(g, scale)))
+
+    def sum_like(name, onnx_op):
+        def symbolic(g, a, b, alpha=None):
+            flags = complex_inputs(g)
+            if not any(flags[:2]):
+                return own(name, g, a, b, alpha) if alpha is not None else own(name, g, a, b)
+            (a, ca), (b, cb) = operand(g, a, flags[0]), operand(g, b, flags[1])
+            a, b = (a if ca else lifted(g, a)), (b if cb else lifted(g, b))
+            if alpha is not None and not helper._is_none(alpha):
+                scale = helper._maybe_get_const(alpha, "f")
+                if scale != 1:
+                    b = g.op("Mul", b, g.op("Constant", value_t=torch.tensor(float(scale))))
+            return typed(g, g.op(onnx_op, a, b))
+        return symbolic
+
+    def exp(g, z):
+        if not complex_inputs(g)[0]:
+            return own("exp", g, z)
+        magnitude, angle = g.op("Exp", part(g, z, 0)), part(g, z, 1)
+        return typed(g, pair(g, g.op("Mul", magnitude, g.op("Cos", angle)), g.op("Mul", magnitude, g.op("Sin", angle))))
+
+    def absolute(g, x):
+        """|z| as ReduceL2 over the pair: its gradient 0 at z = 0 (sqrt(re^2 + im^2) would give NaN)."""
+        if not complex_inputs(g)[0]:
+            return g.op("Abs", x)
+        if g.opset >= 18:  # the axes became an input
+            return g.op("ReduceL2", x, ints(g, [-1]), keepdims_i=0)
+        return g.op("ReduceL2", x, axes_i=[-1], keepdims_i=0)
+
+    def real(g, x):
+        return part(g, x, 0) if complex_inputs(g)[0] else x
+
+    def imag(g, x):
+        if not complex_inputs(g)[0]:
+            raise TightfitError("from_torch: .imag of a real tensor")
+        return part(g, x, 1)
+
+    def identity(g, x):
+        return x
+
+    def conj(g, x):
+        return typed(g, g.op("Mul", x, floats(g, [1.0, -1.0]))) if complex_inputs(g)[0] else x
+
+    def complex_of(g, re, im):
+        used.append(True)
+        return typed(g, pair(g, re, im))
+
+    def polar(g, magnitude, angle):
+        used.append(True)
+        return typed(g, pair(g, g.op("Mul", magnitude, g.op("Cos", angle)), g.op("Mul", magnitude, g.op("Sin", angle))))
+
+    symbolics = {"mul": mul, "div": div, "add": sum_like("add", "Add"), "sub": sum_like("sub", "Sub"), "exp": exp,
+                 "abs": absolute, "real": real, "imag": imag, "view_as_real": identity, "view_as_complex": identity,
+                 "resolve_conj": identity, "resolve_neg": identity, "conj": conj, "_conj": conj, "complex": complex_of,
+                 "polar": polar}
+    versions = range(9, 21)  # over every opset's own symbolic: a custom one wins only at its own version
+    originals = {(name, version): symbolic_of("aten::" + name, version) for name in symbolics for version in versions}
+    for name, function in symbolics.items():
+        for version in versions:
+            torch.onnx.register_custom_op_symbolic("aten::" + name, function, version)
+
+    def restore():
+        for name in symbolics:
+            for version in versions:
+                torch.onnx.unregister_custom_op_symbolic("aten::" + name, version)
+    return restore
+
+
+def complex_numbers_as_pairs(torch):
+    """Makes the export take a complex number constant (`1j * sin(p)`), which its pass that turns numbers into
+    tensors refuses ("Unknown number type: complex"), as the constant pair [real, imaginary] typed as a complex
+    tensor: the symbolics above read the type as complex and the value as its pair. Returns the function that
+    puts the pass back."""
+    original = torch._C._jit_pass_erase_number_types
+    complex_type = torch._C.TensorType.create_from_tensor(torch.tensor(1j, dtype=torch.complex64))
+
+    def rewrite(graph, block):
+        for node in list(block.nodes()):
+            for inner in node.blocks():
+                rewrite(graph, inner)
+            if node.kind() != "prim::Constant" or node.output().type().kind() != "ComplexType":
+                continue
+            value = node.output().toIValue()
+            graph.setInsertPoint(node)
+            pair = graph.insertConstant(torch.tensor([value.real, value.imag], dtype=torch.float32))
+            pair.setType(complex_type)
+            node.output().replaceAllUsesWith(pair)
+            node.destroy()
+
+    def erase_number_types(graph):
+        rewrite(graph, graph)
+        return original(graph)
+
+    torch._C._jit_pass_erase_number_types = erase_number_types
+
+    def restore():
+        torch._C._jit_pass_erase_number_types = original
+    return restore
+
+
+def unsupported_uses(torch, module, example_inputs):
+    """The ops of the module's trace that read a complex tensor but are not written as pairs (an angle, a
+    complex matmul, a complex tensor returned), as "aten::angle (file:line)" strings."""
+    with torch.no_grad():
+        graph = torch.jit._get_trace_graph(module, tuple(example_inputs))[0]  # the trace torch.onnx.export takes
+    found = []
+    for node in graph.nodes():
+        if not any(is_complex(i) for i in node.inputs()) or node.kind() in PAIR_READERS:
+            continue
+        where = node.sourceRange().strip().splitlines()[0] if node.sourceRange() else ""
+        found.append(f"{node.kind()}" + (f" ({where})" if where else ""))
+    found += ["a complex output" for output in graph.outputs() if is_complex(output)]
+    return found
+
+
+def refuse_unsupported_uses(torch, module, example_inputs):
+    """Raises naming each op that reads a complex tensor but is not written as pairs."""
+    found = unsupported_uses(torch, module, example_inputs)
+    if found:
+        raise TightfitError("from_torch: these ops read complex tensors, which tightfit holds as [..., 2] real pairs "
+                            "for the Fourier transforms, abs, .real, .imag, view_as_real, conj, exp, +, -, * and / "
+                            "only: " + "; ".join(found), "unsupported")
