@@ -3,9 +3,12 @@ and STFT, which _spectral_symbolics.py writes for PyTorch's Fourier transforms).
 dtype (its shape inference calls the pairs float), so each symbolic here reads whether an input is complex
 from the traced node (g.original_node) and, where none is, applies the symbolic torch's exporter had for the
 op: abs (as ReduceL2 over the pair, which the importer differentiates as PyTorch's norm: 0 at z = 0), .real,
-.imag, view_as_real, view_as_complex, conj, torch.complex, torch.polar, exp, and +, -, *, / of complex and
-real tensors or numbers (a vocoder's mag * (cos p + 1j sin p)). `unsupported_uses` names every other op of a
-complex tensor after the export, from the module's own trace."""
+.imag, view_as_real, view_as_complex, conj, torch.complex, torch.polar, exp, +, -, *, / of complex and real
+tensors or numbers (a vocoder's mag * (cos p + 1j sin p)), and the layout ops with their dims counted on the
+complex tensor (view, reshape, slice, select, flatten, unsqueeze, squeeze, transpose, permute, size: Meta's
+Llama rotary embeddings). Complex constants (1j, a rotation table) become constant pairs
+(complex_numbers_as_pairs). `unsupported_uses` names every other op of a complex tensor after the export, from
+the module's own trace."""
 
 from ._lib import TightfitError
 
@@ -13,7 +16,8 @@ _COMPLEX = ("ComplexFloat", "ComplexDouble", "ComplexHalf")
 # the ops that read a complex tensor as pairs: these symbolics' and _spectral_symbolics.py's
 PAIR_READERS = {"aten::" + name for name in (
     "abs", "real", "imag", "view_as_real", "conj", "_conj", "resolve_conj", "resolve_neg", "exp", "mul", "add", "sub", "div",
-    "neg", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
+    "neg", "slice", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "permute", "select",
+    "size", "contiguous", "clone", "detach", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
 
 
 def is_complex(value):
@@ -161,10 +165,99 @@ def register(torch, helper, symbolic_of, used):
         used.append(True)
         return typed(g, pair(g, g.op("Mul", magnitude, g.op("Cos", angle)), g.op("Mul", magnitude, g.op("Sin", angle))))
 
+    def rank_of(g):
+        rank = g.original_node.inputsAt(0).type().dim() if hasattr(g.original_node, "inputsAt") else \
+            list(g.original_node.inputs())[0].type().dim()
+        if rank is None:
+            raise TightfitError(f"from_torch: {g.original_node.kind()} of a complex tensor of unknown rank")
+        return rank
+
+    def axis_of(g, dim, rank):
+        """A dim of the complex tensor (negative ones counted from its end, not the pair's) as an axis of the pairs."""
+        d = helper._get_const(dim, "i", "dim")
+        if not -rank <= d < rank:
+            raise TightfitError(f"from_torch: dim {d} of a rank-{rank} complex tensor")
+        return d + rank if d < 0 else d
+
+    def layout(name, pairs):
+        """A layout op: torch's symbolic for real tensors, `pairs(g, x, rank, *args)` for complex ones."""
+        def symbolic(g, x, *args):
+            if not complex_inputs(g)[0]:
+                return own(name, g, x, *args)
+            return typed(g, pairs(g, x, rank_of(g), *args))
+        return symbolic
+
+    def bound(g, value, default):
+        """A slice bound as ONNX's 1-d input: fixed, or computed (a size of the input: x[:T])."""
+        if value is None or helper._is_none(value):
+            return ints(g, [default])
+        number = helper._maybe_get_const(value, "i")
+        if not helper._is_value(number):
+            return ints(g, [number])
+        return g.op("Unsqueeze", value, ints(g, [0])) if g.opset >= 13 else g.op("Unsqueeze", value, axes_i=[0])
+
+    def slice_pairs(g, x, rank, dim, start, end, step):
+        return g.op("Slice", x, bound(g, start, 0), bound(g, end, 2 ** 63 - 1), ints(g, [axis_of(g, dim, rank)]),
+                    bound(g, step, 1))
+
+    def reshape_pairs(g, x, rank, shape):
+        sizes = helper._maybe_get_const(shape, "is")
+        if helper._is_value(sizes):  # computed sizes: a 1-d tensor
+            return g.op("Reshape", x, g.op("Concat", shape, ints(g, [2]), axis_i=0))
+        return g.op("Reshape", x, ints(g, list(sizes) + [2]))
+
+    def flatten_pairs(g, x, rank, start_dim, end_dim):  # end_dim: where the output's sizes show it
+        """The merged axes as -1 between the axes before (copied: 0) and after (the output's sizes)."""
+        start = axis_of(g, start_dim, max(rank, 1))
+        sizes = g.original_node.output().type().sizes()
+        after = [] if sizes is None else sizes[start + 1:]
+        if sizes is None or any(s is None for s in after):
+            raise TightfitError("from_torch: a flatten of a complex tensor whose later axes are not fixed")
+        return g.op("Reshape", x, ints(g, [0] * start + [-1] + [int(s) for s in after] + [2]))
+
+    def unsqueeze_pairs(g, x, rank, dim):
+        axis = axis_of(g, dim, rank + 1)
+        return g.op("Unsqueeze", x, ints(g, [axis])) if g.opset >= 13 else g.op("Unsqueeze", x, axes_i=[axis])
+
+    def squeeze_pairs(g, x, rank, dim=None):
+        if dim is None or helper._is_none(dim):
+            sizes = list(g.original_node.inputs())[0].type().sizes()
+            if sizes is None or any(s is None for s in sizes):
+                raise TightfitError("from_torch: squeeze() of a complex tensor whose sizes are not fixed")
+            axes = [i for i, s in enumerate(sizes) if s == 1]
+        else:
+            axes = [axis_of(g, dim, rank)]
+        if not axes:
+            return x
+        return g.op("Squeeze", x, ints(g, axes)) if g.opset >= 13 else g.op("Squeeze", x, axes_i=axes)
+
+    def transpose_pairs(g, x, rank, dim0, dim1):
+        perm = list(range(rank + 1))
+        a, b = axis_of(g, dim0, rank), axis_of(g, dim1, rank)
+        perm[a], perm[b] = perm[b], perm[a]
+        return g.op("Transpose", x, perm_i=perm)
+
+    def permute_pairs(g, x, rank, dims):
+        order = helper._get_const(dims, "is", "dims")
+        return g.op("Transpose", x, perm_i=[d + rank if d < 0 else d for d in order] + [rank])
+
+    def size_pairs(g, x, rank, dim=None):
+        shape = g.op("Shape", x)
+        if dim is None or helper._is_none(dim):
+            return g.op("Slice", shape, ints(g, [0]), ints(g, [rank]))
+        return g.op("Gather", shape, g.op("Constant", value_t=torch.tensor(axis_of(g, dim, rank))), axis_i=0)
+
+    def select_pairs(g, x, rank, dim, index):
+        return g.op("Gather", x, index, axis_i=axis_of(g, dim, rank))
+
     symbolics = {"mul": mul, "div": div, "add": sum_like("add", "Add"), "sub": sum_like("sub", "Sub"), "exp": exp,
                  "abs": absolute, "real": real, "imag": imag, "view_as_real": identity, "view_as_complex": identity,
                  "resolve_conj": identity, "resolve_neg": identity, "conj": conj, "_conj": conj, "complex": complex_of,
-                 "polar": polar}
+                 "polar": polar, "slice": layout("slice", slice_pairs), "view": layout("view", reshape_pairs),
+                 "reshape": layout("reshape", reshape_pairs), "flatten": layout("flatten", flatten_pairs),
+                 "unsqueeze": layout("unsqueeze", unsqueeze_pairs), "squeeze": layout("squeeze", squeeze_pairs),
+                 "transpose": layout("transpose", transpose_pairs), "permute": layout("permute", permute_pairs),
+                 "select": layout("select", select_pairs), "size": layout("size", size_pairs)}
     versions = range(9, 21)  # over every opset's own symbolic: a custom one wins only at its own version
     originals = {(name, version): symbolic_of("aten::" + name, version) for name in symbolics for version in versions}
     for name, function in symbolics.items():
@@ -180,9 +273,10 @@ def register(torch, helper, symbolic_of, used):
 
 def complex_numbers_as_pairs(torch):
     """Makes the export take a complex number constant (`1j * sin(p)`), which its pass that turns numbers into
-    tensors refuses ("Unknown number type: complex"), as the constant pair [real, imaginary] typed as a complex
-    tensor: the symbolics above read the type as complex and the value as its pair. Returns the function that
-    puts the pass back."""
+    tensors refuses ("Unknown number type: complex"), and a complex tensor constant (a table of rotations,
+    Llama's freqs_cis), which its shape inference refuses, as the constant pairs [..., 2] typed as the complex
+    value: the symbolics above read the type as complex and the value as its pairs. Returns the function
+    that puts the pass back."""
     original = torch._C._jit_pass_erase_number_types
     complex_type = torch._C.TensorType.create_from_tensor(torch.tensor(1j, dtype=torch.complex64))
 
@@ -190,12 +284,17 @@ def complex_numbers_as_pairs(torch):
         for node in list(block.nodes()):
             for inner in node.blocks():
                 rewrite(graph, inner)
-            if node.kind() != "prim::Constant" or node.output().type().kind() != "ComplexType":
+            if node.kind() != "prim::Constant" or not (node.output().type().kind() == "ComplexType" or
+                                                       is_complex(node.output())):
                 continue
             value = node.output().toIValue()
             graph.setInsertPoint(node)
-            pair = graph.insertConstant(torch.tensor([value.real, value.imag], dtype=torch.float32))
-            pair.setType(complex_type)
+            if isinstance(value, torch.Tensor):  # a complex tensor (a table of rotations): its pairs
+                pair = graph.insertConstant(torch.view_as_real(value.to(torch.complex64)).contiguous())
+                pair.setType(torch._C.TensorType.create_from_tensor(value.to(torch.complex64)))
+            else:
+                pair = graph.insertConstant(torch.tensor([value.real, value.imag], dtype=torch.float32))
+                pair.setType(complex_type)
             node.output().replaceAllUsesWith(pair)
             node.destroy()
 
@@ -230,5 +329,6 @@ def refuse_unsupported_uses(torch, module, example_inputs):
     found = unsupported_uses(torch, module, example_inputs)
     if found:
         raise TightfitError("from_torch: these ops read complex tensors, which tightfit holds as [..., 2] real pairs "
-                            "for the Fourier transforms, abs, .real, .imag, view_as_real, conj, exp, +, -, * and / "
-                            "only: " + "; ".join(found), "unsupported")
+                            "for the Fourier transforms, abs, .real, .imag, view_as_real, conj, exp, +, -, *, / and "
+                            "the layout ops (view, reshape, slicing, select, flatten, unsqueeze, squeeze, transpose, "
+                            "permute, size) only: " + "; ".join(found), "unsupported")

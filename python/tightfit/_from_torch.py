@@ -572,13 +572,13 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     (_custom_functions_recorded)."""
     import warnings
     buffers = [(b, b.detach().clone()) for b in module.buffers()]  # the trace updates some: put back after
-    # float buffers other than BatchNorm statistics (an attention mask, a positional table) are
-    # constants that PyTorch never trains: held as plain attributes meanwhile, they export as Constant
-    # nodes, which import as constants, where as initializers they would import as parameters
+    # float and complex buffers other than BatchNorm statistics (an attention mask, a positional table, a
+    # rotation table) are constants that PyTorch never trains: held as plain attributes meanwhile, they
+    # export as Constant nodes, which import as constants, where as initializers they would import as
+    # parameters
     constant_buffers = [(m, dict(m._buffers)) for m in module.modules()
                         if not isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and
-                        any(b is not None and b.is_floating_point() for b in m._buffers.values())]
-    restore_detach = restore_repeat = restore_bitwise = restore_circular = restore_rms = restore_norm = None
+                        any(b is not None and (b.is_floating_point() or b.is_complex()) for b in m._buffers.values())]
     # torch.onnx.export fills every argument of forward() after the given ones with its default
     # (_decide_input_format) and exports a number among them as a graph input: transformers' causal
     # LMs' num_logits_to_keep=0 became an int64 input that the import then refused. Exported through
@@ -613,7 +613,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                                                      complex_written))
         for m, saved in constant_buffers:
             for name, b in saved.items():
-                if b is not None and b.is_floating_point():
+                if b is not None and (b.is_floating_point() or b.is_complex()):
                     del m._buffers[name]
                     object.__setattr__(m, name, b)
         with torch.no_grad(), warnings.catch_warnings():

@@ -1,11 +1,13 @@
-"""tightfit.from_torch on PyTorch's Fourier transforms, each model trained beside PyTorch from the same weights
-(and its plan on Vulkan beside the CPU): a multi-resolution STFT loss of a vocoder (torch.stft's complex
-result, its magnitude, the centring reflect pad, a window shorter than the frame), a log-mel front end
-(torch.stft(return_complex=False), normalized, a mel filter bank), torch.fft's fft, ifft, rfft, fft2 and
-rfftn with each norm and a given n or s, FNet-style token mixing, Vocos' head (a spectrum of
-exp(mag) * (cos p + 1j sin p) through torch.istft), complex arithmetic with irfft and istft; and the refusals:
-an op of complex tensors without a pair form (a sum over an axis, named with its line), an opset before ONNX's DFT. Fails, not skips, without the ONNX importer.
-usage: test_from_torch_spectral.py   (PYTHONPATH=python)"""
+"""tightfit.from_torch on PyTorch's Fourier transforms and complex tensors, each model trained beside PyTorch
+from the same weights (and its plan on Vulkan beside the CPU): a multi-resolution STFT loss of a vocoder
+(torch.stft's complex result, its magnitude, the centring reflect pad, a window shorter than the frame), a
+log-mel front end (torch.stft(return_complex=False), normalized, a mel filter bank), torch.fft's fft, ifft,
+rfft, fft2 and rfftn with each norm and a given n or s, FNet-style token mixing, Vocos' head (a spectrum of
+exp(mag) * (cos p + 1j sin p) through torch.istft), complex arithmetic with irfft and istft, rotary
+embeddings as Meta's Llama code writes them (a complex table, view_as_complex); and the refusals: an op of
+complex tensors without a pair form (a sum over an axis, named with its line), an opset before ONNX's DFT.
+Fails, not skips, without the ONNX importer.
+usage: test_from_torch_complex.py   (PYTHONPATH=python)"""
 import copy
 import json
 
@@ -13,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 import tightfit
-from from_torch_cases import batch, case, dumped, finish, own_loss_both, own_loss_everywhere, require_importer
+from from_torch_cases import (batch, beside_torch, case, dumped, finish, own_loss_both, own_loss_everywhere,
+                              require_importer)
 from torch_training import adamw_losses
 
 require_importer()
@@ -251,6 +254,50 @@ def complex_arithmetic():
     return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
 
 
+def rotations(dim, end, theta=10000.0):
+    """Llama's reference precompute_freqs_cis: e^(i t f) for each position t and frequency f, complex64 [end, dim/2]."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    angles = torch.outer(torch.arange(end).float(), freqs)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def rotated(x, freqs_cis):
+    """Llama's reference apply_rotary_emb on one tensor [B, T, H, D]: pairs as complex numbers, times the
+    rotations reshaped to [1, T, 1, D/2] (reshape_for_broadcast, from x's shape), back to real pairs."""
+    z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    shape = [d if i == 1 or i == z.ndim - 1 else 1 for i, d in enumerate(z.shape)]
+    return torch.view_as_real(z * freqs_cis.view(*shape)).flatten(3).type_as(x)
+
+
+class ComplexRope(torch.nn.Module):
+    """A causal attention block with rotary embeddings as Meta's Llama code writes them: a complex table
+    (a registered buffer here, sliced to the sequence: x[:T] of a complex tensor), view_as_complex,
+    a complex product, view_as_real and flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.out, self.heads = torch.nn.Linear(16, 48), torch.nn.Linear(16, 5), 2
+        self.register_buffer("freqs_cis", rotations(8, 32))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, 8).unbind(2)
+        table = self.freqs_cis[:t]
+        q, k = rotated(q, table), rotated(k, table)
+        scores = torch.einsum("bthd,bshd->bhts", q, k) / 8 ** 0.5
+        scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        h = torch.einsum("bhts,bshd->bthd", torch.softmax(scores, -1), v).reshape(b, t, 16)
+        return self.out(h).mean(1)
+
+
+def complex_rope():
+    torch.manual_seed(23)
+    model = ComplexRope()
+    x, labels = torch.randn(batch, 10, 16), torch.randint(0, 5, (batch,))
+    problem, seen, _ = beside_torch(model, x, labels, ())
+    return problem, seen.lstrip("; ")
+
+
 class ComplexSum(torch.nn.Module):
     """A sum over an axis of a complex tensor: the exporter writes a ReduceSum that would run on the pairs."""
 
@@ -263,7 +310,7 @@ def sum_refused():
         tightfit.from_torch(ComplexSum(), (torch.randn(batch, 16),), loss="output")
     except tightfit.TightfitError as error:
         message = str(error)
-        named = "aten::sum" in message and "test_from_torch_spectral.py" in message
+        named = "aten::sum" in message and "test_from_torch_complex.py" in message
         return (None if named else f"the message names no aten::sum at its line: {message}"), message[:200]
     return "a sum of a complex tensor imported", ""
 
@@ -290,7 +337,9 @@ case("complex arithmetic (torch.complex, torch.polar, exp(1j x), *, /, +, - of c
      "torch.fft.irfft with n and ortho, torch.istft with a length and a short window, normalized, and two-sided, "
      "train as PyTorch's",
      complex_arithmetic)
+case("rotary embeddings as Meta's Llama code writes them (a complex buffer sliced to the sequence, view_as_complex, a "
+     "complex product, view_as_real) train as PyTorch's", complex_rope)
 case("the magnitude of an exactly zero spectrum has gradient 0, as PyTorch's (no NaN)", silent_bins)
 case("a sum over an axis of a complex tensor (no pair form) is refused, naming aten::sum and its line", sum_refused)
 case("a Fourier transform at an opset before 17 (ONNX's DFT) is refused, naming opset 17", old_opset_refused)
-finish("from_torch_spectral")
+finish("from_torch_complex")
