@@ -92,14 +92,9 @@ def register(torch, opset, helper, registered, used):
         length = size_of(g, 0, axis) if helper._is_none(n) else helper._get_const(n, "i", "n")
         return dft(g, x, pair, axis, length, inverse, onesided, norm_of(norm))
 
-    def fft_fft(g, x, n, dim, norm):
-        return one_axis(g, x, n, dim, norm, False, False)
-
-    def fft_ifft(g, x, n, dim, norm):
-        return one_axis(g, x, n, dim, norm, True, False)
-
-    def fft_rfft(g, x, n, dim, norm):
-        return one_axis(g, x, n, dim, norm, False, True)
+    def on_one_axis(inverse, onesided):
+        """torch.fft.fft (False, False), ifft (True, False) and rfft (False, True)."""
+        return lambda g, x, n, dim, norm: one_axis(g, x, n, dim, norm, inverse, onesided)
 
     def many_axes(g, x, s, dim, norm, inverse, onesided_last, default_dims):
         """fftn/fft2/rfftn/rfft2: one transform per axis, the last first where it is the one-sided one."""
@@ -126,23 +121,9 @@ def register(torch, opset, helper, registered, used):
     def last_two(rank):
         return [rank - 2, rank - 1]
 
-    def fft_fftn(g, x, s, dim, norm):
-        return many_axes(g, x, s, dim, norm, False, False, every_axis)
-
-    def fft_ifftn(g, x, s, dim, norm):
-        return many_axes(g, x, s, dim, norm, True, False, every_axis)
-
-    def fft_fft2(g, x, s, dim, norm):
-        return many_axes(g, x, s, dim, norm, False, False, last_two)
-
-    def fft_ifft2(g, x, s, dim, norm):
-        return many_axes(g, x, s, dim, norm, True, False, last_two)
-
-    def fft_rfftn(g, x, s, dim, norm):
-        return many_axes(g, x, s, dim, norm, False, True, every_axis)
-
-    def fft_rfft2(g, x, s, dim, norm):
-        return many_axes(g, x, s, dim, norm, False, True, last_two)
+    def on_many_axes(inverse, onesided_last, default_dims):
+        """fftn, ifftn, rfftn (every axis by default) and fft2, ifft2, rfft2 (the last two)."""
+        return lambda g, x, s, dim, norm: many_axes(g, x, s, dim, norm, inverse, onesided_last, default_dims)
 
     def stft(g, x, n_fft, hop_length, win_length, window, normalized, onesided=None, return_complex=None, *rest):
         """torch.stft (after its centring pad, which the trace records as a Pad): ONNX's STFT of the signal
@@ -257,9 +238,11 @@ def register(torch, opset, helper, registered, used):
             y = g.op("Pad", y, ints(g, [0, 0, 0, end - total]))
         return y if rank == 3 else g.op("Squeeze", y, ints(g, [0]))
 
-    symbolics = {"fft_fft": fft_fft, "fft_ifft": fft_ifft, "fft_rfft": fft_rfft, "fft_fftn": fft_fftn,
-                 "fft_ifftn": fft_ifftn, "fft_fft2": fft_fft2, "fft_ifft2": fft_ifft2, "fft_rfftn": fft_rfftn,
-                 "fft_rfft2": fft_rfft2, "fft_irfft": fft_irfft, "istft": istft}
+    symbolics = {"fft_fft": on_one_axis(False, False), "fft_ifft": on_one_axis(True, False),
+                 "fft_rfft": on_one_axis(False, True), "fft_fftn": on_many_axes(False, False, every_axis),
+                 "fft_ifftn": on_many_axes(True, False, every_axis), "fft_rfftn": on_many_axes(False, True, every_axis),
+                 "fft_fft2": on_many_axes(False, False, last_two), "fft_ifft2": on_many_axes(True, False, last_two),
+                 "fft_rfft2": on_many_axes(False, True, last_two), "fft_irfft": fft_irfft, "istft": istft}
     added = [name for name in symbolics if not registered("aten::" + name, opset)]
     added += ["stft"]  # in place of torch's, which refuses return_complex=True
     symbolics.update(stft=stft)
