@@ -1,7 +1,8 @@
 /* Convolution and pooling: Conv and ConvTranspose (1-d, 2-d, and 3-d through onnx_conv3d.c), MaxPool
  * and AveragePool (1-d, 2-d and 3-d, the 1-d ones as 2-d over a plane of height 1; a Pad of zeros before a 2-d
  * AveragePool folded into it, onnx_patterns.c), GlobalAveragePool. A Conv's pads may differ at an axis's two ends and
- * come from auto_pad (conv_pads); the others' must be the same at both ends. */
+ * come from auto_pad (conv_pads), a 1-d or 2-d ConvTranspose's too, or from output_shape (conv_transpose_windowed);
+ * the others' must be the same at both ends. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -140,6 +141,116 @@ static tf_status conv3d_of(ox_import *im, const ox_node *node, tf_tensor_id x, t
   return ox_conv_transpose3d(im, node, x, w, bias, &a);
 }
 
+/* floor(a / 2), as ONNX's reference splits a negative total padding. */
+static int64_t half_down(int64_t a) { return a >= 0 ? a / 2 : -((-a + 1) / 2); }
+
+/* Whether a ConvTranspose needs conv_transpose_windowed: auto_pad, output_shape, or pads that differ at
+ * an axis's two ends. */
+static bool transposed_windowed(const ox_node *node, int32_t spatial) {
+  int64_t pads[8];
+  const int32_t count = ox_attr_ints(node, "pads", pads, 8);
+  bool uneven = false;
+  for (int32_t i = 0; count == 2 * spatial && i < spatial; i++)
+    uneven = uneven || pads[i] != pads[i + spatial] || pads[i] < 0;
+  return uneven || ox_attr(node, "output_shape") || !ox_attr_is(node, "auto_pad", "NOTSET", "NOTSET");
+}
+
+/* Where ONNX's output of one axis starts in the transposed convolution's full (unpadded) output and how
+ * long it is, from the pads, auto_pad or output_shape (which then sets the pads: the total, s (in - 1) +
+ * output_padding + reach - out, split as ONNX's reference splits it, the odd one at the end for SAME_UPPER
+ * and at the start otherwise). */
+static tf_status transposed_window(ox_import *im, const ox_node *node, int32_t spatial, int32_t i, int64_t in,
+                                   int64_t reach, const tf_conv_attrs *a, int64_t *start, int64_t *length) {
+  int64_t pads[8] = {0}, shape[8];
+  const int32_t count = ox_attr_ints(node, "pads", pads, 8), shapes = ox_attr_ints(node, "output_shape", shape, 8);
+  const bool upper = ox_attr_is(node, "auto_pad", "NOTSET", "SAME_UPPER"),
+             lower = ox_attr_is(node, "auto_pad", "NOTSET", "SAME_LOWER"),
+             valid = ox_attr_is(node, "auto_pad", "NOTSET", "VALID");
+  if (!upper && !lower && !valid && !ox_attr_is(node, "auto_pad", "NOTSET", "NOTSET"))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "auto_pad is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  const int64_t grown = a->stride[i] * (in - 1) + a->output_padding[i] + reach; /* the output with no pads */
+  int64_t out = -1;
+  if (shapes == spatial || shapes == spatial + 2)
+    out = shape[shapes - spatial + i];
+  else if (shapes >= 0)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "output_shape has %" PRId32 " values for %" PRId32 " spatial axes",
+                   shapes, spatial);
+  else if (upper || lower)
+    out = in * a->stride[i];
+  if (out >= 0) {
+    const int64_t total = grown - out;
+    *start = upper ? half_down(total) : total - half_down(total);
+  } else if (valid) {
+    *start = 0, out = grown;
+  } else {
+    if (count >= 0 && count != 2 * spatial)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "%" PRId32 " pads for %" PRId32 " spatial axes", count, spatial);
+    *start = pads[i], out = grown - pads[i] - pads[i + spatial];
+  }
+  if (out < 1 || out > ((int64_t)1 << 24) || *start < -((int64_t)1 << 24) || *start > ((int64_t)1 << 24))
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                   "an output of %" PRId64 " on spatial axis %" PRId32 " starting at %" PRId64
+                   " of the full transposed convolution's %" PRId64,
+                   out, i, *start, grown - a->output_padding[i]);
+  *length = out;
+  return NULL;
+}
+
+/* A ConvTranspose of auto_pad, output_shape or uneven pads (tf2onnx writes them): the full transposed
+ * convolution (no pads, no output_padding, 1-d as 2-d over a plane of height 1), each spatial axis cut to
+ * ONNX's window of it (transposed_window), zeros where the window reaches past the full output (output_padding,
+ * a larger output_shape), then the bias. */
+static tf_status conv_transpose_windowed(ox_import *im, const ox_node *node, tf_tensor_id x, tf_tensor_id w,
+                                         tf_tensor_id bias, int32_t spatial, tf_conv_attrs *a) {
+  tf_graph *g = im->graph;
+  int32_t xr, wr;
+  tf_dim xd[TF_MAX_RANK], wd[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &xr, xd);
+  ox_tensor_dims(im, w, &wr, wd);
+  if (xr != spatial + 2)
+    return ox_fail(im, node, TF_ERR_SHAPE, "its input has rank %" PRId32 " for %" PRId32 " spatial axes", xr, spatial);
+  int64_t start[2], length[2];
+  for (int32_t i = 0; i < spatial; i++) {
+    if (xd[2 + i].symbol >= 0 || xd[2 + i].size < 1 || wd[2 + i].symbol >= 0)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "auto_pad, output_shape or uneven pads over spatial axis %" PRId32 " of symbolic size", i);
+    TF_RETURN_IF_ERROR(transposed_window(im, node, spatial, i, xd[2 + i].size,
+                                         (wd[2 + i].size - 1) * a->dilation[i] + 1, a, &start[i], &length[i]));
+  }
+  tf_conv_attrs full = *a;
+  if (spatial == 1) { /* the axis moved to the width of a plane of height 1 */
+    x = tf_reshape(g, x, TF_SHAPE(xd[0], xd[1], tf_fixed(1), xd[2]));
+    w = tf_reshape(g, w, TF_SHAPE(wd[0], wd[1], tf_fixed(1), wd[2]));
+    full.stride[1] = a->stride[0], full.dilation[1] = a->dilation[0];
+    full.stride[0] = full.dilation[0] = 1;
+  }
+  memset(full.padding, 0, sizeof(full.padding));
+  memset(full.output_padding, 0, sizeof(full.output_padding));
+  tf_tensor_id y = tf_conv_transpose2d(g, x, w, TF_NO_TENSOR, &full);
+  TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+  int32_t yr;
+  tf_dim yd[TF_MAX_RANK];
+  ox_tensor_dims(im, y, &yr, yd);
+  for (int32_t i = 0; i < spatial; i++) {
+    const int32_t axis = spatial == 1 ? 3 : 2 + i;
+    const int64_t size = yd[axis].size, lo = start[i] > 0 ? start[i] : 0,
+                  hi = start[i] + length[i] < size ? start[i] + length[i] : size;
+    if (lo >= hi)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "its output on spatial axis %" PRId32 " misses every input", i);
+    if (lo > 0 || hi < size)
+      y = tf_slice(g, y, axis, lo, hi, 1);
+    if (lo - start[i] > 0 || start[i] + length[i] - hi > 0)
+      y = ox_pad_axis(im, node, y, axis, lo - start[i], start[i] + length[i] - hi, 0.0);
+  }
+  if (bias != TF_NO_TENSOR)
+    y = tf_add(g, y, tf_reshape(g, bias, TF_SHAPE(yd[1], tf_fixed(1), tf_fixed(1))));
+  if (spatial == 1) {
+    ox_tensor_dims(im, y, &yr, yd);
+    y = tf_reshape(g, y, TF_SHAPE(yd[0], yd[1], yd[3]));
+  }
+  return ox_set_tensor(im, node, 0, y);
+}
+
 static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) {
   tf_tensor_id x, w, bias = TF_NO_TENSOR;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
@@ -151,11 +262,10 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
     return conv3d_of(im, node, x, w, bias, transposed);
   if (spatial != 1 && spatial != 2)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 "-d convolution (1-d, 2-d and 3-d only)", spatial);
-  if (transposed && ox_attr(node, "output_shape"))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "output_shape (export with output_padding)");
+  const bool windowed = transposed && transposed_windowed(node, spatial);
   tf_conv_attrs a;
   memset(&a, 0, sizeof(a));
-  if (transposed)
+  if (transposed && !windowed)
     TF_RETURN_IF_ERROR(symmetric_pads(im, node, spatial, a.padding));
   tf_status status = ints_or(node, "strides", spatial, 1, a.stride);
   if (!status)
@@ -169,6 +279,8 @@ static tf_status conv_like(ox_import *im, const ox_node *node, bool transposed) 
   if (!transposed)
     TF_RETURN_IF_ERROR(conv_pads(im, node, &x, w, spatial, a.stride, a.dilation, a.padding));
   a.groups = (int32_t)ox_attr_int(node, "group", 1);
+  if (windowed)
+    return conv_transpose_windowed(im, node, x, w, bias, spatial, &a);
   if (spatial == 1 && transposed)
     return conv_transpose1d(im, node, x, w, bias, &a);
   if (spatial == 1) {

@@ -401,6 +401,12 @@ def main():
                       attribute_ints("kernel_shape", [2, 2]))],
                 [value_info("x", 1, ["N", 1, 4, 4])], [value_info("y", 1, ["N", 1, 4, 4])])),
              ["avg_lower.onnx", "avg_lower", "SAME_LOWER with an odd padding (1)", "before the input"]),
+            ("a ConvTranspose's auto_pad over a symbolic axis", write("deconv_same.onnx", model(
+                [node("ConvTranspose", ["x", "w"], ["y"], "deconv_same", attribute_string("auto_pad", "SAME_UPPER") +
+                      attribute_ints("strides", [2, 2]))],
+                [value_info("x", 1, ["N", 1, "H", 4])], [value_info("y", 1, ["N", 1, "H2", 8])],
+                [tensor("w", [1, 1, 3, 3], [0.5] * 9)])),
+             ["deconv_same.onnx", "deconv_same", "auto_pad, output_shape or uneven pads over spatial axis 0 of symbolic size"]),
             ("a DFT along a symbolic axis", write("dft_symbolic.onnx", model(
                 [node("DFT", ["x"], ["y"], "dft_t", attribute_int("axis", 1))],
                 [value_info("x", 1, ["N", "T", 1])], [value_info("y", 1, ["N", "T", 2])], opset=17)),

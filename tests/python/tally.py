@@ -4,6 +4,7 @@ counts printed at the end with the exit status (1 when a check failed). Imported
 tests/init_from), which put this folder on sys.path."""
 import os
 import sys
+import traceback
 
 counts = {"passed": 0, "failed": 0}
 
@@ -39,13 +40,16 @@ def verdict(label, passed, seen):
 
 def case(label, run):
     """One check: run() returns (problem or None, what was seen); an exception is a failure. With
-    TALLY_ONLY set (a developer's switch), only the cases whose label contains it run."""
+    TALLY_ONLY set (a developer's switch), only the cases whose label contains it run; with TALLY_TRACEBACK set, an
+    exception's traceback is printed."""
     if os.environ.get("TALLY_ONLY", "") not in label:
         return
     try:
         problem, seen = run()
     except Exception as error:  # tightfit's refusals, and torch.onnx.export's own errors
         problem, seen = f"{type(error).__name__}: {str(error)[:400]}", ""
+        if os.environ.get("TALLY_TRACEBACK"):
+            traceback.print_exc()
     check(label, problem, seen)
 
 

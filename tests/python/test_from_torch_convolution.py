@@ -7,6 +7,7 @@ timm's standardised weights, and F.unfold. Fails, not skips, without the ONNX im
 usage: test_from_torch_convolution.py   (PYTHONPATH=python)"""
 import copy
 import json
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -568,6 +569,94 @@ def unfolded():
 
 
 case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold train as PyTorch's", unfolded)
+
+
+# ConvTranspose with auto_pad, output_shape or pads that differ at an axis's two ends (tf2onnx writes them;
+# PyTorch's exporter writes symmetric pads and output_padding), each written by a Function's symbolic beside
+# PyTorch's equivalent: the full transposed convolution, each axis cut to ONNX's window of it (from the start
+# ONNX's formulas give, zeros past the full output), then the bias. Three forms: SAME_UPPER at stride 2
+# (one more cropped at the end), an output_shape longer than the full output (negative total paddings,
+# split by floor division), uneven 1-d pads [3, 1].
+def onnx_window(y, axis, start, length, size):
+    """y's `axis` (of `size`, given: a size read from y would be traced) from `start` (negative: zeros before),
+    `length` long (zeros past y's end)."""
+    lo, hi = max(start, 0), min(start + length, size)
+    y = y.narrow(axis, lo, hi - lo)
+    pads = [0, 0] * (y.dim() - axis - 1) + [lo - start, start + length - hi]
+    return F.pad(y, pads)
+
+
+def transposed_windowed(x, w, b, stride, window):
+    """ONNX's ConvTranspose of windows [(start, length, the full output's size) per spatial axis]."""
+    y = (F.conv_transpose1d if x.dim() == 3 else F.conv_transpose2d)(x, w, None, stride)
+    for i, (start, length, size) in enumerate(window):
+        y = onnx_window(y, 2 + i, start, length, size)
+    return y + b.reshape(-1, *[1] * (x.dim() - 2))
+
+
+def split_total(total, upper):
+    """ONNX's reference split of a total padding: the start's share (floor division, as its Python does)."""
+    return total // 2 if upper else total - total // 2
+
+
+class TransposedForms(torch.autograd.Function):
+    """Three ConvTransposes of (x [N, 2, 4, 4], w2, b2, s [N, 2, 5], w1, b1): auto_pad SAME_UPPER stride 2
+    (4 * 2 = 8 of the full 9), output_shape [13, 14] at stride 3 (the full 12 and total paddings -1 and -2:
+    a zero row at the end, zero columns at both ends), and 1-d pads [3, 1] at stride 2 (the full 12 less 3 at
+    the start and 1 at the end)."""
+
+    @staticmethod
+    def compute(x, w2, b2, s, w1, b1):
+        same = transposed_windowed(x, w2, b2, 2, [(split_total(9 - 8, True), 8, 9)] * 2)
+        shaped = transposed_windowed(x, w2, b2, 3, [(split_total(12 - 13, False), 13, 12),
+                                                    (split_total(12 - 14, False), 14, 12)])
+        uneven = transposed_windowed(s, w1, b1, 2, [(3, 2 * 4 + 4 - 3 - 1, 12)])
+        return torch.cat([same.flatten(1), shaped.flatten(1), uneven.flatten(1)], 1)
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        ctx.save_for_backward(*inputs)
+        return TransposedForms.compute(*inputs)
+
+    @staticmethod
+    def backward(ctx, dy):
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_() for t in ctx.saved_tensors]
+            return torch.autograd.grad(TransposedForms.compute(*inputs), inputs, dy)
+
+    @staticmethod
+    def symbolic(g, x, w2, b2, s, w1, b1):
+        same = g.op("ConvTranspose", x, w2, b2, strides_i=[2, 2], auto_pad_s="SAME_UPPER")
+        shaped = g.op("ConvTranspose", x, w2, b2, strides_i=[3, 3], output_shape_i=[13, 14])
+        uneven = g.op("ConvTranspose", s, w1, b1, strides_i=[2], pads_i=[3, 1])
+        flat = [g.op("Flatten", y, axis_i=1) for y in (same, shaped, uneven)]
+        return g.op("Concat", *flat, axis_i=1)
+
+
+class TransposedModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w2, self.b2 = torch.nn.Parameter(torch.randn(2, 3, 3, 3) * 0.3), torch.nn.Parameter(torch.randn(3))
+        self.w1, self.b1 = torch.nn.Parameter(torch.randn(2, 3, 4) * 0.3), torch.nn.Parameter(torch.randn(3))
+        self.head = torch.nn.Linear(3 * 64 + 3 * 13 * 14 + 3 * 8, 5)
+
+    def forward(self, x):  # x [N, 2, 4, 4]; its first rows, [N, 2, 5], the 1-d input
+        s = x.flatten(2)[:, :, :5]
+        return self.head(torch.tanh(TransposedForms.apply(x, self.w2, self.b2, s, self.w1, self.b1)))
+
+
+def transposed_forms():
+    torch.manual_seed(27)
+    model = TransposedModel()
+    xs, labels = torch.randn(batch, 2, 4, 4), torch.randint(0, 5, (batch,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # from_torch names the Function: its backward is autograd's here
+        problem, seen, _ = beside_torch(model, xs, labels, ["conv_transpose2d", "slice", "concat"])
+    return problem, seen
+
+
+case("ConvTranspose with auto_pad SAME_UPPER, an output_shape past the full output and uneven 1-d pads (tf2onnx's "
+     "forms) trains as PyTorch's", transposed_forms)
 
 
 finish("from_torch_convolution")
