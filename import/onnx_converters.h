@@ -187,6 +187,9 @@ tf_status ox_convert_instance_norm(ox_import *im, const ox_node *node);
 tf_status ox_convert_mean_variance_norm(ox_import *im, const ox_node *node);
 /* LRN across channels (import/onnx_lrn.c): x / (bias + alpha / size * window sums of x^2)^beta. */
 tf_status ox_convert_lrn(ox_import *im, const ox_node *node);
+/* import/onnx_grid_sample.c: GridSample (2-d; bilinear or nearest; zeros, border or reflection padding) as
+ * a product by the [N, P, H W] matrix of its taps' weights. */
+tf_status ox_convert_grid_sample(ox_import *im, const ox_node *node);
 /* import/onnx_signal.c: DFT (a product by the transform's matrix) and STFT (a strided convolution by it),
  * any dtype the input has; the windows and the mel filter bank, known values. */
 tf_status ox_convert_dft(ox_import *im, const ox_node *node);

@@ -81,6 +81,7 @@ static const ox_converter_row converters[] = {
     {"MeanVarianceNormalization", ox_convert_mean_variance_norm},
     {"LRN", ox_convert_lrn},
     {"DFT", ox_convert_dft},
+    {"GridSample", ox_convert_grid_sample},
     {"STFT", ox_convert_stft},
     {"HannWindow", ox_convert_hann_window},
     {"HammingWindow", ox_convert_hamming_window},

@@ -4,9 +4,9 @@ dtype (its shape inference calls the pairs float), so each symbolic here reads w
 from the traced node (g.original_node) and, where none is, applies the symbolic torch's exporter had for the
 op: abs (as ReduceL2 over the pair, which the importer differentiates as PyTorch's norm: 0 at z = 0), .real,
 .imag, view_as_real, view_as_complex, conj, torch.complex, torch.polar, exp, +, -, *, / of complex and real
-tensors or numbers (a vocoder's mag * (cos p + 1j sin p)), and the layout ops with their dims counted on the
-complex tensor (view, reshape, slice, select, flatten, unsqueeze, squeeze, transpose, permute, size: Meta's
-Llama rotary embeddings). Complex constants (1j, a rotation table) become constant pairs
+tensors or numbers (a vocoder's mag * (cos p + 1j sin p)), and the layout ops and reductions with their dims
+counted on the complex tensor (view, reshape, slice, select, flatten, unsqueeze, squeeze, transpose, permute,
+size, sum, mean, cat, stack: Meta's Llama rotary embeddings). Complex constants (1j, a rotation table) become constant pairs
 (complex_numbers_as_pairs). `unsupported_uses` names every other op of a complex tensor after the export, from
 the module's own trace."""
 
@@ -17,7 +17,7 @@ _COMPLEX = ("ComplexFloat", "ComplexDouble", "ComplexHalf")
 PAIR_READERS = {"aten::" + name for name in (
     "abs", "real", "imag", "view_as_real", "conj", "_conj", "resolve_conj", "resolve_neg", "exp", "mul", "add", "sub", "div",
     "neg", "slice", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "permute", "select",
-    "size", "contiguous", "clone", "detach", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
+    "size", "sum", "mean", "cat", "stack", "contiguous", "clone", "detach", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
 
 
 def is_complex(value):
@@ -250,6 +250,43 @@ def register(torch, helper, symbolic_of, used):
     def select_pairs(g, x, rank, dim, index):
         return g.op("Gather", x, index, axis_i=axis_of(g, dim, rank))
 
+    def reduced(onnx_op):
+        """sum and mean over dims of the complex tensor (every dim when none): each part's."""
+        def pairs(g, x, rank, *args):
+            # (self, dtype): every dim; (self, dim, keepdim, dtype): those dims
+            dims = None if len(args) < 2 or helper._is_none(args[0]) else helper._maybe_get_const(args[0], "is")
+            if isinstance(dims, int):
+                dims = [dims]
+            axes = list(range(rank)) if not dims else [d + rank if d < 0 else d for d in dims]
+            keep = len(args) > 1 and not helper._is_none(args[1]) and bool(helper._maybe_get_const(args[1], "b"))
+            if g.opset >= 18 or (onnx_op == "ReduceSum" and g.opset >= 13):  # the axes became an input
+                return g.op(onnx_op, x, ints(g, axes), keepdims_i=int(keep))
+            return g.op(onnx_op, x, axes_i=axes, keepdims_i=int(keep))
+        return pairs
+
+    def listed(name, join):
+        """cat and stack of a list of tensors, complex ones (each a pair) along a dim of the complex tensors."""
+        def symbolic(g, tensors, dim):
+            elements = list(list(g.original_node.inputs())[0].node().inputs())
+            if not any(is_complex(e) for e in elements):
+                return own(name, g, tensors, dim)
+            if not all(is_complex(e) for e in elements):
+                raise TightfitError(f"from_torch: {name} of complex and real tensors")
+            used.append(True)
+            rank = elements[0].type().dim()
+            values = helper._unpack_list(tensors)
+            return typed(g, join(g, values, rank, helper._get_const(dim, "i", "dim")))
+        return symbolic
+
+    def cat_pairs(g, values, rank, d):
+        return g.op("Concat", *values, axis_i=d + rank if d < 0 else d)
+
+    def stack_pairs(g, values, rank, d):
+        axis = d + rank + 1 if d < 0 else d
+        spread = [g.op("Unsqueeze", v, ints(g, [axis])) if g.opset >= 13 else g.op("Unsqueeze", v, axes_i=[axis])
+                  for v in values]
+        return g.op("Concat", *spread, axis_i=axis)
+
     symbolics = {"mul": mul, "div": div, "add": sum_like("add", "Add"), "sub": sum_like("sub", "Sub"), "exp": exp,
                  "abs": absolute, "real": real, "imag": imag, "view_as_real": identity, "view_as_complex": identity,
                  "resolve_conj": identity, "resolve_neg": identity, "conj": conj, "_conj": conj, "complex": complex_of,
@@ -257,7 +294,9 @@ def register(torch, helper, symbolic_of, used):
                  "reshape": layout("reshape", reshape_pairs), "flatten": layout("flatten", flatten_pairs),
                  "unsqueeze": layout("unsqueeze", unsqueeze_pairs), "squeeze": layout("squeeze", squeeze_pairs),
                  "transpose": layout("transpose", transpose_pairs), "permute": layout("permute", permute_pairs),
-                 "select": layout("select", select_pairs), "size": layout("size", size_pairs)}
+                 "select": layout("select", select_pairs), "size": layout("size", size_pairs),
+                 "sum": layout("sum", reduced("ReduceSum")), "mean": layout("mean", reduced("ReduceMean")),
+                 "cat": listed("cat", cat_pairs), "stack": listed("stack", stack_pairs)}
     versions = range(9, 21)  # over every opset's own symbolic: a custom one wins only at its own version
     originals = {(name, version): symbolic_of("aten::" + name, version) for name in symbolics for version in versions}
     for name, function in symbolics.items():
@@ -318,6 +357,9 @@ def unsupported_uses(torch, module, example_inputs):
     for node in graph.nodes():
         if not any(is_complex(i) for i in node.inputs()) or node.kind() in PAIR_READERS:
             continue
+        if node.kind() == "prim::ListConstruct" and \
+                all(use.user.kind() in ("aten::cat", "aten::stack") for use in node.output().uses()):
+            continue  # a list of complex tensors that cat or stack reads
         where = node.sourceRange().strip().splitlines()[0] if node.sourceRange() else ""
         found.append(f"{node.kind()}" + (f" ({where})" if where else ""))
     found += ["a complex output" for output in graph.outputs() if is_complex(output)]
@@ -331,4 +373,4 @@ def refuse_unsupported_uses(torch, module, example_inputs):
         raise TightfitError("from_torch: these ops read complex tensors, which tightfit holds as [..., 2] real pairs "
                             "for the Fourier transforms, abs, .real, .imag, view_as_real, conj, exp, +, -, *, / and "
                             "the layout ops (view, reshape, slicing, select, flatten, unsqueeze, squeeze, transpose, "
-                            "permute, size) only: " + "; ".join(found), "unsupported")
+                            "permute, size, sum, mean, cat, stack) only: " + "; ".join(found), "unsupported")

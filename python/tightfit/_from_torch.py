@@ -484,6 +484,14 @@ def _hyperbolic_ops(torch, opset):
     return restore
 
 
+def _added_by_opset_17(error):
+    """Whether torch.onnx.export refused an op that an opset up to 17 has ("Support for this operator was added
+    in version 16": F.grid_sample under PyTorch 1.x, whose default opset is 14)."""
+    import re
+    found = re.search(r"added in version (\d+)", str(error))
+    return type(error).__name__ == "UnsupportedOperatorError" and found is not None and int(found.group(1)) <= 17
+
+
 def _export_options(torch, opset_version):
     """torch.onnx.export's version-dependent options. PyTorch 2.x also has the dynamo exporter (its default
     from 2.9), which writes opset 18 and later and decomposes what the TorchScript exporter keeps whole
@@ -618,9 +626,14 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                     object.__setattr__(m, name, b)
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
-                              dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
-                              do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
+            try:
+                torch.onnx.export(module, example_inputs, onnx_path, input_names=names, output_names=["output"],
+                                  dynamic_axes=dynamic_axes, training=torch.onnx.TrainingMode.PRESERVE,
+                                  do_constant_folding=False, custom_opsets={STOP_GRADIENT_DOMAIN: 1}, **kwargs)
+            except RuntimeError:  # the exporter's own failure on an op of complex pairs: name the op, if one
+                if complex_written:
+                    _complex_symbolics.refuse_unsupported_uses(torch, module, example_inputs)
+                raise
             if complex_written:
                 _complex_symbolics.refuse_unsupported_uses(torch, module, example_inputs)
     finally:
@@ -731,11 +744,16 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
     try:
         _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout,
                                        functions)
-    except _spectral_symbolics.NeedsOpset17:
-        if opset_version is not None:
+    except Exception as error:  # an op of a later opset than PyTorch 1.x's default 14: export again at 17
+        later = isinstance(error, _spectral_symbolics.NeedsOpset17) or _added_by_opset_17(error)
+        if not later or kwargs.get("opset_version", 14) >= 17:
+            raise
+        if opset_version is not None and isinstance(error, _spectral_symbolics.NeedsOpset17):
             raise TightfitError(f"from_torch: the module's Fourier transforms need opset 17 or later (ONNX's DFT and "
                                 f"STFT), not opset_version={opset_version}", "unsupported") from None
-        kwargs["opset_version"] = 17  # PyTorch 1.x exports at 14 by default
+        if opset_version is not None:
+            raise
+        kwargs["opset_version"] = 17
         functions.clear()
         _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, names, dynamic_axes, kwargs, dropout,
                                        functions)

@@ -11,7 +11,7 @@ SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a 
 constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, an If of a known condition with an If
 inside its branch beside TopK and EyeLike, CastLike to a comparison's and an initializer's type beside an EyeLike of
 a symbolic [N, N] and a Reshape of N rows into pairs, a masked mean (x[mask] computed densely), an STFT by a Hann window into a mel filter bank beside an inverse DFT,
-and an opset-3 model
+a GridSample by a grid of data into a ConvTranspose of an output_shape, and an opset-3 model
 the importer refuses.
 Each is under 1 KiB."""
 import os
@@ -290,6 +290,15 @@ SEEDS["signal.onnx"] = model([
     node("DFT", ["s"], ["back"], "inverse", int_attribute("axis", 1) + int_attribute("inverse", 1)),
 ], [value_info("x", 1, ["N", 64, 1])], [value_info("mel", 1, ["N", 13, 4]), value_info("back", 1, ["N", 13, 9, 2])],
     opset=17)
+
+SEEDS["warp_deconv.onnx"] = model([
+    # GridSample by a grid that is data (import/onnx_grid_sample.c), reflection padding, then a ConvTranspose whose
+    # output_shape reaches past its full output (onnx_conv.c's conv_transpose_windowed)
+    node("GridSample", ["x", "grid"], ["warped"], "warp", attribute_string("padding_mode", "reflection")),
+    node("ConvTranspose", ["warped", "w"], ["y"], "deconv", ints_attribute("strides", [2, 2]) +
+         ints_attribute("output_shape", [8, 9])),
+], [value_info("x", 1, ["N", 1, 4, 4]), value_info("grid", 1, ["N", 3, 3, 2])], [value_info("y", 1, ["N", 1, 8, 9])],
+    [tensor("w", [1, 1, 3, 3], [0.25] * 9)], opset=16)
 
 
 def main():

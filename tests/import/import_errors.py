@@ -407,6 +407,11 @@ def main():
                 [value_info("x", 1, ["N", 1, "H", 4])], [value_info("y", 1, ["N", 1, "H2", 8])],
                 [tensor("w", [1, 1, 3, 3], [0.5] * 9)])),
              ["deconv_same.onnx", "deconv_same", "auto_pad, output_shape or uneven pads over spatial axis 0 of symbolic size"]),
+            ("a bicubic GridSample", write("grid_bicubic.onnx", model(
+                [node("GridSample", ["x", "grid"], ["y"], "warp", attribute_string("mode", "bicubic"))],
+                [value_info("x", 1, ["N", 1, 4, 4]), value_info("grid", 1, ["N", 3, 3, 2])],
+                [value_info("y", 1, ["N", 1, 3, 3])], opset=16)),
+             ["grid_bicubic.onnx", "warp", "mode other than bilinear (linear) or nearest"]),
             ("a DFT along a symbolic axis", write("dft_symbolic.onnx", model(
                 [node("DFT", ["x"], ["y"], "dft_t", attribute_int("axis", 1))],
                 [value_info("x", 1, ["N", "T", 1])], [value_info("y", 1, ["N", "T", 2])], opset=17)),

@@ -571,6 +571,44 @@ def unfolded():
 case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold train as PyTorch's", unfolded)
 
 
+# F.grid_sample (ONNX's GridSample: a spatial transformer's warp): a localisation head predicts an affine
+# transform per sample, its grid the base grid times it (F.affine_grid's arithmetic, written out), and the image
+# is sampled four ways; the weights of the localisation head train through the grid (the bilinear weights'
+# gradient), the convolution's through the samples. Under PyTorch 1.13 (default opset 14) from_torch exports
+# again at opset 17, since GridSample is opset 16's.
+class Transformer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.locate = torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.Linear(2 * 6 * 7, 6)
+        torch.nn.init.normal_(self.locate.weight, std=0.05)
+        self.locate.bias.data = torch.tensor([1.1, 0.2, 0.1, -0.1, 0.9, 0.05])
+        ys, xs = torch.meshgrid(torch.linspace(-1, 1, 5), torch.linspace(-1, 1, 4), indexing="ij")
+        self.register_buffer("base", torch.stack([xs, ys, torch.ones_like(xs)], -1).reshape(20, 3))
+        self.head = torch.nn.Linear(4 * 3 * 20, 5)
+
+    def forward(self, x):  # x [N, 2, 6, 7]
+        theta = self.locate(x.flatten(1)).reshape(-1, 2, 3)
+        grid = torch.matmul(self.base, theta.transpose(1, 2)).reshape(-1, 5, 4, 2) * 1.3  # partly outside
+        h = torch.tanh(self.conv(x))
+        samples = [F.grid_sample(h, grid, mode="bilinear", padding_mode="zeros", align_corners=False),
+                   F.grid_sample(h, grid, mode="bilinear", padding_mode="border", align_corners=True),
+                   F.grid_sample(h, grid, mode="bilinear", padding_mode="reflection", align_corners=False),
+                   F.grid_sample(h, grid, mode="nearest", padding_mode="zeros", align_corners=False)]
+        return self.head(torch.cat([t.flatten(1) for t in samples], 1))
+
+
+def grid_sampled():
+    torch.manual_seed(28)
+    model = Transformer()
+    xs, labels = torch.randn(batch, 2, 6, 7), torch.randint(0, 5, (batch,))
+    problem, seen, _ = beside_torch(model, xs, labels, ["matmul", "floor", "round"])
+    return problem, seen
+
+
+case("F.grid_sample (bilinear with zeros, border and reflection padding, align_corners both ways, and nearest) "
+     "of a learned affine grid trains as PyTorch's", grid_sampled)
+
+
 # ConvTranspose with auto_pad, output_shape or pads that differ at an axis's two ends (tf2onnx writes them;
 # PyTorch's exporter writes symmetric pads and output_padding), each written by a Function's symbolic beside
 # PyTorch's equivalent: the full transposed convolution, each axis cut to ONNX's window of it (from the start
