@@ -327,13 +327,15 @@ def complex_numbers_as_pairs(torch):
                                                        is_complex(node.output())):
                 continue
             value = node.output().toIValue()
-            graph.setInsertPoint(node)
+            # inserted where the graph inserts (its end) and moved: the graph's insert point stays where the
+            # pass left it (set to the node destroyed here, torch's own pass next asserts on it)
             if isinstance(value, torch.Tensor):  # a complex tensor (a table of rotations): its pairs
                 pair = graph.insertConstant(torch.view_as_real(value.to(torch.complex64)).contiguous())
                 pair.setType(torch._C.TensorType.create_from_tensor(value.to(torch.complex64)))
             else:
                 pair = graph.insertConstant(torch.tensor([value.real, value.imag], dtype=torch.float32))
                 pair.setType(complex_type)
+            pair.node().moveBefore(node)
             node.output().replaceAllUsesWith(pair)
             node.destroy()
 
