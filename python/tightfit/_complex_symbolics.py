@@ -26,6 +26,24 @@ def is_complex(value):
     return t.kind() == "TensorType" and t.scalarType() in _COMPLEX
 
 
+def traced_input(g, i):
+    """Input i of the traced node a symbolic converts: its complex dtype and fixed sizes, which the export's
+    own types lose."""
+    return list(g.original_node.inputs())[i]
+
+
+def constant_ints(torch, g, values):
+    """An int64 Constant node of `values`."""
+    return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+
+def unsqueezed(torch, g, x, axis):
+    """x with a new axis at `axis` (an input of Unsqueeze from opset 13, an attribute before)."""
+    if g.opset >= 13:
+        return g.op("Unsqueeze", x, constant_ints(torch, g, [axis]))
+    return g.op("Unsqueeze", x, axes_i=[axis])
+
+
 def as_pairs(torch, g, y):
     """y typed as the float pairs of the traced node's complex output (PyTorch 1.x's shape inference otherwise
     keeps the complex dtype, which no ONNX op takes); y itself."""
@@ -40,7 +58,7 @@ def register(torch, helper, symbolic_of, used):
     appends to `used` each time one writes complex arithmetic. Returns the function that removes them."""
 
     def ints(g, values):
-        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+        return constant_ints(torch, g, values)
 
     def floats(g, values):
         return g.op("Constant", value_t=torch.tensor(values, dtype=torch.float32))
@@ -52,7 +70,7 @@ def register(torch, helper, symbolic_of, used):
         return flags
 
     def unsqueeze_last(g, x):
-        return g.op("Unsqueeze", x, ints(g, [-1])) if g.opset >= 13 else g.op("Unsqueeze", x, axes_i=[-1])
+        return unsqueezed(torch, g, x, -1)
 
     def part(g, z, index):
         return g.op("Gather", z, ints(g, index), axis_i=-1)
@@ -166,8 +184,7 @@ def register(torch, helper, symbolic_of, used):
         return typed(g, pair(g, g.op("Mul", magnitude, g.op("Cos", angle)), g.op("Mul", magnitude, g.op("Sin", angle))))
 
     def rank_of(g):
-        rank = g.original_node.inputsAt(0).type().dim() if hasattr(g.original_node, "inputsAt") else \
-            list(g.original_node.inputs())[0].type().dim()
+        rank = traced_input(g, 0).type().dim()
         if rank is None:
             raise TightfitError(f"from_torch: {g.original_node.kind()} of a complex tensor of unknown rank")
         return rank
@@ -194,7 +211,7 @@ def register(torch, helper, symbolic_of, used):
         number = helper._maybe_get_const(value, "i")
         if not helper._is_value(number):
             return ints(g, [number])
-        return g.op("Unsqueeze", value, ints(g, [0])) if g.opset >= 13 else g.op("Unsqueeze", value, axes_i=[0])
+        return unsqueezed(torch, g, value, 0)
 
     def slice_pairs(g, x, rank, dim, start, end, step):
         return g.op("Slice", x, bound(g, start, 0), bound(g, end, 2 ** 63 - 1), ints(g, [axis_of(g, dim, rank)]),
@@ -217,11 +234,11 @@ def register(torch, helper, symbolic_of, used):
 
     def unsqueeze_pairs(g, x, rank, dim):
         axis = axis_of(g, dim, rank + 1)
-        return g.op("Unsqueeze", x, ints(g, [axis])) if g.opset >= 13 else g.op("Unsqueeze", x, axes_i=[axis])
+        return unsqueezed(torch, g, x, axis)
 
     def squeeze_pairs(g, x, rank, dim=None):
         if dim is None or helper._is_none(dim):
-            sizes = list(g.original_node.inputs())[0].type().sizes()
+            sizes = traced_input(g, 0).type().sizes()
             if sizes is None or any(s is None for s in sizes):
                 raise TightfitError("from_torch: squeeze() of a complex tensor whose sizes are not fixed")
             axes = [i for i, s in enumerate(sizes) if s == 1]
@@ -267,7 +284,7 @@ def register(torch, helper, symbolic_of, used):
     def listed(name, join):
         """cat and stack of a list of tensors, complex ones (each a pair) along a dim of the complex tensors."""
         def symbolic(g, tensors, dim):
-            elements = list(list(g.original_node.inputs())[0].node().inputs())
+            elements = list(traced_input(g, 0).node().inputs())
             if not any(is_complex(e) for e in elements):
                 return own(name, g, tensors, dim)
             if not all(is_complex(e) for e in elements):
@@ -283,8 +300,7 @@ def register(torch, helper, symbolic_of, used):
 
     def stack_pairs(g, values, rank, d):
         axis = d + rank + 1 if d < 0 else d
-        spread = [g.op("Unsqueeze", v, ints(g, [axis])) if g.opset >= 13 else g.op("Unsqueeze", v, axes_i=[axis])
-                  for v in values]
+        spread = [unsqueezed(torch, g, v, axis) for v in values]
         return g.op("Concat", *spread, axis_i=axis)
 
     symbolics = {"mul": mul, "div": div, "add": sum_like("add", "Add"), "sub": sum_like("sub", "Sub"), "exp": exp,

@@ -7,7 +7,7 @@ matrix; irfft and istft, which ONNX has no operator for, are products by the inv
 (istft's as one ConvTranspose that also overlap-adds the frames). Each reads from the traced node
 (g.original_node) whether its input is complex and its fixed sizes."""
 
-from ._complex_symbolics import as_pairs, is_complex
+from ._complex_symbolics import as_pairs, constant_ints, is_complex, traced_input, unsqueezed
 from ._lib import TightfitError
 
 
@@ -22,25 +22,22 @@ def register(torch, opset, helper, registered, used):
     writes a transform. Returns the function that removes them."""
 
     def ints(g, values):
-        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+        return constant_ints(torch, g, values)
 
     def scaled(g, x, factor):
         if factor == 1.0:
             return x
         return g.op("Mul", x, g.op("Constant", value_t=torch.tensor(factor, dtype=torch.float32)))
 
-    def original(g, i):
-        return list(g.original_node.inputs())[i]
-
     def rank_of(g, i):
-        rank = original(g, i).type().dim()
+        rank = traced_input(g, i).type().dim()
         if rank is None:
             raise TightfitError(f"from_torch: {g.original_node.kind()} of a tensor of unknown rank")
         return rank
 
     def size_of(g, i, axis):
         """The traced size of input i's `axis`, or None where the trace leaves it open (a dynamic axis)."""
-        sizes = original(g, i).type().sizes()
+        sizes = traced_input(g, i).type().sizes()
         return None if sizes is None or sizes[axis] is None else int(sizes[axis])
 
     def norm_of(norm):
@@ -62,7 +59,7 @@ def register(torch, opset, helper, registered, used):
         need_opset_17(g)
         used.append(True)
         if not pair:
-            x = g.op("Unsqueeze", x, ints(g, [-1])) if g.opset >= 13 else g.op("Unsqueeze", x, axes_i=[-1])
+            x = unsqueezed(torch, g, x, -1)
         if length is None and (norm != "backward" or g.opset >= 20):
             raise TightfitError(f"from_torch: a Fourier transform along axis {axis}, whose length the trace does not "
                                 "fix (give n or s)")
@@ -82,7 +79,7 @@ def register(torch, opset, helper, registered, used):
         return typed(g, scaled(g, y, factor))
 
     def one_axis(g, x, n, dim, norm, inverse, onesided):
-        pair, rank = is_complex(original(g, 0)), rank_of(g, 0)
+        pair, rank = is_complex(traced_input(g, 0)), rank_of(g, 0)
         if onesided and pair:
             raise TightfitError("from_torch: torch.fft.rfft of a complex tensor")
         axis = helper._get_const(dim, "i", "dim")
@@ -98,7 +95,7 @@ def register(torch, opset, helper, registered, used):
 
     def many_axes(g, x, s, dim, norm, inverse, onesided_last, default_dims):
         """fftn/fft2/rfftn/rfft2: one transform per axis, the last first where it is the one-sided one."""
-        pair, rank = is_complex(original(g, 0)), rank_of(g, 0)
+        pair, rank = is_complex(traced_input(g, 0)), rank_of(g, 0)
         dims = default_dims(rank) if helper._is_none(dim) else list(helper._get_const(dim, "is", "dim"))
         dims = [d + rank if d < 0 else d for d in dims]
         lengths = None if helper._is_none(s) else list(helper._get_const(s, "is", "s"))
@@ -128,7 +125,7 @@ def register(torch, opset, helper, registered, used):
     def stft(g, x, n_fft, hop_length, win_length, window, normalized, onesided=None, return_complex=None, *rest):
         """torch.stft (after its centring pad, which the trace records as a Pad): ONNX's STFT of the signal
         [B, L, 1] by the window centred in n_fft samples, moved to torch's [B, bins, frames, 2]."""
-        if is_complex(original(g, 0)):
+        if is_complex(traced_input(g, 0)):
             raise TightfitError("from_torch: torch.stft of a complex signal")
         if rest and not all(helper._is_none(r) for r in rest):
             raise TightfitError("from_torch: torch.stft's align_to_window")
@@ -141,8 +138,7 @@ def register(torch, opset, helper, registered, used):
         rank = rank_of(g, 0)
         if rank not in (1, 2):
             raise TightfitError(f"from_torch: torch.stft of a rank-{rank} signal (1 or 2: [batch,] samples)")
-        signal = x if rank == 2 else g.op("Unsqueeze", x, ints(g, [0]))
-        signal = g.op("Unsqueeze", signal, ints(g, [-1]))
+        signal = unsqueezed(torch, g, x if rank == 2 else unsqueezed(torch, g, x, 0), -1)
         if helper._is_none(window):
             window = g.op("Constant", value_t=torch.ones(width, dtype=torch.float32))
         if width < n:  # torch centres a shorter window in the frame
@@ -172,7 +168,7 @@ def register(torch, opset, helper, registered, used):
     def fft_irfft(g, x, n, dim, norm):
         """torch.fft.irfft: the axis moved last with the pair, read as one row of 2 K values, times the constant
         [2 K, n] matrix (a linear map of the real and imaginary parts, so its gradient is PyTorch's)."""
-        if not is_complex(original(g, 0)):
+        if not is_complex(traced_input(g, 0)):
             raise TightfitError("from_torch: torch.fft.irfft of a real tensor")
         rank = rank_of(g, 0)
         axis = helper._get_const(dim, "i", "dim")
@@ -196,7 +192,7 @@ def register(torch, opset, helper, registered, used):
         """torch.istft: every frame's inverse transform and their overlap-add as one ConvTranspose of stride hop
         by the [2 K, 1, n_fft] matrix with the window folded in, then divided by the overlap-added squared
         window (known at export: the window's values and the frame count), trimmed as torch trims it."""
-        if not is_complex(original(g, 0)):
+        if not is_complex(traced_input(g, 0)):
             raise TightfitError("from_torch: torch.istft of a real tensor")
         if not helper._is_none(return_complex) and helper._get_const(return_complex, "b", "return_complex"):
             raise TightfitError("from_torch: torch.istft with return_complex=True")
@@ -218,7 +214,7 @@ def register(torch, opset, helper, registered, used):
         # a real output is the complex-to-real inverse of bins 0 .. n / 2 whether onesided or not (PyTorch's: the
         # bins past n / 2 are left out, as their mirror would be)
         weight = real_inverse(n, bins, norm, values).transpose(0, 1)  # channel (part, bin)
-        pairs = x if rank == 3 else g.op("Unsqueeze", x, ints(g, [0]))
+        pairs = x if rank == 3 else unsqueezed(torch, g, x, 0)
         channels = g.op("Reshape", g.op("Transpose", pairs, perm_i=[0, 3, 1, 2]), ints(g, [-1, 2 * bins, frames]))
         y = g.op("ConvTranspose", channels,
                  g.op("Constant", value_t=weight.reshape(2 * bins, 1, n).to(torch.float32)), strides_i=[hop])
