@@ -2,6 +2,7 @@
  * outputs, scalar constants, and the dtype and shape of what the builder made. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "import/onnx_convert.h"
 
@@ -26,6 +27,28 @@ tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor
     return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
   v->tensor = id;
   return NULL;
+}
+
+tf_status ox_set_empty(ox_import *im, const ox_node *node, int32_t i, tf_dtype dtype, int32_t rank,
+                       const tf_dim *dims) {
+  if ((size_t)i >= node->proto->n_output)
+    return NULL;
+  ox_value *v = ox_value_get(im, node->proto->output[i]);
+  ox_empty *empty = v && !v->empty ? calloc(1, sizeof(*empty)) : NULL;
+  if (!empty)
+    return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  empty->dtype = dtype;
+  empty->rank = rank;
+  for (int32_t d = 0; d < rank; d++)
+    empty->dims[d] = dims[d];
+  v->empty = empty;
+  return NULL;
+}
+
+const ox_empty *ox_empty_input(ox_import *im, const ox_node *node, int32_t i) {
+  const char *name = ox_input(node, i);
+  const ox_value *v = name ? ox_value_find(im, name) : NULL;
+  return v ? v->empty : NULL;
 }
 
 tf_status ox_set_known(ox_import *im, const ox_node *node, int32_t i, ox_known *k) {
@@ -139,6 +162,13 @@ void ox_match_half(ox_import *im, tf_tensor_id *a, tf_tensor_id *b) {
 
 tf_status ox_input_dims(ox_import *im, const ox_node *node, int32_t *rank, tf_dim *dims) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  const ox_empty *empty = ox_empty_input(im, node, 0);
+  if (empty) {
+    *rank = empty->rank;
+    for (int32_t i = 0; i < empty->rank; i++)
+      dims[i] = empty->dims[i];
+    return NULL;
+  }
   if (ox_is_known(im, ox_input(node, 0))) {
     const ox_known *x = ox_value_find(im, ox_input(node, 0))->known;
     *rank = x->rank;

@@ -13,6 +13,11 @@ bool ox_is_known(ox_import *im, const char *name);
 const ox_known *ox_foldable(ox_import *im, const ox_node *node, int32_t i);
 /* Output i becomes graph tensor `id` (the builder's error, if any, is returned). */
 tf_status ox_set_tensor(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id id) TF_MUST_USE;
+/* Output i becomes a value with no elements, of `dtype` and shape dims[0, rank) (ox_empty). */
+tf_status ox_set_empty(ox_import *im, const ox_node *node, int32_t i, tf_dtype dtype, int32_t rank,
+                       const tf_dim *dims) TF_MUST_USE;
+/* Input i's ox_empty when it has no elements; NULL otherwise. */
+const ox_empty *ox_empty_input(ox_import *im, const ox_node *node, int32_t i);
 /* Output i becomes known value `k` computed at import (taken over, also on error); refused once the
  * import's computed values pass ox_fold_budget. */
 tf_status ox_set_known(ox_import *im, const ox_node *node, int32_t i, ox_known *k) TF_MUST_USE;

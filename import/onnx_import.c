@@ -328,8 +328,10 @@ static tf_status import_model(ox_import *im, const void *data, size_t size) {
 }
 
 static void release(ox_import *im) {
-  for (int32_t i = 0; i < im->n_values; i++)
+  for (int32_t i = 0; i < im->n_values; i++) {
     ox_known_free(im->values[i].known);
+    free(im->values[i].empty);
+  }
   free(im->values);
   for (int32_t i = 0; i < im->n_weights; i++)
     free(im->weights[i].owned);

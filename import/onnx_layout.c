@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/slice_bounds.h"
 #include "import/onnx_converters.h"
 #include "import/onnx_fold.h"
 
@@ -207,11 +208,30 @@ tf_status ox_convert_transpose(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, tf_transpose(im->graph, x, perm, rank));
 }
 
+/* Concat whose inputs all have no elements: so has its output (its axis the inputs' sizes summed). */
+static tf_status concat_of_empty(ox_import *im, const ox_node *node, int64_t axis) {
+  ox_empty out = *ox_empty_input(im, node, 0);
+  if (axis < 0)
+    axis += out.rank;
+  if (axis < 0 || axis >= out.rank)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range for rank %" PRId32, axis, out.rank);
+  for (int32_t i = 1; i < node->n_inputs; i++)
+    out.dims[axis].size += ox_empty_input(im, node, i)->dims[axis].size;
+  return ox_set_empty(im, node, 0, out.dtype, out.rank, out.dims);
+}
+
 tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
   int64_t axis = ox_attr_int(node, "axis", 0);
   int32_t n = node->n_inputs;
   if (n < 1 || n > 64)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 " inputs (1 to 64)", n);
+  int32_t empty = 0;
+  for (int32_t i = 0; i < n; i++) {
+    TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
+    empty += ox_empty_input(im, node, i) != NULL;
+  }
+  if (empty == n)
+    return concat_of_empty(im, node, axis);
   bool all_known = true;
   for (int32_t i = 0; i < n; i++)
     all_known = all_known && ox_is_known(im, ox_input(node, i));
@@ -224,11 +244,13 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
     return ox_set_known(im, node, 0, k);
   }
   tf_tensor_id ids[64];
-  for (int32_t i = 0; i < n; i++)
-    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &ids[i]));
+  int32_t m = 0;
+  for (int32_t i = 0; i < n; i++) /* an input with no elements adds none: left out */
+    if (!ox_empty_input(im, node, i))
+      TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &ids[m++]));
   if (axis < 0)
     axis += ox_rank_of(im, ids[0]);
-  return ox_set_tensor(im, node, 0, tf_concat(im->graph, ids, n, (int32_t)axis));
+  return ox_set_tensor(im, node, 0, m == 1 ? ids[0] : tf_concat(im->graph, ids, m, (int32_t)axis));
 }
 
 /* Slice of a known value (a shape vector's part: `v.size(-1)` exports as Slice(Shape(v), -1,
@@ -256,14 +278,60 @@ static tf_status fold_slice(ox_import *im, const ox_node *node, const int64_t *s
   return ox_set_known(im, node, 0, k);
 }
 
+/* The size a slice leaves of an axis of n elements (ONNX's clamping, either direction). */
+static int64_t sliced_length(int64_t n, int64_t start, int64_t end, int64_t step) {
+  if (step > 0) {
+    start = tf_slice_bound(start, n);
+    end = tf_slice_bound(end, n);
+    return end > start ? (end - start - 1) / step + 1 : 0;
+  }
+  start = start < 0 ? (start < -n ? -1 : start + n) : (start > n - 1 ? n - 1 : start);
+  end = end < 0 ? (end < -n ? -1 : end + n) : (end > n - 1 ? n - 1 : end);
+  return start > end ? (start - end - 1) / -step + 1 : 0;
+}
+
+/* dims after the slices when every sliced axis is of fixed size (or a symbolic one taken whole):
+ * whether some axis is left with no elements. False where that is not known here (the slice's own
+ * checks then report any error). */
+static bool slices_to_nothing(int32_t rank, tf_dim *dims, const int64_t *starts, const ox_known *ends,
+                              const int64_t *axes, const int64_t *steps, int32_t n) {
+  bool empty = false;
+  for (int32_t i = 0; i < n; i++) {
+    int64_t axis = axes ? axes[i] : i;
+    axis += axis < 0 ? rank : 0;
+    const int64_t step = steps ? steps[i] : 1;
+    if (axis < 0 || axis >= rank || step == 0)
+      return false;
+    const tf_dim end = ends->ints[i];
+    if (dims[axis].symbol >= 0) {
+      const bool whole = starts[i] == 0 && step == 1 &&
+                         ((end.symbol == dims[axis].symbol && end.size == dims[axis].size) ||
+                          (end.symbol < 0 && end.size >= OX_SYMBOL_PRIME_MIN));
+      if (!whole)
+        return false;
+      continue;
+    }
+    if (end.symbol >= 0)
+      return false;
+    dims[axis] = tf_fixed(sliced_length(dims[axis].size, starts[i], end.size, step));
+    empty = empty || dims[axis].size == 0;
+  }
+  return empty;
+}
+
 tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const bool known = ox_foldable(im, node, 0) != NULL;
   const bool known_vector = known && ox_foldable(im, node, 0)->rank == 1;
+  const ox_empty *empty = ox_empty_input(im, node, 0);
   tf_tensor_id x = TF_NO_TENSOR;
   int32_t rank = 1;
   tf_dim dims[TF_MAX_RANK];
-  if (!known) {
+  if (empty) {
+    rank = empty->rank;
+    for (int32_t d = 0; d < rank; d++)
+      dims[d] = empty->dims[d];
+  } else if (!known) {
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
     ox_tensor_dims(im, x, &rank, dims);
   }
@@ -288,6 +356,13 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
     return fold_slice(im, node, starts, ends, n_axes >= 0 ? axes : NULL, n_steps >= 0 ? steps : NULL, n_starts);
   if (known_vector)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end slicing a known value");
+  tf_dim sliced[TF_MAX_RANK];
+  for (int32_t d = 0; d < rank && !known; d++)
+    sliced[d] = dims[d];
+  if (!known && (slices_to_nothing(rank, sliced, starts, ends, n_axes >= 0 ? axes : NULL, n_steps >= 0 ? steps : NULL,
+                                   n_starts) ||
+                 empty)) /* (a value with no elements sliced has none either) */
+    return ox_set_empty(im, node, 0, empty ? empty->dtype : ox_dtype_of(im, x), rank, sliced);
   if (x == TF_NO_TENSOR) { /* a known value sliced up to a symbolic end: as a tensor */
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
     ox_tensor_dims(im, x, &rank, dims);

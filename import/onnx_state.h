@@ -27,10 +27,20 @@ typedef struct ox_known {
   double *reals; /* count entries when is_float */
 } ox_known;
 
+/* A tensor with no elements (a slice that selects nothing: GPT-NeoX-Japanese's `q[..., rotary_ndims:]`
+ * when the rotary part is the whole head): the graph has no such tensor, so the value keeps its dtype
+ * and shape, Concat leaves it out and Shape reads it; any other use is refused. */
+typedef struct ox_empty {
+  tf_dtype dtype;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+} ox_empty;
+
 typedef struct ox_value {
   const char *name;                     /* borrowed from the model */
   tf_tensor_id tensor;                  /* the graph tensor, or TF_NO_TENSOR until needed */
   ox_known *known;                      /* owned; NULL unless known at import time */
+  ox_empty *empty;                      /* owned; NULL unless the value has no elements */
   const Onnx__TensorProto *initializer; /* a float initializer: a parameter, made on first use */
   bool is_float_size;                   /* the tensor is symbolic size float_size cast to a float */
   tf_dim float_size;                    /* (onnx_layout.c's Cast: a Range to it stays a constant) */

@@ -525,6 +525,12 @@ tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_ten
   if (!v)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s: input '%s' is produced by no node, input or initializer",
                          im->source, ox_node_label(node, label, sizeof(label)), name);
+  if (v->empty)
+    return tf_status_new(
+        TF_ERR_UNSUPPORTED,
+        "%s: %s: input '%s' has no elements (a slice that selects nothing; only Concat, which leaves it "
+        "out, and Shape take such a value)",
+        im->source, ox_node_label(node, label, sizeof(label)), name);
   if (v->tensor == TF_NO_TENSOR && v->initializer)
     TF_RETURN_IF_ERROR(make_parameter(im, node, v));
   else if (v->tensor == TF_NO_TENSOR && v->known)

@@ -484,6 +484,34 @@ def _hyperbolic_ops(torch, opset):
     return restore
 
 
+def _convolution_mode_as_conv(torch, opset):
+    """Gives convolutions with string padding (nn.Conv2d(padding="same" or "valid"): aten::_convolution_mode,
+    SigLIP's patch embedding) a symbolic where torch's exporter has none (1.13): an ONNX Conv with explicit
+    pads, "same" padding dilation (k - 1) in all per axis, its odd element after the input as PyTorch
+    pads it. Returns the function that removes it."""
+    if _registered("aten::_convolution_mode", opset):
+        return lambda: None
+    helper, = _exporter("symbolic_helper")
+
+    def convolution_mode(g, x, weight, bias, stride, padding, dilation, groups):
+        mode = helper._parse_arg(padding, "s")
+        kernel = (helper._get_tensor_sizes(weight) or [])[2:]
+        if mode not in ("same", "valid") or not kernel or any(not isinstance(k, int) for k in kernel):
+            raise TightfitError(f"from_torch: a convolution with padding {mode!r} and a kernel of unknown size "
+                                f"{kernel}: padding 'same' or 'valid' of a weight of known shape only")
+        strides = helper._parse_arg(stride, "is")
+        dilations = helper._parse_arg(dilation, "is")
+        strides, dilations = [strides[0]] * len(kernel) if len(strides) == 1 else strides, \
+            [dilations[0]] * len(kernel) if len(dilations) == 1 else dilations
+        totals = [d * (k - 1) if mode == "same" else 0 for k, d in zip(kernel, dilations)]
+        pads = [t // 2 for t in totals] + [t - t // 2 for t in totals]
+        inputs = [x, weight] + ([] if helper._is_none(bias) else [bias])
+        return g.op("Conv", *inputs, kernel_shape_i=kernel, strides_i=strides, dilations_i=dilations, pads_i=pads,
+                    group_i=helper._parse_arg(groups, "i"))
+
+    return _register_symbolic(torch, "aten::_convolution_mode", convolution_mode, (9,))
+
+
 def _added_by_opset_17(error):
     """Whether torch.onnx.export refused an op that an opset up to 17 has ("Support for this operator was added
     in version 16": F.grid_sample under PyTorch 1.x, whose default opset is 14)."""
@@ -611,6 +639,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_bitwise_ops_of_masks(torch, opset))
         restores.append(_rms_norm_as_ops(torch, opset))
         restores.append(_hyperbolic_ops(torch, opset))
+        restores.append(_convolution_mode_as_conv(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs

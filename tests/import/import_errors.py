@@ -263,6 +263,13 @@ def main():
                 [int_tensor("k", [2, 2], [1, 2, 3, 4]), int_tensor("s", [1], [0]), int_tensor("e", [1], [1]),
                  int_tensor("a", [1], [5])])),
              ["slice_axis.onnx", "'cut' (Slice)", "axis 5 out of range for rank 2"]),
+            # a slice that selects nothing is a value with no elements: Concat leaves it out (GPT-NeoX-Japanese's
+            # rotary part the whole head), any other use is refused naming it
+            ("a slice that selects nothing, used by Relu", write("slice_empty.onnx", model(
+                [node("Slice", ["x", "s", "e", "a"], ["rest"], "pass"), node("Relu", ["rest"], ["y"], "act")],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                [int_tensor("s", [1], [4]), int_tensor("e", [1], [1 << 62]), int_tensor("a", [1], [1])])),
+             ["slice_empty.onnx", "'act' (Relu)", "input 'rest' has no elements", "only Concat"]),
             # Einsum: a diagonal (a label twice in one term), and an equation of the wrong operand count
             ("einsum diagonal", write("einsum_diag.onnx", model(
                 [node("Einsum", ["x", "w"], ["y"], "diag", attribute_string("equation", "ni,jj->nj"))],

@@ -6,7 +6,8 @@ CTC head's logits), HuBERT, WavLM, OPT, GPT-NeoX, Falcon, BART, BLOOM, DeBERTa (
 MobileBERT, XLNet, XLM, SqueezeBERT, the encoder-decoders T5, Pegasus and Marian (source and decoder
 ids, two inputs), GPT-Neo, GPT-J, CodeGen, GPTBigCode, Phi, StableLM, Starcoder2, OLMo and the Llama
 family's causal LMs (Llama, Qwen2, Phi-3, Gemma, Mistral: rotary positions, RMSNorm, SwiGLU,
-grouped-query attention) — each small (2 layers, d 32), in train mode with dropout 0. Each is
+grouped-query attention), GPT-NeoX-Japanese, SigLIP's and CLIP's vision towers, RWKV, Gemma-2, MPT, OLMoE,
+ResNet and SegFormer — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
@@ -613,6 +614,67 @@ case("transformers PoolFormerForImageClassification (its token mixer avg_pool2d(
                       transformers.PoolFormerConfig(depths=[1, 1, 1, 1], hidden_sizes=[8, 16, 16, 16], num_labels=5,
                                                     image_size=32, drop_path_rate=0.0, hidden_dropout_prob=0.0,
                                                     layer_scale_init_value=1.0), 77))
+
+
+# Architectures that needed nothing model-specific (2026-12-07), each for what it brings: GPT-NeoX-Japanese
+# (rotary over the whole head: `q[..., rotary_ndims:]` selects nothing and is concatenated), SigLIP's and
+# CLIP's vision towers (SigLIP's Conv2d(padding="valid"): aten::_convolution_mode, which torch 1.13 cannot
+# export alone), RWKV (time mixing by a recurrence over the sequence), Gemma-2 (attention and final logit
+# soft-capping; onnxruntime refuses torch 1.13's file: a Where between f64 and f32), MPT (ALiBi), OLMoE
+# (64-wide top-2 routing over 4 experts), ResNet and SegFormer (efficient attention over a reduced
+# sequence, its decoder's bilinear upsampling to the first stage's size).
+def hidden_states(model_class, config, seed, size=32):
+    """A vision model's first output (hidden states or maps) on size x size images, mse against random
+    targets of its shape."""
+    def build():
+        torch.manual_seed(seed)
+        model = Wrapped(model_class(config), "pixel_values")
+        images = torch.randn(BATCH, 3, size, size)
+        with torch.no_grad():
+            shape = model(images).shape
+        return run(model, {"pixel_values": images}, torch.randn(shape), "mse")
+    return build
+
+
+SMALL = dict(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64, vocab_size=64,
+             max_position_embeddings=16, initializer_range=0.05)
+TOWER = dict(image_size=32, patch_size=8, num_hidden_layers=2, num_attention_heads=2, hidden_size=32,
+             intermediate_size=64, initializer_range=0.05)
+case("transformers GPTNeoXJapaneseForCausalLM (rotary over the whole head: an empty slice concatenated), per-token "
+     "cross_entropy",
+     causal_lm(transformers.GPTNeoXJapaneseConfig(hidden_dropout=0.0, attention_dropout=0.0, **SMALL),
+               transformers.GPTNeoXJapaneseForCausalLM, 81))
+case("transformers SiglipVisionModel (its patch embedding a Conv2d(padding='valid')), mse",
+     hidden_states(transformers.SiglipVisionModel, transformers.SiglipVisionConfig(**TOWER), 82))
+case("transformers CLIPVisionModel (class embedding, pre-norm, quick GELU), mse",
+     hidden_states(transformers.CLIPVisionModel, transformers.CLIPVisionConfig(**TOWER), 83))
+case("transformers RwkvForCausalLM (time mixing: a recurrence over the sequence), per-token cross_entropy",
+     causal_lm(transformers.RwkvConfig(num_hidden_layers=2, hidden_size=32, attention_hidden_size=32,
+                                       intermediate_size=64, vocab_size=64, context_length=16),
+               transformers.RwkvForCausalLM, 84))
+case("transformers Gemma2ForCausalLM (attention and final logit soft-capping, a sliding window), per-token "
+     "cross_entropy",
+     causal_lm(transformers.Gemma2Config(num_key_value_heads=1, head_dim=16, attn_implementation="eager",
+                                         sliding_window=4, **SMALL), transformers.Gemma2ForCausalLM, 85,
+               onnxruntime_too=False))
+case("transformers MptForCausalLM (ALiBi, no biases), per-token cross_entropy",
+     causal_lm(transformers.MptConfig(n_layers=2, n_heads=2, d_model=32, vocab_size=64, max_seq_len=16,
+                                      expansion_ratio=2, attn_config={"attn_pdrop": 0.0}, resid_pdrop=0.0,
+                                      emb_pdrop=0.0, initializer_range=0.05), transformers.MptForCausalLM, 86))
+case("transformers OlmoeForCausalLM (4 experts, the top 2, q/k norms), per-token cross_entropy",
+     causal_lm(transformers.OlmoeConfig(num_key_value_heads=1, num_experts=4, num_experts_per_tok=2, **SMALL),
+               transformers.OlmoeForCausalLM, 87))
+case("transformers ResNetForImageClassification (2 stages, bottleneck-free basic layers), cross_entropy",
+     image_classifier(transformers.ResNetForImageClassification,
+                      transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=5,
+                                                layer_type="basic"), 88))
+case("transformers SegformerForSemanticSegmentation (reduced-sequence attention, decoder maps upsampled), mse",
+     hidden_states(transformers.SegformerForSemanticSegmentation, transformers.SegformerConfig(
+         num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[7, 3],
+         strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2], decoder_hidden_size=16, num_labels=3,
+         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, drop_path_rate=0.0, classifier_dropout_prob=0.0,
+         initializer_range=0.2), 89))
+
 
 
 class OwnLoss(torch.nn.Module):
