@@ -3,9 +3,8 @@
  * - Resize in nearest mode by whole factors (nn.Upsample(scale_factor=2), F.interpolate(mode=
  *   "nearest"): the upsampling of GAN generators and UNets): each element repeated s times along
  *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
- *   whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding); fractional
- *   factors are refused.
- *   Linear and cubic modes are onnx_resize_linear.c's.
+ *   whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding). Other
+ *   factors and mappings, and the linear and cubic modes, are onnx_resize_linear.c's.
  * - Tile (x.repeat(...)): the whole axis repeated r times. */
 #include <inttypes.h>
 #include <math.h>
@@ -106,11 +105,8 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
     same_size = factor[a] == 1;
   if (same_size) /* every mode maps each pixel to itself (BEiT's table interpolated to its own size) */
     return ox_set_tensor(im, node, 0, x);
-  if (ox_attr_is(node, "mode", "nearest", "linear") || ox_attr_is(node, "mode", "nearest", "cubic")) {
-    tf_status_free(no_factors);
-    return ox_convert_resize_linear(im, node, x);
-  }
-  if (!ox_attr_is(node, "mode", "nearest", "nearest")) {
+  if (!ox_attr_is(node, "mode", "nearest", "nearest") && !ox_attr_is(node, "mode", "nearest", "linear") &&
+      !ox_attr_is(node, "mode", "nearest", "cubic")) {
     tf_status_free(no_factors);
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest, linear and cubic");
   }
@@ -122,11 +118,11 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   bool floor_mode = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "floor");
   bool rounding = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||
                   ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_ceil");
-  if (!(asymmetric && floor_mode) && !(half_pixel && rounding)) {
+  if (!ox_attr_is(node, "mode", "nearest", "nearest") || no_factors ||
+      !((asymmetric && floor_mode) || (half_pixel && rounding))) {
+    /* no repeat: a product with each axis's constant blend (onnx_resize_linear.c) */
     tf_status_free(no_factors);
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "this coordinate_transformation_mode and nearest_mode (asymmetric with floor, or half_pixel with "
-                   "rounding, only)");
+    return ox_convert_resize_linear(im, node, x);
   }
   TF_RETURN_IF_ERROR(no_factors);
   return repeat_axes(im, node, x, factor, false);

@@ -512,6 +512,36 @@ def _convolution_mode_as_conv(torch, opset):
     return _register_symbolic(torch, "aten::_convolution_mode", convolution_mode, (9,))
 
 
+def _nearest_exact_as_resize(torch, opset):
+    """Gives F.interpolate(mode="nearest-exact") (aten::_upsample_nearest_exact1d/2d/3d) a symbolic where
+    torch's exporter has none (1.13's and 2.x's): torch's own nearest Resize, its mapping changed to
+    PyTorch's nearest-exact, floor((o + 0.5) in / out) = half_pixel rounded half up. Returns the function
+    that removes them."""
+    added = []
+    for rank in (1, 2, 3):
+        name = f"aten::_upsample_nearest_exact{rank}d"
+        if _registered(name, opset):
+            continue
+
+        def nearest_exact(g, *args, rank=rank):
+            own = _symbolic_of(f"aten::upsample_nearest{rank}d", g.opset)
+            y = own(g, *args) if own is not None and g.opset >= 11 else None
+            if y is None or y.node().kind() != "onnx::Resize":
+                raise TightfitError(f"from_torch: F.interpolate(mode='nearest-exact') exports from opset 11 (at "
+                                    f"{g.opset}, torch's nearest symbolic writes no Resize)")
+            y.node().s_("coordinate_transformation_mode", "half_pixel")
+            y.node().s_("nearest_mode", "round_prefer_ceil")
+            return y
+
+        torch.onnx.register_custom_op_symbolic(name, nearest_exact, 9)
+        added.append(name)
+
+    def restore():
+        for name in added:
+            torch.onnx.unregister_custom_op_symbolic(name, 9)
+    return restore
+
+
 def _added_by_opset_17(error):
     """Whether torch.onnx.export refused an op that an opset up to 17 has ("Support for this operator was added
     in version 16": F.grid_sample under PyTorch 1.x, whose default opset is 14)."""
@@ -640,6 +670,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_rms_norm_as_ops(torch, opset))
         restores.append(_hyperbolic_ops(torch, opset))
         restores.append(_convolution_mode_as_conv(torch, opset))
+        restores.append(_nearest_exact_as_resize(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs

@@ -205,8 +205,9 @@ def main():
         gather_outside = model([node("Gather", ["table", "idx"], ["y"], "rows")], [value_info("x", 1, ["N", 4])],
                                [value_info("y", 1, [2, 3])],
                                [tensor("table", [4, 3], [0.5] * 12), int_tensor("idx", [2], [2, -1])])
-        bicubic = resize(attribute_string("mode", "cubic") + attribute_int("exclude_outside", 1), [1.0, 1.0, 2.0, 2.0])
-        fractional = resize(attribute_string("mode", "nearest"), [1.0, 1.0, 1.5, 2.0])
+        crop = resize(attribute_string("mode", "linear") +
+                      attribute_string("coordinate_transformation_mode", "tf_crop_and_resize"), [1.0, 1.0, 2.0, 2.0])
+        batch_resize = resize(attribute_string("mode", "nearest"), [1.5, 1.0, 2.0, 2.0])
         cases = [
             # (what, file, words every message must hold)
             ("missing file", path("missing.onnx"), ["missing.onnx"]),
@@ -481,8 +482,8 @@ def main():
               "16777216 elements in all"]),
             ("folds past the import's total", write("fold_total.onnx", fold_total),
              ["fold_total.onnx", "'sum' (Add)", "8388608 elements, more than the 0 left", "16777216 elements in all"]),
-            ("bicubic resize excluding the outside", write("bicubic.onnx", bicubic),
-             ["bicubic.onnx", "'up' (Resize)", "cubic mode with exclude_outside=1"]),
+            ("resize cropping (tf_crop_and_resize)", write("crop.onnx", crop),
+             ["crop.onnx", "'up' (Resize)", "tf_crop_and_resize is not supported"]),
             ("GatherElements by computed indices shorter than the data along another axis",
              write("gather_elements.onnx", model(
                  [node("GatherElements", ["x", "i"], ["y"], "pick", attribute_int("axis", 1))],
@@ -521,8 +522,8 @@ def main():
                       attribute_ints("strides", [2, 2]) + attribute_int("ceil_mode", 1))],
                 [value_info("x", 1, ["N", 1, "H", 4])], [value_info("y", 1, ["N", 1, "H2", 2])])),
              ["ceil_pool.onnx", "'pool' (AveragePool)", "ceil_mode=1 over spatial axis 0 of symbolic size"]),
-            ("fractional resize", write("fractional.onnx", fractional),
-             ["fractional.onnx", "'up' (Resize)", "scale 1.5 on axis 2"]),
+            ("nearest resize of the batch axis by 1.5", write("batch_resize.onnx", batch_resize),
+             ["batch_resize.onnx", "'up' (Resize)", "resizing axis 0 (only the last three axes"]),
             ("Cos of integer data", write("cos_data.onnx", cos_data), ["cos_data.onnx", "'cos0' (Cos)"]),
             ("Greater of integer and float data", write("greater_data.onnx", greater_data),
              ["greater_data.onnx", "'gt' (Greater)", "Greater of integer and float data (one kind"]),

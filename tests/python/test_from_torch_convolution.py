@@ -329,6 +329,35 @@ case("bilinear, linear and trilinear interpolation (up, down, odd sizes, align_c
      interpolated)
 
 
+# Nearest interpolation other than by a whole factor (F.interpolate(size=...) to any size: DETR's masks
+# and FPNs; a shrinking scale; "nearest-exact"): one-hot blend matrices, per axis.
+class NearestResized(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.head = torch.nn.Linear(2 * 5 * 7 + 2 * 3 * 3 + 2 * 7 * 6 + 2 * 9 + 2 * 2 * 2, 5)
+
+    def forward(self, x):  # x [N, 16]: 4 x 4 images
+        F = torch.nn.functional
+        h = torch.tanh(self.conv(x.reshape(-1, 1, 4, 4)))
+        odd = F.interpolate(h, size=(5, 7), mode="nearest")  # asymmetric, floor
+        down = F.interpolate(h, size=(3, 3), mode="nearest")
+        exact = F.interpolate(h, size=(7, 6), mode="nearest-exact")  # half_pixel, rounding
+        line = F.interpolate(h.mean(3), size=9, mode="nearest")  # [N, 2, 9]
+        shrunk = F.interpolate(h, scale_factor=0.6, mode="nearest")  # [N, 2, 2, 2]
+        parts = [t.flatten(1) for t in (odd, down, exact, line, shrunk)]
+        return self.head(torch.cat(parts, 1))
+
+
+def nearest_resized():
+    torch.manual_seed(18)
+    return beside_torch(NearestResized(), torch.randn(batch, 16), torch.randint(0, 5, (batch,)), ["matmul"])[:2]
+
+
+case("nearest interpolation to sizes that are no whole multiples, shrinking, and nearest-exact trains as "
+     "PyTorch's", nearest_resized)
+
+
 # Bicubic interpolation: four taps of Keys' kernel (a = -0.75) per output position, the taps past an edge
 # reading the edge, as constant blend matrices like the linear modes'.
 class Bicubic(torch.nn.Module):

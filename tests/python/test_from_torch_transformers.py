@@ -7,7 +7,8 @@ MobileBERT, XLNet, XLM, SqueezeBERT, the encoder-decoders T5, Pegasus and Marian
 ids, two inputs), GPT-Neo, GPT-J, CodeGen, GPTBigCode, Phi, StableLM, Starcoder2, OLMo and the Llama
 family's causal LMs (Llama, Qwen2, Phi-3, Gemma, Mistral: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention), GPT-NeoX-Japanese, SigLIP's and CLIP's vision towers, RWKV, Gemma-2, MPT, OLMoE,
-ResNet and SegFormer — each small (2 layers, d 32), in train mode with dropout 0. Each is
+ResNet, SegFormer, Wav2Vec2-Conformer, Wav2Vec2-BERT, SEW, Speech2Text, SpeechT5's speech-to-text and
+M2M-100 — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
@@ -34,14 +35,14 @@ print("library:", tightfit.library_path(), "transformers", transformers.__versio
 torch.set_num_threads(1)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-# Wav2Vec2's encoder asks whether it runs under FSDP, which imports torch.distributed.fsdp; under Python
-# 3.11 Debian's PyTorch 1.13 fails that import (a dataclass with a mutable default). Nothing here is
-# sharded: the answer is no.
-import transformers.models.hubert.modeling_hubert as _hubert  # noqa: E402
-import transformers.models.wav2vec2.modeling_wav2vec2 as _wav2vec2  # noqa: E402
-import transformers.models.wavlm.modeling_wavlm as _wavlm  # noqa: E402
-for _speech in (_wav2vec2, _hubert, _wavlm):
-    _speech.is_fsdp_managed_module = lambda module: False
+# The speech encoders (Wav2Vec2 and its kin, SpeechT5, M2M-100's layer drop) ask whether they run under
+# FSDP, which imports torch.distributed.fsdp; under Python 3.11 Debian's PyTorch 1.13 fails that import (a
+# dataclass with a mutable default). Nothing here is sharded: the answer is no.
+for _name in ("wav2vec2", "hubert", "wavlm", "data2vec.modeling_data2vec_audio", "sew", "unispeech",
+              "unispeech_sat", "wav2vec2_conformer", "wav2vec2_bert", "speecht5", "m2m_100"):
+    _module = __import__("transformers.models." + (_name if "." in _name else f"{_name}.modeling_{_name}"),
+                         fromlist=["is_fsdp_managed_module"])
+    _module.is_fsdp_managed_module = lambda module: False
 _gelu = torch.nn.functional.gelu
 
 
@@ -674,6 +675,87 @@ case("transformers SegformerForSemanticSegmentation (reduced-sequence attention,
          strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2], decoder_hidden_size=16, num_labels=3,
          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, drop_path_rate=0.0, classifier_dropout_prob=0.0,
          initializer_range=0.2), 89))
+
+
+# Speech models (2026-12-07): Wav2Vec2-Conformer (rotary positions; its convolution module's GLU,
+# depthwise convolution and batch norm), Wav2Vec2-BERT (mel features in, a causal depthwise convolution),
+# SEW (a squeezed sequence, upsampled back), and the encoder-decoders Speech2Text (strided 1-d convolutions
+# over filter banks), SpeechT5 (speech in, text out) and M2M-100 (sinusoidal positions from the ids).
+class TwoInputs(torch.nn.Module):
+    """A model given two keyword inputs, its first output flattened to [-1, classes] when `classes` is set."""
+
+    def __init__(self, model, first, second, classes=None):
+        super().__init__()
+        self.model, self.first, self.second, self.classes = model, first, second, classes
+
+    def forward(self, a, b):
+        y = self.model(**{self.first: a, self.second: b}, return_dict=False)[0]
+        return y.reshape(-1, self.classes) if self.classes else y
+
+
+def encoder_decoder(model_class, config, seed, source_keyword, source):
+    """`model_class(config)` given `source` and 6 decoder ids from 3, per-token cross_entropy over 64 ids."""
+    def build():
+        torch.manual_seed(seed)
+        model = TwoInputs(model_class(config), source_keyword, "decoder_input_ids", 64)
+        decoded = torch.randint(3, 64, (BATCH, 6))
+        return run(model, {source_keyword: source, "decoder_input_ids": decoded}, torch.randint(0, 64, (BATCH * 6,)),
+                   "cross_entropy")
+    return build
+
+
+def speech_states(model_class, config, seed, keyword, inputs):
+    """A speech encoder's last hidden state, mse against random targets of its shape."""
+    def build():
+        torch.manual_seed(seed)
+        model = Wrapped(model_class(config), keyword)
+        with torch.no_grad():
+            shape = model(inputs).shape
+        return run(model, {keyword: inputs}, torch.randn(shape), "mse")
+    return build
+
+
+SPEECH = dict(num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64, conv_dim=(16, 16),
+              conv_stride=(5, 4), conv_kernel=(10, 4), num_feat_extract_layers=2, num_conv_pos_embeddings=16,
+              num_conv_pos_embedding_groups=2, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+              feat_proj_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0, initializer_range=0.2)
+SEQ2SEQ = dict(vocab_size=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+               encoder_ffn_dim=64, decoder_ffn_dim=64, attention_dropout=0.0, activation_dropout=0.0,
+               encoder_layerdrop=0.0, decoder_layerdrop=0.0)
+torch.manual_seed(90)
+case("transformers Wav2Vec2ConformerModel (rotary positions, GLU, depthwise convolution, batch norm), mse",
+     speech_states(transformers.Wav2Vec2ConformerModel, transformers.Wav2Vec2ConformerConfig(
+         position_embeddings_type="rotary", conv_depthwise_kernel_size=3, conformer_conv_dropout=0.0, **SPEECH), 90,
+         "input_values", torch.randn(BATCH, 800)))
+case("transformers Wav2Vec2BertModel (mel features in, a causal depthwise convolution), mse",
+     speech_states(transformers.Wav2Vec2BertModel, transformers.Wav2Vec2BertConfig(
+         num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+         feature_projection_input_dim=16, hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+         feat_proj_dropout=0.0, layerdrop=0.0, mask_time_prob=0.0, conv_depthwise_kernel_size=3,
+         conformer_conv_dropout=0.0, initializer_range=0.2), 91, "input_features", torch.randn(BATCH, 20, 16)))
+case("transformers SEWModel (the sequence squeezed by 2 and upsampled back), mse",
+     speech_states(transformers.SEWModel, transformers.SEWConfig(squeeze_factor=2, **SPEECH), 92, "input_values",
+                   torch.randn(BATCH, 800)))
+case("transformers Speech2TextForConditionalGeneration (strided 1-d convolutions over filter banks, GLU), "
+     "per-token cross_entropy",
+     encoder_decoder(transformers.Speech2TextForConditionalGeneration, transformers.Speech2TextConfig(
+         d_model=32, conv_channels=16, input_feat_per_channel=8, num_conv_layers=2, max_source_positions=64,
+         max_target_positions=16, dropout=0.0, init_std=0.2, **SEQ2SEQ), 93, "input_features",
+         torch.randn(BATCH, 24, 8)))
+case("transformers SpeechT5ForSpeechToText (a Wav2Vec2-style speech encoder, a text decoder), per-token "
+     "cross_entropy",
+     encoder_decoder(transformers.SpeechT5ForSpeechToText, transformers.SpeechT5Config(
+         vocab_size=64, hidden_size=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+         decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, conv_dim=(16, 16), conv_stride=(5, 4),
+         conv_kernel=(10, 4), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2, hidden_dropout=0.0,
+         attention_dropout=0.0, activation_dropout=0.0, feat_proj_dropout=0.0, positional_dropout=0.0,
+         encoder_layerdrop=0.0, decoder_layerdrop=0.0, mask_time_prob=0.0, max_text_positions=64,
+         max_speech_positions=256, initializer_range=0.2), 94, "input_values", torch.randn(BATCH, 800)))
+case("transformers M2M100ForConditionalGeneration (sinusoidal positions from the ids), per-token cross_entropy",
+     encoder_decoder(transformers.M2M100ForConditionalGeneration, transformers.M2M100Config(
+         d_model=32, max_position_embeddings=64, dropout=0.0, init_std=0.2, **SEQ2SEQ), 95, "input_ids",
+         torch.randint(3, 64, (BATCH, 10))))
+
 
 
 
