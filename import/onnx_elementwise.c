@@ -23,7 +23,8 @@
  *                       (dim + rank) % rank): tightfit has no remainder op for data
  *
  * A composite's operands must be float data (f32, f16, bf16); anything else is refused naming the node.
- * Add, Sub and Mul of i32/i64 data compute in f32 between casts (integer_binary). */
+ * Add, Sub and Mul of i32/i64 data compute in f32 between casts (integer_binary), and so do Max and Min
+ * of i32, i64 or u8 data (extremum). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -376,28 +377,47 @@ static tf_status fold_extremum(ox_import *im, const ox_node *node, char op, bool
   return ox_set_known(im, node, 0, k);
 }
 
-tf_status ox_convert_max(ox_import *im, const ox_node *node) {
+/* Max or Min of data inputs, each float or (all) integer data of one type (i32, i64, u8: HF's
+ * torch.max(lengths, other), clamps of positions by tensors): integers in f32 between casts, exact
+ * while every value is a whole number below 2^24 in magnitude, as Add's (integer_binary). */
+static tf_status extremum(ox_import *im, const ox_node *node, bool is_max) {
   tf_tensor_id ids[64], y;
-  int32_t n;
+  int32_t n = 0;
+  tf_dtype integer = TF_F32; /* the inputs' integer type, or F32 when they are float */
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    if (!ox_input(node, i))
+      continue;
+    if (n == 64)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "more than 64 inputs");
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &ids[n]));
+    const tf_dtype dtype = ox_dtype_of(im, ids[n]);
+    if (n == 0 && ox_is_integer_dtype(dtype))
+      integer = dtype;
+    if (integer != TF_F32 && dtype != integer)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED, "input %" PRId32 " is %s data beside %s (one type)", i,
+                     tf_dtype_name(dtype), tf_dtype_name(integer));
+    if (integer == TF_F32)
+      TF_RETURN_IF_ERROR(need_float(im, node, ids[n], i));
+    else
+      ids[n] = tf_cast(im->graph, ids[n], TF_F32);
+    n++;
+  }
+  if (!n)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "no inputs");
+  TF_RETURN_IF_ERROR(is_max ? maximum(im, node, ids, n, &y) : minimum(im, node, ids, n, &y));
+  return ox_set_tensor(im, node, 0, integer == TF_F32 ? y : tf_cast(im->graph, y, integer));
+}
+
+tf_status ox_convert_max(ox_import *im, const ox_node *node) {
   bool folded;
   TF_RETURN_IF_ERROR(fold_extremum(im, node, 'M', &folded));
-  if (folded)
-    return NULL;
-  TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
-  TF_RETURN_IF_ERROR(maximum(im, node, ids, n, &y));
-  return ox_set_tensor(im, node, 0, y);
+  return folded ? NULL : extremum(im, node, true);
 }
 
 tf_status ox_convert_min(ox_import *im, const ox_node *node) {
-  tf_tensor_id ids[64], y;
-  int32_t n;
   bool folded;
   TF_RETURN_IF_ERROR(fold_extremum(im, node, 'm', &folded));
-  if (folded)
-    return NULL;
-  TF_RETURN_IF_ERROR(variadic_inputs(im, node, ids, &n));
-  TF_RETURN_IF_ERROR(minimum(im, node, ids, n, &y));
-  return ox_set_tensor(im, node, 0, y);
+  return folded ? NULL : extremum(im, node, false);
 }
 
 /* Sum (mean_too false) or Mean of the inputs, added left to right. */

@@ -200,11 +200,26 @@ static tf_status fold_tile(ox_import *im, const ox_node *node, const ox_known *x
   return ox_set_known(im, node, 0, out);
 }
 
+/* Whether a Tile of known x by known repeats k folds: fixed repeats to at most TILE_FOLD_LIMIT elements
+ * (malformed repeats too, which fold_tile reports). Otherwise the known value becomes a constant
+ * tensor that the graph repeats (zeros of [T, D] repeated over a batch of symbolic size). */
+static bool tile_folds(const ox_known *x, const ox_known *k) {
+  if (k->is_float || k->count != x->rank)
+    return true;
+  int64_t count = 1;
+  for (int32_t a = 0; a < x->rank; a++)
+    if (k->ints[a].symbol >= 0 || k->ints[a].size < 0 || !tf_checked_mul_i64(count, x->shape[a], &count) ||
+        !tf_checked_mul_i64(count, k->ints[a].size, &count) || count > TILE_FOLD_LIMIT)
+      return false;
+  return true;
+}
+
 tf_status ox_convert_tile(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *known = ox_foldable(im, node, 0);
-  if (known && ox_is_known(im, ox_input(node, 1)))
-    return fold_tile(im, node, known, ox_value_find(im, ox_input(node, 1))->known);
+  const ox_known *given = ox_is_known(im, ox_input(node, 1)) ? ox_value_find(im, ox_input(node, 1))->known : NULL;
+  if (known && given && tile_folds(known, given))
+    return fold_tile(im, node, known, given);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const int32_t rank = ox_rank_of(im, x);

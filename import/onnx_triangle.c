@@ -4,7 +4,7 @@
  * Where(Equal(Trilu(Expand(1, [T, S]), upper=0), 0), -inf, 0): on a known value Trilu folds, and the
  * mask becomes the constant PyTorch 1.13 exports. On data whose last two axes are fixed it is the
  * data times a constant 0/1 triangle (exact for finite values; an infinity outside the triangle gives
- * NaN where Trilu gives 0); u8 data (a bool mask) in f32 between casts. */
+ * NaN where Trilu gives 0); u8 data (a bool mask), i32 and i64 in f32 between casts. */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -89,9 +89,9 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
   if (rank < 2)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "a rank-%" PRId32 " input (at least 2)", rank);
   const tf_dtype dtype = ox_dtype_of(im, x);
-  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && dtype != TF_U8)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "input '%s' is %s data (only f32, f16, bf16 or u8 data)", name,
-                   tf_dtype_name(dtype));
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16 && !ox_is_integer_dtype(dtype))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "input '%s' is %s data (only f32, f16, bf16, i32, i64 or u8 data)",
+                   name, tf_dtype_name(dtype));
   const tf_dim rows = dims[rank - 2], columns = dims[rank - 1];
   if (rows.symbol >= 0 || columns.symbol >= 0 || rows.size < 0 || columns.size < 0)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
@@ -100,8 +100,9 @@ tf_status ox_convert_trilu(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "a %" PRId64 " x %" PRId64 " triangle of data (at most %" PRId64 " elements)", rows.size,
                    columns.size, OX_MAX_TRIANGLE);
-  /* A bool mask (Gemma 2's sliding window, tril(ones_like(mask))) in f32, exactly. */
-  const tf_dtype work = dtype == TF_U8 ? TF_F32 : dtype;
+  /* A bool mask (Gemma 2's sliding window, tril(ones_like(mask))) in f32, exactly; integers too, exact
+   * below 2^24 in magnitude (their product by 0 or 1). */
+  const tf_dtype work = ox_is_integer_dtype(dtype) ? TF_F32 : dtype;
   tf_tensor_id mask;
   TF_RETURN_IF_ERROR(triangle_constant(im, node, rows.size, columns.size, k, upper == 1, work, &mask));
   tf_tensor_id y = tf_mul(im->graph, work == dtype ? x : tf_cast(im->graph, x, work), mask);

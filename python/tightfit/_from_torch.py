@@ -542,6 +542,77 @@ def _nearest_exact_as_resize(torch, opset):
     return restore
 
 
+def _bernoulli_of_p_as_dropout(torch, opset):
+    """Gives torch.bernoulli(x, p) of a number p (aten::bernoulli.p: SpeechT5's speech decoder prenet draws
+    its "consistent dropout" masks so, in training and inference alike) a symbolic, which no torch has
+    (their bernoulli symbolic reads a third argument as `out` and refuses it): a tensor of x's shape and
+    type holding 1 with probability p, as Sign(Dropout(ones, ratio 1 - p)), the mask tightfit's dropout
+    draws (its own random numbers, not PyTorch's); p <= 0 gives zeros and p >= 1 ones. bernoulli(probs)
+    keeps torch's symbolic. Returns the function that removes it."""
+    helper, = _exporter("symbolic_helper")
+    own = _symbolic_of("aten::bernoulli", opset)
+
+    def bernoulli(g, x, *args):
+        p = None if not args or helper._is_none(args[0]) else helper._maybe_get_const(args[0], "f")
+        if isinstance(p, torch.Tensor) and p.numel() == 1 and p.is_floating_point():
+            p = float(p)  # (2.x reads the constant as a 0-d tensor)
+        if not isinstance(p, float):
+            if own is None:
+                raise TightfitError("from_torch: torch.bernoulli of a tensor of probabilities has no symbolic here")
+            return own(g, x, *args)
+        dtype = _dtype_of(torch, x)
+        shape = g.op("Shape", x)
+        if p <= 0 or p >= 1:
+            return g.op("ConstantOfShape", shape, value_t=torch.tensor([1.0 if p >= 1 else 0.0], dtype=dtype))
+        ones = g.op("ConstantOfShape", shape, value_t=torch.tensor([1.0], dtype=dtype))
+        ratio = g.op("Constant", value_t=torch.tensor(1.0 - p, dtype=dtype))
+        dropped = g.op("Dropout", ones, ratio, g.op("Constant", value_t=torch.tensor(True)), outputs=2)[0]
+        return g.op("Sign", dropped)
+
+    return _register_symbolic(torch, "aten::bernoulli", bernoulli, (9, 15))
+
+
+def _meshgrid_xy(torch):
+    """PyTorch 1.x's export of torch.meshgrid(..., indexing="xy") indexes the traced list before unpacking
+    it and fails (TypeError: 'Value' object is not subscriptable; SpeechT5's guided attention loss builds
+    its masks so). Under 1.x the export writes the grids itself: each input flattened, reshaped to lie
+    along its own axis and expanded to the grid's shape, the first two inputs' axes swapped for "xy".
+    Returns the function that puts torch's symbolic back."""
+    if not _torch_1x(torch):
+        return lambda: None
+    helper, = _exporter("symbolic_helper")
+
+    def meshgrid(g, tensor_list, indexing=None):
+        mode = "ij" if indexing is None or helper._is_none(indexing) else helper._parse_arg(indexing, "s")
+        tensors = list(helper._unpack_list(tensor_list))
+        if mode not in ("ij", "xy"):
+            raise TightfitError(f"from_torch: torch.meshgrid indexing {mode!r} (ij or xy)")
+        if mode == "xy" and len(tensors) > 1:
+            tensors[0], tensors[1] = tensors[1], tensors[0]
+        flat = [g.op("Reshape", t, g.op("Constant", value_t=torch.tensor([-1]))) for t in tensors]
+        shapes = [g.op("Shape", t) for t in flat]
+        grid = g.op("Concat", *shapes, axis_i=0)
+        one = g.op("Constant", value_t=torch.ones(1, dtype=torch.int64))
+        out = [g.op("Expand", g.op("Reshape", t, g.op("Concat", *[shapes[j] if j == i else one for j in
+                                                                   range(len(flat))], axis_i=0)), grid)
+               for i, t in enumerate(flat)]
+        if mode == "xy" and len(out) > 1:
+            out[0], out[1] = out[1], out[0]
+        return g.op("prim::ListConstruct", *out)
+
+    return _register_symbolic(torch, "aten::meshgrid", meshgrid, (9,))
+
+
+def _dtype_of(torch, x):
+    """The torch dtype of traced value x (float32 where the trace does not say)."""
+    type_utils, = _exporter("_type_utils")
+    types = type_utils.JitScalarType
+    if hasattr(types, "from_value"):  # 2.x
+        return types.from_value(x, types.FLOAT).dtype()
+    name = x.type().scalarType()  # 1.13
+    return torch.float32 if name is None else types.from_name(name).dtype()
+
+
 def _added_by_opset_17(error):
     """Whether torch.onnx.export refused an op that an opset up to 17 has ("Support for this operator was added
     in version 16": F.grid_sample under PyTorch 1.x, whose default opset is 14)."""
@@ -671,6 +742,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_hyperbolic_ops(torch, opset))
         restores.append(_convolution_mode_as_conv(torch, opset))
         restores.append(_nearest_exact_as_resize(torch, opset))
+        restores.append(_bernoulli_of_p_as_dropout(torch, opset))
+        restores.append(_meshgrid_xy(torch))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs

@@ -3,7 +3,8 @@
 written with onnx.helper, imported, compiled (--inference), run, and its output compared with numpy's:
 
   Trilu on data (lower, upper, a diagonal k of -1 and 1), exact: x times a 0/1 triangle; on a bool
-      mask (Gemma 2's sliding window, tril(ones_like(mask), -w)) in f32 between casts
+      mask (Gemma 2's sliding window, tril(ones_like(mask), -w)) and on int64 data in f32 between casts;
+      Max and Min of int64 data the same way
   Trilu folded: scaled_dot_product_attention's causal mask, Softmax(x + Where(Equal(Trilu(Expand(1,
       [T, S])), 0), -inf, 0)), within 1e-6; the mask is one constant (no expand or mul node)
   Mod folded: a Reshape's shape from Mod of constants, both signs and both fmod modes (a wrong sign
@@ -16,7 +17,7 @@ written with onnx.helper, imported, compiled (--inference), run, and its output 
   If of a condition known when importing (the exporter's If around x.squeeze(d), Mamba-2's): the
       branch taken emitted in place, a value only it reads (Relu(x)) computed too, exact
 and the refusals, each exit 2 naming the node and why: Mod with fmod 0 on floats, a
-remainder by zero, Trilu of integer data, of data with symbolic last axes, or of more than 2^24
+remainder by zero, Trilu of data with symbolic last axes or of more than 2^24
 elements, and an If whose condition is computed from data or whose branch writes a name already given.
 
 usage: import_torch2_ops.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
@@ -175,6 +176,19 @@ def main():
         mask = (rng.random((2, 4, 5)) < 0.7).astype(np.uint8)
         check("Trilu of a bool mask, k=-1", "trimask", trilu_on_mask(-1), mask, np.tril(mask, -1).astype(np.float64))
 
+        integers = rng.integers(-1000, 1000, (3, 3)).astype(np.int64)
+        trilu_int = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", TensorProto.INT64, [3, 3])],
+                         [("y", TensorProto.INT64, [3, 3])])
+        check("Trilu of int64 data (upper)", "trilu_int", trilu_int, integers, np.triu(integers).astype(np.float64))
+        # Max and Min of integer data (and of an integer constant), in f32 between casts
+        extremes = make([const("lo", [[-500, 0, 200]]), const("hi", 300),
+                         helper.make_node("Max", ["x", "lo"], ["m"], name="max"),
+                         const("minus", -1), helper.make_node("Mul", ["x", "minus"], ["n"], name="neg"),
+                         helper.make_node("Min", ["m", "hi", "n"], ["y"], name="min")],
+                        [("x", TensorProto.INT64, [3, 3])], [("y", TensorProto.INT64, [3, 3])])
+        check("Max and Min of int64 data", "int_extremes", extremes, integers,
+              np.minimum(np.minimum(np.maximum(integers, [[-500, 0, 200]]), 300), -integers).astype(np.float64))
+
         holes = rng.standard_normal((3, 4)).astype(np.float32)
         holes[0, :2] = 0
         check("CastLike to a comparison's type (BOOL): nonzero", "castlike_bool", cast_like_mask(), holes,
@@ -222,8 +236,6 @@ def main():
         mod_zero = make([const("a", [7]), const("b", [0]), helper.make_node("Mod", ["a", "b"], ["m"], name="mod"),
                          helper.make_node("Reshape", ["x", "m"], ["y"], name="reshape")],
                         [("x", F32, [7])], [("y", F32, [7])])
-        trilu_int = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", TensorProto.INT64, [3, 3])],
-                         [("y", TensorProto.INT64, [3, 3])])
         trilu_symbolic = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", F32, [2, "T", "T"])],
                               [("y", F32, [2, "T", "T"])])
         trilu_huge = make([helper.make_node("Trilu", ["x"], ["y"], name="tri")], [("x", F32, [5000, 5000])],
@@ -232,7 +244,6 @@ def main():
             ("Mod with fmod 0 on floats", "mod_float0", mod_reshape([6.5, 15.0], [-4.5, 9.0], 0),
              ["'mod' (Mod)", "fmod 0 on floating-point values"]),
             ("a remainder by zero", "mod_zero", mod_zero, ["'mod' (Mod)", "integer remainder of 7 by zero"]),
-            ("Trilu of integer data", "trilu_int", trilu_int, ["'tri' (Trilu)", "input 'x' is i64 data"]),
             ("Trilu of symbolic last axes", "trilu_symbolic", trilu_symbolic,
              ["'tri' (Trilu)", "input 'x' has symbolic last two axes"]),
             ("Trilu of a 5000 x 5000 matrix of data", "trilu_huge", trilu_huge,

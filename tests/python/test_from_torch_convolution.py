@@ -18,6 +18,7 @@ from from_torch_cases import adamw_both, batch, beside_torch, case, dumped, each
 from torch_training import adamw_losses
 
 require_importer()
+torch.set_num_threads(1)  # as the other from_torch tests
 
 
 # A DCGAN discriminator's activations: LeakyReLU(0.2) after strided convolutions (and a Softplus), 5
@@ -519,18 +520,21 @@ class Volumetric(torch.nn.Module):
 
 def volumetric():
     nn = torch.nn
-    forms = [("max 2, up 2/2", nn.MaxPool3d(2), nn.ConvTranspose3d(8, 4, 2, stride=2)),
-             ("avg 2, up 3/2 output_padding 1", nn.AvgPool3d(2), nn.ConvTranspose3d(8, 4, 3, 2, 1, output_padding=1)),
-             ("max 3/2 pad 1, up 3/1 grouped", nn.MaxPool3d(3, 2, 1), nn.ConvTranspose3d(8, 4, 3, 1, 1, groups=2)),
-             ("avg 3/(1,2,2) pad 1, up (2,3,3)/(3,2,2) dilated", nn.AvgPool3d(3, (1, 2, 2), 1),
-              nn.ConvTranspose3d(8, 4, (2, 3, 3), (3, 2, 2), (0, 1, 1), dilation=(2, 1, 1), bias=False)),
-             ("no pool, up 2/2 output_padding (1,0,1)", nn.Identity(),
-              nn.ConvTranspose3d(8, 4, 2, stride=2, output_padding=(1, 0, 1)))]
-    def made(i, pool, up):
+    forms = [("max 2, up 2/2", lambda: (nn.MaxPool3d(2), nn.ConvTranspose3d(8, 4, 2, stride=2))),
+             ("avg 2, up 3/2 output_padding 1",
+              lambda: (nn.AvgPool3d(2), nn.ConvTranspose3d(8, 4, 3, 2, 1, output_padding=1))),
+             ("max 3/2 pad 1, up 3/1 grouped", lambda: (nn.MaxPool3d(3, 2, 1), nn.ConvTranspose3d(8, 4, 3, 1, 1, groups=2))),
+             ("avg 3/(1,2,2) pad 1, up (2,3,3)/(3,2,2) dilated",
+              lambda: (nn.AvgPool3d(3, (1, 2, 2), 1),
+                       nn.ConvTranspose3d(8, 4, (2, 3, 3), (3, 2, 2), (0, 1, 1), dilation=(2, 1, 1), bias=False))),
+             ("no pool, up 2/2 output_padding (1,0,1)",
+              lambda: (nn.Identity(), nn.ConvTranspose3d(8, 4, 2, stride=2, output_padding=(1, 0, 1))))]
+
+    def made(i, layers):  # every weight drawn after the seed (the transposed convolution's too)
         torch.manual_seed(40 + i)
-        return Volumetric(pool, up), torch.randn(batch, 2, 6, 8, 8)
-    return each_beside_torch([(label, lambda i=i, pool=pool, up=up: made(i, pool, up))
-                              for i, (label, pool, up) in enumerate(forms)])
+        return Volumetric(*layers()), torch.randn(batch, 2, 6, 8, 8)
+    return each_beside_torch([(label, lambda i=i, layers=layers: made(i, layers))
+                              for i, (label, layers) in enumerate(forms)])
 
 
 case("Conv3d, ConvTranspose3d, MaxPool3d and AvgPool3d train as PyTorch's", volumetric)

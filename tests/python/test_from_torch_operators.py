@@ -831,4 +831,65 @@ def inverse_and_hyperbolic():
 
 case("atan, asin, acos, tan, sinh, cosh, asinh, acosh and atanh of data (a CIoU aspect term, a squashed "
      "policy's log-probability) train as PyTorch's", inverse_and_hyperbolic)
+# torch.meshgrid(indexing="xy") (SpeechT5's guided attention masks; PyTorch 1.13's own export of it fails)
+# and "ij" of data (meshgrids of constants fold before the export): grids of learned vectors, trained
+# beside PyTorch.
+class Grids(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(4, 4), torch.nn.Linear(12 + 24 + 4, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        u, v, w = torch.tanh(h.mean(0)), h[:, :3].mean(0), h[:, 1:3].mean(0)  # [4], [3], [2]
+        rows, columns = torch.meshgrid(u, v, indexing="xy")  # [3, 4] each
+        ij = torch.meshgrid(w, v, u, indexing="ij")[0] * torch.meshgrid(w, v, u, indexing="ij")[2]  # [2, 3, 4]
+        grid = torch.cat([(rows - 2 * columns).pow(2).flatten(), ij.flatten()])  # [36]
+        return self.head(torch.cat([torch.tanh(h[:, :1] * grid), h], 1))
+
+
+def grids():
+    torch.manual_seed(32)
+    return beside_torch(Grids(), torch.randn(batch, 4), torch.randint(0, 5, (batch,)), ["concat"])[:2]
+
+
+case("torch.meshgrid with indexing='xy' and 'ij' trains as PyTorch's", grids)
+
+
+# torch.bernoulli(x, p) of a number p (SpeechT5's prenet "consistent dropout", drawn in training and
+# inference): 1 with probability p from tightfit's own random numbers (a Dropout's mask), so checked by
+# its frequency, not against PyTorch's draw: 0.3 of 6,000 elements within 4 standard deviations, a new
+# draw each step, p = 0 and 1 exact; the gradient reaches the layer through the kept elements.
+class Drawn(torch.nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.lin, self.p = torch.nn.Linear(4, 4), p
+
+    def forward(self, x):  # x [N, 500, 4]
+        h = self.lin(x)
+        mask = torch.bernoulli(h[0], p=self.p)  # [500, 4], shared by the batch
+        return torch.where(mask.unsqueeze(0).repeat(h.size(0), 1, 1) == 1, h * 0 + 1, h * 0)
+
+
+def bernoulli_masks():
+    torch.manual_seed(33)
+    x = torch.randn(batch, 500, 4)
+    zeros = np.zeros((batch, 500, 4), np.float32)
+    seen = []
+    for p in (0.3, 0.0, 1.0):
+        graph = tightfit.from_torch(Drawn(p), (x,), loss="mse", input_names=["x"], verify=False)
+        plan = tightfit.compile(graph, set={"N": batch}, optimizer="sgd", lr=1e-3)
+        session = tightfit.Session(plan, seed=0)
+        fractions = [session.step({"x": x.numpy(), "labels": zeros}) for _ in range(3)]  # mse = the mask's mean
+        if p in (0.0, 1.0) and any(f != p for f in fractions):
+            return f"p = {p}: the mask's fractions {fractions}", ""
+        spread = 4 * (p * (1 - p) / 2000) ** 0.5
+        if any(abs(f - p) > spread for f in fractions) or len(set(fractions)) < (3 if 0 < p < 1 else 1):
+            return f"p = {p}: the mask's fractions {fractions} (a new draw each step, within {spread:.3f})", ""
+        seen.append(f"p {p}: {', '.join(f'{f:.4f}' for f in fractions)}")
+    return None, "; ".join(seen)
+
+
+case("torch.bernoulli(x, p) draws 1 with probability p (a new mask each step; p 0 and 1 exact)", bernoulli_masks)
+
 finish("from_torch_operators")

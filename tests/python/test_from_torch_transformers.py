@@ -8,7 +8,7 @@ ids, two inputs), GPT-Neo, GPT-J, CodeGen, GPTBigCode, Phi, StableLM, Starcoder2
 family's causal LMs (Llama, Qwen2, Phi-3, Gemma, Mistral: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention), GPT-NeoX-Japanese, SigLIP's and CLIP's vision towers, RWKV, Gemma-2, MPT, OLMoE,
 ResNet, SegFormer, Wav2Vec2-Conformer, Wav2Vec2-BERT, SEW, Speech2Text, SpeechT5's speech-to-text and
-M2M-100 — each small (2 layers, d 32), in train mode with dropout 0. Each is
+text-to-speech, M2M-100 — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
@@ -825,10 +825,34 @@ def gpt2_classifier_own_loss():
                                  {"input_ids": ids, "labels": torch.randint(0, 3, (BATCH,))})
 
 
+def speecht5_tts_own_loss():
+    """SpeechT5ForTextToSpeech(labels=...) as its fine-tuning recipe trains it: its own loss (L1 on the
+    unpadded frames before and after the postnet, x[mask] of the labels != -100; BCE on the stop tokens),
+    the decoder's input the labels shifted right by the reduction factor. Its prenet draws a dropout mask
+    by torch.bernoulli(x, p) in training and inference alike (tightfit's own draw: checked in
+    from_torch_operators); here p = 0, the one draw PyTorch and tightfit share. The guided attention loss
+    (lengths from the attention mask: a Range of data) is off."""
+    torch.manual_seed(96)
+    config = transformers.SpeechT5Config(
+        vocab_size=64, hidden_size=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=8, speech_decoder_prenet_units=16,
+        speech_decoder_postnet_units=16, speech_decoder_postnet_layers=2, speech_decoder_postnet_kernel=3,
+        hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, positional_dropout=0.0,
+        speech_decoder_prenet_dropout=0.0, speech_decoder_postnet_dropout=0.0, encoder_layerdrop=0.0,
+        decoder_layerdrop=0.0, max_text_positions=64, max_speech_positions=256, reduction_factor=2,
+        initializer_range=0.2, use_guided_attention_loss=False)
+    labels = torch.randn(BATCH, 8, 8)
+    labels[1, 6:] = -100.0  # a shorter utterance's padding
+    return own_loss_beside_torch(transformers.SpeechT5ForTextToSpeech(config),
+                                 {"input_ids": torch.randint(3, 64, (BATCH, 10)), "labels": labels})
+
+
 case("transformers GPT2LMHeadModel given its labels: its own loss (shifted, ignore_index -100, 3,000 classes) "
      "trains as PyTorch's", gpt2_own_loss)
 case("transformers BertForQuestionAnswering given its start and end positions: positions clamped to T (integer "
      "data), cross-entropy whose ignore_index is start_logits.size(1), trains as PyTorch's", bert_qa_own_loss)
 case("transformers GPT2ForSequenceClassification given its labels: the last token before the padding by an argmax "
      "of integer data, its own cross-entropy, trains as PyTorch's", gpt2_classifier_own_loss)
+case("transformers SpeechT5ForTextToSpeech given its spectrogram labels: its own L1 and stop-token loss over the "
+     "unpadded frames, its prenet's bernoulli mask, trains as PyTorch's", speecht5_tts_own_loss)
 finish("from_torch_transformers")
