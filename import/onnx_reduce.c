@@ -9,8 +9,9 @@
  *   ReduceLogSumExp                    m + log(sum(exp(x - m))), m = max(x) over the same axes: no
  *                                      overflow past exp(88); NaN where every reduced x is -inf
  *                                      (ONNX's is -inf there)
- *   ReduceProd                         of values known at import only (torch's std and var count
- *                                      the reduced elements as the product of their sizes)
+ *   ReduceProd                         folded on values known at import (torch's std and var count
+ *                                      the reduced elements as the product of their sizes); on
+ *                                      float data halves multiplied along each fixed axis
  *
  * The axes come from the attribute, or from input 1 from the opset that moved them there (13 for
  * ReduceSum, 18 for the others); they must be known at import. ReduceSum, ReduceMax and ReduceMin of
@@ -178,16 +179,72 @@ tf_status ox_convert_reduce_log_sum_exp(ox_import *im, const ox_node *node) {
   return reduce(im, node, TF_OP_SUM, im->opset >= 18, REDUCE_LOG_SUM_EXP);
 }
 
+/* The most elements along one axis ReduceProd of data multiplies (halving: log2 of it steps). */
+#define OX_MAX_PRODUCT_AXIS 4096
+
+/* x's product along fixed axis `axis` (kept, of size 1): its halves multiplied until one element
+ * remains, an odd last element carried to the next round, so the gradient is the product rule's. */
+static tf_status product_along(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, tf_tensor_id *y) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  int64_t length = dims[axis].size;
+  if (dims[axis].symbol >= 0 || length < 1 || length > OX_MAX_PRODUCT_AXIS)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "ReduceProd of data along axis %" PRId32 " of symbolic or no size, or of more than %d elements",
+                   axis, OX_MAX_PRODUCT_AXIS);
+  tf_graph *g = im->graph;
+  while (length > 1) {
+    const int64_t half = length / 2;
+    tf_tensor_id p = tf_mul(g, tf_slice(g, x, axis, 0, half, 1), tf_slice(g, x, axis, half, 2 * half, 1));
+    if (length % 2) {
+      tf_tensor_id parts[2] = {p, tf_slice(g, x, axis, 2 * half, length, 1)};
+      p = tf_concat(g, parts, 2, axis);
+    }
+    x = p;
+    length = half + length % 2;
+  }
+  *y = x;
+  return ox_graph_error(im, node);
+}
+
 /* ReduceProd: folded on a known value (torch's std and var: the count of the reduced elements, a
- * product of sizes, which may be a symbol's multiple); refused on data. */
+ * product of sizes, which may be a symbol's multiple); on float data (torch.prod) the product along
+ * each reduced axis of fixed size (product_along), the axes then dropped unless keepdims. */
 tf_status ox_convert_reduce_prod(ox_import *im, const ox_node *node) {
   int64_t axes[TF_MAX_RANK];
   int32_t n;
   TF_RETURN_IF_ERROR(reduce_axes(im, node, im->opset >= 18, axes, &n));
   const ox_known *known = ox_foldable(im, node, 0);
-  if (!known)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "ReduceProd of data (only of values known at import, such as the sizes torch's std and var "
-                   "multiply)");
-  return fold_reduce(im, node, known, axes, n, '*');
+  if (known)
+    return fold_reduce(im, node, known, axes, n, '*');
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (dtype != TF_F32 && dtype != TF_F16 && dtype != TF_BF16)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ReduceProd of %s data (float data only)", tf_dtype_name(dtype));
+  if (n <= 0 && ox_attr_int(node, "noop_with_empty_axes", 0))
+    return ox_set_tensor(im, node, 0, x);
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  bool reduced[TF_MAX_RANK] = {false};
+  for (int32_t i = 0; i < (n <= 0 ? rank : n); i++) {
+    const int64_t axis = n <= 0 ? i : axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank)
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " out of range for rank %" PRId32,
+                     n <= 0 ? (int64_t)i : axes[i], rank);
+    if (reduced[axis])
+      continue;
+    reduced[axis] = true;
+    TF_RETURN_IF_ERROR(product_along(im, node, x, (int32_t)axis, &x));
+  }
+  if (ox_attr_int(node, "keepdims", 1) != 0)
+    return ox_set_tensor(im, node, 0, x);
+  tf_dim kept[TF_MAX_RANK];
+  int32_t m = 0;
+  for (int32_t a = 0; a < rank; a++)
+    if (!reduced[a])
+      kept[m++] = dims[a];
+  return ox_set_tensor(im, node, 0, tf_reshape(im->graph, x, tf_shape_from(kept, m)));
 }

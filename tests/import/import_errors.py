@@ -362,10 +362,10 @@ def main():
                 [node("Pad", ["x", "p"], ["y"], "around", attribute_string("mode", "wrap"))],
                 [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 5])], [int_tensor("p", [4], [0, 1, 0, 0])])),
              ["wrap.onnx", "'around' (Pad)", "mode wrap before opset 19"]),
-            ("ReduceProd of data", write("prod.onnx", model(
-                [node("ReduceProd", ["x"], ["y"], "product", attribute_ints("axes", [1]))],
-                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 1])])),
-             ["prod.onnx", "'product' (ReduceProd)", "ReduceProd of data"]),
+            ("ReduceProd of data along the batch axis", write("prod.onnx", model(
+                [node("ReduceProd", ["x"], ["y"], "product", attribute_ints("axes", [0]))],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, [1, 4])])),
+             ["prod.onnx", "'product' (ReduceProd)", "ReduceProd of data along axis 0 of symbolic or no size"]),
             # 3-d convolution and pooling are 2-d ops over the depth planes (onnx_conv3d.c): a symbolic
             # depth, ceil_mode and a padded average that does not count its padding are refused
             ("3-d pooling, ceil_mode", write("pool3d.onnx", model(

@@ -892,4 +892,27 @@ def bernoulli_masks():
 
 case("torch.bernoulli(x, p) draws 1 with probability p (a new mask each step; p 0 and 1 exact)", bernoulli_masks)
 
+# torch.prod of data (a geometric mean, a survival curve): halves multiplied along each axis, so the
+# gradient is the product rule's, zeros (a ReLU's) included; odd lengths and several axes.
+class Products(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = torch.nn.Linear(6, 15), torch.nn.Linear(3 + 1 + 5 + 1, 5)
+
+    def forward(self, x):
+        h = self.a(x)
+        survival = torch.sigmoid(h[:, :9]).reshape(-1, 3, 3).prod(2)  # [N, 3]
+        gated = torch.relu(h[:, 9:14]).prod(1, keepdim=True)  # some factors exactly 0
+        plane = (1 + 0.1 * torch.tanh(h[:, :10])).reshape(-1, 2, 5)
+        return self.head(torch.cat([survival, gated, plane.prod(1), torch.prod(plane.flatten(1), 1, True)], 1))
+
+
+def products():
+    torch.manual_seed(34)
+    return beside_torch(Products(), torch.randn(batch, 6), torch.randint(0, 5, (batch,)), ["mul"])[:2]
+
+
+case("torch.prod of data along odd and even axes, through exact zeros, trains as PyTorch's", products)
+
+
 finish("from_torch_operators")
