@@ -603,6 +603,31 @@ def _meshgrid_xy(torch):
     return _register_symbolic(torch, "aten::meshgrid", meshgrid, (9,))
 
 
+def _unfold_negative_dimension(torch, opset):
+    """torch's export of Tensor.unfold(dimension, size, step) (1.13's and 2.x's TorchScript exporter)
+    unsqueezes and concatenates the windows at `dimension` counted in the output's rank, which for a
+    negative dimension is one axis off: x.unfold(-1, 8, 4) of [N, T] came out [N, 8, windows] where
+    PyTorch gives [N, windows, 8] (PatchTST's patches, audio framing), and onnxruntime refuses or runs
+    the wrong file. The export makes the dimension non-negative (the input's rank known) before torch's
+    own symbolic. Returns the function that puts torch's symbolics back."""
+    helper, = _exporter("symbolic_helper")
+    versions = [v for v in (9, 12) if _symbolic_of("aten::unfold", v) is not None]
+    owns = {v: _symbolic_of("aten::unfold", v) for v in versions}
+
+    def unfold(g, x, dimension, size, step):
+        own = owns[max(v for v in versions if v <= g.opset)]
+        axis, rank = helper._maybe_get_const(dimension, "i"), helper._get_tensor_rank(x)
+        if isinstance(axis, torch.Tensor):
+            axis = int(axis)
+        if isinstance(axis, int) and axis < 0:
+            if rank is None:
+                raise TightfitError(f"from_torch: Tensor.unfold({axis}, ...) of a tensor of unknown rank")
+            dimension = axis + rank
+        return own(g, x, dimension, size, step)
+
+    return _register_symbolic(torch, "aten::unfold", unfold, versions)
+
+
 def _dtype_of(torch, x):
     """The torch dtype of traced value x (float32 where the trace does not say)."""
     type_utils, = _exporter("_type_utils")
@@ -744,6 +769,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_nearest_exact_as_resize(torch, opset))
         restores.append(_bernoulli_of_p_as_dropout(torch, opset))
         restores.append(_meshgrid_xy(torch))
+        restores.append(_unfold_negative_dimension(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs

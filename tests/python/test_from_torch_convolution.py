@@ -576,19 +576,25 @@ case("standardised weights (F.batch_norm without running statistics), cumsum alo
 
 # nn.Unfold / F.unfold (im2col: HaloNet's, VOLO's and research code's patches): PyTorch gathers each window's
 # rows and columns by known index tables, over a batch of symbolic size: runs of consecutive indices
-# become slices, concatenated (overlapping windows' gradients add); and Tensor.unfold's patches.
+# become slices, concatenated (overlapping windows' gradients add); and Tensor.unfold's patches, along
+# positive and negative dimensions.
 class Unfolded(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(2, 2, 1)
-        self.head = torch.nn.Linear(18 * 9 + 2 * 2 * 6 * 4 + 2 * 6 * 2 * 3, 5)
+        self.head = torch.nn.Linear(18 * 9 + 2 * 2 * 6 * 4 + 2 * 6 * 2 * 3 * 3, 5)
 
     def forward(self, x):  # x [N, 2, 6, 6]
         h = torch.tanh(self.conv(x))
         windows = F.unfold(h, kernel_size=3, padding=1, stride=2)  # [N, 18, 9], overlapping
         dilated = F.unfold(h, kernel_size=(2, 1), dilation=(2, 1))  # [N, 4, 24]
         patches = h.unfold(3, 3, 2)  # [N, 2, 6, 2, 3]
-        return self.head(torch.cat([windows.flatten(1), dilated.flatten(1), patches.flatten(1)], 1))
+        # negative dimensions (audio frames, PatchTST's patches): torch's own export put the windows one
+        # axis off
+        frames = h.unfold(-1, 3, 2)  # [N, 2, 6, 2, 3]
+        rows = h.unfold(-2, 3, 2).transpose(-2, -3)  # [N, 2, 6, 2, 3]
+        parts = [windows, dilated, patches, frames, rows]
+        return self.head(torch.cat([p.flatten(1) for p in parts], 1))
 
 
 def unfolded():
@@ -596,7 +602,8 @@ def unfolded():
     return beside_torch(Unfolded(), torch.randn(batch, 2, 6, 6), torch.randint(0, 5, (batch,)), ["concat"])[:2]
 
 
-case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold train as PyTorch's", unfolded)
+case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold (negative dimensions too) train as "
+     "PyTorch's", unfolded)
 
 
 # F.grid_sample (ONNX's GridSample: a spatial transformer's warp): a localisation head predicts an affine

@@ -8,7 +8,7 @@ ids, two inputs), GPT-Neo, GPT-J, CodeGen, GPTBigCode, Phi, StableLM, Starcoder2
 family's causal LMs (Llama, Qwen2, Phi-3, Gemma, Mistral: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention), GPT-NeoX-Japanese, SigLIP's and CLIP's vision towers, RWKV, Gemma-2, MPT, OLMoE,
 ResNet, SegFormer, Wav2Vec2-Conformer, Wav2Vec2-BERT, SEW, Speech2Text, SpeechT5's speech-to-text and
-text-to-speech, M2M-100 — each small (2 layers, d 32), in train mode with dropout 0. Each is
+text-to-speech, M2M-100, PatchTST and DETR — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
@@ -755,6 +755,22 @@ case("transformers M2M100ForConditionalGeneration (sinusoidal positions from the
      encoder_decoder(transformers.M2M100ForConditionalGeneration, transformers.M2M100Config(
          d_model=32, max_position_embeddings=64, dropout=0.0, init_std=0.2, **SEQ2SEQ), 95, "input_ids",
          torch.randint(3, 64, (BATCH, 10))))
+
+case("transformers PatchTSTModel (time series: per-channel scaling, patches by Tensor.unfold(-2), batch norm), mse",
+     speech_states(transformers.PatchTSTModel, transformers.PatchTSTConfig(
+         num_input_channels=2, context_length=32, patch_length=8, patch_stride=8, d_model=16, num_attention_heads=2,
+         num_hidden_layers=1, ffn_dim=32, dropout=0.0, attention_dropout=0.0, ff_dropout=0.0, positional_dropout=0.0,
+         path_dropout=0.0, head_dropout=0.0, do_mask_input=False), 97, "past_values", torch.randn(BATCH, 32, 2)))
+case("transformers DetrForObjectDetection (a ResNet backbone with frozen batch norm, sine positions, 5 object "
+     "queries), mse on the class logits",
+     hidden_states(transformers.DetrForObjectDetection, transformers.DetrConfig(
+         use_timm_backbone=False, use_pretrained_backbone=False,
+         backbone_config=transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                                                   out_features=["stage2"]),
+         d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+         encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=5, dropout=0.0, attention_dropout=0.0,
+         activation_dropout=0.0, num_labels=3, init_std=0.2), 98))
+
 
 
 
