@@ -8,7 +8,7 @@ ids, two inputs), GPT-Neo, GPT-J, CodeGen, GPTBigCode, Phi, StableLM, Starcoder2
 family's causal LMs (Llama, Qwen2, Phi-3, Gemma, Mistral: rotary positions, RMSNorm, SwiGLU,
 grouped-query attention), GPT-NeoX-Japanese, SigLIP's and CLIP's vision towers, RWKV, Gemma-2, MPT, OLMoE,
 ResNet, SegFormer, Wav2Vec2-Conformer, Wav2Vec2-BERT, SEW, Speech2Text, SpeechT5's speech-to-text and
-text-to-speech, M2M-100, PatchTST and DETR — each small (2 layers, d 32), in train mode with dropout 0. Each is
+text-to-speech and its HiFi-GAN vocoder, M2M-100, PatchTST and DETR — each small (2 layers, d 32), in train mode with dropout 0. Each is
 imported, its forward pass checked against onnxruntime running the very ONNX file from_torch wrote
 (the loss of the first batch from onnxruntime's outputs within 1e-5 of tightfit's; the models whose
 integer arithmetic runs as casts and f32 ops also on Vulkan against the CPU), then trained 10 AdamW
@@ -755,6 +755,32 @@ case("transformers M2M100ForConditionalGeneration (sinusoidal positions from the
      encoder_decoder(transformers.M2M100ForConditionalGeneration, transformers.M2M100Config(
          d_model=32, max_position_embeddings=64, dropout=0.0, init_std=0.2, **SEQ2SEQ), 95, "input_ids",
          torch.randint(3, 64, (BATCH, 10))))
+
+
+class Vocoder(torch.nn.Module):
+    """A vocoder given a spectrogram: its waveform (the model's own output, no return_dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, spectrogram):
+        return self.model(spectrogram=spectrogram)
+
+
+def hifigan():
+    """SpeechT5's HiFi-GAN vocoder (transposed 1-d convolutions upsampling by 4 and 4, multi-receptive-field
+    residual blocks with dilations): mel frames [N, 10, 8] to [N, 160] samples, mse."""
+    torch.manual_seed(99)
+    model = Vocoder(transformers.SpeechT5HifiGan(transformers.SpeechT5HifiGanConfig(
+        model_in_dim=8, upsample_initial_channel=16, upsample_rates=[4, 4], upsample_kernel_sizes=[8, 8],
+        resblock_kernel_sizes=[3, 5], resblock_dilation_sizes=[[1, 3], [1, 3]], normalize_before=False,
+        initializer_range=0.1)))
+    mel = torch.randn(BATCH, 10, 8)
+    return run(model, {"spectrogram": mel}, torch.randn(BATCH, 160), "mse")
+
+
+case("transformers SpeechT5HifiGan (a vocoder: transposed convolutions, dilated residual blocks), mse", hifigan)
 
 case("transformers PatchTSTModel (time series: per-channel scaling, patches by Tensor.unfold(-2), batch norm), mse",
      speech_states(transformers.PatchTSTModel, transformers.PatchTSTConfig(
