@@ -11,7 +11,8 @@ SpaceToDepth + a reflect Pad + a 1-d MaxPool + a Relu RNN, an ArgMin lookup + a 
 constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNormalization from axis -2, gathers and a scatter by data, an If of a known condition with an If
 inside its branch beside TopK and EyeLike, CastLike to a comparison's and an initializer's type beside an EyeLike of
 a symbolic [N, N] and a Reshape of N rows into pairs, a masked mean (x[mask] computed densely), an STFT by a Hann window into a mel filter bank beside an inverse DFT,
-a GridSample by a grid of data into a ConvTranspose of an output_shape, and an opset-3 model
+a GridSample by a grid of data into a ConvTranspose of an output_shape, a slice that selects nothing
+concatenated into a ReduceProd of data and a nearest Resize to 3 x 7 beside Max and Trilu of int64 data, and an opset-3 model
 the importer refuses.
 Each is under 1 KiB."""
 import os
@@ -299,6 +300,28 @@ SEEDS["warp_deconv.onnx"] = model([
          ints_attribute("output_shape", [8, 9])),
 ], [value_info("x", 1, ["N", 1, 4, 4]), value_info("grid", 1, ["N", 3, 3, 2])], [value_info("y", 1, ["N", 1, 8, 9])],
     [tensor("w", [1, 1, 3, 3], [0.25] * 9)], opset=16)
+
+
+SEEDS["empty_prod_resize.onnx"] = model([
+    # a slice that selects nothing concatenated (import/onnx_layout.c's ox_empty), ReduceProd of data along a
+    # fixed axis (import/onnx_reduce.c), nearest Resize to a size that is no whole multiple, by one-hot
+    # matrices (onnx_resize_linear.c), Max of int64 data, and Trilu of int64 data
+    const_node("k0", "from", [1], ints=[4]),
+    const_node("k1", "end", [1], ints=[1 << 62]),
+    const_node("k2", "axis", [1], ints=[-1]),
+    node("Slice", ["x", "from", "end", "axis"], ["rest"], "pass"),
+    node("Concat", ["x", "rest"], ["whole"], "whole", int_attribute("axis", -1)),
+    node("ReduceProd", ["whole"], ["product"], "product", ints_attribute("axes", [2]) + int_attribute("keepdims", 1)),
+    const_node("k3", "scales", [4], floats=[1.0, 1.0, 3.0, 1.75]),
+    node("Resize", ["product", "", "scales"], ["resized"], "resize", attribute_string("mode", "nearest") +
+         attribute_string("coordinate_transformation_mode", "align_corners") +
+         attribute_string("nearest_mode", "ceil")),
+    node("Cast", ["x"], ["xi"], "integers", int_attribute("to", 7)),
+    node("Max", ["xi", "k"], ["top"], "top"),
+    node("Trilu", ["top"], ["tri"], "tri", int_attribute("upper", 0)),
+    node("Cast", ["tri"], ["y"], "back", int_attribute("to", 1)),
+], [value_info("x", 1, ["N", 1, 4, 4])], [value_info("resized", 1, ["N", 1, 3, 7]), value_info("y", 1, ["N", 1, 4, 4])],
+    [int_tensor("k", [4], [0, 1, 2, 3])], opset=17)
 
 
 def main():
