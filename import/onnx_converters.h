@@ -264,7 +264,7 @@ tf_status ox_convert_one_hot(ox_import *im, const ox_node *node);
  * k, of the dtype attribute's type or the input's. */
 tf_status ox_convert_eye_like(ox_import *im, const ox_node *node);
 
-/* onnx_repeat.c */
+/* onnx_repeat.c: Resize, and Upsample (opset 9: its scales an input; Resize-10's mappings) */
 tf_status ox_convert_resize(ox_import *im, const ox_node *node);
 tf_status ox_convert_tile(ox_import *im, const ox_node *node);
 
@@ -273,9 +273,16 @@ tf_status ox_convert_tile(ox_import *im, const ox_node *node);
  * sizes (integers, one per axis); the other NULL. */
 tf_status ox_resize_target(ox_import *im, const ox_node *node, int32_t rank, const ox_known **scales,
                            const ox_known **sizes) TF_MUST_USE;
-/* Resize in linear mode of data x, over its last two axes of fixed sizes, as products with constant
- * interpolation matrices. */
+/* Resize in linear, cubic or nearest mode of data x, over its last three axes of fixed sizes, as
+ * products with constant interpolation matrices. */
 tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor_id x);
+/* Whether the node's coordinate_transformation_mode is `mode`: the attribute, else half_pixel for
+ * Resize from opset 11 and asymmetric for Resize-10 and Upsample (which have no such attribute). */
+bool ox_resize_mapping_is(const ox_import *im, const ox_node *node, const char *mode);
+/* Whether the node's nearest_mode is `mode`: the attribute, else round_prefer_floor from opset 11 and
+ * "simple" before (Resize-10 and Upsample: floor where an axis grows, ceil where it shrinks, as
+ * onnxruntime runs them). */
+bool ox_resize_rounding_is(const ox_import *im, const ox_node *node, const char *mode);
 
 /* onnx_triangle.c: Trilu folded on a known value; on data with fixed last two axes, times a 0/1
  * triangle. */

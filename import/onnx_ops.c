@@ -102,6 +102,7 @@ static const ox_converter_row converters[] = {
     {"Split", ox_convert_split},
     {"Expand", ox_convert_expand},
     {"Resize", ox_convert_resize},
+    {"Upsample", ox_convert_resize},
     {"Tile", ox_convert_tile},
     {"Equal", ox_convert_equal},
     {"Greater", ox_convert_greater},

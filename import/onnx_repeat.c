@@ -1,10 +1,11 @@
 /* Operators that repeat elements, as reshape -> expand -> reshape (expand's gradient sums the copies
  * back):
- * - Resize in nearest mode by whole factors (nn.Upsample(scale_factor=2), F.interpolate(mode=
- *   "nearest"): the upsampling of GAN generators and UNets): each element repeated s times along
- *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
- *   whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding). Other
- *   factors and mappings, and the linear and cubic modes, are onnx_resize_linear.c's.
+ * - Resize (and the Upsample of opset 9, whose scales are its input 1 as Resize-10's; both map
+ *   asymmetrically, nearest mode rounding down where an axis grows) in nearest mode by whole factors
+ * (nn.Upsample(scale_factor=2), F.interpolate(mode= "nearest"): the upsampling of GAN generators and UNets): each
+ * element repeated s times along each axis with factor s, which is what every coordinate mapping PyTorch exports gives
+ * for a whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding). Other factors and
+ * mappings, and the linear and cubic modes, are onnx_resize_linear.c's.
  * - Tile (x.repeat(...)): the whole axis repeated r times. */
 #include <inttypes.h>
 #include <math.h>
@@ -90,17 +91,33 @@ static tf_status default_axes(ox_import *im, const ox_node *node, int32_t rank) 
   return NULL;
 }
 
+/* Upsample's scales must be at least 1 (as ONNX defines it and onnxruntime checks: Resize shrinks). */
+static tf_status upsample_scales(ox_import *im, const ox_node *node, int32_t rank) {
+  const ox_known *scales, *sizes;
+  TF_RETURN_IF_ERROR(ox_resize_target(im, node, rank, &scales, &sizes));
+  for (int32_t a = 0; scales && a < rank; a++)
+    if (!(scales->reals[a] >= 1))
+      return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                     "Upsample's scale %g on axis %" PRId32 " (at least 1: Resize shrinks)", scales->reals[a], a);
+  return NULL;
+}
+
 tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
+  if (strcmp(node->proto->op_type, "Upsample") == 0 && !ox_input(node, 1))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "Upsample with a scales attribute (opset 7 and 8; from opset 9 its scales are an input): "
+                   "export at opset 9 or later");
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
   TF_RETURN_IF_ERROR(default_axes(im, node, rank));
+  if (strcmp(node->proto->op_type, "Upsample") == 0)
+    TF_RETURN_IF_ERROR(upsample_scales(im, node, rank));
   int64_t factor[TF_MAX_RANK];
   tf_status no_factors = factors(im, node, rank, dims, factor); /* reported after the mode's checks */
-  bool same_size =
-      !no_factors && !ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "tf_crop_and_resize");
+  bool same_size = !no_factors && !ox_resize_mapping_is(im, node, "tf_crop_and_resize");
   for (int32_t a = 0; a < rank && same_size; a++)
     same_size = factor[a] == 1;
   if (same_size) /* every mode maps each pixel to itself (BEiT's table interpolated to its own size) */
@@ -110,14 +127,15 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
     tf_status_free(no_factors);
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a mode other than nearest, linear and cubic");
   }
-  bool asymmetric = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "asymmetric");
+  bool asymmetric = ox_resize_mapping_is(im, node, "asymmetric");
   /* half_pixel_symmetric (opset 19) is half_pixel where out is in times a whole factor */
-  bool half_pixel = ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||
-                    ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "half_pixel_symmetric") ||
-                    ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
-  bool floor_mode = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "floor");
-  bool rounding = ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||
-                  ox_attr_is(node, "nearest_mode", "round_prefer_floor", "round_prefer_ceil");
+  bool half_pixel = ox_resize_mapping_is(im, node, "half_pixel") ||
+                    ox_resize_mapping_is(im, node, "half_pixel_symmetric") ||
+                    ox_resize_mapping_is(im, node, "pytorch_half_pixel");
+  /* (whole factors grow every axis: "simple" rounds down there) */
+  bool floor_mode = ox_resize_rounding_is(im, node, "floor") || ox_resize_rounding_is(im, node, "simple");
+  bool rounding =
+      ox_resize_rounding_is(im, node, "round_prefer_floor") || ox_resize_rounding_is(im, node, "round_prefer_ceil");
   if (!ox_attr_is(node, "mode", "nearest", "nearest") || no_factors ||
       !((asymmetric && floor_mode) || (half_pixel && rounding))) {
     /* no repeat: a product with each axis's constant blend (onnx_resize_linear.c) */

@@ -26,6 +26,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "import/onnx_converters.h"
 
@@ -38,8 +39,9 @@ typedef enum coordinates {
   TF_HALF_PIXEL_FOR_NN
 } coordinates;
 
-/* How nearest mode rounds a coordinate to a position (ONNX's nearest_mode). */
-typedef enum rounding { ROUND_PREFER_FLOOR, ROUND_PREFER_CEIL, FLOOR, CEIL } rounding;
+/* How nearest mode rounds a coordinate to a position (ONNX's nearest_mode; SIMPLE: Resize-10's and
+ * Upsample's, floor where the axis grows and ceil where it shrinks). */
+typedef enum rounding { ROUND_PREFER_FLOOR, ROUND_PREFER_CEIL, FLOOR, CEIL, SIMPLE } rounding;
 
 /* The taps of one output position: linear, cubic (with Keys' coefficient, and whether taps past an
  * edge are left out and the rest renormalised: exclude_outside) or nearest (one, by `rounding`). */
@@ -50,7 +52,20 @@ typedef struct taps {
   rounding round;
 } taps;
 
-static bool coordinates_of(const ox_node *node, coordinates *out) {
+/* Resize-10 and Upsample have neither attribute: their mapping and rounding are the old ones. */
+static bool old_resize(const ox_import *im, const ox_node *node) {
+  return im->opset < 11 || strcmp(node->proto->op_type, "Upsample") == 0;
+}
+
+bool ox_resize_mapping_is(const ox_import *im, const ox_node *node, const char *mode) {
+  return ox_attr_is(node, "coordinate_transformation_mode", old_resize(im, node) ? "asymmetric" : "half_pixel", mode);
+}
+
+bool ox_resize_rounding_is(const ox_import *im, const ox_node *node, const char *mode) {
+  return ox_attr_is(node, "nearest_mode", old_resize(im, node) ? "simple" : "round_prefer_floor", mode);
+}
+
+static bool coordinates_of(const ox_import *im, const ox_node *node, coordinates *out) {
   static const struct {
     const char *name;
     coordinates mode;
@@ -61,7 +76,7 @@ static bool coordinates_of(const ox_node *node, coordinates *out) {
                {"asymmetric", ASYMMETRIC},
                {"tf_half_pixel_for_nn", TF_HALF_PIXEL_FOR_NN}};
   for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-    if (ox_attr_is(node, "coordinate_transformation_mode", "half_pixel", modes[i].name)) {
+    if (ox_resize_mapping_is(im, node, modes[i].name)) {
       *out = modes[i].mode;
       return true;
     }
@@ -101,15 +116,18 @@ static double cubic_weight(double x, double a) {
 
 /* The position nearest mode reads for coordinate src (ONNX's rounding; a whole coordinate is itself),
  * clamped to [0, in - 1]. */
-static int64_t nearest_of(double src, rounding round, int64_t in) {
+static int64_t nearest_of(double src, rounding round, bool shrinking, int64_t in) {
   const double below = floor(src), t = src - below;
   double at = below;
+  if (round == SIMPLE)
+    round = shrinking ? CEIL : FLOOR;
   if (t > 0) {
     switch (round) {
     case ROUND_PREFER_FLOOR: at = t <= 0.5 ? below : below + 1; break;
     case ROUND_PREFER_CEIL: at = t < 0.5 ? below : below + 1; break;
     case FLOOR: break;
     case CEIL: at = below + 1; break;
+    case SIMPLE: break;
     }
   }
   return at < 0 ? 0 : at > (double)(in - 1) ? in - 1 : (int64_t)at;
@@ -148,7 +166,7 @@ static tf_status blend_matrix(ox_import *im, const ox_node *node, coordinates mo
     double *row = k->reals + o * in;
     const double src = source_of(mode, o, in, out, scale, how->kind == LINEAR);
     if (how->kind == NEAREST) {
-      row[nearest_of(src, how->round, in)] = 1.0;
+      row[nearest_of(src, how->round, scale < 1, in)] = 1.0;
     } else if (how->kind == CUBIC) {
       cubic_row(row, src, how, in);
     } else {
@@ -195,7 +213,8 @@ static tf_status sizes_of(ox_import *im, const ox_node *node, int32_t rank, cons
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "scale %g on axis %" PRId32 " (0 to 1024 only)", scales->reals[a],
                        a);
       scale[a] = scales->reals[a];
-      out[a] = dims[a].symbol >= 0 ? -1 : (int64_t)floor((double)dims[a].size * scales->reals[a]);
+      /* in f32, as onnxruntime multiplies (5 x 1.4f is 7 there, 6.99999988 in f64) */
+      out[a] = dims[a].symbol >= 0 ? -1 : (int64_t)floorf((float)dims[a].size * (float)scales->reals[a]);
       kept[a] = scales->reals[a] == 1.0;
       continue;
     }
@@ -208,7 +227,7 @@ static tf_status sizes_of(ox_import *im, const ox_node *node, int32_t rank, cons
 
 /* The node's mode as taps (linear, cubic or nearest with its rounding). */
 static tf_status taps_of(ox_import *im, const ox_node *node, taps *how) {
-  static const char *const roundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  static const char *const roundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"};
   *how = (taps){.kind = LINEAR,
                 .cubic_a = ox_attr_float(node, "cubic_coeff_a", -0.75),
                 .exclude_outside = ox_attr_int(node, "exclude_outside", 0) != 0};
@@ -219,7 +238,7 @@ static tf_status taps_of(ox_import *im, const ox_node *node, taps *how) {
   } else if (ox_attr_is(node, "mode", "nearest", "nearest")) {
     how->kind = NEAREST;
     for (size_t i = 0; i < sizeof(roundings) / sizeof(roundings[0]); i++)
-      if (ox_attr_is(node, "nearest_mode", "round_prefer_floor", roundings[i])) {
+      if (ox_resize_rounding_is(im, node, roundings[i])) {
         how->round = (rounding)i;
         return NULL;
       }
@@ -231,7 +250,7 @@ static tf_status taps_of(ox_import *im, const ox_node *node, taps *how) {
 
 tf_status ox_convert_resize_linear(ox_import *im, const ox_node *node, tf_tensor_id x) {
   coordinates mode;
-  if (!coordinates_of(node, &mode))
+  if (!coordinates_of(im, node, &mode))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "this coordinate_transformation_mode (half_pixel, half_pixel_symmetric, pytorch_half_pixel, "
                    "align_corners, asymmetric or tf_half_pixel_for_nn; tf_crop_and_resize is not supported)");

@@ -12,8 +12,11 @@ with onnx.helper, imported, compiled (--inference), run, and its output compared
   IsNaN and IsInf (opset 20) of NaN, both infinities and finite values: isnan + 2 isinf, exact
   Resize with half_pixel_symmetric coordinates (opset 19): linear to fractional and whole scales
       against the formula of ONNX's definition; nearest by a whole factor (each element repeated)
+  Resize-10 and Upsample-9 (asymmetric, nearest rounding down where an axis grows and up where it
+      shrinks): linear and nearest by fractional and whole scales against that formula (onnxruntime's
+      values on these files, 2026-12-07)
 and the refusals, each exit 2 naming the node and why (no graph written): a
-dilated AveragePool (19), Cast to float8 (19) and int4 (21), a Constant of uint4 (21), a
+dilated AveragePool (19), an Upsample that shrinks (9), Cast to float8 (19) and int4 (21), a Constant of uint4 (21), a
 ConstantOfShape of float8 (20), Gelu with another approximation, antialiased linear downscaling,
 Resize's axes and keep_aspect_ratio_policy (18), GroupNormalization (21), opset 22.
 
@@ -137,6 +140,34 @@ def resize(mode, scales=None, sizes=None, in_shape=(1, 1, 4, 5), opset=19, **att
     return make(nodes, [("x", F32, list(in_shape))], [("y", F32, out)], opset)
 
 
+def old_resize(op, mode, scales, in_shape=(1, 1, 4, 5), opset=10):
+    """Resize-10 or Upsample-9 of x by `scales` (input 1: neither has roi or coordinate_transformation_mode)."""
+    nodes = [const("scales", scales, np.float32), helper.make_node(op, ["x", "scales"], ["y"], name="resize", mode=mode)]
+    out = [int(math.floor(d * s)) for d, s in zip(in_shape, scales)]
+    return make(nodes, [("x", F32, list(in_shape))], [("y", F32, out)], opset)
+
+
+def asymmetric(x, scales, mode):
+    """Resize-10's and Upsample's definition (onnxruntime's): an output position o reads the input at o / scale;
+    nearest rounds it down where the axis grows and up where it shrinks, linear blends the two around it
+    (clamped to the last position). The last two axes."""
+    y = x.astype(np.float64)
+    for axis, scale in ((2, scales[2]), (3, scales[3])):
+        size = y.shape[axis]
+        out = int(math.floor(size * scale))
+        src = np.arange(out) / scale
+        if mode == "nearest":
+            at = np.minimum(np.ceil(src) if scale < 1 else np.floor(src), size - 1).astype(int)
+            y = np.take(y, at, axis=axis)
+            continue
+        src = np.minimum(src, size - 1)
+        low = np.floor(src).astype(int)
+        high = np.minimum(low + 1, size - 1)
+        t = (src - low).reshape([-1 if a == axis else 1 for a in range(y.ndim)])
+        y = np.take(y, low, axis=axis) * (1 - t) + np.take(y, high, axis=axis) * t
+    return y
+
+
 def half_pixel_symmetric_linear(x, scales):
     """Resize, linear, half_pixel_symmetric, as ONNX's definition of Resize-19 writes it: per axis
     x_ori = in / 2 (1 - out / (in scale)) + (o + 0.5) / scale - 0.5, clamped to [0, in - 1]."""
@@ -228,8 +259,19 @@ def main():
               resize("nearest", [1, 1, 2, 2], coordinate_transformation_mode="half_pixel_symmetric"), image,
               image.repeat(2, axis=2).repeat(2, axis=3).astype(np.float64))
 
+        # Resize-10 and Upsample-9: no coordinate_transformation_mode, their mapping asymmetric (the
+        # importer read opset 10's by opset 11's half_pixel default before)
+        for op, opset in (("Resize", 10), ("Upsample", 9)):
+            grow = op == "Upsample"  # (Upsample's scales are at least 1)
+            for mode, scales in (("linear", [1, 1, 1.5, 1.4 if grow else 0.7]), ("nearest", [1, 1, 1.75, 2.2 if grow else 0.6]),
+                                 ("nearest", [1, 1, 2, 3])):
+                check(f"{op}-{opset} {mode}, scales {scales}", f"{op}{opset}_{mode}_" + "_".join(map(str, scales)),
+                      old_resize(op, mode, scales, opset=opset), image, asymmetric(image, scales, mode), 1e-6)
+
         node = lambda op, inputs=("x",), **a: helper.make_node(op, list(inputs), ["y"], name="n", **a)  # noqa: E731
         refusals = [
+            ("an Upsample that shrinks (9)", old_resize("Upsample", "nearest", [1, 1, 2, 0.5], opset=9),
+             ["'resize' (Upsample)", "Upsample's scale 0.5 on axis 3 (at least 1"]),
             ("a dilated AveragePool (19)", make([node("AveragePool", kernel_shape=[2, 2], dilations=[2, 2])],
                                                 [("x", F32, [1, 1, 6, 6])], [("y", F32, [1, 1, 4, 4])], 19),
              ["'n' (AveragePool)", "dilations 2 x 2"]),
