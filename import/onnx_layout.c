@@ -220,6 +220,25 @@ static tf_status concat_of_empty(ox_import *im, const ox_node *node, int64_t axi
   return ox_set_empty(im, node, 0, out.dtype, out.rank, out.dims);
 }
 
+/* The inputs of no elements that Concat leaves out must still fit beside tensor `first`: its rank,
+ * and its sizes off the axis (a file that breaks this is refused, not read around). */
+static tf_status empty_parts_fit(ox_import *im, const ox_node *node, tf_tensor_id first, int64_t axis) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, first, &rank, dims);
+  for (int32_t i = 0; i < node->n_inputs; i++) {
+    const ox_empty *e = ox_empty_input(im, node, i);
+    bool fits = !e || e->rank == rank;
+    for (int32_t d = 0; e && fits && d < rank; d++)
+      fits = d == axis || (e->dims[d].symbol == dims[d].symbol && e->dims[d].size == dims[d].size);
+    if (!fits)
+      return ox_fail(im, node, TF_ERR_SHAPE,
+                     "input %" PRId32 " '%s' (no elements) does not fit beside the others off axis %" PRId64, i,
+                     ox_input(node, i), axis);
+  }
+  return NULL;
+}
+
 tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
   int64_t axis = ox_attr_int(node, "axis", 0);
   int32_t n = node->n_inputs;
@@ -250,6 +269,8 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
       TF_RETURN_IF_ERROR(ox_tensor_of(im, node, i, &ids[m++]));
   if (axis < 0)
     axis += ox_rank_of(im, ids[0]);
+  if (empty)
+    TF_RETURN_IF_ERROR(empty_parts_fit(im, node, ids[0], axis));
   return ox_set_tensor(im, node, 0, m == 1 ? ids[0] : tf_concat(im->graph, ids, m, (int32_t)axis));
 }
 

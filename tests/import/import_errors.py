@@ -271,6 +271,12 @@ def main():
                 [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                 [int_tensor("s", [1], [4]), int_tensor("e", [1], [1 << 62]), int_tensor("a", [1], [1])])),
              ["slice_empty.onnx", "'act' (Relu)", "input 'rest' has no elements", "only Concat"]),
+            ("an empty slice concatenated beside a tensor of another shape", write("concat_empty.onnx", model(
+                [node("Slice", ["x", "s", "e", "a"], ["rest"], "pass"), node("Concat", ["w", "rest"], ["y"], "join",
+                                                                             attribute_int("axis", 1))],
+                [value_info("x", 1, ["N", 4]), value_info("w", 1, ["N", 3, 2])], [value_info("y", 1, ["N", 3, 2])],
+                [int_tensor("s", [1], [4]), int_tensor("e", [1], [1 << 62]), int_tensor("a", [1], [1])])),
+             ["concat_empty.onnx", "'join' (Concat)", "input 1 'rest' (no elements) does not fit"]),
             # Einsum: a diagonal (a label twice in one term), and an equation of the wrong operand count
             ("einsum diagonal", write("einsum_diag.onnx", model(
                 [node("Einsum", ["x", "w"], ["y"], "diag", attribute_string("equation", "ni,jj->nj"))],
