@@ -53,9 +53,13 @@ static tf_status add_input(ox_import *im, const Onnx__ValueInfoProto *info) {
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->source, name);
   const Onnx__TypeProto__Tensor *type = info->type->tensor_type;
   tf_dtype dtype;
-  if (!ox_dtype(type->elem_type, &dtype) || type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE)
-    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has element type %s (%" PRId32 ")", im->source, name,
-                         ox_dtype_name(type->elem_type), type->elem_type);
+  const bool is_double = type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+  if (!ox_dtype(type->elem_type, &dtype) || (is_double && !im->options->narrow_float64))
+    return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has element type %s (%" PRId32 ")%s", im->source, name,
+                         ox_dtype_name(type->elem_type), type->elem_type,
+                         is_double ? ": tightfit computes in f32 at most (`tightfit import --narrow-float64` takes it "
+                                     "as FLOAT)"
+                                   : "");
   if (!type->shape)
     return tf_status_new(TF_ERR_UNSUPPORTED, "%s: input '%s' has no shape", im->source, name);
   if (type->shape->n_dim > TF_MAX_RANK)

@@ -41,10 +41,10 @@ static void help(void) {
           "  --label NAME       the label input's name (default labels)\n"
           "  --set SYM=V,...    the symbols' default values (default 1 each), e.g. --set N=8,T=64\n"
           "  --name NAME        the graph's name (default: the ONNX graph's)\n"
-          "  --narrow-float64   compute a cast of data to DOUBLE, and a DOUBLE output, in f32 (float64\n"
-          "                     constants always are; torch.onnx's TorchScript exporter writes them for\n"
-          "                     torch.where(m, 0.0, -inf) of Python numbers and torch.nan_to_num, which\n"
-          "                     PyTorch computes in f32); without it both are refused\n"
+          "  --narrow-float64   compute a cast of data to DOUBLE, and a DOUBLE input or output, in f32\n"
+          "                     (float64 constants always are; torch.onnx's TorchScript exporter writes\n"
+          "                     them for torch.where(m, 0.0, -inf) of Python numbers and torch.nan_to_num,\n"
+          "                     which PyTorch computes in f32); without it they are refused\n"
           "  --json             machine-readable result\n");
 }
 

@@ -39,8 +39,8 @@ typedef struct tf_onnx_options {
   const char *label_name; /* NULL: "labels" */
   const char *graph_name; /* NULL: the ONNX graph's name, or "onnx" */
   int64_t label_length;   /* ctc: S, the labels per sample (targets padded with negatives); 0: T */
-  /* A Cast of data to DOUBLE, and a DOUBLE graph output, compute in f32 (as float64 constants are
-   * narrowed) instead of being refused: torch.onnx's TorchScript exporter (1.13; 2.x with
+  /* A Cast of data to DOUBLE, and a DOUBLE graph input or output, compute in f32 (as float64 constants
+   * are narrowed) instead of being refused: torch.onnx's TorchScript exporter (1.13; 2.x with
    * dynamo=False) writes them for torch.where(m, 0.0, -inf) of Python numbers and torch.nan_to_num,
    * which eager PyTorch computes in f32 (from_torch sets it, and checks the import against the
    * module). */

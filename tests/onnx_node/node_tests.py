@@ -16,7 +16,9 @@ refusal reasons grouped by operator.
 
 An input the importer must know (Resize's scales and sizes, a Reshape's shape, ...: constants in any
 exported model, fed as graph inputs by these tests) is baked into a copy of the model as an
-initializer holding the test's value, where the test has one data set; such a test says which.
+initializer holding the test's value, where the test has one data set; such a test says which. A
+model the importer refuses for float64 (an input, an output or a Cast to DOUBLE), naming
+--narrow-float64, is imported again with it: its float64 data fed and compared as float32.
 
 usage: node_tests.py TIGHTFIT [--device cpu|vulkan:0] [--root DIR] [--only SUBSTRING] [--list]
 Exits 77 (ctest's skip) when the test data or python3-onnx is missing.
@@ -91,6 +93,12 @@ def as_tightfit_reads(array, elem_type):
     if elem_type == onnx.TensorProto.BOOL and array.dtype == np.bool_:
         return array.astype(np.uint8)
     return array
+
+
+def narrowed_data(array, narrowed):
+    """A float64 array as float32 when the model was imported with --narrow-float64 (its float64 inputs
+    and outputs are float32 in the plan; the expected values are compared rounded to float32)."""
+    return array.astype(np.float32) if narrowed and array.dtype == np.float64 else array
 
 
 def data_sets(test_dir):
@@ -176,21 +184,25 @@ def baked(model_path, values, scratch):
 
 def imported(tf, test_dir, graph, scratch):
     """`tightfit import` of the test's model into `graph`, baking each input the importer says it must
-    know (one data set only): (exit code, output, the inputs baked {name: array})."""
-    model, values = os.path.join(test_dir, "model.onnx"), {}
+    know (one data set only), and again with --narrow-float64 where the importer refuses float64 and
+    names that option: (exit code, output, the inputs baked {name: array}, whether narrowed)."""
+    model, values, narrow = os.path.join(test_dir, "model.onnx"), {}, []
     while True:
-        code, text = run([tf, "import", model, "-o", graph])
+        code, text = run([tf, "import", model, "-o", graph] + narrow)
+        if code == 2 and not narrow and "--narrow-float64" in text:
+            narrow = ["--narrow-float64"]
+            continue
         wanted = KNOWN_INPUT.search(text) if code == 2 else None
         if not wanted or wanted.group(1) in values:
-            return code, text, values
+            return code, text, values, bool(narrow)
         try:
             inputs, _ = graph_io(os.path.join(test_dir, "model.onnx"))
             sets = data_sets(test_dir)
         except Exception:  # data that are no tensors: nothing to bake
-            return code, text, values
+            return code, text, values, bool(narrow)
         fed = {name: array for (_, array), (name, _) in zip(sets[0][0], inputs)} if len(sets) == 1 else {}
         if wanted.group(1) not in fed:
-            return code, text, values
+            return code, text, values, bool(narrow)
         values[wanted.group(1)] = fed[wanted.group(1)]
         model = baked(os.path.join(test_dir, "model.onnx"), values, scratch)
 
@@ -199,7 +211,7 @@ def one_test(tf, device, test_dir, scratch):
     """(status, detail): status 'pass', 'refused' or 'FAIL'."""
     model = os.path.join(test_dir, "model.onnx")
     graph, plan = os.path.join(scratch, "model.tfg"), os.path.join(scratch, "model.tfplan")
-    code, text, values = imported(tf, test_dir, graph, scratch)
+    code, text, values, narrowed = imported(tf, test_dir, graph, scratch)
     if sanitizer_report(text):
         return "FAIL", f"import: sanitizer report: {text[-2000:]}"
     if code == 2:
@@ -223,7 +235,8 @@ def one_test(tf, device, test_dir, scratch):
         os.makedirs(data)
         for (stored, array), (name, elem_type) in zip(given, inputs):
             if name not in values:
-                np.save(os.path.join(data, (stored or name) + ".npy"), as_tightfit_reads(array, elem_type))
+                np.save(os.path.join(data, (stored or name) + ".npy"), narrowed_data(as_tightfit_reads(array, elem_type),
+                                                                                    narrowed))
         code, text = run([tf, "run", plan, "--data", data, "--output", out, "--device", device], device_env(device))
         if code != 0 or sanitizer_report(text):
             return "FAIL", f"run (data set {k}): exit {code}: {text.strip()[-2000:]}"
@@ -231,10 +244,10 @@ def one_test(tf, device, test_dir, scratch):
             path = os.path.join(out, (stored or name) + ".npy")
             if not os.path.exists(path):
                 return "FAIL", f"run (data set {k}) wrote no {os.path.basename(path)}"
-            why = compare(stored or name, np.load(path), as_tightfit_reads(want, elem_type))
+            why = compare(stored or name, np.load(path), narrowed_data(as_tightfit_reads(want, elem_type), narrowed))
             if why:
                 return "FAIL", f"data set {k}: {why}"
-    baked_note = f" (baked: {', '.join(values)})" if values else ""
+    baked_note = (f" (baked: {', '.join(values)})" if values else "") + (" (float64 narrowed)" if narrowed else "")
     return "pass", f"{len(sets)} data set{'s' if len(sets) != 1 else ''}{baked_note}"
 
 
