@@ -394,11 +394,6 @@ def main():
                 [value_info("x", 1, ["N", 1, "D", 4, 4])], [value_info("y", 1, ["N", 1, "D2", 2, 2])],
                 [tensor("w", [1, 1, 3, 3, 3], [0.1] * 27)])),
              ["conv3d.onnx", "'volume' (Conv)", "depth (axis 2) must have a fixed size"]),
-            ("OneHot of float data", write("onehot.onnx", model(
-                [node("OneHot", ["ids", "depth", "values"], ["y"], "hot")],
-                [value_info("ids", 1, ["N", 3])], [value_info("y", 1, ["N", 3, 4])],
-                [int_tensor("depth", [], [4]), tensor("values", [2], [0.0, 1.0])])),
-             ["onehot.onnx", "'hot' (OneHot)", "indices of f32 data (i32 or i64)"]),
             ("OneHot of data with a computed depth", write("onehot_depth.onnx", model(
                 [node("OneHot", ["ids", "depth", "values"], ["y"], "hot")],
                 [value_info("ids", 7, ["N", 3]), value_info("depth", 7, [])], [value_info("y", 1, ["N", 3, 4])],

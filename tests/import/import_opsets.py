@@ -12,6 +12,7 @@ with onnx.helper, imported, compiled (--inference), run, and its output compared
   IsNaN and IsInf (opset 20) of NaN, both infinities and finite values: isnan + 2 isinf, exact
   Resize with half_pixel_symmetric coordinates (opset 19): linear to fractional and whole scales
       against the formula of ONNX's definition; nearest by a whole factor (each element repeated)
+  OneHot of uint8 and float indices (cast to int64 first, floats truncated), exact
   Resize-10 and Upsample-9 (asymmetric, nearest rounding down where an axis grows and up where it
       shrinks): linear and nearest by fractional and whole scales against that formula (onnxruntime's
       values on these files, 2026-12-07)
@@ -140,6 +141,25 @@ def resize(mode, scales=None, sizes=None, in_shape=(1, 1, 4, 5), opset=19, **att
     return make(nodes, [("x", F32, list(in_shape))], [("y", F32, out)], opset)
 
 
+def one_hot(elem_type):
+    """OneHot (opset 13) of indices of `elem_type` [2, 3], depth 4, values [0, 1]."""
+    nodes = [const("depth", 4), const("values", [0.0, 1.0], np.float32),
+             helper.make_node("OneHot", ["x", "depth", "values"], ["y"], name="hot")]
+    return make(nodes, [("x", elem_type, [2, 3])], [("y", F32, [2, 3, 4])], 13)
+
+
+def one_hot_reference(x):
+    """ONNX's OneHot of x cast to int64 (floats truncated), depth 4: a negative index counts from the end,
+    one outside [-4, 4) all zeros."""
+    y = np.zeros(x.shape + (4,))
+    for at in np.ndindex(*x.shape):
+        v = int(x[at])
+        v = v + 4 if v < 0 else v
+        if 0 <= v < 4:
+            y[at + (v,)] = 1
+    return y
+
+
 def old_resize(op, mode, scales, in_shape=(1, 1, 4, 5), opset=10):
     """Resize-10 or Upsample-9 of x by `scales` (input 1: neither has roi or coordinate_transformation_mode)."""
     nodes = [const("scales", scales, np.float32), helper.make_node(op, ["x", "scales"], ["y"], name="resize", mode=mode)]
@@ -258,6 +278,12 @@ def main():
         check("Resize-19 nearest, half_pixel_symmetric, by 2", "symmetric_nearest",
               resize("nearest", [1, 1, 2, 2], coordinate_transformation_mode="half_pixel_symmetric"), image,
               image.repeat(2, axis=2).repeat(2, axis=3).astype(np.float64))
+
+        # OneHot of u8 and float indices: cast to int64 first (floats truncated), as ONNX defines it
+        for elem_type, indices in ((TensorProto.UINT8, np.array([[0, 1, 3], [2, 7, 1]], np.uint8)),
+                                   (F32, np.array([[0.9, 1.5, -1.2], [2.0, 3.99, -4.5]], np.float32))):
+            check(f"OneHot of {indices.dtype} indices", f"one_hot_{indices.dtype}", one_hot(elem_type), indices,
+                  one_hot_reference(indices))
 
         # Resize-10 and Upsample-9: no coordinate_transformation_mode, their mapping asymmetric (the
         # importer read opset 10's by opset 11's half_pixel default before)
