@@ -236,10 +236,11 @@ tf_status ox_convert_constant_of_shape(ox_import *im, const ox_node *node) {
   return ox_set_tensor(im, node, 0, half ? tf_cast(im->graph, id, dtype) : id);
 }
 
-/* OneHot of indices computed at run time (F.one_hot(labels, C); float and u8 indices cast to
- * int64 first, as ONNX has it, floats truncated) by a known depth and [off, on] values: each index's one-hot row over
- * depth (onnx_indices.c: one outside [-depth, depth) all off, as ONNX has it), off + (on - off) row, the depth axis
- * moved to `axis`, in the values' dtype (an integer one exact: the rows are 0s and 1s). */
+/* OneHot of indices computed at run time (F.one_hot(labels, C); float and u8 indices cast to int64
+ * first, floats truncated, as ONNX has it) by a known depth and [off, on] values: each index's one-hot
+ * row over depth (onnx_indices.c: one outside [-depth, depth) all off, as ONNX has it), off + (on -
+ * off) row, the depth axis moved to `axis`, in the values' dtype (an integer one exact: the rows are
+ * 0s and 1s). */
 static tf_status one_hot_of_data(ox_import *im, const ox_node *node, int64_t depth, const ox_known *values) {
   tf_tensor_id indices, wrapped, poison, row;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &indices));

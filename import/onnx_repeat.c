@@ -1,11 +1,12 @@
 /* Operators that repeat elements, as reshape -> expand -> reshape (expand's gradient sums the copies
  * back):
- * - Resize (and the Upsample of opset 9, whose scales are its input 1 as Resize-10's; both map
- *   asymmetrically, nearest mode rounding down where an axis grows) in nearest mode by whole factors
- * (nn.Upsample(scale_factor=2), F.interpolate(mode= "nearest"): the upsampling of GAN generators and UNets): each
- * element repeated s times along each axis with factor s, which is what every coordinate mapping PyTorch exports gives
- * for a whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding). Other factors and
- * mappings, and the linear and cubic modes, are onnx_resize_linear.c's.
+ * - Resize in nearest mode by whole factors (nn.Upsample(scale_factor=2), F.interpolate(mode=
+ *   "nearest"): the upsampling of GAN generators and UNets): each element repeated s times along
+ *   each axis with factor s, which is what every coordinate mapping PyTorch exports gives for a
+ *   whole factor (asymmetric with floor, half_pixel or half_pixel_symmetric with rounding). Also
+ *   opset 9's Upsample, whose scales are its input 1 as Resize-10's (both map asymmetrically, nearest
+ *   mode rounding down where an axis grows). Other factors and mappings, and the linear and cubic
+ *   modes, are onnx_resize_linear.c's.
  * - Tile (x.repeat(...)): the whole axis repeated r times. */
 #include <inttypes.h>
 #include <math.h>
@@ -103,7 +104,8 @@ static tf_status upsample_scales(ox_import *im, const ox_node *node, int32_t ran
 }
 
 tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
-  if (strcmp(node->proto->op_type, "Upsample") == 0 && !ox_input(node, 1))
+  const bool upsample = strcmp(node->proto->op_type, "Upsample") == 0;
+  if (upsample && !ox_input(node, 1))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "Upsample with a scales attribute (opset 7 and 8; from opset 9 its scales are an input): "
                    "export at opset 9 or later");
@@ -113,7 +115,7 @@ tf_status ox_convert_resize(ox_import *im, const ox_node *node) {
   tf_dim dims[TF_MAX_RANK];
   ox_tensor_dims(im, x, &rank, dims);
   TF_RETURN_IF_ERROR(default_axes(im, node, rank));
-  if (strcmp(node->proto->op_type, "Upsample") == 0)
+  if (upsample)
     TF_RETURN_IF_ERROR(upsample_scales(im, node, rank));
   int64_t factor[TF_MAX_RANK];
   tf_status no_factors = factors(im, node, rank, dims, factor); /* reported after the mode's checks */

@@ -376,13 +376,9 @@ def _zero_as_zeros_like(torch):
     Swin v2 zeroes the key third of a copy of its qkv bias). Returns the function that removes it."""
     if not _torch_1x(torch):
         return lambda: None
-    type_utils, = _exporter("_type_utils")
-    types = type_utils.JitScalarType
 
     def zero(g, x):
-        name = x.type().scalarType()
-        dtype = torch.float32 if name is None else types.from_name(name).dtype()
-        return g.op("ConstantOfShape", g.op("Shape", x), value_t=torch.tensor([0], dtype=dtype))
+        return g.op("ConstantOfShape", g.op("Shape", x), value_t=torch.tensor([0], dtype=_dtype_of(torch, x)))
 
     return _register_symbolic(torch, "aten::zero", zero, (9,))
 
@@ -394,12 +390,11 @@ def _rms_norm_as_ops(torch, opset):
     which the importer reads as one rms_norm over the last axis. Returns the function that removes it."""
     if _registered("aten::rms_norm", opset) or not hasattr(torch.nn.functional, "rms_norm"):
         return lambda: None
-    helper, type_utils = _exporter("symbolic_helper", "_type_utils")
-    types = type_utils.JitScalarType
+    helper, = _exporter("symbolic_helper")
 
     def rms_norm(g, x, normalized_shape, weight=None, eps=None):
         axes = list(range(-len(helper._get_const(normalized_shape, "is", "normalized_shape")), 0))
-        dtype = types.from_value(x, types.FLOAT).dtype()
+        dtype = _dtype_of(torch, x)
         eps = None if eps is None or helper._is_none(eps) else helper._get_const(eps, "f", "eps")
         epsilon = torch.finfo(dtype).eps if eps is None else float(eps)
         mean = g.op("ReduceMean", g.op("Mul", x, x), axes_i=axes, keepdims_i=1)
@@ -517,7 +512,7 @@ def _nearest_exact_as_resize(torch, opset):
     torch's exporter has none (1.13's and 2.x's): torch's own nearest Resize, its mapping changed to
     PyTorch's nearest-exact, floor((o + 0.5) in / out) = half_pixel rounded half up. Returns the function
     that removes them."""
-    added = []
+    restores = []
     for rank in (1, 2, 3):
         name = f"aten::_upsample_nearest_exact{rank}d"
         if _registered(name, opset):
@@ -533,13 +528,8 @@ def _nearest_exact_as_resize(torch, opset):
             y.node().s_("nearest_mode", "round_prefer_ceil")
             return y
 
-        torch.onnx.register_custom_op_symbolic(name, nearest_exact, 9)
-        added.append(name)
-
-    def restore():
-        for name in added:
-            torch.onnx.unregister_custom_op_symbolic(name, 9)
-    return restore
+        restores.append(_register_symbolic(torch, name, nearest_exact, (9,)))
+    return lambda: [restore() for restore in restores]
 
 
 def _bernoulli_of_p_as_dropout(torch, opset):
