@@ -79,15 +79,37 @@ tf_status ox_nonzero_mask(ox_import *im, const ox_node *node, int32_t i, tf_tens
   return mask_operand(im, node, i, false, out);
 }
 
-/* The single value of known input i beside data of rank `rank`, or an error naming what `what` needs
- * (a constant of higher rank would raise the output's). */
-static tf_status known_scalar(ox_import *im, const ox_node *node, int32_t i, int32_t rank, const char *what,
-                              double *out) {
+/* Whether known `k` holds one value in every element and its shape broadcasts into data `x`'s
+ * (each axis, counted from the last, 1 or x's own fixed size): F.kl_div's zeros_like branch,
+ * folded to a constant of the traced shape, fills as that one value. */
+static bool fills_within(ox_import *im, const ox_known *k, tf_tensor_id x) {
+  for (int64_t j = 1; j < k->count; j++)
+    if (k->is_float ? k->reals[j] != k->reals[0] : (k->ints[j].size != k->ints[0].size || k->ints[j].symbol >= 0))
+      return false;
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK];
+  ox_tensor_dims(im, x, &rank, dims);
+  if (k->rank > rank)
+    return false;
+  for (int32_t a = 1; a <= k->rank; a++) {
+    const int64_t c = k->shape[k->rank - a];
+    const tf_dim d = dims[rank - a];
+    if (c != 1 && (d.symbol >= 0 || d.size != c))
+      return false;
+  }
+  return true;
+}
+
+/* The single value of known input i beside data `x` of rank `rank` (a constant filled with one value
+ * that broadcasts into x counts as that value), or an error naming what `what` needs (a constant of
+ * higher rank would raise the output's). */
+static tf_status known_scalar(ox_import *im, const ox_node *node, int32_t i, tf_tensor_id x, int32_t rank,
+                              const char *what, double *out) {
   const ox_known *k = ox_value_find(im, ox_input(node, i))->known;
-  if (k->count != 1 || (!k->is_float && k->ints[0].symbol >= 0))
+  if ((k->count != 1 && !fills_within(im, k, x)) || (!k->is_float && k->ints[0].symbol >= 0))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of data with a constant of %lld values (only with one value)",
                    what, (long long)k->count);
-  if (k->rank > rank)
+  if (k->count == 1 && k->rank > rank)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%s of rank-%d data with a rank-%d constant (only of lower rank)",
                    what, (int)rank, (int)k->rank);
   *out = k->is_float ? k->reals[0] : (double)k->ints[0].size;
@@ -103,7 +125,7 @@ static tf_status equal_of_fill(ox_import *im, const ox_node *node, tf_tensor_id 
   if (!tf_graph_tensor(im->graph, x, &info) || info.kind != TF_CONSTANT || info.init.kind != TF_INIT_FILL)
     return NULL;
   double k;
-  TF_RETURN_IF_ERROR(known_scalar(im, node, other, info.rank, "Equal", &k));
+  TF_RETURN_IF_ERROR(known_scalar(im, node, other, x, info.rank, "Equal", &k));
   *out = tf_graph_constant(im->graph, node->proto->output[0], TF_F32, info.declared,
                            tf_init_make(TF_INIT_FILL, info.init.a == k ? 1.0 : 0.0, 0));
   return ox_graph_error(im, node);
@@ -173,7 +195,7 @@ static tf_status mask_equal(ox_import *im, const ox_node *node) {
     return ox_set_tensor(im, node, 0, filled);
   const tf_dtype dtype = ox_dtype_of(im, x);
   double k;
-  TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, ox_rank_of(im, x), "Equal", &k));
+  TF_RETURN_IF_ERROR(known_scalar(im, node, 1 - data, x, ox_rank_of(im, x), "Equal", &k));
   /* f32 data is a mask this file made where ONNX says bool: Equal takes one type, so the constant
    * is bool too */
   if (!ox_is_integer_dtype(dtype) &&
@@ -320,7 +342,7 @@ static tf_status mask_where(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(mask_operand(im, node, 0, true, &m));
   const int32_t rank = ox_rank_of(im, x) > ox_rank_of(im, m) ? ox_rank_of(im, x) : ox_rank_of(im, m);
   double v;
-  TF_RETURN_IF_ERROR(known_scalar(im, node, 3 - data, rank, "Where", &v));
+  TF_RETURN_IF_ERROR(known_scalar(im, node, 3 - data, x, rank, "Where", &v));
   if (isnan(v))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Where filling NaN");
   if (ox_is_integer_dtype(dtype) && (v != floor(v) || fabs(v) >= OX_MASK_EXACT_LIMIT))

@@ -8,7 +8,7 @@ import shutil
 import warnings
 import weakref
 
-from . import _checksum, _complex_symbolics, _lib, _loss_symbolics, _spectral_symbolics, _verify
+from . import _checksum, _complex_symbolics, _lib, _loss_symbolics, _math_symbolics, _spectral_symbolics, _verify
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -762,6 +762,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_unfold_negative_dimension(torch, opset))
         restores.append(_custom_functions_recorded(torch, functions))
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
+        restores.append(_math_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
+                                                 _symbolic_of))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs
         restores.append(_complex_symbolics.register(torch, *_exporter("symbolic_helper"), _symbolic_of,
                                                     complex_written))

@@ -76,14 +76,21 @@ def _array(x):
 
 def graph_output(graph, example_inputs, names, loss, bindings=None):
     """The graph's output "output" on the example inputs: an inference plan's forward pass on the CPU,
-    its symbols bound as `bindings` says (None: their defaults)."""
+    its symbols bound as `bindings` says (None: their defaults). Inputs the graph does not take (the
+    module never read them) are left out, with a warning where `bindings` is None."""
     from . import Session, compile
     plan = compile(graph, inference=True, target="cpu", set=bindings)
     head_buffers = plan._buffers()
     if "output" not in head_buffers:
         raise TightfitError("from_torch: verify: the inference plan has no buffer 'output' to compare")
     dtype, shape = head_buffers["output"]
-    batch = {name: _array(x) for name, x in zip(names, example_inputs)}
+    batch = {name: _array(x) for name, x in zip(names, example_inputs) if name in plan.inputs}
+    unused = [name for name in names if name not in plan.inputs]
+    if unused and bindings is None:
+        warnings.warn(f"from_torch: the module's forward pass does not use input{'s' if len(unused) > 1 else ''} "
+                      f"{', '.join(repr(n) for n in unused)}, which the export leaves out: the graph takes "
+                      f"{', '.join(repr(n) for n in names if n in plan.inputs) or 'no input'} (feed its steps "
+                      f"without {'them' if len(unused) > 1 else 'it'})", stacklevel=4)
     for name, (label_dtype, label_shape) in plan.inputs.items():
         if name not in batch:
             batch[name] = _label(label_dtype, label_shape, loss)

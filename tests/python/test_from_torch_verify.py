@@ -246,6 +246,37 @@ def custom_functions():
 
 
 case("a custom autograd Function (its backward not exported) is named", custom_functions)
+
+
+class IgnoresMask(torch.nn.Module):
+    """A forward that takes a mask it never reads (the export leaves the input out)."""
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(6, 3)
+
+    def forward(self, x, mask):
+        return self.a(x)
+
+
+def unused_input():
+    """An input the forward pass never reads: the check runs without it and a warning names it (it
+    failed, saying the verify's forward pass could not take 'mask'); the graph trains on x alone."""
+    torch.manual_seed(11)
+    model, x = IgnoresMask(), torch.randn(4, 6)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        graph = tightfit.from_torch(model, (x, torch.ones(4, 6)), loss="cross_entropy",
+                                    input_names=["x", "mask"])
+    said = [str(w.message) for w in seen if "does not use input" in str(w.message)]
+    if len(said) != 1 or "'mask'" not in said[0] or "takes 'x'" not in said[0]:
+        return f"warnings: {[str(w.message) for w in seen]}", ""
+    plan = tightfit.compile(graph, set={"N": 4}, optimizer="sgd", lr=0.1)
+    if sorted(plan.inputs) != ["labels", "x"]:
+        return f"the plan's inputs: {sorted(plan.inputs)}", said[0]
+    return None, said[0]
+
+
+case("an input the forward pass never reads is named in a warning, and the graph takes the others", unused_input)
 class FrozenCount(torch.nn.Module):
     """The batch mean as sum / n, n the traced batch as a Python number: right at the traced batch only."""
     def __init__(self):

@@ -1,0 +1,226 @@
+"""Symbolics for PyTorch math ops that its TorchScript exporter (1.13 and 2.x alike) has none for, or
+writes in a form that trains differently from PyTorch: each is written as the ONNX operators of
+PyTorch's own formula, which the importer reads and autodiff differentiates as PyTorch's backward does.
+
+- torch.cdist: torch's symbolic writes (sum d^p)^(1/p) without |d| (p = 1 sums signed differences, odd p
+  gives NaN), whose gradient at a zero distance (a point beside itself) is 0 x inf = NaN where PyTorch's
+  is 0. Written as ReduceL2 (p = 2), ReduceL1 (p = 1), the largest |d| (p = inf) or (sum |d|^p)^(1/p)
+  with its root kept off 0, each with gradient 0 at a zero distance as PyTorch's; p < 1 is refused.
+- adaptive average and max pooling (1-d and 2-d) to sizes that do not divide the input's (VGG's
+  AdaptiveAvgPool2d((7, 7)) at other than 224 x 224): torch refuses them. Each output takes PyTorch's
+  window [floor(i I / O), ceil((i + 1) I / O)): averages as a product with a constant matrix per axis,
+  maxima as a ReduceMax per window, concatenated. Divisible sizes keep torch's symbolic.
+- torch.trunc, logit (with eps), xlogy, hypot, copysign, heaviside, count_nonzero, diag_embed (offset 0,
+  the last two axes), kron (equal ranks, fixed sizes), F.bilinear (nn.Bilinear: one Einsum),
+  cumprod (a product over a triangle: exact through zeros, as PyTorch's) and
+  F.threshold with a nonzero threshold: torch has no symbolic for them.
+"""
+
+from ._lib import TightfitError
+
+
+def register(torch, opset, helper, registered, symbolic_of):
+    """Registers the symbolics above (those torch lacks at `opset`, cdist's in place of torch's, and the
+    adaptive pooling ones in place of torch's, which they call where theirs apply); returns the function
+    that removes them."""
+
+    def float_type(like):
+        name = like.type().scalarType() if hasattr(like.type(), "scalarType") else None
+        return {"Half": torch.float16, "BFloat16": torch.bfloat16, "Double": torch.float64}.get(name, torch.float32)
+
+    def const(g, like, value):
+        """A constant of `like`'s floating type (f32 where the trace gives it no float type)."""
+        return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
+
+    def ints(g, values):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+    def sizes_of(x, what, axes=None):
+        """x's sizes, those of `axes` (all by default) known at export, or a TightfitError naming `what`."""
+        sizes = helper._get_tensor_sizes(x)
+        if sizes is None or any(sizes[a] is None for a in (range(len(sizes)) if axes is None else axes)):
+            raise TightfitError(f"from_torch: {what} of a tensor whose sizes are not known when exporting (give "
+                                f"dynamic_batch=False, or fixed sizes)")
+        return sizes
+
+    def axis_of(dim, rank):
+        axis = helper._get_const(dim, "i", "dim")
+        return axis + rank if axis < 0 else axis
+
+    def reduced(g, op, x, axis):
+        if opset >= 18 or op == "ReduceSum" and opset >= 13:
+            return g.op(op, x, ints(g, [axis]), keepdims_i=0)
+        return g.op(op, x, axes_i=[axis], keepdims_i=0)
+
+    def cdist(g, x1, x2, p=2.0, compute_mode=None):
+        power = helper._maybe_get_const(p, "f")
+        rank = helper._get_tensor_rank(x1)
+        if helper._is_value(power) or rank is None:
+            raise TightfitError("from_torch: torch.cdist with p computed in the graph, or of unknown rank, is not "
+                                "supported")
+        power = float(power)
+        if not power >= 1:
+            raise TightfitError(f"from_torch: torch.cdist with p = {power:g} is not supported (p >= 1)")
+        difference = g.op("Sub", helper._unsqueeze_helper(g, x1, [rank - 1]), helper._unsqueeze_helper(g, x2, [rank - 2]))
+        if power in (1.0, 2.0):
+            return reduced(g, "ReduceL2" if power == 2.0 else "ReduceL1", difference, -1)
+        if power == float("inf"):
+            return reduced(g, "ReduceMax", g.op("Abs", difference), -1)
+        # (sum |d|^p)^(1/p), its root taken of 1 where the sum is 0 (a point beside itself) and the
+        # result set to 0 there: the gradient 0, as PyTorch's, not 0 x inf
+        total = reduced(g, "ReduceSum", g.op("Pow", g.op("Abs", difference), const(g, x1, power)), -1)
+        zero = g.op("Equal", total, const(g, x1, 0.0))
+        root = g.op("Pow", g.op("Where", zero, const(g, x1, 1.0), total), const(g, x1, 1.0 / power))
+        return g.op("Where", zero, const(g, x1, 0.0), root)
+
+    def windows(size, out):
+        """PyTorch's adaptive pooling windows of an axis of `size` into `out`: [(start, end)]."""
+        return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+    def pooled_axis(g, x, axis, rank, size, out, maximum):
+        """x pooled along `axis` (of `size`) to `out` adaptive windows."""
+        if maximum:
+            parts = []
+            for start, end in windows(size, out):
+                piece = g.op("Slice", x, ints(g, [start]), ints(g, [end]), ints(g, [axis]))
+                if opset >= 18:
+                    parts.append(g.op("ReduceMax", piece, ints(g, [axis]), keepdims_i=1))
+                else:
+                    parts.append(g.op("ReduceMax", piece, axes_i=[axis], keepdims_i=1))
+            return g.op("Concat", *parts, axis_i=axis)
+        matrix = torch.zeros(size, out, dtype=float_type(x))
+        for i, (start, end) in enumerate(windows(size, out)):
+            matrix[start:end, i] = 1.0 / (end - start)
+        if axis == rank - 1:
+            return g.op("MatMul", x, g.op("Constant", value_t=matrix))
+        perm = list(range(rank))
+        perm[axis], perm[rank - 1] = rank - 1, axis
+        moved = g.op("MatMul", g.op("Transpose", x, perm_i=perm), g.op("Constant", value_t=matrix))
+        return g.op("Transpose", moved, perm_i=perm)
+
+    def adaptive(name, maximum):
+        def symbolic(g, x, output_size):
+            targets = helper._maybe_get_const(output_size, "is")
+            rank = helper._get_tensor_rank(x)
+            sizes = helper._get_tensor_sizes(x)
+            if (helper._is_value(targets) or rank is None or sizes is None or
+                    any(s is None for s in sizes[2:]) or
+                    all(int(s) % int(t) == 0 for s, t in zip(sizes[2:], targets))):
+                return own[name](g, x, output_size)
+            for k, (size, out) in enumerate(zip(sizes[2:], targets)):
+                x = pooled_axis(g, x, 2 + k, rank, int(size), int(out), maximum)
+            return (x, None) if maximum else x
+        return symbolic
+
+    def trunc(g, x):
+        return g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x)))
+
+    def logit(g, x, eps=None):
+        if eps is not None and not helper._is_none(eps):
+            e = float(helper._get_const(eps, "f", "eps"))
+            x = g.op("Clip", x, const(g, x, e), const(g, x, 1.0 - e))
+        return g.op("Log", g.op("Div", x, g.op("Sub", const(g, x, 1.0), x)))
+
+    def xlogy(g, x, y):
+        product = g.op("Mul", x, g.op("Log", y))
+        return g.op("Where", g.op("Equal", x, const(g, x, 0.0)), const(g, x, 0.0), product)
+
+    def hypot(g, a, b):
+        return g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
+
+    def copysign(g, a, b):
+        magnitude = g.op("Abs", a)
+        return g.op("Where", g.op("Less", b, const(g, b, 0.0)), g.op("Neg", magnitude), magnitude)
+
+    def heaviside(g, x, values):
+        one, zero = const(g, x, 1.0), const(g, x, 0.0)
+        return g.op("Where", g.op("Greater", x, zero), one,
+                    g.op("Where", g.op("Equal", x, zero), values, zero))
+
+    def count_nonzero(g, x, dim=None):
+        nonzero = g.op("Cast", g.op("Not", g.op("Equal", x, const(g, x, 0.0))), to_i=7)  # INT64
+        if dim is None or helper._is_none(dim):
+            return g.op("ReduceSum", nonzero, keepdims_i=0)
+        if not helper._is_constant(dim):
+            raise TightfitError("from_torch: torch.count_nonzero over axes computed in the graph is not supported")
+        axes = [int(a) for a in torch.as_tensor(helper._maybe_get_const(dim, "t")).reshape(-1)]
+        if opset >= 13:
+            return g.op("ReduceSum", nonzero, ints(g, axes), keepdims_i=0)
+        return g.op("ReduceSum", nonzero, axes_i=axes, keepdims_i=0)
+
+    def diag_embed(g, x, offset=None, dim1=None, dim2=None):
+        rank = helper._get_tensor_rank(x)
+        given = [helper._maybe_get_const(v, "i") if v is not None else d
+                 for v, d in ((offset, 0), (dim1, -2), (dim2, -1))]
+        if rank is None or given[0] != 0 or given[1] not in (-2, rank - 1) or given[2] not in (-1, rank):
+            raise TightfitError("from_torch: torch.diag_embed other than offset 0 into the last two axes is not "
+                                "supported")
+        n = int(sizes_of(x, "torch.diag_embed", [-1])[-1])
+        return g.op("Mul", helper._unsqueeze_helper(g, x, [rank]),
+                    g.op("Constant", value_t=torch.eye(n, dtype=float_type(x))))
+
+    def kron(g, a, b):
+        sa, sb = [[int(n) for n in sizes_of(t, "torch.kron")] for t in (a, b)]
+        if len(sa) != len(sb):
+            raise TightfitError("from_torch: torch.kron of tensors of different ranks is not supported")
+        rank = len(sa)
+        spread_a = helper._unsqueeze_helper(g, a, [2 * k + 1 for k in range(rank)])
+        spread_b = helper._unsqueeze_helper(g, b, [2 * k for k in range(rank)])
+        return g.op("Reshape", g.op("Mul", spread_a, spread_b), ints(g, [p * q for p, q in zip(sa, sb)]))
+
+    def bilinear(g, x1, x2, weight, bias):
+        out = g.op("Einsum", x1, weight, x2, equation_s="...i,kij,...j->...k")
+        return out if bias is None or helper._is_none(bias) else g.op("Add", out, bias)
+
+    def cumprod(g, x, dim, dtype=None):
+        rank = helper._get_tensor_rank(x)
+        if rank is None:
+            raise TightfitError("from_torch: torch.cumprod of a tensor of unknown rank is not supported")
+        axis = axis_of(dim, rank)
+        n = int(sizes_of(x, "torch.cumprod", [axis])[axis])
+        perm = list(range(rank))
+        perm[axis], perm[rank - 1] = rank - 1, axis
+        moved = x if axis == rank - 1 else g.op("Transpose", x, perm_i=perm)
+        keep = torch.tril(torch.ones(n, n, dtype=float_type(x)))  # row i keeps x_j for j <= i, else 1
+        rows = g.op("Add", g.op("Mul", helper._unsqueeze_helper(g, moved, [rank - 1]), g.op("Constant", value_t=keep)),
+                    g.op("Constant", value_t=1.0 - keep))
+        if opset >= 18:
+            out = g.op("ReduceProd", rows, ints(g, [rank]), keepdims_i=0)
+        else:
+            out = g.op("ReduceProd", rows, axes_i=[rank], keepdims_i=0)
+        return out if axis == rank - 1 else g.op("Transpose", out, perm_i=perm)
+
+    def threshold(g, x, limit, value):
+        t = float(helper._get_const(limit, "f", "threshold"))
+        return g.op("Where", g.op("Greater", x, const(g, x, t)), x,
+                    const(g, x, float(helper._get_const(value, "f", "value"))))
+
+    replaced = {"adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
+                "adaptive_avg_pool2d": adaptive("adaptive_avg_pool2d", False),
+                "adaptive_max_pool1d": adaptive("adaptive_max_pool1d", True),
+                "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True)}
+    own = {name: symbolic_of("aten::" + name, opset) for name in replaced}
+    added_only = {"trunc": trunc, "logit": logit, "xlogy": xlogy, "hypot": hypot, "copysign": copysign,
+                  "heaviside": heaviside, "cdist": cdist, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
+                  "bilinear": bilinear, "cumprod": cumprod}
+    added = []
+    for name, symbolic in list(replaced.items()) + list(added_only.items()):
+        if name in replaced and own[name] is None or name in added_only and name != "cdist" and \
+                registered("aten::" + name, opset):
+            continue
+        torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, 9)
+        added.append("aten::" + name)
+    # torch's threshold refuses a nonzero threshold: this one takes any
+    own_threshold = symbolic_of("aten::threshold", opset)
+
+    def threshold_any(g, x, limit, value):
+        if own_threshold is not None and float(helper._get_const(limit, "f", "threshold")) == 0:
+            return own_threshold(g, x, limit, value)
+        return threshold(g, x, limit, value)
+    torch.onnx.register_custom_op_symbolic("aten::threshold", threshold_any, 9)
+    added.append("aten::threshold")
+
+    def restore():
+        for name in added:
+            torch.onnx.unregister_custom_op_symbolic(name, 9)
+    return restore
