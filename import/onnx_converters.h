@@ -89,6 +89,8 @@ typedef tf_status (*ox_converter)(ox_import *im, const ox_node *node);
 tf_status ox_convert_nonzero(ox_import *im, const ox_node *node);
 /* GatherND by a selection: the whole data tensor, masked. */
 tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node);
+/* onnx_gather_nd.c: GatherND by indices known at import (the same tuples at every batch position). */
+tf_status ox_gather_nd_known(ox_import *im, const ox_node *node);
 /* Emits `node` through `convert`, or refuses it, where it reads a selection or a masked value:
  * element-wise ops keep the mask, ReduceSum/ReduceMean of all elements weigh by it. */
 tf_status ox_masked_emit(ox_import *im, const ox_node *node, ox_converter convert) TF_MUST_USE;

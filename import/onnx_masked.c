@@ -105,10 +105,13 @@ tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node) {
   const ox_value *found = input_value(im, node, 1);
   const ox_value selected = found ? *found : (ox_value){0}; /* a copy: the table may move below */
   const ox_value *indices = found ? &selected : NULL;
+  if (indices && !indices->selection && ox_is_known(im, ox_input(node, 1)))
+    return ox_gather_nd_known(im, node);
   if (!indices || !indices->selection)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "GatherND by indices other than NonZero's of a mask (x[mask]); gather by computed indices "
-                   "along one axis (torch.gather, index_select) instead");
+    return ox_fail(
+        im, node, TF_ERR_UNSUPPORTED,
+        "GatherND by indices computed from data, other than NonZero's of a mask (x[mask]); gather by computed indices "
+        "along one axis (torch.gather, index_select) instead");
   if (ox_attr_int(node, "batch_dims", 0) != 0)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "GatherND with batch_dims %" PRId64 " of a mask's positions",
                    ox_attr_int(node, "batch_dims", 0));

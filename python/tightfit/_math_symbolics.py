@@ -14,6 +14,9 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
   the last two axes), kron (equal ranks, fixed sizes), F.bilinear (nn.Bilinear: one Einsum),
   cumprod (a product over a triangle: exact through zeros, as PyTorch's) and
   F.threshold with a nonzero threshold: torch has no symbolic for them.
+- torch.diagonal (and x.diagonal()): torch's symbolic gathers the diagonal by indices computed from the
+  batch size (GatherND), which a symbolic batch leaves unknown at import; written as the sum of x times
+  EyeLike (offset k) over the last axis, sliced to the rows the diagonal crosses.
 """
 
 from ._lib import TightfitError
@@ -190,12 +193,32 @@ def register(torch, opset, helper, registered, symbolic_of):
             out = g.op("ReduceProd", rows, axes_i=[rank], keepdims_i=0)
         return out if axis == rank - 1 else g.op("Transpose", out, perm_i=perm)
 
+    def diagonal(g, x, offset, dim1, dim2):
+        rank = helper._get_tensor_rank(x)
+        if rank is None:
+            return own["diagonal"](g, x, offset, dim1, dim2)
+        a, b = axis_of(dim1, rank), axis_of(dim2, rank)
+        k = helper._get_const(offset, "i", "offset")
+        if a == b:
+            return own["diagonal"](g, x, offset, dim1, dim2)
+        perm = [d for d in range(rank) if d not in (a, b)] + [a, b]
+        moved = g.op("Transpose", x, perm_i=perm)
+        shape = g.op("Shape", x)
+        rows, cols = (g.op("Gather", shape, ints(g, [axis]), axis_i=0) for axis in (a, b))
+        zeros = g.op("ConstantOfShape", g.op("Concat", rows, cols, axis_i=0),
+                     value_t=torch.tensor([0.0], dtype=float_type(x)))
+        # row i of the sum holds x[i, i + k] where that lies inside, else 0: rows max(0, -k) up to
+        # cols - k are the diagonal (Slice stops at the last row)
+        summed = reduced(g, "ReduceSum", g.op("Mul", moved, g.op("EyeLike", zeros, k_i=k)), -1)
+        end = g.op("Max", g.op("Sub", cols, ints(g, [k])), ints(g, [0]))  # (not from the end)
+        return g.op("Slice", summed, ints(g, [max(0, -k)]), end, ints(g, [rank - 2]))
+
     def threshold(g, x, limit, value):
         t = float(helper._get_const(limit, "f", "threshold"))
         return g.op("Where", g.op("Greater", x, const(g, x, t)), x,
                     const(g, x, float(helper._get_const(value, "f", "value"))))
 
-    replaced = {"adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
+    replaced = {"diagonal": diagonal, "adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
                 "adaptive_avg_pool2d": adaptive("adaptive_avg_pool2d", False),
                 "adaptive_max_pool1d": adaptive("adaptive_max_pool1d", True),
                 "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True)}
@@ -208,8 +231,13 @@ def register(torch, opset, helper, registered, symbolic_of):
         if name in replaced and own[name] is None or name in added_only and name != "cdist" and \
                 registered("aten::" + name, opset):
             continue
-        torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, 9)
-        added.append("aten::" + name)
+        # from opset 9, and again from each opset where torch's own changes (its diagonal is an opset-13
+        # symbolic, which one registered at 9 would not replace there)
+        versions = [9] + [v for v in range(10, opset + 1)
+                          if symbolic_of("aten::" + name, v) is not symbolic_of("aten::" + name, v - 1)]
+        for version in versions:
+            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
+            added.append(("aten::" + name, version))
     # torch's threshold refuses a nonzero threshold: this one takes any
     own_threshold = symbolic_of("aten::threshold", opset)
 
@@ -218,9 +246,9 @@ def register(torch, opset, helper, registered, symbolic_of):
             return own_threshold(g, x, limit, value)
         return threshold(g, x, limit, value)
     torch.onnx.register_custom_op_symbolic("aten::threshold", threshold_any, 9)
-    added.append("aten::threshold")
+    added.append(("aten::threshold", 9))
 
     def restore():
-        for name in added:
-            torch.onnx.unregister_custom_op_symbolic(name, 9)
+        for name, version in added:
+            torch.onnx.unregister_custom_op_symbolic(name, version)
     return restore

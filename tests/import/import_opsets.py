@@ -13,10 +13,12 @@ with onnx.helper, imported, compiled (--inference), run, and its output compared
   Resize with half_pixel_symmetric coordinates (opset 19): linear to fractional and whole scales
       against the formula of ONNX's definition; nearest by a whole factor (each element repeated)
   OneHot of uint8 and float indices (cast to int64 first, floats truncated), exact
+  GatherND by constant indices (rows, elements with negative indices, batch_dims 1), against numpy, exact
   Resize-10 and Upsample-9 (asymmetric, nearest rounding down where an axis grows and up where it
       shrinks): linear and nearest by fractional and whole scales against that formula (onnxruntime's
       values on these files, 2026-12-07)
-and the refusals, each exit 2 naming the node and why (no graph written): a
+and the refusals, each exit 2 naming the node and why (no graph written): GatherND by a constant index
+outside its axis, and by constant tuples that differ over the batch; a
 dilated AveragePool (19), an Upsample that shrinks (9), Cast to float8 (19) and int4 (21), a Constant of uint4 (21), a
 ConstantOfShape of float8 (20), Gelu with another approximation, antialiased linear downscaling,
 Resize's axes and keep_aspect_ratio_policy (18), GroupNormalization (21), opset 22.
@@ -160,6 +162,21 @@ def one_hot_reference(x):
     return y
 
 
+def gather_nd(indices, batch_dims, in_shape, out_shape, opset=13):
+    """GatherND of input x by constant `indices` (int64), batch_dims as given."""
+    return make([const("i", indices), helper.make_node("GatherND", ["x", "i"], ["y"], name="gather",
+                                                       batch_dims=batch_dims)],
+                [("x", F32, list(in_shape))], [("y", F32, list(out_shape))], opset)
+
+
+def gather_nd_reference(x, indices, batch_dims):
+    """ONNX's GatherND, by numpy indexing (each batch position by its own tuples)."""
+    indices = np.asarray(indices)
+    if batch_dims == 0:
+        return x[tuple(np.moveaxis(indices, -1, 0))].astype(np.float64)
+    return np.stack([gather_nd_reference(x[b], indices[b], batch_dims - 1) for b in range(x.shape[0])])
+
+
 def old_resize(op, mode, scales, in_shape=(1, 1, 4, 5), opset=10):
     """Resize-10 or Upsample-9 of x by `scales` (input 1: neither has roi or coordinate_transformation_mode)."""
     nodes = [const("scales", scales, np.float32), helper.make_node(op, ["x", "scales"], ["y"], name="resize", mode=mode)]
@@ -285,6 +302,19 @@ def main():
             check(f"OneHot of {indices.dtype} indices", f"one_hot_{indices.dtype}", one_hot(elem_type), indices,
                   one_hot_reference(indices))
 
+        # GatherND by constant indices (torch.diagonal's export under `tightfit import`, an ONNX model's
+        # constant table): rows, single elements with negative indices, and batch_dims 1 (the same tuples
+        # at each batch position)
+        cube = rng.standard_normal((3, 4, 5)).astype(np.float32)
+        for label, indices, batch_dims, out_shape in (
+                ("rows", [[2], [0], [2]], 0, (3, 4, 5)),
+                ("elements, negative indices", [[[0, 1], [2, -1]], [[-3, 0], [1, 3]]], 0, (2, 2, 5)),
+                ("batch_dims 1", [[[1], [3]], [[1], [3]], [[1], [3]]], 1, (3, 2, 5)),
+                ("batch_dims 1, whole tuples", [[[0, 4], [3, 3]]] * 3, 1, (3, 2))):
+            check(f"GatherND by constant indices: {label}", "gather_nd_" + label.replace(",", "").replace(" ", "_"),
+                  gather_nd(indices, batch_dims, cube.shape, out_shape), cube,
+                  gather_nd_reference(cube, indices, batch_dims), 0.0)
+
         # Resize-10 and Upsample-9: no coordinate_transformation_mode, their mapping asymmetric (the
         # importer read opset 10's by opset 11's half_pixel default before)
         for op, opset in (("Resize", 10), ("Upsample", 9)):
@@ -296,6 +326,11 @@ def main():
 
         node = lambda op, inputs=("x",), **a: helper.make_node(op, list(inputs), ["y"], name="n", **a)  # noqa: E731
         refusals = [
+            ("GatherND by a constant index outside its axis", gather_nd([[5]], 0, (3, 4, 5), (1, 4, 5)),
+             ["'gather' (GatherND)", "index 5 is outside [-3, 3) along data axis 0"]),
+            ("GatherND by constant indices that differ over the batch", gather_nd([[[1]], [[2]], [[0]]], 1, (3, 4, 5),
+                                                                                  (3, 1, 5)),
+             ["'gather' (GatherND)", "differ from one batch position to the next"]),
             ("an Upsample that shrinks (9)", old_resize("Upsample", "nearest", [1, 1, 2, 0.5], opset=9),
              ["'resize' (Upsample)", "Upsample's scale 0.5 on axis 3 (at least 1"]),
             ("a dilated AveragePool (19)", make([node("AveragePool", kernel_shape=[2, 2], dilations=[2, 2])],

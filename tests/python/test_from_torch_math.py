@@ -9,6 +9,8 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
   batch size bound when compiling;
 - trunc, logit, xlogy, hypot, copysign, heaviside, count_nonzero, diag_embed, kron, nn.Bilinear,
   cumprod (through exact zeros) and F.threshold with a nonzero threshold (no symbolic in torch);
+- torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
+  size, which the import refused);
 - F.kl_div(log_softmax(student), softmax(teacher), "batchmean"): its zeros_like branch, which the
   export folds to a constant of the traced shape, fills as one value.
 
@@ -115,6 +117,33 @@ def functions():
 
 case("trunc, logit, xlogy, hypot, copysign, heaviside, count_nonzero, diag_embed, kron, nn.Bilinear, cumprod and "
      "F.threshold train as PyTorch's", functions)
+
+
+class Correlations(torch.nn.Module):
+    """Barlow Twins' loss (the diagonal of a cross-correlation toward 1, the rest toward 0) and diagonals
+    of batched matrices at offsets 0, 1 and -1."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        h = self.embed(x)
+        c = h.T @ h / h.shape[0]
+        on = (torch.diagonal(c) - 1).pow(2).sum()
+        off = c.flatten()[:-1].view(5, 7)[:, 1:].pow(2).sum()
+        m = h.reshape(-1, 2, 3)
+        return (on + 0.1 * off + torch.diagonal(m @ m.transpose(1, 2), dim1=1, dim2=2).pow(2).mean() +
+                m.diagonal(offset=1, dim1=1, dim2=2).pow(2).mean() + m.diagonal(-1, 2, 1).pow(3).mean())
+
+
+def correlations():
+    torch.manual_seed(5)
+    return trains_as_torch(Correlations(), {"x": torch.randn(batch, 6)})
+
+
+case("torch.diagonal (Barlow Twins' loss; batched, offsets 0, 1 and -1) trains as PyTorch's at a symbolic batch",
+     correlations)
 
 
 class Distilled(torch.nn.Module):
