@@ -89,6 +89,17 @@ typedef tf_status (*ox_converter)(ox_import *im, const ox_node *node);
 tf_status ox_convert_nonzero(ox_import *im, const ox_node *node);
 /* GatherND by a selection: the whole data tensor, masked. */
 tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node);
+/* onnx_scatter_computed.c: ScatterND of data by computed indices, reduction none or add (a one-hot of the
+ * positions). */
+tf_status ox_scatter_nd_computed(ox_import *im, const ox_node *node);
+/* Whether input i of `node` is zeros known at import or a graph constant filled with 0: a scatter into it
+ * with reduction none is how torch exports index_put_(accumulate=True) and scatter_add_ (their updates
+ * summed where positions repeat). */
+bool ox_is_zero_fill(ox_import *im, const ox_node *node, int32_t i);
+/* What a scatter with reduction none writes where `hits` updates (summed into `put`) land: their mean
+ * (put / max(1, hits); `kept` is relu(1 - hits)), each update's gradient the whole output gradient there,
+ * as PyTorch's index_put and scatter give (put + stop_gradient(mean - put)). */
+tf_tensor_id ox_mean_of_writes(ox_import *im, tf_tensor_id put, tf_tensor_id hits, tf_tensor_id kept);
 /* onnx_gather_nd.c: GatherND by indices known at import (the same tuples at every batch position). */
 tf_status ox_gather_nd_known(ox_import *im, const ox_node *node);
 /* Emits `node` through `convert`, or refuses it, where it reads a selection or a masked value:

@@ -9,7 +9,7 @@
  * that depends on none a single position; every axis of u longer than one feeds one component (no
  * position is written twice). A negative position counts from the end (XGLM's shift_labels[:, -1] =
  * pad; on a symbolic axis, slices by negative bounds). Anything else (a strided, diagonal or computed
- * index) is refused. */
+ * index), and any reduction, goes to onnx_scatter_computed.c (a one-hot of the positions). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -399,7 +399,7 @@ static tf_status scatter_into_box(ox_import *im, const ox_node *node) {
   int32_t data_rank, index_rank, update_rank;
   int64_t data_sizes[TF_MAX_RANK], index_sizes[TF_MAX_RANK], update_sizes[TF_MAX_RANK];
   if (!ox_attr_is(node, "reduction", "none", "none"))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ScatterND of data with a reduction");
+    return ox_scatter_nd_computed(im, node);
   tf_tensor_id data, updates;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &data));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 2, &updates));
@@ -423,10 +423,7 @@ static tf_status scatter_into_box(ox_import *im, const ox_node *node) {
       return ox_set_tensor(im, node, 0, data);
   grid parts[TF_MAX_RANK];
   if (!index_components(im, ox_input(node, 1), (int32_t)k, parts))
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
-                   "ScatterND of data (input 0 '%s') by computed indices: only by a slice's positions "
-                   "(x[:, 1:] = y), a Range reshaped, expanded or sliced, or indices known when importing",
-                   ox_input(node, 0));
+    return ox_scatter_nd_computed(im, node);
   box b;
   TF_RETURN_IF_ERROR(box_of(im, node, parts, (int32_t)k, data_sizes, &b));
   tf_tensor_id values = box_values(im, updates, &b, q);

@@ -5,14 +5,17 @@
  *
  *   put      sum over k of one_hot[..., k, a] updates[..., k]         [..., A]
  *   written  min(1, sum over k of one_hot[..., k, a])                 1 where an index points
- *   none     data (1 - written) + put                                 (reduction none)
+ *   none     data (1 - written) + put / max(1, hits)                  (reduction none)
  *   add      data + put                                               (reduction add)
  *
  * then the poison of each row's indices added to the row (an index outside [-A, A) gives +inf, not a
  * write lost unnoticed) and the axis moved back. The gradient is PyTorch's: data's passes where
  * nothing was written (none) or everywhere (add), updates' is the output's gradient gathered at the
- * indices. Where two indices of one row are equal, reduction none adds their updates (ONNX leaves
- * the result undefined; PyTorch keeps one of them). Reductions mul, max and min are refused. */
+ * indices. Where indices of one row are equal, reduction none writes the sum of their updates into
+ * zeros (how torch exports scatter_add_ at early opsets: ox_is_zero_fill), elsewhere their mean, each
+ * update's gradient the whole output gradient there (ox_mean_of_writes: PyTorch's when the values are
+ * equal; where they differ ONNX leaves the result undefined and PyTorch keeps one of them). Reductions
+ * mul, max and min are refused. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -25,6 +28,7 @@ tf_status ox_convert_scatter_elements(ox_import *im, const ox_node *node) {
   const bool add = ox_attr_is(node, "reduction", "none", "add");
   if (!add && !ox_attr_is(node, "reduction", "none", "none"))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "ScatterElements with reduction mul, max or min (only none and add)");
+  const bool zeros = ox_is_zero_fill(im, node, 0); /* before its graph tensor is made */
   tf_tensor_id data, ids, updates;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &data));
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
@@ -57,7 +61,7 @@ tf_status ox_convert_scatter_elements(ox_import *im, const ox_node *node) {
     tf_tensor_id one = ox_scalar(im, node, ox_dtype_of(im, a.data), 1.0);
     tf_tensor_id hits = tf_reduce(g, TF_OP_SUM, a.one_hot, &k_axis, 1, false);
     tf_tensor_id kept = tf_unary(g, TF_OP_RELU, tf_sub(g, one, hits)); /* 1 - min(1, hits) */
-    y = tf_add(g, tf_mul(g, a.data, kept), put);
+    y = tf_add(g, tf_mul(g, a.data, kept), zeros ? put : ox_mean_of_writes(im, put, hits, kept));
   }
   tf_tensor_id poison = tf_reduce(g, TF_OP_SUM, a.poison, &k_axis, 1, true); /* [..., 1]: the row's */
   y = tf_add(g, y, ox_dtype_of(im, y) == TF_F32 ? poison : tf_cast(g, poison, ox_dtype_of(im, y)));

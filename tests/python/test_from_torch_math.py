@@ -9,6 +9,8 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
   batch size bound when compiling;
 - trunc, logit, xlogy, hypot, copysign, heaviside, count_nonzero, diag_embed, kron, nn.Bilinear,
   cumprod (through exact zeros) and F.threshold with a nonzero threshold (no symbolic in torch);
+- writes by index tensors computed from data (index_put_ with and without accumulate, x[idx] = v):
+  ScatterND by computed indices, which the import refused;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
   size, which the import refused);
 - F.kl_div(log_softmax(student), softmax(teacher), "batchmean"): its zeros_like branch, which the
@@ -144,6 +146,56 @@ def correlations():
 
 case("torch.diagonal (Barlow Twins' loss; batched, offsets 0, 1 and -1) trains as PyTorch's at a symbolic batch",
      correlations)
+
+
+class Writes(torch.nn.Module):
+    """Writes by index tensors computed from data: index_put_ with accumulate (a mixture of experts'
+    outputs summed back per token, two index tensors), rows replaced (x[idx] = v) and index_put without."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 6)
+        self.table = torch.nn.Parameter(torch.randn(5, 6))
+
+    def forward(self, x, ids):
+        h = self.lin(x)
+        summed = torch.zeros(5, 6).index_put((ids % 5,), h, accumulate=True)
+        replaced = self.table.clone()
+        replaced[(ids * 3) % 5] = h
+        pairs = torch.zeros(3, 4).index_put((ids % 3, (ids * 2) % 4), h[:, 0], accumulate=True)
+        put = self.table.index_put((ids % 5,), 2 * h)
+        return summed.pow(2).mean() + replaced.pow(2).mean() + pairs.pow(2).mean() + (put * self.table).mean()
+
+
+def writes():
+    torch.manual_seed(6)
+    # distinct rows where values are written, repeated pairs where they are summed; at twice the batch
+    # (from_torch's check at N=8) every write repeats with equal values, which PyTorch writes once
+    ids = torch.tensor([3, 9, 5, 12])
+    return trains_as_torch(Writes(), {"x": torch.randn(batch, 6), "ids": ids})
+
+
+case("index_put_ (accumulate or not, one or two index tensors) and x[idx] = v by computed indices train as PyTorch's",
+     writes)
+
+
+def repeated_writes_checked():
+    """x[idx] = v where idx repeats with different values: PyTorch keeps one of them, the import writes
+    their mean, and from_torch's check against the module refuses it rather than train another model."""
+    torch.manual_seed(6)
+    try:
+        tightfit.from_torch(Writes(), (torch.randn(batch, 6), torch.tensor([3, 8, 5, 11])), loss="output",
+                            input_names=["x", "ids"])
+    except tightfit.TightfitError as error:
+        text = str(error)
+        if "computes another output than the module" in text:
+            return None, text[:110] + "..."
+        return f"refused otherwise: {text}", ""
+    return "imported: repeated writes of different values went unnoticed", ""
+
+
+case("a write by repeated indices of different values (PyTorch keeps one) is refused by the check",
+     repeated_writes_checked)
 
 
 class Distilled(torch.nn.Module):
