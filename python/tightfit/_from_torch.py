@@ -146,7 +146,8 @@ def _padding_rows_as_torch_trains_them(torch, module):
 def _sparse_moe_blocks_densely(torch, module):
     """Each transformers sparse mixture-of-experts block (Mixtral's, Qwen2-MoE's, OLMoE's, Jamba's:
     a class named *SparseMoeBlock with `experts`, `top_k` and a router Linear `gate` or `router`;
-    Switch Transformers' sparse MLP, _switch_densely; DBRX's experts, _dbrx_densely) made to export densely: its forward sends each
+    Switch Transformers' sparse MLP, _switch_densely; DBRX's experts, _dbrx_densely; Granite MoE's,
+    _parallel_experts_densely) made to export densely: its forward sends each
     expert the tokens routed to it by torch.where(mask), a shape the data decides (ONNX NonZero),
     which no plan of fixed shapes holds. While the export
     traces, the block computes every expert on every token and weights it by the router's top-k
@@ -166,6 +167,11 @@ def _sparse_moe_blocks_densely(torch, module):
             continue
         if type(m).__name__ == "DbrxExperts" and all(hasattr(getattr(m, "mlp", None), w) for w in ("w1", "v1", "w2")):
             m.forward = _dbrx_densely(torch, m)
+            patched.append(m)
+            continue
+        if type(m).__name__ == "GraniteMoeMoE" and all(hasattr(m, a) for a in ("input_linear", "output_linear",
+                                                                                 "router", "activation")):
+            m.forward = _parallel_experts_densely(torch, m)
             patched.append(m)
             continue
         router = getattr(m, "gate", None) if isinstance(getattr(m, "gate", None), torch.nn.Linear) else \
@@ -212,6 +218,29 @@ def _dbrx_densely(torch, m):
         w1, v1, w2 = (w.view(experts, ffn, width) for w in (m.mlp.w1, m.mlp.v1, m.mlp.w2))
         out = sum(dense[:, e:e + 1] * m.mlp(flat, w1[e], v1[e], w2[e]) for e in range(experts))
         return out.reshape(batch, length, width)
+    return forward
+
+
+def _parallel_experts_densely(torch, m):
+    """Granite MoE's block (GraniteMoeMoE: a top-k router Linear `router.layer`, then every expert's GLU in
+    two ParallelExperts whose weights stack the experts, [experts, out, in]) as a dense forward: each
+    expert on every token, weighted by its top-k softmax weight scattered over the experts. Its own
+    forward sorts the tokens by expert and splits them by the counts (`.tolist()`), which the export
+    would freeze, and gathers them back by index_add."""
+    import torch.nn.functional as F
+
+    def forward(layer_input):
+        batch, length, width = layer_input.shape
+        x = layer_input.reshape(-1, width)
+        logits = m.router.layer(x).float()
+        top, chosen = logits.topk(m.router.top_k, dim=1)
+        gates = torch.softmax(top, dim=1).type_as(x)
+        weights = torch.zeros_like(logits, dtype=x.dtype).scatter(1, chosen, gates)
+        out = 0
+        for e in range(m.input_linear.weight.shape[0]):
+            gate, up = F.linear(x, m.input_linear.weight[e]).chunk(2, dim=-1)
+            out = out + weights[:, e:e + 1] * F.linear(m.activation(gate) * up, m.output_linear.weight[e])
+        return out.reshape(batch, length, width), logits
     return forward
 
 
