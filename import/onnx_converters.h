@@ -105,6 +105,9 @@ tf_status ox_gather_nd_known(ox_import *im, const ox_node *node);
 /* Emits `node` through `convert`, or refuses it, where it reads a selection or a masked value:
  * element-wise ops keep the mask, ReduceSum/ReduceMean of all elements weigh by it. */
 tf_status ox_masked_emit(ox_import *im, const ox_node *node, ox_converter convert) TF_MUST_USE;
+/* onnx_legacy.c: a default-domain node of a model of opset 1 to 6 by `convert` (its opset-7 converter) where
+ * its definition then was opset 7's or is rewritten to it, else refused naming the operator and opset. */
+tf_status ox_legacy_emit(ox_import *im, const ox_node *node, ox_converter convert) TF_MUST_USE;
 
 /* a == b of f32 tensors (b broadcast) as an f32 0/1 mask, relu(1 - |a - b|), |a - b| scaled by 2^149
  * first where `scaled` (floats: the smallest nonzero difference, a subnormal, then reaches 1). */

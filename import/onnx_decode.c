@@ -17,7 +17,7 @@
 
 #include "import/onnx_decode.h"
 
-#define OX_MIN_OPSET 7
+#define OX_MIN_OPSET 1
 #define OX_MAX_OPSET 21
 
 static tf_status check_model(ox_import *im) {
@@ -38,7 +38,8 @@ static tf_status check_model(ox_import *im) {
                          im->source, im->opset, OX_MIN_OPSET, OX_MAX_OPSET,
                          im->opset < 0 ? "the model imports none"
                                        : "export with an opset_version from 7 to 21: torch.onnx.export's default "
-                                         "in PyTorch 2.9+, 20, is read; tightfit.from_torch writes 17");
+                                         "in PyTorch 2.9+, 20, is read; tightfit.from_torch writes 17; opsets 1 "
+                                         "to 6 are read where an operator's definition matches opset 7's");
   im->onnx = m->graph;
   return NULL;
 }

@@ -12,8 +12,8 @@ constant bounds around a HardSwish, the losses with ignore_index -100, a LayerNo
 inside its branch beside TopK and EyeLike, CastLike to a comparison's and an initializer's type beside an EyeLike of
 a symbolic [N, N] and a Reshape of N rows into pairs, a masked mean (x[mask] computed densely), an STFT by a Hann window into a mel filter bank beside an inverse DFT,
 a GridSample by a grid of data into a ConvTranspose of an output_shape, a slice that selects nothing
-concatenated into a ReduceProd of data and a nearest Resize to 3 x 7 beside Max and Trilu of int64 data, and an opset-3 model
-the importer refuses.
+concatenated into a ReduceProd of data and a nearest Resize to 3 x 7 beside Max and Trilu of int64 data, an opset-3 Relu
+(read as opset 7's) and an opset-3 Reshape (its shape attribute, which the importer refuses).
 Each is under 1 KiB."""
 import os
 import struct
@@ -140,6 +140,9 @@ SEEDS = {
     ], [value_info("x", 1, ["N", "T", "T"]), value_info("m", 7, ["N", "T"])], [value_info("y", 1, ["N", "T", "T"])]),
     "opset3.onnx": model([node("Relu", ["x"], ["y"], "relu")], [value_info("x", 1, ["N", 4])],
                          [value_info("y", 1, ["N", 4])], opset=3),
+    # Reshape-1's shape attribute, a definition before opset 7 the importer refuses (import/onnx_legacy.c)
+    "opset3_reshape.onnx": model([node("Reshape", ["x"], ["y"], "flat", ints_attribute("shape", [2, -1]))],
+                                 [value_info("x", 1, [4, 4])], [value_info("y", 1, [2, 8])], opset=3),
     # pixel shuffles (import/onnx_depth_space.c), a reflect pad (import/onnx_axis_copies.c) and a 1-d
     # MaxPool, a simple RNN (tf_rnn) with Relu
     "shuffle_pad_rnn.onnx": model([

@@ -214,7 +214,10 @@ def main():
             ("not protobuf", write("text.onnx", b"this is not an onnx model\n" * 4), ["text.onnx", "not an ONNX"]),
             ("truncated", write("truncated.onnx", exported[: len(exported) // 2]), ["truncated.onnx", "not an ONNX"]),
             ("empty", write("empty.onnx", b""), ["empty.onnx"]),
-            ("opset 3", write("opset.onnx", relu_model(opset=3)), ["opset.onnx", "opset 3"]),
+            ("Reshape-1's shape attribute at opset 3", write("opset.onnx", model(
+                [node("Reshape", ["x"], ["y"], "flat", attribute_ints("shape", [2, -1]))], [value_info("x", 1, [4, 4])],
+                [value_info("y", 1, [2, 8])], opset=3)),
+             ["opset.onnx", "'flat' (Reshape)", "Reshape at opset 3: its definition before opset 7 is not read"]),
             ("opset 99", write("opset99.onnx", relu_model(opset=99)), ["opset99.onnx", "opset 99"]),
             ("string input", write("dtype.onnx", model([node("Relu", ["x"], ["y"], "r")],
                                                         [value_info("x", 8, ["N", 4])], [value_info("y", 1, ["N"])])),
@@ -248,7 +251,7 @@ def main():
             ("GatherND by data", write("gathernd_data.onnx", model(
                 [node("GatherND", ["x", "i"], ["y"], "gather")],
                 [value_info("x", 1, ["N", 4]), value_info("i", 7, ["N", 1])], [value_info("y", 1, ["N"])])),
-             ["gathernd_data.onnx", "'gather' (GatherND)", "by indices other than NonZero's"]),
+             ["gathernd_data.onnx", "'gather' (GatherND)", "by indices computed from data, other than NonZero's"]),
             # a fixed size meeting a dynamic axis (a trace that froze len(x)): the message names the
             # symbol, not its import-time stand-in (100003), and says how to export instead
             ("a dynamic axis against a fixed size", write("frozen.onnx", model(
@@ -303,11 +306,17 @@ def main():
                 [value_info("x", 1, [2, 4])], [value_info("y", 1, [2, 4])],
                 [int_tensor("i", [2, 1], [1, 1]), tensor("u", [2, 4], [1.0] * 8)])),
              ["scatter_twice.onnx", "'assign' (ScatterND)", "axis 0 of the indices writes the same positions again"]),
-            ("scatter of data by computed indices", write("scatter_computed.onnx", model(
+            ("scatter of data by computed indices into a symbolic axis", write("scatter_computed.onnx", model(
                 [node("ScatterND", ["x", "i", "u"], ["y"], "assign")],
+                [value_info("x", 1, ["N", 4]), value_info("i", 7, [1, 1])], [value_info("y", 1, ["N", 4])],
+                [tensor("u", [1, 4], [1.0] * 4)])),
+             ["scatter_computed.onnx", "'assign' (ScatterND)",
+              "by computed indices into data whose axis 0 is of symbolic or no size"]),
+            ("scatter of data by computed indices with a product", write("scatter_mul.onnx", model(
+                [node("ScatterND", ["x", "i", "u"], ["y"], "assign", attribute_string("reduction", "mul"))],
                 [value_info("x", 1, [2, 4]), value_info("i", 7, [1, 1])], [value_info("y", 1, [2, 4])],
                 [tensor("u", [1, 4], [1.0] * 4)])),
-             ["scatter_computed.onnx", "'assign' (ScatterND)", "by computed indices", "'x'"]),
+             ["scatter_mul.onnx", "'assign' (ScatterND)", "with reduction mul, max or min (only none and add)"]),
             # Tile by the batch's symbolic size of an axis of symbolic size
             ("tile symbolic repeat", write("tile.onnx", model(
                 [node("Shape", ["x"], ["s"], "shape"), node("Tile", ["x", "s"], ["y"], "repeat")],

@@ -14,10 +14,13 @@ with onnx.helper, imported, compiled (--inference), run, and its output compared
       against the formula of ONNX's definition; nearest by a whole factor (each element repeated)
   OneHot of uint8 and float indices (cast to int64 first, floats truncated), exact
   GatherND by constant indices (rows, elements with negative indices, batch_dims 1), against numpy, exact
+  opsets 1, 3 and 6 (import/onnx_legacy.c): Add with broadcast by axis, Mul by the last axes, Cast by type
+      names, Concat's default axis, a test-mode BatchNormalization, Elu and Softplus, within 1e-5 of numpy's
   Resize-10 and Upsample-9 (asymmetric, nearest rounding down where an axis grows and up where it
       shrinks): linear and nearest by fractional and whole scales against that formula (onnxruntime's
       values on these files, 2026-12-07)
-and the refusals, each exit 2 naming the node and why (no graph written): GatherND by a constant index
+and the refusals, each exit 2 naming the node and why (no graph written): Reshape-1's shape attribute, PRelu
+before opset 7, Equal broadcast by axis, a per-activation BatchNormalization (opset 6); GatherND by a constant index
 outside its axis, and by constant tuples that differ over the batch; a
 dilated AveragePool (19), an Upsample that shrinks (9), Cast to float8 (19) and int4 (21), a Constant of uint4 (21), a
 ConstantOfShape of float8 (20), Gelu with another approximation, antialiased linear downscaling,
@@ -162,6 +165,42 @@ def one_hot_reference(x):
     return y
 
 
+def legacy_model(opset):
+    """Opset `opset` (before 7) forms: Add with broadcast=1 and axis=1 (B [3] along A's axis 1), Mul with
+    broadcast=1 and no axis (B [4] on A's last axis), Cast by element type names (FLOAT to INT32, truncating,
+    and back), Concat without an axis (1), a test-mode BatchNormalization, and Elu and Softplus (their
+    opset-1 and -6 definitions are opset 7's)."""
+    bias, scale = np.array([0.5, -1.0, 2.0], np.float32), np.array([1.0, 2.0, -0.5, 3.0], np.float32)
+    gamma, beta = np.array([1.5, 0.5, 2.0], np.float32), np.array([0.1, -0.2, 0.3], np.float32)
+    mean, var = np.array([0.2, -0.1, 0.0], np.float32), np.array([1.0, 4.0, 0.25], np.float32)
+    nodes = [helper.make_node("Add", ["x", "bias"], ["a"], name="add", broadcast=1, axis=1),
+             helper.make_node("Mul", ["a", "scale"], ["m"], name="mul", broadcast=1),
+             helper.make_node("Cast", ["m"], ["mi"], name="to_int", to="INT32"),
+             helper.make_node("Cast", ["mi"], ["mf"], name="to_float", to="FLOAT"),
+             helper.make_node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["bn"], name="bn",
+                              is_test=1, epsilon=1e-5),
+             helper.make_node("Elu", ["bn"], ["e"], name="elu", alpha=0.7),
+             helper.make_node("Softplus", ["m"], ["s"], name="softplus"),
+             helper.make_node("Concat", ["mf", "e", "s"], ["y"], name="concat")]
+    inits = [numpy_helper.from_array(v, n) for n, v in (("bias", bias), ("scale", scale), ("gamma", gamma),
+                                                        ("beta", beta), ("mean", mean), ("var", var))]
+    graph = helper.make_graph(nodes, "legacy", [helper.make_tensor_value_info("x", F32, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", F32, [2, 9, 4])], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="onnx.helper",
+                             ir_version=3)
+
+
+def legacy_reference(x):
+    bias, scale = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -0.5, 3.0])
+    gamma, beta = np.array([1.5, 0.5, 2.0]), np.array([0.1, -0.2, 0.3])
+    mean, var = np.array([0.2, -0.1, 0.0]), np.array([1.0, 4.0, 0.25])
+    x = x.astype(np.float64)
+    m = (x + bias[None, :, None]) * scale
+    bn = (x - mean[None, :, None]) / np.sqrt(var[None, :, None] + 1e-5) * gamma[None, :, None] + beta[None, :, None]
+    e = np.where(bn > 0, bn, 0.7 * (np.exp(bn) - 1))
+    return np.concatenate([np.trunc(m), e, np.log1p(np.exp(m))], axis=1)
+
+
 def gather_nd(indices, batch_dims, in_shape, out_shape, opset=13):
     """GatherND of input x by constant `indices` (int64), batch_dims as given."""
     return make([const("i", indices), helper.make_node("GatherND", ["x", "i"], ["y"], name="gather",
@@ -302,6 +341,13 @@ def main():
             check(f"OneHot of {indices.dtype} indices", f"one_hot_{indices.dtype}", one_hot(elem_type), indices,
                   one_hot_reference(indices))
 
+        # opsets before 7: each operator by its definition then (import/onnx_legacy.c)
+        legacy_x = (rng.standard_normal((2, 3, 4)) * 2).astype(np.float32)
+        for opset in (1, 3, 6):
+            check(f"an opset-{opset} model (broadcast by axis, Cast by type names, Concat's default axis, "
+                  "test-mode BatchNormalization, Elu, Softplus)", f"legacy{opset}", legacy_model(opset), legacy_x,
+                  legacy_reference(legacy_x), 1e-5)
+
         # GatherND by constant indices (torch.diagonal's export under `tightfit import`, an ONNX model's
         # constant table): rows, single elements with negative indices, and batch_dims 1 (the same tuples
         # at each batch position)
@@ -325,7 +371,21 @@ def main():
                       old_resize(op, mode, scales, opset=opset), image, asymmetric(image, scales, mode), 1e-6)
 
         node = lambda op, inputs=("x",), **a: helper.make_node(op, list(inputs), ["y"], name="n", **a)  # noqa: E731
+        old = lambda op, opset, attrs, inputs=(("x", [2, 3]),), outputs=(("y", [2, 3]),): make(  # noqa: E731
+            [helper.make_node(op, [n for n, _ in inputs], [n for n, _ in outputs], name="n", **attrs)],
+            [(n, F32, s) for n, s in inputs], [(n, F32, s) for n, s in outputs], opset)
         refusals = [
+            ("Reshape-1's shape attribute (opset 3)", old("Reshape", 3, {"shape": [3, 2]}, outputs=(("y", [3, 2]),)),
+             ["'n' (Reshape)", "Reshape at opset 3: its definition before opset 7 is not read"]),
+            ("PRelu at opset 6", old("PRelu", 6, {}, inputs=(("x", [2, 3]), ("s", [3]))),
+             ["'n' (PRelu)", "PRelu at opset 6: its definition before opset 7 is not read"]),
+            ("Equal with broadcast along an axis (opset 6)",
+             old("Equal", 6, {"broadcast": 1, "axis": 0}, inputs=(("x", [2, 3]), ("z", [2]))),
+             ["'n' (Equal)", "Equal with broadcast along axis 0 (opset 6; only Add, Sub, Mul and Div)"]),
+            ("a per-activation BatchNormalization (spatial 0, opset 6)",
+             old("BatchNormalization", 6, {"spatial": 0}, inputs=(("x", [2, 3]), ("g", [3]), ("b", [3]), ("m", [3]),
+                                                                 ("v", [3]))),
+             ["'n' (BatchNormalization)", "BatchNormalization with spatial 0 (opset 6; only 1, per channel)"]),
             ("GatherND by a constant index outside its axis", gather_nd([[5]], 0, (3, 4, 5), (1, 4, 5)),
              ["'gather' (GatherND)", "index 5 is outside [-3, 3) along data axis 0"]),
             ("GatherND by constant indices that differ over the batch", gather_nd([[[1]], [[2]], [[0]]], 1, (3, 4, 5),
@@ -369,7 +429,7 @@ def main():
                 [("x", F32, [1, 4, 3])], [("y", F32, [1, 4, 3])], 21),
              ["GroupNormalization", "'n'"]),
             ("opset 22", make([node("Relu")], [("x", F32, [4])], [("y", F32, [4])], 22),
-             ["opset 22 of the default domain (supported: 7 to 21"]),
+             ["opset 22 of the default domain (supported: 1 to 21"]),
         ]
         for what, model, words in refusals:
             name = "refused_" + "".join(c for c in what if c.isalnum())
