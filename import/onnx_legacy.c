@@ -186,10 +186,12 @@ static tf_status legacy_cast(ox_import *im, const ox_node *node, ox_converter co
   const Onnx__AttributeProto *to = ox_attr(node, "to");
   if (!to || !to->has_s)
     return ox_masked_emit(im, node, convert); /* an INT already: opset 6's */
-  const int64_t number = type_number((const char *)to->s.data, to->s.len);
+  const char *name = to->s.data ? (const char *)to->s.data : "";
+  const size_t length = to->s.data ? to->s.len : 0;
+  const int64_t number = type_number(name, length);
   if (number < 0)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "Cast to '%.*s' (an element type's name: FLOAT, INT64, ...)",
-                   (int)(to->s.len < 32 ? to->s.len : 32), (const char *)to->s.data);
+                   (int)(length < 32 ? length : 32), name);
   return with_int_attribute(im, node, convert, "to", number);
 }
 
