@@ -284,12 +284,18 @@ static tf_status check_graph_bytes(const tf_graph *g, const char *bindings) {
   return NULL;
 }
 
-/* An inference plan runs the forward pass as PyTorch's eval mode does: each dropout the identity (a
- * copy at rate 0, which every backend's dropout kernel makes), never a random mask on a prediction. */
+/* An inference plan runs the forward pass as PyTorch's eval mode does: each dropout of data the
+ * identity (a copy at rate 0, which every backend's dropout kernel makes), never a random mask on a
+ * prediction. A dropout of a constant fill is a random draw (the importer's RandomNormalLike,
+ * RandomUniformLike, Bernoulli and torch.bernoulli(x, p): bits of noise), which eval mode draws too. */
 static void inference_without_dropout(tf_graph *g) {
-  for (int32_t n = 0; n < g->n_nodes; n++)
-    if (g->nodes[n].op == TF_OP_DROPOUT)
+  for (int32_t n = 0; n < g->n_nodes; n++) {
+    const tf_ir_node *node = &g->nodes[n];
+    const tf_ir_tensor *x = node->n_inputs > 0 ? &g->tensors[node->inputs[0]] : NULL;
+    const bool draw = x && x->kind == TF_CONSTANT && x->init_kind == TF_INIT_FILL;
+    if (node->op == TF_OP_DROPOUT && !draw)
       g->nodes[n].attrs.u.dropout.rate = 0.0f;
+  }
 }
 
 /* The passes that no recompute choice changes, the same for every trial of a search: the bound

@@ -89,6 +89,12 @@ typedef tf_status (*ox_converter)(ox_import *im, const ox_node *node);
 tf_status ox_convert_nonzero(ox_import *im, const ox_node *node);
 /* GatherND by a selection: the whole data tensor, masked. */
 tf_status ox_convert_gather_nd(ox_import *im, const ox_node *node);
+/* onnx_random.c: random draws (tightfit's own numbers, from dropout's RNG): uniform, normal, Bernoulli. */
+tf_status ox_convert_random_uniform(ox_import *im, const ox_node *node);
+tf_status ox_convert_random_uniform_like(ox_import *im, const ox_node *node);
+tf_status ox_convert_random_normal(ox_import *im, const ox_node *node);
+tf_status ox_convert_random_normal_like(ox_import *im, const ox_node *node);
+tf_status ox_convert_bernoulli(ox_import *im, const ox_node *node);
 /* onnx_scatter_computed.c: ScatterND of data by computed indices, reduction none or add (a one-hot of the
  * positions). */
 tf_status ox_scatter_nd_computed(ox_import *im, const ox_node *node);

@@ -145,6 +145,11 @@ static const ox_converter_row converters[] = {
     {"Range", ox_convert_range},
     {"OneHot", ox_convert_one_hot},
     {"EyeLike", ox_convert_eye_like},
+    {"RandomUniform", ox_convert_random_uniform},
+    {"RandomUniformLike", ox_convert_random_uniform_like},
+    {"RandomNormal", ox_convert_random_normal},
+    {"RandomNormalLike", ox_convert_random_normal_like},
+    {"Bernoulli", ox_convert_bernoulli},
     {"If", convert_if},
     {"ConstantOfShape", ox_convert_constant_of_shape},
 };

@@ -14,6 +14,8 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
   the last two axes), kron (equal ranks, fixed sizes), F.bilinear (nn.Bilinear: one Einsum),
   cumprod (a product over a triangle: exact through zeros, as PyTorch's) and
   F.threshold with a nonzero threshold: torch has no symbolic for them.
+- Tensor.exponential_ (F.gumbel_softmax's noise): -log(u) / lambd of a RandomUniformLike draw, which
+  the importer reads as tightfit's own numbers (import/onnx_random.c).
 - torch.diagonal (and x.diagonal()): torch's symbolic gathers the diagonal by indices computed from the
   batch size (GatherND), which a symbolic batch leaves unknown at import; written as the sum of x times
   EyeLike (offset k) over the last axis, sliced to the rows the diagonal crosses.
@@ -213,6 +215,11 @@ def register(torch, opset, helper, registered, symbolic_of):
         end = g.op("Max", g.op("Sub", cols, ints(g, [k])), ints(g, [0]))  # (not from the end)
         return g.op("Slice", summed, ints(g, [max(0, -k)]), end, ints(g, [rank - 2]))
 
+    def exponential(g, x, lambd=None, generator=None):
+        rate = 1.0 if lambd is None or helper._is_none(lambd) else float(helper._get_const(lambd, "f", "lambd"))
+        draw = g.op("RandomUniformLike", x)
+        return g.op("Div", g.op("Neg", g.op("Log", draw)), const(g, x, rate))
+
     def threshold(g, x, limit, value):
         t = float(helper._get_const(limit, "f", "threshold"))
         return g.op("Where", g.op("Greater", x, const(g, x, t)), x,
@@ -225,7 +232,7 @@ def register(torch, opset, helper, registered, symbolic_of):
     own = {name: symbolic_of("aten::" + name, opset) for name in replaced}
     added_only = {"trunc": trunc, "logit": logit, "xlogy": xlogy, "hypot": hypot, "copysign": copysign,
                   "heaviside": heaviside, "cdist": cdist, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
-                  "bilinear": bilinear, "cumprod": cumprod}
+                  "bilinear": bilinear, "cumprod": cumprod, "exponential": exponential}
     added = []
     for name, symbolic in list(replaced.items()) + list(added_only.items()):
         if name in replaced and own[name] is None or name in added_only and name != "cdist" and \

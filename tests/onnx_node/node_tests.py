@@ -46,6 +46,10 @@ KNOWN = {
     "test_training_dropout_default": "training mode (baked true): a random mask, tightfit's own, where the data holds "
                                      "numpy's",
 }
+# Bernoulli and RandomUniformLike draw tightfit's own numbers (import/onnx_random.c; the seed attribute is not
+# read), where the data holds numpy's: their statistics are checked by python_from_torch_math instead.
+KNOWN.update({f"test_bernoulli{form}": "a random draw, tightfit's own numbers, where the data holds numpy's"
+              for form in ("", "_double", "_seed", "_expanded", "_double_expanded", "_seed_expanded")})
 RTOL, ATOL = 1e-3, 1e-5
 TIMEOUT = 60
 

@@ -13,11 +13,16 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
   ScatterND by computed indices, which the import refused;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
   size, which the import refused);
+- random draws (torch.rand_like, randn_like, bernoulli of probabilities, exponential_, gumbel_softmax:
+  tightfit's own numbers, import/onnx_random.c): their distributions, Vulkan's the CPU's, and a VAE that
+  trains, draws anew each step and the same under recompute;
 - F.kl_div(log_softmax(student), softmax(teacher), "batchmean"): its zeros_like branch, which the
   export folds to a constant of the traced shape, fills as one value.
 
 Runs under Debian's PyTorch 1.13 and PyTorch 2.x (.venv-torch2). Fails, not skips, without the ONNX
 importer. usage: test_from_torch_math.py   (PYTHONPATH=python)"""
+import warnings
+
 import torch
 import torch.nn.functional as F
 
@@ -196,6 +201,130 @@ def repeated_writes_checked():
 
 case("a write by repeated indices of different values (PyTorch keeps one) is refused by the check",
      repeated_writes_checked)
+
+
+class Draws(torch.nn.Module):
+    """Each random draw from_torch imports, of a [N, 4] shape: torch.rand_like, randn_like, bernoulli of a
+    tensor of probabilities, exponential_ and F.gumbel_softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x) * 0
+        return torch.stack([torch.rand_like(h), torch.randn_like(h), torch.bernoulli(torch.full_like(h, 0.3)),
+                            torch.empty_like(h).exponential_(), F.gumbel_softmax(h, tau=1.0)], 0)
+
+
+def ks_distance(values, cdf):
+    """The Kolmogorov-Smirnov distance of `values` from the distribution of `cdf`."""
+    import numpy as np
+    v = np.sort(values.reshape(-1).astype(np.float64))
+    n = len(v)
+    c = cdf(v)
+    return float(max(np.max(np.arange(1, n + 1) / n - c), np.max(c - np.arange(n) / n)))
+
+
+def draws():
+    """16,384 draws of each kind from an inference plan (which draws, as PyTorch's eval mode does): their
+    statistics (a Kolmogorov-Smirnov distance below 0.02 from the uniform, normal and exponential
+    distributions; 1.1% is 5%'s critical value at this size), the same uniform, normal and Bernoulli
+    numbers on Vulkan as on the CPU (one RNG), and two sessions of other seeds apart."""
+    import math
+    import numpy as np
+    torch.manual_seed(7)
+    x = torch.randn(4096, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the check skips a module whose output changes between runs)
+        graph = tightfit.from_torch(Draws(), (x,), loss="mse", dynamic_batch=False)
+    plan = tightfit.compile(graph, inference=True)
+    feed = {"x": x.numpy(), "labels": np.zeros((5, 4096, 4), np.float32)}
+    outputs = {}
+    for device, seed in (("cpu", 0), ("cpu", 1), ("vulkan", 0)):
+        try:
+            with tightfit.Session(plan, device=device, seed=seed) as session:
+                session.forward(feed)
+                outputs[(device, seed)] = session.read("output", shape=(5, 4096, 4))
+        except tightfit.TightfitError as error:
+            if "no Vulkan" not in str(error):
+                raise
+    u, n, b, e, g = outputs[("cpu", 0)]
+    normal_cdf = np.vectorize(lambda v: 0.5 * (1 + math.erf(v / math.sqrt(2))))
+    ks_uniform, ks_normal = ks_distance(u, lambda v: v), ks_distance(n, normal_cdf)
+    ks_exponential = ks_distance(e, lambda v: 1 - np.exp(-v))
+    seen = (f"uniform in [{u.min():.2e}, {u.max():.6f}], KS {ks_uniform:.4f}; normal mean {n.mean():.4f} var "
+            f"{n.var():.4f}, KS {ks_normal:.4f}; bernoulli(0.3) mean {b.mean():.4f}; exponential KS "
+            f"{ks_exponential:.4f}; gumbel_softmax rows sum to 1 within {float(np.abs(g.sum(-1) - 1).max()):.1e}")
+    if not (0 < u.min() and u.max() < 1 and max(ks_uniform, ks_normal, ks_exponential) < 0.02 and
+            abs(b.mean() - 0.3) < 0.01 and np.abs(g.sum(-1) - 1).max() < 1e-5 and g.min() >= 0):
+        return "draws unlike their distributions", seen
+    if np.array_equal(outputs[("cpu", 0)], outputs[("cpu", 1)]):
+        return "sessions of seeds 0 and 1 drew the same numbers", seen
+    if ("vulkan", 0) not in outputs:
+        return None, seen + "; Vulkan skipped: no device"
+    # the uniform and Bernoulli draws bit for bit; the normal ones within 1e-5 (3e-6 seen: sqrt(-2 ln u) near
+    # u = 1, where a shader's log is exact to 2^-21 absolute only). The exponential's -log(u) and gumbel's
+    # -log(-log(u)) magnify that further near u = 1: Vulkan's are held to their distributions instead
+    ours, theirs = outputs[("cpu", 0)][:3].astype(np.float64), outputs[("vulkan", 0)][:3]
+    apart = [float(np.max(np.abs(theirs[k] - ours[k]))) for k in range(3)]
+    if apart[0] != 0 or apart[2] != 0 or not apart[1] <= 1e-5:
+        return f"Vulkan drew other numbers than the CPU: worst differences {apart} (uniform, normal, Bernoulli)", seen
+    e_vk, g_vk = outputs[("vulkan", 0)][3:]
+    if not (ks_distance(e_vk, lambda v: 1 - np.exp(-v)) < 0.02 and np.abs(g_vk.sum(-1) - 1).max() < 1e-5):
+        return "Vulkan's exponential or gumbel_softmax draws unlike their distributions", seen
+    return None, seen + f"; Vulkan's uniform and Bernoulli draws the CPU's, normal within {apart[1]:.1e}"
+
+
+case("torch.rand_like, randn_like, bernoulli, exponential_ and gumbel_softmax draw from their distributions, "
+     "the same on Vulkan", draws)
+
+
+class Variational(torch.nn.Module):
+    """A VAE: the reparameterised sample mu + exp(logvar / 2) eps, eps = randn_like, under a
+    reconstruction and a KL term."""
+
+    def __init__(self):
+        super().__init__()
+        self.encode, self.decode = torch.nn.Linear(8, 2 * 3), torch.nn.Linear(3, 8)
+
+    def forward(self, x):
+        mu, logvar = self.encode(x).chunk(2, dim=-1)
+        z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
+        kl = -0.5 * torch.mean(1 + logvar - mu.pow(2) - logvar.exp())
+        return F.mse_loss(self.decode(z), x) + 0.1 * kl
+
+
+def variational():
+    """A VAE trains (20 AdamW steps lower its loss; each step draws anew: the same step twice from the same
+    weights gives two losses), and recomputing its activations draws the same numbers (every step's loss
+    with recompute is the loss without)."""
+    torch.manual_seed(8)
+    x = torch.randn(batch, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = tightfit.from_torch(Variational(), (x,), loss="output", dynamic_batch=False)
+    runs = {}
+    for remat in ("none", "checkpoints"):
+        plan = tightfit.compile(graph, optimizer="adamw", lr=3e-2, weight_decay=0, clip=0, remat=remat)
+        with tightfit.Session(plan, seed=3) as session:
+            runs[remat] = [session.step({"x": x.numpy()}) for _ in range(20)]
+    losses = runs["none"]
+    seen = f"20 AdamW steps {losses[0]:.4f} -> {losses[-1]:.4f}; with recompute {runs['checkpoints'][-1]:.4f}"
+    if runs["checkpoints"] != losses:
+        return "recompute drew other numbers (the losses differ)", seen
+    if not losses[-1] < losses[0]:
+        return "the loss did not fall", seen
+    plan = tightfit.compile(graph, optimizer="sgd", lr=1e-30)
+    with tightfit.Session(plan, seed=3) as session:
+        twice = [session.step({"x": x.numpy()}) for _ in range(2)]
+    if twice[0] == twice[1]:
+        return "two steps drew the same numbers", seen
+    return None, seen + f"; two steps from the same weights: {twice[0]:.6f}, {twice[1]:.6f}"
+
+
+case("a VAE (randn_like's reparameterised sample) trains, draws anew each step and the same under recompute",
+     variational)
 
 
 class Distilled(torch.nn.Module):

@@ -116,19 +116,14 @@ class Noisy(torch.nn.Module):
 
 
 def random_forward():
+    """A forward that draws (randn_like) imports; the check sees the module's two runs differ and warns
+    instead of comparing (tightfit draws its own numbers, never PyTorch's)."""
     torch.manual_seed(6)
-    try:
-        tightfit.from_torch(Noisy(), (torch.randn(4, 8),), loss="mse")
-        return "imported (the importer had refused RandomNormalLike: compare this case end to end)", ""
-    except tightfit.TightfitError as error:
-        if "RandomNormalLike" not in str(error):
-            return f"refused otherwise: {error}", ""
-    # the check itself, on a graph never reached: the module's two runs differ first
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        _verify.compare(torch, Noisy(), (torch.randn(4, 8),), None, ["x"], "mse")
+        tightfit.from_torch(Noisy(), (torch.randn(4, 8),), loss="mse")
     texts = [str(w.message) for w in seen if "changes from one run to the next" in str(w.message)]
-    return (None, "the import refuses RandomNormalLike; the check warns: " + texts[0][:80] + "...") if texts \
+    return (None, "imported; the check warns: " + texts[0][:80] + "...") if texts \
         else (f"no warning: {[str(w.message) for w in seen]}", "")
 
 
