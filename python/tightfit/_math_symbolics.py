@@ -25,9 +25,9 @@ from ._lib import TightfitError
 
 
 def register(torch, opset, helper, registered, symbolic_of):
-    """Registers the symbolics above (those torch lacks at `opset`, cdist's in place of torch's, and the
-    adaptive pooling ones in place of torch's, which they call where theirs apply); returns the function
-    that removes them."""
+    """Registers the symbolics above (those torch lacks at `opset`; cdist's in place of torch's; the
+    adaptive pooling, diagonal and threshold ones in place of torch's, which they call where theirs
+    apply); returns the function that removes them."""
 
     def float_type(like):
         name = like.type().scalarType() if hasattr(like.type(), "scalarType") else None
@@ -52,10 +52,11 @@ def register(torch, opset, helper, registered, symbolic_of):
         axis = helper._get_const(dim, "i", "dim")
         return axis + rank if axis < 0 else axis
 
-    def reduced(g, op, x, axis):
+    def reduced(g, op, x, axes, keep=False):
+        """ReduceX of x over `axes` (a list) as `opset` writes it: axes an input from 18 (ReduceSum's from 13)."""
         if opset >= 18 or op == "ReduceSum" and opset >= 13:
-            return g.op(op, x, ints(g, [axis]), keepdims_i=0)
-        return g.op(op, x, axes_i=[axis], keepdims_i=0)
+            return g.op(op, x, ints(g, axes), keepdims_i=int(keep))
+        return g.op(op, x, axes_i=axes, keepdims_i=int(keep))
 
     def cdist(g, x1, x2, p=2.0, compute_mode=None):
         power = helper._maybe_get_const(p, "f")
@@ -66,14 +67,15 @@ def register(torch, opset, helper, registered, symbolic_of):
         power = float(power)
         if not power >= 1:
             raise TightfitError(f"from_torch: torch.cdist with p = {power:g} is not supported (p >= 1)")
-        difference = g.op("Sub", helper._unsqueeze_helper(g, x1, [rank - 1]), helper._unsqueeze_helper(g, x2, [rank - 2]))
+        difference = g.op("Sub", helper._unsqueeze_helper(g, x1, [rank - 1]),
+                          helper._unsqueeze_helper(g, x2, [rank - 2]))
         if power in (1.0, 2.0):
-            return reduced(g, "ReduceL2" if power == 2.0 else "ReduceL1", difference, -1)
+            return reduced(g, "ReduceL2" if power == 2.0 else "ReduceL1", difference, [-1])
         if power == float("inf"):
-            return reduced(g, "ReduceMax", g.op("Abs", difference), -1)
+            return reduced(g, "ReduceMax", g.op("Abs", difference), [-1])
         # (sum |d|^p)^(1/p), its root taken of 1 where the sum is 0 (a point beside itself) and the
         # result set to 0 there: the gradient 0, as PyTorch's, not 0 x inf
-        total = reduced(g, "ReduceSum", g.op("Pow", g.op("Abs", difference), const(g, x1, power)), -1)
+        total = reduced(g, "ReduceSum", g.op("Pow", g.op("Abs", difference), const(g, x1, power)), [-1])
         zero = g.op("Equal", total, const(g, x1, 0.0))
         root = g.op("Pow", g.op("Where", zero, const(g, x1, 1.0), total), const(g, x1, 1.0 / power))
         return g.op("Where", zero, const(g, x1, 0.0), root)
@@ -88,10 +90,7 @@ def register(torch, opset, helper, registered, symbolic_of):
             parts = []
             for start, end in windows(size, out):
                 piece = g.op("Slice", x, ints(g, [start]), ints(g, [end]), ints(g, [axis]))
-                if opset >= 18:
-                    parts.append(g.op("ReduceMax", piece, ints(g, [axis]), keepdims_i=1))
-                else:
-                    parts.append(g.op("ReduceMax", piece, axes_i=[axis], keepdims_i=1))
+                parts.append(reduced(g, "ReduceMax", piece, [axis], keep=True))
             return g.op("Concat", *parts, axis_i=axis)
         matrix = torch.zeros(size, out, dtype=float_type(x))
         for i, (start, end) in enumerate(windows(size, out)):
@@ -148,10 +147,8 @@ def register(torch, opset, helper, registered, symbolic_of):
             return g.op("ReduceSum", nonzero, keepdims_i=0)
         if not helper._is_constant(dim):
             raise TightfitError("from_torch: torch.count_nonzero over axes computed in the graph is not supported")
-        axes = [int(a) for a in torch.as_tensor(helper._maybe_get_const(dim, "t")).reshape(-1)]
-        if opset >= 13:
-            return g.op("ReduceSum", nonzero, ints(g, axes), keepdims_i=0)
-        return g.op("ReduceSum", nonzero, axes_i=axes, keepdims_i=0)
+        axes = torch.as_tensor(helper._maybe_get_const(dim, "t")).reshape(-1)
+        return reduced(g, "ReduceSum", nonzero, [int(a) for a in axes])
 
     def diag_embed(g, x, offset=None, dim1=None, dim2=None):
         rank = helper._get_tensor_rank(x)
@@ -189,10 +186,7 @@ def register(torch, opset, helper, registered, symbolic_of):
         keep = torch.tril(torch.ones(n, n, dtype=float_type(x)))  # row i keeps x_j for j <= i, else 1
         rows = g.op("Add", g.op("Mul", helper._unsqueeze_helper(g, moved, [rank - 1]), g.op("Constant", value_t=keep)),
                     g.op("Constant", value_t=1.0 - keep))
-        if opset >= 18:
-            out = g.op("ReduceProd", rows, ints(g, [rank]), keepdims_i=0)
-        else:
-            out = g.op("ReduceProd", rows, axes_i=[rank], keepdims_i=0)
+        out = reduced(g, "ReduceProd", rows, [rank])
         return out if axis == rank - 1 else g.op("Transpose", out, perm_i=perm)
 
     def diagonal(g, x, offset, dim1, dim2):
@@ -211,7 +205,7 @@ def register(torch, opset, helper, registered, symbolic_of):
                      value_t=torch.tensor([0.0], dtype=float_type(x)))
         # row i of the sum holds x[i, i + k] where that lies inside, else 0: rows max(0, -k) up to
         # cols - k are the diagonal (Slice stops at the last row)
-        summed = reduced(g, "ReduceSum", g.op("Mul", moved, g.op("EyeLike", zeros, k_i=k)), -1)
+        summed = reduced(g, "ReduceSum", g.op("Mul", moved, g.op("EyeLike", zeros, k_i=k)), [-1])
         end = g.op("Max", g.op("Sub", cols, ints(g, [k])), ints(g, [0]))  # (not from the end)
         return g.op("Slice", summed, ints(g, [max(0, -k)]), end, ints(g, [rank - 2]))
 
@@ -222,22 +216,27 @@ def register(torch, opset, helper, registered, symbolic_of):
 
     def threshold(g, x, limit, value):
         t = float(helper._get_const(limit, "f", "threshold"))
+        if t == 0:  # (torch's own takes this one, and refuses any other)
+            return own["threshold"](g, x, limit, value)
         return g.op("Where", g.op("Greater", x, const(g, x, t)), x,
                     const(g, x, float(helper._get_const(value, "f", "value"))))
 
+    # torch's own runs where these do not apply (they call it)
     replaced = {"diagonal": diagonal, "adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
                 "adaptive_avg_pool2d": adaptive("adaptive_avg_pool2d", False),
                 "adaptive_max_pool1d": adaptive("adaptive_max_pool1d", True),
-                "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True)}
+                "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True), "threshold": threshold}
     own = {name: symbolic_of("aten::" + name, opset) for name in replaced}
+    # in place of torch's, whatever it has
+    instead = {"cdist": cdist}
+    # where torch has none at this opset
     added_only = {"trunc": trunc, "logit": logit, "xlogy": xlogy, "hypot": hypot, "copysign": copysign,
-                  "heaviside": heaviside, "cdist": cdist, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
+                  "heaviside": heaviside, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
                   "bilinear": bilinear, "cumprod": cumprod, "exponential": exponential}
+    chosen = {**{n: f for n, f in replaced.items() if own[n] is not None}, **instead,
+              **{n: f for n, f in added_only.items() if not registered("aten::" + n, opset)}}
     added = []
-    for name, symbolic in list(replaced.items()) + list(added_only.items()):
-        if name in replaced and own[name] is None or name in added_only and name != "cdist" and \
-                registered("aten::" + name, opset):
-            continue
+    for name, symbolic in chosen.items():
         # from opset 9, and again from each opset where torch's own changes (its diagonal is an opset-13
         # symbolic, which one registered at 9 would not replace there)
         versions = [9] + [v for v in range(10, opset + 1)
@@ -245,15 +244,6 @@ def register(torch, opset, helper, registered, symbolic_of):
         for version in versions:
             torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
             added.append(("aten::" + name, version))
-    # torch's threshold refuses a nonzero threshold: this one takes any
-    own_threshold = symbolic_of("aten::threshold", opset)
-
-    def threshold_any(g, x, limit, value):
-        if own_threshold is not None and float(helper._get_const(limit, "f", "threshold")) == 0:
-            return own_threshold(g, x, limit, value)
-        return threshold(g, x, limit, value)
-    torch.onnx.register_custom_op_symbolic("aten::threshold", threshold_any, 9)
-    added.append(("aten::threshold", 9))
 
     def restore():
         for name, version in added:
