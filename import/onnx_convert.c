@@ -115,6 +115,15 @@ tf_status ox_fixed_ints(ox_import *im, const ox_node *node, int32_t i, int64_t *
   return NULL;
 }
 
+bool ox_fill_value(ox_import *im, tf_tensor_id t, double *value) {
+  tf_tensor_info info;
+  if (t == TF_NO_TENSOR || !tf_graph_tensor(im->graph, t, &info) || info.kind != TF_CONSTANT ||
+      info.init.kind != TF_INIT_FILL)
+    return false;
+  *value = info.init.a;
+  return true;
+}
+
 /* A scalar constant of `dtype` holding `value`, named after the node. */
 tf_tensor_id ox_scalar(ox_import *im, const ox_node *node, tf_dtype dtype, double value) {
   char name[300];

@@ -34,6 +34,9 @@ tf_dtype ox_dtype_of(ox_import *im, tf_tensor_id id);
 /* Input i's known integers, none symbolic, at most max of them, into out[0, *n). */
 tf_status ox_fixed_ints(ox_import *im, const ox_node *node, int32_t i, int64_t *out, int32_t max,
                         int32_t *n) TF_MUST_USE;
+/* Whether tensor t is a graph constant that one value fills (ConstantOfShape of a symbolic shape, a
+ * scalar): that value in *value. */
+bool ox_fill_value(ox_import *im, tf_tensor_id t, double *value);
 /* A new rank-0 constant of `dtype` holding `value`, named after the node's output. */
 tf_tensor_id ox_scalar(ox_import *im, const ox_node *node, tf_dtype dtype, double value);
 /* Input i of an elementwise op whose other operand is tensor `other`: a known scalar becomes a

@@ -230,6 +230,8 @@ tf_status ox_convert_flatten(ox_import *im, const ox_node *node);
 tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node);
 tf_status ox_convert_squeeze(ox_import *im, const ox_node *node);
 tf_status ox_convert_transpose(ox_import *im, const ox_node *node);
+/* An elementwise node of an input with no elements: its outputs have none (*emitted), as onnx_empty.c says. */
+tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) TF_MUST_USE;
 tf_status ox_convert_concat(ox_import *im, const ox_node *node);
 tf_status ox_convert_slice(ox_import *im, const ox_node *node);
 tf_status ox_convert_split(ox_import *im, const ox_node *node);

@@ -50,6 +50,27 @@ static tf_status integer_binary(ox_import *im, const ox_node *node, tf_op op, tf
   return ox_set_tensor(im, node, 0, tf_cast(im->graph, y, dtype));
 }
 
+/* a op b of two graph constants that one value fills each, one of them a scalar (torch.full((n,), T)
+ * of a symbolic batch exports as ConstantOfShape(0) + T): a constant fill of the other's shape and
+ * dtype, so that readers which need known values (an LSTM's sequence lengths) see one. *out
+ * TF_NO_TENSOR where a or b is no such fill. */
+static tf_status fold_fills(ox_import *im, const ox_node *node, char symbol, tf_tensor_id a, tf_tensor_id b,
+                            tf_tensor_id *out) {
+  double x, y;
+  tf_tensor_info ia, ib;
+  *out = TF_NO_TENSOR;
+  if (!ox_fill_value(im, a, &x) || !ox_fill_value(im, b, &y) || !tf_graph_tensor(im->graph, a, &ia) ||
+      !tf_graph_tensor(im->graph, b, &ib) || (ia.declared.rank > 0 && ib.declared.rank > 0))
+    return NULL;
+  const tf_tensor_info *shape_of = ia.declared.rank > 0 ? &ia : &ib;
+  double value = symbol == '+' ? x + y : symbol == '-' ? x - y : symbol == '*' ? x * y : x / y;
+  if (is_integer(shape_of->dtype) && symbol == '/')
+    return NULL; /* an integer division: the converter's own refusal */
+  *out = tf_graph_constant(im->graph, node->proto->output[0], shape_of->dtype, shape_of->declared,
+                           tf_init_make(TF_INIT_FILL, value, 0));
+  return ox_graph_error(im, node);
+}
+
 static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op op) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 1));
@@ -70,6 +91,10 @@ static tf_status binary(ox_import *im, const ox_node *node, char symbol, tf_op o
     TF_RETURN_IF_ERROR(ox_operand(im, node, 0, tb, &ta));
   if (tb == TF_NO_TENSOR)
     TF_RETURN_IF_ERROR(ox_operand(im, node, 1, ta, &tb));
+  tf_tensor_id filled;
+  TF_RETURN_IF_ERROR(fold_fills(im, node, symbol, ta, tb, &filled));
+  if (filled != TF_NO_TENSOR)
+    return ox_set_tensor(im, node, 0, filled);
   ox_match_half(im, &ta, &tb);
   if (is_integer(ox_dtype_of(im, ta)) && is_integer(ox_dtype_of(im, tb)))
     return integer_binary(im, node, op, ta, tb);

@@ -482,11 +482,18 @@ tf_status ox_fold_gather(const ox_known *data, const ox_known *indices, int32_t 
   return NULL;
 }
 
+/* Whether a part of a Concat adds to it: one of no elements adds none, whatever its sizes off the axis
+ * (as onnxruntime reads it), unless no part has elements. */
+static bool adds_to(const ox_known *part, const ox_known *first) { return part->count > 0 || first->count == 0; }
+
 tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, int64_t room, ox_known **out) {
   *out = NULL;
   if (n < 1)
     return tf_status_new(TF_ERR_INVALID_INPUT, "Concat of nothing");
-  const ox_known *first = parts[0];
+  const ox_known *first = parts[0]; /* the first part with elements, where one has */
+  for (int32_t p = 1; p < n && first->count == 0; p++)
+    if (parts[p]->count > 0)
+      first = parts[p];
   if (axis < 0)
     axis += first->rank;
   if (axis < 0 || axis >= first->rank)
@@ -498,6 +505,8 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
   for (int32_t p = 0; p < n; p++) {
     if (parts[p]->rank != first->rank)
       return tf_status_new(TF_ERR_SHAPE, "Concat of ranks %" PRId32 " and %" PRId32, first->rank, parts[p]->rank);
+    if (!adds_to(parts[p], first))
+      continue;
     for (int32_t d = 0; d < first->rank; d++)
       if (d != axis && parts[p]->shape[d] != first->shape[d])
         return tf_status_new(TF_ERR_SHAPE, "Concat parts differ at axis %" PRId32, d);
@@ -515,6 +524,8 @@ tf_status ox_fold_concat(const ox_known *const *parts, int32_t n, int32_t axis, 
   int64_t at = 0;
   for (int64_t o = 0; o < outer; o++) {
     for (int32_t p = 0; p < n; p++) {
+      if (!adds_to(parts[p], first))
+        continue;
       int64_t block = parts[p]->shape[axis] * inner;
       for (int64_t i = 0; i < block; i++, at++) {
         int64_t from = o * block + i;

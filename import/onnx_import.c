@@ -229,6 +229,12 @@ static tf_status add_outputs_and_loss(ox_import *im) {
     if (name && ox_is_selected(ox_value_find(im, name)))
       return tf_status_new(TF_ERR_UNSUPPORTED, "%s: output '%s' is the positions or values of boolean indexing%s",
                            im->source, name, ox_selection_hint());
+    const ox_value *v = name ? ox_value_find(im, name) : NULL;
+    if (v && v->empty)
+      return tf_status_new(TF_ERR_UNSUPPORTED,
+                           "%s: output '%s' has no elements (a slice that selects nothing, or an elementwise op of "
+                           "one): a graph's outputs must hold data",
+                           im->source, name);
     tf_tensor_id id;
     TF_RETURN_IF_ERROR(ox_tensor(im, NULL, name ? name : "", &id));
     tf_tensor_info info;

@@ -2,6 +2,7 @@
  * casts (Cast, CastLike) and zero pads, which fold when their inputs are known at import time and
  * otherwise add graph ops (the constant and shape operators are in onnx_constants.c, Gather in onnx_gather.c). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,21 +221,19 @@ static tf_status concat_of_empty(ox_import *im, const ox_node *node, int64_t axi
   return ox_set_empty(im, node, 0, out.dtype, out.rank, out.dims);
 }
 
-/* The inputs of no elements that Concat leaves out must still fit beside tensor `first`: its rank,
- * and its sizes off the axis (a file that breaks this is refused, not read around). */
-static tf_status empty_parts_fit(ox_import *im, const ox_node *node, tf_tensor_id first, int64_t axis) {
-  int32_t rank;
-  tf_dim dims[TF_MAX_RANK];
-  ox_tensor_dims(im, first, &rank, dims);
+/* The inputs of no elements that Concat leaves out must still be of the rank of tensor `first` (a
+ * file that breaks this is refused, not read around). Their sizes off the axis may differ, as
+ * onnxruntime reads them: they add nothing (PyTorch's export of Emformer's attention mask concatenates
+ * a (0, 6) block with (2, 8) ones). */
+static tf_status empty_parts_fit(ox_import *im, const ox_node *node, tf_tensor_id first) {
+  const int32_t rank = ox_rank_of(im, first);
   for (int32_t i = 0; i < node->n_inputs; i++) {
     const ox_empty *e = ox_empty_input(im, node, i);
-    bool fits = !e || e->rank == rank;
-    for (int32_t d = 0; e && fits && d < rank; d++)
-      fits = d == axis || (e->dims[d].symbol == dims[d].symbol && e->dims[d].size == dims[d].size);
-    if (!fits)
+    if (e && e->rank != rank)
       return ox_fail(im, node, TF_ERR_SHAPE,
-                     "input %" PRId32 " '%s' (no elements) does not fit beside the others off axis %" PRId64, i,
-                     ox_input(node, i), axis);
+                     "input %" PRId32 " '%s' (no elements) does not fit beside the others: rank %" PRId32
+                     ", not %" PRId32,
+                     i, ox_input(node, i), e->rank, rank);
   }
   return NULL;
 }
@@ -270,7 +269,7 @@ tf_status ox_convert_concat(ox_import *im, const ox_node *node) {
   if (axis < 0)
     axis += ox_rank_of(im, ids[0]);
   if (empty)
-    TF_RETURN_IF_ERROR(empty_parts_fit(im, node, ids[0], axis));
+    TF_RETURN_IF_ERROR(empty_parts_fit(im, node, ids[0]));
   return ox_set_tensor(im, node, 0, m == 1 ? ids[0] : tf_concat(im->graph, ids, m, (int32_t)axis));
 }
 
@@ -605,6 +604,16 @@ static tf_status cast_to(ox_import *im, const ox_node *node, int64_t to_onnx) {
                    "which PyTorch computes in f32)");
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  double fill;
+  tf_tensor_info info;
+  if (ox_dtype_of(im, x) != to && to != TF_U8 && ox_fill_value(im, x, &fill) && tf_graph_tensor(im->graph, x, &info)) {
+    /* a constant fill stays one (lengths made from the sizes, cast to the LSTM's int32) */
+    const bool to_integer = to == TF_I32 || to == TF_I64;
+    const tf_tensor_id y = tf_graph_constant(im->graph, node->proto->output[0], to, info.declared,
+                                             tf_init_make(TF_INIT_FILL, to_integer ? trunc(fill) : fill, 0));
+    TF_RETURN_IF_ERROR(ox_graph_error(im, node));
+    return ox_set_tensor(im, node, 0, y);
+  }
   return ox_set_tensor(im, node, 0, ox_dtype_of(im, x) == to ? x : tf_cast(im->graph, x, to));
 }
 

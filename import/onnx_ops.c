@@ -186,6 +186,11 @@ tf_status ox_op_emit(ox_import *im, const ox_node *node) {
   ox_converter convert = find_converter(node->proto->domain, node->proto->op_type);
   if (!convert)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "operator %s is not supported", node->proto->op_type);
+  bool emitted = false;
+  if (ox_default_domain(node->proto->domain))
+    TF_RETURN_IF_ERROR(ox_emit_of_empty(im, node, &emitted));
+  if (emitted)
+    return NULL;
   if (im->opset < 7 && ox_default_domain(node->proto->domain))
     return ox_legacy_emit(im, node, convert);
   return ox_masked_emit(im, node, convert);

@@ -89,11 +89,24 @@ static tf_status time_steps(ox_import *im, const ox_node *node, tf_tensor_id x, 
                  axis, symbol);
 }
 
-/* sequence_lens (input 4): absent, or known and every entry the full length. */
+/* sequence_lens (input 4): absent, or known (or a graph constant one value fills: lengths of a
+ * symbolic batch made from the sizes, torch.full((n,), T), as Tacotron 2's encoder packs its tokens)
+ * and every entry the full length. */
 static tf_status check_sequence_lengths(ox_import *im, const ox_node *node, int64_t steps) {
   const char *name = ox_input(node, 4);
   if (!name)
     return NULL;
+  const ox_value *v = ox_value_find(im, name);
+  double fill;
+  if (v && v->tensor != TF_NO_TENSOR && ox_fill_value(im, v->tensor, &fill)) {
+    if (fill == (double)steps)
+      return NULL;
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "sequence_lens '%s' is %g for every sequence but the time axis has %" PRId64
+                   " steps; only sequences of the full length are supported (per-sequence lengths, as a "
+                   "PackedSequence gives, are not)",
+                   name, fill, steps);
+  }
   if (!ox_is_known(im, name))
     return ox_fail(im, node, TF_ERR_UNSUPPORTED,
                    "sequence_lens '%s' is computed from the data; only sequences of the full length %" PRId64

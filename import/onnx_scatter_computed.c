@@ -90,9 +90,8 @@ bool ox_is_zero_fill(ox_import *im, const ox_node *node, int32_t i) {
         return false;
     return true;
   }
-  tf_tensor_info info;
-  return v && v->tensor != TF_NO_TENSOR && tf_graph_tensor(im->graph, v->tensor, &info) && info.kind == TF_CONSTANT &&
-         info.init.kind == TF_INIT_FILL && info.init.a == 0;
+  double fill;
+  return v && ox_fill_value(im, v->tensor, &fill) && fill == 0;
 }
 
 tf_tensor_id ox_mean_of_writes(ox_import *im, tf_tensor_id put, tf_tensor_id hits, tf_tensor_id kept) {

@@ -529,7 +529,7 @@ tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_ten
     return tf_status_new(
         TF_ERR_UNSUPPORTED,
         "%s: %s: input '%s' has no elements (a slice that selects nothing; only Concat, which leaves it "
-        "out, and Shape take such a value)",
+        "out, Shape, and elementwise ops, whose outputs have none either, take such a value)",
         im->source, ox_node_label(node, label, sizeof(label)), name);
   if (v->tensor == TF_NO_TENSOR && v->initializer)
     TF_RETURN_IF_ERROR(make_parameter(im, node, v));

@@ -6,7 +6,7 @@ op: abs (as ReduceL2 over the pair, which the importer differentiates as PyTorch
 .imag, view_as_real, view_as_complex, conj, torch.complex, torch.polar, exp, +, -, *, / of complex and real
 tensors or numbers (a vocoder's mag * (cos p + 1j sin p)), and the layout ops and reductions with their dims
 counted on the complex tensor (view, reshape, slice, select, flatten, unsqueeze, squeeze, transpose, permute,
-size, sum, mean, cat, stack: Meta's Llama rotary embeddings). Complex constants (1j, a rotation table) become constant pairs
+size, sum, mean, cat, stack, F.pad: Meta's Llama rotary embeddings). Complex constants (1j, a rotation table) become constant pairs
 (complex_numbers_as_pairs). `unsupported_uses` names every other op of a complex tensor after the export, from
 the module's own trace."""
 
@@ -16,7 +16,7 @@ _COMPLEX = ("ComplexFloat", "ComplexDouble", "ComplexHalf")
 # the ops that read a complex tensor as pairs: these symbolics' and _spectral_symbolics.py's
 PAIR_READERS = {"aten::" + name for name in (
     "abs", "real", "imag", "view_as_real", "conj", "_conj", "resolve_conj", "resolve_neg", "exp", "mul", "add", "sub", "div",
-    "neg", "slice", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "permute", "select",
+    "neg", "slice", "pad", "constant_pad_nd", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "permute", "select",
     "size", "sum", "mean", "cat", "stack", "contiguous", "clone", "detach", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
 
 
@@ -264,6 +264,26 @@ def register(torch, helper, symbolic_of, used):
             return g.op("Slice", shape, ints(g, [0]), ints(g, [rank]))
         return g.op("Gather", shape, g.op("Constant", value_t=torch.tensor(axis_of(g, dim, rank))), axis_i=0)
 
+    def pad_pairs(g, x, rank, pad, mode=None, value=None):
+        """F.pad of a complex tensor: the same pads (PyTorch's list runs from the last axis) with none on the pair
+        axis; zeros, reflection or the edge's value (circular padding and other fill values refused)."""
+        widths = helper._get_const(pad, "is", "pad")
+        kind = "constant" if mode is None or helper._is_none(mode) else helper._get_const(mode, "s", "mode")
+        fill = 0.0 if value is None or helper._is_none(value) else helper._maybe_get_const(value, "f")
+        onnx_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}.get(kind)
+        if onnx_mode is None or helper._is_value(fill) or fill != 0.0:
+            raise TightfitError(f"from_torch: F.pad of a complex tensor in mode {kind!r} with value {fill}: zeros, "
+                                "reflect and replicate only", "unsupported")
+        begins, ends = [0] * (rank + 1), [0] * (rank + 1)
+        for i in range(len(widths) // 2):
+            begins[rank - 1 - i], ends[rank - 1 - i] = widths[2 * i], widths[2 * i + 1]
+        if g.opset >= 11:  # the pads became an input
+            return g.op("Pad", x, ints(g, begins + ends), mode_s=onnx_mode)
+        return g.op("Pad", x, pads_i=begins + ends, mode_s=onnx_mode)
+
+    def constant_pad_pairs(g, x, rank, pad, value=None):
+        return pad_pairs(g, x, rank, pad, None, value)
+
     def select_pairs(g, x, rank, dim, index):
         return g.op("Gather", x, index, axis_i=axis_of(g, dim, rank))
 
@@ -310,7 +330,8 @@ def register(torch, helper, symbolic_of, used):
                  "reshape": layout("reshape", reshape_pairs), "flatten": layout("flatten", flatten_pairs),
                  "unsqueeze": layout("unsqueeze", unsqueeze_pairs), "squeeze": layout("squeeze", squeeze_pairs),
                  "transpose": layout("transpose", transpose_pairs), "permute": layout("permute", permute_pairs),
-                 "select": layout("select", select_pairs), "size": layout("size", size_pairs),
+                 "select": layout("select", select_pairs), "pad": layout("pad", pad_pairs),
+                 "constant_pad_nd": layout("constant_pad_nd", constant_pad_pairs), "size": layout("size", size_pairs),
                  "sum": layout("sum", reduced("ReduceSum")), "mean": layout("mean", reduced("ReduceMean")),
                  "cat": listed("cat", cat_pairs), "stack": listed("stack", stack_pairs)}
     versions = range(9, 21)  # over every opset's own symbolic: a custom one wins only at its own version
@@ -391,4 +412,4 @@ def refuse_unsupported_uses(torch, module, example_inputs):
         raise TightfitError("from_torch: these ops read complex tensors, which tightfit holds as [..., 2] real pairs "
                             "for the Fourier transforms, abs, .real, .imag, view_as_real, conj, exp, +, -, *, / and "
                             "the layout ops (view, reshape, slicing, select, flatten, unsqueeze, squeeze, transpose, "
-                            "permute, size, sum, mean, cat, stack) only: " + "; ".join(found), "unsupported")
+                            "permute, size, sum, mean, cat, stack, pad) only: " + "; ".join(found), "unsupported")

@@ -19,6 +19,8 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
 - torch.diagonal (and x.diagonal()): torch's symbolic gathers the diagonal by indices computed from the
   batch size (GatherND), which a symbolic batch leaves unknown at import; written as the sum of x times
   EyeLike (offset k) over the last axis, sliced to the rows the diagonal crosses.
+- unsafe_chunk (how the trace splits an LSTMCell's gates: Tacotron 2's decoder) of an axis whose size the
+  exporter lost: torch refuses it; its sizes computed from Shape by torch's rule (from opset 13).
 """
 
 from ._lib import TightfitError
@@ -221,11 +223,27 @@ def register(torch, opset, helper, registered, symbolic_of):
         return g.op("Where", g.op("Greater", x, const(g, x, t)), x,
                     const(g, x, float(helper._get_const(value, "f", "value"))))
 
+    def unsafe_chunk(g, x, chunks, dim, _outputs=None):
+        """x.chunk's split (an LSTMCell's gates, as the trace writes it) where the exporter lost the size of
+        the axis (torch refuses it): the sizes computed from Shape, as torch's rule, ceil(size / chunks)
+        each and the rest last, for the traced number of outputs (the importer folds them)."""
+        rank = helper._get_tensor_rank(x)
+        if _outputs is None or rank is None or opset < 13 or \
+                helper._get_tensor_dim_size(x, axis_of(dim, rank)) is not None:
+            return own["unsafe_chunk"](g, x, chunks, dim, _outputs)
+        n, axis = helper._get_const(chunks, "i", "chunks"), axis_of(dim, rank)
+        size = g.op("Gather", g.op("Shape", x), ints(g, [axis]), axis_i=0)
+        each = g.op("Div", g.op("Add", size, ints(g, [n - 1])), ints(g, [n]))
+        last = g.op("Sub", size, g.op("Mul", each, ints(g, [_outputs - 1])))
+        sizes = g.op("Concat", *([each] * (_outputs - 1) + [last]), axis_i=0)
+        return g.op("Split", x, sizes, axis_i=axis, outputs=_outputs)
+
     # torch's own runs where these do not apply (they call it)
     replaced = {"diagonal": diagonal, "adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
                 "adaptive_avg_pool2d": adaptive("adaptive_avg_pool2d", False),
                 "adaptive_max_pool1d": adaptive("adaptive_max_pool1d", True),
-                "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True), "threshold": threshold}
+                "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True), "threshold": threshold,
+                "unsafe_chunk": unsafe_chunk}
     own = {name: symbolic_of("aten::" + name, opset) for name in replaced}
     # in place of torch's, whatever it has
     instead = {"cdist": cdist}

@@ -268,12 +268,18 @@ def main():
                  int_tensor("a", [1], [5])])),
              ["slice_axis.onnx", "'cut' (Slice)", "axis 5 out of range for rank 2"]),
             # a slice that selects nothing is a value with no elements: Concat leaves it out (GPT-NeoX-Japanese's
-            # rotary part the whole head), any other use is refused naming it
-            ("a slice that selects nothing, used by Relu", write("slice_empty.onnx", model(
+            # rotary part the whole head), an elementwise op's output has none either (import_empty.py), any other
+            # use is refused naming it, and so is such a value as the graph's output
+            ("a slice that selects nothing, used by Softmax", write("slice_empty.onnx", model(
+                [node("Slice", ["x", "s", "e", "a"], ["rest"], "pass"), node("Softmax", ["rest"], ["y"], "act")],
+                [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
+                [int_tensor("s", [1], [4]), int_tensor("e", [1], [1 << 62]), int_tensor("a", [1], [1])])),
+             ["slice_empty.onnx", "'act' (Softmax)", "input 'rest' has no elements", "only Concat"]),
+            ("a Relu of a slice that selects nothing as the graph's output", write("empty_as_output.onnx", model(
                 [node("Slice", ["x", "s", "e", "a"], ["rest"], "pass"), node("Relu", ["rest"], ["y"], "act")],
                 [value_info("x", 1, ["N", 4])], [value_info("y", 1, ["N", 4])],
                 [int_tensor("s", [1], [4]), int_tensor("e", [1], [1 << 62]), int_tensor("a", [1], [1])])),
-             ["slice_empty.onnx", "'act' (Relu)", "input 'rest' has no elements", "only Concat"]),
+             ["empty_as_output.onnx", "output 'y' has no elements", "a graph's outputs must hold data"]),
             # a float64 input: refused naming the option that takes it as float32 (ONNX's node tests import such
             # models again with it, tests/onnx_node)
             ("a DOUBLE graph input", write("double_input.onnx", model(

@@ -224,7 +224,7 @@ def vocos_head():
 
 class ComplexArithmetic(torch.nn.Module):
     """torch.complex, torch.polar, exp of an imaginary tensor, products, quotients, sums and differences of
-    complex and real tensors and numbers, torch.conj; then torch.fft.irfft (with n and ortho) and
+    complex and real tensors and numbers, torch.conj, F.pad in three modes; then torch.fft.irfft (with n and ortho) and
     torch.istft with a length, a window shorter than its frame and normalized=True, and of every bin
     (onesided=False)."""
 
@@ -245,7 +245,10 @@ class ComplexArithmetic(torch.nn.Module):
                             onesided=False)  # PyTorch's real output: bins 0 .. 8 as one-sided, the rest unread
         joined = torch.cat([w, torch.stack([z[:, :, 0], q[:, :, 1]], -1)], -1)  # [N, 9, 7], complex
         spread = joined.sum(1).abs().mean() + joined.mean((0, -1), keepdim=True).real.sum() + joined.sum().imag
-        return F.mse_loss(torch.cat([wave, audio, whole], 1), target) + w.abs().mean() + spread
+        # F.pad of a complex spectrogram (Hybrid Demucs'): zeros, reflection and the edge's value
+        padded = F.pad(w, (1, 2)) + F.pad(w, (2, 1), mode="reflect") * 0.5 + F.pad(w, (0, 3), mode="replicate") * 0.25
+        return F.mse_loss(torch.cat([wave, audio, whole], 1), target) + w.abs().mean() + spread + \
+            (padded * torch.arange(8.0)).abs().mean()
 
 
 def complex_arithmetic():
@@ -337,7 +340,7 @@ case("torch.fft's rfft (ortho), fft with n longer and shorter than the axis, iff
 case("FNet's token mixing, fftn(x, dim=(1, 2)).real, trains as PyTorch's", fourier_mixing)
 case("Vocos' head (exp(mag) * (cos p + 1j sin p), torch.istft centred) trains as PyTorch's", vocos_head)
 case("complex arithmetic (torch.complex, torch.polar, exp(1j x), *, /, +, - of complex and real values, conj; "
-     "sum, mean, cat and stack of complex tensors), "
+     "sum, mean, cat, stack and F.pad of complex tensors), "
      "torch.fft.irfft with n and ortho, torch.istft with a length and a short window, normalized, and two-sided, "
      "train as PyTorch's",
      complex_arithmetic)

@@ -3,7 +3,8 @@ ONNX LSTM/GRU/RNN nodes and imported unrolled over time (include/tightfit/recurr
 2-layer bidirectional LSTM -> Linear head with cross_entropy; a GRU regressor on its last hidden state
 with mse; a reverse-free single-direction LSTM without biases; initial states (h0, c0) given as model
 inputs; a time-major (batch_first=False) LSTM with a fixed batch; a 2-layer GRU without biases; a
-2-layer bidirectional tanh RNN and a relu RNN with h0 as an input. Each is
+2-layer bidirectional tanh RNN and a relu RNN with h0 as an input; an LSTMCell unrolled over time whose
+input's size the exporter loses (its gates split by unsafe_chunk of an axis of unknown size). Each is
 trained 10 AdamW steps in tightfit and in PyTorch from the same weights (the tagger also with
 --remat checkpoints, whose plan must recompute: more steps, a smaller arena): every loss within 1e-5
 relative, every weight after training within 1e-5. One model also runs on the Vulkan backend
@@ -269,6 +270,29 @@ def plain_export_cli():
     return (f"losses {losses} vs PyTorch's {expected}" if worst > 1e-5 else None), seen
 
 
+class DecoderCell(torch.nn.Module):
+    """An LSTMCell unrolled over time, its input the step's features beside a context whose feature size the
+    exporter loses (a squeeze of an axis it cannot see is 1, as Tacotron 2's attention context): the trace
+    splits the cell's gates with unsafe_chunk, which torch refuses for an axis of unknown size."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell, self.head = torch.nn.LSTMCell(8, 8), torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        n = x.shape[0]
+        h, c = torch.zeros(n, 8, dtype=x.dtype), torch.zeros(n, 8, dtype=x.dtype)
+        for t in range(x.shape[1]):
+            context = h[:, :4].reshape(n, -1, 4).squeeze(1)
+            h, c = self.cell(torch.cat((x[:, t], context), -1), (h, c))
+        return self.head(h)
+
+
+def lstm_cell_lost_size():
+    torch.manual_seed(41)
+    return train_both(DecoderCell(), {"x": torch.randn(BATCH, 3, 4)}, torch.randint(0, 3, (BATCH,)), "cross_entropy")
+
+
 def time_major_dynamic_refused():
     x = torch.randn(6, BATCH, 4)
     try:
@@ -296,4 +320,5 @@ case("RNN (relu) with h0 as an input, mse", rnn_relu_initial_state)
 case("the tagger through from_torch at opsets 13..17: first loss as PyTorch's", opsets)
 case("the tagger's plain eval-mode export through `tightfit import`, 10 AdamW steps", plain_export_cli)
 case("time-major LSTM with a dynamic batch: refused, saying what to do", time_major_dynamic_refused)
+case("an LSTMCell unrolled, its gates' size lost by the exporter (unsafe_chunk), cross_entropy", lstm_cell_lost_size)
 finish("from_torch recurrent")

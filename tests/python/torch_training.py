@@ -60,13 +60,14 @@ def pytorch_steps(model, inputs, labels, loss):
     return expected, first_gradients
 
 
-def train_both(model, inputs, labels, loss, before_training=None):
+def train_both(model, inputs, labels, loss, before_training=None, fixed_batch=False):
     """Imports `model` (inputs: {name: tensor}, given to the model in that order) with `loss`, trains
     STEPS AdamW steps in tightfit, then in PyTorch from the same weights (train mode); returns what
     was seen and a problem (None when the losses agree within 1e-5, the trained weights within
     WEIGHT_TOLERANCE).
     before_training(graph, session, feed), when given, checks the imported graph before the first step
-    and returns (problem or None, what was seen)."""
+    and returns (problem or None, what was seen). fixed_batch: the export froze the batch size (from_torch
+    warns so), and the graph has no symbol N to set."""
     before = flags(model)
     start = copy.deepcopy(model.state_dict())
     with warnings.catch_warnings(record=True) as caught:
@@ -77,7 +78,8 @@ def train_both(model, inputs, labels, loss, before_training=None):
         return "from_torch changed the module's training flags or dropout probabilities", f"{flags(model)}"
     if any(not torch.equal(start[k], v) for k, v in model.state_dict().items()):
         return "from_torch changed the module's state", ""
-    plan = tightfit.compile(graph, set={"N": BATCH}, optimizer="adamw", lr=LR, weight_decay=0, clip=0)
+    plan = tightfit.compile(graph, set={} if fixed_batch else {"N": BATCH}, optimizer="adamw", lr=LR, weight_decay=0,
+                            clip=0)
     session = tightfit.Session(plan, seed=0)
     feed = {name: t.numpy() if t.is_floating_point() else t.numpy().astype(np.int64 if t.dtype != torch.bool
                                                                             else np.uint8)
