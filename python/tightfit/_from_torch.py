@@ -8,7 +8,8 @@ import shutil
 import warnings
 import weakref
 
-from . import _checksum, _complex_symbolics, _lib, _loss_symbolics, _math_symbolics, _spectral_symbolics, _verify
+from . import (_checksum, _complex_symbolics, _lib, _loss_symbolics, _math_symbolics, _scatter_symbolics,
+               _spectral_symbolics, _verify)
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -793,6 +794,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
         restores.append(_loss_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered))
         restores.append(_math_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
                                                  _symbolic_of))
+        restores.append(_scatter_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
+                                                    _symbolic_of))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs
         restores.append(_complex_symbolics.register(torch, *_exporter("symbolic_helper"), _symbolic_of,
                                                     complex_written))
@@ -929,8 +932,7 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
         if not later or kwargs.get("opset_version", 14) >= 17:
             raise
         if opset_version is not None and isinstance(error, _spectral_symbolics.NeedsOpset17):
-            raise TightfitError(f"from_torch: the module's Fourier transforms need opset 17 or later (ONNX's DFT and "
-                                f"STFT), not opset_version={opset_version}", "unsupported") from None
+            raise TightfitError(f"from_torch: {error}, not opset_version={opset_version}", "unsupported") from None
         if opset_version is not None:
             raise
         kwargs["opset_version"] = 17

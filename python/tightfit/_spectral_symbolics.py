@@ -12,8 +12,11 @@ from ._lib import TightfitError
 
 
 class NeedsOpset17(Exception):
-    """Raised by a transform's symbolic at an opset before 17 (ONNX's DFT and STFT): from_torch exports again
-    at 17 (PyTorch 1.13's default is 14)."""
+    """Raised by a symbolic at an opset before 17 (ONNX's DFT and STFT; ScatterElements' reduction, 16): from_torch
+    exports again at 17 (PyTorch 1.13's default is 14). Its text says what needs it."""
+
+    def __init__(self, what="the module's Fourier transforms need opset 17 or later (ONNX's DFT and STFT)"):
+        super().__init__(what)
 
 
 def register(torch, opset, helper, registered, used):

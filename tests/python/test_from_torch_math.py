@@ -11,6 +11,9 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
   cumprod (through exact zeros) and F.threshold with a nonzero threshold (no symbolic in torch);
 - writes by index tensors computed from data (index_put_ with and without accumulate, x[idx] = v):
   ScatterND by computed indices, which the import refused;
+- a graph network's aggregations by edge indices given as data (python/tightfit/_scatter_symbolics.py):
+  index_add (torch refuses any index that may repeat), scatter_reduce "sum", "mean", "amax", "amin" with
+  self included or not (1.13 has no symbolic; 2.x refuses "mean" and include_self=False), a GAT softmax;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
   size, which the import refused);
 - random draws (torch.rand_like, randn_like, bernoulli of probabilities, exponential_, gumbel_softmax:
@@ -182,6 +185,48 @@ def writes():
 
 case("index_put_ (accumulate or not, one or two index tensors) and x[idx] = v by computed indices train as PyTorch's",
      writes)
+
+
+class MessagePassing(torch.nn.Module):
+    """A graph network's aggregations over incoming edges, the edges given as data (one graph, its rows
+    repeated over the batch): index_add (with alpha), index_add_, scatter_add, scatter_reduce with "sum",
+    "mean", "amax" and "amin", self included or not, and a GAT layer's softmax over each node's incoming
+    edges (a LeakyReLU of the edge scores, their per-node maximum subtracted, sums by index_add)."""
+
+    def __init__(self, nodes):
+        super().__init__()
+        self.nodes, self.lin, self.att = nodes, torch.nn.Linear(4, 4), torch.nn.Linear(8, 1)
+
+    def forward(self, x, edges):
+        h = self.lin(x)  # [N, nodes, 4]
+        src, dst = edges[0, 0], edges[0, 1]  # [E] each
+        msg = h[:, src]
+        spread = dst.view(1, -1, 1).expand_as(msg)
+        zeros = torch.zeros_like(h)
+        total = zeros.index_add(1, dst, msg, alpha=0.5) + h.clone().index_add_(1, dst, msg)
+        total = total + zeros.scatter_add(1, spread, msg)
+        for reduce in ("sum", "mean", "amax", "amin"):
+            for include_self in (True, False):
+                total = total + h.scatter_reduce(1, spread, msg * 1.5, reduce=reduce, include_self=include_self)
+        e = F.leaky_relu(self.att(torch.cat([h[:, src], h[:, dst]], -1)).squeeze(-1), 0.2)  # [N, E]
+        top = torch.full((x.shape[0], self.nodes), -1e4).scatter_reduce(1, dst.expand_as(e), e, reduce="amax")
+        w = torch.exp(e - top[:, dst])
+        weight = w / torch.zeros(x.shape[0], self.nodes).index_add(1, dst, w)[:, dst]
+        attended = zeros.index_add(1, dst, msg * weight.unsqueeze(-1))
+        return (total.tanh() * attended).mean() + total.pow(2).mean() * 1e-2
+
+
+def message_passing():
+    torch.manual_seed(9)
+    nodes = 6
+    # node 5 has no incoming edge (its position keeps self's value); nodes 0 and 2 several
+    src, dst = torch.tensor([1, 2, 3, 4, 0, 5, 2, 1]), torch.tensor([0, 0, 2, 2, 1, 3, 4, 2])
+    edges = torch.stack([src, dst]).expand(batch, 2, 8).clone()
+    return trains_as_torch(MessagePassing(nodes), {"x": torch.randn(batch, nodes, 4), "edges": edges})
+
+
+case("index_add, scatter_add, scatter_reduce (sum, mean, amax, amin; self included or not) by edges given as data, "
+     "and a GAT softmax over incoming edges, train as PyTorch's", message_passing)
 
 
 def repeated_writes_checked():
