@@ -347,6 +347,56 @@ def _torch_1x(torch):
     return int(torch.__version__.split(".")[0]) < 2
 
 
+def _embedding_bags_as_lookups(torch):
+    """While exporting: F.embedding_bag (nn.EmbeddingBag) of a 2-d input (bags of one length, no offsets)
+    as the embedding of every index reduced over the bag, which torch writes as a Loop over the bags that
+    the importer refuses: "sum" (times per_sample_weights), "mean" or "max", the entries equal to
+    padding_idx left out (an empty bag gives zeros, as PyTorch's). Bags by offsets keep torch's export;
+    scale_grad_by_freq is refused (it scales the gradient, not the value). F.embedding with max_norm is
+    refused by name (it rescales the weight rows in place at every forward). Returns the function that
+    puts them back."""
+    F = torch.nn.functional
+    bag, lookup = F.embedding_bag, F.embedding
+
+    def embedding(input, weight, padding_idx=None, max_norm=None, *args, **kwargs):
+        if max_norm is not None:
+            raise TightfitError("from_torch: F.embedding with max_norm is not supported: at every forward pass PyTorch "
+                                "rescales the rows it looks up in place (embedding_renorm_), a change of the weights "
+                                "outside the optimizer that a plan does not make", "unsupported")
+        return lookup(input, weight, padding_idx, max_norm, *args, **kwargs)
+
+    def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                      sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+        if input.dim() != 2 or offsets is not None or max_norm is not None:
+            return bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                       per_sample_weights, include_last_offset, padding_idx)
+        if scale_grad_by_freq:
+            raise TightfitError("from_torch: an embedding bag with scale_grad_by_freq is not supported", "unsupported")
+        rows = lookup(input, weight)  # [B, L, D]
+        keep = None
+        if padding_idx is not None:
+            padding = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
+            keep = (input != padding).unsqueeze(-1).to(rows.dtype)
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights.unsqueeze(-1)
+        if mode == "max":
+            if keep is not None:
+                rows = rows * keep + (keep - 1) * 3.0e38
+            most = rows.max(1).values
+            return most if keep is None else most * (keep.sum(1) > 0).to(rows.dtype)
+        total = (rows if keep is None else rows * keep).sum(1)
+        if mode == "sum":
+            return total
+        count = torch.full_like(total[:, :1], input.shape[1]) if keep is None else keep.sum(1).clamp(min=1)
+        return total / count
+
+    F.embedding_bag, F.embedding = embedding_bag, embedding
+
+    def restore():
+        F.embedding_bag, F.embedding = bag, lookup
+    return restore
+
+
 def _circular_pad_as_torch(torch):
     """PyTorch 1.x's export of circular padding (F.pad(mode="circular"), Conv2d(padding_mode="circular"))
     takes each axis's left and right widths in the wrong order and slices one element short of the end
@@ -777,6 +827,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     try:
         opset = kwargs.get("opset_version", 17)
         for patch in (_detach_as_stop_gradient, _repeat_interleave_as_expand, _circular_pad_as_torch,
+                      _embedding_bags_as_lookups,
                       _frobenius_norm_as_l2, _zero_as_zeros_like):
             restores.append(patch(torch))
         restores.append(_padding_rows_as_torch_trains_them(torch, module))
@@ -921,6 +972,14 @@ def from_torch(module, example_inputs, loss=None, batch_symbol="N", dynamic_batc
                             "imported graph would not have (it would train with them frozen); remove it "
                             "(torch.nn.utils.remove_spectral_norm, or parametrize.remove_parametrizations)",
                             "unsupported")
+    renormed = [name or "the module" for name, m in module.named_modules()
+                if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.max_norm is not None]
+    if renormed:
+        raise TightfitError(f"from_torch: {', '.join(repr(n) for n in renormed)}: an embedding with max_norm is not "
+                            "supported: at every forward pass PyTorch rescales the rows it looks up in place "
+                            "(embedding_renorm_), a change of the weights outside the optimizer that a plan does not "
+                            "make (it would train other weights); give max_norm=None, or rescale the rows yourself "
+                            "between steps", "unsupported")
     # the export's trace updates the running statistics it writes: the values before it go back below
     running = _running_statistics(torch, module)
     functions = []

@@ -3,7 +3,8 @@ PyTorch from the same weights: detach() as a stop-gradient, F.pad of data, slice
 == and comparisons of data, torch.gather and indexing by known and by computed indices, repeat and
 repeat_interleave, torch.arange and torch.eye of traced sizes, writes counted from the end, 1-d MatMul
 operands, sin and cos, torch.flip, argmin/argmax, Pow by any exponent, statistics over the batch axis,
-a zero row's norm, and rounding. Fails, not skips, without the ONNX importer.
+a zero row's norm, rounding, nn.EmbeddingBag of bags of one length; an embedding with max_norm refused.
+Fails, not skips, without the ONNX importer.
 usage: test_from_torch_operators.py   (PYTHONPATH=python)"""
 import json
 
@@ -915,4 +916,70 @@ def products():
 case("torch.prod of data along odd and even axes, through exact zeros, trains as PyTorch's", products)
 
 
+
+
+class Bags(torch.nn.Module):
+    """nn.EmbeddingBag of bags of one length (a 2-d input, no offsets): "sum", "mean" and "max" leaving out
+    padding_idx (a bag of padding only gives zeros), "mean" of every entry, "sum" by per_sample_weights.
+    torch writes a Loop over the bags, which the importer refuses: from_torch writes lookups reduced over
+    the bag."""
+
+    def __init__(self):
+        super().__init__()
+        self.bags = torch.nn.ModuleList([torch.nn.EmbeddingBag(10, 4, mode=mode, padding_idx=0)
+                                         for mode in ("sum", "mean", "max")])
+        self.plain, self.weighted = torch.nn.EmbeddingBag(10, 4), torch.nn.EmbeddingBag(10, 4, mode="sum")
+        self.head = torch.nn.Linear(20, 5)
+
+    def forward(self, ids, weights):
+        pooled = [bag(ids) for bag in self.bags] + [self.plain(ids), self.weighted(ids, per_sample_weights=weights)]
+        return self.head(torch.cat(pooled, 1))
+
+
+def embedding_bags():
+    torch.manual_seed(35)
+    ids = torch.tensor([[1, 2, 0, 3], [0, 0, 0, 0], [4, 4, 9, 0], [7, 8, 8, 1]])
+    inputs = {"ids": ids, "weights": torch.rand(batch, 4)}
+    model = Bags()
+    graph = tightfit.from_torch(model, tuple(inputs.values()), loss="cross_entropy", input_names=list(inputs))
+    losses, expected, worst = adamw_both(graph, model, None, torch.randint(0, 5, (batch,)), 5, inputs=inputs)
+    seen = f"5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}), worst {worst:.1e}"
+    return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen
+
+
+def embedding_max_norm_refused():
+    """An embedding with max_norm rescales the rows it looks up in place at every forward pass: the first
+    loss would agree and training would not. Refused, the module named; F.embedding's too."""
+    problems, said = [], []
+    for model in (torch.nn.Sequential(torch.nn.Embedding(10, 4, max_norm=1.0), torch.nn.Flatten(),
+                                      torch.nn.Linear(12, 5)),):
+        try:
+            tightfit.from_torch(model, (torch.randint(0, 10, (batch, 3)),), loss="cross_entropy")
+            problems.append("nn.Embedding(max_norm=1.0) imported")
+        except tightfit.TightfitError as error:
+            said.append(str(error)[:120])
+            if "'0'" not in str(error) or "max_norm" not in str(error):
+                problems.append(f"the message names no module or max_norm: {error}")
+
+    class Functional(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table, self.head = torch.nn.Parameter(torch.randn(10, 4)), torch.nn.Linear(12, 5)
+
+        def forward(self, ids):
+            return self.head(F.embedding(ids, self.table, max_norm=1.0).flatten(1))
+
+    try:
+        tightfit.from_torch(Functional(), (torch.randint(0, 10, (batch, 3)),), loss="cross_entropy")
+        problems.append("F.embedding(max_norm=1.0) imported")
+    except tightfit.TightfitError as error:
+        said.append(str(error)[:120])
+        if "max_norm" not in str(error):
+            problems.append(f"the message names no max_norm: {error}")
+    return ("; ".join(problems) or None), " | ".join(said)
+
+
+case("nn.EmbeddingBag of a 2-d input (sum, mean, max; padding_idx, an empty bag, per_sample_weights) trains as "
+     "PyTorch's", embedding_bags)
+case("an embedding with max_norm (in-place renormalisation of its weights) is refused by name", embedding_max_norm_refused)
 finish("from_torch_operators")
