@@ -79,12 +79,23 @@ tf_status ox_nonzero_mask(ox_import *im, const ox_node *node, int32_t i, tf_tens
   return mask_operand(im, node, i, false, out);
 }
 
+/* The value symbol `symbol` had when the model was traced (its default), or 1 for no symbol. */
+static int64_t traced_value(ox_import *im, int32_t symbol) {
+  int64_t default_value = 1, value;
+  const char *name;
+  if (symbol >= 0 && !tf_graph_symbol_at(im->graph, symbol, &name, &default_value, &value))
+    return -1;
+  return default_value;
+}
+
 /* Whether known `k` holds one value in every element and its shape broadcasts into data `x`'s
- * (each axis, counted from the last, 1 or x's own fixed size): F.kl_div's zeros_like branch,
- * folded to a constant of the traced shape, fills as that one value. */
+ * (each axis, counted from the last, 1 or x's own size, a symbolic one at the value it was traced
+ * with): F.kl_div's zeros_like branch, and torch.full_like(x, nan) of a batch the trace fixed, folded to
+ * a constant of the traced shape, fill as that one value. */
 static bool fills_within(ox_import *im, const ox_known *k, tf_tensor_id x) {
-  for (int64_t j = 1; j < k->count; j++)
-    if (k->is_float ? k->reals[j] != k->reals[0] : (k->ints[j].size != k->ints[0].size || k->ints[j].symbol >= 0))
+  for (int64_t j = 1; j < k->count; j++) /* NaN fills too (torch.full_like(x, nan) in a where) */
+    if (k->is_float ? k->reals[j] != k->reals[0] && !(isnan(k->reals[j]) && isnan(k->reals[0]))
+                    : (k->ints[j].size != k->ints[0].size || k->ints[j].symbol >= 0))
       return false;
   int32_t rank;
   tf_dim dims[TF_MAX_RANK];
@@ -94,7 +105,7 @@ static bool fills_within(ox_import *im, const ox_known *k, tf_tensor_id x) {
   for (int32_t a = 1; a <= k->rank; a++) {
     const int64_t c = k->shape[k->rank - a];
     const tf_dim d = dims[rank - a];
-    if (c != 1 && (d.symbol >= 0 || d.size != c))
+    if (c != 1 && d.size * traced_value(im, d.symbol) != c)
       return false;
   }
   return true;

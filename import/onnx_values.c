@@ -518,10 +518,29 @@ tf_status ox_stored_constant(ox_import *im, const ox_node *node, const char *nam
   return status;
 }
 
+/* The node of the model that lists `name` among its outputs, and which output it is, or NULL. */
+static const Onnx__NodeProto *writer_of(const ox_import *im, const char *name, size_t *index) {
+  for (size_t n = 0; im->onnx && n < im->onnx->n_node; n++)
+    for (size_t o = 0; im->onnx->node[n] && o < im->onnx->node[n]->n_output; o++)
+      if (im->onnx->node[n]->output[o] && strcmp(im->onnx->node[n]->output[o], name) == 0) {
+        *index = o;
+        return im->onnx->node[n];
+      }
+  return NULL;
+}
+
 tf_status ox_tensor(ox_import *im, const ox_node *node, const char *name, tf_tensor_id *out) {
   *out = TF_NO_TENSOR;
   ox_value *v = ox_value_find(im, name);
   char label[256];
+  size_t index;
+  const Onnx__NodeProto *writer = v ? NULL : writer_of(im, name, &index);
+  if (writer) /* a converter that computes fewer outputs than the node lists (MaxPool's Indices) */
+    return tf_status_new(TF_ERR_UNSUPPORTED,
+                         "%s: %s: input '%s' is output %zu of node '%s' (%s), an output tightfit does not compute "
+                         "for that operator (docs/import.md lists what each computes)",
+                         im->source, ox_node_label(node, label, sizeof(label)), name, index,
+                         writer->name ? writer->name : "", writer->op_type ? writer->op_type : "?");
   if (!v)
     return tf_status_new(TF_ERR_INVALID_INPUT, "%s: %s: input '%s' is produced by no node, input or initializer",
                          im->source, ox_node_label(node, label, sizeof(label)), name);

@@ -14,6 +14,9 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
 - a graph network's aggregations by edge indices given as data (python/tightfit/_scatter_symbolics.py):
   index_add (torch refuses any index that may repeat), scatter_reduce "sum", "mean", "amax", "amin" with
   self included or not (1.13 has no symbolic; 2.x refuses "mean" and include_self=False), a GAT softmax;
+- order statistics, lookups, running forms, layout and reductions torch has no symbolic for
+  (python/tightfit/_order_symbolics.py): kthvalue, median, quantile, take_along_dim, searchsorted,
+  logcumsumexp, cummax, cummin, diff, trapezoid, rot90, channel_shuffle, affine_grid, nanmean, renorm, pdist;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
   size, which the import refused);
 - random draws (torch.rand_like, randn_like, bernoulli of probabilities, exponential_, gumbel_softmax:
@@ -227,6 +230,56 @@ def message_passing():
 
 case("index_add, scatter_add, scatter_reduce (sum, mean, amax, amin; self included or not) by edges given as data, "
      "and a GAT softmax over incoming edges, train as PyTorch's", message_passing)
+
+
+class OrderAndLayout(torch.nn.Module):
+    """Each op of _order_symbolics in a term of one loss: unflatten, kthvalue, median (along a dim and of every
+    element of one sample: of the whole batch, (12 N + 1) // 2 has no fixed size),
+    quantile (one q and several, keepdim), take_along_dim by argsort, searchsorted (a 1-d and a batched
+    sequence, right), logcumsumexp (an early term 1e3 below the rest: a max-shifted cumsum would give -inf),
+    cummax and cummin (values, and indices read as numbers), diff (n 2, prepend), trapezoid (dx), rot90 (k 1, 2,
+    3), channel_shuffle (PyTorch 2.x only: 1.13 has no derivative for it), affine_grid beside grid_sample,
+    nanmean (of a log, NaN below its domain), renorm (p 2 and 1) and pdist."""
+
+    def __init__(self, shuffle):
+        super().__init__()
+        self.lin, self.theta, self.shuffle = torch.nn.Linear(12, 12), torch.nn.Linear(12, 6), shuffle
+
+    def forward(self, x):
+        h = self.lin(x.flatten(1)).unflatten(1, (2, 6))  # [N, 2, 6]
+        terms = [torch.kthvalue(h, 2, -1).values, torch.median(h, 1, keepdim=True).values.flatten(1),
+                 torch.median(h[0]).reshape(1, 1), torch.quantile(h, 0.3, dim=-1),
+                 torch.quantile(h, torch.tensor([0.25, 0.9]), dim=2, keepdim=True).permute(1, 0, 2, 3).flatten(1),
+                 torch.take_along_dim(h, torch.argsort(h, -1), -1).flatten(1)]
+        edges = torch.tensor([-0.5, 0.0, 0.5])
+        terms += [h[:, 0] * torch.searchsorted(edges, h[:, 1].detach()).float(),
+                  h[:, 1] * torch.searchsorted(h[:, 0].detach().sort(-1).values, h[:, 1].detach(), right=True).float()]
+        far = torch.cat([h[:, :, :1] - 1e3, h[:, :, 1:]], -1)
+        terms += [torch.logcumsumexp(far, -1).flatten(1), torch.cummax(h, -1).values.flatten(1),
+                  torch.cummin(h, 1).values.flatten(1), h.flatten(1) * torch.cummax(h, -1).indices.flatten(1).float(),
+                  torch.diff(h, n=2, dim=-1, prepend=h[:, :, :1]).flatten(1), torch.trapezoid(h, dx=0.5, dim=-1),
+                  torch.rot90(h, 1, (1, 2)).flatten(1), torch.rot90(h, 2, (1, 2)).flatten(1),
+                  torch.rot90(h, 3, (1, 2)).flatten(1)]
+        image = h.reshape(-1, 2, 2, 3)
+        if self.shuffle:
+            terms.append(F.channel_shuffle(torch.cat([image, image * 2], 1), 2).flatten(1))
+        grid = F.affine_grid(self.theta(x.flatten(1)).view(-1, 2, 3), [x.shape[0], 2, 3, 4], align_corners=False)
+        terms.append(F.grid_sample(image, grid, align_corners=False).flatten(1))
+        holes = torch.log(h + 1)  # NaN where h < -1
+        terms += [torch.nanmean(holes, -1), torch.renorm(h, 2, 1, 1.0).flatten(1), torch.renorm(h, 1, 2, 0.5).flatten(1),
+                  F.pdist(self.lin(x.flatten(1))[0].view(3, 4)).unsqueeze(0).expand(x.shape[0], -1)]
+        # each element weighed by its position: a loss that a permutation of a term (a wrong rot90) changes
+        return sum((t.flatten(1).tanh() * (1 + torch.arange(t.flatten(1).shape[1]))).pow(2).mean() for t in terms)
+
+
+def order_and_layout():
+    torch.manual_seed(10)
+    return trains_as_torch(OrderAndLayout(not torch.__version__.startswith("1.")), {"x": torch.randn(batch, 2, 6)})
+
+
+case("kthvalue, median, quantile, take_along_dim, searchsorted, logcumsumexp, cummax, cummin, diff, trapezoid, rot90, "
+     "channel_shuffle, affine_grid, nanmean, renorm and pdist (no symbolic in torch) train as PyTorch's",
+     order_and_layout)
 
 
 def repeated_writes_checked():
