@@ -397,6 +397,39 @@ def _embedding_bags_as_lookups(torch):
     return restore
 
 
+def _torchaudio_deltas_as_slices(torch):
+    """While exporting, where the module's code has torchaudio loaded: torchaudio.functional.compute_deltas
+    (transforms.ComputeDeltas: an ASR front end's delta features) as PyTorch's formula over shifted slices,
+    sum over k of k (x[t + k] - x[t - k]) / (2 sum k^2) after the same padding. torchaudio convolves with a
+    kernel repeated by a count computed from the batch, which torch's exporter refuses ("kernel of unknown
+    shape"). Returns the function that puts it back."""
+    import sys
+    functional = sys.modules.get("torchaudio.functional")
+    inner = sys.modules.get("torchaudio.functional.functional")
+    if functional is None or not hasattr(functional, "compute_deltas"):
+        return lambda: None
+    original = functional.compute_deltas
+
+    def compute_deltas(specgram, win_length=5, mode="replicate"):
+        if win_length < 3:
+            return original(specgram, win_length, mode)  # its own error
+        n = (win_length - 1) // 2
+        steps = specgram.shape[-1]
+        padded = torch.nn.functional.pad(specgram.reshape(1, -1, steps), (n, n), mode=mode)
+        total = sum(k * (padded[..., n + k:n + k + steps] - padded[..., n - k:n - k + steps]) for k in range(1, n + 1))
+        # reshape_as: the batch stays symbolic (a reshape to specgram.size() would record the traced sizes)
+        return (total / (n * (n + 1) * (2 * n + 1) / 3)).reshape_as(specgram)
+
+    modules = [m for m in (functional, inner) if m is not None and getattr(m, "compute_deltas", None) is original]
+    for m in modules:
+        m.compute_deltas = compute_deltas
+
+    def restore():
+        for m in modules:
+            m.compute_deltas = original
+    return restore
+
+
 def _circular_pad_as_torch(torch):
     """PyTorch 1.x's export of circular padding (F.pad(mode="circular"), Conv2d(padding_mode="circular"))
     takes each axis's left and right widths in the wrong order and slices one element short of the end
@@ -827,7 +860,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     try:
         opset = kwargs.get("opset_version", 17)
         for patch in (_detach_as_stop_gradient, _repeat_interleave_as_expand, _circular_pad_as_torch,
-                      _embedding_bags_as_lookups,
+                      _embedding_bags_as_lookups, _torchaudio_deltas_as_slices,
                       _frobenius_norm_as_l2, _zero_as_zeros_like):
             restores.append(patch(torch))
         restores.append(_padding_rows_as_torch_trains_them(torch, module))

@@ -11,7 +11,8 @@ metrics. Each is imported and trained 10 AdamW steps beside PyTorch training the
 What it needed: F.pad of a complex spectrogram (Hybrid Demucs); Concat beside blocks of no elements of
 other widths and tanh of an empty memory bank (Emformer, as onnxruntime reads them); LSTMCell's gates split
 where the exporter lost the axis's size (Tacotron 2); sequence lengths made from the sizes,
-torch.full((n,), T), as a constant (Tacotron 2's packed encoder).
+torch.full((n,), T), as a constant (Tacotron 2's packed encoder); ComputeDeltas as shifted slices (an ASR
+front end: torch's exporter refuses torchaudio's convolution by a kernel repeated by a count from the batch).
 
 Tacotron 2's prenet drops out even in eval mode and its encoder and postnet at a fixed p 0.5 in training:
 those dropouts are taken out here (tightfit draws its own masks; the forward passes would differ), the rest
@@ -218,6 +219,27 @@ def squim_objective():
     return trained(Metrics(), {"waveform": torch.randn(BATCH, 400)})
 
 
+class FrontEnd(torch.nn.Module):
+    """An ASR front end as the first layers: log-mel features and their deltas (ComputeDeltas, which torch's
+    exporter refuses: a convolution by a kernel repeated by a count from the batch), a convolution, a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.mel = torchaudio.transforms.MelSpectrogram(sample_rate=8000, n_fft=64, hop_length=16, n_mels=8)
+        self.deltas = torchaudio.transforms.ComputeDeltas(win_length=5)
+        self.conv, self.head = torch.nn.Conv1d(16, 8, 3), torch.nn.Linear(8, 4)
+
+    def forward(self, waveform):
+        features = torch.log(self.mel(waveform) + 1e-6)  # [N, 8, T]
+        stacked = torch.cat([features, self.deltas(features)], 1)
+        return self.head(torch.relu(self.conv(stacked)).mean(-1))
+
+
+def front_end():
+    torch.manual_seed(12)
+    return trained(FrontEnd(), {"waveform": torch.randn(BATCH, 400)})
+
+
 case("torchaudio Conformer (2 layers, d 16, depthwise kernel 3)", conformer)
 case("torchaudio ConvTasNet (2 sources, 2 layers)", conv_tasnet)
 case("torchaudio DeepSpeech (bidirectional RNN)", deepspeech)
@@ -228,4 +250,5 @@ case("torchaudio HDemucs (STFT, complex pad, inverse STFT, LSTM and attention; t
 case("torchaudio Tacotron2 (teacher-forced, packed encoder, LSTMCell decoder, location attention)", tacotron2)
 case("torchaudio emformer_rnnt_model (empty mask blocks and memory, LSTM predictor, joiner)", emformer_rnnt)
 case("torchaudio squim_objective_model (dual-path transformer)", squim_objective)
+case("torchaudio MelSpectrogram and ComputeDeltas as a front end (deltas as shifted slices)", front_end)
 finish("from_torch_torchaudio")
