@@ -14,6 +14,9 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
   the last two axes), kron (equal ranks, fixed sizes), F.bilinear (nn.Bilinear: one Einsum),
   cumprod (a product over a triangle: exact through zeros, as PyTorch's) and
   F.threshold with a nonzero threshold: torch has no symbolic for them.
+- torch.lgamma and torch.digamma (torch.distributions' Gamma, Beta, Poisson, StudentT and Dirichlet log_prob):
+  the asymptotic series at x + 8 less the recurrence's terms, reflected below 0.5, within f32's rounding of
+  PyTorch's (lgamma's derivative is digamma's series, not digamma itself: within 1e-6 relative);
 - Tensor.exponential_ (F.gumbel_softmax's noise): -log(u) / lambd of a RandomUniformLike draw, which
   the importer reads as tightfit's own numbers (import/onnx_random.c).
 - torch.diagonal (and x.diagonal()): torch's symbolic gathers the diagonal by indices computed from the
@@ -22,6 +25,8 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
 - unsafe_chunk (how the trace splits an LSTMCell's gates: Tacotron 2's decoder) of an axis whose size the
   exporter lost: torch refuses it; its sizes computed from Shape by torch's rule (from opset 13).
 """
+
+import math
 
 from ._lib import TightfitError
 
@@ -216,6 +221,63 @@ def register(torch, opset, helper, registered, symbolic_of):
         draw = g.op("RandomUniformLike", x)
         return g.op("Div", g.op("Neg", g.op("Log", draw)), const(g, x, rate))
 
+    def reflected(g, x, direct, reflection):
+        """f(x) for every x from direct(y), valid for y >= 0.5: direct(x) where x >= 0.5, else
+        reflection(x, direct(1 - x)); both branches finite wherever the other is taken."""
+        low = g.op("Less", x, const(g, x, 0.5))
+        y = g.op("Where", low, g.op("Sub", const(g, x, 1.0), x), x)
+        value = direct(y)
+        return g.op("Where", low, reflection(x, value), value)
+
+    def shifted(g, y, term):
+        """The sum of term(y + i) for i in 0..7, and y + 8 (the recurrence that moves y >= 0.5 to >= 8.5, where
+        the asymptotic series below are exact to f32)."""
+        total = None
+        for i in range(8):
+            t = term(g.op("Add", y, const(g, y, float(i))) if i else y)
+            total = t if total is None else g.op("Add", total, t)
+        return total, g.op("Add", y, const(g, y, 8.0))
+
+    def series(g, z, coefficients, power_step):
+        """sum c_k / z^(1 + k power_step) for the coefficients c_k: Horner's form in 1 / z^power_step."""
+        inverse = g.op("Reciprocal", z)
+        step = g.op("Pow", inverse, const(g, z, float(power_step)))
+        acc = const(g, z, coefficients[-1])
+        for c in reversed(coefficients[:-1]):
+            acc = g.op("Add", g.op("Mul", acc, step), const(g, z, c))
+        return g.op("Mul", acc, inverse)
+
+    def lgamma(g, x):
+        """log |Gamma(x)|: Stirling's series at x + 8 less the logs of x .. x + 7 (x >= 0.5), reflected
+        below (log pi - log |sin(pi x)| - lgamma(1 - x)); +inf at 0 and the negative integers, as PyTorch's."""
+        def direct(y):
+            logs, z = shifted(g, y, lambda t: g.op("Log", t))
+            stirling = g.op("Add", g.op("Sub", g.op("Mul", g.op("Sub", z, const(g, z, 0.5)), g.op("Log", z)), z),
+                            const(g, z, 0.5 * math.log(2 * math.pi)))
+            stirling = g.op("Add", stirling, series(g, z, [1 / 12, -1 / 360, 1 / 1260, -1 / 1680], 2))
+            return g.op("Sub", stirling, logs)
+
+        def reflection(x, value):
+            sine = g.op("Abs", g.op("Sin", g.op("Mul", x, const(g, x, math.pi))))
+            return g.op("Sub", g.op("Sub", const(g, x, math.log(math.pi)), g.op("Log", sine)), value)
+        return reflected(g, x, direct, reflection)
+
+    def digamma(g, x):
+        """psi(x): log z - 1 / (2 z) - the Bernoulli series at z = x + 8, less 1 / (x + i) for i < 8 (x >= 0.5);
+        reflected below (psi(1 - x) - pi cot(pi x))."""
+        def direct(y):
+            reciprocals, z = shifted(g, y, lambda t: g.op("Reciprocal", t))
+            asymptotic = g.op("Sub", g.op("Log", z), g.op("Mul", g.op("Reciprocal", z), const(g, z, 0.5)))
+            tail = g.op("Mul", series(g, z, [1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132], 2),
+                        g.op("Reciprocal", z))  # sum B_2k / (2k z^2k)
+            return g.op("Sub", g.op("Sub", asymptotic, tail), reciprocals)
+
+        def reflection(x, value):
+            angle = g.op("Mul", x, const(g, x, math.pi))
+            cotangent = g.op("Div", g.op("Cos", angle), g.op("Sin", angle))
+            return g.op("Sub", value, g.op("Mul", cotangent, const(g, x, math.pi)))
+        return reflected(g, x, direct, reflection)
+
     def threshold(g, x, limit, value):
         t = float(helper._get_const(limit, "f", "threshold"))
         if t == 0:  # (torch's own takes this one, and refuses any other)
@@ -250,7 +312,8 @@ def register(torch, opset, helper, registered, symbolic_of):
     # where torch has none at this opset
     added_only = {"trunc": trunc, "logit": logit, "xlogy": xlogy, "hypot": hypot, "copysign": copysign,
                   "heaviside": heaviside, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
-                  "bilinear": bilinear, "cumprod": cumprod, "exponential": exponential}
+                  "bilinear": bilinear, "cumprod": cumprod, "exponential": exponential, "lgamma": lgamma,
+                  "digamma": digamma}
     chosen = {**{n: f for n, f in replaced.items() if own[n] is not None}, **instead,
               **{n: f for n, f in added_only.items() if not registered("aten::" + n, opset)}}
     added = []
