@@ -8,6 +8,7 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
 exporter has none at the export's opset; and F.cross_entropy's in place of torch's, which refuses label
 smoothing and an ignore_index read from a shape."""
 
+from . import _symbolic_registry
 from ._lib import TightfitError
 
 # aten's reduction codes: none, mean, sum
@@ -187,16 +188,8 @@ def register(torch, opset, helper, registered):
                  "hinge_embedding_loss": hinge_embedding_loss, "cosine_embedding_loss": cosine_embedding_loss,
                  "poisson_nll_loss": poisson_nll_loss, "triplet_margin_loss": triplet_margin_loss,
                  "cross_entropy_loss": cross_entropy_loss}
-    added = []
-    for name, symbolic in symbolics.items():
-        # torch's own cross_entropy_loss is an opset-12 symbolic, which one registered from opset 9 would
-        # not replace there
-        versions = (9, 12) if name == "cross_entropy_loss" else (9,) if not registered("aten::" + name, opset) else ()
-        for version in versions:
-            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
-            added.append(("aten::" + name, version))
-
-    def restore():
-        for name, version in added:
-            torch.onnx.unregister_custom_op_symbolic(name, version)
-    return restore
+    # torch's own cross_entropy_loss is an opset-12 symbolic, which one registered from opset 9 would not replace
+    # there
+    return _symbolic_registry.register(torch, {
+        name: (symbolic, (9, 12) if name == "cross_entropy_loss" else (9,) if not registered("aten::" + name, opset)
+               else ()) for name, symbolic in symbolics.items()})

@@ -28,6 +28,7 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
 
 import math
 
+from . import _symbolic_registry
 from ._lib import TightfitError
 
 
@@ -37,15 +38,14 @@ def register(torch, opset, helper, registered, symbolic_of):
     apply); returns the function that removes them."""
 
     def float_type(like):
-        name = like.type().scalarType() if hasattr(like.type(), "scalarType") else None
-        return {"Half": torch.float16, "BFloat16": torch.bfloat16, "Double": torch.float64}.get(name, torch.float32)
+        return _symbolic_registry.float_type(torch, like)
 
     def const(g, like, value):
         """A constant of `like`'s floating type (f32 where the trace gives it no float type)."""
         return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
 
     def ints(g, values):
-        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+        return _symbolic_registry.int64_constant(torch, g, values)
 
     def sizes_of(x, what, axes=None):
         """x's sizes, those of `axes` (all by default) known at export, or a TightfitError naming `what`."""
@@ -316,17 +316,9 @@ def register(torch, opset, helper, registered, symbolic_of):
                   "digamma": digamma}
     chosen = {**{n: f for n, f in replaced.items() if own[n] is not None}, **instead,
               **{n: f for n, f in added_only.items() if not registered("aten::" + n, opset)}}
-    added = []
-    for name, symbolic in chosen.items():
-        # from opset 9, and again from each opset where torch's own changes (its diagonal is an opset-13
-        # symbolic, which one registered at 9 would not replace there)
-        versions = [9] + [v for v in range(10, opset + 1)
-                          if symbolic_of("aten::" + name, v) is not symbolic_of("aten::" + name, v - 1)]
-        for version in versions:
-            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
-            added.append(("aten::" + name, version))
-
-    def restore():
-        for name, version in added:
-            torch.onnx.unregister_custom_op_symbolic(name, version)
-    return restore
+    # from opset 9, and again from each opset where torch's own changes (its diagonal is an opset-13 symbolic,
+    # which one registered at 9 would not replace there)
+    return _symbolic_registry.register(torch, {
+        name: (symbolic, [9] + [v for v in range(10, opset + 1)
+                                if symbolic_of("aten::" + name, v) is not symbolic_of("aten::" + name, v - 1)])
+        for name, symbolic in chosen.items()})

@@ -19,6 +19,7 @@ backward does:
   with its 1e-7), F.pdist (the upper triangle of the pairwise distances, of a fixed number of rows).
 """
 
+from . import _symbolic_registry
 from ._lib import TightfitError
 
 # The finite stand-in for -inf where a triangle masks a term out (a product with an infinity would give NaN
@@ -31,11 +32,10 @@ def register(torch, opset, helper, registered, symbolic_of):
     function that removes them."""
 
     def ints(g, values):
-        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+        return _symbolic_registry.int64_constant(torch, g, values)
 
     def float_type(like):
-        name = like.type().scalarType() if hasattr(like.type(), "scalarType") else None
-        return {"Half": torch.float16, "BFloat16": torch.bfloat16, "Double": torch.float64}.get(name, torch.float32)
+        return _symbolic_registry.float_type(torch, like)
 
     def const(g, like, value):
         return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
@@ -343,13 +343,5 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "affine_grid_generator": affine_grid, "nanmean": nanmean, "renorm": renorm, "pdist": pdist}
     if not registered("aten::unflatten", opset):  # 2.x has its own
         symbolics["unflatten"] = unflatten
-    added = []
-    for name, symbolic in symbolics.items():
-        for version in range(9, max(opset, 17) + 1):
-            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
-            added.append(("aten::" + name, version))
-
-    def restore():
-        for name, version in added:
-            torch.onnx.unregister_custom_op_symbolic(name, version)
-    return restore
+    every = range(9, max(opset, 17) + 1)
+    return _symbolic_registry.register(torch, {name: (symbolic, every) for name, symbolic in symbolics.items()})

@@ -18,6 +18,7 @@ Every one needs ScatterElements' reduction attribute: opset 16 or later (from_to
 PyTorch 1.13, whose default is 14, it exports again at 17).
 """
 
+from . import _symbolic_registry
 from ._lib import TightfitError
 from ._spectral_symbolics import NeedsOpset17
 
@@ -42,12 +43,10 @@ def register(torch, opset, helper, registered, symbolic_of):
     to it); before opset 16 they ask for an export at 17. Returns the function that removes them."""
 
     def ints(g, values):
-        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+        return _symbolic_registry.int64_constant(torch, g, values)
 
     def number(g, like, value):
-        name = like.type().scalarType() if hasattr(like.type(), "scalarType") else None
-        dtype = {"Half": torch.float16, "BFloat16": torch.bfloat16, "Double": torch.float64}.get(name, torch.float32)
-        return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
+        return g.op("Constant", value_t=torch.tensor(value, dtype=_symbolic_registry.float_type(torch, like)))
 
     def rank_and_axis(x, dim, what):
         rank = helper._get_tensor_rank(x)
@@ -135,16 +134,9 @@ def register(torch, opset, helper, registered, symbolic_of):
                     g.op("Div", sums, g.op("Max", counts, number(g, self, 1.0))))
 
     own = _torch_scatter_reduce()
-    added = []
     # at every opset from 9: torch loads its later opsets' symbolics (scatter_reduce's, 16) only when an export
     # starts, so which versions it has is not known before the first one
-    for name, symbolic, first in (("index_add", index_add, 9), ("scatter_reduce", scatter_reduce, 9),
-                                  ("scatter_add", scatter_add, 16)):
-        for version in range(first, max(opset, 17) + 1):
-            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
-            added.append(("aten::" + name, version))
-
-    def restore():
-        for name, version in added:
-            torch.onnx.unregister_custom_op_symbolic(name, version)
-    return restore
+    last = max(opset, 17) + 1
+    return _symbolic_registry.register(torch, {"index_add": (index_add, range(9, last)),
+                                               "scatter_reduce": (scatter_reduce, range(9, last)),
+                                               "scatter_add": (scatter_add, range(16, last))})
