@@ -17,6 +17,7 @@ PyTorch's own formula, which the importer reads and autodiff differentiates as P
 - torch.lgamma and torch.digamma (torch.distributions' Gamma, Beta, Poisson, StudentT and Dirichlet log_prob):
   the asymptotic series at x + 8 less the recurrence's terms, reflected below 0.5, within f32's rounding of
   PyTorch's (lgamma's derivative is digamma's series, not digamma itself: within 1e-6 relative);
+- torch.erfinv (torch.distributions.Normal.icdf): Giles' approximation and a Newton step, for |y| < 1;
 - Tensor.exponential_ (F.gumbel_softmax's noise): -log(u) / lambd of a RandomUniformLike draw, which
   the importer reads as tightfit's own numbers (import/onnx_random.c).
 - torch.diagonal (and x.diagonal()): torch's symbolic gathers the diagonal by indices computed from the
@@ -278,6 +279,27 @@ def register(torch, opset, helper, registered, symbolic_of):
             return g.op("Sub", value, g.op("Mul", cotangent, const(g, x, math.pi)))
         return reflected(g, x, direct, reflection)
 
+    def polynomial(g, w, coefficients):
+        """sum c_k w^k by Horner's rule, the coefficients from the highest power down."""
+        acc = const(g, w, coefficients[0])
+        for c in coefficients[1:]:
+            acc = g.op("Add", g.op("Mul", acc, w), const(g, w, c))
+        return acc
+
+    def erfinv(g, y):
+        """Giles' single-precision approximation (two polynomials in w = -log(1 - y^2)), then one Newton step
+        on erf(x) = y, whose derivative autodiff follows to PyTorch's sqrt(pi) / 2 exp(x^2); for |y| < 1."""
+        w = g.op("Neg", g.op("Log", g.op("Sub", const(g, y, 1.0), g.op("Mul", y, y))))
+        central = polynomial(g, g.op("Sub", w, const(g, y, 2.5)), [
+            2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+            -0.00417768164, 0.246640727, 1.50140941])
+        tail = polynomial(g, g.op("Sub", g.op("Sqrt", w), const(g, y, 3.0)), [
+            -0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+            0.00943887047, 1.00167406, 2.83297682])
+        x = g.op("Mul", g.op("Where", g.op("Less", w, const(g, y, 5.0)), central, tail), y)
+        slope = g.op("Mul", g.op("Exp", g.op("Neg", g.op("Mul", x, x))), const(g, y, 2 / math.sqrt(math.pi)))
+        return g.op("Sub", x, g.op("Div", g.op("Sub", g.op("Erf", x), y), slope))
+
     def threshold(g, x, limit, value):
         t = float(helper._get_const(limit, "f", "threshold"))
         if t == 0:  # (torch's own takes this one, and refuses any other)
@@ -313,7 +335,7 @@ def register(torch, opset, helper, registered, symbolic_of):
     added_only = {"trunc": trunc, "logit": logit, "xlogy": xlogy, "hypot": hypot, "copysign": copysign,
                   "heaviside": heaviside, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
                   "bilinear": bilinear, "cumprod": cumprod, "exponential": exponential, "lgamma": lgamma,
-                  "digamma": digamma}
+                  "digamma": digamma, "erfinv": erfinv}
     chosen = {**{n: f for n, f in replaced.items() if own[n] is not None}, **instead,
               **{n: f for n, f in added_only.items() if not registered("aten::" + n, opset)}}
     # from opset 9, and again from each opset where torch's own changes (its diagonal is an opset-13 symbolic,

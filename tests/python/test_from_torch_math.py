@@ -17,8 +17,8 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
 - order statistics, lookups, running forms, layout and reductions torch has no symbolic for
   (python/tightfit/_order_symbolics.py): kthvalue, median, quantile, take_along_dim, searchsorted,
   logcumsumexp, cummax, cummin, diff, trapezoid, rot90, channel_shuffle, affine_grid, nanmean, renorm, pdist;
-- torch.lgamma and torch.digamma (no symbolic in torch): torch.distributions' log_prob of Gamma, Beta,
-  Poisson, StudentT and Dirichlet;
+- torch.lgamma, torch.digamma and torch.erfinv (no symbolic in torch): torch.distributions' log_prob of Gamma,
+  Beta, Poisson, StudentT and Dirichlet, Normal.icdf;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
   size, which the import refused);
 - random draws (torch.rand_like, randn_like, bernoulli of probabilities, exponential_, gumbel_softmax:
@@ -286,7 +286,8 @@ case("kthvalue, median, quantile, take_along_dim, searchsorted, logcumsumexp, cu
 
 class Likelihoods(torch.nn.Module):
     """Negative log-likelihoods of torch.distributions whose log_prob reads lgamma (Gamma, Beta, Poisson,
-    StudentT, Dirichlet), parameters from a Linear, and digamma of data below and above 0.5 (its reflection)."""
+    StudentT, Dirichlet), parameters from a Linear, digamma of data below and above 0.5 (its reflection), and
+    Normal.icdf (erfinv) of probabilities near 0 and 1."""
 
     def __init__(self):
         super().__init__()
@@ -299,7 +300,9 @@ class Likelihoods(torch.nn.Module):
         terms = [D.Gamma(a, b).log_prob(y.abs() + 0.1), D.Beta(a, b).log_prob(torch.sigmoid(y)),
                  D.Poisson(a).log_prob((y.abs() * 3).floor()), D.StudentT(3.0, h[:, :4], b).log_prob(y),
                  D.Dirichlet(a).log_prob(torch.softmax(y, -1)).unsqueeze(-1)]
-        return -sum(t.mean() for t in terms) + torch.digamma(h * 2).tanh().mean() + torch.lgamma(h * 3).mean() * 0.1
+        quantiles = D.Normal(h[:, :4], b).icdf(torch.sigmoid(y * 3))  # erfinv
+        return -sum(t.mean() for t in terms) + torch.digamma(h * 2).tanh().mean() + torch.lgamma(h * 3).mean() * 0.1 + \
+            quantiles.tanh().pow(2).mean()
 
 
 def likelihoods():
@@ -307,8 +310,8 @@ def likelihoods():
     return trains_as_torch(Likelihoods(), {"x": torch.randn(batch, 4), "y": torch.randn(batch, 4)})
 
 
-case("torch.distributions' Gamma, Beta, Poisson, StudentT and Dirichlet log_prob (lgamma) and digamma of data on "
-     "both sides of 0.5 train as PyTorch's", likelihoods)
+case("torch.distributions' Gamma, Beta, Poisson, StudentT and Dirichlet log_prob (lgamma), digamma of data on "
+     "both sides of 0.5 and Normal.icdf (erfinv) train as PyTorch's", likelihoods)
 
 
 def repeated_writes_checked():
