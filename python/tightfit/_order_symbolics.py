@@ -71,10 +71,6 @@ def register(torch, opset, helper, registered, symbolic_of):
     def sliced(g, x, axis, start, end):
         return g.op("Slice", x, ints(g, [start]), ints(g, [end]), ints(g, [axis]))
 
-    def sorted_along(g, x, k, axis):
-        """ONNX TopK of the k smallest, ascending: values and int64 indices."""
-        return g.op("TopK", x, ints(g, [k]), axis_i=axis, largest_i=0, sorted_i=1, outputs=2)
-
     def fixed_sizes(size, count, what):
         """The last `count` entries of a size list (the batch before them may be computed) as numbers."""
         values = helper._maybe_get_const(size, "is")
