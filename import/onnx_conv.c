@@ -1,8 +1,8 @@
 /* Convolution and pooling: Conv and ConvTranspose (1-d, 2-d, and 3-d through onnx_conv3d.c), MaxPool
  * and AveragePool (1-d, 2-d and 3-d, the 1-d ones as 2-d over a plane of height 1; a Pad of zeros before a 2-d
- * AveragePool folded into it, onnx_patterns.c), GlobalAveragePool. A Conv's pads may differ at an axis's two ends and
- * come from auto_pad (conv_pads), a 1-d or 2-d ConvTranspose's too, or from output_shape (conv_transpose_windowed);
- * the others' must be the same at both ends. */
+ * AveragePool folded into it, onnx_patterns.c), GlobalAveragePool and GlobalMaxPool. A Conv's pads may differ at an
+ * axis's two ends and come from auto_pad (conv_pads), a 1-d or 2-d ConvTranspose's too, or from output_shape
+ * (conv_transpose_windowed); the others' must be the same at both ends. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -537,9 +537,11 @@ tf_status ox_convert_max_pool(ox_import *im, const ox_node *node) {
 }
 tf_status ox_convert_average_pool(ox_import *im, const ox_node *node) { return pool(im, node, TF_OP_AVG_POOL2D); }
 
-/* GlobalAveragePool: the mean over every axis after the channel's, kept as size-1 axes ([N, C, 1, 1]
- * from [N, C, H, W]); nn.AdaptiveAvgPool2d(1) exports as it. */
-tf_status ox_convert_global_average_pool(ox_import *im, const ox_node *node) {
+/* GlobalAveragePool and GlobalMaxPool: the mean or maximum over every axis after the channel's, kept
+ * as size-1 axes ([N, C, 1, 1] from [N, C, H, W]); nn.AdaptiveAvgPool2d(1) and nn.AdaptiveMaxPool1d(1)
+ * export as them. The maximum's gradient is split evenly among tied maxima (PyTorch's adaptive pool
+ * gives it to one of them: the same where the maximum is unique). */
+static tf_status global_pool(ox_import *im, const ox_node *node, tf_op op) {
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   const int32_t rank = ox_rank_of(im, x);
@@ -548,5 +550,10 @@ tf_status ox_convert_global_average_pool(ox_import *im, const ox_node *node) {
   int32_t axes[TF_MAX_RANK];
   for (int32_t i = 2; i < rank; i++)
     axes[i - 2] = i;
-  return ox_set_tensor(im, node, 0, tf_reduce(im->graph, TF_OP_MEAN, x, axes, rank - 2, true));
+  return ox_set_tensor(im, node, 0, tf_reduce(im->graph, op, x, axes, rank - 2, true));
 }
+
+tf_status ox_convert_global_average_pool(ox_import *im, const ox_node *node) {
+  return global_pool(im, node, TF_OP_MEAN);
+}
+tf_status ox_convert_global_max_pool(ox_import *im, const ox_node *node) { return global_pool(im, node, TF_OP_MAX); }

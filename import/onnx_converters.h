@@ -181,6 +181,7 @@ tf_status ox_convert_conv_transpose(ox_import *im, const ox_node *node);
 tf_status ox_convert_max_pool(ox_import *im, const ox_node *node);
 tf_status ox_convert_average_pool(ox_import *im, const ox_node *node);
 tf_status ox_convert_global_average_pool(ox_import *im, const ox_node *node);
+tf_status ox_convert_global_max_pool(ox_import *im, const ox_node *node);
 
 /* onnx_reduce.c: the Reduce* operators. */
 tf_status ox_convert_reduce_mean(ox_import *im, const ox_node *node);

@@ -130,6 +130,7 @@ static const ox_converter_row converters[] = {
     {"MaxPool", ox_convert_max_pool},
     {"AveragePool", ox_convert_average_pool},
     {"GlobalAveragePool", ox_convert_global_average_pool},
+    {"GlobalMaxPool", ox_convert_global_max_pool},
     {"Dropout", ox_convert_dropout},
     {"Cast", ox_convert_cast},
     {"NonZero", ox_convert_nonzero},

@@ -299,6 +299,49 @@ def ceil_mode_pools():
 case("ceil_mode pooling with partial windows (max, average counted or not, 1-d) trains as PyTorch's", ceil_mode_pools)
 
 
+# Adaptive pools (a channel attention's squeeze: CBAM's max and mean of each channel; a 1-d text
+# CNN's max over time): torch exports an output of size 1 over sizes it lost (after a reshape to -1)
+# as GlobalMaxPool / GlobalAveragePool; over known sizes as a MaxPool / AveragePool of the whole
+# window, or of a stride dividing the input. After a ReLU, so that a channel at 0 everywhere (tied
+# maxima, whose gradient the ReLU stops) shows no difference.
+class AdaptivePooled(torch.nn.Module):
+    def __init__(self, pool, spatial, flatten_to=None):
+        super().__init__()
+        self.conv = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)[len(spatial) - 1](2, 3, 1)
+        self.pool, self.flatten_to = pool, flatten_to  # flatten_to: the pooled rank, the exporter loses its sizes
+        with torch.no_grad():
+            size = self.forward_pooled(torch.zeros(1, 2, *spatial)).numel()
+        self.head = torch.nn.Linear(size, 5)
+
+    def forward_pooled(self, x):
+        h = torch.relu(self.conv(x))
+        if self.flatten_to:
+            kept = self.flatten_to - 3  # trailing axes kept as they are
+            h = h.reshape(h.shape[0], h.shape[1], -1, *(h.shape[h.dim() - kept:] if kept else ()))
+        return self.pool(h)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.forward_pooled(x), 1))
+
+
+def adaptive_pools():
+    torch.manual_seed(29)
+    forms = [("max1d to 1 over 9", torch.nn.AdaptiveMaxPool1d(1), (9,), None),
+             ("max2d to 1 over 5x6", torch.nn.AdaptiveMaxPool2d(1), (5, 6), None),
+             ("max3d to 1 over 3x4x2", torch.nn.AdaptiveMaxPool3d(1), (3, 4, 2), None),
+             ("max2d to 2x3 over 4x6", torch.nn.AdaptiveMaxPool2d((2, 3)), (4, 6), None),
+             ("max1d to 1 over 3x4 flattened (global)", torch.nn.AdaptiveMaxPool1d(1), (3, 4), 3),
+             ("max2d to 1 over 2x3x4 reshaped to 6x4 (global)", torch.nn.AdaptiveMaxPool2d(1), (2, 3, 4), 4),
+             ("avg1d to 1 over 3x4 flattened (global)", torch.nn.AdaptiveAvgPool1d(1), (3, 4), 3),
+             ("avg3d to 1 over 2x3x4", torch.nn.AdaptiveAvgPool3d(1), (2, 3, 4), None)]
+    return each_beside_torch([(label, lambda pool=pool, spatial=spatial, to=to: (AdaptivePooled(pool, spatial, to),
+                                                                                torch.randn(batch, 2, *spatial)))
+                              for label, pool, spatial, to in forms])
+
+
+case("adaptive max and average pools (to size 1: global pools; 1-d, 2-d, 3-d) train as PyTorch's", adaptive_pools)
+
+
 # Linear interpolation (F.interpolate bilinear and linear: MobileViT, segmentation heads): products with
 # constant blend matrices, up and down, to sizes that are not multiples, both corner conventions.
 class Interpolated(torch.nn.Module):
