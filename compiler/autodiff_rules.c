@@ -311,7 +311,7 @@ static void vjp_concat(tf_vjp *v) {
   int64_t start = 0;
   for (int32_t i = 0; i < n_inputs; i++) {
     int64_t length = tensor(v, tf_vjp_input(v, i))->shape[axis];
-    if (tf_vjp_wants(v, i)) {
+    if (length > 0 && tf_vjp_wants(v, i)) { /* a part of no elements takes no gradient (an empty slice) */
       tf_attrs at;
       memset(&at, 0, sizeof(at));
       at.kind = TF_ATTR_SLICE;

@@ -233,6 +233,12 @@ tf_status ox_convert_squeeze(ox_import *im, const ox_node *node);
 tf_status ox_convert_transpose(ox_import *im, const ox_node *node);
 /* An elementwise node of an input with no elements: its outputs have none (*emitted), as onnx_empty.c says. */
 tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) TF_MUST_USE;
+/* Output 0 of a layout op of x, a value with no elements, as the one of `target` (rank axes; one {-1, -1}
+ * becomes 0, where the others hold elements): no elements either. */
+tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty *x, const tf_dim *target,
+                              int32_t rank) TF_MUST_USE;
+/* Output 0 of Flatten(x) at `axis` (in range), x a value with no elements. */
+tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) TF_MUST_USE;
 tf_status ox_convert_concat(ox_import *im, const ox_node *node);
 tf_status ox_convert_slice(ox_import *im, const ox_node *node);
 tf_status ox_convert_split(ox_import *im, const ox_node *node);

@@ -1,8 +1,9 @@
 /* Elementwise operators of a value with no elements (a slice that selects nothing, ConstantOfShape of a
  * zero size): their output has none either, of the input's sizes (broadcast with the other operands'),
  * and holds no tensor, as the slice's own. PyTorch's export of torchaudio's Emformer takes tanh of an
- * empty memory bank and concatenates it beside the keys; onnxruntime runs such graphs. Only Concat,
- * which leaves such a value out, and Shape read it otherwise (onnx_layout.c). */
+ * empty memory bank and concatenates it beside the keys; onnxruntime runs such graphs. Concat, which
+ * leaves such a value out, Shape, and the layout ops (Reshape, Flatten, Transpose, Unsqueeze, Squeeze,
+ * Expand: onnx_layout.c, with the shape helpers below) read it otherwise. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -120,4 +121,49 @@ tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) {
     TF_RETURN_IF_ERROR(ox_set_empty(im, node, 1, TF_U8, rank, dims));
   *emitted = true;
   return NULL;
+}
+
+/* The product of dims[from, to) as one dim (a symbol at most once, times a number), or {-1, -1} where it
+ * is a product of symbols; a fixed 0 where any of them is 0. */
+static tf_dim product_of(const tf_dim *dims, int32_t from, int32_t to) {
+  tf_dim p = tf_fixed(1);
+  for (int32_t i = from; i < to; i++)
+    if (dims[i].symbol < 0 && dims[i].size == 0)
+      return tf_fixed(0);
+  for (int32_t i = from; i < to; i++) {
+    if (dims[i].symbol >= 0 && p.symbol >= 0)
+      return (tf_dim){-1, -1};
+    p = (tf_dim){p.size * dims[i].size, dims[i].symbol >= 0 ? dims[i].symbol : p.symbol};
+  }
+  return p;
+}
+
+tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty *x, const tf_dim *target,
+                              int32_t rank) {
+  tf_dim dims[TF_MAX_RANK];
+  int32_t infer = -1, zeros = 0;
+  for (int32_t i = 0; i < rank; i++) {
+    dims[i] = target[i];
+    if (dims[i].symbol < 0 && dims[i].size == -1) {
+      if (infer >= 0)
+        return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                       "a value with no elements to a shape with axes %" PRId32 " and %" PRId32 " to infer", infer, i);
+      infer = i;
+    } else if (dims[i].symbol < 0 && dims[i].size == 0) {
+      zeros++;
+    }
+  }
+  if (infer >= 0 && zeros > 0) /* 0 elements over axes that hold none already: the -1 could be any size */
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                   "a value with no elements to a shape whose axis %" PRId32 " (-1) could be any size", infer);
+  if (infer >= 0)
+    dims[infer] = tf_fixed(0);
+  else if (zeros == 0)
+    return ox_fail(im, node, TF_ERR_SHAPE, "a value with no elements to a shape that has elements");
+  return ox_set_empty(im, node, 0, x->dtype, rank, dims);
+}
+
+tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) {
+  const tf_dim dims[2] = {product_of(x->dims, 0, (int32_t)axis), product_of(x->dims, (int32_t)axis, x->rank)};
+  return ox_set_empty_shaped(im, node, x, dims, 2);
 }

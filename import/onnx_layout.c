@@ -53,11 +53,13 @@ tf_status ox_convert_reshape(ox_import *im, const ox_node *node) {
       return ox_fail(im, node, TF_ERR_SHAPE, "reshape changes the element count");
     return ox_set_known(im, node, 0, k);
   }
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t in_rank;
   tf_dim in_dims[TF_MAX_RANK], dims[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &in_rank, in_dims);
+  const ox_empty *empty = ox_empty_input(im, node, 0);
+  tf_tensor_id x = TF_NO_TENSOR;
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &in_rank, in_dims));
+  if (!empty)
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   bool allow_zero = ox_attr_int(node, "allowzero", 0) != 0;
   for (int64_t i = 0; i < shape->count; i++) {
     tf_dim d = shape->ints[i];
@@ -67,6 +69,8 @@ tf_status ox_convert_reshape(ox_import *im, const ox_node *node) {
       d = (tf_dim){-1, -1};
     dims[i] = d;
   }
+  if (empty)
+    return ox_set_empty_shaped(im, node, empty, dims, (int32_t)shape->count);
   return ox_reshape_to(im, node, x, dims, (int32_t)shape->count);
 }
 
@@ -88,16 +92,19 @@ tf_status ox_convert_flatten(ox_import *im, const ox_node *node) {
   const ox_known *known = ox_foldable(im, node, 0);
   if (known)
     return fold_flatten(im, node, known);
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
   tf_dim in_dims[TF_MAX_RANK], dims[2];
-  ox_tensor_dims(im, x, &rank, in_dims);
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, in_dims));
   int64_t axis = ox_attr_int(node, "axis", 1);
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis > rank)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, rank);
+  const ox_empty *empty = ox_empty_input(im, node, 0);
+  if (empty)
+    return ox_flatten_empty(im, node, empty, axis);
+  tf_tensor_id x;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   // [prod(dims[:axis]), prod(dims[axis:])]: a leading symbol stays named when the rest is fixed.
   int64_t tail = 1;
   bool tail_fixed = true;
@@ -127,20 +134,15 @@ static tf_status squeeze_like(ox_import *im, const ox_node *node, bool unsqueeze
   int64_t axes[TF_MAX_RANK];
   int32_t n;
   TF_RETURN_IF_ERROR(axes_of(im, node, axes, &n));
-  bool known = ox_is_known(im, ox_input(node, 0));
+  const bool known = ox_is_known(im, ox_input(node, 0));
+  const ox_empty *empty = ox_empty_input(im, node, 0);
   int32_t rank = 0;
   tf_dim in_dims[TF_MAX_RANK], dims[TF_MAX_RANK];
   tf_tensor_id x = TF_NO_TENSOR;
-  const ox_known *k = NULL;
-  if (known) {
-    k = ox_value_find(im, ox_input(node, 0))->known;
-    rank = k->rank;
-    for (int32_t i = 0; i < rank; i++)
-      in_dims[i] = tf_fixed(k->shape[i]);
-  } else {
+  const ox_known *k = known ? ox_value_find(im, ox_input(node, 0))->known : NULL;
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, in_dims));
+  if (!known && !empty)
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-    ox_tensor_dims(im, x, &rank, in_dims);
-  }
   int32_t out_rank = unsqueeze ? rank + n : rank;
   if (out_rank > TF_MAX_RANK)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "rank %" PRId32 " is over %d", out_rank, TF_MAX_RANK);
@@ -173,6 +175,8 @@ static tf_status squeeze_like(ox_import *im, const ox_node *node, bool unsqueeze
       return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
     return ox_set_known(im, node, 0, copy);
   }
+  if (empty)
+    return ox_set_empty(im, node, 0, empty->dtype, m, dims);
   return ox_reshape_to(im, node, x, dims, m);
 }
 
@@ -180,12 +184,14 @@ tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node) { return sque
 tf_status ox_convert_squeeze(ox_import *im, const ox_node *node) { return squeeze_like(im, node, false); }
 
 tf_status ox_convert_transpose(ox_import *im, const ox_node *node) {
-  TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
+  int32_t rank;
+  tf_dim in_dims[TF_MAX_RANK];
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, in_dims));
   const bool known = ox_is_known(im, ox_input(node, 0));
+  const ox_empty *empty = ox_empty_input(im, node, 0);
   tf_tensor_id x = TF_NO_TENSOR;
-  if (!known)
+  if (!known && !empty)
     TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  int32_t rank = known ? ox_value_find(im, ox_input(node, 0))->known->rank : ox_rank_of(im, x);
   int64_t perm64[TF_MAX_RANK];
   int32_t perm[TF_MAX_RANK];
   int32_t n = ox_attr_ints(node, "perm", perm64, TF_MAX_RANK);
@@ -195,13 +201,21 @@ tf_status ox_convert_transpose(ox_import *im, const ox_node *node) {
     perm[i] = n < 0 ? rank - 1 - i : (int32_t)perm64[i];
   if (n >= 0 && n != rank)
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "perm has %" PRId32 " axes for a rank-%" PRId32 " input", n, rank);
-  if (known) {
+  if (known || empty) {
     bool seen[TF_MAX_RANK] = {false};
     for (int32_t i = 0; i < rank; i++) {
       if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
         return ox_fail(im, node, TF_ERR_INVALID_INPUT, "perm is not a permutation of %" PRId32 " axes", rank);
       seen[perm[i]] = true;
     }
+  }
+  if (empty) {
+    tf_dim dims[TF_MAX_RANK];
+    for (int32_t i = 0; i < rank; i++)
+      dims[i] = in_dims[perm[i]];
+    return ox_set_empty(im, node, 0, empty->dtype, rank, dims);
+  }
+  if (known) {
     ox_known *k;
     TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_transpose(ox_value_find(im, ox_input(node, 0))->known, perm, &k)));
     return ox_set_known(im, node, 0, k);
@@ -477,6 +491,11 @@ tf_status ox_convert_split(ox_import *im, const ox_node *node) {
       ox_known *k;
       TF_RETURN_IF_ERROR(ox_at(im, node, ox_fold_slice(known, (int32_t)axis, start, start + sizes[i], 1, &k)));
       TF_RETURN_IF_ERROR(ox_set_known(im, node, i, k));
+    } else if (sizes[i] == 0) { /* torch.split by sizes of which one is 0 */
+      tf_dim part[TF_MAX_RANK];
+      memcpy(part, dims, sizeof(tf_dim) * (size_t)rank);
+      part[axis] = tf_fixed(0);
+      TF_RETURN_IF_ERROR(ox_set_empty(im, node, i, ox_dtype_of(im, x), rank, part));
     } else {
       TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, tf_slice(im->graph, x, (int32_t)axis, start, start + sizes[i], 1)));
     }
@@ -513,6 +532,22 @@ static ox_known *expanded_fill(const ox_known *x, const ox_known *shape) {
   return k;
 }
 
+/* Expand whose input or target has no elements: the output has none either, its sizes x's (rank, dims)
+ * broadcast with the target's ({-1, -1} where the target keeps x's size). */
+static tf_status expand_empty(ox_import *im, const ox_node *node, int32_t rank, const tf_dim *dims, int32_t out_rank,
+                              const tf_dim *target, tf_dtype dtype) {
+  tf_dim out[TF_MAX_RANK];
+  for (int32_t i = 0; i < out_rank; i++) {
+    const int32_t at = i - (out_rank - rank);
+    const tf_dim have = at >= 0 ? dims[at] : tf_fixed(1);
+    const bool keeps = target[i].symbol < 0 && target[i].size == -1, one = have.symbol < 0 && have.size == 1;
+    if (!keeps && !one && (have.symbol != target[i].symbol || have.size != target[i].size))
+      return ox_fail(im, node, TF_ERR_SHAPE, "axis %" PRId32 " of the input does not broadcast to the shape's", i);
+    out[i] = keeps ? have : target[i];
+  }
+  return ox_set_empty(im, node, 0, dtype, out_rank, out);
+}
+
 tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *shape;
@@ -537,11 +572,14 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
       return ox_set_known(im, node, 0, k);
     }
   }
-  tf_tensor_id x;
-  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   int32_t rank;
   tf_dim dims[TF_MAX_RANK], target[TF_MAX_RANK];
-  ox_tensor_dims(im, x, &rank, dims);
+  TF_RETURN_IF_ERROR(ox_input_dims(im, node, &rank, dims));
+  const ox_empty *empty = ox_empty_input(im, node, 0);
+  tf_tensor_id x = TF_NO_TENSOR;
+  if (!empty)
+    TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  bool none = empty != NULL; /* the output has no elements */
   const int32_t out_rank = (int32_t)shape->count > rank ? (int32_t)shape->count : rank;
   const int32_t shape_offset = out_rank - (int32_t)shape->count, x_offset = out_rank - rank;
   for (int32_t i = 0; i < out_rank; i++) {
@@ -552,7 +590,10 @@ tf_status ox_convert_expand(ox_import *im, const ox_node *node) {
                      want.size);
     const bool keeps = want.symbol < 0 && want.size == 1; /* 1: x's size (or 1 where x lacks the axis) */
     target[i] = keeps && in_x ? (tf_dim){-1, -1} : want;
+    none = none || (want.symbol < 0 && want.size == 0);
   }
+  if (none)
+    return expand_empty(im, node, rank, dims, out_rank, target, empty ? empty->dtype : ox_dtype_of(im, x));
   return ox_set_tensor(im, node, 0, tf_expand(im->graph, x, tf_shape_from(target, out_rank)));
 }
 

@@ -307,6 +307,16 @@ static void layout_cases(void) {
   finish_with_mse(g, tf_concat(g, parts, 3, 1), S(F(2), F(7), F(3)));
   check_case(&(gradcheck_case){"concat axis 1", g, VALUES_ANY, 0, 0});
 
+  /* A part of no elements (b expanded to size 0: the builder allows it) takes no gradient: once an empty slice. */
+  g = new_graph("concat_empty_part");
+  tf_tensor_id b = param(g, "b", S(F(2), F(1), F(3)));
+  tf_tensor_id with_empty[3] = {param(g, "a", S(F(2), F(1), F(3))),
+                                tf_unary(g, TF_OP_TANH, tf_expand(g, b, S(F(2), F(0), F(3)))),
+                                param(g, "c", S(F(2), F(2), F(3)))};
+  finish_with_mse(g, tf_add(g, tf_concat(g, with_empty, 3, 1), tf_expand(g, b, S(F(2), F(3), F(3)))),
+                  S(F(2), F(3), F(3)));
+  check_case(&(gradcheck_case){"concat with a part of no elements", g, VALUES_ANY, 0, 0});
+
   g = new_graph("slice");
   x = param(g, "x", S(F(3), F(9)));
   finish_with_mse(g, tf_slice(g, x, -1, -8, 9, 2), S(F(3), F(4)));

@@ -7,11 +7,13 @@ compiled (--inference), run, and its output compared with numpy's, exactly:
       Cast, Not of a comparison) have no elements either, and Concat leaves them out beside data
   Concat of data beside a block of no elements of another width off the axis ((2, 4) beside (0, 6), as
       onnxruntime reads it), both of data computed at run time and of constants folded at import
+  Split into parts of which one has no elements, Expand to a size 0, and Transpose, Reshape, Flatten,
+      Unsqueeze and Squeeze of values of no elements: none either (torch.repeat_interleave by a count 0)
   an LSTM's sequence_lens made from the sizes of a symbolic batch (ConstantOfShape(N) + 5, cast to int32):
       every sequence whole, the same output as the LSTM without sequence_lens
 
 and the refusals, each exit 2 naming the node and why: such lengths of 4 for a time axis of 5 steps, a
-Concat part of no elements of another rank, operands of no elements that do not broadcast (0 beside 3).
+Concat part of no elements of another rank, a Reshape of no elements whose -1 could be any size, operands of no elements that do not broadcast (0 beside 3).
 
 usage: import_empty.py TIGHTFIT       exits 77 (ctest skip) without the onnx package
 """
@@ -74,6 +76,22 @@ def concat_beside_empty(known):
     return make(nodes, [("x", F32, [2, 4])], [("y", F32, [2, 4])])
 
 
+def empty_layouts():
+    """x [N, 4] split [2, 0, 2] (a part of no elements: torch.split by a size 0); Expands of data to a size 0
+    (torch.repeat_interleave by a count 0); Transpose, Reshape [0, -1], Flatten, Unsqueeze and Squeeze of
+    values of no elements: none either, concatenated beside the parts: y = x."""
+    return make([const("sizes", [2, 0, 2]), helper.make_node("Split", ["x", "sizes"], ["a", "z", "b"], name="split",
+                                                             axis=1),
+                 const("axis2", [2]), node("Unsqueeze", ["x", "axis2"], "x3"), const("to", [1, 1, 0]),
+                 node("Expand", ["x3", "to"], "e"), node("Transpose", ["e"], "et", perm=[0, 2, 1]),
+                 const("flat", [0, -1]), node("Reshape", ["et", "flat"], "r"), node("Flatten", ["et"], "f", axis=1),
+                 const("axis1", [1]), node("Unsqueeze", ["r", "axis1"], "u"), node("Squeeze", ["u", "axis1"], "q"),
+                 const("s0", [0]), const("s1", [1]), node("Slice", ["x", "s0", "s1", "s1"], "col"),
+                 const("to0", [1, 0]), node("Expand", ["col", "to0"], "e0"),
+                 node("Concat", ["a", "z", "e0", "r", "f", "q", "b"], "y", axis=1)],
+                [("x", F32, ["N", 4])], [("y", F32, ["N", 4])])
+
+
 def lstm(lengths):
     """X [N, 5, 3] through an LSTM of 4 units (layout 1, batch first): Y_h [N, 1, 4]; sequence_lens
     ConstantOfShape([N]) + lengths cast to int32 where `lengths` is given."""
@@ -120,6 +138,8 @@ def main():
         x = rng.standard_normal((3, 4)).astype(np.float32)
         check("Tanh, Add, Mul, Cast, Greater and Not of a slice of no elements, concatenated beside x", "elementwise",
               empty_elementwise(), x, x)
+        check("Split [2, 0, 2], Expand to a size 0, and Transpose, Reshape, Flatten, Unsqueeze and Squeeze of no "
+              "elements, concatenated beside the parts", "layouts", empty_layouts(), x, x)
         x = rng.standard_normal((2, 4)).astype(np.float32)
         check("Concat of constants: ones (2, 4) between blocks (0, 6)", "known", concat_beside_empty(True), x, x)
         check("Concat of data: x (2, 4) between slices (0, 6) computed from x", "runtime", concat_beside_empty(False),
@@ -147,6 +167,12 @@ def main():
              node("Concat", ["w", "rest"], "y", name="join", axis=1)],
             [("x", F32, ["N", 4]), ("w", F32, ["N", 3, 2])], [("y", F32, ["N", 3, 2])]),
             ["'join' (Concat)", "input 1 'rest' (no elements) does not fit beside the others: rank 2, not 3"])
+        refused("a Reshape of no elements whose -1 could be any size", "infer", make(
+            [const("s", [4]), const("e", [BIG]), const("a", [1]), node("Slice", ["x", "s", "e", "a"], "rest"),
+             const("shape", [-1, 0]), node("Reshape", ["rest", "shape"], "r", name="reshape", allowzero=1),
+             node("Concat", ["x", "r"], "y", axis=1)],
+            [("x", F32, [2, 4])], [("y", F32, [2, 4])]),
+            ["'reshape' (Reshape)", "a value with no elements to a shape whose axis 0 (-1) could be any size"])
         refused("operands of no elements that do not broadcast", "broadcast", make(
             [const("s", [4]), const("e", [BIG]), const("a", [1]), node("Slice", ["x", "s", "e", "a"], "rest"),
              node("Add", ["rest", "w"], "sum", name="add"), node("Concat", ["x", "sum"], "y", axis=1)],

@@ -217,6 +217,31 @@ def interleaved():
 case("torch.repeat_interleave by a constant, along a middle and the last axis, trains as PyTorch's", interleaved)
 
 
+# torch.repeat_interleave by a tensor of counts, one of them 0 (a length regulator's fixed durations), and
+# torch.split by sizes of which one is 0: the parts of no elements are left out (they once reached the
+# graph as a size-0 Expand, whose gradient slice the compiler refused).
+class ZeroCounts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(16 + 8, 5)
+
+    def forward(self, x):  # x [N, 8]
+        h = torch.tanh(self.a(x))
+        counts = torch.tensor([1, 3, 0, 2, 2, 1, 2, 5])  # 16 columns, the third left out
+        repeated = torch.repeat_interleave(h, counts, dim=1)
+        left, none, right = torch.split(h, [3, 0, 5], dim=1)
+        return self.b(torch.cat([repeated, right * 2, none, left], 1))
+
+
+def zero_counts():
+    torch.manual_seed(14)
+    return beside_torch(ZeroCounts(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), [])[:2]
+
+
+case("torch.repeat_interleave by counts with a 0 and torch.split with a part of size 0 train as PyTorch's",
+     zero_counts)
+
+
 # Comparisons of data (XLM's padding mask arange(T) < lengths[:, None]; float data's signs): masks of 0s and
 # 1s, those of floats with no gradient.
 class Compared(torch.nn.Module):
