@@ -322,12 +322,26 @@ def register(torch, opset, helper, registered, symbolic_of):
         sizes = g.op("Concat", *([each] * (_outputs - 1) + [last]), axis_i=0)
         return g.op("Split", x, sizes, axis_i=axis, outputs=_outputs)
 
+    def avg_pool2d(g, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+        """F.avg_pool2d with divisor_override d (1.x refuses it; 2.x's export leaves it out, a wrong result):
+        each window's sum over d, as torch's pool counting the padding times kh kw / d, without ceil_mode
+        (its partial windows count fewer elements)."""
+        if divisor_override is None or helper._is_none(divisor_override):
+            return own["avg_pool2d"](g, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                     divisor_override)
+        if helper._maybe_get_const(ceil_mode, "i"):
+            raise TightfitError("from_torch: F.avg_pool2d with divisor_override and ceil_mode is not supported")
+        window = helper._get_const(kernel_size, "is", "kernel_size")
+        counted = own["avg_pool2d"](g, x, kernel_size, stride, padding, ceil_mode, True, None)
+        divisor = float(helper._get_const(divisor_override, "i", "divisor_override"))
+        return g.op("Mul", counted, const(g, x, window[0] * window[-1] / divisor))
+
     # torch's own runs where these do not apply (they call it)
     replaced = {"diagonal": diagonal, "adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
                 "adaptive_avg_pool2d": adaptive("adaptive_avg_pool2d", False),
                 "adaptive_max_pool1d": adaptive("adaptive_max_pool1d", True),
                 "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True), "threshold": threshold,
-                "unsafe_chunk": unsafe_chunk}
+                "unsafe_chunk": unsafe_chunk, "avg_pool2d": avg_pool2d}
     own = {name: symbolic_of("aten::" + name, opset) for name in replaced}
     # in place of torch's, whatever it has
     instead = {"cdist": cdist}

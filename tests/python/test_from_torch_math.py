@@ -17,6 +17,9 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
 - order statistics, lookups, running forms, layout and reductions torch has no symbolic for
   (python/tightfit/_order_symbolics.py): kthvalue, median, quantile, take_along_dim, searchsorted,
   logcumsumexp, cummax, cummin, diff, trapezoid, rot90, channel_shuffle, affine_grid, nanmean, renorm, pdist;
+- frac, atan2, logaddexp, logaddexp2, sinc, signbit, addcdiv, nansum, trace, fftshift, ifftshift, slice_scatter,
+  select_scatter, diagonal_scatter, F.multi_margin_loss (python/tightfit/_pointwise_symbolics.py) and
+  F.avg_pool2d's divisor_override, which torch has no symbolic for or (2.x) exported without the divisor;
 - torch.lgamma, torch.digamma and torch.erfinv (no symbolic in torch): torch.distributions' log_prob of Gamma,
   Beta, Poisson, StudentT and Dirichlet, Normal.icdf;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
@@ -282,6 +285,76 @@ def order_and_layout():
 case("kthvalue, median, quantile, take_along_dim, searchsorted, logcumsumexp, cummax, cummin, diff, trapezoid, rot90, "
      "channel_shuffle, affine_grid, nanmean, renorm and pdist (no symbolic in torch) train as PyTorch's",
      order_and_layout)
+
+
+class Pointwise(torch.nn.Module):
+    """Each elementwise op of _pointwise_symbolics in a term of one loss: frac, atan2 (all four quadrants),
+    logaddexp (operands 30 apart: exp would overflow at 90) and logaddexp2, sinc through exact zeros,
+    signbit, addcdiv, nansum of a log (NaN below its domain), each weighed by position."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.lin(x)
+        a, b = h[:, :4], h[:, 4:]
+        zeros = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+        terms = [torch.frac(h * 3), torch.atan2(a, b), torch.logaddexp(a * 30, b), torch.logaddexp2(b, a),
+                 torch.sinc(h * zeros), h * torch.signbit(h).float(), torch.addcdiv(a, b, a.abs() + 1, value=0.5),
+                 torch.nansum(torch.log(h + 0.5).view(-1, 2, 4), -1), torch.nansum(torch.log(h)).reshape(1, 1)]
+        return sum((t.tanh() * (1 + torch.arange(t.shape[1]))).pow(2).mean() for t in terms)
+
+
+def pointwise():
+    torch.manual_seed(14)
+    return trains_as_torch(Pointwise(), {"x": torch.randn(batch, 8)})
+
+
+case("frac, atan2, logaddexp, logaddexp2, sinc, signbit, addcdiv and nansum (no symbolic in torch) train as "
+     "PyTorch's", pointwise)
+
+
+class Placements(torch.nn.Module):
+    """Each placement of _pointwise_symbolics in a term of one loss: trace of a weight, fftshift and ifftshift
+    (one axis, two, and every axis of an odd size), slice_scatter (steps 1 and 3), select_scatter from the end,
+    diagonal_scatter (offsets 1, -1 and 0 across transposed axes), F.multi_margin_loss (p 1 and 2, class
+    weights, each reduction) and F.avg_pool2d with divisor_override (padded too), each weighed by position.
+    Under 1.13 without slice_scatter (its eager op refuses a step of 1 there)."""
+
+    def __init__(self, scatter_slices):
+        super().__init__()
+        self.lin, self.w, self.scatter_slices = torch.nn.Linear(8, 8), torch.nn.Parameter(torch.randn(4, 5)), \
+            scatter_slices
+
+    def forward(self, x, labels):
+        h = self.lin(x)
+        grid = h.view(h.shape[0], 2, 4)
+        terms = [torch.trace(self.w) * h, torch.fft.fftshift(grid, dim=-1).flatten(1),
+                 torch.fft.ifftshift(grid, dim=(1, 2)).flatten(1), torch.fft.fftshift(self.w[:3]).flatten().unsqueeze(0),
+                 torch.select_scatter(h, h[:, 0] * 2, 1, -1),
+                 torch.diagonal_scatter(grid, h[:, :2] * 5, 1, dim1=1, dim2=2).flatten(1),
+                 torch.diagonal_scatter(grid, h[:, 2:3] - 1, -1, dim1=1, dim2=2).flatten(1),
+                 torch.diagonal_scatter(grid, h[:, :2] * 3, 0, dim1=-1, dim2=1).flatten(1),
+                 F.multi_margin_loss(h, labels, reduction="none").unsqueeze(-1),
+                 F.multi_margin_loss(h, labels, p=2, margin=0.5, weight=torch.arange(1.0, 9.0)).reshape(1, 1),
+                 F.multi_margin_loss(h, labels, reduction="sum").reshape(1, 1),
+                 F.avg_pool2d(grid.unsqueeze(1), 2, divisor_override=3).flatten(1),
+                 F.avg_pool2d(grid.unsqueeze(1), 3, stride=1, padding=1, divisor_override=5).flatten(1)]
+        if self.scatter_slices:
+            terms += [torch.slice_scatter(h, h[:, :2] * 3, dim=1, start=4, end=6),
+                      torch.slice_scatter(h, h[:, :3] * 2, dim=1, start=1, end=8, step=3)]
+        return sum((t.tanh() * (1 + torch.arange(t.shape[1]))).pow(2).mean() for t in terms)
+
+
+def placements():
+    torch.manual_seed(15)
+    return trains_as_torch(Placements(not torch.__version__.startswith("1.")),
+                           {"x": torch.randn(batch, 8), "labels": torch.randint(0, 8, (batch,))})
+
+
+case("trace, fftshift, ifftshift, slice_scatter, select_scatter, diagonal_scatter, multi_margin_loss and avg_pool2d's "
+     "divisor_override (no symbolic in torch; 2.x's export left the divisor out) train as PyTorch's", placements)
 
 
 class Likelihoods(torch.nn.Module):

@@ -1,0 +1,225 @@
+"""Symbolics for PyTorch ops its TorchScript exporter has none for (1.13, and 2.x where said), written as
+the ONNX operators of PyTorch's formula, which the importer reads and autodiff differentiates as PyTorch's
+backward does:
+
+- elementwise: torch.frac (x - trunc(x)), torch.atan2 (1.13; atan(y / x) turned into its quadrant, as
+  2.x's own), torch.logaddexp and logaddexp2 (a + softplus(b - a): no overflow, the gradient
+  sigmoid(a - b)), torch.sinc (1 at 0, its gradient 0 there), torch.signbit (-0.0 included),
+  torch.addcdiv, torch.nansum (NaNs summed as 0, their gradient 0);
+- placements: torch.trace, torch.fft.fftshift and ifftshift (a roll by half of each axis, of any size),
+  torch.slice_scatter, select_scatter and diagonal_scatter (src placed by a gather along the axis, or a
+  one-hot product for a diagonal, where a mask known when exporting says; the input elsewhere);
+- F.multi_margin_loss (p 1 or 2, a margin, class weights, each reduction).
+
+Sizes along the axes these place or roll must be known when exporting; a TightfitError says so otherwise.
+"""
+import math
+
+from . import _symbolic_registry
+from ._lib import TightfitError
+
+_END = 2**63 - 1  # a Slice's end past any axis
+
+
+def register(torch, opset, helper, registered, symbolic_of):
+    """Registers the symbolics above where torch has none at `opset` (every opset from 9 to it); returns the
+    function that removes them."""
+
+    def float_type(like):
+        return _symbolic_registry.float_type(torch, like)
+
+    def const(g, like, value):
+        return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
+
+    def ints(g, values):
+        return _symbolic_registry.int64_constant(torch, g, values)
+
+    def absent(v):
+        return v is None or helper._is_none(v)
+
+    def sizes_of(x, what):
+        sizes = helper._get_tensor_sizes(x)
+        if sizes is None or any(s is None for s in sizes):
+            raise TightfitError(f"from_torch: {what} of a tensor whose sizes are not known when exporting (give "
+                                f"dynamic_batch=False, or fixed sizes)")
+        return [int(s) for s in sizes]
+
+    def fixed_axis(x, dim, what):
+        """The axis `dim` (a constant, negative from the end) of x and its size, which must be known."""
+        rank = helper._get_tensor_rank(x)
+        if rank is None:
+            raise TightfitError(f"from_torch: {what} of a tensor of unknown rank is not supported")
+        axis = helper._get_const(dim, "i", "dim") if not isinstance(dim, int) else dim
+        axis = axis + rank if axis < 0 else axis
+        size = helper._get_tensor_dim_size(x, axis)
+        if size is None:
+            raise TightfitError(f"from_torch: {what} along an axis whose size is not known when exporting (give "
+                                f"dynamic_batch=False, or fixed sizes)")
+        return axis, int(size), rank
+
+    def reduced(g, op, x, axes, keep):
+        """ReduceX of x over `axes` as `opset` writes it: axes an input from 18 (ReduceSum's from 13)."""
+        if opset >= 18 or op == "ReduceSum" and opset >= 13:
+            return g.op(op, x, ints(g, axes), keepdims_i=int(keep))
+        return g.op(op, x, axes_i=axes, keepdims_i=int(keep))
+
+    def trunc(g, x):
+        return g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x)))
+
+    def frac(g, x):
+        return g.op("Sub", x, trunc(g, x))
+
+    def atan2(g, y, x):
+        angle = g.op("Atan", g.op("Div", y, x))
+        turned = g.op("Where", g.op("Less", y, const(g, y, 0.0)), g.op("Sub", angle, const(g, y, math.pi)),
+                      g.op("Add", angle, const(g, y, math.pi)))
+        return g.op("Where", g.op("Less", x, const(g, x, 0.0)), turned, angle)
+
+    def logaddexp(g, a, b):
+        return g.op("Add", a, g.op("Softplus", g.op("Sub", b, a)))
+
+    def logaddexp2(g, a, b):
+        ln2 = math.log(2.0)
+        scaled = logaddexp(g, g.op("Mul", a, const(g, a, ln2)), g.op("Mul", b, const(g, b, ln2)))
+        return g.op("Div", scaled, const(g, a, ln2))
+
+    def sinc(g, x):
+        zero = g.op("Equal", x, const(g, x, 0.0))
+        angle = g.op("Mul", x, const(g, x, math.pi))
+        safe = g.op("Where", zero, const(g, x, 1.0), angle)  # no 0 / 0 where the other branch is taken
+        return g.op("Where", zero, const(g, x, 1.0), g.op("Div", g.op("Sin", safe), safe))
+
+    def signbit(g, x):  # 1 / -0.0 is -inf: the sign bit of a zero too
+        return g.op("Less", g.op("Div", const(g, x, 1.0), x), const(g, x, 0.0))
+
+    def addcdiv(g, x, t1, t2, value=None):
+        scale = 1.0 if absent(value) else float(helper._get_const(value, "f", "value"))
+        return g.op("Add", x, g.op("Mul", g.op("Div", t1, t2), const(g, x, scale)))
+
+    def nansum(g, x, dim=None, keepdim=None, dtype=None):
+        if not absent(dtype):
+            raise TightfitError("from_torch: torch.nansum with a dtype is not supported")
+        cleared = g.op("Where", g.op("IsNaN", x), const(g, x, 0.0), x)
+        keep = False if absent(keepdim) else bool(helper._get_const(keepdim, "b", "keepdim"))
+        axes = [] if absent(dim) else helper._get_const(dim, "is", "dim")
+        rank = helper._get_tensor_rank(x)
+        if not axes:
+            if rank is None:
+                raise TightfitError("from_torch: torch.nansum of a tensor of unknown rank is not supported")
+            axes = list(range(rank))
+        return reduced(g, "ReduceSum", cleared, [a + rank if a < 0 else a for a in axes], keep)
+
+    def trace(g, x):
+        rows, columns = sizes_of(x, "torch.trace")
+        eye = g.op("Constant", value_t=torch.eye(rows, columns, dtype=float_type(x)))
+        return reduced(g, "ReduceSum", g.op("Mul", x, eye), [0, 1], False)
+
+    def shifted_half(g, x, axis, inverse):
+        """x rolled along `axis` by half its size n (n // 2; back by it where `inverse`): x[cut:] then x[:cut]
+        with cut n - n // 2 (n // 2), n read from Shape where the exporter lost it (the importer folds it)."""
+        size = helper._get_tensor_dim_size(x, axis)
+        if size is not None:
+            cut = ints(g, [int(size) // 2 if inverse else int(size) - int(size) // 2])
+        else:
+            n = g.op("Gather", g.op("Shape", x), ints(g, [axis]), axis_i=0)
+            half = g.op("Div", n, ints(g, [2]))
+            cut = half if inverse else g.op("Sub", n, half)
+        head = g.op("Slice", x, cut, ints(g, [_END]), ints(g, [axis]))
+        tail = g.op("Slice", x, ints(g, [0]), cut, ints(g, [axis]))
+        return g.op("Concat", head, tail, axis_i=axis)
+
+    def shift(inverse):
+        def symbolic(g, x, dim=None):
+            rank = helper._get_tensor_rank(x)
+            if rank is None:
+                raise TightfitError("from_torch: torch.fft.fftshift of a tensor of unknown rank is not supported")
+            for d in range(rank) if absent(dim) else helper._get_const(dim, "is", "dim"):
+                x = shifted_half(g, x, d % rank, inverse)
+            return x
+        return symbolic
+
+    def placed(g, x, src, axis, size, positions, what):
+        """x with src's slices along `axis` at `positions` (one per src slice, in order): src gathered to
+        x's positions (the others read src's first slice, masked away), where a known mask says."""
+        at = [0] * size
+        mask = [False] * size
+        for i, p in enumerate(positions):
+            at[p], mask[p] = i, True
+        rank = helper._get_tensor_rank(x)
+        shape = [1] * rank
+        shape[axis] = size
+        spread = g.op("Gather", src, ints(g, at), axis_i=axis)
+        where = g.op("Constant", value_t=torch.tensor(mask).reshape(shape))
+        return g.op("Where", where, spread, x)
+
+    def slice_scatter(g, x, src, dim=0, start=None, end=None, step=1):
+        axis, size, _ = fixed_axis(x, dim, "torch.slice_scatter")
+        first = 0 if absent(start) else helper._get_const(start, "i", "start")
+        last = size if absent(end) else helper._get_const(end, "i", "end")
+        stride = 1 if absent(step) else helper._get_const(step, "i", "step")
+        return placed(g, x, src, axis, size, list(range(size))[slice(first, last, stride)], "torch.slice_scatter")
+
+    def select_scatter(g, x, src, dim, index):
+        axis, size, _ = fixed_axis(x, dim, "torch.select_scatter")
+        at = helper._get_const(index, "i", "index")
+        return placed(g, x, helper._unsqueeze_helper(g, src, [axis]), axis, size, [at % size],
+                      "torch.select_scatter")
+
+    def diagonal_scatter(g, x, src, offset=0, dim1=0, dim2=1):
+        k = 0 if absent(offset) else helper._get_const(offset, "i", "offset")
+        a, n1, rank = fixed_axis(x, dim1, "torch.diagonal_scatter")
+        b, n2, _ = fixed_axis(x, dim2, "torch.diagonal_scatter")
+        cells = [(i, i + k) for i in range(n1) if 0 <= i + k < n2]
+        if not cells:
+            return x
+        # src [..., L] (x without axes a and b, the diagonal last) times a one-hot [L, n1 n2]: [..., n1, n2]
+        onehot = torch.zeros(len(cells), n1 * n2, dtype=float_type(x))
+        mask = torch.zeros(n1 * n2, dtype=torch.bool)
+        for i, (r, c) in enumerate(cells):
+            onehot[i, r * n2 + c], mask[r * n2 + c] = 1.0, True
+        rest = [d for d in range(rank) if d not in (a, b)]
+        spread = g.op("MatMul", src, g.op("Constant", value_t=onehot))
+        kept = g.op("Slice", g.op("Shape", src), ints(g, [0]), ints(g, [-1]), ints(g, [0]))  # src's but the last
+        spread = g.op("Reshape", spread, g.op("Concat", kept, ints(g, [n1, n2]), axis_i=0))
+        order = rest + [a, b]  # the axes of spread, as x's
+        spread = g.op("Transpose", spread, perm_i=[order.index(d) for d in range(rank)])
+        shape = [1] * rank
+        shape[a], shape[b] = n1, n2
+        cells_mask = mask.reshape(n1, n2) if a < b else mask.reshape(n1, n2).t()  # in x's order of the two axes
+        return g.op("Where", g.op("Constant", value_t=cells_mask.reshape(shape)), spread, x)
+
+    def multi_margin_loss(g, x, target, p=1, margin=1, weight=None, reduction=1):
+        """mean over j != y of max(0, margin - x[y] + x[j])^p (times weight[y]) per row; x [N, C] or [C]."""
+        power = helper._get_const(p, "i", "p")
+        if power not in (1, 2):
+            raise TightfitError(f"from_torch: F.multi_margin_loss with p = {power} is not supported (1 or 2)")
+        rank = helper._get_tensor_rank(x)
+        if rank not in (1, 2):
+            raise TightfitError("from_torch: F.multi_margin_loss of a tensor of rank other than 1 or 2")
+        _, classes, _ = fixed_axis(x, -1, "F.multi_margin_loss")
+        rows = x if rank == 2 else helper._unsqueeze_helper(g, x, [0])  # [N, C]
+        labels = g.op("Reshape", target, ints(g, [-1, 1]))  # [N, 1]
+        picked = g.op("GatherElements", rows, labels, axis_i=1)  # x[y]
+        others = g.op("OneHot", g.op("Reshape", target, ints(g, [-1])), ints(g, [classes]),
+                      g.op("Constant", value_t=torch.tensor([1.0, 0.0], dtype=float_type(x))), axis_i=-1)  # j != y
+        slack = const(g, x, float(helper._get_const(margin, "f", "margin")))
+        gap = g.op("Relu", g.op("Add", g.op("Sub", rows, picked), slack))
+        if power == 2:
+            gap = g.op("Mul", gap, gap)
+        if not absent(weight):
+            gap = g.op("Mul", gap, g.op("Gather", weight, labels, axis_i=0))  # weight[y]: [N, 1]
+        summed = reduced(g, "ReduceSum", g.op("Mul", others, gap), [1], False)
+        per_row = g.op("Div", summed, const(g, x, float(classes)))  # [N]
+        how = helper._get_const(reduction, "i", "reduction")
+        if how == 0:
+            return helper._squeeze_helper(g, per_row, [0]) if rank == 1 else per_row
+        return reduced(g, "ReduceMean" if how == 1 else "ReduceSum", per_row, [0], False)
+
+    symbolics = {"frac": frac, "atan2": atan2, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "sinc": sinc,
+                 "signbit": signbit, "addcdiv": addcdiv, "nansum": nansum, "trace": trace,
+                 "fft_fftshift": shift(False), "fft_ifftshift": shift(True), "slice_scatter": slice_scatter,
+                 "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
+                 "multi_margin_loss": multi_margin_loss}
+    every = range(9, max(opset, 17) + 1)
+    return _symbolic_registry.register(torch, {name: (symbolic, [v for v in every if not registered("aten::" + name, v)])
+                                               for name, symbolic in symbolics.items()})
