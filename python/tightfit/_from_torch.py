@@ -8,8 +8,8 @@ import shutil
 import warnings
 import weakref
 
-from . import (_checksum, _complex_symbolics, _lib, _loss_symbolics, _math_symbolics, _order_symbolics,
-               _pointwise_symbolics, _scatter_symbolics, _spectral_symbolics, _verify)
+from . import (_checksum, _complex_symbolics, _lib, _linalg_symbolics, _loss_symbolics, _math_symbolics,
+               _order_symbolics, _pointwise_symbolics, _scatter_symbolics, _spectral_symbolics, _verify)
 from ._lib import TightfitError
 from . import Graph, _bytes, _declare_trainable, _workdir, library_path
 
@@ -884,6 +884,8 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
                                                   _symbolic_of))
         restores.append(_pointwise_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
                                                       _symbolic_of))
+        restores.append(_linalg_symbolics.register(torch, opset, *_exporter("symbolic_helper"), _registered,
+                                                   _symbolic_of))
         complex_written = []  # one entry per Fourier transform or complex op the export writes as pairs
         restores.append(_complex_symbolics.register(torch, *_exporter("symbolic_helper"), _symbolic_of,
                                                     complex_written))

@@ -1,4 +1,4 @@
-"""What the symbolic modules (_loss_, _math_, _order_, _pointwise_, _scatter_symbolics) share: registering their
+"""What the symbolic modules (_linalg_, _loss_, _math_, _order_, _pointwise_, _scatter_symbolics) share: registering their
 symbolics with torch's exporter and removing them afterwards, and the small constants they write."""
 
 

@@ -20,6 +20,9 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
 - frac, atan2, logaddexp, logaddexp2, sinc, signbit, addcdiv, nansum, trace, fftshift, ifftshift, slice_scatter,
   select_scatter, diagonal_scatter, F.multi_margin_loss (python/tightfit/_pointwise_symbolics.py) and
   F.avg_pool2d's divisor_override, which torch has no symbolic for or (2.x) exported without the divisor;
+- linear algebra on small matrices (python/tightfit/_linalg_symbolics.py: LU with partial pivoting, Cholesky
+  and substitution, unrolled): det, slogdet, logdet, linalg.solve, inverse, cholesky, solve_triangular,
+  cholesky_solve (torch writes Det or nothing);
 - torch.lgamma, torch.digamma and torch.erfinv (no symbolic in torch): torch.distributions' log_prob of Gamma,
   Beta, Poisson, StudentT and Dirichlet, Normal.icdf;
 - torch.diagonal at a symbolic batch (torch's symbolic gathered it by indices computed from the batch
@@ -287,6 +290,11 @@ case("kthvalue, median, quantile, take_along_dim, searchsorted, logcumsumexp, cu
      order_and_layout)
 
 
+def position_weighted(terms):
+    """A loss of [N, k] terms that changes with any term's value, its sign, or a permutation of its elements."""
+    return sum(((t.tanh() + 0.3) * (1 + torch.arange(t.shape[1]))).pow(2).mean() for t in terms)
+
+
 class Pointwise(torch.nn.Module):
     """Each elementwise op of _pointwise_symbolics in a term of one loss: frac, atan2 (all four quadrants),
     logaddexp (operands 30 apart: exp would overflow at 90) and logaddexp2, sinc through exact zeros,
@@ -303,7 +311,7 @@ class Pointwise(torch.nn.Module):
         terms = [torch.frac(h * 3), torch.atan2(a, b), torch.logaddexp(a * 30, b), torch.logaddexp2(b, a),
                  torch.sinc(h * zeros), h * torch.signbit(h).float(), torch.addcdiv(a, b, a.abs() + 1, value=0.5),
                  torch.nansum(torch.log(h + 0.5).view(-1, 2, 4), -1), torch.nansum(torch.log(h)).reshape(1, 1)]
-        return sum((t.tanh() * (1 + torch.arange(t.shape[1]))).pow(2).mean() for t in terms)
+        return position_weighted(terms)
 
 
 def pointwise():
@@ -344,7 +352,7 @@ class Placements(torch.nn.Module):
         if self.scatter_slices:
             terms += [torch.slice_scatter(h, h[:, :2] * 3, dim=1, start=4, end=6),
                       torch.slice_scatter(h, h[:, :3] * 2, dim=1, start=1, end=8, step=3)]
-        return sum((t.tanh() * (1 + torch.arange(t.shape[1]))).pow(2).mean() for t in terms)
+        return position_weighted(terms)
 
 
 def placements():
@@ -355,6 +363,48 @@ def placements():
 
 case("trace, fftshift, ifftshift, slice_scatter, select_scatter, diagonal_scatter, multi_margin_loss and avg_pool2d's "
      "divisor_override (no symbolic in torch; 2.x's export left the divisor out) train as PyTorch's", placements)
+
+
+class LinearAlgebra(torch.nn.Module):
+    """Each op of _linalg_symbolics in a term of one loss, on [N, 3, 3] matrices from the data and on 5 x 5
+    weights: det, slogdet (sign and log), logdet, solve (a vector and a matrix right side), inverse, inv,
+    cholesky (lower, upper), solve_triangular, cholesky_solve; a weight whose first column starts at 0 (a row
+    swap is needed: without pivoting its elimination divides by zero) through det and solve, a Glow layer's
+    log |det W| of an orthogonal start. Each weighed by position."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 9)
+        swap = torch.eye(5)[[1, 0, 2, 3, 4]] + 0.1 * torch.randn(5, 5)  # det near -1
+        swap[0, 0] = 0.0
+        self.swap = torch.nn.Parameter(swap)
+        self.glow = torch.nn.Parameter(torch.linalg.qr(torch.randn(5, 5))[0])
+
+    def forward(self, x):
+        h = self.lin(x)
+        m = h.view(h.shape[0], 3, 3) + torch.eye(3) * 2  # [N, 3, 3]
+        spd = m @ m.transpose(1, 2) + torch.eye(3)
+        lower = torch.linalg.cholesky(spd)
+        right = h[:, :6].reshape(h.shape[0], 3, 2)
+        terms = [torch.det(m).unsqueeze(-1), torch.linalg.slogdet(m)[1].unsqueeze(-1),
+                 torch.slogdet(m)[0].unsqueeze(-1) * h[:, :1], torch.logdet(spd).unsqueeze(-1),
+                 torch.linalg.solve(m, h[:, :3]), torch.linalg.solve(m, right).flatten(1), torch.inverse(m).flatten(1),
+                 torch.linalg.inv(spd).flatten(1), lower.flatten(1), torch.linalg.cholesky(spd, upper=True).flatten(1),
+                 torch.linalg.solve_triangular(lower, right, upper=False).flatten(1),
+                 torch.linalg.solve_triangular(lower.transpose(1, 2), right, upper=True, unitriangular=True).flatten(1),
+                 torch.cholesky_solve(right, lower).flatten(1),
+                 torch.det(self.swap).reshape(1, 1), torch.linalg.solve(self.swap, h[:, :5].t()).t(),
+                 torch.linalg.slogdet(self.glow)[1] + h[:, :1]]
+        return position_weighted(terms)
+
+
+def linear_algebra():
+    torch.manual_seed(16)
+    return trains_as_torch(LinearAlgebra(), {"x": torch.randn(batch, 8)})
+
+
+case("det, slogdet, logdet, solve, inverse, cholesky, solve_triangular and cholesky_solve (LU with partial pivoting, "
+     "unrolled) train as PyTorch's", linear_algebra)
 
 
 class Likelihoods(torch.nn.Module):
