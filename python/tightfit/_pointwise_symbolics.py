@@ -221,5 +221,5 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
                  "multi_margin_loss": multi_margin_loss}
     every = range(9, max(opset, 17) + 1)
-    return _symbolic_registry.register(torch, {name: (symbolic, [v for v in every if not registered("aten::" + name, v)])
-                                               for name, symbolic in symbolics.items()})
+    missing = {name: [v for v in every if not registered("aten::" + name, v)] for name in symbolics}
+    return _symbolic_registry.register(torch, {name: (symbolics[name], versions) for name, versions in missing.items()})

@@ -1,5 +1,6 @@
-"""What the symbolic modules (_linalg_, _loss_, _math_, _order_, _pointwise_, _scatter_symbolics) share: registering their
-symbolics with torch's exporter and removing them afterwards, and the small constants they write."""
+"""What the symbolic modules (_linalg_, _loss_, _math_, _order_, _pointwise_, _scatter_symbolics) share:
+registering their symbolics with torch's exporter and removing them afterwards, and the small constants they
+write."""
 
 
 def register(torch, versions_of):
