@@ -222,6 +222,16 @@ tf_status ox_convert_hamming_window(ox_import *im, const ox_node *node);
 tf_status ox_convert_blackman_window(ox_import *im, const ox_node *node);
 tf_status ox_convert_mel_weight_matrix(ox_import *im, const ox_node *node);
 
+/* onnx_empty.c: values with no elements. */
+/* An elementwise node of an input with no elements: its outputs have none (*emitted), as onnx_empty.c says. */
+tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) TF_MUST_USE;
+/* Output 0 of a layout op of x, a value with no elements, as the one of `target` (rank axes; one {-1, -1}
+ * becomes 0, where the others hold elements): no elements either. */
+tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty *x, const tf_dim *target,
+                              int32_t rank) TF_MUST_USE;
+/* Output 0 of Flatten(x) at `axis` (in range), x a value with no elements. */
+tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) TF_MUST_USE;
+
 /* onnx_layout.c */
 /* The node's output: x reshaped to `rank` dims, each fixed, symbolic, or {-1, -1} (inferred; one at
  * most, else an error naming the node). */
@@ -231,14 +241,9 @@ tf_status ox_convert_flatten(ox_import *im, const ox_node *node);
 tf_status ox_convert_unsqueeze(ox_import *im, const ox_node *node);
 tf_status ox_convert_squeeze(ox_import *im, const ox_node *node);
 tf_status ox_convert_transpose(ox_import *im, const ox_node *node);
-/* An elementwise node of an input with no elements: its outputs have none (*emitted), as onnx_empty.c says. */
-tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) TF_MUST_USE;
-/* Output 0 of a layout op of x, a value with no elements, as the one of `target` (rank axes; one {-1, -1}
- * becomes 0, where the others hold elements): no elements either. */
-tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty *x, const tf_dim *target,
-                              int32_t rank) TF_MUST_USE;
-/* Output 0 of Flatten(x) at `axis` (in range), x a value with no elements. */
-tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) TF_MUST_USE;
+/* The product of dims[from, to) as one dim (a symbol at most once, times a number), or {-1, -1} where it
+ * is a product of symbols; a fixed 0 where any of them is 0. */
+tf_dim ox_dims_product(const tf_dim *dims, int32_t from, int32_t to);
 tf_status ox_convert_concat(ox_import *im, const ox_node *node);
 tf_status ox_convert_slice(ox_import *im, const ox_node *node);
 tf_status ox_convert_split(ox_import *im, const ox_node *node);

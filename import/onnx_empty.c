@@ -123,21 +123,6 @@ tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) {
   return NULL;
 }
 
-/* The product of dims[from, to) as one dim (a symbol at most once, times a number), or {-1, -1} where it
- * is a product of symbols; a fixed 0 where any of them is 0. */
-static tf_dim product_of(const tf_dim *dims, int32_t from, int32_t to) {
-  tf_dim p = tf_fixed(1);
-  for (int32_t i = from; i < to; i++)
-    if (dims[i].symbol < 0 && dims[i].size == 0)
-      return tf_fixed(0);
-  for (int32_t i = from; i < to; i++) {
-    if (dims[i].symbol >= 0 && p.symbol >= 0)
-      return (tf_dim){-1, -1};
-    p = (tf_dim){p.size * dims[i].size, dims[i].symbol >= 0 ? dims[i].symbol : p.symbol};
-  }
-  return p;
-}
-
 tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty *x, const tf_dim *target,
                               int32_t rank) {
   tf_dim dims[TF_MAX_RANK];
@@ -164,6 +149,6 @@ tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty
 }
 
 tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) {
-  const tf_dim dims[2] = {product_of(x->dims, 0, (int32_t)axis), product_of(x->dims, (int32_t)axis, x->rank)};
+  const tf_dim dims[2] = {ox_dims_product(x->dims, 0, (int32_t)axis), ox_dims_product(x->dims, (int32_t)axis, x->rank)};
   return ox_set_empty_shaped(im, node, x, dims, 2);
 }

@@ -74,6 +74,19 @@ tf_status ox_convert_reshape(ox_import *im, const ox_node *node) {
   return ox_reshape_to(im, node, x, dims, (int32_t)shape->count);
 }
 
+tf_dim ox_dims_product(const tf_dim *dims, int32_t from, int32_t to) {
+  tf_dim p = tf_fixed(1);
+  for (int32_t i = from; i < to; i++)
+    if (dims[i].symbol < 0 && dims[i].size == 0)
+      return tf_fixed(0);
+  for (int32_t i = from; i < to; i++) {
+    if (dims[i].symbol >= 0 && p.symbol >= 0)
+      return (tf_dim){-1, -1};
+    p = (tf_dim){p.size * dims[i].size, dims[i].symbol >= 0 ? dims[i].symbol : p.symbol};
+  }
+  return p;
+}
+
 /* Flatten of a known value (BEiT's meshgrid of window coordinates): the same elements as [outer, inner]. */
 static tf_status fold_flatten(ox_import *im, const ox_node *node, const ox_known *x) {
   int64_t axis = ox_attr_int(node, "axis", 1), shape[2] = {1, 1};
@@ -105,15 +118,10 @@ tf_status ox_convert_flatten(ox_import *im, const ox_node *node) {
     return ox_flatten_empty(im, node, empty, axis);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
-  // [prod(dims[:axis]), prod(dims[axis:])]: a leading symbol stays named when the rest is fixed.
-  int64_t tail = 1;
-  bool tail_fixed = true;
-  for (int32_t i = (int32_t)axis; i < rank; i++) {
-    tail_fixed = tail_fixed && in_dims[i].symbol < 0 && in_dims[i].size >= 0;
-    tail *= in_dims[i].size;
-  }
-  dims[0] = axis == 0 ? tf_fixed(1) : axis == 1 ? in_dims[0] : (tf_dim){-1, -1};
-  dims[1] = tail_fixed ? tf_fixed(tail) : (tf_dim){-1, -1};
+  // [prod(dims[:axis]), prod(dims[axis:])]: a symbol stays named in either part when the rest is fixed
+  // (the batch after a transpose: [2, 2, N] flattened at 2 is [4, N], advanced indexing's layout).
+  dims[0] = ox_dims_product(in_dims, 0, (int32_t)axis);
+  dims[1] = ox_dims_product(in_dims, (int32_t)axis, rank);
   return ox_reshape_to(im, node, x, dims, 2);
 }
 

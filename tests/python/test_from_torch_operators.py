@@ -242,6 +242,28 @@ case("torch.repeat_interleave by counts with a 0 and torch.split with a part of 
      zero_counts)
 
 
+# DLRM's dot interaction: the pairwise products of feature embeddings, Z[:, li, lj] by tril_indices (two
+# index tensors on adjacent axes: torch moves them first, flattens [4, 4, N] at 2 to [16, N], gathers).
+class DotInteraction(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.head = torch.nn.Linear(8, 4 * 3), torch.nn.Linear(6 + 3, 5)
+
+    def forward(self, x):  # x [N, 8]
+        features = self.embed(x).reshape(x.shape[0], 4, 3)  # 4 features of 3
+        z = torch.bmm(features, features.transpose(1, 2))  # [N, 4, 4]
+        li, lj = torch.tril_indices(4, 4, offset=-1)
+        return self.head(torch.cat([z[:, li, lj], features[:, 0]], 1))
+
+
+def dot_interaction():
+    torch.manual_seed(17)
+    return beside_torch(DotInteraction(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), [])[:2]
+
+
+case("z[:, li, lj] by tril_indices (DLRM's dot interaction: two index tensors) trains as PyTorch's", dot_interaction)
+
+
 # Comparisons of data (XLM's padding mask arange(T) < lengths[:, None]; float data's signs): masks of 0s and
 # 1s, those of floats with no gradient.
 class Compared(torch.nn.Module):
