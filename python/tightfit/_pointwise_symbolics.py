@@ -9,6 +9,8 @@ backward does:
 - placements: torch.trace, torch.fft.fftshift and ifftshift (a roll by half of each axis, of any size),
   torch.slice_scatter, select_scatter and diagonal_scatter (src placed by a gather along the axis, or a
   one-hot product for a diagonal, where a mask known when exporting says; the input elsewhere);
+- Tensor.index_fill and index_copy by an index known when exporting, in place of torch's (which scatters to
+  positions it computes from Shape: data the importer refuses);
 - F.multi_margin_loss (p 1 or 2, a margin, class weights, each reduction).
 
 Sizes along the axes these place or roll must be known when exporting; a TightfitError says so otherwise.
@@ -215,6 +217,40 @@ def register(torch, opset, helper, registered, symbolic_of):
             return helper._squeeze_helper(g, per_row, [0]) if rank == 1 else per_row
         return reduced(g, "ReduceMean" if how == 1 else "ReduceSum", per_row, [0], False)
 
+    def known_index(index):
+        """The constant index tensor's values, or None where it is computed."""
+        value = helper._maybe_get_const(index, "is")
+        return None if helper._is_value(value) else [int(i) for i in value]
+
+    def index_fill(g, x, dim, index, value):
+        """x.index_fill(dim, index, value) by a known index: where a known mask along dim says, value (torch's
+        own scatters to positions it computes from Shape, data the importer refuses)."""
+        at = known_index(index)
+        if at is None:
+            return own["index_fill"](g, x, dim, index, value)
+        axis, size, rank = fixed_axis(x, dim, "Tensor.index_fill")
+        shape = [1] * rank
+        shape[axis] = size
+        mask = torch.zeros(size, dtype=torch.bool)
+        mask[[i % size for i in at]] = True
+        fill = helper._maybe_get_const(value, "f")
+        fill = const(g, x, float(fill)) if not helper._is_value(fill) else g.op("Cast", value, to_i=_onnx_type(x))
+        return g.op("Where", g.op("Constant", value_t=mask.reshape(shape)), fill, x)
+
+    def index_copy(g, x, dim, index, source):
+        """x.index_copy(dim, index, source) by a known index: source's slices placed (the last of a repeat)."""
+        at = known_index(index)
+        if at is None:
+            return own["index_copy"](g, x, dim, index, source)
+        axis, size, _ = fixed_axis(x, dim, "Tensor.index_copy")
+        return placed(g, x, source, axis, size, [i % size for i in at], "Tensor.index_copy")
+
+    def _onnx_type(x):
+        return {torch.float16: 10, torch.bfloat16: 16, torch.float64: 11}.get(float_type(x), 1)
+
+    # in place of torch's, which they call where the index is computed
+    instead = {"index_fill": index_fill, "index_copy": index_copy}
+    own = {name: symbolic_of("aten::" + name, opset) for name in instead}
     symbolics = {"frac": frac, "atan2": atan2, "logaddexp": logaddexp, "logaddexp2": logaddexp2, "sinc": sinc,
                  "signbit": signbit, "addcdiv": addcdiv, "nansum": nansum, "trace": trace,
                  "fft_fftshift": shift(False), "fft_ifftshift": shift(True), "slice_scatter": slice_scatter,
@@ -222,4 +258,6 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "multi_margin_loss": multi_margin_loss}
     every = range(9, max(opset, 17) + 1)
     missing = {name: [v for v in every if not registered("aten::" + name, v)] for name in symbolics}
-    return _symbolic_registry.register(torch, {name: (symbolics[name], versions) for name, versions in missing.items()})
+    chosen = {name: (symbolics[name], versions) for name, versions in missing.items()}
+    chosen.update({name: (symbolic, every) for name, symbolic in instead.items() if own[name] is not None})
+    return _symbolic_registry.register(torch, chosen)

@@ -20,6 +20,7 @@ then on Vulkan within 1e-5 of the CPU's (lavapipe in CI; skipped, saying so, wit
 - frac, atan2, logaddexp, logaddexp2, sinc, signbit, addcdiv, nansum, trace, fftshift, ifftshift, slice_scatter,
   select_scatter, diagonal_scatter, F.multi_margin_loss (python/tightfit/_pointwise_symbolics.py) and
   F.avg_pool2d's divisor_override, which torch has no symbolic for or (2.x) exported without the divisor;
+  index_fill and index_copy by known indices (torch scattered to positions computed from Shape);
 - linear algebra on small matrices (python/tightfit/_linalg_symbolics.py: LU with partial pivoting, Cholesky
   and substitution, unrolled): det, slogdet, logdet, linalg.solve, inverse, cholesky, solve_triangular,
   cholesky_solve (torch writes Det or nothing);
@@ -327,7 +328,8 @@ class Placements(torch.nn.Module):
     """Each placement of _pointwise_symbolics in a term of one loss: trace of a weight, fftshift and ifftshift
     (one axis, two, and every axis of an odd size), slice_scatter (steps 1 and 3), select_scatter from the end,
     diagonal_scatter (offsets 1, -1 and 0 across transposed axes), F.multi_margin_loss (p 1 and 2, class
-    weights, each reduction) and F.avg_pool2d with divisor_override (padded too), each weighed by position.
+    weights, each reduction), F.avg_pool2d with divisor_override (padded too), index_fill (a number, a value
+    of data) and index_copy by known indices, each weighed by position.
     Under 1.13 without slice_scatter (its eager op refuses a step of 1 there)."""
 
     def __init__(self, scatter_slices):
@@ -348,7 +350,9 @@ class Placements(torch.nn.Module):
                  F.multi_margin_loss(h, labels, p=2, margin=0.5, weight=torch.arange(1.0, 9.0)).reshape(1, 1),
                  F.multi_margin_loss(h, labels, reduction="sum").reshape(1, 1),
                  F.avg_pool2d(grid.unsqueeze(1), 2, divisor_override=3).flatten(1),
-                 F.avg_pool2d(grid.unsqueeze(1), 3, stride=1, padding=1, divisor_override=5).flatten(1)]
+                 F.avg_pool2d(grid.unsqueeze(1), 3, stride=1, padding=1, divisor_override=5).flatten(1),
+                 h.index_fill(1, torch.tensor([1, 3]), 0.5), grid.index_fill(2, torch.tensor([0]), h[0, 0]).flatten(1),
+                 h.index_copy(1, torch.tensor([1, 6]), h[:, 4:6] * 2)]
         if self.scatter_slices:
             terms += [torch.slice_scatter(h, h[:, :2] * 3, dim=1, start=4, end=6),
                       torch.slice_scatter(h, h[:, :3] * 2, dim=1, start=1, end=8, step=3)]
@@ -361,8 +365,9 @@ def placements():
                            {"x": torch.randn(batch, 8), "labels": torch.randint(0, 8, (batch,))})
 
 
-case("trace, fftshift, ifftshift, slice_scatter, select_scatter, diagonal_scatter, multi_margin_loss and avg_pool2d's "
-     "divisor_override (no symbolic in torch; 2.x's export left the divisor out) train as PyTorch's", placements)
+case("trace, fftshift, ifftshift, slice_scatter, select_scatter, diagonal_scatter, multi_margin_loss, avg_pool2d's "
+     "divisor_override (no symbolic in torch; 2.x's export left the divisor out), index_fill and index_copy (torch's "
+     "scatter by positions from Shape) train as PyTorch's", placements)
 
 
 class LinearAlgebra(torch.nn.Module):
