@@ -2,7 +2,8 @@
 and STFT, which _spectral_symbolics.py writes for PyTorch's Fourier transforms). The exporter loses the complex
 dtype (its shape inference calls the pairs float), so each symbolic here reads whether an input is complex
 from the traced node (g.original_node) and, where none is, applies the symbolic torch's exporter had for the
-op: abs (as ReduceL2 over the pair, which the importer differentiates as PyTorch's norm: 0 at z = 0), .real,
+op: abs (as ReduceL2 over the pair, which the importer differentiates as PyTorch's norm: 0 at z = 0), angle
+(atan2 of the parts), .real,
 .imag, view_as_real, view_as_complex, conj, torch.complex, torch.polar, exp, +, -, *, / of complex and real
 tensors or numbers (a vocoder's mag * (cos p + 1j sin p)), and the layout ops and reductions with their dims
 counted on the complex tensor (view, reshape, slice, select, flatten, unsqueeze, squeeze, transpose, permute,
@@ -10,12 +11,15 @@ size, sum, mean, cat, stack, F.pad: Meta's Llama rotary embeddings). Complex con
 (complex_numbers_as_pairs). `unsupported_uses` names every other op of a complex tensor after the export, from
 the module's own trace."""
 
+import math
+
+from . import _pointwise_symbolics
 from ._lib import TightfitError
 
 _COMPLEX = ("ComplexFloat", "ComplexDouble", "ComplexHalf")
 # the ops that read a complex tensor as pairs: these symbolics' and _spectral_symbolics.py's
 PAIR_READERS = {"aten::" + name for name in (
-    "abs", "real", "imag", "view_as_real", "conj", "_conj", "resolve_conj", "resolve_neg", "exp", "mul", "add", "sub", "div",
+    "abs", "angle", "real", "imag", "view_as_real", "conj", "_conj", "resolve_conj", "resolve_neg", "exp", "mul", "add", "sub", "div",
     "neg", "slice", "pad", "constant_pad_nd", "view", "reshape", "flatten", "unsqueeze", "squeeze", "transpose", "permute", "select",
     "size", "sum", "mean", "cat", "stack", "contiguous", "clone", "detach", "fft_fft", "fft_ifft", "fft_fftn", "fft_fft2", "fft_ifftn", "fft_ifft2", "fft_irfft", "istft")}
 
@@ -160,6 +164,13 @@ def register(torch, helper, symbolic_of, used):
         if g.opset >= 18:  # the axes became an input
             return g.op("ReduceL2", x, ints(g, [-1]), keepdims_i=0)
         return g.op("ReduceL2", x, axes_i=[-1], keepdims_i=0)
+
+    def angle(g, x):
+        """atan2(im, re) of a complex number; a real one's is pi below 0, else 0 (torch's)."""
+        if not complex_inputs(g)[0]:
+            zero = g.op("Mul", x, floats(g, 0.0))
+            return g.op("Where", g.op("Less", x, zero), g.op("Add", zero, floats(g, math.pi)), zero)
+        return _pointwise_symbolics.quadrant_atan(torch, g, part(g, x, 1), part(g, x, 0), torch.float32)
 
     def real(g, x):
         return part(g, x, 0) if complex_inputs(g)[0] else x
@@ -324,7 +335,7 @@ def register(torch, helper, symbolic_of, used):
         return g.op("Concat", *spread, axis_i=axis)
 
     symbolics = {"mul": mul, "div": div, "add": sum_like("add", "Add"), "sub": sum_like("sub", "Sub"), "exp": exp,
-                 "abs": absolute, "real": real, "imag": imag, "view_as_real": identity, "view_as_complex": identity,
+                 "abs": absolute, "angle": angle, "real": real, "imag": imag, "view_as_real": identity, "view_as_complex": identity,
                  "resolve_conj": identity, "resolve_neg": identity, "conj": conj, "_conj": conj, "complex": complex_of,
                  "polar": polar, "slice": layout("slice", slice_pairs), "view": layout("view", reshape_pairs),
                  "reshape": layout("reshape", reshape_pairs), "flatten": layout("flatten", flatten_pairs),
@@ -410,6 +421,6 @@ def refuse_unsupported_uses(torch, module, example_inputs):
     found = unsupported_uses(torch, module, example_inputs)
     if found:
         raise TightfitError("from_torch: these ops read complex tensors, which tightfit holds as [..., 2] real pairs "
-                            "for the Fourier transforms, abs, .real, .imag, view_as_real, conj, exp, +, -, *, / and "
+                            "for the Fourier transforms, abs, angle, .real, .imag, view_as_real, conj, exp, +, -, *, / and "
                             "the layout ops (view, reshape, slicing, select, flatten, unsqueeze, squeeze, transpose, "
                             "permute, size, sum, mean, cat, stack, pad) only: " + "; ".join(found), "unsupported")

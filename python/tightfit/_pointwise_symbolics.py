@@ -72,10 +72,7 @@ def register(torch, opset, helper, registered, symbolic_of):
         return g.op("Sub", x, trunc(g, x))
 
     def atan2(g, y, x):
-        angle = g.op("Atan", g.op("Div", y, x))
-        turned = g.op("Where", g.op("Less", y, const(g, y, 0.0)), g.op("Sub", angle, const(g, y, math.pi)),
-                      g.op("Add", angle, const(g, y, math.pi)))
-        return g.op("Where", g.op("Less", x, const(g, x, 0.0)), turned, angle)
+        return quadrant_atan(torch, g, y, x, float_type(y))
 
     def logaddexp(g, a, b):
         return g.op("Add", a, g.op("Softplus", g.op("Sub", b, a)))
@@ -261,3 +258,14 @@ def register(torch, opset, helper, registered, symbolic_of):
     chosen = {name: (symbolics[name], versions) for name, versions in missing.items()}
     chosen.update({name: (symbolic, every) for name, symbolic in instead.items() if own[name] is not None})
     return _symbolic_registry.register(torch, chosen)
+
+
+def quadrant_atan(torch, g, y, x, dtype):
+    """atan2(y, x) of `dtype` values: atan(y / x) turned by pi into x < 0's quadrants (torch 2.x's symbolic);
+    torch.atan2's and a complex number's angle."""
+    def const(value):
+        return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
+    angle = g.op("Atan", g.op("Div", y, x))
+    turned = g.op("Where", g.op("Less", y, const(0.0)), g.op("Sub", angle, const(math.pi)),
+                  g.op("Add", angle, const(math.pi)))
+    return g.op("Where", g.op("Less", x, const(0.0)), turned, angle)

@@ -153,6 +153,30 @@ def fft_family():
     return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
 
 
+class Phases(torch.nn.Module):
+    """A phase-aware feature: torch.angle of an rfft (all four quadrants), its cos and sin beside the magnitude, and
+    torch.angle of a real tensor (pi below 0, else 0) as a sign feature; then a Linear and an MSE."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(12, 12), torch.nn.Linear(7 * 3 + 12, 3)
+
+    def forward(self, x, target):
+        h = self.a(x)
+        spectrum = torch.fft.rfft(h)
+        phase = torch.angle(spectrum)
+        parts = [phase, torch.cos(phase) * spectrum.abs(), torch.sin(phase), torch.angle(h) * h]
+        return F.mse_loss(self.b(torch.cat(parts, 1)), target)
+
+
+def phases():
+    torch.manual_seed(8)
+    model = Phases()
+    x, target = torch.randn(batch, 12), torch.randn(batch, 3)
+    graph = tightfit.from_torch(model, (x, target), loss="output", input_names=["x", "target"])
+    return own_loss_everywhere(graph, model, {"x": x, "target": target}, 4, {"N": batch})
+
+
 class FourierMixing(torch.nn.Module):
     """FNet's token mixing, fftn(x, dim=(1, 2)).real, in a residual block with LayerNorm."""
 
@@ -337,6 +361,7 @@ case("a log-mel front end (torch.stft(return_complex=False), normalized, Hamming
      "classifier as PyTorch's", mel_front_end)
 case("torch.fft's rfft (ortho), fft with n longer and shorter than the axis, ifft of fft (forward), fft2 and rfftn "
      "with s, read by abs, .real, .imag and view_as_real, train as PyTorch's", fft_family)
+case("torch.angle of a spectrum (its phase, cos and sin) and of a real tensor trains as PyTorch's", phases)
 case("FNet's token mixing, fftn(x, dim=(1, 2)).real, trains as PyTorch's", fourier_mixing)
 case("Vocos' head (exp(mag) * (cos p + 1j sin p), torch.istft centred) trains as PyTorch's", vocos_head)
 case("complex arithmetic (torch.complex, torch.polar, exp(1j x), *, /, +, - of complex and real values, conj; "
