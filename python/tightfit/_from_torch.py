@@ -533,6 +533,20 @@ def _exporter(*names):
     return found
 
 
+def _load_every_opset():
+    """Imports each of the exporter's symbolic_opsetN modules, which register torch's symbolics as they load:
+    2.x loads those of opset 10 and up only when an export starts, so the symbolics registered (or looked up
+    to call) before it would miss them (opset 14's batch_norm, 16's scatter_add)."""
+    import importlib
+    for version in range(7, 21):
+        for module in ("torch.onnx._internal.torchscript_exporter.", "torch.onnx."):
+            try:
+                importlib.import_module(f"{module}symbolic_opset{version}")
+                break
+            except ImportError:
+                continue
+
+
 def _registry():
     """The TorchScript exporter's symbolic registry (its module moved in 2.x), or None."""
     import importlib
@@ -859,6 +873,7 @@ def _export_parameters_as_they_are(torch, module, example_inputs, onnx_path, nam
     module.training = True  # the top level only: read by the deduplication, by no layer
     try:
         opset = kwargs.get("opset_version", 17)
+        _load_every_opset()
         for patch in (_detach_as_stop_gradient, _repeat_interleave_as_expand, _circular_pad_as_torch,
                       _embedding_bags_as_lookups, _torchaudio_deltas_as_slices,
                       _frobenius_norm_as_l2, _zero_as_zeros_like):

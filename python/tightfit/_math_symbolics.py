@@ -336,12 +336,34 @@ def register(torch, opset, helper, registered, symbolic_of):
         divisor = float(helper._get_const(divisor_override, "i", "divisor_override"))
         return g.op("Mul", counted, const(g, x, window[0] * window[-1] / divisor))
 
+    def batch_norm(g, x, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+        """BatchNorm without running statistics (track_running_stats=False, F.batch_norm(x, None, None)): the
+        batch's mean and biased variance over every axis but the channel's, in training and in eval alike
+        (torch's symbolic needs a fixed batch size for it)."""
+        if not (running_mean is None or helper._is_none(running_mean)):
+            return own["batch_norm"](g, x, weight, bias, running_mean, running_var, training, momentum, eps,
+                                     cudnn_enabled)
+        rank = helper._get_tensor_rank(x)
+        if rank is None or rank < 2:
+            raise TightfitError("from_torch: BatchNorm without running statistics of a tensor of unknown rank")
+        axes = [0] + list(range(2, rank))
+        centred = g.op("Sub", x, reduced(g, "ReduceMean", x, axes, True))
+        variance = reduced(g, "ReduceMean", g.op("Mul", centred, centred), axes, True)
+        epsilon = float(helper._get_const(eps, "f", "eps"))
+        y = g.op("Div", centred, g.op("Sqrt", g.op("Add", variance, const(g, x, epsilon))))
+        per_channel = [-1] + [1] * (rank - 2)  # a [C] parameter against [N, C, ...]
+        if not (weight is None or helper._is_none(weight)):
+            y = g.op("Mul", y, g.op("Reshape", weight, ints(g, per_channel)))
+        if not (bias is None or helper._is_none(bias)):
+            y = g.op("Add", y, g.op("Reshape", bias, ints(g, per_channel)))
+        return y
+
     # torch's own runs where these do not apply (they call it)
     replaced = {"diagonal": diagonal, "adaptive_avg_pool1d": adaptive("adaptive_avg_pool1d", False),
                 "adaptive_avg_pool2d": adaptive("adaptive_avg_pool2d", False),
                 "adaptive_max_pool1d": adaptive("adaptive_max_pool1d", True),
                 "adaptive_max_pool2d": adaptive("adaptive_max_pool2d", True), "threshold": threshold,
-                "unsafe_chunk": unsafe_chunk, "avg_pool2d": avg_pool2d}
+                "unsafe_chunk": unsafe_chunk, "avg_pool2d": avg_pool2d, "batch_norm": batch_norm}
     own = {name: symbolic_of("aten::" + name, opset) for name in replaced}
     # in place of torch's, whatever it has
     instead = {"cdist": cdist}

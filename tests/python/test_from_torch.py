@@ -378,6 +378,31 @@ case("a BatchNorm CNN in training mode trains with batch statistics as PyTorch's
      batch_statistics)
 
 
+# BatchNorm without running statistics (track_running_stats=False; F.batch_norm(x, None, None, training=True)):
+# batch statistics in training and in eval mode alike. torch's symbolic asserted a fixed batch size for it.
+def untracked_batch_norm():
+    results = []
+    for training in (True, False):
+        torch.manual_seed(13)
+        model = torch.nn.Sequential(torch.nn.Conv2d(2, 6, 3, padding=1, bias=False),
+                                    torch.nn.BatchNorm2d(6, track_running_stats=False), torch.nn.ReLU(),
+                                    torch.nn.Flatten(), torch.nn.Linear(6 * 5 * 5, 12, bias=False),
+                                    torch.nn.BatchNorm1d(12, affine=False, track_running_stats=False),
+                                    torch.nn.Linear(12, 5))
+        model.train(training)
+        xs, ys = torch.randn(batch, 2, 5, 5), torch.randint(0, 5, (batch,))
+        graph = tightfit.from_torch(model, (xs,), loss="cross_entropy")
+        losses, expected, worst = adamw_both(graph, model, xs, ys, 5)
+        results.append((training, losses, expected, worst))
+    seen = "; ".join(f"{'training' if t else 'eval'} mode: 5 AdamW steps {l[0]:.6f} -> {l[-1]:.6f} (PyTorch "
+                     f"{e[-1]:.6f}), worst relative difference {w:.1e}" for t, l, e, w in results)
+    return (None if all(w <= 1e-5 for *_, w in results) else "the losses differ from PyTorch's"), seen
+
+
+case("BatchNorm with track_running_stats=False normalises by the batch in training and eval mode, as PyTorch's",
+     untracked_batch_norm)
+
+
 # Under gradient accumulation each micro-batch updates the running statistics, as PyTorch's forward
 # calls do when a step accumulates over micro-batches; recompute (checkpoints) recomputes the
 # batch_norm nodes without updating them a second time: the same statistics bit for bit. A
