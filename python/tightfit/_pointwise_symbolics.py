@@ -11,7 +11,8 @@ backward does:
   one-hot product for a diagonal, where a mask known when exporting says; the input elsewhere);
 - Tensor.index_fill and index_copy by an index known when exporting, in place of torch's (which scatters to
   positions it computes from Shape: data the importer refuses);
-- F.multi_margin_loss (p 1 or 2, a margin, class weights, each reduction).
+- F.multi_margin_loss (p 1 or 2, a margin, class weights, each reduction);
+- F.fold (col2im: ONNX's Col2Im came at opset 18) as a transposed convolution by a one-hot kernel.
 
 Sizes along the axes these place or roll must be known when exporting; a TightfitError says so otherwise.
 """
@@ -214,6 +215,37 @@ def register(torch, opset, helper, registered, symbolic_of):
             return helper._squeeze_helper(g, per_row, [0]) if rank == 1 else per_row
         return reduced(g, "ReduceMean" if how == 1 else "ReduceSum", per_row, [0], False)
 
+    def col2im(g, x, output_size, kernel_size, dilation, padding, stride):
+        """F.fold (x [N, C kh kw, L] summed into [N, C, H, W]) as the transposed convolution of each channel's
+        patches ([N C, kh kw, Lh, Lw]) by a one-hot kernel: each patch element added where unfold took it; then
+        zeros after the last block's reach, and the padding cut (ONNX's Col2Im came at opset 18; the importer has
+        no Col2Im). H and W may be traced from shapes (VOLO's x.shape): the block counts, the zeros and the cuts
+        are shape arithmetic, which the importer folds."""
+        (kh, kw), (dh, dw), (ph, pw), (sh, sw) = [helper._get_const(v, "is", what) for v, what in (
+            (kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride"))]
+        if helper._is_packed_list(output_size):
+            sizes = [g.op("Reshape", v, ints(g, [1])) for v in helper._unpack_list(output_size)]
+        else:
+            sizes = [ints(g, [int(v)]) for v in helper._get_const(output_size, "is", "output_size")]
+        blocks, rests = [], []
+        for size, pad, dil, k, step in zip(sizes, (ph, pw), (dh, dw), (kh, kw), (sh, sw)):
+            span = g.op("Add", size, ints(g, [2 * pad - dil * (k - 1) - 1]))  # (blocks - 1) step + rest
+            whole = g.op("Div", span, ints(g, [step]))
+            blocks.append(g.op("Add", whole, ints(g, [1])))
+            rests.append(g.op("Sub", span, g.op("Mul", whole, ints(g, [step]))))
+        kernel = torch.zeros(kh * kw, 1, kh, kw, dtype=float_type(x))
+        for i in range(kh):
+            for j in range(kw):
+                kernel[i * kw + j, 0, i, j] = 1.0
+        planes = g.op("Reshape", x, g.op("Concat", ints(g, [-1, kh * kw]), *blocks, axis_i=0))  # [N C, kh kw, ..]
+        full = g.op("ConvTranspose", planes, g.op("Constant", value_t=kernel), kernel_shape_i=[kh, kw],
+                    strides_i=[sh, sw], dilations_i=[dh, dw])  # [N C, 1, H + 2 p - rest, ...]
+        padded = g.op("Pad", full, g.op("Concat", ints(g, [0] * 6), *rests, axis_i=0))  # [N C, 1, H + 2 p, ...]
+        ends = [g.op("Add", size, ints(g, [pad])) for size, pad in zip(sizes, (ph, pw))]
+        cut = g.op("Slice", padded, ints(g, [ph, pw]), g.op("Concat", *ends, axis_i=0), ints(g, [2, 3]))
+        batch = g.op("Slice", g.op("Shape", x), ints(g, [0]), ints(g, [1]), ints(g, [0]))
+        return g.op("Reshape", cut, g.op("Concat", batch, ints(g, [-1]), *sizes, axis_i=0))  # [N, C, H, W]
+
     def known_index(index):
         """The constant index tensor's values, or None where it is computed."""
         value = helper._maybe_get_const(index, "is")
@@ -252,7 +284,7 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "signbit": signbit, "addcdiv": addcdiv, "nansum": nansum, "trace": trace,
                  "fft_fftshift": shift(False), "fft_ifftshift": shift(True), "slice_scatter": slice_scatter,
                  "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
-                 "multi_margin_loss": multi_margin_loss}
+                 "multi_margin_loss": multi_margin_loss, "col2im": col2im}
     every = range(9, max(opset, 17) + 1)
     missing = {name: [v for v in every if not registered("aten::" + name, v)] for name in symbolics}
     chosen = {name: (symbolics[name], versions) for name, versions in missing.items()}

@@ -649,6 +649,37 @@ case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold (negativ
      "PyTorch's", unfolded)
 
 
+# F.fold / nn.Fold (col2im: VOLO's outlook attention, overlap-add of patches): unfold's adjoint, each patch
+# element added where unfold took it; its output size from the traced shape (VOLO's x.shape) or fixed, with
+# stride, padding and dilation, and sizes the blocks do not reach to the end (zeros there).
+class Folded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 2, 1)
+        self.head = torch.nn.Linear(2 * 36 + 2 * 4 * 5 + 2 * 5 * 5 + 2 * 36, 5)
+
+    def forward(self, x):  # x [N, 2, 6, 6]
+        h = torch.tanh(self.conv(x))
+        height, width = h.shape[2:]
+        windows = F.unfold(h, kernel_size=3, padding=1, stride=2) * 2  # [N, 18, 9]
+        back = F.fold(windows, output_size=(height, width), kernel_size=3, padding=1, stride=2)  # overlap-add
+        strided = F.fold(windows[:, :8], output_size=(4, 5), kernel_size=2, stride=2, padding=1)  # [N, 2, 4, 5]
+        dilated = F.fold(F.unfold(h, kernel_size=2)[:, :, :6], output_size=(5, 5), kernel_size=2,
+                         dilation=(2, 1), stride=(1, 2))  # [N, 2, 5, 5]: its last column reached by no block
+        unit = torch.nn.Fold(output_size=(6, 6), kernel_size=1)(h.flatten(2))  # [N, 2, 6, 6]
+        parts = [back, strided, dilated, unit]
+        return self.head(torch.cat([p.flatten(1) for p in parts], 1))
+
+
+def folded():
+    torch.manual_seed(47)
+    return beside_torch(Folded(), torch.randn(batch, 2, 6, 6), torch.randint(0, 5, (batch,)), [])[:2]
+
+
+case("F.fold and nn.Fold (overlap-add; an output size traced from the shape; stride, padding, dilation) train as "
+     "PyTorch's", folded)
+
+
 # F.grid_sample (ONNX's GridSample: a spatial transformer's warp): a localisation head predicts an affine
 # transform per sample, its grid the base grid times it (F.affine_grid's arithmetic, written out), and the image
 # is sampled four ways; the weights of the localisation head train through the grid (the bilinear weights'
