@@ -726,10 +726,27 @@ def _unfold_negative_dimension(torch, opset):
     negative dimension is one axis off: x.unfold(-1, 8, 4) of [N, T] came out [N, 8, windows] where
     PyTorch gives [N, windows, 8] (PatchTST's patches, audio framing), and onnxruntime refuses or runs
     the wrong file. The export makes the dimension non-negative (the input's rank known) before torch's
-    own symbolic. Returns the function that puts torch's symbolics back."""
+    own symbolic, or gathers the windows itself where torch's refuses an axis whose size it lost. Returns the
+    function that puts torch's symbolics back."""
     helper, = _exporter("symbolic_helper")
     versions = [v for v in (9, 12) if _symbolic_of("aten::unfold", v) is not None]
     owns = {v: _symbolic_of("aten::unfold", v) for v in versions}
+
+    def ints(g, values):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+    def gathered_windows(g, x, axis, rank, size, step):
+        """x's windows along `axis` whose size the exporter lost (torch's symbolic refuses them: HaloNet's
+        blocks): a Gather by the table start + j of the (n - size) // step + 1 starts, n read from Shape
+        (the importer folds it), its window axis moved last."""
+        n = g.op("Gather", g.op("Shape", x), ints(g, [axis]), axis_i=0)
+        count = g.op("Add", g.op("Div", g.op("Sub", n, ints(g, [size])), ints(g, [step])), ints(g, [1]))
+        limit = g.op("Reshape", g.op("Mul", count, ints(g, [step])), ints(g, []))
+        starts = g.op("Range", ints(g, 0), limit, ints(g, step))
+        table = g.op("Add", g.op("Unsqueeze", starts, ints(g, [1])), ints(g, [list(range(size))]))
+        windows = g.op("Gather", x, table, axis_i=axis)  # x[:axis] + [count, size] + x[axis + 1:]
+        moved = list(range(axis + 1)) + list(range(axis + 2, rank + 1)) + [axis + 1]
+        return g.op("Transpose", windows, perm_i=moved)
 
     def unfold(g, x, dimension, size, step):
         own = owns[max(v for v in versions if v <= g.opset)]
@@ -739,7 +756,11 @@ def _unfold_negative_dimension(torch, opset):
         if isinstance(axis, int) and axis < 0:
             if rank is None:
                 raise TightfitError(f"from_torch: Tensor.unfold({axis}, ...) of a tensor of unknown rank")
-            dimension = axis + rank
+            dimension = axis = axis + rank
+        if isinstance(axis, int) and rank is not None and g.opset >= 11 and \
+                helper._get_tensor_dim_size(x, axis) is None:
+            return gathered_windows(g, x, axis, rank, helper._get_const(size, "i", "size"),
+                                    helper._get_const(step, "i", "step"))
         return own(g, x, dimension, size, step)
 
     return _register_symbolic(torch, "aten::unfold", unfold, versions)

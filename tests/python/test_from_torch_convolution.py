@@ -620,12 +620,12 @@ case("standardised weights (F.batch_norm without running statistics), cumsum alo
 # nn.Unfold / F.unfold (im2col: HaloNet's, VOLO's and research code's patches): PyTorch gathers each window's
 # rows and columns by known index tables, over a batch of symbolic size: runs of consecutive indices
 # become slices, concatenated (overlapping windows' gradients add); and Tensor.unfold's patches, along
-# positive and negative dimensions.
+# positive and negative dimensions, and along an axis whose size the exporter lost.
 class Unfolded(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(2, 2, 1)
-        self.head = torch.nn.Linear(18 * 9 + 2 * 2 * 6 * 4 + 2 * 6 * 2 * 3 * 3, 5)
+        self.head = torch.nn.Linear(18 * 9 + 2 * 2 * 6 * 4 + 2 * 6 * 2 * 3 * 3 + 3 * 6 * 4, 5)
 
     def forward(self, x):  # x [N, 2, 6, 6]
         h = torch.tanh(self.conv(x))
@@ -636,7 +636,9 @@ class Unfolded(torch.nn.Module):
         # axis off
         frames = h.unfold(-1, 3, 2)  # [N, 2, 6, 2, 3]
         rows = h.unfold(-2, 3, 2).transpose(-2, -3)  # [N, 2, 6, 2, 3]
-        parts = [windows, dilated, patches, frames, rows]
+        # an axis whose size the exporter lost (a reshape by traced sizes: HaloNet's blocks; torch refuses it)
+        lost = h.reshape(h.shape[0], h.shape[1] * h.shape[2], -1).unfold(1, 4, 3)  # [N, 3, 6, 4]
+        parts = [windows, dilated, patches, frames, rows, lost]
         return self.head(torch.cat([p.flatten(1) for p in parts], 1))
 
 
@@ -645,7 +647,7 @@ def unfolded():
     return beside_torch(Unfolded(), torch.randn(batch, 2, 6, 6), torch.randint(0, 5, (batch,)), ["concat"])[:2]
 
 
-case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold (negative dimensions too) train as "
+case("F.unfold (overlapping, padded, dilated windows) and Tensor.unfold (negative dimensions, a lost size) train as "
      "PyTorch's", unfolded)
 
 
