@@ -584,8 +584,8 @@ case("Conv3d, ConvTranspose3d, MaxPool3d and AvgPool3d train as PyTorch's", volu
 
 
 # Three of timm's spellings: weights standardised by F.batch_norm(w, None, None, training=True) before
-# each convolution (BiT's StdConv2d, NFNets' ScaledStdConv2d: PyTorch exports the batch's own mean and
-# variance as BatchNormalization's statistics inputs), a running sum along an axis other than the last
+# each convolution (BiT's StdConv2d, NFNets' ScaledStdConv2d: from_torch writes the batch's own mean and
+# biased variance, as for any BatchNorm without running statistics), a running sum along an axis other than the last
 # (EdgeNeXt's Fourier positions: ones.cumsum(1)), and a parameter repeated by a count computed from the
 # batch size (GCViT's q_global.repeat_interleave(B // b, 0): PyTorch 2.x writes it with a OneHot of known
 # values, which the import folds).
