@@ -127,7 +127,9 @@ def _tolerance(torch, module, example_inputs, patches, reference, dtype):
     import numpy as np
     scale = max(1.0, float(np.max(np.abs(reference))) if reference.size else 1.0)
     exact = _float64_output(torch, module, example_inputs, patches)
-    if exact is None or exact.shape != reference.shape:
+    finite = np.isfinite(reference)
+    if exact is None or exact.shape != reference.shape or not np.all(np.isfinite(exact[finite])):
+        # (CANINE's float64 forward gives NaN where its float32 one is finite: no measure of its rounding)
         return TOLERANCE[dtype] * scale, f"{TOLERANCE[dtype]:g} x {scale:.3g} (the module does not run in float64)"
     noise = float(np.nanmax(np.abs(reference.astype(np.float64) - exact))) if reference.size else 0.0
     allowed = max(NOISE_FACTOR * noise, FLOOR * scale)
