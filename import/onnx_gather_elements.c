@@ -87,10 +87,15 @@ static tf_status row_ids(ox_import *im, const ox_node *node, const ox_known *ind
 /* By indices computed at run time (torch.gather(x, dim, labels[:, None]), a top-k's positions): with
  * the axis last (onnx_indices.c), y[..., k] = sum over a of x[..., a] one_hot[..., k, a], the poison
  * added (an index outside [-A, A) gives +inf), moved back. The gradient to x is the one-hot's
- * scatter-add; the indices' axes other than `axis` must be the data's. */
+ * scatter-add; the indices' axes other than `axis` must be the data's. Integer data (token ids: mBART's
+ * shift_tokens_right gathers each row's last non-padding token) is gathered in f32 between casts, exact
+ * below 2^24 in magnitude. */
 static tf_status gather_elements_computed(ox_import *im, const ox_node *node, tf_tensor_id data) {
   tf_tensor_id ids;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 1, &ids));
+  const tf_dtype dtype = ox_dtype_of(im, data);
+  if (ox_is_integer_dtype(dtype))
+    data = tf_cast(im->graph, data, TF_F32);
   ox_along a;
   TF_RETURN_IF_ERROR(ox_along_last(im, node, data, ids, ox_attr_int(node, "axis", 0), &a));
   tf_dim rows[TF_MAX_RANK];
@@ -103,7 +108,8 @@ static tf_status gather_elements_computed(ox_import *im, const ox_node *node, tf
   int32_t last = a.rank;
   tf_tensor_id y = tf_reduce(g, TF_OP_SUM, tf_mul(g, x, a.one_hot), &last, 1, false);
   y = tf_add(g, y, ox_dtype_of(im, y) == TF_F32 ? a.poison : tf_cast(g, a.poison, ox_dtype_of(im, y)));
-  return ox_set_tensor(im, node, 0, ox_along_back(im, &a, y));
+  y = ox_along_back(im, &a, y);
+  return ox_set_tensor(im, node, 0, ox_is_integer_dtype(dtype) ? tf_cast(g, y, dtype) : y);
 }
 
 tf_status ox_convert_gather_elements(ox_import *im, const ox_node *node) {

@@ -921,12 +921,29 @@ def speecht5_tts_own_loss():
                                  {"input_ids": torch.randint(3, 64, (BATCH, 10)), "labels": labels})
 
 
+def mbart_own_loss():
+    """MBartForConditionalGeneration(labels=...): its decoder's input is the labels shifted right with each row's
+    last non-padding token (its language id) moved first, gathered by an index computed from the padding mask
+    (GatherElements of int64 token ids by computed indices: refused before)."""
+    torch.manual_seed(81)
+    config = transformers.MBartConfig(encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                      decoder_attention_heads=2, d_model=32, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                      vocab_size=64, max_position_embeddings=16, dropout=0.0, attention_dropout=0.0,
+                                      activation_dropout=0.0, pad_token_id=1, init_std=0.05)
+    ids, labels = torch.randint(3, 64, (BATCH, 10)), torch.randint(3, 64, (BATCH, 8))
+    labels[0, 6:], labels[2, 7:] = 1, 1  # padded targets: each row's last token before them is gathered
+    return own_loss_beside_torch(transformers.MBartForConditionalGeneration(config),
+                                 {"input_ids": ids, "labels": labels})
+
+
 case("transformers GPT2LMHeadModel given its labels: its own loss (shifted, ignore_index -100, 3,000 classes) "
      "trains as PyTorch's", gpt2_own_loss)
 case("transformers BertForQuestionAnswering given its start and end positions: positions clamped to T (integer "
      "data), cross-entropy whose ignore_index is start_logits.size(1), trains as PyTorch's", bert_qa_own_loss)
 case("transformers GPT2ForSequenceClassification given its labels: the last token before the padding by an argmax "
      "of integer data, its own cross-entropy, trains as PyTorch's", gpt2_classifier_own_loss)
+case("transformers MBartForConditionalGeneration given its labels: shift_tokens_right's gather of each row's last "
+     "token by a computed index (int64 data), its own cross-entropy, trains as PyTorch's", mbart_own_loss)
 case("transformers SpeechT5ForTextToSpeech given its spectrogram labels: its own L1 and stop-token loss over the "
      "unpadded frames, its prenet's bernoulli mask, trains as PyTorch's", speecht5_tts_own_loss)
 finish("from_torch_transformers")
