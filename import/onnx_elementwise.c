@@ -23,8 +23,8 @@
  *                       (dim + rank) % rank): tightfit has no remainder op for data
  *
  * A composite's operands must be float data (f32, f16, bf16); anything else is refused naming the node.
- * Add, Sub and Mul of i32/i64 data compute in f32 between casts (integer_binary), and so do Max and Min
- * of i32, i64 or u8 data (extremum). */
+ * Add, Sub and Mul of i32/i64 data compute in f32 between casts (integer_binary), and so do Neg, Abs and
+ * Relu of it (unary), and Max and Min of i32, i64 or u8 data (extremum). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -159,6 +159,13 @@ static tf_status unary(ox_import *im, const ox_node *node, tf_op op) {
     return fold_unary(im, node, op, known);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
+  const tf_dtype dtype = ox_dtype_of(im, x);
+  if (is_integer(dtype) && (op == TF_OP_NEG || op == TF_OP_ABS || op == TF_OP_RELU)) {
+    /* of integer data (LongT5's relative positions to its global blocks, computed from the mask): in f32
+     * between casts, exact below 2^24 in magnitude, as Add's (integer_binary) */
+    tf_graph *g = im->graph;
+    return ox_set_tensor(im, node, 0, tf_cast(g, tf_unary(g, op, tf_cast(g, x, TF_F32)), dtype));
+  }
   return ox_set_tensor(im, node, 0, tf_unary(im->graph, op, x));
 }
 

@@ -936,6 +936,20 @@ def mbart_own_loss():
                                  {"input_ids": ids, "labels": labels})
 
 
+def longt5_tglobal_own_loss():
+    """LongT5ForConditionalGeneration with transient-global attention (labels=...): each token's block and its
+    relative position to every global block computed from the attention mask at run time (Abs, Neg and
+    comparisons of int64 data: Abs was refused), then T5's buckets of them."""
+    torch.manual_seed(82)
+    config = transformers.LongT5Config(num_layers=1, num_decoder_layers=1, num_heads=2, d_model=32, d_kv=16, d_ff=64,
+                                       vocab_size=64, dropout_rate=0.0, local_radius=2,
+                                       encoder_attention_type="transient-global", global_block_size=4,
+                                       decoder_start_token_id=0, pad_token_id=0)
+    ids, labels = torch.randint(3, 64, (BATCH, 12)), torch.randint(3, 64, (BATCH, 8))
+    return own_loss_beside_torch(transformers.LongT5ForConditionalGeneration(config),
+                                 {"input_ids": ids, "labels": labels})
+
+
 case("transformers GPT2LMHeadModel given its labels: its own loss (shifted, ignore_index -100, 3,000 classes) "
      "trains as PyTorch's", gpt2_own_loss)
 case("transformers BertForQuestionAnswering given its start and end positions: positions clamped to T (integer "
@@ -944,6 +958,8 @@ case("transformers GPT2ForSequenceClassification given its labels: the last toke
      "of integer data, its own cross-entropy, trains as PyTorch's", gpt2_classifier_own_loss)
 case("transformers MBartForConditionalGeneration given its labels: shift_tokens_right's gather of each row's last "
      "token by a computed index (int64 data), its own cross-entropy, trains as PyTorch's", mbart_own_loss)
+case("transformers LongT5ForConditionalGeneration (transient-global attention: block positions from the mask, "
+     "int64 data) given its labels trains as PyTorch's", longt5_tglobal_own_loss)
 case("transformers SpeechT5ForTextToSpeech given its spectrogram labels: its own L1 and stop-token loss over the "
      "unpadded frames, its prenet's bernoulli mask, trains as PyTorch's", speecht5_tts_own_loss)
 finish("from_torch_transformers")
