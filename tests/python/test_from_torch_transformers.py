@@ -936,6 +936,21 @@ def mbart_own_loss():
                                  {"input_ids": ids, "labels": labels})
 
 
+def perceiver_own_loss():
+    """PerceiverForMaskedLM(labels=...): latents cross-attend to the tokens, then its decoder's queries (of the
+    decoder's own width) attend to the latents (values of another width): the matched attention written out, as
+    the fused op takes one width (refused before)."""
+    torch.manual_seed(83)
+    config = transformers.PerceiverConfig(num_latents=8, d_latents=32, d_model=32, num_blocks=1,
+                                          num_self_attends_per_block=1, num_self_attention_heads=2,
+                                          num_cross_attention_heads=2, vocab_size=64, max_position_embeddings=12,
+                                          attention_probs_dropout_prob=0.0, initializer_range=0.1)
+    ids = torch.randint(3, 64, (BATCH, 12))
+    labels = ids.clone()
+    labels[:, 8:] = -100
+    return own_loss_beside_torch(transformers.PerceiverForMaskedLM(config), {"input_ids": ids, "labels": labels})
+
+
 def longt5_tglobal_own_loss():
     """LongT5ForConditionalGeneration with transient-global attention (labels=...): each token's block and its
     relative position to every global block computed from the attention mask at run time (Abs, Neg and
@@ -958,6 +973,8 @@ case("transformers GPT2ForSequenceClassification given its labels: the last toke
      "of integer data, its own cross-entropy, trains as PyTorch's", gpt2_classifier_own_loss)
 case("transformers MBartForConditionalGeneration given its labels: shift_tokens_right's gather of each row's last "
      "token by a computed index (int64 data), its own cross-entropy, trains as PyTorch's", mbart_own_loss)
+case("transformers PerceiverForMaskedLM given its labels (cross-attention to latents and back, values of another "
+     "width than the queries) trains as PyTorch's", perceiver_own_loss)
 case("transformers LongT5ForConditionalGeneration (transient-global attention: block positions from the mask, "
      "int64 data) given its labels trains as PyTorch's", longt5_tglobal_own_loss)
 case("transformers SpeechT5ForTextToSpeech given its spectrogram labels: its own L1 and stop-token loss over the "
