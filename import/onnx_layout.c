@@ -361,6 +361,36 @@ static bool slices_to_nothing(int32_t rank, tf_dim *dims, const int64_t *starts,
   return empty;
 }
 
+/* x[a S : b S] along an axis of F S elements, S a symbol (the first batch of a batch stacked F times:
+ * TimeSformer's embeddings[:batch_size] of [batch x frames, ...], SimCLR's z[N:] of cat([z1, z2])): x as
+ * [.., F, S, ..], rows [a, b) of the F, merged back to [.., (b - a) S, ..]. A start of 0 and an end past
+ * the axis are whole multiples too; only step 1. */
+static tf_status slice_by_symbol(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, tf_dim start,
+                                 tf_dim end, int64_t step, tf_tensor_id *y) {
+  int32_t rank;
+  tf_dim dims[TF_MAX_RANK + 1];
+  ox_tensor_dims(im, x, &rank, dims);
+  const tf_dim whole = dims[axis];
+  const int64_t a = start.symbol < 0 && start.size == 0 ? 0 : start.symbol == whole.symbol ? start.size : -1;
+  const int64_t b = end.symbol < 0 && end.size >= INT64_MAX / 2       ? whole.size
+                    : end.symbol == whole.symbol && whole.symbol >= 0 ? end.size
+                                                                      : -1;
+  if (whole.symbol < 0 || step != 1 || a < 0 || b < 0 || a >= b || b > whole.size || rank >= TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                   "a slice by a symbolic start or end along axis %" PRId32
+                   " other than whole multiples of its symbol, in steps of 1",
+                   axis);
+  memmove(dims + axis + 2, dims + axis + 1, sizeof(tf_dim) * (size_t)(rank - axis - 1));
+  dims[axis] = tf_fixed(whole.size);
+  dims[axis + 1] = (tf_dim){1, whole.symbol};
+  tf_graph *g = im->graph;
+  const tf_tensor_id rows = tf_slice(g, tf_reshape(g, x, tf_shape_from(dims, rank + 1)), axis, a, b, 1);
+  memmove(dims + axis + 1, dims + axis + 2, sizeof(tf_dim) * (size_t)(rank - axis - 1));
+  dims[axis] = (tf_dim){b - a, whole.symbol};
+  *y = tf_reshape(g, rows, tf_shape_from(dims, rank));
+  return ox_graph_error(im, node);
+}
+
 tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const bool known = ox_foldable(im, node, 0) != NULL;
@@ -379,10 +409,18 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   }
   int64_t starts[TF_MAX_RANK], axes[TF_MAX_RANK], steps[TF_MAX_RANK];
   int32_t n_starts = 0, n_axes = -1, n_steps = -1;
-  const ox_known *ends;
+  const ox_known *ends, *start_dims;
   if (im->opset < 10)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "Slice before opset 10");
-  TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, starts, TF_MAX_RANK, &n_starts));
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &start_dims));
+  if (start_dims->is_float || start_dims->count > TF_MAX_RANK)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "starts must be at most %d integers", TF_MAX_RANK);
+  n_starts = (int32_t)start_dims->count;
+  bool fixed_starts = true;
+  for (int32_t i = 0; i < n_starts; i++) {
+    starts[i] = start_dims->ints[i].symbol < 0 ? start_dims->ints[i].size : 0; /* symbolic: by_symbol below */
+    fixed_starts = fixed_starts && start_dims->ints[i].symbol < 0;
+  }
   TF_RETURN_IF_ERROR(ox_known_of(im, node, 2, &ends));
   if (ox_input(node, 3))
     TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 3, axes, TF_MAX_RANK, &n_axes));
@@ -394,15 +432,15 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
   bool fixed_ends = true;
   for (int32_t i = 0; i < n_starts; i++)
     fixed_ends = fixed_ends && ends->ints[i].symbol < 0;
-  if (known && fixed_ends)
+  if (known && fixed_ends && fixed_starts)
     return fold_slice(im, node, starts, ends, n_axes >= 0 ? axes : NULL, n_steps >= 0 ? steps : NULL, n_starts);
   if (known_vector)
-    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end slicing a known value");
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic start or end slicing a known value");
   tf_dim sliced[TF_MAX_RANK];
   for (int32_t d = 0; d < rank && !known; d++)
     sliced[d] = dims[d];
-  if (!known && (slices_to_nothing(rank, sliced, starts, ends, n_axes >= 0 ? axes : NULL, n_steps >= 0 ? steps : NULL,
-                                   n_starts) ||
+  if (!known && ((fixed_starts && slices_to_nothing(rank, sliced, starts, ends, n_axes >= 0 ? axes : NULL,
+                                                    n_steps >= 0 ? steps : NULL, n_starts)) ||
                  empty)) /* (a value with no elements sliced has none either) */
     return ox_set_empty(im, node, 0, empty ? empty->dtype : ox_dtype_of(im, x), rank, sliced);
   if (x == TF_NO_TENSOR) { /* a known value sliced up to a symbolic end: as a tensor */
@@ -419,21 +457,19 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
     int64_t step = n_steps >= 0 ? steps[i] : 1;
     if (step == 0)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "step 0 on axis %" PRId64, axis);
+    const tf_dim start = start_dims->ints[i], end = ends->ints[i];
+    if (start.symbol >= 0 || (end.symbol >= 0 && (dims[axis].symbol != end.symbol || dims[axis].size != end.size))) {
+      TF_RETURN_IF_ERROR(slice_by_symbol(im, node, y, (int32_t)axis, start, end, step, &y));
+      continue;
+    }
     if (step < 0) { /* torch.flip: one-element slices, concatenated (onnx_axis_copies.c) */
       if (ends->ints[i].symbol >= 0)
         return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end with a negative step");
       TF_RETURN_IF_ERROR(ox_slice_backwards(im, node, y, (int32_t)axis, starts[i], ends->ints[i].size, step, &y));
       continue;
     }
-    tf_dim end = ends->ints[i];
-    int64_t end_value = end.size;
-    if (end.symbol >= 0) {
-      // A symbolic end is fine when it is the whole axis (x[:, :T] with T the axis' size).
-      if (dims[axis].symbol != end.symbol || dims[axis].size != end.size)
-        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "a symbolic end that is not the whole axis %" PRId64, axis);
-      end_value = INT64_MAX;
-    }
-    y = tf_slice(im->graph, y, (int32_t)axis, starts[i], end_value, step);
+    /* a symbolic end here is the whole axis (x[:, :T] with T the axis' size) */
+    y = tf_slice(im->graph, y, (int32_t)axis, starts[i], end.symbol >= 0 ? INT64_MAX : end.size, step);
   }
   return ox_set_tensor(im, node, 0, y);
 }
@@ -441,6 +477,47 @@ tf_status ox_convert_slice(ox_import *im, const ox_node *node) {
 /* Split (nanoGPT's and Hugging Face GPT-2's `qkv.split(width, dim=2)`): each output a slice of x
  * along `axis`; the sizes come from input 1 (opset 13+) or the `split` attribute (before), else the
  * axis is cut into as many equal parts as the node has outputs. */
+/* Split along a symbolic axis of F S elements into parts of whole multiples of S (z.split(n) of a batch
+ * stacked three times: [3 N] into N, N, N), each by slice_by_symbol; a part of size 0 has no elements. */
+static tf_status split_by_symbol(ox_import *im, const ox_node *node, tf_tensor_id x, int32_t axis, tf_dim whole,
+                                 int32_t parts) {
+  const ox_known *sizes;
+  if (im->opset < 13 || !ox_input(node, 1))
+    return ox_fail(im, node, TF_ERR_UNSUPPORTED, "equal parts of symbolic axis %" PRId32 " without split sizes", axis);
+  TF_RETURN_IF_ERROR(ox_known_of(im, node, 1, &sizes));
+  if (sizes->is_float || sizes->count != parts)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT, "%" PRId64 " split sizes for %" PRId32 " outputs", sizes->count,
+                   parts);
+  int64_t at = 0; /* in multiples of the symbol */
+  for (int32_t i = 0; i < parts; i++) {
+    const tf_dim size = sizes->ints[i];
+    if (size.symbol < 0 && size.size == 0) {
+      int32_t rank;
+      tf_dim dims[TF_MAX_RANK];
+      ox_tensor_dims(im, x, &rank, dims);
+      dims[axis] = tf_fixed(0);
+      TF_RETURN_IF_ERROR(ox_set_empty(im, node, i, ox_dtype_of(im, x), rank, dims));
+      continue;
+    }
+    if (size.symbol != whole.symbol)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "split size %" PRId32 " along symbolic axis %" PRId32
+                     " is not a whole multiple of its symbol (a size the trace froze: z.split(x.shape[0]) writes the "
+                     "batch as a number; z.chunk(k) or slices z[:n] follow it)",
+                     i, axis);
+    tf_tensor_id part;
+    const tf_dim start = at == 0 ? tf_fixed(0) : (tf_dim){at, whole.symbol};
+    TF_RETURN_IF_ERROR(slice_by_symbol(im, node, x, axis, start, (tf_dim){at + size.size, whole.symbol}, 1, &part));
+    TF_RETURN_IF_ERROR(ox_set_tensor(im, node, i, part));
+    at += size.size;
+  }
+  if (at != whole.size)
+    return ox_fail(im, node, TF_ERR_INVALID_INPUT,
+                   "split sizes summing to %" PRId64 " of symbolic axis %" PRId32 " of %" PRId64 " times its symbol",
+                   at, axis, whole.size);
+  return NULL;
+}
+
 tf_status ox_convert_split(ox_import *im, const ox_node *node) {
   TF_RETURN_IF_ERROR(ox_need_input(im, node, 0));
   const ox_known *known = ox_foldable(im, node, 0); /* folded (Funnel's repeat counts) */
@@ -465,13 +542,15 @@ tf_status ox_convert_split(ox_import *im, const ox_node *node) {
   const int32_t parts = (int32_t)node->proto->n_output;
   if (parts < 1 || parts > MAX_PARTS)
     return ox_fail(im, node, TF_ERR_UNSUPPORTED, "%" PRId32 " outputs (1 to %d)", parts, MAX_PARTS);
+  const bool fixed = dims[axis].symbol < 0;
+  if (!fixed && !known)
+    return split_by_symbol(im, node, x, (int32_t)axis, dims[axis], parts);
   int64_t sizes[MAX_PARTS];
   int32_t n = -1;
   if (im->opset >= 13 && ox_input(node, 1))
     TF_RETURN_IF_ERROR(ox_fixed_ints(im, node, 1, sizes, MAX_PARTS, &n));
   else if (im->opset < 13)
     n = ox_attr_ints(node, "split", sizes, MAX_PARTS);
-  const bool fixed = dims[axis].symbol < 0;
   if (n < 0) { /* equal parts */
     if (!fixed || dims[axis].size % parts != 0)
       return ox_fail(im, node, TF_ERR_UNSUPPORTED,

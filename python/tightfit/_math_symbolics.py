@@ -310,17 +310,39 @@ def register(torch, opset, helper, registered, symbolic_of):
     def unsafe_chunk(g, x, chunks, dim, _outputs=None):
         """x.chunk's split (an LSTMCell's gates, as the trace writes it) where the exporter lost the size of
         the axis (torch refuses it): the sizes computed from Shape, as torch's rule, ceil(size / chunks)
-        each and the rest last, for the traced number of outputs (the importer folds them)."""
+        each and the rest last, for the traced number of outputs (the importer folds them; along a symbolic
+        axis into parts of whole multiples of its symbol)."""
         rank = helper._get_tensor_rank(x)
         if _outputs is None or rank is None or opset < 13 or \
                 helper._get_tensor_dim_size(x, axis_of(dim, rank)) is not None:
             return own["unsafe_chunk"](g, x, chunks, dim, _outputs)
         n, axis = helper._get_const(chunks, "i", "chunks"), axis_of(dim, rank)
         size = g.op("Gather", g.op("Shape", x), ints(g, [axis]), axis_i=0)
-        each = g.op("Div", g.op("Add", size, ints(g, [n - 1])), ints(g, [n]))
+        # ceil(size / n) as size - floor(size (n - 1) / n): of a symbolic size k N (a batch stacked k times,
+        # chunked) the importer folds it where n divides k, as (size + n - 1) // n it could not fold at all
+        each = g.op("Sub", size, g.op("Div", g.op("Mul", size, ints(g, [n - 1])), ints(g, [n])))
         last = g.op("Sub", size, g.op("Mul", each, ints(g, [_outputs - 1])))
         sizes = g.op("Concat", *([each] * (_outputs - 1) + [last]), axis_i=0)
         return g.op("Split", x, sizes, axis_i=axis, outputs=_outputs)
+
+    def constant_chunk(g, x, chunks, dim):
+        """x.chunk(chunks, dim) as the trace writes it where the axis' size is not known when exporting (a
+        batch stacked k times: SimCLR's, classifier-free guidance's z.chunk(2)): slices at multiples of
+        ceil(size / chunks), written as size - floor(size (chunks - 1) / chunks), which the importer folds
+        for a symbolic size k N where chunks divides k (torch's own (size + chunks - 1) // chunks it could
+        not)."""
+        rank = helper._get_tensor_rank(x)
+        axis = dim + rank if dim < 0 and rank is not None else dim
+        if rank is None or helper._get_tensor_dim_size(x, axis) is not None:
+            return own_chunk(g, x, chunks, dim)
+        size = g.op("Gather", g.op("Shape", x), ints(g, [axis]), axis_i=0)
+        each = g.op("Sub", size, g.op("Div", g.op("Mul", size, ints(g, [chunks - 1])), ints(g, [chunks])))
+        start, parts = ints(g, [0]), []
+        for i in range(chunks):
+            end = g.op("Mul", each, ints(g, [i + 1]))
+            parts.append(g.op("Slice", x, start, end, ints(g, [axis])))
+            start = end
+        return parts
 
     def avg_pool2d(g, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
         """F.avg_pool2d with divisor_override d (1.x refuses it; 2.x's export leaves it out, a wrong result):
@@ -372,11 +394,16 @@ def register(torch, opset, helper, registered, symbolic_of):
                   "heaviside": heaviside, "count_nonzero": count_nonzero, "diag_embed": diag_embed, "kron": kron,
                   "bilinear": bilinear, "cumprod": cumprod, "exponential": exponential, "lgamma": lgamma,
                   "digamma": digamma, "erfinv": erfinv}
+    own_chunk = symbolic_of("prim::ConstantChunk", max(opset, 11))
+    if own_chunk is not None:
+        instead["prim::ConstantChunk"] = constant_chunk
     chosen = {**{n: f for n, f in replaced.items() if own[n] is not None}, **instead,
               **{n: f for n, f in added_only.items() if not registered("aten::" + n, opset)}}
     # from opset 9, and again from each opset where torch's own changes (its diagonal is an opset-13 symbolic,
     # which one registered at 9 would not replace there)
+    def qualified(name):
+        return name if "::" in name else "aten::" + name
     return _symbolic_registry.register(torch, {
         name: (symbolic, [9] + [v for v in range(10, opset + 1)
-                                if symbolic_of("aten::" + name, v) is not symbolic_of("aten::" + name, v - 1)])
+                                if symbolic_of(qualified(name), v) is not symbolic_of(qualified(name), v - 1)])
         for name, symbolic in chosen.items()})

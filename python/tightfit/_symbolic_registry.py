@@ -4,13 +4,14 @@ write."""
 
 
 def register(torch, versions_of):
-    """Registers each symbolic of `versions_of` ({aten name: (symbolic, opset versions)}) as the exporter's
-    custom symbolic at each of its versions; returns the function that removes them all."""
+    """Registers each symbolic of `versions_of` ({aten name, or namespace::name: (symbolic, opset versions)}) as
+    the exporter's custom symbolic at each of its versions; returns the function that removes them all."""
     added = []
     for name, (symbolic, versions) in versions_of.items():
+        qualified = name if "::" in name else "aten::" + name  # (prim::ConstantChunk keeps its namespace)
         for version in versions:
-            torch.onnx.register_custom_op_symbolic("aten::" + name, symbolic, version)
-            added.append(("aten::" + name, version))
+            torch.onnx.register_custom_op_symbolic(qualified, symbolic, version)
+            added.append((qualified, version))
 
     def restore():
         for name, version in added:

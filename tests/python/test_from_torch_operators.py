@@ -264,6 +264,34 @@ def dot_interaction():
 case("z[:, li, lj] by tril_indices (DLRM's dot interaction: two index tensors) trains as PyTorch's", dot_interaction)
 
 
+# A batch stacked k times and taken apart again (SimCLR's two views through one encoder, classifier-free
+# guidance's conditional and unconditional halves, TimeSformer's first frame of [batch x frames]): slices
+# at multiples of the symbolic batch, chunk, and a view as [k, N, ...]; the import reshapes the axis of k N
+# to [k, N] and takes whole rows of the k (a symbolic start or end was refused).
+class StackedBatch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encode, self.head = torch.nn.Linear(8, 6), torch.nn.Linear(6 * 4, 5)
+
+    def forward(self, x):  # x [N, 8]
+        n = x.shape[0]
+        z = torch.tanh(self.encode(torch.cat([x, x.flip(1), x * 2], 0)))  # [3N, 6]
+        first, second, third = z[:n], z[n:2 * n], z[2 * n:]
+        a, b, c = z.chunk(3)
+        frames = z.reshape(n, 3, 6).reshape(n * 3, 6)[:n]  # the first N rows of [N x 3, 6]
+        views = z.view(3, n, 6).unbind(0)
+        return self.head(torch.cat([first * second + third, a - b * c, frames, views[2] - views[0]], 1))
+
+
+def stacked_batch():
+    torch.manual_seed(18)
+    return beside_torch(StackedBatch(), torch.randn(batch, 8), torch.randint(0, 5, (batch,)), ["slice"])[:2]
+
+
+case("a batch stacked 3 times taken apart by slices at multiples of N, chunk(3) and a view trains as PyTorch's",
+     stacked_batch)
+
+
 # Comparisons of data (XLM's padding mask arange(T) < lengths[:, None]; float data's signs): masks of 0s and
 # 1s, those of floats with no gradient.
 class Compared(torch.nn.Module):
