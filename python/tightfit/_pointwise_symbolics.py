@@ -2,6 +2,7 @@
 the ONNX operators of PyTorch's formula, which the importer reads and autodiff differentiates as PyTorch's
 backward does:
 
+- torch.tile and broadcast_to (1.13 has none: ViViT's);
 - elementwise: torch.frac (x - trunc(x)), torch.atan2 (1.13; atan(y / x) turned into its quadrant, as
   2.x's own), torch.logaddexp and logaddexp2 (a + softplus(b - a): no overflow, the gradient
   sigmoid(a - b)), torch.sinc (1 at 0, its gradient 0 there), torch.signbit (-0.0 included),
@@ -246,6 +247,28 @@ def register(torch, opset, helper, registered, symbolic_of):
         batch = g.op("Slice", g.op("Shape", x), ints(g, [0]), ints(g, [1]), ints(g, [0]))
         return g.op("Reshape", cut, g.op("Concat", batch, ints(g, [-1]), *sizes, axis_i=0))  # [N, C, H, W]
 
+    def int_list(g, values, what):
+        """A list argument as an int64 vector: constants, or traced sizes (the batch) concatenated."""
+        if helper._is_packed_list(values):
+            return [g.op("Reshape", v, ints(g, [1])) for v in helper._unpack_list(values)]
+        return [ints(g, [int(v)]) for v in helper._get_const(values, "is", what)]
+
+    def tile(g, x, dims):
+        """torch.tile (1.13 has no symbolic; ViViT's cls_token.tile([batch_size, 1, 1])): ONNX's Tile by the
+        repeats padded with leading 1s to x's rank, or x given leading axes of 1 where the repeats are more."""
+        repeats = int_list(g, dims, "dims")
+        rank = helper._get_tensor_rank(x)
+        if rank is None:
+            raise TightfitError("from_torch: torch.tile of a tensor of unknown rank is not supported")
+        if len(repeats) > rank:
+            x = helper._unsqueeze_helper(g, x, list(range(len(repeats) - rank)))
+        repeats = [ints(g, [1])] * (rank - len(repeats)) + repeats
+        return g.op("Tile", x, g.op("Concat", *repeats, axis_i=0))
+
+    def broadcast_to(g, x, size):
+        """torch.broadcast_to (1.13 has no symbolic): Expand to the sizes."""
+        return g.op("Expand", x, g.op("Concat", *int_list(g, size, "size"), axis_i=0))
+
     def known_index(index):
         """The constant index tensor's values, or None where it is computed."""
         value = helper._maybe_get_const(index, "is")
@@ -284,7 +307,8 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "signbit": signbit, "addcdiv": addcdiv, "nansum": nansum, "trace": trace,
                  "fft_fftshift": shift(False), "fft_ifftshift": shift(True), "slice_scatter": slice_scatter,
                  "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
-                 "multi_margin_loss": multi_margin_loss, "col2im": col2im}
+                 "multi_margin_loss": multi_margin_loss, "col2im": col2im, "tile": tile,
+                 "broadcast_to": broadcast_to}
     every = range(9, max(opset, 17) + 1)
     missing = {name: [v for v in every if not registered("aten::" + name, v)] for name in symbolics}
     chosen = {name: (symbolics[name], versions) for name, versions in missing.items()}

@@ -329,7 +329,8 @@ class Placements(torch.nn.Module):
     (one axis, two, and every axis of an odd size), slice_scatter (steps 1 and 3), select_scatter from the end,
     diagonal_scatter (offsets 1, -1 and 0 across transposed axes), F.multi_margin_loss (p 1 and 2, class
     weights, each reduction), F.avg_pool2d with divisor_override (padded too), index_fill (a number, a value
-    of data) and index_copy by known indices, each weighed by position.
+    of data) and index_copy by known indices, tile (by a traced batch size too: ViViT's class token) and
+    broadcast_to, each weighed by position.
     Under 1.13 without slice_scatter (its eager op refuses a step of 1 there)."""
 
     def __init__(self, scatter_slices):
@@ -352,7 +353,8 @@ class Placements(torch.nn.Module):
                  F.avg_pool2d(grid.unsqueeze(1), 2, divisor_override=3).flatten(1),
                  F.avg_pool2d(grid.unsqueeze(1), 3, stride=1, padding=1, divisor_override=5).flatten(1),
                  h.index_fill(1, torch.tensor([1, 3]), 0.5), grid.index_fill(2, torch.tensor([0]), h[0, 0]).flatten(1),
-                 h.index_copy(1, torch.tensor([1, 6]), h[:, 4:6] * 2)]
+                 h.index_copy(1, torch.tensor([1, 6]), h[:, 4:6] * 2), torch.tile(h[:, :2], (1, 3)),
+                 self.w[:1].tile([h.shape[0], 1]) * h[:, :5], torch.broadcast_to(h[:, :1], (h.shape[0], 4))]
         if self.scatter_slices:
             terms += [torch.slice_scatter(h, h[:, :2] * 3, dim=1, start=4, end=6),
                       torch.slice_scatter(h, h[:, :3] * 2, dim=1, start=1, end=8, step=3)]
@@ -367,7 +369,7 @@ def placements():
 
 case("trace, fftshift, ifftshift, slice_scatter, select_scatter, diagonal_scatter, multi_margin_loss, avg_pool2d's "
      "divisor_override (no symbolic in torch; 2.x's export left the divisor out), index_fill and index_copy (torch's "
-     "scatter by positions from Shape) train as PyTorch's", placements)
+     "scatter by positions from Shape), tile and broadcast_to train as PyTorch's", placements)
 
 
 class LinearAlgebra(torch.nn.Module):
