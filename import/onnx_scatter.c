@@ -433,9 +433,24 @@ static tf_status scatter_into_box(ox_import *im, const ox_node *node) {
 /* ScatterND of values known when importing (BEiT's relative position index, built by slice
  * assignments: `index[1:, 1:] = ...`): folded, with any of the five reductions. Of data: a slice
  * assignment (scatter_into_box). */
+/* ScatterND of indices and updates with no elements (a write into a slice that selects nothing:
+ * torchvision's Swin3D mask, mask[0:-w] = count where the window is the whole input): the data as it is. */
+static tf_status scatter_nothing(ox_import *im, const ox_node *node) {
+  const ox_known *known = ox_foldable(im, node, 0);
+  if (known) {
+    ox_known *copy = ox_fold_copy(known, known->rank, known->shape);
+    return copy ? ox_set_known(im, node, 0, copy) : ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+  }
+  tf_tensor_id data;
+  TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &data));
+  return ox_set_tensor(im, node, 0, data);
+}
+
 tf_status ox_convert_scatter_nd(ox_import *im, const ox_node *node) {
   for (int32_t i = 0; i < 3; i++)
     TF_RETURN_IF_ERROR(ox_need_input(im, node, i));
+  if (!ox_empty_input(im, node, 0) && (ox_empty_input(im, node, 1) || ox_empty_input(im, node, 2)))
+    return scatter_nothing(im, node);
   if (!ox_foldable(im, node, 0) || !ox_foldable(im, node, 1) || !ox_foldable(im, node, 2))
     return scatter_into_box(im, node);
   static const struct {

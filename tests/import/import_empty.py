@@ -8,7 +8,8 @@ compiled (--inference), run, and its output compared with numpy's, exactly:
   Concat of data beside a block of no elements of another width off the axis ((2, 4) beside (0, 6), as
       onnxruntime reads it), both of data computed at run time and of constants folded at import
   Split into parts of which one has no elements, Expand to a size 0, and Transpose, Reshape, Flatten,
-      Unsqueeze and Squeeze of values of no elements: none either (torch.repeat_interleave by a count 0)
+      Unsqueeze and Squeeze of values of no elements: none either (torch.repeat_interleave by a count 0);
+      ScatterND of indices and updates of no elements: the data as it is
   an LSTM's sequence_lens made from the sizes of a symbolic batch (ConstantOfShape(N) + 5, cast to int32):
       every sequence whole, the same output as the LSTM without sequence_lens
 
@@ -92,6 +93,17 @@ def empty_layouts():
                 [("x", F32, ["N", 4])], [("y", F32, ["N", 4])])
 
 
+def scatter_nothing():
+    """x [N, 4]; ScatterND(x, indices [N, 0, 1], updates [N, 0, 4]), both of no elements (made from x[:, 4:]):
+    a write into a slice that selects nothing (torchvision's Swin3D mask), x as it is."""
+    return make([const("s", [4]), const("e", [BIG]), const("a", [1]), node("Slice", ["x", "s", "e", "a"], "rest"),
+                 node("Cast", ["rest"], "rest_int", to=TensorProto.INT64), const("axis2", [2]),
+                 node("Unsqueeze", ["rest_int", "axis2"], "indices"), node("Unsqueeze", ["rest", "axis2"], "rest3"),
+                 const("wide", [1, 1, 4]), node("Expand", ["rest3", "wide"], "updates"),
+                 node("ScatterND", ["x", "indices", "updates"], "y", name="write")],
+                [("x", F32, ["N", 4])], [("y", F32, ["N", 4])])
+
+
 def lstm(lengths):
     """X [N, 5, 3] through an LSTM of 4 units (layout 1, batch first): Y_h [N, 1, 4]; sequence_lens
     ConstantOfShape([N]) + lengths cast to int32 where `lengths` is given."""
@@ -140,6 +152,8 @@ def main():
               empty_elementwise(), x, x)
         check("Split [2, 0, 2], Expand to a size 0, and Transpose, Reshape, Flatten, Unsqueeze and Squeeze of no "
               "elements, concatenated beside the parts", "layouts", empty_layouts(), x, x)
+        check("ScatterND of indices and updates of no elements (a write into an empty slice) gives the data",
+              "scatter", scatter_nothing(), x, x)
         x = rng.standard_normal((2, 4)).astype(np.float32)
         check("Concat of constants: ones (2, 4) between blocks (0, 6)", "known", concat_beside_empty(True), x, x)
         check("Concat of data: x (2, 4) between slices (0, 6) computed from x", "runtime", concat_beside_empty(False),
