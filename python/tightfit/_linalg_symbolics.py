@@ -25,17 +25,8 @@ def register(torch, opset, helper, registered, symbolic_of):
     """Registers the symbolics above at every opset from 9 to `opset`, in place of torch's Det; returns the
     function that removes them."""
 
-    def float_type(like):
-        return _symbolic_registry.float_type(torch, like)
-
-    def const(g, like, value):
-        return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
-
-    def ints(g, values):
-        return _symbolic_registry.int64_constant(torch, g, values)
-
-    def absent(v):
-        return v is None or helper._is_none(v)
+    w = _symbolic_registry.Writer(torch, helper)
+    float_type, const, ints, absent, reduced = w.float_type, w.const, w.ints, w.absent, w.reduced
 
     def flag(v, default):
         return default if absent(v) else bool(helper._get_const(v, "b", "flag"))
@@ -88,7 +79,7 @@ def register(torch, opset, helper, registered, symbolic_of):
             a = swapped(a)
             b = swapped(b) if b is not None else None
             # the sign flips where p != k: 2 [p == k] - 1
-            stays = _reduce(g, opset, "ReduceSum", rows(g, chosen, k, k + 1), [-2, -1], False, ints)  # [...]
+            stays = reduced(g, "ReduceSum", rows(g, chosen, k, k + 1), [-2, -1], False)  # [...]
             flip = g.op("Sub", g.op("Mul", stays, const(g, a, 2.0)), const(g, a, 1.0))
             sign = flip if sign is None else g.op("Mul", sign, flip)
             factors = g.op("Mul", g.op("Div", columns(g, a, k, k + 1), columns(g, rows(g, a, k, k + 1), k, k + 1)),
@@ -101,7 +92,7 @@ def register(torch, opset, helper, registered, symbolic_of):
     def diagonal_of(g, u, n):
         """u's diagonal [..., n]."""
         eye = g.op("Constant", value_t=torch.eye(n, dtype=float_type(u)))
-        return _reduce(g, opset, "ReduceSum", g.op("Mul", u, eye), [-1], False, ints)
+        return reduced(g, "ReduceSum", g.op("Mul", u, eye), [-1], False)
 
     def substituted(g, u, b, n, upper, unit):
         """x with u x = b, u triangular ([..., n, n]; upper or lower, 1 on the diagonal where `unit`), b
@@ -132,15 +123,15 @@ def register(torch, opset, helper, registered, symbolic_of):
     def det(g, a):
         n = square(a, "torch.det")
         u, _, sign = eliminated(g, a, None, n)
-        return signed(g, _reduce(g, opset, "ReduceProd", diagonal_of(g, u, n), [-1], False, ints), sign)
+        return signed(g, reduced(g, "ReduceProd", diagonal_of(g, u, n), [-1], False), sign)
 
     def sign_and_log(g, a, what):
         """(the determinant's sign, log |determinant|), [...] each."""
         n = square(a, what)
         u, _, sign = eliminated(g, a, None, n)
         pivots = diagonal_of(g, u, n)  # [..., n]
-        signs = signed(g, _reduce(g, opset, "ReduceProd", g.op("Sign", pivots), [-1], False, ints), sign)
-        return signs, _reduce(g, opset, "ReduceSum", g.op("Log", g.op("Abs", pivots)), [-1], False, ints)
+        signs = signed(g, reduced(g, "ReduceProd", g.op("Sign", pivots), [-1], False), sign)
+        return signs, reduced(g, "ReduceSum", g.op("Log", g.op("Abs", pivots)), [-1], False)
 
     def slogdet(g, a):
         return sign_and_log(g, a, "torch.slogdet")
@@ -198,10 +189,3 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "cholesky_solve": cholesky_solve}
     every = range(9, max(opset, 17) + 1)
     return _symbolic_registry.register(torch, {name: (symbolic, every) for name, symbolic in symbolics.items()})
-
-
-def _reduce(g, opset, op, x, axes, keep, ints):
-    """ReduceX of x over `axes` as `opset` writes it: axes an input from 18 (ReduceSum's from 13)."""
-    if opset >= 18 or op == "ReduceSum" and opset >= 13:
-        return g.op(op, x, ints(g, axes), keepdims_i=int(keep))
-    return g.op(op, x, axes_i=axes, keepdims_i=int(keep))

@@ -38,15 +38,8 @@ def register(torch, opset, helper, registered, symbolic_of):
     adaptive pooling, diagonal and threshold ones in place of torch's, which they call where theirs
     apply); returns the function that removes them."""
 
-    def float_type(like):
-        return _symbolic_registry.float_type(torch, like)
-
-    def const(g, like, value):
-        """A constant of `like`'s floating type (f32 where the trace gives it no float type)."""
-        return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
-
-    def ints(g, values):
-        return _symbolic_registry.int64_constant(torch, g, values)
+    w = _symbolic_registry.Writer(torch, helper)
+    float_type, const, ints, reduced = w.float_type, w.const, w.ints, w.reduced
 
     def sizes_of(x, what, axes=None):
         """x's sizes, those of `axes` (all by default) known at export, or a TightfitError naming `what`."""
@@ -59,12 +52,6 @@ def register(torch, opset, helper, registered, symbolic_of):
     def axis_of(dim, rank):
         axis = helper._get_const(dim, "i", "dim")
         return axis + rank if axis < 0 else axis
-
-    def reduced(g, op, x, axes, keep=False):
-        """ReduceX of x over `axes` (a list) as `opset` writes it: axes an input from 18 (ReduceSum's from 13)."""
-        if opset >= 18 or op == "ReduceSum" and opset >= 13:
-            return g.op(op, x, ints(g, axes), keepdims_i=int(keep))
-        return g.op(op, x, axes_i=axes, keepdims_i=int(keep))
 
     def cdist(g, x1, x2, p=2.0, compute_mode=None):
         power = helper._maybe_get_const(p, "f")

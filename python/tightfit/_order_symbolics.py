@@ -31,14 +31,8 @@ def register(torch, opset, helper, registered, symbolic_of):
     """Registers the symbolics above at every opset from 9 to `opset` (torch has none for them); returns the
     function that removes them."""
 
-    def ints(g, values):
-        return _symbolic_registry.int64_constant(torch, g, values)
-
-    def float_type(like):
-        return _symbolic_registry.float_type(torch, like)
-
-    def const(g, like, value):
-        return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
+    w = _symbolic_registry.Writer(torch, helper)
+    float_type, const, ints, absent, reduced = w.float_type, w.const, w.ints, w.absent, w.reduced
 
     def rank_of(x, what):
         rank = helper._get_tensor_rank(x)
@@ -59,14 +53,6 @@ def register(torch, opset, helper, registered, symbolic_of):
 
     def flat(g, x):
         return g.op("Reshape", x, ints(g, [-1]))
-
-    def absent(value):
-        return value is None or helper._is_none(value)
-
-    def reduced(g, op, x, axes, keep):
-        if g.opset >= 18 or (op == "ReduceSum" and g.opset >= 13):
-            return g.op(op, x, ints(g, axes), keepdims_i=int(keep))
-        return g.op(op, x, axes_i=axes, keepdims_i=int(keep))
 
     def sliced(g, x, axis, start, end):
         return g.op("Slice", x, ints(g, [start]), ints(g, [end]), ints(g, [axis]))

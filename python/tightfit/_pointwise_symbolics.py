@@ -29,17 +29,8 @@ def register(torch, opset, helper, registered, symbolic_of):
     """Registers the symbolics above where torch has none at `opset` (every opset from 9 to it); returns the
     function that removes them."""
 
-    def float_type(like):
-        return _symbolic_registry.float_type(torch, like)
-
-    def const(g, like, value):
-        return g.op("Constant", value_t=torch.tensor(value, dtype=float_type(like)))
-
-    def ints(g, values):
-        return _symbolic_registry.int64_constant(torch, g, values)
-
-    def absent(v):
-        return v is None or helper._is_none(v)
+    w = _symbolic_registry.Writer(torch, helper)
+    float_type, const, ints, absent, reduced = w.float_type, w.const, w.ints, w.absent, w.reduced
 
     def sizes_of(x, what):
         sizes = helper._get_tensor_sizes(x)
@@ -60,12 +51,6 @@ def register(torch, opset, helper, registered, symbolic_of):
             raise TightfitError(f"from_torch: {what} along an axis whose size is not known when exporting (give "
                                 f"dynamic_batch=False, or fixed sizes)")
         return axis, int(size), rank
-
-    def reduced(g, op, x, axes, keep):
-        """ReduceX of x over `axes` as `opset` writes it: axes an input from 18 (ReduceSum's from 13)."""
-        if opset >= 18 or op == "ReduceSum" and opset >= 13:
-            return g.op(op, x, ints(g, axes), keepdims_i=int(keep))
-        return g.op(op, x, axes_i=axes, keepdims_i=int(keep))
 
     def trunc(g, x):
         return g.op("Mul", g.op("Sign", x), g.op("Floor", g.op("Abs", x)))

@@ -28,3 +28,33 @@ def float_type(torch, like):
 def int64_constant(torch, g, values):
     """An int64 Constant node of `values`."""
     return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+
+class Writer:
+    """The small ONNX constants and reductions every symbolic module writes, bound to torch and its exporter's
+    symbolic_helper."""
+
+    def __init__(self, torch, helper):
+        self.torch, self.helper = torch, helper
+
+    def ints(self, g, values):
+        """An int64 Constant of `values`."""
+        return int64_constant(self.torch, g, values)
+
+    def float_type(self, like):
+        return float_type(self.torch, like)
+
+    def const(self, g, like, value):
+        """A Constant of `like`'s floating type (f32 where the trace gives it none)."""
+        return g.op("Constant", value_t=self.torch.tensor(value, dtype=float_type(self.torch, like)))
+
+    def absent(self, value):
+        """Whether an optional argument was left out (None, or a traced None)."""
+        return value is None or self.helper._is_none(value)
+
+    def reduced(self, g, op, x, axes, keep=False):
+        """ReduceX of x over `axes` as the graph's opset writes it: axes an input from 18 (ReduceSum's from 13)."""
+        if g.opset >= 18 or (op == "ReduceSum" and g.opset >= 13):
+            return g.op(op, x, self.ints(g, axes), keepdims_i=int(keep))
+        return g.op(op, x, axes_i=axes, keepdims_i=int(keep))
+
