@@ -4,8 +4,9 @@
  * transposes and reshapes: [batch..., free of A, summed] x [batch..., summed, free of B], the batch
  * labels (in both and still needed) kept as axes, which the matmul broadcasts (an ellipsis's axes of
  * size 1). The result is transposed to the output's order. Operands all known when importing fold
- * (fold_einsum). Refused: a label repeated in one operand
- * (a diagonal), and flattening two symbolic sizes into one axis. */
+ * (fold_einsum). A label repeated in one operand takes its diagonal first (diagonals: "bii->bi", a
+ * trace "ii->"). Refused: such a label over axes of symbolic or other sizes, a label repeated in the
+ * output, and flattening two symbolic sizes into one axis. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -72,15 +73,50 @@ static tf_status parse_term(ox_import *im, const ox_node *node, const char *text
         labels[(*n)++] = (char)('0' + 8 - extra + i);
       p += 2;
     } else if (is_label(*p)) {
-      if (find(labels, *n, *p) >= 0)
-        return ox_fail(im, node, TF_ERR_UNSUPPORTED, "equation: label '%c' twice in one term (a diagonal)", *p);
-      labels[(*n)++] = *p;
+      if (rank < 0 && find(labels, *n, *p) >= 0)
+        return ox_fail(im, node, TF_ERR_INVALID_INPUT, "equation: label '%c' twice in the output", *p);
+      labels[(*n)++] = *p; /* twice in an operand: its diagonal (diagonals) */
     }
   }
   return NULL;
 }
 
 /* The product of two sizes as one size: false for two symbolic ones. */
+/* The operand's diagonals, a label repeated in it at axes p < q ("bii->bi", torch.einsum's trace and
+ * diagonal): x times an identity over axes p and q, summed over q, until no label repeats. The two axes
+ * must be of one fixed size. */
+static tf_status diagonals(ox_import *im, const ox_node *node, einsum_term *t) {
+  for (int32_t q = 1; q < t->rank; q++) {
+    const int32_t p = find(t->labels, q, t->labels[q]);
+    if (p < 0)
+      continue;
+    int32_t rank;
+    tf_dim dims[TF_MAX_RANK];
+    ox_tensor_dims(im, t->x, &rank, dims);
+    if (dims[p].symbol >= 0 || dims[q].symbol >= 0 || dims[p].size != dims[q].size)
+      return ox_fail(im, node, TF_ERR_UNSUPPORTED,
+                     "equation: label '%c' twice in one term over axes of other or symbolic sizes", t->labels[q]);
+    int64_t shape[TF_MAX_RANK];
+    for (int32_t d = 0; d < rank; d++)
+      shape[d] = d == p || d == q ? dims[d].size : 1;
+    ox_known *eye = ox_known_new(true, TF_F32, rank, shape);
+    if (!eye)
+      return ox_fail(im, node, TF_ERR_OUT_OF_MEMORY, "no memory");
+    const int64_t n = dims[p].size;
+    for (int64_t i = 0; i < n; i++) /* the (i, i) element: strides n (axis p) and 1 (axis q) */
+      eye->reals[i * n + i] = 1.0;
+    tf_tensor_id mask;
+    TF_RETURN_IF_ERROR(ox_known_constant(im, node, "einsum_diagonal", eye, &mask));
+    if (ox_dtype_of(im, t->x) != TF_F32)
+      mask = tf_cast(im->graph, mask, ox_dtype_of(im, t->x));
+    t->x = tf_reduce(im->graph, TF_OP_SUM, tf_mul(im->graph, t->x, mask), &q, 1, false);
+    memmove(t->labels + q, t->labels + q + 1, (size_t)(t->rank - q - 1));
+    t->rank--;
+    q = 0; /* again from the start: another label may repeat */
+  }
+  return ox_graph_error(im, node);
+}
+
 static bool times(tf_dim a, tf_dim b, tf_dim *out) {
   if (a.symbol >= 0 && b.symbol >= 0)
     return false;
@@ -299,9 +335,10 @@ static int32_t implicit_output(const einsum_term *terms, int32_t n, char *output
       if (find(terms[t].labels, terms[t].rank, c) >= 0)
         output[count++] = c;
   for (char c = 'A'; c <= 'z'; c++) {
-    int32_t uses = 0;
+    int32_t uses = 0; /* occurrences: "ii" (a trace) has none in its output */
     for (int32_t t = 0; t < n; t++)
-      uses += find(terms[t].labels, terms[t].rank, c) >= 0;
+      for (int32_t i = 0; i < terms[t].rank; i++)
+        uses += terms[t].labels[i] == c;
     if (is_label(c) && uses == 1 && count < TF_MAX_RANK)
       output[count++] = c;
   }
@@ -353,6 +390,18 @@ tf_status ox_convert_einsum(ox_import *im, const ox_node *node) {
       found = find(terms[k].labels, terms[k].rank, output[i]) >= 0;
     if (!found)
       return ox_fail(im, node, TF_ERR_INVALID_INPUT, "equation: output label '%c' is in no operand", output[i]);
+  }
+  for (int32_t k = 0; k < n; k++) { /* (after the implicit output, which counts a repeated label twice) */
+    bool repeats = false;
+    for (int32_t i = 1; i < terms[k].rank; i++)
+      repeats = repeats || find(terms[k].labels, i, terms[k].labels[i]) >= 0;
+    if (repeats) { /* its diagonal, as data (a known operand as a constant) */
+      if (terms[k].x == TF_NO_TENSOR)
+        TF_RETURN_IF_ERROR(ox_tensor_of(im, node, k, &terms[k].x));
+      terms[k].known = NULL;
+      all_known = false;
+      TF_RETURN_IF_ERROR(diagonals(im, node, &terms[k]));
+    }
   }
   if (all_known) {
     bool folded;

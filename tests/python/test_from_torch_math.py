@@ -296,6 +296,33 @@ def position_weighted(terms):
     return sum(((t.tanh() + 0.3) * (1 + torch.arange(t.shape[1]))).pow(2).mean() for t in terms)
 
 
+class EinsumDiagonals(torch.nn.Module):
+    """torch.einsum with a label twice in one operand (its diagonal: "bcii->bci", a batched trace "bcii->b",
+    "bcij,jj->bci" against a weight's diagonal, a weight's trace "ii" by the implicit output, and over
+    non-adjacent axes "bici->bc"), each weighed by position."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin, self.w = torch.nn.Linear(8, 18), torch.nn.Parameter(torch.randn(3, 3))
+
+    def forward(self, x):
+        m = self.lin(x).view(x.shape[0], 2, 3, 3)
+        terms = [torch.einsum("bcii->bci", m).flatten(1), torch.einsum("bcii->b", m)[:, None],
+                 torch.einsum("bcij,jj->bci", m, self.w).flatten(1),
+                 torch.einsum("ii", self.w).reshape(1, 1).expand(x.shape[0], 1),
+                 torch.einsum("bici->bc", m.permute(0, 2, 1, 3))]
+        return position_weighted(terms)
+
+
+def einsum_diagonals():
+    torch.manual_seed(17)
+    return trains_as_torch(EinsumDiagonals(), {"x": torch.randn(batch, 8)})
+
+
+case("torch.einsum with a label twice in one operand (diagonals, traces, the implicit output's count) trains as "
+     "PyTorch's", einsum_diagonals)
+
+
 class Pointwise(torch.nn.Module):
     """Each elementwise op of _pointwise_symbolics in a term of one loss: frac, atan2 (all four quadrants),
     logaddexp (operands 30 apart: exp would overflow at 90) and logaddexp2, sinc through exact zeros,
