@@ -6,6 +6,7 @@ backward does:
 - elementwise: torch.frac (x - trunc(x)), torch.atan2 (1.13; atan(y / x) turned into its quadrant, as
   2.x's own), torch.logaddexp and logaddexp2 (a + softplus(b - a): no overflow, the gradient
   sigmoid(a - b)), torch.sinc (1 at 0, its gradient 0 there), torch.signbit (-0.0 included),
+  torch.special.entr, torch.isclose,
   torch.addcdiv, torch.nansum (NaNs summed as 0, their gradient 0);
 - placements: torch.trace, torch.fft.fftshift and ifftshift (a roll by half of each axis, of any size),
   torch.slice_scatter, select_scatter and diagonal_scatter (src placed by a gather along the axis, or a
@@ -77,6 +78,24 @@ def register(torch, opset, helper, registered, symbolic_of):
 
     def signbit(g, x):  # 1 / -0.0 is -inf: the sign bit of a zero too
         return g.op("Less", g.op("Div", const(g, x, 1.0), x), const(g, x, 0.0))
+
+    def entr(g, x):
+        """torch.special.entr: -x log x above 0, 0 at 0, -inf below (its gradient 0 there, no NaN)."""
+        positive = g.op("Greater", x, const(g, x, 0.0))
+        safe = g.op("Where", positive, x, const(g, x, 1.0))
+        inside = g.op("Neg", g.op("Mul", safe, g.op("Log", safe)))
+        below = g.op("Where", g.op("Less", x, const(g, x, 0.0)), const(g, x, float("-inf")), const(g, x, 0.0))
+        return g.op("Where", positive, inside, below)
+
+    def isclose(g, a, b, rtol=None, atol=None, equal_nan=None):
+        """|a - b| <= atol + rtol |b|, or a == b (infinities), or both NaN where equal_nan."""
+        relative = 1e-5 if absent(rtol) else float(helper._get_const(rtol, "f", "rtol"))
+        absolute = 1e-8 if absent(atol) else float(helper._get_const(atol, "f", "atol"))
+        bound = g.op("Add", const(g, b, absolute), g.op("Mul", g.op("Abs", b), const(g, b, relative)))
+        close = g.op("Or", g.op("Equal", a, b), g.op("LessOrEqual", g.op("Abs", g.op("Sub", a, b)), bound))
+        if not absent(equal_nan) and helper._get_const(equal_nan, "b", "equal_nan"):
+            close = g.op("Or", close, g.op("And", g.op("IsNaN", a), g.op("IsNaN", b)))
+        return close
 
     def addcdiv(g, x, t1, t2, value=None):
         scale = 1.0 if absent(value) else float(helper._get_const(value, "f", "value"))
@@ -292,7 +311,8 @@ def register(torch, opset, helper, registered, symbolic_of):
                  "signbit": signbit, "addcdiv": addcdiv, "nansum": nansum, "trace": trace,
                  "fft_fftshift": shift(False), "fft_ifftshift": shift(True), "slice_scatter": slice_scatter,
                  "select_scatter": select_scatter, "diagonal_scatter": diagonal_scatter,
-                 "multi_margin_loss": multi_margin_loss, "col2im": col2im, "tile": tile,
+                 "multi_margin_loss": multi_margin_loss, "col2im": col2im, "tile": tile, "special_entr": entr,
+                 "isclose": isclose,
                  "broadcast_to": broadcast_to}
     every = range(9, max(opset, 17) + 1)
     missing = {name: [v for v in every if not registered("aten::" + name, v)] for name in symbolics}

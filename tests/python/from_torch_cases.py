@@ -66,7 +66,7 @@ def adamw_both(graph, model, xs, ys, steps, sessions=None, inputs=None):
     feed["labels"] = ys.numpy().astype(np.int32)
     losses = [session.step(feed) for _ in range(steps)]
     expected = adamw_losses(model, inputs.values(), ys, steps, 1e-2)
-    return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    return losses, expected, tally.relative_apart(losses, expected)
 
 
 def own_loss_both(graph, model, inputs, steps, bindings=None, device="cpu"):
@@ -81,7 +81,7 @@ def own_loss_both(graph, model, inputs, steps, bindings=None, device="cpu"):
     if device != "cpu":
         return losses, None, float("inf")
     expected = adamw_losses(model, tuple(inputs.values()), None, steps, 1e-2, criterion=lambda loss, _: loss)
-    return losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    return losses, expected, tally.relative_apart(losses, expected)
 
 
 def own_loss_everywhere(graph, model, inputs, steps, bindings, seen=""):
@@ -99,7 +99,7 @@ def own_loss_everywhere(graph, model, inputs, steps, bindings, seen=""):
         if "no Vulkan" in str(error) or "unsupported" in str(error).lower():
             return None, seen + f"; Vulkan skipped: no device ({error})"
         raise
-    apart = max(abs(a - b) / abs(b) for a, b in zip(on_vulkan, losses))
+    apart = tally.relative_apart(on_vulkan, losses)
     seen += f"; on Vulkan within {apart:.1e} of the CPU's"
     return (None if apart <= 1e-5 else f"Vulkan {on_vulkan} vs CPU {losses}"), seen
 

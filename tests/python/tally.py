@@ -2,6 +2,7 @@
 counts printed at the end with the exit status (1 when a check failed). Imported by the tests beside it
 (Python puts the script's own folder on sys.path) and by those in other folders (tests/lora,
 tests/init_from), which put this folder on sys.path."""
+import math
 import os
 import sys
 import traceback
@@ -58,3 +59,12 @@ def finish(name=None):
     or none ran (a test that checked nothing proves nothing, as tf_test_finish in tests/check.h)."""
     print(f"{name + ': ' if name else ''}{counts['passed']} passed, {counts['failed']} failed")
     sys.exit(1 if counts["failed"] or not counts["passed"] else 0)
+
+
+def relative_apart(got, want):
+    """The worst relative difference of two sequences of losses, inf where either holds a value that is not
+    finite (PyTorch's NaN after a step agrees with nothing: max() over NaN comparisons would skip it)."""
+    if not all(math.isfinite(v) for v in list(got) + list(want)):
+        return math.inf
+    return max(abs(a - b) / abs(b) for a, b in zip(got, want))
+

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 import tightfit
 from from_torch_cases import (batch, beside_torch, case, dumped, finish, own_loss_both, own_loss_everywhere,
                               require_importer)
+from tally import relative_apart
 from torch_training import adamw_losses
 
 require_importer()
@@ -71,7 +72,7 @@ def stft_loss():
     inputs = {"noise": noise, "target": target}
     losses, expected, _ = own_loss_both(graph, model, inputs, 4, {"N": batch})
     exact = adamw_losses(reference, (noise.double(), target.double()), None, 4, 1e-2, criterion=lambda loss, _: loss)
-    ours, theirs = (max(abs(a - b) / abs(b) for a, b in zip(run, exact)) for run in (losses, expected))
+    ours, theirs = (relative_apart(run, exact) for run in (losses, expected))
     seen = f"4 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[-1]:.6f}, float64 " \
         f"{exact[-1]:.6f}); from float64's: tightfit {ours:.1e}, PyTorch {theirs:.1e}"
     if not ours <= max(1e-5, 2 * theirs):
@@ -82,7 +83,7 @@ def stft_loss():
         if "no Vulkan" in str(error):
             return None, seen + f"; Vulkan skipped: no device ({error})"
         raise
-    apart = max(abs(a - b) / abs(b) for a, b in zip(on_vulkan, losses))
+    apart = relative_apart(on_vulkan, losses)
     seen += f"; on Vulkan within {apart:.1e} of the CPU's"
     return (None if apart <= 1e-5 else f"Vulkan {on_vulkan} vs CPU {losses}"), seen
 

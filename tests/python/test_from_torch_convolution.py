@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import tightfit
 from from_torch_cases import adamw_both, batch, beside_torch, case, dumped, each_beside_torch, finish, \
     require_importer
+from tally import relative_apart
 from torch_training import adamw_losses
 
 require_importer()
@@ -96,7 +97,7 @@ def l1_steps_beside_torch(model, xs, ys, steps=5):
     session = tightfit.Session(plan, seed=0)
     losses = [session.step({"x": xs.numpy(), "labels": ys.numpy()}) for _ in range(steps)]
     expected = adamw_losses(model, (xs,), ys, steps, 1e-2, criterion=F.l1_loss)
-    return ops, losses, expected, max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    return ops, losses, expected, relative_apart(losses, expected)
 
 
 # A TTS-style mel head trained on an L1 loss (loss="l1": mean |output - target|, PyTorch's L1Loss),

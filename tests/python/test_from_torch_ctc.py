@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 import tightfit
-from tally import finish, ok
+from tally import finish, ok, relative_apart
 
 cli = sys.argv[1]
 torch.manual_seed(44)
@@ -71,7 +71,7 @@ graph = tightfit.from_torch(model, (x,), loss="ctc", label_length=S)
 session = tightfit.Session(tightfit.compile(graph, set={"N": N}, optimizer="adamw", lr=LR, weight_decay=0, clip=0))
 losses = [session.step({"x": x.numpy(), "labels": labels.numpy()}) for _ in range(STEPS)]
 expected = torch_losses(model, x, lambda m, v: ctc_reference(m(v), labels))
-worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+worst = relative_apart(losses, expected)
 ok(worst < 1e-5, f"from_torch(loss='ctc'): {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
    f"{expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst:.1e} relative", f"{losses} vs {expected}")
 model.load_state_dict(start)
@@ -123,7 +123,7 @@ session = tightfit.Session(tightfit.compile(graph, set={"N": N}, optimizer="adam
 losses = [session.step({"x": xs.numpy(), "target": targets.numpy()}) for _ in range(STEPS)]
 own.load_state_dict(start)
 expected = torch_losses(own, xs, lambda m, v: m(v, targets))
-worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+worst = relative_apart(losses, expected)
 ok(worst < 1e-5 and "labels" not in session.plan.inputs,
    f"from_torch(loss='output'): {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} "
    f"-> {expected[-1]:.6f}), worst {worst:.1e} relative; inputs {sorted(session.plan.inputs)}")

@@ -326,7 +326,8 @@ case("torch.einsum with a label twice in one operand (diagonals, traces, the imp
 class Pointwise(torch.nn.Module):
     """Each elementwise op of _pointwise_symbolics in a term of one loss: frac, atan2 (all four quadrants),
     logaddexp (operands 30 apart: exp would overflow at 90) and logaddexp2, sinc through exact zeros,
-    signbit, addcdiv, nansum of a log (NaN below its domain), each weighed by position."""
+    signbit, addcdiv, nansum of a log (NaN below its domain), special.entr of probabilities, an isclose
+    mask, each weighed by position."""
 
     def __init__(self):
         super().__init__()
@@ -338,7 +339,8 @@ class Pointwise(torch.nn.Module):
         zeros = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0])
         terms = [torch.frac(h * 3), torch.atan2(a, b), torch.logaddexp(a * 30, b), torch.logaddexp2(b, a),
                  torch.sinc(h * zeros), h * torch.signbit(h).float(), torch.addcdiv(a, b, a.abs() + 1, value=0.5),
-                 torch.nansum(torch.log(h + 0.5).view(-1, 2, 4), -1), torch.nansum(torch.log(h)).reshape(1, 1)]
+                 torch.nansum(torch.log(h + 0.5).view(-1, 2, 4), -1), torch.nansum(torch.log(h)).reshape(1, 1),
+                 torch.special.entr(torch.sigmoid(h)), h * torch.isclose(h, h.round(), atol=0.2).float()]
         return position_weighted(terms)
 
 
@@ -347,8 +349,8 @@ def pointwise():
     return trains_as_torch(Pointwise(), {"x": torch.randn(batch, 8)})
 
 
-case("frac, atan2, logaddexp, logaddexp2, sinc, signbit, addcdiv and nansum (no symbolic in torch) train as "
-     "PyTorch's", pointwise)
+case("frac, atan2, logaddexp, logaddexp2, sinc, signbit, addcdiv, nansum, special.entr and isclose (no symbolic in "
+     "torch) train as PyTorch's", pointwise)
 
 
 class Placements(torch.nn.Module):

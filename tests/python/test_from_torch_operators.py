@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import tightfit
 from from_torch_cases import (adamw_both, batch, beside_torch, case, dumped, finish, own_loss_both,
                               own_loss_everywhere, require_importer)
+from tally import relative_apart
 from torch_training import adamw_losses
 
 require_importer()
@@ -682,7 +683,7 @@ def batch_axis_statistics():
     session = tightfit.Session(plan, seed=0)
     losses = [session.step({"x": xs.numpy(), "labels": ys.numpy().astype(np.int32)}) for _ in range(5)]
     expected = adamw_losses(model, (xs,), ys, 5, 1e-2)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    worst = relative_apart(losses, expected)
     seen = f"exported at N={batch}, trained at N=6: 5 AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} " \
         f"(PyTorch {expected[-1]:.6f}), worst relative difference {worst:.1e}"
     return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 import tightfit
-from tally import case, finish
+from tally import case, finish, relative_apart
 from torch_training import adamw_losses, pytorch_steps  # the same STEPS and LR as below
 
 print("library:", tightfit.library_path())
@@ -65,7 +65,7 @@ def train_both(model, inputs, labels, loss, dynamic_batch=True, devices=("cpu",)
     reference = {k: v.detach().numpy() for k, v in model.named_parameters()}
     seen, problems = [], []
     for device, (losses, trained) in runs.items():
-        worst_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+        worst_loss = relative_apart(losses, expected)
         # an element whose first gradient nearly cancels moves by AdamW's lr g / (|g| + eps) on
         # rounding alone: left out of the weight comparison and counted (as in
         # test_from_torch_transformer.py)
@@ -264,7 +264,7 @@ def plain_export_cli():
     model.load_state_dict(start)
     model.train()
     expected = adamw_losses(model, (tokens,), tags, STEPS, LR)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    worst = relative_apart(losses, expected)
     seen = (f"{out.strip().splitlines()[0]}; {STEPS} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch "
             f"{expected[0]:.6f} -> {expected[-1]:.6f}), worst loss difference {worst:.1e} relative")
     return (f"losses {losses} vs PyTorch's {expected}" if worst > 1e-5 else None), seen

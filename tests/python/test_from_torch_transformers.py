@@ -29,7 +29,7 @@ import torch
 import transformers
 
 import tightfit
-from tally import case, finish
+from tally import case, finish, relative_apart
 from torch_training import BATCH, adamw_losses, train_both
 
 print("library:", tightfit.library_path(), "transformers", transformers.__version__, "onnxruntime",
@@ -130,7 +130,7 @@ def and_on_vulkan(check):
         cpu = tightfit.Session(plan, seed=0)
         got = [gpu.forward(feed)] + [gpu.step(feed) for _ in range(2)]
         want = [cpu.forward(feed)] + [cpu.step(feed) for _ in range(2)]
-        apart = max(abs(a - b) / abs(b) for a, b in zip(got, want))
+        apart = relative_apart(got, want)
         seen += f"; on Vulkan {got[0]:.6f} -> {got[-1]:.6f} ({apart:.1e} from the CPU's)"
         return (f"Vulkan's losses {got} are not the CPU's {want}" if apart > 1e-5 else None), seen
     return both
@@ -855,7 +855,7 @@ def own_loss_beside_torch(model, inputs, steps=4):
     session = tightfit.Session(plan, seed=0)
     losses = [session.step({k: v.numpy() for k, v in inputs.items()}) for _ in range(steps)]
     expected = adamw_losses(start, tuple(inputs.values()), None, steps, 1e-2, criterion=lambda loss, _: loss)
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    worst = relative_apart(losses, expected)
     seen = f"{steps} AdamW steps {losses[0]:.6f} -> {losses[-1]:.6f} (PyTorch {expected[0]:.6f} -> " \
         f"{expected[-1]:.6f}), worst relative difference {worst:.1e}"
     return (None if worst <= 1e-5 else f"tightfit {losses} vs PyTorch {expected}"), seen

@@ -89,7 +89,7 @@ def train(optimizer, accumulate):
                 session.read(name, shape=shape, dtype="bf16"), bf16_bits(session.read(plan.masters[name], shape)))
     expected, masters = reference(model, xs, ys, optimizer, accumulate)
     trained = session.state_dict()
-    worst_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    worst_loss = tally.relative_apart(losses, expected)
     # Each gradient is rounded to bf16, where the frameworks' f32 gradients (summed in other orders)
     # can round to neighbouring values: such a flip moves AdamW's step of that element by about
     # lr 2^-8 (1-beta1) ~ 4e-6 per step. A few elements may differ by that much; a gradient not

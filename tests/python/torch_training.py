@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 import tightfit
+from tally import relative_apart
 
 BATCH, STEPS, LR = 3, 10, 1e-2
 # Trained weights agree within WEIGHT_TOLERANCE (0.5% of one step of lr; ten steps move a weight by up
@@ -90,7 +91,7 @@ def train_both(model, inputs, labels, loss, before_training=None, fixed_batch=Fa
         return checked
     losses = [session.step(feed) for _ in range(STEPS)]
     expected, first_gradients = pytorch_steps(model, inputs, labels, loss)
-    worst_loss = max(abs(a - b) / abs(b) for a, b in zip(losses, expected))
+    worst_loss = relative_apart(losses, expected)
     # An element whose first gradient nearly cancels (below 1e-6, where the gradients here are ~1e-3)
     # carries that cancellation's rounding (~1e-9, differently in each framework) into AdamW's first
     # step lr g / (|g| + eps), whose slope there is lr eps / g^2: 1e-9 of rounding moves it by over
