@@ -229,8 +229,6 @@ tf_status ox_emit_of_empty(ox_import *im, const ox_node *node, bool *emitted) TF
  * becomes 0, where the others hold elements): no elements either. */
 tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty *x, const tf_dim *target,
                               int32_t rank) TF_MUST_USE;
-/* Output 0 of Flatten(x) at `axis` (in range), x a value with no elements. */
-tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) TF_MUST_USE;
 
 /* onnx_layout.c */
 /* The node's output: x reshaped to `rank` dims, each fixed, symbolic, or {-1, -1} (inferred; one at

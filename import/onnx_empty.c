@@ -147,8 +147,3 @@ tf_status ox_set_empty_shaped(ox_import *im, const ox_node *node, const ox_empty
     return ox_fail(im, node, TF_ERR_SHAPE, "a value with no elements to a shape that has elements");
   return ox_set_empty(im, node, 0, x->dtype, rank, dims);
 }
-
-tf_status ox_flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) {
-  const tf_dim dims[2] = {ox_dims_product(x->dims, 0, (int32_t)axis), ox_dims_product(x->dims, (int32_t)axis, x->rank)};
-  return ox_set_empty_shaped(im, node, x, dims, 2);
-}

@@ -87,6 +87,12 @@ tf_dim ox_dims_product(const tf_dim *dims, int32_t from, int32_t to) {
   return p;
 }
 
+/* Flatten(x) at `axis` (in range), x a value with no elements: none either. */
+static tf_status flatten_empty(ox_import *im, const ox_node *node, const ox_empty *x, int64_t axis) {
+  const tf_dim dims[2] = {ox_dims_product(x->dims, 0, (int32_t)axis), ox_dims_product(x->dims, (int32_t)axis, x->rank)};
+  return ox_set_empty_shaped(im, node, x, dims, 2);
+}
+
 /* Flatten of a known value (BEiT's meshgrid of window coordinates): the same elements as [outer, inner]. */
 static tf_status fold_flatten(ox_import *im, const ox_node *node, const ox_known *x) {
   int64_t axis = ox_attr_int(node, "axis", 1), shape[2] = {1, 1};
@@ -115,7 +121,7 @@ tf_status ox_convert_flatten(ox_import *im, const ox_node *node) {
     return ox_fail(im, node, TF_ERR_INVALID_INPUT, "axis %" PRId64 " of a rank-%" PRId32 " input", axis, rank);
   const ox_empty *empty = ox_empty_input(im, node, 0);
   if (empty)
-    return ox_flatten_empty(im, node, empty, axis);
+    return flatten_empty(im, node, empty, axis);
   tf_tensor_id x;
   TF_RETURN_IF_ERROR(ox_tensor_of(im, node, 0, &x));
   // [prod(dims[:axis]), prod(dims[axis:])]: a symbol stays named in either part when the rest is fixed

@@ -291,11 +291,12 @@ def main():
                 [value_info("x", 1, ["N", 4]), value_info("w", 1, ["N", 3, 2])], [value_info("y", 1, ["N", 3, 2])],
                 [int_tensor("s", [1], [4]), int_tensor("e", [1], [1 << 62]), int_tensor("a", [1], [1])])),
              ["concat_empty.onnx", "'join' (Concat)", "input 1 'rest' (no elements) does not fit"]),
-            # Einsum: a diagonal (a label twice in one term), and an equation of the wrong operand count
+            # Einsum: a diagonal (a label twice in one term) over axes of unequal sizes, and an equation of the
+            # wrong operand count
             ("einsum diagonal", write("einsum_diag.onnx", model(
                 [node("Einsum", ["x", "w"], ["y"], "diag", attribute_string("equation", "ni,jj->nj"))],
-                [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N", 3])], [tensor("w", [3, 3], [0.5] * 9)])),
-             ["einsum_diag.onnx", "'diag' (Einsum)", "label 'j' twice in one term"]),
+                [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N", 3])], [tensor("w", [3, 4], [0.5] * 12)])),
+             ["einsum_diag.onnx", "'diag' (Einsum)", "label 'j' twice in one term over axes of other or symbolic"]),
             ("einsum terms", write("einsum_terms.onnx", model(
                 [node("Einsum", ["x", "w"], ["y"], "terms", attribute_string("equation", "ni->n"))],
                 [value_info("x", 1, ["N", 3])], [value_info("y", 1, ["N"])], [tensor("w", [3, 3], [0.5] * 9)])),
